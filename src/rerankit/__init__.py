@@ -1,0 +1,71 @@
+"""rerankit: put the most relevant candidates first.
+
+>>> import rerankit
+>>> result = rerankit.rerank("solar power", ["wind farms", "solar panels on roofs"])
+>>> result[0].text
+'solar panels on roofs'
+
+Importing the package is cheap: numpy and the scorers load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .documents import InvalidDocumentError
+from .types import (
+    Document,
+    MissingDependencyError,
+    RankedDocument,
+    RerankitError,
+    RerankResult,
+    ScorerError,
+)
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    "rerank": "pipeline",
+    "Reranker": "pipeline",
+    "ScorerReranker": "pipeline",
+    "FusionReranker": "pipeline",
+    "get_reranker": "pipeline",
+    "register_reranker": "pipeline",
+    "available_rerankers": "pipeline",
+    "Scorer": "scorers.base",
+    "ScoreBatch": "scorers.base",
+    "Analyzer": "scorers.lexical",
+    "BM25Scorer": "scorers.lexical",
+    "JaccardScorer": "scorers.lexical",
+    "TextSimilarity": "scorers.lexical",
+    "FieldScorer": "scorers.field",
+    "ScoreCombinationMethod": "fusion",
+    "normalize_scores": "fusion",
+    "combine_scores": "fusion",
+}
+
+__all__ = [
+    "Document",
+    "InvalidDocumentError",
+    "MissingDependencyError",
+    "RankedDocument",
+    "RerankResult",
+    "RerankitError",
+    "ScorerError",
+    "__version__",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rerankit' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

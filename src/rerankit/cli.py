@@ -1,0 +1,171 @@
+"""The ``rerankit`` command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import shutil
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+from . import __version__
+
+logger = logging.getLogger(__name__)
+
+
+class InputError(Exception):
+    """The input file cannot be read as documents."""
+
+
+def read_documents(stream: TextIO, source: str) -> list[Any]:
+    """Read a JSON array or JSON Lines (one string or object per line)."""
+    text = stream.read()
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{source}: invalid JSON array: {exc}") from None
+        if not isinstance(items, list):
+            raise InputError(f"{source}: expected a JSON array")
+        return items
+    items = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{source}, line {lineno}: invalid JSON: {exc.msg}") from None
+    return items
+
+
+def _records(result: Any, score_field: str, details: bool) -> list[dict]:
+    if details:
+        return result.to_dicts()
+    out = []
+    for r in result:
+        doc = r.document
+        out.append(doc if isinstance(doc, dict) else {"text": r.text, score_field: r.score})
+    return out
+
+
+def _table(result: Any, out: TextIO) -> None:
+    width = max(40, min(shutil.get_terminal_size((100, 20)).columns, 160))
+    id_width = max([2, *(len(str(r.id)) for r in result if r.id is not None)])
+    id_width = min(id_width, 16)
+    head = f"{'rank':>4}  {'score':>8}  {'id':<{id_width}}  text"
+    out.write(head + "\n")
+    room = max(10, width - len(head) + 4)
+    for r in result:
+        snippet = " ".join(r.text.split())
+        if len(snippet) > room:
+            snippet = snippet[: room - 1] + "…"
+        rid = "" if r.id is None else str(r.id)[:id_width]
+        out.write(f"{r.rank:>4}  {r.score:>8.4f}  {rid:<{id_width}}  {snippet}\n")
+
+
+def _cmd_rank(args: argparse.Namespace) -> int:
+    from .pipeline import get_reranker
+
+    try:
+        if args.input == "-":
+            items = read_documents(sys.stdin, "stdin")
+        else:
+            with open(args.input, encoding="utf-8") as fh:
+                items = read_documents(fh, args.input)
+    except OSError as exc:
+        raise InputError(f"cannot read {args.input}: {exc.strerror}") from None
+    reranker = get_reranker(args.reranker)
+    result = reranker.rerank(
+        args.query, items, top_k=args.top_k, text_field=args.text_field,
+        id_field=args.id_field, score_field=args.score_field,
+    )
+    for w in result.warnings:
+        print(f"rerankit: warning: {w}", file=sys.stderr)
+    out = sys.stdout
+    if args.format == "table":
+        _table(result, out)
+    else:
+        for rec in _records(result, args.score_field, args.details):
+            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    return 0
+
+
+def _cmd_rerankers(args: argparse.Namespace) -> int:
+    from .pipeline import available_rerankers
+
+    for name in available_rerankers():
+        print(name)
+    return 0
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
+    return n
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rerankit",
+        description="Rerank search candidates so the most relevant come first.",
+    )
+    parser.add_argument("--version", action="version", version=f"rerankit {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0,
+                        help="log progress to stderr (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    rank = sub.add_parser(
+        "rank", help="rerank documents from a JSONL file or JSON array",
+        description="Read documents (JSON Lines or a JSON array of strings or objects), "
+        "rerank them for the query and write JSON Lines, best first.",
+    )
+    rank.add_argument("--query", "-q", required=True, help="the search query")
+    rank.add_argument("--input", "-i", default="-", help="input file, or - for stdin (default)")
+    rank.add_argument("--reranker", "-r", default="bm25",
+                      help="reranker name (see `rerankit rerankers`; default bm25)")
+    rank.add_argument("--top-k", "-k", type=_positive_int, default=None,
+                      help="keep only the best K")
+    rank.add_argument("--text-field", default="text", help="object field holding the text")
+    rank.add_argument("--id-field", default="id", help="object field holding the id")
+    rank.add_argument("--score-field", default="rerank_score",
+                      help="field added to each output object (default rerank_score)")
+    rank.add_argument("--format", choices=("jsonl", "table"), default="jsonl",
+                      help="jsonl (default): the input objects plus the score; table: for people")
+    rank.add_argument("--details", action="store_true",
+                      help="write result records (index, rank, score, id, text, scores, flags)")
+    rank.set_defaults(func=_cmd_rank)
+
+    names = sub.add_parser("rerankers", help="list the named rerankers")
+    names.set_defaults(func=_cmd_rerankers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verbose:
+        logging.basicConfig(
+            level=logging.DEBUG if args.verbose > 1 else logging.INFO,
+            format="%(levelname)s %(name)s: %(message)s",
+        )
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except (InputError, ValueError, TypeError) as exc:
+        print(f"rerankit: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # e.g. `rerankit rank ... | head`
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

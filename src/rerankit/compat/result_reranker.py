@@ -1,0 +1,160 @@
+"""Seed-compatible multi-strategy reranking (spec 3), thin over :class:`FusionReranker`.
+
+Entities may be of any type. Strategies receive the entities themselves; the built-in
+:class:`TextSimilarityReranker` reads each entity's text with :func:`entity_text` (or the
+``text_getter`` you pass).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..fusion import ScoreCombinationMethod, combine_scores
+from ..fusion import normalize_scores as _normalize
+from ..pipeline import FusionReranker
+from ..scorers.lexical import TextSimilarity
+from ..types import Document
+
+__all__ = [
+    "RerankerStrategy",
+    "ResultReranker",
+    "ScoreCombinationMethod",
+    "TextSimilarityReranker",
+    "combine_scores",
+    "entity_text",
+    "normalize_scores",
+]
+
+def normalize_scores(scores: Sequence[float], method: str = "min_max") -> list[float]:
+    """Scores mapped into [0, 1] as a list (see :func:`rerankit.fusion.normalize_scores`)."""
+    return _normalize(scores, method).tolist()
+
+
+_TEXT_KEYS = ("name", "title", "text", "content", "description")
+
+
+def _fields_of(source: Any) -> list[str]:
+    get = source.get if isinstance(source, Mapping) else lambda k: getattr(source, k, None)
+    return [v for k in _TEXT_KEYS if isinstance(v := get(k), str) and v]
+
+
+def entity_text(entity: Any) -> str:
+    """The text of an entity: a ``str`` itself; a ``Document``'s ``text``; otherwise the
+    ``name``, ``title``, ``text``, ``content`` and ``description`` found as mapping keys or
+    attributes, then inside a ``properties`` mapping, joined by newlines.
+
+    Raises ``TypeError`` when none is found (pass ``text_getter=`` to say where the text is).
+    """
+    if isinstance(entity, str):
+        return entity
+    if isinstance(entity, Document):
+        return entity.text
+    parts = _fields_of(entity)
+    props = entity.get("properties") if isinstance(entity, Mapping) else getattr(
+        entity, "properties", None
+    )
+    if isinstance(props, Mapping):
+        parts += [p for p in _fields_of(props) if p not in parts]
+    if not parts:
+        raise TypeError(
+            f"cannot find text in {type(entity).__name__} entity (looked for "
+            f"{', '.join(_TEXT_KEYS)} and properties); pass text_getter="
+        )
+    return "\n".join(parts)
+
+
+class RerankerStrategy(ABC):
+    """One way of scoring entities; subclass it and implement ``name`` and ``score``."""
+
+    @property
+    @abstractmethod
+    def name(self) -> str:
+        """The strategy's name (the key used in weights)."""
+
+    @abstractmethod
+    async def score(self, query: str, entities: list[Any], **kwargs: Any) -> list[float]:
+        """One score per entity, same order; [0, 1] is best for combination."""
+
+
+class TextSimilarityReranker(RerankerStrategy):
+    """BM25 and Jaccard blended (defaults 0.7 / 0.3), scores in [0, 1]; name ``"text"``."""
+
+    def __init__(
+        self,
+        bm25_weight: float = 0.7,
+        jaccard_weight: float = 0.3,
+        *,
+        text_getter: Callable[[Any], str] | None = None,
+        **options: Any,
+    ) -> None:
+        self._scorer = TextSimilarity(
+            bm25_weight=bm25_weight, jaccard_weight=jaccard_weight, **options
+        )
+        self._text = text_getter or entity_text
+
+    @property
+    def name(self) -> str:
+        return "text"
+
+    async def score(self, query: str, entities: list[Any], **kwargs: Any) -> list[float]:
+        return self._scorer.score_texts(query, [self._text(e) for e in entities]).tolist()
+
+
+class _StrategyScorer:
+    """Presents a RerankerStrategy (which scores entities) as a core scorer."""
+
+    def __init__(self, strategy: RerankerStrategy) -> None:
+        self.strategy = strategy
+        self.name = strategy.name
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
+        values = await self.strategy.score(query, [d.source for d in docs], **context)
+        return np.asarray(values, dtype=np.float64)
+
+
+class ResultReranker:
+    """Combines strategies (weighted average, RRF, max, min, ...) after normalisation.
+
+    ``await rerank(query, entities, top_k=None, **kwargs)`` returns ``(entity, score)``
+    tuples, best first; ``kwargs`` (e.g. ``query_embedding``) reach every strategy. A
+    failing strategy is logged and left out; use :class:`rerankit.FusionReranker` directly to
+    see warnings and degradation in the result. Holds no per-call state.
+    """
+
+    def __init__(
+        self,
+        strategies: list[RerankerStrategy],
+        combination_method: ScoreCombinationMethod = ScoreCombinationMethod.WEIGHTED_AVERAGE,
+        weights: dict[str, float] | None = None,
+        normalize_scores: bool = True,
+        normalization_method: str = "min_max",
+        *,
+        text_getter: Callable[[Any], str] | None = None,
+    ) -> None:
+        self.strategies = list(strategies)
+        self._text = text_getter or entity_text
+        self._fusion = FusionReranker(
+            [_StrategyScorer(s) for s in self.strategies],
+            combination_method,
+            weights,
+            normalize_scores,
+            normalization_method,
+        )
+
+    def _text_or_empty(self, entity: Any) -> str:
+        try:
+            return self._text(entity)
+        except TypeError:
+            return ""  # strategies read the entity itself; text is only informational here
+
+    async def rerank(
+        self, query: str, entities: list[Any], top_k: int | None = None, **kwargs: Any
+    ) -> list[tuple[Any, float]]:
+        entities = list(entities)
+        docs = [Document(text=self._text_or_empty(e), source=e) for e in entities]
+        result = await self._fusion.arerank(query, docs, top_k=top_k, **kwargs)
+        return [(entities[r.index], r.score) for r in result]

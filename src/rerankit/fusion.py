@@ -1,0 +1,248 @@
+"""Score normalisation and combination, pure numpy.
+
+Conventions (documented choices where the source designs were silent):
+
+* **Constant scores** carry no information: ``min_max``, ``z_score`` and ``rank`` map them to
+  0.5 each; ``softmax`` gives the uniform ``1/n``. A single score is a constant list.
+* **Non-finite input** (NaN, inf) to these functions is a ``ValueError`` naming the position.
+  Rerankers apply their own policy first: a non-finite score counts as that strategy's worst
+  score, the document is flagged and the result carries a warning.
+* **Weights** are keyed by strategy name. Naming an unknown strategy, leaving one out,
+  negative or non-finite weights, or all-zero weights are errors. Weights are rescaled to sum
+  to 1, so ``{"a": 2, "b": 1}`` means two thirds and one third.
+* **Ranks** are 1-based, best first, with tied scores sharing their average rank.
+
+Methods and their output range for ``m`` strategies whose inputs lie in ``[0, 1]``:
+
+=================  ===================================================  ==================
+method             combined score                                        range
+=================  ===================================================  ==================
+WEIGHTED_AVERAGE   ``sum(w_i * s_i)``                                    ``[0, 1]``
+COMB_SUM           ``m * sum(w_i * s_i)`` (the plain sum when equal w)   ``[0, m]``
+COMB_MNZ           COMB_SUM times the number of strategies scoring > 0   ``[0, m*m]``
+MAX / MIN          max / min of ``s_i`` (weights unused)                 ``[0, 1]``
+RRF                ``sum(m * w_i / (k + rank_i))``, ``k`` = 60            ``(0, m/(k+1)]``
+BORDA              ``sum(m * w_i * (n_i - rank_i + 1))``                 ``[0, m*n]``
+=================  ===================================================  ==================
+
+A strategy that did not score an entity (``combine_scores`` over dicts with different keys)
+contributes nothing to the sums and is skipped by MAX and MIN.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from enum import Enum
+
+import numpy as np
+
+__all__ = [
+    "NORMALIZATION_METHODS",
+    "ScoreCombinationMethod",
+    "combine_scores",
+    "fuse",
+    "normalize_scores",
+    "rank_positions",
+    "resolve_weights",
+]
+
+NORMALIZATION_METHODS = ("min_max", "z_score", "softmax", "rank")
+
+
+class ScoreCombinationMethod(str, Enum):
+    """How several strategies' scores become one."""
+
+    WEIGHTED_AVERAGE = "weighted_average"
+    RRF = "rrf"
+    MAX = "max"
+    MIN = "min"
+    COMB_SUM = "comb_sum"
+    COMB_MNZ = "comb_mnz"
+    BORDA = "borda"
+
+    @classmethod
+    def parse(cls, value: ScoreCombinationMethod | str) -> ScoreCombinationMethod:
+        if isinstance(value, cls):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            try:
+                return cls[str(value).upper()]
+            except KeyError:
+                names = ", ".join(m.value for m in cls)
+                raise ValueError(f"unknown combination method {value!r}; use one of {names}") from None
+
+    @property
+    def uses_ranks(self) -> bool:
+        return self in (ScoreCombinationMethod.RRF, ScoreCombinationMethod.BORDA)
+
+
+def _as_finite_array(scores: Sequence[float] | np.ndarray, what: str = "scores") -> np.ndarray:
+    arr = np.asarray(scores, dtype=np.float64)
+    if arr.ndim != 1:
+        raise ValueError(f"{what} must be one-dimensional, got shape {arr.shape}")
+    bad = np.flatnonzero(~np.isfinite(arr))
+    if bad.size:
+        raise ValueError(f"{what} contain non-finite values at positions {bad[:10].tolist()}")
+    return arr
+
+
+def rank_positions(scores: Sequence[float] | np.ndarray) -> np.ndarray:
+    """1-based ranks, highest score first; ties share their average rank."""
+    arr = np.asarray(scores, dtype=np.float64)
+    n = arr.shape[0]
+    if n == 0:
+        return np.zeros(0)
+    order = np.argsort(-arr, kind="stable")
+    ordinal = np.empty(n, dtype=np.float64)
+    ordinal[order] = np.arange(1, n + 1)
+    # Average the ordinal ranks inside each group of equal scores.
+    _, group, counts = np.unique(arr, return_inverse=True, return_counts=True)
+    sums = np.bincount(group, weights=ordinal)
+    return sums[group] / counts[group]
+
+
+def normalize_scores(
+    scores: Sequence[float] | np.ndarray, method: str = "min_max"
+) -> np.ndarray:
+    """Map finite scores into [0, 1], keeping their order.
+
+    ``min_max``: linear, worst 0 and best 1. ``z_score``: standard score then logistic
+    sigmoid. ``softmax``: ``exp`` normalised to sum 1. ``rank``: ``(n - rank) / (n - 1)``.
+    """
+    arr = _as_finite_array(scores)
+    if method not in NORMALIZATION_METHODS:
+        raise ValueError(
+            f"unknown normalization method {method!r}; use one of {', '.join(NORMALIZATION_METHODS)}"
+        )
+    n = arr.shape[0]
+    if n == 0:
+        return arr
+    if method == "softmax":
+        e = np.exp(arr - arr.max())
+        return e / e.sum()
+    lo, hi = arr.min(), arr.max()
+    if hi == lo:
+        return np.full(n, 0.5)
+    if method == "min_max":
+        out = (arr - lo) / (hi - lo)
+    elif method == "z_score":
+        std = arr.std()
+        if not std > 0:  # spread too small to measure in float64
+            return np.full(n, 0.5)
+        out = 1.0 / (1.0 + np.exp(-(arr - arr.mean()) / std))
+    else:  # rank
+        out = (n - rank_positions(arr)) / (n - 1)
+    return np.clip(out, 0.0, 1.0)
+
+
+def resolve_weights(names: Sequence[str], weights: Mapping[str, float] | None) -> np.ndarray:
+    """Weights in strategy order, rescaled to sum to 1 (equal when ``weights`` is None)."""
+    m = len(names)
+    if m == 0:
+        raise ValueError("at least one strategy is needed")
+    if weights is None:
+        return np.full(m, 1.0 / m)
+    if not isinstance(weights, Mapping):
+        raise TypeError(f"weights must be a mapping of strategy name to weight, got {type(weights).__name__}")
+    unknown = [k for k in weights if k not in names]
+    if unknown:
+        raise ValueError(
+            f"weights name unknown strategies {unknown}; the strategies are {list(names)}"
+        )
+    missing = [n for n in names if n not in weights]
+    if missing:
+        raise ValueError(f"weights must give every strategy a weight; missing {missing}")
+    w = np.array([weights[n] for n in names], dtype=np.float64)
+    if not np.all(np.isfinite(w)) or np.any(w < 0):
+        raise ValueError(f"weights must be finite and >= 0, got {dict(weights)}")
+    total = w.sum()
+    if total <= 0:
+        raise ValueError("weights must not all be zero")
+    return w / total
+
+
+def fuse(
+    matrix: np.ndarray,
+    method: ScoreCombinationMethod | str,
+    weights: np.ndarray,
+    *,
+    rrf_k: float = 60.0,
+    present: np.ndarray | None = None,
+) -> np.ndarray:
+    """Combine an ``(m strategies, n items)`` score matrix into ``n`` scores.
+
+    ``weights`` must already sum to 1 (see :func:`resolve_weights`); ``present`` marks which
+    strategy scored which item (all, when None).
+    """
+    method = ScoreCombinationMethod.parse(method)
+    scores = np.asarray(matrix, dtype=np.float64)
+    m, n = scores.shape
+    if present is None:
+        present = np.ones((m, n), dtype=bool)
+    w = np.asarray(weights, dtype=np.float64)[:, None]
+    if rrf_k < 0:
+        raise ValueError(f"rrf_k must be >= 0, got {rrf_k}")
+
+    if method in (ScoreCombinationMethod.MAX, ScoreCombinationMethod.MIN):
+        fill = -np.inf if method is ScoreCombinationMethod.MAX else np.inf
+        masked = np.where(present, scores, fill)
+        out = masked.max(axis=0) if method is ScoreCombinationMethod.MAX else masked.min(axis=0)
+        return np.where(present.any(axis=0), out, 0.0)
+
+    if method.uses_ranks:
+        ranks = np.zeros((m, n))
+        sizes = present.sum(axis=1)
+        for i in range(m):  # one pass per strategy, vectorised over items
+            ranks[i, present[i]] = rank_positions(scores[i, present[i]])
+        if method is ScoreCombinationMethod.RRF:
+            contrib = 1.0 / (rrf_k + ranks)
+        else:
+            contrib = sizes[:, None] - ranks + 1.0
+        return (m * w * np.where(present, contrib, 0.0)).sum(axis=0)
+
+    weighted = (w * np.where(present, scores, 0.0)).sum(axis=0)
+    if method is ScoreCombinationMethod.WEIGHTED_AVERAGE:
+        return weighted
+    comb_sum = m * weighted
+    if method is ScoreCombinationMethod.COMB_SUM:
+        return comb_sum
+    hits = (present & (scores > 0)).sum(axis=0)
+    return comb_sum * hits
+
+
+def combine_scores(
+    score_dicts: Sequence[Mapping[Hashable, float]] | Mapping[str, Mapping[Hashable, float]],
+    method: ScoreCombinationMethod | str = ScoreCombinationMethod.WEIGHTED_AVERAGE,
+    weights: Mapping[str, float] | None = None,
+    *,
+    rrf_k: float = 60.0,
+) -> dict[Hashable, float]:
+    """Combine ``{entity_id: score}`` dicts from several strategies into one dict.
+
+    A list of dicts names its strategies ``strategy_0``, ``strategy_1``, ...; a mapping of
+    ``{strategy_name: {entity_id: score}}`` uses its own names. Scores are combined as given
+    (normalise first if they live on different scales). Entities keep first-seen order.
+    """
+    if isinstance(score_dicts, Mapping):
+        names = [str(k) for k in score_dicts]
+        dicts = list(score_dicts.values())
+    else:
+        dicts = list(score_dicts)
+        names = [f"strategy_{i}" for i in range(len(dicts))]
+    if not dicts:
+        return {}
+    ids = list(dict.fromkeys(k for d in dicts for k in d))
+    position = {k: j for j, k in enumerate(ids)}
+    matrix = np.zeros((len(dicts), len(ids)))
+    present = np.zeros_like(matrix, dtype=bool)
+    for i, d in enumerate(dicts):
+        for k, v in d.items():
+            matrix[i, position[k]] = v
+            present[i, position[k]] = True
+        bad = [k for k, v in d.items() if not np.isfinite(v)]
+        if bad:
+            raise ValueError(f"strategy {names[i]!r} has non-finite scores for {bad[:5]}")
+    out = fuse(matrix, method, resolve_weights(names, weights), rrf_k=rrf_k, present=present)
+    return {k: float(v) for k, v in zip(ids, out)}

@@ -1,0 +1,366 @@
+"""Rerankers: one scorer, or several fused; sync and async entry points; named built-ins."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from . import fusion
+from .documents import InvalidDocumentError, output_for, to_documents
+from .scorers.base import Scorer, as_score_batch
+from .types import Document, MissingDependencyError, RankedDocument, RerankResult
+
+__all__ = [
+    "FusionReranker",
+    "Reranker",
+    "ScorerReranker",
+    "available_rerankers",
+    "get_reranker",
+    "register_reranker",
+    "rerank",
+]
+
+logger = logging.getLogger(__name__)
+
+
+#: Errors that describe the caller's input or set-up: they propagate instead of degrading.
+_CALLER_ERRORS = (InvalidDocumentError, MissingDependencyError)
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion from sync code, also when an event loop is running in
+    this thread (notebooks, async servers): then it runs on a helper thread's own loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerankit-sync") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+@dataclass
+class Scored:
+    """What a reranker's scoring step produced, before ordering."""
+
+    final: np.ndarray
+    per_strategy: dict[str, np.ndarray] = field(default_factory=dict)
+    flags: dict[int, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    degraded: bool = False
+
+
+def _check_top_k(top_k: int | None) -> None:
+    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+        raise ValueError(f"top_k must be a positive integer or None, got {top_k!r}")
+
+
+def _replace_non_finite(name: str, values: np.ndarray, scored: Scored) -> np.ndarray:
+    """Policy: a NaN/inf score counts as the strategy's worst finite score; flagged + warned."""
+    bad = ~np.isfinite(values)
+    if not bad.any():
+        return values
+    finite = values[~bad]
+    worst = float(finite.min()) if finite.size else 0.0
+    idx = np.flatnonzero(bad)
+    for i in idx:
+        scored.flags.setdefault(int(i), []).append(f"non_finite:{name}")
+    scored.warnings.append(
+        f"scorer {name!r} returned {idx.size} non-finite score(s) (documents "
+        f"{idx[:10].tolist()}{'...' if idx.size > 10 else ''}); they count as its worst score"
+    )
+    logger.warning(scored.warnings[-1])
+    return np.where(bad, worst, values)
+
+
+class Reranker(ABC):
+    """Base of every reranker: adapt the input, score, order, map back.
+
+    Subclasses implement :meth:`_score`. Results of a rerank without ``top_k`` are always a
+    permutation of the input; equal scores keep input order.
+    """
+
+    name: str = "reranker"
+
+    def rerank(
+        self,
+        query: str,
+        documents: Iterable[Any],
+        *,
+        top_k: int | None = None,
+        text_field: str = "text",
+        id_field: str = "id",
+        score_field: str = "rerank_score",
+        **context: Any,
+    ) -> RerankResult:
+        """Rerank ``documents`` for ``query`` (blocking). See :meth:`arerank`."""
+        return run_sync(
+            self.arerank(
+                query, documents, top_k=top_k, text_field=text_field, id_field=id_field,
+                score_field=score_field, **context,
+            )
+        )
+
+    async def arerank(
+        self,
+        query: str,
+        documents: Iterable[Any],
+        *,
+        top_k: int | None = None,
+        text_field: str = "text",
+        id_field: str = "id",
+        score_field: str = "rerank_score",
+        **context: Any,
+    ) -> RerankResult:
+        """Rerank ``documents`` (strings, dicts or Documents) for ``query``.
+
+        ``top_k`` keeps the best k. Dict inputs come back as new dicts with the score under
+        ``score_field``. An empty query or an empty list returns the input order with a
+        warning. Extra keyword arguments are passed to the scorers as context.
+        """
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, got {type(query).__name__}")
+        _check_top_k(top_k)
+        docs = to_documents(documents, text_field=text_field, id_field=id_field)
+        if not docs or not query.strip():
+            what = "the document list is empty" if not docs else "the query is empty"
+            logger.warning("%s; returning the input order", what)
+            scored = Scored(final=np.zeros(len(docs)), warnings=[f"{what}; input order kept"])
+        else:
+            scored = await self._score(query, docs, **context)
+        return assemble(query, docs, scored, top_k=top_k, score_field=score_field)
+
+    @abstractmethod
+    async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
+        """Score non-empty ``docs`` for a non-empty ``query``."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+def assemble(
+    query: str,
+    docs: Sequence[Document],
+    scored: Scored,
+    *,
+    top_k: int | None = None,
+    score_field: str = "rerank_score",
+) -> RerankResult:
+    """Order documents by ``scored.final`` (stable, best first) into a RerankResult."""
+    final = scored.final
+    order = np.argsort(-final, kind="stable")
+    if top_k is not None:
+        order = order[:top_k]
+    results = []
+    for rank, i in enumerate(order.tolist(), start=1):
+        doc = docs[i]
+        score = float(final[i])
+        results.append(
+            RankedDocument(
+                document=output_for(doc, score, score_field=score_field),
+                index=i,
+                rank=rank,
+                score=score,
+                text=doc.text,
+                id=doc.id,
+                scores={k: float(v[i]) for k, v in scored.per_strategy.items()},
+                flags=tuple(scored.flags.get(i, ())),
+            )
+        )
+    return RerankResult(
+        query=query,
+        results=tuple(results),
+        degraded=scored.degraded,
+        warnings=tuple(scored.warnings),
+    )
+
+
+async def _run_scorer(scorer: Scorer, query: str, docs: Sequence[Document], context: dict) -> Any:
+    return as_score_batch(scorer.name, await scorer.score(query, docs, **context), len(docs))
+
+
+def _failure(scorer: Scorer, exc: BaseException) -> str:
+    logger.warning("scorer %r failed: %s", scorer.name, exc, exc_info=exc)
+    return f"scorer {scorer.name!r} failed: {type(exc).__name__}: {exc}"
+
+
+class ScorerReranker(Reranker):
+    """Orders by one scorer's scores. If the scorer fails, the input order is kept and the
+    result is marked ``degraded`` (scores 0.0) with the error in ``warnings``."""
+
+    def __init__(self, scorer: Scorer, *, name: str | None = None) -> None:
+        if not isinstance(scorer, Scorer):
+            raise TypeError(f"{scorer!r} is not a scorer (needs .name and async .score)")
+        self.scorer = scorer
+        self.name = name or scorer.name
+
+    async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
+        try:
+            batch = await _run_scorer(self.scorer, query, docs, context)
+        except _CALLER_ERRORS:
+            raise
+        except Exception as exc:
+            return Scored(final=np.zeros(len(docs)), warnings=[_failure(self.scorer, exc)],
+                          degraded=True)
+        scored = Scored(final=batch.values, flags={i: list(f) for i, f in batch.flags.items()},
+                        warnings=list(batch.warnings), degraded=batch.degraded)
+        scored.per_strategy[self.scorer.name] = batch.values
+        scored.final = _replace_non_finite(self.scorer.name, batch.values, scored)
+        return scored
+
+
+class FusionReranker(Reranker):
+    """Runs several scorers concurrently and combines their scores.
+
+    Each strategy's raw scores are kept in ``RankedDocument.scores``. Score-based methods
+    normalise each strategy first (``normalize_scores=True``, ``normalization_method``);
+    rank-based ones (RRF, BORDA) use ranks. If some strategies fail, the rest decide the
+    order and the result is ``degraded`` with a warning per failure; if all fail, the input
+    order is kept. See :mod:`rerankit.fusion` for weights, ranges and tie rules.
+    """
+
+    def __init__(
+        self,
+        strategies: Sequence[Scorer],
+        combination_method: fusion.ScoreCombinationMethod | str = (
+            fusion.ScoreCombinationMethod.WEIGHTED_AVERAGE
+        ),
+        weights: Mapping[str, float] | None = None,
+        normalize_scores: bool = True,
+        normalization_method: str = "min_max",
+        *,
+        rrf_k: float = 60.0,
+        name: str = "fusion",
+    ) -> None:
+        strategies = list(strategies)
+        if not strategies:
+            raise ValueError("FusionReranker needs at least one strategy")
+        for s in strategies:
+            if not isinstance(s, Scorer):
+                raise TypeError(f"{s!r} is not a scorer (needs .name and async .score)")
+        names = [s.name for s in strategies]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"strategy names must be unique; repeated: {dupes}")
+        if normalization_method not in fusion.NORMALIZATION_METHODS:
+            raise ValueError(
+                f"unknown normalization method {normalization_method!r}; use one of "
+                f"{', '.join(fusion.NORMALIZATION_METHODS)}"
+            )
+        if rrf_k < 0:
+            raise ValueError(f"rrf_k must be >= 0, got {rrf_k}")
+        self.strategies = strategies
+        self.combination_method = fusion.ScoreCombinationMethod.parse(combination_method)
+        self.weights = dict(weights) if weights is not None else None
+        self._weights = fusion.resolve_weights(names, weights)
+        self.normalize_scores = normalize_scores
+        self.normalization_method = normalization_method
+        self.rrf_k = rrf_k
+        self.name = name
+
+    async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
+        outcomes = await asyncio.gather(
+            *(_run_scorer(s, query, docs, context) for s in self.strategies),
+            return_exceptions=True,
+        )
+        scored = Scored(final=np.zeros(len(docs)))
+        rows, kept = [], []
+        for i, (strategy, outcome) in enumerate(zip(self.strategies, outcomes)):
+            if isinstance(outcome, _CALLER_ERRORS):
+                raise outcome
+            if isinstance(outcome, BaseException):
+                if not isinstance(outcome, Exception):
+                    raise outcome
+                scored.warnings.append(_failure(strategy, outcome))
+                scored.degraded = True
+                continue
+            scored.per_strategy[strategy.name] = outcome.values
+            scored.warnings.extend(outcome.warnings)
+            scored.degraded |= outcome.degraded
+            for j, f in outcome.flags.items():
+                scored.flags.setdefault(j, []).extend(f)
+            values = _replace_non_finite(strategy.name, outcome.values, scored)
+            if self.normalize_scores and not self.combination_method.uses_ranks:
+                values = fusion.normalize_scores(values, self.normalization_method)
+            rows.append(values)
+            kept.append(i)
+        if not rows:
+            scored.warnings.append("every strategy failed; input order kept")
+            return scored
+        weights = self._weights[kept]
+        scored.final = fusion.fuse(
+            np.vstack(rows), self.combination_method, weights / weights.sum(), rrf_k=self.rrf_k
+        )
+        return scored
+
+
+# --- named rerankers -------------------------------------------------------------------------
+
+_FACTORIES: dict[str, Callable[[], Reranker]] = {}
+_INSTANCES: dict[str, Reranker] = {}
+
+
+def register_reranker(name: str, factory: Callable[[], Reranker]) -> None:
+    """Make ``factory()`` available as ``get_reranker(name)`` (and in the CLI)."""
+    _FACTORIES[name] = factory
+    _INSTANCES.pop(name, None)
+
+
+def available_rerankers() -> list[str]:
+    """Names accepted by :func:`get_reranker`."""
+    return sorted(_FACTORIES)
+
+
+def get_reranker(spec: str | Reranker | Scorer) -> Reranker:
+    """A reranker from a name, a reranker (returned as is) or a scorer (wrapped)."""
+    if isinstance(spec, Reranker):
+        return spec
+    if isinstance(spec, str):
+        if spec not in _FACTORIES:
+            raise ValueError(
+                f"unknown reranker {spec!r}; available: {', '.join(available_rerankers())}"
+            )
+        if spec not in _INSTANCES:
+            _INSTANCES[spec] = _FACTORIES[spec]()
+        return _INSTANCES[spec]
+    if isinstance(spec, Scorer):
+        return ScorerReranker(spec)
+    raise TypeError(f"reranker must be a name, a Reranker or a Scorer, got {type(spec).__name__}")
+
+
+def _lexical(factory_name: str) -> Callable[[], Reranker]:
+    def make() -> Reranker:
+        from .scorers import lexical
+
+        return ScorerReranker(getattr(lexical, factory_name)())
+
+    return make
+
+
+register_reranker("bm25", _lexical("BM25Scorer"))
+register_reranker("jaccard", _lexical("JaccardScorer"))
+register_reranker("text", _lexical("TextSimilarity"))
+
+
+def rerank(
+    query: str,
+    documents: Iterable[Any],
+    *,
+    reranker: str | Reranker | Scorer = "bm25",
+    top_k: int | None = None,
+    text_field: str = "text",
+    id_field: str = "id",
+    score_field: str = "rerank_score",
+    **context: Any,
+) -> RerankResult:
+    """Rerank in one call: ``rerankit.rerank("query", ["doc a", "doc b"])``."""
+    return get_reranker(reranker).rerank(
+        query, documents, top_k=top_k, text_field=text_field, id_field=id_field,
+        score_field=score_field, **context,
+    )

@@ -1,0 +1,54 @@
+"""The scorer protocol and the small value a scorer may return."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from ..types import Document, ScorerError
+
+__all__ = ["ScoreBatch", "Scorer", "as_score_batch"]
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """Anything with a ``name`` and an async ``score`` returning one float per document.
+
+    Higher means more relevant. ``score`` returns a 1-D numpy array (or a :class:`ScoreBatch`
+    when it has per-document flags or warnings to report) in the order of ``docs``. Extra
+    keyword arguments (``context``) carry per-call inputs such as a precomputed query
+    embedding; a scorer ignores what it does not use.
+    """
+
+    name: str
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> Any: ...
+
+
+@dataclass
+class ScoreBatch:
+    """Scores plus what the scorer wants the caller to know about them."""
+
+    values: np.ndarray
+    flags: dict[int, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    degraded: bool = False
+
+
+def as_score_batch(name: str, raw: Any, n: int) -> ScoreBatch:
+    """Validate a scorer's output: a float array of length ``n`` (NaN/inf are left for the
+    caller's policy to handle). Raises :class:`ScorerError` naming the scorer otherwise."""
+    batch = raw if isinstance(raw, ScoreBatch) else ScoreBatch(values=raw)
+    try:
+        values = np.asarray(batch.values, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ScorerError(f"scorer {name!r} returned non-numeric scores: {exc}") from exc
+    if values.ndim != 1 or values.shape[0] != n:
+        raise ScorerError(
+            f"scorer {name!r} returned scores of shape {values.shape}, expected ({n},)"
+        )
+    batch.values = values
+    return batch

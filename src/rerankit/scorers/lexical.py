@@ -1,0 +1,327 @@
+"""Lexical scorers computed over the candidate set: BM25, Jaccard and their blend.
+
+Statistics (document frequencies, average length) come from the candidates themselves, as a
+reranker sees no corpus. Tokenising is the only step that touches each document in Python;
+counting and scoring are vectorised numpy over the whole batch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from functools import cached_property
+from itertools import chain
+from typing import Any
+
+import numpy as np
+
+from ..types import Document, MissingDependencyError
+
+__all__ = [
+    "ENGLISH_STOPWORDS",
+    "Analyzer",
+    "BM25Scorer",
+    "JaccardScorer",
+    "TermBatch",
+    "TextSimilarity",
+    "split_words",
+]
+
+#: The stop set of Lucene's English analyzer (what Anserini's BM25 baselines use).
+ENGLISH_STOPWORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their "
+    "then there these they this to was will with".split()
+)
+
+_WORD = re.compile(r"[^\W_]+")
+# Byte table for the ASCII fast path: letters, digits and the document separator survive,
+# everything else becomes a space. Equivalent to _WORD on ASCII text.
+_KEEP = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789\x00"
+_ASCII_TABLE = bytes(c if c in _KEEP else 0x20 for c in range(256))
+
+
+def split_words(texts: Sequence[str], *, lowercase: bool = True) -> list[list[str]]:
+    """Split each text into runs of letters and digits (Unicode-aware; ``_`` separates).
+
+    All-ASCII batches take a byte-translation fast path with the same result.
+    """
+    if not texts:
+        return []
+    joined = "\x00".join(texts)
+    if lowercase:
+        joined = joined.lower()
+    if joined.isascii() and joined.count("\x00") == len(texts) - 1:
+        cleaned = joined.encode("ascii").translate(_ASCII_TABLE).decode("ascii")
+        return [part.split() for part in cleaned.split("\x00")]
+    return [_WORD.findall(t.lower() if lowercase else t) for t in texts]
+
+
+def _resolve_stopwords(stopwords: str | Iterable[str] | None) -> frozenset[str]:
+    if stopwords is None or stopwords is False:
+        return frozenset()
+    if isinstance(stopwords, str):
+        if stopwords.lower() in ("en", "english"):
+            return ENGLISH_STOPWORDS
+        raise ValueError(f"unknown stopword list {stopwords!r}; use 'en', None or a set of words")
+    return frozenset(w.lower() for w in stopwords)
+
+
+def _resolve_stemmer(
+    stemmer: str | Callable[[str], str] | None,
+) -> Callable[[list[str]], list[str]] | None:
+    if stemmer is None or stemmer is False:
+        return None
+    if callable(stemmer):
+        return lambda words: [stemmer(w) for w in words]
+    try:
+        import Stemmer  # PyStemmer
+    except ImportError as exc:  # pragma: no cover - PyStemmer is a core dependency
+        raise MissingDependencyError(
+            "stemming needs PyStemmer: pip install PyStemmer (or pass stemmer=None)"
+        ) from exc
+    try:
+        return Stemmer.Stemmer(stemmer).stemWords
+    except KeyError as exc:
+        raise ValueError(
+            f"unknown stemmer language {stemmer!r}; PyStemmer knows "
+            f"{', '.join(Stemmer.algorithms())}"
+        ) from exc
+
+
+class TermBatch:
+    """A tokenised batch: flat term ids with the document each token came from."""
+
+    def __init__(
+        self, term_ids: np.ndarray, doc_idx: np.ndarray, lengths: np.ndarray, vocab: dict[str, int]
+    ) -> None:
+        self.term_ids = term_ids
+        self.doc_idx = doc_idx
+        self.lengths = lengths
+        self.vocab = vocab
+
+    @property
+    def n_docs(self) -> int:
+        return int(self.lengths.shape[0])
+
+    @cached_property
+    def distinct_pairs(self) -> np.ndarray:
+        """Sorted unique ``doc * |vocab| + term`` codes (each term once per document)."""
+        return np.unique(self.doc_idx * max(len(self.vocab), 1) + self.term_ids)
+
+    def document_frequencies(self) -> np.ndarray:
+        return np.bincount(self.distinct_pairs % max(len(self.vocab), 1), minlength=len(self.vocab))
+
+    def distinct_terms_per_doc(self) -> np.ndarray:
+        return np.bincount(
+            self.distinct_pairs // max(len(self.vocab), 1), minlength=self.n_docs
+        )
+
+    def query_tf(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Term frequencies of the query's known terms: ``(tf[n_docs, q], term ids, query
+        counts)``. Query terms absent from every document are dropped."""
+        known = [self.vocab[t] for t in terms if t in self.vocab]
+        if not known:
+            empty = np.zeros(0, dtype=np.int64)
+            return np.zeros((self.n_docs, 0)), empty, empty
+        qids, qcounts = np.unique(np.asarray(known, dtype=np.int64), return_counts=True)
+        q = qids.shape[0]
+        position = np.full(len(self.vocab), -1, dtype=np.int64)
+        position[qids] = np.arange(q)
+        hit = position[self.term_ids]
+        sel = hit >= 0
+        tf = np.bincount(
+            self.doc_idx[sel] * q + hit[sel], minlength=self.n_docs * q
+        ).reshape(self.n_docs, q)
+        return tf.astype(np.float64), qids, qcounts
+
+
+class Analyzer:
+    """Text to terms: split into words, optionally lowercase, drop stopwords, stem.
+
+    ``stopwords``: ``"en"`` (Lucene's English set, the default), ``None``, or your own words.
+    ``stemmer``: a Snowball language for PyStemmer (default ``"english"``), ``None``, or a
+    callable ``word -> stem``. Stopwords are matched before stemming.
+    """
+
+    def __init__(
+        self,
+        *,
+        lowercase: bool = True,
+        stopwords: str | Iterable[str] | None = "en",
+        stemmer: str | Callable[[str], str] | None = "english",
+    ) -> None:
+        self.lowercase = lowercase
+        self.stopwords = _resolve_stopwords(stopwords)
+        self._stem = _resolve_stemmer(stemmer)
+
+    def terms(self, text: str) -> list[str]:
+        """The terms of one text, in order, repeats kept."""
+        words = [w for w in split_words([text], lowercase=self.lowercase)[0]
+                 if w not in self.stopwords]
+        return self._stem(words) if self._stem else words
+
+    def analyze(self, texts: Sequence[str]) -> TermBatch:
+        """Tokenise a batch into flat term ids (vectorised after the split)."""
+        n = len(texts)
+        tokens = split_words(texts, lowercase=self.lowercase)
+        raw_lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
+        flat = list(chain.from_iterable(tokens))
+        surfaces = list(dict.fromkeys(flat))
+        surface_id = dict(zip(surfaces, range(len(surfaces))))
+        sid = np.fromiter(map(surface_id.__getitem__, flat), dtype=np.int64, count=len(flat))
+
+        # Per-vocabulary work (stopwords, stemming) happens once per distinct word.
+        kept_pos = [i for i, w in enumerate(surfaces) if w not in self.stopwords]
+        kept = [surfaces[i] for i in kept_pos]
+        stems = self._stem(kept) if self._stem else kept
+        vocab: dict[str, int] = {}
+        stem_ids = [vocab.setdefault(s, len(vocab)) for s in stems]
+        term_of_surface = np.full(len(surfaces), -1, dtype=np.int64)
+        term_of_surface[np.asarray(kept_pos, dtype=np.int64)] = stem_ids
+
+        term_ids = term_of_surface[sid]
+        doc_idx = np.repeat(np.arange(n, dtype=np.int64), raw_lengths)
+        if len(kept_pos) < len(surfaces):
+            keep = term_ids >= 0
+            term_ids, doc_idx = term_ids[keep], doc_idx[keep]
+        lengths = np.bincount(doc_idx, minlength=n)
+        return TermBatch(term_ids, doc_idx, lengths, vocab)
+
+
+def bm25_from_batch(
+    batch: TermBatch,
+    query_terms: Sequence[str],
+    *,
+    k1: float = 1.5,
+    b: float = 0.75,
+    idf: str = "lucene",
+    epsilon: float = 0.25,
+) -> np.ndarray:
+    """Okapi BM25 of every document in ``batch`` for ``query_terms`` (repeats count)."""
+    n = batch.n_docs
+    tf, qids, qcounts = batch.query_tf(query_terms)
+    avgdl = float(batch.lengths.mean()) if n else 0.0
+    if n == 0 or qids.shape[0] == 0 or avgdl == 0.0:
+        return np.zeros(n)
+    if idf == "lucene":
+        df = (tf > 0).sum(axis=0)
+        idf_q = np.log1p((n - df + 0.5) / (df + 0.5))
+    else:  # "okapi": rank_bm25's variant, negative idf floored at epsilon * mean idf
+        df_all = batch.document_frequencies()
+        idf_all = np.log(n - df_all + 0.5) - np.log(df_all + 0.5)
+        floor = epsilon * idf_all.mean()
+        idf_all = np.where(idf_all < 0, floor, idf_all)
+        idf_q = idf_all[qids]
+    norm = k1 * (1.0 - b + b * batch.lengths / avgdl)
+    saturated = tf * (k1 + 1.0) / (tf + norm[:, None])
+    return saturated @ (idf_q * qcounts)
+
+
+def jaccard_from_batch(batch: TermBatch, query_terms: Sequence[str]) -> np.ndarray:
+    """|query terms ∩ document terms| / |query terms ∪ document terms| per document."""
+    n = batch.n_docs
+    q_distinct = len(set(query_terms))
+    if n == 0 or q_distinct == 0:
+        return np.zeros(n)
+    tf, _, _ = batch.query_tf(query_terms)
+    inter = (tf > 0).sum(axis=1).astype(np.float64)
+    union = q_distinct + batch.distinct_terms_per_doc() - inter
+    return np.divide(inter, union, out=np.zeros(n), where=union > 0)
+
+
+class _LexicalScorer:
+    name: str
+    analyzer: Analyzer
+
+    def _texts(self, docs: Sequence[Document]) -> list[str]:
+        return [d.text for d in docs]
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
+        return self.score_texts(query, self._texts(docs))
+
+    def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:  # pragma: no cover
+        raise NotImplementedError
+
+
+def _analyzer(analyzer: Analyzer | None, **options: Any) -> Analyzer:
+    return analyzer if analyzer is not None else Analyzer(**options)
+
+
+class BM25Scorer(_LexicalScorer):
+    """Okapi BM25 over the candidate set. Scores are >= 0 with the default ``idf="lucene"``
+    (``log(1 + (N - df + 0.5) / (df + 0.5))``); ``idf="okapi"`` reproduces ``rank_bm25``'s
+    ``BM25Okapi`` (negative idf floored at ``epsilon`` times the mean idf)."""
+
+    def __init__(
+        self,
+        *,
+        k1: float = 1.5,
+        b: float = 0.75,
+        idf: str = "lucene",
+        epsilon: float = 0.25,
+        analyzer: Analyzer | None = None,
+        lowercase: bool = True,
+        stopwords: str | Iterable[str] | None = "en",
+        stemmer: str | Callable[[str], str] | None = "english",
+        name: str = "bm25",
+    ) -> None:
+        if k1 < 0:
+            raise ValueError(f"k1 must be >= 0, got {k1}")
+        if not 0.0 <= b <= 1.0:
+            raise ValueError(f"b must be in [0, 1], got {b}")
+        if idf not in ("lucene", "okapi"):
+            raise ValueError(f"idf must be 'lucene' or 'okapi', got {idf!r}")
+        self.k1, self.b, self.idf, self.epsilon, self.name = k1, b, idf, epsilon, name
+        self.analyzer = _analyzer(
+            analyzer, lowercase=lowercase, stopwords=stopwords, stemmer=stemmer
+        )
+
+    def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        batch = self.analyzer.analyze(texts)
+        return bm25_from_batch(
+            batch, self.analyzer.terms(query), k1=self.k1, b=self.b, idf=self.idf,
+            epsilon=self.epsilon,
+        )
+
+
+class JaccardScorer(_LexicalScorer):
+    """Token-set overlap in [0, 1] (after the analyzer's stopwords and stemming)."""
+
+    def __init__(self, *, analyzer: Analyzer | None = None, name: str = "jaccard", **options: Any):
+        self.name = name
+        self.analyzer = _analyzer(analyzer, **options)
+
+    def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        return jaccard_from_batch(self.analyzer.analyze(texts), self.analyzer.terms(query))
+
+
+class TextSimilarity(_LexicalScorer):
+    """Blend of BM25 and Jaccard in [0, 1]: ``(w_b * bm25 / max(bm25) + w_j * jaccard) /
+    (w_b + w_j)``. BM25 is scaled by the best candidate's score, so a candidate sharing no
+    term with the query scores 0. One tokenisation serves both parts."""
+
+    def __init__(
+        self,
+        *,
+        bm25_weight: float = 0.7,
+        jaccard_weight: float = 0.3,
+        k1: float = 1.5,
+        b: float = 0.75,
+        analyzer: Analyzer | None = None,
+        name: str = "text",
+        **options: Any,
+    ) -> None:
+        if bm25_weight < 0 or jaccard_weight < 0 or bm25_weight + jaccard_weight <= 0:
+            raise ValueError("bm25_weight and jaccard_weight must be >= 0 and not both 0")
+        self.bm25_weight, self.jaccard_weight = bm25_weight, jaccard_weight
+        self.k1, self.b, self.name = k1, b, name
+        self.analyzer = _analyzer(analyzer, **options)
+
+    def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        batch = self.analyzer.analyze(texts)
+        terms = self.analyzer.terms(query)
+        bm25 = np.clip(bm25_from_batch(batch, terms, k1=self.k1, b=self.b), 0.0, None)
+        top = bm25.max(initial=0.0)
+        scaled = bm25 / top if top > 0 else bm25
+        blend = self.bm25_weight * scaled + self.jaccard_weight * jaccard_from_batch(batch, terms)
+        return blend / (self.bm25_weight + self.jaccard_weight)

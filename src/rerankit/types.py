@@ -1,0 +1,130 @@
+"""Core value types shared by every part of rerankit.
+
+This module imports nothing from the rest of the package (and not numpy), so it is cheap to
+import and safe to use from anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+from typing import Any
+
+__all__ = [
+    "Document",
+    "MissingDependencyError",
+    "RankedDocument",
+    "RerankResult",
+    "RerankitError",
+    "ScorerError",
+]
+
+
+class RerankitError(Exception):
+    """Base class of rerankit's own errors."""
+
+
+class ScorerError(RerankitError):
+    """A scorer could not produce scores (model failure, provider down, bad output)."""
+
+
+class MissingDependencyError(RerankitError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
+
+
+@dataclass(frozen=True)
+class Document:
+    """One candidate to rerank.
+
+    ``text`` is what scorers read; ``id`` is optional; ``metadata`` holds any other fields
+    (a dict input's remaining fields land here). ``source`` is the caller's original object,
+    kept so results can be mapped back; it takes no part in equality.
+    """
+
+    text: str
+    id: Any = None
+    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    source: Any = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str):
+            raise TypeError(f"Document.text must be a str, got {type(self.text).__name__}")
+        if not isinstance(self.metadata, Mapping):
+            raise TypeError(
+                f"Document.metadata must be a mapping, got {type(self.metadata).__name__}"
+            )
+
+
+@dataclass(frozen=True)
+class RankedDocument:
+    """A document's place in a reranked list.
+
+    ``document`` is the output in the kind the caller passed (the same ``str``, the same
+    frozen ``Document``, or a *new* dict holding the original fields plus the score).
+    ``index`` is its position in the input, ``rank`` its 1-based position in the output,
+    ``score`` the final score (higher is more relevant), ``scores`` each strategy's raw score,
+    and ``flags`` short machine-readable notes about this document (for example
+    ``"non_finite:bm25"`` when a strategy returned NaN for it).
+    """
+
+    document: Any
+    index: int
+    rank: int
+    score: float
+    text: str
+    id: Any = None
+    scores: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+    flags: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-friendly record of this result (the caller's object is not included)."""
+        return {
+            "index": self.index,
+            "rank": self.rank,
+            "score": self.score,
+            "id": self.id,
+            "text": self.text,
+            "scores": dict(self.scores),
+            "flags": list(self.flags),
+        }
+
+
+@dataclass(frozen=True)
+class RerankResult:
+    """The outcome of one rerank: ordered results plus an honest account of problems.
+
+    ``degraded`` is true when a scorer failed and the order fell back (see ``warnings``);
+    ``warnings`` are human-readable. Iterating yields :class:`RankedDocument` best first.
+    """
+
+    query: str
+    results: tuple[RankedDocument, ...] = ()
+    degraded: bool = False
+    warnings: tuple[str, ...] = ()
+
+    def __iter__(self) -> Iterator[RankedDocument]:
+        return iter(self.results)
+
+    def __len__(self) -> int:
+        return len(self.results)
+
+    def __getitem__(self, i: int) -> RankedDocument:
+        return self.results[i]
+
+    def top_k(self, k: int) -> RerankResult:
+        """A new result holding only the best ``k`` (all of them when ``k`` exceeds the size)."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ValueError(f"k must be a positive integer, got {k!r}")
+        return replace(self, results=self.results[:k])
+
+    def documents(self) -> list[Any]:
+        """The caller-kind outputs (strings, Documents, or new dicts with the score), best first."""
+        return [r.document for r in self.results]
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """One JSON-friendly record per result, best first."""
+        return [r.to_dict() for r in self.results]
