@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from types import MappingProxyType
 from typing import Any
 
 __all__ = [
@@ -33,9 +32,6 @@ class MissingDependencyError(RerankitError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
 
 
-_EMPTY: Mapping[str, Any] = MappingProxyType({})
-
-
 @dataclass(frozen=True)
 class Document:
     """One candidate to rerank.
@@ -47,7 +43,7 @@ class Document:
 
     text: str
     id: Any = None
-    metadata: Mapping[str, Any] = field(default_factory=lambda: _EMPTY)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
     source: Any = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -77,7 +73,7 @@ class RankedDocument:
     score: float
     text: str
     id: Any = None
-    scores: Mapping[str, float] = field(default_factory=lambda: _EMPTY)
+    scores: Mapping[str, float] = field(default_factory=dict)
     flags: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:

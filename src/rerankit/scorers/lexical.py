@@ -213,7 +213,8 @@ def bm25_from_batch(
         idf_all = np.where(idf_all < 0, floor, idf_all)
         idf_q = idf_all[qids]
     norm = k1 * (1.0 - b + b * batch.lengths / avgdl)
-    saturated = tf * (k1 + 1.0) / (tf + norm[:, None])
+    denom = tf + norm[:, None]  # 0 only where tf is 0 (an empty document with b = 1)
+    saturated = np.divide(tf * (k1 + 1.0), denom, out=np.zeros_like(tf), where=denom > 0)
     return saturated @ (idf_q * qcounts)
 
 

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rerankit import Document
+
+
+class FixedScorer:
+    """A scorer returning preset values (a test double for *callers* of scorers)."""
+
+    def __init__(self, name: str, values: Sequence[float]) -> None:
+        self.name = name
+        self.values = np.asarray(values, dtype=float)
+        self.calls: list[dict[str, Any]] = []
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
+        self.calls.append({"query": query, "n": len(docs), "context": context})
+        return self.values[: len(docs)]
+
+
+class FailingScorer:
+    def __init__(self, name: str = "broken", exc: Exception | None = None) -> None:
+        self.name = name
+        self.exc = exc or RuntimeError("provider unavailable")
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
+        raise self.exc
+
+
+@pytest.fixture
+def run():
+    return asyncio.run

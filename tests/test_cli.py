@@ -1,0 +1,90 @@
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rerankit.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "examples" / "sample.jsonl"
+
+
+def run_cli(capsys, *argv, stdin=None, monkeypatch=None):
+    if stdin is not None:
+        monkeypatch.setattr(sys, "stdin", io.StringIO(stdin))
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_rank_jsonl_keeps_every_field_and_adds_the_score(capsys):
+    code, out, err = run_cli(capsys, "rank", "--query", "vaccines immune system",
+                             "--input", str(SAMPLE), "--top-k", "3")
+    assert code == 0 and err == ""
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert len(rows) == 3
+    originals = {r["id"]: r for r in map(json.loads, SAMPLE.read_text().splitlines())}
+    for row in rows:
+        assert row == {**originals[row["id"]], "rerank_score": row["rerank_score"]}
+    scores = [r["rerank_score"] for r in rows]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_rank_reads_a_json_array_of_strings_from_stdin(capsys, monkeypatch):
+    code, out, _ = run_cli(capsys, "rank", "-q", "solar", "--score-field", "s",
+                           stdin='["wind power", "solar power", "solar solar"]',
+                           monkeypatch=monkeypatch)
+    assert code == 0
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["text"] for r in rows] == ["solar solar", "solar power", "wind power"]
+    assert set(rows[0]) == {"text", "s"}
+
+
+def test_details_and_table_formats(capsys):
+    code, out, _ = run_cli(capsys, "rank", "-q", "mRNA vaccines", "-i", str(SAMPLE),
+                           "--details", "-k", "1")
+    record = json.loads(out)
+    assert code == 0 and record["rank"] == 1 and "mRNA" in record["text"]
+    assert set(record["scores"]) == {"bm25"}
+    code, out, _ = run_cli(capsys, "rank", "-q", "mRNA vaccines", "-i", str(SAMPLE),
+                           "--format", "table", "-r", "text")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].split() == ["rank", "score", "id", "text"]
+    assert len(lines) == 13 and lines[1].split()[0] == "1"
+
+
+@pytest.mark.parametrize(
+    ("stdin", "args", "message"),
+    [
+        ('{"text": "ok"}\n{"text": 3}\n', [], "document 1: field 'text' must be a string"),
+        ('{"text": "ok"}\n{oops\n', [], "stdin, line 2: invalid JSON"),
+        ('[{"body": "x"}]', [], "document 0: missing text field 'text'"),
+        ('["a"]', ["-r", "nope"], "unknown reranker 'nope'"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_nonzero_exit(capsys, monkeypatch, stdin, args, message):
+    code, out, err = run_cli(capsys, "rank", "-q", "x", *args, stdin=stdin, monkeypatch=monkeypatch)
+    assert code == 1 and out == ""
+    assert err.count("\n") == 1 and err.startswith("rerankit: error: ") and message in err
+
+
+def test_missing_file_and_warnings_go_to_stderr(capsys, monkeypatch, tmp_path):
+    code, _, err = run_cli(capsys, "rank", "-q", "x", "-i", str(tmp_path / "none.jsonl"))
+    assert code == 1 and "cannot read" in err and err.count("\n") == 1
+    code, out, err = run_cli(capsys, "rank", "-q", "  ", stdin='["b", "a"]', monkeypatch=monkeypatch)
+    assert code == 0 and "warning: the query is empty" in err
+    assert [json.loads(line)["text"] for line in out.splitlines()] == ["b", "a"]
+
+
+def test_help_lists_commands_via_the_module_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "rerankit", "--help"],
+                          capture_output=True, text=True, check=True)
+    assert "rank" in proc.stdout and "rerankers" in proc.stdout
+    listing = subprocess.run([sys.executable, "-m", "rerankit", "rerankers"],
+                             capture_output=True, text=True, check=True)
+    assert {"bm25", "text", "jaccard"} <= set(listing.stdout.split())

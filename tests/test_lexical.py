@@ -1,0 +1,169 @@
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from rank_bm25 import BM25Okapi
+
+from rerankit import Analyzer, BM25Scorer, JaccardScorer, TextSimilarity
+from rerankit.scorers.lexical import ENGLISH_STOPWORDS, split_words
+
+PLAIN = {"stopwords": None, "stemmer": None}
+
+WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"])
+CORPORA = st.lists(st.lists(WORDS, min_size=0, max_size=12), min_size=1, max_size=25)
+
+
+@settings(max_examples=150, deadline=None)
+@given(corpus=CORPORA, query=st.lists(WORDS, min_size=1, max_size=5),
+       k1=st.floats(0.1, 3.0), b=st.floats(0.0, 1.0))
+def test_bm25_okapi_matches_rank_bm25(corpus, query, k1, b):
+    # The small vocabulary makes many terms appear in over half the documents, so the
+    # negative-idf floor of rank_bm25 is exercised too.
+    if sum(map(len, corpus)) == 0:
+        return  # rank_bm25 divides by zero on an all-empty corpus
+    reference = BM25Okapi(corpus, k1=k1, b=b).get_scores(query)
+    ours = BM25Scorer(k1=k1, b=b, idf="okapi", **PLAIN).score_texts(
+        " ".join(query), [" ".join(d) for d in corpus]
+    )
+    # rank_bm25 divides 0 by 0 for an empty document when b = 1; ours scores it 0.
+    undefined = np.isnan(reference)
+    np.testing.assert_allclose(ours[~undefined], reference[~undefined], rtol=0, atol=1e-6)
+    assert (ours[undefined] == 0).all()
+
+
+def test_bm25_okapi_matches_rank_bm25_on_prose():
+    texts = [
+        "The quick brown fox jumps over the lazy dog.",
+        "A fox is a small omnivorous mammal; the red fox is the largest of the true foxes.",
+        "Dogs were domesticated from wolves, and dogs are loyal.",
+        "",
+        "Quick quick quick: a fox, a dog and a brown bear.",
+    ]
+    query = "quick brown fox"
+    tokens = [re.findall(r"[^\W_]+", t.lower()) for t in texts]
+    reference = BM25Okapi(tokens).get_scores(re.findall(r"[^\W_]+", query.lower()))
+    ours = BM25Scorer(idf="okapi", **PLAIN).score_texts(query, texts)
+    np.testing.assert_allclose(ours, reference, rtol=0, atol=1e-6)
+
+
+def _lucene_reference(corpus, query, k1, b):
+    """BM25 with Lucene's idf, written out term by term."""
+    n = len(corpus)
+    avgdl = sum(map(len, corpus)) / n
+    scores = []
+    for doc in corpus:
+        s = 0.0
+        for q in query:
+            df = sum(1 for d in corpus if q in d)
+            if df == 0:
+                continue
+            tf = doc.count(q)
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            s += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(doc) / avgdl))
+        scores.append(s)
+    return scores
+
+
+@settings(max_examples=100, deadline=None)
+@given(corpus=CORPORA, query=st.lists(WORDS, min_size=1, max_size=5))
+def test_bm25_lucene_matches_written_out_formula(corpus, query):
+    if sum(map(len, corpus)) == 0:
+        return
+    ours = BM25Scorer(k1=1.2, b=0.75, **PLAIN).score_texts(
+        " ".join(query), [" ".join(d) for d in corpus]
+    )
+    np.testing.assert_allclose(ours, _lucene_reference(corpus, query, 1.2, 0.75), atol=1e-9)
+    assert (ours >= 0).all()
+
+
+TEXT = st.text(
+    alphabet=st.sampled_from(list("abcXYZ019 _-.,;:'\"!?\n\té\u00fc\u4e2d\u2014")), max_size=40
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts=st.lists(TEXT, min_size=1, max_size=6), lowercase=st.booleans())
+def test_split_words_fast_path_equals_regex_path(texts, lowercase):
+    expected = [re.findall(r"[^\W_]+", t.lower() if lowercase else t) for t in texts]
+    assert split_words(texts, lowercase=lowercase) == expected
+    # Each text alone takes the path its own characters allow; results must agree.
+    assert [split_words([t], lowercase=lowercase)[0] for t in texts] == expected
+
+
+def test_split_words_handles_embedded_separator_and_unicode():
+    assert split_words(["a\x00b", "c"]) == [["a", "b"], ["c"]]
+    assert split_words(["Café crème", "naïve_user"]) == [["café", "crème"], ["naïve", "user"]]
+
+
+def test_analyzer_stopwords_and_stemming():
+    analyzer = Analyzer()
+    assert analyzer.terms("The runners were running to the race") == [
+        "runner", "were", "run", "race",
+    ]
+    assert "the" in ENGLISH_STOPWORDS
+    assert Analyzer(stopwords=None, stemmer=None).terms("The Runs") == ["the", "runs"]
+    assert Analyzer(stopwords={"runs"}, stemmer=None).terms("The Runs") == ["the"]
+    assert Analyzer(stemmer=str.upper, stopwords=None).terms("ab cd") == ["AB", "CD"]
+    with pytest.raises(ValueError, match="unknown stemmer language"):
+        Analyzer(stemmer="klingon")
+    with pytest.raises(ValueError, match="unknown stopword list"):
+        Analyzer(stopwords="xx")
+
+
+def test_stemming_lets_inflections_match_and_stopwords_do_not_score():
+    texts = ["she runs every morning", "the the the the", "a quiet evening"]
+    scores = BM25Scorer().score_texts("the running", texts)
+    assert scores[0] > 0 and scores[1] == 0 and scores[2] == 0
+    plain = BM25Scorer(**PLAIN).score_texts("the running", texts)
+    assert plain[0] == 0 and plain[1] > 0
+
+
+def test_stopwords_shorten_document_length_like_removing_them_by_hand():
+    texts = ["the cat sat on the mat", "a dog and a cat"]
+    with_stop = BM25Scorer(stemmer=None).score_texts("cat", texts)
+    by_hand = BM25Scorer(**PLAIN).score_texts("cat", ["cat sat mat", "dog cat"])
+    np.testing.assert_allclose(with_stop, by_hand)
+
+
+def test_bm25_edge_cases():
+    scorer = BM25Scorer()
+    assert scorer.score_texts("anything", []).shape == (0,)
+    np.testing.assert_array_equal(scorer.score_texts("unmatched", ["a b", "c"]), [0.0, 0.0])
+    np.testing.assert_array_equal(scorer.score_texts("x", ["", ""]), [0.0, 0.0])
+    with pytest.raises(ValueError, match="k1"):
+        BM25Scorer(k1=-1)
+    with pytest.raises(ValueError, match="b must be"):
+        BM25Scorer(b=2)
+    with pytest.raises(ValueError, match="idf"):
+        BM25Scorer(idf="bogus")
+
+
+@settings(max_examples=100, deadline=None)
+@given(corpus=CORPORA, query=st.lists(WORDS, min_size=0, max_size=5))
+def test_jaccard_matches_set_definition(corpus, query):
+    ours = JaccardScorer(**PLAIN).score_texts(" ".join(query), [" ".join(d) for d in corpus])
+    q = set(query)
+    expected = [len(q & set(d)) / len(q | set(d)) if q | set(d) and q else 0.0 for d in corpus]
+    np.testing.assert_allclose(ours, expected, atol=1e-12)
+
+
+def test_text_similarity_is_the_documented_blend():
+    texts = ["solar power plants", "solar", "wind turbines", "power of the sun and solar cells"]
+    query = "solar power"
+    bm25 = BM25Scorer(**PLAIN).score_texts(query, texts)
+    jac = JaccardScorer(**PLAIN).score_texts(query, texts)
+    blend = TextSimilarity(bm25_weight=0.7, jaccard_weight=0.3, **PLAIN).score_texts(query, texts)
+    np.testing.assert_allclose(blend, 0.7 * bm25 / bm25.max() + 0.3 * jac)
+    assert blend.min() >= 0 and blend.max() <= 1
+    assert blend[2] == 0.0
+    # weights that do not sum to 1 are rescaled
+    np.testing.assert_allclose(
+        TextSimilarity(bm25_weight=7, jaccard_weight=3, **PLAIN).score_texts(query, texts), blend
+    )
+    with pytest.raises(ValueError, match="not both 0"):
+        TextSimilarity(bm25_weight=0, jaccard_weight=0)

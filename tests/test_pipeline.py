@@ -1,0 +1,220 @@
+from __future__ import annotations
+
+import asyncio
+import copy
+
+import numpy as np
+import pytest
+from conftest import FailingScorer, FixedScorer
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import rerankit
+from rerankit import (
+    BM25Scorer,
+    Document,
+    FieldScorer,
+    FusionReranker,
+    InvalidDocumentError,
+    ScoreBatch,
+    ScorerReranker,
+    TextSimilarity,
+)
+from rerankit.pipeline import available_rerankers, get_reranker
+
+VOCAB = ["solar", "wind", "power", "grid", "battery", "storage", "the", "price", "running"]
+TEXTS = st.lists(st.sampled_from(VOCAB), max_size=8).map(" ".join)
+ITEMS = st.one_of(
+    TEXTS,
+    st.builds(lambda t, i: {"id": i, "text": t, "extra": [i]}, TEXTS, st.integers()),
+    st.builds(lambda t, i: Document(t, id=i), TEXTS, st.integers()),
+)
+RERANKERS = {
+    "bm25": get_reranker("bm25"),
+    "text": get_reranker("text"),
+    "fusion": FusionReranker([BM25Scorer(), TextSimilarity()], "rrf"),
+    "weighted": FusionReranker(
+        [BM25Scorer(name="a"), TextSimilarity(name="b")], weights={"a": 0.3, "b": 0.7}
+    ),
+}
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    query=st.lists(st.sampled_from(VOCAB), max_size=3).map(" ".join),
+    items=st.lists(ITEMS, max_size=15),
+    which=st.sampled_from(sorted(RERANKERS)),
+)
+def test_rerank_is_a_permutation_and_never_mutates_input(query, items, which):
+    snapshot = copy.deepcopy(items)
+    result = RERANKERS[which].rerank(query, items)
+    assert sorted(r.index for r in result) == list(range(len(items)))
+    assert [r.rank for r in result] == list(range(1, len(items) + 1))
+    assert items == snapshot
+    scores = [r.score for r in result]
+    assert scores == sorted(scores, reverse=True)
+    for r in result:
+        source = items[r.index]
+        if isinstance(source, dict):
+            assert r.document == {**source, "rerank_score": r.score}
+            assert r.document is not source
+        else:
+            assert r.document is source
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0]), min_size=1, max_size=20))
+def test_equal_scores_keep_input_order(values):
+    result = ScorerReranker(FixedScorer("fixed", values)).rerank("q", [str(i) for i in range(len(values))])
+    expected = sorted(range(len(values)), key=lambda i: (-values[i], i))
+    assert [r.index for r in result] == expected
+
+
+def test_top_k_and_per_strategy_scores():
+    docs = ["solar power", "wind power", "solar solar panels", "grid"]
+    bm25, text = BM25Scorer(), TextSimilarity()
+    result = FusionReranker([bm25, text]).rerank("solar power", docs, top_k=2)
+    assert len(result) == 2
+    raw_bm25 = bm25.score_texts("solar power", docs)
+    raw_text = text.score_texts("solar power", docs)
+    for r in result:
+        assert r.scores == pytest.approx({"bm25": raw_bm25[r.index], "text": raw_text[r.index]})
+
+
+def test_strategies_run_concurrently():
+    """Each scorer waits until the other has started: only concurrent execution finishes."""
+    started = {"a": asyncio.Event(), "b": asyncio.Event()}
+
+    class Waiting:
+        def __init__(self, name, other, value):
+            self.name, self.other, self.value = name, other, value
+
+        async def score(self, query, docs, **context):
+            started[self.name].set()
+            await asyncio.wait_for(started[self.other].wait(), timeout=5)
+            return np.full(len(docs), self.value)
+
+    async def go():
+        for e in started.values():
+            e.clear()
+        reranker = FusionReranker([Waiting("a", "b", 1.0), Waiting("b", "a", 2.0)])
+        return await reranker.arerank("q", ["x", "y"])
+
+    result = asyncio.run(go())
+    assert not result.degraded and result[0].scores == {"a": 1.0, "b": 2.0}
+
+
+def test_a_failing_strategy_degrades_and_the_rest_decide():
+    good = FixedScorer("good", [0.1, 0.9, 0.5])
+    reranker = FusionReranker([good, FailingScorer("llm")], weights={"good": 0.5, "llm": 0.5})
+    result = reranker.rerank("q", ["a", "b", "c"])
+    assert result.degraded
+    assert any("'llm' failed: RuntimeError: provider unavailable" in w for w in result.warnings)
+    assert [r.index for r in result] == [1, 2, 0]
+    assert result[0].scores == {"good": 0.9}
+
+
+def test_all_strategies_failing_keeps_input_order():
+    result = FusionReranker([FailingScorer("x"), FailingScorer("y")]).rerank("q", ["a", "b", "c"])
+    assert result.degraded and [r.index for r in result] == [0, 1, 2]
+    assert result.warnings[-1] == "every strategy failed; input order kept"
+    single = ScorerReranker(FailingScorer("solo")).rerank("q", ["a", "b"])
+    assert single.degraded and [r.index for r in single] == [0, 1]
+    assert [r.score for r in single] == [0.0, 0.0]
+
+
+def test_wrong_shape_from_a_scorer_is_reported_not_silently_used():
+    result = ScorerReranker(FixedScorer("short", [1.0])).rerank("q", ["a", "b", "c"])
+    assert result.degraded
+    assert "scorer 'short' returned scores of shape (1,), expected (3,)" in result.warnings[0]
+
+
+def test_non_finite_scores_count_as_worst_and_are_flagged():
+    nan = float("nan")
+    scorer = FixedScorer("shaky", [0.4, nan, 0.9, float("inf"), 0.1])
+    result = ScorerReranker(scorer).rerank("q", list("abcde"))
+    assert [r.index for r in result] == [2, 0, 1, 3, 4]  # NaN/inf tie with the worst (0.1)
+    assert {r.index: r.flags for r in result}[1] == ("non_finite:shaky",)
+    assert "2 non-finite score(s) (documents [1, 3])" in result.warnings[0]
+    assert np.isnan(result[2].scores["shaky"])  # the raw score is kept as returned
+    assert all(np.isfinite(r.score) for r in result)
+
+    fused = FusionReranker([scorer, FixedScorer("steady", [0, 1, 0, 0, 0])]).rerank("q", list("abcde"))
+    assert all(np.isfinite(r.score) for r in fused)
+    assert {r.index: r.flags for r in fused}[3] == ("non_finite:shaky",)
+
+
+def test_scorer_flags_and_warnings_reach_the_result():
+    class Flagging:
+        name = "judge"
+
+        async def score(self, query, docs, **context):
+            return ScoreBatch(np.array([1.0, 0.0]), flags={1: ["call_failed"]},
+                              warnings=["1 call failed"], degraded=True)
+
+    result = FusionReranker([Flagging(), FixedScorer("f", [0, 1])]).rerank("q", ["a", "b"])
+    assert result.degraded and "1 call failed" in result.warnings
+    assert {r.index: r.flags for r in result}[1] == ("call_failed",)
+
+
+def test_field_scorer_fuses_a_first_stage_score():
+    docs = [
+        {"id": "a", "text": "solar power", "score": 1.0},
+        {"id": "b", "text": "wind", "score": 30.0},
+        {"id": "c", "text": "solar power price", "score": 20.0, "meta": {"s": 5}},
+    ]
+    reranker = FusionReranker(
+        [BM25Scorer(), FieldScorer("score", name="first_stage")],
+        weights={"bm25": 0.5, "first_stage": 0.5},
+    )
+    result = reranker.rerank("solar power", docs)
+    assert result[0].id == "c"
+    assert result[0].scores["first_stage"] == 20.0
+    assert result[0].document["rerank_score"] == result[0].score
+    np.testing.assert_array_equal(
+        FieldScorer("meta.s", missing=0.0).values([Document("x", metadata=d) for d in docs]),
+        [0.0, 0.0, 5.0],
+    )
+    with pytest.raises(InvalidDocumentError, match="document 1: missing numeric field 'meta.s'"):
+        rerankit.rerank("q", [docs[2], docs[1]], reranker=FieldScorer("meta.s"))
+    with pytest.raises(InvalidDocumentError, match="must be a number"):
+        rerankit.rerank("q", [{"text": "t", "score": "high"}], reranker=FieldScorer("score"))
+    distances = FieldScorer("score", higher_is_better=False)
+    assert [r.id for r in rerankit.rerank("q", docs, reranker=distances)] == ["a", "c", "b"]
+
+
+def test_context_reaches_every_strategy():
+    a, b = FixedScorer("a", [1, 2]), FixedScorer("b", [2, 1])
+    FusionReranker([a, b]).rerank("q", ["x", "y"], query_embedding=[0.1, 0.2])
+    assert a.calls[0]["context"] == {"query_embedding": [0.1, 0.2]} == b.calls[0]["context"]
+
+
+def test_sync_rerank_works_inside_a_running_event_loop():
+    async def inside():
+        return rerankit.rerank("solar", ["wind", "solar"])
+
+    assert asyncio.run(inside())[0].text == "solar"
+
+
+def test_construction_errors():
+    with pytest.raises(ValueError, match="at least one strategy"):
+        FusionReranker([])
+    with pytest.raises(ValueError, match=r"repeated: \['bm25'\]"):
+        FusionReranker([BM25Scorer(), BM25Scorer()])
+    with pytest.raises(ValueError, match="unknown strategies"):
+        FusionReranker([BM25Scorer()], weights={"semantic": 1.0, "bm25": 1.0})
+    with pytest.raises(ValueError, match="unknown normalization"):
+        FusionReranker([BM25Scorer()], normalization_method="l2")
+    with pytest.raises(TypeError, match="is not a scorer"):
+        FusionReranker([object()])
+    with pytest.raises(ValueError, match="unknown reranker 'nope'; available: bm25"):
+        rerankit.rerank("q", ["a"], reranker="nope")
+    assert {"bm25", "jaccard", "text"} <= set(available_rerankers())
+
+
+def test_convenience_function_with_custom_fields():
+    docs = [{"key": 1, "body": "wind farms"}, {"key": 2, "body": "solar farms and solar panels"}]
+    result = rerankit.rerank("solar", docs, text_field="body", id_field="key",
+                             score_field="relevance", top_k=1)
+    assert result[0].id == 2
+    assert result.documents() == [{"key": 2, "body": docs[1]["body"], "relevance": result[0].score}]

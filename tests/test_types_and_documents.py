@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+import rerankit
+from rerankit import Document, InvalidDocumentError, RerankResult
+from rerankit.documents import output_for, to_documents
+
+
+def test_document_requires_string_text():
+    with pytest.raises(TypeError, match="text must be a str"):
+        Document(text=3)  # type: ignore[arg-type]
+
+
+def test_adapters_accept_strings_documents_and_dicts():
+    doc = Document("third", id="c", metadata={"k": 1})
+    docs = to_documents(["first", {"id": "b", "text": "second", "year": 2020}, doc])
+    assert [d.text for d in docs] == ["first", "second", "third"]
+    assert docs[1].id == "b"
+    assert dict(docs[1].metadata) == {"year": 2020}
+    assert docs[2] == doc and docs[2].source is doc
+
+
+def test_custom_text_and_id_fields():
+    docs = to_documents([{"key": 7, "body": "hello"}], text_field="body", id_field="key")
+    assert docs[0].text == "hello" and docs[0].id == 7
+
+
+@pytest.mark.parametrize(
+    ("items", "pattern"),
+    [
+        ([{"text": "ok"}, {"body": "x"}], r"document 1: missing text field 'text'"),
+        ([{"text": "ok"}, {"text": None}], r"document 1: field 'text' must be a string, got NoneType"),
+        (["a", "b", {"text": 5}], r"document 2: field 'text' must be a string, got int"),
+        (["a", 42], r"document 1: unsupported type int"),
+    ],
+)
+def test_bad_documents_name_index_and_field(items, pattern):
+    with pytest.raises(InvalidDocumentError, match=pattern) as info:
+        to_documents(items)
+    assert isinstance(info.value, ValueError)
+    assert info.value.index == int(pattern.split("document ")[1].split(":")[0])
+
+
+def test_single_string_instead_of_list_is_rejected():
+    with pytest.raises(TypeError, match="wrap it in a list"):
+        to_documents("just one string")
+
+
+def test_dict_output_is_a_new_dict_with_every_field_and_the_score():
+    original = {"id": 1, "text": "t", "nested": {"a": [1, 2]}, "rerank_score": "old"}
+    snapshot = copy.deepcopy(original)
+    out = output_for(to_documents([original])[0], 0.5)
+    assert out is not original
+    assert out == {**snapshot, "rerank_score": 0.5}
+    assert original == snapshot
+
+
+def test_result_container_behaviour():
+    result = rerankit.rerank("apple pie", ["banana bread", "apple pie recipe", "apple"])
+    assert isinstance(result, RerankResult)
+    assert len(result) == 3
+    assert [r.rank for r in result] == [1, 2, 3]
+    assert result[0].text == "apple pie recipe"
+    top = result.top_k(2)
+    assert [r.index for r in top] == [r.index for r in result][:2]
+    assert result.top_k(10).results == result.results
+    records = result.to_dicts()
+    assert records[0]["index"] == 1 and records[0]["rank"] == 1
+    assert set(records[0]) == {"index", "rank", "score", "id", "text", "scores", "flags"}
+    assert records[0]["scores"] == {"bm25": result[0].score}
+    with pytest.raises(ValueError, match="positive integer"):
+        result.top_k(0)
+
+
+def test_empty_query_and_empty_list_keep_input_order_with_warning():
+    docs = ["b", "a", "c"]
+    result = rerankit.rerank("   ", docs)
+    assert [r.text for r in result] == docs
+    assert result.warnings and "query is empty" in result.warnings[0]
+    assert not result.degraded
+    empty = rerankit.rerank("query", [])
+    assert len(empty) == 0 and "empty" in empty.warnings[0]
+
+
+def test_non_string_query_and_bad_top_k_are_errors():
+    with pytest.raises(TypeError, match="query must be a str"):
+        rerankit.rerank(None, ["a"])  # type: ignore[arg-type]
+    for bad in (0, -1, 1.5, True):
+        with pytest.raises(ValueError, match="top_k"):
+            rerankit.rerank("q", ["a"], top_k=bad)
+
+
+def test_documents_and_results_survive_deepcopy():
+    doc = Document("t", id=1)
+    assert copy.deepcopy(doc) == doc
+    result = rerankit.rerank("t", [doc, "u"])
+    assert copy.deepcopy(result).to_dicts() == result.to_dicts()
