@@ -23,8 +23,9 @@ def run_cli(capsys, *argv, stdin=None, monkeypatch=None):
 
 
 def test_rank_jsonl_keeps_every_field_and_adds_the_score(capsys):
-    code, out, err = run_cli(capsys, "rank", "--query", "vaccines immune system",
-                             "--input", str(SAMPLE), "--top-k", "3")
+    code, out, err = run_cli(
+        capsys, "rank", "--query", "vaccines immune system", "--input", str(SAMPLE), "--top-k", "3"
+    )
     assert code == 0 and err == ""
     rows = [json.loads(line) for line in out.splitlines()]
     assert len(rows) == 3
@@ -36,9 +37,16 @@ def test_rank_jsonl_keeps_every_field_and_adds_the_score(capsys):
 
 
 def test_rank_reads_a_json_array_of_strings_from_stdin(capsys, monkeypatch):
-    code, out, _ = run_cli(capsys, "rank", "-q", "solar", "--score-field", "s",
-                           stdin='["wind power", "solar power", "solar solar"]',
-                           monkeypatch=monkeypatch)
+    code, out, _ = run_cli(
+        capsys,
+        "rank",
+        "-q",
+        "solar",
+        "--score-field",
+        "s",
+        stdin='["wind power", "solar power", "solar solar"]',
+        monkeypatch=monkeypatch,
+    )
     assert code == 0
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["text"] for r in rows] == ["solar solar", "solar power", "wind power"]
@@ -46,13 +54,15 @@ def test_rank_reads_a_json_array_of_strings_from_stdin(capsys, monkeypatch):
 
 
 def test_details_and_table_formats(capsys):
-    code, out, _ = run_cli(capsys, "rank", "-q", "mRNA vaccines", "-i", str(SAMPLE),
-                           "--details", "-k", "1")
+    code, out, _ = run_cli(
+        capsys, "rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "--details", "-k", "1"
+    )
     record = json.loads(out)
     assert code == 0 and record["rank"] == 1 and "mRNA" in record["text"]
     assert set(record["scores"]) == {"bm25"}
-    code, out, _ = run_cli(capsys, "rank", "-q", "mRNA vaccines", "-i", str(SAMPLE),
-                           "--format", "table", "-r", "text")
+    code, out, _ = run_cli(
+        capsys, "rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "--format", "table", "-r", "text"
+    )
     lines = out.splitlines()
     assert code == 0 and lines[0].split() == ["rank", "score", "id", "text"]
     assert len(lines) == 13 and lines[1].split()[0] == "1"
@@ -76,15 +86,19 @@ def test_bad_input_is_one_clear_line_and_nonzero_exit(capsys, monkeypatch, stdin
 def test_missing_file_and_warnings_go_to_stderr(capsys, monkeypatch, tmp_path):
     code, _, err = run_cli(capsys, "rank", "-q", "x", "-i", str(tmp_path / "none.jsonl"))
     assert code == 1 and "cannot read" in err and err.count("\n") == 1
-    code, out, err = run_cli(capsys, "rank", "-q", "  ", stdin='["b", "a"]', monkeypatch=monkeypatch)
+    code, out, err = run_cli(
+        capsys, "rank", "-q", "  ", stdin='["b", "a"]', monkeypatch=monkeypatch
+    )
     assert code == 0 and "warning: the query is empty" in err
     assert [json.loads(line)["text"] for line in out.splitlines()] == ["b", "a"]
 
 
 def test_help_lists_commands_via_the_module_entry_point():
-    proc = subprocess.run([sys.executable, "-m", "rerankit", "--help"],
-                          capture_output=True, text=True, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "rerankit", "--help"], capture_output=True, text=True, check=True
+    )
     assert "rank" in proc.stdout and "rerankers" in proc.stdout
-    listing = subprocess.run([sys.executable, "-m", "rerankit", "rerankers"],
-                             capture_output=True, text=True, check=True)
+    listing = subprocess.run(
+        [sys.executable, "-m", "rerankit", "rerankers"], capture_output=True, text=True, check=True
+    )
     assert {"bm25", "text", "jaccard"} <= set(listing.stdout.split())

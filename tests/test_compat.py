@@ -72,7 +72,11 @@ def test_result_reranker_returns_original_entities_with_scores():
 
 
 def test_rrf_max_min_and_defaults():
-    for method in (ScoreCombinationMethod.RRF, ScoreCombinationMethod.MAX, ScoreCombinationMethod.MIN):
+    for method in (
+        ScoreCombinationMethod.RRF,
+        ScoreCombinationMethod.MAX,
+        ScoreCombinationMethod.MIN,
+    ):
         ranked = asyncio.run(
             ResultReranker([TextSimilarityReranker(), PopularityStrategy()], method).rerank(
                 "protein folding", ENTITIES

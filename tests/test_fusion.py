@@ -136,11 +136,16 @@ def test_fusion_of_finite_scores_is_finite_and_in_range(matrix, norm, method, ra
     normalized = np.vstack([normalize_scores(row, norm) for row in matrix])
     assert np.all((normalized >= 0) & (normalized <= 1))
     names = [f"s{i}" for i in range(m)]
-    w = resolve_weights(names, dict(zip(names, raw_weights)))
+    w = resolve_weights(names, dict(zip(names, raw_weights[:m], strict=True)))
     out = fuse(normalized, method, w)
     assert out.shape == (n,) and np.all(np.isfinite(out))
     upper = {
-        M.WEIGHTED_AVERAGE: 1.0, M.MAX: 1.0, M.MIN: 1.0, M.COMB_SUM: m, M.COMB_MNZ: m * m,
-        M.RRF: m / 61, M.BORDA: m * n,
+        M.WEIGHTED_AVERAGE: 1.0,
+        M.MAX: 1.0,
+        M.MIN: 1.0,
+        M.COMB_SUM: m,
+        M.COMB_MNZ: m * m,
+        M.RRF: m / 61,
+        M.BORDA: m * n,
     }[method]
     assert np.all(out >= 0) and np.all(out <= upper + 1e-9)

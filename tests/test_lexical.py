@@ -19,8 +19,12 @@ CORPORA = st.lists(st.lists(WORDS, min_size=0, max_size=12), min_size=1, max_siz
 
 
 @settings(max_examples=150, deadline=None)
-@given(corpus=CORPORA, query=st.lists(WORDS, min_size=1, max_size=5),
-       k1=st.floats(0.1, 3.0), b=st.floats(0.0, 1.0))
+@given(
+    corpus=CORPORA,
+    query=st.lists(WORDS, min_size=1, max_size=5),
+    k1=st.floats(0.1, 3.0),
+    b=st.floats(0.0, 1.0),
+)
 def test_bm25_okapi_matches_rank_bm25(corpus, query, k1, b):
     # The small vocabulary makes many terms appear in over half the documents, so the
     # negative-idf floor of rank_bm25 is exercised too.
@@ -103,7 +107,10 @@ def test_split_words_handles_embedded_separator_and_unicode():
 def test_analyzer_stopwords_and_stemming():
     analyzer = Analyzer()
     assert analyzer.terms("The runners were running to the race") == [
-        "runner", "were", "run", "race",
+        "runner",
+        "were",
+        "run",
+        "race",
     ]
     assert "the" in ENGLISH_STOPWORDS
     assert Analyzer(stopwords=None, stemmer=None).terms("The Runs") == ["the", "runs"]

@@ -5,11 +5,11 @@ import copy
 
 import numpy as np
 import pytest
-from conftest import FailingScorer, FixedScorer
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rerankit
+from conftest import FailingScorer, FixedScorer
 from rerankit import (
     BM25Scorer,
     Document,
@@ -65,7 +65,9 @@ def test_rerank_is_a_permutation_and_never_mutates_input(query, items, which):
 @settings(max_examples=100, deadline=None)
 @given(values=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0]), min_size=1, max_size=20))
 def test_equal_scores_keep_input_order(values):
-    result = ScorerReranker(FixedScorer("fixed", values)).rerank("q", [str(i) for i in range(len(values))])
+    result = ScorerReranker(FixedScorer("fixed", values)).rerank(
+        "q", [str(i) for i in range(len(values))]
+    )
     expected = sorted(range(len(values)), key=lambda i: (-values[i], i))
     assert [r.index for r in result] == expected
 
@@ -139,7 +141,9 @@ def test_non_finite_scores_count_as_worst_and_are_flagged():
     assert np.isnan(result[2].scores["shaky"])  # the raw score is kept as returned
     assert all(np.isfinite(r.score) for r in result)
 
-    fused = FusionReranker([scorer, FixedScorer("steady", [0, 1, 0, 0, 0])]).rerank("q", list("abcde"))
+    fused = FusionReranker([scorer, FixedScorer("steady", [0, 1, 0, 0, 0])]).rerank(
+        "q", list("abcde")
+    )
     assert all(np.isfinite(r.score) for r in fused)
     assert {r.index: r.flags for r in fused}[3] == ("non_finite:shaky",)
 
@@ -149,8 +153,12 @@ def test_scorer_flags_and_warnings_reach_the_result():
         name = "judge"
 
         async def score(self, query, docs, **context):
-            return ScoreBatch(np.array([1.0, 0.0]), flags={1: ["call_failed"]},
-                              warnings=["1 call failed"], degraded=True)
+            return ScoreBatch(
+                np.array([1.0, 0.0]),
+                flags={1: ["call_failed"]},
+                warnings=["1 call failed"],
+                degraded=True,
+            )
 
     result = FusionReranker([Flagging(), FixedScorer("f", [0, 1])]).rerank("q", ["a", "b"])
     assert result.degraded and "1 call failed" in result.warnings
@@ -175,7 +183,7 @@ def test_field_scorer_fuses_a_first_stage_score():
         FieldScorer("meta.s", missing=0.0).values([Document("x", metadata=d) for d in docs]),
         [0.0, 0.0, 5.0],
     )
-    with pytest.raises(InvalidDocumentError, match="document 1: missing numeric field 'meta.s'"):
+    with pytest.raises(InvalidDocumentError, match=r"document 1: missing numeric field 'meta\.s'"):
         rerankit.rerank("q", [docs[2], docs[1]], reranker=FieldScorer("meta.s"))
     with pytest.raises(InvalidDocumentError, match="must be a number"):
         rerankit.rerank("q", [{"text": "t", "score": "high"}], reranker=FieldScorer("score"))
@@ -214,7 +222,8 @@ def test_construction_errors():
 
 def test_convenience_function_with_custom_fields():
     docs = [{"key": 1, "body": "wind farms"}, {"key": 2, "body": "solar farms and solar panels"}]
-    result = rerankit.rerank("solar", docs, text_field="body", id_field="key",
-                             score_field="relevance", top_k=1)
+    result = rerankit.rerank(
+        "solar", docs, text_field="body", id_field="key", score_field="relevance", top_k=1
+    )
     assert result[0].id == 2
     assert result.documents() == [{"key": 2, "body": docs[1]["body"], "relevance": result[0].score}]

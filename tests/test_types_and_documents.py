@@ -32,7 +32,10 @@ def test_custom_text_and_id_fields():
     ("items", "pattern"),
     [
         ([{"text": "ok"}, {"body": "x"}], r"document 1: missing text field 'text'"),
-        ([{"text": "ok"}, {"text": None}], r"document 1: field 'text' must be a string, got NoneType"),
+        (
+            [{"text": "ok"}, {"text": None}],
+            r"document 1: field 'text' must be a string, got NoneType",
+        ),
         (["a", "b", {"text": 5}], r"document 2: field 'text' must be a string, got int"),
         (["a", 42], r"document 1: unsupported type int"),
     ],

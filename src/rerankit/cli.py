@@ -79,8 +79,12 @@ def _cmd_rank(args: argparse.Namespace) -> int:
         raise InputError(f"cannot read {args.input}: {exc.strerror}") from None
     reranker = get_reranker(args.reranker)
     result = reranker.rerank(
-        args.query, items, top_k=args.top_k, text_field=args.text_field,
-        id_field=args.id_field, score_field=args.score_field,
+        args.query,
+        items,
+        top_k=args.top_k,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        score_field=args.score_field,
     )
     for w in result.warnings:
         print(f"rerankit: warning: {w}", file=sys.stderr)
@@ -117,29 +121,46 @@ def build_parser() -> argparse.ArgumentParser:
         description="Rerank search candidates so the most relevant come first.",
     )
     parser.add_argument("--version", action="version", version=f"rerankit {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0,
-                        help="log progress to stderr (-vv for debug)")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log progress to stderr (-vv for debug)"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     rank = sub.add_parser(
-        "rank", help="rerank documents from a JSONL file or JSON array",
+        "rank",
+        help="rerank documents from a JSONL file or JSON array",
         description="Read documents (JSON Lines or a JSON array of strings or objects), "
         "rerank them for the query and write JSON Lines, best first.",
     )
     rank.add_argument("--query", "-q", required=True, help="the search query")
     rank.add_argument("--input", "-i", default="-", help="input file, or - for stdin (default)")
-    rank.add_argument("--reranker", "-r", default="bm25",
-                      help="reranker name (see `rerankit rerankers`; default bm25)")
-    rank.add_argument("--top-k", "-k", type=_positive_int, default=None,
-                      help="keep only the best K")
+    rank.add_argument(
+        "--reranker",
+        "-r",
+        default="bm25",
+        help="reranker name (see `rerankit rerankers`; default bm25)",
+    )
+    rank.add_argument(
+        "--top-k", "-k", type=_positive_int, default=None, help="keep only the best K"
+    )
     rank.add_argument("--text-field", default="text", help="object field holding the text")
     rank.add_argument("--id-field", default="id", help="object field holding the id")
-    rank.add_argument("--score-field", default="rerank_score",
-                      help="field added to each output object (default rerank_score)")
-    rank.add_argument("--format", choices=("jsonl", "table"), default="jsonl",
-                      help="jsonl (default): the input objects plus the score; table: for people")
-    rank.add_argument("--details", action="store_true",
-                      help="write result records (index, rank, score, id, text, scores, flags)")
+    rank.add_argument(
+        "--score-field",
+        default="rerank_score",
+        help="field added to each output object (default rerank_score)",
+    )
+    rank.add_argument(
+        "--format",
+        choices=("jsonl", "table"),
+        default="jsonl",
+        help="jsonl (default): the input objects plus the score; table: for people",
+    )
+    rank.add_argument(
+        "--details",
+        action="store_true",
+        help="write result records (index, rank, score, id, text, scores, flags)",
+    )
     rank.set_defaults(func=_cmd_rank)
 
     names = sub.add_parser("rerankers", help="list the named rerankers")

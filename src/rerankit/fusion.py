@@ -71,7 +71,9 @@ class ScoreCombinationMethod(str, Enum):
                 return cls[str(value).upper()]
             except KeyError:
                 names = ", ".join(m.value for m in cls)
-                raise ValueError(f"unknown combination method {value!r}; use one of {names}") from None
+                raise ValueError(
+                    f"unknown combination method {value!r}; use one of {names}"
+                ) from None
 
     @property
     def uses_ranks(self) -> bool:
@@ -103,9 +105,7 @@ def rank_positions(scores: Sequence[float] | np.ndarray) -> np.ndarray:
     return sums[group] / counts[group]
 
 
-def normalize_scores(
-    scores: Sequence[float] | np.ndarray, method: str = "min_max"
-) -> np.ndarray:
+def normalize_scores(scores: Sequence[float] | np.ndarray, method: str = "min_max") -> np.ndarray:
     """Map finite scores into [0, 1], keeping their order.
 
     ``min_max``: linear, worst 0 and best 1. ``z_score``: standard score then logistic
@@ -114,7 +114,8 @@ def normalize_scores(
     arr = _as_finite_array(scores)
     if method not in NORMALIZATION_METHODS:
         raise ValueError(
-            f"unknown normalization method {method!r}; use one of {', '.join(NORMALIZATION_METHODS)}"
+            f"unknown normalization method {method!r}; "
+            f"use one of {', '.join(NORMALIZATION_METHODS)}"
         )
     n = arr.shape[0]
     if n == 0:
@@ -145,7 +146,9 @@ def resolve_weights(names: Sequence[str], weights: Mapping[str, float] | None) -
     if weights is None:
         return np.full(m, 1.0 / m)
     if not isinstance(weights, Mapping):
-        raise TypeError(f"weights must be a mapping of strategy name to weight, got {type(weights).__name__}")
+        raise TypeError(
+            f"weights must be a mapping of strategy name to weight, got {type(weights).__name__}"
+        )
     unknown = [k for k in weights if k not in names]
     if unknown:
         raise ValueError(
@@ -245,4 +248,4 @@ def combine_scores(
         if bad:
             raise ValueError(f"strategy {names[i]!r} has non-finite scores for {bad[:5]}")
     out = fuse(matrix, method, resolve_weights(names, weights), rrf_k=rrf_k, present=present)
-    return {k: float(v) for k, v in zip(ids, out)}
+    return {k: float(v) for k, v in zip(ids, out, strict=True)}

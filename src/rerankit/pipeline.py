@@ -102,8 +102,13 @@ class Reranker(ABC):
         """Rerank ``documents`` for ``query`` (blocking). See :meth:`arerank`."""
         return run_sync(
             self.arerank(
-                query, documents, top_k=top_k, text_field=text_field, id_field=id_field,
-                score_field=score_field, **context,
+                query,
+                documents,
+                top_k=top_k,
+                text_field=text_field,
+                id_field=id_field,
+                score_field=score_field,
+                **context,
             )
         )
 
@@ -206,10 +211,15 @@ class ScorerReranker(Reranker):
         except _CALLER_ERRORS:
             raise
         except Exception as exc:
-            return Scored(final=np.zeros(len(docs)), warnings=[_failure(self.scorer, exc)],
-                          degraded=True)
-        scored = Scored(final=batch.values, flags={i: list(f) for i, f in batch.flags.items()},
-                        warnings=list(batch.warnings), degraded=batch.degraded)
+            return Scored(
+                final=np.zeros(len(docs)), warnings=[_failure(self.scorer, exc)], degraded=True
+            )
+        scored = Scored(
+            final=batch.values,
+            flags={i: list(f) for i, f in batch.flags.items()},
+            warnings=list(batch.warnings),
+            degraded=batch.degraded,
+        )
         scored.per_strategy[self.scorer.name] = batch.values
         scored.final = _replace_non_finite(self.scorer.name, batch.values, scored)
         return scored
@@ -271,7 +281,7 @@ class FusionReranker(Reranker):
         )
         scored = Scored(final=np.zeros(len(docs)))
         rows, kept = [], []
-        for i, (strategy, outcome) in enumerate(zip(self.strategies, outcomes)):
+        for i, (strategy, outcome) in enumerate(zip(self.strategies, outcomes, strict=True)):
             if isinstance(outcome, _CALLER_ERRORS):
                 raise outcome
             if isinstance(outcome, BaseException):
@@ -361,6 +371,11 @@ def rerank(
 ) -> RerankResult:
     """Rerank in one call: ``rerankit.rerank("query", ["doc a", "doc b"])``."""
     return get_reranker(reranker).rerank(
-        query, documents, top_k=top_k, text_field=text_field, id_field=id_field,
-        score_field=score_field, **context,
+        query,
+        documents,
+        top_k=top_k,
+        text_field=text_field,
+        id_field=id_field,
+        score_field=score_field,
+        **context,
     )

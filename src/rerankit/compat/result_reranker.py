@@ -29,6 +29,7 @@ __all__ = [
     "normalize_scores",
 ]
 
+
 def normalize_scores(scores: Sequence[float], method: str = "min_max") -> list[float]:
     """Scores mapped into [0, 1] as a list (see :func:`rerankit.fusion.normalize_scores`)."""
     return _normalize(scores, method).tolist()
@@ -54,8 +55,10 @@ def entity_text(entity: Any) -> str:
     if isinstance(entity, Document):
         return entity.text
     parts = _fields_of(entity)
-    props = entity.get("properties") if isinstance(entity, Mapping) else getattr(
-        entity, "properties", None
+    props = (
+        entity.get("properties")
+        if isinstance(entity, Mapping)
+        else getattr(entity, "properties", None)
     )
     if isinstance(props, Mapping):
         parts += [p for p in _fields_of(props) if p not in parts]

@@ -29,8 +29,10 @@ __all__ = [
 
 #: The stop set of Lucene's English analyzer (what Anserini's BM25 baselines use).
 ENGLISH_STOPWORDS = frozenset(
-    "a an and are as at be but by for if in into is it no not of on or such that the their "
-    "then there these they this to was will with".split()
+    (
+        "a an and are as at be but by for if in into is it no not of on or such that the "
+        "their then there these they this to was will with"
+    ).split()
 )
 
 _WORD = re.compile(r"[^\W_]+")
@@ -112,9 +114,7 @@ class TermBatch:
         return np.bincount(self.distinct_pairs % max(len(self.vocab), 1), minlength=len(self.vocab))
 
     def distinct_terms_per_doc(self) -> np.ndarray:
-        return np.bincount(
-            self.distinct_pairs // max(len(self.vocab), 1), minlength=self.n_docs
-        )
+        return np.bincount(self.distinct_pairs // max(len(self.vocab), 1), minlength=self.n_docs)
 
     def query_tf(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Term frequencies of the query's known terms: ``(tf[n_docs, q], term ids, query
@@ -129,9 +129,9 @@ class TermBatch:
         position[qids] = np.arange(q)
         hit = position[self.term_ids]
         sel = hit >= 0
-        tf = np.bincount(
-            self.doc_idx[sel] * q + hit[sel], minlength=self.n_docs * q
-        ).reshape(self.n_docs, q)
+        tf = np.bincount(self.doc_idx[sel] * q + hit[sel], minlength=self.n_docs * q).reshape(
+            self.n_docs, q
+        )
         return tf.astype(np.float64), qids, qcounts
 
 
@@ -156,8 +156,9 @@ class Analyzer:
 
     def terms(self, text: str) -> list[str]:
         """The terms of one text, in order, repeats kept."""
-        words = [w for w in split_words([text], lowercase=self.lowercase)[0]
-                 if w not in self.stopwords]
+        words = [
+            w for w in split_words([text], lowercase=self.lowercase)[0] if w not in self.stopwords
+        ]
         return self._stem(words) if self._stem else words
 
     def analyze(self, texts: Sequence[str]) -> TermBatch:
@@ -167,7 +168,7 @@ class Analyzer:
         raw_lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
         flat = list(chain.from_iterable(tokens))
         surfaces = list(dict.fromkeys(flat))
-        surface_id = dict(zip(surfaces, range(len(surfaces))))
+        surface_id = dict(zip(surfaces, range(len(surfaces)), strict=True))
         sid = np.fromiter(map(surface_id.__getitem__, flat), dtype=np.int64, count=len(flat))
 
         # Per-vocabulary work (stopwords, stemming) happens once per distinct word.
@@ -280,7 +281,11 @@ class BM25Scorer(_LexicalScorer):
     def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
         batch = self.analyzer.analyze(texts)
         return bm25_from_batch(
-            batch, self.analyzer.terms(query), k1=self.k1, b=self.b, idf=self.idf,
+            batch,
+            self.analyzer.terms(query),
+            k1=self.k1,
+            b=self.b,
+            idf=self.idf,
             epsilon=self.epsilon,
         )
 
