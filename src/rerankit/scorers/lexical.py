@@ -8,9 +8,10 @@ counting and scoring are vectorised numpy over the whole batch.
 from __future__ import annotations
 
 import re
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
-from itertools import chain
+from itertools import chain, count
 from typing import Any
 
 import numpy as np
@@ -36,10 +37,22 @@ ENGLISH_STOPWORDS = frozenset(
 )
 
 _WORD = re.compile(r"[^\W_]+")
+_SEP = "\x00"  # joins texts on the ASCII fast path; never part of a word
 # Byte table for the ASCII fast path: letters, digits and the document separator survive,
 # everything else becomes a space. Equivalent to _WORD on ASCII text.
 _KEEP = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789\x00"
 _ASCII_TABLE = bytes(c if c in _KEEP else 0x20 for c in range(256))
+
+
+def _ascii_cleaned(texts: Sequence[str], sep: str, lowercase: bool) -> str | None:
+    """All texts joined by ``sep`` with every non-alphanumeric byte turned into a space, or
+    None when the batch is not pure ASCII (or a text contains the separator itself)."""
+    joined = sep.join(texts)
+    if lowercase:
+        joined = joined.lower()
+    if not joined.isascii() or joined.count(sep) != max(len(texts) - 1, 0):
+        return None
+    return joined.encode("ascii").translate(_ASCII_TABLE).decode("ascii")
 
 
 def split_words(texts: Sequence[str], *, lowercase: bool = True) -> list[list[str]]:
@@ -49,12 +62,9 @@ def split_words(texts: Sequence[str], *, lowercase: bool = True) -> list[list[st
     """
     if not texts:
         return []
-    joined = "\x00".join(texts)
-    if lowercase:
-        joined = joined.lower()
-    if joined.isascii() and joined.count("\x00") == len(texts) - 1:
-        cleaned = joined.encode("ascii").translate(_ASCII_TABLE).decode("ascii")
-        return [part.split() for part in cleaned.split("\x00")]
+    cleaned = _ascii_cleaned(texts, _SEP, lowercase)
+    if cleaned is not None:
+        return [part.split() for part in cleaned.split(_SEP)]
     return [_WORD.findall(t.lower() if lowercase else t) for t in texts]
 
 
@@ -82,12 +92,16 @@ def _resolve_stemmer(
             "stemming needs PyStemmer: pip install PyStemmer (or pass stemmer=None)"
         ) from exc
     try:
-        return Stemmer.Stemmer(stemmer).stemWords
+        snowball = Stemmer.Stemmer(stemmer)
     except KeyError as exc:
         raise ValueError(
             f"unknown stemmer language {stemmer!r}; PyStemmer knows "
             f"{', '.join(Stemmer.algorithms())}"
         ) from exc
+    # Each batch stems its distinct words once; PyStemmer's own cache only adds overhead
+    # (it thrashes on vocabularies larger than its size and was 4x slower here).
+    snowball.maxCacheSize = 0
+    return snowball.stemWords
 
 
 class TermBatch:
@@ -164,15 +178,27 @@ class Analyzer:
     def analyze(self, texts: Sequence[str]) -> TermBatch:
         """Tokenise a batch into flat term ids (vectorised after the split)."""
         n = len(texts)
-        tokens = split_words(texts, lowercase=self.lowercase)
-        raw_lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
-        flat = list(chain.from_iterable(tokens))
-        surfaces = list(dict.fromkeys(flat))
-        surface_id = dict(zip(surfaces, range(len(surfaces)), strict=True))
+        doc_idx: np.ndarray | None = None
+        cleaned = _ascii_cleaned(texts, f" {_SEP} ", self.lowercase)
+        if cleaned is not None:
+            # One split for the whole batch; separators stand between texts as _SEP words.
+            flat = cleaned.split()
+        else:
+            tokens = split_words(texts, lowercase=self.lowercase)
+            lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
+            flat = list(chain.from_iterable(tokens))
+            doc_idx = np.repeat(np.arange(n, dtype=np.int64), lengths)
+        # One hashing pass: an unseen word gets the next id from the counter.
+        surface_id: defaultdict[str, int] = defaultdict(count().__next__)
         sid = np.fromiter(map(surface_id.__getitem__, flat), dtype=np.int64, count=len(flat))
+        surfaces = list(surface_id)
+        if doc_idx is None:
+            sep = surface_id.get(_SEP, -1)
+            doc_idx = np.cumsum(sid == sep)
 
-        # Per-vocabulary work (stopwords, stemming) happens once per distinct word.
-        kept_pos = [i for i, w in enumerate(surfaces) if w not in self.stopwords]
+        # Per-vocabulary work (stopwords, stemming) happens once per distinct word; the
+        # separator is dropped like a stopword.
+        kept_pos = [i for i, w in enumerate(surfaces) if w not in self.stopwords and w != _SEP]
         kept = [surfaces[i] for i in kept_pos]
         stems = self._stem(kept) if self._stem else kept
         vocab: dict[str, int] = {}
@@ -181,10 +207,10 @@ class Analyzer:
         term_of_surface[np.asarray(kept_pos, dtype=np.int64)] = stem_ids
 
         term_ids = term_of_surface[sid]
-        doc_idx = np.repeat(np.arange(n, dtype=np.int64), raw_lengths)
         if len(kept_pos) < len(surfaces):
             keep = term_ids >= 0
             term_ids, doc_idx = term_ids[keep], doc_idx[keep]
+        doc_idx = doc_idx.astype(np.int64, copy=False)
         lengths = np.bincount(doc_idx, minlength=n)
         return TermBatch(term_ids, doc_idx, lengths, vocab)
 
