@@ -175,3 +175,23 @@ def test_text_similarity_is_the_documented_blend():
     )
     with pytest.raises(ValueError, match="not both 0"):
         TextSimilarity(bm25_weight=0, jaccard_weight=0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    corpus=st.lists(
+        st.lists(st.sampled_from(["café", "naïve", "alpha", "beta", "Ünïcode", "x_y"]), max_size=8),
+        min_size=1,
+        max_size=10,
+    ),
+    query=st.lists(st.sampled_from(["café", "alpha", "ünïcode", "y"]), min_size=1, max_size=3),
+)
+def test_bm25_on_non_ascii_batches_matches_the_formula(corpus, query):
+    # Non-ASCII batches take the per-document regex path of the analyzer.
+    texts = [" ".join(d) for d in corpus]
+    if not any(re.findall(r"[^\W_]+", t) for t in texts):
+        return
+    tokens = [re.findall(r"[^\W_]+", t.lower()) for t in texts]
+    ours = BM25Scorer(k1=1.2, b=0.75, **PLAIN).score_texts(" ".join(query), texts)
+    reference = _lucene_reference(tokens, [q.lower() for q in query], 1.2, 0.75)
+    np.testing.assert_allclose(ours, reference, atol=1e-9)
