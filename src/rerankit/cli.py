@@ -12,8 +12,6 @@ from typing import Any, TextIO
 
 from . import __version__
 
-logger = logging.getLogger(__name__)
-
 
 class InputError(Exception):
     """The input file cannot be read as documents."""

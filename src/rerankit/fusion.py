@@ -90,6 +90,21 @@ def _as_finite_array(scores: Sequence[float] | np.ndarray, what: str = "scores")
     return arr
 
 
+def check_normalization_method(method: str) -> None:
+    """Raise ``ValueError`` unless ``method`` is one of :data:`NORMALIZATION_METHODS`."""
+    if method not in NORMALIZATION_METHODS:
+        raise ValueError(
+            f"unknown normalization method {method!r}; "
+            f"use one of {', '.join(NORMALIZATION_METHODS)}"
+        )
+
+
+def check_rrf_k(rrf_k: float) -> None:
+    """Raise ``ValueError`` unless the RRF constant is >= 0."""
+    if rrf_k < 0:
+        raise ValueError(f"rrf_k must be >= 0, got {rrf_k}")
+
+
 def rank_positions(scores: Sequence[float] | np.ndarray) -> np.ndarray:
     """1-based ranks, highest score first; ties share their average rank."""
     arr = np.asarray(scores, dtype=np.float64)
@@ -112,11 +127,7 @@ def normalize_scores(scores: Sequence[float] | np.ndarray, method: str = "min_ma
     sigmoid. ``softmax``: ``exp`` normalised to sum 1. ``rank``: ``(n - rank) / (n - 1)``.
     """
     arr = _as_finite_array(scores)
-    if method not in NORMALIZATION_METHODS:
-        raise ValueError(
-            f"unknown normalization method {method!r}; "
-            f"use one of {', '.join(NORMALIZATION_METHODS)}"
-        )
+    check_normalization_method(method)
     n = arr.shape[0]
     if n == 0:
         return arr
@@ -185,8 +196,7 @@ def fuse(
     if present is None:
         present = np.ones((m, n), dtype=bool)
     w = np.asarray(weights, dtype=np.float64)[:, None]
-    if rrf_k < 0:
-        raise ValueError(f"rrf_k must be >= 0, got {rrf_k}")
+    check_rrf_k(rrf_k)
 
     if method in (ScoreCombinationMethod.MAX, ScoreCombinationMethod.MIN):
         fill = -np.inf if method is ScoreCombinationMethod.MAX else np.inf

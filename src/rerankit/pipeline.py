@@ -258,13 +258,8 @@ class FusionReranker(Reranker):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"strategy names must be unique; repeated: {dupes}")
-        if normalization_method not in fusion.NORMALIZATION_METHODS:
-            raise ValueError(
-                f"unknown normalization method {normalization_method!r}; use one of "
-                f"{', '.join(fusion.NORMALIZATION_METHODS)}"
-            )
-        if rrf_k < 0:
-            raise ValueError(f"rrf_k must be >= 0, got {rrf_k}")
+        fusion.check_normalization_method(normalization_method)
+        fusion.check_rrf_k(rrf_k)
         self.strategies = strategies
         self.combination_method = fusion.ScoreCombinationMethod.parse(combination_method)
         self.weights = dict(weights) if weights is not None else None

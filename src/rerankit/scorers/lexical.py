@@ -119,16 +119,20 @@ class TermBatch:
     def n_docs(self) -> int:
         return int(self.lengths.shape[0])
 
+    @property
+    def _width(self) -> int:
+        return max(len(self.vocab), 1)
+
     @cached_property
     def distinct_pairs(self) -> np.ndarray:
         """Sorted unique ``doc * |vocab| + term`` codes (each term once per document)."""
-        return np.unique(self.doc_idx * max(len(self.vocab), 1) + self.term_ids)
+        return np.unique(self.doc_idx * self._width + self.term_ids)
 
     def document_frequencies(self) -> np.ndarray:
-        return np.bincount(self.distinct_pairs % max(len(self.vocab), 1), minlength=len(self.vocab))
+        return np.bincount(self.distinct_pairs % self._width, minlength=len(self.vocab))
 
     def distinct_terms_per_doc(self) -> np.ndarray:
-        return np.bincount(self.distinct_pairs // max(len(self.vocab), 1), minlength=self.n_docs)
+        return np.bincount(self.distinct_pairs // self._width, minlength=self.n_docs)
 
     def query_tf(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Term frequencies of the query's known terms: ``(tf[n_docs, q], term ids, query
