@@ -187,7 +187,6 @@ def test_text_similarity_is_the_documented_blend():
     query=st.lists(st.sampled_from(["café", "alpha", "ünïcode", "y"]), min_size=1, max_size=3),
 )
 def test_bm25_on_non_ascii_batches_matches_the_formula(corpus, query):
-    # Non-ASCII batches take the per-document regex path of the analyzer.
     texts = [" ".join(d) for d in corpus]
     if not any(re.findall(r"[^\W_]+", t) for t in texts):
         return

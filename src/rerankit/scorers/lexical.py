@@ -8,6 +8,7 @@ counting and scoring are vectorised numpy over the whole batch.
 from __future__ import annotations
 
 import re
+import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
@@ -17,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..types import Document, MissingDependencyError
+from ._vectorized import WordTable, split_batch
 
 __all__ = [
     "ENGLISH_STOPWORDS",
@@ -105,52 +107,53 @@ def _resolve_stemmer(
 
 
 class TermBatch:
-    """A tokenised batch: flat term ids with the document each token came from."""
+    """A tokenised batch: flat term ids with the document each token came from.
+
+    A term id of -1 marks a dropped word (a stopword), left in place to save a copy;
+    ``lengths`` counts only the kept terms.
+    """
 
     def __init__(
-        self, term_ids: np.ndarray, doc_idx: np.ndarray, lengths: np.ndarray, vocab: dict[str, int]
+        self,
+        term_ids: np.ndarray,
+        doc_idx: np.ndarray,
+        lengths: np.ndarray,
+        vocab: dict[str, int],
+        width: int | None = None,
     ) -> None:
         self.term_ids = term_ids
         self.doc_idx = doc_idx
         self.lengths = lengths
-        self.vocab = vocab
+        self.vocab = vocab  # term -> id; may be shared with (and grown by) later batches
+        self._width = max(len(vocab) if width is None else width, 1)  # ids are below this
 
     @property
     def n_docs(self) -> int:
         return int(self.lengths.shape[0])
 
-    @property
-    def _width(self) -> int:
-        return max(len(self.vocab), 1)
-
     @cached_property
     def distinct_pairs(self) -> np.ndarray:
         """Sorted unique ``doc * |vocab| + term`` codes (each term once per document)."""
-        return np.unique(self.doc_idx * self._width + self.term_ids)
+        kept = self.term_ids >= 0
+        return np.unique(self.doc_idx[kept] * self._width + self.term_ids[kept])
 
-    def document_frequencies(self) -> np.ndarray:
-        return np.bincount(self.distinct_pairs % self._width, minlength=len(self.vocab))
+    def document_frequencies(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(term ids, document frequencies)`` of the terms present in the batch."""
+        return np.unique(self.distinct_pairs % self._width, return_counts=True)
 
     def distinct_terms_per_doc(self) -> np.ndarray:
         return np.bincount(self.distinct_pairs // self._width, minlength=self.n_docs)
 
     def query_tf(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Term frequencies of the query's known terms: ``(tf[n_docs, q], term ids, query
-        counts)``. Query terms absent from every document are dropped."""
-        known = [self.vocab[t] for t in terms if t in self.vocab]
-        if not known:
-            empty = np.zeros(0, dtype=np.int64)
-            return np.zeros((self.n_docs, 0)), empty, empty
+        """Term frequencies of the query's terms: ``(tf[n_docs, q], term ids, query counts)``.
+        Query terms absent from every document of the batch are dropped."""
+        known = [i for i in map(self.vocab.get, terms) if i is not None and i < self._width]
         qids, qcounts = np.unique(np.asarray(known, dtype=np.int64), return_counts=True)
-        q = qids.shape[0]
-        position = np.full(len(self.vocab), -1, dtype=np.int64)
-        position[qids] = np.arange(q)
-        hit = position[self.term_ids]
-        sel = hit >= 0
-        tf = np.bincount(self.doc_idx[sel] * q + hit[sel], minlength=self.n_docs * q).reshape(
-            self.n_docs, q
-        )
-        return tf.astype(np.float64), qids, qcounts
+        tf = np.zeros((self.n_docs, qids.shape[0]))
+        for j, qid in enumerate(qids.tolist()):  # q is small: one vectorised pass per term
+            tf[:, j] = np.bincount(self.doc_idx[self.term_ids == qid], minlength=self.n_docs)
+        present = tf.any(axis=0)
+        return tf[:, present], qids[present], qcounts[present]
 
 
 class Analyzer:
@@ -159,6 +162,11 @@ class Analyzer:
     ``stopwords``: ``"en"`` (Lucene's English set, the default), ``None``, or your own words.
     ``stemmer``: a Snowball language for PyStemmer (default ``"english"``), ``None``, or a
     callable ``word -> stem``. Stopwords are matched before stemming.
+
+    Batches are split and looked up with numpy (see ``_vectorized``); the analyzer keeps a
+    table of the words it has met (up to ``cache_words`` distinct words, then it starts
+    afresh), so stopword matching and stemming run once per new word, not once per batch.
+    ``cache_words=0`` selects the plain per-document path; both give the same terms.
     """
 
     def __init__(
@@ -167,10 +175,20 @@ class Analyzer:
         lowercase: bool = True,
         stopwords: str | Iterable[str] | None = "en",
         stemmer: str | Callable[[str], str] | None = "english",
+        cache_words: int = 500_000,
     ) -> None:
+        if cache_words < 0:
+            raise ValueError(f"cache_words must be >= 0, got {cache_words}")
         self.lowercase = lowercase
         self.stopwords = _resolve_stopwords(stopwords)
         self._stem = _resolve_stemmer(stemmer)
+        self.cache_words = cache_words
+        self._lock = threading.Lock()
+        self._reset_cache()
+
+    def _reset_cache(self) -> None:
+        self._table = WordTable()
+        self._vocab: dict[str, int] = {}  # a new dict: batches already made keep theirs
 
     def terms(self, text: str) -> list[str]:
         """The terms of one text, in order, repeats kept."""
@@ -179,44 +197,53 @@ class Analyzer:
         ]
         return self._stem(words) if self._stem else words
 
-    def analyze(self, texts: Sequence[str]) -> TermBatch:
-        """Tokenise a batch into flat term ids (vectorised after the split)."""
-        n = len(texts)
-        doc_idx: np.ndarray | None = None
-        cleaned = _ascii_cleaned(texts, f" {_SEP} ", self.lowercase)
-        if cleaned is not None:
-            # One split for the whole batch; separators stand between texts as _SEP words.
-            flat = cleaned.split()
-        else:
-            tokens = split_words(texts, lowercase=self.lowercase)
-            lengths = np.fromiter(map(len, tokens), dtype=np.int64, count=n)
-            flat = list(chain.from_iterable(tokens))
-            doc_idx = np.repeat(np.arange(n, dtype=np.int64), lengths)
-        # One hashing pass: an unseen word gets the next id from the counter.
-        surface_id: defaultdict[str, int] = defaultdict(count().__next__)
-        sid = np.fromiter(map(surface_id.__getitem__, flat), dtype=np.int64, count=len(flat))
-        surfaces = list(surface_id)
-        if doc_idx is None:
-            sep = surface_id.get(_SEP, -1)
-            doc_idx = np.cumsum(sid == sep)
-
-        # Per-vocabulary work (stopwords, stemming) happens once per distinct word; the
-        # separator is dropped like a stopword.
-        kept_pos = [i for i, w in enumerate(surfaces) if w not in self.stopwords and w != _SEP]
+    def _term_ids(self, surfaces: list[str], vocab: dict[str, int]) -> np.ndarray:
+        """Term id of each distinct surface word (-1 for a stopword), growing ``vocab``."""
+        ids = np.full(len(surfaces), -1, dtype=np.int64)
+        kept_pos = [i for i, w in enumerate(surfaces) if w not in self.stopwords]
         kept = [surfaces[i] for i in kept_pos]
         stems = self._stem(kept) if self._stem else kept
-        vocab: dict[str, int] = {}
-        stem_ids = [vocab.setdefault(s, len(vocab)) for s in stems]
-        term_of_surface = np.full(len(surfaces), -1, dtype=np.int64)
-        term_of_surface[np.asarray(kept_pos, dtype=np.int64)] = stem_ids
+        ids[kept_pos] = [vocab.setdefault(t, len(vocab)) for t in stems]
+        return ids
 
-        term_ids = term_of_surface[sid]
-        if len(kept_pos) < len(surfaces):
-            keep = term_ids >= 0
-            term_ids, doc_idx = term_ids[keep], doc_idx[keep]
-        doc_idx = doc_idx.astype(np.int64, copy=False)
-        lengths = np.bincount(doc_idx, minlength=n)
-        return TermBatch(term_ids, doc_idx, lengths, vocab)
+    def analyze(self, texts: Sequence[str]) -> TermBatch:
+        """Tokenise a batch into flat term ids."""
+        if self.cache_words:
+            words = split_batch(texts, self.lowercase)
+            if words is not None:
+                with self._lock:
+                    if self._table.size > self.cache_words:
+                        self._reset_cache()
+                    vocab = self._vocab
+                    try:
+                        slots, new_slots, first = self._table.lookup_or_insert(words.hashes)
+                        if new_slots.shape[0]:
+                            new_ids = self._term_ids(words.strings(first), vocab)
+                            self._table.values[new_slots] = new_ids
+                    except BaseException:
+                        self._reset_cache()  # never keep words whose ids were not set
+                        raise
+                    term_ids = self._table.values[slots]
+                    width = len(vocab)
+                kept = (term_ids >= 0).view(np.int8)
+                lengths = np.bincount(words.doc, weights=kept, minlength=len(texts))
+                return TermBatch(term_ids, words.doc, lengths.astype(np.int64), vocab, width)
+        return self._analyze_exact(texts)
+
+    def _analyze_exact(self, texts: Sequence[str]) -> TermBatch:
+        """Per-document splitting with a vocabulary local to the batch."""
+        tokens = split_words(texts, lowercase=self.lowercase)
+        counts = np.fromiter(map(len, tokens), dtype=np.int64, count=len(texts))
+        doc_idx = np.repeat(np.arange(len(texts), dtype=np.int64), counts)
+        # One hashing pass: an unseen word gets the next id from the counter.
+        surface_id: defaultdict[str, int] = defaultdict(count().__next__)
+        flat = chain.from_iterable(tokens)
+        sid = np.fromiter(map(surface_id.__getitem__, flat), dtype=np.int64, count=len(doc_idx))
+        vocab: dict[str, int] = {}
+        term_ids = self._term_ids(list(surface_id), vocab)[sid]
+        keep = term_ids >= 0
+        lengths = np.bincount(doc_idx[keep], minlength=len(texts))
+        return TermBatch(term_ids[keep], doc_idx[keep], lengths, vocab)
 
 
 def bm25_from_batch(
@@ -238,11 +265,11 @@ def bm25_from_batch(
         df = (tf > 0).sum(axis=0)
         idf_q = np.log1p((n - df + 0.5) / (df + 0.5))
     else:  # "okapi": rank_bm25's variant, negative idf floored at epsilon * mean idf
-        df_all = batch.document_frequencies()
+        present, df_all = batch.document_frequencies()
         idf_all = np.log(n - df_all + 0.5) - np.log(df_all + 0.5)
         floor = epsilon * idf_all.mean()
         idf_all = np.where(idf_all < 0, floor, idf_all)
-        idf_q = idf_all[qids]
+        idf_q = idf_all[np.searchsorted(present, qids)]  # query terms are all present
     norm = k1 * (1.0 - b + b * batch.lengths / avgdl)
     denom = tf + norm[:, None]  # 0 only where tf is 0 (an empty document with b = 1)
     saturated = np.divide(tf * (k1 + 1.0), denom, out=np.zeros_like(tf), where=denom > 0)

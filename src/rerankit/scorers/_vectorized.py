@@ -1,0 +1,281 @@
+r"""Vectorised word splitting and vocabulary lookup for a whole batch of texts.
+
+The batch is joined into one UTF-8 byte buffer in which every non-word character is a
+space; word boundaries, a 64-bit key per word and the document of each word then come from
+numpy array operations. Words are looked up in an open-addressing hash table (also numpy)
+that maps each distinct word to its term id, so a word costs Python time only the first
+time an analyzer meets it. The split is the same as ``re.findall(r"[^\W_]+", text)``.
+
+Exactness: a word of up to 8 bytes is keyed by its own bytes, so such words never collide.
+Longer words are keyed by a 64-bit hash; two of them (or one and a short word) share a term
+only on a hash collision, about ``words**2 / 2**65`` (under 1e-7 for a million distinct
+words). A word over ``MAX_WORD`` bytes sends the batch to the exact path.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+import numpy as np
+
+MAX_WORD = 4096  # a batch with a longer word goes through the exact path
+MAX_BYTES = 1 << 26  # batches larger than 64 MiB go through the exact path
+
+_DOC_SEP = 0x01  # joins the texts; a text containing it takes the exact path
+_FIBONACCI = np.uint64(0x9E3779B97F4A7C15)
+_MIN_BITS = 12
+_CHUNK = 1 << 16  # tokens inserted per round, bounding the table's transient size
+
+
+def _table(lowercase: bool) -> bytes:
+    out = bytearray(256)
+    for c in b"abcdefghijklmnopqrstuvwxyz0123456789":
+        out[c] = c
+    for c in b"ABCDEFGHIJKLMNOPQRSTUVWXYZ":
+        out[c] = c + 32 if lowercase else c
+    for c in range(0x80, 0x100):  # UTF-8 bytes of the word characters left in the text
+        out[c] = c
+    out[_DOC_SEP] = _DOC_SEP
+    return bytes(out)
+
+
+_TABLES = {True: _table(True), False: _table(False)}
+_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+_TO_SPACE = bytes(0x20 if c in (0, _DOC_SEP) else c for c in range(256))
+
+_M1 = np.uint64(0xFF51AFD7ED558CCD)
+_M2 = np.uint64(0xC4CEB9FE1A85EC53)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+_U33, _U3 = np.uint64(33), np.uint64(3)
+
+
+def _fmix(h: np.ndarray) -> np.ndarray:
+    """MurmurHash3's 64-bit finaliser (a bijection that mixes every bit), in place."""
+    h ^= h >> _U33
+    h *= _M1
+    h ^= h >> _U33
+    h *= _M2
+    h ^= h >> _U33
+    return h
+
+
+def _chunk(view: np.ndarray, at: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """The ``min(size, 8)`` bytes at each ``at`` as little-endian integers, zero above."""
+    missing = (8 - np.minimum(size, 8)).astype(np.uint64) << _U3  # bits past the word
+    return view[at] & (_ALL >> missing)
+
+
+def word_hashes(encoded: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """A 64-bit key per word of ``encoded`` (which must end with 8 padding bytes).
+
+    A word of up to 8 bytes is its own bytes read as an integer (exact, as word bytes are
+    never 0); a longer word chains the Murmur3 finaliser over its 8-byte chunks.
+    """
+    view = np.ndarray((len(encoded) - 7,), dtype="<u8", buffer=encoded, strides=(1,))
+    size = ends - starts
+    h = _chunk(view, starts, size)
+    long = np.flatnonzero(size > 8)
+    offset = 8
+    while long.shape[0]:
+        rest = size[long] - offset
+        h[long] = _fmix(h[long] * _M2 + _chunk(view, starts[long] + offset, rest))
+        offset += 8
+        long = long[rest > 8]
+    return h
+
+
+class BatchWords:
+    """Word spans of a batch: ``starts``/``ends`` into ``buf``, ``doc`` index, ``hashes``."""
+
+    __slots__ = ("buf", "doc", "ends", "hashes", "starts")
+
+    def __init__(self, encoded: bytes, starts: np.ndarray, ends: np.ndarray, doc: np.ndarray):
+        self.buf = np.frombuffer(encoded, dtype=np.uint8)
+        self.starts, self.ends, self.doc = starts, ends, doc
+        self.hashes = word_hashes(encoded, starts, ends)
+        self.hashes[self.hashes == 0] = 1  # 0 marks an empty slot of the table
+
+    def strings(self, which: np.ndarray) -> list[str]:
+        """The words at positions ``which``, decoded in one pass."""
+        if which.shape[0] == 0:
+            return []
+        s = self.starts[which]
+        span = self.ends[which] - s + 1  # each word with the separator byte after it
+        offsets = np.cumsum(span) - span
+        idx = np.arange(int(span.sum()), dtype=np.int64) + np.repeat(s - offsets, span)
+        return self.buf[idx].tobytes().translate(_TO_SPACE).decode("utf-8").split()
+
+
+def _clean_run(run: bytes, lowercase: bool) -> bytes:
+    """A run of non-ASCII characters, lowercased, with each character that is not
+    alphanumeric turned into a space."""
+    text = run.decode("utf-8")
+    if lowercase:
+        text = text.lower()
+    return "".join(c if c.isalnum() else " " for c in text).encode("utf-8")
+
+
+def _clean_non_ascii(joined: str, lowercase: bool) -> bytes:
+    """UTF-8 of ``joined`` with its non-ASCII characters lowercased and its non-ASCII
+    non-alphanumeric characters (dashes, symbols, accents alone) turned into spaces.
+
+    Runs of non-ASCII bytes are found with numpy and each distinct run is cleaned once.
+    Where lowercasing depends on context (the Greek capital sigma, the one such rule of
+    ``str.lower``), the whole text goes through ``str.lower`` and a regex instead.
+    """
+    raw = joined.encode("utf-8")
+    if lowercase and "\u03a3" in joined:
+        joined = joined.lower()
+        breaks = {c for c in _NON_ASCII.findall(joined) if not c.isalnum()}
+        if breaks:
+            joined = re.sub(f"[{re.escape(''.join(sorted(breaks)))}]", " ", joined)
+        return joined.encode("utf-8")
+    high = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) >= 0x80)
+    cut = np.flatnonzero(np.diff(high) != 1) + 1
+    starts = high[np.concatenate((np.zeros(1, dtype=np.int64), cut))].tolist()
+    ends = (high[np.concatenate((cut - 1, [high.shape[0] - 1]))] + 1).tolist()
+    cleaned: dict[bytes, bytes] = {}
+    parts, done = [], 0
+    for a, b in zip(starts, ends, strict=True):
+        run = raw[a:b]
+        new = cleaned.get(run)
+        if new is None:
+            new = cleaned[run] = _clean_run(run, lowercase)
+        parts += (raw[done:a], new)
+        done = b
+    parts.append(raw[done:])
+    return b"".join(parts)
+
+
+def split_batch(texts: Sequence[str], lowercase: bool) -> BatchWords | None:
+    """Word spans of a batch, or None when the batch needs the exact path."""
+    joined = "\x01".join(texts)
+    if len(joined) > MAX_BYTES:
+        return None
+    # (On ASCII the byte table below does the lowercasing.)
+    raw = joined.encode("ascii") if joined.isascii() else _clean_non_ascii(joined, lowercase)
+    # Padding: every word is followed by a non-word byte, and 8-byte reads stay inside.
+    encoded = raw.translate(_TABLES[lowercase]) + bytes(8)
+    buf = np.frombuffer(encoded, dtype=np.uint8)
+    separators = np.flatnonzero(buf == _DOC_SEP)
+    if separators.shape[0] != max(len(texts) - 1, 0):
+        return None  # a text contains the separator byte itself
+    is_word = buf > _DOC_SEP
+    change = np.flatnonzero(is_word[1:] != is_word[:-1]) + 1
+    if is_word[0]:
+        change = np.concatenate((np.zeros(1, dtype=change.dtype), change))
+    starts, ends = change[0::2], change[1::2]  # the padding ends the last word
+    if starts.shape[0] and int((ends - starts).max()) > MAX_WORD:
+        return None
+    per_doc = np.diff(np.searchsorted(starts, separators), prepend=0, append=starts.shape[0])
+    doc = np.repeat(np.arange(len(texts), dtype=np.int64), per_doc)
+    return BatchWords(encoded, starts, ends, doc)
+
+
+class WordTable:
+    """Open-addressing (linear probing) table from word hashes to term ids.
+
+    ``values[slot]`` holds the term id, or -1 for a dropped word (a stopword). The load is
+    kept at or under one half, so every probe sequence ends at an empty slot.
+    """
+
+    def __init__(self, bits: int = _MIN_BITS) -> None:
+        self._alloc(bits)
+        self.size = 0
+
+    def _alloc(self, bits: int) -> None:
+        self.bits = bits
+        self.mask = (1 << bits) - 1
+        self.keys = np.zeros(1 << bits, dtype=np.uint64)
+        self.values = np.full(1 << bits, -1, dtype=np.int64)
+        self._owner = np.zeros(1 << bits, dtype=np.int64)
+
+    def _home(self, h: np.ndarray) -> np.ndarray:
+        return ((h * _FIBONACCI) >> np.uint64(64 - self.bits)).astype(np.int64)
+
+    def _rebuild(self, bits: int) -> np.ndarray:
+        """Re-hash every word into a table of ``2**bits`` slots; returns old slot -> new."""
+        occupied = np.flatnonzero(self.keys)
+        keys, values = self.keys[occupied], self.values[occupied]
+        moved = np.full(self.keys.shape[0], -1, dtype=np.int64)
+        self._alloc(bits)
+        self.size = 0
+        relocated, _, _ = self._probe(keys, insert=True)
+        self.values[relocated] = values
+        moved[occupied] = relocated
+        return moved
+
+    def _probe(self, h: np.ndarray, *, insert: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Slot of each hash (-1 if absent and not inserting), plus the slots created and, for
+        each, the position in ``h`` of the word that claimed it."""
+        slot = self._home(h)
+        created, claimed_by = [], []
+        if insert:
+            found = np.full(h.shape[0], -1, dtype=np.int64)
+            pending = np.arange(h.shape[0], dtype=np.int64)
+        else:  # first round over every word at once: most end at their home slot
+            k = self.keys[slot]
+            done = k == h
+            found = np.where(done, slot, -1)
+            pending = np.flatnonzero(~done & (k != 0))
+            slot[pending] = (slot[pending] + 1) & self.mask
+        while pending.shape[0]:
+            s = slot[pending]
+            k = self.keys[s]
+            empty = k == 0
+            if empty.any():
+                es, ep = s[empty], pending[empty]
+                if insert:
+                    self._owner[es] = ep  # one writer per slot wins; all read back
+                    won = self._owner[es] == ep
+                    self.keys[es[won]] = h[ep[won]]
+                    created.append(es[won])
+                    claimed_by.append(ep[won])
+                    k = self.keys[s]
+                else:
+                    keep = ~empty
+                    pending, s, k = pending[keep], s[keep], k[keep]
+            done = k == h[pending]
+            found[pending[done]] = s[done]
+            pending = pending[~done]
+            slot[pending] = (slot[pending] + 1) & self.mask
+        if created:
+            new_slots, owners = np.concatenate(created), np.concatenate(claimed_by)
+            self.size += new_slots.shape[0]
+        else:
+            new_slots = owners = np.zeros(0, dtype=np.int64)
+        return found, new_slots, owners
+
+    def lookup_or_insert(self, h: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Slots for every hash; new words get slots (values -1 until set by the caller).
+
+        Returns ``(slots, new_slots, first_position)`` where ``first_position[i]`` is a
+        position in ``h`` holding the word that ``new_slots[i]`` now stands for.
+        """
+        slots, _, _ = self._probe(h, insert=False)
+        missing = np.flatnonzero(slots < 0)
+        if missing.shape[0] == 0:
+            return slots, np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+        created, claimed_by = [], []
+        for lo in range(0, missing.shape[0], _CHUNK):
+            chunk = missing[lo : lo + _CHUNK]
+            bits = self.bits
+            while self.size + chunk.shape[0] > (1 << bits) // 2:
+                bits += 1  # room for every token of the chunk, as each may be a new word
+            if bits != self.bits:
+                moved = self._rebuild(bits)
+                slots = np.where(slots >= 0, moved[slots], -1)
+                created = [moved[c] for c in created]
+            got, new_slots, owners = self._probe(h[chunk], insert=True)
+            slots[chunk] = got
+            created.append(new_slots)
+            claimed_by.append(chunk[owners])
+        new_slots, first = np.concatenate(created), np.concatenate(claimed_by)
+        bits = self.bits
+        while bits > _MIN_BITS and self.size * 4 <= (1 << (bits - 1)):
+            bits -= 1  # sized for tokens, not words: shrink back
+        if bits != self.bits:
+            moved = self._rebuild(bits)
+            slots, new_slots = moved[slots], moved[new_slots]
+        return slots, new_slots, first
