@@ -6,19 +6,34 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 
 QUERY  ?= how do vaccines train the immune system
 
-.PHONY: demo test lint format bench clean install install-dev
+.PHONY: demo test lint format bench quality clean install install-dev
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
-# Stamp files re-run the install when pyproject.toml changes.
-$(VENV)/.installed: pyproject.toml | $(VENV)/bin/python
-	$(PIP) install -q -e .
+# PyTorch: a plain `torch` requirement can pull a multi-GB CUDA build. Without an NVIDIA GPU
+# the pinned CPU build is installed first (set TORCH_INDEX to fetch it from PyTorch's CPU
+# index, e.g. TORCH_INDEX=https://download.pytorch.org/whl/cpu, where your index lacks it).
+TORCH_VERSION ?= 2.13.0
+TORCH_INDEX   ?=
+HAS_GPU := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo yes)
+
+$(VENV)/.torch: | $(VENV)/bin/python
+ifeq ($(HAS_GPU),yes)
+	@echo "NVIDIA GPU found: torch comes from the package index with its CUDA build"
+else
+	$(PIP) install -q "torch==$(TORCH_VERSION)" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+endif
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
-	$(PIP) install -q -e ".[dev]"
+# Stamp files re-run the install when pyproject.toml changes.
+$(VENV)/.installed: pyproject.toml $(VENV)/.torch | $(VENV)/bin/python
+	$(PIP) install -q -e ".[torch]"
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml $(VENV)/.torch | $(VENV)/bin/python
+	$(PIP) install -q -e ".[torch,dev]"
 	touch $@ $(VENV)/.installed
 
 install: $(VENV)/.installed
@@ -40,6 +55,10 @@ format: $(VENV)/.installed-dev
 
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/lexical.py
+	$(PY) benchmarks/embedding.py
+
+quality: $(VENV)/.installed-dev
+	$(PY) benchmarks/quality.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info

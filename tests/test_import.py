@@ -23,3 +23,34 @@ def test_public_names_resolve():
     for name in rerankit.__all__:
         assert getattr(rerankit, name) is not None
     assert "rerank" in dir(rerankit)
+
+
+def test_neural_scorers_import_torch_only_when_they_score():
+    code = (
+        "import sys, rerankit, rerankit.compat\n"
+        "s = rerankit.EmbeddingScorer(); h = rerankit.get_reranker('hybrid')\n"
+        "c = rerankit.CausalLMScorer(); x = rerankit.CrossEncoderScorer()\n"
+        "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers') "
+        "if m in sys.modules]\n"
+        "assert not heavy, heavy\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "" and proc.stderr == ""
+
+
+def test_a_missing_extra_names_what_to_install():
+    code = (
+        "import sys\n"
+        "sys.modules['sentence_transformers'] = None  # as if not installed\n"
+        "import rerankit\n"
+        "try:\n"
+        "    rerankit.rerank('q', ['a', 'b'], reranker='embedding')\n"
+        "except rerankit.MissingDependencyError as exc:\n"
+        "    assert isinstance(exc, ImportError)\n"
+        "    print(exc)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "pip install 'rerankit[torch]'" in proc.stdout
+    assert "EmbeddingScorer" in proc.stdout

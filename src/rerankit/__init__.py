@@ -11,12 +11,14 @@ Importing the package is cheap: numpy and the scorers load on first use.
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
 
 from .documents import InvalidDocumentError
 from .types import (
     Document,
     MissingDependencyError,
+    ModelLoadError,
     RankedDocument,
     RerankitError,
     RerankResult,
@@ -25,12 +27,17 @@ from .types import (
 
 __version__ = "0.1.0"
 
+# A library never configures logging; this only stops Python's last-resort handler from
+# printing our warnings when the application has not configured logging either.
+logging.getLogger(__name__).addHandler(logging.NullHandler())
+
 _LAZY = {
     "rerank": "pipeline",
     "Reranker": "pipeline",
     "ScorerReranker": "pipeline",
     "FusionReranker": "pipeline",
     "get_reranker": "pipeline",
+    "hybrid_reranker": "pipeline",
     "register_reranker": "pipeline",
     "available_rerankers": "pipeline",
     "Scorer": "scorers.base",
@@ -40,6 +47,11 @@ _LAZY = {
     "JaccardScorer": "scorers.lexical",
     "TextSimilarity": "scorers.lexical",
     "FieldScorer": "scorers.field",
+    "EmbeddingScorer": "scorers.embedding",
+    "CrossEncoderScorer": "scorers.cross_encoder",
+    "CausalLMScorer": "scorers.causal_lm",
+    "HardwareProfile": "hardware",
+    "EmbeddingCache": "cache",
     "ScoreCombinationMethod": "fusion",
     "normalize_scores": "fusion",
     "combine_scores": "fusion",
@@ -49,6 +61,7 @@ __all__ = [
     "Document",
     "InvalidDocumentError",
     "MissingDependencyError",
+    "ModelLoadError",
     "RankedDocument",
     "RerankResult",
     "RerankitError",

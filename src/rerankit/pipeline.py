@@ -15,7 +15,7 @@ import numpy as np
 from . import fusion
 from .documents import InvalidDocumentError, output_for, to_documents
 from .scorers.base import Scorer, as_score_batch
-from .types import Document, MissingDependencyError, RankedDocument, RerankResult
+from .types import Document, MissingDependencyError, ModelLoadError, RankedDocument, RerankResult
 
 __all__ = [
     "FusionReranker",
@@ -23,6 +23,7 @@ __all__ = [
     "ScorerReranker",
     "available_rerankers",
     "get_reranker",
+    "hybrid_reranker",
     "register_reranker",
     "rerank",
 ]
@@ -31,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 
 #: Errors that describe the caller's input or set-up: they propagate instead of degrading.
-_CALLER_ERRORS = (InvalidDocumentError, MissingDependencyError)
+_CALLER_ERRORS = (InvalidDocumentError, MissingDependencyError, ModelLoadError)
 
 
 def run_sync(coro: Any) -> Any:
@@ -351,6 +352,43 @@ def _lexical(factory_name: str) -> Callable[[], Reranker]:
 register_reranker("bm25", _lexical("BM25Scorer"))
 register_reranker("jaccard", _lexical("JaccardScorer"))
 register_reranker("text", _lexical("TextSimilarity"))
+
+#: How the default ``hybrid`` pipeline fuses BM25 and the embedding model: a weighted sum of
+#: min-max normalised scores, 0.4 BM25 / 0.6 embedding. Chosen by ``benchmarks/quality.py
+#: --tune`` on development queries (SciFact train, NFCorpus dev) over RRF and weighted sums
+#: with BM25 weights 0.2-0.5; see the README's quality table for test results.
+HYBRID_METHOD = fusion.ScoreCombinationMethod.WEIGHTED_AVERAGE
+HYBRID_BM25_WEIGHT = 0.4
+
+
+def hybrid_reranker(
+    embedding: Scorer | None = None,
+    *,
+    combination_method: fusion.ScoreCombinationMethod | str = HYBRID_METHOD,
+    weights: Mapping[str, float] | None = None,
+    name: str = "hybrid",
+) -> FusionReranker:
+    """BM25 and a bi-encoder (default: the bundled all-MiniLM-L6-v2) fused; needs the
+    ``torch`` extra. Default weights: 0.4 BM25, 0.6 embedding (see ``HYBRID_METHOD``). Each
+    strategy's score stays in ``RankedDocument.scores``."""
+    from .scorers.embedding import EmbeddingScorer
+    from .scorers.lexical import BM25Scorer
+
+    bm25 = BM25Scorer()
+    dense = embedding if embedding is not None else EmbeddingScorer()
+    if weights is None:
+        weights = {bm25.name: HYBRID_BM25_WEIGHT, dense.name: 1.0 - HYBRID_BM25_WEIGHT}
+    return FusionReranker([bm25, dense], combination_method, weights, name=name)
+
+
+def _embedding() -> Reranker:
+    from .scorers.embedding import EmbeddingScorer
+
+    return ScorerReranker(EmbeddingScorer())
+
+
+register_reranker("embedding", _embedding)
+register_reranker("hybrid", hybrid_reranker)
 
 
 def rerank(

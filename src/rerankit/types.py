@@ -13,6 +13,7 @@ from typing import Any
 __all__ = [
     "Document",
     "MissingDependencyError",
+    "ModelLoadError",
     "RankedDocument",
     "RerankResult",
     "RerankitError",
@@ -30,6 +31,10 @@ class ScorerError(RerankitError):
 
 class MissingDependencyError(RerankitError, ImportError):
     """An optional dependency is not installed; the message names the extra to install."""
+
+
+class ModelLoadError(RerankitError):
+    """A model could not be loaded (unknown id, missing files, no network for a download)."""
 
 
 @dataclass(frozen=True)

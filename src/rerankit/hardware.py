@@ -1,0 +1,101 @@
+"""Where and how local models run: device, batch size, dtype and maximum input length.
+
+``HardwareProfile`` plays the part of spec 5's memory profile. ``device="auto"`` picks CUDA
+when present (half precision there: bfloat16 where the GPU supports it, else float16), then
+Apple's MPS, then the CPU (float32).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ._optional import require
+
+__all__ = ["HardwareProfile"]
+
+logger = logging.getLogger(__name__)
+
+DEVICES = ("auto", "cpu", "cuda", "mps")
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    """Settings for running a local model.
+
+    ``device``: ``"auto"``, ``"cpu"``, ``"cuda"`` (or ``"cuda:1"``) or ``"mps"``.
+    ``batch_size``: inputs per forward pass. ``dtype``: ``"auto"``, ``"float32"``,
+    ``"float16"`` or ``"bfloat16"``. ``max_length``: tokens per input (None: the model's own
+    limit).
+    """
+
+    device: str = "auto"
+    batch_size: int = 32
+    dtype: str = "auto"
+    max_length: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.device, str) or self.device.split(":")[0] not in DEVICES:
+            raise ValueError(
+                f"device must be one of {', '.join(DEVICES)} (or 'cuda:N'), got {self.device!r}"
+            )
+        if isinstance(self.batch_size, bool) or not isinstance(self.batch_size, int):
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {self.batch_size!r}")
+        if self.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
+        if self.max_length is not None and (
+            isinstance(self.max_length, bool)
+            or not isinstance(self.max_length, int)
+            or self.max_length < 1
+        ):
+            raise ValueError(
+                f"max_length must be a positive integer or None, got {self.max_length!r}"
+            )
+
+    def with_options(self, **changes: Any) -> HardwareProfile:
+        """A copy with the given fields changed (None values are ignored)."""
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+    def resolve_device(self) -> str:
+        """The concrete device: ``auto`` becomes ``cuda``, ``mps`` or ``cpu``."""
+        if self.device != "auto":
+            return self.device
+        torch = require("torch", "running local models")
+        if torch.cuda.is_available():
+            return "cuda"
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return "mps"
+        return "cpu"
+
+    def resolve_dtype(self, device: str | None = None) -> Any:
+        """The torch dtype: ``auto`` is half precision on CUDA, float32 elsewhere."""
+        torch = require("torch", "running local models")
+        device = device or self.resolve_device()
+        if self.dtype == "auto":
+            if device.startswith("cuda"):
+                return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+            return torch.float32
+        return getattr(torch, self.dtype)
+
+    @classmethod
+    def from_object(cls, profile: Any) -> HardwareProfile:
+        """A profile from a HardwareProfile, None (defaults), a mapping, or any object with
+        some of the attributes ``device``, ``batch_size``, ``dtype``, ``max_length`` (such as
+        spec 5's memory profile)."""
+        if profile is None:
+            return cls()
+        if isinstance(profile, cls):
+            return profile
+        names = ("device", "batch_size", "dtype", "max_length")
+        if isinstance(profile, dict):
+            unknown = sorted(set(profile) - set(names))
+            if unknown:
+                raise ValueError(f"unknown hardware profile fields: {unknown}")
+            return cls(**profile)
+        found = {n: getattr(profile, n) for n in names if getattr(profile, n, None) is not None}
+        return cls(**found)

@@ -1,0 +1,133 @@
+"""What the local-model scorers share: lazy thread-safe loading, load errors, OOM splits."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Generic, TypeVar
+
+from ..hardware import HardwareProfile
+from ..types import MissingDependencyError, ModelLoadError
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+def model_label(model: Any) -> str:
+    """A printable name for a model given as an id, a path or an object."""
+    return model if isinstance(model, str) else type(model).__name__
+
+
+class LazyModel(Generic[T]):
+    """Loads a model on first use, once, even when several threads ask at the same time.
+
+    Load failures become :class:`ModelLoadError` naming the model (missing packages stay
+    :class:`MissingDependencyError`), so a wrong id is reported, not degraded around.
+    """
+
+    def __init__(self, what: str, model: Any, load: Callable[[], T]) -> None:
+        self.what, self.model, self._load = what, model, load
+        self._value: T | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._value is not None
+
+    def get(self) -> T:
+        if self._value is None:
+            with self._lock:
+                if self._value is None:
+                    try:
+                        with _quiet_loading():
+                            self._value = self._load()
+                    except (MissingDependencyError, ModelLoadError):
+                        raise
+                    except Exception as exc:
+                        raise ModelLoadError(
+                            f"could not load {self.what} {model_label(self.model)!r}: "
+                            f"{type(exc).__name__}: {exc} (a hub id needs network access or a "
+                            "local copy in the Hugging Face cache; a local directory path also "
+                            "works)"
+                        ) from exc
+                    logger.info("loaded %s %s", self.what, model_label(self.model))
+        return self._value
+
+
+@contextlib.contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """transformers draws a progress bar while loading weights; the library never prints,
+    so it is switched off while a model loads (and restored after)."""
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:
+        yield
+        return
+    was_on = hf_logging.is_progress_bar_enabled()
+    if was_on:
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+
+
+def settings(
+    profile: Any,
+    *,
+    device: str | None,
+    batch_size: int | None,
+    dtype: str | None,
+    max_length: int | None,
+) -> HardwareProfile:
+    """The profile with any explicitly given setting overriding it."""
+    return HardwareProfile.from_object(profile).with_options(
+        device=device, batch_size=batch_size, dtype=dtype, max_length=max_length
+    )
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """A CUDA (or MPS) out-of-memory error."""
+    try:
+        import torch
+
+        if isinstance(exc, torch.OutOfMemoryError):
+            return True
+    except (ImportError, AttributeError):  # pragma: no cover - torch without the alias
+        pass
+    return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
+
+
+def run_splitting_on_oom(
+    items: Sequence[int], run: Callable[[Sequence[int]], list[float]]
+) -> list[float]:
+    """``run(items)``; when it runs out of device memory, the batch is halved and each half
+    retried (recursively). A single item that does not fit re-raises the error."""
+    try:
+        return run(items)
+    except Exception as exc:
+        if not is_out_of_memory(exc) or len(items) == 1:
+            raise
+        _free_device_memory()
+        half = len(items) // 2
+        logger.warning(
+            "out of memory on a batch of %d; retrying as %d + %d",
+            len(items),
+            half,
+            len(items) - half,
+        )
+        return run_splitting_on_oom(items[:half], run) + run_splitting_on_oom(items[half:], run)
+
+
+def _free_device_memory() -> None:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except ImportError:  # pragma: no cover
+        pass

