@@ -1,10 +1,12 @@
 """Seed-compatible APIs: the names and signatures of the designs in ``shared/spec``, each a
 thin layer over rerankit's core."""
 
+from .reranker_service import MemoryProfile, RerankerService
 from .result_reranker import (
     RerankerStrategy,
     ResultReranker,
     ScoreCombinationMethod,
+    SemanticReranker,
     TextSimilarityReranker,
     combine_scores,
     entity_text,
@@ -12,9 +14,12 @@ from .result_reranker import (
 )
 
 __all__ = [
+    "MemoryProfile",
+    "RerankerService",
     "RerankerStrategy",
     "ResultReranker",
     "ScoreCombinationMethod",
+    "SemanticReranker",
     "TextSimilarityReranker",
     "combine_scores",
     "entity_text",

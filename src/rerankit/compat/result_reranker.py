@@ -23,6 +23,7 @@ __all__ = [
     "RerankerStrategy",
     "ResultReranker",
     "ScoreCombinationMethod",
+    "SemanticReranker",
     "TextSimilarityReranker",
     "combine_scores",
     "entity_text",
@@ -105,6 +106,52 @@ class TextSimilarityReranker(RerankerStrategy):
 
     async def score(self, query: str, entities: list[Any], **kwargs: Any) -> list[float]:
         return self._scorer.score_texts(query, [self._text(e) for e in entities]).tolist()
+
+
+def _embedding_of(entity: Any, field: str) -> Any:
+    value = entity.get(field) if isinstance(entity, Mapping) else getattr(entity, field, None)
+    return value if value is not None and len(value) else None
+
+
+class SemanticReranker(RerankerStrategy):
+    """Embedding similarity, name ``"semantic"``: ``(cosine + 1) / 2`` in [0, 1].
+
+    The query vector is the ``query_embedding`` keyword of ``rerank`` when given, else the
+    query is encoded. Each entity's vector is its ``embedding`` attribute or key (see
+    ``embedding_field``) when it has one, else its text is encoded (and cached). The
+    encoder is an :class:`~rerankit.EmbeddingScorer` (default: the bundled
+    all-MiniLM-L6-v2; extra ``torch``), loaded on first need.
+    """
+
+    def __init__(
+        self,
+        scorer: Any = None,
+        *,
+        embedding_field: str = "embedding",
+        text_getter: Callable[[Any], str] | None = None,
+    ) -> None:
+        if scorer is None:
+            from ..scorers.embedding import EmbeddingScorer
+
+            scorer = EmbeddingScorer()
+        self.scorer = scorer
+        self.embedding_field = embedding_field
+        self._text = text_getter or entity_text
+
+    @property
+    def name(self) -> str:
+        return "semantic"
+
+    async def score(self, query: str, entities: list[Any], **kwargs: Any) -> list[float]:
+        given = [_embedding_of(e, self.embedding_field) for e in entities]
+        texts = [self._text(e) if g is None else "" for e, g in zip(entities, given, strict=True)]
+        docs = [Document(text=t) for t in texts]
+        context = {"document_embeddings": given}
+        if kwargs.get("query_embedding") is not None:
+            context["query_embedding"] = kwargs["query_embedding"]
+        batch = await self.scorer.score(query, docs, **context)
+        values = np.asarray(getattr(batch, "values", batch), dtype=np.float64)
+        return ((values + 1.0) / 2.0).tolist()
 
 
 class _StrategyScorer:
