@@ -1,0 +1,101 @@
+"""Datasets in the BEIR layout: ``corpus.jsonl``, ``queries.jsonl``, ``qrels/<split>.tsv``,
+plus optional TREC run files (``qid Q0 docid rank score tag``)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Dataset", "load_beir", "load_qrels", "load_run"]
+
+
+@dataclass
+class Dataset:
+    """Corpus (doc id -> {"title", "text"}), queries (id -> text) and graded qrels
+    (query id -> doc id -> relevance) of one split; ``run`` is a first-stage ranking when the
+    dataset ships one (query id -> doc ids, best first)."""
+
+    name: str
+    corpus: dict[str, dict[str, str]]
+    queries: dict[str, str]
+    qrels: dict[str, dict[str, int]]
+    run: dict[str, list[str]] | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def text(self, doc_id: str) -> str:
+        """A document's title and text, as one string."""
+        doc = self.corpus[doc_id]
+        title = doc.get("title") or ""
+        return f"{title}\n{doc.get('text') or ''}" if title else doc.get("text") or ""
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    rows = []
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not valid JSON: {exc}") from exc
+    return rows
+
+
+def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """Graded judgements from a TSV with a header (``query-id corpus-id score``) or from a
+    TREC qrels file (``qid 0 docid rel``)."""
+    qrels: dict[str, dict[str, int]] = {}
+    path = Path(path)
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            parts = line.split()
+            if not parts or (n == 1 and not parts[-1].lstrip("-").isdigit()):
+                continue  # blank line or header
+            if len(parts) == 3:
+                qid, did, rel = parts
+            elif len(parts) == 4:
+                qid, _, did, rel = parts
+            else:
+                raise ValueError(f"{path}:{n}: expected 3 or 4 columns, got {len(parts)}")
+            qrels.setdefault(qid, {})[did] = int(rel)
+    return qrels
+
+
+def load_run(path: str | Path) -> dict[str, list[str]]:
+    """A TREC run (``qid Q0 docid rank score tag``) as query id -> doc ids, best first."""
+    scored: dict[str, list[tuple[float, int, str]]] = {}
+    path = Path(path)
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise ValueError(f"{path}:{n}: expected 6 columns, got {len(parts)}")
+            qid, _, did, rank, score, _ = parts
+            scored.setdefault(qid, []).append((-float(score), int(rank), did))
+    return {qid: [did for *_, did in sorted(rows)] for qid, rows in scored.items()}
+
+
+def load_beir(path: str | Path, split: str = "test", *, run: str | Path | None = None) -> Dataset:
+    """Load a BEIR-layout folder. Only queries judged in ``split`` are kept. A ``*.run.trec``
+    file in the folder (or ``run=``) becomes :attr:`Dataset.run`."""
+    path = Path(path)
+    for needed in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"):
+        if not (path / needed).exists():
+            raise FileNotFoundError(f"{path / needed} not found (BEIR layout expected)")
+    corpus = {
+        str(r["_id"]): {"title": r.get("title") or "", "text": r.get("text") or ""}
+        for r in _read_jsonl(path / "corpus.jsonl")
+    }
+    qrels = load_qrels(path / f"qrels/{split}.tsv")
+    queries = {
+        str(r["_id"]): r["text"]
+        for r in _read_jsonl(path / "queries.jsonl")
+        if str(r["_id"]) in qrels
+    }
+    runs = [Path(run)] if run is not None else sorted(path.glob("*.run.trec"))
+    first_stage = load_run(runs[0]) if runs else None
+    return Dataset(name=path.name, corpus=corpus, queries=queries, qrels=qrels, run=first_stage)

@@ -1,0 +1,88 @@
+"""BEIR loading, nDCG@k, and the BM25 first stage."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rerankit import BM25Scorer
+from rerankit.eval import load_beir, load_qrels, load_run, mean_ndcg, ndcg_at_k
+from rerankit.eval.first_stage import BM25Index
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def test_ndcg_by_hand():
+    judged = {"a": 3, "b": 1, "c": 0}
+    # ranking b, x, a: dcg = 1/log2(2) + 3/log2(4); ideal a, b: 3/log2(2) + 1/log2(3)
+    expected = (1 + 3 / 2) / (3 + 1 / math.log2(3))
+    assert ndcg_at_k(["b", "x", "a"], judged, 10) == pytest.approx(expected)
+    assert ndcg_at_k(["a", "b"], judged, 10) == pytest.approx(1.0)
+    assert ndcg_at_k(["c", "x"], judged, 10) == 0.0
+    assert ndcg_at_k(["b", "a"], judged, 1) == pytest.approx(1 / 3)
+    assert ndcg_at_k(["a"], {"a": 0}, 10) == 0.0  # nothing relevant: 0, not a division error
+    with pytest.raises(ValueError, match="k must be"):
+        ndcg_at_k(["a"], judged, 0)
+
+
+def test_mean_ndcg_skips_queries_without_relevant_documents():
+    qrels = {"q1": {"a": 1}, "q2": {"b": 0}, "q3": {"c": 2}}
+    run = {"q1": ["a"], "q2": ["b"]}  # q3 missing from the run: it counts 0
+    assert mean_ndcg(run, qrels) == pytest.approx(0.5)
+
+
+def test_loading_files(tmp_path):
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text(
+        '{"_id": "d1", "title": "T", "text": "alpha beta"}\n{"_id": 2, "text": "gamma"}\n'
+    )
+    (tmp_path / "queries.jsonl").write_text(
+        '{"_id": "q1", "text": "alpha"}\n{"_id": "q9", "text": "unjudged"}\n'
+    )
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t2\n")
+    (tmp_path / "bm25.run.trec").write_text("q1 Q0 2 2 1.5 x\nq1 Q0 d1 1 3.0 x\n")
+    data = load_beir(tmp_path)
+    assert data.queries == {"q1": "alpha"}
+    assert data.text("d1") == "T\nalpha beta" and data.text("2") == "gamma"
+    assert data.qrels == {"q1": {"d1": 2}}
+    assert data.run == {"q1": ["d1", "2"]}
+    (tmp_path / "trec.qrels").write_text("q1 0 d1 1\nq1 0 d2 0\n")
+    assert load_qrels(tmp_path / "trec.qrels") == {"q1": {"d1": 1, "d2": 0}}
+    (tmp_path / "bad.run").write_text("q1 Q0 d1 1\n")
+    with pytest.raises(ValueError, match=r"bad\.run:1: expected 6 columns"):
+        load_run(tmp_path / "bad.run")
+    with pytest.raises(FileNotFoundError, match=r"corpus\.jsonl"):
+        load_beir(tmp_path / "qrels")
+
+
+def test_bm25_index_equals_bm25_over_the_same_texts():
+    texts = [
+        "the immune system fights infection",
+        "vaccines train the immune system",
+        "markets fell on tuesday",
+        "immune immune immune cells",
+        "",
+    ]
+    index = BM25Index([f"d{i}" for i in range(len(texts))], texts, k1=1.2, b=0.75)
+    query = "immune system vaccines"
+    np.testing.assert_allclose(
+        index.scores(query), BM25Scorer(k1=1.2, b=0.75).score_texts(query, texts), atol=1e-12
+    )
+    scores = index.scores(query)
+    best = [f"d{i}" for i in np.argsort(-scores, kind="stable")[:2]]
+    assert index.search(query, k=2) == best and best[0] == "d1"
+    assert index.search("nothing matches", k=3) == []
+
+
+@pytest.mark.skipif(
+    not (DATA / "msmarco" / "trec-dl-2019-bm25-top100").exists(),
+    reason="../shared/data (TREC DL19) is not present",
+)
+def test_dl19_bm25_run_scores_its_published_ndcg():
+    data = load_beir(DATA / "msmarco" / "trec-dl-2019-bm25-top100")
+    assert len(data.queries) == 43
+    # REFERENCE_SCORES.md: Anserini's BM25 run on DL19 has nDCG@10 = 50.58
+    assert round(100 * mean_ndcg(data.run, data.qrels), 2) == 50.58
