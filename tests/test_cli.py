@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import importlib.util
 import io
 import json
 import subprocess
@@ -59,7 +60,9 @@ def test_details_and_table_formats(capsys):
     )
     record = json.loads(out)
     assert code == 0 and record["rank"] == 1 and "mRNA" in record["text"]
-    assert set(record["scores"]) == {"bm25"}
+    # the default is the hybrid pipeline when the torch extra is installed
+    has_torch = all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers"))
+    assert set(record["scores"]) == ({"bm25", "embedding"} if has_torch else {"bm25"})
     code, out, _ = run_cli(
         capsys, "rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "--format", "table", "-r", "text"
     )
@@ -101,4 +104,16 @@ def test_help_lists_commands_via_the_module_entry_point():
     listing = subprocess.run(
         [sys.executable, "-m", "rerankit", "rerankers"], capture_output=True, text=True, check=True
     )
-    assert {"bm25", "text", "jaccard"} <= set(listing.stdout.split())
+    assert {"bm25", "text", "jaccard", "embedding", "hybrid"} <= set(listing.stdout.split())
+
+
+def test_without_the_torch_extra_the_default_is_bm25_and_says_so(capsys, monkeypatch):
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "torch" else real_find_spec(name, *a),
+    )
+    code, out, err = run_cli(capsys, "rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "-k", "1")
+    assert code == 0 and "using bm25" in err and "rerankit[torch]" in err
+    assert "mRNA" in json.loads(out)["text"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import logging
 import shutil
@@ -11,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from . import __version__
+from .types import RerankitError
 
 
 class InputError(Exception):
@@ -75,7 +77,7 @@ def _cmd_rank(args: argparse.Namespace) -> int:
                 items = read_documents(fh, args.input)
     except OSError as exc:
         raise InputError(f"cannot read {args.input}: {exc.strerror}") from None
-    reranker = get_reranker(args.reranker)
+    reranker = get_reranker(args.reranker or _default_reranker())
     result = reranker.rerank(
         args.query,
         items,
@@ -93,6 +95,19 @@ def _cmd_rank(args: argparse.Namespace) -> int:
         for rec in _records(result, args.score_field, args.details):
             out.write(json.dumps(rec, ensure_ascii=False) + "\n")
     return 0
+
+
+def _default_reranker() -> str:
+    """``hybrid`` (BM25 + the bundled MiniLM) when the torch extra is installed, else
+    ``bm25``, saying so on stderr."""
+    if all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers")):
+        return "hybrid"
+    print(
+        "rerankit: note: using bm25; install 'rerankit[torch]' for the default hybrid "
+        "reranker (BM25 + all-MiniLM-L6-v2)",
+        file=sys.stderr,
+    )
+    return "bm25"
 
 
 def _cmd_rerankers(args: argparse.Namespace) -> int:
@@ -135,8 +150,9 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_argument(
         "--reranker",
         "-r",
-        default="bm25",
-        help="reranker name (see `rerankit rerankers`; default bm25)",
+        default=None,
+        help="reranker name (see `rerankit rerankers`); default hybrid (BM25 + MiniLM), "
+        "or bm25 without the torch extra",
     )
     rank.add_argument(
         "--top-k", "-k", type=_positive_int, default=None, help="keep only the best K"
@@ -179,7 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return args.func(args)
-    except (InputError, ValueError, TypeError) as exc:
+    except (InputError, ValueError, TypeError, RerankitError) as exc:
         print(f"rerankit: error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `rerankit rank ... | head`
