@@ -35,3 +35,9 @@ class FailingScorer:
 @pytest.fixture
 def run():
     return asyncio.run
+
+
+@pytest.fixture(autouse=True)
+def _private_cache_dir(tmp_path_factory, monkeypatch):
+    """LLM judgments and other default caches go to a temporary folder, never ~/.cache."""
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))

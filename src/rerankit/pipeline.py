@@ -55,6 +55,11 @@ class Scored:
     flags: dict[int, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     degraded: bool = False
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def add_usage(self, usage: Mapping[str, int]) -> None:
+        for k, v in usage.items():
+            self.usage[k] = self.usage.get(k, 0) + v
 
 
 def _check_top_k(top_k: int | None) -> None:
@@ -184,6 +189,7 @@ def assemble(
         results=tuple(results),
         degraded=scored.degraded,
         warnings=tuple(scored.warnings),
+        usage=dict(scored.usage),
     )
 
 
@@ -220,6 +226,7 @@ class ScorerReranker(Reranker):
             flags={i: list(f) for i, f in batch.flags.items()},
             warnings=list(batch.warnings),
             degraded=batch.degraded,
+            usage=dict(batch.usage),
         )
         scored.per_strategy[self.scorer.name] = batch.values
         scored.final = _replace_non_finite(self.scorer.name, batch.values, scored)
@@ -289,6 +296,7 @@ class FusionReranker(Reranker):
             scored.per_strategy[strategy.name] = outcome.values
             scored.warnings.extend(outcome.warnings)
             scored.degraded |= outcome.degraded
+            scored.add_usage(outcome.usage)
             for j, f in outcome.flags.items():
                 scored.flags.setdefault(j, []).extend(f)
             values = _replace_non_finite(strategy.name, outcome.values, scored)

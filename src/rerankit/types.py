@@ -99,13 +99,17 @@ class RerankResult:
     """The outcome of one rerank: ordered results plus an honest account of problems.
 
     ``degraded`` is true when a scorer failed and the order fell back (see ``warnings``);
-    ``warnings`` are human-readable. Iterating yields :class:`RankedDocument` best first.
+    ``warnings`` are human-readable. ``usage`` counts what the rerank cost where a scorer
+    calls a provider (``calls``, ``retries``, ``cache_hits``, ``failures``,
+    ``input_tokens``, ``output_tokens``); it is empty otherwise. Iterating yields
+    :class:`RankedDocument` best first.
     """
 
     query: str
     results: tuple[RankedDocument, ...] = ()
     degraded: bool = False
     warnings: tuple[str, ...] = ()
+    usage: Mapping[str, int] = field(default_factory=dict)
 
     def __iter__(self) -> Iterator[RankedDocument]:
         return iter(self.results)

@@ -1,6 +1,7 @@
 """Seed-compatible APIs: the names and signatures of the designs in ``shared/spec``, each a
 thin layer over rerankit's core."""
 
+from .llm_rerankers import AiRerank, ReRanker, make_rerank_schema, rerank_passages
 from .reranker_service import MemoryProfile, RerankerService
 from .result_reranker import (
     RerankerStrategy,
@@ -14,7 +15,10 @@ from .result_reranker import (
 )
 
 __all__ = [
+    "AiRerank",
     "MemoryProfile",
+    "ReRanker",
+    "RerankSchema",
     "RerankerService",
     "RerankerStrategy",
     "ResultReranker",
@@ -24,4 +28,17 @@ __all__ = [
     "combine_scores",
     "entity_text",
     "normalize_scores",
+    "rerank_passages",
 ]
+
+_schema: type | None = None
+
+
+def __getattr__(name: str) -> type:
+    # RerankSchema is a pydantic model: built (and pydantic imported) on first use.
+    global _schema
+    if name == "RerankSchema":
+        if _schema is None:
+            _schema = make_rerank_schema()
+        return _schema
+    raise AttributeError(f"module 'rerankit.compat' has no attribute {name!r}")

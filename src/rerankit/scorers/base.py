@@ -36,6 +36,7 @@ class ScoreBatch:
     flags: dict[int, list[str]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     degraded: bool = False
+    usage: dict[str, int] = field(default_factory=dict)  # provider calls, tokens, ...
 
 
 def as_score_batch(name: str, raw: Any, n: int) -> ScoreBatch:

@@ -1,0 +1,99 @@
+"""The provider protocol: one request in, text and token counts out; errors sorted into
+those worth retrying and those that are not."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..types import ScorerError
+
+__all__ = [
+    "LLMClient",
+    "LLMError",
+    "LLMRequest",
+    "LLMResponse",
+    "PermanentLLMError",
+    "TransientLLMError",
+    "Usage",
+]
+
+
+class LLMError(ScorerError):
+    """A provider call failed."""
+
+
+class TransientLLMError(LLMError):
+    """Worth retrying: rate limit (429), server error (5xx), connection error, timeout.
+    ``retry_after`` is the provider's Retry-After in seconds, when it sent one."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ):
+        super().__init__(message)
+        self.status, self.retry_after = status, retry_after
+
+
+class PermanentLLMError(LLMError):
+    """Not worth retrying: bad request (400), bad key (401), forbidden (403), unknown model
+    (404), ... The message carries the provider's own explanation."""
+
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One generation: a system instruction, a user prompt, and optionally the JSON schema
+    the answer must follow (sent as the provider's structured-output setting)."""
+
+    prompt: str
+    system: str | None = None
+    json_schema: dict[str, Any] | None = None
+    schema_name: str = "answer"
+    temperature: float = 0.0
+    max_output_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+@runtime_checkable
+class LLMClient(Protocol):
+    """What rerankit needs of a provider. ``generate`` raises :class:`TransientLLMError` or
+    :class:`PermanentLLMError`; retries, timeouts and concurrency are the caller's."""
+
+    provider: str
+    model: str
+
+    async def generate(self, request: LLMRequest, *, timeout: float) -> LLMResponse: ...
+
+
+@dataclass
+class Usage:
+    """What a rerank cost: provider calls (retries included), retries, cache hits, failed
+    calls (after their retries) and tokens."""
+
+    calls: int = 0
+    retries: int = 0
+    cache_hits: int = 0
+    failures: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    _fields: tuple[str, ...] = field(
+        default=("calls", "retries", "cache_hits", "failures", "input_tokens", "output_tokens"),
+        init=False,
+        repr=False,
+    )
+
+    def add(self, other: Usage) -> None:
+        for name in self._fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+    def as_dict(self) -> dict[str, int]:
+        return {name: getattr(self, name) for name in self._fields}

@@ -1,0 +1,103 @@
+"""OpenAI and OpenAI-compatible servers (vLLM, Ollama, llama.cpp, ...) through the ``openai``
+SDK (extra ``openai``)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .._optional import require
+from ._errors import PerLoop, from_status, from_transport
+from .base import LLMError, LLMRequest, LLMResponse
+
+__all__ = ["DEFAULT_OPENAI_MODEL", "OpenAIClient"]
+
+DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+JSON_MODES = ("schema", "object", "none")
+
+
+class OpenAIClient:
+    """``chat/completions`` on OpenAI or a compatible server at ``base_url``.
+
+    ``api_key`` defaults to ``OPENAI_API_KEY``; with a ``base_url`` and no key, a placeholder
+    is sent (local servers ignore it). ``json_mode``: ``"schema"`` (strict JSON schema, the
+    default), ``"object"`` (JSON mode, for servers without schema support) or ``"none"``
+    (plain text; rerankit's parsers take it from there). The SDK's own retries are off.
+    """
+
+    provider = "openai"
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        model: str = DEFAULT_OPENAI_MODEL,
+        *,
+        base_url: str | None = None,
+        json_mode: str = "schema",
+    ) -> None:
+        if json_mode not in JSON_MODES:
+            raise ValueError(f"json_mode must be one of {', '.join(JSON_MODES)}, got {json_mode!r}")
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if base_url is None:
+                raise ValueError("no OpenAI API key: pass api_key= or set OPENAI_API_KEY")
+            key = "unused"
+        openai = require("openai", "OpenAIClient")
+        self._openai = openai
+        self.model, self.base_url, self.json_mode = model, base_url, json_mode
+        self._key = key
+        self._sdk = PerLoop(
+            lambda: openai.AsyncOpenAI(api_key=self._key, base_url=base_url, max_retries=0),
+            lambda sdk: sdk.close(),
+        )
+
+    def _response_format(self, request: LLMRequest) -> dict[str, Any] | None:
+        if request.json_schema is None or self.json_mode == "none":
+            return None
+        if self.json_mode == "object":
+            return {"type": "json_object"}
+        return {
+            "type": "json_schema",
+            "json_schema": {
+                "name": request.schema_name,
+                "schema": request.json_schema,
+                "strict": True,
+            },
+        }
+
+    async def generate(self, request: LLMRequest, *, timeout: float) -> LLMResponse:
+        messages = []
+        if request.system:
+            messages.append({"role": "system", "content": request.system})
+        messages.append({"role": "user", "content": request.prompt})
+        options: dict[str, Any] = {"temperature": request.temperature, "timeout": timeout}
+        if request.max_output_tokens:
+            options["max_tokens"] = request.max_output_tokens
+        response_format = self._response_format(request)
+        if response_format is not None:
+            options["response_format"] = response_format
+        oa = self._openai
+        try:
+            sdk = await self._sdk.get()
+            response = await sdk.chat.completions.create(
+                model=self.model, messages=messages, **options
+            )
+        except oa.APIStatusError as exc:
+            message = getattr(exc, "message", None) or str(exc)
+            raise from_status(
+                self.provider, exc.status_code, message, exc.response.headers
+            ) from exc
+        except LLMError:
+            raise
+        except Exception as exc:  # APIConnectionError / APITimeoutError and transport errors
+            raise from_transport(self.provider, exc) from exc
+        text = response.choices[0].message.content or "" if response.choices else ""
+        usage = response.usage
+        return LLMResponse(
+            text=text,
+            input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        )
+
+    def __repr__(self) -> str:
+        return f"OpenAIClient(model={self.model!r}, base_url={self.base_url!r})"

@@ -1,0 +1,241 @@
+"""Listwise LLM reranking: one call returns an order of the documents (spec 2).
+
+The answer follows spec 2's schema: ``reranked_indices`` (the order), ``is_rejected`` and
+``rejection_reason`` (no document is relevant), nothing else. Documents enter the prompt as
+a JSON array, so their text cannot break the prompt. Lists longer than ``window`` are ranked
+with a sliding window from the back of the list to the front (RankGPT's scheme): each window
+reorders its slice, then the window moves ``step`` places towards the top, carrying the
+best documents up. 100 documents with window 20 and step 10 take 9 calls.
+
+Per window, in the result:
+
+* an answer that is not a permutation is repaired (unknown and repeated indices dropped,
+  missing ones appended in their current order) and a warning says what was wrong;
+* a rejection keeps the window's order, flags its documents ``llm_rejected`` and keeps the
+  model's reason in a warning (a rejection is an answer, so the result is not degraded);
+* a failed call keeps the window's order, flags ``llm_failed`` and marks the result degraded.
+
+Scores are ``n - position`` (the top document scores ``n``), so every document appears once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
+from ..llm.parsing import parse_index, parse_json, repair_permutation, validate_permutation
+from ..llm.resilience import RetryPolicy
+from ..types import Document
+from ._llm_common import LLMScorerBase
+from .base import ScoreBatch
+
+__all__ = ["RERANK_SCHEMA", "LLMListwiseScorer", "listwise_prompt", "windows"]
+
+logger = logging.getLogger(__name__)
+
+RERANK_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "reranked_indices": {"type": "array", "items": {"type": "integer"}},
+        "is_rejected": {"type": "boolean"},
+        "rejection_reason": {"type": "string"},
+    },
+    "required": ["reranked_indices", "is_rejected", "rejection_reason"],
+    "additionalProperties": False,
+}
+
+_INSTRUCTIONS = """You rerank text chunks for a retrieval system.
+Judge how much each chunk helps answer the question (meaning, not shared words).
+The chunks are a JSON array; a chunk's index is its position in that array.
+
+Reply with a JSON object with exactly these fields and no others:
+- "reranked_indices": every index from 0 to {last}, each exactly once, most relevant first.
+  Keep chunks of equal relevance in their given order. Leave none out. If you reject, [].
+- "is_rejected": true only when no chunk holds anything relevant to the question; if even
+  one chunk is partly relevant, false.
+- "rejection_reason": when rejecting, a short factual reason; otherwise "".
+
+Example, some chunks relevant: {{"reranked_indices": [2, 0, 1], "is_rejected": false, \
+"rejection_reason": ""}}
+Example, none relevant: {{"reranked_indices": [], "is_rejected": true, \
+"rejection_reason": "No chunk is about the question's topic"}}"""
+
+
+def listwise_prompt(question: str, chunks_json: str, count: int) -> tuple[str, str]:
+    """``(system, user)`` texts of a listwise request over ``count`` JSON-encoded chunks."""
+    system = _INSTRUCTIONS.format(last=max(count - 1, 0))
+    user = (
+        f"Chunks (JSON array):\n{chunks_json}\n\n"
+        f"Question (a JSON string): {json.dumps(question, ensure_ascii=False)}"
+    )
+    return system, user
+
+
+def windows(n: int, window: int, step: int) -> list[tuple[int, int]]:
+    """``(start, end)`` slices, back of the list first, the last one starting at 0."""
+    if n <= 0:
+        return []
+    spans = []
+    end = n
+    while True:
+        start = max(0, end - window)
+        spans.append((start, end))
+        if start == 0:
+            return spans
+        end -= step
+
+
+def _indices_from(answer: Any, text: str) -> tuple[list[int], bool, str]:
+    """``(indices, is_rejected, reason)`` from a parsed answer, or from the raw text when the
+    answer was not JSON (then ``[3] > [11] > [0]`` or a bare list of numbers is read)."""
+    if isinstance(answer, dict):
+        raw = answer.get("reranked_indices") or []
+        indices = [
+            i for i in map(parse_index, raw if isinstance(raw, list) else []) if i is not None
+        ]
+        return (
+            indices,
+            bool(answer.get("is_rejected") is True),
+            str(answer.get("rejection_reason") or ""),
+        )
+    if isinstance(answer, list):
+        return [i for i in map(parse_index, answer) if i is not None], False, ""
+    bracketed = re.findall(r"\[(\d+)\]", text)
+    found = bracketed or re.findall(r"\b\d+\b", text)
+    if not found:
+        raise ValueError(f"no indices in answer {text[:80]!r}")
+    return [int(x) for x in found], False, ""
+
+
+class LLMListwiseScorer(LLMScorerBase):
+    """Orders documents with an LLM, ``window`` at a time (default 20, step 10).
+
+    ``max_chars`` cuts each document in the prompt (default 2,000). ``cache``, ``retry``,
+    ``max_concurrency``, ``requests_per_minute``: as for
+    :class:`~rerankit.scorers.llm_pointwise.LLMPointwiseScorer` (windows depend on each
+    other, so they run one after another).
+    """
+
+    prompt_version = "listwise-v1"
+
+    def __init__(
+        self,
+        client: LLMClient,
+        *,
+        window: int = 20,
+        step: int = 10,
+        max_chars: int = 2_000,
+        cache: Any = True,
+        retry: RetryPolicy | None = None,
+        max_concurrency: int = 16,
+        requests_per_minute: float | None = None,
+        max_output_tokens: int | None = None,
+        temperature: float = 0.0,
+        name: str = "llm_listwise",
+    ) -> None:
+        super().__init__(
+            client,
+            cache=cache,
+            retry=retry,
+            max_concurrency=max_concurrency,
+            requests_per_minute=requests_per_minute,
+            max_output_tokens=max_output_tokens,
+        )
+        if window < 2:
+            raise ValueError(f"window must be >= 2, got {window}")
+        if not 1 <= step <= window:
+            raise ValueError(f"step must be between 1 and window ({window}), got {step}")
+        self.window, self.step, self.max_chars = window, step, max_chars
+        self.temperature, self.name = temperature, name
+
+    async def _rank_window(
+        self, query: str, texts: list[str], usage: Usage, label: str, notes: dict[str, Any]
+    ) -> list[int] | None:
+        """A local permutation of ``texts`` (None when the window keeps its order)."""
+        key = self.cache_key(query=query, texts=texts, temperature=self.temperature)
+        cached = self.cache.get(key) if self.cache else None
+        if cached is not None:
+            usage.cache_hits += 1
+            answer_text = cached
+        else:
+            system, prompt = listwise_prompt(
+                query, json.dumps(texts, ensure_ascii=False), len(texts)
+            )
+            request = LLMRequest(
+                prompt=prompt,
+                system=system,
+                json_schema=RERANK_SCHEMA,
+                schema_name="rerank",
+                temperature=self.temperature,
+                max_output_tokens=self.max_output_tokens,
+            )
+            try:
+                answer_text = (await self.runner.call(request, usage)).text
+            except LLMError as exc:
+                notes["failed"].append(f"{label}: call failed ({exc}); order kept")
+                return None
+        try:
+            try:
+                answer: Any = parse_json(answer_text)
+            except ValueError:
+                answer = None
+            indices, rejected, reason = _indices_from(answer, answer_text)
+        except ValueError as exc:
+            notes["failed"].append(f"{label}: unreadable answer ({exc}); order kept")
+            return None
+        if self.cache is not None and cached is None:
+            self.cache.put(key, answer_text)
+        if rejected:
+            notes["rejected"].append(f"{label}: rejected by the model: {reason or 'no reason'}")
+            return None
+        original = list(range(len(texts)))
+        valid, missing, extra, _ = validate_permutation(original, indices)
+        if not valid:
+            repeats = len(indices) - len(set(indices))
+            notes["repaired"].append(
+                f"{label}: answer repaired (missing {missing}, unknown {extra}, {repeats} repeated)"
+            )
+            indices = repair_permutation(original, indices)
+        return indices
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
+        n = len(docs)
+        order = list(range(n))
+        texts = [d.text[: self.max_chars] for d in docs]
+        usage = Usage()
+        flags: dict[int, list[str]] = {}
+        degraded = False
+        warnings: list[str] = []
+        for start, end in windows(n, self.window, self.step):
+            notes: dict[str, list[str]] = {"failed": [], "rejected": [], "repaired": []}
+            label = f"window {start}-{end - 1}"
+            segment = order[start:end]
+            perm = await self._rank_window(query, [texts[i] for i in segment], usage, label, notes)
+            for kind, flag in (("failed", "llm_failed"), ("rejected", "llm_rejected")):
+                if notes[kind]:
+                    for i in segment:
+                        flags.setdefault(i, []).append(flag)
+            degraded |= bool(notes["failed"])
+            warnings += notes["failed"] + notes["rejected"] + notes["repaired"]
+            if perm is not None:
+                order[start:end] = [segment[k] for k in perm]
+        values = np.zeros(n)
+        values[np.asarray(order, dtype=np.int64)] = np.arange(n, 0, -1, dtype=np.float64)
+        if warnings:
+            logger.warning("%s: %s", self.name, "; ".join(warnings))
+        return ScoreBatch(
+            values=values,
+            flags=flags,
+            warnings=warnings,
+            degraded=degraded,
+            usage=usage.as_dict(),
+        )
+
+    def __repr__(self) -> str:
+        return f"LLMListwiseScorer({self.client!r}, window={self.window}, step={self.step})"
