@@ -376,3 +376,36 @@ def test_parse_score_fallbacks():
     with pytest.raises(ValueError):
         parse_score("Article 3 is interesting")  # a stray number is not a score
     assert np.isclose(parse_score("9"), 9.0)
+
+
+def test_retry_after_is_honoured():
+    import time
+
+    script = [Reply(status=429, headers={"Retry-After": "0.4"}), Reply(text='{"score": 2}')]
+    with FakeLLMServer(script) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m")
+        scorer = pointwise(client, retry=RetryPolicy(min_wait=0.0, max_wait=5.0, timeout=5.0))
+        start = time.perf_counter()
+        result = ScorerReranker(scorer).rerank("q", ["x"])
+        elapsed = time.perf_counter() - start
+    assert result[0].score == 2.0 and elapsed >= 0.4
+
+
+def test_rate_limiter_spaces_call_starts():
+    import time
+
+    from rerankit.llm.resilience import RateLimiter
+
+    async def starts():
+        limiter = RateLimiter(2, window=0.3)
+        out = []
+        for _ in range(5):
+            await limiter.acquire()
+            out.append(time.perf_counter())
+        return out
+
+    times = asyncio.run(starts())
+    # calls 3 and 5 must wait for the window to pass since calls 1 and 3
+    assert times[2] - times[0] >= 0.29 and times[4] - times[2] >= 0.29
+    with pytest.raises(ValueError, match="requests_per_minute"):
+        RateLimiter(0)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from .._optional import require
 from .base import LLMClient, LLMRequest, LLMResponse, TransientLLMError, Usage
 
-__all__ = ["CallRunner", "RetryPolicy"]
+__all__ = ["CallRunner", "RateLimiter", "RetryPolicy"]
 
 logger = logging.getLogger(__name__)
 
@@ -42,13 +42,13 @@ class RetryPolicy:
             raise ValueError("need 0 <= min_wait <= max_wait")
 
 
-class _RateLimiter:
-    """At most ``per_minute`` call starts in any 60-second window."""
+class RateLimiter:
+    """At most ``per_minute`` call starts in any ``window``-second span (60 by default)."""
 
-    def __init__(self, per_minute: float) -> None:
+    def __init__(self, per_minute: float, window: float = 60.0) -> None:
         if per_minute <= 0:
             raise ValueError(f"requests_per_minute must be > 0, got {per_minute}")
-        self.per_minute = per_minute
+        self.per_minute, self.window = per_minute, window
         self._starts: deque[float] = deque()
         self._lock = asyncio.Lock()
 
@@ -56,12 +56,12 @@ class _RateLimiter:
         async with self._lock:
             while True:
                 now = time.monotonic()
-                while self._starts and now - self._starts[0] >= 60.0:
+                while self._starts and now - self._starts[0] >= self.window:
                     self._starts.popleft()
                 if len(self._starts) < self.per_minute:
                     self._starts.append(now)
                     return
-                await asyncio.sleep(60.0 - (now - self._starts[0]))
+                await asyncio.sleep(self.window - (now - self._starts[0]))
 
 
 class CallRunner:
@@ -83,12 +83,12 @@ class CallRunner:
         self.max_concurrency = max_concurrency
         self.requests_per_minute = requests_per_minute
         # asyncio primitives belong to one event loop: made per loop, on first use.
-        self._per_loop: dict[int, tuple[asyncio.Semaphore, _RateLimiter | None]] = {}
+        self._per_loop: dict[int, tuple[asyncio.Semaphore, RateLimiter | None]] = {}
 
-    def _limits(self) -> tuple[asyncio.Semaphore, _RateLimiter | None]:
+    def _limits(self) -> tuple[asyncio.Semaphore, RateLimiter | None]:
         key = id(asyncio.get_running_loop())
         if key not in self._per_loop:
-            limiter = _RateLimiter(self.requests_per_minute) if self.requests_per_minute else None
+            limiter = RateLimiter(self.requests_per_minute) if self.requests_per_minute else None
             self._per_loop = {key: (asyncio.Semaphore(self.max_concurrency), limiter)}
         return self._per_loop[key]
 
