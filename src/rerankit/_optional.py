@@ -17,6 +17,8 @@ EXTRAS = {
     "openai": "openai",
     "tenacity": "llm",
     "pydantic": "llm",
+    "networkx": "graph",
+    "yaml": "yaml",
 }
 
 

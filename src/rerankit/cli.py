@@ -9,6 +9,7 @@ import logging
 import shutil
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
@@ -67,8 +68,8 @@ def _table(result: Any, out: TextIO) -> None:
 
 
 def _cmd_rank(args: argparse.Namespace) -> int:
-    from .pipeline import get_reranker
 
+    reranker = _reranker_from(args)  # a bad pipeline file is reported before reading input
     try:
         if args.input == "-":
             items = read_documents(sys.stdin, "stdin")
@@ -76,8 +77,7 @@ def _cmd_rank(args: argparse.Namespace) -> int:
             with open(args.input, encoding="utf-8") as fh:
                 items = read_documents(fh, args.input)
     except OSError as exc:
-        raise InputError(f"cannot read {args.input}: {exc.strerror}") from None
-    reranker = get_reranker(args.reranker or _default_reranker())
+        raise InputError(f"cannot read {args.input}: {exc.strerror or exc}") from None
     result = reranker.rerank(
         args.query,
         items,
@@ -89,12 +89,29 @@ def _cmd_rank(args: argparse.Namespace) -> int:
     for w in result.warnings:
         print(f"rerankit: warning: {w}", file=sys.stderr)
     out = sys.stdout
-    if args.format == "table":
+    if args.explain:
+        out.write(result.explain_table() + "\n")
+    elif args.format == "table":
         _table(result, out)
     else:
         for rec in _records(result, args.score_field, args.details):
             out.write(json.dumps(rec, ensure_ascii=False) + "\n")
     return 0
+
+
+def _reranker_from(args: argparse.Namespace) -> Any:
+    """``--config FILE``, else ``--reranker`` (a name or a pipeline file), else the default."""
+    from .config import load
+    from .pipeline import get_reranker
+
+    if args.config and args.reranker:
+        raise InputError("give --reranker or --config, not both")
+    if args.config:
+        return load(Path(args.config))
+    name = args.reranker or _default_reranker()
+    if Path(name).suffix.lower() in (".toml", ".yaml", ".yml", ".json"):
+        return load(Path(name))
+    return get_reranker(name)
 
 
 def _default_reranker() -> str:
@@ -151,8 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--reranker",
         "-r",
         default=None,
-        help="reranker name (see `rerankit rerankers`); default hybrid (BM25 + MiniLM), "
-        "or bm25 without the torch extra",
+        help="reranker name (see `rerankit rerankers`) or a pipeline file (.toml, .yaml, "
+        ".json); default hybrid (BM25 + MiniLM), or bm25 without the torch extra",
     )
     rank.add_argument(
         "--top-k", "-k", type=_positive_int, default=None, help="keep only the best K"
@@ -174,6 +191,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--details",
         action="store_true",
         help="write result records (index, rank, score, id, text, scores, flags)",
+    )
+    rank.add_argument("--config", "-c", default=None, help="a pipeline file (see rerankit.config)")
+    rank.add_argument(
+        "--explain",
+        action="store_true",
+        help="print each document's per-strategy raw, normalised, weight and contribution",
     )
     rank.set_defaults(func=_cmd_rank)
 

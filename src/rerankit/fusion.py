@@ -40,6 +40,7 @@ __all__ = [
     "NORMALIZATION_METHODS",
     "ScoreCombinationMethod",
     "combine_scores",
+    "contributions",
     "fuse",
     "normalize_scores",
     "rank_positions",
@@ -223,6 +224,37 @@ def fuse(
         return comb_sum
     hits = (present & (scores > 0)).sum(axis=0)
     return comb_sum * hits
+
+
+def contributions(
+    matrix: np.ndarray,
+    method: ScoreCombinationMethod | str,
+    weights: np.ndarray,
+    *,
+    rrf_k: float = 60.0,
+) -> np.ndarray:
+    """Each strategy's share of :func:`fuse`'s result, shape ``(m, n)``; the columns sum to
+    the fused scores. MAX and MIN credit the whole score to the strategy that supplied it
+    (the first one on ties)."""
+    method = ScoreCombinationMethod.parse(method)
+    scores = np.asarray(matrix, dtype=np.float64)
+    m, n = scores.shape
+    w = np.asarray(weights, dtype=np.float64)[:, None]
+    if method in (ScoreCombinationMethod.MAX, ScoreCombinationMethod.MIN):
+        pick = scores.argmax(axis=0) if method is ScoreCombinationMethod.MAX else scores.argmin(0)
+        out = np.zeros_like(scores)
+        out[pick, np.arange(n)] = scores[pick, np.arange(n)]
+        return out
+    if method.uses_ranks:
+        ranks = np.vstack([rank_positions(row) for row in scores]) if m else scores
+        per = 1.0 / (rrf_k + ranks) if method is ScoreCombinationMethod.RRF else n - ranks + 1.0
+        return m * w * per
+    weighted = w * scores
+    if method is ScoreCombinationMethod.WEIGHTED_AVERAGE:
+        return weighted
+    if method is ScoreCombinationMethod.COMB_SUM:
+        return m * weighted
+    return m * weighted * (scores > 0).sum(axis=0)
 
 
 def combine_scores(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -19,8 +20,10 @@ from .types import Document, MissingDependencyError, ModelLoadError, RankedDocum
 
 __all__ = [
     "FusionReranker",
+    "Pipeline",
     "Reranker",
     "ScorerReranker",
+    "Stage",
     "available_rerankers",
     "get_reranker",
     "hybrid_reranker",
@@ -56,6 +59,24 @@ class Scored:
     warnings: list[str] = field(default_factory=list)
     degraded: bool = False
     usage: dict[str, int] = field(default_factory=dict)
+    # strategy -> {"raw", "normalized", "contribution": arrays; "weight": float}
+    explanation: dict[str, dict[str, Any]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    # strategy -> documents it never scored (pipeline stages see only the kept documents)
+    unseen: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def saw(self, name: str, i: int) -> bool:
+        mask = self.unseen.get(name)
+        return mask is None or not mask[i]
+
+    def explain_single(self, name: str, values: np.ndarray) -> None:
+        """A lone strategy: its score is the document's score."""
+        self.explanation[name] = {
+            "raw": values,
+            "normalized": values,
+            "weight": 1.0,
+            "contribution": values,
+        }
 
     def add_usage(self, usage: Mapping[str, int]) -> None:
         for k, v in usage.items():
@@ -155,6 +176,14 @@ class Reranker(ABC):
         return f"{type(self).__name__}(name={self.name!r})"
 
 
+def _explanation_of(scored: Scored, i: int) -> dict[str, dict[str, float]]:
+    out = {}
+    for name, parts in scored.explanation.items():
+        if scored.saw(name, i):
+            out[name] = {k: float(v if np.isscalar(v) else v[i]) for k, v in parts.items()}
+    return out
+
+
 def assemble(
     query: str,
     docs: Sequence[Document],
@@ -162,14 +191,17 @@ def assemble(
     *,
     top_k: int | None = None,
     score_field: str = "rerank_score",
+    order: Sequence[int] | None = None,
+    dropped: Sequence[int] = (),
 ) -> RerankResult:
-    """Order documents by ``scored.final`` (stable, best first) into a RerankResult."""
+    """Order documents by ``scored.final`` (stable, best first), or in the given ``order``,
+    into a RerankResult."""
     final = scored.final
-    order = np.argsort(-final, kind="stable")
+    ranking = np.argsort(-final, kind="stable") if order is None else np.asarray(order, int)
     if top_k is not None:
-        order = order[:top_k]
+        ranking = ranking[:top_k]
     results = []
-    for rank, i in enumerate(order.tolist(), start=1):
+    for rank, i in enumerate(ranking.tolist(), start=1):
         doc = docs[i]
         score = float(final[i])
         results.append(
@@ -180,8 +212,9 @@ def assemble(
                 score=score,
                 text=doc.text,
                 id=doc.id,
-                scores={k: float(v[i]) for k, v in scored.per_strategy.items()},
+                scores={k: float(v[i]) for k, v in scored.per_strategy.items() if scored.saw(k, i)},
                 flags=tuple(scored.flags.get(i, ())),
+                explanation=_explanation_of(scored, i),
             )
         )
     return RerankResult(
@@ -190,6 +223,8 @@ def assemble(
         degraded=scored.degraded,
         warnings=tuple(scored.warnings),
         usage=dict(scored.usage),
+        timings=dict(scored.timings),
+        dropped=tuple(dropped),
     )
 
 
@@ -230,6 +265,8 @@ class ScorerReranker(Reranker):
         )
         scored.per_strategy[self.scorer.name] = batch.values
         scored.final = _replace_non_finite(self.scorer.name, batch.values, scored)
+        scored.explain_single(self.scorer.name, scored.final)
+        scored.explanation[self.scorer.name]["raw"] = batch.values
         return scored
 
 
@@ -307,10 +344,18 @@ class FusionReranker(Reranker):
         if not rows:
             scored.warnings.append("every strategy failed; input order kept")
             return scored
-        weights = self._weights[kept]
-        scored.final = fusion.fuse(
-            np.vstack(rows), self.combination_method, weights / weights.sum(), rrf_k=self.rrf_k
-        )
+        weights = self._weights[kept] / self._weights[kept].sum()
+        matrix = np.vstack(rows)
+        scored.final = fusion.fuse(matrix, self.combination_method, weights, rrf_k=self.rrf_k)
+        shares = fusion.contributions(matrix, self.combination_method, weights, rrf_k=self.rrf_k)
+        for row, j in enumerate(kept):
+            name = self.strategies[j].name
+            scored.explanation[name] = {
+                "raw": scored.per_strategy[name],
+                "normalized": matrix[row],
+                "weight": float(weights[row]),
+                "contribution": shares[row],
+            }
         return scored
 
 
@@ -399,6 +444,35 @@ register_reranker("embedding", _embedding)
 register_reranker("hybrid", hybrid_reranker)
 
 
+def _llm(provider: str, kind: str) -> Callable[[], Reranker]:
+    """LLM built-ins; they need the provider's key in the environment (GEMINI_API_KEY /
+    GOOGLE_API_KEY, or OPENAI_API_KEY)."""
+
+    def make() -> Reranker:
+        if provider == "gemini":
+            from .llm.gemini import GeminiClient
+
+            client: Any = GeminiClient()
+        else:
+            from .llm.openai_client import OpenAIClient
+
+            client = OpenAIClient()
+        if kind == "pointwise":
+            from .scorers.llm_pointwise import LLMPointwiseScorer
+
+            return ScorerReranker(LLMPointwiseScorer(client))
+        from .scorers.llm_listwise import LLMListwiseScorer
+
+        return ScorerReranker(LLMListwiseScorer(client))
+
+    return make
+
+
+for _provider in ("gemini", "openai"):
+    for _kind in ("pointwise", "listwise"):
+        register_reranker(f"{_provider}-{_kind}", _llm(_provider, _kind))
+
+
 def rerank(
     query: str,
     documents: Iterable[Any],
@@ -420,3 +494,168 @@ def rerank(
         score_field=score_field,
         **context,
     )
+
+
+# --- pipelines and cascades ------------------------------------------------------------------
+
+
+@dataclass
+class Stage:
+    """One step of a :class:`Pipeline`: a reranker (or scorer, or registered name) or an
+    ordering rule, and how many of its best documents go on to the next stage (``keep``;
+    None: all of them)."""
+
+    step: Any
+    keep: int | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.keep is not None and (isinstance(self.keep, bool) or self.keep < 1):
+            raise ValueError(f"keep must be a positive integer or None, got {self.keep!r}")
+        if not _is_rule(self.step):
+            self.step = get_reranker(self.step)
+        if self.name is None:
+            self.name = getattr(self.step, "name", type(self.step).__name__)
+
+
+def _is_rule(step: Any) -> bool:
+    return hasattr(step, "apply_result") and hasattr(step, "decide")
+
+
+class Pipeline(Reranker):
+    """Stages run in order; each reorders the documents the previous stage kept (the first
+    stage sees all), and the documents it does not keep stay behind them in the order they
+    had. So a cascade is ``Pipeline([(BM25Scorer(), 100), (CrossEncoderScorer(), 20),
+    (LLMListwiseScorer(client), None)])``.
+
+    Each document's ``scores`` and explanation hold every stage's strategies as
+    ``"stage/strategy"``; its ``score`` is the one from the last stage that scored it (order
+    comes from position, as scores of different stages are not comparable). ``timings``
+    gives each stage's seconds. A stage that raises keeps the previous stage's order and
+    marks the result degraded; a stage whose scorers fail degrades the same way by itself.
+    """
+
+    def __init__(self, stages: Sequence[Any], *, name: str = "pipeline") -> None:
+        built: list[Stage] = []
+        for s in stages:
+            if isinstance(s, Stage):
+                built.append(s)
+            elif isinstance(s, tuple):
+                built.append(Stage(*s))
+            else:
+                built.append(Stage(s))
+        if not built:
+            raise ValueError("a Pipeline needs at least one stage")
+        names = [s.name for s in built]
+        for i, s in enumerate(built):  # unique stage names: "bm25", "bm25#2", ...
+            if names.count(s.name) > 1:
+                s.name = f"{s.name}#{names[: i + 1].count(s.name)}"
+        self.stages = built
+        self.name = name
+
+    async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
+        raise NotImplementedError  # pragma: no cover - arerank is overridden
+
+    async def arerank(
+        self,
+        query: str,
+        documents: Iterable[Any],
+        *,
+        top_k: int | None = None,
+        text_field: str = "text",
+        id_field: str = "id",
+        score_field: str = "rerank_score",
+        **context: Any,
+    ) -> RerankResult:
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, got {type(query).__name__}")
+        _check_top_k(top_k)
+        docs = to_documents(documents, text_field=text_field, id_field=id_field)
+        n = len(docs)
+        if not docs or not query.strip():
+            return await super().arerank(query, docs, top_k=top_k, score_field=score_field)
+        scored = Scored(final=np.zeros(n))
+        order, limit, dropped = list(range(n)), n, []
+        for stage in self.stages:
+            head, tail = order[:limit], order[limit:]
+            start = time.perf_counter()
+            new_head = await self._run_stage(stage, query, docs, head, scored, dropped, context)
+            scored.timings[stage.name] = time.perf_counter() - start
+            order = new_head + tail
+            limit = min(stage.keep, len(new_head)) if stage.keep else len(new_head)
+        return assemble(
+            query,
+            docs,
+            scored,
+            top_k=top_k,
+            score_field=score_field,
+            order=order,
+            dropped=dropped,
+        )
+
+    async def _run_stage(
+        self,
+        stage: Stage,
+        query: str,
+        docs: Sequence[Document],
+        head: list[int],
+        scored: Scored,
+        dropped: list[int],
+        context: dict[str, Any],
+    ) -> list[int]:
+        n = len(docs)
+        sub_docs = [docs[i] for i in head]
+        try:
+            if _is_rule(stage.step):
+                sub = stage.step.apply_result(self._current(query, sub_docs, head, scored))
+            else:
+                sub = await stage.step.arerank(query, sub_docs, **context)
+        except _CALLER_ERRORS:
+            raise
+        except Exception as exc:
+            message = (
+                f"stage {stage.name!r} failed ({type(exc).__name__}: {exc}); "
+                "the previous stage's order is kept"
+            )
+            logger.warning(message)
+            scored.warnings.append(message)
+            scored.degraded = True
+            return head
+        scored.warnings.extend(f"stage {stage.name!r}: {w}" for w in sub.warnings)
+        scored.degraded |= sub.degraded
+        scored.add_usage(sub.usage)
+        if _is_rule(stage.step):  # rules see (and report) the documents' input positions
+            dropped.extend(sub.dropped)
+            return [r.index for r in sub]
+        for r in sub:
+            i = head[r.index]
+            scored.final[i] = r.score
+            for k, v in r.scores.items():
+                key = f"{stage.name}/{k}"
+                scored.per_strategy.setdefault(key, np.full(n, np.nan))[i] = v
+                scored.unseen.setdefault(key, np.ones(n, dtype=bool))[i] = False
+            for k, parts in r.explanation.items():
+                target = scored.explanation.setdefault(f"{stage.name}/{k}", {})
+                for part, value in parts.items():
+                    target.setdefault(part, np.full(n, np.nan))[i] = value
+            if r.flags:
+                scored.flags.setdefault(i, []).extend(r.flags)
+        return [head[r.index] for r in sub]
+
+    @staticmethod
+    def _current(
+        query: str, sub_docs: Sequence[Document], head: list[int], scored: Scored
+    ) -> RerankResult:
+        """The head as a RerankResult (current scores) for a rule to reorder."""
+        results = tuple(
+            RankedDocument(
+                document=d.source if d.source is not None else d,
+                index=i,
+                rank=j + 1,
+                score=float(scored.final[i]),
+                text=d.text,
+                id=d.id,
+            )
+            for j, (d, i) in enumerate(zip(sub_docs, head, strict=True))
+        )
+        return RerankResult(query=query, results=results)

@@ -80,6 +80,7 @@ class RankedDocument:
     id: Any = None
     scores: Mapping[str, float] = field(default_factory=dict)
     flags: tuple[str, ...] = ()
+    explanation: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly record of this result (the caller's object is not included)."""
@@ -101,8 +102,9 @@ class RerankResult:
     ``degraded`` is true when a scorer failed and the order fell back (see ``warnings``);
     ``warnings`` are human-readable. ``usage`` counts what the rerank cost where a scorer
     calls a provider (``calls``, ``retries``, ``cache_hits``, ``failures``,
-    ``input_tokens``, ``output_tokens``); it is empty otherwise. Iterating yields
-    :class:`RankedDocument` best first.
+    ``input_tokens``, ``output_tokens``); it is empty otherwise. ``timings`` gives seconds
+    per pipeline stage; ``dropped`` the input positions of documents an ordering rule removed
+    (a warning says which rule). Iterating yields :class:`RankedDocument` best first.
     """
 
     query: str
@@ -110,6 +112,8 @@ class RerankResult:
     degraded: bool = False
     warnings: tuple[str, ...] = ()
     usage: Mapping[str, int] = field(default_factory=dict)
+    timings: Mapping[str, float] = field(default_factory=dict)
+    dropped: tuple[int, ...] = ()
 
     def __iter__(self) -> Iterator[RankedDocument]:
         return iter(self.results)
@@ -133,3 +137,43 @@ class RerankResult:
     def to_dicts(self) -> list[dict[str, Any]]:
         """One JSON-friendly record per result, best first."""
         return [r.to_dict() for r in self.results]
+
+    def explain(self) -> list[dict[str, Any]]:
+        """Why each document landed where it did, best first: for every strategy (named
+        ``stage/strategy`` in a pipeline) its ``raw`` score, the ``normalized`` score the
+        fusion used, its ``weight`` and its ``contribution`` to the document's score."""
+        return [
+            {
+                "rank": r.rank,
+                "index": r.index,
+                "id": r.id,
+                "score": r.score,
+                "strategies": {k: dict(v) for k, v in r.explanation.items()},
+                "flags": list(r.flags),
+            }
+            for r in self.results
+        ]
+
+    def explain_table(self, *, text_width: int = 40) -> str:
+        """:meth:`explain` as a plain-text table, one row per document and strategy."""
+        head = f"{'rank':>4}  {'id':<12} {'score':>9}  {'strategy':<28} {'raw':>9} {'norm':>7} "
+        head += f"{'weight':>6} {'contrib':>8}  text"
+        lines = [head]
+        for r in self.results:
+            snippet = " ".join(r.text.split())
+            snippet = snippet if len(snippet) <= text_width else snippet[: text_width - 1] + "…"
+            rid = "" if r.id is None else str(r.id)[:12]
+            rows = list(r.explanation.items()) or [("-", {})]
+            for j, (name, parts) in enumerate(rows):
+                lead = f"{r.rank:>4}  {rid:<12} {r.score:>9.4f}" if j == 0 else " " * 28
+                cells = " ".join(
+                    f"{parts[k]:>{w}.{p}f}" if k in parts else " " * w
+                    for k, w, p in (
+                        ("raw", 9, 4),
+                        ("normalized", 7, 3),
+                        ("weight", 6, 2),
+                        ("contribution", 8, 4),
+                    )
+                )
+                lines.append(f"{lead}  {name[:28]:<28} {cells}  {snippet if j == 0 else ''}")
+        return "\n".join(line.rstrip() for line in lines)

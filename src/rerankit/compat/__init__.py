@@ -1,6 +1,7 @@
 """Seed-compatible APIs: the names and signatures of the designs in ``shared/spec``, each a
 thin layer over rerankit's core."""
 
+from ..ordering import DIFFICULTY_BUCKETS, apply_difficulty_ordering
 from .llm_rerankers import AiRerank, ReRanker, make_rerank_schema, rerank_passages
 from .reranker_service import MemoryProfile, RerankerService
 from .result_reranker import (
@@ -8,6 +9,7 @@ from .result_reranker import (
     ResultReranker,
     ScoreCombinationMethod,
     SemanticReranker,
+    StructuralReranker,
     TextSimilarityReranker,
     combine_scores,
     entity_text,
@@ -15,6 +17,7 @@ from .result_reranker import (
 )
 
 __all__ = [
+    "DIFFICULTY_BUCKETS",
     "AiRerank",
     "MemoryProfile",
     "ReRanker",
@@ -24,7 +27,9 @@ __all__ = [
     "ResultReranker",
     "ScoreCombinationMethod",
     "SemanticReranker",
+    "StructuralReranker",
     "TextSimilarityReranker",
+    "apply_difficulty_ordering",
     "combine_scores",
     "entity_text",
     "normalize_scores",

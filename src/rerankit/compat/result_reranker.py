@@ -24,6 +24,7 @@ __all__ = [
     "ResultReranker",
     "ScoreCombinationMethod",
     "SemanticReranker",
+    "StructuralReranker",
     "TextSimilarityReranker",
     "combine_scores",
     "entity_text",
@@ -152,6 +153,54 @@ class SemanticReranker(RerankerStrategy):
         batch = await self.scorer.score(query, docs, **context)
         values = np.asarray(getattr(batch, "values", batch), dtype=np.float64)
         return ((values + 1.0) / 2.0).tolist()
+
+
+class StructuralReranker(RerankerStrategy):
+    """Graph importance, name ``"structural"``: each entity's node score divided by the best
+    candidate's, in [0, 1] (0 for entities not in the graph).
+
+    ``graph_store``: a networkx graph or any object with ``nodes()`` and ``edges()`` (see
+    :class:`~rerankit.scorers.graph.GraphStore`). ``mode``: ``"pagerank"`` (default),
+    ``"degree"`` or ``"personalized"``. An entity's node id is its ``id`` attribute or key,
+    or what ``node_id`` returns. Needs the ``graph`` extra (networkx).
+    """
+
+    def __init__(
+        self,
+        graph_store: Any,
+        *,
+        mode: str = "pagerank",
+        node_id: Callable[[Any], Any] | None = None,
+        text_getter: Callable[[Any], str] | None = None,
+    ) -> None:
+        from ..scorers.graph import GraphScorer
+
+        self.scorer = GraphScorer(graph_store, mode=mode)
+        self._node = node_id or _entity_id
+        self._text = text_getter or entity_text
+
+    @property
+    def name(self) -> str:
+        return "structural"
+
+    async def score(self, query: str, entities: list[Any], **kwargs: Any) -> list[float]:
+        docs = []
+        for e in entities:
+            try:
+                text = self._text(e)
+            except TypeError:
+                text = ""
+            docs.append(Document(text=text, id=self._node(e)))
+        batch = await self.scorer.score(query, docs)
+        values = np.asarray(batch.values, dtype=np.float64)
+        top = values.max(initial=0.0)
+        return (values / top if top > 0 else values).tolist()
+
+
+def _entity_id(entity: Any) -> Any:
+    if isinstance(entity, Mapping):
+        return entity.get("id")
+    return getattr(entity, "id", None)
 
 
 class _StrategyScorer:

@@ -1,4 +1,5 @@
-"""Scores read from the documents themselves (for example a first-stage retriever's score)."""
+"""Scores read from the documents themselves: a numeric field (a first-stage retriever's
+score), recency with a half-life, log-scaled popularity, or any callable."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import numpy as np
 from ..documents import InvalidDocumentError
 from ..types import Document
 
-__all__ = ["FieldScorer"]
+__all__ = ["FieldScorer", "FunctionScorer", "PopularityScorer", "RecencyScorer"]
 
 _MISSING = object()
 
@@ -77,3 +78,95 @@ class FieldScorer:
                 )
             out[i] = float(value)
         return out if self.higher_is_better else -out
+
+
+def _as_seconds(value: Any, i: int, field: str) -> float:
+    """A timestamp as epoch seconds: a datetime/date, an ISO-8601 string, or a number."""
+    import datetime as dt
+
+    if isinstance(value, dt.datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+        return moment.timestamp()
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc).timestamp()
+    if isinstance(value, str):
+        try:
+            return _as_seconds(dt.datetime.fromisoformat(value.replace("Z", "+00:00")), i, field)
+        except ValueError:
+            pass
+    if isinstance(value, Real) and not isinstance(value, bool):
+        return float(value)
+    raise InvalidDocumentError(
+        f"document {i}: field {field!r} is not a time (datetime, ISO-8601 string or epoch "
+        f"seconds): {value!r}",
+        index=i,
+        field=field,
+    )
+
+
+class RecencyScorer:
+    """``0.5 ** (age / half_life)``: 1.0 for a document from ``now``, 0.5 one half-life
+    older, towards 0 for old ones (future dates count as now). ``field`` holds a datetime,
+    an ISO-8601 string or epoch seconds; ``half_life`` is in days. A document without the
+    field scores ``missing`` (default 0.0) and is flagged ``missing:<field>``."""
+
+    def __init__(
+        self,
+        field: str = "published_at",
+        *,
+        half_life_days: float = 30.0,
+        now: Any = None,
+        missing: float = 0.0,
+        name: str = "recency",
+    ) -> None:
+        if half_life_days <= 0:
+            raise ValueError(f"half_life_days must be > 0, got {half_life_days}")
+        self.field, self.half_life_days, self.now = field, half_life_days, now
+        self.missing, self.name = missing, name
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> Any:
+        import time
+
+        from .base import ScoreBatch
+
+        now = _as_seconds(self.now, -1, "now") if self.now is not None else time.time()
+        out = np.full(len(docs), float(self.missing))
+        flags: dict[int, list[str]] = {}
+        for i, doc in enumerate(docs):
+            value = _lookup(doc, self.field)
+            if value is _MISSING or value is None:
+                flags[i] = [f"missing:{self.field}"]
+                continue
+            age_days = max(0.0, now - _as_seconds(value, i, self.field)) / 86_400.0
+            out[i] = 0.5 ** (age_days / self.half_life_days)
+        return ScoreBatch(values=out, flags=flags)
+
+
+class PopularityScorer(FieldScorer):
+    """``log1p`` of a non-negative count field (views, citations, stars), so a thousand
+    views beat ten by a margin, not a hundredfold. Negative values count as 0."""
+
+    def __init__(
+        self, field: str = "popularity", *, missing: float | None = 0.0, name: str = "popularity"
+    ) -> None:
+        super().__init__(field, name=name, missing=missing)
+
+    def values(self, docs: Sequence[Document]) -> np.ndarray:
+        return np.log1p(np.clip(super().values(docs), 0.0, None))
+
+
+class FunctionScorer:
+    """Any callable as a scorer: ``fn(query, document) -> float`` per document, or with
+    ``batch=True``, ``fn(query, documents) -> sequence of floats``. Documents are
+    :class:`~rerankit.Document` (text, id, metadata)."""
+
+    def __init__(self, fn: Any, *, name: str | None = None, batch: bool = False) -> None:
+        if not callable(fn):
+            raise TypeError(f"{fn!r} is not callable")
+        self.fn, self.batch = fn, batch
+        self.name = name or getattr(fn, "__name__", "function")
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
+        if self.batch:
+            return np.asarray(self.fn(query, list(docs)), dtype=np.float64)
+        return np.asarray([float(self.fn(query, d)) for d in docs], dtype=np.float64)

@@ -1,0 +1,321 @@
+"""Ordering rules applied after scoring: difficulty-aware ordering (spec 4), MMR diversity, a
+minimum-score cut and near-duplicate removal.
+
+Every rule takes a ranked list (a :class:`~rerankit.RerankResult`, or a list of
+RankedDocuments, Documents, dicts or strings, best first) and returns the same kind. Rules
+that drop documents list them in the result's ``dropped`` and ``warnings`` (for a
+RerankResult) or log a warning (for a plain list). Rule objects can also be pipeline stages.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from .types import Document, RankedDocument, RerankResult
+
+__all__ = [
+    "DIFFICULTY_BUCKETS",
+    "MMR",
+    "Deduplicate",
+    "DifficultyOrdering",
+    "MinScore",
+    "Rule",
+    "apply_difficulty_ordering",
+    "deduplicate",
+    "min_score",
+    "mmr",
+]
+
+logger = logging.getLogger(__name__)
+
+#: spec 4's difficulty buckets; a missing or unknown value counts as intermediate
+DIFFICULTY_BUCKETS: dict[str, int] = {"introductory": 0, "intermediate": 1, "advanced": 2}
+_DEFAULT_BUCKET = 1
+
+
+# --- one view over every kind of ranked list -------------------------------------------------
+
+
+def _field(item: Any, name: str) -> Any:
+    """``name`` from a dict (top level, then its ``metadata``), a Document's metadata, or a
+    RankedDocument's document."""
+    if isinstance(item, RankedDocument):
+        return _field(item.document, name)
+    if isinstance(item, Document):
+        return item.metadata.get(name)
+    if isinstance(item, Mapping):
+        if name in item:
+            return item[name]
+        meta = item.get("metadata")
+        return meta.get(name) if isinstance(meta, Mapping) else None
+    return getattr(item, name, None)
+
+
+def _text(item: Any, text_field: str) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, (RankedDocument, Document)):
+        return item.text
+    value = _field(item, text_field)
+    return value if isinstance(value, str) else ""
+
+
+def _score(item: Any, score_field: str) -> float | None:
+    if isinstance(item, RankedDocument):
+        return item.score
+    value = _field(item, score_field)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a rule decided: the new order (positions in its input) and what it dropped."""
+
+    order: list[int]
+    dropped: list[int]
+    note: str = ""
+
+
+class Rule:
+    """Base of ordering rules: subclasses implement :meth:`decide` over the items."""
+
+    name = "rule"
+    text_field = "text"
+    score_field = "rerank_score"
+
+    def decide(self, items: Sequence[Any]) -> Outcome:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __call__(self, items: Any) -> Any:
+        """Apply the rule to a RerankResult or a list, returning the same kind."""
+        if isinstance(items, RerankResult):
+            return self.apply_result(items)
+        items = list(items)
+        outcome = self.decide(items)
+        if outcome.dropped:
+            logger.warning(
+                "%s dropped %d item(s): %s", self.name, len(outcome.dropped), outcome.note
+            )
+        return [items[i] for i in outcome.order]
+
+    def apply_result(self, result: RerankResult) -> RerankResult:
+        outcome = self.decide(result.results)
+        kept = [
+            replace(result.results[i], rank=rank) for rank, i in enumerate(outcome.order, start=1)
+        ]
+        warnings = list(result.warnings)
+        if outcome.dropped:
+            gone = [result.results[i].index for i in outcome.dropped]
+            warnings.append(f"{self.name} dropped {len(gone)} document(s) {gone}: {outcome.note}")
+        return replace(
+            result,
+            results=tuple(kept),
+            warnings=tuple(warnings),
+            dropped=tuple(result.dropped) + tuple(result.results[i].index for i in outcome.dropped),
+        )
+
+
+# --- difficulty ---------------------------------------------------------------------------
+
+
+class DifficultyOrdering(Rule):
+    """spec 4: in ``"learn"`` mode the top ``window`` items are stably sorted by difficulty
+    bucket (introductory, intermediate, advanced), so relevance order holds inside a bucket
+    and items past the window stay put; ``"research"`` mode changes nothing."""
+
+    name = "difficulty"
+
+    def __init__(
+        self,
+        mode: str = "learn",
+        window: int = 20,
+        field: str = "difficulty",
+        buckets: Mapping[str, int] | None = None,
+    ) -> None:
+        if mode not in ("learn", "research"):
+            raise ValueError(f"mode must be 'learn' or 'research', got {mode!r}")
+        if window < 0:
+            raise ValueError(f"window must be >= 0, got {window}")
+        self.mode, self.window, self.field = mode, window, field
+        self.buckets = {k.lower(): v for k, v in (buckets or DIFFICULTY_BUCKETS).items()}
+
+    def bucket(self, item: Any) -> int:
+        value = _field(item, self.field)
+        if isinstance(value, str):
+            return self.buckets.get(value.strip().lower(), _DEFAULT_BUCKET)
+        if (
+            isinstance(value, int)
+            and not isinstance(value, bool)
+            and value in set(self.buckets.values())
+        ):
+            return value
+        return _DEFAULT_BUCKET
+
+    def decide(self, items: Sequence[Any]) -> Outcome:
+        n = len(items)
+        if self.mode == "research" or n < 2:
+            return Outcome(list(range(n)), [])
+        top = min(self.window, n)
+        head = sorted(range(top), key=lambda i: (self.bucket(items[i]), i))
+        return Outcome(head + list(range(top, n)), [])
+
+
+def apply_difficulty_ordering(
+    items: Any,
+    mode: str = "learn",
+    window: int = 20,
+    *,
+    field: str = "difficulty",
+    buckets: Mapping[str, int] | None = None,
+) -> Any:
+    """spec 4's difficulty-aware ordering (see :class:`DifficultyOrdering`)."""
+    return DifficultyOrdering(mode, window, field, buckets)(items)
+
+
+# --- score cut ----------------------------------------------------------------------------
+
+
+class MinScore(Rule):
+    """Drops items scoring below ``threshold`` (items without a score are kept)."""
+
+    name = "min_score"
+
+    def __init__(self, threshold: float, *, score_field: str = "rerank_score") -> None:
+        self.threshold, self.score_field = float(threshold), score_field
+
+    def decide(self, items: Sequence[Any]) -> Outcome:
+        keep, drop = [], []
+        for i, item in enumerate(items):
+            s = _score(item, self.score_field)
+            (drop if s is not None and s < self.threshold else keep).append(i)
+        return Outcome(keep, drop, f"score below {self.threshold:g}")
+
+
+def min_score(items: Any, threshold: float, *, score_field: str = "rerank_score") -> Any:
+    """Items scoring at least ``threshold`` (see :class:`MinScore`)."""
+    return MinScore(threshold, score_field=score_field)(items)
+
+
+# --- similarity-based rules ------------------------------------------------------------------
+
+
+def _word_sets(texts: Sequence[str]) -> list[frozenset[str]]:
+    from .scorers.lexical import split_words
+
+    return [frozenset(words) for words in split_words(list(texts))]
+
+
+def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
+    union = len(a | b)
+    return len(a & b) / union if union else 1.0
+
+
+class Deduplicate(Rule):
+    """Drops an item whose word set overlaps an item ranked above it by at least
+    ``threshold`` (Jaccard, default 0.9): near-duplicates keep their best-ranked copy."""
+
+    name = "deduplicate"
+
+    def __init__(self, threshold: float = 0.9, *, text_field: str = "text") -> None:
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+        self.threshold, self.text_field = threshold, text_field
+
+    def decide(self, items: Sequence[Any]) -> Outcome:
+        sets = _word_sets([_text(x, self.text_field) for x in items])
+        keep: list[int] = []
+        drop: list[int] = []
+        for i, words in enumerate(sets):
+            if any(_jaccard(words, sets[j]) >= self.threshold for j in keep):
+                drop.append(i)
+            else:
+                keep.append(i)
+        return Outcome(keep, drop, f"near-duplicate (word overlap >= {self.threshold:g})")
+
+
+def deduplicate(items: Any, threshold: float = 0.9, *, text_field: str = "text") -> Any:
+    """Items without their near-duplicates (see :class:`Deduplicate`)."""
+    return Deduplicate(threshold, text_field=text_field)(items)
+
+
+class MMR(Rule):
+    """Maximal marginal relevance: repeatedly takes the item maximising
+    ``lambda * relevance - (1 - lambda) * max similarity to the items already taken``.
+
+    Relevance is the items' scores min-max normalised (their rank when they have none).
+    Similarity is the cosine of embeddings when available (``embed``: a callable mapping
+    texts to vectors, e.g. ``EmbeddingScorer().encode_documents``, which caches; or an
+    ``embedding`` field on the items), else word-set overlap (Jaccard). ``k`` limits how
+    many are chosen; the rest follow in their current order.
+    """
+
+    name = "mmr"
+
+    def __init__(
+        self,
+        lambda_: float = 0.5,
+        *,
+        k: int | None = None,
+        embed: Callable[[list[str]], Any] | None = None,
+        text_field: str = "text",
+        score_field: str = "rerank_score",
+    ) -> None:
+        if not 0.0 <= lambda_ <= 1.0:
+            raise ValueError(f"lambda_ must be in [0, 1], got {lambda_}")
+        self.lambda_, self.k, self.embed = lambda_, k, embed
+        self.text_field, self.score_field = text_field, score_field
+
+    def _similarity(self, items: Sequence[Any]) -> np.ndarray:
+        texts = [_text(x, self.text_field) for x in items]
+        vectors: Any = None
+        if self.embed is not None:
+            vectors = self.embed(texts)
+        else:
+            given = [_field(x, "embedding") for x in items]
+            if all(v is not None for v in given):
+                vectors = given
+        if vectors is not None:
+            m = np.asarray(vectors, dtype=np.float64)
+            norms = np.linalg.norm(m, axis=1, keepdims=True)
+            unit = np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
+            return unit @ unit.T
+        sets = _word_sets(texts)
+        return np.array([[_jaccard(a, b) for b in sets] for a in sets])
+
+    def decide(self, items: Sequence[Any]) -> Outcome:
+        n = len(items)
+        if n < 2:
+            return Outcome(list(range(n)), [])
+        raw = [_score(x, self.score_field) for x in items]
+        if all(s is not None for s in raw):
+            rel = np.asarray(raw, dtype=np.float64)
+            span = rel.max() - rel.min()
+            rel = (rel - rel.min()) / span if span > 0 else np.ones(n)
+        else:
+            rel = 1.0 - np.arange(n) / n
+        sim = self._similarity(items)
+        chosen: list[int] = []
+        left = list(range(n))
+        limit = n if self.k is None else min(self.k, n)
+        closest = np.full(n, -math.inf)
+        while left and len(chosen) < limit:
+            penalty = np.where(np.isfinite(closest), closest, 0.0)
+            value = self.lambda_ * rel[left] - (1 - self.lambda_) * penalty[left]
+            best = left[int(np.argmax(value))]  # first of equals: the better-ranked
+            chosen.append(best)
+            left.remove(best)
+            closest = np.maximum(closest, sim[best])
+        return Outcome(chosen + left, [])
+
+
+def mmr(items: Any, lambda_: float = 0.5, **options: Any) -> Any:
+    """Items reordered for diversity (see :class:`MMR`)."""
+    return MMR(lambda_, **options)(items)

@@ -1,0 +1,138 @@
+"""Ordering rules: spec 4's difficulty ordering, MMR, score cut, near-duplicate removal."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rerankit import Document, rerank
+from rerankit.compat import DIFFICULTY_BUCKETS
+from rerankit.compat import apply_difficulty_ordering as compat_difficulty
+from rerankit.ordering import (
+    MMR,
+    apply_difficulty_ordering,
+    deduplicate,
+    min_score,
+    mmr,
+)
+
+LEVELS = ["advanced", "introductory", "intermediate", "introductory", "advanced", None, "weird"]
+
+
+def items(levels=LEVELS):
+    return [{"id": i, "text": f"doc {i}", "difficulty": lvl} for i, lvl in enumerate(levels)]
+
+
+def test_buckets():
+    assert DIFFICULTY_BUCKETS == {"introductory": 0, "intermediate": 1, "advanced": 2}
+
+
+def test_learn_mode_sorts_by_bucket_and_keeps_relevance_inside_a_bucket():
+    out = apply_difficulty_ordering(items(), mode="learn")
+    # introductory (1, 3), then intermediate incl. missing and unknown (2, 5, 6), then advanced
+    assert [d["id"] for d in out] == [1, 3, 2, 5, 6, 0, 4]
+    assert compat_difficulty(items(), mode="learn") == out
+
+
+def test_research_mode_and_short_lists_are_unchanged():
+    given_items = items()
+    before = copy.deepcopy(given_items)
+    assert apply_difficulty_ordering(given_items, mode="research") == given_items
+    assert apply_difficulty_ordering([], mode="learn") == []
+    one = items(["advanced"])
+    assert apply_difficulty_ordering(one, mode="learn") == one
+    assert given_items == before  # nothing mutated
+    with pytest.raises(ValueError, match="mode"):
+        apply_difficulty_ordering(given_items, mode="teach")
+
+
+def test_documents_past_the_window_stay_put():
+    out = apply_difficulty_ordering(items(), mode="learn", window=3)
+    assert [d["id"] for d in out] == [1, 2, 0, 3, 4, 5, 6]
+
+
+def test_metadata_locations_and_kinds():
+    nested = [
+        {"text": "a", "metadata": {"difficulty": "advanced"}},
+        {"text": "b", "metadata": {"difficulty": "Introductory"}},
+    ]
+    assert [d["text"] for d in apply_difficulty_ordering(nested)] == ["b", "a"]
+    docs = [Document("a", metadata={"level": "advanced"}), Document("b", metadata={"level": 0})]
+    out = apply_difficulty_ordering(docs, field="level")
+    assert [d.text for d in out] == ["b", "a"] and all(isinstance(d, Document) for d in out)
+
+
+def test_on_a_rerank_result_it_renumbers_ranks():
+    result = rerank("doc", items(), reranker="bm25")
+    out = apply_difficulty_ordering(result, mode="learn")
+    assert type(out) is type(result)
+    assert [r.rank for r in out] == list(range(1, len(LEVELS) + 1))
+    assert [r.document["difficulty"] for r in out][:2] == ["introductory", "introductory"]
+    assert sorted(r.index for r in out) == list(range(len(LEVELS)))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    levels=st.lists(st.sampled_from([*DIFFICULTY_BUCKETS, None, "x"]), max_size=30),
+    window=st.integers(0, 35),
+)
+def test_learn_mode_properties(levels, window):
+    out = apply_difficulty_ordering(items(levels), mode="learn", window=window)
+    ids = [d["id"] for d in out]
+    assert sorted(ids) == list(range(len(levels)))
+    top = min(window, len(levels))
+    assert ids[top:] == list(range(top, len(levels)))  # past the window: untouched
+    rank = {"introductory": 0, "advanced": 2}
+    buckets = [rank.get(d["difficulty"], 1) for d in out[:top]]
+    assert buckets == sorted(buckets)
+    for b in set(buckets):  # inside a bucket the relevance order holds
+        same = [d["id"] for d in out[:top] if rank.get(d["difficulty"], 1) == b]
+        assert same == sorted(same)
+
+
+def test_min_score_and_deduplicate_report_what_they_drop():
+    result = rerank(
+        "solar power",
+        ["solar power plants", "solar power plants!", "wind farms", "solar panels"],
+        reranker="bm25",
+    )
+    cut = min_score(result, 0.01)
+    assert all(r.score >= 0.01 for r in cut) and len(cut) < len(result)
+    assert any("min_score dropped" in w for w in cut.warnings)
+    assert set(cut.dropped) == {r.index for r in result if r.score < 0.01}
+    deduped = deduplicate(result)
+    assert [r.text for r in deduped].count("solar power plants") + [r.text for r in deduped].count(
+        "solar power plants!"
+    ) == 1
+    assert len(deduped.dropped) == 1 and "near-duplicate" in deduped.warnings[-1]
+    plain = deduplicate(["a b c", "a b c", "d e"])
+    assert plain == ["a b c", "d e"]
+
+
+def test_mmr_pushes_a_redundant_item_down():
+    docs = [
+        {"text": "solar panels on roofs", "rerank_score": 0.9},
+        {"text": "solar panels on roofs today", "rerank_score": 0.85},
+        {"text": "wind turbines offshore", "rerank_score": 0.75},
+        {"text": "cooking pasta", "rerank_score": 0.1},
+    ]
+    # relevance (min-max): 1, 0.94, 0.81, 0; the near-copy overlaps the first by 0.8
+    assert [d["text"] for d in mmr(docs, 0.5)] == [docs[i]["text"] for i in (0, 2, 1, 3)]
+    assert mmr(docs, 1.0) == docs  # pure relevance: unchanged
+    vectors = [[1, 0], [1, 0.01], [0, 1], [0.7, 0.7]]
+    with_vectors = [dict(d, embedding=v) for d, v in zip(docs, vectors, strict=True)]
+    assert [d["text"] for d in mmr(with_vectors, 0.5)][1] == "wind turbines offshore"
+    calls = []
+
+    def embed(texts):
+        calls.append(len(texts))
+        return vectors
+
+    assert [d["text"] for d in MMR(0.5, embed=embed)(docs)][1] == "wind turbines offshore"
+    assert calls == [4]
+    assert mmr(docs[:1]) == docs[:1]
+    with pytest.raises(ValueError, match="lambda_"):
+        MMR(1.5)
