@@ -62,7 +62,8 @@ def test_details_and_table_formats(capsys):
     assert code == 0 and record["rank"] == 1 and "mRNA" in record["text"]
     # the default is the hybrid pipeline when the torch extra is installed
     has_torch = all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers"))
-    assert set(record["scores"]) == ({"bm25", "embedding"} if has_torch else {"bm25"})
+    # the sample carries a retriever_score, which the hybrid uses as its first-stage signal
+    assert set(record["scores"]) == ({"first_stage", "embedding"} if has_torch else {"bm25"})
     code, out, _ = run_cli(
         capsys, "rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "--format", "table", "-r", "text"
     )

@@ -116,3 +116,20 @@ def test_cached_vectors_cannot_be_changed_by_callers():
     vec = cache.get_many("m", ["a"])[0]
     with pytest.raises(ValueError, match="read-only"):
         vec[0] = 5
+
+
+def test_hybrid_uses_the_first_stage_score_when_every_document_has_one(scorer):
+    from rerankit import HybridReranker
+
+    hybrid = HybridReranker(scorer)
+    with_scores = [{"text": t, "score": float(i)} for i, t in enumerate(DOCS)]
+    result = hybrid.rerank(QUERY, with_scores)
+    assert set(result[0].scores) == {"first_stage", "embedding"}
+    weights = {k: v["weight"] for k, v in result[0].explanation.items()}
+    assert weights == pytest.approx({"first_stage": 0.3, "embedding": 0.7})
+    partial = [*with_scores[:2], *({"text": d} for d in DOCS[2:])]
+    fallback = hybrid.rerank(QUERY, partial)
+    assert set(fallback[0].scores) == {"bm25", "embedding"}
+    assert any("2 of 4 documents have a 'score'" in w for w in fallback.warnings)
+    plain = hybrid.rerank(QUERY, DOCS)
+    assert set(plain[0].scores) == {"bm25", "embedding"} and not plain.warnings

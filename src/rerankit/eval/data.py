@@ -4,8 +4,9 @@ plus optional TREC run files (``qid Q0 docid rank score tag``)."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 __all__ = ["Dataset", "load_beir", "load_qrels", "load_run"]
 
@@ -21,7 +22,7 @@ class Dataset:
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     run: dict[str, list[str]] | None = None
-    extra: dict[str, str] = field(default_factory=dict)
+    run_scores: dict[str, list[tuple[str, float]]] | None = None
 
     def text(self, doc_id: str) -> str:
         """A document's title and text, as one string."""
@@ -63,8 +64,9 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def load_run(path: str | Path) -> dict[str, list[str]]:
-    """A TREC run (``qid Q0 docid rank score tag``) as query id -> doc ids, best first."""
+def load_run(path: str | Path, *, with_scores: bool = False) -> dict[str, list[Any]]:
+    """A TREC run (``qid Q0 docid rank score tag``) as query id -> doc ids, best first (or
+    ``(doc id, score)`` pairs with ``with_scores=True``)."""
     scored: dict[str, list[tuple[float, int, str]]] = {}
     path = Path(path)
     with path.open(encoding="utf-8") as f:
@@ -76,6 +78,8 @@ def load_run(path: str | Path) -> dict[str, list[str]]:
                 raise ValueError(f"{path}:{n}: expected 6 columns, got {len(parts)}")
             qid, _, did, rank, score, _ = parts
             scored.setdefault(qid, []).append((-float(score), int(rank), did))
+    if with_scores:
+        return {q: [(d, -s) for s, _, d in sorted(rows)] for q, rows in scored.items()}
     return {qid: [did for *_, did in sorted(rows)] for qid, rows in scored.items()}
 
 
@@ -97,5 +101,13 @@ def load_beir(path: str | Path, split: str = "test", *, run: str | Path | None =
         if str(r["_id"]) in qrels
     }
     runs = [Path(run)] if run is not None else sorted(path.glob("*.run.trec"))
-    first_stage = load_run(runs[0]) if runs else None
-    return Dataset(name=path.name, corpus=corpus, queries=queries, qrels=qrels, run=first_stage)
+    scored = load_run(runs[0], with_scores=True) if runs else None
+    ranked = {q: [d for d, _ in rows] for q, rows in scored.items()} if scored else None
+    return Dataset(
+        name=path.name,
+        corpus=corpus,
+        queries=queries,
+        qrels=qrels,
+        run=ranked,
+        run_scores=scored,
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,73 @@ def _unit_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0), zero
 
 
+class EncodeBatcher:
+    """Micro-batching: texts from concurrent callers are encoded in one call, up to
+    ``max_items`` texts or ``max_wait_ms`` after the first arrives. Callers block until
+    their own rows are ready. One worker thread, started on first use."""
+
+    def __init__(self, encode: Any, *, max_items: int = 256, max_wait_ms: float = 5.0) -> None:
+        import queue
+        import threading
+
+        self._encode, self.max_items, self.max_wait = encode, max_items, max_wait_ms / 1000
+        self._queue: queue.Queue = queue.Queue()
+        self._lock = threading.Lock()
+        self._worker: threading.Thread | None = None
+        self.batches = 0  # encode calls made (for tests and metrics)
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        from concurrent.futures import Future
+
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        future: Future = Future()
+        self._ensure_worker()
+        self._queue.put((list(texts), future))
+        return future.result()
+
+    def _ensure_worker(self) -> None:
+        import threading
+
+        with self._lock:
+            if self._worker is None or not self._worker.is_alive():
+                self._worker = threading.Thread(
+                    target=self._run, name="rerankit-encode-batcher", daemon=True
+                )
+                self._worker.start()
+
+    def _run(self) -> None:
+        import queue
+        import time
+
+        while True:
+            first = self._queue.get()
+            jobs, count = [first], len(first[0])
+            deadline = time.monotonic() + self.max_wait
+            while count < self.max_items:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                try:
+                    job = self._queue.get(timeout=left)
+                except queue.Empty:
+                    break
+                jobs.append(job)
+                count += len(job[0])
+            texts = [t for job, _ in jobs for t in job]
+            try:
+                rows = self._encode(texts)
+                self.batches += 1
+            except BaseException as exc:  # every caller of this batch gets the error
+                for _, future in jobs:
+                    future.set_exception(exc)
+                continue
+            start = 0
+            for job, future in jobs:
+                future.set_result(rows[start : start + len(job)])
+                start += len(job)
+
+
 class EmbeddingScorer:
     """Cosine similarity between the query's and each document's embedding, in [-1, 1].
 
@@ -62,7 +130,8 @@ class EmbeddingScorer:
     encode). A zero vector scores 0 and is flagged ``zero_embedding``.
 
     ``cache``: True (an in-memory LRU of 100,000 vectors, the default), False, or an
-    :class:`~rerankit.EmbeddingCache` to share; ``cache_path`` adds an SQLite file.
+    :class:`~rerankit.EmbeddingCache` to share; ``cache_path`` adds an SQLite file (default:
+    the ``RERANKIT_EMBEDDING_CACHE`` environment variable, when set).
     """
 
     def __init__(
@@ -89,6 +158,8 @@ class EmbeddingScorer:
         self.trust_remote_code = trust_remote_code
         self.model_id = model if isinstance(model, str) else None
         self.model_key = model if isinstance(model, str) else f"{type(model).__name__}@{id(model)}"
+        if cache_path is None and cache is True:
+            cache_path = os.environ.get("RERANKIT_EMBEDDING_CACHE") or None
         if isinstance(cache, EmbeddingCache):
             self.cache: EmbeddingCache | None = cache
         elif cache or cache_path is not None:
@@ -125,7 +196,25 @@ class EmbeddingScorer:
         """The loaded model (loads it on first access)."""
         return self._model.get()
 
+    def enable_batching(self, *, max_items: int = 256, max_wait_ms: float = 5.0) -> None:
+        """Encode concurrent calls together (see :class:`EncodeBatcher`); for services."""
+        self._batchers = {
+            role: EncodeBatcher(
+                lambda texts, p=prompt: self._encode_now(texts, p),
+                max_items=max_items,
+                max_wait_ms=max_wait_ms,
+            )
+            for role, prompt in (("query", self.query_prompt), ("doc", self.document_prompt))
+        }
+
     def _encode(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
+        batchers = getattr(self, "_batchers", None)
+        if batchers:
+            role = "query" if prompt is self.query_prompt and prompt else "doc"
+            return batchers[role].encode(texts)
+        return self._encode_now(texts, prompt)
+
+    def _encode_now(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
         options: dict[str, Any] = {
             "batch_size": self.profile.batch_size,
             "convert_to_numpy": True,

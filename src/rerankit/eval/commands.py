@@ -1,0 +1,187 @@
+"""``rerankit eval`` and ``rerankit tune``."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .data import load_beir
+from .runner import (
+    evaluate_runs,
+    first_stage,
+    first_stage_run,
+    format_table,
+    run_pipeline,
+    write_outputs,
+)
+
+__all__ = ["add_commands"]
+
+
+def _progress(label: str, enabled: bool):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return lambda items: tqdm(items, desc=label, unit="query", file=sys.stderr, leave=False)
+
+
+def _limit(data, n: int | None):
+    if n:
+        data.queries = dict(list(data.queries.items())[:n])
+    return data
+
+
+def _pipelines(names: str, configs: list[str]) -> list[tuple[str, Any]]:
+    from ..config import load
+
+    out = []
+    for name in [n.strip() for n in names.split(",") if n.strip()]:
+        out.append((Path(name).stem if Path(name).suffix else name, load(name)))
+    for path in configs:
+        out.append((Path(path).stem, load(Path(path))))
+    return out
+
+
+def _embedding_cache(args: argparse.Namespace) -> None:
+    if args.embedding_cache:  # read by every EmbeddingScorer built from here on
+        os.environ["RERANKIT_EMBEDDING_CACHE"] = args.embedding_cache
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    _embedding_cache(args)
+    data = _limit(load_beir(args.data, args.split), args.max_queries)
+    source = args.first_stage
+    cands = first_stage(data, source, args.k)
+    runs = [first_stage_run(cands)]
+    for name, reranker in _pipelines(args.rerankers, args.config or []):
+        runs.append(
+            run_pipeline(
+                name, reranker, data, cands, progress=_progress(name, not args.no_progress)
+            )
+        )
+    rows = evaluate_runs(data, runs, args.k)
+    source_label = "BM25 over the corpus (k1=0.9, b=0.4)" if source == "bm25" else source
+    print(
+        f"{data.name}, {args.split} split, {len(data.queries)} queries; first stage: "
+        f"{source_label}, top {args.k}\n"
+    )
+    print(format_table(rows, args.k))
+    if args.out:
+        meta = {
+            "dataset": data.name,
+            "split": args.split,
+            "first_stage": source_label,
+            "k": args.k,
+            "queries": len(data.queries),
+        }
+        for path in write_outputs(args.out, rows, runs, meta):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    from ..config import load
+    from ..scorers.embedding import EmbeddingScorer
+    from . import tune
+
+    strategies = [s.strip() for s in args.strategies.split(",")]
+    unknown = sorted(set(strategies) - set(tune.STRATEGIES))
+    if unknown or len(strategies) < 2:
+        raise ValueError(
+            f"--strategies: two or more of {', '.join(tune.STRATEGIES)}; unknown: {unknown}"
+        )
+    if args.train_split == args.test_split:
+        raise ValueError(
+            "--train-split and --test-split must differ: never tune on the split you report"
+        )
+    _embedding_cache(args)
+    embedding = EmbeddingScorer()
+    train = _limit(load_beir(args.data, args.train_split), args.max_queries)
+    train_cands = first_stage(train, args.first_stage, args.k)
+    matrices = tune.score_matrix(
+        train, train_cands, embedding, progress=_progress("scoring train", not args.no_progress)
+    )
+    results = tune.search(train, matrices, strategies)
+    print(
+        f"{train.name}: {len(matrices)} {args.train_split} queries; best fusions "
+        "(nDCG@10 x 100 on the training split):\n"
+    )
+    for r in results[:5]:
+        weights = ", ".join(f"{k} {v:.1f}" for k, v in r["weights"].items())
+        norm = f" + {r['normalization']}" if r["normalization"] else ""
+        print(f"  {100 * r['ndcg@10']:6.2f}  {r['method']}{norm}: {weights}")
+    best = results[0]
+    spec = tune.pipeline_spec(best, name=f"tuned-{train.name}")
+    out = Path(args.out or f"tuned-{train.name}.toml")
+    comment = (
+        f"Tuned by `rerankit tune` on {train.name} {args.train_split} "
+        f"({len(matrices)} queries, nDCG@10 {100 * best['ndcg@10']:.2f})."
+    )
+    out.write_text(tune.to_toml(spec, comment), encoding="utf-8")
+    print(f"\nwrote {out}")
+
+    test = _limit(load_beir(args.data, args.test_split), args.max_queries)
+    test_cands = first_stage(test, args.first_stage, args.k)
+    runs = [first_stage_run(test_cands)]
+    for name, reranker in (("hybrid", load("hybrid")), (out.stem, load(out))):
+        runs.append(
+            run_pipeline(
+                name, reranker, test, test_cands, progress=_progress(name, not args.no_progress)
+            )
+        )
+    rows = evaluate_runs(test, runs, args.k)
+    print(f"\n{test.name}, {args.test_split} split, {len(test.queries)} queries:\n")
+    print(format_table(rows, args.k))
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    ev = sub.add_parser("eval", help="evaluate rerankers on a BEIR-layout dataset")
+    ev.add_argument(
+        "--data", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/<split>.tsv"
+    )
+    ev.add_argument("--split", default="test")
+    ev.add_argument(
+        "--first-stage",
+        default="bm25",
+        help="bm25 (over the corpus), run (the dataset's *.run.trec), or a TREC run",
+    )
+    ev.add_argument(
+        "--rerankers",
+        default="bm25,embedding,hybrid",
+        help="comma-separated names or pipeline files",
+    )
+    ev.add_argument("--config", action="append", help="a pipeline file (repeatable)")
+    ev.add_argument("--k", type=int, default=100, help="candidates per query (default 100)")
+    ev.add_argument("--out", help="folder for results.json, TREC runs and a chart")
+    ev.add_argument("--max-queries", type=int, default=None, help="evaluate the first N only")
+    ev.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    ev.add_argument(
+        "--embedding-cache",
+        default=None,
+        help="SQLite file caching document embeddings across runs",
+    )
+    ev.set_defaults(func=cmd_eval)
+
+    tu = sub.add_parser("tune", help="choose fusion weights on a training split")
+    tu.add_argument("--data", required=True)
+    tu.add_argument("--train-split", default="train")
+    tu.add_argument("--test-split", default="test")
+    tu.add_argument("--first-stage", default="bm25")
+    tu.add_argument("--k", type=int, default=100)
+    tu.add_argument("--strategies", default="first_stage,bm25,embedding")
+    tu.add_argument("--out", help="pipeline file to write (default tuned-<dataset>.toml)")
+    tu.add_argument(
+        "--embedding-cache",
+        default=None,
+        help="SQLite file caching document embeddings across runs",
+    )
+    tu.add_argument("--max-queries", type=int, default=None)
+    tu.add_argument("--no-progress", action="store_true")
+    tu.set_defaults(func=cmd_tune)

@@ -1,0 +1,213 @@
+"""Running rerankers over a dataset's candidates and scoring the runs.
+
+Metrics and the paired significance test come from ranx (extra ``eval``): nDCG@10,
+MRR@10, Recall@10 and Recall@k, relevance >= 1 counting as relevant, and a paired
+Student's t-test of each pipeline against the first stage.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._optional import require
+from .data import Dataset, load_run
+from .first_stage import BM25Index
+
+__all__ = [
+    "PipelineRun",
+    "candidate_documents",
+    "evaluate_runs",
+    "first_stage",
+    "run_pipeline",
+    "write_outputs",
+]
+
+FIRST_STAGE = "first stage"
+
+
+def first_stage(
+    data: Dataset, source: str = "bm25", k: int = 100
+) -> dict[str, list[tuple[str, float]]]:
+    """Each query's top ``k`` as ``(doc id, first-stage score)``, best first: BM25 over the
+    corpus (``"bm25"``, Anserini's k1=0.9, b=0.4), the dataset's own run (``"run"``), or a
+    TREC run file's path. Queries the first stage finds nothing for get an empty list."""
+    if source == "bm25":
+        ids = list(data.corpus)
+        index = BM25Index(ids, [data.text(i) for i in ids])
+        out = {}
+        for qid, text in data.queries.items():
+            scores = index.scores(text)
+            top = (-scores).argsort(kind="stable")[:k]  # ties: corpus order
+            out[qid] = [(ids[i], float(scores[i])) for i in top if scores[i] > 0]
+        return out
+    if source == "run":
+        if data.run_scores is None:
+            raise ValueError(f"dataset {data.name!r} ships no run file; use --first-stage bm25")
+        ranked = data.run_scores
+    else:
+        ranked = load_run(source, with_scores=True)
+    return {qid: list(ranked.get(qid, []))[:k] for qid in data.queries}
+
+
+def candidate_documents(data: Dataset, ranked: Sequence[tuple[str, float]]) -> list[dict]:
+    """Candidates as dicts a reranker takes: ``id``, ``text``, ``first_stage_score``."""
+    return [{"id": d, "text": data.text(d), "first_stage_score": s} for d, s in ranked]
+
+
+@dataclass
+class PipelineRun:
+    """One pipeline's ranking of every query, its latencies and its provider usage."""
+
+    name: str
+    run: dict[str, dict[str, float]]
+    latencies: list[float] = field(default_factory=list)
+    usage: dict[str, int] = field(default_factory=dict)
+    degraded_queries: int = 0
+
+    @property
+    def mean_latency(self) -> float:
+        return statistics.fmean(self.latencies) if self.latencies else 0.0
+
+    @property
+    def p95_latency(self) -> float:
+        if len(self.latencies) < 2:
+            return self.mean_latency
+        return statistics.quantiles(self.latencies, n=20, method="inclusive")[-1]
+
+
+def _as_run(ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
+    """Ranked lists as ranx-style scores (``n - position``: the order is what counts)."""
+    return {q: {d: float(len(ids) - i) for i, d in enumerate(ids)} for q, ids in ranked.items()}
+
+
+def first_stage_run(cands: Mapping[str, Sequence[tuple[str, float]]]) -> PipelineRun:
+    return PipelineRun(FIRST_STAGE, _as_run({q: [d for d, _ in c] for q, c in cands.items()}))
+
+
+def run_pipeline(
+    name: str,
+    reranker: Any,
+    data: Dataset,
+    cands: Mapping[str, Sequence[tuple[str, float]]],
+    *,
+    progress: Callable[[Any], Any] | None = None,
+) -> PipelineRun:
+    """Rerank every query's candidates with ``reranker``; ``progress`` wraps the query
+    iterator (e.g. ``tqdm``) when given."""
+    queries = list(cands.items())
+    iterator = progress(queries) if progress else queries
+    result = PipelineRun(name, {})
+    for qid, ranked in iterator:
+        if not ranked:
+            result.run[qid] = {}
+            continue
+        start = time.perf_counter()
+        out = reranker.rerank(data.queries[qid], candidate_documents(data, ranked))
+        result.latencies.append(time.perf_counter() - start)
+        result.run[qid] = {r.id: float(len(out) - i) for i, r in enumerate(out)}
+        result.degraded_queries += bool(out.degraded)
+        for key, value in out.usage.items():
+            result.usage[key] = result.usage.get(key, 0) + value
+    return result
+
+
+def metric_names(k: int) -> list[str]:
+    return ["ndcg@10", "mrr@10", "recall@10", f"recall@{k}"]
+
+
+def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[dict[str, Any]]:
+    """One row per run: the metrics, latency, usage, and the p-value of a paired t-test of
+    its nDCG@10 against the first run (the first stage)."""
+    ranx = require("ranx", "rerankit eval")
+    qrels = ranx.Qrels({q: dict(j) for q, j in data.qrels.items() if q in data.queries})
+    metrics = metric_names(k)
+    ranx_runs = []
+    for r in runs:
+        run = {q: (v if v else {"__none__": 0.0}) for q, v in r.run.items()}
+        ranx_runs.append(ranx.Run(run, name=r.name))
+    report = ranx.compare(qrels, ranx_runs, metrics, stat_test="student", max_p=0.05)
+    table = report.to_dict()
+    rows = []
+    for r in runs:
+        entry = table[r.name]
+        p = None if r is runs[0] else float(entry["comparisons"][runs[0].name]["ndcg@10"])
+        rows.append(
+            {
+                "pipeline": r.name,
+                **{m: float(entry["scores"][m]) for m in metrics},
+                "p_vs_first_stage": p,
+                "mean_ms": 1e3 * r.mean_latency,
+                "p95_ms": 1e3 * r.p95_latency,
+                "llm_calls": r.usage.get("calls", 0),
+                "tokens": r.usage.get("input_tokens", 0) + r.usage.get("output_tokens", 0),
+                "degraded_queries": r.degraded_queries,
+            }
+        )
+    return rows
+
+
+def format_table(rows: Sequence[Mapping[str, Any]], k: int) -> str:
+    """The rows as a Markdown table."""
+    metrics = metric_names(k)
+    head = [
+        "pipeline",
+        *metrics,
+        "p (nDCG@10 vs first stage)",
+        "mean ms",
+        "p95 ms",
+        "LLM calls",
+        "tokens",
+    ]
+    lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    for r in rows:
+        p = "" if r["p_vs_first_stage"] is None else f"{r['p_vs_first_stage']:.3g}"
+        cells = [
+            r["pipeline"],
+            *(f"{100 * r[m]:.2f}" for m in metrics),
+            p,
+            f"{r['mean_ms']:.1f}",
+            f"{r['p95_ms']:.1f}",
+            str(r["llm_calls"]),
+            str(r["tokens"]),
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def write_outputs(
+    out: str | Path,
+    rows: Sequence[Mapping[str, Any]],
+    runs: Sequence[PipelineRun],
+    meta: Mapping[str, Any],
+) -> list[Path]:
+    """``results.json``, one TREC run per pipeline under ``runs/``, and ``ndcg.png``."""
+    out = Path(out)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    written = [out / "results.json"]
+    written[0].write_text(json.dumps({**meta, "results": list(rows)}, indent=2) + "\n")
+    for r in runs:
+        path = out / "runs" / (r.name.replace("/", "_").replace(" ", "_") + ".trec")
+        with path.open("w", encoding="utf-8") as f:
+            for qid, scores in r.run.items():
+                for rank, (doc, score) in enumerate(
+                    sorted(scores.items(), key=lambda x: -x[1]), start=1
+                ):
+                    f.write(f"{qid} Q0 {doc} {rank} {score:g} {r.name.replace(' ', '_')}\n")
+        written.append(path)
+    plt = require("matplotlib.pyplot", "the eval chart")
+    fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(rows)), 3.2))
+    ax.bar([r["pipeline"] for r in rows], [100 * r["ndcg@10"] for r in rows], color="#4c72b0")
+    ax.set_ylabel("nDCG@10 x 100")
+    ax.set_title(str(meta.get("dataset", "")))
+    ax.tick_params(axis="x", labelrotation=20)
+    fig.tight_layout()
+    fig.savefig(out / "ndcg.png", dpi=120)
+    plt.close(fig)
+    written.append(out / "ndcg.png")
+    return written

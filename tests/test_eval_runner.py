@@ -1,0 +1,121 @@
+"""`rerankit eval` / `rerankit tune` machinery on a tiny collection whose metrics are known."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+pytest.importorskip("ranx", reason="evaluation needs the 'eval' extra")
+
+from rerankit.cli import main
+from rerankit.eval import load_beir
+from rerankit.eval.runner import PipelineRun, evaluate_runs, first_stage
+from rerankit.eval.tune import grid, pipeline_spec, to_toml
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    corpus = [
+        ("d1", "solar panels", "solar panels turn sunlight into electricity"),
+        ("d2", "wind", "wind turbines turn wind into electricity"),
+        ("d3", "solar history", "the history of solar power and solar cells"),
+        ("d4", "cooking", "how to cook pasta"),
+    ]
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in corpus)
+    )
+    (tmp_path / "queries.jsonl").write_text(
+        json.dumps({"_id": "q1", "text": "solar electricity"})
+        + "\n"
+        + json.dumps({"_id": "q2", "text": "wind power"})
+        + "\n"
+    )
+    (tmp_path / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td3\t1\nq2\td2\t1\n"
+    )
+    (tmp_path / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    return tmp_path
+
+
+def test_metrics_by_hand(tiny):
+    data = load_beir(tiny)
+    runs = [
+        PipelineRun("perfect", {"q1": {"d1": 3, "d3": 2, "d2": 1}, "q2": {"d2": 1}}),
+        PipelineRun("swapped", {"q1": {"d3": 3, "d1": 2, "d2": 1}, "q2": {"d4": 2, "d2": 1}}),
+    ]
+    rows = {r["pipeline"]: r for r in evaluate_runs(data, runs, k=3)}
+    assert rows["perfect"]["ndcg@10"] == pytest.approx(1.0)
+    assert rows["perfect"]["p_vs_first_stage"] is None
+    # q1: gains 1, 2 at ranks 1, 2 vs ideal 2, 1; q2: the relevant one at rank 2
+    q1 = (1 + 2 / math.log2(3)) / (2 + 1 / math.log2(3))
+    q2 = 1 / math.log2(3)
+    assert rows["swapped"]["ndcg@10"] == pytest.approx((q1 + q2) / 2)
+    assert rows["swapped"]["mrr@10"] == pytest.approx((1 + 0.5) / 2)
+    assert rows["swapped"]["recall@10"] == pytest.approx(1.0)
+
+
+def test_first_stage_bm25_and_run_file(tiny, tmp_path):
+    data = load_beir(tiny)
+    cands = first_stage(data, "bm25", k=2)
+    assert cands["q1"][0][0] == "d1" and len(cands["q1"]) == 2
+    assert [d for d, _ in cands["q2"]] == ["d2", "d3"]  # wind twice; d3 has "power"
+    assert all(s > 0 for c in cands.values() for _, s in c)
+    run = tmp_path / "first.trec"
+    run.write_text("q1 Q0 d3 1 9.5 x\nq1 Q0 d1 2 7.0 x\nq2 Q0 d4 1 1.0 x\n")
+    from_file = first_stage(data, str(run), k=100)
+    assert from_file == {"q1": [("d3", 9.5), ("d1", 7.0)], "q2": [("d4", 1.0)]}
+    with pytest.raises(ValueError, match="ships no run file"):
+        first_stage(data, "run")
+
+
+def test_eval_command_writes_everything(tiny, tmp_path, capsys):
+    out = tmp_path / "out"
+    code = main(
+        [
+            "eval",
+            "--data",
+            str(tiny),
+            "--rerankers",
+            "bm25,text",
+            "--k",
+            "3",
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
+    )
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "| first stage |" in printed and "| bm25 |" in printed and "| text |" in printed
+    result = json.loads((out / "results.json").read_text())
+    assert [r["pipeline"] for r in result["results"]] == ["first stage", "bm25", "text"]
+    assert result["k"] == 3 and result["queries"] == 2
+    assert (out / "runs" / "bm25.trec").read_text().startswith("q1 Q0 ")
+    assert (out / "ndcg.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_tune_pieces():
+    weights = grid(3)
+    assert all(abs(sum(w) - 1) < 1e-9 for w in weights)
+    assert all(sum(1 for x in w if x > 0) >= 2 for w in weights)
+    assert (0.3, 0.0, 0.7) in weights and (1.0, 0.0, 0.0) not in weights
+    spec = pipeline_spec(
+        {
+            "method": "weighted_average",
+            "normalization": "min_max",
+            "weights": {"first_stage": 0.3, "embedding": 0.7},
+        }
+    )
+    text = to_toml(spec, "a comment")
+    import tomllib
+
+    assert tomllib.loads(text) == spec
+    assert text.startswith("# a comment")
+
+
+def test_tune_refuses_to_report_on_its_training_split(tiny, capsys):
+    code = main(["tune", "--data", str(tiny), "--train-split", "test", "--test-split", "test"])
+    assert code == 1 and "never tune on the split you report" in capsys.readouterr().err
