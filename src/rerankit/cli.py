@@ -135,6 +135,16 @@ def _cmd_rerankers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from .server import ServerSettings, serve
+
+    settings = ServerSettings.from_file(args.config) if args.config else ServerSettings()
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    serve(settings, host=args.host, port=args.port)
+    return 0
+
+
 def _positive_int(value: str) -> int:
     try:
         n = int(value)
@@ -202,6 +212,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     names = sub.add_parser("rerankers", help="list the named rerankers")
     names.set_defaults(func=_cmd_rerankers)
+    from .eval.commands import add_commands
+
+    add_commands(sub)
+    srv = sub.add_parser("serve", help="run the HTTP service (Cohere- and TEI-compatible)")
+    srv.add_argument(
+        "--config",
+        "-c",
+        default=None,
+        help="service file: [server] and [pipelines.NAME] (see rerankit.server.settings)",
+    )
+    srv.add_argument("--host", default="127.0.0.1")
+    srv.add_argument("--port", type=int, default=8080)
+    srv.set_defaults(func=_cmd_serve)
     return parser
 
 
@@ -218,7 +241,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return args.func(args)
-    except (InputError, ValueError, TypeError, RerankitError) as exc:
+    except (InputError, ValueError, TypeError, RerankitError, FileNotFoundError) as exc:
         print(f"rerankit: error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `rerankit rank ... | head`

@@ -158,7 +158,8 @@ class PopularityScorer(FieldScorer):
 class FunctionScorer:
     """Any callable as a scorer: ``fn(query, document) -> float`` per document, or with
     ``batch=True``, ``fn(query, documents) -> sequence of floats``. Documents are
-    :class:`~rerankit.Document` (text, id, metadata)."""
+    :class:`~rerankit.Document` (text, id, metadata). The callable runs on a worker thread,
+    so a slow one does not stall other requests of an async application."""
 
     def __init__(self, fn: Any, *, name: str | None = None, batch: bool = False) -> None:
         if not callable(fn):
@@ -167,6 +168,11 @@ class FunctionScorer:
         self.name = name or getattr(fn, "__name__", "function")
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
+        import asyncio
+
+        return await asyncio.to_thread(self.values, query, docs)  # never block the loop
+
+    def values(self, query: str, docs: Sequence[Document]) -> np.ndarray:
         if self.batch:
             return np.asarray(self.fn(query, list(docs)), dtype=np.float64)
         return np.asarray([float(self.fn(query, d)) for d in docs], dtype=np.float64)

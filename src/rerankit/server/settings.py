@@ -1,0 +1,97 @@
+"""Service settings: pipelines by name, keys, limits. Read from a TOML/YAML/JSON file::
+
+[server]
+api_keys = ["secret"]          # or RERANKIT_API_KEYS="k1,k2"; none: the service is open
+default = "hybrid"
+max_documents = 1000           # per request
+max_document_chars = 20000     # longer documents are truncated (or rejected: truncate=false)
+truncate = true
+max_body_bytes = 5000000       # larger bodies get 413
+timeout = 30.0                 # seconds per request (then 503)
+max_concurrency = 4            # requests reranked at once
+max_queue = 64                 # requests waiting beyond that; more get 429 + Retry-After
+metrics_public = true          # false: /metrics needs a key too
+batching = true                # micro-batch embedding work across concurrent requests
+batch_max_items = 256
+batch_max_wait_ms = 5.0
+
+[pipelines.hybrid]
+reranker = "hybrid"
+
+[pipelines.cascade]            # any declared pipeline (see rerankit.config)
+stages = [{ scorer = { type = "bm25" }, keep = 30 }, { reranker = "hybrid" }]
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ServerSettings"]
+
+DEFAULT_PIPELINES = ("bm25", "embedding", "hybrid")
+
+
+@dataclass
+class ServerSettings:
+    pipelines: dict[str, Any] = field(
+        default_factory=lambda: {name: name for name in DEFAULT_PIPELINES}
+    )
+    default: str = "hybrid"
+    api_keys: list[str] = field(default_factory=list)
+    max_documents: int = 1000
+    max_document_chars: int = 20_000
+    truncate: bool = True
+    max_body_bytes: int = 5_000_000
+    timeout: float = 30.0
+    max_concurrency: int = 4
+    max_queue: int = 64
+    metrics_public: bool = True
+    batching: bool = True
+    batch_max_items: int = 256
+    batch_max_wait_ms: float = 5.0
+
+    def __post_init__(self) -> None:
+        env = os.environ.get("RERANKIT_API_KEYS", "")
+        self.api_keys = [*self.api_keys, *(k.strip() for k in env.split(",") if k.strip())]
+        if self.default not in self.pipelines:
+            raise ValueError(
+                f"default pipeline {self.default!r} is not among {sorted(self.pipelines)}"
+            )
+        for name in (
+            "max_documents",
+            "max_document_chars",
+            "max_body_bytes",
+            "max_concurrency",
+            "batch_max_items",
+        ):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1")
+        if self.max_queue < 0 or self.timeout <= 0:
+            raise ValueError("max_queue must be >= 0 and timeout > 0")
+
+    @classmethod
+    def from_mapping(cls, spec: Mapping[str, Any]) -> ServerSettings:
+        unknown_top = sorted(set(spec) - {"server", "pipelines"})
+        if unknown_top:
+            raise ValueError(
+                f"unknown top-level keys {unknown_top}; use [server] and [pipelines.NAME]"
+            )
+        server = dict(spec.get("server", {}))
+        known = {f.name for f in fields(cls)} - {"pipelines"}
+        unknown = sorted(set(server) - known)
+        if unknown:
+            raise ValueError(f"[server]: unknown keys {unknown}")
+        pipelines = dict(spec.get("pipelines") or {name: name for name in DEFAULT_PIPELINES})
+        if "default" not in server:
+            server["default"] = "hybrid" if "hybrid" in pipelines else next(iter(pipelines))
+        return cls(pipelines=pipelines, **server)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> ServerSettings:
+        from ..config import read_spec
+
+        return cls.from_mapping(read_spec(path))

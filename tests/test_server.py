@@ -1,0 +1,257 @@
+"""The HTTP service through the official cohere SDK and httpx, against a live server."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
+cohere = pytest.importorskip("cohere", reason="needs the cohere SDK (dev extra)")
+httpx = pytest.importorskip("httpx")
+uvicorn = pytest.importorskip("uvicorn")
+
+from rerankit import FunctionScorer, ScorerReranker, register_reranker, rerank  # noqa: E402
+from rerankit.scorers.embedding import EncodeBatcher  # noqa: E402
+from rerankit.server import ServerSettings, create_app  # noqa: E402
+
+DOCS = [
+    "Solar panels turn sunlight into power.",
+    "Wind farms at sea.",
+    "Solar power stations and solar cells.",
+    "Cooking pasta at home.",
+]
+QUERY = "solar power"
+
+
+def _slow(seconds):
+    def make():
+        def score(query, doc):
+            time.sleep(seconds)
+            return float(len(doc.text))
+
+        return ScorerReranker(FunctionScorer(score, name="slow"))
+
+    return make
+
+
+register_reranker("test-slow", _slow(0.4))
+
+
+class LiveServer:
+    def __init__(self, settings: ServerSettings) -> None:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        config = uvicorn.Config(
+            create_app(settings), host="127.0.0.1", port=self.port, log_level="warning"
+        )
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.time() + 20
+        while not self.server.started and time.time() < deadline:
+            time.sleep(0.02)
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+@pytest.fixture(scope="module")
+def live():
+    settings = ServerSettings(
+        pipelines={"bm25": "bm25", "text": "text", "slow": "test-slow"},
+        default="bm25",
+        api_keys=["sekret"],
+        max_documents=10,
+        max_document_chars=200,
+        truncate=False,
+        max_body_bytes=20_000,
+        timeout=5.0,
+        max_concurrency=1,
+        max_queue=1,
+    )
+    server = LiveServer(settings)
+    yield server
+    server.stop()
+
+
+AUTH = {"Authorization": "Bearer sekret"}
+
+
+def expected_order(reranker="bm25"):
+    return [r.index for r in rerank(QUERY, DOCS, reranker=reranker)]
+
+
+def test_cohere_sdk_v1_and_v2(live):
+    v1 = cohere.Client(api_key="sekret", base_url=live.url)
+    out = v1.rerank(query=QUERY, documents=DOCS, model="bm25", top_n=3, return_documents=True)
+    assert [r.index for r in out.results] == expected_order()[:3]
+    assert out.results[0].document.text == DOCS[out.results[0].index]
+    scores = [r.relevance_score for r in out.results]
+    assert all(0.0 <= s <= 1.0 for s in scores) and scores == sorted(scores, reverse=True)
+    v2 = cohere.ClientV2(api_key="sekret", base_url=live.url)
+    out2 = v2.rerank(model="text", query=QUERY, documents=DOCS, top_n=2, max_tokens_per_doc=50)
+    assert [r.index for r in out2.results] == expected_order("text")[:2]
+
+
+def test_v1_object_documents_and_rank_fields(live):
+    docs = [{"title": "Wind", "body": "turbines at sea"}, {"title": "Solar", "body": "power"}]
+    r = httpx.post(
+        f"{live.url}/v1/rerank",
+        headers=AUTH,
+        json={
+            "query": QUERY,
+            "documents": docs,
+            "rank_fields": ["title", "body"],
+            "max_chunks_per_doc": 10,
+        },
+    )
+    assert r.status_code == 200
+    first = r.json()["results"][0]
+    assert first["index"] == 1 and first["document"] == docs[1]
+    r = httpx.post(f"{live.url}/v1/rerank", headers=AUTH, json={"query": QUERY, "documents": docs})
+    assert r.status_code == 400 and "'text' field or rank_fields" in r.json()["message"]
+
+
+def test_tei_shape(live):
+    r = httpx.post(
+        f"{live.url}/rerank",
+        headers=AUTH,
+        json={"query": QUERY, "texts": DOCS, "return_text": True, "raw_scores": True},
+    )
+    body = r.json()
+    assert r.status_code == 200 and isinstance(body, list)
+    assert [x["index"] for x in body] == expected_order()
+    raw = [x.score for x in rerank(QUERY, DOCS, reranker="bm25")]
+    np.testing.assert_allclose([x["score"] for x in body], raw)
+    assert body[0]["text"] == DOCS[body[0]["index"]]
+    long = httpx.post(
+        f"{live.url}/rerank", headers=AUTH, json={"query": QUERY, "texts": ["x" * 300]}
+    )
+    assert long.status_code == 413
+    cut = httpx.post(
+        f"{live.url}/rerank",
+        headers=AUTH,
+        json={"query": QUERY, "texts": ["solar " * 60, "wind"], "truncate": True},
+    )
+    assert cut.status_code == 200
+
+
+def test_auth(live):
+    r = httpx.post(f"{live.url}/v2/rerank", json={"query": QUERY, "documents": DOCS})
+    assert r.status_code == 401 and "API key" in r.json()["message"]
+    r = httpx.post(
+        f"{live.url}/v2/rerank",
+        headers={"Authorization": "Bearer wrong"},
+        json={"query": QUERY, "documents": DOCS},
+    )
+    assert r.status_code == 401
+    assert httpx.get(f"{live.url}/health").status_code == 200
+    assert httpx.get(f"{live.url}/metrics").status_code == 200
+    assert httpx.get(f"{live.url}/v1/models").status_code == 401
+    models = httpx.get(f"{live.url}/v1/models", headers=AUTH).json()["models"]
+    assert {m["name"] for m in models} == {"bm25", "text", "slow"}
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ({"query": QUERY, "documents": DOCS, "model": "nope"}, 404, "model 'nope' not found"),
+        ({"query": " ", "documents": DOCS}, 400, "query must not be empty"),
+        ({"query": QUERY, "documents": []}, 400, "documents must not be empty"),
+        ({"query": QUERY, "documents": ["d"] * 11}, 400, "the limit is 10"),
+        ({"query": QUERY, "documents": ["d" * 201]}, 400, "document 0: 201 characters"),
+        ({"query": QUERY}, 422, "documents"),
+        ({"query": QUERY, "documents": DOCS, "top_n": 0}, 400, "top_n"),
+    ],
+)
+def test_errors_are_json_with_cohere_statuses(live, body, status, message):
+    r = httpx.post(f"{live.url}/v2/rerank", headers=AUTH, json=body)
+    assert r.status_code == status and message in r.json()["message"]
+
+
+def test_body_size_limit(live):
+    r = httpx.post(
+        f"{live.url}/v2/rerank",
+        headers=AUTH,
+        json={"query": QUERY, "documents": ["word " * 30] * 200},
+    )
+    assert r.status_code == 413 and "20000 bytes" in r.json()["message"]
+
+
+def test_full_queue_answers_429_and_every_accepted_request_is_answered(live):
+    def call(_):
+        return httpx.post(
+            f"{live.url}/v2/rerank",
+            headers=AUTH,
+            timeout=30,
+            json={"query": QUERY, "documents": DOCS[:2], "model": "slow"},
+        )
+
+    with ThreadPoolExecutor(6) as pool:
+        replies = list(pool.map(call, range(6)))
+    codes = sorted(r.status_code for r in replies)
+    assert codes.count(200) >= 2 and set(codes) <= {200, 429} and 429 in codes
+    refused = next(r for r in replies if r.status_code == 429)
+    assert refused.headers["retry-after"] == "1" and "capacity" in refused.json()["message"]
+    metrics = httpx.get(f"{live.url}/metrics").text
+    assert 'rerankit_errors_total{status="429"}' in metrics
+    assert "rerankit_request_seconds_bucket" in metrics
+    assert "rerankit_documents_scored_total" in metrics
+
+
+def test_timeout_is_503():
+    settings = ServerSettings(pipelines={"slow": "test-slow"}, default="slow", timeout=0.3)
+    server = LiveServer(settings)
+    try:
+        r = httpx.post(f"{server.url}/v2/rerank", json={"query": QUERY, "documents": DOCS})
+        assert r.status_code == 503 and "within 0.3 s" in r.json()["message"]
+    finally:
+        server.stop()
+
+
+def test_settings_from_a_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("RERANKIT_API_KEYS", "a, b")
+    path = tmp_path / "service.toml"
+    path.write_text('[server]\nmax_queue = 3\n\n[pipelines.lexical]\nscorer = { type = "bm25" }\n')
+    settings = ServerSettings.from_file(path)
+    assert settings.default == "lexical" and settings.api_keys == ["a", "b"]
+    assert settings.max_queue == 3
+    path.write_text("[server]\nmax_qeue = 3\n")
+    with pytest.raises(ValueError, match="max_qeue"):
+        ServerSettings.from_file(path)
+
+
+def test_encode_batcher_groups_concurrent_calls():
+    calls = []
+
+    def encode(texts):
+        calls.append(len(texts))
+        time.sleep(0.05)
+        return np.array([[float(len(t))] for t in texts])
+
+    batcher = EncodeBatcher(encode, max_items=100, max_wait_ms=30)
+
+    def one(i):
+        texts = [f"t{i}-{j}" * (j + 1) for j in range(3)]
+        out = batcher.encode(texts)
+        return out[:, 0].tolist() == [float(len(t)) for t in texts]
+
+    with ThreadPoolExecutor(8) as pool:
+        assert all(pool.map(one, range(8)))
+    assert sum(calls) == 24 and len(calls) < 8  # 8 callers, fewer encode calls
+
+    def failing(texts):
+        raise RuntimeError("model crashed")
+
+    with pytest.raises(RuntimeError, match="model crashed"):
+        EncodeBatcher(failing).encode(["x"])
+    assert asyncio.run(asyncio.sleep(0, result=True))
