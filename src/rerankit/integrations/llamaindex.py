@@ -1,0 +1,41 @@
+"""A LlamaIndex node postprocessor over any rerankit reranker (extra ``llamaindex``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .._optional import require
+
+require("llama_index.core", "rerankit.integrations.llamaindex")
+
+from llama_index.core.postprocessor.types import BaseNodePostprocessor  # noqa: E402
+from llama_index.core.schema import NodeWithScore, QueryBundle  # noqa: E402
+
+from ._common import resolve  # noqa: E402
+
+__all__ = ["RerankitPostprocessor"]
+
+
+class RerankitPostprocessor(BaseNodePostprocessor):
+    """Reorders retrieved nodes with ``reranker`` (a rerankit reranker, scorer, registered
+    name such as ``"hybrid"``, or pipeline file), keeps the best ``top_n`` (None: all) and
+    sets each node's score to rerankit's."""
+
+    reranker: Any = "hybrid"
+    top_n: int | None = None
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "RerankitPostprocessor"
+
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        if query_bundle is None:
+            raise ValueError("RerankitPostprocessor needs the query (a QueryBundle)")
+        if not nodes:
+            return []
+        result = resolve(self.reranker).rerank(
+            query_bundle.query_str, [n.node.get_content() for n in nodes], top_k=self.top_n
+        )
+        return [NodeWithScore(node=nodes[r.index].node, score=r.score) for r in result]
