@@ -56,6 +56,8 @@ format: $(VENV)/.installed-dev
 bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/lexical.py
 	$(PY) benchmarks/embedding.py
+	$(PY) benchmarks/llm.py
+	$(PY) benchmarks/server.py
 
 quality: $(VENV)/.installed-dev
 	$(PY) benchmarks/quality.py

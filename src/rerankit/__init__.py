@@ -38,6 +38,7 @@ _LAZY = {
     "FusionReranker": "pipeline",
     "get_reranker": "pipeline",
     "hybrid_reranker": "pipeline",
+    "HybridReranker": "pipeline",
     "register_reranker": "pipeline",
     "available_rerankers": "pipeline",
     "Scorer": "scorers.base",

@@ -19,6 +19,13 @@ EXTRAS = {
     "pydantic": "llm",
     "networkx": "graph",
     "yaml": "yaml",
+    "ranx": "eval",
+    "matplotlib": "eval",
+    "fastapi": "server",
+    "uvicorn": "server",
+    "prometheus_client": "server",
+    "langchain_core": "langchain",
+    "llama_index": "llamaindex",
 }
 
 
