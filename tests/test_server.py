@@ -43,6 +43,14 @@ def _slow(seconds):
 register_reranker("test-slow", _slow(0.4))
 
 
+class _Broken(ScorerReranker):
+    async def arerank(self, *args, **kwargs):
+        raise RuntimeError("a bug")
+
+
+register_reranker("test-broken", lambda: _Broken(FunctionScorer(lambda q, d: 0.0)))
+
+
 class LiveServer:
     def __init__(self, settings: ServerSettings) -> None:
         with socket.socket() as s:
@@ -67,7 +75,7 @@ class LiveServer:
 @pytest.fixture(scope="module")
 def live():
     settings = ServerSettings(
-        pipelines={"bm25": "bm25", "text": "text", "slow": "test-slow"},
+        pipelines={"bm25": "bm25", "text": "text", "slow": "test-slow", "broken": "test-broken"},
         default="bm25",
         api_keys=["sekret"],
         max_documents=10,
@@ -158,7 +166,7 @@ def test_auth(live):
     assert httpx.get(f"{live.url}/metrics").status_code == 200
     assert httpx.get(f"{live.url}/v1/models").status_code == 401
     models = httpx.get(f"{live.url}/v1/models", headers=AUTH).json()["models"]
-    assert {m["name"] for m in models} == {"bm25", "text", "slow"}
+    assert {m["name"] for m in models} == {"bm25", "text", "slow", "broken"}
 
 
 @pytest.mark.parametrize(
@@ -171,6 +179,7 @@ def test_auth(live):
         ({"query": QUERY, "documents": ["d" * 201]}, 400, "document 0: 201 characters"),
         ({"query": QUERY}, 422, "documents"),
         ({"query": QUERY, "documents": DOCS, "top_n": 0}, 400, "top_n"),
+        ({"query": QUERY, "documents": DOCS, "model": "broken"}, 500, "internal error"),
     ],
 )
 def test_errors_are_json_with_cohere_statuses(live, body, status, message):

@@ -165,8 +165,21 @@ class Reranker(ABC):
             what = "the document list is empty" if not docs else "the query is empty"
             logger.warning("%s; returning the input order", what)
             scored = Scored(final=np.zeros(len(docs)), warnings=[f"{what}; input order kept"])
-        else:
-            scored = await self._score(query, docs, **context)
+            return assemble(query, docs, scored, top_k=top_k, score_field=score_field)
+        return await self._rank(query, docs, top_k=top_k, score_field=score_field, **context)
+
+    async def _rank(
+        self,
+        query: str,
+        docs: Sequence[Document],
+        *,
+        top_k: int | None,
+        score_field: str,
+        **context: Any,
+    ) -> RerankResult:
+        """Score non-empty ``docs`` and order them (rerankers that order by other means,
+        such as pipelines, override this)."""
+        scored = await self._score(query, docs, **context)
         return assemble(query, docs, scored, top_k=top_k, score_field=score_field)
 
     @abstractmethod
@@ -626,24 +639,16 @@ class Pipeline(Reranker):
     async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
         raise NotImplementedError  # pragma: no cover - arerank is overridden
 
-    async def arerank(
+    async def _rank(
         self,
         query: str,
-        documents: Iterable[Any],
+        docs: Sequence[Document],
         *,
-        top_k: int | None = None,
-        text_field: str = "text",
-        id_field: str = "id",
-        score_field: str = "rerank_score",
+        top_k: int | None,
+        score_field: str,
         **context: Any,
     ) -> RerankResult:
-        if not isinstance(query, str):
-            raise TypeError(f"query must be a str, got {type(query).__name__}")
-        _check_top_k(top_k)
-        docs = to_documents(documents, text_field=text_field, id_field=id_field)
         n = len(docs)
-        if not docs or not query.strip():
-            return await super().arerank(query, docs, top_k=top_k, score_field=score_field)
         scored = Scored(final=np.zeros(n))
         order, limit, dropped = list(range(n)), n, []
         for stage in self.stages:
