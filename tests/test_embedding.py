@@ -133,3 +133,10 @@ def test_hybrid_uses_the_first_stage_score_when_every_document_has_one(scorer):
     assert any("2 of 4 documents have a 'score'" in w for w in fallback.warnings)
     plain = hybrid.rerank(QUERY, DOCS)
     assert set(plain[0].scores) == {"bm25", "embedding"} and not plain.warnings
+
+
+def test_cache_keys_include_the_input_window(scorer):
+    cache = EmbeddingCache()
+    EmbeddingScorer(scorer.model, cache=cache).encode_documents(DOCS[:2])
+    EmbeddingScorer(scorer.model, cache=cache, max_length=64).encode_documents(DOCS[:2])
+    assert len(cache) == 4 and cache.hits == 0

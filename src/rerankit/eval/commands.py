@@ -101,7 +101,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             "--train-split and --test-split must differ: never tune on the split you report"
         )
     _embedding_cache(args)
-    embedding = EmbeddingScorer()
+    embedding = EmbeddingScorer(max_length=args.embedding_max_length)
     train = _limit(load_beir(args.data, args.train_split), args.max_queries)
     train_cands = first_stage(train, args.first_stage, args.k)
     matrices = tune.score_matrix(
@@ -117,7 +117,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         norm = f" + {r['normalization']}" if r["normalization"] else ""
         print(f"  {100 * r['ndcg@10']:6.2f}  {r['method']}{norm}: {weights}")
     best = results[0]
-    spec = tune.pipeline_spec(best, name=f"tuned-{train.name}")
+    spec = tune.pipeline_spec(
+        best, name=f"tuned-{train.name}", embedding_max_length=args.embedding_max_length
+    )
     out = Path(args.out or f"tuned-{train.name}.toml")
     comment = (
         f"Tuned by `rerankit tune` on {train.name} {args.train_split} "
@@ -181,6 +183,12 @@ def add_commands(sub: Any) -> None:
         "--embedding-cache",
         default=None,
         help="SQLite file caching document embeddings across runs",
+    )
+    tu.add_argument(
+        "--embedding-max-length",
+        type=int,
+        default=None,
+        help="tokens the embedding model reads per document (MiniLM: 256 unless set)",
     )
     tu.add_argument("--max-queries", type=int, default=None)
     tu.add_argument("--no-progress", action="store_true")

@@ -112,12 +112,20 @@ def search(
     return results
 
 
-def pipeline_spec(choice: Mapping[str, Any], name: str = "tuned-hybrid") -> dict[str, Any]:
+def pipeline_spec(
+    choice: Mapping[str, Any],
+    name: str = "tuned-hybrid",
+    *,
+    embedding_max_length: int | None = None,
+) -> dict[str, Any]:
     """A declared pipeline (see :mod:`rerankit.config`) for a fusion found by :func:`search`."""
+    embedding: dict[str, Any] = {"type": "embedding"}
+    if embedding_max_length:
+        embedding["max_length"] = embedding_max_length
     scorer_of = {
         "first_stage": {"type": "field", "field": "first_stage_score", "name": "first_stage"},
         "bm25": {"type": "bm25"},
-        "embedding": {"type": "embedding"},
+        "embedding": embedding,
     }
     stage: dict[str, Any] = {
         "name": name,

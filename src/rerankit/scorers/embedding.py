@@ -236,6 +236,8 @@ class EmbeddingScorer:
         if self.cache is None:
             return self._encode(texts, self.document_prompt)
         key = f"{self.model_key}|{self.document_prompt or ''}"
+        if self.profile.max_length is not None:  # a different window is a different vector
+            key += f"|max_length={self.profile.max_length}"
         found = self.cache.get_many(key, texts)
         todo = [i for i, v in enumerate(found) if v is None]
         if todo:
