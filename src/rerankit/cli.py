@@ -212,7 +212,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     names = sub.add_parser("rerankers", help="list the named rerankers")
     names.set_defaults(func=_cmd_rerankers)
-    from .eval.commands import add_commands
+    from .eval.cli import add_commands
 
     add_commands(sub)
     srv = sub.add_parser("serve", help="run the HTTP service (Cohere- and TEI-compatible)")
