@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -131,7 +132,9 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
     for r in runs:
         run = {q: (v if v else {"__none__": 0.0}) for q, v in r.run.items()}
         ranx_runs.append(ranx.Run(run, name=r.name))
-    report = ranx.compare(qrels, ranx_runs, metrics, stat_test="student", max_p=0.05)
+    with warnings.catch_warnings():  # numba's notes on ranx's internal casts: not ours to fix
+        warnings.filterwarnings("ignore", message=".*unsafe cast.*")
+        report = ranx.compare(qrels, ranx_runs, metrics, stat_test="student", max_p=0.05)
     table = report.to_dict()
     rows = []
     for r in runs:

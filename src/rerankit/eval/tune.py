@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -99,7 +100,9 @@ def search(
             method,
             normalization,
         )
-        score = float(ranx.evaluate(qrels, ranx.Run(run), "ndcg@10"))
+        with warnings.catch_warnings():  # numba's notes on ranx's internal casts
+            warnings.filterwarnings("ignore", message=".*unsafe cast.*")
+            score = float(ranx.evaluate(qrels, ranx.Run(run), "ndcg@10"))
         results.append(
             {
                 "method": method,
