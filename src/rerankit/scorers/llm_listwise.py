@@ -213,6 +213,8 @@ class LLMListwiseScorer(LLMScorerBase):
         degraded = False
         warnings: list[str] = []
         for start, end in windows(n, self.window, self.step):
+            if end - start < 2:
+                continue  # one document has only one order: no call
             notes: dict[str, list[str]] = {"failed": [], "rejected": [], "repaired": []}
             label = f"window {start}-{end - 1}"
             segment = order[start:end]
