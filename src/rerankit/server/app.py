@@ -78,7 +78,7 @@ class _Admission:
         self.waiting = 0
         self._cond: asyncio.Condition | None = None
 
-    async def __aenter__(self) -> None:
+    async def acquire(self) -> None:
         if self._cond is None:
             self._cond = asyncio.Condition()
         async with self._cond:
@@ -97,7 +97,7 @@ class _Admission:
             self.running += 1
             self.metrics.in_flight.set(self.running)
 
-    async def __aexit__(self, *exc: object) -> None:
+    async def release(self) -> None:
         assert self._cond is not None
         async with self._cond:
             self.running -= 1
@@ -192,6 +192,15 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 )
         return await call_next(request)
 
+    releasing: set[asyncio.Future] = set()  # strong references until each release ran
+
+    def _finished(task: asyncio.Future) -> None:
+        if not task.cancelled():
+            task.exception()  # retrieved, so a failure after a timeout answer is not re-reported
+        release = asyncio.ensure_future(admission.release())
+        releasing.add(release)
+        release.add_done_callback(releasing.discard)
+
     async def run(
         endpoint: str, model: str | None, query: str, docs: list[Any], top_n: int | None
     ) -> tuple[RerankResult, str]:
@@ -207,22 +216,25 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             raise ApiError(400, "top_n must be >= 1")
         metrics.requests.labels(endpoint, name).inc()
         start = time.perf_counter()
-        async with admission:
-            try:
-                result = await asyncio.wait_for(
-                    reranker.arerank(query, docs, top_k=top_n), settings.timeout
-                )
-            except asyncio.TimeoutError as exc:
-                raise ApiError(503, f"no answer within {settings.timeout:g} s") from exc
-            except InvalidDocumentError as exc:
-                raise ApiError(400, str(exc)) from exc
-            except (MissingDependencyError, ModelLoadError) as exc:
-                raise ApiError(503, f"pipeline {name!r} is unavailable: {exc}") from exc
-            except ApiError:
-                raise
-            except Exception as exc:
-                logger.exception("rerank failed")
-                raise ApiError(500, f"internal error: {type(exc).__name__}") from exc
+        await admission.acquire()
+        # The slot is held until the work itself ends, even after a timeout answer: a
+        # timed-out rerank keeps computing on its thread, and it still counts against
+        # max_concurrency, so timeouts cannot pile up unbounded work.
+        task = asyncio.ensure_future(reranker.arerank(query, docs, top_k=top_n))
+        task.add_done_callback(_finished)
+        try:
+            result = await asyncio.wait_for(asyncio.shield(task), settings.timeout)
+        except asyncio.TimeoutError as exc:
+            raise ApiError(503, f"no answer within {settings.timeout:g} s") from exc
+        except InvalidDocumentError as exc:
+            raise ApiError(400, str(exc)) from exc
+        except (MissingDependencyError, ModelLoadError) as exc:
+            raise ApiError(503, f"pipeline {name!r} is unavailable: {exc}") from exc
+        except ApiError:
+            raise
+        except Exception as exc:
+            logger.exception("rerank failed")
+            raise ApiError(500, f"internal error: {type(exc).__name__}") from exc
         metrics.latency.labels(endpoint).observe(time.perf_counter() - start)
         metrics.documents.inc(len(docs))
         return result, name
