@@ -223,6 +223,12 @@ def test_timeout_is_503():
     try:
         r = httpx.post(f"{server.url}/v2/rerank", json={"query": QUERY, "documents": DOCS})
         assert r.status_code == 503 and "within 0.3 s" in r.json()["message"]
+        # the timed-out work (4 x 0.4 s) still holds its slot until it ends
+        assert "rerankit_in_flight 1.0" in httpx.get(f"{server.url}/metrics").text
+        deadline = time.time() + 5
+        while "rerankit_in_flight 0.0" not in httpx.get(f"{server.url}/metrics").text:
+            assert time.time() < deadline
+            time.sleep(0.1)
     finally:
         server.stop()
 
