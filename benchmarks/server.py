@@ -6,7 +6,8 @@ The service runs in its own process on loopback (``rerankit serve``); this scrip
 passages when ``../shared/data`` is present, else generated text), so the embedding cache
 cannot answer for the model. Each level is bounded in time and count. It prints requests/s,
 p50 and p99 latency, and counts: answered, refused with 429 (only expected beyond the queue),
-and failed (anything else; should be 0).
+and failed (anything else; should be 0). A last overload level (batching on, 128 clients
+against 32 slots and a queue of 64) shows the deliberate 429s.
 
 Run: ``python benchmarks/server.py [--seconds 20] [--requests 96]``.
 """
@@ -93,7 +94,8 @@ async def drive(
                 latencies.append(time.perf_counter() - t0)
 
     begin = time.perf_counter()
-    async with httpx.AsyncClient(timeout=180, limits=httpx.Limits(max_connections=64)) as c:
+    limits = httpx.Limits(max_connections=concurrency + 8)  # every client has a connection
+    async with httpx.AsyncClient(timeout=300, limits=limits) as c:
         await asyncio.gather(*(worker(c) for _ in range(concurrency)))
     wall = time.perf_counter() - begin
     ok = codes.get(200, 0)
@@ -114,7 +116,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=96, help="per level")
     args = parser.parse_args()
     levels = (1, 8, 32)
-    texts = passages(2 * len(levels) * args.requests * DOCS_PER_REQUEST + 400)
+    texts = passages((2 * len(levels) * args.requests + 128) * DOCS_PER_REQUEST + 400)
     results = {}
     offset = 0
     for batching in (True, False):
@@ -129,11 +131,12 @@ def main() -> None:
                 timeout=120,
                 json={"model": "hybrid", "query": "warm up", "documents": texts[-20:]},
             )
-            for level in levels:
+            for level in (*levels, 128) if batching else levels:
+                count = 128 if level == 128 else args.requests  # 128: the overload level
                 results[batching, level] = asyncio.run(
-                    drive(url, level, texts, offset, args.seconds, args.requests)
+                    drive(url, level, texts, offset, args.seconds, count)
                 )
-                offset += args.requests * DOCS_PER_REQUEST
+                offset += count * DOCS_PER_REQUEST
         finally:
             proc.terminate()
             proc.wait(30)
@@ -141,8 +144,9 @@ def main() -> None:
     print("| batching | concurrency | req/s | p50 ms | p99 ms | answered | 429 | failed |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for (batching, level), r in results.items():
+        label = "on (overload)" if level == 128 else ("on" if batching else "off")
         print(
-            f"| {'on' if batching else 'off'} | {level} | {r['rps']:.2f} | "
+            f"| {label} | {level} | {r['rps']:.2f} | "
             f"{1e3 * r['p50']:.0f} | {1e3 * r['p99']:.0f} | {r['ok']} | {r['refused']} | "
             f"{r['failed']} |"
         )
