@@ -198,10 +198,14 @@ def _stage(spec: Mapping[str, Any], where: str) -> tuple[Any, int | None, str | 
     return step, keep, name
 
 
-def load(spec: str | Path | Mapping[str, Any]) -> Any:
-    """A reranker from a spec (see the module doc): a mapping, a file path, or a registered
-    name. One plain stage gives that stage's reranker; anything more gives a Pipeline."""
+def load(spec: Any) -> Any:
+    """A reranker from a spec (see the module doc): a mapping, a file path, a registered
+    name, or a reranker or scorer (returned as a reranker). One plain stage gives that
+    stage's reranker; anything more gives a Pipeline."""
     from .pipeline import _FACTORIES, Pipeline, Stage, get_reranker
+
+    if not isinstance(spec, (str, Path, Mapping)):
+        return get_reranker(spec)
 
     if isinstance(spec, (str, Path)):
         if isinstance(spec, str) and spec in _FACTORIES:

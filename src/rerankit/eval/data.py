@@ -14,15 +14,21 @@ __all__ = ["Dataset", "load_beir", "load_qrels", "load_run"]
 @dataclass
 class Dataset:
     """Corpus (doc id -> {"title", "text"}), queries (id -> text) and graded qrels
-    (query id -> doc id -> relevance) of one split; ``run`` is a first-stage ranking when the
-    dataset ships one (query id -> doc ids, best first)."""
+    (query id -> doc id -> relevance) of one split; ``run_scores`` is a first-stage ranking
+    when the dataset ships one (query id -> ``(doc id, score)``, best first)."""
 
     name: str
     corpus: dict[str, dict[str, str]]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
-    run: dict[str, list[str]] | None = None
     run_scores: dict[str, list[tuple[str, float]]] | None = None
+
+    @property
+    def run(self) -> dict[str, list[str]] | None:
+        """The shipped first-stage ranking as doc ids only (None when there is none)."""
+        if self.run_scores is None:
+            return None
+        return {q: [d for d, _ in rows] for q, rows in self.run_scores.items()}
 
     def text(self, doc_id: str) -> str:
         """A document's title and text, as one string."""
@@ -102,12 +108,4 @@ def load_beir(path: str | Path, split: str = "test", *, run: str | Path | None =
     }
     runs = [Path(run)] if run is not None else sorted(path.glob("*.run.trec"))
     scored = load_run(runs[0], with_scores=True) if runs else None
-    ranked = {q: [d for d, _ in rows] for q, rows in scored.items()} if scored else None
-    return Dataset(
-        name=path.name,
-        corpus=corpus,
-        queries=queries,
-        qrels=qrels,
-        run=ranked,
-        run_scores=scored,
-    )
+    return Dataset(name=path.name, corpus=corpus, queries=queries, qrels=qrels, run_scores=scored)
