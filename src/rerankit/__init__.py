@@ -14,16 +14,17 @@ import importlib
 import logging
 from typing import Any
 
-from .documents import InvalidDocumentError
-from .types import (
-    Document,
+from .errors import (
+    ConfigError,
+    InputError,
+    InvalidDocumentError,
     MissingDependencyError,
     ModelLoadError,
-    RankedDocument,
+    ProviderError,
     RerankitError,
-    RerankResult,
     ScorerError,
 )
+from .types import Document, RankedDocument, RerankResult
 
 __version__ = "0.1.0"
 
@@ -69,10 +70,13 @@ _LAZY = {
 }
 
 __all__ = [
+    "ConfigError",
     "Document",
+    "InputError",
     "InvalidDocumentError",
     "MissingDependencyError",
     "ModelLoadError",
+    "ProviderError",
     "RankedDocument",
     "RerankResult",
     "RerankitError",

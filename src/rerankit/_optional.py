@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from .types import MissingDependencyError
+from .errors import MissingDependencyError
 
 #: module -> the rerankit extra that installs it
 EXTRAS = {

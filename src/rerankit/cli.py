@@ -13,11 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
-from .types import RerankitError
-
-
-class InputError(Exception):
-    """The input file cannot be read as documents."""
+from .errors import InputError, RerankitError
 
 
 def read_documents(stream: TextIO, source: str) -> list[Any]:

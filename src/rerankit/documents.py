@@ -12,18 +12,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from .types import Document, RerankitError
+from .errors import InvalidDocumentError
+from .types import Document
 
-__all__ = ["InvalidDocumentError", "output_for", "to_documents"]
-
-
-class InvalidDocumentError(RerankitError, ValueError):
-    """A document in the input cannot be used; ``index`` and ``field`` say which and where."""
-
-    def __init__(self, message: str, *, index: int, field: str | None = None) -> None:
-        super().__init__(message)
-        self.index = index
-        self.field = field
+__all__ = ["output_for", "to_documents"]
 
 
 def _check_sequence(documents: Any) -> list[Any]:

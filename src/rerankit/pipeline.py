@@ -14,9 +14,10 @@ from typing import Any
 import numpy as np
 
 from . import fusion
-from .documents import InvalidDocumentError, output_for, to_documents
+from .documents import output_for, to_documents
+from .errors import CALLER_ERRORS
 from .scorers.base import Scorer, as_score_batch
-from .types import Document, MissingDependencyError, ModelLoadError, RankedDocument, RerankResult
+from .types import Document, RankedDocument, RerankResult, check_top_k
 
 __all__ = [
     "FusionReranker",
@@ -35,8 +36,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
-#: Errors that describe the caller's input or set-up: they propagate instead of degrading.
-_CALLER_ERRORS = (InvalidDocumentError, MissingDependencyError, ModelLoadError)
+_CALLER_ERRORS = CALLER_ERRORS
 
 
 def run_sync(coro: Any) -> Any:
@@ -82,11 +82,6 @@ class Scored:
     def add_usage(self, usage: Mapping[str, int]) -> None:
         for k, v in usage.items():
             self.usage[k] = self.usage.get(k, 0) + v
-
-
-def _check_top_k(top_k: int | None) -> None:
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
-        raise ValueError(f"top_k must be a positive integer or None, got {top_k!r}")
 
 
 def _replace_non_finite(name: str, values: np.ndarray, scored: Scored) -> np.ndarray:
@@ -159,7 +154,7 @@ class Reranker(ABC):
         """
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, got {type(query).__name__}")
-        _check_top_k(top_k)
+        check_top_k(top_k)
         docs = to_documents(documents, text_field=text_field, id_field=id_field)
         if not docs or not query.strip():
             what = "the document list is empty" if not docs else "the query is empty"

@@ -10,31 +10,19 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = [
-    "Document",
-    "MissingDependencyError",
-    "ModelLoadError",
-    "RankedDocument",
-    "RerankResult",
-    "RerankitError",
-    "ScorerError",
-]
+__all__ = ["Document", "RankedDocument", "RerankResult", "check_top_k"]
 
 
-class RerankitError(Exception):
-    """Base class of rerankit's own errors."""
+def check_top_k(top_k: object, name: str = "top_k") -> int | None:
+    """``top_k`` if it is None or a positive integer, else a ``ValueError`` naming it.
 
-
-class ScorerError(RerankitError):
-    """A scorer could not produce scores (model failure, provider down, bad output)."""
-
-
-class MissingDependencyError(RerankitError, ImportError):
-    """An optional dependency is not installed; the message names the extra to install."""
-
-
-class ModelLoadError(RerankitError):
-    """A model could not be loaded (unknown id, missing files, no network for a download)."""
+    The one check every entry point (library, CLI, service, compat) applies.
+    """
+    if top_k is None:
+        return None
+    if isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1:
+        raise ValueError(f"{name} must be a positive integer or None, got {top_k!r}")
+    return top_k
 
 
 @dataclass(frozen=True)
@@ -126,8 +114,9 @@ class RerankResult:
 
     def top_k(self, k: int) -> RerankResult:
         """A new result holding only the best ``k`` (all of them when ``k`` exceeds the size)."""
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be a positive integer, got {k!r}")
+        if k is None:
+            raise ValueError("k must be a positive integer, got None")
+        check_top_k(k, "k")
         return replace(self, results=self.results[:k])
 
     def documents(self) -> list[Any]:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..errors import ModelLoadError
 from ..hardware import HardwareProfile
 from ..pipeline import ScorerReranker, run_sync
 from ..scorers.causal_lm import DEFAULT_CAUSAL_LM, CausalLMScorer
 from ..scorers.cross_encoder import CrossEncoderScorer
-from ..types import ModelLoadError
 
 __all__ = ["MemoryProfile", "RerankerService", "is_causal_lm"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ..types import ScorerError
+from ..errors import PermanentProviderError, ProviderError, TransientProviderError
 
 __all__ = [
     "LLMClient",
@@ -19,28 +19,10 @@ __all__ = [
 ]
 
 
-class LLMError(ScorerError):
-    """A provider call failed."""
-
-
-class TransientLLMError(LLMError):
-    """Worth retrying: rate limit (429), server error (5xx), connection error, timeout.
-    ``retry_after`` is the provider's Retry-After in seconds, when it sent one."""
-
-    def __init__(
-        self, message: str, *, status: int | None = None, retry_after: float | None = None
-    ):
-        super().__init__(message)
-        self.status, self.retry_after = status, retry_after
-
-
-class PermanentLLMError(LLMError):
-    """Not worth retrying: bad request (400), bad key (401), forbidden (403), unknown model
-    (404), ... The message carries the provider's own explanation."""
-
-    def __init__(self, message: str, *, status: int | None = None):
-        super().__init__(message)
-        self.status = status
+#: the provider errors under their LLM names (defined in :mod:`rerankit.errors`)
+LLMError = ProviderError
+TransientLLMError = TransientProviderError
+PermanentLLMError = PermanentProviderError
 
 
 @dataclass(frozen=True)

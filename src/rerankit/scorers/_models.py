@@ -8,8 +8,8 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
+from ..errors import MissingDependencyError, ModelLoadError
 from ..hardware import HardwareProfile
-from ..types import MissingDependencyError, ModelLoadError
 
 logger = logging.getLogger(__name__)
 

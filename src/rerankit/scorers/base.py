@@ -8,7 +8,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..types import Document, ScorerError
+from ..errors import ScorerError
+from ..types import Document
 
 __all__ = ["ScoreBatch", "Scorer", "as_score_batch"]
 

@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from .._optional import require
-from ..types import Document, ModelLoadError
+from ..errors import ModelLoadError
+from ..types import Document
 from ._models import LazyModel, model_label, run_splitting_on_oom, settings
 
 __all__ = [

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from .._optional import require
-from ..types import Document, ScorerError
+from ..errors import ScorerError
+from ..types import Document
 from ._models import LazyModel, model_label, settings
 
 __all__ = ["DEFAULT_CROSS_ENCODER", "CrossEncoderScorer"]

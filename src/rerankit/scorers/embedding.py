@@ -20,7 +20,8 @@ import numpy as np
 
 from .._optional import require
 from ..cache import EmbeddingCache
-from ..types import Document, ScorerError
+from ..errors import ScorerError
+from ..types import Document
 from ._models import LazyModel, model_label, settings
 from .base import ScoreBatch
 

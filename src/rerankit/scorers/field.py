@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..documents import InvalidDocumentError
+from ..errors import InvalidDocumentError
 from ..types import Document
 
 __all__ = ["FieldScorer", "FunctionScorer", "PopularityScorer", "RecencyScorer"]

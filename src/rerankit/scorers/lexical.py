@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..types import Document, MissingDependencyError
+from ..errors import MissingDependencyError
+from ..types import Document
 from ._vectorized import WordTable, split_batch
 
 __all__ = [

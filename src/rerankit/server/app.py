@@ -17,25 +17,18 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from .._optional import require
-from ..documents import InvalidDocumentError
-from ..types import MissingDependencyError, ModelLoadError, RerankResult
+from ..errors import InvalidDocumentError, MissingDependencyError, ModelLoadError, ServiceError
+from ..types import RerankResult
 from .settings import ServerSettings
 
 __all__ = ["create_app"]
 
 logger = logging.getLogger(__name__)
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None):
-        super().__init__(message)
-        self.status, self.message, self.headers = status, message, dict(headers or {})
 
 
 class _Metrics:
@@ -84,7 +77,7 @@ class _Admission:
         async with self._cond:
             if self.running >= self.slots:
                 if self.waiting >= self.queue:
-                    raise ApiError(
+                    raise ServiceError(
                         429, "the service is at capacity; retry shortly", {"Retry-After": "1"}
                     )
                 self.waiting += 1
@@ -129,14 +122,14 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     def pipeline(name: str | None) -> Any:
         name = name or settings.default
         if name not in settings.pipelines:
-            raise ApiError(
+            raise ServiceError(
                 404, f"model {name!r} not found; available: {', '.join(sorted(settings.pipelines))}"
             )
         if name not in pipelines:
             try:
                 reranker = load(settings.pipelines[name])
             except (ValueError, TypeError) as exc:
-                raise ApiError(500, f"pipeline {name!r} is misconfigured: {exc}") from exc
+                raise ServiceError(500, f"pipeline {name!r} is misconfigured: {exc}") from exc
             if settings.batching:
                 for scorer in _embedding_scorers(reranker):
                     scorer.enable_batching(
@@ -151,8 +144,8 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         version=__import__("rerankit").__version__,
     )
 
-    @app.exception_handler(ApiError)
-    async def _api_error(request: Any, exc: ApiError) -> Any:
+    @app.exception_handler(ServiceError)
+    async def _api_error(request: Any, exc: ServiceError) -> Any:
         metrics.errors.labels(str(exc.status)).inc()
         return JSONResponse({"message": exc.message}, status_code=exc.status, headers=exc.headers)
 
@@ -207,13 +200,13 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         name = model or settings.default
         reranker = pipeline(name)
         if not query.strip():
-            raise ApiError(400, "query must not be empty")
+            raise ServiceError(400, "query must not be empty")
         if not docs:
-            raise ApiError(400, "documents must not be empty")
+            raise ServiceError(400, "documents must not be empty")
         if len(docs) > settings.max_documents:
-            raise ApiError(400, f"{len(docs)} documents; the limit is {settings.max_documents}")
+            raise ServiceError(400, f"{len(docs)} documents; the limit is {settings.max_documents}")
         if top_n is not None and top_n < 1:
-            raise ApiError(400, "top_n must be >= 1")
+            raise ServiceError(400, "top_n must be >= 1")
         metrics.requests.labels(endpoint, name).inc()
         start = time.perf_counter()
         await admission.acquire()
@@ -225,16 +218,16 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         try:
             result = await asyncio.wait_for(asyncio.shield(task), settings.timeout)
         except asyncio.TimeoutError as exc:
-            raise ApiError(503, f"no answer within {settings.timeout:g} s") from exc
+            raise ServiceError(503, f"no answer within {settings.timeout:g} s") from exc
         except InvalidDocumentError as exc:
-            raise ApiError(400, str(exc)) from exc
+            raise ServiceError(400, str(exc)) from exc
         except (MissingDependencyError, ModelLoadError) as exc:
-            raise ApiError(503, f"pipeline {name!r} is unavailable: {exc}") from exc
-        except ApiError:
+            raise ServiceError(503, f"pipeline {name!r} is unavailable: {exc}") from exc
+        except ServiceError:
             raise
         except Exception as exc:
             logger.exception("rerank failed")
-            raise ApiError(500, f"internal error: {type(exc).__name__}") from exc
+            raise ServiceError(500, f"internal error: {type(exc).__name__}") from exc
         metrics.latency.labels(endpoint).observe(time.perf_counter() - start)
         metrics.documents.inc(len(docs))
         return result, name
@@ -244,7 +237,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         for i, t in enumerate(items):
             if len(t) > settings.max_document_chars:
                 if not settings.truncate:
-                    raise ApiError(
+                    raise ServiceError(
                         400,
                         f"document {i}: {len(t)} characters; the limit is "
                         f"{settings.max_document_chars}",
@@ -292,12 +285,12 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         keys = fields or ["text"]
         missing = [k for k in keys if k not in doc]
         if fields is None and missing:
-            raise ApiError(
+            raise ServiceError(
                 400,
                 f"document {i}: object documents need a 'text' field or rank_fields naming theirs",
             )
         if missing and len(missing) == len(keys):
-            raise ApiError(400, f"document {i}: none of rank_fields {keys} present")
+            raise ServiceError(400, f"document {i}: none of rank_fields {keys} present")
         if fields is None:
             return str(doc["text"])
         return "\n".join(f"{k}: {doc[k]}" for k in keys if k in doc)
@@ -313,18 +306,18 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         # Content-Type header, and chunked bodies carry no Content-Length to check.
         raw = await request.body()
         if len(raw) > settings.max_body_bytes:
-            raise ApiError(413, f"request body over {settings.max_body_bytes} bytes")
+            raise ServiceError(413, f"request body over {settings.max_body_bytes} bytes")
         try:
             data = json.loads(raw or b"null")
         except ValueError as exc:
-            raise ApiError(400, f"the body is not JSON: {exc}") from exc
+            raise ServiceError(400, f"the body is not JSON: {exc}") from exc
         try:
             return model.model_validate(data)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
             metrics.errors.labels("422").inc()
-            raise ApiError(422, f"invalid request: {where}: {first.get('msg')}") from exc
+            raise ServiceError(422, f"invalid request: {where}: {first.get('msg')}") from exc
 
     @app.post("/v1/rerank", openapi_extra=body_schema(V1Request))
     async def rerank_v1(request: fastapi.Request) -> Any:
@@ -363,7 +356,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         body = await parse(request, TEIRequest)
         items = body.texts
         if not body.truncate and any(len(t) > settings.max_document_chars for t in items):
-            raise ApiError(
+            raise ServiceError(
                 413, f"a text is over {settings.max_document_chars} characters; send truncate=true"
             )
         if body.truncate:  # the caller asked for it, whatever the server's own setting

@@ -1,0 +1,120 @@
+"""rerankit's errors: one hierarchy under :class:`RerankitError`.
+
+=========================  ====================================================================
+error                      raised when
+=========================  ====================================================================
+``InputError``             the caller's input cannot be used (also a ``ValueError``)
+``InvalidDocumentError``   one document cannot be used; ``index`` and ``field`` say which
+``ConfigError``            a declared pipeline or setting is wrong; ``where`` names the stage
+                           and key (also a ``ValueError``)
+``MissingDependencyError`` an optional package is missing; the message names the extra
+                           (also an ``ImportError``)
+``ModelLoadError``         a model could not be loaded (unknown id, missing files, no network)
+``ScorerError``            a scorer could not produce scores
+``ProviderError``          an LLM provider call failed (a ``ScorerError``); transient ones are
+                           retried, permanent ones are not
+``ServiceError``           the HTTP service answers with an error status
+=========================  ====================================================================
+
+Input, configuration, dependency and model-load errors describe the caller's set-up: they
+propagate out of a rerank. Scorer and provider errors degrade the result instead (the
+other strategies decide, and the result says so).
+
+This module imports nothing from the rest of rerankit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = [
+    "ConfigError",
+    "InputError",
+    "InvalidDocumentError",
+    "MissingDependencyError",
+    "ModelLoadError",
+    "PermanentProviderError",
+    "ProviderError",
+    "RerankitError",
+    "ScorerError",
+    "ServiceError",
+    "TransientProviderError",
+]
+
+
+class RerankitError(Exception):
+    """Base class of rerankit's own errors."""
+
+
+class InputError(RerankitError, ValueError):
+    """The caller's input cannot be used (a query, a list, a file, an argument)."""
+
+
+class InvalidDocumentError(InputError):
+    """A document in the input cannot be used; ``index`` and ``field`` say which and where."""
+
+    def __init__(self, message: str, *, index: int, field: str | None = None) -> None:
+        super().__init__(message)
+        self.index = index
+        self.field = field
+
+
+class ConfigError(RerankitError, ValueError):
+    """A declared pipeline or a setting is wrong. ``where`` locates it (``stages[1].keep``)."""
+
+    def __init__(self, message: str, *, where: str | None = None) -> None:
+        super().__init__(f"{where}: {message}" if where else message)
+        self.where = where
+
+
+class MissingDependencyError(RerankitError, ImportError):
+    """An optional dependency is not installed; the message names the extra to install."""
+
+
+class ModelLoadError(RerankitError):
+    """A model could not be loaded (unknown id, missing files, no network for a download)."""
+
+
+class ScorerError(RerankitError):
+    """A scorer could not produce scores (model failure, provider down, bad output)."""
+
+
+class ProviderError(ScorerError):
+    """An LLM provider call failed."""
+
+
+class TransientProviderError(ProviderError):
+    """Worth retrying: rate limit (429), server error (5xx), connection error, timeout.
+    ``retry_after`` is the provider's Retry-After in seconds, when it sent one."""
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status, self.retry_after = status, retry_after
+
+
+class PermanentProviderError(ProviderError):
+    """Not worth retrying: bad request (400), bad key (401), forbidden (403), unknown model
+    (404), ... The message carries the provider's own explanation."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ServiceError(RerankitError):
+    """An error answer of the HTTP service: ``status``, ``message`` and extra ``headers``."""
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, dict(headers or {})
+
+
+#: errors that describe the caller's input or set-up: they propagate instead of degrading
+CALLER_ERRORS: tuple[type[BaseException], ...] = (
+    InputError,
+    ConfigError,
+    MissingDependencyError,
+    ModelLoadError,
+)
