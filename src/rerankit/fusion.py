@@ -1,4 +1,5 @@
-"""Score normalisation and combination, pure numpy.
+"""Score combination, pure numpy (normalisation lives in :mod:`rerankit.normalize` and is
+re-exported here).
 
 Conventions (documented choices where the source designs were silent):
 
@@ -36,18 +37,23 @@ from enum import Enum
 
 import numpy as np
 
+from .normalize import (
+    NORMALIZATION_METHODS,
+    normalize_scores,
+    rank_positions,
+)
+
 __all__ = [
     "NORMALIZATION_METHODS",
     "ScoreCombinationMethod",
     "combine_scores",
     "contributions",
     "fuse",
+    "normalize_rows",
     "normalize_scores",
     "rank_positions",
     "resolve_weights",
 ]
-
-NORMALIZATION_METHODS = ("min_max", "z_score", "softmax", "rank")
 
 
 class ScoreCombinationMethod(str, Enum):
@@ -81,73 +87,10 @@ class ScoreCombinationMethod(str, Enum):
         return self in (ScoreCombinationMethod.RRF, ScoreCombinationMethod.BORDA)
 
 
-def _as_finite_array(scores: Sequence[float] | np.ndarray, what: str = "scores") -> np.ndarray:
-    arr = np.asarray(scores, dtype=np.float64)
-    if arr.ndim != 1:
-        raise ValueError(f"{what} must be one-dimensional, got shape {arr.shape}")
-    bad = np.flatnonzero(~np.isfinite(arr))
-    if bad.size:
-        raise ValueError(f"{what} contain non-finite values at positions {bad[:10].tolist()}")
-    return arr
-
-
-def check_normalization_method(method: str) -> None:
-    """Raise ``ValueError`` unless ``method`` is one of :data:`NORMALIZATION_METHODS`."""
-    if method not in NORMALIZATION_METHODS:
-        raise ValueError(
-            f"unknown normalization method {method!r}; "
-            f"use one of {', '.join(NORMALIZATION_METHODS)}"
-        )
-
-
 def check_rrf_k(rrf_k: float) -> None:
     """Raise ``ValueError`` unless the RRF constant is >= 0."""
     if rrf_k < 0:
         raise ValueError(f"rrf_k must be >= 0, got {rrf_k}")
-
-
-def rank_positions(scores: Sequence[float] | np.ndarray) -> np.ndarray:
-    """1-based ranks, highest score first; ties share their average rank."""
-    arr = np.asarray(scores, dtype=np.float64)
-    n = arr.shape[0]
-    if n == 0:
-        return np.zeros(0)
-    order = np.argsort(-arr, kind="stable")
-    ordinal = np.empty(n, dtype=np.float64)
-    ordinal[order] = np.arange(1, n + 1)
-    # Average the ordinal ranks inside each group of equal scores.
-    _, group, counts = np.unique(arr, return_inverse=True, return_counts=True)
-    sums = np.bincount(group, weights=ordinal)
-    return sums[group] / counts[group]
-
-
-def normalize_scores(scores: Sequence[float] | np.ndarray, method: str = "min_max") -> np.ndarray:
-    """Map finite scores into [0, 1], keeping their order.
-
-    ``min_max``: linear, worst 0 and best 1. ``z_score``: standard score then logistic
-    sigmoid. ``softmax``: ``exp`` normalised to sum 1. ``rank``: ``(n - rank) / (n - 1)``.
-    """
-    arr = _as_finite_array(scores)
-    check_normalization_method(method)
-    n = arr.shape[0]
-    if n == 0:
-        return arr
-    if method == "softmax":
-        e = np.exp(arr - arr.max())
-        return e / e.sum()
-    lo, hi = arr.min(), arr.max()
-    if hi == lo:
-        return np.full(n, 0.5)
-    if method == "min_max":
-        out = (arr - lo) / (hi - lo)
-    elif method == "z_score":
-        std = arr.std()
-        if not std > 0:  # spread too small to measure in float64
-            return np.full(n, 0.5)
-        out = 1.0 / (1.0 + np.exp(-(arr - arr.mean()) / std))
-    else:  # rank
-        out = (n - rank_positions(arr)) / (n - 1)
-    return np.clip(out, 0.0, 1.0)
 
 
 def resolve_weights(names: Sequence[str], weights: Mapping[str, float] | None) -> np.ndarray:
@@ -224,6 +167,18 @@ def fuse(
         return comb_sum
     hits = (present & (scores > 0)).sum(axis=0)
     return comb_sum * hits
+
+
+def normalize_rows(
+    matrix: np.ndarray, method: ScoreCombinationMethod | str, normalization: str | None
+) -> np.ndarray:
+    """Each strategy's raw scores (one row each) as the fusion reads them: normalised with
+    ``normalization`` for score-based methods; as they are for rank-based ones (RRF, BORDA)
+    or when ``normalization`` is None."""
+    rows = np.asarray(matrix, dtype=np.float64)
+    if normalization is None or ScoreCombinationMethod.parse(method).uses_ranks:
+        return rows
+    return np.vstack([normalize_scores(r, normalization) for r in rows]) if len(rows) else rows
 
 
 def contributions(

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .normalize import normalize_scores
 from .types import Document, RankedDocument, RerankResult
 
 __all__ = [
@@ -296,9 +297,7 @@ class MMR(Rule):
             return Outcome(list(range(n)), [])
         raw = [_score(x, self.score_field) for x in items]
         if all(s is not None for s in raw):
-            rel = np.asarray(raw, dtype=np.float64)
-            span = rel.max() - rel.min()
-            rel = (rel - rel.min()) / span if span > 0 else np.ones(n)
+            rel = normalize_scores(np.asarray(raw, dtype=np.float64), "min_max")
         else:
             rel = 1.0 - np.arange(n) / n
         sim = self._similarity(items)

@@ -16,6 +16,7 @@ import numpy as np
 from . import fusion
 from .documents import output_for, to_documents
 from .errors import CALLER_ERRORS
+from .normalize import check_normalization_method
 from .scorers.base import Scorer, as_score_batch
 from .types import Document, RankedDocument, RerankResult, check_top_k
 
@@ -312,7 +313,7 @@ class FusionReranker(Reranker):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"strategy names must be unique; repeated: {dupes}")
-        fusion.check_normalization_method(normalization_method)
+        check_normalization_method(normalization_method)
         fusion.check_rrf_k(rrf_k)
         self.strategies = strategies
         self.combination_method = fusion.ScoreCombinationMethod.parse(combination_method)
@@ -345,16 +346,14 @@ class FusionReranker(Reranker):
             scored.add_usage(outcome.usage)
             for j, f in outcome.flags.items():
                 scored.flags.setdefault(j, []).extend(f)
-            values = _replace_non_finite(strategy.name, outcome.values, scored)
-            if self.normalize_scores and not self.combination_method.uses_ranks:
-                values = fusion.normalize_scores(values, self.normalization_method)
-            rows.append(values)
+            rows.append(_replace_non_finite(strategy.name, outcome.values, scored))
             kept.append(i)
         if not rows:
             scored.warnings.append("every strategy failed; input order kept")
             return scored
         weights = self._weights[kept] / self._weights[kept].sum()
-        matrix = np.vstack(rows)
+        normalization = self.normalization_method if self.normalize_scores else None
+        matrix = fusion.normalize_rows(np.vstack(rows), self.combination_method, normalization)
         scored.final = fusion.fuse(matrix, self.combination_method, weights, rrf_k=self.rrf_k)
         shares = fusion.contributions(matrix, self.combination_method, weights, rrf_k=self.rrf_k)
         for row, j in enumerate(kept):

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._optional import require
-from ..fusion import fuse, normalize_scores
+from ..fusion import fuse, normalize_rows
 from .data import Dataset
 from .runner import candidate_documents
 
@@ -72,9 +72,7 @@ def score_matrix(
 def _fused_run(matrices, rows, weights, method, normalization) -> dict[str, dict[str, float]]:
     run = {}
     for qid, (ids, raw) in matrices.items():
-        m = raw[list(rows)]
-        if method != "rrf":
-            m = np.vstack([normalize_scores(r, normalization) for r in m])
+        m = normalize_rows(raw[list(rows)], method, normalization)
         fused = fuse(m, method, np.asarray(weights))
         order = np.argsort(-fused, kind="stable")
         run[qid] = {ids[i]: float(len(ids) - p) for p, i in enumerate(order)}

@@ -19,10 +19,9 @@ import time
 import uuid
 from typing import Any
 
-import numpy as np
-
 from .._optional import require
 from ..errors import InvalidDocumentError, MissingDependencyError, ModelLoadError, ServiceError
+from ..normalize import unit_scores
 from ..types import RerankResult
 from .settings import ServerSettings
 
@@ -99,11 +98,7 @@ class _Admission:
 
 
 def _unit_scores(result: RerankResult) -> list[float]:
-    scores = np.array([r.score for r in result], dtype=np.float64)
-    if scores.size and scores.min() >= 0.0 and scores.max() <= 1.0:
-        return scores.tolist()
-    span = scores.max() - scores.min() if scores.size else 0.0
-    return ((scores - scores.min()) / span).tolist() if span > 0 else [0.5] * len(scores)
+    return unit_scores([r.score for r in result]).tolist()
 
 
 def create_app(settings: ServerSettings | None = None) -> Any:
