@@ -29,7 +29,7 @@ RERANKERS = ["bm25", "embedding", "hybrid", "hybrid-bm25"]
 
 def main() -> None:
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
-    from rerankit.config import load
+    from rerankit.api import load
     from rerankit.eval import load_beir
     from rerankit.eval.runner import evaluate_runs, first_stage, first_stage_run, run_pipeline
 

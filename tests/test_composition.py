@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from conftest import FailingScorer
 from rerankit import (
     BM25Scorer,
+    ConfigError,
     Document,
     FunctionScorer,
     FusionReranker,
@@ -248,8 +249,10 @@ def test_load_from_dict_and_files(tmp_path):
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ({"stages": [{"scorer": {"type": "nope"}}]}, "unknown type 'nope'"),
-        ({"stages": [{"scorer": {"type": "bm25", "k9": 1}}]}, r"stages\[0\].scorer \(bm25\)"),
+        ({"stages": [{"scorer": {"type": "nope"}}]}, r"stages\[0\]\.scorer: unknown scorer 'nope'"),
+        ({"stages": [{"scorer": {"type": "bm25", "k9": 1}}]}, r"stages\[0\]\.scorer: .*'k9'"),
+        ({"stages": [{"scorer": {"type": "bm25"}, "keep": "eight"}]}, r"stages\[0\]\.keep"),
+        ({"stages": [{"scorers": [{"type": "bm25", "weight": "x"}]}]}, r"scorers\[0\]\.weight"),
         ({"stages": [{"scorer": {"type": "bm25"}, "rule": {"type": "mmr"}}]}, "exactly one"),
         ({"stages": [{"scorer": {"type": "bm25"}, "kep": 3}]}, "unknown keys"),
         ({"stages": []}, "non-empty"),
@@ -271,7 +274,7 @@ def test_load_from_dict_and_files(tmp_path):
     ],
 )
 def test_bad_specs_name_the_problem(spec, message):
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ConfigError, match=message):
         load(spec)
 
 
@@ -318,7 +321,7 @@ def test_cli_config_errors(capsys, tmp_path):
     bad.write_text("stages = [ { scorer = { type = 'bogus' } } ]\n")
     code = main(["rank", "-q", "x", "-i", str(ROOT / "examples" / "sample.jsonl"), "-c", str(bad)])
     err = capsys.readouterr().err
-    assert code == 1 and "unknown type 'bogus'" in err and err.count("\n") == 1
+    assert code == 1 and "stages[0].scorer: unknown scorer 'bogus'" in err and err.count("\n") == 1
     broken = tmp_path / "broken.toml"
     broken.write_text("stages = [ {")
     assert main(["rank", "-q", "x", "-c", str(broken)]) == 1

@@ -19,8 +19,9 @@ from rerankit import (
     ScoreBatch,
     ScorerReranker,
     TextSimilarity,
+    available_rerankers,
+    get_reranker,
 )
-from rerankit.pipeline import available_rerankers, get_reranker
 
 VOCAB = ["solar", "wind", "power", "grid", "battery", "storage", "the", "price", "running"]
 TEXTS = st.lists(st.sampled_from(VOCAB), max_size=8).map(" ".join)

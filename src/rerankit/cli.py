@@ -9,7 +9,6 @@ import logging
 import shutil
 import sys
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
@@ -97,17 +96,11 @@ def _cmd_rank(args: argparse.Namespace) -> int:
 
 def _reranker_from(args: argparse.Namespace) -> Any:
     """``--config FILE``, else ``--reranker`` (a name or a pipeline file), else the default."""
-    from .config import load
-    from .pipeline import get_reranker
+    from .api import load
 
     if args.config and args.reranker:
         raise InputError("give --reranker or --config, not both")
-    if args.config:
-        return load(Path(args.config))
-    name = args.reranker or _default_reranker()
-    if Path(name).suffix.lower() in (".toml", ".yaml", ".yml", ".json"):
-        return load(Path(name))
-    return get_reranker(name)
+    return load(args.config or args.reranker or _default_reranker())
 
 
 def _default_reranker() -> str:
@@ -124,7 +117,7 @@ def _default_reranker() -> str:
 
 
 def _cmd_rerankers(args: argparse.Namespace) -> int:
-    from .pipeline import available_rerankers
+    from .api import available_rerankers
 
     for name in available_rerankers():
         print(name)

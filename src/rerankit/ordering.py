@@ -274,6 +274,13 @@ class MMR(Rule):
         self.lambda_, self.k, self.embed = lambda_, k, embed
         self.text_field, self.score_field = text_field, score_field
 
+    @classmethod
+    def from_options(cls, **options: Any) -> MMR:
+        """An MMR from declared options, where ``lambda`` may stand for ``lambda_``."""
+        if "lambda" in options:
+            options["lambda_"] = options.pop("lambda")
+        return cls(**options)
+
     def _similarity(self, items: Sequence[Any]) -> np.ndarray:
         texts = [_text(x, self.text_field) for x in items]
         vectors: Any = None

@@ -10,7 +10,7 @@ from typing import Any
 from ..llm.base import LLMClient
 from ..llm.gemini import DEFAULT_GEMINI_MODEL, GeminiClient
 from ..llm.parsing import repair_permutation, validate_permutation
-from ..pipeline import ScorerReranker
+from ..rerankers import ScorerReranker
 from ..scorers.llm_listwise import listwise_prompt
 from ..scorers.llm_pointwise import LLMPointwiseScorer
 from ..types import Document, RerankResult

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ModelLoadError
 from ..hardware import HardwareProfile
-from ..pipeline import ScorerReranker, run_sync
+from ..rerankers import ScorerReranker, run_sync
 from ..scorers.causal_lm import DEFAULT_CAUSAL_LM, CausalLMScorer
 from ..scorers.cross_encoder import CrossEncoderScorer
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..fusion import ScoreCombinationMethod, combine_scores
 from ..fusion import normalize_scores as _normalize
-from ..pipeline import FusionReranker
+from ..rerankers import FusionReranker
 from ..scorers.lexical import TextSimilarity
 from ..types import Document
 

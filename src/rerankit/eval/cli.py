@@ -38,7 +38,7 @@ def _limit(data, n: int | None):
 
 
 def _pipelines(names: str, configs: list[str]) -> list[tuple[str, Any]]:
-    from ..config import load
+    from ..api import load
 
     out = []
     for name in [n.strip() for n in names.split(",") if n.strip()]:
@@ -86,7 +86,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from ..config import load
+    from ..api import load
     from ..scorers.embedding import EmbeddingScorer
     from . import tune
 

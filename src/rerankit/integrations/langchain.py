@@ -13,7 +13,7 @@ from langchain_core.callbacks import Callbacks  # noqa: E402
 from langchain_core.documents import BaseDocumentCompressor, Document  # noqa: E402
 from pydantic import ConfigDict  # noqa: E402
 
-from ..config import load as resolve  # noqa: E402
+from ..api import load as resolve  # noqa: E402
 
 __all__ = ["RerankitCompressor"]
 

@@ -11,7 +11,7 @@ require("llama_index.core", "rerankit.integrations.llamaindex")
 from llama_index.core.postprocessor.types import BaseNodePostprocessor  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle  # noqa: E402
 
-from ..config import load as resolve  # noqa: E402
+from ..api import load as resolve  # noqa: E402
 
 __all__ = ["RerankitPostprocessor"]
 

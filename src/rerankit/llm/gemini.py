@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from .._optional import require
+from ..errors import ConfigError
 from ._errors import PerLoop, from_status, from_transport
 from .base import LLMError, LLMRequest, LLMResponse
 
@@ -32,7 +33,7 @@ class GeminiClient:
     ) -> None:
         key = api_key or os.environ.get("GEMINI_API_KEY") or os.environ.get("GOOGLE_API_KEY")
         if not key:
-            raise ValueError(
+            raise ConfigError(
                 "no Gemini API key: pass api_key= or set GEMINI_API_KEY (or GOOGLE_API_KEY)"
             )
         genai = require("google.genai", "GeminiClient")

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from .._optional import require
+from ..errors import ConfigError
 from ._errors import PerLoop, from_status, from_transport
 from .base import LLMError, LLMRequest, LLMResponse
 
@@ -40,7 +41,7 @@ class OpenAIClient:
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if base_url is None:
-                raise ValueError("no OpenAI API key: pass api_key= or set OPENAI_API_KEY")
+                raise ConfigError("no OpenAI API key: pass api_key= or set OPENAI_API_KEY")
             key = "unused"
         openai = require("openai", "OpenAIClient")
         self._openai = openai

@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import ScorerError
 from ..types import Document
 
-__all__ = ["ScoreBatch", "Scorer", "as_score_batch"]
+__all__ = ["ScoreBatch", "Scorer", "as_score_batch", "check_scorer"]
 
 
 @runtime_checkable
@@ -54,3 +54,10 @@ def as_score_batch(name: str, raw: Any, n: int) -> ScoreBatch:
         )
     batch.values = values
     return batch
+
+
+def check_scorer(scorer: Any) -> Scorer:
+    """``scorer`` itself, or a ``TypeError`` when it is not one."""
+    if not isinstance(scorer, Scorer):
+        raise TypeError(f"{scorer!r} is not a scorer (needs .name and async .score)")
+    return scorer

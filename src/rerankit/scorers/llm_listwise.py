@@ -32,7 +32,7 @@ from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
 from ..llm.parsing import parse_index, parse_json, repair_permutation, validate_permutation
 from ..llm.resilience import RetryPolicy
 from ..types import Document
-from ._llm_common import LLMScorerBase
+from ._llm_common import LLMScorerBase, build_llm_scorer
 from .base import ScoreBatch
 
 __all__ = ["RERANK_SCHEMA", "LLMListwiseScorer", "listwise_prompt", "windows"]
@@ -241,3 +241,9 @@ class LLMListwiseScorer(LLMScorerBase):
 
     def __repr__(self) -> str:
         return f"LLMListwiseScorer({self.client!r}, window={self.window}, step={self.step})"
+
+
+def from_options(**options: Any) -> LLMListwiseScorer:
+    """A LLMListwiseScorer from declared options (``provider``, ``model``, ``base_url``,
+    ``api_key_env`` and the scorer's own keywords)."""
+    return build_llm_scorer(LLMListwiseScorer, **options)

@@ -27,7 +27,7 @@ from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
 from ..llm.parsing import parse_json, parse_score
 from ..llm.resilience import RetryPolicy
 from ..types import Document
-from ._llm_common import LLMScorerBase
+from ._llm_common import LLMScorerBase, build_llm_scorer
 from .base import ScoreBatch
 
 __all__ = ["INSTRUCTION_PRESETS", "LLMPointwiseScorer"]
@@ -229,3 +229,9 @@ class LLMPointwiseScorer(LLMScorerBase):
 
     def __repr__(self) -> str:
         return f"LLMPointwiseScorer({self.client!r})"
+
+
+def from_options(**options: Any) -> LLMPointwiseScorer:
+    """A LLMPointwiseScorer from declared options (``provider``, ``model``, ``base_url``,
+    ``api_key_env`` and the scorer's own keywords)."""
+    return build_llm_scorer(LLMPointwiseScorer, **options)

@@ -107,7 +107,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     from fastapi.responses import JSONResponse, Response
     from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-    from ..config import load
+    from ..api import load
 
     settings = settings or ServerSettings()
     metrics = _Metrics()

@@ -1,0 +1,72 @@
+"""The public entry points: :func:`rerank` in one call and :func:`load` for any reranker
+description. Names resolve through :mod:`rerankit.registry`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from . import registry
+from .types import RerankResult
+
+PIPELINE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
+
+__all__ = ["available_rerankers", "get_reranker", "load", "register_reranker", "rerank"]
+
+
+def register_reranker(name: str, factory: Callable[[], Any], *, summary: str = "") -> None:
+    """Make ``factory()`` available as ``load(name)`` (and in the CLI and the service)."""
+    registry.register("reranker", name, factory, summary=summary)
+
+
+def available_rerankers() -> list[str]:
+    """The registered reranker names."""
+    return registry.available("reranker")
+
+
+def get_reranker(spec: Any) -> Any:
+    """A reranker from a registered name (built once and shared), a reranker (returned as
+    is) or a scorer (wrapped in a :class:`~rerankit.ScorerReranker`)."""
+    return registry.resolve_reranker(spec)
+
+
+def load(spec: Any) -> Any:
+    """A reranker from anything that describes one: a registered name (``"hybrid"``), a
+    pipeline file (``.toml``, ``.yaml``, ``.json``), a spec mapping (see
+    :mod:`rerankit.config`), a reranker, or a scorer (wrapped)."""
+    from .config import build, read_spec
+
+    if isinstance(spec, Path) or (
+        isinstance(spec, str) and Path(spec).suffix.lower() in PIPELINE_SUFFIXES
+    ):
+        return build(read_spec(spec))
+    if isinstance(spec, Mapping):
+        return build(spec)
+    return get_reranker(spec)
+
+
+def rerank(
+    query: str,
+    documents: Iterable[Any],
+    *,
+    reranker: Any = "bm25",
+    top_k: int | None = None,
+    text_field: str = "text",
+    id_field: str = "id",
+    score_field: str = "rerank_score",
+    **context: Any,
+) -> RerankResult:
+    """Rerank in one call: ``rerankit.rerank("query", ["doc a", "doc b"])``.
+
+    ``reranker`` is anything :func:`load` accepts.
+    """
+    return load(reranker).rerank(
+        query,
+        documents,
+        top_k=top_k,
+        text_field=text_field,
+        id_field=id_field,
+        score_field=score_field,
+        **context,
+    )

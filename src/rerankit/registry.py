@@ -1,0 +1,254 @@
+"""Every name rerankit knows, in one place: rerankers, scorers, ordering rules and LLM
+clients, each mapped to a factory.
+
+A factory is a ``"module:attribute"`` string (imported only when the name is first built,
+so a backend whose extra is missing costs nothing until used, and then raises a
+:class:`~rerankit.MissingDependencyError` naming the extra), a callable, or, for rerankers,
+a declared pipeline (see :mod:`rerankit.config`). The CLI, the service, declared pipelines
+and the integrations all resolve names here. Adding a backend is one module plus one
+``register`` line.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = [
+    "KINDS",
+    "Entry",
+    "available",
+    "create",
+    "entries",
+    "register",
+    "resolve_reranker",
+    "shared_reranker",
+]
+
+KINDS = ("reranker", "scorer", "rule", "llm_client")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registered name: what ``create`` builds, a one-line ``summary``, and what it
+    ``needs`` (extras to install, environment variables)."""
+
+    kind: str
+    name: str
+    factory: str | Callable[..., Any] | Mapping[str, Any]
+    summary: str = ""
+    needs: tuple[str, ...] = ()
+
+    def build(self, **options: Any) -> Any:
+        factory = self.factory
+        if isinstance(factory, Mapping):
+            from .config import build
+
+            if options:
+                raise ConfigError(f"takes no options, got {sorted(options)}", where=self.name)
+            return build(factory, name=self.name)
+        if isinstance(factory, str):
+            module, _, attr = factory.partition(":")
+            target: Any = importlib.import_module(module, __package__)
+            for part in attr.split("."):
+                target = getattr(target, part)
+            factory = target
+        return factory(**options)
+
+
+_ENTRIES: dict[tuple[str, str], Entry] = {}
+_SHARED: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def register(
+    kind: str,
+    name: str,
+    factory: str | Callable[..., Any] | Mapping[str, Any],
+    *,
+    summary: str = "",
+    needs: tuple[str, ...] = (),
+) -> None:
+    """Make ``name`` of ``kind`` available everywhere (replacing an earlier registration)."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    _ENTRIES[(kind, name)] = Entry(kind, name, factory, summary, tuple(needs))
+    _SHARED.pop(name, None) if kind == "reranker" else None
+
+
+def entries(kind: str) -> list[Entry]:
+    """The registered entries of ``kind``, by name."""
+    return sorted((e for (k, _), e in _ENTRIES.items() if k == kind), key=lambda e: e.name)
+
+
+def available(kind: str) -> list[str]:
+    """The registered names of ``kind``."""
+    return [e.name for e in entries(kind)]
+
+
+def create(kind: str, name: str, /, **options: Any) -> Any:
+    """A new object for the registered ``name`` of ``kind``, built with ``options``.
+
+    Unknown names and options the factory does not take are :class:`ConfigError` s.
+    """
+    entry = _ENTRIES.get((kind, name))
+    if entry is None:
+        known = ", ".join(available(kind)) or "none"
+        raise ConfigError(f"unknown {kind.replace('_', ' ')} {name!r}; available: {known}")
+    try:
+        return entry.build(**options)
+    except TypeError as exc:
+        if "argument" not in str(exc):
+            raise
+        raise ConfigError(f"{kind.replace('_', ' ')} {name!r}: {exc}") from exc
+
+
+def shared_reranker(name: str) -> Any:
+    """The registered reranker ``name``, built once per process and shared."""
+    with _LOCK:
+        if name not in _SHARED:
+            _SHARED[name] = create("reranker", name)
+        return _SHARED[name]
+
+
+def resolve_reranker(spec: Any) -> Any:
+    """A reranker from a registered name (shared), a reranker (as is) or a scorer (wrapped)."""
+    from .rerankers import Reranker, ScorerReranker
+    from .scorers.base import Scorer
+
+    if isinstance(spec, Reranker):
+        return spec
+    if isinstance(spec, str):
+        return shared_reranker(spec)
+    if isinstance(spec, Scorer):
+        return ScorerReranker(spec)
+    raise TypeError(f"reranker must be a name, a Reranker or a Scorer, got {type(spec).__name__}")
+
+
+# --- built-ins -------------------------------------------------------------------------------
+
+_TORCH = ("extra: torch",)
+_GEMINI = ("extra: gemini", "env: GEMINI_API_KEY or GOOGLE_API_KEY")
+_OPENAI = ("extra: openai", "env: OPENAI_API_KEY")
+
+# scorers (the `type` of a declared scorer)
+register("scorer", "bm25", ".scorers.lexical:BM25Scorer", summary="Okapi BM25 over the candidates")
+register(
+    "scorer", "jaccard", ".scorers.lexical:JaccardScorer", summary="query/document term overlap"
+)
+register("scorer", "text", ".scorers.lexical:TextSimilarity", summary="BM25 and Jaccard blended")
+register("scorer", "field", ".scorers.field:FieldScorer", summary="a numeric field of the document")
+register("scorer", "recency", ".scorers.field:RecencyScorer", summary="newer is better (half-life)")
+register("scorer", "popularity", ".scorers.field:PopularityScorer", summary="log-scaled count")
+register(
+    "scorer",
+    "graph",
+    ".scorers.graph:GraphScorer",
+    summary="graph importance",
+    needs=("extra: graph",),
+)
+register(
+    "scorer",
+    "embedding",
+    ".scorers.embedding:EmbeddingScorer",
+    summary="bi-encoder cosine",
+    needs=_TORCH,
+)
+register(
+    "scorer",
+    "cross_encoder",
+    ".scorers.cross_encoder:CrossEncoderScorer",
+    summary="cross-encoder logit",
+    needs=_TORCH,
+)
+register(
+    "scorer",
+    "causal_lm",
+    ".scorers.causal_lm:CausalLMScorer",
+    summary="causal LM P(yes)",
+    needs=_TORCH,
+)
+register(
+    "scorer",
+    "llm_pointwise",
+    ".scorers.llm_pointwise:from_options",
+    summary="LLM judge, 0-10 per document",
+    needs=("extra: gemini or openai",),
+)
+register(
+    "scorer",
+    "llm_listwise",
+    ".scorers.llm_listwise:from_options",
+    summary="LLM judge, one permutation per window",
+    needs=("extra: gemini or openai",),
+)
+
+# ordering rules (the `type` of a declared rule)
+register(
+    "rule", "difficulty", ".ordering:DifficultyOrdering", summary="introductory before advanced"
+)
+register("rule", "mmr", ".ordering:MMR.from_options", summary="maximal marginal relevance")
+register("rule", "min_score", ".ordering:MinScore", summary="drop documents below a score")
+register("rule", "deduplicate", ".ordering:Deduplicate", summary="drop near-duplicates")
+
+# LLM clients (the `provider` of a declared LLM scorer)
+register("llm_client", "gemini", ".llm.gemini:GeminiClient", summary="Google Gemini", needs=_GEMINI)
+register(
+    "llm_client",
+    "openai",
+    ".llm.openai_client:OpenAIClient",
+    summary="OpenAI-compatible chat completions",
+    needs=_OPENAI,
+)
+
+# named rerankers
+register(
+    "reranker",
+    "bm25",
+    {"scorer": {"type": "bm25"}},
+    summary="BM25 over the candidates (fast, no model)",
+)
+register(
+    "reranker", "jaccard", {"scorer": {"type": "jaccard"}}, summary="term overlap (fast, no model)"
+)
+register(
+    "reranker",
+    "text",
+    {"scorer": {"type": "text"}},
+    summary="BM25 + Jaccard blend (fast, no model)",
+)
+register(
+    "reranker",
+    "embedding",
+    {"scorer": {"type": "embedding"}},
+    summary="all-MiniLM-L6-v2 cosine",
+    needs=_TORCH,
+)
+register(
+    "reranker",
+    "hybrid",
+    ".rerankers.hybrid:hybrid_reranker",
+    summary="first-stage score or BM25, fused with MiniLM",
+    needs=_TORCH,
+)
+register(
+    "reranker",
+    "hybrid-bm25",
+    ".rerankers.hybrid:texts_only_hybrid",
+    summary="BM25 over the candidates fused with MiniLM",
+    needs=_TORCH,
+)
+for _provider, _needs in (("gemini", _GEMINI), ("openai", _OPENAI)):
+    for _mode in ("pointwise", "listwise"):
+        register(
+            "reranker",
+            f"{_provider}-{_mode}",
+            {"scorer": {"type": f"llm_{_mode}", "provider": _provider}},
+            summary=f"{_provider} LLM judge, {_mode}",
+            needs=_needs,
+        )

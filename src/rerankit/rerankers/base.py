@@ -1,0 +1,253 @@
+"""The base every reranker shares: the sync and async entry points, input adaptation,
+and assembling scores into a :class:`~rerankit.RerankResult`."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..documents import output_for, to_documents
+from ..scorers.base import ScoreBatch, Scorer, as_score_batch
+from ..types import Document, RankedDocument, RerankResult, check_top_k
+
+__all__ = ["Reranker", "Scored", "ScoringReranker", "assemble", "run_sync"]
+
+logger = logging.getLogger(__name__)
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion from sync code, also when an event loop is running in
+    this thread (notebooks, async servers): then it runs on a helper thread's own loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerankit-sync") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+@dataclass
+class Scored:
+    """What a reranker's scoring step produced, before ordering."""
+
+    final: np.ndarray
+    per_strategy: dict[str, np.ndarray] = field(default_factory=dict)
+    flags: dict[int, list[str]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    degraded: bool = False
+    usage: dict[str, int] = field(default_factory=dict)
+    # strategy -> {"raw", "normalized", "contribution": arrays; "weight": float}
+    explanation: dict[str, dict[str, Any]] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    # strategy -> documents it never scored (pipeline stages see only the kept documents)
+    unseen: dict[str, np.ndarray] = field(default_factory=dict)
+
+    def saw(self, name: str, i: int) -> bool:
+        mask = self.unseen.get(name)
+        return mask is None or not mask[i]
+
+    def add_usage(self, usage: Mapping[str, int]) -> None:
+        for k, v in usage.items():
+            self.usage[k] = self.usage.get(k, 0) + v
+
+    def take(self, name: str, batch: ScoreBatch) -> np.ndarray:
+        """Record one strategy's batch (raw scores, flags, warnings, usage) and return its
+        scores with the non-finite policy applied: a NaN/inf score counts as the strategy's
+        worst finite score, the document is flagged and the result warned."""
+        self.per_strategy[name] = batch.values
+        self.warnings.extend(batch.warnings)
+        self.degraded |= batch.degraded
+        self.add_usage(batch.usage)
+        for j, f in batch.flags.items():
+            self.flags.setdefault(j, []).extend(f)
+        values = batch.values
+        bad = ~np.isfinite(values)
+        if not bad.any():
+            return values
+        finite = values[~bad]
+        worst = float(finite.min()) if finite.size else 0.0
+        idx = np.flatnonzero(bad)
+        for i in idx:
+            self.flags.setdefault(int(i), []).append(f"non_finite:{name}")
+        self.warnings.append(
+            f"scorer {name!r} returned {idx.size} non-finite score(s) (documents "
+            f"{idx[:10].tolist()}{'...' if idx.size > 10 else ''}); they count as its worst score"
+        )
+        logger.warning(self.warnings[-1])
+        return np.where(bad, worst, values)
+
+    def failed(self, scorer: Scorer, exc: BaseException) -> None:
+        """Record a scorer's failure: a warning and a degraded result."""
+        logger.warning("scorer %r failed: %s", scorer.name, exc, exc_info=exc)
+        self.warnings.append(f"scorer {scorer.name!r} failed: {type(exc).__name__}: {exc}")
+        self.degraded = True
+
+
+async def run_scorer(
+    scorer: Scorer, query: str, docs: Sequence[Document], context: Mapping[str, Any]
+) -> ScoreBatch:
+    """A scorer's validated output for ``docs``."""
+    return as_score_batch(scorer.name, await scorer.score(query, docs, **context), len(docs))
+
+
+class Reranker(ABC):
+    """Base of every reranker: adapt the input, rank, map back.
+
+    Results of a rerank without ``top_k`` are always a permutation of the input; equal
+    scores keep input order. Subclasses implement :meth:`_rank` (or, through
+    :class:`ScoringReranker`, just the scoring).
+    """
+
+    name: str = "reranker"
+
+    def rerank(
+        self,
+        query: str,
+        documents: Iterable[Any],
+        *,
+        top_k: int | None = None,
+        text_field: str = "text",
+        id_field: str = "id",
+        score_field: str = "rerank_score",
+        **context: Any,
+    ) -> RerankResult:
+        """Rerank ``documents`` for ``query`` (blocking). See :meth:`arerank`."""
+        return run_sync(
+            self.arerank(
+                query,
+                documents,
+                top_k=top_k,
+                text_field=text_field,
+                id_field=id_field,
+                score_field=score_field,
+                **context,
+            )
+        )
+
+    async def arerank(
+        self,
+        query: str,
+        documents: Iterable[Any],
+        *,
+        top_k: int | None = None,
+        text_field: str = "text",
+        id_field: str = "id",
+        score_field: str = "rerank_score",
+        **context: Any,
+    ) -> RerankResult:
+        """Rerank ``documents`` (strings, dicts, Documents, LangChain documents, LlamaIndex
+        nodes) for ``query``.
+
+        ``top_k`` keeps the best k. Dict inputs come back as new dicts with the score under
+        ``score_field``. An empty query or an empty list returns the input order with a
+        warning. Extra keyword arguments are passed to the scorers as context.
+        """
+        if not isinstance(query, str):
+            raise TypeError(f"query must be a str, got {type(query).__name__}")
+        check_top_k(top_k)
+        docs = to_documents(documents, text_field=text_field, id_field=id_field)
+        if not docs or not query.strip():
+            what = "the document list is empty" if not docs else "the query is empty"
+            logger.warning("%s; returning the input order", what)
+            scored = Scored(final=np.zeros(len(docs)), warnings=[f"{what}; input order kept"])
+            return assemble(query, docs, scored, top_k=top_k, score_field=score_field)
+        return await self._rank(query, docs, top_k=top_k, score_field=score_field, **context)
+
+    @abstractmethod
+    async def _rank(
+        self,
+        query: str,
+        docs: Sequence[Document],
+        *,
+        top_k: int | None,
+        score_field: str,
+        **context: Any,
+    ) -> RerankResult:
+        """Order non-empty ``docs`` for a non-empty ``query``."""
+
+    def scorers(self) -> Iterator[Scorer]:
+        """Every scorer this reranker runs (for services that wrap or warm them up)."""
+        return iter(())
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class ScoringReranker(Reranker):
+    """A reranker that orders by one score per document: subclasses implement
+    :meth:`_score`."""
+
+    async def _rank(
+        self,
+        query: str,
+        docs: Sequence[Document],
+        *,
+        top_k: int | None,
+        score_field: str,
+        **context: Any,
+    ) -> RerankResult:
+        scored = await self._score(query, docs, **context)
+        return assemble(query, docs, scored, top_k=top_k, score_field=score_field)
+
+    @abstractmethod
+    async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
+        """Score non-empty ``docs`` for a non-empty ``query``."""
+
+
+def _explanation_of(scored: Scored, i: int) -> dict[str, dict[str, float]]:
+    out = {}
+    for name, parts in scored.explanation.items():
+        if scored.saw(name, i):
+            out[name] = {k: float(v if np.isscalar(v) else v[i]) for k, v in parts.items()}
+    return out
+
+
+def assemble(
+    query: str,
+    docs: Sequence[Document],
+    scored: Scored,
+    *,
+    top_k: int | None = None,
+    score_field: str = "rerank_score",
+    order: Sequence[int] | None = None,
+    dropped: Sequence[int] = (),
+) -> RerankResult:
+    """Order documents by ``scored.final`` (stable, best first), or in the given ``order``,
+    into a RerankResult."""
+    final = scored.final
+    ranking = np.argsort(-final, kind="stable") if order is None else np.asarray(order, int)
+    if top_k is not None:
+        ranking = ranking[:top_k]
+    results = []
+    for rank, i in enumerate(ranking.tolist(), start=1):
+        doc = docs[i]
+        score = float(final[i])
+        results.append(
+            RankedDocument(
+                document=output_for(doc, score, score_field=score_field),
+                index=i,
+                rank=rank,
+                score=score,
+                text=doc.text,
+                id=doc.id,
+                scores={k: float(v[i]) for k, v in scored.per_strategy.items() if scored.saw(k, i)},
+                flags=tuple(scored.flags.get(i, ())),
+                explanation=_explanation_of(scored, i),
+            )
+        )
+    return RerankResult(
+        query=query,
+        results=tuple(results),
+        degraded=scored.degraded,
+        warnings=tuple(scored.warnings),
+        usage=dict(scored.usage),
+        timings=dict(scored.timings),
+        dropped=tuple(dropped),
+    )

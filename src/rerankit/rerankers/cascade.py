@@ -1,0 +1,180 @@
+"""Pipelines: stages run in order, each reordering what the previous one kept."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import CALLER_ERRORS, ConfigError
+from ..ordering import Rule
+from ..scorers.base import Scorer
+from ..types import Document, RankedDocument, RerankResult
+from .base import Reranker, Scored, assemble
+
+__all__ = ["Pipeline", "Stage"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class Stage:
+    """One step of a :class:`Pipeline`: a reranker (or scorer, or registered name) or an
+    ordering rule (:class:`~rerankit.ordering.Rule`), and how many of its best documents go
+    on to the next stage (``keep``; None: all of them)."""
+
+    step: Any
+    keep: int | None = None
+    name: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.keep is not None and (
+            isinstance(self.keep, bool) or not isinstance(self.keep, int) or self.keep < 1
+        ):
+            raise ConfigError(
+                f"must be a positive integer or absent, got {self.keep!r}", where="keep"
+            )
+        if not isinstance(self.step, Rule):
+            from ..registry import resolve_reranker
+
+            self.step = resolve_reranker(self.step)
+        if self.name is None:
+            self.name = getattr(self.step, "name", type(self.step).__name__)
+
+
+class Pipeline(Reranker):
+    """Stages run in order; each reorders the documents the previous stage kept (the first
+    stage sees all), and the documents it does not keep stay behind them in the order they
+    had. So a cascade is ``Pipeline([(BM25Scorer(), 100), (CrossEncoderScorer(), 20),
+    (LLMListwiseScorer(client), None)])``.
+
+    Each document's ``scores`` and explanation hold every stage's strategies as
+    ``"stage/strategy"``; its ``score`` is the one from the last stage that scored it (order
+    comes from position, as scores of different stages are not comparable). ``timings``
+    gives each stage's seconds. A stage that raises keeps the previous stage's order and
+    marks the result degraded; a stage whose scorers fail degrades the same way by itself.
+    """
+
+    def __init__(self, stages: Sequence[Any], *, name: str = "pipeline") -> None:
+        built: list[Stage] = []
+        for s in stages:
+            if isinstance(s, Stage):
+                built.append(s)
+            elif isinstance(s, tuple):
+                built.append(Stage(*s))
+            else:
+                built.append(Stage(s))
+        if not built:
+            raise ValueError("a Pipeline needs at least one stage")
+        names = [s.name for s in built]
+        for i, s in enumerate(built):  # unique stage names: "bm25", "bm25#2", ...
+            if names.count(s.name) > 1:
+                s.name = f"{s.name}#{names[: i + 1].count(s.name)}"
+        self.stages = built
+        self.name = name
+
+    def scorers(self) -> Iterator[Scorer]:
+        for stage in self.stages:
+            if isinstance(stage.step, Reranker):
+                yield from stage.step.scorers()
+
+    async def _rank(
+        self,
+        query: str,
+        docs: Sequence[Document],
+        *,
+        top_k: int | None,
+        score_field: str,
+        **context: Any,
+    ) -> RerankResult:
+        n = len(docs)
+        scored = Scored(final=np.zeros(n))
+        order, limit, dropped = list(range(n)), n, []
+        for stage in self.stages:
+            head, tail = order[:limit], order[limit:]
+            start = time.perf_counter()
+            new_head = await self._run_stage(stage, query, docs, head, scored, dropped, context)
+            scored.timings[stage.name] = time.perf_counter() - start
+            order = new_head + tail
+            limit = min(stage.keep, len(new_head)) if stage.keep else len(new_head)
+        return assemble(
+            query,
+            docs,
+            scored,
+            top_k=top_k,
+            score_field=score_field,
+            order=order,
+            dropped=dropped,
+        )
+
+    async def _run_stage(
+        self,
+        stage: Stage,
+        query: str,
+        docs: Sequence[Document],
+        head: list[int],
+        scored: Scored,
+        dropped: list[int],
+        context: dict[str, Any],
+    ) -> list[int]:
+        n = len(docs)
+        sub_docs = [docs[i] for i in head]
+        is_rule = isinstance(stage.step, Rule)
+        try:
+            if is_rule:
+                sub = stage.step.apply_result(self._current(query, sub_docs, head, scored))
+            else:
+                sub = await stage.step.arerank(query, sub_docs, **context)
+        except CALLER_ERRORS:
+            raise
+        except Exception as exc:
+            message = (
+                f"stage {stage.name!r} failed ({type(exc).__name__}: {exc}); "
+                "the previous stage's order is kept"
+            )
+            logger.warning(message)
+            scored.warnings.append(message)
+            scored.degraded = True
+            return head
+        scored.warnings.extend(f"stage {stage.name!r}: {w}" for w in sub.warnings)
+        scored.degraded |= sub.degraded
+        scored.add_usage(sub.usage)
+        if is_rule:  # rules see (and report) the documents' input positions
+            dropped.extend(sub.dropped)
+            return [r.index for r in sub]
+        for r in sub:
+            i = head[r.index]
+            scored.final[i] = r.score
+            for k, v in r.scores.items():
+                key = f"{stage.name}/{k}"
+                scored.per_strategy.setdefault(key, np.full(n, np.nan))[i] = v
+                scored.unseen.setdefault(key, np.ones(n, dtype=bool))[i] = False
+            for k, parts in r.explanation.items():
+                target = scored.explanation.setdefault(f"{stage.name}/{k}", {})
+                for part, value in parts.items():
+                    target.setdefault(part, np.full(n, np.nan))[i] = value
+            if r.flags:
+                scored.flags.setdefault(i, []).extend(r.flags)
+        return [head[r.index] for r in sub]
+
+    @staticmethod
+    def _current(
+        query: str, sub_docs: Sequence[Document], head: list[int], scored: Scored
+    ) -> RerankResult:
+        """The head as a RerankResult (current scores) for a rule to reorder."""
+        results = tuple(
+            RankedDocument(
+                document=d.source if d.source is not None else d,
+                index=i,
+                rank=j + 1,
+                score=float(scored.final[i]),
+                text=d.text,
+                id=d.id,
+            )
+            for j, (d, i) in enumerate(zip(sub_docs, head, strict=True))
+        )
+        return RerankResult(query=query, results=results)

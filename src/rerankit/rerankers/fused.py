@@ -1,0 +1,99 @@
+"""Several scorers run concurrently and their scores are combined (see
+:mod:`rerankit.fusion`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .. import fusion
+from ..errors import CALLER_ERRORS
+from ..normalize import check_normalization_method
+from ..scorers.base import Scorer, check_scorer
+from ..types import Document
+from .base import Scored, ScoringReranker, run_scorer
+
+__all__ = ["FusionReranker"]
+
+
+class FusionReranker(ScoringReranker):
+    """Runs several scorers concurrently and combines their scores.
+
+    Each strategy's raw scores are kept in ``RankedDocument.scores``. Score-based methods
+    normalise each strategy first (``normalize_scores=True``, ``normalization_method``);
+    rank-based ones (RRF, BORDA) use ranks. If some strategies fail, the rest decide the
+    order and the result is ``degraded`` with a warning per failure; if all fail, the input
+    order is kept. See :mod:`rerankit.fusion` for weights, ranges and tie rules.
+    """
+
+    def __init__(
+        self,
+        strategies: Sequence[Scorer],
+        combination_method: fusion.ScoreCombinationMethod | str = (
+            fusion.ScoreCombinationMethod.WEIGHTED_AVERAGE
+        ),
+        weights: Mapping[str, float] | None = None,
+        normalize_scores: bool = True,
+        normalization_method: str = "min_max",
+        *,
+        rrf_k: float = 60.0,
+        name: str = "fusion",
+    ) -> None:
+        strategies = [check_scorer(s) for s in strategies]
+        if not strategies:
+            raise ValueError("FusionReranker needs at least one strategy")
+        names = [s.name for s in strategies]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"strategy names must be unique; repeated: {dupes}")
+        check_normalization_method(normalization_method)
+        fusion.check_rrf_k(rrf_k)
+        self.strategies = strategies
+        self.combination_method = fusion.ScoreCombinationMethod.parse(combination_method)
+        self.weights = dict(weights) if weights is not None else None
+        self._weights = fusion.resolve_weights(names, weights)
+        self.normalize_scores = normalize_scores
+        self.normalization_method = normalization_method
+        self.rrf_k = rrf_k
+        self.name = name
+
+    def scorers(self) -> Iterator[Scorer]:
+        yield from self.strategies
+
+    async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
+        outcomes = await asyncio.gather(
+            *(run_scorer(s, query, docs, context) for s in self.strategies),
+            return_exceptions=True,
+        )
+        scored = Scored(final=np.zeros(len(docs)))
+        rows, kept = [], []
+        for i, (strategy, outcome) in enumerate(zip(self.strategies, outcomes, strict=True)):
+            if isinstance(outcome, CALLER_ERRORS) or (
+                isinstance(outcome, BaseException) and not isinstance(outcome, Exception)
+            ):
+                raise outcome
+            if isinstance(outcome, Exception):
+                scored.failed(strategy, outcome)
+                continue
+            rows.append(scored.take(strategy.name, outcome))
+            kept.append(i)
+        if not rows:
+            scored.warnings.append("every strategy failed; input order kept")
+            return scored
+        weights = self._weights[kept] / self._weights[kept].sum()
+        normalization = self.normalization_method if self.normalize_scores else None
+        matrix = fusion.normalize_rows(np.vstack(rows), self.combination_method, normalization)
+        scored.final = fusion.fuse(matrix, self.combination_method, weights, rrf_k=self.rrf_k)
+        shares = fusion.contributions(matrix, self.combination_method, weights, rrf_k=self.rrf_k)
+        for row, j in enumerate(kept):
+            name = self.strategies[j].name
+            scored.explanation[name] = {
+                "raw": scored.per_strategy[name],
+                "normalized": matrix[row],
+                "weight": float(weights[row]),
+                "contribution": shares[row],
+            }
+        return scored
