@@ -55,6 +55,8 @@ def rerank(
     text_field: str = "text",
     id_field: str = "id",
     score_field: str = "rerank_score",
+    first_stage_field: str | None = None,
+    first_stage_higher_is_better: bool = True,
     **context: Any,
 ) -> RerankResult:
     """Rerank in one call: ``rerankit.rerank("query", ["doc a", "doc b"])``.
@@ -68,5 +70,7 @@ def rerank(
         text_field=text_field,
         id_field=id_field,
         score_field=score_field,
+        first_stage_field=first_stage_field,
+        first_stage_higher_is_better=first_stage_higher_is_better,
         **context,
     )

@@ -12,29 +12,8 @@ from collections.abc import Sequence
 from typing import Any, TextIO
 
 from . import __version__
+from ._jsonl import read_records, read_text
 from .errors import InputError, RerankitError
-
-
-def read_documents(stream: TextIO, source: str) -> list[Any]:
-    """Read a JSON array or JSON Lines (one string or object per line)."""
-    text = stream.read()
-    if text.lstrip().startswith("["):
-        try:
-            items = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{source}: invalid JSON array: {exc}") from None
-        if not isinstance(items, list):
-            raise InputError(f"{source}: expected a JSON array")
-        return items
-    items = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            items.append(json.loads(line))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{source}, line {lineno}: invalid JSON: {exc.msg}") from None
-    return items
 
 
 def _records(result: Any, score_field: str, details: bool) -> list[dict]:
@@ -65,14 +44,10 @@ def _table(result: Any, out: TextIO) -> None:
 def _cmd_rank(args: argparse.Namespace) -> int:
 
     reranker = _reranker_from(args)  # a bad pipeline file is reported before reading input
-    try:
-        if args.input == "-":
-            items = read_documents(sys.stdin, "stdin")
-        else:
-            with open(args.input, encoding="utf-8") as fh:
-                items = read_documents(fh, args.input)
-    except OSError as exc:
-        raise InputError(f"cannot read {args.input}: {exc.strerror or exc}") from None
+    if args.input == "-":
+        items = read_records(sys.stdin.read(), "stdin")
+    else:
+        items = read_records(read_text(args.input), args.input)
     result = reranker.rerank(
         args.query,
         items,
@@ -80,6 +55,8 @@ def _cmd_rank(args: argparse.Namespace) -> int:
         text_field=args.text_field,
         id_field=args.id_field,
         score_field=args.score_field,
+        first_stage_field=args.first_stage_field,
+        first_stage_higher_is_better=not args.first_stage_lower_is_better,
     )
     for w in result.warnings:
         print(f"rerankit: warning: {w}", file=sys.stderr)
@@ -179,6 +156,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--score-field",
         default="rerank_score",
         help="field added to each output object (default rerank_score)",
+    )
+    rank.add_argument(
+        "--first-stage-field",
+        default=None,
+        metavar="FIELD",
+        help="object field holding the first-stage (retriever) score; the hybrid fuses it "
+        "(a 'first_stage_score' field is read without naming it)",
+    )
+    rank.add_argument(
+        "--first-stage-lower-is-better",
+        action="store_true",
+        help="the first-stage field is a distance or rank: lower is better",
     )
     rank.add_argument(
         "--format",

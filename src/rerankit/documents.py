@@ -1,21 +1,44 @@
-"""Input adapters: turn what the caller passed into Documents, and map results back.
+"""Input adapters: the one place the caller's items become Documents, and the one place
+results are mapped back to the caller's kind of object.
 
-Accepted items: ``str``, :class:`~rerankit.types.Document`, and mappings (dicts) whose text
-sits under ``text_field`` and optional id under ``id_field``; the remaining fields become the
-Document's metadata. With a ``text_getter`` any object is accepted. The caller's objects are
-never modified: dict outputs are new dicts.
+Accepted items:
+
+* ``str`` and :class:`~rerankit.Document`;
+* mappings (dicts): the text under ``text_field`` (or the ``text_fields`` joined as
+  ``"field: value"`` lines), the optional id under ``id_field``; every other field becomes
+  metadata;
+* LangChain ``Document`` s (``page_content``, ``metadata``, ``id``);
+* LlamaIndex ``NodeWithScore`` s and nodes (``get_content()``, ``node_id``, ``metadata``); a
+  node's retriever ``score`` becomes the ``first_stage_score``;
+* :class:`~rerankit.RankedDocument` s (a result fed to an ordering rule);
+* any object with a string attribute named ``text_field``, or anything a ``text_getter``
+  reads.
+
+**First-stage scores.** The score a first-stage retriever gave a document is read from
+metadata ``first_stage_score`` (:data:`FIRST_STAGE_SCORE`). ``first_stage_field`` names
+another field to take it from (dots walk into nested mappings), negated when
+``first_stage_higher_is_better=False`` (distances), so ``first_stage_score`` is always
+higher-is-better.
+
+The caller's objects are never modified: dicts come back as new dicts, LangChain documents
+and LlamaIndex nodes as copies, everything else as the caller's own object.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
+from numbers import Real
 from typing import Any
 
 from .errors import InvalidDocumentError
-from .types import Document
+from .types import Document, RankedDocument
 
-__all__ = ["output_for", "to_documents"]
+__all__ = ["FIRST_STAGE_SCORE", "field_value", "output_for", "to_documents"]
+
+#: the metadata key holding a document's first-stage (retriever) score, higher is better
+FIRST_STAGE_SCORE = "first_stage_score"
+_MISSING = object()
 
 
 def _check_sequence(documents: Any) -> list[Any]:
@@ -29,69 +52,222 @@ def _check_sequence(documents: Any) -> list[Any]:
     return list(documents)
 
 
-def to_documents(
-    documents: Iterable[Any],
-    *,
-    text_field: str = "text",
-    id_field: str = "id",
-    text_getter: Callable[[Any], str] | None = None,
-) -> list[Document]:
-    """Adapt the caller's items to Documents (each keeps its original object as ``source``).
+def field_value(doc: Document, path: str, default: Any = None) -> Any:
+    """A field of a document's metadata: the key itself, else a dotted path into nested
+    mappings (``"retrieval.score"``), else the same inside a ``metadata`` mapping."""
+    for node in (doc.metadata, doc.metadata.get("metadata")):
+        if not isinstance(node, Mapping):
+            continue
+        if path in node:
+            return node[path]
+        for part in path.split("."):
+            if not isinstance(node, Mapping) or part not in node:
+                break
+            node = node[part]
+        else:
+            return node
+    return default
 
-    Raises :class:`InvalidDocumentError` (a ``ValueError``) naming the document's index and
-    the field when a text is missing or not a string.
-    """
-    items = _check_sequence(documents)
-    out: list[Document] = []
-    for i, item in enumerate(items):
+
+def _is_langchain(item: Any) -> bool:
+    return isinstance(getattr(item, "page_content", None), str) and isinstance(
+        getattr(item, "metadata", None), Mapping
+    )
+
+
+def _is_llama_scored(item: Any) -> bool:
+    return hasattr(item, "score") and callable(
+        getattr(getattr(item, "node", None), "get_content", None)
+    )
+
+
+def _is_llama_node(item: Any) -> bool:
+    return callable(getattr(item, "get_content", None)) and hasattr(item, "node_id")
+
+
+class _Adapter:
+    """One pass over the caller's items with the options of one call."""
+
+    def __init__(
+        self,
+        *,
+        text_field: str,
+        id_field: str,
+        text_fields: Sequence[str] | None,
+        text_getter: Callable[[Any], str] | None,
+        missing_text: str,
+    ) -> None:
+        if missing_text not in ("error", "empty"):
+            raise ValueError(f"missing_text must be 'error' or 'empty', got {missing_text!r}")
+        if text_fields is not None and (
+            isinstance(text_fields, str)
+            or not text_fields
+            or not all(isinstance(f, str) for f in text_fields)
+        ):
+            raise ValueError(
+                f"text_fields must be a non-empty list of field names, got {text_fields!r}"
+            )
+        self.text_field, self.id_field = text_field, id_field
+        self.text_fields = list(text_fields) if text_fields is not None else None
+        self.text_getter, self.lenient = text_getter, missing_text == "empty"
+
+    def missing(self, i: int, message: str, field: str | None) -> str:
+        if self.lenient:
+            return ""
+        raise InvalidDocumentError(f"document {i}: {message}", index=i, field=field)
+
+    def text_of_mapping(self, item: Mapping[str, Any], i: int) -> str:
+        if self.text_fields is not None:
+            present = [k for k in self.text_fields if k in item]
+            if not present:
+                return self.missing(
+                    i, f"none of the text fields {self.text_fields} is present", None
+                )
+            return "\n".join(f"{k}: {item[k]}" for k in present)
+        if self.text_field not in item:
+            fields = ", ".join(map(repr, list(item)[:8])) or "none"
+            return self.missing(
+                i,
+                f"missing text field {self.text_field!r} (fields present: {fields})",
+                self.text_field,
+            )
+        text = item[self.text_field]
+        if not isinstance(text, str):
+            return self.missing(
+                i,
+                f"field {self.text_field!r} must be a string, got {type(text).__name__}",
+                self.text_field,
+            )
+        return text
+
+    def adapt(self, item: Any, i: int) -> Document:
         if isinstance(item, Document):
-            out.append(item if item.source is not None else replace(item, source=item))
-        elif isinstance(item, str):
-            out.append(Document(text=item, source=item))
-        elif isinstance(item, Mapping) and text_getter is None:
-            out.append(_from_mapping(item, i, text_field, id_field))
-        elif text_getter is not None:
-            text = text_getter(item)
+            return item if item.source is not None else replace(item, source=item)
+        if isinstance(item, str):
+            return Document(text=item, source=item)
+        if isinstance(item, RankedDocument):
+            inner = self.adapt(item.document, i)
+            return replace(inner, text=inner.text or item.text, source=item)
+        if self.text_getter is not None:
+            text = self.text_getter(item)
             if not isinstance(text, str):
                 raise InvalidDocumentError(
                     f"document {i}: text_getter returned {type(text).__name__}, expected str",
                     index=i,
                 )
-            out.append(Document(text=text, source=item))
-        else:
-            raise InvalidDocumentError(
-                f"document {i}: unsupported type {type(item).__name__}; "
-                "expected str, dict or Document",
-                index=i,
+            metadata = dict(item) if isinstance(item, Mapping) else {}
+            return Document(text=text, metadata=metadata, source=item)
+        if isinstance(item, Mapping):
+            skip = {self.id_field} | ({self.text_field} if self.text_fields is None else set())
+            metadata = {k: v for k, v in item.items() if k not in skip}
+            text = self.text_of_mapping(item, i)
+            return Document(text=text, id=item.get(self.id_field), metadata=metadata, source=item)
+        if _is_langchain(item):
+            return Document(
+                text=item.page_content,
+                id=getattr(item, "id", None),
+                metadata=dict(item.metadata),
+                source=item,
             )
+        if _is_llama_scored(item):
+            node = item.node
+            metadata = dict(getattr(node, "metadata", None) or {})
+            if isinstance(item.score, Real) and not isinstance(item.score, bool):
+                metadata[FIRST_STAGE_SCORE] = float(item.score)
+            return Document(
+                text=node.get_content(),
+                id=getattr(node, "node_id", None),
+                metadata=metadata,
+                source=item,
+            )
+        if _is_llama_node(item):
+            metadata = dict(getattr(item, "metadata", None) or {})
+            return Document(
+                text=item.get_content(), id=item.node_id, metadata=metadata, source=item
+            )
+        text = getattr(item, self.text_field, _MISSING)
+        if isinstance(text, str) or (text is _MISSING and self.lenient):
+            attributes = {
+                k: v for k, v in getattr(item, "__dict__", {}).items() if not k.startswith("_")
+            }
+            attributes.pop(self.text_field, None)
+            return Document(
+                text=text if isinstance(text, str) else "",
+                id=attributes.pop(self.id_field, None),
+                metadata=attributes,
+                source=item,
+            )
+        raise InvalidDocumentError(
+            f"document {i}: unsupported type {type(item).__name__}; expected str, dict, "
+            f"Document, a LangChain document, a LlamaIndex node, or an object with a string "
+            f"{self.text_field!r} attribute",
+            index=i,
+        )
+
+
+def _with_first_stage(docs: list[Document], field: str, higher_is_better: bool) -> list[Document]:
+    out = []
+    for i, doc in enumerate(docs):
+        value = field_value(doc, field, _MISSING)
+        if value is _MISSING or value is None:
+            out.append(doc)
+            continue
+        if isinstance(value, bool) or not isinstance(value, Real):
+            raise InvalidDocumentError(
+                f"document {i}: first-stage field {field!r} must be a number, got {value!r}",
+                index=i,
+                field=field,
+            )
+        score = float(value) if higher_is_better else -float(value)
+        out.append(replace(doc, metadata={**doc.metadata, FIRST_STAGE_SCORE: score}))
     return out
 
 
-def _from_mapping(item: Mapping[str, Any], i: int, text_field: str, id_field: str) -> Document:
-    if text_field not in item:
-        raise InvalidDocumentError(
-            f"document {i}: missing text field {text_field!r} (fields present: "
-            f"{', '.join(map(repr, list(item)[:8])) or 'none'})",
-            index=i,
-            field=text_field,
-        )
-    text = item[text_field]
-    if not isinstance(text, str):
-        raise InvalidDocumentError(
-            f"document {i}: field {text_field!r} must be a string, got {type(text).__name__}",
-            index=i,
-            field=text_field,
-        )
-    metadata = {k: v for k, v in item.items() if k != text_field and k != id_field}
-    return Document(text=text, id=item.get(id_field), metadata=metadata, source=item)
+def to_documents(
+    documents: Iterable[Any],
+    *,
+    text_field: str = "text",
+    id_field: str = "id",
+    text_fields: Sequence[str] | None = None,
+    text_getter: Callable[[Any], str] | None = None,
+    first_stage_field: str | None = None,
+    first_stage_higher_is_better: bool = True,
+    missing_text: str = "error",
+) -> list[Document]:
+    """Adapt the caller's items to Documents (each keeps its original object as ``source``).
+
+    Raises :class:`~rerankit.InvalidDocumentError` (a ``ValueError``) naming the document's
+    index and the field when a text is missing or not a string (``missing_text="empty"``
+    reads such documents as empty text instead), or when a ``first_stage_field`` value is
+    not a number. See the module doc for the kinds of item accepted.
+    """
+    items = _check_sequence(documents)
+    adapter = _Adapter(
+        text_field=text_field,
+        id_field=id_field,
+        text_fields=text_fields,
+        text_getter=text_getter,
+        missing_text=missing_text,
+    )
+    docs = [adapter.adapt(item, i) for i, item in enumerate(items)]
+    if first_stage_field is not None:
+        docs = _with_first_stage(docs, first_stage_field, first_stage_higher_is_better)
+    return docs
 
 
 def output_for(doc: Document, score: float, *, score_field: str = "rerank_score") -> Any:
-    """The caller-kind output for one document: a new dict with the score for mapping inputs,
-    otherwise the caller's own (immutable or untouched) object."""
+    """The caller-kind output for one document: a new dict with the score for mappings, a
+    copy with the score in its metadata for LangChain documents, a copy with the new
+    ``score`` for LlamaIndex ``NodeWithScore`` s, otherwise the caller's own object."""
     source = doc.source if doc.source is not None else doc
+    if isinstance(source, RankedDocument):
+        return source
     if isinstance(source, Mapping):
         new = dict(source)
         new[score_field] = score
         return new
+    if _is_langchain(source) and hasattr(source, "model_copy"):
+        return source.model_copy(update={"metadata": {**source.metadata, score_field: score}})
+    if _is_llama_scored(source) and hasattr(source, "model_copy"):
+        return source.model_copy(update={"score": score})
     return source

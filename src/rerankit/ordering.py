@@ -13,10 +13,12 @@ import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from numbers import Real
 from typing import Any
 
 import numpy as np
 
+from .documents import field_value, to_documents
 from .normalize import normalize_scores
 from .types import Document, RankedDocument, RerankResult
 
@@ -43,35 +45,17 @@ _DEFAULT_BUCKET = 1
 # --- one view over every kind of ranked list -------------------------------------------------
 
 
-def _field(item: Any, name: str) -> Any:
-    """``name`` from a dict (top level, then its ``metadata``), a Document's metadata, or a
-    RankedDocument's document."""
-    if isinstance(item, RankedDocument):
-        return _field(item.document, name)
-    if isinstance(item, Document):
-        return item.metadata.get(name)
-    if isinstance(item, Mapping):
-        if name in item:
-            return item[name]
-        meta = item.get("metadata")
-        return meta.get(name) if isinstance(meta, Mapping) else None
-    return getattr(item, name, None)
+def _view(items: Sequence[Any], text_field: str = "text") -> list[Document]:
+    """The items as Documents (a RankedDocument's document; a missing text reads as "")."""
+    return to_documents(items, text_field=text_field, missing_text="empty")
 
 
-def _text(item: Any, text_field: str) -> str:
-    if isinstance(item, str):
-        return item
-    if isinstance(item, (RankedDocument, Document)):
-        return item.text
-    value = _field(item, text_field)
-    return value if isinstance(value, str) else ""
-
-
-def _score(item: Any, score_field: str) -> float | None:
+def _score(item: Any, doc: Document, score_field: str) -> float | None:
+    """A RankedDocument's score, else the numeric ``score_field`` of the item."""
     if isinstance(item, RankedDocument):
         return item.score
-    value = _field(item, score_field)
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
+    value = field_value(doc, score_field)
+    if isinstance(value, Real) and not isinstance(value, bool):
         return float(value)
     return None
 
@@ -149,7 +133,9 @@ class DifficultyOrdering(Rule):
         self.buckets = {k.lower(): v for k, v in (buckets or DIFFICULTY_BUCKETS).items()}
 
     def bucket(self, item: Any) -> int:
-        value = _field(item, self.field)
+        """The difficulty bucket of one item (a Document, dict, RankedDocument, ...)."""
+        doc = item if isinstance(item, Document) else _view([item])[0]
+        value = field_value(doc, self.field)
         if isinstance(value, str):
             return self.buckets.get(value.strip().lower(), _DEFAULT_BUCKET)
         if (
@@ -165,7 +151,8 @@ class DifficultyOrdering(Rule):
         if self.mode == "research" or n < 2:
             return Outcome(list(range(n)), [])
         top = min(self.window, n)
-        head = sorted(range(top), key=lambda i: (self.bucket(items[i]), i))
+        docs = _view(items[:top])
+        head = sorted(range(top), key=lambda i: (self.bucket(docs[i]), i))
         return Outcome(head + list(range(top, n)), [])
 
 
@@ -194,8 +181,8 @@ class MinScore(Rule):
 
     def decide(self, items: Sequence[Any]) -> Outcome:
         keep, drop = [], []
-        for i, item in enumerate(items):
-            s = _score(item, self.score_field)
+        for i, (item, doc) in enumerate(zip(items, _view(items), strict=True)):
+            s = _score(item, doc, self.score_field)
             (drop if s is not None and s < self.threshold else keep).append(i)
         return Outcome(keep, drop, f"score below {self.threshold:g}")
 
@@ -231,7 +218,7 @@ class Deduplicate(Rule):
         self.threshold, self.text_field = threshold, text_field
 
     def decide(self, items: Sequence[Any]) -> Outcome:
-        sets = _word_sets([_text(x, self.text_field) for x in items])
+        sets = _word_sets([d.text for d in _view(items, self.text_field)])
         keep: list[int] = []
         drop: list[int] = []
         for i, words in enumerate(sets):
@@ -281,13 +268,13 @@ class MMR(Rule):
             options["lambda_"] = options.pop("lambda")
         return cls(**options)
 
-    def _similarity(self, items: Sequence[Any]) -> np.ndarray:
-        texts = [_text(x, self.text_field) for x in items]
+    def _similarity(self, docs: Sequence[Document]) -> np.ndarray:
+        texts = [d.text for d in docs]
         vectors: Any = None
         if self.embed is not None:
             vectors = self.embed(texts)
         else:
-            given = [_field(x, "embedding") for x in items]
+            given = [field_value(d, "embedding") for d in docs]
             if all(v is not None for v in given):
                 vectors = given
         if vectors is not None:
@@ -302,12 +289,13 @@ class MMR(Rule):
         n = len(items)
         if n < 2:
             return Outcome(list(range(n)), [])
-        raw = [_score(x, self.score_field) for x in items]
+        docs = _view(items, self.text_field)
+        raw = [_score(x, d, self.score_field) for x, d in zip(items, docs, strict=True)]
         if all(s is not None for s in raw):
             rel = normalize_scores(np.asarray(raw, dtype=np.float64), "min_max")
         else:
             rel = 1.0 - np.arange(n) / n
-        sim = self._similarity(items)
+        sim = self._similarity(docs)
         chosen: list[int] = []
         left = list(range(n))
         limit = n if self.k is None else min(self.k, n)

@@ -4,16 +4,17 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
+from ..documents import to_documents
 from ..llm.base import LLMClient
 from ..llm.gemini import DEFAULT_GEMINI_MODEL, GeminiClient
 from ..llm.parsing import repair_permutation, validate_permutation
 from ..rerankers import ScorerReranker
 from ..scorers.llm_listwise import listwise_prompt
 from ..scorers.llm_pointwise import LLMPointwiseScorer
-from ..types import Document, RerankResult
+from ..types import RerankResult, check_top_k
 
 __all__ = ["AiRerank", "ReRanker", "make_rerank_schema", "rerank_passages"]
 
@@ -120,6 +121,7 @@ def rerank_passages(
     key, missing SDK) or every call fails, the passages come back in their original order
     and a warning is logged.
     """
+    check_top_k(top_k)
     items = list(passages)
     if len(items) < 2:
         return items[:top_k] if top_k else items
@@ -130,17 +132,8 @@ def rerank_passages(
         return items[:top_k] if top_k else items
     scorer_options.setdefault("instructions", "passages")
     scorer = LLMPointwiseScorer(llm, max_chars=max_chars, **scorer_options)
-
-    def text_of(p: Any) -> str:
-        if isinstance(p, str):
-            return p
-        value = p.get(text_field) if isinstance(p, Mapping) else getattr(p, text_field, None)
-        return value if isinstance(value, str) else ""
-
-    docs = [p if isinstance(p, (str, Mapping)) else Document(text_of(p), source=p) for p in items]
-    result = ScorerReranker(scorer).rerank(
-        query, docs, top_k=top_k, text_field=text_field, score_field="rerank_score"
-    )
+    docs = to_documents(items, text_field=text_field, missing_text="empty")
+    result = ScorerReranker(scorer).rerank(query, docs, top_k=top_k, score_field="rerank_score")
     for w in result.warnings:
         logger.warning("rerank_passages: %s", w)
     return result.documents()

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
+from ..documents import to_documents
 from ..fusion import ScoreCombinationMethod, combine_scores
 from ..fusion import normalize_scores as _normalize
 from ..rerankers import FusionReranker
@@ -145,8 +147,10 @@ class SemanticReranker(RerankerStrategy):
 
     async def score(self, query: str, entities: list[Any], **kwargs: Any) -> list[float]:
         given = [_embedding_of(e, self.embedding_field) for e in entities]
-        texts = [self._text(e) if g is None else "" for e, g in zip(entities, given, strict=True)]
-        docs = [Document(text=t) for t in texts]
+        docs = to_documents(
+            [Document("") if g is not None else e for e, g in zip(entities, given, strict=True)],
+            text_getter=self._text,
+        )
         context = {"document_embeddings": given}
         if kwargs.get("query_embedding") is not None:
             context["query_embedding"] = kwargs["query_embedding"]
@@ -177,24 +181,35 @@ class StructuralReranker(RerankerStrategy):
 
         self.scorer = GraphScorer(graph_store, mode=mode)
         self._node = node_id or _entity_id
-        self._text = text_getter or entity_text
+        self._lenient_text = _lenient(text_getter or entity_text)  # graph scores need no text
 
     @property
     def name(self) -> str:
         return "structural"
 
     async def score(self, query: str, entities: list[Any], **kwargs: Any) -> list[float]:
-        docs = []
-        for e in entities:
-            try:
-                text = self._text(e)
-            except TypeError:
-                text = ""
-            docs.append(Document(text=text, id=self._node(e)))
+        docs = [
+            replace(d, id=self._node(e))
+            for d, e in zip(
+                to_documents(entities, text_getter=self._lenient_text), entities, strict=True
+            )
+        ]
         batch = await self.scorer.score(query, docs)
         values = np.asarray(batch.values, dtype=np.float64)
         top = values.max(initial=0.0)
         return (values / top if top > 0 else values).tolist()
+
+
+def _lenient(getter: Callable[[Any], str]) -> Callable[[Any], str]:
+    """``getter``, reading an entity without text as ``""``."""
+
+    def read(entity: Any) -> str:
+        try:
+            return getter(entity)
+        except TypeError:
+            return ""
+
+    return read
 
 
 def _entity_id(entity: Any) -> Any:
@@ -235,7 +250,8 @@ class ResultReranker:
         text_getter: Callable[[Any], str] | None = None,
     ) -> None:
         self.strategies = list(strategies)
-        self._text = text_getter or entity_text
+        # strategies read the entity itself; its text is only informational here
+        self._lenient_text = _lenient(text_getter or entity_text)
         self._fusion = FusionReranker(
             [_StrategyScorer(s) for s in self.strategies],
             combination_method,
@@ -244,16 +260,10 @@ class ResultReranker:
             normalization_method,
         )
 
-    def _text_or_empty(self, entity: Any) -> str:
-        try:
-            return self._text(entity)
-        except TypeError:
-            return ""  # strategies read the entity itself; text is only informational here
-
     async def rerank(
         self, query: str, entities: list[Any], top_k: int | None = None, **kwargs: Any
     ) -> list[tuple[Any, float]]:
         entities = list(entities)
-        docs = [Document(text=self._text_or_empty(e), source=e) for e in entities]
+        docs = to_documents(entities, text_getter=self._lenient_text)
         result = await self._fusion.arerank(query, docs, top_k=top_k, **kwargs)
         return [(entities[r.index], r.score) for r in result]

@@ -3,10 +3,11 @@ plus optional TREC run files (``qid Q0 docid rank score tag``)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from .._jsonl import read_jsonl
 
 __all__ = ["Dataset", "load_beir", "load_qrels", "load_run"]
 
@@ -35,19 +36,6 @@ class Dataset:
         doc = self.corpus[doc_id]
         title = doc.get("title") or ""
         return f"{title}\n{doc.get('text') or ''}" if title else doc.get("text") or ""
-
-
-def _read_jsonl(path: Path) -> list[dict]:
-    rows = []
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}:{n}: not valid JSON: {exc}") from exc
-    return rows
 
 
 def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
@@ -98,12 +86,12 @@ def load_beir(path: str | Path, split: str = "test", *, run: str | Path | None =
             raise FileNotFoundError(f"{path / needed} not found (BEIR layout expected)")
     corpus = {
         str(r["_id"]): {"title": r.get("title") or "", "text": r.get("text") or ""}
-        for r in _read_jsonl(path / "corpus.jsonl")
+        for r in read_jsonl(path / "corpus.jsonl")
     }
     qrels = load_qrels(path / f"qrels/{split}.tsv")
     queries = {
         str(r["_id"]): r["text"]
-        for r in _read_jsonl(path / "queries.jsonl")
+        for r in read_jsonl(path / "queries.jsonl")
         if str(r["_id"]) in qrels
     }
     runs = [Path(run)] if run is not None else sorted(path.glob("*.run.trec"))

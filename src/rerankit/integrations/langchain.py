@@ -13,7 +13,7 @@ from langchain_core.callbacks import Callbacks  # noqa: E402
 from langchain_core.documents import BaseDocumentCompressor, Document  # noqa: E402
 from pydantic import ConfigDict  # noqa: E402
 
-from ..api import load as resolve  # noqa: E402
+from ..api import load  # noqa: E402
 
 __all__ = ["RerankitCompressor"]
 
@@ -22,42 +22,40 @@ class RerankitCompressor(BaseDocumentCompressor):
     """Reorders retrieved LangChain Documents with ``reranker`` (a rerankit reranker,
     scorer, registered name such as ``"hybrid"``, or pipeline file) and keeps the best
     ``top_n`` (None: all). Each returned Document is a copy whose metadata gains
-    ``relevance_score``; the originals are left alone."""
+    ``relevance_score``; the originals are left alone.
+
+    ``first_stage_field`` names the metadata key holding the retriever's score (e.g. the
+    ``score`` a vector store put there; ``first_stage_higher_is_better=False`` for
+    distances), so a ``hybrid`` reranker fuses it; a ``first_stage_score`` key is read
+    without naming it.
+    """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     reranker: Any = "hybrid"
     top_n: int | None = 3
+    first_stage_field: str | None = None
+    first_stage_higher_is_better: bool = True
 
-    def _documents(self, documents: Sequence[Document], result: Any) -> list[Document]:
-        out = []
-        for r in result:
-            original = documents[r.index]
-            out.append(
-                Document(
-                    page_content=original.page_content,
-                    metadata={**original.metadata, "relevance_score": r.score},
-                    id=getattr(original, "id", None),
-                )
-            )
-        return out
+    def _options(self) -> dict[str, Any]:
+        return {
+            "top_k": self.top_n,
+            "score_field": "relevance_score",
+            "first_stage_field": self.first_stage_field,
+            "first_stage_higher_is_better": self.first_stage_higher_is_better,
+        }
 
     def compress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         if not documents:
             return []
-        result = resolve(self.reranker).rerank(
-            query, [d.page_content for d in documents], top_k=self.top_n
-        )
-        return self._documents(documents, result)
+        return load(self.reranker).rerank(query, documents, **self._options()).documents()
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
     ) -> Sequence[Document]:
         if not documents:
             return []
-        result = await resolve(self.reranker).arerank(
-            query, [d.page_content for d in documents], top_k=self.top_n
-        )
-        return self._documents(documents, result)
+        result = await load(self.reranker).arerank(query, documents, **self._options())
+        return result.documents()

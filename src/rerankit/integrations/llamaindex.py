@@ -11,7 +11,7 @@ require("llama_index.core", "rerankit.integrations.llamaindex")
 from llama_index.core.postprocessor.types import BaseNodePostprocessor  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle  # noqa: E402
 
-from ..api import load as resolve  # noqa: E402
+from ..api import load  # noqa: E402
 
 __all__ = ["RerankitPostprocessor"]
 
@@ -19,7 +19,8 @@ __all__ = ["RerankitPostprocessor"]
 class RerankitPostprocessor(BaseNodePostprocessor):
     """Reorders retrieved nodes with ``reranker`` (a rerankit reranker, scorer, registered
     name such as ``"hybrid"``, or pipeline file), keeps the best ``top_n`` (None: all) and
-    sets each node's score to rerankit's."""
+    sets each node's score to rerankit's. The retriever's node scores reach the reranker as
+    each document's ``first_stage_score`` (the ``hybrid`` fuses them)."""
 
     reranker: Any = "hybrid"
     top_n: int | None = None
@@ -35,7 +36,5 @@ class RerankitPostprocessor(BaseNodePostprocessor):
             raise ValueError("RerankitPostprocessor needs the query (a QueryBundle)")
         if not nodes:
             return []
-        result = resolve(self.reranker).rerank(
-            query_bundle.query_str, [n.node.get_content() for n in nodes], top_k=self.top_n
-        )
-        return [NodeWithScore(node=nodes[r.index].node, score=r.score) for r in result]
+        result = load(self.reranker).rerank(query_bundle.query_str, nodes, top_k=self.top_n)
+        return result.documents()

@@ -116,6 +116,8 @@ class Reranker(ABC):
         text_field: str = "text",
         id_field: str = "id",
         score_field: str = "rerank_score",
+        first_stage_field: str | None = None,
+        first_stage_higher_is_better: bool = True,
         **context: Any,
     ) -> RerankResult:
         """Rerank ``documents`` for ``query`` (blocking). See :meth:`arerank`."""
@@ -127,6 +129,8 @@ class Reranker(ABC):
                 text_field=text_field,
                 id_field=id_field,
                 score_field=score_field,
+                first_stage_field=first_stage_field,
+                first_stage_higher_is_better=first_stage_higher_is_better,
                 **context,
             )
         )
@@ -140,19 +144,29 @@ class Reranker(ABC):
         text_field: str = "text",
         id_field: str = "id",
         score_field: str = "rerank_score",
+        first_stage_field: str | None = None,
+        first_stage_higher_is_better: bool = True,
         **context: Any,
     ) -> RerankResult:
         """Rerank ``documents`` (strings, dicts, Documents, LangChain documents, LlamaIndex
-        nodes) for ``query``.
+        nodes; see :mod:`rerankit.documents`) for ``query``.
 
         ``top_k`` keeps the best k. Dict inputs come back as new dicts with the score under
-        ``score_field``. An empty query or an empty list returns the input order with a
+        ``score_field``. ``first_stage_field`` names the field holding the retriever's score
+        (``first_stage_higher_is_better=False`` for distances); it becomes the documents'
+        ``first_stage_score``. An empty query or an empty list returns the input order with a
         warning. Extra keyword arguments are passed to the scorers as context.
         """
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, got {type(query).__name__}")
         check_top_k(top_k)
-        docs = to_documents(documents, text_field=text_field, id_field=id_field)
+        docs = to_documents(
+            documents,
+            text_field=text_field,
+            id_field=id_field,
+            first_stage_field=first_stage_field,
+            first_stage_higher_is_better=first_stage_higher_is_better,
+        )
         if not docs or not query.strip():
             what = "the document list is empty" if not docs else "the query is empty"
             logger.warning("%s; returning the input order", what)

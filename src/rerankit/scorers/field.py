@@ -3,30 +3,19 @@ score), recency with a half-life, log-scaled popularity, or any callable."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from numbers import Real
 from typing import Any
 
 import numpy as np
 
+from ..documents import field_value
 from ..errors import InvalidDocumentError
 from ..types import Document
 
 __all__ = ["FieldScorer", "FunctionScorer", "PopularityScorer", "RecencyScorer"]
 
 _MISSING = object()
-
-
-def _lookup(doc: Document, path: str) -> Any:
-    """Read ``path`` from a document's metadata; dots walk into nested mappings."""
-    node: Any = doc.metadata
-    if path in node:
-        return node[path]
-    for part in path.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return _MISSING
-        node = node[part]
-    return node
 
 
 class FieldScorer:
@@ -60,7 +49,7 @@ class FieldScorer:
     def values(self, docs: Sequence[Document]) -> np.ndarray:
         out = np.empty(len(docs), dtype=np.float64)
         for i, doc in enumerate(docs):
-            value = _lookup(doc, self.field)
+            value = field_value(doc, self.field, _MISSING)
             if value is _MISSING or value is None:
                 if self.missing is None:
                     raise InvalidDocumentError(
@@ -133,7 +122,7 @@ class RecencyScorer:
         out = np.full(len(docs), float(self.missing))
         flags: dict[int, list[str]] = {}
         for i, doc in enumerate(docs):
-            value = _lookup(doc, self.field)
+            value = field_value(doc, self.field, _MISSING)
             if value is _MISSING or value is None:
                 flags[i] = [f"missing:{self.field}"]
                 continue

@@ -1,0 +1,62 @@
+"""Reading JSON Lines (and JSON arrays): the one reader the CLI and the evaluation share.
+
+Errors name the source and the line. Files are read as UTF-8 (a byte-order mark is
+allowed); anything else is an error naming the file.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .errors import InputError
+
+__all__ = ["parse_jsonl", "read_jsonl", "read_records", "read_text"]
+
+
+def read_text(path: str | Path) -> str:
+    """A UTF-8 file's text (a leading byte-order mark dropped); errors name the file."""
+    path = Path(path)
+    try:
+        return path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            f"{path}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); "
+            "save the file as UTF-8"
+        ) from None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+
+
+def parse_jsonl(lines: Iterable[str], source: str) -> list[Any]:
+    """One JSON value per non-blank line."""
+    items = []
+    for lineno, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            items.append(json.loads(line))
+        except json.JSONDecodeError as exc:
+            raise InputError(f"{source}, line {lineno}: invalid JSON: {exc.msg}") from None
+    return items
+
+
+def read_jsonl(path: str | Path) -> list[Any]:
+    """The values of a JSON Lines file."""
+    return parse_jsonl(read_text(path).splitlines(), str(path))
+
+
+def read_records(text: str, source: str) -> list[Any]:
+    """A JSON array, or JSON Lines (one value per line). A text that starts with ``[`` is
+    an array only when the whole text is one JSON array; otherwise it is read as lines."""
+    text = text.removeprefix("\ufeff")
+    if text.lstrip().startswith("["):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            value = None
+        if isinstance(value, list):
+            return value
+    return parse_jsonl(text.splitlines(), source)
