@@ -16,9 +16,16 @@ cohere = pytest.importorskip("cohere", reason="needs the cohere SDK (dev extra)"
 httpx = pytest.importorskip("httpx")
 uvicorn = pytest.importorskip("uvicorn")
 
-from rerankit import FunctionScorer, ScorerReranker, register_reranker, rerank  # noqa: E402
-from rerankit.scorers.embedding import EncodeBatcher  # noqa: E402
+from rerankit import (  # noqa: E402
+    FunctionScorer,
+    HybridReranker,
+    JaccardScorer,
+    ScorerReranker,
+    register_reranker,
+    rerank,
+)
 from rerankit.server import ServerSettings, create_app  # noqa: E402
+from rerankit.server.batching import EncodeBatcher  # noqa: E402
 
 DOCS = [
     "Solar panels turn sunlight into power.",
@@ -49,6 +56,8 @@ class _Broken(ScorerReranker):
 
 
 register_reranker("test-broken", lambda: _Broken(FunctionScorer(lambda q, d: 0.0)))
+# the hybrid with a cheap second signal in place of the bi-encoder
+register_reranker("test-hybrid", lambda: HybridReranker(JaccardScorer(name="embedding")))
 
 
 class LiveServer:
@@ -75,7 +84,13 @@ class LiveServer:
 @pytest.fixture(scope="module")
 def live():
     settings = ServerSettings(
-        pipelines={"bm25": "bm25", "text": "text", "slow": "test-slow", "broken": "test-broken"},
+        pipelines={
+            "bm25": "bm25",
+            "text": "text",
+            "slow": "test-slow",
+            "broken": "test-broken",
+            "hybrid": "test-hybrid",
+        },
         default="bm25",
         api_keys=["sekret"],
         max_documents=10,
@@ -129,6 +144,43 @@ def test_v1_object_documents_and_rank_fields(live):
     assert r.status_code == 400 and "'text' field or rank_fields" in r.json()["message"]
 
 
+def _error_count(url: str, status: int) -> float:
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        if line.startswith(f'rerankit_errors_total{{status="{status}"}}'):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def test_metrics_count_one_invalid_request_once(live):
+    before = _error_count(live.url, 422)
+    r = httpx.post(f"{live.url}/v1/rerank", headers=AUTH, json={"query": QUERY})
+    assert r.status_code == 422 and "documents" in r.json()["message"]
+    assert _error_count(live.url, 422) == before + 1
+
+
+def test_object_documents_first_stage_score_reaches_the_hybrid(live):
+    retriever = [0.2, 0.9, 0.4, 0.1]
+    docs = [{"text": t, "sim": s} for t, s in zip(DOCS, retriever, strict=True)]
+    body = {"model": "hybrid", "query": QUERY, "documents": docs, "first_stage_field": "sim"}
+    r = httpx.post(f"{live.url}/v1/rerank", headers=AUTH, json=body)
+    assert r.status_code == 200
+    direct = HybridReranker(JaccardScorer(name="embedding")).rerank(
+        QUERY, docs, first_stage_field="sim"
+    )
+    assert {x.index: x.scores["first_stage"] for x in direct} == dict(enumerate(retriever))
+    assert [x["index"] for x in r.json()["results"]] == [x.index for x in direct]
+    assert [x["relevance_score"] for x in r.json()["results"]] == pytest.approx(
+        [x.score for x in direct]
+    )
+    plain = {"model": "hybrid", "query": QUERY, "documents": docs}  # the field is not fused
+    order = [
+        x["index"]
+        for x in httpx.post(f"{live.url}/v1/rerank", headers=AUTH, json=plain).json()["results"]
+    ]
+    texts_only = HybridReranker(JaccardScorer(name="embedding")).rerank(QUERY, DOCS)
+    assert order == [x.index for x in texts_only]
+
+
 def test_tei_shape(live):
     r = httpx.post(
         f"{live.url}/rerank",
@@ -166,7 +218,7 @@ def test_auth(live):
     assert httpx.get(f"{live.url}/metrics").status_code == 200
     assert httpx.get(f"{live.url}/v1/models").status_code == 401
     models = httpx.get(f"{live.url}/v1/models", headers=AUTH).json()["models"]
-    assert {m["name"] for m in models} == {"bm25", "text", "slow", "broken"}
+    assert {m["name"] for m in models} == {"bm25", "text", "slow", "broken", "hybrid"}
 
 
 @pytest.mark.parametrize(

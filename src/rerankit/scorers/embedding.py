@@ -12,7 +12,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,14 @@ from ..types import Document
 from ._models import LazyModel, model_label, settings
 from .base import ScoreBatch
 
-__all__ = ["DEFAULT_EMBEDDING_MODEL", "EmbeddingScorer", "bundled_model_path"]
+#: Set by a service (for the work of its requests) to route every embedding call through
+#: it, e.g. to merge concurrent requests into one batch: called as
+#: ``hook(scorer, texts, prompt)`` and returns what ``scorer.encode_now(texts, prompt)`` would.
+ENCODE_HOOK: ContextVar[Callable[[Any, Sequence[str], str | None], np.ndarray] | None] = ContextVar(
+    "rerankit_encode_hook", default=None
+)
+
+__all__ = ["DEFAULT_EMBEDDING_MODEL", "ENCODE_HOOK", "EmbeddingScorer", "bundled_model_path"]
 
 logger = logging.getLogger(__name__)
 
@@ -48,73 +56,6 @@ def _unit_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
     zero = norms[..., 0] == 0
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0), zero
-
-
-class EncodeBatcher:
-    """Micro-batching: texts from concurrent callers are encoded in one call, up to
-    ``max_items`` texts or ``max_wait_ms`` after the first arrives. Callers block until
-    their own rows are ready. One worker thread, started on first use."""
-
-    def __init__(self, encode: Any, *, max_items: int = 256, max_wait_ms: float = 5.0) -> None:
-        import queue
-        import threading
-
-        self._encode, self.max_items, self.max_wait = encode, max_items, max_wait_ms / 1000
-        self._queue: queue.Queue = queue.Queue()
-        self._lock = threading.Lock()
-        self._worker: threading.Thread | None = None
-        self.batches = 0  # encode calls made (for tests and metrics)
-
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        from concurrent.futures import Future
-
-        if not texts:
-            return np.zeros((0, 0), dtype=np.float32)
-        future: Future = Future()
-        self._ensure_worker()
-        self._queue.put((list(texts), future))
-        return future.result()
-
-    def _ensure_worker(self) -> None:
-        import threading
-
-        with self._lock:
-            if self._worker is None or not self._worker.is_alive():
-                self._worker = threading.Thread(
-                    target=self._run, name="rerankit-encode-batcher", daemon=True
-                )
-                self._worker.start()
-
-    def _run(self) -> None:
-        import queue
-        import time
-
-        while True:
-            first = self._queue.get()
-            jobs, count = [first], len(first[0])
-            deadline = time.monotonic() + self.max_wait
-            while count < self.max_items:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    break
-                try:
-                    job = self._queue.get(timeout=left)
-                except queue.Empty:
-                    break
-                jobs.append(job)
-                count += len(job[0])
-            texts = [t for job, _ in jobs for t in job]
-            try:
-                rows = self._encode(texts)
-                self.batches += 1
-            except BaseException as exc:  # every caller of this batch gets the error
-                for _, future in jobs:
-                    future.set_exception(exc)
-                continue
-            start = 0
-            for job, future in jobs:
-                future.set_result(rows[start : start + len(job)])
-                start += len(job)
 
 
 class EmbeddingScorer:
@@ -197,25 +138,13 @@ class EmbeddingScorer:
         """The loaded model (loads it on first access)."""
         return self._model.get()
 
-    def enable_batching(self, *, max_items: int = 256, max_wait_ms: float = 5.0) -> None:
-        """Encode concurrent calls together (see :class:`EncodeBatcher`); for services."""
-        self._batchers = {
-            role: EncodeBatcher(
-                lambda texts, p=prompt: self._encode_now(texts, p),
-                max_items=max_items,
-                max_wait_ms=max_wait_ms,
-            )
-            for role, prompt in (("query", self.query_prompt), ("doc", self.document_prompt))
-        }
-
     def _encode(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
-        batchers = getattr(self, "_batchers", None)
-        if batchers:
-            role = "query" if prompt is self.query_prompt and prompt else "doc"
-            return batchers[role].encode(texts)
-        return self._encode_now(texts, prompt)
+        hook = ENCODE_HOOK.get()
+        if hook is not None:
+            return hook(self, texts, prompt)
+        return self.encode_now(texts, prompt)
 
-    def _encode_now(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
+    def encode_now(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
         options: dict[str, Any] = {
             "batch_size": self.profile.batch_size,
             "convert_to_numpy": True,

@@ -1,9 +1,9 @@
-"""The HTTP service: Cohere- and TEI-compatible rerank endpoints over rerankit pipelines.
+"""The HTTP service: a thin FastAPI app over rerankit pipelines.
 
-Endpoints: ``POST /v1/rerank`` and ``POST /v2/rerank`` (Cohere's request and response
-shapes), ``POST /rerank`` (Text Embeddings Inference's), ``GET /health``, ``GET /v1/models``,
-``GET /metrics`` (Prometheus) and the OpenAPI docs at ``/docs``. Errors are JSON
-``{"message": ...}`` with Cohere's status codes.
+Endpoints: one per wire format in :mod:`rerankit.server.formats` (Cohere ``/v1/rerank`` and
+``/v2/rerank``, TEI ``/rerank``), ``GET /health``, ``GET /v1/models``, ``GET /metrics``
+(Prometheus) and the OpenAPI docs at ``/docs``. Errors are JSON ``{"message": ...}`` with
+Cohere's status codes.
 
 Relevance scores are in [0, 1]: a pipeline whose scores already lie there (``hybrid``,
 ``embedding`` mapped from cosine, LLM judges) keeps them; otherwise the request's scores
@@ -16,13 +16,15 @@ import hmac
 import json
 import logging
 import time
-import uuid
 from typing import Any
 
 from .._optional import require
-from ..errors import InvalidDocumentError, MissingDependencyError, ModelLoadError, ServiceError
-from ..normalize import unit_scores
-from ..types import RerankResult
+from ..errors import InputError, MissingDependencyError, ModelLoadError, ServiceError
+from ..scorers.embedding import ENCODE_HOOK
+from ..types import RerankResult, check_top_k
+from .batching import MicroBatching
+from .formats import FORMATS
+from .formats.base import Call
 from .settings import ServerSettings
 
 __all__ = ["create_app"]
@@ -97,124 +99,79 @@ class _Admission:
             self._cond.notify()
 
 
-def _unit_scores(result: RerankResult) -> list[float]:
-    return unit_scores([r.score for r in result]).tolist()
+class _Service:
+    """The pipelines by name, admission, metrics and batching: one rerank per request."""
 
-
-def create_app(settings: ServerSettings | None = None) -> Any:
-    """The FastAPI application (extra ``server``)."""
-    fastapi = require("fastapi", "rerankit serve")
-    from fastapi.responses import JSONResponse, Response
-    from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-    from ..api import load
-
-    settings = settings or ServerSettings()
-    metrics = _Metrics()
-    admission = _Admission(settings.max_concurrency, settings.max_queue, metrics)
-    pipelines: dict[str, Any] = {}
-
-    def pipeline(name: str | None) -> Any:
-        name = name or settings.default
-        if name not in settings.pipelines:
-            raise ServiceError(
-                404, f"model {name!r} not found; available: {', '.join(sorted(settings.pipelines))}"
+    def __init__(self, settings: ServerSettings) -> None:
+        self.settings = settings
+        self.metrics = _Metrics()
+        self.admission = _Admission(settings.max_concurrency, settings.max_queue, self.metrics)
+        self.batching = (
+            MicroBatching(
+                max_items=settings.batch_max_items, max_wait_ms=settings.batch_max_wait_ms
             )
-        if name not in pipelines:
+            if settings.batching
+            else None
+        )
+        self._pipelines: dict[str, Any] = {}
+        self._releasing: set[asyncio.Future] = set()  # strong references until each ran
+
+    def pipeline(self, name: str | None) -> Any:
+        from ..api import load
+
+        name = name or self.settings.default
+        if name not in self.settings.pipelines:
+            available = ", ".join(sorted(self.settings.pipelines))
+            raise ServiceError(404, f"model {name!r} not found; available: {available}")
+        if name not in self._pipelines:
             try:
-                reranker = load(settings.pipelines[name])
+                self._pipelines[name] = load(self.settings.pipelines[name])
             except (ValueError, TypeError) as exc:
                 raise ServiceError(500, f"pipeline {name!r} is misconfigured: {exc}") from exc
-            if settings.batching:
-                for scorer in _embedding_scorers(reranker):
-                    scorer.enable_batching(
-                        max_items=settings.batch_max_items, max_wait_ms=settings.batch_max_wait_ms
-                    )
-            pipelines[name] = reranker
-        return pipelines[name]
+        return self._pipelines[name]
 
-    app = fastapi.FastAPI(
-        title="rerankit",
-        description="Reranking with Cohere- and TEI-compatible endpoints.",
-        version=__import__("rerankit").__version__,
-    )
-
-    @app.exception_handler(ServiceError)
-    async def _api_error(request: Any, exc: ServiceError) -> Any:
-        metrics.errors.labels(str(exc.status)).inc()
-        return JSONResponse({"message": exc.message}, status_code=exc.status, headers=exc.headers)
-
-    from fastapi.exceptions import RequestValidationError
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Any, exc: RequestValidationError) -> Any:
-        metrics.errors.labels("422").inc()
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        return JSONResponse(
-            {"message": f"invalid request: {where}: {first.get('msg', exc)}"}, status_code=422
-        )
-
-    @app.middleware("http")
-    async def _guard(request: Any, call_next: Any) -> Any:
-        path = request.url.path
-        if request.method == "POST":
-            size = request.headers.get("content-length")
-            if size is not None and size.isdigit() and int(size) > settings.max_body_bytes:
-                metrics.errors.labels("413").inc()
-                return JSONResponse(
-                    {"message": f"request body over {settings.max_body_bytes} bytes"},
-                    status_code=413,
-                )
-        needs_key = path not in ("/health", "/docs", "/openapi.json") and not (
-            path == "/metrics" and settings.metrics_public
-        )
-        if needs_key and settings.api_keys:
-            header = request.headers.get("authorization", "")
-            token = header[7:].strip() if header.lower().startswith("bearer ") else ""
-            if not any(hmac.compare_digest(token.encode(), k.encode()) for k in settings.api_keys):
-                metrics.errors.labels("401").inc()
-                return JSONResponse(
-                    {"message": "invalid or missing API key (send 'Authorization: Bearer <key>')"},
-                    status_code=401,
-                )
-        return await call_next(request)
-
-    releasing: set[asyncio.Future] = set()  # strong references until each release ran
-
-    def _finished(task: asyncio.Future) -> None:
+    def _finished(self, task: asyncio.Future) -> None:
         if not task.cancelled():
             task.exception()  # retrieved, so a failure after a timeout answer is not re-reported
-        release = asyncio.ensure_future(admission.release())
-        releasing.add(release)
-        release.add_done_callback(releasing.discard)
+        release = asyncio.ensure_future(self.admission.release())
+        self._releasing.add(release)
+        release.add_done_callback(self._releasing.discard)
 
-    async def run(
-        endpoint: str, model: str | None, query: str, docs: list[Any], top_n: int | None
-    ) -> tuple[RerankResult, str]:
-        name = model or settings.default
-        reranker = pipeline(name)
-        if not query.strip():
+    async def run(self, endpoint: str, call: Call) -> RerankResult:
+        settings = self.settings
+        name = call.model or settings.default
+        reranker = self.pipeline(name)
+        if not call.query.strip():
             raise ServiceError(400, "query must not be empty")
-        if not docs:
+        if not call.documents:
             raise ServiceError(400, "documents must not be empty")
-        if len(docs) > settings.max_documents:
-            raise ServiceError(400, f"{len(docs)} documents; the limit is {settings.max_documents}")
-        if top_n is not None and top_n < 1:
-            raise ServiceError(400, "top_n must be >= 1")
-        metrics.requests.labels(endpoint, name).inc()
+        if len(call.documents) > settings.max_documents:
+            raise ServiceError(
+                400, f"{len(call.documents)} documents; the limit is {settings.max_documents}"
+            )
+        try:
+            check_top_k(call.top_n, "top_n")
+        except ValueError as exc:
+            raise ServiceError(400, str(exc)) from exc
+        self.metrics.requests.labels(endpoint, name).inc()
         start = time.perf_counter()
-        await admission.acquire()
+        await self.admission.acquire()
         # The slot is held until the work itself ends, even after a timeout answer: a
         # timed-out rerank keeps computing on its thread, and it still counts against
         # max_concurrency, so timeouts cannot pile up unbounded work.
-        task = asyncio.ensure_future(reranker.arerank(query, docs, top_k=top_n))
-        task.add_done_callback(_finished)
+        token = ENCODE_HOOK.set(self.batching)
+        try:
+            task = asyncio.ensure_future(
+                reranker.arerank(call.query, call.documents, top_k=call.top_n)
+            )
+        finally:
+            ENCODE_HOOK.reset(token)
+        task.add_done_callback(self._finished)
         try:
             result = await asyncio.wait_for(asyncio.shield(task), settings.timeout)
         except asyncio.TimeoutError as exc:
             raise ServiceError(503, f"no answer within {settings.timeout:g} s") from exc
-        except InvalidDocumentError as exc:
+        except InputError as exc:
             raise ServiceError(400, str(exc)) from exc
         except (MissingDependencyError, ModelLoadError) as exc:
             raise ServiceError(503, f"pipeline {name!r} is unavailable: {exc}") from exc
@@ -223,78 +180,57 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         except Exception as exc:
             logger.exception("rerank failed")
             raise ServiceError(500, f"internal error: {type(exc).__name__}") from exc
-        metrics.latency.labels(endpoint).observe(time.perf_counter() - start)
-        metrics.documents.inc(len(docs))
-        return result, name
+        self.metrics.latency.labels(endpoint).observe(time.perf_counter() - start)
+        self.metrics.documents.inc(len(call.documents))
+        return result
 
-    def texts(items: list[str]) -> list[str]:
-        out = []
-        for i, t in enumerate(items):
-            if len(t) > settings.max_document_chars:
-                if not settings.truncate:
-                    raise ServiceError(
-                        400,
-                        f"document {i}: {len(t)} characters; the limit is "
-                        f"{settings.max_document_chars}",
-                    )
-                t = t[: settings.max_document_chars]
-            out.append(t)
-        return out
 
-    def meta(result: RerankResult) -> dict[str, Any]:
-        out: dict[str, Any] = {"api_version": {"version": "2"}, "billed_units": {"search_units": 1}}
-        if result.warnings:
-            out["warnings"] = list(result.warnings)
-        return out
+def create_app(settings: ServerSettings | None = None) -> Any:
+    """The FastAPI application (extra ``server``)."""
+    fastapi = require("fastapi", "rerankit serve")
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse, Response
+    from pydantic import ValidationError
 
-    class V1Request(BaseModel):
-        model_config = ConfigDict(extra="ignore")
-        query: str
-        documents: list[str | dict[str, Any]]
-        model: str | None = None
-        top_n: int | None = None
-        rank_fields: list[str] | None = None
-        return_documents: bool = True
-        max_chunks_per_doc: int | None = None  # accepted; documents are not chunked
+    settings = settings or ServerSettings()
+    service = _Service(settings)
+    metrics = service.metrics
+    app = fastapi.FastAPI(
+        title="rerankit",
+        description="Reranking with Cohere- and TEI-compatible endpoints.",
+        version=__import__("rerankit").__version__,
+    )
 
-    class V2Request(BaseModel):
-        model_config = ConfigDict(extra="ignore")
-        model: str | None = None
-        query: str
-        documents: list[str]
-        top_n: int | None = None
-        max_tokens_per_doc: int | None = Field(default=None, ge=1)
+    def error(status: int, message: str, headers: dict[str, str] | None = None) -> Any:
+        metrics.errors.labels(str(status)).inc()  # every error answer is counted here, once
+        return JSONResponse({"message": message}, status_code=status, headers=headers)
 
-    class TEIRequest(BaseModel):
-        model_config = ConfigDict(extra="ignore")
-        query: str
-        texts: list[str]
-        raw_scores: bool = False
-        return_text: bool = False
-        truncate: bool = False
-        truncation_direction: str = "Right"
+    @app.exception_handler(ServiceError)
+    async def _service_error(request: Any, exc: ServiceError) -> Any:
+        return error(exc.status, exc.message, exc.headers)
 
-    def v1_text(doc: str | dict[str, Any], i: int, fields: list[str] | None) -> str:
-        if isinstance(doc, str):
-            return doc
-        keys = fields or ["text"]
-        missing = [k for k in keys if k not in doc]
-        if fields is None and missing:
-            raise ServiceError(
-                400,
-                f"document {i}: object documents need a 'text' field or rank_fields naming theirs",
-            )
-        if missing and len(missing) == len(keys):
-            raise ServiceError(400, f"document {i}: none of rank_fields {keys} present")
-        if fields is None:
-            return str(doc["text"])
-        return "\n".join(f"{k}: {doc[k]}" for k in keys if k in doc)
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Any, exc: RequestValidationError) -> Any:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        return error(422, f"invalid request: {where}: {first.get('msg', exc)}")
 
-    def body_schema(model: type) -> dict[str, Any]:
-        schema = model.model_json_schema()
-        return {
-            "requestBody": {"required": True, "content": {"application/json": {"schema": schema}}}
-        }
+    @app.middleware("http")
+    async def _guard(request: Any, call_next: Any) -> Any:
+        path = request.url.path
+        if request.method == "POST":
+            size = request.headers.get("content-length")
+            if size is not None and size.isdigit() and int(size) > settings.max_body_bytes:
+                return error(413, f"request body over {settings.max_body_bytes} bytes")
+        needs_key = path not in ("/health", "/docs", "/openapi.json") and not (
+            path == "/metrics" and settings.metrics_public
+        )
+        if needs_key and settings.api_keys:
+            header = request.headers.get("authorization", "")
+            token = header[7:].strip() if header.lower().startswith("bearer ") else ""
+            if not any(hmac.compare_digest(token.encode(), k.encode()) for k in settings.api_keys):
+                return error(401, "invalid or missing API key (send 'Authorization: Bearer <key>')")
+        return await call_next(request)
 
     async def parse(request: Any, model: type) -> Any:
         # Parsed by hand: some clients (the cohere SDK among them) send JSON without a
@@ -311,62 +247,30 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
-            metrics.errors.labels("422").inc()
             raise ServiceError(422, f"invalid request: {where}: {first.get('msg')}") from exc
 
-    @app.post("/v1/rerank", openapi_extra=body_schema(V1Request))
-    async def rerank_v1(request: fastapi.Request) -> Any:
-        body = await parse(request, V1Request)
-        items = texts([v1_text(d, i, body.rank_fields) for i, d in enumerate(body.documents)])
-        result, _ = await run("/v1/rerank", body.model, body.query, items, body.top_n)
-        scores = _unit_scores(result)
-        results = []
-        for r, s in zip(result, scores, strict=True):
-            entry: dict[str, Any] = {"index": r.index, "relevance_score": s}
-            if body.return_documents:
-                original = body.documents[r.index]
-                entry["document"] = {"text": original} if isinstance(original, str) else original
-            results.append(entry)
-        return {"id": str(uuid.uuid4()), "results": results, "meta": meta(result)}
+    def route(fmt: Any) -> Any:
+        async def handle(request: fastapi.Request) -> Any:
+            body = await parse(request, fmt.Request)
+            try:
+                call = fmt.call(body, settings)
+            except InputError as exc:
+                raise ServiceError(400, str(exc)) from exc
+            return fmt.respond(body, call, await service.run(fmt.path, call))
 
-    @app.post("/v2/rerank", openapi_extra=body_schema(V2Request))
-    async def rerank_v2(request: fastapi.Request) -> Any:
-        body = await parse(request, V2Request)
-        items = body.documents
-        if body.max_tokens_per_doc:  # tokens approximated by words
-            items = [" ".join(t.split()[: body.max_tokens_per_doc]) for t in items]
-        result, _ = await run("/v2/rerank", body.model, body.query, texts(items), body.top_n)
-        scores = _unit_scores(result)
-        return {
-            "id": str(uuid.uuid4()),
-            "results": [
-                {"index": r.index, "relevance_score": s}
-                for r, s in zip(result, scores, strict=True)
-            ],
-            "meta": meta(result),
-        }
+        schema = fmt.Request.model_json_schema()
+        app.post(
+            fmt.path,
+            openapi_extra={
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": schema}},
+                }
+            },
+        )(handle)
 
-    @app.post("/rerank", openapi_extra=body_schema(TEIRequest))
-    async def rerank_tei(request: fastapi.Request) -> Any:
-        body = await parse(request, TEIRequest)
-        items = body.texts
-        if not body.truncate and any(len(t) > settings.max_document_chars for t in items):
-            raise ServiceError(
-                413, f"a text is over {settings.max_document_chars} characters; send truncate=true"
-            )
-        if body.truncate:  # the caller asked for it, whatever the server's own setting
-            cap = settings.max_document_chars
-            left = body.truncation_direction.lower() == "left"
-            items = [t[-cap:] if left else t[:cap] for t in items]
-        result, _ = await run("/rerank", None, body.query, texts(items), None)
-        scores = [r.score for r in result] if body.raw_scores else _unit_scores(result)
-        out = []
-        for r, s in zip(result, scores, strict=True):
-            entry: dict[str, Any] = {"index": r.index, "score": s}
-            if body.return_text:
-                entry["text"] = body.texts[r.index]
-            out.append(entry)
-        return out
+    for fmt in FORMATS:
+        route(fmt)
 
     @app.get("/health")
     async def health() -> Any:
@@ -394,30 +298,6 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             "anyone who can reach it"
         )
     app.state.settings = settings
-    app.state.admission = admission
+    app.state.admission = service.admission
+    app.state.service = service
     return app
-
-
-def _embedding_scorers(reranker: Any) -> list[Any]:
-    """Every EmbeddingScorer inside a reranker (fusions, hybrids, pipeline stages)."""
-    from ..scorers.embedding import EmbeddingScorer
-
-    found: list[Any] = []
-    seen: set[int] = set()
-
-    def walk(obj: Any, depth: int = 0) -> None:
-        if id(obj) in seen or depth > 6:
-            return
-        seen.add(id(obj))
-        if isinstance(obj, EmbeddingScorer):
-            found.append(obj)
-            return
-        for attr in ("scorer", "strategies", "stages", "step", "embedding", "with_bm25"):
-            child = getattr(obj, attr, None)
-            if child is None:
-                continue
-            for c in child if isinstance(child, list) else [child]:
-                walk(c, depth + 1)
-
-    walk(reranker)
-    return found

@@ -1,0 +1,56 @@
+"""Cohere's ``POST /v1/rerank``: strings or objects (``rank_fields``), ``top_n``,
+``return_documents``."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ...documents import to_documents
+from ...errors import InvalidDocumentError, ServiceError
+from ...normalize import unit_scores
+from ...types import RerankResult
+from ..settings import ServerSettings
+from .base import Call, clip, meta
+
+path = "/v1/rerank"
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    query: str
+    documents: list[str | dict[str, Any]]
+    model: str | None = None
+    top_n: int | None = None
+    rank_fields: list[str] | None = None
+    return_documents: bool = True
+    max_chunks_per_doc: int | None = None  # accepted; documents are not chunked
+    #: rerankit's extension: the object field holding the first-stage (retriever) score
+    first_stage_field: str | None = None
+
+
+def call(body: Request, settings: ServerSettings) -> Call:
+    try:
+        docs = to_documents(
+            body.documents,
+            text_fields=body.rank_fields,
+            first_stage_field=body.first_stage_field,
+        )
+    except InvalidDocumentError as exc:
+        hint = "; object documents need a 'text' field or rank_fields naming theirs"
+        raise ServiceError(400, f"{exc}{hint if body.rank_fields is None else ''}") from exc
+    return Call(body.query, clip(docs, settings), body.model, body.top_n)
+
+
+def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
+    scores = unit_scores([r.score for r in result]).tolist()
+    results = []
+    for r, s in zip(result, scores, strict=True):
+        entry: dict[str, Any] = {"index": r.index, "relevance_score": s}
+        if body.return_documents:
+            original = body.documents[r.index]
+            entry["document"] = {"text": original} if isinstance(original, str) else original
+        results.append(entry)
+    return {"id": str(uuid.uuid4()), "results": results, "meta": meta(result, "1")}

@@ -1,0 +1,44 @@
+"""Cohere's ``POST /v2/rerank``: string documents, ``top_n``, ``max_tokens_per_doc``
+(counted as words)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...documents import to_documents
+from ...normalize import unit_scores
+from ...types import RerankResult
+from ..settings import ServerSettings
+from .base import Call, clip, meta
+
+path = "/v2/rerank"
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    model: str | None = None
+    query: str
+    documents: list[str]
+    top_n: int | None = None
+    max_tokens_per_doc: int | None = Field(default=None, ge=1)
+
+
+def call(body: Request, settings: ServerSettings) -> Call:
+    items = body.documents
+    if body.max_tokens_per_doc:  # tokens approximated by words
+        items = [" ".join(t.split()[: body.max_tokens_per_doc]) for t in items]
+    return Call(body.query, clip(to_documents(items), settings), body.model, body.top_n)
+
+
+def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
+    scores = unit_scores([r.score for r in result]).tolist()
+    return {
+        "id": str(uuid.uuid4()),
+        "results": [
+            {"index": r.index, "relevance_score": s} for r, s in zip(result, scores, strict=True)
+        ],
+        "meta": meta(result, "2"),
+    }

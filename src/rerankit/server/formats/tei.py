@@ -1,0 +1,49 @@
+"""Text Embeddings Inference's ``POST /rerank``: ``texts``, ``raw_scores``, ``return_text``,
+``truncate`` and ``truncation_direction``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from ...documents import to_documents
+from ...errors import ServiceError
+from ...normalize import unit_scores
+from ...types import RerankResult
+from ..settings import ServerSettings
+from .base import Call, clip
+
+path = "/rerank"
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    query: str
+    texts: list[str]
+    raw_scores: bool = False
+    return_text: bool = False
+    truncate: bool = False
+    truncation_direction: str = "Right"
+
+
+def call(body: Request, settings: ServerSettings) -> Call:
+    cap = settings.max_document_chars
+    if not body.truncate and any(len(t) > cap for t in body.texts):
+        raise ServiceError(413, f"a text is over {cap} characters; send truncate=true")
+    # the caller's truncate decides here, whatever the server's own setting
+    left = body.truncation_direction.lower() == "left"
+    docs = clip(to_documents(body.texts), settings, truncate=True, left=left)
+    return Call(body.query, docs)
+
+
+def respond(body: Request, call: Call, result: RerankResult) -> list[dict[str, Any]]:
+    raw = [r.score for r in result]
+    scores = raw if body.raw_scores else unit_scores(raw).tolist()
+    out = []
+    for r, s in zip(result, scores, strict=True):
+        entry: dict[str, Any] = {"index": r.index, "score": s}
+        if body.return_text:
+            entry["text"] = body.texts[r.index]
+        out.append(entry)
+    return out
