@@ -7,13 +7,14 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..scorers.lexical import Analyzer
+from ..scorers.lexical import Analyzer, length_norm, lucene_idf, saturated_tf
 
 __all__ = ["BM25Index"]
 
 
 class BM25Index:
-    """Okapi BM25 with Lucene's idf over a fixed corpus. Defaults ``k1=0.9, b=0.4`` are
+    """Okapi BM25 with Lucene's idf over a fixed corpus (the same formula as
+    :class:`~rerankit.BM25Scorer`, over an inverted index). Defaults ``k1=0.9, b=0.4`` are
     Anserini's, the usual BM25 baseline of BEIR and TREC tables."""
 
     def __init__(
@@ -40,9 +41,8 @@ class BM25Index:
         terms, self._docs = np.divmod(codes, len(texts))  # postings sorted by term, then doc
         self._tf = tf.astype(np.float64)
         self._indptr = np.concatenate(([0], np.cumsum(np.bincount(terms, minlength=width))))
-        lengths = batch.lengths.astype(np.float64)
-        avgdl = lengths.mean() if len(texts) else 1.0
-        self._norm = k1 * (1.0 - b + b * lengths / (avgdl or 1.0))
+        avgdl = float(batch.lengths.mean()) if len(texts) else 1.0
+        self._norm = length_norm(batch.lengths, avgdl or 1.0, k1, b)
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 of every document for ``query``."""
@@ -54,8 +54,7 @@ class BM25Index:
                 continue
             lo, hi = self._indptr[tid], self._indptr[tid + 1]
             docs, tf = self._docs[lo:hi], self._tf[lo:hi]
-            idf = np.log1p((n - (hi - lo) + 0.5) / ((hi - lo) + 0.5))
-            out[docs] += idf * tf * (self.k1 + 1.0) / (tf + self._norm[docs])
+            out[docs] += lucene_idf(hi - lo, n) * saturated_tf(tf, self._norm[docs], self.k1)
         return out
 
     def search(self, query: str, k: int = 100) -> list[str]:

@@ -86,15 +86,25 @@ def word_hashes(encoded: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndar
 
 
 class BatchWords:
-    """Word spans of a batch: ``starts``/``ends`` into ``buf``, ``doc`` index, ``hashes``."""
+    """Word spans of a batch: ``starts``/``ends`` into ``buf``, ``doc`` index, and (computed
+    on first use) ``hashes``."""
 
-    __slots__ = ("buf", "doc", "ends", "hashes", "starts")
+    __slots__ = ("_encoded", "_hashes", "buf", "doc", "ends", "starts")
 
     def __init__(self, encoded: bytes, starts: np.ndarray, ends: np.ndarray, doc: np.ndarray):
+        self._encoded = encoded
         self.buf = np.frombuffer(encoded, dtype=np.uint8)
         self.starts, self.ends, self.doc = starts, ends, doc
-        self.hashes = word_hashes(encoded, starts, ends)
-        self.hashes[self.hashes == 0] = 1  # 0 marks an empty slot of the table
+        self._hashes: np.ndarray | None = None
+
+    @property
+    def hashes(self) -> np.ndarray:
+        """A 64-bit key per word (never 0, which marks an empty slot of the table)."""
+        if self._hashes is None:
+            h = word_hashes(self._encoded, self.starts, self.ends)
+            h[h == 0] = 1
+            self._hashes = h
+        return self._hashes
 
     def strings(self, which: np.ndarray) -> list[str]:
         """The words at positions ``which``, decoded in one pass."""
@@ -171,6 +181,24 @@ def split_batch(texts: Sequence[str], lowercase: bool) -> BatchWords | None:
     per_doc = np.diff(np.searchsorted(starts, separators), prepend=0, append=starts.shape[0])
     doc = np.repeat(np.arange(len(texts), dtype=np.int64), per_doc)
     return BatchWords(encoded, starts, ends, doc)
+
+
+#: the split as a regular expression: runs of letters and digits (``_`` separates)
+WORD = re.compile(r"[^\W_]+")
+
+
+def split_words(texts: Sequence[str], *, lowercase: bool = True) -> list[list[str]]:
+    """Each text's words: runs of letters and digits, Unicode-aware (``_`` separates), the
+    same as ``WORD.findall``. Batches are split with numpy (:func:`split_batch`); those it
+    cannot take go through the regular expression."""
+    if not texts:
+        return []
+    words = split_batch(texts, lowercase)
+    if words is None:
+        return [WORD.findall(t.lower() if lowercase else t) for t in texts]
+    flat = words.strings(np.arange(words.starts.shape[0]))
+    bounds = np.cumsum(np.bincount(words.doc, minlength=len(texts))).tolist()
+    return [flat[a:b] for a, b in zip([0, *bounds[:-1]], bounds, strict=True)]
 
 
 class WordTable:

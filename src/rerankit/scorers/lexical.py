@@ -7,7 +7,6 @@ counting and scoring are vectorised numpy over the whole batch.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -19,7 +18,7 @@ import numpy as np
 
 from ..errors import MissingDependencyError
 from ..types import Document
-from ._vectorized import WordTable, split_batch
+from ._vectorized import WordTable, split_batch, split_words
 
 __all__ = [
     "ENGLISH_STOPWORDS",
@@ -38,37 +37,6 @@ ENGLISH_STOPWORDS = frozenset(
         "their then there these they this to was will with"
     ).split()
 )
-
-_WORD = re.compile(r"[^\W_]+")
-_SEP = "\x00"  # joins texts on the ASCII fast path; never part of a word
-# Byte table for the ASCII fast path: letters, digits and the document separator survive,
-# everything else becomes a space. Equivalent to _WORD on ASCII text.
-_KEEP = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789\x00"
-_ASCII_TABLE = bytes(c if c in _KEEP else 0x20 for c in range(256))
-
-
-def _ascii_cleaned(texts: Sequence[str], sep: str, lowercase: bool) -> str | None:
-    """All texts joined by ``sep`` with every non-alphanumeric byte turned into a space, or
-    None when the batch is not pure ASCII (or a text contains the separator itself)."""
-    joined = sep.join(texts)
-    if lowercase:
-        joined = joined.lower()
-    if not joined.isascii() or joined.count(sep) != max(len(texts) - 1, 0):
-        return None
-    return joined.encode("ascii").translate(_ASCII_TABLE).decode("ascii")
-
-
-def split_words(texts: Sequence[str], *, lowercase: bool = True) -> list[list[str]]:
-    """Split each text into runs of letters and digits (Unicode-aware; ``_`` separates).
-
-    All-ASCII batches take a byte-translation fast path with the same result.
-    """
-    if not texts:
-        return []
-    cleaned = _ascii_cleaned(texts, _SEP, lowercase)
-    if cleaned is not None:
-        return [part.split() for part in cleaned.split(_SEP)]
-    return [_WORD.findall(t.lower() if lowercase else t) for t in texts]
 
 
 def _resolve_stopwords(stopwords: str | Iterable[str] | None) -> frozenset[str]:
@@ -247,6 +215,23 @@ class Analyzer:
         return TermBatch(term_ids[keep], doc_idx[keep], lengths, vocab)
 
 
+def lucene_idf(df: np.ndarray | float, n: int) -> np.ndarray:
+    """Lucene's BM25 idf, ``log(1 + (N - df + 0.5) / (df + 0.5))``: never negative."""
+    return np.log1p((n - np.asarray(df, dtype=np.float64) + 0.5) / (np.asarray(df) + 0.5))
+
+
+def length_norm(lengths: np.ndarray, avgdl: float, k1: float, b: float) -> np.ndarray:
+    """BM25's per-document ``k1 * (1 - b + b * length / avgdl)``."""
+    return k1 * (1.0 - b + b * np.asarray(lengths, dtype=np.float64) / avgdl)
+
+
+def saturated_tf(tf: np.ndarray, norm: np.ndarray, k1: float) -> np.ndarray:
+    """BM25's term-frequency saturation ``tf * (k1 + 1) / (tf + norm)`` (0 where both are 0,
+    as for an empty document with b = 1)."""
+    denom = tf + norm
+    return np.divide(tf * (k1 + 1.0), denom, out=np.zeros_like(denom * tf), where=denom > 0)
+
+
 def bm25_from_batch(
     batch: TermBatch,
     query_terms: Sequence[str],
@@ -263,18 +248,15 @@ def bm25_from_batch(
     if n == 0 or qids.shape[0] == 0 or avgdl == 0.0:
         return np.zeros(n)
     if idf == "lucene":
-        df = (tf > 0).sum(axis=0)
-        idf_q = np.log1p((n - df + 0.5) / (df + 0.5))
+        idf_q = lucene_idf((tf > 0).sum(axis=0), n)
     else:  # "okapi": rank_bm25's variant, negative idf floored at epsilon * mean idf
         present, df_all = batch.document_frequencies()
         idf_all = np.log(n - df_all + 0.5) - np.log(df_all + 0.5)
         floor = epsilon * idf_all.mean()
         idf_all = np.where(idf_all < 0, floor, idf_all)
         idf_q = idf_all[np.searchsorted(present, qids)]  # query terms are all present
-    norm = k1 * (1.0 - b + b * batch.lengths / avgdl)
-    denom = tf + norm[:, None]  # 0 only where tf is 0 (an empty document with b = 1)
-    saturated = np.divide(tf * (k1 + 1.0), denom, out=np.zeros_like(tf), where=denom > 0)
-    return saturated @ (idf_q * qcounts)
+    norm = length_norm(batch.lengths, avgdl, k1, b)
+    return saturated_tf(tf, norm[:, None], k1) @ (idf_q * qcounts)
 
 
 def jaccard_from_batch(batch: TermBatch, query_terms: Sequence[str]) -> np.ndarray:
