@@ -280,7 +280,7 @@ def test_dtype_reaches_the_loaded_models(bert_dir, qwen_dir):
     lm = CausalLMScorer(str(qwen_dir), device="cpu", dtype="bfloat16")
     ce_scores, lm_scores = ce.score_texts(QUERY, DOCS), lm.score_texts(QUERY, DOCS)
     assert next(ce.model.model.parameters()).dtype == torch.bfloat16
-    assert next(lm._loaded.get().model.parameters()).dtype == torch.bfloat16
+    assert next(lm.model.model.parameters()).dtype == torch.bfloat16
     full_ce = CrossEncoderScorer(str(bert_dir), device="cpu").score_texts(QUERY, DOCS)
     full_lm = CausalLMScorer(str(qwen_dir), device="cpu").score_texts(QUERY, DOCS)
     np.testing.assert_allclose(ce_scores, full_ce, atol=0.05)  # bf16 keeps ~3 digits

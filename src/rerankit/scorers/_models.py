@@ -76,6 +76,54 @@ def _quiet_loading() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+class LocalModelScorer:
+    """What the local-model scorers share: the hardware profile with explicit overrides,
+    the model's id, and lazy thread-safe loading (:class:`LazyModel`).
+
+    ``model`` is a hub id or local directory (loaded by :meth:`_load` on first use) or an
+    object already loaded (taken through :meth:`_adopt`). Subclasses set ``what`` (a label
+    for messages) and implement :meth:`_load`.
+    """
+
+    what = "model"
+
+    def __init__(
+        self,
+        model: Any,
+        *,
+        profile: Any = None,
+        device: str | None = None,
+        batch_size: int | None = None,
+        dtype: str | None = None,
+        max_length: int | None = None,
+        trust_remote_code: bool = False,
+        name: str,
+    ) -> None:
+        self.name = name
+        self.profile = settings(
+            profile, device=device, batch_size=batch_size, dtype=dtype, max_length=max_length
+        )
+        self.trust_remote_code = trust_remote_code
+        self.model_id = model if isinstance(model, str) else None
+        loader = self._load if isinstance(model, str) else (lambda: self._adopt(model))
+        self._model: LazyModel[Any] = LazyModel(self.what, model, loader)
+
+    def _load(self) -> Any:  # pragma: no cover - each subclass loads its own kind
+        raise NotImplementedError
+
+    def _adopt(self, model: Any) -> Any:
+        """An object the caller loaded, as :attr:`model` holds it."""
+        return model
+
+    @property
+    def model(self) -> Any:
+        """The loaded model (loads it on first access)."""
+        return self._model.get()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({model_label(self.model_id or self._model.model)!r})"
+
+
 def settings(
     profile: Any,
     *,

@@ -34,7 +34,7 @@ import numpy as np
 from .._optional import require
 from ..errors import ModelLoadError
 from ..types import Document
-from ._models import LazyModel, model_label, run_splitting_on_oom, settings
+from ._models import LocalModelScorer, model_label, run_splitting_on_oom
 
 __all__ = [
     "DEFAULT_CAUSAL_LM",
@@ -68,7 +68,7 @@ class _Loaded:
         self.model, self.tokenizer, self.device = model, tokenizer, device
 
 
-class CausalLMScorer:
+class CausalLMScorer(LocalModelScorer):
     """P("yes") of a causal LM asked whether each document meets the query.
 
     ``model``: hub id or local directory of a causal LM (default Qwen3-Reranker-0.6B), or a
@@ -77,6 +77,8 @@ class CausalLMScorer:
     (default 8192, the recipe's). ``yes_token`` / ``no_token``: the answer tokens.
     ``prefix`` / ``suffix``: the template around the user turn (Qwen3's by default).
     """
+
+    what = "causal LM reranker"
 
     def __init__(
         self,
@@ -96,27 +98,30 @@ class CausalLMScorer:
         trust_remote_code: bool = False,
         name: str = "causal_lm",
     ) -> None:
-        self.instruction = instruction or DEFAULT_INSTRUCTION
-        self.profile = settings(
-            profile, device=device, batch_size=batch_size, dtype=dtype, max_length=max_length
+        super().__init__(
+            model,
+            profile=profile,
+            device=device,
+            batch_size=batch_size,
+            dtype=dtype,
+            max_length=max_length,
+            trust_remote_code=trust_remote_code,
+            name=name,
         )
+        self.instruction = instruction or DEFAULT_INSTRUCTION
         self.max_length = self.profile.max_length or DEFAULT_MAX_LENGTH
         self.yes_token, self.no_token = yes_token, no_token
         self.prefix, self.suffix = prefix, suffix
         self.sort_by_length = sort_by_length
-        self.trust_remote_code = trust_remote_code
-        self.name = name
-        self.model_id = model if isinstance(model, str) else None
-        self._loaded: LazyModel[_Loaded] = LazyModel("causal LM reranker", model, self._load)
         self._template: tuple[list[int], list[int], int, int] | None = None
+
+    def _adopt(self, model: Any) -> _Loaded:
+        model, tokenizer = model
+        return _Loaded(model.eval(), tokenizer, str(next(model.parameters()).device))
 
     def _load(self) -> _Loaded:
         transformers = require("transformers", "CausalLMScorer")
         require("torch", "CausalLMScorer")
-        if self.model_id is None:
-            model, tokenizer = self._loaded.model
-            device = str(next(model.parameters()).device)
-            return _Loaded(model.eval(), tokenizer, device)
         device = self.profile.resolve_device()
         tokenizer = transformers.AutoTokenizer.from_pretrained(
             self.model_id, padding_side="left", trust_remote_code=self.trust_remote_code
@@ -131,7 +136,7 @@ class CausalLMScorer:
     def _template_ids(self) -> tuple[list[int], list[int], int, int]:
         """Prefix ids, suffix ids, and the ids of the yes and no tokens."""
         if self._template is None:
-            tok = self._loaded.get().tokenizer
+            tok = self.model.tokenizer
             yes, no = (self._token_id(tok, t) for t in (self.yes_token, self.no_token))
             prefix = tok.encode(self.prefix, add_special_tokens=False)
             suffix = tok.encode(self.suffix, add_special_tokens=False)
@@ -155,7 +160,7 @@ class CausalLMScorer:
     def encode_pairs(self, query: str, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each full prompt (template included), before padding."""
         prefix, suffix, _, _ = self._template_ids()
-        tok = self._loaded.get().tokenizer
+        tok = self.model.tokenizer
         body = tok(
             [format_pair(self.instruction, query, t) for t in texts],
             padding=False,
@@ -168,7 +173,7 @@ class CausalLMScorer:
 
     def _forward(self, sequences: list[list[int]]) -> list[float]:
         torch = require("torch", "CausalLMScorer")
-        loaded = self._loaded.get()
+        loaded = self.model
         _, _, yes, no = self._template_ids()
         tok = loaded.tokenizer
         pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
@@ -210,6 +215,3 @@ class CausalLMScorer:
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
         return await asyncio.to_thread(self.score_texts, query, [d.text for d in docs])
-
-    def __repr__(self) -> str:
-        return f"CausalLMScorer({model_label(self.model_id or 'loaded model')!r})"

@@ -22,7 +22,7 @@ import numpy as np
 from .._optional import require
 from ..errors import ScorerError
 from ..types import Document
-from ._models import LazyModel, model_label, settings
+from ._models import LocalModelScorer
 
 __all__ = ["DEFAULT_CROSS_ENCODER", "CrossEncoderScorer"]
 
@@ -47,7 +47,7 @@ def relevance_from_logits(logits: np.ndarray, output: str) -> np.ndarray:
     return logits
 
 
-class CrossEncoderScorer:
+class CrossEncoderScorer(LocalModelScorer):
     """Scores each (query, document) pair with a cross-encoder.
 
     ``model``: hub id, local directory, or a loaded ``CrossEncoder``. ``output``:
@@ -55,6 +55,8 @@ class CrossEncoderScorer:
     ``device``/``batch_size``/``dtype``/``max_length`` overrides say how it runs; inputs
     longer than ``max_length`` tokens are truncated (the model's own limit by default).
     """
+
+    what = "cross-encoder"
 
     def __init__(
         self,
@@ -71,14 +73,17 @@ class CrossEncoderScorer:
     ) -> None:
         if output not in OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, got {output!r}")
-        self.output, self.name = output, name
-        self.profile = settings(
-            profile, device=device, batch_size=batch_size, dtype=dtype, max_length=max_length
+        super().__init__(
+            model,
+            profile=profile,
+            device=device,
+            batch_size=batch_size,
+            dtype=dtype,
+            max_length=max_length,
+            trust_remote_code=trust_remote_code,
+            name=name,
         )
-        self.trust_remote_code = trust_remote_code
-        self.model_id = model if isinstance(model, str) else None
-        loader = self._load if isinstance(model, str) else (lambda: model)
-        self._model: LazyModel[Any] = LazyModel("cross-encoder", model, loader)
+        self.output = output
 
     def _load(self) -> Any:
         st = require("sentence_transformers", "CrossEncoderScorer")
@@ -90,11 +95,6 @@ class CrossEncoderScorer:
             trust_remote_code=self.trust_remote_code,
             model_kwargs={"dtype": self.profile.resolve_dtype(device)},
         )
-
-    @property
-    def model(self) -> Any:
-        """The loaded model (loads it on first access)."""
-        return self._model.get()
 
     def logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """The model's raw output for each (query, text) pair."""
@@ -119,6 +119,3 @@ class CrossEncoderScorer:
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
         return await asyncio.to_thread(self.score_texts, query, [d.text for d in docs])
-
-    def __repr__(self) -> str:
-        return f"CrossEncoderScorer({model_label(self.model_id or self._model.model)!r})"

@@ -23,7 +23,7 @@ from .._optional import require
 from ..cache import EmbeddingCache
 from ..errors import ScorerError
 from ..types import Document
-from ._models import LazyModel, model_label, settings
+from ._models import LocalModelScorer
 from .base import ScoreBatch
 
 #: Set by a service (for the work of its requests) to route every embedding call through
@@ -58,7 +58,7 @@ def _unit_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0), zero
 
 
-class EmbeddingScorer:
+class EmbeddingScorer(LocalModelScorer):
     """Cosine similarity between the query's and each document's embedding, in [-1, 1].
 
     ``model``: a hub id, a local directory, or a loaded ``SentenceTransformer`` (anything
@@ -76,6 +76,8 @@ class EmbeddingScorer:
     the ``RERANKIT_EMBEDDING_CACHE`` environment variable, when set).
     """
 
+    what = "embedding model"
+
     def __init__(
         self,
         model: str | Any = DEFAULT_EMBEDDING_MODEL,
@@ -92,13 +94,17 @@ class EmbeddingScorer:
         trust_remote_code: bool = False,
         name: str = "embedding",
     ) -> None:
-        self.name = name
-        self.profile = settings(
-            profile, device=device, batch_size=batch_size, dtype=dtype, max_length=max_length
+        super().__init__(
+            model,
+            profile=profile,
+            device=device,
+            batch_size=batch_size,
+            dtype=dtype,
+            max_length=max_length,
+            trust_remote_code=trust_remote_code,
+            name=name,
         )
         self.query_prompt, self.document_prompt = query_prompt, document_prompt
-        self.trust_remote_code = trust_remote_code
-        self.model_id = model if isinstance(model, str) else None
         self.model_key = model if isinstance(model, str) else f"{type(model).__name__}@{id(model)}"
         if cache_path is None and cache is True:
             cache_path = os.environ.get("RERANKIT_EMBEDDING_CACHE") or None
@@ -108,10 +114,6 @@ class EmbeddingScorer:
             self.cache = EmbeddingCache(path=cache_path)
         else:
             self.cache = None
-        if isinstance(model, str):
-            self._model: LazyModel[Any] = LazyModel("embedding model", model, self._load)
-        else:
-            self._model = LazyModel("embedding model", model, lambda: model)
 
     def _load(self) -> Any:
         st = require("sentence_transformers", "EmbeddingScorer")
@@ -132,11 +134,6 @@ class EmbeddingScorer:
         if self.profile.max_length is not None:
             model.max_seq_length = self.profile.max_length
         return model.eval() if hasattr(model, "eval") else model
-
-    @property
-    def model(self) -> Any:
-        """The loaded model (loads it on first access)."""
-        return self._model.get()
 
     def _encode(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
         hook = ENCODE_HOOK.get()
@@ -237,9 +234,6 @@ class EmbeddingScorer:
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
         texts = [d.text for d in docs]
         return await asyncio.to_thread(self._scores, query, texts, **_embedding_context(context))
-
-    def __repr__(self) -> str:
-        return f"EmbeddingScorer({model_label(self.model_id or self._model.model)!r})"
 
 
 def _embedding_context(context: dict[str, Any]) -> dict[str, Any]:
