@@ -194,3 +194,27 @@ def test_bm25_on_non_ascii_batches_matches_the_formula(corpus, query):
     ours = BM25Scorer(k1=1.2, b=0.75, **PLAIN).score_texts(" ".join(query), texts)
     reference = _lucene_reference(tokens, [q.lower() for q in query], 1.2, 0.75)
     np.testing.assert_allclose(ours, reference, atol=1e-9)
+
+
+def test_scoring_runs_off_the_event_loop_thread():
+    """CPU work of a lexical scorer happens on a worker thread, not on the caller's loop."""
+    import asyncio
+    import threading
+
+    from rerankit import Document
+
+    seen: set[int] = set()
+
+    def stem(word: str) -> str:
+        seen.add(threading.get_ident())
+        return word
+
+    scorer = BM25Scorer(stemmer=stem, stopwords=None)
+    docs = [Document("solar panels"), Document("wind farms")]
+
+    async def main() -> int:
+        await scorer.score("solar power", docs)
+        return threading.get_ident()
+
+    loop_thread = asyncio.run(main())
+    assert seen and loop_thread not in seen

@@ -15,6 +15,7 @@ Scores are >= 0; a document whose node is not in the graph scores 0, flagged
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -128,6 +129,10 @@ class GraphScorer:
         return scores, None
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
+        return await asyncio.to_thread(self.score_documents, query, docs)  # PageRank is CPU work
+
+    def score_documents(self, query: str, docs: Sequence[Document]) -> ScoreBatch:
+        """Blocking :meth:`score`."""
         nodes = [self._node(d) for d in docs]
         warnings: list[str] = []
         if self.mode == "personalized":

@@ -7,6 +7,7 @@ counting and scoring are vectorised numpy over the whole batch.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -279,7 +280,8 @@ class _LexicalScorer:
         return [d.text for d in docs]
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
-        return self.score_texts(query, self._texts(docs))
+        # CPU work runs on a worker thread: concurrent requests' event loop stays free
+        return await asyncio.to_thread(self.score_texts, query, self._texts(docs))
 
     def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
