@@ -113,3 +113,11 @@ def test_rerank_passages_without_a_key_keeps_the_order(monkeypatch, caplog):
     with caplog.at_level(logging.WARNING, logger="rerankit"):
         assert rerank_passages("q", ["a", "b"]) == ["a", "b"]
     assert any("no Gemini API key" in r.getMessage() for r in caplog.records)
+
+
+@pytest.mark.parametrize("top_k", [-1, 0, True, 2.5])
+def test_rerank_passages_rejects_a_bad_top_k(top_k):
+    with pytest.raises(ValueError, match="top_k must be a positive integer"):
+        rerank_passages("q", ["only"], top_k=top_k)
+    with pytest.raises(ValueError, match="top_k must be a positive integer"):
+        rerank_passages("q", ["a", "b"], top_k=top_k, api_key="unused")

@@ -228,3 +228,18 @@ def test_convenience_function_with_custom_fields():
     )
     assert result[0].id == 2
     assert result.documents() == [{"key": 2, "body": docs[1]["body"], "relevance": result[0].score}]
+
+
+def test_a_scorers_complaint_about_the_callers_input_is_an_error_not_a_degraded_result():
+    from rerankit import EmbeddingScorer, InputError
+
+    scorer = EmbeddingScorer(object())  # never loaded: the given vectors are checked first
+    docs = ["solar panels", "wind farms"]
+    with pytest.raises(InputError, match="document_embeddings has 1 entries for 2 documents"):
+        ScorerReranker(scorer).rerank(
+            "solar", docs, query_embedding=[1.0, 0.0], document_embeddings=[[1.0, 0.0]]
+        )
+    with pytest.raises(InputError, match="differing dimensions"):
+        FusionReranker([scorer, BM25Scorer()]).rerank(
+            "solar", docs, query_embedding=[1.0, 0.0], document_embeddings=[[1.0, 0.0], [1.0]]
+        )

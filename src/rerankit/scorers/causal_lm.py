@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from .._optional import require
-from ..errors import ModelLoadError
+from ..errors import ConfigError, ModelLoadError
 from ..types import Document
 from ._models import LocalModelScorer, model_label, run_splitting_on_oom
 
@@ -141,7 +141,7 @@ class CausalLMScorer(LocalModelScorer):
             prefix = tok.encode(self.prefix, add_special_tokens=False)
             suffix = tok.encode(self.suffix, add_special_tokens=False)
             if len(prefix) + len(suffix) >= self.max_length:
-                raise ValueError(
+                raise ConfigError(
                     f"max_length={self.max_length} leaves no room for the query and document "
                     f"(the template alone is {len(prefix) + len(suffix)} tokens)"
                 )

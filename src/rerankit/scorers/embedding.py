@@ -21,7 +21,7 @@ import numpy as np
 
 from .._optional import require
 from ..cache import EmbeddingCache
-from ..errors import ScorerError
+from ..errors import InputError, ScorerError
 from ..types import Document
 from ._models import LocalModelScorer
 from .base import ScoreBatch
@@ -208,7 +208,7 @@ class EmbeddingScorer(LocalModelScorer):
             return self.encode_documents(texts)
         given = list(given)
         if len(given) != len(texts):
-            raise ValueError(
+            raise InputError(
                 f"document_embeddings has {len(given)} entries for {len(texts)} documents"
             )
         todo = [i for i, v in enumerate(given) if v is None]
@@ -224,7 +224,7 @@ class EmbeddingScorer(LocalModelScorer):
                 rows.append(np.asarray(v, dtype=np.float32).reshape(-1))
         dims = {r.shape[0] for r in rows}
         if len(dims) > 1:
-            raise ValueError(f"document_embeddings have differing dimensions: {sorted(dims)}")
+            raise InputError(f"document_embeddings have differing dimensions: {sorted(dims)}")
         return np.vstack(rows)
 
     def score_texts(self, query: str, texts: Sequence[str], **context: Any) -> np.ndarray:
