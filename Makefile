@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 
 QUERY  ?= how do vaccines train the immune system
 
-.PHONY: demo test lint format bench quality clean install install-dev
+.PHONY: demo test test-core lint format bench quality clean install install-dev
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,16 @@ demo: $(VENV)/.installed
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -q
 
+# The core tests (tests/core) in a venv of their own without torch or any other extra.
+CORE_VENV ?= .venv-core
+$(CORE_VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(CORE_VENV)
+	$(CORE_VENV)/bin/python -m pip --disable-pip-version-check install -q -e ".[test]"
+	touch $@
+
+test-core: $(CORE_VENV)/.installed
+	$(CORE_VENV)/bin/python -m pytest -q tests/core
+
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks
 	$(VENV)/bin/ruff format --check src tests benchmarks
@@ -63,4 +73,4 @@ quality: $(VENV)/.installed-dev
 	$(PY) benchmarks/quality.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info
+	rm -rf $(VENV) $(CORE_VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info

@@ -32,6 +32,19 @@ class FailingScorer:
         raise self.exc
 
 
+@pytest.fixture(scope="session")
+def fixed_scorer():
+    """``fixed_scorer(name, values)``: a scorer returning preset values (a test double for
+    the callers of scorers)."""
+    return FixedScorer
+
+
+@pytest.fixture(scope="session")
+def failing_scorer():
+    """``failing_scorer(name="broken", exc=None)``: a scorer that raises."""
+    return FailingScorer
+
+
 @pytest.fixture
 def run():
     return asyncio.run

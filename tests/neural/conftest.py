@@ -1,9 +1,12 @@
-"""Tiny random-weight models and tokenizers, built locally for the neural scorer tests."""
+"""Fixtures of the neural tests: tiny random-weight models and tokenizers, built locally
+(no download), and the bundled MiniLM's skip rule."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+import pytest
 
 WORDS = (
     "vaccines train the immune system to recognise pathogens stock market fell sharply on "
@@ -103,3 +106,24 @@ def build_qwen3_causal_lm(path: Path, seed: int = 0) -> Path:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+@pytest.fixture(scope="session")
+def bert_dir(tmp_path_factory):
+    """A one-label tiny BERT cross-encoder."""
+    pytest.importorskip("torch", reason="neural scorers need the 'torch' extra")
+    return build_bert_cross_encoder(tmp_path_factory.mktemp("bert"))
+
+
+@pytest.fixture(scope="session")
+def bert2_dir(tmp_path_factory):
+    """A two-label tiny BERT cross-encoder."""
+    pytest.importorskip("torch", reason="neural scorers need the 'torch' extra")
+    return build_bert_cross_encoder(tmp_path_factory.mktemp("bert2"), num_labels=2, seed=1)
+
+
+@pytest.fixture(scope="session")
+def qwen_dir(tmp_path_factory):
+    """A tiny Qwen3 causal LM with a word-level tokenizer."""
+    pytest.importorskip("torch", reason="neural scorers need the 'torch' extra")
+    return build_qwen3_causal_lm(tmp_path_factory.mktemp("qwen3"))

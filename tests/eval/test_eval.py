@@ -12,7 +12,7 @@ from rerankit import BM25Scorer
 from rerankit.eval import load_beir, load_qrels, load_run, mean_ndcg, ndcg_at_k
 from rerankit.eval.first_stage import BM25Index
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 def test_ndcg_by_hand():

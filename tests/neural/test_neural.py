@@ -19,7 +19,6 @@ from rerankit import (  # noqa: E402
     ScorerReranker,
 )
 from rerankit.scorers.causal_lm import QWEN3_PREFIX, QWEN3_SUFFIX, format_pair  # noqa: E402
-from tiny_models import build_bert_cross_encoder, build_qwen3_causal_lm  # noqa: E402
 
 QUERY = "how do vaccines work"
 DOCS = [
@@ -30,21 +29,6 @@ DOCS = [
     "what is the price of energy in the market and how do solar cells work with light",
     "immune cells",
 ]
-
-
-@pytest.fixture(scope="module")
-def bert_dir(tmp_path_factory):
-    return build_bert_cross_encoder(tmp_path_factory.mktemp("bert"))
-
-
-@pytest.fixture(scope="module")
-def bert2_dir(tmp_path_factory):
-    return build_bert_cross_encoder(tmp_path_factory.mktemp("bert2"), num_labels=2, seed=1)
-
-
-@pytest.fixture(scope="module")
-def qwen_dir(tmp_path_factory):
-    return build_qwen3_causal_lm(tmp_path_factory.mktemp("qwen3"))
 
 
 # --- cross-encoder -----------------------------------------------------------------------

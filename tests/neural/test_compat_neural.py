@@ -18,7 +18,6 @@ from rerankit.compat import (
     SemanticReranker,
     TextSimilarityReranker,
 )
-from tiny_models import build_bert_cross_encoder, build_qwen3_causal_lm
 
 QUERY = "how do vaccines work"
 CANDIDATES = [
@@ -26,16 +25,6 @@ CANDIDATES = [
     {"id": 2, "content": "vaccines train the immune system to recognise pathogens"},
     {"id": 3, "content": "solar panels convert light into electricity", "tags": ["x"]},
 ]
-
-
-@pytest.fixture(scope="module")
-def qwen_dir(tmp_path_factory):
-    return build_qwen3_causal_lm(tmp_path_factory.mktemp("qwen3"))
-
-
-@pytest.fixture(scope="module")
-def bert_dir(tmp_path_factory):
-    return build_bert_cross_encoder(tmp_path_factory.mktemp("bert"))
 
 
 def test_reranker_service_with_a_causal_lm(qwen_dir):

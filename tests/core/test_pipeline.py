@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rerankit
-from conftest import FailingScorer, FixedScorer
 from rerankit import (
     BM25Scorer,
     Document,
@@ -65,8 +64,8 @@ def test_rerank_is_a_permutation_and_never_mutates_input(query, items, which):
 
 @settings(max_examples=100, deadline=None)
 @given(values=st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.0]), min_size=1, max_size=20))
-def test_equal_scores_keep_input_order(values):
-    result = ScorerReranker(FixedScorer("fixed", values)).rerank(
+def test_equal_scores_keep_input_order(fixed_scorer, values):
+    result = ScorerReranker(fixed_scorer("fixed", values)).rerank(
         "q", [str(i) for i in range(len(values))]
     )
     expected = sorted(range(len(values)), key=lambda i: (-values[i], i))
@@ -107,9 +106,9 @@ def test_strategies_run_concurrently():
     assert not result.degraded and result[0].scores == {"a": 1.0, "b": 2.0}
 
 
-def test_a_failing_strategy_degrades_and_the_rest_decide():
-    good = FixedScorer("good", [0.1, 0.9, 0.5])
-    reranker = FusionReranker([good, FailingScorer("llm")], weights={"good": 0.5, "llm": 0.5})
+def test_a_failing_strategy_degrades_and_the_rest_decide(fixed_scorer, failing_scorer):
+    good = fixed_scorer("good", [0.1, 0.9, 0.5])
+    reranker = FusionReranker([good, failing_scorer("llm")], weights={"good": 0.5, "llm": 0.5})
     result = reranker.rerank("q", ["a", "b", "c"])
     assert result.degraded
     assert any("'llm' failed: RuntimeError: provider unavailable" in w for w in result.warnings)
@@ -117,24 +116,24 @@ def test_a_failing_strategy_degrades_and_the_rest_decide():
     assert result[0].scores == {"good": 0.9}
 
 
-def test_all_strategies_failing_keeps_input_order():
-    result = FusionReranker([FailingScorer("x"), FailingScorer("y")]).rerank("q", ["a", "b", "c"])
+def test_all_strategies_failing_keeps_input_order(failing_scorer):
+    result = FusionReranker([failing_scorer("x"), failing_scorer("y")]).rerank("q", ["a", "b", "c"])
     assert result.degraded and [r.index for r in result] == [0, 1, 2]
     assert result.warnings[-1] == "every strategy failed; input order kept"
-    single = ScorerReranker(FailingScorer("solo")).rerank("q", ["a", "b"])
+    single = ScorerReranker(failing_scorer("solo")).rerank("q", ["a", "b"])
     assert single.degraded and [r.index for r in single] == [0, 1]
     assert [r.score for r in single] == [0.0, 0.0]
 
 
-def test_wrong_shape_from_a_scorer_is_reported_not_silently_used():
-    result = ScorerReranker(FixedScorer("short", [1.0])).rerank("q", ["a", "b", "c"])
+def test_wrong_shape_from_a_scorer_is_reported_not_silently_used(fixed_scorer):
+    result = ScorerReranker(fixed_scorer("short", [1.0])).rerank("q", ["a", "b", "c"])
     assert result.degraded
     assert "scorer 'short' returned scores of shape (1,), expected (3,)" in result.warnings[0]
 
 
-def test_non_finite_scores_count_as_worst_and_are_flagged():
+def test_non_finite_scores_count_as_worst_and_are_flagged(fixed_scorer):
     nan = float("nan")
-    scorer = FixedScorer("shaky", [0.4, nan, 0.9, float("inf"), 0.1])
+    scorer = fixed_scorer("shaky", [0.4, nan, 0.9, float("inf"), 0.1])
     result = ScorerReranker(scorer).rerank("q", list("abcde"))
     assert [r.index for r in result] == [2, 0, 1, 3, 4]  # NaN/inf tie with the worst (0.1)
     assert {r.index: r.flags for r in result}[1] == ("non_finite:shaky",)
@@ -142,14 +141,14 @@ def test_non_finite_scores_count_as_worst_and_are_flagged():
     assert np.isnan(result[2].scores["shaky"])  # the raw score is kept as returned
     assert all(np.isfinite(r.score) for r in result)
 
-    fused = FusionReranker([scorer, FixedScorer("steady", [0, 1, 0, 0, 0])]).rerank(
+    fused = FusionReranker([scorer, fixed_scorer("steady", [0, 1, 0, 0, 0])]).rerank(
         "q", list("abcde")
     )
     assert all(np.isfinite(r.score) for r in fused)
     assert {r.index: r.flags for r in fused}[3] == ("non_finite:shaky",)
 
 
-def test_scorer_flags_and_warnings_reach_the_result():
+def test_scorer_flags_and_warnings_reach_the_result(fixed_scorer):
     class Flagging:
         name = "judge"
 
@@ -161,7 +160,7 @@ def test_scorer_flags_and_warnings_reach_the_result():
                 degraded=True,
             )
 
-    result = FusionReranker([Flagging(), FixedScorer("f", [0, 1])]).rerank("q", ["a", "b"])
+    result = FusionReranker([Flagging(), fixed_scorer("f", [0, 1])]).rerank("q", ["a", "b"])
     assert result.degraded and "1 call failed" in result.warnings
     assert {r.index: r.flags for r in result}[1] == ("call_failed",)
 
@@ -192,8 +191,8 @@ def test_field_scorer_fuses_a_first_stage_score():
     assert [r.id for r in rerankit.rerank("q", docs, reranker=distances)] == ["a", "c", "b"]
 
 
-def test_context_reaches_every_strategy():
-    a, b = FixedScorer("a", [1, 2]), FixedScorer("b", [2, 1])
+def test_context_reaches_every_strategy(fixed_scorer):
+    a, b = fixed_scorer("a", [1, 2]), fixed_scorer("b", [2, 1])
     FusionReranker([a, b]).rerank("q", ["x", "y"], query_embedding=[0.1, 0.2])
     assert a.calls[0]["context"] == {"query_embedding": [0.1, 0.2]} == b.calls[0]["context"]
 
