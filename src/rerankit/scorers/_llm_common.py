@@ -3,12 +3,26 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, TypedDict
 
 from ..cache import JudgmentCache, judgment_cache
 from ..errors import ConfigError
 from ..llm.base import LLMClient
 from ..llm.resilience import CallRunner, RetryPolicy
+
+
+class LLMScorerOptions(TypedDict, total=False):
+    """What every LLM scorer takes besides its own settings: ``cache`` (True: the default
+    judgment cache, False, or a :class:`~rerankit.JudgmentCache`), ``retry`` (a
+    :class:`~rerankit.llm.RetryPolicy`), ``max_concurrency`` (calls in flight, default 16),
+    ``requests_per_minute``, ``max_output_tokens`` and ``temperature`` (default 0)."""
+
+    cache: Any
+    retry: RetryPolicy | None
+    max_concurrency: int
+    requests_per_minute: float | None
+    max_output_tokens: int | None
+    temperature: float
 
 
 class LLMScorerBase:
@@ -19,15 +33,17 @@ class LLMScorerBase:
         self,
         client: LLMClient,
         *,
-        cache: Any,
-        retry: RetryPolicy | None,
-        max_concurrency: int,
-        requests_per_minute: float | None,
-        max_output_tokens: int | None,
+        name: str,
+        cache: Any = True,
+        retry: RetryPolicy | None = None,
+        max_concurrency: int = 16,
+        requests_per_minute: float | None = None,
+        max_output_tokens: int | None = None,
+        temperature: float = 0.0,
     ) -> None:
         if not isinstance(client, LLMClient):
             raise TypeError(f"{client!r} is not an LLM client (needs provider, model, generate)")
-        self.client = client
+        self.client, self.name = client, name
         self.runner = CallRunner(
             client,
             retry,
@@ -36,6 +52,7 @@ class LLMScorerBase:
         )
         self.cache: JudgmentCache | None = judgment_cache(cache)
         self.max_output_tokens = max_output_tokens
+        self.temperature = temperature
 
     def cache_key(self, **parts: Any) -> str:
         return JudgmentCache.key(

@@ -6,7 +6,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from ..errors import MissingDependencyError, ModelLoadError
 from ..hardware import HardwareProfile
@@ -74,6 +74,20 @@ def _quiet_loading() -> Iterator[None]:
     finally:
         if was_on:
             hf_logging.enable_progress_bar()
+
+
+class LocalModelOptions(TypedDict, total=False):
+    """How a local model runs (the keyword arguments every local-model scorer takes):
+    ``profile`` (a :class:`~rerankit.HardwareProfile` or an object with its attributes),
+    overridden by ``device``, ``batch_size``, ``dtype`` and ``max_length`` when given;
+    ``trust_remote_code`` for models that ship their own code."""
+
+    profile: Any
+    device: str | None
+    batch_size: int | None
+    dtype: str | None
+    max_length: int | None
+    trust_remote_code: bool
 
 
 class LocalModelScorer:

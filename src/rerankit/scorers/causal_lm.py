@@ -27,14 +27,17 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._optional import require
 from ..errors import ConfigError, ModelLoadError
 from ..types import Document
-from ._models import LocalModelScorer, model_label, run_splitting_on_oom
+from ._models import LocalModelOptions, LocalModelScorer, model_label, run_splitting_on_oom
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "DEFAULT_CAUSAL_LM",
@@ -85,29 +88,15 @@ class CausalLMScorer(LocalModelScorer):
         model: str | tuple[Any, Any] = DEFAULT_CAUSAL_LM,
         *,
         instruction: str | None = None,
-        profile: Any = None,
-        device: str | None = None,
-        batch_size: int | None = None,
-        dtype: str | None = None,
-        max_length: int | None = None,
         yes_token: str = "yes",
         no_token: str = "no",
         prefix: str = QWEN3_PREFIX,
         suffix: str = QWEN3_SUFFIX,
         sort_by_length: bool = True,
-        trust_remote_code: bool = False,
         name: str = "causal_lm",
+        **options: Unpack[LocalModelOptions],
     ) -> None:
-        super().__init__(
-            model,
-            profile=profile,
-            device=device,
-            batch_size=batch_size,
-            dtype=dtype,
-            max_length=max_length,
-            trust_remote_code=trust_remote_code,
-            name=name,
-        )
+        super().__init__(model, name=name, **options)
         self.instruction = instruction or DEFAULT_INSTRUCTION
         self.max_length = self.profile.max_length or DEFAULT_MAX_LENGTH
         self.yes_token, self.no_token = yes_token, no_token

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._optional import require
 from ..errors import ScorerError
 from ..types import Document
-from ._models import LocalModelScorer
+from ._models import LocalModelOptions, LocalModelScorer
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["DEFAULT_CROSS_ENCODER", "CrossEncoderScorer"]
 
@@ -63,26 +66,12 @@ class CrossEncoderScorer(LocalModelScorer):
         model: str | Any = DEFAULT_CROSS_ENCODER,
         *,
         output: str = "logit",
-        profile: Any = None,
-        device: str | None = None,
-        batch_size: int | None = None,
-        dtype: str | None = None,
-        max_length: int | None = None,
-        trust_remote_code: bool = False,
         name: str = "cross_encoder",
+        **options: Unpack[LocalModelOptions],
     ) -> None:
         if output not in OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, got {output!r}")
-        super().__init__(
-            model,
-            profile=profile,
-            device=device,
-            batch_size=batch_size,
-            dtype=dtype,
-            max_length=max_length,
-            trust_remote_code=trust_remote_code,
-            name=name,
-        )
+        super().__init__(model, name=name, **options)
         self.output = output
 
     def _load(self) -> Any:

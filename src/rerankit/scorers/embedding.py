@@ -15,7 +15,7 @@ import os
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from .._optional import require
 from ..cache import EmbeddingCache
 from ..errors import InputError, ScorerError
 from ..types import Document
-from ._models import LocalModelScorer
+from ._models import LocalModelOptions, LocalModelScorer
 from .base import ScoreBatch
 
 #: Set by a service (for the work of its requests) to route every embedding call through
@@ -32,6 +32,9 @@ from .base import ScoreBatch
 ENCODE_HOOK: ContextVar[Callable[[Any, Sequence[str], str | None], np.ndarray] | None] = ContextVar(
     "rerankit_encode_hook", default=None
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "ENCODE_HOOK", "EmbeddingScorer", "bundled_model_path"]
 
@@ -82,28 +85,14 @@ class EmbeddingScorer(LocalModelScorer):
         self,
         model: str | Any = DEFAULT_EMBEDDING_MODEL,
         *,
-        profile: Any = None,
-        device: str | None = None,
-        batch_size: int | None = None,
-        dtype: str | None = None,
-        max_length: int | None = None,
         cache: bool | EmbeddingCache = True,
         cache_path: str | Path | None = None,
         query_prompt: str | None = None,
         document_prompt: str | None = None,
-        trust_remote_code: bool = False,
         name: str = "embedding",
+        **options: Unpack[LocalModelOptions],
     ) -> None:
-        super().__init__(
-            model,
-            profile=profile,
-            device=device,
-            batch_size=batch_size,
-            dtype=dtype,
-            max_length=max_length,
-            trust_remote_code=trust_remote_code,
-            name=name,
-        )
+        super().__init__(model, name=name, **options)
         self.query_prompt, self.document_prompt = query_prompt, document_prompt
         self.model_key = model if isinstance(model, str) else f"{type(model).__name__}@{id(model)}"
         if cache_path is None and cache is True:

@@ -24,16 +24,18 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
 from ..llm.parsing import parse_index, parse_json, repair_permutation, validate_permutation
-from ..llm.resilience import RetryPolicy
 from ..types import Document
-from ._llm_common import LLMScorerBase, build_llm_scorer
+from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer
 from .base import ScoreBatch
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["RERANK_SCHEMA", "LLMListwiseScorer", "listwise_prompt", "windows"]
 
@@ -131,28 +133,15 @@ class LLMListwiseScorer(LLMScorerBase):
         window: int = 20,
         step: int = 10,
         max_chars: int = 2_000,
-        cache: Any = True,
-        retry: RetryPolicy | None = None,
-        max_concurrency: int = 16,
-        requests_per_minute: float | None = None,
-        max_output_tokens: int | None = None,
-        temperature: float = 0.0,
         name: str = "llm_listwise",
+        **options: Unpack[LLMScorerOptions],
     ) -> None:
-        super().__init__(
-            client,
-            cache=cache,
-            retry=retry,
-            max_concurrency=max_concurrency,
-            requests_per_minute=requests_per_minute,
-            max_output_tokens=max_output_tokens,
-        )
+        super().__init__(client, name=name, **options)
         if window < 2:
             raise ValueError(f"window must be >= 2, got {window}")
         if not 1 <= step <= window:
             raise ValueError(f"step must be between 1 and window ({window}), got {step}")
         self.window, self.step, self.max_chars = window, step, max_chars
-        self.temperature, self.name = temperature, name
 
     async def _rank_window(
         self, query: str, texts: list[str], usage: Usage, label: str, notes: dict[str, Any]

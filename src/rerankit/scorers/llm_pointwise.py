@@ -19,16 +19,18 @@ import asyncio
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
 from ..llm.parsing import parse_json, parse_score
-from ..llm.resilience import RetryPolicy
 from ..types import Document
-from ._llm_common import LLMScorerBase, build_llm_scorer
+from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer
 from .base import ScoreBatch
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["INSTRUCTION_PRESETS", "LLMPointwiseScorer"]
 
@@ -91,29 +93,16 @@ class LLMPointwiseScorer(LLMScorerBase):
         instructions: str = "general",
         max_chars: int = 10_000,
         docs_per_call: int = 1,
-        cache: Any = True,
-        retry: RetryPolicy | None = None,
-        max_concurrency: int = 16,
-        requests_per_minute: float | None = None,
-        max_output_tokens: int | None = None,
-        temperature: float = 0.0,
         name: str = "llm_pointwise",
+        **options: Unpack[LLMScorerOptions],
     ) -> None:
-        super().__init__(
-            client,
-            cache=cache,
-            retry=retry,
-            max_concurrency=max_concurrency,
-            requests_per_minute=requests_per_minute,
-            max_output_tokens=max_output_tokens,
-        )
+        super().__init__(client, name=name, **options)
         if max_chars < 1:
             raise ValueError(f"max_chars must be >= 1, got {max_chars}")
         if docs_per_call < 1:
             raise ValueError(f"docs_per_call must be >= 1, got {docs_per_call}")
         self.instructions = INSTRUCTION_PRESETS.get(instructions, instructions)
         self.max_chars, self.docs_per_call = max_chars, docs_per_call
-        self.temperature, self.name = temperature, name
 
     # -- prompts -------------------------------------------------------------------------
     def _request(self, query: str, items: list[tuple[str, str]]) -> LLMRequest:
