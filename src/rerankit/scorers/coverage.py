@@ -1,0 +1,34 @@
+"""Query-term coverage: the share of the query's distinct terms a document contains."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..types import Document
+from .lexical import Analyzer
+
+__all__ = ["CoverageScorer"]
+
+
+class CoverageScorer:
+    """The fraction of the query's distinct terms (after the analyzer's stopwords and
+    stemming) found in each document, in [0, 1]. Cheap and length-independent: a useful
+    second lexical signal and a learning-to-rank feature."""
+
+    def __init__(self, *, analyzer: Analyzer | None = None, name: str = "coverage") -> None:
+        self.analyzer = analyzer if analyzer is not None else Analyzer()
+        self.name = name
+
+    def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        terms = set(self.analyzer.terms(query))
+        if not texts or not terms:
+            return np.zeros(len(texts))
+        tf, _, _ = self.analyzer.analyze(texts).query_tf(sorted(terms))
+        return (tf > 0).sum(axis=1) / len(terms)
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
+        return await asyncio.to_thread(self.score_texts, query, [d.text for d in docs])
