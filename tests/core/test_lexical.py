@@ -218,3 +218,21 @@ def test_scoring_runs_off_the_event_loop_thread():
 
     loop_thread = asyncio.run(main())
     assert seen and loop_thread not in seen
+
+
+def test_coverage_scorer_through_a_declared_pipeline():
+    from rerankit import load, registry
+
+    reranker = load({"scorer": {"type": "coverage"}, "name": "cov"})
+    docs = ["solar panels on roofs", "wind power at sea", "solar power stations", "pasta"]
+    result = reranker.rerank("solar power plants", docs)
+    # query terms after stemming: solar, power, plant (3)
+    by_text = {r.text: r.score for r in result}
+    assert by_text == {
+        "solar panels on roofs": 1 / 3,
+        "wind power at sea": 1 / 3,
+        "solar power stations": 2 / 3,
+        "pasta": 0.0,
+    }
+    assert result[0].text == "solar power stations"
+    assert "coverage" in registry.available("scorer")
