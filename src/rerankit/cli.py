@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import logging
 import shutil
@@ -81,16 +80,13 @@ def _reranker_from(args: argparse.Namespace) -> Any:
 
 
 def _default_reranker() -> str:
-    """``hybrid`` (BM25 + the bundled MiniLM) when the torch extra is installed, else
-    ``bm25``, saying so on stderr."""
-    if all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers")):
-        return "hybrid"
-    print(
-        "rerankit: note: using bm25; install 'rerankit[torch]' for the default hybrid "
-        "reranker (BM25 + all-MiniLM-L6-v2)",
-        file=sys.stderr,
-    )
-    return "bm25"
+    """The default reranker (``hybrid`` with the torch extra, else ``bm25``, said on stderr)."""
+    from .api import default_reranker
+
+    name, note = default_reranker()
+    if note:
+        print(f"rerankit: note: {note}", file=sys.stderr)
+    return name
 
 
 def _cmd_rerankers(args: argparse.Namespace) -> int:

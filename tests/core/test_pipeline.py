@@ -193,7 +193,7 @@ def test_field_scorer_fuses_a_first_stage_score():
 
 def test_context_reaches_every_strategy(fixed_scorer):
     a, b = fixed_scorer("a", [1, 2]), fixed_scorer("b", [2, 1])
-    FusionReranker([a, b]).rerank("q", ["x", "y"], query_embedding=[0.1, 0.2])
+    FusionReranker([a, b]).rerank("q", ["x", "y"], context={"query_embedding": [0.1, 0.2]})
     assert a.calls[0]["context"] == {"query_embedding": [0.1, 0.2]} == b.calls[0]["context"]
 
 
@@ -236,9 +236,45 @@ def test_a_scorers_complaint_about_the_callers_input_is_an_error_not_a_degraded_
     docs = ["solar panels", "wind farms"]
     with pytest.raises(InputError, match="document_embeddings has 1 entries for 2 documents"):
         ScorerReranker(scorer).rerank(
-            "solar", docs, query_embedding=[1.0, 0.0], document_embeddings=[[1.0, 0.0]]
+            "solar",
+            docs,
+            context={"query_embedding": [1.0, 0.0], "document_embeddings": [[1.0, 0.0]]},
         )
     with pytest.raises(InputError, match="differing dimensions"):
         FusionReranker([scorer, BM25Scorer()]).rerank(
-            "solar", docs, query_embedding=[1.0, 0.0], document_embeddings=[[1.0, 0.0], [1.0]]
+            "solar",
+            docs,
+            context={"query_embedding": [1.0, 0.0], "document_embeddings": [[1.0, 0.0], [1.0]]},
         )
+
+
+def test_unknown_keyword_arguments_are_errors_with_hints():
+    import rerankit
+
+    with pytest.raises(TypeError, match=r"'top_n' \(use top_k\)"):
+        rerankit.rerank("q", ["a", "b"], reranker="bm25", top_n=1)
+    with pytest.raises(TypeError, match=r"'model' \(use reranker="):
+        rerankit.rerank("q", ["a", "b"], model="hybrid")
+    with pytest.raises(TypeError, match=r"'query_embedding' \(use context="):
+        get_reranker("bm25").rerank("q", ["a"], query_embedding=[1.0])
+    with pytest.raises(TypeError, match="'bogus'"):
+        asyncio.run(get_reranker("bm25").arerank("q", ["a"], bogus=1))
+
+
+def test_rerank_defaults_to_the_hybrid_with_torch_else_bm25_and_says_so(monkeypatch):
+    import importlib.util
+
+    import rerankit
+
+    docs = ["solar panels on roofs", "wind farms", "solar power stations"]
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
+    )
+    result = rerankit.rerank("solar power", docs)
+    assert "using bm25" in result.warnings[0] and set(result[0].scores) == {"bm25"}
+    monkeypatch.undo()
+    if real("torch") is None or real("sentence_transformers") is None:
+        pytest.skip("the hybrid default needs the 'torch' extra")
+    result = rerankit.rerank("solar power", docs)
+    assert set(result[0].scores) == {"bm25", "embedding"} and not result.degraded

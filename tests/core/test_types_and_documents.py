@@ -62,7 +62,9 @@ def test_dict_output_is_a_new_dict_with_every_field_and_the_score():
 
 
 def test_result_container_behaviour():
-    result = rerankit.rerank("apple pie", ["banana bread", "apple pie recipe", "apple"])
+    result = rerankit.rerank(
+        "apple pie", ["banana bread", "apple pie recipe", "apple"], reranker="bm25"
+    )
     assert isinstance(result, RerankResult)
     assert len(result) == 3
     assert [r.rank for r in result] == [1, 2, 3]

@@ -68,7 +68,7 @@ def test_precomputed_embeddings_from_the_context(scorer):
 def test_zero_vectors_score_zero_and_are_flagged(scorer):
     d = scorer.model.encode(DOCS)
     result = ScorerReranker(scorer).rerank(
-        QUERY, DOCS, document_embeddings=[d[0], np.zeros(384), d[2], d[3]]
+        QUERY, DOCS, context={"document_embeddings": [d[0], np.zeros(384), d[2], d[3]]}
     )
     flagged = [r for r in result if r.flags]
     assert [r.index for r in flagged] == [1] and flagged[0].flags == ("zero_embedding",)

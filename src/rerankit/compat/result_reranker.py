@@ -265,5 +265,5 @@ class ResultReranker:
     ) -> list[tuple[Any, float]]:
         entities = list(entities)
         docs = to_documents(entities, text_getter=self._lenient_text)
-        result = await self._fusion.arerank(query, docs, top_k=top_k, **kwargs)
+        result = await self._fusion.arerank(query, docs, top_k=top_k, context=kwargs)
         return [(entities[r.index], r.score) for r in result]

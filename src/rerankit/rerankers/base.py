@@ -17,9 +17,33 @@ from ..documents import output_for, to_documents
 from ..scorers.base import ScoreBatch, Scorer, as_score_batch
 from ..types import Document, RankedDocument, RerankResult, check_top_k
 
-__all__ = ["Reranker", "Scored", "ScoringReranker", "assemble", "run_sync"]
+__all__ = ["Reranker", "Scored", "ScoringReranker", "assemble", "check_keywords", "run_sync"]
 
 logger = logging.getLogger(__name__)
+
+
+#: what users of other rerank APIs reach for, and rerankit's name for it
+_KEYWORD_HINTS = {
+    "top_n": "top_k",
+    "k": "top_k",
+    "model": "reranker= (rerankit.rerank) or the reranker object itself",
+    "rank_fields": "text_field",
+    "return_documents": "result.documents() (results always carry the document)",
+    "query_embedding": 'context={"query_embedding": ...}',
+    "document_embeddings": 'context={"document_embeddings": ...}',
+}
+
+
+def check_keywords(unexpected: Mapping[str, Any], where: str) -> None:
+    """A ``TypeError`` naming the keyword arguments ``where`` does not take, with the
+    rerankit name for the ones other rerank APIs use."""
+    if not unexpected:
+        return
+    parts = []
+    for name in unexpected:
+        hint = _KEYWORD_HINTS.get(name)
+        parts.append(f"{name!r} (use {hint})" if hint else repr(name))
+    raise TypeError(f"{where}() got unexpected keyword argument(s): {', '.join(parts)}")
 
 
 def run_sync(coro: Any) -> Any:
@@ -118,7 +142,8 @@ class Reranker(ABC):
         score_field: str = "rerank_score",
         first_stage_field: str | None = None,
         first_stage_higher_is_better: bool = True,
-        **context: Any,
+        context: Mapping[str, Any] | None = None,
+        **unexpected: Any,
     ) -> RerankResult:
         """Rerank ``documents`` for ``query`` (blocking). See :meth:`arerank`."""
         return run_sync(
@@ -131,7 +156,8 @@ class Reranker(ABC):
                 score_field=score_field,
                 first_stage_field=first_stage_field,
                 first_stage_higher_is_better=first_stage_higher_is_better,
-                **context,
+                context=context,
+                **unexpected,
             )
         )
 
@@ -146,7 +172,8 @@ class Reranker(ABC):
         score_field: str = "rerank_score",
         first_stage_field: str | None = None,
         first_stage_higher_is_better: bool = True,
-        **context: Any,
+        context: Mapping[str, Any] | None = None,
+        **unexpected: Any,
     ) -> RerankResult:
         """Rerank ``documents`` (strings, dicts, Documents, LangChain documents, LlamaIndex
         nodes; see :mod:`rerankit.documents`) for ``query``.
@@ -154,9 +181,12 @@ class Reranker(ABC):
         ``top_k`` keeps the best k. Dict inputs come back as new dicts with the score under
         ``score_field``. ``first_stage_field`` names the field holding the retriever's score
         (``first_stage_higher_is_better=False`` for distances); it becomes the documents'
-        ``first_stage_score``. An empty query or an empty list returns the input order with a
-        warning. Extra keyword arguments are passed to the scorers as context.
+        ``first_stage_score``. ``context`` carries per-call inputs to the scorers (for
+        example ``{"query_embedding": vector}`` for an embedding scorer). An empty query or an
+        empty list returns the input order with a warning. Unknown keyword arguments are a
+        ``TypeError``.
         """
+        check_keywords(unexpected, "rerank")
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, got {type(query).__name__}")
         check_top_k(top_k)
@@ -172,7 +202,9 @@ class Reranker(ABC):
             logger.warning("%s; returning the input order", what)
             scored = Scored(final=np.zeros(len(docs)), warnings=[f"{what}; input order kept"])
             return assemble(query, docs, scored, top_k=top_k, score_field=score_field)
-        return await self._rank(query, docs, top_k=top_k, score_field=score_field, **context)
+        return await self._rank(
+            query, docs, top_k=top_k, score_field=score_field, **dict(context or {})
+        )
 
     @abstractmethod
     async def _rank(

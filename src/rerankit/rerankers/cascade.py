@@ -128,7 +128,7 @@ class Pipeline(Reranker):
             if is_rule:
                 sub = stage.step.apply_result(self._current(query, sub_docs, head, scored))
             else:
-                sub = await stage.step.arerank(query, sub_docs, **context)
+                sub = await stage.step.arerank(query, sub_docs, context=context)
         except CALLER_ERRORS:
             raise
         except Exception as exc:
