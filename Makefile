@@ -40,7 +40,8 @@ install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
 
 demo: $(VENV)/.installed
-	$(VENV)/bin/rerankit rank --query "$(QUERY)" --input examples/sample.jsonl --format table
+	$(VENV)/bin/rerankit rank --query "$(QUERY)" --input examples/sample.jsonl --format table \
+		--first-stage-field retriever_score
 
 test: $(VENV)/.installed-dev
 	$(PY) -m pytest -q

@@ -17,6 +17,7 @@ EXTRAS = {
     "openai": "openai",
     "tenacity": "llm",
     "pydantic": "llm",
+    "wordfreq": "lexical",
     "networkx": "graph",
     "yaml": "yaml",
     "ranx": "eval",

@@ -59,12 +59,17 @@ def test_rank_reads_a_json_array_of_strings_from_stdin(capsys, monkeypatch):
 
 
 def test_details_and_table_formats(capsys):
-    code = main(["rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "--details", "-k", "1"])
+    code = main(
+        [
+            *("rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "--details", "-k", "1"),
+            *("--first-stage-field", "retriever_score"),
+        ]
+    )
     record = json.loads(capsys.readouterr().out)
     assert code == 0 and record["rank"] == 1 and "mRNA" in record["text"]
     # the default is the hybrid pipeline when the torch extra is installed
     has_torch = all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers"))
-    # the sample carries a retriever_score, which the hybrid uses as its first-stage signal
+    # the sample's retriever_score, named on the command line, is the hybrid's first stage
     assert set(record["scores"]) == ({"first_stage", "embedding"} if has_torch else {"bm25"})
     code, out, _ = run_cli(
         capsys, "rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "--format", "table", "-r", "text"

@@ -236,3 +236,56 @@ def test_coverage_scorer_through_a_declared_pipeline():
     }
     assert result[0].text == "solar power stations"
     assert "coverage" in registry.available("scorer")
+
+
+def test_chinese_text_gets_bigram_terms_and_nonzero_scores():
+    docs = ["东京大学的历史很长", "京都的寺庙很美", "今天天气很好"]
+    analyzer = Analyzer(language="zh")
+    assert analyzer.terms("东京大学") == ["东京", "京大", "大学"]
+    assert Analyzer().terms("东 x") == ["东", "x"]  # a lone character stays a unigram
+    for language in ("zh", "en"):  # CJK runs are bigrams whatever the language
+        scores = BM25Scorer(language=language).score_texts("东京大学", docs)
+        assert scores[0] > 0 and scores[0] > scores[1] >= 0 and scores[2] == 0
+
+
+def test_no_matching_term_is_said_not_silent():
+    batch = BM25Scorer().score_batch("quantum chromodynamics", ["solar panels", "wind farms"])
+    assert not batch.values.any()
+    assert batch.warnings and "no query term occurs in any candidate" in batch.warnings[0]
+    assert not BM25Scorer().score_batch("solar", ["solar panels", "wind"]).warnings
+
+
+def test_background_idf_follows_the_word_frequency_table():
+    pytest.importorskip("wordfreq", reason="background idf needs the 'lexical' extra")
+    import math
+
+    from wordfreq import get_frequency_dict
+
+    table = get_frequency_dict("en", wordlist="best")
+    scorer = BM25Scorer(idf="background", stopwords=None, stemmer=None, k1=1.2, b=0.0)
+    docs = ["the vaccine", "the system", "the vaccine system"]
+    scores = scorer.score_texts("vaccine system", docs)
+
+    def idf(word: str) -> float:
+        p = -math.expm1(-table[word] * 100.0)
+        df = 1e7 * p
+        return math.log1p((1e7 - df + 0.5) / (df + 0.5))
+
+    # b = 0: each matching term adds tf (k1 + 1) / (tf + k1) * idf = idf for tf = 1
+    assert scores == pytest.approx([idf("vaccine"), idf("system"), idf("vaccine") + idf("system")])
+    assert idf("vaccine") > idf("system")  # the rarer word weighs more, whatever the candidates
+    stemmed = BM25Scorer(idf="background").score_texts("vaccines", ["vaccine", "the system"])
+    assert stemmed[0] > 0 and stemmed[1] == 0
+
+
+def test_corpus_statistics_as_idf():
+    from rerankit.eval.first_stage import BM25Index
+
+    corpus = ["solar panels", "solar power", "wind power", "coal power", "hydro power"]
+    index = BM25Index([str(i) for i in range(5)], corpus)
+    stats = index.corpus_stats()
+    assert stats.n_docs == 5 and stats.df["power"] == 4 and stats.df["solar"] == 2
+    scorer = BM25Scorer(idf=stats, k1=1.2, b=0.0, stemmer=None)
+    # two candidates: their own idf would weigh 'solar' and 'power' equally
+    scores = scorer.score_texts("solar power", ["solar things", "power things"])
+    assert scores[0] > scores[1] > 0

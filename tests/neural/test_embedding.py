@@ -118,21 +118,42 @@ def test_cached_vectors_cannot_be_changed_by_callers():
         vec[0] = 5
 
 
-def test_hybrid_uses_the_first_stage_score_when_every_document_has_one(scorer):
+def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     from rerankit import HybridReranker
 
     hybrid = HybridReranker(scorer)
     with_scores = [{"text": t, "score": float(i)} for i, t in enumerate(DOCS)]
-    result = hybrid.rerank(QUERY, with_scores)
+    # a generic `score` (a distance? a rating?) is not read as relevance unless named
+    unnamed = hybrid.rerank(QUERY, with_scores)
+    assert set(unnamed[0].scores) == {"bm25", "embedding"}
+    result = hybrid.rerank(QUERY, with_scores, first_stage_field="score")
     assert set(result[0].scores) == {"first_stage", "embedding"}
     weights = {k: v["weight"] for k, v in result[0].explanation.items()}
     assert weights == pytest.approx({"first_stage": 0.3, "embedding": 0.7})
-    partial = [*with_scores[:2], *({"text": d} for d in DOCS[2:])]
+    documented = [{"text": t, "first_stage_score": float(i)} for i, t in enumerate(DOCS)]
+    assert [r.index for r in hybrid.rerank(QUERY, documented)] == [r.index for r in result]
+    distances = [{"text": t, "d": -float(i)} for i, t in enumerate(DOCS)]
+    by_distance = hybrid.rerank(
+        QUERY, distances, first_stage_field="d", first_stage_higher_is_better=False
+    )
+    assert [r.index for r in by_distance] == [r.index for r in result]
+    partial = [*documented[:2], *({"text": d} for d in DOCS[2:])]
     fallback = hybrid.rerank(QUERY, partial)
     assert set(fallback[0].scores) == {"bm25", "embedding"}
-    assert any("2 of 4 documents have a 'score'" in w for w in fallback.warnings)
+    assert any("2 of 4 documents have a first-stage score" in w for w in fallback.warnings)
     plain = hybrid.rerank(QUERY, DOCS)
     assert set(plain[0].scores) == {"bm25", "embedding"} and not plain.warnings
+
+
+def test_hybrid_warns_when_the_english_model_meets_another_script(scorer):
+    from rerankit import HybridReranker
+
+    bundled = HybridReranker(scorer, language="zh")  # the fixture is the bundled MiniLM
+    docs = ["东京大学的历史", "京都的寺庙", "东京的天气"]
+    result = bundled.rerank("东京大学", docs)
+    assert any("English only" in w for w in result.warnings)
+    assert result[0].scores["bm25"] > 0  # CJK bigrams match: the lexical signal is alive
+    assert not any("English only" in w for w in bundled.rerank("solar power", DOCS).warnings)
 
 
 def test_cache_keys_include_the_input_window(scorer):

@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..scorers._language import CorpusStats
 from ..scorers.lexical import Analyzer, length_norm, lucene_idf, saturated_tf
 
 __all__ = ["BM25Index"]
@@ -43,6 +44,13 @@ class BM25Index:
         self._indptr = np.concatenate(([0], np.cumsum(np.bincount(terms, minlength=width))))
         avgdl = float(batch.lengths.mean()) if len(texts) else 1.0
         self._norm = length_norm(batch.lengths, avgdl or 1.0, k1, b)
+
+    def corpus_stats(self) -> CorpusStats:
+        """The corpus's document frequencies, for ``BM25Scorer(idf=...)`` over candidates."""
+        df = np.diff(self._indptr)
+        return CorpusStats(
+            {t: int(df[i]) for t, i in self.vocab.items() if i < df.shape[0]}, len(self.doc_ids)
+        )
 
     def scores(self, query: str) -> np.ndarray:
         """BM25 of every document for ``query``."""

@@ -7,66 +7,78 @@ from numbers import Real
 from typing import Any
 
 from .. import fusion
+from ..documents import FIRST_STAGE_SCORE
 from ..scorers.base import Scorer
 from ..types import Document
 from .base import Scored, ScoringReranker
 from .fused import FusionReranker
 
 __all__ = [
-    "FIRST_STAGE_FIELDS",
-    "HYBRID_BM25_WEIGHT",
     "HYBRID_FIRST_STAGE_WEIGHT",
+    "HYBRID_LEXICAL_WEIGHT",
     "HYBRID_METHOD",
     "HybridReranker",
     "hybrid_reranker",
     "texts_only_hybrid",
 ]
 
-#: How the default ``hybrid`` pipeline fuses its two signals: a weighted sum of min-max
-#: normalised scores. With the first stage's score: 0.3 first stage / 0.7 embedding; without
-#: it, BM25 over the candidates: 0.4 BM25 / 0.6 embedding. Both chosen by ``rerankit tune``
-#: style searches on development queries only (SciFact train, NFCorpus dev); see the README.
+#: How the default ``hybrid`` fuses its two signals: a weighted sum of min-max normalised
+#: scores. With the documents' first-stage scores: 0.3 first stage / 0.7 embedding. Texts
+#: only: 0.3 BM25 over the candidates with idf from a general word-frequency table / 0.7
+#: embedding. Both chosen on development queries only (SciFact train, NFCorpus dev; see
+#: ``benchmarks/hybrid_dev.py`` and the README).
 HYBRID_METHOD = fusion.ScoreCombinationMethod.WEIGHTED_AVERAGE
 HYBRID_FIRST_STAGE_WEIGHT = 0.3
-HYBRID_BM25_WEIGHT = 0.4
-#: where the hybrid looks for a first-stage score (the first field every document has)
-FIRST_STAGE_FIELDS = ("first_stage_score", "retriever_score", "score")
+HYBRID_LEXICAL_WEIGHT = 0.3
+#: the BM25 of the texts-only mode
+HYBRID_BM25 = {"idf": "background", "k1": 0.9, "b": 0.4}
 
 
 class HybridReranker(ScoringReranker):
-    """The default offline reranker: a lexical signal and a bi-encoder fused.
+    """The default offline reranker: a lexical signal and a bi-encoder, fused.
 
-    The lexical signal is the first stage's own score when every document carries one (the
-    first of ``first_stage_fields`` that all documents have), else BM25 over the candidates.
-    The embedding model is the bundled all-MiniLM-L6-v2 unless given (extra ``torch``).
-    Strategies appear as ``first_stage`` or ``bm25``, and ``embedding``.
+    The lexical signal is the documents' first-stage (retriever) score when every document
+    carries one (``first_stage_score``: name your own field with ``first_stage_field=`` when
+    reranking), else BM25 over the candidates with its idf from a general word-frequency
+    table of ``language`` (the candidates of a lexical search all contain the query's words,
+    so their own statistics say little). The strategies appear as ``first_stage`` or
+    ``bm25``, and ``embedding``, in each result's scores and explanation, so they say which
+    mode ran. The embedding model is the bundled all-MiniLM-L6-v2 unless given (extra
+    ``torch``); it reads English only, and a query mostly in another script gets a warning.
     """
 
     def __init__(
         self,
         embedding: Scorer | None = None,
         *,
-        first_stage_fields: Sequence[str] = FIRST_STAGE_FIELDS,
+        use_first_stage: bool = True,
         first_stage_weight: float = HYBRID_FIRST_STAGE_WEIGHT,
-        bm25_weight: float = HYBRID_BM25_WEIGHT,
+        lexical_weight: float = HYBRID_LEXICAL_WEIGHT,
+        language: str = "en",
         combination_method: fusion.ScoreCombinationMethod | str = HYBRID_METHOD,
         normalization_method: str = "min_max",
         name: str = "hybrid",
     ) -> None:
         from ..scorers.embedding import EmbeddingScorer
+        from ..scorers.field import FieldScorer
         from ..scorers.lexical import BM25Scorer
 
-        for label, w in (("first_stage_weight", first_stage_weight), ("bm25_weight", bm25_weight)):
+        for label, w in (
+            ("first_stage_weight", first_stage_weight),
+            ("lexical_weight", lexical_weight),
+        ):
             if not 0.0 <= w <= 1.0:
                 raise ValueError(f"{label} must be in [0, 1], got {w}")
         self.embedding = embedding if embedding is not None else EmbeddingScorer()
-        self.first_stage_fields = tuple(first_stage_fields)
-        self.first_stage_weight, self.bm25_weight = first_stage_weight, bm25_weight
+        self.use_first_stage = use_first_stage
+        self.language = language
+        self.name = name
         self.combination_method = fusion.ScoreCombinationMethod.parse(combination_method)
         self.normalization_method = normalization_method
-        self.name = name
-        self.with_bm25 = self._fusion(BM25Scorer(), bm25_weight)
-        self._with_field: dict[str, FusionReranker] = {}
+        self.texts_only = self._fusion(BM25Scorer(language=language, **HYBRID_BM25), lexical_weight)
+        self.with_first_stage = self._fusion(
+            FieldScorer(FIRST_STAGE_SCORE, name="first_stage"), first_stage_weight
+        )
 
     def _fusion(self, lexical: Scorer, weight: float) -> FusionReranker:
         return FusionReranker(
@@ -78,38 +90,44 @@ class HybridReranker(ScoringReranker):
         )
 
     def scorers(self) -> Iterator[Scorer]:
-        yield from self.with_bm25.scorers()
+        yield from self.texts_only.scorers()
 
-    def first_stage_field(self, docs: Sequence[Document]) -> tuple[str | None, str | None]:
-        """The field to use, and a warning when some documents (not all) have one."""
-        partial = None
-        for f in self.first_stage_fields:
-            have = sum(
-                isinstance(d.metadata.get(f), Real) and not isinstance(d.metadata.get(f), bool)
-                for d in docs
+    def _first_stage_mode(self, docs: Sequence[Document]) -> tuple[bool, str | None]:
+        """Whether every document has a first-stage score; a warning when only some do."""
+        if not self.use_first_stage:
+            return False, None
+        have = sum(
+            isinstance(v := d.metadata.get(FIRST_STAGE_SCORE), Real) and not isinstance(v, bool)
+            for d in docs
+        )
+        if have == len(docs):
+            return True, None
+        if have:
+            return False, (
+                f"{have} of {len(docs)} documents have a first-stage score; the hybrid "
+                "ignores them and uses BM25 over the candidates instead"
             )
-            if have == len(docs):
-                return f, None
-            if have and partial is None:
-                partial = (
-                    f"{have} of {len(docs)} documents have a {f!r} score; BM25 over the "
-                    "candidates is used instead"
-                )
-        return None, partial
+        return False, None
 
     async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
-        from ..scorers.field import FieldScorer
+        from ..scorers._language import non_latin_share
+        from ..scorers.embedding import EmbeddingScorer
 
-        f, note = self.first_stage_field(docs)
-        if f is None:
-            scored = await self.with_bm25._score(query, docs, **context)
-        else:
-            if f not in self._with_field:
-                lexical = FieldScorer(f, name="first_stage")
-                self._with_field[f] = self._fusion(lexical, self.first_stage_weight)
-            scored = await self._with_field[f]._score(query, docs, **context)
+        first_stage, note = self._first_stage_mode(docs)
+        fusion_ = self.with_first_stage if first_stage else self.texts_only
+        scored = await fusion_._score(query, docs, **context)
         if note:
             scored.warnings.append(note)
+        if (
+            isinstance(self.embedding, EmbeddingScorer)
+            and self.embedding.is_bundled
+            and non_latin_share(query) > 0.5
+        ):
+            scored.warnings.append(
+                "the bundled all-MiniLM-L6-v2 reads English only and this query is mostly in "
+                "another script: pass a multilingual EmbeddingScorer (for example "
+                "'sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2') and language="
+            )
         return scored
 
 
@@ -119,6 +137,6 @@ def hybrid_reranker(embedding: Scorer | None = None, **options: Any) -> HybridRe
 
 
 def texts_only_hybrid(**options: Any) -> HybridReranker:
-    """The hybrid as users without a first-stage score get it: BM25 over the candidates."""
+    """The hybrid that never reads a first-stage score (BM25 over the candidates)."""
     options.setdefault("name", "hybrid-bm25")
-    return HybridReranker(first_stage_fields=(), **options)
+    return HybridReranker(use_first_stage=False, **options)

@@ -104,6 +104,11 @@ class EmbeddingScorer(LocalModelScorer):
         else:
             self.cache = None
 
+    @property
+    def is_bundled(self) -> bool:
+        """Whether this is the bundled (English-only) all-MiniLM-L6-v2."""
+        return self.model_id in _BUNDLED_NAMES
+
     def _load(self) -> Any:
         st = require("sentence_transformers", "EmbeddingScorer")
         source = self.model_id

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from itertools import chain, count
 from typing import Any
@@ -19,7 +19,9 @@ import numpy as np
 
 from ..errors import MissingDependencyError
 from ..types import Document
+from ._language import SNOWBALL, BackgroundFrequencies, CorpusStats, cjk_bigrams
 from ._vectorized import WordTable, split_batch, split_words
+from .base import ScoreBatch
 
 __all__ = [
     "ENGLISH_STOPWORDS",
@@ -126,12 +128,20 @@ class TermBatch:
         return tf[:, present], qids[present], qcounts[present]
 
 
+_AUTO: Any = "language"  # stopwords / stemmer chosen by the analyzer's language
+
+
 class Analyzer:
     """Text to terms: split into words, optionally lowercase, drop stopwords, stem.
 
-    ``stopwords``: ``"en"`` (Lucene's English set, the default), ``None``, or your own words.
-    ``stemmer``: a Snowball language for PyStemmer (default ``"english"``), ``None``, or a
-    callable ``word -> stem``. Stopwords are matched before stemming.
+    ``language`` (an ISO 639-1 code, default ``"en"``) picks the defaults: English uses
+    Lucene's English stopwords and the Snowball English stemmer; other languages with a
+    Snowball stemmer (``de``, ``fr``, ``es``, ``ru``, ... see ``SNOWBALL``) use it without
+    stopwords; others (``zh``, ``ja``, ``ko``, ...) neither. ``stopwords``: ``"en"``,
+    ``None``, or your own words; ``stemmer``: a Snowball algorithm name, ``None``, or a
+    callable ``word -> stem``; either overrides the language's choice. Stopwords are matched
+    before stemming. Runs of Chinese, Japanese or Korean characters always become
+    overlapping bigrams (a text in those scripts has no spaces to split on).
 
     Batches are split and looked up with numpy (see ``_vectorized``); the analyzer keeps a
     table of the words it has met (up to ``cache_words`` distinct words, then it starts
@@ -142,13 +152,21 @@ class Analyzer:
     def __init__(
         self,
         *,
+        language: str = "en",
         lowercase: bool = True,
-        stopwords: str | Iterable[str] | None = "en",
-        stemmer: str | Callable[[str], str] | None = "english",
+        stopwords: str | Iterable[str] | None = _AUTO,
+        stemmer: str | Callable[[str], str] | None = _AUTO,
         cache_words: int = 500_000,
     ) -> None:
         if cache_words < 0:
             raise ValueError(f"cache_words must be >= 0, got {cache_words}")
+        if not isinstance(language, str) or not language:
+            raise ValueError(f"language must be a language code such as 'en', got {language!r}")
+        self.language = language.lower()
+        if stopwords is _AUTO:
+            stopwords = "en" if self.language == "en" else None
+        if stemmer is _AUTO:
+            stemmer = SNOWBALL.get(self.language)
         self.lowercase = lowercase
         self.stopwords = _resolve_stopwords(stopwords)
         self._stem = _resolve_stemmer(stemmer)
@@ -160,12 +178,23 @@ class Analyzer:
         self._table = WordTable()
         self._vocab: dict[str, int] = {}  # a new dict: batches already made keep theirs
 
+    def _words(self, text: str) -> list[str]:
+        words = split_words(cjk_bigrams([text]), lowercase=self.lowercase)[0]
+        return [w for w in words if w not in self.stopwords]
+
     def terms(self, text: str) -> list[str]:
         """The terms of one text, in order, repeats kept."""
-        words = [
-            w for w in split_words([text], lowercase=self.lowercase)[0] if w not in self.stopwords
-        ]
+        words = self._words(text)
         return self._stem(words) if self._stem else words
+
+    def query_terms(self, text: str) -> tuple[list[str], dict[str, set[str]]]:
+        """:meth:`terms`, and for each term the surface words that became it."""
+        words = self._words(text)
+        terms = self._stem(words) if self._stem else words
+        surfaces: dict[str, set[str]] = {}
+        for term, word in zip(terms, words, strict=True):
+            surfaces.setdefault(term, set()).add(word)
+        return terms, surfaces
 
     def _term_ids(self, surfaces: list[str], vocab: dict[str, int]) -> np.ndarray:
         """Term id of each distinct surface word (-1 for a stopword), growing ``vocab``."""
@@ -178,6 +207,7 @@ class Analyzer:
 
     def analyze(self, texts: Sequence[str]) -> TermBatch:
         """Tokenise a batch into flat term ids."""
+        texts = cjk_bigrams(texts)
         if self.cache_words:
             words = split_batch(texts, self.lowercase)
             if words is not None:
@@ -239,16 +269,22 @@ def bm25_from_batch(
     *,
     k1: float = 1.5,
     b: float = 0.75,
-    idf: str = "lucene",
+    idf: str | Mapping[str, float] = "lucene",
     epsilon: float = 0.25,
 ) -> np.ndarray:
-    """Okapi BM25 of every document in ``batch`` for ``query_terms`` (repeats count)."""
+    """Okapi BM25 of every document in ``batch`` for ``query_terms`` (repeats count).
+
+    ``idf``: ``"lucene"`` or ``"okapi"`` from the batch's own document frequencies, or a
+    mapping of each query term to its idf (from a corpus or a word-frequency table)."""
     n = batch.n_docs
     tf, qids, qcounts = batch.query_tf(query_terms)
     avgdl = float(batch.lengths.mean()) if n else 0.0
     if n == 0 or qids.shape[0] == 0 or avgdl == 0.0:
         return np.zeros(n)
-    if idf == "lucene":
+    if isinstance(idf, Mapping):
+        by_id = {batch.vocab[t]: v for t, v in idf.items() if t in batch.vocab}
+        idf_q = np.array([by_id[i] for i in qids.tolist()], dtype=np.float64)
+    elif idf == "lucene":
         idf_q = lucene_idf((tf > 0).sum(axis=0), n)
     else:  # "okapi": rank_bm25's variant, negative idf floored at epsilon * mean idf
         present, df_all = batch.document_frequencies()
@@ -292,44 +328,83 @@ def _analyzer(analyzer: Analyzer | None, **options: Any) -> Analyzer:
 
 
 class BM25Scorer(_LexicalScorer):
-    """Okapi BM25 over the candidate set. Scores are >= 0 with the default ``idf="lucene"``
-    (``log(1 + (N - df + 0.5) / (df + 0.5))``); ``idf="okapi"`` reproduces ``rank_bm25``'s
-    ``BM25Okapi`` (negative idf floored at ``epsilon`` times the mean idf)."""
+    """Okapi BM25 of each candidate; scores are >= 0 except with ``idf="okapi"``.
+
+    Where the idf comes from (``idf``):
+
+    * ``"lucene"`` (default): the candidates themselves, ``log(1 + (N - df + 0.5) / (df +
+      0.5))``;
+    * ``"okapi"``: the candidates, as ``rank_bm25``'s ``BM25Okapi`` (negative idf floored at
+      ``epsilon`` times the mean idf);
+    * ``"background"``: a general word-frequency table of ``language`` (see
+      :class:`~rerankit.scorers._language.BackgroundFrequencies`; extra ``lexical``). Use it
+      when the candidates came from a lexical search: they all contain the query's words,
+      so their own document frequencies say little about which words matter;
+    * a :class:`~rerankit.scorers._language.CorpusStats`: the document frequencies of your
+      corpus.
+
+    When no query term occurs in any candidate (or the query has no terms), every score is 0
+    and the batch carries a warning saying so.
+    """
 
     def __init__(
         self,
         *,
         k1: float = 1.5,
         b: float = 0.75,
-        idf: str = "lucene",
+        idf: str | CorpusStats | BackgroundFrequencies = "lucene",
         epsilon: float = 0.25,
         analyzer: Analyzer | None = None,
+        language: str = "en",
         lowercase: bool = True,
-        stopwords: str | Iterable[str] | None = "en",
-        stemmer: str | Callable[[str], str] | None = "english",
+        stopwords: str | Iterable[str] | None = _AUTO,
+        stemmer: str | Callable[[str], str] | None = _AUTO,
         name: str = "bm25",
     ) -> None:
         if k1 < 0:
             raise ValueError(f"k1 must be >= 0, got {k1}")
         if not 0.0 <= b <= 1.0:
             raise ValueError(f"b must be in [0, 1], got {b}")
-        if idf not in ("lucene", "okapi"):
-            raise ValueError(f"idf must be 'lucene' or 'okapi', got {idf!r}")
+        if isinstance(idf, str) and idf == "background":
+            idf = BackgroundFrequencies((analyzer.language if analyzer else language).lower())
+        elif not isinstance(idf, (CorpusStats, BackgroundFrequencies)) and idf not in (
+            "lucene",
+            "okapi",
+        ):
+            raise ValueError(
+                f"idf must be 'lucene', 'okapi', 'background' or CorpusStats, got {idf!r}"
+            )
         self.k1, self.b, self.idf, self.epsilon, self.name = k1, b, idf, epsilon, name
         self.analyzer = _analyzer(
-            analyzer, lowercase=lowercase, stopwords=stopwords, stemmer=stemmer
+            analyzer, language=language, lowercase=lowercase, stopwords=stopwords, stemmer=stemmer
         )
 
     def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
+        return self.score_batch(query, texts).values
+
+    def score_batch(self, query: str, texts: Sequence[str]) -> ScoreBatch:
+        """Scores of ``texts``, with a warning when no query term occurs in any of them."""
+        terms, surfaces = self.analyzer.query_terms(query)
         batch = self.analyzer.analyze(texts)
-        return bm25_from_batch(
-            batch,
-            self.analyzer.terms(query),
-            k1=self.k1,
-            b=self.b,
-            idf=self.idf,
-            epsilon=self.epsilon,
-        )
+        idf: Any = self.idf
+        if not isinstance(idf, str):
+            distinct = list(surfaces)
+            idf = dict(
+                zip(distinct, idf.idf(distinct, [surfaces[t] for t in distinct]), strict=True)
+            )
+        values = bm25_from_batch(batch, terms, k1=self.k1, b=self.b, idf=idf, epsilon=self.epsilon)
+        warnings = []
+        if texts and not values.any():
+            what = (
+                "the query has no terms" if not terms else "no query term occurs in any candidate"
+            )
+            warnings.append(
+                f"{self.name}: {what} (language {self.analyzer.language!r}); every score is 0"
+            )
+        return ScoreBatch(values=values, warnings=warnings)
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
+        return await asyncio.to_thread(self.score_batch, query, self._texts(docs))
 
 
 class JaccardScorer(_LexicalScorer):

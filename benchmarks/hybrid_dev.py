@@ -1,0 +1,113 @@
+"""Choosing the texts-only hybrid on development queries only (SciFact train, NFCorpus dev).
+
+For each development query, the BM25 top 100 of the corpus (k1=0.9, b=0.4) are reranked
+WITHOUT their first-stage scores: the lexical signal is BM25 over the candidates, with its
+idf from the candidates themselves (``lucene``, the old texts-only hybrid) or from a
+general word-frequency table (``background``), with or without stemming and stopwords,
+and with two (k1, b) settings. Each is fused with the bundled all-MiniLM-L6-v2 (weighted
+sum of min-max normalised scores) at lexical weights 0.1 to 0.6. The table gives nDCG@10
+x 100 on each development set and their mean; the best mean is the ``hybrid`` default.
+DL19 has no training split and takes no part. Test splits are never read.
+
+Run: ``python benchmarks/hybrid_dev.py`` (document embeddings cached in
+``.cache/embeddings.sqlite``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "beir"
+DEV = {"SciFact train": ("scifact", "train"), "NFCorpus dev": ("nfcorpus", "dev")}
+WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+
+
+def variants():
+    from rerankit import BM25Scorer
+
+    plain = {"stopwords": None, "stemmer": None}
+    return {
+        "candidates idf, stemmed (old)": BM25Scorer(),
+        "background idf, stemmed": BM25Scorer(idf="background"),
+        "background idf, stemmed, k1=0.9 b=0.4": BM25Scorer(idf="background", k1=0.9, b=0.4),
+        "background idf, plain words": BM25Scorer(idf="background", **plain),
+        "background idf, plain, k1=0.9 b=0.4": BM25Scorer(idf="background", k1=0.9, b=0.4, **plain),
+    }
+
+
+def ndcg(scores, ids, qrels) -> float:
+    """nDCG@10 x 100 of the orders the scores give (ties keep the first-stage order)."""
+    from rerankit.eval.metrics import mean_ndcg
+
+    run = {q: [ids[q][i] for i in np.argsort(-s, kind="stable")] for q, s in scores.items()}
+    return 100 * mean_ndcg(run, qrels)
+
+
+def main() -> None:
+    os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
+    from rerankit import EmbeddingScorer
+    from rerankit.eval import load_beir
+    from rerankit.eval.runner import first_stage
+    from rerankit.fusion import fuse, normalize_rows
+
+    embedding = EmbeddingScorer()
+    lexical = variants()
+    table: dict[str, dict[str, float]] = {}
+    for label, (name, split) in DEV.items():
+        start = time.perf_counter()
+        data = load_beir(DATA / name, split)
+        cands = first_stage(data, "bm25", 100)
+        signals: dict[str, dict[str, np.ndarray]] = {v: {} for v in lexical}
+        cosine: dict[str, np.ndarray] = {}
+        ids: dict[str, list[str]] = {}
+        for qid, ranked in cands.items():
+            if not ranked:
+                continue
+            ids[qid] = [d for d, _ in ranked]
+            texts = [data.text(d) for d in ids[qid]]
+            cosine[qid] = embedding.score_texts(data.queries[qid], texts)
+            for v, scorer in lexical.items():
+                signals[v][qid] = scorer.score_texts(data.queries[qid], texts)
+
+        table.setdefault("embedding alone", {})[label] = ndcg(cosine, ids, data.qrels)
+        for v in lexical:
+            table.setdefault(f"{v} alone", {})[label] = ndcg(signals[v], ids, data.qrels)
+            for w in WEIGHTS:
+                fused = {
+                    q: fuse(
+                        normalize_rows(
+                            np.vstack([signals[v][q], cosine[q]]), "weighted_average", "min_max"
+                        ),
+                        "weighted_average",
+                        np.array([w, 1 - w]),
+                    )
+                    for q in ids
+                }
+                table.setdefault(f"{v} + embedding, w={w:.1f}", {})[label] = ndcg(
+                    fused, ids, data.qrels
+                )
+        print(
+            f"{label}: {len(ids)} queries in {time.perf_counter() - start:.0f} s", file=sys.stderr
+        )
+    names = list(DEV)
+    print("| texts-only signal | " + " | ".join(names) + " | mean |")
+    print("|---|" + "---:|" * (len(names) + 1))
+    best = max((r for r in table if "w=" in r), key=lambda r: np.mean(list(table[r].values())))
+    for row, cells in table.items():
+        values = [cells[n] for n in names]
+        mark = " **(chosen)**" if row == best else ""
+        print(
+            f"| {row}{mark} | "
+            + " | ".join(f"{v:.2f}" for v in values)
+            + f" | {np.mean(values):.2f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""Languages for lexical scoring: Snowball stemmers by language code, CJK bigrams, and the
+term statistics BM25 can use instead of the candidates' own (a general word-frequency table
+by language, or the document frequencies of a corpus the user has)."""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import numpy as np
+
+from .._optional import require
+
+__all__ = [
+    "CJK_LANGUAGES",
+    "SNOWBALL",
+    "BackgroundFrequencies",
+    "CorpusStats",
+    "cjk_bigrams",
+    "non_latin_share",
+]
+
+#: ISO 639-1 code -> PyStemmer's Snowball algorithm
+SNOWBALL = {
+    "ar": "arabic", "ca": "catalan", "da": "danish", "de": "german", "el": "greek",
+    "en": "english", "es": "spanish", "eu": "basque", "fi": "finnish", "fr": "french",
+    "ga": "irish", "hi": "hindi", "hu": "hungarian", "hy": "armenian", "id": "indonesian",
+    "it": "italian", "lt": "lithuanian", "ne": "nepali", "nl": "dutch", "no": "norwegian",
+    "pt": "portuguese", "ro": "romanian", "ru": "russian", "sr": "serbian", "sv": "swedish",
+    "ta": "tamil", "tr": "turkish", "yi": "yiddish",
+}  # fmt: skip
+#: languages written without spaces: their runs of characters become overlapping bigrams
+CJK_LANGUAGES = ("zh", "ja", "ko")
+
+# Han, Hiragana, Katakana, Hangul (syllables and jamo), CJK compatibility ideographs
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff"
+_CJK_RUN = re.compile(f"[{_CJK}]{{2,}}")
+_CJK_CHAR = re.compile(f"[{_CJK}]")
+
+
+def _bigrams(match: re.Match[str]) -> str:
+    run = match.group(0)
+    return " " + " ".join(run[i : i + 2] for i in range(len(run) - 1)) + " "
+
+
+def cjk_bigrams(texts: Sequence[str]) -> list[str]:
+    """Texts with every run of CJK characters written as its overlapping bigrams ("东京大学"
+    -> "东京 京大 大学"), as Lucene's CJK analyzer indexes them; a lone character stays a
+    unigram. Texts without CJK characters come back as they are (pure ASCII is skipped
+    without a scan)."""
+    return [
+        t if t.isascii() or not _CJK_CHAR.search(t) else _CJK_RUN.sub(_bigrams, t) for t in texts
+    ]
+
+
+def non_latin_share(text: str) -> float:
+    """The share of a text's letters outside the Latin script (0 for pure ASCII)."""
+    if text.isascii():
+        return 0.0
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return 0.0
+    return sum(
+        1 for c in letters if not ("a" <= c.lower() <= "z" or "\u00c0" <= c <= "\u024f")
+    ) / len(letters)
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    """Document frequencies of terms in a corpus (``df``, keyed by the analyzer's terms,
+    i.e. stems) and its size. ``BM25Scorer(idf=CorpusStats(...))`` then scores candidates
+    as BM25 over that corpus would; ``rerankit.eval``'s index gives them
+    (``BM25Index.corpus_stats()``)."""
+
+    df: Mapping[str, int]
+    n_docs: int
+
+    def __post_init__(self) -> None:
+        if self.n_docs < 1:
+            raise ValueError(f"n_docs must be >= 1, got {self.n_docs}")
+
+    def idf(self, terms: Sequence[str], surfaces: Sequence[Iterable[str]]) -> np.ndarray:
+        df = np.array([self.df.get(t, 0) for t in terms], dtype=np.float64)
+        return np.log1p((self.n_docs - df + 0.5) / (df + 0.5))
+
+
+class BackgroundFrequencies:
+    """Term statistics from a general word-frequency table of a language (the ``wordfreq``
+    package: Wikipedia, subtitles, news, books, web text; extra ``lexical``).
+
+    A term's frequency is the summed frequency of the surface words it stands for (a stem's
+    query words); its chance of occurring in a document of ``doc_length`` words is
+    ``p = 1 - exp(-frequency * doc_length)``, and its idf is Lucene's over a collection of
+    ``n_docs`` documents with ``df = n_docs * p``. Words the table does not know get the
+    table's rarest frequency.
+    """
+
+    _tables: ClassVar[dict[str, tuple[dict[str, float], float]]] = {}
+    _lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, language: str = "en", *, doc_length: float = 100.0, n_docs: float = 1e7):
+        if doc_length <= 0 or n_docs < 1:
+            raise ValueError("doc_length must be > 0 and n_docs >= 1")
+        self.language, self.doc_length, self.n_docs = language, doc_length, n_docs
+
+    def table(self) -> tuple[dict[str, float], float]:
+        """The word -> frequency table of the language and its rarest frequency (loaded
+        once per process)."""
+        with self._lock:
+            if self.language not in self._tables:
+                wordfreq = require("wordfreq", "background idf")
+                try:
+                    table = wordfreq.get_frequency_dict(self.language, wordlist="best")
+                except LookupError as exc:
+                    raise ValueError(
+                        f"no word-frequency table for language {self.language!r}: {exc}"
+                    ) from exc
+                self._tables[self.language] = (table, min(table.values(), default=1e-9))
+            return self._tables[self.language]
+
+    def frequency(self, words: Iterable[str]) -> float:
+        table, floor = self.table()
+        return sum(table.get(w, floor) for w in set(words)) or floor
+
+    def idf(self, terms: Sequence[str], surfaces: Sequence[Iterable[str]]) -> np.ndarray:
+        out = np.empty(len(terms))
+        for i, words in enumerate(surfaces):
+            p = -math.expm1(-self.frequency(words) * self.doc_length)
+            df = self.n_docs * p
+            out[i] = math.log1p((self.n_docs - df + 0.5) / (df + 0.5))
+        return out
