@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import shutil
 import sys
 from collections.abc import Sequence
@@ -13,6 +14,17 @@ from typing import Any, TextIO
 from . import __version__
 from ._jsonl import read_records, read_text
 from .errors import InputError, RerankitError
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with non-finite floats as None (NaN and Infinity are not JSON)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
 
 
 def _records(result: Any, score_field: str, details: bool) -> list[dict]:
@@ -40,13 +52,29 @@ def _table(result: Any, out: TextIO) -> None:
         out.write(f"{r.rank:>4}  {r.score:>8.4f}  {rid:<{id_width}}  {snippet}\n")
 
 
-def _cmd_rank(args: argparse.Namespace) -> int:
+def _announce_model_loading(reranker: Any) -> None:
+    """One line on stderr before a rerank that loads a local model (10-40 s on a CPU)."""
+    from .scorers._models import LocalModelScorer
 
+    waiting = [
+        s for s in reranker.scorers() if isinstance(s, LocalModelScorer) and not s._model.loaded
+    ]
+    if waiting:
+        names = ", ".join(sorted({str(s.model_id or s.name) for s in waiting}))
+        print(f"rerankit: loading {names} (first use; this can take a while)", file=sys.stderr)
+
+
+def _cmd_rank(args: argparse.Namespace) -> int:
+    if sys.stdout is None:
+        raise InputError("standard output is closed; nowhere to write the ranking")
     reranker = _reranker_from(args)  # a bad pipeline file is reported before reading input
     if args.input == "-":
+        if sys.stdin is None:
+            raise InputError("standard input is closed; pass --input FILE")
         items = read_records(sys.stdin.read(), "stdin")
     else:
         items = read_records(read_text(args.input), args.input)
+    _announce_model_loading(reranker)
     result = reranker.rerank(
         args.query,
         items,
@@ -66,7 +94,7 @@ def _cmd_rank(args: argparse.Namespace) -> int:
         _table(result, out)
     else:
         for rec in _records(result, args.score_field, args.details):
-            out.write(json.dumps(rec, ensure_ascii=False) + "\n")
+            out.write(json.dumps(_json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n")
     return 0
 
 
@@ -90,10 +118,23 @@ def _default_reranker() -> str:
 
 
 def _cmd_rerankers(args: argparse.Namespace) -> int:
-    from .api import available_rerankers
+    from . import registry
 
-    for name in available_rerankers():
-        print(name)
+    rows = [
+        (e.name, e.summary, "; ".join(e.needs) or "nothing extra")
+        for e in registry.entries("reranker")
+    ]
+    if args.all:
+        for kind in ("scorer", "rule", "llm_client"):
+            rows += [
+                (f"{kind}:{e.name}", e.summary, "; ".join(e.needs) or "nothing extra")
+                for e in registry.entries(kind)
+            ]
+    width = max(len(r[0]) for r in rows)
+    summary = max(len(r[1]) for r in rows)
+    print(f"{'name':<{width}}  {'what':<{summary}}  needs")
+    for name, what, needs in rows:
+        print(f"{name:<{width}}  {what:<{summary}}  {needs or 'nothing extra'}")
     return 0
 
 
@@ -184,7 +225,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rank.set_defaults(func=_cmd_rank)
 
-    names = sub.add_parser("rerankers", help="list the named rerankers")
+    names = sub.add_parser(
+        "rerankers",
+        help="list the named rerankers and what each needs",
+        description="The registered rerankers with a line on each and what it needs (extras to "
+        "install, environment variables). --all adds scorers, ordering rules and LLM clients "
+        "(the types a pipeline file names).",
+    )
+    names.add_argument("--all", action="store_true", help="also list scorers, rules and clients")
     names.set_defaults(func=_cmd_rerankers)
     from .eval.cli import add_commands
 
@@ -196,8 +244,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="service file: [server] and [pipelines.NAME] (see rerankit.server.settings)",
     )
-    srv.add_argument("--host", default="127.0.0.1")
-    srv.add_argument("--port", type=int, default=8080)
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    srv.add_argument("--port", type=int, default=8080, help="port to listen on (8080)")
     srv.set_defaults(func=_cmd_serve)
     return parser
 
@@ -216,10 +264,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except (InputError, ValueError, TypeError, RerankitError, FileNotFoundError) as exc:
-        print(f"rerankit: error: {exc}", file=sys.stderr)
+        if sys.stderr is not None:
+            print(f"rerankit: error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `rerankit rank ... | head`
         return 0
+    except OSError as exc:  # a closed or failing standard stream
+        if sys.stderr is not None:
+            print(f"rerankit: error: {exc.strerror or exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

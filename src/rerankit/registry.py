@@ -234,14 +234,14 @@ register(
     "reranker",
     "hybrid",
     ".rerankers.hybrid:hybrid_reranker",
-    summary="first-stage score or BM25, fused with MiniLM",
+    summary="default: first-stage score or BM25, fused with MiniLM",
     needs=_TORCH,
 )
 register(
     "reranker",
     "hybrid-bm25",
     ".rerankers.hybrid:texts_only_hybrid",
-    summary="BM25 over the candidates fused with MiniLM",
+    summary="the hybrid ignoring first-stage scores",
     needs=_TORCH,
 )
 for _provider, _needs in (("gemini", _GEMINI), ("openai", _OPENAI)):

@@ -126,3 +126,56 @@ def test_without_the_torch_extra_the_default_is_bm25_and_says_so(capsys, monkeyp
     out, err = capsys.readouterr()
     assert code == 0 and "using bm25" in err and "rerankit[torch]" in err
     assert "mRNA" in json.loads(out)["text"]
+
+
+def test_closed_standard_streams_are_one_line_errors(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", None)
+    code, _, err = run_cli(capsys, "rank", "-q", "x")
+    assert code == 1 and err == "rerankit: error: standard input is closed; pass --input FILE\n"
+    monkeypatch.setattr(sys, "stdout", None)
+    assert main(["rank", "-q", "x", "-i", str(SAMPLE), "-r", "bm25"]) == 1
+    assert "standard output is closed" in capsys.readouterr().err
+
+
+def test_files_that_are_not_utf8_or_carry_a_bom(capsys, tmp_path):
+    latin = tmp_path / "latin1.jsonl"
+    latin.write_bytes(b'{"text": "caf\xe9"}\n')  # Latin-1, not UTF-8
+    code, out, err = run_cli(capsys, "rank", "-q", "x", "-i", str(latin))
+    assert code == 1 and str(latin) in err and "not UTF-8" in err and err.count("\n") == 1
+    bom = tmp_path / "bom.jsonl"
+    bom.write_bytes(b"\xef\xbb\xbf" + b'{"text": "solar panels"}\n{"text": "wind"}\n')
+    code, out, err = run_cli(capsys, "rank", "-q", "solar", "-i", str(bom))
+    assert code == 0 and json.loads(out.splitlines()[0])["text"] == "solar panels"
+
+
+def test_jsonl_whose_first_line_is_an_array_is_read_as_lines(capsys, monkeypatch):
+    code, out, err = run_cli(
+        capsys, "rank", "-q", "x", stdin="[1, 2]\n[3, 4]\n", monkeypatch=monkeypatch
+    )
+    assert code == 1 and "document 0: unsupported type list" in err
+    code, out, err = run_cli(
+        capsys, "rank", "-q", "a", stdin='["a b", "c"]', monkeypatch=monkeypatch
+    )
+    assert code == 0 and len(out.splitlines()) == 2  # a whole-file array is still an array
+
+
+def test_details_never_write_nan(capsys, tmp_path):
+    path = tmp_path / "docs.jsonl"
+    rows = [{"text": "solar panels", "s": float("nan")}, {"text": "wind farms", "s": 1.0}]
+    path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")
+    spec = tmp_path / "p.toml"
+    spec.write_text('scorer = { type = "field", field = "s" }\n', encoding="utf-8")
+    code, out, _ = run_cli(capsys, "rank", "-q", "x", "-i", str(path), "-c", str(spec), "--details")
+    assert code == 0 and "NaN" not in out
+    records = {r["text"]: r for r in map(json.loads, out.splitlines())}
+    assert records["solar panels"]["scores"]["s"] is None
+    assert "non_finite:s" in records["solar panels"]["flags"]
+
+
+def test_rerankers_lists_what_each_needs(capsys):
+    code, out, _ = run_cli(capsys, "rerankers")
+    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+    assert code == 0 and "extra: torch" in lines["hybrid"] and "nothing extra" in lines["bm25"]
+    assert "OPENAI_API_KEY" in lines["openai-pointwise"]
+    code, out, _ = run_cli(capsys, "rerankers", "--all")
+    assert "scorer:coverage" in out and "llm_client:gemini" in out

@@ -62,14 +62,21 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for name, reranker in _pipelines(args.rerankers, args.config or []):
         runs.append(
             run_pipeline(
-                name, reranker, data, cands, progress=_progress(name, not args.no_progress)
+                name,
+                reranker,
+                data,
+                cands,
+                progress=_progress(name, not args.no_progress),
+                first_stage_scores=not args.texts_only,
             )
         )
     rows = evaluate_runs(data, runs, args.k)
     source_label = "BM25 over the corpus (k1=0.9, b=0.4)" if source == "bm25" else source
     print(
         f"{data.name}, {args.split} split, {len(data.queries)} queries; first stage: "
-        f"{source_label}, top {args.k}\n"
+        f"{source_label}, top {args.k}"
+        + ("; rerankers see texts only (no first-stage scores)" if args.texts_only else "")
+        + "\n"
     )
     print(format_table(rows, args.k))
     if args.out:
@@ -79,6 +86,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "first_stage": source_label,
             "k": args.k,
             "queries": len(data.queries),
+            "first_stage_scores_given": not args.texts_only,
         }
         for path in write_outputs(args.out, rows, runs, meta):
             print(f"wrote {path}", file=sys.stderr)
@@ -144,11 +152,19 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    ev = sub.add_parser("eval", help="evaluate rerankers on a BEIR-layout dataset")
+    ev = sub.add_parser(
+        "eval",
+        help="evaluate rerankers on a BEIR-layout dataset",
+        description="Rerank each query's first-stage candidates with every reranker given and "
+        "report nDCG@10, MRR@10, Recall@10 and Recall@k (relevance >= 1 counts), latency and LLM "
+        "usage, with a paired t-test against the first stage. Data: a folder with corpus.jsonl "
+        "({_id, title, text}), queries.jsonl ({_id, text}), qrels/<split>.tsv (query-id, "
+        "corpus-id, score) and optionally a TREC run file *.run.trec.",
+    )
     ev.add_argument(
         "--data", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/<split>.tsv"
     )
-    ev.add_argument("--split", default="test")
+    ev.add_argument("--split", default="test", help="qrels split to evaluate (default test)")
     ev.add_argument(
         "--first-stage",
         default="bm25",
@@ -157,7 +173,7 @@ def add_commands(sub: Any) -> None:
     ev.add_argument(
         "--rerankers",
         default="bm25,embedding,hybrid",
-        help="comma-separated names or pipeline files",
+        help="comma-separated names or pipeline files (default bm25,embedding,hybrid)",
     )
     ev.add_argument("--config", action="append", help="a pipeline file (repeatable)")
     ev.add_argument("--k", type=int, default=100, help="candidates per query (default 100)")
@@ -165,19 +181,38 @@ def add_commands(sub: Any) -> None:
     ev.add_argument("--max-queries", type=int, default=None, help="evaluate the first N only")
     ev.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     ev.add_argument(
+        "--texts-only",
+        action="store_true",
+        help="give the rerankers the candidates' texts without their first-stage scores "
+        "(as a Cohere-style request would)",
+    )
+    ev.add_argument(
         "--embedding-cache",
         default=None,
         help="SQLite file caching document embeddings across runs",
     )
     ev.set_defaults(func=cmd_eval)
 
-    tu = sub.add_parser("tune", help="choose fusion weights on a training split")
-    tu.add_argument("--data", required=True)
-    tu.add_argument("--train-split", default="train")
-    tu.add_argument("--test-split", default="test")
-    tu.add_argument("--first-stage", default="bm25")
-    tu.add_argument("--k", type=int, default=100)
-    tu.add_argument("--strategies", default="first_stage,bm25,embedding")
+    tu = sub.add_parser(
+        "tune",
+        help="choose fusion weights on a training split",
+        description="Score every fusion of the first-stage score, BM25 over the candidates and "
+        "the embedding (weighted min-max, weighted z-score and RRF; weights on a 0.1 grid) on "
+        "the training split, write the best as a pipeline file, then report it once on the "
+        "test split. The test split never informs the choice.",
+    )
+    tu.add_argument("--data", required=True, help="BEIR-layout folder (see `rerankit eval -h`)")
+    tu.add_argument("--train-split", default="train", help="split to choose on (default train)")
+    tu.add_argument("--test-split", default="test", help="split to report on (default test)")
+    tu.add_argument(
+        "--first-stage", default="bm25", help="bm25 (over the corpus), run, or a TREC run file"
+    )
+    tu.add_argument("--k", type=int, default=100, help="candidates per query (default 100)")
+    tu.add_argument(
+        "--strategies",
+        default="first_stage,bm25,embedding",
+        help="signals to fuse, two or more of first_stage, bm25, embedding",
+    )
     tu.add_argument("--out", help="pipeline file to write (default tuned-<dataset>.toml)")
     tu.add_argument(
         "--embedding-cache",
@@ -190,6 +225,6 @@ def add_commands(sub: Any) -> None:
         default=None,
         help="tokens the embedding model reads per document (MiniLM: 256 unless set)",
     )
-    tu.add_argument("--max-queries", type=int, default=None)
-    tu.add_argument("--no-progress", action="store_true")
+    tu.add_argument("--max-queries", type=int, default=None, help="use the first N queries only")
+    tu.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     tu.set_defaults(func=cmd_tune)

@@ -56,8 +56,13 @@ def first_stage(
     return {qid: list(ranked.get(qid, []))[:k] for qid in data.queries}
 
 
-def candidate_documents(data: Dataset, ranked: Sequence[tuple[str, float]]) -> list[dict]:
-    """Candidates as dicts a reranker takes: ``id``, ``text``, ``first_stage_score``."""
+def candidate_documents(
+    data: Dataset, ranked: Sequence[tuple[str, float]], *, with_scores: bool = True
+) -> list[dict]:
+    """Candidates as dicts a reranker takes: ``id``, ``text`` and (unless ``with_scores`` is
+    false, as for a caller that only has texts) ``first_stage_score``."""
+    if not with_scores:
+        return [{"id": d, "text": data.text(d)} for d, _ in ranked]
     return [{"id": d, "text": data.text(d), "first_stage_score": s} for d, s in ranked]
 
 
@@ -98,9 +103,11 @@ def run_pipeline(
     cands: Mapping[str, Sequence[tuple[str, float]]],
     *,
     progress: Callable[[Any], Any] | None = None,
+    first_stage_scores: bool = True,
 ) -> PipelineRun:
     """Rerank every query's candidates with ``reranker``; ``progress`` wraps the query
-    iterator (e.g. ``tqdm``) when given."""
+    iterator (e.g. ``tqdm``) when given; ``first_stage_scores=False`` gives the reranker
+    texts only."""
     queries = list(cands.items())
     iterator = progress(queries) if progress else queries
     result = PipelineRun(name, {})
@@ -109,7 +116,8 @@ def run_pipeline(
             result.run[qid] = {}
             continue
         start = time.perf_counter()
-        out = reranker.rerank(data.queries[qid], candidate_documents(data, ranked))
+        docs = candidate_documents(data, ranked, with_scores=first_stage_scores)
+        out = reranker.rerank(data.queries[qid], docs)
         result.latencies.append(time.perf_counter() - start)
         result.run[qid] = {r.id: float(len(out) - i) for i, r in enumerate(out)}
         result.degraded_queries += bool(out.degraded)
