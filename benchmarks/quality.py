@@ -3,12 +3,15 @@
 Runs ``rerankit eval`` on SciFact and NFCorpus (test splits; first stage: BM25 over the
 corpus, k1=0.9, b=0.4, top 100) and TREC DL19 (the stored BM25 top-100 run) with ``bm25``
 (BM25 recomputed over the candidates), ``embedding`` (bundled MiniLM), ``hybrid`` (the
-default), ``hybrid-bm25`` (the hybrid without a first-stage score) and the pipelines tuned
-by ``rerankit tune`` on each dataset's training split (``examples/tuned/*.toml``), then
-prints nDCG@10 x 100 side by side. Document embeddings are cached in
-``.cache/embeddings.sqlite`` so a second run skips the encoding.
+default) given the candidates' first-stage scores, ``hybrid`` given texts only (as a
+Cohere-style request or a plain list of strings gives it), and, with ``--tuned``, the
+pipelines tuned by ``rerankit tune`` on each dataset's training split (``examples/tuned/``;
+they read 512 tokens per document, so their first run encodes every candidate again),
+then prints nDCG@10 x 100 side by side, with the mean rerank latency per query (100 candidates).
+Document embeddings are cached in ``.cache/embeddings.sqlite`` so a second run skips the
+encoding.
 
-Run: ``python benchmarks/quality.py`` (also ``make quality``).
+Run: ``python benchmarks/quality.py [--tuned]`` (also ``make quality``).
 """
 
 from __future__ import annotations
@@ -24,7 +27,13 @@ SETS = {
     "NFCorpus": (DATA / "beir" / "nfcorpus", "bm25", ROOT / "examples/tuned/nfcorpus.toml"),
     "DL19": (DATA / "msmarco" / "trec-dl-2019-bm25-top100", "run", None),
 }
-RERANKERS = ["bm25", "embedding", "hybrid", "hybrid-bm25"]
+# (label, reranker, whether the candidates carry their first-stage scores)
+RERANKERS = [
+    ("bm25", "bm25", False),
+    ("embedding", "embedding", False),
+    ("hybrid, with first-stage scores", "hybrid", True),
+    ("hybrid, texts only", "hybrid", False),
+]
 
 
 def main() -> None:
@@ -37,22 +46,30 @@ def main() -> None:
     if missing:
         sys.exit(f"datasets not found under {DATA}: {', '.join(missing)}")
     table: dict[str, dict[str, float]] = {}
+    latency: dict[str, dict[str, float]] = {}
     for name, (path, source, tuned) in SETS.items():
         data = load_beir(path)
         cands = first_stage(data, source, 100)
         runs = [first_stage_run(cands)]
-        pipelines = [(r, load(r)) for r in RERANKERS]
-        if tuned is not None:
-            pipelines.append(("tuned (train split)", load(tuned)))
-        for label, reranker in pipelines:
-            runs.append(run_pipeline(label, reranker, data, cands))
+        pipelines = [(label, load(r), scores) for label, r, scores in RERANKERS]
+        if tuned is not None and "--tuned" in sys.argv:
+            pipelines.append(("tuned on the train split", load(tuned), True))
+        for label, reranker, scores in pipelines:
+            run = run_pipeline(label, reranker, data, cands, first_stage_scores=scores)
+            latency.setdefault(label, {})[name] = 1000 * run.mean_latency
+            runs.append(run)
         for row in evaluate_runs(data, runs, 100):
             table.setdefault(row["pipeline"], {})[name] = 100 * row["ndcg@10"]
         print(f"{name}: {len(data.queries)} queries done", file=sys.stderr, flush=True)
+    print("nDCG@10 x 100 (test splits; mean rerank latency per query in ms, 2-core CPU):\n")
     print("| reranker | " + " | ".join(SETS) + " |")
     print("|---|" + "---:|" * len(SETS))
     for label, cells in table.items():
-        values = " | ".join(f"{cells[n]:.2f}" if n in cells else "n/a" for n in SETS)
+        ms = latency.get(label, {})
+        values = " | ".join(
+            (f"{cells[n]:.2f}" + (f" ({ms[n]:.0f} ms)" if n in ms else "")) if n in cells else "n/a"
+            for n in SETS
+        )
         print(f"| {label} | {values} |")
 
 

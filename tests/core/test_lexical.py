@@ -267,7 +267,7 @@ def test_background_idf_follows_the_word_frequency_table():
     scores = scorer.score_texts("vaccine system", docs)
 
     def idf(word: str) -> float:
-        p = -math.expm1(-table[word] * 100.0)
+        p = -math.expm1(-table[word] * 1000.0)
         df = 1e7 * p
         return math.log1p((1e7 - df + 0.5) / (df + 0.5))
 

@@ -125,7 +125,7 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     with_scores = [{"text": t, "score": float(i)} for i, t in enumerate(DOCS)]
     # a generic `score` (a distance? a rating?) is not read as relevance unless named
     unnamed = hybrid.rerank(QUERY, with_scores)
-    assert set(unnamed[0].scores) == {"bm25", "embedding"}
+    assert set(unnamed[0].scores) == {"bm25", "bm25_background", "embedding"}
     result = hybrid.rerank(QUERY, with_scores, first_stage_field="score")
     assert set(result[0].scores) == {"first_stage", "embedding"}
     weights = {k: v["weight"] for k, v in result[0].explanation.items()}
@@ -139,10 +139,10 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     assert [r.index for r in by_distance] == [r.index for r in result]
     partial = [*documented[:2], *({"text": d} for d in DOCS[2:])]
     fallback = hybrid.rerank(QUERY, partial)
-    assert set(fallback[0].scores) == {"bm25", "embedding"}
+    assert set(fallback[0].scores) == {"bm25", "bm25_background", "embedding"}
     assert any("2 of 4 documents have a first-stage score" in w for w in fallback.warnings)
     plain = hybrid.rerank(QUERY, DOCS)
-    assert set(plain[0].scores) == {"bm25", "embedding"} and not plain.warnings
+    assert set(plain[0].scores) == {"bm25", "bm25_background", "embedding"} and not plain.warnings
 
 
 def test_hybrid_warns_when_the_english_model_meets_another_script(scorer):

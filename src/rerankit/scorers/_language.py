@@ -96,13 +96,14 @@ class BackgroundFrequencies:
     query words); its chance of occurring in a document of ``doc_length`` words is
     ``p = 1 - exp(-frequency * doc_length)``, and its idf is Lucene's over a collection of
     ``n_docs`` documents with ``df = n_docs * p``. Words the table does not know get the
-    table's rarest frequency.
+    table's rarest frequency. The default ``doc_length`` (1000) was chosen with the texts-only
+    hybrid on development queries (``benchmarks/hybrid_dev.py``).
     """
 
     _tables: ClassVar[dict[str, tuple[dict[str, float], float]]] = {}
     _lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, language: str = "en", *, doc_length: float = 100.0, n_docs: float = 1e7):
+    def __init__(self, language: str = "en", *, doc_length: float = 1000.0, n_docs: float = 1e7):
         if doc_length <= 0 or n_docs < 1:
             raise ValueError("doc_length must be > 0 and n_docs >= 1")
         self.language, self.doc_length, self.n_docs = language, doc_length, n_docs
