@@ -1,8 +1,8 @@
 """Where and how local models run: device, batch size, dtype and maximum input length.
 
-``HardwareProfile`` plays the part of spec 5's memory profile. ``device="auto"`` picks CUDA
-when present (half precision there: bfloat16 where the GPU supports it, else float16), then
-Apple's MPS, then the CPU (float32).
+``HardwareProfile`` plays the part of the compatible reranker service's memory profile.
+``device="auto"`` picks CUDA when present (half precision there: bfloat16 where the GPU
+supports it, else float16), then Apple's MPS, then the CPU (float32).
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class HardwareProfile:
     def from_object(cls, profile: Any) -> HardwareProfile:
         """A profile from a HardwareProfile, None (defaults), a mapping, or any object with
         some of the attributes ``device``, ``batch_size``, ``dtype``, ``max_length`` (such as
-        spec 5's memory profile)."""
+        the compatible reranker service's memory profile)."""
         if profile is None:
             return cls()
         if isinstance(profile, cls):

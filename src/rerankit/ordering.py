@@ -1,4 +1,4 @@
-"""Ordering rules applied after scoring: difficulty-aware ordering (spec 4), MMR diversity, a
+"""Ordering rules applied after scoring: difficulty-aware ordering, MMR diversity, a
 minimum-score cut and near-duplicate removal.
 
 Every rule takes a ranked list (a :class:`~rerankit.RerankResult`, or a list of
@@ -37,7 +37,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: spec 4's difficulty buckets; a missing or unknown value counts as intermediate
+#: difficulty buckets; a missing or unknown value counts as intermediate
 DIFFICULTY_BUCKETS: dict[str, int] = {"introductory": 0, "intermediate": 1, "advanced": 2}
 _DEFAULT_BUCKET = 1
 
@@ -112,7 +112,7 @@ class Rule:
 
 
 class DifficultyOrdering(Rule):
-    """spec 4: in ``"learn"`` mode the top ``window`` items are stably sorted by difficulty
+    """In ``"learn"`` mode the top ``window`` items are stably sorted by difficulty
     bucket (introductory, intermediate, advanced), so relevance order holds inside a bucket
     and items past the window stay put; ``"research"`` mode changes nothing."""
 
@@ -164,7 +164,7 @@ def apply_difficulty_ordering(
     field: str = "difficulty",
     buckets: Mapping[str, int] | None = None,
 ) -> Any:
-    """spec 4's difficulty-aware ordering (see :class:`DifficultyOrdering`)."""
+    """Difficulty-aware ordering (see :class:`DifficultyOrdering`)."""
     return DifficultyOrdering(mode, window, field, buckets)(items)
 
 

@@ -1,4 +1,4 @@
-"""Seed-compatible APIs: the names and signatures of the designs in ``shared/spec``, each a
+"""Compatible APIs: the names and signatures of existing reranking designs, each a
 thin layer over rerankit's core."""
 
 from ..ordering import DIFFICULTY_BUCKETS, apply_difficulty_ordering

@@ -1,5 +1,6 @@
-"""Seed-compatible LLM rerankers: spec 1's ``ReRanker``, spec 2's ``AiRerank`` and
-``RerankSchema``, spec 4's ``rerank_passages``; each thin over rerankit's LLM scorers."""
+"""Compatible LLM rerankers: the news reranker ``ReRanker``, the listwise helpers ``AiRerank``
+and ``RerankSchema``, and passage scoring ``rerank_passages``; each thin over rerankit's LLM
+scorers."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 
 class ReRanker:
-    """Gemini rates each article 0-10 for the query (spec 1's financial-analyst framing,
+    """Gemini rates each article 0-10 for the query (a financial analyst's framing,
     content cut at 10,000 characters); articles come back as new dicts, best first, with
     ``rerank_score``. Articles need ``url_hash`` and ``processed_content``; other fields are
     kept. ``last_result`` holds the full :class:`~rerankit.RerankResult` (warnings, flags,
@@ -64,7 +65,7 @@ class ReRanker:
 
 
 def make_rerank_schema() -> type:
-    """spec 2's response model (pydantic): ``reranked_indices``, ``is_rejected``,
+    """The listwise response model (pydantic): ``reranked_indices``, ``is_rejected``,
     ``rejection_reason``, extra fields forbidden."""
     from .._optional import require
 
@@ -82,7 +83,7 @@ def make_rerank_schema() -> type:
 
 
 class AiRerank:
-    """spec 2's helpers: the listwise prompt, permutation validation and repair."""
+    """Listwise helpers: the listwise prompt, permutation validation and repair."""
 
     @staticmethod
     def get_prompt_rerank(question: str, indexed_chunks_json_text: str) -> str:
@@ -112,7 +113,7 @@ def rerank_passages(
     top_k: int | None = None,
     **scorer_options: Any,
 ) -> list[Any]:
-    """spec 4: passages scored 0-10 for relevance, depth and substance (texts cut at 500
+    """Passages scored 0-10 for relevance, depth and substance (texts cut at 500
     characters), best first. Passages may be strings, dicts (text under ``text_field``) or
     objects with that attribute; dicts come back as new dicts with ``rerank_score``, other
     passages as themselves.

@@ -1,4 +1,4 @@
-"""Seed-compatible reranker service (spec 5), thin over the local-model scorers.
+"""Compatible local reranker service, thin over the local-model scorers.
 
 ``RerankerService(profile, reranker_model=...)`` runs a Qwen3-Reranker-style causal LM with
 the yes/no recipe (:class:`~rerankit.CausalLMScorer`) or, for a sequence-classification
@@ -18,7 +18,7 @@ from ..scorers.cross_encoder import CrossEncoderScorer
 
 __all__ = ["MemoryProfile", "RerankerService", "is_causal_lm"]
 
-#: spec 5 calls its hardware settings a memory profile
+#: the compatible service calls its hardware settings a memory profile
 MemoryProfile = HardwareProfile
 
 
@@ -94,6 +94,7 @@ class RerankerService:
     ) -> list[dict[str, Any]]:
         """New dicts (every original field plus ``rerank_score``), best first.
 
-        ``score_field`` names the key holding each candidate's text (spec 5's name for it).
+        ``score_field`` names the key holding each candidate's text (the compatible
+        service's name for it).
         """
         return run_sync(self.arerank_results(query, candidates, score_field, top_k))

@@ -1,4 +1,4 @@
-"""Seed-compatible multi-strategy reranking (spec 3), thin over :class:`FusionReranker`.
+"""Compatible multi-strategy entity reranking, thin over :class:`FusionReranker`.
 
 Entities may be of any type. Strategies receive the entities themselves; the built-in
 :class:`TextSimilarityReranker` reads each entity's text with :func:`entity_text` (or the

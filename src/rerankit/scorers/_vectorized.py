@@ -189,11 +189,12 @@ WORD = re.compile(r"[^\W_]+")
 
 def split_words(texts: Sequence[str], *, lowercase: bool = True) -> list[list[str]]:
     """Each text's words: runs of letters and digits, Unicode-aware (``_`` separates), the
-    same as ``WORD.findall``. Batches are split with numpy (:func:`split_batch`); those it
-    cannot take go through the regular expression."""
+    same as ``WORD.findall``. Batches are split with numpy (:func:`split_batch`); a single
+    short text, and batches numpy cannot take, go through the regular expression."""
     if not texts:
         return []
-    words = split_batch(texts, lowercase)
+    # one short text (a query): the regular expression is faster than numpy's set-up
+    words = split_batch(texts, lowercase) if len(texts) > 1 or len(texts[0]) > 4096 else None
     if words is None:
         return [WORD.findall(t.lower() if lowercase else t) for t in texts]
     flat = words.strings(np.arange(words.starts.shape[0]))

@@ -1,11 +1,12 @@
-"""Listwise LLM reranking: one call returns an order of the documents (spec 2).
+"""Listwise LLM reranking: one call returns an order of the documents.
 
-The answer follows spec 2's schema: ``reranked_indices`` (the order), ``is_rejected`` and
-``rejection_reason`` (no document is relevant), nothing else. Documents enter the prompt as
-a JSON array, so their text cannot break the prompt. Lists longer than ``window`` are ranked
-with a sliding window from the back of the list to the front (RankGPT's scheme): each window
-reorders its slice, then the window moves ``step`` places towards the top, carrying the
-best documents up. 100 documents with window 20 and step 10 take 9 calls.
+The answer follows the permutation schema of the compatible listwise API:
+``reranked_indices`` (the order), ``is_rejected`` and ``rejection_reason`` (no document is
+relevant), nothing else. Documents enter the prompt as a JSON array, so their text cannot
+break the prompt. Lists longer than ``window`` are ranked with a sliding window from the
+back of the list to the front (RankGPT's scheme): each window reorders its slice, then the
+window moves ``step`` places towards the top, carrying the best documents up. 100 documents
+with window 20 and step 10 take 9 calls.
 
 Per window, in the result:
 

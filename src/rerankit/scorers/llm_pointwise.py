@@ -41,12 +41,12 @@ INSTRUCTION_PRESETS = {
         "You rate how relevant a document is to a search query. A document is relevant when it "
         "helps answer the query; mentioning the same words is not enough."
     ),
-    # spec 1: a financial analyst judging news articles for an investor's question
+    # news: a financial analyst judging news articles for an investor's question
     "news": (
         "You are an assistant to a financial analyst. Judge how useful a news article is for "
         "the analyst's query: does it report facts, figures or events that bear on it?"
     ),
-    # spec 4: passages judged for depth and substance, not only topical match
+    # passages: passages judged for depth and substance, not only topical match
     "passages": (
         "You judge passages for a reader studying a question. Reward direct relevance, depth "
         "of treatment and substantive explanation; a passage that only mentions the topic in "
@@ -77,8 +77,9 @@ class LLMPointwiseScorer(LLMScorerBase):
 
     ``client``: a :class:`~rerankit.llm.GeminiClient`, :class:`~rerankit.llm.OpenAIClient`
     or any :class:`~rerankit.llm.LLMClient`. ``instructions``: a preset (``"general"``,
-    ``"news"`` for spec 1, ``"passages"`` for spec 4) or your own text. ``max_chars``: each
-    document is cut to this many characters (spec 1 used 10,000; spec 4 used 500).
+    ``"news"`` for news articles, ``"passages"`` for study passages) or your own text.
+    ``max_chars``: each document is cut to this many characters (the news reranker uses
+    10,000; passage scoring 500).
     ``docs_per_call`` > 1 rates several documents per call (fewer calls, longer prompts).
     ``cache``: True (SQLite in the user cache dir), ``"memory"``, a path, a
     :class:`~rerankit.cache.JudgmentCache`, or False.
