@@ -172,9 +172,10 @@ class JudgmentCache:
 
     @staticmethod
     def key(**parts: Any) -> str:
-        """A stable key: SHA-256 of the parts as canonical JSON."""
-        blob = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str)
-        return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+        """A stable key: SHA-256 of the parts as canonical JSON (ASCII-escaped, so any
+        string, lone surrogates included, gives a key)."""
+        blob = json.dumps(parts, sort_keys=True, ensure_ascii=True, default=str)
+        return hashlib.sha256(blob.encode("ascii")).hexdigest()
 
     def get(self, key: str) -> Any | None:
         with self._lock:
@@ -186,6 +187,30 @@ class JudgmentCache:
             self._db.execute(
                 "INSERT OR REPLACE INTO judgments (key, value) VALUES (?, ?)",
                 (key, json.dumps(value)),
+            )
+            self._db.commit()
+
+    def get_many(self, keys: list[str]) -> list[Any | None]:
+        """The values of ``keys`` (None where absent), in one query per 500 keys."""
+        found: dict[str, Any] = {}
+        with self._lock:
+            for lo in range(0, len(keys), 500):
+                chunk = keys[lo : lo + 500]
+                marks = ",".join("?" * len(chunk))
+                rows = self._db.execute(
+                    f"SELECT key, value FROM judgments WHERE key IN ({marks})", chunk
+                ).fetchall()
+                found.update((k, json.loads(v)) for k, v in rows)
+        return [found.get(k) for k in keys]
+
+    def put_many(self, items: list[tuple[str, Any]]) -> None:
+        """Store several judgments in one transaction."""
+        if not items:
+            return
+        with self._lock:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO judgments (key, value) VALUES (?, ?)",
+                [(k, json.dumps(v)) for k, v in items],
             )
             self._db.commit()
 

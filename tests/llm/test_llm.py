@@ -151,6 +151,9 @@ def test_client_error_types(provider):
         ('{"id": "0", "score": -2}', 0.0, ("score_clamped",)),
         ("8/10", 8.0, ()),
         ("no idea", 0.0, ("llm_failed",)),
+        ('{"id": "0", "score": true}', 0.0, ("llm_failed",)),  # a boolean is not a score
+        ('{"id": "0", "score": Infinity}', 0.0, ("llm_failed",)),
+        ('{"id": "0", "score": "NaN"}', 0.0, ("llm_failed",)),
     ],
 )
 def test_answers_that_need_parsing(answer, expected, flags):
@@ -409,3 +412,72 @@ def test_rate_limiter_spaces_call_starts():
     assert times[2] - times[0] >= 0.29 and times[4] - times[2] >= 0.29
     with pytest.raises(ValueError, match="requests_per_minute"):
         RateLimiter(0)
+
+
+# --- no silent misreads, no poisoned cache, odd Unicode ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer", ["I found 2 relevant chunks.", "Chunk 3 is best, then 1.", '{"ranking": [1, 0]}']
+)
+def test_listwise_prose_with_digits_is_unreadable_not_a_ranking(provider, answer):
+    cache = JudgmentCache(":memory:")
+    with FakeLLMServer(responder=lambda r: Reply(text=answer)) as server:
+        scorer = listwise(make_client(provider, server), cache=cache)
+        result = ScorerReranker(scorer).rerank("q", DOCS)
+    assert [r.text for r in result] == DOCS and result.degraded
+    assert all("llm_unreadable" in r.flags for r in result)
+    assert any("unreadable answer" in w and answer[:20] in w for w in result.warnings)
+    assert len(cache) == 0  # nothing cached
+
+
+def test_a_repaired_answer_is_flagged_and_never_replayed_from_the_cache():
+    cache = JudgmentCache(":memory:")
+    replies = iter([rerank_answer([3]), rerank_answer([3, 2, 1, 0])])
+    with FakeLLMServer(responder=lambda r: next(replies)) as server:
+        scorer = listwise(OpenAIClient(base_url=server.openai_url, model="m"), cache=cache)
+        first = ScorerReranker(scorer).rerank("q", DOCS)
+        second = ScorerReranker(scorer).rerank("q", DOCS)
+    assert [r.index for r in first] == [3, 0, 1, 2] and first.degraded
+    assert all("llm_repaired" in r.flags for r in first)
+    assert second.usage["calls"] == 1 and second.usage["cache_hits"] == 0  # asked again
+    assert [r.index for r in second] == [3, 2, 1, 0] and not second.degraded
+    third = ScorerReranker(scorer).rerank("q", DOCS)  # the valid answer is cached
+    assert third.usage["calls"] == 0 and [r.index for r in third] == [3, 2, 1, 0]
+
+
+def test_empty_indices_without_a_rejection_is_not_success():
+    with FakeLLMServer([rerank_answer([], False, "")]) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m")
+        result = ScorerReranker(listwise(client)).rerank("q", DOCS)
+    assert [r.text for r in result] == DOCS and result.degraded
+    assert all("llm_repaired" in r.flags for r in result)
+
+
+@pytest.mark.parametrize("cache", [False, "memory"])
+def test_a_lone_surrogate_is_one_flagged_document_not_a_failed_scorer(provider, cache):
+    docs = [*DOCS[:3], "bad \ud83d text"]
+
+    def answer(req):
+        if "Chunks (JSON array)" in req.prompt:
+            return rerank_answer([3, 2, 1, 0])
+        return Reply(text=json.dumps({"id": "x", "score": 5}))
+
+    with FakeLLMServer(responder=answer) as server:
+        client = make_client(provider, server)
+        for scorer in (listwise(client, cache=cache), pointwise(client, cache=cache)):
+            for _ in range(2):  # the second run meets a non-empty cache
+                result = ScorerReranker(scorer).rerank("q", docs)
+                assert not result.degraded, result.warnings
+                flagged = [r.index for r in result if "invalid_unicode" in r.flags]
+                assert flagged == [3]
+                assert any("not valid Unicode" in w for w in result.warnings)
+    assert all("\ud83d" not in r.prompt for r in server.requests)
+
+
+def test_pointwise_out_of_range_scores_are_clamped_with_a_warning():
+    with FakeLLMServer(responder=lambda r: Reply(text='{"id": "0", "score": 15}')) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m", json_mode="none")
+        result = ScorerReranker(pointwise(client)).rerank("q", ["some text"])
+    assert result[0].score == 10.0 and result[0].flags == ("score_clamped",)
+    assert any("outside 0-10" in w for w in result.warnings)

@@ -4,6 +4,7 @@ permutation checks and repair for listwise answers."""
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -38,15 +39,25 @@ def parse_json(text: str) -> Any:
 
 def parse_score(text: str) -> float:
     """A relevance score from an answer: ``{"score": 7}`` (JSON), else ``score: 7``,
-    ``7/10`` or an answer that is just a number. ValueError when none is found."""
+    ``7/10`` or an answer that is just a number. ValueError when none is found, and for a
+    boolean or a non-finite value (``true``, ``Infinity``, ``NaN``): such an answer is
+    unreadable, not a score."""
     try:
         value = parse_json(text)
-        if isinstance(value, dict) and isinstance(value.get("score"), (int, float, str)):
-            return float(value["score"])
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return float(value)
     except (ValueError, TypeError):
-        pass
+        value = None
+    if isinstance(value, dict) and "score" in value:
+        value = value["score"]
+    if value is not None and not isinstance(value, (dict, list)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise ValueError(f"the score is not a number: {value!r}")
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"the score is not a number: {value!r}") from None
+        if not math.isfinite(number):
+            raise ValueError(f"the score is not a finite number: {value!r}")
+        return number
     for pattern in (_SCORE_FIELD, _OUT_OF_TEN, _LONE_NUMBER):
         match = pattern.search(text)
         if match:

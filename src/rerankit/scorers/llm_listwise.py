@@ -32,7 +32,7 @@ import numpy as np
 from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
 from ..llm.parsing import parse_index, parse_json, repair_permutation, validate_permutation
 from ..types import Document
-from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer
+from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer, prompt_texts
 from .base import ScoreBatch
 
 if TYPE_CHECKING:
@@ -94,26 +94,43 @@ def windows(n: int, window: int, step: int) -> list[tuple[int, int]]:
         end -= step
 
 
+_ARROWS = re.compile(r"\s*\[\d+\](?:\s*>\s*\[\d+\])*\s*")
+
+
 def _indices_from(answer: Any, text: str) -> tuple[list[int], bool, str]:
-    """``(indices, is_rejected, reason)`` from a parsed answer, or from the raw text when the
-    answer was not JSON (then ``[3] > [11] > [0]`` or a bare list of numbers is read)."""
+    """``(indices, is_rejected, reason)`` from an answer: the schema's object, a JSON list of
+    integers, or the ``[3] > [11] > [0]`` form. Anything else (prose that happens to hold
+    numbers included) is a ``ValueError``: the window is unreadable."""
     if isinstance(answer, dict):
-        raw = answer.get("reranked_indices") or []
-        indices = [
-            i for i in map(parse_index, raw if isinstance(raw, list) else []) if i is not None
-        ]
+        raw = answer.get("reranked_indices")
+        if not isinstance(raw, list):
+            raise ValueError("the answer has no reranked_indices list")
+        indices = [parse_index(i) for i in raw]
+        if any(i is None for i in indices):
+            raise ValueError("reranked_indices holds something other than integers")
+        rejected = answer.get("is_rejected") is True
         return (
-            indices,
-            bool(answer.get("is_rejected") is True),
+            [i for i in indices if i is not None],
+            rejected,
             str(answer.get("rejection_reason") or ""),
         )
     if isinstance(answer, list):
-        return [i for i in map(parse_index, answer) if i is not None], False, ""
-    bracketed = re.findall(r"\[(\d+)\]", text)
-    found = bracketed or re.findall(r"\b\d+\b", text)
-    if not found:
-        raise ValueError(f"no indices in answer {text[:80]!r}")
-    return [int(x) for x in found], False, ""
+        indices = [parse_index(i) for i in answer]
+        if any(i is None for i in indices):
+            raise ValueError("the list holds something other than integers")
+        return [i for i in indices if i is not None], False, ""
+    if _ARROWS.fullmatch(text):
+        return [int(x) for x in re.findall(r"\[(\d+)\]", text)], False, ""
+    raise ValueError("not the schema's object, a JSON list of integers or [3] > [1] > ...")
+
+
+#: what can happen to a window, and the flag its documents get
+_WINDOW_FLAGS = {
+    "failed": "llm_failed",
+    "unreadable": "llm_unreadable",
+    "repaired": "llm_repaired",
+    "rejected": "llm_rejected",
+}
 
 
 class LLMListwiseScorer(LLMScorerBase):
@@ -147,9 +164,13 @@ class LLMListwiseScorer(LLMScorerBase):
     async def _rank_window(
         self, query: str, texts: list[str], usage: Usage, label: str, notes: dict[str, Any]
     ) -> list[int] | None:
-        """A local permutation of ``texts`` (None when the window keeps its order)."""
-        key = self.cache_key(query=query, texts=texts, temperature=self.temperature)
-        cached = self.cache.get(key) if self.cache else None
+        """A local permutation of ``texts`` (None when the window keeps its order). Only
+        valid answers (a permutation, or a rejection) are cached."""
+        key = None
+        cached = None
+        if self.cache is not None:
+            key = self.cache_key(query=query, texts=texts, temperature=self.temperature)
+            cached = self.cache.get(key)
         if cached is not None:
             usage.cache_hits += 1
             answer_text = cached
@@ -177,11 +198,13 @@ class LLMListwiseScorer(LLMScorerBase):
                 answer = None
             indices, rejected, reason = _indices_from(answer, answer_text)
         except ValueError as exc:
-            notes["failed"].append(f"{label}: unreadable answer ({exc}); order kept")
+            notes["unreadable"].append(
+                f"{label}: unreadable answer ({exc}): {answer_text[:200]!r}; order kept"
+            )
             return None
-        if self.cache is not None and cached is None:
-            self.cache.put(key, answer_text)
         if rejected:
+            if key is not None and cached is None:
+                self.cache.put(key, answer_text)
             notes["rejected"].append(f"{label}: rejected by the model: {reason or 'no reason'}")
             return None
         original = list(range(len(texts)))
@@ -191,30 +214,32 @@ class LLMListwiseScorer(LLMScorerBase):
             notes["repaired"].append(
                 f"{label}: answer repaired (missing {missing}, unknown {extra}, {repeats} repeated)"
             )
-            indices = repair_permutation(original, indices)
+            return repair_permutation(original, indices)
+        if key is not None and cached is None:
+            self.cache.put(key, answer_text)
         return indices
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
         n = len(docs)
         order = list(range(n))
-        texts = [d.text[: self.max_chars] for d in docs]
         usage = Usage()
         flags: dict[int, list[str]] = {}
         degraded = False
         warnings: list[str] = []
+        texts = prompt_texts([d.text[: self.max_chars] for d in docs], flags, warnings)
         for start, end in windows(n, self.window, self.step):
             if end - start < 2:
                 continue  # one document has only one order: no call
-            notes: dict[str, list[str]] = {"failed": [], "rejected": [], "repaired": []}
+            notes: dict[str, list[str]] = {kind: [] for kind in _WINDOW_FLAGS}
             label = f"window {start}-{end - 1}"
             segment = order[start:end]
             perm = await self._rank_window(query, [texts[i] for i in segment], usage, label, notes)
-            for kind, flag in (("failed", "llm_failed"), ("rejected", "llm_rejected")):
+            for kind, flag in _WINDOW_FLAGS.items():
                 if notes[kind]:
                     for i in segment:
                         flags.setdefault(i, []).append(flag)
-            degraded |= bool(notes["failed"])
-            warnings += notes["failed"] + notes["rejected"] + notes["repaired"]
+                    warnings += notes[kind]
+                    degraded |= kind != "rejected"  # a rejection is an answer
             if perm is not None:
                 order[start:end] = [segment[k] for k in perm]
         values = np.zeros(n)

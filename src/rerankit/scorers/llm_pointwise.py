@@ -26,7 +26,7 @@ import numpy as np
 from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
 from ..llm.parsing import parse_json, parse_score
 from ..types import Document
-from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer
+from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer, prompt_texts
 from .base import ScoreBatch
 
 if TYPE_CHECKING:
@@ -162,7 +162,10 @@ class LLMPointwiseScorer(LLMScorerBase):
             answer = parse_json(response.text)
             for entry in answer.get("scores", []) if isinstance(answer, dict) else []:
                 if isinstance(entry, dict) and "score" in entry:
-                    found[str(entry.get("id"))] = float(entry["score"])
+                    try:  # one rule for every answer: booleans and non-finite are unreadable
+                        found[str(entry.get("id"))] = parse_score(json.dumps(entry["score"]))
+                    except ValueError as exc:
+                        found[str(entry.get("id"))] = exc
         except (ValueError, TypeError, AttributeError) as exc:
             return {doc_id: ValueError(f"unreadable answer: {exc}") for doc_id, _ in items}
         missing = ValueError("the answer left this document out")
@@ -174,18 +177,22 @@ class LLMPointwiseScorer(LLMScorerBase):
         flags: dict[int, list[str]] = {}
         warnings: list[str] = []
         usage = Usage()
-        texts = [d.text[: self.max_chars] for d in docs]
-        todo: list[int] = []
-        for i, text in enumerate(texts):
-            if not text.strip():
-                flags[i] = ["empty_content"]
-                continue
-            cached = self.cache.get(self._key(query, text)) if self.cache else None
-            if cached is not None:
-                values[i] = float(cached)
-                usage.cache_hits += 1
-            else:
-                todo.append(i)
+        texts = prompt_texts([d.text[: self.max_chars] for d in docs], flags, warnings)
+        present = [i for i, text in enumerate(texts) if text.strip()]
+        for i in set(range(n)) - set(present):
+            flags.setdefault(i, []).append("empty_content")
+        todo: list[int] = present
+        if self.cache is not None:  # looked up and written off the event loop, in batches
+            keys = {i: self._key(query, texts[i]) for i in present}
+            cached = await asyncio.to_thread(self.cache.get_many, list(keys.values()))
+            todo = []
+            for i, hit in zip(present, cached, strict=True):
+                if hit is None:
+                    todo.append(i)
+                else:
+                    values[i] = float(hit)
+                    usage.cache_hits += 1
+        fresh: list[tuple[str, float]] = []
         groups = [todo[k : k + self.docs_per_call] for k in range(0, len(todo), self.docs_per_call)]
         answers = await asyncio.gather(
             *(self._judge(query, [(str(i), texts[i]) for i in g], usage) for g in groups)
@@ -199,12 +206,14 @@ class LLMPointwiseScorer(LLMScorerBase):
                     flags.setdefault(i, []).append("llm_failed")
                     warnings.append(f"document {i}: no score ({outcome}); scored 0.0")
                     continue
-                if not 0.0 <= outcome <= 10.0 or outcome != outcome:
+                if not 0.0 <= outcome <= 10.0:
                     flags.setdefault(i, []).append("score_clamped")
-                    outcome = float(np.clip(np.nan_to_num(outcome), 0.0, 10.0))
+                    warnings.append(f"document {i}: score {outcome:g} is outside 0-10; clamped")
+                    outcome = float(np.clip(outcome, 0.0, 10.0))
                 values[i] = outcome
-                if self.cache is not None:
-                    self.cache.put(self._key(query, texts[i]), outcome)
+                fresh.append((self._key(query, texts[i]), outcome))
+        if self.cache is not None and fresh:
+            await asyncio.to_thread(self.cache.put_many, fresh)
         if failed == len(todo) and todo and not usage.cache_hits:
             warnings.append(f"every LLM call failed ({failed}); input order kept")
         if failed:
