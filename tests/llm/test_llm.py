@@ -481,3 +481,84 @@ def test_pointwise_out_of_range_scores_are_clamped_with_a_warning():
         result = ScorerReranker(pointwise(client)).rerank("q", ["some text"])
     assert result[0].score == 10.0 and result[0].flags == ("score_clamped",)
     assert any("outside 0-10" in w for w in result.warnings)
+
+
+# --- limits that hold across calls, loops and threads --------------------------------------
+
+
+def test_requests_per_minute_holds_across_rerank_calls():
+    """rpm=10: one start every 6 s, also when each rerank() runs on its own event loop."""
+    import time
+
+    starts = []
+
+    def answer(req):
+        starts.append(time.monotonic())
+        return Reply(text='{"id": "x", "score": 5}')
+
+    with FakeLLMServer(responder=answer) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m")
+        reranker = ScorerReranker(pointwise(client, requests_per_minute=10))
+        for doc in ("first", "second", "third"):
+            reranker.rerank("q", [doc])
+    assert len(starts) == 3
+    assert starts[-1] - starts[0] >= 11.9  # 0, 6 and 12 s
+
+
+def test_max_concurrency_holds_across_threads():
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def answer(req):
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.15)
+        with lock:
+            state["now"] -= 1
+        return Reply(text='{"id": "x", "score": 5}')
+
+    with FakeLLMServer(responder=answer) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m")
+        reranker = ScorerReranker(pointwise(client, max_concurrency=4))
+        docs = [f"doc {i}" for i in range(8)]
+        with ThreadPoolExecutor(3) as pool:
+            results = list(pool.map(lambda _: reranker.rerank("q", docs), range(3)))
+    assert all(len(r) == 8 and not r.degraded for r in results)
+    assert len(server.requests) == 24
+    assert state["peak"] == 4  # the bound was reached and never passed
+
+
+def test_a_shared_limits_object_bounds_several_scorers():
+    import threading
+    import time
+
+    from rerankit.llm import Limits
+
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def answer(req):
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(0.1)
+        with lock:
+            state["now"] -= 1
+        return Reply(text='{"id": "x", "score": 5}')
+
+    shared = Limits(max_concurrency=2)
+    with FakeLLMServer(responder=answer) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m")
+        a, b = (ScorerReranker(pointwise(client, limits=shared)) for _ in range(2))
+
+        async def both():
+            docs = [f"doc {i}" for i in range(4)]
+            return await asyncio.gather(a.arerank("q", docs), b.arerank("q", docs))
+
+        asyncio.run(both())
+    assert state["peak"] == 2

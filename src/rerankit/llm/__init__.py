@@ -9,7 +9,7 @@ from .base import (
     TransientLLMError,
     Usage,
 )
-from .resilience import CallRunner, RetryPolicy
+from .resilience import CallRunner, Limits, RetryPolicy
 
 __all__ = [
     "CallRunner",
@@ -18,6 +18,7 @@ __all__ = [
     "LLMError",
     "LLMRequest",
     "LLMResponse",
+    "Limits",
     "OpenAIClient",
     "PermanentLLMError",
     "RetryPolicy",

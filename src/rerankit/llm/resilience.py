@@ -9,15 +9,18 @@ is longer (still capped at ``max_wait``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import threading
 import time
 from collections import deque
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from .._optional import require
 from .base import LLMClient, LLMRequest, LLMResponse, TransientLLMError, Usage
 
-__all__ = ["CallRunner", "RateLimiter", "RetryPolicy"]
+__all__ = ["CallRunner", "ConcurrencyLimit", "Limits", "RateLimiter", "RetryPolicy"]
 
 logger = logging.getLogger(__name__)
 
@@ -43,30 +46,108 @@ class RetryPolicy:
 
 
 class RateLimiter:
-    """At most ``per_minute`` call starts in any ``window``-second span (60 by default)."""
+    """Call starts spaced at least ``window / per_minute`` seconds apart (so at most
+    ``per_minute`` start in any ``window``-second span, 60 by default).
+
+    Thread-safe and not tied to an event loop: every loop and thread that shares the object
+    shares the limit, so it holds for a long-lived process (repeated ``rerank()`` calls,
+    several threads, an async service)."""
 
     def __init__(self, per_minute: float, window: float = 60.0) -> None:
         if per_minute <= 0:
             raise ValueError(f"requests_per_minute must be > 0, got {per_minute}")
         self.per_minute, self.window = per_minute, window
-        self._starts: deque[float] = deque()
-        self._lock = asyncio.Lock()
+        self.interval = window / per_minute
+        self._next = 0.0  # monotonic time the next call may start
+        self._lock = threading.Lock()
+
+    def _reserve(self) -> float:
+        """Book the next start; the seconds to wait for it."""
+        with self._lock:
+            now = time.monotonic()
+            start = max(now, self._next)
+            self._next = start + self.interval
+            return start - now
 
     async def acquire(self) -> None:
-        async with self._lock:
-            while True:
-                now = time.monotonic()
-                while self._starts and now - self._starts[0] >= self.window:
-                    self._starts.popleft()
-                if len(self._starts) < self.per_minute:
-                    self._starts.append(now)
-                    return
-                await asyncio.sleep(self.window - (now - self._starts[0]))
+        wait = self._reserve()
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+
+class ConcurrencyLimit:
+    """At most ``limit`` holders at a time, across every event loop and thread (an asyncio
+    semaphore belongs to one loop; this one does not). Waiters are served in arrival order."""
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"max_concurrency must be >= 1, got {limit}")
+        self.limit = limit
+        self.in_use = 0
+        self._waiters: deque[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = deque()
+        self._lock = threading.Lock()
+
+    async def acquire(self) -> None:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            if self.in_use < self.limit and not self._waiters:
+                self.in_use += 1
+                return
+            waiter = (loop, loop.create_future())
+            self._waiters.append(waiter)
+        try:
+            await waiter[1]  # resolved when a holder hands its slot over
+        except asyncio.CancelledError:
+            with self._lock:
+                if waiter in self._waiters:  # never handed a slot
+                    self._waiters.remove(waiter)
+                    raise
+            self.release()  # a slot arrived as we were cancelled: pass it on
+            raise
+
+    def release(self) -> None:
+        with self._lock:
+            while self._waiters:
+                loop, future = self._waiters.popleft()
+                if future.done() or loop.is_closed():
+                    continue
+                loop.call_soon_threadsafe(self._hand_over, future)
+                return  # the slot moves to the waiter: in_use is unchanged
+            self.in_use -= 1
+
+    def _hand_over(self, future: asyncio.Future) -> None:
+        if future.done():  # cancelled meanwhile: the slot goes to the next waiter
+            self.release()
+        else:
+            future.set_result(None)
+
+
+class Limits:
+    """A concurrency bound and an optional request rate, shared by every call that uses the
+    object: across ``rerank()`` calls, event loops and threads. Pass one ``Limits`` to
+    several scorers (``limits=``) to share it between them too."""
+
+    def __init__(self, max_concurrency: int = 16, requests_per_minute: float | None = None):
+        self.concurrency = ConcurrencyLimit(max_concurrency)
+        self.rate = RateLimiter(requests_per_minute) if requests_per_minute else None
+
+    @contextlib.asynccontextmanager
+    async def slot(self) -> AsyncIterator[None]:
+        """Hold a concurrency slot (and a rate slot) while the body runs."""
+        await self.concurrency.acquire()
+        try:
+            if self.rate is not None:
+                await self.rate.acquire()
+            yield
+        finally:
+            self.concurrency.release()
 
 
 class CallRunner:
     """Runs requests on ``client`` with the policy, at most ``max_concurrency`` at a time and
-    (optionally) at most ``requests_per_minute`` started per minute. Counts into a Usage."""
+    (optionally) at most ``requests_per_minute`` started per minute, or under a shared
+    :class:`Limits`; the limits hold across calls, event loops and threads. Counts into a
+    Usage."""
 
     def __init__(
         self,
@@ -75,22 +156,11 @@ class CallRunner:
         *,
         max_concurrency: int = 16,
         requests_per_minute: float | None = None,
+        limits: Limits | None = None,
     ) -> None:
-        if max_concurrency < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         self.client = client
         self.policy = policy or RetryPolicy()
-        self.max_concurrency = max_concurrency
-        self.requests_per_minute = requests_per_minute
-        # asyncio primitives belong to one event loop: made per loop, on first use.
-        self._per_loop: dict[int, tuple[asyncio.Semaphore, RateLimiter | None]] = {}
-
-    def _limits(self) -> tuple[asyncio.Semaphore, RateLimiter | None]:
-        key = id(asyncio.get_running_loop())
-        if key not in self._per_loop:
-            limiter = RateLimiter(self.requests_per_minute) if self.requests_per_minute else None
-            self._per_loop = {key: (asyncio.Semaphore(self.max_concurrency), limiter)}
-        return self._per_loop[key]
+        self.limits = limits or Limits(max_concurrency, requests_per_minute)
 
     def _wait(self, state) -> float:  # tenacity wait callable
         tenacity = require("tenacity", "LLM rerankers")
@@ -103,10 +173,7 @@ class CallRunner:
         return min(max(base, after), p.max_wait) if after else base
 
     async def _attempt(self, request: LLMRequest, usage: Usage) -> LLMResponse:
-        semaphore, limiter = self._limits()
-        async with semaphore:
-            if limiter is not None:
-                await limiter.acquire()
+        async with self.limits.slot():
             usage.calls += 1
             timeout = self.policy.timeout
             try:

@@ -8,14 +8,17 @@ from typing import Any, TypedDict
 from ..cache import JudgmentCache, judgment_cache
 from ..errors import ConfigError
 from ..llm.base import LLMClient
-from ..llm.resilience import CallRunner, RetryPolicy
+from ..llm.resilience import CallRunner, Limits, RetryPolicy
 
 
 class LLMScorerOptions(TypedDict, total=False):
     """What every LLM scorer takes besides its own settings: ``cache`` (True: the default
     judgment cache, False, or a :class:`~rerankit.JudgmentCache`), ``retry`` (a
     :class:`~rerankit.llm.RetryPolicy`), ``max_concurrency`` (calls in flight, default 16),
-    ``requests_per_minute``, ``max_output_tokens`` and ``temperature`` (default 0)."""
+    ``requests_per_minute``, ``max_output_tokens``, ``temperature`` (default 0), and
+    ``limits``: a :class:`~rerankit.llm.Limits` shared with other scorers (instead of the
+    scorer's own ``max_concurrency`` and ``requests_per_minute``). Limits hold across
+    ``rerank()`` calls, event loops and threads."""
 
     cache: Any
     retry: RetryPolicy | None
@@ -23,6 +26,7 @@ class LLMScorerOptions(TypedDict, total=False):
     requests_per_minute: float | None
     max_output_tokens: int | None
     temperature: float
+    limits: Limits | None
 
 
 class LLMScorerBase:
@@ -40,6 +44,7 @@ class LLMScorerBase:
         requests_per_minute: float | None = None,
         max_output_tokens: int | None = None,
         temperature: float = 0.0,
+        limits: Limits | None = None,
     ) -> None:
         if not isinstance(client, LLMClient):
             raise TypeError(f"{client!r} is not an LLM client (needs provider, model, generate)")
@@ -49,6 +54,7 @@ class LLMScorerBase:
             retry,
             max_concurrency=max_concurrency,
             requests_per_minute=requests_per_minute,
+            limits=limits,
         )
         self.cache: JudgmentCache | None = judgment_cache(cache)
         self.max_output_tokens = max_output_tokens
