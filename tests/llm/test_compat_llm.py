@@ -121,3 +121,10 @@ def test_rerank_passages_rejects_a_bad_top_k(top_k):
         rerank_passages("q", ["only"], top_k=top_k)
     with pytest.raises(ValueError, match="top_k must be a positive integer"):
         rerank_passages("q", ["a", "b"], top_k=top_k, api_key="unused")
+
+
+def test_prompt_for_an_empty_list_asks_for_a_rejection():
+    prompt = AiRerank.get_prompt_rerank("q", "[]")
+    assert "from 0 to 0" not in prompt and "reject" in prompt and "is_rejected true" in prompt
+    assert "every index from 0 to 2" in AiRerank.get_prompt_rerank("q", '["a", "b", "c"]')
+    assert "the one index, 0" in AiRerank.get_prompt_rerank("q", '["a"]')

@@ -58,7 +58,7 @@ Judge how much each chunk helps answer the question (meaning, not shared words).
 The chunks are a JSON array; a chunk's index is its position in that array.
 
 Reply with a JSON object with exactly these fields and no others:
-- "reranked_indices": every index from 0 to {last}, each exactly once, most relevant first.
+- "reranked_indices": {which}, each exactly once, most relevant first.
   Keep chunks of equal relevance in their given order. Leave none out. If you reject, [].
 - "is_rejected": true only when no chunk holds anything relevant to the question; if even
   one chunk is partly relevant, false.
@@ -72,7 +72,13 @@ Example, none relevant: {{"reranked_indices": [], "is_rejected": true, \
 
 def listwise_prompt(question: str, chunks_json: str, count: int) -> tuple[str, str]:
     """``(system, user)`` texts of a listwise request over ``count`` JSON-encoded chunks."""
-    system = _INSTRUCTIONS.format(last=max(count - 1, 0))
+    if count == 0:
+        which = "the array is empty, so none: reject it (is_rejected true, reranked_indices [])"
+    elif count == 1:
+        which = "the one index, 0"
+    else:
+        which = f"every index from 0 to {count - 1}"
+    system = _INSTRUCTIONS.format(which=which)
     user = (
         f"Chunks (JSON array):\n{chunks_json}\n\n"
         f"Question (a JSON string): {json.dumps(question, ensure_ascii=False)}"
