@@ -7,7 +7,7 @@ from typing import Any, TypedDict
 
 from ..cache import JudgmentCache, judgment_cache
 from ..errors import ConfigError
-from ..llm.base import LLMClient
+from ..llm.base import LLMClient, LLMRequest
 from ..llm.resilience import CallRunner, Limits, RetryPolicy
 
 
@@ -31,7 +31,6 @@ class LLMScorerOptions(TypedDict, total=False):
 
 class LLMScorerBase:
     name: str
-    prompt_version: str
 
     def __init__(
         self,
@@ -60,12 +59,18 @@ class LLMScorerBase:
         self.max_output_tokens = max_output_tokens
         self.temperature = temperature
 
-    def cache_key(self, **parts: Any) -> str:
+    def cache_key(self, request: LLMRequest) -> str:
+        """The judgment cache's key for ``request``: a hash of everything the provider is
+        sent (system text, prompt, schema, temperature, output limit) and of the provider
+        and model. An edited prompt template gives new keys by itself."""
         return JudgmentCache.key(
             provider=self.client.provider,
             model=self.client.model,
-            template=self.prompt_version,
-            **parts,
+            system=request.system,
+            prompt=request.prompt,
+            schema=request.json_schema,
+            temperature=request.temperature,
+            max_output_tokens=request.max_output_tokens,
         )
 
 

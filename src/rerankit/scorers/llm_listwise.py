@@ -148,8 +148,6 @@ class LLMListwiseScorer(LLMScorerBase):
     other, so they run one after another).
     """
 
-    prompt_version = "listwise-v1"
-
     def __init__(
         self,
         client: LLMClient,
@@ -172,26 +170,21 @@ class LLMListwiseScorer(LLMScorerBase):
     ) -> list[int] | None:
         """A local permutation of ``texts`` (None when the window keeps its order). Only
         valid answers (a permutation, or a rejection) are cached."""
-        key = None
-        cached = None
-        if self.cache is not None:
-            key = self.cache_key(query=query, texts=texts, temperature=self.temperature)
-            cached = self.cache.get(key)
+        system, prompt = listwise_prompt(query, json.dumps(texts, ensure_ascii=False), len(texts))
+        request = LLMRequest(
+            prompt=prompt,
+            system=system,
+            json_schema=RERANK_SCHEMA,
+            schema_name="rerank",
+            temperature=self.temperature,
+            max_output_tokens=self.max_output_tokens,
+        )
+        key = self.cache_key(request) if self.cache is not None else None
+        cached = self.cache.get(key) if key is not None else None
         if cached is not None:
             usage.cache_hits += 1
             answer_text = cached
         else:
-            system, prompt = listwise_prompt(
-                query, json.dumps(texts, ensure_ascii=False), len(texts)
-            )
-            request = LLMRequest(
-                prompt=prompt,
-                system=system,
-                json_schema=RERANK_SCHEMA,
-                schema_name="rerank",
-                temperature=self.temperature,
-                max_output_tokens=self.max_output_tokens,
-            )
             try:
                 answer_text = (await self.runner.call(request, usage)).text
             except LLMError as exc:

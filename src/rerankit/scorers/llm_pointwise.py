@@ -85,8 +85,6 @@ class LLMPointwiseScorer(LLMScorerBase):
     :class:`~rerankit.cache.JudgmentCache`, or False.
     """
 
-    prompt_version = "pointwise-v1"
-
     def __init__(
         self,
         client: LLMClient,
@@ -135,13 +133,8 @@ class LLMPointwiseScorer(LLMScorerBase):
         )
 
     def _key(self, query: str, text: str) -> str:
-        return self.cache_key(
-            instructions=self.instructions,
-            query=query,
-            text=text,
-            temperature=self.temperature,
-            docs_per_call=self.docs_per_call,
-        )
+        # one document's request, whatever docs_per_call groups it with
+        return self.cache_key(self._request(query, [("0", text)]))
 
     # -- scoring -------------------------------------------------------------------------
     async def _judge(
