@@ -4,10 +4,13 @@ The server (``rerankit.testing.FakeLLMServer``) speaks OpenAI's ``chat/completio
 protocol and waits ``--latency`` seconds (default 0.2) before each answer; rerankit talks to
 it through the real ``openai`` SDK. From one run it prints:
 
-* pointwise scoring of 50 documents one call at a time (spec 1's behaviour,
-  ``max_concurrency=1``) against rerankit's default concurrency (target: at least 8x faster);
+* pointwise scoring of 50 documents one call at a time (``max_concurrency=1``) against
+  rerankit's default concurrency (target: at least 8x faster);
 * the calls a listwise rerank of 100 documents makes (window 20, step 10: 9 expected);
-* the calls the same reranks make when repeated (0 expected: every judgment is cached).
+* the calls the same reranks make when repeated (0 expected: every judgment is cached);
+* the cost of the judgment cache itself: a 100-document pointwise rerank at 0 ms latency
+  with an empty SQLite cache (every judgment looked up and written) against no cache,
+  medians of interleaved rounds (target: within 1.3x).
 
 Run: ``python benchmarks/llm.py``.
 """
@@ -60,10 +63,10 @@ def main() -> None:
         concurrent = ScorerReranker(LLMPointwiseScorer(client, cache=False))
         t_seq, u_seq = timed(sequential, query, docs50)
         t_con, u_con = timed(concurrent, query, docs50)
-        default_concurrency = concurrent.scorer.runner.max_concurrency
+        default_concurrency = concurrent.scorer.runner.limits.concurrency.limit
         print(f"simulated latency {args.latency * 1e3:.0f} ms per call\n")
         print("pointwise, 50 documents")
-        print(f"  one call at a time (spec 1)        {t_seq:6.2f} s   {u_seq['calls']} calls")
+        print(f"  one call at a time                 {t_seq:6.2f} s   {u_seq['calls']} calls")
         print(
             f"  rerankit default (concurrency {default_concurrency})  {t_con:6.2f} s   "
             f"{u_con['calls']} calls   {t_seq / t_con:.1f}x faster"
@@ -87,6 +90,28 @@ def main() -> None:
             f"  repeated rerank   {u_pw_again['calls']:3d} calls   {t_pw_again:6.2f} s   "
             f"({u_pw_again['cache_hits']} cache hits)"
         )
+
+    cache_cost(query, [f"Passage {i}: " + "words " * (i % 13 + 5) for i in range(100)])
+
+
+def cache_cost(query: str, docs: list[str], rounds: int = 7) -> None:
+    import statistics
+    import tempfile
+    from pathlib import Path
+
+    with FakeLLMServer(responder=answer) as server, tempfile.TemporaryDirectory() as tmp:
+        client = OpenAIClient(base_url=server.openai_url, model="bench")
+        times: dict[str, list[float]] = {"off": [], "on": []}
+        for r in range(rounds):  # interleaved: machine noise hits both alike
+            off = ScorerReranker(LLMPointwiseScorer(client, cache=False))
+            on = ScorerReranker(LLMPointwiseScorer(client, cache=Path(tmp) / f"c{r}.sqlite"))
+            times["off"].append(timed(off, query, docs)[0])
+            times["on"].append(timed(on, query, docs)[0])
+    off, on = (statistics.median(times[k]) for k in ("off", "on"))
+    print("\npointwise, 100 documents, 0 ms latency: the judgment cache's own cost")
+    print(f"  cache off                     {off:6.2f} s")
+    ratio = on / off
+    print(f"  cache on (empty SQLite file)  {on:6.2f} s   {ratio:.2f}x the time of cache off")
 
 
 if __name__ == "__main__":
