@@ -128,3 +128,32 @@ def test_prompt_for_an_empty_list_asks_for_a_rejection():
     assert "from 0 to 0" not in prompt and "reject" in prompt and "is_rejected true" in prompt
     assert "every index from 0 to 2" in AiRerank.get_prompt_rerank("q", '["a", "b", "c"]')
     assert "the one index, 0" in AiRerank.get_prompt_rerank("q", '["a"]')
+
+
+def test_validate_permutation_reports_out_of_range_sorted_as_the_listwise_api_says():
+    # "out_of_range = sorted([i for i in reranked if (i < lo or i > hi)])", and [] when the
+    # original list is empty
+    assert AiRerank.validate_permutation([0, 1, 2], [9, 1, -4, 7]) == (
+        False,
+        [0, 2],
+        [-4, 7, 9],
+        [-4, 7, 9],
+    )
+    assert AiRerank.validate_permutation([], [3, 1]) == (False, [], [1, 3], [])
+
+
+def test_news_prompt_names_each_article_by_its_own_id():
+    articles = [
+        {"url_hash": "a1f3", "processed_content": "Rates rise again"},
+        {"url_hash": "b7c2", "processed_content": "Bank margins widen"},
+    ]
+
+    def answer(req):
+        article = "a1f3" if "a1f3" in req.prompt else "b7c2"
+        return Reply(text=json.dumps({"id": article, "score": 8 if article == "b7c2" else 3}))
+
+    with FakeLLMServer(responder=answer) as server:
+        reranker = ReRanker(api_key="k", base_url=server.url, cache=False)
+        ranked = reranker.rerank_articles("bank margins", articles)
+    assert [a["url_hash"] for a in ranked] == ["b7c2", "a1f3"]
+    assert all('"id": "a1f3"' in r.prompt or '"id": "b7c2"' in r.prompt for r in server.requests)

@@ -85,17 +85,17 @@ def validate_permutation(
 ) -> tuple[bool, list[int], list[int], list[int]]:
     """``(is_valid, missing, extra, out_of_range)``: valid when ``reranked`` holds each
     element of ``original`` exactly once and nothing else. ``missing``/``extra`` are sorted
-    set differences; ``out_of_range`` lists (in order, repeats kept) the entries outside
-    ``[min(original), max(original)]``."""
+    set differences; ``out_of_range`` lists (repeats kept) the entries outside
+    ``[min(original), max(original)]``, sorted (empty when ``original`` is)."""
     want, got = set(original), set(reranked)
     missing = sorted(want - got)
     extra = sorted(got - want)
     if original:
         lo, hi = min(original), max(original)
-        out_of_range = [i for i in reranked if i < lo or i > hi]
+        out_of_range = sorted(i for i in reranked if i < lo or i > hi)
     else:
-        out_of_range = list(reranked)
-    valid = not missing and not extra and len(reranked) == len(original)
+        out_of_range = []
+    valid = not missing and not extra and not out_of_range and len(reranked) == len(original)
     return valid, missing, extra, out_of_range
 
 

@@ -187,13 +187,18 @@ class LLMPointwiseScorer(LLMScorerBase):
                     usage.cache_hits += 1
         fresh: list[tuple[str, float]] = []
         groups = [todo[k : k + self.docs_per_call] for k in range(0, len(todo), self.docs_per_call)]
+        # the prompt names each document by its own id when every document has a distinct
+        # one (an article's url_hash, say), else by its position
+        ids = [d.id for d in docs]
+        own = all(x is not None for x in ids) and len({str(x) for x in ids}) == n
+        label = [str(ids[i]) if own else str(i) for i in range(n)]
         answers = await asyncio.gather(
-            *(self._judge(query, [(str(i), texts[i]) for i in g], usage) for g in groups)
+            *(self._judge(query, [(label[i], texts[i]) for i in g], usage) for g in groups)
         )
         failed = 0
         for group, answer in zip(groups, answers, strict=True):
             for i in group:
-                outcome = answer[str(i)]
+                outcome = answer[label[i]]
                 if isinstance(outcome, Exception):
                     failed += 1
                     flags.setdefault(i, []).append("llm_failed")
