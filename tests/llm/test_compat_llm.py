@@ -33,6 +33,28 @@ def by_content(scores):
     return answer
 
 
+def all_at_once(scores):
+    """One answer scoring every passage the request lists (by its id in the request)."""
+
+    def answer(req):
+        listing = json.loads(req.prompt.split("Documents (a JSON array): ", 1)[1].split("\n")[0])
+        rated = [
+            {"id": d["id"], "score": scores[d["text"]]} for d in listing if d["text"] in scores
+        ]
+        return Reply(text=json.dumps({"scores": rated}))
+
+    return answer
+
+
+def test_rerank_passages_keeps_the_whole_original_order_when_a_passage_is_left_out():
+    passages = ["first passage", "second passage", "third passage"]
+    answer = all_at_once({"second passage": 9, "third passage": 7})  # the first is left out
+    with FakeLLMServer(responder=answer) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m")
+        out = rerank_passages("q", passages, client=client, cache=False, retry=FAST)
+    assert out == passages and len(server.requests) == 1
+
+
 def test_rerank_articles_through_gemini():
     before = copy.deepcopy(ARTICLES)
     answer = by_content({ARTICLES[0]["processed_content"]: 2, ARTICLES[1]["processed_content"]: 9})
@@ -83,11 +105,12 @@ def test_rerank_passages_orders_objects_and_degrades_gracefully(caplog):
         Citation("Kant on duty, briefly mentioned.", "a"),
         Citation("A long treatment of Kant's categorical imperative.", "b"),
     ]
-    answer = by_content({passages[0].text: 3, passages[1].text: 8})
+    answer = all_at_once({passages[0].text: 3, passages[1].text: 8})
     with FakeLLMServer(responder=answer) as server:
         client = OpenAIClient(base_url=server.openai_url, model="m")
         out = rerank_passages("Kant's ethics", passages, client=client, cache=False, retry=FAST)
     assert [p.source for p in out] == ["b", "a"] and out[1] is passages[0]
+    assert len(server.requests) == 1  # every passage scored in one structured call
     assert "depth" in server.requests[0].system
     long_text = "x" * 900
     with FakeLLMServer(responder=lambda r: Reply(status=503)) as server:

@@ -118,9 +118,10 @@ def rerank_passages(
     objects with that attribute; dicts come back as new dicts with ``rerank_score``, other
     passages as themselves.
 
-    Graceful degradation: with fewer than two passages, or when reranking cannot run (no
-    key, missing SDK) or every call fails, the passages come back in their original order
-    and a warning is logged.
+    All passages are scored in one structured call (``docs_per_call``). Graceful
+    degradation: with fewer than two passages, or when reranking cannot run (no key, missing
+    SDK) or the call fails or leaves a passage unscored, the passages come back in their
+    original order and a warning is logged: never a partly reordered list.
     """
     check_top_k(top_k)
     items = list(passages)
@@ -132,9 +133,13 @@ def rerank_passages(
         logger.warning("rerank_passages: reranking skipped (%s); original order kept", exc)
         return items[:top_k] if top_k else items
     scorer_options.setdefault("instructions", "passages")
+    scorer_options.setdefault("docs_per_call", len(items))  # one structured call for all
     scorer = LLMPointwiseScorer(llm, max_chars=max_chars, **scorer_options)
     docs = to_documents(items, text_field=text_field, missing_text="empty")
     result = ScorerReranker(scorer).rerank(query, docs, top_k=top_k, score_field="rerank_score")
     for w in result.warnings:
         logger.warning("rerank_passages: %s", w)
+    if result.degraded:  # a failed (or partly unreadable) call: the original order, whole
+        logger.warning("rerank_passages: reranking failed; original order kept")
+        return items[:top_k] if top_k else items
     return result.documents()
