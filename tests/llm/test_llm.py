@@ -562,3 +562,18 @@ def test_a_shared_limits_object_bounds_several_scorers():
 
         asyncio.run(both())
     assert 1 <= state["peak"] <= 2
+
+
+def test_a_window_and_step_that_cannot_carry_top_k_say_so():
+    docs = [f"doc {i}" for i in range(40)]
+
+    def reverse(req):
+        n = len(json.loads(req.prompt.split("Chunks (JSON array):\n", 1)[1].split("\n\n")[0]))
+        return rerank_answer(list(range(n - 1, -1, -1)))
+
+    with FakeLLMServer(responder=reverse) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m")
+        wide = ScorerReranker(listwise(client, window=20, step=20)).rerank("q", docs, top_k=10)
+        fine = ScorerReranker(listwise(client, window=20, step=10)).rerank("q", docs, top_k=10)
+    assert any("carries only 0 documents" in w for w in wide.warnings)
+    assert not any("carries only" in w for w in fine.warnings)

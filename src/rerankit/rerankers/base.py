@@ -117,7 +117,10 @@ class Scored:
 async def run_scorer(
     scorer: Scorer, query: str, docs: Sequence[Document], context: Mapping[str, Any]
 ) -> ScoreBatch:
-    """A scorer's validated output for ``docs``."""
+    """A scorer's validated output for ``docs``. The rerank's ``top_k`` reaches only scorers
+    that declare ``uses_top_k = True`` (the listwise judge, whose windows must carry it)."""
+    if "top_k" in context and not getattr(scorer, "uses_top_k", False):
+        context = {k: v for k, v in context.items() if k != "top_k"}
     return as_score_batch(scorer.name, await scorer.score(query, docs, **context), len(docs))
 
 
@@ -239,7 +242,8 @@ class ScoringReranker(Reranker):
         score_field: str,
         **context: Any,
     ) -> RerankResult:
-        scored = await self._score(query, docs, **context)
+        # scorers that order by windows need to know how far down the caller will look
+        scored = await self._score(query, docs, **{"top_k": top_k, **context})
         return assemble(query, docs, scored, top_k=top_k, score_field=score_field)
 
     @abstractmethod

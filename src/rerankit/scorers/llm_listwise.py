@@ -148,6 +148,8 @@ class LLMListwiseScorer(LLMScorerBase):
     other, so they run one after another).
     """
 
+    uses_top_k = True  # warns when window and step cannot carry the top_k forward
+
     def __init__(
         self,
         client: LLMClient,
@@ -226,6 +228,14 @@ class LLMListwiseScorer(LLMScorerBase):
         degraded = False
         warnings: list[str] = []
         texts = prompt_texts([d.text[: self.max_chars] for d in docs], flags, warnings)
+        top_k = context.get("top_k")
+        carried = self.window - self.step
+        if isinstance(top_k, int) and n > self.window and top_k > carried:
+            warnings.append(
+                f"window {self.window} with step {self.step} carries only {carried} documents "
+                f"from one window to the next: some of the best {top_k} may stay behind (use a "
+                f"step of at most {max(self.window - top_k, 1)}, or a larger window)"
+            )
         for start, end in windows(n, self.window, self.step):
             if end - start < 2:
                 continue  # one document has only one order: no call
