@@ -138,6 +138,38 @@ def _cmd_rerankers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_cache(args: argparse.Namespace) -> int:
+    """Where the caches are, how big, and clearing them."""
+    import os
+    import sqlite3
+    from pathlib import Path
+
+    from .cache import EmbeddingCache, JudgmentCache, default_cache_dir
+
+    judgments = default_cache_dir() / "judgments.sqlite"
+    embeddings = os.environ.get("RERANKIT_EMBEDDING_CACHE")
+    stores = [("judgments", judgments, "judgments")]
+    if embeddings:
+        stores.append(("embeddings", Path(embeddings), "embeddings"))
+    for label, path, table in stores:
+        if args.action == "clear" and args.what in ("all", label) and path.exists():
+            if label == "judgments":
+                JudgmentCache(path).clear()
+            else:
+                EmbeddingCache(path=path).clear()
+            print(f"cleared {label}: {path}")
+            continue
+        if not path.exists():
+            print(f"{label}: {path} (empty)")
+            continue
+        with sqlite3.connect(path) as db:
+            rows = db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+        print(f"{label}: {path}, {rows} entries, {path.stat().st_size / 1e6:.1f} MB")
+    if not embeddings:
+        print("embeddings: in memory only (set RERANKIT_EMBEDDING_CACHE to keep them on disk)")
+    return 0
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     from .server import ServerSettings, serve
 
@@ -237,6 +269,22 @@ def build_parser() -> argparse.ArgumentParser:
     from .eval.cli import add_commands
 
     add_commands(sub)
+    cache = sub.add_parser(
+        "cache",
+        help="show or clear rerankit's caches",
+        description="The LLM judgment cache (judgments.sqlite under $RERANKIT_CACHE_DIR, else "
+        "~/.cache/rerankit) and the embedding cache ($RERANKIT_EMBEDDING_CACHE, when set).",
+    )
+    cache.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
+    cache.add_argument(
+        "what",
+        choices=("all", "judgments", "embeddings"),
+        nargs="?",
+        default="all",
+        help="which cache to clear (default all)",
+    )
+    cache.set_defaults(func=_cmd_cache)
+
     srv = sub.add_parser("serve", help="run the HTTP service (Cohere- and TEI-compatible)")
     srv.add_argument(
         "--config",

@@ -179,3 +179,16 @@ def test_rerankers_lists_what_each_needs(capsys):
     assert "OPENAI_API_KEY" in lines["openai-pointwise"]
     code, out, _ = run_cli(capsys, "rerankers", "--all")
     assert "scorer:coverage" in out and "llm_client:gemini" in out
+
+
+def test_cache_command_shows_and_clears_the_judgment_cache(capsys, tmp_path, monkeypatch):
+    from rerankit import JudgmentCache
+
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("RERANKIT_EMBEDDING_CACHE", raising=False)
+    cache = JudgmentCache(tmp_path / "judgments.sqlite")
+    cache.put_many([("a", 1.0), ("b", 2.0)])
+    code, out, _ = run_cli(capsys, "cache")
+    assert code == 0 and "judgments" in out and "2 entries" in out
+    code, out, _ = run_cli(capsys, "cache", "clear")
+    assert code == 0 and "cleared judgments" in out and len(cache) == 0
