@@ -577,3 +577,32 @@ def test_a_window_and_step_that_cannot_carry_top_k_say_so():
         fine = ScorerReranker(listwise(client, window=20, step=10)).rerank("q", docs, top_k=10)
     assert any("carries only 0 documents" in w for w in wide.warnings)
     assert not any("carries only" in w for w in fine.warnings)
+
+
+def test_prompt_templates_are_data_and_an_edited_one_is_never_served_from_the_cache(tmp_path):
+    from rerankit.llm.prompts import load_template, presets
+
+    assert presets("pointwise") == ["general", "news", "passages"]
+    assert "{which}" in load_template("listwise", None)
+    custom = tmp_path / "mine.txt"
+    custom.write_text("Order the chunks for a lawyer. Indices: {which}. JSON only.", "utf-8")
+    cache = JudgmentCache(":memory:")
+    with FakeLLMServer(responder=lambda r: rerank_answer([1, 0, 2, 3])) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m")
+        shipped = listwise(client, cache=cache)
+        mine = listwise(client, cache=cache, template=custom)
+        ScorerReranker(shipped).rerank("q", DOCS)
+        again = ScorerReranker(shipped).rerank("q", DOCS)
+        edited = ScorerReranker(mine).rerank("q", DOCS)
+    assert again.usage["cache_hits"] == 1 and again.usage["calls"] == 0
+    assert edited.usage["calls"] == 1  # another template: another key
+    assert (
+        server.requests[-1].system
+        == "Order the chunks for a lawyer. Indices: every index from 0 to 3. JSON only."
+    )
+    pointwise_news = pointwise(
+        OpenAIClient(base_url="http://127.0.0.1:9", model="m"), instructions="news"
+    )
+    assert pointwise_news.instructions == load_template("pointwise", "news")
+    with pytest.raises(ValueError, match="template"):
+        listwise(OpenAIClient(base_url="http://127.0.0.1:9", model="m"), template="bad {field}")

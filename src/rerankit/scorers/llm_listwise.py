@@ -31,6 +31,7 @@ import numpy as np
 
 from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
 from ..llm.parsing import parse_index, parse_json, repair_permutation, validate_permutation
+from ..llm.prompts import load_template
 from ..types import Document
 from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer, prompt_texts
 from .base import ScoreBatch
@@ -53,32 +54,19 @@ RERANK_SCHEMA = {
     "additionalProperties": False,
 }
 
-_INSTRUCTIONS = """You rerank text chunks for a retrieval system.
-Judge how much each chunk helps answer the question (meaning, not shared words).
-The chunks are a JSON array; a chunk's index is its position in that array.
 
-Reply with a JSON object with exactly these fields and no others:
-- "reranked_indices": {which}, each exactly once, most relevant first.
-  Keep chunks of equal relevance in their given order. Leave none out. If you reject, [].
-- "is_rejected": true only when no chunk holds anything relevant to the question; if even
-  one chunk is partly relevant, false.
-- "rejection_reason": when rejecting, a short factual reason; otherwise "".
-
-Example, some chunks relevant: {{"reranked_indices": [2, 0, 1], "is_rejected": false, \
-"rejection_reason": ""}}
-Example, none relevant: {{"reranked_indices": [], "is_rejected": true, \
-"rejection_reason": "No chunk is about the question's topic"}}"""
-
-
-def listwise_prompt(question: str, chunks_json: str, count: int) -> tuple[str, str]:
-    """``(system, user)`` texts of a listwise request over ``count`` JSON-encoded chunks."""
+def listwise_prompt(
+    question: str, chunks_json: str, count: int, template: str | None = None
+) -> tuple[str, str]:
+    """``(system, user)`` texts of a listwise request over ``count`` JSON-encoded chunks;
+    ``template`` is the system text with ``{which}`` (the shipped one by default)."""
     if count == 0:
         which = "the array is empty, so none: reject it (is_rejected true, reranked_indices [])"
     elif count == 1:
         which = "the one index, 0"
     else:
         which = f"every index from 0 to {count - 1}"
-    system = _INSTRUCTIONS.format(which=which)
+    system = (template or load_template("listwise", None)).format(which=which)
     user = (
         f"Chunks (JSON array):\n{chunks_json}\n\n"
         f"Question (a JSON string): {json.dumps(question, ensure_ascii=False)}"
@@ -142,7 +130,9 @@ _WINDOW_FLAGS = {
 class LLMListwiseScorer(LLMScorerBase):
     """Orders documents with an LLM, ``window`` at a time (default 20, step 10).
 
-    ``max_chars`` cuts each document in the prompt (default 2,000). ``cache``, ``retry``,
+    ``max_chars`` cuts each document in the prompt (default 2,000). ``template``: the system
+    text (a path to a text file, or the text itself, with ``{which}`` for the indices asked
+    for; default the shipped ``listwise.txt``). ``cache``, ``retry``,
     ``max_concurrency``, ``requests_per_minute``: as for
     :class:`~rerankit.scorers.llm_pointwise.LLMPointwiseScorer` (windows depend on each
     other, so they run one after another).
@@ -157,6 +147,7 @@ class LLMListwiseScorer(LLMScorerBase):
         window: int = 20,
         step: int = 10,
         max_chars: int = 2_000,
+        template: str | None = None,
         name: str = "llm_listwise",
         **options: Unpack[LLMScorerOptions],
     ) -> None:
@@ -166,13 +157,22 @@ class LLMListwiseScorer(LLMScorerBase):
         if not 1 <= step <= window:
             raise ValueError(f"step must be between 1 and window ({window}), got {step}")
         self.window, self.step, self.max_chars = window, step, max_chars
+        self.template = load_template("listwise", template)
+        try:
+            self.template.format(which="every index")
+        except (KeyError, IndexError, ValueError) as exc:
+            raise ValueError(
+                f"template: only {{which}} may stand in braces (double the others): {exc!r}"
+            ) from exc
 
     async def _rank_window(
         self, query: str, texts: list[str], usage: Usage, label: str, notes: dict[str, Any]
     ) -> list[int] | None:
         """A local permutation of ``texts`` (None when the window keeps its order). Only
         valid answers (a permutation, or a rejection) are cached."""
-        system, prompt = listwise_prompt(query, json.dumps(texts, ensure_ascii=False), len(texts))
+        system, prompt = listwise_prompt(
+            query, json.dumps(texts, ensure_ascii=False), len(texts), self.template
+        )
         request = LLMRequest(
             prompt=prompt,
             system=system,

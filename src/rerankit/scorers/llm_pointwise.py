@@ -25,6 +25,7 @@ import numpy as np
 
 from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
 from ..llm.parsing import parse_json, parse_score
+from ..llm.prompts import load_template, presets
 from ..types import Document
 from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer, prompt_texts
 from .base import ScoreBatch
@@ -36,24 +37,8 @@ __all__ = ["INSTRUCTION_PRESETS", "LLMPointwiseScorer"]
 
 logger = logging.getLogger(__name__)
 
-INSTRUCTION_PRESETS = {
-    "general": (
-        "You rate how relevant a document is to a search query. A document is relevant when it "
-        "helps answer the query; mentioning the same words is not enough."
-    ),
-    # news: a financial analyst judging news articles for an investor's question
-    "news": (
-        "You are an assistant to a financial analyst. Judge how useful a news article is for "
-        "the analyst's query: does it report facts, figures or events that bear on it?"
-    ),
-    # passages: passages judged for depth and substance, not only topical match
-    "passages": (
-        "You judge passages for a reader studying a question. Reward direct relevance, depth "
-        "of treatment and substantive explanation; a passage that only mentions the topic in "
-        "passing deserves a low score."
-    ),
-}
-
+#: the shipped presets of ``instructions`` (text files in ``rerankit/llm/prompts``)
+INSTRUCTION_PRESETS = {name: load_template("pointwise", name) for name in presets("pointwise")}
 _SCALE = (
     "Rate relevance from 0 (irrelevant) to 10 (exactly what the query asks for). "
     "Reply with JSON only."
@@ -100,7 +85,7 @@ class LLMPointwiseScorer(LLMScorerBase):
             raise ValueError(f"max_chars must be >= 1, got {max_chars}")
         if docs_per_call < 1:
             raise ValueError(f"docs_per_call must be >= 1, got {docs_per_call}")
-        self.instructions = INSTRUCTION_PRESETS.get(instructions, instructions)
+        self.instructions = load_template("pointwise", instructions)
         self.max_chars, self.docs_per_call = max_chars, docs_per_call
 
     # -- prompts -------------------------------------------------------------------------
