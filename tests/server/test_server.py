@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
 import threading
 import time
@@ -322,3 +323,54 @@ def test_encode_batcher_groups_concurrent_calls():
     with pytest.raises(RuntimeError, match="model crashed"):
         EncodeBatcher(failing).encode(["x"])
     assert asyncio.run(asyncio.sleep(0, result=True))
+
+
+def _metric(url: str, prefix: str) -> float:
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        if line.startswith(prefix):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def test_no_plain_text_500_and_every_answer_counted_and_timed(live):
+    timed = 'rerankit_request_seconds_count{endpoint="/v1/rerank"}'
+    before_400, before_timed = _error_count(live.url, 400), _metric(live.url, timed)
+    deep = "[" * 5000 + "]" * 5000
+    r = httpx.post(f"{live.url}/v1/rerank", headers=AUTH, content=deep)
+    assert r.status_code == 400 and "nested too deeply" in r.json()["message"]
+    assert _error_count(live.url, 400) == before_400 + 1
+    assert _metric(live.url, timed) == before_timed + 1  # failed requests are timed too
+    body = {"query": QUERY, "documents": ["a\ud800b solar power", "wind"], "return_documents": True}
+    r = httpx.post(f"{live.url}/v1/rerank", headers=AUTH, content=json.dumps(body))
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
+    assert r.json()["results"][0]["document"]["text"] == "a\ud800b solar power"
+    assert "meta" in r.json() and "warnings" not in r.json()["meta"]  # scored, not degraded
+    before_500 = _error_count(live.url, 500)
+    broken = json.dumps({"model": "broken", **body})
+    r = httpx.post(f"{live.url}/v1/rerank", headers=AUTH, content=broken)
+    assert r.status_code == 500 and "message" in r.json()
+    assert _error_count(live.url, 500) == before_500 + 1
+
+
+def test_404_405_and_401_answer_like_the_api(live):
+    r = httpx.get(f"{live.url}/nope", headers=AUTH)
+    assert r.status_code == 404 and r.json() == {"message": "Not Found"}
+    r = httpx.get(f"{live.url}/v1/rerank", headers=AUTH)
+    assert r.status_code == 405 and r.json() == {"message": "Method Not Allowed"}
+    r = httpx.post(f"{live.url}/v1/rerank", json={"query": "q", "documents": ["a"]})
+    assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_ready_only_after_the_warm_up():
+    server = LiveServer(ServerSettings(pipelines={"slow": "test-slow"}, default="slow"))
+    try:
+        first = httpx.get(f"{server.url}/ready")
+        assert first.status_code == 503 and first.json() == {"status": "loading"}
+        assert httpx.get(f"{server.url}/health").status_code == 200  # alive meanwhile
+        deadline = time.time() + 20
+        while httpx.get(f"{server.url}/ready").status_code != 200 and time.time() < deadline:
+            time.sleep(0.05)
+        ready = httpx.get(f"{server.url}/ready").json()
+        assert ready["status"] == "ready" and ready["warm_up_seconds"] >= 0.8  # 2 x 0.4 s
+    finally:
+        server.stop()

@@ -164,7 +164,10 @@ def split_batch(texts: Sequence[str], lowercase: bool) -> BatchWords | None:
     if len(joined) > MAX_BYTES:
         return None
     # (On ASCII the byte table below does the lowercasing.)
-    raw = joined.encode("ascii") if joined.isascii() else _clean_non_ascii(joined, lowercase)
+    try:
+        raw = joined.encode("ascii") if joined.isascii() else _clean_non_ascii(joined, lowercase)
+    except UnicodeEncodeError:  # a lone surrogate: the regular expression copes with it
+        return None
     # Padding: every word is followed by a non-word byte, and 8-byte reads stay inside.
     encoded = raw.translate(_TABLES[lowercase]) + bytes(8)
     buf = np.frombuffer(encoded, dtype=np.uint8)

@@ -12,6 +12,7 @@ pipeline's own scores instead.
 """
 
 import asyncio
+import contextlib
 import hmac
 import json
 import logging
@@ -114,6 +115,8 @@ class _Service:
             else None
         )
         self._pipelines: dict[str, Any] = {}
+        self.ready = asyncio.Event()
+        self.warm_up_seconds = 0.0
         self._releasing: set[asyncio.Future] = set()  # strong references until each ran
 
     def pipeline(self, name: str | None) -> Any:
@@ -129,6 +132,20 @@ class _Service:
             except (ValueError, TypeError) as exc:
                 raise ServiceError(500, f"pipeline {name!r} is misconfigured: {exc}") from exc
         return self._pipelines[name]
+
+    async def warm_up(self) -> None:
+        """Load every pipeline and rerank one small batch with each, then mark the service
+        ready. A pipeline that fails here is logged; its requests will say why."""
+        start = time.perf_counter()
+        for name in self.settings.pipelines:
+            try:
+                reranker = self.pipeline(name)
+                await reranker.arerank("warm up", ["a warm-up document", "another one"])
+            except Exception as exc:
+                logger.warning("warm-up of pipeline %r failed: %s", name, exc)
+        self.warm_up_seconds = time.perf_counter() - start
+        logger.info("rerankit service ready: warm-up took %.1f s", self.warm_up_seconds)
+        self.ready.set()
 
     def _finished(self, task: asyncio.Future) -> None:
         if not task.cancelled():
@@ -154,7 +171,6 @@ class _Service:
         except ValueError as exc:
             raise ServiceError(400, str(exc)) from exc
         self.metrics.requests.labels(endpoint, name).inc()
-        start = time.perf_counter()
         await self.admission.acquire()
         # The slot is held until the work itself ends, even after a timeout answer: a
         # timed-out rerank keeps computing on its thread, and it still counts against
@@ -180,7 +196,6 @@ class _Service:
         except Exception as exc:
             logger.exception("rerank failed")
             raise ServiceError(500, f"internal error: {type(exc).__name__}") from exc
-        self.metrics.latency.labels(endpoint).observe(time.perf_counter() - start)
         self.metrics.documents.inc(len(call.documents))
         return result
 
@@ -191,23 +206,43 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, Response
     from pydantic import ValidationError
+    from starlette.exceptions import HTTPException
+
+    class SafeJSONResponse(JSONResponse):
+        """JSON that cannot fail to encode: non-ASCII is escaped (a lone surrogate in an
+        echoed document becomes ``\\ud800``, not a UnicodeEncodeError)."""
+
+        def render(self, content: Any) -> bytes:
+            return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
     settings = settings or ServerSettings()
     service = _Service(settings)
     metrics = service.metrics
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        warm = asyncio.ensure_future(service.warm_up())
+        yield
+        warm.cancel()
+
     app = fastapi.FastAPI(
         title="rerankit",
         description="Reranking with Cohere- and TEI-compatible endpoints.",
         version=__import__("rerankit").__version__,
+        default_response_class=SafeJSONResponse,
+        lifespan=lifespan,
     )
 
     def error(status: int, message: str, headers: dict[str, str] | None = None) -> Any:
-        metrics.errors.labels(str(status)).inc()  # every error answer is counted here, once
-        return JSONResponse({"message": message}, status_code=status, headers=headers)
+        return SafeJSONResponse({"message": message}, status_code=status, headers=headers)
 
     @app.exception_handler(ServiceError)
     async def _service_error(request: Any, exc: ServiceError) -> Any:
         return error(exc.status, exc.message, exc.headers)
+
+    @app.exception_handler(HTTPException)
+    async def _http_error(request: Any, exc: HTTPException) -> Any:  # 404, 405, ...
+        return error(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Any, exc: RequestValidationError) -> Any:
@@ -222,15 +257,35 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             size = request.headers.get("content-length")
             if size is not None and size.isdigit() and int(size) > settings.max_body_bytes:
                 return error(413, f"request body over {settings.max_body_bytes} bytes")
-        needs_key = path not in ("/health", "/docs", "/openapi.json") and not (
+        needs_key = path not in ("/health", "/ready", "/docs", "/openapi.json") and not (
             path == "/metrics" and settings.metrics_public
         )
         if needs_key and settings.api_keys:
             header = request.headers.get("authorization", "")
             token = header[7:].strip() if header.lower().startswith("bearer ") else ""
             if not any(hmac.compare_digest(token.encode(), k.encode()) for k in settings.api_keys):
-                return error(401, "invalid or missing API key (send 'Authorization: Bearer <key>')")
+                return error(
+                    401,
+                    "invalid or missing API key (send 'Authorization: Bearer <key>')",
+                    {"WWW-Authenticate": 'Bearer realm="rerankit"'},
+                )
         return await call_next(request)
+
+    @app.middleware("http")
+    async def _account(request: Any, call_next: Any) -> Any:
+        """Outermost: every answer, a crash's JSON 500 included, is counted once by status
+        and timed."""
+        start = time.perf_counter()
+        try:
+            response = await call_next(request)
+        except Exception:
+            logger.exception("unhandled error on %s", request.url.path)
+            response = error(500, "internal error")
+        status = response.status_code
+        if status >= 400:
+            metrics.errors.labels(str(status)).inc()
+        metrics.latency.labels(request.url.path).observe(time.perf_counter() - start)
+        return response
 
     async def parse(request: Any, model: type) -> Any:
         # Parsed by hand: some clients (the cohere SDK among them) send JSON without a
@@ -242,6 +297,8 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             data = json.loads(raw or b"null")
         except ValueError as exc:
             raise ServiceError(400, f"the body is not JSON: {exc}") from exc
+        except RecursionError as exc:  # nesting deeper than the parser goes
+            raise ServiceError(400, "the body is nested too deeply") from exc
         try:
             return model.model_validate(data)
         except ValidationError as exc:
@@ -274,7 +331,15 @@ def create_app(settings: ServerSettings | None = None) -> Any:
 
     @app.get("/health")
     async def health() -> Any:
+        """Liveness: the process answers."""
         return {"status": "ok", "models": sorted(settings.pipelines), "default": settings.default}
+
+    @app.get("/ready")
+    async def ready() -> Any:
+        """Readiness: 503 until every pipeline has loaded and run a warm-up batch."""
+        if not service.ready.is_set():
+            return SafeJSONResponse({"status": "loading"}, status_code=503)
+        return {"status": "ready", "warm_up_seconds": round(service.warm_up_seconds, 3)}
 
     @app.get("/v1/models")
     async def models() -> Any:
