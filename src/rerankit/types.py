@@ -92,7 +92,8 @@ class RerankResult:
     calls a provider (``calls``, ``retries``, ``cache_hits``, ``failures``,
     ``input_tokens``, ``output_tokens``); it is empty otherwise. ``timings`` gives seconds
     per pipeline stage; ``dropped`` the input positions of documents an ordering rule removed
-    (a warning says which rule). Iterating yields :class:`RankedDocument` best first.
+    (a warning says which rule). ``failed`` is true when no strategy could score at all (the
+    order is then the input's). Iterating yields :class:`RankedDocument` best first.
     """
 
     query: str
@@ -102,6 +103,7 @@ class RerankResult:
     usage: Mapping[str, int] = field(default_factory=dict)
     timings: Mapping[str, float] = field(default_factory=dict)
     dropped: tuple[int, ...] = ()
+    failed: bool = False
 
     def __iter__(self) -> Iterator[RankedDocument]:
         return iter(self.results)

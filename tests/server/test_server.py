@@ -19,6 +19,7 @@ uvicorn = pytest.importorskip("uvicorn")
 
 from rerankit import (  # noqa: E402
     FunctionScorer,
+    FusionReranker,
     HybridReranker,
     JaccardScorer,
     ScorerReranker,
@@ -374,3 +375,48 @@ def test_ready_only_after_the_warm_up():
         assert ready["status"] == "ready" and ready["warm_up_seconds"] >= 0.8  # 2 x 0.4 s
     finally:
         server.stop()
+
+
+def _failing(q, d):
+    raise RuntimeError("model crashed")
+
+
+register_reranker("test-all-fail", lambda: ScorerReranker(FunctionScorer(_failing, name="crash")))
+register_reranker(
+    "test-half-fail",
+    lambda: FusionReranker(
+        [FunctionScorer(_failing, name="crash"), FunctionScorer(lambda q, d: len(d.text))]
+    ),
+)
+
+
+def test_failures_are_errors_and_partial_ones_are_said_in_meta_and_a_header():
+    pytest.importorskip("openai", reason="the provider case needs the 'openai' extra")
+    from rerankit import LLMPointwiseScorer
+    from rerankit.llm import OpenAIClient, RetryPolicy
+    from rerankit.testing import FakeLLMServer, Reply
+
+    with FakeLLMServer(responder=lambda r: Reply(status=503)) as provider:
+        fast = RetryPolicy(attempts=1, min_wait=0.0, max_wait=0.0, timeout=5.0)
+        client = OpenAIClient(base_url=provider.openai_url, model="m")
+        register_reranker(
+            "test-llm-down",
+            lambda: ScorerReranker(LLMPointwiseScorer(client, retry=fast, cache=False)),
+        )
+        pipelines = {n: f"test-{n}" for n in ("all-fail", "half-fail", "llm-down")}
+        server = LiveServer(ServerSettings(pipelines=pipelines, default="all-fail"))
+        try:
+            ask = {"query": QUERY, "documents": DOCS}
+            r = httpx.post(f"{server.url}/v2/rerank", json={**ask, "model": "all-fail"})
+            assert r.status_code == 500 and "every strategy failed" in r.json()["message"]
+            assert "model crashed" in r.json()["message"]
+            r = httpx.post(f"{server.url}/v2/rerank", json={**ask, "model": "llm-down"})
+            assert r.status_code == 502 and "provider failed" in r.json()["message"]
+            r = httpx.post(f"{server.url}/v1/rerank", json={**ask, "model": "half-fail"})
+            assert r.status_code == 200 and r.headers["x-rerankit-degraded"] == "true"
+            assert r.json()["meta"]["rerankit"]["degraded"] is True
+            ok = httpx.post(f"{server.url}/v1/rerank", json={**ask, "model": "half-fail"})
+            longest = max(range(len(DOCS)), key=lambda i: len(DOCS[i]))
+            assert ok.json()["results"][0]["index"] == longest  # the working strategy decides
+        finally:
+            server.stop()

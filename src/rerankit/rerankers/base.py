@@ -72,6 +72,9 @@ class Scored:
     timings: dict[str, float] = field(default_factory=dict)
     # strategy -> documents it never scored (pipeline stages see only the kept documents)
     unseen: dict[str, np.ndarray] = field(default_factory=dict)
+    # no strategy produced scores: the order is the input's
+    failed_all: bool = False
+    last_stage_failed: bool = False  # (pipelines) whether the stage just run failed
 
     def saw(self, name: str, i: int) -> bool:
         mask = self.unseen.get(name)
@@ -300,4 +303,5 @@ def assemble(
         usage=dict(scored.usage),
         timings=dict(scored.timings),
         dropped=tuple(dropped),
+        failed=scored.failed_all,
     )

@@ -94,13 +94,18 @@ class Pipeline(Reranker):
         n = len(docs)
         scored = Scored(final=np.zeros(n))
         order, limit, dropped = list(range(n)), n, []
+        scoring, failures = 0, 0
         for stage in self.stages:
             head, tail = order[:limit], order[limit:]
             start = time.perf_counter()
             new_head = await self._run_stage(stage, query, docs, head, scored, dropped, context)
             scored.timings[stage.name] = time.perf_counter() - start
+            if not isinstance(stage.step, Rule):
+                scoring += 1
+                failures += scored.last_stage_failed
             order = new_head + tail
             limit = min(stage.keep, len(new_head)) if stage.keep else len(new_head)
+        scored.failed_all = scoring > 0 and failures == scoring
         return assemble(
             query,
             docs,
@@ -124,6 +129,7 @@ class Pipeline(Reranker):
         n = len(docs)
         sub_docs = [docs[i] for i in head]
         is_rule = isinstance(stage.step, Rule)
+        scored.last_stage_failed = False
         try:
             if is_rule:
                 sub = stage.step.apply_result(self._current(query, sub_docs, head, scored))
@@ -139,7 +145,9 @@ class Pipeline(Reranker):
             logger.warning(message)
             scored.warnings.append(message)
             scored.degraded = True
+            scored.last_stage_failed = True
             return head
+        scored.last_stage_failed = sub.failed
         scored.warnings.extend(f"stage {stage.name!r}: {w}" for w in sub.warnings)
         scored.degraded |= sub.degraded
         scored.add_usage(sub.usage)

@@ -82,6 +82,7 @@ class FusionReranker(ScoringReranker):
             kept.append(i)
         if not rows:
             scored.warnings.append("every strategy failed; input order kept")
+            scored.failed_all = True
             return scored
         weights = self._weights[kept] / self._weights[kept].sum()
         normalization = self.normalization_method if self.normalize_scores else None

@@ -34,6 +34,7 @@ class ScorerReranker(ScoringReranker):
             raise
         except Exception as exc:
             scored.failed(self.scorer, exc)
+            scored.failed_all = True
             return scored
         name = self.scorer.name
         scored.final = scored.take(name, batch)

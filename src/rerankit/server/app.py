@@ -196,6 +196,15 @@ class _Service:
         except Exception as exc:
             logger.exception("rerank failed")
             raise ServiceError(500, f"internal error: {type(exc).__name__}") from exc
+        if result.failed or (result.results and all("llm_failed" in r.flags for r in result)):
+            provider = not result.failed  # every LLM judgment failed: the provider did
+            status = 502 if provider else 500
+            what = (
+                "the LLM provider failed for every document"
+                if provider
+                else ("every strategy failed")
+            )
+            raise ServiceError(status, f"pipeline {name!r}: {what}: {'; '.join(result.warnings)}")
         self.metrics.documents.inc(len(call.documents))
         return result
 
@@ -313,7 +322,11 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 call = fmt.call(body, settings)
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
-            return fmt.respond(body, call, await service.run(fmt.path, call))
+            result = await service.run(fmt.path, call)
+            headers = {}
+            if result.degraded:  # SDK users rarely read meta: the header says it too
+                headers["x-rerankit-degraded"] = "true"
+            return SafeJSONResponse(fmt.respond(body, call, result), headers=headers)
 
         schema = fmt.Request.model_json_schema()
         app.post(

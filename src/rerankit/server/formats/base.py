@@ -61,8 +61,13 @@ def clip(
 
 
 def meta(result: RerankResult, version: str) -> dict[str, Any]:
-    """Cohere's ``meta`` object, with the result's warnings."""
+    """Cohere's ``meta`` object, with the result's warnings, and rerankit's own account
+    (``meta.rerankit``: ``degraded`` and the per-document ``flags`` by input index) when
+    anything went wrong."""
     out: dict[str, Any] = {"api_version": {"version": version}, "billed_units": {"search_units": 1}}
     if result.warnings:
         out["warnings"] = list(result.warnings)
+    flags = {str(r.index): list(r.flags) for r in result if r.flags}
+    if result.degraded or flags:
+        out["rerankit"] = {"degraded": result.degraded, "flags": flags}
     return out
