@@ -276,7 +276,7 @@ def test_timeout_is_503():
     server = LiveServer(settings)
     try:
         r = httpx.post(f"{server.url}/v2/rerank", json={"query": QUERY, "documents": DOCS})
-        assert r.status_code == 503 and "within 0.3 s" in r.json()["message"]
+        assert r.status_code == 503 and "within the 0.3 s deadline" in r.json()["message"]
         # the timed-out work (4 x 0.4 s) still holds its slot until it ends
         assert "rerankit_in_flight 1.0" in httpx.get(f"{server.url}/metrics").text
         deadline = time.time() + 5
@@ -420,3 +420,54 @@ def test_failures_are_errors_and_partial_ones_are_said_in_meta_and_a_header():
             assert ok.json()["results"][0]["index"] == longest  # the working strategy decides
         finally:
             server.stop()
+
+
+_slow_calls: list[str] = []
+
+
+def _slow_counted(query, doc):
+    _slow_calls.append(doc.text)
+    time.sleep(0.5)
+    return float(len(doc.text))
+
+
+register_reranker(
+    "test-slow-counted", lambda: ScorerReranker(FunctionScorer(_slow_counted, name="slow"))
+)
+
+
+def test_one_deadline_covers_the_queue_and_queued_requests_past_it_never_run():
+    settings = ServerSettings(
+        pipelines={"slow": "test-slow-counted"},
+        default="slow",
+        timeout=1.0,
+        max_concurrency=1,
+        max_queue=4,
+    )
+    server = LiveServer(settings)
+    try:
+        deadline = time.time() + 20
+        while httpx.get(f"{server.url}/ready").status_code != 200 and time.time() < deadline:
+            time.sleep(0.05)
+        _slow_calls.clear()
+
+        def ask(text: str) -> tuple[int, float]:
+            start = time.perf_counter()
+            r = httpx.post(
+                f"{server.url}/v2/rerank",
+                json={"query": "q", "documents": [f"{text} {i}" for i in range(4)]},
+                timeout=30,
+            )
+            return r.status_code, time.perf_counter() - start
+
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(ask, "first")
+            time.sleep(0.2)
+            second = pool.submit(ask, "second")
+            (status_a, took_a), (status_b, took_b) = first.result(), second.result()
+        assert status_a == 503 and took_a < 1.6  # 4 x 0.5 s of work: past the deadline
+        assert status_b == 503 and took_b < 1.6  # answered at its own deadline, queued
+        time.sleep(1.5)  # the first request's work ends; the second's never started
+        assert not any(t.startswith("second") for t in _slow_calls)
+    finally:
+        server.stop()

@@ -86,6 +86,9 @@ class _Admission:
                 self.metrics.queue.set(self.waiting)
                 try:
                     await self._cond.wait_for(lambda: self.running < self.slots)
+                except asyncio.CancelledError:  # past its deadline: a wake-up goes on
+                    self._cond.notify()
+                    raise
                 finally:
                     self.waiting -= 1
                     self.metrics.queue.set(self.waiting)
@@ -154,8 +157,12 @@ class _Service:
         self._releasing.add(release)
         release.add_done_callback(self._releasing.discard)
 
-    async def run(self, endpoint: str, call: Call) -> RerankResult:
+    async def run(self, endpoint: str, call: Call, arrival: float | None = None) -> RerankResult:
+        """Rerank ``call`` within one deadline: ``timeout`` seconds from ``arrival`` (the
+        request's arrival, ``time.monotonic()``), covering the wait for a slot and the work.
+        A request still queued at its deadline gets 503 without running."""
         settings = self.settings
+        deadline = (arrival if arrival is not None else time.monotonic()) + settings.timeout
         name = call.model or settings.default
         reranker = self.pipeline(name)
         if not call.query.strip():
@@ -171,7 +178,12 @@ class _Service:
         except ValueError as exc:
             raise ServiceError(400, str(exc)) from exc
         self.metrics.requests.labels(endpoint, name).inc()
-        await self.admission.acquire()
+        try:
+            await asyncio.wait_for(self.admission.acquire(), max(deadline - time.monotonic(), 0))
+        except asyncio.TimeoutError as exc:
+            raise ServiceError(
+                503, f"no slot free within the {settings.timeout:g} s deadline; not run"
+            ) from exc
         # The slot is held until the work itself ends, even after a timeout answer: a
         # timed-out rerank keeps computing on its thread, and it still counts against
         # max_concurrency, so timeouts cannot pile up unbounded work.
@@ -184,9 +196,13 @@ class _Service:
             ENCODE_HOOK.reset(token)
         task.add_done_callback(self._finished)
         try:
-            result = await asyncio.wait_for(asyncio.shield(task), settings.timeout)
+            result = await asyncio.wait_for(
+                asyncio.shield(task), max(deadline - time.monotonic(), 0.0)
+            )
         except asyncio.TimeoutError as exc:
-            raise ServiceError(503, f"no answer within {settings.timeout:g} s") from exc
+            raise ServiceError(
+                503, f"no answer within the {settings.timeout:g} s deadline"
+            ) from exc
         except InputError as exc:
             raise ServiceError(400, str(exc)) from exc
         except (MissingDependencyError, ModelLoadError) as exc:
@@ -317,12 +333,13 @@ def create_app(settings: ServerSettings | None = None) -> Any:
 
     def route(fmt: Any) -> Any:
         async def handle(request: fastapi.Request) -> Any:
+            arrival = time.monotonic()
             body = await parse(request, fmt.Request)
             try:
                 call = fmt.call(body, settings)
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
-            result = await service.run(fmt.path, call)
+            result = await service.run(fmt.path, call, arrival)
             headers = {}
             if result.degraded:  # SDK users rarely read meta: the header says it too
                 headers["x-rerankit-degraded"] = "true"
