@@ -471,3 +471,29 @@ def test_one_deadline_covers_the_queue_and_queued_requests_past_it_never_run():
         assert not any(t.startswith("second") for t in _slow_calls)
     finally:
         server.stop()
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "message"),
+    [
+        ("/v2/rerank", {"query": QUERY, "documents": DOCS, "top_n": "2"}, "top_n"),
+        ("/v2/rerank", {"query": QUERY, "documents": DOCS, "top_n": True}, "top_n"),
+        ("/v1/rerank", {"query": QUERY, "documents": DOCS, "return_documents": "yes"}, "return"),
+        ("/rerank", {"query": QUERY, "texts": DOCS, "truncate": 0}, "truncate"),
+        ("/rerank", {"query": QUERY, "texts": DOCS, "truncation_direction": "sideways"}, "trunc"),
+    ],
+)
+def test_types_are_checked_not_coerced(live, path, body, message):
+    r = httpx.post(f"{live.url}{path}", headers=AUTH, json=body)
+    assert r.status_code == 422 and message in r.json()["message"]
+
+
+def test_ignored_fields_and_long_queries_are_said(live):
+    body = {"query": QUERY, "documents": DOCS, "max_chunks_per_doc": 10}
+    r = httpx.post(f"{live.url}/v1/rerank", headers=AUTH, json=body)
+    assert r.status_code == 200
+    assert any("max_chunks_per_doc" in w for w in r.json()["meta"]["warnings"])
+    r = httpx.post(
+        f"{live.url}/v2/rerank", headers=AUTH, json={"query": "q" * 201, "documents": DOCS}
+    )
+    assert r.status_code == 400 and "query: 201 characters" in r.json()["message"]

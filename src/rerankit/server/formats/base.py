@@ -11,7 +11,7 @@ from ...errors import ServiceError
 from ...types import Document, RerankResult
 from ..settings import ServerSettings
 
-__all__ = ["Call", "WireFormat", "clip", "meta"]
+__all__ = ["Call", "WireFormat", "check_query", "clip", "meta"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +58,15 @@ def clip(
             d = replace(d, text=d.text[-cap:] if left else d.text[:cap])
         out.append(d)
     return out
+
+
+def check_query(query: str, settings: ServerSettings) -> str:
+    """The query, or a 400 when it is longer than a document may be."""
+    if len(query) > settings.max_document_chars:
+        raise ServiceError(
+            400, f"query: {len(query)} characters; the limit is {settings.max_document_chars}"
+        )
+    return query
 
 
 def meta(result: RerankResult, version: str) -> dict[str, Any]:

@@ -13,20 +13,21 @@ from ...errors import InvalidDocumentError, ServiceError
 from ...normalize import unit_scores
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import Call, clip, meta
+from .base import Call, check_query, clip, meta
 
 path = "/v1/rerank"
 
 
 class Request(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
+    model_config = ConfigDict(extra="ignore", strict=True)
     query: str
     documents: list[str | dict[str, Any]]
     model: str | None = None
     top_n: int | None = None
     rank_fields: list[str] | None = None
     return_documents: bool = True
-    max_chunks_per_doc: int | None = None  # accepted; documents are not chunked
+    max_chunks_per_doc: int | None = None  # accepted; documents are not chunked (said in meta)
     #: rerankit's extension: the object field holding the first-stage (retriever) score
     first_stage_field: str | None = None
 
@@ -41,10 +42,19 @@ def call(body: Request, settings: ServerSettings) -> Call:
     except InvalidDocumentError as exc:
         hint = "; object documents need a 'text' field or rank_fields naming theirs"
         raise ServiceError(400, f"{exc}{hint if body.rank_fields is None else ''}") from exc
-    return Call(body.query, clip(docs, settings), body.model, body.top_n)
+    return Call(check_query(body.query, settings), clip(docs, settings), body.model, body.top_n)
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
+    out = _respond(body, result)
+    if body.max_chunks_per_doc is not None:
+        out["meta"].setdefault("warnings", []).append(
+            "max_chunks_per_doc is accepted but ignored: documents are not split into chunks"
+        )
+    return out
+
+
+def _respond(body: Request, result: RerankResult) -> dict[str, Any]:
     scores = unit_scores([r.score for r in result]).tolist()
     results = []
     for r, s in zip(result, scores, strict=True):

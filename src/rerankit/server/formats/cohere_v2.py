@@ -12,13 +12,14 @@ from ...documents import to_documents
 from ...normalize import unit_scores
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import Call, clip, meta
+from .base import Call, check_query, clip, meta
 
 path = "/v2/rerank"
 
 
 class Request(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
+    model_config = ConfigDict(extra="ignore", strict=True)
     model: str | None = None
     query: str
     documents: list[str]
@@ -30,7 +31,12 @@ def call(body: Request, settings: ServerSettings) -> Call:
     items = body.documents
     if body.max_tokens_per_doc:  # tokens approximated by words
         items = [" ".join(t.split()[: body.max_tokens_per_doc]) for t in items]
-    return Call(body.query, clip(to_documents(items), settings), body.model, body.top_n)
+    return Call(
+        check_query(body.query, settings),
+        clip(to_documents(items), settings),
+        body.model,
+        body.top_n,
+    )
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -12,19 +12,20 @@ from ...errors import ServiceError
 from ...normalize import unit_scores
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import Call, clip
+from .base import Call, check_query, clip
 
 path = "/rerank"
 
 
 class Request(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
+    model_config = ConfigDict(extra="ignore", strict=True)
     query: str
     texts: list[str]
     raw_scores: bool = False
     return_text: bool = False
     truncate: bool = False
-    truncation_direction: str = "Right"
+    truncation_direction: Literal["Left", "Right", "left", "right"] = "Right"
 
 
 def call(body: Request, settings: ServerSettings) -> Call:
@@ -34,7 +35,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
     # the caller's truncate decides here, whatever the server's own setting
     left = body.truncation_direction.lower() == "left"
     docs = clip(to_documents(body.texts), settings, truncate=True, left=left)
-    return Call(body.query, docs)
+    return Call(check_query(body.query, settings), docs)
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> list[dict[str, Any]]:
