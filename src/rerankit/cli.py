@@ -176,7 +176,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     settings = ServerSettings.from_file(args.config) if args.config else ServerSettings()
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    serve(settings, host=args.host, port=args.port)
+    serve(settings, host=args.host, port=args.port, graceful_seconds=args.graceful_timeout)
     return 0
 
 
@@ -294,6 +294,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     srv.add_argument("--port", type=int, default=8080, help="port to listen on (8080)")
+    srv.add_argument(
+        "--graceful-timeout",
+        type=float,
+        default=None,
+        help="seconds requests in flight may take to finish on shutdown (default: the "
+        "config's graceful_timeout, 30)",
+    )
     srv.set_defaults(func=_cmd_serve)
     return parser
 

@@ -497,3 +497,38 @@ def test_ignored_fields_and_long_queries_are_said(live):
         f"{live.url}/v2/rerank", headers=AUTH, json={"query": "q" * 201, "documents": DOCS}
     )
     assert r.status_code == 400 and "query: 201 characters" in r.json()["message"]
+
+
+def test_a_graceful_stop_exits_0_and_finishes_the_request_in_flight(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "service.toml"
+    config.write_text('[server]\ndefault = "bm25"\n[pipelines.bm25]\nreranker = "bm25"\n')
+    command = [sys.executable, "-m", "rerankit.cli", "serve", "-c", str(config)]
+    proc = subprocess.Popen(
+        [*command, "--port", str(port), "--graceful-timeout", "5"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        url = f"http://127.0.0.1:{port}"
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"{url}/ready").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        r = httpx.post(f"{url}/v2/rerank", json={"query": QUERY, "documents": DOCS})
+        assert r.status_code == 200
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()

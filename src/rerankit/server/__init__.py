@@ -16,17 +16,40 @@ def serve(
     *,
     host: str = "127.0.0.1",
     port: int = 8080,
-    graceful_seconds: float = 30.0,
+    graceful_seconds: float | None = None,
 ) -> None:
-    """Run the service with uvicorn until interrupted; requests in flight are finished on
-    shutdown (up to ``graceful_seconds``)."""
+    """Run the service with uvicorn until SIGINT or SIGTERM; requests in flight are finished
+    on shutdown (up to ``graceful_seconds``, default the settings' ``graceful_timeout``), and
+    a graceful stop returns normally (the process exits 0, not 143)."""
+    import contextlib
+    import signal
+    import threading
+
     from .._optional import require
 
     uvicorn = require("uvicorn", "rerankit serve")
-    uvicorn.run(
+    settings = settings or ServerSettings()
+    grace = settings.graceful_timeout if graceful_seconds is None else graceful_seconds
+
+    class _Server(uvicorn.Server):
+        @contextlib.contextmanager
+        def capture_signals(self):  # as uvicorn's, without re-raising the signal at the end
+            if threading.current_thread() is not threading.main_thread():
+                yield
+                return
+            signals = (signal.SIGINT, signal.SIGTERM)
+            original = {sig: signal.signal(sig, self.handle_exit) for sig in signals}
+            try:
+                yield
+            finally:
+                for sig, handler in original.items():
+                    signal.signal(sig, handler)
+
+    config = uvicorn.Config(
         create_app(settings),
         host=host,
         port=port,
         log_level="info",
-        timeout_graceful_shutdown=graceful_seconds,
+        timeout_graceful_shutdown=grace,
     )
+    _Server(config).run()

@@ -14,6 +14,7 @@ metrics_public = true          # false: /metrics needs a key too
 batching = true                # micro-batch embedding work across concurrent requests
 batch_max_items = 256
 batch_max_wait_ms = 5.0
+graceful_timeout = 30.0         # seconds requests in flight may take to finish on shutdown
 
 [pipelines.hybrid]
 reranker = "hybrid"
@@ -53,6 +54,7 @@ class ServerSettings:
     batching: bool = True
     batch_max_items: int = 256
     batch_max_wait_ms: float = 5.0
+    graceful_timeout: float = 30.0
 
     def __post_init__(self) -> None:
         env = os.environ.get("RERANKIT_API_KEYS", "")
