@@ -532,3 +532,18 @@ def test_a_graceful_stop_exits_0_and_finishes_the_request_in_flight(tmp_path):
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_timing_headers_histograms_and_info(live):
+    r = httpx.post(f"{live.url}/v2/rerank", headers=AUTH, json={"query": QUERY, "documents": DOCS})
+    total, queue, inference = (
+        float(r.headers[h]) for h in ("x-total-time", "x-queue-time", "x-inference-time")
+    )
+    assert r.status_code == 200 and 0 <= queue <= total and 0 <= inference <= total
+    metrics = httpx.get(f"{live.url}/metrics").text
+    for name in ("rerankit_queue_seconds_count", "rerankit_inference_seconds_count"):
+        assert name in metrics
+    info = httpx.get(f"{live.url}/info", headers=AUTH).json()
+    assert info["default"] == "bm25" and info["pipelines"]["bm25"]["loaded"] is True
+    assert info["limits"]["max_documents"] == 10 and "version" in info
+    assert httpx.get(f"{live.url}/info").status_code == 401  # behind the key like the API

@@ -58,6 +58,18 @@ class _Metrics:
         self.documents = prom.Counter(
             "rerankit_documents_scored_total", "Documents scored", registry=self.registry
         )
+        self.queue_time = prom.Histogram(
+            "rerankit_queue_seconds", "Time waiting for a slot", registry=self.registry
+        )
+        self.inference_time = prom.Histogram(
+            "rerankit_inference_seconds", "Time reranking", ["model"], registry=self.registry
+        )
+        self.batch_documents = prom.Histogram(
+            "rerankit_request_documents",
+            "Documents per request",
+            buckets=(1, 5, 10, 20, 50, 100, 200, 500, 1000),
+            registry=self.registry,
+        )
         self._prom = prom
 
     def render(self) -> tuple[bytes, str]:
@@ -178,6 +190,8 @@ class _Service:
         except ValueError as exc:
             raise ServiceError(400, str(exc)) from exc
         self.metrics.requests.labels(endpoint, name).inc()
+        self.metrics.batch_documents.observe(len(call.documents))
+        queued = time.monotonic()
         try:
             await asyncio.wait_for(self.admission.acquire(), max(deadline - time.monotonic(), 0))
         except asyncio.TimeoutError as exc:
@@ -187,6 +201,8 @@ class _Service:
         # The slot is held until the work itself ends, even after a timeout answer: a
         # timed-out rerank keeps computing on its thread, and it still counts against
         # max_concurrency, so timeouts cannot pile up unbounded work.
+        started = time.monotonic()
+        self.metrics.queue_time.observe(started - queued)
         token = ENCODE_HOOK.set(self.batching)
         try:
             task = asyncio.ensure_future(
@@ -221,7 +237,10 @@ class _Service:
                 else ("every strategy failed")
             )
             raise ServiceError(status, f"pipeline {name!r}: {what}: {'; '.join(result.warnings)}")
+        finished = time.monotonic()
+        self.metrics.inference_time.labels(name).observe(finished - started)
         self.metrics.documents.inc(len(call.documents))
+        call.timings.update(queue=started - queued, inference=finished - started)
         return result
 
 
@@ -340,7 +359,11 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
             result = await service.run(fmt.path, call, arrival)
-            headers = {}
+            headers = {  # as Text Embeddings Inference sends them, in milliseconds
+                "x-total-time": f"{1000 * (time.monotonic() - arrival):.1f}",
+                "x-queue-time": f"{1000 * call.timings.get('queue', 0.0):.1f}",
+                "x-inference-time": f"{1000 * call.timings.get('inference', 0.0):.1f}",
+            }
             if result.degraded:  # SDK users rarely read meta: the header says it too
                 headers["x-rerankit-degraded"] = "true"
             return SafeJSONResponse(fmt.respond(body, call, result), headers=headers)
@@ -378,6 +401,31 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 {"name": n, "endpoints": ["rerank"], "default": n == settings.default}
                 for n in sorted(settings.pipelines)
             ]
+        }
+
+    @app.get("/info")
+    async def info() -> Any:
+        """What this service runs: version, pipelines (and whether each is loaded), limits."""
+        return {
+            "version": __import__("rerankit").__version__,
+            "default": settings.default,
+            "pipelines": {
+                name: {
+                    "spec": spec if isinstance(spec, str) else dict(spec),
+                    "loaded": name in service._pipelines,
+                }
+                for name, spec in settings.pipelines.items()
+            },
+            "limits": {
+                "max_documents": settings.max_documents,
+                "max_document_chars": settings.max_document_chars,
+                "max_body_bytes": settings.max_body_bytes,
+                "timeout": settings.timeout,
+                "max_concurrency": settings.max_concurrency,
+                "max_queue": settings.max_queue,
+            },
+            "batching": settings.batching,
+            "ready": service.ready.is_set(),
         }
 
     @app.get("/metrics")

@@ -4,7 +4,7 @@ applied to documents on the way in."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ...errors import ServiceError
@@ -22,6 +22,8 @@ class Call:
     documents: list[Document]
     model: str | None = None
     top_n: int | None = None
+    #: seconds spent waiting for a slot (``queue``) and reranking (``inference``)
+    timings: dict[str, float] = field(default_factory=dict, compare=False)
 
 
 class WireFormat(Protocol):
