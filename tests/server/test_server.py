@@ -547,3 +547,16 @@ def test_timing_headers_histograms_and_info(live):
     assert info["default"] == "bm25" and info["pipelines"]["bm25"]["loaded"] is True
     assert info["limits"]["max_documents"] == 10 and "version" in info
     assert httpx.get(f"{live.url}/info").status_code == 401  # behind the key like the API
+
+
+def test_openapi_declares_responses_errors_and_the_key(live):
+    schema = httpx.get(f"{live.url}/openapi.json").json()
+    assert schema["components"]["securitySchemes"]["bearer"]["scheme"] == "bearer"
+    for path in ("/v1/rerank", "/v2/rerank", "/rerank"):
+        post = schema["paths"][path]["post"]
+        ok = post["responses"]["200"]["content"]["application/json"]["schema"]
+        assert ok  # a real schema, not an empty one
+        assert {"400", "401", "422", "429", "500", "503"} <= set(post["responses"])
+        assert post["security"] == [{"bearer": []}]
+    assert "text/plain" in schema["paths"]["/metrics"]["get"]["responses"]["200"]["content"]
+    assert "security" not in schema["paths"]["/health"]["get"]

@@ -249,7 +249,13 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     fastapi = require("fastapi", "rerankit serve")
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, Response
-    from pydantic import ValidationError
+    from pydantic import BaseModel, ValidationError
+
+    class ErrorBody(BaseModel):
+        """Every error answer."""
+
+        message: str
+
     from starlette.exceptions import HTTPException
 
     class SafeJSONResponse(JSONResponse):
@@ -369,8 +375,11 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             return SafeJSONResponse(fmt.respond(body, call, result), headers=headers)
 
         schema = fmt.Request.model_json_schema()
+        errors = {status: {"model": ErrorBody} for status in (400, 401, 404, 413, 422, 429, 500)}
         app.post(
             fmt.path,
+            response_model=fmt.Response,
+            responses={**errors, 502: {"model": ErrorBody}, 503: {"model": ErrorBody}},
             openapi_extra={
                 "requestBody": {
                     "required": True,
@@ -381,6 +390,30 @@ def create_app(settings: ServerSettings | None = None) -> Any:
 
     for fmt in FORMATS:
         route(fmt)
+
+    def openapi() -> dict[str, Any]:
+        """The schema, with the Bearer key scheme the API expects (when keys are set)."""
+        if app.openapi_schema is None:
+            from fastapi.openapi.utils import get_openapi
+
+            schema = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
+            )
+            schema.setdefault("components", {})["securitySchemes"] = {
+                "bearer": {"type": "http", "scheme": "bearer"}
+            }
+            if settings.api_keys:
+                open_paths = {"/health", "/ready"} | (
+                    {"/metrics"} if settings.metrics_public else set()
+                )
+                for path, operations in schema["paths"].items():
+                    if path not in open_paths:
+                        for operation in operations.values():
+                            operation["security"] = [{"bearer": []}]
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi
 
     @app.get("/health")
     async def health() -> Any:
@@ -428,7 +461,11 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             "ready": service.ready.is_set(),
         }
 
-    @app.get("/metrics")
+    @app.get(
+        "/metrics",
+        response_class=Response,
+        responses={200: {"content": {"text/plain": {}}, "description": "Prometheus metrics"}},
+    )
     async def prometheus() -> Any:
         body, content_type = metrics.render()
         return Response(body, media_type=content_type)

@@ -32,6 +32,20 @@ class Request(BaseModel):
     first_stage_field: str | None = None
 
 
+class Result(BaseModel):
+    index: int
+    relevance_score: float
+    document: dict[str, Any] | None = None
+
+
+class Response(BaseModel):
+    """The answer: results best first, and ``meta`` (warnings, ``meta.rerankit``)."""
+
+    id: str
+    results: list[Result]
+    meta: dict[str, Any]
+
+
 def call(body: Request, settings: ServerSettings) -> Call:
     try:
         docs = to_documents(

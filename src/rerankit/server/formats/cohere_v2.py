@@ -27,6 +27,19 @@ class Request(BaseModel):
     max_tokens_per_doc: int | None = Field(default=None, ge=1)
 
 
+class Result(BaseModel):
+    index: int
+    relevance_score: float
+
+
+class Response(BaseModel):
+    """The answer: results best first, and ``meta`` (warnings, ``meta.rerankit``)."""
+
+    id: str
+    results: list[Result]
+    meta: dict[str, Any]
+
+
 def call(body: Request, settings: ServerSettings) -> Call:
     items = body.documents
     if body.max_tokens_per_doc:  # tokens approximated by words

@@ -28,6 +28,16 @@ class Request(BaseModel):
     truncation_direction: Literal["Left", "Right", "left", "right"] = "Right"
 
 
+class Rank(BaseModel):
+    index: int
+    score: float
+    text: str | None = None
+
+
+#: the answer: a list of ranks, best first
+Response = list[Rank]
+
+
 def call(body: Request, settings: ServerSettings) -> Call:
     cap = settings.max_document_chars
     if not body.truncate and any(len(t) > cap for t in body.texts):
