@@ -486,6 +486,26 @@ def test_pointwise_out_of_range_scores_are_clamped_with_a_warning():
 # --- limits that hold across calls, loops and threads --------------------------------------
 
 
+def in_flight_counter(seconds: float):
+    """A responder that takes ``seconds`` per call, and the peak of calls in flight."""
+    import threading
+    import time
+
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def answer(req):
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(seconds)
+        with lock:
+            state["now"] -= 1
+        return Reply(text='{"id": "x", "score": 5}')
+
+    return state, answer
+
+
 def test_requests_per_minute_holds_across_rerank_calls():
     """rpm=10: one start every 6 s, also when each rerank() runs on its own event loop."""
     import time
@@ -502,25 +522,15 @@ def test_requests_per_minute_holds_across_rerank_calls():
         for doc in ("first", "second", "third"):
             reranker.rerank("q", [doc])
     assert len(starts) == 3
-    assert starts[-1] - starts[0] >= 11.9  # 0, 6 and 12 s
+    # starts are booked 6 s apart (0, 6, 12 s); the first call also pays the SDK's set-up
+    # before it reaches the server, so allow that much less than 12 s there
+    assert starts[-1] - starts[0] >= 11.5
 
 
 def test_max_concurrency_holds_across_threads():
-    import threading
-    import time
     from concurrent.futures import ThreadPoolExecutor
 
-    lock = threading.Lock()
-    state = {"now": 0, "peak": 0}
-
-    def answer(req):
-        with lock:
-            state["now"] += 1
-            state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.15)
-        with lock:
-            state["now"] -= 1
-        return Reply(text='{"id": "x", "score": 5}')
+    state, answer = in_flight_counter(0.15)
 
     with FakeLLMServer(responder=answer) as server:
         client = OpenAIClient(base_url=server.openai_url, model="m")
@@ -534,22 +544,10 @@ def test_max_concurrency_holds_across_threads():
 
 
 def test_a_shared_limits_object_bounds_several_scorers():
-    import threading
-    import time
 
     from rerankit.llm import Limits
 
-    lock = threading.Lock()
-    state = {"now": 0, "peak": 0}
-
-    def answer(req):
-        with lock:
-            state["now"] += 1
-            state["peak"] = max(state["peak"], state["now"])
-        time.sleep(0.1)
-        with lock:
-            state["now"] -= 1
-        return Reply(text='{"id": "x", "score": 5}')
+    state, answer = in_flight_counter(0.1)
 
     shared = Limits(max_concurrency=2)
     with FakeLLMServer(responder=answer) as server:
