@@ -78,6 +78,7 @@ def test_llamaindex_node_score_reaches_the_hybrid():
 
 
 def test_cli_field_reaches_the_hybrid(tmp_path, capsys):
+    pytest.importorskip("wordfreq", reason="the texts-only hybrid needs the 'lexical' extra")
     path = tmp_path / "docs.jsonl"
     rows = [{"text": t, "bm25": s} for t, s in zip(DOCS, RETRIEVER, strict=True)]
     path.write_text("\n".join(json.dumps(r) for r in rows), encoding="utf-8")

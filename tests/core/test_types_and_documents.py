@@ -82,11 +82,11 @@ def test_result_container_behaviour():
 
 def test_empty_query_and_empty_list_keep_input_order_with_warning():
     docs = ["b", "a", "c"]
-    result = rerankit.rerank("   ", docs)
+    result = rerankit.rerank("   ", docs, reranker="bm25")
     assert [r.text for r in result] == docs
     assert result.warnings and "query is empty" in result.warnings[0]
     assert not result.degraded
-    empty = rerankit.rerank("query", [])
+    empty = rerankit.rerank("query", [], reranker="bm25")
     assert len(empty) == 0 and "empty" in empty.warnings[0]
 
 
