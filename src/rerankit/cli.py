@@ -56,9 +56,7 @@ def _announce_model_loading(reranker: Any) -> None:
     """One line on stderr before a rerank that loads a local model (10-40 s on a CPU)."""
     from .scorers._models import LocalModelScorer
 
-    waiting = [
-        s for s in reranker.scorers() if isinstance(s, LocalModelScorer) and not s._model.loaded
-    ]
+    waiting = [s for s in reranker.scorers() if isinstance(s, LocalModelScorer) and not s.loaded]
     if waiting:
         names = ", ".join(sorted({str(s.model_id or s.name) for s in waiting}))
         print(f"rerankit: loading {names} (first use; this can take a while)", file=sys.stderr)

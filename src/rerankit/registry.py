@@ -78,7 +78,8 @@ def register(
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     _ENTRIES[(kind, name)] = Entry(kind, name, factory, summary, tuple(needs))
-    _SHARED.pop(name, None) if kind == "reranker" else None
+    if kind == "reranker":
+        _SHARED.pop(name, None)  # a re-registered name is built anew
 
 
 def entries(kind: str) -> list[Entry]:

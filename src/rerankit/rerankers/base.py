@@ -74,7 +74,6 @@ class Scored:
     unseen: dict[str, np.ndarray] = field(default_factory=dict)
     # no strategy produced scores: the order is the input's
     failed_all: bool = False
-    last_stage_failed: bool = False  # (pipelines) whether the stage just run failed
 
     def saw(self, name: str, i: int) -> bool:
         mask = self.unseen.get(name)

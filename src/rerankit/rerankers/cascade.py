@@ -98,11 +98,13 @@ class Pipeline(Reranker):
         for stage in self.stages:
             head, tail = order[:limit], order[limit:]
             start = time.perf_counter()
-            new_head = await self._run_stage(stage, query, docs, head, scored, dropped, context)
+            new_head, failed = await self._run_stage(
+                stage, query, docs, head, scored, dropped, context
+            )
             scored.timings[stage.name] = time.perf_counter() - start
             if not isinstance(stage.step, Rule):
                 scoring += 1
-                failures += scored.last_stage_failed
+                failures += failed
             order = new_head + tail
             limit = min(stage.keep, len(new_head)) if stage.keep else len(new_head)
         scored.failed_all = scoring > 0 and failures == scoring
@@ -125,11 +127,11 @@ class Pipeline(Reranker):
         scored: Scored,
         dropped: list[int],
         context: dict[str, Any],
-    ) -> list[int]:
+    ) -> tuple[list[int], bool]:
+        """The stage's new order of ``head``, and whether the stage failed to score."""
         n = len(docs)
         sub_docs = [docs[i] for i in head]
         is_rule = isinstance(stage.step, Rule)
-        scored.last_stage_failed = False
         try:
             if is_rule:
                 sub = stage.step.apply_result(self._current(query, sub_docs, head, scored))
@@ -145,15 +147,13 @@ class Pipeline(Reranker):
             logger.warning(message)
             scored.warnings.append(message)
             scored.degraded = True
-            scored.last_stage_failed = True
-            return head
-        scored.last_stage_failed = sub.failed
+            return head, True
         scored.warnings.extend(f"stage {stage.name!r}: {w}" for w in sub.warnings)
         scored.degraded |= sub.degraded
         scored.add_usage(sub.usage)
         if is_rule:  # rules see (and report) the documents' input positions
             dropped.extend(sub.dropped)
-            return [r.index for r in sub]
+            return [r.index for r in sub], False
         for r in sub:
             i = head[r.index]
             scored.final[i] = r.score
@@ -167,7 +167,7 @@ class Pipeline(Reranker):
                     target.setdefault(part, np.full(n, np.nan))[i] = value
             if r.flags:
                 scored.flags.setdefault(i, []).extend(r.flags)
-        return [head[r.index] for r in sub]
+        return [head[r.index] for r in sub], sub.failed
 
     @staticmethod
     def _current(

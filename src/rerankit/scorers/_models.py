@@ -134,6 +134,11 @@ class LocalModelScorer:
         """The loaded model (loads it on first access)."""
         return self._model.get()
 
+    @property
+    def loaded(self) -> bool:
+        """Whether the model has been loaded."""
+        return self._model.loaded
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({model_label(self.model_id or self._model.model)!r})"
 

@@ -148,6 +148,10 @@ class _Service:
                 raise ServiceError(500, f"pipeline {name!r} is misconfigured: {exc}") from exc
         return self._pipelines[name]
 
+    def loaded(self, name: str) -> bool:
+        """Whether pipeline ``name`` has been built."""
+        return name in self._pipelines
+
     async def warm_up(self) -> None:
         """Load every pipeline and rerank one small batch with each, then mark the service
         ready. A pipeline that fails here is logged; its requests will say why."""
@@ -445,7 +449,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             "pipelines": {
                 name: {
                     "spec": spec if isinstance(spec, str) else dict(spec),
-                    "loaded": name in service._pipelines,
+                    "loaded": service.loaded(name),
                 }
                 for name, spec in settings.pipelines.items()
             },
