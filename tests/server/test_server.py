@@ -465,8 +465,9 @@ def test_one_deadline_covers_the_queue_and_queued_requests_past_it_never_run():
             time.sleep(0.2)
             second = pool.submit(ask, "second")
             (status_a, took_a), (status_b, took_b) = first.result(), second.result()
-        assert status_a == 503 and took_a < 1.6  # 4 x 0.5 s of work: past the deadline
-        assert status_b == 503 and took_b < 1.6  # answered at its own deadline, queued
+        # answered at the 1 s deadline, before the 2 s of work end (margin for a busy machine)
+        assert status_a == 503 and took_a < 1.9
+        assert status_b == 503 and took_b < 1.9  # answered at its own deadline, still queued
         time.sleep(1.5)  # the first request's work ends; the second's never started
         assert not any(t.startswith("second") for t in _slow_calls)
     finally:
