@@ -539,7 +539,10 @@ def test_max_concurrency_holds_across_threads():
         with ThreadPoolExecutor(3) as pool:
             results = list(pool.map(lambda _: reranker.rerank("q", docs), range(3)))
     assert all(len(r) == 8 and not r.degraded for r in results)
-    assert len(server.requests) == 24
+    # every document scored; a retried attempt adds a request (seen once, on a cold CI
+    # machine: 28 requests for 24 documents), and it counts against the bound like any other
+    assert all(r.usage["failures"] == 0 for r in results)
+    assert 24 <= len(server.requests) <= 24 + sum(r.usage["retries"] for r in results)
     assert 2 <= state["peak"] <= 4  # calls overlapped, and never more than the bound
 
 
