@@ -532,17 +532,23 @@ def test_max_concurrency_holds_across_threads():
 
     state, answer = in_flight_counter(0.15)
 
+    # A timed-out attempt is abandoned by the client while the server still works on it, so
+    # the server would see more than the bound; twice on a cold CI machine (first calls that
+    # also load the SDK) attempts timed out at 5 s. This test is about the bound: generous
+    # timeout, and the SDK loaded before the threads start.
+    patient = RetryPolicy(min_wait=0.0, max_wait=0.05, timeout=60.0)
     with FakeLLMServer(responder=answer) as server:
         client = OpenAIClient(base_url=server.openai_url, model="m")
-        reranker = ScorerReranker(pointwise(client, max_concurrency=4))
+        ScorerReranker(pointwise(client, retry=patient)).rerank("q", ["warm-up"])
+        state["peak"] = 0
+        warm = len(server.requests)
+        reranker = ScorerReranker(pointwise(client, max_concurrency=4, retry=patient))
         docs = [f"doc {i}" for i in range(8)]
         with ThreadPoolExecutor(3) as pool:
             results = list(pool.map(lambda _: reranker.rerank("q", docs), range(3)))
     assert all(len(r) == 8 and not r.degraded for r in results)
-    # every document scored; a retried attempt adds a request (seen once, on a cold CI
-    # machine: 28 requests for 24 documents), and it counts against the bound like any other
-    assert all(r.usage["failures"] == 0 for r in results)
-    assert 24 <= len(server.requests) <= 24 + sum(r.usage["retries"] for r in results)
+    assert all(r.usage["retries"] == 0 for r in results)
+    assert len(server.requests) - warm == 24
     assert 2 <= state["peak"] <= 4  # calls overlapped, and never more than the bound
 
 
