@@ -613,3 +613,21 @@ def test_prompt_templates_are_data_and_an_edited_one_is_never_served_from_the_ca
     assert pointwise_news.instructions == load_template("pointwise", "news")
     with pytest.raises(ValueError, match="template"):
         listwise(OpenAIClient(base_url="http://127.0.0.1:9", model="m"), template="bad {field}")
+
+
+def test_a_waiter_cancelled_as_its_slot_arrives_passes_it_on_once():
+    from rerankit.llm.resilience import ConcurrencyLimit
+
+    async def scenario() -> int:
+        limit = ConcurrencyLimit(1)
+        await limit.acquire()  # the holder
+        waiter = asyncio.ensure_future(limit.acquire())
+        await asyncio.sleep(0)  # the waiter queues
+        limit.release()  # the slot is handed over ...
+        waiter.cancel()  # ... as the waiter gives up
+        with pytest.raises(asyncio.CancelledError):
+            await waiter
+        await asyncio.sleep(0)
+        return limit.in_use
+
+    assert asyncio.run(scenario()) == 0  # free again, not freed twice

@@ -116,9 +116,8 @@ class ConcurrencyLimit:
             self.in_use -= 1
 
     def _hand_over(self, future: asyncio.Future) -> None:
-        if future.done():  # cancelled meanwhile: the slot goes to the next waiter
-            self.release()
-        else:
+        # A waiter cancelled meanwhile passes the slot on itself (see acquire), exactly once.
+        if not future.done():
             future.set_result(None)
 
 
