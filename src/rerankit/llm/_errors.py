@@ -6,7 +6,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import email.utils
+import threading
 import time
+import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
@@ -18,17 +20,21 @@ T = TypeVar("T")
 class PerLoop(Generic[T]):
     """One SDK client per running event loop, closed when that loop shuts down.
 
-    Async SDK clients keep connection pools tied to the loop they first ran on, and
-    ``rerank()`` runs each call on a fresh loop. The client is held by an async generator
-    of its loop, which ``asyncio.run`` finalises before closing the loop: the generator's
-    ``finally`` closes the client while the loop can still run the clean-up.
+    Async SDK clients keep connection pools tied to the loop they first ran on; ``rerank()``
+    runs each call on a loop of its own, and several threads may run loops at once. Each
+    loop gets its own client, held by an async generator of that loop, which
+    ``asyncio.run`` finalises before closing the loop: the generator's ``finally`` closes
+    the client while the loop can still run the clean-up. A client is never replaced while
+    its loop runs (one loop's client is never closed under another loop's calls).
     """
 
     def __init__(self, make: Callable[[], T], close: Callable[[T], Awaitable[Any]]) -> None:
         self._make, self._close = make, close
-        self._loop: object | None = None
-        self._value: T | None = None
-        self._holder: AsyncGenerator[T, None] | None = None
+        # loop -> (client, the generator holding it); entries go when their loop is collected
+        self._clients: weakref.WeakKeyDictionary[Any, tuple[T, AsyncGenerator[T, None]]] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._lock = threading.Lock()
 
     async def _hold(self, value: T) -> AsyncGenerator[T, None]:
         try:
@@ -40,12 +46,16 @@ class PerLoop(Generic[T]):
 
     async def get(self) -> T:
         loop = asyncio.get_running_loop()
-        if self._value is None or self._loop is not loop:
+        with self._lock:
+            entry = self._clients.get(loop)
+        if entry is None:  # only this loop's own thread makes its client
             value = self._make()
             holder = self._hold(value)
             await holder.__anext__()
-            self._value, self._loop, self._holder = value, loop, holder
-        return self._value
+            entry = (value, holder)
+            with self._lock:
+                self._clients[loop] = entry
+        return entry[0]
 
 
 _TRANSIENT_STATUS = {408, 409, 425, 429}
