@@ -6,7 +6,11 @@ A spec is a list of ``stages`` (or a single stage's keys at the top level). A st
 * ``scorer = {type = "bm25", k1 = 1.2}``: one scorer;
 * ``scorers = [{type = "embedding", weight = 0.6}, {type = "bm25", weight = 0.4}]`` with
   optional ``method`` (a ScoreCombinationMethod, default ``weighted_average``),
-  ``normalization`` (default ``min_max``) and ``rrf_k``: a fusion;
+  ``normalization`` (default ``min_max``) and ``rrf_k``: a fusion. With
+  ``normalization = "calibrated"`` each scorer table also has
+  ``calibration = {slope = ..., intercept = ...}`` and the stage may have
+  ``output_calibration``: the fused score is then an estimate of P(relevant) that depends
+  only on the query and the document (see :mod:`rerankit.calibration`);
 * ``rule = {type = "difficulty", mode = "learn"}``: an ordering rule (``difficulty``,
   ``mmr``, ``min_score``, ``deduplicate``);
 
@@ -45,7 +49,7 @@ from .registry import create, resolve_reranker
 __all__ = ["build", "build_scorer", "read_spec"]
 
 _STAGE_KINDS = ("reranker", "scorer", "scorers", "rule")
-_FUSION_KEYS = ("method", "normalization", "rrf_k")
+_FUSION_KEYS = ("method", "normalization", "rrf_k", "output_calibration")
 
 
 def read_spec(source: str | Path) -> dict[str, Any]:
@@ -92,8 +96,9 @@ def _typed(kind: str, entry: Any, where: str, drop: tuple[str, ...] = ()) -> Any
 
 
 def build_scorer(entry: Mapping[str, Any], where: str = "scorer") -> Any:
-    """A scorer from ``{type = ..., ...}`` (``weight`` is not a scorer option)."""
-    return _typed("scorer", entry, where, drop=("weight",))
+    """A scorer from ``{type = ..., ...}`` (``weight`` and ``calibration`` belong to the
+    fusion, not the scorer)."""
+    return _typed("scorer", entry, where, drop=("weight", "calibration"))
 
 
 def _weight(entry: Mapping[str, Any], where: str) -> float:
@@ -117,6 +122,11 @@ def _fusion(spec: Mapping[str, Any], name: str | None, where: str) -> Any:
             s.name: _weight(e, f"{where}.scorers[{i}]")
             for i, (s, e) in enumerate(zip(scorers, entries, strict=True))
         }
+    calibration = {
+        s.name: e["calibration"]
+        for s, e in zip(scorers, entries, strict=True)
+        if "calibration" in e
+    }
     rrf_k = spec.get("rrf_k", 60.0)
     if isinstance(rrf_k, bool) or not isinstance(rrf_k, Real):
         raise ConfigError(f"must be a number, got {rrf_k!r}", where=f"{where}.rrf_k")
@@ -131,6 +141,8 @@ def _fusion(spec: Mapping[str, Any], name: str | None, where: str) -> Any:
             weights,
             normalization_method=spec.get("normalization", "min_max"),
             rrf_k=float(rrf_k),
+            calibration=calibration or None,
+            output_calibration=spec.get("output_calibration"),
             name=name or "fusion",
         )
     except (TypeError, ValueError) as exc:

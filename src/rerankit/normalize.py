@@ -13,13 +13,31 @@ import numpy as np
 
 __all__ = [
     "NORMALIZATION_METHODS",
+    "SCORE_SCALES",
     "check_normalization_method",
+    "check_score_scale",
     "normalize_scores",
     "rank_positions",
+    "scale_to_unit",
     "unit_scores",
 ]
 
 NORMALIZATION_METHODS = ("min_max", "z_score", "softmax", "rank")
+
+#: What a reranker's or scorer's scores mean. Every scale but ``relative`` depends only on
+#: the (query, document) pair, so scores are comparable across requests:
+#:
+#: * ``probability``: an estimate of P(relevant) in [0, 1] (a calibrated fusion);
+#: * ``unit``: a fixed-range score in [0, 1] that is not a probability (coverage, an LLM's
+#:   normalised judgment, a cross-encoder after its sigmoid);
+#: * ``cosine``: a cosine similarity in [-1, 1];
+#: * ``grade10``: a judgment on a 0-10 scale (an LLM's pointwise grade);
+#: * ``logit``: an unbounded score whose sigmoid is the model's probability (a
+#:   cross-encoder's raw output);
+#: * ``relative``: meaningful only next to the other documents of the same request (BM25
+#:   with the candidates' own statistics, min-max fusion, rank fusion, a caller's
+#:   first-stage score of unknown scale).
+SCORE_SCALES = ("probability", "unit", "cosine", "grade10", "logit", "relative")
 
 
 def _as_finite_array(scores: Sequence[float] | np.ndarray, what: str = "scores") -> np.ndarray:
@@ -83,6 +101,29 @@ def normalize_scores(scores: Sequence[float] | np.ndarray, method: str = "min_ma
     else:  # rank
         out = (n - rank_positions(arr)) / (n - 1)
     return np.clip(out, 0.0, 1.0)
+
+
+def check_score_scale(scale: str) -> str:
+    """``scale`` if it is one of :data:`SCORE_SCALES`, else ``ValueError``."""
+    if scale not in SCORE_SCALES:
+        raise ValueError(f"unknown score scale {scale!r}; use one of {', '.join(SCORE_SCALES)}")
+    return scale
+
+
+def scale_to_unit(scores: Sequence[float] | np.ndarray, scale: str) -> np.ndarray:
+    """Scores in [0, 1] by a fixed map of their ``scale`` (so each depends only on its own
+    raw score): probabilities and unit scores as they are (clipped), cosines below 0 as 0,
+    0-10 grades divided by 10, logits through the sigmoid. ``relative`` scores go through
+    :func:`unit_scores` and stay relative."""
+    arr = _as_finite_array(scores)
+    check_score_scale(scale)
+    if scale in ("probability", "unit", "cosine"):
+        return np.clip(arr, 0.0, 1.0)
+    if scale == "grade10":
+        return np.clip(arr / 10.0, 0.0, 1.0)
+    if scale == "logit":
+        return 0.5 * (1.0 + np.tanh(0.5 * arr))  # the sigmoid, without overflow
+    return unit_scores(arr)
 
 
 def unit_scores(scores: Sequence[float] | np.ndarray) -> np.ndarray:

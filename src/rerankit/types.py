@@ -93,7 +93,11 @@ class RerankResult:
     ``input_tokens``, ``output_tokens``); it is empty otherwise. ``timings`` gives seconds
     per pipeline stage; ``dropped`` the input positions of documents an ordering rule removed
     (a warning says which rule). ``failed`` is true when no strategy could score at all (the
-    order is then the input's). Iterating yields :class:`RankedDocument` best first.
+    order is then the input's). ``score_scale`` says what the scores mean (see
+    :data:`rerankit.normalize.SCORE_SCALES`): ``probability`` for a calibrated estimate of
+    P(relevant) that depends only on the query and the document, ``relative`` when scores
+    are comparable only within this result. Iterating yields :class:`RankedDocument` best
+    first.
     """
 
     query: str
@@ -104,6 +108,7 @@ class RerankResult:
     timings: Mapping[str, float] = field(default_factory=dict)
     dropped: tuple[int, ...] = ()
     failed: bool = False
+    score_scale: str = "relative"
 
     def __iter__(self) -> Iterator[RankedDocument]:
         return iter(self.results)

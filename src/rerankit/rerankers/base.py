@@ -74,6 +74,8 @@ class Scored:
     unseen: dict[str, np.ndarray] = field(default_factory=dict)
     # no strategy produced scores: the order is the input's
     failed_all: bool = False
+    # what the final scores mean (rerankit.normalize.SCORE_SCALES); None: the reranker's own
+    scale: str | None = None
 
     def saw(self, name: str, i: int) -> bool:
         mask = self.unseen.get(name)
@@ -227,6 +229,13 @@ class Reranker(ABC):
         """Every scorer this reranker runs (for services that wrap or warm them up)."""
         return iter(())
 
+    @property
+    def score_scale(self) -> str:
+        """What this reranker's scores mean (:data:`rerankit.normalize.SCORE_SCALES`):
+        ``relative`` unless the reranker knows its scores depend on the (query, document)
+        pair alone. A result's own ``score_scale`` says what that call's scores were."""
+        return "relative"
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
 
@@ -246,6 +255,8 @@ class ScoringReranker(Reranker):
     ) -> RerankResult:
         # scorers that order by windows need to know how far down the caller will look
         scored = await self._score(query, docs, **{"top_k": top_k, **context})
+        if scored.scale is None:
+            scored.scale = self.score_scale
         return assemble(query, docs, scored, top_k=top_k, score_field=score_field)
 
     @abstractmethod
@@ -303,4 +314,5 @@ def assemble(
         timings=dict(scored.timings),
         dropped=tuple(dropped),
         failed=scored.failed_all,
+        score_scale=scored.scale or "relative",
     )

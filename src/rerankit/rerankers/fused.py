@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .. import fusion
+from ..calibration import Calibration, sigmoid
 from ..errors import CALLER_ERRORS
 from ..normalize import check_normalization_method
 from ..scorers.base import Scorer, check_scorer
@@ -27,6 +28,15 @@ class FusionReranker(ScoringReranker):
     rank-based ones (RRF, BORDA) use ranks. If some strategies fail, the rest decide the
     order and the result is ``degraded`` with a warning per failure; if all fail, the input
     order is kept. See :mod:`rerankit.fusion` for weights, ranges and tie rules.
+
+    ``normalization_method="calibrated"`` (with ``weighted_average``) maps each strategy's
+    raw score through its fixed :class:`~rerankit.calibration.Calibration` (``calibration``,
+    by strategy name) to a logit, sums the logits with the weights, and maps the sum through
+    ``output_calibration`` and the sigmoid: the score is an estimate of P(relevant) that
+    depends only on the query and the document (``score_scale == "probability"``). In the
+    explanation, ``normalized`` is each strategy's own probability and ``contribution`` its
+    share of the fused logit (they sum, with the output intercept, to the score's logit).
+    Every other normalisation makes the scores relative to the request's other documents.
     """
 
     def __init__(
@@ -40,6 +50,8 @@ class FusionReranker(ScoringReranker):
         normalization_method: str = "min_max",
         *,
         rrf_k: float = 60.0,
+        calibration: Mapping[str, Calibration | Mapping[str, float]] | None = None,
+        output_calibration: Calibration | Mapping[str, float] | None = None,
         name: str = "fusion",
     ) -> None:
         strategies = [check_scorer(s) for s in strategies]
@@ -49,10 +61,35 @@ class FusionReranker(ScoringReranker):
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise ValueError(f"strategy names must be unique; repeated: {dupes}")
-        check_normalization_method(normalization_method)
         fusion.check_rrf_k(rrf_k)
+        method = fusion.ScoreCombinationMethod.parse(combination_method)
+        self.calibration: dict[str, Calibration] | None = None
+        self.output_calibration = Calibration()
+        if normalization_method == "calibrated":
+            if method is not fusion.ScoreCombinationMethod.WEIGHTED_AVERAGE or not normalize_scores:
+                raise ValueError(
+                    "calibrated normalization combines logits: use method weighted_average"
+                )
+            given = dict(calibration or {})
+            unknown = sorted(set(given) - set(names))
+            missing = [n for n in names if n not in given]
+            if unknown or missing:
+                raise ValueError(
+                    "calibrated normalization needs a calibration for every strategy"
+                    + (f"; missing {missing}" if missing else "")
+                    + (f"; unknown {unknown}" if unknown else "")
+                )
+            self.calibration = {n: Calibration.parse(given[n], f"calibration.{n}") for n in names}
+            if output_calibration is not None:
+                self.output_calibration = Calibration.parse(
+                    output_calibration, "output_calibration"
+                )
+        else:
+            check_normalization_method(normalization_method)
+            if calibration is not None or output_calibration is not None:
+                raise ValueError('calibration is used only with normalization "calibrated"')
         self.strategies = strategies
-        self.combination_method = fusion.ScoreCombinationMethod.parse(combination_method)
+        self.combination_method = method
         self.weights = dict(weights) if weights is not None else None
         self._weights = fusion.resolve_weights(names, weights)
         self.normalize_scores = normalize_scores
@@ -62,6 +99,11 @@ class FusionReranker(ScoringReranker):
 
     def scorers(self) -> Iterator[Scorer]:
         yield from self.strategies
+
+    @property
+    def score_scale(self) -> str:
+        """``probability`` when calibrated, else ``relative``."""
+        return "probability" if self.calibration is not None else "relative"
 
     async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
         outcomes = await asyncio.gather(
@@ -85,6 +127,9 @@ class FusionReranker(ScoringReranker):
             scored.failed_all = True
             return scored
         weights = self._weights[kept] / self._weights[kept].sum()
+        if self.calibration is not None:
+            self._calibrated(scored, rows, kept, weights)
+            return scored
         normalization = self.normalization_method if self.normalize_scores else None
         matrix = fusion.normalize_rows(np.vstack(rows), self.combination_method, normalization)
         scored.final = fusion.fuse(matrix, self.combination_method, weights, rrf_k=self.rrf_k)
@@ -98,3 +143,21 @@ class FusionReranker(ScoringReranker):
                 "contribution": shares[row],
             }
         return scored
+
+    def _calibrated(
+        self, scored: Scored, rows: list[np.ndarray], kept: list[int], weights: np.ndarray
+    ) -> None:
+        """Weighted sum of the strategies' calibrated logits, through the output map."""
+        assert self.calibration is not None
+        out = self.output_calibration
+        names = [self.strategies[j].name for j in kept]
+        logits = np.vstack([self.calibration[n].logit(r) for n, r in zip(names, rows, strict=True)])
+        shares = out.slope * weights[:, None] * logits
+        scored.final = sigmoid(shares.sum(axis=0) + out.intercept)
+        for row, name in enumerate(names):
+            scored.explanation[name] = {
+                "raw": scored.per_strategy[name],
+                "normalized": sigmoid(logits[row]),
+                "weight": float(weights[row]),
+                "contribution": shares[row],
+            }

@@ -26,6 +26,11 @@ class ScorerReranker(ScoringReranker):
     def scorers(self) -> Iterator[Scorer]:
         yield self.scorer
 
+    @property
+    def score_scale(self) -> str:
+        """The scorer's ``score_scale`` (``relative`` when it declares none)."""
+        return getattr(self.scorer, "score_scale", "relative")
+
     async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
         scored = Scored(final=np.zeros(len(docs)))
         try:

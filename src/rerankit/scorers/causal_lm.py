@@ -81,6 +81,8 @@ class CausalLMScorer(LocalModelScorer):
     ``prefix`` / ``suffix``: the template around the user turn (Qwen3's by default).
     """
 
+    score_scale = "unit"
+
     what = "causal LM reranker"
 
     def __init__(

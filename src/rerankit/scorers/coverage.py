@@ -19,6 +19,8 @@ class CoverageScorer:
     stemming) found in each document, in [0, 1]. Cheap and length-independent: a useful
     second lexical signal and a learning-to-rank feature."""
 
+    score_scale = "unit"
+
     def __init__(self, *, analyzer: Analyzer | None = None, name: str = "coverage") -> None:
         self.analyzer = analyzer if analyzer is not None else Analyzer()
         self.name = name

@@ -59,6 +59,11 @@ class CrossEncoderScorer(LocalModelScorer):
     longer than ``max_length`` tokens are truncated (the model's own limit by default).
     """
 
+    @property
+    def score_scale(self) -> str:
+        """``logit`` or, with ``output="probability"``, ``unit``."""
+        return "logit" if self.output == "logit" else "unit"
+
     what = "cross-encoder"
 
     def __init__(

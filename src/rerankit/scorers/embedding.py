@@ -79,6 +79,8 @@ class EmbeddingScorer(LocalModelScorer):
     the ``RERANKIT_EMBEDDING_CACHE`` environment variable, when set).
     """
 
+    score_scale = "cosine"
+
     what = "embedding model"
 
     def __init__(

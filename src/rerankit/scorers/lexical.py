@@ -8,11 +8,13 @@ counting and scoring are vectorised numpy over the whole batch.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from itertools import chain, count
+from numbers import Real
 from typing import Any
 
 import numpy as np
@@ -271,14 +273,21 @@ def bm25_from_batch(
     b: float = 0.75,
     idf: str | Mapping[str, float] = "lucene",
     epsilon: float = 0.25,
+    avgdl: float | None = None,
+    query_normalized: bool = False,
 ) -> np.ndarray:
     """Okapi BM25 of every document in ``batch`` for ``query_terms`` (repeats count).
 
     ``idf``: ``"lucene"`` or ``"okapi"`` from the batch's own document frequencies, or a
-    mapping of each query term to its idf (from a corpus or a word-frequency table)."""
+    mapping of each query term to its idf (from a corpus or a word-frequency table).
+    ``avgdl``: the average document length (in terms) for length normalisation; the batch's
+    own mean when None. ``query_normalized``: divide by the most any document could score
+    (every query term saturated, ``idf * (k1 + 1)`` per occurrence; with a mapping, all query
+    terms count, with the batch's own idf those occurring in the batch)."""
     n = batch.n_docs
     tf, qids, qcounts = batch.query_tf(query_terms)
-    avgdl = float(batch.lengths.mean()) if n else 0.0
+    if avgdl is None:
+        avgdl = float(batch.lengths.mean()) if n else 0.0
     if n == 0 or qids.shape[0] == 0 or avgdl == 0.0:
         return np.zeros(n)
     if isinstance(idf, Mapping):
@@ -293,7 +302,15 @@ def bm25_from_batch(
         idf_all = np.where(idf_all < 0, floor, idf_all)
         idf_q = idf_all[np.searchsorted(present, qids)]  # query terms are all present
     norm = length_norm(batch.lengths, avgdl, k1, b)
-    return saturated_tf(tf, norm[:, None], k1) @ (idf_q * qcounts)
+    scores = saturated_tf(tf, norm[:, None], k1) @ (idf_q * qcounts)
+    if query_normalized:
+        if isinstance(idf, Mapping):
+            ceiling = sum(idf.get(t, 0.0) for t in query_terms)
+        else:
+            ceiling = float(np.clip(idf_q, 0.0, None) @ qcounts)
+        ceiling *= k1 + 1.0
+        scores = scores / ceiling if ceiling > 0 else scores
+    return scores
 
 
 def jaccard_from_batch(batch: TermBatch, query_terms: Sequence[str]) -> np.ndarray:
@@ -343,9 +360,24 @@ class BM25Scorer(_LexicalScorer):
     * a :class:`~rerankit.scorers._language.CorpusStats`: the document frequencies of your
       corpus.
 
+    ``avgdl`` fixes the average document length (in analysed terms) used for length
+    normalisation; by default it is the candidates' mean. ``query_normalized`` divides each
+    score by the most any document could score for the query (the sum over its terms of
+    ``idf * (k1 + 1)``), so scores lie in [0, 1) and are comparable across queries. With
+    both, and an idf that does not come from the candidates (background or corpus
+    statistics), a document's score depends only on the query and that document
+    (``score_scale == "unit"``), not on the other candidates.
+
     When no query term occurs in any candidate (or the query has no terms), every score is 0
     and the batch carries a warning saying so.
     """
+
+    @property
+    def score_scale(self) -> str:
+        """``unit`` when each score depends on its document alone (idf not from the
+        candidates, ``avgdl`` fixed, ``query_normalized``); else ``relative``."""
+        own = isinstance(self.idf, (CorpusStats, BackgroundFrequencies))
+        return "unit" if own and self.avgdl is not None and self.query_normalized else "relative"
 
     def __init__(
         self,
@@ -359,10 +391,14 @@ class BM25Scorer(_LexicalScorer):
         lowercase: bool = True,
         stopwords: str | Iterable[str] | None = _AUTO,
         stemmer: str | Callable[[str], str] | None = _AUTO,
+        avgdl: float | None = None,
+        query_normalized: bool = False,
         name: str = "bm25",
     ) -> None:
         if k1 < 0:
             raise ValueError(f"k1 must be >= 0, got {k1}")
+        if avgdl is not None and not (isinstance(avgdl, Real) and 0 < avgdl < math.inf):
+            raise ValueError(f"avgdl must be a positive number, got {avgdl!r}")
         if not 0.0 <= b <= 1.0:
             raise ValueError(f"b must be in [0, 1], got {b}")
         if isinstance(idf, str) and idf == "background":
@@ -375,6 +411,8 @@ class BM25Scorer(_LexicalScorer):
                 f"idf must be 'lucene', 'okapi', 'background' or CorpusStats, got {idf!r}"
             )
         self.k1, self.b, self.idf, self.epsilon, self.name = k1, b, idf, epsilon, name
+        self.avgdl = None if avgdl is None else float(avgdl)
+        self.query_normalized = bool(query_normalized)
         self.analyzer = _analyzer(
             analyzer, language=language, lowercase=lowercase, stopwords=stopwords, stemmer=stemmer
         )
@@ -392,7 +430,17 @@ class BM25Scorer(_LexicalScorer):
             idf = dict(
                 zip(distinct, idf.idf(distinct, [surfaces[t] for t in distinct]), strict=True)
             )
-        values = bm25_from_batch(batch, terms, k1=self.k1, b=self.b, idf=idf, epsilon=self.epsilon)
+        values = bm25_from_batch(
+            batch,
+            terms,
+            k1=self.k1,
+            b=self.b,
+            idf=idf,
+            epsilon=self.epsilon,
+            avgdl=self.avgdl,
+            query_normalized=self.query_normalized,
+        )
+
         warnings = []
         if texts and not values.any():
             what = (
@@ -409,6 +457,8 @@ class BM25Scorer(_LexicalScorer):
 
 class JaccardScorer(_LexicalScorer):
     """Token-set overlap in [0, 1] (after the analyzer's stopwords and stemming)."""
+
+    score_scale = "unit"
 
     def __init__(self, *, analyzer: Analyzer | None = None, name: str = "jaccard", **options: Any):
         self.name = name

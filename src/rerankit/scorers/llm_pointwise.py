@@ -70,6 +70,8 @@ class LLMPointwiseScorer(LLMScorerBase):
     :class:`~rerankit.cache.JudgmentCache`, or False.
     """
 
+    score_scale = "grade10"
+
     def __init__(
         self,
         client: LLMClient,
