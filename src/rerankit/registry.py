@@ -235,7 +235,15 @@ register(
     "reranker",
     "hybrid",
     ".rerankers.hybrid:hybrid_reranker",
-    summary="default: first-stage score or BM25, fused with MiniLM",
+    summary="default: MiniLM + background-idf BM25, calibrated P(relevant) (first-stage "
+    "score instead of BM25 when given)",
+    needs=_TORCH,
+)
+register(
+    "reranker",
+    "hybrid-relative",
+    ".rerankers.hybrid:relative_hybrid",
+    summary="the hybrid with min-max fusion and candidate-idf BM25 (scores per request)",
     needs=_TORCH,
 )
 register(

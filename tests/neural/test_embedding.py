@@ -125,9 +125,11 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     with_scores = [{"text": t, "score": float(i)} for i, t in enumerate(DOCS)]
     # a generic `score` (a distance? a rating?) is not read as relevance unless named
     unnamed = hybrid.rerank(QUERY, with_scores)
-    assert set(unnamed[0].scores) == {"bm25", "bm25_background", "embedding"}
+    assert set(unnamed[0].scores) == {"bm25_background", "embedding"}
+    assert unnamed.score_scale == "probability"
     result = hybrid.rerank(QUERY, with_scores, first_stage_field="score")
     assert set(result[0].scores) == {"first_stage", "embedding"}
+    assert result.score_scale == "relative"  # the retriever's scale is unknown
     weights = {k: v["weight"] for k, v in result[0].explanation.items()}
     assert weights == pytest.approx({"first_stage": 0.3, "embedding": 0.7})
     documented = [{"text": t, "first_stage_score": float(i)} for i, t in enumerate(DOCS)]
@@ -139,10 +141,10 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     assert [r.index for r in by_distance] == [r.index for r in result]
     partial = [*documented[:2], *({"text": d} for d in DOCS[2:])]
     fallback = hybrid.rerank(QUERY, partial)
-    assert set(fallback[0].scores) == {"bm25", "bm25_background", "embedding"}
+    assert set(fallback[0].scores) == {"bm25_background", "embedding"}
     assert any("2 of 4 documents have a first-stage score" in w for w in fallback.warnings)
     plain = hybrid.rerank(QUERY, DOCS)
-    assert set(plain[0].scores) == {"bm25", "bm25_background", "embedding"} and not plain.warnings
+    assert set(plain[0].scores) == {"bm25_background", "embedding"} and not plain.warnings
 
 
 def test_hybrid_warns_when_the_english_model_meets_another_script(scorer):
@@ -152,7 +154,7 @@ def test_hybrid_warns_when_the_english_model_meets_another_script(scorer):
     docs = ["东京大学的历史", "京都的寺庙", "东京的天气"]
     result = bundled.rerank("东京大学", docs)
     assert any("English only" in w for w in result.warnings)
-    assert result[0].scores["bm25"] > 0  # CJK bigrams match: the lexical signal is alive
+    assert result[0].scores["bm25_background"] > 0  # CJK bigrams match: the lexical signal is alive
     assert not any("English only" in w for w in bundled.rerank("solar power", DOCS).warnings)
 
 
@@ -161,3 +163,48 @@ def test_cache_keys_include_the_input_window(scorer):
     EmbeddingScorer(scorer.model, cache=cache).encode_documents(DOCS[:2])
     EmbeddingScorer(scorer.model, cache=cache, max_length=64).encode_documents(DOCS[:2])
     assert len(cache) == 4 and cache.hits == 0
+
+
+def test_the_hybrid_scores_a_pair_the_same_in_every_request(scorer):
+    from rerankit import HybridReranker
+
+    hybrid = HybridReranker(scorer)
+    pair = "Paris is the capital of France."
+    requests = [
+        [pair],
+        [pair, "Cars are fast."],
+        ["The capital of France is Paris.", "Berlin is in Germany.", pair, "Lyon"],
+    ]
+    scores = []
+    for docs in requests:
+        result = hybrid.rerank("capital of France", docs)
+        assert result.score_scale == "probability"
+        scores.append(next(r.score for r in result if r.text == pair))
+    assert scores[0] == pytest.approx(scores[1], abs=1e-9) == pytest.approx(scores[2], abs=1e-9)
+    assert 0.5 < scores[0] < 1  # relevant, and a probability
+    irrelevant = hybrid.rerank("capital of France", ["Cars are fast."])[0].score
+    assert irrelevant < 0.1  # alone in its request it still scores low
+    relative = HybridReranker(scorer, scores="relative").rerank("capital of France", [pair])
+    assert relative.score_scale == "relative" and relative[0].score == 0.5
+    with pytest.raises(ValueError, match="scores must be one of"):
+        HybridReranker(scorer, scores="absolute")
+
+
+def test_the_hybrid_falls_back_to_relative_scores_for_a_model_it_was_not_calibrated_for(
+    scorer, caplog
+):
+    from rerankit import EmbeddingScorer, HybridReranker
+
+    other = EmbeddingScorer(scorer.model, name="other")  # not the bundled id
+    with caplog.at_level("WARNING"):
+        hybrid = HybridReranker(other)
+    assert hybrid.score_scale == "relative" and "calibration" in caplog.text
+    custom = {
+        "calibration": {
+            "embedding": {"slope": 5.0, "intercept": -4.0},
+            "bm25_background": {"slope": 5.0, "intercept": -4.0},
+        }
+    }
+    assert HybridReranker(other, calibration=custom).score_scale == "probability"
+    with pytest.raises(ValueError, match="unknown keys"):
+        HybridReranker(scorer, calibration={"slope": 1})

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import logging
+from collections.abc import Iterator, Mapping, Sequence
 from numbers import Real
 from typing import Any
 
@@ -13,25 +14,47 @@ from ..types import Document
 from .base import Scored, ScoringReranker
 from .fused import FusionReranker
 
+logger = logging.getLogger(__name__)
+
 __all__ = [
+    "HYBRID_CALIBRATION",
     "HYBRID_FIRST_STAGE_WEIGHT",
     "HYBRID_METHOD",
     "HYBRID_TEXT_WEIGHTS",
     "HybridReranker",
     "hybrid_reranker",
+    "relative_hybrid",
     "texts_only_hybrid",
 ]
 
-#: How the default ``hybrid`` fuses its signals: a weighted sum of min-max normalised scores.
-#: With the documents' first-stage scores: 0.3 first stage / 0.7 embedding. Texts only: 0.2
-#: BM25 over the candidates with the candidates' own idf, 0.2 the same BM25 with idf from a
-#: general word-frequency table, 0.6 embedding (k1=0.9, b=0.4 for both). Both chosen on
-#: development queries only (SciFact train, NFCorpus dev; see ``benchmarks/hybrid_dev.py``).
+#: How the default ``hybrid`` fuses its signals.
+#:
+#: * Texts only, ``scores="calibrated"`` (the default): the bundled MiniLM's cosine and BM25
+#:   with background idf, ``avgdl`` fixed at 400 and query normalisation, each mapped to a
+#:   logit by its calibration, summed with equal weights and mapped through the output
+#:   calibration: an estimate of P(relevant) per (query, document) pair. Fitted on
+#:   development queries only (SciFact train, NFCorpus dev; ``benchmarks/calibration.py``).
+#: * Texts only, ``scores="relative"``: a weighted sum of min-max normalised scores, 0.2 BM25
+#:   with the candidates' own idf, 0.2 BM25 with background idf, 0.6 embedding (chosen on
+#:   the same queries, ``benchmarks/hybrid_dev.py``). Scores are relative to the request.
+#: * With the documents' first-stage scores: 0.3 first stage / 0.7 embedding, min-max
+#:   normalised (the retriever's scale is unknown, so these scores are relative).
 HYBRID_METHOD = fusion.ScoreCombinationMethod.WEIGHTED_AVERAGE
 HYBRID_FIRST_STAGE_WEIGHT = 0.3
 #: texts only: BM25 with the candidates' idf, BM25 with background idf (the rest: embedding)
 HYBRID_TEXT_WEIGHTS = (0.2, 0.2)
 HYBRID_BM25 = {"k1": 0.9, "b": 0.4}
+#: the calibrated texts-only hybrid (strategy calibrations, weights in logit space, output)
+HYBRID_CALIBRATION: dict[str, Any] = {
+    "avgdl": 400.0,
+    "weights": {"embedding": 0.5, "bm25_background": 0.5},
+    "calibration": {
+        "embedding": {"slope": 7.012624, "intercept": -5.935396},
+        "bm25_background": {"slope": 7.285328, "intercept": -6.073978},
+    },
+    "output_calibration": {"slope": 1.812054, "intercept": 2.698546},
+}
+SCORE_MODES = ("calibrated", "relative")
 
 
 class HybridReranker(ScoringReranker):
@@ -39,13 +62,22 @@ class HybridReranker(ScoringReranker):
 
     The lexical signal is the documents' first-stage (retriever) score when every document
     carries one (``first_stage_score``: name your own field with ``first_stage_field=`` when
-    reranking), else BM25 over the candidates twice: with the candidates' own idf (``bm25``)
-    and with idf from a general word-frequency table of ``language`` (``bm25_background``;
-    the candidates of a lexical search all contain the query's words, so their own
-    statistics miss which words matter). The strategies' names in each result's scores and
-    explanation say which mode ran. The embedding model is the bundled all-MiniLM-L6-v2
-    unless given (extra ``torch``); it reads English only, and a query mostly in another
-    script gets a warning.
+    reranking); the fusion is then min-max and its scores are relative to the request.
+
+    Given texts only, ``scores="calibrated"`` (the default) fuses the embedding's cosine
+    with BM25 whose idf comes from a general word-frequency table of ``language``
+    (``bm25_background``: the candidates of a lexical search all contain the query's words,
+    so their own statistics miss which words matter), each through a fixed calibration
+    (:data:`HYBRID_CALIBRATION`, or ``calibration=``): the score estimates P(relevant) and
+    depends only on the query and the document, so it means the same in every request
+    (``result.score_scale == "probability"``). ``scores="relative"`` adds BM25 with the
+    candidates' own idf (``bm25``) and min-max fusion: often a slightly better order (it
+    reads which words are rare among these candidates), scores comparable only within the
+    request. The calibration fits the bundled all-MiniLM-L6-v2; with another embedding
+    model and no ``calibration``, the hybrid falls back to ``relative`` (fit one with
+    ``rerankit tune --calibrate``). The strategies' names in each result's scores and
+    explanation say which mode ran. The embedding model reads English only, and a query
+    mostly in another script gets a warning.
     """
 
     def __init__(
@@ -58,6 +90,8 @@ class HybridReranker(ScoringReranker):
         language: str = "en",
         combination_method: fusion.ScoreCombinationMethod | str = HYBRID_METHOD,
         normalization_method: str = "min_max",
+        scores: str = "calibrated",
+        calibration: Mapping[str, Any] | None = None,
         name: str = "hybrid",
     ) -> None:
         from ..scorers.embedding import EmbeddingScorer
@@ -68,6 +102,8 @@ class HybridReranker(ScoringReranker):
             raise ValueError(f"first_stage_weight must be in [0, 1], got {first_stage_weight}")
         if len(text_weights) != 2 or min(text_weights) < 0 or sum(text_weights) > 1:
             raise ValueError(f"text_weights: two weights >= 0, sum <= 1; got {text_weights}")
+        if scores not in SCORE_MODES:
+            raise ValueError(f"scores must be one of {', '.join(SCORE_MODES)}, got {scores!r}")
         self.embedding = embedding if embedding is not None else EmbeddingScorer()
         self.use_first_stage = use_first_stage
         self.language = language
@@ -75,6 +111,21 @@ class HybridReranker(ScoringReranker):
         self.combination_method = fusion.ScoreCombinationMethod.parse(combination_method)
         self.normalization_method = normalization_method
         analyzer = Analyzer(language=language)  # one word table for both BM25s
+        bundled = isinstance(self.embedding, EmbeddingScorer) and self.embedding.is_bundled
+        if scores == "calibrated" and calibration is None and not bundled:
+            logger.warning(
+                "hybrid: the built-in calibration fits the bundled all-MiniLM-L6-v2, not %r; "
+                "scores are relative (pass calibration=, fitted by rerankit tune --calibrate)",
+                self.embedding.name,
+            )
+            scores = "relative"
+        self.scores = scores
+        if scores == "calibrated":
+            self.texts_only = self._calibrated(analyzer, calibration or HYBRID_CALIBRATION)
+            self.with_first_stage = self._fusion(
+                {FieldScorer(FIRST_STAGE_SCORE, name="first_stage"): first_stage_weight}
+            )
+            return
         self.texts_only = self._fusion(
             {
                 BM25Scorer(analyzer=analyzer, **HYBRID_BM25): text_weights[0],
@@ -98,8 +149,41 @@ class HybridReranker(ScoringReranker):
             name=self.name,
         )
 
+    def _calibrated(self, analyzer: Any, spec: Mapping[str, Any]) -> FusionReranker:
+        """The pair-wise texts-only fusion from a spec shaped like HYBRID_CALIBRATION."""
+        from ..scorers.lexical import BM25Scorer
+
+        unknown = sorted(set(spec) - set(HYBRID_CALIBRATION))
+        if unknown:
+            raise ValueError(f"calibration: unknown keys {unknown}; use {list(HYBRID_CALIBRATION)}")
+        spec = {**HYBRID_CALIBRATION, **spec}
+        bm25 = BM25Scorer(
+            analyzer=analyzer,
+            idf="background",
+            avgdl=spec["avgdl"],
+            query_normalized=True,
+            name="bm25_background",
+            **HYBRID_BM25,
+        )
+        rename = {"embedding": self.embedding.name}  # keys name the roles, not the scorers
+        return FusionReranker(
+            [bm25, self.embedding],
+            self.combination_method,
+            {rename.get(k, k): w for k, w in spec["weights"].items()},
+            normalization_method="calibrated",
+            calibration={rename.get(k, k): c for k, c in spec["calibration"].items()},
+            output_calibration=spec["output_calibration"],
+            name=self.name,
+        )
+
     def scorers(self) -> Iterator[Scorer]:
         yield from self.texts_only.scorers()
+
+    @property
+    def score_scale(self) -> str:
+        """The texts-only mode's scale (``probability`` when calibrated); a call whose
+        documents carry first-stage scores is ``relative`` (see ``result.score_scale``)."""
+        return self.texts_only.score_scale
 
     def _first_stage_mode(self, docs: Sequence[Document]) -> tuple[bool, str | None]:
         """Whether every document has a first-stage score; a warning when only some do."""
@@ -125,6 +209,7 @@ class HybridReranker(ScoringReranker):
         first_stage, note = self._first_stage_mode(docs)
         fusion_ = self.with_first_stage if first_stage else self.texts_only
         scored = await fusion_._score(query, docs, **context)
+        scored.scale = fusion_.score_scale
         if note:
             scored.warnings.append(note)
         if (
@@ -149,3 +234,10 @@ def texts_only_hybrid(**options: Any) -> HybridReranker:
     """The hybrid that never reads a first-stage score (BM25 over the candidates)."""
     options.setdefault("name", "hybrid-bm25")
     return HybridReranker(use_first_stage=False, **options)
+
+
+def relative_hybrid(embedding: Scorer | None = None, **options: Any) -> HybridReranker:
+    """The hybrid with min-max fusion and BM25 over the candidates' own idf when given
+    texts only: scores relative to the request (see :class:`HybridReranker`)."""
+    options.setdefault("name", "hybrid-relative")
+    return HybridReranker(embedding, scores="relative", **options)

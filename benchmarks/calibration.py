@@ -1,0 +1,143 @@
+"""Fitting the calibrated texts-only hybrid on development queries only (SciFact train,
+NFCorpus dev), and how well its probabilities match observed relevance.
+
+For each development query the BM25 top 100 of the corpus (k1=0.9, b=0.4) are scored by
+the two signals whose scores depend on the (query, document) pair alone: the bundled
+all-MiniLM-L6-v2 cosine and BM25 with background idf (a general word-frequency table),
+a fixed average document length and query normalisation (the score divided by the most
+any document could score for the query). Then, on the pooled development pairs
+(relevant = judged >= 1, unjudged = not relevant):
+
+1. each signal gets a logistic calibration of relevance on its raw score;
+2. every fixed ``avgdl`` in AVGDL and logit-space weight in WEIGHTS is ranked by the mean
+   nDCG@10 over the two development sets; the best is the ``hybrid``'s default;
+3. an output calibration (a logistic fit of relevance on the fused logit) makes the
+   fused score an estimate of P(relevant).
+
+Prints the choice table, the constants to put in ``rerankit/rerankers/hybrid.py``, and
+the expected calibration error (ECE, 10 bins) per development set with its reliability
+bins. DL19 has no training split and takes no part. Test splits are never read.
+
+Run: ``python benchmarks/calibration.py`` (document embeddings cached in
+``.cache/embeddings.sqlite``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT.parent / "shared" / "data" / "beir"
+DEV = {"SciFact train": ("scifact", "train"), "NFCorpus dev": ("nfcorpus", "dev")}
+AVGDL = (100.0, 200.0, 400.0)
+WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)  # weight of BM25 in logit space (embedding: the rest)
+
+
+def ndcg(scores, ids, qrels) -> float:
+    from rerankit.eval.metrics import mean_ndcg
+
+    run = {q: [ids[q][i] for i in np.argsort(-s, kind="stable")] for q, s in scores.items()}
+    return 100 * mean_ndcg(run, qrels)
+
+
+def main() -> None:
+    os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
+    from rerankit import BM25Scorer, EmbeddingScorer
+    from rerankit.calibration import (
+        expected_calibration_error,
+        fit_calibration,
+        reliability_bins,
+        sigmoid,
+    )
+    from rerankit.eval import load_beir
+    from rerankit.eval.runner import first_stage
+    from rerankit.rerankers.hybrid import HYBRID_BM25
+    from rerankit.scorers._language import BackgroundFrequencies
+    from rerankit.scorers.lexical import Analyzer
+
+    embedding = EmbeddingScorer()
+    analyzer = Analyzer(language="en")
+    idf = BackgroundFrequencies("en")
+    bm25 = {
+        a: BM25Scorer(analyzer=analyzer, idf=idf, avgdl=a, query_normalized=True, **HYBRID_BM25)
+        for a in AVGDL
+    }
+    # per dev set: query -> candidate ids, labels, cosine, {avgdl: bm25}
+    sets: dict[str, dict] = {}
+    for label, (name, split) in DEV.items():
+        start = time.perf_counter()
+        data = load_beir(DATA / name, split)
+        per = {"ids": {}, "y": {}, "cos": {}, "bm25": {a: {} for a in AVGDL}, "qrels": data.qrels}
+        for qid, ranked in first_stage(data, "bm25", 100).items():
+            if not ranked:
+                continue
+            ids = [d for d, _ in ranked]
+            texts = [data.text(d) for d in ids]
+            judged = data.qrels.get(qid, {})
+            per["ids"][qid] = ids
+            per["y"][qid] = np.array([1.0 if judged.get(d, 0) >= 1 else 0.0 for d in ids])
+            per["cos"][qid] = embedding.score_texts(data.queries[qid], texts)
+            for a, scorer in bm25.items():
+                per["bm25"][a][qid] = scorer.score_texts(data.queries[qid], texts)
+        sets[label] = per
+        print(f"{label}: {len(per['ids'])} queries in {time.perf_counter() - start:.0f} s",
+              file=sys.stderr)
+
+    def pooled(get) -> np.ndarray:
+        return np.concatenate([get(per, q) for per in sets.values() for q in per["ids"]])
+
+    y = pooled(lambda per, q: per["y"][q])
+    cos_cal = fit_calibration(pooled(lambda per, q: per["cos"][q]), y)
+    rows = []
+    for a in AVGDL:
+        bm_cal = fit_calibration(pooled(lambda per, q, a=a: per["bm25"][a][q]), y)
+        for w in WEIGHTS:
+            cells = {}
+            for label, per in sets.items():
+                fused = {
+                    q: (1 - w) * cos_cal.logit(per["cos"][q]) + w * bm_cal.logit(per["bm25"][a][q])
+                    for q in per["ids"]
+                }
+                cells[label] = ndcg(fused, per["ids"], per["qrels"])
+            rows.append((float(np.mean(list(cells.values()))), a, w, bm_cal, cells))
+    best = max(rows, key=lambda r: r[0])
+    print("| avgdl | BM25 weight (logit space) | " + " | ".join(DEV) + " | mean |")
+    print("|---:|---:|" + "---:|" * (len(DEV) + 1))
+    for mean, a, w, _, cells in rows:
+        mark = " **(chosen)**" if (a, w) == best[1:3] else ""
+        print(
+            f"| {a:g} | {w:.1f}{mark} | "
+            + " | ".join(f"{cells[n]:.2f}" for n in DEV)
+            + f" | {mean:.2f} |"
+        )
+    _, a, w, bm_cal, _ = best
+
+    def fused_logit(per, q):
+        return (1 - w) * cos_cal.logit(per["cos"][q]) + w * bm_cal.logit(per["bm25"][a][q])
+
+    out_cal = fit_calibration(pooled(fused_logit), y)
+    print("\nconstants (rerankit/rerankers/hybrid.py):")
+    print(f"  avgdl = {a:g}; weights: embedding {1 - w:.1f}, bm25_background {w:.1f}")
+    print(f"  embedding calibration: {cos_cal.as_dict()}")
+    print(f"  bm25_background calibration: {bm_cal.as_dict()}")
+    print(f"  output calibration: {out_cal.as_dict()}")
+    print("\nexpected calibration error (10 bins) of the calibrated hybrid, development pairs:")
+    for label, per in sets.items():
+        p = np.concatenate([sigmoid(out_cal.logit(fused_logit(per, q))) for q in per["ids"]])
+        labels = np.concatenate([per["y"][q] for q in per["ids"]])
+        ece = expected_calibration_error(p, labels)
+        print(f"  {label}: ECE {ece:.4f} over {labels.size} pairs ({int(labels.sum())} relevant)")
+        for b in reliability_bins(p, labels):
+            print(
+                f"    [{b['low']:.1f}, {b['high']:.1f}): {b['count']:6d} pairs, "
+                f"predicted {b['predicted']:.3f}, observed {b['observed']:.3f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
