@@ -561,3 +561,78 @@ def test_openapi_declares_responses_errors_and_the_key(live):
         assert post["security"] == [{"bearer": []}]
     assert "text/plain" in schema["paths"]["/metrics"]["get"]["responses"]["200"]["content"]
     assert "security" not in schema["paths"]["/health"]["get"]
+
+
+CALIBRATED = {
+    "normalization": "calibrated",
+    "scorers": [
+        {"type": "coverage", "weight": 0.6, "calibration": {"slope": 4.0, "intercept": -2.0}},
+        {"type": "jaccard", "weight": 0.4, "calibration": {"slope": 6.0, "intercept": -1.0}},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def scales():
+    pytest.importorskip("sentence_transformers", reason="the real hybrid needs the 'torch' extra")
+    settings = ServerSettings(
+        pipelines={"hybrid": "hybrid", "bm25": "bm25", "calibrated": CALIBRATED},
+        default="hybrid",
+    )
+    server = LiveServer(settings)
+    deadline = time.time() + 120
+    while httpx.get(f"{server.url}/ready").status_code != 200 and time.time() < deadline:
+        time.sleep(0.1)
+    yield server
+    server.stop()
+
+
+def test_a_pair_gets_the_same_score_in_every_request(scales):
+    client = cohere.ClientV2(api_key="unused", base_url=scales.url)
+    pair = "Paris is the capital of France."
+    requests = [
+        [pair],
+        ["Cars are fast.", pair],
+        ["The capital of France is Paris.", "Berlin is in Germany.", "Lyon", pair],
+    ]
+    for model in ("hybrid", "calibrated"):
+        seen = []
+        for docs in requests:
+            out = client.rerank(model=model, query="capital of France", documents=docs)
+            seen.append(next(r.relevance_score for r in out.results if docs[r.index] == pair))
+        assert seen[0] == pytest.approx(seen[1], abs=1e-9)
+        assert seen[0] == pytest.approx(seen[2], abs=1e-9)
+    # the hybrid's answer is a probability, and an irrelevant document alone scores low
+    alone = client.rerank(model="hybrid", query="capital of France", documents=["Cars are fast."])
+    assert alone.results[0].relevance_score < 0.1
+    r = httpx.post(
+        f"{scales.url}/v2/rerank",
+        json={"model": "hybrid", "query": "capital of France", "documents": [pair]},
+    )
+    assert r.json()["meta"]["rerankit"]["scores"] == "probability"
+    assert r.headers["x-rerankit-scores"] == "probability"
+
+
+def test_relative_pipelines_say_so(scales):
+    r = httpx.post(
+        f"{scales.url}/v2/rerank",
+        json={"model": "bm25", "query": "solar power", "documents": DOCS[:1]},
+    )
+    assert r.status_code == 200 and r.json()["meta"]["rerankit"]["scores"] == "relative"
+    assert r.headers["x-rerankit-scores"] == "relative"
+    tei = httpx.post(f"{scales.url}/rerank", json={"query": "solar power", "texts": DOCS[:1]})
+    assert tei.headers["x-rerankit-scores"] == "probability"  # the default: the hybrid
+    models = {m["name"]: m for m in httpx.get(f"{scales.url}/v1/models").json()["models"]}
+    assert models["hybrid"]["scores"] == "probability" and models["hybrid"]["pairwise"]
+    assert models["hybrid"]["scores_with_first_stage_field"] == "relative"
+    assert models["bm25"]["scores"] == "relative" and not models["bm25"]["pairwise"]
+    assert models["calibrated"]["scores"] == "probability"
+    info = httpx.get(f"{scales.url}/info").json()
+    assert info["pipelines"]["bm25"]["scores"] == "relative"
+    # a retriever score of unknown scale makes even the hybrid's answer relative
+    docs = [{"text": "Paris is the capital of France.", "s": 2.0}, {"text": "Cars", "s": 1.0}]
+    r = httpx.post(
+        f"{scales.url}/v1/rerank",
+        json={"query": "capital of France", "documents": docs, "first_stage_field": "s"},
+    )
+    assert r.json()["meta"]["rerankit"]["scores"] == "relative"

@@ -5,10 +5,14 @@ Endpoints: one per wire format in :mod:`rerankit.server.formats` (Cohere ``/v1/r
 (Prometheus) and the OpenAPI docs at ``/docs``. Errors are JSON ``{"message": ...}`` with
 Cohere's status codes.
 
-Relevance scores are in [0, 1]: a pipeline whose scores already lie there (``hybrid``,
-``embedding`` mapped from cosine, LLM judges) keeps them; otherwise the request's scores
-are min-max normalised (so the best document scores 1). TEI's ``raw_scores`` returns the
-pipeline's own scores instead.
+Relevance scores are in [0, 1] and, for pipelines whose scores depend only on the (query,
+document) pair, mean the same in every request: the default ``hybrid`` (given texts) gives
+a calibrated estimate of P(relevant); ``embedding`` gives the cosine (negative as 0); a
+cross-encoder's logit goes through the sigmoid. Pipelines whose scores are relative to the
+request (``bm25`` over the candidates, min-max or rank fusion, a caller's first-stage
+score) are min-max normalised per request and say so: ``meta.rerankit.scores`` (and the
+``x-rerankit-scores`` header) is ``relative``, and ``/v1/models`` and ``/info`` list each
+pipeline's scale. TEI's ``raw_scores`` returns the pipeline's own scores instead.
 """
 
 import asyncio
@@ -151,6 +155,19 @@ class _Service:
     def loaded(self, name: str) -> bool:
         """Whether pipeline ``name`` has been built."""
         return name in self._pipelines
+
+    def describe_scores(self, name: str) -> dict[str, Any]:
+        """What pipeline ``name``'s scores mean (None until it is loaded)."""
+        reranker = self._pipelines.get(name)
+        if reranker is None:
+            return {"scores": None}
+        out: dict[str, Any] = {
+            "scores": reranker.score_scale,
+            "pairwise": reranker.score_scale != "relative",
+        }
+        if getattr(reranker, "use_first_stage", False):  # the hybrid reading a retriever score
+            out["scores_with_first_stage_field"] = "relative"
+        return out
 
     async def warm_up(self) -> None:
         """Load every pipeline and rerank one small batch with each, then mark the service
@@ -374,6 +391,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 "x-queue-time": f"{1000 * call.timings.get('queue', 0.0):.1f}",
                 "x-inference-time": f"{1000 * call.timings.get('inference', 0.0):.1f}",
             }
+            headers["x-rerankit-scores"] = result.score_scale
             if result.degraded:  # SDK users rarely read meta: the header says it too
                 headers["x-rerankit-degraded"] = "true"
             return SafeJSONResponse(fmt.respond(body, call, result), headers=headers)
@@ -435,7 +453,12 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     async def models() -> Any:
         return {
             "models": [
-                {"name": n, "endpoints": ["rerank"], "default": n == settings.default}
+                {
+                    "name": n,
+                    "endpoints": ["rerank"],
+                    "default": n == settings.default,
+                    **service.describe_scores(n),
+                }
                 for n in sorted(settings.pipelines)
             ]
         }
@@ -450,6 +473,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 name: {
                     "spec": spec if isinstance(spec, str) else dict(spec),
                     "loaded": service.loaded(name),
+                    **service.describe_scores(name),
                 }
                 for name, spec in settings.pipelines.items()
             },

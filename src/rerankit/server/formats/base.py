@@ -8,10 +8,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ...errors import ServiceError
+from ...normalize import scale_to_unit
 from ...types import Document, RerankResult
 from ..settings import ServerSettings
 
-__all__ = ["Call", "WireFormat", "check_query", "clip", "meta"]
+__all__ = ["Call", "WireFormat", "check_query", "clip", "meta", "relevance_scores"]
 
 
 @dataclass(frozen=True)
@@ -71,14 +72,25 @@ def check_query(query: str, settings: ServerSettings) -> str:
     return query
 
 
+def relevance_scores(result: RerankResult) -> list[float]:
+    """The result's scores in [0, 1] by the fixed map of its scale (see
+    :func:`rerankit.normalize.scale_to_unit`): a probability as it is, a cosine clipped at
+    0, a logit through the sigmoid; only ``relative`` scores are normalised per request."""
+    return scale_to_unit([r.score for r in result], result.score_scale).tolist()
+
+
 def meta(result: RerankResult, version: str) -> dict[str, Any]:
-    """Cohere's ``meta`` object, with the result's warnings, and rerankit's own account
-    (``meta.rerankit``: ``degraded`` and the per-document ``flags`` by input index) when
-    anything went wrong."""
+    """Cohere's ``meta`` object, with the result's warnings, and rerankit's own account in
+    ``meta.rerankit``: ``scores`` (what the relevance scores mean: ``probability``,
+    another pair-wise scale, or ``relative`` when they are comparable only within this
+    answer) and, when anything went wrong, ``degraded`` and the per-document ``flags`` by
+    input index."""
     out: dict[str, Any] = {"api_version": {"version": version}, "billed_units": {"search_units": 1}}
     if result.warnings:
         out["warnings"] = list(result.warnings)
+    own: dict[str, Any] = {"scores": result.score_scale}
     flags = {str(r.index): list(r.flags) for r in result if r.flags}
     if result.degraded or flags:
-        out["rerankit"] = {"degraded": result.degraded, "flags": flags}
+        own.update(degraded=result.degraded, flags=flags)
+    out["rerankit"] = own
     return out

@@ -10,10 +10,9 @@ from pydantic import BaseModel, ConfigDict
 
 from ...documents import to_documents
 from ...errors import InvalidDocumentError, ServiceError
-from ...normalize import unit_scores
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import Call, check_query, clip, meta
+from .base import Call, check_query, clip, meta, relevance_scores
 
 path = "/v1/rerank"
 
@@ -69,7 +68,7 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
 
 
 def _respond(body: Request, result: RerankResult) -> dict[str, Any]:
-    scores = unit_scores([r.score for r in result]).tolist()
+    scores = relevance_scores(result)
     results = []
     for r, s in zip(result, scores, strict=True):
         entry: dict[str, Any] = {"index": r.index, "relevance_score": s}

@@ -9,10 +9,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...documents import to_documents
-from ...normalize import unit_scores
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import Call, check_query, clip, meta
+from .base import Call, check_query, clip, meta, relevance_scores
 
 path = "/v2/rerank"
 
@@ -53,7 +52,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
-    scores = unit_scores([r.score for r in result]).tolist()
+    scores = relevance_scores(result)
     return {
         "id": str(uuid.uuid4()),
         "results": [

@@ -9,10 +9,9 @@ from pydantic import BaseModel, ConfigDict
 
 from ...documents import to_documents
 from ...errors import ServiceError
-from ...normalize import unit_scores
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import Call, check_query, clip
+from .base import Call, check_query, clip, relevance_scores
 
 path = "/rerank"
 
@@ -49,8 +48,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> list[dict[str, Any]]:
-    raw = [r.score for r in result]
-    scores = raw if body.raw_scores else unit_scores(raw).tolist()
+    scores = [r.score for r in result] if body.raw_scores else relevance_scores(result)
     out = []
     for r, s in zip(result, scores, strict=True):
         entry: dict[str, Any] = {"index": r.index, "score": s}
