@@ -119,3 +119,65 @@ def test_tune_pieces():
 def test_tune_refuses_to_report_on_its_training_split(tiny, capsys):
     code = main(["tune", "--data", str(tiny), "--train-split", "test", "--test-split", "test"])
     assert code == 1 and "never tune on the split you report" in capsys.readouterr().err
+
+
+def test_eval_reports_the_calibration_of_probability_scores(tiny, tmp_path, capsys):
+    from rerankit.calibration import expected_calibration_error
+
+    pipeline = tmp_path / "calibrated.toml"
+    pipeline.write_text(
+        'normalization = "calibrated"\n'
+        "scorers = [\n"
+        '  { type = "coverage", weight = 0.5, calibration = { slope = 4, intercept = -2 } },\n'
+        '  { type = "jaccard", weight = 0.5, calibration = { slope = 6, intercept = -1 } },\n'
+        "]\n"
+    )
+    out = tmp_path / "out"
+    args = ["eval", "--data", str(tiny), "--rerankers", "bm25", "--config", str(pipeline)]
+    assert main([*args, "--k", "4", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "| ECE |" in printed
+    rows = {r["pipeline"]: r for r in json.loads((out / "results.json").read_text())["results"]}
+    assert rows["bm25"]["ece"] is None  # relative scores have no calibration to report
+    report = rows["calibrated"]["calibration"]
+    assert sum(b["count"] for b in report["bins"]) == report["pairs"]
+    # the same number from the pipeline's own scores and the qrels
+    from rerankit import load
+
+    data = load_beir(tiny)
+    probabilities, labels = [], []
+    for qid, ranked in first_stage(data, "bm25", 4).items():
+        result = load(pipeline).rerank(data.queries[qid], [data.text(d) for d, _ in ranked])
+        for r in result:
+            probabilities.append(r.score)
+            labels.append(float(data.qrels.get(qid, {}).get(ranked[r.index][0], 0) >= 1))
+    assert rows["calibrated"]["ece"] == pytest.approx(
+        expected_calibration_error(probabilities, labels)
+    )
+    assert (out / "reliability.svg").read_text().startswith("<svg")
+
+
+def test_tune_calibrate_writes_a_calibrated_pipeline_that_loads(tiny, tmp_path, capsys):
+    pytest.importorskip("sentence_transformers", reason="the embedding needs the 'torch' extra")
+    pytest.importorskip("wordfreq", reason="background idf needs the 'lexical' extra")
+    import tomllib
+
+    from rerankit import load
+
+    out = tmp_path / "calibrated.toml"
+    args = ["tune", "--data", str(tiny), "--calibrate", "--k", "4", "--out", str(out)]
+    assert main([*args, "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "training ECE" in printed and "| ECE |" in printed
+    spec = tomllib.loads(out.read_text())
+    stage = spec["stages"][0]
+    assert stage["normalization"] == "calibrated"
+    assert {s["name"] if "name" in s else s["type"] for s in stage["scorers"]} == {
+        "bm25_background",
+        "embedding",
+    }
+    reranker = load(out)
+    assert reranker.score_scale == "probability"
+    alone = reranker.rerank("solar electricity", ["solar panels"])[0].score
+    mixed = reranker.rerank("solar electricity", ["wind", "solar panels", "pasta"])
+    assert next(r.score for r in mixed if r.index == 1) == pytest.approx(alone)

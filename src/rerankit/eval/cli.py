@@ -94,7 +94,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from ..api import load
     from ..scorers.embedding import EmbeddingScorer
     from . import tune
 
@@ -112,6 +111,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     embedding = EmbeddingScorer(max_length=args.embedding_max_length)
     train = _limit(load_beir(args.data, args.train_split), args.max_queries)
     train_cands = first_stage(train, args.first_stage, args.k)
+    if args.calibrate:
+        out = _calibrate(args, train, train_cands, embedding)
+        return _report_tuned(args, out, texts_only=True)
     matrices = tune.score_matrix(
         train, train_cands, embedding, progress=_progress("scoring train", not args.no_progress)
     )
@@ -135,6 +137,42 @@ def cmd_tune(args: argparse.Namespace) -> int:
     )
     out.write_text(tune.to_toml(spec, comment), encoding="utf-8")
     print(f"\nwrote {out}")
+    return _report_tuned(args, out, texts_only=False)
+
+
+def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> Path:
+    """Refit the calibrated hybrid on the training split; write its pipeline file."""
+    from . import tune
+
+    matrices = tune.pairwise_matrix(
+        train, cands, embedding, progress=_progress("scoring train", not args.no_progress)
+    )
+    fit = tune.fit_calibrated(train, matrices)
+    print(
+        f"{train.name}: {len(matrices)} {args.train_split} queries, {fit['pairs']} pairs; "
+        "nDCG@10 x 100 on the training split by BM25's weight in logit space:\n"
+    )
+    for w, score in fit["ndcg_by_weight"].items():
+        print(f"  {100 * score:6.2f}  bm25_background {w:.1f}, embedding {1 - w:.1f}")
+    print(f"\ntraining ECE of the calibrated scores: {fit['ece']:.4f}")
+    spec = tune.calibrated_spec(
+        fit["calibration"],
+        name=f"calibrated-{train.name}",
+        embedding_max_length=args.embedding_max_length,
+    )
+    out = Path(args.out or f"calibrated-{train.name}.toml")
+    comment = (
+        f"Calibrated by `rerankit tune --calibrate` on {train.name} {args.train_split} "
+        f"({len(matrices)} queries): scores estimate P(relevant) per (query, document)."
+    )
+    out.write_text(tune.to_toml(spec, comment), encoding="utf-8")
+    print(f"\nwrote {out}")
+    return out
+
+
+def _report_tuned(args: argparse.Namespace, out: Path, *, texts_only: bool) -> int:
+    """Evaluate the written pipeline once on the test split, next to the default hybrid."""
+    from ..api import load
 
     test = _limit(load_beir(args.data, args.test_split), args.max_queries)
     test_cands = first_stage(test, args.first_stage, args.k)
@@ -142,7 +180,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     for name, reranker in (("hybrid", load("hybrid")), (out.stem, load(out))):
         runs.append(
             run_pipeline(
-                name, reranker, test, test_cands, progress=_progress(name, not args.no_progress)
+                name,
+                reranker,
+                test,
+                test_cands,
+                progress=_progress(name, not args.no_progress),
+                first_stage_scores=not texts_only,
             )
         )
     rows = evaluate_runs(test, runs, args.k)
@@ -224,6 +267,12 @@ def add_commands(sub: Any) -> None:
         type=int,
         default=None,
         help="tokens the embedding model reads per document (MiniLM: 256 unless set)",
+    )
+    tu.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="instead of searching fusions, refit the calibrated texts-only hybrid (scores "
+        "that estimate P(relevant) per pair) on the training split",
     )
     tu.add_argument("--max-queries", type=int, default=None, help="use the first N queries only")
     tu.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

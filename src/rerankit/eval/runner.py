@@ -2,7 +2,10 @@
 
 Metrics and the paired significance test come from ranx (extra ``eval``): nDCG@10,
 MRR@10, Recall@10 and Recall@k, relevance >= 1 counting as relevant, and a paired
-Student's t-test of each pipeline against the first stage.
+Student's t-test of each pipeline against the first stage. Pipelines whose scores are
+calibrated probabilities also get their expected calibration error over every (query,
+candidate) pair (relevant: judged >= 1; unjudged pairs count as not relevant) and a
+reliability diagram.
 """
 
 from __future__ import annotations
@@ -75,6 +78,14 @@ class PipelineRun:
     latencies: list[float] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
     degraded_queries: int = 0
+    #: the rerankers' own scores per query and document, and the scales they came in
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    score_scales: set[str] = field(default_factory=set)
+
+    @property
+    def calibrated(self) -> bool:
+        """Whether every query's scores were probabilities (see ``score_scale``)."""
+        return self.score_scales == {"probability"}
 
     @property
     def mean_latency(self) -> float:
@@ -120,6 +131,8 @@ def run_pipeline(
         out = reranker.rerank(data.queries[qid], docs)
         result.latencies.append(time.perf_counter() - start)
         result.run[qid] = {r.id: float(len(out) - i) for i, r in enumerate(out)}
+        result.scores[qid] = {r.id: r.score for r in out}
+        result.score_scales.add(out.score_scale)
         result.degraded_queries += bool(out.degraded)
         for key, value in out.usage.items():
             result.usage[key] = result.usage.get(key, 0) + value
@@ -130,9 +143,34 @@ def metric_names(k: int) -> list[str]:
     return ["ndcg@10", "mrr@10", "recall@10", f"recall@{k}"]
 
 
+def reliability(data: Dataset, run: PipelineRun, bins: int = 10) -> dict[str, Any] | None:
+    """Expected calibration error and reliability bins of a run whose scores are
+    probabilities (None for other runs): every scored (query, candidate) pair, relevant
+    when judged >= 1."""
+    from ..calibration import expected_calibration_error, reliability_bins
+
+    if not run.calibrated:
+        return None
+    probabilities, labels = [], []
+    for qid, scores in run.scores.items():
+        judged = data.qrels.get(qid, {})
+        for doc, p in scores.items():
+            probabilities.append(p)
+            labels.append(1.0 if judged.get(doc, 0) >= 1 else 0.0)
+    if not probabilities:
+        return None
+    return {
+        "ece": expected_calibration_error(probabilities, labels, bins),
+        "pairs": len(labels),
+        "relevant": int(sum(labels)),
+        "bins": reliability_bins(probabilities, labels, bins),
+    }
+
+
 def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[dict[str, Any]]:
-    """One row per run: the metrics, latency, usage, and the p-value of a paired t-test of
-    its nDCG@10 against the first run (the first stage)."""
+    """One row per run: the metrics, latency, usage, the p-value of a paired t-test of
+    its nDCG@10 against the first run (the first stage), and for calibrated runs the
+    expected calibration error (``ece``) and reliability bins (``calibration``)."""
     ranx = require("ranx", "rerankit eval")
     qrels = ranx.Qrels({q: dict(j) for q, j in data.qrels.items() if q in data.queries})
     metrics = metric_names(k)
@@ -158,8 +196,13 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
                 "llm_calls": r.usage.get("calls", 0),
                 "tokens": r.usage.get("input_tokens", 0) + r.usage.get("output_tokens", 0),
                 "degraded_queries": r.degraded_queries,
+                "ece": None,
             }
         )
+        calibration = reliability(data, r)
+        if calibration is not None:
+            rows[-1]["ece"] = calibration["ece"]
+            rows[-1]["calibration"] = calibration
     return rows
 
 
@@ -175,6 +218,9 @@ def format_table(rows: Sequence[Mapping[str, Any]], k: int) -> str:
         "LLM calls",
         "tokens",
     ]
+    with_ece = any(r.get("ece") is not None for r in rows)
+    if with_ece:
+        head.append("ECE")
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for r in rows:
         p = "" if r["p_vs_first_stage"] is None else f"{r['p_vs_first_stage']:.3g}"
@@ -187,6 +233,8 @@ def format_table(rows: Sequence[Mapping[str, Any]], k: int) -> str:
             str(r["llm_calls"]),
             str(r["tokens"]),
         ]
+        if with_ece:
+            cells.append("" if r.get("ece") is None else f"{r['ece']:.4f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -197,7 +245,8 @@ def write_outputs(
     runs: Sequence[PipelineRun],
     meta: Mapping[str, Any],
 ) -> list[Path]:
-    """``results.json``, one TREC run per pipeline under ``runs/``, and ``ndcg.png``."""
+    """``results.json``, one TREC run per pipeline under ``runs/``, ``ndcg.png``, and
+    ``reliability.svg`` when some pipeline's scores are calibrated probabilities."""
     out = Path(out)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     written = [out / "results.json"]
@@ -221,4 +270,12 @@ def write_outputs(
     fig.savefig(out / "ndcg.png", dpi=120)
     plt.close(fig)
     written.append(out / "ndcg.png")
+    curves = {r["pipeline"]: r["calibration"]["bins"] for r in rows if r.get("calibration")}
+    if curves:
+        from ..calibration import reliability_svg
+
+        path = out / "reliability.svg"
+        title = f"{meta.get('dataset', '')}: calibration of P(relevant)"
+        path.write_text(reliability_svg(curves, title), encoding="utf-8")
+        written.append(path)
     return written

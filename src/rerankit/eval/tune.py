@@ -5,6 +5,10 @@ The strategies are the first stage's score (``first_stage``), BM25 over the cand
 (weighted sum of min-max or z-score normalised scores, or RRF) and weights on a 0.1 grid is
 scored (nDCG@10, ranx) on the training split; the best becomes a pipeline file, which is
 then loaded and evaluated on the test split. The test split never informs the choice.
+
+``--calibrate`` instead refits the calibrated texts-only hybrid (scores that estimate
+P(relevant) per pair; see :mod:`rerankit.calibration`) on the training split:
+:func:`fit_calibrated`.
 """
 
 from __future__ import annotations
@@ -22,7 +26,18 @@ from ..fusion import fuse, normalize_rows
 from .data import Dataset
 from .runner import candidate_documents
 
-__all__ = ["FUSIONS", "STRATEGIES", "grid", "pipeline_spec", "score_matrix", "search", "to_toml"]
+__all__ = [
+    "FUSIONS",
+    "STRATEGIES",
+    "calibrated_spec",
+    "fit_calibrated",
+    "grid",
+    "pairwise_matrix",
+    "pipeline_spec",
+    "score_matrix",
+    "search",
+    "to_toml",
+]
 
 STRATEGIES = ("first_stage", "bm25", "embedding")
 FUSIONS = (("weighted_average", "min_max"), ("weighted_average", "z_score"), ("rrf", None))
@@ -138,14 +153,135 @@ def pipeline_spec(
     return {"name": name, "stages": [stage]}
 
 
+CALIBRATION_WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7)  # BM25's weight in logit space
+
+
+def pairwise_matrix(
+    data: Dataset,
+    cands: Mapping[str, Sequence[tuple[str, float]]],
+    embedding: Any,
+    *,
+    avgdl: float = 400.0,
+    progress: Callable[[Any], Any] | None = None,
+) -> dict[str, tuple[list[str], np.ndarray]]:
+    """Per query: candidate ids and a (2, n) matrix of the calibrated hybrid's raw signals,
+    BM25 with background idf (fixed ``avgdl``, query-normalised) and the cosine."""
+    from ..rerankers.hybrid import HYBRID_BM25
+    from ..scorers.lexical import BM25Scorer
+
+    bm25 = BM25Scorer(idf="background", avgdl=avgdl, query_normalized=True, **HYBRID_BM25)
+    items = [(q, c) for q, c in cands.items() if c]
+    out = {}
+    for qid, ranked in progress(items) if progress else items:
+        texts = [data.text(d) for d, _ in ranked]
+        query = data.queries[qid]
+        out[qid] = (
+            [d for d, _ in ranked],
+            np.vstack([bm25.score_texts(query, texts), embedding.score_texts(query, texts)]),
+        )
+    return out
+
+
+def fit_calibrated(
+    data: Dataset,
+    matrices: Mapping[str, tuple[list[str], np.ndarray]],
+    weights: Sequence[float] = CALIBRATION_WEIGHTS,
+) -> dict[str, Any]:
+    """Fit the calibrated hybrid on judged training pairs (relevant: judged >= 1): a
+    logistic calibration per signal, BM25's logit-space weight by training nDCG@10 among
+    ``weights``, and an output calibration of the fused logit. Returns the calibration
+    (shaped like ``HYBRID_CALIBRATION``), the training nDCG@10 per weight and the
+    training ECE."""
+    from ..calibration import expected_calibration_error, fit_calibration, sigmoid
+    from .metrics import mean_ndcg
+
+    qids = list(matrices)
+    labels = {
+        q: np.array([float(data.qrels.get(q, {}).get(d, 0) >= 1) for d in matrices[q][0]])
+        for q in qids
+    }
+    y = np.concatenate([labels[q] for q in qids]) if qids else np.zeros(0)
+    if y.size == 0 or y.min() == y.max():
+        raise ValueError(
+            "calibration needs judged training pairs, relevant and not, among the candidates"
+        )
+    bm25_cal = fit_calibration(np.concatenate([matrices[q][1][0] for q in qids]), y)
+    cos_cal = fit_calibration(np.concatenate([matrices[q][1][1] for q in qids]), y)
+
+    def logits(q: str, w: float) -> np.ndarray:
+        raw = matrices[q][1]
+        return w * bm25_cal.logit(raw[0]) + (1 - w) * cos_cal.logit(raw[1])
+
+    by_weight = {}
+    for w in weights:
+        run = {
+            q: [matrices[q][0][i] for i in np.argsort(-logits(q, w), kind="stable")] for q in qids
+        }
+        by_weight[w] = mean_ndcg(run, data.qrels)
+    best = max(by_weight, key=lambda w: by_weight[w])
+    fused = np.concatenate([logits(q, best) for q in qids])
+    out_cal = fit_calibration(fused, y)
+    return {
+        "calibration": {
+            "weights": {"embedding": round(1 - best, 4), "bm25_background": round(best, 4)},
+            "calibration": {
+                "embedding": cos_cal.as_dict(),
+                "bm25_background": bm25_cal.as_dict(),
+            },
+            "output_calibration": out_cal.as_dict(),
+        },
+        "ndcg_by_weight": by_weight,
+        "ece": expected_calibration_error(sigmoid(out_cal.logit(fused)), y),
+        "pairs": int(y.size),
+    }
+
+
+def calibrated_spec(
+    calibration: Mapping[str, Any],
+    name: str = "calibrated-hybrid",
+    *,
+    avgdl: float = 400.0,
+    embedding_max_length: int | None = None,
+) -> dict[str, Any]:
+    """A declared pipeline for a calibration found by :func:`fit_calibrated`: a fusion with
+    ``normalization = "calibrated"``."""
+    from ..rerankers.hybrid import HYBRID_BM25
+
+    embedding: dict[str, Any] = {"type": "embedding"}
+    if embedding_max_length:
+        embedding["max_length"] = embedding_max_length
+    bm25 = {
+        "type": "bm25",
+        "name": "bm25_background",
+        "idf": "background",
+        "avgdl": avgdl,
+        "query_normalized": True,
+        **HYBRID_BM25,
+    }
+    cal, weights = calibration["calibration"], calibration["weights"]
+    stage = {
+        "name": name,
+        "normalization": "calibrated",
+        "output_calibration": dict(calibration["output_calibration"]),
+        "scorers": [
+            {**bm25, "weight": weights["bm25_background"], "calibration": cal["bm25_background"]},
+            {**embedding, "weight": weights["embedding"], "calibration": cal["embedding"]},
+        ],
+    }
+    return {"name": name, "stages": [stage]}
+
+
 def to_toml(spec: Mapping[str, Any], comment: str = "") -> str:
-    """A pipeline spec of the shape :func:`pipeline_spec` makes, as TOML."""
+    """A pipeline spec of the shape :func:`pipeline_spec` or :func:`calibrated_spec` makes,
+    as TOML."""
 
     def value(v: Any) -> str:
         if isinstance(v, str):
             return json.dumps(v)  # a TOML basic string is JSON-escaped
         if isinstance(v, bool):
             return "true" if v else "false"
+        if isinstance(v, Mapping):  # an inline table
+            return "{ " + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + " }"
         return repr(v)
 
     lines = [f"# {line}" for line in comment.splitlines()] if comment else []
