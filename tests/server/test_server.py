@@ -51,6 +51,25 @@ def _slow(seconds):
 
 register_reranker("test-slow", _slow(0.4))
 
+#: documents the async slow scorer finished, by query (it yields between documents, so a
+#: cancelled rerank stops where it is)
+SCORED: dict[str, list[int]] = {}
+
+
+class _AsyncSlow:
+    name = "async_slow"
+
+    async def score(self, query, docs, **context):
+        out = []
+        for i, _ in enumerate(docs):
+            await asyncio.sleep(0.25)
+            SCORED.setdefault(query, []).append(i)
+            out.append(float(i))
+        return np.array(out)
+
+
+register_reranker("test-async-slow", lambda: ScorerReranker(_AsyncSlow()))
+
 
 class _Broken(ScorerReranker):
     async def arerank(self, *args, **kwargs):
@@ -271,18 +290,49 @@ def test_full_queue_answers_429_and_every_accepted_request_is_answered(live):
     assert "rerankit_documents_scored_total" in metrics
 
 
-def test_timeout_is_503():
-    settings = ServerSettings(pipelines={"slow": "test-slow"}, default="slow", timeout=0.3)
+def test_timeout_is_503_and_the_work_past_it_is_cancelled():
+    settings = ServerSettings(
+        pipelines={"slow": "test-async-slow"}, default="slow", timeout=0.6, max_concurrency=1
+    )
     server = LiveServer(settings)
     try:
-        r = httpx.post(f"{server.url}/v2/rerank", json={"query": QUERY, "documents": DOCS})
-        assert r.status_code == 503 and "within the 0.3 s deadline" in r.json()["message"]
-        # the timed-out work (4 x 0.4 s) still holds its slot until it ends
-        assert "rerankit_in_flight 1.0" in httpx.get(f"{server.url}/metrics").text
-        deadline = time.time() + 5
-        while "rerankit_in_flight 0.0" not in httpx.get(f"{server.url}/metrics").text:
-            assert time.time() < deadline
-            time.sleep(0.1)
+        query = "timeout"
+        r = httpx.post(f"{server.url}/v2/rerank", json={"query": query, "documents": DOCS * 3})
+        assert r.status_code == 503 and "within the 0.6 s deadline" in r.json()["message"]
+        time.sleep(1.0)  # long enough for several more documents, had it kept going
+        assert 1 <= len(SCORED[query]) <= 3  # of 12: it stopped at the deadline
+        assert "rerankit_in_flight 0.0" in httpx.get(f"{server.url}/metrics").text
+    finally:
+        server.stop()
+
+
+def test_a_disconnected_client_s_work_is_dropped_queued_or_running():
+    settings = ServerSettings(
+        pipelines={"slow": "test-async-slow"}, default="slow", timeout=30, max_concurrency=1
+    )
+    server = LiveServer(settings)
+
+    def post(query, n, timeout):
+        try:
+            return httpx.post(
+                f"{server.url}/v2/rerank",
+                json={"query": query, "documents": DOCS[:1] * n},
+                timeout=timeout,
+            ).status_code
+        except httpx.TimeoutException:
+            return "gone"
+
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            running = pool.submit(post, "running", 8, 0.6)  # 8 x 0.25 s; client leaves at 0.6
+            time.sleep(0.2)
+            queued = pool.submit(post, "queued", 2, 0.3)  # waits for the slot; leaves
+            assert running.result() == "gone" and queued.result() == "gone"
+        time.sleep(1.0)
+        assert "queued" not in SCORED  # never started
+        assert 1 <= len(SCORED["running"]) <= 4  # stopped when its client left
+        assert _metric(server.url, "rerankit_abandoned_total") == 2
+        assert post("after", 1, 10) == 200  # the slot is free again
     finally:
         server.stop()
 
@@ -324,6 +374,61 @@ def test_encode_batcher_groups_concurrent_calls():
     with pytest.raises(RuntimeError, match="model crashed"):
         EncodeBatcher(failing).encode(["x"])
     assert asyncio.run(asyncio.sleep(0, result=True))
+
+
+def test_encode_batches_keep_to_the_token_budget():
+    seen = []
+
+    def encode(texts):
+        seen.append(list(texts))
+        time.sleep(0.02)
+        return np.array([[float(len(t))] for t in texts])
+
+    def count_tokens(texts):
+        return sum(len(t) for t in texts)
+
+    batcher = EncodeBatcher(
+        encode, max_items=100, max_wait_ms=50, max_batch_tokens=30, count_tokens=count_tokens
+    )
+
+    def one(i):
+        texts = ["x" * (5 + i), "y" * 5]  # 10 + i tokens
+        return batcher.encode(texts)[:, 0].tolist() == [float(len(t)) for t in texts]
+
+    with ThreadPoolExecutor(6) as pool:
+        assert all(pool.map(one, range(6)))
+    assert sum(len(b) for b in seen) == 12
+    assert all(count_tokens(b) <= 30 for b in seen)  # no job over the budget alone
+    assert any(len(b) > 2 for b in seen)  # and still several callers per batch
+    big = batcher.encode(["z" * 100])  # one caller over the budget goes alone, unsplit
+    assert big.shape == (1, 1) and seen[-1] == ["z" * 100]
+
+
+def test_abandoned_encode_work_is_dropped_before_it_runs():
+    import threading
+    from concurrent.futures import CancelledError
+
+    started, release, seen = threading.Event(), threading.Event(), []
+
+    def encode(texts):
+        seen.extend(texts)
+        started.set()
+        release.wait(5)
+        return np.ones((len(texts), 1))
+
+    batcher = EncodeBatcher(encode, max_items=1, max_wait_ms=1)
+    with ThreadPoolExecutor(2) as pool:
+        first = pool.submit(batcher.encode, ["first"])
+        assert started.wait(5)  # the worker is busy with the first batch
+        gone = threading.Event()
+        second = pool.submit(batcher.encode, ["second"], gone)
+        time.sleep(0.05)
+        gone.set()  # its request was abandoned while it waited
+        release.set()
+        assert first.result().shape == (1, 1)
+        with pytest.raises(CancelledError):
+            second.result()
+    assert seen == ["first"] and batcher.dropped == 1
 
 
 def _metric(url: str, prefix: str) -> float:

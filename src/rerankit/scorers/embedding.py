@@ -148,6 +148,17 @@ class EmbeddingScorer(LocalModelScorer):
         out = self.model.encode(list(texts), **options)
         return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
 
+    def count_tokens(self, texts: Sequence[str]) -> int:
+        """Tokens the model reads for ``texts`` (each capped at its maximum length): what a
+        token budget for a batch counts. Without a tokenizer, characters / 4."""
+        model = self.model
+        tokenizer = getattr(model, "tokenizer", None)
+        limit = getattr(model, "max_seq_length", None) or 512
+        if tokenizer is None or not callable(tokenizer):
+            return sum(min(limit, len(t) // 4 + 1) for t in texts)
+        ids = tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
+        return sum(len(x) for x in ids)
+
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
         """Query embeddings (uncached; a query is encoded once per call)."""
         return self._encode(queries, self.query_prompt)

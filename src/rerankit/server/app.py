@@ -20,6 +20,7 @@ import contextlib
 import hmac
 import json
 import logging
+import threading
 import time
 from typing import Any
 
@@ -27,7 +28,7 @@ from .._optional import require
 from ..errors import InputError, MissingDependencyError, ModelLoadError, ServiceError
 from ..scorers.embedding import ENCODE_HOOK
 from ..types import RerankResult, check_top_k
-from .batching import MicroBatching
+from .batching import ABANDONED, MicroBatching
 from .formats import FORMATS
 from .formats.base import Call
 from .settings import ServerSettings
@@ -67,6 +68,11 @@ class _Metrics:
         )
         self.inference_time = prom.Histogram(
             "rerankit_inference_seconds", "Time reranking", ["model"], registry=self.registry
+        )
+        self.abandoned = prom.Counter(
+            "rerankit_abandoned_total",
+            "Requests dropped because the client disconnected before the answer",
+            registry=self.registry,
         )
         self.batch_documents = prom.Histogram(
             "rerankit_request_documents",
@@ -128,7 +134,9 @@ class _Service:
         self.admission = _Admission(settings.max_concurrency, settings.max_queue, self.metrics)
         self.batching = (
             MicroBatching(
-                max_items=settings.batch_max_items, max_wait_ms=settings.batch_max_wait_ms
+                max_items=settings.batch_max_items,
+                max_wait_ms=settings.batch_max_wait_ms,
+                max_batch_tokens=settings.batch_max_tokens or None,
             )
             if settings.batching
             else None
@@ -219,27 +227,35 @@ class _Service:
             raise ServiceError(
                 503, f"no slot free within the {settings.timeout:g} s deadline; not run"
             ) from exc
-        # The slot is held until the work itself ends, even after a timeout answer: a
-        # timed-out rerank keeps computing on its thread, and it still counts against
-        # max_concurrency, so timeouts cannot pile up unbounded work.
+        # Work past its deadline, or whose client has gone, is cancelled: it stops at its
+        # next await, and embedding work waiting for a micro-batch is dropped (ABANDONED).
+        # The slot is released when the task ends.
         started = time.monotonic()
         self.metrics.queue_time.observe(started - queued)
-        token = ENCODE_HOOK.set(self.batching)
+        abandoned = threading.Event()
+        tokens = (ENCODE_HOOK.set(self.batching), ABANDONED.set(abandoned))
         try:
             task = asyncio.ensure_future(
                 reranker.arerank(call.query, call.documents, top_k=call.top_n)
             )
         finally:
-            ENCODE_HOOK.reset(token)
+            ENCODE_HOOK.reset(tokens[0])
+            ABANDONED.reset(tokens[1])
         task.add_done_callback(self._finished)
         try:
             result = await asyncio.wait_for(
                 asyncio.shield(task), max(deadline - time.monotonic(), 0.0)
             )
         except asyncio.TimeoutError as exc:
+            abandoned.set()
+            task.cancel()
             raise ServiceError(
                 503, f"no answer within the {settings.timeout:g} s deadline"
             ) from exc
+        except asyncio.CancelledError:  # the client went away
+            abandoned.set()
+            task.cancel()
+            raise
         except InputError as exc:
             raise ServiceError(400, str(exc)) from exc
         except (MissingDependencyError, ModelLoadError) as exc:
@@ -358,12 +374,21 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         metrics.latency.labels(request.url.path).observe(time.perf_counter() - start)
         return response
 
+    async def read_body(request: Any) -> bytes:
+        """The body, refused with 413 as soon as it passes the limit (a chunked body has
+        no Content-Length to check up front, so the count is kept while it streams)."""
+        chunks, size = [], 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > settings.max_body_bytes:
+                raise ServiceError(413, f"request body over {settings.max_body_bytes} bytes")
+            chunks.append(chunk)
+        return b"".join(chunks)
+
     async def parse(request: Any, model: type) -> Any:
         # Parsed by hand: some clients (the cohere SDK among them) send JSON without a
-        # Content-Type header, and chunked bodies carry no Content-Length to check.
-        raw = await request.body()
-        if len(raw) > settings.max_body_bytes:
-            raise ServiceError(413, f"request body over {settings.max_body_bytes} bytes")
+        # Content-Type header.
+        raw = await read_body(request)
         try:
             data = json.loads(raw or b"null")
         except ValueError as exc:
@@ -377,6 +402,31 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             where = ".".join(str(p) for p in first.get("loc", ()))
             raise ServiceError(422, f"invalid request: {where}: {first.get('msg')}") from exc
 
+    async def client_gone(request: Any) -> None:
+        """Returns when the client disconnects (the body is read, so the next message the
+        server sends the app is the disconnect)."""
+        while (await request.receive())["type"] != "http.disconnect":
+            pass
+
+    async def until_disconnect(request: Any, work: Any) -> Any:
+        """Run ``work``; if the client goes first, cancel it: a request still queued leaves
+        the queue without running, a running one stops at its next await (work already on
+        a thread finishes its current step; batched embedding work not yet started is
+        dropped)."""
+        task = asyncio.ensure_future(work)
+        watch = asyncio.ensure_future(client_gone(request))
+        try:
+            await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            watch.cancel()
+        if not task.done():
+            task.cancel()
+            with contextlib.suppress(BaseException):
+                await task
+            metrics.abandoned.inc()
+            raise ServiceError(499, "the client closed the connection; the request was dropped")
+        return task.result()
+
     def route(fmt: Any) -> Any:
         async def handle(request: fastapi.Request) -> Any:
             arrival = time.monotonic()
@@ -385,7 +435,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 call = fmt.call(body, settings)
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
-            result = await service.run(fmt.path, call, arrival)
+            result = await until_disconnect(request, service.run(fmt.path, call, arrival))
             headers = {  # as Text Embeddings Inference sends them, in milliseconds
                 "x-total-time": f"{1000 * (time.monotonic() - arrival):.1f}",
                 "x-queue-time": f"{1000 * call.timings.get('queue', 0.0):.1f}",
@@ -485,7 +535,12 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 "max_concurrency": settings.max_concurrency,
                 "max_queue": settings.max_queue,
             },
-            "batching": settings.batching,
+            "batching": {
+                "enabled": settings.batching,
+                "max_items": settings.batch_max_items,
+                "max_tokens": settings.batch_max_tokens or None,
+                "max_wait_ms": settings.batch_max_wait_ms,
+            },
             "ready": service.ready.is_set(),
         }
 

@@ -4,6 +4,12 @@ The service sets :data:`rerankit.scorers.embedding.ENCODE_HOOK` to a :class:`Mic
 for the work of its requests; every embedding model's texts then go through one
 :class:`EncodeBatcher` per (scorer, prompt). The scorers themselves hold no batching state,
 and rerankers used outside the service's requests are not affected.
+
+A batch closes at ``max_items`` texts, at ``max_batch_tokens`` tokens (counted by the
+model's tokenizer, capped at its maximum length) or ``max_wait_ms`` after its first text,
+whichever comes first; a single request's texts are never split. Work whose request was
+abandoned (:data:`ABANDONED` set: deadline passed or client gone) is dropped from the
+queue before it is encoded.
 """
 
 from __future__ import annotations
@@ -12,18 +18,25 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
+from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
-__all__ = ["EncodeBatcher", "MicroBatching"]
+__all__ = ["ABANDONED", "EncodeBatcher", "MicroBatching"]
+
+#: Set by the service for each request's work: an event that is set once nobody waits for
+#: the answer (its deadline passed or its client disconnected).
+ABANDONED: ContextVar[threading.Event | None] = ContextVar("rerankit_abandoned", default=None)
 
 
 class EncodeBatcher:
-    """Texts from concurrent callers are encoded in one call, up to ``max_items`` texts or
-    ``max_wait_ms`` after the first arrives. Callers block until their own rows are ready.
-    One worker thread, started on first use."""
+    """Texts from concurrent callers are encoded in one call, up to ``max_items`` texts,
+    ``max_batch_tokens`` tokens (when ``count_tokens`` is given) or ``max_wait_ms`` after the
+    first arrives. Callers block until their own rows are ready; a caller whose
+    ``abandoned`` event is set before its batch is encoded gets ``CancelledError`` and
+    costs nothing. One worker thread, started on first use."""
 
     def __init__(
         self,
@@ -31,19 +44,27 @@ class EncodeBatcher:
         *,
         max_items: int = 256,
         max_wait_ms: float = 5.0,
+        max_batch_tokens: int | None = None,
+        count_tokens: Callable[[Sequence[str]], int] | None = None,
     ) -> None:
         self._encode, self.max_items, self.max_wait = encode, max_items, max_wait_ms / 1000
+        self.max_batch_tokens = max_batch_tokens if count_tokens is not None else None
+        self._count_tokens = count_tokens
         self._queue: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
         self.batches = 0  # encode calls made (for tests and metrics)
+        self.batch_sizes: list[tuple[int, int]] = []  # (texts, tokens) of recent batches
+        self.dropped = 0  # abandoned jobs never encoded
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str], abandoned: threading.Event | None = None) -> np.ndarray:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         future: Future = Future()
+        texts = list(texts)
+        tokens = self._count_tokens(texts) if self.max_batch_tokens is not None else 0
         self._ensure_worker()
-        self._queue.put((list(texts), future))
+        self._queue.put((texts, tokens, abandoned, future))
         return future.result()
 
     def _ensure_worker(self) -> None:
@@ -54,12 +75,35 @@ class EncodeBatcher:
                 )
                 self._worker.start()
 
+    def _full(self, count: int, tokens: int) -> bool:
+        budget = self.max_batch_tokens
+        return count >= self.max_items or (budget is not None and tokens >= budget)
+
+    def _fits(self, count: int, tokens: int, job: tuple) -> bool:
+        budget = self.max_batch_tokens
+        return count + len(job[0]) <= self.max_items and (
+            budget is None or tokens + job[1] <= budget
+        )
+
+    def _live(self, job: tuple) -> bool:
+        """False (and the caller told) for a job nobody waits for any more."""
+        abandoned = job[2]
+        if abandoned is not None and abandoned.is_set():
+            job[3].set_exception(CancelledError("the request was abandoned"))
+            self.dropped += 1
+            return False
+        return True
+
     def _run(self) -> None:
+        held: tuple | None = None  # a job that did not fit the last batch: it opens the next
         while True:
-            first = self._queue.get()
-            jobs, count = [first], len(first[0])
+            first = held if held is not None else self._queue.get()
+            held = None
+            if not self._live(first):
+                continue
+            jobs, count, tokens = [first], len(first[0]), first[1]
             deadline = time.monotonic() + self.max_wait
-            while count < self.max_items:
+            while not self._full(count, tokens):
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
@@ -67,27 +111,44 @@ class EncodeBatcher:
                     job = self._queue.get(timeout=left)
                 except queue.Empty:
                     break
+                if not self._live(job):
+                    continue
+                if not self._fits(count, tokens, job):
+                    held = job
+                    break
                 jobs.append(job)
                 count += len(job[0])
-            texts = [t for job, _ in jobs for t in job]
+                tokens += job[1]
+            jobs = [job for job in jobs if self._live(job)]  # abandoned while waiting
+            if not jobs:
+                continue
+            texts = [t for job in jobs for t in job[0]]
             try:
                 rows = self._encode(texts)
                 self.batches += 1
+                self.batch_sizes = [*self.batch_sizes[-99:], (len(texts), tokens)]
             except BaseException as exc:  # every caller of this batch gets the error
-                for _, future in jobs:
-                    future.set_exception(exc)
+                for job in jobs:
+                    job[3].set_exception(exc)
                 continue
             start = 0
-            for job, future in jobs:
-                future.set_result(rows[start : start + len(job)])
-                start += len(job)
+            for texts_, _, _, future in jobs:
+                future.set_result(rows[start : start + len(texts_)])
+                start += len(texts_)
 
 
 class MicroBatching:
     """An encode hook (see the module doc) keeping one batcher per (scorer, prompt)."""
 
-    def __init__(self, *, max_items: int = 256, max_wait_ms: float = 5.0) -> None:
+    def __init__(
+        self,
+        *,
+        max_items: int = 256,
+        max_wait_ms: float = 5.0,
+        max_batch_tokens: int | None = None,
+    ) -> None:
         self.max_items, self.max_wait_ms = max_items, max_wait_ms
+        self.max_batch_tokens = max_batch_tokens
         self._batchers: dict[tuple[int, str | None], EncodeBatcher] = {}
         self._lock = threading.Lock()
 
@@ -100,5 +161,7 @@ class MicroBatching:
                     lambda batch: scorer.encode_now(batch, prompt),
                     max_items=self.max_items,
                     max_wait_ms=self.max_wait_ms,
+                    max_batch_tokens=self.max_batch_tokens,
+                    count_tokens=getattr(scorer, "count_tokens", None),
                 )
-        return batcher.encode(texts)
+        return batcher.encode(texts, ABANDONED.get())

@@ -13,6 +13,7 @@ max_queue = 64                 # requests waiting beyond that; more get 429 + Re
 metrics_public = true          # false: /metrics needs a key too
 batching = true                # micro-batch embedding work across concurrent requests
 batch_max_items = 256
+batch_max_tokens = 16384        # tokens per embedding batch (0: no token budget)
 batch_max_wait_ms = 5.0
 graceful_timeout = 30.0         # seconds requests in flight may take to finish on shutdown
 
@@ -53,6 +54,7 @@ class ServerSettings:
     metrics_public: bool = True
     batching: bool = True
     batch_max_items: int = 256
+    batch_max_tokens: int = 16384
     batch_max_wait_ms: float = 5.0
     graceful_timeout: float = 30.0
 
@@ -72,6 +74,8 @@ class ServerSettings:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if self.batch_max_tokens < 0:
+            raise ValueError("batch_max_tokens must be >= 0 (0: no token budget)")
         if self.max_queue < 0 or self.timeout <= 0:
             raise ValueError("max_queue must be >= 0 and timeout > 0")
 
