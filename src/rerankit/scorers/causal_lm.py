@@ -24,7 +24,6 @@ device memory is split in two and retried.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._optional import require
+from .._threads import in_thread
 from ..errors import ConfigError, ModelLoadError
 from ..types import Document
 from ._models import LocalModelOptions, LocalModelScorer, model_label, run_splitting_on_oom
@@ -205,4 +205,4 @@ class CausalLMScorer(LocalModelScorer):
         return scores
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
-        return await asyncio.to_thread(self.score_texts, query, [d.text for d in docs])
+        return await in_thread(self.score_texts, query, [d.text for d in docs])

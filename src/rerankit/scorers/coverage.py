@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from .._threads import in_thread
 from ..types import Document
 from .lexical import Analyzer
 
@@ -33,4 +33,4 @@ class CoverageScorer:
         return (tf > 0).sum(axis=1) / len(terms)
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
-        return await asyncio.to_thread(self.score_texts, query, [d.text for d in docs])
+        return await in_thread(self.score_texts, query, [d.text for d in docs])

@@ -13,13 +13,13 @@ Score semantics (``output``):
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._optional import require
+from .._threads import in_thread
 from ..errors import ScorerError
 from ..types import Document
 from ._models import LocalModelOptions, LocalModelScorer
@@ -112,4 +112,4 @@ class CrossEncoderScorer(LocalModelScorer):
         return relevance_from_logits(self.logits(query, texts), self.output)
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
-        return await asyncio.to_thread(self.score_texts, query, [d.text for d in docs])
+        return await in_thread(self.score_texts, query, [d.text for d in docs])

@@ -9,7 +9,6 @@ in SQLite on disk.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -20,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._optional import require
+from .._threads import in_thread
 from ..cache import EmbeddingCache
 from ..errors import InputError, ScorerError
 from ..types import Document
@@ -240,7 +240,7 @@ class EmbeddingScorer(LocalModelScorer):
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
         texts = [d.text for d in docs]
-        return await asyncio.to_thread(self._scores, query, texts, **_embedding_context(context))
+        return await in_thread(self._scores, query, texts, **_embedding_context(context))
 
 
 def _embedding_context(context: dict[str, Any]) -> dict[str, Any]:

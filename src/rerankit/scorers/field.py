@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .._threads import in_thread
 from ..documents import field_value
 from ..errors import InvalidDocumentError
 from ..types import Document
@@ -157,9 +158,8 @@ class FunctionScorer:
         self.name = name or getattr(fn, "__name__", "function")
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
-        import asyncio
 
-        return await asyncio.to_thread(self.values, query, docs)  # never block the loop
+        return await in_thread(self.values, query, docs)  # never block the loop
 
     def values(self, query: str, docs: Sequence[Document]) -> np.ndarray:
         if self.batch:

@@ -15,13 +15,13 @@ Scores are >= 0; a document whose node is not in the graph scores 0, flagged
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
 from .._optional import require
+from .._threads import in_thread
 from ..types import Document
 from .base import ScoreBatch
 
@@ -129,7 +129,7 @@ class GraphScorer:
         return scores, None
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
-        return await asyncio.to_thread(self.score_documents, query, docs)  # PageRank is CPU work
+        return await in_thread(self.score_documents, query, docs)  # PageRank is CPU work
 
     def score_documents(self, query: str, docs: Sequence[Document]) -> ScoreBatch:
         """Blocking :meth:`score`."""

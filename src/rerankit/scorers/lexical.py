@@ -7,7 +7,6 @@ counting and scoring are vectorised numpy over the whole batch.
 
 from __future__ import annotations
 
-import asyncio
 import math
 import threading
 from collections import defaultdict
@@ -19,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from .._threads import in_thread
 from ..errors import MissingDependencyError
 from ..types import Document
 from ._language import SNOWBALL, BackgroundFrequencies, CorpusStats, cjk_bigrams
@@ -334,7 +334,7 @@ class _LexicalScorer:
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
         # CPU work runs on a worker thread: concurrent requests' event loop stays free
-        return await asyncio.to_thread(self.score_texts, query, self._texts(docs))
+        return await in_thread(self.score_texts, query, self._texts(docs))
 
     def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:  # pragma: no cover
         raise NotImplementedError
@@ -452,7 +452,7 @@ class BM25Scorer(_LexicalScorer):
         return ScoreBatch(values=values, warnings=warnings)
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
-        return await asyncio.to_thread(self.score_batch, query, self._texts(docs))
+        return await in_thread(self.score_batch, query, self._texts(docs))
 
 
 class JaccardScorer(_LexicalScorer):

@@ -21,7 +21,6 @@ Scores are ``n - position`` (the top document scores ``n``), so every document a
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._threads import in_thread
 from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
 from ..llm.parsing import parse_index, parse_json, repair_permutation, validate_permutation
 from ..llm.prompts import load_template
@@ -183,7 +183,7 @@ class LLMListwiseScorer(LLMScorerBase):
             max_output_tokens=self.max_output_tokens,
         )
         key = self.cache_key(request) if self.cache is not None else None
-        cached = await asyncio.to_thread(self.cache.get, key) if key is not None else None
+        cached = await in_thread(self.cache.get, key) if key is not None else None
         if cached is not None:
             usage.cache_hits += 1
             answer_text = cached
@@ -206,7 +206,7 @@ class LLMListwiseScorer(LLMScorerBase):
             return None
         if rejected:
             if key is not None and cached is None:
-                await asyncio.to_thread(self.cache.put, key, answer_text)
+                await in_thread(self.cache.put, key, answer_text)
             notes["rejected"].append(f"{label}: rejected by the model: {reason or 'no reason'}")
             return None
         original = list(range(len(texts)))
@@ -218,7 +218,7 @@ class LLMListwiseScorer(LLMScorerBase):
             )
             return repair_permutation(original, indices)
         if key is not None and cached is None:
-            await asyncio.to_thread(self.cache.put, key, answer_text)
+            await in_thread(self.cache.put, key, answer_text)
         return indices
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._threads import in_thread
 from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
 from ..llm.parsing import parse_json, parse_score
 from ..llm.prompts import load_template, presets
@@ -164,7 +165,7 @@ class LLMPointwiseScorer(LLMScorerBase):
         todo: list[int] = present
         if self.cache is not None:  # looked up and written off the event loop, in batches
             keys = {i: self._key(query, texts[i]) for i in present}
-            cached = await asyncio.to_thread(self.cache.get_many, list(keys.values()))
+            cached = await in_thread(self.cache.get_many, list(keys.values()))
             todo = []
             for i, hit in zip(present, cached, strict=True):
                 if hit is None:
@@ -198,7 +199,7 @@ class LLMPointwiseScorer(LLMScorerBase):
                 values[i] = outcome
                 fresh.append((self._key(query, texts[i]), outcome))
         if self.cache is not None and fresh:
-            await asyncio.to_thread(self.cache.put_many, fresh)
+            await in_thread(self.cache.put_many, fresh)
         if failed == len(todo) and todo and not usage.cache_hits:
             warnings.append(f"every LLM call failed ({failed}); input order kept")
         if failed:
