@@ -640,6 +640,78 @@ def test_a_graceful_stop_exits_0_and_finishes_the_request_in_flight(tmp_path):
             proc.kill()
 
 
+SLOW_SERVICE = """
+import asyncio, sys
+import numpy as np
+from rerankit import ScorerReranker, register_reranker
+from rerankit.server import ServerSettings, serve
+
+
+class Slow:
+    name = "slow"
+
+    async def score(self, query, docs, **context):
+        await asyncio.sleep(1.0)
+        return np.zeros(len(docs))
+
+
+register_reranker("slow", lambda: ScorerReranker(Slow()))
+settings = ServerSettings(pipelines={"slow": "slow"}, default="slow", max_concurrency=1)
+serve(settings, port=int(sys.argv[1]), graceful_seconds=10)
+"""
+
+
+def test_at_shutdown_queued_requests_get_503_and_the_running_one_finishes(tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    script = tmp_path / "slow_service.py"
+    script.write_text(SLOW_SERVICE)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def ask(i):
+        try:
+            r = httpx.post(
+                f"{url}/v2/rerank", json={"query": "q", "documents": [f"d{i}"]}, timeout=30
+            )
+            return r.status_code, r.json().get("message", "")
+        except httpx.HTTPError as exc:
+            return "no answer", repr(exc)
+
+    try:
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                if httpx.get(f"{url}/ready").status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        with ThreadPoolExecutor(3) as pool:
+            running = pool.submit(ask, 0)
+            time.sleep(0.2)
+            queued = [pool.submit(ask, i) for i in (1, 2)]
+            time.sleep(0.3)
+            proc.send_signal(signal.SIGTERM)
+            assert running.result()[0] == 200  # finished within the grace period
+            for q in queued:
+                status, message = q.result()
+                assert status == 503 and "shutting down" in message
+        assert proc.wait(timeout=15) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
 def test_timing_headers_histograms_and_info(live):
     r = httpx.post(f"{live.url}/v2/rerank", headers=AUTH, json={"query": QUERY, "documents": DOCS})
     total, queue, inference = (

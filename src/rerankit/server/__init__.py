@@ -1,5 +1,7 @@
 """rerankit's HTTP service (extra ``server``): ``rerankit serve``."""
 
+from typing import Any
+
 from .settings import ServerSettings
 
 __all__ = ["ServerSettings", "create_app", "serve"]
@@ -18,9 +20,11 @@ def serve(
     port: int = 8080,
     graceful_seconds: float | None = None,
 ) -> None:
-    """Run the service with uvicorn until SIGINT or SIGTERM; requests in flight are finished
-    on shutdown (up to ``graceful_seconds``, default the settings' ``graceful_timeout``), and
-    a graceful stop returns normally (the process exits 0, not 143)."""
+    """Run the service with uvicorn until SIGINT or SIGTERM. On the signal the service
+    stops accepting connections, answers queued requests 503 (``/ready`` says
+    ``stopping``), finishes the running ones (up to ``graceful_seconds``, default the
+    settings' ``graceful_timeout``), and a graceful stop returns normally (the process exits
+    0, not 143)."""
     import contextlib
     import signal
     import threading
@@ -31,7 +35,13 @@ def serve(
     settings = settings or ServerSettings()
     grace = settings.graceful_timeout if graceful_seconds is None else graceful_seconds
 
+    app = create_app(settings)
+
     class _Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: Any) -> None:
+            app.state.service.begin_shutdown()
+            super().handle_exit(sig, frame)
+
         @contextlib.contextmanager
         def capture_signals(self):  # as uvicorn's, without re-raising the signal at the end
             if threading.current_thread() is not threading.main_thread():
@@ -46,7 +56,7 @@ def serve(
                     signal.signal(sig, handler)
 
     config = uvicorn.Config(
-        create_app(settings),
+        app,
         host=host,
         port=port,
         log_level="info",

@@ -87,18 +87,35 @@ class _Metrics:
 
 
 class _Admission:
-    """At most ``slots`` requests run; at most ``queue`` wait; the rest are refused."""
+    """At most ``slots`` requests run; at most ``queue`` wait; the rest are refused. Once
+    draining (shutdown), waiting and new requests get 503."""
 
     def __init__(self, slots: int, queue: int, metrics: _Metrics) -> None:
         self.slots, self.queue, self.metrics = slots, queue, metrics
         self.running = 0
         self.waiting = 0
+        self.draining = False
         self._cond: asyncio.Condition | None = None
+
+    @staticmethod
+    def _stopping() -> ServiceError:
+        return ServiceError(
+            503, "the service is shutting down; retry on another instance", {"Retry-After": "1"}
+        )
+
+    async def drain(self) -> None:
+        """Refuse what waits and what comes: each gets 503 (running requests finish)."""
+        self.draining = True
+        if self._cond is not None:
+            async with self._cond:
+                self._cond.notify_all()
 
     async def acquire(self) -> None:
         if self._cond is None:
             self._cond = asyncio.Condition()
         async with self._cond:
+            if self.draining:
+                raise self._stopping()
             if self.running >= self.slots:
                 if self.waiting >= self.queue:
                     raise ServiceError(
@@ -107,13 +124,15 @@ class _Admission:
                 self.waiting += 1
                 self.metrics.queue.set(self.waiting)
                 try:
-                    await self._cond.wait_for(lambda: self.running < self.slots)
+                    await self._cond.wait_for(lambda: self.running < self.slots or self.draining)
                 except asyncio.CancelledError:  # past its deadline: a wake-up goes on
                     self._cond.notify()
                     raise
                 finally:
                     self.waiting -= 1
                     self.metrics.queue.set(self.waiting)
+                if self.draining:
+                    raise self._stopping()
             self.running += 1
             self.metrics.in_flight.set(self.running)
 
@@ -144,6 +163,7 @@ class _Service:
         self._pipelines: dict[str, Any] = {}
         self.ready = asyncio.Event()
         self.warm_up_seconds = 0.0
+        self.loop: asyncio.AbstractEventLoop | None = None
         self._releasing: set[asyncio.Future] = set()  # strong references until each ran
 
     def pipeline(self, name: str | None) -> Any:
@@ -180,6 +200,7 @@ class _Service:
     async def warm_up(self) -> None:
         """Load every pipeline and rerank one small batch with each, then mark the service
         ready. A pipeline that fails here is logged; its requests will say why."""
+        self.loop = asyncio.get_running_loop()
         start = time.perf_counter()
         for name in self.settings.pipelines:
             try:
@@ -190,6 +211,22 @@ class _Service:
         self.warm_up_seconds = time.perf_counter() - start
         logger.info("rerankit service ready: warm-up took %.1f s", self.warm_up_seconds)
         self.ready.set()
+
+    def begin_shutdown(self) -> None:
+        """From any thread (a signal handler): stop being ready, and answer every queued
+        and new request 503 while the running ones finish."""
+        loop = self.loop
+        if loop is None or loop.is_closed():
+            return
+        logger.info("rerankit service stopping: queued requests get 503")
+
+        def start() -> None:
+            self.ready.clear()
+            task = asyncio.ensure_future(self.admission.drain())
+            self._releasing.add(task)
+            task.add_done_callback(self._releasing.discard)
+
+        loop.call_soon_threadsafe(start)
 
     def _finished(self, task: asyncio.Future) -> None:
         if not task.cancelled():
@@ -495,6 +532,8 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     @app.get("/ready")
     async def ready() -> Any:
         """Readiness: 503 until every pipeline has loaded and run a warm-up batch."""
+        if service.admission.draining:
+            return SafeJSONResponse({"status": "stopping"}, status_code=503)
         if not service.ready.is_set():
             return SafeJSONResponse({"status": "loading"}, status_code=503)
         return {"status": "ready", "warm_up_seconds": round(service.warm_up_seconds, 3)}
