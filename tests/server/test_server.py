@@ -813,3 +813,20 @@ def test_relative_pipelines_say_so(scales):
         json={"query": "capital of France", "documents": docs, "first_stage_field": "s"},
     )
     assert r.json()["meta"]["rerankit"]["scores"] == "relative"
+
+
+def test_the_docs_page_loads_nothing_from_elsewhere(live):
+    import re
+
+    page = httpx.get(f"{live.url}/docs")
+    assert page.status_code == 200 and "SwaggerUIBundle" in page.text
+    sources = re.findall(r"""(?:src|href)=["']([^"']+)["']""", page.text)
+    sources += re.findall(r"""url: ?["']([^"']+)["']""", page.text)
+    assert sources and all(s.startswith("/") for s in sources), sources  # nothing off-site
+    for src in sources:
+        r = httpx.get(f"{live.url}{src}")  # no key needed, as for the page itself
+        assert r.status_code == 200 and len(r.content) > 100, src
+    js = httpx.get(f"{live.url}/docs/assets/swagger-ui-bundle.js")
+    assert js.headers["content-type"].startswith("application/javascript")
+    assert httpx.get(f"{live.url}/docs/assets/secrets.txt").status_code == 404
+    assert httpx.get(f"{live.url}/redoc").status_code in (401, 404)  # no CDN page anywhere

@@ -355,6 +355,8 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         version=__import__("rerankit").__version__,
         default_response_class=SafeJSONResponse,
         lifespan=lifespan,
+        docs_url=None,  # served below from local files: FastAPI's own page loads a CDN
+        redoc_url=None,
     )
 
     def error(status: int, message: str, headers: dict[str, str] | None = None) -> Any:
@@ -381,8 +383,10 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             size = request.headers.get("content-length")
             if size is not None and size.isdigit() and int(size) > settings.max_body_bytes:
                 return error(413, f"request body over {settings.max_body_bytes} bytes")
-        needs_key = path not in ("/health", "/ready", "/docs", "/openapi.json") and not (
-            path == "/metrics" and settings.metrics_public
+        needs_key = (
+            path not in ("/health", "/ready", "/docs", "/openapi.json")
+            and not path.startswith("/docs/assets/")
+            and not (path == "/metrics" and settings.metrics_public)
         )
         if needs_key and settings.api_keys:
             header = request.headers.get("authorization", "")
@@ -523,6 +527,39 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         return app.openapi_schema
 
     app.openapi = openapi
+
+    swagger_assets = {  # Swagger UI 5 (Apache-2.0), shipped by the fastapi-swagger package
+        "swagger-ui-bundle.js": "application/javascript",
+        "swagger-ui.css": "text/css",
+        "favicon-32x32.png": "image/png",
+    }
+
+    @app.get("/docs", include_in_schema=False)
+    async def docs() -> Any:
+        """The API's Swagger UI, every asset served by this service (works offline)."""
+        from fastapi.openapi.docs import get_swagger_ui_html
+
+        return get_swagger_ui_html(
+            openapi_url="/openapi.json",
+            title="rerankit API",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs/assets/swagger-ui.css",
+            swagger_favicon_url="/docs/assets/favicon-32x32.png",
+        )
+
+    @app.get("/docs/assets/{name}", include_in_schema=False)
+    async def docs_asset(name: str) -> Any:
+        from importlib import resources
+
+        if name not in swagger_assets:
+            raise ServiceError(404, f"no asset {name!r}")
+        try:
+            data = resources.files("fastapi_swagger.resources").joinpath(name).read_bytes()
+        except (ImportError, OSError) as exc:
+            raise ServiceError(
+                404, "Swagger UI assets need the 'fastapi-swagger' package (extra 'server')"
+            ) from exc
+        return Response(data, media_type=swagger_assets[name])
 
     @app.get("/health")
     async def health() -> Any:
