@@ -31,7 +31,7 @@ from dataclasses import replace
 from numbers import Real
 from typing import Any
 
-from .errors import InvalidDocumentError
+from .errors import InputError, InvalidDocumentError
 from .types import Document, RankedDocument
 
 __all__ = ["FIRST_STAGE_SCORE", "field_value", "output_for", "to_documents"]
@@ -104,7 +104,7 @@ class _Adapter:
             or not text_fields
             or not all(isinstance(f, str) for f in text_fields)
         ):
-            raise ValueError(
+            raise InputError(
                 f"text_fields must be a non-empty list of field names, got {text_fields!r}"
             )
         self.text_field, self.id_field = text_field, id_field

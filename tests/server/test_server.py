@@ -246,12 +246,12 @@ def test_auth(live):
     ("body", "status", "message"),
     [
         ({"query": QUERY, "documents": DOCS, "model": "nope"}, 404, "model 'nope' not found"),
-        ({"query": " ", "documents": DOCS}, 400, "query must not be empty"),
-        ({"query": QUERY, "documents": []}, 400, "documents must not be empty"),
+        ({"query": " ", "documents": DOCS}, 422, "query: must not be empty"),
+        ({"query": QUERY, "documents": []}, 422, "documents: must not be empty"),
         ({"query": QUERY, "documents": ["d"] * 11}, 400, "the limit is 10"),
         ({"query": QUERY, "documents": ["d" * 201]}, 400, "document 0: 201 characters"),
         ({"query": QUERY}, 422, "documents"),
-        ({"query": QUERY, "documents": DOCS, "top_n": 0}, 400, "top_n"),
+        ({"query": QUERY, "documents": DOCS, "top_n": 0}, 422, "top_n: must be a positive"),
         ({"query": QUERY, "documents": DOCS, "model": "broken"}, 500, "internal error"),
     ],
 )
@@ -584,6 +584,9 @@ def test_one_deadline_covers_the_queue_and_queued_requests_past_it_never_run():
     [
         ("/v2/rerank", {"query": QUERY, "documents": DOCS, "top_n": "2"}, "top_n"),
         ("/v2/rerank", {"query": QUERY, "documents": DOCS, "top_n": True}, "top_n"),
+        ("/v2/rerank", {"query": QUERY, "documents": DOCS, "top_n": 2.5}, "top_n"),
+        ("/v1/rerank", {"query": QUERY, "documents": DOCS, "rank_fields": []}, "rank_fields"),
+        ("/v1/rerank", {"query": QUERY, "documents": DOCS, "first_stage_field": ""}, "first"),
         ("/v1/rerank", {"query": QUERY, "documents": DOCS, "return_documents": "yes"}, "return"),
         ("/rerank", {"query": QUERY, "texts": DOCS, "truncate": 0}, "truncate"),
         ("/rerank", {"query": QUERY, "texts": DOCS, "truncation_direction": "sideways"}, "trunc"),
@@ -592,6 +595,12 @@ def test_one_deadline_covers_the_queue_and_queued_requests_past_it_never_run():
 def test_types_are_checked_not_coerced(live, path, body, message):
     r = httpx.post(f"{live.url}{path}", headers=AUTH, json=body)
     assert r.status_code == 422 and message in r.json()["message"]
+
+
+def test_a_json_integer_written_with_a_zero_fraction_is_an_integer(live):
+    body = {"query": QUERY, "documents": DOCS, "top_n": 2.0}  # JSON Schema's integer allows it
+    r = httpx.post(f"{live.url}/v2/rerank", headers=AUTH, json=body)
+    assert r.status_code == 200 and len(r.json()["results"]) == 2
 
 
 def test_ignored_fields_and_long_queries_are_said(live):

@@ -38,6 +38,14 @@ __all__ = ["create_app"]
 logger = logging.getLogger(__name__)
 
 
+#: pydantic's wording for the request models' constraints, said plainly
+_PLAIN_MESSAGES = {
+    "string_pattern_mismatch": "must not be empty or only whitespace",
+    "too_short": "must not be empty",
+    "greater_than_equal": "must be a positive integer",
+}
+
+
 class _Metrics:
     def __init__(self) -> None:
         prom = require("prometheus_client", "rerankit serve")
@@ -441,7 +449,8 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ()))
-            raise ServiceError(422, f"invalid request: {where}: {first.get('msg')}") from exc
+            message = _PLAIN_MESSAGES.get(first.get("type", ""), first.get("msg"))
+            raise ServiceError(422, f"invalid request: {where}: {message}") from exc
 
     async def client_gone(request: Any) -> None:
         """Returns when the client disconnects (the body is read, so the next message the

@@ -5,14 +5,43 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
+
+from pydantic import BeforeValidator, Field
 
 from ...errors import ServiceError
 from ...normalize import scale_to_unit
 from ...types import Document, RerankResult
 from ..settings import ServerSettings
 
-__all__ = ["Call", "WireFormat", "check_query", "clip", "meta", "relevance_scores"]
+__all__ = [
+    "Call",
+    "PositiveWholeNumber",
+    "WholeNumber",
+    "WireFormat",
+    "check_query",
+    "clip",
+    "meta",
+    "relevance_scores",
+]
+
+
+def _whole_number(value: Any) -> Any:
+    """A JSON integer: ``5`` or ``5.0`` (JSON Schema's integer allows both), never ``"5"``,
+    ``true`` or ``5.5``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError("Input should be a valid integer")
+    if isinstance(value, float):
+        if not value.is_integer():
+            raise ValueError("Input should be a valid integer, got a fraction")
+        return int(value)
+    return value
+
+
+#: an integer field of a request body (strict about strings and booleans)
+WholeNumber = Annotated[int, BeforeValidator(_whole_number)]
+#: the same, at least 1
+PositiveWholeNumber = Annotated[int, Field(ge=1), BeforeValidator(_whole_number)]
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ...documents import to_documents
 from ...errors import InvalidDocumentError, ServiceError
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import Call, check_query, clip, meta, relevance_scores
+from .base import Call, PositiveWholeNumber, WholeNumber, check_query, clip, meta, relevance_scores
 
 path = "/v1/rerank"
 
@@ -20,15 +20,16 @@ path = "/v1/rerank"
 class Request(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
-    query: str
-    documents: list[str | dict[str, Any]]
+    query: str = Field(pattern=r"\S")  # not empty, not only whitespace
+    documents: list[str | dict[str, Any]] = Field(min_length=1)
     model: str | None = None
-    top_n: int | None = None
-    rank_fields: list[str] | None = None
+    top_n: PositiveWholeNumber | None = None
+    rank_fields: list[str] | None = Field(default=None, min_length=1)
     return_documents: bool = True
-    max_chunks_per_doc: int | None = None  # accepted; documents are not chunked (said in meta)
+    #: accepted; documents are not chunked (said in meta)
+    max_chunks_per_doc: WholeNumber | None = None
     #: rerankit's extension: the object field holding the first-stage (retriever) score
-    first_stage_field: str | None = None
+    first_stage_field: str | None = Field(default=None, min_length=1)
 
 
 class Result(BaseModel):

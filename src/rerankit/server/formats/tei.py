@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ...documents import to_documents
 from ...errors import ServiceError
@@ -19,8 +19,8 @@ path = "/rerank"
 class Request(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
-    query: str
-    texts: list[str]
+    query: str = Field(pattern=r"\S")  # not empty, not only whitespace
+    texts: list[str] = Field(min_length=1)
     raw_scores: bool = False
     return_text: bool = False
     truncate: bool = False
