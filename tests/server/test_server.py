@@ -839,3 +839,14 @@ def test_the_docs_page_loads_nothing_from_elsewhere(live):
     assert js.headers["content-type"].startswith("application/javascript")
     assert httpx.get(f"{live.url}/docs/assets/secrets.txt").status_code == 404
     assert httpx.get(f"{live.url}/redoc").status_code in (401, 404)  # no CDN page anywhere
+
+
+def test_embedding_micro_batches_are_counted_in_texts_and_tokens(scales):
+    before = _metric(scales.url, "rerankit_encode_batch_texts_count")
+    r = httpx.post(
+        f"{scales.url}/v2/rerank",
+        json={"model": "hybrid", "query": "a new query", "documents": ["fresh text one", "two"]},
+    )
+    assert r.status_code == 200
+    assert _metric(scales.url, "rerankit_encode_batch_texts_count") > before
+    assert _metric(scales.url, "rerankit_encode_batch_tokens_sum") > 0  # counted by the tokenizer

@@ -88,7 +88,25 @@ class _Metrics:
             buckets=(1, 5, 10, 20, 50, 100, 200, 500, 1000),
             registry=self.registry,
         )
+        self.batch_texts = prom.Histogram(
+            "rerankit_encode_batch_texts",
+            "Texts per embedding micro-batch",
+            buckets=(1, 8, 16, 32, 64, 128, 256, 512),
+            registry=self.registry,
+        )
+        self.batch_tokens = prom.Histogram(
+            "rerankit_encode_batch_tokens",
+            "Tokens per embedding micro-batch (when a token budget is set)",
+            buckets=(64, 256, 1024, 4096, 8192, 16384, 32768),
+            registry=self.registry,
+        )
         self._prom = prom
+
+    def encode_batch(self, texts: int, tokens: int) -> None:
+        """One micro-batch encoded (called from the batcher's thread)."""
+        self.batch_texts.observe(texts)
+        if tokens:
+            self.batch_tokens.observe(tokens)
 
     def render(self) -> tuple[bytes, str]:
         return self._prom.generate_latest(self.registry), self._prom.CONTENT_TYPE_LATEST
@@ -164,6 +182,7 @@ class _Service:
                 max_items=settings.batch_max_items,
                 max_wait_ms=settings.batch_max_wait_ms,
                 max_batch_tokens=settings.batch_max_tokens or None,
+                on_batch=self.metrics.encode_batch,
             )
             if settings.batching
             else None

@@ -46,10 +46,12 @@ class EncodeBatcher:
         max_wait_ms: float = 5.0,
         max_batch_tokens: int | None = None,
         count_tokens: Callable[[Sequence[str]], int] | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
     ) -> None:
         self._encode, self.max_items, self.max_wait = encode, max_items, max_wait_ms / 1000
         self.max_batch_tokens = max_batch_tokens if count_tokens is not None else None
         self._count_tokens = count_tokens
+        self._on_batch = on_batch
         self._queue: queue.Queue = queue.Queue()
         self._lock = threading.Lock()
         self._worker: threading.Thread | None = None
@@ -127,6 +129,8 @@ class EncodeBatcher:
                 rows = self._encode(texts)
                 self.batches += 1
                 self.batch_sizes = [*self.batch_sizes[-99:], (len(texts), tokens)]
+                if self._on_batch is not None:
+                    self._on_batch(len(texts), tokens)
             except BaseException as exc:  # every caller of this batch gets the error
                 for job in jobs:
                     job[3].set_exception(exc)
@@ -146,9 +150,11 @@ class MicroBatching:
         max_items: int = 256,
         max_wait_ms: float = 5.0,
         max_batch_tokens: int | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
     ) -> None:
         self.max_items, self.max_wait_ms = max_items, max_wait_ms
         self.max_batch_tokens = max_batch_tokens
+        self.on_batch = on_batch
         self._batchers: dict[tuple[int, str | None], EncodeBatcher] = {}
         self._lock = threading.Lock()
 
@@ -163,5 +169,6 @@ class MicroBatching:
                     max_wait_ms=self.max_wait_ms,
                     max_batch_tokens=self.max_batch_tokens,
                     count_tokens=getattr(scorer, "count_tokens", None),
+                    on_batch=self.on_batch,
                 )
         return batcher.encode(texts, ABANDONED.get())
