@@ -85,8 +85,10 @@ def main() -> None:
             for a, scorer in bm25.items():
                 per["bm25"][a][qid] = scorer.score_texts(data.queries[qid], texts)
         sets[label] = per
-        print(f"{label}: {len(per['ids'])} queries in {time.perf_counter() - start:.0f} s",
-              file=sys.stderr)
+        print(
+            f"{label}: {len(per['ids'])} queries in {time.perf_counter() - start:.0f} s",
+            file=sys.stderr,
+        )
 
     def pooled(get) -> np.ndarray:
         return np.concatenate([get(per, q) for per in sets.values() for q in per["ids"]])

@@ -4,7 +4,9 @@ Runs ``rerankit eval`` on SciFact and NFCorpus (test splits; first stage: BM25 o
 corpus, k1=0.9, b=0.4, top 100) and TREC DL19 (the stored BM25 top-100 run) with ``bm25``
 (BM25 recomputed over the candidates), ``embedding`` (bundled MiniLM), ``hybrid`` (the
 default) given the candidates' first-stage scores, ``hybrid`` given texts only (as a
-Cohere-style request or a plain list of strings gives it), and, with ``--tuned``, the
+Cohere-style request or a plain list of strings gives it: calibrated scores that depend
+only on the query and the document), ``hybrid-relative`` given texts only (min-max fusion
+with BM25 over the candidates' own idf: scores relative to the request), and, with ``--tuned``, the
 pipelines tuned by ``rerankit tune`` on each dataset's training split (``examples/tuned/``;
 they read 512 tokens per document, so their first run encodes every candidate again),
 then prints nDCG@10 x 100 side by side, with the mean rerank latency per query (100 candidates).
@@ -32,7 +34,8 @@ RERANKERS = [
     ("bm25", "bm25", False),
     ("embedding", "embedding", False),
     ("hybrid, with first-stage scores", "hybrid", True),
-    ("hybrid, texts only", "hybrid", False),
+    ("hybrid, texts only (calibrated, pair-wise scores)", "hybrid", False),
+    ("hybrid-relative, texts only (min-max, scores per request)", "hybrid-relative", False),
 ]
 
 

@@ -9,6 +9,14 @@ p50 and p99 latency, and counts: answered, refused with 429 (only expected beyon
 and failed (anything else; should be 0). A last overload level (batching on, 128 clients
 against 32 slots and a queue of 64) shows the deliberate 429s.
 
+Then a service with the default limits (4 slots, a queue of 64) and a 5 s deadline:
+
+* **deadline**: 128 clients for ``--seconds``; every request must be answered (200, 429 or
+  503, none lost) and the answered ones' p99 latency must stay near the deadline;
+* **client disconnect**: 32 clients that hang up after 0.5 s, then the service's own
+  counters say how much work the abandoned requests did (documents scored, texts encoded)
+  against the work 32 completed requests need.
+
 Run: ``python benchmarks/server.py [--seconds 20] [--requests 96]``.
 """
 
@@ -44,13 +52,13 @@ def passages(n: int) -> list[str]:
     ]
 
 
-def start_server(batching: bool, port: int) -> subprocess.Popen:
+def start_server(batching: bool, port: int, limits: str | None = None) -> subprocess.Popen:
     config = Path(tempfile.mkdtemp()) / "service.toml"
     config.write_text(
         "[server]\n"
         f"batching = {'true' if batching else 'false'}\n"
-        "max_concurrency = 32\nmax_queue = 64\ntimeout = 120\n"
-        '[pipelines.hybrid]\nreranker = "hybrid"\n'
+        + (limits or "max_concurrency = 32\nmax_queue = 64\ntimeout = 120\n")
+        + '[pipelines.hybrid]\nreranker = "hybrid"\n'
     )
     env = {**os.environ, "RERANKIT_API_KEYS": ""}
     proc = subprocess.Popen(
@@ -71,10 +79,16 @@ def start_server(batching: bool, port: int) -> subprocess.Popen:
 
 
 async def drive(
-    url: str, concurrency: int, texts: list[str], start: int, seconds: float, limit: int
+    url: str,
+    concurrency: int,
+    texts: list[str],
+    start: int,
+    seconds: float,
+    limit: int,
+    client_timeout: float = 300.0,
 ) -> dict:
     latencies: list[float] = []
-    codes: dict[int, int] = {}
+    codes: dict[int | str, int] = {}
     counter = iter(range(limit))
     stop = time.perf_counter() + seconds
 
@@ -82,20 +96,30 @@ async def drive(
         for i in counter:
             if time.perf_counter() > stop:
                 return
-            docs = texts[start + i * DOCS_PER_REQUEST : start + (i + 1) * DOCS_PER_REQUEST]
+            first = (start + i * DOCS_PER_REQUEST) % (len(texts) - DOCS_PER_REQUEST)
+            docs = texts[first : first + DOCS_PER_REQUEST]
             t0 = time.perf_counter()
-            r = await client.post(
-                f"{url}/v2/rerank",
-                json={"model": "hybrid", "query": "how do vaccines work", "documents": docs},
-            )
+            try:
+                r = await client.post(
+                    f"{url}/v2/rerank",
+                    json={"model": "hybrid", "query": "how do vaccines work", "documents": docs},
+                )
+            except httpx.TimeoutException:
+                codes["hung up"] = codes.get("hung up", 0) + 1
+                continue
+            except httpx.HTTPError:
+                codes["lost"] = codes.get("lost", 0) + 1
+                continue
             codes[r.status_code] = codes.get(r.status_code, 0) + 1
+            if r.status_code == 429:  # as a well-behaved client: wait as told
+                await asyncio.sleep(float(r.headers.get("retry-after", "1")))
             if r.status_code == 200:
                 assert len(r.json()["results"]) == len(docs)
                 latencies.append(time.perf_counter() - t0)
 
     begin = time.perf_counter()
     limits = httpx.Limits(max_connections=concurrency + 8)  # every client has a connection
-    async with httpx.AsyncClient(timeout=300, limits=limits) as c:
+    async with httpx.AsyncClient(timeout=client_timeout, limits=limits) as c:
         await asyncio.gather(*(worker(c) for _ in range(concurrency)))
     wall = time.perf_counter() - begin
     ok = codes.get(200, 0)
@@ -106,19 +130,92 @@ async def drive(
         "p99": lat[min(len(lat) - 1, int(0.99 * len(lat)))],
         "ok": ok,
         "refused": codes.get(429, 0),
-        "failed": sum(v for k, v in codes.items() if k not in (200, 429)),
+        "deadline": codes.get(503, 0),
+        "hung_up": codes.get("hung up", 0),
+        "failed": sum(v for k, v in codes.items() if k not in (200, 429, 503, "hung up")),
     }
+
+
+def counters(url: str) -> dict[str, float]:
+    """The service's own counters of work done."""
+    wanted = {
+        "rerankit_documents_scored_total": "documents scored",
+        "rerankit_encode_batch_texts_sum": "texts encoded",
+        "rerankit_abandoned_total": "abandoned",
+    }
+    out = dict.fromkeys(wanted.values(), 0.0)
+    for line in httpx.get(f"{url}/metrics").text.splitlines():
+        name = line.split(" ")[0]
+        if name in wanted:
+            out[wanted[name]] = float(line.split()[-1])
+    return out
+
+
+def deadline_levels(texts: list[str], offset: int, seconds: float) -> None:
+    """The 5 s deadline under overload, then clients that hang up."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    limits = "max_concurrency = 4\nmax_queue = 64\ntimeout = 5\n"
+    proc = start_server(True, port, limits)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        httpx.post(
+            f"{url}/v2/rerank",
+            timeout=120,
+            json={"model": "hybrid", "query": "warm up", "documents": texts[-20:]},
+        )
+        r = asyncio.run(drive(url, 128, texts, offset, seconds, 100_000))
+        offset += (r["ok"] + r["refused"] + r["deadline"] + r["failed"] + 128) * DOCS_PER_REQUEST
+        total = r["ok"] + r["refused"] + r["deadline"] + r["failed"]
+        print("\n5 s deadline, 4 slots, queue 64, 128 clients (batching on):\n")
+        print("| sent | 200 | 429 | 503 (deadline) | lost | req/s | p50 ms | p99 ms (answered) |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print(
+            f"| {total} | {r['ok']} | {r['refused']} | {r['deadline']} | {r['failed']} | "
+            f"{r['rps']:.2f} | {1e3 * r['p50']:.0f} | {1e3 * r['p99']:.0f} |"
+        )
+        time.sleep(6)  # the service drains
+        before = counters(url)
+        gone = asyncio.run(drive(url, 32, texts, offset, 60, 32, client_timeout=0.5))
+        time.sleep(6)  # anything still running would finish (or be dropped) by now
+        after = counters(url)
+        offset += 32 * DOCS_PER_REQUEST
+        done = asyncio.run(drive(url, 4, texts, offset, 120, 32))
+        finished = counters(url)
+        print("\n32 clients that hang up after 0.5 s, then 32 that wait (same service):\n")
+        print("| requests | hung up | abandoned (service) | documents scored | texts encoded |")
+        print("|---|---:|---:|---:|---:|")
+        print(
+            f"| abandoned | {gone['hung_up']} | {after['abandoned'] - before['abandoned']:.0f} | "
+            f"{after['documents scored'] - before['documents scored']:.0f} | "
+            f"{after['texts encoded'] - before['texts encoded']:.0f} |"
+        )
+        print(
+            f"| completed | 0 ({done['ok']} answered) | - | "
+            f"{finished['documents scored'] - after['documents scored']:.0f} | "
+            f"{finished['texts encoded'] - after['texts encoded']:.0f} |"
+        )
+    finally:
+        proc.terminate()
+        proc.wait(30)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=20.0, help="per level")
     parser.add_argument("--requests", type=int, default=96, help="per level")
+    parser.add_argument(
+        "--only-deadline", action="store_true", help="run only the deadline and disconnect levels"
+    )
     args = parser.parse_args()
     levels = (1, 8, 32)
     texts = passages((2 * len(levels) * args.requests + 128) * DOCS_PER_REQUEST + 400)
     results = {}
     offset = 0
+    if args.only_deadline:
+        deadline_levels(texts, offset, args.seconds)
+        return
     for batching in (True, False):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
@@ -152,6 +249,7 @@ def main() -> None:
         )
     on, off = results[True, 32]["rps"], results[False, 32]["rps"]
     print(f"\nat concurrency 32, micro-batching gives {on / off:.2f}x the throughput")
+    deadline_levels(texts, offset + 128 * DOCS_PER_REQUEST, args.seconds)
 
 
 if __name__ == "__main__":

@@ -850,3 +850,31 @@ def test_embedding_micro_batches_are_counted_in_texts_and_tokens(scales):
     assert r.status_code == 200
     assert _metric(scales.url, "rerankit_encode_batch_texts_count") > before
     assert _metric(scales.url, "rerankit_encode_batch_tokens_sum") > 0  # counted by the tokenizer
+
+
+def test_work_that_cannot_finish_by_its_deadline_is_not_started():
+    settings = ServerSettings(
+        pipelines={"slow": "test-async-slow"}, default="slow", timeout=1.2, max_concurrency=1
+    )
+    server = LiveServer(settings)
+
+    def post(query, n):
+        r = httpx.post(
+            f"{server.url}/v2/rerank",
+            json={"query": query, "documents": DOCS[:1] * n},
+            timeout=30,
+        )
+        return r.status_code, r.json().get("message", "")
+
+    try:
+        assert post("learn", 2)[0] == 200  # 0.25 s per document, measured
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(post, "first", 3)  # 0.75 s of work
+            time.sleep(0.1)
+            late = pool.submit(post, "late", 3)  # gets the slot with ~0.35 s left
+            assert first.result()[0] == 200
+            status, message = late.result()
+        assert status == 503 and "not run" in message and "would not finish" in message
+        assert "late" not in SCORED  # never started, rather than cancelled half-way
+    finally:
+        server.stop()

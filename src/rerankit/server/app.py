@@ -192,6 +192,9 @@ class _Service:
         self.warm_up_seconds = 0.0
         self.loop: asyncio.AbstractEventLoop | None = None
         self._releasing: set[asyncio.Future] = set()  # strong references until each ran
+        #: seconds of work per document, by pipeline (a moving average of answered requests):
+        #: a request granted a slot with less time left than that is answered 503 at once
+        self._per_document: dict[str, float] = {}
 
     def pipeline(self, name: str | None) -> Any:
         from ..api import load
@@ -291,6 +294,14 @@ class _Service:
             raise ServiceError(
                 503, f"no slot free within the {settings.timeout:g} s deadline; not run"
             ) from exc
+        expected = self._per_document.get(name, 0.0) * len(call.documents)
+        if deadline - time.monotonic() < expected:  # it would only be cancelled half-way
+            await self.admission.release()
+            raise ServiceError(
+                503,
+                f"not run: about {expected:.1f} s of work would not finish within the "
+                f"{settings.timeout:g} s deadline",
+            )
         # Work past its deadline, or whose client has gone, is cancelled: it stops at its
         # next await, and embedding work waiting for a micro-batch is dropped (ABANDONED).
         # The slot is released when the task ends.
@@ -340,6 +351,11 @@ class _Service:
             raise ServiceError(status, f"pipeline {name!r}: {what}: {'; '.join(result.warnings)}")
         finished = time.monotonic()
         self.metrics.inference_time.labels(name).observe(finished - started)
+        per_document = (finished - started) / len(call.documents)  # a moving average
+        known = self._per_document.get(name)
+        self._per_document[name] = (
+            per_document if known is None else 0.8 * known + 0.2 * per_document
+        )
         self.metrics.documents.inc(len(call.documents))
         call.timings.update(queue=started - queued, inference=finished - started)
         return result
