@@ -447,6 +447,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         """Outermost: every answer, a crash's JSON 500 included, is counted once by status
         and timed."""
         start = time.perf_counter()
+        request.state.arrival = time.monotonic()  # the deadline counts from here
         try:
             response = await call_next(request)
         except Exception:
@@ -514,7 +515,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
 
     def route(fmt: Any) -> Any:
         async def handle(request: fastapi.Request) -> Any:
-            arrival = time.monotonic()
+            arrival = getattr(request.state, "arrival", None) or time.monotonic()
             body = await parse(request, fmt.Request)
             try:
                 call = fmt.call(body, settings)
