@@ -9,7 +9,13 @@ From one run, on the same 1,000 documents (the first 1,000 TREC DL19 passages wh
   5% overhead);
 * the same rerank repeated with the cache warm (target: at least 20x faster than the first).
 
-Run: ``python benchmarks/embedding.py [--rounds 3]``.
+Then the backends, interleaved round by round on 1,000 DL19 passages and 500 SciFact
+abstracts (title + text): documents per second of torch float32 (sentence-transformers),
+ONNX Runtime float32 and ONNX Runtime int8 (the bundled model exported once into the cache
+directory), their ratios to torch, and each ONNX backend's cosine to torch's embeddings
+(minimum and mean over the documents).
+
+Run: ``python benchmarks/embedding.py [--rounds 3] [--only-backends]``.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ import numpy as np
 from rerankit import EmbeddingCache, EmbeddingScorer
 
 DL19 = Path(__file__).resolve().parents[2] / "shared/data/msmarco/trec-dl-2019-bm25-top100"
+SCIFACT = Path(__file__).resolve().parents[2] / "shared/data/beir/scifact"
 QUERY = "how do vaccines train the immune system"
 
 
@@ -39,12 +46,65 @@ def documents(n: int) -> tuple[str, list[str]]:
     return "generated", [" ".join(rng.choice(words, size=60)) for _ in range(n)]
 
 
+def abstracts(n: int) -> tuple[str, list[str]] | None:
+    path = SCIFACT / "corpus.jsonl"
+    if not path.exists():
+        return None
+    with path.open(encoding="utf-8") as f:
+        rows = [json.loads(line) for _, line in zip(range(n), f, strict=False)]
+    return "SciFact abstracts", [f"{r.get('title', '')} {r['text']}".strip() for r in rows]
+
+
+def backends(rounds: int, batch_size: int) -> None:
+    """docs/s of torch fp32, ONNX fp32 and ONNX int8, interleaved; cosine to torch."""
+    variants = {
+        "torch float32": EmbeddingScorer(batch_size=batch_size, cache=False),
+        "ONNX float32": EmbeddingScorer(batch_size=batch_size, cache=False, backend="onnx"),
+        "ONNX int8": EmbeddingScorer(
+            batch_size=batch_size, cache=False, backend="onnx", quantize="int8"
+        ),
+    }
+    models = {name: scorer.model for name, scorer in variants.items()}  # load (export) first
+    sets = [documents(1000), abstracts(500)]
+    print("\nbackends (documents/s, medians of interleaved rounds; cosine to torch's vectors):\n")
+    print("| documents | backend | docs/s | vs torch | min cosine | mean cosine |")
+    print("|---|---|---:|---:|---:|---:|")
+    for found in sets:
+        if found is None:
+            continue
+        source, docs = found
+        for model in models.values():
+            model.encode(docs[:32], batch_size=batch_size)  # warm-up
+        times: dict[str, list[float]] = {name: [] for name in models}
+        vectors = {}
+        for _ in range(rounds):
+            for name, model in models.items():
+                start = time.perf_counter()
+                vectors[name] = np.asarray(model.encode(docs, batch_size=batch_size))
+                times[name].append(time.perf_counter() - start)
+        reference = vectors["torch float32"]
+        torch_rate = len(docs) / statistics.median(times["torch float32"])
+        for name in models:
+            rate = len(docs) / statistics.median(times[name])
+            cosine = (vectors[name] * reference).sum(axis=1) / (
+                np.linalg.norm(vectors[name], axis=1) * np.linalg.norm(reference, axis=1)
+            )
+            print(
+                f"| {len(docs)} {source} | {name} | {rate:.1f} | {rate / torch_rate:.2f}x | "
+                f"{cosine.min():.4f} | {cosine.mean():.4f} |"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=1000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--only-backends", action="store_true")
     args = parser.parse_args()
+    if args.only_backends:
+        backends(args.rounds, args.batch_size)
+        return
 
     source, docs = documents(args.docs)
     base = EmbeddingScorer(batch_size=args.batch_size)
@@ -81,6 +141,7 @@ def main() -> None:
         f"   {ours / warm:.0f}x faster than the first"
     )
     print(f"  (medians of {args.rounds} interleaved rounds)")
+    backends(args.rounds, args.batch_size)
 
 
 if __name__ == "__main__":

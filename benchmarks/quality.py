@@ -13,7 +13,11 @@ then prints nDCG@10 x 100 side by side, with the mean rerank latency per query (
 Document embeddings are cached in ``.cache/embeddings.sqlite`` so a second run skips the
 encoding.
 
-Run: ``python benchmarks/quality.py [--tuned]`` (also ``make quality``).
+``--int8`` adds ``embedding`` and both ``hybrid`` modes with the embedding model on ONNX
+Runtime with int8 weights (exported once into the cache directory; their first run encodes
+every candidate again).
+
+Run: ``python benchmarks/quality.py [--tuned] [--int8]`` (also ``make quality``).
 """
 
 from __future__ import annotations
@@ -55,6 +59,21 @@ def main() -> None:
         cands = first_stage(data, source, 100)
         runs = [first_stage_run(cands)]
         pipelines = [(label, load(r), scores) for label, r, scores in RERANKERS]
+        if "--int8" in sys.argv:
+            int8 = {"backend": "onnx", "quantize": "int8"}
+            pipelines += [
+                ("embedding, ONNX int8", load({"scorer": {"type": "embedding", **int8}}), False),
+                (
+                    "hybrid, with first-stage scores, ONNX int8",
+                    load({"reranker": {"type": "hybrid", **int8}}),
+                    True,
+                ),
+                (
+                    "hybrid, texts only, ONNX int8",
+                    load({"reranker": {"type": "hybrid", **int8}}),
+                    False,
+                ),
+            ]
         if tuned is not None and "--tuned" in sys.argv:
             pipelines.append(("tuned on the train split", load(tuned), True))
         for label, reranker, scores in pipelines:

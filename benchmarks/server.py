@@ -17,7 +17,12 @@ Then a service with the default limits (4 slots, a queue of 64) and a 5 s deadli
   counters say how much work the abandoned requests did (documents scored, texts encoded)
   against the work 32 completed requests need.
 
-Run: ``python benchmarks/server.py [--seconds 20] [--requests 96]``.
+``--backends`` instead compares the embedding model on torch (float32) with ONNX Runtime
+(int8 weights; exported into the cache directory beforehand): both services run side by
+side (4 slots, batching on), and the levels alternate between them: requests/s and p50 at
+concurrency 1 and 8, and the seconds from process start to the first answered request.
+
+Run: ``python benchmarks/server.py [--seconds 20] [--requests 96] [--backends]``.
 """
 
 from __future__ import annotations
@@ -136,6 +141,59 @@ async def drive(
     }
 
 
+def compare_backends(texts: list[str], seconds: float, requests: int) -> None:
+    """torch float32 against ONNX int8, services side by side, levels alternating."""
+    from rerankit import EmbeddingScorer
+
+    assert EmbeddingScorer(backend="onnx", quantize="int8").model  # the export, made once
+    backends = {"torch float32": "", "ONNX int8": 'backend = "onnx"\nquantize = "int8"\n'}
+    servers, started = {}, {}
+    for name, extra in backends.items():
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        begin = time.perf_counter()
+        proc = start_server(
+            True, port, "max_concurrency = 4\nmax_queue = 64\ntimeout = 120\n" + extra
+        )
+        url = f"http://127.0.0.1:{port}"
+        httpx.post(
+            f"{url}/v2/rerank",
+            timeout=120,
+            json={"model": "hybrid", "query": "first", "documents": texts[-20:]},
+        ).raise_for_status()
+        started[name] = time.perf_counter() - begin
+        servers[name] = (proc, url)
+    results: dict[tuple[str, int], dict] = {}
+    offset = 0
+    try:
+        for level in (1, 8):
+            for name, (_, url) in servers.items():
+                results[name, level] = asyncio.run(
+                    drive(url, level, texts, offset, seconds, requests)
+                )
+                offset += requests * DOCS_PER_REQUEST
+    finally:
+        for proc, _ in servers.values():
+            proc.terminate()
+            proc.wait(30)
+    print("hybrid, 20 new DL19 passages per request, 4 slots, batching on:\n")
+    print("| backend | start to first answer s | c=1 req/s | c=1 p50 ms | c=8 req/s | c=8 p50 ms |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name in backends:
+        one, eight = results[name, 1], results[name, 8]
+        print(
+            f"| {name} | {started[name]:.1f} | {one['rps']:.2f} | {1e3 * one['p50']:.0f} | "
+            f"{eight['rps']:.2f} | {1e3 * eight['p50']:.0f} |"
+        )
+    torch_, onnx = "torch float32", "ONNX int8"
+    print(
+        f"\nONNX int8 / torch: {results[onnx, 8]['rps'] / results[torch_, 8]['rps']:.2f}x the "
+        f"requests/s at concurrency 8; p50 at concurrency 1 "
+        f"{results[onnx, 1]['p50'] / results[torch_, 1]['p50']:.2f}x torch's"
+    )
+
+
 def counters(url: str) -> dict[str, float]:
     """The service's own counters of work done."""
     wanted = {
@@ -208,11 +266,17 @@ def main() -> None:
     parser.add_argument(
         "--only-deadline", action="store_true", help="run only the deadline and disconnect levels"
     )
+    parser.add_argument(
+        "--backends", action="store_true", help="compare torch with ONNX int8 instead"
+    )
     args = parser.parse_args()
     levels = (1, 8, 32)
     texts = passages((2 * len(levels) * args.requests + 128) * DOCS_PER_REQUEST + 400)
     results = {}
     offset = 0
+    if args.backends:
+        compare_backends(texts, args.seconds, args.requests)
+        return
     if args.only_deadline:
         deadline_levels(texts, offset, args.seconds)
         return

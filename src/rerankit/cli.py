@@ -178,6 +178,28 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from .onnx_models import export
+
+    out = export(
+        args.model,
+        args.out,
+        kind=args.kind.replace("-", "_"),
+        quantize=args.quantize,
+        max_length=args.max_length,
+        trust_remote_code=args.trust_remote_code,
+    )
+    files = sorted(p.name for p in out.iterdir())
+    print(f"wrote {out}: {', '.join(files)}")
+    backend = "cross_encoder" if args.kind != "embedding" else "embedding"
+    quantize = ', quantize = "int8"' if args.quantize else ""
+    print(
+        f'load it with {{ type = "{backend}", model = "{out}", backend = "onnx"{quantize} }} '
+        "(no torch needed)"
+    )
+    return 0
+
+
 def _positive_int(value: str) -> int:
     try:
         n = int(value)
@@ -282,6 +304,28 @@ def build_parser() -> argparse.ArgumentParser:
         help="which cache to clear (default all)",
     )
     cache.set_defaults(func=_cmd_cache)
+
+    exp = sub.add_parser(
+        "export",
+        help="export a local model to ONNX (to run without torch)",
+        description="Export an embedding model (sentence-transformers) or a cross-encoder to a "
+        "folder that EmbeddingScorer / CrossEncoderScorer load with backend='onnx' on ONNX "
+        "Runtime alone (extra onnx). Exporting needs the torch and onnx extras.",
+    )
+    exp.add_argument("model", help="hub id or model directory (all-MiniLM-L6-v2: the bundled copy)")
+    exp.add_argument("--out", required=True, help="folder to write")
+    exp.add_argument(
+        "--kind",
+        choices=("embedding", "cross-encoder"),
+        default="embedding",
+        help="what the model is (default embedding)",
+    )
+    exp.add_argument("--quantize", choices=("int8",), default=None, help="also write int8 weights")
+    exp.add_argument(
+        "--max-length", type=_positive_int, default=None, help="tokens per input (model's own)"
+    )
+    exp.add_argument("--trust-remote-code", action="store_true", help="for models with code")
+    exp.set_defaults(func=_cmd_export)
 
     srv = sub.add_parser("serve", help="run the HTTP service (Cohere- and TEI-compatible)")
     srv.add_argument(

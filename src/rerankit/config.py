@@ -2,7 +2,8 @@
 
 A spec is a list of ``stages`` (or a single stage's keys at the top level). A stage is one of
 
-* ``reranker = "hybrid"``: a registered name (``rerankit rerankers`` lists them);
+* ``reranker = "hybrid"``: a registered name (``rerankit rerankers`` lists them), or
+  ``reranker = { type = "hybrid", backend = "onnx", quantize = "int8" }`` with options;
 * ``scorer = {type = "bm25", k1 = 1.2}``: one scorer;
 * ``scorers = [{type = "embedding", weight = 0.6}, {type = "bm25", weight = 0.4}]`` with
   optional ``method`` (a ScoreCombinationMethod, default ``weighted_average``),
@@ -161,18 +162,24 @@ def _stage(spec: Mapping[str, Any], where: str) -> tuple[Any, Any, str | None]:
     if unknown:
         raise ConfigError(f"unknown keys {unknown}", where=where)
     name, keep = spec.get("name"), spec.get("keep")
+    step: Any
     if name is not None and not isinstance(name, str):
         raise ConfigError(f"must be a string, got {name!r}", where=f"{where}.name")
     if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
         raise ConfigError(f"must be a positive integer, got {keep!r}", where=f"{where}.keep")
     if kind == "reranker":
         ref = spec["reranker"]
-        if not isinstance(ref, str):
-            raise ConfigError(f"must be a name, got {ref!r}", where=f"{where}.reranker")
-        try:
-            step: Any = resolve_reranker(ref)
-        except ConfigError as exc:
-            raise ConfigError(str(exc), where=f"{where}.reranker") from exc
+        if isinstance(ref, Mapping):  # {type = "hybrid", backend = "onnx", ...}: its own copy
+            step = _typed("reranker", ref, f"{where}.reranker")
+        elif not isinstance(ref, str):
+            raise ConfigError(
+                f"must be a name or a table with a 'type', got {ref!r}", where=f"{where}.reranker"
+            )
+        else:
+            try:
+                step = resolve_reranker(ref)
+            except ConfigError as exc:
+                raise ConfigError(str(exc), where=f"{where}.reranker") from exc
     elif kind == "scorer":
         step = ScorerReranker(build_scorer(spec["scorer"], f"{where}.scorer"))
     elif kind == "rule":

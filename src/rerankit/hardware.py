@@ -28,13 +28,14 @@ class HardwareProfile:
     ``device``: ``"auto"``, ``"cpu"``, ``"cuda"`` (or ``"cuda:1"``) or ``"mps"``.
     ``batch_size``: inputs per forward pass. ``dtype``: ``"auto"``, ``"float32"``,
     ``"float16"`` or ``"bfloat16"``. ``max_length``: tokens per input (None: the model's own
-    limit).
+    limit). ``threads``: CPU threads for inference on the ONNX backend (None: one per core).
     """
 
     device: str = "auto"
     batch_size: int = 32
     dtype: str = "auto"
     max_length: int | None = None
+    threads: int | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.device, str) or self.device.split(":")[0] not in DEVICES:
@@ -55,6 +56,10 @@ class HardwareProfile:
             raise ValueError(
                 f"max_length must be a positive integer or None, got {self.max_length!r}"
             )
+        if self.threads is not None and (
+            isinstance(self.threads, bool) or not isinstance(self.threads, int) or self.threads < 1
+        ):
+            raise ValueError(f"threads must be a positive integer or None, got {self.threads!r}")
 
     def with_options(self, **changes: Any) -> HardwareProfile:
         """A copy with the given fields changed (None values are ignored)."""
@@ -85,13 +90,14 @@ class HardwareProfile:
     @classmethod
     def from_object(cls, profile: Any) -> HardwareProfile:
         """A profile from a HardwareProfile, None (defaults), a mapping, or any object with
-        some of the attributes ``device``, ``batch_size``, ``dtype``, ``max_length`` (such as
+        some of the attributes ``device``, ``batch_size``, ``dtype``, ``max_length``,
+        ``threads`` (such as
         the compatible reranker service's memory profile)."""
         if profile is None:
             return cls()
         if isinstance(profile, cls):
             return profile
-        names = ("device", "batch_size", "dtype", "max_length")
+        names = ("device", "batch_size", "dtype", "max_length", "threads")
         if isinstance(profile, dict):
             unknown = sorted(set(profile) - set(names))
             if unknown:

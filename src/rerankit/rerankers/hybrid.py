@@ -77,7 +77,9 @@ class HybridReranker(ScoringReranker):
     model and no ``calibration``, the hybrid falls back to ``relative`` (fit one with
     ``rerankit tune --calibrate``). The strategies' names in each result's scores and
     explanation say which mode ran. The embedding model reads English only, and a query
-    mostly in another script gets a warning.
+    mostly in another script gets a warning. ``backend="onnx"`` (and ``quantize="int8"``)
+    runs the bundled model on ONNX Runtime (see :class:`~rerankit.EmbeddingScorer`); the
+    default is torch.
     """
 
     def __init__(
@@ -92,6 +94,8 @@ class HybridReranker(ScoringReranker):
         normalization_method: str = "min_max",
         scores: str = "calibrated",
         calibration: Mapping[str, Any] | None = None,
+        backend: str = "torch",
+        quantize: str | None = None,
         name: str = "hybrid",
     ) -> None:
         from ..scorers.embedding import EmbeddingScorer
@@ -104,7 +108,13 @@ class HybridReranker(ScoringReranker):
             raise ValueError(f"text_weights: two weights >= 0, sum <= 1; got {text_weights}")
         if scores not in SCORE_MODES:
             raise ValueError(f"scores must be one of {', '.join(SCORE_MODES)}, got {scores!r}")
-        self.embedding = embedding if embedding is not None else EmbeddingScorer()
+        if embedding is not None and (backend != "torch" or quantize is not None):
+            raise ValueError("backend and quantize choose the default embedding; set them on yours")
+        self.embedding = (
+            embedding
+            if embedding is not None
+            else EmbeddingScorer(backend=backend, quantize=quantize)
+        )
         self.use_first_stage = use_first_stage
         self.language = language
         self.name = name

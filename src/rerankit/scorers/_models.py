@@ -79,15 +79,20 @@ def _quiet_loading() -> Iterator[None]:
 class LocalModelOptions(TypedDict, total=False):
     """How a local model runs (the keyword arguments every local-model scorer takes):
     ``profile`` (a :class:`~rerankit.HardwareProfile` or an object with its attributes),
-    overridden by ``device``, ``batch_size``, ``dtype`` and ``max_length`` when given;
-    ``trust_remote_code`` for models that ship their own code."""
+    overridden by ``device``, ``batch_size``, ``dtype``, ``max_length`` and ``threads`` when
+    given; ``trust_remote_code`` for models that ship their own code; ``backend``
+    (``"torch"`` or ``"onnx"``) and ``quantize`` (None or ``"int8"``, ONNX only) for the
+    scorers that can run on ONNX Runtime (see :mod:`rerankit.onnx_models`)."""
 
     profile: Any
     device: str | None
     batch_size: int | None
     dtype: str | None
     max_length: int | None
+    threads: int | None
     trust_remote_code: bool
+    backend: str
+    quantize: str | None
 
 
 class LocalModelScorer:
@@ -100,6 +105,8 @@ class LocalModelScorer:
     """
 
     what = "model"
+    #: the kind of ONNX export this scorer runs (None: torch only)
+    onnx_kind: str | None = None
 
     def __init__(
         self,
@@ -110,20 +117,54 @@ class LocalModelScorer:
         batch_size: int | None = None,
         dtype: str | None = None,
         max_length: int | None = None,
+        threads: int | None = None,
         trust_remote_code: bool = False,
+        backend: str = "torch",
+        quantize: str | None = None,
         name: str,
     ) -> None:
+        from ..onnx_models import check_backend
+
+        check_backend(backend, quantize)
+        if backend == "onnx" and not self.onnx_kind:
+            raise ValueError(f"{type(self).__name__} runs on torch only (backend='torch')")
+        if backend == "onnx" and not isinstance(model, str):
+            raise ValueError("backend='onnx' takes a model id or folder, not a loaded model")
         self.name = name
+        self.backend, self.quantize = backend, quantize
         self.profile = settings(
-            profile, device=device, batch_size=batch_size, dtype=dtype, max_length=max_length
+            profile,
+            device=device,
+            batch_size=batch_size,
+            dtype=dtype,
+            max_length=max_length,
+            threads=threads,
         )
         self.trust_remote_code = trust_remote_code
         self.model_id = model if isinstance(model, str) else None
-        loader = self._load if isinstance(model, str) else (lambda: self._adopt(model))
+        loader = (
+            (self._load_onnx if backend == "onnx" else self._load)
+            if isinstance(model, str)
+            else (lambda: self._adopt(model))
+        )
         self._model: LazyModel[Any] = LazyModel(self.what, model, loader)
 
     def _load(self) -> Any:  # pragma: no cover - each subclass loads its own kind
         raise NotImplementedError
+
+    def _load_onnx(self) -> Any:
+        """The model on ONNX Runtime: an exported folder, or an export made once."""
+        from ..onnx_models import load_onnx
+
+        assert self.model_id is not None and self.onnx_kind is not None
+        return load_onnx(
+            self.model_id,
+            kind=self.onnx_kind,
+            quantize=self.quantize,
+            max_length=self.profile.max_length,
+            threads=self.profile.threads,
+            trust_remote_code=self.trust_remote_code,
+        )
 
     def _adopt(self, model: Any) -> Any:
         """An object the caller loaded, as :attr:`model` holds it."""
@@ -150,10 +191,11 @@ def settings(
     batch_size: int | None,
     dtype: str | None,
     max_length: int | None,
+    threads: int | None = None,
 ) -> HardwareProfile:
     """The profile with any explicitly given setting overriding it."""
     return HardwareProfile.from_object(profile).with_options(
-        device=device, batch_size=batch_size, dtype=dtype, max_length=max_length
+        device=device, batch_size=batch_size, dtype=dtype, max_length=max_length, threads=threads
     )
 
 

@@ -57,6 +57,8 @@ class CrossEncoderScorer(LocalModelScorer):
     ``"logit"`` or ``"probability"`` (see the module doc). ``profile`` and the
     ``device``/``batch_size``/``dtype``/``max_length`` overrides say how it runs; inputs
     longer than ``max_length`` tokens are truncated (the model's own limit by default).
+    Pairs are scored sorted by length, so each batch pads little. ``backend="onnx"`` (and
+    ``quantize="int8"``) runs the model on ONNX Runtime, as for :class:`EmbeddingScorer`.
     """
 
     @property
@@ -65,6 +67,7 @@ class CrossEncoderScorer(LocalModelScorer):
         return "logit" if self.output == "logit" else "unit"
 
     what = "cross-encoder"
+    onnx_kind = "cross_encoder"
 
     def __init__(
         self,
@@ -92,18 +95,26 @@ class CrossEncoderScorer(LocalModelScorer):
 
     def logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """The model's raw output for each (query, text) pair."""
-        torch = require("torch", "CrossEncoderScorer")
         if not texts:
             return np.zeros(0)
-        return np.asarray(
+        if self.backend == "onnx":  # sorts by token length itself
+            return np.asarray(
+                self.model.predict([(query, t) for t in texts], batch_size=self.profile.batch_size)
+            )
+        torch = require("torch", "CrossEncoderScorer")
+        order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths together
+        logits = np.asarray(
             self.model.predict(
-                [(query, t) for t in texts],
+                [(query, texts[i]) for i in order],
                 batch_size=self.profile.batch_size,
                 activation_fn=torch.nn.Identity(),
                 convert_to_numpy=True,
                 show_progress_bar=False,
             )
         )
+        out = np.empty_like(logits)
+        out[order] = logits
+        return out
 
     def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """Blocking scores for plain strings."""

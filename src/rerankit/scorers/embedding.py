@@ -77,11 +77,17 @@ class EmbeddingScorer(LocalModelScorer):
     ``cache``: True (an in-memory LRU of 100,000 vectors, the default), False, or an
     :class:`~rerankit.EmbeddingCache` to share; ``cache_path`` adds an SQLite file (default:
     the ``RERANKIT_EMBEDDING_CACHE`` environment variable, when set).
+
+    ``backend="onnx"`` runs the model on ONNX Runtime without torch (extra ``onnx``), from
+    a folder written by ``rerankit export`` or, for a hub id or model directory, from an
+    export made once into the cache directory (which needs the ``torch`` extra);
+    ``quantize="int8"`` uses its int8 weights. Pooling and normalisation are the model's.
     """
 
     score_scale = "cosine"
 
     what = "embedding model"
+    onnx_kind = "embedding"
 
     def __init__(
         self,
@@ -97,6 +103,8 @@ class EmbeddingScorer(LocalModelScorer):
         super().__init__(model, name=name, **options)
         self.query_prompt, self.document_prompt = query_prompt, document_prompt
         self.model_key = model if isinstance(model, str) else f"{type(model).__name__}@{id(model)}"
+        if self.backend == "onnx":  # other numbers: never mixed with torch's in a cache
+            self.model_key += "|onnx" + (f"-{self.quantize}" if self.quantize else "")
         if cache_path is None and cache is True:
             cache_path = os.environ.get("RERANKIT_EMBEDDING_CACHE") or None
         if isinstance(cache, EmbeddingCache):
@@ -108,8 +116,15 @@ class EmbeddingScorer(LocalModelScorer):
 
     @property
     def is_bundled(self) -> bool:
-        """Whether this is the bundled (English-only) all-MiniLM-L6-v2."""
-        return self.model_id in _BUNDLED_NAMES
+        """Whether this is the bundled (English-only) all-MiniLM-L6-v2 (or an ONNX export
+        of it)."""
+        if self.model_id in _BUNDLED_NAMES:
+            return True
+        from ..onnx_models import is_exported, read_manifest
+
+        if self.model_id is not None and is_exported(self.model_id):
+            return read_manifest(self.model_id).get("source") in _BUNDLED_NAMES
+        return False
 
     def _load(self) -> Any:
         st = require("sentence_transformers", "EmbeddingScorer")
@@ -152,6 +167,8 @@ class EmbeddingScorer(LocalModelScorer):
         """Tokens the model reads for ``texts`` (each capped at its maximum length): what a
         token budget for a batch counts. Without a tokenizer, characters / 4."""
         model = self.model
+        if hasattr(model, "count_tokens"):  # the ONNX backend counts with its own tokenizer
+            return model.count_tokens(texts)
         tokenizer = getattr(model, "tokenizer", None)
         limit = getattr(model, "max_seq_length", None) or 512
         if tokenizer is None or not callable(tokenizer):

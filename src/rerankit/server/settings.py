@@ -16,6 +16,8 @@ batch_max_items = 256
 batch_max_tokens = 16384        # tokens per embedding batch (0: no token budget)
 batch_max_wait_ms = 5.0
 graceful_timeout = 30.0         # seconds requests in flight may take to finish on shutdown
+backend = "torch"              # the built-in pipelines' embedding model: "torch" or "onnx"
+quantize = ""                  # with backend "onnx": "int8" for int8 weights
 
 [pipelines.hybrid]
 reranker = "hybrid"
@@ -37,11 +39,22 @@ __all__ = ["ServerSettings"]
 DEFAULT_PIPELINES = ("bm25", "embedding", "hybrid")
 
 
+def default_pipelines(backend: str = "torch", quantize: str | None = None) -> dict[str, Any]:
+    """The built-in pipelines, with the embedding model on ``backend``."""
+    if backend == "torch" and quantize is None:
+        return {name: name for name in DEFAULT_PIPELINES}
+    options = {"backend": backend, **({"quantize": quantize} if quantize else {})}
+    return {
+        "bm25": "bm25",
+        "embedding": {"scorer": {"type": "embedding", **options}},
+        "hybrid": {"reranker": {"type": "hybrid", **options}},
+    }
+
+
 @dataclass
 class ServerSettings:
-    pipelines: dict[str, Any] = field(
-        default_factory=lambda: {name: name for name in DEFAULT_PIPELINES}
-    )
+    #: None: the built-in pipelines (bm25, embedding, hybrid) on ``backend``
+    pipelines: dict[str, Any] | None = None
     default: str = "hybrid"
     api_keys: list[str] = field(default_factory=list)
     max_documents: int = 1000
@@ -57,8 +70,15 @@ class ServerSettings:
     batch_max_tokens: int = 16384
     batch_max_wait_ms: float = 5.0
     graceful_timeout: float = 30.0
+    backend: str = "torch"
+    quantize: str = ""
 
     def __post_init__(self) -> None:
+        from ..onnx_models import check_backend
+
+        check_backend(self.backend, self.quantize or None)
+        if self.pipelines is None:
+            self.pipelines = default_pipelines(self.backend, self.quantize or None)
         env = os.environ.get("RERANKIT_API_KEYS", "")
         self.api_keys = [*self.api_keys, *(k.strip() for k in env.split(",") if k.strip())]
         if self.default not in self.pipelines:
@@ -91,8 +111,8 @@ class ServerSettings:
         unknown = sorted(set(server) - known)
         if unknown:
             raise ValueError(f"[server]: unknown keys {unknown}")
-        pipelines = dict(spec.get("pipelines") or {name: name for name in DEFAULT_PIPELINES})
-        if "default" not in server:
+        pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
+        if "default" not in server and pipelines is not None:
             server["default"] = "hybrid" if "hybrid" in pipelines else next(iter(pipelines))
         return cls(pipelines=pipelines, **server)
 
