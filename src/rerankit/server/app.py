@@ -225,6 +225,13 @@ class _Service:
         }
         if getattr(reranker, "use_first_stage", False):  # the hybrid reading a retriever score
             out["scores_with_first_stage_field"] = "relative"
+        backends = {  # where each local model runs: torch, onnx or onnx-int8
+            s.name: s.backend + (f"-{s.quantize}" if s.quantize else "")
+            for s in reranker.scorers()
+            if hasattr(s, "backend")
+        }
+        if backends:
+            out["backends"] = backends
         return out
 
     async def warm_up(self) -> None:
