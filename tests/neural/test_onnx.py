@@ -145,5 +145,9 @@ def test_pipelines_and_the_service_choose_the_backend_from_config():
     settings = ServerSettings.from_mapping({"server": {"backend": "onnx", "quantize": "int8"}})
     assert load(settings.pipelines["hybrid"]).embedding.quantize == "int8"
     assert load(settings.pipelines["embedding"]).scorer.backend == "onnx"
+    named = ServerSettings.from_mapping(  # the built-ins named in [pipelines] move too
+        {"server": {"backend": "onnx"}, "pipelines": {"main": {"reranker": "hybrid"}}}
+    )
+    assert load(named.pipelines["main"]).embedding.backend == "onnx"
     with pytest.raises(ValueError, match="needs backend='onnx'"):
         ServerSettings(quantize="int8")

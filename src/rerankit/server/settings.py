@@ -16,7 +16,7 @@ batch_max_items = 256
 batch_max_tokens = 16384        # tokens per embedding batch (0: no token budget)
 batch_max_wait_ms = 5.0
 graceful_timeout = 30.0         # seconds requests in flight may take to finish on shutdown
-backend = "torch"              # the built-in pipelines' embedding model: "torch" or "onnx"
+backend = "torch"              # where `embedding` and `hybrid` run, wherever named: "torch"/"onnx"
 quantize = ""                  # with backend "onnx": "int8" for int8 weights
 
 [pipelines.hybrid]
@@ -39,16 +39,30 @@ __all__ = ["ServerSettings"]
 DEFAULT_PIPELINES = ("bm25", "embedding", "hybrid")
 
 
+def on_backend(spec: Any, backend: str = "torch", quantize: str | None = None) -> Any:
+    """``spec`` with the built-in ``embedding`` or ``hybrid`` (named as ``"hybrid"`` or
+    ``{reranker = "hybrid"}``) moved to ``backend``; any other spec as it is (declare the
+    backend on its own scorers)."""
+    if backend == "torch" and quantize is None:
+        return spec
+    name = spec if isinstance(spec, str) else None
+    if (
+        isinstance(spec, Mapping)
+        and set(spec) == {"reranker"}
+        and isinstance(spec["reranker"], str)
+    ):
+        name = spec["reranker"]
+    options = {"backend": backend, **({"quantize": quantize} if quantize else {})}
+    if name == "hybrid":
+        return {"reranker": {"type": "hybrid", **options}}
+    if name == "embedding":
+        return {"scorer": {"type": "embedding", **options}}
+    return spec
+
+
 def default_pipelines(backend: str = "torch", quantize: str | None = None) -> dict[str, Any]:
     """The built-in pipelines, with the embedding model on ``backend``."""
-    if backend == "torch" and quantize is None:
-        return {name: name for name in DEFAULT_PIPELINES}
-    options = {"backend": backend, **({"quantize": quantize} if quantize else {})}
-    return {
-        "bm25": "bm25",
-        "embedding": {"scorer": {"type": "embedding", **options}},
-        "hybrid": {"reranker": {"type": "hybrid", **options}},
-    }
+    return {name: on_backend(name, backend, quantize) for name in DEFAULT_PIPELINES}
 
 
 @dataclass
@@ -79,6 +93,11 @@ class ServerSettings:
         check_backend(self.backend, self.quantize or None)
         if self.pipelines is None:
             self.pipelines = default_pipelines(self.backend, self.quantize or None)
+        else:
+            self.pipelines = {
+                name: on_backend(spec, self.backend, self.quantize or None)
+                for name, spec in self.pipelines.items()
+            }
         env = os.environ.get("RERANKIT_API_KEYS", "")
         self.api_keys = [*self.api_keys, *(k.strip() for k in env.split(",") if k.strip())]
         if self.default not in self.pipelines:
