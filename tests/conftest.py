@@ -54,3 +54,5 @@ def run():
 def _private_cache_dir(tmp_path_factory, monkeypatch):
     """LLM judgments and other default caches go to a temporary folder, never ~/.cache."""
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
+    # restored after each test: `rerankit eval` sets it for the scorers it builds
+    monkeypatch.delenv("RERANKIT_EMBEDDING_CACHE", raising=False)

@@ -13,7 +13,7 @@ from typing import Any
 
 from .errors import InputError
 
-__all__ = ["parse_jsonl", "read_jsonl", "read_records", "read_text"]
+__all__ = ["numbered_jsonl", "parse_jsonl", "read_jsonl", "read_records", "read_text"]
 
 
 def read_text(path: str | Path) -> str:
@@ -30,17 +30,26 @@ def read_text(path: str | Path) -> str:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
-def parse_jsonl(lines: Iterable[str], source: str) -> list[Any]:
-    """One JSON value per non-blank line."""
+def _numbered(lines: Iterable[str], source: str) -> list[tuple[int, Any]]:
     items = []
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            items.append(json.loads(line))
+            items.append((lineno, json.loads(line)))
         except json.JSONDecodeError as exc:
             raise InputError(f"{source}, line {lineno}: invalid JSON: {exc.msg}") from None
     return items
+
+
+def parse_jsonl(lines: Iterable[str], source: str) -> list[Any]:
+    """One JSON value per non-blank line."""
+    return [value for _, value in _numbered(lines, source)]
+
+
+def numbered_jsonl(path: str | Path) -> list[tuple[int, Any]]:
+    """``(line number, value)`` for each non-blank line of a JSON Lines file."""
+    return _numbered(read_text(path).splitlines(), str(path))
 
 
 def read_jsonl(path: str | Path) -> list[Any]:

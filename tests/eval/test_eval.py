@@ -54,7 +54,7 @@ def test_loading_files(tmp_path):
     (tmp_path / "bad.run").write_text("q1 Q0 d1 1\n")
     with pytest.raises(ValueError, match=r"bad\.run:1: expected 6 columns"):
         load_run(tmp_path / "bad.run")
-    with pytest.raises(FileNotFoundError, match=r"corpus\.jsonl"):
+    with pytest.raises(ValueError, match=r"corpus\.jsonl not found"):
         load_beir(tmp_path / "qrels")
 
 

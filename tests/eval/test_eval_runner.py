@@ -181,3 +181,85 @@ def test_tune_calibrate_writes_a_calibrated_pipeline_that_loads(tiny, tmp_path, 
     alone = reranker.rerank("solar electricity", ["solar panels"])[0].score
     mixed = reranker.rerank("solar electricity", ["wind", "solar panels", "pasta"])
     assert next(r.score for r in mixed if r.index == 1) == pytest.approx(alone)
+
+
+def _eval(tiny, capsys, *extra):
+    code = main(["eval", "--data", str(tiny), "--rerankers", "bm25", "--no-progress", *extra])
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("file", "content", "message"),
+    [
+        (
+            "corpus.jsonl",
+            '{"id": "d1", "text": "solar"}\n',
+            r"corpus\.jsonl, line 1: the document has no '_id' field \(found 'id'",
+        ),
+        (
+            "queries.jsonl",
+            '{"_id": "q1", "text": "solar"}\n\n{"_id": "q2"}\n',
+            r"queries\.jsonl, line 3: query 'q2' has no text",
+        ),
+        (
+            "qrels/test.tsv",
+            "query-id\tcorpus-id\tscore\nq1\td1\t1.5\n",
+            r"test\.tsv:2: relevance must be an integer grade, got '1\.5'",
+        ),
+        (
+            "qrels/test.tsv",
+            "query-id\tcorpus-id\tscore\nq7\td1\t1\nq8\td2\t1\n",
+            r"none of its 2 query ids \('q7', 'q8'\) is in queries\.jsonl",
+        ),
+        (
+            "first.run.trec",
+            "q1 Q0 d1 1 3.0 x\nq1 Q0 d9 2 2.0 x\n",
+            r"first\.run\.trec:2: "
+            r"document 'd9' \(query 'q1'\) is not in the corpus",
+        ),
+        ("first.run.trec", "q5 Q0 d1 1 3.0 x\n", r"none of its query ids is among"),
+    ],
+)
+def test_bad_data_is_an_error_naming_the_file_and_line(tiny, capsys, file, content, message):
+    import re
+
+    (tiny / file).write_text(content)
+    code, err = _eval(tiny, capsys)
+    assert code == 1 and re.search(message, err), err
+
+
+def test_bad_arguments_are_refused(tiny, tmp_path, capsys):
+    for flag in ("--k", "--max-queries"):
+        with pytest.raises(SystemExit) as stop:
+            main(["eval", "--data", str(tiny), flag, "0"])
+        assert stop.value.code == 2 and "expected a positive integer" in capsys.readouterr().err
+    a_file = tmp_path / "results.txt"
+    a_file.write_text("")
+    code, err = _eval(tiny, capsys, "--out", str(a_file))
+    assert code == 1 and "is a file; give a folder" in err
+    run = tmp_path / "elsewhere.trec"
+    run.write_text("q1 Q0 nope 1 1.0 x\n")
+    code, err = _eval(tiny, capsys, "--first-stage", str(run))
+    assert code == 1 and "elsewhere.trec:1: document 'nope'" in err
+
+
+def test_results_record_what_ran_and_runs_carry_scores(tiny, tmp_path, capsys):
+    from rerankit import __version__, rerank
+
+    out = tmp_path / "out"
+    assert _eval(tiny, capsys, "--k", "3", "--out", str(out))[0] == 0
+    result = json.loads((out / "results.json").read_text())
+    assert result["rerankit_version"] == __version__ and result["split"] == "test"
+    assert result["date"].endswith("+00:00")
+    assert result["pipelines"]["bm25"]["scorers"][0]["type"] == "BM25Scorer"
+    rows = {r["pipeline"]: r for r in result["results"]}
+    per_query = rows["bm25"]["per_query_ndcg@10"]
+    assert set(per_query) == {"q1", "q2"}
+    assert sum(per_query.values()) / 2 == pytest.approx(rows["bm25"]["ndcg@10"])
+    lines = (out / "runs" / "bm25.trec").read_text().splitlines()
+    first = [line.split() for line in lines if line.startswith("q1 ")]
+    data = load_beir(tiny)
+    cands = first_stage(data, "bm25", 3)["q1"]
+    direct = rerank(data.queries["q1"], [data.text(d) for d, _ in cands], reranker="bm25")
+    assert [float(f[4]) for f in first] == pytest.approx([r.score for r in direct], rel=1e-5)
+    assert [int(f[3]) for f in first] == list(range(1, len(first) + 1))

@@ -14,9 +14,9 @@ pytest.importorskip("onnxruntime", reason="the ONNX backend needs the 'onnx' ext
 pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
 pytest.importorskip("sentence_transformers", reason="exporting needs the 'torch' extra")
 
-from rerankit import CrossEncoderScorer, EmbeddingScorer, HybridReranker  # noqa: E402
-from rerankit.errors import ModelLoadError  # noqa: E402
-from rerankit.onnx_models import MANIFEST, OnnxModel, export  # noqa: E402
+from rerankit import CrossEncoderScorer, EmbeddingScorer, HybridReranker
+from rerankit.errors import ModelLoadError
+from rerankit.onnx_models import MANIFEST, OnnxModel, export
 
 TEXTS = [
     "Vaccines train the immune system to recognise pathogens.",
@@ -116,7 +116,7 @@ def test_the_export_command_writes_a_folder_that_loads(bert_dir, tmp_path, capsy
 
     out = tmp_path / "exported"
     code = main(["export", str(bert_dir), "--kind", "cross-encoder", "--out", str(out)])
-    assert code == 0 and "backend = \"onnx\"" in capsys.readouterr().out
+    assert code == 0 and 'backend = "onnx"' in capsys.readouterr().out
     assert OnnxModel(out).predict([("a", "b")]).shape == (1,)
     with pytest.raises(ModelLoadError, match="--quantize int8"):
         OnnxModel(out, quantize="int8")  # exported without int8 weights

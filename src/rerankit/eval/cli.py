@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from .data import load_beir
 from .runner import (
+    describe_pipeline,
     evaluate_runs,
     first_stage,
     first_stage_run,
@@ -19,6 +21,16 @@ from .runner import (
 )
 
 __all__ = ["add_commands"]
+
+
+def _positive_int(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
+    return n
 
 
 def _progress(label: str, enabled: bool):
@@ -49,17 +61,32 @@ def _pipelines(names: str, configs: list[str]) -> list[tuple[str, Any]]:
 
 
 def _embedding_cache(args: argparse.Namespace) -> None:
-    if args.embedding_cache:  # read by every EmbeddingScorer built from here on
+    """Document embeddings cached on disk by default (read by every EmbeddingScorer built
+    from here on), so every reranker of an evaluation, and the next evaluation, encode each
+    document once: --embedding-cache, else $RERANKIT_EMBEDDING_CACHE, else
+    embeddings.sqlite in the rerankit cache directory; --no-embedding-cache turns it off."""
+    from ..cache import default_cache_dir
+
+    if args.no_embedding_cache:
+        os.environ["RERANKIT_EMBEDDING_CACHE"] = ""
+    elif args.embedding_cache:
         os.environ["RERANKIT_EMBEDDING_CACHE"] = args.embedding_cache
+    elif not os.environ.get("RERANKIT_EMBEDDING_CACHE"):
+        path = default_cache_dir() / "embeddings.sqlite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.environ["RERANKIT_EMBEDDING_CACHE"] = str(path)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise InputError(f"--out {args.out}: is a file; give a folder to write the results in")
     _embedding_cache(args)
     data = _limit(load_beir(args.data, args.split), args.max_queries)
     source = args.first_stage
     cands = first_stage(data, source, args.k)
     runs = [first_stage_run(cands)]
-    for name, reranker in _pipelines(args.rerankers, args.config or []):
+    pipelines = _pipelines(args.rerankers, args.config or [])
+    for name, reranker in pipelines:
         runs.append(
             run_pipeline(
                 name,
@@ -87,6 +114,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "k": args.k,
             "queries": len(data.queries),
             "first_stage_scores_given": not args.texts_only,
+            "pipelines": {name: describe_pipeline(r) for name, r in pipelines},
         }
         for path in write_outputs(args.out, rows, runs, meta):
             print(f"wrote {path}", file=sys.stderr)
@@ -219,9 +247,13 @@ def add_commands(sub: Any) -> None:
         help="comma-separated names or pipeline files (default bm25,embedding,hybrid)",
     )
     ev.add_argument("--config", action="append", help="a pipeline file (repeatable)")
-    ev.add_argument("--k", type=int, default=100, help="candidates per query (default 100)")
+    ev.add_argument(
+        "--k", type=_positive_int, default=100, help="candidates per query (default 100)"
+    )
     ev.add_argument("--out", help="folder for results.json, TREC runs and a chart")
-    ev.add_argument("--max-queries", type=int, default=None, help="evaluate the first N only")
+    ev.add_argument(
+        "--max-queries", type=_positive_int, default=None, help="evaluate the first N only"
+    )
     ev.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     ev.add_argument(
         "--texts-only",
@@ -232,7 +264,11 @@ def add_commands(sub: Any) -> None:
     ev.add_argument(
         "--embedding-cache",
         default=None,
-        help="SQLite file caching document embeddings across runs",
+        help="SQLite file caching document embeddings across runs (default: "
+        "$RERANKIT_EMBEDDING_CACHE, else embeddings.sqlite in the rerankit cache directory)",
+    )
+    ev.add_argument(
+        "--no-embedding-cache", action="store_true", help="encode documents afresh, keep nothing"
     )
     ev.set_defaults(func=cmd_eval)
 
@@ -250,7 +286,9 @@ def add_commands(sub: Any) -> None:
     tu.add_argument(
         "--first-stage", default="bm25", help="bm25 (over the corpus), run, or a TREC run file"
     )
-    tu.add_argument("--k", type=int, default=100, help="candidates per query (default 100)")
+    tu.add_argument(
+        "--k", type=_positive_int, default=100, help="candidates per query (default 100)"
+    )
     tu.add_argument(
         "--strategies",
         default="first_stage,bm25,embedding",
@@ -260,7 +298,11 @@ def add_commands(sub: Any) -> None:
     tu.add_argument(
         "--embedding-cache",
         default=None,
-        help="SQLite file caching document embeddings across runs",
+        help="SQLite file caching document embeddings across runs (default: "
+        "$RERANKIT_EMBEDDING_CACHE, else embeddings.sqlite in the rerankit cache directory)",
+    )
+    tu.add_argument(
+        "--no-embedding-cache", action="store_true", help="encode documents afresh, keep nothing"
     )
     tu.add_argument(
         "--embedding-max-length",
@@ -274,6 +316,8 @@ def add_commands(sub: Any) -> None:
         help="instead of searching fusions, refit the calibrated texts-only hybrid (scores "
         "that estimate P(relevant) per pair) on the training split",
     )
-    tu.add_argument("--max-queries", type=int, default=None, help="use the first N queries only")
+    tu.add_argument(
+        "--max-queries", type=_positive_int, default=None, help="use the first N queries only"
+    )
     tu.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     tu.set_defaults(func=cmd_tune)

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._jsonl import read_jsonl
+from .._jsonl import numbered_jsonl
+from ..errors import InputError
 
 __all__ = ["Dataset", "load_beir", "load_qrels", "load_run"]
 
@@ -53,25 +54,48 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
             elif len(parts) == 4:
                 qid, _, did, rel = parts
             else:
-                raise ValueError(f"{path}:{n}: expected 3 or 4 columns, got {len(parts)}")
-            qrels.setdefault(qid, {})[did] = int(rel)
+                raise InputError(f"{path}:{n}: expected 3 or 4 columns, got {len(parts)}")
+            try:
+                qrels.setdefault(qid, {})[did] = int(rel)
+            except ValueError:
+                raise InputError(
+                    f"{path}:{n}: relevance must be an integer grade, got {rel!r}"
+                ) from None
     return qrels
 
 
-def load_run(path: str | Path, *, with_scores: bool = False) -> dict[str, list[Any]]:
+def load_run(
+    path: str | Path,
+    *,
+    with_scores: bool = False,
+    corpus: Any = None,
+) -> dict[str, list[Any]]:
     """A TREC run (``qid Q0 docid rank score tag``) as query id -> doc ids, best first (or
-    ``(doc id, score)`` pairs with ``with_scores=True``)."""
+    ``(doc id, score)`` pairs with ``with_scores=True``). With ``corpus`` (anything
+    supporting ``in``), a document it lacks is an error naming the line."""
     scored: dict[str, list[tuple[float, int, str]]] = {}
     path = Path(path)
+    if not path.is_file():
+        raise InputError(f"run file {path} not found")
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, start=1):
             parts = line.split()
             if not parts:
                 continue
             if len(parts) != 6:
-                raise ValueError(f"{path}:{n}: expected 6 columns, got {len(parts)}")
+                raise InputError(f"{path}:{n}: expected 6 columns, got {len(parts)}")
             qid, _, did, rank, score, _ = parts
-            scored.setdefault(qid, []).append((-float(score), int(rank), did))
+            if corpus is not None and did not in corpus:
+                raise InputError(
+                    f"{path}:{n}: document {did!r} (query {qid!r}) is not in the corpus"
+                )
+            try:
+                scored.setdefault(qid, []).append((-float(score), int(rank), did))
+            except ValueError:
+                raise InputError(
+                    f"{path}:{n}: rank must be an integer and score a number, got "
+                    f"{rank!r} and {score!r}"
+                ) from None
     if with_scores:
         return {q: [(d, -s) for s, _, d in sorted(rows)] for q, rows in scored.items()}
     return {qid: [did for *_, did in sorted(rows)] for qid, rows in scored.items()}
@@ -81,19 +105,51 @@ def load_beir(path: str | Path, split: str = "test", *, run: str | Path | None =
     """Load a BEIR-layout folder. Only queries judged in ``split`` are kept. A ``*.run.trec``
     file in the folder (or ``run=``) becomes :attr:`Dataset.run`."""
     path = Path(path)
+    if not path.is_dir():
+        raise InputError(f"{path}: not a folder (a BEIR-layout dataset is a folder)")
     for needed in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"):
         if not (path / needed).exists():
-            raise FileNotFoundError(f"{path / needed} not found (BEIR layout expected)")
+            splits = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
+            hint = f"; splits found: {', '.join(splits)}" if needed.startswith("qrels") else ""
+            raise InputError(f"{path / needed} not found (BEIR layout expected){hint}")
     corpus = {
-        str(r["_id"]): {"title": r.get("title") or "", "text": r.get("text") or ""}
-        for r in read_jsonl(path / "corpus.jsonl")
+        _identity(r, n, path / "corpus.jsonl", "document"): {
+            "title": str(r.get("title") or ""),
+            "text": str(r.get("text") or ""),
+        }
+        for n, r in numbered_jsonl(path / "corpus.jsonl")
     }
     qrels = load_qrels(path / f"qrels/{split}.tsv")
-    queries = {
-        str(r["_id"]): r["text"]
-        for r in read_jsonl(path / "queries.jsonl")
-        if str(r["_id"]) in qrels
-    }
+    queries = {}
+    for n, r in numbered_jsonl(path / "queries.jsonl"):
+        qid = _identity(r, n, path / "queries.jsonl", "query")
+        text = r.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise InputError(
+                f"{path / 'queries.jsonl'}, line {n}: query {qid!r} has no text "
+                f"(a 'text' string is needed, got {text!r})"
+            )
+        if qid in qrels:
+            queries[qid] = text
+    if not queries:
+        sample = ", ".join(repr(q) for q in list(qrels)[:3])
+        raise InputError(
+            f"{path / 'qrels' / f'{split}.tsv'}: none of its {len(qrels)} query ids "
+            f"({sample}{', ...' if len(qrels) > 3 else ''}) is in queries.jsonl"
+        )
     runs = [Path(run)] if run is not None else sorted(path.glob("*.run.trec"))
-    scored = load_run(runs[0], with_scores=True) if runs else None
+    scored = load_run(runs[0], with_scores=True, corpus=corpus) if runs else None
+    if scored is not None and not set(scored) & set(queries):
+        raise InputError(f"{runs[0]}: none of its query ids is among the {split} queries")
     return Dataset(name=path.name, corpus=corpus, queries=queries, qrels=qrels, run_scores=scored)
+
+
+def _identity(row: Any, line: int, source: Path, what: str) -> str:
+    """A row's ``_id``, or an error naming the file and line."""
+    if not isinstance(row, dict):
+        raise InputError(f"{source}, line {line}: expected a JSON object, got {row!r:.60}")
+    if "_id" not in row:
+        found = next((k for k in ("id", "doc_id", "docid", "qid", "query_id") if k in row), None)
+        hint = f" (found {found!r}: BEIR files name it '_id')" if found else ""
+        raise InputError(f"{source}, line {line}: the {what} has no '_id' field{hint}")
+    return str(row["_id"])

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .._optional import require
+from ..errors import InputError
 from .data import Dataset, load_run
 from .first_stage import BM25Index
 
@@ -50,12 +51,16 @@ def first_stage(
             top = (-scores).argsort(kind="stable")[:k]  # ties: corpus order
             out[qid] = [(ids[i], float(scores[i])) for i in top if scores[i] > 0]
         return out
+    if k < 1:
+        raise InputError(f"k must be a positive integer, got {k}")
     if source == "run":
         if data.run_scores is None:
-            raise ValueError(f"dataset {data.name!r} ships no run file; use --first-stage bm25")
+            raise InputError(f"dataset {data.name!r} ships no run file; use --first-stage bm25")
         ranked = data.run_scores
     else:
-        ranked = load_run(source, with_scores=True)
+        ranked = load_run(source, with_scores=True, corpus=data.corpus)
+        if not set(ranked) & set(data.queries):
+            raise InputError(f"{source}: none of its query ids is among the dataset's queries")
     return {qid: list(ranked.get(qid, []))[:k] for qid in data.queries}
 
 
@@ -104,7 +109,40 @@ def _as_run(ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
 
 
 def first_stage_run(cands: Mapping[str, Sequence[tuple[str, float]]]) -> PipelineRun:
-    return PipelineRun(FIRST_STAGE, _as_run({q: [d for d, _ in c] for q, c in cands.items()}))
+    run = PipelineRun(FIRST_STAGE, _as_run({q: [d for d, _ in c] for q, c in cands.items()}))
+    run.scores = {q: {d: float(s) for d, s in c} for q, c in cands.items()}
+    return run
+
+
+def describe_pipeline(reranker: Any) -> dict[str, Any]:
+    """What a reranker is, for the record: its class, score scale and scorers (with the
+    model and backend of local models)."""
+    scorers = []
+    for s in reranker.scorers():
+        entry: dict[str, Any] = {"name": s.name, "type": type(s).__name__}
+        if getattr(s, "model_id", None):
+            entry["model"] = s.model_id
+        if hasattr(s, "backend"):
+            entry["backend"] = s.backend + (f"-{s.quantize}" if s.quantize else "")
+        scorers.append(entry)
+    return {
+        "type": type(reranker).__name__,
+        "score_scale": reranker.score_scale,
+        "scorers": scorers,
+    }
+
+
+def per_query_ndcg(data: Dataset, run: PipelineRun, k: int = 10) -> dict[str, float]:
+    """nDCG@k of each judged query with a relevant document (as the mean counts them)."""
+    from .metrics import ndcg_at_k
+
+    out = {}
+    for qid, judged in data.qrels.items():
+        if qid not in data.queries or not any(g > 0 for g in judged.values()):
+            continue
+        ranked = sorted(run.run.get(qid, {}).items(), key=lambda x: -x[1])
+        out[qid] = ndcg_at_k([d for d, _ in ranked], judged, k)
+    return out
 
 
 def run_pipeline(
@@ -197,6 +235,7 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
                 "tokens": r.usage.get("input_tokens", 0) + r.usage.get("output_tokens", 0),
                 "degraded_queries": r.degraded_queries,
                 "ece": None,
+                "per_query_ndcg@10": per_query_ndcg(data, r),
             }
         )
         calibration = reliability(data, r)
@@ -245,26 +284,43 @@ def write_outputs(
     runs: Sequence[PipelineRun],
     meta: Mapping[str, Any],
 ) -> list[Path]:
-    """``results.json``, one TREC run per pipeline under ``runs/``, ``ndcg.png``, and
-    ``reliability.svg`` when some pipeline's scores are calibrated probabilities."""
+    """``results.json`` (what ran: rerankit version, date, dataset, split, pipelines; every
+    metric, and each query's nDCG@10), one TREC run per pipeline under ``runs/`` (with the
+    pipelines' own scores), ``ndcg.png``, and ``reliability.svg`` when some pipeline's scores
+    are calibrated probabilities."""
+    from datetime import datetime, timezone
+
+    from .. import __version__
+
     out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: is a file; give a folder to write the results in")
     (out / "runs").mkdir(parents=True, exist_ok=True)
     written = [out / "results.json"]
-    written[0].write_text(json.dumps({**meta, "results": list(rows)}, indent=2) + "\n")
+    header = {
+        "rerankit_version": __version__,
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        **meta,
+    }
+    written[0].write_text(json.dumps({**header, "results": list(rows)}, indent=2) + "\n")
     for r in runs:
         path = out / "runs" / (r.name.replace("/", "_").replace(" ", "_") + ".trec")
+        tag = r.name.replace(" ", "_")
         with path.open("w", encoding="utf-8") as f:
-            for qid, scores in r.run.items():
-                for rank, (doc, score) in enumerate(
-                    sorted(scores.items(), key=lambda x: -x[1]), start=1
-                ):
-                    f.write(f"{qid} Q0 {doc} {rank} {score:g} {r.name.replace(' ', '_')}\n")
+            for qid, positions in r.run.items():
+                scores = r.scores.get(qid) or positions  # the pipeline's own scores
+                ranked = sorted(positions, key=lambda d: -positions[d])
+                for rank, doc in enumerate(ranked, start=1):
+                    f.write(f"{qid} Q0 {doc} {rank} {scores.get(doc, 0.0):.6g} {tag}\n")
         written.append(path)
     plt = require("matplotlib.pyplot", "the eval chart")
     fig, ax = plt.subplots(figsize=(max(4.0, 1.2 * len(rows)), 3.2))
-    ax.bar([r["pipeline"] for r in rows], [100 * r["ndcg@10"] for r in rows], color="#4c72b0")
+    bars = ax.bar(
+        [r["pipeline"] for r in rows], [100 * r["ndcg@10"] for r in rows], color="#4c72b0"
+    )
+    ax.bar_label(bars, fmt="%.2f", fontsize=8)
     ax.set_ylabel("nDCG@10 x 100")
-    ax.set_title(str(meta.get("dataset", "")))
+    ax.set_title(f"{meta.get('dataset', '')} ({meta.get('split', '')}): nDCG@10")
     ax.tick_params(axis="x", labelrotation=20)
     fig.tight_layout()
     fig.savefig(out / "ndcg.png", dpi=120)
