@@ -614,6 +614,18 @@ def test_ignored_fields_and_long_queries_are_said(live):
     assert r.status_code == 400 and "query: 201 characters" in r.json()["message"]
 
 
+def wait_until_ready(url: str, seconds: float = 30) -> None:
+    """Poll /ready of a service starting in another process."""
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            if httpx.get(f"{url}/ready").status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+
+
 def test_a_graceful_stop_exits_0_and_finishes_the_request_in_flight(tmp_path):
     import signal
     import subprocess
@@ -632,14 +644,7 @@ def test_a_graceful_stop_exits_0_and_finishes_the_request_in_flight(tmp_path):
     )
     try:
         url = f"http://127.0.0.1:{port}"
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"{url}/ready").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
+        wait_until_ready(url)
         r = httpx.post(f"{url}/v2/rerank", json={"query": QUERY, "documents": DOCS})
         assert r.status_code == 200
         proc.send_signal(signal.SIGTERM)
@@ -697,14 +702,7 @@ def test_at_shutdown_queued_requests_get_503_and_the_running_one_finishes(tmp_pa
             return "no answer", repr(exc)
 
     try:
-        deadline = time.time() + 30
-        while time.time() < deadline:
-            try:
-                if httpx.get(f"{url}/ready").status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
+        wait_until_ready(url)
         with ThreadPoolExecutor(3) as pool:
             running = pool.submit(ask, 0)
             time.sleep(0.2)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..cli import _positive_int
 from ..errors import InputError
 from .data import load_beir
 from .runner import (
@@ -21,16 +22,6 @@ from .runner import (
 )
 
 __all__ = ["add_commands"]
-
-
-def _positive_int(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
-    return n
 
 
 def _progress(label: str, enabled: bool):
