@@ -263,3 +263,48 @@ def test_results_record_what_ran_and_runs_carry_scores(tiny, tmp_path, capsys):
     direct = rerank(data.queries["q1"], [data.text(d) for d, _ in cands], reranker="bm25")
     assert [float(f[4]) for f in first] == pytest.approx([r.score for r in direct], rel=1e-5)
     assert [int(f[3]) for f in first] == list(range(1, len(first) + 1))
+
+
+def test_held_out_queries_are_a_fixed_share_whatever_the_order():
+    from rerankit.eval.tune import held_out
+
+    ids = [f"q{i}" for i in range(50)]
+    chosen = held_out(ids)
+    assert len(chosen) == 10 and chosen == held_out(list(reversed(ids)))
+    assert held_out(ids[:4]) == set()
+
+
+def test_tune_checks_its_choice_on_held_out_queries_and_writes_a_pipeline_for_plain_texts(
+    tmp_path, capsys
+):
+    pytest.importorskip("sentence_transformers", reason="tune's embedding needs 'torch'")
+    import random
+
+    from rerankit import load
+
+    rng = random.Random(0)
+    topics = ["solar power", "wind turbines", "vaccines immune", "stock market", "pasta"]
+    corpus, queries, qrels, test = [], [], [], []
+    for t, topic in enumerate(topics):
+        for j in range(8):
+            noise = " ".join(rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(6))
+            corpus.append({"_id": f"d{t}-{j}", "text": f"{topic} {noise}"})
+    for i in range(40):
+        t = i % len(topics)
+        queries.append({"_id": f"q{i}", "text": topics[t]})
+        target = qrels if i < 30 else test
+        target.append(f"q{i}\td{t}-{i % 8}\t1")
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    head = "query-id\tcorpus-id\tscore\n"
+    (tmp_path / "qrels" / "train.tsv").write_text(head + "\n".join(qrels) + "\n")
+    (tmp_path / "qrels" / "test.tsv").write_text(head + "\n".join(test) + "\n")
+    out = tmp_path / "tuned.toml"
+    args = ["tune", "--data", str(tmp_path), "--k", "10", "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "24 train queries searched, 6 held out" in printed
+    assert "held-out train queries (6): tuned" in printed and "default hybrid" in printed
+    tuned = load(out)
+    assert len(tuned.rerank("solar power", ["wind turbines", "solar power plant"])) == 2

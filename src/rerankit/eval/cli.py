@@ -136,16 +136,32 @@ def cmd_tune(args: argparse.Namespace) -> int:
     matrices = tune.score_matrix(
         train, train_cands, embedding, progress=_progress("scoring train", not args.no_progress)
     )
-    results = tune.search(train, matrices, strategies)
+    check = tune.held_out(list(matrices)) if len(matrices) >= 25 else set()
+    fit = {q: m for q, m in matrices.items() if q not in check}
+    results = tune.search(train, fit, strategies)
     print(
-        f"{train.name}: {len(matrices)} {args.train_split} queries; best fusions "
-        "(nDCG@10 x 100 on the training split):\n"
+        f"{train.name}: {len(fit)} {args.train_split} queries searched"
+        + (f", {len(check)} held out" if check else "")
+        + "; best fusions (nDCG@10 x 100 on the searched queries):\n"
     )
     for r in results[:5]:
         weights = ", ".join(f"{k} {v:.1f}" for k, v in r["weights"].items())
         norm = f" + {r['normalization']}" if r["normalization"] else ""
         print(f"  {100 * r['ndcg@10']:6.2f}  {r['method']}{norm}: {weights}")
     best = results[0]
+    if check:
+        held = {q: matrices[q] for q in check}
+        tuned_score = tune.evaluate_choice(train, held, best)
+        default_score = tune.evaluate_choice(train, held, tune.DEFAULT_HYBRID)
+        print(
+            f"\nheld-out {args.train_split} queries ({len(check)}): tuned "
+            f"{100 * tuned_score:.2f}, default hybrid {100 * default_score:.2f}"
+        )
+        if tuned_score < default_score:
+            print(
+                "warning: the tuned fusion is worse than the default hybrid on the held-out "
+                "training queries; the default is likely the better choice for this data"
+            )
     spec = tune.pipeline_spec(
         best, name=f"tuned-{train.name}", embedding_max_length=args.embedding_max_length
     )

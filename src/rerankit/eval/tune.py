@@ -94,6 +94,42 @@ def _fused_run(matrices, rows, weights, method, normalization) -> dict[str, dict
     return run
 
 
+#: the default hybrid given first-stage scores, as a choice of :func:`search`'s shape
+DEFAULT_HYBRID = {
+    "method": "weighted_average",
+    "normalization": "min_max",
+    "weights": {"first_stage": 0.3, "embedding": 0.7},
+}
+
+
+def held_out(qids: Sequence[str], share: float = 0.2) -> set[str]:
+    """A fixed ``share`` of the query ids (by a hash of each id, so the same ids whatever
+    their order): kept out of the search to check its choice."""
+    import hashlib
+
+    ranked = sorted(qids, key=lambda q: hashlib.sha256(q.encode()).hexdigest())
+    return set(ranked[: int(len(ranked) * share)])
+
+
+def evaluate_choice(
+    data: Dataset, matrices: Mapping[str, tuple[list[str], np.ndarray]], choice: Mapping[str, Any]
+) -> float:
+    """nDCG@10 of one fusion (shaped as :func:`search`'s results) over ``matrices``' queries."""
+    ranx = require("ranx", "rerankit tune")
+    qrels = ranx.Qrels({q: dict(j) for q, j in data.qrels.items() if q in matrices})
+    names = list(choice["weights"])
+    run = _fused_run(
+        matrices,
+        [STRATEGIES.index(s) for s in names],
+        [choice["weights"][s] for s in names],
+        choice["method"],
+        choice["normalization"],
+    )
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*unsafe cast.*")
+        return float(ranx.evaluate(qrels, ranx.Run(run), "ndcg@10"))
+
+
 def search(
     data: Dataset,
     matrices: Mapping[str, tuple[list[str], np.ndarray]],
@@ -138,8 +174,13 @@ def pipeline_spec(
     embedding: dict[str, Any] = {"type": "embedding"}
     if embedding_max_length:
         embedding["max_length"] = embedding_max_length
-    scorer_of = {
-        "first_stage": {"type": "field", "field": "first_stage_score", "name": "first_stage"},
+    scorer_of = {  # documents without a first-stage score count as the worst (BM25's 0)
+        "first_stage": {
+            "type": "field",
+            "field": "first_stage_score",
+            "name": "first_stage",
+            "missing": 0.0,
+        },
         "bm25": {"type": "bm25"},
         "embedding": embedding,
     }
