@@ -144,6 +144,13 @@ register(
 )
 register("scorer", "text", ".scorers.lexical:TextSimilarity", summary="BM25 and Jaccard blended")
 register("scorer", "coverage", ".scorers.coverage:CoverageScorer", summary="share of query terms")
+register(
+    "scorer",
+    "learned",
+    ".learn:LearnedScorer",
+    summary="a LightGBM ranker trained by rerankit tune --method ltr",
+    needs=("extra: learn", "extra: torch"),
+)
 register("scorer", "field", ".scorers.field:FieldScorer", summary="a numeric field of the document")
 register("scorer", "recency", ".scorers.field:RecencyScorer", summary="newer is better (half-life)")
 register("scorer", "popularity", ".scorers.field:PopularityScorer", summary="log-scaled count")

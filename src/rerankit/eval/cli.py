@@ -133,6 +133,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.calibrate:
         out = _calibrate(args, train, train_cands, embedding)
         return _report_tuned(args, out, texts_only=True)
+    if args.method == "ltr":
+        out = _learn(args, train, train_cands, embedding)
+        return _report_tuned(args, out, texts_only=False)
     matrices = tune.score_matrix(
         train, train_cands, embedding, progress=_progress("scoring train", not args.no_progress)
     )
@@ -202,6 +205,56 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
     )
     out.write_text(tune.to_toml(spec, comment), encoding="utf-8")
     print(f"\nwrote {out}")
+    return out
+
+
+def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> Path:
+    """Train the LightGBM ranker (``--seeds`` times; the first seed's model is written)."""
+    import time
+
+    from .. import learn
+    from . import tune
+
+    signals = learn._Signals(embedding)
+    start = time.perf_counter()
+    items = [(q, c) for q, c in cands.items() if c]
+    rows = {}
+    iterator = _progress("features", not args.no_progress)
+    for qid, ranked in iterator(items) if iterator else items:
+        texts = [train.text(d) for d, _ in ranked]
+        rows[qid] = (
+            [d for d, _ in ranked],
+            learn.features(signals, train.queries[qid], texts, [s for _, s in ranked]),
+        )
+    built = time.perf_counter() - start
+    valid = tune.held_out(list(rows))
+    print(
+        f"{train.name}: {len(rows)} {args.train_split} queries ({len(valid)} held out for "
+        f"early stopping); features built in {built:.0f} s\n"
+    )
+    out = Path(args.out or f"ltr-{train.name}.toml")
+    model_path = out.with_suffix(".lgb.txt")
+    for seed in range(args.seeds):
+        began = time.perf_counter()
+        booster, report = learn.train(rows, train.qrels, valid=valid, seed=seed)
+        report["train_seconds"] = time.perf_counter() - began
+        print(
+            f"  seed {seed}: {report['best_iteration']} trees, held-out nDCG@10 "
+            f"{100 * report['valid_ndcg@10']:.2f}, trained in {report['train_seconds']:.0f} s"
+        )
+        if seed == 0:
+            learn.save(booster, model_path, report)
+            top = sorted(report["importance"].items(), key=lambda x: -x[1])[:6]
+            importance = ", ".join(f"{k} {v:.2f}" for k, v in top)
+    print(f"\nfeature importance (share of gain, seed 0): {importance}")
+    spec = {"name": f"ltr-{train.name}", "stages": [{"scorer": {"type": "learned"}}]}
+    spec["stages"][0]["scorer"]["model"] = str(model_path.resolve())
+    comment = (
+        f"Trained by `rerankit tune --method ltr` on {train.name} {args.train_split} "
+        f"({len(rows)} queries); model: {model_path.name}."
+    )
+    out.write_text(tune.to_toml(spec, comment), encoding="utf-8")
+    print(f"wrote {out} and {model_path}")
     return out
 
 
@@ -316,6 +369,16 @@ def add_commands(sub: Any) -> None:
         type=int,
         default=None,
         help="tokens the embedding model reads per document (MiniLM: 256 unless set)",
+    )
+    tu.add_argument(
+        "--method",
+        choices=("fusion", "ltr"),
+        default="fusion",
+        help="fusion: search fusion weights (default); ltr: train a LightGBM ranker over "
+        "rerankit's signals (extra learn)",
+    )
+    tu.add_argument(
+        "--seeds", type=_positive_int, default=1, help="ltr: train this many seeds (report each)"
     )
     tu.add_argument(
         "--calibrate",

@@ -1,0 +1,141 @@
+"""Learning to rank: features, training, the learned scorer and its pipeline file."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("lightgbm", reason="learning to rank needs the 'learn' extra")
+pytest.importorskip("sentence_transformers", reason="the features need the 'torch' extra")
+pytest.importorskip("ranx", reason="tune needs the 'eval' extra")
+
+from rerankit import learn
+from rerankit.cli import main
+from rerankit.types import Document
+
+TOPICS = ["solar power", "wind turbines", "vaccines immune", "stock market", "pasta sauce"]
+
+
+@pytest.fixture(scope="module")
+def signals():
+    from rerankit.scorers.embedding import bundled_model_path
+
+    if bundled_model_path() is None:
+        pytest.skip("the bundled all-MiniLM-L6-v2 is not installed")
+    return learn._Signals()
+
+
+def test_features_are_the_documented_columns(signals):
+    texts = ["solar power plants", "wind at sea", "solar solar power power"]
+    x = learn.features(signals, "solar power", texts, [3.0, 1.0, 2.0])
+    assert x.shape == (3, len(learn.FEATURES))
+    col = {name: x[:, i] for i, name in enumerate(learn.FEATURES)}
+    np.testing.assert_allclose(col["first_stage_norm"], [1.0, 0.0, 0.5])
+    np.testing.assert_allclose(col["first_stage_rank"], [1 / 3, 1.0, 2 / 3])
+    cos = signals.embedding.score_texts("solar power", texts)
+    np.testing.assert_allclose(col["cosine"], cos, atol=1e-5)
+    assert col["cosine_gap"].max() == pytest.approx(0.0)
+    assert col["coverage"][1] == 0.0 and col["coverage"][0] == 1.0
+    # without first-stage scores the first-stage columns are constant
+    plain = learn.features(signals, "solar power", texts)
+    assert np.ptp(plain[:, :3], axis=0).max() == 0.0
+
+
+def _synthetic(tmp_path, n_queries=40):
+    rng = random.Random(1)
+    corpus, queries, train, test = [], [], [], []
+    for t, topic in enumerate(TOPICS):
+        for j in range(8):
+            noise = " ".join(rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(6))
+            corpus.append({"_id": f"d{t}-{j}", "text": f"{topic} {noise}"})
+    for i in range(n_queries):
+        t = i % len(TOPICS)
+        queries.append({"_id": f"q{i}", "text": TOPICS[t]})
+        target = train if i < 30 else test
+        target += [f"q{i}\td{t}-{i % 8}\t2", f"q{i}\td{t}-{(i + 1) % 8}\t1"]
+    (tmp_path / "qrels").mkdir(parents=True)
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    head = "query-id\tcorpus-id\tscore\n"
+    (tmp_path / "qrels" / "train.tsv").write_text(head + "\n".join(train) + "\n")
+    (tmp_path / "qrels" / "test.tsv").write_text(head + "\n".join(test) + "\n")
+    return tmp_path
+
+
+def test_training_learns_a_ranking_and_contributions_add_up(tmp_path):
+    rng = np.random.default_rng(0)
+    rows, qrels = {}, {}
+    for q in range(60):
+        x = rng.normal(size=(20, len(learn.FEATURES)))
+        ids = [f"{q}-{i}" for i in range(20)]
+        rows[f"q{q}"] = (ids, x)
+        qrels[f"q{q}"] = {ids[i]: 1 for i in np.argsort(-x[:, 3])[:3]}  # "cosine" decides
+    valid = {f"q{q}" for q in range(48, 60)}
+    booster, report = learn.train(rows, qrels, valid=valid, seed=0)
+    assert report["valid_ndcg@10"] > 0.8
+    assert max(report["importance"], key=report["importance"].get) == "cosine"
+    path = learn.save(booster, tmp_path / "m.lgb.txt", report)
+    loaded = json.loads(path.with_suffix(".json").read_text())
+    assert loaded["best_iteration"] == report["best_iteration"]
+
+
+@pytest.fixture(scope="module")
+def tuned(tmp_path_factory, signals):
+    """``rerankit tune --method ltr`` on a small synthetic dataset: (data, pipeline file)."""
+    root = tmp_path_factory.mktemp("ltr")
+    data = _synthetic(root / "data")
+    out = root / "ltr.toml"
+    args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--out", str(out)]
+    assert main([*args, "--no-progress"]) == 0
+    return data, out
+
+
+def test_the_learned_scorer_scores_and_explains(tuned):
+    from rerankit import load
+
+    _, out = tuned
+    pipeline = load(out)
+    docs = ["solar power alpha beta", "pasta sauce gamma", "wind turbines delta"]
+    result = pipeline.rerank("solar power", docs)
+    scorer = learn.LearnedScorer(out.with_suffix(".lgb.txt"))
+    parts = scorer.contributions("solar power", [Document(d) for d in docs])
+    raw = scorer.score_texts("solar power", [Document(d) for d in docs])
+    assert {r.index: r.score for r in result} == pytest.approx(dict(enumerate(raw)))
+    assert [sum(p.values()) for p in parts] == pytest.approx(list(raw), abs=1e-6)
+    assert set(parts[0]) == {*learn.FEATURES, "bias"}
+
+
+def test_a_learned_pipeline_is_evaluated_from_its_file_in_a_fresh_process(tuned):
+    data, out = tuned
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rerankit.cli",
+            "eval",
+            "--data",
+            str(data),
+            "--rerankers",
+            "bm25",
+            "--config",
+            str(out),
+            "--k",
+            "10",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "| ltr |" in done.stdout
+
+
+def test_a_model_file_that_is_missing_is_named():
+    with pytest.raises(ValueError, match=r"nowhere\.lgb\.txt not found"):
+        learn.LearnedScorer("nowhere.lgb.txt")
