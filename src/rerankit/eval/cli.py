@@ -232,11 +232,16 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         f"{train.name}: {len(rows)} {args.train_split} queries ({len(valid)} held out for "
         f"early stopping); features built in {built:.0f} s\n"
     )
+    params, table = learn.choose(rows, train.qrels, valid=valid, seeds=range(args.seeds))
+    print("LightGBM settings by held-out nDCG@10 (mean over the seeds):")
+    for entry, score in table:
+        print(f"  {100 * score:6.2f}  {entry}{'  (chosen)' if entry == params else ''}")
+    print()
     out = Path(args.out or f"ltr-{train.name}.toml")
     model_path = out.with_suffix(".lgb.txt")
     for seed in range(args.seeds):
         began = time.perf_counter()
-        booster, report = learn.train(rows, train.qrels, valid=valid, seed=seed)
+        booster, report = learn.train(rows, train.qrels, valid=valid, seed=seed, params=params)
         report["train_seconds"] = time.perf_counter() - began
         print(
             f"  seed {seed}: {report['best_iteration']} trees, held-out nDCG@10 "
