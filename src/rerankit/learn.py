@@ -25,6 +25,7 @@ import numpy as np
 from ._optional import require
 from ._threads import in_thread
 from .documents import FIRST_STAGE_SCORE
+from .scorers.base import ScoreBatch
 from .types import Document
 
 __all__ = ["FEATURES", "LearnedScorer", "features", "train"]
@@ -270,6 +271,15 @@ class LearnedScorer:
         booster, _ = self._ready()
         return np.asarray(booster.predict(self.matrix(query, docs)), dtype=np.float64)
 
+    def score_batch(self, query: str, docs: Sequence[Document]) -> ScoreBatch:
+        """Scores with each feature's value and contribution (``parts``, for explain())."""
+        booster, _ = self._ready()
+        x = self.matrix(query, docs)
+        shares = np.asarray(booster.predict(x, pred_contrib=True), dtype=np.float64)
+        parts = {f: (x[:, i], shares[:, i]) for i, f in enumerate(FEATURES)}
+        parts["bias"] = (np.ones(len(docs)), shares[:, -1])
+        return ScoreBatch(values=shares.sum(axis=1), parts=parts)
+
     def contributions(self, query: str, docs: Sequence[Document]) -> list[dict[str, float]]:
         """Each feature's share of each document's score (plus ``bias``); they sum to it."""
         booster, _ = self._ready()
@@ -283,8 +293,8 @@ class LearnedScorer:
     def embedding(self) -> Any:
         return self._ready()[1].embedding
 
-    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
-        return await in_thread(self.score_texts, query, list(docs))
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
+        return await in_thread(self.score_batch, query, list(docs))
 
 
 def save(booster: Any, path: str | Path, report: Mapping[str, Any]) -> Path:

@@ -106,6 +106,10 @@ def test_the_learned_scorer_scores_and_explains(tuned):
     parts = scorer.contributions("solar power", [Document(d) for d in docs])
     raw = scorer.score_texts("solar power", [Document(d) for d in docs])
     assert {r.index: r.score for r in result} == pytest.approx(dict(enumerate(raw)))
+    explained = result.explain()[0]["strategies"]  # per-feature shares in explain()
+    shares = [v["contribution"] for k, v in explained.items() if k.startswith("learned.")]
+    assert len(shares) == len(learn.FEATURES) + 1
+    assert sum(shares) == pytest.approx(result[0].score, abs=1e-6)
     assert [sum(p.values()) for p in parts] == pytest.approx(list(raw), abs=1e-6)
     assert set(parts[0]) == {*learn.FEATURES, "bias"}
 

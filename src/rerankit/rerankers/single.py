@@ -49,4 +49,6 @@ class ScorerReranker(ScoringReranker):
             "weight": 1.0,
             "contribution": scored.final,
         }
+        for part, (values, shares) in batch.parts.items():  # e.g. a learned model's features
+            scored.explanation[f"{name}.{part}"] = {"raw": values, "contribution": shares}
         return scored

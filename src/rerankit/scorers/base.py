@@ -38,6 +38,9 @@ class ScoreBatch:
     warnings: list[str] = field(default_factory=list)
     degraded: bool = False
     usage: dict[str, int] = field(default_factory=dict)  # provider calls, tokens, ...
+    #: optional parts of each score: name -> (input values, contributions), one per document;
+    #: the contributions sum to the score (a learned model's per-feature shares)
+    parts: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def as_score_batch(name: str, raw: Any, n: int) -> ScoreBatch:
