@@ -146,6 +146,14 @@ register("scorer", "text", ".scorers.lexical:TextSimilarity", summary="BM25 and 
 register("scorer", "coverage", ".scorers.coverage:CoverageScorer", summary="share of query terms")
 register(
     "scorer",
+    "prf",
+    ".scorers.prf:PRFScorer",
+    summary="dense pseudo-relevance feedback from the previous stage's best",
+    needs=_TORCH,
+)
+register("scorer", "position", ".scorers.prf:PositionScorer", summary="the previous stage's order")
+register(
+    "scorer",
     "learned",
     ".learn:LearnedScorer",
     summary="a LightGBM ranker trained by rerankit tune --method ltr",

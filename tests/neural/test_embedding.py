@@ -208,3 +208,42 @@ def test_the_hybrid_falls_back_to_relative_scores_for_a_model_it_was_not_calibra
     assert HybridReranker(other, calibration=custom).score_scale == "probability"
     with pytest.raises(ValueError, match="unknown keys"):
         HybridReranker(scorer, calibration={"slope": 1})
+
+
+def test_prf_moves_the_query_towards_the_previous_stage_s_best(scorer):
+    from rerankit import Pipeline, load
+    from rerankit.scorers.prf import PositionScorer, PRFScorer
+
+    docs = ["vaccines train the immune system", "immune cells fight a virus", "stock market"]
+    prf = PRFScorer(scorer, top=2, alpha=0.5)
+    scores = prf.score_texts("how do vaccines work", docs)
+    q = scorer.encode_queries(["how do vaccines work"])[0]
+    v = scorer.encode_documents(docs)
+    v = v / np.linalg.norm(v, axis=1, keepdims=True)
+    expanded = q / np.linalg.norm(q) + 0.5 * v[:2].mean(axis=0)
+    np.testing.assert_allclose(scores, v @ (expanded / np.linalg.norm(expanded)), atol=1e-6)
+    # in a pipeline: the hybrid ranks, then its order and the feedback are fused
+    pipeline = load(
+        {
+            "stages": [
+                {"reranker": "hybrid"},
+                {
+                    "scorers": [
+                        {"type": "position", "weight": 0.7},
+                        {"type": "prf", "top": 2, "alpha": 0.5, "weight": 0.3},
+                    ]
+                },
+            ]
+        }
+    )
+    assert isinstance(pipeline, Pipeline)
+    result = pipeline.rerank("how do vaccines work", docs)
+    assert sorted(r.index for r in result) == [0, 1, 2] and result.score_scale == "relative"
+    import asyncio
+
+    from rerankit.types import Document
+
+    positions = asyncio.run(PositionScorer().score("q", [Document(d) for d in docs]))
+    np.testing.assert_allclose(positions, [1, 2 / 3, 1 / 3])
+    with pytest.raises(ValueError, match="top must be"):
+        PRFScorer(scorer, top=0)
