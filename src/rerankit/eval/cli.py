@@ -287,6 +287,32 @@ def _report_tuned(args: argparse.Namespace, out: Path, *, texts_only: bool) -> i
     return 0
 
 
+def cmd_train(args: argparse.Namespace) -> int:
+    from ..train import embedding_pairs, fine_tune_embedding
+
+    if args.split == "test":
+        raise InputError("train on a training split; the test split is for reporting")
+    data = load_beir(args.data, args.split)
+    cands = first_stage(data, "bm25", args.k)
+    rows = embedding_pairs(data, cands, max_pairs=args.max_pairs)
+    summary = fine_tune_embedding(
+        rows,
+        args.out,
+        model=args.model,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        progress=not args.no_progress,
+    )
+    losses = summary["losses"]
+    trend = f"; training loss {losses[0]:.3f} -> {losses[-1]:.3f}" if len(losses) > 1 else ""
+    print(
+        f"{summary['steps']} steps in {summary['seconds'] / 60:.1f} min"
+        f"{' (resumed)' if summary['resumed'] else ''}{trend}\nwrote {args.out}: load it with "
+        f"EmbeddingScorer({str(args.out)!r}), or `rerankit export {args.out} --quantize int8`"
+    )
+    return 0
+
+
 def add_commands(sub: Any) -> None:
     ev = sub.add_parser(
         "eval",
@@ -396,3 +422,26 @@ def add_commands(sub: Any) -> None:
     )
     tu.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     tu.set_defaults(func=cmd_tune)
+
+    tr = sub.add_parser(
+        "train",
+        help="fine-tune the embedding model on your judgments",
+        description="Fine-tune a sentence-transformers embedding model on (query, relevant "
+        "document, hard negative) triples from a training split: the hard negative is the "
+        "best BM25 candidate not judged relevant. sentence-transformers' trainer with "
+        "MultipleNegativesRankingLoss; checkpoints under OUT/checkpoints, and a rerun resumes "
+        "from them (extras torch and train).",
+    )
+    tr.add_argument("what", choices=("embedding",), help="what to train")
+    tr.add_argument("--data", required=True, help="BEIR-layout folder")
+    tr.add_argument("--split", default="train", help="the training split (default train)")
+    tr.add_argument("--out", required=True, help="folder for the fine-tuned model")
+    tr.add_argument(
+        "--model", default="all-MiniLM-L6-v2", help="model to start from (the bundled MiniLM)"
+    )
+    tr.add_argument("--max-pairs", type=_positive_int, default=None, help="use at most N pairs")
+    tr.add_argument("--epochs", type=float, default=1.0, help="passes over the pairs (1)")
+    tr.add_argument("--batch-size", type=_positive_int, default=16, help="pairs per step (16)")
+    tr.add_argument("--k", type=_positive_int, default=100, help="BM25 candidates for negatives")
+    tr.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    tr.set_defaults(func=cmd_train)

@@ -1,0 +1,70 @@
+"""Fine-tuning the embedding model: a tiny model trains, its loss falls, the result loads."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sentence_transformers", reason="training needs the 'torch' extra")
+pytest.importorskip("datasets", reason="training needs the 'train' extra")
+pytest.importorskip("accelerate", reason="training needs the 'train' extra")
+
+from rerankit.cli import main
+from rerankit.train import embedding_pairs, fine_tune_embedding
+
+
+def test_a_few_steps_lower_the_loss_and_the_model_loads_and_exports(tiny_st, tmp_path):
+    from rerankit import EmbeddingScorer
+    from rerankit.onnx_models import export
+
+    rng = random.Random(0)
+    words = "vaccines train immune system solar panels stock market energy price virus".split()
+    rows = []
+    for _ in range(96):  # a word, its repetition (positive), another word's (negative)
+        w = rng.choice(words)
+        other = rng.choice([x for x in words if x != w])
+        rows.append({"anchor": w, "positive": f"{w} {w} {w}", "negative": f"{other} {other}"})
+    out = tmp_path / "tuned"
+    summary = fine_tune_embedding(
+        rows,
+        out,
+        model=str(tiny_st),
+        epochs=4,
+        batch_size=16,
+        learning_rate=5e-3,
+        progress=False,
+        log=lambda message: None,
+    )
+    losses = summary["losses"]
+    assert summary["steps"] == 24 and len(losses) >= 8
+    assert np.mean(losses[-4:]) < np.mean(losses[:4])  # it learned something
+    scorer = EmbeddingScorer(str(out), cache=False)
+    assert scorer.score_texts("solar", ["solar solar", "market"]).shape == (2,)
+    assert (out / "checkpoints").is_dir()
+    exported = export(str(out), tmp_path / "onnx")  # and it exports for the ONNX backend
+    assert json.loads((exported / "rerankit_onnx.json").read_text())["pooling"] == "mean"
+
+
+def test_pairs_come_with_a_hard_negative_from_the_first_stage(tmp_path):
+    from rerankit.eval import load_beir
+
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(
+            json.dumps({"_id": i, "text": t}) + "\n"
+            for i, t in [("d1", "solar power"), ("d2", "solar panels"), ("d3", "wind")]
+        )
+    )
+    (tmp_path / "queries.jsonl").write_text(json.dumps({"_id": "q1", "text": "solar"}) + "\n")
+    (tmp_path / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td2\t1\n")
+    data = load_beir(tmp_path, "train")
+    rows = embedding_pairs(data, {"q1": [("d1", 2.0), ("d2", 1.5), ("d3", 0.1)]})
+    assert rows == [{"anchor": "solar", "positive": "solar panels", "negative": "solar power"}]
+
+
+def test_training_on_the_test_split_is_refused(tmp_path, capsys):
+    code = main(["train", "embedding", "--data", str(tmp_path), "--split", "test", "--out", "x"])
+    assert code == 1 and "test split is for reporting" in capsys.readouterr().err
