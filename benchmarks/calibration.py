@@ -47,7 +47,7 @@ def ndcg(scores, ids, qrels) -> float:
 
 def main() -> None:
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
-    from rerankit import BM25Scorer, EmbeddingScorer
+    from rerankit import EmbeddingScorer
     from rerankit.calibration import (
         expected_calibration_error,
         fit_calibration,
@@ -56,17 +56,12 @@ def main() -> None:
     )
     from rerankit.eval import load_beir
     from rerankit.eval.runner import first_stage
-    from rerankit.rerankers.hybrid import HYBRID_BM25
-    from rerankit.scorers._language import BackgroundFrequencies
+    from rerankit.rerankers.hybrid import background_bm25
     from rerankit.scorers.lexical import Analyzer
 
     embedding = EmbeddingScorer()
     analyzer = Analyzer(language="en")
-    idf = BackgroundFrequencies("en")
-    bm25 = {
-        a: BM25Scorer(analyzer=analyzer, idf=idf, avgdl=a, query_normalized=True, **HYBRID_BM25)
-        for a in AVGDL
-    }
+    bm25 = {a: background_bm25(analyzer, avgdl=a) for a in AVGDL}
     # per dev set: query -> candidate ids, labels, cosine, {avgdl: bm25}
     sets: dict[str, dict] = {}
     for label, (name, split) in DEV.items():

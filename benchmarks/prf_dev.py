@@ -50,8 +50,9 @@ def stage_one(name: str, split: str):
 
 
 def fused(ids, q, vectors, top, alpha, weight):
-    expanded = q + alpha * vectors[:top].mean(axis=0)
-    prf = vectors @ (expanded / np.linalg.norm(expanded))
+    from rerankit.scorers.prf import feedback_cosines
+
+    prf = feedback_cosines(q, vectors, np.arange(min(top, len(ids))), alpha)
     n = len(ids)
     position = 1.0 - np.arange(n) / n
     span = prf.max() - prf.min()

@@ -24,8 +24,11 @@ import numpy as np
 
 from ._optional import require
 from ._threads import in_thread
+from .calibration import Calibration
 from .documents import FIRST_STAGE_SCORE
+from .normalize import normalize_scores
 from .scorers.base import ScoreBatch
+from .scorers.prf import feedback_cosines
 from .types import Document
 
 __all__ = ["FEATURES", "LearnedScorer", "features", "train"]
@@ -52,7 +55,7 @@ class _Signals:
     """The scorers the features come from (built once, models loaded lazily)."""
 
     def __init__(self, embedding: Any = None, language: str = "en") -> None:
-        from .rerankers.hybrid import HYBRID_BM25, HYBRID_CALIBRATION
+        from .rerankers.hybrid import HYBRID_BM25, HYBRID_CALIBRATION, background_bm25
         from .scorers.coverage import CoverageScorer
         from .scorers.embedding import EmbeddingScorer
         from .scorers.lexical import Analyzer, BM25Scorer
@@ -60,20 +63,12 @@ class _Signals:
         self.analyzer = Analyzer(language=language)
         self.embedding = embedding if embedding is not None else EmbeddingScorer()
         self.bm25 = BM25Scorer(analyzer=self.analyzer, **HYBRID_BM25)
-        self.background = BM25Scorer(
-            analyzer=self.analyzer,
-            idf="background",
-            avgdl=HYBRID_CALIBRATION["avgdl"],
-            query_normalized=True,
-            **HYBRID_BM25,
-        )
+        self.background = background_bm25(self.analyzer)
         self.coverage = CoverageScorer(analyzer=self.analyzer)
         self.calibration = HYBRID_CALIBRATION
-
-
-def _minmax(x: np.ndarray) -> np.ndarray:
-    lo, hi = x.min(), x.max()
-    return (x - lo) / (hi - lo) if hi > lo else np.full_like(x, 0.5)
+        by_role = HYBRID_CALIBRATION["calibration"]
+        self.cos_calibration = Calibration.parse(by_role["embedding"])
+        self.bm25_calibration = Calibration.parse(by_role["bm25_background"])
 
 
 def _rank_share(x: np.ndarray) -> np.ndarray:
@@ -103,26 +98,23 @@ def features(
     cos = dn @ qn
     bm25 = signals.bm25.score_texts(query, texts)
     background = signals.background.score_texts(query, texts)
-    cal = signals.calibration
-    c_emb, c_bm = cal["calibration"]["embedding"], cal["calibration"]["bm25_background"]
-    w_emb, w_bm = cal["weights"]["embedding"], cal["weights"]["bm25_background"]
-    logit = w_emb * (c_emb["slope"] * cos + c_emb["intercept"]) + w_bm * (
-        c_bm["slope"] * background + c_bm["intercept"]
-    )
-    top = np.argsort(-logit, kind="stable")[:PRF_TOP]
-    expanded = qn + PRF_ALPHA * dn[top].mean(axis=0)
-    prf = dn @ (expanded / (np.linalg.norm(expanded) or 1.0))
+    weights = signals.calibration["weights"]
+    logit = weights["embedding"] * signals.cos_calibration.logit(cos) + weights[
+        "bm25_background"
+    ] * signals.bm25_calibration.logit(background)
+    top = np.argsort(-logit, kind="stable")[:PRF_TOP]  # the calibrated hybrid's best
+    prf = feedback_cosines(qn, dn, top, PRF_ALPHA)
     lengths = signals.analyzer.analyze(list(texts)).lengths.astype(np.float64)
     return np.column_stack(
         [
             fs,
-            _minmax(fs),
+            normalize_scores(fs, "min_max"),
             _rank_share(fs) if first_stage is not None else np.full(n, 0.5),
             cos,
             cos - cos.max(),
             _rank_share(cos),
             bm25,
-            _minmax(bm25),
+            normalize_scores(bm25, "min_max"),
             background,
             signals.coverage.score_texts(query, texts),
             np.log1p(lengths),

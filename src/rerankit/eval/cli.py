@@ -12,6 +12,7 @@ from ..cli import _positive_int
 from ..errors import InputError
 from .data import load_beir
 from .runner import (
+    check_output_folder,
     describe_pipeline,
     evaluate_runs,
     first_stage,
@@ -68,26 +69,42 @@ def _embedding_cache(args: argparse.Namespace) -> None:
         os.environ["RERANKIT_EMBEDDING_CACHE"] = str(path)
 
 
+def _runs(
+    args: argparse.Namespace, data: Any, cands: Any, pipelines: Any, *, texts_only: bool
+) -> list[Any]:
+    """The first stage's run, then each pipeline's over the same candidates."""
+    return [first_stage_run(cands)] + [
+        run_pipeline(
+            name,
+            reranker,
+            data,
+            cands,
+            progress=_progress(name, not args.no_progress),
+            first_stage_scores=not texts_only,
+        )
+        for name, reranker in pipelines
+    ]
+
+
+def _write_pipeline(args: argparse.Namespace, default: str, spec: Any, comment: str) -> Path:
+    """A pipeline file at ``--out`` (or ``default``), announced."""
+    from .tune import to_toml
+
+    out = Path(args.out or default)
+    out.write_text(to_toml(spec, comment), encoding="utf-8")
+    print(f"\nwrote {out}")
+    return out
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise InputError(f"--out {args.out}: is a file; give a folder to write the results in")
+    if args.out:
+        check_output_folder(args.out)  # before the work, not after it
     _embedding_cache(args)
     data = _limit(load_beir(args.data, args.split), args.max_queries)
     source = args.first_stage
     cands = first_stage(data, source, args.k)
-    runs = [first_stage_run(cands)]
     pipelines = _pipelines(args.rerankers, args.config or [])
-    for name, reranker in pipelines:
-        runs.append(
-            run_pipeline(
-                name,
-                reranker,
-                data,
-                cands,
-                progress=_progress(name, not args.no_progress),
-                first_stage_scores=not args.texts_only,
-            )
-        )
+    runs = _runs(args, data, cands, pipelines, texts_only=args.texts_only)
     rows = evaluate_runs(data, runs, args.k)
     source_label = "BM25 over the corpus (k1=0.9, b=0.4)" if source == "bm25" else source
     print(
@@ -168,13 +185,11 @@ def cmd_tune(args: argparse.Namespace) -> int:
     spec = tune.pipeline_spec(
         best, name=f"tuned-{train.name}", embedding_max_length=args.embedding_max_length
     )
-    out = Path(args.out or f"tuned-{train.name}.toml")
     comment = (
         f"Tuned by `rerankit tune` on {train.name} {args.train_split} "
         f"({len(matrices)} queries, nDCG@10 {100 * best['ndcg@10']:.2f})."
     )
-    out.write_text(tune.to_toml(spec, comment), encoding="utf-8")
-    print(f"\nwrote {out}")
+    out = _write_pipeline(args, f"tuned-{train.name}.toml", spec, comment)
     return _report_tuned(args, out, texts_only=False)
 
 
@@ -198,14 +213,11 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
         name=f"calibrated-{train.name}",
         embedding_max_length=args.embedding_max_length,
     )
-    out = Path(args.out or f"calibrated-{train.name}.toml")
     comment = (
         f"Calibrated by `rerankit tune --calibrate` on {train.name} {args.train_split} "
         f"({len(matrices)} queries): scores estimate P(relevant) per (query, document)."
     )
-    out.write_text(tune.to_toml(spec, comment), encoding="utf-8")
-    print(f"\nwrote {out}")
-    return out
+    return _write_pipeline(args, f"calibrated-{train.name}.toml", spec, comment)
 
 
 def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> Path:
@@ -237,8 +249,8 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
     for entry, score in table:
         print(f"  {100 * score:6.2f}  {entry}{'  (chosen)' if entry == params else ''}")
     print()
-    out = Path(args.out or f"ltr-{train.name}.toml")
-    model_path = out.with_suffix(".lgb.txt")
+    default = f"ltr-{train.name}.toml"
+    model_path = Path(args.out or default).with_suffix(".lgb.txt")
     for seed in range(args.seeds):
         began = time.perf_counter()
         booster, report = learn.train(rows, train.qrels, valid=valid, seed=seed, params=params)
@@ -258,9 +270,8 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         f"Trained by `rerankit tune --method ltr` on {train.name} {args.train_split} "
         f"({len(rows)} queries); model: {model_path.name}."
     )
-    out.write_text(tune.to_toml(spec, comment), encoding="utf-8")
-    print(f"wrote {out} and {model_path}")
-    return out
+    print(f"wrote {model_path}")
+    return _write_pipeline(args, default, spec, comment)
 
 
 def _report_tuned(args: argparse.Namespace, out: Path, *, texts_only: bool) -> int:
@@ -269,18 +280,8 @@ def _report_tuned(args: argparse.Namespace, out: Path, *, texts_only: bool) -> i
 
     test = _limit(load_beir(args.data, args.test_split), args.max_queries)
     test_cands = first_stage(test, args.first_stage, args.k)
-    runs = [first_stage_run(test_cands)]
-    for name, reranker in (("hybrid", load("hybrid")), (out.stem, load(out))):
-        runs.append(
-            run_pipeline(
-                name,
-                reranker,
-                test,
-                test_cands,
-                progress=_progress(name, not args.no_progress),
-                first_stage_scores=not texts_only,
-            )
-        )
+    pipelines = (("hybrid", load("hybrid")), (out.stem, load(out)))
+    runs = _runs(args, test, test_cands, pipelines, texts_only=texts_only)
     rows = evaluate_runs(test, runs, args.k)
     print(f"\n{test.name}, {args.test_split} split, {len(test.queries)} queries:\n")
     print(format_table(rows, args.k))

@@ -278,6 +278,14 @@ def format_table(rows: Sequence[Mapping[str, Any]], k: int) -> str:
     return "\n".join(lines)
 
 
+def check_output_folder(out: str | Path) -> Path:
+    """``out`` as a Path, or an error when it names a file rather than a folder."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError(f"{out}: is a file; give a folder to write the results in")
+    return out
+
+
 def write_outputs(
     out: str | Path,
     rows: Sequence[Mapping[str, Any]],
@@ -292,9 +300,7 @@ def write_outputs(
 
     from .. import __version__
 
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise InputError(f"{out}: is a file; give a folder to write the results in")
+    out = check_output_folder(out)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     written = [out / "results.json"]
     header = {

@@ -207,10 +207,9 @@ def pairwise_matrix(
 ) -> dict[str, tuple[list[str], np.ndarray]]:
     """Per query: candidate ids and a (2, n) matrix of the calibrated hybrid's raw signals,
     BM25 with background idf (fixed ``avgdl``, query-normalised) and the cosine."""
-    from ..rerankers.hybrid import HYBRID_BM25
-    from ..scorers.lexical import BM25Scorer
+    from ..rerankers.hybrid import background_bm25
 
-    bm25 = BM25Scorer(idf="background", avgdl=avgdl, query_normalized=True, **HYBRID_BM25)
+    bm25 = background_bm25(avgdl=avgdl)
     items = [(q, c) for q, c in cands.items() if c]
     out = {}
     for qid, ranked in progress(items) if progress else items:

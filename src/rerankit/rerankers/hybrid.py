@@ -22,6 +22,7 @@ __all__ = [
     "HYBRID_METHOD",
     "HYBRID_TEXT_WEIGHTS",
     "HybridReranker",
+    "background_bm25",
     "hybrid_reranker",
     "relative_hybrid",
     "texts_only_hybrid",
@@ -55,6 +56,22 @@ HYBRID_CALIBRATION: dict[str, Any] = {
     "output_calibration": {"slope": 1.812054, "intercept": 2.698546},
 }
 SCORE_MODES = ("calibrated", "relative")
+
+
+def background_bm25(analyzer: Any = None, *, avgdl: float | None = None) -> Scorer:
+    """The calibrated hybrid's lexical signal, ``bm25_background``: BM25 (k1=0.9, b=0.4) with
+    idf from a general word-frequency table, a fixed average length (``avgdl``, the
+    calibration's by default) and query normalisation, so it depends on the pair alone."""
+    from ..scorers.lexical import BM25Scorer
+
+    return BM25Scorer(
+        analyzer=analyzer,
+        idf="background",
+        avgdl=HYBRID_CALIBRATION["avgdl"] if avgdl is None else avgdl,
+        query_normalized=True,
+        name="bm25_background",
+        **HYBRID_BM25,
+    )
 
 
 class HybridReranker(ScoringReranker):
@@ -161,20 +178,11 @@ class HybridReranker(ScoringReranker):
 
     def _calibrated(self, analyzer: Any, spec: Mapping[str, Any]) -> FusionReranker:
         """The pair-wise texts-only fusion from a spec shaped like HYBRID_CALIBRATION."""
-        from ..scorers.lexical import BM25Scorer
-
         unknown = sorted(set(spec) - set(HYBRID_CALIBRATION))
         if unknown:
             raise ValueError(f"calibration: unknown keys {unknown}; use {list(HYBRID_CALIBRATION)}")
         spec = {**HYBRID_CALIBRATION, **spec}
-        bm25 = BM25Scorer(
-            analyzer=analyzer,
-            idf="background",
-            avgdl=spec["avgdl"],
-            query_normalized=True,
-            name="bm25_background",
-            **HYBRID_BM25,
-        )
+        bm25 = background_bm25(analyzer, avgdl=spec["avgdl"])
         rename = {"embedding": self.embedding.name}  # keys name the roles, not the scorers
         return FusionReranker(
             [bm25, self.embedding],

@@ -13,6 +13,7 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,10 +115,10 @@ class EmbeddingScorer(LocalModelScorer):
         else:
             self.cache = None
 
-    @property
+    @cached_property
     def is_bundled(self) -> bool:
         """Whether this is the bundled (English-only) all-MiniLM-L6-v2 (or an ONNX export
-        of it)."""
+        of it; its manifest is read once, not on every rerank)."""
         if self.model_id in _BUNDLED_NAMES:
             return True
         from ..onnx_models import is_exported, read_manifest

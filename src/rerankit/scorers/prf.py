@@ -16,7 +16,17 @@ import numpy as np
 from .._threads import in_thread
 from ..types import Document
 
-__all__ = ["PRFScorer", "PositionScorer"]
+__all__ = ["PRFScorer", "PositionScorer", "feedback_cosines"]
+
+
+def feedback_cosines(
+    query: np.ndarray, docs: np.ndarray, feedback: Sequence[int] | np.ndarray, alpha: float
+) -> np.ndarray:
+    """Each document's cosine to the query expanded by feedback: ``query`` and the rows of
+    ``docs`` are unit vectors; the expansion adds ``alpha`` times the mean of the rows
+    ``feedback`` names, then normalises."""
+    expanded = query + alpha * docs[np.asarray(feedback, dtype=int)].mean(axis=0)
+    return docs @ (expanded / (np.linalg.norm(expanded) or 1.0))
 
 
 class PRFScorer:
@@ -47,8 +57,8 @@ class PRFScorer:
         q = np.asarray(self.embedding.encode_queries([query])[0], dtype=np.float64)
         docs = np.asarray(self.embedding.encode_documents(list(texts)), dtype=np.float64)
         docs = docs / np.clip(np.linalg.norm(docs, axis=1, keepdims=True), 1e-12, None)
-        expanded = q / (np.linalg.norm(q) or 1.0) + self.alpha * docs[: self.top].mean(axis=0)
-        return docs @ (expanded / (np.linalg.norm(expanded) or 1.0))
+        top = np.arange(min(self.top, len(texts)))  # the previous stage's best
+        return feedback_cosines(q / (np.linalg.norm(q) or 1.0), docs, top, self.alpha)
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
         return await in_thread(self.score_texts, query, [d.text for d in docs])
