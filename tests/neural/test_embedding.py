@@ -247,3 +247,27 @@ def test_prf_moves_the_query_towards_the_previous_stage_s_best(scorer):
     np.testing.assert_allclose(positions, [1, 2 / 3, 1 / 3])
     with pytest.raises(ValueError, match="top must be"):
         PRFScorer(scorer, top=0)
+
+
+def test_a_model_retrained_into_the_same_folder_never_reads_the_old_vectors(tmp_path, tiny_st):
+    import shutil
+
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_st, folder)
+    path = tmp_path / "vectors.sqlite"
+    before = EmbeddingScorer(str(folder), cache_path=path).encode_documents(DOCS)
+    retrained = SentenceTransformer(str(folder))
+    with torch.no_grad():
+        for p in retrained.parameters():
+            p.add_(0.05 * torch.randn_like(p))
+    retrained.save(str(folder))
+    again = EmbeddingScorer(str(folder), cache_path=path)
+    after = again.encode_documents(DOCS)
+    direct = again.model.encode(DOCS, convert_to_numpy=True)
+    assert not np.allclose(before, after, atol=1e-4)  # the new weights, not the cached vectors
+    np.testing.assert_allclose(after, direct, atol=1e-5)
+    same = EmbeddingScorer(str(folder), cache_path=path)
+    assert same.model_key == again.model_key  # unchanged weights: the cache still serves them

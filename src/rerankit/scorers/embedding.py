@@ -37,6 +37,28 @@ ENCODE_HOOK: ContextVar[Callable[[Any, Sequence[str], str | None], np.ndarray] |
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".pt")
+
+
+def _weights_fingerprint(model: str) -> str:
+    """For a local model folder, a short digest of its weight files' names, sizes and
+    modification times, so a model retrained into the same folder never reads vectors
+    cached for the old weights; empty for a hub id."""
+    import hashlib
+
+    folder = Path(model)
+    if not folder.is_dir():
+        return ""
+    stats = sorted(
+        (str(rel), f.stat().st_size, f.stat().st_mtime_ns)
+        for f in folder.rglob("*")
+        if f.suffix in _WEIGHT_SUFFIXES
+        and "checkpoints" not in (rel := f.relative_to(folder)).parts
+        and f.is_file()
+    )
+    return "@" + hashlib.sha1(repr(stats).encode()).hexdigest()[:12]
+
+
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "ENCODE_HOOK", "EmbeddingScorer", "bundled_model_path"]
 
 logger = logging.getLogger(__name__)
@@ -103,7 +125,11 @@ class EmbeddingScorer(LocalModelScorer):
     ) -> None:
         super().__init__(model, name=name, **options)
         self.query_prompt, self.document_prompt = query_prompt, document_prompt
-        self.model_key = model if isinstance(model, str) else f"{type(model).__name__}@{id(model)}"
+        self.model_key = (
+            model + _weights_fingerprint(model)
+            if isinstance(model, str)
+            else f"{type(model).__name__}@{id(model)}"
+        )
         if self.backend == "onnx":  # other numbers: never mixed with torch's in a cache
             self.model_key += "|onnx" + (f"-{self.quantize}" if self.quantize else "")
         if cache_path is None and cache is True:
