@@ -55,13 +55,17 @@ class _Signals:
     """The scorers the features come from (built once, models loaded lazily)."""
 
     def __init__(self, embedding: Any = None, language: str = "en") -> None:
+        """``embedding``: an embedding scorer, a model id or folder, or None (the bundled
+        all-MiniLM-L6-v2)."""
         from .rerankers.hybrid import HYBRID_BM25, HYBRID_CALIBRATION, background_bm25
         from .scorers.coverage import CoverageScorer
         from .scorers.embedding import EmbeddingScorer
         from .scorers.lexical import Analyzer, BM25Scorer
 
         self.analyzer = Analyzer(language=language)
-        self.embedding = embedding if embedding is not None else EmbeddingScorer()
+        if embedding is None or isinstance(embedding, str):
+            embedding = EmbeddingScorer(*(() if embedding is None else (embedding,)))
+        self.embedding = embedding
         self.bm25 = BM25Scorer(analyzer=self.analyzer, **HYBRID_BM25)
         self.background = background_bm25(self.analyzer)
         self.coverage = CoverageScorer(analyzer=self.analyzer)
@@ -225,7 +229,11 @@ class LearnedScorer:
     """Scores candidates with a LightGBM model trained by ``rerankit tune --method ltr``
     (extra ``learn``; the embedding model needs ``torch``, or pass an ONNX one). The first
     stage counts only when every document has ``first_stage_score``; otherwise it is 0 for
-    all, as the model saw for queries without one. Scores are relative to the request."""
+    all, as the model saw for queries without one. Scores are relative to the request.
+
+    ``embedding``: the embedding the features come from (a scorer, a model id or folder);
+    by default the one the model was trained with, as its report (``.json`` beside the
+    model file) records, else the bundled all-MiniLM-L6-v2."""
 
     score_scale = "relative"
 
@@ -245,7 +253,7 @@ class LearnedScorer:
             if tuple(booster.feature_name()) != FEATURES:
                 raise ValueError(f"{self.path}: trained on other features than this version's")
             self._booster = booster
-            self._signals = _Signals(self._embedding)
+            self._signals = _Signals(self._embedding or trained_embedding(self.path))
         assert self._signals is not None
         return self._booster, self._signals
 
@@ -287,6 +295,18 @@ class LearnedScorer:
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
         return await in_thread(self.score_batch, query, list(docs))
+
+
+def trained_embedding(path: str | Path) -> str | None:
+    """The embedding model a model file's report names (None: the bundled one)."""
+    report = Path(path).with_suffix(".json")
+    if not report.is_file():
+        return None
+    try:
+        value = json.loads(report.read_text(encoding="utf-8")).get("embedding_model")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) and value else None
 
 
 def save(booster: Any, path: str | Path, report: Mapping[str, Any]) -> Path:

@@ -143,3 +143,37 @@ def test_a_learned_pipeline_is_evaluated_from_its_file_in_a_fresh_process(tuned)
 def test_a_model_file_that_is_missing_is_named():
     with pytest.raises(ValueError, match=r"nowhere\.lgb\.txt not found"):
         learn.LearnedScorer("nowhere.lgb.txt")
+
+
+def test_ltr_over_another_embedding_model_records_it_and_uses_it_again(tmp_path, signals):
+    """``--embedding-model`` (e.g. a fine-tuned folder) goes into the report and the pipeline
+    file, and the learned scorer loads that model for its features."""
+    import tomllib
+
+    from rerankit import load
+    from rerankit.scorers.embedding import bundled_model_path
+
+    folder = str(bundled_model_path())
+    data = _synthetic(tmp_path / "data")
+    out = tmp_path / "ltr-ft.toml"
+    args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--out", str(out)]
+    assert main([*args, "--embedding-model", folder, "--no-progress"]) == 0
+    declared = tomllib.loads(out.read_text())["stages"][0]["scorer"]
+    assert declared["embedding"] == folder
+    model = out.with_suffix(".lgb.txt")
+    assert json.loads(model.with_suffix(".json").read_text())["embedding_model"] == folder
+    assert learn.trained_embedding(model) == folder
+    scorer = learn.LearnedScorer(model)  # no embedding given: the one it was trained with
+    assert scorer.embedding.model_id == folder
+    docs = ["solar power alpha", "pasta sauce beta", "wind turbines gamma"]
+    result = load(out).rerank("solar power", docs)
+    assert result[0].index == 0
+
+
+def test_a_report_without_an_embedding_means_the_bundled_model(tmp_path):
+    model = tmp_path / "m.lgb.txt"
+    assert learn.trained_embedding(model) is None  # no report at all
+    model.with_suffix(".json").write_text("{not json")
+    assert learn.trained_embedding(model) is None
+    model.with_suffix(".json").write_text(json.dumps({"embedding_model": "my/model"}))
+    assert learn.trained_embedding(model) == "my/model"

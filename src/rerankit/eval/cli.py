@@ -144,7 +144,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
             "--train-split and --test-split must differ: never tune on the split you report"
         )
     _embedding_cache(args)
-    embedding = EmbeddingScorer(max_length=args.embedding_max_length)
+    if args.embedding_model and Path(args.embedding_model).is_dir():  # usable from anywhere
+        args.embedding_model = str(Path(args.embedding_model).resolve())
+    model = (args.embedding_model,) if args.embedding_model else ()
+    embedding = EmbeddingScorer(*model, max_length=args.embedding_max_length)
     train = _limit(load_beir(args.data, args.train_split), args.max_queries)
     train_cands = first_stage(train, args.first_stage, args.k)
     if args.calibrate:
@@ -183,7 +186,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
                 "training queries; the default is likely the better choice for this data"
             )
     spec = tune.pipeline_spec(
-        best, name=f"tuned-{train.name}", embedding_max_length=args.embedding_max_length
+        best,
+        name=f"tuned-{train.name}",
+        embedding_model=args.embedding_model,
+        embedding_max_length=args.embedding_max_length,
     )
     comment = (
         f"Tuned by `rerankit tune` on {train.name} {args.train_split} "
@@ -211,6 +217,7 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
     spec = tune.calibrated_spec(
         fit["calibration"],
         name=f"calibrated-{train.name}",
+        embedding_model=args.embedding_model,
         embedding_max_length=args.embedding_max_length,
     )
     comment = (
@@ -255,6 +262,8 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         began = time.perf_counter()
         booster, report = learn.train(rows, train.qrels, valid=valid, seed=seed, params=params)
         report["train_seconds"] = time.perf_counter() - began
+        if args.embedding_model:
+            report["embedding_model"] = args.embedding_model
         print(
             f"  seed {seed}: {report['best_iteration']} trees, held-out nDCG@10 "
             f"{100 * report['valid_ndcg@10']:.2f}, trained in {report['train_seconds']:.0f} s"
@@ -266,6 +275,8 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
     print(f"\nfeature importance (share of gain, seed 0): {importance}")
     spec = {"name": f"ltr-{train.name}", "stages": [{"scorer": {"type": "learned"}}]}
     spec["stages"][0]["scorer"]["model"] = str(model_path.resolve())
+    if args.embedding_model:
+        spec["stages"][0]["scorer"]["embedding"] = args.embedding_model
     comment = (
         f"Trained by `rerankit tune --method ltr` on {train.name} {args.train_split} "
         f"({len(rows)} queries); model: {model_path.name}."
@@ -395,6 +406,13 @@ def add_commands(sub: Any) -> None:
     )
     tu.add_argument(
         "--no-embedding-cache", action="store_true", help="encode documents afresh, keep nothing"
+    )
+    tu.add_argument(
+        "--embedding-model",
+        default=None,
+        help="embedding model (hub id or folder, e.g. from `rerankit train embedding`) for "
+        "the fusion, calibration or features; written into the pipeline file "
+        "(default: the bundled all-MiniLM-L6-v2)",
     )
     tu.add_argument(
         "--embedding-max-length",

@@ -164,16 +164,25 @@ def search(
     return results
 
 
+def embedding_entry(model: str | None = None, max_length: int | None = None) -> dict[str, Any]:
+    """The declared embedding scorer of a written pipeline (bundled model unless ``model``)."""
+    entry: dict[str, Any] = {"type": "embedding"}
+    if model:
+        entry["model"] = model
+    if max_length:
+        entry["max_length"] = max_length
+    return entry
+
+
 def pipeline_spec(
     choice: Mapping[str, Any],
     name: str = "tuned-hybrid",
     *,
+    embedding_model: str | None = None,
     embedding_max_length: int | None = None,
 ) -> dict[str, Any]:
     """A declared pipeline (see :mod:`rerankit.config`) for a fusion found by :func:`search`."""
-    embedding: dict[str, Any] = {"type": "embedding"}
-    if embedding_max_length:
-        embedding["max_length"] = embedding_max_length
+    embedding = embedding_entry(embedding_model, embedding_max_length)
     scorer_of = {  # documents without a first-stage score count as the worst (BM25's 0)
         "first_stage": {
             "type": "field",
@@ -281,15 +290,14 @@ def calibrated_spec(
     name: str = "calibrated-hybrid",
     *,
     avgdl: float = 400.0,
+    embedding_model: str | None = None,
     embedding_max_length: int | None = None,
 ) -> dict[str, Any]:
     """A declared pipeline for a calibration found by :func:`fit_calibrated`: a fusion with
     ``normalization = "calibrated"``."""
     from ..rerankers.hybrid import HYBRID_BM25
 
-    embedding: dict[str, Any] = {"type": "embedding"}
-    if embedding_max_length:
-        embedding["max_length"] = embedding_max_length
+    embedding = embedding_entry(embedding_model, embedding_max_length)
     bm25 = {
         "type": "bm25",
         "name": "bm25_background",
