@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,11 +69,12 @@ def fine_tune_embedding(
     max_length: int | None = None,
     seed: int = 0,
     progress: bool = True,
-    log: Any = print,
+    log: Callable[[str], Any] | None = None,
 ) -> dict[str, Any]:
     """Fine-tune ``model`` on ``rows`` into ``out``; returns the run's summary (steps, the
     training loss at its start and end, seconds). Resumes from the last checkpoint in
-    ``out/checkpoints`` when there is one."""
+    ``out/checkpoints`` when there is one. ``log`` receives the time estimate (default: the
+    module's logger). Trains on the GPU when torch sees one."""
     st = require("sentence_transformers", "fine-tuning an embedding model")
     datasets = require("datasets", "fine-tuning an embedding model")
     require("accelerate", "fine-tuning an embedding model")
@@ -104,7 +106,7 @@ def fine_tune_embedding(
     value.backward()
     loaded.zero_grad()
     per_step = time.perf_counter() - start
-    log(
+    (log or logger.info)(
         f"{len(rows)} training pairs, {steps} steps of {batch_size}: about "
         f"{steps * per_step / 60:.0f} min on this machine"
     )
@@ -127,7 +129,7 @@ def fine_tune_embedding(
         seed=seed,
         disable_tqdm=not progress,
         report_to=[],
-        use_cpu=True,
+        use_cpu=not require("torch", "fine-tuning").cuda.is_available(),
         batch_sampler=BatchSamplers.NO_DUPLICATES,
     )
     trainer = st.SentenceTransformerTrainer(

@@ -314,6 +314,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         epochs=args.epochs,
         batch_size=args.batch_size,
         progress=not args.no_progress,
+        log=print,
     )
     losses = summary["losses"]
     trend = f"; training loss {losses[0]:.3f} -> {losses[-1]:.3f}" if len(losses) > 1 else ""
