@@ -52,7 +52,10 @@ class EmbeddingCache:
         self._db: sqlite3.Connection | None = None
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False)
+            # Several processes may share the file (batch workers, service replicas): wait
+            # for a writer instead of failing, and let readers go on while one writes.
+            self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=60)
+            self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(
                 "CREATE TABLE IF NOT EXISTS embeddings ("
                 " model TEXT NOT NULL, key BLOB NOT NULL, vector BLOB NOT NULL,"
@@ -97,11 +100,15 @@ class EmbeddingCache:
             for k, vec in zip(keys, rows, strict=True):
                 self._remember(model, k, vec.copy())
             if self._db is not None:
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO embeddings (model, key, vector) VALUES (?, ?, ?)",
-                    [(model, k, vec.tobytes()) for k, vec in zip(keys, rows, strict=True)],
-                )
-                self._db.commit()
+                try:
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO embeddings (model, key, vector) VALUES (?, ?, ?)",
+                        [(model, k, vec.tobytes()) for k, vec in zip(keys, rows, strict=True)],
+                    )
+                    self._db.commit()
+                except sqlite3.OperationalError as exc:  # e.g. locked too long: vectors stay
+                    self._db.rollback()  # in memory; the next run encodes them again
+                    logger.warning("embedding cache %s: not written (%s)", self.path, exc)
 
     def clear(self) -> None:
         """Forget everything, on disk too."""
@@ -163,7 +170,9 @@ class JudgmentCache:
         self.path = str(path)
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, check_same_thread=False)
+        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=60)
+        if self.path != ":memory:":  # shared by processes: wait for writers, read meanwhile
+            self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS judgments (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
         )
