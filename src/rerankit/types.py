@@ -119,6 +119,18 @@ class RerankResult:
     def __getitem__(self, i: int) -> RankedDocument:
         return self.results[i]
 
+    @property
+    def unusable(self) -> str | None:
+        """Why this result carries no ranking at all, or None: ``"every strategy failed"``
+        (``failed``), or ``"the LLM provider failed for every document"`` (every document
+        flagged ``llm_failed``). A service answers an error for it; a batch job counts the
+        row as failed."""
+        if self.failed:
+            return "every strategy failed"
+        if self.results and all("llm_failed" in r.flags for r in self.results):
+            return "the LLM provider failed for every document"
+        return None
+
     def top_k(self, k: int) -> RerankResult:
         """A new result holding only the best ``k`` (all of them when ``k`` exceeds the size)."""
         if k is None:

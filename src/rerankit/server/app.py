@@ -347,14 +347,9 @@ class _Service:
         except Exception as exc:
             logger.exception("rerank failed")
             raise ServiceError(500, f"internal error: {type(exc).__name__}") from exc
-        if result.failed or (result.results and all("llm_failed" in r.flags for r in result)):
-            provider = not result.failed  # every LLM judgment failed: the provider did
-            status = 502 if provider else 500
-            what = (
-                "the LLM provider failed for every document"
-                if provider
-                else ("every strategy failed")
-            )
+        what = result.unusable
+        if what is not None:
+            status = 500 if result.failed else 502  # else every LLM judgment failed: provider
             raise ServiceError(status, f"pipeline {name!r}: {what}: {'; '.join(result.warnings)}")
         finished = time.monotonic()
         self.metrics.inference_time.labels(name).observe(finished - started)
