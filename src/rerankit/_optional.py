@@ -33,6 +33,8 @@ EXTRAS = {
     "prometheus_client": "server",
     "langchain_core": "langchain",
     "llama_index": "llamaindex",
+    "ray": "ray",
+    "pyarrow": "parquet",
 }
 
 

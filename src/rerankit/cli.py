@@ -9,6 +9,7 @@ import math
 import shutil
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from . import __version__
@@ -103,6 +104,46 @@ def _reranker_from(args: argparse.Namespace) -> Any:
     if args.config and args.reranker:
         raise InputError("give --reranker or --config, not both")
     return load(args.config or args.reranker or _default_reranker())
+
+
+def _cmd_batch(args: argparse.Namespace) -> int:
+    from .batch import beir_rows, run_batch
+
+    if args.config and args.reranker:
+        raise InputError("give --reranker or --config, not both")
+    pipeline = args.config or args.reranker or _default_reranker()
+    source: Any = args.input
+    if args.run:
+        source = beir_rows(args.input, args.run, split=args.split, k=args.k)
+    elif Path(args.input).is_dir():
+        raise InputError(f"{args.input} is a folder: give --run with a BEIR folder")
+    options: dict[str, Any] = {}
+    if args.top_k:
+        options["top_k"] = args.top_k
+    if args.text_field != "text":
+        options["text_field"] = args.text_field
+    if args.id_field != "id":
+        options["id_field"] = args.id_field
+    if args.first_stage_field:
+        options["first_stage_field"] = args.first_stage_field
+    summary = run_batch(
+        source,
+        args.output,
+        pipeline,
+        engine=args.engine,
+        workers=args.workers,
+        batch_size=args.batch_size,
+        address=args.address,
+        num_cpus=args.num_cpus,
+        num_gpus=args.num_gpus,
+        **options,
+    )
+    print(f"rerankit batch: wrote {args.output}: {summary}", file=sys.stderr)
+    for error in summary.errors[:3]:
+        print(f"  error: {error}", file=sys.stderr)
+    if args.summary:
+        Path(args.summary).write_text(json.dumps(summary.to_dict(), indent=2) + "\n")
+    return 1 if summary.failures else 0
 
 
 def _default_reranker() -> str:
@@ -276,6 +317,50 @@ def build_parser() -> argparse.ArgumentParser:
         help="print each document's per-strategy raw, normalised, weight and contribution",
     )
     rank.set_defaults(func=_cmd_rank)
+
+    bat = sub.add_parser(
+        "batch",
+        help="rerank many queries from a file (in this process or on Ray)",
+        description="Rerank every row of a JSON Lines or Parquet file ({query_id?, query, "
+        "candidates: [strings or objects with text]}) into another (the input's fields plus "
+        "results, error, degraded, warnings, seconds), or a BEIR folder's queries with --run. "
+        "A row that fails is written with its error and counted; the exit status is 1 when "
+        "any row failed, 0 otherwise.",
+    )
+    bat.add_argument("--input", "-i", required=True, help=".jsonl or .parquet (or a BEIR folder)")
+    bat.add_argument("--output", "-o", required=True, help=".jsonl or .parquet to write")
+    bat.add_argument("--reranker", "-r", default=None, help="reranker name or pipeline file")
+    bat.add_argument("--config", "-c", default=None, help="a pipeline file")
+    bat.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this process (default); ray: Ray Data actors (extra ray)",
+    )
+    bat.add_argument("--address", default=None, help="ray: cluster address (default: local)")
+    bat.add_argument(
+        "--workers", type=_positive_int, default=1, help="ray: actors, each with the pipeline"
+    )
+    bat.add_argument(
+        "--batch-size", type=_positive_int, default=16, help="ray: rows per actor call (16)"
+    )
+    bat.add_argument(
+        "--num-cpus", type=float, default=None, help="ray: CPUs per actor (pipeline's threads)"
+    )
+    bat.add_argument("--num-gpus", type=float, default=None, help="ray: GPUs per actor")
+    bat.add_argument("--run", default=None, help="with a BEIR --input: a TREC run file")
+    bat.add_argument("--split", default="test", help="with --run: the BEIR split (test)")
+    bat.add_argument(
+        "--k", type=_positive_int, default=100, help="with --run: candidates per query (100)"
+    )
+    bat.add_argument("--top-k", type=_positive_int, default=None, help="keep the best K")
+    bat.add_argument("--text-field", default="text", help="candidate field holding the text")
+    bat.add_argument("--id-field", default="id", help="candidate field holding the id")
+    bat.add_argument(
+        "--first-stage-field", default=None, help="candidate field with the retriever score"
+    )
+    bat.add_argument("--summary", default=None, help="also write the summary as JSON here")
+    bat.set_defaults(func=_cmd_batch)
 
     names = sub.add_parser(
         "rerankers",

@@ -19,6 +19,7 @@ from .runner import (
     first_stage_run,
     format_table,
     run_pipeline,
+    run_pipeline_ray,
     write_outputs,
 )
 
@@ -41,14 +42,15 @@ def _limit(data, n: int | None):
     return data
 
 
-def _pipelines(names: str, configs: list[str]) -> list[tuple[str, Any]]:
+def _pipelines(names: str, configs: list[str]) -> list[tuple[str, Any, Any]]:
+    """(label, reranker, what it was declared as) for each named reranker and file."""
     from ..api import load
 
     out = []
     for name in [n.strip() for n in names.split(",") if n.strip()]:
-        out.append((Path(name).stem if Path(name).suffix else name, load(name)))
+        out.append((Path(name).stem if Path(name).suffix else name, load(name), name))
     for path in configs:
-        out.append((Path(path).stem, load(Path(path))))
+        out.append((Path(path).stem, load(Path(path)), Path(path)))
     return out
 
 
@@ -72,18 +74,34 @@ def _embedding_cache(args: argparse.Namespace) -> None:
 def _runs(
     args: argparse.Namespace, data: Any, cands: Any, pipelines: Any, *, texts_only: bool
 ) -> list[Any]:
-    """The first stage's run, then each pipeline's over the same candidates."""
-    return [first_stage_run(cands)] + [
-        run_pipeline(
-            name,
-            reranker,
-            data,
-            cands,
-            progress=_progress(name, not args.no_progress),
-            first_stage_scores=not texts_only,
+    """The first stage's run, then each pipeline's over the same candidates (on Ray Data
+    actors with ``--engine ray``)."""
+    runs = [first_stage_run(cands)]
+    for name, reranker, declared in pipelines:
+        if getattr(args, "engine", "local") == "ray":
+            runs.append(
+                run_pipeline_ray(
+                    name,
+                    declared,
+                    data,
+                    cands,
+                    first_stage_scores=not texts_only,
+                    workers=args.workers,
+                    address=args.address,
+                )
+            )
+            continue
+        runs.append(
+            run_pipeline(
+                name,
+                reranker,
+                data,
+                cands,
+                progress=_progress(name, not args.no_progress),
+                first_stage_scores=not texts_only,
+            )
         )
-        for name, reranker in pipelines
-    ]
+    return runs
 
 
 def _write_pipeline(args: argparse.Namespace, default: str, spec: Any, comment: str) -> Path:
@@ -122,7 +140,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "k": args.k,
             "queries": len(data.queries),
             "first_stage_scores_given": not args.texts_only,
-            "pipelines": {name: describe_pipeline(r) for name, r in pipelines},
+            "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
         }
         for path in write_outputs(args.out, rows, runs, meta):
             print(f"wrote {path}", file=sys.stderr)
@@ -291,7 +309,7 @@ def _report_tuned(args: argparse.Namespace, out: Path, *, texts_only: bool) -> i
 
     test = _limit(load_beir(args.data, args.test_split), args.max_queries)
     test_cands = first_stage(test, args.first_stage, args.k)
-    pipelines = (("hybrid", load("hybrid")), (out.stem, load(out)))
+    pipelines = (("hybrid", load("hybrid"), "hybrid"), (out.stem, load(out), out))
     runs = _runs(args, test, test_cands, pipelines, texts_only=texts_only)
     rows = evaluate_runs(test, runs, args.k)
     print(f"\n{test.name}, {args.test_split} split, {len(test.queries)} queries:\n")
@@ -374,6 +392,15 @@ def add_commands(sub: Any) -> None:
     ev.add_argument(
         "--no-embedding-cache", action="store_true", help="encode documents afresh, keep nothing"
     )
+    ev.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: rerank in this process (default); ray: on Ray Data actors (extra ray; "
+        "for large evaluations, see `rerankit batch`)",
+    )
+    ev.add_argument("--workers", type=_positive_int, default=1, help="ray: actors (default 1)")
+    ev.add_argument("--address", default=None, help="ray: cluster address (default: local)")
     ev.set_defaults(func=cmd_eval)
 
     tu = sub.add_parser(

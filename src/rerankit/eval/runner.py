@@ -177,6 +177,45 @@ def run_pipeline(
     return result
 
 
+def run_pipeline_ray(
+    name: str,
+    pipeline: Any,
+    data: Dataset,
+    cands: Mapping[str, Sequence[tuple[str, float]]],
+    *,
+    first_stage_scores: bool = True,
+    **ray_options: Any,
+) -> PipelineRun:
+    """:func:`run_pipeline` on Ray Data actors (see :func:`rerankit.batch.rerank_dataset`;
+    ``pipeline`` is a registered name, a pipeline file or a spec mapping). Latency is each
+    query's time on its worker."""
+    from ..batch import iter_ray
+    from ..errors import RerankitError
+
+    rows = [
+        {
+            "query_id": qid,
+            "query": data.queries[qid],
+            "candidates": candidate_documents(data, ranked, with_scores=first_stage_scores),
+        }
+        for qid, ranked in cands.items()
+        if ranked
+    ]
+    result = PipelineRun(name, {qid: {} for qid, ranked in cands.items() if not ranked})
+    for row in iter_ray(rows, pipeline, **ray_options):
+        if row["error"]:
+            raise RerankitError(f"{name}: {row['error']}")
+        qid, ranked = row["query_id"], row["results"]
+        result.latencies.append(row["seconds"])
+        result.run[qid] = {r["id"]: float(len(ranked) - i) for i, r in enumerate(ranked)}
+        result.scores[qid] = {r["id"]: r["score"] for r in ranked}
+        result.degraded_queries += bool(row["degraded"])
+        for key, value in row.get("_usage", {}).items():
+            result.usage[key] = result.usage.get(key, 0) + value
+        result.score_scales.add(row["score_scale"])
+    return result
+
+
 def metric_names(k: int) -> list[str]:
     return ["ndcg@10", "mrr@10", "recall@10", f"recall@{k}"]
 

@@ -1,0 +1,152 @@
+"""`rerankit batch` with the local engine: rows in, rows out, failures written and counted."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rerankit import load
+from rerankit.batch import BatchSummary, read_rows, rerank_row, run_batch
+from rerankit.cli import main
+
+ROWS = [
+    {
+        "query_id": "q1",
+        "query": "capital of france",
+        "candidates": ["Cars are fast.", "Paris is the capital of France.", "Berlin is big."],
+        "source": "log-1",
+    },
+    {
+        "query_id": "q2",
+        "query": "fast cars",
+        "candidates": [
+            {"id": "a", "text": "Paris is the capital of France.", "first_stage_score": 2.0},
+            {"id": "b", "text": "Fast cars race on the track.", "first_stage_score": 1.0},
+        ],
+    },
+]
+
+
+def write_jsonl(path, rows, extra_lines=()):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + "".join(extra_lines))
+    return path
+
+
+def read_jsonl(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_rows_keep_their_fields_and_gain_the_ranking(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", ROWS)
+    summary = run_batch(src, tmp_path / "out.jsonl", "bm25")
+    out = read_jsonl(tmp_path / "out.jsonl")
+    assert (summary.rows, summary.failures, summary.degraded) == (2, 0, 0)
+    assert [r["query_id"] for r in out] == ["q1", "q2"]
+    assert out[0]["source"] == "log-1" and out[0]["candidates"] == ROWS[0]["candidates"]
+    assert out[0]["results"][0]["index"] == 1  # Paris first for "capital of france"
+    assert out[1]["results"][0]["id"] == "b"
+    reference = load("bm25").rerank(ROWS[0]["query"], ROWS[0]["candidates"])
+    assert [r["index"] for r in out[0]["results"]] == [r.index for r in reference]
+    assert [r["score"] for r in out[0]["results"]] == pytest.approx([r.score for r in reference])
+    assert all(r["error"] is None and r["score_scale"] for r in out)
+
+
+def test_every_bad_row_is_written_with_its_error_and_counted(tmp_path):
+    bad = [
+        {"query_id": "no-query", "candidates": ["a"]},
+        {"query_id": "empty", "query": "  ", "candidates": ["a"]},
+        {"query_id": "string", "query": "q", "candidates": "a b c"},
+        {"query_id": "number", "query": "q", "candidates": ["fine", 7]},
+        {"query_id": "no-text", "query": "q", "candidates": [{"id": "x", "body": "y"}]},
+    ]
+    src = write_jsonl(tmp_path / "in.jsonl", [ROWS[0], *bad, ROWS[1]], ["{oops\n", "[1, 2]\n"])
+    summary = run_batch(src, tmp_path / "out.jsonl", "bm25")
+    out = read_jsonl(tmp_path / "out.jsonl")
+    assert summary.rows == 9 and summary.failures == 7
+    errors = {r.get("query_id"): r["error"] for r in out}
+    assert errors["q1"] is None and errors["q2"] is None  # the good rows complete
+    assert "line 2, query_id 'no-query': 'query' must be a non-empty string" in errors["no-query"]
+    assert "'query' must be a non-empty string" in errors["empty"]
+    assert "'candidates' must be a list, got a str" in errors["string"]
+    assert "candidates[1] must be a string or an object" in errors["number"]
+    assert "document 0" in errors["no-text"] and "text" in errors["no-text"]
+    assert out[7]["error"].startswith("line 8: not JSON")
+    assert out[8]["error"] == "line 9: a row must be a JSON object"
+    assert all(r["results"] == [] for r in out if r["error"])
+
+
+def test_the_cli_writes_parquet_from_jsonl_and_back_and_says_what_failed(tmp_path, capsys):
+    pytest.importorskip("pyarrow", reason="Parquet needs the 'parquet' extra")
+    src = write_jsonl(tmp_path / "in.jsonl", ROWS, ["not json\n"])
+    code = main(["batch", "-i", str(src), "-o", str(tmp_path / "out.parquet"), "-r", "bm25"])
+    err = capsys.readouterr().err
+    assert code == 1  # a row failed: written, counted, and the status says so
+    assert "3 rows" in err and "1 failed" in err and "line 3: not JSON" in err
+    rows = list(read_rows(tmp_path / "out.parquet"))
+    assert [r["query_id"] for r in rows] == ["q1", "q2", None]
+    assert rows[0]["results"][0]["index"] == 1 and rows[2]["error"].startswith("line 3")
+    # Parquet in, JSON Lines out: the same rankings
+    args = ["batch", "-i", str(tmp_path / "out.parquet"), "-o", str(tmp_path / "again.jsonl")]
+    code = main([*args, "-r", "bm25", "--summary", str(tmp_path / "summary.json")])
+    assert code == 1
+    again = read_jsonl(tmp_path / "again.jsonl")
+    assert [r["results"] for r in again[:2]] == [r["results"] for r in rows[:2]]
+    assert json.loads((tmp_path / "summary.json").read_text())["failures"] == 1  # the old row
+
+
+def test_an_unknown_format_and_a_missing_file_are_named_before_any_work(tmp_path):
+    (tmp_path / "in.csv").write_text("query,candidates\n")
+    with pytest.raises(ValueError, match=r"in\.csv: use a \.jsonl or \.parquet file"):
+        run_batch(tmp_path / "in.csv", tmp_path / "out.jsonl", "bm25")
+    src = write_jsonl(tmp_path / "in.jsonl", ROWS)
+    with pytest.raises(ValueError, match=r"out\.txt: use a \.jsonl or \.parquet file"):
+        run_batch(src, tmp_path / "out.txt", "bm25")
+    with pytest.raises(ValueError, match=r"missing\.jsonl: no such file"):
+        run_batch(tmp_path / "missing.jsonl", tmp_path / "out.jsonl", "bm25")
+    assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "out.txt").exists()
+
+
+def test_the_callers_rows_are_not_changed():
+    rows = copy.deepcopy(ROWS)
+    reranker = load("bm25")
+    for row in rows:
+        rerank_row(reranker, row)
+    assert rows == ROWS
+
+
+def test_a_pipeline_that_fails_for_every_row_is_counted_not_raised(failing_scorer, tmp_path):
+    from rerankit import ScorerReranker
+
+    summary = run_batch(list(ROWS), tmp_path / "out.jsonl", ScorerReranker(failing_scorer()))
+    out = read_jsonl(tmp_path / "out.jsonl")
+    assert summary.failures == 2 and all(r["error"] == "every strategy failed" for r in out)
+    assert all(len(r["results"]) == len(ROWS[i]["candidates"]) for i, r in enumerate(out))
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.text(alphabet="abc xyz", min_size=0, max_size=30), min_size=1, max_size=12),
+    st.text(alphabet="abc xyz", min_size=1, max_size=10).filter(str.strip),
+)
+def test_results_are_a_permutation_of_the_candidates(texts, query):
+    row = {"query": query, "candidates": texts}
+    out = rerank_row(load("bm25"), row)
+    assert out["error"] is None
+    assert sorted(r["index"] for r in out["results"]) == list(range(len(texts)))
+    scores = [r["score"] for r in out["results"]]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_the_summary_counts_usage_and_reads_as_a_sentence():
+    summary = BatchSummary()
+    summary.count({"error": None, "degraded": True}, {"calls": 3})
+    summary.count({"error": "x", "degraded": False}, {"calls": 1, "failures": 1})
+    summary.seconds = 2.0
+    assert summary.to_dict()["usage"] == {"calls": 4, "failures": 1}
+    assert str(summary) == (
+        "2 rows in 2.0 s (1.0 rows/s); 1 failed, 1 degraded; LLM usage: calls 4, failures 1"
+    )

@@ -1,0 +1,162 @@
+"""`rerankit batch --engine ray` (Ray local mode, 2 CPUs): the same rankings as the local
+engine, failures written and counted, Parquet and JSON Lines both ways."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray.data", reason="the ray engine needs the 'ray' extra")
+pytestmark = pytest.mark.ray
+
+from rerankit.batch import beir_rows, read_rows, rerank_dataset, run_batch  # noqa: E402
+from rerankit.testing import FakeLLMServer, Reply  # noqa: E402
+
+DL19 = Path(__file__).resolve().parents[3] / "shared" / "data" / "msmarco"
+DL19 = DL19 / "trec-dl-2019-bm25-top100"
+needs_dl19 = pytest.mark.skipif(
+    not DL19.exists(), reason="../shared/data (TREC DL19) is not present"
+)
+KEY_ENV = "RERANKIT_BATCH_TEST_KEY"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def ray_local():
+    import ray
+
+    os.environ[KEY_ENV] = "test-key"  # before the workers start: they inherit it
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
+
+
+def rankings(path):
+    return {r["query_id"]: [x["id"] for x in r["results"]] for r in read_rows(path)}
+
+
+def scores(path):
+    return {r["query_id"]: [x["score"] for x in r["results"]] for r in read_rows(path)}
+
+
+@needs_dl19
+@pytest.mark.parametrize(("pipeline", "queries", "workers"), [("bm25", 43, 2), ("hybrid", 8, 1)])
+def test_dl19_rankings_are_identical_on_both_engines(tmp_path, pipeline, queries, workers):
+    rows = beir_rows(DL19, DL19 / "bm25_top100.run.trec")[:queries]
+    local = run_batch(rows, tmp_path / "local.jsonl", pipeline)
+    remote = run_batch(rows, tmp_path / "ray.jsonl", pipeline, engine="ray", workers=workers)
+    assert local.rows == remote.rows == queries and local.failures == remote.failures == 0
+    assert rankings(tmp_path / "ray.jsonl") == rankings(tmp_path / "local.jsonl")
+    for qid, values in scores(tmp_path / "ray.jsonl").items():
+        assert values == pytest.approx(scores(tmp_path / "local.jsonl")[qid], abs=1e-6)
+    assert [r["query_id"] for r in read_rows(tmp_path / "ray.jsonl")] == [
+        r["query_id"] for r in rows
+    ]  # input order kept
+
+
+def test_a_malformed_row_and_a_failing_provider_are_written_and_counted(tmp_path):
+    def judge(request):
+        if "broken query" in request.prompt:
+            return Reply(status=401, text="invalid key for this project")
+        return Reply(text=json.dumps({"id": "0", "score": 5 if "Paris" in request.prompt else 1}))
+
+    with FakeLLMServer(responder=judge) as server:
+        spec = {
+            "name": "judge",
+            "stages": [
+                {
+                    "scorer": {
+                        "type": "llm_pointwise",
+                        "provider": "openai",
+                        "model": "m",
+                        "base_url": server.openai_url,
+                        "api_key_env": KEY_ENV,
+                        "cache": False,
+                    }
+                }
+            ],
+        }
+        rows = [
+            {"query_id": "ok-1", "query": "capital of france", "candidates": ["Rome", "Paris"]},
+            {"query_id": "bad", "query": "broken query", "candidates": ["Rome", "Paris"]},
+            {"query_id": "ok-2", "query": "capital city", "candidates": ["Oslo", "Paris x"]},
+        ]
+        src = tmp_path / "in.jsonl"
+        src.write_text(
+            json.dumps(rows[0]) + "\n{not json\n" + "\n".join(json.dumps(r) for r in rows[1:])
+        )
+        summary = run_batch(src, tmp_path / "out.jsonl", spec, engine="ray", batch_size=2)
+    out = list(read_rows(tmp_path / "out.jsonl"))
+    assert summary.rows == 4
+    by_id = {r.get("query_id"): r for r in out}
+    assert by_id["ok-1"]["error"] is None and by_id["ok-1"]["results"][0]["index"] == 1
+    assert by_id["ok-2"]["error"] is None and by_id["ok-2"]["results"][0]["index"] == 1
+    assert by_id[None]["error"].startswith("line '{not json': not JSON")
+    failed = by_id["bad"]
+    assert failed["error"] == "the LLM provider failed for every document"
+    assert failed["degraded"] and any("HTTP 401" in w for w in failed["warnings"])
+    assert {x["index"] for x in failed["results"]} == {0, 1}  # nothing lost
+    assert all("llm_failed" in x["flags"] for x in failed["results"])
+    assert (summary.failures, summary.degraded) == (2, 1)  # the bad line, the failed provider
+    assert summary.usage["calls"] == 6 and summary.usage["failures"] == 2
+
+
+def test_parquet_and_jsonl_both_ways(tmp_path):
+    pytest.importorskip("pyarrow")
+    rows = [
+        {"query_id": f"q{i}", "query": q, "candidates": ["Paris is in France", "cats", q]}
+        for i, q in enumerate(["capital of france", "cats and dogs", "rivers"])
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    run_batch(src, tmp_path / "local.parquet", "bm25")
+    run_batch(src, tmp_path / "a.parquet", "bm25", engine="ray")  # JSON Lines -> Parquet
+    run_batch(tmp_path / "a.parquet", tmp_path / "b.jsonl", "bm25", engine="ray")  # and back
+    run_batch(tmp_path / "a.parquet", tmp_path / "c.parquet", "bm25", engine="ray")
+    expected = rankings(tmp_path / "local.parquet")
+    assert expected["q0"] == [None, None, None] or len(expected["q0"]) == 3
+    for name in ("a.parquet", "b.jsonl", "c.parquet"):
+        got = list(read_rows(tmp_path / name))
+        assert [[x["index"] for x in r["results"]] for r in got] == [
+            [x["index"] for x in r["results"]] for r in read_rows(tmp_path / "local.parquet")
+        ]
+        assert [r["candidates"] for r in got] == [r["candidates"] for r in rows]
+
+
+def test_rerank_dataset_returns_a_ray_dataset_for_ray_users():
+    import ray.data
+
+    ds = ray.data.from_items(
+        [{"query": "capital of france", "candidates": ["cats", "Paris is the capital of France"]}]
+    )
+    out = rerank_dataset(ds, "bm25").take_all()
+    assert out[0]["results"][0]["index"] == 1 and out[0]["error"] is None
+    assert out[0]["candidates"] == ["cats", "Paris is the capital of France"]
+
+
+def test_a_reranker_object_cannot_be_shipped_and_says_what_to_pass(tmp_path):
+    from rerankit import load
+
+    with pytest.raises(TypeError, match="pass a registered name, a pipeline file or a spec"):
+        run_batch(
+            [{"query": "q", "candidates": ["a"]}], tmp_path / "o.jsonl", load("bm25"), engine="ray"
+        )
+
+
+@needs_dl19
+def test_eval_on_ray_reports_what_the_local_engine_reports(capsys):
+    from rerankit.cli import main
+
+    args = ["eval", "--data", str(DL19), "--first-stage", "run", "--rerankers", "bm25"]
+    args += ["--max-queries", "12", "--no-progress", "--no-embedding-cache"]
+    assert main(args) == 0
+    local = capsys.readouterr().out
+    assert main([*args, "--engine", "ray", "--workers", "2"]) == 0
+    remote = capsys.readouterr().out
+
+    def ndcg_cells(text):
+        return [line.split("|")[1:4] for line in text.splitlines() if line.startswith("| ")]
+
+    assert ndcg_cells(remote) == ndcg_cells(local) and ndcg_cells(local)
