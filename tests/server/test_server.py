@@ -26,7 +26,7 @@ from rerankit import (  # noqa: E402
     register_reranker,
     rerank,
 )
-from rerankit.server import ServerSettings, create_app  # noqa: E402
+from rerankit.server import ServerSettings  # noqa: E402
 from rerankit.server.batching import EncodeBatcher  # noqa: E402
 
 DOCS = [
@@ -81,29 +81,8 @@ register_reranker("test-broken", lambda: _Broken(FunctionScorer(lambda q, d: 0.0
 register_reranker("test-hybrid", lambda: HybridReranker(JaccardScorer(name="embedding")))
 
 
-class LiveServer:
-    def __init__(self, settings: ServerSettings) -> None:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
-        config = uvicorn.Config(
-            create_app(settings), host="127.0.0.1", port=self.port, log_level="warning"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-        self.thread.start()
-        deadline = time.time() + 20
-        while not self.server.started and time.time() < deadline:
-            time.sleep(0.02)
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(10)
-
-
 @pytest.fixture(scope="module")
-def live():
+def live(live_server):
     settings = ServerSettings(
         pipelines={
             "bm25": "bm25",
@@ -122,7 +101,7 @@ def live():
         max_concurrency=1,
         max_queue=1,
     )
-    server = LiveServer(settings)
+    server = live_server(settings)
     yield server
     server.stop()
 
@@ -290,11 +269,11 @@ def test_full_queue_answers_429_and_every_accepted_request_is_answered(live):
     assert "rerankit_documents_scored_total" in metrics
 
 
-def test_timeout_is_503_and_the_work_past_it_is_cancelled():
+def test_timeout_is_503_and_the_work_past_it_is_cancelled(live_server):
     settings = ServerSettings(
         pipelines={"slow": "test-async-slow"}, default="slow", timeout=0.6, max_concurrency=1
     )
-    server = LiveServer(settings)
+    server = live_server(settings)
     try:
         query = "timeout"
         r = httpx.post(f"{server.url}/v2/rerank", json={"query": query, "documents": DOCS * 3})
@@ -306,11 +285,11 @@ def test_timeout_is_503_and_the_work_past_it_is_cancelled():
         server.stop()
 
 
-def test_a_disconnected_client_s_work_is_dropped_queued_or_running():
+def test_a_disconnected_client_s_work_is_dropped_queued_or_running(live_server):
     settings = ServerSettings(
         pipelines={"slow": "test-async-slow"}, default="slow", timeout=30, max_concurrency=1
     )
-    server = LiveServer(settings)
+    server = live_server(settings)
 
     def post(query, n, timeout):
         try:
@@ -405,7 +384,6 @@ def test_encode_batches_keep_to_the_token_budget():
 
 
 def test_abandoned_encode_work_is_dropped_before_it_runs():
-    import threading
     from concurrent.futures import CancelledError
 
     started, release, seen = threading.Event(), threading.Event(), []
@@ -467,8 +445,8 @@ def test_404_405_and_401_answer_like_the_api(live):
     assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
 
 
-def test_ready_only_after_the_warm_up():
-    server = LiveServer(ServerSettings(pipelines={"slow": "test-slow"}, default="slow"))
+def test_ready_only_after_the_warm_up(live_server):
+    server = live_server(ServerSettings(pipelines={"slow": "test-slow"}, default="slow"))
     try:
         first = httpx.get(f"{server.url}/ready")
         assert first.status_code == 503 and first.json() == {"status": "loading"}
@@ -495,7 +473,7 @@ register_reranker(
 )
 
 
-def test_failures_are_errors_and_partial_ones_are_said_in_meta_and_a_header():
+def test_failures_are_errors_and_partial_ones_are_said_in_meta_and_a_header(live_server):
     pytest.importorskip("openai", reason="the provider case needs the 'openai' extra")
     from rerankit import LLMPointwiseScorer
     from rerankit.llm import OpenAIClient, RetryPolicy
@@ -509,7 +487,7 @@ def test_failures_are_errors_and_partial_ones_are_said_in_meta_and_a_header():
             lambda: ScorerReranker(LLMPointwiseScorer(client, retry=fast, cache=False)),
         )
         pipelines = {n: f"test-{n}" for n in ("all-fail", "half-fail", "llm-down")}
-        server = LiveServer(ServerSettings(pipelines=pipelines, default="all-fail"))
+        server = live_server(ServerSettings(pipelines=pipelines, default="all-fail"))
         try:
             ask = {"query": QUERY, "documents": DOCS}
             r = httpx.post(f"{server.url}/v2/rerank", json={**ask, "model": "all-fail"})
@@ -541,7 +519,7 @@ register_reranker(
 )
 
 
-def test_one_deadline_covers_the_queue_and_queued_requests_past_it_never_run():
+def test_one_deadline_covers_the_queue_and_queued_requests_past_it_never_run(live_server):
     settings = ServerSettings(
         pipelines={"slow": "test-slow-counted"},
         default="slow",
@@ -549,7 +527,7 @@ def test_one_deadline_covers_the_queue_and_queued_requests_past_it_never_run():
         max_concurrency=1,
         max_queue=4,
     )
-    server = LiveServer(settings)
+    server = live_server(settings)
     try:
         deadline = time.time() + 20
         while httpx.get(f"{server.url}/ready").status_code != 200 and time.time() < deadline:
@@ -757,13 +735,13 @@ CALIBRATED = {
 
 
 @pytest.fixture(scope="module")
-def scales():
+def scales(live_server):
     pytest.importorskip("sentence_transformers", reason="the real hybrid needs the 'torch' extra")
     settings = ServerSettings(
         pipelines={"hybrid": "hybrid", "bm25": "bm25", "calibrated": CALIBRATED},
         default="hybrid",
     )
-    server = LiveServer(settings)
+    server = live_server(settings)
     deadline = time.time() + 120
     while httpx.get(f"{server.url}/ready").status_code != 200 and time.time() < deadline:
         time.sleep(0.1)
@@ -851,11 +829,11 @@ def test_embedding_micro_batches_are_counted_in_texts_and_tokens(scales):
     assert _metric(scales.url, "rerankit_encode_batch_tokens_sum") > 0  # counted by the tokenizer
 
 
-def test_work_that_cannot_finish_by_its_deadline_is_not_started():
+def test_work_that_cannot_finish_by_its_deadline_is_not_started(live_server):
     settings = ServerSettings(
         pipelines={"slow": "test-async-slow"}, default="slow", timeout=1.2, max_concurrency=1
     )
-    server = LiveServer(settings)
+    server = live_server(settings)
 
     def post(query, n):
         r = httpx.post(
