@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 
 QUERY  ?= how do vaccines train the immune system
 
-.PHONY: demo test test-core lint format bench quality clean install install-dev
+.PHONY: demo test test-core lint format bench quality clean install install-dev browser
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -43,8 +43,26 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/rerankit rank --query "$(QUERY)" --input examples/sample.jsonl --format table \
 		--first-stage-field retriever_score
 
-test: $(VENV)/.installed-dev
+test: $(VENV)/.installed-dev browser
 	$(PY) -m pytest -q
+
+# The playground's browser tests drive Debian's chromium through chromedriver (Playwright's
+# own browser download needs the internet). Installed here when missing and possible (root
+# with apt-get); otherwise those tests skip and say why.
+BROWSER_PACKAGES := chromium chromium-driver
+browser:
+	@if command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1; then \
+		echo "browser: $$(chromedriver --version 2>/dev/null | head -1)"; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "browser: installing Debian's $(BROWSER_PACKAGES)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			$(BROWSER_PACKAGES) >/dev/null 2>&1 \
+		|| { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -q --no-install-recommends $(BROWSER_PACKAGES) >/dev/null; } \
+		|| echo "browser: could not install chromium; the browser tests will skip"; \
+	else \
+		echo "browser: no chromium, and no apt-get as root to install it; browser tests skip"; \
+	fi
 
 # The core tests (tests/core) in a venv of their own without torch or any other extra.
 CORE_VENV ?= .venv-core
@@ -77,4 +95,5 @@ quality: $(VENV)/.installed-dev
 	$(PY) benchmarks/learn.py --finetuned .cache/ft-scifact
 
 clean:
-	rm -rf $(VENV) $(CORE_VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info
+	rm -rf $(VENV) $(CORE_VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info \
+		tests/artifacts

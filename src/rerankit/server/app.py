@@ -429,8 +429,8 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             if size is not None and size.isdigit() and int(size) > settings.max_body_bytes:
                 return error(413, f"request body over {settings.max_body_bytes} bytes")
         needs_key = (
-            path not in ("/health", "/ready", "/docs", "/openapi.json")
-            and not path.startswith("/docs/assets/")
+            path not in ("/health", "/ready", "/docs", "/openapi.json", "/playground")
+            and not path.startswith(("/docs/assets/", "/playground/"))
             and not (path == "/metrics" and settings.metrics_public)
         )
         if needs_key and settings.api_keys:
@@ -607,6 +607,29 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 404, "Swagger UI assets need the 'fastapi-swagger' package (extra 'server')"
             ) from exc
         return Response(data, media_type=swagger_assets[name])
+
+    @app.get("/playground", include_in_schema=False)
+    async def playground_page() -> Any:
+        """The playground page (public like /docs; its API calls carry the key)."""
+        return playground_file("index.html")
+
+    @app.get("/playground/{name}", include_in_schema=False)
+    async def playground_asset(name: str) -> Any:
+        return playground_file(name)
+
+    def playground_file(name: str) -> Any:
+        from . import playground
+
+        try:
+            data = playground.asset(name)
+        except KeyError:
+            raise ServiceError(404, f"no playground file {name!r}") from None
+        headers = {
+            "Content-Security-Policy": playground.CONTENT_SECURITY_POLICY,
+            "X-Content-Type-Options": "nosniff",
+            "Cache-Control": "no-cache",
+        }
+        return Response(data, media_type=playground.ASSETS[name], headers=headers)
 
     @app.get("/health")
     async def health() -> Any:

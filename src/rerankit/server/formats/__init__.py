@@ -2,8 +2,8 @@
 ``respond``; see :class:`~rerankit.server.formats.base.WireFormat`). Adding a format is one
 module here plus its name in :data:`FORMATS`."""
 
-from . import cohere_v1, cohere_v2, tei
+from . import cohere_v1, cohere_v2, explain, tei
 
-FORMATS = (cohere_v1, cohere_v2, tei)
+FORMATS = (cohere_v1, cohere_v2, tei, explain)
 
 __all__ = ["FORMATS"]

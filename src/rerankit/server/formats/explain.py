@@ -1,0 +1,113 @@
+"""rerankit's own ``POST /v1/explain``: a rerank that answers with every document's
+explanation (each strategy's raw score, normalised value, weight and contribution, per
+stage, as :meth:`~rerankit.RerankResult.explain` gives them), its flags, the request's
+timings and LLM usage. Documents are strings or objects with ``text`` (and ``id``,
+``first_stage_score`` or other fields). The playground page draws this."""
+
+from __future__ import annotations
+
+import math
+import uuid
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ...documents import to_documents
+from ...types import RerankResult
+from ..settings import ServerSettings
+from .base import Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
+
+path = "/v1/explain"
+
+
+class Request(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    model: str | None = None
+    query: str = Field(pattern=r"\S")  # not empty, not only whitespace
+    documents: list[str | dict[str, Any]] = Field(min_length=1)
+    top_n: PositiveWholeNumber | None = None
+
+
+class Strategy(BaseModel):
+    raw: float | None
+    normalized: float | None
+    weight: float | None
+    contribution: float | None
+
+
+class Result(BaseModel):
+    index: int
+    rank: int
+    id: Any = None
+    score: float | None
+    relevance_score: float
+    text: str
+    flags: list[str]
+    strategies: dict[str, Strategy]
+
+
+class Response(BaseModel):
+    """Results best first, each with its explanation; what the scores mean; the
+    request's timings (seconds) and provider usage."""
+
+    id: str
+    model: str | None
+    results: list[Result]
+    score_scale: str
+    degraded: bool
+    warnings: list[str]
+    timings: dict[str, float]
+    usage: dict[str, int]
+    meta: dict[str, Any]
+
+
+def call(body: Request, settings: ServerSettings) -> Call:
+    return Call(
+        check_query(body.query, settings),
+        clip(to_documents(body.documents), settings),
+        body.model or settings.default,
+        body.top_n,
+    )
+
+
+def _number(x: Any) -> float | None:
+    """A JSON number, or null for NaN and infinities (which JSON cannot carry)."""
+    if x is None:
+        return None
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
+    scores = relevance_scores(result)
+    texts = {r.index: r.text for r in result}
+    results = []
+    for entry, unit in zip(result.explain(), scores, strict=True):
+        results.append(
+            {
+                "index": entry["index"],
+                "rank": entry["rank"],
+                "id": entry["id"],
+                "score": _number(entry["score"]),
+                "relevance_score": unit,
+                "text": texts[entry["index"]],
+                "flags": entry["flags"],
+                "strategies": {
+                    name: {k: _number(part.get(k)) for k in Strategy.model_fields}
+                    for name, part in entry["strategies"].items()
+                },
+            }
+        )
+    timings = {f"stage:{k}": float(v) for k, v in result.timings.items()}
+    timings.update({k: float(v) for k, v in call.timings.items()})
+    return {
+        "id": str(uuid.uuid4()),
+        "model": call.model,
+        "results": results,
+        "score_scale": result.score_scale,
+        "degraded": result.degraded,
+        "warnings": list(result.warnings),
+        "timings": timings,
+        "usage": {k: int(v) for k, v in result.usage.items()},
+        "meta": meta(result, "2"),
+    }

@@ -1,0 +1,300 @@
+"""The playground page and ``POST /v1/explain``: served by the service itself, and driven
+in a real headless Chromium (Debian's ``chromium`` + ``chromedriver``, through Selenium)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
+httpx = pytest.importorskip("httpx")
+pytest.importorskip("uvicorn")
+
+from rerankit import load  # noqa: E402
+from rerankit.server import ServerSettings  # noqa: E402
+from rerankit.server.playground import ASSETS  # noqa: E402
+
+KEY = "sekret"
+AUTH = {"Authorization": f"Bearer {KEY}"}
+FUSED = {
+    "name": "fused",
+    "stages": [{"scorers": [{"type": "bm25", "weight": 0.6}, {"type": "jaccard", "weight": 0.4}]}],
+}
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
+
+
+@pytest.fixture(scope="module")
+def service(live_server):
+    settings = ServerSettings(
+        pipelines={"bm25": "bm25", "fused": FUSED}, default="bm25", api_keys=[KEY]
+    )
+    server = live_server(settings)
+    yield server
+    server.stop()
+
+
+def sample():
+    from rerankit.server.playground import asset
+
+    return json.loads(asset("sample.json"))
+
+
+# -- without a browser -------------------------------------------------------------------
+
+
+def test_the_page_and_its_files_are_served_without_a_key_and_load_nothing_from_elsewhere(
+    service,
+):
+    page = httpx.get(f"{service.url}/playground")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    for name, media in ASSETS.items():
+        got = httpx.get(f"{service.url}/playground/{name}")
+        assert got.status_code == 200 and got.headers["content-type"] == media
+        # no URL of another origin anywhere in what the page loads
+        assert not re.search(r"(src|href)=\"(https?:)?//", got.text), name
+        text = got.text.replace("http://www.w3.org/2000/svg", "")  # a namespace, not a URL
+        assert "https://" not in text and "http://" not in text, name
+    escape = httpx.get(f"{service.url}/playground/..%2Fapp.py")  # only the listed files
+    assert escape.status_code == 404 and "import" not in escape.text
+    assert httpx.get(f"{service.url}/playground/other.js").json() == {
+        "message": "no playground file 'other.js'"
+    }
+
+
+def test_explain_answers_what_the_library_explains(service):
+    s = sample()
+    body = {"model": "fused", "query": s["query"], "documents": s["candidates"]}
+    got = httpx.post(f"{service.url}/v1/explain", json=body, headers=AUTH)
+    assert got.status_code == 200, got.text
+    data = got.json()
+    direct = load(FUSED).rerank(s["query"], s["candidates"])
+    assert [r["index"] for r in data["results"]] == [r.index for r in direct]
+    for api, lib in zip(data["results"], direct.explain(), strict=True):
+        assert api["score"] == pytest.approx(lib["score"])
+        assert set(api["strategies"]) == set(lib["strategies"])
+        for name, part in lib["strategies"].items():
+            assert api["strategies"][name]["contribution"] == pytest.approx(part["contribution"])
+        assert api["id"] == s["candidates"][api["index"]]["id"]
+    assert data["model"] == "fused" and data["score_scale"] == direct.score_scale
+    assert {"queue", "inference"} <= set(data["timings"])
+    assert data["usage"] == {} and data["degraded"] is False
+
+
+def test_explain_needs_the_key_and_names_a_bad_document(service):
+    body = {"query": "q", "documents": ["fine", {"id": "x", "body": "no text field"}]}
+    assert httpx.post(f"{service.url}/v1/explain", json=body).status_code == 401
+    bad = httpx.post(f"{service.url}/v1/explain", json=body, headers=AUTH)
+    assert bad.status_code == 400 and "document 1" in bad.json()["message"]
+    empty = httpx.post(f"{service.url}/v1/explain", json={**body, "documents": []}, headers=AUTH)
+    assert empty.status_code == 422 and "documents" in empty.json()["message"]
+    schema = httpx.get(f"{service.url}/openapi.json").json()
+    assert "/v1/explain" in schema["paths"]
+    assert "200" in schema["paths"]["/v1/explain"]["post"]["responses"]
+
+
+# -- in a real browser -------------------------------------------------------------------
+
+
+def _browser_paths():
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    driver = shutil.which("chromedriver")
+    return chromium, driver
+
+
+@pytest.fixture(scope="module")
+def browser():
+    webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (dev extra)")
+    chromium, driver = _browser_paths()
+    if not chromium or not driver:
+        pytest.skip("no chromium/chromedriver here: `make browser` installs Debian's chromium")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
+        options.add_argument(arg)
+    options.add_argument("--window-size=1280,800")
+    try:
+        drv = webdriver.Chrome(service=Service(driver), options=options)
+    except Exception as exc:  # a browser that cannot start here
+        pytest.skip(f"chromium did not start: {type(exc).__name__}: {exc}")
+    drv.set_window_size(1280, 800)
+    ARTIFACTS.mkdir(exist_ok=True)
+    yield drv
+    drv.quit()
+
+
+def wait_for(condition, timeout=20.0):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for the page")
+
+
+def shown(drv, element_id):
+    return drv.execute_script(f"return !document.getElementById('{element_id}').hidden")
+
+
+def column_indexes(drv, column):
+    """The input indexes of a rendered ranking, best first (read in one script call)."""
+    return drv.execute_script(
+        "return [...document.querySelectorAll(arguments[0])].map(b => +b.dataset.index)",
+        f'ol[data-column="{column}"] button.doc',
+    )
+
+
+def ranked(drv):
+    """How many rankings the page has rendered (it counts them on <body>)."""
+    return int(drv.execute_script("return +(document.body.dataset.ranked || 0)"))
+
+
+def rank_and_wait(drv, press):
+    before = ranked(drv)
+    press()
+    wait_for(lambda: ranked(drv) > before)
+
+
+def open_page(drv, service):
+    drv.get(f"{service.url}/playground")
+    wait_for(lambda: shown(drv, "key-row"))  # the service wants a key: the page asks for it
+    key = drv.find_element("id", "key")
+    key.send_keys(KEY + "\n")
+    wait_for(lambda: len(drv.find_elements("css selector", "#pipeline-a option")) == 2)
+
+
+def test_rank_with_two_pipelines_and_read_an_explanation(browser, service):
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.support.ui import Select
+
+    drv = browser
+    drv.set_window_size(1280, 800)
+    open_page(drv, service)
+    drv.find_element("id", "sample").click()
+    s = sample()
+    assert drv.find_element("id", "query").get_attribute("value") == s["query"]
+    Select(drv.find_element("id", "pipeline-a")).select_by_value("bm25")
+    Select(drv.find_element("id", "pipeline-b")).select_by_value("fused")
+    rank_and_wait(drv, lambda: drv.find_element("id", "query").send_keys(Keys.ENTER))  # Enter
+    assert column_indexes(drv, "b")
+    api = {
+        name: httpx.post(
+            f"{service.url}/v1/explain",
+            json={"model": name, "query": s["query"], "documents": s["candidates"]},
+            headers=AUTH,
+        ).json()
+        for name in ("bm25", "fused")
+    }
+    assert column_indexes(drv, "a") == [r["index"] for r in api["bm25"]["results"]]
+    assert column_indexes(drv, "b") == [r["index"] for r in api["fused"]["results"]]
+    first = sorted(
+        range(len(s["candidates"])), key=lambda i: -s["candidates"][i]["first_stage_score"]
+    )
+    assert column_indexes(drv, "first") == first  # the sample carries first-stage scores
+    moves = drv.find_elements("css selector", "svg.moves line")
+    assert len(moves) == 2 * len(s["candidates"])  # first stage -> A -> B
+    drv.execute_script("document.getElementById('results').scrollIntoView()")
+    drv.save_screenshot(str(ARTIFACTS / "playground-compare.png"))
+
+    top = api["fused"]["results"][0]
+    drv.find_element("css selector", 'ol[data-column="b"] button.doc').click()
+    wait_for(lambda: shown(drv, "details"))
+    title = drv.find_element("id", "details-title")
+    assert f"document {top['index']}" in title.text
+    assert drv.switch_to.active_element == title  # focus moves to the explanation
+    cells = {
+        c.get_attribute("data-strategy"): c.text
+        for c in drv.find_elements("css selector", "#details td.contribution")
+    }
+    assert cells == {
+        name: f"{part['contribution']:.4f}" for name, part in top["strategies"].items()
+    }
+    bars = drv.find_elements("css selector", "#details svg.bar rect")
+    assert {b.get_attribute("data-strategy") for b in bars} == set(top["strategies"])
+    score = drv.find_element("css selector", "#details dd.detail-score").text
+    assert score == f"{top['score']:.4f}"
+    drv.execute_script("document.getElementById('details').scrollIntoView()")
+    drv.save_screenshot(str(ARTIFACTS / "playground-explanation.png"))
+
+    curl = drv.find_element("id", "curl").text
+    assert "/v1/explain" in curl and "$RERANKIT_API_KEY" in curl and KEY not in curl
+    toml = drv.find_element("id", "toml").text
+    assert "[pipelines.bm25]" in toml or 'bm25 = "bm25"' in toml
+    assert "[[pipelines.fused.stages]]" in toml and 'type = "jaccard"' in toml
+
+
+def test_bad_input_gets_the_api_s_message_inline(browser, service):
+    drv = browser
+    open_page(drv, service)
+    query = drv.find_element("id", "query")
+    query.clear()
+    query.send_keys("vaccines")
+    box = drv.find_element("id", "candidates")
+    box.clear()
+    drv.find_element("id", "rank").click()
+    assert "candidates: paste at least one" in wait_for(
+        lambda: shown(drv, "error") and drv.find_element("id", "error").text
+    )
+    box.send_keys('{"id": "a", "text": "fine"}\n{"id": "b", "body": "no text"}')
+    drv.find_element("id", "rank").click()
+    message = wait_for(
+        lambda: (
+            "document 1" in drv.find_element("id", "error").text
+            and drv.find_element("id", "error").text
+        )
+    )
+    api = httpx.post(
+        f"{service.url}/v1/explain",
+        json={
+            "model": "bm25",
+            "query": "vaccines",
+            "documents": [{"id": "a", "text": "fine"}, {"id": "b", "body": "no text"}],
+        },
+        headers=AUTH,
+    ).json()["message"]
+    assert message == api
+    box.clear()
+    box.send_keys('{"id": "a", "text": "fine"}\n{not json')
+    drv.find_element("id", "rank").click()
+    assert "candidates line 2: not JSON" in wait_for(
+        lambda: (
+            drv.find_element("id", "error").text.startswith("candidates line")
+            and drv.find_element("id", "error").text
+        )
+    )
+
+
+def test_keyboard_order_and_small_screens(browser, service):
+    from selenium.webdriver.common.keys import Keys
+
+    drv = browser
+    open_page(drv, service)
+    drv.find_element("id", "query").click()
+    order = []
+    for _ in range(5):
+        drv.switch_to.active_element.send_keys(Keys.TAB)
+        order.append(drv.switch_to.active_element.get_attribute("id"))
+    assert order == ["candidates", "sample", "pipeline-a", "pipeline-b", "rank"]
+    drv.switch_to.active_element.send_keys(Keys.SHIFT, Keys.TAB)
+    assert drv.switch_to.active_element.get_attribute("id") == "pipeline-b"
+    for width, height in ((1280, 800), (390, 844)):
+        drv.set_window_size(width, height)
+        drv.find_element("id", "sample").click()
+        rank_and_wait(drv, lambda: drv.find_element("id", "query").send_keys(Keys.ENTER))
+        inner = drv.execute_script("return window.innerWidth")
+        wide = drv.execute_script("return document.documentElement.scrollWidth")
+        assert wide <= inner, f"the page scrolls sideways at {width}x{height}"
+        rank = drv.find_element("id", "rank")
+        assert rank.is_displayed() and rank.size["width"] > 40
+        docs = drv.find_elements("css selector", 'ol[data-column="a"] button.doc')
+        assert all(d.size["width"] >= min(300, width - 60) for d in docs)
+        drv.save_screenshot(str(ARTIFACTS / f"playground-{width}x{height}.png"))
+    drv.set_window_size(1280, 800)
