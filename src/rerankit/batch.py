@@ -556,24 +556,33 @@ def _stream(out: Any) -> Iterator[dict[str, Any]]:
             yield json.loads(text)
 
 
-def iter_ray(source: Any, pipeline: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+def iter_ray(
+    source: Any,
+    pipeline: Any,
+    *,
+    workers: int = 1,
+    batch_size: int = 16,
+    num_cpus: float | None = None,
+    num_gpus: float | None = None,
+    address: str | None = None,
+    preserve_order: bool = True,
+    **options: Any,
+) -> Iterator[dict[str, Any]]:
     """The output rows of :func:`rerank_dataset` as they arrive (in input order unless
     ``preserve_order=False``), with their provider usage under a private key."""
-    options = {
-        k: kwargs.pop(k)
-        for k in list(kwargs)
-        if k not in ("workers", "batch_size", "num_cpus", "num_gpus", "address", "preserve_order")
-    }
-    settings = {
-        "workers": 1,
-        "batch_size": 16,
-        "num_cpus": None,
-        "num_gpus": None,
-        "address": None,
-        "preserve_order": True,
-        **kwargs,
-    }
-    return _stream(_ray_map(source, pipeline, options=options, **settings))
+    return _stream(
+        _ray_map(
+            source,
+            pipeline,
+            workers=workers,
+            batch_size=batch_size,
+            num_cpus=num_cpus,
+            num_gpus=num_gpus,
+            address=address,
+            preserve_order=preserve_order,
+            options=options,
+        )
+    )
 
 
 def _decode(batch: Any) -> Any:
