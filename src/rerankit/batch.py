@@ -18,6 +18,7 @@ file's contents, or a spec mapping), and the results stream back in input order.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import math
@@ -144,6 +145,13 @@ def rerank_row(reranker: Any, row: Mapping[str, Any], **options: Any) -> dict[st
     """``row`` plus its results (or its error); never raises for a bad row or a failed
     scorer. ``options`` go to ``reranker.rerank`` (``top_k``, ``text_field``, ...). The
     provider usage rides along under a private key that the writers drop."""
+    from .rerankers.base import run_sync
+
+    return run_sync(arerank_row(reranker, row, **options))
+
+
+async def arerank_row(reranker: Any, row: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+    """:func:`rerank_row` for async code (``reranker.arerank``)."""
     out = {k: v for k, v in row.items() if k not in OUTPUT_FIELDS}
     started = time.perf_counter()
     if _BAD in row:  # a line that could not be read
@@ -154,7 +162,7 @@ def rerank_row(reranker: Any, row: Mapping[str, Any], **options: Any) -> dict[st
         return out
     try:
         docs = _candidates(row)
-        result = reranker.rerank(row["query"], docs, **options)
+        result = await reranker.arerank(row["query"], docs, **options)
     except Exception as exc:  # a bad row, or a pipeline that cannot run: written, counted
         message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
         if not isinstance(exc, InputError):
@@ -177,9 +185,38 @@ def rerank_row(reranker: Any, row: Mapping[str, Any], **options: Any) -> dict[st
     return out
 
 
-def rerank_rows(reranker: Any, rows: Iterable[Mapping[str, Any]], **options: Any) -> list[dict]:
-    """:func:`rerank_row` for each row, in order."""
-    return [rerank_row(reranker, row, **options) for row in rows]
+def rerank_rows(
+    reranker: Any, rows: Iterable[Mapping[str, Any]], *, concurrency: int = 1, **options: Any
+) -> list[dict]:
+    """:func:`rerank_row` for each row, in order, with up to ``concurrency`` rows in flight
+    at once (worth it where a pipeline waits on a provider; local models gain nothing)."""
+    from .rerankers.base import run_sync
+
+    rows = list(rows)
+    if concurrency <= 1 or len(rows) <= 1:
+        return [rerank_row(reranker, row, **options) for row in rows]
+
+    async def run_all() -> list[dict]:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(row: Mapping[str, Any]) -> dict:
+            async with gate:
+                return await arerank_row(reranker, row, **options)
+
+        return list(await asyncio.gather(*(one(r) for r in rows)))
+
+    return run_sync(run_all())
+
+
+def _chunks(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 # -- reading and writing -------------------------------------------------------------------
@@ -410,12 +447,15 @@ class _Worker:
     """A Ray Data actor: builds the pipeline once, then reranks batches of rows. Each
     output row travels as one JSON string (rows of any shape pass through Arrow)."""
 
-    def __init__(self, spec: Any, options: Mapping[str, Any], lines: bool) -> None:
+    def __init__(
+        self, spec: Any, options: Mapping[str, Any], lines: bool, concurrency: int = 1
+    ) -> None:
         from .api import load
 
         self.reranker = load(spec)
         self.options = dict(options)
         self.lines = lines
+        self.concurrency = concurrency
 
     def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
@@ -424,9 +464,8 @@ class _Worker:
             rows = [_parse_line(t, None) for t in batch.column("text").to_pylist()]
         else:
             rows = batch.to_pylist()
-        out = [
-            json.dumps(rerank_row(self.reranker, row, **self.options), default=str) for row in rows
-        ]
+        done = rerank_rows(self.reranker, rows, concurrency=self.concurrency, **self.options)
+        out = [json.dumps(row, default=str) for row in done]
         return pa.table({"rerankit_row": pa.array(out, type=pa.string())})
 
 
@@ -486,6 +525,7 @@ def rerank_dataset(
     num_gpus: float | None = None,
     address: str | None = None,
     preserve_order: bool = True,
+    concurrency: int = 1,
     **options: Any,
 ) -> Any:
     """Rerank with Ray Data: ``source`` is a Ray Dataset, a JSON Lines or Parquet path, or
@@ -494,7 +534,9 @@ def rerank_dataset(
     the output rows (lazy, for users already in Ray: write it with ``write_parquet``);
     with ``output``, streams the rows back in input order into that file and returns the
     :class:`BatchSummary`. ``num_cpus``/``num_gpus`` per worker default to the pipeline's
-    hardware profile; ``options`` go to ``rerank`` (``top_k``, ``text_field``, ...)."""
+    hardware profile; ``concurrency`` rows of a batch are in flight at once in a worker
+    (for pipelines that wait on a provider); ``options`` go to ``rerank`` (``top_k``,
+    ``text_field``, ...)."""
     started = time.perf_counter()
     out = _ray_map(
         source,
@@ -505,6 +547,7 @@ def rerank_dataset(
         num_gpus=num_gpus,
         address=address,
         preserve_order=preserve_order,
+        concurrency=concurrency,
         options=options,
     )
     if output is None:
@@ -524,13 +567,17 @@ def _ray_map(
     num_gpus: float | None,
     address: str | None,
     preserve_order: bool,
+    concurrency: int,
     options: Mapping[str, Any],
 ) -> Any:
     """The lazy Ray Dataset of encoded output rows."""
     from .api import load
 
-    if workers < 1 or batch_size < 1:
-        raise InputError(f"workers and batch_size must be >= 1, got {workers} and {batch_size}")
+    if workers < 1 or batch_size < 1 or concurrency < 1:
+        raise InputError(
+            "workers, batch_size and concurrency must be >= 1, got "
+            f"{workers}, {batch_size} and {concurrency}"
+        )
     spec = declared(pipeline)
     cpus, gpus = _resources(load(spec))  # also checks the spec here, before any worker
     _start_ray(address)
@@ -541,7 +588,12 @@ def _ray_map(
     ds, lines = _ray_dataset(source)
     return ds.map_batches(
         _Worker,
-        fn_constructor_kwargs={"spec": spec, "options": dict(options), "lines": lines},
+        fn_constructor_kwargs={
+            "spec": spec,
+            "options": dict(options),
+            "lines": lines,
+            "concurrency": concurrency,
+        },
         batch_size=batch_size,
         batch_format="pyarrow",
         compute=ray_data.ActorPoolStrategy(size=workers),
@@ -566,6 +618,7 @@ def iter_ray(
     num_gpus: float | None = None,
     address: str | None = None,
     preserve_order: bool = True,
+    concurrency: int = 1,
     **options: Any,
 ) -> Iterator[dict[str, Any]]:
     """The output rows of :func:`rerank_dataset` as they arrive (in input order unless
@@ -580,6 +633,7 @@ def iter_ray(
             num_gpus=num_gpus,
             address=address,
             preserve_order=preserve_order,
+            concurrency=concurrency,
             options=options,
         )
     )
@@ -603,10 +657,14 @@ def run_batch(
     address: str | None = None,
     num_cpus: float | None = None,
     num_gpus: float | None = None,
+    concurrency: int = 1,
     **options: Any,
 ) -> BatchSummary:
     """Rerank every row of ``source`` (a file, or a list of rows) into ``output`` with the
-    ``local`` engine (this process) or ``ray`` (see :func:`rerank_dataset`)."""
+    ``local`` engine (this process) or ``ray`` (see :func:`rerank_dataset`). Both read
+    ``batch_size`` rows at a time and keep up to ``concurrency`` of them in flight."""
+    if batch_size < 1 or concurrency < 1:
+        raise InputError(f"batch_size and concurrency must be >= 1: {batch_size}, {concurrency}")
     input_format(output)  # both names checked before any work
     if isinstance(source, (str, Path)):
         input_format(source)
@@ -622,6 +680,7 @@ def run_batch(
             num_cpus=num_cpus,
             num_gpus=num_gpus,
             address=address,
+            concurrency=concurrency,
             **options,
         )
     if engine != "local":
@@ -631,7 +690,11 @@ def run_batch(
     reranker = load(pipeline)
     started = time.perf_counter()
     rows = read_rows(source) if isinstance(source, (str, Path)) else iter(source)
-    results = (rerank_row(reranker, row, **options) for row in rows)
+    results = (
+        row
+        for chunk in _chunks(rows, max(batch_size, concurrency))
+        for row in rerank_rows(reranker, chunk, concurrency=concurrency, **options)
+    )
     summary = write_rows(output, results)
     summary.seconds = time.perf_counter() - started
     return summary

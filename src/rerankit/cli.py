@@ -138,6 +138,7 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         address=args.address,
         num_cpus=args.num_cpus,
         num_gpus=args.num_gpus,
+        concurrency=args.concurrency,
         **options,
     )
     print(f"rerankit batch: wrote {args.output}: {summary}", file=sys.stderr)
@@ -344,7 +345,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--workers", type=_positive_int, default=1, help="ray: actors, each with the pipeline"
     )
     bat.add_argument(
-        "--batch-size", type=_positive_int, default=16, help="ray: rows per actor call (16)"
+        "--batch-size", type=_positive_int, default=16, help="rows per call of a worker (16)"
+    )
+    bat.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=1,
+        help="rows in flight at once per worker (1); raise it for pipelines that wait on "
+        "an LLM provider",
     )
     bat.add_argument(
         "--num-cpus", type=float, default=None, help="ray: CPUs per actor (pipeline's threads)"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -150,3 +151,56 @@ def test_the_summary_counts_usage_and_reads_as_a_sentence():
     assert str(summary) == (
         "2 rows in 2.0 s (1.0 rows/s); 1 failed, 1 degraded; LLM usage: calls 4, failures 1"
     )
+
+
+def test_concurrency_keeps_rows_in_flight_and_the_same_results(tmp_path, monkeypatch):
+    """With a pipeline that waits on a provider, ``concurrency`` rows are judged at once
+    (counted at a local fake OpenAI server); the rows and their order do not change."""
+    pytest.importorskip("openai", reason="needs the 'openai' extra")
+    import threading
+
+    from rerankit.testing import FakeLLMServer, Reply
+
+    lock, state = threading.Lock(), {"now": 0, "most": 0}
+
+    def judge(request):
+        with lock:
+            state["now"] += 1
+            state["most"] = max(state["most"], state["now"])
+        time.sleep(0.15)
+        with lock:
+            state["now"] -= 1
+        return Reply(text=json.dumps({"id": "0", "score": 7 if "Paris" in request.prompt else 2}))
+
+    monkeypatch.setenv("RERANKIT_TEST_KEY", "k")
+    rows = [
+        {"query_id": f"q{i}", "query": f"question {i}", "candidates": ["Paris"]} for i in range(8)
+    ]
+    with FakeLLMServer(responder=judge) as server:
+        spec = {
+            "stages": [
+                {
+                    "scorer": {
+                        "type": "llm_pointwise",
+                        "provider": "openai",
+                        "model": "m",
+                        "base_url": server.openai_url,
+                        "api_key_env": "RERANKIT_TEST_KEY",
+                        "cache": False,
+                    }
+                }
+            ]
+        }
+        outputs, most = {}, {}
+        for concurrency in (1, 4):
+            state["most"] = 0
+            summary = run_batch(
+                rows, tmp_path / f"c{concurrency}.jsonl", spec, concurrency=concurrency
+            )
+            assert summary.failures == 0 and summary.usage["calls"] == 8
+            outputs[concurrency] = read_jsonl(tmp_path / f"c{concurrency}.jsonl")
+            most[concurrency] = state["most"]
+    assert most[1] == 1 and most[4] == 4
+    strip = [{k: v for k, v in r.items() if k != "seconds"} for r in outputs[1]]
+    assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in outputs[4]]
+    assert [r["query_id"] for r in outputs[4]] == [f"q{i}" for i in range(8)]
