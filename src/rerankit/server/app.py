@@ -1,9 +1,11 @@
 """The HTTP service: a thin FastAPI app over rerankit pipelines.
 
 Endpoints: one per wire format in :mod:`rerankit.server.formats` (Cohere ``/v1/rerank`` and
-``/v2/rerank``, TEI ``/rerank``), ``GET /health``, ``GET /v1/models``, ``GET /metrics``
-(Prometheus) and the OpenAPI docs at ``/docs``. Errors are JSON ``{"message": ...}`` with
-Cohere's status codes.
+``/v2/rerank``, TEI ``/rerank``, rerankit's ``/v1/explain``), ``GET /health``, ``GET
+/ready``, ``GET /info``, ``GET /v1/models``, ``GET /metrics`` (Prometheus), the OpenAPI docs
+at ``/docs`` and the playground page at ``/playground``. Errors are JSON ``{"message":
+...}`` with Cohere's status codes. What runs a request (admission, deadlines, warm-up) is
+:mod:`rerankit.server.service`; the metrics are :mod:`rerankit.server.metrics`.
 
 Relevance scores are in [0, 1] and, for pipelines whose scores depend only on the (query,
 document) pair, mean the same in every request: the default ``hybrid`` (given texts) gives
@@ -20,17 +22,13 @@ import contextlib
 import hmac
 import json
 import logging
-import threading
 import time
 from typing import Any
 
 from .._optional import require
-from ..errors import InputError, MissingDependencyError, ModelLoadError, ServiceError
-from ..scorers.embedding import ENCODE_HOOK
-from ..types import RerankResult, check_top_k
-from .batching import ABANDONED, MicroBatching
+from ..errors import InputError, ServiceError
 from .formats import FORMATS
-from .formats.base import Call
+from .service import Service
 from .settings import ServerSettings
 
 __all__ = ["create_app"]
@@ -44,323 +42,6 @@ _PLAIN_MESSAGES = {
     "too_short": "must not be empty",
     "greater_than_equal": "must be a positive integer",
 }
-
-
-class _Metrics:
-    def __init__(self) -> None:
-        prom = require("prometheus_client", "rerankit serve")
-        self.registry = prom.CollectorRegistry()
-        self.requests = prom.Counter(
-            "rerankit_requests_total",
-            "Rerank requests",
-            ["endpoint", "model"],
-            registry=self.registry,
-        )
-        self.errors = prom.Counter(
-            "rerankit_errors_total", "Failed requests by status", ["status"], registry=self.registry
-        )
-        self.latency = prom.Histogram(
-            "rerankit_request_seconds", "Rerank latency", ["endpoint"], registry=self.registry
-        )
-        self.queue = prom.Gauge(
-            "rerankit_queue_depth", "Requests waiting for a slot", registry=self.registry
-        )
-        self.in_flight = prom.Gauge(
-            "rerankit_in_flight", "Requests being reranked", registry=self.registry
-        )
-        self.documents = prom.Counter(
-            "rerankit_documents_scored_total", "Documents scored", registry=self.registry
-        )
-        self.queue_time = prom.Histogram(
-            "rerankit_queue_seconds", "Time waiting for a slot", registry=self.registry
-        )
-        self.inference_time = prom.Histogram(
-            "rerankit_inference_seconds", "Time reranking", ["model"], registry=self.registry
-        )
-        self.abandoned = prom.Counter(
-            "rerankit_abandoned_total",
-            "Requests dropped because the client disconnected before the answer",
-            registry=self.registry,
-        )
-        self.batch_documents = prom.Histogram(
-            "rerankit_request_documents",
-            "Documents per request",
-            buckets=(1, 5, 10, 20, 50, 100, 200, 500, 1000),
-            registry=self.registry,
-        )
-        self.batch_texts = prom.Histogram(
-            "rerankit_encode_batch_texts",
-            "Texts per embedding micro-batch",
-            buckets=(1, 8, 16, 32, 64, 128, 256, 512),
-            registry=self.registry,
-        )
-        self.batch_tokens = prom.Histogram(
-            "rerankit_encode_batch_tokens",
-            "Tokens per embedding micro-batch (when a token budget is set)",
-            buckets=(64, 256, 1024, 4096, 8192, 16384, 32768),
-            registry=self.registry,
-        )
-        self._prom = prom
-
-    def encode_batch(self, texts: int, tokens: int) -> None:
-        """One micro-batch encoded (called from the batcher's thread)."""
-        self.batch_texts.observe(texts)
-        if tokens:
-            self.batch_tokens.observe(tokens)
-
-    def render(self) -> tuple[bytes, str]:
-        return self._prom.generate_latest(self.registry), self._prom.CONTENT_TYPE_LATEST
-
-
-class _Admission:
-    """At most ``slots`` requests run; at most ``queue`` wait; the rest are refused. Once
-    draining (shutdown), waiting and new requests get 503."""
-
-    def __init__(self, slots: int, queue: int, metrics: _Metrics) -> None:
-        self.slots, self.queue, self.metrics = slots, queue, metrics
-        self.running = 0
-        self.waiting = 0
-        self.draining = False
-        self._cond: asyncio.Condition | None = None
-
-    @staticmethod
-    def _stopping() -> ServiceError:
-        return ServiceError(
-            503, "the service is shutting down; retry on another instance", {"Retry-After": "1"}
-        )
-
-    async def drain(self) -> None:
-        """Refuse what waits and what comes: each gets 503 (running requests finish)."""
-        self.draining = True
-        if self._cond is not None:
-            async with self._cond:
-                self._cond.notify_all()
-
-    async def acquire(self) -> None:
-        if self._cond is None:
-            self._cond = asyncio.Condition()
-        async with self._cond:
-            if self.draining:
-                raise self._stopping()
-            if self.running >= self.slots:
-                if self.waiting >= self.queue:
-                    raise ServiceError(
-                        429, "the service is at capacity; retry shortly", {"Retry-After": "1"}
-                    )
-                self.waiting += 1
-                self.metrics.queue.set(self.waiting)
-                try:
-                    await self._cond.wait_for(lambda: self.running < self.slots or self.draining)
-                except asyncio.CancelledError:  # past its deadline: a wake-up goes on
-                    self._cond.notify()
-                    raise
-                finally:
-                    self.waiting -= 1
-                    self.metrics.queue.set(self.waiting)
-                if self.draining:
-                    raise self._stopping()
-            self.running += 1
-            self.metrics.in_flight.set(self.running)
-
-    async def release(self) -> None:
-        assert self._cond is not None
-        async with self._cond:
-            self.running -= 1
-            self.metrics.in_flight.set(self.running)
-            self._cond.notify()
-
-
-class _Service:
-    """The pipelines by name, admission, metrics and batching: one rerank per request."""
-
-    def __init__(self, settings: ServerSettings) -> None:
-        self.settings = settings
-        self.metrics = _Metrics()
-        self.admission = _Admission(settings.max_concurrency, settings.max_queue, self.metrics)
-        self.batching = (
-            MicroBatching(
-                max_items=settings.batch_max_items,
-                max_wait_ms=settings.batch_max_wait_ms,
-                max_batch_tokens=settings.batch_max_tokens or None,
-                on_batch=self.metrics.encode_batch,
-            )
-            if settings.batching
-            else None
-        )
-        self._pipelines: dict[str, Any] = {}
-        self.ready = asyncio.Event()
-        self.warm_up_seconds = 0.0
-        self.loop: asyncio.AbstractEventLoop | None = None
-        self._releasing: set[asyncio.Future] = set()  # strong references until each ran
-        #: seconds of work per document, by pipeline (a moving average of answered requests):
-        #: a request granted a slot with less time left than that is answered 503 at once
-        self._per_document: dict[str, float] = {}
-
-    def pipeline(self, name: str | None) -> Any:
-        from ..api import load
-
-        name = name or self.settings.default
-        if name not in self.settings.pipelines:
-            available = ", ".join(sorted(self.settings.pipelines))
-            raise ServiceError(404, f"model {name!r} not found; available: {available}")
-        if name not in self._pipelines:
-            try:
-                self._pipelines[name] = load(self.settings.pipelines[name])
-            except (ValueError, TypeError) as exc:
-                raise ServiceError(500, f"pipeline {name!r} is misconfigured: {exc}") from exc
-        return self._pipelines[name]
-
-    def loaded(self, name: str) -> bool:
-        """Whether pipeline ``name`` has been built."""
-        return name in self._pipelines
-
-    def describe_scores(self, name: str) -> dict[str, Any]:
-        """What pipeline ``name``'s scores mean (None until it is loaded)."""
-        reranker = self._pipelines.get(name)
-        if reranker is None:
-            return {"scores": None}
-        out: dict[str, Any] = {
-            "scores": reranker.score_scale,
-            "pairwise": reranker.score_scale != "relative",
-        }
-        if getattr(reranker, "use_first_stage", False):  # the hybrid reading a retriever score
-            out["scores_with_first_stage_field"] = "relative"
-        backends = {  # where each local model runs: torch, onnx or onnx-int8
-            s.name: s.backend + (f"-{s.quantize}" if s.quantize else "")
-            for s in reranker.scorers()
-            if hasattr(s, "backend")
-        }
-        if backends:
-            out["backends"] = backends
-        return out
-
-    async def warm_up(self) -> None:
-        """Load every pipeline and rerank one small batch with each, then mark the service
-        ready. A pipeline that fails here is logged; its requests will say why."""
-        self.loop = asyncio.get_running_loop()
-        start = time.perf_counter()
-        for name in self.settings.pipelines:
-            try:
-                reranker = self.pipeline(name)
-                await reranker.arerank("warm up", ["a warm-up document", "another one"])
-            except Exception as exc:
-                logger.warning("warm-up of pipeline %r failed: %s", name, exc)
-        self.warm_up_seconds = time.perf_counter() - start
-        logger.info("rerankit service ready: warm-up took %.1f s", self.warm_up_seconds)
-        self.ready.set()
-
-    def begin_shutdown(self) -> None:
-        """From any thread (a signal handler): stop being ready, and answer every queued
-        and new request 503 while the running ones finish."""
-        loop = self.loop
-        if loop is None or loop.is_closed():
-            return
-        logger.info("rerankit service stopping: queued requests get 503")
-
-        def start() -> None:
-            self.ready.clear()
-            task = asyncio.ensure_future(self.admission.drain())
-            self._releasing.add(task)
-            task.add_done_callback(self._releasing.discard)
-
-        loop.call_soon_threadsafe(start)
-
-    def _finished(self, task: asyncio.Future) -> None:
-        if not task.cancelled():
-            task.exception()  # retrieved, so a failure after a timeout answer is not re-reported
-        release = asyncio.ensure_future(self.admission.release())
-        self._releasing.add(release)
-        release.add_done_callback(self._releasing.discard)
-
-    async def run(self, endpoint: str, call: Call, arrival: float | None = None) -> RerankResult:
-        """Rerank ``call`` within one deadline: ``timeout`` seconds from ``arrival`` (the
-        request's arrival, ``time.monotonic()``), covering the wait for a slot and the work.
-        A request still queued at its deadline gets 503 without running."""
-        settings = self.settings
-        deadline = (arrival if arrival is not None else time.monotonic()) + settings.timeout
-        name = call.model or settings.default
-        reranker = self.pipeline(name)
-        if not call.query.strip():
-            raise ServiceError(400, "query must not be empty")
-        if not call.documents:
-            raise ServiceError(400, "documents must not be empty")
-        if len(call.documents) > settings.max_documents:
-            raise ServiceError(
-                400, f"{len(call.documents)} documents; the limit is {settings.max_documents}"
-            )
-        try:
-            check_top_k(call.top_n, "top_n")
-        except ValueError as exc:
-            raise ServiceError(400, str(exc)) from exc
-        self.metrics.requests.labels(endpoint, name).inc()
-        self.metrics.batch_documents.observe(len(call.documents))
-        queued = time.monotonic()
-        try:
-            await asyncio.wait_for(self.admission.acquire(), max(deadline - time.monotonic(), 0))
-        except asyncio.TimeoutError as exc:
-            raise ServiceError(
-                503, f"no slot free within the {settings.timeout:g} s deadline; not run"
-            ) from exc
-        expected = self._per_document.get(name, 0.0) * len(call.documents)
-        if deadline - time.monotonic() < expected:  # it would only be cancelled half-way
-            await self.admission.release()
-            raise ServiceError(
-                503,
-                f"not run: about {expected:.1f} s of work would not finish within the "
-                f"{settings.timeout:g} s deadline",
-            )
-        # Work past its deadline, or whose client has gone, is cancelled: it stops at its
-        # next await, and embedding work waiting for a micro-batch is dropped (ABANDONED).
-        # The slot is released when the task ends.
-        started = time.monotonic()
-        self.metrics.queue_time.observe(started - queued)
-        abandoned = threading.Event()
-        tokens = (ENCODE_HOOK.set(self.batching), ABANDONED.set(abandoned))
-        try:
-            task = asyncio.ensure_future(
-                reranker.arerank(call.query, call.documents, top_k=call.top_n)
-            )
-        finally:
-            ENCODE_HOOK.reset(tokens[0])
-            ABANDONED.reset(tokens[1])
-        task.add_done_callback(self._finished)
-        try:
-            result = await asyncio.wait_for(
-                asyncio.shield(task), max(deadline - time.monotonic(), 0.0)
-            )
-        except asyncio.TimeoutError as exc:
-            abandoned.set()
-            task.cancel()
-            raise ServiceError(
-                503, f"no answer within the {settings.timeout:g} s deadline"
-            ) from exc
-        except asyncio.CancelledError:  # the client went away
-            abandoned.set()
-            task.cancel()
-            raise
-        except InputError as exc:
-            raise ServiceError(400, str(exc)) from exc
-        except (MissingDependencyError, ModelLoadError) as exc:
-            raise ServiceError(503, f"pipeline {name!r} is unavailable: {exc}") from exc
-        except ServiceError:
-            raise
-        except Exception as exc:
-            logger.exception("rerank failed")
-            raise ServiceError(500, f"internal error: {type(exc).__name__}") from exc
-        what = result.unusable
-        if what is not None:
-            status = 500 if result.failed else 502  # else every LLM judgment failed: provider
-            raise ServiceError(status, f"pipeline {name!r}: {what}: {'; '.join(result.warnings)}")
-        finished = time.monotonic()
-        self.metrics.inference_time.labels(name).observe(finished - started)
-        per_document = (finished - started) / len(call.documents)  # a moving average
-        known = self._per_document.get(name)
-        self._per_document[name] = (
-            per_document if known is None else 0.8 * known + 0.2 * per_document
-        )
-        self.metrics.documents.inc(len(call.documents))
-        call.timings.update(queue=started - queued, inference=finished - started)
-        return result
 
 
 def create_app(settings: ServerSettings | None = None) -> Any:
@@ -385,7 +66,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
     settings = settings or ServerSettings()
-    service = _Service(settings)
+    service = Service(settings)
     metrics = service.metrics
 
     @contextlib.asynccontextmanager

@@ -1,0 +1,74 @@
+"""The service's Prometheus metrics (every answer counted once by status and timed; queue
+and inference time; documents per request; embedding micro-batches; abandoned requests)."""
+
+from __future__ import annotations
+
+from .._optional import require
+
+__all__ = ["Metrics"]
+
+
+class Metrics:
+    def __init__(self) -> None:
+        prom = require("prometheus_client", "rerankit serve")
+        self.registry = prom.CollectorRegistry()
+        self.requests = prom.Counter(
+            "rerankit_requests_total",
+            "Rerank requests",
+            ["endpoint", "model"],
+            registry=self.registry,
+        )
+        self.errors = prom.Counter(
+            "rerankit_errors_total", "Failed requests by status", ["status"], registry=self.registry
+        )
+        self.latency = prom.Histogram(
+            "rerankit_request_seconds", "Rerank latency", ["endpoint"], registry=self.registry
+        )
+        self.queue = prom.Gauge(
+            "rerankit_queue_depth", "Requests waiting for a slot", registry=self.registry
+        )
+        self.in_flight = prom.Gauge(
+            "rerankit_in_flight", "Requests being reranked", registry=self.registry
+        )
+        self.documents = prom.Counter(
+            "rerankit_documents_scored_total", "Documents scored", registry=self.registry
+        )
+        self.queue_time = prom.Histogram(
+            "rerankit_queue_seconds", "Time waiting for a slot", registry=self.registry
+        )
+        self.inference_time = prom.Histogram(
+            "rerankit_inference_seconds", "Time reranking", ["model"], registry=self.registry
+        )
+        self.abandoned = prom.Counter(
+            "rerankit_abandoned_total",
+            "Requests dropped because the client disconnected before the answer",
+            registry=self.registry,
+        )
+        self.batch_documents = prom.Histogram(
+            "rerankit_request_documents",
+            "Documents per request",
+            buckets=(1, 5, 10, 20, 50, 100, 200, 500, 1000),
+            registry=self.registry,
+        )
+        self.batch_texts = prom.Histogram(
+            "rerankit_encode_batch_texts",
+            "Texts per embedding micro-batch",
+            buckets=(1, 8, 16, 32, 64, 128, 256, 512),
+            registry=self.registry,
+        )
+        self.batch_tokens = prom.Histogram(
+            "rerankit_encode_batch_tokens",
+            "Tokens per embedding micro-batch (when a token budget is set)",
+            buckets=(64, 256, 1024, 4096, 8192, 16384, 32768),
+            registry=self.registry,
+        )
+        self._prom = prom
+
+    def encode_batch(self, texts: int, tokens: int) -> None:
+        """One micro-batch encoded (called from the batcher's thread)."""
+        self.batch_texts.observe(texts)
+        if tokens:
+            self.batch_tokens.observe(tokens)
+
+    def render(self) -> tuple[bytes, str]:
+        return self._prom.generate_latest(self.registry), self._prom.CONTENT_TYPE_LATEST
