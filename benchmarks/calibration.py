@@ -38,95 +38,66 @@ AVGDL = (100.0, 200.0, 400.0)
 WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)  # weight of BM25 in logit space (embedding: the rest)
 
 
-def ndcg(scores, ids, qrels) -> float:
-    from rerankit.eval.metrics import mean_ndcg
-
-    run = {q: [ids[q][i] for i in np.argsort(-s, kind="stable")] for q, s in scores.items()}
-    return 100 * mean_ndcg(run, qrels)
-
-
 def main() -> None:
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
     from rerankit import EmbeddingScorer
-    from rerankit.calibration import (
-        expected_calibration_error,
-        fit_calibration,
-        reliability_bins,
-        sigmoid,
-    )
+    from rerankit.calibration import expected_calibration_error, reliability_bins
     from rerankit.eval import load_beir
     from rerankit.eval.runner import first_stage
+    from rerankit.eval.tune import fit_calibrated_sets
     from rerankit.rerankers.hybrid import background_bm25
     from rerankit.scorers.lexical import Analyzer
 
     embedding = EmbeddingScorer()
     analyzer = Analyzer(language="en")
     bm25 = {a: background_bm25(analyzer, avgdl=a) for a in AVGDL}
-    # per dev set: query -> candidate ids, labels, cosine, {avgdl: bm25}
-    sets: dict[str, dict] = {}
+    # per avgdl, per dev set: (data, query -> (candidate ids, [bm25 row, cosine row]))
+    sets: dict[float, list] = {a: [] for a in AVGDL}
     for label, (name, split) in DEV.items():
         start = time.perf_counter()
         data = load_beir(DATA / name, split)
-        per = {"ids": {}, "y": {}, "cos": {}, "bm25": {a: {} for a in AVGDL}, "qrels": data.qrels}
+        rows: dict[float, dict] = {a: {} for a in AVGDL}
         for qid, ranked in first_stage(data, "bm25", 100).items():
             if not ranked:
                 continue
             ids = [d for d, _ in ranked]
             texts = [data.text(d) for d in ids]
-            judged = data.qrels.get(qid, {})
-            per["ids"][qid] = ids
-            per["y"][qid] = np.array([1.0 if judged.get(d, 0) >= 1 else 0.0 for d in ids])
-            per["cos"][qid] = embedding.score_texts(data.queries[qid], texts)
+            cos = embedding.score_texts(data.queries[qid], texts)
             for a, scorer in bm25.items():
-                per["bm25"][a][qid] = scorer.score_texts(data.queries[qid], texts)
-        sets[label] = per
+                rows[a][qid] = (ids, np.vstack([scorer.score_texts(data.queries[qid], texts), cos]))
+        for a in AVGDL:
+            sets[a].append((data, rows[a]))
         print(
-            f"{label}: {len(per['ids'])} queries in {time.perf_counter() - start:.0f} s",
+            f"{label}: {len(rows[AVGDL[0]])} queries in {time.perf_counter() - start:.0f} s",
             file=sys.stderr,
         )
 
-    def pooled(get) -> np.ndarray:
-        return np.concatenate([get(per, q) for per in sets.values() for q in per["ids"]])
-
-    y = pooled(lambda per, q: per["y"][q])
-    cos_cal = fit_calibration(pooled(lambda per, q: per["cos"][q]), y)
-    rows = []
-    for a in AVGDL:
-        bm_cal = fit_calibration(pooled(lambda per, q, a=a: per["bm25"][a][q]), y)
-        for w in WEIGHTS:
-            cells = {}
-            for label, per in sets.items():
-                fused = {
-                    q: (1 - w) * cos_cal.logit(per["cos"][q]) + w * bm_cal.logit(per["bm25"][a][q])
-                    for q in per["ids"]
-                }
-                cells[label] = ndcg(fused, per["ids"], per["qrels"])
-            rows.append((float(np.mean(list(cells.values()))), a, w, bm_cal, cells))
-    best = max(rows, key=lambda r: r[0])
+    fits = {a: fit_calibrated_sets(sets[a], WEIGHTS) for a in AVGDL}
+    table = [
+        (100 * float(np.mean(cells)), a, w, [100 * c for c in cells])
+        for a, fit in fits.items()
+        for w, cells in fit["ndcg_by_set"].items()
+    ]
+    best = max(table, key=lambda r: r[0])
     print("| avgdl | BM25 weight (logit space) | " + " | ".join(DEV) + " | mean |")
     print("|---:|---:|" + "---:|" * (len(DEV) + 1))
-    for mean, a, w, _, cells in rows:
+    for mean, a, w, cells in table:
         mark = " **(chosen)**" if (a, w) == best[1:3] else ""
         print(
             f"| {a:g} | {w:.1f}{mark} | "
-            + " | ".join(f"{cells[n]:.2f}" for n in DEV)
+            + " | ".join(f"{c:.2f}" for c in cells)
             + f" | {mean:.2f} |"
         )
-    _, a, w, bm_cal, _ = best
-
-    def fused_logit(per, q):
-        return (1 - w) * cos_cal.logit(per["cos"][q]) + w * bm_cal.logit(per["bm25"][a][q])
-
-    out_cal = fit_calibration(pooled(fused_logit), y)
+    _, a, w, _ = best
+    fit = fits[a]  # its weight is the best for this avgdl, so the chosen one
+    cal = fit["calibration"]
     print("\nconstants (rerankit/rerankers/hybrid.py):")
     print(f"  avgdl = {a:g}; weights: embedding {1 - w:.1f}, bm25_background {w:.1f}")
-    print(f"  embedding calibration: {cos_cal.as_dict()}")
-    print(f"  bm25_background calibration: {bm_cal.as_dict()}")
-    print(f"  output calibration: {out_cal.as_dict()}")
+    print(f"  embedding calibration: {cal['calibration']['embedding']}")
+    print(f"  bm25_background calibration: {cal['calibration']['bm25_background']}")
+    print(f"  output calibration: {cal['output_calibration']}")
     print("\nexpected calibration error (10 bins) of the calibrated hybrid, development pairs:")
-    for label, per in sets.items():
-        p = np.concatenate([sigmoid(out_cal.logit(fused_logit(per, q))) for q in per["ids"]])
-        labels = np.concatenate([per["y"][q] for q in per["ids"]])
+    for label, p, labels in zip(DEV, fit["probabilities"], fit["labels"], strict=True):
         ece = expected_calibration_error(p, labels)
         print(f"  {label}: ECE {ece:.4f} over {labels.size} pairs ({int(labels.sum())} relevant)")
         for b in reliability_bins(p, labels):

@@ -240,35 +240,52 @@ def fit_calibrated(
     logistic calibration per signal, BM25's logit-space weight by training nDCG@10 among
     ``weights``, and an output calibration of the fused logit. Returns the calibration
     (shaped like ``HYBRID_CALIBRATION``), the training nDCG@10 per weight and the
-    training ECE."""
+    training ECE. (:func:`fit_calibrated_sets` does the same over several datasets.)"""
+    return fit_calibrated_sets([(data, matrices)], weights)
+
+
+def fit_calibrated_sets(
+    sets: Sequence[tuple[Dataset, Mapping[str, tuple[list[str], np.ndarray]]]],
+    weights: Sequence[float] = CALIBRATION_WEIGHTS,
+) -> dict[str, Any]:
+    """:func:`fit_calibrated` over several datasets at once: calibrations fitted on their
+    pooled pairs, the weight chosen by the mean over the datasets of each one's nDCG@10.
+    Also returns ``ndcg_by_set`` (weight -> each dataset's nDCG@10) and, per dataset, the
+    fused probabilities and labels of its pairs (``probabilities``, ``labels``)."""
     from ..calibration import expected_calibration_error, fit_calibration, sigmoid
     from .metrics import mean_ndcg
 
-    qids = list(matrices)
-    labels = {
-        q: np.array([float(data.qrels.get(q, {}).get(d, 0) >= 1) for d in matrices[q][0]])
-        for q in qids
-    }
-    y = np.concatenate([labels[q] for q in qids]) if qids else np.zeros(0)
+    labels = [
+        {q: np.array([float(data.qrels.get(q, {}).get(d, 0) >= 1) for d in m[q][0]]) for q in m}
+        for data, m in sets
+    ]
+    pooled = [(m[q], y[q]) for (_, m), y in zip(sets, labels, strict=True) for q in m]
+    y = np.concatenate([lab for _, lab in pooled]) if pooled else np.zeros(0)
     if y.size == 0 or y.min() == y.max():
         raise ValueError(
             "calibration needs judged training pairs, relevant and not, among the candidates"
         )
-    bm25_cal = fit_calibration(np.concatenate([matrices[q][1][0] for q in qids]), y)
-    cos_cal = fit_calibration(np.concatenate([matrices[q][1][1] for q in qids]), y)
+    bm25_cal = fit_calibration(np.concatenate([row[1][0] for row, _ in pooled]), y)
+    cos_cal = fit_calibration(np.concatenate([row[1][1] for row, _ in pooled]), y)
 
-    def logits(q: str, w: float) -> np.ndarray:
-        raw = matrices[q][1]
+    def logits(raw: np.ndarray, w: float) -> np.ndarray:
         return w * bm25_cal.logit(raw[0]) + (1 - w) * cos_cal.logit(raw[1])
 
-    by_weight = {}
+    by_set: dict[float, list[float]] = {}
     for w in weights:
-        run = {
-            q: [matrices[q][0][i] for i in np.argsort(-logits(q, w), kind="stable")] for q in qids
-        }
-        by_weight[w] = mean_ndcg(run, data.qrels)
+        by_set[w] = [
+            mean_ndcg(
+                {
+                    q: [m[q][0][i] for i in np.argsort(-logits(m[q][1], w), kind="stable")]
+                    for q in m
+                },
+                data.qrels,
+            )
+            for data, m in sets
+        ]
+    by_weight = {w: float(np.mean(cells)) for w, cells in by_set.items()}
     best = max(by_weight, key=lambda w: by_weight[w])
-    fused = np.concatenate([logits(q, best) for q in qids])
+    fused = np.concatenate([logits(row[1], best) for row, _ in pooled])
     out_cal = fit_calibration(fused, y)
     return {
         "calibration": {
@@ -280,8 +297,16 @@ def fit_calibrated(
             "output_calibration": out_cal.as_dict(),
         },
         "ndcg_by_weight": by_weight,
+        "ndcg_by_set": by_set,
         "ece": expected_calibration_error(sigmoid(out_cal.logit(fused)), y),
         "pairs": int(y.size),
+        "probabilities": [
+            np.concatenate([sigmoid(out_cal.logit(logits(m[q][1], best))) for q in m])
+            for _, m in sets
+        ],
+        "labels": [
+            np.concatenate([lab[q] for q in m]) for (_, m), lab in zip(sets, labels, strict=True)
+        ],
     }
 
 
