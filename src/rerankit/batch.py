@@ -497,6 +497,14 @@ def _ray_dataset(source: Any) -> tuple[Any, bool]:
     return source, False  # a Ray Dataset already
 
 
+def quiet_ray_logs() -> None:
+    """Keep Ray's and Ray Data's own loggers to warnings (they log every job's start, plan
+    and end at INFO); for command lines, which call it unless asked to be verbose."""
+    require("ray.data", "the ray engine")  # imported first: it configures its loggers
+    for name in ("ray", "ray.data"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def _start_ray(address: str | None, num_cpus: int | None = None) -> None:
     ray = require("ray", "the ray engine")
     if ray.is_initialized():

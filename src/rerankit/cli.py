@@ -107,10 +107,10 @@ def _reranker_from(args: argparse.Namespace) -> Any:
 
 
 def _cmd_batch(args: argparse.Namespace) -> int:
-    from .batch import beir_rows, run_batch
+    from .batch import beir_rows, quiet_ray_logs, run_batch
 
-    if not args.verbose:  # Ray Data logs every job start and finish otherwise
-        logging.getLogger("ray").setLevel(logging.WARNING)
+    if args.engine == "ray" and not args.verbose:
+        quiet_ray_logs()
     if args.config and args.reranker:
         raise InputError("give --reranker or --config, not both")
     pipeline = args.config or args.reranker or _default_reranker()

@@ -115,6 +115,10 @@ def _write_pipeline(args: argparse.Namespace, default: str, spec: Any, comment: 
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
+    if args.engine == "ray" and not getattr(args, "verbose", 0):
+        from ..batch import quiet_ray_logs
+
+        quiet_ray_logs()
     if args.out:
         check_output_folder(args.out)  # before the work, not after it
     _embedding_cache(args)
