@@ -85,16 +85,15 @@ def learn_and_score(train, test, signals, label):
     return scores, times, 1000 * (latency + predict), first, test_rows, (params, table)
 
 
-def fine_tuned(folder: Path) -> float | None:
-    """Fine-tune MiniLM on SciFact's training split into ``folder`` as ``rerankit train
-    embedding`` does with its defaults, unless it is there already; the minutes it took."""
-    from rerankit.eval import load_beir
+def fine_tuned(folder: Path, train) -> float | None:
+    """Fine-tune MiniLM on SciFact's training split (``train``) into ``folder`` as
+    ``rerankit train embedding`` does with its defaults, unless it is there already; the
+    minutes it took."""
     from rerankit.eval.runner import first_stage
     from rerankit.train import embedding_pairs, fine_tune_embedding
 
     if (folder / "modules.json").is_file():
         return None
-    train = load_beir(DATA / "scifact", "train")
     rows = embedding_pairs(train, first_stage(train, "bm25", 100))
     summary = fine_tune_embedding(rows, folder, progress=False)
     return summary["seconds"] / 60
@@ -121,19 +120,20 @@ def main() -> None:
     from rerankit.eval import load_beir
 
     signals = learn._Signals()
-    report, tests, boosters, test_rows, chosen = {}, {}, {}, {}, {}
+    report, trains, tests, boosters, test_rows, chosen = {}, {}, {}, {}, {}, {}
     for label, name in SETS.items():
-        train = load_beir(DATA / name, "train")
+        trains[label] = load_beir(DATA / name, "train")
         tests[label] = load_beir(DATA / name, "test")
-        out = learn_and_score(train, tests[label], signals, label)
+        out = learn_and_score(trains[label], tests[label], signals, label)
         report[label] = out[:3]
         boosters[label], test_rows[label], chosen[label] = out[3:]
     ft = None
     if args.finetuned is not None:
-        minutes = fine_tuned(args.finetuned)
-        train = load_beir(DATA / "scifact", "train")
+        minutes = fine_tuned(args.finetuned, trains["SciFact"])
         ft_signals = learn._Signals(str(args.finetuned.resolve()))
-        out = learn_and_score(train, tests["SciFact"], ft_signals, "SciFact, fine-tuned")
+        out = learn_and_score(
+            trains["SciFact"], tests["SciFact"], ft_signals, "SciFact, fine-tuned"
+        )
         ft = (minutes, *out[:3])
         chosen["SciFact, over the fine-tuned embedding"] = out[5]
 

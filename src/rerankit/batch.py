@@ -48,7 +48,7 @@ logger = logging.getLogger(__name__)
 
 #: the fields every output row gains
 OUTPUT_FIELDS = ("results", "error", "degraded", "warnings", "score_scale", "seconds")
-_USAGE = "_usage"  # travels with a row from a worker to the summary; never written
+USAGE_KEY = "_usage"  # travels with a row from a worker to the summary; never written
 _LINE = "_line"  # the input line of a JSON Lines row, for messages; never written
 _BAD = "_unreadable"  # why a JSON Lines line could not be read; becomes the row's error
 FORMATS = ("jsonl", "parquet")
@@ -180,7 +180,7 @@ async def arerank_row(reranker: Any, row: Mapping[str, Any], **options: Any) -> 
             score_scale=result.score_scale,
         )
         if result.usage:
-            out[_USAGE] = dict(result.usage)
+            out[USAGE_KEY] = dict(result.usage)
     out["seconds"] = round(time.perf_counter() - started, 6)
     return out
 
@@ -292,7 +292,7 @@ def beir_rows(
 
 
 def _public(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k not in (_USAGE, _LINE)}
+    return {k: v for k, v in row.items() if k not in (USAGE_KEY, _LINE)}
 
 
 _JSON_COLUMNS = b"rerankit.json_columns"
@@ -414,7 +414,7 @@ def write_rows(
     writer: Any = _ParquetWriter(path) if fmt == "parquet" else _JsonlWriter(path)
     try:
         for row in rows:
-            summary.count(row, row.get(_USAGE))
+            summary.count(row, row.get(USAGE_KEY))
             writer.add(_public(row))
     finally:
         writer.close()

@@ -119,15 +119,6 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         source = beir_rows(args.input, args.run, split=args.split, k=args.k)
     elif Path(args.input).is_dir():
         raise InputError(f"{args.input} is a folder: give --run with a BEIR folder")
-    options: dict[str, Any] = {}
-    if args.top_k:
-        options["top_k"] = args.top_k
-    if args.text_field != "text":
-        options["text_field"] = args.text_field
-    if args.id_field != "id":
-        options["id_field"] = args.id_field
-    if args.first_stage_field:
-        options["first_stage_field"] = args.first_stage_field
     summary = run_batch(
         source,
         args.output,
@@ -139,7 +130,10 @@ def _cmd_batch(args: argparse.Namespace) -> int:
         num_cpus=args.num_cpus,
         num_gpus=args.num_gpus,
         concurrency=args.concurrency,
-        **options,
+        top_k=args.top_k,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        first_stage_field=args.first_stage_field,
     )
     print(f"rerankit batch: wrote {args.output}: {summary}", file=sys.stderr)
     for error in summary.errors[:3]:

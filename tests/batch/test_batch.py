@@ -153,7 +153,7 @@ def test_the_summary_counts_usage_and_reads_as_a_sentence():
     )
 
 
-def test_concurrency_keeps_rows_in_flight_and_the_same_results(tmp_path, monkeypatch):
+def test_concurrency_keeps_rows_in_flight_and_the_same_results(tmp_path, monkeypatch, judge_spec):
     """With a pipeline that waits on a provider, ``concurrency`` rows are judged at once
     (counted at a local fake OpenAI server); the rows and their order do not change."""
     pytest.importorskip("openai", reason="needs the 'openai' extra")
@@ -177,20 +177,7 @@ def test_concurrency_keeps_rows_in_flight_and_the_same_results(tmp_path, monkeyp
         {"query_id": f"q{i}", "query": f"question {i}", "candidates": ["Paris"]} for i in range(8)
     ]
     with FakeLLMServer(responder=judge) as server:
-        spec = {
-            "stages": [
-                {
-                    "scorer": {
-                        "type": "llm_pointwise",
-                        "provider": "openai",
-                        "model": "m",
-                        "base_url": server.openai_url,
-                        "api_key_env": "RERANKIT_TEST_KEY",
-                        "cache": False,
-                    }
-                }
-            ]
-        }
+        spec = judge_spec(server.openai_url, "RERANKIT_TEST_KEY")
         outputs, most = {}, {}
         for concurrency in (1, 4):
             state["most"] = 0

@@ -56,28 +56,14 @@ def test_dl19_rankings_are_identical_on_both_engines(tmp_path, pipeline, queries
     ]  # input order kept
 
 
-def test_a_malformed_row_and_a_failing_provider_are_written_and_counted(tmp_path):
+def test_a_malformed_row_and_a_failing_provider_are_written_and_counted(tmp_path, judge_spec):
     def judge(request):
         if "broken query" in request.prompt:
             return Reply(status=401, text="invalid key for this project")
         return Reply(text=json.dumps({"id": "0", "score": 5 if "Paris" in request.prompt else 1}))
 
     with FakeLLMServer(responder=judge) as server:
-        spec = {
-            "name": "judge",
-            "stages": [
-                {
-                    "scorer": {
-                        "type": "llm_pointwise",
-                        "provider": "openai",
-                        "model": "m",
-                        "base_url": server.openai_url,
-                        "api_key_env": KEY_ENV,
-                        "cache": False,
-                    }
-                }
-            ],
-        }
+        spec = judge_spec(server.openai_url, KEY_ENV)
         rows = [
             {"query_id": "ok-1", "query": "capital of france", "candidates": ["Rome", "Paris"]},
             {"query_id": "bad", "query": "broken query", "candidates": ["Rome", "Paris"]},

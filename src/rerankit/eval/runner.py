@@ -92,6 +92,25 @@ class PipelineRun:
         """Whether every query's scores were probabilities (see ``score_scale``)."""
         return self.score_scales == {"probability"}
 
+    def record(
+        self,
+        qid: str,
+        ranked: Sequence[tuple[Any, float]],
+        *,
+        seconds: float,
+        scale: str,
+        degraded: bool,
+        usage: Mapping[str, int],
+    ) -> None:
+        """One query's reranked (id, score) pairs, best first, and what the rerank cost."""
+        self.latencies.append(seconds)
+        self.run[qid] = {d: float(len(ranked) - i) for i, (d, _) in enumerate(ranked)}
+        self.scores[qid] = dict(ranked)
+        self.score_scales.add(scale)
+        self.degraded_queries += bool(degraded)
+        for key, value in usage.items():
+            self.usage[key] = self.usage.get(key, 0) + value
+
     @property
     def mean_latency(self) -> float:
         return statistics.fmean(self.latencies) if self.latencies else 0.0
@@ -167,13 +186,14 @@ def run_pipeline(
         start = time.perf_counter()
         docs = candidate_documents(data, ranked, with_scores=first_stage_scores)
         out = reranker.rerank(data.queries[qid], docs)
-        result.latencies.append(time.perf_counter() - start)
-        result.run[qid] = {r.id: float(len(out) - i) for i, r in enumerate(out)}
-        result.scores[qid] = {r.id: r.score for r in out}
-        result.score_scales.add(out.score_scale)
-        result.degraded_queries += bool(out.degraded)
-        for key, value in out.usage.items():
-            result.usage[key] = result.usage.get(key, 0) + value
+        result.record(
+            qid,
+            [(r.id, r.score) for r in out],
+            seconds=time.perf_counter() - start,
+            scale=out.score_scale,
+            degraded=out.degraded,
+            usage=out.usage,
+        )
     return result
 
 
@@ -189,7 +209,7 @@ def run_pipeline_ray(
     """:func:`run_pipeline` on Ray Data actors (see :func:`rerankit.batch.rerank_dataset`;
     ``pipeline`` is a registered name, a pipeline file or a spec mapping). Latency is each
     query's time on its worker."""
-    from ..batch import iter_ray
+    from ..batch import USAGE_KEY, iter_ray
     from ..errors import RerankitError
 
     rows = [
@@ -205,14 +225,14 @@ def run_pipeline_ray(
     for row in iter_ray(rows, pipeline, **ray_options):
         if row["error"]:
             raise RerankitError(f"{name}: {row['error']}")
-        qid, ranked = row["query_id"], row["results"]
-        result.latencies.append(row["seconds"])
-        result.run[qid] = {r["id"]: float(len(ranked) - i) for i, r in enumerate(ranked)}
-        result.scores[qid] = {r["id"]: r["score"] for r in ranked}
-        result.degraded_queries += bool(row["degraded"])
-        for key, value in row.get("_usage", {}).items():
-            result.usage[key] = result.usage.get(key, 0) + value
-        result.score_scales.add(row["score_scale"])
+        result.record(
+            row["query_id"],
+            [(r["id"], r["score"]) for r in row["results"]],
+            seconds=row["seconds"],
+            scale=row["score_scale"],
+            degraded=row["degraded"],
+            usage=row.get(USAGE_KEY, {}),
+        )
     return result
 
 

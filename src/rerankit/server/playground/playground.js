@@ -182,12 +182,11 @@
           const d = prevRank[r.index] - r.rank;
           move = el("span", { class: "move " + (d > 0 ? "up" : d < 0 ? "down" : "same"), text: d > 0 ? "▲" + d : d < 0 ? "▼" + -d : "=", title: d === 0 ? "same place" : (d > 0 ? "up " : "down ") + Math.abs(d) });
         }
-        const score = col.answer ? r.score : r.score;
-        const label = "#" + r.rank + ", document " + r.index + (r.id !== undefined && r.id !== null ? " (" + r.id + ")" : "") + ", score " + fmt(score, 3);
+        const label = "#" + r.rank + ", document " + r.index + (r.id !== undefined && r.id !== null ? " (" + r.id + ")" : "") + ", score " + fmt(r.score, 3);
         const button = el("button", { type: "button", class: "doc", "data-index": String(r.index), "data-column": col.key, "aria-label": label },
           el("span", { class: "rank", text: String(r.rank) }),
           el("span", { class: "snippet", text: r.text, title: r.text }),
-          el("span", { class: "score", text: fmt(score, 3) }),
+          el("span", { class: "score", text: fmt(r.score, 3) }),
           move,
           r.flags && r.flags.length ? el("span", { class: "flag", text: "!", title: r.flags.join(", ") }) : null);
         button.addEventListener("click", () => showDetails(col, r));
