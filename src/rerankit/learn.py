@@ -49,6 +49,16 @@ FEATURES = (
     "hybrid_logit",
 )
 PRF_TOP, PRF_ALPHA = 3, 0.5
+#: How the ``hybrid_logit`` feature fuses the whole-document cosine and ``bm25_background``:
+#: the calibrated hybrid's first (whole-document) fit, kept fixed so that a trained model's
+#: features never change under it.
+HYBRID_LOGIT: dict[str, Any] = {
+    "weights": {"embedding": 0.5, "bm25_background": 0.5},
+    "calibration": {
+        "embedding": {"slope": 7.012624, "intercept": -5.935396},
+        "bm25_background": {"slope": 7.285328, "intercept": -6.073978},
+    },
+}
 
 
 class _Signals:
@@ -57,7 +67,7 @@ class _Signals:
     def __init__(self, embedding: Any = None, language: str = "en") -> None:
         """``embedding``: an embedding scorer, a model id or folder, or None (the bundled
         all-MiniLM-L6-v2)."""
-        from .rerankers.hybrid import HYBRID_BM25, HYBRID_CALIBRATION, background_bm25
+        from .rerankers.hybrid import HYBRID_BM25, background_bm25
         from .scorers.coverage import CoverageScorer
         from .scorers.embedding import EmbeddingScorer
         from .scorers.lexical import Analyzer, BM25Scorer
@@ -69,8 +79,8 @@ class _Signals:
         self.bm25 = BM25Scorer(analyzer=self.analyzer, **HYBRID_BM25)
         self.background = background_bm25(self.analyzer)
         self.coverage = CoverageScorer(analyzer=self.analyzer)
-        self.calibration = HYBRID_CALIBRATION
-        by_role = HYBRID_CALIBRATION["calibration"]
+        self.calibration = HYBRID_LOGIT
+        by_role = HYBRID_LOGIT["calibration"]
         self.cos_calibration = Calibration.parse(by_role["embedding"])
         self.bm25_calibration = Calibration.parse(by_role["bm25_background"])
 

@@ -271,3 +271,48 @@ def test_a_model_retrained_into_the_same_folder_never_reads_the_old_vectors(tmp_
     np.testing.assert_allclose(after, direct, atol=1e-5)
     same = EmbeddingScorer(str(folder), cache_path=path)
     assert same.model_key == again.model_key  # unchanged weights: the cache still serves them
+
+
+def test_passage_mode_scores_each_document_by_its_best_passage(scorer):
+    from rerankit.passages import split_passages
+
+    long_doc = (
+        "Notes from a long report\n"
+        + "The committee discussed the annual budget and staffing plans. " * 12
+        + "Vaccines train the immune system to recognise and fight pathogens. "
+        + "The meeting closed with questions about parking. " * 8
+    )
+    texts = [long_doc, DOCS[1]]
+    reader = scorer.with_passages(40)
+    assert reader._model is scorer._model and reader.cache is scorer.cache  # shared
+    assert scorer.passage_words is None  # the original is unchanged
+    got = reader.score_texts(QUERY, texts)
+    q = scorer.model.encode([QUERY])[0]
+    for text, score in zip(texts, got, strict=True):
+        m = scorer.model.encode(split_passages(text, 40))
+        want = max(m @ q / (np.linalg.norm(m, axis=1) * np.linalg.norm(q)))
+        assert score == pytest.approx(want, abs=1e-5)
+    # the best passage beats the whole (truncated, diluted) document
+    assert got[0] > scorer.score_texts(QUERY, [long_doc])[0] + 0.1
+    assert EmbeddingScorer(device="cpu", passage_words=40).score_texts(QUERY, texts) == (
+        pytest.approx(got)
+    )
+
+
+def test_passage_mode_takes_a_given_vector_as_the_only_passage(scorer):
+    reader = scorer.with_passages(40)
+    vector = scorer.model.encode([DOCS[0]])[0]
+    batch = reader._scores(QUERY, [DOCS[2], "ignored"], document_embeddings=[None, vector])
+    assert batch.values[1] == pytest.approx(scorer.score_texts(QUERY, [DOCS[0]])[0], abs=1e-5)
+    zero = reader._scores(QUERY, [DOCS[2], "x"], document_embeddings=[None, np.zeros(384)])
+    assert zero.values[1] == 0.0 and zero.flags == {1: ["zero_embedding"]}
+
+
+@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "80"])
+def test_passage_sizes_must_be_positive_integers(scorer, bad):
+    with pytest.raises(ValueError, match="passage_words must be a positive integer"):
+        EmbeddingScorer(passage_words=bad)
+    with pytest.raises(ValueError, match="passage_words must be a positive integer"):
+        scorer.with_passages(bad)
+    with pytest.raises(ValueError, match="max_passages must be a positive integer"):
+        EmbeddingScorer(passage_words=80, max_passages=bad)

@@ -9,6 +9,7 @@ in SQLite on disk.
 
 from __future__ import annotations
 
+import copy
 import logging
 import os
 from collections.abc import Callable, Sequence
@@ -23,6 +24,7 @@ from .._optional import require
 from .._threads import in_thread
 from ..cache import EmbeddingCache
 from ..errors import InputError, ScorerError
+from ..passages import DEFAULT_MAX_PASSAGES, split_passages
 from ..types import Document
 from ._models import LocalModelOptions, LocalModelScorer
 from .base import ScoreBatch
@@ -77,6 +79,13 @@ def bundled_model_path() -> Path | None:
     return path if (path / "modules.json").exists() else None
 
 
+def _positive(label: str, value: Any) -> Any:
+    """``value`` when it is None or a positive integer; a ValueError naming ``label`` else."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{label} must be a positive integer, got {value!r}")
+    return value
+
+
 def _unit_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows scaled to length 1, and a mask of the rows that were all zero."""
     norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
@@ -105,6 +114,12 @@ class EmbeddingScorer(LocalModelScorer):
     a folder written by ``rerankit export`` or, for a hub id or model directory, from an
     export made once into the cache directory (which needs the ``torch`` extra);
     ``quantize="int8"`` uses its int8 weights. Pooling and normalisation are the model's.
+
+    ``passage_words=N`` scores long documents by their best passage: each document is split
+    into passages of about N words (sentences kept whole, a short first line repeated as
+    the title; see :func:`~rerankit.passages.split_passages`), at most ``max_passages`` of
+    them, and its score is the highest passage cosine. A given document embedding counts as
+    that document's only passage.
     """
 
     score_scale = "cosine"
@@ -120,11 +135,15 @@ class EmbeddingScorer(LocalModelScorer):
         cache_path: str | Path | None = None,
         query_prompt: str | None = None,
         document_prompt: str | None = None,
+        passage_words: int | None = None,
+        max_passages: int = DEFAULT_MAX_PASSAGES,
         name: str = "embedding",
         **options: Unpack[LocalModelOptions],
     ) -> None:
         super().__init__(model, name=name, **options)
         self.query_prompt, self.document_prompt = query_prompt, document_prompt
+        self.passage_words = _positive("passage_words", passage_words)
+        self.max_passages = _positive("max_passages", max_passages)
         self.model_key = (
             model + _weights_fingerprint(model)
             if isinstance(model, str)
@@ -140,6 +159,16 @@ class EmbeddingScorer(LocalModelScorer):
             self.cache = EmbeddingCache(path=cache_path)
         else:
             self.cache = None
+
+    def with_passages(
+        self, words: int | None, max_passages: int = DEFAULT_MAX_PASSAGES
+    ) -> EmbeddingScorer:
+        """This scorer reading documents by their best passage (``words=None``: whole),
+        sharing its model and cache."""
+        twin = copy.copy(self)
+        twin.passage_words = _positive("passage_words", words)
+        twin.max_passages = _positive("max_passages", max_passages)
+        return twin
 
     @cached_property
     def is_bundled(self) -> bool:
@@ -241,7 +270,11 @@ class EmbeddingScorer(LocalModelScorer):
             q = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
         else:
             q = self.encode_queries([query])[0]
-        docs = self._document_matrix(texts, document_embeddings)
+        owner = None  # passage row -> its document, when documents are read by passages
+        if self.passage_words is None:
+            docs = self._document_matrix(texts, document_embeddings)
+        else:
+            docs, owner = self._passage_matrix(texts, document_embeddings)
         if docs.shape[1] != q.shape[0]:
             raise ScorerError(
                 f"scorer {self.name!r}: query embedding has {q.shape[0]} dimensions, "
@@ -250,6 +283,12 @@ class EmbeddingScorer(LocalModelScorer):
         unit_docs, zero_docs = _unit_rows(docs.astype(np.float64))
         unit_q, zero_q = _unit_rows(q.astype(np.float64)[None, :])
         scores = unit_docs @ unit_q[0]
+        if owner is not None:  # a document scores its best passage; zero rows only if all are
+            scores = np.where(zero_docs, -np.inf, scores)
+            best = np.full(len(texts), -np.inf)
+            np.maximum.at(best, owner, scores)
+            zero_docs = np.isneginf(best)
+            scores = np.where(zero_docs, 0.0, best)
         flags = {int(i): ["zero_embedding"] for i in np.flatnonzero(zero_docs | zero_q[0])}
         warnings = ["the query embedding is all zeros; every score is 0"] if zero_q[0] else []
         return ScoreBatch(values=scores, flags=flags, warnings=warnings)
@@ -277,6 +316,29 @@ class EmbeddingScorer(LocalModelScorer):
         if len(dims) > 1:
             raise InputError(f"document_embeddings have differing dimensions: {sorted(dims)}")
         return np.vstack(rows)
+
+    def _passage_matrix(self, texts: list[str], given: Any) -> tuple[np.ndarray, np.ndarray]:
+        """One row per passage (a given vector is its document's only one), and each row's
+        document index."""
+        assert self.passage_words is not None
+        given = [None] * len(texts) if given is None else list(given)
+        if len(given) != len(texts):
+            raise InputError(
+                f"document_embeddings has {len(given)} entries for {len(texts)} documents"
+            )
+        flat_texts: list[str] = []
+        flat_given: list[Any] = []
+        owner: list[int] = []
+        for i, (text, vector) in enumerate(zip(texts, given, strict=True)):
+            passages = (
+                [text]
+                if vector is not None
+                else split_passages(text, self.passage_words, self.max_passages)
+            )
+            flat_texts += passages
+            flat_given += [vector] * len(passages)
+            owner += [i] * len(passages)
+        return self._document_matrix(flat_texts, flat_given), np.asarray(owner, dtype=np.intp)
 
     def score_texts(self, query: str, texts: Sequence[str], **context: Any) -> np.ndarray:
         """Blocking scores for plain strings."""
