@@ -7,8 +7,10 @@ queries only (SciFact train, NFCorpus dev; test splits are never read):
    empty document's score, so it depends on the pair alone), as a third calibrated
    signal beside BM25 and MiniLM, logit-space weights on a grid.
 
-Prints the mean development nDCG@10 (x 100) of each setting next to today's hybrid. Neither
-gained more than about 0.1-0.15, so neither is in the hybrid.
+Prints the mean development nDCG@10 (x 100) of each setting next to the hybrid they were
+tried on (the whole-document cosine, before the hybrid read documents by passages; see
+``benchmarks/calibration.py``). Neither gained more than about 0.1-0.15, so neither is in
+the hybrid.
 
 Run: ``python benchmarks/pairwise_dev.py`` (document embeddings cached in
 ``.cache/embeddings.sqlite``).
@@ -104,7 +106,7 @@ def main() -> None:
             WEIGHTS,
         )
         w = max(fit["ndcg_by_weight"], key=fit["ndcg_by_weight"].get)
-        note = " (today's hybrid)" if p == 1.0 else ""
+        note = " (the whole-document hybrid)" if p == 1.0 else ""
         print(f"  p = {p:g}: mean {100 * fit['ndcg_by_weight'][w]:.2f} at weight {w}{note}")
 
     def pooled(get) -> np.ndarray:
@@ -125,7 +127,10 @@ def main() -> None:
     bm_cal = fit_calibration(pooled(lambda r: r["bm25"][1.0]), y)
     ql_cal = {mu: fit_calibration(pooled(lambda r, mu=mu: r["ql"][mu]), y) for mu in MUS}
     base = mean_dev(lambda r: 0.5 * bm_cal.logit(r["bm25"][1.0]) + 0.5 * cos_cal.logit(r["cos"]))
-    print(f"\n2. query likelihood as a third signal (today's hybrid: {base:.2f}); best five:\n")
+    print(
+        f"\n2. query likelihood as a third signal (the whole-document hybrid: {base:.2f}); "
+        "best five:\n"
+    )
     table = []
     for mu, wq, wb in itertools.product(
         MUS, (0.0, 0.1, 0.2, 0.3, 0.4, 0.5), (0.0, 0.1, 0.2, 0.3, 0.4, 0.5)

@@ -176,8 +176,14 @@ def test_tune_calibrate_writes_a_calibrated_pipeline_that_loads(tiny, tmp_path, 
         "bm25_background",
         "embedding",
     }
+    from rerankit.rerankers.hybrid import HYBRID_CALIBRATION
+
+    embedding = next(s for s in stage["scorers"] if s["type"] == "embedding")
+    assert embedding["passage_words"] == HYBRID_CALIBRATION["passage_words"]  # as fitted
     reranker = load(out)
     assert reranker.score_scale == "probability"
+    loaded = next(s for s in reranker.scorers() if s.name == "embedding")
+    assert loaded.passage_words == HYBRID_CALIBRATION["passage_words"]
     alone = reranker.rerank("solar electricity", ["solar panels"])[0].score
     mixed = reranker.rerank("solar electricity", ["wind", "solar panels", "pasta"])
     assert next(r.score for r in mixed if r.index == 1) == pytest.approx(alone)

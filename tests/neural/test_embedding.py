@@ -210,6 +210,34 @@ def test_the_hybrid_falls_back_to_relative_scores_for_a_model_it_was_not_calibra
         HybridReranker(scorer, calibration={"slope": 1})
 
 
+def test_the_calibrated_hybrid_reads_documents_by_their_best_passage(scorer):
+    from rerankit import HybridReranker
+    from rerankit.rerankers.hybrid import HYBRID_CALIBRATION
+    from rerankit.scorers.field import FieldScorer
+
+    long_doc = "Minutes\n" + "The board discussed parking and the budget. " * 30
+    long_doc += "Vaccines train the immune system to fight pathogens. " * 2
+    docs = [long_doc, DOCS[0]]
+    words = HYBRID_CALIBRATION["passage_words"]
+    result = HybridReranker(scorer).rerank(QUERY, docs)
+    by_passage = scorer.with_passages(words).score_texts(QUERY, docs)
+    assert [r.scores["embedding"] for r in sorted(result, key=lambda r: r.index)] == (
+        pytest.approx(list(by_passage))
+    )
+    assert by_passage[0] > scorer.score_texts(QUERY, [long_doc])[0]
+    # a calibration given without passage_words was fitted on whole documents
+    custom = {k: v for k, v in HYBRID_CALIBRATION.items() if k != "passage_words"}
+    whole = HybridReranker(scorer, calibration=custom).rerank(QUERY, docs)
+    assert next(r for r in whole if r.index == 0).scores["embedding"] == pytest.approx(
+        scorer.score_texts(QUERY, [long_doc])[0]
+    )
+    # passages need an embedding scorer that can split them
+    field = FieldScorer("vector_score", name="embedding")
+    with pytest.raises(ValueError, match="passage_words needs an EmbeddingScorer"):
+        HybridReranker(field, calibration={**custom, "passage_words": 80})
+    assert HybridReranker(field, calibration=custom).score_scale == "probability"
+
+
 def test_prf_moves_the_query_towards_the_previous_stage_s_best(scorer):
     from rerankit import Pipeline, load
     from rerankit.scorers.prf import PositionScorer, PRFScorer

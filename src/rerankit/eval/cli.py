@@ -223,10 +223,16 @@ def cmd_tune(args: argparse.Namespace) -> int:
 
 def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> Path:
     """Refit the calibrated hybrid on the training split; write its pipeline file."""
+    from ..rerankers.hybrid import HYBRID_CALIBRATION
     from . import tune
 
+    words = HYBRID_CALIBRATION["passage_words"]  # documents read as the default hybrid does
     matrices = tune.pairwise_matrix(
-        train, cands, embedding, progress=_progress("scoring train", not args.no_progress)
+        train,
+        cands,
+        embedding,
+        passage_words=words,
+        progress=_progress("scoring train", not args.no_progress),
     )
     fit = tune.fit_calibrated(train, matrices)
     print(
@@ -241,6 +247,7 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
         name=f"calibrated-{train.name}",
         embedding_model=args.embedding_model,
         embedding_max_length=args.embedding_max_length,
+        passage_words=words,
     )
     comment = (
         f"Calibrated by `rerankit tune --calibrate` on {train.name} {args.train_split} "

@@ -164,13 +164,17 @@ def search(
     return results
 
 
-def embedding_entry(model: str | None = None, max_length: int | None = None) -> dict[str, Any]:
+def embedding_entry(
+    model: str | None = None, max_length: int | None = None, passage_words: int | None = None
+) -> dict[str, Any]:
     """The declared embedding scorer of a written pipeline (bundled model unless ``model``)."""
     entry: dict[str, Any] = {"type": "embedding"}
     if model:
         entry["model"] = model
     if max_length:
         entry["max_length"] = max_length
+    if passage_words:
+        entry["passage_words"] = passage_words
     return entry
 
 
@@ -212,13 +216,18 @@ def pairwise_matrix(
     embedding: Any,
     *,
     avgdl: float = 400.0,
+    passage_words: int | None = None,
     progress: Callable[[Any], Any] | None = None,
 ) -> dict[str, tuple[list[str], np.ndarray]]:
     """Per query: candidate ids and a (2, n) matrix of the calibrated hybrid's raw signals,
-    BM25 with background idf (fixed ``avgdl``, query-normalised) and the cosine."""
+    BM25 with background idf (fixed ``avgdl``, query-normalised) and the cosine (of each
+    document's best passage of about ``passage_words`` words, when given: ``embedding``
+    is then an :class:`~rerankit.EmbeddingScorer`)."""
     from ..rerankers.hybrid import background_bm25
 
     bm25 = background_bm25(avgdl=avgdl)
+    if passage_words is not None:
+        embedding = embedding.with_passages(passage_words)
     items = [(q, c) for q, c in cands.items() if c]
     out = {}
     for qid, ranked in progress(items) if progress else items:
@@ -317,12 +326,13 @@ def calibrated_spec(
     avgdl: float = 400.0,
     embedding_model: str | None = None,
     embedding_max_length: int | None = None,
+    passage_words: int | None = None,
 ) -> dict[str, Any]:
     """A declared pipeline for a calibration found by :func:`fit_calibrated`: a fusion with
-    ``normalization = "calibrated"``."""
+    ``normalization = "calibrated"`` (``passage_words``: what the cosine was fitted on)."""
     from ..rerankers.hybrid import HYBRID_BM25
 
-    embedding = embedding_entry(embedding_model, embedding_max_length)
+    embedding = embedding_entry(embedding_model, embedding_max_length, passage_words)
     bm25 = {
         "type": "bm25",
         "name": "bm25_background",

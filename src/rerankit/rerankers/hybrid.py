@@ -30,9 +30,10 @@ __all__ = [
 
 #: How the default ``hybrid`` fuses its signals.
 #:
-#: * Texts only, ``scores="calibrated"`` (the default): the bundled MiniLM's cosine and BM25
-#:   with background idf, ``avgdl`` fixed at 400 and query normalisation, each mapped to a
-#:   logit by its calibration, summed with equal weights and mapped through the output
+#: * Texts only, ``scores="calibrated"`` (the default): the bundled MiniLM's cosine of the
+#:   document's best passage (``passage_words``: passages of about 48 words) and BM25 with
+#:   background idf, ``avgdl`` fixed at 400 and query normalisation, each mapped to a logit
+#:   by its calibration, summed with the weights below and mapped through the output
 #:   calibration: an estimate of P(relevant) per (query, document) pair. Fitted on
 #:   development queries only (SciFact train, NFCorpus dev; ``benchmarks/calibration.py``).
 #: * Texts only, ``scores="relative"``: a weighted sum of min-max normalised scores, 0.2 BM25
@@ -48,12 +49,13 @@ HYBRID_BM25 = {"k1": 0.9, "b": 0.4}
 #: the calibrated texts-only hybrid (strategy calibrations, weights in logit space, output)
 HYBRID_CALIBRATION: dict[str, Any] = {
     "avgdl": 400.0,
-    "weights": {"embedding": 0.5, "bm25_background": 0.5},
+    "passage_words": 48,
+    "weights": {"embedding": 0.7, "bm25_background": 0.3},
     "calibration": {
-        "embedding": {"slope": 7.012624, "intercept": -5.935396},
+        "embedding": {"slope": 7.591628, "intercept": -6.521225},
         "bm25_background": {"slope": 7.285328, "intercept": -6.073978},
     },
-    "output_calibration": {"slope": 1.812054, "intercept": 2.698546},
+    "output_calibration": {"slope": 1.693132, "intercept": 2.271764},
 }
 SCORE_MODES = ("calibrated", "relative")
 
@@ -82,10 +84,12 @@ class HybridReranker(ScoringReranker):
     reranking); the fusion is then min-max and its scores are relative to the request.
 
     Given texts only, ``scores="calibrated"`` (the default) fuses the embedding's cosine
-    with BM25 whose idf comes from a general word-frequency table of ``language``
-    (``bm25_background``: the candidates of a lexical search all contain the query's words,
-    so their own statistics miss which words matter), each through a fixed calibration
-    (:data:`HYBRID_CALIBRATION`, or ``calibration=``): the score estimates P(relevant) and
+    of each document's best passage (about 48 words; see ``passage_words`` in
+    :class:`~rerankit.EmbeddingScorer`) with BM25 whose idf comes from a general
+    word-frequency table of ``language`` (``bm25_background``: the candidates of a lexical
+    search all contain the query's words, so their own statistics miss which words matter),
+    each through a fixed calibration (:data:`HYBRID_CALIBRATION`, or ``calibration=``; one
+    without ``passage_words`` reads whole documents): the score estimates P(relevant) and
     depends only on the query and the document, so it means the same in every request
     (``result.score_scale == "probability"``). ``scores="relative"`` adds BM25 with the
     candidates' own idf (``bm25``) and min-max fusion: often a slightly better order (it
@@ -181,11 +185,12 @@ class HybridReranker(ScoringReranker):
         unknown = sorted(set(spec) - set(HYBRID_CALIBRATION))
         if unknown:
             raise ValueError(f"calibration: unknown keys {unknown}; use {list(HYBRID_CALIBRATION)}")
+        words = spec.get("passage_words")  # a calibration without it read whole documents
         spec = {**HYBRID_CALIBRATION, **spec}
         bm25 = background_bm25(analyzer, avgdl=spec["avgdl"])
         rename = {"embedding": self.embedding.name}  # keys name the roles, not the scorers
         return FusionReranker(
-            [bm25, self.embedding],
+            [bm25, self._passage_reader(words)],
             self.combination_method,
             {rename.get(k, k): w for k, w in spec["weights"].items()},
             normalization_method="calibrated",
@@ -193,6 +198,21 @@ class HybridReranker(ScoringReranker):
             output_calibration=spec["output_calibration"],
             name=self.name,
         )
+
+    def _passage_reader(self, words: int | None) -> Scorer:
+        """The embedding scorer reading each document by its best passage of about
+        ``words`` words (None: the whole document, as given)."""
+        from ..scorers.embedding import EmbeddingScorer
+
+        if words is None:
+            return self.embedding
+        if not isinstance(self.embedding, EmbeddingScorer):
+            raise ValueError(
+                "calibration: passage_words needs an EmbeddingScorer, got "
+                f"{type(self.embedding).__name__} (leave passage_words out to read whole "
+                "documents)"
+            )
+        return self.embedding.with_passages(words)
 
     def scorers(self) -> Iterator[Scorer]:
         yield from self.texts_only.scorers()

@@ -63,7 +63,8 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
     out = _respond(body, result)
     if body.max_chunks_per_doc is not None:
         out["meta"].setdefault("warnings", []).append(
-            "max_chunks_per_doc is accepted but ignored: documents are not split into chunks"
+            "max_chunks_per_doc is accepted but ignored: the pipeline's own settings say "
+            "whether and how it splits documents into passages"
         )
     return out
 
