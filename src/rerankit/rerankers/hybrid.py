@@ -92,13 +92,13 @@ class HybridReranker(ScoringReranker):
     without ``passage_words`` reads whole documents): the score estimates P(relevant) and
     depends only on the query and the document, so it means the same in every request
     (``result.score_scale == "probability"``). ``scores="relative"`` adds BM25 with the
-    candidates' own idf (``bm25``) and min-max fusion: often a slightly better order (it
-    reads which words are rare among these candidates), scores comparable only within the
-    request. The calibration fits the bundled all-MiniLM-L6-v2; with another embedding
-    model and no ``calibration``, the hybrid falls back to ``relative`` (fit one with
-    ``rerankit tune --calibrate``). The strategies' names in each result's scores and
-    explanation say which mode ran. The embedding model reads English only, and a query
-    mostly in another script gets a warning. ``backend="onnx"`` (and ``quantize="int8"``)
+    candidates' own idf (``bm25``, which reads which words are rare among these candidates)
+    and fuses min-max normalised scores with the whole-document cosine: scores comparable
+    only within the request. The calibration fits the bundled all-MiniLM-L6-v2; with
+    another embedding model and no ``calibration``, the hybrid falls back to ``relative``
+    (fit one with ``rerankit tune --calibrate``). The strategies' names in each result's
+    scores and explanation say which mode ran. The embedding model reads English only, and
+    a query mostly in another script gets a warning. ``backend="onnx"`` (and ``quantize="int8"``)
     runs the bundled model on ONNX Runtime (see :class:`~rerankit.EmbeddingScorer`); the
     default is torch.
     """
