@@ -44,12 +44,14 @@ def split_passages(text: str, words: int, max_passages: int = DEFAULT_MAX_PASSAG
             continue
         # a sentence longer than a passage is cut every `words` words
         parts = (
-            [sentence.strip()]
+            [(sentence.strip(), len(tokens))]
             if len(tokens) <= words
-            else [" ".join(tokens[i : i + words]) for i in range(0, len(tokens), words)]
+            else [
+                (" ".join(tokens[i : i + words]), len(tokens[i : i + words]))
+                for i in range(0, len(tokens), words)
+            ]
         )
-        for part in parts:
-            n = len(part.split())
+        for part, n in parts:
             if passages and size + n <= words:
                 passages[-1] += " " + part
                 size += n

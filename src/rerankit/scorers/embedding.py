@@ -86,6 +86,14 @@ def _positive(label: str, value: Any) -> Any:
     return value
 
 
+def _given_vectors(given: Any, n: int) -> list[Any]:
+    """``document_embeddings`` as a list, checked to have one entry per document."""
+    vectors = list(given)
+    if len(vectors) != n:
+        raise InputError(f"document_embeddings has {len(vectors)} entries for {n} documents")
+    return vectors
+
+
 def _unit_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Rows scaled to length 1, and a mask of the rows that were all zero."""
     norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
@@ -296,11 +304,7 @@ class EmbeddingScorer(LocalModelScorer):
     def _document_matrix(self, texts: list[str], given: Any) -> np.ndarray:
         if given is None:
             return self.encode_documents(texts)
-        given = list(given)
-        if len(given) != len(texts):
-            raise InputError(
-                f"document_embeddings has {len(given)} entries for {len(texts)} documents"
-            )
+        given = _given_vectors(given, len(texts))
         todo = [i for i, v in enumerate(given) if v is None]
         fresh = self.encode_documents([texts[i] for i in todo]) if todo else None
         rows: list[np.ndarray] = []
@@ -321,15 +325,11 @@ class EmbeddingScorer(LocalModelScorer):
         """One row per passage (a given vector is its document's only one), and each row's
         document index."""
         assert self.passage_words is not None
-        given = [None] * len(texts) if given is None else list(given)
-        if len(given) != len(texts):
-            raise InputError(
-                f"document_embeddings has {len(given)} entries for {len(texts)} documents"
-            )
+        vectors = [None] * len(texts) if given is None else _given_vectors(given, len(texts))
         flat_texts: list[str] = []
         flat_given: list[Any] = []
         owner: list[int] = []
-        for i, (text, vector) in enumerate(zip(texts, given, strict=True)):
+        for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
             passages = (
                 [text]
                 if vector is not None
@@ -338,7 +338,9 @@ class EmbeddingScorer(LocalModelScorer):
             flat_texts += passages
             flat_given += [vector] * len(passages)
             owner += [i] * len(passages)
-        return self._document_matrix(flat_texts, flat_given), np.asarray(owner, dtype=np.intp)
+        # without given vectors every passage is encoded (or read from the cache) in one call
+        matrix = self._document_matrix(flat_texts, None if given is None else flat_given)
+        return matrix, np.asarray(owner, dtype=np.intp)
 
     def score_texts(self, query: str, texts: Sequence[str], **context: Any) -> np.ndarray:
         """Blocking scores for plain strings."""
