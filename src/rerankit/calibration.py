@@ -91,10 +91,12 @@ def fit_logistic(
     *,
     l2: float = 1e-4,
     max_iter: int = 100,
+    sample_weight: np.ndarray | Sequence[float] | None = None,
 ) -> tuple[np.ndarray, float]:
     """Logistic regression of binary ``labels`` on ``features`` (``(n,)`` or ``(n, k)``) by
     Newton's method with a small ridge penalty on the coefficients: ``(coefficients,
-    intercept)``."""
+    intercept)``. ``sample_weight`` (one positive number per row, e.g. to give several
+    collections an equal say) weights each row's log-loss."""
     x = np.asarray(features, dtype=np.float64)
     if x.ndim == 1:
         x = x[:, None]
@@ -107,14 +109,21 @@ def fit_logistic(
         raise ValueError("labels must be 0 or 1")
     if y.min() == y.max():
         raise ValueError("labels must include both relevant (1) and non-relevant (0) pairs")
+    if sample_weight is None:
+        weight = np.ones_like(y)
+    else:
+        weight = np.asarray(sample_weight, dtype=np.float64)
+        if weight.shape != y.shape or not np.isfinite(weight).all() or (weight <= 0).any():
+            raise ValueError("sample_weight: one positive, finite number per label")
+        weight = weight * (len(y) / weight.sum())  # the penalty keeps its meaning
     design = np.hstack([x, np.ones((x.shape[0], 1))])
     beta = np.zeros(design.shape[1])
     penalty = np.full(design.shape[1], l2 * x.shape[0])
     penalty[-1] = 0.0  # no penalty on the intercept
     for _ in range(max_iter):
         p = sigmoid(design @ beta)
-        grad = design.T @ (p - y) + penalty * beta
-        hess = (design * (p * (1 - p))[:, None]).T @ design + np.diag(penalty)
+        grad = design.T @ (weight * (p - y)) + penalty * beta
+        hess = (design * (weight * p * (1 - p))[:, None]).T @ design + np.diag(penalty)
         step = np.linalg.solve(hess + 1e-9 * np.eye(len(beta)), grad)
         beta -= step
         if np.max(np.abs(step)) < 1e-8:
@@ -123,10 +132,14 @@ def fit_logistic(
 
 
 def fit_calibration(
-    raw: np.ndarray | Sequence[float], labels: np.ndarray | Sequence[float]
+    raw: np.ndarray | Sequence[float],
+    labels: np.ndarray | Sequence[float],
+    *,
+    sample_weight: np.ndarray | Sequence[float] | None = None,
 ) -> Calibration:
-    """The :class:`Calibration` of one raw score, fitted on judged pairs."""
-    coef, intercept = fit_logistic(raw, labels)
+    """The :class:`Calibration` of one raw score, fitted on judged pairs (``sample_weight``:
+    see :func:`fit_logistic`)."""
+    coef, intercept = fit_logistic(raw, labels, sample_weight=sample_weight)
     return Calibration(float(coef[0]), intercept)
 
 

@@ -6,7 +6,9 @@ Accepted items:
 * ``str`` and :class:`~rerankit.Document`;
 * mappings (dicts): the text under ``text_field`` (or the ``text_fields`` joined as
   ``"field: value"`` lines), the optional id under ``id_field``; every other field becomes
-  metadata;
+  metadata. A ``title`` field (a non-empty string) is the document's title: scorers read
+  it, on the line before the text, and a scorer that splits documents into passages
+  starts every passage with it (:func:`document_title`);
 * LangChain ``Document`` s (``page_content``, ``metadata``, ``id``);
 * LlamaIndex ``NodeWithScore`` s and nodes (``get_content()``, ``node_id``, ``metadata``); a
   node's retriever ``score`` becomes the ``first_stage_score``;
@@ -34,10 +36,27 @@ from typing import Any
 from .errors import InputError, InvalidDocumentError
 from .types import Document, RankedDocument
 
-__all__ = ["FIRST_STAGE_SCORE", "field_value", "output_for", "to_documents"]
+__all__ = [
+    "FIRST_STAGE_SCORE",
+    "TITLE",
+    "document_title",
+    "field_value",
+    "output_for",
+    "to_documents",
+]
 
 #: the metadata key holding a document's first-stage (retriever) score, higher is better
 FIRST_STAGE_SCORE = "first_stage_score"
+#: the field (and metadata key) holding a document's title
+TITLE = "title"
+
+
+def document_title(doc: Document) -> str | None:
+    """The document's title: its ``title`` metadata when that is a non-empty string."""
+    value = doc.metadata.get(TITLE)
+    return value if isinstance(value, str) and value.strip() else None
+
+
 _MISSING = object()
 
 
@@ -161,6 +180,14 @@ class _Adapter:
             skip = {self.id_field} | ({self.text_field} if self.text_fields is None else set())
             metadata = {k: v for k, v in item.items() if k not in skip}
             text = self.text_of_mapping(item, i)
+            title = item.get(TITLE)
+            if (
+                self.text_fields is None
+                and self.text_field != TITLE
+                and isinstance(title, str)
+                and title.strip()
+            ):
+                text = f"{title}\n{text}" if text.strip() else title
             return Document(text=text, id=item.get(self.id_field), metadata=metadata, source=item)
         if _is_langchain(item):
             return Document(

@@ -5,7 +5,8 @@
 bundled embedding's cosine (raw, gap to the best, rank), BM25 with the candidates' idf (raw
 and normalised), BM25 with background idf (query-normalised), query-term coverage, document
 length, a dense pseudo-relevance-feedback cosine (the query plus half the mean of the three
-documents the calibrated hybrid ranks first) and the calibrated hybrid's own logit.
+documents the calibrated hybrid ranks first), the calibrated hybrid's own logit and the
+cosine of the document's best passage.
 :func:`train` fits a lambdarank model on a training split's candidates with early stopping
 on held-out training queries; :class:`LearnedScorer` loads the model file and scores
 candidates, and :meth:`LearnedScorer.contributions` gives each feature's share of a score
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,8 +48,13 @@ FEATURES = (
     "log_length",
     "prf_cosine",
     "hybrid_logit",
+    "passage_cosine",
 )
 PRF_TOP, PRF_ALPHA = 3, 0.5
+#: how the ``passage_cosine`` feature reads a document: its best passage of about 48 words,
+#: each after the first starting with the document's first 20 words (fixed, like
+#: :data:`HYBRID_LOGIT`, so a trained model's features never change)
+PASSAGE_FEATURE: dict[str, int] = {"words": 48, "lead": 20}
 #: How the ``hybrid_logit`` feature fuses the whole-document cosine and ``bm25_background``:
 #: the calibrated hybrid's first (whole-document) fit, kept fixed so that a trained model's
 #: features never change under it.
@@ -59,6 +65,11 @@ HYBRID_LOGIT: dict[str, Any] = {
         "bm25_background": {"slope": 7.285328, "intercept": -6.073978},
     },
 }
+
+
+#: how the ``bm25_background`` feature reads the texts (the first calibrated hybrid's
+#: setting, kept fixed like :data:`HYBRID_LOGIT`)
+BACKGROUND_BM25: dict[str, float] = {"avgdl": 400.0, "query_normalization": 1.0}
 
 
 class _Signals:
@@ -76,8 +87,13 @@ class _Signals:
         if embedding is None or isinstance(embedding, str):
             embedding = EmbeddingScorer(*(() if embedding is None else (embedding,)))
         self.embedding = embedding
+        self.passages = (
+            embedding.with_passages(PASSAGE_FEATURE["words"], lead=PASSAGE_FEATURE["lead"])
+            if hasattr(embedding, "with_passages")
+            else None
+        )
         self.bm25 = BM25Scorer(analyzer=self.analyzer, **HYBRID_BM25)
-        self.background = background_bm25(self.analyzer)
+        self.background = background_bm25(self.analyzer, **BACKGROUND_BM25)
         self.coverage = CoverageScorer(analyzer=self.analyzer)
         self.calibration = HYBRID_LOGIT
         by_role = HYBRID_LOGIT["calibration"]
@@ -98,8 +114,12 @@ def features(
     query: str,
     texts: Sequence[str],
     first_stage: Sequence[float] | None = None,
+    *,
+    names: Sequence[str] = FEATURES,
 ) -> np.ndarray:
-    """One row of :data:`FEATURES` per text (``first_stage`` scores 0 when not given)."""
+    """One row of :data:`FEATURES` per text (``first_stage`` scores 0 when not given). A
+    feature left out of ``names`` is not computed where that saves work (its column then
+    holds the cosine: only columns in ``names`` are meant to be read)."""
     n = len(texts)
     if n == 0:
         return np.zeros((0, len(FEATURES)))
@@ -119,6 +139,11 @@ def features(
     top = np.argsort(-logit, kind="stable")[:PRF_TOP]  # the calibrated hybrid's best
     prf = feedback_cosines(qn, dn, top, PRF_ALPHA)
     lengths = signals.analyzer.analyze(list(texts)).lengths.astype(np.float64)
+    passage = (
+        signals.passages.score_texts(query, texts)
+        if signals.passages is not None and "passage_cosine" in names
+        else cos
+    )
     return np.column_stack(
         [
             fs,
@@ -134,41 +159,59 @@ def features(
             np.log1p(lengths),
             prf,
             logit,
+            passage,
         ]
     )
 
 
-def train(
-    rows: Mapping[str, tuple[list[str], np.ndarray]],
-    qrels: Mapping[str, Mapping[str, int]],
-    *,
-    valid: set[str],
-    seed: int = 0,
-    rounds: int = 1000,
-    params: Mapping[str, Any] | None = None,
-) -> tuple[Any, dict[str, Any]]:
-    """A lambdarank booster fitted on ``rows`` (query -> candidate ids, feature matrix) but
-    the ``valid`` queries, stopped early on those (nDCG@10). Returns the booster and a report
-    (best iteration, validation nDCG@10, feature importance by gain). ``params`` override
-    the LightGBM parameters (see :data:`GRID` for the ones :func:`choose` tries)."""
-    lgb = require("lightgbm", "learning to rank")
+#: the direction each feature can only push a score in (LightGBM's monotone constraints:
+#: +1 more is better, -1 less is better, 0 free), so a small training set cannot learn
+#: that a higher BM25 score or cosine makes a document less relevant
+MONOTONE = {
+    "first_stage": 1,
+    "first_stage_norm": 1,
+    "first_stage_rank": -1,
+    "cosine": 1,
+    "cosine_gap": 1,
+    "cosine_rank": -1,
+    "bm25": 1,
+    "bm25_norm": 1,
+    "bm25_background": 1,
+    "coverage": 1,
+    "log_length": 0,
+    "prf_cosine": 1,
+    "hybrid_logit": 1,
+    "passage_cosine": 1,
+}
+#: the features a model trained on few queries uses (see :func:`feature_set`)
+CORE_FEATURES = (
+    "first_stage_norm",
+    "cosine",
+    "bm25_norm",
+    "bm25_background",
+    "coverage",
+    "hybrid_logit",
+    "passage_cosine",
+)
+#: under this many training queries a model uses :data:`CORE_FEATURES` only
+FEW_QUERIES = 100
 
-    def dataset(qids: list[str]) -> tuple[np.ndarray, np.ndarray, list[int]]:
-        xs, ys, groups = [], [], []
-        for q in qids:
-            ids, x = rows[q]
-            xs.append(x)
-            ys.append([max(0, int(qrels.get(q, {}).get(d, 0))) for d in ids])
-            groups.append(len(ids))
-        return np.vstack(xs), np.concatenate(ys), groups
 
-    fit_ids = [q for q in rows if q not in valid and len(rows[q][0])]
-    valid_ids = [q for q in rows if q in valid and len(rows[q][0])]
-    if not fit_ids or not valid_ids:
-        raise ValueError("learning to rank needs training queries and held-out queries")
-    x, y, g = dataset(fit_ids)
-    vx, vy, vg = dataset(valid_ids)
-    params = {
+def feature_set(queries: int) -> tuple[str, ...]:
+    """The features a model trained on ``queries`` queries uses: all of :data:`FEATURES`,
+    or :data:`CORE_FEATURES` under :data:`FEW_QUERIES` queries."""
+    return FEATURES if queries >= FEW_QUERIES else CORE_FEATURES
+
+
+def _columns(names: Sequence[str]) -> list[int]:
+    unknown = [n for n in names if n not in FEATURES]
+    if unknown:
+        raise ValueError(f"unknown features {unknown}; this version has {list(FEATURES)}")
+    return [FEATURES.index(n) for n in names]
+
+
+def _params(params: Mapping[str, Any] | None, names: Sequence[str], seed: int) -> dict[str, Any]:
+    return {
         "objective": "lambdarank",
         "metric": "ndcg",
         "eval_at": [10],
@@ -179,60 +222,183 @@ def train(
         "bagging_fraction": 0.8,
         "bagging_freq": 1,
         "lambdarank_truncation_level": 20,
+        "monotone_constraints": [MONOTONE[n] for n in names],
+        "monotone_constraints_method": "advanced",
         "seed": seed,
         "deterministic": True,
-        "num_threads": 0,
+        "num_threads": 1,
         "verbose": -1,
         **dict(params or {}),
     }
-    train_set = lgb.Dataset(x, y, group=g, feature_name=list(FEATURES))
+
+
+def _dataset(
+    rows: Mapping[str, tuple[list[str], np.ndarray]],
+    qrels: Mapping[str, Mapping[str, int]],
+    qids: Sequence[str],
+    columns: Sequence[int],
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    xs, ys, groups = [], [], []
+    for q in qids:
+        ids, x = rows[q]
+        xs.append(x[:, columns])
+        ys.append([max(0, int(qrels.get(q, {}).get(d, 0))) for d in ids])
+        groups.append(len(ids))
+    return np.vstack(xs), np.concatenate(ys), groups
+
+
+def fit(
+    rows: Mapping[str, tuple[list[str], np.ndarray]],
+    qrels: Mapping[str, Mapping[str, int]],
+    qids: Sequence[str],
+    *,
+    trees: int,
+    params: Mapping[str, Any] | None = None,
+    features: Sequence[str] = FEATURES,
+    seed: int = 0,
+) -> Any:
+    """A lambdarank booster of ``trees`` trees fitted on the ``qids`` queries of ``rows``
+    (query -> candidate ids, :data:`FEATURES` matrix), using the ``features`` columns,
+    with :data:`MONOTONE` constraints. ``params`` override the LightGBM parameters."""
+    lgb = require("lightgbm", "learning to rank")
+    qids = [q for q in qids if len(rows[q][0])]
+    if not qids:
+        raise ValueError("learning to rank needs training queries with candidates")
+    names = list(features)
+    x, y, g = _dataset(rows, qrels, qids, _columns(names))
+    train_set = lgb.Dataset(x, y, group=g, feature_name=names)
+    settings = _params(params, names, seed)
+    if x.shape[0] >= 20_000 and not (params and "num_threads" in params):
+        settings["num_threads"] = 0  # every core; small sets train faster on one
+    return lgb.train(settings, train_set, num_boost_round=trees)
+
+
+def train(
+    rows: Mapping[str, tuple[list[str], np.ndarray]],
+    qrels: Mapping[str, Mapping[str, int]],
+    *,
+    valid: set[str],
+    seed: int = 0,
+    rounds: int = 1000,
+    params: Mapping[str, Any] | None = None,
+    features: Sequence[str] = FEATURES,
+) -> tuple[Any, dict[str, Any]]:
+    """A lambdarank booster fitted on ``rows`` (query -> candidate ids, feature matrix) but
+    the ``valid`` queries, stopped early on those (nDCG@10). Returns the booster and a report
+    (best iteration, validation nDCG@10, feature importance by gain). ``params`` override
+    the LightGBM parameters. (``rerankit tune`` chooses the settings and the number of
+    trees by cross-validation instead: :func:`options`.)"""
+    lgb = require("lightgbm", "learning to rank")
+    fit_ids = [q for q in rows if q not in valid and len(rows[q][0])]
+    valid_ids = [q for q in rows if q in valid and len(rows[q][0])]
+    if not fit_ids or not valid_ids:
+        raise ValueError("learning to rank needs training queries and held-out queries")
+    names = list(features)
+    columns = _columns(names)
+    x, y, g = _dataset(rows, qrels, fit_ids, columns)
+    vx, vy, vg = _dataset(rows, qrels, valid_ids, columns)
+    train_set = lgb.Dataset(x, y, group=g, feature_name=names)
     valid_set = lgb.Dataset(vx, vy, group=vg, reference=train_set)
     booster = lgb.train(
-        params,
+        _params(params, names, seed),
         train_set,
         num_boost_round=rounds,
         valid_sets=[valid_set],
         callbacks=[lgb.early_stopping(100, first_metric_only=True, verbose=False)],
     )
-    gain = booster.feature_importance("gain")
-    total = float(gain.sum()) or 1.0
     report = {
         "best_iteration": int(booster.best_iteration),
         "valid_ndcg@10": float(booster.best_score["valid_0"]["ndcg@10"]),
-        "importance": {f: float(v) / total for f, v in zip(FEATURES, gain, strict=True)},
+        "importance": importance(booster),
         "queries": {"fit": len(fit_ids), "held_out": len(valid_ids)},
     }
     return booster, report
 
 
-#: the LightGBM settings :func:`choose` compares on the held-out training queries
-GRID = (
-    {"num_leaves": 15, "min_data_in_leaf": 50, "learning_rate": 0.05},
-    {"num_leaves": 7, "min_data_in_leaf": 50, "learning_rate": 0.05},
-    {"num_leaves": 31, "min_data_in_leaf": 50, "learning_rate": 0.05},
-    {"num_leaves": 15, "min_data_in_leaf": 100, "learning_rate": 0.02},
-    {"num_leaves": 31, "min_data_in_leaf": 20, "learning_rate": 0.02},
-)
+def importance(booster: Any) -> dict[str, float]:
+    """Each feature's share of the model's total gain."""
+    gain = booster.feature_importance("gain")
+    total = float(gain.sum()) or 1.0
+    return {f: float(v) / total for f, v in zip(booster.feature_name(), gain, strict=True)}
 
 
-def choose(
+#: the LightGBM settings ``rerankit tune --method ltr`` compares by cross-validation, from
+#: heavily regularised (few leaves, much data per leaf) to the large-data setting
+SETTINGS: dict[str, dict[str, Any]] = {
+    "3 leaves": {"num_leaves": 3, "min_data_in_leaf": 100},
+    "7 leaves": {"num_leaves": 7, "min_data_in_leaf": 50},
+    "15 leaves": {"num_leaves": 15, "min_data_in_leaf": 50},
+    "31 leaves": {"num_leaves": 31, "min_data_in_leaf": 20, "learning_rate": 0.02},
+}
+#: numbers of trees compared (each setting is trained once, to the largest)
+TREES = (25, 50, 100, 200, 400)
+#: shares of the learned model's min-max normalised score in a blend with the default
+#: (1.0: the learned model alone)
+BLENDS = (0.25, 0.5, 0.75, 1.0)
+#: an option of :func:`options`: (setting, number of trees, blend)
+Option = tuple[str, int, float]
+
+
+def options(
     rows: Mapping[str, tuple[list[str], np.ndarray]],
     qrels: Mapping[str, Mapping[str, int]],
     *,
-    valid: set[str],
-    seeds: Sequence[int] = (0, 1, 2),
-) -> tuple[dict[str, Any], list[tuple[dict[str, Any], float]]]:
-    """The :data:`GRID` entry with the best mean held-out nDCG@10 over ``seeds`` (training
-    data only), and every entry's mean."""
-    table = []
-    for params in GRID:
-        scores = [
-            train(rows, qrels, valid=valid, seed=s, params=params)[1]["valid_ndcg@10"]
-            for s in seeds
-        ]
-        table.append((dict(params), float(np.mean(scores))))
-    best = max(table, key=lambda t: t[1])[0]
-    return best, table
+    default: Mapping[str, np.ndarray],
+    settings: Mapping[str, Mapping[str, Any]] = SETTINGS,
+    trees: Sequence[int] = TREES,
+    blends: Sequence[float] = BLENDS,
+    seeds: Sequence[int] = (0,),
+    features: Sequence[str] | None = None,
+) -> Callable[[Sequence[str]], dict[Option, Callable[[str], float]]]:
+    """The fit of :func:`rerankit.eval.crossval.cross_validate` for learning to rank: on
+    training query ids, one booster per setting and seed, and per (setting, number of
+    trees, blend) an evaluator of a query's nDCG@10 (the mean over the seeds), where the
+    blend mixes the model's min-max normalised score with ``default`` (query id -> the
+    default pipeline's scores of its candidates, in [0, 1]) as
+    ``blend * model + (1 - blend) * default``. The features are ``features``, or
+    :func:`feature_set` of the number of training queries."""
+    from .eval.metrics import ndcg_at_k
+
+    def fit_on(qids: Sequence[str]) -> dict[Option, Callable[[str], float]]:
+        names = list(features or feature_set(len(qids)))
+        columns = _columns(names)
+        boosters = {
+            (label, seed): fit(
+                rows, qrels, qids, trees=max(trees), params=params, features=names, seed=seed
+            )
+            for label, params in settings.items()
+            for seed in seeds
+        }
+        memo: dict[tuple[str, str, int, int], np.ndarray] = {}
+
+        def predicted(q: str, label: str, t: int, seed: int) -> np.ndarray:
+            key = (q, label, t, seed)
+            if key not in memo:
+                x = rows[q][1][:, columns]
+                memo[key] = _min_max(boosters[label, seed].predict(x, num_iteration=t))
+            return memo[key]
+
+        def evaluator(label: str, t: int, blend: float) -> Callable[[str], float]:
+            def evaluate(q: str) -> float:
+                ids, judged = rows[q][0], qrels.get(q, {})
+                if not ids:
+                    return 0.0
+                values = []
+                for seed in seeds:
+                    fused = blend * predicted(q, label, t, seed) + (1 - blend) * default[q]
+                    order = np.argsort(-fused, kind="stable")
+                    values.append(ndcg_at_k([ids[i] for i in order], judged, 10))
+                return float(np.mean(values))
+
+            return evaluate
+
+        return {(s, t, b): evaluator(s, t, b) for s in settings for t in trees for b in blends}
+
+    return fit_on
+
+
+def _min_max(x: np.ndarray) -> np.ndarray:
+    return normalize_scores(np.asarray(x, dtype=np.float64), "min_max")
 
 
 class LearnedScorer:
@@ -255,27 +421,43 @@ class LearnedScorer:
         self._embedding = embedding
         self._booster: Any = None
         self._signals: _Signals | None = None
+        self._names: tuple[str, ...] = FEATURES
+        self._columns: list[int] = list(range(len(FEATURES)))
 
     def _ready(self) -> tuple[Any, _Signals]:
         if self._booster is None:
             lgb = require("lightgbm", "LearnedScorer")
             booster = lgb.Booster(model_file=str(self.path))
-            if tuple(booster.feature_name()) != FEATURES:
-                raise ValueError(f"{self.path}: trained on other features than this version's")
+            names = tuple(booster.feature_name())
+            if not set(names) <= set(FEATURES):
+                raise ValueError(
+                    f"{self.path}: trained on features this version does not compute: "
+                    f"{sorted(set(names) - set(FEATURES))}"
+                )
+            self._names, self._columns = names, _columns(names)
             self._booster = booster
             self._signals = _Signals(self._embedding or trained_embedding(self.path))
         assert self._signals is not None
         return self._booster, self._signals
 
+    @property
+    def feature_names(self) -> tuple[str, ...]:
+        """The features the model reads (all of :data:`FEATURES` or a subset)."""
+        self._ready()
+        return self._names
+
     def matrix(self, query: str, docs: Sequence[Document]) -> np.ndarray:
-        """The feature rows of ``docs`` for ``query``."""
+        """The feature rows of ``docs`` for ``query`` (the model's features only)."""
         _, signals = self._ready()
         values = [d.metadata.get(FIRST_STAGE_SCORE) for d in docs]
         usable = all(
             isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
             for v in values
         )
-        return features(signals, query, [d.text for d in docs], values if usable else None)
+        x = features(
+            signals, query, [d.text for d in docs], values if usable else None, names=self._names
+        )
+        return x[:, self._columns]
 
     def score_texts(self, query: str, docs: Sequence[Document]) -> np.ndarray:
         booster, _ = self._ready()
@@ -286,7 +468,7 @@ class LearnedScorer:
         booster, _ = self._ready()
         x = self.matrix(query, docs)
         shares = np.asarray(booster.predict(x, pred_contrib=True), dtype=np.float64)
-        parts = {f: (x[:, i], shares[:, i]) for i, f in enumerate(FEATURES)}
+        parts = {f: (x[:, i], shares[:, i]) for i, f in enumerate(self._names)}
         parts["bias"] = (np.ones(len(docs)), shares[:, -1])
         return ScoreBatch(values=shares.sum(axis=1), parts=parts)
 
@@ -295,7 +477,7 @@ class LearnedScorer:
         booster, _ = self._ready()
         parts = booster.predict(self.matrix(query, docs), pred_contrib=True)
         return [
-            {**dict(zip(FEATURES, map(float, row[:-1]), strict=True)), "bias": float(row[-1])}
+            {**dict(zip(self._names, map(float, row[:-1]), strict=True)), "bias": float(row[-1])}
             for row in parts
         ]
 

@@ -43,6 +43,28 @@ def test_a_logistic_fit_recovers_the_model_that_made_the_labels():
     assert intercept == pytest.approx(-0.5, abs=0.1)
 
 
+def test_weighted_rows_count_as_repeated_rows():
+    """A weight of 3 on a row fits exactly as the row written three times; equal weights
+    change nothing."""
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=300)
+    y = (rng.random(300) < sigmoid(1.5 * x)).astype(float)
+    weight = np.where(np.arange(300) < 100, 3.0, 1.0)
+    # the ridge penalty scales with the rows: compare without it
+    repeated = fit_logistic(
+        np.concatenate([x[:100]] * 3 + [x[100:]]),
+        np.concatenate([y[:100]] * 3 + [y[100:]]),
+        l2=0.0,
+    )
+    weighted = fit_logistic(x, y, sample_weight=weight, l2=0.0)
+    np.testing.assert_allclose(weighted[0], repeated[0], rtol=1e-6)
+    assert weighted[1] == pytest.approx(repeated[1], rel=1e-6)
+    plain = fit_logistic(x, y)
+    np.testing.assert_allclose(fit_logistic(x, y, sample_weight=np.full(300, 5.0))[0], plain[0])
+    with pytest.raises(ValueError, match="sample_weight"):
+        fit_logistic(x, y, sample_weight=-weight)
+
+
 def test_logistic_fit_refuses_what_it_cannot_fit():
     with pytest.raises(ValueError, match="both relevant"):
         fit_logistic([1.0, 2.0], [1, 1])

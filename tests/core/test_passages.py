@@ -14,26 +14,38 @@ SENTENCE = st.lists(WORD, min_size=1, max_size=30).map(lambda ws: " ".join(ws).c
 
 def test_sentences_are_packed_whole_and_the_title_starts_every_passage():
     body = " ".join(f"Sentence {i} has exactly six words." for i in range(10))
-    text = "A short title\n" + body
-    passages = split_passages(text, 20)
-    assert len(passages) == 4  # three sentences (18 words) per passage, then one
-    for p in passages:
-        title, _, rest = p.partition("\n")
-        assert title == "A short title"
-        assert rest.endswith("words.") and len(rest.split()) <= 20
-    assert " ".join(p.partition("\n")[2] for p in passages) == body
+    for text in ("A short title\n" + body, "A short title " + body, "A short title. " + body):
+        passages = split_passages(text, 20, title="A short title")
+        assert len(passages) == 4  # three sentences (18 words) per passage, then one
+        for p in passages:
+            title, _, rest = p.partition("\n")
+            assert title == "A short title"
+            assert rest.endswith("words.") and len(rest.split()) <= 20
+        assert " ".join(p.partition("\n")[2] for p in passages) == body
+
+
+def test_a_title_is_never_guessed_from_the_text():
+    """The same document laid out with a newline or a space gives the same passages."""
+    body = " ".join(f"Sentence {i} has exactly six words." for i in range(10))
+    by_line = split_passages("A short title\n" + body, 20)
+    assert by_line == split_passages("A short title " + body, 20)
+    assert by_line[0].startswith("A short title Sentence 0")
+    assert not any("A short title" in p for p in by_line[1:])
+
+
+def test_a_title_line_in_rank_fields_form_and_a_title_not_in_the_text():
+    body = " ".join(f"Sentence {i} has exactly six words." for i in range(10))
+    framed = split_passages("title: Solar\ntext: " + body, 20, title="Solar")
+    assert all(p.startswith("title: Solar\n") for p in framed)
+    apart = split_passages(body, 20, title="Solar")
+    assert all(p.startswith("Solar\nSentence") for p in apart)
+    assert " ".join(p.partition("\n")[2] for p in apart) == body
 
 
 def test_a_text_that_fits_comes_back_unchanged():
     for text in ("", "one line", "Title\nA body of five words.", "  spaced \n\n text  "):
         assert split_passages(text, 80) == [text]
-
-
-def test_a_long_first_paragraph_is_not_taken_for_a_title():
-    first = " ".join(["word"] * 45) + "."
-    passages = split_passages(first + "\nSecond paragraph here. " * 3, 20)
-    assert not any(p.startswith(first) for p in passages[1:])
-    assert all("\n" not in p for p in passages)
+        assert split_passages(text, 80, title="Title") == [text]
 
 
 def test_an_overlong_sentence_is_cut_every_n_words():
@@ -56,11 +68,16 @@ def test_bad_sizes_are_refused(bad):
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(SENTENCE, min_size=1, max_size=25), st.integers(3, 40), st.booleans())
-def test_passages_keep_every_word_in_order_within_the_size(sentences, words, titled):
+@given(
+    st.lists(SENTENCE, min_size=1, max_size=25),
+    st.integers(3, 40),
+    st.booleans(),
+    st.sampled_from(["\n", " ", ". "]),
+)
+def test_passages_keep_every_word_in_order_within_the_size(sentences, words, titled, joint):
     body = " ".join(sentences)
-    text = f"The title\n{body}" if titled else body
-    passages = split_passages(text, words, max_passages=1000)
+    text = f"The title{joint}{body}" if titled else body
+    passages = split_passages(text, words, max_passages=1000, title="The title" if titled else None)
     if passages == [text]:
         return
     bodies = [p.partition("\n")[2] if titled else p for p in passages]

@@ -86,3 +86,44 @@ def test_dl19_bm25_run_scores_its_published_ndcg():
     assert len(data.queries) == 43
     # REFERENCE_SCORES.md: Anserini's BM25 run on DL19 has nDCG@10 = 50.58
     assert round(100 * mean_ndcg(data.run, data.qrels), 2) == 50.58
+
+
+def _collection(folder, queries, judged):
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        '{"_id": "d1", "text": "alpha"}\n{"_id": "d2", "text": "beta"}\n'
+    )
+    (folder / "queries.jsonl").write_text(
+        "".join(f'{{"_id": "{q}", "text": "alpha {q}"}}\n' for q in queries)
+    )
+    rows = "".join(f"{q}\td1\t1\n" for q in judged)
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + rows)
+    return folder
+
+
+def test_a_split_can_be_halved_by_position_in_queries_jsonl(tmp_path):
+    # q0 is unjudged: positions count the split's judged queries, in the file's order
+    folder = _collection(tmp_path, ["q0", "q5", "q1", "q4", "q2"], ["q5", "q1", "q4", "q2"])
+    odd, even = load_beir(folder, "test:odd"), load_beir(folder, "test:even")
+    assert list(odd.queries) == ["q5", "q4"] and list(even.queries) == ["q1", "q2"]
+    assert set(odd.qrels) == {"q5", "q4"} and set(even.qrels) == {"q1", "q2"}
+    assert set(load_beir(folder, "test").queries) == set(odd.queries) | set(even.queries)
+    with pytest.raises(ValueError, match="optionally with :odd or :even"):
+        load_beir(folder, "test:third")
+
+
+def test_collections_are_found_in_folders_and_take_their_own_split(tmp_path):
+    from rerankit.eval.data import find_collections
+
+    a = _collection(tmp_path / "pool" / "b-set", ["q1"], ["q1"])
+    b = _collection(tmp_path / "pool" / "a-set", ["q1"], ["q1"])
+    (tmp_path / "pool" / "notes").mkdir()  # not a collection: skipped
+    c = _collection(tmp_path / "single", ["q1"], ["q1"])
+    found = find_collections([str(tmp_path / "pool"), f"{c}@test:odd"], "test")
+    assert found == [(b, "test"), (a, "test"), (c, "test:odd")]
+    with pytest.raises(ValueError, match=r"a folder with no corpus\.jsonl"):
+        find_collections([str(tmp_path / "pool" / "notes")])
+    with pytest.raises(ValueError, match="not a folder"):
+        find_collections([str(tmp_path / "missing")])
+    with pytest.raises(ValueError, match="optionally with :odd or :even"):
+        find_collections([f"{c}@test:half"])

@@ -97,6 +97,35 @@ def test_eval_command_writes_everything(tiny, tmp_path, capsys):
     assert (out / "ndcg.png").read_bytes()[:4] == b"\x89PNG"
 
 
+def test_eval_over_several_collections_prints_each_and_the_mean(tiny, tmp_path, capsys):
+    import shutil
+
+    pool = tmp_path / "pool"
+    for name in ("one", "two"):  # (tiny is tmp_path itself)
+        shutil.copytree(tiny, pool / name, ignore=shutil.ignore_patterns("pool"))
+    (pool / "two" / "first.run.trec").write_text("q1 Q0 d3 1 9.5 x\nq1 Q0 d1 2 7.0 x\n")
+    out = tmp_path / "out"
+    args = ["eval", "--data", str(pool), "--data", f"{tiny}@train", "--rerankers", "bm25"]
+    assert main([*args, "--k", "3", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    # a table per collection; "auto" takes a collection's own run when it ships one
+    assert printed.count("\n| first stage |") == 3
+    assert "one, test split, 2 queries; first stage: BM25 over the corpus" in printed
+    assert "two, test split, 2 queries; first stage: the dataset's run" in printed
+    summary = json.loads((out / "summary.json").read_text())
+    rows = {c["collection"]: c for c in summary["collections"]}
+    assert list(rows) == ["one", "two", f"{tiny.name}@train"]
+    assert rows[f"{tiny.name}@train"]["split"] == "train"
+    assert rows[f"{tiny.name}@train"]["queries"] == 1
+    for name in ("bm25", "first stage"):
+        mean = sum(c["ndcg@10"][name] for c in rows.values()) / 3
+        assert summary["mean_ndcg@10"][name] == pytest.approx(mean)
+        assert f"{100 * mean:.2f}" in printed.split("nDCG@10 x 100 by collection")[1]
+    assert (out / "one" / "results.json").is_file() and (out / "two" / "runs").is_dir()
+    # only the first stage's run holds d3 and d1 for q1 in collection two
+    assert rows["two"]["ndcg@10"]["first stage"] != rows["one"]["ndcg@10"]["first stage"]
+
+
 def test_tune_pieces():
     weights = grid(3)
     assert all(abs(sum(w) - 1) < 1e-9 for w in weights)
@@ -157,36 +186,40 @@ def test_eval_reports_the_calibration_of_probability_scores(tiny, tmp_path, caps
     assert (out / "reliability.svg").read_text().startswith("<svg")
 
 
-def test_tune_calibrate_writes_a_calibrated_pipeline_that_loads(tiny, tmp_path, capsys):
+def test_tune_calibrate_writes_a_calibrated_pipeline_that_loads(tmp_path, synthetic, capsys):
     pytest.importorskip("sentence_transformers", reason="the embedding needs the 'torch' extra")
     pytest.importorskip("wordfreq", reason="background idf needs the 'lexical' extra")
     import tomllib
 
     from rerankit import load
-
-    out = tmp_path / "calibrated.toml"
-    args = ["tune", "--data", str(tiny), "--calibrate", "--k", "4", "--out", str(out)]
-    assert main([*args, "--no-progress"]) == 0
-    printed = capsys.readouterr().out
-    assert "training ECE" in printed and "| ECE |" in printed
-    spec = tomllib.loads(out.read_text())
-    stage = spec["stages"][0]
-    assert stage["normalization"] == "calibrated"
-    assert {s["name"] if "name" in s else s["type"] for s in stage["scorers"]} == {
-        "bm25_background",
-        "embedding",
-    }
     from rerankit.rerankers.hybrid import HYBRID_CALIBRATION
 
-    embedding = next(s for s in stage["scorers"] if s["type"] == "embedding")
-    assert embedding["passage_words"] == HYBRID_CALIBRATION["passage_words"]  # as fitted
+    data = synthetic(tmp_path / "data")
+    out = tmp_path / "calibrated.toml"
+    args = ["tune", "--data", str(data), "--calibrate", "--k", "10", "--out", str(out)]
+    assert main([*args, "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "training ECE" in printed and "| ECE |" in printed and "learning curve" in printed
+    stage = tomllib.loads(out.read_text())["stages"][0]
+    assert stage["normalization"] == "calibrated"
+    by_name = {s.get("name", s["type"]): s for s in stage["scorers"]}
+    assert set(by_name) == set(HYBRID_CALIBRATION["weights"])  # the default's signals
+    passage = by_name["passage"]
+    assert passage["passage_words"] == HYBRID_CALIBRATION["passage_words"]  # as fitted
+    assert passage["passage_lead"] == HYBRID_CALIBRATION["passage_lead"]
+    assert "passage_words" not in by_name["embedding"]
+    assert by_name["bm25_background"]["avgdl"] == HYBRID_CALIBRATION["avgdl"]
     reranker = load(out)
     assert reranker.score_scale == "probability"
-    loaded = next(s for s in reranker.scorers() if s.name == "embedding")
+    loaded = next(s for s in reranker.scorers() if s.name == "passage")
     assert loaded.passage_words == HYBRID_CALIBRATION["passage_words"]
+    assert loaded.passage_lead == HYBRID_CALIBRATION["passage_lead"]
     alone = reranker.rerank("solar electricity", ["solar panels"])[0].score
     mixed = reranker.rerank("solar electricity", ["wind", "solar panels", "pasta"])
     assert next(r.score for r in mixed if r.index == 1) == pytest.approx(alone)
+    if "kept the default's order" in printed:  # only the probabilities were refitted
+        assert {k: s["weight"] for k, s in by_name.items()} == HYBRID_CALIBRATION["weights"]
+        assert stage["output_calibration"] != HYBRID_CALIBRATION["output_calibration"]
 
 
 def _eval(tiny, capsys, *extra):
@@ -271,46 +304,65 @@ def test_results_record_what_ran_and_runs_carry_scores(tiny, tmp_path, capsys):
     assert [int(f[3]) for f in first] == list(range(1, len(first) + 1))
 
 
-def test_held_out_queries_are_a_fixed_share_whatever_the_order():
-    from rerankit.eval.tune import held_out
-
-    ids = [f"q{i}" for i in range(50)]
-    chosen = held_out(ids)
-    assert len(chosen) == 10 and chosen == held_out(list(reversed(ids)))
-    assert held_out(ids[:4]) == set()
-
-
-def test_tune_checks_its_choice_on_held_out_queries_and_writes_a_pipeline_for_plain_texts(
-    tmp_path, capsys
-):
+def test_tune_adopts_a_fusion_that_beats_the_default_across_folds(tmp_path, synthetic, capsys):
+    """Only the first stage knows which documents are relevant (the embedding is misled): the
+    searched fusion leans on it, beats the default on every fold, and is written."""
     pytest.importorskip("sentence_transformers", reason="tune's embedding needs 'torch'")
-    import random
+    import tomllib
 
     from rerankit import load
 
-    rng = random.Random(0)
-    topics = ["solar power", "wind turbines", "vaccines immune", "stock market", "pasta"]
-    corpus, queries, qrels, test = [], [], [], []
-    for t, topic in enumerate(topics):
-        for j in range(8):
-            noise = " ".join(rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(6))
-            corpus.append({"_id": f"d{t}-{j}", "text": f"{topic} {noise}"})
-    for i in range(40):
-        t = i % len(topics)
-        queries.append({"_id": f"q{i}", "text": topics[t]})
-        target = qrels if i < 30 else test
-        target.append(f"q{i}\td{t}-{i % 8}\t1")
-    (tmp_path / "qrels").mkdir()
-    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
-    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
-    head = "query-id\tcorpus-id\tscore\n"
-    (tmp_path / "qrels" / "train.tsv").write_text(head + "\n".join(qrels) + "\n")
-    (tmp_path / "qrels" / "test.tsv").write_text(head + "\n".join(test) + "\n")
+    data = synthetic(tmp_path / "data", misleading=True)
     out = tmp_path / "tuned.toml"
-    args = ["tune", "--data", str(tmp_path), "--k", "10", "--out", str(out), "--no-progress"]
+    args = ["tune", "--data", str(data), "--k", "10", "--out", str(out), "--no-progress"]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "24 train queries searched, 6 held out" in printed
-    assert "held-out train queries (6): tuned" in printed and "default hybrid" in printed
-    tuned = load(out)
-    assert len(tuned.rerank("solar power", ["wind turbines", "solar power plant"])) == 2
+    assert "over 30 training queries (5 folds" in printed
+    assert "learning curve" in printed and "adopted:" in printed
+    gain = float(printed.split("gain ")[1].split()[0])
+    assert gain > 10  # nDCG@10 x 100: far beyond the noise
+    spec = tomllib.loads(out.read_text())
+    weights = {s.get("name", s["type"]): s["weight"] for s in spec["stages"][0]["scorers"]}
+    assert weights["first_stage"] >= 0.5
+    test_table = printed.split("test split")[1]
+    tuned = float(test_table.split(f"| {out.stem} |")[1].split("|")[1])
+    default = float(test_table.split("| hybrid |")[1].split("|")[1])
+    assert tuned > default  # and on the test split too
+    assert len(load(out).rerank("solar power", ["wind turbines", "solar power plant"])) == 2
+
+
+def test_tune_writes_the_default_when_learning_cannot_beat_it(tmp_path, synthetic, capsys):
+    """The default already ranks every judged document first: nothing learned can beat it
+    by more than the noise, so the default pipeline is written, and said so; with
+    --keep-learned the tuned one is written anyway."""
+    pytest.importorskip("sentence_transformers", reason="tune's embedding needs 'torch'")
+    import tomllib
+
+    from rerankit import load
+
+    data = synthetic(tmp_path / "data", obvious=True)
+    out = tmp_path / "tuned.toml"
+    args = ["tune", "--data", str(data), "--k", "10", "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    assert "not adopted: the learned pipeline does not beat the default" in printed
+    assert tomllib.loads(out.read_text()) == {"name": "hybrid", "stages": [{"reranker": "hybrid"}]}
+    assert "so this is the default pipeline" in out.read_text()
+    assert load(out).rerank("solar power", ["wind", "solar power plant"])[0].index == 1
+    assert main([*args, "--keep-learned"]) == 0
+    assert "(--keep-learned: written anyway)" in capsys.readouterr().out
+    assert "scorers" in tomllib.loads(out.read_text())["stages"][0]
+
+
+def test_tune_refuses_train_and_test_queries_that_overlap(tmp_path, synthetic, capsys):
+    data = synthetic(tmp_path / "data")
+    (data / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq35\td0-1\t1\n")
+    code = main(["tune", "--data", str(data), "--train-split", "dev", "--test-split", "test"])
+    assert code == 1
+    assert (
+        "share 1 queries (e.g. 'q35'): never tune on queries you report" in capsys.readouterr().err
+    )
+    assert main(["tune", "--data", str(data), "--folds", "1"]) == 1
+    assert "--folds must be at least 2" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["tune", "--data", str(data), "--folds", "0"])

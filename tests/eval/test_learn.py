@@ -84,6 +84,78 @@ def test_training_learns_a_ranking_and_contributions_add_up(tmp_path):
     assert loaded["best_iteration"] == report["best_iteration"]
 
 
+def _ranking_rows(queries=60, seed=0):
+    """Random features where the ``cosine`` column decides the three relevant documents."""
+    rng = np.random.default_rng(seed)
+    rows, qrels = {}, {}
+    for q in range(queries):
+        x = rng.normal(size=(20, len(learn.FEATURES)))
+        ids = [f"{q}-{i}" for i in range(20)]
+        rows[f"q{q}"] = (ids, x)
+        qrels[f"q{q}"] = {ids[i]: 1 for i in np.argsort(-x[:, 3])[:3]}
+    return rows, qrels
+
+
+def test_cross_validated_options_adopt_a_model_that_beats_the_default():
+    from rerankit.eval.crossval import cross_validate, verdict
+    from rerankit.eval.tune import ranked_ndcg
+
+    rows, qrels = _ranking_rows()
+    rng = np.random.default_rng(1)
+    default = {q: rng.random(20) for q in rows}  # a default that knows nothing
+    fit = learn.options(
+        rows,
+        qrels,
+        default=default,
+        settings={"7 leaves": learn.SETTINGS["7 leaves"]},
+        trees=(10, 50),
+        blends=(0.5, 1.0),
+        features=["cosine", "bm25"],
+    )
+    cv = cross_validate(list(rows), fit, k=3)
+    per_default = {q: ranked_ndcg(ids, default[q], qrels[q]) for q, (ids, _) in rows.items()}
+    found = verdict(cv, per_default)
+    assert found.adopt and found.learned > 0.8 > 0.4 > found.default
+    assert set(cv.options) == {("7 leaves", t, b) for t in (10, 50) for b in (0.5, 1.0)}
+    assert cv.best[2] == 1.0  # mixing in a default that knows nothing only hurts
+    # the evaluator of an option is the nDCG@10 of that blend, computed here directly
+    models = fit(list(rows)[:40])
+    booster = learn.fit(
+        rows,
+        qrels,
+        list(rows)[:40],
+        trees=50,
+        params=learn.SETTINGS["7 leaves"],
+        features=["cosine", "bm25"],
+    )
+    q = "q50"
+    model = learn._min_max(booster.predict(rows[q][1][:, [3, 6]]))
+    mixed = 0.5 * model + 0.5 * default[q]
+    assert models[("7 leaves", 50, 0.5)](q) == pytest.approx(
+        ranked_ndcg(rows[q][0], mixed, qrels[q])
+    )
+
+
+def test_monotone_constraints_keep_a_feature_from_counting_against_relevance():
+    """Training labels that reward a lower cosine cannot make the model score a higher
+    cosine lower: the constraint holds it flat instead."""
+    rows, _ = _ranking_rows()
+    flipped = {q: {ids[i]: 1 for i in np.argsort(x[:, 3])[:3]} for q, (ids, x) in rows.items()}
+    booster = learn.fit(rows, flipped, list(rows), trees=50, features=["cosine", "bm25"])
+    probe = np.zeros((50, 2))
+    probe[:, 0] = np.linspace(-3, 3, 50)
+    predicted = booster.predict(probe)
+    assert np.all(np.diff(predicted) >= -1e-12)
+
+
+def test_few_training_queries_use_the_core_features():
+    assert learn.feature_set(learn.FEW_QUERIES) == learn.FEATURES
+    assert learn.feature_set(learn.FEW_QUERIES - 1) == learn.CORE_FEATURES
+    assert set(learn.CORE_FEATURES) <= set(learn.FEATURES) == set(learn.MONOTONE)
+    with pytest.raises(ValueError, match="unknown features"):
+        learn._columns(["cosine", "colour"])
+
+
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory, signals):
     """``rerankit tune --method ltr`` on a small synthetic dataset: (data, pipeline file)."""
@@ -91,7 +163,7 @@ def tuned(tmp_path_factory, signals):
     data = _synthetic(root / "data")
     out = root / "ltr.toml"
     args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--out", str(out)]
-    assert main([*args, "--no-progress"]) == 0
+    assert main([*args, "--keep-learned", "--no-progress"]) == 0
     return data, out
 
 
@@ -108,10 +180,13 @@ def test_the_learned_scorer_scores_and_explains(tuned):
     assert {r.index: r.score for r in result} == pytest.approx(dict(enumerate(raw)))
     explained = result.explain()[0]["strategies"]  # per-feature shares in explain()
     shares = [v["contribution"] for k, v in explained.items() if k.startswith("learned.")]
-    assert len(shares) == len(learn.FEATURES) + 1
+    # 30 training queries: the model reads the core features only
+    assert scorer.feature_names == learn.CORE_FEATURES
+    assert len(shares) == len(learn.CORE_FEATURES) + 1
     assert sum(shares) == pytest.approx(result[0].score, abs=1e-6)
     assert [sum(p.values()) for p in parts] == pytest.approx(list(raw), abs=1e-6)
-    assert set(parts[0]) == {*learn.FEATURES, "bias"}
+    assert set(parts[0]) == {*learn.CORE_FEATURES, "bias"}
+    assert scorer.matrix("solar power", [Document(d) for d in docs]).shape == (3, 7)
 
 
 def test_a_learned_pipeline_is_evaluated_from_its_file_in_a_fresh_process(tuned):
@@ -157,7 +232,7 @@ def test_ltr_over_another_embedding_model_records_it_and_uses_it_again(tmp_path,
     data = _synthetic(tmp_path / "data")
     out = tmp_path / "ltr-ft.toml"
     args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--out", str(out)]
-    assert main([*args, "--embedding-model", folder, "--no-progress"]) == 0
+    assert main([*args, "--embedding-model", folder, "--keep-learned", "--no-progress"]) == 0
     declared = tomllib.loads(out.read_text())["stages"][0]["scorer"]
     assert declared["embedding"] == folder
     model = out.with_suffix(".lgb.txt")

@@ -125,7 +125,7 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     with_scores = [{"text": t, "score": float(i)} for i, t in enumerate(DOCS)]
     # a generic `score` (a distance? a rating?) is not read as relevance unless named
     unnamed = hybrid.rerank(QUERY, with_scores)
-    assert set(unnamed[0].scores) == {"bm25_background", "embedding"}
+    assert set(unnamed[0].scores) == {"bm25_background", "embedding", "passage"}
     assert unnamed.score_scale == "probability"
     result = hybrid.rerank(QUERY, with_scores, first_stage_field="score")
     assert set(result[0].scores) == {"first_stage", "embedding"}
@@ -141,10 +141,12 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     assert [r.index for r in by_distance] == [r.index for r in result]
     partial = [*documented[:2], *({"text": d} for d in DOCS[2:])]
     fallback = hybrid.rerank(QUERY, partial)
-    assert set(fallback[0].scores) == {"bm25_background", "embedding"}
+    assert set(fallback[0].scores) == {"bm25_background", "embedding", "passage"}
     assert any("2 of 4 documents have a first-stage score" in w for w in fallback.warnings)
     plain = hybrid.rerank(QUERY, DOCS)
-    assert set(plain[0].scores) == {"bm25_background", "embedding"} and not plain.warnings
+    assert (
+        set(plain[0].scores) == {"bm25_background", "embedding", "passage"} and not plain.warnings
+    )
 
 
 def test_hybrid_warns_when_the_english_model_meets_another_script(scorer):
@@ -200,42 +202,127 @@ def test_the_hybrid_falls_back_to_relative_scores_for_a_model_it_was_not_calibra
         hybrid = HybridReranker(other)
     assert hybrid.score_scale == "relative" and "calibration" in caplog.text
     custom = {
+        "weights": {"embedding": 0.5, "bm25_background": 0.5},
         "calibration": {
             "embedding": {"slope": 5.0, "intercept": -4.0},
             "bm25_background": {"slope": 5.0, "intercept": -4.0},
-        }
+        },
+        "output_calibration": {"slope": 1.0, "intercept": 0.0},
     }
     assert HybridReranker(other, calibration=custom).score_scale == "probability"
     with pytest.raises(ValueError, match="unknown keys"):
         HybridReranker(scorer, calibration={"slope": 1})
+    with pytest.raises(ValueError, match=r"missing \['output_calibration'\]"):
+        HybridReranker(
+            other, calibration={k: v for k, v in custom.items() if k != "output_calibration"}
+        )
+    with pytest.raises(ValueError, match="weights name the signals"):
+        HybridReranker(other, calibration={**custom, "weights": {"colour": 1.0}})
 
 
-def test_the_calibrated_hybrid_reads_documents_by_their_best_passage(scorer):
+def test_the_calibrated_hybrid_reads_documents_whole_and_by_their_best_passage(scorer):
     from rerankit import HybridReranker
-    from rerankit.rerankers.hybrid import HYBRID_CALIBRATION
+    from rerankit.calibration import Calibration, sigmoid
+    from rerankit.rerankers.hybrid import HYBRID_CALIBRATION, LEGACY_CALIBRATION, background_bm25
     from rerankit.scorers.field import FieldScorer
 
-    long_doc = "Minutes\n" + "The board discussed parking and the budget. " * 30
+    long_doc = "Minutes of the board\n" + "The board discussed parking and the budget. " * 30
     long_doc += "Vaccines train the immune system to fight pathogens. " * 2
     docs = [long_doc, DOCS[0]]
-    words = HYBRID_CALIBRATION["passage_words"]
+    spec = HYBRID_CALIBRATION
     result = HybridReranker(scorer).rerank(QUERY, docs)
-    by_passage = scorer.with_passages(words).score_texts(QUERY, docs)
-    assert [r.scores["embedding"] for r in sorted(result, key=lambda r: r.index)] == (
-        pytest.approx(list(by_passage))
+    by_index = sorted(result, key=lambda r: r.index)
+    passages = scorer.with_passages(spec["passage_words"], lead=spec["passage_lead"])
+    raw = {
+        "passage": passages.score_texts(QUERY, docs),
+        "embedding": scorer.score_texts(QUERY, docs),
+        "bm25_background": background_bm25().score_texts(QUERY, docs),
+    }
+    for role, values in raw.items():
+        if role in spec["weights"]:
+            assert [r.scores[role] for r in by_index] == pytest.approx(list(values))
+    # the score is the documented formula over those raw scores
+    logit = sum(
+        w * Calibration.parse(spec["calibration"][r]).logit(raw[r])
+        for r, w in spec["weights"].items()
     )
-    assert by_passage[0] > scorer.score_texts(QUERY, [long_doc])[0]
-    # a calibration given without passage_words was fitted on whole documents
-    custom = {k: v for k, v in HYBRID_CALIBRATION.items() if k != "passage_words"}
-    whole = HybridReranker(scorer, calibration=custom).rerank(QUERY, docs)
-    assert next(r for r in whole if r.index == 0).scores["embedding"] == pytest.approx(
-        scorer.score_texts(QUERY, [long_doc])[0]
+    expected = sigmoid(Calibration.parse(spec["output_calibration"]).logit(logit))
+    assert [r.score for r in by_index] == pytest.approx(list(expected))
+    assert raw["passage"][0] > raw["embedding"][0]  # the relevant passage, not the diluted whole
+    # an older calibration (no passage role) with passage_words read passages as "embedding",
+    # with the values it was fitted with where it leaves them out
+    older = {
+        "passage_words": 48,
+        "weights": {"embedding": 0.7, "bm25_background": 0.3},
+        "calibration": {
+            "embedding": {"slope": 7.0, "intercept": -6.0},
+            "bm25_background": {"slope": 7.0, "intercept": -6.0},
+        },
+        "output_calibration": {"slope": 1.7, "intercept": 2.3},
+    }
+    old = HybridReranker(scorer, calibration=older).rerank(QUERY, docs)
+    assert next(r for r in old if r.index == 0).scores["embedding"] == pytest.approx(
+        scorer.with_passages(48).score_texts(QUERY, [long_doc])[0]
     )
+    legacy_bm25 = background_bm25(
+        avgdl=LEGACY_CALIBRATION["avgdl"],
+        query_normalization=LEGACY_CALIBRATION["query_normalization"],
+    ).score_texts(QUERY, [long_doc])[0]
+    assert next(r for r in old if r.index == 0).scores["bm25_background"] == pytest.approx(
+        legacy_bm25
+    )
+    # without passage_words an older calibration read whole documents
+    whole = {k: v for k, v in older.items() if k != "passage_words"}
+    assert next(
+        r for r in HybridReranker(scorer, calibration=whole).rerank(QUERY, docs) if r.index == 0
+    ).scores["embedding"] == pytest.approx(raw["embedding"][0])
     # passages need an embedding scorer that can split them
     field = FieldScorer("vector_score", name="embedding")
     with pytest.raises(ValueError, match="passage_words needs an EmbeddingScorer"):
-        HybridReranker(field, calibration={**custom, "passage_words": 80})
-    assert HybridReranker(field, calibration=custom).score_scale == "probability"
+        HybridReranker(field, calibration=older)
+    assert HybridReranker(field, calibration=whole).score_scale == "probability"
+
+
+OBVIOUS = [  # (question, a short direct answer, an off-topic sentence): written for this test
+    (
+        "what temperature does water boil at sea level",
+        "At sea level, water boils at 100 degrees Celsius.",
+        "The orchestra rehearsed the symphony twice before the concert.",
+    ),
+    (
+        "who wrote the novel pride and prejudice",
+        "Pride and Prejudice is a novel written by Jane Austen.",
+        "Heavy rain flooded several roads in the valley overnight.",
+    ),
+    (
+        "how many legs does a spider have",
+        "A spider has eight legs.",
+        "The company reported higher quarterly revenue from cloud services.",
+    ),
+    (
+        "what causes the tides in the ocean",
+        "Ocean tides are caused mainly by the gravitational pull of the Moon.",
+        "She planted tomatoes and basil in the garden last spring.",
+    ),
+    (
+        "what is the capital city of japan",
+        "Tokyo is the capital city of Japan.",
+        "The recipe needs two eggs, flour and a pinch of salt.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("question", "answer", "off_topic"), OBVIOUS)
+def test_obvious_pairs_get_probabilities_on_the_right_side_of_one_half(
+    scorer, question, answer, off_topic
+):
+    """The default's probabilities, each document alone in its request: a short sentence
+    that answers the question is more likely relevant than not; an off-topic one is not."""
+    from rerankit import HybridReranker
+
+    hybrid = HybridReranker(scorer)
+    assert hybrid.rerank(question, [answer])[0].score > 0.5
+    assert hybrid.rerank(question, [off_topic])[0].score < 0.5
 
 
 def test_prf_moves_the_query_towards_the_previous_stage_s_best(scorer):

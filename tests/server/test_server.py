@@ -787,7 +787,8 @@ def test_relative_pipelines_say_so(scales):
     models = {m["name"]: m for m in httpx.get(f"{scales.url}/v1/models").json()["models"]}
     assert models["hybrid"]["scores"] == "probability" and models["hybrid"]["pairwise"]
     assert models["hybrid"]["scores_with_first_stage_field"] == "relative"
-    assert models["hybrid"]["backends"] == {"embedding": "torch"}  # which backend runs it
+    backends = models["hybrid"]["backends"]  # which backend runs each model-backed signal
+    assert backends == {"embedding": "torch", "passage": "torch"}
     assert models["bm25"]["scores"] == "relative" and not models["bm25"]["pairwise"]
     assert models["calibrated"]["scores"] == "probability"
     info = httpx.get(f"{scales.url}/info").json()

@@ -8,19 +8,23 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..cli import _positive_int
 from ..errors import InputError
-from .data import load_beir
+from .data import find_collections, load_beir
 from .runner import (
     check_output_folder,
     describe_pipeline,
     evaluate_runs,
     first_stage,
     first_stage_run,
+    format_summary,
     format_table,
     run_pipeline,
     run_pipeline_ray,
     write_outputs,
+    write_summary,
 )
 
 __all__ = ["add_commands"]
@@ -114,40 +118,69 @@ def _write_pipeline(args: argparse.Namespace, default: str, spec: Any, comment: 
     return out
 
 
+def _source_label(data: Any, source: str) -> str:
+    """What the first stage of ``data`` is, in words (``auto`` resolved)."""
+    if source == "auto":
+        source = "run" if data.run_scores is not None else "bm25"
+    if source == "bm25":
+        return "BM25 over the corpus (k1=0.9, b=0.4)"
+    return "the dataset's run" if source == "run" else source
+
+
+def _labels(collections: list[tuple[Path, str]], split: str) -> list[str]:
+    """A short, unique label per collection: its folder name, with its split when that is
+    not the command's ``--split`` or when two share a name."""
+    names = [p.name for p, _ in collections]
+    return [
+        name if s == split and names.count(name) == 1 else f"{name}@{s}"
+        for name, (_, s) in zip(names, collections, strict=True)
+    ]
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.engine == "ray" and not getattr(args, "verbose", 0):
         from ..batch import quiet_ray_logs
 
         quiet_ray_logs()
+    collections = find_collections(args.data, args.split)
     if args.out:
         check_output_folder(args.out)  # before the work, not after it
     _embedding_cache(args)
-    data = _limit(load_beir(args.data, args.split), args.max_queries)
-    source = args.first_stage
-    cands = first_stage(data, source, args.k)
     pipelines = _pipelines(args.rerankers, args.config or [])
-    runs = _runs(args, data, cands, pipelines, texts_only=args.texts_only)
-    rows = evaluate_runs(data, runs, args.k)
-    source_label = "BM25 over the corpus (k1=0.9, b=0.4)" if source == "bm25" else source
-    print(
-        f"{data.name}, {args.split} split, {len(data.queries)} queries; first stage: "
-        f"{source_label}, top {args.k}"
-        + ("; rerankers see texts only (no first-stage scores)" if args.texts_only else "")
-        + "\n"
-    )
-    print(format_table(rows, args.k))
-    if args.out:
+    several = len(collections) > 1
+    summary = []
+    for label, (path, split) in zip(_labels(collections, args.split), collections, strict=True):
+        data = _limit(load_beir(path, split), args.max_queries)
+        cands = first_stage(data, args.first_stage, args.k)
+        runs = _runs(args, data, cands, pipelines, texts_only=args.texts_only)
+        rows = evaluate_runs(data, runs, args.k)
+        source_label = _source_label(data, args.first_stage)
+        print(
+            f"{data.name}, {split} split, {len(data.queries)} queries; first stage: "
+            f"{source_label}, top {args.k}"
+            + ("; rerankers see texts only (no first-stage scores)" if args.texts_only else "")
+            + "\n"
+        )
+        print(format_table(rows, args.k) + ("\n" if several else ""))
         meta = {
             "dataset": data.name,
-            "split": args.split,
+            "split": split,
             "first_stage": source_label,
             "k": args.k,
             "queries": len(data.queries),
             "first_stage_scores_given": not args.texts_only,
             "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
         }
-        for path in write_outputs(args.out, rows, runs, meta):
-            print(f"wrote {path}", file=sys.stderr)
+        if args.out:
+            folder = Path(args.out) / label if several else Path(args.out)
+            for written in write_outputs(folder, rows, runs, meta):
+                print(f"wrote {written}", file=sys.stderr)
+        summary.append({"collection": label, **meta, "rows": rows})
+    if several:
+        print(format_summary(summary))
+        if args.out:
+            written = write_summary(args.out, summary)
+            print(f"wrote {written}", file=sys.stderr)
     return 0
 
 
@@ -165,102 +198,207 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise ValueError(
             "--train-split and --test-split must differ: never tune on the split you report"
         )
+    if args.folds < 2:
+        raise ValueError(f"--folds must be at least 2, got {args.folds}")
     _embedding_cache(args)
     if args.embedding_model and Path(args.embedding_model).is_dir():  # usable from anywhere
         args.embedding_model = str(Path(args.embedding_model).resolve())
     model = (args.embedding_model,) if args.embedding_model else ()
     embedding = EmbeddingScorer(*model, max_length=args.embedding_max_length)
     train = _limit(load_beir(args.data, args.train_split), args.max_queries)
+    test = _limit(load_beir(args.data, args.test_split), args.max_queries)
+    shared = sorted(set(train.queries) & set(test.queries))
+    if shared:
+        raise InputError(
+            f"--train-split {args.train_split} and --test-split {args.test_split} share "
+            f"{len(shared)} queries (e.g. {shared[0]!r}): never tune on queries you report"
+        )
     train_cands = first_stage(train, args.first_stage, args.k)
     if args.calibrate:
         out = _calibrate(args, train, train_cands, embedding)
-        return _report_tuned(args, out, texts_only=True)
+        return _report_tuned(args, test, out, texts_only=True)
     if args.method == "ltr":
         out = _learn(args, train, train_cands, embedding)
-        return _report_tuned(args, out, texts_only=False)
+        return _report_tuned(args, test, out, texts_only=False)
     matrices = tune.score_matrix(
         train, train_cands, embedding, progress=_progress("scoring train", not args.no_progress)
     )
-    check = tune.held_out(list(matrices)) if len(matrices) >= 25 else set()
-    fit = {q: m for q, m in matrices.items() if q not in check}
-    results = tune.search(train, fit, strategies)
-    print(
-        f"{train.name}: {len(fit)} {args.train_split} queries searched"
-        + (f", {len(check)} held out" if check else "")
-        + "; best fusions (nDCG@10 x 100 on the searched queries):\n"
-    )
-    for r in results[:5]:
-        weights = ", ".join(f"{k} {v:.1f}" for k, v in r["weights"].items())
-        norm = f" + {r['normalization']}" if r["normalization"] else ""
-        print(f"  {100 * r['ndcg@10']:6.2f}  {r['method']}{norm}: {weights}")
-    best = results[0]
-    if check:
-        held = {q: matrices[q] for q in check}
-        tuned_score = tune.evaluate_choice(train, held, best)
-        default_score = tune.evaluate_choice(train, held, tune.DEFAULT_HYBRID)
-        print(
-            f"\nheld-out {args.train_split} queries ({len(check)}): tuned "
-            f"{100 * tuned_score:.2f}, default hybrid {100 * default_score:.2f}"
+    table = tune.fusion_table(train, matrices, strategies)
+    fit = tune.fusion_options(table)
+    default = table[tune.as_option(tune.DEFAULT_HYBRID)]
+    print(f"{train.name}: fusions of {', '.join(strategies)} on the {args.train_split} split\n")
+    cv, verdict = _cross_validated(args, list(matrices), fit, default, tune.describe_fusion)
+    best = cv.best
+    if verdict.adopt or args.keep_learned:
+        spec = tune.pipeline_spec(
+            tune.as_choice(best),
+            name=f"tuned-{train.name}",
+            embedding_model=args.embedding_model,
+            embedding_max_length=args.embedding_max_length,
         )
-        if tuned_score < default_score:
-            print(
-                "warning: the tuned fusion is worse than the default hybrid on the held-out "
-                "training queries; the default is likely the better choice for this data"
-            )
-    spec = tune.pipeline_spec(
-        best,
-        name=f"tuned-{train.name}",
-        embedding_model=args.embedding_model,
-        embedding_max_length=args.embedding_max_length,
-    )
-    comment = (
-        f"Tuned by `rerankit tune` on {train.name} {args.train_split} "
-        f"({len(matrices)} queries, nDCG@10 {100 * best['ndcg@10']:.2f})."
-    )
+        comment = (
+            f"Tuned by `rerankit tune` on {train.name} {args.train_split} ({len(matrices)} "
+            f"queries): {tune.describe_fusion(best)}; {verdict.describe()}."
+        )
+    else:
+        spec, comment = _default_pipeline(args, train, verdict, "tuned fusion")
     out = _write_pipeline(args, f"tuned-{train.name}.toml", spec, comment)
-    return _report_tuned(args, out, texts_only=False)
+    return _report_tuned(args, test, out, texts_only=False)
+
+
+def _cross_validated(
+    args: argparse.Namespace,
+    qids: list[str],
+    fit: Any,
+    default: Any,
+    describe: Any,
+    refit: bool = False,
+) -> tuple[Any, Any]:
+    """Nested cross-validation of ``fit``'s options against the default's per-query nDCG@10:
+    the options' table, the verdict (printed) and a learning curve (of choosing among the
+    options on fewer queries, or with ``refit`` of refitting the best option on them)."""
+    import statistics
+
+    from . import crossval
+
+    cv = crossval.cross_validate(qids, fit, k=args.folds)
+    k = len(cv.chosen_by_fold)
+    print(
+        f"options by cross-validated nDCG@10 x 100 over {len(qids)} training queries "
+        f"({k} folds; mean, spread of the fold means), best 5:"
+    )
+    for option in sorted(cv.options, key=lambda o: -cv.options[o])[:5]:
+        spread = statistics.pstdev(cv.fold_means[option])
+        print(f"  {100 * cv.options[option]:6.2f} ± {100 * spread:4.2f}  {describe(option)}")
+    print(f"  {100 * statistics.fmean(default[q] for q in qids):6.2f}         the default")
+    chosen = sorted({describe(o) for o in cv.chosen_by_fold})
+    print("\nchosen by the other folds, for each fold: " + "; ".join(chosen))
+    verdict = crossval.verdict(cv, default)
+    print(verdict.describe())
+    points = crossval.learning_curve(cv, fit, cv.best if refit else None)
+    print(
+        "\nlearning curve: cross-validated nDCG@10 x 100 by training queries per fit "
+        f"(the default: {100 * verdict.default:.2f}):"
+    )
+    for n, value in points:
+        print(f"  {n:6d}  {100 * value:6.2f}")
+    if len(points) > 1 and points[-1][1] - points[-2][1] > verdict.noise / 2:
+        print("  still rising at the end: more judged queries would likely help")
+    print()
+    if verdict.adopt:
+        print(f"adopted: {describe(cv.best)} beats the default by more than the noise")
+    else:
+        print(
+            "not adopted: the learned pipeline does not beat the default by more than the "
+            "noise" + (" (--keep-learned: written anyway)" if args.keep_learned else "")
+        )
+    return cv, verdict
+
+
+def _default_pipeline(
+    args: argparse.Namespace, train: Any, verdict: Any, what: str
+) -> tuple[dict[str, Any], str]:
+    """The default pipeline (the ``hybrid``, or its fusion over ``--embedding-model``) to
+    write when the learned one does not beat it, and the file's comment."""
+    from . import tune
+
+    comment = (
+        f"Written by `rerankit tune` on {train.name} {args.train_split}: the {what} did not "
+        f"beat the default by more than the noise ({verdict.describe()}), so this is the "
+        "default pipeline; rerun with --keep-learned to write the learned one anyway."
+    )
+    if args.embedding_model or args.embedding_max_length:
+        spec = tune.pipeline_spec(
+            tune.DEFAULT_HYBRID,
+            name="hybrid",
+            embedding_model=args.embedding_model,
+            embedding_max_length=args.embedding_max_length,
+        )
+        return spec, comment
+    return {"name": "hybrid", "stages": [{"reranker": "hybrid"}]}, comment
 
 
 def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> Path:
-    """Refit the calibrated hybrid on the training split; write its pipeline file."""
+    """Refit the calibrated hybrid on the training split (weights chosen by
+    cross-validation); when that does not beat the default's order by more than the noise,
+    keep the default's order and refit only its output calibration (the probabilities)."""
+    from ..calibration import Calibration, expected_calibration_error, fit_calibration, sigmoid
     from ..rerankers.hybrid import HYBRID_CALIBRATION
     from . import tune
 
-    words = HYBRID_CALIBRATION["passage_words"]  # documents read as the default hybrid does
+    read = tune.reading()  # documents read as the default hybrid reads them
+    roles = read["roles"]
     matrices = tune.pairwise_matrix(
         train,
         cands,
         embedding,
-        passage_words=words,
+        read=read,
         progress=_progress("scoring train", not args.no_progress),
     )
-    fit = tune.fit_calibrated(train, matrices)
+    default_cals = [Calibration.parse(HYBRID_CALIBRATION["calibration"][r]) for r in roles]
+    default_weights = [HYBRID_CALIBRATION["weights"][r] for r in roles]
+    default = {
+        q: tune.ranked_ndcg(
+            ids, tune.fused_logits(raw, default_cals, default_weights), train.qrels.get(q, {})
+        )
+        for q, (ids, raw) in matrices.items()
+    }
     print(
-        f"{train.name}: {len(matrices)} {args.train_split} queries, {fit['pairs']} pairs; "
-        "nDCG@10 x 100 on the training split by BM25's weight in logit space:\n"
+        f"{train.name}: the calibrated hybrid's signals ({', '.join(roles)}) on "
+        f"{len(matrices)} {args.train_split} queries\n"
     )
-    for w, score in fit["ndcg_by_weight"].items():
-        print(f"  {100 * score:6.2f}  bm25_background {w:.1f}, embedding {1 - w:.1f}")
-    print(f"\ntraining ECE of the calibrated scores: {fit['ece']:.4f}")
+
+    def describe(weights: Any) -> str:
+        return "weights " + ", ".join(f"{r} {w:.1f}" for r, w in zip(roles, weights, strict=True))
+
+    fit = tune.calibration_options(train, matrices, roles)
+    cv, verdict = _cross_validated(args, list(matrices), fit, default, describe)
+    labels = tune.relevance_labels(train, matrices)
+    y = np.concatenate([labels[q] for q in matrices])
+    if verdict.adopt or args.keep_learned:
+        found = tune.fit_calibrated(train, matrices, roles, weights=[cv.best])
+        calibration, ece = found["calibration"], found["ece"]
+        comment = (
+            f"Calibrated by `rerankit tune --calibrate` on {train.name} {args.train_split} "
+            f"({len(matrices)} queries): {describe(cv.best)}; {verdict.describe()}."
+        )
+    else:  # the default's order; probabilities fitted to these judgments
+        fused = np.concatenate(
+            [tune.fused_logits(raw, default_cals, default_weights) for _, raw in matrices.values()]
+        )
+        output = fit_calibration(fused, y)
+        calibration = {
+            "weights": {r: HYBRID_CALIBRATION["weights"][r] for r in roles},
+            "calibration": {r: HYBRID_CALIBRATION["calibration"][r] for r in roles},
+            "output_calibration": output.as_dict(),
+        }
+        ece = expected_calibration_error(sigmoid(output.logit(fused)), y)
+        comment = (
+            f"Written by `rerankit tune --calibrate` on {train.name} {args.train_split} "
+            f"({len(matrices)} queries): refitted weights did not beat the default's order by "
+            f"more than the noise ({verdict.describe()}), so this is the default hybrid's "
+            "order with its probabilities (output calibration) fitted to these judgments."
+        )
+        print("kept the default's order; refitted its output calibration to your judgments")
+    print(f"training ECE of the written pipeline's probabilities: {ece:.4f}")
     spec = tune.calibrated_spec(
-        fit["calibration"],
+        calibration,
         name=f"calibrated-{train.name}",
+        read=read,
         embedding_model=args.embedding_model,
         embedding_max_length=args.embedding_max_length,
-        passage_words=words,
-    )
-    comment = (
-        f"Calibrated by `rerankit tune --calibrate` on {train.name} {args.train_split} "
-        f"({len(matrices)} queries): scores estimate P(relevant) per (query, document)."
     )
     return _write_pipeline(args, f"calibrated-{train.name}.toml", spec, comment)
 
 
 def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> Path:
-    """Train the LightGBM ranker (``--seeds`` times; the first seed's model is written)."""
+    """Learning to rank: LightGBM settings, trees and a blend with the default chosen by
+    cross-validation; the learned pipeline written when it beats the default hybrid (given
+    first-stage scores) by more than the noise, else the default."""
     import time
 
     from .. import learn
+    from ..normalize import normalize_scores
     from . import tune
 
     signals = learn._Signals(embedding)
@@ -274,51 +412,96 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
             [d for d, _ in ranked],
             learn.features(signals, train.queries[qid], texts, [s for _, s in ranked]),
         )
-    built = time.perf_counter() - start
-    valid = tune.held_out(list(rows))
     print(
-        f"{train.name}: {len(rows)} {args.train_split} queries ({len(valid)} held out for "
-        f"early stopping); features built in {built:.0f} s\n"
+        f"{train.name}: learning to rank on {len(rows)} {args.train_split} queries (features "
+        f"built in {time.perf_counter() - start:.0f} s; {len(learn.feature_set(len(rows)))} "
+        f"features, with {len(learn.SETTINGS)} LightGBM settings, trees "
+        f"{'/'.join(map(str, learn.TREES))} and blends with the default compared)\n"
     )
-    params, table = learn.choose(rows, train.qrels, valid=valid, seeds=range(args.seeds))
-    print("LightGBM settings by held-out nDCG@10 (mean over the seeds):")
-    for entry, score in table:
-        print(f"  {100 * score:6.2f}  {entry}{'  (chosen)' if entry == params else ''}")
-    print()
-    default = f"ltr-{train.name}.toml"
-    model_path = Path(args.out or default).with_suffix(".lgb.txt")
-    for seed in range(args.seeds):
-        began = time.perf_counter()
-        booster, report = learn.train(rows, train.qrels, valid=valid, seed=seed, params=params)
-        report["train_seconds"] = time.perf_counter() - began
-        if args.embedding_model:
-            report["embedding_model"] = args.embedding_model
-        print(
-            f"  seed {seed}: {report['best_iteration']} trees, held-out nDCG@10 "
-            f"{100 * report['valid_ndcg@10']:.2f}, trained in {report['train_seconds']:.0f} s"
-        )
-        if seed == 0:
-            learn.save(booster, model_path, report)
-            top = sorted(report["importance"].items(), key=lambda x: -x[1])[:6]
-            importance = ", ".join(f"{k} {v:.2f}" for k, v in top)
-    print(f"\nfeature importance (share of gain, seed 0): {importance}")
-    spec = {"name": f"ltr-{train.name}", "stages": [{"scorer": {"type": "learned"}}]}
-    spec["stages"][0]["scorer"]["model"] = str(model_path.resolve())
+    fs, cos = learn.FEATURES.index("first_stage"), learn.FEATURES.index("cosine")
+    weights = tune.DEFAULT_HYBRID["weights"]
+    default_scores = {  # the default hybrid given first-stage scores
+        q: weights["first_stage"] * normalize_scores(x[:, fs], "min_max")
+        + weights["embedding"] * normalize_scores(x[:, cos], "min_max")
+        for q, (_, x) in rows.items()
+    }
+    default = {
+        q: tune.ranked_ndcg(ids, default_scores[q], train.qrels.get(q, {}))
+        for q, (ids, _) in rows.items()
+    }
+    fit = learn.options(rows, train.qrels, default=default_scores, seeds=range(args.seeds))
+
+    def describe(option: Any) -> str:
+        setting, trees, blend = option
+        mix = "alone" if blend == 1 else f"blended {blend:.2f} with the default"
+        return f"{setting}, {trees} trees, {mix}"
+
+    started = time.perf_counter()
+    cv, verdict = _cross_validated(args, list(rows), fit, default, describe, refit=True)
+    print(f"(cross-validation took {time.perf_counter() - started:.0f} s)")
+    if not (verdict.adopt or args.keep_learned):
+        spec, comment = _default_pipeline(args, train, verdict, "learned ranker")
+        return _write_pipeline(args, f"ltr-{train.name}.toml", spec, comment)
+    setting, trees, blend = cv.best
+    names = learn.feature_set(len(rows))
+    began = time.perf_counter()
+    booster = learn.fit(
+        rows, train.qrels, list(rows), trees=trees, params=learn.SETTINGS[setting], features=names
+    )
+    report = {
+        "setting": setting,
+        "params": learn.SETTINGS[setting],
+        "trees": trees,
+        "blend": blend,
+        "features": list(names),
+        "queries": len(rows),
+        "cross_validation": {
+            "learned": verdict.learned,
+            "default": verdict.default,
+            "gain": verdict.gain,
+            "noise": verdict.noise,
+            "fold_gains": verdict.fold_gains,
+        },
+        "importance": learn.importance(booster),
+        "train_seconds": time.perf_counter() - began,
+    }
     if args.embedding_model:
-        spec["stages"][0]["scorer"]["embedding"] = args.embedding_model
+        report["embedding_model"] = args.embedding_model
+    default_name = f"ltr-{train.name}.toml"
+    model_path = Path(args.out or default_name).with_suffix(".lgb.txt")
+    learn.save(booster, model_path, report)
+    top = sorted(report["importance"].items(), key=lambda x: -x[1])[:6]
+    print(f"feature importance (share of gain): {', '.join(f'{k} {v:.2f}' for k, v in top)}")
+    print(f"wrote {model_path}")
+    learned: dict[str, Any] = {"type": "learned", "model": str(model_path.resolve())}
+    if args.embedding_model:
+        learned["embedding"] = args.embedding_model
+    name = f"ltr-{train.name}"
+    if blend == 1:
+        spec = {"name": name, "stages": [{"scorer": learned}]}
+    else:  # blend * learned + (1 - blend) * the default hybrid, min-max normalised
+        stage = tune.pipeline_spec(
+            tune.DEFAULT_HYBRID,
+            name=name,
+            embedding_model=args.embedding_model,
+            embedding_max_length=args.embedding_max_length,
+        )["stages"][0]
+        for entry in stage["scorers"]:
+            entry["weight"] = round((1 - blend) * entry["weight"], 4)
+        stage["scorers"].insert(0, {**learned, "weight": blend})
+        spec = {"name": name, "stages": [stage]}
     comment = (
         f"Trained by `rerankit tune --method ltr` on {train.name} {args.train_split} "
-        f"({len(rows)} queries); model: {model_path.name}."
+        f"({len(rows)} queries): {describe(cv.best)}; model: {model_path.name}; "
+        f"{verdict.describe()}."
     )
-    print(f"wrote {model_path}")
-    return _write_pipeline(args, default, spec, comment)
+    return _write_pipeline(args, default_name, spec, comment)
 
 
-def _report_tuned(args: argparse.Namespace, out: Path, *, texts_only: bool) -> int:
+def _report_tuned(args: argparse.Namespace, test: Any, out: Path, *, texts_only: bool) -> int:
     """Evaluate the written pipeline once on the test split, next to the default hybrid."""
     from ..api import load
 
-    test = _limit(load_beir(args.data, args.test_split), args.max_queries)
     test_cands = first_stage(test, args.first_stage, args.k)
     pipelines = (("hybrid", load("hybrid"), "hybrid"), (out.stem, load(out), out))
     runs = _runs(args, test, test_cands, pipelines, texts_only=texts_only)
@@ -366,13 +549,24 @@ def add_commands(sub: Any) -> None:
         "corpus-id, score) and optionally a TREC run file *.run.trec.",
     )
     ev.add_argument(
-        "--data", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/<split>.tsv"
+        "--data",
+        required=True,
+        action="append",
+        help="folder with corpus.jsonl, queries.jsonl, qrels/<split>.tsv, or a folder of "
+        "such folders; repeatable (a table per collection, then one row each and the mean); "
+        "PATH@SPLIT evaluates that collection on another split",
     )
-    ev.add_argument("--split", default="test", help="qrels split to evaluate (default test)")
+    ev.add_argument(
+        "--split",
+        default="test",
+        help="qrels split to evaluate (default test); SPLIT:odd / SPLIT:even keep the "
+        "queries at odd / even positions in queries.jsonl",
+    )
     ev.add_argument(
         "--first-stage",
-        default="bm25",
-        help="bm25 (over the corpus), run (the dataset's *.run.trec), or a TREC run",
+        default="auto",
+        help="auto (the dataset's *.run.trec when it ships one, else bm25; the default), "
+        "bm25 (over the corpus), run, or a TREC run file",
     )
     ev.add_argument(
         "--rerankers",
@@ -416,17 +610,34 @@ def add_commands(sub: Any) -> None:
 
     tu = sub.add_parser(
         "tune",
-        help="choose fusion weights on a training split",
-        description="Score every fusion of the first-stage score, BM25 over the candidates and "
-        "the embedding (weighted min-max, weighted z-score and RRF; weights on a 0.1 grid) on "
-        "the training split, write the best as a pipeline file, then report it once on the "
-        "test split. The test split never informs the choice.",
+        help="fit a pipeline to your judgments, keeping it only when it beats the default",
+        description="Fit a pipeline on the training split: fusion weights of the first-stage "
+        "score, BM25 over the candidates and the embedding (weighted min-max, weighted z-score "
+        "and RRF; a 0.1 grid), or with --calibrate the calibrated hybrid's weights, or with "
+        "--method ltr a LightGBM ranker. Settings are chosen by k-fold cross-validation over "
+        "the training queries (folds by query, nested so the estimate is honest) and compared "
+        "with the default on the same folds; when the learned pipeline does not beat the "
+        "default by more than the noise of that comparison, the default is written instead "
+        "(--keep-learned writes the learned one anyway). A learning curve says whether more "
+        "judgments would help. The written pipeline is then reported once on the test split, "
+        "which never informs the choice.",
     )
     tu.add_argument("--data", required=True, help="BEIR-layout folder (see `rerankit eval -h`)")
-    tu.add_argument("--train-split", default="train", help="split to choose on (default train)")
-    tu.add_argument("--test-split", default="test", help="split to report on (default test)")
     tu.add_argument(
-        "--first-stage", default="bm25", help="bm25 (over the corpus), run, or a TREC run file"
+        "--train-split",
+        default="train",
+        help="split to choose on (default train); SPLIT:odd / SPLIT:even for half of a split's "
+        "queries (by position in queries.jsonl)",
+    )
+    tu.add_argument(
+        "--test-split",
+        default="test",
+        help="split to report on (default test); it may not share a query with the training split",
+    )
+    tu.add_argument(
+        "--first-stage",
+        default="auto",
+        help="auto (the dataset's run when it ships one, else bm25), bm25, run, or a TREC run",
     )
     tu.add_argument(
         "--k", type=_positive_int, default=100, help="candidates per query (default 100)"
@@ -467,13 +678,30 @@ def add_commands(sub: Any) -> None:
         "rerankit's signals (extra learn)",
     )
     tu.add_argument(
-        "--seeds", type=_positive_int, default=1, help="ltr: train this many seeds (report each)"
+        "--seeds",
+        type=_positive_int,
+        default=1,
+        help="ltr: compare the settings by the mean over this many LightGBM seeds (default 1)",
+    )
+    tu.add_argument(
+        "--folds",
+        type=_positive_int,
+        default=5,
+        help="cross-validation folds over the training queries (default 5; fewer with "
+        "fewer than two queries per fold)",
+    )
+    tu.add_argument(
+        "--keep-learned",
+        action="store_true",
+        help="write the learned pipeline even when it does not beat the default by more "
+        "than the cross-validation noise (by default the default pipeline is written then)",
     )
     tu.add_argument(
         "--calibrate",
         action="store_true",
         help="instead of searching fusions, refit the calibrated texts-only hybrid (scores "
-        "that estimate P(relevant) per pair) on the training split",
+        "that estimate P(relevant) per pair) on the training split; when that does not order "
+        "better than the default, keep the default's order and refit only its probabilities",
     )
     tu.add_argument(
         "--max-queries", type=_positive_int, default=None, help="use the first N queries only"

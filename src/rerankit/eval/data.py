@@ -3,6 +3,7 @@ plus optional TREC run files (``qid Q0 docid rank score tag``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,11 @@ from typing import Any
 from .._jsonl import numbered_jsonl
 from ..errors import InputError
 
-__all__ = ["Dataset", "load_beir", "load_qrels", "load_run"]
+__all__ = ["Dataset", "find_collections", "load_beir", "load_qrels", "load_run", "parse_split"]
+
+#: query selectors a split name may carry after a colon (``test:odd``): the split's judged
+#: queries at odd or even positions (1st, 3rd, ... or 2nd, 4th, ...) in queries.jsonl
+SELECTORS = ("odd", "even")
 
 
 @dataclass
@@ -33,10 +38,21 @@ class Dataset:
         return {q: [d for d, _ in rows] for q, rows in self.run_scores.items()}
 
     def text(self, doc_id: str) -> str:
-        """A document's title and text, as one string."""
+        """A document's title and text, as one string (the title on its own line)."""
         doc = self.corpus[doc_id]
         title = doc.get("title") or ""
-        return f"{title}\n{doc.get('text') or ''}" if title else doc.get("text") or ""
+        if not title.strip():
+            return doc.get("text") or ""
+        return f"{title}\n{doc.get('text') or ''}" if (doc.get("text") or "").strip() else title
+
+    def document(self, doc_id: str) -> dict[str, str]:
+        """A document as a reranker takes it: ``id``, ``text`` and, when it has one,
+        ``title`` (which rerankers read as the title: :func:`rerankit.documents.document_title`)."""
+        doc = self.corpus[doc_id]
+        out = {"id": doc_id, "text": doc.get("text") or ""}
+        if (doc.get("title") or "").strip():
+            out["title"] = doc["title"]
+        return out
 
 
 def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
@@ -101,9 +117,26 @@ def load_run(
     return {qid: [did for *_, did in sorted(rows)] for qid, rows in scored.items()}
 
 
+def parse_split(split: str) -> tuple[str, str | None]:
+    """``"test"`` -> ``("test", None)``; ``"test:odd"`` -> ``("test", "odd")``."""
+    name, sep, selector = split.partition(":")
+    if not name or (sep and selector not in SELECTORS):
+        raise InputError(
+            f"split {split!r}: expected a qrels name, optionally with :odd or :even "
+            "(half of its queries by position in queries.jsonl)"
+        )
+    return name, selector or None
+
+
 def load_beir(path: str | Path, split: str = "test", *, run: str | Path | None = None) -> Dataset:
     """Load a BEIR-layout folder. Only queries judged in ``split`` are kept. A ``*.run.trec``
-    file in the folder (or ``run=``) becomes :attr:`Dataset.run`."""
+    file in the folder (or ``run=``) becomes :attr:`Dataset.run`.
+
+    ``split`` names a qrels file (``qrels/<split>.tsv``), optionally with a selector:
+    ``"test:odd"`` and ``"test:even"`` keep the split's judged queries at odd or even
+    positions in queries.jsonl (the two halves of a collection with one qrels file, e.g.
+    to tune on one and report on the other)."""
+    split, selector = parse_split(split)
     path = Path(path)
     if not path.is_dir():
         raise InputError(f"{path}: not a folder (a BEIR-layout dataset is a folder)")
@@ -131,6 +164,10 @@ def load_beir(path: str | Path, split: str = "test", *, run: str | Path | None =
             )
         if qid in qrels:
             queries[qid] = text
+    if selector is not None:
+        keep = 0 if selector == "odd" else 1  # position 1 is odd
+        queries = {q: t for i, (q, t) in enumerate(queries.items()) if i % 2 == keep}
+        qrels = {q: j for q, j in qrels.items() if q in queries}
     if not queries:
         sample = ", ".join(repr(q) for q in list(qrels)[:3])
         raise InputError(
@@ -142,6 +179,33 @@ def load_beir(path: str | Path, split: str = "test", *, run: str | Path | None =
     if scored is not None and not set(scored) & set(queries):
         raise InputError(f"{runs[0]}: none of its query ids is among the {split} queries")
     return Dataset(name=path.name, corpus=corpus, queries=queries, qrels=qrels, run_scores=scored)
+
+
+def find_collections(specs: Sequence[str], split: str = "test") -> list[tuple[Path, str]]:
+    """``(folder, split)`` for each collection named in ``specs``: a BEIR-layout folder, a
+    folder whose subfolders are collections (each, in name order), and either followed by
+    ``@SPLIT`` to use another split than ``split`` for it (``scifact@train``,
+    ``classic@test:odd``)."""
+    out: list[tuple[Path, str]] = []
+    for spec in specs:
+        path, own = Path(spec), split
+        if not path.exists() and "@" in spec:
+            head, _, own = spec.rpartition("@")
+            path = Path(head)
+        parse_split(own)
+        if (path / "corpus.jsonl").is_file():
+            out.append((path, own))
+            continue
+        inner = (
+            sorted(p for p in path.iterdir() if (p / "corpus.jsonl").is_file())
+            if path.is_dir()
+            else []
+        )
+        if not inner:
+            what = "a folder with no corpus.jsonl" if path.is_dir() else "not a folder"
+            raise InputError(f"{path}: {what} (give a BEIR-layout folder, or a folder of them)")
+        out += [(p, own) for p in inner]
+    return out
 
 
 def _identity(row: Any, line: int, source: Path, what: str) -> str:

@@ -40,8 +40,11 @@ def first_stage(
     data: Dataset, source: str = "bm25", k: int = 100
 ) -> dict[str, list[tuple[str, float]]]:
     """Each query's top ``k`` as ``(doc id, first-stage score)``, best first: BM25 over the
-    corpus (``"bm25"``, Anserini's k1=0.9, b=0.4), the dataset's own run (``"run"``), or a
-    TREC run file's path. Queries the first stage finds nothing for get an empty list."""
+    corpus (``"bm25"``, Anserini's k1=0.9, b=0.4), the dataset's own run (``"run"``), the
+    run when the dataset ships one and BM25 otherwise (``"auto"``), or a TREC run file's
+    path. Queries the first stage finds nothing for get an empty list."""
+    if source == "auto":
+        source = "run" if data.run_scores is not None else "bm25"
     if source == "bm25":
         ids = list(data.corpus)
         index = BM25Index(ids, [data.text(i) for i in ids])
@@ -67,11 +70,12 @@ def first_stage(
 def candidate_documents(
     data: Dataset, ranked: Sequence[tuple[str, float]], *, with_scores: bool = True
 ) -> list[dict]:
-    """Candidates as dicts a reranker takes: ``id``, ``text`` and (unless ``with_scores`` is
-    false, as for a caller that only has texts) ``first_stage_score``."""
+    """Candidates as dicts a reranker takes: ``id``, ``text``, ``title`` when the document
+    has one, and (unless ``with_scores`` is false, as for a caller that only has texts)
+    ``first_stage_score``."""
     if not with_scores:
-        return [{"id": d, "text": data.text(d)} for d, _ in ranked]
-    return [{"id": d, "text": data.text(d), "first_stage_score": s} for d, s in ranked]
+        return [data.document(d) for d, _ in ranked]
+    return [{**data.document(d), "first_stage_score": s} for d, s in ranked]
 
 
 @dataclass
@@ -335,6 +339,60 @@ def format_table(rows: Sequence[Mapping[str, Any]], k: int) -> str:
             cells.append("" if r.get("ece") is None else f"{r['ece']:.4f}")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def format_summary(collections: Sequence[Mapping[str, Any]]) -> str:
+    """nDCG@10 x 100 of every pipeline on every collection (one row each, from
+    :func:`evaluate_runs`' rows under ``"rows"``), and the mean over the collections."""
+    names = [r["pipeline"] for r in collections[0]["rows"]]
+    head = ["collection", "split", "queries", *names]
+    lines = [
+        "nDCG@10 x 100 by collection:\n",
+        "| " + " | ".join(head) + " |",
+        "|---|---|" + "---:|" * (len(head) - 2),
+    ]
+    for c in collections:
+        cells = [f"{100 * r['ndcg@10']:.2f}" for r in c["rows"]]
+        lines.append(
+            f"| {c['collection']} | {c['split']} | {c['queries']} | " + " | ".join(cells) + " |"
+        )
+    means = mean_by_pipeline(collections)
+    lines.append("| mean | | | " + " | ".join(f"{100 * means[n]:.2f}" for n in names) + " |")
+    return "\n".join(lines)
+
+
+def mean_by_pipeline(collections: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    """Each pipeline's nDCG@10 averaged over the collections (each counts once)."""
+    names = [r["pipeline"] for r in collections[0]["rows"]]
+    return {
+        n: statistics.fmean(
+            next(r["ndcg@10"] for r in c["rows"] if r["pipeline"] == n) for c in collections
+        )
+        for n in names
+    }
+
+
+def write_summary(out: str | Path, collections: Sequence[Mapping[str, Any]]) -> Path:
+    """``summary.json`` in ``out``: per collection its split, queries, first stage and each
+    pipeline's nDCG@10 (the full results are in each collection's folder), and the means."""
+    path = check_output_folder(out) / "summary.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    body = {
+        "collections": [
+            {
+                "collection": c["collection"],
+                "dataset": c["dataset"],
+                "split": c["split"],
+                "queries": c["queries"],
+                "first_stage": c["first_stage"],
+                "ndcg@10": {r["pipeline"]: r["ndcg@10"] for r in c["rows"]},
+            }
+            for c in collections
+        ],
+        "mean_ndcg@10": mean_by_pipeline(collections),
+    }
+    path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+    return path
 
 
 def check_output_folder(out: str | Path) -> Path:

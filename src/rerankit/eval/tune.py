@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import itertools
 import json
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from .._optional import require
 from ..fusion import fuse, normalize_rows
 from .data import Dataset
 from .runner import candidate_documents
@@ -31,11 +29,12 @@ __all__ = [
     "STRATEGIES",
     "calibrated_spec",
     "fit_calibrated",
+    "fusion_options",
+    "fusion_table",
     "grid",
     "pairwise_matrix",
     "pipeline_spec",
     "score_matrix",
-    "search",
     "to_toml",
 ]
 
@@ -84,84 +83,75 @@ def score_matrix(
     return out
 
 
-def _fused_run(matrices, rows, weights, method, normalization) -> dict[str, dict[str, float]]:
-    run = {}
-    for qid, (ids, raw) in matrices.items():
-        m = normalize_rows(raw[list(rows)], method, normalization)
-        fused = fuse(m, method, np.asarray(weights))
-        order = np.argsort(-fused, kind="stable")
-        run[qid] = {ids[i]: float(len(ids) - p) for p, i in enumerate(order)}
-    return run
-
-
-#: the default hybrid given first-stage scores, as a choice of :func:`search`'s shape
+#: the default hybrid given first-stage scores, as a fusion choice (see :func:`as_choice`)
 DEFAULT_HYBRID = {
     "method": "weighted_average",
     "normalization": "min_max",
     "weights": {"first_stage": 0.3, "embedding": 0.7},
 }
 
-
-def held_out(qids: Sequence[str], share: float = 0.2) -> set[str]:
-    """A fixed ``share`` of the query ids (by a hash of each id, so the same ids whatever
-    their order): kept out of the search to check its choice."""
-    import hashlib
-
-    ranked = sorted(qids, key=lambda q: hashlib.sha256(q.encode()).hexdigest())
-    return set(ranked[: int(len(ranked) * share)])
+#: a fusion as a hashable option: (method, normalization, ((strategy, weight), ...))
+Fusion = tuple[str, "str | None", tuple[tuple[str, float], ...]]
 
 
-def evaluate_choice(
-    data: Dataset, matrices: Mapping[str, tuple[list[str], np.ndarray]], choice: Mapping[str, Any]
-) -> float:
-    """nDCG@10 of one fusion (shaped as :func:`search`'s results) over ``matrices``' queries."""
-    ranx = require("ranx", "rerankit tune")
-    qrels = ranx.Qrels({q: dict(j) for q, j in data.qrels.items() if q in matrices})
-    names = list(choice["weights"])
-    run = _fused_run(
-        matrices,
-        [STRATEGIES.index(s) for s in names],
-        [choice["weights"][s] for s in names],
-        choice["method"],
-        choice["normalization"],
-    )
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message=".*unsafe cast.*")
-        return float(ranx.evaluate(qrels, ranx.Run(run), "ndcg@10"))
+def as_option(choice: Mapping[str, Any]) -> Fusion:
+    """A fusion choice (``method``, ``normalization``, ``weights``) as a hashable option."""
+    return (choice["method"], choice["normalization"], tuple(choice["weights"].items()))
 
 
-def search(
+def as_choice(option: Fusion) -> dict[str, Any]:
+    """The inverse of :func:`as_option`."""
+    method, normalization, weights = option
+    return {"method": method, "normalization": normalization, "weights": dict(weights)}
+
+
+def describe_fusion(option: Fusion) -> str:
+    """``weighted_average + min_max: first_stage 0.3, embedding 0.7``."""
+    method, normalization, weights = option
+    norm = f" + {normalization}" if normalization else ""
+    return f"{method}{norm}: " + ", ".join(f"{k} {v:.1f}" for k, v in weights)
+
+
+def ranked_ndcg(ids: Sequence[str], scores: np.ndarray, judged: Mapping[str, int]) -> float:
+    """nDCG@10 of ``ids`` ordered by ``scores`` (ties keep the given order)."""
+    from .metrics import ndcg_at_k
+
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+    return ndcg_at_k([ids[i] for i in order], judged, 10)
+
+
+def fusion_table(
     data: Dataset,
     matrices: Mapping[str, tuple[list[str], np.ndarray]],
     strategies: Sequence[str] = STRATEGIES,
-) -> list[dict[str, Any]]:
-    """Every fusion of the grid with its training nDCG@10, best first."""
-    ranx = require("ranx", "rerankit tune")
-    qrels = ranx.Qrels({q: dict(j) for q, j in data.qrels.items() if q in matrices})
+) -> dict[Fusion, dict[str, float]]:
+    """Every fusion of the grid (and the default hybrid) -> each query's nDCG@10."""
     rows = [STRATEGIES.index(s) for s in strategies]
-    results = []
+    options = {as_option(DEFAULT_HYBRID)}
     for (method, normalization), weights in itertools.product(FUSIONS, grid(len(rows))):
-        active = [i for i, w in enumerate(weights) if w > 0]
-        run = _fused_run(
-            matrices,
-            [rows[i] for i in active],
-            [weights[i] for i in active],
-            method,
-            normalization,
-        )
-        with warnings.catch_warnings():  # numba's notes on ranx's internal casts
-            warnings.filterwarnings("ignore", message=".*unsafe cast.*")
-            score = float(ranx.evaluate(qrels, ranx.Run(run), "ndcg@10"))
-        results.append(
-            {
-                "method": method,
-                "normalization": normalization,
-                "weights": {strategies[i]: weights[i] for i in active},
-                "ndcg@10": score,
-            }
-        )
-    results.sort(key=lambda r: -r["ndcg@10"])
-    return results
+        active = tuple((strategies[i], w) for i, w in enumerate(weights) if w > 0)
+        options.add((method, normalization, active))
+    table: dict[Fusion, dict[str, float]] = {}
+    for option in sorted(options, key=str):
+        method, normalization, weights = option
+        index = [STRATEGIES.index(s) for s, _ in weights]
+        w = np.asarray([v for _, v in weights])
+        table[option] = {
+            q: ranked_ndcg(
+                ids,
+                fuse(normalize_rows(raw[index], method, normalization), method, w),
+                data.qrels.get(q, {}),
+            )
+            for q, (ids, raw) in matrices.items()
+        }
+    return table
+
+
+def fusion_options(table: Mapping[Fusion, Mapping[str, float]]) -> Any:
+    """The fit of :func:`rerankit.eval.crossval.cross_validate` for fusions: a fusion needs
+    no fitting, so every training set gives every option its per-query nDCG@10."""
+    evaluators = {option: values.__getitem__ for option, values in table.items()}
+    return lambda qids: evaluators
 
 
 def embedding_entry(
@@ -185,7 +175,7 @@ def pipeline_spec(
     embedding_model: str | None = None,
     embedding_max_length: int | None = None,
 ) -> dict[str, Any]:
-    """A declared pipeline (see :mod:`rerankit.config`) for a fusion found by :func:`search`."""
+    """A declared pipeline (see :mod:`rerankit.config`) for a fusion (:func:`as_choice`)."""
     embedding = embedding_entry(embedding_model, embedding_max_length)
     scorer_of = {  # documents without a first-stage score count as the worst (BM25's 0)
         "first_stage": {
@@ -207,7 +197,31 @@ def pipeline_spec(
     return {"name": name, "stages": [stage]}
 
 
-CALIBRATION_WEIGHTS = (0.3, 0.4, 0.5, 0.6, 0.7)  # BM25's weight in logit space
+def calibration_weights(roles: Sequence[str], step: float = 0.1) -> list[tuple[float, ...]]:
+    """The logit-space weights :func:`fit_calibrated_sets` compares for ``roles``: every
+    vector on a ``step`` grid that sums to 1 with every role weighted above 0."""
+    units = round(1 / step)
+    return [
+        tuple(c / units for c in combo)
+        for combo in itertools.product(range(1, units + 1), repeat=len(roles))
+        if sum(combo) == units
+    ]
+
+
+def reading(spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """How a calibrated hybrid reads the texts (avgdl, query normalisation, passages) and
+    which signals it fuses, from a mapping shaped like ``HYBRID_CALIBRATION`` (default:
+    the built-in one)."""
+    from ..rerankers.hybrid import HYBRID_CALIBRATION, LEGACY_CALIBRATION, ROLES
+
+    spec = HYBRID_CALIBRATION if spec is None else {**LEGACY_CALIBRATION, **spec}
+    return {
+        "avgdl": spec["avgdl"],
+        "query_normalization": spec["query_normalization"],
+        "passage_words": spec.get("passage_words"),
+        "passage_lead": spec["passage_lead"],
+        "roles": tuple(r for r in ROLES if r in spec["weights"]),
+    }
 
 
 def pairwise_matrix(
@@ -215,19 +229,32 @@ def pairwise_matrix(
     cands: Mapping[str, Sequence[tuple[str, float]]],
     embedding: Any,
     *,
-    avgdl: float = 400.0,
-    passage_words: int | None = None,
+    read: Mapping[str, Any] | None = None,
     progress: Callable[[Any], Any] | None = None,
 ) -> dict[str, tuple[list[str], np.ndarray]]:
-    """Per query: candidate ids and a (2, n) matrix of the calibrated hybrid's raw signals,
-    BM25 with background idf (fixed ``avgdl``, query-normalised) and the cosine (of each
-    document's best passage of about ``passage_words`` words, when given: ``embedding``
-    is then an :class:`~rerankit.EmbeddingScorer`)."""
+    """Per query: candidate ids and a matrix of the calibrated hybrid's raw signals, one row
+    per role of ``read`` (:func:`reading`; the default hybrid's by default): the cosine of
+    each document's best passage (``passage``), of the whole document (``embedding``) and
+    BM25 with background idf (``bm25_background``). ``embedding`` is an
+    :class:`~rerankit.EmbeddingScorer` (or any scorer with ``score_texts``, for the whole
+    document only)."""
     from ..rerankers.hybrid import background_bm25
 
-    bm25 = background_bm25(avgdl=avgdl)
-    if passage_words is not None:
-        embedding = embedding.with_passages(passage_words)
+    read = reading() if read is None else read
+    scorers = {
+        "bm25_background": background_bm25(
+            avgdl=read["avgdl"], query_normalization=read["query_normalization"]
+        ),
+        "embedding": embedding,
+    }
+    if "passage" in read["roles"]:
+        scorers["passage"] = embedding.with_passages(
+            read["passage_words"], lead=read["passage_lead"]
+        )
+    elif read["passage_words"]:  # the older form: "embedding" read passages
+        scorers["embedding"] = embedding.with_passages(
+            read["passage_words"], lead=read["passage_lead"]
+        )
     items = [(q, c) for q, c in cands.items() if c]
     out = {}
     for qid, ranked in progress(items) if progress else items:
@@ -235,74 +262,98 @@ def pairwise_matrix(
         query = data.queries[qid]
         out[qid] = (
             [d for d, _ in ranked],
-            np.vstack([bm25.score_texts(query, texts), embedding.score_texts(query, texts)]),
+            np.vstack([scorers[r].score_texts(query, texts) for r in read["roles"]]),
         )
     return out
+
+
+def relevance_labels(
+    data: Dataset, matrices: Mapping[str, tuple[list[str], np.ndarray]]
+) -> dict[str, np.ndarray]:
+    """Per query, each candidate's label for calibration: 1 when judged >= 1, else 0."""
+    return {
+        q: np.array([float(data.qrels.get(q, {}).get(d, 0) >= 1) for d in ids])
+        for q, (ids, _) in matrices.items()
+    }
+
+
+def fit_signal_calibrations(
+    pairs: Sequence[tuple[np.ndarray, np.ndarray]], roles: Sequence[str]
+) -> dict[str, Any]:
+    """One logistic calibration per role (row of each raw matrix), fitted on the pooled
+    ``(raw matrix, labels)`` pairs."""
+    from ..calibration import fit_calibration
+
+    y = np.concatenate([lab for _, lab in pairs]) if pairs else np.zeros(0)
+    if y.size == 0 or y.min() == y.max():
+        raise ValueError(
+            "calibration needs judged training pairs, relevant and not, among the candidates"
+        )
+    return {
+        role: fit_calibration(np.concatenate([raw[i] for raw, _ in pairs]), y)
+        for i, role in enumerate(roles)
+    }
+
+
+def fused_logits(raw: np.ndarray, calibrations: Sequence[Any], weights: Sequence[float]) -> Any:
+    """The calibrated hybrid's fused logit of each candidate (before the output calibration)."""
+    return sum(w * c.logit(row) for row, c, w in zip(raw, calibrations, weights, strict=True))
 
 
 def fit_calibrated(
     data: Dataset,
     matrices: Mapping[str, tuple[list[str], np.ndarray]],
-    weights: Sequence[float] = CALIBRATION_WEIGHTS,
+    roles: Sequence[str],
+    weights: Sequence[Sequence[float]] | None = None,
 ) -> dict[str, Any]:
     """Fit the calibrated hybrid on judged training pairs (relevant: judged >= 1): a
-    logistic calibration per signal, BM25's logit-space weight by training nDCG@10 among
-    ``weights``, and an output calibration of the fused logit. Returns the calibration
-    (shaped like ``HYBRID_CALIBRATION``), the training nDCG@10 per weight and the
-    training ECE. (:func:`fit_calibrated_sets` does the same over several datasets.)"""
-    return fit_calibrated_sets([(data, matrices)], weights)
+    logistic calibration per signal, the logit-space weights by training nDCG@10 among
+    ``weights`` (default :func:`calibration_weights`), and an output calibration of the
+    fused logit. (:func:`fit_calibrated_sets` does the same over several datasets.)"""
+    return fit_calibrated_sets([(data, matrices)], roles, weights)
 
 
 def fit_calibrated_sets(
     sets: Sequence[tuple[Dataset, Mapping[str, tuple[list[str], np.ndarray]]]],
-    weights: Sequence[float] = CALIBRATION_WEIGHTS,
+    roles: Sequence[str],
+    weights: Sequence[Sequence[float]] | None = None,
 ) -> dict[str, Any]:
     """:func:`fit_calibrated` over several datasets at once: calibrations fitted on their
-    pooled pairs, the weight chosen by the mean over the datasets of each one's nDCG@10.
-    Also returns ``ndcg_by_set`` (weight -> each dataset's nDCG@10) and, per dataset, the
+    pooled pairs, the weights chosen by the mean over the datasets of each one's nDCG@10.
+    Returns the ``calibration`` (weights, calibrations and output calibration, shaped like
+    ``HYBRID_CALIBRATION``), ``ndcg_by_set`` (weights -> each dataset's nDCG@10),
+    ``ndcg_by_weight`` (their mean), the pooled ``ece`` and ``pairs``, and per dataset the
     fused probabilities and labels of its pairs (``probabilities``, ``labels``)."""
     from ..calibration import expected_calibration_error, fit_calibration, sigmoid
-    from .metrics import mean_ndcg
 
-    labels = [
-        {q: np.array([float(data.qrels.get(q, {}).get(d, 0) >= 1) for d in m[q][0]]) for q in m}
-        for data, m in sets
-    ]
-    pooled = [(m[q], y[q]) for (_, m), y in zip(sets, labels, strict=True) for q in m]
-    y = np.concatenate([lab for _, lab in pooled]) if pooled else np.zeros(0)
-    if y.size == 0 or y.min() == y.max():
-        raise ValueError(
-            "calibration needs judged training pairs, relevant and not, among the candidates"
-        )
-    bm25_cal = fit_calibration(np.concatenate([row[1][0] for row, _ in pooled]), y)
-    cos_cal = fit_calibration(np.concatenate([row[1][1] for row, _ in pooled]), y)
-
-    def logits(raw: np.ndarray, w: float) -> np.ndarray:
-        return w * bm25_cal.logit(raw[0]) + (1 - w) * cos_cal.logit(raw[1])
-
-    by_set: dict[float, list[float]] = {}
-    for w in weights:
-        by_set[w] = [
-            mean_ndcg(
-                {
-                    q: [m[q][0][i] for i in np.argsort(-logits(m[q][1], w), kind="stable")]
-                    for q in m
-                },
-                data.qrels,
+    weights = list(weights or calibration_weights(roles))
+    labels = [relevance_labels(data, m) for data, m in sets]
+    pooled = [(m[q][1], y[q]) for (_, m), y in zip(sets, labels, strict=True) for q in m]
+    fitted = fit_signal_calibrations(pooled, roles)
+    cals = [fitted[r] for r in roles]
+    by_set = {
+        tuple(w): [
+            float(
+                np.mean(
+                    [
+                        ranked_ndcg(ids, fused_logits(raw, cals, w), data.qrels.get(q, {}))
+                        for q, (ids, raw) in m.items()
+                    ]
+                )
             )
             for data, m in sets
         ]
+        for w in weights
+    }
     by_weight = {w: float(np.mean(cells)) for w, cells in by_set.items()}
     best = max(by_weight, key=lambda w: by_weight[w])
-    fused = np.concatenate([logits(row[1], best) for row, _ in pooled])
+    y = np.concatenate([lab for _, lab in pooled])
+    fused = np.concatenate([fused_logits(raw, cals, best) for raw, _ in pooled])
     out_cal = fit_calibration(fused, y)
     return {
         "calibration": {
-            "weights": {"embedding": round(1 - best, 4), "bm25_background": round(best, 4)},
-            "calibration": {
-                "embedding": cos_cal.as_dict(),
-                "bm25_background": bm25_cal.as_dict(),
-            },
+            "weights": {r: round(w, 4) for r, w in zip(roles, best, strict=True)},
+            "calibration": {r: fitted[r].as_dict() for r in roles},
             "output_calibration": out_cal.as_dict(),
         },
         "ndcg_by_weight": by_weight,
@@ -310,7 +361,7 @@ def fit_calibrated_sets(
         "ece": expected_calibration_error(sigmoid(out_cal.logit(fused)), y),
         "pairs": int(y.size),
         "probabilities": [
-            np.concatenate([sigmoid(out_cal.logit(logits(m[q][1], best))) for q in m])
+            np.concatenate([sigmoid(out_cal.logit(fused_logits(m[q][1], cals, best))) for q in m])
             for _, m in sets
         ],
         "labels": [
@@ -319,36 +370,77 @@ def fit_calibrated_sets(
     }
 
 
+def calibration_options(
+    data: Dataset,
+    matrices: Mapping[str, tuple[list[str], np.ndarray]],
+    roles: Sequence[str],
+    weights: Sequence[Sequence[float]] | None = None,
+) -> Callable[[Sequence[str]], dict[tuple[float, ...], Callable[[str], float]]]:
+    """The fit of :func:`rerankit.eval.crossval.cross_validate` for ``tune --calibrate``:
+    signal calibrations fitted on the training queries' pairs, and per weight vector an
+    evaluator of a query's nDCG@10."""
+    weights = [tuple(w) for w in (weights or calibration_weights(roles))]
+    labels = relevance_labels(data, matrices)
+
+    def fit_on(qids: Sequence[str]) -> dict[tuple[float, ...], Callable[[str], float]]:
+        fitted = fit_signal_calibrations([(matrices[q][1], labels[q]) for q in qids], roles)
+        cals = [fitted[r] for r in roles]
+
+        def evaluator(w: tuple[float, ...]) -> Callable[[str], float]:
+            def evaluate(q: str) -> float:
+                ids, raw = matrices[q]
+                return ranked_ndcg(ids, fused_logits(raw, cals, w), data.qrels.get(q, {}))
+
+            return evaluate
+
+        return {w: evaluator(w) for w in weights}
+
+    return fit_on
+
+
 def calibrated_spec(
     calibration: Mapping[str, Any],
     name: str = "calibrated-hybrid",
     *,
-    avgdl: float = 400.0,
+    read: Mapping[str, Any] | None = None,
     embedding_model: str | None = None,
     embedding_max_length: int | None = None,
-    passage_words: int | None = None,
 ) -> dict[str, Any]:
-    """A declared pipeline for a calibration found by :func:`fit_calibrated`: a fusion with
-    ``normalization = "calibrated"`` (``passage_words``: what the cosine was fitted on)."""
+    """A declared pipeline for a calibration found by :func:`fit_calibrated` (its signals
+    read as ``read`` says, :func:`reading`): a fusion with ``normalization = "calibrated"``."""
     from ..rerankers.hybrid import HYBRID_BM25
 
-    embedding = embedding_entry(embedding_model, embedding_max_length, passage_words)
-    bm25 = {
-        "type": "bm25",
-        "name": "bm25_background",
-        "idf": "background",
-        "avgdl": avgdl,
-        "query_normalized": True,
-        **HYBRID_BM25,
-    }
+    read = reading() if read is None else read
     cal, weights = calibration["calibration"], calibration["weights"]
+    entries = {
+        "bm25_background": {
+            "type": "bm25",
+            "name": "bm25_background",
+            "idf": "background",
+            "avgdl": read["avgdl"],
+            "query_normalized": read["query_normalization"],
+            **HYBRID_BM25,
+        },
+        "embedding": embedding_entry(
+            embedding_model,
+            embedding_max_length,
+            None if "passage" in read["roles"] else read["passage_words"],
+        ),
+    }
+    if "passage" in read["roles"]:
+        entries["passage"] = {
+            **embedding_entry(embedding_model, embedding_max_length, read["passage_words"]),
+            "name": "passage",
+        }
+    for entry in entries.values():
+        if entry.get("passage_words") and read["passage_lead"]:
+            entry["passage_lead"] = read["passage_lead"]
     stage = {
         "name": name,
         "normalization": "calibrated",
         "output_calibration": dict(calibration["output_calibration"]),
         "scorers": [
-            {**bm25, "weight": weights["bm25_background"], "calibration": cal["bm25_background"]},
-            {**embedding, "weight": weights["embedding"], "calibration": cal["embedding"]},
+            {**entries[r], "weight": weights[r], "calibration": cal[r]} for r in read["roles"]
         ],
     }
     return {"name": name, "stages": [stage]}

@@ -30,12 +30,15 @@ __all__ = [
 
 #: How the default ``hybrid`` fuses its signals.
 #:
-#: * Texts only, ``scores="calibrated"`` (the default): the bundled MiniLM's cosine of the
-#:   document's best passage (``passage_words``: passages of about 48 words) and BM25 with
-#:   background idf, ``avgdl`` fixed at 400 and query normalisation, each mapped to a logit
-#:   by its calibration, summed with the weights below and mapped through the output
-#:   calibration: an estimate of P(relevant) per (query, document) pair. Fitted on
-#:   development queries only (SciFact train, NFCorpus dev; ``benchmarks/calibration.py``).
+#: * Texts only, ``scores="calibrated"`` (the default): three signals that depend on the
+#:   (query, document) pair alone: the bundled MiniLM's cosine of the document's best
+#:   passage (about 48 words, each passage after the first starting with the document's
+#:   first 20 words), its cosine of the whole document, and BM25 with background idf
+#:   (``avgdl`` fixed at 100, the score divided by its query's ceiling to the power 0.75),
+#:   each mapped to a logit by its calibration, summed with the weights below and mapped
+#:   through the output calibration: an estimate of P(relevant) per pair. Chosen on a
+#:   development pool across domains (SciFact train, NFCorpus dev, CISI, CACM, MEDLINE,
+#:   LISA) by a rule that protects the worst collection (``benchmarks/default_pool.py``).
 #: * Texts only, ``scores="relative"``: a weighted sum of min-max normalised scores, 0.2 BM25
 #:   with the candidates' own idf, 0.2 BM25 with background idf, 0.6 embedding (chosen on
 #:   the same queries, ``benchmarks/hybrid_dev.py``). Scores are relative to the request.
@@ -46,31 +49,51 @@ HYBRID_FIRST_STAGE_WEIGHT = 0.3
 #: texts only: BM25 with the candidates' idf, BM25 with background idf (the rest: embedding)
 HYBRID_TEXT_WEIGHTS = (0.2, 0.2)
 HYBRID_BM25 = {"k1": 0.9, "b": 0.4}
-#: the calibrated texts-only hybrid (strategy calibrations, weights in logit space, output)
+#: the calibrated texts-only hybrid: how its signals read the texts, each signal's
+#: calibration, the weights of their logits and the output calibration (see
+#: ``benchmarks/default_pool.py``, which chooses them on the development pool)
 HYBRID_CALIBRATION: dict[str, Any] = {
-    "avgdl": 400.0,
+    "avgdl": 100.0,
+    "query_normalization": 0.75,
     "passage_words": 48,
-    "weights": {"embedding": 0.7, "bm25_background": 0.3},
+    "passage_lead": 20,
+    "weights": {"passage": 0.35, "embedding": 0.15, "bm25_background": 0.5},
     "calibration": {
-        "embedding": {"slope": 7.591628, "intercept": -6.521225},
-        "bm25_background": {"slope": 7.285328, "intercept": -6.073978},
+        "passage": {"slope": 8.924815, "intercept": -5.886335},
+        "embedding": {"slope": 8.65649, "intercept": -5.524876},
+        "bm25_background": {"slope": 2.472666, "intercept": -3.850231},
     },
-    "output_calibration": {"slope": 1.693132, "intercept": 2.271764},
+    "output_calibration": {"slope": 1.501549, "intercept": 1.090669},
 }
+#: the values a ``calibration=`` mapping that leaves these keys out was fitted with (those
+#: of the first calibrated hybrid), so an older mapping keeps its meaning
+LEGACY_CALIBRATION: dict[str, Any] = {"avgdl": 400.0, "query_normalization": 1.0, "passage_lead": 0}
+#: the signals a calibrated hybrid can fuse: the cosine of the whole document (of its best
+#: passage, in a mapping without ``passage`` but with ``passage_words``), the cosine of its
+#: best passage, and BM25 with background idf
+ROLES = ("passage", "embedding", "bm25_background")
 SCORE_MODES = ("calibrated", "relative")
 
 
-def background_bm25(analyzer: Any = None, *, avgdl: float | None = None) -> Scorer:
+def background_bm25(
+    analyzer: Any = None, *, avgdl: float | None = None, query_normalization: float | None = None
+) -> Scorer:
     """The calibrated hybrid's lexical signal, ``bm25_background``: BM25 (k1=0.9, b=0.4) with
-    idf from a general word-frequency table, a fixed average length (``avgdl``, the
-    calibration's by default) and query normalisation, so it depends on the pair alone."""
+    idf from a general word-frequency table, a fixed average length (``avgdl``) and the
+    score divided by the most any document could score for the query raised to
+    ``query_normalization`` (the calibration's values by default), so it depends on the pair
+    alone."""
     from ..scorers.lexical import BM25Scorer
 
     return BM25Scorer(
         analyzer=analyzer,
         idf="background",
         avgdl=HYBRID_CALIBRATION["avgdl"] if avgdl is None else avgdl,
-        query_normalized=True,
+        query_normalized=(
+            HYBRID_CALIBRATION["query_normalization"]
+            if query_normalization is None
+            else query_normalization
+        ),
         name="bm25_background",
         **HYBRID_BM25,
     )
@@ -84,12 +107,15 @@ class HybridReranker(ScoringReranker):
     reranking); the fusion is then min-max and its scores are relative to the request.
 
     Given texts only, ``scores="calibrated"`` (the default) fuses the embedding's cosine
-    of each document's best passage (about 48 words; see ``passage_words`` in
-    :class:`~rerankit.EmbeddingScorer`) with BM25 whose idf comes from a general
-    word-frequency table of ``language`` (``bm25_background``: the candidates of a lexical
-    search all contain the query's words, so their own statistics miss which words matter),
-    each through a fixed calibration (:data:`HYBRID_CALIBRATION`, or ``calibration=``; one
-    without ``passage_words`` reads whole documents): the score estimates P(relevant) and
+    of each document's best passage (``passage``: about 48 words, each starting with the
+    document's opening words; see ``passage_words`` and ``passage_lead`` in
+    :class:`~rerankit.EmbeddingScorer`), its cosine of the whole document (``embedding``)
+    and BM25 whose idf comes from a general word-frequency table of ``language``
+    (``bm25_background``: the candidates of a lexical search all contain the query's words,
+    so their own statistics miss which words matter), each through a fixed calibration
+    (:data:`HYBRID_CALIBRATION`, or ``calibration=`` naming the signals it fuses in its
+    ``weights``; an older mapping without ``passage`` reads passages as ``embedding`` when
+    it has ``passage_words``, whole documents otherwise): the score estimates P(relevant) and
     depends only on the query and the document, so it means the same in every request
     (``result.score_scale == "probability"``). ``scores="relative"`` adds BM25 with the
     candidates' own idf (``bm25``, which reads which words are rare among these candidates)
@@ -185,23 +211,42 @@ class HybridReranker(ScoringReranker):
         unknown = sorted(set(spec) - set(HYBRID_CALIBRATION))
         if unknown:
             raise ValueError(f"calibration: unknown keys {unknown}; use {list(HYBRID_CALIBRATION)}")
-        words = spec.get("passage_words")  # a calibration without it read whole documents
-        spec = {**HYBRID_CALIBRATION, **spec}
-        bm25 = background_bm25(analyzer, avgdl=spec["avgdl"])
-        rename = {"embedding": self.embedding.name}  # keys name the roles, not the scorers
+        if spec is not HYBRID_CALIBRATION:
+            missing = [k for k in ("weights", "calibration", "output_calibration") if k not in spec]
+            if missing:
+                raise ValueError(f"calibration: missing {missing} (see HYBRID_CALIBRATION)")
+            spec = {**LEGACY_CALIBRATION, **spec}
+        roles = list(spec["weights"])
+        if not roles or not set(roles) <= set(ROLES):
+            raise ValueError(f"calibration: weights name the signals {list(ROLES)}, got {roles}")
+        words, lead = spec.get("passage_words"), spec["passage_lead"]
+        readers: dict[str, Scorer] = {
+            "bm25_background": background_bm25(
+                analyzer, avgdl=spec["avgdl"], query_normalization=spec["query_normalization"]
+            )
+        }
+        if "passage" in roles:
+            if words is None:
+                raise ValueError("calibration: the passage signal needs passage_words")
+            readers["embedding"] = self.embedding
+            readers["passage"] = self._passage_reader(words, lead, name="passage")
+        else:  # a mapping with passage_words and no passage role read passages as embedding
+            readers["embedding"] = self._passage_reader(words, lead)
+        rename = {r: readers[r].name for r in readers}  # keys name the roles, not the scorers
         return FusionReranker(
-            [bm25, self._passage_reader(words)],
+            [readers[r] for r in ROLES if r in roles],
             self.combination_method,
-            {rename.get(k, k): w for k, w in spec["weights"].items()},
+            {rename[k]: w for k, w in spec["weights"].items()},
             normalization_method="calibrated",
             calibration={rename.get(k, k): c for k, c in spec["calibration"].items()},
             output_calibration=spec["output_calibration"],
             name=self.name,
         )
 
-    def _passage_reader(self, words: int | None) -> Scorer:
+    def _passage_reader(self, words: int | None, lead: int, name: str | None = None) -> Scorer:
         """The embedding scorer reading each document by its best passage of about
-        ``words`` words (None: the whole document, as given)."""
+        ``words`` words, each after the first starting with the document's first ``lead``
+        words (None: the whole document, as given)."""
         from ..scorers.embedding import EmbeddingScorer
 
         if words is None:
@@ -212,7 +257,10 @@ class HybridReranker(ScoringReranker):
                 f"{type(self.embedding).__name__} (leave passage_words out to read whole "
                 "documents)"
             )
-        return self.embedding.with_passages(words)
+        reader = self.embedding.with_passages(words, lead=lead)
+        if name is not None:
+            reader.name = name
+        return reader
 
     def scorers(self) -> Iterator[Scorer]:
         yield from self.texts_only.scorers()

@@ -86,6 +86,13 @@ def _positive(label: str, value: Any) -> Any:
     return value
 
 
+def _lead(value: Any) -> int:
+    """``passage_lead``: a whole number of words >= 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"passage_lead must be a whole number >= 0, got {value!r}")
+    return value
+
+
 def _given_vectors(given: Any, n: int) -> list[Any]:
     """``document_embeddings`` as a list, checked to have one entry per document."""
     vectors = list(given)
@@ -124,10 +131,12 @@ class EmbeddingScorer(LocalModelScorer):
     ``quantize="int8"`` uses its int8 weights. Pooling and normalisation are the model's.
 
     ``passage_words=N`` scores long documents by their best passage: each document is split
-    into passages of about N words (sentences kept whole, a short first line repeated as
-    the title; see :func:`~rerankit.passages.split_passages`), at most ``max_passages`` of
-    them, and its score is the highest passage cosine. A given document embedding counts as
-    that document's only passage.
+    into passages of about N words (sentences kept whole; see
+    :func:`~rerankit.passages.split_passages`), at most ``max_passages`` of them, each
+    after the first starting with the document's first ``passage_lead`` words (its title
+    and opening, so a passage keeps its context however the title was joined to the text),
+    and its score is the highest passage cosine. A given document embedding counts as that
+    document's only passage.
     """
 
     score_scale = "cosine"
@@ -145,6 +154,7 @@ class EmbeddingScorer(LocalModelScorer):
         document_prompt: str | None = None,
         passage_words: int | None = None,
         max_passages: int = DEFAULT_MAX_PASSAGES,
+        passage_lead: int = 0,
         name: str = "embedding",
         **options: Unpack[LocalModelOptions],
     ) -> None:
@@ -152,6 +162,7 @@ class EmbeddingScorer(LocalModelScorer):
         self.query_prompt, self.document_prompt = query_prompt, document_prompt
         self.passage_words = _positive("passage_words", passage_words)
         self.max_passages = _positive("max_passages", max_passages)
+        self.passage_lead = _lead(passage_lead)
         self.model_key = (
             model + _weights_fingerprint(model)
             if isinstance(model, str)
@@ -169,13 +180,14 @@ class EmbeddingScorer(LocalModelScorer):
             self.cache = None
 
     def with_passages(
-        self, words: int | None, max_passages: int = DEFAULT_MAX_PASSAGES
+        self, words: int | None, max_passages: int = DEFAULT_MAX_PASSAGES, *, lead: int = 0
     ) -> EmbeddingScorer:
-        """This scorer reading documents by their best passage (``words=None``: whole),
-        sharing its model and cache."""
+        """This scorer reading documents by their best passage (``words=None``: whole; ``lead``:
+        see ``passage_lead``), sharing its model and cache."""
         twin = copy.copy(self)
         twin.passage_words = _positive("passage_words", words)
         twin.max_passages = _positive("max_passages", max_passages)
+        twin.passage_lead = _lead(lead)
         return twin
 
     @cached_property
@@ -333,7 +345,9 @@ class EmbeddingScorer(LocalModelScorer):
             passages = (
                 [text]
                 if vector is not None
-                else split_passages(text, self.passage_words, self.max_passages)
+                else split_passages(
+                    text, self.passage_words, self.max_passages, lead=self.passage_lead
+                )
             )
             flat_texts += passages
             flat_given += [vector] * len(passages)

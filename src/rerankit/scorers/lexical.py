@@ -274,7 +274,7 @@ def bm25_from_batch(
     idf: str | Mapping[str, float] = "lucene",
     epsilon: float = 0.25,
     avgdl: float | None = None,
-    query_normalized: bool = False,
+    query_normalized: bool | float = False,
 ) -> np.ndarray:
     """Okapi BM25 of every document in ``batch`` for ``query_terms`` (repeats count).
 
@@ -283,7 +283,9 @@ def bm25_from_batch(
     ``avgdl``: the average document length (in terms) for length normalisation; the batch's
     own mean when None. ``query_normalized``: divide by the most any document could score
     (every query term saturated, ``idf * (k1 + 1)`` per occurrence; with a mapping, all query
-    terms count, with the batch's own idf those occurring in the batch)."""
+    terms count, with the batch's own idf those occurring in the batch), or by that ceiling
+    raised to a power in (0, 1) when it is a number (a partial normalisation: long queries
+    keep some of their larger scores)."""
     n = batch.n_docs
     tf, qids, qcounts = batch.query_tf(query_terms)
     if avgdl is None:
@@ -303,13 +305,14 @@ def bm25_from_batch(
         idf_q = idf_all[np.searchsorted(present, qids)]  # query terms are all present
     norm = length_norm(batch.lengths, avgdl, k1, b)
     scores = saturated_tf(tf, norm[:, None], k1) @ (idf_q * qcounts)
-    if query_normalized:
+    power = float(query_normalized)
+    if power:
         if isinstance(idf, Mapping):
             ceiling = sum(idf.get(t, 0.0) for t in query_terms)
         else:
             ceiling = float(np.clip(idf_q, 0.0, None) @ qcounts)
         ceiling *= k1 + 1.0
-        scores = scores / ceiling if ceiling > 0 else scores
+        scores = scores / ceiling**power if ceiling > 0 else scores
     return scores
 
 
@@ -363,10 +366,11 @@ class BM25Scorer(_LexicalScorer):
     ``avgdl`` fixes the average document length (in analysed terms) used for length
     normalisation; by default it is the candidates' mean. ``query_normalized`` divides each
     score by the most any document could score for the query (the sum over its terms of
-    ``idf * (k1 + 1)``), so scores lie in [0, 1) and are comparable across queries. With
-    both, and an idf that does not come from the candidates (background or corpus
-    statistics), a document's score depends only on the query and that document
-    (``score_scale == "unit"``), not on the other candidates.
+    ``idf * (k1 + 1)``), so scores lie in [0, 1) and are comparable across queries; a number
+    between 0 and 1 divides by that ceiling raised to it instead (``0.5``: its square root).
+    With ``avgdl`` fixed and an idf that does not come from the candidates (background or
+    corpus statistics), a document's score depends only on the query and that document,
+    not on the other candidates (``score_scale`` ``unit`` when fully query-normalised).
 
     When no query term occurs in any candidate (or the query has no terms), every score is 0
     and the batch carries a warning saying so.
@@ -377,7 +381,9 @@ class BM25Scorer(_LexicalScorer):
         """``unit`` when each score depends on its document alone (idf not from the
         candidates, ``avgdl`` fixed, ``query_normalized``); else ``relative``."""
         own = isinstance(self.idf, (CorpusStats, BackgroundFrequencies))
-        return "unit" if own and self.avgdl is not None and self.query_normalized else "relative"
+        return (
+            "unit" if own and self.avgdl is not None and self.query_normalized == 1 else "relative"
+        )
 
     def __init__(
         self,
@@ -392,7 +398,7 @@ class BM25Scorer(_LexicalScorer):
         stopwords: str | Iterable[str] | None = _AUTO,
         stemmer: str | Callable[[str], str] | None = _AUTO,
         avgdl: float | None = None,
-        query_normalized: bool = False,
+        query_normalized: bool | float = False,
         name: str = "bm25",
     ) -> None:
         if k1 < 0:
@@ -412,7 +418,14 @@ class BM25Scorer(_LexicalScorer):
             )
         self.k1, self.b, self.idf, self.epsilon, self.name = k1, b, idf, epsilon, name
         self.avgdl = None if avgdl is None else float(avgdl)
-        self.query_normalized = bool(query_normalized)
+        if isinstance(query_normalized, bool):
+            query_normalized = float(query_normalized)
+        if not (isinstance(query_normalized, Real) and 0.0 <= query_normalized <= 1.0):
+            raise ValueError(
+                "query_normalized must be true, false or a number in [0, 1], got "
+                f"{query_normalized!r}"
+            )
+        self.query_normalized = float(query_normalized)
         self.analyzer = _analyzer(
             analyzer, language=language, lowercase=lowercase, stopwords=stopwords, stemmer=stemmer
         )

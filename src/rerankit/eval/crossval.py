@@ -1,0 +1,220 @@
+"""Choosing settings by k-fold cross-validation over queries, and the honest comparison
+with a default that was never fitted.
+
+Every learning path of ``rerankit tune`` is a set of *options* (fusion weights, a
+calibration weight, LightGBM settings and a number of trees, a blend with the default)
+that a training set turns into rankings. :func:`cross_validate` splits the training
+queries into ``k`` folds (:func:`kfold`, by a hash of each query id, so the same ids give
+the same folds in any order) and measures, for each fold, the option that the *other*
+folds choose (an inner cross-validation over them: nested, so the choice of option is part
+of what is measured and its estimate is not flattered by the choice), on the fold's own
+queries. :func:`verdict` compares the result with the default on the same queries, per
+query, and adopts the learned pipeline only when it beats the default by more than the
+noise of that comparison (one standard error of the mean per-query gain).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import math
+import statistics
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+__all__ = [
+    "CrossValidation",
+    "Verdict",
+    "cross_validate",
+    "kfold",
+    "learning_curve",
+    "verdict",
+]
+
+#: what a fitted option gives: a query id -> that query's nDCG@10 under the option
+Evaluator = Callable[[str], float]
+#: training query ids -> each option's evaluator, fitted on those queries only
+Fit = Callable[[Sequence[str]], Mapping[Hashable, Evaluator]]
+
+
+def kfold(qids: Sequence[str], k: int = 5) -> list[list[str]]:
+    """``k`` folds of the query ids (each id in exactly one; sizes differ by at most one),
+    assigned by a hash of each id, so the folds do not depend on the ids' order."""
+    if k < 2:
+        raise ValueError(f"k must be >= 2, got {k}")
+    if len(qids) < k:
+        raise ValueError(f"{len(qids)} queries cannot make {k} folds")
+    ranked = sorted(qids, key=lambda q: hashlib.sha256(str(q).encode()).hexdigest())
+    return [ranked[i::k] for i in range(k)]
+
+
+def folds_for(n: int, k: int = 5) -> int:
+    """The number of folds to use for ``n`` queries: ``k``, fewer when there are fewer than
+    two queries per fold (at least 2 folds; a ValueError under 4 queries)."""
+    if n < 4:
+        raise ValueError(
+            f"cross-validation needs at least 4 judged training queries with candidates, got {n}"
+        )
+    return max(2, min(k, n // 2))
+
+
+@dataclass
+class CrossValidation:
+    """What :func:`cross_validate` measured.
+
+    ``per_query``: each training query's nDCG@10 under the option its outer fold's
+    training part chose (the honest estimate); ``chosen_by_fold``: those options;
+    ``options``: each option's plain cross-validated mean nDCG@10 (every fold, fitted on the
+    others), which :attr:`best` maximises: the option to fit on all training queries;
+    ``fold_of``: query id -> fold number.
+    """
+
+    per_query: dict[str, float]
+    chosen_by_fold: list[Hashable]
+    options: dict[Hashable, float]
+    fold_of: dict[str, int]
+    fold_means: dict[Hashable, list[float]] = field(default_factory=dict)
+
+    @property
+    def best(self) -> Hashable:
+        return max(self.options, key=lambda o: self.options[o])
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.per_query.values())
+
+    def by_fold(self, per_query: Mapping[str, float]) -> list[float]:
+        """The mean of ``per_query`` over each fold's queries."""
+        k = max(self.fold_of.values()) + 1
+        return [
+            statistics.fmean(v for q, v in per_query.items() if self.fold_of[q] == f)
+            for f in range(k)
+        ]
+
+
+def _mean_over(values: Mapping[str, float], qids: Sequence[str]) -> float:
+    return statistics.fmean(values[q] for q in qids)
+
+
+def cross_validate(qids: Sequence[str], fit: Fit, k: int = 5) -> CrossValidation:
+    """Nested ``k``-fold cross-validation of the options ``fit`` makes (see the module doc).
+
+    ``fit`` is called once per fold and once per pair of folds, on the queries outside
+    them; an option whose fitting does not depend on the training queries (a fixed fusion)
+    costs only its evaluation."""
+    qids = list(dict.fromkeys(qids))
+    k = folds_for(len(qids), k)
+    folds = kfold(qids, k)
+    fold_of = {q: f for f, members in enumerate(folds) for q in members}
+    outside = [[q for q in qids if fold_of[q] != f] for f in range(k)]
+    # model fitted without fold f, evaluated on fold f: every option
+    outer = [fit(outside[f]) for f in range(k)]
+    per_option: dict[Hashable, dict[str, float]] = {}
+    for f, models in enumerate(outer):
+        for option, evaluate in models.items():
+            values = per_option.setdefault(option, {})
+            for q in folds[f]:
+                values[q] = evaluate(q)
+    # without folds f and g, evaluated on g (for outer fold f) and on f (for outer g)
+    inner: dict[tuple[int, int], dict[Hashable, float]] = {}
+    for f, g in itertools.combinations(range(k), 2):
+        models = fit([q for q in qids if fold_of[q] not in (f, g)])
+        for a, b in ((f, g), (g, f)):
+            inner[a, b] = {o: sum(e(q) for q in folds[b]) for o, e in models.items()}
+    chosen, per_query = [], {}
+    for f in range(k):
+        others = [g for g in range(k) if g != f]
+        total = sum(len(folds[g]) for g in others)
+        score = {o: sum(inner[f, g][o] for g in others) / total for o in outer[f]}
+        best = max(score, key=lambda o: score[o])
+        chosen.append(best)
+        for q in folds[f]:
+            per_query[q] = per_option[best][q]
+    options = {o: statistics.fmean(v.values()) for o, v in per_option.items()}
+    fold_means = {o: [_mean_over(v, folds[f]) for f in range(k)] for o, v in per_option.items()}
+    return CrossValidation(per_query, chosen, options, fold_of, fold_means)
+
+
+@dataclass
+class Verdict:
+    """The learned pipeline against the default on the same training queries, each scored
+    by a model that never saw it: mean nDCG@10 of each, the mean per-query gain, its noise
+    (standard error), the gain on each fold, and whether to adopt the learned pipeline
+    (gain greater than the noise)."""
+
+    learned: float
+    default: float
+    gain: float
+    noise: float
+    fold_gains: list[float]
+    queries: int
+
+    @property
+    def adopt(self) -> bool:
+        return self.gain > self.noise
+
+    def describe(self) -> str:
+        spread = statistics.pstdev(self.fold_gains) if len(self.fold_gains) > 1 else 0.0
+        folds = ", ".join(f"{100 * g:+.2f}" for g in self.fold_gains)
+        return (
+            f"cross-validated nDCG@10 over {self.queries} training queries "
+            f"({len(self.fold_gains)} folds): learned {100 * self.learned:.2f}, default "
+            f"{100 * self.default:.2f}; gain {100 * self.gain:+.2f} (noise: standard error "
+            f"{100 * self.noise:.2f}; per fold {folds}; spread {100 * spread:.2f})"
+        )
+
+
+def verdict(cv: CrossValidation, default: Mapping[str, float]) -> Verdict:
+    """Compare :func:`cross_validate`'s estimate with the default's per-query nDCG@10."""
+    qids = list(cv.per_query)
+    diffs = [cv.per_query[q] - default[q] for q in qids]
+    n = len(diffs)
+    noise = statistics.stdev(diffs) / math.sqrt(n) if n > 1 else math.inf
+    gains = [
+        a - b
+        for a, b in zip(
+            cv.by_fold(cv.per_query), cv.by_fold({q: default[q] for q in qids}), strict=True
+        )
+    ]
+    return Verdict(
+        learned=statistics.fmean(cv.per_query[q] for q in qids),
+        default=statistics.fmean(default[q] for q in qids),
+        gain=statistics.fmean(diffs),
+        noise=noise,
+        fold_gains=gains,
+        queries=n,
+    )
+
+
+def learning_curve(
+    cv: CrossValidation,
+    fit: Fit,
+    option: Hashable | None = None,
+    shares: Sequence[float] = (0.25, 0.5, 0.75, 1.0),
+) -> list[tuple[int, float]]:
+    """Cross-validated nDCG@10 when fitting on a growing share of each fold's training part
+    (its first queries in the folds' hash order): ``(training queries per fit, mean nDCG@10
+    over every query)`` per share, so a user sees whether more judgments would help. With
+    ``option``, that option is refitted on each share (a trained model); without, each
+    share chooses the option with the best mean over its own queries (a choice among fixed
+    options, such as fusion weights, is all the fitting there is)."""
+    k = max(cv.fold_of.values()) + 1
+    order = sorted(cv.fold_of, key=lambda q: hashlib.sha256(str(q).encode()).hexdigest())
+    out = []
+    for share in shares:
+        values, sizes = {}, []
+        for f in range(k):
+            pool = [q for q in order if cv.fold_of[q] != f]
+            used = pool[: max(2, round(share * len(pool)))]
+            sizes.append(len(used))
+            models = fit(used)
+            chosen = option
+            if chosen is None:
+                chosen = max(models, key=lambda o: sum(models[o](q) for q in used))
+            if chosen not in models:
+                raise ValueError(f"the fit gave no option {chosen!r}")
+            for q in order:
+                if cv.fold_of[q] == f:
+                    values[q] = models[chosen](q)
+        out.append((round(statistics.fmean(sizes)), statistics.fmean(values.values())))
+    return out

@@ -1,0 +1,101 @@
+"""Cross-validation by query: folds, the nested estimate, the verdict, the learning curve."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from rerankit.eval.crossval import cross_validate, folds_for, kfold, learning_curve, verdict
+
+QIDS = [f"q{i}" for i in range(50)]
+
+
+@given(st.lists(st.text(min_size=1, max_size=6), min_size=2, max_size=60, unique=True), st.data())
+def test_folds_partition_the_queries_whatever_their_order(qids, data):
+    k = data.draw(st.integers(min_value=2, max_value=len(qids)))
+    folds = kfold(qids, k)
+    assert len(folds) == k
+    assert sorted(q for f in folds for q in f) == sorted(qids)  # each query exactly once
+    assert max(map(len, folds)) - min(map(len, folds)) <= 1
+    shuffled = data.draw(st.permutations(qids))
+    assert kfold(shuffled, k) == folds
+
+
+def test_too_few_queries_for_folds_are_refused():
+    with pytest.raises(ValueError, match="cannot make 5 folds"):
+        kfold(["a", "b"], 5)
+    with pytest.raises(ValueError, match="at least 4"):
+        folds_for(3)
+    assert folds_for(6) == 3 and folds_for(100) == 5 and folds_for(4) == 2
+
+
+def test_a_clearly_better_option_is_chosen_on_every_fold():
+    def fit(train):
+        assert len(train) < len(QIDS)  # never the whole set inside the cross-validation
+        return {"good": lambda q: 0.9, "bad": lambda q: 0.1}
+
+    cv = cross_validate(QIDS, fit, k=5)
+    assert cv.chosen_by_fold == ["good"] * 5 and cv.best == "good"
+    assert cv.per_query == dict.fromkeys(QIDS, 0.9)
+    assert set(cv.fold_of) == set(QIDS) and set(cv.fold_of.values()) == set(range(5))
+
+
+def test_each_fold_is_scored_by_a_choice_made_without_it():
+    """Options that are each perfect on one fold only: a choice that saw the fold would
+    pick its perfect option; the nested choice cannot, so every fold scores 0."""
+    folds = kfold(QIDS, 5)
+    fold_of = {q: f for f, members in enumerate(folds) for q in members}
+
+    def fit(train):
+        return {f: (lambda q, f=f: 1.0 if fold_of[q] == f else 0.0) for f in range(5)}
+
+    cv = cross_validate(QIDS, fit, k=5)
+    assert cv.mean == 0.0
+    assert all(cv.chosen_by_fold[f] != f for f in range(5))
+
+
+def test_the_nested_estimate_is_not_flattered_by_choosing_among_noise():
+    """Many options of pure noise: the best one's plain cross-validated mean is flattered by
+    the choice; the nested estimate of choosing is not."""
+    rng = random.Random(7)
+    noise = {o: {q: rng.random() for q in QIDS} for o in range(200)}
+    cv = cross_validate(QIDS, lambda train: {o: v.__getitem__ for o, v in noise.items()}, k=5)
+    expected = statistics.fmean(v for values in noise.values() for v in values.values())
+    assert cv.options[cv.best] > expected + 0.07
+    assert abs(cv.mean - expected) < 0.06
+
+
+def test_the_verdict_adopts_only_a_gain_above_its_standard_error():
+    cv = cross_validate(QIDS, lambda train: {"x": lambda q: 0.6}, k=5)
+    # the default loses 0.1 on every query: a sure gain
+    sure = verdict(cv, dict.fromkeys(QIDS, 0.5))
+    assert sure.gain == pytest.approx(0.1) and sure.noise == pytest.approx(0.0)
+    assert sure.adopt and sure.queries == 50 and sure.fold_gains == pytest.approx([0.1] * 5)
+    # the same mean gain, made of large swings either way: noise
+    swings = {q: 0.5 + (0.9 if i % 2 else -0.7) for i, q in enumerate(QIDS)}
+    shaky = verdict(cv, {q: 0.6 - (swings[q] - 0.6) for q in QIDS})
+    diffs = [cv.per_query[q] - (0.6 - (swings[q] - 0.6)) for q in QIDS]
+    assert shaky.gain == pytest.approx(statistics.fmean(diffs))
+    assert shaky.noise == pytest.approx(statistics.stdev(diffs) / math.sqrt(50))
+    assert not shaky.adopt
+    assert "learned" in shaky.describe() and "standard error" in shaky.describe()
+
+
+def test_a_learning_curve_rises_when_more_queries_help():
+    def fit(train):  # a model that improves with its training size
+        size = len(train)
+        return {"m": lambda q: min(1.0, size / 40)}
+
+    cv = cross_validate(QIDS, fit, k=5)
+    curve = learning_curve(cv, fit, "m")
+    sizes = [n for n, _ in curve]
+    values = [v for _, v in curve]
+    assert sizes == sorted(sizes) and sizes[-1] == 40
+    assert values == sorted(values) and values[-1] == 1.0 and values[0] == 0.25
+    # without an option, each share chooses by its own queries (a fixed choice here)
+    assert learning_curve(cv, lambda train: {"a": lambda q: 0.3}) == [(n, 0.3) for n in sizes]
