@@ -2,12 +2,13 @@
 time, rerank latency, and what happens across domains.
 
 For SciFact and NFCorpus: each query's BM25 top 100 of the corpus (k1=0.9, b=0.4), the
-features of ``rerankit.learn`` built once per split, a LightGBM lambdarank model trained
-on the training split (SciFact train, NFCorpus train) with early stopping on a fixed fifth
-of the training queries, with the LightGBM settings of ``rerankit.learn.GRID`` that score
-best on those held-out training queries (mean over the seeds), for seeds 0, 1 and 2; each
-model is then scored once on the test split. Also each set's seed-0 model applied to the
-other set's test split (cross-domain). Latency: features + prediction
+features of ``rerankit.learn`` built once per split, and ``tune``'s procedure on the
+training split (SciFact train, NFCorpus train): the LightGBM setting, number of trees and
+blend with the default hybrid (``rerankit.learn.SETTINGS``, ``TREES``, ``BLENDS``) chosen
+by nested 5-fold cross-validation over the training queries, compared there with the
+default; the chosen model is then trained on every training query with seeds 0, 1 and 2
+and each is scored once on the test split. Also each set's seed-0 model applied to the
+other set's test split (cross-domain, without the blend). Latency: features + prediction
 per query (document embeddings cached, as in the quality table).
 
 With ``--finetuned DIR``: MiniLM fine-tuned on SciFact's training split (``rerankit train
@@ -50,39 +51,84 @@ def rows_of(data, signals):
     return rows, statistics.fmean(seconds)
 
 
-def ndcg(booster, rows, qrels) -> float:
-    from rerankit.eval.metrics import mean_ndcg
+def default_scores(rows):
+    """The default hybrid given first-stage scores: 0.3 first stage + 0.7 MiniLM, min-max."""
+    from rerankit import learn
+    from rerankit.eval.tune import DEFAULT_HYBRID
+    from rerankit.normalize import normalize_scores
 
+    fs, cos = learn.FEATURES.index("first_stage"), learn.FEATURES.index("cosine")
+    w = DEFAULT_HYBRID["weights"]
+    return {
+        q: w["first_stage"] * normalize_scores(x[:, fs], "min_max")
+        + w["embedding"] * normalize_scores(x[:, cos], "min_max")
+        for q, (_, x) in rows.items()
+    }
+
+
+def ndcg(booster, rows, qrels, blend=1.0, default=None) -> float:
+    """Test nDCG@10 x 100 of a booster (blended with the default's scores when blend < 1)."""
+    from rerankit.eval.metrics import mean_ndcg
+    from rerankit.normalize import normalize_scores
+
+    names = list(booster.feature_name())
+    from rerankit.learn import _columns
+
+    columns = _columns(names)
     run = {}
     for qid, (ids, x) in rows.items():
-        scores = booster.predict(x)
+        scores = normalize_scores(booster.predict(x[:, columns]), "min_max")
+        if blend < 1:
+            scores = blend * scores + (1 - blend) * default[qid]
         run[qid] = [ids[i] for i in np.argsort(-scores, kind="stable")]
     return 100 * mean_ndcg(run, qrels)
 
 
 def learn_and_score(train, test, signals, label):
-    """Features, the settings chosen on held-out training queries, three seeds scored on
-    test: (scores, train seconds per seed, latency ms, seed-0 booster, test rows, choice)."""
+    """Features, tune's cross-validated choice, three seeds of the chosen model scored on
+    test: (scores, train seconds per seed, latency ms, seed-0 booster, test rows,
+    (cross-validation, verdict, seconds))."""
     from rerankit import learn
-    from rerankit.eval.tune import held_out
+    from rerankit.eval import crossval
+    from rerankit.eval.tune import ranked_ndcg
 
     train_rows, _ = rows_of(train, signals)
     test_rows, latency = rows_of(test, signals)
-    valid = held_out(list(train_rows))
-    params, table = learn.choose(train_rows, train.qrels, valid=valid, seeds=SEEDS)
+    train_default = default_scores(train_rows)
+    per_query = {
+        q: ranked_ndcg(ids, train_default[q], train.qrels.get(q, {}))
+        for q, (ids, _) in train_rows.items()
+    }
+    fit = learn.options(train_rows, train.qrels, default=train_default)
+    start = time.perf_counter()
+    cv = crossval.cross_validate(list(train_rows), fit)
+    cv_seconds = time.perf_counter() - start
+    verdict = crossval.verdict(cv, per_query)
+    setting, trees, blend = cv.best
+    names = learn.feature_set(len(train_rows))
+    test_default = default_scores(test_rows)
     scores, times, first = [], [], None
     for seed in SEEDS:
         start = time.perf_counter()
-        booster, _ = learn.train(train_rows, train.qrels, valid=valid, seed=seed, params=params)
+        booster = learn.fit(
+            train_rows,
+            train.qrels,
+            list(train_rows),
+            trees=trees,
+            params=learn.SETTINGS[setting],
+            features=names,
+            seed=seed,
+        )
         times.append(time.perf_counter() - start)
-        scores.append(ndcg(booster, test_rows, test.qrels))
+        scores.append(ndcg(booster, test_rows, test.qrels, blend, test_default))
         first = first or booster
+    columns = learn._columns(names)
     start = time.perf_counter()
     for _ids, x in list(test_rows.values())[:50]:
-        first.predict(x)
+        first.predict(x[:, columns])
     predict = (time.perf_counter() - start) / 50
     print(f"{label}: done", file=sys.stderr, flush=True)
-    return scores, times, 1000 * (latency + predict), first, test_rows, (params, table)
+    return scores, times, 1000 * (latency + predict), first, test_rows, (cv, verdict, cv_seconds)
 
 
 def fine_tuned(folder: Path, train) -> float | None:
@@ -142,8 +188,14 @@ def main() -> None:
     print("|---|---:|---:|")
     cells = [mean_and_each(report[label][0]) for label in SETS]
     print(f"| LTR, mean of seeds 0-2 (each) | {' | '.join(cells)} |")
+    adopted = [
+        "yes" if chosen[label][1].adopt else "no (tune writes the default)" for label in SETS
+    ]
+    print(f"| adopted by tune's cross-validation | {' | '.join(adopted)} |")
+    took = [f"{chosen[label][2] / 60:.1f} min" for label in SETS]
+    print(f"| cross-validation (features built once before) | {' | '.join(took)} |")
     times = [f"{statistics.fmean(report[label][1]):.1f} s" for label in SETS]
-    print(f"| training time per seed (features built once before) | {' | '.join(times)} |")
+    print(f"| training the chosen model, per seed | {' | '.join(times)} |")
     latency = [f"{report[label][2]:.0f} ms" for label in SETS]
     print(f"| rerank latency per query (features + prediction) | {' | '.join(latency)} |")
     if ft is not None:
@@ -161,11 +213,9 @@ def main() -> None:
         other = next(o for o in SETS if o != label)
         cross.append(f"{ndcg(boosters[other], test_rows[label], tests[label].qrels):.2f}")
     print(f"| LTR trained on the other set (seed 0) | {' | '.join(cross)} |")
-    for label, (params, table) in chosen.items():
-        print(f"\n{label}: held-out training nDCG@10 by setting (mean of seeds):")
-        for p, score in table:
-            mark = " (chosen)" if p == params else ""
-            print(f"  {100 * score:.2f}  {p}{mark}")
+    for label, (cv, verdict, _) in chosen.items():
+        setting, trees, blend = cv.best
+        print(f"\n{label}: chosen {setting}, {trees} trees, blend {blend:g}; {verdict.describe()}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,351 @@
+"""Choosing the texts-only default (the calibrated ``hybrid``) on a development pool across
+domains, with a rule that protects the worst collection.
+
+The pool: SciFact train and NFCorpus dev (biomedical claims and questions; first stage
+BM25 over the corpus, k1=0.9, b=0.4, top 100) and the four classic collections CISI,
+CACM, MEDLINE and LISA (library science, computer science, medicine; first stage their
+shipped BM25 top 100). Test splits are never read.
+
+Signals, each depending on the (query, document) pair alone:
+
+* ``passage``: the bundled all-MiniLM-L6-v2's cosine of the document's best passage of
+  about 48 words, each passage after the first starting with the document's first K
+  words (K in LEADS);
+* ``embedding``: its cosine of the whole document (as the model truncates it);
+* ``bm25_background``: BM25 (k1=0.9, b=0.4) with idf from a general word-frequency table,
+  a fixed average length (AVGDL) and the score divided by the most any document could score
+  for the query raised to a power (QUERY_NORMALIZATION; 1: fully query-normalised).
+
+Each signal gets a logistic calibration fitted on the pooled judged pairs of the six
+collections (relevant: judged >= 1; each collection weighted equally), and a candidate
+default is a choice of signals, readings and logit-space weights (a 0.025 grid; every
+weight above 0). A candidate's *regret* on a collection is how far it falls short of the
+targets there: at least the first stage, at least ``embedding``, and within 0.5 of
+``hybrid-relative`` (min-max fusion with the candidates' own idf, whose scores are relative
+to the request). The rule: among candidates with no regret anywhere, the best mean nDCG@10;
+if there are none, among those whose largest regret is within 0.1 of the smallest largest
+regret (closer than that is noise), the best mean nDCG@10. The output
+calibration is then fitted on the pooled pairs (equal weight per collection), and the
+expected calibration error is printed per collection.
+
+Prints the references and the best candidates per collection, the best candidate of each
+family side by side, the targets, and the constants for ``rerankit/rerankers/hybrid.py``;
+then scores the library's own ``hybrid`` on the pool (it should equal the chosen row once
+the constants are in).
+
+Run: ``python benchmarks/default_pool.py [--leads 20]`` (embeddings cached in
+``.cache/embeddings.sqlite``; from an empty cache, encoding the pool's documents and
+passages takes about two hours on two CPU cores, a second run a few minutes).
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+POOL = {
+    "SciFact train": (SHARED / "beir" / "scifact", "train"),
+    "NFCorpus dev": (SHARED / "beir" / "nfcorpus", "dev"),
+    "CISI": (SHARED / "classic" / "cisi", "test"),
+    "CACM": (SHARED / "classic" / "cacm", "test"),
+    "MEDLINE": (SHARED / "classic" / "med", "test"),
+    "LISA": (SHARED / "classic" / "lisa", "test"),
+}
+PASSAGE_WORDS = 48
+LEADS = (10, 20)
+AVGDL = (100.0, 400.0)
+QUERY_NORMALIZATION = (0.25, 0.5, 0.75, 1.0)
+STEP = 0.025
+REFERENCES = ("bm25", "embedding", "hybrid-relative")
+TOLERANCE = 0.5  # nDCG@10 x 100 below hybrid-relative that still meets the target
+TIE = 0.1  # largest regrets this close count as equal (differences below noise)
+
+
+class Collection:
+    """One pool collection's candidates as padded (queries x 100) arrays: labels, gains,
+    the ideal DCG@10 of each judged query, and every signal's raw scores."""
+
+    def __init__(self, name: str, data, cands) -> None:
+        self.name, self.data = name, data
+        judged = [q for q, j in data.qrels.items() if q in data.queries and max(j.values()) > 0]
+        self.qids = judged
+        width = max((len(cands.get(q, [])) for q in judged), default=1)
+        self.ids = [[d for d, _ in cands.get(q, [])] for q in judged]
+        self.mask = np.zeros((len(judged), width), dtype=bool)
+        self.gains = np.zeros((len(judged), width))
+        for i, (q, ids) in enumerate(zip(judged, self.ids, strict=True)):
+            self.mask[i, : len(ids)] = True
+            self.gains[i, : len(ids)] = [max(0, data.qrels[q].get(d, 0)) for d in ids]
+        ideal = [sorted((g for g in data.qrels[q].values() if g > 0), reverse=True) for q in judged]
+        discount = 1.0 / np.log2(np.arange(2, 12))
+        self.idcg = np.array([sum(g * discount[k] for k, g in enumerate(i[:10])) for i in ideal])
+        self.discount = discount
+        self.raw: dict[str, np.ndarray] = {}
+
+    def add(self, key: str, rows: dict[str, np.ndarray]) -> None:
+        matrix = np.zeros(self.mask.shape)
+        for i, q in enumerate(self.qids):
+            if q in rows:
+                matrix[i, : len(rows[q])] = rows[q]
+        self.raw[key] = matrix
+
+    def run_scores(self, run: dict[str, dict[str, float]]) -> np.ndarray:
+        """A reranker's run (query -> document -> score) as a padded array."""
+        out = np.zeros(self.mask.shape)
+        for i, (q, ids) in enumerate(zip(self.qids, self.ids, strict=True)):
+            out[i, : len(ids)] = [run.get(q, {}).get(d, 0.0) for d in ids]
+        return out
+
+    def labels(self) -> np.ndarray:
+        return (self.gains[self.mask] >= 1).astype(float)
+
+    def ndcg(self, scores: np.ndarray) -> float:
+        """Mean nDCG@10 x 100 of ordering each query's candidates by ``scores`` (ties keep
+        the first stage's order)."""
+        masked = np.where(self.mask, scores, -np.inf)
+        order = np.argsort(-masked, axis=1, kind="stable")[:, :10]
+        gains = np.take_along_axis(self.gains, order, axis=1)
+        dcg = gains @ self.discount[: gains.shape[1]]
+        return 100 * float(
+            np.mean(np.divide(dcg, self.idcg, out=np.zeros_like(dcg), where=self.idcg > 0))
+        )
+
+
+def signals(coll: Collection, cands, readers, lexical) -> None:
+    """Every signal's raw scores for every candidate of ``coll``."""
+    rows: dict[str, dict[str, np.ndarray]] = {key: {} for key in [*readers, *lexical]}
+    for q in coll.qids:
+        ranked = cands.get(q, [])
+        if not ranked:
+            continue
+        texts = [coll.data.text(d) for d, _ in ranked]
+        query = coll.data.queries[q]
+        for key, scorer in [*readers.items(), *lexical.items()]:
+            rows[key][q] = scorer.score_texts(query, texts)
+    for key, value in rows.items():
+        coll.add(key, value)
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--only", action="append", help="a pool collection by its label (repeatable; a quick look)"
+    )
+    parser.add_argument(
+        "--leads",
+        default=",".join(map(str, LEADS)),
+        help=f"passage lead lengths to compare (default {','.join(map(str, LEADS))})",
+    )
+    args = parser.parse_args()
+    leads = tuple(int(x) for x in args.leads.split(","))
+    if args.only:
+        for name in set(POOL) - set(args.only):
+            del POOL[name]
+    os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
+    from rerankit import EmbeddingScorer, load
+    from rerankit.calibration import expected_calibration_error, fit_calibration, sigmoid
+    from rerankit.eval import load_beir
+    from rerankit.eval.runner import first_stage, run_pipeline
+    from rerankit.rerankers.hybrid import background_bm25
+    from rerankit.scorers.lexical import Analyzer
+
+    missing = [name for name, (path, _) in POOL.items() if not path.exists()]
+    if missing:
+        sys.exit(f"collections not found under {SHARED}: {', '.join(missing)}")
+    embedding = EmbeddingScorer()
+    readers = {"embedding": embedding}
+    for lead in leads:
+        readers[f"passage/lead {lead}"] = embedding.with_passages(PASSAGE_WORDS, lead=lead)
+    analyzer = Analyzer(language="en")
+    lexical = {
+        f"bm25_background/avgdl {a:g}, qn {p:g}": background_bm25(
+            analyzer, avgdl=a, query_normalization=p
+        )
+        for a, p in itertools.product(AVGDL, QUERY_NORMALIZATION)
+    }
+    pool, refs = [], {}
+    for name, (path, split) in POOL.items():
+        start = time.perf_counter()
+        data = load_beir(path, split)
+        cands = first_stage(data, "auto", 100)
+        coll = Collection(name, data, cands)
+        signals(coll, cands, readers, lexical)
+        coll.add("first stage", {q: np.array([s for _, s in c]) for q, c in cands.items()})
+        refs[name] = {"first stage": coll.ndcg(coll.raw["first stage"])}
+        for ref in REFERENCES:
+            run = run_pipeline(ref, load(ref), data, cands, first_stage_scores=False)
+            refs[name][ref] = coll.ndcg(coll.run_scores(run.run))
+        pool.append(coll)
+        print(
+            f"{name}: {len(coll.qids)} queries in {time.perf_counter() - start:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    # pooled calibrations, each collection weighted equally
+    y = np.concatenate([c.labels() for c in pool])
+    weight = np.concatenate([np.full(c.mask.sum(), 1.0 / c.mask.sum()) for c in pool])
+    keys = [*readers, *lexical]
+    cal = {
+        k: fit_calibration(
+            np.concatenate([c.raw[k][c.mask] for c in pool]), y, sample_weight=weight
+        )
+        for k in keys
+    }
+
+    def fused(coll: Collection, roles: dict[str, str], weights) -> np.ndarray:
+        return sum(
+            w * cal[k].logit(coll.raw[k]) for k, w in zip(roles.values(), weights, strict=True)
+        )
+
+    def weight_grid(n: int):
+        units = round(1 / STEP)
+        return [
+            tuple(c / units for c in combo)
+            for combo in itertools.product(range(1, units + 1), repeat=n)
+            if sum(combo) == units
+        ]
+
+    families = []
+    for lex in lexical:
+        families.append(("whole + bm25", {"embedding": "embedding", "bm25_background": lex}))
+        for lead in leads:
+            p = f"passage/lead {lead}"
+            families.append(
+                (f"passage (lead {lead}) + bm25", {"passage": p, "bm25_background": lex})
+            )
+            families.append(
+                (
+                    f"passage (lead {lead}) + whole + bm25",
+                    {"passage": p, "embedding": "embedding", "bm25_background": lex},
+                )
+            )
+    candidates = []
+    for label, roles in families:
+        for w in weight_grid(len(roles)):
+            cells = {c.name: c.ndcg(fused(c, roles, w)) for c in pool}
+            candidates.append((label, roles, w, cells))
+
+    def regret(cells) -> list[float]:
+        out = []
+        for name, value in cells.items():
+            r = refs[name]
+            need = max(r["first stage"], r["embedding"], r["hybrid-relative"] - TOLERANCE)
+            out.append(max(0.0, need - value))
+        return out
+
+    # the rule: no regret anywhere if any candidate manages it; else every candidate whose
+    # largest regret is within TIE of the smallest; then the best mean nDCG@10
+    least = min(max(regret(c[3])) for c in candidates)
+    bound = 0.0 if least == 0 else least + TIE
+
+    def rank_key(c):
+        worst = max(regret(c[3]))
+        return (worst > bound, worst if worst > bound else 0.0, -statistics.fmean(c[3].values()))
+
+    candidates.sort(key=rank_key)
+    chosen = candidates[0]
+    label, roles, w, cells = chosen
+
+    def describe(c) -> str:
+        lab, rl, ws, _ = c
+        parts = [
+            f"{r} {x:.2f} ({rl[r].split('/', 1)[1] if '/' in rl[r] else 'whole'})"
+            for r, x in zip(rl, ws, strict=True)
+        ]
+        return f"{lab}: " + ", ".join(parts)
+
+    names = [c.name for c in pool]
+    best_of: dict[str, tuple] = {}  # the best candidate of each family, in rule order
+    for c in candidates:
+        best_of.setdefault(c[0], c)
+    best_by_lexical: dict[str, tuple] = {}
+    for c in candidates:
+        best_by_lexical.setdefault(c[1]["bm25_background"], c)
+    print(
+        f"{len(candidates)} candidates considered; rule: no regret anywhere, else a largest "
+        f"regret within {TIE} of the smallest ({least:.2f}), then the best mean (targets: "
+        ">= first stage, >= embedding, >= hybrid-relative - 0.5)\n"
+    )
+    for coll in pool:
+        r = refs[coll.name]
+        print(f"{coll.name} ({len(coll.qids)} queries), nDCG@10 x 100:\n")
+        print("| reranker | nDCG@10 |")
+        print("|---|---:|")
+        for key in ("first stage", *REFERENCES):
+            print(f"| {key} | {r[key]:.2f} |")
+        print(f"| **chosen**: {describe(chosen)} | **{cells[coll.name]:.2f}** |")
+        for c in best_of.values():
+            if c is not chosen:
+                print(f"| best {describe(c)} | {c[3][coll.name]:.2f} |")
+        print()
+    for title, table in (
+        ("family", best_of.values()),
+        ("lexical signal (its best candidate)", best_by_lexical.values()),
+    ):
+        print(
+            f"The best candidate of each {title}, nDCG@10 x 100 (regret: short of the targets):\n"
+        )
+        print("| candidate | " + " | ".join(names) + " | mean | largest regret |")
+        print("|---|" + "---:|" * (len(names) + 2))
+        for c in table:
+            row = " | ".join(f"{c[3][n]:.2f}" for n in names)
+            mean, worst = statistics.fmean(c[3].values()), max(regret(c[3]))
+            print(f"| {describe(c)} | {row} | {mean:.2f} | {worst:.2f} |")
+    row = " | ".join(f"{refs[n]['hybrid-relative']:.2f}" for n in names)
+    mean_hr = statistics.fmean(refs[n]["hybrid-relative"] for n in names)
+    print(f"| hybrid-relative (reference) | {row} | {mean_hr:.2f} | |")
+    print("\ntargets of the chosen default per collection:")
+    for n in names:
+        r, v = refs[n], cells[n]
+        fs_ok = "ok" if v >= r["first stage"] else "BELOW"
+        print(
+            f"  {n}: {v:.2f}; first stage {r['first stage']:.2f} ({fs_ok}), "
+            f"embedding {r['embedding']:.2f} ({'ok' if v >= r['embedding'] else 'BELOW'}), "
+            f"hybrid-relative {r['hybrid-relative']:.2f} ({v - r['hybrid-relative']:+.2f}: "
+            f"{'ok' if v >= r['hybrid-relative'] - TOLERANCE else 'MISSED'})"
+        )
+
+    # the output calibration of the chosen fusion, pooled pairs weighted per collection
+    logit = np.concatenate([fused(c, roles, w)[c.mask] for c in pool])
+    out = fit_calibration(logit, y, sample_weight=weight)
+    source = next(iter(roles.values()))
+    lead = int(source.split()[-1]) if source.startswith("passage") else 0
+    lex = roles["bm25_background"]
+    avgdl = float(lex.split("avgdl ")[1].split(",")[0])
+    qn = float(lex.split("qn ")[1])
+    print("\nconstants (rerankit/rerankers/hybrid.py, HYBRID_CALIBRATION):")
+    print(f'  "avgdl": {avgdl:g}, "query_normalization": {qn:g},')
+    print(f'  "passage_words": {PASSAGE_WORDS}, "passage_lead": {lead},')
+    print("  weights: " + ", ".join(f'"{r}": {x:g}' for r, x in zip(roles, w, strict=True)))
+    for r, k in roles.items():
+        print(f"  calibration {r}: {cal[k].as_dict()}")
+    print(f"  output calibration: {out.as_dict()}")
+    print("\nexpected calibration error (10 bins) of the chosen default, per collection:")
+    for coll in pool:
+        p = sigmoid(out.logit(fused(coll, roles, w)[coll.mask]))
+        print(
+            f"  {coll.name}: ECE {expected_calibration_error(p, coll.labels()):.4f} over "
+            f"{coll.mask.sum()} pairs ({int(coll.labels().sum())} relevant)"
+        )
+
+    print("\nthe library's `hybrid` (texts only) on the pool, as installed:")
+    for coll in pool:
+        cands = first_stage(coll.data, "auto", 100)
+        run = run_pipeline("hybrid", load("hybrid"), coll.data, cands, first_stage_scores=False)
+        value = coll.ndcg(coll.run_scores(run.run))
+        print(f"  {coll.name}: {value:.2f} (chosen row: {cells[coll.name]:.2f})")
+
+
+if __name__ == "__main__":
+    main()

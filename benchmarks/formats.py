@@ -1,0 +1,92 @@
+"""Does the default care how a title is joined to its text? nDCG@10 on the development pool.
+
+Each pool collection's candidates (its first stage's top 100: SciFact train and NFCorpus
+dev by BM25 over the corpus, the classic collections by their shipped BM25 run) go to the
+texts-only ``hybrid`` as plain strings, the title joined to the text by a newline, by a
+space, by ". ", or left out; and as dicts with a ``title`` field (how ``rerankit eval``
+passes them). The first three should score alike (the default reads no layout: a line break
+is a space, and every passage after the first starts with the document's first words,
+title included, wherever the title was put). Prints one row per collection, the largest
+difference among the three joined forms, and the mean.
+
+Run: ``python benchmarks/formats.py [--reranker NAME]`` (document and passage embeddings
+cached in ``.cache/embeddings.sqlite``; each form that changes the texts is encoded once).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = ROOT.parent / "shared" / "data"
+POOL = {
+    "SciFact train": (SHARED / "beir" / "scifact", "train"),
+    "NFCorpus dev": (SHARED / "beir" / "nfcorpus", "dev"),
+    "CISI": (SHARED / "classic" / "cisi", "test"),
+    "CACM": (SHARED / "classic" / "cacm", "test"),
+    "MEDLINE": (SHARED / "classic" / "med", "test"),
+    "LISA": (SHARED / "classic" / "lisa", "test"),
+}
+JOINED = {"newline": "\n", "space": " ", "'. '": ". "}
+
+
+def forms(doc: dict) -> dict:
+    """The same document in each layout measured."""
+    title, text = doc.get("title") or "", doc.get("text") or ""
+    out = {}
+    for label, joint in JOINED.items():
+        out[label] = f"{title}{joint}{text}" if title and text else (title or text)
+    out["no title"] = text
+    out["title field"] = {"title": title, "text": text} if title else {"text": text}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--reranker", default="hybrid", help="registered name (default hybrid)")
+    args = parser.parse_args()
+    os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
+    from rerankit import load
+    from rerankit.eval import load_beir
+    from rerankit.eval.metrics import mean_ndcg
+    from rerankit.eval.runner import first_stage
+
+    missing = [name for name, (path, _) in POOL.items() if not path.exists()]
+    if missing:
+        sys.exit(f"collections not found under {SHARED}: {', '.join(missing)}")
+    reranker = load(args.reranker)
+    labels = [*JOINED, "no title", "title field"]
+    rows = {}
+    for name, (path, split) in POOL.items():
+        data = load_beir(path, split)
+        runs: dict[str, dict[str, list[str]]] = {label: {} for label in labels}
+        for qid, ranked in first_stage(data, "auto", 100).items():
+            if not ranked:
+                continue
+            ids = [d for d, _ in ranked]
+            each = [forms(data.corpus[d]) for d in ids]
+            for label in labels:
+                result = reranker.rerank(data.queries[qid], [f[label] for f in each])
+                runs[label][qid] = [ids[r.index] for r in result]
+        rows[name] = {label: 100 * mean_ndcg(runs[label], data.qrels) for label in labels}
+        print(f"{name}: done", file=sys.stderr, flush=True)
+    print(f"nDCG@10 x 100 of `{args.reranker}` given texts only, by how the title is joined:\n")
+    print("| collection | " + " | ".join(labels) + " | largest difference, joined forms |")
+    print("|---|" + "---:|" * (len(labels) + 1))
+    for name, cells in rows.items():
+        spread = max(cells[j] for j in JOINED) - min(cells[j] for j in JOINED)
+        print(
+            f"| {name} | "
+            + " | ".join(f"{cells[lab]:.2f}" for lab in labels)
+            + f" | {spread:.2f} |"
+        )
+    means = {lab: statistics.fmean(r[lab] for r in rows.values()) for lab in labels}
+    print("| mean | " + " | ".join(f"{means[lab]:.2f}" for lab in labels) + " | |")
+
+
+if __name__ == "__main__":
+    main()
