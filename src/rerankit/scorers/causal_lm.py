@@ -35,6 +35,7 @@ from .._threads import in_thread
 from ..errors import ConfigError, ModelLoadError
 from ..types import Document
 from ._models import LocalModelOptions, LocalModelScorer, model_label, run_splitting_on_oom
+from .base import ScoreBatch, valid_query, valid_unicode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -187,9 +188,10 @@ class CausalLMScorer(LocalModelScorer):
             return torch.log_softmax(pair, dim=1)[:, 1].exp().cpu().tolist()
 
     def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        """Blocking P(yes) for plain strings."""
+        """Blocking P(yes) for plain strings (lone surrogates replaced by U+FFFD)."""
         if not texts:
             return np.zeros(0)
+        texts, query = valid_unicode(texts, {}, []), valid_query(query, [])
         sequences = self.encode_pairs(query, texts)
         order = list(range(len(sequences)))
         if self.sort_by_length:
@@ -204,5 +206,10 @@ class CausalLMScorer(LocalModelScorer):
             scores[batch] = values
         return scores
 
-    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
-        return await in_thread(self.score_texts, query, [d.text for d in docs])
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
+        flags: dict[int, list[str]] = {}
+        warnings: list[str] = []
+        texts = valid_unicode([d.text for d in docs], flags, warnings)
+        query = valid_query(query, warnings)
+        values = await in_thread(self.score_texts, query, texts)
+        return ScoreBatch(values=values, flags=flags, warnings=warnings)

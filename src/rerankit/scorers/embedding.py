@@ -27,7 +27,7 @@ from ..errors import InputError, ScorerError
 from ..passages import DEFAULT_MAX_PASSAGES, split_passages
 from ..types import Document
 from ._models import LocalModelOptions, LocalModelScorer
-from .base import ScoreBatch
+from .base import ScoreBatch, valid_query, valid_unicode
 
 #: Set by a service (for the work of its requests) to route every embedding call through
 #: it, e.g. to merge concurrent requests into one batch: called as
@@ -286,6 +286,11 @@ class EmbeddingScorer(LocalModelScorer):
     ) -> ScoreBatch:
         if not texts:
             return ScoreBatch(values=np.zeros(0))
+        bad: dict[int, list[str]] = {}
+        warnings: list[str] = []
+        texts = valid_unicode(texts, bad, warnings)
+        if query_embedding is None:
+            query = valid_query(query, warnings)
         if query_embedding is not None:
             q = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
         else:
@@ -309,8 +314,11 @@ class EmbeddingScorer(LocalModelScorer):
             np.maximum.at(best, owner, scores)
             zero_docs = np.isneginf(best)
             scores = np.where(zero_docs, 0.0, best)
-        flags = {int(i): ["zero_embedding"] for i in np.flatnonzero(zero_docs | zero_q[0])}
-        warnings = ["the query embedding is all zeros; every score is 0"] if zero_q[0] else []
+        flags = bad
+        for i in np.flatnonzero(zero_docs | zero_q[0]):
+            flags.setdefault(int(i), []).append("zero_embedding")
+        if zero_q[0]:
+            warnings.append("the query embedding is all zeros; every score is 0")
         return ScoreBatch(values=scores, flags=flags, warnings=warnings)
 
     def _document_matrix(self, texts: list[str], given: Any) -> np.ndarray:
