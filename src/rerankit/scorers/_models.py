@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypedDict, TypeVar
 
@@ -14,6 +15,27 @@ from ..hardware import HardwareProfile
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCKS_BY_ID: dict[int, threading.RLock] = {}  # objects that take no weak reference
+_LOCKS_GUARD = threading.Lock()
+
+
+def model_lock(model: Any) -> threading.RLock:
+    """The lock every use of the loaded ``model`` holds (encoding, prediction, counting
+    tokens). A Hugging Face fast tokenizer sets its padding and truncation state on every
+    call, so two threads using one tokenizer at once can pad a batch to another call's
+    length ("expected sequence of length 7 ... got 6"); scorers that share a model (the
+    hybrid's whole-document and passage readings, the service's batchers) share its lock."""
+    with _LOCKS_GUARD:
+        try:
+            lock = _LOCKS.get(model)
+            if lock is None:
+                lock = _LOCKS[model] = threading.RLock()
+        except TypeError:  # not weakly referenceable or not hashable
+            lock = _LOCKS_BY_ID.setdefault(id(model), threading.RLock())
+        return lock
 
 
 def model_label(model: Any) -> str:
@@ -174,6 +196,10 @@ class LocalModelScorer:
     def model(self) -> Any:
         """The loaded model (loads it on first access)."""
         return self._model.get()
+
+    def using_model(self) -> threading.RLock:
+        """The loaded model's lock (see :func:`model_lock`): hold it while using the model."""
+        return model_lock(self.model)
 
     @property
     def loaded(self) -> bool:

@@ -153,14 +153,15 @@ class CausalLMScorer(LocalModelScorer):
         """Token ids of each full prompt (template included), before padding."""
         prefix, suffix, _, _ = self._template_ids()
         tok = self.model.tokenizer
-        body = tok(
-            [format_pair(self.instruction, query, t) for t in texts],
-            padding=False,
-            truncation="longest_first",
-            max_length=self.max_length - len(prefix) - len(suffix),
-            add_special_tokens=False,
-            return_attention_mask=False,
-        )["input_ids"]
+        with self.using_model():
+            body = tok(
+                [format_pair(self.instruction, query, t) for t in texts],
+                padding=False,
+                truncation="longest_first",
+                max_length=self.max_length - len(prefix) - len(suffix),
+                add_special_tokens=False,
+                return_attention_mask=False,
+            )["input_ids"]
         return [prefix + ids + suffix for ids in body]
 
     def _forward(self, sequences: list[list[int]]) -> list[float]:
@@ -192,6 +193,10 @@ class CausalLMScorer(LocalModelScorer):
         if not texts:
             return np.zeros(0)
         texts, query = valid_unicode(texts, {}, []), valid_query(query, [])
+        with self.using_model():
+            return self._score_pairs(query, texts)
+
+    def _score_pairs(self, query: str, texts: Sequence[str]) -> np.ndarray:
         sequences = self.encode_pairs(query, texts)
         order = list(range(len(sequences)))
         if self.sort_by_length:

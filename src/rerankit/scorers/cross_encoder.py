@@ -98,6 +98,10 @@ class CrossEncoderScorer(LocalModelScorer):
         """The model's raw output for each (query, text) pair."""
         if not texts:
             return np.zeros(0)
+        with self.using_model():
+            return self._logits(query, texts)
+
+    def _logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
         if self.backend == "onnx":  # sorts by token length itself
             return np.asarray(
                 self.model.predict([(query, t) for t in texts], batch_size=self.profile.batch_size)

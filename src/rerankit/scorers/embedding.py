@@ -236,7 +236,8 @@ class EmbeddingScorer(LocalModelScorer):
         }
         if prompt:
             options["prompt"] = prompt
-        out = self.model.encode(list(texts), **options)
+        with self.using_model():
+            out = self.model.encode(list(texts), **options)
         return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
 
     def count_tokens(self, texts: Sequence[str]) -> int:
@@ -244,12 +245,15 @@ class EmbeddingScorer(LocalModelScorer):
         token budget for a batch counts. Without a tokenizer, characters / 4."""
         model = self.model
         if hasattr(model, "count_tokens"):  # the ONNX backend counts with its own tokenizer
-            return model.count_tokens(texts)
+            with self.using_model():
+                return model.count_tokens(texts)
         tokenizer = getattr(model, "tokenizer", None)
         limit = getattr(model, "max_seq_length", None) or 512
         if tokenizer is None or not callable(tokenizer):
             return sum(min(limit, len(t) // 4 + 1) for t in texts)
-        ids = tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
+        texts = valid_unicode(list(texts), {}, [])
+        with self.using_model():  # the tokenizer is shared with encoding
+            ids = tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
         return sum(len(x) for x in ids)
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
