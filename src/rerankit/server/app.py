@@ -74,6 +74,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         warm = asyncio.ensure_future(service.warm_up())
         yield
         warm.cancel()
+        service.stop_retries()
 
     app = fastapi.FastAPI(
         title="rerankit",
@@ -319,12 +320,11 @@ def create_app(settings: ServerSettings | None = None) -> Any:
 
     @app.get("/ready")
     async def ready() -> Any:
-        """Readiness: 503 until every pipeline has loaded and run a warm-up batch."""
-        if service.admission.draining:
-            return SafeJSONResponse({"status": "stopping"}, status_code=503)
-        if not service.ready.is_set():
-            return SafeJSONResponse({"status": "loading"}, status_code=503)
-        return {"status": "ready", "warm_up_seconds": round(service.warm_up_seconds, 3)}
+        """Readiness: 503 until every pipeline has loaded and run a warm-up batch, and while
+        any pipeline has failed (naming them and their errors; ``ready_when = "any"``: 200
+        once one pipeline is ready); 503 while stopping."""
+        status, body = service.readiness()
+        return SafeJSONResponse(body, status_code=status)
 
     @app.get("/v1/models")
     async def models() -> Any:
@@ -350,6 +350,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 name: {
                     "spec": spec if isinstance(spec, str) else dict(spec),
                     "loaded": service.loaded(name),
+                    **service.states[name].describe(),
                     **service.describe_scores(name),
                 }
                 for name, spec in settings.pipelines.items()
@@ -368,7 +369,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 "max_tokens": settings.batch_max_tokens or None,
                 "max_wait_ms": settings.batch_max_wait_ms,
             },
-            "ready": service.ready.is_set(),
+            "ready": service.readiness()[0] == 200,
         }
 
     @app.get(

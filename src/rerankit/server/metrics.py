@@ -62,6 +62,18 @@ class Metrics:
             buckets=(64, 256, 1024, 4096, 8192, 16384, 32768),
             registry=self.registry,
         )
+        self.stuck_seconds = prom.Histogram(
+            "rerankit_stuck_seconds",
+            "How long work past its deadline ran on in a thread after its slot was freed",
+            buckets=(0.1, 0.5, 1, 5, 10, 30, 60, 120, 300),
+            registry=self.registry,
+        )
+        self.pipeline_failures = prom.Counter(
+            "rerankit_pipeline_failures_total",
+            "Times a pipeline failed to load or warm up",
+            ["model"],
+            registry=self.registry,
+        )
         self._prom = prom
 
     def encode_batch(self, texts: int, tokens: int) -> None:

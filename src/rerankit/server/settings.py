@@ -16,6 +16,9 @@ batch_max_items = 256
 batch_max_tokens = 16384        # tokens per embedding batch (0: no token budget)
 batch_max_wait_ms = 5.0
 graceful_timeout = 30.0         # seconds requests in flight may take to finish on shutdown
+ready_when = "all"             # /ready is 200 when "all" pipelines warmed up, or "any" one
+stuck_grace = 2.0              # seconds past its deadline that stuck work may hold its slot
+retry_max_seconds = 300.0      # a pipeline that failed to load is retried with backoff up to this
 backend = "torch"              # where `embedding` and `hybrid` run, wherever named: "torch"/"onnx"
 quantize = ""                  # with backend "onnx": "int8" for int8 weights
 
@@ -84,6 +87,9 @@ class ServerSettings:
     batch_max_tokens: int = 16384
     batch_max_wait_ms: float = 5.0
     graceful_timeout: float = 30.0
+    ready_when: str = "all"
+    stuck_grace: float = 2.0
+    retry_max_seconds: float = 300.0
     backend: str = "torch"
     quantize: str = ""
 
@@ -117,6 +123,10 @@ class ServerSettings:
             raise ValueError("batch_max_tokens must be >= 0 (0: no token budget)")
         if self.max_queue < 0 or self.timeout <= 0:
             raise ValueError("max_queue must be >= 0 and timeout > 0")
+        if self.ready_when not in ("all", "any"):
+            raise ValueError(f"ready_when must be 'all' or 'any', got {self.ready_when!r}")
+        if self.stuck_grace < 0 or self.retry_max_seconds < 1:
+            raise ValueError("stuck_grace must be >= 0 and retry_max_seconds >= 1")
 
     @classmethod
     def from_mapping(cls, spec: Mapping[str, Any]) -> ServerSettings:
