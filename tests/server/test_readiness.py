@@ -124,6 +124,9 @@ def test_a_failed_pipeline_answers_503_at_once_and_never_starves_the_others(brok
     metrics = httpx.get(f"{broken.url}/metrics").text
     assert "rerankit_in_flight 0.0" in metrics
     assert 'rerankit_pipeline_failures_total{model="hub"}' in metrics
+    # errors by pipeline and status; the /ready polls (503 while failed) are not errors
+    assert 'rerankit_errors_total{model="hub",status="503"} 32.0' in metrics
+    assert 'model="",status="503"' not in metrics
 
 
 def test_ready_when_any_is_ready_with_one_working_pipeline(live_server):

@@ -148,9 +148,9 @@ def test_v1_object_documents_and_rank_fields(live):
     assert r.status_code == 400 and "'text' field or rank_fields" in r.json()["message"]
 
 
-def _error_count(url: str, status: int) -> float:
+def _error_count(url: str, status: int, model: str = "") -> float:
     for line in httpx.get(f"{url}/metrics").text.splitlines():
-        if line.startswith(f'rerankit_errors_total{{status="{status}"}}'):
+        if line.startswith(f'rerankit_errors_total{{model="{model}",status="{status}"}}'):
             return float(line.split()[-1])
     return 0.0
 
@@ -268,7 +268,7 @@ def test_full_queue_answers_429_and_every_accepted_request_is_answered(live):
     refused = next(r for r in replies if r.status_code == 429)
     assert refused.headers["retry-after"] == "1" and "capacity" in refused.json()["message"]
     metrics = httpx.get(f"{live.url}/metrics").text
-    assert 'rerankit_errors_total{status="429"}' in metrics
+    assert 'rerankit_errors_total{model="slow",status="429"}' in metrics
     assert "rerankit_request_seconds_bucket" in metrics
     assert "rerankit_documents_scored_total" in metrics
 
@@ -433,11 +433,11 @@ def test_no_plain_text_500_and_every_answer_counted_and_timed(live):
     assert r.status_code == 200 and r.headers["content-type"].startswith("application/json")
     assert r.json()["results"][0]["document"]["text"] == "a\ud800b solar power"
     assert "meta" in r.json() and "warnings" not in r.json()["meta"]  # scored, not degraded
-    before_500 = _error_count(live.url, 500)
+    before_500 = _error_count(live.url, 500, "broken")
     broken = json.dumps({"model": "broken", **body})
     r = httpx.post(f"{live.url}/v1/rerank", headers=AUTH, content=broken)
     assert r.status_code == 500 and "message" in r.json()
-    assert _error_count(live.url, 500) == before_500 + 1
+    assert _error_count(live.url, 500, "broken") == before_500 + 1
 
 
 def test_404_405_and_401_answer_like_the_api(live):

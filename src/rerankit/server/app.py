@@ -138,8 +138,12 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             logger.exception("unhandled error on %s", request.url.path)
             response = error(500, "internal error")
         status = response.status_code
-        if status >= 400:
-            metrics.errors.labels(str(status)).inc()
+        if status in (429, 503) and "retry-after" not in response.headers:
+            response.headers["Retry-After"] = "1"  # every refusal says when to come back
+        # probes answer a state, not an error: /ready's 503 while loading is not counted
+        if status >= 400 and request.url.path not in ("/ready", "/health"):
+            model = getattr(request.state, "model", "")
+            metrics.errors.labels(str(status), model).inc()
         metrics.latency.labels(request.url.path).observe(time.perf_counter() - start)
         return response
 
@@ -205,6 +209,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 call = fmt.call(body, settings)
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
+            request.state.model = call.model or settings.default  # errors are counted by it
             result = await until_disconnect(request, service.run(fmt.path, call, arrival))
             headers = {  # as Text Embeddings Inference sends them, in milliseconds
                 "x-total-time": f"{1000 * (time.monotonic() - arrival):.1f}",

@@ -19,7 +19,11 @@ class Metrics:
             registry=self.registry,
         )
         self.errors = prom.Counter(
-            "rerankit_errors_total", "Failed requests by status", ["status"], registry=self.registry
+            "rerankit_errors_total",
+            "Failed requests by status and pipeline (model is empty outside rerank requests; "
+            "readiness and liveness probes are not counted)",
+            ["status", "model"],
+            registry=self.registry,
         )
         self.latency = prom.Histogram(
             "rerankit_request_seconds", "Rerank latency", ["endpoint"], registry=self.registry

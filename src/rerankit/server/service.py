@@ -360,7 +360,9 @@ class Service:
             await asyncio.wait_for(self.admission.acquire(), max(deadline - time.monotonic(), 0))
         except asyncio.TimeoutError as exc:
             raise ServiceError(
-                503, f"no slot free within the {settings.timeout:g} s deadline; not run"
+                503,
+                f"no slot free within the {settings.timeout:g} s deadline; not run",
+                {"Retry-After": "1"},
             ) from exc
         expected = self._per_document.get(name, 0.0) * len(call.documents)
         if deadline - time.monotonic() < expected:  # it would only be cancelled half-way
@@ -369,6 +371,7 @@ class Service:
                 503,
                 f"not run: about {expected:.1f} s of work would not finish within the "
                 f"{settings.timeout:g} s deadline",
+                {"Retry-After": "1"},
             )
         # Work past its deadline, or whose client has gone, is cancelled: it stops at its
         # next await, and embedding work waiting for a micro-batch is dropped (ABANDONED).
