@@ -145,7 +145,38 @@ def test_v1_object_documents_and_rank_fields(live):
     first = r.json()["results"][0]
     assert first["index"] == 1 and first["document"] == docs[1]
     r = httpx.post(f"{live.url}/v1/rerank", headers=AUTH, json={"query": QUERY, "documents": docs})
-    assert r.status_code == 400 and "'text' field or rank_fields" in r.json()["message"]
+    assert (
+        r.status_code == 422
+        and "document 0: an object document needs a string 'text'" in (r.json()["message"])
+    )
+
+
+@pytest.mark.parametrize("query", ["\u0085\u0085", "\u001d\u001d", " \t\n", "\u3000"])
+def test_a_whitespace_query_is_422_on_every_endpoint(live, query):
+    bodies = {
+        "/v1/rerank": {"query": query, "documents": DOCS},
+        "/v2/rerank": {"query": query, "documents": DOCS},
+        "/v1/explain": {"query": query, "documents": DOCS},
+        "/rerank": {"query": query, "texts": DOCS},
+    }
+    for path, body in bodies.items():
+        r = httpx.post(f"{live.url}{path}", headers=AUTH, json=body)
+        assert r.status_code == 422 and "query" in r.json()["message"], path
+    patterns = []
+
+    def find(node):  # every request schema's "query" property, wherever it is inlined
+        if isinstance(node, dict):
+            query = node.get("properties", {}).get("query")
+            if isinstance(query, dict):
+                patterns.append(query.get("pattern"))
+            for value in node.values():
+                find(value)
+        elif isinstance(node, list):
+            for value in node:
+                find(value)
+
+    find(httpx.get(f"{live.url}/openapi.json").json())
+    assert len(patterns) >= 4 and len(set(patterns)) == 1 and None not in patterns
 
 
 def _error_count(url: str, status: int, model: str = "") -> float:

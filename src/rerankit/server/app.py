@@ -331,7 +331,10 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         status, body = service.readiness()
         return SafeJSONResponse(body, status_code=status)
 
-    @app.get("/v1/models")
+    # endpoints behind the API keys say so in the schema (401), as the rerank routes do
+    protected = {401: {"model": ErrorBody}} if settings.api_keys else {}
+
+    @app.get("/v1/models", responses=protected)
     async def models() -> Any:
         return {
             "models": [
@@ -345,7 +348,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             ]
         }
 
-    @app.get("/info")
+    @app.get("/info", responses=protected)
     async def info() -> Any:
         """What this service runs: version, pipelines (and whether each is loaded), limits."""
         return {
@@ -380,7 +383,10 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     @app.get(
         "/metrics",
         response_class=Response,
-        responses={200: {"content": {"text/plain": {}}, "description": "Prometheus metrics"}},
+        responses={
+            200: {"content": {"text/plain": {}}, "description": "Prometheus metrics"},
+            **({} if settings.metrics_public else protected),
+        },
     )
     async def prometheus() -> Any:
         body, content_type = metrics.render()

@@ -15,6 +15,7 @@ from ...types import Document, RerankResult
 from ..settings import ServerSettings
 
 __all__ = [
+    "NOT_BLANK",
     "Call",
     "PositiveWholeNumber",
     "WholeNumber",
@@ -24,6 +25,13 @@ __all__ = [
     "meta",
     "relevance_scores",
 ]
+
+
+#: a query must hold a character that is not whitespace as Python's ``str.isspace`` sees it
+#: (the service strips with it); listed explicitly so that every regular-expression engine
+#: (pydantic's, JSON Schema validators', schemathesis') reads the pattern alike: ``\\s``
+#: differs between them on U+0085 and U+001C..U+001F
+NOT_BLANK = "[^\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 
 
 def _whole_number(value: Any) -> Any:

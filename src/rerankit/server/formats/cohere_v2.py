@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...documents import to_documents
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
+from .base import NOT_BLANK, Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
 
 path = "/v2/rerank"
 
@@ -20,7 +20,7 @@ class Request(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
     model: str | None = None
-    query: str = Field(pattern=r"\S")  # not empty, not only whitespace
+    query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
     documents: list[str] = Field(min_length=1)
     top_n: PositiveWholeNumber | None = None
     max_tokens_per_doc: PositiveWholeNumber | None = None

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...documents import to_documents
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
+from .base import NOT_BLANK, Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
 
 path = "/v1/explain"
 
@@ -23,7 +23,7 @@ path = "/v1/explain"
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     model: str | None = None
-    query: str = Field(pattern=r"\S")  # not empty, not only whitespace
+    query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
     documents: list[str | dict[str, Any]] = Field(min_length=1)
     top_n: PositiveWholeNumber | None = None
 
