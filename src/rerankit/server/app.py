@@ -106,6 +106,9 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     @app.middleware("http")
     async def _guard(request: Any, call_next: Any) -> Any:
         path = request.url.path
+        header_bytes = sum(len(k) + len(v) + 4 for k, v in request.headers.raw)
+        if header_bytes > settings.max_header_bytes:  # (uvicorn caps incomplete ones)
+            return error(431, f"request headers over {settings.max_header_bytes} bytes")
         if request.method == "POST":
             size = request.headers.get("content-length")
             if size is not None and size.isdigit() and int(size) > settings.max_body_bytes:
@@ -151,7 +154,19 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         """The body, refused with 413 as soon as it passes the limit (a chunked body has
         no Content-Length to check up front, so the count is kept while it streams)."""
         chunks, size = [], 0
-        async for chunk in request.stream():
+        stream = request.stream().__aiter__()
+        until = time.monotonic() + settings.body_timeout  # the whole body, not per chunk
+        while True:
+            try:
+                chunk = await asyncio.wait_for(stream.__anext__(), until - time.monotonic())
+            except StopAsyncIteration:
+                break
+            except asyncio.TimeoutError as exc:
+                raise ServiceError(
+                    408,
+                    f"the request body did not arrive within {settings.body_timeout:g} s",
+                    {"Connection": "close"},
+                ) from exc
             size += len(chunk)
             if size > settings.max_body_bytes:
                 raise ServiceError(413, f"request body over {settings.max_body_bytes} bytes")
@@ -222,7 +237,8 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             return SafeJSONResponse(fmt.respond(body, call, result), headers=headers)
 
         schema = fmt.Request.model_json_schema()
-        errors = {status: {"model": ErrorBody} for status in (400, 401, 404, 413, 422, 429, 500)}
+        statuses = (400, 401, 404, 408, 413, 422, 429, 431, 500)
+        errors = {status: {"model": ErrorBody} for status in statuses}
         app.post(
             fmt.path,
             response_model=fmt.Response,

@@ -16,6 +16,11 @@ batch_max_items = 256
 batch_max_tokens = 16384        # tokens per embedding batch (0: no token budget)
 batch_max_wait_ms = 5.0
 graceful_timeout = 30.0         # seconds requests in flight may take to finish on shutdown
+body_timeout = 15.0            # seconds to receive a request body (then 408)
+header_timeout = 10.0          # seconds to receive a request's headers (then the connection closes)
+keep_alive_seconds = 5.0       # idle keep-alive connections close after this
+max_connections = 1000         # connections served at once; requests beyond get 503
+max_header_bytes = 16384       # larger request headers are refused
 ready_when = "all"             # /ready is 200 when "all" pipelines warmed up, or "any" one
 stuck_grace = 2.0              # seconds past its deadline that stuck work may hold its slot
 retry_max_seconds = 300.0      # a pipeline that failed to load is retried with backoff up to this
@@ -87,6 +92,11 @@ class ServerSettings:
     batch_max_tokens: int = 16384
     batch_max_wait_ms: float = 5.0
     graceful_timeout: float = 30.0
+    body_timeout: float = 15.0
+    header_timeout: float = 10.0
+    keep_alive_seconds: float = 5.0
+    max_connections: int = 1000
+    max_header_bytes: int = 16384
     ready_when: str = "all"
     stuck_grace: float = 2.0
     retry_max_seconds: float = 300.0
@@ -116,6 +126,8 @@ class ServerSettings:
             "max_body_bytes",
             "max_concurrency",
             "batch_max_items",
+            "max_connections",
+            "max_header_bytes",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
@@ -123,6 +135,8 @@ class ServerSettings:
             raise ValueError("batch_max_tokens must be >= 0 (0: no token budget)")
         if self.max_queue < 0 or self.timeout <= 0:
             raise ValueError("max_queue must be >= 0 and timeout > 0")
+        if min(self.body_timeout, self.header_timeout, self.keep_alive_seconds) <= 0:
+            raise ValueError("body_timeout, header_timeout and keep_alive_seconds must be > 0")
         if self.ready_when not in ("all", "any"):
             raise ValueError(f"ready_when must be 'all' or 'any', got {self.ready_when!r}")
         if self.stuck_grace < 0 or self.retry_max_seconds < 1:
