@@ -893,7 +893,9 @@ def test_work_that_cannot_finish_by_its_deadline_is_not_started(live_server):
             late = pool.submit(post, "late", 3)  # gets the slot with ~0.35 s left
             assert first.result()[0] == 200
             status, message = late.result()
-        assert status == 503 and "not run" in message and "would not finish" in message
+        # refused on arrival: one request ahead (0.75 s) + its own 0.75 s > 1.2 s deadline
+        assert status == 503 and "not queued" in message and "would not finish" in message
         assert "late" not in SCORED  # never started, rather than cancelled half-way
+        assert "rerankit_shed_total 1.0" in httpx.get(f"{server.url}/metrics").text
     finally:
         server.stop()

@@ -66,6 +66,11 @@ class Metrics:
             buckets=(64, 256, 1024, 4096, 8192, 16384, 32768),
             registry=self.registry,
         )
+        self.shed = prom.Counter(
+            "rerankit_shed_total",
+            "Requests refused before queueing: the queue ahead would outlast their deadline",
+            registry=self.registry,
+        )
         self.stuck_seconds = prom.Histogram(
             "rerankit_stuck_seconds",
             "How long work past its deadline ran on in a thread after its slot was freed",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
 import time
 from typing import Any
@@ -154,6 +155,7 @@ class Service:
         #: seconds of work per document, by pipeline (a moving average of answered requests):
         #: a request granted a slot with less time left than that is answered 503 at once
         self._per_document: dict[str, float] = {}
+        self._service_time = 0.0  # seconds per request (a moving average), for shedding
 
     def pipeline(self, name: str | None, *, warming: bool = False) -> Any:
         from ..api import load
@@ -333,6 +335,25 @@ class Service:
 
         asyncio.get_running_loop().call_later(grace, free)
 
+    def _shed(self, name: str, documents: int, deadline: float) -> None:
+        """Refuse at once (503, ``Retry-After`` when the queue should have drained) a request
+        that would only wait in the queue to miss its deadline: the requests ahead of it,
+        at the recent time per request over the slots, plus its own expected work, do not
+        fit in the time it has left. No work, and no queue place, is spent on it."""
+        admission = self.admission
+        if admission.running < admission.slots or not self._service_time:
+            return
+        wait = (admission.waiting + 1) * self._service_time / admission.slots
+        work = self._per_document.get(name, 0.0) * documents
+        if wait + work > deadline - time.monotonic():
+            self.metrics.shed.inc()
+            raise ServiceError(
+                503,
+                f"not queued: about {wait:.1f} s of queue ahead and {work:.1f} s of work "
+                f"would not finish within the {self.settings.timeout:g} s deadline",
+                {"Retry-After": str(max(1, math.ceil(wait)))},
+            )
+
     async def run(self, endpoint: str, call: Call, arrival: float | None = None) -> RerankResult:
         """Rerank ``call`` within one deadline: ``timeout`` seconds from ``arrival`` (the
         request's arrival, ``time.monotonic()``), covering the wait for a slot and the work.
@@ -355,6 +376,7 @@ class Service:
             raise ServiceError(400, str(exc)) from exc
         self.metrics.requests.labels(endpoint, name).inc()
         self.metrics.batch_documents.observe(len(call.documents))
+        self._shed(name, len(call.documents), deadline)
         queued = time.monotonic()
         try:
             await asyncio.wait_for(self.admission.acquire(), max(deadline - time.monotonic(), 0))
@@ -425,6 +447,10 @@ class Service:
         known = self._per_document.get(name)
         self._per_document[name] = (
             per_document if known is None else 0.8 * known + 0.2 * per_document
+        )
+        took = finished - started
+        self._service_time = (
+            took if not self._service_time else 0.8 * self._service_time + 0.2 * took
         )
         self.metrics.documents.inc(len(call.documents))
         call.timings.update(queue=started - queued, inference=finished - started)
