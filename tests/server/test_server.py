@@ -253,7 +253,16 @@ def test_auth(live):
     assert httpx.get(f"{live.url}/metrics").status_code == 200
     assert httpx.get(f"{live.url}/v1/models").status_code == 401
     models = httpx.get(f"{live.url}/v1/models", headers=AUTH).json()["models"]
-    assert {m["name"] for m in models} == {"bm25", "text", "slow", "broken", "hybrid"}
+    assert {m["name"] for m in models if "alias_of" not in m} == {
+        "bm25",
+        "text",
+        "slow",
+        "broken",
+        "hybrid",
+    }
+    # Cohere's public model names answer with the default pipeline
+    aliases = {m["name"]: m["alias_of"] for m in models if "alias_of" in m}
+    assert aliases["rerank-v3.5"] == aliases["rerank-english-v3.0"] == "bm25"
 
 
 @pytest.mark.parametrize(
@@ -899,3 +908,33 @@ def test_work_that_cannot_finish_by_its_deadline_is_not_started(live_server):
         assert "rerankit_shed_total 1.0" in httpx.get(f"{server.url}/metrics").text
     finally:
         server.stop()
+
+
+def test_cohere_model_names_and_v2_return_documents(live):
+    plain = httpx.post(
+        f"{live.url}/v2/rerank", headers=AUTH, json={"query": QUERY, "documents": DOCS}
+    ).json()
+    for name in ("rerank-v3.5", "rerank-english-v3.0", "rerank-multilingual-v3.0"):
+        r = httpx.post(
+            f"{live.url}/v2/rerank",
+            headers=AUTH,
+            json={"model": name, "query": QUERY, "documents": DOCS, "return_documents": True},
+        )
+        assert r.status_code == 200, r.text
+        results = r.json()["results"]
+        assert [x["index"] for x in results] == [x["index"] for x in plain["results"]]
+        assert all(x["document"] == {"text": DOCS[x["index"]]} for x in results)
+    assert all("document" not in x for x in plain["results"])  # only when asked
+
+
+def test_aliases_are_checked_and_can_be_turned_off():
+    with pytest.raises(ValueError, match="names pipeline 'nope'"):
+        ServerSettings(pipelines={"bm25": "bm25"}, default="bm25", aliases={"x": "nope"})
+    with pytest.raises(ValueError, match="already a pipeline"):
+        ServerSettings(pipelines={"bm25": "bm25"}, default="bm25", aliases={"bm25": "bm25"})
+    assert ServerSettings(pipelines={"bm25": "bm25"}, default="bm25", aliases={}).aliases == {}
+    own = ServerSettings.from_mapping(
+        {"server": {"aliases": {"my-reranker": "bm25"}}, "pipelines": {"bm25": "bm25"}}
+    )
+    assert own.resolve("my-reranker") == "bm25" and own.resolve(None) == "bm25"
+    assert own.resolve("rerank-v3.5") == "rerank-v3.5"  # only the aliases given

@@ -224,7 +224,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 call = fmt.call(body, settings)
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
-            request.state.model = call.model or settings.default  # errors are counted by it
+            request.state.model = settings.resolve(call.model)  # errors are counted by it
             result = await until_disconnect(request, service.run(fmt.path, call, arrival))
             headers = {  # as Text Embeddings Inference sends them, in milliseconds
                 "x-total-time": f"{1000 * (time.monotonic() - arrival):.1f}",
@@ -361,6 +361,16 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                     **service.describe_scores(n),
                 }
                 for n in sorted(settings.pipelines)
+            ]
+            + [  # other names clients may send (Cohere's model names, by default)
+                {
+                    "name": alias,
+                    "endpoints": ["rerank"],
+                    "default": False,
+                    "alias_of": target,
+                    **service.describe_scores(target),
+                }
+                for alias, target in sorted((settings.aliases or {}).items())
             ]
         }
 

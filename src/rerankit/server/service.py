@@ -160,7 +160,7 @@ class Service:
     def pipeline(self, name: str | None, *, warming: bool = False) -> Any:
         from ..api import load
 
-        name = name or self.settings.default
+        name = self.settings.resolve(name)
         if name not in self.settings.pipelines:
             available = ", ".join(sorted(self.settings.pipelines))
             raise ServiceError(404, f"model {name!r} not found; available: {available}")
@@ -360,7 +360,7 @@ class Service:
         A request still queued at its deadline gets 503 without running."""
         settings = self.settings
         deadline = (arrival if arrival is not None else time.monotonic()) + settings.timeout
-        name = call.model or settings.default
+        name = settings.resolve(call.model)
         reranker = self.pipeline(name)
         if not call.query.strip():
             raise ServiceError(400, "query must not be empty")

@@ -27,6 +27,9 @@ retry_max_seconds = 300.0      # a pipeline that failed to load is retried with 
 backend = "torch"              # where `embedding` and `hybrid` run, wherever named: "torch"/"onnx"
 quantize = ""                  # with backend "onnx": "int8" for int8 weights
 
+[server.aliases]               # other names for pipelines; by default Cohere's public rerank
+"rerank-v3.5" = "hybrid"       # model names name the default pipeline (aliases = {} for none)
+
 [pipelines.hybrid]
 reranker = "hybrid"
 
@@ -73,6 +76,18 @@ def default_pipelines(backend: str = "torch", quantize: str | None = None) -> di
     return {name: on_backend(name, backend, quantize) for name in DEFAULT_PIPELINES}
 
 
+#: Cohere's public rerank model names, which its clients send by default (LlamaIndex's
+#: CohereRerank sends "rerank-english-v3.0"): aliases of the default pipeline unless
+#: ``aliases`` says otherwise
+COHERE_MODELS = (
+    "rerank-v3.5",
+    "rerank-english-v3.0",
+    "rerank-multilingual-v3.0",
+    "rerank-english-v2.0",
+    "rerank-multilingual-v2.0",
+)
+
+
 @dataclass
 class ServerSettings:
     #: None: the built-in pipelines (bm25, embedding, hybrid) on ``backend``
@@ -97,6 +112,7 @@ class ServerSettings:
     keep_alive_seconds: float = 5.0
     max_connections: int = 1000
     max_header_bytes: int = 16384
+    aliases: dict[str, str] | None = None
     ready_when: str = "all"
     stuck_grace: float = 2.0
     retry_max_seconds: float = 300.0
@@ -137,6 +153,18 @@ class ServerSettings:
             raise ValueError("max_queue must be >= 0 and timeout > 0")
         if min(self.body_timeout, self.header_timeout, self.keep_alive_seconds) <= 0:
             raise ValueError("body_timeout, header_timeout and keep_alive_seconds must be > 0")
+        if self.aliases is None:  # the names Cohere's clients send, for the default pipeline
+            self.aliases = {
+                name: self.default for name in COHERE_MODELS if name not in self.pipelines
+            }
+        for alias, target in self.aliases.items():
+            if target not in self.pipelines:
+                raise ValueError(
+                    f"aliases: {alias!r} names pipeline {target!r}, which is not among "
+                    f"{sorted(self.pipelines)}"
+                )
+            if alias in self.pipelines:
+                raise ValueError(f"aliases: {alias!r} is already a pipeline's name")
         if self.ready_when not in ("all", "any"):
             raise ValueError(f"ready_when must be 'all' or 'any', got {self.ready_when!r}")
         if self.stuck_grace < 0 or self.retry_max_seconds < 1:
@@ -164,3 +192,10 @@ class ServerSettings:
         from ..config import read_spec
 
         return cls.from_mapping(read_spec(path))
+
+    def resolve(self, model: str | None) -> str | None:
+        """The pipeline a request's ``model`` names: the default when none, through
+        ``aliases``; an unknown name is returned as is (the caller answers 404)."""
+        if not model:
+            return self.default
+        return (self.aliases or {}).get(model, model)

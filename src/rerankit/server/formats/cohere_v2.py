@@ -24,11 +24,14 @@ class Request(BaseModel):
     documents: list[str] = Field(min_length=1)
     top_n: PositiveWholeNumber | None = None
     max_tokens_per_doc: PositiveWholeNumber | None = None
+    #: answered as Cohere's v2 API answers it: each result's ``document: {"text": ...}``
+    return_documents: bool = False
 
 
 class Result(BaseModel):
     index: int
     relevance_score: float
+    document: dict[str, str] | None = None
 
 
 class Response(BaseModel):
@@ -56,7 +59,9 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
     return {
         "id": str(uuid.uuid4()),
         "results": [
-            {"index": r.index, "relevance_score": s} for r, s in zip(result, scores, strict=True)
+            {"index": r.index, "relevance_score": s}
+            | ({"document": {"text": body.documents[r.index]}} if body.return_documents else {})
+            for r, s in zip(result, scores, strict=True)
         ],
         "meta": meta(result, "2"),
     }
