@@ -90,3 +90,31 @@ def test_cross_encoder_shared_by_threads_scores_as_alone(bert_dir):
         np.testing.assert_allclose(scorer.score_texts(*cases[i]), alone[i], atol=1e-5)
 
     assert _hammer(work, workers=4, rounds=25) == []
+
+
+def test_scorers_naming_the_same_model_share_one_load(bert_dir, tmp_path):
+    import shutil
+
+    from rerankit.scorers import _models
+
+    fresh = shutil.copytree(bert_dir, tmp_path / "ce")  # a path no other test loaded
+    before = len(_models.LOADS)
+    a = CrossEncoderScorer(str(fresh), device="cpu")
+    b = CrossEncoderScorer(str(fresh), device="cpu", batch_size=2)  # batch size: same load
+    assert a.model is b.model
+    assert len(_models.LOADS) - before == 1
+    other = CrossEncoderScorer(str(fresh), device="cpu", max_length=16)  # another window
+    assert other.model is not a.model and len(_models.LOADS) - before == 2
+    assert a.using_model() is b.using_model()  # and one lock
+
+
+def test_the_service_loads_the_bundled_model_once(tmp_path):
+    from rerankit.api import load
+    from rerankit.scorers import _models
+
+    before = len(_models.LOADS)
+    hybrid, embedding = load("hybrid"), load("embedding")
+    hybrid.rerank("solar power", ["solar panels", "wind"])
+    embedding.rerank("solar power", ["solar panels", "wind"])
+    new = _models.LOADS[before:]
+    assert len([k for k in new if k[0] == "EmbeddingScorer"]) <= 1

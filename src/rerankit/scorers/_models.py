@@ -38,6 +38,28 @@ def model_lock(model: Any) -> threading.RLock:
         return lock
 
 
+_SHARED: weakref.WeakValueDictionary[tuple, Any] = weakref.WeakValueDictionary()
+_SHARED_LOCKS: dict[tuple, threading.Lock] = {}
+#: loads made by :func:`shared_load` (for tests and the service's log)
+LOADS: list[tuple] = []
+
+
+def shared_load(key: tuple, load: Callable[[], T]) -> T:
+    """The model ``load()`` gives, loaded once per process for ``key`` while anything still
+    holds it: pipelines naming the same model share one copy (and its lock)."""
+    with _LOCKS_GUARD:
+        lock = _SHARED_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        found = _SHARED.get(key)
+        if found is not None:
+            return found
+        value = load()
+        LOADS.append(key)
+        with contextlib.suppress(TypeError):  # not weakly referenceable: not shared
+            _SHARED[key] = value
+        return value
+
+
 def model_label(model: Any) -> str:
     """A printable name for a model given as an id, a path or an object."""
     return model if isinstance(model, str) else type(model).__name__
@@ -169,7 +191,27 @@ class LocalModelScorer:
             if isinstance(model, str)
             else (lambda: self._adopt(model))
         )
+        if isinstance(model, str):  # one load per process for the same model and settings
+            own = loader
+            loader = lambda: shared_load(self._load_key(), own)  # noqa: E731
         self._model: LazyModel[Any] = LazyModel(self.what, model, loader)
+
+    def _load_key(self) -> tuple:
+        """What makes two scorers' loaded models the same object: the kind of scorer, the
+        model, where and how it runs (subclasses add what else their loading reads)."""
+        p = self.profile
+        return (
+            type(self).__name__,
+            self.model_id,
+            self.backend,
+            self.quantize,
+            p.device,
+            p.dtype,
+            p.max_length,
+            p.threads,
+            self.trust_remote_code,
+            getattr(self, "max_length", None),
+        )
 
     def _load(self) -> Any:  # pragma: no cover - each subclass loads its own kind
         raise NotImplementedError
