@@ -938,3 +938,31 @@ def test_aliases_are_checked_and_can_be_turned_off():
     )
     assert own.resolve("my-reranker") == "bm25" and own.resolve(None) == "bm25"
     assert own.resolve("rerank-v3.5") == "rerank-v3.5"  # only the aliases given
+
+
+def test_every_cut_is_reported_on_its_document(live_server):
+    server = live_server(
+        ServerSettings(pipelines={"bm25": "bm25"}, default="bm25", max_document_chars=50)
+    )
+    try:
+        long = "solar power " * 25  # 300 characters
+        docs = ["solar panels", long, "wind at sea"]
+        r = httpx.post(f"{server.url}/v1/rerank", json={"query": QUERY, "documents": docs})
+        meta = r.json()["meta"]
+        assert r.status_code == 200
+        assert meta["warnings"] == ["document 1: scored on its first 50 of 300 characters"]
+        assert meta["rerankit"]["flags"] == {"1": ["truncated"]}
+        assert not meta["rerankit"]["degraded"]
+        returned = {x["index"]: x["document"]["text"] for x in r.json()["results"]}
+        assert returned[1] == long  # the answer echoes what was sent
+        body = {"query": QUERY, "documents": ["solar power plant here", "wind"]}
+        r = httpx.post(f"{server.url}/v2/rerank", json={**body, "max_tokens_per_doc": 2})
+        meta = r.json()["meta"]
+        assert meta["warnings"] == [
+            "document 0: scored on its first 2 of 4 words (max_tokens_per_doc)"
+        ]
+        assert meta["rerankit"]["flags"] == {"0": ["truncated"]}
+        plain = httpx.post(f"{server.url}/v2/rerank", json=body).json()["meta"]
+        assert "warnings" not in plain and "flags" not in plain["rerankit"]
+    finally:
+        server.stop()

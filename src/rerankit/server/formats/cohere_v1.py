@@ -80,11 +80,13 @@ def call(body: Request, settings: ServerSettings) -> Call:
     except InvalidDocumentError as exc:
         hint = "; object documents need a 'text' field or rank_fields naming theirs"
         raise ServiceError(400, f"{exc}{hint if body.rank_fields is None else ''}") from exc
-    return Call(check_query(body.query, settings), clip(docs, settings), body.model, body.top_n)
+    cuts: dict[int, str] = {}
+    docs = clip(docs, settings, cuts=cuts)
+    return Call(check_query(body.query, settings), docs, body.model, body.top_n, cuts=cuts)
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
-    out = _respond(body, result)
+    out = _respond(body, call, result)
     if body.max_chunks_per_doc is not None:
         out["meta"].setdefault("warnings", []).append(
             "max_chunks_per_doc is accepted but ignored: the pipeline's own settings say "
@@ -93,7 +95,7 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
     return out
 
 
-def _respond(body: Request, result: RerankResult) -> dict[str, Any]:
+def _respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
     scores = relevance_scores(result)
     results = []
     for r, s in zip(result, scores, strict=True):
@@ -102,4 +104,4 @@ def _respond(body: Request, result: RerankResult) -> dict[str, Any]:
             original = body.documents[r.index]
             entry["document"] = {"text": original} if isinstance(original, str) else original
         results.append(entry)
-    return {"id": str(uuid.uuid4()), "results": results, "meta": meta(result, "1")}
+    return {"id": str(uuid.uuid4()), "results": results, "meta": meta(result, "1", call)}

@@ -43,15 +43,16 @@ class Response(BaseModel):
 
 
 def call(body: Request, settings: ServerSettings) -> Call:
-    items = body.documents
-    if body.max_tokens_per_doc:  # tokens approximated by words
-        items = [" ".join(t.split()[: body.max_tokens_per_doc]) for t in items]
-    return Call(
-        check_query(body.query, settings),
-        clip(to_documents(items), settings),
-        body.model,
-        body.top_n,
-    )
+    items, cuts = list(body.documents), {}
+    limit = body.max_tokens_per_doc
+    if limit:  # tokens approximated by words (the pipelines' tokenizers differ)
+        for i, text in enumerate(items):
+            words = text.split()
+            if len(words) > limit:
+                items[i] = " ".join(words[:limit])
+                cuts[i] = f"scored on its first {limit} of {len(words)} words (max_tokens_per_doc)"
+    docs = clip(to_documents(items), settings, cuts=cuts)
+    return Call(check_query(body.query, settings), docs, body.model, body.top_n, cuts=cuts)
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
@@ -63,5 +64,5 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
             | ({"document": {"text": body.documents[r.index]}} if body.return_documents else {})
             for r, s in zip(result, scores, strict=True)
         ],
-        "meta": meta(result, "2"),
+        "meta": meta(result, "2", call),
     }

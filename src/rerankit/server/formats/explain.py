@@ -62,11 +62,13 @@ class Response(BaseModel):
 
 
 def call(body: Request, settings: ServerSettings) -> Call:
+    cuts: dict[int, str] = {}
     return Call(
         check_query(body.query, settings),
-        clip(to_documents(body.documents), settings),
+        clip(to_documents(body.documents), settings, cuts=cuts),
         body.model or settings.default,
         body.top_n,
+        cuts=cuts,
     )
 
 
@@ -109,5 +111,5 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
         "warnings": list(result.warnings),
         "timings": timings,
         "usage": {k: int(v) for k, v in result.usage.items()},
-        "meta": meta(result, "2"),
+        "meta": meta(result, "2", call),
     }
