@@ -9,8 +9,11 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Generic, TypedDict, TypeVar
 
+from .._threads import in_thread
 from ..errors import MissingDependencyError, ModelLoadError
 from ..hardware import HardwareProfile
+from ..types import Document
+from .base import ScoreBatch, valid_query, valid_unicode
 
 logger = logging.getLogger(__name__)
 
@@ -212,6 +215,19 @@ class LocalModelScorer:
             self.trust_remote_code,
             getattr(self, "max_length", None),
         )
+
+    def score_texts(self, query: str, texts: Sequence[str]) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
+        """``score_texts`` on a worker thread, with text a tokenizer cannot take cleaned and
+        flagged on its document only (see :func:`~rerankit.scorers.base.valid_unicode`)."""
+        flags: dict[int, list[str]] = {}
+        warnings: list[str] = []
+        texts = valid_unicode([d.text for d in docs], flags, warnings)
+        query = valid_query(query, warnings)
+        values = await in_thread(self.score_texts, query, texts)
+        return ScoreBatch(values=values, flags=flags, warnings=warnings)
 
     def _load(self) -> Any:  # pragma: no cover - each subclass loads its own kind
         raise NotImplementedError

@@ -31,11 +31,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._optional import require
-from .._threads import in_thread
 from ..errors import ConfigError, ModelLoadError
-from ..types import Document
 from ._models import LocalModelOptions, LocalModelScorer, model_label, run_splitting_on_oom
-from .base import ScoreBatch, valid_query, valid_unicode
+from .base import valid_query, valid_unicode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -210,11 +208,3 @@ class CausalLMScorer(LocalModelScorer):
             )
             scores[batch] = values
         return scores
-
-    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
-        flags: dict[int, list[str]] = {}
-        warnings: list[str] = []
-        texts = valid_unicode([d.text for d in docs], flags, warnings)
-        query = valid_query(query, warnings)
-        values = await in_thread(self.score_texts, query, texts)
-        return ScoreBatch(values=values, flags=flags, warnings=warnings)

@@ -19,11 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._optional import require
-from .._threads import in_thread
 from ..errors import ScorerError
-from ..types import Document
 from ._models import LocalModelOptions, LocalModelScorer
-from .base import ScoreBatch, valid_query, valid_unicode
+from .base import valid_query, valid_unicode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -127,11 +125,3 @@ class CrossEncoderScorer(LocalModelScorer):
             return np.zeros(0)
         texts, query = valid_unicode(texts, {}, []), valid_query(query, [])
         return relevance_from_logits(self.logits(query, texts), self.output)
-
-    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
-        flags: dict[int, list[str]] = {}
-        warnings: list[str] = []
-        texts = valid_unicode([d.text for d in docs], flags, warnings)
-        query = valid_query(query, warnings)
-        values = await in_thread(self.score_texts, query, texts)
-        return ScoreBatch(values=values, flags=flags, warnings=warnings)
