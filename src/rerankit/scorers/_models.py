@@ -7,6 +7,7 @@ import logging
 import threading
 import weakref
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Generic, TypedDict, TypeVar
 
 from .._threads import in_thread
@@ -45,6 +46,28 @@ _SHARED: weakref.WeakValueDictionary[tuple, Any] = weakref.WeakValueDictionary()
 _SHARED_LOCKS: dict[tuple, threading.Lock] = {}
 #: loads made by :func:`shared_load` (for tests and the service's log)
 LOADS: list[tuple] = []
+
+
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".pt")
+
+
+def weights_fingerprint(model: str) -> str:
+    """For a local model folder, a short digest of its weight files' names, sizes and
+    modification times, so a model retrained into the same folder never reads vectors
+    cached for the old weights; empty for a hub id."""
+    import hashlib
+
+    folder = Path(model)
+    if not folder.is_dir():
+        return ""
+    stats = sorted(
+        (str(rel), f.stat().st_size, f.stat().st_mtime_ns)
+        for f in folder.rglob("*")
+        if f.suffix in _WEIGHT_SUFFIXES
+        and "checkpoints" not in (rel := f.relative_to(folder)).parts
+        and f.is_file()
+    )
+    return "@" + hashlib.sha1(repr(stats).encode()).hexdigest()[:12]
 
 
 def shared_load(key: tuple, load: Callable[[], T]) -> T:
@@ -206,6 +229,7 @@ class LocalModelScorer:
         return (
             type(self).__name__,
             self.model_id,
+            weights_fingerprint(self.model_id or ""),  # retrained in place: a new load
             self.backend,
             self.quantize,
             p.device,

@@ -26,7 +26,7 @@ from ..cache import EmbeddingCache
 from ..errors import InputError, ScorerError
 from ..passages import DEFAULT_MAX_PASSAGES, split_passages
 from ..types import Document
-from ._models import LocalModelOptions, LocalModelScorer
+from ._models import LocalModelOptions, LocalModelScorer, weights_fingerprint
 from .base import ScoreBatch, valid_query, valid_unicode
 
 #: Set by a service (for the work of its requests) to route every embedding call through
@@ -38,28 +38,6 @@ ENCODE_HOOK: ContextVar[Callable[[Any, Sequence[str], str | None], np.ndarray] |
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
-
-_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".pt")
-
-
-def _weights_fingerprint(model: str) -> str:
-    """For a local model folder, a short digest of its weight files' names, sizes and
-    modification times, so a model retrained into the same folder never reads vectors
-    cached for the old weights; empty for a hub id."""
-    import hashlib
-
-    folder = Path(model)
-    if not folder.is_dir():
-        return ""
-    stats = sorted(
-        (str(rel), f.stat().st_size, f.stat().st_mtime_ns)
-        for f in folder.rglob("*")
-        if f.suffix in _WEIGHT_SUFFIXES
-        and "checkpoints" not in (rel := f.relative_to(folder)).parts
-        and f.is_file()
-    )
-    return "@" + hashlib.sha1(repr(stats).encode()).hexdigest()[:12]
-
 
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "ENCODE_HOOK", "EmbeddingScorer", "bundled_model_path"]
 
@@ -164,7 +142,7 @@ class EmbeddingScorer(LocalModelScorer):
         self.max_passages = _positive("max_passages", max_passages)
         self.passage_lead = _lead(passage_lead)
         self.model_key = (
-            model + _weights_fingerprint(model)
+            model + weights_fingerprint(model)
             if isinstance(model, str)
             else f"{type(model).__name__}@{id(model)}"
         )
