@@ -22,7 +22,11 @@ Then a service with the default limits (4 slots, a queue of 64) and a 5 s deadli
 side (4 slots, batching on), and the levels alternate between them: requests/s and p50 at
 concurrency 1 and 8, and the seconds from process start to the first answered request.
 
-Run: ``python benchmarks/server.py [--seconds 20] [--requests 96] [--backends]``.
+``--goodput`` instead measures goodput (answers per second) at concurrency 1, 8, 32 and 128
+with the default limits, for clients that wait as ``Retry-After`` says and for clients that
+retry as the cohere SDK does (two retries), the two alternating at each level.
+
+Run: ``python benchmarks/server.py [--seconds 20] [--requests 96] [--backends | --goodput]``.
 """
 
 from __future__ import annotations
@@ -139,6 +143,103 @@ async def drive(
         "hung_up": codes.get("hung up", 0),
         "failed": sum(v for k, v in codes.items() if k not in (200, 429, 503, "hung up")),
     }
+
+
+async def drive_goodput(
+    url: str, concurrency: int, texts: list[str], start: int, seconds: float, behaviour: str
+) -> dict:
+    """``concurrency`` clients for ``seconds``; each refused request (429/503) is retried:
+    ``"retry-after"`` clients wait as told and try again until answered; ``"cohere"``
+    clients retry as the cohere SDK does (at most 2 retries, waiting Retry-After, else 1 s,
+    2 s), then give up on that request. Goodput: answers (200) per second."""
+    import random
+
+    ok, refusals, given_up = 0, 0, 0
+    counter = iter(range(10**9))
+    stop = time.perf_counter() + seconds
+
+    async def worker(client: httpx.AsyncClient) -> None:
+        nonlocal ok, refusals, given_up
+        rng = random.Random(start)
+        for i in counter:
+            if time.perf_counter() > stop:
+                return
+            first = (start + i * DOCS_PER_REQUEST) % (len(texts) - DOCS_PER_REQUEST)
+            body = {
+                "model": "hybrid",
+                "query": "how do vaccines work",
+                "documents": texts[first : first + DOCS_PER_REQUEST],
+            }
+            attempt = 0
+            while time.perf_counter() < stop:
+                try:
+                    r = await client.post(f"{url}/v2/rerank", json=body)
+                except httpx.HTTPError:
+                    given_up += 1
+                    break
+                if r.status_code == 200:
+                    ok += 1
+                    break
+                refusals += 1
+                if behaviour == "cohere" and attempt >= 2:
+                    given_up += 1
+                    break
+                wait = r.headers.get("retry-after")
+                if wait is not None:
+                    delay = min(float(wait), 60.0)
+                else:  # the SDK's exponential backoff with jitter
+                    delay = min(2.0**attempt, 60.0) * (1 + 0.25 * rng.random())
+                attempt += 1
+                await asyncio.sleep(delay)
+
+    begin = time.perf_counter()
+    limits = httpx.Limits(max_connections=concurrency + 8)
+    async with httpx.AsyncClient(timeout=120, limits=limits) as c:
+        await asyncio.gather(*(worker(c) for _ in range(concurrency)))
+    wall = time.perf_counter() - begin
+    return {"goodput": ok / wall, "ok": ok, "refusals": refusals, "given_up": given_up}
+
+
+def goodput_levels(texts: list[str], seconds: float) -> None:
+    """Goodput per concurrency level with the default limits (4 slots, queue 64, 30 s
+    deadline), for clients that honour Retry-After and clients that retry like the cohere
+    SDK; the two behaviours alternate at each level on the same service."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = start_server(True, port, "max_concurrency = 4\nmax_queue = 64\ntimeout = 30\n")
+    url = f"http://127.0.0.1:{port}"
+    rows: dict[tuple[str, int], dict] = {}
+    offset = 0
+    try:
+        httpx.post(
+            f"{url}/v2/rerank",
+            timeout=120,
+            json={"model": "hybrid", "query": "warm up", "documents": texts[-20:]},
+        )
+        for level in (1, 8, 32, 128):
+            for behaviour in ("retry-after", "cohere"):
+                rows[behaviour, level] = r = asyncio.run(
+                    drive_goodput(url, level, texts, offset, seconds, behaviour)
+                )
+                offset += (r["ok"] + r["given_up"] + level) * DOCS_PER_REQUEST
+                time.sleep(3)  # what was queued drains before the next level
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    print(f"\ngoodput (answers/s), hybrid, {DOCS_PER_REQUEST} new documents per request, ")
+    print("4 slots, queue 64, 30 s deadline; share of the best level in brackets:\n")
+    print("| clients | concurrency | goodput | refusals | gave up |")
+    print("|---|---:|---:|---:|---:|")
+    for behaviour in ("retry-after", "cohere"):
+        best = max(rows[behaviour, level]["goodput"] for level in (1, 8, 32, 128))
+        for level in (1, 8, 32, 128):
+            r = rows[behaviour, level]
+            label = "wait Retry-After" if behaviour == "retry-after" else "cohere SDK retries"
+            print(
+                f"| {label} | {level} | {r['goodput']:.2f} ({r['goodput'] / best:.0%}) | "
+                f"{r['refusals']} | {r['given_up']} |"
+            )
 
 
 def compare_backends(texts: list[str], seconds: float, requests: int) -> None:
@@ -269,6 +370,11 @@ def main() -> None:
     parser.add_argument(
         "--backends", action="store_true", help="compare torch with ONNX int8 instead"
     )
+    parser.add_argument(
+        "--goodput",
+        action="store_true",
+        help="goodput per concurrency level with well-behaved and retrying clients instead",
+    )
     args = parser.parse_args()
     levels = (1, 8, 32)
     texts = passages((2 * len(levels) * args.requests + 128) * DOCS_PER_REQUEST + 400)
@@ -276,6 +382,9 @@ def main() -> None:
     offset = 0
     if args.backends:
         compare_backends(texts, args.seconds, args.requests)
+        return
+    if args.goodput:
+        goodput_levels(passages(40_000), args.seconds)
         return
     if args.only_deadline:
         deadline_levels(texts, offset, args.seconds)

@@ -16,12 +16,13 @@ class LiveServer:
         import uvicorn
 
         from rerankit.server import create_app
+        from rerankit.server.connections import uvicorn_config
 
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
-        config = uvicorn.Config(
-            create_app(settings), host="127.0.0.1", port=self.port, log_level="warning"
+        config = uvicorn_config(  # as `rerankit serve` configures it
+            create_app(settings), settings, host="127.0.0.1", port=self.port, log_level="warning"
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)

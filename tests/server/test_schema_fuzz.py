@@ -16,13 +16,14 @@ from rerankit.server import ServerSettings, create_app  # noqa: E402
 KEY = "fuzz-key"
 
 
-@pytest.fixture(scope="module")
-def api():
+@pytest.fixture(scope="module", params=["with keys", "open"])
+def api(request):
     app = create_app(
         ServerSettings(
             pipelines={"bm25": "bm25", "jaccard": "jaccard"},
             default="bm25",
-            api_keys=[KEY],
+            api_keys=[KEY] if request.param == "with keys" else [],
+            metrics_public=request.param == "open",
             max_documents=50,
             max_document_chars=2000,
             max_body_bytes=200_000,

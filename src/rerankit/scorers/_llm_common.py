@@ -74,22 +74,6 @@ class LLMScorerBase:
         )
 
 
-def prompt_texts(texts: list[str], flags: dict[int, list[str]], warnings: list[str]) -> list[str]:
-    """Texts safe to send: a text that cannot be encoded as UTF-8 (a lone surrogate, as a
-    bad decode leaves behind) has those characters replaced by U+FFFD, and its document is
-    flagged ``invalid_unicode`` with a warning, instead of failing the whole request."""
-    out = []
-    for i, text in enumerate(texts):
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            text = "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
-            flags.setdefault(i, []).append("invalid_unicode")
-            warnings.append(f"document {i}: text is not valid Unicode; bad characters replaced")
-        out.append(text)
-    return out
-
-
 def build_llm_scorer(
     cls: type,
     *,

@@ -5,15 +5,85 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, Generic, TypedDict, TypeVar
 
+from .._threads import in_thread
 from ..errors import MissingDependencyError, ModelLoadError
 from ..hardware import HardwareProfile
+from ..types import Document
+from .base import ScoreBatch, valid_query, valid_unicode
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+_LOCKS: weakref.WeakKeyDictionary[Any, threading.RLock] = weakref.WeakKeyDictionary()
+_LOCKS_BY_ID: dict[int, threading.RLock] = {}  # objects that take no weak reference
+_LOCKS_GUARD = threading.Lock()
+
+
+def model_lock(model: Any) -> threading.RLock:
+    """The lock every use of the loaded ``model`` holds (encoding, prediction, counting
+    tokens). A Hugging Face fast tokenizer sets its padding and truncation state on every
+    call, so two threads using one tokenizer at once can pad a batch to another call's
+    length ("expected sequence of length 7 ... got 6"); scorers that share a model (the
+    hybrid's whole-document and passage readings, the service's batchers) share its lock."""
+    with _LOCKS_GUARD:
+        try:
+            lock = _LOCKS.get(model)
+            if lock is None:
+                lock = _LOCKS[model] = threading.RLock()
+        except TypeError:  # not weakly referenceable or not hashable
+            lock = _LOCKS_BY_ID.setdefault(id(model), threading.RLock())
+        return lock
+
+
+_SHARED: weakref.WeakValueDictionary[tuple, Any] = weakref.WeakValueDictionary()
+_SHARED_LOCKS: dict[tuple, threading.Lock] = {}
+#: loads made by :func:`shared_load` (for tests and the service's log)
+LOADS: list[tuple] = []
+
+
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".pt")
+
+
+def weights_fingerprint(model: str) -> str:
+    """For a local model folder, a short digest of its weight files' names, sizes and
+    modification times, so a model retrained into the same folder never reads vectors
+    cached for the old weights; empty for a hub id."""
+    import hashlib
+
+    folder = Path(model)
+    if not folder.is_dir():
+        return ""
+    stats = sorted(
+        (str(rel), f.stat().st_size, f.stat().st_mtime_ns)
+        for f in folder.rglob("*")
+        if f.suffix in _WEIGHT_SUFFIXES
+        and "checkpoints" not in (rel := f.relative_to(folder)).parts
+        and f.is_file()
+    )
+    return "@" + hashlib.sha1(repr(stats).encode()).hexdigest()[:12]
+
+
+def shared_load(key: tuple, load: Callable[[], T]) -> T:
+    """The model ``load()`` gives, loaded once per process for ``key`` while anything still
+    holds it: pipelines naming the same model share one copy (and its lock)."""
+    with _LOCKS_GUARD:
+        lock = _SHARED_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        found = _SHARED.get(key)
+        if found is not None:
+            return found
+        value = load()
+        LOADS.append(key)
+        with contextlib.suppress(TypeError):  # not weakly referenceable: not shared
+            _SHARED[key] = value
+        return value
 
 
 def model_label(model: Any) -> str:
@@ -147,7 +217,41 @@ class LocalModelScorer:
             if isinstance(model, str)
             else (lambda: self._adopt(model))
         )
+        if isinstance(model, str):  # one load per process for the same model and settings
+            own = loader
+            loader = lambda: shared_load(self._load_key(), own)  # noqa: E731
         self._model: LazyModel[Any] = LazyModel(self.what, model, loader)
+
+    def _load_key(self) -> tuple:
+        """What makes two scorers' loaded models the same object: the kind of scorer, the
+        model, where and how it runs (subclasses add what else their loading reads)."""
+        p = self.profile
+        return (
+            type(self).__name__,
+            self.model_id,
+            weights_fingerprint(self.model_id or ""),  # retrained in place: a new load
+            self.backend,
+            self.quantize,
+            p.device,
+            p.dtype,
+            p.max_length,
+            p.threads,
+            self.trust_remote_code,
+            getattr(self, "max_length", None),
+        )
+
+    def score_texts(self, query: str, texts: Sequence[str]) -> Any:  # pragma: no cover
+        raise NotImplementedError
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
+        """``score_texts`` on a worker thread, with text a tokenizer cannot take cleaned and
+        flagged on its document only (see :func:`~rerankit.scorers.base.valid_unicode`)."""
+        flags: dict[int, list[str]] = {}
+        warnings: list[str] = []
+        texts = valid_unicode([d.text for d in docs], flags, warnings)
+        query = valid_query(query, warnings)
+        values = await in_thread(self.score_texts, query, texts)
+        return ScoreBatch(values=values, flags=flags, warnings=warnings)
 
     def _load(self) -> Any:  # pragma: no cover - each subclass loads its own kind
         raise NotImplementedError
@@ -174,6 +278,10 @@ class LocalModelScorer:
     def model(self) -> Any:
         """The loaded model (loads it on first access)."""
         return self._model.get()
+
+    def using_model(self) -> threading.RLock:
+        """The loaded model's lock (see :func:`model_lock`): hold it while using the model."""
+        return model_lock(self.model)
 
     @property
     def loaded(self) -> bool:

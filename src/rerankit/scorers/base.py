@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import ScorerError
 from ..types import Document
 
-__all__ = ["ScoreBatch", "Scorer", "as_score_batch", "check_scorer"]
+__all__ = ["ScoreBatch", "Scorer", "as_score_batch", "check_scorer", "valid_unicode"]
 
 
 @runtime_checkable
@@ -64,3 +64,39 @@ def check_scorer(scorer: Any) -> Scorer:
     if not isinstance(scorer, Scorer):
         raise TypeError(f"{scorer!r} is not a scorer (needs .name and async .score)")
     return scorer
+
+
+def _replace_surrogates(text: str) -> str | None:
+    """``text`` with lone surrogates replaced by U+FFFD, or None when it had none."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
+    return None
+
+
+def valid_unicode(
+    texts: Sequence[str], flags: dict[int, list[str]], warnings: list[str]
+) -> list[str]:
+    """Texts a tokenizer, a model or a provider can take: a text that cannot be encoded as
+    UTF-8 (a lone surrogate, as a bad decode leaves behind; valid JSON can carry one) has
+    those characters replaced by U+FFFD, and its document is flagged ``invalid_unicode``
+    with a warning, so one bad document does not fail, or change, the others' scores."""
+    out = []
+    for i, text in enumerate(texts):
+        fixed = _replace_surrogates(text)
+        if fixed is not None:
+            text = fixed
+            flags.setdefault(i, []).append("invalid_unicode")
+            warnings.append(f"document {i}: text is not valid Unicode; bad characters replaced")
+        out.append(text)
+    return out
+
+
+def valid_query(query: str, warnings: list[str]) -> str:
+    """``query`` with lone surrogates replaced by U+FFFD (and a warning saying so)."""
+    fixed = _replace_surrogates(query)
+    if fixed is None:
+        return query
+    warnings.append("the query is not valid Unicode; bad characters replaced")
+    return fixed

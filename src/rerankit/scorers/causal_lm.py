@@ -31,10 +31,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._optional import require
-from .._threads import in_thread
 from ..errors import ConfigError, ModelLoadError
-from ..types import Document
 from ._models import LocalModelOptions, LocalModelScorer, model_label, run_splitting_on_oom
+from .base import valid_query, valid_unicode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -152,14 +151,15 @@ class CausalLMScorer(LocalModelScorer):
         """Token ids of each full prompt (template included), before padding."""
         prefix, suffix, _, _ = self._template_ids()
         tok = self.model.tokenizer
-        body = tok(
-            [format_pair(self.instruction, query, t) for t in texts],
-            padding=False,
-            truncation="longest_first",
-            max_length=self.max_length - len(prefix) - len(suffix),
-            add_special_tokens=False,
-            return_attention_mask=False,
-        )["input_ids"]
+        with self.using_model():
+            body = tok(
+                [format_pair(self.instruction, query, t) for t in texts],
+                padding=False,
+                truncation="longest_first",
+                max_length=self.max_length - len(prefix) - len(suffix),
+                add_special_tokens=False,
+                return_attention_mask=False,
+            )["input_ids"]
         return [prefix + ids + suffix for ids in body]
 
     def _forward(self, sequences: list[list[int]]) -> list[float]:
@@ -187,9 +187,14 @@ class CausalLMScorer(LocalModelScorer):
             return torch.log_softmax(pair, dim=1)[:, 1].exp().cpu().tolist()
 
     def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        """Blocking P(yes) for plain strings."""
+        """Blocking P(yes) for plain strings (lone surrogates replaced by U+FFFD)."""
         if not texts:
             return np.zeros(0)
+        texts, query = valid_unicode(texts, {}, []), valid_query(query, [])
+        with self.using_model():
+            return self._score_pairs(query, texts)
+
+    def _score_pairs(self, query: str, texts: Sequence[str]) -> np.ndarray:
         sequences = self.encode_pairs(query, texts)
         order = list(range(len(sequences)))
         if self.sort_by_length:
@@ -203,6 +208,3 @@ class CausalLMScorer(LocalModelScorer):
             )
             scores[batch] = values
         return scores
-
-    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
-        return await in_thread(self.score_texts, query, [d.text for d in docs])

@@ -19,10 +19,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._optional import require
-from .._threads import in_thread
 from ..errors import ScorerError
-from ..types import Document
 from ._models import LocalModelOptions, LocalModelScorer
+from .base import valid_query, valid_unicode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -97,6 +96,10 @@ class CrossEncoderScorer(LocalModelScorer):
         """The model's raw output for each (query, text) pair."""
         if not texts:
             return np.zeros(0)
+        with self.using_model():
+            return self._logits(query, texts)
+
+    def _logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
         if self.backend == "onnx":  # sorts by token length itself
             return np.asarray(
                 self.model.predict([(query, t) for t in texts], batch_size=self.profile.batch_size)
@@ -117,10 +120,8 @@ class CrossEncoderScorer(LocalModelScorer):
         return out
 
     def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        """Blocking scores for plain strings."""
+        """Blocking scores for plain strings (lone surrogates replaced by U+FFFD)."""
         if not texts:
             return np.zeros(0)
+        texts, query = valid_unicode(texts, {}, []), valid_query(query, [])
         return relevance_from_logits(self.logits(query, texts), self.output)
-
-    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
-        return await in_thread(self.score_texts, query, [d.text for d in docs])

@@ -26,8 +26,8 @@ from ..cache import EmbeddingCache
 from ..errors import InputError, ScorerError
 from ..passages import DEFAULT_MAX_PASSAGES, split_passages
 from ..types import Document
-from ._models import LocalModelOptions, LocalModelScorer
-from .base import ScoreBatch
+from ._models import LocalModelOptions, LocalModelScorer, weights_fingerprint
+from .base import ScoreBatch, valid_query, valid_unicode
 
 #: Set by a service (for the work of its requests) to route every embedding call through
 #: it, e.g. to merge concurrent requests into one batch: called as
@@ -38,28 +38,6 @@ ENCODE_HOOK: ContextVar[Callable[[Any, Sequence[str], str | None], np.ndarray] |
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
-
-_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".pt")
-
-
-def _weights_fingerprint(model: str) -> str:
-    """For a local model folder, a short digest of its weight files' names, sizes and
-    modification times, so a model retrained into the same folder never reads vectors
-    cached for the old weights; empty for a hub id."""
-    import hashlib
-
-    folder = Path(model)
-    if not folder.is_dir():
-        return ""
-    stats = sorted(
-        (str(rel), f.stat().st_size, f.stat().st_mtime_ns)
-        for f in folder.rglob("*")
-        if f.suffix in _WEIGHT_SUFFIXES
-        and "checkpoints" not in (rel := f.relative_to(folder)).parts
-        and f.is_file()
-    )
-    return "@" + hashlib.sha1(repr(stats).encode()).hexdigest()[:12]
-
 
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "ENCODE_HOOK", "EmbeddingScorer", "bundled_model_path"]
 
@@ -164,7 +142,7 @@ class EmbeddingScorer(LocalModelScorer):
         self.max_passages = _positive("max_passages", max_passages)
         self.passage_lead = _lead(passage_lead)
         self.model_key = (
-            model + _weights_fingerprint(model)
+            model + weights_fingerprint(model)
             if isinstance(model, str)
             else f"{type(model).__name__}@{id(model)}"
         )
@@ -236,7 +214,8 @@ class EmbeddingScorer(LocalModelScorer):
         }
         if prompt:
             options["prompt"] = prompt
-        out = self.model.encode(list(texts), **options)
+        with self.using_model():
+            out = self.model.encode(list(texts), **options)
         return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
 
     def count_tokens(self, texts: Sequence[str]) -> int:
@@ -244,12 +223,15 @@ class EmbeddingScorer(LocalModelScorer):
         token budget for a batch counts. Without a tokenizer, characters / 4."""
         model = self.model
         if hasattr(model, "count_tokens"):  # the ONNX backend counts with its own tokenizer
-            return model.count_tokens(texts)
+            with self.using_model():
+                return model.count_tokens(texts)
         tokenizer = getattr(model, "tokenizer", None)
         limit = getattr(model, "max_seq_length", None) or 512
         if tokenizer is None or not callable(tokenizer):
             return sum(min(limit, len(t) // 4 + 1) for t in texts)
-        ids = tokenizer(list(texts), truncation=True, max_length=limit)["input_ids"]
+        texts = valid_unicode(list(texts), {}, [])
+        with self.using_model():  # the tokenizer is shared with encoding
+            ids = tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
         return sum(len(x) for x in ids)
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
@@ -286,6 +268,11 @@ class EmbeddingScorer(LocalModelScorer):
     ) -> ScoreBatch:
         if not texts:
             return ScoreBatch(values=np.zeros(0))
+        bad: dict[int, list[str]] = {}
+        warnings: list[str] = []
+        texts = valid_unicode(texts, bad, warnings)
+        if query_embedding is None:
+            query = valid_query(query, warnings)
         if query_embedding is not None:
             q = np.asarray(query_embedding, dtype=np.float32).reshape(-1)
         else:
@@ -309,8 +296,11 @@ class EmbeddingScorer(LocalModelScorer):
             np.maximum.at(best, owner, scores)
             zero_docs = np.isneginf(best)
             scores = np.where(zero_docs, 0.0, best)
-        flags = {int(i): ["zero_embedding"] for i in np.flatnonzero(zero_docs | zero_q[0])}
-        warnings = ["the query embedding is all zeros; every score is 0"] if zero_q[0] else []
+        flags = bad
+        for i in np.flatnonzero(zero_docs | zero_q[0]):
+            flags.setdefault(int(i), []).append("zero_embedding")
+        if zero_q[0]:
+            warnings.append("the query embedding is all zeros; every score is 0")
         return ScoreBatch(values=scores, flags=flags, warnings=warnings)
 
     def _document_matrix(self, texts: list[str], given: Any) -> np.ndarray:

@@ -34,8 +34,8 @@ from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
 from ..llm.parsing import parse_index, parse_json, repair_permutation, validate_permutation
 from ..llm.prompts import load_template
 from ..types import Document
-from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer, prompt_texts
-from .base import ScoreBatch
+from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer
+from .base import ScoreBatch, valid_unicode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -228,7 +228,7 @@ class LLMListwiseScorer(LLMScorerBase):
         flags: dict[int, list[str]] = {}
         degraded = False
         warnings: list[str] = []
-        texts = prompt_texts([d.text[: self.max_chars] for d in docs], flags, warnings)
+        texts = valid_unicode([d.text[: self.max_chars] for d in docs], flags, warnings)
         top_k = context.get("top_k")
         carried = self.window - self.step
         if isinstance(top_k, int) and n > self.window and top_k > carried:

@@ -28,8 +28,8 @@ from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
 from ..llm.parsing import parse_json, parse_score
 from ..llm.prompts import load_template, presets
 from ..types import Document
-from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer, prompt_texts
-from .base import ScoreBatch
+from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer
+from .base import ScoreBatch, valid_unicode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -158,7 +158,7 @@ class LLMPointwiseScorer(LLMScorerBase):
         flags: dict[int, list[str]] = {}
         warnings: list[str] = []
         usage = Usage()
-        texts = prompt_texts([d.text[: self.max_chars] for d in docs], flags, warnings)
+        texts = valid_unicode([d.text[: self.max_chars] for d in docs], flags, warnings)
         present = [i for i, text in enumerate(texts) if text.strip()]
         for i in set(range(n)) - set(present):
             flags.setdefault(i, []).append("empty_content")

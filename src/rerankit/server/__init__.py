@@ -55,11 +55,9 @@ def serve(
                 for sig, handler in original.items():
                     signal.signal(sig, handler)
 
-    config = uvicorn.Config(
-        app,
-        host=host,
-        port=port,
-        log_level="info",
-        timeout_graceful_shutdown=grace,
+    from .connections import uvicorn_config
+
+    config = uvicorn_config(
+        app, settings, host=host, port=port, log_level="info", timeout_graceful_shutdown=grace
     )
     _Server(config).run()

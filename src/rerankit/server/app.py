@@ -74,6 +74,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         warm = asyncio.ensure_future(service.warm_up())
         yield
         warm.cancel()
+        service.stop_retries()
 
     app = fastapi.FastAPI(
         title="rerankit",
@@ -105,6 +106,9 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     @app.middleware("http")
     async def _guard(request: Any, call_next: Any) -> Any:
         path = request.url.path
+        header_bytes = sum(len(k) + len(v) + 4 for k, v in request.headers.raw)
+        if header_bytes > settings.max_header_bytes:  # (uvicorn caps incomplete ones)
+            return error(431, f"request headers over {settings.max_header_bytes} bytes")
         if request.method == "POST":
             size = request.headers.get("content-length")
             if size is not None and size.isdigit() and int(size) > settings.max_body_bytes:
@@ -137,8 +141,12 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             logger.exception("unhandled error on %s", request.url.path)
             response = error(500, "internal error")
         status = response.status_code
-        if status >= 400:
-            metrics.errors.labels(str(status)).inc()
+        if status in (429, 503) and "retry-after" not in response.headers:
+            response.headers["Retry-After"] = "1"  # every refusal says when to come back
+        # probes answer a state, not an error: /ready's 503 while loading is not counted
+        if status >= 400 and request.url.path not in ("/ready", "/health"):
+            model = getattr(request.state, "model", "")
+            metrics.errors.labels(str(status), model).inc()
         metrics.latency.labels(request.url.path).observe(time.perf_counter() - start)
         return response
 
@@ -146,7 +154,19 @@ def create_app(settings: ServerSettings | None = None) -> Any:
         """The body, refused with 413 as soon as it passes the limit (a chunked body has
         no Content-Length to check up front, so the count is kept while it streams)."""
         chunks, size = [], 0
-        async for chunk in request.stream():
+        stream = request.stream().__aiter__()
+        until = time.monotonic() + settings.body_timeout  # the whole body, not per chunk
+        while True:
+            try:
+                chunk = await asyncio.wait_for(stream.__anext__(), until - time.monotonic())
+            except StopAsyncIteration:
+                break
+            except asyncio.TimeoutError as exc:
+                raise ServiceError(
+                    408,
+                    f"the request body did not arrive within {settings.body_timeout:g} s",
+                    {"Connection": "close"},
+                ) from exc
             size += len(chunk)
             if size > settings.max_body_bytes:
                 raise ServiceError(413, f"request body over {settings.max_body_bytes} bytes")
@@ -204,6 +224,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 call = fmt.call(body, settings)
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
+            request.state.model = settings.resolve(call.model)  # errors are counted by it
             result = await until_disconnect(request, service.run(fmt.path, call, arrival))
             headers = {  # as Text Embeddings Inference sends them, in milliseconds
                 "x-total-time": f"{1000 * (time.monotonic() - arrival):.1f}",
@@ -216,7 +237,8 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             return SafeJSONResponse(fmt.respond(body, call, result), headers=headers)
 
         schema = fmt.Request.model_json_schema()
-        errors = {status: {"model": ErrorBody} for status in (400, 401, 404, 413, 422, 429, 500)}
+        statuses = (400, 401, 404, 408, 413, 422, 429, 431, 500)
+        errors = {status: {"model": ErrorBody} for status in statuses}
         app.post(
             fmt.path,
             response_model=fmt.Response,
@@ -319,14 +341,16 @@ def create_app(settings: ServerSettings | None = None) -> Any:
 
     @app.get("/ready")
     async def ready() -> Any:
-        """Readiness: 503 until every pipeline has loaded and run a warm-up batch."""
-        if service.admission.draining:
-            return SafeJSONResponse({"status": "stopping"}, status_code=503)
-        if not service.ready.is_set():
-            return SafeJSONResponse({"status": "loading"}, status_code=503)
-        return {"status": "ready", "warm_up_seconds": round(service.warm_up_seconds, 3)}
+        """Readiness: 503 until every pipeline has loaded and run a warm-up batch, and while
+        any pipeline has failed (naming them and their errors; ``ready_when = "any"``: 200
+        once one pipeline is ready); 503 while stopping."""
+        status, body = service.readiness()
+        return SafeJSONResponse(body, status_code=status)
 
-    @app.get("/v1/models")
+    # endpoints behind the API keys say so in the schema (401), as the rerank routes do
+    protected = {401: {"model": ErrorBody}} if settings.api_keys else {}
+
+    @app.get("/v1/models", responses=protected)
     async def models() -> Any:
         return {
             "models": [
@@ -338,9 +362,19 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 }
                 for n in sorted(settings.pipelines)
             ]
+            + [  # other names clients may send (Cohere's model names, by default)
+                {
+                    "name": alias,
+                    "endpoints": ["rerank"],
+                    "default": False,
+                    "alias_of": target,
+                    **service.describe_scores(target),
+                }
+                for alias, target in sorted((settings.aliases or {}).items())
+            ]
         }
 
-    @app.get("/info")
+    @app.get("/info", responses=protected)
     async def info() -> Any:
         """What this service runs: version, pipelines (and whether each is loaded), limits."""
         return {
@@ -350,6 +384,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 name: {
                     "spec": spec if isinstance(spec, str) else dict(spec),
                     "loaded": service.loaded(name),
+                    **service.states[name].describe(),
                     **service.describe_scores(name),
                 }
                 for name, spec in settings.pipelines.items()
@@ -368,13 +403,16 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 "max_tokens": settings.batch_max_tokens or None,
                 "max_wait_ms": settings.batch_max_wait_ms,
             },
-            "ready": service.ready.is_set(),
+            "ready": service.readiness()[0] == 200,
         }
 
     @app.get(
         "/metrics",
         response_class=Response,
-        responses={200: {"content": {"text/plain": {}}, "description": "Prometheus metrics"}},
+        responses={
+            200: {"content": {"text/plain": {}}, "description": "Prometheus metrics"},
+            **({} if settings.metrics_public else protected),
+        },
     )
     async def prometheus() -> Any:
         body, content_type = metrics.render()

@@ -19,7 +19,11 @@ class Metrics:
             registry=self.registry,
         )
         self.errors = prom.Counter(
-            "rerankit_errors_total", "Failed requests by status", ["status"], registry=self.registry
+            "rerankit_errors_total",
+            "Failed requests by status and pipeline (model is empty outside rerank requests; "
+            "readiness and liveness probes are not counted)",
+            ["status", "model"],
+            registry=self.registry,
         )
         self.latency = prom.Histogram(
             "rerankit_request_seconds", "Rerank latency", ["endpoint"], registry=self.registry
@@ -60,6 +64,23 @@ class Metrics:
             "rerankit_encode_batch_tokens",
             "Tokens per embedding micro-batch (when a token budget is set)",
             buckets=(64, 256, 1024, 4096, 8192, 16384, 32768),
+            registry=self.registry,
+        )
+        self.shed = prom.Counter(
+            "rerankit_shed_total",
+            "Requests refused before queueing: the queue ahead would outlast their deadline",
+            registry=self.registry,
+        )
+        self.stuck_seconds = prom.Histogram(
+            "rerankit_stuck_seconds",
+            "How long work past its deadline ran on in a thread after its slot was freed",
+            buckets=(0.1, 0.5, 1, 5, 10, 30, 60, 120, 300),
+            registry=self.registry,
+        )
+        self.pipeline_failures = prom.Counter(
+            "rerankit_pipeline_failures_total",
+            "Times a pipeline failed to load or warm up",
+            ["model"],
             registry=self.registry,
         )
         self._prom = prom

@@ -16,8 +16,19 @@ batch_max_items = 256
 batch_max_tokens = 16384        # tokens per embedding batch (0: no token budget)
 batch_max_wait_ms = 5.0
 graceful_timeout = 30.0         # seconds requests in flight may take to finish on shutdown
+body_timeout = 15.0            # seconds to receive a request body (then 408)
+header_timeout = 10.0          # seconds to receive a request's headers (then the connection closes)
+keep_alive_seconds = 5.0       # idle keep-alive connections close after this
+max_connections = 1000         # connections served at once; requests beyond get 503
+max_header_bytes = 16384       # larger request headers are refused
+ready_when = "all"             # /ready is 200 when "all" pipelines warmed up, or "any" one
+stuck_grace = 2.0              # seconds past its deadline that stuck work may hold its slot
+retry_max_seconds = 300.0      # a pipeline that failed to load is retried with backoff up to this
 backend = "torch"              # where `embedding` and `hybrid` run, wherever named: "torch"/"onnx"
 quantize = ""                  # with backend "onnx": "int8" for int8 weights
+
+[server.aliases]               # other names for pipelines; by default Cohere's public rerank
+"rerank-v3.5" = "hybrid"       # model names name the default pipeline (aliases = {} for none)
 
 [pipelines.hybrid]
 reranker = "hybrid"
@@ -65,6 +76,18 @@ def default_pipelines(backend: str = "torch", quantize: str | None = None) -> di
     return {name: on_backend(name, backend, quantize) for name in DEFAULT_PIPELINES}
 
 
+#: Cohere's public rerank model names, which its clients send by default (LlamaIndex's
+#: CohereRerank sends "rerank-english-v3.0"): aliases of the default pipeline unless
+#: ``aliases`` says otherwise
+COHERE_MODELS = (
+    "rerank-v3.5",
+    "rerank-english-v3.0",
+    "rerank-multilingual-v3.0",
+    "rerank-english-v2.0",
+    "rerank-multilingual-v2.0",
+)
+
+
 @dataclass
 class ServerSettings:
     #: None: the built-in pipelines (bm25, embedding, hybrid) on ``backend``
@@ -84,6 +107,15 @@ class ServerSettings:
     batch_max_tokens: int = 16384
     batch_max_wait_ms: float = 5.0
     graceful_timeout: float = 30.0
+    body_timeout: float = 15.0
+    header_timeout: float = 10.0
+    keep_alive_seconds: float = 5.0
+    max_connections: int = 1000
+    max_header_bytes: int = 16384
+    aliases: dict[str, str] | None = None
+    ready_when: str = "all"
+    stuck_grace: float = 2.0
+    retry_max_seconds: float = 300.0
     backend: str = "torch"
     quantize: str = ""
 
@@ -110,6 +142,8 @@ class ServerSettings:
             "max_body_bytes",
             "max_concurrency",
             "batch_max_items",
+            "max_connections",
+            "max_header_bytes",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
@@ -117,6 +151,24 @@ class ServerSettings:
             raise ValueError("batch_max_tokens must be >= 0 (0: no token budget)")
         if self.max_queue < 0 or self.timeout <= 0:
             raise ValueError("max_queue must be >= 0 and timeout > 0")
+        if min(self.body_timeout, self.header_timeout, self.keep_alive_seconds) <= 0:
+            raise ValueError("body_timeout, header_timeout and keep_alive_seconds must be > 0")
+        if self.aliases is None:  # the names Cohere's clients send, for the default pipeline
+            self.aliases = {
+                name: self.default for name in COHERE_MODELS if name not in self.pipelines
+            }
+        for alias, target in self.aliases.items():
+            if target not in self.pipelines:
+                raise ValueError(
+                    f"aliases: {alias!r} names pipeline {target!r}, which is not among "
+                    f"{sorted(self.pipelines)}"
+                )
+            if alias in self.pipelines:
+                raise ValueError(f"aliases: {alias!r} is already a pipeline's name")
+        if self.ready_when not in ("all", "any"):
+            raise ValueError(f"ready_when must be 'all' or 'any', got {self.ready_when!r}")
+        if self.stuck_grace < 0 or self.retry_max_seconds < 1:
+            raise ValueError("stuck_grace must be >= 0 and retry_max_seconds >= 1")
 
     @classmethod
     def from_mapping(cls, spec: Mapping[str, Any]) -> ServerSettings:
@@ -140,3 +192,10 @@ class ServerSettings:
         from ..config import read_spec
 
         return cls.from_mapping(read_spec(path))
+
+    def resolve(self, model: str | None) -> str | None:
+        """The pipeline a request's ``model`` names: the default when none, through
+        ``aliases``; an unknown name is returned as is (the caller answers 404)."""
+        if not model:
+            return self.default
+        return (self.aliases or {}).get(model, model)

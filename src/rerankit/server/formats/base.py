@@ -15,6 +15,7 @@ from ...types import Document, RerankResult
 from ..settings import ServerSettings
 
 __all__ = [
+    "NOT_BLANK",
     "Call",
     "PositiveWholeNumber",
     "WholeNumber",
@@ -24,6 +25,13 @@ __all__ = [
     "meta",
     "relevance_scores",
 ]
+
+
+#: a query must hold a character that is not whitespace as Python's ``str.isspace`` sees it
+#: (the service strips with it); listed explicitly so that every regular-expression engine
+#: (pydantic's, JSON Schema validators', schemathesis') reads the pattern alike: ``\\s``
+#: differs between them on U+0085 and U+001C..U+001F
+NOT_BLANK = "[^\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 
 
 def _whole_number(value: Any) -> Any:
@@ -54,6 +62,8 @@ class Call:
     top_n: int | None = None
     #: seconds spent waiting for a slot (``queue``) and reranking (``inference``)
     timings: dict[str, float] = field(default_factory=dict, compare=False)
+    #: what was cut from a document before scoring, by input index (reported in ``meta``)
+    cuts: dict[int, str] = field(default_factory=dict, compare=False)
 
 
 class WireFormat(Protocol):
@@ -74,10 +84,11 @@ def clip(
     *,
     truncate: bool | None = None,
     left: bool = False,
+    cuts: dict[int, str] | None = None,
 ) -> list[Document]:
     """Documents within ``max_document_chars``: longer ones are truncated (``truncate``, the
-    server's setting by default; keeping the start, or the end with ``left``) or refused
-    with a 400 naming the first."""
+    server's setting by default; keeping the start, or the end with ``left``; each cut is
+    recorded in ``cuts``) or refused with a 400 naming the first."""
     cap = settings.max_document_chars
     truncate = settings.truncate if truncate is None else truncate
     out = []
@@ -87,6 +98,9 @@ def clip(
                 raise ServiceError(
                     400, f"document {i}: {len(d.text)} characters; the limit is {cap}"
                 )
+            if cuts is not None:
+                part = "last" if left else "first"
+                cuts[i] = f"scored on its {part} {cap} of {len(d.text)} characters"
             d = replace(d, text=d.text[-cap:] if left else d.text[:cap])
         out.append(d)
     return out
@@ -108,17 +122,21 @@ def relevance_scores(result: RerankResult) -> list[float]:
     return scale_to_unit([r.score for r in result], result.score_scale).tolist()
 
 
-def meta(result: RerankResult, version: str) -> dict[str, Any]:
+def meta(result: RerankResult, version: str, call: Call | None = None) -> dict[str, Any]:
     """Cohere's ``meta`` object, with the result's warnings, and rerankit's own account in
     ``meta.rerankit``: ``scores`` (what the relevance scores mean: ``probability``,
     another pair-wise scale, or ``relative`` when they are comparable only within this
     answer) and, when anything went wrong, ``degraded`` and the per-document ``flags`` by
     input index."""
     out: dict[str, Any] = {"api_version": {"version": version}, "billed_units": {"search_units": 1}}
-    if result.warnings:
-        out["warnings"] = list(result.warnings)
+    cuts = call.cuts if call is not None else {}
+    warnings = [*result.warnings, *(f"document {i}: {why}" for i, why in sorted(cuts.items()))]
+    if warnings:
+        out["warnings"] = warnings
     own: dict[str, Any] = {"scores": result.score_scale}
     flags = {str(r.index): list(r.flags) for r in result if r.flags}
+    for i in sorted(cuts):  # every cut is said on its document too
+        flags.setdefault(str(i), []).append("truncated")
     if result.degraded or flags:
         own.update(degraded=result.degraded, flags=flags)
     out["rerankit"] = own

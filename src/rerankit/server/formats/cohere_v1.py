@@ -6,13 +6,22 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...documents import to_documents
 from ...errors import InvalidDocumentError, ServiceError
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import Call, PositiveWholeNumber, WholeNumber, check_query, clip, meta, relevance_scores
+from .base import (
+    NOT_BLANK,
+    Call,
+    PositiveWholeNumber,
+    WholeNumber,
+    check_query,
+    clip,
+    meta,
+    relevance_scores,
+)
 
 path = "/v1/rerank"
 
@@ -20,8 +29,12 @@ path = "/v1/rerank"
 class Request(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
-    query: str = Field(pattern=r"\S")  # not empty, not only whitespace
-    documents: list[str | dict[str, Any]] = Field(min_length=1)
+    query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
+    documents: list[str | dict[str, Any]] = Field(
+        min_length=1,
+        description="Strings, or objects with a string 'text' field (or, with rank_fields, "
+        "the fields it names); an object without one is a 422",
+    )
     model: str | None = None
     top_n: PositiveWholeNumber | None = None
     rank_fields: list[str] | None = Field(default=None, min_length=1)
@@ -30,6 +43,17 @@ class Request(BaseModel):
     max_chunks_per_doc: WholeNumber | None = None
     #: rerankit's extension: the object field holding the first-stage (retriever) score
     first_stage_field: str | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _objects_have_text(self) -> Request:
+        if self.rank_fields is None:
+            for i, doc in enumerate(self.documents):
+                if isinstance(doc, dict) and not isinstance(doc.get("text"), str):
+                    raise ValueError(
+                        f"document {i}: an object document needs a string 'text' field "
+                        "(or rank_fields naming its fields)"
+                    )
+        return self
 
 
 class Result(BaseModel):
@@ -56,11 +80,13 @@ def call(body: Request, settings: ServerSettings) -> Call:
     except InvalidDocumentError as exc:
         hint = "; object documents need a 'text' field or rank_fields naming theirs"
         raise ServiceError(400, f"{exc}{hint if body.rank_fields is None else ''}") from exc
-    return Call(check_query(body.query, settings), clip(docs, settings), body.model, body.top_n)
+    cuts: dict[int, str] = {}
+    docs = clip(docs, settings, cuts=cuts)
+    return Call(check_query(body.query, settings), docs, body.model, body.top_n, cuts=cuts)
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
-    out = _respond(body, result)
+    out = _respond(body, call, result)
     if body.max_chunks_per_doc is not None:
         out["meta"].setdefault("warnings", []).append(
             "max_chunks_per_doc is accepted but ignored: the pipeline's own settings say "
@@ -69,7 +95,7 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
     return out
 
 
-def _respond(body: Request, result: RerankResult) -> dict[str, Any]:
+def _respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
     scores = relevance_scores(result)
     results = []
     for r, s in zip(result, scores, strict=True):
@@ -78,4 +104,4 @@ def _respond(body: Request, result: RerankResult) -> dict[str, Any]:
             original = body.documents[r.index]
             entry["document"] = {"text": original} if isinstance(original, str) else original
         results.append(entry)
-    return {"id": str(uuid.uuid4()), "results": results, "meta": meta(result, "1")}
+    return {"id": str(uuid.uuid4()), "results": results, "meta": meta(result, "1", call)}

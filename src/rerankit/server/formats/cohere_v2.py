@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...documents import to_documents
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
+from .base import NOT_BLANK, Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
 
 path = "/v2/rerank"
 
@@ -20,15 +20,18 @@ class Request(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
     model: str | None = None
-    query: str = Field(pattern=r"\S")  # not empty, not only whitespace
+    query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
     documents: list[str] = Field(min_length=1)
     top_n: PositiveWholeNumber | None = None
     max_tokens_per_doc: PositiveWholeNumber | None = None
+    #: answered as Cohere's v2 API answers it: each result's ``document: {"text": ...}``
+    return_documents: bool = False
 
 
 class Result(BaseModel):
     index: int
     relevance_score: float
+    document: dict[str, str] | None = None
 
 
 class Response(BaseModel):
@@ -40,15 +43,16 @@ class Response(BaseModel):
 
 
 def call(body: Request, settings: ServerSettings) -> Call:
-    items = body.documents
-    if body.max_tokens_per_doc:  # tokens approximated by words
-        items = [" ".join(t.split()[: body.max_tokens_per_doc]) for t in items]
-    return Call(
-        check_query(body.query, settings),
-        clip(to_documents(items), settings),
-        body.model,
-        body.top_n,
-    )
+    items, cuts = list(body.documents), {}
+    limit = body.max_tokens_per_doc
+    if limit:  # tokens approximated by words (the pipelines' tokenizers differ)
+        for i, text in enumerate(items):
+            words = text.split()
+            if len(words) > limit:
+                items[i] = " ".join(words[:limit])
+                cuts[i] = f"scored on its first {limit} of {len(words)} words (max_tokens_per_doc)"
+    docs = clip(to_documents(items), settings, cuts=cuts)
+    return Call(check_query(body.query, settings), docs, body.model, body.top_n, cuts=cuts)
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
@@ -56,7 +60,9 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
     return {
         "id": str(uuid.uuid4()),
         "results": [
-            {"index": r.index, "relevance_score": s} for r, s in zip(result, scores, strict=True)
+            {"index": r.index, "relevance_score": s}
+            | ({"document": {"text": body.documents[r.index]}} if body.return_documents else {})
+            for r, s in zip(result, scores, strict=True)
         ],
-        "meta": meta(result, "2"),
+        "meta": meta(result, "2", call),
     }

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...documents import to_documents
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
+from .base import NOT_BLANK, Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
 
 path = "/v1/explain"
 
@@ -23,7 +23,7 @@ path = "/v1/explain"
 class Request(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     model: str | None = None
-    query: str = Field(pattern=r"\S")  # not empty, not only whitespace
+    query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
     documents: list[str | dict[str, Any]] = Field(min_length=1)
     top_n: PositiveWholeNumber | None = None
 
@@ -62,11 +62,13 @@ class Response(BaseModel):
 
 
 def call(body: Request, settings: ServerSettings) -> Call:
+    cuts: dict[int, str] = {}
     return Call(
         check_query(body.query, settings),
-        clip(to_documents(body.documents), settings),
+        clip(to_documents(body.documents), settings, cuts=cuts),
         body.model or settings.default,
         body.top_n,
+        cuts=cuts,
     )
 
 
@@ -109,5 +111,5 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
         "warnings": list(result.warnings),
         "timings": timings,
         "usage": {k: int(v) for k, v in result.usage.items()},
-        "meta": meta(result, "2"),
+        "meta": meta(result, "2", call),
     }

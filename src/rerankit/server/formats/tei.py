@@ -11,7 +11,7 @@ from ...documents import to_documents
 from ...errors import ServiceError
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import Call, check_query, clip, relevance_scores
+from .base import NOT_BLANK, Call, check_query, clip, relevance_scores
 
 path = "/rerank"
 
@@ -19,7 +19,7 @@ path = "/rerank"
 class Request(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
-    query: str = Field(pattern=r"\S")  # not empty, not only whitespace
+    query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
     texts: list[str] = Field(min_length=1)
     raw_scores: bool = False
     return_text: bool = False

@@ -68,6 +68,7 @@
   async function loadModels() {
     try {
       const data = await api("/v1/models");
+      data.models = data.models.filter((m) => !m.alias_of);  // aliases name the same pipelines
       const a = $("pipeline-a"), b = $("pipeline-b");
       const keepA = a.value, keepB = b.value;
       a.replaceChildren();

@@ -1,0 +1,120 @@
+"""Shared local models used from many threads at once, as the service uses them: the
+request threads count tokens while the batcher threads encode with the same tokenizer.
+
+Without the per-model lock (``rerankit.scorers._models.model_lock``) the first test failed
+in each of six runs ("Unable to create tensor ... activate truncation and/or padding"): a
+fast tokenizer's padding and truncation settings are changed by each call, so one thread's
+batch can be padded to another's settings. The cross-encoder's calls all use the same
+settings, so its test guards the lock rather than reproducing a failure."""
+
+from __future__ import annotations
+
+import random
+import threading
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch", reason="local models need the 'torch' extra")
+
+from rerankit import CrossEncoderScorer, EmbeddingScorer
+
+WORDS = "the immune system trains cells against pathogens and vaccines of every kind".split()
+
+
+def _texts(rng: random.Random, most: int) -> list[str]:
+    return [" ".join(rng.choices(WORDS, k=rng.randint(1, 60))) for _ in range(rng.randint(2, most))]
+
+
+def _hammer(work, workers: int, rounds: int, counters=()) -> list[str]:
+    """Run ``work(rng)`` ``rounds`` times on each of ``workers`` threads while each of
+    ``counters`` runs in a loop until they finish; the errors raised anywhere."""
+    errors: list[str] = []
+    stop = threading.Event()
+
+    def loop(fn, seed):
+        rng = random.Random(seed)
+        while not stop.is_set():
+            try:
+                fn(rng)
+            except Exception as exc:
+                errors.append(repr(exc)[:200])
+
+    def rounds_of(seed):
+        rng = random.Random(seed)
+        for _ in range(rounds):
+            try:
+                work(rng, seed)
+            except Exception as exc:
+                errors.append(repr(exc)[:200])
+
+    background = [threading.Thread(target=loop, args=(c, i)) for i, c in enumerate(counters)]
+    threads = [threading.Thread(target=rounds_of, args=(100 + i,)) for i in range(workers)]
+    for t in background + threads:
+        t.start()
+    for t in threads:
+        t.join()
+    stop.set()
+    for t in background:
+        t.join()
+    return errors
+
+
+def test_embedding_model_shared_by_readings_and_token_counting_never_mixes_batches():
+    whole = EmbeddingScorer(device="cpu")
+    passages = whole.with_passages(48, lead=20)  # shares the model and its tokenizer
+    expected = {}
+
+    def work(rng, seed):
+        texts = _texts(rng, 6)
+        scorer = whole if seed % 2 else passages
+        rows = scorer.encode_now(texts, None)
+        assert rows.shape == (len(texts), 384)
+        expected.setdefault(texts[0], rows[0])
+        np.testing.assert_allclose(rows[0], expected[texts[0]], atol=1e-5)
+
+    def count(rng):
+        assert whole.count_tokens(_texts(rng, 4)) > 0
+
+    assert _hammer(work, workers=2, rounds=50, counters=[count, count]) == []
+
+
+def test_cross_encoder_shared_by_threads_scores_as_alone(bert_dir):
+    scorer = CrossEncoderScorer(str(bert_dir), device="cpu", batch_size=4)
+    rng = random.Random(7)
+    cases = [("vaccines immune", _texts(rng, 8)) for _ in range(12)]
+    alone = [scorer.score_texts(q, t) for q, t in cases]
+
+    def work(rng, seed):
+        i = rng.randrange(len(cases))
+        np.testing.assert_allclose(scorer.score_texts(*cases[i]), alone[i], atol=1e-5)
+
+    assert _hammer(work, workers=4, rounds=25) == []
+
+
+def test_scorers_naming_the_same_model_share_one_load(bert_dir, tmp_path):
+    import shutil
+
+    from rerankit.scorers import _models
+
+    fresh = shutil.copytree(bert_dir, tmp_path / "ce")  # a path no other test loaded
+    before = len(_models.LOADS)
+    a = CrossEncoderScorer(str(fresh), device="cpu")
+    b = CrossEncoderScorer(str(fresh), device="cpu", batch_size=2)  # batch size: same load
+    assert a.model is b.model
+    assert len(_models.LOADS) - before == 1
+    other = CrossEncoderScorer(str(fresh), device="cpu", max_length=16)  # another window
+    assert other.model is not a.model and len(_models.LOADS) - before == 2
+    assert a.using_model() is b.using_model()  # and one lock
+
+
+def test_the_service_loads_the_bundled_model_once(tmp_path):
+    from rerankit.api import load
+    from rerankit.scorers import _models
+
+    before = len(_models.LOADS)
+    hybrid, embedding = load("hybrid"), load("embedding")
+    hybrid.rerank("solar power", ["solar panels", "wind"])
+    embedding.rerank("solar power", ["solar panels", "wind"])
+    new = _models.LOADS[before:]
+    assert len([k for k in new if k[0] == "EmbeddingScorer"]) <= 1

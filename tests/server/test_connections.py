@@ -1,0 +1,102 @@
+"""Connection hygiene: clients that send part of a request and stop lose their connection
+after the body or header timeout, and the service stays responsive meanwhile."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+import pytest
+
+httpx = pytest.importorskip("httpx", reason="needs the 'server' extra")
+pytest.importorskip("fastapi", reason="needs the 'server' extra")
+
+from rerankit.server import ServerSettings  # noqa: E402
+
+HALF_OPEN = 200  # of each kind: partial headers, partial body
+
+
+@pytest.fixture(scope="module")
+def strict(live_server):
+    settings = ServerSettings(
+        pipelines={"bm25": "bm25"},
+        default="bm25",
+        body_timeout=1.0,
+        header_timeout=1.0,
+        keep_alive_seconds=1.0,
+        max_connections=2 * HALF_OPEN + 50,
+    )
+    server = live_server(settings)
+    yield server
+    server.stop()
+
+
+def _open(port: int, payload: bytes) -> socket.socket:
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(payload)
+    return s
+
+
+def _closed_by_server(s: socket.socket, wait: float) -> bytes | None:
+    """What the server sent before closing the connection, or None if it is still open."""
+    s.settimeout(wait)
+    data = b""
+    try:
+        while True:
+            chunk = s.recv(4096)
+            if not chunk:
+                return data
+            data += chunk
+    except TimeoutError:
+        return None
+    except ConnectionResetError:
+        return data
+
+
+def _health_ms(url: str, n: int = 10) -> float:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        assert httpx.get(f"{url}/health").status_code == 200
+        times.append(time.perf_counter() - start)
+    return 1000 * sorted(times)[n // 2]
+
+
+def test_half_sent_requests_are_closed_and_health_stays_fast(strict):
+    baseline = _health_ms(strict.url)
+    body_head = (
+        b"POST /v1/rerank HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        b"Content-Length: 500\r\n\r\n" + b'{"query": "solar'
+    )
+    head_only = b"POST /v1/rerank HTTP/1.1\r\nHost: x\r\nContent-Le"
+    started = time.perf_counter()
+    partial_body = [_open(strict.port, body_head) for _ in range(HALF_OPEN)]
+    partial_head = [_open(strict.port, head_only) for _ in range(HALF_OPEN)]
+    during = _health_ms(strict.url)  # while 400 connections hang
+    answers = [_closed_by_server(s, 10.0) for s in partial_body]
+    heads = [_closed_by_server(s, 10.0) for s in partial_head]
+    took = time.perf_counter() - started
+    for s in partial_body + partial_head:
+        s.close()
+    assert all(a is not None for a in answers + heads), "some connections were never closed"
+    assert all(a.startswith(b"HTTP/1.1 408") for a in answers)  # told why, then closed
+    assert took < 15  # closed at the 1 s timeouts, not held
+    # /health while they hang: within a few times its unloaded latency (median of 10)
+    assert during < max(10 * baseline, 50), (baseline, during)
+
+
+def test_idle_keep_alive_connections_close(strict):
+    s = _open(strict.port, b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    time.sleep(0.2)
+    first = s.recv(4096)
+    assert first.startswith(b"HTTP/1.1 200")
+    assert _closed_by_server(s, 5.0) is not None  # closed after keep_alive_seconds
+    s.close()
+
+
+def test_oversized_headers_are_refused(strict):
+    big = b"GET /health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 40_000 + b"\r\n\r\n"
+    s = _open(strict.port, big)
+    answer = _closed_by_server(s, 5.0)
+    s.close()
+    assert answer is not None and answer.startswith(b"HTTP/1.1 431")

@@ -1,0 +1,198 @@
+"""Truthful readiness and isolation: a pipeline that cannot load is named by /ready and
+/info, answers 503 at once without taking a slot, is retried in the background, and never
+starves the healthy pipelines; work stuck in a thread frees its slot soon after its
+deadline."""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+httpx = pytest.importorskip("httpx", reason="needs the 'server' extra")
+pytest.importorskip("fastapi", reason="needs the 'server' extra")
+
+from rerankit import FunctionScorer, ScorerReranker, register_reranker  # noqa: E402
+from rerankit.errors import ModelLoadError  # noqa: E402
+from rerankit.server import ServerSettings  # noqa: E402
+from rerankit.server import service as service_module  # noqa: E402
+
+LOAD_ATTEMPTS: list[float] = []
+
+
+def _unreachable_hub(q, d):
+    """A model whose download hangs, then fails (a hub id without network)."""
+    LOAD_ATTEMPTS.append(time.monotonic())
+    time.sleep(1.0)
+    raise ModelLoadError("could not load model 'org/unreachable': no network")
+
+
+register_reranker(
+    "test-unreachable", lambda: ScorerReranker(FunctionScorer(_unreachable_hub, name="hub"))
+)
+
+FLAKY = {"fail": True}
+
+
+def _flaky(q, d):
+    if FLAKY["fail"]:
+        raise ModelLoadError("could not load model 'flaky': not there yet")
+    return float(len(d.text))
+
+
+register_reranker("test-flaky", lambda: ScorerReranker(FunctionScorer(_flaky, name="flaky")))
+
+RELEASE = threading.Event()
+
+
+def _stuck(q, d):
+    if q != "warm up":
+        RELEASE.wait(20)  # stuck in a thread: cancellation cannot stop it
+    return 1.0
+
+
+register_reranker("test-stuck", lambda: ScorerReranker(FunctionScorer(_stuck, name="stuck")))
+
+ASK = {"query": "solar power", "documents": ["solar panels", "wind at sea"]}
+
+
+def _wait_warm(url: str) -> httpx.Response:
+    deadline = time.time() + 60
+    while True:
+        r = httpx.get(f"{url}/ready")
+        if r.json()["status"] != "loading" or time.time() > deadline:
+            return r
+        time.sleep(0.05)
+
+
+@pytest.fixture(scope="module")
+def broken(live_server, tmp_path_factory):
+    missing = tmp_path_factory.mktemp("models") / "no-such-model"
+    settings = ServerSettings(
+        pipelines={
+            "bm25": "bm25",
+            "cross": {"scorer": {"type": "cross_encoder", "model": str(missing)}},
+            "hub": "test-unreachable",
+        },
+        default="bm25",
+        timeout=10.0,
+        max_concurrency=2,
+        max_queue=4,
+    )
+    server = live_server(settings)
+    yield server
+    server.stop()
+
+
+def test_ready_names_the_pipelines_that_failed_and_why(broken):
+    r = _wait_warm(broken.url)
+    body = r.json()
+    assert r.status_code == 503 and body["status"] == "failed"
+    assert set(body["failed"]) == {"cross", "hub"}
+    assert "no network" in body["failed"]["hub"]
+    assert "no-such-model" in body["failed"]["cross"]
+    assert body["pipelines"]["bm25"] == {"state": "ready"}
+    info = httpx.get(f"{broken.url}/info").json()
+    assert info["ready"] is False
+    assert info["pipelines"]["bm25"]["loaded"] and info["pipelines"]["bm25"]["state"] == "ready"
+    for name in ("cross", "hub"):
+        entry = info["pipelines"][name]
+        assert entry["state"] == "failed" and not entry["loaded"] and entry["error"]
+        assert entry["retry_in_seconds"] >= 0
+
+
+def test_a_failed_pipeline_answers_503_at_once_and_never_starves_the_others(broken):
+    _wait_warm(broken.url)
+    attempts = len(LOAD_ATTEMPTS)
+
+    def failed_call(_):
+        start = time.perf_counter()
+        r = httpx.post(f"{broken.url}/v2/rerank", json={**ASK, "model": "hub"}, timeout=30)
+        return r, time.perf_counter() - start
+
+    with ThreadPoolExecutor(16) as pool:
+        answers = list(pool.map(failed_call, range(32)))
+        healthy = httpx.post(f"{broken.url}/v2/rerank", json={**ASK, "model": "bm25"})
+    for r, took in answers:
+        assert r.status_code == 503 and "unavailable" in r.json()["message"]
+        assert int(r.headers["retry-after"]) >= 1
+        assert took < 1.0  # no download attempt per request
+    assert len(LOAD_ATTEMPTS) - attempts <= 1  # at most the background retry ran meanwhile
+    assert healthy.status_code == 200
+    metrics = httpx.get(f"{broken.url}/metrics").text
+    assert "rerankit_in_flight 0.0" in metrics
+    assert 'rerankit_pipeline_failures_total{model="hub"}' in metrics
+    # errors by pipeline and status; the /ready polls (503 while failed) are not errors
+    assert 'rerankit_errors_total{model="hub",status="503"} 32.0' in metrics
+    assert 'model="",status="503"' not in metrics
+
+
+def test_ready_when_any_is_ready_with_one_working_pipeline(live_server):
+    settings = ServerSettings(
+        pipelines={"bm25": "bm25", "flaky": "test-flaky"}, default="bm25", ready_when="any"
+    )
+    FLAKY["fail"] = True
+    server = live_server(settings)
+    try:
+        r = _wait_warm(server.url)
+        assert r.status_code == 200 and r.json()["status"] == "ready"
+        assert "not there yet" in r.json()["failed"]["flaky"]
+    finally:
+        server.stop()
+
+
+def test_a_failed_pipeline_is_retried_in_the_background(live_server, monkeypatch):
+    monkeypatch.setattr(service_module, "FIRST_RETRY_SECONDS", 0.3)
+    FLAKY["fail"] = True
+    server = live_server(ServerSettings(pipelines={"flaky": "test-flaky"}, default="flaky"))
+    try:
+        assert _wait_warm(server.url).status_code == 503
+        r = httpx.post(f"{server.url}/v2/rerank", json=ASK)
+        assert r.status_code == 503 and "not there yet" in r.json()["message"]
+        FLAKY["fail"] = False  # the model appears (the network is back)
+        deadline = time.time() + 10
+        while httpx.get(f"{server.url}/ready").status_code != 200:
+            assert time.time() < deadline, "the background retry never recovered"
+            time.sleep(0.1)
+        assert httpx.post(f"{server.url}/v2/rerank", json=ASK).status_code == 200
+        info = httpx.get(f"{server.url}/info").json()["pipelines"]["flaky"]
+        assert info["state"] == "ready" and "error" not in info
+    finally:
+        FLAKY["fail"] = True
+        server.stop()
+
+
+def test_work_stuck_in_a_thread_frees_its_slot_soon_after_the_deadline(live_server):
+    grace = 0.5
+    settings = ServerSettings(
+        pipelines={"stuck": "test-stuck", "bm25": "bm25"},
+        default="stuck",
+        timeout=1.0,
+        stuck_grace=grace,
+        max_concurrency=1,
+        max_queue=4,
+    )
+    server = live_server(settings)
+    RELEASE.clear()
+    try:
+        assert _wait_warm(server.url).status_code == 200
+        with ThreadPoolExecutor(2) as pool:
+            start = time.perf_counter()
+            stuck = pool.submit(httpx.post, f"{server.url}/v2/rerank", json=ASK, timeout=30)
+            time.sleep(1.2)  # past the stuck request's deadline, within its grace
+            second = httpx.post(
+                f"{server.url}/v2/rerank", json={**ASK, "model": "bm25"}, timeout=30
+            )
+            freed_after = time.perf_counter() - start
+            assert stuck.result().status_code == 503
+            assert "retry-after" in stuck.result().headers
+        # the second request got the slot once the stuck one's deadline + grace passed,
+        # long before the stuck work ended (it is still blocked)
+        assert second.status_code == 200
+        assert 1.0 + grace - 0.1 < freed_after < 1.0 + grace + 1.5
+        assert not RELEASE.is_set()
+    finally:
+        RELEASE.set()
+        server.stop()
