@@ -22,15 +22,9 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared" / "data"
-POOL = {
-    "SciFact train": (SHARED / "beir" / "scifact", "train"),
-    "NFCorpus dev": (SHARED / "beir" / "nfcorpus", "dev"),
-    "CISI": (SHARED / "classic" / "cisi", "test"),
-    "CACM": (SHARED / "classic" / "cacm", "test"),
-    "MEDLINE": (SHARED / "classic" / "med", "test"),
-    "LISA": (SHARED / "classic" / "lisa", "test"),
-}
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from default_pool import POOL, SHARED  # noqa: E402 - the same pool, defined once
+
 JOINED = {"newline": "\n", "space": " ", "'. '": ". "}
 
 

@@ -17,6 +17,7 @@ from .batching import ABANDONED, MicroBatching
 from .formats.base import Call
 from .metrics import Metrics
 from .settings import ServerSettings
+from .state import PipelineState
 
 __all__ = ["Admission", "PipelineState", "Service"]
 
@@ -83,29 +84,6 @@ class Admission:
             self.running -= 1
             self.metrics.in_flight.set(self.running)
             self._cond.notify()
-
-
-class PipelineState:
-    """Where one pipeline stands: ``loading`` (not warmed up yet), ``ready`` or ``failed``
-    (with the error, and when the background retry runs)."""
-
-    def __init__(self) -> None:
-        self.status = "loading"
-        self.error: str | None = None
-        self.failures = 0
-        self.retry_at: float | None = None  # time.monotonic() of the next retry
-
-    def retry_in(self) -> float | None:
-        return None if self.retry_at is None else max(0.0, self.retry_at - time.monotonic())
-
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"state": self.status}
-        if self.error is not None:
-            out["error"] = self.error
-        wait = self.retry_in()
-        if self.status == "failed" and wait is not None:
-            out["retry_in_seconds"] = round(wait, 1)
-        return out
 
 
 class _Slot:

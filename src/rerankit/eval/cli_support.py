@@ -1,0 +1,98 @@
+"""What ``rerankit eval`` and ``rerankit tune`` share: progress bars, query limits, the
+pipelines named on the command line, the embedding cache and the runs over candidates."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from .runner import first_stage_run, run_pipeline, run_pipeline_ray
+
+__all__ = [
+    "limit_queries",
+    "named_pipelines",
+    "pipeline_runs",
+    "progress_bar",
+    "use_embedding_cache",
+]
+
+
+def progress_bar(label: str, enabled: bool):
+    if not enabled:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return lambda items: tqdm(items, desc=label, unit="query", file=sys.stderr, leave=False)
+
+
+def limit_queries(data, n: int | None):
+    if n:
+        data.queries = dict(list(data.queries.items())[:n])
+    return data
+
+
+def named_pipelines(names: str, configs: list[str]) -> list[tuple[str, Any, Any]]:
+    """(label, reranker, what it was declared as) for each named reranker and file."""
+    from ..api import load
+
+    out = []
+    for name in [n.strip() for n in names.split(",") if n.strip()]:
+        out.append((Path(name).stem if Path(name).suffix else name, load(name), name))
+    for path in configs:
+        out.append((Path(path).stem, load(Path(path)), Path(path)))
+    return out
+
+
+def use_embedding_cache(args: argparse.Namespace) -> None:
+    """Document embeddings cached on disk by default (read by every EmbeddingScorer built
+    from here on), so every reranker of an evaluation, and the next evaluation, encode each
+    document once: --embedding-cache, else $RERANKIT_EMBEDDING_CACHE, else
+    embeddings.sqlite in the rerankit cache directory; --no-embedding-cache turns it off."""
+    from ..cache import default_cache_dir
+
+    if args.no_embedding_cache:
+        os.environ["RERANKIT_EMBEDDING_CACHE"] = ""
+    elif args.embedding_cache:
+        os.environ["RERANKIT_EMBEDDING_CACHE"] = args.embedding_cache
+    elif not os.environ.get("RERANKIT_EMBEDDING_CACHE"):
+        path = default_cache_dir() / "embeddings.sqlite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.environ["RERANKIT_EMBEDDING_CACHE"] = str(path)
+
+
+def pipeline_runs(
+    args: argparse.Namespace, data: Any, cands: Any, pipelines: Any, *, texts_only: bool
+) -> list[Any]:
+    """The first stage's run, then each pipeline's over the same candidates (on Ray Data
+    actors with ``--engine ray``)."""
+    runs = [first_stage_run(cands)]
+    for name, reranker, declared in pipelines:
+        if getattr(args, "engine", "local") == "ray":
+            runs.append(
+                run_pipeline_ray(
+                    name,
+                    declared,
+                    data,
+                    cands,
+                    first_stage_scores=not texts_only,
+                    workers=args.workers,
+                    address=args.address,
+                )
+            )
+            continue
+        runs.append(
+            run_pipeline(
+                name,
+                reranker,
+                data,
+                cands,
+                progress=progress_bar(name, not args.no_progress),
+                first_stage_scores=not texts_only,
+            )
+        )
+    return runs
