@@ -6,6 +6,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 
 QUERY  ?= how do vaccines train the immune system
 
+SERVE_VENV ?= .venv-serve
 .PHONY: demo test test-core lint format bench quality clean install install-dev browser
 
 $(VENV)/bin/python:
@@ -43,8 +44,17 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/rerankit rank --query "$(QUERY)" --input examples/sample.jsonl --format table \
 		--first-stage-field retriever_score
 
-test: $(VENV)/.installed-dev browser
-	$(PY) -m pytest -q
+test: $(VENV)/.installed-dev browser $(SERVE_VENV)/.installed
+	RERANKIT_TORCH_FREE_PYTHON=$(abspath $(SERVE_VENV))/bin/python $(PY) -m pytest -q
+
+# A clean install of the torch-free service (rerankit[onnx,server] built as a wheel, no
+# torch), for tests/server/test_serve_cli.py: it serves a model exported in the main venv
+# from an empty cache directory and answers as the torch service does.
+$(SERVE_VENV)/.installed: pyproject.toml $(shell find src -type f -not -path '*/__pycache__/*')
+	rm -rf $(SERVE_VENV)
+	$(PYTHON) -m venv $(SERVE_VENV)
+	$(SERVE_VENV)/bin/python -m pip --disable-pip-version-check install -q ".[onnx,server]"
+	touch $@
 
 # The playground's browser tests drive Debian's chromium through chromedriver (Playwright's
 # own browser download needs the internet). Installed here when missing and possible (root

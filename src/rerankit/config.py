@@ -3,7 +3,10 @@
 A spec is a list of ``stages`` (or a single stage's keys at the top level). A stage is one of
 
 * ``reranker = "hybrid"``: a registered name (``rerankit rerankers`` lists them), or
-  ``reranker = { type = "hybrid", backend = "onnx", quantize = "int8" }`` with options;
+  ``reranker = { type = "hybrid", backend = "onnx", quantize = "int8" }`` with options
+  (the hybrid's ``model`` is a hub id, a model folder or a folder written by
+  ``rerankit export``; its ``embedding`` may be a scorer table of its own,
+  ``{ type = "embedding", model = "...", backend = "onnx" }``);
 * ``scorer = {type = "bm25", k1 = 1.2}``: one scorer;
 * ``scorers = [{type = "embedding", weight = 0.6}, {type = "bm25", weight = 0.4}]`` with
   optional ``method`` (a ScoreCombinationMethod, default ``weighted_average``),
@@ -51,6 +54,8 @@ __all__ = ["build", "build_scorer", "read_spec"]
 
 _STAGE_KINDS = ("reranker", "scorer", "scorers", "rule")
 _FUSION_KEYS = ("method", "normalization", "rrf_k", "output_calibration")
+#: options of a declared object of a kind that may be a scorer table of their own
+_NESTED_SCORERS = {"reranker": ("embedding",)}
 
 
 def read_spec(source: str | Path) -> dict[str, Any]:
@@ -88,6 +93,9 @@ def _typed(kind: str, entry: Any, where: str, drop: tuple[str, ...] = ()) -> Any
         raise ConfigError(f"expected a table with a 'type' key, got {entry!r}", where=where)
     options = {k: v for k, v in entry.items() if k not in drop}
     name = options.pop("type")
+    for key in _NESTED_SCORERS.get(kind, ()):  # e.g. the hybrid's embedding = {type = ...}
+        if isinstance(options.get(key), Mapping):
+            options[key] = build_scorer(options[key], f"{where}.{key}")
     try:
         return create(kind, name, **options)
     except ConfigError as exc:

@@ -16,6 +16,7 @@ id or a model directory they export it once into the rerankit cache directory
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import logging
 import os
@@ -30,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from ._optional import require
-from .errors import ModelLoadError
+from .errors import MissingDependencyError, ModelLoadError
 
 __all__ = [
     "BACKENDS",
@@ -260,6 +261,13 @@ def cached_export(
         manifest = folder / MANIFEST
         if manifest.is_file() and (quantize is None or "int8" in read_manifest(folder)["files"]):
             return folder
+        if importlib.util.find_spec("torch") is None:
+            raise MissingDependencyError(
+                f"backend 'onnx' for {model!r} needs an exported folder, and exporting needs "
+                f"the optional package 'torch': run `rerankit export {model} --out DIR` where "
+                f'torch is installed and name DIR as the model (model = "DIR", or '
+                f"`rerankit serve --model DIR`), or pip install 'rerankit[torch]'"
+            )
         logger.info("exporting %s to ONNX once (cached in %s)", model, folder)
         folder.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".export-"))

@@ -124,9 +124,11 @@ class HybridReranker(ScoringReranker):
     another embedding model and no ``calibration``, the hybrid falls back to ``relative``
     (fit one with ``rerankit tune --calibrate``). The strategies' names in each result's
     scores and explanation say which mode ran. The embedding model reads English only, and
-    a query mostly in another script gets a warning. ``backend="onnx"`` (and ``quantize="int8"``)
-    runs the bundled model on ONNX Runtime (see :class:`~rerankit.EmbeddingScorer`); the
-    default is torch.
+    a query mostly in another script gets a warning. ``model`` names the embedding model (a
+    hub id, a model folder, or a folder written by ``rerankit export``; an export of the
+    bundled model keeps the calibration); ``backend="onnx"`` (and ``quantize="int8"``) runs it
+    on ONNX Runtime without torch (see :class:`~rerankit.EmbeddingScorer`); the default is
+    torch.
     """
 
     def __init__(
@@ -143,9 +145,10 @@ class HybridReranker(ScoringReranker):
         calibration: Mapping[str, Any] | None = None,
         backend: str = "torch",
         quantize: str | None = None,
+        model: str | None = None,
         name: str = "hybrid",
     ) -> None:
-        from ..scorers.embedding import EmbeddingScorer
+        from ..scorers.embedding import DEFAULT_EMBEDDING_MODEL, EmbeddingScorer
         from ..scorers.field import FieldScorer
         from ..scorers.lexical import Analyzer, BM25Scorer
 
@@ -155,12 +158,25 @@ class HybridReranker(ScoringReranker):
             raise ValueError(f"text_weights: two weights >= 0, sum <= 1; got {text_weights}")
         if scores not in SCORE_MODES:
             raise ValueError(f"scores must be one of {', '.join(SCORE_MODES)}, got {scores!r}")
-        if embedding is not None and (backend != "torch" or quantize is not None):
-            raise ValueError("backend and quantize choose the default embedding; set them on yours")
+        if embedding is not None and not isinstance(embedding, Scorer):
+            raise TypeError(
+                f"embedding must be a Scorer (in a declared pipeline: a table such as "
+                f'{{ type = "embedding", model = ... }}), got {type(embedding).__name__}'
+            )
+        if embedding is not None and (
+            backend != "torch" or quantize is not None or model is not None
+        ):
+            raise ValueError(
+                "model, backend and quantize choose the default embedding; set them on yours"
+            )
         self.embedding = (
             embedding
             if embedding is not None
-            else EmbeddingScorer(backend=backend, quantize=quantize)
+            else EmbeddingScorer(
+                model if model is not None else DEFAULT_EMBEDDING_MODEL,
+                backend=backend,
+                quantize=quantize,
+            )
         )
         self.use_first_stage = use_first_stage
         self.language = language

@@ -19,21 +19,33 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 8080,
     graceful_seconds: float | None = None,
+    workers: int = 1,
 ) -> None:
     """Run the service with uvicorn until SIGINT or SIGTERM. On the signal the service
     stops accepting connections, answers queued requests 503 (``/ready`` says
     ``stopping``), finishes the running ones (up to ``graceful_seconds``, default the
     settings' ``graceful_timeout``), and a graceful stop returns normally (the process exits
-    0, not 143)."""
+    0, not 143).
+
+    ``workers=N`` runs N processes on one socket, each with its own models; the SQLite
+    caches are shared (LLM judgments under the cache directory, and embeddings when
+    ``RERANKIT_EMBEDDING_CACHE`` names a file: a vector one worker computed is read by the
+    others); a worker that dies is replaced."""
     import contextlib
     import signal
     import threading
 
     from .._optional import require
+    from .connections import uvicorn_config
 
     uvicorn = require("uvicorn", "rerankit serve")
     settings = settings or ServerSettings()
     grace = settings.graceful_timeout if graceful_seconds is None else graceful_seconds
+    if workers > 1:
+        from .workers import serve_workers
+
+        serve_workers(settings, host=host, port=port, graceful_seconds=grace, workers=workers)
+        return
 
     app = create_app(settings)
 
@@ -54,8 +66,6 @@ def serve(
             finally:
                 for sig, handler in original.items():
                     signal.signal(sig, handler)
-
-    from .connections import uvicorn_config
 
     config = uvicorn_config(
         app, settings, host=host, port=port, log_level="info", timeout_graceful_shutdown=grace

@@ -22,6 +22,7 @@ import contextlib
 import hmac
 import json
 import logging
+import os
 import time
 from typing import Any
 
@@ -404,6 +405,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
                 "max_wait_ms": settings.batch_max_wait_ms,
             },
             "ready": service.readiness()[0] == 200,
+            "process": {"pid": os.getpid()},  # which worker answered (rerankit serve --workers)
         }
 
     @app.get(

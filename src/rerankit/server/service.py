@@ -10,7 +10,13 @@ import threading
 import time
 from typing import Any
 
-from ..errors import InputError, MissingDependencyError, ModelLoadError, ServiceError
+from ..errors import (
+    ConfigError,
+    InputError,
+    MissingDependencyError,
+    ModelLoadError,
+    ServiceError,
+)
 from ..scorers.embedding import ENCODE_HOOK
 from ..types import RerankResult, check_top_k
 from .batching import ABANDONED, MicroBatching
@@ -134,6 +140,22 @@ class Service:
         #: a request granted a slot with less time left than that is answered 503 at once
         self._per_document: dict[str, float] = {}
         self._service_time = 0.0  # seconds per request (a moving average), for shedding
+        self._build_all()
+
+    def _build_all(self) -> None:
+        """Build every declared pipeline now (models load later, at warm-up): a mistake in
+        a spec stops the service at start with a ConfigError naming the pipeline, stage and
+        key. A pipeline whose build fails otherwise (a missing package) is left to warm-up,
+        which marks it failed and says why."""
+        from ..api import load
+
+        for name, spec in self.settings.pipelines.items():
+            try:
+                self._pipelines[name] = load(spec)
+            except (ConfigError, ValueError, TypeError) as exc:
+                raise ConfigError(str(exc), where=f"pipeline {name!r}") from exc
+            except Exception as exc:  # built again (and reported) when it warms up
+                logger.debug("pipeline %r not built at start: %s", name, exc)
 
     def pipeline(self, name: str | None, *, warming: bool = False) -> Any:
         from ..api import load

@@ -1,7 +1,8 @@
 """Service settings: pipelines by name, keys, limits. Read from a TOML/YAML/JSON file::
 
 [server]
-api_keys = ["secret"]          # or RERANKIT_API_KEYS="k1,k2"; none: the service is open
+api_keys = ["secret"]          # plus those in $RERANKIT_API_KEYS="k1,k2"; none: open
+api_key_env = "RERANKIT_API_KEYS"  # the variable read for keys (another one must be set)
 default = "hybrid"
 max_documents = 1000           # per request
 max_document_chars = 20000     # longer documents are truncated (or rejected: truncate=false)
@@ -48,6 +49,26 @@ from typing import Any
 __all__ = ["ServerSettings"]
 
 DEFAULT_PIPELINES = ("bm25", "embedding", "hybrid")
+API_KEY_ENV = "RERANKIT_API_KEYS"
+#: scorer types that serve as a pipeline of their own, given a model (``--reranker``)
+MODEL_SCORERS = ("embedding", "cross_encoder", "causal_lm")
+
+
+def flag_pipeline(
+    reranker: str, model: str | None = None, backend: str | None = None, quantize: str | None = None
+) -> Any:
+    """The pipeline spec ``rerankit serve --reranker NAME --model M --backend B --quantize Q``
+    means: a registered reranker (``hybrid``: ``model`` is its embedding model) or one of the
+    model scorers (``embedding``, ``cross_encoder``, ``causal_lm``) with these options."""
+    options = {
+        key: value
+        for key, value in (("model", model), ("backend", backend), ("quantize", quantize))
+        if value
+    }
+    kind = reranker.replace("-", "_")
+    if kind in MODEL_SCORERS:
+        return {"scorer": {"type": kind, **options}}
+    return {"reranker": {"type": reranker, **options}} if options else reranker
 
 
 def on_backend(spec: Any, backend: str = "torch", quantize: str | None = None) -> Any:
@@ -94,6 +115,7 @@ class ServerSettings:
     pipelines: dict[str, Any] | None = None
     default: str = "hybrid"
     api_keys: list[str] = field(default_factory=list)
+    api_key_env: str = API_KEY_ENV
     max_documents: int = 1000
     max_document_chars: int = 20_000
     truncate: bool = True
@@ -130,8 +152,14 @@ class ServerSettings:
                 name: on_backend(spec, self.backend, self.quantize or None)
                 for name, spec in self.pipelines.items()
             }
-        env = os.environ.get("RERANKIT_API_KEYS", "")
-        self.api_keys = [*self.api_keys, *(k.strip() for k in env.split(",") if k.strip())]
+        env = os.environ.get(self.api_key_env, "")
+        from_env = [k.strip() for k in env.split(",") if k.strip()]
+        if self.api_key_env != API_KEY_ENV and not from_env:
+            raise ValueError(
+                f"api_key_env: ${self.api_key_env} is not set or holds no keys (the service "
+                "would be open); set it to one key or several, comma-separated"
+            )
+        self.api_keys = list(dict.fromkeys([*self.api_keys, *from_env]))
         if self.default not in self.pipelines:
             raise ValueError(
                 f"default pipeline {self.default!r} is not among {sorted(self.pipelines)}"
@@ -192,6 +220,15 @@ class ServerSettings:
         from ..config import read_spec
 
         return cls.from_mapping(read_spec(path))
+
+    def to_mapping(self) -> dict[str, Any]:
+        """These settings as the mapping :meth:`from_mapping` reads (for worker processes).
+        Keys read from the environment are left out: each process reads them itself."""
+        server = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "pipelines"}
+        env = os.environ.get(self.api_key_env, "")
+        from_env = {k.strip() for k in env.split(",")}
+        server["api_keys"] = [k for k in self.api_keys if k not in from_env]
+        return {"server": server, "pipelines": dict(self.pipelines or {})}
 
     def resolve(self, model: str | None) -> str | None:
         """The pipeline a request's ``model`` names: the default when none, through

@@ -1,0 +1,52 @@
+"""uvicorn's h11 protocol with a deadline for a request's headers (named by import string in
+the uvicorn config, so worker processes can load it): uvicorn itself waits for them forever,
+and a client that sends part of its headers and stops would hold its connection and file
+descriptor. The deadline is the config's ``rerankit_header_timeout`` (seconds)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["HeaderTimeoutProtocol"]
+
+DEFAULT_HEADER_TIMEOUT = 10.0
+
+
+class HeaderTimeoutProtocol(H11Protocol):
+    """Closes a connection whose request headers do not arrive in time."""
+
+    _header_timer: Any = None
+
+    def _arm(self) -> None:
+        self._disarm()
+        timeout = getattr(self.config, "rerankit_header_timeout", DEFAULT_HEADER_TIMEOUT)
+        self._header_timer = self.loop.call_later(timeout, self._headers_late)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if self.cycle is None and not self.transport.is_closing():
+            self.transport.close()  # no request started in time: nothing to answer
+
+    def connection_made(self, transport: Any) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm()
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        if self.cycle is not None:  # a request's headers arrived
+            self._disarm()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._arm()  # the next request on this connection gets the same time
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)

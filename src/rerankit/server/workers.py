@@ -1,0 +1,78 @@
+"""``rerankit serve --workers N``: N uvicorn worker processes on one socket.
+
+Each worker builds the service from the settings the parent hands over in an environment
+variable, so every worker serves the same pipelines; uvicorn's supervisor replaces a worker
+that dies. The embedding cache on disk (SQLite, WAL mode) is shared between them.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import threading
+from typing import Any
+
+from .settings import ServerSettings
+
+__all__ = ["app_from_environment", "serve_workers"]
+
+logger = logging.getLogger(__name__)
+
+#: where the parent leaves the settings (as JSON) for its workers
+SETTINGS_ENV = "RERANKIT_SERVE_SETTINGS"
+
+
+def app_from_environment() -> Any:
+    """The service app for one worker (uvicorn calls this factory in each process)."""
+    from .app import create_app
+
+    settings = ServerSettings.from_mapping(json.loads(os.environ[SETTINGS_ENV]))
+    app = create_app(settings)
+    _stop_gracefully_on_signal(app.state.service)
+    return app
+
+
+def _stop_gracefully_on_signal(service: Any) -> None:
+    """Chain ``service.begin_shutdown`` before uvicorn's own handler of SIGINT/SIGTERM
+    (installed by the time uvicorn loads the app), so queued requests get 503 and /ready
+    says stopping in a worker too."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(sig)
+
+        def handler(signum: int, frame: Any, previous: Any = previous) -> None:
+            service.begin_shutdown()
+            if callable(previous):
+                previous(signum, frame)
+
+        signal.signal(sig, handler)
+
+
+def serve_workers(
+    settings: ServerSettings, *, host: str, port: int, graceful_seconds: float, workers: int
+) -> None:
+    """Serve ``settings`` from ``workers`` processes until SIGINT or SIGTERM."""
+    from uvicorn.supervisors import Multiprocess
+
+    from .connections import uvicorn_config
+
+    os.environ[SETTINGS_ENV] = json.dumps(settings.to_mapping())
+    config = uvicorn_config(
+        "rerankit.server.workers:app_from_environment",
+        settings,
+        factory=True,
+        workers=workers,
+        host=host,
+        port=port,
+        log_level="info",
+        timeout_graceful_shutdown=graceful_seconds,
+    )
+    logger.info("rerankit service: %d worker processes on %s:%d", workers, host, port)
+    sock = config.bind_socket()
+    try:
+        Multiprocess(config, sockets=[sock]).run()
+    finally:
+        sock.close()

