@@ -333,8 +333,18 @@ class OnnxModel:
         self._tokenizer = tokenizers.Tokenizer.from_file(str(self.path / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=self.max_seq_length)
+        self._spans = tokenizers.Tokenizer.from_file(str(self.path / "tokenizer.json"))
+        self._spans.no_padding()  # whole texts, for token_spans
+        self._spans.no_truncation()
         self.inputs = list(self.manifest["inputs"])
         self.tokenizer = None  # no Hugging Face tokenizer here: see count_tokens
+
+    def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+        """Each text's tokens (no special tokens, no length cap) as character offsets."""
+        return [
+            [tuple(o) for o in e.offsets]
+            for e in self._spans.encode_batch(list(texts), add_special_tokens=False)
+        ]
 
     def count_tokens(self, texts: Sequence[str]) -> int:
         """Tokens each text takes (capped at the maximum length), summed."""

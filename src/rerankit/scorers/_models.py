@@ -279,6 +279,38 @@ class LocalModelScorer:
         """The loaded model (loads it on first access)."""
         return self._model.get()
 
+    def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]] | None:
+        """Each text's tokens as the model reads them (no special tokens, no length cap),
+        as ``(start, end)`` character offsets; None when the model's tokenizer does not
+        report offsets (loads the model)."""
+        model = self.model
+        texts = valid_unicode(list(texts), {}, [])
+        if hasattr(model, "token_spans"):  # the ONNX backend
+            return model.token_spans(texts)
+        tokenizer = getattr(model, "tokenizer", None)
+        if tokenizer is None or not getattr(tokenizer, "is_fast", False):
+            return None
+        with self.using_model():  # the tokenizer is shared with scoring
+            out = tokenizer(
+                texts,
+                add_special_tokens=False,
+                return_offsets_mapping=True,
+                truncation=False,
+                verbose=False,
+            )["offset_mapping"]
+        return [[(int(a), int(b)) for a, b in spans] for spans in out]
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The most tokens the model reads in one input (None when it does not say)."""
+        model = self.model
+        for attribute in ("max_seq_length", "max_length"):
+            value = getattr(model, attribute, None)
+            if isinstance(value, int) and value > 0:
+                return value
+        value = getattr(getattr(model, "tokenizer", None), "model_max_length", None)
+        return value if isinstance(value, int) and 0 < value < 1_000_000 else None
+
     def using_model(self) -> threading.RLock:
         """The loaded model's lock (see :func:`model_lock`): hold it while using the model."""
         return model_lock(self.model)

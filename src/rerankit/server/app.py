@@ -235,6 +235,9 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             headers["x-rerankit-scores"] = result.score_scale
             if result.degraded:  # SDK users rarely read meta: the header says it too
                 headers["x-rerankit-degraded"] = "true"
+            for header, which in (("truncated", call.cuts), ("chunked", call.splits)):
+                if which:  # said in meta too, where the format has one (TEI has not)
+                    headers[f"x-rerankit-{header}"] = ",".join(map(str, sorted(which)))
             return SafeJSONResponse(fmt.respond(body, call, result), headers=headers)
 
         schema = fmt.Request.model_json_schema()

@@ -10,6 +10,7 @@ import threading
 import time
 from typing import Any
 
+from .._threads import in_thread
 from ..errors import (
     ConfigError,
     InputError,
@@ -24,6 +25,7 @@ from .formats.base import Call
 from .metrics import Metrics
 from .settings import ServerSettings
 from .state import PipelineState
+from .tokens import chunk, fit, gather, tokens_of
 
 __all__ = ["Admission", "PipelineState", "Service"]
 
@@ -179,6 +181,31 @@ class Service:
             except (ValueError, TypeError) as exc:
                 raise ServiceError(500, f"pipeline {name!r} is misconfigured: {exc}") from exc
         return self._pipelines[name]
+
+    @staticmethod
+    def _by_tokens(call: Call, reranker: Any) -> tuple[list[Any], list[int] | None]:
+        """``call``'s documents cut to its token cap and (``max_chunks``) split into chunks,
+        counted with the pipeline's tokenizer; the cuts, splits and billed units are
+        recorded on ``call``. Returns the documents to score and, for chunks, the input
+        index of each."""
+        tokens = tokens_of(reranker)
+        limit = tokens.max_tokens if call.max_tokens == "model" else call.max_tokens
+        assert limit is None or isinstance(limit, int)
+        docs, usage = fit(
+            call.query,
+            call.documents,
+            tokens,
+            max_tokens=limit,
+            left=call.left,
+            reason=call.cut_by,
+            cuts=call.cuts,
+        )
+        if call.bill:
+            call.usage.update(usage)
+        if call.max_chunks is None:
+            return docs, None
+        chunks, owners = chunk(call.query, docs, tokens, call.max_chunks, call.splits)
+        return (chunks, owners) if call.splits else (docs, None)
 
     def loaded(self, name: str) -> bool:
         """Whether pipeline ``name`` has warmed up (or served a request) and not failed."""
@@ -377,6 +404,15 @@ class Service:
         self.metrics.requests.labels(endpoint, name).inc()
         self.metrics.batch_documents.observe(len(call.documents))
         self._shed(name, len(call.documents), deadline)
+        docs, owners = call.documents, None
+        if call.bill or call.max_tokens is not None or call.max_chunks is not None:
+            try:
+                docs, owners = await in_thread(self._by_tokens, call, reranker)
+            except (MissingDependencyError, ModelLoadError) as exc:
+                self.mark_failed(name, str(exc))
+                raise ServiceError(
+                    503, f"pipeline {name!r} is unavailable: {exc}", {"Retry-After": "5"}
+                ) from exc
         queued = time.monotonic()
         try:
             await asyncio.wait_for(self.admission.acquire(), max(deadline - time.monotonic(), 0))
@@ -404,7 +440,7 @@ class Service:
         tokens = (ENCODE_HOOK.set(self.batching), ABANDONED.set(abandoned))
         try:
             task = asyncio.ensure_future(
-                reranker.arerank(call.query, call.documents, top_k=call.top_n)
+                reranker.arerank(call.query, docs, top_k=call.top_n if owners is None else None)
             )
         finally:
             ENCODE_HOOK.reset(tokens[0])
@@ -437,6 +473,8 @@ class Service:
         except Exception as exc:
             logger.exception("rerank failed")
             raise ServiceError(500, f"internal error: {type(exc).__name__}") from exc
+        if owners is not None:  # chunks scored: each document by its best
+            result = gather(result, owners, call.documents, call.top_n)
         what = result.unusable
         if what is not None:
             status = 500 if result.failed else 502  # else every LLM judgment failed: provider

@@ -64,6 +64,20 @@ class Call:
     timings: dict[str, float] = field(default_factory=dict, compare=False)
     #: what was cut from a document before scoring, by input index (reported in ``meta``)
     cuts: dict[int, str] = field(default_factory=dict, compare=False)
+    #: documents split into chunks, by input index (reported in ``meta``)
+    splits: dict[int, str] = field(default_factory=dict, compare=False)
+    #: each document cut to this many of the pipeline's tokens (``"model"``: its input limit)
+    max_tokens: int | str | None = None
+    #: which end a cut keeps: the start, or the end (``left``)
+    left: bool = False
+    #: the option that asked for the cut, named in the report
+    cut_by: str = "max_tokens_per_doc"
+    #: score each document by the best of its first N chunks (Cohere v1)
+    max_chunks: int | None = None
+    #: count tokens and search units for Cohere's ``billed_units``
+    bill: bool = False
+    #: filled in by the service: ``search_units`` and ``input_tokens`` when billed
+    usage: dict[str, int] = field(default_factory=dict, compare=False)
 
 
 class WireFormat(Protocol):
@@ -128,15 +142,25 @@ def meta(result: RerankResult, version: str, call: Call | None = None) -> dict[s
     another pair-wise scale, or ``relative`` when they are comparable only within this
     answer) and, when anything went wrong, ``degraded`` and the per-document ``flags`` by
     input index."""
-    out: dict[str, Any] = {"api_version": {"version": version}, "billed_units": {"search_units": 1}}
+    billed = {"search_units": 1, **(call.usage if call is not None else {})}
+    out: dict[str, Any] = {"api_version": {"version": version}, "billed_units": billed}
     cuts = call.cuts if call is not None else {}
-    warnings = [*result.warnings, *(f"document {i}: {why}" for i, why in sorted(cuts.items()))]
+    splits = call.splits if call is not None else {}
+    notes = {**{i: [why] for i, why in cuts.items()}}
+    for i, why in splits.items():
+        notes.setdefault(i, []).append(why)
+    warnings = [
+        *result.warnings,
+        *(f"document {i}: {'; '.join(why)}" for i, why in sorted(notes.items())),
+    ]
     if warnings:
         out["warnings"] = warnings
     own: dict[str, Any] = {"scores": result.score_scale}
     flags = {str(r.index): list(r.flags) for r in result if r.flags}
-    for i in sorted(cuts):  # every cut is said on its document too
+    for i in sorted(cuts):  # every cut and split is said on its document too
         flags.setdefault(str(i), []).append("truncated")
+    for i in sorted(splits):
+        flags.setdefault(str(i), []).append("chunked")
     if result.degraded or flags:
         own.update(degraded=result.degraded, flags=flags)
     out["rerankit"] = own

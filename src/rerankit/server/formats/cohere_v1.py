@@ -16,7 +16,6 @@ from .base import (
     NOT_BLANK,
     Call,
     PositiveWholeNumber,
-    WholeNumber,
     check_query,
     clip,
     meta,
@@ -39,8 +38,9 @@ class Request(BaseModel):
     top_n: PositiveWholeNumber | None = None
     rank_fields: list[str] | None = Field(default=None, min_length=1)
     return_documents: bool = True
-    #: accepted; documents are not chunked (said in meta)
-    max_chunks_per_doc: WholeNumber | None = None
+    #: a long document is split into chunks that fit the model with the query, and scored
+    #: by the best of its first N (as Cohere does; its default is 10)
+    max_chunks_per_doc: PositiveWholeNumber | None = None
     #: rerankit's extension: the object field holding the first-stage (retriever) score
     first_stage_field: str | None = Field(default=None, min_length=1)
 
@@ -82,20 +82,18 @@ def call(body: Request, settings: ServerSettings) -> Call:
         raise ServiceError(400, f"{exc}{hint if body.rank_fields is None else ''}") from exc
     cuts: dict[int, str] = {}
     docs = clip(docs, settings, cuts=cuts)
-    return Call(check_query(body.query, settings), docs, body.model, body.top_n, cuts=cuts)
+    return Call(
+        check_query(body.query, settings),
+        docs,
+        body.model,
+        body.top_n,
+        cuts=cuts,
+        max_chunks=body.max_chunks_per_doc,
+        bill=True,
+    )
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
-    out = _respond(body, call, result)
-    if body.max_chunks_per_doc is not None:
-        out["meta"].setdefault("warnings", []).append(
-            "max_chunks_per_doc is accepted but ignored: the pipeline's own settings say "
-            "whether and how it splits documents into passages"
-        )
-    return out
-
-
-def _respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
     scores = relevance_scores(result)
     results = []
     for r, s in zip(result, scores, strict=True):

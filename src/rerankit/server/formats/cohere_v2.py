@@ -1,5 +1,5 @@
 """Cohere's ``POST /v2/rerank``: string documents, ``top_n``, ``max_tokens_per_doc``
-(counted as words)."""
+(counted with the pipeline model's tokenizer), ``return_documents``."""
 
 from __future__ import annotations
 
@@ -43,16 +43,17 @@ class Response(BaseModel):
 
 
 def call(body: Request, settings: ServerSettings) -> Call:
-    items, cuts = list(body.documents), {}
-    limit = body.max_tokens_per_doc
-    if limit:  # tokens approximated by words (the pipelines' tokenizers differ)
-        for i, text in enumerate(items):
-            words = text.split()
-            if len(words) > limit:
-                items[i] = " ".join(words[:limit])
-                cuts[i] = f"scored on its first {limit} of {len(words)} words (max_tokens_per_doc)"
-    docs = clip(to_documents(items), settings, cuts=cuts)
-    return Call(check_query(body.query, settings), docs, body.model, body.top_n, cuts=cuts)
+    cuts: dict[int, str] = {}
+    docs = clip(to_documents(body.documents), settings, cuts=cuts)
+    return Call(
+        check_query(body.query, settings),
+        docs,
+        body.model,
+        body.top_n,
+        cuts=cuts,
+        max_tokens=body.max_tokens_per_doc,  # cut by the service, with the model's tokenizer
+        bill=True,
+    )
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:

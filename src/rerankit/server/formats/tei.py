@@ -41,10 +41,19 @@ def call(body: Request, settings: ServerSettings) -> Call:
     cap = settings.max_document_chars
     if not body.truncate and any(len(t) > cap for t in body.texts):
         raise ServiceError(413, f"a text is over {cap} characters; send truncate=true")
-    # the caller's truncate decides here, whatever the server's own setting
+    # the caller's truncate decides here, whatever the server's own setting: each text is
+    # cut to the model's input limit in tokens, from the direction asked (as TEI does)
     left = body.truncation_direction.lower() == "left"
-    docs = clip(to_documents(body.texts), settings, truncate=True, left=left)
-    return Call(check_query(body.query, settings), docs)
+    cuts: dict[int, str] = {}
+    docs = clip(to_documents(body.texts), settings, truncate=True, left=left, cuts=cuts)
+    return Call(
+        check_query(body.query, settings),
+        docs,
+        cuts=cuts,
+        max_tokens="model" if body.truncate else None,
+        left=left,
+        cut_by="truncate",
+    )
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> list[dict[str, Any]]:

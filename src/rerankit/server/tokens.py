@@ -1,0 +1,152 @@
+"""Token caps, chunks and billing of a request, counted with the pipeline's own tokenizer.
+
+Cohere's ``max_tokens_per_doc`` (v2) and TEI's ``truncate`` cut each document to a number of
+tokens; Cohere's ``max_chunks_per_doc`` (v1) splits a long document into chunks that each
+fit the model with the query, scores the first N and keeps a document's best; its
+``billed_units.search_units`` count a query with up to 100 documents as one unit, a
+document longer than 500 tokens with the query counting once per such chunk. Tokens are the
+tokenizer's of the first local model in the pipeline (the hybrid's embedding model, a
+cross-encoder, ...); a pipeline without one (``bm25``) counts words, and says so.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..types import Document, RankedDocument, RerankResult
+
+__all__ = ["Tokens", "chunk", "fit", "gather", "tokens_of"]
+
+#: tokens of a document with the query that Cohere bills as one document
+BILLED_CHUNK_TOKENS = 500
+#: documents per search unit
+BILLED_DOCUMENTS = 100
+#: the fewest document tokens a chunk holds, whatever the query's length
+MIN_CHUNK_TOKENS = 32
+_WORD = re.compile(r"\S+")
+
+
+@dataclass(frozen=True)
+class Tokens:
+    """How a pipeline counts tokens: ``spans(texts)`` gives each text's tokens as character
+    offsets; ``unit`` names them in messages (``tokens``, or ``words`` for a pipeline
+    without a model tokenizer); ``max_tokens`` is the model's input limit."""
+
+    spans: Callable[[Sequence[str]], list[list[tuple[int, int]]]]
+    unit: str
+    max_tokens: int | None
+
+
+def _word_spans(texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+    return [[m.span() for m in _WORD.finditer(t)] for t in texts]
+
+
+def tokens_of(reranker: Any) -> Tokens:
+    """The tokens of ``reranker``'s first local model that reports offsets, else words."""
+    from ..scorers._models import LocalModelScorer
+
+    for scorer in reranker.scorers() if hasattr(reranker, "scorers") else ():
+        if isinstance(scorer, LocalModelScorer) and scorer.token_spans(["probe"]) is not None:
+            return Tokens(scorer.token_spans, "tokens", scorer.max_tokens)
+    return Tokens(_word_spans, "words", None)
+
+
+def _cut(text: str, spans: list[tuple[int, int]], keep: int, left: bool) -> str:
+    if left:
+        return text[spans[-keep][0] :]
+    return text[: spans[keep - 1][1]]
+
+
+def fit(
+    query: str,
+    docs: Sequence[Document],
+    tokens: Tokens,
+    *,
+    max_tokens: int | None,
+    left: bool = False,
+    reason: str = "max_tokens_per_doc",
+    cuts: dict[int, str],
+) -> tuple[list[Document], dict[str, int]]:
+    """``docs`` cut to ``max_tokens`` tokens each (from the end with ``left``), every cut
+    said in ``cuts`` by input index; and what the request bills: ``search_units``, and
+    ``input_tokens`` (the query's and the documents' tokens as scored)."""
+    texts = [d.text for d in docs]
+    spans = tokens.spans([query, *texts])
+    query_tokens, doc_spans = len(spans[0]), spans[1:]
+    out, counts = [], []
+    for i, (doc, found) in enumerate(zip(docs, doc_spans, strict=True)):
+        if max_tokens is not None and len(found) > max_tokens:
+            part = "last" if left else "first"
+            why = reason if tokens.unit == "tokens" else f"{reason}; no model tokenizer here"
+            note = f"scored on its {part} {max_tokens} of {len(found)} {tokens.unit} ({why})"
+            cuts[i] = f"{cuts[i]}; {note}" if i in cuts else note
+            doc = replace(doc, text=_cut(doc.text, found, max_tokens, left))
+            found = found[-max_tokens:] if left else found[:max_tokens]
+        out.append(doc)
+        counts.append(len(found))
+    room = max(BILLED_CHUNK_TOKENS - query_tokens, 1)
+    billed = sum(max(1, math.ceil(n / room)) for n in counts)
+    usage = {
+        "search_units": max(1, math.ceil(billed / BILLED_DOCUMENTS)),
+        "input_tokens": query_tokens * len(docs) + sum(counts),
+    }
+    return out, usage
+
+
+def chunk(
+    query: str, docs: Sequence[Document], tokens: Tokens, max_chunks: int, notes: dict[int, str]
+) -> tuple[list[Document], list[int]]:
+    """Each document split into chunks that fit the model's input with the query (by
+    tokens, at most ``max_chunks`` of them, from the start); the chunks, and the input
+    index each came from. A document split is said in ``notes``."""
+    limit = tokens.max_tokens or BILLED_CHUNK_TOKENS
+    spans = tokens.spans([query, *(d.text for d in docs)])
+    size = max(limit - len(spans[0]) - 3, MIN_CHUNK_TOKENS)  # 3: the model's special tokens
+    out: list[Document] = []
+    owners: list[int] = []
+    for i, (doc, found) in enumerate(zip(docs, spans[1:], strict=True)):
+        n = max(1, math.ceil(len(found) / size))
+        if n == 1:
+            out.append(doc)
+            owners.append(i)
+            continue
+        kept = min(n, max_chunks)
+        for c in range(kept):
+            piece = found[c * size : (c + 1) * size]
+            out.append(replace(doc, text=doc.text[piece[0][0] : piece[-1][1]]))
+            owners.append(i)
+        notes[i] = (
+            f"split into {n} chunks of up to {size} {tokens.unit}; scored by the best of "
+            f"the first {kept} (max_chunks_per_doc)"
+        )
+    return out, owners
+
+
+def gather(
+    result: RerankResult, owners: Sequence[int], docs: Sequence[Document], top_n: int | None
+) -> RerankResult:
+    """A rerank of chunks (``owners[i]``: the input index of chunk ``i``) as a rerank of
+    the documents: each scored by its best chunk, best first, ``top_n`` of them."""
+    best: dict[int, RankedDocument] = {}
+    for r in result:  # best first: the first chunk seen of a document is its best
+        best.setdefault(owners[r.index], r)
+    ranked = sorted(best.items(), key=lambda item: item[1].rank)
+    results = tuple(
+        replace(
+            r,
+            document=docs[i].source if docs[i].source is not None else docs[i].text,
+            index=i,
+            rank=rank,
+            text=docs[i].text,
+            id=docs[i].id,
+        )
+        for rank, (i, r) in enumerate(ranked, start=1)
+    )
+    dropped = tuple(sorted({owners[i] for i in result.dropped} - set(best)))
+    if top_n is not None:
+        results = results[:top_n]
+    return replace(result, results=results, dropped=dropped)

@@ -1,0 +1,174 @@
+"""Cohere's and TEI's token options, honoured with the pipeline model's own tokenizer:
+v2 ``max_tokens_per_doc``, TEI ``truncate``/``truncation_direction``, v1
+``max_chunks_per_doc`` (a document scored by its best chunk) and ``billed_units``."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+pytest.importorskip("fastapi", reason="needs the 'server' extra")
+pytest.importorskip("sentence_transformers", reason="needs the 'torch' extra")
+
+from fastapi.testclient import TestClient
+
+import rerankit
+from rerankit.scorers.embedding import bundled_model_path
+from rerankit.server import ServerSettings, create_app
+
+if bundled_model_path() is None:
+    pytest.skip("needs the bundled all-MiniLM-L6-v2", allow_module_level=True)
+
+QUERY = "how do vaccines train the immune system"
+RELEVANT = (
+    "Vaccines expose the immune system to a harmless piece of a pathogen, so that B cells "
+    "learn to make antibodies and memory cells recognise it later."
+)
+FILLER = " ".join(
+    f"The harbour committee met on day {i} to discuss the price of fishing nets and ropes."
+    for i in range(60)
+)
+
+
+@pytest.fixture(scope="module")
+def client():
+    settings = ServerSettings(pipelines={"hybrid": "hybrid", "bm25": "bm25"}, aliases={})
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(str(bundled_model_path()))
+
+
+def _tokens(tokenizer, text: str) -> list[tuple[int, int]]:
+    out = tokenizer(text, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
+    return out["offset_mapping"]
+
+
+def _library_score(text: str) -> float:
+    """The hybrid's score of ``text`` (a probability: the same in any request)."""
+    return rerankit.rerank(QUERY, [text], reranker="hybrid")[0].score
+
+
+def test_max_tokens_per_doc_cuts_by_the_models_tokens_and_says_so(client, tokenizer):
+    long = f"{RELEVANT} {FILLER}"
+    docs = ["a short note on ropes", long]
+    r = client.post(
+        "/v2/rerank", json={"query": QUERY, "documents": docs, "max_tokens_per_doc": 20}
+    )
+    assert r.status_code == 200, r.text
+    spans = _tokens(tokenizer, long)
+    meta = r.json()["meta"]
+    assert meta["warnings"] == [
+        f"document 1: scored on its first 20 of {len(spans)} tokens (max_tokens_per_doc)"
+    ]
+    assert meta["rerankit"]["flags"] == {"1": ["truncated"]}
+    assert r.headers["x-rerankit-truncated"] == "1"
+    got = {x["index"]: x["relevance_score"] for x in r.json()["results"]}
+    # scored on exactly the first 20 of the tokenizer's tokens
+    assert got[1] == pytest.approx(_library_score(long[: spans[19][1]]), abs=1e-6)
+    assert got[1] != pytest.approx(_library_score(long), abs=1e-4)
+    plain = client.post("/v2/rerank", json={"query": QUERY, "documents": docs}).json()["meta"]
+    assert "warnings" not in plain and "flags" not in plain["rerankit"]
+
+
+def test_a_pipeline_without_a_model_counts_words_and_says_so(client):
+    r = client.post(
+        "/v2/rerank",
+        json={
+            "model": "bm25",
+            "query": QUERY,
+            "documents": ["vaccines immune system train well", "x"],
+            "max_tokens_per_doc": 2,
+        },
+    )
+    assert r.json()["meta"]["warnings"] == [
+        "document 0: scored on its first 2 of 5 words (max_tokens_per_doc; no model tokenizer here)"
+    ]
+
+
+def test_tei_truncate_cuts_to_the_models_input_limit_from_the_side_asked(client, tokenizer):
+    long = f"{FILLER} {RELEVANT}"  # the relevant sentence is at the end
+    spans = _tokens(tokenizer, long)
+    limit = 256  # all-MiniLM-L6-v2's max_seq_length
+    assert len(spans) > limit
+    texts = ["a short note on ropes", long]
+    right = client.post("/rerank", json={"query": QUERY, "texts": texts, "truncate": True})
+    left = client.post(
+        "/rerank",
+        json={"query": QUERY, "texts": texts, "truncate": True, "truncation_direction": "Left"},
+    )
+    off = client.post("/rerank", json={"query": QUERY, "texts": texts, "raw_scores": True})
+    for r in (right, left):
+        assert r.status_code == 200 and r.headers["x-rerankit-truncated"] == "1"
+    assert "x-rerankit-truncated" not in off.headers
+    raw = {
+        side: {
+            x["index"]: x["score"]
+            for x in client.post(
+                "/rerank",
+                json={
+                    "query": QUERY,
+                    "texts": texts,
+                    "truncate": True,
+                    "truncation_direction": side,
+                    "raw_scores": True,
+                },
+            ).json()
+        }
+        for side in ("Right", "Left")
+    }
+    assert raw["Right"][1] == pytest.approx(_library_score(long[: spans[limit - 1][1]]), abs=1e-6)
+    assert raw["Left"][1] == pytest.approx(_library_score(long[spans[-limit][0] :]), abs=1e-6)
+    assert raw["Left"][1] > raw["Right"][1]  # the end holds the relevant sentence
+
+
+def test_max_chunks_per_doc_scores_a_document_by_its_best_chunk(client, tokenizer):
+    long = f"{FILLER} {RELEVANT}"  # the relevant sentence lies in a late chunk
+    docs = ["a short note on ropes", long, "Antibodies are made by B cells."]
+    n_chunks = None
+    answers = {}
+    for n in (1, 20):
+        r = client.post(
+            "/v1/rerank", json={"query": QUERY, "documents": docs, "max_chunks_per_doc": n}
+        )
+        assert r.status_code == 200, r.text
+        body = r.json()
+        answers[n] = {x["index"]: x["relevance_score"] for x in body["results"]}
+        assert sorted(answers[n]) == [0, 1, 2]  # documents, not chunks
+        assert body["results"][0]["document"]["text"] in docs
+        (warning,) = [w for w in body["meta"]["warnings"] if w.startswith("document 1:")]
+        n_chunks = int(warning.split("split into ")[1].split()[0])
+        assert f"best of the first {min(n, n_chunks)}" in warning
+        assert body["meta"]["rerankit"]["flags"] == {"1": ["chunked"]}
+    assert n_chunks > 1
+    assert answers[20][1] > answers[1][1]  # the chunk holding the answer is read
+    # documents that fit in one chunk score as without chunking
+    plain = client.post("/v1/rerank", json={"query": QUERY, "documents": docs}).json()
+    assert {x["index"]: x["relevance_score"] for x in plain["results"]}[2] == pytest.approx(
+        answers[20][2], abs=1e-9
+    )
+    # the long document's score is its best chunk's, as the library scores that chunk
+    size = 256 - len(_tokens(tokenizer, QUERY)) - 3
+    spans = _tokens(tokenizer, long)
+    chunks = [spans[i : i + size] for i in range(0, len(spans), size)]
+    best = max(_library_score(long[c[0][0] : c[-1][1]]) for c in chunks)
+    assert answers[20][1] == pytest.approx(best, abs=1e-6)
+
+
+def test_billed_units_count_search_units_and_tokens_as_cohere_does(client, tokenizer):
+    docs = [f"document number {i} about vaccines" for i in range(150)]
+    r = client.post("/v2/rerank", json={"query": QUERY, "documents": docs, "top_n": 3})
+    billed = r.json()["meta"]["billed_units"]
+    q = len(_tokens(tokenizer, QUERY))
+    assert billed["input_tokens"] == q * len(docs) + sum(len(_tokens(tokenizer, d)) for d in docs)
+    assert billed["search_units"] == 2  # 150 documents: two units of up to 100
+    long = f"{RELEVANT} {FILLER}"
+    r = client.post("/v1/rerank", json={"query": QUERY, "documents": [long] * 60})
+    per_doc = math.ceil(len(_tokens(tokenizer, long)) / (500 - q))  # 500-token chunks
+    assert r.json()["meta"]["billed_units"]["search_units"] == math.ceil(60 * per_doc / 100)
