@@ -7,6 +7,7 @@ PIP    := $(PY) -m pip --disable-pip-version-check
 QUERY  ?= how do vaccines train the immune system
 
 SERVE_VENV ?= .venv-serve
+CLIENTS_VENV ?= .venv-clients
 .PHONY: demo test test-core lint format bench quality clean install install-dev browser
 
 $(VENV)/bin/python:
@@ -44,8 +45,9 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/rerankit rank --query "$(QUERY)" --input examples/sample.jsonl --format table \
 		--first-stage-field retriever_score
 
-test: $(VENV)/.installed-dev browser $(SERVE_VENV)/.installed
-	RERANKIT_TORCH_FREE_PYTHON=$(abspath $(SERVE_VENV))/bin/python $(PY) -m pytest -q
+test: $(VENV)/.installed-dev browser $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
+	RERANKIT_TORCH_FREE_PYTHON=$(abspath $(SERVE_VENV))/bin/python \
+	RERANKIT_CLIENTS_PYTHON=$(abspath $(CLIENTS_VENV))/bin/python $(PY) -m pytest -q
 
 # A clean install of the torch-free service (rerankit[onnx,server] built as a wheel, no
 # torch), for tests/server/test_serve_cli.py: it serves a model exported in the main venv
@@ -54,6 +56,15 @@ $(SERVE_VENV)/.installed: pyproject.toml $(shell find src -type f -not -path '*/
 	rm -rf $(SERVE_VENV)
 	$(PYTHON) -m venv $(SERVE_VENV)
 	$(SERVE_VENV)/bin/python -m pip --disable-pip-version-check install -q ".[onnx,server]"
+	touch $@
+
+# Third-party rerank clients in a venv of their own (langchain-cohere and LlamaIndex pin
+# cohere below 6; the dev venv has the newest), for tests/server/test_clients.py.
+CLIENT_PACKAGES := "cohere>=5.15" langchain-cohere litellm llama-index-postprocessor-cohere-rerank
+$(CLIENTS_VENV)/.installed: Makefile
+	rm -rf $(CLIENTS_VENV)
+	$(PYTHON) -m venv $(CLIENTS_VENV)
+	$(CLIENTS_VENV)/bin/python -m pip --disable-pip-version-check install -q $(CLIENT_PACKAGES)
 	touch $@
 
 # The playground's browser tests drive Debian's chromium through chromedriver (Playwright's
