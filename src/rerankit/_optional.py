@@ -35,6 +35,7 @@ EXTRAS = {
     "llama_index": "llamaindex",
     "ray": "ray",
     "pyarrow": "parquet",
+    "opentelemetry": "otel",
 }
 
 

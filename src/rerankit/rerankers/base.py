@@ -15,6 +15,7 @@ import numpy as np
 
 from ..documents import output_for, to_documents
 from ..scorers.base import ScoreBatch, Scorer, as_score_batch
+from ..tracing import TRACER, span
 from ..types import Document, RankedDocument, RerankResult, check_top_k
 
 __all__ = ["Reranker", "Scored", "ScoringReranker", "assemble", "check_keywords", "run_sync"]
@@ -125,7 +126,10 @@ async def run_scorer(
     that declare ``uses_top_k = True`` (the listwise judge, whose windows must carry it)."""
     if "top_k" in context and not getattr(scorer, "uses_top_k", False):
         context = {k: v for k, v in context.items() if k != "top_k"}
-    return as_score_batch(scorer.name, await scorer.score(query, docs, **context), len(docs))
+    if TRACER.get() is None:
+        return as_score_batch(scorer.name, await scorer.score(query, docs, **context), len(docs))
+    with span(f"scorer {scorer.name}", scorer=scorer.name, documents=len(docs)):
+        return as_score_batch(scorer.name, await scorer.score(query, docs, **context), len(docs))
 
 
 class Reranker(ABC):

@@ -13,6 +13,7 @@ import numpy as np
 from ..errors import CALLER_ERRORS, ConfigError
 from ..ordering import Rule
 from ..scorers.base import Scorer
+from ..tracing import span
 from ..types import Document, RankedDocument, RerankResult
 from .base import Reranker, Scored, assemble
 
@@ -98,9 +99,10 @@ class Pipeline(Reranker):
         for stage in self.stages:
             head, tail = order[:limit], order[limit:]
             start = time.perf_counter()
-            new_head, failed = await self._run_stage(
-                stage, query, docs, head, scored, dropped, context
-            )
+            with span(f"stage {stage.name}", stage=stage.name, documents=len(head)):
+                new_head, failed = await self._run_stage(
+                    stage, query, docs, head, scored, dropped, context
+                )
             scored.timings[stage.name] = time.perf_counter() - start
             if not isinstance(stage.step, Rule):
                 scoring += 1

@@ -7,10 +7,13 @@ from .settings import ServerSettings
 __all__ = ["ServerSettings", "create_app", "serve"]
 
 
-def create_app(settings: ServerSettings | None = None):
+def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any = None):
+    """The service's FastAPI app. ``tracer_provider``: an OpenTelemetry ``TracerProvider``
+    to trace to (default: the process's own, when one is set up; see
+    :mod:`rerankit.server.tracing`)."""
     from .app import create_app as make
 
-    return make(settings)
+    return make(settings, tracer_provider=tracer_provider)
 
 
 def serve(

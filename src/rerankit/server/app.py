@@ -31,6 +31,7 @@ from ..errors import InputError, ServiceError
 from .formats import FORMATS
 from .service import Service
 from .settings import ServerSettings
+from .tracing import setup_tracer, traced
 
 __all__ = ["create_app"]
 
@@ -45,8 +46,9 @@ _PLAIN_MESSAGES = {
 }
 
 
-def create_app(settings: ServerSettings | None = None) -> Any:
-    """The FastAPI application (extra ``server``)."""
+def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any = None) -> Any:
+    """The FastAPI application (extra ``server``); traced to ``tracer_provider`` when given
+    (see :mod:`rerankit.server.tracing`)."""
     fastapi = require("fastapi", "rerankit serve")
     from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, Response
@@ -68,6 +70,7 @@ def create_app(settings: ServerSettings | None = None) -> Any:
 
     settings = settings or ServerSettings()
     service = Service(settings)
+    tracer = setup_tracer(tracer_provider)  # None unless OpenTelemetry is set up
     metrics = service.metrics
 
     @contextlib.asynccontextmanager
@@ -226,7 +229,13 @@ def create_app(settings: ServerSettings | None = None) -> Any:
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
             request.state.model = settings.resolve(call.model)  # errors are counted by it
-            result = await until_disconnect(request, service.run(fmt.path, call, arrival))
+            work = lambda: until_disconnect(request, service.run(fmt.path, call, arrival))  # noqa: E731
+            if tracer is None:
+                result = await work()
+            else:
+                result = await traced(
+                    tracer, request.headers, fmt.path, call, request.state.model, work
+                )
             headers = {  # as Text Embeddings Inference sends them, in milliseconds
                 "x-total-time": f"{1000 * (time.monotonic() - arrival):.1f}",
                 "x-queue-time": f"{1000 * call.timings.get('queue', 0.0):.1f}",
@@ -433,4 +442,5 @@ def create_app(settings: ServerSettings | None = None) -> Any:
     app.state.settings = settings
     app.state.admission = service.admission
     app.state.service = service
+    app.state.tracer = tracer
     return app

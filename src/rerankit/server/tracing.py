@@ -1,0 +1,159 @@
+"""OpenTelemetry tracing of the service (extra ``otel``): one span per rerank request and one
+per stage and scorer of its pipeline.
+
+Configured as any OpenTelemetry SDK is, by the standard environment variables:
+``OTEL_EXPORTER_OTLP_ENDPOINT`` (or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) turns it on and
+says where spans go (OTLP over HTTP/protobuf; ``OTEL_TRACES_EXPORTER=console`` prints them
+instead), ``OTEL_SERVICE_NAME`` names the service (default ``rerankit``),
+``OTEL_TRACES_SAMPLER`` / ``OTEL_TRACES_SAMPLER_ARG`` sample, ``OTEL_RESOURCE_ATTRIBUTES``
+adds attributes and ``OTEL_SDK_DISABLED=true`` turns it off. A tracer provider the process
+already set (``opentelemetry-instrument``, your own code) is used as it is. Without the extra,
+or with nothing configured, no tracer exists and nothing is done per request.
+
+A request's span (kind SERVER, joined to the caller's trace through a ``traceparent``
+header) carries the attributes proposed for GenAI rerank operations
+(``gen_ai.operation.name = "rerank"``, ``gen_ai.provider.name``, ``gen_ai.request.model``,
+``gen_ai.rerank.candidate.count``, ``gen_ai.rerank.top_n``, ``gen_ai.usage.input_tokens``)
+and rerankit's own (``rerankit.pipeline``, ``rerankit.score_scale``, ``rerankit.degraded``,
+``rerankit.queue_seconds``, ``rerankit.inference_seconds``, ``rerankit.truncated``,
+``rerankit.chunked``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+__all__ = ["request_attributes", "setup_tracer", "traced"]
+
+logger = logging.getLogger(__name__)
+
+_ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+
+
+def setup_tracer(provider: Any = None) -> Any | None:
+    """The service's tracer: from ``provider`` when given; else None when OpenTelemetry is
+    absent, disabled or not set up (no provider set by the process, no exporter named by
+    the environment)."""
+    from .. import __version__
+
+    if provider is not None:
+        return provider.get_tracer("rerankit", __version__)
+    if importlib.util.find_spec("opentelemetry") is None:
+        return None
+    if os.environ.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return None
+    from opentelemetry import trace
+
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        exporter = _exporter()
+        if exporter is None:
+            return None
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+        resource = Resource.create(
+            {"service.name": os.environ.get("OTEL_SERVICE_NAME") or "rerankit"}
+        )
+        provider = TracerProvider(resource=resource)  # reads OTEL_TRACES_SAMPLER itself
+        provider.add_span_processor(BatchSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        logger.info("rerankit service: tracing to %s", type(exporter).__name__)
+    return trace.get_tracer("rerankit", __version__)
+
+
+def _exporter() -> Any | None:
+    """The span exporter the environment names (None: none)."""
+    names = [
+        n.strip().lower()
+        for n in os.environ.get("OTEL_TRACES_EXPORTER", "").split(",")
+        if n.strip()
+    ]
+    if "console" in names:
+        from opentelemetry.sdk.trace.export import ConsoleSpanExporter
+
+        return ConsoleSpanExporter()
+    if "none" in names or not ("otlp" in names or any(os.environ.get(e) for e in _ENDPOINTS)):
+        return None
+    try:
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    except ImportError:
+        logger.warning(
+            "tracing is configured but the OTLP exporter is missing: pip install 'rerankit[otel]'"
+        )
+        return None
+    return OTLPSpanExporter()  # endpoint, headers and timeout from OTEL_EXPORTER_OTLP_*
+
+
+def request_attributes(call: Any, pipeline: str | None, result: Any | None) -> dict[str, Any]:
+    """A request span's attributes from its call and (once answered) its result."""
+    out: dict[str, Any] = {
+        "gen_ai.operation.name": "rerank",
+        "gen_ai.provider.name": "rerankit",
+        "gen_ai.request.model": call.model or pipeline or "",
+        "gen_ai.rerank.candidate.count": len(call.documents),
+        "rerankit.pipeline": pipeline or "",
+    }
+    if call.top_n is not None:
+        out["gen_ai.rerank.top_n"] = call.top_n
+    if result is None:
+        return out
+    out["rerankit.score_scale"] = result.score_scale
+    out["rerankit.degraded"] = bool(result.degraded)
+    for key in ("queue", "inference"):
+        if key in call.timings:
+            out[f"rerankit.{key}_seconds"] = round(call.timings[key], 6)
+    if "input_tokens" in call.usage:
+        out["gen_ai.usage.input_tokens"] = call.usage["input_tokens"]
+    if call.cuts:
+        out["rerankit.truncated"] = len(call.cuts)
+    if call.splits:
+        out["rerankit.chunked"] = len(call.splits)
+    return out
+
+
+async def traced(
+    tracer: Any,
+    headers: Any,
+    route: str,
+    call: Any,
+    pipeline: str | None,
+    work: Callable[[], Awaitable[Any]],
+) -> Any:
+    """``await work()`` inside a request span (and with :data:`rerankit.tracing.TRACER` set,
+    so the pipeline's stages and scorers get spans of their own under it)."""
+    from opentelemetry.propagate import extract
+    from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    from ..errors import ServiceError
+    from ..tracing import TRACER
+
+    attributes = {
+        **request_attributes(call, pipeline, None),
+        "http.request.method": "POST",
+        "http.route": route,
+    }
+    with tracer.start_as_current_span(
+        f"rerank {pipeline}",
+        context=extract(dict(headers)),
+        kind=SpanKind.SERVER,
+        attributes=attributes,
+    ) as span:
+        token = TRACER.set(tracer)
+        try:
+            result = await work()
+        except ServiceError as exc:
+            span.set_attribute("http.response.status_code", exc.status)
+            span.set_attribute("error.type", str(exc.status))
+            span.set_status(Status(StatusCode.ERROR, exc.message))
+            raise
+        finally:
+            TRACER.reset(token)
+        span.set_attributes(request_attributes(call, pipeline, result))
+        span.set_attribute("http.response.status_code", 200)
+        return result
