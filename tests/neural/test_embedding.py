@@ -13,6 +13,7 @@ from rerankit import (
     ScorerError,
     ScorerReranker,
 )
+from rerankit.passages import split_passages
 from rerankit.scorers.embedding import bundled_model_path
 
 if bundled_model_path() is None:
@@ -73,6 +74,21 @@ def test_zero_vectors_score_zero_and_are_flagged(scorer):
     flagged = [r for r in result if r.flags]
     assert [r.index for r in flagged] == [1] and flagged[0].flags == ("zero_embedding",)
     assert flagged[0].score == 0.0
+
+
+def test_passages_beyond_max_passages_are_said_not_dropped_silently(scorer):
+    reader = scorer.with_passages(8, max_passages=2)
+    sentences = [f"Sentence number {i} is about topic {i}." for i in range(8)]
+    long, short = " ".join(sentences), "A short one."
+    result = ScorerReranker(reader).rerank(QUERY, [long, short])
+    by_index = {r.index: r for r in result}
+    assert by_index[0].flags == (f"truncated:{reader.name}",)
+    assert by_index[1].flags == ()
+    assert any("longer than 2 passages of 8 words" in w for w in result.warnings)
+    # the score is the best of the first two passages, as split_passages gives them
+    first_two = split_passages(long, 8, max_passages=2)
+    best = max(scorer.score_texts(QUERY, first_two))
+    assert by_index[0].score == pytest.approx(best, abs=1e-5)
 
 
 def test_cache_serves_repeats_and_encodes_each_new_text_once(scorer):

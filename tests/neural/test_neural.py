@@ -79,6 +79,22 @@ def test_cross_encoder_truncates_long_documents(bert_dir):
     got = scorer.score_texts(QUERY, [long_doc, DOCS[0]])
     reference = direct_cross_encoder_logits(bert_dir, QUERY, [long_doc, DOCS[0]], 32)[:, 0]
     np.testing.assert_allclose(got, reference, atol=1e-5)
+    # the cut is said: a flag on the long document only, and a warning
+    result = ScorerReranker(scorer).rerank(QUERY, [long_doc, "vaccines"])
+    by_index = {r.index: r for r in result}
+    assert by_index[0].flags == ("truncated:cross_encoder",)
+    assert by_index[1].flags == ()
+    assert any("longer than the model's 32 tokens" in w for w in result.warnings)
+    # exactly at the limit is not cut: [CLS] query [SEP] document [SEP]
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(str(bert_dir))
+    q = len(tok(QUERY, add_special_tokens=False)["input_ids"])
+    words = " ".join(["vaccines"] * 60)
+    spans = tok(words, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+    fits = words[: spans[32 - q - 3 - 1][1]]
+    over = words[: spans[32 - q - 3][1]]
+    assert scorer.too_long(QUERY, [fits, over]) == [1]
 
 
 def test_cross_encoder_in_a_reranker(bert_dir):

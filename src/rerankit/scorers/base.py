@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import ScorerError
 from ..types import Document
 
-__all__ = ["ScoreBatch", "Scorer", "as_score_batch", "check_scorer", "valid_unicode"]
+__all__ = ["ScoreBatch", "Scorer", "as_score_batch", "check_scorer", "cut_to_fit", "valid_unicode"]
 
 
 @runtime_checkable
@@ -100,3 +100,22 @@ def valid_query(query: str, warnings: list[str]) -> str:
         return query
     warnings.append("the query is not valid Unicode; bad characters replaced")
     return fixed
+
+
+def cut_to_fit(
+    docs: Sequence[Document],
+    max_chars: int,
+    scorer: str,
+    flags: dict[int, list[str]],
+    warnings: list[str],
+) -> None:
+    """Say which documents a scorer reads only the first ``max_chars`` characters of: the
+    flag ``truncated:<scorer>`` on each, and one warning."""
+    cut = [i for i, d in enumerate(docs) if len(d.text) > max_chars]
+    for i in cut:
+        flags.setdefault(i, []).append(f"truncated:{scorer}")
+    if cut:
+        warnings.append(
+            f"{scorer}: {len(cut)} document(s) longer than {max_chars} characters were read "
+            f"on their first {max_chars} (max_chars)"
+        )

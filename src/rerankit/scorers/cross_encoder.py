@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._optional import require
+from .._threads import in_thread
 from ..errors import ScorerError
+from ..types import Document
 from ._models import LocalModelOptions, LocalModelScorer
-from .base import valid_query, valid_unicode
+from .base import ScoreBatch, valid_query, valid_unicode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -118,6 +120,31 @@ class CrossEncoderScorer(LocalModelScorer):
         out = np.empty_like(logits)
         out[order] = logits
         return out
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
+        """Scores, with each pair longer than the model reads flagged ``truncated:<name>``
+        (and one warning): the model reads the start of such a document only."""
+        batch = await super().score(query, docs, **context)
+        long = await in_thread(self.too_long, query, [d.text for d in docs])
+        for i in long:
+            batch.flags.setdefault(i, []).append(f"truncated:{self.name}")
+        if long:
+            batch.warnings.append(
+                f"{self.name}: {len(long)} document(s) longer than the model's "
+                f"{self.max_tokens} tokens with the query were read on their start"
+            )
+        return batch
+
+    def too_long(self, query: str, texts: Sequence[str]) -> list[int]:
+        """The positions of ``texts`` that do not fit the model's input with ``query``."""
+        limit = self.max_tokens
+        spans = self.token_spans([query, *texts]) if texts and limit else None
+        if spans is None:
+            return []
+        tokenizer = getattr(self.model, "tokenizer", None) or getattr(self.model, "_spans", None)
+        extra = tokenizer.num_special_tokens_to_add(True) if tokenizer is not None else 3
+        q = len(spans[0])
+        return [i for i, found in enumerate(spans[1:]) if q + len(found) + extra > limit]
 
     def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """Blocking scores for plain strings (lone surrogates replaced by U+FFFD)."""

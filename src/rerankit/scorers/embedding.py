@@ -278,10 +278,19 @@ class EmbeddingScorer(LocalModelScorer):
         else:
             q = self.encode_queries([query])[0]
         owner = None  # passage row -> its document, when documents are read by passages
+        cut: list[int] = []  # documents with more passages than max_passages
         if self.passage_words is None:
             docs = self._document_matrix(texts, document_embeddings)
         else:
-            docs, owner = self._passage_matrix(texts, document_embeddings)
+            docs, owner, cut = self._passage_matrix(texts, document_embeddings)
+        for i in cut:  # never silent: the document and the result say so
+            bad.setdefault(i, []).append(f"truncated:{self.name}")
+        if cut:
+            warnings.append(
+                f"{self.name}: {len(cut)} document(s) longer than {self.max_passages} "
+                f"passages of {self.passage_words} words were read on their first "
+                f"{self.max_passages} (max_passages)"
+            )
         if docs.shape[1] != q.shape[0]:
             raise ScorerError(
                 f"scorer {self.name!r}: query embedding has {q.shape[0]} dimensions, "
@@ -323,28 +332,34 @@ class EmbeddingScorer(LocalModelScorer):
             raise InputError(f"document_embeddings have differing dimensions: {sorted(dims)}")
         return np.vstack(rows)
 
-    def _passage_matrix(self, texts: list[str], given: Any) -> tuple[np.ndarray, np.ndarray]:
-        """One row per passage (a given vector is its document's only one), and each row's
-        document index."""
+    def _passage_matrix(
+        self, texts: list[str], given: Any
+    ) -> tuple[np.ndarray, np.ndarray, list[int]]:
+        """One row per passage (a given vector is its document's only one), each row's
+        document index, and the documents that had more than ``max_passages`` passages."""
         assert self.passage_words is not None
         vectors = [None] * len(texts) if given is None else _given_vectors(given, len(texts))
         flat_texts: list[str] = []
         flat_given: list[Any] = []
         owner: list[int] = []
+        cut: list[int] = []
         for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
             passages = (
                 [text]
                 if vector is not None
                 else split_passages(
-                    text, self.passage_words, self.max_passages, lead=self.passage_lead
+                    text, self.passage_words, self.max_passages + 1, lead=self.passage_lead
                 )
             )
+            if len(passages) > self.max_passages:
+                cut.append(i)
+                passages = passages[: self.max_passages]
             flat_texts += passages
             flat_given += [vector] * len(passages)
             owner += [i] * len(passages)
         # without given vectors every passage is encoded (or read from the cache) in one call
         matrix = self._document_matrix(flat_texts, None if given is None else flat_given)
-        return matrix, np.asarray(owner, dtype=np.intp)
+        return matrix, np.asarray(owner, dtype=np.intp), cut
 
     def score_texts(self, query: str, texts: Sequence[str], **context: Any) -> np.ndarray:
         """Blocking scores for plain strings."""

@@ -35,7 +35,7 @@ from ..llm.parsing import parse_index, parse_json, repair_permutation, validate_
 from ..llm.prompts import load_template
 from ..types import Document
 from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer
-from .base import ScoreBatch, valid_unicode
+from .base import ScoreBatch, cut_to_fit, valid_unicode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -229,6 +229,7 @@ class LLMListwiseScorer(LLMScorerBase):
         degraded = False
         warnings: list[str] = []
         texts = valid_unicode([d.text[: self.max_chars] for d in docs], flags, warnings)
+        cut_to_fit(docs, self.max_chars, self.name, flags, warnings)
         top_k = context.get("top_k")
         carried = self.window - self.step
         if isinstance(top_k, int) and n > self.window and top_k > carried:

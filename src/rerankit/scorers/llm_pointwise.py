@@ -29,7 +29,7 @@ from ..llm.parsing import parse_json, parse_score
 from ..llm.prompts import load_template, presets
 from ..types import Document
 from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer
-from .base import ScoreBatch, valid_unicode
+from .base import ScoreBatch, cut_to_fit, valid_unicode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -159,6 +159,7 @@ class LLMPointwiseScorer(LLMScorerBase):
         warnings: list[str] = []
         usage = Usage()
         texts = valid_unicode([d.text[: self.max_chars] for d in docs], flags, warnings)
+        cut_to_fit(docs, self.max_chars, self.name, flags, warnings)
         present = [i for i, text in enumerate(texts) if text.strip()]
         for i in set(range(n)) - set(present):
             flags.setdefault(i, []).append("empty_content")
