@@ -68,6 +68,36 @@ def test_flags_override_the_file(tmp_path, monkeypatch):
     assert _settings("-c", str(conf), "--api-key-env", "MY_KEYS").api_keys == ["k1", "k2"]
 
 
+def test_server_model_reaches_the_built_in_hybrid_and_embedding_wherever_named():
+    from rerankit.server import ServerSettings
+
+    onnx = {"model": "/models/minilm", "backend": "onnx"}
+    s = ServerSettings(model="/models/minilm", backend="onnx")
+    assert s.pipelines == {
+        "bm25": "bm25",
+        "embedding": {"scorer": {"type": "embedding", **onnx}},
+        "hybrid": {"reranker": {"type": "hybrid", **onnx}},
+    }
+    declared = {
+        "stages": [
+            {"reranker": "bm25", "keep": 30},
+            {"reranker": "hybrid", "name": "last"},
+        ]
+    }
+    own = {"reranker": {"type": "hybrid", "model": "other"}}  # its own options stay
+    s = ServerSettings.from_mapping(
+        {
+            "server": {"model": "/models/minilm", "backend": "onnx"},
+            "pipelines": {"cascade": declared, "mine": own},
+        }
+    )
+    assert s.pipelines["cascade"]["stages"] == [
+        {"reranker": "bm25", "keep": 30},
+        {"name": "last", "reranker": {"type": "hybrid", **onnx}},
+    ]
+    assert s.pipelines["mine"] == own
+
+
 def test_an_api_key_variable_that_is_not_set_refuses_to_start_an_open_service(monkeypatch):
     monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
     with pytest.raises(ValueError, match=r"\$NOT_SET_ANYWHERE is not set"):

@@ -27,6 +27,8 @@ stuck_grace = 2.0              # seconds past its deadline that stuck work may h
 retry_max_seconds = 300.0      # a pipeline that failed to load is retried with backoff up to this
 backend = "torch"              # where `embedding` and `hybrid` run, wherever named: "torch"/"onnx"
 quantize = ""                  # with backend "onnx": "int8" for int8 weights
+model = ""                     # the embedding model of `embedding` and `hybrid`, wherever named:
+                               # a hub id, a model folder or a folder written by rerankit export
 
 [server.aliases]               # other names for pipelines; by default Cohere's public rerank
 "rerank-v3.5" = "hybrid"       # model names name the default pipeline (aliases = {} for none)
@@ -71,30 +73,42 @@ def flag_pipeline(
     return {"reranker": {"type": reranker, **options}} if options else reranker
 
 
-def on_backend(spec: Any, backend: str = "torch", quantize: str | None = None) -> Any:
-    """``spec`` with the built-in ``embedding`` or ``hybrid`` (named as ``"hybrid"`` or
-    ``{reranker = "hybrid"}``) moved to ``backend``; any other spec as it is (declare the
-    backend on its own scorers)."""
-    if backend == "torch" and quantize is None:
+def on_backend(
+    spec: Any, backend: str = "torch", quantize: str | None = None, model: str | None = None
+) -> Any:
+    """``spec`` with the built-in ``embedding`` and ``hybrid``, wherever a pipeline names
+    them (``"hybrid"``, ``{reranker = "hybrid"}``, or a stage ``{reranker = "hybrid", keep =
+    ...}``), moved to ``backend`` and, given ``model``, reading that embedding model (a hub
+    id, a model folder or a folder written by ``rerankit export``). Anything declared with
+    options of its own is left as it is (set these there)."""
+    if backend == "torch" and quantize is None and not model:
         return spec
-    name = spec if isinstance(spec, str) else None
-    if (
-        isinstance(spec, Mapping)
-        and set(spec) == {"reranker"}
-        and isinstance(spec["reranker"], str)
-    ):
-        name = spec["reranker"]
-    options = {"backend": backend, **({"quantize": quantize} if quantize else {})}
-    if name == "hybrid":
-        return {"reranker": {"type": "hybrid", **options}}
-    if name == "embedding":
-        return {"scorer": {"type": "embedding", **options}}
-    return spec
+    options = {
+        **({"model": model} if model else {}),
+        "backend": backend,
+        **({"quantize": quantize} if quantize else {}),
+    }
+
+    def stage(entry: Any) -> Any:
+        if not isinstance(entry, Mapping) or entry.get("reranker") not in ("hybrid", "embedding"):
+            return entry
+        rest = {k: v for k, v in entry.items() if k != "reranker"}
+        if entry["reranker"] == "hybrid":
+            return {**rest, "reranker": {"type": "hybrid", **options}}
+        return {**rest, "scorer": {"type": "embedding", **options}}
+
+    if isinstance(spec, str):
+        return stage({"reranker": spec}) if spec in ("hybrid", "embedding") else spec
+    if isinstance(spec, Mapping) and isinstance(spec.get("stages"), list):
+        return {**spec, "stages": [stage(entry) for entry in spec["stages"]]}
+    return stage(spec)
 
 
-def default_pipelines(backend: str = "torch", quantize: str | None = None) -> dict[str, Any]:
-    """The built-in pipelines, with the embedding model on ``backend``."""
-    return {name: on_backend(name, backend, quantize) for name in DEFAULT_PIPELINES}
+def default_pipelines(
+    backend: str = "torch", quantize: str | None = None, model: str | None = None
+) -> dict[str, Any]:
+    """The built-in pipelines, with the embedding model (``model``) on ``backend``."""
+    return {name: on_backend(name, backend, quantize, model) for name in DEFAULT_PIPELINES}
 
 
 #: Cohere's public rerank model names, which its clients send by default (LlamaIndex's
@@ -140,16 +154,19 @@ class ServerSettings:
     retry_max_seconds: float = 300.0
     backend: str = "torch"
     quantize: str = ""
+    model: str = ""
 
     def __post_init__(self) -> None:
         from ..onnx_models import check_backend
 
         check_backend(self.backend, self.quantize or None)
         if self.pipelines is None:
-            self.pipelines = default_pipelines(self.backend, self.quantize or None)
+            self.pipelines = default_pipelines(
+                self.backend, self.quantize or None, self.model or None
+            )
         else:
             self.pipelines = {
-                name: on_backend(spec, self.backend, self.quantize or None)
+                name: on_backend(spec, self.backend, self.quantize or None, self.model or None)
                 for name, spec in self.pipelines.items()
             }
         env = os.environ.get(self.api_key_env, "")
