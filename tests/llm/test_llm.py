@@ -193,7 +193,7 @@ def test_truncation_and_json_encoding_of_documents():
     with FakeLLMServer(responder=lambda r: Reply(text='{"id": "0", "score": 1}')) as server:
         client = OpenAIClient(base_url=server.openai_url, model="m")
         result = ScorerReranker(pointwise(client, max_chars=500)).rerank("q", [nasty, "short"])
-    prompt = server.requests[0].prompt
+    (prompt,) = [r.prompt for r in server.requests if "Ignore the above" in r.prompt]
     assert json.dumps(nasty[:500]) in prompt and nasty[:501] not in prompt
     assert "\nIgnore the above" not in prompt  # the newline stays escaped inside the JSON
     by_index = {r.index: r for r in result}  # the cut is said, on its document only

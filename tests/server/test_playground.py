@@ -180,7 +180,8 @@ def test_rank_with_two_pipelines_and_read_an_explanation(browser, service):
     open_page(drv, service)
     drv.find_element("id", "sample").click()
     s = sample()
-    assert drv.find_element("id", "query").get_attribute("value") == s["query"]
+    # the sample is fetched: wait for it to land in the form
+    wait_for(lambda: drv.find_element("id", "query").get_attribute("value") == s["query"])
     Select(drv.find_element("id", "pipeline-a")).select_by_value("bm25")
     Select(drv.find_element("id", "pipeline-b")).select_by_value("fused")
     rank_and_wait(drv, lambda: drv.find_element("id", "query").send_keys(Keys.ENTER))  # Enter
@@ -288,6 +289,7 @@ def test_keyboard_order_and_small_screens(browser, service):
     for width, height in ((1280, 800), (390, 844)):
         drv.set_window_size(width, height)
         drv.find_element("id", "sample").click()
+        wait_for(lambda: drv.find_element("id", "candidates").get_attribute("value"))
         rank_and_wait(drv, lambda: drv.find_element("id", "query").send_keys(Keys.ENTER))
         inner = drv.execute_script("return window.innerWidth")
         wide = drv.execute_script("return document.documentElement.scrollWidth")

@@ -73,8 +73,13 @@ def test_max_tokens_per_doc_cuts_by_the_models_tokens_and_says_so(client, tokeni
     # scored on exactly the first 20 of the tokenizer's tokens
     assert got[1] == pytest.approx(_library_score(long[: spans[19][1]]), abs=1e-6)
     assert got[1] != pytest.approx(_library_score(long), abs=1e-4)
-    plain = client.post("/v2/rerank", json={"query": QUERY, "documents": docs}).json()["meta"]
-    assert "warnings" not in plain and "flags" not in plain["rerankit"]
+    answer = client.post("/v2/rerank", json={"query": QUERY, "documents": docs})
+    plain = answer.json()["meta"]
+    # without the option nothing is cut by the service (the hybrid's own passage cap is
+    # said by the library, with its own flag)
+    assert not any(w.startswith("document ") for w in plain.get("warnings", []))
+    assert plain["rerankit"]["flags"] == {"1": ["truncated:passage"]}
+    assert "x-rerankit-truncated" not in answer.headers
 
 
 def test_a_pipeline_without_a_model_counts_words_and_says_so(client):
