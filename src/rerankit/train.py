@@ -87,11 +87,11 @@ def fine_tune_embedding(
         from sentence_transformers.losses import MultipleNegativesRankingLoss
         from sentence_transformers.training_args import BatchSamplers
 
-    from .onnx_models import _source
+    from .backends.bundled import resolve_source
 
     out = Path(out)
     checkpoints = out / "checkpoints"
-    loaded = st.SentenceTransformer(_source(model), device="cpu")
+    loaded = st.SentenceTransformer(resolve_source(model), device="cpu")
     if max_length:
         loaded.max_seq_length = max_length
     dataset = datasets.Dataset.from_list(rows)

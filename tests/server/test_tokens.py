@@ -14,7 +14,7 @@ pytest.importorskip("sentence_transformers", reason="needs the 'torch' extra")
 from fastapi.testclient import TestClient
 
 import rerankit
-from rerankit.scorers.embedding import bundled_model_path
+from rerankit.backends.bundled import bundled_model_path
 from rerankit.server import ServerSettings, create_app
 
 if bundled_model_path() is None:

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..scorers._language import CorpusStats
+from ..scorers.language import CorpusStats
 from ..scorers.lexical import Analyzer, length_norm, lucene_idf, saturated_tf
 
 __all__ = ["BM25Index"]

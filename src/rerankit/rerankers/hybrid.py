@@ -305,8 +305,8 @@ class HybridReranker(ScoringReranker):
         return False, None
 
     async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
-        from ..scorers._language import non_latin_share
         from ..scorers.embedding import EmbeddingScorer
+        from ..scorers.language import non_latin_share
 
         first_stage, note = self._first_stage_mode(docs)
         fusion_ = self.with_first_stage if first_stage else self.texts_only

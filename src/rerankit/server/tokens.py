@@ -47,7 +47,7 @@ def _word_spans(texts: Sequence[str]) -> list[list[tuple[int, int]]]:
 
 def tokens_of(reranker: Any) -> Tokens:
     """The tokens of ``reranker``'s first local model that reports offsets, else words."""
-    from ..scorers._models import LocalModelScorer
+    from ..backends.local import LocalModelScorer
 
     for scorer in reranker.scorers() if hasattr(reranker, "scorers") else ():
         if isinstance(scorer, LocalModelScorer) and scorer.token_spans(["probe"]) is not None:

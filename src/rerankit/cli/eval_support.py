@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .runner import first_stage_run, run_pipeline, run_pipeline_ray
+from ..api import load
+from ..cache import default_cache_dir
+from ..eval.runner import first_stage_run, run_pipeline, run_pipeline_ray
 
 __all__ = [
     "limit_queries",
@@ -38,7 +40,6 @@ def limit_queries(data, n: int | None):
 
 def named_pipelines(names: str, configs: list[str]) -> list[tuple[str, Any, Any]]:
     """(label, reranker, what it was declared as) for each named reranker and file."""
-    from ..api import load
 
     out = []
     for name in [n.strip() for n in names.split(",") if n.strip()]:
@@ -53,7 +54,6 @@ def use_embedding_cache(args: argparse.Namespace) -> None:
     from here on), so every reranker of an evaluation, and the next evaluation, encode each
     document once: --embedding-cache, else $RERANKIT_EMBEDDING_CACHE, else
     embeddings.sqlite in the rerankit cache directory; --no-embedding-cache turns it off."""
-    from ..cache import default_cache_dir
 
     if args.no_embedding_cache:
         os.environ["RERANKIT_EMBEDDING_CACHE"] = ""

@@ -5,22 +5,31 @@ the test split."""
 from __future__ import annotations
 
 import argparse
+import statistics
+import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from .. import learn
+from ..api import load
+from ..calibration import Calibration, expected_calibration_error, fit_calibration, sigmoid
 from ..errors import InputError
-from .cli_support import limit_queries, pipeline_runs, progress_bar, use_embedding_cache
-from .data import load_beir
-from .runner import evaluate_runs, first_stage, format_table
+from ..eval import crossval, tune
+from ..eval.data import load_beir
+from ..eval.runner import evaluate_runs, first_stage, format_table
+from ..eval.tune import to_toml
+from ..normalize import normalize_scores
+from ..rerankers.hybrid import HYBRID_CALIBRATION
+from ..scorers.embedding import EmbeddingScorer
+from .eval_support import limit_queries, pipeline_runs, progress_bar, use_embedding_cache
 
 __all__ = ["cmd_tune"]
 
 
 def _write_pipeline(args: argparse.Namespace, default: str, spec: Any, comment: str) -> Path:
     """A pipeline file at ``--out`` (or ``default``), announced."""
-    from .tune import to_toml
 
     out = Path(args.out or default)
     out.write_text(to_toml(spec, comment), encoding="utf-8")
@@ -29,8 +38,6 @@ def _write_pipeline(args: argparse.Namespace, default: str, spec: Any, comment: 
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from ..scorers.embedding import EmbeddingScorer
-    from . import tune
 
     strategies = [s.strip() for s in args.strategies.split(",")]
     unknown = sorted(set(strategies) - set(tune.STRATEGIES))
@@ -101,9 +108,6 @@ def _cross_validated(
     """Nested cross-validation of ``fit``'s options against the default's per-query nDCG@10:
     the options' table, the verdict (printed) and a learning curve (of choosing among the
     options on fewer queries, or with ``refit`` of refitting the best option on them)."""
-    import statistics
-
-    from . import crossval
 
     cv = crossval.cross_validate(qids, fit, k=args.folds)
     k = len(cv.chosen_by_fold)
@@ -144,7 +148,6 @@ def _default_pipeline(
 ) -> tuple[dict[str, Any], str]:
     """The default pipeline (the ``hybrid``, or its fusion over ``--embedding-model``) to
     write when the learned one does not beat it, and the file's comment."""
-    from . import tune
 
     comment = (
         f"Written by `rerankit tune` on {train.name} {args.train_split}: the {what} did not "
@@ -166,9 +169,6 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
     """Refit the calibrated hybrid on the training split (weights chosen by
     cross-validation); when that does not beat the default's order by more than the noise,
     keep the default's order and refit only its output calibration (the probabilities)."""
-    from ..calibration import Calibration, expected_calibration_error, fit_calibration, sigmoid
-    from ..rerankers.hybrid import HYBRID_CALIBRATION
-    from . import tune
 
     read = tune.reading()  # documents read as the default hybrid reads them
     roles = read["roles"]
@@ -239,11 +239,6 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
     """Learning to rank: LightGBM settings, trees and a blend with the default chosen by
     cross-validation; the learned pipeline written when it beats the default hybrid (given
     first-stage scores) by more than the noise, else the default."""
-    import time
-
-    from .. import learn
-    from ..normalize import normalize_scores
-    from . import tune
 
     signals = learn._Signals(embedding)
     start = time.perf_counter()
@@ -344,7 +339,6 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
 
 def _report_tuned(args: argparse.Namespace, test: Any, out: Path, *, texts_only: bool) -> int:
     """Evaluate the written pipeline once on the test split, next to the default hybrid."""
-    from ..api import load
 
     test_cands = first_stage(test, args.first_stage, args.k)
     pipelines = (("hybrid", load("hybrid"), "hybrid"), (out.stem, load(out), out))

@@ -1,4 +1,4 @@
-"""``rerankit eval``, ``rerankit tune`` (in :mod:`.tune_cli`) and ``rerankit train``: the
+"""``rerankit eval``, ``rerankit tune`` (in :mod:`.tune`) and ``rerankit train``: the
 commands and their arguments."""
 
 from __future__ import annotations
@@ -8,11 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..cli import _positive_int
+from ..batch import quiet_ray_logs
 from ..errors import InputError
-from .cli_support import limit_queries, named_pipelines, pipeline_runs, use_embedding_cache
-from .data import find_collections, load_beir
-from .runner import (
+from ..eval.data import find_collections, load_beir
+from ..eval.runner import (
     check_output_folder,
     describe_pipeline,
     evaluate_runs,
@@ -22,7 +21,10 @@ from .runner import (
     write_outputs,
     write_summary,
 )
-from .tune_cli import cmd_tune
+from ..train import embedding_pairs, fine_tune_embedding
+from .args import positive_int
+from .eval_support import limit_queries, named_pipelines, pipeline_runs, use_embedding_cache
+from .tune import cmd_tune
 
 __all__ = ["add_commands"]
 
@@ -48,8 +50,6 @@ def _labels(collections: list[tuple[Path, str]], split: str) -> list[str]:
 
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.engine == "ray" and not getattr(args, "verbose", 0):
-        from ..batch import quiet_ray_logs
-
         quiet_ray_logs()
     collections = find_collections(args.data, args.split)
     if args.out:
@@ -94,7 +94,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from ..train import embedding_pairs, fine_tune_embedding
 
     if args.split == "test":
         raise InputError("train on a training split; the test split is for reporting")
@@ -157,11 +156,11 @@ def add_commands(sub: Any) -> None:
     )
     ev.add_argument("--config", action="append", help="a pipeline file (repeatable)")
     ev.add_argument(
-        "--k", type=_positive_int, default=100, help="candidates per query (default 100)"
+        "--k", type=positive_int, default=100, help="candidates per query (default 100)"
     )
     ev.add_argument("--out", help="folder for results.json, TREC runs and a chart")
     ev.add_argument(
-        "--max-queries", type=_positive_int, default=None, help="evaluate the first N only"
+        "--max-queries", type=positive_int, default=None, help="evaluate the first N only"
     )
     ev.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     ev.add_argument(
@@ -186,7 +185,7 @@ def add_commands(sub: Any) -> None:
         help="local: rerank in this process (default); ray: on Ray Data actors (extra ray; "
         "for large evaluations, see `rerankit batch`)",
     )
-    ev.add_argument("--workers", type=_positive_int, default=1, help="ray: actors (default 1)")
+    ev.add_argument("--workers", type=positive_int, default=1, help="ray: actors (default 1)")
     ev.add_argument("--address", default=None, help="ray: cluster address (default: local)")
     ev.set_defaults(func=cmd_eval)
 
@@ -222,7 +221,7 @@ def add_commands(sub: Any) -> None:
         help="auto (the dataset's run when it ships one, else bm25), bm25, run, or a TREC run",
     )
     tu.add_argument(
-        "--k", type=_positive_int, default=100, help="candidates per query (default 100)"
+        "--k", type=positive_int, default=100, help="candidates per query (default 100)"
     )
     tu.add_argument(
         "--strategies",
@@ -261,13 +260,13 @@ def add_commands(sub: Any) -> None:
     )
     tu.add_argument(
         "--seeds",
-        type=_positive_int,
+        type=positive_int,
         default=1,
         help="ltr: compare the settings by the mean over this many LightGBM seeds (default 1)",
     )
     tu.add_argument(
         "--folds",
-        type=_positive_int,
+        type=positive_int,
         default=5,
         help="cross-validation folds over the training queries (default 5; fewer with "
         "fewer than two queries per fold)",
@@ -286,7 +285,7 @@ def add_commands(sub: Any) -> None:
         "better than the default, keep the default's order and refit only its probabilities",
     )
     tu.add_argument(
-        "--max-queries", type=_positive_int, default=None, help="use the first N queries only"
+        "--max-queries", type=positive_int, default=None, help="use the first N queries only"
     )
     tu.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     tu.set_defaults(func=cmd_tune)
@@ -307,9 +306,9 @@ def add_commands(sub: Any) -> None:
     tr.add_argument(
         "--model", default="all-MiniLM-L6-v2", help="model to start from (the bundled MiniLM)"
     )
-    tr.add_argument("--max-pairs", type=_positive_int, default=None, help="use at most N pairs")
+    tr.add_argument("--max-pairs", type=positive_int, default=None, help="use at most N pairs")
     tr.add_argument("--epochs", type=float, default=1.0, help="passes over the pairs (1)")
-    tr.add_argument("--batch-size", type=_positive_int, default=16, help="pairs per step (16)")
-    tr.add_argument("--k", type=_positive_int, default=100, help="BM25 candidates for negatives")
+    tr.add_argument("--batch-size", type=positive_int, default=16, help="pairs per step (16)")
+    tr.add_argument("--k", type=positive_int, default=100, help="BM25 candidates for negatives")
     tr.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     tr.set_defaults(func=cmd_train)

@@ -13,8 +13,8 @@ from typing import Any, Generic, TypedDict, TypeVar
 from .._threads import in_thread
 from ..errors import MissingDependencyError, ModelLoadError
 from ..hardware import HardwareProfile
+from ..scorers.base import ScoreBatch, valid_query, valid_unicode
 from ..types import Document
-from .base import ScoreBatch, valid_query, valid_unicode
 
 logger = logging.getLogger(__name__)
 
@@ -152,7 +152,7 @@ class LocalModelOptions(TypedDict, total=False):
     overridden by ``device``, ``batch_size``, ``dtype``, ``max_length`` and ``threads`` when
     given; ``trust_remote_code`` for models that ship their own code; ``backend``
     (``"torch"`` or ``"onnx"``) and ``quantize`` (None or ``"int8"``, ONNX only) for the
-    scorers that can run on ONNX Runtime (see :mod:`rerankit.onnx_models`)."""
+    scorers that can run on ONNX Runtime (see :mod:`rerankit.backends.onnx`)."""
 
     profile: Any
     device: str | None
@@ -193,7 +193,7 @@ class LocalModelScorer:
         quantize: str | None = None,
         name: str,
     ) -> None:
-        from ..onnx_models import check_backend
+        from .onnx import check_backend
 
         check_backend(backend, quantize)
         if backend == "onnx" and not self.onnx_kind:
@@ -258,7 +258,7 @@ class LocalModelScorer:
 
     def _load_onnx(self) -> Any:
         """The model on ONNX Runtime: an exported folder, or an export made once."""
-        from ..onnx_models import load_onnx
+        from .onnx import load_onnx
 
         assert self.model_id is not None and self.onnx_kind is not None
         return load_onnx(

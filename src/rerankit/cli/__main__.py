@@ -1,0 +1,7 @@
+"""``python -m rerankit.cli``: the command line."""
+
+import sys
+
+from .main import main
+
+sys.exit(main())

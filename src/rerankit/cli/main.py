@@ -1,0 +1,61 @@
+"""The ``rerankit`` command line: the parser's root, and :func:`main`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import InputError, RerankitError
+from . import eval as eval_commands
+from . import models, rank, serve
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rerankit",
+        description="Rerank search candidates so the most relevant come first.",
+    )
+    parser.add_argument("--version", action="version", version=f"rerankit {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="count", default=0, help="log progress to stderr (-vv for debug)"
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    rank.add_commands(sub)
+    models.add_commands(sub)
+    eval_commands.add_commands(sub)
+    serve.add_commands(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.verbose:
+        logging.basicConfig(
+            level=logging.DEBUG if args.verbose > 1 else logging.INFO,
+            format="%(levelname)s %(name)s: %(message)s",
+        )
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        return args.func(args)
+    except (InputError, ValueError, TypeError, RerankitError, FileNotFoundError) as exc:
+        if sys.stderr is not None:
+            print(f"rerankit: error: {exc}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # e.g. `rerankit rank ... | head`
+        return 0
+    except OSError as exc:  # a closed or failing standard stream
+        if sys.stderr is not None:
+            print(f"rerankit: error: {exc.strerror or exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,45 @@
+"""How rankings are written: JSON Lines (non-finite numbers as null) or a table."""
+
+from __future__ import annotations
+
+import math
+import shutil
+from typing import Any, TextIO
+
+__all__ = ["json_safe", "records", "table"]
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with non-finite floats as None (NaN and Infinity are not JSON)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def records(result: Any, score_field: str, details: bool) -> list[dict]:
+    if details:
+        return result.to_dicts()
+    out = []
+    for r in result:
+        doc = r.document
+        out.append(doc if isinstance(doc, dict) else {"text": r.text, score_field: r.score})
+    return out
+
+
+def table(result: Any, out: TextIO) -> None:
+    width = max(40, min(shutil.get_terminal_size((100, 20)).columns, 160))
+    id_width = max([2, *(len(str(r.id)) for r in result if r.id is not None)])
+    id_width = min(id_width, 16)
+    head = f"{'rank':>4}  {'score':>8}  {'id':<{id_width}}  text"
+    out.write(head + "\n")
+    room = max(10, width - len(head) + 4)
+    for r in result:
+        snippet = " ".join(r.text.split())
+        if len(snippet) > room:
+            snippet = snippet[: room - 1] + "…"
+        rid = "" if r.id is None else str(r.id)[:id_width]
+        out.write(f"{r.rank:>4}  {r.score:>8.4f}  {rid:<{id_width}}  {snippet}\n")

@@ -1,0 +1,223 @@
+"""``rerankit rank`` (one query) and ``rerankit batch`` (many)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .._jsonl import read_records, read_text
+from ..api import default_reranker, load
+from ..backends.local import LocalModelScorer
+from ..batch import beir_rows, quiet_ray_logs, run_batch
+from ..errors import InputError
+from .args import positive_int
+from .output import json_safe, records, table
+
+__all__ = ["add_commands", "cmd_batch", "cmd_rank", "default_reranker_name", "reranker_from"]
+
+
+def announce_model_loading(reranker: Any) -> None:
+    """One line on stderr before a rerank that loads a local model (10-40 s on a CPU)."""
+
+    waiting = [s for s in reranker.scorers() if isinstance(s, LocalModelScorer) and not s.loaded]
+    if waiting:
+        names = ", ".join(sorted({str(s.model_id or s.name) for s in waiting}))
+        print(f"rerankit: loading {names} (first use; this can take a while)", file=sys.stderr)
+
+
+def cmd_rank(args: argparse.Namespace) -> int:
+    if sys.stdout is None:
+        raise InputError("standard output is closed; nowhere to write the ranking")
+    reranker = reranker_from(args)  # a bad pipeline file is reported before reading input
+    if args.input == "-":
+        if sys.stdin is None:
+            raise InputError("standard input is closed; pass --input FILE")
+        items = read_records(sys.stdin.read(), "stdin")
+    else:
+        items = read_records(read_text(args.input), args.input)
+    announce_model_loading(reranker)
+    result = reranker.rerank(
+        args.query,
+        items,
+        top_k=args.top_k,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        score_field=args.score_field,
+        first_stage_field=args.first_stage_field,
+        first_stage_higher_is_better=not args.first_stage_lower_is_better,
+    )
+    for w in result.warnings:
+        print(f"rerankit: warning: {w}", file=sys.stderr)
+    out = sys.stdout
+    if args.explain:
+        out.write(result.explain_table() + "\n")
+    elif args.format == "table":
+        table(result, out)
+    else:
+        for rec in records(result, args.score_field, args.details):
+            out.write(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n")
+    return 0
+
+
+def reranker_from(args: argparse.Namespace) -> Any:
+    """``--config FILE``, else ``--reranker`` (a name or a pipeline file), else the default."""
+
+    if args.config and args.reranker:
+        raise InputError("give --reranker or --config, not both")
+    return load(args.config or args.reranker or default_reranker_name())
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+
+    if args.engine == "ray" and not args.verbose:
+        quiet_ray_logs()
+    if args.config and args.reranker:
+        raise InputError("give --reranker or --config, not both")
+    pipeline = args.config or args.reranker or default_reranker_name()
+    source: Any = args.input
+    if args.run:
+        source = beir_rows(args.input, args.run, split=args.split, k=args.k)
+    elif Path(args.input).is_dir():
+        raise InputError(f"{args.input} is a folder: give --run with a BEIR folder")
+    summary = run_batch(
+        source,
+        args.output,
+        pipeline,
+        engine=args.engine,
+        workers=args.workers,
+        batch_size=args.batch_size,
+        address=args.address,
+        num_cpus=args.num_cpus,
+        num_gpus=args.num_gpus,
+        concurrency=args.concurrency,
+        top_k=args.top_k,
+        text_field=args.text_field,
+        id_field=args.id_field,
+        first_stage_field=args.first_stage_field,
+    )
+    print(f"rerankit batch: wrote {args.output}: {summary}", file=sys.stderr)
+    for error in summary.errors[:3]:
+        print(f"  error: {error}", file=sys.stderr)
+    if args.summary:
+        Path(args.summary).write_text(json.dumps(summary.to_dict(), indent=2) + "\n")
+    return 1 if summary.failures else 0
+
+
+def default_reranker_name() -> str:
+    """The default reranker (``hybrid`` with the torch extra, else ``bm25``, said on stderr)."""
+
+    name, note = default_reranker()
+    if note:
+        print(f"rerankit: note: {note}", file=sys.stderr)
+    return name
+
+
+def add_commands(sub: Any) -> None:
+    """``rank`` and ``batch``."""
+    rank = sub.add_parser(
+        "rank",
+        help="rerank documents from a JSONL file or JSON array",
+        description="Read documents (JSON Lines or a JSON array of strings or objects), "
+        "rerank them for the query and write JSON Lines, best first.",
+    )
+    rank.add_argument("--query", "-q", required=True, help="the search query")
+    rank.add_argument("--input", "-i", default="-", help="input file, or - for stdin (default)")
+    rank.add_argument(
+        "--reranker",
+        "-r",
+        default=None,
+        help="reranker name (see `rerankit rerankers`) or a pipeline file (.toml, .yaml, "
+        ".json); default hybrid (BM25 + MiniLM), or bm25 without the torch extra",
+    )
+    rank.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep only the best K")
+    rank.add_argument("--text-field", default="text", help="object field holding the text")
+    rank.add_argument("--id-field", default="id", help="object field holding the id")
+    rank.add_argument(
+        "--score-field",
+        default="rerank_score",
+        help="field added to each output object (default rerank_score)",
+    )
+    rank.add_argument(
+        "--first-stage-field",
+        default=None,
+        metavar="FIELD",
+        help="object field holding the first-stage (retriever) score; the hybrid fuses it "
+        "(a 'first_stage_score' field is read without naming it)",
+    )
+    rank.add_argument(
+        "--first-stage-lower-is-better",
+        action="store_true",
+        help="the first-stage field is a distance or rank: lower is better",
+    )
+    rank.add_argument(
+        "--format",
+        choices=("jsonl", "table"),
+        default="jsonl",
+        help="jsonl (default): the input objects plus the score; table: for people",
+    )
+    rank.add_argument(
+        "--details",
+        action="store_true",
+        help="write result records (index, rank, score, id, text, scores, flags)",
+    )
+    rank.add_argument("--config", "-c", default=None, help="a pipeline file (see rerankit.config)")
+    rank.add_argument(
+        "--explain",
+        action="store_true",
+        help="print each document's per-strategy raw, normalised, weight and contribution",
+    )
+    rank.set_defaults(func=cmd_rank)
+
+    bat = sub.add_parser(
+        "batch",
+        help="rerank many queries from a file (in this process or on Ray)",
+        description="Rerank every row of a JSON Lines or Parquet file ({query_id?, query, "
+        "candidates: [strings or objects with text]}) into another (the input's fields plus "
+        "results, error, degraded, warnings, seconds), or a BEIR folder's queries with --run. "
+        "A row that fails is written with its error and counted; the exit status is 1 when "
+        "any row failed, 0 otherwise.",
+    )
+    bat.add_argument("--input", "-i", required=True, help=".jsonl or .parquet (or a BEIR folder)")
+    bat.add_argument("--output", "-o", required=True, help=".jsonl or .parquet to write")
+    bat.add_argument("--reranker", "-r", default=None, help="reranker name or pipeline file")
+    bat.add_argument("--config", "-c", default=None, help="a pipeline file")
+    bat.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
+        help="local: this process (default); ray: Ray Data actors (extra ray)",
+    )
+    bat.add_argument("--address", default=None, help="ray: cluster address (default: local)")
+    bat.add_argument(
+        "--workers", type=positive_int, default=1, help="ray: actors, each with the pipeline"
+    )
+    bat.add_argument(
+        "--batch-size", type=positive_int, default=16, help="rows per call of a worker (16)"
+    )
+    bat.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=1,
+        help="rows in flight at once per worker (1); raise it for pipelines that wait on "
+        "an LLM provider",
+    )
+    bat.add_argument(
+        "--num-cpus", type=float, default=None, help="ray: CPUs per actor (pipeline's threads)"
+    )
+    bat.add_argument("--num-gpus", type=float, default=None, help="ray: GPUs per actor")
+    bat.add_argument("--run", default=None, help="with a BEIR --input: a TREC run file")
+    bat.add_argument("--split", default="test", help="with --run: the BEIR split (test)")
+    bat.add_argument(
+        "--k", type=positive_int, default=100, help="with --run: candidates per query (100)"
+    )
+    bat.add_argument("--top-k", type=positive_int, default=None, help="keep the best K")
+    bat.add_argument("--text-field", default="text", help="candidate field holding the text")
+    bat.add_argument("--id-field", default="id", help="candidate field holding the id")
+    bat.add_argument(
+        "--first-stage-field", default=None, help="candidate field with the retriever score"
+    )
+    bat.add_argument("--summary", default=None, help="also write the summary as JSON here")
+    bat.set_defaults(func=cmd_batch)

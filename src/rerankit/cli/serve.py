@@ -1,0 +1,108 @@
+"""``rerankit serve``: the HTTP service, from flags and/or a settings file."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from typing import Any
+
+from ..config import read_spec
+from ..server import serve
+from ..server.settings import ServerSettings, flag_pipeline
+from .args import positive_int
+
+__all__ = ["add_commands", "cmd_serve", "serve_settings"]
+
+
+def serve_settings(args: argparse.Namespace) -> Any:
+    """The ServerSettings ``rerankit serve`` runs: the ``--config`` file's, with the flags
+    overriding it (``--reranker``/``--model`` make that pipeline the default)."""
+
+    spec = read_spec(args.config) if args.config else {}
+    server = dict(spec.get("server") or {})
+    pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
+    for key in ("backend", "quantize", "api_key_env"):
+        if getattr(args, key):
+            server[key] = getattr(args, key)
+    if args.reranker or args.model:
+        name = args.reranker or "hybrid"
+        pipelines = {
+            **(pipelines or {}),
+            name: flag_pipeline(name, args.model, args.backend, args.quantize),
+        }
+        server["default"] = name
+    mapping: dict[str, Any] = {"server": server}
+    if pipelines:
+        mapping["pipelines"] = pipelines
+    return ServerSettings.from_mapping(mapping)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+
+    settings = serve_settings(args)
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    serve(
+        settings,
+        host=args.host,
+        port=args.port,
+        graceful_seconds=args.graceful_timeout,
+        workers=args.workers,
+    )
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """``serve``."""
+    srv = sub.add_parser("serve", help="run the HTTP service (Cohere- and TEI-compatible)")
+    srv.add_argument(
+        "--config",
+        "-c",
+        default=None,
+        help="service file: [server] and [pipelines.NAME] (see rerankit.server.settings)",
+    )
+    srv.add_argument(
+        "--reranker",
+        "-r",
+        default=None,
+        help="serve this reranker as the default pipeline (a registered name such as hybrid, "
+        "bm25, embedding, or cross_encoder / causal_lm with --model); with --config it "
+        "replaces or adds the pipeline of that name",
+    )
+    srv.add_argument(
+        "--model",
+        default=None,
+        help="the reranker's model (the hybrid's embedding model): a hub id, a model folder "
+        "or a folder written by rerankit export; alone it applies to hybrid",
+    )
+    srv.add_argument(
+        "--backend",
+        choices=("torch", "onnx"),
+        default=None,
+        help="where the embedding model runs (default torch; onnx needs no torch when "
+        "--model is an exported folder)",
+    )
+    srv.add_argument("--quantize", choices=("int8",), default=None, help="with --backend onnx")
+    srv.add_argument(
+        "--api-key-env",
+        metavar="VAR",
+        default=None,
+        help="environment variable holding the API keys, comma-separated (default "
+        "RERANKIT_API_KEYS; a variable named here must be set)",
+    )
+    srv.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="worker processes on one socket, each with its own models (default 1)",
+    )
+    srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
+    srv.add_argument("--port", type=int, default=8080, help="port to listen on (8080)")
+    srv.add_argument(
+        "--graceful-timeout",
+        type=float,
+        default=None,
+        help="seconds requests in flight may take to finish on shutdown (default: the "
+        "config's graceful_timeout, 30)",
+    )
+    srv.set_defaults(func=cmd_serve)
