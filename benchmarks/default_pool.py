@@ -155,7 +155,8 @@ def main() -> None:
     from rerankit import EmbeddingScorer, load
     from rerankit.calibration import expected_calibration_error, fit_calibration, sigmoid
     from rerankit.eval import load_beir
-    from rerankit.eval.runner import first_stage, run_pipeline
+    from rerankit.eval.first_stage import first_stage
+    from rerankit.eval.runner import run_pipeline
     from rerankit.rerankers.hybrid import background_bm25
     from rerankit.scorers.lexical import Analyzer
 

@@ -46,8 +46,8 @@ def main() -> None:
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
     from rerankit import load
     from rerankit.eval import load_beir
+    from rerankit.eval.first_stage import first_stage
     from rerankit.eval.metrics import mean_ndcg
-    from rerankit.eval.runner import first_stage
 
     missing = [name for name, (path, _) in POOL.items() if not path.exists()]
     if missing:

@@ -64,7 +64,7 @@ def main() -> None:
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
     from rerankit import EmbeddingScorer
     from rerankit.eval import load_beir
-    from rerankit.eval.runner import first_stage
+    from rerankit.eval.first_stage import first_stage
     from rerankit.fusion import fuse, normalize_rows
 
     embedding = EmbeddingScorer()

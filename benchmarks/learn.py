@@ -36,7 +36,7 @@ SEEDS = (0, 1, 2)
 
 
 def rows_of(data, signals):
-    from rerankit.eval.runner import first_stage
+    from rerankit.eval.first_stage import first_stage
     from rerankit.learn import features
 
     rows, seconds = {}, []
@@ -135,7 +135,7 @@ def fine_tuned(folder: Path, train) -> float | None:
     """Fine-tune MiniLM on SciFact's training split (``train``) into ``folder`` as
     ``rerankit train embedding`` does with its defaults, unless it is there already; the
     minutes it took."""
-    from rerankit.eval.runner import first_stage
+    from rerankit.eval.first_stage import first_stage
     from rerankit.train import embedding_pairs, fine_tune_embedding
 
     if (folder / "modules.json").is_file():

@@ -34,7 +34,7 @@ def main() -> None:
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
     from rerankit import learn
     from rerankit.eval import crossval, load_beir
-    from rerankit.eval.runner import first_stage
+    from rerankit.eval.first_stage import first_stage
     from rerankit.eval.tune import DEFAULT_HYBRID, ranked_ndcg
     from rerankit.normalize import normalize_scores
 

@@ -31,7 +31,7 @@ def stage_one(name: str, split: str):
     """Per query: ids in the hybrid's order, the query vector, the documents' vectors."""
     from rerankit import load
     from rerankit.eval import load_beir
-    from rerankit.eval.runner import candidate_documents, first_stage
+    from rerankit.eval.first_stage import candidate_documents, first_stage
 
     data = load_beir(DATA / name, split)
     hybrid = load("hybrid")

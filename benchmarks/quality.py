@@ -47,7 +47,8 @@ def main() -> None:
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
     from rerankit.api import load
     from rerankit.eval import load_beir
-    from rerankit.eval.runner import evaluate_runs, first_stage, first_stage_run, run_pipeline
+    from rerankit.eval.first_stage import first_stage
+    from rerankit.eval.runner import evaluate_runs, first_stage_run, run_pipeline
 
     missing = [name for name, (path, *_) in SETS.items() if not path.exists()]
     if missing:

@@ -1,14 +1,18 @@
 """The public entry points: :func:`rerank` in one call and :func:`load` for any reranker
-description. Names resolve through :mod:`rerankit.registry`."""
+description. Names are registered in :mod:`rerankit.registry` and built by
+:mod:`rerankit.config`."""
 
 from __future__ import annotations
 
+import importlib.util
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from . import registry
+from .config import build, read_spec, resolve_reranker
 from .rerankers.base import check_keywords
 from .types import RerankResult
 
@@ -35,24 +39,25 @@ def available_rerankers() -> list[str]:
 
 
 def get_reranker(spec: Any) -> Any:
-    """A reranker from a registered name (built once and shared), a reranker (returned as
-    is) or a scorer (wrapped in a :class:`~rerankit.ScorerReranker`)."""
-    return registry.resolve_reranker(spec)
+    """Deprecated: use :func:`load`, which takes the same and more."""
+    warnings.warn(
+        "rerankit.get_reranker is deprecated; use rerankit.load", DeprecationWarning, stacklevel=2
+    )
+    return load(spec)
 
 
 def load(spec: Any) -> Any:
-    """A reranker from anything that describes one: a registered name (``"hybrid"``), a
-    pipeline file (``.toml``, ``.yaml``, ``.json``), a spec mapping (see
-    :mod:`rerankit.config`), a reranker, or a scorer (wrapped)."""
-    from .config import build, read_spec
-
+    """A reranker from anything that describes one: a registered name (``"hybrid"``, built
+    once per process and shared), a pipeline file (``.toml``, ``.yaml``, ``.json``), a spec
+    mapping (see :mod:`rerankit.config`), a reranker (as is), or a scorer (wrapped in a
+    :class:`~rerankit.ScorerReranker`)."""
     if isinstance(spec, Path) or (
         isinstance(spec, str) and Path(spec).suffix.lower() in PIPELINE_SUFFIXES
     ):
         return build(read_spec(spec))
     if isinstance(spec, Mapping):
         return build(spec)
-    return get_reranker(spec)
+    return resolve_reranker(spec)
 
 
 def rerank(
@@ -100,7 +105,6 @@ def default_reranker() -> tuple[str, str | None]:
     """The default reranker's name, and a note when it is the fallback: ``hybrid`` (BM25 or
     the first-stage score, fused with the bundled all-MiniLM-L6-v2) when the ``torch``
     extra is installed, else ``bm25``."""
-    import importlib.util
 
     if all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers")):
         return "hybrid", None

@@ -40,17 +40,128 @@ Example (TOML)::
 
 from __future__ import annotations
 
+import importlib
 import json
+import os
+import threading
 from collections.abc import Mapping
 from numbers import Real
 from pathlib import Path
 from typing import Any
 
+from . import registry
 from ._optional import require
 from .errors import ConfigError
-from .registry import create, resolve_reranker
+from .fusion import ScoreCombinationMethod
+from .ordering import Rule
+from .rerankers import FusionReranker, Pipeline, Reranker, ScorerReranker, Stage
+from .scorers.base import Scorer
+from .scorers.llm_listwise import LLMListwiseScorer
+from .scorers.llm_pointwise import LLMPointwiseScorer
 
-__all__ = ["build", "build_scorer", "read_spec"]
+__all__ = [
+    "build",
+    "build_scorer",
+    "create",
+    "llm_listwise",
+    "llm_pointwise",
+    "read_spec",
+    "resolve_reranker",
+    "shared_reranker",
+]
+
+_SHARED: dict[str, tuple[registry.Entry, Any]] = {}
+_LOCK = threading.Lock()
+
+
+def import_factory(ref: str) -> Any:
+    """The object a ``"module:attribute"`` string names (``.x`` is relative to rerankit)."""
+    module, _, attr = ref.partition(":")
+    target: Any = importlib.import_module(module, __package__)
+    for part in attr.split("."):
+        target = getattr(target, part)
+    return target
+
+
+def create(kind: str, name: str, /, **options: Any) -> Any:
+    """A new object for the registered ``name`` of ``kind``, built with ``options``.
+
+    Unknown names and options the factory does not take are :class:`ConfigError` s.
+    """
+    entry = registry.lookup(kind, name)
+    factory = entry.factory
+    if isinstance(factory, Mapping):
+        if options:
+            raise ConfigError(f"takes no options, got {sorted(options)}", where=name)
+        return build(factory, name=name)
+    if isinstance(factory, str):
+        factory = import_factory(factory)
+    try:
+        return factory(**options)
+    except TypeError as exc:
+        if "argument" not in str(exc):
+            raise
+        raise ConfigError(f"{kind.replace('_', ' ')} {name!r}: {exc}") from exc
+
+
+def shared_reranker(name: str) -> Any:
+    """The registered reranker ``name``, built once per process and shared (built anew
+    after the name is registered again)."""
+    entry = registry.lookup("reranker", name)
+    with _LOCK:
+        cached = _SHARED.get(name)
+        if cached is None or cached[0] is not entry:
+            _SHARED[name] = (entry, create("reranker", name))
+        return _SHARED[name][1]
+
+
+def resolve_reranker(spec: Any) -> Any:
+    """A reranker from a registered name (shared), a reranker (as is) or a scorer (wrapped)."""
+    if isinstance(spec, Reranker):
+        return spec
+    if isinstance(spec, str):
+        return shared_reranker(spec)
+    if isinstance(spec, Scorer):
+        return ScorerReranker(spec)
+    raise TypeError(f"reranker must be a name, a Reranker or a Scorer, got {type(spec).__name__}")
+
+
+def _llm_scorer(
+    cls: type,
+    *,
+    provider: str = "gemini",
+    model: str | None = None,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    **options: Any,
+) -> Any:
+    """An LLM scorer of ``cls`` on a registered provider client, as declared pipelines give
+    it: ``provider``, ``model``, ``base_url`` and ``api_key_env`` (the environment variable
+    holding the key; the client's own default variables otherwise)."""
+    key = None
+    if api_key_env:
+        key = os.environ.get(api_key_env)
+        if not key:
+            raise ConfigError(
+                f"environment variable {api_key_env!r} is not set", where="api_key_env"
+            )
+    client_options: dict[str, Any] = {"api_key": key, "base_url": base_url}
+    if model is not None:
+        client_options["model"] = model
+    return cls(create("llm_client", provider, **client_options), **options)
+
+
+def llm_pointwise(**options: Any) -> LLMPointwiseScorer:
+    """An :class:`~rerankit.LLMPointwiseScorer` from declared options (``provider``,
+    ``model``, ``base_url``, ``api_key_env`` and the scorer's own keywords)."""
+    return _llm_scorer(LLMPointwiseScorer, **options)
+
+
+def llm_listwise(**options: Any) -> LLMListwiseScorer:
+    """An :class:`~rerankit.LLMListwiseScorer` from declared options (as
+    :func:`llm_pointwise`)."""
+    return _llm_scorer(LLMListwiseScorer, **options)
+
 
 _STAGE_KINDS = ("reranker", "scorer", "scorers", "rule")
 _FUSION_KEYS = ("method", "normalization", "rrf_k", "output_calibration")
@@ -118,9 +229,6 @@ def _weight(entry: Mapping[str, Any], where: str) -> float:
 
 
 def _fusion(spec: Mapping[str, Any], name: str | None, where: str) -> Any:
-    from .fusion import ScoreCombinationMethod
-    from .rerankers import FusionReranker
-
     entries = spec["scorers"]
     if not isinstance(entries, list) or not entries:
         raise ConfigError("a non-empty list of scorer tables", where=f"{where}.scorers")
@@ -159,8 +267,6 @@ def _fusion(spec: Mapping[str, Any], name: str | None, where: str) -> Any:
 
 
 def _stage(spec: Mapping[str, Any], where: str) -> tuple[Any, Any, str | None]:
-    from .rerankers import ScorerReranker
-
     kinds = [k for k in _STAGE_KINDS if k in spec]
     if len(kinds) != 1:
         raise ConfigError(f"give exactly one of {', '.join(_STAGE_KINDS)}", where=where)
@@ -200,9 +306,6 @@ def _stage(spec: Mapping[str, Any], where: str) -> tuple[Any, Any, str | None]:
 def build(spec: Mapping[str, Any], *, name: str | None = None) -> Any:
     """A reranker from a spec mapping (see the module doc). One plain stage gives that
     stage's reranker; anything more gives a :class:`~rerankit.Pipeline`."""
-    from .ordering import Rule
-    from .rerankers import Pipeline, Stage
-
     spec = dict(spec)
     name = spec.pop("name", name)
     if "stages" in spec:

@@ -27,8 +27,13 @@ from ._optional import require
 from ._threads import in_thread
 from .calibration import Calibration
 from .documents import FIRST_STAGE_SCORE
+from .eval.metrics import ndcg_at_k
 from .normalize import normalize_scores
+from .rerankers.hybrid import HYBRID_BM25, background_bm25
 from .scorers.base import ScoreBatch
+from .scorers.coverage import CoverageScorer
+from .scorers.embedding import EmbeddingScorer
+from .scorers.lexical import Analyzer, BM25Scorer
 from .scorers.prf import feedback_cosines
 from .types import Document
 
@@ -78,10 +83,6 @@ class _Signals:
     def __init__(self, embedding: Any = None, language: str = "en") -> None:
         """``embedding``: an embedding scorer, a model id or folder, or None (the bundled
         all-MiniLM-L6-v2)."""
-        from .rerankers.hybrid import HYBRID_BM25, background_bm25
-        from .scorers.coverage import CoverageScorer
-        from .scorers.embedding import EmbeddingScorer
-        from .scorers.lexical import Analyzer, BM25Scorer
 
         self.analyzer = Analyzer(language=language)
         if embedding is None or isinstance(embedding, str):
@@ -357,7 +358,6 @@ def options(
     default pipeline's scores of its candidates, in [0, 1]) as
     ``blend * model + (1 - blend) * default``. The features are ``features``, or
     :func:`feature_set` of the number of training queries."""
-    from .eval.metrics import ndcg_at_k
 
     def fit_on(qids: Sequence[str]) -> dict[Option, Callable[[str], float]]:
         names = list(features or feature_set(len(qids)))

@@ -20,6 +20,7 @@ import numpy as np
 
 from .documents import field_value, to_documents
 from .normalize import normalize_scores
+from .scorers.lexical import split_words
 from .types import Document, RankedDocument, RerankResult
 
 __all__ = [
@@ -196,7 +197,6 @@ def min_score(items: Any, threshold: float, *, score_field: str = "rerank_score"
 
 
 def _word_sets(texts: Sequence[str]) -> list[frozenset[str]]:
-    from .scorers.lexical import split_words
 
     return [frozenset(words) for words in split_words(list(texts))]
 

@@ -1,42 +1,31 @@
-"""Every name rerankit knows, in one place: rerankers, scorers, ordering rules and LLM
-clients, each mapped to a factory.
+"""Every name rerankit knows, in one table: rerankers, scorers, ordering rules and LLM
+clients, each mapped to a factory, a one-line summary and what it needs.
 
 A factory is a ``"module:attribute"`` string (imported only when the name is first built,
 so a backend whose extra is missing costs nothing until used, and then raises a
 :class:`~rerankit.MissingDependencyError` naming the extra), a callable, or, for rerankers,
-a declared pipeline (see :mod:`rerankit.config`). The CLI, the service, declared pipelines
-and the integrations all resolve names here. Adding a backend is one module plus one
-``register`` line.
+a declared pipeline. This module only holds the table: :mod:`rerankit.config` turns names
+into objects (``config.create``), for the CLI, the service, declared pipelines and the
+integrations alike. Adding a backend is one module plus one ``register`` line.
 """
 
 from __future__ import annotations
 
-import importlib
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
 
-__all__ = [
-    "KINDS",
-    "Entry",
-    "available",
-    "create",
-    "entries",
-    "register",
-    "resolve_reranker",
-    "shared_reranker",
-]
+__all__ = ["KINDS", "Entry", "available", "entries", "lookup", "register"]
 
 KINDS = ("reranker", "scorer", "rule", "llm_client")
 
 
 @dataclass(frozen=True)
 class Entry:
-    """A registered name: what ``create`` builds, a one-line ``summary``, and what it
-    ``needs`` (extras to install, environment variables)."""
+    """A registered name: its ``factory``, a one-line ``summary``, and what it ``needs``
+    (extras to install, environment variables)."""
 
     kind: str
     name: str
@@ -44,26 +33,8 @@ class Entry:
     summary: str = ""
     needs: tuple[str, ...] = ()
 
-    def build(self, **options: Any) -> Any:
-        factory = self.factory
-        if isinstance(factory, Mapping):
-            from .config import build
-
-            if options:
-                raise ConfigError(f"takes no options, got {sorted(options)}", where=self.name)
-            return build(factory, name=self.name)
-        if isinstance(factory, str):
-            module, _, attr = factory.partition(":")
-            target: Any = importlib.import_module(module, __package__)
-            for part in attr.split("."):
-                target = getattr(target, part)
-            factory = target
-        return factory(**options)
-
 
 _ENTRIES: dict[tuple[str, str], Entry] = {}
-_SHARED: dict[str, Any] = {}
-_LOCK = threading.Lock()
 
 
 def register(
@@ -78,8 +49,6 @@ def register(
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     _ENTRIES[(kind, name)] = Entry(kind, name, factory, summary, tuple(needs))
-    if kind == "reranker":
-        _SHARED.pop(name, None)  # a re-registered name is built anew
 
 
 def entries(kind: str) -> list[Entry]:
@@ -92,43 +61,13 @@ def available(kind: str) -> list[str]:
     return [e.name for e in entries(kind)]
 
 
-def create(kind: str, name: str, /, **options: Any) -> Any:
-    """A new object for the registered ``name`` of ``kind``, built with ``options``.
-
-    Unknown names and options the factory does not take are :class:`ConfigError` s.
-    """
+def lookup(kind: str, name: str) -> Entry:
+    """The entry of ``name``; a :class:`~rerankit.ConfigError` listing the others if none."""
     entry = _ENTRIES.get((kind, name))
     if entry is None:
         known = ", ".join(available(kind)) or "none"
         raise ConfigError(f"unknown {kind.replace('_', ' ')} {name!r}; available: {known}")
-    try:
-        return entry.build(**options)
-    except TypeError as exc:
-        if "argument" not in str(exc):
-            raise
-        raise ConfigError(f"{kind.replace('_', ' ')} {name!r}: {exc}") from exc
-
-
-def shared_reranker(name: str) -> Any:
-    """The registered reranker ``name``, built once per process and shared."""
-    with _LOCK:
-        if name not in _SHARED:
-            _SHARED[name] = create("reranker", name)
-        return _SHARED[name]
-
-
-def resolve_reranker(spec: Any) -> Any:
-    """A reranker from a registered name (shared), a reranker (as is) or a scorer (wrapped)."""
-    from .rerankers import Reranker, ScorerReranker
-    from .scorers.base import Scorer
-
-    if isinstance(spec, Reranker):
-        return spec
-    if isinstance(spec, str):
-        return shared_reranker(spec)
-    if isinstance(spec, Scorer):
-        return ScorerReranker(spec)
-    raise TypeError(f"reranker must be a name, a Reranker or a Scorer, got {type(spec).__name__}")
+    return entry
 
 
 # --- built-ins -------------------------------------------------------------------------------
@@ -193,14 +132,14 @@ register(
 register(
     "scorer",
     "llm_pointwise",
-    ".scorers.llm_pointwise:from_options",
+    ".config:llm_pointwise",
     summary="LLM judge, 0-10 per document",
     needs=("extra: gemini or openai",),
 )
 register(
     "scorer",
     "llm_listwise",
-    ".scorers.llm_listwise:from_options",
+    ".config:llm_listwise",
     summary="LLM judge, one permutation per window",
     needs=("extra: gemini or openai",),
 )
@@ -249,7 +188,7 @@ register(
 register(
     "reranker",
     "hybrid",
-    ".rerankers.hybrid:hybrid_reranker",
+    ".rerankers.hybrid:HybridReranker",
     summary="default: MiniLM + background-idf BM25, calibrated P(relevant) (first-stage "
     "score instead of BM25 when given)",
     needs=_TORCH,

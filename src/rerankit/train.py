@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ._optional import require
+from .backends.bundled import resolve_source
 from .errors import InputError
 
 __all__ = ["embedding_pairs", "fine_tune_embedding"]
@@ -86,8 +87,6 @@ def fine_tune_embedding(
     except ImportError:  # pragma: no cover - older sentence-transformers
         from sentence_transformers.losses import MultipleNegativesRankingLoss
         from sentence_transformers.training_args import BatchSamplers
-
-    from .backends.bundled import resolve_source
 
     out = Path(out)
     checkpoints = out / "checkpoints"

@@ -19,8 +19,8 @@ from rerankit.calibration import (
     sigmoid,
 )
 from rerankit.normalize import scale_to_unit
-from rerankit.scorers.language import CorpusStats
 from rerankit.scorers.coverage import CoverageScorer
+from rerankit.scorers.language import CorpusStats
 from rerankit.scorers.lexical import BM25Scorer, JaccardScorer
 
 QUERY = "solar power on roofs"

@@ -28,7 +28,7 @@ def test_public_names_resolve():
 def test_neural_scorers_import_torch_only_when_they_score():
     code = (
         "import sys, rerankit, rerankit.compat\n"
-        "s = rerankit.EmbeddingScorer(); h = rerankit.get_reranker('hybrid')\n"
+        "s = rerankit.EmbeddingScorer(); h = rerankit.load('hybrid')\n"
         "c = rerankit.CausalLMScorer(); x = rerankit.CrossEncoderScorer()\n"
         "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers') "
         "if m in sys.modules]\n"

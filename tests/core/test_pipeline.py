@@ -19,7 +19,7 @@ from rerankit import (
     ScorerReranker,
     TextSimilarity,
     available_rerankers,
-    get_reranker,
+    load,
 )
 
 VOCAB = ["solar", "wind", "power", "grid", "battery", "storage", "the", "price", "running"]
@@ -30,8 +30,8 @@ ITEMS = st.one_of(
     st.builds(lambda t, i: Document(t, id=i), TEXTS, st.integers()),
 )
 RERANKERS = {
-    "bm25": get_reranker("bm25"),
-    "text": get_reranker("text"),
+    "bm25": load("bm25"),
+    "text": load("text"),
     "fusion": FusionReranker([BM25Scorer(), TextSimilarity()], "rrf"),
     "weighted": FusionReranker(
         [BM25Scorer(name="a"), TextSimilarity(name="b")], weights={"a": 0.3, "b": 0.7}
@@ -256,9 +256,9 @@ def test_unknown_keyword_arguments_are_errors_with_hints():
     with pytest.raises(TypeError, match=r"'model' \(use reranker="):
         rerankit.rerank("q", ["a", "b"], model="hybrid")
     with pytest.raises(TypeError, match=r"'query_embedding' \(use context="):
-        get_reranker("bm25").rerank("q", ["a"], query_embedding=[1.0])
+        load("bm25").rerank("q", ["a"], query_embedding=[1.0])
     with pytest.raises(TypeError, match="'bogus'"):
-        asyncio.run(get_reranker("bm25").arerank("q", ["a"], bogus=1))
+        asyncio.run(load("bm25").arerank("q", ["a"], bogus=1))
 
 
 def test_rerank_defaults_to_the_hybrid_with_torch_else_bm25_and_says_so(monkeypatch):

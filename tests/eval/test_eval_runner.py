@@ -11,7 +11,8 @@ pytest.importorskip("ranx", reason="evaluation needs the 'eval' extra")
 
 from rerankit.cli import main
 from rerankit.eval import load_beir
-from rerankit.eval.runner import PipelineRun, evaluate_runs, first_stage
+from rerankit.eval.first_stage import first_stage
+from rerankit.eval.runner import PipelineRun, evaluate_runs
 from rerankit.eval.tune import grid, pipeline_spec, to_toml
 
 

@@ -22,13 +22,8 @@ from rerankit import (
     LLMPointwiseScorer,
     ScorerReranker,
 )
-from rerankit.llm import (
-    GeminiClient,
-    OpenAIClient,
-    PermanentLLMError,
-    RetryPolicy,
-    TransientLLMError,
-)
+from rerankit.errors import PermanentProviderError, TransientProviderError
+from rerankit.llm import GeminiClient, OpenAIClient, RetryPolicy
 from rerankit.llm.parsing import (
     parse_index,
     parse_score,
@@ -136,9 +131,9 @@ def test_client_error_types(provider):
 
     with FakeLLMServer([Reply(status=403, text="no"), Reply(status=500, text="boom")]) as s:
         runner = CallRunner(make_client(provider, s), RetryPolicy(attempts=1))
-        with pytest.raises(PermanentLLMError, match="403"):
+        with pytest.raises(PermanentProviderError, match="403"):
             asyncio.run(runner.call(LLMRequest("x"), Usage()))
-        with pytest.raises(TransientLLMError, match="500"):
+        with pytest.raises(TransientProviderError, match="500"):
             asyncio.run(runner.call(LLMRequest("x"), Usage()))
 
 

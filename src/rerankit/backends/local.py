@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import threading
 import weakref
@@ -15,6 +16,7 @@ from ..errors import MissingDependencyError, ModelLoadError
 from ..hardware import HardwareProfile
 from ..scorers.base import ScoreBatch, valid_query, valid_unicode
 from ..types import Document
+from .onnx import check_backend, load_onnx
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +57,6 @@ def weights_fingerprint(model: str) -> str:
     """For a local model folder, a short digest of its weight files' names, sizes and
     modification times, so a model retrained into the same folder never reads vectors
     cached for the old weights; empty for a hub id."""
-    import hashlib
 
     folder = Path(model)
     if not folder.is_dir():
@@ -193,7 +194,6 @@ class LocalModelScorer:
         quantize: str | None = None,
         name: str,
     ) -> None:
-        from .onnx import check_backend
 
         check_backend(backend, quantize)
         if backend == "onnx" and not self.onnx_kind:
@@ -258,7 +258,6 @@ class LocalModelScorer:
 
     def _load_onnx(self) -> Any:
         """The model on ONNX Runtime: an exported folder, or an export made once."""
-        from .onnx import load_onnx
 
         assert self.model_id is not None and self.onnx_kind is not None
         return load_onnx(

@@ -24,6 +24,7 @@ import re
 import shutil
 import tempfile
 import threading
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from .._optional import require
+from ..cache import default_cache_dir
 from ..errors import MissingDependencyError, ModelLoadError
 from .bundled import resolve_source
 
@@ -173,7 +175,6 @@ def export(
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    import warnings
 
     with warnings.catch_warnings(), torch.no_grad():
         warnings.simplefilter("ignore")  # the exporter's notes on tracing
@@ -230,7 +231,6 @@ def _quantize(source: Path, target: Path) -> None:
 
 
 def _cache_root() -> Path:
-    from ..cache import default_cache_dir
 
     return default_cache_dir() / "onnx"
 

@@ -11,11 +11,11 @@ from typing import Any
 from ..batch import quiet_ray_logs
 from ..errors import InputError
 from ..eval.data import find_collections, load_beir
+from ..eval.first_stage import first_stage
 from ..eval.runner import (
     check_output_folder,
     describe_pipeline,
     evaluate_runs,
-    first_stage,
     format_summary,
     format_table,
     write_outputs,

@@ -11,7 +11,8 @@ from typing import Any
 from .._jsonl import read_records, read_text
 from ..api import default_reranker, load
 from ..backends.local import LocalModelScorer
-from ..batch import beir_rows, quiet_ray_logs, run_batch
+from ..batch import quiet_ray_logs, run_batch
+from ..batch.beir import beir_rows
 from ..errors import InputError
 from .args import positive_int
 from .output import json_safe, records, table

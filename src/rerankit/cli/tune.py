@@ -18,7 +18,8 @@ from ..calibration import Calibration, expected_calibration_error, fit_calibrati
 from ..errors import InputError
 from ..eval import crossval, tune
 from ..eval.data import load_beir
-from ..eval.runner import evaluate_runs, first_stage, format_table
+from ..eval.first_stage import first_stage
+from ..eval.runner import evaluate_runs, format_table
 from ..eval.tune import to_toml
 from ..normalize import normalize_scores
 from ..rerankers.hybrid import HYBRID_CALIBRATION

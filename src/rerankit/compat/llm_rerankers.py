@@ -4,10 +4,12 @@ scorers."""
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from typing import Any
 
+from .._optional import require
 from ..documents import to_documents
 from ..llm.base import LLMClient
 from ..llm.gemini import DEFAULT_GEMINI_MODEL, GeminiClient
@@ -67,7 +69,6 @@ class ReRanker:
 def make_rerank_schema() -> type:
     """The listwise response model (pydantic): ``reranked_indices``, ``is_rejected``,
     ``rejection_reason``, extra fields forbidden."""
-    from .._optional import require
 
     pydantic = require("pydantic", "RerankSchema")
 
@@ -88,7 +89,6 @@ class AiRerank:
     @staticmethod
     def get_prompt_rerank(question: str, indexed_chunks_json_text: str) -> str:
         """The whole listwise prompt as one string (instructions, chunks, question)."""
-        import json
 
         try:
             count = len(json.loads(indexed_chunks_json_text))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from .._optional import require
 from ..errors import ModelLoadError
 from ..hardware import HardwareProfile
 from ..rerankers import ScorerReranker, run_sync
@@ -24,7 +25,6 @@ MemoryProfile = HardwareProfile
 
 def is_causal_lm(model: str, *, trust_remote_code: bool = False) -> bool:
     """Whether ``model``'s config declares a causal-LM architecture (``...ForCausalLM``)."""
-    from .._optional import require
 
     transformers = require("transformers", "RerankerService")
     try:

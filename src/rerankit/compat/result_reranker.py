@@ -18,6 +18,8 @@ from ..documents import to_documents
 from ..fusion import ScoreCombinationMethod, combine_scores
 from ..fusion import normalize_scores as _normalize
 from ..rerankers import FusionReranker
+from ..scorers.embedding import EmbeddingScorer
+from ..scorers.graph import GraphScorer
 from ..scorers.lexical import TextSimilarity
 from ..types import Document
 
@@ -134,8 +136,6 @@ class SemanticReranker(RerankerStrategy):
         text_getter: Callable[[Any], str] | None = None,
     ) -> None:
         if scorer is None:
-            from ..scorers.embedding import EmbeddingScorer
-
             scorer = EmbeddingScorer()
         self.scorer = scorer
         self.embedding_field = embedding_field
@@ -177,7 +177,6 @@ class StructuralReranker(RerankerStrategy):
         node_id: Callable[[Any], Any] | None = None,
         text_getter: Callable[[Any], str] | None = None,
     ) -> None:
-        from ..scorers.graph import GraphScorer
 
         self.scorer = GraphScorer(graph_store, mode=mode)
         self._node = node_id or _entity_id

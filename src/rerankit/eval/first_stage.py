@@ -1,5 +1,6 @@
-"""A BM25 first stage over a whole corpus (an inverted index in numpy), for evaluating
-rerankers on datasets that ship no candidate run."""
+"""The first stage of an evaluation: each query's candidates from BM25 over the whole
+corpus (an inverted index in numpy, for datasets that ship no candidate run) or from a run
+file, and those candidates as the documents a reranker takes."""
 
 from __future__ import annotations
 
@@ -7,10 +8,12 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..errors import InputError
 from ..scorers.language import CorpusStats
 from ..scorers.lexical import Analyzer, length_norm, lucene_idf, saturated_tf
+from .data import Dataset, load_run
 
-__all__ = ["BM25Index"]
+__all__ = ["BM25Index", "candidate_documents", "first_stage"]
 
 
 class BM25Index:
@@ -74,3 +77,45 @@ class BM25Index:
     def run(self, queries: Mapping[str, str], k: int = 100) -> dict[str, list[str]]:
         """``search`` for every query: query id -> doc ids, best first."""
         return {qid: self.search(text, k) for qid, text in queries.items()}
+
+
+def first_stage(
+    data: Dataset, source: str = "bm25", k: int = 100
+) -> dict[str, list[tuple[str, float]]]:
+    """Each query's top ``k`` as ``(doc id, first-stage score)``, best first: BM25 over the
+    corpus (``"bm25"``, Anserini's k1=0.9, b=0.4), the dataset's own run (``"run"``), the
+    run when the dataset ships one and BM25 otherwise (``"auto"``), or a TREC run file's
+    path. Queries the first stage finds nothing for get an empty list."""
+    if source == "auto":
+        source = "run" if data.run_scores is not None else "bm25"
+    if source == "bm25":
+        ids = list(data.corpus)
+        index = BM25Index(ids, [data.text(i) for i in ids])
+        out = {}
+        for qid, text in data.queries.items():
+            scores = index.scores(text)
+            top = (-scores).argsort(kind="stable")[:k]  # ties: corpus order
+            out[qid] = [(ids[i], float(scores[i])) for i in top if scores[i] > 0]
+        return out
+    if k < 1:
+        raise InputError(f"k must be a positive integer, got {k}")
+    if source == "run":
+        if data.run_scores is None:
+            raise InputError(f"dataset {data.name!r} ships no run file; use --first-stage bm25")
+        ranked = data.run_scores
+    else:
+        ranked = load_run(source, with_scores=True, corpus=data.corpus)
+        if not set(ranked) & set(data.queries):
+            raise InputError(f"{source}: none of its query ids is among the dataset's queries")
+    return {qid: list(ranked.get(qid, []))[:k] for qid in data.queries}
+
+
+def candidate_documents(
+    data: Dataset, ranked: Sequence[tuple[str, float]], *, with_scores: bool = True
+) -> list[dict]:
+    """Candidates as dicts a reranker takes: ``id``, ``text``, ``title`` when the document
+    has one, and (unless ``with_scores`` is false, as for a caller that only has texts)
+    ``first_stage_score``."""
+    if not with_scores:
+        return [data.document(d) for d, _ in ranked]
+    return [{**data.document(d), "first_stage_score": s} for d, s in ranked]

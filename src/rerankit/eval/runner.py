@@ -16,66 +16,23 @@ import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
 from .._optional import require
-from ..errors import InputError
-from .data import Dataset, load_run
-from .first_stage import BM25Index
+from ..batch.ray import iter_ray
+from ..batch.rows import USAGE_KEY
+from ..calibration import expected_calibration_error, reliability_bins, reliability_svg
+from ..errors import InputError, RerankitError
+from .data import Dataset
+from .first_stage import candidate_documents
+from .metrics import ndcg_at_k
 
-__all__ = [
-    "PipelineRun",
-    "candidate_documents",
-    "evaluate_runs",
-    "first_stage",
-    "run_pipeline",
-    "write_outputs",
-]
+__all__ = ["PipelineRun", "evaluate_runs", "run_pipeline", "write_outputs"]
 
 FIRST_STAGE = "first stage"
-
-
-def first_stage(
-    data: Dataset, source: str = "bm25", k: int = 100
-) -> dict[str, list[tuple[str, float]]]:
-    """Each query's top ``k`` as ``(doc id, first-stage score)``, best first: BM25 over the
-    corpus (``"bm25"``, Anserini's k1=0.9, b=0.4), the dataset's own run (``"run"``), the
-    run when the dataset ships one and BM25 otherwise (``"auto"``), or a TREC run file's
-    path. Queries the first stage finds nothing for get an empty list."""
-    if source == "auto":
-        source = "run" if data.run_scores is not None else "bm25"
-    if source == "bm25":
-        ids = list(data.corpus)
-        index = BM25Index(ids, [data.text(i) for i in ids])
-        out = {}
-        for qid, text in data.queries.items():
-            scores = index.scores(text)
-            top = (-scores).argsort(kind="stable")[:k]  # ties: corpus order
-            out[qid] = [(ids[i], float(scores[i])) for i in top if scores[i] > 0]
-        return out
-    if k < 1:
-        raise InputError(f"k must be a positive integer, got {k}")
-    if source == "run":
-        if data.run_scores is None:
-            raise InputError(f"dataset {data.name!r} ships no run file; use --first-stage bm25")
-        ranked = data.run_scores
-    else:
-        ranked = load_run(source, with_scores=True, corpus=data.corpus)
-        if not set(ranked) & set(data.queries):
-            raise InputError(f"{source}: none of its query ids is among the dataset's queries")
-    return {qid: list(ranked.get(qid, []))[:k] for qid in data.queries}
-
-
-def candidate_documents(
-    data: Dataset, ranked: Sequence[tuple[str, float]], *, with_scores: bool = True
-) -> list[dict]:
-    """Candidates as dicts a reranker takes: ``id``, ``text``, ``title`` when the document
-    has one, and (unless ``with_scores`` is false, as for a caller that only has texts)
-    ``first_stage_score``."""
-    if not with_scores:
-        return [data.document(d) for d, _ in ranked]
-    return [{**data.document(d), "first_stage_score": s} for d, s in ranked]
 
 
 @dataclass
@@ -157,7 +114,6 @@ def describe_pipeline(reranker: Any) -> dict[str, Any]:
 
 def per_query_ndcg(data: Dataset, run: PipelineRun, k: int = 10) -> dict[str, float]:
     """nDCG@k of each judged query with a relevant document (as the mean counts them)."""
-    from .metrics import ndcg_at_k
 
     out = {}
     for qid, judged in data.qrels.items():
@@ -213,8 +169,6 @@ def run_pipeline_ray(
     """:func:`run_pipeline` on Ray Data actors (see :func:`rerankit.batch.rerank_dataset`;
     ``pipeline`` is a registered name, a pipeline file or a spec mapping). Latency is each
     query's time on its worker."""
-    from ..batch import USAGE_KEY, iter_ray
-    from ..errors import RerankitError
 
     rows = [
         {
@@ -248,7 +202,6 @@ def reliability(data: Dataset, run: PipelineRun, bins: int = 10) -> dict[str, An
     """Expected calibration error and reliability bins of a run whose scores are
     probabilities (None for other runs): every scored (query, candidate) pair, relevant
     when judged >= 1."""
-    from ..calibration import expected_calibration_error, reliability_bins
 
     if not run.calibrated:
         return None
@@ -413,9 +366,6 @@ def write_outputs(
     metric, and each query's nDCG@10), one TREC run per pipeline under ``runs/`` (with the
     pipelines' own scores), ``ndcg.png``, and ``reliability.svg`` when some pipeline's scores
     are calibrated probabilities."""
-    from datetime import datetime, timezone
-
-    from .. import __version__
 
     out = check_output_folder(out)
     (out / "runs").mkdir(parents=True, exist_ok=True)
@@ -451,8 +401,6 @@ def write_outputs(
     written.append(out / "ndcg.png")
     curves = {r["pipeline"]: r["calibration"]["bins"] for r in rows if r.get("calibration")}
     if curves:
-        from ..calibration import reliability_svg
-
         path = out / "reliability.svg"
         title = f"{meta.get('dataset', '')}: calibration of P(relevant)"
         path.write_text(reliability_svg(curves, title), encoding="utf-8")

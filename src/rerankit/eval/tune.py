@@ -20,9 +20,19 @@ from typing import Any
 
 import numpy as np
 
+from ..calibration import expected_calibration_error, fit_calibration, sigmoid
 from ..fusion import fuse, normalize_rows
+from ..rerankers.hybrid import (
+    HYBRID_BM25,
+    HYBRID_CALIBRATION,
+    LEGACY_CALIBRATION,
+    ROLES,
+    background_bm25,
+)
+from ..scorers.lexical import BM25Scorer
 from .data import Dataset
-from .runner import candidate_documents
+from .first_stage import candidate_documents
+from .metrics import ndcg_at_k
 
 __all__ = [
     "FUSIONS",
@@ -61,7 +71,6 @@ def score_matrix(
     progress: Callable[[Any], Any] | None = None,
 ) -> dict[str, tuple[list[str], np.ndarray]]:
     """Per query: candidate ids and a (3, n) matrix of raw first-stage, BM25 and cosine."""
-    from ..scorers.lexical import BM25Scorer
 
     bm25 = BM25Scorer()
     items = [(q, c) for q, c in cands.items() if c]
@@ -114,7 +123,6 @@ def describe_fusion(option: Fusion) -> str:
 
 def ranked_ndcg(ids: Sequence[str], scores: np.ndarray, judged: Mapping[str, int]) -> float:
     """nDCG@10 of ``ids`` ordered by ``scores`` (ties keep the given order)."""
-    from .metrics import ndcg_at_k
 
     order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
     return ndcg_at_k([ids[i] for i in order], judged, 10)
@@ -212,7 +220,6 @@ def reading(spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """How a calibrated hybrid reads the texts (avgdl, query normalisation, passages) and
     which signals it fuses, from a mapping shaped like ``HYBRID_CALIBRATION`` (default:
     the built-in one)."""
-    from ..rerankers.hybrid import HYBRID_CALIBRATION, LEGACY_CALIBRATION, ROLES
 
     spec = HYBRID_CALIBRATION if spec is None else {**LEGACY_CALIBRATION, **spec}
     return {
@@ -238,7 +245,6 @@ def pairwise_matrix(
     BM25 with background idf (``bm25_background``). ``embedding`` is an
     :class:`~rerankit.EmbeddingScorer` (or any scorer with ``score_texts``, for the whole
     document only)."""
-    from ..rerankers.hybrid import background_bm25
 
     read = reading() if read is None else read
     scorers = {
@@ -282,7 +288,6 @@ def fit_signal_calibrations(
 ) -> dict[str, Any]:
     """One logistic calibration per role (row of each raw matrix), fitted on the pooled
     ``(raw matrix, labels)`` pairs."""
-    from ..calibration import fit_calibration
 
     y = np.concatenate([lab for _, lab in pairs]) if pairs else np.zeros(0)
     if y.size == 0 or y.min() == y.max():
@@ -324,7 +329,6 @@ def fit_calibrated_sets(
     ``HYBRID_CALIBRATION``), ``ndcg_by_set`` (weights -> each dataset's nDCG@10),
     ``ndcg_by_weight`` (their mean), the pooled ``ece`` and ``pairs``, and per dataset the
     fused probabilities and labels of its pairs (``probabilities``, ``labels``)."""
-    from ..calibration import expected_calibration_error, fit_calibration, sigmoid
 
     weights = list(weights or calibration_weights(roles))
     labels = [relevance_labels(data, m) for data, m in sets]
@@ -408,7 +412,6 @@ def calibrated_spec(
 ) -> dict[str, Any]:
     """A declared pipeline for a calibration found by :func:`fit_calibrated` (its signals
     read as ``read`` says, :func:`reading`): a fusion with ``normalization = "calibrated"``."""
-    from ..rerankers.hybrid import HYBRID_BM25
 
     read = reading() if read is None else read
     cal, weights = calibration["calibration"], calibration["weights"]

@@ -12,7 +12,7 @@ import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
-from .base import LLMError, PermanentLLMError, TransientLLMError
+from ..errors import PermanentProviderError, ProviderError, TransientProviderError
 
 T = TypeVar("T")
 
@@ -78,16 +78,16 @@ def retry_after_seconds(headers: Any) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def from_status(provider: str, status: int, message: str, headers: Any = None) -> LLMError:
+def from_status(provider: str, status: int, message: str, headers: Any = None) -> ProviderError:
     text = f"{provider} answered HTTP {status}: {message}"
     if status in _TRANSIENT_STATUS or status >= 500:
-        return TransientLLMError(text, status=status, retry_after=retry_after_seconds(headers))
-    return PermanentLLMError(text, status=status)
+        return TransientProviderError(text, status=status, retry_after=retry_after_seconds(headers))
+    return PermanentProviderError(text, status=status)
 
 
-def from_transport(provider: str, exc: BaseException) -> LLMError:
+def from_transport(provider: str, exc: BaseException) -> ProviderError:
     """Connection errors and timeouts are transient; anything else is reported as is."""
     name = type(exc).__name__
     if isinstance(exc, (OSError, TimeoutError)) or "Timeout" in name or "Connect" in name:
-        return TransientLLMError(f"{provider}: {name}: {exc}")
-    return LLMError(f"{provider}: unexpected {name}: {exc}")
+        return TransientProviderError(f"{provider}: {name}: {exc}")
+    return ProviderError(f"{provider}: unexpected {name}: {exc}")

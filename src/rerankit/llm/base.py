@@ -3,6 +3,7 @@ those worth retrying and those that are not."""
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -10,19 +11,30 @@ from ..errors import PermanentProviderError, ProviderError, TransientProviderErr
 
 __all__ = [
     "LLMClient",
-    "LLMError",
     "LLMRequest",
     "LLMResponse",
-    "PermanentLLMError",
-    "TransientLLMError",
     "Usage",
 ]
 
 
-#: the provider errors under their LLM names (defined in :mod:`rerankit.errors`)
-LLMError = ProviderError
-TransientLLMError = TransientProviderError
-PermanentLLMError = PermanentProviderError
+#: names of the provider errors before they moved to :mod:`rerankit.errors` (deprecated)
+DEPRECATED_NAMES = {
+    "LLMError": ProviderError,
+    "TransientLLMError": TransientProviderError,
+    "PermanentLLMError": PermanentProviderError,
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in DEPRECATED_NAMES:
+        new = DEPRECATED_NAMES[name]
+        warnings.warn(
+            f"rerankit.llm.{name} is deprecated; use rerankit.errors.{new.__name__}",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return new
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)

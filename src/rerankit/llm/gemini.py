@@ -6,9 +6,9 @@ import os
 from typing import Any
 
 from .._optional import require
-from ..errors import ConfigError
+from ..errors import ConfigError, ProviderError
 from ._errors import PerLoop, from_status, from_transport
-from .base import LLMError, LLMRequest, LLMResponse
+from .base import LLMRequest, LLMResponse
 
 __all__ = ["DEFAULT_GEMINI_MODEL", "GeminiClient"]
 
@@ -76,7 +76,7 @@ class GeminiClient:
             raise from_status(
                 self.provider, int(exc.code or 0), exc.message or str(exc), headers
             ) from exc
-        except LLMError:
+        except ProviderError:
             raise
         except Exception as exc:
             raise from_transport(self.provider, exc) from exc

@@ -7,9 +7,9 @@ import os
 from typing import Any
 
 from .._optional import require
-from ..errors import ConfigError
+from ..errors import ConfigError, ProviderError
 from ._errors import PerLoop, from_status, from_transport
-from .base import LLMError, LLMRequest, LLMResponse
+from .base import LLMRequest, LLMResponse
 
 __all__ = ["DEFAULT_OPENAI_MODEL", "OpenAIClient"]
 
@@ -88,7 +88,7 @@ class OpenAIClient:
             raise from_status(
                 self.provider, exc.status_code, message, exc.response.headers
             ) from exc
-        except LLMError:
+        except ProviderError:
             raise
         except Exception as exc:  # APIConnectionError / APITimeoutError and transport errors
             raise from_transport(self.provider, exc) from exc

@@ -18,7 +18,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from .._optional import require
-from .base import LLMClient, LLMRequest, LLMResponse, TransientLLMError, Usage
+from ..errors import TransientProviderError
+from .base import LLMClient, LLMRequest, LLMResponse, Usage
 
 __all__ = ["CallRunner", "ConcurrencyLimit", "Limits", "RateLimiter", "RetryPolicy"]
 
@@ -180,7 +181,7 @@ class CallRunner:
                     self.client.generate(request, timeout=timeout), timeout + 1.0
                 )
             except asyncio.TimeoutError as exc:
-                raise TransientLLMError(f"no answer within {timeout:g} s") from exc
+                raise TransientProviderError(f"no answer within {timeout:g} s") from exc
         usage.input_tokens += response.input_tokens
         usage.output_tokens += response.output_tokens
         return response
@@ -200,7 +201,7 @@ class CallRunner:
             )
 
         retrying = tenacity.AsyncRetrying(
-            retry=tenacity.retry_if_exception_type(TransientLLMError),
+            retry=tenacity.retry_if_exception_type(TransientProviderError),
             stop=tenacity.stop_after_attempt(self.policy.attempts),
             wait=self._wait,
             before_sleep=count_retry,

@@ -16,6 +16,7 @@ from ..scorers.base import Scorer
 from ..tracing import span
 from ..types import Document, RankedDocument, RerankResult
 from .base import Reranker, Scored, assemble
+from .single import ScorerReranker
 
 __all__ = ["Pipeline", "Stage"]
 
@@ -39,10 +40,13 @@ class Stage:
             raise ConfigError(
                 f"must be a positive integer or absent, got {self.keep!r}", where="keep"
             )
-        if not isinstance(self.step, Rule):
-            from ..registry import resolve_reranker
-
-            self.step = resolve_reranker(self.step)
+        if isinstance(self.step, Scorer):
+            self.step = ScorerReranker(self.step)
+        elif not isinstance(self.step, (Reranker, Rule)):
+            raise TypeError(
+                f"a stage takes a reranker, a scorer or an ordering rule, got "
+                f"{type(self.step).__name__} (for a registered name: rerankit.load(name))"
+            )
         if self.name is None:
             self.name = getattr(self.step, "name", type(self.step).__name__)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from numbers import Real
 from typing import Any
@@ -10,6 +11,10 @@ from typing import Any
 from .. import fusion
 from ..documents import FIRST_STAGE_SCORE
 from ..scorers.base import Scorer
+from ..scorers.embedding import DEFAULT_EMBEDDING_MODEL, EmbeddingScorer
+from ..scorers.field import FieldScorer
+from ..scorers.language import non_latin_share
+from ..scorers.lexical import Analyzer, BM25Scorer
 from ..types import Document
 from .base import Scored, ScoringReranker
 from .fused import FusionReranker
@@ -83,7 +88,6 @@ def background_bm25(
     score divided by the most any document could score for the query raised to
     ``query_normalization`` (the calibration's values by default), so it depends on the pair
     alone."""
-    from ..scorers.lexical import BM25Scorer
 
     return BM25Scorer(
         analyzer=analyzer,
@@ -148,9 +152,6 @@ class HybridReranker(ScoringReranker):
         model: str | None = None,
         name: str = "hybrid",
     ) -> None:
-        from ..scorers.embedding import DEFAULT_EMBEDDING_MODEL, EmbeddingScorer
-        from ..scorers.field import FieldScorer
-        from ..scorers.lexical import Analyzer, BM25Scorer
 
         if not 0.0 <= first_stage_weight <= 1.0:
             raise ValueError(f"first_stage_weight must be in [0, 1], got {first_stage_weight}")
@@ -263,7 +264,6 @@ class HybridReranker(ScoringReranker):
         """The embedding scorer reading each document by its best passage of about
         ``words`` words, each after the first starting with the document's first ``lead``
         words (None: the whole document, as given)."""
-        from ..scorers.embedding import EmbeddingScorer
 
         if words is None:
             return self.embedding
@@ -305,8 +305,6 @@ class HybridReranker(ScoringReranker):
         return False, None
 
     async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
-        from ..scorers.embedding import EmbeddingScorer
-        from ..scorers.language import non_latin_share
 
         first_stage, note = self._first_stage_mode(docs)
         fusion_ = self.with_first_stage if first_stage else self.texts_only
@@ -328,7 +326,12 @@ class HybridReranker(ScoringReranker):
 
 
 def hybrid_reranker(embedding: Scorer | None = None, **options: Any) -> HybridReranker:
-    """The default ``hybrid`` reranker (see :class:`HybridReranker`)."""
+    """Deprecated: ``HybridReranker(...)`` (or ``rerankit.load("hybrid")``)."""
+    warnings.warn(
+        "rerankit.hybrid_reranker is deprecated; use rerankit.HybridReranker",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     return HybridReranker(embedding, **options)
 
 

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any, TypedDict
 
 from ..cache import JudgmentCache, judgment_cache
-from ..errors import ConfigError
 from ..llm.base import LLMClient, LLMRequest
 from ..llm.resilience import CallRunner, Limits, RetryPolicy
 
@@ -72,30 +70,3 @@ class LLMScorerBase:
             temperature=request.temperature,
             max_output_tokens=request.max_output_tokens,
         )
-
-
-def build_llm_scorer(
-    cls: type,
-    *,
-    provider: str = "gemini",
-    model: str | None = None,
-    base_url: str | None = None,
-    api_key_env: str | None = None,
-    **options: Any,
-) -> Any:
-    """An LLM scorer of ``cls`` on a registered provider client, as declared pipelines give
-    it: ``provider``, ``model``, ``base_url`` and ``api_key_env`` (the environment variable
-    holding the key; the client's own default variables otherwise)."""
-    from ..registry import create
-
-    key = None
-    if api_key_env:
-        key = os.environ.get(api_key_env)
-        if not key:
-            raise ConfigError(
-                f"environment variable {api_key_env!r} is not set", where="api_key_env"
-            )
-    client_options: dict[str, Any] = {"api_key": key, "base_url": base_url}
-    if model is not None:
-        client_options["model"] = model
-    return cls(create("llm_client", provider, **client_options), **options)

@@ -29,6 +29,7 @@ from ..backends.bundled import (
     resolve_source,
 )
 from ..backends.local import LocalModelOptions, LocalModelScorer, weights_fingerprint
+from ..backends.onnx import is_exported, read_manifest
 from ..cache import EmbeddingCache
 from ..errors import InputError, ScorerError
 from ..passages import DEFAULT_MAX_PASSAGES, split_passages
@@ -167,7 +168,6 @@ class EmbeddingScorer(LocalModelScorer):
         of it; its manifest is read once, not on every rerank)."""
         if self.model_id in BUNDLED_NAMES:
             return True
-        from ..backends.onnx import is_exported, read_manifest
 
         if self.model_id is not None and is_exported(self.model_id):
             return read_manifest(self.model_id).get("source") in BUNDLED_NAMES

@@ -3,6 +3,8 @@ score), recency with a half-life, log-scaled popularity, or any callable."""
 
 from __future__ import annotations
 
+import datetime as dt
+import time
 from collections.abc import Sequence
 from numbers import Real
 from typing import Any
@@ -13,6 +15,7 @@ from .._threads import in_thread
 from ..documents import field_value
 from ..errors import InvalidDocumentError
 from ..types import Document
+from .base import ScoreBatch
 
 __all__ = ["FieldScorer", "FunctionScorer", "PopularityScorer", "RecencyScorer"]
 
@@ -72,7 +75,6 @@ class FieldScorer:
 
 def _as_seconds(value: Any, i: int, field: str) -> float:
     """A timestamp as epoch seconds: a datetime/date, an ISO-8601 string, or a number."""
-    import datetime as dt
 
     if isinstance(value, dt.datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
@@ -115,9 +117,6 @@ class RecencyScorer:
         self.missing, self.name = missing, name
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> Any:
-        import time
-
-        from .base import ScoreBatch
 
         now = _as_seconds(self.now, -1, "now") if self.now is not None else time.time()
         out = np.full(len(docs), float(self.missing))

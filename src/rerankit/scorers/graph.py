@@ -24,6 +24,7 @@ from .._optional import require
 from .._threads import in_thread
 from ..types import Document
 from .base import ScoreBatch
+from .lexical import BM25Scorer
 
 __all__ = ["GraphScorer", "GraphStore", "NetworkXGraphStore", "to_networkx"]
 
@@ -111,7 +112,6 @@ class GraphScorer:
         return self._global
 
     def _personalized(self, query: str, docs: Sequence[Document], nodes: list[Any]):
-        from .lexical import BM25Scorer
 
         nx = require("networkx", "GraphScorer")
         match = BM25Scorer().score_texts(query, [d.text for d in docs])

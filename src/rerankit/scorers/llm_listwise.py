@@ -30,11 +30,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._threads import in_thread
-from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
+from ..errors import ProviderError
+from ..llm.base import LLMClient, LLMRequest, Usage
 from ..llm.parsing import parse_index, parse_json, repair_permutation, validate_permutation
 from ..llm.prompts import load_template
 from ..types import Document
-from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer
+from ._llm_common import LLMScorerBase, LLMScorerOptions
 from .base import ScoreBatch, cut_to_fit, valid_unicode
 
 if TYPE_CHECKING:
@@ -190,7 +191,7 @@ class LLMListwiseScorer(LLMScorerBase):
         else:
             try:
                 answer_text = (await self.runner.call(request, usage)).text
-            except LLMError as exc:
+            except ProviderError as exc:
                 notes["failed"].append(f"{label}: call failed ({exc}); order kept")
                 return None
         try:
@@ -267,9 +268,3 @@ class LLMListwiseScorer(LLMScorerBase):
 
     def __repr__(self) -> str:
         return f"LLMListwiseScorer({self.client!r}, window={self.window}, step={self.step})"
-
-
-def from_options(**options: Any) -> LLMListwiseScorer:
-    """A LLMListwiseScorer from declared options (``provider``, ``model``, ``base_url``,
-    ``api_key_env`` and the scorer's own keywords)."""
-    return build_llm_scorer(LLMListwiseScorer, **options)

@@ -24,11 +24,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._threads import in_thread
-from ..llm.base import LLMClient, LLMError, LLMRequest, Usage
+from ..errors import ProviderError
+from ..llm.base import LLMClient, LLMRequest, Usage
 from ..llm.parsing import parse_json, parse_score
 from ..llm.prompts import load_template, presets
 from ..types import Document
-from ._llm_common import LLMScorerBase, LLMScorerOptions, build_llm_scorer
+from ._llm_common import LLMScorerBase, LLMScorerOptions
 from .base import ScoreBatch, cut_to_fit, valid_unicode
 
 if TYPE_CHECKING:
@@ -131,7 +132,7 @@ class LLMPointwiseScorer(LLMScorerBase):
         """Scores by id for one call's documents (an exception for those that failed)."""
         try:
             response = await self.runner.call(self._request(query, items), usage)
-        except LLMError as exc:
+        except ProviderError as exc:
             return {doc_id: exc for doc_id, _ in items}
         if len(items) == 1:
             try:
@@ -215,9 +216,3 @@ class LLMPointwiseScorer(LLMScorerBase):
 
     def __repr__(self) -> str:
         return f"LLMPointwiseScorer({self.client!r})"
-
-
-def from_options(**options: Any) -> LLMPointwiseScorer:
-    """A LLMPointwiseScorer from declared options (``provider``, ``model``, ``base_url``,
-    ``api_key_env`` and the scorer's own keywords)."""
-    return build_llm_scorer(LLMPointwiseScorer, **options)

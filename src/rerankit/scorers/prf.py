@@ -15,6 +15,7 @@ import numpy as np
 
 from .._threads import in_thread
 from ..types import Document
+from .embedding import EmbeddingScorer
 
 __all__ = ["PRFScorer", "PositionScorer", "feedback_cosines"]
 
@@ -46,8 +47,6 @@ class PRFScorer:
         if not alpha >= 0:
             raise ValueError(f"alpha must be >= 0, got {alpha!r}")
         if embedding is None:
-            from .embedding import EmbeddingScorer
-
             embedding = EmbeddingScorer()
         self.embedding, self.top, self.alpha, self.name = embedding, top, float(alpha), name
 

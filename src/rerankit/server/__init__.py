@@ -1,7 +1,11 @@
 """rerankit's HTTP service (extra ``server``): ``rerankit serve``."""
 
+import contextlib
+import signal
+import threading
 from typing import Any
 
+from .._optional import require
 from .settings import ServerSettings
 
 __all__ = ["ServerSettings", "create_app", "serve"]
@@ -34,11 +38,7 @@ def serve(
     caches are shared (LLM judgments under the cache directory, and embeddings when
     ``RERANKIT_EMBEDDING_CACHE`` names a file: a vector one worker computed is read by the
     others); a worker that dies is replaced."""
-    import contextlib
-    import signal
-    import threading
 
-    from .._optional import require
     from .connections import uvicorn_config
 
     uvicorn = require("uvicorn", "rerankit serve")

@@ -24,10 +24,12 @@ import json
 import logging
 import os
 import time
+from importlib import resources
 from typing import Any
 
 from .._optional import require
 from ..errors import InputError, ServiceError
+from . import playground
 from .formats import FORMATS
 from .service import Service
 from .settings import ServerSettings
@@ -312,7 +314,6 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
 
     @app.get("/docs/assets/{name}", include_in_schema=False)
     async def docs_asset(name: str) -> Any:
-        from importlib import resources
 
         if name not in swagger_assets:
             raise ServiceError(404, f"no asset {name!r}")
@@ -334,7 +335,6 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
         return playground_file(name)
 
     def playground_file(name: str) -> Any:
-        from . import playground
 
         try:
             data = playground.asset(name)

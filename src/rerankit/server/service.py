@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from .._threads import in_thread
+from ..api import load
 from ..errors import (
     ConfigError,
     InputError,
@@ -149,7 +150,6 @@ class Service:
         a spec stops the service at start with a ConfigError naming the pipeline, stage and
         key. A pipeline whose build fails otherwise (a missing package) is left to warm-up,
         which marks it failed and says why."""
-        from ..api import load
 
         for name, spec in self.settings.pipelines.items():
             try:
@@ -160,7 +160,6 @@ class Service:
                 logger.debug("pipeline %r not built at start: %s", name, exc)
 
     def pipeline(self, name: str | None, *, warming: bool = False) -> Any:
-        from ..api import load
 
         name = self.settings.resolve(name)
         if name not in self.settings.pipelines:

@@ -48,6 +48,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from ..backends.onnx import check_backend
+from ..config import read_spec
+
 __all__ = ["ServerSettings"]
 
 DEFAULT_PIPELINES = ("bm25", "embedding", "hybrid")
@@ -157,7 +160,6 @@ class ServerSettings:
     model: str = ""
 
     def __post_init__(self) -> None:
-        from ..backends.onnx import check_backend
 
         check_backend(self.backend, self.quantize or None)
         if self.pipelines is None:
@@ -234,7 +236,6 @@ class ServerSettings:
 
     @classmethod
     def from_file(cls, path: str | Path) -> ServerSettings:
-        from ..config import read_spec
 
         return cls.from_mapping(read_spec(path))
 

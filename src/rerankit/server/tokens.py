@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ..backends.local import LocalModelScorer
 from ..types import Document, RankedDocument, RerankResult
 
 __all__ = ["Tokens", "chunk", "fit", "gather", "tokens_of"]
@@ -47,7 +48,6 @@ def _word_spans(texts: Sequence[str]) -> list[list[tuple[int, int]]]:
 
 def tokens_of(reranker: Any) -> Tokens:
     """The tokens of ``reranker``'s first local model that reports offsets, else words."""
-    from ..backends.local import LocalModelScorer
 
     for scorer in reranker.scorers() if hasattr(reranker, "scorers") else ():
         if isinstance(scorer, LocalModelScorer) and scorer.token_spans(["probe"]) is not None:

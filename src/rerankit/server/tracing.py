@@ -27,6 +27,10 @@ import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from .. import __version__
+from ..errors import ServiceError
+from ..tracing import TRACER
+
 __all__ = ["request_attributes", "setup_tracer", "traced"]
 
 logger = logging.getLogger(__name__)
@@ -38,7 +42,6 @@ def setup_tracer(provider: Any = None) -> Any | None:
     """The service's tracer: from ``provider`` when given; else None when OpenTelemetry is
     absent, disabled or not set up (no provider set by the process, no exporter named by
     the environment)."""
-    from .. import __version__
 
     if provider is not None:
         return provider.get_tracer("rerankit", __version__)
@@ -129,9 +132,6 @@ async def traced(
     so the pipeline's stages and scorers get spans of their own under it)."""
     from opentelemetry.propagate import extract
     from opentelemetry.trace import SpanKind, Status, StatusCode
-
-    from ..errors import ServiceError
-    from ..tracing import TRACER
 
     attributes = {
         **request_attributes(call, pipeline, None),

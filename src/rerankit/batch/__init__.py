@@ -1,0 +1,49 @@
+"""Offline reranking of many queries: ``rerankit batch`` and :func:`rerank_dataset`.
+
+Input rows are ``{"query_id": ..., "query": "...", "candidates": [...]}`` (JSON Lines or
+Parquet; ``query_id`` optional, any other field kept), or a BEIR folder with a TREC run
+(:func:`beir_rows`). Candidates are strings or objects with ``text`` (and ``id``,
+``first_stage_score`` or any other field). Each output row is the input row plus
+``results`` (best first: ``index`` into ``candidates``, ``id``, ``score``, ``flags``),
+``error`` (null, or why the row could not be reranked), ``degraded``, ``warnings``,
+``score_scale`` (what the scores mean, see ``RerankResult``) and ``seconds``. A bad row
+or a failed provider never stops the job: the row is written with its error and counted
+in the :class:`BatchSummary`.
+
+Two engines run the same per-row code (:mod:`.rows`): ``local`` (in this process, no
+extra needed; :mod:`.local`) and ``ray`` (extra ``ray``; :mod:`.ray`). Reading and writing
+rows is :mod:`.io`; BEIR folders become rows in :mod:`.beir`.
+"""
+
+from .beir import beir_rows
+from .io import input_format, read_rows, write_rows
+from .local import run_batch
+from .ray import declared, iter_ray, quiet_ray_logs, rerank_dataset
+from .rows import (
+    FORMATS,
+    OUTPUT_FIELDS,
+    USAGE_KEY,
+    BatchSummary,
+    arerank_row,
+    rerank_row,
+    rerank_rows,
+)
+
+__all__ = [
+    "FORMATS",
+    "OUTPUT_FIELDS",
+    "USAGE_KEY",
+    "BatchSummary",
+    "arerank_row",
+    "beir_rows",
+    "declared",
+    "input_format",
+    "iter_ray",
+    "quiet_ray_logs",
+    "read_rows",
+    "rerank_dataset",
+    "rerank_row",
+    "rerank_rows",
+    "run_batch",
+    "write_rows",
+]

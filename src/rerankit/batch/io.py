@@ -1,0 +1,203 @@
+"""Reading and writing batch rows: JSON Lines (a bad line becomes that row's error) and
+Parquet (extra ``parquet``; nested fields as JSON columns)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .._optional import require
+from ..errors import InputError
+from .rows import LINE_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
+
+__all__ = ["input_format", "parse_line", "public_fields", "read_rows", "write_rows"]
+
+logger = logging.getLogger(__name__)
+
+
+def input_format(path: str | Path) -> str:
+    """``jsonl`` or ``parquet``, from the file name."""
+    suffix = Path(path).suffix.lower()
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return "jsonl"
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    raise InputError(f"{path}: use a .jsonl or .parquet file (got {suffix or 'no suffix'!r})")
+
+
+def parse_line(line: str, lineno: int | None) -> dict[str, Any]:
+    """A JSON Lines row; a line that is not a JSON object becomes a row holding its error."""
+    snippet = line.strip()
+    snippet = snippet if len(snippet) <= 60 else snippet[:59] + "…"
+    where = f"line {lineno}" if lineno is not None else f"line {snippet!r}"
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        return {
+            LINE_KEY: lineno,
+            UNREADABLE_KEY: f"{where}: not JSON ({exc.msg} at column {exc.colno})",
+        }
+    if not isinstance(value, dict):
+        return {LINE_KEY: lineno, UNREADABLE_KEY: f"{where}: a row must be a JSON object"}
+    return {**value, LINE_KEY: lineno}
+
+
+def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
+    """The rows of a JSON Lines or Parquet file, streamed (Parquet by row group). A JSON
+    Lines line that cannot be read comes as a row that :func:`rerank_row` turns into an
+    error row."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"{path}: no such file")
+    if input_format(path) == "parquet":
+        pq = require("pyarrow.parquet", "Parquet input")
+        with pq.ParquetFile(path) as f:
+            meta = f.schema_arrow.metadata or {}
+            encoded = json.loads(meta[_JSON_COLUMNS]) if _JSON_COLUMNS in meta else []
+            for group in range(f.num_row_groups):
+                for row in f.read_row_group(group).to_pylist():
+                    for name in encoded:
+                        if isinstance(row.get(name), str):
+                            row[name] = json.loads(row[name])
+                    yield row
+        return
+    with open(path, encoding="utf-8-sig", errors="strict") as f:
+        try:
+            for lineno, line in enumerate(f, start=1):
+                if line.strip():
+                    yield parse_line(line, lineno)
+        except UnicodeDecodeError as exc:
+            raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from None
+
+
+def public_fields(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in row.items() if k not in (USAGE_KEY, LINE_KEY)}
+
+
+_JSON_COLUMNS = b"rerankit.json_columns"
+
+
+class _ParquetWriter:
+    """Rows to one Parquet file, a row group per chunk; the added fields have fixed types
+    so a chunk of failures has the same schema as a chunk of results. An input field whose
+    values Arrow cannot hold in one type (candidates that are strings in one row and
+    objects in another) is stored as JSON text, named in the file's metadata, and
+    :func:`read_rows` decodes it again."""
+
+    def __init__(self, path: Path, chunk: int = 1000) -> None:
+        self.pa = require("pyarrow", "Parquet output")
+        self.pq = require("pyarrow.parquet", "Parquet output")
+        self.path, self.chunk = path, chunk
+        self.rows: list[dict[str, Any]] = []
+        self.writer: Any = None
+        self.schema: Any = None
+        self.json_columns: list[str] = []
+
+    def _schema(self, rows: list[dict[str, Any]]) -> Any:
+        pa = self.pa
+        ids = [r["id"] for row in rows for r in row.get("results") or [] if r["id"] is not None]
+        id_type = pa.int64() if ids and all(isinstance(i, int) for i in ids) else pa.string()
+        fixed = {
+            "results": pa.list_(
+                pa.struct(
+                    [
+                        ("index", pa.int64()),
+                        ("id", id_type),
+                        ("score", pa.float64()),
+                        ("flags", pa.list_(pa.string())),
+                    ]
+                )
+            ),
+            "error": pa.string(),
+            "degraded": pa.bool_(),
+            "warnings": pa.list_(pa.string()),
+            "score_scale": pa.string(),
+            "seconds": pa.float64(),
+        }
+        names = list(dict.fromkeys(k for r in rows for k in r if k not in fixed))
+        inferred = []
+        for name in names:
+            try:
+                inferred.append(pa.field(name, pa.array([r.get(name) for r in rows]).type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+                self.json_columns.append(name)
+                inferred.append(pa.field(name, pa.string()))
+        schema = pa.schema([*inferred, *(pa.field(k, t) for k, t in fixed.items())])
+        if self.json_columns:
+            schema = schema.with_metadata({_JSON_COLUMNS: json.dumps(self.json_columns)})
+        return schema
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        if len(self.rows) >= self.chunk:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.rows:
+            return
+        if self.schema is None:
+            self.schema = self._schema(self.rows)
+            self.writer = self.pq.ParquetWriter(self.path, self.schema)
+        rows = self.rows
+        if self.json_columns:
+            rows = [
+                {
+                    k: json.dumps(v, ensure_ascii=False, default=str)
+                    if k in self.json_columns and v is not None
+                    else v
+                    for k, v in r.items()
+                }
+                for r in rows
+            ]
+        try:
+            table = self.pa.Table.from_pylist(rows, schema=self.schema)
+        except (self.pa.ArrowInvalid, self.pa.ArrowTypeError) as exc:
+            raise InputError(
+                f"{self.path}: the rows' fields changed type along the file ({exc}); "
+                "write JSON Lines instead"
+            ) from None
+        self.writer.write_table(table)
+        self.rows = []
+
+    def close(self) -> None:
+        self.flush()
+        if self.writer is None:  # no rows at all: an empty file with the added fields
+            self.schema = self._schema([{}])
+            self.writer = self.pq.ParquetWriter(self.path, self.schema)
+        self.writer.close()
+
+
+class _JsonlWriter:
+    def __init__(self, path: Path) -> None:
+        self.f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+
+    def close(self) -> None:
+        self.f.close()
+
+
+def write_rows(
+    path: str | Path,
+    rows: Iterable[Mapping[str, Any]],
+    summary: BatchSummary | None = None,
+) -> BatchSummary:
+    """Write output rows (JSON Lines or Parquet by the file name) as they come, counting
+    them into ``summary``."""
+    path = Path(path)
+    summary = summary if summary is not None else BatchSummary()
+    fmt = input_format(path)
+    if path.parent and not path.parent.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+    writer: Any = _ParquetWriter(path) if fmt == "parquet" else _JsonlWriter(path)
+    try:
+        for row in rows:
+            summary.count(row, row.get(USAGE_KEY))
+            writer.add(public_fields(row))
+    finally:
+        writer.close()
+    return summary

@@ -1,0 +1,249 @@
+"""The ``ray`` engine (extra ``ray``): Ray Data reads the input, an actor pool whose actors
+each build the pipeline once from its declared form reranks it, and results stream back
+in input order."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from .._optional import require
+from ..api import PIPELINE_SUFFIXES, load
+from ..config import read_spec
+from ..errors import InputError
+from .io import input_format, parse_line, public_fields, write_rows
+from .rows import rerank_rows
+
+__all__ = ["declared", "iter_ray", "quiet_ray_logs", "rerank_dataset"]
+
+logger = logging.getLogger(__name__)
+
+
+def declared(pipeline: Any) -> Any:
+    """What a worker needs to build ``pipeline`` itself: a registered name, or the spec
+    read from a pipeline file (so workers need not see the file), or a spec mapping.
+    A reranker object cannot be shipped: pass its declared form."""
+
+    if isinstance(pipeline, Path) or (
+        isinstance(pipeline, str) and Path(pipeline).suffix.lower() in PIPELINE_SUFFIXES
+    ):
+        return read_spec(pipeline)
+    if isinstance(pipeline, (str, Mapping)):
+        return pipeline
+    raise TypeError(
+        "the ray engine builds the pipeline on each worker: pass a registered name, a "
+        f"pipeline file or a spec mapping, not a {type(pipeline).__name__}"
+    )
+
+
+class _Worker:
+    """A Ray Data actor: builds the pipeline once, then reranks batches of rows. Each
+    output row travels as one JSON string (rows of any shape pass through Arrow)."""
+
+    def __init__(
+        self, spec: Any, options: Mapping[str, Any], lines: bool, concurrency: int = 1
+    ) -> None:
+
+        self.reranker = load(spec)
+        self.options = dict(options)
+        self.lines = lines
+        self.concurrency = concurrency
+
+    def __call__(self, batch: Any) -> Any:
+        import pyarrow as pa
+
+        if self.lines:  # read_text: one JSON Lines line per row
+            rows = [parse_line(t, None) for t in batch.column("text").to_pylist()]
+        else:
+            rows = batch.to_pylist()
+        done = rerank_rows(self.reranker, rows, concurrency=self.concurrency, **self.options)
+        out = [json.dumps(row, default=str) for row in done]
+        return pa.table({"rerankit_row": pa.array(out, type=pa.string())})
+
+
+def _resources(reranker: Any) -> tuple[float, float]:
+    """CPUs and GPUs one worker asks for, from its scorers' hardware profiles: the most
+    threads any scorer is set to (1 when unset), and one GPU when a scorer is placed on
+    CUDA (not for ``device = "auto"``: give ``--num-gpus`` for that)."""
+    cpus, gpus = 1.0, 0.0
+    for scorer in reranker.scorers():
+        profile = getattr(scorer, "profile", None)
+        if profile is None:
+            continue
+        if profile.threads:
+            cpus = max(cpus, float(profile.threads))
+        if str(profile.device).startswith("cuda"):
+            gpus = 1.0
+    return cpus, gpus
+
+
+def _ray_dataset(source: Any) -> tuple[Any, bool]:
+    """A Ray Dataset of the source and whether its rows are JSON Lines text."""
+    ray_data = require("ray.data", "the ray engine")
+    if isinstance(source, (str, Path)):
+        if input_format(source) == "parquet":
+            return ray_data.read_parquet(str(source)), False
+        return ray_data.read_text(str(source)), True
+    if isinstance(source, list):
+        return ray_data.from_items([dict(r) for r in source]), False
+    return source, False  # a Ray Dataset already
+
+
+def quiet_ray_logs() -> None:
+    """Keep Ray's and Ray Data's own loggers to warnings (they log every job's start, plan
+    and end at INFO); for command lines, which call it unless asked to be verbose."""
+    require("ray.data", "the ray engine")  # imported first: it configures its loggers
+    for name in ("ray", "ray.data"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def _start_ray(address: str | None, num_cpus: int | None = None) -> None:
+    ray = require("ray", "the ray engine")
+    if ray.is_initialized():
+        return
+    kwargs: dict[str, Any] = {
+        "include_dashboard": False,
+        "log_to_driver": False,
+        "logging_level": logging.WARNING,
+    }
+    if address:
+        kwargs["address"] = address
+    elif num_cpus:
+        kwargs["num_cpus"] = num_cpus
+    ray.init(**kwargs)
+    logger.info("ray started (%s)", address or "local")
+
+
+def rerank_dataset(
+    source: Any,
+    pipeline: Any = "hybrid",
+    *,
+    output: str | Path | None = None,
+    workers: int = 1,
+    batch_size: int = 16,
+    num_cpus: float | None = None,
+    num_gpus: float | None = None,
+    address: str | None = None,
+    preserve_order: bool = True,
+    concurrency: int = 1,
+    **options: Any,
+) -> Any:
+    """Rerank with Ray Data: ``source`` is a Ray Dataset, a JSON Lines or Parquet path, or
+    a list of rows; ``pipeline`` a registered name, pipeline file or spec mapping (each
+    of ``workers`` actors builds it once). Without ``output``, returns a Ray Dataset of
+    the output rows (lazy, for users already in Ray: write it with ``write_parquet``);
+    with ``output``, streams the rows back in input order into that file and returns the
+    :class:`BatchSummary`. ``num_cpus``/``num_gpus`` per worker default to the pipeline's
+    hardware profile; ``concurrency`` rows of a batch are in flight at once in a worker
+    (for pipelines that wait on a provider); ``options`` go to ``rerank`` (``top_k``,
+    ``text_field``, ...)."""
+    started = time.perf_counter()
+    out = _ray_map(
+        source,
+        pipeline,
+        workers=workers,
+        batch_size=batch_size,
+        num_cpus=num_cpus,
+        num_gpus=num_gpus,
+        address=address,
+        preserve_order=preserve_order,
+        concurrency=concurrency,
+        options=options,
+    )
+    if output is None:
+        return out.map_batches(_decode, batch_format="pyarrow")
+    summary = write_rows(output, _stream(out))
+    summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def _ray_map(
+    source: Any,
+    pipeline: Any,
+    *,
+    workers: int,
+    batch_size: int,
+    num_cpus: float | None,
+    num_gpus: float | None,
+    address: str | None,
+    preserve_order: bool,
+    concurrency: int,
+    options: Mapping[str, Any],
+) -> Any:
+    """The lazy Ray Dataset of encoded output rows."""
+
+    if workers < 1 or batch_size < 1 or concurrency < 1:
+        raise InputError(
+            "workers, batch_size and concurrency must be >= 1, got "
+            f"{workers}, {batch_size} and {concurrency}"
+        )
+    spec = declared(pipeline)
+    cpus, gpus = _resources(load(spec))  # also checks the spec here, before any worker
+    _start_ray(address)
+    ray_data = require("ray.data", "the ray engine")
+    context = ray_data.DataContext.get_current()
+    context.execution_options.preserve_order = preserve_order
+    context.enable_progress_bars = False
+    ds, lines = _ray_dataset(source)
+    return ds.map_batches(
+        _Worker,
+        fn_constructor_kwargs={
+            "spec": spec,
+            "options": dict(options),
+            "lines": lines,
+            "concurrency": concurrency,
+        },
+        batch_size=batch_size,
+        batch_format="pyarrow",
+        compute=ray_data.ActorPoolStrategy(size=workers),
+        num_cpus=cpus if num_cpus is None else num_cpus,
+        num_gpus=gpus if num_gpus is None else num_gpus,
+    )
+
+
+def _stream(out: Any) -> Iterator[dict[str, Any]]:
+    for batch in out.iter_batches(batch_format="pyarrow", batch_size=None):
+        for text in batch.column("rerankit_row").to_pylist():
+            yield json.loads(text)
+
+
+def iter_ray(
+    source: Any,
+    pipeline: Any,
+    *,
+    workers: int = 1,
+    batch_size: int = 16,
+    num_cpus: float | None = None,
+    num_gpus: float | None = None,
+    address: str | None = None,
+    preserve_order: bool = True,
+    concurrency: int = 1,
+    **options: Any,
+) -> Iterator[dict[str, Any]]:
+    """The output rows of :func:`rerank_dataset` as they arrive (in input order unless
+    ``preserve_order=False``), with their provider usage under a private key."""
+    return _stream(
+        _ray_map(
+            source,
+            pipeline,
+            workers=workers,
+            batch_size=batch_size,
+            num_cpus=num_cpus,
+            num_gpus=num_gpus,
+            address=address,
+            preserve_order=preserve_order,
+            concurrency=concurrency,
+            options=options,
+        )
+    )
+
+
+def _decode(batch: Any) -> Any:
+    import pyarrow as pa
+
+    rows = [public_fields(json.loads(t)) for t in batch.column("rerankit_row").to_pylist()]
+    return pa.Table.from_pylist(rows)

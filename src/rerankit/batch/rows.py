@@ -1,0 +1,212 @@
+"""The row schema of a batch job and the per-row rerank both engines run: input rows
+``{"query_id"?, "query", "candidates"}``, output rows with ``results``, ``error``,
+``degraded``, ``warnings``, ``score_scale`` and ``seconds``, and the job's summary."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InputError
+from ..rerankers.base import run_sync
+
+__all__ = [
+    "FORMATS",
+    "LINE_KEY",
+    "OUTPUT_FIELDS",
+    "UNREADABLE_KEY",
+    "USAGE_KEY",
+    "BatchSummary",
+    "arerank_row",
+    "chunks",
+    "rerank_row",
+    "rerank_rows",
+]
+
+logger = logging.getLogger(__name__)
+
+
+#: the fields every output row gains
+OUTPUT_FIELDS = ("results", "error", "degraded", "warnings", "score_scale", "seconds")
+
+
+USAGE_KEY = "_usage"  # travels with a row from a worker to the summary; never written
+
+
+LINE_KEY = "_line"  # the input line of a JSON Lines row, for messages; never written
+
+
+UNREADABLE_KEY = "_unreadable"  # why a JSON Lines line could not be read; becomes the row's error
+
+
+FORMATS = ("jsonl", "parquet")
+
+
+@dataclass
+class BatchSummary:
+    """What a batch run did: rows written, rows that failed (``error`` set), rows whose
+    pipeline degraded, wall time, summed provider usage, and the first few errors."""
+
+    rows: int = 0
+    failures: int = 0
+    degraded: int = 0
+    seconds: float = 0.0
+    usage: dict[str, int] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows / self.seconds if self.seconds > 0 else 0.0
+
+    def count(self, row: Mapping[str, Any], usage: Mapping[str, int] | None = None) -> None:
+        self.rows += 1
+        if row.get("error"):
+            self.failures += 1
+            if len(self.errors) < 10:
+                self.errors.append(str(row["error"]))
+        self.degraded += bool(row.get("degraded"))
+        for key, value in (usage or {}).items():
+            self.usage[key] = self.usage.get(key, 0) + int(value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": self.rows,
+            "failures": self.failures,
+            "degraded": self.degraded,
+            "seconds": round(self.seconds, 3),
+            "rows_per_second": round(self.rows_per_second, 2),
+            "usage": dict(self.usage),
+            "errors": list(self.errors),
+        }
+
+    def __str__(self) -> str:
+        text = (
+            f"{self.rows} rows in {self.seconds:.1f} s ({self.rows_per_second:.1f} rows/s); "
+            f"{self.failures} failed, {self.degraded} degraded"
+        )
+        if self.usage:
+            text += "; LLM usage: " + ", ".join(f"{k} {v}" for k, v in sorted(self.usage.items()))
+        return text
+
+
+def _where(row: Mapping[str, Any]) -> str:
+    parts = []
+    if row.get(LINE_KEY) is not None:
+        parts.append(f"line {row[LINE_KEY]}")
+    if row.get("query_id") is not None:
+        parts.append(f"query_id {row['query_id']!r}")
+    return ", ".join(parts) or "row"
+
+
+def _candidates(row: Mapping[str, Any]) -> list[Any]:
+    """The row's candidates as the reranker takes them (errors name the row and field)."""
+    where = _where(row)
+    query = row.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise InputError(f"{where}: 'query' must be a non-empty string")
+    cands = row.get("candidates")
+    if isinstance(cands, (str, bytes)) or not isinstance(cands, Sequence):
+        got = "missing" if cands is None else f"a {type(cands).__name__}"
+        raise InputError(f"{where}: 'candidates' must be a list, got {got}")
+    out = []
+    for i, c in enumerate(cands):
+        if isinstance(c, Mapping):  # a null field (Parquet's way of 'absent') is absent
+            out.append({k: v for k, v in c.items() if v is not None})
+        elif isinstance(c, str):
+            out.append(c)
+        else:
+            raise InputError(
+                f"{where}: candidates[{i}] must be a string or an object with 'text', "
+                f"got {type(c).__name__}"
+            )
+    return out
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
+
+
+def rerank_row(reranker: Any, row: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+    """``row`` plus its results (or its error); never raises for a bad row or a failed
+    scorer. ``options`` go to ``reranker.rerank`` (``top_k``, ``text_field``, ...). The
+    provider usage rides along under a private key that the writers drop."""
+
+    return run_sync(arerank_row(reranker, row, **options))
+
+
+async def arerank_row(reranker: Any, row: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+    """:func:`rerank_row` for async code (``reranker.arerank``)."""
+    out = {k: v for k, v in row.items() if k not in OUTPUT_FIELDS}
+    started = time.perf_counter()
+    if UNREADABLE_KEY in row:  # a line that could not be read
+        out.pop(UNREADABLE_KEY)
+        out.update(
+            results=[],
+            error=row[UNREADABLE_KEY],
+            degraded=False,
+            warnings=[],
+            score_scale=None,
+            seconds=0.0,
+        )
+        return out
+    try:
+        docs = _candidates(row)
+        result = await reranker.arerank(row["query"], docs, **options)
+    except Exception as exc:  # a bad row, or a pipeline that cannot run: written, counted
+        message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+        if not isinstance(exc, InputError):
+            message = f"{_where(row)}: {message}"
+        out.update(results=[], error=message, degraded=False, warnings=[], score_scale=None)
+    else:
+        out.update(
+            results=[
+                {"index": r.index, "id": r.id, "score": _finite(r.score), "flags": list(r.flags)}
+                for r in result
+            ],
+            error=result.unusable,
+            degraded=bool(result.degraded),
+            warnings=list(result.warnings),
+            score_scale=result.score_scale,
+        )
+        if result.usage:
+            out[USAGE_KEY] = dict(result.usage)
+    out["seconds"] = round(time.perf_counter() - started, 6)
+    return out
+
+
+def rerank_rows(
+    reranker: Any, rows: Iterable[Mapping[str, Any]], *, concurrency: int = 1, **options: Any
+) -> list[dict]:
+    """:func:`rerank_row` for each row, in order, with up to ``concurrency`` rows in flight
+    at once (worth it where a pipeline waits on a provider; local models gain nothing)."""
+
+    rows = list(rows)
+    if concurrency <= 1 or len(rows) <= 1:
+        return [rerank_row(reranker, row, **options) for row in rows]
+
+    async def run_all() -> list[dict]:
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(row: Mapping[str, Any]) -> dict:
+            async with gate:
+                return await arerank_row(reranker, row, **options)
+
+        return list(await asyncio.gather(*(one(r) for r in rows)))
+
+    return run_sync(run_all())
+
+
+def chunks(rows: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk

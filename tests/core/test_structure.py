@@ -1,0 +1,156 @@
+"""The package's shape, read from its source: no import cycle, no private name imported
+from another module, no private module imported from outside its package, and the old
+names that moved warn for one release."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+PACKAGE = SRC / "rerankit"
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(SRC).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(parts)] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _is_package(name: str) -> bool:
+    return MODULES[name].name == "__init__.py"
+
+
+def _imports(name: str) -> list[tuple[str, str | None, int]]:
+    """(module imported, name taken from it or None, line) for every import in ``name``,
+    at any depth, resolved to absolute module names."""
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    base = name if _is_package(name) else name.rpartition(".")[0]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [(a.name, None, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = base.split(".")
+                anchor = ".".join(parts[: len(parts) - node.level + 1])
+                module = f"{anchor}.{node.module}" if node.module else anchor
+            else:
+                module = node.module or ""
+            for alias in node.names:
+                if f"{module}.{alias.name}" in MODULES:  # `from . import x`: the module x
+                    out.append((f"{module}.{alias.name}", None, node.lineno))
+                else:
+                    out.append((module, alias.name, node.lineno))
+    return [(m, n, line) for m, n, line in out if m.split(".")[0] == "rerankit"]
+
+
+GRAPH = {
+    name: sorted({m for m, _, _ in _imports(name) if m in MODULES and m != name})
+    for name in MODULES
+}
+
+
+def _cycles() -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in GRAPH[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(GRAPH):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle():
+    saved = dict(GRAPH)
+    try:
+        GRAPH["rerankit.types"] = [*GRAPH["rerankit.types"], "rerankit.api"]
+        assert any("rerankit.types" in c for c in _cycles())  # api reaches types
+    finally:
+        GRAPH.clear()
+        GRAPH.update(saved)
+
+
+def test_no_import_cycle_anywhere_in_the_package():
+    assert _cycles() == []
+
+
+def test_no_private_name_or_module_is_imported_from_elsewhere():
+    wrong = []
+    for name in MODULES:
+        for module, taken, line in _imports(name):
+            if taken is not None and taken.startswith("_") and not taken.startswith("__"):
+                wrong.append(f"{name}:{line} imports {taken} from {module}")
+            parts = module.split(".")
+            for i, part in enumerate(parts):
+                owner = ".".join(parts[:i])  # the package the private module belongs to
+                if (
+                    part.startswith("_")
+                    and not part.startswith("__")
+                    and not (name == owner or name.startswith(owner + "."))
+                ):
+                    wrong.append(f"{name}:{line} imports the private module {module}")
+    assert wrong == []
+
+
+@pytest.mark.parametrize(
+    ("code", "new"),
+    [
+        ("from rerankit import get_reranker; get_reranker('bm25')", "rerankit.load"),
+        ("from rerankit.llm import LLMError", "ProviderError"),
+        ("from rerankit.llm.base import TransientLLMError", "TransientProviderError"),
+        ("import rerankit.onnx_models", "rerankit.backends.onnx"),
+    ],
+)
+def test_names_that_moved_still_work_for_one_release_and_say_where_they_went(code, new):
+    import sys
+
+    sys.modules.pop("rerankit.onnx_models", None)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        exec(code, {})
+    assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught)
+
+
+def test_a_stage_takes_built_steps_and_names_the_way_to_build_one():
+    from rerankit import BM25Scorer, Pipeline, ScorerReranker
+
+    with pytest.raises(TypeError, match=r"rerankit\.load\(name\)"):
+        Pipeline([("bm25", 10)])
+    stage = Pipeline([(BM25Scorer(), 10)]).stages[0]
+    assert isinstance(stage.step, ScorerReranker)
