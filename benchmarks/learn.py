@@ -2,9 +2,9 @@
 time, rerank latency, and what happens across domains.
 
 For SciFact and NFCorpus: each query's BM25 top 100 of the corpus (k1=0.9, b=0.4), the
-features of ``rerankit.learn`` built once per split, and ``tune``'s procedure on the
+features of ``rerankit.scorers.learned`` built once per split, and ``tune``'s procedure on the
 training split (SciFact train, NFCorpus train): the LightGBM setting, number of trees and
-blend with the default hybrid (``rerankit.learn.SETTINGS``, ``TREES``, ``BLENDS``) chosen
+blend with the default hybrid (``rerankit.ltr.SETTINGS``, ``TREES``, ``BLENDS``) chosen
 by nested 5-fold cross-validation over the training queries, compared there with the
 default; the chosen model is then trained on every training query with seeds 0, 1 and 2
 and each is scored once on the test split. Also each set's seed-0 model applied to the
@@ -15,7 +15,7 @@ With ``--finetuned DIR``: MiniLM fine-tuned on SciFact's training split (``reran
 embedding``'s defaults; trained into DIR first when DIR is empty, and timed), and the same
 learning to rank over features that use it, on SciFact.
 
-Run: ``python benchmarks/learn.py [--finetuned .cache/ft-scifact]`` (document embeddings
+Run: ``python benchmarks/ltr.py [--finetuned .cache/ft-scifact]`` (document embeddings
 cached in ``.cache/embeddings.sqlite``).
 """
 
@@ -37,7 +37,7 @@ SEEDS = (0, 1, 2)
 
 def rows_of(data, signals):
     from rerankit.eval.first_stage import first_stage
-    from rerankit.learn import features
+    from rerankit.scorers.learned import features
 
     rows, seconds = {}, []
     for qid, ranked in first_stage(data, "bm25", 100).items():
@@ -53,11 +53,11 @@ def rows_of(data, signals):
 
 def default_scores(rows):
     """The default hybrid given first-stage scores: 0.3 first stage + 0.7 MiniLM, min-max."""
-    from rerankit import learn
-    from rerankit.eval.tune import DEFAULT_HYBRID
     from rerankit.normalize import normalize_scores
+    from rerankit.scorers import learned
+    from rerankit.training.fusion import DEFAULT_HYBRID
 
-    fs, cos = learn.FEATURES.index("first_stage"), learn.FEATURES.index("cosine")
+    fs, cos = learned.FEATURES.index("first_stage"), learned.FEATURES.index("cosine")
     w = DEFAULT_HYBRID["weights"]
     return {
         q: w["first_stage"] * normalize_scores(x[:, fs], "min_max")
@@ -72,7 +72,7 @@ def ndcg(booster, rows, qrels, blend=1.0, default=None) -> float:
     from rerankit.normalize import normalize_scores
 
     names = list(booster.feature_name())
-    from rerankit.learn import _columns
+    from rerankit.scorers.learned import feature_columns as _columns
 
     columns = _columns(names)
     run = {}
@@ -88,9 +88,10 @@ def learn_and_score(train, test, signals, label):
     """Features, tune's cross-validated choice, three seeds of the chosen model scored on
     test: (scores, train seconds per seed, latency ms, seed-0 booster, test rows,
     (cross-validation, verdict, seconds))."""
-    from rerankit import learn
     from rerankit.eval import crossval
-    from rerankit.eval.tune import ranked_ndcg
+    from rerankit.eval.metrics import ranked_ndcg
+    from rerankit.scorers import learned
+    from rerankit.training import ltr
 
     train_rows, _ = rows_of(train, signals)
     test_rows, latency = rows_of(test, signals)
@@ -99,30 +100,30 @@ def learn_and_score(train, test, signals, label):
         q: ranked_ndcg(ids, train_default[q], train.qrels.get(q, {}))
         for q, (ids, _) in train_rows.items()
     }
-    fit = learn.options(train_rows, train.qrels, default=train_default)
+    fit = ltr.options(train_rows, train.qrels, default=train_default)
     start = time.perf_counter()
     cv = crossval.cross_validate(list(train_rows), fit)
     cv_seconds = time.perf_counter() - start
     verdict = crossval.verdict(cv, per_query)
     setting, trees, blend = cv.best
-    names = learn.feature_set(len(train_rows))
+    names = ltr.feature_set(len(train_rows))
     test_default = default_scores(test_rows)
     scores, times, first = [], [], None
     for seed in SEEDS:
         start = time.perf_counter()
-        booster = learn.fit(
+        booster = ltr.fit(
             train_rows,
             train.qrels,
             list(train_rows),
             trees=trees,
-            params=learn.SETTINGS[setting],
+            params=ltr.SETTINGS[setting],
             features=names,
             seed=seed,
         )
         times.append(time.perf_counter() - start)
         scores.append(ndcg(booster, test_rows, test.qrels, blend, test_default))
         first = first or booster
-    columns = learn._columns(names)
+    columns = learned.feature_columns(names)
     start = time.perf_counter()
     for _ids, x in list(test_rows.values())[:50]:
         first.predict(x[:, columns])
@@ -136,7 +137,7 @@ def fine_tuned(folder: Path, train) -> float | None:
     ``rerankit train embedding`` does with its defaults, unless it is there already; the
     minutes it took."""
     from rerankit.eval.first_stage import first_stage
-    from rerankit.train import embedding_pairs, fine_tune_embedding
+    from rerankit.training.embedding import embedding_pairs, fine_tune_embedding
 
     if (folder / "modules.json").is_file():
         return None
@@ -162,10 +163,10 @@ def main() -> None:
     )
     args = parser.parse_args()
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
-    from rerankit import learn
     from rerankit.eval import load_beir
+    from rerankit.scorers import learned
 
-    signals = learn._Signals()
+    signals = learned.Signals()
     report, trains, tests, boosters, test_rows, chosen = {}, {}, {}, {}, {}, {}
     for label, name in SETS.items():
         trains[label] = load_beir(DATA / name, "train")
@@ -176,7 +177,7 @@ def main() -> None:
     ft = None
     if args.finetuned is not None:
         minutes = fine_tuned(args.finetuned, trains["SciFact"])
-        ft_signals = learn._Signals(str(args.finetuned.resolve()))
+        ft_signals = learned.Signals(str(args.finetuned.resolve()))
         out = learn_and_score(
             trains["SciFact"], tests["SciFact"], ft_signals, "SciFact, fine-tuned"
         )

@@ -5,7 +5,7 @@ half and applied to the other, as ``rerankit tune --method ltr --train-split tes
 For CISI, CACM, MEDLINE and LISA (each with its shipped BM25 top 100 and the first-stage
 scores given to the rerankers): the queries at odd positions in queries.jsonl train, the
 even ones test, and the other way round. On the training half, ``tune``'s procedure: the
-features of ``rerankit.learn``, LightGBM settings, numbers of trees and blends with the
+features of ``rerankit.scorers.learned``, LightGBM settings, numbers of trees and blends with the
 default chosen by nested 5-fold cross-validation over the training queries, and the
 learned pipeline adopted only when it beats the default hybrid (0.3 first stage + 0.7
 MiniLM, min-max) by more than the noise of that comparison; otherwise the default is what
@@ -32,17 +32,19 @@ SETS = {"CISI": "cisi", "CACM": "cacm", "MEDLINE": "med", "LISA": "lisa"}
 
 def main() -> None:
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
-    from rerankit import learn
     from rerankit.eval import crossval, load_beir
     from rerankit.eval.first_stage import first_stage
-    from rerankit.eval.tune import DEFAULT_HYBRID, ranked_ndcg
+    from rerankit.eval.metrics import ranked_ndcg
     from rerankit.normalize import normalize_scores
+    from rerankit.scorers import learned
+    from rerankit.training import ltr
+    from rerankit.training.fusion import DEFAULT_HYBRID
 
     missing = [name for name in SETS.values() if not (CLASSIC / name).exists()]
     if missing:
         sys.exit(f"collections not found under {CLASSIC}: {', '.join(missing)}")
-    signals = learn._Signals()
-    fs, cos = learn.FEATURES.index("first_stage"), learn.FEATURES.index("cosine")
+    signals = learned.Signals()
+    fs, cos = learned.FEATURES.index("first_stage"), learned.FEATURES.index("cosine")
     weights = DEFAULT_HYBRID["weights"]
     rows_out = []
     for label, folder in SETS.items():
@@ -55,7 +57,9 @@ def main() -> None:
                 for q, ranked in first_stage(data, "auto", 100).items():
                     if ranked:
                         texts = [data.text(d) for d, _ in ranked]
-                        x = learn.features(signals, data.queries[q], texts, [s for _, s in ranked])
+                        x = learned.features(
+                            signals, data.queries[q], texts, [s for _, s in ranked]
+                        )
                         feats[q] = ([d for d, _ in ranked], x)
             qrels = {**train.qrels, **test.qrels}
             default_scores = {
@@ -69,7 +73,7 @@ def main() -> None:
             }
             train_ids = [q for q in train.queries if q in feats]
             test_ids = [q for q in test.queries if q in feats]
-            fit = learn.options(feats, qrels, default=default_scores)
+            fit = ltr.options(feats, qrels, default=default_scores)
             cv = crossval.cross_validate(train_ids, fit)
             verdict = crossval.verdict(cv, default)
             learned = fit(train_ids)[cv.best]

@@ -59,6 +59,11 @@ from .scorers.base import Scorer
 from .scorers.llm_listwise import LLMListwiseScorer
 from .scorers.llm_pointwise import LLMPointwiseScorer
 
+try:
+    import tomllib
+except ImportError:  # Python 3.10: the tomli package (a dependency there)
+    tomllib = None
+
 __all__ = [
     "build",
     "build_scorer",
@@ -180,11 +185,8 @@ def read_spec(source: str | Path) -> dict[str, Any]:
     try:
         text = path.read_text(encoding="utf-8")
         if suffix == ".toml":
-            try:
-                import tomllib
-            except ImportError:  # Python 3.10
-                tomllib = require("tomli", "reading TOML pipelines")
-            spec = tomllib.loads(text)
+            toml = tomllib or require("tomli", "reading TOML pipelines")
+            spec = toml.loads(text)
         elif suffix == ".json":
             spec = json.loads(text)
         else:
@@ -330,3 +332,32 @@ def build(spec: Mapping[str, Any], *, name: str | None = None) -> Any:
         [Stage(step, keep, stage_name) for step, keep, stage_name in stages],
         name=name or "pipeline",
     )
+
+
+def to_toml(spec: Mapping[str, Any], comment: str = "") -> str:
+    """A pipeline spec (a name and stages of plain values, as ``rerankit tune`` writes
+    them) as TOML."""
+
+    def value(v: Any) -> str:
+        if isinstance(v, str):
+            return json.dumps(v)  # a TOML basic string is JSON-escaped
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, Mapping):  # an inline table
+            return "{ " + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + " }"
+        return repr(v)
+
+    lines = [f"# {line}" for line in comment.splitlines()] if comment else []
+    lines.append(f"name = {value(spec['name'])}")
+    for stage in spec["stages"]:
+        lines += ["", "[[stages]]"]
+        for k, v in stage.items():
+            if k == "scorers":
+                lines.append("scorers = [")
+                for entry in v:
+                    inner = ", ".join(f"{ek} = {value(ev)}" for ek, ev in entry.items())
+                    lines.append(f"  {{ {inner} }},")
+                lines.append("]")
+            else:
+                lines.append(f"{k} = {value(v)}")
+    return "\n".join(lines) + "\n"

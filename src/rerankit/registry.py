@@ -94,7 +94,7 @@ register("scorer", "position", ".scorers.prf:PositionScorer", summary="the previ
 register(
     "scorer",
     "learned",
-    ".learn:LearnedScorer",
+    ".scorers.learned:LearnedScorer",
     summary="a LightGBM ranker trained by rerankit tune --method ltr",
     needs=("extra: learn", "extra: torch"),
 )

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rerankit.eval.crossval import cross_validate, folds_for, kfold, learning_curve, verdict
+from rerankit.training.crossval import cross_validate, folds_for, kfold, learning_curve, verdict
 
 QIDS = [f"q{i}" for i in range(50)]
 

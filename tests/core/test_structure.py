@@ -135,12 +135,15 @@ def test_no_private_name_or_module_is_imported_from_elsewhere():
         ("from rerankit.llm import LLMError", "ProviderError"),
         ("from rerankit.llm.base import TransientLLMError", "TransientProviderError"),
         ("import rerankit.onnx_models", "rerankit.backends.onnx"),
+        ("import rerankit.learn", "rerankit.scorers.learned"),
+        ("import rerankit.train", "rerankit.training.embedding"),
     ],
 )
 def test_names_that_moved_still_work_for_one_release_and_say_where_they_went(code, new):
     import sys
 
-    sys.modules.pop("rerankit.onnx_models", None)
+    for old in ("rerankit.onnx_models", "rerankit.learn", "rerankit.train"):
+        sys.modules.pop(old, None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         exec(code, {})
@@ -154,3 +157,51 @@ def test_a_stage_takes_built_steps_and_names_the_way_to_build_one():
         Pipeline([("bm25", 10)])
     stage = Pipeline([(BM25Scorer(), 10)]).stages[0]
     assert isinstance(stage.step, ScorerReranker)
+
+
+#: imports inside functions that stay there on purpose: each defers a module that imports an
+#: optional heavy dependency (fastapi/uvicorn for the service, the provider SDKs)
+DEFERRED = {
+    ("rerankit.server", "rerankit.server.app"),
+    ("rerankit.server", "rerankit.server.connections"),
+    ("rerankit.server", "rerankit.server.workers"),
+    ("rerankit.server.workers", "rerankit.server.app"),
+    ("rerankit.server.workers", "rerankit.server.connections"),
+    ("rerankit.llm", "rerankit.llm.gemini"),
+    ("rerankit.llm", "rerankit.llm.openai_client"),
+}
+
+
+def test_imports_inside_functions_only_defer_optional_dependencies():
+    import sys
+
+    wrong = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        inner = [
+            node
+            for fn in ast.walk(tree)
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef))
+            for node in ast.walk(fn)
+            if isinstance(node, (ast.Import, ast.ImportFrom))
+        ]
+        for node in inner:
+            if isinstance(node, ast.ImportFrom) and node.level:
+                continue  # resolved below through _imports
+            top = (node.names[0].name if isinstance(node, ast.Import) else node.module or "")
+            if top.split(".")[0] in sys.stdlib_module_names:
+                wrong.append(f"{name}:{node.lineno}: the standard library's {top}")
+        lines = {node.lineno for node in inner}
+        for module, _, line in _imports(name):
+            if line in lines and (name, module) not in DEFERRED:
+                wrong.append(f"{name}:{line}: rerankit's own {module}")
+    assert wrong == []
+
+
+def test_no_file_over_450_lines():
+    long = {
+        str(path.relative_to(SRC)): n
+        for path in MODULES.values()
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 450
+    }
+    assert long == {}

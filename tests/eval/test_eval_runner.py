@@ -10,10 +10,11 @@ import pytest
 pytest.importorskip("ranx", reason="evaluation needs the 'eval' extra")
 
 from rerankit.cli import main
+from rerankit.config import to_toml
 from rerankit.eval import load_beir
 from rerankit.eval.first_stage import first_stage
 from rerankit.eval.runner import PipelineRun, evaluate_runs
-from rerankit.eval.tune import grid, pipeline_spec, to_toml
+from rerankit.training.fusion import grid, pipeline_spec
 
 
 @pytest.fixture

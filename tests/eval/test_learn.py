@@ -14,8 +14,9 @@ pytest.importorskip("lightgbm", reason="learning to rank needs the 'learn' extra
 pytest.importorskip("sentence_transformers", reason="the features need the 'torch' extra")
 pytest.importorskip("ranx", reason="tune needs the 'eval' extra")
 
-from rerankit import learn
 from rerankit.cli import main
+from rerankit.scorers import learned
+from rerankit.training import ltr
 from rerankit.types import Document
 
 TOPICS = ["solar power", "wind turbines", "vaccines immune", "stock market", "pasta sauce"]
@@ -27,14 +28,14 @@ def signals():
 
     if bundled_model_path() is None:
         pytest.skip("the bundled all-MiniLM-L6-v2 is not installed")
-    return learn._Signals()
+    return learned.Signals()
 
 
 def test_features_are_the_documented_columns(signals):
     texts = ["solar power plants", "wind at sea", "solar solar power power"]
-    x = learn.features(signals, "solar power", texts, [3.0, 1.0, 2.0])
-    assert x.shape == (3, len(learn.FEATURES))
-    col = {name: x[:, i] for i, name in enumerate(learn.FEATURES)}
+    x = learned.features(signals, "solar power", texts, [3.0, 1.0, 2.0])
+    assert x.shape == (3, len(learned.FEATURES))
+    col = {name: x[:, i] for i, name in enumerate(learned.FEATURES)}
     np.testing.assert_allclose(col["first_stage_norm"], [1.0, 0.0, 0.5])
     np.testing.assert_allclose(col["first_stage_rank"], [1 / 3, 1.0, 2 / 3])
     cos = signals.embedding.score_texts("solar power", texts)
@@ -42,7 +43,7 @@ def test_features_are_the_documented_columns(signals):
     assert col["cosine_gap"].max() == pytest.approx(0.0)
     assert col["coverage"][1] == 0.0 and col["coverage"][0] == 1.0
     # without first-stage scores the first-stage columns are constant
-    plain = learn.features(signals, "solar power", texts)
+    plain = learned.features(signals, "solar power", texts)
     assert np.ptp(plain[:, :3], axis=0).max() == 0.0
 
 
@@ -71,15 +72,15 @@ def test_training_learns_a_ranking_and_contributions_add_up(tmp_path):
     rng = np.random.default_rng(0)
     rows, qrels = {}, {}
     for q in range(60):
-        x = rng.normal(size=(20, len(learn.FEATURES)))
+        x = rng.normal(size=(20, len(learned.FEATURES)))
         ids = [f"{q}-{i}" for i in range(20)]
         rows[f"q{q}"] = (ids, x)
         qrels[f"q{q}"] = {ids[i]: 1 for i in np.argsort(-x[:, 3])[:3]}  # "cosine" decides
     valid = {f"q{q}" for q in range(48, 60)}
-    booster, report = learn.train(rows, qrels, valid=valid, seed=0)
+    booster, report = ltr.train(rows, qrels, valid=valid, seed=0)
     assert report["valid_ndcg@10"] > 0.8
     assert max(report["importance"], key=report["importance"].get) == "cosine"
-    path = learn.save(booster, tmp_path / "m.lgb.txt", report)
+    path = ltr.save(booster, tmp_path / "m.lgb.txt", report)
     loaded = json.loads(path.with_suffix(".json").read_text())
     assert loaded["best_iteration"] == report["best_iteration"]
 
@@ -89,7 +90,7 @@ def _ranking_rows(queries=60, seed=0):
     rng = np.random.default_rng(seed)
     rows, qrels = {}, {}
     for q in range(queries):
-        x = rng.normal(size=(20, len(learn.FEATURES)))
+        x = rng.normal(size=(20, len(learned.FEATURES)))
         ids = [f"{q}-{i}" for i in range(20)]
         rows[f"q{q}"] = (ids, x)
         qrels[f"q{q}"] = {ids[i]: 1 for i in np.argsort(-x[:, 3])[:3]}
@@ -97,17 +98,17 @@ def _ranking_rows(queries=60, seed=0):
 
 
 def test_cross_validated_options_adopt_a_model_that_beats_the_default():
-    from rerankit.eval.crossval import cross_validate, verdict
-    from rerankit.eval.tune import ranked_ndcg
+    from rerankit.eval.metrics import ranked_ndcg
+    from rerankit.training.crossval import cross_validate, verdict
 
     rows, qrels = _ranking_rows()
     rng = np.random.default_rng(1)
     default = {q: rng.random(20) for q in rows}  # a default that knows nothing
-    fit = learn.options(
+    fit = ltr.options(
         rows,
         qrels,
         default=default,
-        settings={"7 leaves": learn.SETTINGS["7 leaves"]},
+        settings={"7 leaves": ltr.SETTINGS["7 leaves"]},
         trees=(10, 50),
         blends=(0.5, 1.0),
         features=["cosine", "bm25"],
@@ -120,16 +121,16 @@ def test_cross_validated_options_adopt_a_model_that_beats_the_default():
     assert cv.best[2] == 1.0  # mixing in a default that knows nothing only hurts
     # the evaluator of an option is the nDCG@10 of that blend, computed here directly
     models = fit(list(rows)[:40])
-    booster = learn.fit(
+    booster = ltr.fit(
         rows,
         qrels,
         list(rows)[:40],
         trees=50,
-        params=learn.SETTINGS["7 leaves"],
+        params=ltr.SETTINGS["7 leaves"],
         features=["cosine", "bm25"],
     )
     q = "q50"
-    model = learn._min_max(booster.predict(rows[q][1][:, [3, 6]]))
+    model = learned.min_max(booster.predict(rows[q][1][:, [3, 6]]))
     mixed = 0.5 * model + 0.5 * default[q]
     assert models[("7 leaves", 50, 0.5)](q) == pytest.approx(
         ranked_ndcg(rows[q][0], mixed, qrels[q])
@@ -141,7 +142,7 @@ def test_monotone_constraints_keep_a_feature_from_counting_against_relevance():
     cosine lower: the constraint holds it flat instead."""
     rows, _ = _ranking_rows()
     flipped = {q: {ids[i]: 1 for i in np.argsort(x[:, 3])[:3]} for q, (ids, x) in rows.items()}
-    booster = learn.fit(rows, flipped, list(rows), trees=50, features=["cosine", "bm25"])
+    booster = ltr.fit(rows, flipped, list(rows), trees=50, features=["cosine", "bm25"])
     probe = np.zeros((50, 2))
     probe[:, 0] = np.linspace(-3, 3, 50)
     predicted = booster.predict(probe)
@@ -149,11 +150,11 @@ def test_monotone_constraints_keep_a_feature_from_counting_against_relevance():
 
 
 def test_few_training_queries_use_the_core_features():
-    assert learn.feature_set(learn.FEW_QUERIES) == learn.FEATURES
-    assert learn.feature_set(learn.FEW_QUERIES - 1) == learn.CORE_FEATURES
-    assert set(learn.CORE_FEATURES) <= set(learn.FEATURES) == set(learn.MONOTONE)
+    assert ltr.feature_set(ltr.FEW_QUERIES) == learned.FEATURES
+    assert ltr.feature_set(ltr.FEW_QUERIES - 1) == ltr.CORE_FEATURES
+    assert set(ltr.CORE_FEATURES) <= set(learned.FEATURES) == set(ltr.MONOTONE)
     with pytest.raises(ValueError, match="unknown features"):
-        learn._columns(["cosine", "colour"])
+        learned.feature_columns(["cosine", "colour"])
 
 
 @pytest.fixture(scope="module")
@@ -174,18 +175,18 @@ def test_the_learned_scorer_scores_and_explains(tuned):
     pipeline = load(out)
     docs = ["solar power alpha beta", "pasta sauce gamma", "wind turbines delta"]
     result = pipeline.rerank("solar power", docs)
-    scorer = learn.LearnedScorer(out.with_suffix(".lgb.txt"))
+    scorer = learned.LearnedScorer(out.with_suffix(".lgb.txt"))
     parts = scorer.contributions("solar power", [Document(d) for d in docs])
     raw = scorer.score_texts("solar power", [Document(d) for d in docs])
     assert {r.index: r.score for r in result} == pytest.approx(dict(enumerate(raw)))
     explained = result.explain()[0]["strategies"]  # per-feature shares in explain()
     shares = [v["contribution"] for k, v in explained.items() if k.startswith("learned.")]
     # 30 training queries: the model reads the core features only
-    assert scorer.feature_names == learn.CORE_FEATURES
-    assert len(shares) == len(learn.CORE_FEATURES) + 1
+    assert scorer.feature_names == ltr.CORE_FEATURES
+    assert len(shares) == len(ltr.CORE_FEATURES) + 1
     assert sum(shares) == pytest.approx(result[0].score, abs=1e-6)
     assert [sum(p.values()) for p in parts] == pytest.approx(list(raw), abs=1e-6)
-    assert set(parts[0]) == {*learn.CORE_FEATURES, "bias"}
+    assert set(parts[0]) == {*ltr.CORE_FEATURES, "bias"}
     assert scorer.matrix("solar power", [Document(d) for d in docs]).shape == (3, 7)
 
 
@@ -217,7 +218,7 @@ def test_a_learned_pipeline_is_evaluated_from_its_file_in_a_fresh_process(tuned)
 
 def test_a_model_file_that_is_missing_is_named():
     with pytest.raises(ValueError, match=r"nowhere\.lgb\.txt not found"):
-        learn.LearnedScorer("nowhere.lgb.txt")
+        learned.LearnedScorer("nowhere.lgb.txt")
 
 
 def test_ltr_over_another_embedding_model_records_it_and_uses_it_again(tmp_path, signals):
@@ -237,8 +238,8 @@ def test_ltr_over_another_embedding_model_records_it_and_uses_it_again(tmp_path,
     assert declared["embedding"] == folder
     model = out.with_suffix(".lgb.txt")
     assert json.loads(model.with_suffix(".json").read_text())["embedding_model"] == folder
-    assert learn.trained_embedding(model) == folder
-    scorer = learn.LearnedScorer(model)  # no embedding given: the one it was trained with
+    assert learned.trained_embedding(model) == folder
+    scorer = learned.LearnedScorer(model)  # no embedding given: the one it was trained with
     assert scorer.embedding.model_id == folder
     docs = ["solar power alpha", "pasta sauce beta", "wind turbines gamma"]
     result = load(out).rerank("solar power", docs)
@@ -247,8 +248,8 @@ def test_ltr_over_another_embedding_model_records_it_and_uses_it_again(tmp_path,
 
 def test_a_report_without_an_embedding_means_the_bundled_model(tmp_path):
     model = tmp_path / "m.lgb.txt"
-    assert learn.trained_embedding(model) is None  # no report at all
+    assert learned.trained_embedding(model) is None  # no report at all
     model.with_suffix(".json").write_text("{not json")
-    assert learn.trained_embedding(model) is None
+    assert learned.trained_embedding(model) is None
     model.with_suffix(".json").write_text(json.dumps({"embedding_model": "my/model"}))
-    assert learn.trained_embedding(model) == "my/model"
+    assert learned.trained_embedding(model) == "my/model"

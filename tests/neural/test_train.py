@@ -13,7 +13,7 @@ pytest.importorskip("datasets", reason="training needs the 'train' extra")
 pytest.importorskip("accelerate", reason="training needs the 'train' extra")
 
 from rerankit.cli import main
-from rerankit.train import embedding_pairs, fine_tune_embedding
+from rerankit.training.embedding import embedding_pairs, fine_tune_embedding
 
 
 def test_a_few_steps_lower_the_loss_and_the_model_loads_and_exports(tiny_st, tmp_path):

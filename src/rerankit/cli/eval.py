@@ -21,7 +21,7 @@ from ..eval.runner import (
     write_outputs,
     write_summary,
 )
-from ..train import embedding_pairs, fine_tune_embedding
+from ..training.embedding import embedding_pairs, fine_tune_embedding
 from .args import positive_int
 from .eval_support import limit_queries, named_pipelines, pipeline_runs, use_embedding_cache
 from .tune import cmd_tune

@@ -12,18 +12,19 @@ from typing import Any
 
 import numpy as np
 
-from .. import learn
 from ..api import load
 from ..calibration import Calibration, expected_calibration_error, fit_calibration, sigmoid
+from ..config import to_toml
 from ..errors import InputError
-from ..eval import crossval, tune
+from ..eval import metrics
 from ..eval.data import load_beir
 from ..eval.first_stage import first_stage
 from ..eval.runner import evaluate_runs, format_table
-from ..eval.tune import to_toml
 from ..normalize import normalize_scores
 from ..rerankers.hybrid import HYBRID_CALIBRATION
+from ..scorers import learned as learned_scorer
 from ..scorers.embedding import EmbeddingScorer
+from ..training import calibrated, crossval, fusion, ltr
 from .eval_support import limit_queries, pipeline_runs, progress_bar, use_embedding_cache
 
 __all__ = ["cmd_tune"]
@@ -41,10 +42,10 @@ def _write_pipeline(args: argparse.Namespace, default: str, spec: Any, comment: 
 def cmd_tune(args: argparse.Namespace) -> int:
 
     strategies = [s.strip() for s in args.strategies.split(",")]
-    unknown = sorted(set(strategies) - set(tune.STRATEGIES))
+    unknown = sorted(set(strategies) - set(fusion.STRATEGIES))
     if unknown or len(strategies) < 2:
         raise ValueError(
-            f"--strategies: two or more of {', '.join(tune.STRATEGIES)}; unknown: {unknown}"
+            f"--strategies: two or more of {', '.join(fusion.STRATEGIES)}; unknown: {unknown}"
         )
     if args.train_split == args.test_split:
         raise ValueError(
@@ -72,25 +73,25 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.method == "ltr":
         out = _learn(args, train, train_cands, embedding)
         return _report_tuned(args, test, out, texts_only=False)
-    matrices = tune.score_matrix(
+    matrices = fusion.score_matrix(
         train, train_cands, embedding, progress=progress_bar("scoring train", not args.no_progress)
     )
-    table = tune.fusion_table(train, matrices, strategies)
-    fit = tune.fusion_options(table)
-    default = table[tune.as_option(tune.DEFAULT_HYBRID)]
+    table = fusion.fusion_table(train, matrices, strategies)
+    fit = fusion.fusion_options(table)
+    default = table[fusion.as_option(fusion.DEFAULT_HYBRID)]
     print(f"{train.name}: fusions of {', '.join(strategies)} on the {args.train_split} split\n")
-    cv, verdict = _cross_validated(args, list(matrices), fit, default, tune.describe_fusion)
+    cv, verdict = _cross_validated(args, list(matrices), fit, default, fusion.describe_fusion)
     best = cv.best
     if verdict.adopt or args.keep_learned:
-        spec = tune.pipeline_spec(
-            tune.as_choice(best),
+        spec = fusion.pipeline_spec(
+            fusion.as_choice(best),
             name=f"tuned-{train.name}",
             embedding_model=args.embedding_model,
             embedding_max_length=args.embedding_max_length,
         )
         comment = (
             f"Tuned by `rerankit tune` on {train.name} {args.train_split} ({len(matrices)} "
-            f"queries): {tune.describe_fusion(best)}; {verdict.describe()}."
+            f"queries): {fusion.describe_fusion(best)}; {verdict.describe()}."
         )
     else:
         spec, comment = _default_pipeline(args, train, verdict, "tuned fusion")
@@ -156,8 +157,8 @@ def _default_pipeline(
         "default pipeline; rerun with --keep-learned to write the learned one anyway."
     )
     if args.embedding_model or args.embedding_max_length:
-        spec = tune.pipeline_spec(
-            tune.DEFAULT_HYBRID,
+        spec = fusion.pipeline_spec(
+            fusion.DEFAULT_HYBRID,
             name="hybrid",
             embedding_model=args.embedding_model,
             embedding_max_length=args.embedding_max_length,
@@ -171,9 +172,9 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
     cross-validation); when that does not beat the default's order by more than the noise,
     keep the default's order and refit only its output calibration (the probabilities)."""
 
-    read = tune.reading()  # documents read as the default hybrid reads them
+    read = calibrated.reading()  # documents read as the default hybrid reads them
     roles = read["roles"]
-    matrices = tune.pairwise_matrix(
+    matrices = calibrated.pairwise_matrix(
         train,
         cands,
         embedding,
@@ -183,8 +184,8 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
     default_cals = [Calibration.parse(HYBRID_CALIBRATION["calibration"][r]) for r in roles]
     default_weights = [HYBRID_CALIBRATION["weights"][r] for r in roles]
     default = {
-        q: tune.ranked_ndcg(
-            ids, tune.fused_logits(raw, default_cals, default_weights), train.qrels.get(q, {})
+        q: metrics.ranked_ndcg(
+            ids, calibrated.fused_logits(raw, default_cals, default_weights), train.qrels.get(q, {})
         )
         for q, (ids, raw) in matrices.items()
     }
@@ -196,12 +197,12 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
     def describe(weights: Any) -> str:
         return "weights " + ", ".join(f"{r} {w:.1f}" for r, w in zip(roles, weights, strict=True))
 
-    fit = tune.calibration_options(train, matrices, roles)
+    fit = calibrated.calibration_options(train, matrices, roles)
     cv, verdict = _cross_validated(args, list(matrices), fit, default, describe)
-    labels = tune.relevance_labels(train, matrices)
+    labels = calibrated.relevance_labels(train, matrices)
     y = np.concatenate([labels[q] for q in matrices])
     if verdict.adopt or args.keep_learned:
-        found = tune.fit_calibrated(train, matrices, roles, weights=[cv.best])
+        found = calibrated.fit_calibrated(train, matrices, roles, weights=[cv.best])
         calibration, ece = found["calibration"], found["ece"]
         comment = (
             f"Calibrated by `rerankit tune --calibrate` on {train.name} {args.train_split} "
@@ -209,7 +210,10 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
         )
     else:  # the default's order; probabilities fitted to these judgments
         fused = np.concatenate(
-            [tune.fused_logits(raw, default_cals, default_weights) for _, raw in matrices.values()]
+            [
+                calibrated.fused_logits(raw, default_cals, default_weights)
+                for _, raw in matrices.values()
+            ]
         )
         output = fit_calibration(fused, y)
         calibration = {
@@ -226,7 +230,7 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
         )
         print("kept the default's order; refitted its output calibration to your judgments")
     print(f"training ECE of the written pipeline's probabilities: {ece:.4f}")
-    spec = tune.calibrated_spec(
+    spec = calibrated.calibrated_spec(
         calibration,
         name=f"calibrated-{train.name}",
         read=read,
@@ -241,7 +245,7 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
     cross-validation; the learned pipeline written when it beats the default hybrid (given
     first-stage scores) by more than the noise, else the default."""
 
-    signals = learn._Signals(embedding)
+    signals = learned_scorer.Signals(embedding)
     start = time.perf_counter()
     items = [(q, c) for q, c in cands.items() if c]
     rows = {}
@@ -250,26 +254,26 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         texts = [train.text(d) for d, _ in ranked]
         rows[qid] = (
             [d for d, _ in ranked],
-            learn.features(signals, train.queries[qid], texts, [s for _, s in ranked]),
+            learned_scorer.features(signals, train.queries[qid], texts, [s for _, s in ranked]),
         )
     print(
         f"{train.name}: learning to rank on {len(rows)} {args.train_split} queries (features "
-        f"built in {time.perf_counter() - start:.0f} s; {len(learn.feature_set(len(rows)))} "
-        f"features, with {len(learn.SETTINGS)} LightGBM settings, trees "
-        f"{'/'.join(map(str, learn.TREES))} and blends with the default compared)\n"
+        f"built in {time.perf_counter() - start:.0f} s; {len(ltr.feature_set(len(rows)))} "
+        f"features, with {len(ltr.SETTINGS)} LightGBM settings, trees "
+        f"{'/'.join(map(str, ltr.TREES))} and blends with the default compared)\n"
     )
-    fs, cos = learn.FEATURES.index("first_stage"), learn.FEATURES.index("cosine")
-    weights = tune.DEFAULT_HYBRID["weights"]
+    fs, cos = learned_scorer.FEATURES.index("first_stage"), learned_scorer.FEATURES.index("cosine")
+    weights = fusion.DEFAULT_HYBRID["weights"]
     default_scores = {  # the default hybrid given first-stage scores
         q: weights["first_stage"] * normalize_scores(x[:, fs], "min_max")
         + weights["embedding"] * normalize_scores(x[:, cos], "min_max")
         for q, (_, x) in rows.items()
     }
     default = {
-        q: tune.ranked_ndcg(ids, default_scores[q], train.qrels.get(q, {}))
+        q: metrics.ranked_ndcg(ids, default_scores[q], train.qrels.get(q, {}))
         for q, (ids, _) in rows.items()
     }
-    fit = learn.options(rows, train.qrels, default=default_scores, seeds=range(args.seeds))
+    fit = ltr.options(rows, train.qrels, default=default_scores, seeds=range(args.seeds))
 
     def describe(option: Any) -> str:
         setting, trees, blend = option
@@ -283,14 +287,14 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         spec, comment = _default_pipeline(args, train, verdict, "learned ranker")
         return _write_pipeline(args, f"ltr-{train.name}.toml", spec, comment)
     setting, trees, blend = cv.best
-    names = learn.feature_set(len(rows))
+    names = ltr.feature_set(len(rows))
     began = time.perf_counter()
-    booster = learn.fit(
-        rows, train.qrels, list(rows), trees=trees, params=learn.SETTINGS[setting], features=names
+    booster = ltr.fit(
+        rows, train.qrels, list(rows), trees=trees, params=ltr.SETTINGS[setting], features=names
     )
     report = {
         "setting": setting,
-        "params": learn.SETTINGS[setting],
+        "params": ltr.SETTINGS[setting],
         "trees": trees,
         "blend": blend,
         "features": list(names),
@@ -302,14 +306,14 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
             "noise": verdict.noise,
             "fold_gains": verdict.fold_gains,
         },
-        "importance": learn.importance(booster),
+        "importance": ltr.importance(booster),
         "train_seconds": time.perf_counter() - began,
     }
     if args.embedding_model:
         report["embedding_model"] = args.embedding_model
     default_name = f"ltr-{train.name}.toml"
     model_path = Path(args.out or default_name).with_suffix(".lgb.txt")
-    learn.save(booster, model_path, report)
+    ltr.save(booster, model_path, report)
     top = sorted(report["importance"].items(), key=lambda x: -x[1])[:6]
     print(f"feature importance (share of gain): {', '.join(f'{k} {v:.2f}' for k, v in top)}")
     print(f"wrote {model_path}")
@@ -320,8 +324,8 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
     if blend == 1:
         spec = {"name": name, "stages": [{"scorer": learned}]}
     else:  # blend * learned + (1 - blend) * the default hybrid, min-max normalised
-        stage = tune.pipeline_spec(
-            tune.DEFAULT_HYBRID,
+        stage = fusion.pipeline_spec(
+            fusion.DEFAULT_HYBRID,
             name=name,
             embedding_model=args.embedding_model,
             embedding_max_length=args.embedding_max_length,

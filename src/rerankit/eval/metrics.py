@@ -5,7 +5,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-__all__ = ["mean_ndcg", "ndcg_at_k"]
+import numpy as np
+
+__all__ = ["mean_ndcg", "ndcg_at_k", "ranked_ndcg"]
 
 
 def ndcg_at_k(ranking: Sequence[str], judged: Mapping[str, int], k: int = 10) -> float:
@@ -35,3 +37,10 @@ def mean_ndcg(
         if any(g > 0 for g in judged.values())
     ]
     return sum(scored) / len(scored) if scored else 0.0
+
+
+def ranked_ndcg(ids: Sequence[str], scores: np.ndarray, judged: Mapping[str, int]) -> float:
+    """nDCG@10 of ``ids`` ordered by ``scores`` (ties keep the given order)."""
+
+    order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
+    return ndcg_at_k([ids[i] for i in order], judged, 10)

@@ -1,5 +1,5 @@
-"""What runs a request inside the service: admission (slots, a bounded queue, draining at
-shutdown) and the pipelines with their deadlines, warm-up and micro-batched embeddings."""
+"""What runs a request inside the service: the pipelines with their deadlines, warm-up,
+background retries and micro-batched embeddings, behind admission (:mod:`.admission`)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from ..errors import (
 )
 from ..scorers.embedding import ENCODE_HOOK
 from ..types import RerankResult, check_top_k
+from .admission import Admission
 from .batching import ABANDONED, MicroBatching
 from .formats.base import Call
 from .metrics import Metrics
@@ -35,64 +36,6 @@ __all__ = ["Admission", "PipelineState", "Service"]
 FIRST_RETRY_SECONDS = 5.0
 
 logger = logging.getLogger(__name__)
-
-
-class Admission:
-    """At most ``slots`` requests run; at most ``queue`` wait; the rest are refused. Once
-    draining (shutdown), waiting and new requests get 503."""
-
-    def __init__(self, slots: int, queue: int, metrics: Metrics) -> None:
-        self.slots, self.queue, self.metrics = slots, queue, metrics
-        self.running = 0
-        self.waiting = 0
-        self.draining = False
-        self._cond: asyncio.Condition | None = None
-
-    @staticmethod
-    def _stopping() -> ServiceError:
-        return ServiceError(
-            503, "the service is shutting down; retry on another instance", {"Retry-After": "1"}
-        )
-
-    async def drain(self) -> None:
-        """Refuse what waits and what comes: each gets 503 (running requests finish)."""
-        self.draining = True
-        if self._cond is not None:
-            async with self._cond:
-                self._cond.notify_all()
-
-    async def acquire(self) -> None:
-        if self._cond is None:
-            self._cond = asyncio.Condition()
-        async with self._cond:
-            if self.draining:
-                raise self._stopping()
-            if self.running >= self.slots:
-                if self.waiting >= self.queue:
-                    raise ServiceError(
-                        429, "the service is at capacity; retry shortly", {"Retry-After": "1"}
-                    )
-                self.waiting += 1
-                self.metrics.queue.set(self.waiting)
-                try:
-                    await self._cond.wait_for(lambda: self.running < self.slots or self.draining)
-                except asyncio.CancelledError:  # past its deadline: a wake-up goes on
-                    self._cond.notify()
-                    raise
-                finally:
-                    self.waiting -= 1
-                    self.metrics.queue.set(self.waiting)
-                if self.draining:
-                    raise self._stopping()
-            self.running += 1
-            self.metrics.in_flight.set(self.running)
-
-    async def release(self) -> None:
-        assert self._cond is not None
-        async with self._cond:
-            self.running -= 1
-            self.metrics.in_flight.set(self.running)
-            self._cond.notify()
 
 
 class _Slot:

@@ -1,0 +1,154 @@
+"""Fine-tuning the embedding model on a training split: ``rerankit train embedding``.
+
+Pairs are (query, a relevant document) from the split's judgments, each with a hard
+negative: the first-stage (BM25) candidate ranked highest that is not judged relevant.
+Training is sentence-transformers' own ``SentenceTransformerTrainer`` with
+``MultipleNegativesRankingLoss`` (the other pairs of a batch are negatives too); checkpoints
+go under ``<out>/checkpoints`` and a run resumes from the last one. The result is a
+sentence-transformers folder: ``EmbeddingScorer(out)`` loads it, and ``rerankit export``
+turns it into an ONNX folder. Extras ``torch`` and ``train`` (``datasets``, ``accelerate``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .._optional import require
+from ..backends.bundled import resolve_source
+from ..errors import InputError
+
+__all__ = ["embedding_pairs", "fine_tune_embedding"]
+
+logger = logging.getLogger(__name__)
+
+
+def embedding_pairs(
+    data: Any,
+    cands: dict[str, list[tuple[str, float]]],
+    *,
+    max_pairs: int | None = None,
+    seed: int = 0,
+) -> list[dict[str, str]]:
+    """``{anchor, positive, negative}`` rows: every judged-relevant document of a query with
+    the best-ranked unjudged-or-irrelevant candidate as its hard negative; shuffled and cut
+    to ``max_pairs``."""
+    rows = []
+    for qid, judged in data.qrels.items():
+        if qid not in data.queries:
+            continue
+        negatives = [d for d, _ in cands.get(qid, []) if judged.get(d, 0) <= 0]
+        if not negatives:
+            continue
+        for doc, grade in judged.items():
+            if grade > 0 and doc in data.corpus:
+                rows.append(
+                    {
+                        "anchor": data.queries[qid],
+                        "positive": data.text(doc),
+                        "negative": data.text(negatives[0]),
+                    }
+                )
+    if not rows:
+        raise InputError("no training pairs: the split has no judged-relevant documents")
+    random.Random(seed).shuffle(rows)
+    return rows[:max_pairs] if max_pairs else rows
+
+
+def fine_tune_embedding(
+    rows: list[dict[str, str]],
+    out: str | Path,
+    *,
+    model: str = "all-MiniLM-L6-v2",
+    epochs: float = 1.0,
+    batch_size: int = 16,
+    learning_rate: float = 2e-5,
+    max_length: int | None = None,
+    seed: int = 0,
+    progress: bool = True,
+    log: Callable[[str], Any] | None = None,
+) -> dict[str, Any]:
+    """Fine-tune ``model`` on ``rows`` into ``out``; returns the run's summary (steps, the
+    training loss at its start and end, seconds). Resumes from the last checkpoint in
+    ``out/checkpoints`` when there is one. ``log`` receives the time estimate (default: the
+    module's logger). Trains on the GPU when torch sees one."""
+    st = require("sentence_transformers", "fine-tuning an embedding model")
+    datasets = require("datasets", "fine-tuning an embedding model")
+    require("accelerate", "fine-tuning an embedding model")
+    try:  # their newer homes first
+        from sentence_transformers.sentence_transformer.losses import (
+            MultipleNegativesRankingLoss,
+        )
+        from sentence_transformers.sentence_transformer.training_args import BatchSamplers
+    except ImportError:  # pragma: no cover - older sentence-transformers
+        from sentence_transformers.losses import MultipleNegativesRankingLoss
+        from sentence_transformers.training_args import BatchSamplers
+
+    out = Path(out)
+    checkpoints = out / "checkpoints"
+    loaded = st.SentenceTransformer(resolve_source(model), device="cpu")
+    if max_length:
+        loaded.max_seq_length = max_length
+    dataset = datasets.Dataset.from_list(rows)
+    steps = max(1, int(len(rows) / batch_size * epochs))
+    # a time estimate up front: one forward and backward pass on a batch, timed
+    probe = rows[:batch_size]
+    start = time.perf_counter()
+    prepare = getattr(loaded, "preprocess", None) or loaded.tokenize
+    features = [prepare([r[k] for r in probe]) for k in ("anchor", "positive", "negative")]
+    loss = MultipleNegativesRankingLoss(loaded)
+    value = loss(features, None)
+    value.backward()
+    loaded.zero_grad()
+    per_step = time.perf_counter() - start
+    (log or logger.info)(
+        f"{len(rows)} training pairs, {steps} steps of {batch_size}: about "
+        f"{steps * per_step / 60:.0f} min on this machine"
+    )
+    losses: list[float] = []
+
+    class _Record(require("transformers", "fine-tuning").TrainerCallback):  # type: ignore[misc]
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if logs and "loss" in logs:
+                losses.append(float(logs["loss"]))
+
+    arguments = st.SentenceTransformerTrainingArguments(
+        output_dir=str(checkpoints),
+        num_train_epochs=epochs,
+        per_device_train_batch_size=batch_size,
+        learning_rate=learning_rate,
+        warmup_steps=0.1,  # a share of the steps (Transformers 5)
+        logging_steps=max(1, steps // 20),
+        save_steps=max(1, steps // 5),
+        save_total_limit=2,
+        seed=seed,
+        disable_tqdm=not progress,
+        report_to=[],
+        use_cpu=not require("torch", "fine-tuning").cuda.is_available(),
+        batch_sampler=BatchSamplers.NO_DUPLICATES,
+    )
+    trainer = st.SentenceTransformerTrainer(
+        model=loaded,
+        args=arguments,
+        train_dataset=dataset,
+        loss=loss,
+        callbacks=[_Record()],
+    )
+    from transformers.trainer_callback import PrinterCallback
+
+    trainer.remove_callback(PrinterCallback)  # the library never prints; losses come back
+    resume = any(checkpoints.glob("checkpoint-*")) if checkpoints.exists() else False
+    began = time.perf_counter()
+    trainer.train(resume_from_checkpoint=True if resume else None)
+    loaded.save(str(out))
+    return {
+        "pairs": len(rows),
+        "steps": int(trainer.state.global_step),
+        "losses": losses,
+        "seconds": time.perf_counter() - began,
+        "resumed": bool(resume),
+    }
