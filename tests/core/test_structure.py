@@ -188,7 +188,7 @@ def test_imports_inside_functions_only_defer_optional_dependencies():
         for node in inner:
             if isinstance(node, ast.ImportFrom) and node.level:
                 continue  # resolved below through _imports
-            top = (node.names[0].name if isinstance(node, ast.Import) else node.module or "")
+            top = node.names[0].name if isinstance(node, ast.Import) else node.module or ""
             if top.split(".")[0] in sys.stdlib_module_names:
                 wrong.append(f"{name}:{node.lineno}: the standard library's {top}")
         lines = {node.lineno for node in inner}
