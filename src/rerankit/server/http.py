@@ -1,0 +1,125 @@
+"""The service's HTTP primitives: the JSON error body and a response that always encodes,
+reading a body within its size and time limits, parsing it into a request model with plain
+messages, and running work that is dropped when the client goes away."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from typing import Any
+
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ValidationError
+
+from ..errors import ServiceError
+from .metrics import Metrics
+from .settings import ServerSettings
+
+__all__ = [
+    "PLAIN_MESSAGES",
+    "ErrorBody",
+    "SafeJSONResponse",
+    "client_gone",
+    "error",
+    "parse",
+    "read_body",
+    "until_disconnect",
+]
+
+#: pydantic's wording for the request models' constraints, said plainly
+PLAIN_MESSAGES = {
+    "string_pattern_mismatch": "must not be empty or only whitespace",
+    "too_short": "must not be empty",
+    "greater_than_equal": "must be a positive integer",
+}
+
+
+class ErrorBody(BaseModel):
+    """Every error answer."""
+
+    message: str
+
+
+class SafeJSONResponse(JSONResponse):
+    """JSON that cannot fail to encode: non-ASCII is escaped (a lone surrogate in an
+    echoed document becomes ``\\ud800``, not a UnicodeEncodeError)."""
+
+    def render(self, content: Any) -> bytes:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None) -> Any:
+    """The JSON error answer ``{"message": ...}``."""
+    return SafeJSONResponse({"message": message}, status_code=status, headers=headers)
+
+
+async def read_body(request: Any, settings: ServerSettings) -> bytes:
+    """The body, refused with 413 as soon as it passes the limit (a chunked body has
+    no Content-Length to check up front, so the count is kept while it streams)."""
+    chunks, size = [], 0
+    stream = request.stream().__aiter__()
+    until = time.monotonic() + settings.body_timeout  # the whole body, not per chunk
+    while True:
+        try:
+            chunk = await asyncio.wait_for(stream.__anext__(), until - time.monotonic())
+        except StopAsyncIteration:
+            break
+        except asyncio.TimeoutError as exc:
+            raise ServiceError(
+                408,
+                f"the request body did not arrive within {settings.body_timeout:g} s",
+                {"Connection": "close"},
+            ) from exc
+        size += len(chunk)
+        if size > settings.max_body_bytes:
+            raise ServiceError(413, f"request body over {settings.max_body_bytes} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def parse(request: Any, model: type, settings: ServerSettings) -> Any:
+    # Parsed by hand: some clients (the cohere SDK among them) send JSON without a
+    # Content-Type header.
+    raw = await read_body(request, settings)
+    try:
+        data = json.loads(raw or b"null")
+    except ValueError as exc:
+        raise ServiceError(400, f"the body is not JSON: {exc}") from exc
+    except RecursionError as exc:  # nesting deeper than the parser goes
+        raise ServiceError(400, "the body is nested too deeply") from exc
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        message = PLAIN_MESSAGES.get(first.get("type", ""), first.get("msg"))
+        raise ServiceError(422, f"invalid request: {where}: {message}") from exc
+
+
+async def client_gone(request: Any) -> None:
+    """Returns when the client disconnects (the body is read, so the next message the
+    server sends the app is the disconnect)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def until_disconnect(request: Any, work: Any, metrics: Metrics) -> Any:
+    """Run ``work``; if the client goes first, cancel it: a request still queued leaves
+    the queue without running, a running one stops at its next await (work already on
+    a thread finishes its current step; batched embedding work not yet started is
+    dropped)."""
+    task = asyncio.ensure_future(work)
+    watch = asyncio.ensure_future(client_gone(request))
+    try:
+        await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        watch.cancel()
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        metrics.abandoned.inc()
+        raise ServiceError(499, "the client closed the connection; the request was dropped")
+    return task.result()

@@ -1,0 +1,106 @@
+"""What the service says about itself: ``/health`` (liveness), ``/ready`` (readiness),
+``/v1/models``, ``/info`` and ``/metrics`` (Prometheus)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from fastapi.responses import Response
+
+from .. import __version__
+from .http import ErrorBody, SafeJSONResponse
+from .service import Service
+from .settings import ServerSettings
+
+__all__ = ["add_status_routes"]
+
+
+def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> None:
+    """``/health``, ``/ready``, ``/v1/models``, ``/info`` and ``/metrics``."""
+    metrics = service.metrics
+
+    @app.get("/health")
+    async def health() -> Any:
+        """Liveness: the process answers."""
+        return {"status": "ok", "models": sorted(settings.pipelines), "default": settings.default}
+
+    @app.get("/ready")
+    async def ready() -> Any:
+        """Readiness: 503 until every pipeline has loaded and run a warm-up batch, and while
+        any pipeline has failed (naming them and their errors; ``ready_when = "any"``: 200
+        once one pipeline is ready); 503 while stopping."""
+        status, body = service.readiness()
+        return SafeJSONResponse(body, status_code=status)
+
+    # endpoints behind the API keys say so in the schema (401), as the rerank routes do
+    protected = {401: {"model": ErrorBody}} if settings.api_keys else {}
+
+    @app.get("/v1/models", responses=protected)
+    async def models() -> Any:
+        return {
+            "models": [
+                {
+                    "name": n,
+                    "endpoints": ["rerank"],
+                    "default": n == settings.default,
+                    **service.describe_scores(n),
+                }
+                for n in sorted(settings.pipelines)
+            ]
+            + [  # other names clients may send (Cohere's model names, by default)
+                {
+                    "name": alias,
+                    "endpoints": ["rerank"],
+                    "default": False,
+                    "alias_of": target,
+                    **service.describe_scores(target),
+                }
+                for alias, target in sorted((settings.aliases or {}).items())
+            ]
+        }
+
+    @app.get("/info", responses=protected)
+    async def info() -> Any:
+        """What this service runs: version, pipelines (and whether each is loaded), limits."""
+        return {
+            "version": __version__,
+            "default": settings.default,
+            "pipelines": {
+                name: {
+                    "spec": spec if isinstance(spec, str) else dict(spec),
+                    "loaded": service.loaded(name),
+                    **service.states[name].describe(),
+                    **service.describe_scores(name),
+                }
+                for name, spec in settings.pipelines.items()
+            },
+            "limits": {
+                "max_documents": settings.max_documents,
+                "max_document_chars": settings.max_document_chars,
+                "max_body_bytes": settings.max_body_bytes,
+                "timeout": settings.timeout,
+                "max_concurrency": settings.max_concurrency,
+                "max_queue": settings.max_queue,
+            },
+            "batching": {
+                "enabled": settings.batching,
+                "max_items": settings.batch_max_items,
+                "max_tokens": settings.batch_max_tokens or None,
+                "max_wait_ms": settings.batch_max_wait_ms,
+            },
+            "ready": service.readiness()[0] == 200,
+            "process": {"pid": os.getpid()},  # which worker answered (rerankit serve --workers)
+        }
+
+    @app.get(
+        "/metrics",
+        response_class=Response,
+        responses={
+            200: {"content": {"text/plain": {}}, "description": "Prometheus metrics"},
+            **({} if settings.metrics_public else protected),
+        },
+    )
+    async def prometheus() -> Any:
+        body, content_type = metrics.render()
+        return Response(body, media_type=content_type)
