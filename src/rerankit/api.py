@@ -13,6 +13,7 @@ from typing import Any
 
 from . import registry
 from .config import build, read_spec, resolve_reranker
+from .documents import InputFields
 from .rerankers.base import check_keywords
 from .types import RerankResult
 
@@ -85,17 +86,14 @@ def rerank(
         reranker, note = default_reranker()
     else:
         note = None
-    result = load(reranker).rerank(
-        query,
-        documents,
-        top_k=top_k,
+    fields = InputFields(
         text_field=text_field,
         id_field=id_field,
         score_field=score_field,
         first_stage_field=first_stage_field,
         first_stage_higher_is_better=first_stage_higher_is_better,
-        context=context,
     )
+    result = load(reranker).rerank(query, documents, top_k=top_k, fields=fields, context=context)
     if note:
         result = replace(result, warnings=(note, *result.warnings))
     return result

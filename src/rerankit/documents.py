@@ -29,7 +29,7 @@ and LlamaIndex nodes as copies, everything else as the caller's own object.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from numbers import Real
 from typing import Any
 
@@ -39,6 +39,7 @@ from .types import Document, RankedDocument
 __all__ = [
     "FIRST_STAGE_SCORE",
     "TITLE",
+    "InputFields",
     "document_title",
     "field_value",
     "output_for",
@@ -280,6 +281,42 @@ def to_documents(
     if first_stage_field is not None:
         docs = _with_first_stage(docs, first_stage_field, first_stage_higher_is_better)
     return docs
+
+
+@dataclass(frozen=True)
+class InputFields:
+    """How one rerank reads its documents and writes its results, in one object: the
+    dict field holding the text (``text_field``) and the id (``id_field``), the field dict
+    outputs get the score under (``score_field``), and the field holding the retriever's
+    score (``first_stage_field``; ``first_stage_higher_is_better=False`` for distances),
+    which becomes the documents' ``first_stage_score``. ``rerank()``, ``Reranker.rerank``,
+    the CLI, the service and the integrations all take it (``fields=``), so an option added
+    here reaches every one of them."""
+
+    text_field: str = "text"
+    id_field: str = "id"
+    score_field: str = "rerank_score"
+    first_stage_field: str | None = None
+    first_stage_higher_is_better: bool = True
+
+    @classmethod
+    def names(cls) -> frozenset[str]:
+        """The option names (also the keyword arguments that set them)."""
+        return frozenset(f.name for f in fields(cls))
+
+    def with_options(self, **options: Any) -> InputFields:
+        """A copy with ``options`` set (the names of :meth:`names`)."""
+        return replace(self, **options) if options else self
+
+    def read(self, documents: Iterable[Any]) -> list[Document]:
+        """``documents`` as :class:`~rerankit.Document` s (see :func:`to_documents`)."""
+        return to_documents(
+            documents,
+            text_field=self.text_field,
+            id_field=self.id_field,
+            first_stage_field=self.first_stage_field,
+            first_stage_higher_is_better=self.first_stage_higher_is_better,
+        )
 
 
 def output_for(doc: Document, score: float, *, score_field: str = "rerank_score") -> Any:

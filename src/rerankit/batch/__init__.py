@@ -18,7 +18,7 @@ rows is :mod:`.io`; BEIR folders become rows in :mod:`.beir`.
 from .beir import beir_rows
 from .io import input_format, read_rows, write_rows
 from .local import run_batch
-from .ray import declared, iter_ray, quiet_ray_logs, rerank_dataset
+from .ray import RayOptions, declared, iter_ray, quiet_ray_logs, rerank_dataset
 from .rows import (
     FORMATS,
     OUTPUT_FIELDS,
@@ -34,6 +34,7 @@ __all__ = [
     "OUTPUT_FIELDS",
     "USAGE_KEY",
     "BatchSummary",
+    "RayOptions",
     "arerank_row",
     "beir_rows",
     "declared",

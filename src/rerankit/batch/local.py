@@ -12,7 +12,7 @@ from typing import Any
 from ..api import load
 from ..errors import InputError
 from .io import input_format, read_rows, write_rows
-from .ray import rerank_dataset
+from .ray import RayOptions, rerank_dataset
 from .rows import BatchSummary, chunks, rerank_rows
 
 __all__ = ["run_batch"]
@@ -45,18 +45,15 @@ def run_batch(
         if not Path(source).is_file():
             raise InputError(f"{source}: no such file")
     if engine == "ray":
-        return rerank_dataset(
-            source,
-            pipeline,
-            output=output,
+        ray = RayOptions(
             workers=workers,
             batch_size=batch_size,
             num_cpus=num_cpus,
             num_gpus=num_gpus,
             address=address,
             concurrency=concurrency,
-            **options,
         )
+        return rerank_dataset(source, pipeline, output=output, ray=ray, **options)
     if engine != "local":
         raise InputError(f"engine must be 'local' or 'ray', got {engine!r}")
 

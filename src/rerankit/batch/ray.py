@@ -8,6 +8,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from ..errors import InputError
 from .io import input_format, parse_line, public_fields, write_rows
 from .rows import rerank_rows
 
-__all__ = ["declared", "iter_ray", "quiet_ray_logs", "rerank_dataset"]
+__all__ = ["RayOptions", "declared", "iter_ray", "quiet_ray_logs", "rerank_dataset"]
 
 logger = logging.getLogger(__name__)
 
@@ -118,42 +119,59 @@ def _start_ray(address: str | None, num_cpus: int | None = None) -> None:
     logger.info("ray started (%s)", address or "local")
 
 
+@dataclass(frozen=True)
+class RayOptions:
+    """How the ``ray`` engine runs: ``workers`` actors, each building the pipeline once;
+    ``batch_size`` rows per call of an actor, ``concurrency`` of them in flight at once
+    (for pipelines that wait on a provider); ``num_cpus``/``num_gpus`` per actor (default:
+    the pipeline's hardware profile); ``address`` of a cluster (default: a local Ray);
+    ``preserve_order`` of the rows."""
+
+    workers: int = 1
+    batch_size: int = 16
+    num_cpus: float | None = None
+    num_gpus: float | None = None
+    address: str | None = None
+    preserve_order: bool = True
+    concurrency: int = 1
+
+    def __post_init__(self) -> None:
+        if min(self.workers, self.batch_size, self.concurrency) < 1:
+            raise InputError(
+                "workers, batch_size and concurrency must be >= 1, got "
+                f"{self.workers}, {self.batch_size} and {self.concurrency}"
+            )
+
+    @classmethod
+    def split(
+        cls, ray: RayOptions | None, options: Mapping[str, Any]
+    ) -> tuple[RayOptions, dict[str, Any]]:
+        """``ray`` with the options among ``options`` that name its fields set, and the
+        rest (the rerank's own options)."""
+        names = {f.name for f in fields(cls)}
+        mine = {k: v for k, v in options.items() if k in names}
+        rest = {k: v for k, v in options.items() if k not in names}
+        return replace(ray or cls(), **mine), rest
+
+
 def rerank_dataset(
     source: Any,
     pipeline: Any = "hybrid",
     *,
     output: str | Path | None = None,
-    workers: int = 1,
-    batch_size: int = 16,
-    num_cpus: float | None = None,
-    num_gpus: float | None = None,
-    address: str | None = None,
-    preserve_order: bool = True,
-    concurrency: int = 1,
+    ray: RayOptions | None = None,
     **options: Any,
 ) -> Any:
     """Rerank with Ray Data: ``source`` is a Ray Dataset, a JSON Lines or Parquet path, or
     a list of rows; ``pipeline`` a registered name, pipeline file or spec mapping (each
-    of ``workers`` actors builds it once). Without ``output``, returns a Ray Dataset of
-    the output rows (lazy, for users already in Ray: write it with ``write_parquet``);
-    with ``output``, streams the rows back in input order into that file and returns the
-    :class:`BatchSummary`. ``num_cpus``/``num_gpus`` per worker default to the pipeline's
-    hardware profile; ``concurrency`` rows of a batch are in flight at once in a worker
-    (for pipelines that wait on a provider); ``options`` go to ``rerank`` (``top_k``,
-    ``text_field``, ...)."""
+    actor builds it once). Without ``output``, returns a Ray Dataset of the output rows
+    (lazy, for users already in Ray: write it with ``write_parquet``); with ``output``,
+    streams the rows back in input order into that file and returns the
+    :class:`BatchSummary`. How Ray runs is ``ray`` (a :class:`RayOptions`), or its fields
+    as keywords (``workers=4``, ``num_gpus=1``, ...); the other ``options`` go to
+    ``rerank`` (``top_k``, ``fields``, ``text_field``, ...)."""
     started = time.perf_counter()
-    out = _ray_map(
-        source,
-        pipeline,
-        workers=workers,
-        batch_size=batch_size,
-        num_cpus=num_cpus,
-        num_gpus=num_gpus,
-        address=address,
-        preserve_order=preserve_order,
-        concurrency=concurrency,
-        options=options,
-    )
+    out = _ray_map(source, pipeline, *RayOptions.split(ray, options))
     if output is None:
         return out.map_batches(_decode, batch_format="pyarrow")
     summary = write_rows(output, _stream(out))
@@ -161,32 +179,14 @@ def rerank_dataset(
     return summary
 
 
-def _ray_map(
-    source: Any,
-    pipeline: Any,
-    *,
-    workers: int,
-    batch_size: int,
-    num_cpus: float | None,
-    num_gpus: float | None,
-    address: str | None,
-    preserve_order: bool,
-    concurrency: int,
-    options: Mapping[str, Any],
-) -> Any:
+def _ray_map(source: Any, pipeline: Any, ray: RayOptions, options: Mapping[str, Any]) -> Any:
     """The lazy Ray Dataset of encoded output rows."""
-
-    if workers < 1 or batch_size < 1 or concurrency < 1:
-        raise InputError(
-            "workers, batch_size and concurrency must be >= 1, got "
-            f"{workers}, {batch_size} and {concurrency}"
-        )
     spec = declared(pipeline)
     cpus, gpus = _resources(load(spec))  # also checks the spec here, before any worker
-    _start_ray(address)
+    _start_ray(ray.address)
     ray_data = require("ray.data", "the ray engine")
     context = ray_data.DataContext.get_current()
-    context.execution_options.preserve_order = preserve_order
+    context.execution_options.preserve_order = ray.preserve_order
     context.enable_progress_bars = False
     ds, lines = _ray_dataset(source)
     return ds.map_batches(
@@ -195,13 +195,13 @@ def _ray_map(
             "spec": spec,
             "options": dict(options),
             "lines": lines,
-            "concurrency": concurrency,
+            "concurrency": ray.concurrency,
         },
-        batch_size=batch_size,
+        batch_size=ray.batch_size,
         batch_format="pyarrow",
-        compute=ray_data.ActorPoolStrategy(size=workers),
-        num_cpus=cpus if num_cpus is None else num_cpus,
-        num_gpus=gpus if num_gpus is None else num_gpus,
+        compute=ray_data.ActorPoolStrategy(size=ray.workers),
+        num_cpus=cpus if ray.num_cpus is None else ray.num_cpus,
+        num_gpus=gpus if ray.num_gpus is None else ray.num_gpus,
     )
 
 
@@ -212,34 +212,11 @@ def _stream(out: Any) -> Iterator[dict[str, Any]]:
 
 
 def iter_ray(
-    source: Any,
-    pipeline: Any,
-    *,
-    workers: int = 1,
-    batch_size: int = 16,
-    num_cpus: float | None = None,
-    num_gpus: float | None = None,
-    address: str | None = None,
-    preserve_order: bool = True,
-    concurrency: int = 1,
-    **options: Any,
+    source: Any, pipeline: Any, *, ray: RayOptions | None = None, **options: Any
 ) -> Iterator[dict[str, Any]]:
     """The output rows of :func:`rerank_dataset` as they arrive (in input order unless
     ``preserve_order=False``), with their provider usage under a private key."""
-    return _stream(
-        _ray_map(
-            source,
-            pipeline,
-            workers=workers,
-            batch_size=batch_size,
-            num_cpus=num_cpus,
-            num_gpus=num_gpus,
-            address=address,
-            preserve_order=preserve_order,
-            concurrency=concurrency,
-            options=options,
-        )
-    )
+    return _stream(_ray_map(source, pipeline, *RayOptions.split(ray, options)))
 
 
 def _decode(batch: Any) -> Any:

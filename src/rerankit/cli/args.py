@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
-__all__ = ["positive_int"]
+from ..documents import InputFields
+
+__all__ = ["add_field_arguments", "input_fields", "positive_int"]
 
 
 def positive_int(value: str) -> int:
@@ -15,3 +18,39 @@ def positive_int(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
     return n
+
+
+def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:
+    """The flags of :class:`~rerankit.InputFields` (how documents are read and results
+    written), the same for every command that reads documents."""
+    parser.add_argument("--text-field", default="text", help="object field holding the text")
+    parser.add_argument("--id-field", default="id", help="object field holding the id")
+    if score_field:
+        parser.add_argument(
+            "--score-field",
+            default="rerank_score",
+            help="field added to each output object (default rerank_score)",
+        )
+    parser.add_argument(
+        "--first-stage-field",
+        default=None,
+        metavar="FIELD",
+        help="object field holding the first-stage (retriever) score; the hybrid fuses it "
+        "(a 'first_stage_score' field is read without naming it)",
+    )
+    parser.add_argument(
+        "--first-stage-lower-is-better",
+        action="store_true",
+        help="the first-stage field is a distance or rank: lower is better",
+    )
+
+
+def input_fields(args: argparse.Namespace) -> InputFields:
+    """The :class:`~rerankit.InputFields` the flags of :func:`add_field_arguments` give."""
+    return InputFields(
+        text_field=args.text_field,
+        id_field=args.id_field,
+        score_field=getattr(args, "score_field", InputFields.score_field),
+        first_stage_field=args.first_stage_field,
+        first_stage_higher_is_better=not args.first_stage_lower_is_better,
+    )

@@ -14,7 +14,7 @@ from ..backends.local import LocalModelScorer
 from ..batch import quiet_ray_logs, run_batch
 from ..batch.beir import beir_rows
 from ..errors import InputError
-from .args import positive_int
+from .args import add_field_arguments, input_fields, positive_int
 from .output import json_safe, records, table
 
 __all__ = ["add_commands", "cmd_batch", "cmd_rank", "default_reranker_name", "reranker_from"]
@@ -40,16 +40,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     else:
         items = read_records(read_text(args.input), args.input)
     announce_model_loading(reranker)
-    result = reranker.rerank(
-        args.query,
-        items,
-        top_k=args.top_k,
-        text_field=args.text_field,
-        id_field=args.id_field,
-        score_field=args.score_field,
-        first_stage_field=args.first_stage_field,
-        first_stage_higher_is_better=not args.first_stage_lower_is_better,
-    )
+    result = reranker.rerank(args.query, items, top_k=args.top_k, fields=input_fields(args))
     for w in result.warnings:
         print(f"rerankit: warning: {w}", file=sys.stderr)
     out = sys.stdout
@@ -95,9 +86,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         num_gpus=args.num_gpus,
         concurrency=args.concurrency,
         top_k=args.top_k,
-        text_field=args.text_field,
-        id_field=args.id_field,
-        first_stage_field=args.first_stage_field,
+        fields=input_fields(args),
     )
     print(f"rerankit batch: wrote {args.output}: {summary}", file=sys.stderr)
     for error in summary.errors[:3]:
@@ -134,25 +123,7 @@ def add_commands(sub: Any) -> None:
         ".json); default hybrid (BM25 + MiniLM), or bm25 without the torch extra",
     )
     rank.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep only the best K")
-    rank.add_argument("--text-field", default="text", help="object field holding the text")
-    rank.add_argument("--id-field", default="id", help="object field holding the id")
-    rank.add_argument(
-        "--score-field",
-        default="rerank_score",
-        help="field added to each output object (default rerank_score)",
-    )
-    rank.add_argument(
-        "--first-stage-field",
-        default=None,
-        metavar="FIELD",
-        help="object field holding the first-stage (retriever) score; the hybrid fuses it "
-        "(a 'first_stage_score' field is read without naming it)",
-    )
-    rank.add_argument(
-        "--first-stage-lower-is-better",
-        action="store_true",
-        help="the first-stage field is a distance or rank: lower is better",
-    )
+    add_field_arguments(rank)
     rank.add_argument(
         "--format",
         choices=("jsonl", "table"),
@@ -215,10 +186,6 @@ def add_commands(sub: Any) -> None:
         "--k", type=positive_int, default=100, help="with --run: candidates per query (100)"
     )
     bat.add_argument("--top-k", type=positive_int, default=None, help="keep the best K")
-    bat.add_argument("--text-field", default="text", help="candidate field holding the text")
-    bat.add_argument("--id-field", default="id", help="candidate field holding the id")
-    bat.add_argument(
-        "--first-stage-field", default=None, help="candidate field with the retriever score"
-    )
+    add_field_arguments(bat, score_field=False)
     bat.add_argument("--summary", default=None, help="also write the summary as JSON here")
     bat.set_defaults(func=cmd_batch)

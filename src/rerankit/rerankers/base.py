@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..documents import output_for, to_documents
+from ..documents import InputFields, output_for
 from ..scorers.base import ScoreBatch, Scorer, as_score_batch
 from ..tracing import TRACER, span
 from ..types import Document, RankedDocument, RerankResult, check_top_k
@@ -148,28 +148,13 @@ class Reranker(ABC):
         documents: Iterable[Any],
         *,
         top_k: int | None = None,
-        text_field: str = "text",
-        id_field: str = "id",
-        score_field: str = "rerank_score",
-        first_stage_field: str | None = None,
-        first_stage_higher_is_better: bool = True,
+        fields: InputFields | None = None,
         context: Mapping[str, Any] | None = None,
-        **unexpected: Any,
+        **options: Any,
     ) -> RerankResult:
         """Rerank ``documents`` for ``query`` (blocking). See :meth:`arerank`."""
         return run_sync(
-            self.arerank(
-                query,
-                documents,
-                top_k=top_k,
-                text_field=text_field,
-                id_field=id_field,
-                score_field=score_field,
-                first_stage_field=first_stage_field,
-                first_stage_higher_is_better=first_stage_higher_is_better,
-                context=context,
-                **unexpected,
-            )
+            self.arerank(query, documents, top_k=top_k, fields=fields, context=context, **options)
         )
 
     async def arerank(
@@ -178,36 +163,30 @@ class Reranker(ABC):
         documents: Iterable[Any],
         *,
         top_k: int | None = None,
-        text_field: str = "text",
-        id_field: str = "id",
-        score_field: str = "rerank_score",
-        first_stage_field: str | None = None,
-        first_stage_higher_is_better: bool = True,
+        fields: InputFields | None = None,
         context: Mapping[str, Any] | None = None,
-        **unexpected: Any,
+        **options: Any,
     ) -> RerankResult:
         """Rerank ``documents`` (strings, dicts, Documents, LangChain documents, LlamaIndex
         nodes; see :mod:`rerankit.documents`) for ``query``.
 
-        ``top_k`` keeps the best k. Dict inputs come back as new dicts with the score under
-        ``score_field``. ``first_stage_field`` names the field holding the retriever's score
-        (``first_stage_higher_is_better=False`` for distances); it becomes the documents'
-        ``first_stage_score``. ``context`` carries per-call inputs to the scorers (for
-        example ``{"query_embedding": vector}`` for an embedding scorer). An empty query or an
-        empty list returns the input order with a warning. Unknown keyword arguments are a
-        ``TypeError``.
+        ``top_k`` keeps the best k. How documents are read and results written is
+        ``fields`` (an :class:`~rerankit.InputFields`), or its options as keywords:
+        ``text_field``, ``id_field``, ``score_field`` (dict inputs come back as new dicts
+        with the score under it), ``first_stage_field`` (the field holding the retriever's
+        score; ``first_stage_higher_is_better=False`` for distances; it becomes the
+        documents' ``first_stage_score``). ``context`` carries per-call inputs to the
+        scorers (for example ``{"query_embedding": vector}`` for an embedding scorer). An
+        empty query or an empty list returns the input order with a warning. Unknown
+        keyword arguments are a ``TypeError``.
         """
-        check_keywords(unexpected, "rerank")
+        check_keywords({k: v for k, v in options.items() if k not in InputFields.names()}, "rerank")
+        fields = (fields or InputFields()).with_options(**options)
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, got {type(query).__name__}")
         check_top_k(top_k)
-        docs = to_documents(
-            documents,
-            text_field=text_field,
-            id_field=id_field,
-            first_stage_field=first_stage_field,
-            first_stage_higher_is_better=first_stage_higher_is_better,
-        )
+        docs = fields.read(documents)
+        score_field = fields.score_field
         if not docs or not query.strip():
             what = "the document list is empty" if not docs else "the query is empty"
             logger.warning("%s; returning the input order", what)

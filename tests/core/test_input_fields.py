@@ -1,0 +1,73 @@
+"""Per-call options as one object: InputFields (how documents are read and results written)
+and RayOptions (how the ray engine runs) mean the same as their keywords."""
+
+from __future__ import annotations
+
+import pytest
+
+import rerankit
+from rerankit import InputFields, load
+from rerankit.batch import RayOptions
+from rerankit.errors import InputError
+
+DOCS = [
+    {"body": "wind turbines at sea", "key": "w", "retriever": 0.9},
+    {"body": "solar panels make power", "key": "s", "retriever": 0.2},
+    {"body": "a bread recipe", "key": "b", "retriever": 0.5},
+]
+
+
+def test_fields_and_their_keywords_give_the_same_result():
+    fields = InputFields(
+        text_field="body", id_field="key", score_field="points", first_stage_field="retriever"
+    )
+    reranker = load("bm25")
+    by_object = reranker.rerank("solar power", DOCS, fields=fields)
+    by_keywords = reranker.rerank(
+        "solar power",
+        DOCS,
+        text_field="body",
+        id_field="key",
+        score_field="points",
+        first_stage_field="retriever",
+    )
+    by_function = rerankit.rerank(
+        "solar power",
+        DOCS,
+        reranker="bm25",
+        text_field="body",
+        id_field="key",
+        score_field="points",
+        first_stage_field="retriever",
+    )
+    for result in (by_keywords, by_function):
+        assert [r.id for r in result] == [r.id for r in by_object]
+        assert [r.score for r in result] == [r.score for r in by_object]
+    assert by_object[0].id == "s" and "points" in by_object[0].document
+    assert "points" not in DOCS[1]  # the caller's dicts are not touched
+
+
+def test_a_keyword_refines_the_fields_object_without_changing_it():
+    fields = InputFields(text_field="body")
+    result = load("bm25").rerank("solar", DOCS, fields=fields, score_field="s")
+    assert "s" in result[0].document and fields.score_field == "rerank_score"
+    lower = load("bm25").rerank(
+        "solar",
+        DOCS,
+        fields=fields,
+        first_stage_field="retriever",
+        first_stage_higher_is_better=False,
+    )
+    assert lower  # the distance flag reaches the reader without error
+    with pytest.raises(TypeError, match="'txt_field'"):
+        load("bm25").rerank("solar", DOCS, fields=fields, txt_field="body")
+
+
+def test_ray_options_split_the_engine_from_the_rerank():
+    ray, rest = RayOptions.split(None, {"workers": 3, "num_gpus": 1.0, "top_k": 5})
+    assert ray == RayOptions(workers=3, num_gpus=1.0)
+    assert rest == {"top_k": 5}
+    ray, rest = RayOptions.split(RayOptions(batch_size=4), {"concurrency": 2})
+    assert (ray.batch_size, ray.concurrency, rest) == (4, 2, {})
+    with pytest.raises(InputError, match="must be >= 1"):
+        RayOptions(workers=0)
