@@ -85,7 +85,8 @@ browser:
 		echo "browser: no chromium, and no apt-get as root to install it; browser tests skip"; \
 	fi
 
-# The core tests (tests/core) in a venv of their own without torch or any other extra.
+# The whole suite in a venv of its own without torch or any other extra: what needs an
+# extra skips and says which (nothing may fail or error for want of one).
 CORE_VENV ?= .venv-core
 $(CORE_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(CORE_VENV)
@@ -93,7 +94,7 @@ $(CORE_VENV)/.installed: pyproject.toml
 	touch $@
 
 test-core: $(CORE_VENV)/.installed
-	$(CORE_VENV)/bin/python -m pytest -q tests/core
+	$(CORE_VENV)/bin/python -m pytest -q tests
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks

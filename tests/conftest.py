@@ -1,7 +1,15 @@
+"""Fixtures shared by the test packages: scorer test doubles, tiny random-weight models
+and tokenizers built locally (no download; torch imported only when one is built), and a
+synthetic BEIR collection."""
+
 from __future__ import annotations
 
 import asyncio
+import json
+import random
+import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -56,3 +64,233 @@ def _private_cache_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
     # restored after each test: `rerankit eval` sets it for the scorers it builds
     monkeypatch.delenv("RERANKIT_EMBEDDING_CACHE", raising=False)
+
+
+# --- tiny local models --------------------------------------------------------------------
+
+WORDS = (
+    "vaccines train the immune system to recognise pathogens stock market fell sharply on "
+    "tuesday solar panels convert light into electricity how do work what is a an of and "
+    "in for with cells virus energy price yes no"
+).split()
+
+
+def _vocab_words(*texts: str) -> list[str]:
+    seen: dict[str, None] = {}
+    for text in texts:
+        for w in re.findall(r"\w+|[^\w\s]", text):
+            seen.setdefault(w, None)
+    return list(seen)
+
+
+def build_bert_cross_encoder(path: Path, num_labels: int = 1, seed: int = 0) -> Path:
+    """A 2-layer BERT sequence classifier with a WordPiece tokenizer of ~60 words."""
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+
+    path.mkdir(parents=True, exist_ok=True)
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *_vocab_words(" ".join(WORDS), "?.,")]
+    (path / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab_file=str(path / "vocab.txt"), do_lower_case=True)
+    torch.manual_seed(seed)
+    config = BertConfig(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=128,
+        num_labels=num_labels,
+    )
+    model = BertForSequenceClassification(config).eval()
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+QWEN_SPECIALS = ["<|im_start|>", "<|im_end|>", "<|endoftext|>"]
+
+
+def build_qwen3_causal_lm(path: Path, seed: int = 0) -> Path:
+    """A 2-layer Qwen3 causal LM whose word-level tokenizer knows the reranker template,
+    "yes", "no" and the test words."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    from rerankit.scorers.causal_lm import QWEN3_PREFIX, QWEN3_SUFFIX, format_pair
+
+    path.mkdir(parents=True, exist_ok=True)
+    plain = [QWEN3_PREFIX, QWEN3_SUFFIX, format_pair("Instruct", "q", "d"), " ".join(WORDS)]
+    for s in QWEN_SPECIALS:
+        plain = [p.replace(s, " ") for p in plain]
+    words = _vocab_words(
+        *plain,
+        "Given a web search query, retrieve relevant passages that answer the query",
+        "Judge whether the Document meets requirements",
+    )
+    vocab = {"<unk>": 0, "<pad>": 1}
+    for w in [*QWEN_SPECIALS, *words, "\n"]:
+        vocab.setdefault(w, len(vocab))
+    tk = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    # Newlines are tokens (as in Qwen's tokenizer), spaces separate, punctuation stands alone.
+    tk.pre_tokenizer = pre_tokenizers.Sequence(
+        [
+            pre_tokenizers.Split(" ", behavior="removed"),
+            pre_tokenizers.Split("\n", behavior="isolated"),
+            pre_tokenizers.Punctuation(behavior="isolated"),
+        ]
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        unk_token="<unk>",
+        pad_token="<pad>",
+        eos_token="<|endoftext|>",
+        additional_special_tokens=QWEN_SPECIALS[:2],
+        padding_side="left",
+    )
+    torch.manual_seed(seed)
+    config = Qwen3Config(
+        vocab_size=len(vocab),
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=8,
+        max_position_embeddings=1024,
+        tie_word_embeddings=False,
+        pad_token_id=vocab["<pad>"],
+    )
+    model = Qwen3ForCausalLM(config).eval()
+    model.save_pretrained(path)
+    tokenizer.save_pretrained(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def bert_dir(tmp_path_factory):
+    """A one-label tiny BERT cross-encoder."""
+    pytest.importorskip("torch", reason="neural scorers need the 'torch' extra")
+    return build_bert_cross_encoder(tmp_path_factory.mktemp("bert"))
+
+
+@pytest.fixture(scope="session")
+def bert2_dir(tmp_path_factory):
+    """A two-label tiny BERT cross-encoder."""
+    pytest.importorskip("torch", reason="neural scorers need the 'torch' extra")
+    return build_bert_cross_encoder(tmp_path_factory.mktemp("bert2"), num_labels=2, seed=1)
+
+
+@pytest.fixture(scope="session")
+def qwen_dir(tmp_path_factory):
+    """A tiny Qwen3 causal LM with a word-level tokenizer."""
+    pytest.importorskip("torch", reason="neural scorers need the 'torch' extra")
+    return build_qwen3_causal_lm(tmp_path_factory.mktemp("qwen3"))
+
+
+@pytest.fixture(scope="session")
+def tiny_st(tmp_path_factory):
+    """A 2-layer sentence-transformers model (mean pooling, normalised) with random weights."""
+    pytest.importorskip("sentence_transformers", reason="needs the 'torch' extra")
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    try:  # their newer home first
+        from sentence_transformers.sentence_transformer import modules as models
+    except ImportError:  # pragma: no cover - older sentence-transformers
+        from sentence_transformers import models
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    root = tmp_path_factory.mktemp("tiny-st")
+    tokenizer = BertTokenizerFast.from_pretrained(build_bert_cross_encoder(root / "bert"))
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+        max_position_embeddings=128,
+    )
+    torch.manual_seed(0)
+    BertModel(config).save_pretrained(root / "encoder")
+    tokenizer.save_pretrained(root / "encoder")
+    model = SentenceTransformer(
+        modules=[
+            models.Transformer(str(root / "encoder"), max_seq_length=64),
+            models.Pooling(32, "mean"),
+            models.Normalize(),
+        ]
+    )
+    model.save(str(root / "model"))
+    return root / "model"
+
+
+# --- a synthetic BEIR collection ----------------------------------------------------------
+
+TOPICS = ["solar power", "wind turbines", "vaccines immune", "stock market", "pasta sauce"]
+#: a word for the topic that the query does not use
+OTHER = {
+    "solar power": "photovoltaic",
+    "wind turbines": "windmill",
+    "vaccines immune": "antibody",
+    "stock market": "equities",
+    "pasta sauce": "spaghetti",
+}
+
+
+def synthetic_beir(
+    folder: Path,
+    *,
+    queries: int = 40,
+    train: int = 30,
+    misleading: bool = False,
+    obvious: bool = False,
+    seed: int = 1,
+) -> Path:
+    """A collection of 5 topics x 8 documents; query i asks for topic i % 5 and judges one
+    document of it relevant (grade 2) and the next one partly (grade 1). A run file ranks
+    each query's relevant documents first, then the rest of its topic, then the others.
+
+    With ``misleading``, the judged documents use another word for the topic and the others
+    repeat the query's words, so the embedding alone is misled and only the first stage
+    knows; with ``obvious``, the judged documents are the only ones that name the topic, so
+    every signal ranks them first; otherwise every document of a topic mentions it alike."""
+    rng = random.Random(seed)
+    corpus, rows, test, run = [], [], [], []
+    for t, topic in enumerate(TOPICS):
+        for j in range(8):
+            noise = " ".join(rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(6))
+            doc = {"_id": f"d{t}-{j}", "title": topic.title(), "text": f"{topic} {noise}"}
+            if misleading:
+                doc = {
+                    "_id": doc["_id"],
+                    "text": f"{OTHER[topic]} {noise}" if j < 2 else f"{topic} {topic} {topic}",
+                }
+            elif obvious:
+                doc = {"_id": doc["_id"], "text": topic if j < 2 else f"{OTHER[topic]} {noise}"}
+            corpus.append(doc)
+    queries_out = []
+    for i in range(queries):
+        t = i % len(TOPICS)
+        queries_out.append({"_id": f"q{i}", "text": TOPICS[t]})
+        judged = (0, 1) if misleading or obvious else (i % 8, (i + 1) % 8)
+        target = rows if i < train else test
+        target += [f"q{i}\td{t}-{judged[0]}\t2", f"q{i}\td{t}-{judged[1]}\t1"]
+        ranked = [f"d{t}-{j}" for j in judged] + [f"d{t}-{j}" for j in range(8) if j not in judged]
+        ranked += [f"d{u}-{j}" for u in range(len(TOPICS)) if u != t for j in range(2)]
+        run += [f"q{i} Q0 {d} {r + 1} {100 - r} fs" for r, d in enumerate(ranked)]
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries_out))
+    head = "query-id\tcorpus-id\tscore\n"
+    (folder / "qrels" / "train.tsv").write_text(head + "\n".join(rows) + "\n")
+    (folder / "qrels" / "test.tsv").write_text(head + "\n".join(test) + "\n")
+    (folder / "first.run.trec").write_text("\n".join(run) + "\n")
+    return folder
+
+
+@pytest.fixture
+def synthetic():
+    """``synthetic(folder, **options)``: see :func:`synthetic_beir`."""
+    return synthetic_beir
