@@ -298,6 +298,9 @@ class InputFields:
     score_field: str = "rerank_score"
     first_stage_field: str | None = None
     first_stage_higher_is_better: bool = True
+    #: several fields joined as the text (``title`` first when named), instead of
+    #: ``text_field``: what Cohere's ``rank_fields`` asks for
+    text_fields: tuple[str, ...] | None = None
 
     @classmethod
     def names(cls) -> frozenset[str]:
@@ -314,6 +317,7 @@ class InputFields:
             documents,
             text_field=self.text_field,
             id_field=self.id_field,
+            text_fields=self.text_fields,
             first_stage_field=self.first_stage_field,
             first_stage_higher_is_better=self.first_stage_higher_is_better,
         )

@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ...documents import to_documents
+from ...documents import InputFields
 from ...errors import InvalidDocumentError, ServiceError
 from ...types import RerankResult
 from ..settings import ServerSettings
@@ -72,11 +72,11 @@ class Response(BaseModel):
 
 def call(body: Request, settings: ServerSettings) -> Call:
     try:
-        docs = to_documents(
-            body.documents,
-            text_fields=body.rank_fields,
+        fields = InputFields(
+            text_fields=tuple(body.rank_fields) if body.rank_fields else None,
             first_stage_field=body.first_stage_field,
         )
+        docs = fields.read(body.documents)
     except InvalidDocumentError as exc:
         hint = "; object documents need a 'text' field or rank_fields naming theirs"
         raise ServiceError(400, f"{exc}{hint if body.rank_fields is None else ''}") from exc

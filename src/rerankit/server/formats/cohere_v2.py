@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...documents import to_documents
+from ...documents import InputFields
 from ...types import RerankResult
 from ..settings import ServerSettings
 from .base import NOT_BLANK, Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
@@ -44,7 +44,7 @@ class Response(BaseModel):
 
 def call(body: Request, settings: ServerSettings) -> Call:
     cuts: dict[int, str] = {}
-    docs = clip(to_documents(body.documents), settings, cuts=cuts)
+    docs = clip(InputFields().read(body.documents), settings, cuts=cuts)
     return Call(
         check_query(body.query, settings),
         docs,

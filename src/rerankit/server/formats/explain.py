@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...documents import to_documents
+from ...documents import InputFields
 from ...types import RerankResult
 from ..settings import ServerSettings
 from .base import NOT_BLANK, Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
@@ -65,7 +65,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
     cuts: dict[int, str] = {}
     return Call(
         check_query(body.query, settings),
-        clip(to_documents(body.documents), settings, cuts=cuts),
+        clip(InputFields().read(body.documents), settings, cuts=cuts),
         body.model or settings.default,
         body.top_n,
         cuts=cuts,

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...documents import to_documents
+from ...documents import InputFields
 from ...errors import ServiceError
 from ...types import RerankResult
 from ..settings import ServerSettings
@@ -45,7 +45,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
     # cut to the model's input limit in tokens, from the direction asked (as TEI does)
     left = body.truncation_direction.lower() == "left"
     cuts: dict[int, str] = {}
-    docs = clip(to_documents(body.texts), settings, truncate=True, left=left, cuts=cuts)
+    docs = clip(InputFields().read(body.texts), settings, truncate=True, left=left, cuts=cuts)
     return Call(
         check_query(body.query, settings),
         docs,
