@@ -7,13 +7,38 @@ allowed); anything else is an error naming the file.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from .errors import InputError
 
-__all__ = ["numbered_jsonl", "parse_jsonl", "read_jsonl", "read_records", "read_text"]
+__all__ = [
+    "dumps_strict",
+    "json_safe",
+    "numbered_jsonl",
+    "parse_jsonl",
+    "read_jsonl",
+    "read_records",
+    "read_text",
+]
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` with non-finite floats as None (NaN and Infinity are not JSON)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    return value
+
+
+def dumps_strict(value: Any, **options: Any) -> str:
+    """JSON that strict parsers accept: NaN and Infinity written as null."""
+    return json.dumps(json_safe(value), allow_nan=False, **options)
 
 
 def read_text(path: str | Path) -> str:

@@ -11,6 +11,7 @@ integrations alike. Adding a backend is one module plus one ``register`` line.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -65,8 +66,11 @@ def lookup(kind: str, name: str) -> Entry:
     """The entry of ``name``; a :class:`~rerankit.ConfigError` listing the others if none."""
     entry = _ENTRIES.get((kind, name))
     if entry is None:
-        known = ", ".join(available(kind)) or "none"
-        raise ConfigError(f"unknown {kind.replace('_', ' ')} {name!r}; available: {known}")
+        names = available(kind)
+        close = difflib.get_close_matches(name, names, n=2, cutoff=0.6)
+        hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
+        known = ", ".join(names) or "none"
+        raise ConfigError(f"unknown {kind.replace('_', ' ')} {name!r}; {hint}available: {known}")
     return entry
 
 

@@ -192,3 +192,76 @@ def test_cache_command_shows_and_clears_the_judgment_cache(capsys, tmp_path, mon
     assert code == 0 and "judgments" in out and "2 entries" in out
     code, out, _ = run_cli(capsys, "cache", "clear")
     assert code == 0 and "cleared judgments" in out and len(cache) == 0
+
+
+def test_an_unknown_name_suggests_the_close_one(capsys):
+    code, _, err = run_cli(capsys, "rank", "-q", "solar", "-i", str(SAMPLE), "-r", "hybird")
+    assert code == 1 and "did you mean 'hybrid'?" in err and "available:" in err
+    code, _, err = run_cli(capsys, "rank", "-q", "solar", "-i", str(SAMPLE), "-r", "zzzz")
+    assert code == 1 and "did you mean" not in err
+
+
+def test_a_batch_file_given_to_rank_points_to_batch(capsys, tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"query": "solar", "candidates": ["a solar panel", "wind"]}) + "\n")
+    code, out, err = run_cli(capsys, "rank", "-q", "solar", "-i", str(rows))
+    assert code == 1 and out == ""
+    assert "batch rows" in err and "rerankit batch --input FILE --output OUT" in err
+
+
+def test_batch_takes_k_as_rank_does_and_writes_strict_json(capsys, tmp_path):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        "\n".join(
+            json.dumps({"query": "solar power", "candidates": ["solar power", "wind", "coal"]})
+            for _ in range(2)
+        )
+        + "\n"
+    )
+    out = tmp_path / "out.jsonl"
+    summary = tmp_path / "summary.json"
+    code, _, _ = run_cli(
+        capsys,
+        "batch",
+        "-i",
+        str(rows),
+        "-o",
+        str(out),
+        "-r",
+        "bm25",
+        "-k",
+        "1",
+        "--summary",
+        str(summary),
+    )
+    assert code == 0
+    written = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [len(r["results"]) for r in written] == [1, 1]
+
+    def refuse(constant):
+        raise AssertionError(f"non-strict JSON constant {constant}")
+
+    for text in (out.read_text(), summary.read_text()):
+        for line in text.splitlines() if text.startswith('{"') else [text]:
+            json.loads(line, parse_constant=refuse)
+
+
+def test_reading_a_terminal_says_what_it_waits_for(capsys, monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setattr(sys, "stdin", Terminal('["solar power", "wind"]'))
+    code = main(["rank", "-q", "solar", "-r", "bm25"])
+    _, err = capsys.readouterr()
+    assert code == 0 and "reading documents from standard input" in err and "Ctrl-D" in err
+
+
+def test_local_models_load_without_a_download_message(capsys, tmp_path):
+    pytest.importorskip("sentence_transformers", reason="needs the 'torch' extra")
+    from rerankit.backends.bundled import bundled_model_path
+
+    if bundled_model_path() is None:
+        pytest.skip("needs the bundled all-MiniLM-L6-v2")
+    code, _, err = run_cli(capsys, "rank", "-q", "vaccines", "-i", str(SAMPLE), "-r", "embedding")
+    assert code == 0 and "loading" not in err and "hub" not in err

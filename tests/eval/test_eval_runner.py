@@ -92,7 +92,11 @@ def test_eval_command_writes_everything(tiny, tmp_path, capsys):
     printed = capsys.readouterr().out
     assert code == 0
     assert "| first stage |" in printed and "| bm25 |" in printed and "| text |" in printed
-    result = json.loads((out / "results.json").read_text())
+
+    def refuse(constant):  # a bare NaN or Infinity that strict JSON parsers reject
+        raise AssertionError(f"results.json holds {constant}")
+
+    result = json.loads((out / "results.json").read_text(), parse_constant=refuse)
     assert [r["pipeline"] for r in result["results"]] == ["first stage", "bm25", "text"]
     assert result["k"] == 3 and result["queries"] == 2
     assert (out / "runs" / "bm25.trec").read_text().startswith("q1 Q0 ")

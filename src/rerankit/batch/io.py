@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from .._jsonl import dumps_strict
 from .._optional import require
 from ..errors import InputError
 from .rows import LINE_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
@@ -175,7 +176,7 @@ class _JsonlWriter:
         self.f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
 
     def add(self, row: dict[str, Any]) -> None:
-        self.f.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
+        self.f.write(dumps_strict(row, ensure_ascii=False, default=str) + "\n")
 
     def close(self) -> None:
         self.f.close()

@@ -2,22 +2,12 @@
 
 from __future__ import annotations
 
-import math
 import shutil
 from typing import Any, TextIO
 
+from .._jsonl import json_safe
+
 __all__ = ["json_safe", "records", "table"]
-
-
-def json_safe(value: Any) -> Any:
-    """``value`` with non-finite floats as None (NaN and Infinity are not JSON)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_safe(v) for v in value]
-    return value
 
 
 def records(result: Any, score_field: str, details: bool) -> list[dict]:

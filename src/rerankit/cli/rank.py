@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._jsonl import read_records, read_text
+from .._jsonl import dumps_strict, read_records, read_text
 from ..api import default_reranker, load
+from ..backends.bundled import BUNDLED_NAMES
 from ..backends.local import LocalModelScorer
 from ..batch import quiet_ray_logs, run_batch
 from ..batch.beir import beir_rows
@@ -21,12 +22,25 @@ __all__ = ["add_commands", "cmd_batch", "cmd_rank", "default_reranker_name", "re
 
 
 def announce_model_loading(reranker: Any) -> None:
-    """One line on stderr before a rerank that loads a local model (10-40 s on a CPU)."""
-
-    waiting = [s for s in reranker.scorers() if isinstance(s, LocalModelScorer) and not s.loaded]
-    if waiting:
-        names = ", ".join(sorted({str(s.model_id or s.name) for s in waiting}))
-        print(f"rerankit: loading {names} (first use; this can take a while)", file=sys.stderr)
+    """One line on stderr before a rerank whose model comes from the Hugging Face hub (its
+    first use downloads it); the bundled model and local folders load without a word."""
+    hub = sorted(
+        {
+            s.model_id
+            for s in reranker.scorers()
+            if isinstance(s, LocalModelScorer)
+            and not s.loaded
+            and s.model_id
+            and s.model_id not in BUNDLED_NAMES
+            and not Path(s.model_id).exists()
+        }
+    )
+    if hub:
+        print(
+            f"rerankit: loading {', '.join(hub)} from the Hugging Face hub (downloaded on "
+            "first use, then read from its cache)",
+            file=sys.stderr,
+        )
 
 
 def cmd_rank(args: argparse.Namespace) -> int:
@@ -36,9 +50,20 @@ def cmd_rank(args: argparse.Namespace) -> int:
     if args.input == "-":
         if sys.stdin is None:
             raise InputError("standard input is closed; pass --input FILE")
+        if sys.stdin.isatty():
+            print(
+                "rerankit: reading documents from standard input (JSON Lines or a JSON array; "
+                "end with Ctrl-D), or pass --input FILE",
+                file=sys.stderr,
+            )
         items = read_records(sys.stdin.read(), "stdin")
     else:
         items = read_records(read_text(args.input), args.input)
+    if items and all(isinstance(i, dict) and {"query", "candidates"} <= set(i) for i in items):
+        raise InputError(
+            f"{args.input if args.input != '-' else 'stdin'} holds batch rows (query and "
+            "candidates on each line): rerank them with `rerankit batch --input FILE --output OUT`"
+        )
     announce_model_loading(reranker)
     result = reranker.rerank(args.query, items, top_k=args.top_k, fields=input_fields(args))
     for w in result.warnings:
@@ -92,7 +117,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     for error in summary.errors[:3]:
         print(f"  error: {error}", file=sys.stderr)
     if args.summary:
-        Path(args.summary).write_text(json.dumps(summary.to_dict(), indent=2) + "\n")
+        Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
     return 1 if summary.failures else 0
 
 
@@ -185,7 +210,7 @@ def add_commands(sub: Any) -> None:
     bat.add_argument(
         "--k", type=positive_int, default=100, help="with --run: candidates per query (100)"
     )
-    bat.add_argument("--top-k", type=positive_int, default=None, help="keep the best K")
+    bat.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep the best K")
     add_field_arguments(bat, score_field=False)
     bat.add_argument("--summary", default=None, help="also write the summary as JSON here")
     bat.set_defaults(func=cmd_batch)

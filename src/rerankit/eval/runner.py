@@ -10,7 +10,6 @@ reliability diagram.
 
 from __future__ import annotations
 
-import json
 import statistics
 import time
 import warnings
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from .._jsonl import dumps_strict
 from .._optional import require
 from ..batch.ray import iter_ray
 from ..batch.rows import USAGE_KEY
@@ -344,7 +344,7 @@ def write_summary(out: str | Path, collections: Sequence[Mapping[str, Any]]) -> 
         ],
         "mean_ndcg@10": mean_by_pipeline(collections),
     }
-    path.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+    path.write_text(dumps_strict(body, indent=2) + "\n", encoding="utf-8")
     return path
 
 
@@ -375,7 +375,7 @@ def write_outputs(
         "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         **meta,
     }
-    written[0].write_text(json.dumps({**header, "results": list(rows)}, indent=2) + "\n")
+    written[0].write_text(dumps_strict({**header, "results": list(rows)}, indent=2) + "\n")
     for r in runs:
         path = out / "runs" / (r.name.replace("/", "_").replace(" ", "_") + ".trec")
         tag = r.name.replace(" ", "_")
