@@ -51,6 +51,7 @@ from typing import Any
 
 from . import registry
 from ._optional import require
+from .backends.detect import model_kind
 from .errors import ConfigError
 from .fusion import ScoreCombinationMethod
 from .ordering import Rule
@@ -121,14 +122,26 @@ def shared_reranker(name: str) -> Any:
 
 
 def resolve_reranker(spec: Any) -> Any:
-    """A reranker from a registered name (shared), a reranker (as is) or a scorer (wrapped)."""
+    """A reranker from a registered name (shared), a model (a local folder or a hub id,
+    see :func:`model_reranker`), a reranker (as is) or a scorer (wrapped)."""
     if isinstance(spec, Reranker):
         return spec
     if isinstance(spec, str):
+        is_model = Path(spec).is_dir() or ("/" in spec and not spec.startswith((".", "/")))
+        if is_model and spec not in registry.available("reranker"):
+            return model_reranker(spec)
         return shared_reranker(spec)
     if isinstance(spec, Scorer):
         return ScorerReranker(spec)
     raise TypeError(f"reranker must be a name, a Reranker or a Scorer, got {type(spec).__name__}")
+
+
+def model_reranker(model: str) -> Any:
+    """The scorer a model folder or hub id is (see :func:`model_kind`), as a reranker:
+    ``rerankit rank -r cross-encoder/ms-marco-MiniLM-L6-v2`` as sentence-transformers users
+    write it."""
+    kind, options = model_kind(model)
+    return ScorerReranker(create("scorer", kind, model=model, **options))
 
 
 def _llm_scorer(

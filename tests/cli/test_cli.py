@@ -265,3 +265,26 @@ def test_local_models_load_without_a_download_message(capsys, tmp_path):
         pytest.skip("needs the bundled all-MiniLM-L6-v2")
     code, _, err = run_cli(capsys, "rank", "-q", "vaccines", "-i", str(SAMPLE), "-r", "embedding")
     assert code == 0 and "loading" not in err and "hub" not in err
+
+
+def test_a_model_folder_or_hub_id_is_a_reranker(capsys, tmp_path, monkeypatch, bert_dir, tiny_st):
+    from rerankit import CrossEncoderScorer, EmbeddingScorer, load
+
+    query, docs = "vaccines immune", [json.loads(line)["text"] for line in SAMPLE.open()]
+    for folder, scorer in ((bert_dir, CrossEncoderScorer), (tiny_st, EmbeddingScorer)):
+        reranker = load(str(folder))
+        (step,) = list(reranker.scorers())
+        assert isinstance(step, scorer) and step.model_id == str(folder)
+        direct = scorer(str(folder)).score_texts(query, docs)
+        got = {r.index: r.scores[step.name] for r in reranker.rerank(query, docs)}
+        assert [got[i] for i in range(len(docs))] == pytest.approx(list(direct), abs=1e-6)
+        code, out, _ = run_cli(capsys, "rank", "-q", query, "-i", str(SAMPLE), "-r", str(folder))
+        assert code == 0 and len(out.splitlines()) == len(docs)
+    # a hub id that is neither cached nor reachable: the error names it and the way out
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    code, _, err = run_cli(
+        capsys, "rank", "-q", query, "-i", str(SAMPLE), "-r", "someone/not-a-cached-model"
+    )
+    assert code == 1 and "cannot tell what 'someone/not-a-cached-model' is" in err
+    assert 'type = "cross_encoder"' in err

@@ -144,8 +144,10 @@ def add_commands(sub: Any) -> None:
         "--reranker",
         "-r",
         default=None,
-        help="reranker name (see `rerankit rerankers`) or a pipeline file (.toml, .yaml, "
-        ".json); default hybrid (BM25 + MiniLM), or bm25 without the torch extra",
+        help="reranker name (see `rerankit rerankers`), a pipeline file (.toml, .yaml, "
+        ".json), or a model: a hub id or folder of a cross-encoder, embedding model or "
+        "causal-LM reranker (told apart by its config); default hybrid (BM25 + MiniLM), or "
+        "bm25 without the torch extra",
     )
     rank.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep only the best K")
     add_field_arguments(rank)
