@@ -288,3 +288,32 @@ def test_a_model_folder_or_hub_id_is_a_reranker(capsys, tmp_path, monkeypatch, b
     )
     assert code == 1 and "cannot tell what 'someone/not-a-cached-model' is" in err
     assert 'type = "cross_encoder"' in err
+
+
+def test_cache_lists_every_cache_with_its_size_and_clears_the_one_named(
+    capsys, tmp_path, monkeypatch
+):
+    import numpy as np
+
+    from rerankit import EmbeddingCache, JudgmentCache
+
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("RERANKIT_EMBEDDING_CACHE", raising=False)
+    vectors = EmbeddingCache(path=tmp_path / "embeddings.sqlite")
+    vectors.put_many("m", ["a", "b", "c"], np.ones((3, 4), dtype=np.float32))
+    JudgmentCache(tmp_path / "judgments.sqlite").put_many([("k", 1.0)])
+    export = tmp_path / "onnx" / "all-MiniLM-L6-v2-abc"
+    export.mkdir(parents=True)
+    (export / "rerankit_onnx.json").write_text(json.dumps({"source": "all-MiniLM-L6-v2"}))
+    (export / "model.onnx").write_bytes(b"0" * 2_000_000)
+    code, out, _ = run_cli(capsys, "cache")
+    lines = {line.split(":")[0]: line for line in out.splitlines()}
+    assert code == 0 and set(lines) == {"embeddings", "judgments", "onnx"}
+    assert "3 entries" in lines["embeddings"] and str(tmp_path) in lines["embeddings"]
+    assert "1 entries" in lines["judgments"]
+    assert "1 export(s): all-MiniLM-L6-v2" in lines["onnx"] and "2.0 MB" in lines["onnx"]
+    code, out, _ = run_cli(capsys, "cache", "clear", "onnx")
+    assert code == 0 and out.startswith("cleared onnx") and not (tmp_path / "onnx").exists()
+    assert (tmp_path / "embeddings.sqlite").exists()  # only the cache named
+    code, out, _ = run_cli(capsys, "cache")
+    assert "onnx:" in out and "(empty)" in out.split("onnx:")[1].splitlines()[0]

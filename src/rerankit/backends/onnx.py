@@ -45,6 +45,7 @@ __all__ = [
     "export",
     "is_exported",
     "load_onnx",
+    "onnx_cache_root",
 ]
 
 logger = logging.getLogger(__name__)
@@ -230,7 +231,7 @@ def _quantize(source: Path, target: Path) -> None:
         root.setLevel(level)
 
 
-def _cache_root() -> Path:
+def onnx_cache_root() -> Path:
 
     return default_cache_dir() / "onnx"
 
@@ -246,7 +247,7 @@ def cached_export(
     """The export of ``model`` in the cache directory, made on first use (needs torch then)."""
     key = json.dumps([model, kind, max_length], separators=(",", ":"))
     slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model.strip("/"))[-60:]
-    folder = _cache_root() / f"{slug}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    folder = onnx_cache_root() / f"{slug}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
     with _lock:
         manifest = folder / MANIFEST
         if manifest.is_file() and (quantize is None or "int8" in read_manifest(folder)["files"]):

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 from .. import registry
-from ..backends.onnx import export
+from ..backends.onnx import export, is_exported, onnx_cache_root, read_manifest
 from ..cache import EmbeddingCache, JudgmentCache, default_cache_dir
 from .args import positive_int
 
@@ -36,30 +37,59 @@ def cmd_rerankers(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_cache(args: argparse.Namespace) -> int:
-    """Where the caches are, how big, and clearing them."""
+def _size(path: Path) -> int:
+    """Bytes under ``path`` (a file, or a folder's files)."""
+    if path.is_file():
+        return path.stat().st_size
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
-    judgments = default_cache_dir() / "judgments.sqlite"
-    embeddings = os.environ.get("RERANKIT_EMBEDDING_CACHE")
-    stores = [("judgments", judgments, "judgments")]
-    if embeddings:
-        stores.append(("embeddings", Path(embeddings), "embeddings"))
-    for label, path, table in stores:
-        if args.action == "clear" and args.what in ("all", label) and path.exists():
-            if label == "judgments":
-                JudgmentCache(path).clear()
-            else:
-                EmbeddingCache(path=path).clear()
-            print(f"cleared {label}: {path}")
+
+def cache_stores() -> list[tuple[str, Path, str]]:
+    """Every cache rerankit keeps on disk: (name, path, what it holds)."""
+    embeddings = os.environ.get("RERANKIT_EMBEDDING_CACHE") or str(
+        default_cache_dir() / "embeddings.sqlite"
+    )
+    return [
+        (
+            "embeddings",
+            Path(embeddings),
+            "document vectors (eval and tune; the library and "
+            "service when RERANKIT_EMBEDDING_CACHE names this file)",
+        ),
+        ("judgments", default_cache_dir() / "judgments.sqlite", "LLM judgments"),
+        ("onnx", onnx_cache_root(), "models exported to ONNX on first use with backend onnx"),
+    ]
+
+
+def _describe(name: str, path: Path) -> str:
+    if name == "onnx":
+        folders = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+        sources = [read_manifest(f).get("source", f.name) for f in folders if is_exported(f)]
+        return f"{len(folders)} export(s){': ' + ', '.join(sources) if sources else ''}"
+    table = "embeddings" if name == "embeddings" else "judgments"
+    with sqlite3.connect(path) as db:
+        rows = db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
+    return f"{rows} entries"
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    """Where every cache is, what it holds and how big it is; ``clear`` empties them."""
+    for name, path, what in cache_stores():
+        if args.action == "clear":
+            if args.what in ("all", name) and path.exists():
+                if name == "judgments":
+                    JudgmentCache(path).clear()
+                elif name == "embeddings":
+                    EmbeddingCache(path=path).clear()
+                else:
+                    shutil.rmtree(path)
+                print(f"cleared {name}: {path}")
             continue
         if not path.exists():
-            print(f"{label}: {path} (empty)")
+            print(f"{name}: {path} (empty): {what}")
             continue
-        with sqlite3.connect(path) as db:
-            rows = db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-        print(f"{label}: {path}, {rows} entries, {path.stat().st_size / 1e6:.1f} MB")
-    if not embeddings:
-        print("embeddings: in memory only (set RERANKIT_EMBEDDING_CACHE to keep them on disk)")
+        size = _size(path) / 1e6
+        print(f"{name}: {path}, {_describe(name, path)}, {size:.1f} MB: {what}")
     return 0
 
 
@@ -98,13 +128,15 @@ def add_commands(sub: Any) -> None:
     cache = sub.add_parser(
         "cache",
         help="show or clear rerankit's caches",
-        description="The LLM judgment cache (judgments.sqlite under $RERANKIT_CACHE_DIR, else "
-        "~/.cache/rerankit) and the embedding cache ($RERANKIT_EMBEDDING_CACHE, when set).",
+        description="Every cache under $RERANKIT_CACHE_DIR (else $XDG_CACHE_HOME/rerankit, "
+        "else ~/.cache/rerankit): document embeddings (embeddings.sqlite, or "
+        "$RERANKIT_EMBEDDING_CACHE), LLM judgments (judgments.sqlite) and ONNX exports "
+        "(onnx/), with their paths and sizes.",
     )
     cache.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
     cache.add_argument(
         "what",
-        choices=("all", "judgments", "embeddings"),
+        choices=("all", "embeddings", "judgments", "onnx"),
         nargs="?",
         default="all",
         help="which cache to clear (default all)",
