@@ -372,3 +372,13 @@ def test_tune_refuses_train_and_test_queries_that_overlap(tmp_path, synthetic, c
     assert "--folds must be at least 2" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["tune", "--data", str(data), "--folds", "0"])
+
+
+def test_no_progress_still_says_how_far_it_got(tiny, tmp_path, capsys, monkeypatch):
+    from rerankit.cli import eval_support
+
+    monkeypatch.setattr(eval_support, "PLAIN_EVERY", 1)
+    args = ["eval", "--data", str(tiny), "--rerankers", "bm25", "--k", "3"]
+    assert main([*args, "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "rerankit: bm25: 1/2 queries" in err and "rerankit: bm25: 2/2 queries" in err

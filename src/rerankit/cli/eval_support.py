@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,14 +23,34 @@ __all__ = [
 ]
 
 
-def progress_bar(label: str, enabled: bool):
-    if not enabled:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return lambda items: tqdm(items, desc=label, unit="query", file=sys.stderr, leave=False)
+#: without a progress bar, a plain line every this many queries (and one at the end)
+PLAIN_EVERY = 50
+
+
+def progress_bar(label: str, enabled: bool) -> Any:
+    """How a loop over queries reports progress on stderr: a tqdm bar when ``enabled`` and
+    tqdm is installed, else a plain line every :data:`PLAIN_EVERY` queries (``--no-progress``
+    in a log file is never silent for minutes)."""
+    if enabled:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            pass
+        else:
+            return lambda items: tqdm(items, desc=label, unit="query", file=sys.stderr, leave=False)
+    return lambda items: _plain_progress(label, items)
+
+
+def _plain_progress(label: str, items: Any) -> Any:
+    items = list(items)
+    start = time.perf_counter()
+    for done, item in enumerate(items, start=1):
+        yield item
+        if done % PLAIN_EVERY == 0 or done == len(items):
+            seconds = time.perf_counter() - start
+            print(
+                f"rerankit: {label}: {done}/{len(items)} queries ({seconds:.1f} s)", file=sys.stderr
+            )
 
 
 def limit_queries(data, n: int | None):
