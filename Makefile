@@ -8,7 +8,7 @@ QUERY  ?= how do vaccines train the immune system
 
 SERVE_VENV ?= .venv-serve
 CLIENTS_VENV ?= .venv-clients
-.PHONY: demo test test-core lint format bench quality clean install install-dev browser
+.PHONY: demo test test-core lint format bench quality clean install install-dev browser docs
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -95,6 +95,11 @@ $(CORE_VENV)/.installed: pyproject.toml
 
 test-core: $(CORE_VENV)/.installed
 	$(CORE_VENV)/bin/python -m pytest -q tests
+
+# The documentation site (MkDocs Material; the API reference from the docstrings, the CLI
+# reference from the parsers) into site/; --strict fails on any broken link or anchor.
+docs: $(VENV)/.installed-dev
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks
