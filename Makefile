@@ -102,8 +102,8 @@ docs: $(VENV)/.installed-dev
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 lint: $(VENV)/.installed-dev
-	$(VENV)/bin/ruff check src tests benchmarks
-	$(VENV)/bin/ruff format --check src tests benchmarks
+	$(VENV)/bin/ruff check src tests benchmarks docs/hooks.py
+	$(VENV)/bin/ruff format --check src tests benchmarks docs/hooks.py
 
 format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff format src tests benchmarks

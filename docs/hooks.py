@@ -14,9 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def on_files(files, config):
     """Add ``index.md`` (the README) to the site."""
-    files.append(
-        File.generated(config, "index.md", content=_front_page())
-    )
+    files.append(File.generated(config, "index.md", content=_front_page()))
     return files
 
 
