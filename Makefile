@@ -129,5 +129,5 @@ quality: $(VENV)/.installed-dev
 	$(PY) benchmarks/learn.py --finetuned .cache/ft-scifact
 
 clean:
-	rm -rf $(VENV) $(CORE_VENV) .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info \
+	rm -rf $(VENV) $(CORE_VENV) $(SERVE_VENV) $(CLIENTS_VENV) site .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info \
 		tests/artifacts
