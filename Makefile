@@ -8,7 +8,7 @@ QUERY  ?= how do vaccines train the immune system
 
 SERVE_VENV ?= .venv-serve
 CLIENTS_VENV ?= .venv-clients
-.PHONY: demo test test-core lint format bench quality clean install install-dev browser docs
+.PHONY: demo test test-core lint format bench quality clean install install-dev browser docs release-check
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -100,6 +100,13 @@ test-core: $(CORE_VENV)/.installed
 # reference from the parsers) into site/; --strict fails on any broken link or anchor.
 docs: $(VENV)/.installed-dev
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# The distributions as the package index would get them: sdist and wheel built from a clean
+# tree, their metadata checked by twine (long description renders, classifiers valid).
+release-check: $(VENV)/.installed-dev
+	rm -rf dist
+	$(PY) -m build --outdir dist . >/dev/null
+	$(VENV)/bin/twine check --strict dist/*
 
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check src tests benchmarks docs/hooks.py

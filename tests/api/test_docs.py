@@ -150,7 +150,7 @@ def test_every_command_in_a_shell_block_is_one_that_exists():
                     f"{page}: make {t}" for t in words[1:] if "=" not in t and t not in targets
                 ]
             elif words[:2] == ["pip", "install"]:
-                for named in re.findall(r"rerankit\[([^\]]+)\]", part):
+                for named in re.findall(r"(?:rerankit|\.)\[([^\]]+)\]", part):
                     wrong += [f"{page}: extra {x}" for x in named.split(",") if x not in extras]
     assert wrong == []
 
