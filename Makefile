@@ -8,7 +8,7 @@ QUERY  ?= how do vaccines train the immune system
 
 SERVE_VENV ?= .venv-serve
 CLIENTS_VENV ?= .venv-clients
-.PHONY: demo test test-core lint format bench quality clean install install-dev browser docs release-check
+.PHONY: demo test test-core lint format bench quality clean install install-dev browser docs release-check install-all
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ $(VENV)/.installed-dev: pyproject.toml $(VENV)/.torch | $(VENV)/bin/python
 
 install: $(VENV)/.installed
 install-dev: $(VENV)/.installed-dev
+
+# Every feature in .venv (all extras: the service, evaluation, ONNX, LLM clients, Ray, ...):
+# `make demo` installs only what the default pipeline needs, so it stays quick.
+install-all: $(VENV)/.torch | $(VENV)/bin/python
+	$(PIP) install -q -e ".[torch,all]"
 
 demo: $(VENV)/.installed
 	$(VENV)/bin/rerankit rank --query "$(QUERY)" --input examples/sample.jsonl --format table \
