@@ -225,11 +225,53 @@ def test_rank_with_two_pipelines_and_read_an_explanation(browser, service):
     drv.execute_script("document.getElementById('details').scrollIntoView()")
     drv.save_screenshot(str(ARTIFACTS / "playground-explanation.png"))
 
-    curl = drv.find_element("id", "curl").text
-    assert "/v1/explain" in curl and "$RERANKIT_API_KEY" in curl and KEY not in curl
-    toml = drv.find_element("id", "toml").text
-    assert "[pipelines.bm25]" in toml or 'bm25 = "bm25"' in toml
-    assert "[[pipelines.fused.stages]]" in toml and 'type = "jaccard"' in toml
+    curl = drv.find_element("id", "curl").get_attribute("textContent")
+    assert "/v2/rerank" in curl and "$RERANKIT_API_KEY" in curl and KEY not in curl
+    explain = drv.find_element("id", "curl-explain").get_attribute("textContent")
+    assert "/v1/explain" in explain
+    toml = drv.find_element("id", "toml").get_attribute("textContent")
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    declared = tomllib.loads(toml)["pipelines"]  # valid TOML, [pipelines] once
+    assert set(declared) == {"bm25", "fused"}
+    assert any(st.get("scorers") for st in declared["fused"]["stages"])
+    assert "jaccard" in toml
+
+    # the copied curl asks the Cohere-compatible endpoint for the same order
+    body = json.loads(curl.split("-d '", 1)[1].rsplit("'", 1)[0])
+    answer = httpx.post(f"{service.url}/v2/rerank", json=body, headers=AUTH).json()
+    assert [r["index"] for r in answer["results"]] == column_indexes(drv, "a")
+
+
+def test_document_text_is_readable_at_1280_pixels(browser, service):
+    drv = browser
+    drv.set_window_size(1280, 800)
+    open_page(drv, service)
+    drv.find_element("id", "sample").click()
+    wait_for(lambda: drv.find_element("id", "candidates").get_attribute("value"))
+    rank_and_wait(drv, lambda: drv.find_element("id", "rank").click())
+    widths = drv.execute_script(
+        "return [...document.querySelectorAll('.snippet')]"
+        ".map(e => e.getBoundingClientRect().width)"
+    )
+    assert widths and min(widths) > 200  # about 30 characters, not a dozen
+
+
+def test_an_open_service_asks_for_no_key(browser, live_server):
+    from rerankit.server import ServerSettings
+
+    server = live_server(ServerSettings(pipelines={"bm25": "bm25"}, default="bm25"))
+    try:
+        browser.get(f"{server.url}/playground")
+        wait_for(lambda: len(browser.find_elements("css selector", "#pipeline-a option")) == 1)
+        display = browser.execute_script(
+            "return getComputedStyle(document.getElementById('key-row')).display"
+        )
+        assert display == "none"
+    finally:
+        server.stop()
 
 
 def test_bad_input_gets_the_api_s_message_inline(browser, service):

@@ -309,7 +309,6 @@
   }
 
   function toToml(name, spec) {
-    if (typeof spec === "string") return "[pipelines]\n" + tomlKey(name) + " = " + JSON.stringify(spec) + "\n";
     const head = "[pipelines." + tomlKey(name) + "]";
     const lines = [head];
     const tables = [];
@@ -326,13 +325,31 @@
     return lines.join("\n") + "\n";
   }
 
+  function pipelinesToml(names, specs) {
+    // one [pipelines] table for the pipelines named by a string (TOML allows a table once),
+    // then a [pipelines.NAME] table for each declared one
+    const named = names.filter((n) => specs[n] && typeof specs[n].spec === "string");
+    const parts = [];
+    if (named.length) parts.push("[pipelines]\n" + named.map((n) => tomlKey(n) + " = " + JSON.stringify(specs[n].spec)).join("\n") + "\n");
+    for (const n of names) {
+      if (!specs[n]) parts.push("# " + n + ": its declaration is not available\n");
+      else if (typeof specs[n].spec !== "string") parts.push(toToml(n, specs[n].spec));
+    }
+    return parts.join("\n");
+  }
+
+  function curl(path, body, keyed) {
+    return "curl -s " + location.origin + path + keyed + " \\\n  -H 'Content-Type: application/json' \\\n  -d " + shellQuote(JSON.stringify(body));
+  }
+
   function renderTools() {
     const { query, docs, names } = state.request;
-    const body = JSON.stringify({ model: names[0], query, documents: docs });
     const keyed = $("key").value.trim() ? " \\\n  -H 'Authorization: Bearer '\"$RERANKIT_API_KEY\"" : "";
-    $("curl").textContent = "curl -s " + location.origin + "/v1/explain" + keyed + " \\\n  -H 'Content-Type: application/json' \\\n  -d " + shellQuote(body);
+    const texts = docs.map((d) => (typeof d === "string" ? d : d.text));
+    $("curl").textContent = curl("/v2/rerank", { model: names[0], query, documents: texts, top_n: texts.length }, keyed);
+    $("curl-explain").textContent = curl("/v1/explain", { model: names[0], query, documents: docs }, keyed);
     const specs = state.info && state.info.pipelines ? state.info.pipelines : {};
-    $("toml").textContent = names.map((n) => (specs[n] ? toToml(n, specs[n].spec) : "# " + n + ": its declaration is not available\n")).join("\n");
+    $("toml").textContent = pipelinesToml(names, specs);
     $("tools").hidden = false;
   }
 
@@ -368,6 +385,7 @@
     $("rank-form").addEventListener("submit", rank);
     $("sample").addEventListener("click", loadSample);
     $("copy-curl").addEventListener("click", () => copy("curl"));
+    $("copy-curl-explain").addEventListener("click", () => copy("curl-explain"));
     $("copy-toml").addEventListener("click", () => copy("toml"));
     $("candidates").addEventListener("keydown", (e) => {
       if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) rank(e);
