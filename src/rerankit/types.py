@@ -184,4 +184,11 @@ class RerankResult:
                     )
                 )
                 lines.append(f"{lead}  {name[:28]:<28} {cells}  {snippet if j == 0 else ''}")
+        if self.score_scale == "probability" and any(
+            name.endswith("(intercept)") for r in self.results for name in r.explanation
+        ):
+            lines.append(
+                "score = sigmoid(sum of contrib): each contrib is the signal's weighted, "
+                "calibrated logit; (intercept) is the calibration's constant"
+            )
         return "\n".join(line.rstrip() for line in lines)

@@ -137,9 +137,10 @@ def test_a_calibrated_fusion_is_the_documented_formula():
         logit = 0.7 * (4 * r.scores["coverage"] - 2) + 0.3 * (6 * r.scores["jaccard"] - 1)
         assert r.score == pytest.approx(float(sigmoid(1.5 * logit + 0.25)))
         parts = r.explanation
-        assert sum(p["contribution"] for p in parts.values()) + 0.25 == pytest.approx(
+        assert sum(p["contribution"] for p in parts.values()) == pytest.approx(
             float(np.log(r.score / (1 - r.score)))
         )
+        assert parts["(intercept)"]["contribution"] == pytest.approx(0.25)
         assert parts["coverage"]["normalized"] == pytest.approx(
             float(sigmoid(4 * r.scores["coverage"] - 2))
         )
@@ -213,3 +214,30 @@ def test_bm25_with_fixed_statistics_is_pair_wise_and_query_normalised():
     np.testing.assert_allclose(ratio, ratio[0])
     with pytest.raises(ValueError, match="avgdl"):
         BM25Scorer(avgdl=0)
+
+
+def test_a_calibrated_explanation_adds_up_to_the_score():
+    """Each signal's contribution and the calibration's constant sum to the score's logit,
+    so a person can read how a probability came about."""
+    import math
+
+    from rerankit import BM25Scorer, FusionReranker, JaccardScorer
+
+    reranker = FusionReranker(
+        [BM25Scorer(), JaccardScorer()],
+        weights={"bm25": 0.6, "jaccard": 0.4},
+        normalization_method="calibrated",
+        calibration={
+            "bm25": {"slope": 1.2, "intercept": -2.0},
+            "jaccard": {"slope": 4.0, "intercept": -1.0},
+        },
+        output_calibration={"slope": 1.5, "intercept": 0.7},
+    )
+    docs = ["solar power plants", "wind", "solar panels on roofs", "bread"]
+    result = reranker.rerank("solar power", docs)
+    assert result.score_scale == "probability"
+    for r in result:
+        total = sum(part["contribution"] for part in r.explanation.values())
+        assert 1 / (1 + math.exp(-total)) == pytest.approx(r.score, abs=1e-12)
+        assert r.explanation["(intercept)"]["contribution"] == pytest.approx(0.7)
+    assert "score = sigmoid(sum of contrib)" in result.explain_table()

@@ -17,7 +17,10 @@ from ..scorers.base import Scorer, check_scorer
 from ..types import Document
 from .base import Scored, ScoringReranker, run_scorer
 
-__all__ = ["FusionReranker"]
+#: the explanation entry of a calibrated fusion's constant term (its output intercept)
+INTERCEPT = "(intercept)"
+
+__all__ = ["INTERCEPT", "FusionReranker"]
 
 
 class FusionReranker(ScoringReranker):
@@ -35,7 +38,8 @@ class FusionReranker(ScoringReranker):
     ``output_calibration`` and the sigmoid: the score is an estimate of P(relevant) that
     depends only on the query and the document (``score_scale == "probability"``). In the
     explanation, ``normalized`` is each strategy's own probability and ``contribution`` its
-    share of the fused logit (they sum, with the output intercept, to the score's logit).
+    share of the fused logit; an ``(intercept)`` entry holds the output calibration's
+    constant, so the contributions sum to the score's logit: ``score = sigmoid(sum)``.
     Every other normalisation makes the scores relative to the request's other documents.
     """
 
@@ -161,3 +165,12 @@ class FusionReranker(ScoringReranker):
                 "weight": float(weights[row]),
                 "contribution": shares[row],
             }
+        # the calibration's own term, so the contributions add up to the score's logit:
+        # score = sigmoid(sum of contributions), readable from the explanation alone
+        constant = np.full(len(scored.final), float(out.intercept))
+        scored.explanation[INTERCEPT] = {
+            "raw": constant,
+            "normalized": constant,
+            "weight": 1.0,
+            "contribution": constant,
+        }
