@@ -97,6 +97,8 @@ def create(kind: str, name: str, /, **options: Any) -> Any:
     entry = registry.lookup(kind, name)
     factory = entry.factory
     if isinstance(factory, Mapping):
+        if options and set(factory) == {"scorer"}:  # one scorer: the options are its own
+            return build({"scorer": {**factory["scorer"], **options}}, name=name)
         if options:
             raise ConfigError(f"takes no options, got {sorted(options)}", where=name)
         return build(factory, name=name)

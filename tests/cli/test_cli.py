@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rerankit.cli import main
+from rerankit.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "examples" / "sample.jsonl"
@@ -317,3 +317,36 @@ def test_cache_lists_every_cache_with_its_size_and_clears_the_one_named(
     assert (tmp_path / "embeddings.sqlite").exists()  # only the cache named
     code, out, _ = run_cli(capsys, "cache")
     assert "onnx:" in out and "(empty)" in out.split("onnx:")[1].splitlines()[0]
+
+
+def test_language_reaches_the_lexical_signals_from_every_command(capsys, tmp_path):
+    from rerankit.cli import serve_settings
+
+    german = tmp_path / "de.jsonl"
+    german.write_text(
+        "\n".join(json.dumps({"text": t}) for t in ("Die Häuser sind groß", "Ein Auto fährt"))
+        + "\n"
+    )
+    # German stemming makes "Haus" match "Häuser" only when the analyzer reads German
+    code, out, _ = run_cli(
+        capsys, "rank", "-q", "Haus", "-i", str(german), "-r", "bm25", "--language", "de"
+    )
+    scores = [json.loads(line)["rerank_score"] for line in out.splitlines()]
+    assert code == 0 and scores[0] > 0 == scores[1]
+    code, out, _ = run_cli(capsys, "rank", "-q", "Haus", "-i", str(german), "-r", "bm25")
+    assert code == 0 and all(json.loads(line)["rerank_score"] == 0 for line in out.splitlines())
+    code, _, err = run_cli(
+        capsys,
+        "rank",
+        "-q",
+        "Haus",
+        "-i",
+        str(german),
+        "-r",
+        str(tmp_path / "p.toml"),
+        "--language",
+        "de",
+    )
+    assert code == 1 and "--language applies to a registered reranker" in err
+    settings = serve_settings(build_parser().parse_args(["serve", "--language", "de"]))
+    assert settings.pipelines == {"hybrid": {"reranker": {"type": "hybrid", "language": "de"}}}

@@ -5,9 +5,17 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from .. import registry
 from ..documents import InputFields
+from ..errors import InputError
 
-__all__ = ["add_field_arguments", "input_fields", "positive_int"]
+__all__ = [
+    "add_field_arguments",
+    "add_language_argument",
+    "in_language",
+    "input_fields",
+    "positive_int",
+]
 
 
 def positive_int(value: str) -> int:
@@ -54,3 +62,28 @@ def input_fields(args: argparse.Namespace) -> InputFields:
         first_stage_field=args.first_stage_field,
         first_stage_higher_is_better=not args.first_stage_lower_is_better,
     )
+
+
+def add_language_argument(parser: Any) -> None:
+    """``--language``: the language the lexical signals read (stemming, stop words, the
+    background word frequencies) for a registered reranker."""
+    parser.add_argument(
+        "--language",
+        default=None,
+        metavar="CODE",
+        help="the documents' language for the lexical signals (en, de, fr, zh, ...; default "
+        "en), for a registered reranker such as hybrid or bm25",
+    )
+
+
+def in_language(spec: Any, language: str | None) -> Any:
+    """``spec`` (a registered reranker's name) built for ``language``; ``spec`` itself
+    when no language is given."""
+    if not language:
+        return spec
+    if not isinstance(spec, str) or spec not in registry.available("reranker"):
+        raise InputError(
+            f"--language applies to a registered reranker (hybrid, bm25, text, ...), not "
+            f"{spec!r}: in a pipeline file, give language on its scorers"
+        )
+    return {"reranker": {"type": spec, "language": language}}

@@ -22,7 +22,7 @@ from ..eval.runner import (
     write_summary,
 )
 from ..training.embedding import embedding_pairs, fine_tune_embedding
-from .args import positive_int
+from .args import add_language_argument, positive_int
 from .eval_support import limit_queries, named_pipelines, pipeline_runs, use_embedding_cache
 from .tune import cmd_tune
 
@@ -55,7 +55,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         check_output_folder(args.out)  # before the work, not after it
     use_embedding_cache(args)
-    pipelines = named_pipelines(args.rerankers, args.config or [])
+    pipelines = named_pipelines(args.rerankers, args.config or [], args.language)
     several = len(collections) > 1
     summary = []
     for label, (path, split) in zip(_labels(collections, args.split), collections, strict=True):
@@ -154,6 +154,7 @@ def add_commands(sub: Any) -> None:
         default="bm25,embedding,hybrid",
         help="comma-separated names or pipeline files (default bm25,embedding,hybrid)",
     )
+    add_language_argument(ev)
     ev.add_argument("--config", action="append", help="a pipeline file (repeatable)")
     ev.add_argument(
         "--k", type=positive_int, default=100, help="candidates per query (default 100)"

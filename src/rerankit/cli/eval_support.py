@@ -13,6 +13,7 @@ from typing import Any
 from ..api import load
 from ..cache import default_cache_dir
 from ..eval.runner import first_stage_run, run_pipeline, run_pipeline_ray
+from .args import in_language
 
 __all__ = [
     "limit_queries",
@@ -59,12 +60,16 @@ def limit_queries(data, n: int | None):
     return data
 
 
-def named_pipelines(names: str, configs: list[str]) -> list[tuple[str, Any, Any]]:
-    """(label, reranker, what it was declared as) for each named reranker and file."""
+def named_pipelines(
+    names: str, configs: list[str], language: str | None = None
+) -> list[tuple[str, Any, Any]]:
+    """(label, reranker, what it was declared as) for each named reranker (in ``language``
+    when given) and file."""
 
     out = []
     for name in [n.strip() for n in names.split(",") if n.strip()]:
-        out.append((Path(name).stem if Path(name).suffix else name, load(name), name))
+        spec = name if Path(name).suffix else in_language(name, language)
+        out.append((Path(name).stem if Path(name).suffix else name, load(spec), spec))
     for path in configs:
         out.append((Path(path).stem, load(Path(path)), Path(path)))
     return out

@@ -15,7 +15,13 @@ from ..backends.local import LocalModelScorer
 from ..batch import quiet_ray_logs, run_batch
 from ..batch.beir import beir_rows
 from ..errors import InputError
-from .args import add_field_arguments, input_fields, positive_int
+from .args import (
+    add_field_arguments,
+    add_language_argument,
+    in_language,
+    input_fields,
+    positive_int,
+)
 from .output import json_safe, records, table
 
 __all__ = ["add_commands", "cmd_batch", "cmd_rank", "default_reranker_name", "reranker_from"]
@@ -84,7 +90,8 @@ def reranker_from(args: argparse.Namespace) -> Any:
 
     if args.config and args.reranker:
         raise InputError("give --reranker or --config, not both")
-    return load(args.config or args.reranker or default_reranker_name())
+    spec = args.config or args.reranker or default_reranker_name()
+    return load(in_language(spec, args.language))
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -93,7 +100,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         quiet_ray_logs()
     if args.config and args.reranker:
         raise InputError("give --reranker or --config, not both")
-    pipeline = args.config or args.reranker or default_reranker_name()
+    pipeline = in_language(args.config or args.reranker or default_reranker_name(), args.language)
     source: Any = args.input
     if args.run:
         source = beir_rows(args.input, args.run, split=args.split, k=args.k)
@@ -151,6 +158,7 @@ def add_commands(sub: Any) -> None:
     )
     rank.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep only the best K")
     add_field_arguments(rank)
+    add_language_argument(rank)
     rank.add_argument(
         "--format",
         choices=("jsonl", "table"),
@@ -214,5 +222,6 @@ def add_commands(sub: Any) -> None:
     )
     bat.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep the best K")
     add_field_arguments(bat, score_field=False)
+    add_language_argument(bat)
     bat.add_argument("--summary", default=None, help="also write the summary as JSON here")
     bat.set_defaults(func=cmd_batch)

@@ -9,7 +9,7 @@ from typing import Any
 from ..config import read_spec
 from ..server import serve
 from ..server.settings import ServerSettings, flag_pipeline
-from .args import positive_int
+from .args import add_language_argument, positive_int
 
 __all__ = ["add_commands", "cmd_serve", "serve_settings"]
 
@@ -24,11 +24,11 @@ def serve_settings(args: argparse.Namespace) -> Any:
     for key in ("backend", "quantize", "api_key_env"):
         if getattr(args, key):
             server[key] = getattr(args, key)
-    if args.reranker or args.model:
+    if args.reranker or args.model or args.language:
         name = args.reranker or "hybrid"
         pipelines = {
             **(pipelines or {}),
-            name: flag_pipeline(name, args.model, args.backend, args.quantize),
+            name: flag_pipeline(name, args.model, args.backend, args.quantize, args.language),
         }
         server["default"] = name
     mapping: dict[str, Any] = {"server": server}
@@ -83,6 +83,7 @@ def add_commands(sub: Any) -> None:
         "--model is an exported folder)",
     )
     srv.add_argument("--quantize", choices=("int8",), default=None, help="with --backend onnx")
+    add_language_argument(srv)
     srv.add_argument(
         "--api-key-env",
         metavar="VAR",

@@ -319,8 +319,9 @@ class HybridReranker(ScoringReranker):
         ):
             scored.warnings.append(
                 "the bundled all-MiniLM-L6-v2 reads English only and this query is mostly in "
-                "another script: pass a multilingual EmbeddingScorer (for example "
-                "'sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2') and language="
+                "another script: use a multilingual embedding model and the query's language "
+                "(model='sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2', "
+                "language='zh' in Python; --model and --language on the command line)"
             )
         return scored
 

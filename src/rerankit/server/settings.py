@@ -60,14 +60,23 @@ MODEL_SCORERS = ("embedding", "cross_encoder", "causal_lm")
 
 
 def flag_pipeline(
-    reranker: str, model: str | None = None, backend: str | None = None, quantize: str | None = None
+    reranker: str,
+    model: str | None = None,
+    backend: str | None = None,
+    quantize: str | None = None,
+    language: str | None = None,
 ) -> Any:
     """The pipeline spec ``rerankit serve --reranker NAME --model M --backend B --quantize Q``
     means: a registered reranker (``hybrid``: ``model`` is its embedding model) or one of the
     model scorers (``embedding``, ``cross_encoder``, ``causal_lm``) with these options."""
     options = {
         key: value
-        for key, value in (("model", model), ("backend", backend), ("quantize", quantize))
+        for key, value in (
+            ("model", model),
+            ("backend", backend),
+            ("quantize", quantize),
+            ("language", language),
+        )
         if value
     }
     kind = reranker.replace("-", "_")
