@@ -222,6 +222,8 @@ def test_rank_with_two_pipelines_and_read_an_explanation(browser, service):
     assert {b.get_attribute("data-strategy") for b in bars} == set(top["strategies"])
     score = drv.find_element("css selector", "#details dd.detail-score").text
     assert score == f"{top['score']:.4f}"
+    # a person can add the shown contributions up to the shown score (rounding aside)
+    assert sum(float(v) for v in cells.values()) == pytest.approx(float(score), abs=1e-3)
     drv.execute_script("document.getElementById('details').scrollIntoView()")
     drv.save_screenshot(str(ARTIFACTS / "playground-explanation.png"))
 
