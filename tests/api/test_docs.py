@@ -181,3 +181,22 @@ def test_the_site_builds_strictly(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     cli = (tmp_path / "s" / "cli" / "index.html").read_text()
     assert "rerankit serve" in cli and "--api-key-env" in cli  # generated from the parser
+
+
+def test_the_quick_tour_shows_what_it_prints(tmp_path):
+    """The values in the README's quick-tour comments are the ones the code gives."""
+    pytest.importorskip("sentence_transformers", reason="the tour's default needs 'torch'")
+    readme = (REPO / "README.md").read_text()
+    tour = re.search(r"## Quick tour\n\n```python\n(.*?)```", readme, flags=re.S).group(1)
+    shown = re.search(r"best\.score\s+# \('(\w+)', (\d+), ([\d.]+)\)", tour)
+    code = tour + "\nprint(best.id, best.rank, f'{best.score:.3f}', result.score_scale)\n"
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    assert done.stdout.split() == [*shown.groups(), "probability"]
