@@ -28,6 +28,7 @@ and LlamaIndex nodes as copies, everything else as the caller's own object.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from numbers import Real
@@ -303,6 +304,7 @@ class InputFields:
     text_fields: tuple[str, ...] | None = None
 
     @classmethod
+    @functools.cache
     def names(cls) -> frozenset[str]:
         """The option names (also the keyword arguments that set them)."""
         return frozenset(f.name for f in fields(cls))

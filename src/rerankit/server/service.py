@@ -86,6 +86,8 @@ class Service:
         #: a request granted a slot with less time left than that is answered 503 at once
         self._per_document: dict[str, float] = {}
         self._service_time = 0.0  # seconds per request (a moving average), for shedding
+        #: each pipeline's tokenizer, found once (by the pipeline object's id)
+        self._tokens: dict[int, tuple[Any, Any]] = {}
         self._build_all()
 
     def _build_all(self) -> None:
@@ -124,16 +126,18 @@ class Service:
                 raise ServiceError(500, f"pipeline {name!r} is misconfigured: {exc}") from exc
         return self._pipelines[name]
 
-    @staticmethod
-    def _by_tokens(call: Call, reranker: Any) -> tuple[list[Any], list[int] | None]:
+    def _by_tokens(self, call: Call, reranker: Any) -> tuple[list[Any], list[int] | None]:
         """``call``'s documents cut to its token cap and (``max_chunks``) split into chunks,
-        counted with the pipeline's tokenizer; the cuts, splits and billed units are
+        tokenised once with the pipeline's tokenizer; the cuts, splits and billed units are
         recorded on ``call``. Returns the documents to score and, for chunks, the input
         index of each."""
-        tokens = tokens_of(reranker)
+        known = self._tokens.get(id(reranker))
+        if known is None or known[0] is not reranker:  # looked up once per pipeline
+            known = self._tokens[id(reranker)] = (reranker, tokens_of(reranker))
+        tokens = known[1]
         limit = tokens.max_tokens if call.max_tokens == "model" else call.max_tokens
         assert limit is None or isinstance(limit, int)
-        docs, usage = fit(
+        fitted = fit(
             call.query,
             call.documents,
             tokens,
@@ -143,11 +147,11 @@ class Service:
             cuts=call.cuts,
         )
         if call.bill:
-            call.usage.update(usage)
+            call.usage.update(fitted.usage)
         if call.max_chunks is None:
-            return docs, None
-        chunks, owners = chunk(call.query, docs, tokens, call.max_chunks, call.splits)
-        return (chunks, owners) if call.splits else (docs, None)
+            return fitted.documents, None
+        chunks, owners = chunk(fitted, tokens, call.max_chunks, call.splits)
+        return (chunks, owners) if call.splits else (fitted.documents, None)
 
     def loaded(self, name: str) -> bool:
         """Whether pipeline ``name`` has warmed up (or served a request) and not failed."""

@@ -20,7 +20,7 @@ from typing import Any
 from ..backends.local import LocalModelScorer
 from ..types import Document, RankedDocument, RerankResult
 
-__all__ = ["Tokens", "chunk", "fit", "gather", "tokens_of"]
+__all__ = ["Fitted", "Tokens", "chunk", "fit", "gather", "tokens_of"]
 
 #: tokens of a document with the query that Cohere bills as one document
 BILLED_CHUNK_TOKENS = 500
@@ -61,6 +61,18 @@ def _cut(text: str, spans: list[tuple[int, int]], keep: int, left: bool) -> str:
     return text[: spans[keep - 1][1]]
 
 
+@dataclass(frozen=True)
+class Fitted:
+    """What :func:`fit` gives: the documents to score, the tokens of the query and of each
+    document as scored (character offsets into the documents given), and the billed units
+    (``search_units``, ``input_tokens``)."""
+
+    documents: list[Document]
+    query_spans: list[tuple[int, int]]
+    spans: list[list[tuple[int, int]]]
+    usage: dict[str, int]
+
+
 def fit(
     query: str,
     docs: Sequence[Document],
@@ -70,15 +82,14 @@ def fit(
     left: bool = False,
     reason: str = "max_tokens_per_doc",
     cuts: dict[int, str],
-) -> tuple[list[Document], dict[str, int]]:
+) -> Fitted:
     """``docs`` cut to ``max_tokens`` tokens each (from the end with ``left``), every cut
-    said in ``cuts`` by input index; and what the request bills: ``search_units``, and
-    ``input_tokens`` (the query's and the documents' tokens as scored)."""
-    texts = [d.text for d in docs]
-    spans = tokens.spans([query, *texts])
-    query_tokens, doc_spans = len(spans[0]), spans[1:]
-    out, counts = [], []
-    for i, (doc, found) in enumerate(zip(docs, doc_spans, strict=True)):
+    said in ``cuts`` by input index; their tokens, tokenised once; and what the request
+    bills: ``search_units`` and ``input_tokens`` (the query's and the documents' tokens as
+    scored)."""
+    spans = tokens.spans([query, *(d.text for d in docs)])
+    query_spans, out, kept = spans[0], [], []
+    for i, (doc, found) in enumerate(zip(docs, spans[1:], strict=True)):
         if max_tokens is not None and len(found) > max_tokens:
             part = "last" if left else "first"
             why = reason if tokens.unit == "tokens" else f"{reason}; no model tokenizer here"
@@ -86,29 +97,31 @@ def fit(
             cuts[i] = f"{cuts[i]}; {note}" if i in cuts else note
             doc = replace(doc, text=_cut(doc.text, found, max_tokens, left))
             found = found[-max_tokens:] if left else found[:max_tokens]
+            if left:  # offsets into the cut text
+                start = found[0][0]
+                found = [(a - start, b - start) for a, b in found]
         out.append(doc)
-        counts.append(len(found))
-    room = max(BILLED_CHUNK_TOKENS - query_tokens, 1)
-    billed = sum(max(1, math.ceil(n / room)) for n in counts)
+        kept.append(found)
+    room = max(BILLED_CHUNK_TOKENS - len(query_spans), 1)
+    billed = sum(max(1, math.ceil(len(f) / room)) for f in kept)
     usage = {
         "search_units": max(1, math.ceil(billed / BILLED_DOCUMENTS)),
-        "input_tokens": query_tokens * len(docs) + sum(counts),
+        "input_tokens": len(query_spans) * len(docs) + sum(len(f) for f in kept),
     }
-    return out, usage
+    return Fitted(out, query_spans, kept, usage)
 
 
 def chunk(
-    query: str, docs: Sequence[Document], tokens: Tokens, max_chunks: int, notes: dict[int, str]
+    fitted: Fitted, tokens: Tokens, max_chunks: int, notes: dict[int, str]
 ) -> tuple[list[Document], list[int]]:
-    """Each document split into chunks that fit the model's input with the query (by
-    tokens, at most ``max_chunks`` of them, from the start); the chunks, and the input
-    index each came from. A document split is said in ``notes``."""
+    """Each document of ``fitted`` split into chunks that fit the model's input with the
+    query (by its tokens, at most ``max_chunks`` of them, from the start); the chunks, and
+    the input index each came from. A document split is said in ``notes``."""
     limit = tokens.max_tokens or BILLED_CHUNK_TOKENS
-    spans = tokens.spans([query, *(d.text for d in docs)])
-    size = max(limit - len(spans[0]) - 3, MIN_CHUNK_TOKENS)  # 3: the model's special tokens
+    size = max(limit - len(fitted.query_spans) - 3, MIN_CHUNK_TOKENS)  # 3: special tokens
     out: list[Document] = []
     owners: list[int] = []
-    for i, (doc, found) in enumerate(zip(docs, spans[1:], strict=True)):
+    for i, (doc, found) in enumerate(zip(fitted.documents, fitted.spans, strict=True)):
         n = max(1, math.ceil(len(found) / size))
         if n == 1:
             out.append(doc)
