@@ -18,6 +18,7 @@ from rerankit import (  # noqa: E402
     ModelLoadError,
     ScorerReranker,
 )
+from rerankit.backends.pairs import PairEncoder  # noqa: E402
 from rerankit.scorers.causal_lm import QWEN3_PREFIX, QWEN3_SUFFIX, format_pair  # noqa: E402
 
 QUERY = "how do vaccines work"
@@ -95,6 +96,72 @@ def test_cross_encoder_truncates_long_documents(bert_dir):
     fits = words[: spans[32 - q - 3 - 1][1]]
     over = words[: spans[32 - q - 3][1]]
     assert scorer.too_long(QUERY, [fits, over]) == [1]
+
+
+def only_second_logits(path, query, docs, max_length):
+    """The pairs as a direct call reads them when told to cut the document only."""
+    tok = transformers.AutoTokenizer.from_pretrained(path)
+    model = transformers.AutoModelForSequenceClassification.from_pretrained(path).eval()
+    enc = tok(
+        [query] * len(docs),
+        docs,
+        padding=True,
+        truncation="only_second",
+        max_length=max_length,
+        return_tensors="pt",
+    )
+    with torch.no_grad():
+        return model(**enc).logits.numpy()[:, 0]
+
+
+@pytest.mark.parametrize("backend", ["torch", "onnx"])
+def test_cross_encoder_keeps_the_query_whole_and_cuts_the_document(bert_dir, backend, tmp_path):
+    query = "how do vaccines train the immune system to recognise a virus"  # 11 tokens
+    long_doc = " ".join(["solar panels convert light"] * 40)
+    docs = [long_doc, DOCS[0]]
+    model = str(bert_dir)
+    if backend == "onnx":
+        from rerankit.backends.onnx import export
+
+        model = str(export(model, tmp_path / "ce", kind="cross_encoder"))
+    scorer = CrossEncoderScorer(model, device="cpu", max_length=24, backend=backend)
+    got = scorer.score_texts(query, docs)
+    np.testing.assert_allclose(got, only_second_logits(bert_dir, query, docs, 24), atol=1e-4)
+    # the model read exactly the pairs a document-only cut gives, the query whole; "longest
+    # first" (a plain tokenizer call's default) would have cut the query too
+    tok = transformers.AutoTokenizer.from_pretrained(str(bert_dir))
+    read = PairEncoder(tok.backend_tokenizer, 24).encode(query, docs).encodings[0].ids
+    assert read == tok(query, long_doc, truncation="only_second", max_length=24)["input_ids"]
+    assert read != tok(query, long_doc, truncation="longest_first", max_length=24)["input_ids"]
+    q_ids = tok(query, add_special_tokens=False)["input_ids"]
+    assert read[1 : 1 + len(q_ids)] == q_ids
+    assert scorer.too_long(query, docs) == [0]
+
+
+def test_cross_encoder_cuts_only_a_query_that_would_crowd_out_the_documents(bert_dir):
+    query = " ".join(["vaccines immune"] * 20)  # 40 tokens, a 24-token model
+    scorer = CrossEncoderScorer(str(bert_dir), device="cpu", max_length=24)
+    result = ScorerReranker(scorer).rerank(query, DOCS[:2])
+    assert any("its last" in w and "tokens were not read" in w for w in result.warnings)
+    # the documents still get their quarter of the input: 21 - 16 = 5 tokens each
+    tok = transformers.AutoTokenizer.from_pretrained(str(bert_dir))
+    q = tok.decode(tok(query, add_special_tokens=False)["input_ids"][:16])
+    np.testing.assert_allclose(
+        scorer.score_texts(query, DOCS[:2]),
+        only_second_logits(bert_dir, q, DOCS[:2], 24),
+        atol=1e-5,
+    )
+
+
+def test_cross_encoder_equals_sentence_transformers_predict_on_pairs_that_fit(bert2_dir):
+    from sentence_transformers import CrossEncoder
+
+    st = CrossEncoder(str(bert2_dir), device="cpu")
+    reference = st.predict(
+        [(QUERY, d) for d in DOCS], activation_fn=torch.nn.Identity(), convert_to_numpy=True
+    )
+    got = CrossEncoderScorer(str(bert2_dir), device="cpu", batch_size=2).logits(QUERY, DOCS)
+    np.testing.assert_allclose(got, reference, atol=1e-5)
 
 
 def test_cross_encoder_in_a_reranker(bert_dir):
@@ -257,6 +324,30 @@ def test_hardware_profile_auto_and_validation():
     for bad in ({"device": "tpu"}, {"batch_size": 0}, {"dtype": "int8"}, {"max_length": -1}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             HardwareProfile(**bad)
+
+
+def test_batch_size_is_chosen_for_the_device_unless_given(bert_dir, monkeypatch):
+    from rerankit.backends.pairs import padded_batches as real
+    from rerankit.scorers import cross_encoder
+
+    cpu, gpu = HardwareProfile(device="cpu"), HardwareProfile(device="cuda")
+    assert cpu.resolve_batch_size("pairs") == 8 and gpu.resolve_batch_size("pairs") == 32
+    assert cpu.resolve_batch_size("embedding") == gpu.resolve_batch_size("embedding") == 32
+    assert HardwareProfile(device="cpu", batch_size=5).resolve_batch_size("pairs") == 5
+    # the scorers use it: a cross-encoder on the CPU forwards 20 pairs in batches of 8
+    seen = []
+
+    def spy(encodings, batch_size, pad_id):
+        seen.append(batch_size)
+        return real(encodings, batch_size, pad_id)
+
+    monkeypatch.setattr(cross_encoder, "padded_batches", spy)
+    default = CrossEncoderScorer(str(bert_dir), device="cpu")
+    given = CrossEncoderScorer(str(bert_dir), device="cpu", batch_size=3)
+    np.testing.assert_allclose(
+        default.score_texts(QUERY, DOCS * 3), given.score_texts(QUERY, DOCS * 3), atol=1e-5
+    )
+    assert seen == [8, 3] and default.batch_size == 8
 
 
 def test_hardware_profile_from_other_objects():

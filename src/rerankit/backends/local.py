@@ -250,8 +250,15 @@ class LocalModelScorer:
         warnings: list[str] = []
         texts = valid_unicode([d.text for d in docs], flags, warnings)
         query = valid_query(query, warnings)
-        values = await in_thread(self.score_texts, query, texts)
+        values = await in_thread(self.score_noted, query, texts, flags, warnings)
         return ScoreBatch(values=values, flags=flags, warnings=warnings)
+
+    def score_noted(
+        self, query: str, texts: Sequence[str], flags: dict[int, list[str]], warnings: list[str]
+    ) -> Any:
+        """:meth:`score_texts`, adding to ``flags`` (by position) and ``warnings`` what the
+        model did to the input (a subclass that cuts input says so here)."""
+        return self.score_texts(query, texts)
 
     def _load(self) -> Any:  # pragma: no cover - each subclass loads its own kind
         raise NotImplementedError

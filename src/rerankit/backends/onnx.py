@@ -35,6 +35,7 @@ from .._optional import require
 from ..cache import default_cache_dir
 from ..errors import MissingDependencyError, ModelLoadError
 from .bundled import resolve_source
+from .pairs import PairEncoder, padded_batches
 
 __all__ = [
     "BACKENDS",
@@ -328,6 +329,9 @@ class OnnxModel:
         self._spans.no_padding()  # whole texts, for token_spans
         self._spans.no_truncation()
         self.inputs = list(self.manifest["inputs"])
+        self.pair_encoder = (
+            PairEncoder(self._spans, self.max_seq_length) if self.kind == "cross_encoder" else None
+        )
         self.tokenizer = None  # no Hugging Face tokenizer here: see count_tokens
 
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
@@ -342,23 +346,13 @@ class OnnxModel:
         return sum(len(e.ids) for e in self._tokenizer.encode_batch(list(texts)))
 
     def _run(self, encodings: list[Any], batch_size: int) -> np.ndarray:
-        order = np.argsort([len(e.ids) for e in encodings], kind="stable")
         outputs: list[np.ndarray | None] = [None] * len(encodings)
         pad = int(self.manifest.get("pad_token_id", 0))
-        for start in range(0, len(order), batch_size):
-            chunk = [encodings[i] for i in order[start : start + batch_size]]
-            width = max(len(e.ids) for e in chunk)
-            ids = np.full((len(chunk), width), pad, dtype=np.int64)
-            mask = np.zeros((len(chunk), width), dtype=np.int64)
-            types = np.zeros((len(chunk), width), dtype=np.int64)
-            for row, e in enumerate(chunk):
-                n = len(e.ids)
-                ids[row, :n], mask[row, :n], types[row, :n] = e.ids, 1, e.type_ids
-            feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        for positions, feed in padded_batches(encodings, batch_size, pad):
             (result,) = self.session.run(None, {k: feed[k] for k in self.inputs})
             if self.kind == "embedding":
-                result = self._pool(result, mask)
-            for row, i in enumerate(order[start : start + batch_size]):
+                result = self._pool(result, feed["attention_mask"])
+            for row, i in enumerate(positions):
                 outputs[i] = result[row]
         return np.stack(outputs) if outputs else np.zeros((0, 0), dtype=np.float32)
 
@@ -395,12 +389,27 @@ class OnnxModel:
         self, pairs: Sequence[tuple[str, str]], batch_size: int = 32, **_: Any
     ) -> np.ndarray:
         """Raw logits per (query, document) pair, as ``CrossEncoder.predict`` gives them
-        with an identity activation: shape ``(n,)`` for one label, ``(n, labels)`` else."""
+        with an identity activation: shape ``(n,)`` for one label, ``(n, labels)`` else.
+        Each query is kept whole and its documents cut to fit (:mod:`.pairs`)."""
+        if self.pair_encoder is None:
+            raise TypeError(f"{self.path} is a {self.kind}, not a cross-encoder")
+        by_query: dict[str, list[int]] = {}
+        for i, (query, _) in enumerate(pairs):
+            by_query.setdefault(query, []).append(i)
+        encodings: list[Any] = [None] * len(pairs)
+        for query, positions in by_query.items():
+            found = self.pair_encoder.encode(query, [pairs[i][1] for i in positions])
+            for i, e in zip(positions, found.encodings, strict=True):
+                encodings[i] = e
+        return self.predict_encoded(encodings, batch_size)
+
+    def predict_encoded(self, encodings: list[Any], batch_size: int = 32) -> np.ndarray:
+        """Raw logits for pairs encoded by :attr:`pair_encoder` (shapes as :meth:`predict`)."""
         if self.kind != "cross_encoder":
             raise TypeError(f"{self.path} is a {self.kind}, not a cross-encoder")
-        if not pairs:
+        if not encodings:
             return np.zeros(0, dtype=np.float32)
-        logits = self._run(self._tokenizer.encode_batch([tuple(p) for p in pairs]), batch_size)
+        logits = self._run(encodings, batch_size)
         return logits[:, 0] if logits.shape[1] == 1 else logits
 
 

@@ -200,7 +200,7 @@ class CausalLMScorer(LocalModelScorer):
         if self.sort_by_length:
             order.sort(key=lambda i: len(sequences[i]), reverse=True)  # longest (riskiest) first
         scores = np.zeros(len(sequences))
-        size = self.profile.batch_size
+        size = self.profile.resolve_batch_size("pairs", self.model.device.split(":")[0])
         for lo in range(0, len(order), size):
             batch = order[lo : lo + size]
             values = run_splitting_on_oom(

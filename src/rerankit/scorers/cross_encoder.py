@@ -14,16 +14,15 @@ Score semantics (``output``):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from .._optional import require
-from .._threads import in_thread
 from ..backends.local import LocalModelOptions, LocalModelScorer
+from ..backends.pairs import EncodedPairs, PairEncoder, padded_batches
 from ..errors import ScorerError
-from ..types import Document
-from .base import ScoreBatch, valid_query, valid_unicode
+from .base import valid_query, valid_unicode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -56,9 +55,10 @@ class CrossEncoderScorer(LocalModelScorer):
 
     ``model``: hub id, local directory, or a loaded ``CrossEncoder``. ``output``:
     ``"logit"`` or ``"probability"`` (see the module doc). ``profile`` and the
-    ``device``/``batch_size``/``dtype``/``max_length`` overrides say how it runs; inputs
-    longer than ``max_length`` tokens are truncated (the model's own limit by default).
-    Pairs are scored sorted by length, so each batch pads little. ``backend="onnx"`` (and
+    ``device``/``batch_size``/``dtype``/``max_length`` overrides say how it runs. The query
+    is read whole and each document cut to the room left in ``max_length`` tokens (the
+    model's own limit by default; see :mod:`rerankit.backends.pairs`), and each cut is
+    flagged. Pairs are scored sorted by length, so each batch pads little. ``backend="onnx"`` (and
     ``quantize="int8"``) runs the model on ONNX Runtime, as for :class:`EmbeddingScorer`.
     """
 
@@ -82,6 +82,7 @@ class CrossEncoderScorer(LocalModelScorer):
             raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, got {output!r}")
         super().__init__(model, name=name, **options)
         self.output = output
+        self._encoder: PairEncoder | Literal[False] | None = None  # False: none for this model
 
     def _load(self) -> Any:
         st = require("sentence_transformers", "CrossEncoderScorer")
@@ -99,19 +100,70 @@ class CrossEncoderScorer(LocalModelScorer):
         if not texts:
             return np.zeros(0)
         with self.using_model():
-            return self._logits(query, texts)
+            return self._logits(query, texts)[0]
 
-    def _logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        if self.backend == "onnx":  # sorts by token length itself
-            return np.asarray(
-                self.model.predict([(query, t) for t in texts], batch_size=self.profile.batch_size)
-            )
+    @property
+    def batch_size(self) -> int:
+        """Pairs per forward pass: the profile's, else chosen for where the model runs
+        (:meth:`~rerankit.HardwareProfile.resolve_batch_size`)."""
+        device = "cpu" if self.backend == "onnx" else str(getattr(self.model, "device", "cpu"))
+        return self.profile.resolve_batch_size("pairs", device.split(":")[0])
+
+    def _pair_encoder(self) -> PairEncoder | None:
+        """How pairs are encoded for this model: the ONNX model's own encoder, one built
+        from a sentence-transformers model's fast tokenizer, or None (a model read through
+        sentence-transformers' ``predict``, which cuts "longest first")."""
+        if self._encoder is None:
+            model = self.model
+            if self.backend == "onnx":
+                self._encoder = model.pair_encoder
+            else:
+                parts = _direct_parts(model)
+                self._encoder = (
+                    PairEncoder(parts[1].backend_tokenizer, self.max_tokens or 512)
+                    if parts is not None
+                    else False
+                )
+        return self._encoder or None
+
+    def _logits(self, query: str, texts: Sequence[str]) -> tuple[np.ndarray, EncodedPairs | None]:
+        encoder = self._pair_encoder()
+        if encoder is None:
+            return self._predict_through_sentence_transformers(query, texts), None
+        pairs = encoder.encode(query, texts)
+        if self.backend == "onnx":
+            return np.asarray(self.model.predict_encoded(pairs.encodings, self.batch_size)), pairs
+        return self._forward(pairs), pairs
+
+    def _forward(self, pairs: EncodedPairs) -> np.ndarray:
+        """The sequence classifier on encoded pairs, batch by batch of similar length."""
+        torch = require("torch", "CrossEncoderScorer")
+        parts = _direct_parts(self.model)
+        assert parts is not None
+        hf, tokenizer = parts
+        device = next(hf.parameters()).device
+        names = set(tokenizer.model_input_names)
+        pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        out: np.ndarray | None = None
+        with torch.inference_mode():
+            for positions, feed in padded_batches(pairs.encodings, self.batch_size, pad):
+                inputs = {k: torch.from_numpy(v).to(device) for k, v in feed.items() if k in names}
+                logits = hf(**inputs).logits.float().cpu().numpy()
+                if out is None:
+                    out = np.empty((len(pairs.encodings), logits.shape[1]), dtype=np.float32)
+                out[positions] = logits
+        assert out is not None
+        return out[:, 0] if out.shape[1] == 1 else out
+
+    def _predict_through_sentence_transformers(
+        self, query: str, texts: Sequence[str]
+    ) -> np.ndarray:
         torch = require("torch", "CrossEncoderScorer")
         order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths together
         logits = np.asarray(
             self.model.predict(
                 [(query, texts[i]) for i in order],
-                batch_size=self.profile.batch_size,
+                batch_size=self.batch_size,
                 activation_fn=torch.nn.Identity(),
                 convert_to_numpy=True,
                 show_progress_bar=False,
@@ -121,27 +173,48 @@ class CrossEncoderScorer(LocalModelScorer):
         out[order] = logits
         return out
 
-    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
-        """Scores, with each pair longer than the model reads flagged ``truncated:<name>``
-        (and one warning): the model reads the start of such a document only."""
-        batch = await super().score(query, docs, **context)
-        long = await in_thread(self.too_long, query, [d.text for d in docs])
+    def score_noted(
+        self, query: str, texts: Sequence[str], flags: dict[int, list[str]], warnings: list[str]
+    ) -> np.ndarray:
+        """Scores, with each document cut to fit the model flagged ``truncated:<name>`` (and
+        one warning); a query too long to leave the documents a quarter of the input is cut
+        and said in a warning."""
+        if not texts:
+            return np.zeros(0)
+        with self.using_model():
+            logits, pairs = self._logits(query, texts)
+            long = pairs.truncated if pairs is not None else self._too_long_by_spans(query, texts)
         for i in long:
-            batch.flags.setdefault(i, []).append(f"truncated:{self.name}")
+            flags.setdefault(i, []).append(f"truncated:{self.name}")
         if long:
-            batch.warnings.append(
+            warnings.append(
                 f"{self.name}: {len(long)} document(s) longer than the model's "
                 f"{self.max_tokens} tokens with the query were read on their start"
             )
-        return batch
+        if pairs is not None and pairs.query_cut:
+            warnings.append(
+                f"{self.name}: the query is too long for the model's {self.max_tokens} "
+                f"tokens with room for the documents; its last {pairs.query_cut} tokens "
+                "were not read"
+            )
+        return relevance_from_logits(logits, self.output)
 
     def too_long(self, query: str, texts: Sequence[str]) -> list[int]:
         """The positions of ``texts`` that do not fit the model's input with ``query``."""
+        if not texts:
+            return []
+        with self.using_model():
+            encoder = self._pair_encoder()
+            if encoder is not None:
+                return encoder.encode(query, texts).truncated
+            return self._too_long_by_spans(query, texts)
+
+    def _too_long_by_spans(self, query: str, texts: Sequence[str]) -> list[int]:
         limit = self.max_tokens
         spans = self.token_spans([query, *texts]) if texts and limit else None
         if spans is None:
             return []
-        tokenizer = getattr(self.model, "tokenizer", None) or getattr(self.model, "_spans", None)
+        tokenizer = getattr(self.model, "tokenizer", None)
         extra = tokenizer.num_special_tokens_to_add(True) if tokenizer is not None else 3
         q = len(spans[0])
         return [i for i, found in enumerate(spans[1:]) if q + len(found) + extra > limit]
@@ -151,4 +224,20 @@ class CrossEncoderScorer(LocalModelScorer):
         if not texts:
             return np.zeros(0)
         texts, query = valid_unicode(texts, {}, []), valid_query(query, [])
-        return relevance_from_logits(self.logits(query, texts), self.output)
+        return self.score_noted(query, texts, {}, [])
+
+
+def _direct_parts(model: Any) -> tuple[Any, Any] | None:
+    """The Hugging Face sequence classifier and fast tokenizer inside a sentence-transformers
+    ``CrossEncoder`` that is nothing more (one module), else None."""
+    try:
+        if len(model) != 1:
+            return None
+    except TypeError:  # older sentence-transformers: not a module list
+        pass
+    hf, tokenizer = getattr(model, "model", None), getattr(model, "tokenizer", None)
+    if hf is None or not getattr(tokenizer, "is_fast", False):
+        return None
+    if not hasattr(tokenizer, "backend_tokenizer") or not hasattr(hf, "config"):
+        return None
+    return hf, tokenizer

@@ -195,7 +195,7 @@ class EmbeddingScorer(LocalModelScorer):
 
     def encode_now(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
         options: dict[str, Any] = {
-            "batch_size": self.profile.batch_size,
+            "batch_size": self.profile.resolve_batch_size("embedding"),
             "convert_to_numpy": True,
             "show_progress_bar": False,
         }
