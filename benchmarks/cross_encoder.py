@@ -1,190 +1,366 @@
-"""Cross-encoder speed beside sentence-transformers, on a model with ms-marco-MiniLM-L6-v2's
-exact shape (BERT, 6 layers, hidden 384, 12 heads; random weights: speed depends on shape,
-not values) and the bundled MiniLM's real WordPiece tokenizer.
+"""Cross-encoder and causal-LM reranking speed beside the libraries users would pick instead,
+on models with the exact shapes users bring (random weights: speed depends on shape, not
+values; see ce_models.py).
 
-    python benchmarks/cross_encoder.py [--queries 8] [--rounds 3] [--data DL19_FOLDER]
+    python benchmarks/cross_encoder.py [--shapes minilm,bge-base] [--data dl19,scifact]
+        [--queries 4] [--rounds 2] [--peer-python .venv-peers/bin/python] [--causal-lm]
 
-Each query reranks its BM25 top 100 passages of TREC DL19. Variants run interleaved, query
-by query in a shuffled order (the machine is shared and noisy), for several rounds:
-sentence-transformers' ``CrossEncoder.predict`` on the folder (the reference), rerankit's
-``CrossEncoderScorer``
-on torch, on ONNX Runtime float32 and int8 (exported with ``rerankit export --kind
-cross-encoder``). Prints documents per second (median over rounds), p50/p95 latency of a
-100-candidate rerank, each variant's speed relative to sentence-transformers, and for int8
-the order kept against float32 (Kendall tau per query, same top document).
+Each query reranks its first-stage top 100: TREC DL19's BM25 run (short web passages) or,
+for SciFact (abstracts, longer), BM25 over the corpus for the training queries. Variants run
+interleaved, query by query in a shuffled order, for several rounds (the machine is shared
+and noisy); each variant's rate is the median over rounds. Variants on the same model
+folder: sentence-transformers' ``CrossEncoder.predict`` (the reference), rerankit's
+``CrossEncoderScorer`` on torch and on ONNX Runtime (float32 and int8, exported with
+``rerankit export --kind cross-encoder``), and, given ``--peer-python`` (a virtual
+environment with fastembed and FlashRank: ``make .venv-peers``), fastembed's
+``TextCrossEncoder`` on the same float32 and int8 files and FlashRank's ``Ranker`` on the
+int8 file. Peers run in a worker process and time their own calls. ``--causal-lm`` adds
+the Qwen3 yes/no recipe: ``CausalLMScorer`` against the recipe's own code (a direct
+transformers forward pass, as the model card writes it).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ce_models import build, peer_folder
+
 REPO = Path(__file__).resolve().parents[1]
-DL19 = REPO.parent / "shared" / "data" / "msmarco" / "trec-dl-2019-bm25-top100"
+DATA = REPO.parent / "shared" / "data"
+COLLECTIONS = {
+    "dl19": (DATA / "msmarco" / "trec-dl-2019-bm25-top100", "test"),
+    "scifact": (DATA / "beir" / "scifact", "train"),
+}
+REFERENCE = "sentence-transformers CrossEncoder.predict"
 
 
-def build_minilm_cross_encoder(folder: Path) -> Path:
-    """A randomly initialised cross-encoder with ms-marco-MiniLM-L6-v2's config."""
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+def load_queries(name: str, queries: int) -> list[tuple[str, list[str]]]:
+    """``queries`` queries (the first by id) with their first-stage top 100 texts."""
+    from rerankit.eval.data import load_beir
+    from rerankit.eval.first_stage import first_stage
 
-    from rerankit.backends.bundled import bundled_model_path
-
-    if (folder / "config.json").is_file():
-        return folder
-    tokenizer = AutoTokenizer.from_pretrained(str(bundled_model_path()))
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
-        hidden_size=384,
-        num_hidden_layers=6,
-        num_attention_heads=12,
-        intermediate_size=1536,
-        max_position_embeddings=512,
-        num_labels=1,
-    )
-    torch.manual_seed(0)
-    BertForSequenceClassification(config).eval().save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    path, split = COLLECTIONS[name]
+    data = load_beir(path, split)
+    chosen = sorted(data.queries)[:queries]
+    data.queries = {q: data.queries[q] for q in chosen}
+    ranked = first_stage(data, "auto", k=100)
+    return [(data.queries[q], [data.text(d) for d, _ in ranked[q]]) for q in chosen]
 
 
-def load_pairs(data: Path, queries: int) -> list[tuple[str, list[str]]]:
-    """``queries`` DL19 queries (the first, by id) with their BM25 top 100 passages."""
-    corpus = {}
-    with (data / "corpus.jsonl").open() as f:
-        for line in f:
-            row = json.loads(line)
-            corpus[row["_id"]] = row["text"]
-    texts = {}
-    with (data / "queries.jsonl").open() as f:
-        for line in f:
-            row = json.loads(line)
-            texts[row["_id"]] = row["text"]
-    ranked: dict[str, list[str]] = {}
-    with (data / "bm25_top100.run.trec").open() as f:
-        for line in f:
-            qid, _, doc, *_ = line.split()
-            ranked.setdefault(qid, []).append(doc)
-    chosen = sorted(q for q in ranked if q in texts)[:queries]
-    return [(texts[q], [corpus[d] for d in ranked[q][:100]]) for q in chosen]
+class Peer:
+    """A worker process in the peers' virtual environment (see peer_worker.py)."""
+
+    def __init__(self, python: str) -> None:
+        worker = Path(__file__).resolve().parent / "peer_worker.py"
+        self.process = subprocess.Popen(
+            [python, str(worker)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+
+    def ask(self, request: dict) -> dict:
+        assert self.process.stdin and self.process.stdout
+        self.process.stdin.write(json.dumps(request) + "\n")
+        self.process.stdin.flush()
+        answer = json.loads(self.process.stdout.readline())
+        if "error" in answer:
+            raise RuntimeError(f"peer {request.get('name')}: {answer['error']}")
+        return answer
+
+    def scorer(self, name: str) -> Callable[[str, list[str]], tuple[np.ndarray, float]]:
+        def score(query: str, texts: list[str]) -> tuple[np.ndarray, float]:
+            answer = self.ask({"op": "score", "name": name, "query": query, "texts": texts})
+            return np.asarray(answer["scores"], dtype=np.float64), answer["seconds"]
+
+        return score
 
 
-def kendall_tau(a: np.ndarray, b: np.ndarray) -> float:
+def timed(fn: Callable[[str, list[str]], np.ndarray]) -> Callable:
+    def run(query: str, texts: list[str]) -> tuple[np.ndarray, float]:
+        start = time.perf_counter()
+        out = np.asarray(fn(query, texts), dtype=np.float64)
+        return out, time.perf_counter() - start
+
+    return run
+
+
+def interleave(variants: dict, pairs: list, rounds: int, seed: int = 0) -> tuple[dict, dict, dict]:
+    """Rates (docs/s per round), latencies (s per query) and the last scores per variant."""
+    for fn in variants.values():  # warm up: load each model, one query
+        fn(*pairs[0])
+    rates: dict[str, list[float]] = {n: [] for n in variants}
+    lats: dict[str, list[float]] = {n: [] for n in variants}
+    last: dict[str, list[np.ndarray]] = {n: [np.zeros(0)] * len(pairs) for n in variants}
+    n_docs = sum(len(t) for _, t in pairs)
+    rng = random.Random(seed)
+    for r in range(rounds):
+        spent = dict.fromkeys(variants, 0.0)
+        for index, (query, texts) in enumerate(pairs):
+            order = list(variants)
+            rng.shuffle(order)
+            for name in order:
+                last[name][index], took = variants[name](query, texts)
+                spent[name] += took
+                lats[name].append(took)
+        for name in variants:
+            rates[name].append(n_docs / spent[name])
+        print(f"  round {r + 1}/{rounds} done", file=sys.stderr, flush=True)
+    return rates, lats, last
+
+
+def table(title: str, rates: dict, lats: dict, reference: str) -> None:
+    base = statistics.median(rates[reference])
+    print(f"\n{title}\n")
+    print(f"| variant | docs/s | vs {reference.split(' ')[0]} | p50 ms | p95 ms |")
+    print("|---|---:|---:|---:|---:|")
+    for name in rates:
+        rate = statistics.median(rates[name])
+        p50, p95 = (1000 * float(np.percentile(lats[name], q)) for q in (50, 95))
+        print(f"| {name} | {rate:.1f} | {rate / base:.2f}x | {p50:.0f} | {p95:.0f} |")
+
+
+def order_kept(a_runs: list, b_runs: list) -> str:
     from scipy.stats import kendalltau
 
-    return float(kendalltau(a, b).statistic)
+    taus = [float(kendalltau(a, b).statistic) for a, b in zip(a_runs, b_runs, strict=True)]
+    top = np.mean([int(np.argmax(a) == np.argmax(b)) for a, b in zip(a_runs, b_runs, strict=True)])
+    return (
+        f"Kendall tau min {min(taus):.3f} median {statistics.median(taus):.3f}, same top "
+        f"document on {100 * top:.0f}% of queries"
+    )
+
+
+def st_predict(st: Any, batch_size: int) -> Callable[[str, list[str]], np.ndarray]:
+    """sentence-transformers' ``CrossEncoder.predict`` on one query's candidates (logits)."""
+    import torch
+
+    def predict(query: str, texts: list[str]) -> np.ndarray:
+        return st.predict(
+            [(query, t) for t in texts],
+            batch_size=batch_size,
+            show_progress_bar=False,
+            activation_fn=torch.nn.Identity(),
+        )
+
+    return predict
+
+
+def cross_encoders(args: argparse.Namespace, work: Path, peer: Peer | None) -> None:
+    from sentence_transformers import CrossEncoder
+
+    from rerankit import CrossEncoderScorer
+    from rerankit.backends.onnx import export
+
+    for shape in args.shapes.split(","):
+        for data_name in args.data.split(","):
+            pairs = load_queries(data_name, args.queries)
+            texts = [t for _, ts in load_queries(data_name, 200) for t in ts[:20]]
+            folder = build(shape, work / shape, texts)
+            onnx = export(
+                str(folder), work / f"{shape}-onnx", kind="cross_encoder", quantize="int8"
+            )
+            bs = args.batch_size
+            st = CrossEncoder(str(folder), device="cpu", max_length=512)
+            variants: dict[str, Callable] = {REFERENCE: timed(st_predict(st, bs))}
+            for label, model, options in (
+                ("torch", str(folder), {"device": "cpu"}),
+                ("ONNX fp32", str(onnx), {"backend": "onnx"}),
+                ("ONNX int8", str(onnx), {"backend": "onnx", "quantize": "int8"}),
+            ):
+                scorer = CrossEncoderScorer(model, batch_size=bs, **options)
+                variants[f"rerankit CrossEncoderScorer, {label}"] = timed(scorer.score_texts)
+            if peer is not None:
+                for library, flavour, file in (
+                    ("fastembed", "fp32", "model.onnx"),
+                    ("fastembed", "int8", "model.int8.onnx"),
+                    ("flashrank", "int8", "model.int8.onnx"),
+                ):
+                    name = f"{shape}-{data_name}-{library}-{flavour}"
+                    if library == "flashrank":  # its catalogue's name and file name
+                        target = work / "flashrank" / name / "ms-marco-MiniLM-L-12-v2"
+                        where = peer_folder(
+                            folder, onnx / file, target, "flashrank-MiniLM-L-12-v2_Q.onnx"
+                        )
+                    else:
+                        where = peer_folder(folder, onnx / file, work / "peers" / name)
+                    peer.ask(
+                        {
+                            "op": "load",
+                            "name": name,
+                            "library": library,
+                            "folder": str(where),
+                            "threads": 2,
+                            "batch_size": bs,
+                        }
+                    )
+                    label = "TextCrossEncoder" if library == "fastembed" else "Ranker (one batch)"
+                    variants[f"{library} {label}, ONNX {flavour}"] = peer.scorer(name)
+            print(f"{shape} on {data_name}...", file=sys.stderr, flush=True)
+            rates, lats, last = interleave(variants, pairs, args.rounds)
+            tokens = np.mean([len(st.tokenizer(q, t)["input_ids"]) for q, ts in pairs for t in ts])
+            table(
+                f"{shape} shape, {data_name}: {len(pairs)} queries x 100 candidates "
+                f"(mean {tokens:.0f} tokens a pair), {args.rounds} interleaved rounds, "
+                f"batch {bs}, 2 threads",
+                rates,
+                lats,
+                REFERENCE,
+            )
+            gap = max(
+                float(np.max(np.abs(a - b)))
+                for a, b in zip(
+                    last[REFERENCE], last["rerankit CrossEncoderScorer, torch"], strict=True
+                )
+            )
+            print(
+                f"\nrerankit torch against sentence-transformers: max |logit difference| {gap:.1e}"
+            )
+            print(
+                "ONNX int8 against fp32 (random weights; see the docs on trained weights): "
+                + order_kept(
+                    last["rerankit CrossEncoderScorer, ONNX fp32"],
+                    last["rerankit CrossEncoderScorer, ONNX int8"],
+                )
+            )
+
+
+def batch_sizes(args: argparse.Namespace, work: Path) -> None:
+    """rerankit's scorer at several batch sizes, interleaved (what the default rests on)."""
+    from rerankit import CrossEncoderScorer
+    from rerankit.backends.onnx import export
+
+    sizes = [int(x) for x in args.sweep.split(",")]
+    for shape in args.shapes.split(","):
+        for data_name in args.data.split(","):
+            pairs = load_queries(data_name, args.queries)
+            texts = [t for _, ts in load_queries(data_name, 200) for t in ts[:20]]
+            folder = build(shape, work / shape, texts)
+            onnx = export(
+                str(folder), work / f"{shape}-onnx", kind="cross_encoder", quantize="int8"
+            )
+            variants = {}
+            for size in sizes:
+                for label, model, options in (
+                    ("torch", str(folder), {"device": "cpu"}),
+                    ("ONNX int8", str(onnx), {"backend": "onnx", "quantize": "int8"}),
+                ):
+                    scorer = CrossEncoderScorer(model, batch_size=size, **options)
+                    variants[f"{label}, batch {size}"] = timed(scorer.score_texts)
+            print(f"{shape} on {data_name}, batch sizes...", file=sys.stderr, flush=True)
+            rates, lats, _ = interleave(variants, pairs, args.rounds)
+            table(
+                f"{shape} shape, {data_name}: batch sizes, {len(pairs)} queries x 100, "
+                f"{args.rounds} rounds",
+                rates,
+                lats,
+                f"torch, batch {sizes[0]}",
+            )
+
+
+def causal_lm(args: argparse.Namespace, work: Path) -> None:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from rerankit import CausalLMScorer
+    from rerankit.scorers.causal_lm import (
+        DEFAULT_INSTRUCTION,
+        QWEN3_PREFIX,
+        QWEN3_SUFFIX,
+        format_pair,
+    )
+
+    pairs = load_queries("dl19", args.queries)
+    texts = [t for _, ts in load_queries("dl19", 200) for t in ts[:20]]
+    folder = build("qwen3", work / "qwen3", texts)
+    bs = args.batch_size
+    tokenizer = AutoTokenizer.from_pretrained(str(folder), padding_side="left")
+    model = AutoModelForCausalLM.from_pretrained(str(folder)).eval()
+    yes, no = tokenizer.convert_tokens_to_ids("yes"), tokenizer.convert_tokens_to_ids("no")
+    prefix = tokenizer.encode(QWEN3_PREFIX, add_special_tokens=False)
+    suffix = tokenizer.encode(QWEN3_SUFFIX, add_special_tokens=False)
+    max_length = 8192
+
+    def recipe(query: str, docs: list[str]) -> list[float]:
+        """The model card's code: tokenise, add template, pad, full forward, last logits."""
+        out: list[float] = []
+        for lo in range(0, len(docs), bs):
+            chunk = [format_pair(DEFAULT_INSTRUCTION, query, d) for d in docs[lo : lo + bs]]
+            inputs = tokenizer(
+                chunk,
+                padding=False,
+                truncation="longest_first",
+                return_attention_mask=False,
+                max_length=max_length - len(prefix) - len(suffix),
+            )
+            inputs["input_ids"] = [prefix + ids + suffix for ids in inputs["input_ids"]]
+            inputs = tokenizer.pad(inputs, padding=True, return_tensors="pt")
+            with torch.no_grad():
+                logits = model(**inputs).logits[:, -1, :]
+                pair = torch.stack([logits[:, no], logits[:, yes]], dim=1)
+                out += torch.nn.functional.log_softmax(pair, dim=1)[:, 1].exp().tolist()
+        return out
+
+    scorer = CausalLMScorer(str(folder), device="cpu", batch_size=bs)
+    variants = {
+        "Qwen3-Reranker recipe, direct transformers forward": timed(recipe),
+        "rerankit CausalLMScorer": timed(scorer.score_texts),
+    }
+    print("qwen3 on dl19...", file=sys.stderr, flush=True)
+    rates, lats, last = interleave(variants, pairs, args.rounds)
+    table(
+        f"Qwen3-Reranker-0.6B's layer shape, 4 of 28 layers; dl19: {len(pairs)} queries x 100 "
+        f"candidates, {args.rounds} interleaved rounds, batch {bs}",
+        rates,
+        lats,
+        "Qwen3-Reranker recipe, direct transformers forward",
+    )
+    gap = max(
+        float(np.max(np.abs(a - b))) for a, b in zip(*(last[n] for n in variants), strict=True)
+    )
+    print(f"\nrerankit against the recipe: max |P(yes) difference| {gap:.1e}")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--queries", type=int, default=8)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--data", type=Path, default=DL19)
+    parser.add_argument("--shapes", default="minilm,bge-base")
+    parser.add_argument("--data", default="dl19,scifact")
+    parser.add_argument("--queries", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--peer-python", help="python of a venv with fastembed and flashrank")
+    parser.add_argument("--causal-lm", action="store_true", help="add the Qwen3 recipe")
+    parser.add_argument("--no-cross-encoders", action="store_true")
+    parser.add_argument("--sweep", help="instead: rerankit at these batch sizes (8,16,32,64)")
+    parser.add_argument("--work", type=Path, help="keep the built models here (reused)")
     args = parser.parse_args()
-    if not (args.data / "corpus.jsonl").is_file():
-        print(f"no DL19 folder at {args.data}: pass --data", file=sys.stderr)
-        return 2
+    for name in args.data.split(","):
+        if not (COLLECTIONS[name][0] / "corpus.jsonl").is_file():
+            print(f"no {name} folder at {COLLECTIONS[name][0]}", file=sys.stderr)
+            return 2
     import torch
-    from sentence_transformers import CrossEncoder
-
-    from rerankit import CrossEncoderScorer, Document
-    from rerankit.backends.onnx import export
 
     torch.set_num_threads(2)
-    work = Path(tempfile.mkdtemp(prefix="rerankit-ce-bench-"))
-    folder = build_minilm_cross_encoder(work / "minilm-ce")
-    onnx_folder = export(
-        str(folder), work / "minilm-ce-onnx", kind="cross_encoder", quantize="int8"
-    )
-    pairs = load_pairs(args.data, args.queries)
-    docs = [(q, [Document(t) for t in ts]) for q, ts in pairs]
-    n_docs = sum(len(ts) for _, ts in pairs)
-
-    st = CrossEncoder(str(folder), device="cpu", max_length=512)
-    variants = {
-        "sentence-transformers CrossEncoder.predict": None,
-        "rerankit CrossEncoderScorer, torch": CrossEncoderScorer(
-            str(folder), device="cpu", batch_size=args.batch_size
-        ),
-        "rerankit CrossEncoderScorer, ONNX fp32": CrossEncoderScorer(
-            str(onnx_folder), backend="onnx", batch_size=args.batch_size
-        ),
-        "rerankit CrossEncoderScorer, ONNX int8": CrossEncoderScorer(
-            str(onnx_folder), backend="onnx", quantize="int8", batch_size=args.batch_size
-        ),
-    }
-
-    def score(name: str, index: int) -> np.ndarray:
-        scorer = variants[name]
-        query, texts = pairs[index]
-        if scorer is None:
-            out = st.predict(
-                [(query, x) for x in texts],
-                batch_size=args.batch_size,
-                show_progress_bar=False,
-                activation_fn=torch.nn.Identity(),
-            )
-        else:
-            out = asyncio.run(scorer.score(query, docs[index][1])).values
-        return np.asarray(out, dtype=np.float64)
-
-    for name in variants:  # warm up: load each model, one query
-        score(name, 0)
-    seconds: dict[str, list[float]] = {n: [] for n in variants}  # per round
-    lats: dict[str, list[float]] = {n: [] for n in variants}
-    last: dict[str, list[np.ndarray]] = {n: [np.zeros(0)] * len(pairs) for n in variants}
-    rng = random.Random(0)
-    for r in range(args.rounds):
-        spent = dict.fromkeys(variants, 0.0)
-        for index in range(len(pairs)):  # every variant on each query, in a shuffled order
-            order = list(variants)
-            rng.shuffle(order)
-            for name in order:
-                t = time.perf_counter()
-                last[name][index] = score(name, index)
-                took = time.perf_counter() - t
-                spent[name] += took
-                lats[name].append(took)
-        for name in variants:
-            seconds[name].append(spent[name])
-        print(f"round {r + 1}/{args.rounds} done", file=sys.stderr)
-    rates = {n: [n_docs / s for s in seconds[n]] for n in variants}
-
-    reference = statistics.median(rates["sentence-transformers CrossEncoder.predict"])
-    print(
-        f"{len(pairs)} DL19 queries x 100 BM25 passages, {args.rounds} interleaved rounds, "
-        f"2 threads, batch {args.batch_size}; model: ms-marco-MiniLM-L6-v2's shape\n"
-    )
-    print("| variant | docs/s | vs sentence-transformers | p50 ms | p95 ms |")
-    print("|---|---:|---:|---:|---:|")
-    for name in variants:
-        rate = statistics.median(rates[name])
-        p50 = 1000 * float(np.percentile(lats[name], 50))
-        p95 = 1000 * float(np.percentile(lats[name], 95))
-        print(f"| {name} | {rate:.0f} | {rate / reference:.2f}x | {p50:.0f} | {p95:.0f} |")
-    fp32 = last["rerankit CrossEncoderScorer, ONNX fp32"]
-    int8 = last["rerankit CrossEncoderScorer, ONNX int8"]
-    torch_out = last["rerankit CrossEncoderScorer, torch"]
-    st_out = last["sentence-transformers CrossEncoder.predict"]
-    taus = [kendall_tau(a, b) for a, b in zip(fp32, int8, strict=True)]
-    same_top = np.mean([int(np.argmax(a) == np.argmax(b)) for a, b in zip(fp32, int8, strict=True)])
-    gap = max(float(np.max(np.abs(a - b))) for a, b in zip(st_out, torch_out, strict=True))
-    print(
-        f"\nint8 against fp32: Kendall tau min {min(taus):.3f}, median "
-        f"{statistics.median(taus):.3f}; same top document on {100 * same_top:.0f}% of "
-        f"queries. rerankit torch against sentence-transformers: max |logit difference| "
-        f"{gap:.2e}."
-    )
+    work = args.work or Path(tempfile.mkdtemp(prefix="rerankit-ce-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    peer = Peer(args.peer_python) if args.peer_python else None
+    if args.sweep:
+        batch_sizes(args, work)
+        return 0
+    if not args.no_cross_encoders:
+        cross_encoders(args, work, peer)
+    if args.causal_lm:
+        causal_lm(args, work)
     return 0
 
 

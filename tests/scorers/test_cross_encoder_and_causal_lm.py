@@ -255,6 +255,11 @@ def test_causal_lm_truncation_keeps_the_template(qwen_dir):
         recipe_by_hand(qwen_dir, QUERY, [long_doc, "a virus"], max_length=max_length),
         atol=1e-5,
     )
+    # the cut is said: a flag on the long document only, and a warning
+    result = ScorerReranker(scorer).rerank(QUERY, [long_doc, "a virus"])
+    flags = {r.index: r.flags for r in result}
+    assert flags == {0: ("truncated:causal_lm",), 1: ()}
+    assert any("96-token prompt" in w for w in result.warnings)
     with pytest.raises(ValueError, match="no room"):
         CausalLMScorer(str(qwen_dir), device="cpu", max_length=len(prefix)).score_texts(QUERY, DOCS)
 

@@ -149,18 +149,26 @@ class CausalLMScorer(LocalModelScorer):
 
     def encode_pairs(self, query: str, texts: Sequence[str]) -> list[list[int]]:
         """Token ids of each full prompt (template included), before padding."""
+        return self._encode(query, texts)[0]
+
+    def _encode(self, query: str, texts: Sequence[str]) -> tuple[list[list[int]], list[int]]:
+        """The prompts' ids and the positions of the texts cut to fit: the user turn (the
+        instruction, the query, then the document) is cut from its end, so the document
+        goes first and the template's prefix and suffix are always whole."""
         prefix, suffix, _, _ = self._template_ids()
         tok = self.model.tokenizer
+        room = self.max_length - len(prefix) - len(suffix)
         with self.using_model():
             body = tok(
                 [format_pair(self.instruction, query, t) for t in texts],
                 padding=False,
-                truncation="longest_first",
-                max_length=self.max_length - len(prefix) - len(suffix),
+                truncation=False,
                 add_special_tokens=False,
                 return_attention_mask=False,
+                verbose=False,
             )["input_ids"]
-        return [prefix + ids + suffix for ids in body]
+        cut = [i for i, ids in enumerate(body) if len(ids) > room]
+        return [prefix + ids[:room] + suffix for ids in body], cut
 
     def _forward(self, sequences: list[list[int]]) -> list[float]:
         torch = require("torch", "CausalLMScorer")
@@ -191,11 +199,28 @@ class CausalLMScorer(LocalModelScorer):
         if not texts:
             return np.zeros(0)
         texts, query = valid_unicode(texts, {}, []), valid_query(query, [])
-        with self.using_model():
-            return self._score_pairs(query, texts)
+        return self.score_noted(query, texts, {}, [])
 
-    def _score_pairs(self, query: str, texts: Sequence[str]) -> np.ndarray:
-        sequences = self.encode_pairs(query, texts)
+    def score_noted(
+        self, query: str, texts: Sequence[str], flags: dict[int, list[str]], warnings: list[str]
+    ) -> np.ndarray:
+        """P(yes), each document cut to fit the prompt flagged ``truncated:<name>`` (and one
+        warning)."""
+        if not texts:
+            return np.zeros(0)
+        with self.using_model():
+            sequences, cut = self._encode(query, texts)
+            scores = self._score_sequences(sequences)
+        for i in cut:
+            flags.setdefault(i, []).append(f"truncated:{self.name}")
+        if cut:
+            warnings.append(
+                f"{self.name}: {len(cut)} document(s) too long for the model's "
+                f"{self.max_length}-token prompt were read on their start"
+            )
+        return scores
+
+    def _score_sequences(self, sequences: list[list[int]]) -> np.ndarray:
         order = list(range(len(sequences)))
         if self.sort_by_length:
             order.sort(key=lambda i: len(sequences[i]), reverse=True)  # longest (riskiest) first
