@@ -214,7 +214,13 @@ def add_commands(sub: Any) -> None:
     tu.add_argument(
         "--test-split",
         default="test",
-        help="split to report on (default test); it may not share a query with the training split",
+        help="split to report on (default test); it may not share a query with the training "
+        "split. Without it (labels made by `rerankit label`, say) the report is skipped",
+    )
+    tu.add_argument(
+        "--test-data",
+        help="report on this folder's --test-split instead (e.g. the judged collection "
+        "whose training queries `rerankit label` labelled)",
     )
     tu.add_argument(
         "--first-stage",

@@ -59,8 +59,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
     model = (args.embedding_model,) if args.embedding_model else ()
     embedding = EmbeddingScorer(*model, max_length=args.embedding_max_length)
     train = limit_queries(load_beir(args.data, args.train_split), args.max_queries)
-    test = limit_queries(load_beir(args.data, args.test_split), args.max_queries)
-    shared = sorted(set(train.queries) & set(test.queries))
+    test_data = Path(args.test_data or args.data)
+    test = None
+    if (test_data / "qrels" / f"{args.test_split.split(':')[0]}.tsv").is_file():
+        test = limit_queries(load_beir(test_data, args.test_split), args.max_queries)
+    elif args.test_data:
+        raise InputError(f"{test_data}: no qrels/{args.test_split}.tsv to report on")
+    shared = sorted(set(train.queries) & set(test.queries)) if test is not None else []
     if shared:
         raise InputError(
             f"--train-split {args.train_split} and --test-split {args.test_split} share "
@@ -343,7 +348,14 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
 
 
 def _report_tuned(args: argparse.Namespace, test: Any, out: Path, *, texts_only: bool) -> int:
-    """Evaluate the written pipeline once on the test split, next to the default hybrid."""
+    """Evaluate the written pipeline once on the test split, next to the default hybrid
+    (said and skipped when there is no test split, e.g. for labels made by a judge)."""
+    if test is None:
+        print(
+            f"\nno {args.test_split} split in {args.data}: {out} is not reported on held-out "
+            "queries (pass --test-data FOLDER with judged queries to report on)"
+        )
+        return 0
 
     test_cands = first_stage(test, args.first_stage, args.k)
     pipelines = (("hybrid", load("hybrid"), "hybrid"), (out.stem, load(out), out))

@@ -128,9 +128,16 @@ def parse_split(split: str) -> tuple[str, str | None]:
     return name, selector or None
 
 
-def load_beir(path: str | Path, split: str = "test", *, run: str | Path | None = None) -> Dataset:
+def load_beir(
+    path: str | Path,
+    split: str = "test",
+    *,
+    run: str | Path | None = None,
+    judged: bool = True,
+) -> Dataset:
     """Load a BEIR-layout folder. Only queries judged in ``split`` are kept. A ``*.run.trec``
-    file in the folder (or ``run=``) becomes :attr:`Dataset.run`.
+    file in the folder (or ``run=``) becomes :attr:`Dataset.run`. With ``judged=False`` a
+    folder without ``qrels/<split>.tsv`` is read too, with all its queries and no qrels.
 
     ``split`` names a qrels file (``qrels/<split>.tsv``), optionally with a selector:
     ``"test:odd"`` and ``"test:even"`` keep the split's judged queries at odd or even
@@ -140,8 +147,9 @@ def load_beir(path: str | Path, split: str = "test", *, run: str | Path | None =
     path = Path(path)
     if not path.is_dir():
         raise InputError(f"{path}: not a folder (a BEIR-layout dataset is a folder)")
+    unjudged = not judged and not (path / f"qrels/{split}.tsv").exists()
     for needed in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"):
-        if not (path / needed).exists():
+        if not (path / needed).exists() and not (unjudged and needed.startswith("qrels")):
             splits = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
             hint = f"; splits found: {', '.join(splits)}" if needed.startswith("qrels") else ""
             raise InputError(f"{path / needed} not found (BEIR layout expected){hint}")
@@ -152,7 +160,7 @@ def load_beir(path: str | Path, split: str = "test", *, run: str | Path | None =
         }
         for n, r in numbered_jsonl(path / "corpus.jsonl")
     }
-    qrels = load_qrels(path / f"qrels/{split}.tsv")
+    qrels = {} if unjudged else load_qrels(path / f"qrels/{split}.tsv")
     queries = {}
     for n, r in numbered_jsonl(path / "queries.jsonl"):
         qid = _identity(r, n, path / "queries.jsonl", "query")
@@ -162,7 +170,7 @@ def load_beir(path: str | Path, split: str = "test", *, run: str | Path | None =
                 f"{path / 'queries.jsonl'}, line {n}: query {qid!r} has no text "
                 f"(a 'text' string is needed, got {text!r})"
             )
-        if qid in qrels:
+        if qid in qrels or unjudged:
             queries[qid] = text
     if selector is not None:
         keep = 0 if selector == "odd" else 1  # position 1 is odd

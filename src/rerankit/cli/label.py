@@ -1,0 +1,170 @@
+"""``rerankit label``: relevance labels from an LLM judge (see :mod:`rerankit.eval.label`)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..config import build, read_spec
+from ..errors import InputError
+from ..eval.data import Dataset, load_beir
+from ..eval.first_stage import first_stage
+from ..eval.label import PRICES, LabelReport, estimate, label
+from .args import positive_int
+from .eval_support import limit_queries
+
+__all__ = ["add_commands"]
+
+
+def _judge(spec: str) -> Any:
+    """The LLM scorer a pipeline file declares (a single scorer)."""
+    reranker = build(read_spec(spec))
+    scorer = getattr(reranker, "scorer", None)
+    if scorer is None:
+        raise InputError(
+            f'{spec}: a judge is one LLM scorer ([scorer] type = "llm_pointwise" or '
+            '"llm_listwise"), not a pipeline of several'
+        )
+    return scorer
+
+
+def _prices(path: str | None) -> dict[str, tuple[float, float]]:
+    """The built-in prices, overridden by a JSON, TOML or YAML file of
+    ``{model: {input: $/M tokens, output: $/M tokens}}``."""
+    prices = dict(PRICES)
+    if path is None:
+        return prices
+    table = read_spec(path)
+    for model, price in table.items():
+        try:
+            prices[model] = (float(price["input"]), float(price["output"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(
+                f"{path}: {model!r} needs input and output prices per million tokens"
+            ) from exc
+    return prices
+
+
+def _queries(args: argparse.Namespace) -> Dataset:
+    data = load_beir(args.data, args.split, judged=False)
+    if args.queries_file:
+        lines = Path(args.queries_file).read_text(encoding="utf-8").splitlines()
+        texts = [line.strip() for line in lines if line.strip()]
+        if not texts:
+            raise InputError(f"{args.queries_file}: no queries (one a line)")
+        data.queries = {f"q{i + 1}": t for i, t in enumerate(texts)}
+        data.run_scores = None  # a run's query ids do not name these queries
+    data.qrels = {}  # never read: the judge decides
+    return limit_queries(data, args.queries)
+
+
+def _line(report: LabelReport) -> str:
+    cost = f", ${report.cost_usd:.4f}" if report.cost_usd is not None else ""
+    return (
+        f"{report.labelled_queries}/{report.queries} queries, {report.labels} labels, "
+        f"{report.failed} failed, {report.calls} calls ({report.cache_hits} cached){cost}"
+    )
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    data = _queries(args)
+    judge = _judge(args.judge)
+    prices = _prices(args.prices)
+    ranked = first_stage(data, args.first_stage, k=args.k)
+    candidates = {q: [d for d, _ in rows] for q, rows in ranked.items()}
+    calls, cost, tokens = estimate(judge, data.queries, candidates, data.text, prices)
+    price = f"about ${cost:.2f}" if cost is not None else "cost unknown (no price for it)"
+    print(
+        f"label: {len(data.queries)} queries x top {args.k} with {judge.client.model}: up to "
+        f"{calls} calls, about {tokens:,} input tokens, {price}, before the judgment cache",
+        file=sys.stderr,
+    )
+    if args.dry_run:
+        return 0
+    every = max(1, len(data.queries) // 20)
+
+    def progress(report: LabelReport) -> None:
+        if report.labelled_queries % every == 0 and not args.no_progress:
+            print(f"label: {_line(report)}", file=sys.stderr)
+
+    report = label(
+        data,
+        candidates,
+        judge,
+        args.out,
+        split=args.out_split,
+        max_calls=args.max_calls,
+        budget=args.budget,
+        prices=prices,
+        positions=args.positions,
+        source=args.data,
+        progress=progress,
+    )
+    stopped = f"; stopped ({report.stopped}): run again to go on" if report.stopped else ""
+    print(f"label: {_line(report)} in {report.seconds:.0f} s{stopped}", file=sys.stderr)
+    print(f"label: wrote {Path(args.out) / 'qrels' / (args.out_split + '.tsv')}", file=sys.stderr)
+    return 0
+
+
+def _positions(value: str) -> tuple[int, int]:
+    try:
+        a, b = (int(x) for x in value.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected two numbers like 3,10, got {value!r}") from exc
+    if not 0 < a <= b:
+        raise argparse.ArgumentTypeError(f"expected 0 < first <= second, got {value!r}")
+    return a, b
+
+
+def add_commands(sub: Any) -> None:
+    lab = sub.add_parser(
+        "label",
+        help="label queries with an LLM judge (qrels for tune and train)",
+        description="Judge each query's first-stage top k with an LLM judge and write a "
+        "folder the learning commands read (corpus.jsonl, queries.jsonl, "
+        "qrels/<split>.tsv) plus label_report.json. Pointwise 0-10 judgments become grades "
+        "0-3 (<4, 4-6, 7-8, 9-10); a listwise order becomes 2 / 1 / 0 by position "
+        "(--positions). Failed or unreadable judgments are counted and left out. The "
+        "estimated calls and cost are printed first; --max-calls / --budget stop cleanly, "
+        "and a second run resumes (the judgment cache answers what was judged).",
+    )
+    lab.add_argument("--data", required=True, help="BEIR folder: its corpus and queries")
+    lab.add_argument(
+        "--split",
+        default="train",
+        help="label the queries of qrels/<split>.tsv (only their ids are read; default "
+        "train); without that file, every query",
+    )
+    lab.add_argument("--queries-file", help="label these queries instead (one a line)")
+    lab.add_argument("--queries", type=positive_int, help="only the first N queries")
+    lab.add_argument(
+        "--judge", required=True, help="pipeline file declaring one LLM scorer (the judge)"
+    )
+    lab.add_argument("--k", type=positive_int, default=20, help="candidates judged per query")
+    lab.add_argument(
+        "--first-stage",
+        default="auto",
+        help="auto (the folder's run, else BM25), bm25, run, or a TREC run file",
+    )
+    lab.add_argument("--out", required=True, help="folder to write")
+    lab.add_argument(
+        "--out-split", default="train", help="name of the qrels written (default train)"
+    )
+    lab.add_argument("--max-calls", type=positive_int, help="stop before passing this many")
+    lab.add_argument("--budget", type=float, help="stop before spending more (US$)")
+    lab.add_argument(
+        "--prices",
+        help="JSON or TOML file {model: {input: ..., output: ...}} in US$ per million "
+        "tokens, over the built-in list prices",
+    )
+    lab.add_argument(
+        "--positions",
+        type=_positions,
+        default=(3, 10),
+        help="listwise: the first N get grade 2, up to M grade 1 (default 3,10)",
+    )
+    lab.add_argument("--dry-run", action="store_true", help="print the estimate only")
+    lab.add_argument("--no-progress", action="store_true")
+    lab.set_defaults(func=cmd_label)

@@ -1,0 +1,281 @@
+"""Relevance labels from an LLM judge, for queries nobody judged by hand.
+
+:func:`label` judges each query's first-stage top ``k`` with a pointwise or listwise LLM
+scorer and writes a BEIR folder the learning commands read unchanged (``qrels/<split>.tsv``,
+``queries.jsonl``, the corpus), with a report of what it cost. Grades:
+
+* pointwise (0-10): below 4 -> 0, 4-6 -> 1, 7-8 -> 2, 9-10 -> 3;
+* listwise (an order): by position, the first ``positions[0]`` -> 2, up to
+  ``positions[1]`` -> 1, the rest -> 0.
+
+A judgment that failed or could not be read is counted and left out, never written as 0.
+The judge's cache makes a second run free for what the first judged, so a stopped run
+resumes where it stopped; the output is rewritten atomically after every query.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import shutil
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from ..rerankers.base import run_sync
+from ..scorers.llm_listwise import LLMListwiseScorer, windows
+from ..scorers.llm_pointwise import LLMPointwiseScorer
+from ..types import Document
+from .data import Dataset
+
+__all__ = ["PRICES", "LabelReport", "estimate", "grade_pointwise", "label"]
+
+logger = logging.getLogger(__name__)
+
+#: US$ per million input / output tokens, the providers' list prices in 2025 (override them
+#: with ``prices=``, or ``--prices FILE`` on the command line)
+PRICES: dict[str, tuple[float, float]] = {
+    "gpt-4o-mini": (0.15, 0.60),
+    "gpt-4o": (2.50, 10.00),
+    "gpt-4.1-nano": (0.10, 0.40),
+    "gpt-4.1-mini": (0.40, 1.60),
+    "gpt-4.1": (2.00, 8.00),
+    "gemini-2.0-flash": (0.10, 0.40),
+    "gemini-2.5-flash-lite": (0.10, 0.40),
+    "gemini-2.5-flash": (0.30, 2.50),
+    "gemini-2.5-pro": (1.25, 10.00),
+}
+#: flags that mean a document's judgment is unusable
+UNUSABLE = ("llm_failed", "llm_unreadable", "empty_content")
+CHARS_PER_TOKEN = 4  # the estimate before a run; the report counts the provider's tokens
+PROMPT_TOKENS = 150  # instructions and format around each call's texts
+ANSWER_TOKENS = {"pointwise": 20, "listwise": 60}
+
+
+def grade_pointwise(score: float) -> int:
+    """A 0-10 judgment as a graded label (0-3)."""
+    return 0 if score < 4 else 1 if score < 7 else 2 if score < 9 else 3
+
+
+@dataclass
+class LabelReport:
+    """What a labelling run did and cost."""
+
+    judge: str
+    model: str
+    queries: int
+    labelled_queries: int = 0
+    labels: int = 0
+    failed: int = 0
+    grades: dict[int, int] = field(default_factory=dict)
+    calls: int = 0
+    cache_hits: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = None
+    estimated_calls: int = 0
+    estimated_cost_usd: float | None = None
+    seconds: float = 0.0
+    stopped: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _kind(judge: Any) -> str:
+    if isinstance(judge, LLMPointwiseScorer):
+        return "pointwise"
+    if isinstance(judge, LLMListwiseScorer):
+        return "listwise"
+    raise InputError(
+        f"a judge must be an LLM pointwise or listwise scorer, got {type(judge).__name__}"
+    )
+
+
+def _calls_for(judge: Any, n: int) -> int:
+    if _kind(judge) == "pointwise":
+        return math.ceil(n / judge.docs_per_call)
+    return sum(1 for a, b in windows(n, judge.window, judge.step) if b - a >= 2)
+
+
+def _price(model: str, prices: Mapping[str, tuple[float, float]]) -> tuple[float, float] | None:
+    return prices.get(model) or prices.get(model.rsplit("/", 1)[-1])
+
+
+def estimate(
+    judge: Any,
+    queries: Mapping[str, str],
+    candidates: Mapping[str, Sequence[str]],
+    texts: Callable[[str], str],
+    prices: Mapping[str, tuple[float, float]] = PRICES,
+) -> tuple[int, float | None, int]:
+    """Calls, cost (None without a price for the judge's model) and input tokens a run
+    would take with an empty cache (tokens estimated at 4 characters each)."""
+    kind = _kind(judge)
+    calls = tokens = 0
+    for qid, query in queries.items():
+        docs = candidates.get(qid, [])
+        n_calls = _calls_for(judge, len(docs))
+        chars = sum(min(len(texts(d)), judge.max_chars) for d in docs)
+        if kind == "listwise":  # each window shows its documents once
+            per_doc = chars / max(len(docs), 1)
+            chars = int(
+                per_doc * sum(b - a for a, b in windows(len(docs), judge.window, judge.step))
+            )
+        calls += n_calls
+        tokens += chars // CHARS_PER_TOKEN + n_calls * (PROMPT_TOKENS + len(query) // 4)
+    price = _price(judge.client.model, prices)
+    cost = None
+    if price is not None:
+        cost = (tokens * price[0] + calls * ANSWER_TOKENS[kind] * price[1]) / 1e6
+    return calls, cost, tokens
+
+
+def _cost(report: LabelReport, prices: Mapping[str, tuple[float, float]]) -> float | None:
+    price = _price(report.model, prices)
+    if price is None:
+        return None
+    return (report.input_tokens * price[0] + report.output_tokens * price[1]) / 1e6
+
+
+def _grades(kind: str, values: Sequence[float], positions: tuple[int, int]) -> list[int]:
+    if kind == "pointwise":
+        return [grade_pointwise(v) for v in values]
+    order = sorted(range(len(values)), key=lambda i: -values[i])
+    rank = {i: r for r, i in enumerate(order)}
+    return [2 if rank[i] < positions[0] else 1 if rank[i] < positions[1] else 0 for i in rank]
+
+
+def _write(out: Path, split: str, data: Dataset, qrels: Mapping[str, Mapping[str, int]]) -> None:
+    """The folder, each file replaced atomically (a reader never sees half a file)."""
+    (out / "qrels").mkdir(parents=True, exist_ok=True)
+
+    def replace(path: Path, text: str) -> None:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+
+    rows = [f"{q}\t{d}\t{g}" for q, docs in qrels.items() for d, g in docs.items()]
+    replace(
+        out / "qrels" / f"{split}.tsv",
+        "query-id\tcorpus-id\tscore\n" + "".join(r + "\n" for r in rows),
+    )
+    replace(
+        out / "queries.jsonl",
+        "".join(json.dumps({"_id": q, "text": data.queries[q]}) + "\n" for q in qrels),
+    )
+
+
+def _corpus(out: Path, data: Dataset, source: Path | None) -> None:
+    target = out / "corpus.jsonl"
+    if target.exists() or target.is_symlink():
+        return
+    if source is not None and (source / "corpus.jsonl").is_file():
+        try:
+            target.symlink_to((source / "corpus.jsonl").resolve())
+            return
+        except OSError:  # no symlinks here: a copy
+            shutil.copyfile(source / "corpus.jsonl", target)
+            return
+    rows = ({"_id": d, **doc} for d, doc in data.corpus.items())
+    target.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def label(
+    data: Dataset,
+    candidates: Mapping[str, Sequence[str]],
+    judge: Any,
+    out: str | Path,
+    *,
+    split: str = "train",
+    max_calls: int | None = None,
+    budget: float | None = None,
+    prices: Mapping[str, tuple[float, float]] = PRICES,
+    positions: tuple[int, int] = (3, 10),
+    source: str | Path | None = None,
+    progress: Callable[[LabelReport], None] | None = None,
+) -> LabelReport:
+    """Judge each query's ``candidates`` (doc ids, best first) with ``judge`` and write the
+    labels under ``out`` (see the module). ``max_calls`` / ``budget`` (US$, from ``prices``
+    per million tokens) stop the run before a query that would pass them; what was labelled
+    until then is written. ``source``: the dataset's folder (its corpus is linked, not
+    copied)."""
+    kind = _kind(judge)
+    out = Path(out)
+    report = LabelReport(judge=kind, model=judge.client.model, queries=len(data.queries))
+    texts = data.text
+    report.estimated_calls, report.estimated_cost_usd, _ = estimate(
+        judge, data.queries, candidates, texts, prices
+    )
+    if budget is not None and _price(judge.client.model, prices) is None:
+        raise InputError(
+            f"no price for model {judge.client.model!r}: pass prices for it (--prices) to "
+            "use a budget"
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    _corpus(out, data, Path(source) if source is not None else None)
+    qrels: dict[str, dict[str, int]] = {}
+    grades: Counter[int] = Counter()
+    start = time.perf_counter()
+
+    async def judge_all() -> None:  # one event loop: the provider's connections are reused
+        for qid, query in data.queries.items():
+            ids = list(candidates.get(qid, []))
+            if not ids:
+                continue
+            need = _calls_for(judge, len(ids))
+            if max_calls is not None and report.calls + need > max_calls:
+                report.stopped = (
+                    f"max calls: {report.calls} made, the next query needs up to {need}"
+                )
+                return
+            if budget is not None:
+                _, next_cost, _ = estimate(judge, {qid: query}, {qid: ids}, texts, prices)
+                spent = _cost(report, prices) or 0.0
+                if spent + (next_cost or 0.0) > budget:
+                    report.stopped = (
+                        f"budget: ${spent:.4f} spent, the next query may cost "
+                        f"${next_cost or 0.0:.4f}"
+                    )
+                    return
+            batch = await judge.score(query, [Document(texts(d), id=d) for d in ids])
+            for name in ("calls", "cache_hits", "input_tokens", "output_tokens"):
+                setattr(report, name, getattr(report, name) + int(batch.usage.get(name, 0)))
+            bad = {i for i in range(len(ids)) if set(batch.flags.get(i, ())) & set(UNUSABLE)}
+            if kind == "listwise" and bad:
+                bad = set(range(len(ids)))  # an order with a failed window: no positions
+            report.failed += len(bad)
+            labels = _grades(kind, [float(v) for v in batch.values], positions)
+            usable = [i for i in range(len(ids)) if i not in bad]
+            if usable:
+                qrels[qid] = {ids[i]: labels[i] for i in usable}
+                grades.update(labels[i] for i in usable)
+                report.labelled_queries += 1
+                report.labels += len(usable)
+            report.grades = dict(sorted(grades.items()))
+            report.cost_usd = _cost(report, prices)
+            report.seconds = time.perf_counter() - start
+            _write(out, split, data, qrels)
+            if progress is not None:
+                progress(report)
+
+    run_sync(judge_all())
+    report.seconds = time.perf_counter() - start
+    report.cost_usd = _cost(report, prices)
+    _write(out, split, data, qrels)
+    (out / "label_report.json").write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+    logger.info(
+        "labelled %d queries (%d labels, %d failed)",
+        report.labelled_queries,
+        report.labels,
+        report.failed,
+    )
+    return report

@@ -1,0 +1,174 @@
+"""``rerankit label`` through the real OpenAI SDK against a local provider that answers as an
+oracle from the collection's own qrels (which the labeller is never given)."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+pytest.importorskip("openai", reason="the judge runs through the 'openai' extra")
+
+from rerankit.cli.main import main
+from rerankit.eval.data import load_beir, load_qrels
+from rerankit.eval.label import grade_pointwise
+from rerankit.testing import FakeLLMServer, Reply
+
+K = 5
+QUERY = re.compile(r'Query \(a JSON string\): ("(?:[^"\\]|\\.)*")')
+DOC = re.compile(r'Document ("(?:[^"\\]|\\.)*") \(a JSON string\)')
+
+
+class Oracle:
+    """Grades 9 what the qrels judge relevant and 1 the rest; documents whose id is in
+    ``unreadable`` get an answer with no score in it."""
+
+    def __init__(self, folder, unreadable=()):
+        data = load_beir(folder, "train")
+        self.by_text = {}
+        for qid, text in data.queries.items():
+            self.by_text.setdefault(text, set()).update(
+                d for d, g in data.qrels[qid].items() if g > 0
+            )
+        self.unreadable = set(unreadable)
+        self.seen: list[str] = []
+
+    def __call__(self, request):
+        query = json.loads(QUERY.search(request.prompt).group(1))
+        doc = json.loads(DOC.search(request.prompt).group(1))
+        self.seen.append((query, doc))
+        if doc in self.unreadable:
+            return Reply(text="I cannot tell.", input_tokens=100, output_tokens=5)
+        score = 9 if doc in self.by_text[query] else 1
+        return Reply(
+            text=json.dumps({"id": doc, "score": score}), input_tokens=100, output_tokens=8
+        )
+
+
+@pytest.fixture
+def collection(tmp_path, synthetic):
+    return synthetic(tmp_path / "data")
+
+
+def judge_file(tmp_path, server, monkeypatch, model="gpt-4o-mini"):
+    monkeypatch.setenv("RERANKIT_TEST_KEY", "k")
+    path = tmp_path / "judge.toml"
+    path.write_text(
+        "[scorer]\n"
+        'type = "llm_pointwise"\n'
+        'provider = "openai"\n'
+        f'model = "{model}"\n'
+        f'base_url = "{server.openai_url}"\n'
+        'api_key_env = "RERANKIT_TEST_KEY"\n'
+        f'cache = "{tmp_path / "judgments.sqlite"}"\n'
+    )
+    return path
+
+
+def run_label(collection, judge, out, *extra):
+    args = ["label", "--data", str(collection), "--judge", str(judge), "--k", str(K)]
+    return main([*args, "--out", str(out), "--no-progress", *extra])
+
+
+def test_labels_are_the_judges_grades_and_the_folder_is_a_dataset(
+    tmp_path, collection, monkeypatch, capsys
+):
+    oracle = Oracle(collection)
+    out = tmp_path / "labelled"
+    with FakeLLMServer(responder=oracle) as server:
+        assert run_label(collection, judge_file(tmp_path, server, monkeypatch), out) == 0
+    err = capsys.readouterr().err
+    assert "up to 150 calls" in err and "$" in err  # the estimate, printed first
+    human = load_beir(collection, "train")
+    made = load_qrels(out / "qrels" / "train.tsv")
+    assert set(made) == set(human.queries)  # every training query, nothing else
+    for qid, labels in made.items():
+        assert len(labels) == K
+        relevant = oracle.by_text[human.queries[qid]]  # queries with one text share them
+        assert labels == {d: grade_pointwise(9 if d in relevant else 1) for d in labels}
+    assert any(g == 3 for labels in made.values() for g in labels.values())
+    report = json.loads((out / "label_report.json").read_text())
+    # queries that share a text share judgments: the cache answers the repeats
+    assert report["estimated_calls"] == 30 * K == report["calls"] + report["cache_hits"]
+    assert report["calls"] == len(oracle.seen) == len(set(oracle.seen)) < 30 * K
+    assert report["failed"] == 0 and report["labels"] == 30 * K
+    assert report["input_tokens"] == 100 * report["calls"]  # the provider's counts
+    assert report["cost_usd"] == pytest.approx((100 * 0.15 + 8 * 0.60) * report["calls"] / 1e6)
+    # the learning commands read it as it is
+    data = load_beir(out, "train")
+    assert data.qrels == made and len(data.corpus) == len(human.corpus)
+    tuned = tmp_path / "tuned.toml"
+    tune = ["tune", "--data", str(out), "--train-split", "train", "--method", "fusion"]
+    assert main([*tune, "--k", "10", "--out", str(tuned), "--no-progress"]) == 0
+    assert tuned.is_file() and "no test split" in capsys.readouterr().out
+    # and reports on the judged collection's own test queries when told where they are
+    assert (
+        main(
+            [
+                *tune,
+                "--k",
+                "10",
+                "--out",
+                str(tuned),
+                "--no-progress",
+                "--test-data",
+                str(collection),
+            ]
+        )
+        == 0
+    )
+    assert "test split, 10 queries" in capsys.readouterr().out
+
+
+def test_a_run_stopped_by_max_calls_writes_what_it_did_and_resumes(
+    tmp_path, collection, monkeypatch, capsys
+):
+    oracle = Oracle(collection)
+    out = tmp_path / "labelled"
+    with FakeLLMServer(responder=oracle) as server:
+        judge = judge_file(tmp_path, server, monkeypatch)
+        assert run_label(collection, judge, out, "--max-calls", "12") == 0
+        first = load_qrels(out / "qrels" / "train.tsv")
+        report = json.loads((out / "label_report.json").read_text())
+        assert len(first) == 2 and report["calls"] == 10  # a third query would pass 12
+        assert report["stopped"].startswith("max calls")
+        assert "run again to go on" in capsys.readouterr().err
+        assert run_label(collection, judge, out) == 0  # resumes: the cache answers
+    report = json.loads((out / "label_report.json").read_text())
+    assert report["cache_hits"] >= 10 and report["calls"] + report["cache_hits"] == 30 * K
+    assert len(oracle.seen) == len(set(oracle.seen))  # nothing judged twice
+    final = load_qrels(out / "qrels" / "train.tsv")
+    assert len(final) == 30 and all(final[q] == first[q] for q in first)
+
+
+def test_failed_judgments_are_counted_and_left_out(tmp_path, collection, monkeypatch):
+    unreadable = {"d0-1", "d2-3"}
+    oracle = Oracle(collection, unreadable)
+    out = tmp_path / "labelled"
+    with FakeLLMServer(responder=oracle) as server:
+        assert run_label(collection, judge_file(tmp_path, server, monkeypatch), out) == 0
+    made = load_qrels(out / "qrels" / "train.tsv")
+    asked = [d for _, d in oracle.seen if d in unreadable]
+    assert asked  # the oracle was asked about them ...
+    assert not unreadable & {d for labels in made.values() for d in labels}  # ... not written
+    report = json.loads((out / "label_report.json").read_text())
+    assert report["failed"] == len(asked) and report["labels"] == 30 * K - len(asked)
+
+
+def test_dry_run_and_a_budget_without_a_price(tmp_path, collection, monkeypatch, capsys):
+    out = tmp_path / "labelled"
+    with FakeLLMServer(responder=Oracle(collection)) as server:
+        judge = judge_file(tmp_path, server, monkeypatch, model="house-model")
+        assert run_label(collection, judge, out, "--dry-run") == 0
+        assert "cost unknown" in capsys.readouterr().err and not out.exists()
+        assert run_label(collection, judge, out, "--budget", "1") == 1
+        assert "no price for model 'house-model'" in capsys.readouterr().err
+        prices = tmp_path / "prices.json"
+        prices.write_text(json.dumps({"house-model": {"input": 1000.0, "output": 0.0}}))
+        # $1000 per million input tokens: 500 tokens, $0.50, a query
+        assert run_label(collection, judge, out, "--budget", "2", "--prices", str(prices)) == 0
+        report = json.loads((out / "label_report.json").read_text())
+        assert report["stopped"].startswith("budget") and 0 < report["labelled_queries"] < 30
+        assert report["cost_usd"] == pytest.approx(report["input_tokens"] * 1000 / 1e6)
+        assert report["cost_usd"] <= 2
