@@ -68,3 +68,56 @@ def test_pairs_come_with_a_hard_negative_from_the_first_stage(tmp_path):
 def test_training_on_the_test_split_is_refused(tmp_path, capsys):
     code = main(["train", "embedding", "--data", str(tmp_path), "--split", "test", "--out", "x"])
     assert code == 1 and "test split is for reporting" in capsys.readouterr().err
+
+
+# --- cross-encoder ------------------------------------------------------------------------
+
+
+def test_a_cross_encoder_trains_from_judgments_and_loads_and_exports(
+    bert_dir, synthetic, tmp_path, capsys
+):
+    from rerankit import CrossEncoderScorer, load
+    from rerankit.backends.onnx import export
+    from rerankit.eval.data import load_beir
+    from rerankit.eval.first_stage import first_stage
+    from rerankit.training.cross_encoder import cross_encoder_rows
+
+    data_dir = synthetic(tmp_path / "data", obvious=True)
+    data = load_beir(data_dir, "train")
+    rows = cross_encoder_rows(data, first_stage(data, "bm25", 20))
+    relevant = sum(g > 0 for q in data.qrels.values() for g in q.values())
+    assert sum(r["label"] for r in rows) == relevant  # each relevant document once ...
+    assert len(rows) == 4 * relevant  # ... with three hard negatives
+    for r in rows:  # a negative is never a document judged relevant for its query
+        if r["label"] == 0:
+            judged = {
+                data.text(d)
+                for q, j in data.qrels.items()
+                for d, g in j.items()
+                if g > 0 and data.queries[q] == r["query"]
+            }
+            assert r["document"] not in judged
+    out = tmp_path / "ce"
+    args = ["train", "cross-encoder", "--data", str(data_dir), "--out", str(out)]
+    code = main(
+        [*args, "--model", str(bert_dir), "--epochs", "6", "--batch-size", "8", "--no-progress"]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert "min on this machine" in printed  # the estimate, before training
+    first, last = (float(x) for x in printed.split("training loss ")[1].split()[0:3:2])
+    assert last < first
+    trained = CrossEncoderScorer(str(out), device="cpu")
+    before = CrossEncoderScorer(str(bert_dir), device="cpu")
+    query, docs = "solar power", ["solar power", "photovoltaic alpha beta gamma delta"]
+    gap_after = np.subtract(*trained.score_texts(query, docs))
+    gap_before = np.subtract(*before.score_texts(query, docs))
+    assert gap_after > gap_before  # the judged document moved up
+    via_registry = load({"scorer": {"type": "cross_encoder", "model": str(out)}})
+    assert via_registry.rerank(query, docs)[0].index == 0
+    onnx = export(str(out), tmp_path / "ce-onnx", kind="cross_encoder")
+    np.testing.assert_allclose(
+        CrossEncoderScorer(str(onnx), backend="onnx").score_texts(query, docs),
+        trained.score_texts(query, docs),
+        atol=1e-4,
+    )

@@ -21,6 +21,7 @@ from ..eval.runner import (
     write_outputs,
     write_summary,
 )
+from ..training.cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 from ..training.embedding import embedding_pairs, fine_tune_embedding
 from .args import add_language_argument, positive_int
 from .eval_support import limit_queries, named_pipelines, pipeline_runs, use_embedding_cache
@@ -99,8 +100,15 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise InputError("train on a training split; the test split is for reporting")
     data = load_beir(args.data, args.split)
     cands = first_stage(data, "bm25", args.k)
-    rows = embedding_pairs(data, cands, max_pairs=args.max_pairs)
-    summary = fine_tune_embedding(
+    if args.what == "cross-encoder":
+        rows = cross_encoder_rows(data, cands, max_pairs=args.max_pairs)
+        train, load_with = fine_tune_cross_encoder, "CrossEncoderScorer"
+        export = f"rerankit export {args.out} --kind cross-encoder --quantize int8"
+    else:
+        rows = embedding_pairs(data, cands, max_pairs=args.max_pairs)
+        train, load_with = fine_tune_embedding, "EmbeddingScorer"
+        export = f"rerankit export {args.out} --quantize int8"
+    summary = train(
         rows,
         args.out,
         model=args.model,
@@ -114,7 +122,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(
         f"{summary['steps']} steps in {summary['seconds'] / 60:.1f} min"
         f"{' (resumed)' if summary['resumed'] else ''}{trend}\nwrote {args.out}: load it with "
-        f"EmbeddingScorer({str(args.out)!r}), or `rerankit export {args.out} --quantize int8`"
+        f"{load_with}({str(args.out)!r}), or `{export}`"
     )
     return 0
 
@@ -299,14 +307,17 @@ def add_commands(sub: Any) -> None:
 
     tr = sub.add_parser(
         "train",
-        help="fine-tune the embedding model on your judgments",
-        description="Fine-tune a sentence-transformers embedding model on (query, relevant "
-        "document, hard negative) triples from a training split: the hard negative is the "
-        "best BM25 candidate not judged relevant. sentence-transformers' trainer with "
-        "MultipleNegativesRankingLoss; checkpoints under OUT/checkpoints, and a rerun resumes "
-        "from them (extras torch and train).",
+        help="fine-tune the embedding model, or train a cross-encoder, on your judgments",
+        description="embedding: fine-tune a sentence-transformers embedding model on (query, "
+        "relevant document, hard negative) triples from a training split, the hard negative "
+        "being the best BM25 candidate not judged relevant (MultipleNegativesRankingLoss). "
+        "cross-encoder: train a cross-encoder on (query, document, 1/0) pairs, each relevant "
+        "document with the 3 best BM25 candidates not judged relevant "
+        "(BinaryCrossEntropyLoss), from the bundled MiniLM or --model. sentence-transformers' "
+        "trainers; a time estimate first; checkpoints under OUT/checkpoints, and a rerun "
+        "resumes from them (extras torch and train). Judgments from `rerankit label` work too.",
     )
-    tr.add_argument("what", choices=("embedding",), help="what to train")
+    tr.add_argument("what", choices=("embedding", "cross-encoder"), help="what to train")
     tr.add_argument("--data", required=True, help="BEIR-layout folder")
     tr.add_argument("--split", default="train", help="the training split (default train)")
     tr.add_argument("--out", required=True, help="folder for the fine-tuned model")

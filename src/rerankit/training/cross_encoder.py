@@ -1,0 +1,154 @@
+"""Training a cross-encoder on a training split: ``rerankit train cross-encoder``.
+
+Rows are (query, document, label): every judged-relevant document with label 1 and, per
+relevant document, ``negatives`` hard negatives with label 0: the best BM25 candidates not
+judged relevant (topped up with random documents of the corpus when BM25 finds too few).
+Training is sentence-transformers' own ``CrossEncoderTrainer`` with
+``BinaryCrossEntropyLoss``, from the bundled MiniLM (ms-marco-MiniLM-L6-v2's shape; its
+relevance head starts untrained) or any local or hub model. Checkpoints go under
+``<out>/checkpoints`` and a run resumes from the last one. The result is an ordinary
+cross-encoder folder: ``CrossEncoderScorer(out)`` (registry ``cross_encoder`` with
+``model=``) loads it, and ``rerankit export OUT --kind cross-encoder`` turns it into ONNX.
+Extras ``torch`` and ``train``. Labels made by ``rerankit label`` train it the same way.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from .._optional import require
+from ..backends.bundled import resolve_source
+from ..errors import InputError
+
+__all__ = ["cross_encoder_rows", "fine_tune_cross_encoder"]
+
+logger = logging.getLogger(__name__)
+
+
+def cross_encoder_rows(
+    data: Any,
+    cands: dict[str, list[tuple[str, float]]],
+    *,
+    negatives: int = 3,
+    max_pairs: int | None = None,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """``{query, document, label}`` rows (see the module), shuffled; ``max_pairs`` caps the
+    relevant documents used (each brings its negatives)."""
+    groups = []
+    rng = random.Random(seed)
+    corpus = list(data.corpus)
+    for qid, judged in data.qrels.items():
+        if qid not in data.queries:
+            continue
+        hard = [d for d, _ in cands.get(qid, []) if judged.get(d, 0) <= 0]
+        relevant = [d for d, g in judged.items() if g > 0 and d in data.corpus]
+        for k, doc in enumerate(relevant):
+            group = [{"query": data.queries[qid], "document": data.text(doc), "label": 1.0}]
+            picked = hard[k * negatives : (k + 1) * negatives] or hard[:negatives]
+            while len(picked) < negatives and len(corpus) > len(judged) + len(picked):
+                other = rng.choice(corpus)  # too few BM25 candidates: random documents
+                if judged.get(other, 0) <= 0 and other not in picked:
+                    picked = [*picked, other]
+            group += [
+                {"query": data.queries[qid], "document": data.text(d), "label": 0.0} for d in picked
+            ]
+            groups.append(group)
+    if not groups:
+        raise InputError("no training pairs: the split has no judged-relevant documents")
+    rng.shuffle(groups)
+    rows = [row for group in groups[:max_pairs] for row in group]
+    rng.shuffle(rows)
+    return rows
+
+
+def fine_tune_cross_encoder(
+    rows: list[dict[str, Any]],
+    out: str | Path,
+    *,
+    model: str = "all-MiniLM-L6-v2",
+    epochs: float = 1.0,
+    batch_size: int = 16,
+    learning_rate: float = 2e-5,
+    max_length: int = 256,
+    seed: int = 0,
+    progress: bool = True,
+    log: Callable[[str], Any] | None = None,
+) -> dict[str, Any]:
+    """Train a cross-encoder from ``model`` on ``rows`` into ``out``; returns the run's
+    summary (rows, steps, the training losses, seconds, resumed). ``log`` receives the time
+    estimate, measured on one batch before training (default: the module's logger)."""
+    st = require("sentence_transformers", "training a cross-encoder")
+    datasets = require("datasets", "training a cross-encoder")
+    require("accelerate", "training a cross-encoder")
+    torch = require("torch", "training a cross-encoder")
+    trainers = require("sentence_transformers.cross_encoder", "training a cross-encoder")
+    losses_module = require("sentence_transformers.cross_encoder.losses", "training")
+    callbacks = require("transformers.trainer_callback", "training a cross-encoder")
+
+    out = Path(out)
+    checkpoints = out / "checkpoints"
+    torch.manual_seed(seed)
+    loaded = st.CrossEncoder(
+        resolve_source(model), num_labels=1, max_length=max_length, device="cpu"
+    )
+    loss = losses_module.BinaryCrossEntropyLoss(loaded)
+    steps = max(1, int(len(rows) / batch_size * epochs))
+    probe = rows[:batch_size]
+    start = time.perf_counter()
+    value = loss(
+        [[r["query"] for r in probe], [r["document"] for r in probe]],
+        torch.tensor([r["label"] for r in probe]),
+    )
+    value.backward()
+    loaded.zero_grad()
+    per_step = time.perf_counter() - start
+    (log or logger.info)(
+        f"{len(rows)} training pairs, {steps} steps of {batch_size}: about "
+        f"{steps * per_step / 60:.0f} min on this machine"
+    )
+    losses: list[float] = []
+
+    class _Record(callbacks.TrainerCallback):  # type: ignore[misc]
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
+            if logs and "loss" in logs:
+                losses.append(float(logs["loss"]))
+
+    arguments = trainers.CrossEncoderTrainingArguments(
+        output_dir=str(checkpoints),
+        num_train_epochs=epochs,
+        per_device_train_batch_size=batch_size,
+        learning_rate=learning_rate,
+        warmup_steps=0.1,  # a share of the steps (Transformers 5)
+        logging_steps=max(1, steps // 20),
+        save_steps=max(1, steps // 5),
+        save_total_limit=2,
+        seed=seed,
+        disable_tqdm=not progress,
+        report_to=[],
+        use_cpu=not torch.cuda.is_available(),
+    )
+    trainer = trainers.CrossEncoderTrainer(
+        model=loaded,
+        args=arguments,
+        train_dataset=datasets.Dataset.from_list(rows),
+        loss=loss,
+        callbacks=[_Record()],
+    )
+    trainer.remove_callback(callbacks.PrinterCallback)  # the library never prints; losses come back
+    resume = any(checkpoints.glob("checkpoint-*")) if checkpoints.exists() else False
+    began = time.perf_counter()
+    trainer.train(resume_from_checkpoint=True if resume else None)
+    loaded.save_pretrained(str(out))
+    return {
+        "pairs": len(rows),
+        "steps": int(trainer.state.global_step),
+        "losses": losses,
+        "seconds": time.perf_counter() - began,
+        "resumed": bool(resume),
+    }
