@@ -8,7 +8,8 @@ QUERY  ?= how do vaccines train the immune system
 
 SERVE_VENV ?= .venv-serve
 CLIENTS_VENV ?= .venv-clients
-.PHONY: demo test test-core lint format bench quality clean install install-dev browser docs release-check install-all
+PEERS_VENV ?= .venv-peers
+.PHONY: demo test test-core lint format bench bench-cross-encoder quality clean install install-dev browser docs release-check install-all
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +73,25 @@ $(CLIENTS_VENV)/.installed: Makefile
 	$(CLIENTS_VENV)/bin/python -m pip --disable-pip-version-check install -q $(CLIENT_PACKAGES)
 	touch $@
 
+# Other reranking libraries and servers, each in a venv of its own (their pins differ from
+# ours: Infinity 0.0.78 needs transformers 4 and sentence-transformers 3), for
+# benchmarks/cross_encoder.py and benchmarks/ce_service.py. Benchmarks only, never tests.
+PEER_PACKAGES := fastembed==0.9.1 FlashRank==0.2.10
+$(PEERS_VENV)/.installed: Makefile
+	rm -rf $(PEERS_VENV)
+	$(PYTHON) -m venv $(PEERS_VENV)
+	$(PEERS_VENV)/bin/python -m pip --disable-pip-version-check install -q $(PEER_PACKAGES)
+	touch $@
+INFINITY_VENV ?= .venv-infinity
+$(INFINITY_VENV)/.installed: Makefile
+	rm -rf $(INFINITY_VENV)
+	$(PYTHON) -m venv $(INFINITY_VENV)
+	$(INFINITY_VENV)/bin/python -m pip --disable-pip-version-check install -q \
+		"torch==$(TORCH_VERSION)" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(INFINITY_VENV)/bin/python -m pip --disable-pip-version-check install -q \
+		"infinity-emb[server,torch]==0.0.78"
+	touch $@
+
 # The playground's browser tests drive Debian's chromium through chromedriver (Playwright's
 # own browser download needs the internet). Installed here when missing and possible (root
 # with apt-get); otherwise those tests skip and say why.
@@ -127,6 +147,12 @@ bench: $(VENV)/.installed-dev
 	$(PY) benchmarks/llm.py
 	$(PY) benchmarks/server.py
 
+# Cross-encoders and the Qwen3 recipe beside sentence-transformers, fastembed, FlashRank and
+# Infinity on models of the real shapes (about 40 min on 2 cores).
+bench-cross-encoder: $(VENV)/.installed-dev $(PEERS_VENV)/.installed $(INFINITY_VENV)/.installed
+	$(PY) benchmarks/cross_encoder.py --peer-python $(PEERS_VENV)/bin/python --causal-lm
+	$(PY) benchmarks/ce_service.py --infinity $(INFINITY_VENV)/bin/infinity_emb
+
 # The README's quality tables: the texts-only rerankers on the development pool (SciFact train,
 # NFCorpus dev and the four classic collections: a row per collection and the mean), the test
 # splits (~8 min), then learning to rank, also over an embedding fine-tuned on SciFact's
@@ -141,5 +167,5 @@ quality: $(VENV)/.installed-dev
 	$(PY) benchmarks/learn.py --finetuned .cache/ft-scifact
 
 clean:
-	rm -rf $(VENV) $(CORE_VENV) $(SERVE_VENV) $(CLIENTS_VENV) site .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info \
+	rm -rf $(VENV) $(CORE_VENV) $(SERVE_VENV) $(CLIENTS_VENV) $(PEERS_VENV) $(INFINITY_VENV) site .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info \
 		tests/artifacts

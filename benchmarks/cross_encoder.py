@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ce_models import build, peer_folder
+from ce_models import build, peer_folder, trained_minilm
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -73,7 +73,10 @@ class Peer:
         assert self.process.stdin and self.process.stdout
         self.process.stdin.write(json.dumps(request) + "\n")
         self.process.stdin.flush()
-        answer = json.loads(self.process.stdout.readline())
+        line = self.process.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the peer worker exited ({self.process.wait()})")
+        answer = json.loads(line)
         if "error" in answer:
             raise RuntimeError(f"peer {request.get('name')}: {answer['error']}")
         return answer
@@ -170,9 +173,11 @@ def cross_encoders(args: argparse.Namespace, work: Path, peer: Peer | None) -> N
             onnx = export(
                 str(folder), work / f"{shape}-onnx", kind="cross_encoder", quantize="int8"
             )
-            bs = args.batch_size
+            bs = args.batch_size  # None: each library's own default
             st = CrossEncoder(str(folder), device="cpu", max_length=512)
-            variants: dict[str, Callable] = {REFERENCE: timed(st_predict(st, bs))}
+            variants: dict[str, Callable] = {REFERENCE: timed(st_predict(st, bs or 32))}
+            if bs is None:  # the same batch as rerankit's CPU default: the wrapper's own cost
+                variants[f"{REFERENCE}, batch 8"] = timed(st_predict(st, 8))
             for label, model, options in (
                 ("torch", str(folder), {"device": "cpu"}),
                 ("ONNX fp32", str(onnx), {"backend": "onnx"}),
@@ -201,7 +206,7 @@ def cross_encoders(args: argparse.Namespace, work: Path, peer: Peer | None) -> N
                             "library": library,
                             "folder": str(where),
                             "threads": 2,
-                            "batch_size": bs,
+                            "batch_size": bs or 64,  # fastembed's default
                         }
                     )
                     label = "TextCrossEncoder" if library == "fastembed" else "Ranker (one batch)"
@@ -212,7 +217,7 @@ def cross_encoders(args: argparse.Namespace, work: Path, peer: Peer | None) -> N
             table(
                 f"{shape} shape, {data_name}: {len(pairs)} queries x 100 candidates "
                 f"(mean {tokens:.0f} tokens a pair), {args.rounds} interleaved rounds, "
-                f"batch {bs}, 2 threads",
+                f"batch {bs or 'each library default'}, 2 threads",
                 rates,
                 lats,
                 REFERENCE,
@@ -233,6 +238,32 @@ def cross_encoders(args: argparse.Namespace, work: Path, peer: Peer | None) -> N
                     last["rerankit CrossEncoderScorer, ONNX int8"],
                 )
             )
+
+
+def trained_order(args: argparse.Namespace, work: Path) -> None:
+    """Whether int8 keeps the order of a trained cross-encoder (random weights cannot say)."""
+    from rerankit import CrossEncoderScorer
+    from rerankit.backends.onnx import export
+
+    print("training a MiniLM cross-encoder on SciFact train...", file=sys.stderr, flush=True)
+    start = time.perf_counter()
+    folder = trained_minilm(work / "minilm-trained")
+    print(f"  {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    onnx = export(str(folder), work / "minilm-trained-onnx", kind="cross_encoder", quantize="int8")
+    fp32 = CrossEncoderScorer(str(onnx), backend="onnx")
+    int8 = CrossEncoderScorer(str(onnx), backend="onnx", quantize="int8")
+    torch_ = CrossEncoderScorer(str(folder), device="cpu")
+    for data_name in args.data.split(","):
+        pairs = load_queries(data_name, args.order_queries)
+        a = [fp32.score_texts(q, ts) for q, ts in pairs]
+        b = [int8.score_texts(q, ts) for q, ts in pairs]
+        c = [torch_.score_texts(q, ts) for q, ts in pairs]
+        spread = statistics.median(float(np.std(x)) for x in a)
+        print(
+            f"\ntrained MiniLM cross-encoder, {data_name}, {len(pairs)} queries x 100: ONNX "
+            f"int8 against fp32: {order_kept(a, b)}; fp32 against torch: "
+            f"{order_kept(c, a)} (median logit spread within a query {spread:.2f})"
+        )
 
 
 def batch_sizes(args: argparse.Namespace, work: Path) -> None:
@@ -283,7 +314,7 @@ def causal_lm(args: argparse.Namespace, work: Path) -> None:
     pairs = load_queries("dl19", args.queries)
     texts = [t for _, ts in load_queries("dl19", 200) for t in ts[:20]]
     folder = build("qwen3", work / "qwen3", texts)
-    bs = args.batch_size
+    bs = args.batch_size or 8
     tokenizer = AutoTokenizer.from_pretrained(str(folder), padding_side="left")
     model = AutoModelForCausalLM.from_pretrained(str(folder)).eval()
     yes, no = tokenizer.convert_tokens_to_ids("yes"), tokenizer.convert_tokens_to_ids("no")
@@ -337,10 +368,21 @@ def main() -> int:
     parser.add_argument("--data", default="dl19,scifact")
     parser.add_argument("--queries", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument(
+        "--batch-size",
+        type=int,
+        help="for every variant (default: each library's own: sentence-transformers 32, "
+        "fastembed 64, FlashRank all candidates in one batch, rerankit chosen for the device)",
+    )
     parser.add_argument("--peer-python", help="python of a venv with fastembed and flashrank")
     parser.add_argument("--causal-lm", action="store_true", help="add the Qwen3 recipe")
     parser.add_argument("--no-cross-encoders", action="store_true")
+    parser.add_argument(
+        "--trained-order",
+        action="store_true",
+        help="instead: train a small MiniLM cross-encoder and check int8 keeps its order",
+    )
+    parser.add_argument("--order-queries", type=int, default=43)
     parser.add_argument("--sweep", help="instead: rerankit at these batch sizes (8,16,32,64)")
     parser.add_argument("--work", type=Path, help="keep the built models here (reused)")
     args = parser.parse_args()
@@ -354,6 +396,9 @@ def main() -> int:
     work = args.work or Path(tempfile.mkdtemp(prefix="rerankit-ce-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     peer = Peer(args.peer_python) if args.peer_python else None
+    if args.trained_order:
+        trained_order(args, work)
+        return 0
     if args.sweep:
         batch_sizes(args, work)
         return 0

@@ -1,0 +1,240 @@
+"""Randomly initialised rerankers with the exact shapes of the models users bring, saved as
+ordinary Hugging Face folders (speed depends on shape, not on the values of the weights):
+
+- ``minilm``: ms-marco-MiniLM-L6-v2 (BERT, 6 layers, hidden 384, 12 heads), with the
+  bundled MiniLM's real WordPiece tokenizer (the same vocabulary that model uses);
+- ``bge-base``: bge-reranker-base (XLM-RoBERTa base: 12 layers, hidden 768, 12 heads,
+  250,002-token embedding table), with a SentencePiece unigram tokenizer trained here on
+  the benchmark's own texts (32,000 pieces; the real one has 250,002 and is not on the
+  package index);
+- ``qwen3``: Qwen3-Reranker-0.6B's layer shape (hidden 1024, 16 query / 8 key-value heads
+  of 128, MLP 3072, 151,669-token vocabulary) with 4 of its 28 layers, and a byte-level BPE
+  tokenizer trained here that knows the chat template's special tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+SHAPES = ("minilm", "bge-base")
+
+
+def build(shape: str, folder: Path, texts: Sequence[str]) -> Path:
+    """The model of ``shape`` in ``folder`` (built once; ``texts`` train its tokenizer)."""
+    if (folder / "config.json").is_file():
+        return folder
+    builders = {"minilm": _minilm, "bge-base": _bge_base, "qwen3": _qwen3}
+    builders[shape](folder, texts)
+    return folder
+
+
+def _minilm(folder: Path, texts: Sequence[str]) -> None:
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from rerankit.backends.bundled import bundled_model_path
+
+    tokenizer = AutoTokenizer.from_pretrained(str(bundled_model_path()))
+    tokenizer.model_max_length = 512
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=384,
+        num_hidden_layers=6,
+        num_attention_heads=12,
+        intermediate_size=1536,
+        max_position_embeddings=512,
+        num_labels=1,
+    )
+    torch.manual_seed(0)
+    BertForSequenceClassification(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    _reads_512(folder)
+
+
+def _reads_512(folder: Path) -> None:
+    """The bundled tokenizer's config carries its embedding use's ``max_length: 128``, which
+    some libraries (fastembed) take as the input limit; the cross-encoder reads 512."""
+    import json
+
+    path = folder / "tokenizer_config.json"
+    config = json.loads(path.read_text())
+    for key in ("max_length", "stride", "truncation_strategy"):
+        config.pop(key, None)
+    config["model_max_length"] = 512
+    path.write_text(json.dumps(config, indent=2))
+
+
+def _bge_base(folder: Path, texts: Sequence[str]) -> None:
+    import torch
+    from tokenizers import SentencePieceUnigramTokenizer, processors
+    from transformers import (
+        PreTrainedTokenizerFast,
+        XLMRobertaConfig,
+        XLMRobertaForSequenceClassification,
+    )
+
+    specials = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # ids 0-3 as in XLM-R
+    trainer = SentencePieceUnigramTokenizer()
+    trainer.train_from_iterator(
+        list(texts), vocab_size=32000, special_tokens=specials, unk_token="<unk>"
+    )
+    tk = trainer._tokenizer
+    tk.post_processor = processors.TemplateProcessing(  # <s> A </s></s> B </s>, types all 0
+        single="<s> $A </s>",
+        pair="<s> $A </s> </s> $B </s>",
+        special_tokens=[("<s>", tk.token_to_id("<s>")), ("</s>", tk.token_to_id("</s>"))],
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        bos_token="<s>",
+        eos_token="</s>",
+        sep_token="</s>",
+        cls_token="<s>",
+        unk_token="<unk>",
+        pad_token="<pad>",
+        mask_token="<mask>",
+        model_max_length=512,
+        model_input_names=["input_ids", "attention_mask"],
+    )
+    config = XLMRobertaConfig(
+        vocab_size=250002,
+        hidden_size=768,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        intermediate_size=3072,
+        max_position_embeddings=514,
+        type_vocab_size=1,
+        pad_token_id=tk.token_to_id("<pad>"),
+        bos_token_id=tk.token_to_id("<s>"),
+        eos_token_id=tk.token_to_id("</s>"),
+        num_labels=1,
+    )
+    torch.manual_seed(0)
+    XLMRobertaForSequenceClassification(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+QWEN_SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+
+
+def _qwen3(folder: Path, texts: Sequence[str]) -> None:
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+
+    tk = Tokenizer(models.BPE())
+    tk.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tk.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=32000,
+        special_tokens=QWEN_SPECIALS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tk.train_from_iterator([*texts, *(["yes no"] * 100)], trainer=trainer)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tk,
+        eos_token="<|im_end|>",
+        pad_token="<|endoftext|>",
+        padding_side="left",
+        model_max_length=8192,
+    )
+    for answer in ("yes", "no"):  # the recipe reads these two tokens
+        if tokenizer.convert_tokens_to_ids(answer) in (None, tokenizer.unk_token_id):
+            tokenizer.add_tokens([answer])
+    config = Qwen3Config(
+        vocab_size=151669,
+        hidden_size=1024,
+        intermediate_size=3072,
+        num_hidden_layers=4,
+        num_attention_heads=16,
+        num_key_value_heads=8,
+        head_dim=128,
+        max_position_embeddings=40960,
+        rope_theta=1000000.0,
+        tie_word_embeddings=True,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    torch.manual_seed(0)
+    Qwen3ForCausalLM(config).eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+
+
+def peer_folder(model: Path, onnx_file: Path, target: Path, file_name: str = "model.onnx") -> Path:
+    """A folder as ONNX-first peers (fastembed, FlashRank) read it: the model's config and
+    tokenizer files beside ``onnx_file`` (linked) under ``file_name``."""
+    target.mkdir(parents=True, exist_ok=True)
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):
+        (target / name).write_bytes((model / name).read_bytes())
+    special = model / "special_tokens_map.json"
+    if special.is_file():
+        (target / special.name).write_bytes(special.read_bytes())
+    else:  # transformers 5 keeps them in tokenizer_config.json
+        import json
+
+        config = json.loads((model / "tokenizer_config.json").read_text())
+        keep = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token")
+        found = {k: config[k] for k in keep if isinstance(config.get(k), str)}
+        (target / special.name).write_text(json.dumps(found))
+    link = target / file_name
+    if not link.exists():
+        link.symlink_to(onnx_file.resolve())
+    return target
+
+
+def trained_minilm(folder: Path, steps: int = 150, seed: int = 0) -> Path:
+    """A cross-encoder whose scores mean something, for checking that int8 keeps the order:
+    the bundled all-MiniLM-L6-v2 encoder (ms-marco-MiniLM-L6-v2's exact shape) with a
+    relevance head, trained ``steps`` steps of 16 pairs (1 judged abstract : 3 BM25
+    negatives) on SciFact's training queries. Minutes on 2 cores; no test data is read."""
+    if (folder / "config.json").is_file():
+        return folder
+    import random
+
+    import torch
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    from rerankit.backends.bundled import bundled_model_path
+    from rerankit.eval.data import load_beir
+    from rerankit.eval.first_stage import first_stage
+
+    data = load_beir(Path(__file__).resolve().parents[2] / "shared/data/beir/scifact", "train")
+    ranked = first_stage(data, "bm25", k=20)
+    rng = random.Random(seed)
+    examples = []
+    for qid, judged in data.qrels.items():
+        relevant = [d for d, grade in judged.items() if grade > 0 and d in data.corpus]
+        negatives = [d for d, _ in ranked.get(qid, []) if d not in judged]
+        for d in relevant:
+            examples.append((data.queries[qid], data.text(d), 1.0))
+            for n in rng.sample(negatives, min(3, len(negatives))):
+                examples.append((data.queries[qid], data.text(n), 0.0))
+    rng.shuffle(examples)
+    source = str(bundled_model_path())
+    tokenizer = AutoTokenizer.from_pretrained(source)
+    tokenizer.model_max_length = 512
+    torch.manual_seed(seed)
+    model = BertForSequenceClassification.from_pretrained(source, num_labels=1)
+    model.train()
+    optimiser = torch.optim.AdamW(model.parameters(), lr=5e-5)
+    loss_fn = torch.nn.BCEWithLogitsLoss()
+    for step in range(steps):
+        batch = [examples[(step * 16 + i) % len(examples)] for i in range(16)]
+        enc = tokenizer(
+            [q for q, _, _ in batch],
+            [d for _, d, _ in batch],
+            truncation="only_second",
+            max_length=256,
+            padding=True,
+            return_tensors="pt",
+        )
+        logits = model(**enc).logits[:, 0]
+        loss = loss_fn(logits, torch.tensor([y for _, _, y in batch]))
+        loss.backward()
+        optimiser.step()
+        optimiser.zero_grad()
+    model.eval().save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    _reads_512(folder)
+    return folder
