@@ -88,7 +88,7 @@ def learn_and_score(train, test, signals, label):
     """Features, tune's cross-validated choice, three seeds of the chosen model scored on
     test: (scores, train seconds per seed, latency ms, seed-0 booster, test rows,
     (cross-validation, verdict, seconds))."""
-    from rerankit.eval import crossval
+    from rerankit.training import crossval
     from rerankit.eval.metrics import ranked_ndcg
     from rerankit.scorers import learned
     from rerankit.training import ltr

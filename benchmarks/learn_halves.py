@@ -32,7 +32,7 @@ SETS = {"CISI": "cisi", "CACM": "cacm", "MEDLINE": "med", "LISA": "lisa"}
 
 def main() -> None:
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
-    from rerankit.eval import crossval, load_beir
+    from rerankit.training import crossval, load_beir
     from rerankit.eval.first_stage import first_stage
     from rerankit.eval.metrics import ranked_ndcg
     from rerankit.normalize import normalize_scores
