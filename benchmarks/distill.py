@@ -78,9 +78,8 @@ def label_with_oracle(name: str, train, noise: float, k: int, work: Path) -> tup
 
 def learned_ndcg(train_rows, qrels, test_rows, test_qrels, test_default) -> tuple[float, str]:
     """tune --method ltr's choice on ``qrels``, seed 0, scored once on test."""
-    from rerankit.training import crossval
     from rerankit.eval.metrics import ranked_ndcg
-    from rerankit.training import ltr
+    from rerankit.training import crossval, ltr
 
     rows = {q: r for q, r in train_rows.items() if q in qrels}
     default = default_scores(rows)

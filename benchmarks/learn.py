@@ -88,10 +88,9 @@ def learn_and_score(train, test, signals, label):
     """Features, tune's cross-validated choice, three seeds of the chosen model scored on
     test: (scores, train seconds per seed, latency ms, seed-0 booster, test rows,
     (cross-validation, verdict, seconds))."""
-    from rerankit.training import crossval
     from rerankit.eval.metrics import ranked_ndcg
     from rerankit.scorers import learned
-    from rerankit.training import ltr
+    from rerankit.training import crossval, ltr
 
     train_rows, _ = rows_of(train, signals)
     test_rows, latency = rows_of(test, signals)

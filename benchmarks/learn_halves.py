@@ -32,12 +32,12 @@ SETS = {"CISI": "cisi", "CACM": "cacm", "MEDLINE": "med", "LISA": "lisa"}
 
 def main() -> None:
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
-    from rerankit.training import crossval, load_beir
+    from rerankit.eval import load_beir
     from rerankit.eval.first_stage import first_stage
     from rerankit.eval.metrics import ranked_ndcg
     from rerankit.normalize import normalize_scores
     from rerankit.scorers import learned
-    from rerankit.training import ltr
+    from rerankit.training import crossval, ltr
     from rerankit.training.fusion import DEFAULT_HYBRID
 
     missing = [name for name in SETS.values() if not (CLASSIC / name).exists()]
