@@ -24,6 +24,7 @@ from typing import Any
 from .._optional import require
 from ..backends.bundled import resolve_source
 from ..errors import InputError
+from .trainer import run_trainer, trainer_settings
 
 __all__ = ["cross_encoder_rows", "fine_tune_cross_encoder"]
 
@@ -89,7 +90,6 @@ def fine_tune_cross_encoder(
     torch = require("torch", "training a cross-encoder")
     trainers = require("sentence_transformers.cross_encoder", "training a cross-encoder")
     losses_module = require("sentence_transformers.cross_encoder.losses", "training")
-    callbacks = require("transformers.trainer_callback", "training a cross-encoder")
 
     out = Path(out)
     checkpoints = out / "checkpoints"
@@ -112,43 +112,23 @@ def fine_tune_cross_encoder(
         f"{len(rows)} training pairs, {steps} steps of {batch_size}: about "
         f"{steps * per_step / 60:.0f} min on this machine"
     )
-    losses: list[float] = []
-
-    class _Record(callbacks.TrainerCallback):  # type: ignore[misc]
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
-            if logs and "loss" in logs:
-                losses.append(float(logs["loss"]))
-
     arguments = trainers.CrossEncoderTrainingArguments(
-        output_dir=str(checkpoints),
-        num_train_epochs=epochs,
-        per_device_train_batch_size=batch_size,
-        learning_rate=learning_rate,
-        warmup_steps=0.1,  # a share of the steps (Transformers 5)
-        logging_steps=max(1, steps // 20),
-        save_steps=max(1, steps // 5),
-        save_total_limit=2,
-        seed=seed,
-        disable_tqdm=not progress,
-        report_to=[],
-        use_cpu=not torch.cuda.is_available(),
+        **trainer_settings(
+            checkpoints,
+            steps,
+            epochs=epochs,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            seed=seed,
+            progress=progress,
+        )
     )
-    trainer = trainers.CrossEncoderTrainer(
-        model=loaded,
-        args=arguments,
-        train_dataset=datasets.Dataset.from_list(rows),
-        loss=loss,
-        callbacks=[_Record()],
+    dataset = datasets.Dataset.from_list(rows)
+    return run_trainer(
+        lambda callbacks: trainers.CrossEncoderTrainer(
+            model=loaded, args=arguments, train_dataset=dataset, loss=loss, callbacks=callbacks
+        ),
+        checkpoints,
+        len(rows),
+        lambda: loaded.save_pretrained(str(out)),
     )
-    trainer.remove_callback(callbacks.PrinterCallback)  # the library never prints; losses come back
-    resume = any(checkpoints.glob("checkpoint-*")) if checkpoints.exists() else False
-    began = time.perf_counter()
-    trainer.train(resume_from_checkpoint=True if resume else None)
-    loaded.save_pretrained(str(out))
-    return {
-        "pairs": len(rows),
-        "steps": int(trainer.state.global_step),
-        "losses": losses,
-        "seconds": time.perf_counter() - began,
-        "resumed": bool(resume),
-    }

@@ -21,6 +21,7 @@ from typing import Any
 from .._optional import require
 from ..backends.bundled import resolve_source
 from ..errors import InputError
+from .trainer import run_trainer, trainer_settings
 
 __all__ = ["embedding_pairs", "fine_tune_embedding"]
 
@@ -109,46 +110,23 @@ def fine_tune_embedding(
         f"{len(rows)} training pairs, {steps} steps of {batch_size}: about "
         f"{steps * per_step / 60:.0f} min on this machine"
     )
-    losses: list[float] = []
-
-    class _Record(require("transformers", "fine-tuning").TrainerCallback):  # type: ignore[misc]
-        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
-            if logs and "loss" in logs:
-                losses.append(float(logs["loss"]))
-
     arguments = st.SentenceTransformerTrainingArguments(
-        output_dir=str(checkpoints),
-        num_train_epochs=epochs,
-        per_device_train_batch_size=batch_size,
-        learning_rate=learning_rate,
-        warmup_steps=0.1,  # a share of the steps (Transformers 5)
-        logging_steps=max(1, steps // 20),
-        save_steps=max(1, steps // 5),
-        save_total_limit=2,
-        seed=seed,
-        disable_tqdm=not progress,
-        report_to=[],
-        use_cpu=not require("torch", "fine-tuning").cuda.is_available(),
+        **trainer_settings(
+            checkpoints,
+            steps,
+            epochs=epochs,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            seed=seed,
+            progress=progress,
+        ),
         batch_sampler=BatchSamplers.NO_DUPLICATES,
     )
-    trainer = st.SentenceTransformerTrainer(
-        model=loaded,
-        args=arguments,
-        train_dataset=dataset,
-        loss=loss,
-        callbacks=[_Record()],
+    return run_trainer(
+        lambda callbacks: st.SentenceTransformerTrainer(
+            model=loaded, args=arguments, train_dataset=dataset, loss=loss, callbacks=callbacks
+        ),
+        checkpoints,
+        len(rows),
+        lambda: loaded.save(str(out)),
     )
-    from transformers.trainer_callback import PrinterCallback
-
-    trainer.remove_callback(PrinterCallback)  # the library never prints; losses come back
-    resume = any(checkpoints.glob("checkpoint-*")) if checkpoints.exists() else False
-    began = time.perf_counter()
-    trainer.train(resume_from_checkpoint=True if resume else None)
-    loaded.save(str(out))
-    return {
-        "pairs": len(rows),
-        "steps": int(trainer.state.global_step),
-        "losses": losses,
-        "seconds": time.perf_counter() - began,
-        "resumed": bool(resume),
-    }
