@@ -9,12 +9,15 @@ fixed hash of query and document). The labeller never sees the qrels: it calls t
 through the real OpenAI SDK, as a user's run would. Learning is ``tune --method ltr``'s
 procedure (learn.py: features of the BM25 top 100, the LightGBM setting chosen by nested
 5-fold cross-validation over the training queries, compared there with the default, seed 0),
-once on the human qrels and once per noise level on the judge's labels; each model is
-scored once on the test split. Also the judge itself on test (the same noisy oracle ranking
+once on the human qrels and once per noise level on the judge's labels (trained on the
+candidates the judge saw, as ``tune`` does for a folder ``rerankit label`` wrote;
+``--unjudged negative`` takes the rest as non-relevant instead); each model is scored once on
+the test split. Also the judge itself on test (the same noisy oracle ranking
 the BM25 top 100), the default ``hybrid`` (first stage + MiniLM), and the time labelling took.
 
 Run: ``python benchmarks/distill.py [--sets scifact,nfcorpus] [--noise 0,0.1,0.3] [--k 20]``
-(document embeddings cached in ``.cache/embeddings.sqlite``).
+(document embeddings cached in ``.cache/embeddings.sqlite``, each split's features in
+``.cache/distill-features/``: delete it after changing the features).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import hashlib
 import json
 import os
+import pickle
 import re
 import sys
 import tempfile
@@ -76,7 +80,9 @@ def label_with_oracle(name: str, train, noise: float, k: int, work: Path) -> tup
     return out, json.loads((out / "label_report.json").read_text())
 
 
-def learned_ndcg(train_rows, qrels, test_rows, test_qrels, test_default) -> tuple[float, str]:
+def learned_ndcg(
+    train_rows, qrels, test_rows, test_qrels, test_default, judged_only: bool = False
+) -> tuple[float, str]:
     """tune --method ltr's choice on ``qrels``, seed 0, scored once on test."""
     from rerankit.eval.metrics import ranked_ndcg
     from rerankit.training import crossval, ltr
@@ -84,7 +90,8 @@ def learned_ndcg(train_rows, qrels, test_rows, test_qrels, test_default) -> tupl
     rows = {q: r for q, r in train_rows.items() if q in qrels}
     default = default_scores(rows)
     per_query = {q: ranked_ndcg(ids, default[q], qrels.get(q, {})) for q, (ids, _) in rows.items()}
-    cv = crossval.cross_validate(list(rows), ltr.options(rows, qrels, default=default))
+    fit = ltr.options(rows, qrels, default=default, judged_only=judged_only)
+    cv = crossval.cross_validate(list(rows), fit)
     verdict = crossval.verdict(cv, per_query)
     setting, trees, blend = cv.best
     booster = ltr.fit(
@@ -95,9 +102,23 @@ def learned_ndcg(train_rows, qrels, test_rows, test_qrels, test_default) -> tupl
         params=ltr.SETTINGS[setting],
         features=ltr.feature_set(len(rows)),
         seed=0,
+        judged_only=judged_only,
     )
     score = ndcg(booster, test_rows, test_qrels, blend, test_default)
     return score, "adopted" if verdict.adopt else "not adopted: tune writes the default"
+
+
+def features_of(data, split: str, signals):
+    """``rows_of`` of a split, kept in ``.cache/distill-features`` (minutes to build)."""
+    path = ROOT / ".cache" / "distill-features" / f"{data.name}-{split}.pkl"
+    if path.is_file():
+        with path.open("rb") as f:
+            return pickle.load(f)  # written by this script
+    rows, _ = rows_of(data, signals)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("wb") as f:
+        pickle.dump(rows, f)
+    return rows
 
 
 def judge_on_test(test, test_rows, noise: float) -> float:
@@ -117,6 +138,13 @@ def main() -> None:
     parser.add_argument("--sets", default="scifact,nfcorpus")
     parser.add_argument("--noise", default="0,0.1,0.3")
     parser.add_argument("--k", type=int, default=20, help="candidates judged per query")
+    parser.add_argument(
+        "--unjudged",
+        choices=("skip", "negative"),
+        default="skip",
+        help="candidates the judge did not see: left out of training (skip, as tune does "
+        "for labelled folders) or taken as non-relevant",
+    )
     args = parser.parse_args()
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
     from rerankit.eval import load_beir
@@ -129,8 +157,8 @@ def main() -> None:
         train = load_beir(DATA / name, "train")
         test = load_beir(DATA / name, "test")
         start = time.perf_counter()
-        train_rows, _ = rows_of(train, signals)
-        test_rows, _ = rows_of(test, signals)
+        train_rows = features_of(train, "train", signals)
+        test_rows = features_of(test, "test", signals)
         print(f"{name}: features in {time.perf_counter() - start:.0f} s", file=sys.stderr)
         test_default = default_scores(test_rows)
         hybrid = (
@@ -149,7 +177,14 @@ def main() -> None:
             folder, report = label_with_oracle(name, train, noise, args.k, work)
             labels = load_beir(folder, "train").qrels
             start = time.perf_counter()
-            score, note = learned_ndcg(train_rows, labels, test_rows, test.qrels, test_default)
+            score, note = learned_ndcg(
+                train_rows,
+                labels,
+                test_rows,
+                test.qrels,
+                test_default,
+                judged_only=args.unjudged == "skip",
+            )
             took = time.perf_counter() - start
             lines.append(
                 f"| judge's labels, {100 * noise:.0f} % flipped | {score:.2f} | "
@@ -160,7 +195,8 @@ def main() -> None:
             print(f"{name} noise {noise:g}: done", file=sys.stderr, flush=True)
         print(
             f"\n{name}: {len(train.queries)} training queries labelled (top {args.k} of BM25), "
-            f"{len(test.queries)} test queries, nDCG@10 x 100\n"
+            f"{len(test.queries)} test queries, unjudged candidates: {args.unjudged}, "
+            "nDCG@10 x 100\n"
         )
         print("| learned from | LTR test | vs human | the judge itself on test | labelling |")
         print("|---|---:|---:|---:|---|")

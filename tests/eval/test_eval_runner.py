@@ -369,8 +369,8 @@ def test_tune_refuses_train_and_test_queries_that_overlap(tmp_path, synthetic, c
     assert (
         "share 1 queries (e.g. 'q35'): never tune on queries you report" in capsys.readouterr().err
     )
-    assert main(["tune", "--data", str(data), "--folds", "1"]) == 1
-    assert "--folds must be at least 2" in capsys.readouterr().err
+    assert main(["tune", "--data", str(data), "--folds", "2"]) == 1
+    assert "--folds must be at least 3" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["tune", "--data", str(data), "--folds", "0"])
 

@@ -31,7 +31,7 @@ def test_too_few_queries_for_folds_are_refused():
         kfold(["a", "b"], 5)
     with pytest.raises(ValueError, match="at least 4"):
         folds_for(3)
-    assert folds_for(6) == 3 and folds_for(100) == 5 and folds_for(4) == 2
+    assert folds_for(6) == 3 and folds_for(100) == 5 and folds_for(4) == 3
 
 
 def test_a_clearly_better_option_is_chosen_on_every_fold():

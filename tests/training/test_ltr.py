@@ -149,6 +149,47 @@ def test_monotone_constraints_keep_a_feature_from_counting_against_relevance():
     assert np.all(np.diff(predicted) >= -1e-12)
 
 
+def test_judged_only_learns_from_the_judged_candidates_and_not_from_silence():
+    """Labels that judged only each query's first-stage top 8 (as `rerankit label` writes):
+    taking the rest as non-relevant teaches the model that a low first-stage score means
+    irrelevant; leaving them out learns what decides relevance (the cosine)."""
+    from rerankit.eval.metrics import ndcg_at_k
+
+    rows, truth = _ranking_rows(queries=80)
+    fs = learned.FEATURES.index("first_stage")
+    labels = {}
+    for q, (ids, x) in rows.items():
+        pool = np.argsort(-x[:, fs])[:8]
+        labels[q] = {ids[i]: int(ids[i] in truth[q]) for i in pool}
+    names = ["first_stage", "cosine"]
+    train, held = list(rows)[:60], list(rows)[60:]
+    fitted = {
+        only: ltr.fit(rows, labels, train, trees=50, features=names, judged_only=only)
+        for only in (False, True)
+    }
+
+    def quality(booster):
+        cols = learned.feature_columns(names)
+        values = []
+        for q in held:
+            ids, x = rows[q]
+            order = np.argsort(-booster.predict(x[:, cols]), kind="stable")
+            values.append(ndcg_at_k([ids[i] for i in order], truth[q], 10))
+        return float(np.mean(values))
+
+    assert quality(fitted[True]) > quality(fitted[False]) + 0.1
+    # the same booster as one trained on the judged candidates alone
+    judged = {}
+    for q, (ids, x) in rows.items():
+        keep = [i for i, d in enumerate(ids) if d in labels[q]]
+        judged[q] = ([ids[i] for i in keep], x[keep])
+    alone = ltr.fit(judged, labels, train, trees=50, features=names)
+    probe = rows[held[0]][1][:, learned.feature_columns(names)]
+    np.testing.assert_allclose(fitted[True].predict(probe), alone.predict(probe))
+    with pytest.raises(ValueError, match="judged candidates"):
+        ltr.fit(rows, {}, train, trees=5, features=names, judged_only=True)
+
+
 def test_few_training_queries_use_the_core_features():
     assert ltr.feature_set(ltr.FEW_QUERIES) == learned.FEATURES
     assert ltr.feature_set(ltr.FEW_QUERIES - 1) == ltr.CORE_FEATURES
@@ -166,6 +207,14 @@ def tuned(tmp_path_factory, signals):
     args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--out", str(out)]
     assert main([*args, "--keep-learned", "--no-progress"]) == 0
     return data, out
+
+
+def test_tune_learns_from_the_judged_candidates_of_a_labelled_folder(tmp_path, capsys):
+    data = _synthetic(tmp_path / "data")
+    (data / "label_report.json").write_text('{"labels": 60}\n')  # as `rerankit label` leaves
+    args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--folds", "3"]
+    assert main([*args, "--out", str(tmp_path / "a.toml"), "--no-progress"]) == 0
+    assert "training on the judged candidates only" in capsys.readouterr().out
 
 
 def test_the_learned_scorer_scores_and_explains(tuned):

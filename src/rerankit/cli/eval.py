@@ -274,6 +274,15 @@ def add_commands(sub: Any) -> None:
         "rerankit's signals (extra learn)",
     )
     tu.add_argument(
+        "--unjudged",
+        choices=("auto", "negative", "skip"),
+        default="auto",
+        help="ltr: candidates the training qrels do not name are non-relevant (negative, "
+        "as in most judged collections) or left out of training (skip: right for labels "
+        "that judged only each query's top few); auto (default): skip for a folder written "
+        "by `rerankit label`, else negative",
+    )
+    tu.add_argument(
         "--seeds",
         type=positive_int,
         default=1,
@@ -283,8 +292,8 @@ def add_commands(sub: Any) -> None:
         "--folds",
         type=positive_int,
         default=5,
-        help="cross-validation folds over the training queries (default 5; fewer with "
-        "fewer than two queries per fold)",
+        help="cross-validation folds over the training queries (default 5, at least 3; "
+        "fewer with fewer than two queries per fold)",
     )
     tu.add_argument(
         "--keep-learned",

@@ -19,6 +19,7 @@ from ..errors import InputError
 from ..eval import metrics
 from ..eval.data import load_beir
 from ..eval.first_stage import first_stage
+from ..eval.label import LABEL_REPORT
 from ..eval.runner import evaluate_runs, format_table
 from ..normalize import normalize_scores
 from ..rerankers.hybrid import HYBRID_CALIBRATION
@@ -51,8 +52,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise ValueError(
             "--train-split and --test-split must differ: never tune on the split you report"
         )
-    if args.folds < 2:
-        raise ValueError(f"--folds must be at least 2, got {args.folds}")
+    if args.folds < 3:
+        raise ValueError(
+            f"--folds must be at least 3 (the cross-validation is nested), got {args.folds}"
+        )
     use_embedding_cache(args)
     if args.embedding_model and Path(args.embedding_model).is_dir():  # usable from anywhere
         args.embedding_model = str(Path(args.embedding_model).resolve())
@@ -245,6 +248,20 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
     return _write_pipeline(args, f"calibrated-{train.name}.toml", spec, comment)
 
 
+def _judged_only(args: argparse.Namespace) -> bool:
+    """Whether learning to rank leaves unjudged candidates out (``--unjudged``)."""
+    if args.unjudged != "auto":
+        return args.unjudged == "skip"
+    labelled = (Path(args.data) / LABEL_REPORT).is_file()
+    if labelled:
+        print(
+            f"{args.data} was labelled by `rerankit label`: training on the judged candidates "
+            "only (a candidate the judge did not see is not taken as non-relevant; "
+            "--unjudged negative to change)"
+        )
+    return labelled
+
+
 def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> Path:
     """Learning to rank: LightGBM settings, trees and a blend with the default chosen by
     cross-validation; the learned pipeline written when it beats the default hybrid (given
@@ -278,7 +295,14 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         q: metrics.ranked_ndcg(ids, default_scores[q], train.qrels.get(q, {}))
         for q, (ids, _) in rows.items()
     }
-    fit = ltr.options(rows, train.qrels, default=default_scores, seeds=range(args.seeds))
+    judged_only = _judged_only(args)
+    fit = ltr.options(
+        rows,
+        train.qrels,
+        default=default_scores,
+        seeds=range(args.seeds),
+        judged_only=judged_only,
+    )
 
     def describe(option: Any) -> str:
         setting, trees, blend = option
@@ -295,7 +319,13 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
     names = ltr.feature_set(len(rows))
     began = time.perf_counter()
     booster = ltr.fit(
-        rows, train.qrels, list(rows), trees=trees, params=ltr.SETTINGS[setting], features=names
+        rows,
+        train.qrels,
+        list(rows),
+        trees=trees,
+        params=ltr.SETTINGS[setting],
+        features=names,
+        judged_only=judged_only,
     )
     report = {
         "setting": setting,

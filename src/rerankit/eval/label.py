@@ -35,7 +35,7 @@ from ..scorers.llm_pointwise import LLMPointwiseScorer
 from ..types import Document
 from .data import Dataset
 
-__all__ = ["PRICES", "LabelReport", "estimate", "grade_pointwise", "label"]
+__all__ = ["LABEL_REPORT", "PRICES", "LabelReport", "estimate", "grade_pointwise", "label"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +55,9 @@ PRICES: dict[str, tuple[float, float]] = {
 #: flags that mean a document's judgment is unusable
 UNUSABLE = ("llm_failed", "llm_unreadable", "empty_content")
 CHARS_PER_TOKEN = 4  # the estimate before a run; the report counts the provider's tokens
+#: the report `rerankit label` writes beside the qrels (also how `tune` knows labels)
+LABEL_REPORT = "label_report.json"
+
 PROMPT_TOKENS = 150  # instructions and format around each call's texts
 ANSWER_TOKENS = {"pointwise": 20, "listwise": 60}
 
@@ -153,25 +156,33 @@ def _grades(kind: str, values: Sequence[float], positions: tuple[int, int]) -> l
     return [2 if rank[i] < positions[0] else 1 if rank[i] < positions[1] else 0 for i in rank]
 
 
-def _write(out: Path, split: str, data: Dataset, qrels: Mapping[str, Mapping[str, int]]) -> None:
-    """The folder, each file replaced atomically (a reader never sees half a file)."""
+def _replace(path: Path, text: str) -> None:
+    """``path`` replaced atomically (a reader never sees half a file)."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _write(
+    out: Path,
+    split: str,
+    data: Dataset,
+    qrels: Mapping[str, Mapping[str, int]],
+    report: LabelReport,
+) -> None:
+    """The folder, each file replaced atomically: qrels, queries and the report."""
     (out / "qrels").mkdir(parents=True, exist_ok=True)
-
-    def replace(path: Path, text: str) -> None:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-
     rows = [f"{q}\t{d}\t{g}" for q, docs in qrels.items() for d, g in docs.items()]
-    replace(
+    _replace(
         out / "qrels" / f"{split}.tsv",
         "query-id\tcorpus-id\tscore\n" + "".join(r + "\n" for r in rows),
     )
-    replace(
+    _replace(
         out / "queries.jsonl",
         "".join(json.dumps({"_id": q, "text": data.queries[q]}) + "\n" for q in qrels),
     )
+    _replace(out / LABEL_REPORT, json.dumps(report.as_dict(), indent=2) + "\n")
 
 
 def _corpus(out: Path, data: Dataset, source: Path | None) -> None:
@@ -263,15 +274,14 @@ def label(
             report.grades = dict(sorted(grades.items()))
             report.cost_usd = _cost(report, prices)
             report.seconds = time.perf_counter() - start
-            _write(out, split, data, qrels)
+            _write(out, split, data, qrels, report)
             if progress is not None:
                 progress(report)
 
     run_sync(judge_all())
     report.seconds = time.perf_counter() - start
     report.cost_usd = _cost(report, prices)
-    _write(out, split, data, qrels)
-    (out / "label_report.json").write_text(json.dumps(report.as_dict(), indent=2) + "\n")
+    _write(out, split, data, qrels, report)
     logger.info(
         "labelled %d queries (%d labels, %d failed)",
         report.labelled_queries,

@@ -50,12 +50,13 @@ def kfold(qids: Sequence[str], k: int = 5) -> list[list[str]]:
 
 def folds_for(n: int, k: int = 5) -> int:
     """The number of folds to use for ``n`` queries: ``k``, fewer when there are fewer than
-    two queries per fold (at least 2 folds; a ValueError under 4 queries)."""
+    two queries per fold, but at least 3 (nested cross-validation fits on the queries
+    outside two folds, so two folds would leave it none; a ValueError under 4 queries)."""
     if n < 4:
         raise ValueError(
             f"cross-validation needs at least 4 judged training queries with candidates, got {n}"
         )
-    return max(2, min(k, n // 2))
+    return max(3, min(k, n // 2))
 
 
 @dataclass

@@ -106,13 +106,22 @@ def _dataset(
     qrels: Mapping[str, Mapping[str, int]],
     qids: Sequence[str],
     columns: Sequence[int],
+    judged_only: bool = False,
 ) -> tuple[np.ndarray, np.ndarray, list[int]]:
     xs, ys, groups = [], [], []
     for q in qids:
         ids, x = rows[q]
+        judged = qrels.get(q, {})
+        if judged_only:
+            keep = [i for i, d in enumerate(ids) if d in judged]
+            if not keep:
+                continue
+            ids, x = [ids[i] for i in keep], x[keep]
         xs.append(x[:, columns])
-        ys.append([max(0, int(qrels.get(q, {}).get(d, 0))) for d in ids])
+        ys.append([max(0, int(judged.get(d, 0))) for d in ids])
         groups.append(len(ids))
+    if not xs:
+        raise ValueError("learning to rank needs training queries with judged candidates")
     return np.vstack(xs), np.concatenate(ys), groups
 
 
@@ -125,16 +134,21 @@ def fit(
     params: Mapping[str, Any] | None = None,
     features: Sequence[str] = FEATURES,
     seed: int = 0,
+    judged_only: bool = False,
 ) -> Any:
     """A lambdarank booster of ``trees`` trees fitted on the ``qids`` queries of ``rows``
     (query -> candidate ids, :data:`FEATURES` matrix), using the ``features`` columns,
-    with :data:`MONOTONE` constraints. ``params`` override the LightGBM parameters."""
+    with :data:`MONOTONE` constraints. ``params`` override the LightGBM parameters.
+    ``judged_only`` trains on the candidates ``qrels`` names (0 included) and leaves the
+    unjudged out, instead of taking them as non-relevant: right for labels that judged
+    only each query's top few (``rerankit label``), where a relevant document further
+    down would otherwise be taught as a negative."""
     lgb = require("lightgbm", "learning to rank")
     qids = [q for q in qids if len(rows[q][0])]
     if not qids:
         raise ValueError("learning to rank needs training queries with candidates")
     names = list(features)
-    x, y, g = _dataset(rows, qrels, qids, feature_columns(names))
+    x, y, g = _dataset(rows, qrels, qids, feature_columns(names), judged_only)
     train_set = lgb.Dataset(x, y, group=g, feature_name=names)
     settings = _params(params, names, seed)
     if x.shape[0] >= 20_000 and not (params and "num_threads" in params):
@@ -224,6 +238,7 @@ def options(
     blends: Sequence[float] = BLENDS,
     seeds: Sequence[int] = (0,),
     features: Sequence[str] | None = None,
+    judged_only: bool = False,
 ) -> Callable[[Sequence[str]], dict[Option, Callable[[str], float]]]:
     """The fit of :func:`rerankit.eval.crossval.cross_validate` for learning to rank: on
     training query ids, one booster per setting and seed, and per (setting, number of
@@ -231,14 +246,22 @@ def options(
     blend mixes the model's min-max normalised score with ``default`` (query id -> the
     default pipeline's scores of its candidates, in [0, 1]) as
     ``blend * model + (1 - blend) * default``. The features are ``features``, or
-    :func:`feature_set` of the number of training queries."""
+    :func:`feature_set` of the number of training queries. ``judged_only``: see
+    :func:`fit` (the evaluation still ranks every candidate)."""
 
     def fit_on(qids: Sequence[str]) -> dict[Option, Callable[[str], float]]:
         names = list(features or feature_set(len(qids)))
         columns = feature_columns(names)
         boosters = {
             (label, seed): fit(
-                rows, qrels, qids, trees=max(trees), params=params, features=names, seed=seed
+                rows,
+                qrels,
+                qids,
+                trees=max(trees),
+                params=params,
+                features=names,
+                seed=seed,
+                judged_only=judged_only,
             )
             for label, params in settings.items()
             for seed in seeds
