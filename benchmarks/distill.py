@@ -130,7 +130,7 @@ def judge_on_test(test, test_rows, noise: float) -> float:
         query = test.queries[qid]
         grades = [oracle_grade(relevant, query, d, noise) for d in ids]
         values.append(ranked_ndcg(ids, grades, test.qrels[qid]))
-    return 100 * sum(values) / len(values)
+    return 100 * sum(values) / len(test.qrels)  # a query without candidates scores 0
 
 
 def main() -> None:
@@ -167,11 +167,12 @@ def main() -> None:
                 ranked_ndcg(ids, test_default[q], test.qrels[q])
                 for q, (ids, _) in test_rows.items()
             )
-            / len(test_rows)
+            / len(test.qrels)  # as the learned models: a query without candidates scores 0
         )
         human, human_note = learned_ndcg(
             train_rows, train.qrels, test_rows, test.qrels, test_default
         )
+        print(f"{name} human qrels: {human:.2f} ({human_note})", file=sys.stderr, flush=True)
         lines = []
         for noise in (float(x) for x in args.noise.split(",")):
             folder, report = label_with_oracle(name, train, noise, args.k, work)
@@ -190,9 +191,10 @@ def main() -> None:
                 f"| judge's labels, {100 * noise:.0f} % flipped | {score:.2f} | "
                 f"{score - human:+.2f} | {judge_on_test(test, test_rows, noise):.2f} | "
                 f"{report['labels']} labels, {report['calls']} calls, {report['failed']} "
-                f"failed, {report['seconds']:.0f} s; learning {took:.0f} s; {note} |"
+                f"failed, ${report['cost_usd']:.2f} at gpt-4o-mini's list price, "
+                f"{report['seconds']:.0f} s; learning {took:.0f} s; {note} |"
             )
-            print(f"{name} noise {noise:g}: done", file=sys.stderr, flush=True)
+            print(f"{name} noise {noise:g}: {lines[-1]}", file=sys.stderr, flush=True)
         print(
             f"\n{name}: {len(train.queries)} training queries labelled (top {args.k} of BM25), "
             f"{len(test.queries)} test queries, unjudged candidates: {args.unjudged}, "
