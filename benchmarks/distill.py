@@ -52,6 +52,7 @@ def oracle_grade(relevant: set[str], query: str, doc: str, noise: float) -> int:
 
 def label_with_oracle(name: str, train, noise: float, k: int, work: Path) -> tuple[Path, dict]:
     from rerankit.cli import main
+    from rerankit.eval.label import LABEL_REPORT
     from rerankit.testing import FakeLLMServer, Reply
 
     relevant: dict[str, set[str]] = {}
@@ -77,7 +78,7 @@ def label_with_oracle(name: str, train, noise: float, k: int, work: Path) -> tup
         code = main([*args, "--k", str(k), "--out", str(out), "--no-progress"])
         if code != 0:
             raise SystemExit(f"rerankit label failed ({code})")
-    return out, json.loads((out / "label_report.json").read_text())
+    return out, json.loads((out / LABEL_REPORT).read_text())
 
 
 def learned_ndcg(

@@ -52,12 +52,13 @@ PRICES: dict[str, tuple[float, float]] = {
     "gemini-2.5-flash": (0.30, 2.50),
     "gemini-2.5-pro": (1.25, 10.00),
 }
-#: flags that mean a document's judgment is unusable
-UNUSABLE = ("llm_failed", "llm_unreadable", "empty_content")
-CHARS_PER_TOKEN = 4  # the estimate before a run; the report counts the provider's tokens
+
 #: the report `rerankit label` writes beside the qrels (also how `tune` knows labels)
 LABEL_REPORT = "label_report.json"
 
+#: flags that mean a document's judgment is unusable
+UNUSABLE = ("llm_failed", "llm_unreadable", "empty_content")
+CHARS_PER_TOKEN = 4  # the estimate before a run; the report counts the provider's tokens
 PROMPT_TOKENS = 150  # instructions and format around each call's texts
 ANSWER_TOKENS = {"pointwise": 20, "listwise": 60}
 
