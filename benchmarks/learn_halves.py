@@ -76,9 +76,9 @@ def main() -> None:
             fit = ltr.options(feats, qrels, default=default_scores)
             cv = crossval.cross_validate(train_ids, fit)
             verdict = crossval.verdict(cv, default)
-            learned = fit(train_ids)[cv.best]
+            model = fit(train_ids)[cv.best]
             n_test = len(test.queries)  # queries without candidates count 0
-            on_test = sum(learned(q) for q in test_ids) / n_test
+            on_test = sum(model(q) for q in test_ids) / n_test
             default_test = sum(default[q] for q in test_ids) / n_test
             written = on_test if verdict.adopt else default_test
             rows_out.append(
