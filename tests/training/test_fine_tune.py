@@ -16,7 +16,7 @@ from rerankit.cli import main
 from rerankit.training.embedding import embedding_pairs, fine_tune_embedding
 
 
-def test_a_few_steps_lower_the_loss_and_the_model_loads_and_exports(tiny_st, tmp_path):
+def test_a_few_steps_lower_the_loss_and_the_model_loads_and_exports(tiny_st, tmp_path, capfd):
     from rerankit import EmbeddingScorer
     from rerankit.backends.onnx import export
 
@@ -38,6 +38,9 @@ def test_a_few_steps_lower_the_loss_and_the_model_loads_and_exports(tiny_st, tmp
         progress=False,
         log=lambda message: None,
     )
+    printed = capfd.readouterr()
+    bars = ("Loading weights", "Writing model shards", "it/s]")
+    assert not [b for b in bars if b in printed.err + printed.out]  # progress=False: quiet
     losses = summary["losses"]
     assert summary["steps"] == 24 and len(losses) >= 8
     assert np.mean(losses[-4:]) < np.mean(losses[:4])  # it learned something
@@ -121,3 +124,45 @@ def test_a_cross_encoder_trains_from_judgments_and_loads_and_exports(
         trained.score_texts(query, docs),
         atol=1e-4,
     )
+
+
+def _answers_below_repeats(folder):
+    """40 queries over 5 topics; each topic's 2 relevant documents name it once beside the
+    word "answer", its 6 others repeat it, so BM25 ranks the relevant ones last and a model
+    can learn from the other queries that "answer" marks them."""
+    topics = ["solar", "vaccine", "market", "river", "violin"]
+    rng = random.Random(0)
+    corpus, qrels = [], []
+    for t in topics:
+        for j in range(8):
+            noise = " ".join(rng.choice(["alpha", "beta", "gamma", "delta"]) for _ in range(5))
+            text = f"{t} answer {noise}" if j < 2 else f"{t} {t} {t} {noise}"
+            corpus.append({"_id": f"{t}-{j}", "text": text})
+    queries = [{"_id": f"q{i}", "text": f"about {topics[i % 5]}"} for i in range(40)]
+    for i in range(40):
+        qrels += [f"q{i}\t{topics[i % 5]}-{j}\t1" for j in (0, 1)]
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    (folder / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(qrels))
+    return folder
+
+
+def test_training_checks_the_model_on_queries_it_never_saw(bert_dir, tmp_path, capsys):
+    data_dir = _answers_below_repeats(tmp_path / "data")
+    args = ["train", "cross-encoder", "--data", str(data_dir), "--model", str(bert_dir)]
+    common = ["--batch-size", "8", "--no-progress", "--held-out", "0.2"]
+    code = main([*args, "--out", str(tmp_path / "ce"), "--epochs", "6", *common])
+    assert code == 0
+    printed = capsys.readouterr()
+    line = next(x for x in printed.out.splitlines() if x.startswith("held-out check"))
+    assert "8 training queries it never saw" in line
+    bm25, trained = (float(x) for x in line.replace(",", "").split()[-5::4])
+    assert trained > bm25 and "warning" not in printed.err
+    # the same command that learns nothing (step size 0) is told it does not beat BM25
+    code = main([*args, "--out", str(tmp_path / "ce0"), "--learning-rate", "0", *common])
+    printed = capsys.readouterr()
+    line = next(x for x in printed.out.splitlines() if x.startswith("held-out check"))
+    bm25, untrained = (float(x) for x in line.replace(",", "").split()[-5::4])
+    assert code == 0 and untrained <= bm25
+    assert "does not rank better than BM25" in printed.err

@@ -113,7 +113,7 @@ class LazyModel(Generic[T]):
             with self._lock:
                 if self._value is None:
                     try:
-                        with _quiet_loading():
+                        with quiet_loading():
                             self._value = self._load()
                     except (MissingDependencyError, ModelLoadError):
                         raise
@@ -129,7 +129,7 @@ class LazyModel(Generic[T]):
 
 
 @contextlib.contextmanager
-def _quiet_loading() -> Iterator[None]:
+def quiet_loading() -> Iterator[None]:
     """transformers draws a progress bar while loading weights; the library never prints,
     so it is switched off while a model loads (and restored after)."""
     try:

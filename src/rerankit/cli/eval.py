@@ -4,14 +4,18 @@ commands and their arguments."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..batch import quiet_ray_logs
 from ..errors import InputError
 from ..eval.data import find_collections, load_beir
 from ..eval.first_stage import first_stage
+from ..eval.metrics import ranked_ndcg
 from ..eval.runner import (
     check_output_folder,
     describe_pipeline,
@@ -21,6 +25,9 @@ from ..eval.runner import (
     write_outputs,
     write_summary,
 )
+from ..scorers.cross_encoder import CrossEncoderScorer
+from ..scorers.embedding import EmbeddingScorer
+from ..training import crossval
 from ..training.cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 from ..training.embedding import embedding_pairs, fine_tune_embedding
 from .args import add_language_argument, positive_int
@@ -28,6 +35,9 @@ from .eval_support import limit_queries, named_pipelines, pipeline_runs, use_emb
 from .tune import cmd_tune
 
 __all__ = ["add_commands"]
+
+#: how many first-stage candidates the held-out check of ``rerankit train`` reranks
+CHECK_DEPTH = 20
 
 
 def _source_label(data: Any, source: str) -> str:
@@ -94,20 +104,50 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def held_out(qids: list[str], share: float) -> list[str]:
+    """The training queries kept out of training to check the result: ``share`` of them
+    (at most 200, at least 1 when ``share`` > 0 and there are 10 or more), by a hash of
+    each id so the choice does not depend on the file's order."""
+    if share <= 0 or len(qids) < 10:
+        return []
+    count = min(200, max(1, round(share * len(qids))))
+    return crossval.kfold(qids, 2)[0][:count]
+
+
+def check_on_held_out(
+    scorer: Any, data: Any, cands: dict[str, list[tuple[str, float]]], qids: list[str], k: int
+) -> tuple[float, float]:
+    """Mean nDCG@10 over the held-out ``qids`` of the first stage's top ``k`` as ranked,
+    and as the trained ``scorer`` reranks it."""
+    first, model = [], []
+    for q in qids:
+        ranked = cands.get(q, [])[:k]
+        ids, judged = [d for d, _ in ranked], data.qrels.get(q, {})
+        first.append(ranked_ndcg(ids, -np.arange(len(ids), dtype=float), judged))
+        scores = scorer.score_texts(data.queries[q], [data.text(d) for d in ids]) if ids else []
+        model.append(ranked_ndcg(ids, np.asarray(scores, dtype=float), judged))
+    return float(np.mean(first)), float(np.mean(model))
+
+
 def cmd_train(args: argparse.Namespace) -> int:
 
     if args.split == "test":
         raise InputError("train on a training split; the test split is for reporting")
     data = load_beir(args.data, args.split)
     cands = first_stage(data, "bm25", args.k)
+    checked = held_out([q for q in data.qrels if q in data.queries], args.held_out)
+    training = dataclasses.replace(
+        data, qrels={q: j for q, j in data.qrels.items() if q not in set(checked)}
+    )
     if args.what == "cross-encoder":
-        rows = cross_encoder_rows(data, cands, max_pairs=args.max_pairs)
-        train, load_with = fine_tune_cross_encoder, "CrossEncoderScorer"
+        rows = cross_encoder_rows(training, cands, max_pairs=args.max_pairs)
+        train, load_with, what = fine_tune_cross_encoder, "CrossEncoderScorer", "cross-encoder"
         export = f"rerankit export {args.out} --kind cross-encoder --quantize int8"
     else:
-        rows = embedding_pairs(data, cands, max_pairs=args.max_pairs)
-        train, load_with = fine_tune_embedding, "EmbeddingScorer"
+        rows = embedding_pairs(training, cands, max_pairs=args.max_pairs)
+        train, load_with, what = fine_tune_embedding, "EmbeddingScorer", "embedding model"
         export = f"rerankit export {args.out} --quantize int8"
+    options = {} if args.learning_rate is None else {"learning_rate": args.learning_rate}
     summary = train(
         rows,
         args.out,
@@ -116,6 +156,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         batch_size=args.batch_size,
         progress=not args.no_progress,
         log=print,
+        **options,
     )
     losses = summary["losses"]
     trend = f"; training loss {losses[0]:.3f} -> {losses[-1]:.3f}" if len(losses) > 1 else ""
@@ -124,6 +165,26 @@ def cmd_train(args: argparse.Namespace) -> int:
         f"{' (resumed)' if summary['resumed'] else ''}{trend}\nwrote {args.out}: load it with "
         f"{load_with}({str(args.out)!r}), or `{export}`"
     )
+    if checked:
+        scorer = (
+            CrossEncoderScorer(str(args.out), device="cpu")
+            if args.what == "cross-encoder"
+            else EmbeddingScorer(str(args.out), device="cpu", cache=False)
+        )
+        first, model = check_on_held_out(scorer, data, cands, checked, CHECK_DEPTH)
+        print(
+            f"held-out check, {len(checked)} training queries it never saw (BM25's top "
+            f"{CHECK_DEPTH} reranked), nDCG@10: BM25 {100 * first:.2f}, the trained {what} "
+            f"{100 * model:.2f}"
+        )
+        if model <= first:
+            print(
+                f"warning: the trained {what} does not rank better than BM25 on queries it "
+                "did not see; do not serve it as it is (more --epochs, a higher "
+                "--learning-rate or more judgments may help; `rerankit tune --method ltr` "
+                "learns from the same judgments)",
+                file=sys.stderr,
+            )
     return 0
 
 
@@ -337,5 +398,15 @@ def add_commands(sub: Any) -> None:
     tr.add_argument("--epochs", type=float, default=1.0, help="passes over the pairs (1)")
     tr.add_argument("--batch-size", type=positive_int, default=16, help="pairs per step (16)")
     tr.add_argument("--k", type=positive_int, default=100, help="BM25 candidates for negatives")
+    tr.add_argument(
+        "--learning-rate", type=float, default=None, help="the optimiser's step size (2e-5)"
+    )
+    tr.add_argument(
+        "--held-out",
+        type=float,
+        default=0.1,
+        help="share of the training queries kept out of training to check the result on "
+        "(default 0.1, at most 200 queries; 0: no check): the trained model against BM25",
+    )
     tr.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     tr.set_defaults(func=cmd_train)

@@ -23,6 +23,7 @@ from typing import Any
 
 from .._optional import require
 from ..backends.bundled import resolve_source
+from ..backends.local import quiet_loading
 from ..errors import InputError
 from .trainer import run_trainer, trainer_settings
 
@@ -94,9 +95,10 @@ def fine_tune_cross_encoder(
     out = Path(out)
     checkpoints = out / "checkpoints"
     torch.manual_seed(seed)
-    loaded = st.CrossEncoder(
-        resolve_source(model), num_labels=1, max_length=max_length, device="cpu"
-    )
+    with quiet_loading():  # no weight-loading bar: the library never prints
+        loaded = st.CrossEncoder(
+            resolve_source(model), num_labels=1, max_length=max_length, device="cpu"
+        )
     loss = losses_module.BinaryCrossEntropyLoss(loaded)
     steps = max(1, int(len(rows) / batch_size * epochs))
     probe = rows[:batch_size]
@@ -131,4 +133,5 @@ def fine_tune_cross_encoder(
         checkpoints,
         len(rows),
         lambda: loaded.save_pretrained(str(out)),
+        progress=progress,
     )

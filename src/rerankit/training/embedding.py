@@ -20,6 +20,7 @@ from typing import Any
 
 from .._optional import require
 from ..backends.bundled import resolve_source
+from ..backends.local import quiet_loading
 from ..errors import InputError
 from .trainer import run_trainer, trainer_settings
 
@@ -91,7 +92,8 @@ def fine_tune_embedding(
 
     out = Path(out)
     checkpoints = out / "checkpoints"
-    loaded = st.SentenceTransformer(resolve_source(model), device="cpu")
+    with quiet_loading():  # no weight-loading bar: the library never prints
+        loaded = st.SentenceTransformer(resolve_source(model), device="cpu")
     if max_length:
         loaded.max_seq_length = max_length
     dataset = datasets.Dataset.from_list(rows)
@@ -129,4 +131,5 @@ def fine_tune_embedding(
         checkpoints,
         len(rows),
         lambda: loaded.save(str(out)),
+        progress=progress,
     )

@@ -3,12 +3,14 @@ losses recorded) and the summary it returns."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .._optional import require
+from ..backends.local import quiet_loading
 
 __all__ = ["run_trainer", "trainer_settings"]
 
@@ -41,11 +43,17 @@ def trainer_settings(
 
 
 def run_trainer(
-    make: Callable[[list[Any]], Any], checkpoints: Path, pairs: int, save: Callable[[], Any]
+    make: Callable[[list[Any]], Any],
+    checkpoints: Path,
+    pairs: int,
+    save: Callable[[], Any],
+    *,
+    progress: bool = True,
 ) -> dict[str, Any]:
     """Build a trainer with ``make(callbacks)``, train it (resuming from the last checkpoint
     under ``checkpoints``), ``save()`` the model, and return the summary: pairs, steps, the
-    logged training losses, seconds, resumed. Nothing is printed."""
+    logged training losses, seconds, resumed. Nothing is printed; without ``progress``,
+    transformers' bars for loading checkpoints and writing the model are off too."""
     callbacks = require("transformers.trainer_callback", "training")
     losses: list[float] = []
 
@@ -58,8 +66,9 @@ def run_trainer(
     trainer.remove_callback(callbacks.PrinterCallback)  # the library never prints
     resume = any(checkpoints.glob("checkpoint-*")) if checkpoints.exists() else False
     began = time.perf_counter()
-    trainer.train(resume_from_checkpoint=True if resume else None)
-    save()
+    with contextlib.nullcontext() if progress else quiet_loading():
+        trainer.train(resume_from_checkpoint=True if resume else None)
+        save()
     return {
         "pairs": pairs,
         "steps": int(trainer.state.global_step),
