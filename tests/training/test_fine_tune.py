@@ -166,3 +166,18 @@ def test_training_checks_the_model_on_queries_it_never_saw(bert_dir, tmp_path, c
     bm25, untrained = (float(x) for x in line.replace(",", "").split()[-5::4])
     assert code == 0 and untrained <= bm25
     assert "does not rank better than BM25" in printed.err
+
+
+def test_the_embedding_model_is_checked_too_and_the_share_is_validated(
+    tiny_st, tmp_path, capsys
+):
+    data_dir = _answers_below_repeats(tmp_path / "data")
+    args = ["train", "embedding", "--data", str(data_dir), "--model", str(tiny_st)]
+    code = main([*args, "--out", str(tmp_path / "ft"), "--no-progress", "--held-out", "0.25"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "held-out check, 10 training queries it never saw" in printed
+    assert "the trained embedding model" in printed
+    code = main([*args, "--out", str(tmp_path / "x"), "--held-out", "1.5"])
+    assert code == 1 and "--held-out is a share" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()  # refused before anything was trained

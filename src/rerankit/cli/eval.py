@@ -106,7 +106,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def held_out(qids: list[str], share: float) -> list[str]:
     """The training queries kept out of training to check the result: ``share`` of them
-    (at most 200, at least 1 when ``share`` > 0 and there are 10 or more), by a hash of
+    (at most 200 and half, at least 1 when ``share`` > 0 and there are 10 or more), by a hash of
     each id so the choice does not depend on the file's order."""
     if share <= 0 or len(qids) < 10:
         return []
@@ -133,11 +133,14 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     if args.split == "test":
         raise InputError("train on a training split; the test split is for reporting")
+    if not 0 <= args.held_out < 1:
+        raise InputError(f"--held-out is a share of the queries in [0, 1), got {args.held_out}")
     data = load_beir(args.data, args.split)
     cands = first_stage(data, "bm25", args.k)
     checked = held_out([q for q in data.qrels if q in data.queries], args.held_out)
+    kept_out = set(checked)
     training = dataclasses.replace(
-        data, qrels={q: j for q, j in data.qrels.items() if q not in set(checked)}
+        data, qrels={q: j for q, j in data.qrels.items() if q not in kept_out}
     )
     if args.what == "cross-encoder":
         rows = cross_encoder_rows(training, cands, max_pairs=args.max_pairs)
