@@ -168,9 +168,7 @@ def test_training_checks_the_model_on_queries_it_never_saw(bert_dir, tmp_path, c
     assert "does not rank better than BM25" in printed.err
 
 
-def test_the_embedding_model_is_checked_too_and_the_share_is_validated(
-    tiny_st, tmp_path, capsys
-):
+def test_the_embedding_model_is_checked_too_and_the_share_is_validated(tiny_st, tmp_path, capsys):
     data_dir = _answers_below_repeats(tmp_path / "data")
     args = ["train", "embedding", "--data", str(data_dir), "--model", str(tiny_st)]
     code = main([*args, "--out", str(tmp_path / "ft"), "--no-progress", "--held-out", "0.25"])
