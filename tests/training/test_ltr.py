@@ -214,7 +214,19 @@ def test_tune_learns_from_the_judged_candidates_of_a_labelled_folder(tmp_path, c
     (data / "label_report.json").write_text('{"labels": 60}\n')  # as `rerankit label` leaves
     args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--folds", "3"]
     assert main([*args, "--out", str(tmp_path / "a.toml"), "--no-progress"]) == 0
-    assert "training on the judged candidates only" in capsys.readouterr().out
+    assert "training and cross-validating on the judged candidates only" in capsys.readouterr().out
+
+
+def test_judged_candidates_keep_the_named_ones_in_order_with_their_default_scores():
+    x = np.arange(12, dtype=float).reshape(4, 3)
+    rows = {"q1": (["a", "b", "c", "d"], x), "q2": (["e"], x[:1]), "q3": (["f"], x[:1])}
+    default = {"q1": np.array([0.9, 0.1, 0.5, 0.3]), "q2": np.array([1.0]), "q3": np.zeros(1)}
+    qrels = {"q1": {"d": 2, "b": 0, "z": 1}, "q2": {"x": 1}}
+    cut, scores = ltr.judged_candidates(rows, qrels, default)
+    assert list(cut) == ["q1"]  # q2 names none of its candidates, q3 has no judgments
+    assert cut["q1"][0] == ["b", "d"] and (cut["q1"][1] == x[[1, 3]]).all()
+    assert scores["q1"].tolist() == [0.1, 0.3]
+    assert rows["q1"][0] == ["a", "b", "c", "d"] and default["q1"].shape == (4,)  # untouched
 
 
 def test_the_learned_scorer_scores_and_explains(tuned):

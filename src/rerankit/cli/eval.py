@@ -342,9 +342,9 @@ def add_commands(sub: Any) -> None:
         choices=("auto", "negative", "skip"),
         default="auto",
         help="ltr: candidates the training qrels do not name are non-relevant (negative, "
-        "as in most judged collections) or left out of training (skip: right for labels "
-        "that judged only each query's top few); auto (default): skip for a folder written "
-        "by `rerankit label`, else negative",
+        "as in most judged collections) or left out of training and of the "
+        "cross-validation's nDCG (skip: right for labels that judged only each query's top "
+        "few); auto (default): skip for a folder written by `rerankit label`, else negative",
     )
     tu.add_argument(
         "--seeds",

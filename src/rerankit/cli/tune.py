@@ -255,9 +255,9 @@ def _judged_only(args: argparse.Namespace) -> bool:
     labelled = (Path(args.data) / LABEL_REPORT).is_file()
     if labelled:
         print(
-            f"{args.data} was labelled by `rerankit label`: training on the judged candidates "
-            "only (a candidate the judge did not see is not taken as non-relevant; "
-            "--unjudged negative to change)"
+            f"{args.data} was labelled by `rerankit label`: training and cross-validating on "
+            "the judged candidates only (a candidate the judge did not see is not taken as "
+            "non-relevant; --unjudged negative to change)"
         )
     return labelled
 
@@ -291,18 +291,15 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         + weights["embedding"] * normalize_scores(x[:, cos], "min_max")
         for q, (_, x) in rows.items()
     }
+    if _judged_only(args):  # learn and cross-validate on the judged candidates only
+        rows, default_scores = ltr.judged_candidates(rows, train.qrels, default_scores)
+        if len(rows) < len(items):
+            print(f"({len(items) - len(rows)} queries without judged candidates left out)")
     default = {
         q: metrics.ranked_ndcg(ids, default_scores[q], train.qrels.get(q, {}))
         for q, (ids, _) in rows.items()
     }
-    judged_only = _judged_only(args)
-    fit = ltr.options(
-        rows,
-        train.qrels,
-        default=default_scores,
-        seeds=range(args.seeds),
-        judged_only=judged_only,
-    )
+    fit = ltr.options(rows, train.qrels, default=default_scores, seeds=range(args.seeds))
 
     def describe(option: Any) -> str:
         setting, trees, blend = option
@@ -319,13 +316,7 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
     names = ltr.feature_set(len(rows))
     began = time.perf_counter()
     booster = ltr.fit(
-        rows,
-        train.qrels,
-        list(rows),
-        trees=trees,
-        params=ltr.SETTINGS[setting],
-        features=names,
-        judged_only=judged_only,
+        rows, train.qrels, list(rows), trees=trees, params=ltr.SETTINGS[setting], features=names
     )
     report = {
         "setting": setting,

@@ -30,6 +30,7 @@ __all__ = [
     "feature_set",
     "fit",
     "importance",
+    "judged_candidates",
     "options",
     "save",
     "train",
@@ -123,6 +124,29 @@ def _dataset(
     if not xs:
         raise ValueError("learning to rank needs training queries with judged candidates")
     return np.vstack(xs), np.concatenate(ys), groups
+
+
+def judged_candidates(
+    rows: Mapping[str, tuple[list[str], np.ndarray]],
+    qrels: Mapping[str, Mapping[str, int]],
+    default: Mapping[str, np.ndarray],
+) -> tuple[dict[str, tuple[list[str], np.ndarray]], dict[str, np.ndarray]]:
+    """``rows`` (query -> candidate ids, feature matrix) and ``default`` (query -> the
+    default's scores of those candidates) cut to the candidates ``qrels`` names, in their
+    order; a query with none is left out. For labels that judged only each query's top few
+    (``rerankit label``), learning *and* cross-validation use these (nDCG over the judged
+    candidates only, the "condensed list" of IR evaluation with incomplete judgments):
+    ranking every candidate would reward a ranker for keeping the first stage's top few on
+    top, where all the labels are, false positives included, and the comparison with the
+    default would favour whatever leans on the first stage."""
+    out_rows, out_default = {}, {}
+    for q, (ids, x) in rows.items():
+        judged = qrels.get(q, {})
+        keep = [i for i, d in enumerate(ids) if d in judged]
+        if keep:
+            out_rows[q] = ([ids[i] for i in keep], x[keep])
+            out_default[q] = np.asarray(default[q])[keep]
+    return out_rows, out_default
 
 
 def fit(
