@@ -85,8 +85,9 @@ def label_with_oracle(name: str, train, noise: float, k: int, work: Path) -> tup
 
 def learned_ndcg(
     train_rows, qrels, test_rows, test_qrels, test_default, judged_only: bool = False
-) -> tuple[float, str]:
-    """tune --method ltr's choice on ``qrels``, seed 0, scored once on test."""
+) -> tuple[float, bool]:
+    """tune --method ltr's choice on ``qrels``, seed 0, scored once on test, and whether
+    tune would adopt it."""
     from rerankit.eval.metrics import ranked_ndcg
     from rerankit.training import crossval, ltr
 
@@ -108,8 +109,11 @@ def learned_ndcg(
         features=ltr.feature_set(len(rows)),
         seed=0,
     )
-    score = ndcg(booster, test_rows, test_qrels, blend, test_default)
-    return score, "adopted" if verdict.adopt else "not adopted: tune writes the default"
+    return ndcg(booster, test_rows, test_qrels, blend, test_default), verdict.adopt
+
+
+def verdict_note(adopted: bool) -> str:
+    return "adopted" if adopted else "not adopted: tune writes the default"
 
 
 def features_of(data, split: str, signals):
@@ -210,16 +214,17 @@ def main() -> None:
             )
             / len(test.qrels)  # as the learned models: a query without candidates scores 0
         )
-        human, human_note = learned_ndcg(
+        human, human_adopted = learned_ndcg(
             train_rows, train.qrels, test_rows, test.qrels, test_default
         )
+        human_note = verdict_note(human_adopted)
         print(f"{name} human qrels: {human:.2f} ({human_note})", file=sys.stderr, flush=True)
         lines = []
         for noise in (float(x) for x in args.noise.split(",")):
             folder, report = label_with_oracle(name, train, noise, args.k, work)
             labels = load_beir(folder, "train").qrels
             start = time.perf_counter()
-            score, note = learned_ndcg(
+            score, adopted = learned_ndcg(
                 train_rows,
                 labels,
                 test_rows,
@@ -228,14 +233,14 @@ def main() -> None:
                 judged_only=args.unjudged == "skip",
             )
             took = time.perf_counter() - start
-            written = score if note == "adopted" else hybrid
+            written = score if adopted else hybrid
             lines.append(
                 f"| judge's labels, {100 * noise:.0f} % flipped | {score:.2f} | "
                 f"{score - human:+.2f} | {written:.2f} | "
                 f"{judge_on_test(test, test_rows, noise):.2f} | "
                 f"{report['labels']} labels, {report['calls']} calls, {report['failed']} "
                 f"failed, ${report['cost_usd']:.2f} at gpt-4o-mini's list price, "
-                f"{report['seconds']:.0f} s; learning {took:.0f} s; {note} |"
+                f"{report['seconds']:.0f} s; learning {took:.0f} s; {verdict_note(adopted)} |"
             )
             print(f"{name} noise {noise:g}: {lines[-1]}", file=sys.stderr, flush=True)
             if args.cross_encoder:

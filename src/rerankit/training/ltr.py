@@ -262,7 +262,6 @@ def options(
     blends: Sequence[float] = BLENDS,
     seeds: Sequence[int] = (0,),
     features: Sequence[str] | None = None,
-    judged_only: bool = False,
 ) -> Callable[[Sequence[str]], dict[Option, Callable[[str], float]]]:
     """The fit of :func:`rerankit.eval.crossval.cross_validate` for learning to rank: on
     training query ids, one booster per setting and seed, and per (setting, number of
@@ -270,8 +269,9 @@ def options(
     blend mixes the model's min-max normalised score with ``default`` (query id -> the
     default pipeline's scores of its candidates, in [0, 1]) as
     ``blend * model + (1 - blend) * default``. The features are ``features``, or
-    :func:`feature_set` of the number of training queries. ``judged_only``: see
-    :func:`fit` (the evaluation still ranks every candidate)."""
+    :func:`feature_set` of the number of training queries. For labels of each query's top
+    few, pass :func:`judged_candidates`' rows and scores, so that fitting and evaluation
+    both see the judged candidates only."""
 
     def fit_on(qids: Sequence[str]) -> dict[Option, Callable[[str], float]]:
         names = list(features or feature_set(len(qids)))
@@ -285,7 +285,6 @@ def options(
                 params=params,
                 features=names,
                 seed=seed,
-                judged_only=judged_only,
             )
             for label, params in settings.items()
             for seed in seeds
