@@ -14,7 +14,8 @@ from rerankit.scorers.lexical import ENGLISH_STOPWORDS, split_words
 
 PLAIN = {"stopwords": None, "stemmer": None}
 
-WORDS = st.sampled_from(["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"])
+VOCABULARY = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta"]
+WORDS = st.sampled_from(VOCABULARY)
 CORPORA = st.lists(st.lists(WORDS, min_size=0, max_size=12), min_size=1, max_size=25)
 
 
@@ -289,3 +290,20 @@ def test_corpus_statistics_as_idf():
     # two candidates: their own idf would weigh 'solar' and 'power' equally
     scores = scorer.score_texts("solar power", ["solar things", "power things"])
     assert scores[0] > scores[1] > 0
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    corpus=CORPORA, query=st.lists(WORDS, min_size=1, max_size=5), seen=st.permutations(VOCABULARY)
+)
+def test_bm25_scores_do_not_depend_on_what_the_analyzer_met_before(corpus, query, seen):
+    # a batch worker's analyzer has met other texts than the local one, so its vocabulary
+    # numbers the words differently; the scores must still be the same bits, or exactly tied
+    # documents could swap places between the two runs
+    texts = [" ".join(doc) for doc in corpus]
+    for idf in ("lucene", "okapi"):
+        fresh = BM25Scorer(analyzer=Analyzer(**PLAIN), idf=idf)
+        used = BM25Scorer(analyzer=Analyzer(**PLAIN), idf=idf)
+        used.score_texts(" ".join(seen), [" ".join(seen)])
+        expected = fresh.score_texts(" ".join(query), texts)
+        np.testing.assert_array_equal(used.score_texts(" ".join(query), texts), expected)

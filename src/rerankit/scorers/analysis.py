@@ -5,7 +5,7 @@ language, CJK as bigrams), counted as terms per document (:class:`TermBatch`).""
 from __future__ import annotations
 
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from itertools import chain, count
@@ -104,9 +104,14 @@ class TermBatch:
 
     def query_tf(self, terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Term frequencies of the query's terms: ``(tf[n_docs, q], term ids, query counts)``.
-        Query terms absent from every document of the batch are dropped."""
-        known = [i for i in map(self.vocab.get, terms) if i is not None and i < self._width]
-        qids, qcounts = np.unique(np.asarray(known, dtype=np.int64), return_counts=True)
+        Query terms absent from every document of the batch are dropped. Columns follow the
+        terms' alphabetical order, not their ids: ids depend on which texts a shared vocabulary
+        met first, and a sum over columns must round the same way in every process (a batch
+        worker against the local run), or exactly tied documents could swap places."""
+        counts = Counter(t for t in terms if self.vocab.get(t, self._width) < self._width)
+        ordered = sorted(counts)
+        qids = np.array([self.vocab[t] for t in ordered], dtype=np.int64)
+        qcounts = np.array([counts[t] for t in ordered], dtype=np.int64)
         tf = np.zeros((self.n_docs, qids.shape[0]))
         for j, qid in enumerate(qids.tolist()):  # q is small: one vectorised pass per term
             tf[:, j] = np.bincount(self.doc_idx[self.term_ids == qid], minlength=self.n_docs)

@@ -84,7 +84,7 @@ def bm25_from_batch(
     else:  # "okapi": rank_bm25's variant, negative idf floored at epsilon * mean idf
         present, df_all = batch.document_frequencies()
         idf_all = np.log(n - df_all + 0.5) - np.log(df_all + 0.5)
-        floor = epsilon * idf_all.mean()
+        floor = epsilon * np.sort(idf_all).mean()  # sorted: the same sum whatever the ids
         idf_all = np.where(idf_all < 0, floor, idf_all)
         idf_q = idf_all[np.searchsorted(present, qids)]  # query terms are all present
     norm = length_norm(batch.lengths, avgdl, k1, b)
