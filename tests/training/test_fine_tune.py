@@ -179,3 +179,22 @@ def test_the_embedding_model_is_checked_too_and_the_share_is_validated(tiny_st, 
     code = main([*args, "--out", str(tmp_path / "x"), "--held-out", "1.5"])
     assert code == 1 and "--held-out is a share" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()  # refused before anything was trained
+
+
+def test_a_checkpoint_without_a_head_is_said_in_one_line_not_a_table(
+    tiny_st, bert_dir, tmp_path, capfd
+):
+    # an embedding model has no relevance head: transformers would print its load report
+    # (a table of "MISSING" weights); rerankit says it once, in words, and trains
+    data_dir = _answers_below_repeats(tmp_path / "data")
+    args = ["train", "cross-encoder", "--data", str(data_dir), "--no-progress"]
+    common = ["--held-out", "0", "--batch-size", "8"]
+    code = main([*args, "--model", str(tiny_st), "--out", str(tmp_path / "a"), *common])
+    printed = capfd.readouterr()
+    assert code == 0
+    assert "no relevance head in this checkpoint" in printed.out
+    assert "LOAD REPORT" not in printed.err and "MISSING" not in printed.err
+    # a cross-encoder checkpoint has one: nothing said
+    code = main([*args, "--model", str(bert_dir), "--out", str(tmp_path / "b"), *common])
+    printed = capfd.readouterr()
+    assert code == 0 and "relevance head" not in printed.out + printed.err

@@ -14,10 +14,11 @@ Extras ``torch`` and ``train``. Labels made by ``rerankit label`` train it the s
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,30 @@ from .trainer import run_trainer, trainer_settings
 __all__ = ["cross_encoder_rows", "fine_tune_cross_encoder"]
 
 logger = logging.getLogger(__name__)
+
+
+def has_relevance_head(source: str) -> bool:
+    """Whether the checkpoint ``source`` holds a sequence-classification head (True when its
+    config cannot be read: loading reports that itself)."""
+    transformers = require("transformers", "training a cross-encoder")
+    try:
+        config = transformers.AutoConfig.from_pretrained(source)
+    except (OSError, ValueError):
+        return True
+    return any(a.endswith("ForSequenceClassification") for a in config.architectures or [])
+
+
+@contextlib.contextmanager
+def transformers_warnings_off() -> Iterator[None]:
+    """transformers' own warnings silenced (its verbosity restored after)."""
+    from transformers.utils import logging as hf_logging
+
+    was = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(was)
 
 
 def cross_encoder_rows(
@@ -95,9 +120,16 @@ def fine_tune_cross_encoder(
     out = Path(out)
     checkpoints = out / "checkpoints"
     torch.manual_seed(seed)
-    with quiet_loading():  # no weight-loading bar: the library never prints
-        loaded = st.CrossEncoder(
-            resolve_source(model), num_labels=1, max_length=max_length, device="cpu"
+    source = resolve_source(model)
+    new_head = not has_relevance_head(source)
+    # no weight-loading bar (the library never prints), and for a checkpoint without a head
+    # no transformers table of the head's "MISSING" weights either: one line says it instead
+    with quiet_loading(), transformers_warnings_off() if new_head else contextlib.nullcontext():
+        loaded = st.CrossEncoder(source, num_labels=1, max_length=max_length, device="cpu")
+    if new_head:
+        (log or logger.info)(
+            f"{model}: no relevance head in this checkpoint, a new one starts from random "
+            "weights (a cross-encoder checkpoint learns far faster)"
         )
     loss = losses_module.BinaryCrossEntropyLoss(loaded)
     steps = max(1, int(len(rows) / batch_size * epochs))
