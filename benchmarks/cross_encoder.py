@@ -257,19 +257,13 @@ def int8_keeping_ffn_float(onnx_folder: Path, out: Path) -> Path:
     """A copy of an exported folder whose int8 file leaves the FFN down-projections float."""
     import shutil
 
-    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from rerankit.backends.onnx import quantize_int8
 
     if out.exists():
         shutil.rmtree(out)
     shutil.copytree(onnx_folder, out)
-    keep = ffn_down_projections(onnx_folder / "model.onnx")
-    quantize_dynamic(
-        str(onnx_folder / "model.onnx"),
-        str(out / "model.int8.onnx"),
-        weight_type=QuantType.QInt8,
-        per_channel=True,
-        nodes_to_exclude=keep,
-    )
+    model = onnx_folder / "model.onnx"
+    quantize_int8(model, out / "model.int8.onnx", keep_float=ffn_down_projections(model))
     return out
 
 

@@ -129,20 +129,25 @@ class LazyModel(Generic[T]):
 
 
 @contextlib.contextmanager
-def quiet_loading() -> Iterator[None]:
+def quiet_loading(*, warnings: bool = True) -> Iterator[None]:
     """transformers draws a progress bar while loading weights; the library never prints,
-    so it is switched off while a model loads (and restored after)."""
+    so it is switched off while a model loads (and restored after). ``warnings=False`` also
+    silences transformers' warnings meanwhile (its load report, for one)."""
     try:
         from transformers.utils import logging as hf_logging
     except ImportError:
         yield
         return
     was_on = hf_logging.is_progress_bar_enabled()
+    verbosity = hf_logging.get_verbosity()
     if was_on:
         hf_logging.disable_progress_bar()
+    if not warnings:
+        hf_logging.set_verbosity_error()
     try:
         yield
     finally:
+        hf_logging.set_verbosity(verbosity)
         if was_on:
             hf_logging.enable_progress_bar()
 

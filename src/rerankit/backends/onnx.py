@@ -47,6 +47,7 @@ __all__ = [
     "is_exported",
     "load_onnx",
     "onnx_cache_root",
+    "quantize_int8",
 ]
 
 logger = logging.getLogger(__name__)
@@ -194,7 +195,7 @@ def export(
         )
     files = {"float32": _FILES[None]}
     if quantize == "int8":
-        _quantize(out / _FILES[None], out / _FILES["int8"])
+        quantize_int8(out / _FILES[None], out / _FILES["int8"])
         files["int8"] = _FILES["int8"]
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
@@ -215,8 +216,9 @@ def export(
     return out
 
 
-def _quantize(source: Path, target: Path) -> None:
-    """ONNX Runtime's dynamic int8 quantisation of the weights (activations stay float)."""
+def quantize_int8(source: Path, target: Path, *, keep_float: Sequence[str] = ()) -> None:
+    """ONNX Runtime's dynamic int8 quantisation of the weights of ``source`` into ``target``
+    (activations are quantised per call); the nodes named in ``keep_float`` stay float32."""
     quantization = require("onnxruntime.quantization", "quantizing a model")
     root = logging.getLogger()
     level = root.level
@@ -227,6 +229,7 @@ def _quantize(source: Path, target: Path) -> None:
             str(target),
             weight_type=quantization.QuantType.QInt8,
             per_channel=QUANTIZE_PER_CHANNEL,
+            nodes_to_exclude=list(keep_float),
         )
     finally:
         root.setLevel(level)

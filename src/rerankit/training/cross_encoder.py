@@ -14,11 +14,10 @@ Extras ``torch`` and ``train``. Labels made by ``rerankit label`` train it the s
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,19 +41,6 @@ def has_relevance_head(source: str) -> bool:
     except (OSError, ValueError):
         return True
     return any(a.endswith("ForSequenceClassification") for a in config.architectures or [])
-
-
-@contextlib.contextmanager
-def transformers_warnings_off() -> Iterator[None]:
-    """transformers' own warnings silenced (its verbosity restored after)."""
-    from transformers.utils import logging as hf_logging
-
-    was = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(was)
 
 
 def cross_encoder_rows(
@@ -124,7 +110,7 @@ def fine_tune_cross_encoder(
     new_head = not has_relevance_head(source)
     # no weight-loading bar (the library never prints), and for a checkpoint without a head
     # no transformers table of the head's "MISSING" weights either: one line says it instead
-    with quiet_loading(), transformers_warnings_off() if new_head else contextlib.nullcontext():
+    with quiet_loading(warnings=not new_head):
         loaded = st.CrossEncoder(source, num_labels=1, max_length=max_length, device="cpu")
     if new_head:
         (log or logger.info)(
