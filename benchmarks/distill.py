@@ -11,7 +11,8 @@ procedure (learn.py: features of the BM25 top 100, the LightGBM setting chosen b
 5-fold cross-validation over the training queries, compared there with the default, seed 0),
 once on the human qrels and once per noise level on the judge's labels (trained on the
 candidates the judge saw and cross-validated on them, as ``tune`` does for a folder
-``rerankit label`` wrote; ``--unjudged negative`` takes the rest as non-relevant instead);
+``rerankit label`` wrote, with the options fitted on ``ltr.denoise``'s labels compared too;
+``--no-denoise`` leaves those out; ``--unjudged negative`` takes the rest as non-relevant);
 each model is scored once on the test split, beside what ``tune`` would write (the default
 when it does not adopt the learned model). Also the judge itself on test (the same noisy
 oracle ranking the BM25 top 100), the default ``hybrid`` (first stage + MiniLM), and the time
@@ -84,10 +85,17 @@ def label_with_oracle(name: str, train, noise: float, k: int, work: Path) -> tup
 
 
 def learned_ndcg(
-    train_rows, qrels, test_rows, test_qrels, test_default, judged_only: bool = False
-) -> tuple[float, bool]:
-    """tune --method ltr's choice on ``qrels``, seed 0, scored once on test, and whether
-    tune would adopt it."""
+    train_rows,
+    qrels,
+    test_rows,
+    test_qrels,
+    test_default,
+    judged_only: bool = False,
+    denoised: bool = True,
+) -> tuple[float, bool, str]:
+    """tune --method ltr's choice on ``qrels``, seed 0, scored once on test, whether tune
+    would adopt it, and the option chosen. ``denoised``: with ``judged_only``, also the
+    options fitted on ``ltr.denoise``'s labels, as tune compares for a labelled folder."""
     from rerankit.eval.metrics import ranked_ndcg
     from rerankit.training import crossval, ltr
 
@@ -96,20 +104,14 @@ def learned_ndcg(
     if judged_only:  # as tune does for a labelled folder: learn and cross-validate on those
         rows, default = ltr.judged_candidates(rows, qrels, default)
     per_query = {q: ranked_ndcg(ids, default[q], qrels.get(q, {})) for q, (ids, _) in rows.items()}
-    fit = ltr.options(rows, qrels, default=default)
+    tops = (None, ltr.DENOISE_TOP) if judged_only and denoised else (None,)
+    fit = ltr.options(rows, qrels, default=default, denoise_tops=tops)
     cv = crossval.cross_validate(list(rows), fit)
     verdict = crossval.verdict(cv, per_query)
-    setting, trees, blend = cv.best
-    booster = ltr.fit(
-        rows,
-        qrels,
-        list(rows),
-        trees=trees,
-        params=ltr.SETTINGS[setting],
-        features=ltr.feature_set(len(rows)),
-        seed=0,
-    )
-    return ndcg(booster, test_rows, test_qrels, blend, test_default), verdict.adopt
+    booster = ltr.fit_option(rows, qrels, list(rows), cv.best, seed=0)
+    setting, trees, blend, top = cv.best
+    chosen = f"{setting}, {trees} trees, blend {blend:g}" + ("" if top is None else ", denoised")
+    return ndcg(booster, test_rows, test_qrels, blend, test_default), verdict.adopt, chosen
 
 
 def verdict_note(adopted: bool) -> str:
@@ -185,6 +187,12 @@ def main() -> None:
         "for labelled folders) or taken as non-relevant",
     )
     parser.add_argument(
+        "--no-denoise",
+        action="store_true",
+        help="on the judge's labels, compare only the options fitted on the labels as they "
+        "are (without ltr.denoise's, which tune also compares for a labelled folder)",
+    )
+    parser.add_argument(
         "--cross-encoder",
         action="store_true",
         help="also train a cross-encoder on each labelled folder (rerankit train "
@@ -214,23 +222,24 @@ def main() -> None:
             )
             / len(test.qrels)  # as the learned models: a query without candidates scores 0
         )
-        human, human_adopted = learned_ndcg(
+        human, human_adopted, human_chosen = learned_ndcg(
             train_rows, train.qrels, test_rows, test.qrels, test_default
         )
-        human_note = verdict_note(human_adopted)
+        human_note = f"{verdict_note(human_adopted)} ({human_chosen})"
         print(f"{name} human qrels: {human:.2f} ({human_note})", file=sys.stderr, flush=True)
         lines = []
         for noise in (float(x) for x in args.noise.split(",")):
             folder, report = label_with_oracle(name, train, noise, args.k, work)
             labels = load_beir(folder, "train").qrels
             start = time.perf_counter()
-            score, adopted = learned_ndcg(
+            score, adopted, chosen = learned_ndcg(
                 train_rows,
                 labels,
                 test_rows,
                 test.qrels,
                 test_default,
                 judged_only=args.unjudged == "skip",
+                denoised=not args.no_denoise,
             )
             took = time.perf_counter() - start
             written = score if adopted else hybrid
@@ -240,7 +249,8 @@ def main() -> None:
                 f"{judge_on_test(test, test_rows, noise):.2f} | "
                 f"{report['labels']} labels, {report['calls']} calls, {report['failed']} "
                 f"failed, ${report['cost_usd']:.2f} at gpt-4o-mini's list price, "
-                f"{report['seconds']:.0f} s; learning {took:.0f} s; {verdict_note(adopted)} |"
+                f"{report['seconds']:.0f} s; learning {took:.0f} s; {verdict_note(adopted)} "
+                f"({chosen}) |"
             )
             print(f"{name} noise {noise:g}: {lines[-1]}", file=sys.stderr, flush=True)
             if args.cross_encoder:

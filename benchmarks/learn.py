@@ -104,7 +104,7 @@ def learn_and_score(train, test, signals, label):
     cv = crossval.cross_validate(list(train_rows), fit)
     cv_seconds = time.perf_counter() - start
     verdict = crossval.verdict(cv, per_query)
-    setting, trees, blend = cv.best
+    setting, trees, blend, _ = cv.best
     names = ltr.feature_set(len(train_rows))
     test_default = default_scores(test_rows)
     scores, times, first = [], [], None
@@ -214,7 +214,7 @@ def main() -> None:
         cross.append(f"{ndcg(boosters[other], test_rows[label], tests[label].qrels):.2f}")
     print(f"| LTR trained on the other set (seed 0) | {' | '.join(cross)} |")
     for label, (cv, verdict, _) in chosen.items():
-        setting, trees, blend = cv.best
+        setting, trees, blend, _ = cv.best
         print(f"\n{label}: chosen {setting}, {trees} trees, blend {blend:g}; {verdict.describe()}")
 
 

@@ -104,7 +104,7 @@ def main() -> None:
     )
     print("|---|---|---:|---:|---|---|---:|---:|---:|---:|")
     for label, way, n, v, best, lt, dt, wt in rows_out:
-        setting, trees, blend = best
+        setting, trees, blend, _ = best
         option = f"{setting}, {trees} trees, blend {blend:g}"
         print(
             f"| {label} | {way} | {n} | {100 * v.gain:+.2f} ({100 * v.noise:.2f}) | "

@@ -117,7 +117,7 @@ def test_cross_validated_options_adopt_a_model_that_beats_the_default():
     per_default = {q: ranked_ndcg(ids, default[q], qrels[q]) for q, (ids, _) in rows.items()}
     found = verdict(cv, per_default)
     assert found.adopt and found.learned > 0.8 > 0.4 > found.default
-    assert set(cv.options) == {("7 leaves", t, b) for t in (10, 50) for b in (0.5, 1.0)}
+    assert set(cv.options) == {("7 leaves", t, b, None) for t in (10, 50) for b in (0.5, 1.0)}
     assert cv.best[2] == 1.0  # mixing in a default that knows nothing only hurts
     # the evaluator of an option is the nDCG@10 of that blend, computed here directly
     models = fit(list(rows)[:40])
@@ -132,7 +132,7 @@ def test_cross_validated_options_adopt_a_model_that_beats_the_default():
     q = "q50"
     model = learned.min_max(booster.predict(rows[q][1][:, [3, 6]]))
     mixed = 0.5 * model + 0.5 * default[q]
-    assert models[("7 leaves", 50, 0.5)](q) == pytest.approx(
+    assert models[("7 leaves", 50, 0.5, None)](q) == pytest.approx(
         ranked_ndcg(rows[q][0], mixed, qrels[q])
     )
 
@@ -149,11 +149,23 @@ def test_monotone_constraints_keep_a_feature_from_counting_against_relevance():
     assert np.all(np.diff(predicted) >= -1e-12)
 
 
+def _held_out_ndcg(booster, rows, truth, held, names) -> float:
+    """Mean nDCG@10 against ``truth`` of the ``held`` queries ranked by ``booster``."""
+    from rerankit.eval.metrics import ndcg_at_k
+
+    cols = learned.feature_columns(names)
+    values = []
+    for q in held:
+        ids, x = rows[q]
+        order = np.argsort(-booster.predict(x[:, cols]), kind="stable")
+        values.append(ndcg_at_k([ids[i] for i in order], truth[q], 10))
+    return float(np.mean(values))
+
+
 def test_judged_only_learns_from_the_judged_candidates_and_not_from_silence():
     """Labels that judged only each query's first-stage top 8 (as `rerankit label` writes):
     taking the rest as non-relevant teaches the model that a low first-stage score means
     irrelevant; leaving them out learns what decides relevance (the cosine)."""
-    from rerankit.eval.metrics import ndcg_at_k
 
     rows, truth = _ranking_rows(queries=80)
     fs = learned.FEATURES.index("first_stage")
@@ -169,13 +181,7 @@ def test_judged_only_learns_from_the_judged_candidates_and_not_from_silence():
     }
 
     def quality(booster):
-        cols = learned.feature_columns(names)
-        values = []
-        for q in held:
-            ids, x = rows[q]
-            order = np.argsort(-booster.predict(x[:, cols]), kind="stable")
-            values.append(ndcg_at_k([ids[i] for i in order], truth[q], 10))
-        return float(np.mean(values))
+        return _held_out_ndcg(booster, rows, truth, held, names)
 
     assert quality(fitted[True]) > quality(fitted[False]) + 0.1
     # the same booster as one trained on the judged candidates alone
@@ -188,6 +194,82 @@ def test_judged_only_learns_from_the_judged_candidates_and_not_from_silence():
     np.testing.assert_allclose(fitted[True].predict(probe), alone.predict(probe))
     with pytest.raises(ValueError, match="judged candidates"):
         ltr.fit(rows, {}, train, trees=5, features=names, judged_only=True)
+
+
+def _judge_rows(queries=80, noise=0.15, seed=0):
+    """Each query's 20 judged candidates: the cosine decides the one relevant document, and
+    a noisy judge also marks about ``noise`` of the others relevant, at random."""
+    rng = np.random.default_rng(seed)
+    rows, truth, labels = {}, {}, {}
+    for q in range(queries):
+        x = rng.normal(size=(20, len(learned.FEATURES)))
+        ids = [f"{q}-{i}" for i in range(20)]
+        best = ids[int(np.argmax(x[:, 3]))]
+        rows[f"q{q}"], truth[f"q{q}"] = (ids, x), {best: 1}
+        labels[f"q{q}"] = {d: int(d == best or rng.random() < noise) for d in ids}
+    return rows, truth, labels
+
+
+def test_denoise_drops_the_judged_relevant_that_the_other_queries_contradict():
+    rows, truth, labels = _judge_rows()
+    before = json.dumps(labels, sort_keys=True)
+    names = ["cosine", "bm25"]
+    cleaned = ltr.denoise(rows, labels, list(rows), features=names)
+    assert json.dumps(labels, sort_keys=True) == before  # the labels given are untouched
+    kept_true = kept_false = false = 0
+    for q, judged in labels.items():
+        assert set(cleaned[q]) <= set(judged)
+        for d, grade in judged.items():
+            if grade == 0:
+                assert cleaned[q][d] == 0  # a non-relevant label is never dropped
+            elif d in truth[q]:
+                kept_true += d in cleaned[q]
+            else:
+                false += 1
+                kept_false += d in cleaned[q]
+        # at most DENOISE_TOP relevant labels stay per query
+        assert sum(1 for g in cleaned[q].values() if g) <= ltr.DENOISE_TOP
+    assert false > 150  # the judge made many mistakes
+    assert kept_true >= 0.95 * len(rows)
+    assert kept_false <= 0.4 * false
+    # a query left out of qids is not in the answer; too few queries to fold: unchanged
+    assert set(ltr.denoise(rows, labels, ["q1", "q2"], features=names)) == {"q1", "q2"}
+    assert ltr.denoise(rows, labels, ["q1", "q2"], features=names)["q1"] == labels["q1"]
+
+
+def test_denoised_options_learn_better_from_a_noisy_judge_and_fit_as_chosen():
+
+    rows, truth, labels = _judge_rows(queries=120, noise=0.35)
+    rng = np.random.default_rng(1)
+    default = {q: rng.random(20) for q in rows}
+    names = ["cosine", "bm25"]
+    fit = ltr.options(
+        rows,
+        labels,
+        default=default,
+        settings={"7 leaves": ltr.SETTINGS["7 leaves"]},
+        trees=(50,),
+        blends=(1.0,),
+        features=names,
+        denoise_tops=(None, ltr.DENOISE_TOP),
+    )
+    train, held = list(rows)[:90], list(rows)[90:]
+    models = fit(train)
+    assert set(models) == {("7 leaves", 50, 1.0, None), ("7 leaves", 50, 1.0, 5)}
+
+    def on_truth(option):
+        booster = ltr.fit_option(rows, labels, train, option, features=names)
+        return _held_out_ndcg(booster, rows, truth, held, names)
+
+    assert on_truth(("7 leaves", 50, 1.0, 5)) > on_truth(("7 leaves", 50, 1.0, None)) + 0.02
+    # fit_option with a denoise top is fit on denoise's labels
+    booster = ltr.fit_option(rows, labels, train, ("7 leaves", 50, 1.0, 5), features=names)
+    cleaned = {**labels, **ltr.denoise(rows, labels, train, features=names)}
+    direct = ltr.fit(
+        rows, cleaned, train, trees=50, params=ltr.SETTINGS["7 leaves"], features=names
+    )
+    probe = rows[held[0]][1][:, learned.feature_columns(names)]
+    np.testing.assert_allclose(booster.predict(probe), direct.predict(probe))
 
 
 def test_few_training_queries_use_the_core_features():
@@ -214,7 +296,9 @@ def test_tune_learns_from_the_judged_candidates_of_a_labelled_folder(tmp_path, c
     (data / "label_report.json").write_text('{"labels": 60}\n')  # as `rerankit label` leaves
     args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--folds", "3"]
     assert main([*args, "--out", str(tmp_path / "a.toml"), "--no-progress"]) == 0
-    assert "training and cross-validating on the judged candidates only" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "training and cross-validating on the judged candidates only" in out
+    assert "also comparing models that leave out the relevant labels" in out
 
 
 def test_judged_candidates_keep_the_named_ones_in_order_with_their_default_scores():

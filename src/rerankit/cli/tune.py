@@ -291,20 +291,32 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         + weights["embedding"] * normalize_scores(x[:, cos], "min_max")
         for q, (_, x) in rows.items()
     }
-    if _judged_only(args):  # learn and cross-validate on the judged candidates only
+    judged_only = _judged_only(args)
+    if judged_only:  # learn and cross-validate on the judged candidates only
         rows, default_scores = ltr.judged_candidates(rows, train.qrels, default_scores)
         if len(rows) < len(items):
             print(f"({len(items) - len(rows)} queries without judged candidates left out)")
+        print(
+            "labels from a judge: also comparing models that leave out the relevant labels "
+            f"a model fitted on the other queries ranks below the {ltr.DENOISE_TOP}th"
+        )
     default = {
         q: metrics.ranked_ndcg(ids, default_scores[q], train.qrels.get(q, {}))
         for q, (ids, _) in rows.items()
     }
-    fit = ltr.options(rows, train.qrels, default=default_scores, seeds=range(args.seeds))
+    fit = ltr.options(
+        rows,
+        train.qrels,
+        default=default_scores,
+        seeds=range(args.seeds),
+        denoise_tops=(None, ltr.DENOISE_TOP) if judged_only else (None,),
+    )
 
     def describe(option: Any) -> str:
-        setting, trees, blend = option
+        setting, trees, blend, top = option
         mix = "alone" if blend == 1 else f"blended {blend:.2f} with the default"
-        return f"{setting}, {trees} trees, {mix}"
+        cleaned = "" if top is None else f", judged-relevant ranked below {top} left out"
+        return f"{setting}, {trees} trees, {mix}{cleaned}"
 
     started = time.perf_counter()
     cv, verdict = _cross_validated(args, list(rows), fit, default, describe, refit=True)
@@ -312,17 +324,16 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
     if not (verdict.adopt or args.keep_learned):
         spec, comment = _default_pipeline(args, train, verdict, "learned ranker")
         return _write_pipeline(args, f"ltr-{train.name}.toml", spec, comment)
-    setting, trees, blend = cv.best
+    setting, trees, blend, top = cv.best
     names = ltr.feature_set(len(rows))
     began = time.perf_counter()
-    booster = ltr.fit(
-        rows, train.qrels, list(rows), trees=trees, params=ltr.SETTINGS[setting], features=names
-    )
+    booster = ltr.fit_option(rows, train.qrels, list(rows), cv.best, features=names)
     report = {
         "setting": setting,
         "params": ltr.SETTINGS[setting],
         "trees": trees,
         "blend": blend,
+        "denoise_top": top,
         "features": list(names),
         "queries": len(rows),
         "cross_validation": {

@@ -8,6 +8,7 @@ queries, only :data:`CORE_FEATURES`; :func:`options` is the fit that cross-valid
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -22,13 +23,16 @@ from ..scorers.learned import FEATURES, feature_columns, min_max
 __all__ = [
     "BLENDS",
     "CORE_FEATURES",
+    "DENOISE_TOP",
     "FEW_QUERIES",
     "MONOTONE",
     "SETTINGS",
     "TREES",
     "Option",
+    "denoise",
     "feature_set",
     "fit",
+    "fit_option",
     "importance",
     "judged_candidates",
     "options",
@@ -248,8 +252,73 @@ TREES = (25, 50, 100, 200, 400)
 BLENDS = (0.25, 0.5, 0.75, 1.0)
 
 
-#: an option of :func:`options`: (setting, number of trees, blend)
-Option = tuple[str, int, float]
+#: an option of :func:`options`: (setting, number of trees, blend, denoise: ``None`` or
+#: the ``top`` of :func:`denoise` applied to the training labels)
+Option = tuple[str, int, float, int | None]
+
+
+#: :func:`denoise`'s default: a judged-relevant candidate that an out-of-fold model ranks
+#: below the 5th of its query's judged candidates is taken as the judge's mistake
+DENOISE_TOP = 5
+
+
+def denoise(
+    rows: Mapping[str, tuple[list[str], np.ndarray]],
+    qrels: Mapping[str, Mapping[str, int]],
+    qids: Sequence[str],
+    *,
+    top: int = DENOISE_TOP,
+    folds: int = 2,
+    features: Sequence[str] | None = None,
+    seed: int = 0,
+) -> dict[str, dict[str, int]]:
+    """The labels of the ``qids`` queries with the relevant labels an out-of-fold model
+    contradicts left out: ``qids`` split in ``folds`` by a hash of the id, a small model (7
+    leaves, 100 trees) fitted on the other folds' labels ranks each query's judged
+    candidates, and a candidate judged relevant that it ranks below the ``top``-th is
+    dropped (neither relevant nor not: unjudged). Non-relevant labels are kept.
+
+    For labels from an LLM judge (``rerankit label``): a judge's false positives are
+    documents that nothing else about them marks as relevant, so a model fitted on the rest
+    of the labels ranks them low, while the judge's true positives mostly rank high. This
+    is the consistency filtering of synthetic training data (Promptagator keeps a generated
+    pair only when a retriever trained on the rest finds it). It costs a little where the
+    judge was right about a document the model ranks low, so ``tune`` cross-validates with
+    and without it."""
+    names = list(features or feature_set(len(qids)))
+    columns = feature_columns(names)
+    present = [q for q in qids if q in rows and any(d in qrels.get(q, {}) for d in rows[q][0])]
+    out = {q: dict(qrels.get(q, {})) for q in qids}
+    if len(present) < 2 * folds:
+        return out
+    fold_of = {q: hashlib.sha256(f"denoise:{q}".encode()).digest()[0] % folds for q in present}
+    for f in range(folds):
+        others = [q for q in present if fold_of[q] != f]
+        if not others:
+            continue
+        booster = fit(
+            rows,
+            qrels,
+            others,
+            trees=100,
+            params=SETTINGS["7 leaves"],
+            features=names,
+            seed=seed,
+            judged_only=True,
+        )
+        for q in present:
+            if fold_of[q] != f:
+                continue
+            ids, x = rows[q]
+            judged = qrels[q]
+            keep = [i for i, d in enumerate(ids) if d in judged]
+            scores = booster.predict(x[keep][:, columns])
+            order = np.argsort(-scores, kind="stable")
+            for position, i in enumerate(order):
+                d = ids[keep[i]]
+                if position >= top and judged[d] > 0:
+                    del out[q][d]
+    return out
 
 
 def options(
@@ -262,6 +331,7 @@ def options(
     blends: Sequence[float] = BLENDS,
     seeds: Sequence[int] = (0,),
     features: Sequence[str] | None = None,
+    denoise_tops: Sequence[int | None] = (None,),
 ) -> Callable[[Sequence[str]], dict[Option, Callable[[str], float]]]:
     """The fit of :func:`rerankit.eval.crossval.cross_validate` for learning to rank: on
     training query ids, one booster per setting and seed, and per (setting, number of
@@ -271,15 +341,23 @@ def options(
     ``blend * model + (1 - blend) * default``. The features are ``features``, or
     :func:`feature_set` of the number of training queries. For labels of each query's top
     few, pass :func:`judged_candidates`' rows and scores, so that fitting and evaluation
-    both see the judged candidates only."""
+    both see the judged candidates only. ``denoise_tops`` adds, for each ``top`` but
+    ``None``, the same options fitted on :func:`denoise`'s labels of the training queries
+    (evaluated, like every option, on the labels as given)."""
 
     def fit_on(qids: Sequence[str]) -> dict[Option, Callable[[str], float]]:
         names = list(features or feature_set(len(qids)))
         columns = feature_columns(names)
+        labels = {
+            top: qrels
+            if top is None
+            else {**qrels, **denoise(rows, qrels, qids, top=top, features=names)}
+            for top in denoise_tops
+        }
         boosters = {
-            (label, seed): fit(
+            (label, seed, top): fit(
                 rows,
-                qrels,
+                labels[top],
                 qids,
                 trees=max(trees),
                 params=params,
@@ -288,33 +366,61 @@ def options(
             )
             for label, params in settings.items()
             for seed in seeds
+            for top in denoise_tops
         }
-        memo: dict[tuple[str, str, int, int], np.ndarray] = {}
+        memo: dict[tuple[str, str, int, int, int | None], np.ndarray] = {}
 
-        def predicted(q: str, label: str, t: int, seed: int) -> np.ndarray:
-            key = (q, label, t, seed)
+        def predicted(q: str, label: str, t: int, seed: int, top: int | None) -> np.ndarray:
+            key = (q, label, t, seed, top)
             if key not in memo:
                 x = rows[q][1][:, columns]
-                memo[key] = min_max(boosters[label, seed].predict(x, num_iteration=t))
+                memo[key] = min_max(boosters[label, seed, top].predict(x, num_iteration=t))
             return memo[key]
 
-        def evaluator(label: str, t: int, blend: float) -> Callable[[str], float]:
+        def evaluator(option: Option) -> Callable[[str], float]:
+            label, t, blend, top = option
+
             def evaluate(q: str) -> float:
                 ids, judged = rows[q][0], qrels.get(q, {})
                 if not ids:
                     return 0.0
                 values = []
                 for seed in seeds:
-                    fused = blend * predicted(q, label, t, seed) + (1 - blend) * default[q]
+                    fused = blend * predicted(q, label, t, seed, top) + (1 - blend) * default[q]
                     order = np.argsort(-fused, kind="stable")
                     values.append(ndcg_at_k([ids[i] for i in order], judged, 10))
                 return float(np.mean(values))
 
             return evaluate
 
-        return {(s, t, b): evaluator(s, t, b) for s in settings for t in trees for b in blends}
+        return {
+            (s, t, b, top): evaluator((s, t, b, top))
+            for s in settings
+            for t in trees
+            for b in blends
+            for top in denoise_tops
+        }
 
     return fit_on
+
+
+def fit_option(
+    rows: Mapping[str, tuple[list[str], np.ndarray]],
+    qrels: Mapping[str, Mapping[str, int]],
+    qids: Sequence[str],
+    option: Option,
+    *,
+    features: Sequence[str] | None = None,
+    seed: int = 0,
+) -> Any:
+    """The booster of an :func:`options` option (its setting and number of trees; the blend
+    is applied when ranking), fitted on the ``qids`` queries, on :func:`denoise`'s labels
+    when the option says so."""
+    setting, trees, _, top = option
+    names = list(features or feature_set(len(qids)))
+    if top is not None:
+        qrels = {**qrels, **denoise(rows, qrels, qids, top=top, features=names)}
+    return fit(rows, qrels, qids, trees=trees, params=SETTINGS[setting], features=names, seed=seed)
 
 
 def save(booster: Any, path: str | Path, report: Mapping[str, Any]) -> Path:
