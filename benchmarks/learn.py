@@ -104,20 +104,14 @@ def learn_and_score(train, test, signals, label):
     cv = crossval.cross_validate(list(train_rows), fit)
     cv_seconds = time.perf_counter() - start
     verdict = crossval.verdict(cv, per_query)
-    setting, trees, blend, _ = cv.best
+    blend = cv.best[2]
     names = ltr.feature_set(len(train_rows))
     test_default = default_scores(test_rows)
     scores, times, first = [], [], None
     for seed in SEEDS:
         start = time.perf_counter()
-        booster = ltr.fit(
-            train_rows,
-            train.qrels,
-            list(train_rows),
-            trees=trees,
-            params=ltr.SETTINGS[setting],
-            features=names,
-            seed=seed,
+        booster = ltr.fit_option(
+            train_rows, train.qrels, list(train_rows), cv.best, features=names, seed=seed
         )
         times.append(time.perf_counter() - start)
         scores.append(ndcg(booster, test_rows, test.qrels, blend, test_default))
