@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 SHAPES = ("minilm", "bge-base")
 
@@ -193,9 +194,7 @@ def trained_minilm(folder: Path, steps: int = 150, seed: int = 0) -> Path:
     import random
 
     import torch
-    from transformers import AutoTokenizer, BertForSequenceClassification
 
-    from rerankit.backends.bundled import bundled_model_path
     from rerankit.eval.data import load_beir
     from rerankit.eval.first_stage import first_stage
 
@@ -211,16 +210,75 @@ def trained_minilm(folder: Path, steps: int = 150, seed: int = 0) -> Path:
             for n in rng.sample(negatives, min(3, len(negatives))):
                 examples.append((data.queries[qid], data.text(n), 0.0))
     rng.shuffle(examples)
+    return _fit_minilm(folder, examples, steps, seed, 5e-5, torch.nn.BCEWithLogitsLoss())
+
+
+def _teacher_rows(
+    queries: dict[str, int], candidates: int, seed: int
+) -> list[tuple[str, str, float]]:
+    """(query, text, logit) of the default pipeline's calibrated scores on SciFact's and
+    NFCorpus's training queries (``queries`` of each, by name) and their BM25 top
+    ``candidates``; SciFact's first 60
+    training queries by id, which the order check reads, are left out."""
+    import math
+    import random
+
+    import rerankit
+    from rerankit.eval.data import load_beir
+    from rerankit.eval.first_stage import first_stage
+
+    rng = random.Random(seed)
+    rows = []
+    for name, count in queries.items():
+        data = load_beir(Path(__file__).resolve().parents[2] / "shared/data/beir" / name, "train")
+        held = set(sorted(data.queries)[:60]) if name == "scifact" else set()
+        qids = [q for q in sorted(data.queries) if q not in held]
+        rng.shuffle(qids)
+        data.queries = {q: data.queries[q] for q in qids[:count]}
+        ranked = first_stage(data, "auto", k=candidates)
+        for qid, query in data.queries.items():
+            for doc in rerankit.rerank(query, [data.text(d) for d, _ in ranked[qid]]):
+                p = min(max(doc.score, 1e-6), 1 - 1e-6)
+                rows.append((query, doc.text, math.log(p / (1 - p))))
+    return rows
+
+
+def distilled_minilm(folder: Path, steps: int = 400, seed: int = 0) -> Path:
+    """A cross-encoder that grades every candidate, as a trained reranker does, rather than
+    only separating judged from unjudged: the bundled all-MiniLM-L6-v2 encoder with a
+    relevance head, regressed (mean squared error) for ``steps`` steps of 16 pairs onto the
+    default pipeline's calibrated logits, scaled by 2.5 and shifted by 2 into a
+    cross-encoder's range, on 400 SciFact and 300 NFCorpus training queries x BM25 top 30.
+    About half an hour on 2 cores; no test data is read."""
+    if (folder / "config.json").is_file():
+        return folder
+    import random
+
+    import torch
+
+    rows = _teacher_rows({"scifact": 400, "nfcorpus": 300}, 30, seed) if steps else []
+    random.Random(seed).shuffle(rows)
+    scaled = [(q, d, 2.5 * y + 2) for q, d, y in rows]
+    return _fit_minilm(folder, scaled, steps, seed, 7e-5, torch.nn.functional.mse_loss)
+
+
+def _fit_minilm(folder: Path, rows: list, steps: int, seed: int, lr: float, loss_fn: Any) -> Path:
+    """The bundled MiniLM encoder with a relevance head fitted ``steps`` steps of 16
+    (query, text, target) rows (pairs cut to 256 tokens), saved as a cross-encoder folder."""
+    import torch
+    from transformers import AutoTokenizer, BertForSequenceClassification
+
+    from rerankit.backends.bundled import bundled_model_path
+
     source = str(bundled_model_path())
     tokenizer = AutoTokenizer.from_pretrained(source)
     tokenizer.model_max_length = 512
     torch.manual_seed(seed)
     model = BertForSequenceClassification.from_pretrained(source, num_labels=1)
     model.train()
-    optimiser = torch.optim.AdamW(model.parameters(), lr=5e-5)
-    loss_fn = torch.nn.BCEWithLogitsLoss()
+    optimiser = torch.optim.AdamW(model.parameters(), lr=lr)
     for step in range(steps):
-        batch = [examples[(step * 16 + i) % len(examples)] for i in range(16)]
+        batch = [rows[(step * 16 + i) % len(rows)] for i in range(16)]
         enc = tokenizer(
             [q for q, _, _ in batch],
             [d for _, d, _ in batch],
@@ -229,8 +287,8 @@ def trained_minilm(folder: Path, steps: int = 150, seed: int = 0) -> Path:
             padding=True,
             return_tensors="pt",
         )
-        logits = model(**enc).logits[:, 0]
-        loss = loss_fn(logits, torch.tensor([y for _, _, y in batch]))
+        target = torch.tensor([y for _, _, y in batch], dtype=torch.float32)
+        loss = loss_fn(model(**enc).logits[:, 0], target)
         loss.backward()
         optimiser.step()
         optimiser.zero_grad()

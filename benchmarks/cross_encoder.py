@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ce_models import build, peer_folder, trained_minilm
+from ce_models import build, distilled_minilm, peer_folder, trained_minilm
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = REPO.parent / "shared" / "data"
@@ -274,12 +274,14 @@ def trained_order(args: argparse.Namespace, work: Path) -> None:
     from rerankit import CrossEncoderScorer
     from rerankit.backends.onnx import export
 
-    print("training a MiniLM cross-encoder on SciFact train...", file=sys.stderr, flush=True)
+    how = {"labels": trained_minilm, "distilled": distilled_minilm}[args.order_model]
+    name = f"minilm-{args.order_model}"
+    print(f"training a MiniLM cross-encoder ({args.order_model})...", file=sys.stderr, flush=True)
     start = time.perf_counter()
-    folder = trained_minilm(work / "minilm-trained")
+    folder = how(work / name)
     print(f"  {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
-    onnx = export(str(folder), work / "minilm-trained-onnx", kind="cross_encoder", quantize="int8")
-    ffn_float = int8_keeping_ffn_float(onnx, work / "minilm-trained-onnx-ffn-float")
+    onnx = export(str(folder), work / f"{name}-onnx", kind="cross_encoder", quantize="int8")
+    ffn_float = int8_keeping_ffn_float(onnx, work / f"{name}-onnx-ffn-float")
     fp32 = CrossEncoderScorer(str(onnx), backend="onnx")
     int8s = {
         "int8 (rerankit export)": CrossEncoderScorer(str(onnx), backend="onnx", quantize="int8"),
@@ -294,7 +296,8 @@ def trained_order(args: argparse.Namespace, work: Path) -> None:
         c = [torch_.score_texts(q, ts) for q, ts in pairs]
         spread = statistics.median(float(np.std(x)) for x in a)
         print(
-            f"\ntrained MiniLM cross-encoder, {data_name}, {len(pairs)} queries x 100 "
+            f"\nMiniLM cross-encoder trained on {args.order_model}, {data_name}, "
+            f"{len(pairs)} queries x 100 "
             f"(median logit spread within a query {spread:.2f}); ONNX float32 against torch: "
             f"{order_kept(c, a)}"
         )
@@ -430,6 +433,13 @@ def main() -> int:
         help="instead: train a small MiniLM cross-encoder and check int8 keeps its order",
     )
     parser.add_argument("--order-queries", type=int, default=43)
+    parser.add_argument(
+        "--order-model",
+        choices=("labels", "distilled"),
+        default="labels",
+        help="the trained model: on SciFact's judged labels (minutes), or distilled from the "
+        "default pipeline's graded scores (about half an hour)",
+    )
     parser.add_argument("--sweep", help="instead: rerankit at these batch sizes (8,16,32,64)")
     parser.add_argument("--work", type=Path, help="keep the built models here (reused)")
     args = parser.parse_args()
