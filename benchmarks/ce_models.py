@@ -19,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 SHAPES = ("minilm", "bge-base")
+# SciFact training queries (first by id) the distilled model never sees: the order check
+# reads its queries from these (cross_encoder.py --order-queries, 43 by default).
+ORDER_CHECK_HELD_OUT = 60
 
 
 def build(shape: str, folder: Path, texts: Sequence[str]) -> Path:
@@ -218,8 +221,8 @@ def _teacher_rows(
 ) -> list[tuple[str, str, float]]:
     """(query, text, logit) of the default pipeline's calibrated scores on SciFact's and
     NFCorpus's training queries (``queries`` of each, by name) and their BM25 top
-    ``candidates``; SciFact's first 60
-    training queries by id, which the order check reads, are left out."""
+    ``candidates``; SciFact's first ``ORDER_CHECK_HELD_OUT`` training queries by id, from
+    which the order check reads its queries, are left out."""
     import math
     import random
 
@@ -231,7 +234,7 @@ def _teacher_rows(
     rows = []
     for name, count in queries.items():
         data = load_beir(Path(__file__).resolve().parents[2] / "shared/data/beir" / name, "train")
-        held = set(sorted(data.queries)[:60]) if name == "scifact" else set()
+        held = set(sorted(data.queries)[:ORDER_CHECK_HELD_OUT]) if name == "scifact" else set()
         qids = [q for q in sorted(data.queries) if q not in held]
         rng.shuffle(qids)
         data.queries = {q: data.queries[q] for q in qids[:count]}
