@@ -2,7 +2,7 @@
 
 :func:`export` turns a sentence-transformers embedding model or a cross-encoder into a
 folder: ``model.onnx`` (float32, exported with ``torch.onnx``), optionally
-``model.int8.onnx`` (ONNX Runtime's dynamic int8 quantisation of the weights), the
+``model.int8.onnx`` (ONNX Runtime's dynamic int8 quantisation, :mod:`.quantize`), the
 tokenizer as ``tokenizer.json`` and a manifest ``rerankit_onnx.json`` (kind, pooling,
 normalisation, maximum length, labels). :class:`OnnxModel` runs such a folder with
 ``onnxruntime`` and ``tokenizers`` only (extra ``onnx``): mean/CLS/max pooling and
@@ -36,6 +36,7 @@ from ..cache import default_cache_dir
 from ..errors import MissingDependencyError, ModelLoadError
 from .bundled import resolve_source
 from .pairs import PairEncoder, padded_batches
+from .quantize import SMOOTH_ALPHA, calibration_feeds, quantize_int8, smooth
 
 __all__ = [
     "BACKENDS",
@@ -47,7 +48,6 @@ __all__ = [
     "is_exported",
     "load_onnx",
     "onnx_cache_root",
-    "quantize_int8",
 ]
 
 logger = logging.getLogger(__name__)
@@ -58,8 +58,6 @@ MANIFEST = "rerankit_onnx.json"
 KINDS = ("embedding", "cross_encoder")
 _FILES = {None: "model.onnx", "int8": "model.int8.onnx"}
 _lock = threading.Lock()  # one export at a time in a process
-#: one scale per output channel of each weight matrix (chosen by benchmarks/embedding.py)
-QUANTIZE_PER_CHANNEL = True
 
 
 def check_backend(backend: str, quantize: str | None) -> None:
@@ -144,12 +142,15 @@ def export(
     max_length: int | None = None,
     trust_remote_code: bool = False,
     opset: int = 17,
+    smooth_alpha: float | None = SMOOTH_ALPHA,
 ) -> Path:
     """Export ``model`` (hub id or directory; ``kind`` ``embedding`` or ``cross_encoder``)
     to the folder ``out`` and return it. Needs the ``torch`` and ``onnx`` extras; the result
     runs with the ``onnx`` extra alone. ``quantize="int8"`` also writes
     ``model.int8.onnx``; ``max_length`` caps the tokens per input (the model's own limit by
-    default)."""
+    default). A cross-encoder's int8 file is quantised after :func:`.quantize.smooth`
+    with ``smooth_alpha`` (calibrated on word-frequency pseudo-text; ``None``: plain
+    dynamic int8), which keeps its order closer to float32's at about the same speed."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     check_backend("onnx", quantize)
@@ -194,8 +195,19 @@ def export(
             dynamo=False,
         )
     files = {"float32": _FILES[None]}
+    smoothing = None
     if quantize == "int8":
-        quantize_int8(out / _FILES[None], out / _FILES["int8"])
+        source = out / _FILES[None]
+        if kind == "cross_encoder" and smooth_alpha is not None:
+            smoothing = {"alpha": smooth_alpha}
+            source = out / "model.smoothed.onnx"
+            feeds = calibration_feeds(tokenizer, names, int(info["max_length"]))
+            smooth(out / _FILES[None], source, feeds, alpha=smooth_alpha)
+        try:
+            quantize_int8(source, out / _FILES["int8"])
+        finally:
+            if smoothing is not None:
+                source.unlink(missing_ok=True)
         files["int8"] = _FILES["int8"]
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
@@ -211,28 +223,11 @@ def export(
         "pad_token_id": int(tokenizer.pad_token_id or 0),
         **info,
     }
+    if smoothing is not None:
+        manifest["int8_smoothing"] = smoothing
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     logger.info("exported %s (%s) to %s", model, kind, out)
     return out
-
-
-def quantize_int8(source: Path, target: Path, *, keep_float: Sequence[str] = ()) -> None:
-    """ONNX Runtime's dynamic int8 quantisation of the weights of ``source`` into ``target``
-    (activations are quantised per call); the nodes named in ``keep_float`` stay float32."""
-    quantization = require("onnxruntime.quantization", "quantizing a model")
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)  # its advice to pre-process goes to the root logger
-    try:
-        quantization.quantize_dynamic(
-            str(source),
-            str(target),
-            weight_type=quantization.QuantType.QInt8,
-            per_channel=QUANTIZE_PER_CHANNEL,
-            nodes_to_exclude=list(keep_float),
-        )
-    finally:
-        root.setLevel(level)
 
 
 def onnx_cache_root() -> Path:

@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import registry
 from ..backends.onnx import export, is_exported, onnx_cache_root, read_manifest
+from ..backends.quantize import SMOOTH_ALPHA
 from ..cache import EmbeddingCache, JudgmentCache, default_cache_dir
 from .args import positive_int
 
@@ -102,6 +103,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         quantize=args.quantize,
         max_length=args.max_length,
         trust_remote_code=args.trust_remote_code,
+        smooth_alpha=None if args.no_smoothing else SMOOTH_ALPHA,
     )
     files = sorted(p.name for p in out.iterdir())
     print(f"wrote {out}: {', '.join(files)}")
@@ -163,4 +165,10 @@ def add_commands(sub: Any) -> None:
         "--max-length", type=positive_int, default=None, help="tokens per input (model's own)"
     )
     exp.add_argument("--trust-remote-code", action="store_true", help="for models with code")
+    exp.add_argument(
+        "--no-smoothing",
+        action="store_true",
+        help="cross-encoders: plain dynamic int8 (by default each MatMul's input range is "
+        "smoothed into its weights first, which keeps the order closer to float32's)",
+    )
     exp.set_defaults(func=cmd_export)

@@ -1,0 +1,198 @@
+"""int8 quantisation of exported models: ONNX Runtime's dynamic int8 (:func:`quantize_int8`),
+and activation smoothing before it (SmoothQuant, Xiao et al. 2023).
+
+ONNX Runtime's dynamic int8 quantises each MatMul's input with one scale per tensor, so a
+few channels with large values (BERT-like encoders have them after their LayerNorms and
+GELUs) set the scale and leave the other channels a handful of levels. :func:`smooth`
+moves part of that range into the weights: for every MatMul with a constant weight
+matrix it divides the input's channel ``j`` by ``s_j`` (an inserted ``Mul``) and
+multiplies the weight's row ``j`` by ``s_j``, with ``s_j = max|x_j| ** alpha /
+max|w_j| ** (1 - alpha)``, so the float32 function is unchanged and the int8 one loses
+less. MatMuls that share an input share its scale. The ranges come from running the
+float32 graph on calibration inputs: :func:`calibration_pairs` makes pseudo-text from a
+word-frequency list, so no user data is needed.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._optional import require
+
+__all__ = [
+    "QUANTIZE_PER_CHANNEL",
+    "SMOOTH_ALPHA",
+    "calibration_feeds",
+    "calibration_pairs",
+    "quantize_int8",
+    "smooth",
+]
+
+#: one scale per output channel of each weight matrix (chosen by benchmarks/embedding.py)
+QUANTIZE_PER_CHANNEL = True
+
+#: the share of each channel's range moved into the weights (chosen on 43 DL19 queries
+#: with a trained MiniLM cross-encoder among 0.5, 0.75, 0.85 and 0.95: benchmarks/cross_encoder.py)
+SMOOTH_ALPHA = 0.75
+
+
+def calibration_pairs(
+    n: int = 400, *, per_query: int = 20, seed: int = 0, language: str = "en"
+) -> list[tuple[str, list[str]]]:
+    """``n`` (query, document) pairs of pseudo-text, ``per_query`` documents a query:
+    words drawn from ``wordfreq``'s 20,000 most frequent in ``language`` with weight
+    ``1 / (rank + 10)``, queries of 3-10 words, documents of 20-200. Enough to find which
+    channels of a model carry large values; deterministic for a ``seed``."""
+    wordfreq = require("wordfreq", "calibrating an int8 export")
+    words = wordfreq.top_n_list(language, 20_000)
+    weights = [1.0 / (rank + 10) for rank in range(len(words))]
+    rng = random.Random(seed)
+    out = []
+    for _ in range(max(1, n // per_query)):
+        query = " ".join(rng.choices(words, weights, k=rng.randint(3, 10)))
+        docs = [
+            " ".join(rng.choices(words, weights, k=rng.randint(20, 200))) for _ in range(per_query)
+        ]
+        out.append((query, docs))
+    return out
+
+
+def _weight_matmuls(graph: object, arrays: Mapping[str, np.ndarray]) -> dict[str, list[object]]:
+    """MatMul nodes whose second input is a constant 2-D weight no other node reads, grouped
+    by their input."""
+    uses: dict[str, int] = {}
+    for node in graph.node:  # type: ignore[attr-defined]
+        for name in node.input:
+            uses[name] = uses.get(name, 0) + 1
+    groups: dict[str, list[object]] = {}
+    for node in graph.node:  # type: ignore[attr-defined]
+        weight = arrays.get(node.input[1]) if node.op_type == "MatMul" else None
+        # a weight another node also reads (tied weights) cannot take the scale
+        if weight is not None and weight.ndim == 2 and uses[node.input[1]] == 1:
+            groups.setdefault(node.input[0], []).append(node)
+    return groups
+
+
+def _input_ranges(
+    source: Path, inputs: Iterable[str], feeds: Iterable[Mapping[str, np.ndarray]]
+) -> dict[str, np.ndarray]:
+    """The largest absolute value of each channel (last axis) of the tensors ``inputs``
+    over the calibration ``feeds``, from the float32 graph."""
+    onnx = require("onnx", "calibrating an int8 export")
+    ort = require("onnxruntime", "calibrating an int8 export")
+    probe = onnx.load(str(source))
+    wanted = list(dict.fromkeys(inputs))
+    present = {o.name for o in probe.graph.output}
+    for name in wanted:
+        if name not in present:
+            probe.graph.output.append(
+                onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
+            )
+    options = ort.SessionOptions()
+    options.inter_op_num_threads = 1
+    session = ort.InferenceSession(
+        probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
+    names = [o.name for o in session.get_outputs()]
+    ranges: dict[str, np.ndarray] = {}
+    for feed in feeds:
+        for name, value in zip(names, session.run(None, dict(feed)), strict=True):
+            if name in wanted:
+                top = np.abs(value.reshape(-1, value.shape[-1])).max(axis=0)
+                ranges[name] = top if name not in ranges else np.maximum(ranges[name], top)
+    missing = [n for n in wanted if n not in ranges]
+    if missing:
+        raise ValueError(f"calibration gave no values for {len(missing)} MatMul inputs")
+    return ranges
+
+
+def smooth(
+    source: str | Path,
+    target: str | Path,
+    feeds: Iterable[Mapping[str, np.ndarray]],
+    *,
+    alpha: float = SMOOTH_ALPHA,
+) -> int:
+    """Write to ``target`` the float32 ONNX model ``source`` with its MatMul inputs
+    smoothed (see the module doc), the channel ranges measured on ``feeds`` (input name ->
+    array, as the model takes them). Returns the number of inputs smoothed. The result
+    computes the same function as ``source`` (up to float rounding); quantise it."""
+    if not 0.0 <= alpha <= 1.0:
+        raise ValueError(f"alpha must be in [0, 1], got {alpha}")
+    onnx = require("onnx", "calibrating an int8 export")
+    numpy_helper = onnx.numpy_helper
+    source, target = Path(source), Path(target)
+    model = onnx.load(str(source))
+    graph = model.graph
+    initializers = {i.name: i for i in graph.initializer}
+    arrays = {name: numpy_helper.to_array(i) for name, i in initializers.items()}
+    groups = _weight_matmuls(graph, arrays)
+    ranges = _input_ranges(source, groups, feeds)
+    before: dict[int, object] = {}
+    for name, nodes in groups.items():
+        weights = [arrays[n.input[1]] for n in nodes]  # type: ignore[attr-defined]
+        widest = np.max([np.abs(w).max(axis=1) for w in weights], axis=0)
+        scale = np.power(np.maximum(ranges[name], 1e-5), alpha) / np.power(
+            np.maximum(widest, 1e-5), 1.0 - alpha
+        )
+        scale = scale.astype(np.float32)
+        inverse, smoothed = f"{name}/smooth_inverse", f"{name}/smoothed"
+        graph.initializer.append(numpy_helper.from_array(1.0 / scale, inverse))
+        before[id(nodes[0])] = onnx.helper.make_node(
+            "Mul", [name, inverse], [smoothed], name=f"{name}/SmoothMul"
+        )
+        for node, weight in zip(nodes, weights, strict=True):
+            key = node.input[1]  # type: ignore[attr-defined]
+            initializers[key].CopyFrom(numpy_helper.from_array(weight * scale[:, None], key))
+            node.input[0] = smoothed  # type: ignore[attr-defined]
+    ordered = []
+    for node in graph.node:  # each Mul just before the first MatMul that reads it
+        if id(node) in before:
+            ordered.append(before[id(node)])
+        ordered.append(node)
+    del graph.node[:]
+    graph.node.extend(ordered)
+    onnx.save(model, str(target))
+    return len(groups)
+
+
+def calibration_feeds(
+    tokenizer: Any, names: Sequence[str], max_length: int
+) -> Iterator[dict[str, np.ndarray]]:
+    """The model's inputs for :func:`calibration_pairs`, one batch a query
+    (the document cut to fit, as the scorer does)."""
+    for query, docs in calibration_pairs():
+        batch = tokenizer(
+            [query] * len(docs),
+            docs,
+            truncation="only_second",
+            max_length=max_length,
+            padding=True,
+            return_tensors="np",
+        )
+        yield {n: np.asarray(batch[n], dtype=np.int64) for n in names}
+
+
+def quantize_int8(source: Path, target: Path, *, keep_float: Sequence[str] = ()) -> None:
+    """ONNX Runtime's dynamic int8 quantisation of the weights of ``source`` into ``target``
+    (activations are quantised per call); the nodes named in ``keep_float`` stay float32."""
+    quantization = require("onnxruntime.quantization", "quantizing a model")
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)  # its advice to pre-process goes to the root logger
+    try:
+        quantization.quantize_dynamic(
+            str(source),
+            str(target),
+            weight_type=quantization.QuantType.QInt8,
+            per_channel=QUANTIZE_PER_CHANNEL,
+            nodes_to_exclude=list(keep_float),
+        )
+    finally:
+        root.setLevel(level)

@@ -1,0 +1,155 @@
+"""Activation smoothing before int8: the float32 function is kept, and int8 loses less where
+a channel carries values far wider than the rest."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnxruntime", reason="the ONNX backend needs the 'onnx' extra")
+pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
+pytest.importorskip("sentence_transformers", reason="exporting needs the 'torch' extra")
+pytest.importorskip("wordfreq", reason="calibration text comes from wordfreq")
+
+from rerankit import CrossEncoderScorer
+from rerankit.backends.onnx import MANIFEST, export
+from rerankit.backends.quantize import calibration_pairs, quantize_int8, smooth
+
+QUERY = "how do vaccines work"
+DOCS = [
+    "vaccines train the immune system to recognise pathogens",
+    "stock market fell sharply on tuesday",
+    "solar panels convert light into electricity",
+    "what is a virus and how do cells work",
+    "energy price fell on tuesday",
+    "the immune system and cells",
+    "how do solar panels work",
+    "yes no",
+]
+
+
+def _run(path, feeds):
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return [session.run(None, feed)[0] for feed in feeds]
+
+
+def _feeds(model_dir):
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(str(model_dir))
+    feeds = []
+    for query, docs in [(QUERY, DOCS), *calibration_pairs(40, per_query=10, seed=3)]:
+        batch = tokenizer([query] * len(docs), docs, truncation=True, padding=True, max_length=64)
+        feeds.append({k: np.asarray(v, dtype=np.int64) for k, v in batch.items()})
+    return feeds
+
+
+def test_calibration_text_is_deterministic_and_shaped():
+    a = calibration_pairs(60, per_query=20, seed=1)
+    assert a == calibration_pairs(60, per_query=20, seed=1)
+    assert a != calibration_pairs(60, per_query=20, seed=2)
+    assert len(a) == 3 and all(len(docs) == 20 for _, docs in a)
+    assert all(3 <= len(q.split()) <= 10 for q, _ in a)
+    assert all(20 <= len(d.split()) <= 200 for _, docs in a for d in docs)
+
+
+def test_smoothing_keeps_the_float32_function(bert_dir, tmp_path):
+    import onnx
+
+    out = export(str(bert_dir), tmp_path / "ce", kind="cross_encoder")
+    feeds = _feeds(bert_dir)
+    smoothed = tmp_path / "smoothed.onnx"
+    count = smooth(out / "model.onnx", smoothed, feeds[1:])
+    graph = onnx.load(str(smoothed)).graph
+    muls = [n for n in graph.node if n.name.endswith("/SmoothMul")]
+    # per layer: query/key/value share one input, then attention output, FFN in, FFN out;
+    # plus the classifier head's pooler and output
+    assert count == len(muls) >= 2 * 4
+    for before, after in zip(_run(out / "model.onnx", feeds), _run(smoothed, feeds), strict=True):
+        np.testing.assert_allclose(after, before, rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="alpha"):
+        smooth(out / "model.onnx", smoothed, feeds, alpha=1.5)
+
+
+def _two_layer_graph(path, wide):
+    """x (rows, 64) -> MatMul -> Relu -> MatMul -> y, whose input channels ``wide`` carry
+    values 60 times wider than the rest and are read by weights 60 times smaller (the
+    pattern of trained BERT-like encoders); the feeds to calibrate and check it on."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(0)
+    w1 = rng.normal(0, 0.2, (64, 64)).astype(np.float32)
+    w1[wide] /= 60.0
+    w2 = rng.normal(0, 0.2, (64, 8)).astype(np.float32)
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w1"], ["h"], name="first"),
+            helper.make_node("Relu", ["h"], ["r"]),
+            helper.make_node("MatMul", ["r", "w2"], ["y"], name="second"),
+        ],
+        "two_layers",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 64])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 8])],
+        [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+
+    def feed(seed):
+        x = np.random.default_rng(seed).normal(0, 1, (32, 64)).astype(np.float32)
+        x[:, wide] *= 60.0
+        return {"x": x}
+
+    return [feed(s) for s in range(1, 9)], [feed(s) for s in range(100, 104)]
+
+
+def test_smoothed_int8_is_closer_to_float32_where_channels_are_wide(tmp_path):
+
+    source = tmp_path / "model.onnx"
+    calibration, check = _two_layer_graph(source, wide=[3, 17, 40])
+    smooth(source, tmp_path / "smoothed.onnx", calibration)
+    quantize_int8(source, tmp_path / "plain.int8.onnx")
+    quantize_int8(tmp_path / "smoothed.onnx", tmp_path / "smoothed.int8.onnx")
+    reference = _run(source, check)
+    errors = {}
+    for name in ("plain", "smoothed"):
+        out = _run(tmp_path / f"{name}.int8.onnx", check)
+        errors[name] = float(
+            np.mean([np.abs(a - b).mean() for a, b in zip(out, reference, strict=True)])
+        )
+    assert errors["smoothed"] < 0.5 * errors["plain"], errors
+
+
+def test_a_cross_encoders_int8_export_is_smoothed_unless_asked_not_to(bert_dir, tmp_path):
+    smoothed = export(str(bert_dir), tmp_path / "smoothed", kind="cross_encoder", quantize="int8")
+    plain = export(
+        str(bert_dir), tmp_path / "plain", kind="cross_encoder", quantize="int8", smooth_alpha=None
+    )
+    assert json.loads((smoothed / MANIFEST).read_text())["int8_smoothing"] == {"alpha": 0.75}
+    assert "int8_smoothing" not in json.loads((plain / MANIFEST).read_text())
+    assert sorted(p.name for p in smoothed.glob("*.onnx")) == ["model.int8.onnx", "model.onnx"]
+    docs = DOCS * 3
+    reference = CrossEncoderScorer(str(smoothed), backend="onnx").score_texts(QUERY, docs)
+    np.testing.assert_allclose(
+        CrossEncoderScorer(str(plain), backend="onnx").score_texts(QUERY, docs), reference
+    )  # the float32 files are the same export
+    for folder in (smoothed, plain):
+        scores = CrossEncoderScorer(str(folder), backend="onnx", quantize="int8")
+        np.testing.assert_allclose(scores.score_texts(QUERY, docs), reference, atol=0.01)
+
+
+def test_the_export_command_can_leave_smoothing_out(bert_dir, tmp_path):
+    from rerankit.cli import main
+
+    out = tmp_path / "plain"
+    args = ["export", str(bert_dir), "--kind", "cross-encoder", "--quantize", "int8"]
+    assert main([*args, "--out", str(out), "--no-smoothing"]) == 0
+    assert "int8_smoothing" not in json.loads((out / MANIFEST).read_text())
+    assert main([*args, "--out", str(tmp_path / "smoothed")]) == 0
+    assert "int8_smoothing" in json.loads((tmp_path / "smoothed" / MANIFEST).read_text())
