@@ -153,3 +153,41 @@ def test_the_export_command_can_leave_smoothing_out(bert_dir, tmp_path):
     assert "int8_smoothing" not in json.loads((out / MANIFEST).read_text())
     assert main([*args, "--out", str(tmp_path / "smoothed")]) == 0
     assert "int8_smoothing" in json.loads((tmp_path / "smoothed" / MANIFEST).read_text())
+
+
+def test_models_past_protobufs_limit_keep_their_weights_beside_them(tmp_path, monkeypatch):
+    """Over 2 GB (here: any size, the limit lowered) the smoothed and the int8 files keep
+    their weights in a file beside them, and compute what the in-memory path computes."""
+    from rerankit.backends import quantize
+
+    source = tmp_path / "model.onnx"
+    calibration, check = _two_layer_graph(source, wide=[3, 17, 40])
+    small = tmp_path / "small"
+    small.mkdir()
+    smooth(source, small / "smoothed.onnx", calibration)
+    quantize_int8(small / "smoothed.onnx", small / "int8.onnx")
+    monkeypatch.setattr(quantize, "EXTERNAL_DATA_BYTES", 0)
+    large = tmp_path / "large"
+    large.mkdir()
+    smooth(source, large / "smoothed.onnx", calibration)
+    assert (large / "smoothed.onnx.data").is_file()
+    assert quantize._has_external_data(large / "smoothed.onnx")
+    quantize_int8(large / "smoothed.onnx", large / "int8.onnx")
+    assert quantize._has_external_data(large / "int8.onnx")
+    assert not quantize._has_external_data(small / "int8.onnx")
+    for name in ("smoothed.onnx", "int8.onnx"):
+        for a, b in zip(_run(small / name, check), _run(large / name, check), strict=True):
+            np.testing.assert_allclose(b, a, rtol=1e-6)
+
+
+def test_an_export_cleans_up_its_smoothed_copy_when_weights_sit_beside_it(
+    bert_dir, tmp_path, monkeypatch
+):
+    from rerankit.backends import quantize
+
+    monkeypatch.setattr(quantize, "EXTERNAL_DATA_BYTES", 0)
+    out = export(str(bert_dir), tmp_path / "ce", kind="cross_encoder", quantize="int8")
+    assert not list(out.glob("model.smoothed*"))
+    fp32 = CrossEncoderScorer(str(out), backend="onnx").score_texts(QUERY, DOCS)
+    int8 = CrossEncoderScorer(str(out), backend="onnx", quantize="int8").score_texts(QUERY, DOCS)
+    np.testing.assert_allclose(int8, fp32, atol=0.01)

@@ -208,6 +208,7 @@ def export(
         finally:
             if smoothing is not None:
                 source.unlink(missing_ok=True)
+                source.with_name(f"{source.name}.data").unlink(missing_ok=True)
         files["int8"] = _FILES["int8"]
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:

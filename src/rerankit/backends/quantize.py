@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import random
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ import numpy as np
 from .._optional import require
 
 __all__ = [
+    "EXTERNAL_DATA_BYTES",
     "QUANTIZE_PER_CHANNEL",
     "SMOOTH_ALPHA",
     "calibration_feeds",
@@ -36,6 +38,10 @@ __all__ = [
 
 #: one scale per output channel of each weight matrix (chosen by benchmarks/embedding.py)
 QUANTIZE_PER_CHANNEL = True
+
+#: models whose weights pass this many bytes are written with their weights in a file
+#: beside them (protobuf holds at most 2 GB in one message; bge-reranker-v2-m3 is 2.3 GB)
+EXTERNAL_DATA_BYTES = 1_800_000_000
 
 #: the share of each channel's range moved into the weights (chosen on 43 DL19 queries
 #: with a trained MiniLM cross-encoder among 0.5, 0.75, 0.85 and 0.95: benchmarks/cross_encoder.py)
@@ -79,26 +85,63 @@ def _weight_matmuls(graph: object, arrays: Mapping[str, np.ndarray]) -> dict[str
     return groups
 
 
+def _is_large(model: Any) -> bool:
+    return sum(i.ByteSize() for i in model.graph.initializer) > EXTERNAL_DATA_BYTES
+
+
+def _save(model: Any, path: Path) -> None:
+    """``model`` to ``path``, its weights in ``<name>.data`` beside it when they pass
+    protobuf's 2 GB limit (:data:`EXTERNAL_DATA_BYTES`)."""
+    onnx = require("onnx", "calibrating an int8 export")
+    if _is_large(model):
+        onnx.save(
+            model,
+            str(path),
+            save_as_external_data=True,
+            all_tensors_to_one_file=True,
+            location=f"{path.name}.data",
+        )
+    else:
+        onnx.save(model, str(path))
+
+
+def _has_external_data(path: Path) -> bool:
+    onnx = require("onnx", "quantizing a model")
+    model = onnx.load(str(path), load_external_data=False)
+    return any(i.data_location == onnx.TensorProto.EXTERNAL for i in model.graph.initializer)
+
+
 def _input_ranges(
-    source: Path, inputs: Iterable[str], feeds: Iterable[Mapping[str, np.ndarray]]
+    model: Any, inputs: Iterable[str], feeds: Iterable[Mapping[str, np.ndarray]]
 ) -> dict[str, np.ndarray]:
     """The largest absolute value of each channel (last axis) of the tensors ``inputs``
-    over the calibration ``feeds``, from the float32 graph."""
+    over the calibration ``feeds``, from the float32 ``model`` (left as it was)."""
     onnx = require("onnx", "calibrating an int8 export")
     ort = require("onnxruntime", "calibrating an int8 export")
-    probe = onnx.load(str(source))
+    outputs = model.graph.output
+    kept = len(outputs)
     wanted = list(dict.fromkeys(inputs))
-    present = {o.name for o in probe.graph.output}
-    for name in wanted:
-        if name not in present:
-            probe.graph.output.append(
-                onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
-            )
+    present = {o.name for o in outputs}
+    outputs.extend(
+        onnx.helper.make_tensor_value_info(name, onnx.TensorProto.FLOAT, None)
+        for name in wanted
+        if name not in present
+    )
     options = ort.SessionOptions()
     options.inter_op_num_threads = 1
-    session = ort.InferenceSession(
-        probe.SerializeToString(), options, providers=["CPUExecutionProvider"]
-    )
+    try:
+        with tempfile.TemporaryDirectory(prefix="rerankit-calibration-") as folder:
+            if _is_large(model):  # protobuf cannot hold it in one message
+                probe = Path(folder) / "probe.onnx"
+                copy = onnx.ModelProto()
+                copy.CopyFrom(model)  # saving moves the weights out of the message saved
+                _save(copy, probe)
+                source: Any = str(probe)
+            else:
+                source = model.SerializeToString()
+            session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
+    finally:
+        del outputs[kept:]
     names = [o.name for o in session.get_outputs()]
     ranges: dict[str, np.ndarray] = {}
     for feed in feeds:
@@ -133,7 +176,7 @@ def smooth(
     initializers = {i.name: i for i in graph.initializer}
     arrays = {name: numpy_helper.to_array(i) for name, i in initializers.items()}
     groups = _weight_matmuls(graph, arrays)
-    ranges = _input_ranges(source, groups, feeds)
+    ranges = _input_ranges(model, groups, feeds)
     before: dict[int, object] = {}
     for name, nodes in groups.items():
         weights = [arrays[n.input[1]] for n in nodes]  # type: ignore[attr-defined]
@@ -158,7 +201,7 @@ def smooth(
         ordered.append(node)
     del graph.node[:]
     graph.node.extend(ordered)
-    onnx.save(model, str(target))
+    _save(model, target)
     return len(groups)
 
 
@@ -181,7 +224,9 @@ def calibration_feeds(
 
 def quantize_int8(source: Path, target: Path, *, keep_float: Sequence[str] = ()) -> None:
     """ONNX Runtime's dynamic int8 quantisation of the weights of ``source`` into ``target``
-    (activations are quantised per call); the nodes named in ``keep_float`` stay float32."""
+    (activations are quantised per call); the nodes named in ``keep_float`` stay float32.
+    A ``source`` whose weights are in external files (over 2 GB) gives a ``target`` with
+    its weights beside it too."""
     quantization = require("onnxruntime.quantization", "quantizing a model")
     root = logging.getLogger()
     level = root.level
@@ -193,6 +238,7 @@ def quantize_int8(source: Path, target: Path, *, keep_float: Sequence[str] = ())
             weight_type=quantization.QuantType.QInt8,
             per_channel=QUANTIZE_PER_CHANNEL,
             nodes_to_exclude=list(keep_float),
+            use_external_data_format=_has_external_data(Path(source)),
         )
     finally:
         root.setLevel(level)
