@@ -43,8 +43,9 @@ QUANTIZE_PER_CHANNEL = True
 #: beside them (protobuf holds at most 2 GB in one message; bge-reranker-v2-m3 is 2.3 GB)
 EXTERNAL_DATA_BYTES = 1_800_000_000
 
-#: the share of each channel's range moved into the weights (chosen on 43 DL19 queries
-#: with a trained MiniLM cross-encoder among 0.5, 0.75, 0.85 and 0.95: benchmarks/cross_encoder.py)
+#: the share of each channel's range moved into the weights (chosen in trials on 43 DL19
+#: queries with a trained MiniLM cross-encoder, among 0.5, 0.75, 0.85 and 0.95;
+#: ``benchmarks/cross_encoder.py --trained-order`` measures it against plain int8)
 SMOOTH_ALPHA = 0.75
 
 
