@@ -150,7 +150,8 @@ def export(
     ``model.int8.onnx``; ``max_length`` caps the tokens per input (the model's own limit by
     default). A cross-encoder's int8 file is quantised after :func:`.quantize.smooth`
     with ``smooth_alpha`` (calibrated on word-frequency pseudo-text; ``None``: plain
-    dynamic int8), which keeps its order closer to float32's at about the same speed."""
+    dynamic int8), which keeps its order closer to float32's (a few per cent slower on
+    short inputs)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     check_backend("onnx", quantize)
