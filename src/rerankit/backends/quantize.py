@@ -70,7 +70,7 @@ def calibration_pairs(
     return out
 
 
-def _weight_matmuls(graph: object, arrays: Mapping[str, np.ndarray]) -> dict[str, list[object]]:
+def _weight_matmuls(graph: object, initializers: Mapping[str, Any]) -> dict[str, list[object]]:
     """MatMul nodes whose second input is a constant 2-D weight no other node reads, grouped
     by their input."""
     uses: dict[str, int] = {}
@@ -79,9 +79,9 @@ def _weight_matmuls(graph: object, arrays: Mapping[str, np.ndarray]) -> dict[str
             uses[name] = uses.get(name, 0) + 1
     groups: dict[str, list[object]] = {}
     for node in graph.node:  # type: ignore[attr-defined]
-        weight = arrays.get(node.input[1]) if node.op_type == "MatMul" else None
+        weight = initializers.get(node.input[1]) if node.op_type == "MatMul" else None
         # a weight another node also reads (tied weights) cannot take the scale
-        if weight is not None and weight.ndim == 2 and uses[node.input[1]] == 1:
+        if weight is not None and len(weight.dims) == 2 and uses[node.input[1]] == 1:
             groups.setdefault(node.input[0], []).append(node)
     return groups
 
@@ -175,12 +175,11 @@ def smooth(
     model = onnx.load(str(source))
     graph = model.graph
     initializers = {i.name: i for i in graph.initializer}
-    arrays = {name: numpy_helper.to_array(i) for name, i in initializers.items()}
-    groups = _weight_matmuls(graph, arrays)
+    groups = _weight_matmuls(graph, initializers)  # only their weights are read into numpy
     ranges = _input_ranges(model, groups, feeds)
     before: dict[int, object] = {}
     for name, nodes in groups.items():
-        weights = [arrays[n.input[1]] for n in nodes]  # type: ignore[attr-defined]
+        weights = [numpy_helper.to_array(initializers[n.input[1]]) for n in nodes]  # type: ignore[attr-defined]
         widest = np.max([np.abs(w).max(axis=1) for w in weights], axis=0)
         scale = np.power(np.maximum(ranges[name], 1e-5), alpha) / np.power(
             np.maximum(widest, 1e-5), 1.0 - alpha
