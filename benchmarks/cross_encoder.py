@@ -144,6 +144,21 @@ def order_kept(a_runs: list, b_runs: list) -> str:
     )
 
 
+def near_ties(a_runs: list, b_runs: list) -> str:
+    """How far int8's logits move from float32's, and how close float32's top two were on
+    the queries whose top document changed (a gap below the logits' noise is a tie)."""
+    moved = np.mean([np.abs(a - b).mean() for a, b in zip(a_runs, b_runs, strict=True)])
+    gaps = [float(np.diff(np.sort(a)[-2:])[0]) for a in a_runs]
+    changed = [
+        g for g, a, b in zip(gaps, a_runs, b_runs, strict=True) if np.argmax(a) != np.argmax(b)
+    ]
+    where = ", ".join(f"{g:.4f}" for g in sorted(changed)) or "none"
+    return (
+        f"mean |logit change| {moved:.4f}; float32's top-two gap median "
+        f"{statistics.median(gaps):.4f}, on the queries whose top changed: {where}"
+    )
+
+
 def st_predict(st: Any, batch_size: int) -> Callable[[str, list[str]], np.ndarray]:
     """sentence-transformers' ``CrossEncoder.predict`` on one query's candidates (logits)."""
     import torch
@@ -240,24 +255,11 @@ def cross_encoders(args: argparse.Namespace, work: Path, peer: Peer | None) -> N
             )
 
 
-def int8_without_smoothing(onnx_folder: Path, out: Path) -> Path:
-    """A copy of an exported folder whose int8 file is ONNX Runtime's plain dynamic int8 of
-    the float32 file (what the export wrote before it smoothed activations)."""
-    import shutil
-
-    from rerankit.backends.quantize import quantize_int8
-
-    if out.exists():
-        shutil.rmtree(out)
-    shutil.copytree(onnx_folder, out)
-    quantize_int8(onnx_folder / "model.onnx", out / "model.int8.onnx")
-    return out
-
-
 def trained_order(args: argparse.Namespace, work: Path) -> None:
     """Whether int8 keeps the order of a trained cross-encoder (random weights cannot say),
-    for the export's int8 (activations smoothed first) and for plain dynamic int8, and what
-    each costs in speed (interleaved rounds on the first queries)."""
+    for the export's int8 (activations smoothed, then one scale per token), for smoothed
+    int8 with ONNX Runtime's one scale per tensor, and for plain dynamic int8, and what each
+    costs in speed (interleaved rounds on the first queries)."""
     from rerankit import CrossEncoderScorer
     from rerankit.backends.onnx import export
 
@@ -269,14 +271,20 @@ def trained_order(args: argparse.Namespace, work: Path) -> None:
     print(f"  {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
     start = time.perf_counter()
     onnx = export(str(folder), work / f"{name}-onnx", kind="cross_encoder", quantize="int8")
-    print(f"  export with smoothed int8: {time.perf_counter() - start:.0f} s", file=sys.stderr)
-    plain = int8_without_smoothing(onnx, work / f"{name}-onnx-plain-int8")
+    print(f"  export with int8: {time.perf_counter() - start:.0f} s", file=sys.stderr)
+    others = {  # the same float32 export, other int8 files
+        "int8 smoothed, one scale per tensor": {"per_token": False},
+        "int8 plain (neither)": {"per_token": False, "smooth_alpha": None},
+    }
+    folders = {"int8 (rerankit export: smoothed, one scale per token)": onnx}
+    for label, options in others.items():
+        slug = "-".join(f"{k}-{v}" for k, v in options.items()).replace("_", "-")
+        out = work / f"{name}-onnx-{slug}"
+        folders[label] = export(str(folder), out, kind="cross_encoder", quantize="int8", **options)
     fp32 = CrossEncoderScorer(str(onnx), backend="onnx")
     int8s = {
-        "int8 (rerankit export, smoothed)": CrossEncoderScorer(
-            str(onnx), backend="onnx", quantize="int8"
-        ),
-        "int8 without smoothing": CrossEncoderScorer(str(plain), backend="onnx", quantize="int8"),
+        label: CrossEncoderScorer(str(path), backend="onnx", quantize="int8")
+        for label, path in folders.items()
     }
     torch_ = CrossEncoderScorer(str(folder), device="cpu")
     for data_name in args.data.split(","):
@@ -292,7 +300,7 @@ def trained_order(args: argparse.Namespace, work: Path) -> None:
         )
         for name, scorer in int8s.items():
             b = [scorer.score_texts(q, ts) for q, ts in pairs]
-            print(f"- {name} against float32: {order_kept(a, b)}")
+            print(f"- {name} against float32: {order_kept(a, b)}; {near_ties(a, b)}")
         variants = {"ONNX float32": timed(fp32.score_texts)}
         variants.update({name: timed(scorer.score_texts) for name, scorer in int8s.items()})
         speed = pairs[: args.queries]

@@ -1,5 +1,6 @@
-"""Activation smoothing before int8: the float32 function is kept, and int8 loses less where
-a channel carries values far wider than the rest."""
+"""int8 for cross-encoders: smoothing keeps the float32 function and loses less where a
+channel carries values far wider than the rest; one scale per token computes what a direct
+reference computes and loses less where a token does."""
 
 from __future__ import annotations
 
@@ -15,7 +16,12 @@ pytest.importorskip("wordfreq", reason="calibration text comes from wordfreq")
 
 from rerankit import CrossEncoderScorer
 from rerankit.backends.onnx import MANIFEST, export
-from rerankit.backends.quantize import calibration_pairs, quantize_int8, smooth
+from rerankit.backends.quantize import (
+    calibration_pairs,
+    quantize_int8,
+    quantize_int8_per_token,
+    smooth,
+)
 
 QUERY = "how do vaccines work"
 DOCS = [
@@ -75,10 +81,11 @@ def test_smoothing_keeps_the_float32_function(bert_dir, tmp_path):
         smooth(out / "model.onnx", smoothed, feeds, alpha=1.5)
 
 
-def _two_layer_graph(path, wide):
+def _two_layer_graph(path, wide, wide_rows=(), opset=17):
     """x (rows, 64) -> MatMul -> Relu -> MatMul -> y, whose input channels ``wide`` carry
     values 60 times wider than the rest and are read by weights 60 times smaller (the
-    pattern of trained BERT-like encoders); the feeds to calibrate and check it on."""
+    pattern of trained BERT-like encoders), and whose rows ``wide_rows`` (tokens) are 60
+    times wider; the feeds to calibrate and check it on, and the weights."""
     import onnx
     from onnx import TensorProto, helper, numpy_helper
 
@@ -97,22 +104,23 @@ def _two_layer_graph(path, wide):
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 8])],
         [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")],
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
     model.ir_version = 8
     onnx.save(model, str(path))
 
     def feed(seed):
         x = np.random.default_rng(seed).normal(0, 1, (32, 64)).astype(np.float32)
         x[:, wide] *= 60.0
+        x[list(wide_rows)] *= 60.0
         return {"x": x}
 
-    return [feed(s) for s in range(1, 9)], [feed(s) for s in range(100, 104)]
+    return [feed(s) for s in range(1, 9)], [feed(s) for s in range(100, 104)], (w1, w2)
 
 
 def test_smoothed_int8_is_closer_to_float32_where_channels_are_wide(tmp_path):
 
     source = tmp_path / "model.onnx"
-    calibration, check = _two_layer_graph(source, wide=[3, 17, 40])
+    calibration, check, _ = _two_layer_graph(source, wide=[3, 17, 40])
     smooth(source, tmp_path / "smoothed.onnx", calibration)
     quantize_int8(source, tmp_path / "plain.int8.onnx")
     quantize_int8(tmp_path / "smoothed.onnx", tmp_path / "smoothed.int8.onnx")
@@ -126,22 +134,77 @@ def test_smoothed_int8_is_closer_to_float32_where_channels_are_wide(tmp_path):
     assert errors["smoothed"] < 0.5 * errors["plain"], errors
 
 
+def _per_token_reference(x, weights):
+    """The two-layer graph with each row of a MatMul's input in symmetric int8 at
+    max|row| / 127 and each weight column at max|column| / 127, in plain numpy."""
+    for i, w in enumerate(weights):
+        row = np.maximum(np.abs(x).max(axis=1, keepdims=True) * np.float32(1 / 127), 1e-12)
+        column = np.maximum(np.abs(w).max(axis=0), 1e-12) / 127
+        q = np.round(x * (np.float32(1) / row)).astype(np.int64)
+        wq = np.round(w / column).astype(np.int64)
+        x = (q @ wq).astype(np.float32) * column.astype(np.float32) * row
+        if i == 0:
+            x = np.maximum(x, 0)
+    return x
+
+
+@pytest.mark.parametrize("opset", [17, 18])  # ReduceMax's axes: an attribute, then an input
+def test_per_token_int8_computes_the_reference_and_loses_less_on_wide_tokens(tmp_path, opset):
+    source = tmp_path / "model.onnx"
+    _, check, weights = _two_layer_graph(source, wide=[], wide_rows=[0, 9, 30], opset=opset)
+    assert quantize_int8_per_token(source, tmp_path / "per_token.onnx") == 2
+    quantize_int8(source, tmp_path / "per_tensor.onnx")
+    reference = _run(source, check)
+    per_token = _run(tmp_path / "per_token.onnx", check)
+    for feed, got in zip(check, per_token, strict=True):
+        np.testing.assert_allclose(
+            got, _per_token_reference(feed["x"], weights), rtol=1e-4, atol=1e-4
+        )
+    errors = {
+        name: float(np.mean([np.abs(a - b).mean() for a, b in zip(out, reference, strict=True)]))
+        for name, out in (
+            ("per_token", per_token),
+            ("per_tensor", _run(tmp_path / "per_tensor.onnx", check)),
+        )
+    }
+    assert errors["per_token"] < 0.5 * errors["per_tensor"], errors
+
+
 def test_a_cross_encoders_int8_export_is_smoothed_unless_asked_not_to(bert_dir, tmp_path):
     smoothed = export(str(bert_dir), tmp_path / "smoothed", kind="cross_encoder", quantize="int8")
     plain = export(
         str(bert_dir), tmp_path / "plain", kind="cross_encoder", quantize="int8", smooth_alpha=None
     )
-    assert json.loads((smoothed / MANIFEST).read_text())["int8_smoothing"] == {"alpha": 0.75}
+    per_tensor = export(
+        str(bert_dir),
+        tmp_path / "per_tensor",
+        kind="cross_encoder",
+        quantize="int8",
+        per_token=False,
+    )
+    manifest = json.loads((smoothed / MANIFEST).read_text())
+    assert manifest["int8_smoothing"] == {"alpha": 0.75}
+    assert manifest["int8_activations"] == "per_token"
     assert "int8_smoothing" not in json.loads((plain / MANIFEST).read_text())
+    assert json.loads((per_tensor / MANIFEST).read_text())["int8_activations"] == "per_tensor"
+    graphs = {f.name: _int8_ops(f) for f in (smoothed, per_tensor)}
+    assert "MatMulIntegerToFloat" in graphs["smoothed"], graphs
+    assert "DynamicQuantizeLinear" in graphs["per_tensor"], graphs
     assert sorted(p.name for p in smoothed.glob("*.onnx")) == ["model.int8.onnx", "model.onnx"]
     docs = DOCS * 3
     reference = CrossEncoderScorer(str(smoothed), backend="onnx").score_texts(QUERY, docs)
     np.testing.assert_allclose(
         CrossEncoderScorer(str(plain), backend="onnx").score_texts(QUERY, docs), reference
     )  # the float32 files are the same export
-    for folder in (smoothed, plain):
+    for folder in (smoothed, plain, per_tensor):
         scores = CrossEncoderScorer(str(folder), backend="onnx", quantize="int8")
         np.testing.assert_allclose(scores.score_texts(QUERY, docs), reference, atol=0.01)
+
+
+def _int8_ops(folder):
+    import onnx
+
+    return {n.op_type for n in onnx.load(str(folder / "model.int8.onnx")).graph.node}
 
 
 def test_the_export_command_can_leave_smoothing_out(bert_dir, tmp_path):
@@ -149,8 +212,11 @@ def test_the_export_command_can_leave_smoothing_out(bert_dir, tmp_path):
 
     out = tmp_path / "plain"
     args = ["export", str(bert_dir), "--kind", "cross-encoder", "--quantize", "int8"]
-    assert main([*args, "--out", str(out), "--no-smoothing"]) == 0
-    assert "int8_smoothing" not in json.loads((out / MANIFEST).read_text())
+    assert main([*args, "--out", str(out), "--no-smoothing", "--int8-scales", "per-tensor"]) == 0
+    manifest = json.loads((out / MANIFEST).read_text())
+    assert "int8_smoothing" not in manifest
+    assert manifest["int8_activations"] == "per_tensor"
+    assert "DynamicQuantizeLinear" in _int8_ops(out)
     assert main([*args, "--out", str(tmp_path / "smoothed")]) == 0
     assert "int8_smoothing" in json.loads((tmp_path / "smoothed" / MANIFEST).read_text())
 
@@ -161,7 +227,7 @@ def test_models_past_protobufs_limit_keep_their_weights_beside_them(tmp_path, mo
     from rerankit.backends import quantize
 
     source = tmp_path / "model.onnx"
-    calibration, check = _two_layer_graph(source, wide=[3, 17, 40])
+    calibration, check, _ = _two_layer_graph(source, wide=[3, 17, 40])
     small = tmp_path / "small"
     small.mkdir()
     smooth(source, small / "smoothed.onnx", calibration)
@@ -175,7 +241,12 @@ def test_models_past_protobufs_limit_keep_their_weights_beside_them(tmp_path, mo
     quantize_int8(large / "smoothed.onnx", large / "int8.onnx")
     assert quantize._has_external_data(large / "int8.onnx")
     assert not quantize._has_external_data(small / "int8.onnx")
-    for name in ("smoothed.onnx", "int8.onnx"):
+    monkeypatch.setattr(quantize, "EXTERNAL_DATA_BYTES", 1_800_000_000)
+    quantize_int8_per_token(source, small / "per_token.onnx")
+    monkeypatch.setattr(quantize, "EXTERNAL_DATA_BYTES", 0)
+    quantize_int8_per_token(source, large / "per_token.onnx")
+    assert quantize._has_external_data(large / "per_token.onnx")
+    for name in ("smoothed.onnx", "int8.onnx", "per_token.onnx"):
         for a, b in zip(_run(small / name, check), _run(large / name, check), strict=True):
             np.testing.assert_allclose(b, a, rtol=1e-6)
 

@@ -36,7 +36,7 @@ from ..cache import default_cache_dir
 from ..errors import MissingDependencyError, ModelLoadError
 from .bundled import resolve_source
 from .pairs import PairEncoder, padded_batches
-from .quantize import SMOOTH_ALPHA, calibration_feeds, quantize_int8, smooth
+from .quantize import SMOOTH_ALPHA, calibration_feeds, cross_encoder_int8, quantize_int8
 
 __all__ = [
     "BACKENDS",
@@ -143,15 +143,18 @@ def export(
     trust_remote_code: bool = False,
     opset: int = 17,
     smooth_alpha: float | None = SMOOTH_ALPHA,
+    per_token: bool = True,
 ) -> Path:
     """Export ``model`` (hub id or directory; ``kind`` ``embedding`` or ``cross_encoder``)
     to the folder ``out`` and return it. Needs the ``torch`` and ``onnx`` extras; the result
     runs with the ``onnx`` extra alone. ``quantize="int8"`` also writes
     ``model.int8.onnx``; ``max_length`` caps the tokens per input (the model's own limit by
     default). A cross-encoder's int8 file is quantised after :func:`.quantize.smooth`
-    with ``smooth_alpha`` (calibrated on word-frequency pseudo-text; ``None``: plain
-    dynamic int8), which keeps its order closer to float32's (a few per cent slower on
-    short inputs)."""
+    with ``smooth_alpha`` (calibrated on word-frequency pseudo-text; ``None``: not
+    smoothed) and, with ``per_token``, with one scale per token
+    (:func:`.quantize.quantize_int8_per_token`; ``False``: ONNX Runtime's one scale per
+    tensor); both keep its order closer to float32's. ``smooth_alpha=None,
+    per_token=False`` is plain dynamic int8."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     check_backend("onnx", quantize)
@@ -196,20 +199,15 @@ def export(
             dynamo=False,
         )
     files = {"float32": _FILES[None]}
-    smoothing = None
+    int8: dict[str, Any] = {}
+    if quantize == "int8" and kind == "cross_encoder":
+        feeds = calibration_feeds(tokenizer, names, int(info["max_length"]))
+        int8 = cross_encoder_int8(
+            out / _FILES[None], out / _FILES["int8"], feeds, smooth_alpha, per_token
+        )
+    elif quantize == "int8":
+        quantize_int8(out / _FILES[None], out / _FILES["int8"])
     if quantize == "int8":
-        source = out / _FILES[None]
-        if kind == "cross_encoder" and smooth_alpha is not None:
-            smoothing = {"alpha": smooth_alpha}
-            source = out / "model.smoothed.onnx"
-            feeds = calibration_feeds(tokenizer, names, int(info["max_length"]))
-            smooth(out / _FILES[None], source, feeds, alpha=smooth_alpha)
-        try:
-            quantize_int8(source, out / _FILES["int8"])
-        finally:
-            if smoothing is not None:
-                source.unlink(missing_ok=True)
-                source.with_name(f"{source.name}.data").unlink(missing_ok=True)
         files["int8"] = _FILES["int8"]
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
@@ -225,8 +223,7 @@ def export(
         "pad_token_id": int(tokenizer.pad_token_id or 0),
         **info,
     }
-    if smoothing is not None:
-        manifest["int8_smoothing"] = smoothing
+    manifest.update(int8)
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     logger.info("exported %s (%s) to %s", model, kind, out)
     return out

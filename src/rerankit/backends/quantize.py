@@ -1,5 +1,6 @@
 """int8 quantisation of exported models: ONNX Runtime's dynamic int8 (:func:`quantize_int8`),
-and activation smoothing before it (SmoothQuant, Xiao et al. 2023).
+int8 with one scale per token (:func:`quantize_int8_per_token`), and activation smoothing
+before either (SmoothQuant, Xiao et al. 2023).
 
 ONNX Runtime's dynamic int8 quantises each MatMul's input with one scale per tensor, so a
 few channels with large values (BERT-like encoders have them after their LayerNorms and
@@ -11,6 +12,13 @@ max|w_j| ** (1 - alpha)``, so the float32 function is unchanged and the int8 one
 less. MatMuls that share an input share its scale. The ranges come from running the
 float32 graph on calibration inputs: :func:`calibration_pairs` makes pseudo-text from a
 word-frequency list, so no user data is needed.
+
+Smoothing tames wide channels; some tokens ([SEP], punctuation) also carry values far
+larger than the rest of the sequence, and one scale per tensor spends the int8 levels on
+them. :func:`quantize_int8_per_token` gives each token its own scale instead: it
+quantises each MatMul input row by row (symmetric, computed in the graph at run time) and
+feeds ONNX Runtime's fused ``MatMulIntegerToFloat`` with per-column weight scales,
+then scales each row back, so it runs as fast as the per-tensor kind.
 """
 
 from __future__ import annotations
@@ -32,7 +40,9 @@ __all__ = [
     "SMOOTH_ALPHA",
     "calibration_feeds",
     "calibration_pairs",
+    "cross_encoder_int8",
     "quantize_int8",
+    "quantize_int8_per_token",
     "smooth",
 ]
 
@@ -222,9 +232,12 @@ def calibration_feeds(
         yield {n: np.asarray(batch[n], dtype=np.int64) for n in names}
 
 
-def quantize_int8(source: Path, target: Path, *, keep_float: Sequence[str] = ()) -> None:
+def quantize_int8(
+    source: Path, target: Path, *, keep_float: Sequence[str] = (), only: Sequence[str] = ()
+) -> None:
     """ONNX Runtime's dynamic int8 quantisation of the weights of ``source`` into ``target``
-    (activations are quantised per call); the nodes named in ``keep_float`` stay float32.
+    (activations are quantised per call); the nodes named in ``keep_float`` stay float32,
+    and with ``only`` just the nodes of those operator types are quantised.
     A ``source`` whose weights are in external files (over 2 GB) gives a ``target`` with
     its weights beside it too."""
     quantization = require("onnxruntime.quantization", "quantizing a model")
@@ -238,7 +251,127 @@ def quantize_int8(source: Path, target: Path, *, keep_float: Sequence[str] = ())
             weight_type=quantization.QuantType.QInt8,
             per_channel=QUANTIZE_PER_CHANNEL,
             nodes_to_exclude=list(keep_float),
+            op_types_to_quantize=list(only) or None,
             use_external_data_format=_has_external_data(Path(source)),
         )
     finally:
         root.setLevel(level)
+
+
+def quantize_int8_per_token(source: Path, target: Path) -> int:
+    """int8 for ``source`` into ``target`` with one scale per token: every MatMul with a
+    constant 2-D weight gets symmetric int8 weights with one scale per output column, and
+    its input is quantised at run time with one scale per row (token), ``max|x| / 127``,
+    offset to uint8 for ONNX Runtime's fast kernel; the embedding tables are quantised as
+    :func:`quantize_int8` does. Runs on ONNX Runtime's CPU provider (its
+    ``com.microsoft`` ``MatMulIntegerToFloat``). Returns the number of MatMuls quantised."""
+    onnx = require("onnx", "quantizing a model")
+    helper, numpy_helper = onnx.helper, onnx.numpy_helper
+    model = onnx.load(str(source))
+    graph = model.graph
+    if not any(o.domain == "com.microsoft" for o in model.opset_import):
+        model.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    initializers = {i.name: i for i in graph.initializer}
+    groups = _weight_matmuls(graph, initializers)
+    graph.initializer.extend(
+        numpy_helper.from_array(np.array(value, dtype), f"per_token/{name}")
+        for name, value, dtype in (
+            ("inverse_127", 1 / 127, np.float32),
+            ("smallest", 1e-12, np.float32),
+            ("one", 1.0, np.float32),
+            ("zero_point", 128, np.uint8),
+        )
+    )
+    opset = max(o.version for o in model.opset_import if o.domain in ("", "ai.onnx"))
+    axes: list[str] = []  # the last axis: an attribute up to opset 17, an input from 18
+    attributes: dict[str, Any] = {"axes": [-1]}
+    if opset >= 18:
+        graph.initializer.append(numpy_helper.from_array(np.array([-1]), "per_token/last_axis"))
+        axes, attributes = ["per_token/last_axis"], {}
+    before: dict[int, list[Any]] = {}
+    instead: dict[int, list[Any]] = {}
+    for name, nodes in groups.items():
+        p = f"{name}/per_token"
+        node = helper.make_node
+        before[id(nodes[0])] = [  # row scale s = max|x| / 127 and x / s as uint8 + 128
+            node("ReduceMax", [name, *axes], [f"{p}/max"], keepdims=1, **attributes),
+            node("ReduceMin", [name, *axes], [f"{p}/min"], keepdims=1, **attributes),
+            node("Neg", [f"{p}/min"], [f"{p}/-min"]),
+            node("Max", [f"{p}/max", f"{p}/-min"], [f"{p}/absmax"]),
+            node("Mul", [f"{p}/absmax", "per_token/inverse_127"], [f"{p}/raw_scale"]),
+            node("Max", [f"{p}/raw_scale", "per_token/smallest"], [f"{p}/scale"]),
+            node("Reciprocal", [f"{p}/scale"], [f"{p}/inverse"]),
+            node("Mul", [name, f"{p}/inverse"], [f"{p}/scaled"]),
+            node(
+                "QuantizeLinear",
+                [f"{p}/scaled", "per_token/one", "per_token/zero_point"],
+                [f"{p}/uint8"],
+            ),
+        ]
+        for matmul in nodes:
+            key = matmul.input[1]  # type: ignore[attr-defined]
+            weight = numpy_helper.to_array(initializers[key])
+            column = np.maximum(np.abs(weight).max(axis=0), 1e-12) / 127
+            initializers[key].CopyFrom(
+                numpy_helper.from_array(np.round(weight / column).astype(np.int8), key)
+            )
+            graph.initializer.append(
+                numpy_helper.from_array(column.astype(np.float32), f"{key}/column_scale")
+            )
+            out = matmul.output[0]  # type: ignore[attr-defined]
+            instead[id(matmul)] = [
+                node(
+                    "MatMulIntegerToFloat",
+                    [
+                        f"{p}/uint8",
+                        key,
+                        "per_token/one",
+                        f"{key}/column_scale",
+                        "per_token/zero_point",
+                    ],
+                    [f"{out}/per_column"],
+                    domain="com.microsoft",
+                ),
+                node("Mul", [f"{out}/per_column", f"{p}/scale"], [out]),
+            ]
+    ordered = []
+    for old in graph.node:
+        ordered.extend(before.get(id(old), []))
+        ordered.extend(instead.get(id(old), [old]))
+    del graph.node[:]
+    graph.node.extend(ordered)
+    with tempfile.TemporaryDirectory(prefix="rerankit-int8-") as folder:
+        middle = Path(folder) / "matmuls.onnx"
+        _save(model, middle)
+        del model
+        quantize_int8(middle, Path(target), only=("Gather",))
+    return sum(len(nodes) for nodes in groups.values())
+
+
+def cross_encoder_int8(
+    source: Path,
+    target: Path,
+    feeds: Iterable[Mapping[str, np.ndarray]],
+    smooth_alpha: float | None = SMOOTH_ALPHA,
+    per_token: bool = True,
+) -> dict[str, Any]:
+    """A cross-encoder's int8 file ``target`` from its float32 ``source``: smoothed with
+    ``smooth_alpha`` on the calibration ``feeds`` (``None``: not smoothed), then quantised
+    with one scale per token (``per_token``) or ONNX Runtime's one per tensor. Returns
+    what the export's manifest records about it."""
+    record: dict[str, Any] = {"int8_activations": "per_token" if per_token else "per_tensor"}
+    middle = source
+    if smooth_alpha is not None:
+        record["int8_smoothing"] = {"alpha": smooth_alpha}
+        middle = target.with_name(f"{source.stem}.smoothed.onnx")
+        smooth(source, middle, feeds, alpha=smooth_alpha)
+    try:
+        if per_token:
+            quantize_int8_per_token(middle, target)
+        else:
+            quantize_int8(middle, target)
+    finally:
+        if middle != source:
+            middle.unlink(missing_ok=True)
+            middle.with_name(f"{middle.name}.data").unlink(missing_ok=True)
+    return record

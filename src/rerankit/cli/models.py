@@ -104,6 +104,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         max_length=args.max_length,
         trust_remote_code=args.trust_remote_code,
         smooth_alpha=None if args.no_smoothing else SMOOTH_ALPHA,
+        per_token=args.int8_scales == "per-token",
     )
     files = sorted(p.name for p in out.iterdir())
     print(f"wrote {out}: {', '.join(files)}")
@@ -168,7 +169,15 @@ def add_commands(sub: Any) -> None:
     exp.add_argument(
         "--no-smoothing",
         action="store_true",
-        help="cross-encoders: plain dynamic int8 (by default each MatMul's input range is "
-        "smoothed into its weights first, which keeps the order closer to float32's)",
+        help="cross-encoders: do not smooth before int8 (by default each MatMul's input range "
+        "is smoothed into its weights first, which keeps the order closer to float32's)",
+    )
+    exp.add_argument(
+        "--int8-scales",
+        choices=("per-token", "per-tensor"),
+        default="per-token",
+        help="cross-encoders: one int8 scale per token of each MatMul input (default; keeps "
+        "the order closer to float32's) or ONNX Runtime's one per tensor; "
+        "--no-smoothing --int8-scales per-tensor is plain dynamic int8",
     )
     exp.set_defaults(func=cmd_export)
