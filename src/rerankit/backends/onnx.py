@@ -199,15 +199,14 @@ def export(
             dynamo=False,
         )
     files = {"float32": _FILES[None]}
-    int8: dict[str, Any] = {}
-    if quantize == "int8" and kind == "cross_encoder":
-        feeds = calibration_feeds(tokenizer, names, int(info["max_length"]))
-        int8 = cross_encoder_int8(
-            out / _FILES[None], out / _FILES["int8"], feeds, smooth_alpha, per_token
-        )
-    elif quantize == "int8":
-        quantize_int8(out / _FILES[None], out / _FILES["int8"])
+    int8: dict[str, Any] = {}  # what the manifest records about the int8 file
     if quantize == "int8":
+        source, target = out / _FILES[None], out / _FILES["int8"]
+        if kind == "cross_encoder":
+            feeds = calibration_feeds(tokenizer, names, int(info["max_length"]))
+            int8 = cross_encoder_int8(source, target, feeds, smooth_alpha, per_token)
+        else:
+            quantize_int8(source, target)
         files["int8"] = _FILES["int8"]
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
