@@ -263,12 +263,18 @@ def trained_order(args: argparse.Namespace, work: Path) -> None:
     from rerankit import CrossEncoderScorer
     from rerankit.backends.onnx import export
 
-    how = {"labels": trained_minilm, "distilled": distilled_minilm}[args.order_model]
-    name = f"minilm-{args.order_model}"
-    print(f"training a MiniLM cross-encoder ({args.order_model})...", file=sys.stderr, flush=True)
-    start = time.perf_counter()
-    folder = how(work / name)
-    print(f"  {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
+    how = {"labels": trained_minilm, "distilled": distilled_minilm}.get(args.order_model)
+    if how is None:  # a trained cross-encoder: a local folder or a Hugging Face hub id
+        folder: Any = args.order_model
+        name = "".join(c if c.isalnum() else "-" for c in args.order_model).strip("-")
+        described = f"cross-encoder {args.order_model}"
+    else:
+        name = f"minilm-{args.order_model}"
+        described = f"MiniLM cross-encoder trained on {args.order_model}"
+        print(f"training a {described}...", file=sys.stderr, flush=True)
+        start = time.perf_counter()
+        folder = how(work / name)
+        print(f"  {time.perf_counter() - start:.0f} s", file=sys.stderr, flush=True)
     start = time.perf_counter()
     onnx = export(str(folder), work / f"{name}-onnx", kind="cross_encoder", quantize="int8")
     print(f"  export with int8: {time.perf_counter() - start:.0f} s", file=sys.stderr)
@@ -293,7 +299,7 @@ def trained_order(args: argparse.Namespace, work: Path) -> None:
         c = [torch_.score_texts(q, ts) for q, ts in pairs]
         spread = statistics.median(float(np.std(x)) for x in a)
         print(
-            f"\nMiniLM cross-encoder trained on {args.order_model}, {data_name}, "
+            f"\n{described}, {data_name}, "
             f"{len(pairs)} queries x 100 "
             f"(median logit spread within a query {spread:.2f}); ONNX float32 against torch: "
             f"{order_kept(c, a)}"
@@ -432,10 +438,11 @@ def main() -> int:
     parser.add_argument("--order-queries", type=int, default=43)
     parser.add_argument(
         "--order-model",
-        choices=("labels", "distilled"),
         default="labels",
-        help="the trained model: on SciFact's judged labels (minutes), or distilled from the "
-        "default pipeline's graded scores (about half an hour)",
+        help="the trained model: 'labels' (a MiniLM trained here on SciFact's judged labels, "
+        "minutes), 'distilled' (one distilled here from the default pipeline's graded "
+        "scores, about half an hour), or a cross-encoder you have: a local folder or a hub "
+        "id such as cross-encoder/ms-marco-MiniLM-L6-v2",
     )
     parser.add_argument("--sweep", help="instead: rerankit at these batch sizes (8,16,32,64)")
     parser.add_argument("--work", type=Path, help="keep the built models here (reused)")
