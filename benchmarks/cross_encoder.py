@@ -293,6 +293,16 @@ def trained_order(args: argparse.Namespace, work: Path) -> None:
         for label, path in folders.items()
     }
     torch_ = CrossEncoderScorer(str(folder), device="cpu")
+    if args.no_vnni:  # the same files as CPUs without VNNI compute them
+        from no_vnni import emulate
+
+        for label, path in list(folders.items()):
+            emulated = work / f"{Path(path).name}-no-vnni"
+            count = emulate(Path(path), emulated)
+            print(f"{label}: {count} weight pairs can overflow 16 bits", file=sys.stderr)
+            int8s[f"{label}, on a CPU without VNNI (emulated)"] = CrossEncoderScorer(
+                str(emulated), backend="onnx", quantize="int8"
+            )
     for data_name in args.data.split(","):
         pairs = load_queries(data_name, args.order_queries)
         a = [fp32.score_texts(q, ts) for q, ts in pairs]
@@ -308,7 +318,7 @@ def trained_order(args: argparse.Namespace, work: Path) -> None:
             b = [scorer.score_texts(q, ts) for q, ts in pairs]
             print(f"- {name} against float32: {order_kept(a, b)}; {near_ties(a, b)}")
         variants = {"ONNX float32": timed(fp32.score_texts)}
-        variants.update({name: timed(scorer.score_texts) for name, scorer in int8s.items()})
+        variants.update({n: timed(s.score_texts) for n, s in int8s.items() if "emulated" not in n})
         speed = pairs[: args.queries]
         rates, lats, _ = interleave(variants, speed, args.rounds)
         table(
@@ -443,6 +453,12 @@ def main() -> int:
         "minutes), 'distilled' (one distilled here from the default pipeline's graded "
         "scores, about half an hour), or a cross-encoder you have: a local folder or a hub "
         "id such as cross-encoder/ms-marco-MiniLM-L6-v2",
+    )
+    parser.add_argument(
+        "--no-vnni",
+        action="store_true",
+        help="with --trained-order: also each int8 file as x86 CPUs without VNNI compute it "
+        "(16-bit saturation emulated; see no_vnni.py)",
     )
     parser.add_argument("--sweep", help="instead: rerankit at these batch sizes (8,16,32,64)")
     parser.add_argument("--work", type=Path, help="keep the built models here (reused)")

@@ -55,8 +55,9 @@ def abstracts(n: int) -> tuple[str, list[str]] | None:
     return "SciFact abstracts", [f"{r.get('title', '')} {r['text']}".strip() for r in rows]
 
 
-def backends(rounds: int, batch_size: int) -> None:
-    """docs/s of torch fp32, ONNX fp32 and ONNX int8, interleaved; cosine to torch."""
+def backends(rounds: int, batch_size: int, no_vnni: bool = False) -> None:
+    """docs/s of torch fp32, ONNX fp32 and ONNX int8, interleaved; cosine to torch; with
+    ``no_vnni``, also the int8 file as CPUs without VNNI compute it (cosine only)."""
     variants = {
         "torch float32": EmbeddingScorer(batch_size=batch_size, cache=False),
         "ONNX float32": EmbeddingScorer(batch_size=batch_size, cache=False, backend="onnx"),
@@ -65,6 +66,17 @@ def backends(rounds: int, batch_size: int) -> None:
         ),
     }
     models = {name: scorer.model for name, scorer in variants.items()}  # load (export) first
+    emulated = {}
+    if no_vnni:
+        import tempfile
+
+        from no_vnni import emulate
+        from rerankit.backends.onnx import OnnxModel
+
+        folder = Path(tempfile.mkdtemp(prefix="rerankit-no-vnni-")) / "int8"
+        pairs = emulate(models["ONNX int8"].path, folder)
+        print(f"int8 weight pairs that can overflow 16 bits without VNNI: {pairs}")
+        emulated["ONNX int8, without VNNI (emulated)"] = OnnxModel(folder, quantize="int8")
     sets = [documents(1000), abstracts(500)]
     print("\nbackends (documents/s, medians of interleaved rounds; cosine to torch's vectors):\n")
     print("| documents | backend | docs/s | vs torch | min cosine | mean cosine |")
@@ -82,10 +94,12 @@ def backends(rounds: int, batch_size: int) -> None:
                 start = time.perf_counter()
                 vectors[name] = np.asarray(model.encode(docs, batch_size=batch_size))
                 times[name].append(time.perf_counter() - start)
+        for name, model in emulated.items():  # no speed: the emulation is slow
+            vectors[name] = np.asarray(model.encode(docs, batch_size=batch_size))
         reference = vectors["torch float32"]
         torch_rate = len(docs) / statistics.median(times["torch float32"])
-        for name in models:
-            rate = len(docs) / statistics.median(times[name])
+        for name in [*models, *emulated]:
+            rate = len(docs) / statistics.median(times[name]) if name in times else float("nan")
             cosine = (vectors[name] * reference).sum(axis=1) / (
                 np.linalg.norm(vectors[name], axis=1) * np.linalg.norm(reference, axis=1)
             )
@@ -101,9 +115,14 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--only-backends", action="store_true")
+    parser.add_argument(
+        "--no-vnni",
+        action="store_true",
+        help="with --only-backends: also the int8 file as x86 CPUs without VNNI compute it",
+    )
     args = parser.parse_args()
     if args.only_backends:
-        backends(args.rounds, args.batch_size)
+        backends(args.rounds, args.batch_size, args.no_vnni)
         return
 
     source, docs = documents(args.docs)

@@ -134,12 +134,24 @@ def test_smoothed_int8_is_closer_to_float32_where_channels_are_wide(tmp_path):
     assert errors["smoothed"] < 0.5 * errors["plain"], errors
 
 
+def _column_reference(w):
+    """max|column| / 127, or the largest |w[2i] + w[2i + 1]| of the column / 127 where
+    that is larger (so no pair of int8 products overflows 16 bits), column by column."""
+    scales = []
+    for c in range(w.shape[1]):
+        widest = max(abs(float(v)) for v in w[:, c])
+        for i in range(0, w.shape[0] - 1, 2):
+            widest = max(widest, abs(float(w[i, c]) + float(w[i + 1, c])))
+        scales.append(max(widest, 1e-12) / 127)
+    return np.array(scales)
+
+
 def _per_token_reference(x, weights):
     """The two-layer graph with each row of a MatMul's input in symmetric int8 at
-    max|row| / 127 and each weight column at max|column| / 127, in plain numpy."""
+    max|row| / 127 and each weight column at :func:`_column_reference`, in plain numpy."""
     for i, w in enumerate(weights):
         row = np.maximum(np.abs(x).max(axis=1, keepdims=True) * np.float32(1 / 127), 1e-12)
-        column = np.maximum(np.abs(w).max(axis=0), 1e-12) / 127
+        column = _column_reference(w)
         q = np.round(x * (np.float32(1) / row)).astype(np.int64)
         wq = np.round(w / column).astype(np.int64)
         x = (q @ wq).astype(np.float32) * column.astype(np.float32) * row
@@ -170,6 +182,73 @@ def test_per_token_int8_computes_the_reference_and_loses_less_on_wide_tokens(tmp
     assert errors["per_token"] < 0.5 * errors["per_tensor"], errors
 
 
+def _without_vnni(a_u8, w_s8):
+    """uint8 x int8 as x86 CPUs without VNNI multiply them (``vpmaddubsw``): the products
+    of rows 2i and 2i + 1 added in a saturating 16-bit integer, then summed in 32 bits."""
+    a, w = a_u8.astype(np.int64), w_s8.astype(np.int64)
+    pairs = a[:, 0::2, None] * w[None, 0::2, :] + a[:, 1::2, None] * w[None, 1::2, :]
+    return np.clip(pairs, -(2**15), 2**15 - 1).sum(axis=1)
+
+
+@pytest.mark.parametrize("kind", ["per_token", "per_tensor"])
+def test_int8_weights_cannot_overflow_16_bits_without_vnni(tmp_path, kind):
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    rng = np.random.default_rng(1)
+    w = rng.normal(0, 0.2, (16, 6)).astype(np.float32)
+    w[0:2, 0] = 1.5  # a column's two widest weights in one pair, same sign
+    w[4:6, 1] = -1.2, -1.5
+    w[8:10, 2] = 1.5, -1.5  # opposite signs cannot overflow
+    graph = helper.make_graph(
+        [helper.make_node("MatMul", ["x", "w"], ["y"])],
+        "one_layer",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [None, 16])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [None, 6])],
+        [numpy_helper.from_array(w, "w")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(tmp_path / "model.onnx"))
+    if kind == "per_token":
+        quantize_int8_per_token(tmp_path / "model.onnx", tmp_path / "int8.onnx")
+    else:  # ONNX Runtime's dynamic int8, its weights quantised again
+        quantize_int8(tmp_path / "model.onnx", tmp_path / "int8.onnx")
+    name = "w" if kind == "per_token" else "w_quantized"
+    q = numpy_helper.to_array(
+        next(i for i in onnx.load(str(tmp_path / "int8.onnx")).graph.initializer if i.name == name)
+    )
+    assert q.dtype == np.int8 and np.abs(q.astype(int)).max() <= 127
+    # the rows whose inputs are largest: uint8 255 on every channel, 1 and 0 on every
+    # channel, alternating, are the worst cases for a pair
+    worst = np.array([[255] * 16, [1] * 16, [0] * 16, [255, 0] * 8], dtype=np.uint8)
+    np.testing.assert_array_equal(_without_vnni(worst, q), worst.astype(np.int64) @ q)
+    # max|column| / 127 alone would have put 127 and 127 in one pair: 255 x 254 overflows
+    naive = np.round(w / (np.abs(w).max(axis=0) / 127)).astype(np.int8)
+    assert (_without_vnni(worst, naive) != worst.astype(np.int64) @ naive).any()
+    # and the int8 graph still computes x @ w closely (the pair columns lose about a bit)
+    x = rng.normal(0, 1, (32, 16)).astype(np.float32)
+    (got,) = _run(tmp_path / "int8.onnx", [{"x": x}])
+    np.testing.assert_allclose(got, x @ w, atol=0.05 * float(np.abs(x @ w).max()))
+
+
+def _widest_pair(path):
+    """The largest |w[2i] + w[2i + 1]| over the int8 weights of a file's integer products."""
+    import onnx
+    from onnx import numpy_helper
+
+    model = onnx.load(str(path))
+    weights = {i.name: numpy_helper.to_array(i) for i in model.graph.initializer}
+    widest = []
+    for node in model.graph.node:
+        w = weights.get(node.input[1]) if node.op_type.startswith("MatMulInteger") else None
+        if w is not None and w.dtype == np.int8 and w.ndim == 2:
+            w = w[: w.shape[0] // 2 * 2].astype(np.int64)
+            widest.append(int(np.abs(w[0::2] + w[1::2]).max()))
+    assert widest, "no int8 matrix products found"
+    return max(widest)
+
+
 def test_a_cross_encoders_int8_export_is_smoothed_unless_asked_not_to(bert_dir, tmp_path):
     smoothed = export(str(bert_dir), tmp_path / "smoothed", kind="cross_encoder", quantize="int8")
     plain = export(
@@ -187,6 +266,9 @@ def test_a_cross_encoders_int8_export_is_smoothed_unless_asked_not_to(bert_dir, 
     assert manifest["int8_activations"] == "per_token"
     assert "int8_smoothing" not in json.loads((plain / MANIFEST).read_text())
     assert json.loads((per_tensor / MANIFEST).read_text())["int8_activations"] == "per_tensor"
+    for folder in (smoothed, plain, per_tensor):  # safe on CPUs without VNNI
+        assert json.loads((folder / MANIFEST).read_text())["int8_weights"] == "pair_safe"
+        assert _widest_pair(folder / "model.int8.onnx") * 255 <= 2**15 - 1
     graphs = {f.name: _int8_ops(f) for f in (smoothed, per_tensor)}
     assert "MatMulIntegerToFloat" in graphs["smoothed"], graphs
     assert "DynamicQuantizeLinear" in graphs["per_tensor"], graphs

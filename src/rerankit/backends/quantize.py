@@ -18,7 +18,10 @@ larger than the rest of the sequence, and one scale per tensor spends the int8 l
 them. :func:`quantize_int8_per_token` gives each token its own scale instead: it
 quantises each MatMul input row by row (symmetric, computed in the graph at run time) and
 feeds ONNX Runtime's fused ``MatMulIntegerToFloat`` with per-column weight scales,
-then scales each row back (a few per cent slower than the per-tensor kind).
+then scales each row back (a few per cent slower than the per-tensor kind). Its weight
+scales (:func:`column_scales`) keep every pair of int8 products inside 16 bits, so it
+computes the same on x86 CPUs without VNNI, whose kernel adds such pairs with
+saturation, as on those with it; ONNX Runtime's own dynamic int8 does not.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ __all__ = [
     "SMOOTH_ALPHA",
     "calibration_feeds",
     "calibration_pairs",
+    "column_scales",
     "cross_encoder_int8",
     "quantize_int8",
     "quantize_int8_per_token",
@@ -256,11 +260,67 @@ def quantize_int8(
         )
     finally:
         root.setLevel(level)
+    _requantize_pair_safe(Path(source), Path(target))
+
+
+def _requantize_pair_safe(source: Path, target: Path) -> None:
+    """``target``'s int8 MatMul weights (ONNX Runtime's symmetric ``<name>_quantized`` with
+    ``<name>_scale``) quantised again from ``source``'s float32 weights with
+    :func:`column_scales`, so that no pair of products overflows 16 bits on CPUs without
+    VNNI; ONNX Runtime's own scales (max|column| / 127) let them."""
+    onnx = require("onnx", "quantizing a model")
+    numpy_helper = onnx.numpy_helper
+    model = onnx.load(str(target))
+    weights = {i.name: i for i in model.graph.initializer}
+    names = {
+        node.input[1][: -len("_quantized")]
+        for node in model.graph.node
+        if node.op_type == "MatMulInteger" and node.input[1].endswith("_quantized")
+    }
+    names = {n for n in names if f"{n}_scale" in weights}
+    if not names:
+        return
+    floats = {i.name: i for i in onnx.load(str(source)).graph.initializer}
+    for name in names:
+        if name in floats:
+            weight = numpy_helper.to_array(floats[name])
+        elif name.endswith("_Transposed") and name[: -len("_Transposed")] in floats:
+            weight = numpy_helper.to_array(floats[name[: -len("_Transposed")]]).T  # a Gemm's
+        else:
+            continue
+        quantized, scale = weights[f"{name}_quantized"], weights[f"{name}_scale"]
+        if weight.shape != tuple(quantized.dims) or quantized.data_type != onnx.TensorProto.INT8:
+            continue
+        old_scale = numpy_helper.to_array(scale)
+        new = column_scales(weight)
+        if old_scale.size == 1:  # one scale for the whole matrix
+            new = np.full_like(new, new.max())
+        values = np.clip(np.round(weight / new), -127, 127).astype(np.int8)
+        quantized.CopyFrom(numpy_helper.from_array(values, quantized.name))
+        shaped = new[: old_scale.size].astype(old_scale.dtype).reshape(old_scale.shape)
+        scale.CopyFrom(numpy_helper.from_array(shaped, scale.name))
+    _save(model, target)
+
+
+def column_scales(weight: np.ndarray) -> np.ndarray:
+    """One scale per column of a K x N ``weight`` for symmetric int8 that cannot overflow on
+    x86 CPUs without VNNI (AVX2, AVX-512 before Cascade Lake; AMD before Zen 4). Their
+    kernel (``vpmaddubsw``) adds the uint8 x int8 products of rows ``2i`` and ``2i + 1``
+    into a saturating 16-bit integer, and two same-sign weights of 127 levels against
+    activations of 255 make 64,770, twice what fits. So the scale also keeps
+    ``|w[2i] + w[2i + 1]|`` within 127 levels (128 after rounding: 255 x 128 = 32,640):
+    a column loses precision only where two such weights sit in one pair."""
+    widest = np.abs(weight).max(axis=0)
+    even = weight.shape[0] - weight.shape[0] % 2
+    if even:
+        widest = np.maximum(widest, np.abs(weight[0:even:2] + weight[1:even:2]).max(axis=0))
+    return np.maximum(widest, 1e-12) / 127
 
 
 def quantize_int8_per_token(source: Path, target: Path) -> int:
     """int8 for ``source`` into ``target`` with one scale per token: every MatMul with a
-    constant 2-D weight gets symmetric int8 weights with one scale per output column, and
+    constant 2-D weight gets symmetric int8 weights with one scale per output column
+    (:func:`column_scales`: safe from 16-bit overflow on CPUs without VNNI), and
     its input is quantised at run time with one scale per row (token), ``max|x| / 127``,
     offset to uint8 for ONNX Runtime's fast kernel; the embedding tables are quantised as
     :func:`quantize_int8` does. Runs on ONNX Runtime's CPU provider (its
@@ -311,7 +371,7 @@ def quantize_int8_per_token(source: Path, target: Path) -> int:
         for matmul in nodes:
             key = matmul.input[1]  # type: ignore[attr-defined]
             weight = numpy_helper.to_array(initializers[key])
-            column = np.maximum(np.abs(weight).max(axis=0), 1e-12) / 127
+            column = column_scales(weight)
             initializers[key].CopyFrom(
                 numpy_helper.from_array(np.round(weight / column).astype(np.int8), key)
             )
