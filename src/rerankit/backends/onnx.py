@@ -207,7 +207,6 @@ def export(
             int8 = cross_encoder_int8(source, target, feeds, smooth_alpha, per_token)
         else:
             quantize_int8(source, target)
-        int8["int8_weights"] = "pair_safe"  # no 16-bit overflow on CPUs without VNNI
         files["int8"] = _FILES["int8"]
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:

@@ -21,7 +21,8 @@ feeds ONNX Runtime's fused ``MatMulIntegerToFloat`` with per-column weight scale
 then scales each row back (a few per cent slower than the per-tensor kind). Its weight
 scales (:func:`column_scales`) keep every pair of int8 products inside 16 bits, so it
 computes the same on x86 CPUs without VNNI, whose kernel adds such pairs with
-saturation, as on those with it; ONNX Runtime's own dynamic int8 does not.
+saturation, as on those with it; ONNX Runtime's own dynamic int8 (:func:`quantize_int8`)
+keeps its max|column| / 127 scales and does not.
 """
 
 from __future__ import annotations
@@ -260,46 +261,6 @@ def quantize_int8(
         )
     finally:
         root.setLevel(level)
-    _requantize_pair_safe(Path(source), Path(target))
-
-
-def _requantize_pair_safe(source: Path, target: Path) -> None:
-    """``target``'s int8 MatMul weights (ONNX Runtime's symmetric ``<name>_quantized`` with
-    ``<name>_scale``) quantised again from ``source``'s float32 weights with
-    :func:`column_scales`, so that no pair of products overflows 16 bits on CPUs without
-    VNNI; ONNX Runtime's own scales (max|column| / 127) let them."""
-    onnx = require("onnx", "quantizing a model")
-    numpy_helper = onnx.numpy_helper
-    model = onnx.load(str(target))
-    weights = {i.name: i for i in model.graph.initializer}
-    names = {
-        node.input[1][: -len("_quantized")]
-        for node in model.graph.node
-        if node.op_type == "MatMulInteger" and node.input[1].endswith("_quantized")
-    }
-    names = {n for n in names if f"{n}_scale" in weights}
-    if not names:
-        return
-    floats = {i.name: i for i in onnx.load(str(source)).graph.initializer}
-    for name in names:
-        if name in floats:
-            weight = numpy_helper.to_array(floats[name])
-        elif name.endswith("_Transposed") and name[: -len("_Transposed")] in floats:
-            weight = numpy_helper.to_array(floats[name[: -len("_Transposed")]]).T  # a Gemm's
-        else:
-            continue
-        quantized, scale = weights[f"{name}_quantized"], weights[f"{name}_scale"]
-        if weight.shape != tuple(quantized.dims) or quantized.data_type != onnx.TensorProto.INT8:
-            continue
-        old_scale = numpy_helper.to_array(scale)
-        new = column_scales(weight)
-        if old_scale.size == 1:  # one scale for the whole matrix
-            new = np.full_like(new, new.max())
-        values = np.clip(np.round(weight / new), -127, 127).astype(np.int8)
-        quantized.CopyFrom(numpy_helper.from_array(values, quantized.name))
-        shaped = new[: old_scale.size].astype(old_scale.dtype).reshape(old_scale.shape)
-        scale.CopyFrom(numpy_helper.from_array(shaped, scale.name))
-    _save(model, target)
 
 
 def column_scales(weight: np.ndarray) -> np.ndarray:
@@ -420,6 +381,8 @@ def cross_encoder_int8(
     with one scale per token (``per_token``) or ONNX Runtime's one per tensor. Returns
     what the export's manifest records about it."""
     record: dict[str, Any] = {"int8_activations": "per_token" if per_token else "per_tensor"}
+    if per_token:  # column_scales: no 16-bit overflow on CPUs without VNNI
+        record["int8_weights"] = "pair_safe"
     middle = source
     if smooth_alpha is not None:
         record["int8_smoothing"] = {"alpha": smooth_alpha}
