@@ -127,3 +127,31 @@ def test_collections_are_found_in_folders_and_take_their_own_split(tmp_path):
         find_collections([str(tmp_path / "missing")])
     with pytest.raises(ValueError, match="optionally with :odd or :even"):
         find_collections([f"{c}@test:half"])
+
+
+def test_qrels_that_name_other_ids_are_reported(tmp_path, caplog):
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text(
+        '{"_id": "d1", "text": "a"}\n{"_id": "d2", "text": "b"}\n'
+    )
+    (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "a"}\n')
+    qrels = tmp_path / "qrels" / "test.tsv"
+    # d9 is not in the corpus (a corpus of candidates only): normal, nothing said
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t1\n")
+    assert load_beir(tmp_path).notes == [] and not caplog.records
+    # a judged query missing from queries.jsonl is left out, and said
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq7\td2\t1\n")
+    data = load_beir(tmp_path)
+    assert list(data.queries) == ["q1"]
+    assert data.notes == [
+        f"{qrels}: 1 of its 2 judged queries are not in queries.jsonl and are left out ('q7')"
+    ]
+    assert caplog.records[-1].levelname == "WARNING" and "'q7'" in caplog.records[-1].message
+    # none of the judged documents in the corpus: the ids do not match, an error naming both
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\tdoc-1\t1\nq1\tdoc-2\t0\n")
+    with pytest.raises(
+        ValueError,
+        match=r"none of the 2 documents it judges is in corpus\.jsonl "
+        r"\(it names 'doc-1'; the corpus has ids such as 'd1'\)",
+    ):
+        load_beir(tmp_path)

@@ -157,6 +157,30 @@ def test_tune_refuses_to_report_on_its_training_split(tiny, capsys):
     assert code == 1 and "never tune on the split you report" in capsys.readouterr().err
 
 
+def test_tune_refuses_an_out_it_could_not_read_back_before_any_work(tmp_path, capsys):
+    # the data folder does not exist: the --out error comes first, before anything is read
+    missing = str(tmp_path / "no-such-data")
+    assert main(["tune", "--data", missing, "--out", str(tmp_path / "tuned.json")]) == 1
+    err = capsys.readouterr().err
+    assert "tune writes a TOML pipeline file; give a name ending in .toml" in err
+    assert f"(e.g. {tmp_path / 'tuned.toml'})" in err
+    assert main(["tune", "--data", missing, "--out", str(tmp_path)]) == 1
+    assert f"--out {tmp_path}: is a folder; name the pipeline file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written
+
+
+def test_eval_says_which_judged_queries_it_left_out(tiny, capsys):
+    qrels = tiny / "qrels" / "test.tsv"
+    qrels.write_text(qrels.read_text() + "q9\td4\t1\n")  # q9 is not in queries.jsonl
+    assert main(["eval", "--data", str(tiny), "--rerankers", "bm25", "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert (
+        f"rerankit: warning: {qrels}: 1 of its 3 judged queries are not in queries.jsonl "
+        "and are left out ('q9')" in captured.err
+    )
+    assert "2 queries" in captured.out
+
+
 def test_eval_reports_the_calibration_of_probability_scores(tiny, tmp_path, capsys):
     from rerankit.calibration import expected_calibration_error
 
@@ -320,7 +344,7 @@ def test_tune_adopts_a_fusion_that_beats_the_default_across_folds(tmp_path, synt
     from rerankit import load
 
     data = synthetic(tmp_path / "data", misleading=True)
-    out = tmp_path / "tuned.toml"
+    out = tmp_path / "pipelines" / "tuned.toml"  # a folder that does not exist yet
     args = ["tune", "--data", str(data), "--k", "10", "--out", str(out), "--no-progress"]
     assert main(args) == 0
     printed = capsys.readouterr().out

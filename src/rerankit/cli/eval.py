@@ -13,7 +13,7 @@ import numpy as np
 
 from ..batch import quiet_ray_logs
 from ..errors import InputError
-from ..eval.data import find_collections, load_beir
+from ..eval.data import find_collections
 from ..eval.first_stage import first_stage
 from ..eval.metrics import ranked_ndcg
 from ..eval.runner import (
@@ -31,7 +31,7 @@ from ..training import crossval
 from ..training.cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 from ..training.embedding import embedding_pairs, fine_tune_embedding
 from .args import add_language_argument, positive_int
-from .eval_support import limit_queries, named_pipelines, pipeline_runs, use_embedding_cache
+from .eval_support import named_pipelines, pipeline_runs, read_collection, use_embedding_cache
 from .tune import cmd_tune
 
 __all__ = ["add_commands"]
@@ -70,7 +70,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     several = len(collections) > 1
     summary = []
     for label, (path, split) in zip(_labels(collections, args.split), collections, strict=True):
-        data = limit_queries(load_beir(path, split), args.max_queries)
+        data = read_collection(path, split, args.max_queries)
         cands = first_stage(data, args.first_stage, args.k)
         runs = pipeline_runs(args, data, cands, pipelines, texts_only=args.texts_only)
         rows = evaluate_runs(data, runs, args.k)
@@ -135,7 +135,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise InputError("train on a training split; the test split is for reporting")
     if not 0 <= args.held_out < 1:
         raise InputError(f"--held-out is a share of the queries in [0, 1), got {args.held_out}")
-    data = load_beir(args.data, args.split)
+    data = read_collection(args.data, args.split)
     cands = first_stage(data, "bm25", args.k)
     checked = held_out([q for q in data.qrels if q in data.queries], args.held_out)
     kept_out = set(checked)
@@ -307,7 +307,7 @@ def add_commands(sub: Any) -> None:
         default="first_stage,bm25,embedding",
         help="signals to fuse, two or more of first_stage, bm25, embedding",
     )
-    tu.add_argument("--out", help="pipeline file to write (default tuned-<dataset>.toml)")
+    tu.add_argument("--out", help="TOML pipeline file to write (default tuned-<dataset>.toml)")
     tu.add_argument(
         "--embedding-cache",
         default=None,

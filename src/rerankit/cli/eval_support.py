@@ -12,6 +12,7 @@ from typing import Any
 
 from ..api import load
 from ..cache import default_cache_dir
+from ..eval.data import load_beir
 from ..eval.runner import first_stage_run, run_pipeline, run_pipeline_ray
 from .args import in_language
 
@@ -20,6 +21,7 @@ __all__ = [
     "named_pipelines",
     "pipeline_runs",
     "progress_bar",
+    "read_collection",
     "use_embedding_cache",
 ]
 
@@ -58,6 +60,14 @@ def limit_queries(data, n: int | None):
     if n:
         data.queries = dict(list(data.queries.items())[:n])
     return data
+
+
+def read_collection(path: str | Path, split: str, max_queries: int | None = None, **options):
+    """:func:`load_beir` with its notes said on stderr, cut to the first ``max_queries``."""
+    data = load_beir(path, split, **options)
+    for note in data.notes:
+        print(f"rerankit: warning: {note}", file=sys.stderr)
+    return limit_queries(data, max_queries)
 
 
 def named_pipelines(

@@ -9,11 +9,11 @@ from typing import Any
 
 from ..config import build, read_spec
 from ..errors import InputError
-from ..eval.data import Dataset, load_beir
+from ..eval.data import Dataset
 from ..eval.first_stage import first_stage
 from ..eval.label import PRICES, LabelReport, estimate, label
 from .args import positive_int
-from .eval_support import limit_queries
+from .eval_support import limit_queries, read_collection
 
 __all__ = ["add_commands"]
 
@@ -48,7 +48,7 @@ def _prices(path: str | None) -> dict[str, tuple[float, float]]:
 
 
 def _queries(args: argparse.Namespace) -> Dataset:
-    data = load_beir(args.data, args.split, judged=False)
+    data = read_collection(args.data, args.split, judged=False)
     if args.queries_file:
         lines = Path(args.queries_file).read_text(encoding="utf-8").splitlines()
         texts = [line.strip() for line in lines if line.strip()]

@@ -17,7 +17,6 @@ from ..calibration import Calibration, expected_calibration_error, fit_calibrati
 from ..config import to_toml
 from ..errors import InputError
 from ..eval import metrics
-from ..eval.data import load_beir
 from ..eval.first_stage import first_stage
 from ..eval.label import LABEL_REPORT
 from ..eval.runner import evaluate_runs, format_table
@@ -26,7 +25,7 @@ from ..rerankers.hybrid import HYBRID_CALIBRATION
 from ..scorers import learned as learned_scorer
 from ..scorers.embedding import EmbeddingScorer
 from ..training import calibrated, crossval, fusion, ltr
-from .eval_support import limit_queries, pipeline_runs, progress_bar, use_embedding_cache
+from .eval_support import pipeline_runs, progress_bar, read_collection, use_embedding_cache
 
 __all__ = ["cmd_tune"]
 
@@ -35,9 +34,26 @@ def _write_pipeline(args: argparse.Namespace, default: str, spec: Any, comment: 
     """A pipeline file at ``--out`` (or ``default``), announced."""
 
     out = Path(args.out or default)
+    out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(to_toml(spec, comment), encoding="utf-8")
     print(f"\nwrote {out}")
     return out
+
+
+def _check_out(out: str | None) -> None:
+    """Refuse an ``--out`` that could not be written or read back, before the work."""
+    if out is None:
+        return
+    path = Path(out)
+    if path.is_dir():
+        raise InputError(
+            f"--out {out}: is a folder; name the pipeline file, e.g. {path / 'tuned.toml'}"
+        )
+    if path.suffix.lower() != ".toml":
+        raise InputError(
+            f"--out {out}: tune writes a TOML pipeline file; give a name ending in .toml "
+            f"(e.g. {path.with_suffix('.toml')})"
+        )
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -56,16 +72,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--folds must be at least 3 (the cross-validation is nested), got {args.folds}"
         )
+    _check_out(args.out)
     use_embedding_cache(args)
     if args.embedding_model and Path(args.embedding_model).is_dir():  # usable from anywhere
         args.embedding_model = str(Path(args.embedding_model).resolve())
     model = (args.embedding_model,) if args.embedding_model else ()
     embedding = EmbeddingScorer(*model, max_length=args.embedding_max_length)
-    train = limit_queries(load_beir(args.data, args.train_split), args.max_queries)
+    train = read_collection(args.data, args.train_split, args.max_queries)
     test_data = Path(args.test_data or args.data)
     test = None
     if (test_data / "qrels" / f"{args.test_split.split(':')[0]}.tsv").is_file():
-        test = limit_queries(load_beir(test_data, args.test_split), args.max_queries)
+        test = read_collection(test_data, args.test_split, args.max_queries)
     elif args.test_data:
         raise InputError(f"{test_data}: no qrels/{args.test_split}.tsv to report on")
     shared = sorted(set(train.queries) & set(test.queries)) if test is not None else []

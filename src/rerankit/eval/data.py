@@ -3,13 +3,16 @@ plus optional TREC run files (``qid Q0 docid rank score tag``)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._jsonl import numbered_jsonl
 from ..errors import InputError
+
+logger = logging.getLogger(__name__)
 
 __all__ = ["Dataset", "find_collections", "load_beir", "load_qrels", "load_run", "parse_split"]
 
@@ -22,13 +25,15 @@ SELECTORS = ("odd", "even")
 class Dataset:
     """Corpus (doc id -> {"title", "text"}), queries (id -> text) and graded qrels
     (query id -> doc id -> relevance) of one split; ``run_scores`` is a first-stage ranking
-    when the dataset ships one (query id -> ``(doc id, score)``, best first)."""
+    when the dataset ships one (query id -> ``(doc id, score)``, best first); ``notes``:
+    what :func:`load_beir` found amiss but could read past (also logged as warnings)."""
 
     name: str
     corpus: dict[str, dict[str, str]]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
     run_scores: dict[str, list[tuple[str, float]]] | None = None
+    notes: list[str] = field(default_factory=list)
 
     @property
     def run(self) -> dict[str, list[str]] | None:
@@ -172,6 +177,7 @@ def load_beir(
             )
         if qid in qrels or unjudged:
             queries[qid] = text
+    notes = _check_ids(path / "qrels" / f"{split}.tsv", qrels, queries, corpus)
     if selector is not None:
         keep = 0 if selector == "odd" else 1  # position 1 is odd
         queries = {q: t for i, (q, t) in enumerate(queries.items()) if i % 2 == keep}
@@ -186,7 +192,7 @@ def load_beir(
     scored = load_run(runs[0], with_scores=True, corpus=corpus) if runs else None
     if scored is not None and not set(scored) & set(queries):
         raise InputError(f"{runs[0]}: none of its query ids is among the {split} queries")
-    return Dataset(name=path.name, corpus=corpus, queries=queries, qrels=qrels, run_scores=scored)
+    return Dataset(path.name, corpus, queries, qrels, run_scores=scored, notes=notes)
 
 
 def find_collections(specs: Sequence[str], split: str = "test") -> list[tuple[Path, str]]:
@@ -214,6 +220,37 @@ def find_collections(specs: Sequence[str], split: str = "test") -> list[tuple[Pa
             raise InputError(f"{path}: {what} (give a BEIR-layout folder, or a folder of them)")
         out += [(p, own) for p in inner]
     return out
+
+
+def _check_ids(
+    source: Path,
+    qrels: dict[str, dict[str, int]],
+    queries: dict[str, str],
+    corpus: dict[str, Any],
+) -> list[str]:
+    """Notes on qrels and the other files not naming the same things: judged queries
+    missing from queries.jsonl are left out (a note, logged); judged documents none of
+    which is in the corpus mean the ids do not match (an error). A corpus holding only some
+    judged documents (the candidates of a first stage, say) is normal and passes."""
+    if not qrels or not queries:
+        return []  # no qrels, or none of its queries: the caller says so
+    notes = []
+    lost = [q for q in qrels if q not in queries]
+    if lost:
+        sample = ", ".join(repr(q) for q in lost[:3]) + (", ..." if len(lost) > 3 else "")
+        notes.append(
+            f"{source}: {len(lost)} of its {len(qrels)} judged queries are not in "
+            f"queries.jsonl and are left out ({sample})"
+        )
+        logger.warning(notes[-1])
+    judged = [d for q, docs in qrels.items() if q in queries for d in docs]
+    if judged and not any(d in corpus for d in judged):
+        raise InputError(
+            f"{source}: none of the {len(set(judged))} documents it judges is in "
+            f"corpus.jsonl (it names {judged[0]!r}; the corpus has ids such as "
+            f"{next(iter(corpus), None)!r}): do the two files use the same ids?"
+        )
+    return notes
 
 
 def _identity(row: Any, line: int, source: Path, what: str) -> str:
