@@ -285,7 +285,7 @@ def tuned(tmp_path_factory, signals):
     """``rerankit tune --method ltr`` on a small synthetic dataset: (data, pipeline file)."""
     root = tmp_path_factory.mktemp("ltr")
     data = _synthetic(root / "data")
-    out = root / "ltr.toml"
+    out = root / "pipelines" / "ltr.toml"  # a folder that does not exist yet
     args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--out", str(out)]
     assert main([*args, "--keep-learned", "--no-progress"]) == 0
     return data, out

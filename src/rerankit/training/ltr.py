@@ -424,8 +424,9 @@ def fit_option(
 
 
 def save(booster: Any, path: str | Path, report: Mapping[str, Any]) -> Path:
-    """The model file, and its report beside it (``.json``)."""
+    """The model file, and its report beside it (``.json``); a missing folder is made."""
     path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
     booster.save_model(str(path), num_iteration=booster.best_iteration)
     path.with_suffix(".json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return path
