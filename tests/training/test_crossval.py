@@ -10,7 +10,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rerankit.training.crossval import cross_validate, folds_for, kfold, learning_curve, verdict
+from rerankit.training.crossval import (
+    cross_validate,
+    fold_standard_error,
+    folds_for,
+    kfold,
+    learning_curve,
+    verdict,
+)
 
 QIDS = [f"q{i}" for i in range(50)]
 
@@ -81,9 +88,30 @@ def test_the_verdict_adopts_only_a_gain_above_its_standard_error():
     shaky = verdict(cv, {q: 0.6 - (swings[q] - 0.6) for q in QIDS})
     diffs = [cv.per_query[q] - (0.6 - (swings[q] - 0.6)) for q in QIDS]
     assert shaky.gain == pytest.approx(statistics.fmean(diffs))
-    assert shaky.noise == pytest.approx(statistics.stdev(diffs) / math.sqrt(50))
+    assert shaky.query_noise == pytest.approx(statistics.stdev(diffs) / math.sqrt(50))
+    assert shaky.noise == max(shaky.query_noise, shaky.fold_noise)
     assert not shaky.adopt
     assert "learned" in shaky.describe() and "standard error" in shaky.describe()
+
+
+def test_the_verdict_counts_folds_that_disagree_as_noise():
+    """Every query of three folds gains 0.3 and every query of the other two loses 0.2: the
+    per-query standard error is small (0.035, below the mean gain of 0.1), but the gain
+    depends on which fold's model one gets, and the folds' corrected standard error says so."""
+    cv = cross_validate(QIDS, lambda train: {"x": lambda q: 0.6}, k=5)
+    default = {q: 0.3 if cv.fold_of[q] < 3 else 0.8 for q in QIDS}
+    v = verdict(cv, default)
+    diffs = [0.6 - default[q] for q in QIDS]
+    assert v.gain == pytest.approx(statistics.fmean(diffs))
+    assert v.query_noise == pytest.approx(statistics.stdev(diffs) / math.sqrt(50))
+    assert v.query_noise < v.gain  # the per-query standard error alone would adopt
+    assert v.fold_gains == pytest.approx([0.3, 0.3, 0.3, -0.2, -0.2])
+    # Nadeau and Bengio: the folds' sample variance times 1/k + 1/(k - 1)
+    expected = math.sqrt((1 / 5 + 1 / 4) * statistics.variance([0.3, 0.3, 0.3, -0.2, -0.2]))
+    assert v.fold_noise == pytest.approx(expected) and v.noise == pytest.approx(expected)
+    assert not v.adopt
+    assert f"{100 * expected:.2f} over folds" in v.describe()
+    assert fold_standard_error([0.1]) == math.inf  # one fold: no estimate of the noise
 
 
 def test_a_learning_curve_rises_when_more_queries_help():

@@ -10,7 +10,8 @@ folds choose (an inner cross-validation over them: nested, so the choice of opti
 of what is measured and its estimate is not flattered by the choice), on the fold's own
 queries. :func:`verdict` compares the result with the default on the same queries, per
 query, and adopts the learned pipeline only when it beats the default by more than the
-noise of that comparison (one standard error of the mean per-query gain).
+noise of that comparison: the larger of two standard errors of the mean gain, one from the
+per-query gains and one from the folds' gains corrected for cross-validation (below).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ __all__ = [
     "CrossValidation",
     "Verdict",
     "cross_validate",
+    "fold_standard_error",
     "kfold",
     "learning_curve",
     "verdict",
@@ -139,9 +141,17 @@ def cross_validate(qids: Sequence[str], fit: Fit, k: int = 5) -> CrossValidation
 @dataclass
 class Verdict:
     """The learned pipeline against the default on the same training queries, each scored
-    by a model that never saw it: mean nDCG@10 of each, the mean per-query gain, its noise
-    (standard error), the gain on each fold, and whether to adopt the learned pipeline
-    (gain greater than the noise)."""
+    by a model that never saw it: mean nDCG@10 of each, the mean per-query gain, its noise,
+    the gain on each fold, and whether to adopt the learned pipeline (gain greater than the
+    noise).
+
+    ``noise`` is the larger of ``query_noise`` (the standard error of the mean per-query
+    gain) and ``fold_noise`` (the folds' gains' standard error with Nadeau and Bengio's
+    correction for cross-validation: their variance times ``1/k + 1/(k-1)``). The queries
+    of one fold share a fitted model, so their gains are not independent: a model that
+    happens to fit well on one fold and badly on another shows up in the folds' gains, not
+    in the per-query standard error; and the training sets of the folds overlap, which the
+    correction accounts for."""
 
     learned: float
     default: float
@@ -149,6 +159,8 @@ class Verdict:
     noise: float
     fold_gains: list[float]
     queries: int
+    query_noise: float = math.nan
+    fold_noise: float = math.nan
 
     @property
     def adopt(self) -> bool:
@@ -160,9 +172,22 @@ class Verdict:
         return (
             f"cross-validated nDCG@10 over {self.queries} training queries "
             f"({len(self.fold_gains)} folds): learned {100 * self.learned:.2f}, default "
-            f"{100 * self.default:.2f}; gain {100 * self.gain:+.2f} (noise: standard error "
-            f"{100 * self.noise:.2f}; per fold {folds}; spread {100 * spread:.2f})"
+            f"{100 * self.default:.2f}; gain {100 * self.gain:+.2f} (noise "
+            f"{100 * self.noise:.2f}: standard error {100 * self.query_noise:.2f} over "
+            f"queries, {100 * self.fold_noise:.2f} over folds; per fold {folds}; spread "
+            f"{100 * spread:.2f})"
         )
+
+
+def fold_standard_error(gains: Sequence[float]) -> float:
+    """The standard error of the mean of ``k`` folds' gains with Nadeau and Bengio's
+    correction for ``k``-fold cross-validation ("Inference for the generalization error",
+    2003): the folds' sample variance times ``1/k + n_test/n_train = 1/k + 1/(k-1)``, where
+    the plain ``1/k`` would treat the folds' overlapping training sets as independent."""
+    k = len(gains)
+    if k < 2:
+        return math.inf
+    return math.sqrt((1 / k + 1 / (k - 1)) * statistics.variance(gains))
 
 
 def verdict(cv: CrossValidation, default: Mapping[str, float]) -> Verdict:
@@ -170,7 +195,7 @@ def verdict(cv: CrossValidation, default: Mapping[str, float]) -> Verdict:
     qids = list(cv.per_query)
     diffs = [cv.per_query[q] - default[q] for q in qids]
     n = len(diffs)
-    noise = statistics.stdev(diffs) / math.sqrt(n) if n > 1 else math.inf
+    query_noise = statistics.stdev(diffs) / math.sqrt(n) if n > 1 else math.inf
     gains = [
         a - b
         for a, b in zip(
@@ -181,9 +206,11 @@ def verdict(cv: CrossValidation, default: Mapping[str, float]) -> Verdict:
         learned=statistics.fmean(cv.per_query[q] for q in qids),
         default=statistics.fmean(default[q] for q in qids),
         gain=statistics.fmean(diffs),
-        noise=noise,
+        noise=max(query_noise, fold_standard_error(gains)),
         fold_gains=gains,
         queries=n,
+        query_noise=query_noise,
+        fold_noise=fold_standard_error(gains),
     )
 
 
