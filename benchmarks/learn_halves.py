@@ -95,8 +95,9 @@ def main() -> None:
             )
             print(f"{label} {train_half}: {time.perf_counter() - start:.0f} s", file=sys.stderr)
     print(
-        "nDCG@10 x 100; gain and noise: cross-validated on the training half (noise: one "
-        "standard error of the mean per-query gain)\n"
+        "nDCG@10 x 100; gain and noise: cross-validated on the training half (noise: the "
+        "larger of the mean gain's standard error over queries and its corrected standard "
+        "error over folds, as tune decides)\n"
     )
     print(
         "| collection | train -> test | training queries | CV gain (noise) | adopted | "
