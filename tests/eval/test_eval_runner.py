@@ -169,6 +169,14 @@ def test_tune_refuses_an_out_it_could_not_read_back_before_any_work(tmp_path, ca
     assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written
 
 
+def test_tune_without_a_training_split_points_at_the_halves_of_one(tiny, capsys):
+    (tiny / "qrels" / "train.tsv").unlink()
+    assert main(["tune", "--data", str(tiny)]) == 1
+    err = capsys.readouterr().err
+    assert f"{tiny}: no qrels/train.tsv to tune on (splits found: test)" in err
+    assert "--train-split test:odd --test-split test:even" in err
+
+
 def test_eval_says_which_judged_queries_it_left_out(tiny, capsys):
     qrels = tiny / "qrels" / "test.tsv"
     qrels.write_text(qrels.read_text() + "q9\td4\t1\n")  # q9 is not in queries.jsonl

@@ -56,6 +56,20 @@ def _check_out(out: str | None) -> None:
         )
 
 
+def _check_train_split(data: Path, split: str) -> None:
+    """A missing training split, with the halves of an existing one as the way out."""
+    name = split.partition(":")[0]
+    if not data.is_dir() or (data / "qrels" / f"{name}.tsv").is_file():
+        return  # load_beir says what is wrong with a folder that is not one
+    found = sorted(p.stem for p in (data / "qrels").glob("*.tsv"))
+    if found:
+        raise InputError(
+            f"{data}: no qrels/{name}.tsv to tune on (splits found: {', '.join(found)}); "
+            f"with one judged split, tune on half of its queries and report on the other: "
+            f"--train-split {found[-1]}:odd --test-split {found[-1]}:even"
+        )
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
 
     strategies = [s.strip() for s in args.strategies.split(",")]
@@ -78,6 +92,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         args.embedding_model = str(Path(args.embedding_model).resolve())
     model = (args.embedding_model,) if args.embedding_model else ()
     embedding = EmbeddingScorer(*model, max_length=args.embedding_max_length)
+    _check_train_split(Path(args.data), args.train_split)
     train = read_collection(args.data, args.train_split, args.max_queries)
     test_data = Path(args.test_data or args.data)
     test = None
