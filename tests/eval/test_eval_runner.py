@@ -175,6 +175,10 @@ def test_tune_without_a_training_split_points_at_the_halves_of_one(tiny, capsys)
     err = capsys.readouterr().err
     assert f"{tiny}: no qrels/train.tsv to tune on (splits found: test)" in err
     assert "--train-split test:odd --test-split test:even" in err
+    (tiny / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    assert main(["tune", "--data", str(tiny)]) == 1
+    err = capsys.readouterr().err
+    assert "(splits found: dev, test); name the one to tune on with --train-split" in err
 
 
 def test_eval_says_which_judged_queries_it_left_out(tiny, capsys):

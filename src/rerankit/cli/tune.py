@@ -62,11 +62,17 @@ def _check_train_split(data: Path, split: str) -> None:
     if not data.is_dir() or (data / "qrels" / f"{name}.tsv").is_file():
         return  # load_beir says what is wrong with a folder that is not one
     found = sorted(p.stem for p in (data / "qrels").glob("*.tsv"))
+    if len(found) == 1:
+        raise InputError(
+            f"{data}: no qrels/{name}.tsv to tune on (splits found: {found[0]}); with one "
+            f"judged split, tune on half of its queries and report on the other: "
+            f"--train-split {found[0]}:odd --test-split {found[0]}:even"
+        )
     if found:
         raise InputError(
             f"{data}: no qrels/{name}.tsv to tune on (splits found: {', '.join(found)}); "
-            f"with one judged split, tune on half of its queries and report on the other: "
-            f"--train-split {found[-1]}:odd --test-split {found[-1]}:even"
+            "name the one to tune on with --train-split and the one to report on with "
+            "--test-split"
         )
 
 
