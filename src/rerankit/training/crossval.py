@@ -156,11 +156,14 @@ class Verdict:
     learned: float
     default: float
     gain: float
-    noise: float
+    query_noise: float
+    fold_noise: float
     fold_gains: list[float]
     queries: int
-    query_noise: float = math.nan
-    fold_noise: float = math.nan
+
+    @property
+    def noise(self) -> float:
+        return max(self.query_noise, self.fold_noise)
 
     @property
     def adopt(self) -> bool:
@@ -206,11 +209,10 @@ def verdict(cv: CrossValidation, default: Mapping[str, float]) -> Verdict:
         learned=statistics.fmean(cv.per_query[q] for q in qids),
         default=statistics.fmean(default[q] for q in qids),
         gain=statistics.fmean(diffs),
-        noise=max(query_noise, fold_standard_error(gains)),
-        fold_gains=gains,
-        queries=n,
         query_noise=query_noise,
         fold_noise=fold_standard_error(gains),
+        fold_gains=gains,
+        queries=n,
     )
 
 
