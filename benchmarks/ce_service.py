@@ -56,14 +56,21 @@ def wait_ready(url: str, proc: subprocess.Popen, what: str) -> None:
     raise RuntimeError(f"{what} did not become ready")
 
 
-def start_rerankit(folder: Path, extra: list[str]) -> tuple[subprocess.Popen, str]:
+SERVER = "[server]\nmax_concurrency = 8\nmax_queue = 64\ntimeout = 300\n"
+
+
+def start_rerankit(
+    folder: Path, extra: list[str], reranker: str = "cross_encoder", server: str = SERVER
+) -> tuple[subprocess.Popen, str]:
+    """``rerankit serve -r RERANKER --model FOLDER`` on a free port with ``server`` as its
+    ``[server]`` settings, once /ready answers."""
     port = free_port()
     config = Path(tempfile.mkdtemp()) / "service.toml"
-    config.write_text("[server]\nmax_concurrency = 8\nmax_queue = 64\ntimeout = 300\n")
+    config.write_text(server)
     proc = subprocess.Popen(
         [
             *(sys.executable, "-m", "rerankit", "serve", "-c", str(config)),
-            *("-r", "cross_encoder", "--model", str(folder), "--port", str(port), *extra),
+            *("-r", reranker, "--model", str(folder), "--port", str(port), *extra),
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -90,12 +97,14 @@ def start_infinity(binary: str, folder: Path) -> tuple[subprocess.Popen, str]:
     return proc, url
 
 
-async def drive(kind: str, url: str, folder: Path, work: list, concurrency: int) -> dict:
-    """Every request of ``work`` once, ``concurrency`` at a time."""
+async def drive(
+    kind: str, url: str, folder: Path, work: list, concurrency: int, pipeline: str = "cross_encoder"
+) -> dict:
+    """Every request of ``work`` once, ``concurrency`` at a time (rerankit's ``pipeline``)."""
     latencies: list[float] = []
     queue = iter(work)
     path = "/rerank" if kind == "infinity" else "/v1/rerank"
-    model = str(folder) if kind == "infinity" else "cross_encoder"
+    model = str(folder) if kind == "infinity" else pipeline
 
     async def client(http: httpx.AsyncClient) -> None:
         for query, texts in queue:
@@ -113,7 +122,11 @@ async def drive(kind: str, url: str, folder: Path, work: list, concurrency: int)
     async with httpx.AsyncClient(timeout=600, limits=limits) as http:
         await asyncio.gather(*(client(http) for _ in range(concurrency)))
     wall = time.perf_counter() - begin
-    return {"rps": len(work) / wall, "p50": statistics.median(latencies)}
+    return {
+        "rps": len(work) / wall,
+        "p50": statistics.median(latencies),
+        "p95": sorted(latencies)[max(0, round(0.95 * len(latencies)) - 1)],
+    }
 
 
 def main() -> int:

