@@ -1,4 +1,5 @@
-"""Thread work and cancellation: a cancelled step ends before the cancellation is seen."""
+"""Thread work and cancellation: a cancelled step ends before the cancellation is seen; the
+one model thread."""
 
 from __future__ import annotations
 
@@ -7,7 +8,9 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-from rerankit._threads import in_thread
+import pytest
+
+from rerankit._threads import in_model_thread, in_thread, on_model_thread
 
 
 def test_a_cancelled_call_that_is_running_ends_before_the_task_does():
@@ -60,3 +63,63 @@ def test_context_variables_reach_the_thread():
         return await in_thread(var.get)
 
     assert asyncio.run(main()) == "set"
+
+
+def test_model_work_runs_on_one_thread_whoever_asks():
+    seen = set()
+
+    def where():
+        seen.add(threading.get_ident())
+        return threading.current_thread().name
+
+    async def twice():
+        return [await in_model_thread(where), await in_model_thread(where)]
+
+    names = [on_model_thread(where), *asyncio.run(twice()), *asyncio.run(twice())]
+    with ThreadPoolExecutor(4) as pool:  # from other threads, at once
+        names += list(pool.map(lambda _: on_model_thread(where), range(8)))
+    assert len(seen) == 1 and threading.get_ident() not in seen
+    assert all(name.startswith("rerankit-model") for name in names)
+
+
+def test_model_work_asked_for_on_the_model_thread_runs_there_at_once():
+    # a call from the model thread itself would otherwise wait for its own thread forever
+    def outer():
+        return on_model_thread(threading.get_ident), threading.get_ident()
+
+    inner, outer_ident = on_model_thread(outer)
+    assert inner == outer_ident
+
+
+def test_model_thread_calls_keep_the_context_and_raise_the_callers_errors():
+    import contextvars
+
+    var = contextvars.ContextVar("v", default="unset")
+    var.set("set")
+    assert on_model_thread(var.get) == "set"
+    with pytest.raises(ZeroDivisionError):
+        on_model_thread(lambda: 1 / 0)
+    assert on_model_thread(lambda: "still works") == "still works"
+
+
+def test_a_cancelled_model_call_that_has_not_started_never_runs():
+    ran, gate, busy = [], threading.Event(), threading.Event()
+
+    def block():
+        busy.set()
+        gate.wait(5)
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        blocker = loop.run_in_executor(None, on_model_thread, block)  # the model thread is busy
+        await asyncio.to_thread(busy.wait, 5)
+        task = asyncio.ensure_future(in_model_thread(ran.append, "ran"))
+        await asyncio.sleep(0.05)
+        task.cancel()
+        await asyncio.sleep(0.05)
+        gate.set()
+        await blocker
+        on_model_thread(lambda: None)  # everything queued before this has had its turn
+        return task.cancelled()
+
+    assert asyncio.run(main()) and ran == []

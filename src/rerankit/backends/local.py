@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypedDict, TypeVar
 
-from .._threads import in_thread
+from .._threads import in_model_thread, on_model_thread, running_on_model_thread
 from ..errors import MissingDependencyError, ModelLoadError
 from ..hardware import HardwareProfile
 from ..scorers.base import ScoreBatch, valid_query, valid_unicode
@@ -93,7 +93,8 @@ def model_label(model: Any) -> str:
 
 
 class LazyModel(Generic[T]):
-    """Loads a model on first use, once, even when several threads ask at the same time.
+    """Loads a model on first use, once, on the model thread (see :mod:`rerankit._threads`),
+    even when several threads ask at the same time.
 
     Load failures become :class:`ModelLoadError` naming the model (missing packages stay
     :class:`MissingDependencyError`), so a wrong id is reported, not degraded around.
@@ -109,6 +110,8 @@ class LazyModel(Generic[T]):
         return self._value is not None
 
     def get(self) -> T:
+        if self._value is None and not running_on_model_thread():
+            return on_model_thread(self.get)  # loaded where it will run (rerankit._threads)
         if self._value is None:
             with self._lock:
                 if self._value is None:
@@ -249,13 +252,14 @@ class LocalModelScorer:
         raise NotImplementedError
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
-        """``score_texts`` on a worker thread, with text a tokenizer cannot take cleaned and
-        flagged on its document only (see :func:`~rerankit.scorers.base.valid_unicode`)."""
+        """``score_texts`` on the model thread (one for all local models: see
+        :mod:`rerankit._threads`), with text a tokenizer cannot take cleaned and flagged on
+        its document only (see :func:`~rerankit.scorers.base.valid_unicode`)."""
         flags: dict[int, list[str]] = {}
         warnings: list[str] = []
         texts = valid_unicode([d.text for d in docs], flags, warnings)
         query = valid_query(query, warnings)
-        values = await in_thread(self.score_noted, query, texts, flags, warnings)
+        values = await in_model_thread(self.score_noted, query, texts, flags, warnings)
         return ScoreBatch(values=values, flags=flags, warnings=warnings)
 
     def score_noted(

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._optional import require
+from .._threads import on_model_thread
 from ..backends.local import LocalModelOptions, LocalModelScorer, model_label, run_splitting_on_oom
 from ..errors import ConfigError, ModelLoadError
 from .base import valid_query, valid_unicode
@@ -199,7 +200,7 @@ class CausalLMScorer(LocalModelScorer):
         if not texts:
             return np.zeros(0)
         texts, query = valid_unicode(texts, {}, []), valid_query(query, [])
-        return self.score_noted(query, texts, {}, [])
+        return on_model_thread(self.score_noted, query, texts, {}, [])
 
     def score_noted(
         self, query: str, texts: Sequence[str], flags: dict[int, list[str]], warnings: list[str]

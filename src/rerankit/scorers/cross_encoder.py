@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from .._optional import require
+from .._threads import on_model_thread
 from ..backends.local import LocalModelOptions, LocalModelScorer
 from ..backends.pairs import EncodedPairs, PairEncoder, padded_batches
 from ..errors import ScorerError
@@ -99,6 +100,9 @@ class CrossEncoderScorer(LocalModelScorer):
         """The model's raw output for each (query, text) pair."""
         if not texts:
             return np.zeros(0)
+        return on_model_thread(self._logits_held, query, texts)
+
+    def _logits_held(self, query: str, texts: Sequence[str]) -> np.ndarray:
         with self.using_model():
             return self._logits(query, texts)[0]
 
@@ -224,7 +228,7 @@ class CrossEncoderScorer(LocalModelScorer):
         if not texts:
             return np.zeros(0)
         texts, query = valid_unicode(texts, {}, []), valid_query(query, [])
-        return self.score_noted(query, texts, {}, [])
+        return on_model_thread(self.score_noted, query, texts, {}, [])
 
 
 def _direct_parts(model: Any) -> tuple[Any, Any] | None:

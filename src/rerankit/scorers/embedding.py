@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._optional import require
-from .._threads import in_thread
+from .._threads import in_model_thread, in_thread, on_model_thread, running_on_model_thread
 from ..backends.bundled import (
     BUNDLED_NAMES,
     DEFAULT_EMBEDDING_MODEL,
@@ -189,11 +189,15 @@ class EmbeddingScorer(LocalModelScorer):
 
     def _encode(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
         hook = ENCODE_HOOK.get()
-        if hook is not None:
+        if hook is not None and not running_on_model_thread():  # (the batcher uses it)
             return hook(self, texts, prompt)
         return self.encode_now(texts, prompt)
 
     def encode_now(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
+        """``texts`` encoded at once (no micro-batching), on the model thread."""
+        return on_model_thread(self._encode_held, texts, prompt)
+
+    def _encode_held(self, texts: Sequence[str], prompt: str | None) -> np.ndarray:
         options: dict[str, Any] = {
             "batch_size": self.profile.resolve_batch_size("embedding"),
             "convert_to_numpy": True,
@@ -354,7 +358,10 @@ class EmbeddingScorer(LocalModelScorer):
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
         texts = [d.text for d in docs]
-        return await in_thread(self._scores, query, texts, **_embedding_context(context))
+        # encoded on the model thread: here, or by the service's micro-batcher, whose
+        # callers wait on a worker thread
+        run = in_thread if ENCODE_HOOK.get() is not None else in_model_thread
+        return await run(self._scores, query, texts, **_embedding_context(context))
 
 
 def _embedding_context(context: dict[str, Any]) -> dict[str, Any]:
