@@ -3,6 +3,7 @@ ordinary Hugging Face folders (speed depends on shape, not on the values of the 
 
 - ``minilm``: ms-marco-MiniLM-L6-v2 (BERT, 6 layers, hidden 384, 12 heads), with the
   bundled MiniLM's real WordPiece tokenizer (the same vocabulary that model uses);
+  ``bert-tiny`` the same with 2 layers of 64, 4 heads and a feed-forward of 128;
 - ``bge-base``: bge-reranker-base (XLM-RoBERTa base: 12 layers, hidden 768, 12 heads,
   250,002-token embedding table), with a SentencePiece unigram tokenizer trained here on
   the benchmark's own texts (32,000 pieces; the real one has 250,002 and is not on the
@@ -28,12 +29,26 @@ def build(shape: str, folder: Path, texts: Sequence[str]) -> Path:
     """The model of ``shape`` in ``folder`` (built once; ``texts`` train its tokenizer)."""
     if (folder / "config.json").is_file():
         return folder
-    builders = {"minilm": _minilm, "bge-base": _bge_base, "qwen3": _qwen3}
+    builders = {
+        "minilm": _minilm,
+        "bert-tiny": lambda f, t: _minilm(f, t, layers=2, hidden=64, heads=4, intermediate=128),
+        "bge-base": _bge_base,
+        "qwen3": _qwen3,
+    }
     builders[shape](folder, texts)
     return folder
 
 
-def _minilm(folder: Path, texts: Sequence[str]) -> None:
+def _minilm(
+    folder: Path,
+    texts: Sequence[str],
+    layers: int = 6,
+    hidden: int = 384,
+    heads: int = 12,
+    intermediate: int = 1536,
+) -> None:
+    """ms-marco-MiniLM-L6-v2's shape by default (``bert-tiny``: 2 layers of 64, a model
+    small enough that the cost around the forward pass shows)."""
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
@@ -43,10 +58,10 @@ def _minilm(folder: Path, texts: Sequence[str]) -> None:
     tokenizer.model_max_length = 512
     config = BertConfig(
         vocab_size=tokenizer.vocab_size,
-        hidden_size=384,
-        num_hidden_layers=6,
-        num_attention_heads=12,
-        intermediate_size=1536,
+        hidden_size=hidden,
+        num_hidden_layers=layers,
+        num_attention_heads=heads,
+        intermediate_size=intermediate,
         max_position_embeddings=512,
         num_labels=1,
     )

@@ -16,7 +16,7 @@ reranking 100 passages:
 - ``rerank() after a direct call``: ``score_texts`` on the main thread, then ``rerank``;
 - ``service thread pool``: loaded on one worker thread, called from a pool of six.
 
-Two models: a two-layer BERT (hidden 64) and ms-marco-MiniLM-L6-v2's shape (random
+Two models: a two-layer BERT (hidden 64, ``bert-tiny``) and ms-marco-MiniLM-L6-v2's shape (random
 weights, see ce_models.py).
 """
 
@@ -35,28 +35,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 CASES = ("loading thread", "second thread", "rerank() after a direct call", "service thread pool")
-
-
-def tiny(folder: Path) -> Path:
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    from rerankit.backends.bundled import bundled_model_path
-
-    if not (folder / "config.json").is_file():
-        tokenizer = AutoTokenizer.from_pretrained(str(bundled_model_path()))
-        config = BertConfig(
-            vocab_size=tokenizer.vocab_size,
-            hidden_size=64,
-            num_hidden_layers=2,
-            num_attention_heads=4,
-            intermediate_size=128,
-            num_labels=1,
-        )
-        torch.manual_seed(0)
-        BertForSequenceClassification(config).eval().save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
-    return folder
 
 
 def case(name: str, folder: str, queries: int) -> float:
@@ -114,7 +92,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="rerankit-threads-"))
     texts = [t for _, ts in load_queries("dl19", 43) for t in ts[:20]]
     models = {
-        "2-layer BERT": tiny(work / "tiny"),
+        "2-layer BERT": build("bert-tiny", work / "tiny", texts),
         "MiniLM-L6 shape": build("minilm", work / "minilm", texts),
     }
     results: dict[tuple[str, str], list[float]] = {}

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._optional import require
-from .._threads import in_model_thread, in_thread, on_model_thread, running_on_model_thread
+from .._threads import in_thread, on_model_thread, running_on_model_thread
 from ..backends.bundled import (
     BUNDLED_NAMES,
     DEFAULT_EMBEDDING_MODEL,
@@ -357,11 +357,8 @@ class EmbeddingScorer(LocalModelScorer):
         return self._scores(query, list(texts), **_embedding_context(context)).values
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
-        texts = [d.text for d in docs]
-        # encoded on the model thread: here, or by the service's micro-batcher, whose
-        # callers wait on a worker thread
-        run = in_thread if ENCODE_HOOK.get() is not None else in_model_thread
-        return await run(self._scores, query, texts, **_embedding_context(context))
+        texts = [d.text for d in docs]  # (encode_now hands the encoding to the model thread)
+        return await in_thread(self._scores, query, texts, **_embedding_context(context))
 
 
 def _embedding_context(context: dict[str, Any]) -> dict[str, Any]:
