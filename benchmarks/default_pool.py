@@ -88,7 +88,8 @@ class Collection:
         discount = 1.0 / np.log2(np.arange(2, 12))
         self.idcg = np.array([sum(g * discount[k] for k, g in enumerate(i[:10])) for i in ideal])
         self.discount = discount
-        self.raw: dict[str, np.ndarray] = {}
+        self.raw: dict[str, np.ndarray] = {}  # each signal's scores
+        self.reference: dict[str, np.ndarray] = {}  # each reference reranker's scores
 
     def add(self, key: str, rows: dict[str, np.ndarray]) -> None:
         matrix = np.zeros(self.mask.shape)
@@ -107,16 +108,18 @@ class Collection:
     def labels(self) -> np.ndarray:
         return (self.gains[self.mask] >= 1).astype(float)
 
-    def ndcg(self, scores: np.ndarray) -> float:
-        """Mean nDCG@10 x 100 of ordering each query's candidates by ``scores`` (ties keep
-        the first stage's order)."""
+    def per_query(self, scores: np.ndarray) -> np.ndarray:
+        """Each query's nDCG@10 x 100 when its candidates are ordered by ``scores`` (ties
+        keep the first stage's order)."""
         masked = np.where(self.mask, scores, -np.inf)
         order = np.argsort(-masked, axis=1, kind="stable")[:, :10]
         gains = np.take_along_axis(self.gains, order, axis=1)
         dcg = gains @ self.discount[: gains.shape[1]]
-        return 100 * float(
-            np.mean(np.divide(dcg, self.idcg, out=np.zeros_like(dcg), where=self.idcg > 0))
-        )
+        return 100 * np.divide(dcg, self.idcg, out=np.zeros_like(dcg), where=self.idcg > 0)
+
+    def ndcg(self, scores: np.ndarray) -> float:
+        """Mean nDCG@10 x 100 of ordering each query's candidates by ``scores``."""
+        return float(np.mean(self.per_query(scores)))
 
 
 def signals(coll: Collection, cands, readers, lexical) -> None:
@@ -182,10 +185,12 @@ def main() -> None:
         coll = Collection(name, data, cands)
         signals(coll, cands, readers, lexical)
         coll.add("first stage", {q: np.array([s for _, s in c]) for q, c in cands.items()})
+        coll.reference["first stage"] = coll.raw["first stage"]
         refs[name] = {"first stage": coll.ndcg(coll.raw["first stage"])}
         for ref in REFERENCES:
             run = run_pipeline(ref, load(ref), data, cands, first_stage_scores=False)
-            refs[name][ref] = coll.ndcg(coll.run_scores(run.run))
+            coll.reference[ref] = coll.run_scores(run.run)
+            refs[name][ref] = coll.ndcg(coll.reference[ref])
         pool.append(coll)
         print(
             f"{name}: {len(coll.qids)} queries in {time.perf_counter() - start:.0f} s",
@@ -306,14 +311,25 @@ def main() -> None:
     row = " | ".join(f"{refs[n]['hybrid-relative']:.2f}" for n in names)
     mean_hr = statistics.fmean(refs[n]["hybrid-relative"] for n in names)
     print(f"| hybrid-relative (reference) | {row} | {mean_hr:.2f} | |")
-    print("\ntargets of the chosen default per collection:")
-    for n in names:
-        r, v = refs[n], cells[n]
+    print(
+        "\ntargets of the chosen default per collection (+- the standard error over queries "
+        "of the paired difference):"
+    )
+    for coll in pool:
+        n, r, v = coll.name, refs[coll.name], cells[coll.name]
+        mine = coll.per_query(fused(coll, roles, w))
+        diffs = {
+            ref: mine - coll.per_query(coll.reference[ref]) for ref in ("first stage", *REFERENCES)
+        }
+        se = {ref: float(np.std(d, ddof=1) / np.sqrt(len(d))) for ref, d in diffs.items()}
         fs_ok = "ok" if v >= r["first stage"] else "BELOW"
         print(
-            f"  {n}: {v:.2f}; first stage {r['first stage']:.2f} ({fs_ok}), "
-            f"embedding {r['embedding']:.2f} ({'ok' if v >= r['embedding'] else 'BELOW'}), "
-            f"hybrid-relative {r['hybrid-relative']:.2f} ({v - r['hybrid-relative']:+.2f}: "
+            f"  {n}: {v:.2f}; first stage {r['first stage']:.2f} "
+            f"({v - r['first stage']:+.2f} +- {se['first stage']:.2f}, {fs_ok}), "
+            f"embedding {r['embedding']:.2f} ({v - r['embedding']:+.2f} +- "
+            f"{se['embedding']:.2f}, {'ok' if v >= r['embedding'] else 'BELOW'}), "
+            f"hybrid-relative {r['hybrid-relative']:.2f} ({v - r['hybrid-relative']:+.2f} +- "
+            f"{se['hybrid-relative']:.2f}: "
             f"{'ok' if v >= r['hybrid-relative'] - TOLERANCE else 'MISSED'})"
         )
 

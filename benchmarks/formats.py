@@ -21,6 +21,8 @@ import statistics
 import sys
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 from default_pool import POOL, SHARED  # noqa: E402 - the same pool, defined once
@@ -47,14 +49,14 @@ def main() -> None:
     from rerankit import load
     from rerankit.eval import load_beir
     from rerankit.eval.first_stage import first_stage
-    from rerankit.eval.metrics import mean_ndcg
+    from rerankit.eval.metrics import ndcg_at_k
 
     missing = [name for name, (path, _) in POOL.items() if not path.exists()]
     if missing:
         sys.exit(f"collections not found under {SHARED}: {', '.join(missing)}")
     reranker = load(args.reranker)
     labels = [*JOINED, "no title", "title field"]
-    rows = {}
+    rows, per_query = {}, {}
     for name, (path, split) in POOL.items():
         data = load_beir(path, split)
         runs: dict[str, dict[str, list[str]]] = {label: {} for label in labels}
@@ -66,17 +68,30 @@ def main() -> None:
             for label in labels:
                 result = reranker.rerank(data.queries[qid], [f[label] for f in each])
                 runs[label][qid] = [ids[r.index] for r in result]
-        rows[name] = {label: 100 * mean_ndcg(runs[label], data.qrels) for label in labels}
+        judged = [q for q, j in data.qrels.items() if j and max(j.values()) > 0]
+        per_query[name] = {
+            label: np.array(
+                [100 * ndcg_at_k(runs[label].get(q, ()), data.qrels[q]) for q in judged]
+            )
+            for label in labels
+        }
+        rows[name] = {label: float(np.mean(v)) for label, v in per_query[name].items()}
         print(f"{name}: done", file=sys.stderr, flush=True)
     print(f"nDCG@10 x 100 of `{args.reranker}` given texts only, by how the title is joined:\n")
-    print("| collection | " + " | ".join(labels) + " | largest difference, joined forms |")
+    print(
+        "| collection | " + " | ".join(labels) + " | largest difference, joined forms "
+        "(+- its standard error over queries) |"
+    )
     print("|---|" + "---:|" * (len(labels) + 1))
     for name, cells in rows.items():
-        spread = max(cells[j] for j in JOINED) - min(cells[j] for j in JOINED)
+        high = max(JOINED, key=lambda j: cells[j])
+        low = min(JOINED, key=lambda j: cells[j])
+        paired = per_query[name][high] - per_query[name][low]
+        se = float(np.std(paired, ddof=1) / np.sqrt(len(paired)))
         print(
             f"| {name} | "
             + " | ".join(f"{cells[lab]:.2f}" for lab in labels)
-            + f" | {spread:.2f} |"
+            + f" | {cells[high] - cells[low]:.2f} +- {se:.2f} |"
         )
     means = {lab: statistics.fmean(r[lab] for r in rows.values()) for lab in labels}
     print("| mean | " + " | ".join(f"{means[lab]:.2f}" for lab in labels) + " | |")
