@@ -122,6 +122,11 @@ class Collection:
         return float(np.mean(self.per_query(scores)))
 
 
+def standard_error(diffs: np.ndarray) -> float:
+    """The standard error of the mean of paired per-query differences."""
+    return float(np.std(diffs, ddof=1) / np.sqrt(len(diffs)))
+
+
 def signals(coll: Collection, cands, readers, lexical) -> None:
     """Every signal's raw scores for every candidate of ``coll``."""
     rows: dict[str, dict[str, np.ndarray]] = {key: {} for key in [*readers, *lexical]}
@@ -318,10 +323,10 @@ def main() -> None:
     for coll in pool:
         n, r, v = coll.name, refs[coll.name], cells[coll.name]
         mine = coll.per_query(fused(coll, roles, w))
-        diffs = {
-            ref: mine - coll.per_query(coll.reference[ref]) for ref in ("first stage", *REFERENCES)
+        se = {
+            ref: standard_error(mine - coll.per_query(coll.reference[ref]))
+            for ref in ("first stage", *REFERENCES)
         }
-        se = {ref: float(np.std(d, ddof=1) / np.sqrt(len(d))) for ref, d in diffs.items()}
         fs_ok = "ok" if v >= r["first stage"] else "BELOW"
         print(
             f"  {n}: {v:.2f}; first stage {r['first stage']:.2f} "

@@ -25,7 +25,7 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
-from default_pool import POOL, SHARED  # noqa: E402 - the same pool, defined once
+from default_pool import POOL, SHARED, standard_error  # noqa: E402 - the same pool, defined once
 
 JOINED = {"newline": "\n", "space": " ", "'. '": ". "}
 
@@ -86,8 +86,7 @@ def main() -> None:
     for name, cells in rows.items():
         high = max(JOINED, key=lambda j: cells[j])
         low = min(JOINED, key=lambda j: cells[j])
-        paired = per_query[name][high] - per_query[name][low]
-        se = float(np.std(paired, ddof=1) / np.sqrt(len(paired)))
+        se = standard_error(per_query[name][high] - per_query[name][low])
         print(
             f"| {name} | "
             + " | ".join(f"{cells[lab]:.2f}" for lab in labels)
