@@ -432,3 +432,63 @@ def test_the_shipped_example_shows_rerankers_that_differ(tmp_path, capsys):
     assert len(set(scores.values())) == 3  # first stage, bm25 and jaccard differ
     p_values = [r["p_vs_first_stage"] for r in result["results"] if r["pipeline"] != "first stage"]
     assert all(p is not None and 0 < p <= 1 for p in p_values)  # a real paired test
+
+
+def _titled(folder):
+    """A collection whose relevant document matches the query in its title only."""
+    corpus = [
+        ("a", "wind power", "turbines along the coast"),
+        ("b", "farming", "power to the farmers"),
+        ("c", "", "untitled notes on wind"),
+    ]
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "title": t, "text": x}) + "\n" for i, t, x in corpus)
+    )
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "q", "text": "wind power"}) + "\n")
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq\ta\t1\n")
+    return folder
+
+
+def test_titles_can_be_joined_to_the_text_or_left_out(tmp_path):
+    data = load_beir(_titled(tmp_path))
+    before = {d: dict(v) for d, v in data.corpus.items()}
+    assert data.with_titles("field") is data
+    joined = {how: data.with_titles(how) for how in ("newline", "space", "period", "drop")}
+    assert joined["newline"].document("a") == {
+        "id": "a",
+        "text": "wind power\nturbines along the coast",
+    }
+    assert joined["space"].document("a")["text"] == "wind power turbines along the coast"
+    assert joined["period"].document("a")["text"] == "wind power. turbines along the coast"
+    assert joined["drop"].document("a") == {"id": "a", "text": "turbines along the coast"}
+    for form in joined.values():  # no title: the text as it was
+        assert form.document("c") == {"id": "c", "text": "untitled notes on wind"}
+        assert form.queries == data.queries and form.qrels == data.qrels
+    assert data.corpus == before  # the dataset read is left as it was
+    with pytest.raises(ValueError, match="titles 'comma': expected one of field, newline"):
+        data.with_titles("comma")
+
+
+@pytest.mark.filterwarnings("error::RuntimeWarning")
+def test_eval_titles_keeps_the_candidates_and_changes_what_rerankers_read(tmp_path, capsys):
+    folder = _titled(tmp_path / "set")
+    scores = {}
+    for how in ("field", "space", "drop"):
+        out = tmp_path / how
+        args = ["eval", "--data", str(folder), "--rerankers", "bm25", "--titles", how]
+        assert main([*args, "--out", str(out), "--no-progress"]) == 0
+        printed = capsys.readouterr().out
+        assert ("titles: left out" in printed) == (how == "drop")
+        result = json.loads((out / "results.json").read_text())
+        assert result["titles"] == how
+        rows = {r["pipeline"]: r["ndcg@10"] for r in result["results"]}
+        scores[how] = rows
+        # one query: no variance for a t-test, so no p-value (not NaN, and no warning)
+        assert all(r["p_vs_first_stage"] is None for r in result["results"])
+    # the first stage (BM25 over titles and texts) is the same in every run
+    assert scores["field"]["first stage"] == scores["drop"]["first stage"] == 1.0
+    # the relevant document matches the query only in its title: reranked first when the
+    # title is read, as a field or joined, and not when it is left out
+    assert scores["field"]["bm25"] == scores["space"]["bm25"] == 1.0
+    assert scores["drop"]["bm25"] < 1.0

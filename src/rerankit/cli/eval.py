@@ -13,7 +13,7 @@ import numpy as np
 
 from ..batch import quiet_ray_logs
 from ..errors import InputError
-from ..eval.data import find_collections
+from ..eval.data import TITLES, find_collections
 from ..eval.first_stage import first_stage
 from ..eval.metrics import ranked_ndcg
 from ..eval.runner import (
@@ -35,6 +35,14 @@ from .eval_support import named_pipelines, pipeline_runs, read_collection, use_e
 from .tune import cmd_tune
 
 __all__ = ["add_commands"]
+
+#: what the heading of ``rerankit eval --titles`` says of each form but ``field``
+TITLE_WORDS = {
+    "newline": "joined to the text by a newline",
+    "space": "joined to the text by a space",
+    "period": "joined to the text by '. '",
+    "drop": "left out",
+}
 
 #: how many first-stage candidates the held-out check of ``rerankit train`` reranks
 CHECK_DEPTH = 20
@@ -72,6 +80,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     for label, (path, split) in zip(_labels(collections, args.split), collections, strict=True):
         data = read_collection(path, split, args.max_queries)
         cands = first_stage(data, args.first_stage, args.k)
+        data = data.with_titles(args.titles)  # after the first stage: the same candidates
         runs = pipeline_runs(args, data, cands, pipelines, texts_only=args.texts_only)
         rows = evaluate_runs(data, runs, args.k)
         source_label = _source_label(data, args.first_stage)
@@ -79,6 +88,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             f"{data.name}, {split} split, {len(data.queries)} queries; first stage: "
             f"{source_label}, top {args.k}"
             + ("; rerankers see texts only (no first-stage scores)" if args.texts_only else "")
+            + (f"; titles: {TITLE_WORDS[args.titles]}" if args.titles != "field" else "")
             + "\n"
         )
         print(format_table(rows, args.k) + ("\n" if several else ""))
@@ -89,6 +99,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "k": args.k,
             "queries": len(data.queries),
             "first_stage_scores_given": not args.texts_only,
+            "titles": args.titles,
             "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
         }
         if args.out:
@@ -241,6 +252,15 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="give the rerankers the candidates' texts without their first-stage scores "
         "(as a Cohere-style request would)",
+    )
+    ev.add_argument(
+        "--titles",
+        choices=tuple(TITLES),
+        default="field",
+        help="how the rerankers get each candidate's title: as a title field (default), "
+        "joined to the text by a newline, a space or '. ' (period), as a caller sending one "
+        "string per document would, or left out (drop); the candidates stay the same, so "
+        "runs with different --titles compare how much the layout matters",
     )
     ev.add_argument(
         "--embedding-cache",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -14,11 +14,23 @@ from ..errors import InputError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["Dataset", "find_collections", "load_beir", "load_qrels", "load_run", "parse_split"]
+__all__ = [
+    "TITLES",
+    "Dataset",
+    "find_collections",
+    "load_beir",
+    "load_qrels",
+    "load_run",
+    "parse_split",
+]
 
 #: query selectors a split name may carry after a colon (``test:odd``): the split's judged
 #: queries at odd or even positions (1st, 3rd, ... or 2nd, 4th, ...) in queries.jsonl
 SELECTORS = ("odd", "even")
+
+#: how :meth:`Dataset.with_titles` gives rerankers a document's title: as a ``title``
+#: field (``field``), joined to the text by a line break, a space or ". ", or left out
+TITLES = {"field": None, "newline": "\n", "space": " ", "period": ". ", "drop": ""}
 
 
 @dataclass
@@ -49,6 +61,26 @@ class Dataset:
         if not title.strip():
             return doc.get("text") or ""
         return f"{title}\n{doc.get('text') or ''}" if (doc.get("text") or "").strip() else title
+
+    def with_titles(self, how: str) -> Dataset:
+        """The same dataset with each title given to rerankers as ``how`` says (a key of
+        :data:`TITLES`): ``field`` returns this dataset; ``newline``, ``space`` and
+        ``period`` join the title to the text with ``"\\n"``, ``" "`` or ``". "`` and
+        leave no title field (as a caller who sends one string per document does);
+        ``drop`` keeps the text alone. Compute the first stage before, so that every form
+        reranks the same candidates."""
+        if how not in TITLES:
+            raise InputError(f"titles {how!r}: expected one of {', '.join(TITLES)}")
+        joint = TITLES[how]
+        if joint is None:
+            return self
+        corpus = {}
+        for doc_id, doc in self.corpus.items():
+            title, text = doc.get("title") or "", doc.get("text") or ""
+            if joint and title.strip():
+                text = f"{title}{joint}{text}" if text else title
+            corpus[doc_id] = {"title": "", "text": text}
+        return replace(self, corpus=corpus)
 
     def document(self, doc_id: str) -> dict[str, str]:
         """A document as a reranker takes it: ``id``, ``text`` and, when it has one,

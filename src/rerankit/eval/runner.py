@@ -10,6 +10,7 @@ reliability diagram.
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 import warnings
@@ -234,12 +235,16 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
         ranx_runs.append(ranx.Run(run, name=r.name))
     with warnings.catch_warnings():  # numba's notes on ranx's internal casts: not ours to fix
         warnings.filterwarnings("ignore", message=".*unsafe cast.*")
+        # a t-test of one query, or of runs equal on every query, has no variance: no p
+        warnings.filterwarnings("ignore", category=RuntimeWarning, module="scipy")
         report = ranx.compare(qrels, ranx_runs, metrics, stat_test="student", max_p=0.05)
     table = report.to_dict()
     rows = []
     for r in runs:
         entry = table[r.name]
         p = None if r is runs[0] else float(entry["comparisons"][runs[0].name]["ndcg@10"])
+        if p is not None and not math.isfinite(p):
+            p = None  # no variance to test (one query, or the same nDCG@10 on each)
         rows.append(
             {
                 "pipeline": r.name,
