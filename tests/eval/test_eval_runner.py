@@ -492,3 +492,44 @@ def test_eval_titles_keeps_the_candidates_and_changes_what_rerankers_read(tmp_pa
     # title is read, as a field or joined, and not when it is left out
     assert scores["field"]["bm25"] == scores["space"]["bm25"] == 1.0
     assert scores["drop"]["bm25"] < 1.0
+
+
+def test_pipelines_compared_with_a_baseline_by_hand():
+    from rerankit.eval.compare import against, check_baseline, format_summary_against
+
+    rows = [
+        {"pipeline": "first stage", "per_query_ndcg@10": {"a": 0.2, "b": 0.4, "c": 0.9}},
+        {"pipeline": "mine", "per_query_ndcg@10": {"a": 0.5, "b": 0.4, "c": 0.6}},
+    ]
+    rows[1]["p_vs"] = {"first stage": 0.8}
+    (entry,) = against(rows, "first stage")
+    # differences +0.3, 0, -0.3: mean 0, standard deviation 0.3, over 3 queries
+    assert entry["diff"] == pytest.approx(0.0)
+    assert entry["se"] == pytest.approx(0.3 / math.sqrt(3))
+    assert entry["p"] == 0.8 and entry["queries"] == 3
+    (back,) = against(rows, "mine")
+    assert back["pipeline"] == "first stage" and back["p"] is None
+    collections = [{"collection": "x", "rows": rows}, {"collection": "y", "rows": rows}]
+    table = format_summary_against(collections, "first stage")
+    assert "| x | +0.00 ± 17.32 |" in table and "| mean | +0.00 |" in table
+    assert check_baseline("first-stage", ["first stage", "bm25"]) == "first stage"
+    with pytest.raises(ValueError, match="--baseline 'hybrid' is not among"):
+        check_baseline("hybrid", ["first stage", "bm25"])
+
+
+def test_eval_baseline_prints_each_pipelines_difference(tiny, tmp_path, capsys):
+    out = tmp_path / "out"
+    args = ["eval", "--data", str(tiny), "--rerankers", "bm25,text", "--baseline", "bm25"]
+    assert main([*args, "--k", "3", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "minus bm25's, per query" in printed
+    result = json.loads((out / "results.json").read_text())
+    assert result["baseline"] == "bm25"
+    rows = {r["pipeline"]: r for r in result["results"]}
+    per_query = {n: r["per_query_ndcg@10"] for n, r in rows.items()}
+    for name in ("first stage", "text"):
+        diff = sum(per_query[name][q] - per_query["bm25"][q] for q in per_query["bm25"]) / 2
+        assert f"| {name} | {round(100 * diff, 2) + 0.0:+.2f}" in printed
+    assert set(rows["text"]["p_vs"]) == {"first stage", "bm25"}
+    assert main([*args[:-1], "hybrid", "--no-progress"]) != 0
+    assert "--baseline 'hybrid' is not among the evaluated pipelines" in capsys.readouterr().err

@@ -1,21 +1,17 @@
-"""``rerankit eval``, ``rerankit tune`` (in :mod:`.tune`) and ``rerankit train``: the
-commands and their arguments."""
+"""``rerankit eval`` and ``rerankit tune`` (in :mod:`.tune`): the commands and their
+arguments (``rerankit train`` is in :mod:`.train`)."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ..batch import quiet_ray_logs
-from ..errors import InputError
+from ..eval.compare import check_baseline, format_against, format_summary_against
 from ..eval.data import TITLES, find_collections
 from ..eval.first_stage import first_stage
-from ..eval.metrics import ranked_ndcg
 from ..eval.runner import (
     check_output_folder,
     describe_pipeline,
@@ -25,11 +21,6 @@ from ..eval.runner import (
     write_outputs,
     write_summary,
 )
-from ..scorers.cross_encoder import CrossEncoderScorer
-from ..scorers.embedding import EmbeddingScorer
-from ..training import crossval
-from ..training.cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
-from ..training.embedding import embedding_pairs, fine_tune_embedding
 from .args import add_language_argument, positive_int
 from .eval_support import named_pipelines, pipeline_runs, read_collection, use_embedding_cache
 from .tune import cmd_tune
@@ -43,9 +34,6 @@ TITLE_WORDS = {
     "period": "joined to the text by '. '",
     "drop": "left out",
 }
-
-#: how many first-stage candidates the held-out check of ``rerankit train`` reranks
-CHECK_DEPTH = 20
 
 
 def _source_label(data: Any, source: str) -> str:
@@ -75,6 +63,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         check_output_folder(args.out)  # before the work, not after it
     use_embedding_cache(args)
     pipelines = named_pipelines(args.rerankers, args.config or [], args.language)
+    baseline = None
+    if args.baseline is not None:
+        baseline = check_baseline(args.baseline, ["first stage", *(n for n, _, _ in pipelines)])
     several = len(collections) > 1
     summary = []
     for label, (path, split) in zip(_labels(collections, args.split), collections, strict=True):
@@ -91,7 +82,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
             + (f"; titles: {TITLE_WORDS[args.titles]}" if args.titles != "field" else "")
             + "\n"
         )
-        print(format_table(rows, args.k) + ("\n" if several else ""))
+        print(format_table(rows, args.k))
+        if baseline is not None:
+            print("\n" + format_against(rows, baseline))
+        if several:
+            print()
         meta = {
             "dataset": data.name,
             "split": split,
@@ -100,6 +95,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "queries": len(data.queries),
             "first_stage_scores_given": not args.texts_only,
             "titles": args.titles,
+            "baseline": baseline,
             "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
         }
         if args.out:
@@ -109,96 +105,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         summary.append({"collection": label, **meta, "rows": rows})
     if several:
         print(format_summary(summary))
+        if baseline is not None:
+            print("\n" + format_summary_against(summary, baseline))
         if args.out:
             written = write_summary(args.out, summary)
             print(f"wrote {written}", file=sys.stderr)
-    return 0
-
-
-def held_out(qids: list[str], share: float) -> list[str]:
-    """The training queries kept out of training to check the result: ``share`` of them
-    (at most 200 and half, at least 1 when ``share`` > 0 and there are 10 or more), by a hash of
-    each id so the choice does not depend on the file's order."""
-    if share <= 0 or len(qids) < 10:
-        return []
-    count = min(200, max(1, round(share * len(qids))))
-    return crossval.kfold(qids, 2)[0][:count]
-
-
-def check_on_held_out(
-    scorer: Any, data: Any, cands: dict[str, list[tuple[str, float]]], qids: list[str], k: int
-) -> tuple[float, float]:
-    """Mean nDCG@10 over the held-out ``qids`` of the first stage's top ``k`` as ranked,
-    and as the trained ``scorer`` reranks it."""
-    first, model = [], []
-    for q in qids:
-        ranked = cands.get(q, [])[:k]
-        ids, judged = [d for d, _ in ranked], data.qrels.get(q, {})
-        first.append(ranked_ndcg(ids, -np.arange(len(ids), dtype=float), judged))
-        scores = scorer.score_texts(data.queries[q], [data.text(d) for d in ids]) if ids else []
-        model.append(ranked_ndcg(ids, np.asarray(scores, dtype=float), judged))
-    return float(np.mean(first)), float(np.mean(model))
-
-
-def cmd_train(args: argparse.Namespace) -> int:
-
-    if args.split == "test":
-        raise InputError("train on a training split; the test split is for reporting")
-    if not 0 <= args.held_out < 1:
-        raise InputError(f"--held-out is a share of the queries in [0, 1), got {args.held_out}")
-    data = read_collection(args.data, args.split)
-    cands = first_stage(data, "bm25", args.k)
-    checked = held_out([q for q in data.qrels if q in data.queries], args.held_out)
-    kept_out = set(checked)
-    training = dataclasses.replace(
-        data, qrels={q: j for q, j in data.qrels.items() if q not in kept_out}
-    )
-    if args.what == "cross-encoder":
-        rows = cross_encoder_rows(training, cands, max_pairs=args.max_pairs)
-        train, load_with, what = fine_tune_cross_encoder, "CrossEncoderScorer", "cross-encoder"
-        export = f"rerankit export {args.out} --kind cross-encoder --quantize int8"
-    else:
-        rows = embedding_pairs(training, cands, max_pairs=args.max_pairs)
-        train, load_with, what = fine_tune_embedding, "EmbeddingScorer", "embedding model"
-        export = f"rerankit export {args.out} --quantize int8"
-    options = {} if args.learning_rate is None else {"learning_rate": args.learning_rate}
-    summary = train(
-        rows,
-        args.out,
-        model=args.model,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        progress=not args.no_progress,
-        log=print,
-        **options,
-    )
-    losses = summary["losses"]
-    trend = f"; training loss {losses[0]:.3f} -> {losses[-1]:.3f}" if len(losses) > 1 else ""
-    print(
-        f"{summary['steps']} steps in {summary['seconds'] / 60:.1f} min"
-        f"{' (resumed)' if summary['resumed'] else ''}{trend}\nwrote {args.out}: load it with "
-        f"{load_with}({str(args.out)!r}), or `{export}`"
-    )
-    if checked:
-        scorer = (
-            CrossEncoderScorer(str(args.out), device="cpu")
-            if args.what == "cross-encoder"
-            else EmbeddingScorer(str(args.out), device="cpu", cache=False)
-        )
-        first, model = check_on_held_out(scorer, data, cands, checked, CHECK_DEPTH)
-        print(
-            f"held-out check, {len(checked)} training queries it never saw (BM25's top "
-            f"{CHECK_DEPTH} reranked), nDCG@10: BM25 {100 * first:.2f}, the trained {what} "
-            f"{100 * model:.2f}"
-        )
-        if model <= first:
-            print(
-                f"warning: the trained {what} does not rank better than BM25 on queries it "
-                "did not see; do not serve it as it is (more --epochs, a higher "
-                "--learning-rate or more judgments may help; `rerankit tune --method ltr` "
-                "learns from the same judgments)",
-                file=sys.stderr,
-            )
     return 0
 
 
@@ -252,6 +163,14 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="give the rerankers the candidates' texts without their first-stage scores "
         "(as a Cohere-style request would)",
+    )
+    ev.add_argument(
+        "--baseline",
+        default=None,
+        metavar="NAME",
+        help="also compare every pipeline with this one (one of --rerankers, or 'first "
+        "stage'): the paired difference in nDCG@10 over the same queries, its standard "
+        "error and p-value, per collection and, over several, one row each and the mean",
     )
     ev.add_argument(
         "--titles",
@@ -397,42 +316,3 @@ def add_commands(sub: Any) -> None:
     )
     tu.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     tu.set_defaults(func=cmd_tune)
-
-    tr = sub.add_parser(
-        "train",
-        help="fine-tune the embedding model, or train a cross-encoder, on your judgments",
-        description="embedding: fine-tune a sentence-transformers embedding model on (query, "
-        "relevant document, hard negative) triples from a training split, the hard negative "
-        "being the best BM25 candidate not judged relevant (MultipleNegativesRankingLoss). "
-        "cross-encoder: train a cross-encoder on (query, document, 1/0) pairs, each relevant "
-        "document with the 3 best BM25 candidates not judged relevant "
-        "(BinaryCrossEntropyLoss), from the bundled MiniLM or --model. sentence-transformers' "
-        "trainers; a time estimate first; checkpoints under OUT/checkpoints, and a rerun "
-        "resumes from them (extras torch and train). Judgments from `rerankit label` work too.",
-    )
-    tr.add_argument("what", choices=("embedding", "cross-encoder"), help="what to train")
-    tr.add_argument("--data", required=True, help="BEIR-layout folder")
-    tr.add_argument("--split", default="train", help="the training split (default train)")
-    tr.add_argument("--out", required=True, help="folder for the fine-tuned model")
-    tr.add_argument(
-        "--model",
-        default="all-MiniLM-L6-v2",
-        help="model to start from (the bundled MiniLM); a cross-encoder learns far faster "
-        "from a cross-encoder checkpoint than from this embedding model",
-    )
-    tr.add_argument("--max-pairs", type=positive_int, default=None, help="use at most N pairs")
-    tr.add_argument("--epochs", type=float, default=1.0, help="passes over the pairs (1)")
-    tr.add_argument("--batch-size", type=positive_int, default=16, help="pairs per step (16)")
-    tr.add_argument("--k", type=positive_int, default=100, help="BM25 candidates for negatives")
-    tr.add_argument(
-        "--learning-rate", type=float, default=None, help="the optimiser's step size (2e-5)"
-    )
-    tr.add_argument(
-        "--held-out",
-        type=float,
-        default=0.1,
-        help="share of the training queries kept out of training to check the result on "
-        "(default 0.1, at most 200 queries; 0: no check): the trained model against BM25",
-    )
-    tr.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    tr.set_defaults(func=cmd_train)

@@ -222,10 +222,16 @@ def reliability(data: Dataset, run: PipelineRun, bins: int = 10) -> dict[str, An
     }
 
 
+def _finite(value: Any) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
+
+
 def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[dict[str, Any]]:
     """One row per run: the metrics, latency, usage, the p-value of a paired t-test of
-    its nDCG@10 against the first run (the first stage), and for calibrated runs the
-    expected calibration error (``ece``) and reliability bins (``calibration``)."""
+    its nDCG@10 against the first run (the first stage; ``p_vs`` has it against every
+    other run by name), each query's nDCG@10, and for calibrated runs the expected
+    calibration error (``ece``) and reliability bins (``calibration``)."""
     ranx = require("ranx", "rerankit eval")
     qrels = ranx.Qrels({q: dict(j) for q, j in data.qrels.items() if q in data.queries})
     metrics = metric_names(k)
@@ -242,14 +248,17 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
     rows = []
     for r in runs:
         entry = table[r.name]
-        p = None if r is runs[0] else float(entry["comparisons"][runs[0].name]["ndcg@10"])
-        if p is not None and not math.isfinite(p):
-            p = None  # no variance to test (one query, or the same nDCG@10 on each)
+        p_vs = {  # no variance to test (one query, the same nDCG@10 on each): None
+            other.name: _finite(entry["comparisons"][other.name]["ndcg@10"])
+            for other in runs
+            if other is not r
+        }
         rows.append(
             {
                 "pipeline": r.name,
                 **{m: float(entry["scores"][m]) for m in metrics},
-                "p_vs_first_stage": p,
+                "p_vs_first_stage": None if r is runs[0] else p_vs[runs[0].name],
+                "p_vs": p_vs,
                 "mean_ms": 1e3 * r.mean_latency,
                 "p95_ms": 1e3 * r.p95_latency,
                 "llm_calls": r.usage.get("calls", 0),

@@ -1,0 +1,155 @@
+"""``rerankit train``: fine-tune the embedding model, or train a cross-encoder, on
+judgments, and check the result on held-out training queries."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..eval.first_stage import first_stage
+from ..eval.metrics import ranked_ndcg
+from ..scorers.cross_encoder import CrossEncoderScorer
+from ..scorers.embedding import EmbeddingScorer
+from ..training import crossval
+from ..training.cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
+from ..training.embedding import embedding_pairs, fine_tune_embedding
+from .args import positive_int
+from .eval_support import read_collection
+
+__all__ = ["add_commands"]
+
+#: how many first-stage candidates the held-out check of ``rerankit train`` reranks
+CHECK_DEPTH = 20
+
+
+def held_out(qids: list[str], share: float) -> list[str]:
+    """The training queries kept out of training to check the result: ``share`` of them
+    (at most 200 and half, at least 1 when ``share`` > 0 and there are 10 or more), by a hash of
+    each id so the choice does not depend on the file's order."""
+    if share <= 0 or len(qids) < 10:
+        return []
+    count = min(200, max(1, round(share * len(qids))))
+    return crossval.kfold(qids, 2)[0][:count]
+
+
+def check_on_held_out(
+    scorer: Any, data: Any, cands: dict[str, list[tuple[str, float]]], qids: list[str], k: int
+) -> tuple[float, float]:
+    """Mean nDCG@10 over the held-out ``qids`` of the first stage's top ``k`` as ranked,
+    and as the trained ``scorer`` reranks it."""
+    first, model = [], []
+    for q in qids:
+        ranked = cands.get(q, [])[:k]
+        ids, judged = [d for d, _ in ranked], data.qrels.get(q, {})
+        first.append(ranked_ndcg(ids, -np.arange(len(ids), dtype=float), judged))
+        scores = scorer.score_texts(data.queries[q], [data.text(d) for d in ids]) if ids else []
+        model.append(ranked_ndcg(ids, np.asarray(scores, dtype=float), judged))
+    return float(np.mean(first)), float(np.mean(model))
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+
+    if args.split == "test":
+        raise InputError("train on a training split; the test split is for reporting")
+    if not 0 <= args.held_out < 1:
+        raise InputError(f"--held-out is a share of the queries in [0, 1), got {args.held_out}")
+    data = read_collection(args.data, args.split)
+    cands = first_stage(data, "bm25", args.k)
+    checked = held_out([q for q in data.qrels if q in data.queries], args.held_out)
+    kept_out = set(checked)
+    training = dataclasses.replace(
+        data, qrels={q: j for q, j in data.qrels.items() if q not in kept_out}
+    )
+    if args.what == "cross-encoder":
+        rows = cross_encoder_rows(training, cands, max_pairs=args.max_pairs)
+        train, load_with, what = fine_tune_cross_encoder, "CrossEncoderScorer", "cross-encoder"
+        export = f"rerankit export {args.out} --kind cross-encoder --quantize int8"
+    else:
+        rows = embedding_pairs(training, cands, max_pairs=args.max_pairs)
+        train, load_with, what = fine_tune_embedding, "EmbeddingScorer", "embedding model"
+        export = f"rerankit export {args.out} --quantize int8"
+    options = {} if args.learning_rate is None else {"learning_rate": args.learning_rate}
+    summary = train(
+        rows,
+        args.out,
+        model=args.model,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        progress=not args.no_progress,
+        log=print,
+        **options,
+    )
+    losses = summary["losses"]
+    trend = f"; training loss {losses[0]:.3f} -> {losses[-1]:.3f}" if len(losses) > 1 else ""
+    print(
+        f"{summary['steps']} steps in {summary['seconds'] / 60:.1f} min"
+        f"{' (resumed)' if summary['resumed'] else ''}{trend}\nwrote {args.out}: load it with "
+        f"{load_with}({str(args.out)!r}), or `{export}`"
+    )
+    if checked:
+        scorer = (
+            CrossEncoderScorer(str(args.out), device="cpu")
+            if args.what == "cross-encoder"
+            else EmbeddingScorer(str(args.out), device="cpu", cache=False)
+        )
+        first, model = check_on_held_out(scorer, data, cands, checked, CHECK_DEPTH)
+        print(
+            f"held-out check, {len(checked)} training queries it never saw (BM25's top "
+            f"{CHECK_DEPTH} reranked), nDCG@10: BM25 {100 * first:.2f}, the trained {what} "
+            f"{100 * model:.2f}"
+        )
+        if model <= first:
+            print(
+                f"warning: the trained {what} does not rank better than BM25 on queries it "
+                "did not see; do not serve it as it is (more --epochs, a higher "
+                "--learning-rate or more judgments may help; `rerankit tune --method ltr` "
+                "learns from the same judgments)",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    tr = sub.add_parser(
+        "train",
+        help="fine-tune the embedding model, or train a cross-encoder, on your judgments",
+        description="embedding: fine-tune a sentence-transformers embedding model on (query, "
+        "relevant document, hard negative) triples from a training split, the hard negative "
+        "being the best BM25 candidate not judged relevant (MultipleNegativesRankingLoss). "
+        "cross-encoder: train a cross-encoder on (query, document, 1/0) pairs, each relevant "
+        "document with the 3 best BM25 candidates not judged relevant "
+        "(BinaryCrossEntropyLoss), from the bundled MiniLM or --model. sentence-transformers' "
+        "trainers; a time estimate first; checkpoints under OUT/checkpoints, and a rerun "
+        "resumes from them (extras torch and train). Judgments from `rerankit label` work too.",
+    )
+    tr.add_argument("what", choices=("embedding", "cross-encoder"), help="what to train")
+    tr.add_argument("--data", required=True, help="BEIR-layout folder")
+    tr.add_argument("--split", default="train", help="the training split (default train)")
+    tr.add_argument("--out", required=True, help="folder for the fine-tuned model")
+    tr.add_argument(
+        "--model",
+        default="all-MiniLM-L6-v2",
+        help="model to start from (the bundled MiniLM); a cross-encoder learns far faster "
+        "from a cross-encoder checkpoint than from this embedding model",
+    )
+    tr.add_argument("--max-pairs", type=positive_int, default=None, help="use at most N pairs")
+    tr.add_argument("--epochs", type=float, default=1.0, help="passes over the pairs (1)")
+    tr.add_argument("--batch-size", type=positive_int, default=16, help="pairs per step (16)")
+    tr.add_argument("--k", type=positive_int, default=100, help="BM25 candidates for negatives")
+    tr.add_argument(
+        "--learning-rate", type=float, default=None, help="the optimiser's step size (2e-5)"
+    )
+    tr.add_argument(
+        "--held-out",
+        type=float,
+        default=0.1,
+        help="share of the training queries kept out of training to check the result on "
+        "(default 0.1, at most 200 queries; 0: no check): the trained model against BM25",
+    )
+    tr.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    tr.set_defaults(func=cmd_train)

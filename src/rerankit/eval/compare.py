@@ -1,0 +1,91 @@
+"""Every pipeline of an evaluation against one of them (``rerankit eval --baseline``): the
+paired difference in nDCG@10 over the same queries, its standard error, and the paired
+t-test's p-value, per collection and over several."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import InputError
+
+__all__ = ["against", "check_baseline", "format_against", "format_summary_against"]
+
+
+def check_baseline(baseline: str, names: Sequence[str]) -> str:
+    """``baseline`` if it names one of the evaluated ``names`` (``first stage`` included;
+    ``first-stage`` is taken for it), else an error listing them."""
+    wanted = "first stage" if baseline == "first-stage" else baseline
+    if wanted not in names:
+        raise InputError(
+            f"--baseline {baseline!r} is not among the evaluated pipelines "
+            f"({', '.join(repr(n) for n in names)})"
+        )
+    return wanted
+
+
+def against(rows: Sequence[Mapping[str, Any]], baseline: str) -> list[dict[str, Any]]:
+    """For each row of :func:`rerankit.eval.runner.evaluate_runs` but the baseline's: the
+    mean per-query difference of nDCG@10 from the baseline's (``diff``), its standard
+    error over the queries (``se``; None under two queries), the t-test's ``p`` and the
+    number of ``queries`` compared."""
+    base = next(r for r in rows if r["pipeline"] == baseline)["per_query_ndcg@10"]
+    out = []
+    for r in rows:
+        if r["pipeline"] == baseline:
+            continue
+        mine = r["per_query_ndcg@10"]
+        diffs = [mine[q] - base[q] for q in mine if q in base]
+        se = statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else None
+        out.append(
+            {
+                "pipeline": r["pipeline"],
+                "diff": statistics.fmean(diffs) if diffs else 0.0,
+                "se": se,
+                "p": r.get("p_vs", {}).get(baseline),
+                "queries": len(diffs),
+            }
+        )
+    return out
+
+
+def _points(value: float) -> str:
+    """``value`` x 100 with a sign and two decimals (a rounded-away -0.00 shows as +0.00)."""
+    return f"{round(100 * value, 2) + 0.0:+.2f}"
+
+
+def _cell(entry: Mapping[str, Any]) -> str:
+    se = "" if entry["se"] is None else f" ± {100 * entry['se']:.2f}"
+    return f"{_points(entry['diff'])}{se}"
+
+
+def format_against(rows: Sequence[Mapping[str, Any]], baseline: str) -> str:
+    """:func:`against` as a Markdown table (nDCG@10 x 100)."""
+    lines = [
+        f"nDCG@10 x 100 minus {baseline}'s, per query (± standard error over queries):\n",
+        "| pipeline | difference | p (paired t-test) | queries |",
+        "|---|---:|---:|---:|",
+    ]
+    for e in against(rows, baseline):
+        p = "" if e["p"] is None else f"{e['p']:.3g}"
+        lines.append(f"| {e['pipeline']} | {_cell(e)} | {p} | {e['queries']} |")
+    return "\n".join(lines)
+
+
+def format_summary_against(collections: Sequence[Mapping[str, Any]], baseline: str) -> str:
+    """One row per collection: every pipeline's :func:`against` difference (x 100, ± its
+    standard error), and the mean difference over the collections."""
+    per = [against(c["rows"], baseline) for c in collections]
+    names = [e["pipeline"] for e in per[0]]
+    lines = [
+        f"nDCG@10 x 100 minus {baseline}'s by collection (± standard error over queries):\n",
+        "| collection | " + " | ".join(names) + " |",
+        "|---|" + "---:|" * len(names),
+    ]
+    for c, entries in zip(collections, per, strict=True):
+        lines.append(f"| {c['collection']} | " + " | ".join(_cell(e) for e in entries) + " |")
+    means = [statistics.fmean(e[i]["diff"] for e in per) for i in range(len(names))]
+    lines.append("| mean | " + " | ".join(_points(m) for m in means) + " |")
+    return "\n".join(lines)
