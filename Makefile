@@ -162,7 +162,8 @@ POOL   := --data $(SHARED)/data/beir/scifact@train --data $(SHARED)/data/beir/nf
 	--data $(SHARED)/data/classic
 quality: $(VENV)/.installed-dev
 	RERANKIT_EMBEDDING_CACHE=.cache/embeddings.sqlite $(VENV)/bin/rerankit eval $(POOL) \
-		--rerankers bm25,embedding,hybrid,hybrid-relative --texts-only --no-progress
+		--rerankers bm25,embedding,hybrid,hybrid-relative --texts-only --no-progress \
+		--baseline hybrid-relative
 	$(PY) benchmarks/quality.py
 	$(PY) benchmarks/learn.py --finetuned .cache/ft-scifact
 
