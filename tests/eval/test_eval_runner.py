@@ -368,9 +368,13 @@ def test_tune_adopts_a_fusion_that_beats_the_default_across_folds(tmp_path, synt
     weights = {s.get("name", s["type"]): s["weight"] for s in spec["stages"][0]["scorers"]}
     assert weights["first_stage"] >= 0.5
     test_table = printed.split("test split")[1]
-    tuned = float(test_table.split(f"| {out.stem} |")[1].split("|")[1])
-    default = float(test_table.split("| hybrid |")[1].split("|")[1])
+    tuned = float(test_table.split(f"| {out.stem} |")[1].split("|")[0])  # nDCG@10
+    default = float(test_table.split("| hybrid |")[1].split("|")[0])
     assert tuned > default  # and on the test split too
+    # with the paired difference from the default on the same test queries
+    against = test_table.split("minus hybrid's, per query")[1]
+    diff = float(against.split(f"| {out.stem} |")[1].split("±")[0])
+    assert diff == pytest.approx(tuned - default, abs=0.011)
     assert len(load(out).rerank("solar power", ["wind turbines", "solar power plant"])) == 2
 
 

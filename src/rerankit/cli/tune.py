@@ -17,6 +17,7 @@ from ..calibration import Calibration, expected_calibration_error, fit_calibrati
 from ..config import to_toml
 from ..errors import InputError
 from ..eval import metrics
+from ..eval.compare import format_against
 from ..eval.first_stage import first_stage
 from ..eval.label import LABEL_REPORT
 from ..eval.runner import evaluate_runs, format_table
@@ -418,8 +419,9 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
 
 
 def _report_tuned(args: argparse.Namespace, test: Any, out: Path, *, texts_only: bool) -> int:
-    """Evaluate the written pipeline once on the test split, next to the default hybrid
-    (said and skipped when there is no test split, e.g. for labels made by a judge)."""
+    """Evaluate the written pipeline once on the test split, next to the default hybrid,
+    with its paired difference from the default (said and skipped when there is no test
+    split, e.g. for labels made by a judge)."""
     if test is None:
         print(
             f"\nno {args.test_split} split in {args.data}: {out} is not reported on held-out "
@@ -433,4 +435,5 @@ def _report_tuned(args: argparse.Namespace, test: Any, out: Path, *, texts_only:
     rows = evaluate_runs(test, runs, args.k)
     print(f"\n{test.name}, {args.test_split} split, {len(test.queries)} queries:\n")
     print(format_table(rows, args.k))
+    print("\n" + format_against(rows, "hybrid"))
     return 0
