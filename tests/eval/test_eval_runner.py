@@ -496,6 +496,25 @@ def test_eval_titles_keeps_the_candidates_and_changes_what_rerankers_read(tmp_pa
     # title is read, as a field or joined, and not when it is left out
     assert scores["field"]["bm25"] == scores["space"]["bm25"] == 1.0
     assert scores["drop"]["bm25"] < 1.0
+    # several layouts in one run: each pipeline once per layout, comparable by --baseline
+    args = ["eval", "--data", str(folder), "--rerankers", "bm25,text", "--no-progress"]
+    out = tmp_path / "all"
+    extra = ["--titles", "space,drop", "--baseline", "bm25 (space)", "--out", str(out)]
+    assert main([*args, *extra]) == 0
+    printed = capsys.readouterr().out
+    assert "each reranker once per title layout (space, drop)" in printed
+    result = json.loads((out / "results.json").read_text())
+    assert result["titles"] == ["space", "drop"]
+    rows = {r["pipeline"]: r["ndcg@10"] for r in result["results"]}
+    assert list(rows) == [
+        "first stage", "bm25 (space)", "text (space)", "bm25 (drop)", "text (drop)"
+    ]  # fmt: skip
+    assert rows["bm25 (space)"] == scores["space"]["bm25"]
+    assert rows["bm25 (drop)"] == scores["drop"]["bm25"]
+    drop = 100 * (scores["drop"]["bm25"] - scores["space"]["bm25"])
+    assert f"| bm25 (drop) | {drop:+.2f} |" in printed
+    assert main([*args, "--titles", "space,comma"]) != 0
+    assert "--titles 'space,comma': expected one or more of field" in capsys.readouterr().err
 
 
 def test_pipelines_compared_with_a_baseline_by_hand():

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from ..batch import quiet_ray_logs
+from ..errors import InputError
 from ..eval.compare import check_baseline, format_against, format_summary_against
 from ..eval.data import TITLES, find_collections
 from ..eval.first_stage import first_stage
@@ -34,6 +36,29 @@ TITLE_WORDS = {
     "period": "joined to the text by '. '",
     "drop": "left out",
 }
+
+
+def _layouts(titles: str) -> list[str]:
+    """``--titles``' comma-separated layouts, each checked, in order, without repeats."""
+    layouts = list(dict.fromkeys(t.strip() for t in titles.split(",") if t.strip()))
+    wrong = [t for t in layouts if t not in TITLES]
+    if wrong or not layouts:
+        raise InputError(
+            f"--titles {titles!r}: expected one or more of {', '.join(TITLES)}, separated by commas"
+        )
+    return layouts
+
+
+def _titles_note(layouts: Sequence[str]) -> str:
+    """What the heading says of ``--titles`` (nothing for the default)."""
+    if len(layouts) > 1:
+        return f"; each reranker once per title layout ({', '.join(layouts)})"
+    return "" if layouts[0] == "field" else f"; titles: {TITLE_WORDS[layouts[0]]}"
+
+
+def _run_name(name: str, layout: str, layouts: Sequence[str]) -> str:
+    """A pipeline's name in the tables: with its title layout when there are several."""
+    return name if len(layouts) == 1 else f"{name} ({layout})"
 
 
 def _source_label(data: Any, source: str) -> str:
@@ -63,23 +88,30 @@ def cmd_eval(args: argparse.Namespace) -> int:
         check_output_folder(args.out)  # before the work, not after it
     use_embedding_cache(args)
     pipelines = named_pipelines(args.rerankers, args.config or [], args.language)
+    layouts = _layouts(args.titles)
+    names = [_run_name(n, t, layouts) for t in layouts for n, _, _ in pipelines]
     baseline = None
     if args.baseline is not None:
-        baseline = check_baseline(args.baseline, ["first stage", *(n for n, _, _ in pipelines)])
+        baseline = check_baseline(args.baseline, ["first stage", *names])
     several = len(collections) > 1
     summary = []
     for label, (path, split) in zip(_labels(collections, args.split), collections, strict=True):
         data = read_collection(path, split, args.max_queries)
         cands = first_stage(data, args.first_stage, args.k)
-        data = data.with_titles(args.titles)  # after the first stage: the same candidates
-        runs = pipeline_runs(args, data, cands, pipelines, texts_only=args.texts_only)
+        runs = []
+        for layout in layouts:  # after the first stage: every layout, the same candidates
+            shown = data.with_titles(layout)
+            mine = pipeline_runs(args, shown, cands, pipelines, texts_only=args.texts_only)
+            for run in mine[1:]:
+                run.name = _run_name(run.name, layout, layouts)
+            runs += mine if not runs else mine[1:]
         rows = evaluate_runs(data, runs, args.k)
         source_label = _source_label(data, args.first_stage)
         print(
             f"{data.name}, {split} split, {len(data.queries)} queries; first stage: "
             f"{source_label}, top {args.k}"
             + ("; rerankers see texts only (no first-stage scores)" if args.texts_only else "")
-            + (f"; titles: {TITLE_WORDS[args.titles]}" if args.titles != "field" else "")
+            + _titles_note(layouts)
             + "\n"
         )
         print(format_table(rows, args.k))
@@ -94,7 +126,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "k": args.k,
             "queries": len(data.queries),
             "first_stage_scores_given": not args.texts_only,
-            "titles": args.titles,
+            "titles": layouts[0] if len(layouts) == 1 else layouts,
             "baseline": baseline,
             "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
         }
@@ -174,12 +206,13 @@ def add_commands(sub: Any) -> None:
     )
     ev.add_argument(
         "--titles",
-        choices=tuple(TITLES),
         default="field",
-        help="how the rerankers get each candidate's title: as a title field (default), "
-        "joined to the text by a newline, a space or '. ' (period), as a caller sending one "
-        "string per document would, or left out (drop); the candidates stay the same, so "
-        "runs with different --titles compare how much the layout matters",
+        metavar="LAYOUTS",
+        help="how the rerankers get each candidate's title: as a title field (field, the "
+        "default), joined to the text by a newline, a space or '. ' (newline, space, "
+        "period), as a caller sending one string per document would, or left out (drop); "
+        "several, comma-separated, run every reranker once per layout ('hybrid (space)') "
+        "over the same candidates, to see how much the layout matters",
     )
     ev.add_argument(
         "--embedding-cache",
