@@ -42,7 +42,7 @@ def scores(path):
 
 
 @needs_dl19
-@pytest.mark.parametrize(("pipeline", "queries", "workers"), [("bm25", 43, 2), ("hybrid", 8, 1)])
+@pytest.mark.parametrize(("pipeline", "queries", "workers"), [("bm25", 43, 2), ("hybrid", 4, 1)])
 def test_dl19_rankings_are_identical_on_both_engines(tmp_path, pipeline, queries, workers):
     rows = beir_rows(DL19, DL19 / "bm25_top100.run.trec")[:queries]
     local = run_batch(rows, tmp_path / "local.jsonl", pipeline)
