@@ -534,7 +534,10 @@ def test_pipelines_compared_with_a_baseline_by_hand():
     assert back["pipeline"] == "first stage" and back["p"] is None
     collections = [{"collection": "x", "rows": rows}, {"collection": "y", "rows": rows}]
     table = format_summary_against(collections, "first stage")
-    assert "| x | +0.00 ± 17.32 |" in table and "| mean | +0.00 |" in table
+    # the mean of two collections: its variance is the sum of theirs over 2 squared
+    mean_se = math.sqrt(2 * (0.3 / math.sqrt(3)) ** 2) / 2
+    assert "| x | +0.00 ± 17.32 |" in table
+    assert f"| mean | +0.00 ± {100 * mean_se:.2f} |" in table
     assert check_baseline("first-stage", ["first stage", "bm25"]) == "first stage"
     with pytest.raises(ValueError, match="--baseline 'hybrid' is not among"):
         check_baseline("hybrid", ["first stage", "bm25"])

@@ -76,7 +76,8 @@ def format_against(rows: Sequence[Mapping[str, Any]], baseline: str) -> str:
 
 def format_summary_against(collections: Sequence[Mapping[str, Any]], baseline: str) -> str:
     """One row per collection: every pipeline's :func:`against` difference (x 100, ± its
-    standard error), and the mean difference over the collections."""
+    standard error), and the mean difference over the collections (± the standard error of
+    that mean: the collections' variances added, over their number squared)."""
     per = [against(c["rows"], baseline) for c in collections]
     names = [e["pipeline"] for e in per[0]]
     lines = [
@@ -86,6 +87,12 @@ def format_summary_against(collections: Sequence[Mapping[str, Any]], baseline: s
     ]
     for c, entries in zip(collections, per, strict=True):
         lines.append(f"| {c['collection']} | " + " | ".join(_cell(e) for e in entries) + " |")
-    means = [statistics.fmean(e[i]["diff"] for e in per) for i in range(len(names))]
-    lines.append("| mean | " + " | ".join(_points(m) for m in means) + " |")
+    means = []
+    for i in range(len(names)):  # collections are independent: their variances add
+        column = [e[i] for e in per]
+        mean = statistics.fmean(e["diff"] for e in column)
+        known = all(e["se"] is not None for e in column)
+        se = math.sqrt(sum(e["se"] ** 2 for e in column)) / len(column) if known else None
+        means.append(_cell({"diff": mean, "se": se}))
+    lines.append("| mean | " + " | ".join(means) + " |")
     return "\n".join(lines)
