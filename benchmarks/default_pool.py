@@ -123,8 +123,11 @@ class Collection:
 
 
 def standard_error(diffs: np.ndarray) -> float:
-    """The standard error of the mean of paired per-query differences."""
-    return float(np.std(diffs, ddof=1) / np.sqrt(len(diffs)))
+    """The standard error of the mean of paired per-query differences (rerankit's own, as
+    ``rerankit eval --baseline`` and ``tune`` compute it)."""
+    from rerankit.eval.metrics import paired_standard_error
+
+    return paired_standard_error(diffs)
 
 
 def signals(coll: Collection, cands, readers, lexical) -> None:

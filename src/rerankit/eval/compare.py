@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import InputError
+from .metrics import paired_standard_error
 
 __all__ = ["against", "check_baseline", "format_against", "format_summary_against"]
 
@@ -38,7 +39,7 @@ def against(rows: Sequence[Mapping[str, Any]], baseline: str) -> list[dict[str, 
             continue
         mine = r["per_query_ndcg@10"]
         diffs = [mine[q] - base[q] for q in mine if q in base]
-        se = statistics.stdev(diffs) / math.sqrt(len(diffs)) if len(diffs) > 1 else None
+        se = paired_standard_error(diffs)
         out.append(
             {
                 "pipeline": r["pipeline"],

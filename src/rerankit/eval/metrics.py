@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["mean_ndcg", "ndcg_at_k", "ranked_ndcg"]
+__all__ = ["mean_ndcg", "ndcg_at_k", "paired_standard_error", "ranked_ndcg"]
 
 
 def ndcg_at_k(ranking: Sequence[str], judged: Mapping[str, int], k: int = 10) -> float:
@@ -44,3 +44,11 @@ def ranked_ndcg(ids: Sequence[str], scores: np.ndarray, judged: Mapping[str, int
 
     order = np.argsort(-np.asarray(scores, dtype=np.float64), kind="stable")
     return ndcg_at_k([ids[i] for i in order], judged, 10)
+
+
+def paired_standard_error(diffs: Sequence[float]) -> float | None:
+    """The standard error of the mean of paired per-query differences (their sample
+    standard deviation over the square root of their number); None under two."""
+    if len(diffs) < 2:
+        return None
+    return float(np.std(np.asarray(diffs, dtype=float), ddof=1) / math.sqrt(len(diffs)))

@@ -23,6 +23,8 @@ import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..eval.metrics import paired_standard_error
+
 __all__ = [
     "CrossValidation",
     "Verdict",
@@ -198,7 +200,8 @@ def verdict(cv: CrossValidation, default: Mapping[str, float]) -> Verdict:
     qids = list(cv.per_query)
     diffs = [cv.per_query[q] - default[q] for q in qids]
     n = len(diffs)
-    query_noise = statistics.stdev(diffs) / math.sqrt(n) if n > 1 else math.inf
+    se = paired_standard_error(diffs)
+    query_noise = math.inf if se is None else se
     gains = [
         a - b
         for a, b in zip(
