@@ -49,6 +49,16 @@ def test_loading_files(tmp_path):
     assert data.text("d1") == "T\nalpha beta" and data.text("2") == "gamma"
     assert data.qrels == {"q1": {"d1": 2}}
     assert data.run == {"q1": ["d1", "2"]}
+    assert data.run_file == "bm25.run.trec" and data.notes == []
+    # a second run file: the first by name is used, and a note names both
+    (tmp_path / "other.run.trec").write_text("q1 Q0 2 1 3.0 x\n")
+    data = load_beir(tmp_path)
+    assert data.run == {"q1": ["d1", "2"]} and data.run_file == "bm25.run.trec"
+    assert data.notes == [
+        f"{tmp_path}: 2 run files (bm25.run.trec, other.run.trec); the first, "
+        "bm25.run.trec, is the first stage (name another with --first-stage)"
+    ]
+    (tmp_path / "other.run.trec").unlink()
     (tmp_path / "trec.qrels").write_text("q1 0 d1 1\nq1 0 d2 0\n")
     assert load_qrels(tmp_path / "trec.qrels") == {"q1": {"d1": 1, "d2": 0}}
     (tmp_path / "bad.run").write_text("q1 Q0 d1 1\n")

@@ -118,10 +118,16 @@ def test_eval_over_several_collections_prints_each_and_the_mean(tiny, tmp_path, 
     # a table per collection; "auto" takes a collection's own run when it ships one
     assert printed.count("\n| first stage |") == 3
     assert "one, test split, 2 queries; first stage: BM25 over the corpus" in printed
-    assert "two, test split, 2 queries; first stage: the dataset's run" in printed
+    # two's run ranks q1 only: q2 is evaluated with nothing (0), and the header says so
+    assert (
+        "two, test split, 2 queries, 1 with no candidates (they score 0); first stage: "
+        "the dataset's run (first.run.trec)" in printed
+    )
     summary = json.loads((out / "summary.json").read_text())
     rows = {c["collection"]: c for c in summary["collections"]}
     assert list(rows) == ["one", "two", f"{tiny.name}@train"]
+    assert rows["two"]["queries_without_candidates"] == 1
+    assert rows["one"]["queries_without_candidates"] == 0
     assert rows[f"{tiny.name}@train"]["split"] == "train"
     assert rows[f"{tiny.name}@train"]["queries"] == 1
     for name in ("bm25", "first stage"):

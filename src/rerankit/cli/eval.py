@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +67,14 @@ def _source_label(data: Any, source: str) -> str:
         source = "run" if data.run_scores is not None else "bm25"
     if source == "bm25":
         return "BM25 over the corpus (k1=0.9, b=0.4)"
-    return "the dataset's run" if source == "run" else source
+    if source == "run":
+        return f"the dataset's run ({data.run_file})" if data.run_file else "the dataset's run"
+    return source
+
+
+def _without_candidates(data: Any, cands: Mapping[str, Sequence[Any]]) -> int:
+    """How many of the queries the first stage found nothing for (they score 0)."""
+    return sum(1 for q in data.queries if not cands.get(q))
 
 
 def _labels(collections: list[tuple[Path, str]], split: str) -> list[str]:
@@ -107,9 +114,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
             runs += mine if not runs else mine[1:]
         rows = evaluate_runs(data, runs, args.k)
         source_label = _source_label(data, args.first_stage)
+        empty = _without_candidates(data, cands)
         print(
-            f"{data.name}, {split} split, {len(data.queries)} queries; first stage: "
-            f"{source_label}, top {args.k}"
+            f"{data.name}, {split} split, {len(data.queries)} queries"
+            + (f", {empty} with no candidates (they score 0)" if empty else "")
+            + f"; first stage: {source_label}, top {args.k}"
             + ("; rerankers see texts only (no first-stage scores)" if args.texts_only else "")
             + _titles_note(layouts)
             + "\n"
@@ -125,6 +134,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "first_stage": source_label,
             "k": args.k,
             "queries": len(data.queries),
+            "queries_without_candidates": empty,
             "first_stage_scores_given": not args.texts_only,
             "titles": layouts[0] if len(layouts) == 1 else layouts,
             "baseline": baseline,

@@ -46,6 +46,7 @@ class Dataset:
     qrels: dict[str, dict[str, int]]
     run_scores: dict[str, list[tuple[str, float]]] | None = None
     notes: list[str] = field(default_factory=list)
+    run_file: str | None = None  #: the file ``run_scores`` was read from
 
     @property
     def run(self) -> dict[str, list[str]] | None:
@@ -221,10 +222,24 @@ def load_beir(
             f"({sample}{', ...' if len(qrels) > 3 else ''}) is in queries.jsonl"
         )
     runs = [Path(run)] if run is not None else sorted(path.glob("*.run.trec"))
+    if len(runs) > 1:
+        notes.append(
+            f"{path}: {len(runs)} run files ({', '.join(r.name for r in runs)}); the first, "
+            f"{runs[0].name}, is the first stage (name another with --first-stage)"
+        )
+        logger.warning(notes[-1])
     scored = load_run(runs[0], with_scores=True, corpus=corpus) if runs else None
     if scored is not None and not set(scored) & set(queries):
         raise InputError(f"{runs[0]}: none of its query ids is among the {split} queries")
-    return Dataset(path.name, corpus, queries, qrels, run_scores=scored, notes=notes)
+    return Dataset(
+        path.name,
+        corpus,
+        queries,
+        qrels,
+        run_scores=scored,
+        notes=notes,
+        run_file=runs[0].name if runs else None,
+    )
 
 
 def find_collections(specs: Sequence[str], split: str = "test") -> list[tuple[Path, str]]:

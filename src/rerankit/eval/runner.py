@@ -340,8 +340,9 @@ def mean_by_pipeline(collections: Sequence[Mapping[str, Any]]) -> dict[str, floa
 
 
 def write_summary(out: str | Path, collections: Sequence[Mapping[str, Any]]) -> Path:
-    """``summary.json`` in ``out``: per collection its split, queries, first stage and each
-    pipeline's nDCG@10 (the full results are in each collection's folder), and the means."""
+    """``summary.json`` in ``out``: per collection its split, queries (and how many had no
+    candidates), first stage and each pipeline's nDCG@10 (the full results are in each
+    collection's folder), and the means."""
     path = check_output_folder(out) / "summary.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     body = {
@@ -351,6 +352,7 @@ def write_summary(out: str | Path, collections: Sequence[Mapping[str, Any]]) -> 
                 "dataset": c["dataset"],
                 "split": c["split"],
                 "queries": c["queries"],
+                "queries_without_candidates": c.get("queries_without_candidates", 0),
                 "first_stage": c["first_stage"],
                 "ndcg@10": {r["pipeline"]: r["ndcg@10"] for r in c["rows"]},
             }
