@@ -61,6 +61,12 @@ def test_loading_files(tmp_path):
     (tmp_path / "other.run.trec").unlink()
     (tmp_path / "trec.qrels").write_text("q1 0 d1 1\nq1 0 d2 0\n")
     assert load_qrels(tmp_path / "trec.qrels") == {"q1": {"d1": 1, "d2": 0}}
+    # grades written as floats ("2.0"), with no header: the first line is a judgment too
+    (tmp_path / "floats.tsv").write_text("q1\td1\t2.0\nq1\td2\t0.0\n")
+    assert load_qrels(tmp_path / "floats.tsv") == {"q1": {"d1": 2, "d2": 0}}
+    (tmp_path / "half.tsv").write_text("q1\td1\t0.5\n")
+    with pytest.raises(ValueError, match=r"half\.tsv:1: relevance must be an integer grade"):
+        load_qrels(tmp_path / "half.tsv")
     (tmp_path / "bad.run").write_text("q1 Q0 d1 1\n")
     with pytest.raises(ValueError, match=r"bad\.run:1: expected 6 columns"):
         load_run(tmp_path / "bad.run")

@@ -101,7 +101,7 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, start=1):
             parts = line.split()
-            if not parts or (n == 1 and not parts[-1].lstrip("-").isdigit()):
+            if not parts or (n == 1 and not _is_number(parts[-1])):
                 continue  # blank line or header
             if len(parts) == 3:
                 qid, did, rel = parts
@@ -109,13 +109,32 @@ def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
                 qid, _, did, rel = parts
             else:
                 raise InputError(f"{path}:{n}: expected 3 or 4 columns, got {len(parts)}")
-            try:
-                qrels.setdefault(qid, {})[did] = int(rel)
-            except ValueError:
-                raise InputError(
-                    f"{path}:{n}: relevance must be an integer grade, got {rel!r}"
-                ) from None
+            grade = _grade(rel)
+            if grade is None:
+                raise InputError(f"{path}:{n}: relevance must be an integer grade, got {rel!r}")
+            qrels.setdefault(qid, {})[did] = grade
     return qrels
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _grade(text: str) -> int | None:
+    """An integer grade from ``"2"`` or ``"2.0"`` (as some tools write them); None otherwise."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() else None
 
 
 def load_run(
