@@ -565,3 +565,43 @@ def test_eval_baseline_prints_each_pipelines_difference(tiny, tmp_path, capsys):
     assert set(rows["text"]["p_vs"]) == {"first stage", "bm25"}
     assert main([*args[:-1], "hybrid", "--no-progress"]) != 0
     assert "--baseline 'hybrid' is not among the evaluated pipelines" in capsys.readouterr().err
+
+
+def test_latency_is_reranking_and_the_model_load_is_reported_apart(tiny):
+    """A model that takes LOAD seconds to load: eval loads it before the first query (on the
+    model thread, where it would load anyway), so no query's latency holds the load, and
+    the load's time is recorded apart."""
+    import threading
+    import time
+    import uuid
+
+    import numpy as np
+
+    from rerankit import ScorerReranker
+    from rerankit.backends.local import LocalModelScorer
+    from rerankit.eval.runner import run_pipeline
+
+    load_seconds, loads = 1.0, []
+
+    class SlowToLoad(LocalModelScorer):
+        what = "test model"
+
+        def _load(self):
+            loads.append(threading.current_thread().name)
+            time.sleep(load_seconds)
+            return object()
+
+        def score_texts(self, query, texts):
+            assert self.model is not None
+            return np.array([float(len(t)) for t in texts])
+
+    scorer = SlowToLoad(f"slow-{uuid.uuid4().hex}", name="slow")  # an id no other test loads
+    data = load_beir(tiny)
+    cands = first_stage(data, "bm25", 3)
+    run = run_pipeline("slow", ScorerReranker(scorer), data, cands)
+    assert len(loads) == 1 and loads[0].startswith("rerankit-model")
+    assert run.load_seconds >= load_seconds
+    assert len(run.latencies) == 2 and max(run.latencies) < load_seconds
+    assert run_pipeline("slow", ScorerReranker(scorer), data, cands).load_seconds < 0.1
+    rows = {r["pipeline"]: r for r in evaluate_runs(data, [run], 3)}
+    assert rows["slow"]["load_s"] == run.load_seconds

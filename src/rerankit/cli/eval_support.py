@@ -121,14 +121,19 @@ def pipeline_runs(
                 )
             )
             continue
-        runs.append(
-            run_pipeline(
-                name,
-                reranker,
-                data,
-                cands,
-                progress=progress_bar(name, not args.no_progress),
-                first_stage_scores=not texts_only,
-            )
+        run = run_pipeline(
+            name,
+            reranker,
+            data,
+            cands,
+            progress=progress_bar(name, not args.no_progress),
+            first_stage_scores=not texts_only,
         )
+        if run.load_seconds >= 0.05:
+            print(
+                f"rerankit: {name}: models loaded in {run.load_seconds:.1f} s (before the "
+                "first query: not in its latency)",
+                file=sys.stderr,
+            )
+        runs.append(run)
     return runs
