@@ -146,3 +146,15 @@ def test_eval_on_ray_reports_what_the_local_engine_reports(capsys):
         return [line.split("|")[1:4] for line in text.splitlines() if line.startswith("| ")]
 
     assert ndcg_cells(remote) == ndcg_cells(local) and ndcg_cells(local)
+
+
+def test_a_model_that_cannot_load_fails_each_row_not_the_worker(tmp_path):
+    """Ray workers load their models when they start (so no row's time holds the load); a
+    model that cannot load must still fail row by row, written and counted, as locally."""
+    spec = {"scorer": {"type": "cross_encoder", "model": str(tmp_path / "no-such-model")}}
+    rows = [{"query_id": f"q{i}", "query": "q", "candidates": ["a", "b"]} for i in range(3)]
+    summary = run_batch(rows, tmp_path / "out.jsonl", spec, engine="ray")
+    out = list(read_rows(tmp_path / "out.jsonl"))
+    assert summary.rows == 3 and summary.failures == 3
+    assert [r["query_id"] for r in out] == ["q0", "q1", "q2"]
+    assert all("no-such-model" in r["error"] and r["results"] == [] for r in out)

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import logging
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -395,3 +396,16 @@ def _free_device_memory() -> None:
             torch.cuda.empty_cache()
     except ImportError:  # pragma: no cover
         pass
+
+
+def load_models(reranker: Any) -> float:
+    """Load the local models ``reranker``'s scorers run, on the model thread where they
+    would load on first use, so that a first call's latency is reranking, not loading
+    (``rerankit eval`` times queries after this); returns the seconds it took (about 0 when
+    every model was loaded or there is none). A model that cannot load raises as its first
+    use would."""
+    start = time.perf_counter()
+    for scorer in reranker.scorers():
+        if isinstance(scorer, LocalModelScorer) and not scorer.loaded:
+            on_model_thread(lambda s=scorer: s.model)
+    return time.perf_counter() - start

@@ -14,6 +14,7 @@ from typing import Any
 
 from .._optional import require
 from ..api import PIPELINE_SUFFIXES, load
+from ..backends.local import load_models
 from ..config import read_spec
 from ..errors import InputError
 from .io import input_format, parse_line, public_fields, write_rows
@@ -50,6 +51,10 @@ class _Worker:
     ) -> None:
 
         self.reranker = load(spec)
+        try:  # the models load once here, not inside the first batch's timed rows
+            load_models(self.reranker)
+        except Exception as exc:  # each row then fails with it, written and counted
+            logger.warning("worker could not load its models: %s", exc)
         self.options = dict(options)
         self.lines = lines
         self.concurrency = concurrency

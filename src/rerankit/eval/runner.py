@@ -23,8 +23,7 @@ from typing import Any
 from .. import __version__
 from .._jsonl import dumps_strict
 from .._optional import require
-from .._threads import on_model_thread
-from ..backends.local import LocalModelScorer
+from ..backends.local import load_models
 from ..batch.ray import iter_ray
 from ..batch.rows import USAGE_KEY
 from ..calibration import expected_calibration_error, reliability_bins, reliability_svg
@@ -161,17 +160,6 @@ def run_pipeline(
             usage=out.usage,
         )
     return result
-
-
-def load_models(reranker: Any) -> float:
-    """Load the local models ``reranker``'s scorers run (on the model thread, where they
-    would load on first use), so that the first query's latency is reranking, not loading;
-    returns the seconds it took (0 when every model was loaded or there is none)."""
-    start = time.perf_counter()
-    for scorer in reranker.scorers():
-        if isinstance(scorer, LocalModelScorer) and not scorer.loaded:
-            on_model_thread(lambda s=scorer: s.model)
-    return time.perf_counter() - start
 
 
 def run_pipeline_ray(
