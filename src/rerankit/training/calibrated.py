@@ -20,6 +20,7 @@ from ..rerankers.hybrid import (
     ROLES,
     background_bm25,
 )
+from .crossval import folds_for, kfold
 from .fusion import embedding_entry
 
 __all__ = [
@@ -129,6 +130,54 @@ def fit_signal_calibrations(
         role: fit_calibration(np.concatenate([raw[i] for raw, _ in pairs]), y)
         for i, role in enumerate(roles)
     }
+
+
+def output_log_losses(
+    logits: Mapping[str, np.ndarray],
+    labels: Mapping[str, np.ndarray],
+    default: Any,
+    *,
+    folds: int = 5,
+) -> tuple[float, float]:
+    """Cross-validated log loss (folds by query, :func:`~rerankit.training.crossval.kfold`)
+    of an output calibration refitted on the other folds' pairs, and of ``default`` (a
+    :class:`~rerankit.calibration.Calibration`), over every query's fused ``logits`` and
+    0/1 ``labels``: whether refitting the probabilities to these judgments generalises to
+    queries it did not see. Returns ``(refitted, default)``."""
+    qids = list(logits)
+    refit, kept, y = [], [], []
+    for held in kfold(qids, folds_for(len(qids), folds)):
+        out = set(held)
+        rest = [q for q in qids if q not in out]
+        x_rest = np.concatenate([logits[q] for q in rest])
+        y_rest = np.concatenate([labels[q] for q in rest])
+        constant = y_rest.min() == y_rest.max()  # nothing to fit on: the default stands
+        fitted = default if constant else fit_calibration(x_rest, y_rest)
+        x_held = np.concatenate([logits[q] for q in held])
+        refit.append(sigmoid(fitted.logit(x_held)))
+        kept.append(sigmoid(default.logit(x_held)))
+        y.append(np.concatenate([labels[q] for q in held]))
+    truth = np.concatenate(y)
+    return _log_loss(np.concatenate(refit), truth), _log_loss(np.concatenate(kept), truth)
+
+
+def refit_output(
+    logits: Mapping[str, np.ndarray], labels: Mapping[str, np.ndarray], default: Any, folds: int
+) -> tuple[Any, float, float]:
+    """The output calibration to write over the default's fused ``logits``: refitted on
+    every pair when that predicts held-out queries better than ``default`` (see
+    :func:`output_log_losses`), else ``default``; with the two cross-validated losses."""
+    refit_loss, default_loss = output_log_losses(logits, labels, default, folds=folds)
+    if refit_loss >= default_loss:
+        return default, refit_loss, default_loss
+    x = np.concatenate(list(logits.values()))
+    y = np.concatenate([labels[q] for q in logits])
+    return fit_calibration(x, y), refit_loss, default_loss
+
+
+def _log_loss(p: np.ndarray, y: np.ndarray) -> float:
+    p = np.clip(p, 1e-12, 1 - 1e-12)
+    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
 
 
 def fused_logits(raw: np.ndarray, calibrations: Sequence[Any], weights: Sequence[float]) -> Any:
