@@ -31,8 +31,10 @@ __all__ = [
     "fit_calibrated_sets",
     "fit_signal_calibrations",
     "fused_logits",
+    "output_log_losses",
     "pairwise_matrix",
     "reading",
+    "refit_output",
     "relevance_labels",
 ]
 
