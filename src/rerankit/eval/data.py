@@ -4,6 +4,7 @@ plus optional TREC run files (``qid Q0 docid rank score tag``)."""
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -126,14 +127,7 @@ def _is_number(text: str) -> bool:
 
 def _grade(text: str) -> int | None:
     """An integer grade from ``"2"`` or ``"2.0"`` (as some tools write them); None otherwise."""
-    try:
-        return int(text)
-    except ValueError:
-        pass
-    try:
-        value = float(text)
-    except ValueError:
-        return None
+    value = float(text) if _is_number(text) else math.nan
     return int(value) if value.is_integer() else None
 
 
