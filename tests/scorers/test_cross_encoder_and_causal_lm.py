@@ -293,6 +293,49 @@ def test_causal_lm_splits_a_batch_that_runs_out_of_memory(qwen_dir):
         CausalLMScorer((flaky_single, tok), batch_size=2).score_texts(QUERY, DOCS[:2])
 
 
+def test_cross_encoder_splits_a_batch_that_runs_out_of_memory(bert_dir):
+    reference = CrossEncoderScorer(str(bert_dir), device="cpu", batch_size=1)
+    expected = reference.score_texts(QUERY, DOCS * 3)
+    scorer = CrossEncoderScorer(str(bert_dir), device="cpu", batch_size=6)
+    hf = scorer.model.model
+    inner, batches, limit = hf.forward, [], [2]
+
+    def forward(input_ids, **kwargs):  # fails the way CUDA does above the limit
+        batches.append(input_ids.shape[0])
+        if input_ids.shape[0] > limit[0]:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return inner(input_ids=input_ids, **kwargs)
+
+    hf.forward = forward  # on the loaded model, which scorers of this folder share
+    try:
+        got = scorer.score_texts(QUERY, DOCS * 3)
+        limit[0] = 0
+        with pytest.raises(torch.OutOfMemoryError):  # one pair that does not fit: the error
+            scorer.score_texts(QUERY, DOCS[:1])
+    finally:
+        del hf.forward
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    assert batches[0] == 6 and sum(b for b in batches[:-1] if b <= 2) == len(DOCS) * 3
+
+
+def test_attention_kernels_leave_out_cudnn_on_cuda_only():
+    from rerankit.hardware import attention_kernels
+
+    assert torch.backends.cuda.cudnn_sdp_enabled()
+    with attention_kernels("cpu"):
+        assert torch.backends.cuda.cudnn_sdp_enabled()
+    with attention_kernels(torch.device("cuda", 0)):
+        assert not torch.backends.cuda.cudnn_sdp_enabled()
+        assert torch.backends.cuda.flash_sdp_enabled()
+        assert torch.backends.cuda.mem_efficient_sdp_enabled()
+        q = torch.randn(2, 4, 8, 16)  # attention still runs (here the plain kernel)
+        torch.testing.assert_close(
+            torch.nn.functional.scaled_dot_product_attention(q, q, q),
+            torch.softmax(q @ q.transpose(-1, -2) / 4, dim=-1) @ q,
+        )
+    assert torch.backends.cuda.cudnn_sdp_enabled()  # restored
+
+
 def test_causal_lm_needs_yes_and_no_tokens(qwen_dir):
     scorer = CausalLMScorer(str(qwen_dir), device="cpu", yes_token="oui")
     with pytest.raises(ModelLoadError, match="'oui'"):
@@ -336,7 +379,9 @@ def test_batch_size_is_chosen_for_the_device_unless_given(bert_dir, monkeypatch)
     from rerankit.scorers import cross_encoder
 
     cpu, gpu = HardwareProfile(device="cpu"), HardwareProfile(device="cuda")
-    assert cpu.resolve_batch_size("pairs") == 8 and gpu.resolve_batch_size("pairs") == 32
+    assert cpu.resolve_batch_size("pairs") == 8 and gpu.resolve_batch_size("pairs") == 128
+    assert cpu.resolve_batch_size("prompts") == 8 and gpu.resolve_batch_size("prompts") == 32
+    assert HardwareProfile(device="cuda:1").resolve_batch_size("pairs") == 128
     assert cpu.resolve_batch_size("embedding") == gpu.resolve_batch_size("embedding") == 32
     assert HardwareProfile(device="cpu", batch_size=5).resolve_batch_size("pairs") == 5
     # the scorers use it: a cross-encoder on the CPU forwards 20 pairs in batches of 8

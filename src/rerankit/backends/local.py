@@ -367,9 +367,7 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and "out of memory" in str(exc).lower()
 
 
-def run_splitting_on_oom(
-    items: Sequence[int], run: Callable[[Sequence[int]], list[float]]
-) -> list[float]:
+def run_splitting_on_oom(items: Sequence[int], run: Callable[[Sequence[int]], list[T]]) -> list[T]:
     """``run(items)``; when it runs out of device memory, the batch is halved and each half
     retried (recursively). A single item that does not fit re-raises the error."""
     try:

@@ -34,6 +34,7 @@ from .._optional import require
 from .._threads import on_model_thread
 from ..backends.local import LocalModelOptions, LocalModelScorer, model_label, run_splitting_on_oom
 from ..errors import ConfigError, ModelLoadError
+from ..hardware import attention_kernels
 from .base import valid_query, valid_unicode
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ class CausalLMScorer(LocalModelScorer):
             ids[row, width - len(seq) :] = torch.tensor(seq, dtype=torch.long)
             mask[row, width - len(seq) :] = 1
         inputs = {"input_ids": ids.to(loaded.device), "attention_mask": mask.to(loaded.device)}
-        with torch.inference_mode():
+        with torch.inference_mode(), attention_kernels(loaded.device):
             try:  # only the last position's logits are needed
                 out = loaded.model(**inputs, logits_to_keep=1)
             except TypeError:  # a model class without logits_to_keep
@@ -226,7 +227,7 @@ class CausalLMScorer(LocalModelScorer):
         if self.sort_by_length:
             order.sort(key=lambda i: len(sequences[i]), reverse=True)  # longest (riskiest) first
         scores = np.zeros(len(sequences))
-        size = self.profile.resolve_batch_size("pairs", self.model.device.split(":")[0])
+        size = self.profile.resolve_batch_size("prompts", self.model.device.split(":")[0])
         for lo in range(0, len(order), size):
             batch = order[lo : lo + size]
             values = run_splitting_on_oom(

@@ -20,9 +20,10 @@ import numpy as np
 
 from .._optional import require
 from .._threads import on_model_thread
-from ..backends.local import LocalModelOptions, LocalModelScorer
+from ..backends.local import LocalModelOptions, LocalModelScorer, run_splitting_on_oom
 from ..backends.pairs import EncodedPairs, PairEncoder, padded_batches
 from ..errors import ScorerError
+from ..hardware import attention_kernels
 from .base import valid_query, valid_unicode
 
 if TYPE_CHECKING:
@@ -149,10 +150,16 @@ class CrossEncoderScorer(LocalModelScorer):
         names = set(tokenizer.model_input_names)
         pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         out: np.ndarray | None = None
-        with torch.inference_mode():
+
+        def forward(feed: dict[str, np.ndarray], rows: Sequence[int]) -> list[np.ndarray]:
+            cut = slice(rows[0], rows[-1] + 1)  # halving keeps the rows contiguous
+            inputs = {k: torch.from_numpy(v[cut]).to(device) for k, v in feed.items() if k in names}
+            return list(hf(**inputs).logits.float().cpu().numpy())
+
+        with torch.inference_mode(), attention_kernels(device):
             for positions, feed in padded_batches(pairs.encodings, self.batch_size, pad):
-                inputs = {k: torch.from_numpy(v).to(device) for k, v in feed.items() if k in names}
-                logits = hf(**inputs).logits.float().cpu().numpy()
+                rows = range(len(positions))
+                logits = np.stack(run_splitting_on_oom(rows, lambda r, f=feed: forward(f, r)))
                 if out is None:
                     out = np.empty((len(pairs.encodings), logits.shape[1]), dtype=np.float32)
                 out[positions] = logits
@@ -164,15 +171,15 @@ class CrossEncoderScorer(LocalModelScorer):
     ) -> np.ndarray:
         torch = require("torch", "CrossEncoderScorer")
         order = np.argsort([len(t) for t in texts], kind="stable")  # similar lengths together
-        logits = np.asarray(
-            self.model.predict(
+        with attention_kernels(getattr(self.model, "device", "cpu")):
+            predicted = self.model.predict(
                 [(query, texts[i]) for i in order],
                 batch_size=self.batch_size,
                 activation_fn=torch.nn.Identity(),
                 convert_to_numpy=True,
                 show_progress_bar=False,
             )
-        )
+        logits = np.asarray(predicted)
         out = np.empty_like(logits)
         out[order] = logits
         return out

@@ -32,6 +32,7 @@ from ..backends.local import LocalModelOptions, LocalModelScorer, weights_finger
 from ..backends.onnx import is_exported, read_manifest
 from ..cache import EmbeddingCache
 from ..errors import InputError, ScorerError
+from ..hardware import attention_kernels
 from ..passages import DEFAULT_MAX_PASSAGES, split_passages
 from ..types import Document
 from .base import ScoreBatch, valid_query, valid_unicode
@@ -205,7 +206,7 @@ class EmbeddingScorer(LocalModelScorer):
         }
         if prompt:
             options["prompt"] = prompt
-        with self.using_model():
+        with self.using_model(), attention_kernels(getattr(self.model, "device", "cpu")):
             out = self.model.encode(list(texts), **options)
         return np.asarray(out, dtype=np.float32).reshape(len(texts), -1)
 
