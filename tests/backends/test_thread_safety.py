@@ -92,6 +92,35 @@ def test_cross_encoder_shared_by_threads_scores_as_alone(bert_dir):
     assert _hammer(work, workers=4, rounds=25) == []
 
 
+def test_token_spans_do_not_wait_for_a_model_call(bert_dir):
+    """The service counts a request's tokens while another request is being scored: the
+    count runs on a private copy of the tokenizer, not behind the model's lock."""
+    scorer = CrossEncoderScorer(str(bert_dir), device="cpu")
+    text = "vaccines train the immune system"
+    expected = scorer.model.tokenizer(
+        [text], add_special_tokens=False, return_offsets_mapping=True, truncation=False
+    )["offset_mapping"]
+    held, release, counted = threading.Event(), threading.Event(), []
+
+    def model_call():  # what a score holds while the model runs
+        with scorer.using_model():
+            held.set()
+            release.wait(30)
+
+    busy = threading.Thread(target=model_call)
+    busy.start()
+    held.wait(10)
+    counter = threading.Thread(target=lambda: counted.append(scorer.token_spans([text])))
+    counter.start()
+    counter.join(10)
+    done_while_busy = bool(counted)
+    release.set()
+    busy.join()
+    counter.join()
+    assert done_while_busy, "counting tokens waited for the model call to end"
+    assert counted[0] == [[(int(a), int(b)) for a, b in expected[0]]]
+
+
 def test_scorers_naming_the_same_model_share_one_load(bert_dir, tmp_path):
     import shutil
 

@@ -177,3 +177,29 @@ def test_billed_units_count_search_units_and_tokens_as_cohere_does(client, token
     r = client.post("/v1/rerank", json={"query": QUERY, "documents": [long] * 60})
     per_doc = math.ceil(len(_tokens(tokenizer, long)) / (500 - q))  # 500-token chunks
     assert r.json()["meta"]["billed_units"]["search_units"] == math.ceil(60 * per_doc / 100)
+
+
+def test_billed_units_counted_beside_the_scoring_arrive_either_way(client, monkeypatch):
+    """A bill-only request counts its tokens while it is scored: the answer waits for a
+    count slower than the scoring, and a count faster than it changes nothing."""
+    import time
+
+    from rerankit.server import service
+
+    docs = [f"document number {i} about vaccines and the immune system" for i in range(40)]
+    body = {"query": QUERY, "documents": docs, "model": "bm25"}
+    expected = client.post("/v2/rerank", json=body).json()
+    real = service.by_tokens
+
+    def slow(call, tokens):  # the count finishes well after bm25 has scored
+        time.sleep(0.5)
+        return real(call, tokens)
+
+    monkeypatch.setattr(service, "by_tokens", slow)
+    began = time.perf_counter()
+    r = client.post("/v2/rerank", json=body)
+    assert r.status_code == 200, r.text
+    assert time.perf_counter() - began >= 0.5
+    assert r.json()["meta"]["billed_units"] == expected["meta"]["billed_units"]
+    assert r.json()["results"] == expected["results"]
+    assert expected["meta"]["billed_units"]["input_tokens"] > 0

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypedDict, TypeVar
 
+from .._optional import require
 from .._threads import in_model_thread, on_model_thread, running_on_model_thread
 from ..errors import MissingDependencyError, ModelLoadError
 from ..hardware import HardwareProfile
@@ -304,17 +305,14 @@ class LocalModelScorer:
         if hasattr(model, "token_spans"):  # the ONNX backend
             return model.token_spans(texts)
         tokenizer = getattr(model, "tokenizer", None)
-        if tokenizer is None or not getattr(tokenizer, "is_fast", False):
+        backend = getattr(tokenizer, "backend_tokenizer", None)
+        if backend is None or not getattr(tokenizer, "is_fast", False):
             return None
-        with self.using_model():  # the tokenizer is shared with scoring
-            out = tokenizer(
-                texts,
-                add_special_tokens=False,
-                return_offsets_mapping=True,
-                truncation=False,
-                verbose=False,
-            )["offset_mapping"]
-        return [[(int(a), int(b)) for a, b in spans] for spans in out]
+        found = self.__dict__.get("_span_tokenizer")
+        if found is None or found[0] is not backend:
+            found = self._span_tokenizer = (backend, _private_copy(backend))
+        encoded = found[1].encode_batch(texts, add_special_tokens=False)
+        return [[(int(a), int(b)) for a, b in e.offsets] for e in encoded]
 
     @property
     def max_tokens(self) -> int | None:
@@ -338,6 +336,18 @@ class LocalModelScorer:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({model_label(self.model_id or self._model.model)!r})"
+
+
+def _private_copy(backend: Any) -> Any:
+    """A copy of a fast tokenizer's backend without padding or truncation. Nothing changes
+    its state afterwards, so threads encode with it at once, without the model's lock and
+    without waiting for a model call that holds it (the service counts tokens this way
+    while another request is being scored)."""
+    tokenizers = require("tokenizers", "counting a model's tokens")
+    copy = tokenizers.Tokenizer.from_str(backend.to_str())
+    copy.no_padding()
+    copy.no_truncation()
+    return copy
 
 
 def settings(

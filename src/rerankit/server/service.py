@@ -27,7 +27,7 @@ from .formats.base import Call
 from .metrics import Metrics
 from .settings import ServerSettings
 from .state import PipelineState
-from .tokens import chunk, fit, gather, tokens_of
+from .tokens import by_tokens, gather, tokens_of
 
 __all__ = ["Admission", "PipelineState", "Service"]
 
@@ -134,24 +134,7 @@ class Service:
         known = self._tokens.get(id(reranker))
         if known is None or known[0] is not reranker:  # looked up once per pipeline
             known = self._tokens[id(reranker)] = (reranker, tokens_of(reranker))
-        tokens = known[1]
-        limit = tokens.max_tokens if call.max_tokens == "model" else call.max_tokens
-        assert limit is None or isinstance(limit, int)
-        fitted = fit(
-            call.query,
-            call.documents,
-            tokens,
-            max_tokens=limit,
-            left=call.left,
-            reason=call.cut_by,
-            cuts=call.cuts,
-        )
-        if call.bill:
-            call.usage.update(fitted.usage)
-        if call.max_chunks is None:
-            return fitted.documents, None
-        chunks, owners = chunk(fitted, tokens, call.max_chunks, call.splits)
-        return (chunks, owners) if call.splits else (fitted.documents, None)
+        return by_tokens(call, known[1])
 
     def loaded(self, name: str) -> bool:
         """Whether pipeline ``name`` has warmed up (or served a request) and not failed."""
@@ -351,14 +334,35 @@ class Service:
         self.metrics.batch_documents.observe(len(call.documents))
         self._shed(name, len(call.documents), deadline)
         docs, owners = call.documents, None
-        if call.bill or call.max_tokens is not None or call.max_chunks is not None:
-            try:
-                docs, owners = await in_thread(self._by_tokens, call, reranker)
-            except (MissingDependencyError, ModelLoadError) as exc:
-                self.mark_failed(name, str(exc))
-                raise ServiceError(
-                    503, f"pipeline {name!r} is unavailable: {exc}", {"Retry-After": "5"}
-                ) from exc
+        billing = None  # counting tokens only: beside the scoring, which does not need it
+        if call.max_tokens is not None or call.max_chunks is not None:
+            docs, owners = await self._tokens_for(name, in_thread(self._by_tokens, call, reranker))
+        elif call.bill:
+            billing = asyncio.ensure_future(in_thread(self._by_tokens, call, reranker))
+        try:
+            result = await self._score(name, call, reranker, docs, owners, deadline)
+        except BaseException:  # no answer: its count is not needed
+            if billing is not None:
+                billing.cancel()
+                billing.add_done_callback(lambda f: f.cancelled() or f.exception())
+            raise
+        if billing is not None:
+            await self._tokens_for(name, billing)
+        return result
+
+    async def _tokens_for(self, name: str, counting: Any) -> Any:
+        try:
+            return await counting
+        except (MissingDependencyError, ModelLoadError) as exc:
+            self.mark_failed(name, str(exc))
+            raise ServiceError(
+                503, f"pipeline {name!r} is unavailable: {exc}", {"Retry-After": "5"}
+            ) from exc
+
+    async def _score(
+        self, name: str, call: Call, reranker: Any, docs: Any, owners: Any, deadline: float
+    ) -> RerankResult:
+        settings = self.settings
         queued = time.monotonic()
         try:
             await asyncio.wait_for(self.admission.acquire(), max(deadline - time.monotonic(), 0))

@@ -15,12 +15,15 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..backends.local import LocalModelScorer
 from ..types import Document, RankedDocument, RerankResult
 
-__all__ = ["Fitted", "Tokens", "chunk", "fit", "gather", "tokens_of"]
+if TYPE_CHECKING:
+    from .formats.base import Call
+
+__all__ = ["Fitted", "Tokens", "by_tokens", "chunk", "fit", "gather", "tokens_of"]
 
 #: tokens of a document with the query that Cohere bills as one document
 BILLED_CHUNK_TOKENS = 500
@@ -163,3 +166,26 @@ def gather(
     if top_n is not None:
         results = results[:top_n]
     return replace(result, results=results, dropped=dropped)
+
+
+def by_tokens(call: Call, tokens: Tokens) -> tuple[list[Document], list[int] | None]:
+    """``call``'s documents cut to its token cap and (``max_chunks``) split into chunks,
+    counted with ``tokens``; the cuts, splits and billed units are recorded on ``call``.
+    Returns the documents to score and, for chunks, the input index of each."""
+    limit = tokens.max_tokens if call.max_tokens == "model" else call.max_tokens
+    assert limit is None or isinstance(limit, int)
+    fitted = fit(
+        call.query,
+        call.documents,
+        tokens,
+        max_tokens=limit,
+        left=call.left,
+        reason=call.cut_by,
+        cuts=call.cuts,
+    )
+    if call.bill:
+        call.usage.update(fitted.usage)
+    if call.max_chunks is None:
+        return fitted.documents, None
+    chunks, owners = chunk(fitted, tokens, call.max_chunks, call.splits)
+    return (chunks, owners) if call.splits else (fitted.documents, None)
