@@ -247,11 +247,27 @@ class ScoringReranker(Reranker):
         """Score non-empty ``docs`` for a non-empty ``query``."""
 
 
-def _explanation_of(scored: Scored, i: int) -> dict[str, dict[str, float]]:
+def _as_floats(value: Any) -> float | list[float]:
+    """A scalar as a float, an array as a list of floats (read per document afterwards)."""
+    return float(value) if np.isscalar(value) else np.asarray(value, dtype=float).tolist()
+
+
+def _per_document(scored: Scored) -> tuple[dict, dict]:
+    """``scored``'s per-strategy scores and explanations as Python floats, converted once
+    for all documents instead of once per document."""
+    strategies = {k: _as_floats(v) for k, v in scored.per_strategy.items()}
+    explained = {
+        name: {k: _as_floats(v) for k, v in parts.items()}
+        for name, parts in scored.explanation.items()
+    }
+    return strategies, explained
+
+
+def _explanation_of(scored: Scored, explained: dict, i: int) -> dict[str, dict[str, float]]:
     out = {}
-    for name, parts in scored.explanation.items():
+    for name, parts in explained.items():
         if scored.saw(name, i):
-            out[name] = {k: float(v if np.isscalar(v) else v[i]) for k, v in parts.items()}
+            out[name] = {k: v if isinstance(v, float) else v[i] for k, v in parts.items()}
     return out
 
 
@@ -272,6 +288,7 @@ def assemble(
     if top_k is not None:
         ranking = ranking[:top_k]
     results = []
+    strategies, explained = _per_document(scored)
     for rank, i in enumerate(ranking.tolist(), start=1):
         doc = docs[i]
         score = float(final[i])
@@ -283,9 +300,9 @@ def assemble(
                 score=score,
                 text=doc.text,
                 id=doc.id,
-                scores={k: float(v[i]) for k, v in scored.per_strategy.items() if scored.saw(k, i)},
+                scores={k: v[i] for k, v in strategies.items() if scored.saw(k, i)},
                 flags=tuple(scored.flags.get(i, ())),
-                explanation=_explanation_of(scored, i),
+                explanation=_explanation_of(scored, explained, i),
             )
         )
     return RerankResult(

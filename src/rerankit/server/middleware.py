@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from fastapi.exceptions import RequestValidationError
+from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
 
 from ..errors import ServiceError
@@ -43,14 +44,32 @@ def install(app: Any, settings: ServerSettings, metrics: Metrics) -> None:
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         return error(422, f"invalid request: {where}: {first.get('msg', exc)}")
 
-    @app.middleware("http")
-    async def _guard(request: Any, call_next: Any) -> Any:
-        path = request.url.path
-        header_bytes = sum(len(k) + len(v) + 4 for k, v in request.headers.raw)
+    app.add_middleware(_Guard, settings=settings)
+    app.add_middleware(_Account, metrics=metrics)  # added last: outermost
+
+
+class _Guard:
+    """Header and body size, then the API key, before any work (plain ASGI: Starlette's
+    ``BaseHTTPMiddleware`` costs a task group and a memory stream per request)."""
+
+    def __init__(self, app: Any, settings: ServerSettings) -> None:
+        self.app, self.settings = app, settings
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        refusal = self._refusal(scope["path"], scope["method"], Headers(scope=scope))
+        if refusal is not None:
+            return await refusal(scope, receive, send)
+        return await self.app(scope, receive, send)
+
+    def _refusal(self, path: str, method: str, headers: Headers) -> Any:
+        settings = self.settings
+        header_bytes = sum(len(k) + len(v) + 4 for k, v in headers.raw)
         if header_bytes > settings.max_header_bytes:  # (uvicorn caps incomplete ones)
             return error(431, f"request headers over {settings.max_header_bytes} bytes")
-        if request.method == "POST":
-            size = request.headers.get("content-length")
+        if method == "POST":
+            size = headers.get("content-length")
             if size is not None and size.isdigit() and int(size) > settings.max_body_bytes:
                 return error(413, f"request body over {settings.max_body_bytes} bytes")
         needs_key = (
@@ -59,7 +78,7 @@ def install(app: Any, settings: ServerSettings, metrics: Metrics) -> None:
             and not (path == "/metrics" and settings.metrics_public)
         )
         if needs_key and settings.api_keys:
-            header = request.headers.get("authorization", "")
+            header = headers.get("authorization", "")
             token = header[7:].strip() if header.lower().startswith("bearer ") else ""
             if not any(hmac.compare_digest(token.encode(), k.encode()) for k in settings.api_keys):
                 return error(
@@ -67,25 +86,42 @@ def install(app: Any, settings: ServerSettings, metrics: Metrics) -> None:
                     "invalid or missing API key (send 'Authorization: Bearer <key>')",
                     {"WWW-Authenticate": 'Bearer realm="rerankit"'},
                 )
-        return await call_next(request)
+        return None
 
-    @app.middleware("http")
-    async def _account(request: Any, call_next: Any) -> Any:
-        """Outermost: every answer, a crash's JSON 500 included, is counted once by status
-        and timed."""
+
+class _Account:
+    """Outermost: every answer, a crash's JSON 500 included, is counted once by status and
+    timed, and every 429 and 503 says when to come back."""
+
+    def __init__(self, app: Any, metrics: Metrics) -> None:
+        self.app, self.metrics = app, metrics
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
         start = time.perf_counter()
-        request.state.arrival = time.monotonic()  # the deadline counts from here
+        state = scope.setdefault("state", {})
+        state["arrival"] = time.monotonic()  # the deadline counts from here
+        status: list[int] = []
+
+        async def answer(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+                if message["status"] in (429, 503):
+                    headers = MutableHeaders(scope=message)
+                    if "retry-after" not in headers:
+                        headers["Retry-After"] = "1"
+            await send(message)
+
         try:
-            response = await call_next(request)
+            await self.app(scope, receive, answer)
         except Exception:
-            logger.exception("unhandled error on %s", request.url.path)
-            response = error(500, "internal error")
-        status = response.status_code
-        if status in (429, 503) and "retry-after" not in response.headers:
-            response.headers["Retry-After"] = "1"  # every refusal says when to come back
+            logger.exception("unhandled error on %s", scope["path"])
+            if status:  # the answer had begun: nothing more can be said
+                raise
+            await error(500, "internal error")(scope, receive, answer)
+        code, path = status[0] if status else 500, scope["path"]
         # probes answer a state, not an error: /ready's 503 while loading is not counted
-        if status >= 400 and request.url.path not in ("/ready", "/health"):
-            model = getattr(request.state, "model", "")
-            metrics.errors.labels(str(status), model).inc()
-        metrics.latency.labels(request.url.path).observe(time.perf_counter() - start)
-        return response
+        if code >= 400 and path not in ("/ready", "/health"):
+            self.metrics.errors.labels(str(code), state.get("model", "")).inc()
+        self.metrics.latency.labels(path).observe(time.perf_counter() - start)
