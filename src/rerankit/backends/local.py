@@ -12,13 +12,13 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypedDict, TypeVar
 
-from .._optional import require
 from .._threads import in_model_thread, on_model_thread, running_on_model_thread
 from ..errors import MissingDependencyError, ModelLoadError
 from ..hardware import HardwareProfile
 from ..scorers.base import ScoreBatch, valid_query, valid_unicode
 from ..types import Document
 from .onnx import check_backend, load_onnx
+from .pairs import offsets, unpadded
 
 logger = logging.getLogger(__name__)
 
@@ -309,10 +309,9 @@ class LocalModelScorer:
         if backend is None or not getattr(tokenizer, "is_fast", False):
             return None
         found = self.__dict__.get("_span_tokenizer")
-        if found is None or found[0] is not backend:
-            found = self._span_tokenizer = (backend, _private_copy(backend))
-        encoded = found[1].encode_batch(texts, add_special_tokens=False)
-        return [[(int(a), int(b)) for a, b in e.offsets] for e in encoded]
+        if found is None or found[0] is not backend:  # a copy that needs no lock
+            found = self._span_tokenizer = (backend, unpadded(backend))
+        return offsets(found[1], texts)
 
     @property
     def max_tokens(self) -> int | None:
@@ -336,18 +335,6 @@ class LocalModelScorer:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({model_label(self.model_id or self._model.model)!r})"
-
-
-def _private_copy(backend: Any) -> Any:
-    """A copy of a fast tokenizer's backend without padding or truncation. Nothing changes
-    its state afterwards, so threads encode with it at once, without the model's lock and
-    without waiting for a model call that holds it (the service counts tokens this way
-    while another request is being scored)."""
-    tokenizers = require("tokenizers", "counting a model's tokens")
-    copy = tokenizers.Tokenizer.from_str(backend.to_str())
-    copy.no_padding()
-    copy.no_truncation()
-    return copy
 
 
 def settings(
@@ -415,5 +402,5 @@ def load_models(reranker: Any) -> float:
     start = time.perf_counter()
     for scorer in reranker.scorers():
         if isinstance(scorer, LocalModelScorer) and not scorer.loaded:
-            on_model_thread(lambda s=scorer: s.model)
+            scorer.model  # noqa: B018 - loads it, on the model thread (LazyModel.get)
     return time.perf_counter() - start

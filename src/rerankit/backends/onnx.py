@@ -35,7 +35,7 @@ from .._optional import require
 from ..cache import default_cache_dir
 from ..errors import MissingDependencyError, ModelLoadError
 from .bundled import resolve_source
-from .pairs import PairEncoder, padded_batches
+from .pairs import PairEncoder, offsets, padded_batches, unpadded
 from .quantize import SMOOTH_ALPHA, calibration_feeds, cross_encoder_int8, quantize_int8
 
 __all__ = [
@@ -321,9 +321,7 @@ class OnnxModel:
         self._tokenizer = tokenizers.Tokenizer.from_file(str(self.path / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=self.max_seq_length)
-        self._spans = tokenizers.Tokenizer.from_file(str(self.path / "tokenizer.json"))
-        self._spans.no_padding()  # whole texts, for token_spans
-        self._spans.no_truncation()
+        self._spans = unpadded(self._tokenizer)  # whole texts, for token_spans
         self.inputs = list(self.manifest["inputs"])
         self.pair_encoder = (
             PairEncoder(self._spans, self.max_seq_length) if self.kind == "cross_encoder" else None
@@ -332,10 +330,7 @@ class OnnxModel:
 
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         """Each text's tokens (no special tokens, no length cap) as character offsets."""
-        return [
-            [tuple(o) for o in e.offsets]
-            for e in self._spans.encode_batch(list(texts), add_special_tokens=False)
-        ]
+        return offsets(self._spans, texts)
 
     def count_tokens(self, texts: Sequence[str]) -> int:
         """Tokens each text takes (capped at the maximum length), summed."""

@@ -19,7 +19,27 @@ import numpy as np
 
 from .._optional import require
 
-__all__ = ["EncodedPairs", "PairEncoder", "padded_batches"]
+__all__ = ["EncodedPairs", "PairEncoder", "offsets", "padded_batches", "unpadded"]
+
+
+def unpadded(tokenizer: Any) -> Any:
+    """A private copy of a ``tokenizers.Tokenizer`` without padding or truncation. Nothing
+    changes its state afterwards, so threads encode with it at once, without a lock and
+    without waiting for a model call that holds one (the service counts a request's tokens
+    this way while another request is being scored)."""
+    tokenizers = require("tokenizers", "encoding text for a local model")
+    copy = tokenizers.Tokenizer.from_str(tokenizer.to_str())
+    copy.no_padding()
+    copy.no_truncation()
+    return copy
+
+
+def offsets(tokenizer: Any, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+    """Each text's tokens (no special tokens) as ``(start, end)`` character offsets."""
+    return [
+        [(int(a), int(b)) for a, b in e.offsets]
+        for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)
+    ]
 
 
 @dataclass
@@ -38,10 +58,7 @@ class PairEncoder:
     model reading at most ``max_length`` tokens."""
 
     def __init__(self, tokenizer: Any, max_length: int) -> None:
-        tokenizers = require("tokenizers", "encoding query-document pairs")
-        self._tokenizer = tokenizers.Tokenizer.from_str(tokenizer.to_str())
-        self._tokenizer.no_padding()
-        self._tokenizer.no_truncation()
+        self._tokenizer = unpadded(tokenizer)
         processor = self._tokenizer.post_processor
         self.special = processor.num_special_tokens_to_add(True) if processor is not None else 0
         self.max_length = int(max_length)
