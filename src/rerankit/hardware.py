@@ -148,8 +148,8 @@ def attention_kernels(device: Any) -> Iterator[None]:
     Why: on Hopper GPUs PyTorch prefers cuDNN's attention, which builds an execution plan
     for every new input shape. Reranking pads each batch to its longest pair, so nearly
     every request brings new shapes: on an H200 a MiniLM-shaped cross-encoder reranking
-    100 passages it had not seen took a median 160 ms with cuDNN's attention and 31-40 ms
-    without (21-29 ms either way on passages seen before). The other kernels need no plan.
+    100 passages it had not seen took a median 119 ms with cuDNN's attention and 33 ms
+    without (``benchmarks/gpu.py``, 32 pairs a pass). The other kernels need no plan.
     Elsewhere (CPU, MPS, ONNX Runtime) this does nothing."""
     if not str(device).startswith("cuda"):
         yield
