@@ -145,6 +145,18 @@ def signals(coll: Collection, cands, readers, lexical) -> None:
         coll.add(key, value)
 
 
+def prepare(only: list[str] | None) -> None:
+    """Keep the ``only`` collections of the pool (every one when None), cache embeddings in
+    ``.cache/embeddings.sqlite``, and exit naming any collection that is not found."""
+    if only:
+        for name in set(POOL) - set(only):
+            del POOL[name]
+    os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
+    missing = [name for name, (path, _) in POOL.items() if not path.exists()]
+    if missing:
+        sys.exit(f"collections not found under {SHARED}: {', '.join(missing)}")
+
+
 def main() -> None:
     import argparse
 
@@ -159,10 +171,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     leads = tuple(int(x) for x in args.leads.split(","))
-    if args.only:
-        for name in set(POOL) - set(args.only):
-            del POOL[name]
-    os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
+    prepare(args.only)
     from rerankit import EmbeddingScorer, load
     from rerankit.calibration import expected_calibration_error, fit_calibration, sigmoid
     from rerankit.eval import load_beir
@@ -171,9 +180,6 @@ def main() -> None:
     from rerankit.rerankers.hybrid import background_bm25
     from rerankit.scorers.lexical import Analyzer
 
-    missing = [name for name, (path, _) in POOL.items() if not path.exists()]
-    if missing:
-        sys.exit(f"collections not found under {SHARED}: {', '.join(missing)}")
     embedding = EmbeddingScorer()
     readers = {"embedding": embedding}
     for lead in leads:
