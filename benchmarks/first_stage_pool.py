@@ -1,12 +1,12 @@
-"""How the default ``hybrid`` could use the retriever's scores, compared on the development
-pool across domains (the same six collections and rule as ``default_pool.py``).
+"""Choosing how the default ``hybrid`` uses the retriever's scores, on the development pool
+across domains (the same six collections and rule as ``default_pool.py``).
 
 When every candidate carries a first-stage score, ``hybrid`` fuses it with the texts. The
 candidates compared, each fusing the first stage's score with a weight ``w``:
 
 * ``first stage + whole``: min-max first stage and min-max MiniLM cosine of the whole
-  document (what ``hybrid`` does with first-stage scores: ``w`` = 0.3, "the fusion
-  before" in the output);
+  document (what ``hybrid`` did with first-stage scores before this choice: ``w`` = 0.3,
+  "the fusion before" in the output);
 * ``first stage (N) + texts-only (M)``: the first stage normalised by N (``min_max``,
   ``z_score`` or ``rank``) and the texts-only default's fused logit normalised by M, a
   weighted average: the retriever's score beside everything the texts-only default reads.
@@ -16,10 +16,9 @@ A candidate's *regret* on a collection is how far it falls short of the first st
 retriever's score should not make the ranking worse). The rule, as ``default_pool.py``:
 no regret anywhere if any candidate manages it, else a largest regret within 0.1 of the
 smallest; then the best mean nDCG@10. Development queries only; test splits are never read.
-The last lines score the library's ``hybrid`` with first-stage scores as installed. The
-rule's choice is not the library's default yet: ``rerankit tune`` compares learned
-pipelines with the fusion before and blends with it, so both must move together (see
-docs/measured.md).
+The last lines score the library's ``hybrid`` with first-stage scores as installed: they
+should equal the chosen row (``HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT`` in
+``rerankit/rerankers/hybrid.py``).
 
 Run: ``python benchmarks/first_stage_pool.py`` (embeddings cached in
 ``.cache/embeddings.sqlite``, as ``default_pool.py``).

@@ -15,7 +15,7 @@ With ``--finetuned DIR``: MiniLM fine-tuned on SciFact's training split (``reran
 embedding``'s defaults; trained into DIR first when DIR is empty, and timed), and the same
 learning to rank over features that use it, on SciFact.
 
-Run: ``python benchmarks/ltr.py [--finetuned .cache/ft-scifact]`` (document embeddings
+Run: ``python benchmarks/learn.py [--finetuned .cache/ft-scifact]`` (document embeddings
 cached in ``.cache/embeddings.sqlite``).
 """
 
@@ -52,7 +52,9 @@ def rows_of(data, signals):
 
 
 def default_scores(rows):
-    """The default hybrid given first-stage scores: 0.3 first stage + 0.7 MiniLM, min-max."""
+    """0.3 first stage + 0.7 MiniLM, min-max: the default hybrid given first-stage scores
+    until 2026-11 (what the documented tables compare with; ``tune`` now compares with the
+    current default, and still blends learned models with this)."""
     from rerankit.normalize import normalize_scores
     from rerankit.scorers import learned
     from rerankit.training.fusion import DEFAULT_HYBRID

@@ -7,9 +7,10 @@ scores given to the rerankers): the queries at odd positions in queries.jsonl tr
 even ones test, and the other way round. On the training half, ``tune``'s procedure: the
 features of ``rerankit.scorers.learned``, LightGBM settings, numbers of trees and blends with the
 default chosen by nested 5-fold cross-validation over the training queries, and the
-learned pipeline adopted only when it beats the default hybrid (0.3 first stage + 0.7
-MiniLM, min-max) by more than the noise of that comparison; otherwise the default is what
-``tune`` writes. Prints, per collection and direction, the cross-validated gain and its
+learned pipeline adopted only when it beats the default ``hybrid`` given the first-stage
+scores by more than the noise of that comparison; otherwise the default is what ``tune``
+writes. Blends mix the learned model with 0.3 first stage + 0.7 MiniLM (min-max), as
+``tune``'s do. Prints, per collection and direction, the cross-validated gain and its
 noise, whether the learned pipeline was adopted, and on the test half the nDCG@10 of the
 learned model, of the default, and of what ``tune`` wrote (the learned model when adopted,
 else the default).
@@ -32,6 +33,7 @@ SETS = {"CISI": "cisi", "CACM": "cacm", "MEDLINE": "med", "LISA": "lisa"}
 
 def main() -> None:
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
+    from rerankit.cli.eval_support import default_hybrid_scores
     from rerankit.eval import load_beir
     from rerankit.eval.first_stage import first_stage
     from rerankit.eval.metrics import ranked_ndcg
@@ -52,9 +54,11 @@ def main() -> None:
         for train_half, test_half in (("odd", "even"), ("even", "odd")):
             start = time.perf_counter()
             train, test = halves[train_half], halves[test_half]
-            feats = {}
+            feats, hybrid = {}, {}
             for data in (train, test):
-                for q, ranked in first_stage(data, "auto", 100).items():
+                cands = first_stage(data, "auto", 100)
+                hybrid.update(default_hybrid_scores(data, cands))
+                for q, ranked in cands.items():
                     if ranked:
                         texts = [data.text(d) for d, _ in ranked]
                         x = learned.features(
@@ -62,18 +66,17 @@ def main() -> None:
                         )
                         feats[q] = ([d for d, _ in ranked], x)
             qrels = {**train.qrels, **test.qrels}
-            default_scores = {
+            blended = {  # what a learned model is blended with, as tune does
                 q: weights["first_stage"] * normalize_scores(x[:, fs], "min_max")
                 + weights["embedding"] * normalize_scores(x[:, cos], "min_max")
                 for q, (_, x) in feats.items()
             }
-            default = {
-                q: ranked_ndcg(ids, default_scores[q], qrels.get(q, {}))
-                for q, (ids, _) in feats.items()
+            default = {  # the default hybrid given first-stage scores
+                q: ranked_ndcg(ids, hybrid[q], qrels.get(q, {})) for q, (ids, _) in feats.items()
             }
             train_ids = [q for q in train.queries if q in feats]
             test_ids = [q for q in test.queries if q in feats]
-            fit = ltr.options(feats, qrels, default=default_scores)
+            fit = ltr.options(feats, qrels, default=blended)
             cv = crossval.cross_validate(train_ids, fit)
             verdict = crossval.verdict(cv, default)
             model = fit(train_ids)[cv.best]

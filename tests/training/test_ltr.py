@@ -291,6 +291,16 @@ def tuned(tmp_path_factory, signals):
     return data, out
 
 
+def test_tune_ltr_measures_the_default_it_would_write(tmp_path, capsys, synthetic, hybrid_ndcg):
+    from conftest import default_ndcg_printed
+
+    data = synthetic(tmp_path / "data", misleading=True)  # where the fusions tell apart
+    args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--folds", "3"]
+    assert main([*args, "--out", str(tmp_path / "a.toml"), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert default_ndcg_printed(printed) == pytest.approx(hybrid_ndcg(data), abs=0.006)
+
+
 def test_tune_learns_from_the_judged_candidates_of_a_labelled_folder(tmp_path, capsys):
     data = _synthetic(tmp_path / "data")
     (data / "label_report.json").write_text('{"labels": 60}\n')  # as `rerankit label` leaves

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ..api import load
 from ..cache import default_cache_dir
 from ..eval.data import load_beir
@@ -17,6 +19,7 @@ from ..eval.runner import first_stage_run, run_pipeline, run_pipeline_ray
 from .args import in_language
 
 __all__ = [
+    "default_hybrid_scores",
     "limit_queries",
     "named_pipelines",
     "pipeline_runs",
@@ -137,3 +140,21 @@ def pipeline_runs(
             )
         runs.append(run)
     return runs
+
+
+def default_hybrid_scores(
+    data: Any, cands: Any, *, progress: bool = False
+) -> dict[str, np.ndarray]:
+    """The default ``hybrid``'s scores of each query's candidates (in the candidates' order),
+    given their first-stage scores: the default ``tune`` measures learned pipelines with."""
+    run = run_pipeline(
+        "hybrid",
+        load("hybrid"),
+        data,
+        cands,
+        progress=progress_bar("scoring the default", progress),
+        first_stage_scores=True,
+    )
+    return {
+        q: np.array([run.scores[q][d] for d, _ in ranked]) for q, ranked in cands.items() if ranked
+    }

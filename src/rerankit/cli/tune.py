@@ -14,7 +14,6 @@ import numpy as np
 
 from ..api import load
 from ..calibration import Calibration, expected_calibration_error, sigmoid
-from ..config import to_toml
 from ..errors import InputError
 from ..eval import metrics
 from ..eval.compare import format_against
@@ -26,55 +25,16 @@ from ..rerankers.hybrid import HYBRID_CALIBRATION
 from ..scorers import learned as learned_scorer
 from ..scorers.embedding import EmbeddingScorer
 from ..training import calibrated, crossval, fusion, ltr
-from .eval_support import pipeline_runs, progress_bar, read_collection, use_embedding_cache
+from .eval_support import (
+    default_hybrid_scores,
+    pipeline_runs,
+    progress_bar,
+    read_collection,
+    use_embedding_cache,
+)
+from .tune_support import check_out, check_train_split, write_pipeline
 
 __all__ = ["cmd_tune"]
-
-
-def _write_pipeline(args: argparse.Namespace, default: str, spec: Any, comment: str) -> Path:
-    """A pipeline file at ``--out`` (or ``default``), announced."""
-
-    out = Path(args.out or default)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(to_toml(spec, comment), encoding="utf-8")
-    print(f"\nwrote {out}")
-    return out
-
-
-def _check_out(out: str | None) -> None:
-    """Refuse an ``--out`` that could not be written or read back, before the work."""
-    if out is None:
-        return
-    path = Path(out)
-    if path.is_dir():
-        raise InputError(
-            f"--out {out}: is a folder; name the pipeline file, e.g. {path / 'tuned.toml'}"
-        )
-    if path.suffix.lower() != ".toml":
-        raise InputError(
-            f"--out {out}: tune writes a TOML pipeline file; give a name ending in .toml "
-            f"(e.g. {path.with_suffix('.toml')})"
-        )
-
-
-def _check_train_split(data: Path, split: str) -> None:
-    """A missing training split, with the halves of an existing one as the way out."""
-    name = split.partition(":")[0]
-    if not data.is_dir() or (data / "qrels" / f"{name}.tsv").is_file():
-        return  # load_beir says what is wrong with a folder that is not one
-    found = sorted(p.stem for p in (data / "qrels").glob("*.tsv"))
-    if len(found) == 1:
-        raise InputError(
-            f"{data}: no qrels/{name}.tsv to tune on (splits found: {found[0]}); with one "
-            f"judged split, tune on half of its queries and report on the other: "
-            f"--train-split {found[0]}:odd --test-split {found[0]}:even"
-        )
-    if found:
-        raise InputError(
-            f"{data}: no qrels/{name}.tsv to tune on (splits found: {', '.join(found)}); "
-            "name the one to tune on with --train-split and the one to report on with "
-            "--test-split"
-        )
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
@@ -93,13 +53,13 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--folds must be at least 3 (the cross-validation is nested), got {args.folds}"
         )
-    _check_out(args.out)
+    check_out(args.out)
     use_embedding_cache(args)
     if args.embedding_model and Path(args.embedding_model).is_dir():  # usable from anywhere
         args.embedding_model = str(Path(args.embedding_model).resolve())
     model = (args.embedding_model,) if args.embedding_model else ()
     embedding = EmbeddingScorer(*model, max_length=args.embedding_max_length)
-    _check_train_split(Path(args.data), args.train_split)
+    check_train_split(Path(args.data), args.train_split)
     train = read_collection(args.data, args.train_split, args.max_queries)
     test_data = Path(args.test_data or args.data)
     test = None
@@ -125,7 +85,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     )
     table = fusion.fusion_table(train, matrices, strategies)
     fit = fusion.fusion_options(table)
-    default = table[fusion.as_option(fusion.DEFAULT_HYBRID)]
+    default = _default_ndcg(args, train, train_cands, table)
     print(f"{train.name}: fusions of {', '.join(strategies)} on the {args.train_split} split\n")
     cv, verdict = _cross_validated(args, list(matrices), fit, default, fusion.describe_fusion)
     best = cv.best
@@ -142,7 +102,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         )
     else:
         spec, comment = _default_pipeline(args, train, verdict, "tuned fusion")
-    out = _write_pipeline(args, f"tuned-{train.name}.toml", spec, comment)
+    out = write_pipeline(args, f"tuned-{train.name}.toml", spec, comment)
     return _report_tuned(args, test, out, texts_only=False)
 
 
@@ -190,6 +150,18 @@ def _cross_validated(
             "noise" + (" (--keep-learned: written anyway)" if args.keep_learned else "")
         )
     return cv, verdict
+
+
+def _default_ndcg(args: argparse.Namespace, train: Any, cands: Any, table: Any) -> Any:
+    """Each training query's nDCG@10 under the default pipeline ``tune`` would write: the
+    ``hybrid`` given first-stage scores, or with ``--embedding-model`` its min-max fusion."""
+    if args.embedding_model or args.embedding_max_length:
+        return table[fusion.as_option(fusion.DEFAULT_HYBRID)]
+    scores = default_hybrid_scores(train, cands, progress=not args.no_progress)
+    return {
+        q: metrics.ranked_ndcg([d for d, _ in cands[q]], scores[q], train.qrels.get(q, {}))
+        for q in table[fusion.as_option(fusion.DEFAULT_HYBRID)]
+    }
 
 
 def _default_pipeline(
@@ -295,7 +267,7 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
         embedding_model=args.embedding_model,
         embedding_max_length=args.embedding_max_length,
     )
-    return _write_pipeline(args, f"calibrated-{train.name}.toml", spec, comment)
+    return write_pipeline(args, f"calibrated-{train.name}.toml", spec, comment)
 
 
 def _judged_only(args: argparse.Namespace) -> bool:
@@ -336,14 +308,20 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
     )
     fs, cos = learned_scorer.FEATURES.index("first_stage"), learned_scorer.FEATURES.index("cosine")
     weights = fusion.DEFAULT_HYBRID["weights"]
-    default_scores = {  # the default hybrid given first-stage scores
+    blended = {  # what a learned model is blended with: first stage and MiniLM, min-max
         q: weights["first_stage"] * normalize_scores(x[:, fs], "min_max")
         + weights["embedding"] * normalize_scores(x[:, cos], "min_max")
         for q, (_, x) in rows.items()
     }
+    default_scores = (  # the default the learned ranker must beat
+        blended
+        if args.embedding_model or args.embedding_max_length
+        else default_hybrid_scores(train, cands, progress=not args.no_progress)
+    )
     judged_only = _judged_only(args)
     if judged_only:  # learn and cross-validate on the judged candidates only
-        rows, default_scores = ltr.judged_candidates(rows, train.qrels, default_scores)
+        _, default_scores = ltr.judged_candidates(rows, train.qrels, default_scores)
+        rows, blended = ltr.judged_candidates(rows, train.qrels, blended)
         if len(rows) < len(items):
             print(f"({len(items) - len(rows)} queries without judged candidates left out)")
         print(
@@ -357,14 +335,14 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
     fit = ltr.options(
         rows,
         train.qrels,
-        default=default_scores,
+        default=blended,
         seeds=range(args.seeds),
         denoise_tops=(None, ltr.DENOISE_TOP) if judged_only else (None,),
     )
 
     def describe(option: Any) -> str:
         setting, trees, blend, top = option
-        mix = "alone" if blend == 1 else f"blended {blend:.2f} with the default"
+        mix = "alone" if blend == 1 else f"blended {blend:.2f} with first stage + MiniLM"
         cleaned = "" if top is None else f", judged-relevant ranked below {top} left out"
         return f"{setting}, {trees} trees, {mix}{cleaned}"
 
@@ -373,7 +351,7 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
     print(f"(cross-validation took {time.perf_counter() - started:.0f} s)")
     if not (verdict.adopt or args.keep_learned):
         spec, comment = _default_pipeline(args, train, verdict, "learned ranker")
-        return _write_pipeline(args, f"ltr-{train.name}.toml", spec, comment)
+        return write_pipeline(args, f"ltr-{train.name}.toml", spec, comment)
     setting, trees, blend, top = cv.best
     names = ltr.feature_set(len(rows))
     began = time.perf_counter()
@@ -410,7 +388,7 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
     name = f"ltr-{train.name}"
     if blend == 1:
         spec = {"name": name, "stages": [{"scorer": learned}]}
-    else:  # blend * learned + (1 - blend) * the default hybrid, min-max normalised
+    else:  # blend * learned + (1 - blend) * (first stage + MiniLM), min-max normalised
         stage = fusion.pipeline_spec(
             fusion.DEFAULT_HYBRID,
             name=name,
@@ -426,7 +404,7 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         f"({len(rows)} queries): {describe(cv.best)}; model: {model_path.name}; "
         f"{verdict.describe()}."
     )
-    return _write_pipeline(args, default_name, spec, comment)
+    return write_pipeline(args, default_name, spec, comment)
 
 
 def _report_tuned(args: argparse.Namespace, test: Any, out: Path, *, texts_only: bool) -> int:

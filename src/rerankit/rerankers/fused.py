@@ -19,8 +19,10 @@ from .base import Scored, ScoringReranker, run_scorer
 
 #: the explanation entry of a calibrated fusion's constant term (its output intercept)
 INTERCEPT = "(intercept)"
+#: the warning of a fusion whose every strategy failed
+ALL_FAILED = "every strategy failed; input order kept"
 
-__all__ = ["INTERCEPT", "FusionReranker"]
+__all__ = ["ALL_FAILED", "INTERCEPT", "FusionReranker"]
 
 
 class FusionReranker(ScoringReranker):
@@ -127,7 +129,7 @@ class FusionReranker(ScoringReranker):
             rows.append(scored.take(strategy.name, outcome))
             kept.append(i)
         if not rows:
-            scored.warnings.append("every strategy failed; input order kept")
+            scored.warnings.append(ALL_FAILED)
             scored.failed_all = True
             return scored
         weights = self._weights[kept] / self._weights[kept].sum()

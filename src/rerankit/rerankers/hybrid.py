@@ -8,20 +8,24 @@ from collections.abc import Iterator, Mapping, Sequence
 from numbers import Real
 from typing import Any
 
+import numpy as np
+
 from .. import fusion
 from ..documents import FIRST_STAGE_SCORE
+from ..normalize import normalize_scores
 from ..scorers.base import Scorer
 from ..scorers.embedding import DEFAULT_EMBEDDING_MODEL, EmbeddingScorer
 from ..scorers.field import FieldScorer
 from ..scorers.language import non_latin_share
 from ..scorers.lexical import Analyzer, BM25Scorer
 from ..types import Document
-from .base import Scored, ScoringReranker
-from .fused import FusionReranker
+from .base import Scored, ScoringReranker, run_scorer
+from .fused import ALL_FAILED, FusionReranker
 
 logger = logging.getLogger(__name__)
 
 __all__ = [
+    "HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT",
     "HYBRID_CALIBRATION",
     "HYBRID_FIRST_STAGE_WEIGHT",
     "HYBRID_METHOD",
@@ -47,10 +51,13 @@ __all__ = [
 #: * Texts only, ``scores="relative"``: a weighted sum of min-max normalised scores, 0.2 BM25
 #:   with the candidates' own idf, 0.2 BM25 with background idf, 0.6 embedding (chosen on
 #:   the same queries, ``benchmarks/hybrid_dev.py``). Scores are relative to the request.
-#: * With the documents' first-stage scores: 0.3 first stage / 0.7 embedding, min-max
-#:   normalised (the retriever's scale is unknown, so these scores are relative).
+#: * With the documents' first-stage scores (the retriever's scale is unknown, so these
+#:   scores are relative): calibrated, 0.05 first stage / 0.95 the texts-only fusion's
+#:   logit, each min-max normalised (chosen on the same pool by the same rule,
+#:   ``benchmarks/first_stage_pool.py``); relative, 0.3 first stage / 0.7 embedding.
 HYBRID_METHOD = fusion.ScoreCombinationMethod.WEIGHTED_AVERAGE
 HYBRID_FIRST_STAGE_WEIGHT = 0.3
+HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT = 0.05
 #: texts only: BM25 with the candidates' idf, BM25 with background idf (the rest: embedding)
 HYBRID_TEXT_WEIGHTS = (0.2, 0.2)
 HYBRID_BM25 = {"k1": 0.9, "b": 0.4}
@@ -106,9 +113,13 @@ def background_bm25(
 class HybridReranker(ScoringReranker):
     """The default offline reranker: a lexical signal and a bi-encoder, fused.
 
-    The lexical signal is the documents' first-stage (retriever) score when every document
-    carries one (``first_stage_score``: name your own field with ``first_stage_field=`` when
-    reranking); the fusion is then min-max and its scores are relative to the request.
+    When every document carries a first-stage (retriever) score (``first_stage_score``: name
+    your own field with ``first_stage_field=`` when reranking), the hybrid fuses it too and
+    its scores are relative to the request: with calibrated scores, ``first_stage_weight``
+    (default 0.05) of the min-max normalised first stage and the rest of the min-max
+    normalised logit of the texts-only fusion below, which keeps every text signal; with
+    ``scores="relative"``, the first stage takes the place of the lexical signals
+    (``first_stage_weight`` default 0.3, the rest the embedding).
 
     Given texts only, ``scores="calibrated"`` (the default) fuses the embedding's cosine
     of each document's best passage (``passage``: about 48 words, each starting with the
@@ -140,7 +151,7 @@ class HybridReranker(ScoringReranker):
         embedding: Scorer | None = None,
         *,
         use_first_stage: bool = True,
-        first_stage_weight: float = HYBRID_FIRST_STAGE_WEIGHT,
+        first_stage_weight: float | None = None,
         text_weights: tuple[float, float] = HYBRID_TEXT_WEIGHTS,
         language: str = "en",
         combination_method: fusion.ScoreCombinationMethod | str = HYBRID_METHOD,
@@ -153,7 +164,7 @@ class HybridReranker(ScoringReranker):
         name: str = "hybrid",
     ) -> None:
 
-        if not 0.0 <= first_stage_weight <= 1.0:
+        if first_stage_weight is not None and not 0.0 <= first_stage_weight <= 1.0:
             raise ValueError(f"first_stage_weight must be in [0, 1], got {first_stage_weight}")
         if len(text_weights) != 2 or min(text_weights) < 0 or sum(text_weights) > 1:
             raise ValueError(f"text_weights: two weights >= 0, sum <= 1; got {text_weights}")
@@ -194,12 +205,18 @@ class HybridReranker(ScoringReranker):
             )
             scores = "relative"
         self.scores = scores
+        self.first_stage = FieldScorer(FIRST_STAGE_SCORE, name="first_stage")
         if scores == "calibrated":
-            self.texts_only = self._calibrated(analyzer, calibration or HYBRID_CALIBRATION)
-            self.with_first_stage = self._fusion(
-                {FieldScorer(FIRST_STAGE_SCORE, name="first_stage"): first_stage_weight}
+            self.first_stage_weight = (
+                HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT
+                if first_stage_weight is None
+                else first_stage_weight
             )
+            self.texts_only = self._calibrated(analyzer, calibration or HYBRID_CALIBRATION)
             return
+        self.first_stage_weight = (
+            HYBRID_FIRST_STAGE_WEIGHT if first_stage_weight is None else first_stage_weight
+        )
         self.texts_only = self._fusion(
             {
                 BM25Scorer(analyzer=analyzer, **HYBRID_BM25): text_weights[0],
@@ -208,9 +225,7 @@ class HybridReranker(ScoringReranker):
                 ): text_weights[1],
             }
         )
-        self.with_first_stage = self._fusion(
-            {FieldScorer(FIRST_STAGE_SCORE, name="first_stage"): first_stage_weight}
-        )
+        self.with_first_stage = self._fusion({self.first_stage: self.first_stage_weight})
 
     def _fusion(self, lexical: dict[Scorer, float]) -> FusionReranker:
         weights = {s.name: w for s, w in lexical.items()}
@@ -307,9 +322,12 @@ class HybridReranker(ScoringReranker):
     async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
 
         first_stage, note = self._first_stage_mode(docs)
-        fusion_ = self.with_first_stage if first_stage else self.texts_only
-        scored = await fusion_._score(query, docs, **context)
-        scored.scale = fusion_.score_scale
+        if first_stage and self.scores == "calibrated":
+            scored = await self._beside_first_stage(query, docs, **context)
+        else:
+            fusion_ = self.with_first_stage if first_stage else self.texts_only
+            scored = await fusion_._score(query, docs, **context)
+            scored.scale = fusion_.score_scale
         if note:
             scored.warnings.append(note)
         if (
@@ -323,6 +341,47 @@ class HybridReranker(ScoringReranker):
                 "(model='sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2', "
                 "language='zh' in Python; --model and --language on the command line)"
             )
+        return scored
+
+    async def _beside_first_stage(
+        self, query: str, docs: Sequence[Document], **context: Any
+    ) -> Scored:
+        """The calibrated texts-only fusion with the first stage beside it: ``w`` of the
+        first stage and ``1 - w`` of the texts' fused logit, each normalised over the
+        request. Each text signal's contribution is its share of that normalised logit, so
+        the contributions still add up to the score; if every text signal fails, the first
+        stage alone orders the documents."""
+        scored = await self.texts_only._score(query, docs, **context)
+        first = scored.take(
+            self.first_stage.name, await run_scorer(self.first_stage, query, docs, context)
+        )
+        method = self.normalization_method
+        weight = 1.0 if scored.failed_all else self.first_stage_weight
+        if scored.failed_all:  # the first stage still orders them
+            scored.failed_all = False
+            scored.warnings.remove(ALL_FAILED)
+        texts = scored.explanation
+        parts = np.vstack([e["contribution"] for e in texts.values()]) if texts else None
+        if parts is not None:
+            logit = parts.sum(axis=0)
+            low = int(np.argmin(logit))
+            span = float(logit.max() - logit.min())
+            scaled = normalize_scores(logit, method)
+            for e, part in zip(texts.values(), parts, strict=True):
+                e["weight"] *= 1.0 - weight
+                if method == "min_max" and span > 0:  # shares of the min-max logit
+                    e["contribution"] = (1.0 - weight) * (part - part[low]) / span
+                else:
+                    e["contribution"] = (1.0 - weight) * scaled / len(texts)
+        normalized = normalize_scores(first, method)
+        texts[self.first_stage.name] = {
+            "raw": scored.per_strategy[self.first_stage.name],
+            "normalized": normalized,
+            "weight": weight,
+            "contribution": weight * normalized,
+        }
+        scored.final = np.sum([e["contribution"] for e in texts.values()], axis=0)
+        scored.scale = "relative"
         return scored
 
 
