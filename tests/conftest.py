@@ -296,9 +296,11 @@ def synthetic():
     return synthetic_beir
 
 
-def default_ndcg_printed(printed: str) -> float:
-    """The training queries' nDCG@10 x 100 of the default, as ``rerankit tune`` printed it."""
-    return float(printed.split("the default\n")[0].split("\n")[-1].split()[0])
+@pytest.fixture
+def default_ndcg_printed():
+    """Reads the training queries' nDCG@10 x 100 of the default from ``rerankit tune``'s
+    output."""
+    return lambda printed: float(printed.split("the default\n")[0].split("\n")[-1].split()[0])
 
 
 @pytest.fixture

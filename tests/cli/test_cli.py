@@ -70,7 +70,8 @@ def test_details_and_table_formats(capsys):
     # the default is the hybrid pipeline when the torch extra is installed
     has_torch = all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers"))
     # the sample's retriever_score, named on the command line, is the hybrid's first stage
-    assert set(record["scores"]) == ({"first_stage", "embedding"} if has_torch else {"bm25"})
+    beside = {"first_stage", "passage", "embedding", "bm25_background"}  # every text signal
+    assert set(record["scores"]) == (beside if has_torch else {"bm25"})
     code, out, _ = run_cli(
         capsys, "rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "--format", "table", "-r", "text"
     )

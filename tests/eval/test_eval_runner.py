@@ -359,10 +359,8 @@ def test_results_record_what_ran_and_runs_carry_scores(tiny, tmp_path, capsys):
 
 
 def test_tune_adopts_a_fusion_that_beats_the_default_across_folds(
-    tmp_path, synthetic, capsys, hybrid_ndcg
+    tmp_path, synthetic, capsys, hybrid_ndcg, default_ndcg_printed
 ):
-    from conftest import default_ndcg_printed
-
     """Only the first stage knows which documents are relevant (the embedding is misled): the
     searched fusion leans on it, beats the default on every fold, and is written."""
     pytest.importorskip("sentence_transformers", reason="tune's embedding needs 'torch'")

@@ -291,9 +291,9 @@ def tuned(tmp_path_factory, signals):
     return data, out
 
 
-def test_tune_ltr_measures_the_default_it_would_write(tmp_path, capsys, synthetic, hybrid_ndcg):
-    from conftest import default_ndcg_printed
-
+def test_tune_ltr_measures_the_default_it_would_write(
+    tmp_path, capsys, synthetic, hybrid_ndcg, default_ndcg_printed
+):
     data = synthetic(tmp_path / "data", misleading=True)  # where the fusions tell apart
     args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--folds", "3"]
     assert main([*args, "--out", str(tmp_path / "a.toml"), "--no-progress"]) == 0
