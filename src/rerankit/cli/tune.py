@@ -152,15 +152,22 @@ def _cross_validated(
     return cv, verdict
 
 
+def _writes_hybrid(args: argparse.Namespace) -> bool:
+    """Whether the default ``tune`` writes (and measures against) is the ``hybrid`` itself;
+    with ``--embedding-model`` or ``--embedding-max-length`` it is the hybrid's min-max
+    fusion over that embedding (:data:`~rerankit.training.fusion.DEFAULT_HYBRID`)."""
+    return not (args.embedding_model or args.embedding_max_length)
+
+
 def _default_ndcg(args: argparse.Namespace, train: Any, cands: Any, table: Any) -> Any:
-    """Each training query's nDCG@10 under the default pipeline ``tune`` would write: the
-    ``hybrid`` given first-stage scores, or with ``--embedding-model`` its min-max fusion."""
-    if args.embedding_model or args.embedding_max_length:
-        return table[fusion.as_option(fusion.DEFAULT_HYBRID)]
+    """Each training query's nDCG@10 under the default pipeline ``tune`` would write."""
+    fused = table[fusion.as_option(fusion.DEFAULT_HYBRID)]
+    if not _writes_hybrid(args):
+        return fused
     scores = default_hybrid_scores(train, cands, progress=not args.no_progress)
     return {
         q: metrics.ranked_ndcg([d for d, _ in cands[q]], scores[q], train.qrels.get(q, {}))
-        for q in table[fusion.as_option(fusion.DEFAULT_HYBRID)]
+        for q in fused
     }
 
 
@@ -175,7 +182,7 @@ def _default_pipeline(
         f"beat the default by more than the noise ({verdict.describe()}), so this is the "
         "default pipeline; rerun with --keep-learned to write the learned one anyway."
     )
-    if args.embedding_model or args.embedding_max_length:
+    if not _writes_hybrid(args):
         spec = fusion.pipeline_spec(
             fusion.DEFAULT_HYBRID,
             name="hybrid",
@@ -314,9 +321,9 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         for q, (_, x) in rows.items()
     }
     default_scores = (  # the default the learned ranker must beat
-        blended
-        if args.embedding_model or args.embedding_max_length
-        else default_hybrid_scores(train, cands, progress=not args.no_progress)
+        default_hybrid_scores(train, cands, progress=not args.no_progress)
+        if _writes_hybrid(args)
+        else blended
     )
     judged_only = _judged_only(args)
     if judged_only:  # learn and cross-validate on the judged candidates only

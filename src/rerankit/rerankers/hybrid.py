@@ -361,18 +361,17 @@ class HybridReranker(ScoringReranker):
             scored.failed_all = False
             scored.warnings.remove(ALL_FAILED)
         texts = scored.explanation
-        parts = np.vstack([e["contribution"] for e in texts.values()]) if texts else None
-        if parts is not None:
+        if texts:
+            parts = np.vstack([e["contribution"] for e in texts.values()])
             logit = parts.sum(axis=0)
-            low = int(np.argmin(logit))
             span = float(logit.max() - logit.min())
-            scaled = normalize_scores(logit, method)
-            for e, part in zip(texts.values(), parts, strict=True):
+            if method == "min_max" and span > 0:  # each signal's share of the min-max logit
+                shares = (parts - parts[:, [int(np.argmin(logit))]]) / span
+            else:  # an even share of the normalised logit
+                shares = np.tile(normalize_scores(logit, method) / len(texts), (len(texts), 1))
+            for e, share in zip(texts.values(), shares, strict=True):
                 e["weight"] *= 1.0 - weight
-                if method == "min_max" and span > 0:  # shares of the min-max logit
-                    e["contribution"] = (1.0 - weight) * (part - part[low]) / span
-                else:
-                    e["contribution"] = (1.0 - weight) * scaled / len(texts)
+                e["contribution"] = (1.0 - weight) * share
         normalized = normalize_scores(first, method)
         texts[self.first_stage.name] = {
             "raw": scored.per_strategy[self.first_stage.name],
