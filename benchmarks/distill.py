@@ -38,7 +38,16 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learn import DATA, ROOT, default_scores, hybrid_scores, mean_ndcg_of, ndcg, rows_of
+from learn import (
+    DATA,
+    ROOT,
+    default_scores,
+    hybrid_scores,
+    mean_ndcg_of,
+    ndcg,
+    per_query_ndcg,
+    rows_of,
+)
 
 QUERY = re.compile(r'Query \(a JSON string\): ("(?:[^"\\]|\\.)*")')
 DOC = re.compile(r'Document ("(?:[^"\\]|\\.)*") \(a JSON string\)')
@@ -99,7 +108,6 @@ def learned_ndcg(
     ``train_hybrid``), seed 0, scored once on test, whether tune would adopt it, and the
     option chosen. ``denoised``: with ``judged_only``, also the options fitted on
     ``ltr.denoise``'s labels, as tune compares for a labelled folder."""
-    from rerankit.eval.metrics import ranked_ndcg
     from rerankit.training import crossval, ltr
 
     rows = {q: r for q, r in train_rows.items() if q in qrels}
@@ -108,7 +116,7 @@ def learned_ndcg(
     if judged_only:  # as tune does for a labelled folder: learn and cross-validate on those
         _, hybrid = ltr.judged_candidates(rows, qrels, hybrid)
         rows, blended = ltr.judged_candidates(rows, qrels, blended)
-    per_query = {q: ranked_ndcg(ids, hybrid[q], qrels.get(q, {})) for q, (ids, _) in rows.items()}
+    per_query = per_query_ndcg(rows, hybrid, qrels)
     tops = (None, ltr.DENOISE_TOP) if judged_only and denoised else (None,)
     fit = ltr.options(rows, qrels, default=blended, denoise_tops=tops)
     cv = crossval.cross_validate(list(rows), fit)

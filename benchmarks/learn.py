@@ -69,16 +69,15 @@ def default_scores(rows):
 
 
 def hybrid_scores(data, rows):
-    """The default ``hybrid``'s scores of each query's candidates in ``rows`` (BM25 top 100,
-    first-stage scores given): the default ``tune`` compares learned pipelines with."""
+    """The default ``hybrid``'s scores of each query's candidates in ``rows``, given their
+    first-stage scores (the ``first_stage`` feature): the default ``tune`` compares learned
+    pipelines with."""
     from rerankit.cli.eval_support import default_hybrid_scores
-    from rerankit.eval.first_stage import first_stage
+    from rerankit.scorers import learned
 
-    cands = first_stage(data, "bm25", 100)
-    scores = default_hybrid_scores(data, {q: cands[q] for q in rows})
-    for q, (ids, _) in rows.items():  # the same candidates, in the same order
-        assert [d for d, _ in cands[q]] == ids, q
-    return scores
+    fs = learned.FEATURES.index("first_stage")
+    cands = {q: list(zip(ids, x[:, fs].tolist(), strict=True)) for q, (ids, x) in rows.items()}
+    return default_hybrid_scores(data, cands)
 
 
 def per_query_ndcg(rows, scores, qrels):
