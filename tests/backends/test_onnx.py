@@ -74,8 +74,14 @@ def test_a_cross_encoder_scores_the_same_through_both_backends(request, fixture,
     docs = ["vaccines train the immune system", "stock market fell", "solar panels " * 50]
     torch_scores = CrossEncoderScorer(str(model_dir)).score_texts(QUERY, docs)
     out = export(str(model_dir), tmp_path / "ce", kind="cross_encoder")
-    onnx_scores = CrossEncoderScorer(str(out), backend="onnx").score_texts(QUERY, docs)
+    onnx = CrossEncoderScorer(str(out), backend="onnx")
+    onnx_scores = onnx.score_texts(QUERY, docs)
     np.testing.assert_allclose(onnx_scores, torch_scores, atol=1e-4)
+    # the service's token counts (offsets for cuts, lengths for a bill) agree across backends
+    texts = [QUERY, *docs, ""]
+    spans = CrossEncoderScorer(str(model_dir)).token_spans(texts)
+    assert onnx.token_spans(texts) == spans
+    assert onnx.token_lengths(texts) == [len(found) for found in spans]
 
 
 def test_an_export_runs_without_torch_in_a_fresh_process(minilm_export, tmp_path):

@@ -7,6 +7,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 pytest.importorskip("sentence_transformers", reason="needs the 'torch' extra")
@@ -203,3 +205,29 @@ def test_billed_units_counted_beside_the_scoring_arrive_either_way(client, monke
     assert r.json()["meta"]["billed_units"] == expected["meta"]["billed_units"]
     assert r.json()["results"] == expected["results"]
     assert expected["meta"]["billed_units"]["input_tokens"] > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(texts=st.lists(st.text(max_size=80), min_size=1, max_size=6))
+def test_a_bill_counts_the_same_tokens_as_the_offsets_it_skips(texts):
+    """A bill-only request counts tokens without building their offsets; the counts, and so
+    the billed units, are the offsets' own."""
+    from rerankit.server.tokens import fit, tokens_of, usage
+    from rerankit.types import Document
+
+    tokens = tokens_of(_hybrid())
+    assert tokens.lengths is not None
+    counted = tokens.count(texts)
+    assert counted == [len(found) for found in tokens.spans(texts)]
+    docs = [Document(text=t) for t in texts[1:]]
+    fitted = fit(texts[0], docs, tokens, max_tokens=None, cuts={})
+    assert usage(counted[0], counted[1:]) == fitted.usage
+
+
+_PIPELINE: list = []
+
+
+def _hybrid():
+    if not _PIPELINE:
+        _PIPELINE.append(rerankit.load("hybrid"))
+    return _PIPELINE[0]

@@ -18,7 +18,7 @@ from ..hardware import HardwareProfile
 from ..scorers.base import ScoreBatch, valid_query, valid_unicode
 from ..types import Document
 from .onnx import check_backend, load_onnx
-from .pairs import offsets, unpadded
+from .pairs import lengths, offsets, unpadded
 
 logger = logging.getLogger(__name__)
 
@@ -304,14 +304,30 @@ class LocalModelScorer:
         texts = valid_unicode(list(texts), {}, [])
         if hasattr(model, "token_spans"):  # the ONNX backend
             return model.token_spans(texts)
-        tokenizer = getattr(model, "tokenizer", None)
+        tokenizer = self._whole_text_tokenizer()
+        return None if tokenizer is None else offsets(tokenizer, texts)
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int] | None:
+        """How many tokens each text takes as the model reads it (no special tokens, no
+        length cap): :meth:`token_spans` counted, without building the offsets."""
+        model = self.model
+        texts = valid_unicode(list(texts), {}, [])
+        if hasattr(model, "token_lengths"):  # the ONNX backend
+            return model.token_lengths(texts)
+        tokenizer = self._whole_text_tokenizer()
+        return None if tokenizer is None else lengths(tokenizer, texts)
+
+    def _whole_text_tokenizer(self) -> Any:
+        """A copy of the model's fast tokenizer without padding or truncation, which needs no
+        lock (None when the model has no fast tokenizer)."""
+        tokenizer = getattr(self.model, "tokenizer", None)
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if backend is None or not getattr(tokenizer, "is_fast", False):
             return None
         found = self.__dict__.get("_span_tokenizer")
-        if found is None or found[0] is not backend:  # a copy that needs no lock
+        if found is None or found[0] is not backend:
             found = self._span_tokenizer = (backend, unpadded(backend))
-        return offsets(found[1], texts)
+        return found[1]
 
     @property
     def max_tokens(self) -> int | None:

@@ -35,7 +35,7 @@ from .._optional import require
 from ..cache import default_cache_dir
 from ..errors import MissingDependencyError, ModelLoadError
 from .bundled import resolve_source
-from .pairs import PairEncoder, offsets, padded_batches, unpadded
+from .pairs import PairEncoder, lengths, offsets, padded_batches, unpadded
 from .quantize import SMOOTH_ALPHA, calibration_feeds, cross_encoder_int8, quantize_int8
 
 __all__ = [
@@ -331,6 +331,10 @@ class OnnxModel:
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         """Each text's tokens (no special tokens, no length cap) as character offsets."""
         return offsets(self._spans, texts)
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        """How many tokens each text takes (no special tokens, no length cap)."""
+        return lengths(self._spans, texts)
 
     def count_tokens(self, texts: Sequence[str]) -> int:
         """Tokens each text takes (capped at the maximum length), summed."""

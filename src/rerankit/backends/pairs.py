@@ -19,7 +19,7 @@ import numpy as np
 
 from .._optional import require
 
-__all__ = ["EncodedPairs", "PairEncoder", "offsets", "padded_batches", "unpadded"]
+__all__ = ["EncodedPairs", "PairEncoder", "lengths", "offsets", "padded_batches", "unpadded"]
 
 
 def unpadded(tokenizer: Any) -> Any:
@@ -40,6 +40,12 @@ def offsets(tokenizer: Any, texts: Sequence[str]) -> list[list[tuple[int, int]]]
         [(int(a), int(b)) for a, b in e.offsets]
         for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)
     ]
+
+
+def lengths(tokenizer: Any, texts: Sequence[str]) -> list[int]:
+    """How many tokens (no special tokens) each text takes: :func:`offsets` without building
+    the offsets, a fraction of the Python work (what a bill needs)."""
+    return [len(e) for e in tokenizer.encode_batch(list(texts), add_special_tokens=False)]
 
 
 @dataclass

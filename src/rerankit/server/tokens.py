@@ -23,7 +23,7 @@ from ..types import Document, RankedDocument, RerankResult
 if TYPE_CHECKING:
     from .formats.base import Call
 
-__all__ = ["Fitted", "Tokens", "by_tokens", "chunk", "fit", "gather", "tokens_of"]
+__all__ = ["Fitted", "Tokens", "by_tokens", "chunk", "fit", "gather", "tokens_of", "usage"]
 
 #: tokens of a document with the query that Cohere bills as one document
 BILLED_CHUNK_TOKENS = 500
@@ -43,6 +43,14 @@ class Tokens:
     spans: Callable[[Sequence[str]], list[list[tuple[int, int]]]]
     unit: str
     max_tokens: int | None
+    #: how many tokens each text takes (``spans`` counted, without the offsets: a bill)
+    lengths: Callable[[Sequence[str]], list[int]] | None = None
+
+    def count(self, texts: Sequence[str]) -> list[int]:
+        """How many tokens each of ``texts`` takes."""
+        if self.lengths is not None:
+            return self.lengths(texts)
+        return [len(found) for found in self.spans(texts)]
 
 
 def _word_spans(texts: Sequence[str]) -> list[list[tuple[int, int]]]:
@@ -54,8 +62,19 @@ def tokens_of(reranker: Any) -> Tokens:
 
     for scorer in reranker.scorers() if hasattr(reranker, "scorers") else ():
         if isinstance(scorer, LocalModelScorer) and scorer.token_spans(["probe"]) is not None:
-            return Tokens(scorer.token_spans, "tokens", scorer.max_tokens)
+            return Tokens(scorer.token_spans, "tokens", scorer.max_tokens, scorer.token_lengths)
     return Tokens(_word_spans, "words", None)
+
+
+def usage(query_tokens: int, document_tokens: Sequence[int]) -> dict[str, int]:
+    """What a request bills (see the module): ``search_units`` and ``input_tokens`` (the
+    query's tokens once per document, and the documents' tokens as scored)."""
+    room = max(BILLED_CHUNK_TOKENS - query_tokens, 1)
+    billed = sum(max(1, math.ceil(n / room)) for n in document_tokens)
+    return {
+        "search_units": max(1, math.ceil(billed / BILLED_DOCUMENTS)),
+        "input_tokens": query_tokens * len(document_tokens) + sum(document_tokens),
+    }
 
 
 def _cut(text: str, spans: list[tuple[int, int]], keep: int, left: bool) -> str:
@@ -105,13 +124,7 @@ def fit(
                 found = [(a - start, b - start) for a, b in found]
         out.append(doc)
         kept.append(found)
-    room = max(BILLED_CHUNK_TOKENS - len(query_spans), 1)
-    billed = sum(max(1, math.ceil(len(f) / room)) for f in kept)
-    usage = {
-        "search_units": max(1, math.ceil(billed / BILLED_DOCUMENTS)),
-        "input_tokens": len(query_spans) * len(docs) + sum(len(f) for f in kept),
-    }
-    return Fitted(out, query_spans, kept, usage)
+    return Fitted(out, query_spans, kept, usage(len(query_spans), [len(f) for f in kept]))
 
 
 def chunk(
@@ -174,6 +187,11 @@ def by_tokens(call: Call, tokens: Tokens) -> tuple[list[Document], list[int] | N
     Returns the documents to score and, for chunks, the input index of each."""
     limit = tokens.max_tokens if call.max_tokens == "model" else call.max_tokens
     assert limit is None or isinstance(limit, int)
+    if limit is None and call.max_chunks is None:  # a bill only: counts, no offsets
+        if call.bill:
+            counted = tokens.count([call.query, *(d.text for d in call.documents)])
+            call.usage.update(usage(counted[0], counted[1:]))
+        return list(call.documents), None
     fitted = fit(
         call.query,
         call.documents,
