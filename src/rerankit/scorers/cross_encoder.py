@@ -14,22 +14,30 @@ Score semantics (``output``):
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
 from .._optional import require
-from .._threads import on_model_thread
+from .._threads import in_thread, on_model_thread
 from ..backends.local import LocalModelOptions, LocalModelScorer, run_splitting_on_oom
 from ..backends.pairs import EncodedPairs, PairEncoder, padded_batches
 from ..errors import ScorerError
 from ..hardware import attention_kernels
-from .base import valid_query, valid_unicode
+from ..types import Document
+from .base import ScoreBatch, valid_query, valid_unicode
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["DEFAULT_CROSS_ENCODER", "CrossEncoderScorer"]
+__all__ = ["DEFAULT_CROSS_ENCODER", "PAIRS_HOOK", "CrossEncoderScorer"]
+
+#: Set by the service for the work of its requests (see :mod:`rerankit.server.batching`): an
+#: object whose ``batches_pairs(scorer)`` says whether this scorer's pairs go to its
+#: ``score_pairs(scorer, encodings)``, which runs them with other requests' pairs. Pairs are
+#: then tokenised on the request's own thread, not on the model thread.
+PAIRS_HOOK: ContextVar[Any | None] = ContextVar("rerankit_pairs_hook", default=None)
 
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L6-v2"
 OUTPUTS = ("logit", "probability")
@@ -140,6 +148,52 @@ class CrossEncoderScorer(LocalModelScorer):
             return np.asarray(self.model.predict_encoded(pairs.encodings, self.batch_size)), pairs
         return self._forward(pairs), pairs
 
+    @property
+    def on_accelerator(self) -> bool:
+        """Whether the model runs on a GPU or another accelerator (torch, not on the CPU)."""
+        if self.backend == "onnx":
+            return False
+        return str(getattr(self.model, "device", "cpu")).split(":")[0] != "cpu"
+
+    def logits_of(self, encodings: Sequence[Any]) -> np.ndarray:
+        """The model's raw output for pairs this model's pair encoder made (on the model
+        thread; pairs of several queries may be mixed: each batch is sorted by length)."""
+        return on_model_thread(self._logits_of_held, encodings)
+
+    def _logits_of_held(self, encodings: Sequence[Any]) -> np.ndarray:
+        with self.using_model():
+            if self.backend == "onnx":
+                return np.asarray(self.model.predict_encoded(list(encodings), self.batch_size))
+            return self._forward(EncodedPairs(list(encodings)))
+
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
+        """As :meth:`LocalModelScorer.score`; under the service's pairs hook (see
+        :data:`PAIRS_HOOK`) the pairs are tokenised on a worker thread and scored with
+        those of concurrent requests."""
+        hook = PAIRS_HOOK.get()
+        if hook is None or not docs:
+            return await super().score(query, docs, **context)
+        flags: dict[int, list[str]] = {}
+        warnings: list[str] = []
+        texts = valid_unicode([d.text for d in docs], flags, warnings)
+        query = valid_query(query, warnings)
+        values = await in_thread(self._score_hooked, hook, query, texts, flags, warnings)
+        return ScoreBatch(values=values, flags=flags, warnings=warnings)
+
+    def _score_hooked(
+        self,
+        hook: Any,
+        query: str,
+        texts: Sequence[str],
+        flags: dict[int, list[str]],
+        warnings: list[str],
+    ) -> np.ndarray:
+        encoder = self._pair_encoder()
+        if encoder is None or not hook.batches_pairs(self):
+            return on_model_thread(self.score_noted, query, texts, flags, warnings)
+        pairs = encoder.encode(query, texts)  # here, while the model runs other requests
+        return self._noted(hook.score_pairs(self, pairs.encodings), pairs, flags, warnings)
+
     def _forward(self, pairs: EncodedPairs) -> np.ndarray:
         """The sequence classifier on encoded pairs, batch by batch of similar length."""
         torch = require("torch", "CrossEncoderScorer")
@@ -195,6 +249,18 @@ class CrossEncoderScorer(LocalModelScorer):
         with self.using_model():
             logits, pairs = self._logits(query, texts)
             long = pairs.truncated if pairs is not None else self._too_long_by_spans(query, texts)
+        return self._noted(logits, pairs, flags, warnings, long)
+
+    def _noted(
+        self,
+        logits: np.ndarray,
+        pairs: EncodedPairs | None,
+        flags: dict[int, list[str]],
+        warnings: list[str],
+        long: list[int] | None = None,
+    ) -> np.ndarray:
+        """Relevance from ``logits``, with the cuts made to the input flagged and warned of."""
+        long = pairs.truncated if long is None and pairs is not None else (long or [])
         for i in long:
             flags.setdefault(i, []).append(f"truncated:{self.name}")
         if long:

@@ -66,6 +66,12 @@ class Metrics:
             buckets=(64, 256, 1024, 4096, 8192, 16384, 32768),
             registry=self.registry,
         )
+        self.batch_pairs = prom.Histogram(
+            "rerankit_pair_batch_pairs",
+            "Cross-encoder pairs scored together (continuous batching)",
+            buckets=(1, 16, 32, 64, 128, 256, 512, 1024, 2048),
+            registry=self.registry,
+        )
         self.shed = prom.Counter(
             "rerankit_shed_total",
             "Requests refused before queueing: the queue ahead would outlast their deadline",
@@ -90,6 +96,10 @@ class Metrics:
         self.batch_texts.observe(texts)
         if tokens:
             self.batch_tokens.observe(tokens)
+
+    def pair_batch(self, pairs: int, _tokens: int) -> None:
+        """One batch of cross-encoder pairs scored (called from the batcher's thread)."""
+        self.batch_pairs.observe(pairs)
 
     def render(self) -> tuple[bytes, str]:
         return self._prom.generate_latest(self.registry), self._prom.CONTENT_TYPE_LATEST

@@ -19,10 +19,9 @@ from ..errors import (
     ModelLoadError,
     ServiceError,
 )
-from ..scorers.embedding import ENCODE_HOOK
 from ..types import RerankResult, check_top_k
 from .admission import Admission
-from .batching import ABANDONED, MicroBatching
+from .batching import MicroBatching, request_hooks
 from .formats.base import Call
 from .metrics import Metrics
 from .settings import ServerSettings
@@ -71,6 +70,9 @@ class Service:
                 max_wait_ms=settings.batch_max_wait_ms,
                 max_batch_tokens=settings.batch_max_tokens or None,
                 on_batch=self.metrics.encode_batch,
+                pairs=settings.batch_pairs,
+                max_pairs=settings.batch_max_pairs,
+                on_pairs=self.metrics.pair_batch,
             )
             if settings.batching
             else None
@@ -387,14 +389,10 @@ class Service:
         started = time.monotonic()
         self.metrics.queue_time.observe(started - queued)
         abandoned = threading.Event()
-        tokens = (ENCODE_HOOK.set(self.batching), ABANDONED.set(abandoned))
-        try:
+        with request_hooks(self.batching, abandoned):  # the task copies them
             task = asyncio.ensure_future(
                 reranker.arerank(call.query, docs, top_k=call.top_n if owners is None else None)
             )
-        finally:
-            ENCODE_HOOK.reset(tokens[0])
-            ABANDONED.reset(tokens[1])
         slot = _Slot(self)
         task.add_done_callback(lambda t: self._finished(t, slot))
         try:

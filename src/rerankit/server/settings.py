@@ -16,6 +16,9 @@ batching = true                # micro-batch embedding work across concurrent re
 batch_max_items = 256
 batch_max_tokens = 16384        # tokens per embedding batch (0: no token budget)
 batch_max_wait_ms = 5.0
+batch_pairs = "off"            # cross-encoder pairs of concurrent requests scored together:
+                               # "on", "auto" (models on a GPU) or "off" (needs batching = true)
+batch_max_pairs = 1024         # pairs per cross-encoder batch (a request's are never split)
 graceful_timeout = 30.0         # seconds requests in flight may take to finish on shutdown
 body_timeout = 15.0            # seconds to receive a request body (then 408)
 header_timeout = 10.0          # seconds to receive a request's headers (then the connection closes)
@@ -50,6 +53,7 @@ from typing import Any
 
 from ..backends.onnx import check_backend
 from ..config import read_spec
+from .batching import PAIR_MODES
 
 __all__ = ["ServerSettings"]
 
@@ -154,6 +158,8 @@ class ServerSettings:
     batch_max_items: int = 256
     batch_max_tokens: int = 16384
     batch_max_wait_ms: float = 5.0
+    batch_pairs: str = "off"
+    batch_max_pairs: int = 1024
     graceful_timeout: float = 30.0
     body_timeout: float = 15.0
     header_timeout: float = 10.0
@@ -198,11 +204,14 @@ class ServerSettings:
             "max_body_bytes",
             "max_concurrency",
             "batch_max_items",
+            "batch_max_pairs",
             "max_connections",
             "max_header_bytes",
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if self.batch_pairs not in PAIR_MODES:
+            raise ValueError(f"batch_pairs must be one of {', '.join(PAIR_MODES)}")
         if self.batch_max_tokens < 0:
             raise ValueError("batch_max_tokens must be >= 0 (0: no token budget)")
         if self.max_queue < 0 or self.timeout <= 0:

@@ -88,6 +88,8 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
                 "max_items": settings.batch_max_items,
                 "max_tokens": settings.batch_max_tokens or None,
                 "max_wait_ms": settings.batch_max_wait_ms,
+                "pairs": settings.batch_pairs if settings.batching else "off",
+                "max_pairs": settings.batch_max_pairs,
             },
             "ready": service.readiness()[0] == 200,
             "process": {"pid": os.getpid()},  # which worker answered (rerankit serve --workers)
