@@ -1,8 +1,8 @@
 """Cross-encoder, causal-LM and service speed on a CUDA GPU, on models with the exact shapes
 users bring (random weights; see ce_models.py):
 
-    python benchmarks/gpu.py [--parts library,causal,service,batch,attention] [--queries 12]
-        [--rounds 3] [--requests 96]
+    python benchmarks/gpu.py [--parts library,causal,service,embedding-service,batch,attention]
+        [--queries 12] [--rounds 3] [--requests 96] [--repeats 3]
 
 - ``library``: each shape (ms-marco-MiniLM-L6-v2, bge-reranker-base) on DL19 passages and
   SciFact abstracts, each query's first-stage top 100: sentence-transformers'
@@ -16,12 +16,16 @@ users bring (random weights; see ce_models.py):
 - ``attention``: the MiniLM shape on 30 requests it has not seen and then on the same 30
   again, with PyTorch's cuDNN attention allowed and left out (rerankit leaves it out on
   CUDA: it builds a plan for every new shape), each in fresh processes.
-- ``service``: ``rerankit serve`` on the GPU. A cross-encoder pipeline (MiniLM shape,
-  default dtype): p50 at concurrency 1 against the library call on the same requests, and
-  requests per second at concurrency 8 and 32. An embedding pipeline (all-MiniLM-L6-v2's
-  shape) with the service's micro-batching on and off (``batching = true/false``, 32
-  requests reranked at once), side by side, levels alternating: p50 at concurrency 1, and
-  requests per second and p50/p95 at concurrency 32.
+- ``service``: ``rerankit serve`` on the GPU, a cross-encoder pipeline (MiniLM shape,
+  default dtype, 8 requests reranked at once) with the pairs of concurrent requests scored
+  in shared forward passes (``batch_pairs = "on"``, what "auto" does on a GPU) and without
+  (``"off"``), side by side, levels alternating: p50 at concurrency 1 against the library
+  call on the same kind of requests, requests per second at concurrency 8 and 32 against
+  the library called once after another.
+- ``embedding-service``: an embedding pipeline (all-MiniLM-L6-v2's shape) with the
+  service's micro-batching on and off (``batching = true/false``, 32 requests reranked at
+  once), side by side, levels alternating: p50 at concurrency 1, and requests per second
+  and p50/p95 at concurrency 32.
 
 Each request and query is one TREC DL19 query with its BM25 top 100. ONNX Runtime is not
 measured here: its CUDA build is a separate package (``onnxruntime-gpu``), and rerankit's
@@ -39,13 +43,15 @@ import sys
 import tempfile
 import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ce_models import build, minilm_files
-from ce_service import drive, start_rerankit
+from ce_service import SERVER, drive, start_rerankit
 from cross_encoder import causal_lm, interleave, load_queries, st_predict, table, timed
 
 REFERENCE = "sentence-transformers CrossEncoder.predict, float32"
@@ -190,69 +196,216 @@ def embedding_folder(work: Path) -> Path:
     return folder
 
 
+def _rounds(args, urls: dict[str, str], folder: Path, pipeline: str, levels, next_batch):
+    """Every level for every service, services alternating, ``args.repeats`` times."""
+    results: dict[tuple[str, int], list[dict]] = {}
+    for _ in range(args.repeats):
+        for level in levels:
+            for label, url in urls.items():
+                work_ = next_batch(args.requests if level > 1 else args.requests // 2)
+                result = asyncio.run(drive("rerankit", url, folder, work_, level, pipeline))
+                results.setdefault((label, level), []).append(result)
+    return results
+
+
+def _median(results: dict, label: str, level: int, key: str) -> float:
+    return statistics.median(r[key] for r in results[label, level])
+
+
 def service(args: argparse.Namespace, work: Path) -> None:
+    """The cross-encoder pipeline served with the pairs of concurrent requests scored in
+    shared forward passes (``batch_pairs = "on"``; "auto" does so on a GPU) and without
+    (``"off"``: each request's pairs tokenised and scored on the model thread alone), side
+    by side, beside the library call on the same requests."""
     from rerankit import CrossEncoderScorer
 
     pairs = load_queries("dl19", 43)
-    texts = [t for _, ts in pairs for t in ts[:20]]
-    cross = build("minilm", work / "minilm", texts)
-    embed = embedding_folder(work)
-    procs = []
+    cross = build("minilm", work / "minilm", [t for _, ts in pairs for t in ts[:20]])
     start = 0
 
-    def batch(n: int) -> list:
+    def next_batch(n: int) -> list:
         nonlocal start
         chosen = [pairs[(start + i) % len(pairs)] for i in range(n)]
         start += n
         return chosen
 
+    procs, urls = [], {}
     try:
-        # the cross-encoder pipeline beside the library call it wraps
-        proc, url = start_rerankit(cross, [])
-        procs.append(proc)
+        for mode in ("on", "off"):
+            proc, url = start_rerankit(cross, [], server=f'{SERVER}batch_pairs = "{mode}"\n')
+            procs.append(proc)
+            urls[mode] = url
+            asyncio.run(drive("rerankit", url, cross, pairs[:4], 4))
         scorer = CrossEncoderScorer(str(cross), device=args.device)
-        asyncio.run(drive("rerankit", url, cross, pairs[:4], 1))
         for query, docs in pairs[:4]:
             scorer.score_texts(query, docs)
-        one = batch(args.requests // 2)
-        served = asyncio.run(drive("rerankit", url, cross, one, 1))
+
+        # the same 8 requests at once to each: the scores served with and without shared
+        # passes (the pipeline's relevance_score, the same mapping of the logits in both)
+        def served(url: str, query: str, docs: list[str]) -> np.ndarray:
+            body = {"model": "cross_encoder", "query": query, "documents": docs}
+            got = httpx.post(f"{url}/v1/rerank", json=body, timeout=60).json()["results"]
+            values = np.empty(len(docs))
+            values[[r["index"] for r in got]] = [r["relevance_score"] for r in got]
+            return values
+
+        answers = {}
+        for mode, url in urls.items():
+            with ThreadPoolExecutor(8) as pool:
+                answers[mode] = list(pool.map(lambda p, u=url: served(u, *p), pairs[:8]))
+        gap = max(float(np.abs(a - b).max()) for a, b in zip(*answers.values(), strict=True))
         took = []
-        for query, docs in one:
-            begin = time.perf_counter()
-            scorer.score_texts(query, docs)
-            took.append(time.perf_counter() - begin)
-        levels = {
-            c: asyncio.run(drive("rerankit", url, cross, batch(args.requests), c)) for c in (8, 32)
-        }
+        for query, docs in next_batch(args.requests):
+            took.append(timed(scorer.score_texts)(query, docs)[1])
+        results = _rounds(args, urls, cross, "cross_encoder", (1, 8, 32), next_batch)
         print(
             f"\ncross-encoder pipeline (MiniLM shape, {scorer.profile.resolve_dtype()}), "
-            f"{device_name(args.device)}: one DL19 query x its BM25 top 100 per request\n"
+            f"{device_name(args.device)}: one DL19 query x its BM25 top 100 per request, "
+            f"max_concurrency 8; medians of {args.repeats} alternating repeats\n"
         )
         print(
-            "| | c=1 p50 ms | c=1 inference p50 ms | c=8 req/s | c=32 req/s | c=32 p50 ms "
-            "| c=32 p95 ms | c=32 inference p50 ms |"
+            "| batch_pairs | c=1 p50 ms | c=1 inference p50 ms | c=8 req/s | c=32 req/s "
+            "| c=32 p50 ms | c=32 p95 ms |"
         )
-        print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for mode in urls:
+            print(
+                f"| {mode} | {1e3 * _median(results, mode, 1, 'p50'):.1f} | "
+                f"{1e3 * _median(results, mode, 1, 'inference_p50'):.1f} | "
+                f"{_median(results, mode, 8, 'rps'):.1f} | {_median(results, mode, 32, 'rps'):.1f} "
+                f"| {1e3 * _median(results, mode, 32, 'p50'):.0f} "
+                f"| {1e3 * _median(results, mode, 32, 'p95'):.0f} |"
+            )
+        library = statistics.median(took)
         print(
-            f"| rerankit serve -r cross_encoder | {1e3 * served['p50']:.1f} | "
-            f"{1e3 * served['inference_p50']:.1f} | {levels[8]['rps']:.1f} | "
-            f"{levels[32]['rps']:.1f} | {1e3 * levels[32]['p50']:.0f} "
-            f"| {1e3 * levels[32]['p95']:.0f} | {1e3 * levels[32]['inference_p50']:.1f} |"
+            f"| library CrossEncoderScorer.score_texts, one call after another | "
+            f"{1e3 * library:.1f} | | {len(took) / sum(took):.1f} | | | |"
         )
-        print(
-            "| library CrossEncoderScorer.score_texts | "
-            f"{1e3 * statistics.median(took):.1f} | | | | | | |"
-        )
-        print(
-            f"\nservice p50 at c=1 / library p50: {served['p50'] / statistics.median(took):.2f} "
-            "(inference: the service's own x-inference-time header)"
-        )
-        proc.terminate()
-        proc.wait(30)
-        procs.clear()
-        # the embedding pipeline with micro-batching on and off, side by side
-        settings = "[server]\nmax_concurrency = 32\nmax_queue = 256\ntimeout = 300\n"
-        urls = {}
+        for level in (8, 32):
+            on, off = (_median(results, m, level, "rps") for m in ("on", "off"))
+            print(f"\nreq/s at c={level}, batch_pairs on / off: {on / off:.2f}x", end="")
+        counted = {}  # the service's own histogram of pairs per forward batch
+        for line in httpx.get(f"{urls['on']}/metrics", timeout=30).text.splitlines():
+            if line.startswith(
+                ("rerankit_pair_batch_pairs_sum", "rerankit_pair_batch_pairs_count")
+            ):
+                counted[line.split()[0].rsplit("_", 1)[1]] = float(line.split()[-1])
+        if counted.get("count"):
+            print(
+                f"\nbatch_pairs on: {counted['count']:.0f} batches, "
+                f"{counted['sum'] / counted['count']:.0f} pairs each on average",
+                end="",
+            )
+        print(f"\nlargest score gap on / off, 8 requests at once: {gap:.2g}", end="")
+        ratios = (_median(results, m, 1, "p50") / library for m in ("on", "off"))
+        print("\nservice p50 at c=1 / library p50: on {:.2f}, off {:.2f}".format(*ratios))
+    finally:
+        for proc in procs:
+            proc.terminate()
+            proc.wait(30)
+
+
+def overhead(args: argparse.Namespace, work: Path) -> None:
+    """Where a served request's time goes, in one process without HTTP: the library call,
+    the cross-encoder pipeline's ``arerank`` alone, with the count of its billed tokens
+    beside it as the service runs it (by token offsets, as before, and by token lengths)
+    and under the service's pairs hook; then 8 requests at a time, pairs hook on and off,
+    with and without the count. Each request one DL19 query and its top 100."""
+    import threading
+
+    from rerankit import CrossEncoderScorer, load
+    from rerankit.server.batching import MicroBatching, request_hooks
+    from rerankit.server.tokens import tokens_of
+
+    pairs = load_queries("dl19", args.queries)
+    cross = build("minilm", work / "minilm", [t for _, ts in pairs for t in ts[:20]])
+    scorer = CrossEncoderScorer(str(cross), device=args.device)
+    pipeline = load({"scorer": {"type": "cross_encoder", "model": str(cross)}})
+    loop = asyncio.new_event_loop()
+
+    tokens = tokens_of(pipeline)
+    counts = {"": None, "lengths": tokens.count, "offsets": tokens.spans}
+
+    async def served(query, docs, batching=None, count=""):
+        with request_hooks(batching, threading.Event()):
+            task = asyncio.ensure_future(pipeline.arerank(query, docs))
+        if counts[count] is not None:  # the bill's count, beside the scoring as served
+            await asyncio.gather(task, asyncio.to_thread(counts[count], [query, *docs]))
+        return await task
+
+    on = MicroBatching(pairs="on")
+    variants = {
+        "library CrossEncoderScorer.score_texts": lambda q, d: scorer.score_texts(q, d),
+        "pipeline arerank": lambda q, d: loop.run_until_complete(served(q, d)),
+        "pipeline arerank + bill counted by offsets beside (before)": lambda q, d: (
+            loop.run_until_complete(served(q, d, count="offsets"))
+        ),
+        "pipeline arerank + bill counted by lengths beside (now)": lambda q, d: (
+            loop.run_until_complete(served(q, d, count="lengths"))
+        ),
+        "pipeline arerank, pairs hook on": lambda q, d: loop.run_until_complete(served(q, d, on)),
+    }
+    for fn in variants.values():  # warm up
+        for query, docs in pairs[:3]:
+            fn(query, docs)
+    took: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(args.rounds):
+        for query, docs in pairs:
+            for name, fn in variants.items():
+                begin = time.perf_counter()
+                fn(query, docs)
+                took[name].append(time.perf_counter() - begin)
+
+    async def burst(batching, count):
+        begin = time.perf_counter()
+        work_ = [pairs[i % len(pairs)] for i in range(args.requests)]
+        for start in range(0, len(work_), 8):
+            await asyncio.gather(
+                *(served(q, d, batching, count) for q, d in work_[start : start + 8])
+            )
+        return len(work_) / (time.perf_counter() - begin)
+
+    rates: dict[str, list[float]] = {}
+    for _ in range(args.rounds):
+        for label, batching, count in (
+            ("hook on", on, ""),
+            ("hook off", None, ""),
+            ("hook on + bill by lengths (now)", on, "lengths"),
+            ("hook off + bill by lengths", None, "lengths"),
+            ("hook off + bill by offsets (before)", None, "offsets"),
+        ):
+            rates.setdefault(label, []).append(loop.run_until_complete(burst(batching, count)))
+    print(
+        f"\nin one process, MiniLM shape ({scorer.profile.resolve_dtype()}), "
+        f"{device_name(args.device)}: ms per request, medians over {args.rounds} rounds of "
+        f"{len(pairs)} requests, variants interleaved\n"
+    )
+    print("| | p50 ms | p90 ms |")
+    print("|---|---:|---:|")
+    for name, values in took.items():
+        p50, p90 = statistics.median(values), sorted(values)[int(0.9 * len(values))]
+        print(f"| {name} | {1e3 * p50:.1f} | {1e3 * p90:.1f} |")
+    print("\n8 requests at a time through the pipeline, req/s (median of rounds):")
+    for label, values in rates.items():
+        print(f"- {label}: {statistics.median(values):.1f}")
+    loop.close()
+
+
+def embedding_service(args: argparse.Namespace, work: Path) -> None:
+    """The embedding pipeline with the service's micro-batching on and off, side by side."""
+    pairs = load_queries("dl19", 43)
+    embed = embedding_folder(work)
+    start = 0
+
+    def next_batch(n: int) -> list:
+        nonlocal start
+        chosen = [pairs[(start + i) % len(pairs)] for i in range(n)]
+        start += n
+        return chosen
+
+    procs, urls = [], {}
+    settings = "[server]\nmax_concurrency = 32\nmax_queue = 256\ntimeout = 300\n"
+    try:
         for label, on in (("on", "true"), ("off", "false")):
             proc, url = start_rerankit(
                 embed, [], reranker="embedding", server=f"{settings}batching = {on}\n"
@@ -260,13 +413,7 @@ def service(args: argparse.Namespace, work: Path) -> None:
             procs.append(proc)
             urls[label] = url
             asyncio.run(drive("rerankit", url, embed, pairs[:4], 4, pipeline="embedding"))
-        results: dict[tuple[str, int], list[dict]] = {}
-        for _ in range(args.repeats):
-            for level in (1, 32):
-                for label, url in urls.items():
-                    work_ = batch(args.requests if level > 1 else args.requests // 4)
-                    result = asyncio.run(drive("rerankit", url, embed, work_, level, "embedding"))
-                    results.setdefault((label, level), []).append(result)
+        results = _rounds(args, urls, embed, "embedding", (1, 32), next_batch)
         print(
             f"\nembedding pipeline (all-MiniLM-L6-v2's shape), {device_name(args.device)}, "
             f"32 requests reranked at once; medians of {args.repeats} alternating repeats\n"
@@ -274,17 +421,13 @@ def service(args: argparse.Namespace, work: Path) -> None:
         print("| micro-batching | c=1 p50 ms | c=32 req/s | c=32 p50 ms | c=32 p95 ms |")
         print("|---|---:|---:|---:|---:|")
         for label in urls:
-
-            def med(level: int, key: str, label: str = label) -> float:
-                return statistics.median(r[key] for r in results[label, level])
-
             print(
-                f"| {label} | {1e3 * med(1, 'p50'):.1f} | {med(32, 'rps'):.1f} | "
-                f"{1e3 * med(32, 'p50'):.0f} | {1e3 * med(32, 'p95'):.0f} |"
+                f"| {label} | {1e3 * _median(results, label, 1, 'p50'):.1f} | "
+                f"{_median(results, label, 32, 'rps'):.1f} | "
+                f"{1e3 * _median(results, label, 32, 'p50'):.0f} | "
+                f"{1e3 * _median(results, label, 32, 'p95'):.0f} |"
             )
-        gain = statistics.median(r["rps"] for r in results["on", 32]) / statistics.median(
-            r["rps"] for r in results["off", 32]
-        )
+        gain = _median(results, "on", 32, "rps") / _median(results, "off", 32, "rps")
         print(f"\nmicro-batching on / off, req/s at c=32: {gain:.2f}x")
     finally:
         for proc in procs:
@@ -294,11 +437,11 @@ def service(args: argparse.Namespace, work: Path) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--parts", default="library,causal,service")
+    parser.add_argument("--parts", default="library,causal,service,embedding-service")
     parser.add_argument("--queries", type=int, default=12)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=96, help="per level of the service")
-    parser.add_argument("--repeats", type=int, default=3, help="of the micro-batching levels")
+    parser.add_argument("--repeats", type=int, default=3, help="of the service levels")
     parser.add_argument("--work", type=Path, help="keep the built models here (reused)")
     parser.add_argument("--device", default="cuda", help="cpu: a dry run of the script")
     parser.add_argument("--attention-case", help=argparse.SUPPRESS)
@@ -331,6 +474,8 @@ def main() -> int:
                 parts = {
                     "library": library,
                     "service": service,
+                    "embedding-service": embedding_service,
+                    "overhead": overhead,
                     "batch": batch_sizes,
                     "attention": attention,
                 }
