@@ -70,17 +70,20 @@ def service_log(name: str) -> Any:
 
 
 def start_rerankit(
-    folder: Path, extra: list[str], reranker: str = "cross_encoder", server: str = SERVER
+    folder: Path | None, extra: list[str], reranker: str = "cross_encoder", server: str = SERVER
 ) -> tuple[subprocess.Popen, str]:
     """``rerankit serve -r RERANKER --model FOLDER`` on a free port with ``server`` as its
-    ``[server]`` settings, once /ready answers."""
+    settings (``[server]``, and ``[pipelines.NAME]`` when ``folder`` is None: then no
+    ``-r``), once /ready answers."""
     port = free_port()
     config = Path(tempfile.mkdtemp()) / "service.toml"
     config.write_text(server)
+    chosen = ["-r", reranker, "--model", str(folder)] if folder is not None else []
     proc = subprocess.Popen(
         [
             *(sys.executable, "-m", "rerankit", "serve", "-c", str(config)),
-            *("-r", reranker, "--model", str(folder), "--port", str(port), *extra),
+            *chosen,
+            *("--port", str(port), *extra),
         ],
         stdout=subprocess.DEVNULL,
         stderr=service_log(reranker),

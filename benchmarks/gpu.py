@@ -1,8 +1,8 @@
 """Cross-encoder, causal-LM and service speed on a CUDA GPU, on models with the exact shapes
 users bring (random weights; see ce_models.py):
 
-    python benchmarks/gpu.py [--parts library,causal,service,embedding-service,batch,attention]
-        [--queries 12] [--rounds 3] [--requests 96] [--repeats 3]
+    python benchmarks/gpu.py [--parts library,causal,service,overhead,embedding-service,batch,
+        attention] [--queries 12] [--rounds 3] [--requests 96] [--repeats 3]
 
 - ``library``: each shape (ms-marco-MiniLM-L6-v2, bge-reranker-base) on DL19 passages and
   SciFact abstracts, each query's first-stage top 100: sentence-transformers'
@@ -22,10 +22,15 @@ users bring (random weights; see ce_models.py):
   (``"off"``), side by side, levels alternating: p50 at concurrency 1 against the library
   call on the same kind of requests, requests per second at concurrency 8 and 32 against
   the library called once after another.
-- ``embedding-service``: an embedding pipeline (all-MiniLM-L6-v2's shape) with the
-  service's micro-batching on and off (``batching = true/false``, 32 requests reranked at
-  once), side by side, levels alternating: p50 at concurrency 1, and requests per second
-  and p50/p95 at concurrency 32.
+- ``overhead``: where a served request's time goes, in one process without HTTP: the
+  library call against the cross-encoder pipeline's ``arerank`` alone, with the count of
+  its billed tokens beside it as the service runs it (by offsets, as before, and by
+  lengths) and under the service's pairs hook, interleaved request by request; then 8
+  requests at a time with the hook on and off, with and without the count.
+- ``embedding-service``: an embedding pipeline (all-MiniLM-L6-v2's shape, no cache of
+  document vectors) with the service's micro-batching on and off (``batching =
+  true/false``, 32 requests reranked at once), side by side, levels alternating: p50 at
+  concurrency 1, and requests per second and p50/p95 at concurrency 32.
 
 Each request and query is one TREC DL19 query with its BM25 top 100. ONNX Runtime is not
 measured here: its CUDA build is a separate package (``onnxruntime-gpu``), and rerankit's
@@ -36,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import shutil
 import statistics
 import subprocess
@@ -43,6 +49,7 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -196,6 +203,12 @@ def embedding_folder(work: Path) -> Path:
     return folder
 
 
+def cycling(requests: list) -> Callable[[int], list]:
+    """``next_batch(n)``: the next ``n`` of ``requests``, round and round."""
+    stream = itertools.cycle(requests)
+    return lambda n: list(itertools.islice(stream, n))
+
+
 def _rounds(args, urls: dict[str, str], folder: Path, pipeline: str, levels, next_batch):
     """Every level for every service, services alternating, ``args.repeats`` times."""
     results: dict[tuple[str, int], list[dict]] = {}
@@ -221,13 +234,7 @@ def service(args: argparse.Namespace, work: Path) -> None:
 
     pairs = load_queries("dl19", 43)
     cross = build("minilm", work / "minilm", [t for _, ts in pairs for t in ts[:20]])
-    start = 0
-
-    def next_batch(n: int) -> list:
-        nonlocal start
-        chosen = [pairs[(start + i) % len(pairs)] for i in range(n)]
-        start += n
-        return chosen
+    next_batch = cycling(pairs)
 
     procs, urls = [], {}
     try:
@@ -392,24 +399,22 @@ def overhead(args: argparse.Namespace, work: Path) -> None:
 
 
 def embedding_service(args: argparse.Namespace, work: Path) -> None:
-    """The embedding pipeline with the service's micro-batching on and off, side by side."""
+    """The embedding pipeline with the service's micro-batching on and off, side by side,
+    each service's cache of document vectors off (with it, the 43 requests coming round
+    again would be queries only)."""
     pairs = load_queries("dl19", 43)
     embed = embedding_folder(work)
-    start = 0
-
-    def next_batch(n: int) -> list:
-        nonlocal start
-        chosen = [pairs[(start + i) % len(pairs)] for i in range(n)]
-        start += n
-        return chosen
+    next_batch = cycling(pairs)
 
     procs, urls = [], {}
     settings = "[server]\nmax_concurrency = 32\nmax_queue = 256\ntimeout = 300\n"
+    # no cache of document vectors: the requests come round every 43, and with the cache
+    # every pass after the first would encode the queries only
+    scorer = f'{{ type = "embedding", model = "{embed}", cache = false }}'
+    pipeline = f"[pipelines.embedding]\nscorer = {scorer}\n"
     try:
         for label, on in (("on", "true"), ("off", "false")):
-            proc, url = start_rerankit(
-                embed, [], reranker="embedding", server=f"{settings}batching = {on}\n"
-            )
+            proc, url = start_rerankit(None, [], server=f"{settings}batching = {on}\n{pipeline}")
             procs.append(proc)
             urls[label] = url
             asyncio.run(drive("rerankit", url, embed, pairs[:4], 4, pipeline="embedding"))

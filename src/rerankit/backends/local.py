@@ -300,34 +300,29 @@ class LocalModelScorer:
         """Each text's tokens as the model reads them (no special tokens, no length cap),
         as ``(start, end)`` character offsets; None when the model's tokenizer does not
         report offsets (loads the model)."""
-        model = self.model
-        texts = valid_unicode(list(texts), {}, [])
-        if hasattr(model, "token_spans"):  # the ONNX backend
-            return model.token_spans(texts)
-        tokenizer = self._whole_text_tokenizer()
-        return None if tokenizer is None else offsets(tokenizer, texts)
+        return self._read_whole_texts(texts, "token_spans", offsets)
 
     def token_lengths(self, texts: Sequence[str]) -> list[int] | None:
         """How many tokens each text takes as the model reads it (no special tokens, no
         length cap): :meth:`token_spans` counted, without building the offsets."""
+        return self._read_whole_texts(texts, "token_lengths", lengths)
+
+    def _read_whole_texts(self, texts: Sequence[str], method: str, read: Callable) -> Any:
+        """``read(tokenizer, texts)`` with a copy of the model's fast tokenizer without
+        padding or truncation, which needs no lock (the ONNX backend's own ``method``);
+        None when the model has no fast tokenizer."""
         model = self.model
         texts = valid_unicode(list(texts), {}, [])
-        if hasattr(model, "token_lengths"):  # the ONNX backend
-            return model.token_lengths(texts)
-        tokenizer = self._whole_text_tokenizer()
-        return None if tokenizer is None else lengths(tokenizer, texts)
-
-    def _whole_text_tokenizer(self) -> Any:
-        """A copy of the model's fast tokenizer without padding or truncation, which needs no
-        lock (None when the model has no fast tokenizer)."""
-        tokenizer = getattr(self.model, "tokenizer", None)
+        if hasattr(model, method):  # the ONNX backend
+            return getattr(model, method)(texts)
+        tokenizer = getattr(model, "tokenizer", None)
         backend = getattr(tokenizer, "backend_tokenizer", None)
         if backend is None or not getattr(tokenizer, "is_fast", False):
             return None
         found = self.__dict__.get("_span_tokenizer")
         if found is None or found[0] is not backend:
             found = self._span_tokenizer = (backend, unpadded(backend))
-        return found[1]
+        return read(found[1], texts)
 
     @property
     def max_tokens(self) -> int | None:
