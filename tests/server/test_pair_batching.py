@@ -207,3 +207,30 @@ def test_the_service_scores_pairs_the_same_with_batching_on_and_off(bert_dir, li
             rtol=1e-5,
             atol=1e-6,
         )
+
+
+@pytest.mark.parametrize("mode", ["off", "auto"])
+def test_unbatched_pairs_of_an_abandoned_request_queued_for_the_model_never_run(
+    scorer, forwards, mode
+):
+    """Where pairs are not batched (the default), the service's requests go to the model
+    thread as before: a call still queued there when its request is cancelled is dropped."""
+    batching = MicroBatching(pairs=mode)
+    query, texts = REQUESTS[0]
+    asked = threading.Event()
+
+    async def cancelled_while_queued():
+        with request_hooks(batching, threading.Event()):
+            task = asyncio.ensure_future(scorer.score(query, [Document(text=t) for t in texts]))
+        await asyncio.sleep(0.2)  # queued behind the held model thread
+        task.cancel()
+        asked.set()  # the model thread is let go now
+        try:
+            await task
+        except asyncio.CancelledError:
+            return "cancelled"
+        return "ran"
+
+    outcome = _with_model_thread_held(lambda: asyncio.run(cancelled_while_queued()), asked.is_set)
+    time.sleep(0.2)  # anything left queued would run now that the thread is free
+    assert outcome == "cancelled" and forwards == []

@@ -171,7 +171,9 @@ class CrossEncoderScorer(LocalModelScorer):
         :data:`PAIRS_HOOK`) the pairs are tokenised on a worker thread and scored with
         those of concurrent requests."""
         hook = PAIRS_HOOK.get()
-        if hook is None or not docs:
+        # otherwise straight to the model thread, where a call not yet started is dropped
+        # when its request is abandoned (a model not loaded yet is never loaded from here)
+        if hook is None or not docs or not (self.loaded and hook.batches_pairs(self)):
             return await super().score(query, docs, **context)
         flags: dict[int, list[str]] = {}
         warnings: list[str] = []
@@ -189,7 +191,7 @@ class CrossEncoderScorer(LocalModelScorer):
         warnings: list[str],
     ) -> np.ndarray:
         encoder = self._pair_encoder()
-        if encoder is None or not hook.batches_pairs(self):
+        if encoder is None:  # read through sentence-transformers' predict: scored alone
             return on_model_thread(self.score_noted, query, texts, flags, warnings)
         pairs = encoder.encode(query, texts)  # here, while the model runs other requests
         return self._noted(hook.score_pairs(self, pairs.encodings), pairs, flags, warnings)
