@@ -119,8 +119,14 @@ class CrossEncoderScorer(LocalModelScorer):
     def batch_size(self) -> int:
         """Pairs per forward pass: the profile's, else chosen for where the model runs
         (:meth:`~rerankit.HardwareProfile.resolve_batch_size`)."""
-        device = "cpu" if self.backend == "onnx" else str(getattr(self.model, "device", "cpu"))
-        return self.profile.resolve_batch_size("pairs", device.split(":")[0])
+        return self.profile.resolve_batch_size("pairs", self._device_kind)
+
+    @property
+    def _device_kind(self) -> str:
+        """Where the model runs: ``cpu`` (ONNX Runtime included), ``cuda``, ``mps``, ..."""
+        if self.backend == "onnx":
+            return "cpu"
+        return str(getattr(self.model, "device", "cpu")).split(":")[0]
 
     def _pair_encoder(self) -> PairEncoder | None:
         """How pairs are encoded for this model: the ONNX model's own encoder, one built
@@ -144,16 +150,18 @@ class CrossEncoderScorer(LocalModelScorer):
         if encoder is None:
             return self._predict_through_sentence_transformers(query, texts), None
         pairs = encoder.encode(query, texts)
+        return self._logits_encoded(pairs.encodings), pairs
+
+    def _logits_encoded(self, encodings: Sequence[Any]) -> np.ndarray:
+        """The model (torch or ONNX Runtime) on pairs its pair encoder made."""
         if self.backend == "onnx":
-            return np.asarray(self.model.predict_encoded(pairs.encodings, self.batch_size)), pairs
-        return self._forward(pairs), pairs
+            return np.asarray(self.model.predict_encoded(list(encodings), self.batch_size))
+        return self._forward(EncodedPairs(list(encodings)))
 
     @property
     def on_accelerator(self) -> bool:
         """Whether the model runs on a GPU or another accelerator (torch, not on the CPU)."""
-        if self.backend == "onnx":
-            return False
-        return str(getattr(self.model, "device", "cpu")).split(":")[0] != "cpu"
+        return self._device_kind != "cpu"
 
     def logits_of(self, encodings: Sequence[Any]) -> np.ndarray:
         """The model's raw output for pairs this model's pair encoder made (on the model
@@ -162,9 +170,7 @@ class CrossEncoderScorer(LocalModelScorer):
 
     def _logits_of_held(self, encodings: Sequence[Any]) -> np.ndarray:
         with self.using_model():
-            if self.backend == "onnx":
-                return np.asarray(self.model.predict_encoded(list(encodings), self.batch_size))
-            return self._forward(EncodedPairs(list(encodings)))
+            return self._logits_encoded(encodings)
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
         """As :meth:`LocalModelScorer.score`; under the service's pairs hook (see
@@ -194,7 +200,8 @@ class CrossEncoderScorer(LocalModelScorer):
         if encoder is None:  # read through sentence-transformers' predict: scored alone
             return on_model_thread(self.score_noted, query, texts, flags, warnings)
         pairs = encoder.encode(query, texts)  # here, while the model runs other requests
-        return self._noted(hook.score_pairs(self, pairs.encodings), pairs, flags, warnings)
+        logits = hook.score_pairs(self, pairs.encodings)
+        return self._noted(logits, pairs.truncated, pairs.query_cut, flags, warnings)
 
     def _forward(self, pairs: EncodedPairs) -> np.ndarray:
         """The sequence classifier on encoded pairs, batch by batch of similar length."""
@@ -250,19 +257,21 @@ class CrossEncoderScorer(LocalModelScorer):
             return np.zeros(0)
         with self.using_model():
             logits, pairs = self._logits(query, texts)
-            long = pairs.truncated if pairs is not None else self._too_long_by_spans(query, texts)
-        return self._noted(logits, pairs, flags, warnings, long)
+            if pairs is None:
+                long = self._too_long_by_spans(query, texts)
+                return self._noted(logits, long, 0, flags, warnings)
+        return self._noted(logits, pairs.truncated, pairs.query_cut, flags, warnings)
 
     def _noted(
         self,
         logits: np.ndarray,
-        pairs: EncodedPairs | None,
+        long: list[int],
+        query_cut: int,
         flags: dict[int, list[str]],
         warnings: list[str],
-        long: list[int] | None = None,
     ) -> np.ndarray:
-        """Relevance from ``logits``, with the cuts made to the input flagged and warned of."""
-        long = pairs.truncated if long is None and pairs is not None else (long or [])
+        """Relevance from ``logits``, with the documents cut (``long``) flagged and the cuts
+        (theirs and ``query_cut`` of the query's tokens) warned of."""
         for i in long:
             flags.setdefault(i, []).append(f"truncated:{self.name}")
         if long:
@@ -270,10 +279,10 @@ class CrossEncoderScorer(LocalModelScorer):
                 f"{self.name}: {len(long)} document(s) longer than the model's "
                 f"{self.max_tokens} tokens with the query were read on their start"
             )
-        if pairs is not None and pairs.query_cut:
+        if query_cut:
             warnings.append(
                 f"{self.name}: the query is too long for the model's {self.max_tokens} "
-                f"tokens with room for the documents; its last {pairs.query_cut} tokens "
+                f"tokens with room for the documents; its last {query_cut} tokens "
                 "were not read"
             )
         return relevance_from_logits(logits, self.output)

@@ -188,30 +188,38 @@ class MicroBatching:
     def score_pairs(self, scorer: Any, encodings: Sequence[Any]) -> np.ndarray:
         """``scorer.logits_of(encodings)``, run with the pairs of other requests queued at the
         same time (blocking; on the caller's thread until its rows are ready)."""
-        with self._lock:
-            batcher = self._pair_batchers.get(id(scorer))
-            if batcher is None:
-                batcher = self._pair_batchers[id(scorer)] = EncodeBatcher(
-                    scorer.logits_of,
-                    max_items=self.max_pairs,
-                    max_wait_ms=0.0,
-                    on_batch=self.on_pairs,
-                )
+        batcher = self._batcher(
+            self._pair_batchers,
+            id(scorer),
+            lambda: EncodeBatcher(
+                scorer.logits_of, max_items=self.max_pairs, max_wait_ms=0.0, on_batch=self.on_pairs
+            ),
+        )
         return batcher.encode(encodings, ABANDONED.get())
 
-    def __call__(self, scorer: Any, texts: Sequence[str], prompt: str | None) -> np.ndarray:
-        key = (id(scorer), prompt)
+    def _batcher(
+        self, kept: dict[Any, EncodeBatcher], key: Any, make: Callable[[], EncodeBatcher]
+    ) -> EncodeBatcher:
+        """The batcher ``kept`` for ``key``, made by ``make`` on first use."""
         with self._lock:
-            batcher = self._batchers.get(key)
+            batcher = kept.get(key)
             if batcher is None:
-                batcher = self._batchers[key] = EncodeBatcher(
-                    lambda batch: scorer.encode_now(batch, prompt),
-                    max_items=self.max_items,
-                    max_wait_ms=self.max_wait_ms,
-                    max_batch_tokens=self.max_batch_tokens,
-                    count_tokens=getattr(scorer, "count_tokens", None),
-                    on_batch=self.on_batch,
-                )
+                batcher = kept[key] = make()
+            return batcher
+
+    def __call__(self, scorer: Any, texts: Sequence[str], prompt: str | None) -> np.ndarray:
+        batcher = self._batcher(
+            self._batchers,
+            (id(scorer), prompt),
+            lambda: EncodeBatcher(
+                lambda batch: scorer.encode_now(batch, prompt),
+                max_items=self.max_items,
+                max_wait_ms=self.max_wait_ms,
+                max_batch_tokens=self.max_batch_tokens,
+                count_tokens=getattr(scorer, "count_tokens", None),
+                on_batch=self.on_batch,
+            ),
+        )
         return batcher.encode(texts, ABANDONED.get())
 
 
