@@ -179,6 +179,9 @@ def test_the_embedding_model_is_checked_too_and_the_share_is_validated(tiny_st, 
     code = main([*args, "--out", str(tmp_path / "x"), "--held-out", "1.5"])
     assert code == 1 and "--held-out is a share" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()  # refused before anything was trained
+    code = main([*args, "--out", str(tmp_path / "y"), "--head-learning-rate", "1e-3"])
+    assert code == 1 and "an embedding model has no head" in capsys.readouterr().err
+    assert not (tmp_path / "y").exists()
 
 
 def test_a_checkpoint_without_a_head_is_said_in_one_line_not_a_table(
@@ -198,3 +201,89 @@ def test_a_checkpoint_without_a_head_is_said_in_one_line_not_a_table(
     code = main([*args, "--model", str(bert_dir), "--out", str(tmp_path / "b"), *common])
     printed = capfd.readouterr()
     assert code == 0 and "relevance head" not in printed.out + printed.err
+
+
+def test_the_relevance_head_can_learn_at_its_own_step_size(bert_dir, tmp_path):
+    # the rest of the model at step size 0 stays as it was, weight for weight, while the
+    # head (pooler and classifier) learns at its own; the relevant pairs weighted 3 to 1
+    from safetensors.torch import load_file
+
+    from rerankit.training.cross_encoder import fine_tune_cross_encoder
+
+    rows = [
+        {
+            "query": f"topic {t}",
+            "document": f"{t} answer" if k == 0 else f"{t} {t} noise",
+            "label": float(k == 0),
+        }
+        for t in ("solar", "river", "violin", "market")
+        for k in range(4)
+    ]
+
+    def train(out, weight):
+        return fine_tune_cross_encoder(
+            rows,
+            out,
+            model=str(bert_dir),
+            epochs=2,
+            batch_size=4,
+            learning_rate=0.0,
+            head_learning_rate=1e-2,
+            positive_weight=weight,
+            progress=False,
+        )
+
+    assert train(tmp_path / "ce", 3.0)["steps"] == 8
+    before = load_file(bert_dir / "model.safetensors")
+    after = load_file(tmp_path / "ce" / "model.safetensors")
+    assert set(before) == set(after)
+    head = {k for k in before if k.startswith(("classifier.", "bert.pooler."))}
+    assert head and head < set(before)
+    for key in before.keys() - head:
+        assert np.array_equal(before[key].numpy(), after[key].numpy()), key
+    moved = after["classifier.weight"].numpy()
+    assert not np.array_equal(before["classifier.weight"].numpy(), moved)
+    # unweighted, the same steps end elsewhere: the weight reached the loss
+    train(tmp_path / "unweighted", None)
+    plain = load_file(tmp_path / "unweighted" / "model.safetensors")["classifier.weight"]
+    assert not np.allclose(plain.numpy(), moved)
+
+
+def test_a_new_head_learns_at_its_own_step_size_by_default(tiny_st, tmp_path):
+    # a checkpoint without a relevance head (an embedding model's encoder): at the rest's
+    # step size the new head would barely move; by default it learns at NEW_HEAD_LEARNING_RATE
+    from safetensors.torch import load_file
+
+    from rerankit.training.cross_encoder import fine_tune_cross_encoder
+
+    encoder = tiny_st.parent / "encoder"
+    rows = [
+        {
+            "query": f"about {t}",
+            "document": f"{t} answer" if k == 0 else f"{t} {t}",
+            "label": float(k == 0),
+        }
+        for t in ("solar", "river", "violin", "market")
+        for k in range(4)
+    ]
+
+    def head_after(out, **options):
+        fine_tune_cross_encoder(
+            rows,
+            out,
+            model=str(encoder),
+            epochs=1,
+            batch_size=4,
+            learning_rate=0.0,
+            progress=False,
+            **options,
+        )
+        after = load_file(out / "model.safetensors")
+        for key, value in load_file(encoder / "model.safetensors").items():
+            if not key.startswith("pooler."):  # the encoder itself never moves at step size 0
+                assert np.array_equal(value.numpy(), after[f"bert.{key}"].numpy()), key
+        return after["classifier.weight"].numpy()
+
+    default = head_after(tmp_path / "default")
+    still = head_after(tmp_path / "still", head_learning_rate=0.0)  # the same seed, no steps
+    assert not np.allclose(default, still)

@@ -56,6 +56,10 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     if args.split == "test":
         raise InputError("train on a training split; the test split is for reporting")
+    if args.what == "embedding" and args.head_learning_rate is not None:
+        raise InputError(
+            "--head-learning-rate is for cross-encoders: an embedding model has no head"
+        )
     if not 0 <= args.held_out < 1:
         raise InputError(f"--held-out is a share of the queries in [0, 1), got {args.held_out}")
     data = read_collection(args.data, args.split)
@@ -74,6 +78,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         train, load_with, what = fine_tune_embedding, "EmbeddingScorer", "embedding model"
         export = f"rerankit export {args.out} --quantize int8"
     options = {} if args.learning_rate is None else {"learning_rate": args.learning_rate}
+    if args.what == "cross-encoder" and args.head_learning_rate is not None:
+        options["head_learning_rate"] = args.head_learning_rate
     summary = train(
         rows,
         args.out,
@@ -93,9 +99,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     )
     if checked:
         scorer = (
-            CrossEncoderScorer(str(args.out), device="cpu")
+            CrossEncoderScorer(str(args.out))
             if args.what == "cross-encoder"
-            else EmbeddingScorer(str(args.out), device="cpu", cache=False)
+            else EmbeddingScorer(str(args.out), cache=False)
         )
         first, model = check_on_held_out(scorer, data, cands, checked, CHECK_DEPTH)
         print(
@@ -143,6 +149,13 @@ def add_commands(sub: Any) -> None:
     tr.add_argument("--k", type=positive_int, default=100, help="BM25 candidates for negatives")
     tr.add_argument(
         "--learning-rate", type=float, default=None, help="the optimiser's step size (2e-5)"
+    )
+    tr.add_argument(
+        "--head-learning-rate",
+        type=float,
+        default=None,
+        help="cross-encoder: the relevance head's step size (1e-3 for a checkpoint without "
+        "a head, whose new head starts from random weights; else --learning-rate's)",
     )
     tr.add_argument(
         "--held-out",
