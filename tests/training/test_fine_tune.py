@@ -203,6 +203,19 @@ def test_a_checkpoint_without_a_head_is_said_in_one_line_not_a_table(
     assert code == 0 and "relevance head" not in printed.out + printed.err
 
 
+def _one_relevant_in_four():
+    """Rows of four topics: the document that says "answer" relevant, three repeats not."""
+    return [
+        {
+            "query": f"about {t}",
+            "document": f"{t} answer" if k == 0 else f"{t} {t}",
+            "label": float(k == 0),
+        }
+        for t in ("solar", "river", "violin", "market")
+        for k in range(4)
+    ]
+
+
 def test_the_relevance_head_can_learn_at_its_own_step_size(bert_dir, tmp_path):
     # the rest of the model at step size 0 stays as it was, weight for weight, while the
     # head (pooler and classifier) learns at its own; the relevant pairs weighted 3 to 1
@@ -210,15 +223,7 @@ def test_the_relevance_head_can_learn_at_its_own_step_size(bert_dir, tmp_path):
 
     from rerankit.training.cross_encoder import fine_tune_cross_encoder
 
-    rows = [
-        {
-            "query": f"topic {t}",
-            "document": f"{t} answer" if k == 0 else f"{t} {t} noise",
-            "label": float(k == 0),
-        }
-        for t in ("solar", "river", "violin", "market")
-        for k in range(4)
-    ]
+    rows = _one_relevant_in_four()
 
     def train(out, weight):
         return fine_tune_cross_encoder(
@@ -257,15 +262,7 @@ def test_a_new_head_learns_at_its_own_step_size_by_default(tiny_st, tmp_path):
     from rerankit.training.cross_encoder import fine_tune_cross_encoder
 
     encoder = tiny_st.parent / "encoder"
-    rows = [
-        {
-            "query": f"about {t}",
-            "document": f"{t} answer" if k == 0 else f"{t} {t}",
-            "label": float(k == 0),
-        }
-        for t in ("solar", "river", "violin", "market")
-        for k in range(4)
-    ]
+    rows = _one_relevant_in_four()
 
     def head_after(out, **options):
         fine_tune_cross_encoder(
