@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learn import DATA
+from learn import DATA, mean_ndcg_of
 
 #: epochs, step size, hard negatives per relevant document, weight the relevant pairs (1)
 #: or not (0), the relevance head's own step size (0: the rest's); the first is the default
@@ -46,7 +46,7 @@ class Setting:
     learning_rate: float
     negatives: int
     weighted: bool
-    head_learning_rate: float | None
+    head_learning_rate: float  # 0: the rest's
 
     def __str__(self) -> str:
         weight = f", relevant weighted x{self.negatives}" if self.weighted else ""
@@ -61,50 +61,34 @@ def parse_grid(text: str) -> list[Setting]:
     settings = []
     for part in text.split(";"):
         epochs, rate, negatives, weighted, head = part.split(",")
-        head_rate = float(head) or None
         settings.append(
-            Setting(float(epochs), float(rate), int(negatives), weighted == "1", head_rate)
+            Setting(float(epochs), float(rate), int(negatives), weighted == "1", float(head))
         )
     return settings
 
 
-def ranked(scorer, data, cands, qids) -> tuple[float, dict[str, np.ndarray]]:
-    """Mean nDCG@10 x 100 of ``scorer`` over ``qids``' BM25 top ``DEPTH``, and the scores."""
-    from rerankit.eval.metrics import ranked_ndcg
-
-    values, scores = [], {}
-    for q in qids:
-        ids = [d for d, _ in cands.get(q, [])[:DEPTH]]
-        got = scorer.score_texts(data.queries[q], [data.text(d) for d in ids]) if ids else []
-        scores[q] = np.asarray(got, dtype=float)
-        values.append(ranked_ndcg(ids, scores[q], data.qrels.get(q, {})))
-    return 100 * float(np.mean(values)), scores
+def scores_of(scorer, data, cands, qids) -> dict[str, np.ndarray]:
+    """``scorer`` on each of ``qids``' BM25 top ``DEPTH``."""
+    texts = {q: [data.text(d) for d, _ in cands.get(q, [])[:DEPTH]] for q in qids}
+    return {
+        q: np.asarray(scorer.score_texts(data.queries[q], texts[q]) if texts[q] else [], float)
+        for q in qids
+    }
 
 
-def blend(data, cands, qids, scores, embedding_model: str) -> tuple[float, float, float]:
-    """Test nDCG@10 x 100 of BM25, of 0.3 BM25 + 0.7 MiniLM (min-max), and of that blended
-    half and half with ``scores`` (min-max)."""
-    from rerankit.eval.metrics import ranked_ndcg
+def hybrid_of(data, cands, qids, embedding_model: str) -> dict[str, np.ndarray]:
+    """0.3 BM25 + 0.7 MiniLM (each min-max) over each query's BM25 top ``DEPTH``."""
     from rerankit.normalize import normalize_scores
     from rerankit.scorers.embedding import EmbeddingScorer
 
-    embedding = EmbeddingScorer(embedding_model, cache=False)
-    first, base, mixed = [], [], []
+    cosine = scores_of(EmbeddingScorer(embedding_model, cache=False), data, cands, qids)
+    hybrid = {}
     for q in qids:
-        rows = cands.get(q, [])[:DEPTH]
-        ids = [d for d, _ in rows]
-        judged = data.qrels.get(q, {})
-        if not ids:
-            first.append(0.0), base.append(0.0), mixed.append(0.0)
-            continue
-        bm25 = normalize_scores(np.array([s for _, s in rows], dtype=float), "min_max")
-        cosine = embedding.score_texts(data.queries[q], [data.text(d) for d in ids])
-        hybrid = 0.3 * bm25 + 0.7 * normalize_scores(np.asarray(cosine, float), "min_max")
-        first.append(ranked_ndcg(ids, -np.arange(len(ids), dtype=float), judged))
-        base.append(ranked_ndcg(ids, hybrid, judged))
-        model = normalize_scores(scores[q], "min_max")
-        mixed.append(ranked_ndcg(ids, 0.5 * hybrid + 0.5 * model, judged))
-    return tuple(100 * float(np.mean(v)) for v in (first, base, mixed))
+        bm25 = np.array([s for _, s in cands.get(q, [])[:DEPTH]], dtype=float)
+        hybrid[q] = 0.3 * normalize_scores(bm25, "min_max") + 0.7 * normalize_scores(
+            cosine[q], "min_max"
+        )
+    return hybrid
 
 
 def main() -> None:
@@ -128,10 +112,11 @@ def main() -> None:
     )
     parser.add_argument("--work", default=None, help="folder for the models (a temporary one)")
     args = parser.parse_args()
-    from rerankit.cli.train import held_out
+    from rerankit.cli.train import check_on_held_out, held_out
     from rerankit.eval import load_beir
     from rerankit.eval.data import load_qrels
     from rerankit.eval.first_stage import first_stage
+    from rerankit.normalize import normalize_scores
     from rerankit.scorers.cross_encoder import CrossEncoderScorer
     from rerankit.training.cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 
@@ -146,6 +131,7 @@ def main() -> None:
         )
     cands = first_stage(train, "bm25", DEPTH)
     checked = held_out([q for q in train.qrels if q in train.queries], 0.1)
+    kept_out = set(checked)
     work = Path(args.work or tempfile.mkdtemp(prefix="rerankit-train-ce-"))
     labels = "human qrels" if not args.labels else f"labels from {args.labels}"
     print(
@@ -158,7 +144,7 @@ def main() -> None:
     def trained(setting: Setting, qrels, out: Path) -> str:
         """Train ``setting`` on ``qrels`` less the held-out queries; a line about the run."""
         data = dataclasses.replace(
-            train, qrels={q: j for q, j in qrels.items() if q not in set(checked)}
+            train, qrels={q: j for q, j in qrels.items() if q not in kept_out}
         )
         rows = cross_encoder_rows(data, cands, negatives=setting.negatives)
         summary = fine_tune_cross_encoder(
@@ -183,18 +169,29 @@ def main() -> None:
     results = []
     for k, setting in enumerate(parse_grid(args.grid)):
         note = trained(setting, train.qrels, work / f"ce-{k}")
-        value, _ = ranked(CrossEncoderScorer(str(work / f"ce-{k}")), train, cands, checked)
+        scorer = CrossEncoderScorer(str(work / f"ce-{k}"))
+        first, value = (100 * v for v in check_on_held_out(scorer, train, cands, checked, DEPTH))
         results.append((value, k, setting))
         print(f"| {setting} | {note} | {value:.2f} |", flush=True)
-    first, _ = ranked(_Position(), train, cands, checked)
     print(f"| (BM25's own order) | | {first:.2f} |")
     best, k, setting = max(results, key=lambda r: (r[0], -r[1]))
     test_cands = first_stage(test, "bm25", DEPTH)
     qids = [q for q in test.qrels if q in test.queries]
+    rows = {q: ([d for d, _ in test_cands.get(q, [])[:DEPTH]], None) for q in qids}
+    qrels = {q: test.qrels[q] for q in qids}
+
+    def on_test(model: Path) -> tuple[float, float]:
+        """The trained model's test nDCG@10 x 100, alone and blended with the hybrid."""
+        scores = scores_of(CrossEncoderScorer(str(model)), test, test_cands, qids)
+        mixed = {q: 0.5 * hybrid[q] + 0.5 * normalize_scores(scores[q], "min_max") for q in qids}
+        return mean_ndcg_of(rows, scores, qrels), mean_ndcg_of(rows, mixed, qrels)
+
+    hybrid = hybrid_of(test, test_cands, qids, args.embedding_model)
+    order = {q: -np.arange(len(ids), dtype=float) for q, (ids, _) in rows.items()}
+    bm25, base = mean_ndcg_of(rows, order, qrels), mean_ndcg_of(rows, hybrid, qrels)
     start = time.perf_counter()
-    alone, scores = ranked(CrossEncoderScorer(str(work / f"ce-{k}")), test, test_cands, qids)
+    alone, mixed = on_test(work / f"ce-{k}")
     took = time.perf_counter() - start
-    bm25, base, mixed = blend(test, test_cands, qids, scores, args.embedding_model)
     print(
         f"\nchosen on the held-out queries: {setting} ({best:.2f})\n"
         f"test, {len(qids)} queries, BM25 top {DEPTH}, nDCG@10 x 100 (scored in {took:.0f} s):\n"
@@ -204,19 +201,11 @@ def main() -> None:
         flush=True,
     )
     for n, path in enumerate(p for p in args.also.split(",") if p):
-        qrels = load_qrels(Path(path))
-        qrels = {q: qrels[q] for q in train.qrels if q in qrels}  # the same queries
-        note = trained(setting, qrels, work / f"also-{n}")
-        value, scores = ranked(CrossEncoderScorer(str(work / f"also-{n}")), test, test_cands, qids)
-        _, _, mixed = blend(test, test_cands, qids, scores, args.embedding_model)
+        also = load_qrels(Path(path))
+        also = {q: also[q] for q in train.qrels if q in also}  # the same queries
+        note = trained(setting, also, work / f"also-{n}")
+        value, mixed = on_test(work / f"also-{n}")
         print(f"| the same setting trained on {path} ({note}) | {value:.2f} | {mixed:.2f} |")
-
-
-class _Position:
-    """Scores that keep the first stage's order."""
-
-    def score_texts(self, query: str, texts: list[str]) -> list[float]:
-        return [-float(i) for i in range(len(texts))]
 
 
 if __name__ == "__main__":

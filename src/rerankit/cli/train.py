@@ -78,7 +78,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         train, load_with, what = fine_tune_embedding, "EmbeddingScorer", "embedding model"
         export = f"rerankit export {args.out} --quantize int8"
     options = {} if args.learning_rate is None else {"learning_rate": args.learning_rate}
-    if args.what == "cross-encoder" and args.head_learning_rate is not None:
+    if args.head_learning_rate is not None:  # cross-encoders only: refused above otherwise
         options["head_learning_rate"] = args.head_learning_rate
     summary = train(
         rows,

@@ -52,7 +52,8 @@ def has_relevance_head(source: str) -> bool:
 
 def _in_head(name: str) -> bool:
     """Whether a parameter belongs to the relevance head (pooler or classifier)."""
-    return ".pooler." in name or ".classifier." in name or name.startswith("classifier.")
+    parts = name.split(".")
+    return "pooler" in parts or "classifier" in parts
 
 
 def cross_encoder_rows(
@@ -173,12 +174,14 @@ def fine_tune_cross_encoder(
         )
     )
     dataset = datasets.Dataset.from_list(rows)
-    optimizer = None
-    head = [p for n, p in loaded.named_parameters() if _in_head(n)]
-    if head and head_learning_rate is not None and head_learning_rate != learning_rate:
-        rest = [p for n, p in loaded.named_parameters() if not _in_head(n)]
-        groups = [{"params": rest}, {"params": head, "lr": head_learning_rate}]
-        optimizer = torch.optim.AdamW(groups, lr=learning_rate, weight_decay=0.0)
+    optimizer = None  # the trainer's own, unless the head has a step size of its own
+    if head_learning_rate is not None and head_learning_rate != learning_rate:
+        head, rest = [], []
+        for name, parameter in loaded.named_parameters():
+            (head if _in_head(name) else rest).append(parameter)
+        if head:
+            groups = [{"params": rest}, {"params": head, "lr": head_learning_rate}]
+            optimizer = torch.optim.AdamW(groups, lr=learning_rate, weight_decay=0.0)
     return run_trainer(
         lambda callbacks: trainers.CrossEncoderTrainer(
             model=loaded,
