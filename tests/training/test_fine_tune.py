@@ -284,3 +284,53 @@ def test_a_new_head_learns_at_its_own_step_size_by_default(tiny_st, tmp_path):
     default = head_after(tmp_path / "default")
     still = head_after(tmp_path / "still", head_learning_rate=0.0)  # the same seed, no steps
     assert not np.allclose(default, still)
+
+
+def test_a_rerun_resumes_only_its_own_run(bert_dir, tmp_path):
+    # checkpoints of a run with other settings are refused before any model loads, naming
+    # what differs, and left as they were; the same run resumes from them
+    from rerankit.errors import InputError
+    from rerankit.training.cross_encoder import fine_tune_cross_encoder
+    from rerankit.training.trainer import RUN_FILE
+
+    rows = _one_relevant_in_four()
+    out = tmp_path / "ce"
+
+    def train(**options):
+        settings = {"epochs": 1, "batch_size": 4, "learning_rate": 1e-3, **options}
+        return fine_tune_cross_encoder(rows, out, model=str(bert_dir), progress=False, **settings)
+
+    assert not train()["resumed"]
+    checkpoints = sorted(p.name for p in (out / "checkpoints").iterdir())
+    assert RUN_FILE in checkpoints and any(n.startswith("checkpoint-") for n in checkpoints)
+    record = (out / "checkpoints" / RUN_FILE).read_text()
+    with pytest.raises(InputError) as refused:
+        train(head_learning_rate=1e-2)  # once failed deep in the optimizer
+    message = str(refused.value)
+    assert "head_learning_rate: None there, 0.01 now" in message and str(out) in message
+    with pytest.raises(InputError, match="rows: "):  # other training pairs: another run
+        fine_tune_cross_encoder(
+            rows[:-1],
+            out,
+            model=str(bert_dir),
+            epochs=1,
+            batch_size=4,
+            learning_rate=1e-3,
+            progress=False,
+        )
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == checkpoints
+    assert (out / "checkpoints" / RUN_FILE).read_text() == record
+    assert train()["resumed"]  # the same settings: resumed, as before
+
+
+def test_the_command_says_which_setting_differs_from_the_checkpoints_run(
+    bert_dir, tmp_path, capsys
+):
+    data_dir = _answers_below_repeats(tmp_path / "data")
+    args = ["train", "cross-encoder", "--data", str(data_dir), "--model", str(bert_dir)]
+    args += ["--out", str(tmp_path / "ce"), "--held-out", "0", "--batch-size", "8"]
+    assert main([*args, "--no-progress"]) == 0
+    capsys.readouterr()
+    assert main([*args, "--no-progress", "--learning-rate", "1e-4"]) == 1
+    err = capsys.readouterr().err
+    assert "learning_rate: 2e-05 there, 0.0001 now" in err and "delete that folder" in err

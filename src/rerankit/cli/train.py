@@ -131,7 +131,9 @@ def add_commands(sub: Any) -> None:
         "document with the 3 best BM25 candidates not judged relevant "
         "(BinaryCrossEntropyLoss), from the bundled MiniLM or --model. sentence-transformers' "
         "trainers; a time estimate first; checkpoints under OUT/checkpoints, and a rerun "
-        "resumes from them (extras torch and train). Judgments from `rerankit label` work too.",
+        "with the same settings resumes from them (those of other "
+        "settings are refused) (extras torch and train). Judgments from `rerankit label` "
+        "work too.",
     )
     tr.add_argument("what", choices=("embedding", "cross-encoder"), help="what to train")
     tr.add_argument("--data", required=True, help="BEIR-layout folder")

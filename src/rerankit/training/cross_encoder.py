@@ -26,7 +26,7 @@ from .._optional import require
 from ..backends.bundled import resolve_source
 from ..backends.local import quiet_loading
 from ..errors import InputError
-from .trainer import run_trainer, trainer_settings
+from .trainer import claim_checkpoints, rows_fingerprint, run_trainer, trainer_settings
 
 __all__ = ["NEW_HEAD_LEARNING_RATE", "cross_encoder_rows", "fine_tune_cross_encoder"]
 
@@ -130,13 +130,28 @@ def fine_tune_cross_encoder(
     torch.manual_seed(seed)
     source = resolve_source(model)
     new_head = not has_relevance_head(source)
+    if new_head and head_learning_rate is None:
+        head_learning_rate = NEW_HEAD_LEARNING_RATE
+    claim_checkpoints(
+        checkpoints,
+        {
+            "kind": "cross-encoder",
+            "model": model,
+            "rows": rows_fingerprint(rows),
+            "epochs": epochs,
+            "batch_size": batch_size,
+            "learning_rate": learning_rate,
+            "head_learning_rate": head_learning_rate,
+            "positive_weight": positive_weight,
+            "max_length": max_length,
+            "seed": seed,
+        },
+    )
     # no weight-loading bar (the library never prints), and for a checkpoint without a head
     # no transformers table of the head's "MISSING" weights either: one line says it instead
     with quiet_loading(warnings=not new_head):
         loaded = st.CrossEncoder(source, num_labels=1, max_length=max_length)
     if new_head:
-        if head_learning_rate is None:
-            head_learning_rate = NEW_HEAD_LEARNING_RATE
         (log or logger.info)(
             f"{model}: no relevance head in this checkpoint, a new one starts from random "
             f"weights and learns at step size {head_learning_rate:g} (a cross-encoder "

@@ -22,7 +22,7 @@ from .._optional import require
 from ..backends.bundled import resolve_source
 from ..backends.local import quiet_loading
 from ..errors import InputError
-from .trainer import run_trainer, trainer_settings
+from .trainer import claim_checkpoints, rows_fingerprint, run_trainer, trainer_settings
 
 __all__ = ["embedding_pairs", "fine_tune_embedding"]
 
@@ -92,8 +92,21 @@ def fine_tune_embedding(
 
     out = Path(out)
     checkpoints = out / "checkpoints"
+    claim_checkpoints(
+        checkpoints,
+        {
+            "kind": "embedding",
+            "model": model,
+            "rows": rows_fingerprint(rows),
+            "epochs": epochs,
+            "batch_size": batch_size,
+            "learning_rate": learning_rate,
+            "max_length": max_length,
+            "seed": seed,
+        },
+    )
     with quiet_loading():  # no weight-loading bar: the library never prints
-        loaded = st.SentenceTransformer(resolve_source(model), device="cpu")
+        loaded = st.SentenceTransformer(resolve_source(model))  # on the GPU when there is one
     if max_length:
         loaded.max_seq_length = max_length
     dataset = datasets.Dataset.from_list(rows)
@@ -102,7 +115,10 @@ def fine_tune_embedding(
     probe = rows[:batch_size]
     start = time.perf_counter()
     prepare = getattr(loaded, "preprocess", None) or loaded.tokenize
-    features = [prepare([r[k] for r in probe]) for k in ("anchor", "positive", "negative")]
+    features = [
+        {n: v.to(loaded.device) if hasattr(v, "to") else v for n, v in batch.items()}
+        for batch in (prepare([r[k] for r in probe]) for k in ("anchor", "positive", "negative"))
+    ]
     loss = MultipleNegativesRankingLoss(loaded)
     value = loss(features, None)
     value.backward()

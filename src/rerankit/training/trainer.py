@@ -4,15 +4,56 @@ losses recorded) and the summary it returns."""
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .._optional import require
 from ..backends.local import quiet_loading
+from ..errors import InputError
 
-__all__ = ["run_trainer", "trainer_settings"]
+__all__ = ["RUN_FILE", "claim_checkpoints", "rows_fingerprint", "run_trainer", "trainer_settings"]
+
+#: the file in a checkpoint folder that records the settings of the run writing it
+RUN_FILE = "run.json"
+
+
+def rows_fingerprint(rows: Sequence[Mapping[str, Any]]) -> str:
+    """A digest of the training rows, so that a run on other rows is another run."""
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(json.dumps(row, sort_keys=True, ensure_ascii=False).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()[:16]
+
+
+def claim_checkpoints(checkpoints: Path, settings: Mapping[str, Any]) -> None:
+    """Record ``settings`` (what the run trains: model, rows, step sizes, ...) as the run
+    of ``checkpoints``, before any model is loaded. A folder holding checkpoints of a run
+    with other settings is refused (an :class:`InputError` naming what differs): the
+    trainer would resume that run, continuing someone else's training or failing deep
+    inside the optimizer. Checkpoints written without a record (before it existed) are
+    resumed as they were."""
+    record = checkpoints / RUN_FILE
+    now = json.loads(json.dumps(dict(settings)))  # as it reads back
+    has_checkpoints = checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*"))
+    if has_checkpoints and record.is_file():
+        before = json.loads(record.read_text(encoding="utf-8"))
+        changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
+        if changed:
+            differences = "; ".join(
+                f"{k}: {before.get(k)!r} there, {now.get(k)!r} now" for k in changed
+            )
+            raise InputError(
+                f"{checkpoints} holds the checkpoints of another run ({differences}); a "
+                "rerun resumes only the same run: delete that folder to start again, or "
+                "write to another output folder"
+            )
+    checkpoints.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(now, indent=2) + "\n", encoding="utf-8")
 
 
 def trainer_settings(
