@@ -149,6 +149,24 @@ def test_monotone_constraints_keep_a_feature_from_counting_against_relevance():
     assert np.all(np.diff(predicted) >= -1e-12)
 
 
+def test_a_pointwise_objective_takes_grades_as_probabilities():
+    """LightGBM's cross-entropy objective wants targets in [0, 1]: grades 0-2 are scaled to
+    them, and the model learns the ranking the grades mean."""
+    rows, _ = _ranking_rows(queries=80)
+    graded = {}
+    for q, (ids, x) in rows.items():
+        order = np.argsort(-x[:, 3])
+        graded[q] = {ids[order[0]]: 2, ids[order[1]]: 1, ids[order[2]]: 1}
+    names = ["cosine", "bm25"]
+    train, held = list(rows)[:60], list(rows)[60:]
+    booster = ltr.fit(
+        rows, graded, train, trees=50, features=names, params={"objective": "cross_entropy"}
+    )
+    predicted = booster.predict(rows[held[0]][1][:, learned.feature_columns(names)])
+    assert np.all((predicted > 0) & (predicted < 1))  # probabilities
+    assert _held_out_ndcg(booster, rows, graded, held, names) > 0.8
+
+
 def _held_out_ndcg(booster, rows, truth, held, names) -> float:
     """Mean nDCG@10 against ``truth`` of the ``held`` queries ranked by ``booster``."""
     from rerankit.eval.metrics import ndcg_at_k

@@ -62,6 +62,11 @@ MONOTONE = {
 }
 
 
+#: LightGBM objectives that score each candidate alone (a grade scaled to [0, 1] is its
+#: target), not the order of a query's candidates
+POINTWISE = ("cross_entropy", "xentropy")
+
+
 #: the features a model trained on few queries uses (see :func:`feature_set`)
 CORE_FEATURES = (
     "first_stage_norm",
@@ -177,8 +182,11 @@ def fit(
         raise ValueError("learning to rank needs training queries with candidates")
     names = list(features)
     x, y, g = _dataset(rows, qrels, qids, feature_columns(names), judged_only)
-    train_set = lgb.Dataset(x, y, group=g, feature_name=names)
     settings = _params(params, names, seed)
+    if settings["objective"] in POINTWISE:  # grades as probabilities of relevance
+        y = y / max(1, int(y.max()))
+        settings["metric"] = settings["objective"]  # nDCG wants whole grades
+    train_set = lgb.Dataset(x, y, group=g, feature_name=names)
     if x.shape[0] >= 20_000 and not (params and "num_threads" in params):
         settings["num_threads"] = 0  # every core; small sets train faster on one
     return lgb.train(settings, train_set, num_boost_round=trees)

@@ -1,0 +1,148 @@
+"""Which learning-to-rank objective stands a noisy judge best, chosen on training queries only.
+
+For each collection's training split: the queries at odd positions learn from an oracle
+judge's labels of their BM25 top ``--k`` (the same oracle as ``distill.py``: relevant per the
+human qrels, with a share of judgments flipped by a fixed hash of query and document), the
+even ones are scored on their human qrels over the BM25 top 100, and the other way round.
+Learning is ``tune --method ltr``'s procedure for a folder ``rerankit label`` wrote (judged
+candidates only, denoised labels compared, nested 5-fold cross-validation, the verdict
+against the default ``hybrid``), once per LightGBM objective, the rest of each setting
+unchanged: ``lambdarank`` (tune's), ``rank_xendcg`` (the cross-entropy of NDCG's softmax,
+reported more robust to label noise) and ``cross_entropy`` (pointwise: each candidate's
+grade scaled to a probability; ranking by a classifier's probability is unaffected by
+symmetric label noise in the limit). Prints, per collection, noise and objective, the mean
+over both directions of the held-out half's nDCG@10 (human qrels) of the learned model and
+of what tune would write, against the default.
+
+Run: ``python benchmarks/judge_noise_dev.py [--sets scifact,nfcorpus] [--noise 0,0.1,0.3]
+[--objectives lambdarank,rank_xendcg,cross_entropy]`` (features cached as distill.py's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from distill import features_of, oracle_grade
+from learn import DATA, ROOT, default_scores, hybrid_scores, per_query_ndcg
+
+
+def oracle_labels(data, rows, qids, noise: float, k: int) -> dict[str, dict[str, int]]:
+    """What ``rerankit label`` writes for the oracle: grade 3 (judged 9) or 0 (judged 1)
+    for each query's first ``k`` candidates."""
+    out = {}
+    for q in qids:
+        relevant = {d for d, g in data.qrels.get(q, {}).items() if g}
+        query = data.queries[q]
+        out[q] = {
+            d: 3 if oracle_grade(relevant, query, d, noise) == 9 else 0 for d in rows[q][0][:k]
+        }
+    return out
+
+
+def learned_on_half(rows, hybrid, labels, qids, objective: str):
+    """tune's choice on the labelled ``qids``: (booster, blend, adopted, chosen)."""
+    from rerankit.training import crossval, ltr
+
+    mine = {q: rows[q] for q in qids}
+    blended = default_scores(mine)
+    default = {q: hybrid[q] for q in qids}
+    _, default = ltr.judged_candidates(mine, labels, default)
+    judged, blended = ltr.judged_candidates(mine, labels, blended)
+    settings = {n: {**s, "objective": objective} for n, s in ltr.SETTINGS.items()}
+    fit = ltr.options(
+        judged, labels, default=blended, settings=settings, denoise_tops=(None, ltr.DENOISE_TOP)
+    )
+    cv = crossval.cross_validate(list(judged), fit)
+    verdict = crossval.verdict(cv, per_query_ndcg(judged, default, labels))
+    setting, trees, blend, top = cv.best
+    names = ltr.feature_set(len(judged))
+    qrels = labels
+    if top is not None:
+        qrels = {**labels, **ltr.denoise(judged, labels, list(judged), top=top, features=names)}
+    booster = ltr.fit(
+        judged, qrels, list(judged), trees=trees, params=settings[setting], features=names
+    )
+    chosen = f"{setting}, {trees} trees, blend {blend:g}" + (", denoised" if top else "")
+    chosen += f", gain {100 * verdict.gain:+.2f} (noise {100 * verdict.noise:.2f})"
+    return booster, blend, verdict.adopt, chosen
+
+
+def held_out(booster, blend, rows, default, qrels, qids) -> float:
+    from rerankit.normalize import normalize_scores
+    from rerankit.scorers.learned import feature_columns
+
+    columns = feature_columns(list(booster.feature_name()))
+    scores = {}
+    for q in qids:
+        model = normalize_scores(booster.predict(rows[q][1][:, columns]), "min_max")
+        scores[q] = blend * model + (1 - blend) * default[q]
+    return 100 * statistics.fmean(
+        per_query_ndcg({q: rows[q] for q in qids}, scores, qrels).values()
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sets", default="scifact,nfcorpus")
+    parser.add_argument("--noise", default="0,0.1,0.3")
+    parser.add_argument("--objectives", default="lambdarank,rank_xendcg,cross_entropy")
+    parser.add_argument("--k", type=int, default=20, help="candidates judged per query")
+    args = parser.parse_args()
+    os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
+    from rerankit.eval import load_beir
+    from rerankit.scorers import learned
+
+    signals = learned.Signals()
+    for name in args.sets.split(","):
+        train = load_beir(DATA / name, "train")
+        rows = features_of(train, "train", signals)
+        hybrid = hybrid_scores(train, rows)
+        blend_with = default_scores(rows)
+        qids = [q for q in train.queries if q in train.qrels and q in rows]
+        halves = (qids[0::2], qids[1::2])
+        default = [
+            100
+            * statistics.fmean(
+                per_query_ndcg({q: rows[q] for q in h}, hybrid, train.qrels).values()
+            )
+            for h in halves
+        ]
+        print(
+            f"\n{name}: {len(halves[0])} + {len(halves[1])} training queries; default "
+            f"hybrid on the halves {default[0]:.2f} / {default[1]:.2f}, held-out nDCG@10 x 100, "
+            "mean of both directions\n"
+        )
+        print(
+            "| noise | objective | learned | what tune writes | vs default | choices (a / b) | s |"
+        )
+        print("|---:|---|---:|---:|---:|---|---:|", flush=True)
+        for noise in (float(x) for x in args.noise.split(",")):
+            for objective in args.objectives.split(","):
+                start = time.perf_counter()
+                learned_scores, written, notes = [], [], []
+                for i, (fit_half, test_half) in enumerate((halves, halves[::-1])):
+                    labels = oracle_labels(train, rows, fit_half, noise, args.k)
+                    booster, blend, adopt, chosen = learned_on_half(
+                        rows, hybrid, labels, fit_half, objective
+                    )
+                    score = held_out(booster, blend, rows, blend_with, train.qrels, test_half)
+                    learned_scores.append(score)
+                    written.append(score if adopt else default[1 - i])
+                    notes.append(("adopted: " if adopt else "not adopted: ") + chosen)
+                mean_l, mean_w = statistics.fmean(learned_scores), statistics.fmean(written)
+                print(
+                    f"| {100 * noise:.0f} % | {objective} | {mean_l:.2f} | {mean_w:.2f} | "
+                    f"{mean_l - statistics.fmean(default):+.2f} | {' / '.join(notes)} | "
+                    f"{time.perf_counter() - start:.0f} |",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()
