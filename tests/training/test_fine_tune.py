@@ -296,9 +296,9 @@ def test_a_rerun_resumes_only_its_own_run(bert_dir, tmp_path):
     rows = _one_relevant_in_four()
     out = tmp_path / "ce"
 
-    def train(**options):
+    def train(pairs=rows, **options):
         settings = {"epochs": 1, "batch_size": 4, "learning_rate": 1e-3, **options}
-        return fine_tune_cross_encoder(rows, out, model=str(bert_dir), progress=False, **settings)
+        return fine_tune_cross_encoder(pairs, out, model=str(bert_dir), progress=False, **settings)
 
     assert not train()["resumed"]
     checkpoints = sorted(p.name for p in (out / "checkpoints").iterdir())
@@ -309,15 +309,7 @@ def test_a_rerun_resumes_only_its_own_run(bert_dir, tmp_path):
     message = str(refused.value)
     assert "head_learning_rate: None there, 0.01 now" in message and str(out) in message
     with pytest.raises(InputError, match="rows: "):  # other training pairs: another run
-        fine_tune_cross_encoder(
-            rows[:-1],
-            out,
-            model=str(bert_dir),
-            epochs=1,
-            batch_size=4,
-            learning_rate=1e-3,
-            progress=False,
-        )
+        train(rows[:-1])
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == checkpoints
     assert (out / "checkpoints" / RUN_FILE).read_text() == record
     assert train()["resumed"]  # the same settings: resumed, as before
