@@ -52,56 +52,57 @@ def oracle_labels(data, rows, qids, noise: float, k: int) -> dict[str, dict[str,
 
 
 def learned_on_half(rows, hybrid, labels, qids, objective: str):
-    """tune's choice on the labelled ``qids``: (booster, blend, adopted, chosen)."""
+    """tune's choice on the labelled ``qids``: (booster, blend, adopted, chosen, the
+    full-list gain and its standard error)."""
     from rerankit.training import crossval, ltr
 
     mine = {q: rows[q] for q in qids}
-    blended = blended_full = default_scores(mine)
-    default = hybrid_full = {q: hybrid[q] for q in qids}
-    _, default = ltr.judged_candidates(mine, labels, default)
-    judged, blended = ltr.judged_candidates(mine, labels, blended)
+    full_blend = default_scores(mine)  # what learned models are blended with
+    full_default = {q: hybrid[q] for q in qids}  # the default they are compared with
+    _, default = ltr.judged_candidates(mine, labels, full_default)
+    judged, blended = ltr.judged_candidates(mine, labels, full_blend)
     settings = {n: {**s, "objective": objective} for n, s in ltr.SETTINGS.items()}
     fit = ltr.options(
         judged, labels, default=blended, settings=settings, denoise_tops=(None, ltr.DENOISE_TOP)
     )
     cv = crossval.cross_validate(list(judged), fit)
     verdict = crossval.verdict(cv, per_query_ndcg(judged, default, labels))
-    full = full_list_gain(cv, judged, labels, mine, blended_full, hybrid_full)
+    full = full_list_gain(cv, judged, labels, mine, full_blend, full_default, settings)
+    booster = ltr.fit_option(judged, labels, list(judged), cv.best, settings=settings)
     setting, trees, blend, top = cv.best
-    names = ltr.feature_set(len(judged))
-    qrels = labels
-    if top is not None:
-        qrels = {**labels, **ltr.denoise(judged, labels, list(judged), top=top, features=names)}
-    booster = ltr.fit(
-        judged, qrels, list(judged), trees=trees, params=settings[setting], features=names
-    )
     chosen = f"{setting}, {trees} trees, blend {blend:g}" + (", denoised" if top else "")
     chosen += f", gain {100 * verdict.gain:+.2f} (noise {100 * verdict.noise:.2f})"
     chosen += f", full lists {100 * full[0]:+.2f} ({100 * full[1]:.2f})"
     return booster, blend, verdict.adopt, chosen, full
 
 
-def full_list_gain(cv, judged, labels, rows, blended, hybrid) -> tuple[float, float]:
+def blended_scores(booster, x, blend: float, default):
+    """The booster's min-max scores of candidates ``x`` mixed with ``default``'s, as tune
+    blends them."""
+    from rerankit.normalize import normalize_scores
+    from rerankit.scorers.learned import feature_columns
+
+    model = normalize_scores(
+        booster.predict(x[:, feature_columns(booster.feature_name())]), "min_max"
+    )
+    return blend * model + (1 - blend) * default
+
+
+def full_list_gain(cv, judged, labels, rows, blended, hybrid, settings) -> tuple[float, float]:
     """What cross-validation on the judged candidates cannot see: each outer fold's chosen
     option, fitted on the other folds, ranking its queries' *whole* candidate lists, scored
     with the unjudged taken as non-relevant, against the default on the same lists: the
     mean per-query gain and its standard error."""
     from rerankit.eval.metrics import paired_standard_error, ranked_ndcg
-    from rerankit.normalize import normalize_scores
-    from rerankit.scorers.learned import feature_columns
     from rerankit.training import ltr
 
     gains = []
     for f, option in enumerate(cv.chosen_by_fold):
-        inside = [q for q in judged if cv.fold_of[q] == f]
         outside = [q for q in judged if cv.fold_of[q] != f]
-        names = ltr.feature_set(len(outside))
-        booster = ltr.fit_option(judged, labels, outside, option, features=names)
-        blend = option[2]
-        for q in inside:
+        booster = ltr.fit_option(judged, labels, outside, option, settings=settings)
+        for q in (q for q in judged if cv.fold_of[q] == f):
             ids, x = rows[q]
-            model = normalize_scores(booster.predict(x[:, feature_columns(names)]), "min_max")
-            mixed = blend * model + (1 - blend) * blended[q]
+            mixed = blended_scores(booster, x, option[2], blended[q])
             gains.append(
                 ranked_ndcg(ids, mixed, labels[q]) - ranked_ndcg(ids, hybrid[q], labels[q])
             )
@@ -109,17 +110,10 @@ def full_list_gain(cv, judged, labels, rows, blended, hybrid) -> tuple[float, fl
 
 
 def held_out(booster, blend, rows, default, qrels, qids) -> float:
-    from rerankit.normalize import normalize_scores
-    from rerankit.scorers.learned import feature_columns
-
-    columns = feature_columns(list(booster.feature_name()))
-    scores = {}
-    for q in qids:
-        model = normalize_scores(booster.predict(rows[q][1][:, columns]), "min_max")
-        scores[q] = blend * model + (1 - blend) * default[q]
-    return 100 * statistics.fmean(
-        per_query_ndcg({q: rows[q] for q in qids}, scores, qrels).values()
-    )
+    """Mean nDCG@10 x 100 of the ``qids`` ranked by the blended booster."""
+    scores = {q: blended_scores(booster, rows[q][1], blend, default[q]) for q in qids}
+    mine = {q: rows[q] for q in qids}
+    return 100 * statistics.fmean(per_query_ndcg(mine, scores, qrels).values())
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from .._optional import require
 from ..backends.bundled import resolve_source
 from ..backends.local import quiet_loading
 from ..errors import InputError
-from .trainer import claim_checkpoints, rows_fingerprint, run_trainer, trainer_settings
+from .trainer import claim_checkpoints, run_trainer, trainer_settings
 
 __all__ = ["NEW_HEAD_LEARNING_RATE", "cross_encoder_rows", "fine_tune_cross_encoder"]
 
@@ -132,12 +132,12 @@ def fine_tune_cross_encoder(
     new_head = not has_relevance_head(source)
     if new_head and head_learning_rate is None:
         head_learning_rate = NEW_HEAD_LEARNING_RATE
-    claim_checkpoints(
+    resume = claim_checkpoints(
         checkpoints,
+        rows,
         {
             "kind": "cross-encoder",
             "model": model,
-            "rows": rows_fingerprint(rows),
             "epochs": epochs,
             "batch_size": batch_size,
             "learning_rate": learning_rate,
@@ -206,8 +206,8 @@ def fine_tune_cross_encoder(
             callbacks=callbacks,
             optimizers=(optimizer, None),
         ),
-        checkpoints,
         len(rows),
         lambda: loaded.save_pretrained(str(out)),
+        resume=resume,
         progress=progress,
     )

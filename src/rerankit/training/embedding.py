@@ -22,7 +22,7 @@ from .._optional import require
 from ..backends.bundled import resolve_source
 from ..backends.local import quiet_loading
 from ..errors import InputError
-from .trainer import claim_checkpoints, rows_fingerprint, run_trainer, trainer_settings
+from .trainer import claim_checkpoints, run_trainer, trainer_settings
 
 __all__ = ["embedding_pairs", "fine_tune_embedding"]
 
@@ -92,12 +92,12 @@ def fine_tune_embedding(
 
     out = Path(out)
     checkpoints = out / "checkpoints"
-    claim_checkpoints(
+    resume = claim_checkpoints(
         checkpoints,
+        rows,
         {
             "kind": "embedding",
             "model": model,
-            "rows": rows_fingerprint(rows),
             "epochs": epochs,
             "batch_size": batch_size,
             "learning_rate": learning_rate,
@@ -144,8 +144,8 @@ def fine_tune_embedding(
         lambda callbacks: st.SentenceTransformerTrainer(
             model=loaded, args=arguments, train_dataset=dataset, loss=loss, callbacks=callbacks
         ),
-        checkpoints,
         len(rows),
         lambda: loaded.save(str(out)),
+        resume=resume,
         progress=progress,
     )

@@ -420,15 +420,17 @@ def fit_option(
     *,
     features: Sequence[str] | None = None,
     seed: int = 0,
+    settings: Mapping[str, Mapping[str, Any]] = SETTINGS,
 ) -> Any:
-    """The booster of an :func:`options` option (its setting and number of trees; the blend
-    is applied when ranking), fitted on the ``qids`` queries, on :func:`denoise`'s labels
-    when the option says so."""
+    """The booster of an :func:`options` option (its setting, from ``settings`` as there,
+    and number of trees; the blend is applied when ranking), fitted on the ``qids``
+    queries, on :func:`denoise`'s labels when the option says so."""
     setting, trees, _, top = option
     names = list(features or feature_set(len(qids)))
     if top is not None:
         qrels = {**qrels, **denoise(rows, qrels, qids, top=top, features=names)}
-    return fit(rows, qrels, qids, trees=trees, params=SETTINGS[setting], features=names, seed=seed)
+    params = settings[setting]
+    return fit(rows, qrels, qids, trees=trees, params=params, features=names, seed=seed)
 
 
 def save(booster: Any, path: str | Path, report: Mapping[str, Any]) -> Path:

@@ -15,13 +15,13 @@ from .._optional import require
 from ..backends.local import quiet_loading
 from ..errors import InputError
 
-__all__ = ["RUN_FILE", "claim_checkpoints", "rows_fingerprint", "run_trainer", "trainer_settings"]
+__all__ = ["RUN_FILE", "claim_checkpoints", "run_trainer", "trainer_settings"]
 
 #: the file in a checkpoint folder that records the settings of the run writing it
 RUN_FILE = "run.json"
 
 
-def rows_fingerprint(rows: Sequence[Mapping[str, Any]]) -> str:
+def _fingerprint(rows: Sequence[Mapping[str, Any]]) -> str:
     """A digest of the training rows, so that a run on other rows is another run."""
     digest = hashlib.sha256()
     for row in rows:
@@ -30,17 +30,20 @@ def rows_fingerprint(rows: Sequence[Mapping[str, Any]]) -> str:
     return digest.hexdigest()[:16]
 
 
-def claim_checkpoints(checkpoints: Path, settings: Mapping[str, Any]) -> None:
-    """Record ``settings`` (what the run trains: model, rows, step sizes, ...) as the run
-    of ``checkpoints``, before any model is loaded. A folder holding checkpoints of a run
-    with other settings is refused (an :class:`InputError` naming what differs): the
-    trainer would resume that run, continuing someone else's training or failing deep
+def claim_checkpoints(
+    checkpoints: Path, rows: Sequence[Mapping[str, Any]], settings: Mapping[str, Any]
+) -> bool:
+    """Record ``settings`` (what the run trains: model, step sizes, ...) and a digest of
+    its training ``rows`` as the run of ``checkpoints``, before any model is loaded, and
+    say whether there are checkpoints to resume. A folder holding checkpoints of a run
+    with other settings or rows is refused (an :class:`InputError` naming what differs):
+    the trainer would resume that run, continuing someone else's training or failing deep
     inside the optimizer. Checkpoints written without a record (before it existed) are
     resumed as they were."""
     record = checkpoints / RUN_FILE
-    now = json.loads(json.dumps(dict(settings)))  # as it reads back
-    has_checkpoints = checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*"))
-    if has_checkpoints and record.is_file():
+    now = json.loads(json.dumps({**settings, "rows": _fingerprint(rows)}))  # as it reads back
+    resume = checkpoints.is_dir() and any(checkpoints.glob("checkpoint-*"))
+    if resume and record.is_file():
         before = json.loads(record.read_text(encoding="utf-8"))
         changed = sorted(k for k in before.keys() | now.keys() if before.get(k) != now.get(k))
         if changed:
@@ -54,6 +57,7 @@ def claim_checkpoints(checkpoints: Path, settings: Mapping[str, Any]) -> None:
             )
     checkpoints.mkdir(parents=True, exist_ok=True)
     record.write_text(json.dumps(now, indent=2) + "\n", encoding="utf-8")
+    return resume
 
 
 def trainer_settings(
@@ -85,16 +89,17 @@ def trainer_settings(
 
 def run_trainer(
     make: Callable[[list[Any]], Any],
-    checkpoints: Path,
     pairs: int,
     save: Callable[[], Any],
     *,
+    resume: bool,
     progress: bool = True,
 ) -> dict[str, Any]:
-    """Build a trainer with ``make(callbacks)``, train it (resuming from the last checkpoint
-    under ``checkpoints``), ``save()`` the model, and return the summary: pairs, steps, the
-    logged training losses, seconds, resumed. Nothing is printed; without ``progress``,
-    transformers' bars for loading checkpoints and writing the model are off too."""
+    """Build a trainer with ``make(callbacks)``, train it (with ``resume``, from the last
+    checkpoint in its output folder: :func:`claim_checkpoints` says), ``save()`` the model,
+    and return the summary: pairs, steps, the logged training losses, seconds, resumed.
+    Nothing is printed; without ``progress``, transformers' bars for loading checkpoints
+    and writing the model are off too."""
     callbacks = require("transformers.trainer_callback", "training")
     losses: list[float] = []
 
@@ -105,7 +110,6 @@ def run_trainer(
 
     trainer = make([_Record()])
     trainer.remove_callback(callbacks.PrinterCallback)  # the library never prints
-    resume = any(checkpoints.glob("checkpoint-*")) if checkpoints.exists() else False
     began = time.perf_counter()
     with contextlib.nullcontext() if progress else quiet_loading():
         trainer.train(resume_from_checkpoint=True if resume else None)
@@ -115,5 +119,5 @@ def run_trainer(
         "steps": int(trainer.state.global_step),
         "losses": losses,
         "seconds": time.perf_counter() - began,
-        "resumed": bool(resume),
+        "resumed": resume,
     }
