@@ -14,10 +14,12 @@ candidates the judge saw and cross-validated on them, as ``tune`` does for a fol
 ``rerankit label`` wrote, with the options fitted on ``ltr.denoise``'s labels compared too;
 ``--no-denoise`` leaves those out; ``--unjudged negative`` takes the rest as non-relevant);
 each model is scored once on the test split, beside what ``tune`` would write (the default
-when it does not adopt the learned model). Also the judge itself on test (the same noisy
-oracle ranking the BM25 top 100), the default ``hybrid`` given the first-stage scores (what
-``tune`` compares with; learned models are blended with 0.3 first stage + 0.7 MiniLM, as
-``tune`` does), and the time labelling took.
+when it does not adopt the learned model: for the judge's labels, unless it beats the default
+by more than ``crossval.JUDGE_MARGIN`` x the noise, as ``tune`` requires of a labelled
+folder). Also the judge itself on test (the same noisy oracle ranking the BM25 top 100),
+the default ``hybrid`` given the first-stage scores (what ``tune`` compares with; learned
+models are blended with 0.3 first stage + 0.7 MiniLM, as ``tune`` does), and the time
+labelling took.
 
 Run: ``python benchmarks/distill.py [--sets scifact,nfcorpus] [--noise 0,0.1,0.3] [--k 20]``
 (document embeddings cached in ``.cache/embeddings.sqlite``, each split's features in
@@ -103,11 +105,13 @@ def learned_ndcg(
     test_default,
     judged_only: bool = False,
     denoised: bool = True,
+    judge: bool = False,
 ) -> tuple[float, bool, str]:
     """tune --method ltr's choice on ``qrels`` (compared with the default hybrid's scores
     ``train_hybrid``), seed 0, scored once on test, whether tune would adopt it, and the
     option chosen. ``denoised``: with ``judged_only``, also the options fitted on
-    ``ltr.denoise``'s labels, as tune compares for a labelled folder."""
+    ``ltr.denoise``'s labels, as tune compares for a labelled folder. ``judge``: the labels
+    come from a judge, so adopting needs ``crossval.JUDGE_MARGIN`` x the noise, as in tune."""
     from rerankit.training import crossval, ltr
 
     rows = {q: r for q, r in train_rows.items() if q in qrels}
@@ -120,7 +124,7 @@ def learned_ndcg(
     tops = (None, ltr.DENOISE_TOP) if judged_only and denoised else (None,)
     fit = ltr.options(rows, qrels, default=blended, denoise_tops=tops)
     cv = crossval.cross_validate(list(rows), fit)
-    verdict = crossval.verdict(cv, per_query)
+    verdict = crossval.verdict(cv, per_query, margin=crossval.JUDGE_MARGIN if judge else 1.0)
     booster = ltr.fit_option(rows, qrels, list(rows), cv.best, seed=0)
     setting, trees, blend, top = cv.best
     chosen = f"{setting}, {trees} trees, blend {blend:g}" + ("" if top is None else ", denoised")
@@ -248,6 +252,7 @@ def main() -> None:
                 test_default,
                 judged_only=args.unjudged == "skip",
                 denoised=not args.no_denoise,
+                judge=True,
             )
             took = time.perf_counter() - start
             written = score if adopted else hybrid

@@ -12,11 +12,13 @@ reported more robust to label noise) and ``cross_entropy`` (pointwise: each cand
 grade scaled to a probability; ranking by a classifier's probability is unaffected by
 symmetric label noise in the limit). Prints, per collection, noise and objective, the mean
 over both directions of the held-out half's nDCG@10 (human qrels) of the learned model and
-of what tune would write, against the default; per direction, the verdict, the held-out
+of what tune would write (adopting at ``crossval.JUDGE_MARGIN`` x the noise, its rule for a
+labelled folder, and at 1 x, its rule for people's judgments), against the default; per
+direction, the verdict, the held-out
 gain, and the "full lists" gain: each outer fold's chosen model ranking its queries' whole
 candidate lists, the unjudged taken as non-relevant, against the default (what
-cross-validation on the judged candidates cannot see), with what tune would write if it
-also required that gain to be positive.
+cross-validation on the judged candidates cannot see), with what tune would write at 1 x the
+noise if it also required that gain to be positive.
 
 Run: ``python benchmarks/judge_noise_dev.py [--sets scifact,nfcorpus] [--noise 0,0.1,0.3]
 [--objectives lambdarank,rank_xendcg,cross_entropy]`` (features cached as distill.py's).
@@ -52,8 +54,9 @@ def oracle_labels(data, rows, qids, noise: float, k: int) -> dict[str, dict[str,
 
 
 def learned_on_half(rows, hybrid, labels, qids, objective: str):
-    """tune's choice on the labelled ``qids``: (booster, blend, adopted, chosen, the
-    full-list gain and its standard error)."""
+    """tune's choice on the labelled ``qids``: (booster, blend, the verdict (at
+    ``crossval.JUDGE_MARGIN`` x the noise, as tune decides for a labelled folder), chosen,
+    the full-list gain and its standard error)."""
     from rerankit.training import crossval, ltr
 
     mine = {q: rows[q] for q in qids}
@@ -66,14 +69,16 @@ def learned_on_half(rows, hybrid, labels, qids, objective: str):
         judged, labels, default=blended, settings=settings, denoise_tops=(None, ltr.DENOISE_TOP)
     )
     cv = crossval.cross_validate(list(judged), fit)
-    verdict = crossval.verdict(cv, per_query_ndcg(judged, default, labels))
+    verdict = crossval.verdict(
+        cv, per_query_ndcg(judged, default, labels), margin=crossval.JUDGE_MARGIN
+    )
     full = full_list_gain(cv, judged, labels, mine, full_blend, full_default, settings)
     booster = ltr.fit_option(judged, labels, list(judged), cv.best, settings=settings)
     setting, trees, blend, top = cv.best
     chosen = f"{setting}, {trees} trees, blend {blend:g}" + (", denoised" if top else "")
     chosen += f", gain {100 * verdict.gain:+.2f} (noise {100 * verdict.noise:.2f})"
     chosen += f", full lists {100 * full[0]:+.2f} ({100 * full[1]:.2f})"
-    return booster, blend, verdict.adopt, chosen, full
+    return booster, blend, verdict, chosen, full
 
 
 def blended_scores(booster, x, blend: float, default):
@@ -148,29 +153,33 @@ def main() -> None:
             "mean of both directions\n"
         )
         print(
-            "| noise | objective | learned | what tune writes | with the full-list check | "
-            "vs default | choices (a / b) | s |"
+            "| noise | objective | learned | what tune writes | at 1 x the noise | with the "
+            "full-list check (1 x) | vs default | choices (a / b) | s |"
         )
-        print("|---:|---|---:|---:|---:|---:|---|---:|", flush=True)
+        print("|---:|---|---:|---:|---:|---:|---:|---|---:|", flush=True)
         for noise in (float(x) for x in args.noise.split(",")):
             for objective in args.objectives.split(","):
                 start = time.perf_counter()
-                learned_scores, written, checked, notes = [], [], [], []
+                learned_scores, written, at_one, checked, notes = [], [], [], [], []
                 for i, (fit_half, test_half) in enumerate((halves, halves[::-1])):
                     labels = oracle_labels(train, rows, fit_half, noise, args.k)
-                    booster, blend, adopt, chosen, full = learned_on_half(
+                    booster, blend, verdict, chosen, full = learned_on_half(
                         rows, hybrid, labels, fit_half, objective
                     )
                     score = held_out(booster, blend, rows, blend_with, train.qrels, test_half)
                     learned_scores.append(score)
-                    written.append(score if adopt else default[1 - i])
-                    checked.append(score if adopt and full[0] > 0 else default[1 - i])
-                    verdict = "adopted" if adopt else "not adopted"
-                    notes.append(f"{verdict} (held out {score - default[1 - i]:+.2f}): {chosen}")
+                    one = verdict.gain > verdict.noise  # tune's rule for people's judgments
+                    written.append(score if verdict.adopt else default[1 - i])
+                    at_one.append(score if one else default[1 - i])
+                    checked.append(score if one and full[0] > 0 else default[1 - i])
+                    said = "adopted at 1 x" if one else "not adopted"
+                    said = "adopted" if verdict.adopt else said
+                    notes.append(f"{said} (held out {score - default[1 - i]:+.2f}): {chosen}")
                 mean_l, mean_w = statistics.fmean(learned_scores), statistics.fmean(written)
                 print(
                     f"| {100 * noise:.0f} % | {objective} | {mean_l:.2f} | {mean_w:.2f} | "
-                    f"{statistics.fmean(checked):.2f} | {mean_l - statistics.fmean(default):+.2f} "
+                    f"{statistics.fmean(at_one):.2f} | {statistics.fmean(checked):.2f} | "
+                    f"{mean_l - statistics.fmean(default):+.2f} "
                     f"| {' / '.join(notes)} | {time.perf_counter() - start:.0f} |",
                     flush=True,
                 )

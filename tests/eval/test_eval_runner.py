@@ -391,6 +391,13 @@ def test_tune_adopts_a_fusion_that_beats_the_default_across_folds(
     diff = float(against.split(f"| {out.stem} |")[1].split("±")[0])
     assert diff == pytest.approx(tuned - default, abs=0.011)
     assert len(load(out).rerank("solar power", ["wind turbines", "solar power plant"])) == 2
+    # asked for a gain a little above the measured gain's multiple of the noise: the default
+    noise = float(printed.split("gain ")[1].split("(noise ")[1].split(":")[0])
+    margin = f"{1.01 * gain / noise:.3f}"
+    assert main([*args, "--adopt-margin", margin]) == 0
+    printed = capsys.readouterr().out
+    assert f"does not beat the default by more than {float(margin):g} x the noise" in printed
+    assert tomllib.loads(out.read_text()) == {"name": "hybrid", "stages": [{"reranker": "hybrid"}]}
 
 
 def test_tune_writes_the_default_when_learning_cannot_beat_it(tmp_path, synthetic, capsys):

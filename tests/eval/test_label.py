@@ -101,7 +101,11 @@ def test_labels_are_the_judges_grades_and_the_folder_is_a_dataset(
     tuned = tmp_path / "tuned.toml"
     tune = ["tune", "--data", str(out), "--train-split", "train", "--method", "fusion"]
     assert main([*tune, "--k", "10", "--out", str(tuned), "--no-progress"]) == 0
-    assert tuned.is_file() and "no test split" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert tuned.is_file() and "no test split" in printed
+    # a judge's labels: adopting asks for twice the noise, and says so
+    assert "beats the default by more than 2 x the noise" in printed
+    assert "adopting takes over 2 x the noise" in printed
     # and reports on the judged collection's own test queries when told where they are
     assert (
         main(

@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rerankit.training.crossval import (
+    JUDGE_MARGIN,
     cross_validate,
     fold_standard_error,
     folds_for,
@@ -127,3 +128,24 @@ def test_a_learning_curve_rises_when_more_queries_help():
     assert values == sorted(values) and values[-1] == 1.0 and values[0] == 0.25
     # without an option, each share chooses by its own queries (a fixed choice here)
     assert learning_curve(cv, lambda train: {"a": lambda q: 0.3}) == [(n, 0.3) for n in sizes]
+
+
+def test_a_margin_asks_for_a_gain_that_many_times_the_noise():
+    """Per-query gains of 0.1 +- 0.4 over 50 queries, alternating within each fold: a
+    standard error near 0.057, so the gain is about 1.75 times it: adopted at one noise, not
+    at two (the margin tune uses for a judge's labels)."""
+    cv = cross_validate(QIDS, lambda train: {"x": lambda q: 0.6}, k=5)
+    default = {}
+    for f in range(5):
+        for i, q in enumerate(q for q in QIDS if cv.fold_of[q] == f):
+            default[q] = 0.5 - (0.4 if i % 2 else -0.4)
+    one, two = verdict(cv, default), verdict(cv, default, margin=JUDGE_MARGIN)
+    assert one.gain == two.gain and one.noise == two.noise  # the same measurement
+    assert one.noise < one.gain < 2 * one.noise
+    assert one.adopt and not two.adopt
+    assert "x the noise" not in one.describe()
+    assert "adopting takes over 2 x the noise" in two.describe()
+    assert verdict(cv, default, margin=0.5).adopt
+    for bad in (0, -1.0, math.nan):
+        with pytest.raises(ValueError, match="margin must be positive"):
+            verdict(cv, default, margin=bad)

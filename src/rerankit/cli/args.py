@@ -14,6 +14,7 @@ __all__ = [
     "add_language_argument",
     "in_language",
     "input_fields",
+    "positive_float",
     "positive_int",
 ]
 
@@ -26,6 +27,16 @@ def positive_int(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
     return n
+
+
+def positive_float(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}") from None
+    if not 0 < x < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return x
 
 
 def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:

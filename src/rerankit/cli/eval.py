@@ -23,7 +23,7 @@ from ..eval.runner import (
     write_outputs,
     write_summary,
 )
-from .args import add_language_argument, positive_int
+from .args import add_language_argument, positive_float, positive_int
 from .eval_support import named_pipelines, pipeline_runs, read_collection, use_embedding_cache
 from .tune import cmd_tune
 
@@ -346,6 +346,15 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="write the learned pipeline even when it does not beat the default by more "
         "than the cross-validation noise (by default the default pipeline is written then)",
+    )
+    tu.add_argument(
+        "--adopt-margin",
+        type=positive_float,
+        default=None,
+        metavar="Z",
+        help="adopt the learned pipeline only when its cross-validated gain over the default "
+        "is above Z times the noise (default: 1, or 2 for a folder written by `rerankit "
+        "label`, whose labels come from a judge)",
     )
     tu.add_argument(
         "--calibrate",

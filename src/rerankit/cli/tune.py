@@ -18,7 +18,6 @@ from ..errors import InputError
 from ..eval import metrics
 from ..eval.compare import format_against
 from ..eval.first_stage import first_stage
-from ..eval.label import LABEL_REPORT
 from ..eval.runner import evaluate_runs, format_table
 from ..normalize import normalize_scores
 from ..rerankers.hybrid import HYBRID_CALIBRATION
@@ -32,7 +31,7 @@ from .eval_support import (
     read_collection,
     use_embedding_cache,
 )
-from .tune_support import check_out, check_train_split, write_pipeline
+from .tune_support import adoption_margin, check_out, check_train_split, labelled, write_pipeline
 
 __all__ = ["cmd_tune"]
 
@@ -118,6 +117,7 @@ def _cross_validated(
     the options' table, the verdict (printed) and a learning curve (of choosing among the
     options on fewer queries, or with ``refit`` of refitting the best option on them)."""
 
+    margin = adoption_margin(args)
     cv = crossval.cross_validate(qids, fit, k=args.folds)
     k = len(cv.chosen_by_fold)
     print(
@@ -130,7 +130,7 @@ def _cross_validated(
     print(f"  {100 * statistics.fmean(default[q] for q in qids):6.2f}         the default")
     chosen = sorted({describe(o) for o in cv.chosen_by_fold})
     print("\nchosen by the other folds, for each fold: " + "; ".join(chosen))
-    verdict = crossval.verdict(cv, default)
+    verdict = crossval.verdict(cv, default, margin=margin)
     print(verdict.describe())
     points = crossval.learning_curve(cv, fit, cv.best if refit else None)
     print(
@@ -142,12 +142,13 @@ def _cross_validated(
     if len(points) > 1 and points[-1][1] - points[-2][1] > verdict.noise / 2:
         print("  still rising at the end: more judged queries would likely help")
     print()
+    times = "" if margin == 1 else f"{margin:g} x "
     if verdict.adopt:
-        print(f"adopted: {describe(cv.best)} beats the default by more than the noise")
+        print(f"adopted: {describe(cv.best)} beats the default by more than {times}the noise")
     else:
         print(
-            "not adopted: the learned pipeline does not beat the default by more than the "
-            "noise" + (" (--keep-learned: written anyway)" if args.keep_learned else "")
+            f"not adopted: the learned pipeline does not beat the default by more than {times}"
+            "the noise" + (" (--keep-learned: written anyway)" if args.keep_learned else "")
         )
     return cv, verdict
 
@@ -281,14 +282,14 @@ def _judged_only(args: argparse.Namespace) -> bool:
     """Whether learning to rank leaves unjudged candidates out (``--unjudged``)."""
     if args.unjudged != "auto":
         return args.unjudged == "skip"
-    labelled = (Path(args.data) / LABEL_REPORT).is_file()
-    if labelled:
+    judged_only = labelled(args.data)
+    if judged_only:
         print(
             f"{args.data} was labelled by `rerankit label`: training and cross-validating on "
             "the judged candidates only (a candidate the judge did not see is not taken as "
             "non-relevant; --unjudged negative to change)"
         )
-    return labelled
+    return judged_only
 
 
 def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> Path:

@@ -8,8 +8,31 @@ from typing import Any
 
 from ..config import to_toml
 from ..errors import InputError
+from ..eval.label import LABEL_REPORT
+from ..training.crossval import JUDGE_MARGIN
 
-__all__ = ["check_out", "check_train_split", "write_pipeline"]
+__all__ = ["adoption_margin", "check_out", "check_train_split", "labelled", "write_pipeline"]
+
+
+def labelled(data: str | Path) -> bool:
+    """Whether ``data`` is a folder ``rerankit label`` wrote (its labels come from a judge)."""
+    return (Path(data) / LABEL_REPORT).is_file()
+
+
+def adoption_margin(args: argparse.Namespace) -> float:
+    """How many times the noise a learned pipeline must beat the default by: ``--adopt-margin``,
+    else :data:`~rerankit.training.crossval.JUDGE_MARGIN` for labels from a judge and 1
+    for people's judgments (said when it is not 1)."""
+    if args.adopt_margin is not None:
+        return float(args.adopt_margin)
+    if not labelled(args.data):
+        return 1.0
+    print(
+        f"{args.data} was labelled by `rerankit label`: a learned pipeline is adopted only "
+        f"when it beats the default by more than {JUDGE_MARGIN:g} x the noise (the judge's "
+        "mistakes hide part of a real gain and none of the noise; --adopt-margin to change)"
+    )
+    return JUDGE_MARGIN
 
 
 def write_pipeline(args: argparse.Namespace, default: str, spec: Any, comment: str) -> Path:
