@@ -163,6 +163,15 @@ def test_tune_refuses_to_report_on_its_training_split(tiny, capsys):
     assert code == 1 and "never tune on the split you report" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("bad", ["0", "-1", "nan", "inf", "twice"])
+def test_tune_refuses_an_adoption_margin_that_is_not_a_positive_number(tiny, capsys, bad):
+    with pytest.raises(SystemExit) as stop:
+        main(["tune", "--data", str(tiny), "--adopt-margin", bad])
+    assert stop.value.code == 2
+    assert "--adopt-margin" in (err := capsys.readouterr().err)
+    assert "expected a positive number" in err
+
+
 def test_tune_refuses_an_out_it_could_not_read_back_before_any_work(tmp_path, capsys):
     # the data folder does not exist: the --out error comes first, before anything is read
     missing = str(tmp_path / "no-such-data")
