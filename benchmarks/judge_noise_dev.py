@@ -31,6 +31,7 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -168,7 +169,7 @@ def main() -> None:
                     )
                     score = held_out(booster, blend, rows, blend_with, train.qrels, test_half)
                     learned_scores.append(score)
-                    one = verdict.gain > verdict.noise  # tune's rule for people's judgments
+                    one = replace(verdict, margin=1.0).adopt  # tune's rule for people's judgments
                     written.append(score if verdict.adopt else default[1 - i])
                     at_one.append(score if one else default[1 - i])
                     checked.append(score if one and full[0] > 0 else default[1 - i])

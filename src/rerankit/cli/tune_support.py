@@ -24,7 +24,7 @@ def adoption_margin(args: argparse.Namespace) -> float:
     else :data:`~rerankit.training.crossval.JUDGE_MARGIN` for labels from a judge and 1
     for people's judgments (said when it is not 1)."""
     if args.adopt_margin is not None:
-        return float(args.adopt_margin)
+        return args.adopt_margin
     if not labelled(args.data):
         return 1.0
     print(
