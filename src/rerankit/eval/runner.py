@@ -200,7 +200,8 @@ def run_pipeline_ray(
 
 
 def metric_names(k: int) -> list[str]:
-    return ["ndcg@10", "mrr@10", "recall@10", f"recall@{k}"]
+    """The metrics reported: nDCG@10, MRR@10, recall@10 and recall at the depth reranked."""
+    return ["ndcg@10", "mrr@10", "recall@10"] + ([f"recall@{k}"] if k != 10 else [])
 
 
 def reliability(data: Dataset, run: PipelineRun, bins: int = 10) -> dict[str, Any] | None:
