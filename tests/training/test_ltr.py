@@ -426,3 +426,71 @@ def test_a_report_without_an_embedding_means_the_bundled_model(tmp_path):
     assert learned.trained_embedding(model) is None
     model.with_suffix(".json").write_text(json.dumps({"embedding_model": "my/model"}))
     assert learned.trained_embedding(model) == "my/model"
+
+
+NAMES = (
+    "anvil banjo cactus dolphin easel falcon glacier harp igloo jaguar kettle lantern "
+    "mango nutmeg oyster parrot quartz raccoon saffron tulip umbrella violin walnut yacht "
+    "zebra acorn bison candle donkey emerald ferret gazelle hammock iguana juniper koala "
+    "lobster marble nectar orchid"
+).split()
+
+
+def _named_documents(tmp_path):
+    """Like ``_synthetic``, but each query names one thing only its relevant document
+    mentions, so the words decide what is relevant; with ``run.txt``, a retriever that
+    returns the query's topic and puts the relevant document last."""
+    corpus, queries, train, test, run = [], [], [], [], []
+    for t, topic in enumerate(TOPICS):
+        for j in range(8):
+            corpus.append({"_id": f"d{t}-{j}", "text": f"{topic} notes on the {NAMES[8 * t + j]}"})
+    for i in range(40):
+        t, j = i % len(TOPICS), i % 8
+        queries.append({"_id": f"q{i}", "text": f"{TOPICS[t]} {NAMES[8 * t + j]}"})
+        (train if i < 30 else test).append(f"q{i}\td{t}-{j}\t1")
+        others = [k for k in range(8) if k != j] + [j]
+        run += [f"q{i} Q0 d{t}-{k} {r + 1} {8 - r} adverse" for r, k in enumerate(others)]
+    (tmp_path / "run.txt").parent.mkdir(parents=True)
+    (tmp_path / "run.txt").write_text("\n".join(run) + "\n")
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
+    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    head = "query-id\tcorpus-id\tscore\n"
+    (tmp_path / "qrels" / "train.tsv").write_text(head + "\n".join(train) + "\n")
+    (tmp_path / "qrels" / "test.tsv").write_text(head + "\n".join(test) + "\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("method", ["fusion", "ltr"])
+def test_with_another_embedding_the_default_is_the_better_of_hybrid_and_its_fusion(
+    tmp_path, tiny_st, capsys, method
+):
+    """``--embedding-model`` must not lower the bar: the default a learned pipeline has to
+    beat (and that ``tune`` writes when it does not) is the better of the ``hybrid`` and the
+    fusion over that embedding on the training queries. A random two-layer model's fusion
+    over a retriever that ranks the relevant document last is weaker than the hybrid, so the
+    hybrid is written."""
+    import re
+
+    import tomllib
+
+    data = _named_documents(tmp_path / "data")
+    out = tmp_path / "tuned.toml"
+    args = ["tune", "--data", str(data), "--k", "10", "--out", str(out), "--no-progress"]
+    args += ["--first-stage", str(data / "run.txt")]
+    if method == "ltr":
+        args += ["--method", "ltr"]
+    args += ["--embedding-model", str(tiny_st), "--adopt-margin", "1000"]
+    assert main(args) == 0
+    printed = capsys.readouterr().out
+    found = re.search(
+        r"the default to beat: (.*?), the better.*`hybrid` ([\d.]+), .* ([\d.]+)\)", printed
+    )
+    assert found, printed
+    hybrid, fused = float(found.group(2)), float(found.group(3))
+    assert hybrid > fused  # random weights: the hybrid (real MiniLM and BM25) is better
+    assert found.group(1) == "the `hybrid`"
+    assert f"{hybrid:6.2f}         the default" in printed  # what the verdict measured
+    assert "not adopted" in printed
+    written = tomllib.loads(out.read_text())
+    assert written["stages"] == [{"reranker": "hybrid"}]

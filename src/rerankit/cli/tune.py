@@ -31,7 +31,14 @@ from .eval_support import (
     read_collection,
     use_embedding_cache,
 )
-from .tune_support import adoption_margin, check_out, check_train_split, labelled, write_pipeline
+from .tune_support import (
+    adoption_margin,
+    check_out,
+    check_train_split,
+    labelled,
+    pick_default,
+    write_pipeline,
+)
 
 __all__ = ["cmd_tune"]
 
@@ -84,7 +91,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     )
     table = fusion.fusion_table(train, matrices, strategies)
     fit = fusion.fusion_options(table)
-    default = _default_ndcg(args, train, train_cands, table)
+    which, default = _default_ndcg(args, train, train_cands, table)
     print(f"{train.name}: fusions of {', '.join(strategies)} on the {args.train_split} split\n")
     cv, verdict = _cross_validated(args, list(matrices), fit, default, fusion.describe_fusion)
     best = cv.best
@@ -100,7 +107,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             f"queries): {fusion.describe_fusion(best)}; {verdict.describe()}."
         )
     else:
-        spec, comment = _default_pipeline(args, train, verdict, "tuned fusion")
+        spec, comment = _default_pipeline(args, train, verdict, "tuned fusion", which)
     out = write_pipeline(args, f"tuned-{train.name}.toml", spec, comment)
     return _report_tuned(args, test, out, texts_only=False)
 
@@ -153,37 +160,41 @@ def _cross_validated(
     return cv, verdict
 
 
-def _writes_hybrid(args: argparse.Namespace) -> bool:
-    """Whether the default ``tune`` writes (and measures against) is the ``hybrid`` itself;
-    with ``--embedding-model`` or ``--embedding-max-length`` it is the hybrid's min-max
-    fusion over that embedding (:data:`~rerankit.training.fusion.DEFAULT_HYBRID`)."""
-    return not (args.embedding_model or args.embedding_max_length)
+def _other_embedding(args: argparse.Namespace) -> bool:
+    """Whether ``--embedding-model`` or ``--embedding-max-length`` asks for another embedding
+    than the bundled MiniLM as the hybrid reads it: then the hybrid's min-max fusion over
+    that embedding (:data:`~rerankit.training.fusion.DEFAULT_HYBRID`) is a candidate default
+    too (:func:`~rerankit.cli.tune_support.pick_default`)."""
+    return bool(args.embedding_model or args.embedding_max_length)
 
 
-def _default_ndcg(args: argparse.Namespace, train: Any, cands: Any, table: Any) -> Any:
-    """Each training query's nDCG@10 under the default pipeline ``tune`` would write."""
+def _default_ndcg(
+    args: argparse.Namespace, train: Any, cands: Any, table: Any
+) -> tuple[str, dict[str, float]]:
+    """Which default pipeline ``tune`` would write, and each training query's nDCG@10 under
+    it."""
     fused = table[fusion.as_option(fusion.DEFAULT_HYBRID)]
-    if not _writes_hybrid(args):
-        return fused
     scores = default_hybrid_scores(train, cands, progress=not args.no_progress)
-    return {
+    hybrid = {
         q: metrics.ranked_ndcg([d for d, _ in cands[q]], scores[q], train.qrels.get(q, {}))
         for q in fused
     }
+    return pick_default(args, hybrid, fused if _other_embedding(args) else None)
 
 
 def _default_pipeline(
-    args: argparse.Namespace, train: Any, verdict: Any, what: str
+    args: argparse.Namespace, train: Any, verdict: Any, what: str, which: str
 ) -> tuple[dict[str, Any], str]:
-    """The default pipeline (the ``hybrid``, or its fusion over ``--embedding-model``) to
-    write when the learned one does not beat it, and the file's comment."""
+    """The default pipeline (``which``: the ``hybrid``, or its ``"fusion"`` over
+    ``--embedding-model``) to write when the learned one does not beat it, and the file's
+    comment."""
 
     comment = (
         f"Written by `rerankit tune` on {train.name} {args.train_split}: the {what} did not "
         f"beat the default by more than the noise ({verdict.describe()}), so this is the "
         "default pipeline; rerun with --keep-learned to write the learned one anyway."
     )
-    if not _writes_hybrid(args):
+    if which == "fusion":
         spec = fusion.pipeline_spec(
             fusion.DEFAULT_HYBRID,
             name="hybrid",
@@ -321,14 +332,10 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         + weights["embedding"] * normalize_scores(x[:, cos], "min_max")
         for q, (_, x) in rows.items()
     }
-    default_scores = (  # the default the learned ranker must beat
-        default_hybrid_scores(train, cands, progress=not args.no_progress)
-        if _writes_hybrid(args)
-        else blended
-    )
+    hybrid = default_hybrid_scores(train, cands, progress=not args.no_progress)
     judged_only = _judged_only(args)
     if judged_only:  # learn and cross-validate on the judged candidates only
-        _, default_scores = ltr.judged_candidates(rows, train.qrels, default_scores)
+        _, hybrid = ltr.judged_candidates(rows, train.qrels, hybrid)
         rows, blended = ltr.judged_candidates(rows, train.qrels, blended)
         if len(rows) < len(items):
             print(f"({len(items) - len(rows)} queries without judged candidates left out)")
@@ -336,10 +343,16 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
             "labels from a judge: also comparing models that leave out the relevant labels "
             f"a model fitted on the other queries ranks below the {ltr.DENOISE_TOP}th"
         )
-    default = {
-        q: metrics.ranked_ndcg(ids, default_scores[q], train.qrels.get(q, {}))
-        for q, (ids, _) in rows.items()
-    }
+
+    def ndcg(scores: Any) -> dict[str, float]:
+        return {
+            q: metrics.ranked_ndcg(ids, scores[q], train.qrels.get(q, {}))
+            for q, (ids, _) in rows.items()
+        }
+
+    which, default = pick_default(
+        args, ndcg(hybrid), ndcg(blended) if _other_embedding(args) else None
+    )
     fit = ltr.options(
         rows,
         train.qrels,
@@ -358,7 +371,7 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
     cv, verdict = _cross_validated(args, list(rows), fit, default, describe, refit=True)
     print(f"(cross-validation took {time.perf_counter() - started:.0f} s)")
     if not (verdict.adopt or args.keep_learned):
-        spec, comment = _default_pipeline(args, train, verdict, "learned ranker")
+        spec, comment = _default_pipeline(args, train, verdict, "learned ranker", which)
         return write_pipeline(args, f"ltr-{train.name}.toml", spec, comment)
     setting, trees, blend, top = cv.best
     names = ltr.feature_set(len(rows))

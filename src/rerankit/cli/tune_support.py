@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import statistics
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,14 @@ from ..errors import InputError
 from ..eval.label import LABEL_REPORT
 from ..training.crossval import JUDGE_MARGIN
 
-__all__ = ["adoption_margin", "check_out", "check_train_split", "labelled", "write_pipeline"]
+__all__ = [
+    "adoption_margin",
+    "check_out",
+    "check_train_split",
+    "labelled",
+    "pick_default",
+    "write_pipeline",
+]
 
 
 def labelled(data: str | Path) -> bool:
@@ -33,6 +41,30 @@ def adoption_margin(args: argparse.Namespace) -> float:
         "mistakes hide part of a real gain and none of the noise; --adopt-margin to change)"
     )
     return JUDGE_MARGIN
+
+
+def pick_default(
+    args: argparse.Namespace, hybrid: dict[str, float], fused: dict[str, float] | None
+) -> tuple[str, dict[str, float]]:
+    """The default a learned pipeline must beat and ``tune`` writes when it does not, with
+    its nDCG@10 per training query: the ``hybrid`` (``hybrid``'s values), or with
+    ``--embedding-model`` / ``--embedding-max-length`` the better on these queries of the
+    ``hybrid`` and its min-max fusion over that embedding (``fused``), so that an embedding
+    model weaker than the bundled one never lowers the bar. Returns ``"hybrid"`` or
+    ``"fusion"``, and that default's values."""
+    if fused is None:
+        return "hybrid", hybrid
+    mean_hybrid = statistics.fmean(hybrid.values())
+    mean_fused = statistics.fmean(fused[q] for q in hybrid)
+    which = "hybrid" if mean_hybrid >= mean_fused else "fusion"
+    model = args.embedding_model or f"MiniLM at {args.embedding_max_length} word pieces"
+    chosen = "the `hybrid`" if which == "hybrid" else f"the fusion over {model}"
+    print(
+        f"the default to beat: {chosen}, the better on these queries (nDCG@10 x 100: "
+        f"`hybrid` {100 * mean_hybrid:.2f}, 0.3 first stage + 0.7 {model} "
+        f"{100 * mean_fused:.2f})"
+    )
+    return which, hybrid if which == "hybrid" else fused
 
 
 def write_pipeline(args: argparse.Namespace, default: str, spec: Any, comment: str) -> Path:
