@@ -148,6 +148,13 @@ def _answers_below_repeats(folder):
     return folder
 
 
+def _held_out_check(out: str) -> dict[str, float]:
+    """The held-out check's figures by name (BM25, the model it started from, the trained)."""
+    line = next(x for x in out.splitlines() if x.startswith("held-out check"))
+    figures = line.split("nDCG@10: ")[1].split(", ")
+    return {name: float(value) for name, value in (f.rsplit(" ", 1) for f in figures)}
+
+
 def test_training_checks_the_model_on_queries_it_never_saw(bert_dir, tmp_path, capsys):
     data_dir = _answers_below_repeats(tmp_path / "data")
     args = ["train", "cross-encoder", "--data", str(data_dir), "--model", str(bert_dir)]
@@ -155,17 +162,21 @@ def test_training_checks_the_model_on_queries_it_never_saw(bert_dir, tmp_path, c
     code = main([*args, "--out", str(tmp_path / "ce"), "--epochs", "6", *common])
     assert code == 0
     printed = capsys.readouterr()
-    line = next(x for x in printed.out.splitlines() if x.startswith("held-out check"))
-    assert "8 training queries it never saw" in line
-    bm25, trained = (float(x) for x in line.replace(",", "").split()[-5::4])
-    assert trained > bm25 and "warning" not in printed.err
-    # the same command that learns nothing (step size 0) is told it does not beat BM25
+    assert "held-out check, 8 training queries it never saw" in printed.out
+    check = _held_out_check(printed.out)
+    trained = check["the trained cross-encoder"]
+    assert trained > check["BM25"] and trained > check["the model it started from"]
+    assert "warning" not in printed.err
+    # the same command that learns nothing (step size 0) is told it does not beat BM25, nor
+    # the model it started from, which it still is
     code = main([*args, "--out", str(tmp_path / "ce0"), "--learning-rate", "0", *common])
     printed = capsys.readouterr()
-    line = next(x for x in printed.out.splitlines() if x.startswith("held-out check"))
-    bm25, untrained = (float(x) for x in line.replace(",", "").split()[-5::4])
-    assert code == 0 and untrained <= bm25
+    check = _held_out_check(printed.out)
+    untrained = check["the trained cross-encoder"]
+    assert code == 0 and untrained <= check["BM25"]
+    assert untrained == pytest.approx(check["the model it started from"], abs=0.011)
     assert "does not rank better than BM25" in printed.err
+    assert "no better than the model it started from" in printed.err
 
 
 def test_the_embedding_model_is_checked_too_and_the_share_is_validated(tiny_st, tmp_path, capsys):
@@ -175,7 +186,11 @@ def test_the_embedding_model_is_checked_too_and_the_share_is_validated(tiny_st, 
     printed = capsys.readouterr().out
     assert code == 0
     assert "held-out check, 10 training queries it never saw" in printed
-    assert "the trained embedding model" in printed
+    assert set(_held_out_check(printed)) == {
+        "BM25",
+        "the model it started from",
+        "the trained embedding model",
+    }
     code = main([*args, "--out", str(tmp_path / "x"), "--held-out", "1.5"])
     assert code == 1 and "--held-out is a share" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()  # refused before anything was trained

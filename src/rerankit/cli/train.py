@@ -104,10 +104,14 @@ def cmd_train(args: argparse.Namespace) -> int:
             else EmbeddingScorer(str(args.out), cache=False)
         )
         first, model = check_on_held_out(scorer, data, cands, checked, CHECK_DEPTH)
+        start, before, began = _starting_model(args), "", None
+        if start is not None:
+            began = check_on_held_out(start, data, cands, checked, CHECK_DEPTH)[1]
+            before = f", the model it started from {100 * began:.2f}"
         print(
             f"held-out check, {len(checked)} training queries it never saw (BM25's top "
-            f"{CHECK_DEPTH} reranked), nDCG@10: BM25 {100 * first:.2f}, the trained {what} "
-            f"{100 * model:.2f}"
+            f"{CHECK_DEPTH} reranked), nDCG@10: BM25 {100 * first:.2f}{before}, the trained "
+            f"{what} {100 * model:.2f}"
         )
         if model <= first:
             print(
@@ -117,7 +121,22 @@ def cmd_train(args: argparse.Namespace) -> int:
                 "learns from the same judgments)",
                 file=sys.stderr,
             )
+        if began is not None and model <= began:
+            print(
+                f"warning: the trained {what} ranks no better than the model it started from "
+                "on queries it did not see",
+                file=sys.stderr,
+            )
     return 0
+
+
+def _starting_model(args: argparse.Namespace) -> Any:
+    """The model training started from, to show in the held-out check what training
+    changed; None for a cross-encoder trained from the bundled embedding model, whose
+    relevance head starts random."""
+    if args.what == "cross-encoder":
+        return None if args.model is None else CrossEncoderScorer(args.model)
+    return EmbeddingScorer(*(() if args.model is None else (args.model,)))
 
 
 def add_commands(sub: Any) -> None:
