@@ -341,3 +341,31 @@ def test_the_command_says_which_setting_differs_from_the_checkpoints_run(
     assert main([*args, "--no-progress", "--learning-rate", "1e-4"]) == 1
     err = capsys.readouterr().err
     assert "learning_rate: 2e-05 there, 0.0001 now" in err and "delete that folder" in err
+
+
+def test_an_embedding_model_below_bm25_is_pointed_to_learning_to_rank(tiny_st, tmp_path, capsys):
+    """Each query's word is in its relevant document only, so BM25 ranks perfectly and a
+    model that learned nothing (step size 0) is no better and equal to where it started:
+    both are said, with the command that would use it as features."""
+    folder = tmp_path / "data"
+    (folder / "qrels").mkdir(parents=True)
+    words = [
+        f"{a}{b}" for a in ("bor", "kel", "mip", "tav") for b in ("ax", "en", "ot", "ul", "iz")
+    ]
+    corpus = [
+        {"_id": f"d{i}", "text": f"notes on {w} and other things"} for i, w in enumerate(words)
+    ]
+    queries = [{"_id": f"q{i}", "text": f"notes about {w}"} for i, w in enumerate(words)]
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    qrels = "".join(f"q{i}\td{i}\t1\n" for i in range(len(words)))
+    (folder / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
+    out = tmp_path / "ft"
+    args = ["train", "embedding", "--data", str(folder), "--model", str(tiny_st)]
+    assert main([*args, "--out", str(out), "--learning-rate", "0", "--no-progress"]) == 0
+    printed = capsys.readouterr()
+    check = _held_out_check(printed.out)
+    assert check["BM25"] == 100.0
+    assert check["the trained embedding model"] == check["the model it started from"]
+    assert f"`rerankit tune --method ltr --embedding-model {out}`" in printed.err
+    assert "no better than the model it started from" in printed.err

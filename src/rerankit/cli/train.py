@@ -114,11 +114,16 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"{what} {100 * model:.2f}"
         )
         if model <= first:
+            use = (
+                "`rerankit tune --method ltr` learns from the same judgments"
+                if args.what == "cross-encoder"
+                else "as features it may still help: `rerankit tune --method ltr "
+                f"--embedding-model {args.out}` measures that against the default"
+            )
             print(
                 f"warning: the trained {what} does not rank better than BM25 on queries it "
                 "did not see; do not serve it as it is (more --epochs, a higher "
-                "--learning-rate or more judgments may help; `rerankit tune --method ltr` "
-                "learns from the same judgments)",
+                f"--learning-rate or more judgments may help; {use})",
                 file=sys.stderr,
             )
         if began is not None and model <= began:
