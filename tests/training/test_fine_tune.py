@@ -369,3 +369,34 @@ def test_an_embedding_model_below_bm25_is_pointed_to_learning_to_rank(tiny_st, t
     assert check["the trained embedding model"] == check["the model it started from"]
     assert f"`rerankit tune --method ltr --embedding-model {out}`" in printed.err
     assert "no better than the model it started from" in printed.err
+
+
+def test_tune_measures_a_fine_tuned_model_on_the_queries_it_never_saw(tiny_st, tmp_path, capsys):
+    """A model fine-tuned on some training queries' judgments makes any pipeline reading it
+    look better on those queries: ``train`` records them beside the model, and ``tune``
+    makes its verdict on the others (and refuses when there are none)."""
+    from rerankit.training.trainer import TRAINED_ON
+
+    data_dir = _answers_below_repeats(tmp_path / "data")
+    train = ["train", "embedding", "--data", str(data_dir), "--model", str(tiny_st)]
+    ft = tmp_path / "ft"
+    assert main([*train, "--out", str(ft), "--held-out", "0.25", "--no-progress"]) == 0
+    record = json.loads((ft / TRAINED_ON).read_text())
+    assert record["data"] == str(data_dir.resolve()) and record["split"] == "train"
+    assert len(record["queries"]) == 30  # 40 judged, 10 held out for the check
+    capsys.readouterr()
+    tune = ["tune", "--data", str(data_dir), "--k", "10", "--no-progress"]
+    out = tmp_path / "tuned.toml"
+    assert main([*tune, "--embedding-model", str(ft), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "was trained on the judgments of 30 of these 40 training queries" in printed
+    assert "cross-validated nDCG@10 over 10 training queries" in printed
+    assert out.is_file()
+    # trained on every judged query: nothing left to measure on, refused before the work
+    every = tmp_path / "ft-every"
+    assert main([*train, "--out", str(every), "--held-out", "0", "--no-progress"]) == 0
+    capsys.readouterr()
+    refused = tmp_path / "refused.toml"
+    assert main([*tune, "--embedding-model", str(every), "--out", str(refused)]) == 1
+    assert "--held-out" in capsys.readouterr().err
+    assert not refused.exists()

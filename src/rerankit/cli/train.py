@@ -18,6 +18,7 @@ from ..scorers.embedding import EmbeddingScorer
 from ..training import crossval
 from ..training.cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 from ..training.embedding import embedding_pairs, fine_tune_embedding
+from ..training.trainer import record_trained_on
 from .args import positive_int
 from .eval_support import read_collection
 
@@ -90,6 +91,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         log=print,
         **options,
     )
+    record_trained_on(args.out, args.data, args.split, list(training.qrels))
     losses = summary["losses"]
     trend = f"; training loss {losses[0]:.3f} -> {losses[-1]:.3f}" if len(losses) > 1 else ""
     print(

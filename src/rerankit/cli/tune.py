@@ -35,8 +35,9 @@ from .tune_support import (
     adoption_margin,
     check_out,
     check_train_split,
-    labelled,
+    judged_only,
     pick_default,
+    unseen_queries,
     write_pipeline,
 )
 
@@ -83,17 +84,20 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if args.calibrate:
         out = _calibrate(args, train, train_cands, embedding)
         return _report_tuned(args, test, out, texts_only=True)
+    unseen = unseen_queries(args, list(train.qrels))
     if args.method == "ltr":
-        out = _learn(args, train, train_cands, embedding)
+        out = _learn(args, train, train_cands, embedding, unseen)
         return _report_tuned(args, test, out, texts_only=False)
     matrices = fusion.score_matrix(
         train, train_cands, embedding, progress=progress_bar("scoring train", not args.no_progress)
     )
     table = fusion.fusion_table(train, matrices, strategies)
     fit = fusion.fusion_options(table)
-    which, default = _default_ndcg(args, train, train_cands, table)
+    which, default = _default_ndcg(args, train, train_cands, table, unseen)
     print(f"{train.name}: fusions of {', '.join(strategies)} on the {args.train_split} split\n")
-    cv, verdict = _cross_validated(args, list(matrices), fit, default, fusion.describe_fusion)
+    cv, verdict = _cross_validated(
+        args, list(matrices), fit, default, fusion.describe_fusion, among=unseen
+    )
     best = cv.best
     if verdict.adopt or args.keep_learned:
         spec = fusion.pipeline_spec(
@@ -119,10 +123,12 @@ def _cross_validated(
     default: Any,
     describe: Any,
     refit: bool = False,
+    among: set[str] | None = None,
 ) -> tuple[Any, Any]:
     """Nested cross-validation of ``fit``'s options against the default's per-query nDCG@10:
-    the options' table, the verdict (printed) and a learning curve (of choosing among the
-    options on fewer queries, or with ``refit`` of refitting the best option on them)."""
+    the options' table, the verdict (printed; on the queries ``among`` when given) and a
+    learning curve (of choosing among the options on fewer queries, or with ``refit`` of
+    refitting the best option on them)."""
 
     margin = adoption_margin(args)
     cv = crossval.cross_validate(qids, fit, k=args.folds)
@@ -137,7 +143,7 @@ def _cross_validated(
     print(f"  {100 * statistics.fmean(default[q] for q in qids):6.2f}         the default")
     chosen = sorted({describe(o) for o in cv.chosen_by_fold})
     print("\nchosen by the other folds, for each fold: " + "; ".join(chosen))
-    verdict = crossval.verdict(cv, default, margin=margin)
+    verdict = crossval.verdict(cv, default, margin=margin, among=among)
     print(verdict.describe())
     points = crossval.learning_curve(cv, fit, cv.best if refit else None)
     print(
@@ -169,17 +175,17 @@ def _other_embedding(args: argparse.Namespace) -> bool:
 
 
 def _default_ndcg(
-    args: argparse.Namespace, train: Any, cands: Any, table: Any
+    args: argparse.Namespace, train: Any, cands: Any, table: Any, among: set[str] | None
 ) -> tuple[str, dict[str, float]]:
-    """Which default pipeline ``tune`` would write, and each training query's nDCG@10 under
-    it."""
+    """Which default pipeline ``tune`` would write (chosen on the queries ``among`` when
+    given), and each training query's nDCG@10 under it."""
     fused = table[fusion.as_option(fusion.DEFAULT_HYBRID)]
     scores = default_hybrid_scores(train, cands, progress=not args.no_progress)
     hybrid = {
         q: metrics.ranked_ndcg([d for d, _ in cands[q]], scores[q], train.qrels.get(q, {}))
         for q in fused
     }
-    return pick_default(args, hybrid, fused if _other_embedding(args) else None)
+    return pick_default(args, hybrid, fused if _other_embedding(args) else None, among)
 
 
 def _default_pipeline(
@@ -289,21 +295,9 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
     return write_pipeline(args, f"calibrated-{train.name}.toml", spec, comment)
 
 
-def _judged_only(args: argparse.Namespace) -> bool:
-    """Whether learning to rank leaves unjudged candidates out (``--unjudged``)."""
-    if args.unjudged != "auto":
-        return args.unjudged == "skip"
-    judged_only = labelled(args.data)
-    if judged_only:
-        print(
-            f"{args.data} was labelled by `rerankit label`: training and cross-validating on "
-            "the judged candidates only (a candidate the judge did not see is not taken as "
-            "non-relevant; --unjudged negative to change)"
-        )
-    return judged_only
-
-
-def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> Path:
+def _learn(
+    args: argparse.Namespace, train: Any, cands: Any, embedding: Any, among: set[str] | None
+) -> Path:
     """Learning to rank: LightGBM settings, trees and a blend with the default chosen by
     cross-validation; the learned pipeline written when it beats the default hybrid (given
     first-stage scores) by more than the noise, else the default."""
@@ -333,8 +327,8 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         for q, (_, x) in rows.items()
     }
     hybrid = default_hybrid_scores(train, cands, progress=not args.no_progress)
-    judged_only = _judged_only(args)
-    if judged_only:  # learn and cross-validate on the judged candidates only
+    judged = judged_only(args)
+    if judged:  # learn and cross-validate on the judged candidates only
         _, hybrid = ltr.judged_candidates(rows, train.qrels, hybrid)
         rows, blended = ltr.judged_candidates(rows, train.qrels, blended)
         if len(rows) < len(items):
@@ -351,14 +345,14 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         }
 
     which, default = pick_default(
-        args, ndcg(hybrid), ndcg(blended) if _other_embedding(args) else None
+        args, ndcg(hybrid), ndcg(blended) if _other_embedding(args) else None, among
     )
     fit = ltr.options(
         rows,
         train.qrels,
         default=blended,
         seeds=range(args.seeds),
-        denoise_tops=(None, ltr.DENOISE_TOP) if judged_only else (None,),
+        denoise_tops=(None, ltr.DENOISE_TOP) if judged else (None,),
     )
 
     def describe(option: Any) -> str:
@@ -368,7 +362,9 @@ def _learn(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> 
         return f"{setting}, {trees} trees, {mix}{cleaned}"
 
     started = time.perf_counter()
-    cv, verdict = _cross_validated(args, list(rows), fit, default, describe, refit=True)
+    cv, verdict = _cross_validated(
+        args, list(rows), fit, default, describe, refit=True, among=among
+    )
     print(f"(cross-validation took {time.perf_counter() - started:.0f} s)")
     if not (verdict.adopt or args.keep_learned):
         spec, comment = _default_pipeline(args, train, verdict, "learned ranker", which)

@@ -11,13 +11,16 @@ from ..config import to_toml
 from ..errors import InputError
 from ..eval.label import LABEL_REPORT
 from ..training.crossval import JUDGE_MARGIN
+from ..training.trainer import queries_trained_on
 
 __all__ = [
     "adoption_margin",
     "check_out",
     "check_train_split",
+    "judged_only",
     "labelled",
     "pick_default",
+    "unseen_queries",
     "write_pipeline",
 ]
 
@@ -43,19 +46,62 @@ def adoption_margin(args: argparse.Namespace) -> float:
     return JUDGE_MARGIN
 
 
+def judged_only(args: argparse.Namespace) -> bool:
+    """Whether learning to rank leaves unjudged candidates out (``--unjudged``)."""
+    if args.unjudged != "auto":
+        return args.unjudged == "skip"
+    judged = labelled(args.data)
+    if judged:
+        print(
+            f"{args.data} was labelled by `rerankit label`: training and cross-validating on "
+            "the judged candidates only (a candidate the judge did not see is not taken as "
+            "non-relevant; --unjudged negative to change)"
+        )
+    return judged
+
+
+def unseen_queries(args: argparse.Namespace, qids: list[str]) -> set[str] | None:
+    """The training queries ``--embedding-model`` was not trained on, when it was trained on
+    the judgments of some of them (said: a pipeline that reads it looks better on those
+    than it is, so the default is chosen and the verdict made on the others); None when it
+    was trained on none of them. Refused when it was trained on every one."""
+    seen = queries_trained_on(args.embedding_model, args.data) & set(qids)
+    if not seen:
+        return None
+    unseen = set(qids) - seen
+    if not unseen:
+        raise InputError(
+            f"--embedding-model {args.embedding_model} was trained on the judgments of all "
+            f"{len(qids)} training queries, so nothing that reads it can be measured on them; "
+            "fine-tune it with some held out (rerankit train embedding --held-out 0.2), or "
+            "tune on other queries"
+        )
+    print(
+        f"{args.embedding_model} was trained on the judgments of {len(seen)} of these "
+        f"{len(qids)} training queries: a pipeline that reads it looks better on them than it "
+        f"is, so the default is chosen and the verdict made on the {len(unseen)} it never saw"
+    )
+    return unseen
+
+
 def pick_default(
-    args: argparse.Namespace, hybrid: dict[str, float], fused: dict[str, float] | None
+    args: argparse.Namespace,
+    hybrid: dict[str, float],
+    fused: dict[str, float] | None,
+    among: set[str] | None = None,
 ) -> tuple[str, dict[str, float]]:
     """The default a learned pipeline must beat and ``tune`` writes when it does not, with
     its nDCG@10 per training query: the ``hybrid`` (``hybrid``'s values), or with
     ``--embedding-model`` / ``--embedding-max-length`` the better on these queries of the
     ``hybrid`` and its min-max fusion over that embedding (``fused``), so that an embedding
     model weaker than the bundled one never lowers the bar. Returns ``"hybrid"`` or
-    ``"fusion"``, and that default's values."""
+    ``"fusion"``, and that default's values. ``among``: compare on these queries only
+    (:func:`unseen_queries`)."""
     if fused is None:
         return "hybrid", hybrid
-    mean_hybrid = statistics.fmean(hybrid.values())
-    mean_fused = statistics.fmean(fused[q] for q in hybrid)
+    qids = [q for q in hybrid if among is None or q in among]
+    mean_hybrid = statistics.fmean(hybrid[q] for q in qids)
+    mean_fused = statistics.fmean(fused[q] for q in qids)
     which = "hybrid" if mean_hybrid >= mean_fused else "fusion"
     model = args.embedding_model or f"MiniLM at {args.embedding_max_length} word pieces"
     chosen = "the `hybrid`" if which == "hybrid" else f"the fusion over {model}"

@@ -21,7 +21,7 @@ import hashlib
 import itertools
 import math
 import statistics
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..eval.metrics import paired_standard_error
@@ -209,30 +209,35 @@ def fold_standard_error(gains: Sequence[float]) -> float:
     return math.sqrt((1 / k + 1 / (k - 1)) * statistics.variance(gains))
 
 
-def verdict(cv: CrossValidation, default: Mapping[str, float], *, margin: float = 1.0) -> Verdict:
+def verdict(
+    cv: CrossValidation,
+    default: Mapping[str, float],
+    *,
+    margin: float = 1.0,
+    among: Collection[str] | None = None,
+) -> Verdict:
     """Compare :func:`cross_validate`'s estimate with the default's per-query nDCG@10; the
-    learned pipeline is adopted when its gain is above ``margin`` times the noise."""
+    learned pipeline is adopted when its gain is above ``margin`` times the noise. ``among``:
+    compare on these queries only (e.g. those a model the pipeline reads was not trained on);
+    the folds' noise is then over the folds that have any of them."""
     if not margin > 0:
         raise ValueError(f"margin must be positive, got {margin}")
-    qids = list(cv.per_query)
-    diffs = [cv.per_query[q] - default[q] for q in qids]
-    n = len(diffs)
-    se = paired_standard_error(diffs)
+    qids = [q for q in cv.per_query if among is None or q in among]
+    if not qids:
+        raise ValueError("no cross-validated queries to compare on")
+    diffs = {q: cv.per_query[q] - default[q] for q in qids}
+    se = paired_standard_error(list(diffs.values()))
     query_noise = math.inf if se is None else se
-    gains = [
-        a - b
-        for a, b in zip(
-            cv.by_fold(cv.per_query), cv.by_fold({q: default[q] for q in qids}), strict=True
-        )
-    ]
+    folds = sorted({cv.fold_of[q] for q in qids})
+    gains = [statistics.fmean(d for q, d in diffs.items() if cv.fold_of[q] == f) for f in folds]
     return Verdict(
         learned=statistics.fmean(cv.per_query[q] for q in qids),
         default=statistics.fmean(default[q] for q in qids),
-        gain=statistics.fmean(diffs),
+        gain=statistics.fmean(diffs.values()),
         query_noise=query_noise,
         fold_noise=fold_standard_error(gains),
         fold_gains=gains,
-        queries=n,
+        queries=len(qids),
         margin=margin,
     )
 

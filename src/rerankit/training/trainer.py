@@ -15,10 +15,46 @@ from .._optional import require
 from ..backends.local import quiet_loading
 from ..errors import InputError
 
-__all__ = ["RUN_FILE", "claim_checkpoints", "run_trainer", "trainer_settings"]
+__all__ = [
+    "RUN_FILE",
+    "TRAINED_ON",
+    "claim_checkpoints",
+    "queries_trained_on",
+    "record_trained_on",
+    "run_trainer",
+    "trainer_settings",
+]
 
 #: the file in a checkpoint folder that records the settings of the run writing it
 RUN_FILE = "run.json"
+#: the file in a trained model's folder naming the collection and queries it learned from
+TRAINED_ON = "rerankit_trained_on.json"
+
+
+def record_trained_on(
+    out: str | Path, data: str | Path, split: str, queries: Sequence[str]
+) -> None:
+    """Write :data:`TRAINED_ON` into the model folder ``out``: the collection folder, split
+    and query ids whose judgments the model was trained on, so that ``rerankit tune`` can
+    leave those queries out of a verdict on a pipeline that reads the model."""
+    record = {"data": str(Path(data).resolve()), "split": split, "queries": sorted(queries)}
+    (Path(out) / TRAINED_ON).write_text(json.dumps(record) + "\n", encoding="utf-8")
+
+
+def queries_trained_on(model: str | Path | None, data: str | Path) -> set[str]:
+    """The query ids of the collection folder ``data`` whose judgments the model folder
+    ``model`` was trained on (:func:`record_trained_on`); empty for a model trained
+    elsewhere, one without the record, or a hub id."""
+    if model is None:
+        return set()
+    path = Path(model) / TRAINED_ON
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return set()
+    if not isinstance(record, dict) or record.get("data") != str(Path(data).resolve()):
+        return set()
+    return {str(q) for q in record.get("queries", [])}
 
 
 def _fingerprint(rows: Sequence[Mapping[str, Any]]) -> str:
