@@ -59,13 +59,18 @@ def _synthetic(tmp_path, n_queries=40):
         queries.append({"_id": f"q{i}", "text": TOPICS[t]})
         target = train if i < 30 else test
         target += [f"q{i}\td{t}-{i % 8}\t2", f"q{i}\td{t}-{(i + 1) % 8}\t1"]
-    (tmp_path / "qrels").mkdir(parents=True)
-    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
-    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
+    return _write_collection(tmp_path, corpus, queries, train, test)
+
+
+def _write_collection(folder, corpus, queries, train, test):
+    """A BEIR folder: corpus and queries (dicts), train and test qrels (TSV lines)."""
+    (folder / "qrels").mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
+    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
     head = "query-id\tcorpus-id\tscore\n"
-    (tmp_path / "qrels" / "train.tsv").write_text(head + "\n".join(train) + "\n")
-    (tmp_path / "qrels" / "test.tsv").write_text(head + "\n".join(test) + "\n")
-    return tmp_path
+    (folder / "qrels" / "train.tsv").write_text(head + "\n".join(train) + "\n")
+    (folder / "qrels" / "test.tsv").write_text(head + "\n".join(test) + "\n")
+    return folder
 
 
 def test_training_learns_a_ranking_and_contributions_add_up(tmp_path):
@@ -452,13 +457,7 @@ def _named_documents(tmp_path):
         run += [f"q{i} Q0 d{t}-{k} {r + 1} {8 - r} adverse" for r, k in enumerate(others)]
     (tmp_path / "run.txt").parent.mkdir(parents=True)
     (tmp_path / "run.txt").write_text("\n".join(run) + "\n")
-    (tmp_path / "qrels").mkdir()
-    (tmp_path / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
-    (tmp_path / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
-    head = "query-id\tcorpus-id\tscore\n"
-    (tmp_path / "qrels" / "train.tsv").write_text(head + "\n".join(train) + "\n")
-    (tmp_path / "qrels" / "test.tsv").write_text(head + "\n".join(test) + "\n")
-    return tmp_path
+    return _write_collection(tmp_path, corpus, queries, train, test)
 
 
 @pytest.mark.parametrize("method", ["fusion", "ltr"])
