@@ -203,32 +203,29 @@ def cross_encoder_ndcg(
     return 100 * alone / n, 100 * blended / n, note
 
 
-def finetuned_ndcg(folder: Path, k: int, train, test, labels, **options) -> tuple[float, bool, str]:
+def finetuned_ndcg(
+    folder: Path, k: int, train, test, labels, train_hybrid, **options
+) -> tuple[float, bool, str]:
     """``rerankit train embedding`` on a labelled folder (its defaults: MiniLM fine-tuned on
     the judged pairs with BM25 hard negatives, 10 % of the queries held out for its check),
     then ``learned_ndcg`` over features that use the fine-tuned model instead of MiniLM,
     with the verdict on the training queries the model never saw (as ``tune`` makes it).
     The model and its features are kept in ``.cache/distill-ft/`` (delete it to retrain)."""
     from rerankit.cli import main as cli
-    from rerankit.cli.train import held_out
-    from rerankit.eval import load_beir
     from rerankit.scorers import learned
     from rerankit.training.trainer import TRAINED_ON
 
     out = ROOT / ".cache" / "distill-ft" / f"{folder.name}-k{k}"
+    record = out / TRAINED_ON  # written last by `train`: the model is complete
     start = time.perf_counter()
-    if (out / "modules.json").is_file():
+    if record.is_file():
         note = "fine-tuned in an earlier run"
     else:
         if cli(["train", "embedding", "--data", str(folder), "--out", str(out), "--no-progress"]):
             raise SystemExit("rerankit train embedding failed")
         note = f"fine-tuning {(time.perf_counter() - start) / 60:.1f} min"
-    if (out / TRAINED_ON).is_file():
-        seen = set(json.loads((out / TRAINED_ON).read_text())["queries"])
-    else:  # cached before the command recorded them: its rule (10 % held out) again
-        data = load_beir(folder, "train")
-        checked = set(held_out([q for q in data.qrels if q in data.queries], 0.1))
-        seen = {q for q in data.qrels if q not in checked}
+    # the labelled folder is new in every run, so the record's queries, not its folder
+    seen = set(json.loads(record.read_text())["queries"])
     signals = learned.Signals(str(out))
     start = time.perf_counter()
     train_rows = features_of(train, "train", signals, out)
@@ -237,7 +234,7 @@ def finetuned_ndcg(folder: Path, k: int, train, test, labels, **options) -> tupl
     start = time.perf_counter()
     score, adopted, chosen = learned_ndcg(
         train_rows,
-        options.pop("train_hybrid"),
+        train_hybrid,
         labels,
         test_rows,
         test.qrels,

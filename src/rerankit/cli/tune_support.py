@@ -11,6 +11,7 @@ from ..config import to_toml
 from ..errors import InputError
 from ..eval.label import LABEL_REPORT
 from ..training.crossval import JUDGE_MARGIN
+from ..training.fusion import DEFAULT_HYBRID
 from ..training.trainer import queries_trained_on
 
 __all__ = [
@@ -105,10 +106,11 @@ def pick_default(
     which = "hybrid" if mean_hybrid >= mean_fused else "fusion"
     model = args.embedding_model or f"MiniLM at {args.embedding_max_length} word pieces"
     chosen = "the `hybrid`" if which == "hybrid" else f"the fusion over {model}"
+    weights = DEFAULT_HYBRID["weights"]
     print(
         f"the default to beat: {chosen}, the better on these queries (nDCG@10 x 100: "
-        f"`hybrid` {100 * mean_hybrid:.2f}, 0.3 first stage + 0.7 {model} "
-        f"{100 * mean_fused:.2f})"
+        f"`hybrid` {100 * mean_hybrid:.2f}, {weights['first_stage']:g} first stage + "
+        f"{weights['embedding']:g} {model} {100 * mean_fused:.2f})"
     )
     return which, hybrid if which == "hybrid" else fused
 

@@ -101,11 +101,11 @@ class CrossValidation:
         return statistics.fmean(self.per_query.values())
 
     def by_fold(self, per_query: Mapping[str, float]) -> list[float]:
-        """The mean of ``per_query`` over each fold's queries."""
-        k = max(self.fold_of.values()) + 1
+        """The mean of ``per_query`` over each fold's queries (folds with none of them left
+        out)."""
+        folds = sorted({self.fold_of[q] for q in per_query})
         return [
-            statistics.fmean(v for q, v in per_query.items() if self.fold_of[q] == f)
-            for f in range(k)
+            statistics.fmean(v for q, v in per_query.items() if self.fold_of[q] == f) for f in folds
         ]
 
 
@@ -228,8 +228,7 @@ def verdict(
     diffs = {q: cv.per_query[q] - default[q] for q in qids}
     se = paired_standard_error(list(diffs.values()))
     query_noise = math.inf if se is None else se
-    folds = sorted({cv.fold_of[q] for q in qids})
-    gains = [statistics.fmean(d for q, d in diffs.items() if cv.fold_of[q] == f) for f in folds]
+    gains = cv.by_fold(diffs)
     return Verdict(
         learned=statistics.fmean(cv.per_query[q] for q in qids),
         default=statistics.fmean(default[q] for q in qids),
