@@ -25,7 +25,7 @@ training queries it never saw (as ``tune --embedding-model`` does); ``--cross-en
 trains a cross-encoder on the same labels.
 
 Run: ``python benchmarks/distill.py [--sets scifact,nfcorpus] [--noise 0,0.1,0.3] [--k 20]
-[--finetuned] [--cross-encoder]``
+[--finetuned [--held-out 0.1]] [--cross-encoder]``
 (document embeddings cached in ``.cache/embeddings.sqlite``, each split's features in
 ``.cache/distill-features/``: delete it after changing the features).
 """
@@ -204,10 +204,11 @@ def cross_encoder_ndcg(
 
 
 def finetuned_ndcg(
-    folder: Path, k: int, train, test, labels, train_hybrid, **options
+    folder: Path, k: int, train, test, labels, train_hybrid, held_out: float, **options
 ) -> tuple[float, bool, str]:
     """``rerankit train embedding`` on a labelled folder (its defaults: MiniLM fine-tuned on
-    the judged pairs with BM25 hard negatives, 10 % of the queries held out for its check),
+    the judged pairs with BM25 hard negatives; ``held_out``: the share of the queries kept
+    out, for its check and for the verdict here),
     then ``learned_ndcg`` over features that use the fine-tuned model instead of MiniLM,
     with the verdict on the training queries the model never saw (as ``tune`` makes it).
     The model and its features are kept in ``.cache/distill-ft/`` (delete it to retrain)."""
@@ -215,13 +216,14 @@ def finetuned_ndcg(
     from rerankit.scorers import learned
     from rerankit.training.trainer import TRAINED_ON
 
-    out = ROOT / ".cache" / "distill-ft" / f"{folder.name}-k{k}"
+    out = ROOT / ".cache" / "distill-ft" / f"{folder.name}-k{k}-held{held_out:g}"
     record = out / TRAINED_ON  # written last by `train`: the model is complete
     start = time.perf_counter()
     if record.is_file():
         note = "fine-tuned in an earlier run"
     else:
-        if cli(["train", "embedding", "--data", str(folder), "--out", str(out), "--no-progress"]):
+        command = ["train", "embedding", "--data", str(folder), "--out", str(out)]
+        if cli([*command, "--held-out", f"{held_out:g}", "--no-progress"]):
             raise SystemExit("rerankit train embedding failed")
         note = f"fine-tuning {(time.perf_counter() - start) / 60:.1f} min"
     # the labelled folder is new in every run, so the record's queries, not its folder
@@ -277,6 +279,14 @@ def main() -> None:
         help="also fine-tune MiniLM on each labelled folder (rerankit train embedding) and "
         "learn to rank over features that use it: about half an hour per row on two CPU "
         "cores, mostly encoding the corpus with the new model",
+    )
+    parser.add_argument(
+        "--held-out",
+        type=float,
+        default=0.1,
+        help="with --finetuned: the share of the training queries the fine-tuning keeps out "
+        "(rerankit train embedding --held-out); the verdict is made on those (default 0.1, "
+        "train's own)",
     )
     args = parser.parse_args()
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
@@ -336,13 +346,15 @@ def main() -> None:
                     test,
                     labels,
                     train_hybrid=train_hybrid,
+                    held_out=args.held_out,
                     judged_only=args.unjudged == "skip",
                     denoised=not args.no_denoise,
                 )
                 written = score if adopted else hybrid
                 lines.append(
                     f"| same labels, LTR over MiniLM fine-tuned on them ({100 * noise:.0f} % "
-                    f"flipped) | {score:.2f} | {score - human:+.2f} | {written:.2f} | | "
+                    f"flipped, {100 * args.held_out:.0f} % of the queries held out) | "
+                    f"{score:.2f} | {score - human:+.2f} | {written:.2f} | | "
                     f"{verdict_note(adopted)} ({chosen}) |"
                 )
                 print(f"{name} noise {noise:g}: {lines[-1]}", file=sys.stderr, flush=True)

@@ -149,3 +149,43 @@ def test_a_margin_asks_for_a_gain_that_many_times_the_noise():
     for bad in (0, -1.0, math.nan):
         with pytest.raises(ValueError, match="margin must be positive"):
             verdict(cv, default, margin=bad)
+
+
+def _alternating(n: int, margin: float = 1.0):
+    """The verdict on ``n`` queries whose gains alternate 0.5 and -0.3 within each fold."""
+    qids = [f"q{i}" for i in range(n)]
+    cv = cross_validate(qids, lambda train: {"x": lambda q: 0.6}, k=5)
+    default = {}
+    for f in range(5):
+        for i, q in enumerate(q for q in qids if cv.fold_of[q] == f):
+            default[q] = 0.5 - (0.4 if i % 2 else -0.4)
+    return verdict(cv, default, margin=margin)
+
+
+def test_queries_to_confirm_a_gain_predicts_when_the_verdict_would_adopt():
+    """A gain of 0.1 with per-query swings of 0.4 is not confirmed at twice the noise on 50
+    queries; the estimate of how many would confirm it holds: the same swings over 30 %
+    more queries than it says are adopted, over 30 % fewer are not (rounded to tens, so
+    that every fold holds as many gains of each sign and the mean gain stays 0.1)."""
+    small = _alternating(50, JUDGE_MARGIN)
+    assert not small.adopt
+    needed = small.queries_to_confirm()
+    assert needed > 50
+    more, fewer = 10 * math.ceil(1.3 * needed / 10), 10 * math.floor(0.7 * needed / 10)
+    assert _alternating(more, JUDGE_MARGIN).gain == pytest.approx(0.1)
+    assert _alternating(more, JUDGE_MARGIN).adopt
+    assert not _alternating(fewer, JUDGE_MARGIN).adopt
+    cv = cross_validate(QIDS, lambda train: {"x": lambda q: 0.4}, k=5)
+    assert verdict(cv, dict.fromkeys(QIDS, 0.5)).queries_to_confirm() == math.inf  # a loss
+
+
+def test_tune_says_how_many_unseen_queries_would_confirm_a_gain():
+    from rerankit.cli.tune_support import held_out_hint
+
+    small = _alternating(50, JUDGE_MARGIN)
+    needed = math.ceil(small.queries_to_confirm())
+    hint = held_out_hint(small, 500)
+    assert hint is not None and f"about {needed} would confirm" in hint
+    assert f"--held-out {math.ceil(100 * needed / 500) / 100:.2f}" in hint
+    assert "too small" in held_out_hint(small, 100)  # more than half would be needed
+    assert held_out_hint(_alternating(400, JUDGE_MARGIN), 500) is None  # adopted

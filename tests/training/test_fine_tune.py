@@ -400,3 +400,18 @@ def test_tune_measures_a_fine_tuned_model_on_the_queries_it_never_saw(tiny_st, t
     assert main([*tune, "--embedding-model", str(every), "--out", str(refused)]) == 1
     assert "--held-out" in capsys.readouterr().err
     assert not refused.exists()
+
+
+def test_the_held_out_share_is_capped_only_when_not_asked_for():
+    """Left to its default, train keeps 10 % of the queries out, at most 200 (a large
+    collection keeps its queries to train on); a share asked for is kept, up to half."""
+    from rerankit.cli.train import DEFAULT_HELD_OUT, held_out
+
+    qids = [f"q{i}" for i in range(3000)]
+    default = held_out(qids, DEFAULT_HELD_OUT)
+    assert len(default) == 200
+    asked = held_out(qids, 0.3, cap=None)
+    assert len(asked) == 900 and set(default) <= set(asked)
+    assert len(held_out(qids, 0.9, cap=None)) == 1500  # at most half
+    assert set(held_out(list(reversed(qids)), 0.3, cap=None)) == set(asked)  # not by order
+    assert held_out(qids[:9], 0.5) == []  # too few to check on

@@ -28,13 +28,20 @@ __all__ = ["add_commands"]
 CHECK_DEPTH = 20
 
 
-def held_out(qids: list[str], share: float) -> list[str]:
+#: the share of the training queries ``rerankit train`` keeps out when not told, and at most
+#: how many: the check then costs little and a large collection keeps its queries to train on
+DEFAULT_HELD_OUT, DEFAULT_HELD_OUT_CAP = 0.1, 200
+
+
+def held_out(qids: list[str], share: float, cap: int | None = DEFAULT_HELD_OUT_CAP) -> list[str]:
     """The training queries kept out of training to check the result: ``share`` of them
-    (at most 200 and half, at least 1 when ``share`` > 0 and there are 10 or more), by a hash of
-    each id so the choice does not depend on the file's order."""
+    (at most ``cap`` and half, at least 1 when ``share`` > 0 and there are 10 or more), by a
+    hash of each id so the choice does not depend on the file's order."""
     if share <= 0 or len(qids) < 10:
         return []
-    count = min(200, max(1, round(share * len(qids))))
+    count = max(1, round(share * len(qids)))
+    if cap is not None:
+        count = min(cap, count)
     return crossval.kfold(qids, 2)[0][:count]
 
 
@@ -61,11 +68,15 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise InputError(
             "--head-learning-rate is for cross-encoders: an embedding model has no head"
         )
-    if not 0 <= args.held_out < 1:
+    if args.held_out is not None and not 0 <= args.held_out < 1:
         raise InputError(f"--held-out is a share of the queries in [0, 1), got {args.held_out}")
     data = read_collection(args.data, args.split)
     cands = first_stage(data, "bm25", args.k)
-    checked = held_out([q for q in data.qrels if q in data.queries], args.held_out)
+    judged = [q for q in data.qrels if q in data.queries]
+    if args.held_out is None:  # the default share, capped; a share asked for is kept
+        checked = held_out(judged, DEFAULT_HELD_OUT)
+    else:
+        checked = held_out(judged, args.held_out, cap=None)
     kept_out = set(checked)
     training = dataclasses.replace(
         data, qrels={q: j for q, j in data.qrels.items() if q not in kept_out}
@@ -188,9 +199,10 @@ def add_commands(sub: Any) -> None:
     tr.add_argument(
         "--held-out",
         type=float,
-        default=0.1,
-        help="share of the training queries kept out of training to check the result on "
-        "(default 0.1, at most 200 queries; 0: no check): the trained model against BM25",
+        default=None,
+        help="share of the training queries kept out of training to check the result on, "
+        "at most half (default 0.1 and at most 200 queries; 0: no check): the trained model "
+        "against BM25, and `tune --embedding-model` makes its verdict on these queries",
     )
     tr.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     tr.set_defaults(func=cmd_train)
