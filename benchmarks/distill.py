@@ -20,12 +20,14 @@ folder). Also the judge itself on test (the same noisy oracle ranking the BM25 t
 the default ``hybrid`` given the first-stage scores (what ``tune`` compares with; learned
 models are blended with 0.3 first stage + 0.7 MiniLM, as ``tune`` does), and the time
 labelling took. ``--finetuned`` also fine-tunes MiniLM on each labelled folder (``rerankit
-train embedding``) and learns to rank over features that read it, the verdict made on the
-training queries it never saw (as ``tune --embedding-model`` does); ``--cross-encoder``
+train embedding``; ``--held-out`` sets the share it keeps out, ``--denoise-finetuning``
+fine-tunes on the labels ``train --denoise`` keeps) and learns to rank over features that
+read it, the verdict made on the training queries it never saw (as ``tune
+--embedding-model`` does); ``--cross-encoder``
 trains a cross-encoder on the same labels.
 
 Run: ``python benchmarks/distill.py [--sets scifact,nfcorpus] [--noise 0,0.1,0.3] [--k 20]
-[--finetuned [--held-out 0.1]] [--cross-encoder]``
+[--finetuned [--held-out 0.1] [--denoise-finetuning]] [--cross-encoder]``
 (document embeddings cached in ``.cache/embeddings.sqlite``, each split's features in
 ``.cache/distill-features/``: delete it after changing the features).
 """
@@ -142,6 +144,28 @@ def learned_ndcg(
     return ndcg(booster, test_rows, test_qrels, blend, test_default), verdict.adopt, chosen
 
 
+def label_quality(train, train_rows, labels) -> str:
+    """How many of the judge's relevant labels are right (the human qrels say so), as
+    labelled and after ``ltr.denoise`` over all the training queries (what ``train
+    --denoise`` does over those it trains on)."""
+    from rerankit.training import ltr
+
+    qids = [q for q in labels if q in train_rows]
+    relevant = {q: {d for d, g in train.qrels.get(q, {}).items() if g} for q in qids}
+    reachable = sum(len(relevant[q] & set(labels[q])) for q in qids)
+
+    def count(qrels) -> str:
+        said = [(q, d) for q in qids for d, g in qrels[q].items() if g > 0]
+        true = sum(d in relevant[q] for q, d in said)
+        return f"{len(said)} relevant labels, {true} right (precision {true / len(said):.2f})"
+
+    cleaned = ltr.denoise(train_rows, labels, qids)
+    return (
+        f"judged {reachable} of the human qrels' relevant documents; the judge said "
+        f"{count(labels)}; after ltr.denoise {count(cleaned)}"
+    )
+
+
 def verdict_note(adopted: bool) -> str:
     return "adopted" if adopted else "not adopted: tune writes the default"
 
@@ -204,11 +228,19 @@ def cross_encoder_ndcg(
 
 
 def finetuned_ndcg(
-    folder: Path, k: int, train, test, labels, train_hybrid, held_out: float, **options
+    folder: Path,
+    k: int,
+    train,
+    test,
+    labels,
+    train_hybrid,
+    held_out: float,
+    denoise: bool = False,
+    **options,
 ) -> tuple[float, bool, str]:
     """``rerankit train embedding`` on a labelled folder (its defaults: MiniLM fine-tuned on
     the judged pairs with BM25 hard negatives; ``held_out``: the share of the queries kept
-    out, for its check and for the verdict here),
+    out, for its check and for the verdict here; ``denoise``: with ``--denoise``),
     then ``learned_ndcg`` over features that use the fine-tuned model instead of MiniLM,
     with the verdict on the training queries the model never saw (as ``tune`` makes it).
     The model and its features are kept in ``.cache/distill-ft/`` (delete it to retrain)."""
@@ -216,13 +248,15 @@ def finetuned_ndcg(
     from rerankit.scorers import learned
     from rerankit.training.trainer import TRAINED_ON
 
-    out = ROOT / ".cache" / "distill-ft" / f"{folder.name}-k{k}-held{held_out:g}"
+    name = f"{folder.name}-k{k}-held{held_out:g}" + ("-denoised" if denoise else "")
+    out = ROOT / ".cache" / "distill-ft" / name
     record = out / TRAINED_ON  # written last by `train`: the model is complete
     start = time.perf_counter()
     if record.is_file():
         note = "fine-tuned in an earlier run"
     else:
         command = ["train", "embedding", "--data", str(folder), "--out", str(out)]
+        command += ["--denoise"] if denoise else []
         if cli([*command, "--held-out", f"{held_out:g}", "--no-progress"]):
             raise SystemExit("rerankit train embedding failed")
         note = f"fine-tuning {(time.perf_counter() - start) / 60:.1f} min"
@@ -281,6 +315,12 @@ def main() -> None:
         "cores, mostly encoding the corpus with the new model",
     )
     parser.add_argument(
+        "--denoise-finetuning",
+        action="store_true",
+        help="with --finetuned: fine-tune on the labels left after train's --denoise (the "
+        "relevant labels a ranker learnt from the other queries ranks low left out)",
+    )
+    parser.add_argument(
         "--held-out",
         type=float,
         default=0.1,
@@ -310,10 +350,13 @@ def main() -> None:
         )
         human_note = f"{verdict_note(human_adopted)} ({human_chosen})"
         print(f"{name} human qrels: {human:.2f} ({human_note})", file=sys.stderr, flush=True)
-        lines = []
+        lines, notes = [], []
         for noise in (float(x) for x in args.noise.split(",")):
             folder, report = label_with_oracle(name, train, noise, args.k, work)
             labels = load_beir(folder, "train").qrels
+            quality = label_quality(train, train_rows, labels)
+            print(f"{name} noise {noise:g}: {quality}", file=sys.stderr, flush=True)
+            notes.append(f"- {100 * noise:.0f} % flipped: {quality}")
             start = time.perf_counter()
             score, adopted, chosen = learned_ndcg(
                 train_rows,
@@ -347,13 +390,15 @@ def main() -> None:
                     labels,
                     train_hybrid=train_hybrid,
                     held_out=args.held_out,
+                    denoise=args.denoise_finetuning,
                     judged_only=args.unjudged == "skip",
                     denoised=not args.no_denoise,
                 )
                 written = score if adopted else hybrid
                 lines.append(
                     f"| same labels, LTR over MiniLM fine-tuned on them ({100 * noise:.0f} % "
-                    f"flipped, {100 * args.held_out:.0f} % of the queries held out) | "
+                    f"flipped, {100 * args.held_out:.0f} % of the queries held out"
+                    f"{', labels denoised first' if args.denoise_finetuning else ''}) | "
                     f"{score:.2f} | {score - human:+.2f} | {written:.2f} | | "
                     f"{verdict_note(adopted)} ({chosen}) |"
                 )
@@ -381,6 +426,7 @@ def main() -> None:
         print(f"| human qrels | {human:.2f} | | | | {human_note} |")
         print("\n".join(lines))
         print(f"| (the default hybrid, first-stage scores given) | {hybrid:.2f} | | | | |")
+        print("\nthe judge's labels of the training queries:\n" + "\n".join(notes))
 
 
 if __name__ == "__main__":

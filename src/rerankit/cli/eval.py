@@ -24,7 +24,13 @@ from ..eval.runner import (
     write_summary,
 )
 from .args import add_language_argument, positive_float, positive_int
-from .eval_support import named_pipelines, pipeline_runs, read_collection, use_embedding_cache
+from .eval_support import (
+    add_embedding_cache_arguments,
+    named_pipelines,
+    pipeline_runs,
+    read_collection,
+    use_embedding_cache,
+)
 from .tune import cmd_tune
 
 __all__ = ["add_commands"]
@@ -224,15 +230,7 @@ def add_commands(sub: Any) -> None:
         "several, comma-separated, run every reranker once per layout ('hybrid (space)') "
         "over the same candidates, to see how much the layout matters",
     )
-    ev.add_argument(
-        "--embedding-cache",
-        default=None,
-        help="SQLite file caching document embeddings across runs (default: "
-        "$RERANKIT_EMBEDDING_CACHE, else embeddings.sqlite in the rerankit cache directory)",
-    )
-    ev.add_argument(
-        "--no-embedding-cache", action="store_true", help="encode documents afresh, keep nothing"
-    )
+    add_embedding_cache_arguments(ev)
     ev.add_argument(
         "--engine",
         choices=("local", "ray"),
@@ -290,15 +288,7 @@ def add_commands(sub: Any) -> None:
         help="signals to fuse, two or more of first_stage, bm25, embedding",
     )
     tu.add_argument("--out", help="TOML pipeline file to write (default tuned-<dataset>.toml)")
-    tu.add_argument(
-        "--embedding-cache",
-        default=None,
-        help="SQLite file caching document embeddings across runs (default: "
-        "$RERANKIT_EMBEDDING_CACHE, else embeddings.sqlite in the rerankit cache directory)",
-    )
-    tu.add_argument(
-        "--no-embedding-cache", action="store_true", help="encode documents afresh, keep nothing"
-    )
+    add_embedding_cache_arguments(tu)
     tu.add_argument(
         "--embedding-model",
         default=None,

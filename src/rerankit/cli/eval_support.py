@@ -19,7 +19,9 @@ from ..eval.runner import first_stage_run, run_pipeline, run_pipeline_ray
 from .args import in_language
 
 __all__ = [
+    "add_embedding_cache_arguments",
     "default_hybrid_scores",
+    "feature_rows",
     "limit_queries",
     "named_pipelines",
     "pipeline_runs",
@@ -86,6 +88,38 @@ def named_pipelines(
     for path in configs:
         out.append((Path(path).stem, load(Path(path)), Path(path)))
     return out
+
+
+def add_embedding_cache_arguments(parser: Any) -> None:
+    """``--embedding-cache`` and ``--no-embedding-cache`` (read by :func:`use_embedding_cache`)."""
+    parser.add_argument(
+        "--embedding-cache",
+        default=None,
+        help="SQLite file caching document embeddings across runs (default: "
+        "$RERANKIT_EMBEDDING_CACHE, else embeddings.sqlite in the rerankit cache directory)",
+    )
+    parser.add_argument(
+        "--no-embedding-cache", action="store_true", help="encode documents afresh, keep nothing"
+    )
+
+
+def feature_rows(
+    data: Any, cands: Any, embedding: str | None, *, progress: bool
+) -> dict[str, tuple[list[str], np.ndarray]]:
+    """Learning to rank's features (:data:`rerankit.scorers.learned.FEATURES`) of each query's
+    candidates, ``{qid: (doc ids, matrix)}``, for the queries with any; ``embedding``: the
+    model the embedding features read (None: the bundled MiniLM)."""
+    from ..scorers import learned
+
+    signals = learned.Signals(embedding)
+    items = [(q, c) for q, c in cands.items() if c]
+    rows = {}
+    iterator = progress_bar("features", progress)
+    for qid, ranked in iterator(items):
+        texts = [data.text(d) for d, _ in ranked]
+        x = learned.features(signals, data.queries[qid], texts, [s for _, s in ranked])
+        rows[qid] = ([d for d, _ in ranked], x)
+    return rows
 
 
 def use_embedding_cache(args: argparse.Namespace) -> None:

@@ -26,6 +26,7 @@ from ..scorers.embedding import EmbeddingScorer
 from ..training import calibrated, crossval, fusion, ltr
 from .eval_support import (
     default_hybrid_scores,
+    feature_rows,
     pipeline_runs,
     progress_bar,
     read_collection,
@@ -306,17 +307,9 @@ def _learn(
     cross-validation; the learned pipeline written when it beats the default hybrid (given
     first-stage scores) by more than the noise, else the default."""
 
-    signals = learned_scorer.Signals(embedding)
     start = time.perf_counter()
-    items = [(q, c) for q, c in cands.items() if c]
-    rows = {}
-    iterator = progress_bar("features", not args.no_progress)
-    for qid, ranked in iterator(items) if iterator else items:
-        texts = [train.text(d) for d, _ in ranked]
-        rows[qid] = (
-            [d for d, _ in ranked],
-            learned_scorer.features(signals, train.queries[qid], texts, [s for _, s in ranked]),
-        )
+    items = [q for q, c in cands.items() if c]
+    rows = feature_rows(train, cands, embedding, progress=not args.no_progress)
     print(
         f"{train.name}: learning to rank on {len(rows)} {args.train_split} queries (features "
         f"built in {time.perf_counter() - start:.0f} s; {len(ltr.feature_set(len(rows)))} "
