@@ -36,7 +36,6 @@ from .tune_support import (
     adoption_margin,
     check_out,
     check_train_split,
-    held_out_hint,
     judged_only,
     pick_default,
     unseen_queries,
@@ -165,9 +164,6 @@ def _cross_validated(
             f"not adopted: the learned pipeline does not beat the default by more than {times}"
             "the noise" + (" (--keep-learned: written anyway)" if args.keep_learned else "")
         )
-        hint = None if among is None else held_out_hint(verdict, len(qids))
-        if hint:
-            print(f"  {hint}")
     return cv, verdict
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import math
 import statistics
 from pathlib import Path
 from typing import Any
@@ -11,7 +10,7 @@ from typing import Any
 from ..config import to_toml
 from ..errors import InputError
 from ..eval.label import LABEL_REPORT
-from ..training.crossval import JUDGE_MARGIN, Verdict
+from ..training.crossval import JUDGE_MARGIN
 from ..training.fusion import DEFAULT_HYBRID
 from ..training.trainer import queries_trained_on
 
@@ -19,7 +18,6 @@ __all__ = [
     "adoption_margin",
     "check_out",
     "check_train_split",
-    "held_out_hint",
     "judged_only",
     "labelled",
     "pick_default",
@@ -85,29 +83,6 @@ def unseen_queries(args: argparse.Namespace, qids: list[str]) -> set[str] | None
         f"is, so the default is chosen and the verdict made on the {len(unseen)} it never saw"
     )
     return unseen
-
-
-def held_out_hint(verdict: Verdict, total: int) -> str | None:
-    """When the verdict on the queries a fine-tuned model never saw (:func:`unseen_queries`)
-    found a gain too small for their number to confirm: about how many would confirm it,
-    as the share of the ``total`` training queries to hold out when fine-tuning again."""
-    if verdict.adopt:
-        return None
-    needed = verdict.queries_to_confirm()
-    if not math.isfinite(needed):
-        return None
-    if needed > total / 2:
-        return (
-            f"the gain ({100 * verdict.gain:+.2f}) is too small for these {total} training "
-            f"queries to confirm: about {math.ceil(needed)} unseen ones would be needed"
-        )
-    share = math.ceil(100 * needed / total) / 100
-    return (
-        f"the gain ({100 * verdict.gain:+.2f}) rests on the {verdict.queries} queries the "
-        f"model never saw; about {math.ceil(needed)} would confirm a gain that size. To try: "
-        f"rerankit train embedding --held-out {share:.2f}, then tune again (fewer queries to "
-        "fine-tune on can also shrink the gain)"
-    )
 
 
 def pick_default(

@@ -184,14 +184,6 @@ class Verdict:
     def adopt(self) -> bool:
         return self.gain > self.margin * self.noise
 
-    def queries_to_confirm(self) -> float:
-        """About how many queries would confirm a gain of this size (above ``margin`` times
-        the noise), were the noise to fall as one over the square root of their number; inf
-        when the gain is not positive."""
-        if self.gain <= 0 or not math.isfinite(self.noise):
-            return math.inf
-        return self.queries * (self.margin * self.noise / self.gain) ** 2
-
     def describe(self) -> str:
         spread = statistics.pstdev(self.fold_gains) if len(self.fold_gains) > 1 else 0.0
         folds = ", ".join(f"{100 * g:+.2f}" for g in self.fold_gains)
