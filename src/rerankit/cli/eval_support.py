@@ -16,6 +16,7 @@ from ..api import load
 from ..cache import default_cache_dir
 from ..eval.data import load_beir
 from ..eval.runner import first_stage_run, run_pipeline, run_pipeline_ray
+from ..scorers import learned
 from .args import in_language
 
 __all__ = [
@@ -109,8 +110,6 @@ def feature_rows(
     """Learning to rank's features (:data:`rerankit.scorers.learned.FEATURES`) of each query's
     candidates, ``{qid: (doc ids, matrix)}``, for the queries with any; ``embedding``: the
     model the embedding features read (None: the bundled MiniLM)."""
-    from ..scorers import learned
-
     signals = learned.Signals(embedding)
     items = [(q, c) for q, c in cands.items() if c]
     rows = {}

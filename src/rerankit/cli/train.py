@@ -15,7 +15,7 @@ from ..eval.first_stage import first_stage
 from ..eval.metrics import ranked_ndcg
 from ..scorers.cross_encoder import CrossEncoderScorer
 from ..scorers.embedding import EmbeddingScorer
-from ..training import crossval
+from ..training import crossval, ltr
 from ..training.cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 from ..training.embedding import embedding_pairs, fine_tune_embedding
 from ..training.trainer import record_trained_on
@@ -162,8 +162,6 @@ def _denoised(args: argparse.Namespace, training: Any, cands: Any) -> tuple[Any,
     DENOISE_TOP`-th (:func:`rerankit.training.ltr.denoise`, as ``tune`` compares for a
     judge's labels), and the candidates with those documents taken out, so that a label
     left out is neither a positive nor a hard negative."""
-    from ..training import ltr
-
     use_embedding_cache(args)
     judged = {q: c for q, c in cands.items() if q in training.qrels and q in training.queries}
     rows = feature_rows(training, judged, None, progress=not args.no_progress)
