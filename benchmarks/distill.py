@@ -20,14 +20,13 @@ folder). Also the judge itself on test (the same noisy oracle ranking the BM25 t
 the default ``hybrid`` given the first-stage scores (what ``tune`` compares with; learned
 models are blended with 0.3 first stage + 0.7 MiniLM, as ``tune`` does), and the time
 labelling took. ``--finetuned`` also fine-tunes MiniLM on each labelled folder (``rerankit
-train embedding``; ``--held-out`` sets the share it keeps out, ``--denoise-finetuning``
-fine-tunes on the labels ``train --denoise`` keeps) and learns to rank over features that
+train embedding``; ``--held-out`` sets the share it keeps out) and learns to rank over features that
 read it, the verdict made on the training queries it never saw (as ``tune
 --embedding-model`` does); ``--cross-encoder``
 trains a cross-encoder on the same labels.
 
 Run: ``python benchmarks/distill.py [--sets scifact,nfcorpus] [--noise 0,0.1,0.3] [--k 20]
-[--finetuned [--held-out 0.1] [--denoise-finetuning]] [--cross-encoder]``
+[--finetuned [--held-out 0.1]] [--cross-encoder]``
 (document embeddings cached in ``.cache/embeddings.sqlite``, each split's features in
 ``.cache/distill-features/``: delete it after changing the features).
 """
@@ -235,12 +234,11 @@ def finetuned_ndcg(
     labels,
     train_hybrid,
     held_out: float,
-    denoise: bool = False,
     **options,
 ) -> tuple[float, bool, str]:
     """``rerankit train embedding`` on a labelled folder (its defaults: MiniLM fine-tuned on
     the judged pairs with BM25 hard negatives; ``held_out``: the share of the queries kept
-    out, for its check and for the verdict here; ``denoise``: with ``--denoise``),
+    out, for its check and for the verdict here),
     then ``learned_ndcg`` over features that use the fine-tuned model instead of MiniLM,
     with the verdict on the training queries the model never saw (as ``tune`` makes it).
     The model and its features are kept in ``.cache/distill-ft/`` (delete it to retrain)."""
@@ -248,15 +246,13 @@ def finetuned_ndcg(
     from rerankit.scorers import learned
     from rerankit.training.trainer import TRAINED_ON
 
-    name = f"{folder.name}-k{k}-held{held_out:g}" + ("-denoised" if denoise else "")
-    out = ROOT / ".cache" / "distill-ft" / name
+    out = ROOT / ".cache" / "distill-ft" / f"{folder.name}-k{k}-held{held_out:g}"
     record = out / TRAINED_ON  # written last by `train`: the model is complete
     start = time.perf_counter()
     if record.is_file():
         note = "fine-tuned in an earlier run"
     else:
         command = ["train", "embedding", "--data", str(folder), "--out", str(out)]
-        command += ["--denoise"] if denoise else []
         if cli([*command, "--held-out", f"{held_out:g}", "--no-progress"]):
             raise SystemExit("rerankit train embedding failed")
         note = f"fine-tuning {(time.perf_counter() - start) / 60:.1f} min"
@@ -313,12 +309,6 @@ def main() -> None:
         help="also fine-tune MiniLM on each labelled folder (rerankit train embedding) and "
         "learn to rank over features that use it: about half an hour per row on two CPU "
         "cores, mostly encoding the corpus with the new model",
-    )
-    parser.add_argument(
-        "--denoise-finetuning",
-        action="store_true",
-        help="with --finetuned: fine-tune on the labels left after train's --denoise (the "
-        "relevant labels a ranker learnt from the other queries ranks low left out)",
     )
     parser.add_argument(
         "--held-out",
@@ -390,15 +380,13 @@ def main() -> None:
                     labels,
                     train_hybrid=train_hybrid,
                     held_out=args.held_out,
-                    denoise=args.denoise_finetuning,
                     judged_only=args.unjudged == "skip",
                     denoised=not args.no_denoise,
                 )
                 written = score if adopted else hybrid
                 lines.append(
                     f"| same labels, LTR over MiniLM fine-tuned on them ({100 * noise:.0f} % "
-                    f"flipped, {100 * args.held_out:.0f} % of the queries held out"
-                    f"{', labels denoised first' if args.denoise_finetuning else ''}) | "
+                    f"flipped, {100 * args.held_out:.0f} % of the queries held out) | "
                     f"{score:.2f} | {score - human:+.2f} | {written:.2f} | | "
                     f"{verdict_note(adopted)} ({chosen}) |"
                 )

@@ -415,37 +415,3 @@ def test_the_held_out_share_is_capped_only_when_not_asked_for():
     assert len(held_out(qids, 0.9, cap=None)) == 1500  # at most half
     assert set(held_out(list(reversed(qids)), 0.3, cap=None)) == set(asked)  # not by order
     assert held_out(qids[:9], 0.5) == []  # too few to check on
-
-
-def test_denoise_leaves_a_judge_s_false_positives_out_of_the_pairs(tiny_st, tmp_path, capsys):
-    """40 queries, each naming a word that its one relevant document holds; the judge also
-    called one of 30 interchangeable filler documents relevant for every other query (20
-    false positives nothing about them supports). ``--denoise`` keeps the true labels and
-    leaves out most of the false ones, and fine-tuning reads one pair per label kept."""
-    folder = tmp_path / "data"
-    (folder / "qrels").mkdir(parents=True)
-    words = [f"{a}{b}" for a in ("bor", "kel", "mip", "tav") for b in "aeiouybcdf"]
-    rng = random.Random(1)
-    fill = ["alpha", "beta", "gamma", "delta", "omega"]
-    corpus = [{"_id": f"d{i}", "text": f"notes on {w} here"} for i, w in enumerate(words)]
-    corpus += [
-        {"_id": f"f{j}", "text": "notes on " + " ".join(rng.choice(fill) for _ in range(2))}
-        for j in range(30)
-    ]
-    queries = [{"_id": f"q{i}", "text": f"notes about {w}"} for i, w in enumerate(words)]
-    lines = []
-    for i in range(len(words)):
-        false = rng.randrange(30) if i % 2 == 0 else None
-        lines.append(f"q{i}\td{i}\t1")
-        lines += [f"q{i}\tf{j}\t{int(j == false)}" for j in range(30)]
-    (folder / "corpus.jsonl").write_text("".join(json.dumps(c) + "\n" for c in corpus))
-    (folder / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in queries))
-    (folder / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(lines))
-    args = ["train", "embedding", "--data", str(folder), "--model", str(tiny_st), "--denoise"]
-    args += ["--held-out", "0", "--embedding-cache", str(tmp_path / "emb.sqlite")]
-    assert main([*args, "--out", str(tmp_path / "ft"), "--no-progress"]) == 0
-    printed = capsys.readouterr().out
-    kept = int(printed.split("--denoise: kept ")[1].split(" ")[0])
-    assert "of 60 relevant labels" in printed
-    assert 38 <= kept <= 50  # the 40 true labels stay (nearly all), most false ones go
-    assert f"{kept} training pairs" in printed

@@ -15,17 +15,12 @@ from ..eval.first_stage import first_stage
 from ..eval.metrics import ranked_ndcg
 from ..scorers.cross_encoder import CrossEncoderScorer
 from ..scorers.embedding import EmbeddingScorer
-from ..training import crossval, ltr
+from ..training import crossval
 from ..training.cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 from ..training.embedding import embedding_pairs, fine_tune_embedding
 from ..training.trainer import record_trained_on
 from .args import positive_int
-from .eval_support import (
-    add_embedding_cache_arguments,
-    feature_rows,
-    read_collection,
-    use_embedding_cache,
-)
+from .eval_support import read_collection
 
 __all__ = ["add_commands"]
 
@@ -86,15 +81,12 @@ def cmd_train(args: argparse.Namespace) -> int:
     training = dataclasses.replace(
         data, qrels={q: j for q, j in data.qrels.items() if q not in kept_out}
     )
-    negatives = cands  # where each query's negatives come from
-    if args.denoise:
-        training, negatives = _denoised(args, training, cands)
     if args.what == "cross-encoder":
-        rows = cross_encoder_rows(training, negatives, max_pairs=args.max_pairs)
+        rows = cross_encoder_rows(training, cands, max_pairs=args.max_pairs)
         train, load_with, what = fine_tune_cross_encoder, "CrossEncoderScorer", "cross-encoder"
         export = f"rerankit export {args.out} --kind cross-encoder --quantize int8"
     else:
-        rows = embedding_pairs(training, negatives, max_pairs=args.max_pairs)
+        rows = embedding_pairs(training, cands, max_pairs=args.max_pairs)
         train, load_with, what = fine_tune_embedding, "EmbeddingScorer", "embedding model"
         export = f"rerankit export {args.out} --quantize int8"
     options = {} if args.learning_rate is None else {"learning_rate": args.learning_rate}
@@ -156,30 +148,6 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
-def _denoised(args: argparse.Namespace, training: Any, cands: Any) -> tuple[Any, Any]:
-    """``--denoise``: the training judgments without the relevant labels that a ranker
-    learnt from the other queries' labels ranks below the :data:`~rerankit.training.ltr.
-    DENOISE_TOP`-th (:func:`rerankit.training.ltr.denoise`, as ``tune`` compares for a
-    judge's labels), and the candidates with those documents taken out, so that a label
-    left out is neither a positive nor a hard negative."""
-    use_embedding_cache(args)
-    judged = {q: c for q, c in cands.items() if q in training.qrels and q in training.queries}
-    rows = feature_rows(training, judged, None, progress=not args.no_progress)
-    kept = ltr.denoise(rows, training.qrels, list(rows))
-    dropped = {
-        q: {d for d, g in training.qrels[q].items() if g > 0 and d not in kept[q]} for q in kept
-    }
-    before = sum(g > 0 for j in training.qrels.values() for g in j.values())
-    print(
-        f"--denoise: kept {before - sum(map(len, dropped.values()))} of {before} relevant "
-        f"labels; left out those a ranker learnt from the other queries' labels placed below "
-        f"the {ltr.DENOISE_TOP}th of the judged candidates"
-    )
-    qrels = {q: kept.get(q, j) for q, j in training.qrels.items()}
-    negatives = {q: [(d, s) for d, s in c if d not in dropped.get(q, ())] for q, c in cands.items()}
-    return dataclasses.replace(training, qrels=qrels), negatives
-
-
 def _starting_model(args: argparse.Namespace) -> Any:
     """The model training started from, to show in the held-out check what training
     changed; None for a cross-encoder trained from the bundled embedding model, whose
@@ -236,13 +204,5 @@ def add_commands(sub: Any) -> None:
         "at most half (default 0.1 and at most 200 queries; 0: no check): the trained model "
         "against BM25, and `tune --embedding-model` makes its verdict on these queries",
     )
-    tr.add_argument(
-        "--denoise",
-        action="store_true",
-        help="for labels from a judge (rerankit label): leave out the relevant labels that a "
-        "ranker learnt from the other queries' labels ranks low, as likely false positives "
-        "(extra learn; builds learning to rank's features of the candidates first)",
-    )
-    add_embedding_cache_arguments(tr)
     tr.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     tr.set_defaults(func=cmd_train)
