@@ -304,8 +304,8 @@ def _learn(
     first-stage scores) by more than the noise, else the default."""
 
     start = time.perf_counter()
-    items = [q for q, c in cands.items() if c]
     rows = feature_rows(train, cands, embedding, progress=not args.no_progress)
+    with_candidates = len(rows)
     print(
         f"{train.name}: learning to rank on {len(rows)} {args.train_split} queries (features "
         f"built in {time.perf_counter() - start:.0f} s; {len(ltr.feature_set(len(rows)))} "
@@ -324,8 +324,8 @@ def _learn(
     if judged:  # learn and cross-validate on the judged candidates only
         _, hybrid = ltr.judged_candidates(rows, train.qrels, hybrid)
         rows, blended = ltr.judged_candidates(rows, train.qrels, blended)
-        if len(rows) < len(items):
-            print(f"({len(items) - len(rows)} queries without judged candidates left out)")
+        if len(rows) < with_candidates:
+            print(f"({with_candidates - len(rows)} queries without judged candidates left out)")
         print(
             "labels from a judge: also comparing models that leave out the relevant labels "
             f"a model fitted on the other queries ranks below the {ltr.DENOISE_TOP}th"
