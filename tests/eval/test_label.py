@@ -51,12 +51,12 @@ def collection(tmp_path, synthetic):
     return synthetic(tmp_path / "data")
 
 
-def judge_file(tmp_path, server, monkeypatch, model="gpt-4o-mini"):
+def judge_file(tmp_path, server, monkeypatch, model="gpt-4o-mini", kind="pointwise"):
     monkeypatch.setenv("RERANKIT_TEST_KEY", "k")
     path = tmp_path / "judge.toml"
     path.write_text(
         "[scorer]\n"
-        'type = "llm_pointwise"\n'
+        f'type = "llm_{kind}"\n'
         'provider = "openai"\n'
         f'model = "{model}"\n'
         f'base_url = "{server.openai_url}"\n'
@@ -123,6 +123,57 @@ def test_labels_are_the_judges_grades_and_the_folder_is_a_dataset(
         == 0
     )
     assert "test split, 10 queries" in capsys.readouterr().out
+
+
+CHUNKS = re.compile(
+    r"Chunks \(JSON array\):\n(.*)\n\nQuestion \(a JSON string\): (\".*\")\s*$", re.S
+)
+
+
+class ListwiseOracle:
+    """Orders a window: what the qrels judge relevant first (best grade first), then the
+    rest in the reverse of the order it was given, so the order differs from the input's."""
+
+    def __init__(self, folder):
+        data = load_beir(folder, "train")
+        self.grades = {}  # query text -> document text -> grade
+        for qid, text in data.queries.items():
+            judged = self.grades.setdefault(text, {})
+            judged.update({data.text(d): g for d, g in data.qrels[qid].items()})
+        # (query text, its candidates' texts in the order given) -> the texts, best first
+        self.orders: dict[tuple[str, tuple[str, ...]], list[str]] = {}
+
+    def __call__(self, request):
+        chunks, question = CHUNKS.search(request.prompt).groups()
+        texts, query = json.loads(chunks), json.loads(question)
+        grades = self.grades[query]
+        order = sorted(range(len(texts)), key=lambda i: (-grades.get(texts[i], 0), -i))
+        self.orders[query, tuple(texts)] = [texts[i] for i in order]
+        answer = {"reranked_indices": order, "is_rejected": False, "rejection_reason": ""}
+        return Reply(text=json.dumps(answer), input_tokens=300, output_tokens=20)
+
+
+def test_a_listwise_order_becomes_grades_by_position(tmp_path, collection, monkeypatch):
+    data = load_beir(collection, "train")
+    assert len({data.text(d) for d in data.corpus}) == len(data.corpus)  # texts name them
+    oracle = ListwiseOracle(collection)
+    out = tmp_path / "labelled"
+    with FakeLLMServer(responder=oracle) as server:
+        judge = judge_file(tmp_path, server, monkeypatch, kind="listwise")
+        assert run_label(collection, judge, out, "--positions", "1,3") == 0
+    made = load_qrels(out / "qrels" / "train.tsv")
+    assert set(made) == set(data.queries)
+    moved = 0
+    for qid, labels in made.items():
+        given = tuple(data.text(d) for d in labels)  # labels are in the candidates' order
+        order = oracle.orders[data.queries[qid], given]
+        assert len(labels) == len(order) == K
+        expected = {t: 2 if r < 1 else 1 if r < 3 else 0 for r, t in enumerate(order)}
+        assert {data.text(d): g for d, g in labels.items()} == expected
+        moved += list(given) != order
+    assert moved  # the judge reordered the candidates of some queries
+    report = json.loads((out / "label_report.json").read_text())
+    assert report["judge"] == "listwise" and report["failed"] == 0
 
 
 def test_a_run_stopped_by_max_calls_writes_what_it_did_and_resumes(

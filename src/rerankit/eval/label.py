@@ -154,7 +154,8 @@ def _grades(kind: str, values: Sequence[float], positions: tuple[int, int]) -> l
         return [grade_pointwise(v) for v in values]
     order = sorted(range(len(values)), key=lambda i: -values[i])
     rank = {i: r for r, i in enumerate(order)}
-    return [2 if rank[i] < positions[0] else 1 if rank[i] < positions[1] else 0 for i in rank]
+    first, last = positions
+    return [2 if rank[i] < first else 1 if rank[i] < last else 0 for i in range(len(values))]
 
 
 def _replace(path: Path, text: str) -> None:
