@@ -58,6 +58,10 @@ from learn import (
 
 QUERY = re.compile(r'Query \(a JSON string\): ("(?:[^"\\]|\\.)*")')
 DOC = re.compile(r'Document ("(?:[^"\\]|\\.)*") \(a JSON string\)')
+CHUNKS = re.compile(
+    r"Chunks \(JSON array\):\n(.*)\n\nQuestion \(a JSON string\): (\".*\")\s*$", re.S
+)
+PREFIX = 200  # the listwise oracle knows a document by its first characters
 
 
 def flipped(query: str, doc: str, noise: float) -> bool:
@@ -70,32 +74,62 @@ def oracle_grade(relevant: set[str], query: str, doc: str, noise: float) -> int:
     return 9 if good != flipped(query, doc, noise) else 1
 
 
-def label_with_oracle(name: str, train, noise: float, k: int, work: Path) -> tuple[Path, dict]:
+def _hash(*parts: str) -> int:
+    return int.from_bytes(hashlib.sha256("\x00".join(parts).encode()).digest()[:8], "big")
+
+
+def oracle_order(grades: dict[str, int], query: str, docs: list[str], noise: float) -> list[int]:
+    """The listwise oracle's order of a window of ``docs`` (ids): the relevant ones first,
+    best grade first, the rest in an order that says nothing about them (a fixed hash); then
+    each position whose document ``flipped`` picks is swapped with another (a fixed hash)."""
+    order = sorted(range(len(docs)), key=lambda i: (-grades.get(docs[i], 0), _hash(query, docs[i])))
+    for i in range(len(order)):
+        if flipped(query, docs[order[i]], noise):
+            j = _hash(query, docs[order[i]], "swap") % len(order)
+            order[i], order[j] = order[j], order[i]
+    return order
+
+
+def label_with_oracle(
+    name: str, train, noise: float, k: int, work: Path, judge_kind: str, positions: str | None
+) -> tuple[Path, dict]:
     from rerankit.cli import main
     from rerankit.eval.label import LABEL_REPORT
     from rerankit.testing import FakeLLMServer, Reply
 
     relevant: dict[str, set[str]] = {}
+    graded: dict[str, dict[str, int]] = {}
     for qid, judged in train.qrels.items():
         relevant.setdefault(train.queries[qid], set()).update(d for d, g in judged.items() if g)
+        graded.setdefault(train.queries[qid], {}).update(judged)
+    by_text = {train.text(d)[:PREFIX]: d for d in train.corpus}
 
     def respond(request):
+        if judge_kind == "listwise":
+            chunks, question = CHUNKS.search(request.prompt).groups()
+            query = json.loads(question)
+            docs = [by_text.get(t[:PREFIX], "") for t in json.loads(chunks)]
+            order = oracle_order(graded.get(query, {}), query, docs, noise)
+            answer = {"reranked_indices": order, "is_rejected": False, "rejection_reason": ""}
+            return Reply(text=json.dumps(answer))
         query = json.loads(QUERY.search(request.prompt).group(1))
         doc = json.loads(DOC.search(request.prompt).group(1))
         grade = oracle_grade(relevant.get(query, set()), query, doc, noise)
         return Reply(text=json.dumps({"id": doc, "score": grade}))
 
-    out = work / f"{name}-noise{noise:g}"
+    kind = "" if judge_kind == "pointwise" else f"-{judge_kind}"
+    out = work / f"{name}{kind}-noise{noise:g}"
     with FakeLLMServer(responder=respond) as server:
-        judge = work / f"judge-{noise:g}.toml"
+        judge = work / f"judge-{judge_kind}-{noise:g}.toml"
         judge.write_text(
-            '[scorer]\ntype = "llm_pointwise"\nprovider = "openai"\nmodel = "gpt-4o-mini"\n'
+            f'[scorer]\ntype = "llm_{judge_kind}"\nprovider = "openai"\nmodel = "gpt-4o-mini"\n'
             f'base_url = "{server.openai_url}"\napi_key_env = "DISTILL_KEY"\n'
-            f'cache = "{work / f"judgments-{noise:g}.sqlite"}"\nmax_concurrency = 32\n'
+            f'cache = "{work / f"judgments-{judge_kind}-{noise:g}.sqlite"}"\nmax_concurrency = 32\n'
         )
         os.environ["DISTILL_KEY"] = "local"
         args = ["label", "--data", str(DATA / name), "--split", "train", "--judge", str(judge)]
-        code = main([*args, "--k", str(k), "--out", str(out), "--no-progress"])
+        args += ["--k", str(k), "--out", str(out), "--no-progress"]
+        code = main([*args, *(["--positions", positions] if positions else [])])
         if code != 0:
             raise SystemExit(f"rerankit label failed ({code})")
     return out, json.loads((out / LABEL_REPORT).read_text())
@@ -183,15 +217,25 @@ def features_of(data, split: str, signals, folder: Path | None = None):
     return rows
 
 
-def judge_on_test(test, test_rows, noise: float) -> float:
+def judge_on_test(test, test_rows, noise: float, judge_kind: str) -> float:
+    """The oracle itself ranking each test query's BM25 top 100: pointwise, by its grades;
+    listwise, by its windows of 20 moved by 10 from the back, as ``llm_listwise`` does."""
     from rerankit.eval.metrics import ranked_ndcg
+    from rerankit.scorers.llm_listwise import windows
 
     values = []
     for qid, (ids, _) in test_rows.items():
-        relevant = {d for d, g in test.qrels[qid].items() if g}
-        query = test.queries[qid]
+        query, judged = test.queries[qid], test.qrels[qid]
+        if judge_kind == "listwise":
+            order = list(ids)
+            for a, b in windows(len(order), 20, 10):
+                window = order[a:b]
+                order[a:b] = [window[i] for i in oracle_order(judged, query, window, noise)]
+            values.append(ranked_ndcg(order, list(range(len(order), 0, -1)), judged))
+            continue
+        relevant = {d for d, g in judged.items() if g}
         grades = [oracle_grade(relevant, query, d, noise) for d in ids]
-        values.append(ranked_ndcg(ids, grades, test.qrels[qid]))
+        values.append(ranked_ndcg(ids, grades, judged))
     return 100 * sum(values) / len(test.qrels)  # a query without candidates scores 0
 
 
@@ -285,6 +329,18 @@ def main() -> None:
     parser.add_argument("--noise", default="0,0.1,0.3")
     parser.add_argument("--k", type=int, default=20, help="candidates judged per query")
     parser.add_argument(
+        "--judge",
+        choices=("pointwise", "listwise"),
+        default="pointwise",
+        help="the oracle grades each document (pointwise: noise flips a grade) or orders "
+        "windows of 20 (listwise: noise swaps a document with another position)",
+    )
+    parser.add_argument(
+        "--positions",
+        help="listwise: rerankit label's --positions (default theirs, 3,10: the first 3 "
+        "grade 2, up to the 10th grade 1)",
+    )
+    parser.add_argument(
         "--unjudged",
         choices=("skip", "negative"),
         default="skip",
@@ -341,12 +397,15 @@ def main() -> None:
         human_note = f"{verdict_note(human_adopted)} ({human_chosen})"
         print(f"{name} human qrels: {human:.2f} ({human_note})", file=sys.stderr, flush=True)
         lines, notes = [], []
+        moved = "flipped" if args.judge == "pointwise" else "swapped"
         for noise in (float(x) for x in args.noise.split(",")):
-            folder, report = label_with_oracle(name, train, noise, args.k, work)
+            folder, report = label_with_oracle(
+                name, train, noise, args.k, work, args.judge, args.positions
+            )
             labels = load_beir(folder, "train").qrels
             quality = label_quality(train, train_rows, labels)
             print(f"{name} noise {noise:g}: {quality}", file=sys.stderr, flush=True)
-            notes.append(f"- {100 * noise:.0f} % flipped: {quality}")
+            notes.append(f"- {100 * noise:.0f} % {moved}: {quality}")
             start = time.perf_counter()
             score, adopted, chosen = learned_ndcg(
                 train_rows,
@@ -362,9 +421,9 @@ def main() -> None:
             took = time.perf_counter() - start
             written = score if adopted else hybrid
             lines.append(
-                f"| judge's labels, {100 * noise:.0f} % flipped | {score:.2f} | "
+                f"| judge's labels, {100 * noise:.0f} % {moved} | {score:.2f} | "
                 f"{score - human:+.2f} | {written:.2f} | "
-                f"{judge_on_test(test, test_rows, noise):.2f} | "
+                f"{judge_on_test(test, test_rows, noise, args.judge):.2f} | "
                 f"{report['labels']} labels, {report['calls']} calls, {report['failed']} "
                 f"failed, ${report['cost_usd']:.2f} at gpt-4o-mini's list price, "
                 f"{report['seconds']:.0f} s; learning {took:.0f} s; {verdict_note(adopted)} "
@@ -402,7 +461,8 @@ def main() -> None:
                 )
                 print(f"{name} noise {noise:g}: {lines[-1]}", file=sys.stderr, flush=True)
         print(
-            f"\n{name}: {len(train.queries)} training queries labelled (top {args.k} of BM25), "
+            f"\n{name}: {len(train.queries)} training queries labelled (top {args.k} of BM25, "
+            f"{args.judge} judge{', positions ' + args.positions if args.positions else ''}), "
             f"{len(test.queries)} test queries, unjudged candidates: {args.unjudged}, "
             "nDCG@10 x 100\n"
         )
