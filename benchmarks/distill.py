@@ -5,8 +5,12 @@ No real LLM can be reached here, so the judge is an oracle: a local OpenAI-compa
 (``rerankit.testing.FakeLLMServer``) that grades a document 9 when the collection's training
 qrels say it is relevant and 1 otherwise, with a controlled share of its judgments flipped
 (``--noise 0,0.1,0.3``: a relevant document graded 1, a non-relevant one 9; which ones is a
-fixed hash of query and document). The labeller never sees the qrels: it calls the judge
-through the real OpenAI SDK, as a user's run would. Learning is ``tune --method ltr``'s
+fixed hash of query and document). With ``--judge listwise`` the oracle orders each window
+instead: the relevant documents first, the rest in a fixed hash order that says nothing
+about them, then each document the same hash picks swapped with another position (the
+noise); ``rerankit label`` turns the order into grades by position (``--positions``). The
+labeller never sees the qrels: it calls the judge through the real OpenAI SDK, as a user's
+run would. Learning is ``tune --method ltr``'s
 procedure (learn.py: features of the BM25 top 100, the LightGBM setting chosen by nested
 5-fold cross-validation over the training queries, compared there with the default, seed 0),
 once on the human qrels and once per noise level on the judge's labels (trained on the
@@ -26,7 +30,7 @@ read it, the verdict made on the training queries it never saw (as ``tune
 trains a cross-encoder on the same labels.
 
 Run: ``python benchmarks/distill.py [--sets scifact,nfcorpus] [--noise 0,0.1,0.3] [--k 20]
-[--finetuned [--held-out 0.1]] [--cross-encoder]``
+[--judge listwise [--positions 3,10]] [--finetuned [--held-out 0.1]] [--cross-encoder]``
 (document embeddings cached in ``.cache/embeddings.sqlite``, each split's features in
 ``.cache/distill-features/``: delete it after changing the features).
 """
