@@ -101,11 +101,10 @@ def label_with_oracle(
     from rerankit.eval.label import LABEL_REPORT
     from rerankit.testing import FakeLLMServer, Reply
 
-    relevant: dict[str, set[str]] = {}
-    graded: dict[str, dict[str, int]] = {}
+    graded: dict[str, dict[str, int]] = {}  # query text -> its documents' grades
     for qid, judged in train.qrels.items():
-        relevant.setdefault(train.queries[qid], set()).update(d for d, g in judged.items() if g)
         graded.setdefault(train.queries[qid], {}).update(judged)
+    relevant = {query: {d for d, g in judged.items() if g} for query, judged in graded.items()}
     by_text = {train.text(d)[:PREFIX]: d for d in train.corpus}
 
     def respond(request):
