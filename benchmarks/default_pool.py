@@ -33,7 +33,11 @@ family side by side, the targets, and the constants for ``rerankit/rerankers/hyb
 then scores the library's own ``hybrid`` on the pool (it should equal the chosen row once
 the constants are in).
 
-Run: ``python benchmarks/default_pool.py [--leads 20]`` (embeddings cached in
+With ``--leave-one-out`` it then applies the rule (and other rules for choosing) to every
+five of the six collections, the calibrations refitted on the five, and scores each choice
+on the sixth: what the rule is worth on a collection it never saw.
+
+Run: ``python benchmarks/default_pool.py [--leads 20] [--leave-one-out]`` (embeddings cached in
 ``.cache/embeddings.sqlite``; from an empty cache, encoding the pool's documents and
 passages takes about two hours on two CPU cores, a second run a few minutes).
 """
@@ -130,6 +134,184 @@ def standard_error(diffs: np.ndarray) -> float:
     return paired_standard_error(diffs)
 
 
+def calibrations(pool: list[Collection], keys) -> dict:
+    """Each signal's logistic calibration, fitted on the pooled judged pairs of ``pool``
+    (each collection weighted equally)."""
+    from rerankit.calibration import fit_calibration
+
+    y = np.concatenate([c.labels() for c in pool])
+    weight = np.concatenate([np.full(c.mask.sum(), 1.0 / c.mask.sum()) for c in pool])
+    return {
+        k: fit_calibration(
+            np.concatenate([c.raw[k][c.mask] for c in pool]), y, sample_weight=weight
+        )
+        for k in keys
+    }
+
+
+def fuse(coll: Collection, cal: dict, roles: dict[str, str], weights) -> np.ndarray:
+    """A candidate's fused logit on every candidate document of ``coll``."""
+    return sum(w * cal[k].logit(coll.raw[k]) for k, w in zip(roles.values(), weights, strict=True))
+
+
+def weight_grid(n: int) -> list[tuple[float, ...]]:
+    """Every way to split weight 1 among ``n`` signals in steps of STEP, each above 0."""
+    units = round(1 / STEP)
+    return [
+        tuple(c / units for c in combo)
+        for combo in itertools.product(range(1, units + 1), repeat=n)
+        if sum(combo) == units
+    ]
+
+
+def candidate_families(lexical, leads) -> list[tuple[str, dict[str, str]]]:
+    """(family label, role -> signal key) for every combination of signals and readings."""
+    families = []
+    for lex in lexical:
+        families.append(("whole + bm25", {"embedding": "embedding", "bm25_background": lex}))
+        for lead in leads:
+            p = f"passage/lead {lead}"
+            families.append(
+                (f"passage (lead {lead}) + bm25", {"passage": p, "bm25_background": lex})
+            )
+            families.append(
+                (
+                    f"passage (lead {lead}) + whole + bm25",
+                    {"passage": p, "embedding": "embedding", "bm25_background": lex},
+                )
+            )
+    return families
+
+
+def score_candidates(pool: list[Collection], families, cal: dict) -> list[tuple]:
+    """(label, roles, weights, collection -> nDCG@10) for every candidate default."""
+    out = []
+    for label, roles in families:
+        logits = {c.name: [cal[k].logit(c.raw[k]) for k in roles.values()] for c in pool}
+        for w in weight_grid(len(roles)):
+            cells = {
+                c.name: c.ndcg(sum(x * m for x, m in zip(w, logits[c.name], strict=True)))
+                for c in pool
+            }
+            out.append((label, roles, w, cells))
+    return out
+
+
+def regret(cells: dict[str, float], refs: dict, names=None) -> list[float]:
+    """How far a candidate falls short of the targets on each collection of ``names``
+    (every collection in ``cells`` when None): at least the first stage, at least
+    ``embedding``, within TOLERANCE of ``hybrid-relative``."""
+    out = []
+    for name in cells if names is None else names:
+        r = refs[name]
+        need = max(r["first stage"], r["embedding"], r["hybrid-relative"] - TOLERANCE)
+        out.append(max(0.0, need - cells[name]))
+    return out
+
+
+def rule_key(candidates: list[tuple], refs: dict, names=None):
+    """The sort key of the rule on the collections ``names`` (every one when None): no
+    regret anywhere if any candidate manages it; else every candidate whose largest regret
+    is within TIE of the smallest; then the best mean nDCG@10."""
+    names = list(candidates[0][3]) if names is None else names
+    least = min(max(regret(c[3], refs, names)) for c in candidates)
+    bound = 0.0 if least == 0 else least + TIE
+
+    def key(c):
+        worst = max(regret(c[3], refs, names))
+        mean = statistics.fmean(c[3][n] for n in names)
+        return (worst > bound, worst if worst > bound else 0.0, -mean)
+
+    return key
+
+
+def describe(c: tuple) -> str:
+    """A candidate's family, weights and readings in words."""
+    lab, rl, ws, _ = c
+    parts = [
+        f"{r} {x:.2f} ({rl[r].split('/', 1)[1] if '/' in rl[r] else 'whole'})"
+        for r, x in zip(rl, ws, strict=True)
+    ]
+    return f"{lab}: " + ", ".join(parts)
+
+
+def rules(candidates: list[tuple], refs: dict, names: list[str]) -> dict:
+    """Selection rules compared by :func:`leave_one_out`: each one's sort key (smallest
+    first) over the collections ``names``."""
+
+    def mean(c) -> float:
+        return statistics.fmean(c[3][n] for n in names)
+
+    return {
+        "worst collection (the default's rule)": rule_key(candidates, refs, names),
+        "best mean": lambda c: -mean(c),
+        "least mean regret": lambda c: (statistics.fmean(regret(c[3], refs, names)), -mean(c)),
+        "least largest regret": lambda c: (max(regret(c[3], refs, names)), -mean(c)),
+        "maximin against hybrid-relative": lambda c: (
+            -min(c[3][n] - refs[n]["hybrid-relative"] for n in names)
+        ),
+    }
+
+
+def leave_one_out(pool: list[Collection], refs: dict, keys, families) -> None:
+    """Each selection rule applied to every five of the six collections (calibrations
+    fitted on those five too), and what its choice scores on the sixth: how a rule's
+    choice fares on a collection it never saw."""
+    rows: dict[str, list[tuple[str, float, float, str]]] = {}
+    against: list[str] = []  # the default's rule's choice against hybrid-relative, per query
+    for held in pool:
+        names = [c.name for c in pool if c is not held]
+        cal = calibrations([c for c in pool if c is not held], keys)
+        candidates = score_candidates(pool, families, cal)
+        for i, (rule, key) in enumerate(rules(candidates, refs, names).items()):
+            pick = min(candidates, key=key)
+            if i == 0:  # the default's rule
+                diff = held.per_query(fuse(held, cal, pick[1], pick[2])) - held.per_query(
+                    held.reference["hybrid-relative"]
+                )
+                against.append(
+                    f"  {held.name}: {diff.mean():+.2f} +- {standard_error(diff):.2f} "
+                    f"({len(diff)} queries)"
+                )
+            value = pick[3][held.name]
+            rows.setdefault(rule, []).append(
+                (held.name, value, regret(pick[3], refs, [held.name])[0], describe(pick))
+            )
+        print(f"left out {held.name}: done", file=sys.stderr, flush=True)
+    print(
+        "\nLeave one collection out: each rule chooses on the other five collections "
+        "(calibrations fitted there too); nDCG@10 x 100 of its choice on the one left out "
+        "(regret: short of its targets):\n"
+    )
+    print("| left out | first stage | embedding | hybrid-relative | " + " | ".join(rows) + " |")
+    print("|---|---:|---:|---:|" + "---:|" * len(rows))
+    for i, held in enumerate(pool):
+        r = refs[held.name]
+        cells = " | ".join(
+            f"{rows[rule][i][1]:.2f}" + (f" ({rows[rule][i][2]:.2f})" if rows[rule][i][2] else "")
+            for rule in rows
+        )
+        print(
+            f"| {held.name} | {r['first stage']:.2f} | {r['embedding']:.2f} | "
+            f"{r['hybrid-relative']:.2f} | {cells} |"
+        )
+    means = " | ".join(f"{statistics.fmean(x[1] for x in rows[rule]):.2f}" for rule in rows)
+    print(f"| mean | | | | {means} |")
+    regrets = " | ".join(f"{statistics.fmean(x[2] for x in rows[rule]):.2f}" for rule in rows)
+    print(f"| mean regret | | | | {regrets} |")
+    worst = " | ".join(f"{max(x[2] for x in rows[rule]):.2f}" for rule in rows)
+    print(f"| largest regret | | | | {worst} |")
+    print(
+        "\nthe default's rule's choice on the collection left out, minus hybrid-relative "
+        "(+- the standard error over queries of the paired difference):"
+    )
+    print("\n".join(against))
+    print("\nchoices:")
+    for rule in rows:
+        for name, _, _, text in rows[rule]:
+            print(f"  {rule}, without {name}: {text}")
+
+
 def signals(coll: Collection, cands, readers, lexical) -> None:
     """Every signal's raw scores for every candidate of ``coll``."""
     rows: dict[str, dict[str, np.ndarray]] = {key: {} for key in [*readers, *lexical]}
@@ -168,6 +350,12 @@ def main() -> None:
         "--leads",
         default=",".join(map(str, LEADS)),
         help=f"passage lead lengths to compare (default {','.join(map(str, LEADS))})",
+    )
+    parser.add_argument(
+        "--leave-one-out",
+        action="store_true",
+        help="also apply each selection rule to every five collections and score its choice "
+        "on the sixth",
     )
     args = parser.parse_args()
     leads = tuple(int(x) for x in args.leads.split(","))
@@ -212,78 +400,20 @@ def main() -> None:
             flush=True,
         )
 
-    # pooled calibrations, each collection weighted equally
+    keys = [*readers, *lexical]
     y = np.concatenate([c.labels() for c in pool])
     weight = np.concatenate([np.full(c.mask.sum(), 1.0 / c.mask.sum()) for c in pool])
-    keys = [*readers, *lexical]
-    cal = {
-        k: fit_calibration(
-            np.concatenate([c.raw[k][c.mask] for c in pool]), y, sample_weight=weight
-        )
-        for k in keys
-    }
+    cal = calibrations(pool, keys)
 
     def fused(coll: Collection, roles: dict[str, str], weights) -> np.ndarray:
-        return sum(
-            w * cal[k].logit(coll.raw[k]) for k, w in zip(roles.values(), weights, strict=True)
-        )
+        return fuse(coll, cal, roles, weights)
 
-    def weight_grid(n: int):
-        units = round(1 / STEP)
-        return [
-            tuple(c / units for c in combo)
-            for combo in itertools.product(range(1, units + 1), repeat=n)
-            if sum(combo) == units
-        ]
-
-    families = []
-    for lex in lexical:
-        families.append(("whole + bm25", {"embedding": "embedding", "bm25_background": lex}))
-        for lead in leads:
-            p = f"passage/lead {lead}"
-            families.append(
-                (f"passage (lead {lead}) + bm25", {"passage": p, "bm25_background": lex})
-            )
-            families.append(
-                (
-                    f"passage (lead {lead}) + whole + bm25",
-                    {"passage": p, "embedding": "embedding", "bm25_background": lex},
-                )
-            )
-    candidates = []
-    for label, roles in families:
-        for w in weight_grid(len(roles)):
-            cells = {c.name: c.ndcg(fused(c, roles, w)) for c in pool}
-            candidates.append((label, roles, w, cells))
-
-    def regret(cells) -> list[float]:
-        out = []
-        for name, value in cells.items():
-            r = refs[name]
-            need = max(r["first stage"], r["embedding"], r["hybrid-relative"] - TOLERANCE)
-            out.append(max(0.0, need - value))
-        return out
-
-    # the rule: no regret anywhere if any candidate manages it; else every candidate whose
-    # largest regret is within TIE of the smallest; then the best mean nDCG@10
-    least = min(max(regret(c[3])) for c in candidates)
-    bound = 0.0 if least == 0 else least + TIE
-
-    def rank_key(c):
-        worst = max(regret(c[3]))
-        return (worst > bound, worst if worst > bound else 0.0, -statistics.fmean(c[3].values()))
-
-    candidates.sort(key=rank_key)
+    families = candidate_families(lexical, leads)
+    candidates = score_candidates(pool, families, cal)
+    least = min(max(regret(c[3], refs)) for c in candidates)
+    candidates.sort(key=rule_key(candidates, refs))
     chosen = candidates[0]
-    label, roles, w, cells = chosen
-
-    def describe(c) -> str:
-        lab, rl, ws, _ = c
-        parts = [
-            f"{r} {x:.2f} ({rl[r].split('/', 1)[1] if '/' in rl[r] else 'whole'})"
-            for r, x in zip(rl, ws, strict=True)
-        ]
-        return f"{lab}: " + ", ".join(parts)
+    _, roles, w, cells = chosen
 
     names = [c.name for c in pool]
     best_of: dict[str, tuple] = {}  # the best candidate of each family, in rule order
@@ -320,7 +450,7 @@ def main() -> None:
         print("|---|" + "---:|" * (len(names) + 2))
         for c in table:
             row = " | ".join(f"{c[3][n]:.2f}" for n in names)
-            mean, worst = statistics.fmean(c[3].values()), max(regret(c[3]))
+            mean, worst = statistics.fmean(c[3].values()), max(regret(c[3], refs))
             print(f"| {describe(c)} | {row} | {mean:.2f} | {worst:.2f} |")
     row = " | ".join(f"{refs[n]['hybrid-relative']:.2f}" for n in names)
     mean_hr = statistics.fmean(refs[n]["hybrid-relative"] for n in names)
@@ -376,6 +506,8 @@ def main() -> None:
         run = run_pipeline("hybrid", load("hybrid"), coll.data, cands, first_stage_scores=False)
         value = coll.ndcg(coll.run_scores(run.run))
         print(f"  {coll.name}: {value:.2f} (chosen row: {cells[coll.name]:.2f})")
+    if args.leave_one_out:
+        leave_one_out(pool, refs, keys, families)
 
 
 if __name__ == "__main__":
