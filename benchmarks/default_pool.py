@@ -37,9 +37,15 @@ With ``--leave-one-out`` it then applies the rule (and other rules for choosing)
 five of the six collections, the calibrations refitted on the five, and scores each choice
 on the sixth: what the rule is worth on a collection it never saw.
 
-Run: ``python benchmarks/default_pool.py [--leads 20] [--leave-one-out]`` (embeddings cached in
-``.cache/embeddings.sqlite``; from an empty cache, encoding the pool's documents and
-passages takes about two hours on two CPU cores, a second run a few minutes).
+``--short 16,32`` adds candidates whose MiniLM weight moves to the background BM25 on
+documents shorter than that many words, in proportion (a document of n < L words keeps
+n / L of it).
+
+Run: ``python benchmarks/default_pool.py [--leads 20] [--leave-one-out] [--short 16,32]``
+(embeddings cached in ``.cache/embeddings.sqlite``; from an empty cache, encoding the
+pool's documents and passages takes about two hours on two CPU cores; with them cached,
+about 6 minutes to read the pool, 2 to compare the candidates and 6 to leave each
+collection out in turn).
 """
 
 from __future__ import annotations
@@ -70,6 +76,12 @@ QUERY_NORMALIZATION = (0.25, 0.5, 0.75, 1.0)
 STEP = 0.025
 REFERENCES = ("bm25", "embedding", "hybrid-relative")
 TOLERANCE = 0.5  # nDCG@10 x 100 below hybrid-relative that still meets the target
+#: the lexical readings ``--short`` candidates combine (the best ones; the grid stays small)
+SHORT_LEXICAL = (
+    "bm25_background/avgdl 100, qn 0.75",
+    "bm25_background/avgdl 400, qn 0.5",
+    "bm25_background/avgdl 400, qn 0.75",
+)
 TIE = 0.1  # largest regrets this close count as equal (differences below noise)
 
 
@@ -151,7 +163,33 @@ def calibrations(pool: list[Collection], keys) -> dict:
 
 def fuse(coll: Collection, cal: dict, roles: dict[str, str], weights) -> np.ndarray:
     """A candidate's fused logit on every candidate document of ``coll``."""
-    return sum(w * cal[k].logit(coll.raw[k]) for k, w in zip(roles.values(), weights, strict=True))
+    logits = [cal[k].logit(coll.raw[k]) for k in roles.values()]
+    return combine(coll, roles, weights, logits)
+
+
+def combine(coll: Collection, roles: dict[str, str], weights, logits) -> np.ndarray:
+    """The weighted sum of the signals' logits; when ``roles.short`` is a length L (a
+    ``--short`` candidate), a document of n < L words moves the share 1 - n/L of MiniLM's
+    weight to BM25."""
+    total = sum(x * m for x, m in zip(weights, logits, strict=True))
+    short = getattr(roles, "short", None)
+    if not short:
+        return total
+    f = np.minimum(1.0, coll.raw["words"] / short)
+    names = list(roles)
+    bm25 = logits[names.index("bm25_background")]
+    model = sum(
+        x * m for r, x, m in zip(names, weights, logits, strict=True) if r != "bm25_background"
+    )
+    share = sum(x for r, x in zip(names, weights, strict=True) if r != "bm25_background")
+    return total - (1 - f) * model + (1 - f) * share * bm25
+
+
+class Roles(dict):
+    """Role -> signal key, and the length in words below which MiniLM's weight moves to
+    BM25 (0: never; ``--short``)."""
+
+    short: float = 0.0
 
 
 def weight_grid(n: int) -> list[tuple[float, ...]]:
@@ -164,8 +202,10 @@ def weight_grid(n: int) -> list[tuple[float, ...]]:
     ]
 
 
-def candidate_families(lexical, leads) -> list[tuple[str, dict[str, str]]]:
-    """(family label, role -> signal key) for every combination of signals and readings."""
+def candidate_families(lexical, leads, shorts=()) -> list[tuple[str, dict[str, str]]]:
+    """(family label, role -> signal key) for every combination of signals and readings;
+    ``shorts``: lengths for the candidates that move MiniLM's weight to BM25 on shorter
+    documents."""
     families = []
     for lex in lexical:
         families.append(("whole + bm25", {"embedding": "embedding", "bm25_background": lex}))
@@ -180,6 +220,20 @@ def candidate_families(lexical, leads) -> list[tuple[str, dict[str, str]]]:
                     {"passage": p, "embedding": "embedding", "bm25_background": lex},
                 )
             )
+    for short in shorts:
+        for lex in lexical:
+            if lex not in SHORT_LEXICAL:
+                continue
+            for lead in leads:
+                roles = Roles(
+                    {
+                        "passage": f"passage/lead {lead}",
+                        "embedding": "embedding",
+                        "bm25_background": lex,
+                    }
+                )
+                roles.short = short
+                families.append((f"passage (lead {lead}) + whole + bm25, short < {short:g}", roles))
     return families
 
 
@@ -189,10 +243,7 @@ def score_candidates(pool: list[Collection], families, cal: dict) -> list[tuple]
     for label, roles in families:
         logits = {c.name: [cal[k].logit(c.raw[k]) for k in roles.values()] for c in pool}
         for w in weight_grid(len(roles)):
-            cells = {
-                c.name: c.ndcg(sum(x * m for x, m in zip(w, logits[c.name], strict=True)))
-                for c in pool
-            }
+            cells = {c.name: c.ndcg(combine(c, roles, w, logits[c.name])) for c in pool}
             out.append((label, roles, w, cells))
     return out
 
@@ -357,7 +408,14 @@ def main() -> None:
         help="also apply each selection rule to every five collections and score its choice "
         "on the sixth",
     )
+    parser.add_argument(
+        "--short",
+        default="",
+        help="lengths in words (comma-separated): also try candidates that move MiniLM's weight "
+        "to BM25 on documents shorter than that, in proportion",
+    )
     args = parser.parse_args()
+    shorts = tuple(float(x) for x in args.short.split(",") if x)
     leads = tuple(int(x) for x in args.leads.split(","))
     prepare(args.only)
     from rerankit import EmbeddingScorer, load
@@ -387,6 +445,10 @@ def main() -> None:
         coll = Collection(name, data, cands)
         signals(coll, cands, readers, lexical)
         coll.add("first stage", {q: np.array([s for _, s in c]) for q, c in cands.items()})
+        coll.add(
+            "words",
+            {q: np.array([len(data.text(d).split()) for d, _ in c]) for q, c in cands.items()},
+        )
         coll.reference["first stage"] = coll.raw["first stage"]
         refs[name] = {"first stage": coll.ndcg(coll.raw["first stage"])}
         for ref in REFERENCES:
@@ -408,7 +470,7 @@ def main() -> None:
     def fused(coll: Collection, roles: dict[str, str], weights) -> np.ndarray:
         return fuse(coll, cal, roles, weights)
 
-    families = candidate_families(lexical, leads)
+    families = candidate_families(lexical, leads, shorts)
     candidates = score_candidates(pool, families, cal)
     least = min(max(regret(c[3], refs)) for c in candidates)
     candidates.sort(key=rule_key(candidates, refs))
