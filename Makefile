@@ -9,7 +9,7 @@ QUERY  ?= how do vaccines train the immune system
 SERVE_VENV ?= .venv-serve
 CLIENTS_VENV ?= .venv-clients
 PEERS_VENV ?= .venv-peers
-.PHONY: demo test test-core lint format bench bench-cross-encoder quality clean install install-dev browser docs release-check install-all
+.PHONY: demo test test-core test-slow lint format bench bench-cross-encoder quality clean install install-dev browser docs release-check install-all
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -117,6 +117,10 @@ $(CORE_VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(CORE_VENV)
 	$(CORE_VENV)/bin/python -m pip --disable-pip-version-check install -q -e ".[test]"
 	touch $@
+
+test-slow: $(VENV)/.installed-dev browser $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
+	RERANKIT_TORCH_FREE_PYTHON=$(abspath $(SERVE_VENV))/bin/python \
+	RERANKIT_CLIENTS_PYTHON=$(abspath $(CLIENTS_VENV))/bin/python $(PY) -m pytest -q -m slow
 
 test-core: $(CORE_VENV)/.installed
 	$(CORE_VENV)/bin/python -m pytest -q tests

@@ -42,10 +42,14 @@ def scores(path):
 
 
 @needs_dl19
-@pytest.mark.parametrize(("pipeline", "queries", "workers"), [("bm25", 43, 2), ("hybrid", 1, 1)])
+@pytest.mark.parametrize(
+    ("pipeline", "queries", "workers"),
+    [("bm25", 43, 2), pytest.param("hybrid", 1, 1, marks=pytest.mark.slow)],  # about 30 s
+)
 def test_dl19_rankings_are_identical_on_both_engines(tmp_path, pipeline, queries, workers):
     """Every query and its order on two workers with BM25; the default pipeline (MiniLM in
-    a worker process, each candidate encoded there and locally: 100 are enough) on one."""
+    a worker process, each candidate encoded there and locally: 100 are enough) on one,
+    in `make test-slow` (loading MiniLM in a Ray worker takes most of its half minute)."""
     rows = beir_rows(DL19, DL19 / "bm25_top100.run.trec")[:queries]
     local = run_batch(rows, tmp_path / "local.jsonl", pipeline)
     remote = run_batch(rows, tmp_path / "ray.jsonl", pipeline, engine="ray", workers=workers)
