@@ -145,13 +145,20 @@ def standard_error(diffs: np.ndarray) -> float:
     return paired_standard_error(diffs)
 
 
+def pooled_labels(pool: list[Collection]) -> tuple[np.ndarray, np.ndarray]:
+    """The labels of every judged pair of ``pool`` and their weights (each collection
+    weighting equally), in the order of ``c.raw[k][c.mask]`` over the collections."""
+    y = np.concatenate([c.labels() for c in pool])
+    weight = np.concatenate([np.full(c.mask.sum(), 1.0 / c.mask.sum()) for c in pool])
+    return y, weight
+
+
 def calibrations(pool: list[Collection], keys) -> dict:
     """Each signal's logistic calibration, fitted on the pooled judged pairs of ``pool``
     (each collection weighted equally)."""
     from rerankit.calibration import fit_calibration
 
-    y = np.concatenate([c.labels() for c in pool])
-    weight = np.concatenate([np.full(c.mask.sum(), 1.0 / c.mask.sum()) for c in pool])
+    y, weight = pooled_labels(pool)
     return {
         k: fit_calibration(
             np.concatenate([c.raw[k][c.mask] for c in pool]), y, sample_weight=weight
@@ -444,10 +451,11 @@ def main() -> None:
         coll = Collection(name, data, cands)
         signals(coll, cands, readers, lexical)
         coll.add("first stage", {q: np.array([s for _, s in c]) for q, c in cands.items()})
-        coll.add(
-            "words",
-            {q: np.array([len(data.text(d).split()) for d, _ in c]) for q, c in cands.items()},
-        )
+        if shorts:  # each candidate's length in words, for the --short candidates
+            coll.add(
+                "words",
+                {q: np.array([len(data.text(d).split()) for d, _ in c]) for q, c in cands.items()},
+            )
         coll.reference["first stage"] = coll.raw["first stage"]
         refs[name] = {"first stage": coll.ndcg(coll.raw["first stage"])}
         for ref in REFERENCES:
@@ -462,13 +470,7 @@ def main() -> None:
         )
 
     keys = [*readers, *lexical]
-    y = np.concatenate([c.labels() for c in pool])
-    weight = np.concatenate([np.full(c.mask.sum(), 1.0 / c.mask.sum()) for c in pool])
     cal = calibrations(pool, keys)
-
-    def fused(coll: Collection, roles: dict[str, str], weights) -> np.ndarray:
-        return fuse(coll, cal, roles, weights)
-
     families = candidate_families(lexical, leads, shorts)
     candidates = score_candidates(pool, families, cal)
     least = min(max(regret(c[3], refs)) for c in candidates)
@@ -522,7 +524,7 @@ def main() -> None:
     )
     for coll in pool:
         n, r, v = coll.name, refs[coll.name], cells[coll.name]
-        mine = coll.per_query(fused(coll, roles, w))
+        mine = coll.per_query(fuse(coll, cal, roles, w))
         se = {
             ref: standard_error(mine - coll.per_query(coll.reference[ref]))
             for ref in ("first stage", *REFERENCES)
@@ -539,7 +541,8 @@ def main() -> None:
         )
 
     # the output calibration of the chosen fusion, pooled pairs weighted per collection
-    logit = np.concatenate([fused(c, roles, w)[c.mask] for c in pool])
+    logit = np.concatenate([fuse(c, cal, roles, w)[c.mask] for c in pool])
+    y, weight = pooled_labels(pool)
     out = fit_calibration(logit, y, sample_weight=weight)
     source = next(iter(roles.values()))
     lead = int(source.split()[-1]) if source.startswith("passage") else 0
@@ -555,7 +558,7 @@ def main() -> None:
     print(f"  output calibration: {out.as_dict()}")
     print("\nexpected calibration error (10 bins) of the chosen default, per collection:")
     for coll in pool:
-        p = sigmoid(out.logit(fused(coll, roles, w)[coll.mask]))
+        p = sigmoid(out.logit(fuse(coll, cal, roles, w)[coll.mask]))
         print(
             f"  {coll.name}: ECE {expected_calibration_error(p, coll.labels()):.4f} over "
             f"{coll.mask.sum()} pairs ({int(coll.labels().sum())} relevant)"
