@@ -463,8 +463,10 @@ def main() -> None:
             coll.reference[ref] = coll.run_scores(run.run)
             refs[name][ref] = coll.ndcg(coll.reference[ref])
         pool.append(coll)
+        bare = sum(len(doc.get("text", "").split()) < 5 for doc in data.corpus.values())
         print(
-            f"{name}: {len(coll.qids)} queries in {time.perf_counter() - start:.0f} s",
+            f"{name}: {len(coll.qids)} queries in {time.perf_counter() - start:.0f} s; "
+            f"{bare} of {len(data.corpus)} documents have under 5 words besides the title",
             file=sys.stderr,
             flush=True,
         )
