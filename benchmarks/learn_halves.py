@@ -5,15 +5,15 @@ half and applied to the other, as ``rerankit tune --method ltr --train-split tes
 For CISI, CACM, MEDLINE and LISA (each with its shipped BM25 top 100 and the first-stage
 scores given to the rerankers): the queries at odd positions in queries.jsonl train, the
 even ones test, and the other way round. On the training half, ``tune``'s procedure: the
-features of ``rerankit.scorers.learned``, LightGBM settings, numbers of trees and blends with the
-default chosen by nested 5-fold cross-validation over the training queries, and the
-learned pipeline adopted only when it beats the default ``hybrid`` given the first-stage
-scores by more than the noise of that comparison; otherwise the default is what ``tune``
-writes. Blends mix the learned model with 0.3 first stage + 0.7 MiniLM (min-max), as
-``tune``'s do. Prints, per collection and direction, the cross-validated gain and its
-noise, whether the learned pipeline was adopted, and on the test half the nDCG@10 of the
-learned model, of the default, and of what ``tune`` wrote (the learned model when adopted,
-else the default).
+features of ``rerankit.scorers.learned``, LightGBM settings, numbers of trees and blends
+with the default chosen by nested 5-fold cross-validation over the training queries, and
+the learned pipeline adopted only when it beats the default ``hybrid`` given the
+first-stage scores by more than ``tune``'s margin (twice) times the noise of that
+comparison; otherwise the default is what ``tune`` writes. Blends mix the learned model
+with 0.3 first stage + 0.7 MiniLM (min-max), as ``tune``'s do. Prints, per collection and
+direction, the cross-validated gain and its noise, whether the learned pipeline was
+adopted, and on the test half the nDCG@10 of the learned model, of the default, and of what
+``tune`` wrote (the learned model when adopted, else the default).
 
 ``--blend-with default`` blends the learned model with the default ``hybrid``'s own scores
 (min-max) instead, the other "fused combination of the two" a user might expect.
@@ -112,7 +112,8 @@ def main() -> None:
         f"learned models blended with {partner}; "
         "nDCG@10 x 100; gain and noise: cross-validated on the training half (noise: the "
         "larger of the mean gain's standard error over queries and its corrected standard "
-        "error over folds, as tune decides)\n"
+        f"error over folds); adopted: a gain above {crossval.ADOPT_MARGIN:g} x the noise, as "
+        "tune decides\n"
     )
     print(
         "| collection | train -> test | training queries | CV gain (noise) | adopted | "

@@ -1,6 +1,6 @@
 """Does ``rerankit tune`` ever write a pipeline worse than the default? Every learning path
 (fusion weights, ``--calibrate``, ``--method ltr``) on the classic collections split into
-halves, trained on one and reported on the other, under two adoption rules.
+halves, trained on one and reported on the other, under three adoption rules.
 
 For CISI, CACM, MEDLINE and LISA (each with its shipped BM25 top 100): ``rerankit tune
 --train-split test:odd --test-split test:even`` and the other way round, for each method,
@@ -9,8 +9,10 @@ default ``hybrid``. From the verdict ``tune`` prints (the cross-validated gain o
 default on the training half, its standard error over queries and its corrected standard
 error over folds) the script decides what each rule would have written:
 
-* ``queries``: adopt when the gain exceeds the per-query standard error (the rule before);
-* ``both``: adopt when it exceeds the larger of the two (``tune``'s rule now).
+* ``queries``: adopt when the gain exceeds the per-query standard error (the first rule);
+* ``both``: adopt when it exceeds the larger of the two (the rule after it);
+* ``twice``: adopt when it exceeds twice the larger of the two (``tune``'s rule now, for
+  people's judgments and a judge's labels alike).
 
 Prints one row per collection, direction and method (the test nDCG@10 of the learned
 pipeline and of the default, and what each rule writes, minus the default), then per
@@ -37,6 +39,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CLASSIC = ROOT.parent / "shared" / "data" / "classic"
 SETS = {"CISI": "cisi", "CACM": "cacm", "MEDLINE": "med", "LISA": "lisa"}
 METHODS = {"fusion": [], "calibrate": ["--calibrate"], "ltr": ["--method", "ltr"]}
+RULES = ("queries_rule", "both_rule", "twice_rule")
 VERDICT = re.compile(
     r"gain ([+-][\d.]+) \(noise [\d.]+: standard error ([\d.]+) over queries, "
     r"([\d.]+) over folds"
@@ -106,34 +109,32 @@ def main() -> None:
                     r = run(CLASSIC / name, train, test, method, Path(tmp))
                     r["queries_rule"] = r["gain"] > r["by_query"]
                     r["both_rule"] = r["gain"] > max(r["by_query"], r["by_fold"])
+                    r["twice_rule"] = r["gain"] > 2 * max(r["by_query"], r["by_fold"])
                     rows.append((label, f"{train} -> {test}", method, r))
                     print(f"{label} {train} {method}: done", file=sys.stderr, flush=True)
     print("nDCG@10 x 100 on the test half; gain and standard errors: cross-validated on the")
     print("training half; written - default under each rule (adopted: *)\n")
     print(
         "| collection | train -> test | method | CV gain | SE queries | SE folds | "
-        "test: learned | test: default | rule `queries` | rule `both` |"
+        "test: learned | test: default | rule `queries` | rule `both` | rule `twice` |"
     )
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
 
     def written(r: dict, rule: str) -> float:
         return r["learned"] - r["default"] if r[rule] else 0.0
 
     for label, way, method, r in rows:
-        cells = [
-            f"{written(r, rule):+.2f}{'*' if r[rule] else ''}"
-            for rule in ("queries_rule", "both_rule")
-        ]
+        cells = [f"{written(r, rule):+.2f}{'*' if r[rule] else ''}" for rule in RULES]
         print(
             f"| {label} | {way} | {method} | {r['gain']:+.2f} | {r['by_query']:.2f} | "
             f"{r['by_fold']:.2f} | {r['learned']:.2f} | {r['default']:.2f} | "
-            f"{cells[0]} | {cells[1]} |"
+            f"{' | '.join(cells)} |"
         )
     print("\n| method | rule | adopted | written - default: mean | worst | best |")
     print("|---|---|---:|---:|---:|---:|")
     for method in methods:
         mine = [r for _, _, m, r in rows if m == method]
-        for rule in ("queries_rule", "both_rule"):
+        for rule in RULES:
             diffs = [written(r, rule) for r in mine]
             print(
                 f"| {method} | {rule.split('_')[0]} | {sum(r[rule] for r in mine)} of "

@@ -384,6 +384,8 @@ def test_tune_adopts_a_fusion_that_beats_the_default_across_folds(
     printed = capsys.readouterr().out
     assert "over 30 training queries (5 folds" in printed
     assert "learning curve" in printed and "adopted:" in printed
+    # people's judgments (no label report) ask for twice the noise, as a judge's labels do
+    assert "beats the default by more than 2 x the noise" in printed
     gain = float(printed.split("gain ")[1].split()[0])
     assert gain > 10  # nDCG@10 x 100: far beyond the noise
     # the default it measured is the one it would write: `hybrid` given first-stage scores

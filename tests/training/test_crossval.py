@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from rerankit.training.crossval import (
+    ADOPT_MARGIN,
     JUDGE_MARGIN,
     cross_validate,
     fold_standard_error,
@@ -133,13 +134,14 @@ def test_a_learning_curve_rises_when_more_queries_help():
 def test_a_margin_asks_for_a_gain_that_many_times_the_noise():
     """Per-query gains of 0.1 +- 0.4 over 50 queries, alternating within each fold: a
     standard error near 0.057, so the gain is about 1.75 times it: adopted at one noise, not
-    at two (the margin tune uses for a judge's labels)."""
+    at two (the default margin, whoever made the labels)."""
     cv = cross_validate(QIDS, lambda train: {"x": lambda q: 0.6}, k=5)
     default = {}
     for f in range(5):
         for i, q in enumerate(q for q in QIDS if cv.fold_of[q] == f):
             default[q] = 0.5 - (0.4 if i % 2 else -0.4)
-    one, two = verdict(cv, default), verdict(cv, default, margin=JUDGE_MARGIN)
+    one, two = verdict(cv, default, margin=1), verdict(cv, default)
+    assert two.margin == ADOPT_MARGIN == JUDGE_MARGIN == 2
     assert one.gain == two.gain and one.noise == two.noise  # the same measurement
     assert one.noise < one.gain < 2 * one.noise
     assert one.adopt and not two.adopt

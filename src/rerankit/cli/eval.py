@@ -251,7 +251,7 @@ def add_commands(sub: Any) -> None:
         "--method ltr a LightGBM ranker. Settings are chosen by k-fold cross-validation over "
         "the training queries (folds by query, nested so the estimate is honest) and compared "
         "with the default on the same folds; when the learned pipeline does not beat the "
-        "default by more than the noise of that comparison, the default is written instead "
+        "default by more than twice the noise of that comparison, the default is written instead "
         "(--keep-learned writes the learned one anyway). A learning curve says whether more "
         "judgments would help. The written pipeline is then reported once on the test split, "
         "which never informs the choice.",
@@ -335,7 +335,8 @@ def add_commands(sub: Any) -> None:
         "--keep-learned",
         action="store_true",
         help="write the learned pipeline even when it does not beat the default by more "
-        "than the cross-validation noise (by default the default pipeline is written then)",
+        "than --adopt-margin times the cross-validation noise (by default the default "
+        "pipeline is written then)",
     )
     tu.add_argument(
         "--adopt-margin",
@@ -343,8 +344,7 @@ def add_commands(sub: Any) -> None:
         default=None,
         metavar="Z",
         help="adopt the learned pipeline only when its cross-validated gain over the default "
-        "is above Z times the noise (default: 1, or 2 for a folder written by `rerankit "
-        "label`, whose labels come from a judge)",
+        "is above Z times the noise (default 2)",
     )
     tu.add_argument(
         "--calibrate",

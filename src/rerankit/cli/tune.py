@@ -198,8 +198,9 @@ def _default_pipeline(
 
     comment = (
         f"Written by `rerankit tune` on {train.name} {args.train_split}: the {what} did not "
-        f"beat the default by more than the noise ({verdict.describe()}), so this is the "
-        "default pipeline; rerun with --keep-learned to write the learned one anyway."
+        f"beat the default by more than {verdict.margin:g} x the noise ({verdict.describe()}), "
+        "so this is the default pipeline; rerun with --keep-learned to write the learned one "
+        "anyway."
     )
     if which == "fusion":
         spec = fusion.pipeline_spec(
@@ -214,9 +215,10 @@ def _default_pipeline(
 
 def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> Path:
     """Refit the calibrated hybrid on the training split (weights chosen by
-    cross-validation); when that does not beat the default's order by more than the noise,
-    keep the default's order and refit only its output calibration (the probabilities), when
-    a refit predicts held-out queries better (cross-validated log loss) than the default's."""
+    cross-validation); when that does not beat the default's order by more than the margin
+    times the noise, keep the default's order and refit only its output calibration (the
+    probabilities), when a refit predicts held-out queries better (cross-validated log loss)
+    than the default's."""
 
     read = calibrated.reading()  # documents read as the default hybrid reads them
     roles = read["roles"]
@@ -277,8 +279,8 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
         comment = (
             f"Written by `rerankit tune --calibrate` on {train.name} {args.train_split} "
             f"({len(matrices)} queries): refitted weights did not beat the default's order by "
-            f"more than the noise ({verdict.describe()}), so this is the default hybrid's "
-            f"order with its {probabilities}."
+            f"more than {verdict.margin:g} x the noise ({verdict.describe()}), so this is the "
+            f"default hybrid's order with its {probabilities}."
         )
         print(
             f"cross-validated log loss of the probabilities (folds by query): refitted "
@@ -301,7 +303,7 @@ def _learn(
 ) -> Path:
     """Learning to rank: LightGBM settings, trees and a blend with the default chosen by
     cross-validation; the learned pipeline written when it beats the default hybrid (given
-    first-stage scores) by more than the noise, else the default."""
+    first-stage scores) by more than the margin times the noise, else the default."""
 
     start = time.perf_counter()
     rows = feature_rows(train, cands, embedding, progress=not args.no_progress)

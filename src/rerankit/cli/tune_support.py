@@ -10,7 +10,7 @@ from typing import Any
 from ..config import to_toml
 from ..errors import InputError
 from ..eval.label import LABEL_REPORT
-from ..training.crossval import JUDGE_MARGIN
+from ..training.crossval import ADOPT_MARGIN
 from ..training.fusion import DEFAULT_HYBRID
 from ..training.trainer import queries_trained_on
 
@@ -33,18 +33,8 @@ def labelled(data: str | Path) -> bool:
 
 def adoption_margin(args: argparse.Namespace) -> float:
     """How many times the noise a learned pipeline must beat the default by: ``--adopt-margin``,
-    else :data:`~rerankit.training.crossval.JUDGE_MARGIN` for labels from a judge and 1
-    for people's judgments (said when it is not 1)."""
-    if args.adopt_margin is not None:
-        return args.adopt_margin
-    if not labelled(args.data):
-        return 1.0
-    print(
-        f"{args.data} was labelled by `rerankit label`: a learned pipeline is adopted only "
-        f"when it beats the default by more than {JUDGE_MARGIN:g} x the noise (the judge's "
-        "mistakes hide part of a real gain and none of the noise; --adopt-margin to change)"
-    )
-    return JUDGE_MARGIN
+    else :data:`~rerankit.training.crossval.ADOPT_MARGIN`, whoever made the labels."""
+    return ADOPT_MARGIN if args.adopt_margin is None else args.adopt_margin
 
 
 def judged_only(args: argparse.Namespace) -> bool:
