@@ -26,7 +26,6 @@ EXTRAS = {
     "wordfreq": "lexical",
     "networkx": "graph",
     "yaml": "yaml",
-    "ranx": "eval",
     "matplotlib": "eval",
     "fastapi": "server",
     "uvicorn": "server",

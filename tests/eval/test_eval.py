@@ -1,4 +1,4 @@
-"""BEIR loading, nDCG@k, and the BM25 first stage."""
+"""BEIR loading, the metrics and the paired t-test, and the BM25 first stage."""
 
 from __future__ import annotations
 
@@ -7,10 +7,18 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rerankit import BM25Scorer
 from rerankit.eval import load_beir, load_qrels, load_run, mean_ndcg, ndcg_at_k
 from rerankit.eval.first_stage import BM25Index
+from rerankit.eval.metrics import (
+    paired_t_test,
+    recall_at_k,
+    reciprocal_rank,
+    student_t_two_sided,
+)
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
@@ -26,6 +34,54 @@ def test_ndcg_by_hand():
     assert ndcg_at_k(["a"], {"a": 0}, 10) == 0.0  # nothing relevant: 0, not a division error
     with pytest.raises(ValueError, match="k must be"):
         ndcg_at_k(["a"], judged, 0)
+
+
+def test_reciprocal_rank_and_recall_by_hand():
+    judged = {"a": 2, "b": 1, "c": 0, "d": -1}  # c and d are judged, not relevant
+    assert reciprocal_rank(["c", "d", "b", "a"], judged, 10) == pytest.approx(1 / 3)
+    assert reciprocal_rank(["c", "d", "b", "a"], judged, 2) == 0.0  # none in the top 2
+    assert reciprocal_rank([], judged) == 0.0
+    assert recall_at_k(["c", "a", "x"], judged, 10) == pytest.approx(0.5)
+    assert recall_at_k(["c", "a", "x", "b"], judged, 3) == pytest.approx(0.5)
+    assert recall_at_k(["b", "a"], judged, 2) == 1.0
+    assert recall_at_k(["a"], {"a": 0}, 10) == 0.0  # nothing relevant: 0
+
+
+@pytest.mark.parametrize(
+    ("t", "df", "p"),
+    # two-sided tail areas from the t table (and 1 - 2 arctan(1) / pi = 0.5 for df = 1)
+    [(1.0, 1, 0.5), (2.228, 10, 0.05), (3.169, 10, 0.01), (1.96, 1e6, 0.05), (0.0, 4, 1.0)],
+)
+def test_student_t_tail_matches_the_table(t, df, p):
+    assert student_t_two_sided(t, df) == pytest.approx(p, abs=2e-4)
+    assert student_t_two_sided(-t, df) == student_t_two_sided(t, df)
+
+
+SCORE = st.integers(0, 10_000).map(lambda x: x / 10_000)  # per-query scores in [0, 1]
+
+
+@settings(deadline=None)  # the first example imports scipy
+@given(st.lists(st.tuples(SCORE, SCORE), min_size=2, max_size=60))
+def test_the_paired_t_test_matches_scipys(pairs):
+    stats = pytest.importorskip("scipy.stats")
+    a, b = [x for x, _ in pairs], [y for _, y in pairs]
+    ours = paired_t_test(a, b)
+    diffs = np.subtract(a, b)
+    if np.all(diffs == diffs[0]):  # no spread: undefined when all 0, else certain
+        assert ours == (None if diffs[0] == 0 else 0.0)
+        return
+    with np.errstate(all="ignore"):
+        reference = float(stats.ttest_rel(a, b).pvalue)
+    if math.isfinite(reference):
+        assert ours == pytest.approx(reference, rel=1e-9, abs=1e-300)
+    assert ours == paired_t_test(b, a)  # two-sided: symmetric
+
+
+def test_the_paired_t_test_is_undefined_without_pairs_to_compare():
+    assert paired_t_test([0.5], [0.2]) is None
+    assert paired_t_test([0.1, 0.2], [0.1, 0.2]) is None
+    with pytest.raises(ValueError, match="same length"):
+        paired_t_test([0.1, 0.2], [0.1])
 
 
 def test_mean_ndcg_skips_queries_without_relevant_documents():

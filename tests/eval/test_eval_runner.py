@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("ranx", reason="evaluation needs the 'eval' extra")
+pytest.importorskip("matplotlib", reason="evaluation's chart needs the 'eval' extra")
 
 from rerankit.cli import main
 from rerankit.config import to_toml

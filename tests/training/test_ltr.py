@@ -12,7 +12,6 @@ import pytest
 
 pytest.importorskip("lightgbm", reason="learning to rank needs the 'learn' extra")
 pytest.importorskip("sentence_transformers", reason="the features need the 'torch' extra")
-pytest.importorskip("ranx", reason="tune needs the 'eval' extra")
 
 from rerankit.cli import main
 from rerankit.scorers import learned

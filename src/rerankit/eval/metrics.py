@@ -1,4 +1,6 @@
-"""Ranking metrics with trec_eval's conventions (linear gains, log2 discount)."""
+"""Ranking metrics with trec_eval's conventions (linear gains, log2 discount; relevance >= 1
+counts as relevant), and the paired Student's t-test ``rerankit eval`` reports. Pure Python
+and numpy: no numba to compile, so the first evaluation in a process starts at once."""
 
 from __future__ import annotations
 
@@ -7,7 +9,16 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["mean_ndcg", "ndcg_at_k", "paired_standard_error", "ranked_ndcg"]
+__all__ = [
+    "mean_ndcg",
+    "ndcg_at_k",
+    "paired_standard_error",
+    "paired_t_test",
+    "ranked_ndcg",
+    "recall_at_k",
+    "reciprocal_rank",
+    "student_t_two_sided",
+]
 
 
 def ndcg_at_k(ranking: Sequence[str], judged: Mapping[str, int], k: int = 10) -> float:
@@ -24,6 +35,24 @@ def ndcg_at_k(ranking: Sequence[str], judged: Mapping[str, int], k: int = 10) ->
     ideal_gains = sorted((g for g in judged.values() if g > 0), reverse=True)[:k]
     idcg = sum(g / math.log2(rank + 2) for rank, g in enumerate(ideal_gains))
     return dcg / idcg if idcg > 0 else 0.0
+
+
+def reciprocal_rank(ranking: Sequence[str], judged: Mapping[str, int], k: int = 10) -> float:
+    """1 / the rank of the first relevant document (judged >= 1) in the top ``k``; 0 when
+    none is there."""
+    for rank, doc in enumerate(ranking[:k], start=1):
+        if judged.get(doc, 0) >= 1:
+            return 1.0 / rank
+    return 0.0
+
+
+def recall_at_k(ranking: Sequence[str], judged: Mapping[str, int], k: int) -> float:
+    """The share of the relevant documents (judged >= 1) found in the top ``k``; 0 when the
+    query has none."""
+    relevant = {doc for doc, grade in judged.items() if grade >= 1}
+    if not relevant:
+        return 0.0
+    return len(relevant.intersection(ranking[:k])) / len(relevant)
 
 
 def mean_ndcg(
@@ -52,3 +81,63 @@ def paired_standard_error(diffs: Sequence[float]) -> float | None:
     if len(diffs) < 2:
         return None
     return float(np.std(np.asarray(diffs, dtype=float), ddof=1) / math.sqrt(len(diffs)))
+
+
+def _beta_continued_fraction(a: float, b: float, x: float) -> float:
+    """The continued fraction of the regularized incomplete beta function (modified Lentz)."""
+    tiny = 1e-300
+    c, d = 1.0, 1.0 - (a + b) * x / (a + 1)
+    d = 1.0 / (d if abs(d) > tiny else tiny)
+    h = d
+    for m in range(1, 1000):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1.0 + numerator * d
+            d = 1.0 / (d if abs(d) > tiny else tiny)
+            c = 1.0 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            h *= d * c
+        if abs(d * c - 1.0) < 1e-15:
+            break
+    return h
+
+
+def _regularized_beta(a: float, b: float, x: float, y: float) -> float:
+    """I_x(a, b), the regularized incomplete beta function, given x and y = 1 - x (each
+    computed directly, so neither loses its digits near 1)."""
+    if x <= 0.0:
+        return 0.0
+    if y <= 0.0:
+        return 1.0
+    front = math.exp(
+        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log(y)
+    )
+    if x < (a + 1) / (a + b + 2):
+        return front * _beta_continued_fraction(a, b, x) / a
+    return 1.0 - front * _beta_continued_fraction(b, a, y) / b
+
+
+def student_t_two_sided(t: float, df: float) -> float:
+    """P(|T| >= |t|) for Student's t distribution with ``df`` degrees of freedom."""
+    if not df > 0:
+        raise ValueError(f"degrees of freedom must be positive, got {df}")
+    if math.isinf(t):
+        return 0.0
+    return min(1.0, _regularized_beta(df / 2, 0.5, df / (df + t * t), t * t / (df + t * t)))
+
+
+def paired_t_test(a: Sequence[float], b: Sequence[float]) -> float | None:
+    """The two-sided p-value of a paired Student's t-test of ``a`` against ``b`` (per-query
+    scores of two runs, in the same query order); None when it is undefined: fewer than two
+    pairs, or every difference zero. Differences all equal and not zero give 0."""
+    diffs = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
+    if diffs.shape != (len(a),) or len(a) != len(b):
+        raise ValueError(f"paired scores must have the same length, got {len(a)} and {len(b)}")
+    if len(diffs) < 2:
+        return None
+    if np.all(diffs == diffs[0]):  # no spread (not even a rounding error's)
+        return None if diffs[0] == 0.0 else 0.0
+    mean, sd = float(diffs.mean()), float(np.std(diffs, ddof=1))
+    return student_t_two_sided(mean / (sd / math.sqrt(len(diffs))), len(diffs) - 1)

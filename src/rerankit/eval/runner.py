@@ -1,8 +1,9 @@
 """Running rerankers over a dataset's candidates and scoring the runs.
 
-Metrics and the paired significance test come from ranx (extra ``eval``): nDCG@10,
-MRR@10, Recall@10 and Recall@k, relevance >= 1 counting as relevant, and a paired
-Student's t-test of each pipeline against the first stage. Pipelines whose scores are
+Metrics (:mod:`rerankit.eval.metrics`, trec_eval's conventions): nDCG@10, MRR@10,
+Recall@10 and Recall@k, relevance >= 1 counting as relevant, averaged over every judged
+query (one with no relevant document scores 0), and a paired Student's t-test of each
+pipeline against the first stage. Pipelines whose scores are
 calibrated probabilities also get their expected calibration error over every (query,
 candidate) pair (relevant: judged >= 1; unjudged pairs count as not relevant) and a
 reliability diagram.
@@ -10,15 +11,15 @@ reliability diagram.
 
 from __future__ import annotations
 
-import math
 import statistics
 import time
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from .. import __version__
 from .._jsonl import dumps_strict
@@ -30,7 +31,7 @@ from ..calibration import expected_calibration_error, reliability_bins, reliabil
 from ..errors import InputError, RerankitError
 from .data import Dataset
 from .first_stage import candidate_documents
-from .metrics import ndcg_at_k
+from .metrics import ndcg_at_k, paired_t_test, recall_at_k, reciprocal_rank
 
 __all__ = ["PipelineRun", "evaluate_runs", "run_pipeline", "write_outputs"]
 
@@ -89,7 +90,7 @@ class PipelineRun:
 
 
 def _as_run(ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
-    """Ranked lists as ranx-style scores (``n - position``: the order is what counts)."""
+    """Ranked lists as run scores (``n - position``: the order is what counts)."""
     return {q: {d: float(len(ids) - i) for i, d in enumerate(ids)} for q, ids in ranked.items()}
 
 
@@ -227,42 +228,43 @@ def reliability(data: Dataset, run: PipelineRun, bins: int = 10) -> dict[str, An
     }
 
 
-def _finite(value: Any) -> float | None:
-    value = float(value)
-    return value if math.isfinite(value) else None
+def per_query_metrics(data: Dataset, run: PipelineRun, k: int) -> dict[str, list[float]]:
+    """Each metric of :func:`metric_names` for every judged query of ``data`` (in its qrels'
+    order; a query the run does not rank scores 0)."""
+    out: dict[str, list[float]] = {m: [] for m in metric_names(k)}
+    for qid, judged in data.qrels.items():
+        if qid not in data.queries:
+            continue
+        scores = run.run.get(qid, {})
+        ranking = sorted(scores, key=lambda d: -scores[d])
+        out["ndcg@10"].append(ndcg_at_k(ranking, judged, 10))
+        out["mrr@10"].append(reciprocal_rank(ranking, judged, 10))
+        out["recall@10"].append(recall_at_k(ranking, judged, 10))
+        if k != 10:
+            out[f"recall@{k}"].append(recall_at_k(ranking, judged, k))
+    return out
 
 
 def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[dict[str, Any]]:
     """One row per run: the metrics, latency, usage, the p-value of a paired t-test of
     its nDCG@10 against the first run (the first stage; ``p_vs`` has it against every
-    other run by name), each query's nDCG@10, and for calibrated runs the expected
-    calibration error (``ece``) and reliability bins (``calibration``)."""
-    ranx = require("ranx", "rerankit eval")
-    qrels = ranx.Qrels({q: dict(j) for q, j in data.qrels.items() if q in data.queries})
+    other run by name; None where the test is undefined: one query, or the same nDCG@10
+    on each), each query's nDCG@10, and for calibrated runs the expected calibration
+    error (``ece``) and reliability bins (``calibration``)."""
     metrics = metric_names(k)
-    ranx_runs = []
-    for r in runs:
-        run = {q: (v if v else {"__none__": 0.0}) for q, v in r.run.items()}
-        ranx_runs.append(ranx.Run(run, name=r.name))
-    with warnings.catch_warnings():  # numba's notes on ranx's internal casts: not ours to fix
-        warnings.filterwarnings("ignore", message=".*unsafe cast.*")
-        # a t-test of one query, or of runs equal on every query, has no variance: no p
-        warnings.filterwarnings("ignore", category=RuntimeWarning, module="scipy")
-        report = ranx.compare(qrels, ranx_runs, metrics, stat_test="student", max_p=0.05)
-    table = report.to_dict()
+    scored = [per_query_metrics(data, r, k) for r in runs]
     rows = []
-    for r in runs:
-        entry = table[r.name]
-        p_vs = {  # no variance to test (one query, the same nDCG@10 on each): None
-            other.name: _finite(entry["comparisons"][other.name]["ndcg@10"])
-            for other in runs
-            if other is not r
+    for i, r in enumerate(runs):
+        p_vs = {
+            other.name: paired_t_test(scored[i]["ndcg@10"], scored[j]["ndcg@10"])
+            for j, other in enumerate(runs)
+            if j != i
         }
         rows.append(
             {
                 "pipeline": r.name,
-                **{m: float(entry["scores"][m]) for m in metrics},
-                "p_vs_first_stage": None if r is runs[0] else p_vs[runs[0].name],
+                **{m: float(np.mean(scored[i][m])) if scored[i][m] else 0.0 for m in metrics},
+                "p_vs_first_stage": None if i == 0 else p_vs[runs[0].name],
                 "p_vs": p_vs,
                 "mean_ms": 1e3 * r.mean_latency,
                 "p95_ms": 1e3 * r.p95_latency,
