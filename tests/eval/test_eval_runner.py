@@ -402,13 +402,6 @@ def test_tune_adopts_a_fusion_that_beats_the_default_across_folds(
     diff = float(against.split(f"| {out.stem} |")[1].split("±")[0])
     assert diff == pytest.approx(tuned - default, abs=0.011)
     assert len(load(out).rerank("solar power", ["wind turbines", "solar power plant"])) == 2
-    # asked for a gain a little above the measured gain's multiple of the noise: the default
-    noise = float(printed.split("gain ")[1].split("(noise ")[1].split(":")[0])
-    margin = f"{1.01 * gain / noise:.3f}"
-    assert main([*args, "--adopt-margin", margin]) == 0
-    printed = capsys.readouterr().out
-    assert f"does not beat the default by more than {float(margin):g} x the noise" in printed
-    assert tomllib.loads(out.read_text()) == {"name": "hybrid", "stages": [{"reranker": "hybrid"}]}
 
 
 def test_tune_writes_the_default_when_learning_cannot_beat_it(tmp_path, synthetic, capsys):
@@ -425,7 +418,7 @@ def test_tune_writes_the_default_when_learning_cannot_beat_it(tmp_path, syntheti
     args = ["tune", "--data", str(data), "--k", "10", "--out", str(out), "--no-progress"]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "not adopted: the learned pipeline does not beat the default" in printed
+    assert "not adopted: the learned pipeline does not beat the default by more than 2 x" in printed
     assert tomllib.loads(out.read_text()) == {"name": "hybrid", "stages": [{"reranker": "hybrid"}]}
     assert "so this is the default pipeline" in out.read_text()
     assert load(out).rerank("solar power", ["wind", "solar power plant"])[0].index == 1

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -191,13 +192,16 @@ class Served:
             self.proc.kill()
 
 
-def _rerank(url: str, docs: list[str], **extra) -> list[tuple[int, float]]:
-    r = httpx.post(
-        f"{url}/v2/rerank",
-        json={"query": QUERY, "documents": docs, "top_n": len(docs), **extra},
-        timeout=60,
-        headers={"Connection": "close"},
-    )
+def _rerank(target: Any, docs: list[str], **extra) -> list[tuple[int, float]]:
+    """(index, relevance_score) of a v2 rerank of ``docs``; ``target``: a served URL, or a
+    TestClient of the service's app in this process."""
+    body = {"query": QUERY, "documents": docs, "top_n": len(docs), **extra}
+    if isinstance(target, str):
+        r = httpx.post(
+            f"{target}/v2/rerank", json=body, timeout=60, headers={"Connection": "close"}
+        )
+    else:
+        r = target.post("/v2/rerank", json=body)
     assert r.status_code == 200, r.text
     return [(x["index"], x["relevance_score"]) for x in r.json()["results"]]
 
@@ -260,13 +264,21 @@ def test_the_torch_free_install_serves_an_exported_model_as_the_torch_service_do
         env,
         tmp_path,
     )
-    torch_env = {**_clean_env(tmp_path / "home-torch"), "PYTHONPATH": str(REPO / "src")}
-    reference = Served(sys.executable, ["--reranker", "hybrid"], torch_env, tmp_path)
+    # the torch service: the same app and flags in this process (torch is imported here
+    # already; a process of its own would spend most of its start importing it again)
+    from fastapi.testclient import TestClient
+
+    from rerankit.server import create_app
+
     try:
-        assert free.wait_ready()["status"] == "ready", free.output()
-        assert reference.wait_ready()["status"] == "ready", reference.output()
-        docs = [d["text"] for d in SAMPLE]
-        got, want = _rerank(free.url, docs), _rerank(reference.url, docs)
+        with TestClient(create_app(_settings("--reranker", "hybrid"))) as reference:
+            assert free.wait_ready()["status"] == "ready", free.output()
+            deadline = time.time() + 120  # the app loads its pipelines in the background
+            while reference.get("/ready").json()["status"] == "loading" and time.time() < deadline:
+                time.sleep(0.2)
+            assert reference.get("/ready").json()["status"] == "ready"
+            docs = [d["text"] for d in SAMPLE]
+            got, want = _rerank(free.url, docs), _rerank(reference, docs)
         assert [i for i, _ in got] == [i for i, _ in want]
         assert [s for _, s in got] == pytest.approx([s for _, s in want], abs=1e-4)
         models = httpx.get(f"{free.url}/v1/models").json()["models"]
@@ -275,7 +287,6 @@ def test_the_torch_free_install_serves_an_exported_model_as_the_torch_service_do
         assert set(hybrid["backends"].values()) == {"onnx"}
     finally:
         free.stop()
-        reference.stop()
     assert "Traceback" not in free.output()
     assert not (home / ".cache" / "rerankit" / "onnx").exists()  # nothing exported there
 

@@ -309,7 +309,7 @@ def tuned(tmp_path_factory, signals):
     data = _synthetic(root / "data")
     out = root / "pipelines" / "ltr.toml"  # a folder that does not exist yet
     args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--out", str(out)]
-    assert main([*args, "--keep-learned", "--no-progress"]) == 0
+    assert main([*args, "--folds", "3", "--keep-learned", "--no-progress"]) == 0
     return data, out
 
 
