@@ -80,8 +80,9 @@ def test_the_paired_t_test_matches_scipys(pairs):
 def test_the_paired_t_test_is_undefined_without_pairs_to_compare():
     assert paired_t_test([0.5], [0.2]) is None
     assert paired_t_test([0.1, 0.2], [0.1, 0.2]) is None
-    with pytest.raises(ValueError, match="same length"):
-        paired_t_test([0.1, 0.2], [0.1])
+    for a, b in (([0.1, 0.2], [0.1]), ([0.1], [0.1, 0.2]), ([0.1, 0.2], [0.1, 0.2, 0.3])):
+        with pytest.raises(ValueError, match="same length"):
+            paired_t_test(a, b)
 
 
 def test_mean_ndcg_skips_queries_without_relevant_documents():

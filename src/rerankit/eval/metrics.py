@@ -132,9 +132,9 @@ def paired_t_test(a: Sequence[float], b: Sequence[float]) -> float | None:
     """The two-sided p-value of a paired Student's t-test of ``a`` against ``b`` (per-query
     scores of two runs, in the same query order); None when it is undefined: fewer than two
     pairs, or every difference zero. Differences all equal and not zero give 0."""
-    diffs = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
-    if diffs.shape != (len(a),) or len(a) != len(b):
+    if len(a) != len(b):
         raise ValueError(f"paired scores must have the same length, got {len(a)} and {len(b)}")
+    diffs = np.asarray(a, dtype=float) - np.asarray(b, dtype=float)
     if len(diffs) < 2:
         return None
     if np.all(diffs == diffs[0]):  # no spread (not even a rounding error's)

@@ -1,12 +1,11 @@
 """Running rerankers over a dataset's candidates and scoring the runs.
 
-Metrics (:mod:`rerankit.eval.metrics`, trec_eval's conventions): nDCG@10, MRR@10,
-Recall@10 and Recall@k, relevance >= 1 counting as relevant, averaged over every judged
-query (one with no relevant document scores 0), and a paired Student's t-test of each
-pipeline against the first stage. Pipelines whose scores are
-calibrated probabilities also get their expected calibration error over every (query,
-candidate) pair (relevant: judged >= 1; unjudged pairs count as not relevant) and a
-reliability diagram.
+Metrics (:mod:`rerankit.eval.metrics`, trec_eval's conventions): nDCG@10, MRR@10, Recall@10
+and Recall@k, relevance >= 1 counting as relevant, averaged over every judged query (one
+with no relevant document scores 0), and a paired Student's t-test of each pipeline against
+the first stage. Pipelines whose scores are calibrated probabilities also get their
+expected calibration error over every (query, candidate) pair (relevant: judged >= 1;
+unjudged pairs count as not relevant) and a reliability diagram.
 """
 
 from __future__ import annotations
