@@ -139,5 +139,5 @@ def paired_t_test(a: Sequence[float], b: Sequence[float]) -> float | None:
         return None
     if np.all(diffs == diffs[0]):  # no spread (not even a rounding error's)
         return None if diffs[0] == 0.0 else 0.0
-    mean, sd = float(diffs.mean()), float(np.std(diffs, ddof=1))
-    return student_t_two_sided(mean / (sd / math.sqrt(len(diffs))), len(diffs) - 1)
+    se = paired_standard_error(diffs)
+    return student_t_two_sided(float(diffs.mean()) / se, len(diffs) - 1)

@@ -117,18 +117,6 @@ def describe_pipeline(reranker: Any) -> dict[str, Any]:
     }
 
 
-def per_query_ndcg(data: Dataset, run: PipelineRun, k: int = 10) -> dict[str, float]:
-    """nDCG@k of each judged query with a relevant document (as the mean counts them)."""
-
-    out = {}
-    for qid, judged in data.qrels.items():
-        if qid not in data.queries or not any(g > 0 for g in judged.values()):
-            continue
-        ranked = sorted(run.run.get(qid, {}).items(), key=lambda x: -x[1])
-        out[qid] = ndcg_at_k([d for d, _ in ranked], judged, k)
-    return out
-
-
 def run_pipeline(
     name: str,
     reranker: Any,
@@ -227,20 +215,20 @@ def reliability(data: Dataset, run: PipelineRun, bins: int = 10) -> dict[str, An
     }
 
 
-def per_query_metrics(data: Dataset, run: PipelineRun, k: int) -> dict[str, list[float]]:
-    """Each metric of :func:`metric_names` for every judged query of ``data`` (in its qrels'
-    order; a query the run does not rank scores 0)."""
-    out: dict[str, list[float]] = {m: [] for m in metric_names(k)}
+def per_query_metrics(data: Dataset, run: PipelineRun, k: int) -> dict[str, dict[str, float]]:
+    """Each metric of :func:`metric_names` for every judged query of ``data``, by query id in
+    its qrels' order (a query the run does not rank scores 0)."""
+    out: dict[str, dict[str, float]] = {m: {} for m in metric_names(k)}
     for qid, judged in data.qrels.items():
         if qid not in data.queries:
             continue
         scores = run.run.get(qid, {})
         ranking = sorted(scores, key=lambda d: -scores[d])
-        out["ndcg@10"].append(ndcg_at_k(ranking, judged, 10))
-        out["mrr@10"].append(reciprocal_rank(ranking, judged, 10))
-        out["recall@10"].append(recall_at_k(ranking, judged, 10))
+        out["ndcg@10"][qid] = ndcg_at_k(ranking, judged, 10)
+        out["mrr@10"][qid] = reciprocal_rank(ranking, judged, 10)
+        out["recall@10"][qid] = recall_at_k(ranking, judged, 10)
         if k != 10:
-            out[f"recall@{k}"].append(recall_at_k(ranking, judged, k))
+            out[f"recall@{k}"][qid] = recall_at_k(ranking, judged, k)
     return out
 
 
@@ -252,17 +240,21 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
     error (``ece``) and reliability bins (``calibration``)."""
     metrics = metric_names(k)
     scored = [per_query_metrics(data, r, k) for r in runs]
+    ndcg = [list(s["ndcg@10"].values()) for s in scored]
+    # the per-query output: the queries with a relevant document (those nDCG can reward)
+    relevant = [q for q in scored[0]["ndcg@10"] if any(g > 0 for g in data.qrels[q].values())]
     rows = []
     for i, r in enumerate(runs):
         p_vs = {
-            other.name: paired_t_test(scored[i]["ndcg@10"], scored[j]["ndcg@10"])
-            for j, other in enumerate(runs)
-            if j != i
+            other.name: paired_t_test(ndcg[i], ndcg[j]) for j, other in enumerate(runs) if j != i
         }
         rows.append(
             {
                 "pipeline": r.name,
-                **{m: float(np.mean(scored[i][m])) if scored[i][m] else 0.0 for m in metrics},
+                **{
+                    m: float(np.mean(list(scored[i][m].values()))) if scored[i][m] else 0.0
+                    for m in metrics
+                },
                 "p_vs_first_stage": None if i == 0 else p_vs[runs[0].name],
                 "p_vs": p_vs,
                 "mean_ms": 1e3 * r.mean_latency,
@@ -272,7 +264,7 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
                 "tokens": r.usage.get("input_tokens", 0) + r.usage.get("output_tokens", 0),
                 "degraded_queries": r.degraded_queries,
                 "ece": None,
-                "per_query_ndcg@10": per_query_ndcg(data, r),
+                "per_query_ndcg@10": {q: scored[i]["ndcg@10"][q] for q in relevant},
             }
         )
         calibration = reliability(data, r)
