@@ -15,6 +15,10 @@ Signals, each depending on the (query, document) pair alone:
 * ``bm25_background``: BM25 (k1=0.9, b=0.4) with idf from a general word-frequency table,
   a fixed average length (AVGDL) and the score divided by the most any document could score
   for the query raised to a power (QUERY_NORMALIZATION; 1: fully query-normalised).
+* ``proximity``: how often the query's adjacent terms stand next to each other in the
+  document (either order, stopwords skipped), scored like that BM25 (the same average
+  length and query normalisation; the smaller idf of a pair's two terms), for the three
+  best BM25 readings (SHORT_LEXICAL) in candidates of four signals.
 
 Each signal gets a logistic calibration fitted on the pooled judged pairs of the six
 collections (relevant: judged >= 1; each collection weighted equally), and a candidate
@@ -75,7 +79,8 @@ QUERY_NORMALIZATION = (0.25, 0.5, 0.75, 1.0)
 STEP = 0.025
 REFERENCES = ("bm25", "embedding", "hybrid-relative")
 TOLERANCE = 0.5  # nDCG@10 x 100 below hybrid-relative that still meets the target
-#: the lexical readings ``--short`` candidates combine (the best ones; the grid stays small)
+#: the lexical readings ``--short`` candidates and the proximity candidates combine (the
+#: best ones; the grid of four weights stays small)
 SHORT_LEXICAL = (
     "bm25_background/avgdl 100, qn 0.75",
     "bm25_background/avgdl 400, qn 0.5",
@@ -226,6 +231,21 @@ def candidate_families(lexical, leads, shorts=()) -> list[tuple[str, dict[str, s
                     {"passage": p, "embedding": "embedding", "bm25_background": lex},
                 )
             )
+    for lex in lexical:
+        if lex not in SHORT_LEXICAL:
+            continue
+        for lead in leads:
+            families.append(
+                (
+                    f"passage (lead {lead}) + whole + bm25 + proximity",
+                    {
+                        "passage": f"passage/lead {lead}",
+                        "embedding": "embedding",
+                        "bm25_background": lex,
+                        "proximity": proximity_of(lex),
+                    },
+                )
+            )
     for short in shorts:
         for lex in lexical:
             if lex not in SHORT_LEXICAL:
@@ -241,6 +261,12 @@ def candidate_families(lexical, leads, shorts=()) -> list[tuple[str, dict[str, s
                 roles.short = short
                 families.append((f"passage (lead {lead}) + whole + bm25, short < {short:g}", roles))
     return families
+
+
+def proximity_of(lexical: str) -> str:
+    """The key of the proximity signal read like the ``lexical`` BM25 reading (the same
+    average length and query normalisation)."""
+    return "proximity/" + lexical.split("/", 1)[1]
 
 
 def score_candidates(pool: list[Collection], families, cal: dict) -> list[tuple]:
@@ -431,6 +457,7 @@ def main() -> None:
     from rerankit.eval.runner import run_pipeline
     from rerankit.rerankers.hybrid import background_bm25
     from rerankit.scorers.lexical import Analyzer
+    from rerankit.scorers.proximity import ProximityScorer
 
     embedding = EmbeddingScorer()
     readers = {"embedding": embedding}
@@ -443,13 +470,21 @@ def main() -> None:
         )
         for a, p in itertools.product(AVGDL, QUERY_NORMALIZATION)
     }
+    proximity = {
+        proximity_of(lex): ProximityScorer(
+            analyzer=analyzer,
+            avgdl=float(lex.split("avgdl ")[1].split(",")[0]),
+            query_normalized=float(lex.split("qn ")[1]),
+        )
+        for lex in SHORT_LEXICAL
+    }
     pool, refs = [], {}
     for name, (path, split) in POOL.items():
         start = time.perf_counter()
         data = load_beir(path, split)
         cands = first_stage(data, "auto", 100)
         coll = Collection(name, data, cands)
-        signals(coll, cands, readers, lexical)
+        signals(coll, cands, readers, {**lexical, **proximity})
         coll.add("first stage", {q: np.array([s for _, s in c]) for q, c in cands.items()})
         if shorts:  # each candidate's length in words, for the --short candidates
             coll.add(
@@ -471,7 +506,7 @@ def main() -> None:
             flush=True,
         )
 
-    keys = [*readers, *lexical]
+    keys = [*readers, *lexical, *proximity]
     cal = calibrations(pool, keys)
     families = candidate_families(lexical, leads, shorts)
     candidates = score_candidates(pool, families, cal)

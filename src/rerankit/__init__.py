@@ -52,6 +52,7 @@ _LAZY = {
     "BM25Scorer": "scorers.lexical",
     "JaccardScorer": "scorers.lexical",
     "TextSimilarity": "scorers.lexical",
+    "ProximityScorer": "scorers.proximity",
     "FieldScorer": "scorers.field",
     "RecencyScorer": "scorers.field",
     "PopularityScorer": "scorers.field",

@@ -86,6 +86,12 @@ register(
     "scorer", "jaccard", ".scorers.lexical:JaccardScorer", summary="query/document term overlap"
 )
 register("scorer", "text", ".scorers.lexical:TextSimilarity", summary="BM25 and Jaccard blended")
+register(
+    "scorer",
+    "proximity",
+    ".scorers.proximity:ProximityScorer",
+    summary="query terms next to each other in the document (background idf)",
+)
 register("scorer", "coverage", ".scorers.coverage:CoverageScorer", summary="share of query terms")
 register(
     "scorer",

@@ -59,6 +59,8 @@ def test_rank_reads_a_json_array_of_strings_from_stdin(capsys, monkeypatch):
 
 
 def test_details_and_table_formats(capsys):
+    from rerankit.rerankers.hybrid import HYBRID_CALIBRATION
+
     code = main(
         [
             *("rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "--details", "-k", "1"),
@@ -70,7 +72,7 @@ def test_details_and_table_formats(capsys):
     # the default is the hybrid pipeline when the torch extra is installed
     has_torch = all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers"))
     # the sample's retriever_score, named on the command line, is the hybrid's first stage
-    beside = {"first_stage", "passage", "embedding", "bm25_background"}  # every text signal
+    beside = {"first_stage", *HYBRID_CALIBRATION["weights"]}  # every text signal
     assert set(record["scores"]) == (beside if has_torch else {"bm25"})
     code, out, _ = run_cli(
         capsys, "rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "--format", "table", "-r", "text"

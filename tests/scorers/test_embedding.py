@@ -143,11 +143,12 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     with_scores = [{"text": t, "score": float(i)} for i, t in enumerate(DOCS)]
     # a generic `score` (a distance? a rating?) is not read as relevance unless named
     unnamed = hybrid.rerank(QUERY, with_scores)
-    assert set(unnamed[0].scores) == {"bm25_background", "embedding", "passage"}
+    signals = set(HYBRID_CALIBRATION["weights"])  # the default's text signals
+    assert set(unnamed[0].scores) == signals
     assert unnamed.score_scale == "probability"
     result = hybrid.rerank(QUERY, with_scores, first_stage_field="score")
     # the retriever's score beside every text signal
-    assert set(result[0].scores) == {"first_stage", "bm25_background", "embedding", "passage"}
+    assert set(result[0].scores) == {"first_stage", *signals}
     assert result.score_scale == "relative"  # the retriever's scale is unknown
     weights = {k: v["weight"] for k, v in result[0].explanation.items() if k != INTERCEPT}
     w = HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT
@@ -162,12 +163,10 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     assert [r.index for r in by_distance] == [r.index for r in result]
     partial = [*documented[:2], *({"text": d} for d in DOCS[2:])]
     fallback = hybrid.rerank(QUERY, partial)
-    assert set(fallback[0].scores) == {"bm25_background", "embedding", "passage"}
+    assert set(fallback[0].scores) == signals
     assert any("2 of 4 documents have a first-stage score" in w for w in fallback.warnings)
     plain = hybrid.rerank(QUERY, DOCS)
-    assert (
-        set(plain[0].scores) == {"bm25_background", "embedding", "passage"} and not plain.warnings
-    )
+    assert set(plain[0].scores) == signals and not plain.warnings
 
 
 def test_the_calibrated_hybrid_puts_the_first_stage_beside_every_text_signal(scorer, monkeypatch):
@@ -209,7 +208,7 @@ def test_the_calibrated_hybrid_puts_the_first_stage_beside_every_text_signal(sco
         monkeypatch.setattr(strategy, "score", _fails)
     broken = hybrid.rerank(QUERY, docs)
     assert [r.index for r in broken] == [1, 2, 3, 0] and broken.degraded
-    assert sum("failed" in m for m in broken.warnings) == 3
+    assert sum("failed" in m for m in broken.warnings) == len(hybrid.texts_only.strategies)
     assert not any("input order kept" in m for m in broken.warnings)
 
 
@@ -291,7 +290,12 @@ def test_the_hybrid_falls_back_to_relative_scores_for_a_model_it_was_not_calibra
 def test_the_calibrated_hybrid_reads_documents_whole_and_by_their_best_passage(scorer):
     from rerankit import HybridReranker
     from rerankit.calibration import Calibration, sigmoid
-    from rerankit.rerankers.hybrid import HYBRID_CALIBRATION, LEGACY_CALIBRATION, background_bm25
+    from rerankit.rerankers.hybrid import (
+        HYBRID_CALIBRATION,
+        LEGACY_CALIBRATION,
+        background_bm25,
+        proximity_reader,
+    )
     from rerankit.scorers.field import FieldScorer
 
     long_doc = "Minutes of the board\n" + "The board discussed parking and the budget. " * 30
@@ -305,6 +309,7 @@ def test_the_calibrated_hybrid_reads_documents_whole_and_by_their_best_passage(s
         "passage": passages.score_texts(QUERY, docs),
         "embedding": scorer.score_texts(QUERY, docs),
         "bm25_background": background_bm25().score_texts(QUERY, docs),
+        "proximity": proximity_reader().score_texts(QUERY, docs),
     }
     for role, values in raw.items():
         if role in spec["weights"]:

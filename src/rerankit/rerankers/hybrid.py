@@ -18,6 +18,7 @@ from ..scorers.embedding import DEFAULT_EMBEDDING_MODEL, EmbeddingScorer
 from ..scorers.field import FieldScorer
 from ..scorers.language import non_latin_share
 from ..scorers.lexical import Analyzer, BM25Scorer
+from ..scorers.proximity import ProximityScorer
 from ..types import Document
 from .base import Scored, ScoringReranker, run_scorer
 from .fused import ALL_FAILED, FusionReranker
@@ -33,6 +34,7 @@ __all__ = [
     "HybridReranker",
     "background_bm25",
     "hybrid_reranker",
+    "proximity_reader",
     "relative_hybrid",
     "texts_only_hybrid",
 ]
@@ -69,21 +71,23 @@ HYBRID_CALIBRATION: dict[str, Any] = {
     "query_normalization": 0.75,
     "passage_words": 48,
     "passage_lead": 20,
-    "weights": {"passage": 0.35, "embedding": 0.15, "bm25_background": 0.5},
+    "weights": {"passage": 0.3, "embedding": 0.15, "bm25_background": 0.475, "proximity": 0.075},
     "calibration": {
         "passage": {"slope": 8.924815, "intercept": -5.886335},
         "embedding": {"slope": 8.65649, "intercept": -5.524876},
         "bm25_background": {"slope": 2.472666, "intercept": -3.850231},
+        "proximity": {"slope": 2.810077, "intercept": -2.426808},
     },
-    "output_calibration": {"slope": 1.501549, "intercept": 1.090669},
+    "output_calibration": {"slope": 1.588705, "intercept": 1.290698},
 }
 #: the values a ``calibration=`` mapping that leaves these keys out was fitted with (those
 #: of the first calibrated hybrid), so an older mapping keeps its meaning
 LEGACY_CALIBRATION: dict[str, Any] = {"avgdl": 400.0, "query_normalization": 1.0, "passage_lead": 0}
 #: the signals a calibrated hybrid can fuse: the cosine of the whole document (of its best
 #: passage, in a mapping without ``passage`` but with ``passage_words``), the cosine of its
-#: best passage, and BM25 with background idf
-ROLES = ("passage", "embedding", "bm25_background")
+#: best passage, BM25 with background idf, and the query's adjacent terms next to each other
+#: in the document (``proximity``, read like that BM25)
+ROLES = ("passage", "embedding", "bm25_background", "proximity")
 SCORE_MODES = ("calibrated", "relative")
 
 
@@ -106,6 +110,25 @@ def background_bm25(
             else query_normalization
         ),
         name="bm25_background",
+        **HYBRID_BM25,
+    )
+
+
+def proximity_reader(
+    analyzer: Any = None, *, avgdl: float | None = None, query_normalization: float | None = None
+) -> Scorer:
+    """The calibrated hybrid's ``proximity`` signal: how often the query's adjacent terms
+    stand next to each other in the document, scored like :func:`background_bm25` (the same
+    k1, b, background idf, average length and query normalisation)."""
+
+    return ProximityScorer(
+        analyzer=analyzer,
+        avgdl=HYBRID_CALIBRATION["avgdl"] if avgdl is None else avgdl,
+        query_normalized=(
+            HYBRID_CALIBRATION["query_normalization"]
+            if query_normalization is None
+            else query_normalization
+        ),
         **HYBRID_BM25,
     )
 
@@ -257,6 +280,10 @@ class HybridReranker(ScoringReranker):
                 analyzer, avgdl=spec["avgdl"], query_normalization=spec["query_normalization"]
             )
         }
+        if "proximity" in roles:
+            readers["proximity"] = proximity_reader(
+                analyzer, avgdl=spec["avgdl"], query_normalization=spec["query_normalization"]
+            )
         if "passage" in roles:
             if words is None:
                 raise ValueError("calibration: the passage signal needs passage_words")

@@ -89,6 +89,11 @@ class TermBatch:
     def n_docs(self) -> int:
         return int(self.lengths.shape[0])
 
+    @property
+    def width(self) -> int:
+        """Every term id of this batch is below this (later batches may grow ``vocab``)."""
+        return self._width
+
     @cached_property
     def distinct_pairs(self) -> np.ndarray:
         """Sorted unique ``doc * |vocab| + term`` codes (each term once per document)."""

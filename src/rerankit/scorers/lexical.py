@@ -112,7 +112,10 @@ def jaccard_from_batch(batch: TermBatch, query_terms: Sequence[str]) -> np.ndarr
     return np.divide(inter, union, out=np.zeros(n), where=union > 0)
 
 
-class _LexicalScorer:
+class LexicalScorer:
+    """A scorer that reads each candidate's text with an :class:`Analyzer` (its subclasses
+    implement :meth:`score_texts`)."""
+
     name: str
     analyzer: Analyzer
 
@@ -127,11 +130,12 @@ class _LexicalScorer:
         raise NotImplementedError
 
 
-def _analyzer(analyzer: Analyzer | None, **options: Any) -> Analyzer:
+def own_analyzer(analyzer: Analyzer | None, **options: Any) -> Analyzer:
+    """``analyzer``, or a new one built from ``options`` when it is None."""
     return analyzer if analyzer is not None else Analyzer(**options)
 
 
-class BM25Scorer(_LexicalScorer):
+class BM25Scorer(LexicalScorer):
     """Okapi BM25 of each candidate; scores are >= 0 except with ``idf="okapi"``.
 
     Where the idf comes from (``idf``):
@@ -210,7 +214,7 @@ class BM25Scorer(_LexicalScorer):
                 f"{query_normalized!r}"
             )
         self.query_normalized = float(query_normalized)
-        self.analyzer = _analyzer(
+        self.analyzer = own_analyzer(
             analyzer, language=language, lowercase=lowercase, stopwords=stopwords, stemmer=stemmer
         )
 
@@ -252,20 +256,20 @@ class BM25Scorer(_LexicalScorer):
         return await in_thread(self.score_batch, query, self._texts(docs))
 
 
-class JaccardScorer(_LexicalScorer):
+class JaccardScorer(LexicalScorer):
     """Token-set overlap in [0, 1] (after the analyzer's stopwords and stemming)."""
 
     score_scale = "unit"
 
     def __init__(self, *, analyzer: Analyzer | None = None, name: str = "jaccard", **options: Any):
         self.name = name
-        self.analyzer = _analyzer(analyzer, **options)
+        self.analyzer = own_analyzer(analyzer, **options)
 
     def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
         return jaccard_from_batch(self.analyzer.analyze(texts), self.analyzer.terms(query))
 
 
-class TextSimilarity(_LexicalScorer):
+class TextSimilarity(LexicalScorer):
     """Blend of BM25 and Jaccard in [0, 1]: ``(w_b * bm25 / max(bm25) + w_j * jaccard) /
     (w_b + w_j)``. BM25 is scaled by the best candidate's score, so a candidate sharing no
     term with the query scores 0. One tokenisation serves both parts."""
@@ -285,7 +289,7 @@ class TextSimilarity(_LexicalScorer):
             raise ValueError("bm25_weight and jaccard_weight must be >= 0 and not both 0")
         self.bm25_weight, self.jaccard_weight = bm25_weight, jaccard_weight
         self.k1, self.b, self.name = k1, b, name
-        self.analyzer = _analyzer(analyzer, **options)
+        self.analyzer = own_analyzer(analyzer, **options)
 
     def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
         batch = self.analyzer.analyze(texts)

@@ -19,6 +19,7 @@ from ..rerankers.hybrid import (
     LEGACY_CALIBRATION,
     ROLES,
     background_bm25,
+    proximity_reader,
 )
 from .crossval import folds_for, kfold
 from .fusion import embedding_entry
@@ -87,6 +88,10 @@ def pairwise_matrix(
         ),
         "embedding": embedding,
     }
+    if "proximity" in read["roles"]:
+        scorers["proximity"] = proximity_reader(
+            avgdl=read["avgdl"], query_normalization=read["query_normalization"]
+        )
     if "passage" in read["roles"]:
         scorers["passage"] = embedding.with_passages(
             read["passage_words"], lead=read["passage_lead"]
@@ -312,6 +317,14 @@ def calibrated_spec(
             None if "passage" in read["roles"] else read["passage_words"],
         ),
     }
+    if "proximity" in read["roles"]:
+        entries["proximity"] = {
+            "type": "proximity",
+            "name": "proximity",
+            "avgdl": read["avgdl"],
+            "query_normalized": read["query_normalization"],
+            **HYBRID_BM25,
+        }
     if "passage" in read["roles"]:
         entries["passage"] = {
             **embedding_entry(embedding_model, embedding_max_length, read["passage_words"]),
