@@ -71,8 +71,9 @@ def test_details_and_table_formats(capsys):
     assert code == 0 and record["rank"] == 1 and "mRNA" in record["text"]
     # the default is the hybrid pipeline when the torch extra is installed
     has_torch = all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers"))
-    # the sample's retriever_score, named on the command line, is the hybrid's first stage
-    beside = {"first_stage", *HYBRID_CALIBRATION["weights"]}  # every text signal
+    # the sample's retriever_score, named on the command line, is the hybrid's first stage,
+    # fused with the default weight 0: the text signals alone rank, as probabilities
+    beside = set(HYBRID_CALIBRATION["weights"])
     assert set(record["scores"]) == (beside if has_torch else {"bm25"})
     code, out, _ = run_cli(
         capsys, "rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "--format", "table", "-r", "text"

@@ -139,7 +139,7 @@ def test_cached_vectors_cannot_be_changed_by_callers():
 def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     from rerankit import HybridReranker
 
-    hybrid = HybridReranker(scorer)
+    hybrid = HybridReranker(scorer, first_stage_weight=0.1)
     with_scores = [{"text": t, "score": float(i)} for i, t in enumerate(DOCS)]
     # a generic `score` (a distance? a rating?) is not read as relevance unless named
     unnamed = hybrid.rerank(QUERY, with_scores)
@@ -151,7 +151,7 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     assert set(result[0].scores) == {"first_stage", *signals}
     assert result.score_scale == "relative"  # the retriever's scale is unknown
     weights = {k: v["weight"] for k, v in result[0].explanation.items() if k != INTERCEPT}
-    w = HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT
+    w = 0.1
     texts = {k: (1 - w) * v for k, v in HYBRID_CALIBRATION["weights"].items()}
     assert weights == pytest.approx({"first_stage": w, **texts})
     documented = [{"text": t, "first_stage_score": float(i)} for i, t in enumerate(DOCS)]
@@ -174,7 +174,8 @@ def test_the_calibrated_hybrid_puts_the_first_stage_beside_every_text_signal(sco
     logit of the texts-only fusion; the explanation adds up to each score."""
     from rerankit import HybridReranker
 
-    hybrid = HybridReranker(scorer)
+    w = 0.1
+    hybrid = HybridReranker(scorer, first_stage_weight=w)
     retriever = [0.2, 9.0, 4.0, 1.0]  # the retriever prefers the off-topic document
     docs = [
         {"id": str(i), "text": t, "first_stage_score": f}
@@ -190,7 +191,6 @@ def test_the_calibrated_hybrid_puts_the_first_stage_beside_every_text_signal(sco
         x = np.asarray(x, dtype=float)
         return (x - x.min()) / (x.max() - x.min())
 
-    w = HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT
     expected = w * min_max(retriever) + (1 - w) * min_max(logit)
     fused = hybrid.rerank(QUERY, docs)
     assert fused.score_scale == "relative" and not fused.degraded
@@ -198,9 +198,12 @@ def test_the_calibrated_hybrid_puts_the_first_stage_beside_every_text_signal(sco
         assert r.score == pytest.approx(expected[r.index])
         assert sum(p["contribution"] for p in r.explanation.values()) == pytest.approx(r.score)
         assert r.explanation["first_stage"]["raw"] == retriever[r.index]
-    # the weight spans the texts alone (0) and the retriever alone (1)
-    alone = HybridReranker(scorer, first_stage_weight=0.0).rerank(QUERY, docs)
-    assert [r.index for r in alone] == [r.index for r in texts]
+    # the weight spans the texts alone (0: the default, probabilities kept) and the
+    # retriever alone (1)
+    assert HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT == 0
+    alone = HybridReranker(scorer).rerank(QUERY, docs)
+    assert [(r.index, r.score) for r in alone] == [(r.index, r.score) for r in texts]
+    assert alone.score_scale == "probability" and "first_stage" not in alone[0].scores
     retrieved = HybridReranker(scorer, first_stage_weight=1.0).rerank(QUERY, docs)
     assert [r.index for r in retrieved] == [1, 2, 3, 0]
     # every text signal failing leaves the retriever's order, degraded and said

@@ -53,13 +53,16 @@ __all__ = [
 #: * Texts only, ``scores="relative"``: a weighted sum of min-max normalised scores, 0.2 BM25
 #:   with the candidates' own idf, 0.2 BM25 with background idf, 0.6 embedding (chosen on
 #:   the same queries, ``benchmarks/hybrid_dev.py``). Scores are relative to the request.
-#: * With the documents' first-stage scores (the retriever's scale is unknown, so these
-#:   scores are relative): calibrated, 0.05 first stage / 0.95 the texts-only fusion's
-#:   logit, each min-max normalised (chosen on the same pool by the same rule,
-#:   ``benchmarks/first_stage_pool.py``); relative, 0.3 first stage / 0.7 embedding.
+#: * With the documents' first-stage scores: calibrated, ``first_stage_weight`` of the
+#:   first stage beside ``1 - first_stage_weight`` of the texts-only fusion's logit, each
+#:   min-max normalised (the retriever's scale is unknown, so these scores are relative);
+#:   its default, 0, was chosen on the same pool by the same rule
+#:   (``benchmarks/first_stage_pool.py``: no weight above 0 kept every collection within
+#:   0.5 of the texts alone), so by default the texts alone rank and the scores stay
+#:   probabilities. Relative: 0.3 first stage / 0.7 embedding.
 HYBRID_METHOD = fusion.ScoreCombinationMethod.WEIGHTED_AVERAGE
 HYBRID_FIRST_STAGE_WEIGHT = 0.3
-HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT = 0.05
+HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT = 0.0
 #: texts only: BM25 with the candidates' idf, BM25 with background idf (the rest: embedding)
 HYBRID_TEXT_WEIGHTS = (0.2, 0.2)
 HYBRID_BM25 = {"k1": 0.9, "b": 0.4}
@@ -134,23 +137,28 @@ def proximity_reader(
 
 
 class HybridReranker(ScoringReranker):
-    """The default offline reranker: a lexical signal and a bi-encoder, fused.
+    """The default offline reranker: lexical signals and a bi-encoder, fused.
 
     When every document carries a first-stage (retriever) score (``first_stage_score``: name
-    your own field with ``first_stage_field=`` when reranking), the hybrid fuses it too and
-    its scores are relative to the request: with calibrated scores, ``first_stage_weight``
-    (default 0.05) of the min-max normalised first stage and the rest of the min-max
-    normalised logit of the texts-only fusion below, which keeps every text signal; with
-    ``scores="relative"``, the first stage takes the place of the lexical signals
-    (``first_stage_weight`` default 0.3, the rest the embedding).
+    your own field with ``first_stage_field=`` when reranking), the hybrid can fuse it too,
+    and then its scores are relative to the request: with calibrated scores,
+    ``first_stage_weight`` of the min-max normalised first stage and the rest of the min-max
+    normalised logit of the texts-only fusion below, which keeps every text signal. Its
+    default is 0: on the development pool (BM25 first stages) no weight above 0 kept every
+    collection within 0.5 of the texts alone, so by default the texts alone rank and the
+    scores stay probabilities; give a weight (0.05 to 0.2) to fuse a retriever that reads
+    something the texts do not. With ``scores="relative"``, the first stage takes the place
+    of the lexical signals (``first_stage_weight`` default 0.3, the rest the embedding).
 
     Given texts only, ``scores="calibrated"`` (the default) fuses the embedding's cosine
     of each document's best passage (``passage``: about 48 words, each starting with the
     document's opening words; see ``passage_words`` and ``passage_lead`` in
-    :class:`~rerankit.EmbeddingScorer`), its cosine of the whole document (``embedding``)
-    and BM25 whose idf comes from a general word-frequency table of ``language``
+    :class:`~rerankit.EmbeddingScorer`), its cosine of the whole document (``embedding``),
+    BM25 whose idf comes from a general word-frequency table of ``language``
     (``bm25_background``: the candidates of a lexical search all contain the query's words,
-    so their own statistics miss which words matter), each through a fixed calibration
+    so their own statistics miss which words matter) and how often the query's adjacent
+    words stand next to each other in the document (``proximity``, read like that BM25),
+    each through a fixed calibration
     (:data:`HYBRID_CALIBRATION`, or ``calibration=`` naming the signals it fuses in its
     ``weights``; an older mapping without ``passage`` reads passages as ``embedding`` when
     it has ``passage_words``, whole documents otherwise): the score estimates P(relevant) and
@@ -349,10 +357,11 @@ class HybridReranker(ScoringReranker):
     async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
 
         first_stage, note = self._first_stage_mode(docs)
-        if first_stage and self.scores == "calibrated":
+        calibrated = self.scores == "calibrated"
+        if first_stage and calibrated and self.first_stage_weight > 0:
             scored = await self._beside_first_stage(query, docs, **context)
-        else:
-            fusion_ = self.with_first_stage if first_stage else self.texts_only
+        else:  # calibrated with weight 0: the texts alone, scores still probabilities
+            fusion_ = self.with_first_stage if first_stage and not calibrated else self.texts_only
             scored = await fusion_._score(query, docs, **context)
             scored.scale = fusion_.score_scale
         if note:
