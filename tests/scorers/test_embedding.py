@@ -140,6 +140,7 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     from rerankit import HybridReranker
 
     hybrid = HybridReranker(scorer, first_stage_weight=0.1)
+    assert hybrid.fuses_first_stage and not HybridReranker(scorer).fuses_first_stage
     with_scores = [{"text": t, "score": float(i)} for i, t in enumerate(DOCS)]
     # a generic `score` (a distance? a rating?) is not read as relevance unless named
     unnamed = hybrid.rerank(QUERY, with_scores)

@@ -832,20 +832,21 @@ def test_relative_pipelines_say_so(scales):
     assert tei.headers["x-rerankit-scores"] == "probability"  # the default: the hybrid
     models = {m["name"]: m for m in httpx.get(f"{scales.url}/v1/models").json()["models"]}
     assert models["hybrid"]["scores"] == "probability" and models["hybrid"]["pairwise"]
-    assert models["hybrid"]["scores_with_first_stage_field"] == "relative"
+    # its first-stage weight is 0 by default: a retriever's score leaves it pair-wise
+    assert "scores_with_first_stage_field" not in models["hybrid"]
     backends = models["hybrid"]["backends"]  # which backend runs each model-backed signal
     assert backends == {"embedding": "torch", "passage": "torch"}
     assert models["bm25"]["scores"] == "relative" and not models["bm25"]["pairwise"]
     assert models["calibrated"]["scores"] == "probability"
     info = httpx.get(f"{scales.url}/info").json()
     assert info["pipelines"]["bm25"]["scores"] == "relative"
-    # a retriever score of unknown scale makes even the hybrid's answer relative
+    # the default hybrid reads a named retriever score with weight 0: still probabilities
     docs = [{"text": "Paris is the capital of France.", "s": 2.0}, {"text": "Cars", "s": 1.0}]
     r = httpx.post(
         f"{scales.url}/v1/rerank",
         json={"query": "capital of France", "documents": docs, "first_stage_field": "s"},
     )
-    assert r.json()["meta"]["rerankit"]["scores"] == "relative"
+    assert r.json()["meta"]["rerankit"]["scores"] == "probability"
 
 
 def test_the_docs_page_loads_nothing_from_elsewhere(live):

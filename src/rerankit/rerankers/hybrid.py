@@ -332,6 +332,12 @@ class HybridReranker(ScoringReranker):
         yield from self.texts_only.scorers()
 
     @property
+    def fuses_first_stage(self) -> bool:
+        """Whether a first-stage score on every document changes the ranking (and makes the
+        scores relative): with ``scores="relative"``, or a ``first_stage_weight`` above 0."""
+        return self.use_first_stage and (self.scores != "calibrated" or self.first_stage_weight > 0)
+
+    @property
     def score_scale(self) -> str:
         """The texts-only mode's scale (``probability`` when calibrated); a call whose
         documents carry first-stage scores is ``relative`` (see ``result.score_scale``)."""

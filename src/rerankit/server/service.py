@@ -153,7 +153,7 @@ class Service:
             "scores": reranker.score_scale,
             "pairwise": reranker.score_scale != "relative",
         }
-        if getattr(reranker, "use_first_stage", False):  # the hybrid reading a retriever score
+        if getattr(reranker, "fuses_first_stage", False):  # a hybrid fusing a retriever score
             out["scores_with_first_stage_field"] = "relative"
         backends = {  # where each local model runs: torch, onnx or onnx-int8
             s.name: s.backend + (f"-{s.quantize}" if s.quantize else "")
