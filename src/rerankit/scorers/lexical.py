@@ -130,6 +130,17 @@ class LexicalScorer:
         raise NotImplementedError
 
 
+def check_bm25(k1: float, b: float, avgdl: float | None) -> None:
+    """A ValueError naming the first of BM25's settings out of range (``avgdl`` None: the
+    batch's own mean)."""
+    if k1 < 0:
+        raise ValueError(f"k1 must be >= 0, got {k1}")
+    if avgdl is not None and not (isinstance(avgdl, Real) and 0 < avgdl < math.inf):
+        raise ValueError(f"avgdl must be a positive number, got {avgdl!r}")
+    if not 0.0 <= b <= 1.0:
+        raise ValueError(f"b must be in [0, 1], got {b}")
+
+
 def own_analyzer(analyzer: Analyzer | None, **options: Any) -> Analyzer:
     """``analyzer``, or a new one built from ``options`` when it is None."""
     return analyzer if analyzer is not None else Analyzer(**options)
@@ -189,12 +200,7 @@ class BM25Scorer(LexicalScorer):
         query_normalized: bool | float = False,
         name: str = "bm25",
     ) -> None:
-        if k1 < 0:
-            raise ValueError(f"k1 must be >= 0, got {k1}")
-        if avgdl is not None and not (isinstance(avgdl, Real) and 0 < avgdl < math.inf):
-            raise ValueError(f"avgdl must be a positive number, got {avgdl!r}")
-        if not 0.0 <= b <= 1.0:
-            raise ValueError(f"b must be in [0, 1], got {b}")
+        check_bm25(k1, b, avgdl)
         if isinstance(idf, str) and idf == "background":
             idf = BackgroundFrequencies((analyzer.language if analyzer else language).lower())
         elif not isinstance(idf, (CorpusStats, BackgroundFrequencies)) and idf not in (

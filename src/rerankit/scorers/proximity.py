@@ -16,7 +16,7 @@ import numpy as np
 
 from .analysis import BY_LANGUAGE, Analyzer, TermBatch
 from .language import BackgroundFrequencies
-from .lexical import LexicalScorer, length_norm, own_analyzer, saturated_tf
+from .lexical import LexicalScorer, check_bm25, length_norm, own_analyzer, saturated_tf
 
 __all__ = ["ProximityScorer", "proximity_from_batch", "query_pairs"]
 
@@ -89,12 +89,7 @@ class ProximityScorer(LexicalScorer):
         stemmer: str | Callable[[str], str] | None = BY_LANGUAGE,
         name: str = "proximity",
     ) -> None:
-        if k1 < 0:
-            raise ValueError(f"k1 must be >= 0, got {k1}")
-        if not 0.0 <= b <= 1.0:
-            raise ValueError(f"b must be in [0, 1], got {b}")
-        if not (isinstance(avgdl, Real) and 0 < avgdl < float("inf")):
-            raise ValueError(f"avgdl must be a positive number, got {avgdl!r}")
+        check_bm25(k1, b, avgdl)
         if not (isinstance(query_normalized, Real) and 0.0 <= query_normalized <= 1.0):
             raise ValueError(f"query_normalized must be in [0, 1], got {query_normalized!r}")
         self.k1, self.b, self.avgdl, self.name = float(k1), float(b), float(avgdl), name
