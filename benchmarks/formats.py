@@ -9,8 +9,10 @@ is a space, and every passage after the first starts with the document's first w
 title included, wherever the title was put). Prints one row per collection, the largest
 difference among the three joined forms, and the mean.
 
-Run: ``python benchmarks/formats.py [--reranker NAME]`` (document and passage embeddings
-cached in ``.cache/embeddings.sqlite``; each form that changes the texts is encoded once).
+Run: ``python benchmarks/formats.py [--reranker NAME] [--collections CISI,CACM]`` (document
+and passage embeddings cached in ``.cache/embeddings.sqlite``; each form that changes the
+texts is encoded once; each collection's row is printed to stderr as soon as it is done, so
+a long run can be read before it ends).
 """
 
 from __future__ import annotations
@@ -44,20 +46,30 @@ def forms(doc: dict) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--reranker", default="hybrid", help="registered name (default hybrid)")
+    parser.add_argument(
+        "--collections",
+        default=",".join(POOL),
+        help="pool collections to measure, comma-separated, in this order (default all)",
+    )
     args = parser.parse_args()
+    chosen = [c.strip() for c in args.collections.split(",") if c.strip()]
+    unknown = [c for c in chosen if c not in POOL]
+    if unknown:
+        parser.error(f"unknown collections {unknown}; the pool has {list(POOL)}")
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
     from rerankit import load
     from rerankit.eval import load_beir
     from rerankit.eval.first_stage import first_stage
     from rerankit.eval.metrics import ndcg_at_k
 
-    missing = [name for name, (path, _) in POOL.items() if not path.exists()]
+    missing = [name for name in chosen if not POOL[name][0].exists()]
     if missing:
         sys.exit(f"collections not found under {SHARED}: {', '.join(missing)}")
     reranker = load(args.reranker)
     labels = [*JOINED, "no title", "title field"]
     rows, per_query = {}, {}
-    for name, (path, split) in POOL.items():
+    for name in chosen:
+        path, split = POOL[name]
         data = load_beir(path, split)
         runs: dict[str, dict[str, list[str]]] = {label: {} for label in labels}
         for qid, ranked in first_stage(data, "auto", 100).items():
@@ -76,7 +88,8 @@ def main() -> None:
             for label in labels
         }
         rows[name] = {label: float(np.mean(v)) for label, v in per_query[name].items()}
-        print(f"{name}: done", file=sys.stderr, flush=True)
+        cells = ", ".join(f"{label} {value:.2f}" for label, value in rows[name].items())
+        print(f"{name}: {cells}", file=sys.stderr, flush=True)
     print(f"nDCG@10 x 100 of `{args.reranker}` given texts only, by how the title is joined:\n")
     print(
         "| collection | " + " | ".join(labels) + " | largest difference, joined forms "
