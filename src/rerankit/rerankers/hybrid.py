@@ -363,11 +363,11 @@ class HybridReranker(ScoringReranker):
     async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
 
         first_stage, note = self._first_stage_mode(docs)
-        calibrated = self.scores == "calibrated"
-        if first_stage and calibrated and self.first_stage_weight > 0:
+        fuses = first_stage and self.fuses_first_stage  # else the texts alone rank
+        if fuses and self.scores == "calibrated":
             scored = await self._beside_first_stage(query, docs, **context)
-        else:  # calibrated with weight 0: the texts alone, scores still probabilities
-            fusion_ = self.with_first_stage if first_stage and not calibrated else self.texts_only
+        else:
+            fusion_ = self.with_first_stage if fuses else self.texts_only
             scored = await fusion_._score(query, docs, **context)
             scored.scale = fusion_.score_scale
         if note:
