@@ -168,6 +168,12 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     assert any("2 of 4 documents have a first-stage score" in w for w in fallback.warnings)
     plain = hybrid.rerank(QUERY, DOCS)
     assert set(plain[0].scores) == signals and not plain.warnings
+    # the default calibrated hybrid (weight 0) ranks by the texts with or without them:
+    # the same order, and no warning about scores it would not have read anyway
+    texts_only = HybridReranker(scorer)
+    some, none_ = texts_only.rerank(QUERY, partial), texts_only.rerank(QUERY, DOCS)
+    assert [r.index for r in some] == [r.index for r in none_]
+    assert not some.warnings
 
 
 def test_the_calibrated_hybrid_puts_the_first_stage_beside_every_text_signal(scorer, monkeypatch):

@@ -344,7 +344,9 @@ class HybridReranker(ScoringReranker):
         return self.texts_only.score_scale
 
     def _first_stage_mode(self, docs: Sequence[Document]) -> tuple[bool, str | None]:
-        """Whether every document has a first-stage score; a warning when only some do."""
+        """Whether every document has a first-stage score; a warning when only some do and
+        the hybrid would have fused them (a calibrated hybrid at ``first_stage_weight`` 0
+        ranks by the texts either way, so it has nothing to warn about)."""
         if not self.use_first_stage:
             return False, None
         have = sum(
@@ -353,7 +355,7 @@ class HybridReranker(ScoringReranker):
         )
         if have == len(docs):
             return True, None
-        if have:
+        if have and self.fuses_first_stage:
             return False, (
                 f"{have} of {len(docs)} documents have a first-stage score; the hybrid "
                 "ignores them and uses BM25 over the candidates instead"
