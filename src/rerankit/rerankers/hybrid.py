@@ -345,8 +345,7 @@ class HybridReranker(ScoringReranker):
 
     def _first_stage_mode(self, docs: Sequence[Document]) -> tuple[bool, str | None]:
         """Whether every document has a first-stage score; a warning when only some do and
-        the hybrid would have fused them (a calibrated hybrid at ``first_stage_weight`` 0
-        ranks by the texts either way, so it has nothing to warn about)."""
+        the hybrid would have fused them (at ``first_stage_weight`` 0 the texts rank anyway)."""
         if not self.use_first_stage:
             return False, None
         have = sum(
