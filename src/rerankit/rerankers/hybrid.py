@@ -344,9 +344,9 @@ class HybridReranker(ScoringReranker):
         return self.texts_only.score_scale
 
     def _first_stage_mode(self, docs: Sequence[Document]) -> tuple[bool, str | None]:
-        """Whether every document has a first-stage score; a warning when only some do and
-        the hybrid would have fused them (at ``first_stage_weight`` 0 the texts rank anyway)."""
-        if not self.use_first_stage:
+        """Whether to fuse the documents' first-stage scores: when the hybrid fuses them at
+        all (:attr:`fuses_first_stage`) and every document has one; a warning when only some do."""
+        if not self.fuses_first_stage:  # the texts rank, scores or not
             return False, None
         have = sum(
             isinstance(v := d.metadata.get(FIRST_STAGE_SCORE), Real) and not isinstance(v, bool)
@@ -354,7 +354,7 @@ class HybridReranker(ScoringReranker):
         )
         if have == len(docs):
             return True, None
-        if have and self.fuses_first_stage:
+        if have:
             return False, (
                 f"{have} of {len(docs)} documents have a first-stage score; the hybrid "
                 "ignores them and uses BM25 over the candidates instead"
@@ -363,8 +363,7 @@ class HybridReranker(ScoringReranker):
 
     async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
 
-        first_stage, note = self._first_stage_mode(docs)
-        fuses = first_stage and self.fuses_first_stage  # else the texts alone rank
+        fuses, note = self._first_stage_mode(docs)
         if fuses and self.scores == "calibrated":
             scored = await self._beside_first_stage(query, docs, **context)
         else:
