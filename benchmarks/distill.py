@@ -38,6 +38,7 @@ Run: ``python benchmarks/distill.py [--sets scifact,nfcorpus] [--noise 0,0.1,0.3
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import json
 import os
@@ -281,6 +282,7 @@ def finetuned_ndcg(
     labels,
     train_hybrid,
     held_out: float,
+    cross_fit: int | None = None,
     **options,
 ) -> tuple[float, bool, str]:
     """``rerankit train embedding`` on a labelled folder (its defaults: MiniLM fine-tuned on
@@ -288,27 +290,44 @@ def finetuned_ndcg(
     out, for its check and for the verdict here),
     then ``learned_ndcg`` over features that use the fine-tuned model instead of MiniLM,
     with the verdict on the training queries the model never saw (as ``tune`` makes it).
+    ``cross_fit``: ``train embedding --cross-fit K`` instead (the model trained on every
+    query, and K fold models), each training query's features read by the fold model never
+    trained on it and the verdict made on all of them, as ``tune`` does then.
     The model and its features are kept in ``.cache/distill-ft/`` (delete it to retrain)."""
     from rerankit.cli import main as cli
     from rerankit.scorers import learned
-    from rerankit.training.trainer import TRAINED_ON
+    from rerankit.training.trainer import CROSS_FIT, TRAINED_ON
 
-    out = ROOT / ".cache" / "distill-ft" / f"{folder.name}-k{k}-held{held_out:g}"
+    trained = f"cf{cross_fit}" if cross_fit else f"held{held_out:g}"
+    out = ROOT / ".cache" / "distill-ft" / f"{folder.name}-k{k}-{trained}"
     record = out / TRAINED_ON  # written last by `train`: the model is complete
+    folds = [out / CROSS_FIT / f"fold-{i}" for i in range(cross_fit or 0)]
     start = time.perf_counter()
-    if record.is_file():
+    if record.is_file() and all((f / TRAINED_ON).is_file() for f in folds):
         note = "fine-tuned in an earlier run"
     else:
         command = ["train", "embedding", "--data", str(folder), "--out", str(out)]
-        if cli([*command, "--held-out", f"{held_out:g}", "--no-progress"]):
+        command += ["--cross-fit", str(cross_fit)] if cross_fit else ["--held-out", f"{held_out:g}"]
+        if cli([*command, "--no-progress"]):
             raise SystemExit("rerankit train embedding failed")
         note = f"fine-tuning {(time.perf_counter() - start) / 60:.1f} min"
     # the labelled folder is new in every run, so the record's queries, not its folder
     seen = set(json.loads(record.read_text())["queries"])
-    signals = learned.Signals(str(out))
     start = time.perf_counter()
-    train_rows = features_of(train, "train", signals, out)
-    test_rows = features_of(test, "test", signals, out)
+    if folds:  # each query's features from the fold model that never saw it
+        train_rows = {}
+        for fold in folds:
+            unseen = set(train.queries) - set(
+                json.loads((fold / TRAINED_ON).read_text())["queries"]
+            )
+            part = dataclasses.replace(
+                train, queries={q: t for q, t in train.queries.items() if q in unseen}
+            )
+            train_rows.update(features_of(part, "train", learned.Signals(str(fold)), fold))
+        seen = set()
+    else:
+        train_rows = features_of(train, "train", learned.Signals(str(out)), out)
+    test_rows = features_of(test, "test", learned.Signals(str(out)), out)
     note += f", features {(time.perf_counter() - start) / 60:.1f} min"
     start = time.perf_counter()
     score, adopted, chosen = learned_ndcg(
@@ -319,7 +338,7 @@ def finetuned_ndcg(
         test.qrels,
         default_scores(test_rows),
         judge=True,
-        among=set(train_rows) - seen,
+        among=(set(train_rows) - seen) if seen else None,
         **options,
     )
     note += f", learning {time.perf_counter() - start:.0f} s"
@@ -376,6 +395,14 @@ def main() -> None:
         help="with --finetuned: the share of the training queries the fine-tuning keeps out "
         "(rerankit train embedding --held-out); the verdict is made on those (default 0.1, "
         "train's own)",
+    )
+    parser.add_argument(
+        "--cross-fit",
+        type=int,
+        default=None,
+        metavar="K",
+        help="with --finetuned: fine-tune with rerankit train embedding --cross-fit K instead "
+        "of a held-out share, so the verdict is made on every training query",
     )
     args = parser.parse_args()
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
@@ -434,6 +461,11 @@ def main() -> None:
             )
             print(f"{name} noise {noise:g}: {lines[-1]}", file=sys.stderr, flush=True)
             if args.finetuned:
+                trained_how = (
+                    f"cross-fitted over {args.cross_fit} folds"
+                    if args.cross_fit
+                    else f"{100 * args.held_out:.0f} % of the queries held out"
+                )
                 score, adopted, chosen = finetuned_ndcg(
                     folder,
                     args.k,
@@ -442,13 +474,14 @@ def main() -> None:
                     labels,
                     train_hybrid=train_hybrid,
                     held_out=args.held_out,
+                    cross_fit=args.cross_fit,
                     judged_only=args.unjudged == "skip",
                     denoised=not args.no_denoise,
                 )
                 written = score if adopted else hybrid
                 lines.append(
                     f"| same labels, LTR over MiniLM fine-tuned on them ({100 * noise:.0f} % "
-                    f"flipped, {100 * args.held_out:.0f} % of the queries held out) | "
+                    f"flipped, {trained_how}) | "
                     f"{score:.2f} | {score - human:+.2f} | {written:.2f} | | "
                     f"{verdict_note(adopted)} ({chosen}) |"
                 )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 
@@ -415,3 +416,81 @@ def test_the_held_out_share_is_capped_only_when_not_asked_for():
     assert len(held_out(qids, 0.9, cap=None)) == 1500  # at most half
     assert set(held_out(list(reversed(qids)), 0.3, cap=None)) == set(asked)  # not by order
     assert held_out(qids[:9], 0.5) == []  # too few to check on
+
+
+def test_cross_fitting_lets_tune_measure_on_every_training_query(tiny_st, tmp_path, capsys):
+    """``--cross-fit 2`` trains the model on every judged query and two fold models, each
+    with half of them left out: ``tune`` reads each training query with the fold model that
+    never saw it, and so makes its verdict on all 40 instead of a held-out share."""
+    from rerankit.cli.eval_support import feature_rows, read_collection
+    from rerankit.cli.tune_support import cross_fit_routes, per_fold
+    from rerankit.eval.first_stage import first_stage
+    from rerankit.training.trainer import TRAINED_ON, cross_fit_models, queries_trained_on
+
+    data_dir = _answers_below_repeats(tmp_path / "data")
+    queries = data_dir / "queries.jsonl"  # each its own text, so the folds train on others
+    lines = [json.loads(x) for x in queries.read_text().splitlines()]
+    mark = ["alpha", "beta", "gamma", "delta", "one", "two", "three", "four"]
+    queries.write_text(
+        "".join(
+            json.dumps({**q, "text": f"{q['text']} {mark[i % 8]}"}) + "\n"
+            for i, q in enumerate(lines)
+        )
+    )
+    train = ["train", "embedding", "--data", str(data_dir), "--model", str(tiny_st)]
+    ft = tmp_path / "ft"
+    assert main([*train, "--out", str(ft), "--cross-fit", "2", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert len(json.loads((ft / TRAINED_ON).read_text())["queries"]) == 40  # no share kept
+    assert "held-out check" not in printed
+    assert "cross-fitted check, all 40 judged training queries" in printed
+    folds = cross_fit_models(ft, data_dir)
+    assert [len(seen) for _, seen in folds] == [20, 20]
+    assert folds[0][1].isdisjoint(folds[1][1])  # each query left out of exactly one fold
+    # a rerun keeps the folds trained on the same queries
+    assert main([*train, "--out", str(ft), "--cross-fit", "2", "--no-progress"]) == 0
+    assert printed.count("left out") == 2
+    assert capsys.readouterr().out.count("trained in an earlier run") == 2
+
+    args = argparse.Namespace(embedding_model=str(ft), data=str(data_dir))
+    data = read_collection(str(data_dir), "train", None)
+    cands = first_stage(data, "bm25", 10)
+    routes = cross_fit_routes(args, cands)
+    assert set(routes) == set(cands)
+    assert all(q not in queries_trained_on(path, data_dir) for q, path in routes.items())
+    rows = per_fold(
+        lambda c, e: feature_rows(data, c, e, progress=False), cands, routes, None, None
+    )
+    assert list(rows) == [q for q in cands if cands[q]]  # every query, in order
+    for q in list(rows)[:3]:  # each query's features are its own fold model's
+        alone = feature_rows(data, {q: cands[q]}, routes[q], progress=False)[q]
+        np.testing.assert_allclose(rows[q][1], alone[1])
+        elsewhere = next(p for p, _ in folds if p != routes[q])
+        other = feature_rows(data, {q: cands[q]}, elsewhere, progress=False)[q]
+        assert not np.allclose(rows[q][1], other[1])  # not the model that saw it
+
+    capsys.readouterr()
+    tune = ["tune", "--data", str(data_dir), "--k", "10", "--no-progress"]
+    for method in (["--method", "ltr"], []):
+        out = tmp_path / f"tuned{len(method)}.toml"
+        assert main([*tune, *method, "--embedding-model", str(ft), "--out", str(out)]) == 0
+        printed = capsys.readouterr().out
+        assert "was cross-fitted (2 fold models)" in printed
+        assert "cross-validated nDCG@10 over 40 training queries" in printed
+        assert out.is_file() and "cross-fit" not in out.read_text()  # reads the whole model
+    code = main([*train, "--out", str(tmp_path / "x"), "--cross-fit", "1"])
+    assert code == 1 and "at least 2 folds" in capsys.readouterr().err
+    code = main(
+        [
+            "train",
+            "cross-encoder",
+            "--data",
+            str(data_dir),
+            "--out",
+            str(tmp_path / "y"),
+            "--cross-fit",
+            "2",
+        ]
+    )
+    assert code == 1 and "--cross-fit is for embedding models" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()

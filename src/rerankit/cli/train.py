@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,7 +19,7 @@ from ..scorers.embedding import EmbeddingScorer
 from ..training import crossval
 from ..training.cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 from ..training.embedding import embedding_pairs, fine_tune_embedding
-from ..training.trainer import record_trained_on
+from ..training.trainer import CROSS_FIT, queries_trained_on, record_trained_on
 from .args import positive_int
 from .eval_support import read_collection
 
@@ -70,10 +71,23 @@ def cmd_train(args: argparse.Namespace) -> int:
         )
     if args.held_out is not None and not 0 <= args.held_out < 1:
         raise InputError(f"--held-out is a share of the queries in [0, 1), got {args.held_out}")
+    if args.cross_fit is not None and args.what != "embedding":
+        raise InputError(
+            "--cross-fit is for embedding models, which `rerankit tune` reads as features"
+        )
+    if args.cross_fit is not None and args.cross_fit < 2:
+        raise InputError(f"--cross-fit needs at least 2 folds, got {args.cross_fit}")
     data = read_collection(args.data, args.split)
     cands = first_stage(data, "bm25", args.k)
     judged = [q for q in data.qrels if q in data.queries]
-    if args.held_out is None:  # the default share, capped; a share asked for is kept
+    if args.cross_fit is not None and len(judged) < 2 * args.cross_fit:
+        raise InputError(
+            f"--cross-fit {args.cross_fit}: {len(judged)} judged queries are too few for "
+            f"{args.cross_fit} folds of at least 2"
+        )
+    if args.held_out is None and args.cross_fit:  # the folds check it: train on them all
+        checked = []
+    elif args.held_out is None:  # the default share, capped; a share asked for is kept
         checked = held_out(judged, DEFAULT_HELD_OUT)
     else:
         checked = held_out(judged, args.held_out, cap=None)
@@ -145,7 +159,55 @@ def cmd_train(args: argparse.Namespace) -> int:
                 "on queries it did not see",
                 file=sys.stderr,
             )
+    if args.cross_fit:
+        _cross_fit(args, data, cands, judged, options)
     return 0
+
+
+def _cross_fit(
+    args: argparse.Namespace, data: Any, cands: Any, judged: list[str], options: dict[str, Any]
+) -> None:
+    """``--cross-fit K``: K more models in ``OUT/cross-fit/fold-i``, each trained as the
+    model was but with the i-th of K folds of the judged queries left out (a fold already
+    trained on the same queries is kept), and the check of each on the fold it never saw:
+    every judged query measured, where a held-out share measures few. ``rerankit tune
+    --embedding-model OUT`` then reads each training query with the fold model that never
+    saw it."""
+    folds = crossval.kfold(judged, args.cross_fit)
+    first, model = [], []
+    for i, fold in enumerate(folds):
+        out = Path(args.out) / CROSS_FIT / f"fold-{i}"
+        left_out = set(fold)
+        training = dataclasses.replace(
+            data, qrels={q: j for q, j in data.qrels.items() if q not in left_out}
+        )
+        if queries_trained_on(out, args.data) == set(training.qrels):
+            print(f"fold {i + 1} of {len(folds)}: trained in an earlier run ({out})")
+        else:
+            print(f"fold {i + 1} of {len(folds)}: {len(fold)} queries left out")
+            rows = embedding_pairs(training, cands, max_pairs=args.max_pairs)
+            fine_tune_embedding(
+                rows,
+                out,
+                model=args.model,
+                epochs=args.epochs,
+                batch_size=args.batch_size,
+                progress=not args.no_progress,
+                log=print,
+                **options,
+            )
+            record_trained_on(out, args.data, args.split, list(training.qrels))
+        scorer = EmbeddingScorer(str(out), cache=False)
+        bm25, trained = check_on_held_out(scorer, data, cands, fold, CHECK_DEPTH)
+        first += [bm25] * len(fold)
+        model += [trained] * len(fold)
+    print(
+        f"cross-fitted check, all {len(judged)} judged training queries, each ranked by the "
+        f"fold model never trained on it (BM25's top {CHECK_DEPTH} reranked), nDCG@10: BM25 "
+        f"{100 * np.mean(first):.2f}, the fold models {100 * np.mean(model):.2f}\nwrote "
+        f"{len(folds)} fold models in {Path(args.out) / CROSS_FIT}: `rerankit tune "
+        f"--embedding-model {args.out}` reads them; serving the model does not need them"
+    )
 
 
 def _starting_model(args: argparse.Namespace) -> Any:
@@ -203,6 +265,16 @@ def add_commands(sub: Any) -> None:
         help="share of the training queries kept out of training to check the result on, "
         "at most half (default 0.1 and at most 200 queries; 0: no check): the trained model "
         "against BM25, and `tune --embedding-model` makes its verdict on these queries",
+    )
+    tr.add_argument(
+        "--cross-fit",
+        type=int,
+        default=None,
+        metavar="K",
+        help="embedding: also train K fold models (OUT/cross-fit), each with one of K folds "
+        "of the queries left out, so that `rerankit tune --embedding-model OUT` measures on "
+        "every training query, not a held-out share (K+1 trainings; --held-out then "
+        "defaults to 0)",
     )
     tr.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     tr.set_defaults(func=cmd_train)

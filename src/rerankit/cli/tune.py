@@ -36,7 +36,10 @@ from .tune_support import (
     adoption_margin,
     check_out,
     check_train_split,
+    cross_fit_routes,
+    default_pipeline,
     judged_only,
+    per_fold,
     pick_default,
     unseen_queries,
     write_pipeline,
@@ -82,15 +85,21 @@ def cmd_tune(args: argparse.Namespace) -> int:
             f"{len(shared)} queries (e.g. {shared[0]!r}): never tune on queries you report"
         )
     train_cands = first_stage(train, args.first_stage, args.k)
+    routes = cross_fit_routes(args, train_cands)  # fold models that never saw each query
+    unseen = None if routes else unseen_queries(args, list(train.qrels))
     if args.calibrate:
-        out = _calibrate(args, train, train_cands, embedding)
+        out = _calibrate(args, train, train_cands, (embedding, routes), unseen)
         return _report_tuned(args, test, out, texts_only=True)
-    unseen = unseen_queries(args, list(train.qrels))
     if args.method == "ltr":
-        out = _learn(args, train, train_cands, embedding, unseen)
+        out = _learn(args, train, train_cands, (embedding, routes), unseen)
         return _report_tuned(args, test, out, texts_only=False)
-    matrices = fusion.score_matrix(
-        train, train_cands, embedding, progress=progress_bar("scoring train", not args.no_progress)
+    bar = progress_bar("scoring train", not args.no_progress)
+    matrices = per_fold(
+        lambda c, e: fusion.score_matrix(train, c, e, progress=bar),
+        train_cands,
+        routes,
+        embedding,
+        args.embedding_max_length,
     )
     table = fusion.fusion_table(train, matrices, strategies)
     fit = fusion.fusion_options(table)
@@ -112,7 +121,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
             f"queries): {fusion.describe_fusion(best)}; {verdict.describe()}."
         )
     else:
-        spec, comment = _default_pipeline(args, train, verdict, "tuned fusion", which)
+        spec, comment = default_pipeline(args, train, verdict, "tuned fusion", which)
     out = write_pipeline(args, f"tuned-{train.name}.toml", spec, comment)
     return _report_tuned(args, test, out, texts_only=False)
 
@@ -189,45 +198,25 @@ def _default_ndcg(
     return pick_default(args, hybrid, fused if _other_embedding(args) else None, among)
 
 
-def _default_pipeline(
-    args: argparse.Namespace, train: Any, verdict: Any, what: str, which: str
-) -> tuple[dict[str, Any], str]:
-    """The default pipeline (``which``: the ``hybrid``, or its ``"fusion"`` over
-    ``--embedding-model``) to write when the learned one does not beat it, and the file's
-    comment."""
-
-    comment = (
-        f"Written by `rerankit tune` on {train.name} {args.train_split}: the {what} did not "
-        f"beat the default by more than {verdict.margin:g} x the noise ({verdict.describe()}), "
-        "so this is the default pipeline; rerun with --keep-learned to write the learned one "
-        "anyway."
-    )
-    if which == "fusion":
-        spec = fusion.pipeline_spec(
-            fusion.DEFAULT_HYBRID,
-            name="hybrid",
-            embedding_model=args.embedding_model,
-            embedding_max_length=args.embedding_max_length,
-        )
-        return spec, comment
-    return {"name": "hybrid", "stages": [{"reranker": "hybrid"}]}, comment
-
-
-def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any) -> Path:
+def _calibrate(
+    args: argparse.Namespace, train: Any, cands: Any, embedding: Any, among: set[str] | None
+) -> Path:
     """Refit the calibrated hybrid on the training split (weights chosen by
     cross-validation); when that does not beat the default's order by more than the margin
     times the noise, keep the default's order and refit only its output calibration (the
     probabilities), when a refit predicts held-out queries better (cross-validated log loss)
-    than the default's."""
+    than the default's. ``embedding``: the scorer and its fold models' routes
+    (:func:`~rerankit.cli.tune_support.cross_fit_routes`); the verdict on ``among``."""
 
     read = calibrated.reading()  # documents read as the default hybrid reads them
     roles = read["roles"]
-    matrices = calibrated.pairwise_matrix(
-        train,
+    bar = progress_bar("scoring train", not args.no_progress)
+    matrices = per_fold(
+        lambda c, e: calibrated.pairwise_matrix(train, c, e, read=read, progress=bar),
         cands,
-        embedding,
-        read=read,
-        progress=progress_bar("scoring train", not args.no_progress),
+        embedding[1],
+        embedding[0],
+        args.embedding_max_length,
     )
     default_cals = [Calibration.parse(HYBRID_CALIBRATION["calibration"][r]) for r in roles]
     default_weights = [HYBRID_CALIBRATION["weights"][r] for r in roles]
@@ -246,7 +235,7 @@ def _calibrate(args: argparse.Namespace, train: Any, cands: Any, embedding: Any)
         return "weights " + ", ".join(f"{r} {w:.1f}" for r, w in zip(roles, weights, strict=True))
 
     fit = calibrated.calibration_options(train, matrices, roles)
-    cv, verdict = _cross_validated(args, list(matrices), fit, default, describe)
+    cv, verdict = _cross_validated(args, list(matrices), fit, default, describe, among=among)
     labels = calibrated.relevance_labels(train, matrices)
     y = np.concatenate([labels[q] for q in matrices])
     if verdict.adopt or args.keep_learned:
@@ -303,10 +292,17 @@ def _learn(
 ) -> Path:
     """Learning to rank: LightGBM settings, trees and a blend with the default chosen by
     cross-validation; the learned pipeline written when it beats the default hybrid (given
-    first-stage scores) by more than the margin times the noise, else the default."""
+    first-stage scores) by more than the margin times the noise, else the default.
+    ``embedding``: the scorer and its fold models' routes, as for ``_calibrate``."""
 
     start = time.perf_counter()
-    rows = feature_rows(train, cands, embedding, progress=not args.no_progress)
+    rows = per_fold(
+        lambda c, e: feature_rows(train, c, e, progress=not args.no_progress),
+        cands,
+        embedding[1],
+        embedding[0],
+        args.embedding_max_length,
+    )
     with_candidates = len(rows)
     print(
         f"{train.name}: learning to rank on {len(rows)} {args.train_split} queries (features "
@@ -362,7 +358,7 @@ def _learn(
     )
     print(f"(cross-validation took {time.perf_counter() - started:.0f} s)")
     if not (verdict.adopt or args.keep_learned):
-        spec, comment = _default_pipeline(args, train, verdict, "learned ranker", which)
+        spec, comment = default_pipeline(args, train, verdict, "learned ranker", which)
         return write_pipeline(args, f"ltr-{train.name}.toml", spec, comment)
     setting, trees, blend, top = cv.best
     names = ltr.feature_set(len(rows))

@@ -1,25 +1,31 @@
-"""What ``rerankit tune`` checks before the work and how it writes its pipeline file."""
+"""What ``rerankit tune`` checks before the work, how it reads a cross-fitted embedding model
+and how it writes its pipeline file."""
 
 from __future__ import annotations
 
 import argparse
 import statistics
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from ..config import to_toml
 from ..errors import InputError
 from ..eval.label import LABEL_REPORT
+from ..scorers.embedding import EmbeddingScorer
 from ..training.crossval import ADOPT_MARGIN
-from ..training.fusion import DEFAULT_HYBRID
-from ..training.trainer import queries_trained_on
+from ..training.fusion import DEFAULT_HYBRID, pipeline_spec
+from ..training.trainer import cross_fit_models, queries_trained_on
 
 __all__ = [
     "adoption_margin",
     "check_out",
     "check_train_split",
+    "cross_fit_routes",
+    "default_pipeline",
     "judged_only",
     "labelled",
+    "per_fold",
     "pick_default",
     "unseen_queries",
     "write_pipeline",
@@ -75,6 +81,53 @@ def unseen_queries(args: argparse.Namespace, qids: list[str]) -> set[str] | None
     return unseen
 
 
+def cross_fit_routes(args: argparse.Namespace, qids: Iterable[str]) -> dict[str, str] | None:
+    """For each training query, the fold model of ``--embedding-model`` that was not trained
+    on it, when ``rerankit train embedding --cross-fit`` wrote fold models for this
+    collection and every query has one (said: the features then read a model that never saw
+    the query, so the verdict is made on all of them); None otherwise."""
+    folds = cross_fit_models(args.embedding_model, args.data)
+    if not folds:
+        return None
+    qids = list(qids)
+    routes = {q: next((path for path, seen in folds if q not in seen), "") for q in qids}
+    missing = [q for q, path in routes.items() if not path]
+    if missing:
+        print(
+            f"{args.embedding_model}: every one of its {len(folds)} fold models was trained on "
+            f"{len(missing)} of these queries (e.g. {missing[0]!r}), so its cross-fitting is "
+            "not used (train it again with --cross-fit on this split)"
+        )
+        return None
+    print(
+        f"{args.embedding_model} was cross-fitted ({len(folds)} fold models): each of the "
+        f"{len(qids)} training queries is read by the fold model never trained on it, so the "
+        "learned pipeline is fitted, the default chosen and the verdict made on all of them "
+        "(the written pipeline reads the model trained on every query)"
+    )
+    return routes
+
+
+def per_fold(
+    compute: Callable[[dict[str, Any], Any], dict[str, Any]],
+    cands: dict[str, Any],
+    routes: dict[str, str] | None,
+    whole: Any,
+    max_length: int | None = None,
+) -> dict[str, Any]:
+    """``compute(candidates, embedding)`` per query: with the embedding scorer ``whole`` for
+    every query when ``routes`` is None, else for each fold's queries with that fold model's
+    scorer (:func:`cross_fit_routes`; ``max_length`` as ``whole``'s), merged in the order
+    of ``cands``."""
+    if routes is None:
+        return compute(cands, whole)
+    merged: dict[str, Any] = {}
+    for path in sorted(set(routes.values())):
+        fold = {q: c for q, c in cands.items() if routes.get(q) == path}
+        merged.update(compute(fold, EmbeddingScorer(path, max_length=max_length)))
+    return {q: merged[q] for q in cands if q in merged}
+
+
 def pick_default(
     args: argparse.Namespace,
     hybrid: dict[str, float],
@@ -103,6 +156,30 @@ def pick_default(
         f"{weights['embedding']:g} {model} {100 * mean_fused:.2f})"
     )
     return which, hybrid if which == "hybrid" else fused
+
+
+def default_pipeline(
+    args: argparse.Namespace, train: Any, verdict: Any, what: str, which: str
+) -> tuple[dict[str, Any], str]:
+    """The default pipeline (``which``: the ``hybrid``, or its ``"fusion"`` over
+    ``--embedding-model``) to write when the learned one does not beat it, and the file's
+    comment."""
+
+    comment = (
+        f"Written by `rerankit tune` on {train.name} {args.train_split}: the {what} did not "
+        f"beat the default by more than {verdict.margin:g} x the noise ({verdict.describe()}), "
+        "so this is the default pipeline; rerun with --keep-learned to write the learned one "
+        "anyway."
+    )
+    if which == "fusion":
+        spec = pipeline_spec(
+            DEFAULT_HYBRID,
+            name="hybrid",
+            embedding_model=args.embedding_model,
+            embedding_max_length=args.embedding_max_length,
+        )
+        return spec, comment
+    return {"name": "hybrid", "stages": [{"reranker": "hybrid"}]}, comment
 
 
 def write_pipeline(args: argparse.Namespace, default: str, spec: Any, comment: str) -> Path:

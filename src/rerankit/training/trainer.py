@@ -16,9 +16,11 @@ from ..backends.local import quiet_loading
 from ..errors import InputError
 
 __all__ = [
+    "CROSS_FIT",
     "RUN_FILE",
     "TRAINED_ON",
     "claim_checkpoints",
+    "cross_fit_models",
     "queries_trained_on",
     "record_trained_on",
     "run_trainer",
@@ -29,6 +31,9 @@ __all__ = [
 RUN_FILE = "run.json"
 #: the file in a trained model's folder naming the collection and queries it learned from
 TRAINED_ON = "rerankit_trained_on.json"
+#: the folder inside a model folder where ``rerankit train embedding --cross-fit K`` writes
+#: its K fold models (``fold-0`` ...), each trained with one fold of the queries left out
+CROSS_FIT = "cross-fit"
 
 
 def record_trained_on(
@@ -55,6 +60,18 @@ def queries_trained_on(model: str | Path | None, data: str | Path) -> set[str]:
     if not isinstance(record, dict) or record.get("data") != str(Path(data).resolve()):
         return set()
     return {str(q) for q in record.get("queries", [])}
+
+
+def cross_fit_models(model: str | Path | None, data: str | Path) -> list[tuple[str, set[str]]]:
+    """The fold models in ``model``'s :data:`CROSS_FIT` folder that were trained on the
+    judgments of the collection folder ``data``, each with the query ids it was trained on
+    (by folder name); empty when there are none (a fold whose training did not finish has
+    no record and is left out)."""
+    if model is None or not (Path(model) / CROSS_FIT).is_dir():
+        return []
+    folds = sorted(p for p in (Path(model) / CROSS_FIT).iterdir() if p.is_dir())
+    found = [(str(p), queries_trained_on(p, data)) for p in folds]
+    return [(path, seen) for path, seen in found if seen]
 
 
 def _fingerprint(rows: Sequence[Mapping[str, Any]]) -> str:
