@@ -88,10 +88,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     routes = cross_fit_routes(args, train_cands)  # fold models that never saw each query
     unseen = None if routes else unseen_queries(args, list(train.qrels))
     if args.calibrate:
-        out = _calibrate(args, train, train_cands, (embedding, routes), unseen)
+        out = _calibrate(args, train, train_cands, embedding, routes, unseen)
         return _report_tuned(args, test, out, texts_only=True)
     if args.method == "ltr":
-        out = _learn(args, train, train_cands, (embedding, routes), unseen)
+        out = _learn(args, train, train_cands, embedding, routes, unseen)
         return _report_tuned(args, test, out, texts_only=False)
     bar = progress_bar("scoring train", not args.no_progress)
     matrices = per_fold(
@@ -199,14 +199,20 @@ def _default_ndcg(
 
 
 def _calibrate(
-    args: argparse.Namespace, train: Any, cands: Any, embedding: Any, among: set[str] | None
+    args: argparse.Namespace,
+    train: Any,
+    cands: Any,
+    embedding: Any,
+    routes: dict[str, str] | None,
+    among: set[str] | None,
 ) -> Path:
     """Refit the calibrated hybrid on the training split (weights chosen by
     cross-validation); when that does not beat the default's order by more than the margin
     times the noise, keep the default's order and refit only its output calibration (the
     probabilities), when a refit predicts held-out queries better (cross-validated log loss)
-    than the default's. ``embedding``: the scorer and its fold models' routes
-    (:func:`~rerankit.cli.tune_support.cross_fit_routes`); the verdict on ``among``."""
+    than the default's. ``routes``: each query's fold model, when ``embedding`` was
+    cross-fitted (:func:`~rerankit.cli.tune_support.cross_fit_routes`); the verdict on
+    ``among``."""
 
     read = calibrated.reading()  # documents read as the default hybrid reads them
     roles = read["roles"]
@@ -214,8 +220,8 @@ def _calibrate(
     matrices = per_fold(
         lambda c, e: calibrated.pairwise_matrix(train, c, e, read=read, progress=bar),
         cands,
-        embedding[1],
-        embedding[0],
+        routes,
+        embedding,
         args.embedding_max_length,
     )
     default_cals = [Calibration.parse(HYBRID_CALIBRATION["calibration"][r]) for r in roles]
@@ -288,19 +294,24 @@ def _calibrate(
 
 
 def _learn(
-    args: argparse.Namespace, train: Any, cands: Any, embedding: Any, among: set[str] | None
+    args: argparse.Namespace,
+    train: Any,
+    cands: Any,
+    embedding: Any,
+    routes: dict[str, str] | None,
+    among: set[str] | None,
 ) -> Path:
     """Learning to rank: LightGBM settings, trees and a blend with the default chosen by
     cross-validation; the learned pipeline written when it beats the default hybrid (given
     first-stage scores) by more than the margin times the noise, else the default.
-    ``embedding``: the scorer and its fold models' routes, as for ``_calibrate``."""
+    ``routes`` and ``among`` as for ``_calibrate``."""
 
     start = time.perf_counter()
     rows = per_fold(
         lambda c, e: feature_rows(train, c, e, progress=not args.no_progress),
         cands,
-        embedding[1],
-        embedding[0],
+        routes,
+        embedding,
         args.embedding_max_length,
     )
     with_candidates = len(rows)
