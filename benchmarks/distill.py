@@ -324,7 +324,6 @@ def finetuned_ndcg(
                 train, queries={q: t for q, t in train.queries.items() if q in unseen}
             )
             train_rows.update(features_of(part, "train", learned.Signals(str(fold)), fold))
-        seen = set()
     else:
         train_rows = features_of(train, "train", learned.Signals(str(out)), out)
     test_rows = features_of(test, "test", learned.Signals(str(out)), out)
@@ -338,7 +337,7 @@ def finetuned_ndcg(
         test.qrels,
         default_scores(test_rows),
         judge=True,
-        among=(set(train_rows) - seen) if seen else None,
+        among=None if folds else set(train_rows) - seen,
         **options,
     )
     note += f", learning {time.perf_counter() - start:.0f} s"

@@ -92,31 +92,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     else:
         checked = held_out(judged, args.held_out, cap=None)
     kept_out = set(checked)
-    training = dataclasses.replace(
-        data, qrels={q: j for q, j in data.qrels.items() if q not in kept_out}
-    )
     if args.what == "cross-encoder":
-        rows = cross_encoder_rows(training, cands, max_pairs=args.max_pairs)
-        train, load_with, what = fine_tune_cross_encoder, "CrossEncoderScorer", "cross-encoder"
+        pairs, train = cross_encoder_rows, fine_tune_cross_encoder
+        load_with, what = "CrossEncoderScorer", "cross-encoder"
         export = f"rerankit export {args.out} --kind cross-encoder --quantize int8"
     else:
-        rows = embedding_pairs(training, cands, max_pairs=args.max_pairs)
-        train, load_with, what = fine_tune_embedding, "EmbeddingScorer", "embedding model"
+        pairs, train = embedding_pairs, fine_tune_embedding
+        load_with, what = "EmbeddingScorer", "embedding model"
         export = f"rerankit export {args.out} --quantize int8"
     options = {} if args.learning_rate is None else {"learning_rate": args.learning_rate}
     if args.head_learning_rate is not None:  # cross-encoders only: refused above otherwise
         options["head_learning_rate"] = args.head_learning_rate
-    summary = train(
-        rows,
-        args.out,
-        model=args.model,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        progress=not args.no_progress,
-        log=print,
-        **options,
-    )
-    record_trained_on(args.out, args.data, args.split, list(training.qrels))
+    summary = _train_without(args, data, cands, kept_out, args.out, pairs, train, options)
     losses = summary["losses"]
     trend = f"; training loss {losses[0]:.3f} -> {losses[-1]:.3f}" if len(losses) > 1 else ""
     print(
@@ -177,26 +164,13 @@ def _cross_fit(
     first, model = [], []
     for i, fold in enumerate(folds):
         out = Path(args.out) / CROSS_FIT / f"fold-{i}"
-        left_out = set(fold)
-        training = dataclasses.replace(
-            data, qrels={q: j for q, j in data.qrels.items() if q not in left_out}
-        )
-        if queries_trained_on(out, args.data) == set(training.qrels):
+        if queries_trained_on(out, args.data) == set(data.qrels) - set(fold):
             print(f"fold {i + 1} of {len(folds)}: trained in an earlier run ({out})")
         else:
             print(f"fold {i + 1} of {len(folds)}: {len(fold)} queries left out")
-            rows = embedding_pairs(training, cands, max_pairs=args.max_pairs)
-            fine_tune_embedding(
-                rows,
-                out,
-                model=args.model,
-                epochs=args.epochs,
-                batch_size=args.batch_size,
-                progress=not args.no_progress,
-                log=print,
-                **options,
+            _train_without(
+                args, data, cands, set(fold), out, embedding_pairs, fine_tune_embedding, options
             )
-            record_trained_on(out, args.data, args.split, list(training.qrels))
         scorer = EmbeddingScorer(str(out), cache=False)
         bm25, trained = check_on_held_out(scorer, data, cands, fold, CHECK_DEPTH)
         first += [bm25] * len(fold)
@@ -208,6 +182,36 @@ def _cross_fit(
         f"{len(folds)} fold models in {Path(args.out) / CROSS_FIT}: `rerankit tune "
         f"--embedding-model {args.out}` reads them; serving the model does not need them"
     )
+
+
+def _train_without(
+    args: argparse.Namespace,
+    data: Any,
+    cands: Any,
+    left_out: set[str],
+    out: str | Path,
+    pairs: Any,
+    train: Any,
+    options: dict[str, Any],
+) -> dict[str, Any]:
+    """``train`` (a fine-tuning function) on the rows ``pairs`` builds from the judgments of
+    ``data``'s queries but ``left_out``, into ``out`` with the command's settings, and the
+    record of the queries it was trained on; returns the training's summary."""
+    training = dataclasses.replace(
+        data, qrels={q: j for q, j in data.qrels.items() if q not in left_out}
+    )
+    summary = train(
+        pairs(training, cands, max_pairs=args.max_pairs),
+        out,
+        model=args.model,
+        epochs=args.epochs,
+        batch_size=args.batch_size,
+        progress=not args.no_progress,
+        log=print,
+        **options,
+    )
+    record_trained_on(out, args.data, args.split, list(training.qrels))
+    return summary
 
 
 def _starting_model(args: argparse.Namespace) -> Any:
