@@ -40,7 +40,7 @@ def test_a_few_steps_lower_the_loss_and_the_model_loads_and_exports(tiny_st, tmp
         log=lambda message: None,
     )
     printed = capfd.readouterr()
-    bars = ("Loading weights", "Writing model shards", "it/s]")
+    bars = ("Loading weights", "Writing model shards", "it/s]", "Computing widget examples")
     assert not [b for b in bars if b in printed.err + printed.out]  # progress=False: quiet
     losses = summary["losses"]
     assert summary["steps"] == 24 and len(losses) >= 8

@@ -11,6 +11,7 @@ turns it into an ONNX folder. Extras ``torch`` and ``train`` (``datasets``, ``ac
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import time
@@ -22,7 +23,7 @@ from .._optional import require
 from ..backends.bundled import resolve_source
 from ..backends.local import quiet_loading
 from ..errors import InputError
-from .trainer import claim_checkpoints, run_trainer, trainer_settings
+from .trainer import claim_checkpoints, no_widget_examples, run_trainer, trainer_settings
 
 __all__ = ["embedding_pairs", "fine_tune_embedding"]
 
@@ -140,10 +141,15 @@ def fine_tune_embedding(
         ),
         batch_sampler=BatchSamplers.NO_DUPLICATES,
     )
+
+    def build(callbacks: list[Any]) -> Any:
+        with contextlib.nullcontext() if progress else no_widget_examples(loaded):
+            return st.SentenceTransformerTrainer(
+                model=loaded, args=arguments, train_dataset=dataset, loss=loss, callbacks=callbacks
+            )
+
     return run_trainer(
-        lambda callbacks: st.SentenceTransformerTrainer(
-            model=loaded, args=arguments, train_dataset=dataset, loss=loss, callbacks=callbacks
-        ),
+        build,
         len(rows),
         lambda: loaded.save(str(out)),
         resume=resume,

@@ -21,6 +21,7 @@ __all__ = [
     "TRAINED_ON",
     "claim_checkpoints",
     "cross_fit_models",
+    "no_widget_examples",
     "queries_trained_on",
     "record_trained_on",
     "run_trainer",
@@ -138,6 +139,23 @@ def trainer_settings(
         "report_to": [],
         "use_cpu": not require("torch", "training").cuda.is_available(),
     }
+
+
+@contextlib.contextmanager
+def no_widget_examples(model: Any) -> Any:
+    """While a sentence-transformers trainer is built for ``model``: its model-card
+    callback computes widget examples (for a Hub page) only when the card has none, and
+    draws a tqdm bar for it on stderr ("Computing widget examples") that no progress
+    setting turns off. A placeholder makes it skip them; the card is left with none."""
+    card = getattr(model, "model_card_data", None)
+    if card is None or not isinstance(getattr(card, "widget", None), list) or card.widget:
+        yield
+        return
+    card.widget = [{}]
+    try:
+        yield
+    finally:
+        card.widget = []
 
 
 def run_trainer(
