@@ -183,8 +183,8 @@ def learned_ndcg(
 
 def label_quality(train, train_rows, labels) -> str:
     """How many of the judge's relevant labels are right (the human qrels say so), as
-    labelled and after ``ltr.denoise`` over all the training queries (what ``train
-    --denoise`` does over those it trains on)."""
+    labelled and after ``ltr.denoise`` over all the training queries (what ``tune``'s
+    denoised options train on)."""
     from rerankit.training import ltr
 
     qids = [q for q in labels if q in train_rows]
