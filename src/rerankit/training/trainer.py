@@ -7,7 +7,7 @@ import contextlib
 import hashlib
 import json
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -142,7 +142,7 @@ def trainer_settings(
 
 
 @contextlib.contextmanager
-def no_widget_examples(model: Any) -> Any:
+def no_widget_examples(model: Any) -> Iterator[None]:
     """While a sentence-transformers trainer is built for ``model``: its model-card
     callback computes widget examples (for a Hub page) only when the card has none, and
     draws a tqdm bar for it on stderr ("Computing widget examples") that no progress
