@@ -35,7 +35,6 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 _LAZY = {
     "rerank": "api",
     "load": "api",
-    "get_reranker": "api",
     "InputFields": "documents",
     "register_reranker": "api",
     "available_rerankers": "api",
@@ -43,7 +42,6 @@ _LAZY = {
     "ScorerReranker": "rerankers",
     "FusionReranker": "rerankers",
     "HybridReranker": "rerankers",
-    "hybrid_reranker": "rerankers",
     "Pipeline": "rerankers",
     "Stage": "rerankers",
     "Scorer": "scorers.base",

@@ -5,7 +5,6 @@ description. Names are registered in :mod:`rerankit.registry` and built by
 from __future__ import annotations
 
 import importlib.util
-import warnings
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -22,7 +21,6 @@ PIPELINE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 __all__ = [
     "available_rerankers",
     "default_reranker",
-    "get_reranker",
     "load",
     "register_reranker",
     "rerank",
@@ -37,14 +35,6 @@ def register_reranker(name: str, factory: Callable[[], Any], *, summary: str = "
 def available_rerankers() -> list[str]:
     """The registered reranker names."""
     return registry.available("reranker")
-
-
-def get_reranker(spec: Any) -> Any:
-    """Deprecated: use :func:`load`, which takes the same and more."""
-    warnings.warn(
-        "rerankit.get_reranker is deprecated; use rerankit.load", DeprecationWarning, stacklevel=2
-    )
-    return load(spec)
 
 
 def load(spec: Any) -> Any:

@@ -210,13 +210,6 @@ register(
     summary="the hybrid with min-max fusion and candidate-idf BM25 (scores per request)",
     needs=_TORCH,
 )
-register(
-    "reranker",
-    "hybrid-bm25",
-    ".rerankers.hybrid:texts_only_hybrid",
-    summary="the hybrid ignoring first-stage scores",
-    needs=_TORCH,
-)
 for _provider, _needs in (("gemini", _GEMINI), ("openai", _OPENAI)):
     for _mode in ("pointwise", "listwise"):
         register(

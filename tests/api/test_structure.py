@@ -1,11 +1,9 @@
 """The package's shape, read from its source: no import cycle, no private name imported
-from another module, no private module imported from outside its package, and the old
-names that moved warn for one release."""
+from another module, no private module imported from outside its package."""
 
 from __future__ import annotations
 
 import ast
-import warnings
 from pathlib import Path
 
 import pytest
@@ -126,28 +124,6 @@ def test_no_private_name_or_module_is_imported_from_elsewhere():
                 ):
                     wrong.append(f"{name}:{line} imports the private module {module}")
     assert wrong == []
-
-
-@pytest.mark.parametrize(
-    ("code", "new"),
-    [
-        ("from rerankit import get_reranker; get_reranker('bm25')", "rerankit.load"),
-        ("from rerankit.llm import LLMError", "ProviderError"),
-        ("from rerankit.llm.base import TransientLLMError", "TransientProviderError"),
-        ("import rerankit.onnx_models", "rerankit.backends.onnx"),
-        ("import rerankit.learn", "rerankit.scorers.learned"),
-        ("import rerankit.train", "rerankit.training.embedding"),
-    ],
-)
-def test_names_that_moved_still_work_for_one_release_and_say_where_they_went(code, new):
-    import sys
-
-    for old in ("rerankit.onnx_models", "rerankit.learn", "rerankit.train"):
-        sys.modules.pop(old, None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        exec(code, {})
-    assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in caught)
 
 
 def test_a_stage_takes_built_steps_and_names_the_way_to_build_one():

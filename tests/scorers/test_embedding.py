@@ -302,7 +302,6 @@ def test_the_calibrated_hybrid_reads_documents_whole_and_by_their_best_passage(s
     from rerankit.calibration import Calibration, sigmoid
     from rerankit.rerankers.hybrid import (
         HYBRID_CALIBRATION,
-        LEGACY_CALIBRATION,
         background_bm25,
         proximity_reader,
     )
@@ -332,8 +331,8 @@ def test_the_calibrated_hybrid_reads_documents_whole_and_by_their_best_passage(s
     expected = sigmoid(Calibration.parse(spec["output_calibration"]).logit(logit))
     assert [r.score for r in by_index] == pytest.approx(list(expected))
     assert raw["passage"][0] > raw["embedding"][0]  # the relevant passage, not the diluted whole
-    # an older calibration (no passage role) with passage_words read passages as "embedding",
-    # with the values it was fitted with where it leaves them out
+    # a calibration without the passage role but with passage_words reads passages as
+    # "embedding", with the built-in reading's values where it leaves them out
     older = {
         "passage_words": 48,
         "weights": {"embedding": 0.7, "bm25_background": 0.3},
@@ -345,16 +344,14 @@ def test_the_calibrated_hybrid_reads_documents_whole_and_by_their_best_passage(s
     }
     old = HybridReranker(scorer, calibration=older).rerank(QUERY, docs)
     assert next(r for r in old if r.index == 0).scores["embedding"] == pytest.approx(
-        scorer.with_passages(48).score_texts(QUERY, [long_doc])[0]
+        scorer.with_passages(48, lead=spec["passage_lead"]).score_texts(QUERY, [long_doc])[0]
     )
-    legacy_bm25 = background_bm25(
-        avgdl=LEGACY_CALIBRATION["avgdl"],
-        query_normalization=LEGACY_CALIBRATION["query_normalization"],
-    ).score_texts(QUERY, [long_doc])[0]
+    builtin_bm25 = background_bm25().score_texts(QUERY, [long_doc])[0]
+    assert spec["avgdl"] != 400.0  # not the values the first calibrated hybrid read with
     assert next(r for r in old if r.index == 0).scores["bm25_background"] == pytest.approx(
-        legacy_bm25
+        builtin_bm25
     )
-    # without passage_words an older calibration read whole documents
+    # without passage_words such a calibration reads whole documents
     whole = {k: v for k, v in older.items() if k != "passage_words"}
     assert next(
         r for r in HybridReranker(scorer, calibration=whole).rerank(QUERY, docs) if r.index == 0

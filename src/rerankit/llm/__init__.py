@@ -1,6 +1,5 @@
 """LLM providers behind one small protocol, with retries, limits and accounting."""
 
-from . import base
 from .base import LLMClient, LLMRequest, LLMResponse, Usage
 from .resilience import CallRunner, Limits, RetryPolicy
 
@@ -26,6 +25,4 @@ def __getattr__(name: str):  # the SDK-backed clients load their SDK only when u
         from .openai_client import OpenAIClient
 
         return OpenAIClient
-    if name in base.DEPRECATED_NAMES:  # the provider errors' old names (deprecated)
-        return getattr(base, name)
     raise AttributeError(f"module 'rerankit.llm' has no attribute {name!r}")

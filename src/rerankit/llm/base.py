@@ -3,11 +3,8 @@ those worth retrying and those that are not."""
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
-
-from ..errors import PermanentProviderError, ProviderError, TransientProviderError
 
 __all__ = [
     "LLMClient",
@@ -15,26 +12,6 @@ __all__ = [
     "LLMResponse",
     "Usage",
 ]
-
-
-#: names of the provider errors before they moved to :mod:`rerankit.errors` (deprecated)
-DEPRECATED_NAMES = {
-    "LLMError": ProviderError,
-    "TransientLLMError": TransientProviderError,
-    "PermanentLLMError": PermanentProviderError,
-}
-
-
-def __getattr__(name: str) -> Any:
-    if name in DEPRECATED_NAMES:
-        new = DEPRECATED_NAMES[name]
-        warnings.warn(
-            f"rerankit.llm.{name} is deprecated; use rerankit.errors.{new.__name__}",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return new
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)
@@ -59,8 +36,10 @@ class LLMResponse:
 
 @runtime_checkable
 class LLMClient(Protocol):
-    """What rerankit needs of a provider. ``generate`` raises :class:`TransientLLMError` or
-    :class:`PermanentLLMError`; retries, timeouts and concurrency are the caller's."""
+    """What rerankit needs of a provider. ``generate`` raises
+    :class:`~rerankit.errors.TransientProviderError` or
+    :class:`~rerankit.errors.PermanentProviderError`; retries, timeouts and concurrency are
+    the caller's."""
 
     provider: str
     model: str

@@ -4,7 +4,7 @@
 from .base import Reranker, Scored, ScoringReranker, assemble, run_sync
 from .cascade import Pipeline, Stage
 from .fused import FusionReranker
-from .hybrid import HybridReranker, hybrid_reranker, texts_only_hybrid
+from .hybrid import HybridReranker
 from .single import ScorerReranker
 
 __all__ = [
@@ -17,7 +17,5 @@ __all__ = [
     "ScoringReranker",
     "Stage",
     "assemble",
-    "hybrid_reranker",
     "run_sync",
-    "texts_only_hybrid",
 ]

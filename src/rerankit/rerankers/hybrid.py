@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from numbers import Real
 from typing import Any
@@ -31,12 +30,11 @@ __all__ = [
     "HYBRID_FIRST_STAGE_WEIGHT",
     "HYBRID_METHOD",
     "HYBRID_TEXT_WEIGHTS",
+    "READING_DEFAULTS",
     "HybridReranker",
     "background_bm25",
-    "hybrid_reranker",
     "proximity_reader",
     "relative_hybrid",
-    "texts_only_hybrid",
 ]
 
 #: How the default ``hybrid`` fuses its signals.
@@ -83,9 +81,10 @@ HYBRID_CALIBRATION: dict[str, Any] = {
     },
     "output_calibration": {"slope": 1.588705, "intercept": 1.290698},
 }
-#: the values a ``calibration=`` mapping that leaves these keys out was fitted with (those
-#: of the first calibrated hybrid), so an older mapping keeps its meaning
-LEGACY_CALIBRATION: dict[str, Any] = {"avgdl": 400.0, "query_normalization": 1.0, "passage_lead": 0}
+#: how a ``calibration=`` mapping that leaves them out reads the texts: as the built-in one
+READING_DEFAULTS: dict[str, Any] = {
+    key: HYBRID_CALIBRATION[key] for key in ("avgdl", "query_normalization", "passage_lead")
+}
 #: the signals a calibrated hybrid can fuse: the cosine of the whole document (of its best
 #: passage, in a mapping without ``passage`` but with ``passage_words``), the cosine of its
 #: best passage, BM25 with background idf, and the query's adjacent terms next to each other
@@ -160,8 +159,9 @@ class HybridReranker(ScoringReranker):
     words stand next to each other in the document (``proximity``, read like that BM25),
     each through a fixed calibration
     (:data:`HYBRID_CALIBRATION`, or ``calibration=`` naming the signals it fuses in its
-    ``weights``; an older mapping without ``passage`` reads passages as ``embedding`` when
-    it has ``passage_words``, whole documents otherwise): the score estimates P(relevant) and
+    ``weights``; ``avgdl``, ``query_normalization`` and ``passage_lead`` left out take the
+    built-in values; a mapping without ``passage`` reads passages as ``embedding`` when it
+    has ``passage_words``, whole documents otherwise): the score estimates P(relevant) and
     depends only on the query and the document, so it means the same in every request
     (``result.score_scale == "probability"``). ``scores="relative"`` adds BM25 with the
     candidates' own idf (``bm25``, which reads which words are rare among these candidates)
@@ -278,7 +278,7 @@ class HybridReranker(ScoringReranker):
             missing = [k for k in ("weights", "calibration", "output_calibration") if k not in spec]
             if missing:
                 raise ValueError(f"calibration: missing {missing} (see HYBRID_CALIBRATION)")
-            spec = {**LEGACY_CALIBRATION, **spec}
+            spec = {**READING_DEFAULTS, **spec}
         roles = list(spec["weights"])
         if not roles or not set(roles) <= set(ROLES):
             raise ValueError(f"calibration: weights name the signals {list(ROLES)}, got {roles}")
@@ -424,22 +424,6 @@ class HybridReranker(ScoringReranker):
         scored.final = np.sum([e["contribution"] for e in texts.values()], axis=0)
         scored.scale = "relative"
         return scored
-
-
-def hybrid_reranker(embedding: Scorer | None = None, **options: Any) -> HybridReranker:
-    """Deprecated: ``HybridReranker(...)`` (or ``rerankit.load("hybrid")``)."""
-    warnings.warn(
-        "rerankit.hybrid_reranker is deprecated; use rerankit.HybridReranker",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return HybridReranker(embedding, **options)
-
-
-def texts_only_hybrid(**options: Any) -> HybridReranker:
-    """The hybrid that never reads a first-stage score (BM25 over the candidates)."""
-    options.setdefault("name", "hybrid-bm25")
-    return HybridReranker(use_first_stage=False, **options)
 
 
 def relative_hybrid(embedding: Scorer | None = None, **options: Any) -> HybridReranker:

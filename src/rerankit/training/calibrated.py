@@ -16,7 +16,7 @@ from ..eval.metrics import ranked_ndcg
 from ..rerankers.hybrid import (
     HYBRID_BM25,
     HYBRID_CALIBRATION,
-    LEGACY_CALIBRATION,
+    READING_DEFAULTS,
     ROLES,
     background_bm25,
     proximity_reader,
@@ -56,7 +56,7 @@ def reading(spec: Mapping[str, Any] | None = None) -> dict[str, Any]:
     which signals it fuses, from a mapping shaped like ``HYBRID_CALIBRATION`` (default:
     the built-in one)."""
 
-    spec = HYBRID_CALIBRATION if spec is None else {**LEGACY_CALIBRATION, **spec}
+    spec = HYBRID_CALIBRATION if spec is None else {**READING_DEFAULTS, **spec}
     return {
         "avgdl": spec["avgdl"],
         "query_normalization": spec["query_normalization"],
