@@ -2,7 +2,7 @@
 through ``rerankit label``, learn to rank from those labels, report test nDCG@10 once.
 
 No real LLM can be reached here, so the judge is an oracle: a local OpenAI-compatible server
-(``rerankit.testing.FakeLLMServer``) that grades a document 9 when the collection's training
+(``rerankit.llm.testing.FakeLLMServer``) that grades a document 9 when the collection's training
 qrels say it is relevant and 1 otherwise, with a controlled share of its judgments flipped
 (``--noise 0,0.1,0.3``: a relevant document graded 1, a non-relevant one 9; which ones is a
 fixed hash of query and document). With ``--judge listwise`` the oracle orders each window
@@ -100,7 +100,7 @@ def label_with_oracle(
 ) -> tuple[Path, dict]:
     from rerankit.cli import main
     from rerankit.eval.label import LABEL_REPORT
-    from rerankit.testing import FakeLLMServer, Reply
+    from rerankit.llm.testing import FakeLLMServer, Reply
 
     graded: dict[str, dict[str, int]] = {}  # query text -> its documents' grades
     for qid, judged in train.qrels.items():

@@ -33,7 +33,7 @@ WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
 
 def variants():
     from rerankit import BM25Scorer
-    from rerankit.scorers.language import BackgroundFrequencies
+    from rerankit.text import BackgroundFrequencies
 
     plain = {"stopwords": None, "stemmer": None}
     anserini = {"k1": 0.9, "b": 0.4}

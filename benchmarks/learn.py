@@ -57,7 +57,7 @@ def default_scores(rows):
     default hybrid given first-stage scores until 2026-11)."""
     from rerankit.normalize import normalize_scores
     from rerankit.scorers import learned
-    from rerankit.training.fusion import DEFAULT_HYBRID
+    from rerankit.training.fusion_search import DEFAULT_HYBRID
 
     fs, cos = learned.FEATURES.index("first_stage"), learned.FEATURES.index("cosine")
     w = DEFAULT_HYBRID["weights"]

@@ -48,7 +48,7 @@ def main() -> None:
     from rerankit.normalize import normalize_scores
     from rerankit.scorers import learned
     from rerankit.training import crossval, ltr
-    from rerankit.training.fusion import DEFAULT_HYBRID
+    from rerankit.training.fusion_search import DEFAULT_HYBRID
 
     missing = [name for name in SETS.values() if not (CLASSIC / name).exists()]
     if missing:

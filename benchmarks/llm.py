@@ -1,6 +1,6 @@
 """LLM reranking against a local server with simulated latency (no network, no key).
 
-The server (``rerankit.testing.FakeLLMServer``) speaks OpenAI's ``chat/completions``
+The server (``rerankit.llm.testing.FakeLLMServer``) speaks OpenAI's ``chat/completions``
 protocol and waits ``--latency`` seconds (default 0.2) before each answer; rerankit talks to
 it through the real ``openai`` SDK. From one run it prints:
 
@@ -23,7 +23,7 @@ import time
 
 from rerankit import JudgmentCache, LLMListwiseScorer, LLMPointwiseScorer, ScorerReranker
 from rerankit.llm import OpenAIClient
-from rerankit.testing import FakeLLMServer, RecordedRequest, Reply
+from rerankit.llm.testing import FakeLLMServer, RecordedRequest, Reply
 
 
 def answer(request: RecordedRequest) -> Reply:

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from rerankit import EmbeddingScorer
-from rerankit.passages import split_passages
+from rerankit.text import split_passages
 
 DATA = Path(__file__).resolve().parents[2] / "shared/data"
 SETS = {

@@ -59,7 +59,7 @@ _LAZY = {
     "EmbeddingScorer": "scorers.embedding",
     "CrossEncoderScorer": "scorers.cross_encoder",
     "CausalLMScorer": "scorers.causal_lm",
-    "HardwareProfile": "hardware",
+    "HardwareProfile": "backends.hardware",
     "EmbeddingCache": "cache",
     "JudgmentCache": "cache",
     "LLMPointwiseScorer": "scorers.llm_pointwise",

@@ -20,7 +20,7 @@ import numpy as np
 
 from .documents import field_value, to_documents
 from .normalize import normalize_scores
-from .scorers.lexical import split_words
+from .text.words import split_words
 from .types import Document, RankedDocument, RerankResult
 
 __all__ = [

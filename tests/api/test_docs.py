@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rerankit.testing import FakeLLMServer, Reply
+from rerankit.llm.testing import FakeLLMServer, Reply
 
 REPO = Path(__file__).resolve().parents[2]
 PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]

@@ -159,7 +159,7 @@ def test_concurrency_keeps_rows_in_flight_and_the_same_results(tmp_path, monkeyp
     pytest.importorskip("openai", reason="needs the 'openai' extra")
     import threading
 
-    from rerankit.testing import FakeLLMServer, Reply
+    from rerankit.llm.testing import FakeLLMServer, Reply
 
     lock, state = threading.Lock(), {"now": 0, "most": 0}
 

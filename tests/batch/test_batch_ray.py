@@ -13,7 +13,7 @@ pytest.importorskip("ray.data", reason="the ray engine needs the 'ray' extra")
 pytestmark = pytest.mark.ray
 
 from rerankit.batch import beir_rows, read_rows, rerank_dataset, run_batch  # noqa: E402
-from rerankit.testing import FakeLLMServer, Reply  # noqa: E402
+from rerankit.llm.testing import FakeLLMServer, Reply  # noqa: E402
 
 DL19 = Path(__file__).resolve().parents[3] / "shared" / "data" / "msmarco"
 DL19 = DL19 / "trec-dl-2019-bm25-top100"

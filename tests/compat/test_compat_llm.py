@@ -13,7 +13,7 @@ pytest.importorskip("google.genai", reason="needs the 'gemini' extra")
 
 from rerankit.compat import AiRerank, ReRanker, rerank_passages
 from rerankit.llm import OpenAIClient, RetryPolicy
-from rerankit.testing import FakeLLMServer, Reply
+from rerankit.llm.testing import FakeLLMServer, Reply
 
 FAST = RetryPolicy(min_wait=0.0, max_wait=0.01, timeout=5.0)
 ARTICLES = [

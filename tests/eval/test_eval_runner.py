@@ -15,7 +15,7 @@ from rerankit.config import to_toml
 from rerankit.eval import load_beir
 from rerankit.eval.first_stage import first_stage
 from rerankit.eval.runner import PipelineRun, evaluate_runs
-from rerankit.training.fusion import grid, pipeline_spec
+from rerankit.training.fusion_search import grid, pipeline_spec
 
 
 @pytest.fixture
@@ -598,8 +598,8 @@ def test_latency_is_reranking_and_the_model_load_is_reported_apart(tiny):
     import numpy as np
 
     from rerankit import ScorerReranker
-    from rerankit.backends.local import LocalModelScorer
     from rerankit.eval.runner import run_pipeline
+    from rerankit.scorers.local import LocalModelScorer
 
     load_seconds, loads = 1.0, []
 

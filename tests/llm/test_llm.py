@@ -30,8 +30,8 @@ from rerankit.llm.parsing import (
     repair_permutation,
     validate_permutation,
 )
+from rerankit.llm.testing import FakeLLMServer, RecordedRequest, Reply
 from rerankit.scorers.llm_listwise import windows
-from rerankit.testing import FakeLLMServer, RecordedRequest, Reply
 
 FAST = RetryPolicy(min_wait=0.0, max_wait=0.05, timeout=5.0)
 DOCS = ["alpha doc", "beta doc", "gamma doc", "delta doc"]

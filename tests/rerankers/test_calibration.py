@@ -20,8 +20,8 @@ from rerankit.calibration import (
 )
 from rerankit.normalize import scale_to_unit
 from rerankit.scorers.coverage import CoverageScorer
-from rerankit.scorers.language import CorpusStats
 from rerankit.scorers.lexical import BM25Scorer, JaccardScorer
+from rerankit.text import CorpusStats
 
 QUERY = "solar power on roofs"
 POOL = [

@@ -319,7 +319,7 @@ def test_cross_encoder_splits_a_batch_that_runs_out_of_memory(bert_dir):
 
 
 def test_attention_kernels_leave_out_cudnn_on_cuda_only():
-    from rerankit.hardware import attention_kernels
+    from rerankit.backends.hardware import attention_kernels
 
     assert torch.backends.cuda.cudnn_sdp_enabled()
     with attention_kernels("cpu"):

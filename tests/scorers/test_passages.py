@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rerankit.passages import split_passages
+from rerankit.text import split_passages
 
 WORD = st.text(alphabet="abcdefghij", min_size=1, max_size=6)
 SENTENCE = st.lists(WORD, min_size=1, max_size=30).map(lambda ws: " ".join(ws).capitalize() + ".")

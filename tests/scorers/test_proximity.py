@@ -8,9 +8,8 @@ from hypothesis import strategies as st
 
 pytest.importorskip("wordfreq")
 
-from rerankit.scorers.language import BackgroundFrequencies
-from rerankit.scorers.lexical import Analyzer
 from rerankit.scorers.proximity import ProximityScorer, query_pairs
+from rerankit.text import Analyzer, BackgroundFrequencies
 
 
 def test_query_pairs_are_adjacent_distinct_terms_once_whatever_their_order():

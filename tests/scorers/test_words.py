@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rerankit import Analyzer, BM25Scorer
-from rerankit.scorers.words import WordTable, split_batch
+from rerankit.text.words import WordTable, split_batch
 
 
 def batch_terms(batch) -> list[list[str]]:

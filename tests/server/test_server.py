@@ -526,7 +526,7 @@ def test_failures_are_errors_and_partial_ones_are_said_in_meta_and_a_header(live
     pytest.importorskip("openai", reason="the provider case needs the 'openai' extra")
     from rerankit import LLMPointwiseScorer
     from rerankit.llm import OpenAIClient, RetryPolicy
-    from rerankit.testing import FakeLLMServer, Reply
+    from rerankit.llm.testing import FakeLLMServer, Reply
 
     def responder(request):  # the provider goes down after the warm-up
         return Reply(text='{"score": 7}') if "warm up" in request.prompt else Reply(status=503)

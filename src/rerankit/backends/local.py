@@ -1,4 +1,6 @@
-"""What the local-model scorers share: lazy thread-safe loading, load errors, OOM splits."""
+"""How local models load and run: lazy thread-safe loading shared per process, each model's
+lock, quiet loading, the hardware settings and out-of-memory splits (the scorers built on
+them: :class:`~rerankit.scorers.local.LocalModelScorer`)."""
 
 from __future__ import annotations
 
@@ -6,19 +8,14 @@ import contextlib
 import hashlib
 import logging
 import threading
-import time
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any, Generic, TypedDict, TypeVar
+from typing import Any, Generic, TypeVar
 
-from .._threads import in_model_thread, on_model_thread, running_on_model_thread
+from .._threads import on_model_thread, running_on_model_thread
 from ..errors import MissingDependencyError, ModelLoadError
-from ..hardware import HardwareProfile
-from ..scorers.base import ScoreBatch, valid_query, valid_unicode
-from ..types import Document
-from .onnx import check_backend, load_onnx
-from .pairs import lengths, offsets, unpadded
+from .hardware import HardwareProfile
 
 logger = logging.getLogger(__name__)
 
@@ -157,197 +154,6 @@ def quiet_loading(*, warnings: bool = True) -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
-class LocalModelOptions(TypedDict, total=False):
-    """How a local model runs (the keyword arguments every local-model scorer takes):
-    ``profile`` (a :class:`~rerankit.HardwareProfile` or an object with its attributes),
-    overridden by ``device``, ``batch_size``, ``dtype``, ``max_length`` and ``threads`` when
-    given; ``trust_remote_code`` for models that ship their own code; ``backend``
-    (``"torch"`` or ``"onnx"``) and ``quantize`` (None or ``"int8"``, ONNX only) for the
-    scorers that can run on ONNX Runtime (see :mod:`rerankit.backends.onnx`)."""
-
-    profile: Any
-    device: str | None
-    batch_size: int | None
-    dtype: str | None
-    max_length: int | None
-    threads: int | None
-    trust_remote_code: bool
-    backend: str
-    quantize: str | None
-
-
-class LocalModelScorer:
-    """What the local-model scorers share: the hardware profile with explicit overrides,
-    the model's id, and lazy thread-safe loading (:class:`LazyModel`).
-
-    ``model`` is a hub id or local directory (loaded by :meth:`_load` on first use) or an
-    object already loaded (taken through :meth:`_adopt`). Subclasses set ``what`` (a label
-    for messages) and implement :meth:`_load`.
-    """
-
-    what = "model"
-    #: the kind of ONNX export this scorer runs (None: torch only)
-    onnx_kind: str | None = None
-
-    def __init__(
-        self,
-        model: Any,
-        *,
-        profile: Any = None,
-        device: str | None = None,
-        batch_size: int | None = None,
-        dtype: str | None = None,
-        max_length: int | None = None,
-        threads: int | None = None,
-        trust_remote_code: bool = False,
-        backend: str = "torch",
-        quantize: str | None = None,
-        name: str,
-    ) -> None:
-
-        check_backend(backend, quantize)
-        if backend == "onnx" and not self.onnx_kind:
-            raise ValueError(f"{type(self).__name__} runs on torch only (backend='torch')")
-        if backend == "onnx" and not isinstance(model, str):
-            raise ValueError("backend='onnx' takes a model id or folder, not a loaded model")
-        self.name = name
-        self.backend, self.quantize = backend, quantize
-        self.profile = settings(
-            profile,
-            device=device,
-            batch_size=batch_size,
-            dtype=dtype,
-            max_length=max_length,
-            threads=threads,
-        )
-        self.trust_remote_code = trust_remote_code
-        self.model_id = model if isinstance(model, str) else None
-        loader = (
-            (self._load_onnx if backend == "onnx" else self._load)
-            if isinstance(model, str)
-            else (lambda: self._adopt(model))
-        )
-        if isinstance(model, str):  # one load per process for the same model and settings
-            own = loader
-            loader = lambda: shared_load(self._load_key(), own)  # noqa: E731
-        self._model: LazyModel[Any] = LazyModel(self.what, model, loader)
-
-    def _load_key(self) -> tuple:
-        """What makes two scorers' loaded models the same object: the kind of scorer, the
-        model, where and how it runs (subclasses add what else their loading reads)."""
-        p = self.profile
-        return (
-            type(self).__name__,
-            self.model_id,
-            weights_fingerprint(self.model_id or ""),  # retrained in place: a new load
-            self.backend,
-            self.quantize,
-            p.device,
-            p.dtype,
-            p.max_length,
-            p.threads,
-            self.trust_remote_code,
-            getattr(self, "max_length", None),
-        )
-
-    def score_texts(self, query: str, texts: Sequence[str]) -> Any:  # pragma: no cover
-        raise NotImplementedError
-
-    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
-        """``score_texts`` on the model thread (one for all local models: see
-        :mod:`rerankit._threads`), with text a tokenizer cannot take cleaned and flagged on
-        its document only (see :func:`~rerankit.scorers.base.valid_unicode`)."""
-        flags: dict[int, list[str]] = {}
-        warnings: list[str] = []
-        texts = valid_unicode([d.text for d in docs], flags, warnings)
-        query = valid_query(query, warnings)
-        values = await in_model_thread(self.score_noted, query, texts, flags, warnings)
-        return ScoreBatch(values=values, flags=flags, warnings=warnings)
-
-    def score_noted(
-        self, query: str, texts: Sequence[str], flags: dict[int, list[str]], warnings: list[str]
-    ) -> Any:
-        """:meth:`score_texts`, adding to ``flags`` (by position) and ``warnings`` what the
-        model did to the input (a subclass that cuts input says so here)."""
-        return self.score_texts(query, texts)
-
-    def _load(self) -> Any:  # pragma: no cover - each subclass loads its own kind
-        raise NotImplementedError
-
-    def _load_onnx(self) -> Any:
-        """The model on ONNX Runtime: an exported folder, or an export made once."""
-
-        assert self.model_id is not None and self.onnx_kind is not None
-        return load_onnx(
-            self.model_id,
-            kind=self.onnx_kind,
-            quantize=self.quantize,
-            max_length=self.profile.max_length,
-            threads=self.profile.threads,
-            trust_remote_code=self.trust_remote_code,
-        )
-
-    def _adopt(self, model: Any) -> Any:
-        """An object the caller loaded, as :attr:`model` holds it."""
-        return model
-
-    @property
-    def model(self) -> Any:
-        """The loaded model (loads it on first access)."""
-        return self._model.get()
-
-    def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]] | None:
-        """Each text's tokens as the model reads them (no special tokens, no length cap),
-        as ``(start, end)`` character offsets; None when the model's tokenizer does not
-        report offsets (loads the model)."""
-        return self._read_whole_texts(texts, "token_spans", offsets)
-
-    def token_lengths(self, texts: Sequence[str]) -> list[int] | None:
-        """How many tokens each text takes as the model reads it (no special tokens, no
-        length cap): :meth:`token_spans` counted, without building the offsets."""
-        return self._read_whole_texts(texts, "token_lengths", lengths)
-
-    def _read_whole_texts(self, texts: Sequence[str], method: str, read: Callable) -> Any:
-        """``read(tokenizer, texts)`` with a copy of the model's fast tokenizer without
-        padding or truncation, which needs no lock (the ONNX backend's own ``method``);
-        None when the model has no fast tokenizer."""
-        model = self.model
-        texts = valid_unicode(list(texts), {}, [])
-        if hasattr(model, method):  # the ONNX backend
-            return getattr(model, method)(texts)
-        tokenizer = getattr(model, "tokenizer", None)
-        backend = getattr(tokenizer, "backend_tokenizer", None)
-        if backend is None or not getattr(tokenizer, "is_fast", False):
-            return None
-        found = self.__dict__.get("_span_tokenizer")
-        if found is None or found[0] is not backend:
-            found = self._span_tokenizer = (backend, unpadded(backend))
-        return read(found[1], texts)
-
-    @property
-    def max_tokens(self) -> int | None:
-        """The most tokens the model reads in one input (None when it does not say)."""
-        model = self.model
-        for attribute in ("max_seq_length", "max_length"):
-            value = getattr(model, attribute, None)
-            if isinstance(value, int) and value > 0:
-                return value
-        value = getattr(getattr(model, "tokenizer", None), "model_max_length", None)
-        return value if isinstance(value, int) and 0 < value < 1_000_000 else None
-
-    def using_model(self) -> threading.RLock:
-        """The loaded model's lock (see :func:`model_lock`): hold it while using the model."""
-        return model_lock(self.model)
-
-    @property
-    def loaded(self) -> bool:
-        """Whether the model has been loaded."""
-        return self._model.loaded
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({model_label(self.model_id or self._model.model)!r})"
-
-
 def settings(
     profile: Any,
     *,
@@ -402,16 +208,3 @@ def _free_device_memory() -> None:
             torch.cuda.empty_cache()
     except ImportError:  # pragma: no cover
         pass
-
-
-def load_models(reranker: Any) -> float:
-    """Load the local models ``reranker``'s scorers run, on the model thread where they
-    would load on first use, so that a first call's latency is reranking, not loading
-    (``rerankit eval`` times queries after this); returns the seconds it took (about 0 when
-    every model was loaded or there is none). A model that cannot load raises as its first
-    use would."""
-    start = time.perf_counter()
-    for scorer in reranker.scorers():
-        if isinstance(scorer, LocalModelScorer) and not scorer.loaded:
-            scorer.model  # noqa: B018 - loads it, on the model thread (LazyModel.get)
-    return time.perf_counter() - start

@@ -14,9 +14,9 @@ from typing import Any
 
 from .._optional import require
 from ..api import PIPELINE_SUFFIXES, load
-from ..backends.local import load_models
 from ..config import read_spec
 from ..errors import InputError
+from ..scorers.local import load_models
 from .io import input_format, parse_line, public_fields, write_rows
 from .rows import rerank_rows
 

@@ -11,10 +11,10 @@ from typing import Any
 from .._jsonl import dumps_strict, read_records, read_text
 from ..api import default_reranker, load
 from ..backends.bundled import BUNDLED_NAMES
-from ..backends.local import LocalModelScorer
 from ..batch import quiet_ray_logs, run_batch
 from ..batch.beir import beir_rows
 from ..errors import InputError
+from ..scorers.local import LocalModelScorer
 from .args import (
     add_field_arguments,
     add_language_argument,

@@ -23,7 +23,8 @@ from ..normalize import normalize_scores
 from ..rerankers.hybrid import HYBRID_CALIBRATION
 from ..scorers import learned as learned_scorer
 from ..scorers.embedding import EmbeddingScorer
-from ..training import calibrated, crossval, fusion, ltr
+from ..training import calibrated, crossval, ltr
+from ..training import fusion_search as fusion
 from .eval_support import (
     default_hybrid_scores,
     feature_rows,
@@ -179,7 +180,7 @@ def _cross_validated(
 def _other_embedding(args: argparse.Namespace) -> bool:
     """Whether ``--embedding-model`` or ``--embedding-max-length`` asks for another embedding
     than the bundled MiniLM as the hybrid reads it: then the hybrid's min-max fusion over
-    that embedding (:data:`~rerankit.training.fusion.DEFAULT_HYBRID`) is a candidate default
+    that embedding (:data:`~rerankit.training.fusion_search.DEFAULT_HYBRID`) is a candidate default
     too (:func:`~rerankit.cli.tune_support.pick_default`)."""
     return bool(args.embedding_model or args.embedding_max_length)
 

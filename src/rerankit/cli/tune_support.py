@@ -14,7 +14,7 @@ from ..errors import InputError
 from ..eval.label import LABEL_REPORT
 from ..scorers.embedding import EmbeddingScorer
 from ..training.crossval import ADOPT_MARGIN
-from ..training.fusion import DEFAULT_HYBRID, pipeline_spec
+from ..training.fusion_search import DEFAULT_HYBRID, pipeline_spec
 from ..training.trainer import cross_fit_models, queries_trained_on
 
 __all__ = [

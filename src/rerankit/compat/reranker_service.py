@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._optional import require
+from ..backends.hardware import HardwareProfile
 from ..errors import ModelLoadError
-from ..hardware import HardwareProfile
 from ..rerankers import ScorerReranker, run_sync
 from ..scorers.causal_lm import DEFAULT_CAUSAL_LM, CausalLMScorer
 from ..scorers.cross_encoder import CrossEncoderScorer

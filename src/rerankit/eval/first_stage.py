@@ -9,8 +9,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..scorers.language import CorpusStats
-from ..scorers.lexical import Analyzer, length_norm, lucene_idf, saturated_tf
+from ..scorers.lexical import length_norm, lucene_idf, saturated_tf
+from ..text.analysis import Analyzer
+from ..text.language import CorpusStats
 from .data import Dataset, load_run
 
 __all__ = ["BM25Index", "candidate_documents", "first_stage"]

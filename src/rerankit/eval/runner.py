@@ -23,11 +23,11 @@ import numpy as np
 from .. import __version__
 from .._jsonl import dumps_strict
 from .._optional import require
-from ..backends.local import load_models
 from ..batch.ray import iter_ray
 from ..batch.rows import USAGE_KEY
 from ..calibration import expected_calibration_error, reliability_bins, reliability_svg
 from ..errors import InputError, RerankitError
+from ..scorers.local import load_models
 from .data import Dataset
 from .first_stage import candidate_documents
 from .metrics import ndcg_at_k, paired_t_test, recall_at_k, reciprocal_rank

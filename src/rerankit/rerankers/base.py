@@ -15,7 +15,7 @@ import numpy as np
 
 from ..documents import InputFields, output_for
 from ..scorers.base import ScoreBatch, Scorer, as_score_batch
-from ..tracing import TRACER, span
+from ..spans import TRACER, span
 from ..types import Document, RankedDocument, RerankResult, check_top_k
 
 __all__ = ["Reranker", "Scored", "ScoringReranker", "assemble", "check_keywords", "run_sync"]

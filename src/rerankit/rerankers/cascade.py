@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import CALLER_ERRORS, ConfigError
 from ..ordering import Rule
 from ..scorers.base import Scorer
-from ..tracing import span
+from ..spans import span
 from ..types import Document, RankedDocument, RerankResult
 from .base import Reranker, Scored, assemble
 from .single import ScorerReranker

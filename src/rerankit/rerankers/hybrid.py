@@ -15,9 +15,10 @@ from ..normalize import normalize_scores
 from ..scorers.base import Scorer
 from ..scorers.embedding import DEFAULT_EMBEDDING_MODEL, EmbeddingScorer
 from ..scorers.field import FieldScorer
-from ..scorers.language import non_latin_share
-from ..scorers.lexical import Analyzer, BM25Scorer
+from ..scorers.lexical import BM25Scorer
 from ..scorers.proximity import ProximityScorer
+from ..text.analysis import Analyzer
+from ..text.language import non_latin_share
 from ..types import Document
 from .base import Scored, ScoringReranker, run_scorer
 from .fused import ALL_FAILED, FusionReranker

@@ -32,10 +32,11 @@ import numpy as np
 
 from .._optional import require
 from .._threads import on_model_thread
-from ..backends.local import LocalModelOptions, LocalModelScorer, model_label, run_splitting_on_oom
+from ..backends.hardware import attention_kernels
+from ..backends.local import model_label, run_splitting_on_oom
 from ..errors import ConfigError, ModelLoadError
-from ..hardware import attention_kernels
 from .base import valid_query, valid_unicode
+from .local import LocalModelOptions, LocalModelScorer
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from .._threads import in_thread
+from ..text.analysis import Analyzer
 from ..types import Document
-from .lexical import Analyzer
 
 __all__ = ["CoverageScorer"]
 

@@ -21,12 +21,13 @@ import numpy as np
 
 from .._optional import require
 from .._threads import in_thread, on_model_thread
-from ..backends.local import LocalModelOptions, LocalModelScorer, run_splitting_on_oom
+from ..backends.hardware import attention_kernels
+from ..backends.local import run_splitting_on_oom
 from ..backends.pairs import EncodedPairs, PairEncoder, padded_batches
 from ..errors import ScorerError
-from ..hardware import attention_kernels
 from ..types import Document
 from .base import ScoreBatch, valid_query, valid_unicode
+from .local import LocalModelOptions, LocalModelScorer
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack

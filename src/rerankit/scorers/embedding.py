@@ -28,14 +28,15 @@ from ..backends.bundled import (
     bundled_model_path,
     resolve_source,
 )
-from ..backends.local import LocalModelOptions, LocalModelScorer, weights_fingerprint
+from ..backends.hardware import attention_kernels
+from ..backends.local import weights_fingerprint
 from ..backends.onnx import is_exported, read_manifest
 from ..cache import EmbeddingCache
 from ..errors import InputError, ScorerError
-from ..hardware import attention_kernels
-from ..passages import DEFAULT_MAX_PASSAGES, split_passages
+from ..text.passages import DEFAULT_MAX_PASSAGES, split_passages
 from ..types import Document
 from .base import ScoreBatch, valid_query, valid_unicode
+from .local import LocalModelOptions, LocalModelScorer
 
 #: Set by a service (for the work of its requests) to route every embedding call through
 #: it, e.g. to merge concurrent requests into one batch: called as
@@ -105,7 +106,7 @@ class EmbeddingScorer(LocalModelScorer):
 
     ``passage_words=N`` scores long documents by their best passage: each document is split
     into passages of about N words (sentences kept whole; see
-    :func:`~rerankit.passages.split_passages`), at most ``max_passages`` of them, each
+    :func:`~rerankit.text.split_passages`), at most ``max_passages`` of them, each
     after the first starting with the document's first ``passage_lead`` words (its title
     and opening, so a passage keeps its context however the title was joined to the text),
     and its score is the highest passage cosine. A given document embedding counts as that

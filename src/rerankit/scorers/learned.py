@@ -28,11 +28,12 @@ from ..calibration import Calibration
 from ..documents import FIRST_STAGE_SCORE
 from ..normalize import normalize_scores
 from ..rerankers.hybrid import HYBRID_BM25, background_bm25
+from ..text.analysis import Analyzer
 from ..types import Document
 from .base import ScoreBatch
 from .coverage import CoverageScorer
 from .embedding import EmbeddingScorer
-from .lexical import Analyzer, BM25Scorer
+from .lexical import BM25Scorer
 from .prf import feedback_cosines
 
 __all__ = [

@@ -15,11 +15,11 @@ from typing import Any
 import numpy as np
 
 from .._threads import in_thread
+from ..text.analysis import BY_LANGUAGE, ENGLISH_STOPWORDS, Analyzer, TermBatch
+from ..text.language import BackgroundFrequencies, CorpusStats
+from ..text.words import split_words
 from ..types import Document
-from .analysis import BY_LANGUAGE, ENGLISH_STOPWORDS, Analyzer, TermBatch
 from .base import ScoreBatch
-from .language import BackgroundFrequencies, CorpusStats
-from .words import split_words
 
 __all__ = [
     "ENGLISH_STOPWORDS",
@@ -156,10 +156,10 @@ class BM25Scorer(LexicalScorer):
     * ``"okapi"``: the candidates, as ``rank_bm25``'s ``BM25Okapi`` (negative idf floored at
       ``epsilon`` times the mean idf);
     * ``"background"``: a general word-frequency table of ``language`` (see
-      :class:`~rerankit.scorers.language.BackgroundFrequencies`; extra ``lexical``). Use it
+      :class:`~rerankit.text.BackgroundFrequencies`; extra ``lexical``). Use it
       when the candidates came from a lexical search: they all contain the query's words,
       so their own document frequencies say little about which words matter;
-    * a :class:`~rerankit.scorers.language.CorpusStats`: the document frequencies of your
+    * a :class:`~rerankit.text.CorpusStats`: the document frequencies of your
       corpus.
 
     ``avgdl`` fixes the average document length (in analysed terms) used for length

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .analysis import BY_LANGUAGE, Analyzer, TermBatch
-from .language import BackgroundFrequencies
+from ..text.analysis import BY_LANGUAGE, Analyzer, TermBatch
+from ..text.language import BackgroundFrequencies
 from .lexical import LexicalScorer, check_bm25, length_norm, own_analyzer, saturated_tf
 
 __all__ = ["ProximityScorer", "proximity_from_batch", "query_pairs"]

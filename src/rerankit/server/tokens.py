@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from ..backends.local import LocalModelScorer
+from ..scorers.local import LocalModelScorer
 from ..types import Document, RankedDocument, RerankResult
 
 if TYPE_CHECKING:

@@ -29,7 +29,7 @@ from typing import Any
 
 from .. import __version__
 from ..errors import ServiceError
-from ..tracing import TRACER
+from ..spans import TRACER
 
 __all__ = ["request_attributes", "setup_tracer", "traced"]
 
@@ -128,7 +128,7 @@ async def traced(
     pipeline: str | None,
     work: Callable[[], Awaitable[Any]],
 ) -> Any:
-    """``await work()`` inside a request span (and with :data:`rerankit.tracing.TRACER` set,
+    """``await work()`` inside a request span (and with :data:`rerankit.spans.TRACER` set,
     so the pipeline's stages and scorers get spans of their own under it)."""
     from opentelemetry.propagate import extract
     from opentelemetry.trace import SpanKind, Status, StatusCode

@@ -22,7 +22,7 @@ from ..rerankers.hybrid import (
     proximity_reader,
 )
 from .crossval import folds_for, kfold
-from .fusion import embedding_entry
+from .fusion_search import embedding_entry
 
 __all__ = [
     "calibrated_spec",

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ._optional import require
+from .._optional import require
 
 __all__ = ["HardwareProfile", "attention_kernels"]
 
