@@ -126,6 +126,105 @@ def test_no_private_name_or_module_is_imported_from_elsewhere():
     assert wrong == []
 
 
+#: The layers, lowest first; docs/layout.md shows the same table. A module may import the
+#: modules of its own layer and of every layer below it in ``STACK``; nothing else. A place
+#: is a top-level module or package of ``rerankit`` (``rerankit`` itself: its ``__init__``).
+STACK = (
+    ("foundation", ("types", "errors", "registry", "spans", "_optional", "_jsonl", "_threads")),
+    ("documents", ("documents",)),
+    ("text", ("text",)),
+    ("numbers", ("normalize", "calibration")),
+    ("cache", ("cache",)),
+    ("backends", ("backends",)),
+    ("llm", ("llm",)),
+    ("scorers", ("scorers",)),
+    ("combining", ("fusion", "ordering")),
+    ("rerankers", ("rerankers",)),
+    ("config", ("config",)),
+    ("api", ("api", "rerankit")),
+)
+#: The layers on the api: each may import the whole stack and, beside it, only the layers
+#: on the api it names (none imports ``cli``; ``eval`` and ``batch`` never import each
+#: other's way up: ``batch`` reads ``eval``, not the reverse).
+TOP = (
+    ("eval", ("eval",), ()),
+    ("training", ("training",), ("eval",)),
+    ("batch", ("batch",), ("eval",)),
+    ("server", ("server",), ("training",)),
+    ("adapters", ("compat", "integrations"), ()),
+    ("cli", ("cli", "__main__"), ("eval", "training", "batch", "server")),
+)
+
+
+def _place(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def _layer_of() -> dict[str, str]:
+    return {place: layer for layer, places, *_ in (*STACK, *TOP) for place in places}
+
+
+def _may_import(layer: str, other: str) -> bool:
+    order = [name for name, _ in STACK]
+    if other in order:  # the stack: this layer or one below (every layer on the api may)
+        return layer not in order or order.index(other) <= order.index(layer)
+    above = {name: allowed for name, _, allowed in TOP}
+    return layer in above and (other == layer or other in above[layer])
+
+
+def _imports_up(edges: list[tuple[str, str, int]]) -> list[str]:
+    """The imports among ``edges`` (importer, imported, line) that go up a layer, and the
+    modules that belong to no layer."""
+    layer_of = _layer_of()
+    wrong = []
+    for importer, imported, line in edges:
+        here, there = layer_of.get(_place(importer)), layer_of.get(_place(imported))
+        if here is None or there is None:
+            missing = importer if here is None else imported
+            wrong.append(f"{missing} is in no layer: add its place to STACK or TOP")
+        elif not _may_import(here, there):
+            wrong.append(f"{importer}:{line} ({here}) imports {imported} ({there})")
+    return wrong
+
+
+EDGES = [
+    (name, module, line)
+    for name in MODULES
+    for module, _, line in _imports(name)
+    if module in MODULES and module != name
+]
+
+
+def test_imports_only_point_down_the_layers():
+    """Every import, at module level or inside a function, goes to the importer's own
+    layer or one below it: no exceptions."""
+    assert _imports_up(EDGES) == []
+
+
+def test_an_import_up_a_layer_is_caught():
+    assert _imports_up([("rerankit.text.words", "rerankit.scorers.base", 1)]) == [
+        "rerankit.text.words:1 (text) imports rerankit.scorers.base (scorers)"
+    ]
+    assert _imports_up([("rerankit.eval.runner", "rerankit.batch.ray", 2)]) != []
+    assert _imports_up([("rerankit.batch.beir", "rerankit.eval.runner", 3)]) == []
+    assert _imports_up([("rerankit.newplace", "rerankit.types", 4)]) != []
+
+
+def test_the_layout_page_shows_the_layers_the_test_keeps():
+    """docs/layout.md's table lists these layers, in this order, with these places."""
+    page = (SRC.parent / "docs" / "layout.md").read_text(encoding="utf-8")
+    rows = [
+        line.split("|")[1:3]
+        for line in page.splitlines()
+        if line.startswith("| ") and not line.startswith("| layer")
+    ]
+    shown = [
+        (name.strip(), tuple(p.strip("`/ ") for p in places.split(","))) for name, places in rows
+    ]
+    assert shown == [(name, places) for name, places, *_ in (*STACK, *TOP)]
+
+
 def test_a_stage_takes_built_steps_and_names_the_way_to_build_one():
     from rerankit import BM25Scorer, Pipeline, ScorerReranker
 

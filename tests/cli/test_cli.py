@@ -59,7 +59,7 @@ def test_rank_reads_a_json_array_of_strings_from_stdin(capsys, monkeypatch):
 
 
 def test_details_and_table_formats(capsys):
-    from rerankit.rerankers.hybrid import HYBRID_CALIBRATION
+    from rerankit.scorers.recipe import HYBRID_CALIBRATION
 
     code = main(
         [

@@ -250,7 +250,7 @@ def test_tune_calibrate_writes_a_calibrated_pipeline_that_loads(tmp_path, synthe
     import tomllib
 
     from rerankit import load
-    from rerankit.rerankers.hybrid import HYBRID_CALIBRATION
+    from rerankit.scorers.recipe import HYBRID_CALIBRATION
 
     data = synthetic(tmp_path / "data")
     out = tmp_path / "calibrated.toml"

@@ -277,7 +277,7 @@ def test_rerank_defaults_to_the_hybrid_with_torch_else_bm25_and_says_so(monkeypa
     if real("torch") is None or real("sentence_transformers") is None:
         pytest.skip("the hybrid default needs the 'torch' extra")
     result = rerankit.rerank("solar power", docs)
-    from rerankit.rerankers.hybrid import HYBRID_CALIBRATION
+    from rerankit.scorers.recipe import HYBRID_CALIBRATION
 
     assert set(result[0].scores) == set(HYBRID_CALIBRATION["weights"]) and not result.degraded
     assert result.score_scale == "probability"

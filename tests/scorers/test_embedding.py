@@ -15,7 +15,7 @@ from rerankit import (
 )
 from rerankit.backends.bundled import bundled_model_path
 from rerankit.rerankers.fused import INTERCEPT
-from rerankit.rerankers.hybrid import HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT, HYBRID_CALIBRATION
+from rerankit.scorers.recipe import HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT, HYBRID_CALIBRATION
 from rerankit.text import split_passages
 
 if bundled_model_path() is None:
@@ -300,12 +300,12 @@ def test_the_hybrid_falls_back_to_relative_scores_for_a_model_it_was_not_calibra
 def test_the_calibrated_hybrid_reads_documents_whole_and_by_their_best_passage(scorer):
     from rerankit import HybridReranker
     from rerankit.calibration import Calibration, sigmoid
-    from rerankit.rerankers.hybrid import (
+    from rerankit.scorers.field import FieldScorer
+    from rerankit.scorers.recipe import (
         HYBRID_CALIBRATION,
         background_bm25,
         proximity_reader,
     )
-    from rerankit.scorers.field import FieldScorer
 
     long_doc = "Minutes of the board\n" + "The board discussed parking and the budget. " * 30
     long_doc += "Vaccines train the immune system to fight pathogens. " * 2

@@ -1,15 +1,21 @@
-"""Batch rows from a BEIR folder and a TREC run: each query with its top candidates."""
+"""Batch rows from a BEIR folder and a TREC run (each query with its top candidates), and an
+evaluation's run of a pipeline over a dataset's candidates on Ray Data actors."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..eval.data import load_beir
+from ..errors import RerankitError
+from ..eval.data import Dataset, load_beir
 from ..eval.first_stage import candidate_documents, first_stage
+from ..eval.runner import PipelineRun
+from .ray import iter_ray
+from .rows import USAGE_KEY
 
-__all__ = ["beir_rows"]
+__all__ = ["beir_rows", "run_pipeline_ray"]
 
 logger = logging.getLogger(__name__)
 
@@ -27,3 +33,41 @@ def beir_rows(
         for q, c in cands.items()
         if c
     ]
+
+
+def run_pipeline_ray(
+    name: str,
+    pipeline: Any,
+    data: Dataset,
+    cands: Mapping[str, Sequence[tuple[str, float]]],
+    *,
+    first_stage_scores: bool = True,
+    **ray_options: Any,
+) -> PipelineRun:
+    """:func:`~rerankit.eval.runner.run_pipeline` on Ray Data actors (see
+    :func:`rerankit.batch.rerank_dataset`;
+    ``pipeline`` is a registered name, a pipeline file or a spec mapping). Latency is each
+    query's time on its worker."""
+
+    rows = [
+        {
+            "query_id": qid,
+            "query": data.queries[qid],
+            "candidates": candidate_documents(data, ranked, with_scores=first_stage_scores),
+        }
+        for qid, ranked in cands.items()
+        if ranked
+    ]
+    result = PipelineRun(name, {qid: {} for qid, ranked in cands.items() if not ranked})
+    for row in iter_ray(rows, pipeline, **ray_options):
+        if row["error"]:
+            raise RerankitError(f"{name}: {row['error']}")
+        result.record(
+            row["query_id"],
+            [(r["id"], r["score"]) for r in row["results"]],
+            seconds=row["seconds"],
+            scale=row["score_scale"],
+            degraded=row["degraded"],
+            usage=row.get(USAGE_KEY, {}),
+        )
+    return result

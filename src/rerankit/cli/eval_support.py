@@ -13,9 +13,10 @@ from typing import Any
 import numpy as np
 
 from ..api import load
+from ..batch import run_pipeline_ray
 from ..cache import default_cache_dir
 from ..eval.data import load_beir
-from ..eval.runner import first_stage_run, run_pipeline, run_pipeline_ray
+from ..eval.runner import first_stage_run, run_pipeline
 from ..scorers import learned
 from .args import in_language
 

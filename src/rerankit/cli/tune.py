@@ -20,9 +20,9 @@ from ..eval.compare import format_against
 from ..eval.first_stage import first_stage
 from ..eval.runner import evaluate_runs, format_table
 from ..normalize import normalize_scores
-from ..rerankers.hybrid import HYBRID_CALIBRATION
 from ..scorers import learned as learned_scorer
 from ..scorers.embedding import EmbeddingScorer
+from ..scorers.recipe import HYBRID_CALIBRATION
 from ..training import calibrated, crossval, ltr
 from ..training import fusion_search as fusion
 from .eval_support import (

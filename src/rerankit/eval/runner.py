@@ -23,10 +23,8 @@ import numpy as np
 from .. import __version__
 from .._jsonl import dumps_strict
 from .._optional import require
-from ..batch.ray import iter_ray
-from ..batch.rows import USAGE_KEY
 from ..calibration import expected_calibration_error, reliability_bins, reliability_svg
-from ..errors import InputError, RerankitError
+from ..errors import InputError
 from ..scorers.local import load_models
 from .data import Dataset
 from .first_stage import candidate_documents
@@ -146,43 +144,6 @@ def run_pipeline(
             scale=out.score_scale,
             degraded=out.degraded,
             usage=out.usage,
-        )
-    return result
-
-
-def run_pipeline_ray(
-    name: str,
-    pipeline: Any,
-    data: Dataset,
-    cands: Mapping[str, Sequence[tuple[str, float]]],
-    *,
-    first_stage_scores: bool = True,
-    **ray_options: Any,
-) -> PipelineRun:
-    """:func:`run_pipeline` on Ray Data actors (see :func:`rerankit.batch.rerank_dataset`;
-    ``pipeline`` is a registered name, a pipeline file or a spec mapping). Latency is each
-    query's time on its worker."""
-
-    rows = [
-        {
-            "query_id": qid,
-            "query": data.queries[qid],
-            "candidates": candidate_documents(data, ranked, with_scores=first_stage_scores),
-        }
-        for qid, ranked in cands.items()
-        if ranked
-    ]
-    result = PipelineRun(name, {qid: {} for qid, ranked in cands.items() if not ranked})
-    for row in iter_ray(rows, pipeline, **ray_options):
-        if row["error"]:
-            raise RerankitError(f"{name}: {row['error']}")
-        result.record(
-            row["query_id"],
-            [(r["id"], r["score"]) for r in row["results"]],
-            seconds=row["seconds"],
-            scale=row["score_scale"],
-            degraded=row["degraded"],
-            usage=row.get(USAGE_KEY, {}),
         )
     return result
 

@@ -27,7 +27,6 @@ from .._threads import in_thread
 from ..calibration import Calibration
 from ..documents import FIRST_STAGE_SCORE
 from ..normalize import normalize_scores
-from ..rerankers.hybrid import HYBRID_BM25, background_bm25
 from ..text.analysis import Analyzer
 from ..types import Document
 from .base import ScoreBatch
@@ -35,6 +34,7 @@ from .coverage import CoverageScorer
 from .embedding import EmbeddingScorer
 from .lexical import BM25Scorer
 from .prf import feedback_cosines
+from .recipe import HYBRID_BM25, background_bm25
 
 __all__ = [
     "BACKGROUND_BM25",

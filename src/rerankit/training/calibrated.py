@@ -13,7 +13,7 @@ import numpy as np
 from ..calibration import expected_calibration_error, fit_calibration, sigmoid
 from ..eval.data import Dataset
 from ..eval.metrics import ranked_ndcg
-from ..rerankers.hybrid import (
+from ..scorers.recipe import (
     HYBRID_BM25,
     HYBRID_CALIBRATION,
     READING_DEFAULTS,

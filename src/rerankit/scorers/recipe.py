@@ -1,0 +1,122 @@
+"""The default ``hybrid``'s recipe: how it reads the texts, each signal's calibration and
+the weights that fuse them, and the two lexical readers it builds from them. Kept beside
+the scorers, below :mod:`rerankit.rerankers`, so that the learned scorer's features and
+``rerankit tune --calibrate`` read the same recipe the hybrid runs
+(:class:`~rerankit.HybridReranker` fuses it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import Scorer
+from .lexical import BM25Scorer
+from .proximity import ProximityScorer
+
+__all__ = [
+    "HYBRID_BM25",
+    "HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT",
+    "HYBRID_CALIBRATION",
+    "HYBRID_FIRST_STAGE_WEIGHT",
+    "HYBRID_TEXT_WEIGHTS",
+    "READING_DEFAULTS",
+    "ROLES",
+    "SCORE_MODES",
+    "background_bm25",
+    "proximity_reader",
+]
+
+#: How the default ``hybrid`` fuses its signals.
+#:
+#: * Texts only, ``scores="calibrated"`` (the default): three signals that depend on the
+#:   (query, document) pair alone: the bundled MiniLM's cosine of the document's best
+#:   passage (about 48 words, each passage after the first starting with the document's
+#:   first 20 words), its cosine of the whole document, and BM25 with background idf
+#:   (``avgdl`` fixed at 100, the score divided by its query's ceiling to the power 0.75),
+#:   each mapped to a logit by its calibration, summed with the weights below and mapped
+#:   through the output calibration: an estimate of P(relevant) per pair. Chosen on a
+#:   development pool across domains (SciFact train, NFCorpus dev, CISI, CACM, MEDLINE,
+#:   LISA) by a rule that protects the worst collection (``benchmarks/default_pool.py``).
+#: * Texts only, ``scores="relative"``: a weighted sum of min-max normalised scores, 0.2 BM25
+#:   with the candidates' own idf, 0.2 BM25 with background idf, 0.6 embedding (chosen on
+#:   the same queries, ``benchmarks/hybrid_dev.py``). Scores are relative to the request.
+#: * With the documents' first-stage scores: calibrated, ``first_stage_weight`` of the
+#:   first stage beside ``1 - first_stage_weight`` of the texts-only fusion's logit, each
+#:   min-max normalised (the retriever's scale is unknown, so these scores are relative);
+#:   its default, 0, was chosen on the same pool by the same rule
+#:   (``benchmarks/first_stage_pool.py``: no weight above 0 kept every collection within
+#:   0.5 of the texts alone), so by default the texts alone rank and the scores stay
+#:   probabilities. Relative: 0.3 first stage / 0.7 embedding.
+HYBRID_FIRST_STAGE_WEIGHT = 0.3
+HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT = 0.0
+#: texts only: BM25 with the candidates' idf, BM25 with background idf (the rest: embedding)
+HYBRID_TEXT_WEIGHTS = (0.2, 0.2)
+HYBRID_BM25 = {"k1": 0.9, "b": 0.4}
+#: the calibrated texts-only hybrid: how its signals read the texts, each signal's
+#: calibration, the weights of their logits and the output calibration (see
+#: ``benchmarks/default_pool.py``, which chooses them on the development pool)
+HYBRID_CALIBRATION: dict[str, Any] = {
+    "avgdl": 100.0,
+    "query_normalization": 0.75,
+    "passage_words": 48,
+    "passage_lead": 20,
+    "weights": {"passage": 0.3, "embedding": 0.15, "bm25_background": 0.475, "proximity": 0.075},
+    "calibration": {
+        "passage": {"slope": 8.924815, "intercept": -5.886335},
+        "embedding": {"slope": 8.65649, "intercept": -5.524876},
+        "bm25_background": {"slope": 2.472666, "intercept": -3.850231},
+        "proximity": {"slope": 2.810077, "intercept": -2.426808},
+    },
+    "output_calibration": {"slope": 1.588705, "intercept": 1.290698},
+}
+#: how a ``calibration=`` mapping that leaves them out reads the texts: as the built-in one
+READING_DEFAULTS: dict[str, Any] = {
+    key: HYBRID_CALIBRATION[key] for key in ("avgdl", "query_normalization", "passage_lead")
+}
+#: the signals a calibrated hybrid can fuse: the cosine of the whole document (of its best
+#: passage, in a mapping without ``passage`` but with ``passage_words``), the cosine of its
+#: best passage, BM25 with background idf, and the query's adjacent terms next to each other
+#: in the document (``proximity``, read like that BM25)
+ROLES = ("passage", "embedding", "bm25_background", "proximity")
+SCORE_MODES = ("calibrated", "relative")
+
+
+def background_bm25(
+    analyzer: Any = None, *, avgdl: float | None = None, query_normalization: float | None = None
+) -> Scorer:
+    """The calibrated hybrid's lexical signal, ``bm25_background``: BM25 (k1=0.9, b=0.4) with
+    idf from a general word-frequency table, a fixed average length (``avgdl``) and the
+    score divided by the most any document could score for the query raised to
+    ``query_normalization`` (the calibration's values by default), so it depends on the pair
+    alone."""
+
+    return BM25Scorer(
+        analyzer=analyzer,
+        idf="background",
+        avgdl=HYBRID_CALIBRATION["avgdl"] if avgdl is None else avgdl,
+        query_normalized=(
+            HYBRID_CALIBRATION["query_normalization"]
+            if query_normalization is None
+            else query_normalization
+        ),
+        name="bm25_background",
+        **HYBRID_BM25,
+    )
+
+
+def proximity_reader(
+    analyzer: Any = None, *, avgdl: float | None = None, query_normalization: float | None = None
+) -> Scorer:
+    """The calibrated hybrid's ``proximity`` signal: how often the query's adjacent terms
+    stand next to each other in the document, scored like :func:`background_bm25` (the same
+    k1, b, background idf, average length and query normalisation)."""
+
+    return ProximityScorer(
+        analyzer=analyzer,
+        avgdl=HYBRID_CALIBRATION["avgdl"] if avgdl is None else avgdl,
+        query_normalized=(
+            HYBRID_CALIBRATION["query_normalization"]
+            if query_normalization is None
+            else query_normalization
+        ),
+        **HYBRID_BM25,
+    )
