@@ -99,8 +99,8 @@ def label_with_oracle(
     name: str, train, noise: float, k: int, work: Path, judge_kind: str, positions: str | None
 ) -> tuple[Path, dict]:
     from rerankit.cli import main
-    from rerankit.eval.label import LABEL_REPORT
     from rerankit.llm.testing import FakeLLMServer, Reply
+    from rerankit.training.labelling import LABEL_REPORT
 
     graded: dict[str, dict[str, int]] = {}  # query text -> its documents' grades
     for qid, judged in train.qrels.items():

@@ -72,8 +72,8 @@ def hybrid_scores(data, rows):
     """The default ``hybrid``'s scores of each query's candidates in ``rows``, given their
     first-stage scores (the ``first_stage`` feature): the default ``tune`` compares learned
     pipelines with."""
-    from rerankit.cli.eval_support import default_hybrid_scores
     from rerankit.scorers import learned
+    from rerankit.training.selection import default_hybrid_scores
 
     fs = learned.FEATURES.index("first_stage")
     cands = {q: list(zip(ids, x[:, fs].tolist(), strict=True)) for q, (ids, x) in rows.items()}

@@ -41,7 +41,6 @@ def main() -> None:
     parser.add_argument("--blend-with", choices=("fusion", "default"), default="fusion")
     args = parser.parse_args()
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
-    from rerankit.cli.eval_support import default_hybrid_scores
     from rerankit.eval import load_beir
     from rerankit.eval.first_stage import first_stage
     from rerankit.eval.metrics import ranked_ndcg
@@ -49,6 +48,7 @@ def main() -> None:
     from rerankit.scorers import learned
     from rerankit.training import crossval, ltr
     from rerankit.training.fusion_search import DEFAULT_HYBRID
+    from rerankit.training.selection import default_hybrid_scores
 
     missing = [name for name in SETS.values() if not (CLASSIC / name).exists()]
     if missing:

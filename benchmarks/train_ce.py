@@ -112,13 +112,13 @@ def main() -> None:
     )
     parser.add_argument("--work", default=None, help="folder for the models (a temporary one)")
     args = parser.parse_args()
-    from rerankit.cli.train import check_on_held_out, held_out
     from rerankit.eval import load_beir
     from rerankit.eval.data import load_qrels
     from rerankit.eval.first_stage import first_stage
     from rerankit.normalize import normalize_scores
     from rerankit.scorers.cross_encoder import CrossEncoderScorer
     from rerankit.training.cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
+    from rerankit.training.fine_tuning import check_on_held_out, held_out
 
     train = load_beir(Path(args.data), "train")
     if args.labels:

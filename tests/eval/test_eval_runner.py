@@ -442,7 +442,7 @@ def test_tune_refuses_train_and_test_queries_that_overlap(tmp_path, synthetic, c
 
 
 def test_no_progress_still_says_how_far_it_got(tiny, tmp_path, capsys, monkeypatch):
-    from rerankit.cli import eval_support
+    from rerankit.cli import console as eval_support
 
     monkeypatch.setattr(eval_support, "PLAIN_EVERY", 1)
     args = ["eval", "--data", str(tiny), "--rerankers", "bm25", "--k", "3"]

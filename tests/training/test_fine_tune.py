@@ -406,7 +406,7 @@ def test_tune_measures_a_fine_tuned_model_on_the_queries_it_never_saw(tiny_st, t
 def test_the_held_out_share_is_capped_only_when_not_asked_for():
     """Left to its default, train keeps 10 % of the queries out, at most 200 (a large
     collection keeps its queries to train on); a share asked for is kept, up to half."""
-    from rerankit.cli.train import DEFAULT_HELD_OUT, held_out
+    from rerankit.training.fine_tuning import DEFAULT_HELD_OUT, held_out
 
     qids = [f"q{i}" for i in range(3000)]
     default = held_out(qids, DEFAULT_HELD_OUT)
@@ -422,9 +422,10 @@ def test_cross_fitting_lets_tune_measure_on_every_training_query(tiny_st, tmp_pa
     """``--cross-fit 2`` trains the model on every judged query and two fold models, each
     with half of them left out: ``tune`` reads each training query with the fold model that
     never saw it, and so makes its verdict on all 40 instead of a held-out share."""
-    from rerankit.cli.eval_support import feature_rows, read_collection
-    from rerankit.cli.tune_support import cross_fit_routes, per_fold
+    from rerankit.cli.console import read_collection
     from rerankit.eval.first_stage import first_stage
+    from rerankit.training.methods import feature_rows
+    from rerankit.training.selection import cross_fit_routes, per_fold
     from rerankit.training.trainer import TRAINED_ON, cross_fit_models, queries_trained_on
 
     data_dir = _answers_below_repeats(tmp_path / "data")

@@ -3,19 +3,26 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from .. import registry
+from ..cache import default_cache_dir
 from ..documents import InputFields
 from ..errors import InputError
 
 __all__ = [
+    "add_embedding_cache_arguments",
     "add_field_arguments",
+    "add_first_stage_argument",
     "add_language_argument",
+    "add_max_queries_argument",
+    "add_no_progress_argument",
     "in_language",
     "input_fields",
     "positive_float",
     "positive_int",
+    "use_embedding_cache",
 ]
 
 
@@ -98,3 +105,54 @@ def in_language(spec: Any, language: str | None) -> Any:
             f"{spec!r}: in a pipeline file, give language on its scorers"
         )
     return {"reranker": {"type": spec, "language": language}}
+
+
+def add_embedding_cache_arguments(parser: Any) -> None:
+    """``--embedding-cache`` and ``--no-embedding-cache`` (read by :func:`use_embedding_cache`)."""
+    parser.add_argument(
+        "--embedding-cache",
+        default=None,
+        help="SQLite file caching document embeddings across runs (default: "
+        "$RERANKIT_EMBEDDING_CACHE, else embeddings.sqlite in the rerankit cache directory)",
+    )
+    parser.add_argument(
+        "--no-embedding-cache", action="store_true", help="encode documents afresh, keep nothing"
+    )
+
+
+def use_embedding_cache(args: argparse.Namespace) -> None:
+    """Document embeddings cached on disk by default (read by every EmbeddingScorer built
+    from here on), so every reranker of an evaluation, and the next evaluation, encode each
+    document once: --embedding-cache, else $RERANKIT_EMBEDDING_CACHE, else
+    embeddings.sqlite in the rerankit cache directory; --no-embedding-cache turns it off."""
+
+    if args.no_embedding_cache:
+        os.environ["RERANKIT_EMBEDDING_CACHE"] = ""
+    elif args.embedding_cache:
+        os.environ["RERANKIT_EMBEDDING_CACHE"] = args.embedding_cache
+    elif not os.environ.get("RERANKIT_EMBEDDING_CACHE"):
+        path = default_cache_dir() / "embeddings.sqlite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.environ["RERANKIT_EMBEDDING_CACHE"] = str(path)
+
+
+def add_first_stage_argument(parser: Any) -> None:
+    """``--first-stage``: where the candidates of a BEIR-layout collection come from."""
+    parser.add_argument(
+        "--first-stage",
+        default="auto",
+        help="auto (the dataset's *.run.trec when it ships one, else bm25; the default), "
+        "bm25 (over the corpus), run, or a TREC run file",
+    )
+
+
+def add_max_queries_argument(parser: Any) -> None:
+    """``--max-queries N``: only a collection's first N queries."""
+    parser.add_argument(
+        "--max-queries", type=positive_int, default=None, help="use the first N queries only"
+    )
+
+
+def add_no_progress_argument(parser: Any) -> None:
+    """``--no-progress``: plain progress lines instead of bars on stderr."""
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")

@@ -1,5 +1,5 @@
-"""``rerankit eval`` and ``rerankit tune`` (in :mod:`.tune`): the commands and their
-arguments (``rerankit train`` is in :mod:`.train`)."""
+"""``rerankit eval``: every reranker named over the same first-stage candidates of one or
+more BEIR-layout collections, the table printed and the results written."""
 
 from __future__ import annotations
 
@@ -9,29 +9,35 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..batch import quiet_ray_logs
+from ..api import load
+from ..batch import quiet_ray_logs, run_pipeline_ray
 from ..errors import InputError
 from ..eval.compare import check_baseline, format_against, format_summary_against
 from ..eval.data import TITLES, find_collections
 from ..eval.first_stage import first_stage
 from ..eval.runner import (
+    PipelineRun,
     check_output_folder,
     describe_pipeline,
     evaluate_runs,
+    first_stage_run,
     format_summary,
     format_table,
+    run_pipeline,
     write_outputs,
     write_summary,
 )
-from .args import add_language_argument, positive_float, positive_int
-from .eval_support import (
+from .args import (
     add_embedding_cache_arguments,
-    named_pipelines,
-    pipeline_runs,
-    read_collection,
+    add_first_stage_argument,
+    add_language_argument,
+    add_max_queries_argument,
+    add_no_progress_argument,
+    in_language,
+    positive_int,
     use_embedding_cache,
 )
-from .tune import cmd_tune
+from .console import progress_bar, read_collection
 
 __all__ = ["add_commands"]
 
@@ -91,6 +97,55 @@ def _labels(collections: list[tuple[Path, str]], split: str) -> list[str]:
         name if s == split and names.count(name) == 1 else f"{name}@{s}"
         for name, (_, s) in zip(names, collections, strict=True)
     ]
+
+
+def named_pipelines(
+    names: str, configs: list[str], language: str | None = None
+) -> list[tuple[str, Any, Any]]:
+    """(label, reranker, what it was declared as) for each named reranker (in ``language``
+    when given) and file."""
+
+    out = []
+    for name in [n.strip() for n in names.split(",") if n.strip()]:
+        spec = name if Path(name).suffix else in_language(name, language)
+        out.append((Path(name).stem if Path(name).suffix else name, load(spec), spec))
+    for path in configs:
+        out.append((Path(path).stem, load(Path(path)), Path(path)))
+    return out
+
+
+def pipeline_runs(
+    args: argparse.Namespace, data: Any, cands: Any, pipelines: Any, *, texts_only: bool
+) -> list[PipelineRun]:
+    """The first stage's run, then each pipeline's over the same candidates (on Ray Data
+    actors with ``--engine ray``)."""
+    runs = [first_stage_run(cands)]
+    for name, reranker, declared in pipelines:
+        if args.engine == "ray":
+            runs.append(
+                run_pipeline_ray(
+                    name,
+                    declared,
+                    data,
+                    cands,
+                    first_stage_scores=not texts_only,
+                    workers=args.workers,
+                    address=args.address,
+                )
+            )
+            continue
+        run = run_pipeline(
+            name,
+            reranker,
+            data,
+            cands,
+            progress=progress_bar(name, not args.no_progress),
+            first_stage_scores=not texts_only,
+        )
+        if run.load_note():
+            print(f"rerankit: {run.load_note()}", file=sys.stderr)
+        runs.append(run)
+    return runs
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -185,12 +240,7 @@ def add_commands(sub: Any) -> None:
         help="qrels split to evaluate (default test); SPLIT:odd / SPLIT:even keep the "
         "queries at odd / even positions in queries.jsonl",
     )
-    ev.add_argument(
-        "--first-stage",
-        default="auto",
-        help="auto (the dataset's *.run.trec when it ships one, else bm25; the default), "
-        "bm25 (over the corpus), run, or a TREC run file",
-    )
+    add_first_stage_argument(ev)
     ev.add_argument(
         "--rerankers",
         default="bm25,embedding,hybrid",
@@ -202,10 +252,8 @@ def add_commands(sub: Any) -> None:
         "--k", type=positive_int, default=100, help="candidates per query (default 100)"
     )
     ev.add_argument("--out", help="folder for results.json, TREC runs and a chart")
-    ev.add_argument(
-        "--max-queries", type=positive_int, default=None, help="evaluate the first N only"
-    )
-    ev.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_max_queries_argument(ev)
+    add_no_progress_argument(ev)
     ev.add_argument(
         "--texts-only",
         action="store_true",
@@ -241,120 +289,3 @@ def add_commands(sub: Any) -> None:
     ev.add_argument("--workers", type=positive_int, default=1, help="ray: actors (default 1)")
     ev.add_argument("--address", default=None, help="ray: cluster address (default: local)")
     ev.set_defaults(func=cmd_eval)
-
-    tu = sub.add_parser(
-        "tune",
-        help="fit a pipeline to your judgments, keeping it only when it beats the default",
-        description="Fit a pipeline on the training split: fusion weights of the first-stage "
-        "score, BM25 over the candidates and the embedding (weighted min-max, weighted z-score "
-        "and RRF; a 0.1 grid), or with --calibrate the calibrated hybrid's weights, or with "
-        "--method ltr a LightGBM ranker. Settings are chosen by k-fold cross-validation over "
-        "the training queries (folds by query, nested so the estimate is honest) and compared "
-        "with the default on the same folds; when the learned pipeline does not beat the "
-        "default by more than twice the noise of that comparison, the default is written instead "
-        "(--keep-learned writes the learned one anyway). A learning curve says whether more "
-        "judgments would help. The written pipeline is then reported once on the test split, "
-        "which never informs the choice.",
-    )
-    tu.add_argument("--data", required=True, help="BEIR-layout folder (see `rerankit eval -h`)")
-    tu.add_argument(
-        "--train-split",
-        default="train",
-        help="split to choose on (default train); SPLIT:odd / SPLIT:even for half of a split's "
-        "queries (by position in queries.jsonl)",
-    )
-    tu.add_argument(
-        "--test-split",
-        default="test",
-        help="split to report on (default test); it may not share a query with the training "
-        "split. Without it (labels made by `rerankit label`, say) the report is skipped",
-    )
-    tu.add_argument(
-        "--test-data",
-        help="report on this folder's --test-split instead (e.g. the judged collection "
-        "whose training queries `rerankit label` labelled)",
-    )
-    tu.add_argument(
-        "--first-stage",
-        default="auto",
-        help="auto (the dataset's run when it ships one, else bm25), bm25, run, or a TREC run",
-    )
-    tu.add_argument(
-        "--k", type=positive_int, default=100, help="candidates per query (default 100)"
-    )
-    tu.add_argument(
-        "--strategies",
-        default="first_stage,bm25,embedding",
-        help="signals to fuse, two or more of first_stage, bm25, embedding",
-    )
-    tu.add_argument("--out", help="TOML pipeline file to write (default tuned-<dataset>.toml)")
-    add_embedding_cache_arguments(tu)
-    tu.add_argument(
-        "--embedding-model",
-        default=None,
-        help="embedding model (hub id or folder, e.g. from `rerankit train embedding`) for "
-        "the fusion, calibration or features; written into the pipeline file "
-        "(default: the bundled all-MiniLM-L6-v2)",
-    )
-    tu.add_argument(
-        "--embedding-max-length",
-        type=int,
-        default=None,
-        help="tokens the embedding model reads per document (MiniLM: 256 unless set)",
-    )
-    tu.add_argument(
-        "--method",
-        choices=("fusion", "ltr"),
-        default="fusion",
-        help="fusion: search fusion weights (default); ltr: train a LightGBM ranker over "
-        "rerankit's signals (extra learn)",
-    )
-    tu.add_argument(
-        "--unjudged",
-        choices=("auto", "negative", "skip"),
-        default="auto",
-        help="ltr: candidates the training qrels do not name are non-relevant (negative, "
-        "as in most judged collections) or left out of training and of the "
-        "cross-validation's nDCG (skip: right for labels that judged only each query's top "
-        "few); auto (default): skip for a folder written by `rerankit label`, else negative",
-    )
-    tu.add_argument(
-        "--seeds",
-        type=positive_int,
-        default=1,
-        help="ltr: compare the settings by the mean over this many LightGBM seeds (default 1)",
-    )
-    tu.add_argument(
-        "--folds",
-        type=positive_int,
-        default=5,
-        help="cross-validation folds over the training queries (default 5, at least 3; "
-        "fewer with fewer than two queries per fold)",
-    )
-    tu.add_argument(
-        "--keep-learned",
-        action="store_true",
-        help="write the learned pipeline even when it does not beat the default by more "
-        "than --adopt-margin times the cross-validation noise (by default the default "
-        "pipeline is written then)",
-    )
-    tu.add_argument(
-        "--adopt-margin",
-        type=positive_float,
-        default=None,
-        metavar="Z",
-        help="adopt the learned pipeline only when its cross-validated gain over the default "
-        "is above Z times the noise (default 2)",
-    )
-    tu.add_argument(
-        "--calibrate",
-        action="store_true",
-        help="instead of searching fusions, refit the calibrated texts-only hybrid (scores "
-        "that estimate P(relevant) per pair) on the training split; when that does not order "
-        "better than the default, keep the default's order and refit only its probabilities",
-    )
-    tu.add_argument(
-        "--max-queries", type=positive_int, default=None, help="use the first N queries only"
-    )
-    tu.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    tu.set_defaults(func=cmd_tune)

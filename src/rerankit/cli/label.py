@@ -1,4 +1,5 @@
-"""``rerankit label``: relevance labels from an LLM judge (see :mod:`rerankit.eval.label`)."""
+"""``rerankit label``: relevance labels from an LLM judge (see
+:mod:`rerankit.training.labelling`)."""
 
 from __future__ import annotations
 
@@ -7,44 +8,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..config import build, read_spec
 from ..errors import InputError
 from ..eval.data import Dataset
 from ..eval.first_stage import first_stage
-from ..eval.label import PRICES, LabelReport, estimate, label
-from .args import positive_int
-from .eval_support import limit_queries, read_collection
+from ..training.labelling import LabelReport, estimate, judge_from, label, read_prices
+from .args import add_first_stage_argument, add_no_progress_argument, positive_int
+from .console import limit_queries, read_collection
 
 __all__ = ["add_commands"]
-
-
-def _judge(spec: str) -> Any:
-    """The LLM scorer a pipeline file declares (a single scorer)."""
-    reranker = build(read_spec(spec))
-    scorer = getattr(reranker, "scorer", None)
-    if scorer is None:
-        raise InputError(
-            f'{spec}: a judge is one LLM scorer ([scorer] type = "llm_pointwise" or '
-            '"llm_listwise"), not a pipeline of several'
-        )
-    return scorer
-
-
-def _prices(path: str | None) -> dict[str, tuple[float, float]]:
-    """The built-in prices, overridden by a JSON, TOML or YAML file of
-    ``{model: {input: $/M tokens, output: $/M tokens}}``."""
-    prices = dict(PRICES)
-    if path is None:
-        return prices
-    table = read_spec(path)
-    for model, price in table.items():
-        try:
-            prices[model] = (float(price["input"]), float(price["output"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(
-                f"{path}: {model!r} needs input and output prices per million tokens"
-            ) from exc
-    return prices
 
 
 def _queries(args: argparse.Namespace) -> Dataset:
@@ -70,8 +41,8 @@ def _line(report: LabelReport) -> str:
 
 def cmd_label(args: argparse.Namespace) -> int:
     data = _queries(args)
-    judge = _judge(args.judge)
-    prices = _prices(args.prices)
+    judge = judge_from(args.judge)
+    prices = read_prices(args.prices)
     ranked = first_stage(data, args.first_stage, k=args.k)
     candidates = {q: [d for d, _ in rows] for q, rows in ranked.items()}
     calls, cost, tokens = estimate(judge, data.queries, candidates, data.text, prices)
@@ -143,11 +114,7 @@ def add_commands(sub: Any) -> None:
         "--judge", required=True, help="pipeline file declaring one LLM scorer (the judge)"
     )
     lab.add_argument("--k", type=positive_int, default=20, help="candidates judged per query")
-    lab.add_argument(
-        "--first-stage",
-        default="auto",
-        help="auto (the folder's run, else BM25), bm25, run, or a TREC run file",
-    )
+    add_first_stage_argument(lab)
     lab.add_argument("--out", required=True, help="folder to write")
     lab.add_argument(
         "--out-split", default="train", help="name of the qrels written (default train)"
@@ -166,5 +133,5 @@ def add_commands(sub: Any) -> None:
         help="listwise: the first N get grade 2, up to M grade 1 (default 3,10)",
     )
     lab.add_argument("--dry-run", action="store_true", help="print the estimate only")
-    lab.add_argument("--no-progress", action="store_true")
+    add_no_progress_argument(lab)
     lab.set_defaults(func=cmd_label)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from .. import __version__
 from ..errors import InputError, RerankitError
 from . import eval as eval_commands
-from . import label, models, rank, serve, train
+from . import label, models, rank, serve, train, tune
 
 __all__ = ["build_parser", "main"]
 
@@ -28,6 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_commands(sub)
     models.add_commands(sub)
     eval_commands.add_commands(sub)
+    tune.add_commands(sub)
     train.add_commands(sub)
     label.add_commands(sub)
     serve.add_commands(sub)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ __all__ = [
     "load_qrels",
     "load_run",
     "parse_split",
+    "read_split",
 ]
 
 #: query selectors a split name may carry after a colon (``test:odd``): the split's judged
@@ -253,6 +254,25 @@ def load_beir(
         notes=notes,
         run_file=runs[0].name if runs else None,
     )
+
+
+def read_split(
+    path: str | Path,
+    split: str = "test",
+    max_queries: int | None = None,
+    *,
+    note: Callable[[str], None] | None = None,
+    **options: Any,
+) -> Dataset:
+    """:func:`load_beir` (with its ``options``), each of its notes passed to ``note``, cut
+    to the first ``max_queries`` queries."""
+    data = load_beir(path, split, **options)
+    for message in data.notes:
+        if note is not None:
+            note(message)
+    if max_queries:
+        data.queries = dict(list(data.queries.items())[:max_queries])
+    return data
 
 
 def find_collections(specs: Sequence[str], split: str = "test") -> list[tuple[Path, str]]:

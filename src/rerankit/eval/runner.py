@@ -75,6 +75,15 @@ class PipelineRun:
         for key, value in usage.items():
             self.usage[key] = self.usage.get(key, 0) + value
 
+    def load_note(self) -> str | None:
+        """What to say of the models' load time (None when it was too short to mention)."""
+        if self.load_seconds < 0.05:
+            return None
+        return (
+            f"{self.name}: models loaded in {self.load_seconds:.1f} s (before the first "
+            "query: not in its latency)"
+        )
+
     @property
     def mean_latency(self) -> float:
         return statistics.fmean(self.latencies) if self.latencies else 0.0

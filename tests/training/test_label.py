@@ -12,8 +12,8 @@ pytest.importorskip("openai", reason="the judge runs through the 'openai' extra"
 
 from rerankit.cli.main import main
 from rerankit.eval.data import load_beir, load_qrels
-from rerankit.eval.label import grade_pointwise
 from rerankit.llm.testing import FakeLLMServer, Reply
+from rerankit.training.labelling import grade_pointwise
 
 K = 5
 QUERY = re.compile(r'Query \(a JSON string\): ("(?:[^"\\]|\\.)*")')

@@ -28,14 +28,24 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import build, read_spec
 from ..errors import InputError
+from ..eval.data import Dataset
 from ..rerankers.base import run_sync
 from ..scorers.llm_listwise import LLMListwiseScorer, windows
 from ..scorers.llm_pointwise import LLMPointwiseScorer
 from ..types import Document
-from .data import Dataset
 
-__all__ = ["LABEL_REPORT", "PRICES", "LabelReport", "estimate", "grade_pointwise", "label"]
+__all__ = [
+    "LABEL_REPORT",
+    "PRICES",
+    "LabelReport",
+    "estimate",
+    "grade_pointwise",
+    "judge_from",
+    "label",
+    "read_prices",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -291,3 +301,32 @@ def label(
         report.failed,
     )
     return report
+
+
+def judge_from(spec: str | Path) -> Any:
+    """The LLM scorer a pipeline file declares (a single scorer): the judge of :func:`label`."""
+    reranker = build(read_spec(spec))
+    scorer = getattr(reranker, "scorer", None)
+    if scorer is None:
+        raise InputError(
+            f'{spec}: a judge is one LLM scorer ([scorer] type = "llm_pointwise" or '
+            '"llm_listwise"), not a pipeline of several'
+        )
+    return scorer
+
+
+def read_prices(path: str | Path | None) -> dict[str, tuple[float, float]]:
+    """The built-in :data:`PRICES`, overridden by a JSON, TOML or YAML file of
+    ``{model: {input: $/M tokens, output: $/M tokens}}``."""
+    prices = dict(PRICES)
+    if path is None:
+        return prices
+    table = read_spec(path)
+    for model, price in table.items():
+        try:
+            prices[model] = (float(price["input"]), float(price["output"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(
+                f"{path}: {model!r} needs input and output prices per million tokens"
+            ) from exc
+    return prices

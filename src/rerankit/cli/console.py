@@ -1,0 +1,72 @@
+"""What the commands show beside their results: progress bars (or plain progress lines) on
+stderr, the notes of a collection read, and the :class:`~rerankit.training.Reporter` that
+prints a learning function's account."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..eval.data import Dataset, read_split
+from ..training.reporting import Reporter
+
+__all__ = ["PLAIN_EVERY", "limit_queries", "progress_bar", "read_collection", "reporter"]
+
+
+#: without a progress bar, a plain line every this many queries (and one at the end)
+PLAIN_EVERY = 50
+
+
+def progress_bar(label: str, enabled: bool) -> Any:
+    """How a loop over queries reports progress on stderr: a tqdm bar when ``enabled`` and
+    tqdm is installed, else a plain line every :data:`PLAIN_EVERY` queries (``--no-progress``
+    in a log file is never silent for minutes)."""
+    if enabled:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            pass
+        else:
+            return lambda items: tqdm(items, desc=label, unit="query", file=sys.stderr, leave=False)
+    return lambda items: _plain_progress(label, items)
+
+
+def _plain_progress(label: str, items: Any) -> Any:
+    items = list(items)
+    start = time.perf_counter()
+    for done, item in enumerate(items, start=1):
+        yield item
+        if done % PLAIN_EVERY == 0 or done == len(items):
+            seconds = time.perf_counter() - start
+            print(
+                f"rerankit: {label}: {done}/{len(items)} queries ({seconds:.1f} s)", file=sys.stderr
+            )
+
+
+def note(message: str) -> None:
+    """A side remark on stderr, as ``rerankit: message``."""
+    print(f"rerankit: {message}", file=sys.stderr)
+
+
+def reporter(args: argparse.Namespace) -> Reporter:
+    """The account on stdout, notes on stderr, progress bars unless ``--no-progress``."""
+    enabled = not getattr(args, "no_progress", False)
+    return Reporter(say_to=print, note=note, progress=lambda label: progress_bar(label, enabled))
+
+
+def limit_queries(data: Dataset, n: int | None) -> Dataset:
+    """``data`` cut to its first ``n`` queries (all when ``n`` is None)."""
+    if n:
+        data.queries = dict(list(data.queries.items())[:n])
+    return data
+
+
+def read_collection(
+    path: str | Path, split: str, max_queries: int | None = None, **options: Any
+) -> Dataset:
+    """:func:`~rerankit.eval.data.load_beir` with its notes said on stderr, cut to the first
+    ``max_queries``."""
+    return read_split(path, split, max_queries, note=lambda m: note(f"warning: {m}"), **options)

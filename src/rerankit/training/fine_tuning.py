@@ -1,0 +1,307 @@
+"""Fine-tuning a model on judgments: :func:`fine_tune` trains the embedding model, or a
+cross-encoder, on a BEIR-layout folder's training split (hard negatives from BM25), keeps a
+share of the queries out to check the result against BM25 and the model it started from,
+and with ``cross_fit`` trains fold models so that ``tune`` can measure a pipeline that reads
+the model on every training query. ``rerankit train`` is this function with its arguments
+parsed and its result printed."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..errors import InputError
+from ..eval.data import read_split
+from ..eval.first_stage import first_stage
+from ..eval.metrics import ranked_ndcg
+from ..scorers.cross_encoder import CrossEncoderScorer
+from ..scorers.embedding import EmbeddingScorer
+from . import crossval
+from .cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
+from .embedding import embedding_pairs, fine_tune_embedding
+from .reporting import Reporter, quiet
+from .trainer import CROSS_FIT, queries_trained_on, record_trained_on
+
+__all__ = [
+    "CHECK_DEPTH",
+    "DEFAULT_HELD_OUT",
+    "DEFAULT_HELD_OUT_CAP",
+    "FineTuneResult",
+    "HeldOutCheck",
+    "check_on_held_out",
+    "fine_tune",
+    "held_out",
+]
+
+#: how many first-stage candidates the held-out check reranks
+CHECK_DEPTH = 20
+#: the share of the training queries kept out when not told, and at most how many: the
+#: check then costs little and a large collection keeps its queries to train on
+DEFAULT_HELD_OUT, DEFAULT_HELD_OUT_CAP = 0.1, 200
+WHAT = ("embedding", "cross-encoder")
+
+
+def held_out(qids: list[str], share: float, cap: int | None = DEFAULT_HELD_OUT_CAP) -> list[str]:
+    """The training queries kept out of training to check the result: ``share`` of them
+    (at most ``cap`` and half, at least 1 when ``share`` > 0 and there are 10 or more), by a
+    hash of each id so the choice does not depend on the file's order."""
+    if share <= 0 or len(qids) < 10:
+        return []
+    count = max(1, round(share * len(qids)))
+    if cap is not None:
+        count = min(cap, count)
+    return crossval.kfold(qids, 2)[0][:count]
+
+
+def check_on_held_out(
+    scorer: Any, data: Any, cands: dict[str, list[tuple[str, float]]], qids: list[str], k: int
+) -> tuple[float, float]:
+    """Mean nDCG@10 over the held-out ``qids`` of the first stage's top ``k`` as ranked,
+    and as the trained ``scorer`` reranks it."""
+    first, model = [], []
+    for q in qids:
+        ranked = cands.get(q, [])[:k]
+        ids, judged = [d for d, _ in ranked], data.qrels.get(q, {})
+        first.append(ranked_ndcg(ids, -np.arange(len(ids), dtype=float), judged))
+        scores = scorer.score_texts(data.queries[q], [data.text(d) for d in ids]) if ids else []
+        model.append(ranked_ndcg(ids, np.asarray(scores, dtype=float), judged))
+    return float(np.mean(first)), float(np.mean(model))
+
+
+@dataclass
+class HeldOutCheck:
+    """Mean nDCG@10 over ``queries`` the model never saw, each first stage's top
+    :data:`CHECK_DEPTH`: as BM25 ranks them (``first_stage``), as the trained model reranks
+    them (``model``) and, when known, as the model training started from does
+    (``start``)."""
+
+    queries: int
+    first_stage: float
+    model: float
+    start: float | None = None
+
+    @property
+    def beats_first_stage(self) -> bool:
+        return self.model > self.first_stage
+
+    @property
+    def beats_start(self) -> bool | None:
+        return None if self.start is None else self.model > self.start
+
+
+@dataclass
+class FineTuneResult:
+    """What :func:`fine_tune` did: the model folder ``out``, the training's ``steps``,
+    ``seconds``, ``losses`` and whether it ``resumed`` from checkpoints; ``held_out``, the
+    check on the queries kept out (None without any); with ``cross_fit``, the folds' check
+    on every judged query (``cross_fit_check``, each query ranked by the fold model never
+    trained on it), the fold folders and which folds an earlier run had trained."""
+
+    what: str
+    out: Path
+    steps: int
+    seconds: float
+    losses: list[float]
+    resumed: bool
+    held_out: HeldOutCheck | None = None
+    cross_fit_check: HeldOutCheck | None = None
+    folds: list[Path] = field(default_factory=list)
+    folds_reused: list[int] = field(default_factory=list)
+
+
+@dataclass
+class _Run:
+    """One fine-tuning's fixed settings (the model folder aside)."""
+
+    data: Any
+    source: str | Path
+    split: str
+    cands: Any
+    model: str | None
+    max_pairs: int | None
+    epochs: float
+    batch_size: int
+    progress: bool
+    options: dict[str, Any]
+
+
+def fine_tune(
+    data: str | Path,
+    out: str | Path,
+    *,
+    what: str = "embedding",
+    split: str = "train",
+    model: str | None = "all-MiniLM-L6-v2",
+    max_pairs: int | None = None,
+    epochs: float = 1.0,
+    batch_size: int = 16,
+    k: int = 100,
+    learning_rate: float | None = None,
+    head_learning_rate: float | None = None,
+    held_out_share: float | None = None,
+    cross_fit: int | None = None,
+    progress: bool = False,
+    reporter: Reporter | None = None,
+) -> FineTuneResult:
+    """Train ``what`` (``"embedding"``: fine-tune a sentence-transformers model on
+    (query, relevant, hard negative) triples; ``"cross-encoder"``: (query, document, 1/0)
+    pairs) on the judgments of ``split`` in the BEIR-layout folder ``data``, into ``out``,
+    starting from ``model``. ``held_out_share`` of the judged queries (default 0.1, at most
+    200; 0 with ``cross_fit``) are kept out and the result checked on them; ``cross_fit=K``
+    (embedding only) also trains K fold models in ``out/cross-fit``. ``progress`` shows the
+    trainer's progress bars; ``reporter`` hears each step (the trainer's time estimate
+    among them)."""
+    report = quiet(reporter)
+    if what not in WHAT:
+        raise InputError(f"what must be one of {', '.join(WHAT)}, got {what!r}")
+    if split == "test":
+        raise InputError("train on a training split; the test split is for reporting")
+    if what == "embedding" and head_learning_rate is not None:
+        raise InputError(
+            "--head-learning-rate is for cross-encoders: an embedding model has no head"
+        )
+    if held_out_share is not None and not 0 <= held_out_share < 1:
+        raise InputError(f"--held-out is a share of the queries in [0, 1), got {held_out_share}")
+    if cross_fit is not None and what != "embedding":
+        raise InputError(
+            "--cross-fit is for embedding models, which `rerankit tune` reads as features"
+        )
+    if cross_fit is not None and cross_fit < 2:
+        raise InputError(f"--cross-fit needs at least 2 folds, got {cross_fit}")
+    dataset = read_split(data, split, note=lambda message: report.note(f"warning: {message}"))
+    cands = first_stage(dataset, "bm25", k)
+    judged = [q for q in dataset.qrels if q in dataset.queries]
+    if cross_fit is not None and len(judged) < 2 * cross_fit:
+        raise InputError(
+            f"--cross-fit {cross_fit}: {len(judged)} judged queries are too few for "
+            f"{cross_fit} folds of at least 2"
+        )
+    if held_out_share is None and cross_fit:  # the folds check it: train on them all
+        checked = []
+    elif held_out_share is None:  # the default share, capped; a share asked for is kept
+        checked = held_out(judged, DEFAULT_HELD_OUT)
+    else:
+        checked = held_out(judged, held_out_share, cap=None)
+    options = {} if learning_rate is None else {"learning_rate": learning_rate}
+    if head_learning_rate is not None:  # cross-encoders only: refused above otherwise
+        options["head_learning_rate"] = head_learning_rate
+    run = _Run(dataset, data, split, cands, model, max_pairs, epochs, batch_size, progress, options)
+    summary = _train_without(run, set(checked), out, what, report)
+    result = FineTuneResult(
+        what, Path(out), summary["steps"], summary["seconds"], summary["losses"], summary["resumed"]
+    )
+    losses = result.losses
+    trend = f"; training loss {losses[0]:.3f} -> {losses[-1]:.3f}" if len(losses) > 1 else ""
+    load_with, export = (
+        ("CrossEncoderScorer", f"rerankit export {out} --kind cross-encoder --quantize int8")
+        if what == "cross-encoder"
+        else ("EmbeddingScorer", f"rerankit export {out} --quantize int8")
+    )
+    report.say(
+        f"{result.steps} steps in {result.seconds / 60:.1f} min"
+        f"{' (resumed)' if result.resumed else ''}{trend}\nwrote {out}: load it with "
+        f"{load_with}({str(out)!r}), or `{export}`"
+    )
+    if checked:
+        result.held_out = _check(run, what, out, checked, report)
+    if cross_fit:
+        _cross_fit(run, judged, cross_fit, out, result, report)
+    return result
+
+
+def _check(
+    run: _Run, what: str, out: str | Path, checked: list[str], report: Reporter
+) -> HeldOutCheck:
+    """The trained model, BM25 and the model training started from on the held-out
+    queries, said."""
+    trained = (
+        CrossEncoderScorer(str(out))
+        if what == "cross-encoder"
+        else EmbeddingScorer(str(out), cache=False)
+    )
+    first, mine = check_on_held_out(trained, run.data, run.cands, checked, CHECK_DEPTH)
+    start, before, began = _starting_model(what, run.model), "", None
+    if start is not None:
+        began = check_on_held_out(start, run.data, run.cands, checked, CHECK_DEPTH)[1]
+        before = f", the model it started from {100 * began:.2f}"
+    name = "cross-encoder" if what == "cross-encoder" else "embedding model"
+    report.say(
+        f"held-out check, {len(checked)} training queries it never saw (BM25's top "
+        f"{CHECK_DEPTH} reranked), nDCG@10: BM25 {100 * first:.2f}{before}, the trained "
+        f"{name} {100 * mine:.2f}"
+    )
+    return HeldOutCheck(len(checked), first, mine, began)
+
+
+def _cross_fit(
+    run: _Run, judged: list[str], k: int, out: str | Path, result: FineTuneResult, report: Reporter
+) -> None:
+    """K more models in ``out/cross-fit/fold-i``, each trained as the model was but with
+    the i-th of K folds of the judged queries left out (a fold already trained on the same
+    queries is kept), and the check of each on the fold it never saw: every judged query
+    measured, where a held-out share measures few. ``tune`` then reads each training query
+    with the fold model that never saw it."""
+    folds = crossval.kfold(judged, k)
+    first, model = [], []
+    for i, fold in enumerate(folds):
+        folder = Path(out) / CROSS_FIT / f"fold-{i}"
+        result.folds.append(folder)
+        if queries_trained_on(folder, run.source) == set(run.data.qrels) - set(fold):
+            report.say(f"fold {i + 1} of {len(folds)}: trained in an earlier run ({folder})")
+            result.folds_reused.append(i)
+        else:
+            report.say(f"fold {i + 1} of {len(folds)}: {len(fold)} queries left out")
+            _train_without(run, set(fold), folder, "embedding", report)
+        scorer = EmbeddingScorer(str(folder), cache=False)
+        bm25, trained = check_on_held_out(scorer, run.data, run.cands, fold, CHECK_DEPTH)
+        first += [bm25] * len(fold)
+        model += [trained] * len(fold)
+    result.cross_fit_check = HeldOutCheck(len(judged), float(np.mean(first)), float(np.mean(model)))
+    report.say(
+        f"cross-fitted check, all {len(judged)} judged training queries, each ranked by the "
+        f"fold model never trained on it (BM25's top {CHECK_DEPTH} reranked), nDCG@10: BM25 "
+        f"{100 * np.mean(first):.2f}, the fold models {100 * np.mean(model):.2f}\nwrote "
+        f"{len(folds)} fold models in {Path(out) / CROSS_FIT}: `rerankit tune "
+        f"--embedding-model {out}` reads them; serving the model does not need them"
+    )
+
+
+def _train_without(
+    run: _Run, left_out: set[str], out: str | Path, what: str, report: Reporter
+) -> dict[str, Any]:
+    """Fine-tune ``what`` on the rows built from the judgments of the run's queries but
+    ``left_out``, into ``out``, and record the queries it was trained on; returns the
+    training's summary."""
+    pairs, train = (
+        (cross_encoder_rows, fine_tune_cross_encoder)
+        if what == "cross-encoder"
+        else (embedding_pairs, fine_tune_embedding)
+    )
+    training = dataclasses.replace(
+        run.data, qrels={q: j for q, j in run.data.qrels.items() if q not in left_out}
+    )
+    summary = train(
+        pairs(training, run.cands, max_pairs=run.max_pairs),
+        out,
+        model=run.model,
+        epochs=run.epochs,
+        batch_size=run.batch_size,
+        progress=run.progress,
+        log=report.say,
+        **run.options,
+    )
+    record_trained_on(out, run.source, run.split, list(training.qrels))
+    return summary
+
+
+def _starting_model(what: str, model: str | None) -> Any:
+    """The model training started from, to show in the held-out check what training
+    changed; None for a cross-encoder trained from the bundled embedding model, whose
+    relevance head starts random."""
+    if what == "cross-encoder":
+        return None if model is None else CrossEncoderScorer(model)
+    return EmbeddingScorer(*(() if model is None else (model,)))

@@ -1,0 +1,357 @@
+"""The three things :func:`~rerankit.training.tune` can learn, each fitted on the training
+split, cross-validated against the default and written only when it beats it: a fusion of
+the first stage, BM25 and the embedding (:func:`fit_fusion`), the calibrated hybrid's
+weights and probabilities (:func:`fit_calibrated`), and a LightGBM ranker over rerankit's
+signals (:func:`fit_ltr`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..calibration import Calibration, expected_calibration_error, sigmoid
+from ..eval.metrics import ranked_ndcg
+from ..normalize import normalize_scores
+from ..scorers import learned
+from ..scorers.recipe import HYBRID_CALIBRATION
+from . import calibrated, ltr
+from . import fusion_search as fusion
+from .reporting import Reporter
+from .selection import (
+    Comparison,
+    cross_validated,
+    default_hybrid_scores,
+    default_ndcg,
+    default_pipeline,
+    judged_only,
+    other_embedding,
+    per_fold,
+    pick_default,
+    write_pipeline,
+)
+
+__all__ = ["Fitted", "feature_rows", "fit_calibrated", "fit_fusion", "fit_ltr"]
+
+
+@dataclass
+class Fitted:
+    """What a method wrote: the pipeline file, its spec and comment, whether the learned
+    pipeline was written (``learned``; else the default), which default it was measured
+    against (``"hybrid"`` or ``"fusion"``), the comparison with it, and the learned
+    model's file and report (learning to rank)."""
+
+    path: Path
+    spec: dict[str, Any]
+    comment: str
+    learned: bool
+    default: str
+    comparison: Comparison
+    model_path: Path | None = None
+    model_report: dict[str, Any] = field(default_factory=dict)
+
+
+def fit_fusion(
+    opts: Any,
+    train: Any,
+    cands: Any,
+    embedding: Any,
+    routes: dict[str, str] | None,
+    among: set[str] | None,
+    report: Reporter,
+) -> Fitted:
+    """Fusion weights of ``opts.strategies`` (weighted min-max, weighted z-score, RRF; a 0.1
+    grid) chosen by cross-validation against the default."""
+    strategies = opts.strategy_list
+    bar = report.progress("scoring train")
+    matrices = per_fold(
+        lambda c, e: fusion.score_matrix(train, c, e, progress=bar),
+        cands,
+        routes,
+        embedding,
+        opts.embedding_max_length,
+    )
+    table = fusion.fusion_table(train, matrices, strategies)
+    fit = fusion.fusion_options(table)
+    which, default = default_ndcg(opts, train, cands, table, among, report)
+    report.say(
+        f"{train.name}: fusions of {', '.join(strategies)} on the {opts.train_split} split\n"
+    )
+    found = cross_validated(
+        opts, list(matrices), fit, default, fusion.describe_fusion, report, among=among
+    )
+    verdict, best = found.verdict, found.cross_validation.best
+    name = f"tuned-{train.name}"
+    if verdict.adopt or opts.keep_learned:
+        spec = fusion.pipeline_spec(
+            fusion.as_choice(best),
+            name=name,
+            embedding_model=opts.embedding_model,
+            embedding_max_length=opts.embedding_max_length,
+        )
+        comment = (
+            f"Tuned by `rerankit tune` on {train.name} {opts.train_split} ({len(matrices)} "
+            f"queries): {fusion.describe_fusion(best)}; {verdict.describe()}."
+        )
+    else:
+        spec, comment = default_pipeline(opts, train, verdict, "tuned fusion", which)
+    path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
+    learned_written = bool(verdict.adopt or opts.keep_learned)
+    return Fitted(path, spec, comment, learned_written, which, found)
+
+
+def fit_calibrated(
+    opts: Any,
+    train: Any,
+    cands: Any,
+    embedding: Any,
+    routes: dict[str, str] | None,
+    among: set[str] | None,
+    report: Reporter,
+) -> Fitted:
+    """Refit the calibrated hybrid on the training split (weights chosen by
+    cross-validation); when that does not beat the default's order by more than the margin
+    times the noise, keep the default's order and refit only its output calibration (the
+    probabilities), when a refit predicts held-out queries better (cross-validated log loss)
+    than the default's. ``routes``: each query's fold model, when ``embedding`` was
+    cross-fitted (:func:`~rerankit.training.selection.cross_fit_routes`); the verdict on
+    ``among``."""
+
+    read = calibrated.reading()  # documents read as the default hybrid reads them
+    roles = read["roles"]
+    bar = report.progress("scoring train")
+    matrices = per_fold(
+        lambda c, e: calibrated.pairwise_matrix(train, c, e, read=read, progress=bar),
+        cands,
+        routes,
+        embedding,
+        opts.embedding_max_length,
+    )
+    default_cals = [Calibration.parse(HYBRID_CALIBRATION["calibration"][r]) for r in roles]
+    default_weights = [HYBRID_CALIBRATION["weights"][r] for r in roles]
+    logits = {
+        q: calibrated.fused_logits(raw, default_cals, default_weights)
+        for q, (_, raw) in matrices.items()
+    }
+    default = {
+        q: ranked_ndcg(ids, logits[q], train.qrels.get(q, {})) for q, (ids, _) in matrices.items()
+    }
+    report.say(
+        f"{train.name}: the calibrated hybrid's signals ({', '.join(roles)}) on "
+        f"{len(matrices)} {opts.train_split} queries\n"
+    )
+
+    def describe(weights: Any) -> str:
+        return "weights " + ", ".join(f"{r} {w:.1f}" for r, w in zip(roles, weights, strict=True))
+
+    fit = calibrated.calibration_options(train, matrices, roles)
+    found = cross_validated(opts, list(matrices), fit, default, describe, report, among=among)
+    verdict, best = found.verdict, found.cross_validation.best
+    labels = calibrated.relevance_labels(train, matrices)
+    y = np.concatenate([labels[q] for q in matrices])
+    if verdict.adopt or opts.keep_learned:
+        refitted = calibrated.fit_calibrated(train, matrices, roles, weights=[best])
+        calibration, ece = refitted["calibration"], refitted["ece"]
+        comment = (
+            f"Calibrated by `rerankit tune --calibrate` on {train.name} {opts.train_split} "
+            f"({len(matrices)} queries): {describe(best)}; {verdict.describe()}."
+        )
+    else:  # the default's order; its probabilities refitted where that generalises
+        default_output = Calibration.parse(HYBRID_CALIBRATION["output_calibration"])
+        output, refit_loss, default_loss = calibrated.refit_output(
+            logits, labels, default_output, opts.folds
+        )
+        calibration = {
+            k: {r: HYBRID_CALIBRATION[k][r] for r in roles} for k in ("weights", "calibration")
+        }
+        calibration["output_calibration"] = output.as_dict()
+        fused = np.concatenate(list(logits.values()))
+        ece = expected_calibration_error(sigmoid(output.logit(fused)), y)
+        probabilities = (
+            "probabilities refitted to these judgments"
+            if output is not default_output
+            else "own probabilities (refitted ones predicted held-out queries worse)"
+        )
+        comment = (
+            f"Written by `rerankit tune --calibrate` on {train.name} {opts.train_split} "
+            f"({len(matrices)} queries): refitted weights did not beat the default's order by "
+            f"more than {verdict.margin:g} x the noise ({verdict.describe()}), so this is the "
+            f"default hybrid's order with its {probabilities}."
+        )
+        report.say(
+            f"cross-validated log loss of the probabilities (folds by query): refitted "
+            f"{refit_loss:.4f}, the default's {default_loss:.4f}\nkept the default's order "
+            f"with its {probabilities}"
+        )
+    report.say(f"training ECE of the written pipeline's probabilities: {ece:.4f}")
+    name = f"calibrated-{train.name}"
+    spec = calibrated.calibrated_spec(
+        calibration,
+        name=name,
+        read=read,
+        embedding_model=opts.embedding_model,
+        embedding_max_length=opts.embedding_max_length,
+    )
+    path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
+    return Fitted(path, spec, comment, bool(verdict.adopt or opts.keep_learned), "hybrid", found)
+
+
+def feature_rows(
+    data: Any, cands: Any, embedding: str | None, *, progress: Callable[[Any], Any] | None = None
+) -> dict[str, tuple[list[str], np.ndarray]]:
+    """Learning to rank's features (:data:`rerankit.scorers.learned.FEATURES`) of each query's
+    candidates, ``{qid: (doc ids, matrix)}``, for the queries with any; ``embedding``: the
+    model the embedding features read (None: the bundled MiniLM); ``progress`` wraps the
+    loop over queries."""
+    signals = learned.Signals(embedding)
+    items = [(q, c) for q, c in cands.items() if c]
+    rows = {}
+    for qid, ranked in progress(items) if callable(progress) else items:
+        texts = [data.text(d) for d, _ in ranked]
+        x = learned.features(signals, data.queries[qid], texts, [s for _, s in ranked])
+        rows[qid] = ([d for d, _ in ranked], x)
+    return rows
+
+
+def _describe_ltr(option: Any) -> str:
+    setting, trees, blend, top = option
+    mix = "alone" if blend == 1 else f"blended {blend:.2f} with first stage + MiniLM"
+    cleaned = "" if top is None else f", judged-relevant ranked below {top} left out"
+    return f"{setting}, {trees} trees, {mix}{cleaned}"
+
+
+def fit_ltr(
+    opts: Any,
+    train: Any,
+    cands: Any,
+    embedding: Any,
+    routes: dict[str, str] | None,
+    among: set[str] | None,
+    report: Reporter,
+) -> Fitted:
+    """Learning to rank: LightGBM settings, trees and a blend with the default chosen by
+    cross-validation; the learned pipeline written when it beats the default hybrid (given
+    first-stage scores) by more than the margin times the noise, else the default.
+    ``routes`` and ``among`` as for :func:`fit_calibrated`."""
+
+    say = report.say
+    start = time.perf_counter()
+    rows = per_fold(
+        lambda c, e: feature_rows(train, c, e, progress=report.progress("features")),
+        cands,
+        routes,
+        embedding,
+        opts.embedding_max_length,
+    )
+    with_candidates = len(rows)
+    say(
+        f"{train.name}: learning to rank on {len(rows)} {opts.train_split} queries (features "
+        f"built in {time.perf_counter() - start:.0f} s; {len(ltr.feature_set(len(rows)))} "
+        f"features, with {len(ltr.SETTINGS)} LightGBM settings, trees "
+        f"{'/'.join(map(str, ltr.TREES))} and blends with the default compared)\n"
+    )
+    fs, cos = learned.FEATURES.index("first_stage"), learned.FEATURES.index("cosine")
+    weights = fusion.DEFAULT_HYBRID["weights"]
+    blended = {  # what a learned model is blended with: first stage and MiniLM, min-max
+        q: weights["first_stage"] * normalize_scores(x[:, fs], "min_max")
+        + weights["embedding"] * normalize_scores(x[:, cos], "min_max")
+        for q, (_, x) in rows.items()
+    }
+    hybrid = default_hybrid_scores(train, cands, progress=report.progress("scoring the default"))
+    judged = judged_only(opts, report)
+    if judged:  # learn and cross-validate on the judged candidates only
+        _, hybrid = ltr.judged_candidates(rows, train.qrels, hybrid)
+        rows, blended = ltr.judged_candidates(rows, train.qrels, blended)
+        if len(rows) < with_candidates:
+            say(f"({with_candidates - len(rows)} queries without judged candidates left out)")
+        say(
+            "labels from a judge: also comparing models that leave out the relevant labels "
+            f"a model fitted on the other queries ranks below the {ltr.DENOISE_TOP}th"
+        )
+
+    def ndcg(scores: Any) -> dict[str, float]:
+        return {
+            q: ranked_ndcg(ids, scores[q], train.qrels.get(q, {})) for q, (ids, _) in rows.items()
+        }
+
+    fused = ndcg(blended) if other_embedding(opts) else None
+    which, default = pick_default(opts, ndcg(hybrid), fused, among, report)
+    fit = ltr.options(
+        rows,
+        train.qrels,
+        default=blended,
+        seeds=range(opts.seeds),
+        denoise_tops=(None, ltr.DENOISE_TOP) if judged else (None,),
+    )
+    started = time.perf_counter()
+    found = cross_validated(
+        opts, list(rows), fit, default, _describe_ltr, report, refit=True, among=among
+    )
+    say(f"(cross-validation took {time.perf_counter() - started:.0f} s)")
+    verdict, best = found.verdict, found.cross_validation.best
+    name = f"ltr-{train.name}"
+    if not (verdict.adopt or opts.keep_learned):
+        spec, comment = default_pipeline(opts, train, verdict, "learned ranker", which)
+        path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
+        return Fitted(path, spec, comment, False, which, found)
+    setting, trees, blend, top = best
+    names = ltr.feature_set(len(rows))
+    began = time.perf_counter()
+    booster = ltr.fit_option(rows, train.qrels, list(rows), best, features=names)
+    model_report = {
+        "setting": setting,
+        "params": ltr.SETTINGS[setting],
+        "trees": trees,
+        "blend": blend,
+        "denoise_top": top,
+        "features": list(names),
+        "queries": len(rows),
+        "cross_validation": {
+            "learned": verdict.learned,
+            "default": verdict.default,
+            "gain": verdict.gain,
+            "noise": verdict.noise,
+            "fold_gains": verdict.fold_gains,
+        },
+        "importance": ltr.importance(booster),
+        "train_seconds": time.perf_counter() - began,
+    }
+    if opts.embedding_model:
+        model_report["embedding_model"] = opts.embedding_model
+    model_path = Path(opts.out or f"{name}.toml").with_suffix(".lgb.txt")
+    ltr.save(booster, model_path, model_report)
+    most = sorted(model_report["importance"].items(), key=lambda x: -x[1])[:6]
+    say(f"feature importance (share of gain): {', '.join(f'{k} {v:.2f}' for k, v in most)}")
+    say(f"wrote {model_path}")
+    spec = _learned_spec(opts, name, model_path, blend)
+    comment = (
+        f"Trained by `rerankit tune --method ltr` on {train.name} {opts.train_split} "
+        f"({len(rows)} queries): {_describe_ltr(best)}; model: {model_path.name}; "
+        f"{verdict.describe()}."
+    )
+    path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
+    return Fitted(path, spec, comment, True, which, found, model_path, model_report)
+
+
+def _learned_spec(opts: Any, name: str, model_path: Path, blend: float) -> dict[str, Any]:
+    """The learned pipeline: the model alone (``blend`` 1), or ``blend`` of it and the rest
+    of the first stage + MiniLM fusion, min-max normalised."""
+    scorer: dict[str, Any] = {"type": "learned", "model": str(model_path.resolve())}
+    if opts.embedding_model:
+        scorer["embedding"] = opts.embedding_model
+    if blend == 1:
+        return {"name": name, "stages": [{"scorer": scorer}]}
+    stage = fusion.pipeline_spec(
+        fusion.DEFAULT_HYBRID,
+        name=name,
+        embedding_model=opts.embedding_model,
+        embedding_max_length=opts.embedding_max_length,
+    )["stages"][0]
+    for entry in stage["scorers"]:
+        entry["weight"] = round((1 - blend) * entry["weight"], 4)
+    stage["scorers"].insert(0, {**scorer, "weight": blend})
+    return {"name": name, "stages": [stage]}

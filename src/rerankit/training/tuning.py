@@ -1,0 +1,269 @@
+"""Fitting a pipeline to your judgments: :func:`tune` chooses a fusion, refits the
+calibrated hybrid or trains a LightGBM ranker on the training split by nested
+cross-validation, writes it only when it beats the default by more than the margin times
+the noise (else the default, with the reason) and reports it once on the test split, which
+never informs the choice. ``rerankit tune`` is this function with its arguments parsed and
+its account printed.
+
+>>> from rerankit.training import tune
+>>> result = tune("examples/scifact-mini", train_split="test:odd", test_split="test:even",
+...               out="tuned.toml", folds=3)                      # doctest: +SKIP
+>>> result.adopted, result.verdict.gain, result.spec              # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ..api import load
+from ..errors import InputError
+from ..eval.data import Dataset, read_split
+from ..eval.first_stage import first_stage
+from ..eval.runner import evaluate_runs, first_stage_run, run_pipeline
+from ..scorers.embedding import EmbeddingScorer
+from . import fusion_search
+from .crossval import CrossValidation, Verdict
+from .methods import Fitted, fit_calibrated, fit_fusion, fit_ltr
+from .reporting import Reporter, quiet
+from .selection import cross_fit_routes, unseen_queries
+
+__all__ = ["TuneOptions", "TuneResult", "check_out", "check_train_split", "tune"]
+
+METHODS = ("fusion", "ltr")
+UNJUDGED = ("auto", "negative", "skip")
+
+
+@dataclass
+class TuneOptions:
+    """What :func:`tune` reads and how it chooses (each is ``rerankit tune``'s option of
+    the same name): the BEIR-layout folder ``data``, the split to choose on and the one to
+    report on (``SPLIT:odd`` / ``SPLIT:even`` for half of one; ``test_data``: report on
+    another folder's), the first stage and its depth ``k``, what to learn (``method``
+    ``"fusion"`` over ``strategies``, ``calibrate=True`` for the calibrated hybrid, or
+    ``method="ltr"`` with ``seeds`` and ``unjudged``), the embedding model, the folds, the
+    margin over the noise a learned pipeline needs (``adopt_margin``, default 2),
+    ``keep_learned`` to write it anyway, ``out`` (the pipeline file) and ``max_queries``."""
+
+    data: str | Path
+    train_split: str = "train"
+    test_split: str = "test"
+    test_data: str | Path | None = None
+    first_stage: str = "auto"
+    k: int = 100
+    strategies: str | tuple[str, ...] = "first_stage,bm25,embedding"
+    out: str | Path | None = None
+    embedding_model: str | None = None
+    embedding_max_length: int | None = None
+    method: str = "fusion"
+    unjudged: str = "auto"
+    seeds: int = 1
+    folds: int = 5
+    keep_learned: bool = False
+    adopt_margin: float | None = None
+    calibrate: bool = False
+    max_queries: int | None = None
+
+    @property
+    def strategy_list(self) -> list[str]:
+        """``strategies`` as a list (a comma-separated string or a sequence)."""
+        given = self.strategies.split(",") if isinstance(self.strategies, str) else self.strategies
+        return [s.strip() for s in given]
+
+    @classmethod
+    def from_namespace(cls, namespace: Any) -> TuneOptions:
+        """The options of the same names from an object that has them (parsed arguments)."""
+        return cls(**{f.name: getattr(namespace, f.name) for f in fields(cls)})
+
+    def check(self) -> None:
+        """Refuse options that cannot work, before any work."""
+        unknown = sorted(set(self.strategy_list) - set(fusion_search.STRATEGIES))
+        if unknown or len(self.strategy_list) < 2:
+            raise ValueError(
+                f"--strategies: two or more of {', '.join(fusion_search.STRATEGIES)}; "
+                f"unknown: {unknown}"
+            )
+        if self.train_split == self.test_split:
+            raise ValueError(
+                "--train-split and --test-split must differ: never tune on the split you report"
+            )
+        if self.folds < 3:
+            raise ValueError(
+                f"--folds must be at least 3 (the cross-validation is nested), got {self.folds}"
+            )
+        for name, value in (
+            ("k", self.k),
+            ("seeds", self.seeds),
+            ("max_queries", self.max_queries),
+        ):
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        if self.adopt_margin is not None and not 0 < self.adopt_margin < float("inf"):
+            raise ValueError(f"adopt_margin must be a positive number, got {self.adopt_margin}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if self.unjudged not in UNJUDGED:
+            raise ValueError(
+                f"unjudged must be one of {', '.join(UNJUDGED)}, got {self.unjudged!r}"
+            )
+        check_out(self.out)
+
+
+@dataclass
+class TuneResult:
+    """What :func:`tune` chose and measured.
+
+    ``path``: the pipeline file written, ``spec`` its pipeline (load either with
+    :func:`rerankit.load`) and ``comment`` the reason written above it; ``adopted``: the
+    verdict (the learned pipeline beat the default by more than ``verdict.margin`` times the
+    noise); ``learned``: whether the learned pipeline was written (adopted, or
+    ``keep_learned``), else the default; ``chosen``: the best learned option, described;
+    ``default``: the default it was measured against (``"hybrid"``, or ``"fusion"``, the
+    hybrid's fusion over another embedding model); ``verdict`` and ``cross_validation``: the
+    cross-validated figures (nDCG@10 as fractions); ``learning_curve``: (training queries
+    per fit, cross-validated nDCG@10); ``model_path`` and ``model_report``: a learned
+    ranker's file and its report; ``test``: the rows of the report on the test split (first
+    stage, ``hybrid``, the written pipeline; see :func:`rerankit.eval.runner.evaluate_runs`)
+    with ``test_name`` and ``test_queries``, or None when there is no test split;
+    ``lines``: the account, as ``rerankit tune`` prints it."""
+
+    method: str
+    path: Path
+    spec: dict[str, Any]
+    comment: str
+    adopted: bool
+    learned: bool
+    chosen: str
+    default: str
+    verdict: Verdict
+    cross_validation: CrossValidation
+    learning_curve: list[tuple[int, float]]
+    model_path: Path | None = None
+    model_report: dict[str, Any] = field(default_factory=dict)
+    test: list[dict[str, Any]] | None = None
+    test_name: str | None = None
+    test_queries: int = 0
+    lines: list[str] = field(default_factory=list)
+
+
+def tune(data: str | Path, *, reporter: Reporter | None = None, **options: Any) -> TuneResult:
+    """Fit a pipeline to the judgments of the BEIR-layout folder ``data`` (see the module
+    and :class:`TuneOptions` for ``options``); ``reporter`` hears the account as it goes
+    (nothing is printed). Returns the :class:`TuneResult`; the pipeline file is written to
+    ``out`` (default ``tuned-<collection>.toml``, ``calibrated-...`` or ``ltr-...`` in the
+    working directory)."""
+    opts = TuneOptions(data=data, **options)
+    report = quiet(reporter)
+    opts.check()
+    if opts.embedding_model and Path(opts.embedding_model).is_dir():  # usable from anywhere
+        opts.embedding_model = str(Path(opts.embedding_model).resolve())
+    model = (opts.embedding_model,) if opts.embedding_model else ()
+    embedding = EmbeddingScorer(*model, max_length=opts.embedding_max_length)
+    check_train_split(Path(opts.data), opts.train_split)
+    warn = _warner(report)
+    train = read_split(opts.data, opts.train_split, opts.max_queries, note=warn)
+    test_data = Path(opts.test_data or opts.data)
+    test = None
+    if (test_data / "qrels" / f"{opts.test_split.split(':')[0]}.tsv").is_file():
+        test = read_split(test_data, opts.test_split, opts.max_queries, note=warn)
+    elif opts.test_data:
+        raise InputError(f"{test_data}: no qrels/{opts.test_split}.tsv to report on")
+    shared = sorted(set(train.queries) & set(test.queries)) if test is not None else []
+    if shared:
+        raise InputError(
+            f"--train-split {opts.train_split} and --test-split {opts.test_split} share "
+            f"{len(shared)} queries (e.g. {shared[0]!r}): never tune on queries you report"
+        )
+    cands = first_stage(train, opts.first_stage, opts.k)
+    routes = cross_fit_routes(opts, cands, report)  # fold models that never saw each query
+    unseen = None if routes else unseen_queries(opts, list(train.qrels), report)
+    if opts.calibrate:
+        method, fit = "calibrate", fit_calibrated
+    else:
+        method, fit = opts.method, fit_ltr if opts.method == "ltr" else fit_fusion
+    fitted = fit(opts, train, cands, embedding, routes, unseen, report)
+    result = _result(method, fitted, report)
+    if test is not None:
+        result.test = _report_on_test(opts, test, fitted.path, method == "calibrate", report)
+        result.test_name, result.test_queries = test.name, len(test.queries)
+    return result
+
+
+def _result(method: str, fitted: Fitted, report: Reporter) -> TuneResult:
+    found = fitted.comparison
+    return TuneResult(
+        method=method,
+        path=fitted.path,
+        spec=fitted.spec,
+        comment=fitted.comment,
+        adopted=found.verdict.adopt,
+        learned=fitted.learned,
+        chosen=found.chosen,
+        default=fitted.default,
+        verdict=found.verdict,
+        cross_validation=found.cross_validation,
+        learning_curve=found.learning_curve,
+        model_path=fitted.model_path,
+        model_report=fitted.model_report,
+        lines=report.lines,
+    )
+
+
+def _warner(report: Reporter) -> Any:
+    """How a collection's notes reach ``report``: as warnings."""
+    return lambda message: report.note(f"warning: {message}")
+
+
+def _report_on_test(
+    opts: TuneOptions, test: Dataset, path: Path, texts_only: bool, report: Reporter
+) -> list[dict[str, Any]]:
+    """The written pipeline evaluated once on the test split, next to the default hybrid
+    (the rows of :func:`~rerankit.eval.runner.evaluate_runs`)."""
+    cands = first_stage(test, opts.first_stage, opts.k)
+    runs = [first_stage_run(cands)]
+    for name, reranker in (("hybrid", load("hybrid")), (path.stem, load(path))):
+        progress = report.progress(name)
+        run = run_pipeline(
+            name, reranker, test, cands, progress=progress, first_stage_scores=not texts_only
+        )
+        if run.load_note():
+            report.note(run.load_note())
+        runs.append(run)
+    return evaluate_runs(test, runs, opts.k)
+
+
+def check_out(out: str | Path | None) -> None:
+    """Refuse an ``out`` that could not be written or read back, before the work."""
+    if out is None:
+        return
+    path = Path(out)
+    if path.is_dir():
+        raise InputError(
+            f"--out {out}: is a folder; name the pipeline file, e.g. {path / 'tuned.toml'}"
+        )
+    if path.suffix.lower() != ".toml":
+        raise InputError(
+            f"--out {out}: tune writes a TOML pipeline file; give a name ending in .toml "
+            f"(e.g. {path.with_suffix('.toml')})"
+        )
+
+
+def check_train_split(data: Path, split: str) -> None:
+    """A missing training split, with the halves of an existing one as the way out."""
+    name = split.partition(":")[0]
+    if not data.is_dir() or (data / "qrels" / f"{name}.tsv").is_file():
+        return  # load_beir says what is wrong with a folder that is not one
+    found = sorted(p.stem for p in (data / "qrels").glob("*.tsv"))
+    if len(found) == 1:
+        raise InputError(
+            f"{data}: no qrels/{name}.tsv to tune on (splits found: {found[0]}); with one "
+            f"judged split, tune on half of its queries and report on the other: "
+            f"--train-split {found[0]}:odd --test-split {found[0]}:even"
+        )
+    if found:
+        raise InputError(
+            f"{data}: no qrels/{name}.tsv to tune on (splits found: {', '.join(found)}); "
+            "name the one to tune on with --train-split and the one to report on with "
+            "--test-split"
+        )

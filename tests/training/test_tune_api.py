@@ -1,0 +1,100 @@
+"""``rerankit.training.tune`` from Python, with no argument parsing: it returns what it chose
+and measured, prints nothing, and writes what ``rerankit tune`` writes for the same data."""
+
+from __future__ import annotations
+
+import pytest
+import tomllib
+
+from rerankit.cli import main
+from rerankit.training import Reporter, TuneResult, tune
+
+pytest.importorskip("sentence_transformers", reason="tune's embedding needs the 'torch' extra")
+
+
+@pytest.fixture(autouse=True)
+def _embedding_cache(tmp_path_factory, monkeypatch):
+    """The embedding cache ``rerankit tune`` sets up in this session's cache folder, so
+    that the collection's documents are encoded once for every test that tunes on it."""
+    folder = tmp_path_factory.getbasetemp() / "cache"
+    folder.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("RERANKIT_EMBEDDING_CACHE", str(folder / "embeddings.sqlite"))
+
+
+def _cli(data, out, capsys) -> str:
+    capsys.readouterr()
+    args = ["tune", "--data", str(data), "--k", "10", "--out", str(out), "--no-progress"]
+    assert main(args) == 0
+    return capsys.readouterr().out
+
+
+def test_tune_returns_the_verdict_the_spec_and_the_figures_the_command_prints(
+    tmp_path, synthetic, capsys
+):
+    """Only the first stage knows which documents are relevant: the searched fusion beats
+    the default, and the result says so with the figures the command line prints, the spec
+    it writes and the test-split rows it reports."""
+    data = synthetic(tmp_path / "data", misleading=True)
+    out = tmp_path / "python.toml"
+    result = tune(data, k=10, out=out)
+    assert capsys.readouterr() == ("", "")  # the library prints nothing
+    assert isinstance(result, TuneResult) and result.method == "fusion"
+    assert result.adopted and result.learned and result.default == "hybrid"
+    assert (
+        result.verdict.adopt and result.verdict.gain > result.verdict.margin * result.verdict.noise
+    )
+    assert result.verdict.queries == 30 and len(result.verdict.fold_gains) == 5
+    assert result.cross_validation.best is not None and result.chosen.startswith(
+        ("weighted_average", "rrf")
+    )
+    assert [n for n, _ in result.learning_curve] == sorted(n for n, _ in result.learning_curve)
+    weights = {s.get("name", s["type"]): s["weight"] for s in result.spec["stages"][0]["scorers"]}
+    assert weights["first_stage"] >= 0.5
+    assert result.path == out and tomllib.loads(out.read_text()) == result.spec
+    assert out.read_text().startswith(f"# {result.comment}\n")
+
+    printed = _cli(data, tmp_path / "cli.toml", capsys)
+    written = tomllib.loads((tmp_path / "cli.toml").read_text())
+    assert written == result.spec  # the same pipeline, the same file
+    assert (tmp_path / "cli.toml").read_text() == out.read_text()
+    gain = float(printed.split("gain ")[1].split()[0])
+    assert gain == pytest.approx(100 * result.verdict.gain, abs=0.005)
+    assert f"adopted: {result.chosen} beats the default" in printed
+    # the account the command prints is the result's lines, then the test-split report
+    account = "\n".join(result.lines).replace(str(out), str(tmp_path / "cli.toml"))
+    assert printed.startswith(account)
+    assert result.test_name == "data" and result.test_queries == 10
+    rows = {row["pipeline"]: row for row in result.test}
+    assert set(rows) == {"first stage", "hybrid", out.stem}
+    assert rows[out.stem]["ndcg@10"] > rows["hybrid"]["ndcg@10"]
+    cli_tuned = float(printed.split("| cli |")[1].split("|")[0])
+    assert cli_tuned == pytest.approx(100 * rows[out.stem]["ndcg@10"], abs=0.006)
+
+
+def test_tune_writes_the_default_when_learning_cannot_beat_it_and_tells_a_reporter(
+    tmp_path, synthetic
+):
+    data = synthetic(tmp_path / "data", obvious=True)
+    heard: list[str] = []
+    result = tune(data, k=10, out=tmp_path / "t.toml", reporter=Reporter(say_to=heard.append))
+    assert not result.adopted and not result.learned
+    assert result.spec == {"name": "hybrid", "stages": [{"reranker": "hybrid"}]}
+    assert "so this is the default pipeline" in result.comment
+    assert any(line.startswith("not adopted:") for line in result.lines)
+    assert "\n".join(heard).split("\n") == result.lines  # what the reporter heard, in order
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"folds": 2}, "--folds must be at least 3"),
+        ({"strategies": ("bm25",)}, "two or more of"),
+        ({"method": "forest"}, "method must be one of"),
+        ({"adopt_margin": 0}, "adopt_margin must be a positive number"),
+        ({"train_split": "test"}, "must differ"),
+        ({"out": "pipeline.json"}, "give a name ending in .toml"),
+    ],
+)
+def test_options_that_cannot_work_are_refused_before_any_work(tmp_path, options, message):
+    with pytest.raises(ValueError, match=message):
+        tune(tmp_path / "not-read", **options)
