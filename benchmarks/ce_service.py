@@ -152,8 +152,8 @@ def main() -> int:
     parser.add_argument("--requests", type=int, default=24, help="per level and service")
     parser.add_argument("--shape", default="minilm")
     args = parser.parse_args()
-    from rerankit import CrossEncoderScorer
     from rerankit.backends.onnx import export
+    from rerankit.scorers import CrossEncoderScorer
 
     work_dir = Path(tempfile.mkdtemp(prefix="rerankit-ce-service-"))
     pairs = load_queries("dl19", 43)

@@ -179,8 +179,8 @@ def st_predict(st: Any, batch_size: int) -> Callable[[str, list[str]], np.ndarra
 def cross_encoders(args: argparse.Namespace, work: Path, peer: Peer | None) -> None:
     from sentence_transformers import CrossEncoder
 
-    from rerankit import CrossEncoderScorer
     from rerankit.backends.onnx import export
+    from rerankit.scorers import CrossEncoderScorer
 
     for shape in args.shapes.split(","):
         for data_name in args.data.split(","):
@@ -262,8 +262,8 @@ def trained_order(args: argparse.Namespace, work: Path) -> None:
     for the export's int8 (activations smoothed, then one scale per token), for smoothed
     int8 with ONNX Runtime's one scale per tensor, and for plain dynamic int8, and what each
     costs in speed (interleaved rounds on the first queries)."""
-    from rerankit import CrossEncoderScorer
     from rerankit.backends.onnx import export
+    from rerankit.scorers import CrossEncoderScorer
 
     how = {"labels": trained_minilm, "distilled": distilled_minilm}.get(args.order_model)
     if how is None:  # a trained cross-encoder: a local folder or a Hugging Face hub id
@@ -333,8 +333,8 @@ def trained_order(args: argparse.Namespace, work: Path) -> None:
 
 def batch_sizes(args: argparse.Namespace, work: Path) -> None:
     """rerankit's scorer at several batch sizes, interleaved (what the default rests on)."""
-    from rerankit import CrossEncoderScorer
     from rerankit.backends.onnx import export
+    from rerankit.scorers import CrossEncoderScorer
 
     sizes = [int(x) for x in args.sweep.split(",")]
     for shape in args.shapes.split(","):
@@ -372,7 +372,7 @@ def causal_lm(
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from rerankit import CausalLMScorer
+    from rerankit.scorers import CausalLMScorer
     from rerankit.scorers.causal_lm import (
         DEFAULT_INSTRUCTION,
         QWEN3_PREFIX,

@@ -450,12 +450,13 @@ def main() -> None:
     shorts = tuple(float(x) for x in args.short.split(",") if x)
     leads = tuple(int(x) for x in args.leads.split(","))
     prepare(args.only)
-    from rerankit import EmbeddingScorer, load
+    from rerankit import load
     from rerankit.calibration import expected_calibration_error, fit_calibration, sigmoid
     from rerankit.eval import load_beir
     from rerankit.eval.first_stage import first_stage
     from rerankit.eval.runner import run_pipeline
     from rerankit.rerankers.hybrid import background_bm25
+    from rerankit.scorers import EmbeddingScorer
     from rerankit.scorers.lexical import Analyzer
     from rerankit.scorers.proximity import ProximityScorer
 

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rerankit import EmbeddingCache, EmbeddingScorer
+from rerankit.cache import EmbeddingCache
+from rerankit.scorers import EmbeddingScorer
 
 DL19 = Path(__file__).resolve().parents[2] / "shared/data/msmarco/trec-dl-2019-bm25-top100"
 SCIFACT = Path(__file__).resolve().parents[2] / "shared/data/beir/scifact"

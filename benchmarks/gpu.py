@@ -74,7 +74,7 @@ def library(args: argparse.Namespace, work: Path) -> None:
     import torch
     from sentence_transformers import CrossEncoder
 
-    from rerankit import CrossEncoderScorer
+    from rerankit.scorers import CrossEncoderScorer
 
     for shape in ("minilm", "bge-base"):
         for data_name in ("dl19", "scifact"):
@@ -122,7 +122,7 @@ def library(args: argparse.Namespace, work: Path) -> None:
 def batch_sizes(args: argparse.Namespace, work: Path) -> None:
     """rerankit's cross-encoder at its default dtype with 32 to 256 pairs per forward pass,
     interleaved query by query; round 1 meets every padded shape for the first time."""
-    from rerankit import CrossEncoderScorer
+    from rerankit.scorers import CrossEncoderScorer
 
     sizes = (32, 64, 128, 256)
     for shape in ("minilm", "bge-base"):
@@ -171,7 +171,7 @@ def attention_case(args: argparse.Namespace) -> None:
     import contextlib
 
     import rerankit.scorers.cross_encoder as ce
-    from rerankit import CrossEncoderScorer
+    from rerankit.scorers import CrossEncoderScorer
 
     if args.attention_case == "allowed":
         ce.attention_kernels = lambda device: contextlib.nullcontext()
@@ -230,7 +230,7 @@ def service(args: argparse.Namespace, work: Path) -> None:
     shared forward passes (``batch_pairs = "on"``; "auto" does so on a GPU) and without
     (``"off"``: each request's pairs tokenised and scored on the model thread alone), side
     by side, beside the library call on the same requests."""
-    from rerankit import CrossEncoderScorer
+    from rerankit.scorers import CrossEncoderScorer
 
     pairs = load_queries("dl19", 43)
     cross = build("minilm", work / "minilm", [t for _, ts in pairs for t in ts[:20]])
@@ -320,7 +320,8 @@ def overhead(args: argparse.Namespace, work: Path) -> None:
     with and without the count. Each request one DL19 query and its top 100."""
     import threading
 
-    from rerankit import CrossEncoderScorer, load
+    from rerankit import load
+    from rerankit.scorers import CrossEncoderScorer
     from rerankit.server.batching import MicroBatching, request_hooks
     from rerankit.server.tokens import tokens_of
 

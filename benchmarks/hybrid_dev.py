@@ -32,7 +32,7 @@ WEIGHTS = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
 
 
 def variants():
-    from rerankit import BM25Scorer
+    from rerankit.scorers import BM25Scorer
     from rerankit.text import BackgroundFrequencies
 
     plain = {"stopwords": None, "stemmer": None}
@@ -62,10 +62,10 @@ def ndcg(scores, ids, qrels) -> float:
 
 def main() -> None:
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
-    from rerankit import EmbeddingScorer
     from rerankit.eval import load_beir
     from rerankit.eval.first_stage import first_stage
     from rerankit.fusion import fuse, normalize_rows
+    from rerankit.scorers import EmbeddingScorer
 
     embedding = EmbeddingScorer()
     lexical = variants()

@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 from rank_bm25 import BM25Okapi
 
-from rerankit import BM25Scorer
+from rerankit.scorers import BM25Scorer
 from rerankit.scorers.lexical import Analyzer
 
 

@@ -21,9 +21,11 @@ import argparse
 import json
 import time
 
-from rerankit import JudgmentCache, LLMListwiseScorer, LLMPointwiseScorer, ScorerReranker
+from rerankit.cache import JudgmentCache
 from rerankit.llm import OpenAIClient
 from rerankit.llm.testing import FakeLLMServer, RecordedRequest, Reply
+from rerankit.rerankers import ScorerReranker
+from rerankit.scorers import LLMListwiseScorer, LLMPointwiseScorer
 
 
 def answer(request: RecordedRequest) -> Reply:

@@ -20,7 +20,7 @@ import statistics
 import time
 from pathlib import Path
 
-from rerankit import EmbeddingScorer
+from rerankit.scorers import EmbeddingScorer
 from rerankit.text import split_passages
 
 DATA = Path(__file__).resolve().parents[2] / "shared/data"

@@ -244,7 +244,7 @@ def goodput_levels(texts: list[str], seconds: float) -> None:
 
 def compare_backends(texts: list[str], seconds: float, requests: int) -> None:
     """torch float32 against ONNX int8, services side by side, levels alternating."""
-    from rerankit import EmbeddingScorer
+    from rerankit.scorers import EmbeddingScorer
 
     assert EmbeddingScorer(backend="onnx", quantize="int8").model  # the export, made once
     backends = {"torch float32": "", "ONNX int8": 'backend = "onnx"\nquantize = "int8"\n'}

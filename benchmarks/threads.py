@@ -40,8 +40,8 @@ CASES = ("loading thread", "second thread", "rerank() after a direct call", "ser
 def case(name: str, folder: str, queries: int) -> float:
     """Median ms per query for one case (run in its own process)."""
     from cross_encoder import load_queries
-    from rerankit import CrossEncoderScorer
     from rerankit.rerankers import ScorerReranker
+    from rerankit.scorers import CrossEncoderScorer
 
     pairs = load_queries("dl19", queries + 2)
     scorer = CrossEncoderScorer(folder, device="cpu")

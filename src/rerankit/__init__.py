@@ -5,6 +5,15 @@
 >>> result[0].text
 'solar panels on roofs'
 
+The front door holds what a first program needs: :func:`rerank` and :func:`load`, the
+:class:`Reranker` and :class:`Pipeline` they give, the documents and results, the per-call
+:class:`InputFields`, the errors worth catching and the registry of names. The parts live
+in their own modules: scorers in :mod:`rerankit.scorers`, rerankers in
+:mod:`rerankit.rerankers`, caches in :mod:`rerankit.cache`, text analysis in
+:mod:`rerankit.text`, fusion and normalisation in :mod:`rerankit.fusion` and
+:mod:`rerankit.normalize`, every error in :mod:`rerankit.errors`, learning in
+:mod:`rerankit.training`.
+
 Importing the package is cheap: numpy and the scorers load on first use.
 """
 
@@ -14,16 +23,7 @@ import importlib
 import logging
 from typing import Any
 
-from .errors import (
-    ConfigError,
-    InputError,
-    InvalidDocumentError,
-    MissingDependencyError,
-    ModelLoadError,
-    ProviderError,
-    RerankitError,
-    ScorerError,
-)
+from .errors import InputError, MissingDependencyError, RerankitError
 from .types import Document, RankedDocument, RerankResult
 
 __version__ = "0.1.0"
@@ -35,65 +35,107 @@ logging.getLogger(__name__).addHandler(logging.NullHandler())
 _LAZY = {
     "rerank": "api",
     "load": "api",
-    "InputFields": "documents",
     "register_reranker": "api",
     "available_rerankers": "api",
     "Reranker": "rerankers",
-    "ScorerReranker": "rerankers",
-    "FusionReranker": "rerankers",
-    "HybridReranker": "rerankers",
     "Pipeline": "rerankers",
-    "Stage": "rerankers",
-    "Scorer": "scorers.base",
-    "ScoreBatch": "scorers.base",
-    "Analyzer": "scorers.lexical",
-    "BM25Scorer": "scorers.lexical",
-    "JaccardScorer": "scorers.lexical",
-    "TextSimilarity": "scorers.lexical",
-    "ProximityScorer": "scorers.proximity",
-    "FieldScorer": "scorers.field",
-    "RecencyScorer": "scorers.field",
-    "PopularityScorer": "scorers.field",
-    "FunctionScorer": "scorers.field",
-    "GraphScorer": "scorers.graph",
-    "EmbeddingScorer": "scorers.embedding",
-    "CrossEncoderScorer": "scorers.cross_encoder",
-    "CausalLMScorer": "scorers.causal_lm",
-    "HardwareProfile": "backends.hardware",
-    "EmbeddingCache": "cache",
-    "JudgmentCache": "cache",
-    "LLMPointwiseScorer": "scorers.llm_pointwise",
-    "LLMListwiseScorer": "scorers.llm_listwise",
-    "ScoreCombinationMethod": "fusion",
-    "normalize_scores": "normalize",
-    "combine_scores": "fusion",
+    "InputFields": "documents",
 }
 
+#: where the names that left the front door live now (said when one is asked for here)
+_MOVED = {
+    **dict.fromkeys(
+        (
+            "BM25Scorer",
+            "CausalLMScorer",
+            "CrossEncoderScorer",
+            "EmbeddingScorer",
+            "FieldScorer",
+            "FunctionScorer",
+            "GraphScorer",
+            "JaccardScorer",
+            "LLMListwiseScorer",
+            "LLMPointwiseScorer",
+            "PopularityScorer",
+            "ProximityScorer",
+            "RecencyScorer",
+            "ScoreBatch",
+            "Scorer",
+            "TextSimilarity",
+        ),
+        "rerankit.scorers",
+    ),
+    **dict.fromkeys(
+        ("FusionReranker", "HybridReranker", "ScorerReranker", "Stage"), "rerankit.rerankers"
+    ),
+    **dict.fromkeys(
+        ("ConfigError", "InvalidDocumentError", "ModelLoadError", "ProviderError", "ScorerError"),
+        "rerankit.errors",
+    ),
+    "Analyzer": "rerankit.text",
+    "HardwareProfile": "rerankit.backends",
+    "EmbeddingCache": "rerankit.cache",
+    "JudgmentCache": "rerankit.cache",
+    "ScoreCombinationMethod": "rerankit.fusion",
+    "combine_scores": "rerankit.fusion",
+    "normalize_scores": "rerankit.normalize",
+}
+
+#: the package's parts, imported when first reached as ``rerankit.<part>``
+_PARTS = (
+    "api",
+    "backends",
+    "batch",
+    "cache",
+    "compat",
+    "config",
+    "documents",
+    "errors",
+    "eval",
+    "fusion",
+    "integrations",
+    "llm",
+    "normalize",
+    "ordering",
+    "registry",
+    "rerankers",
+    "scorers",
+    "text",
+    "training",
+    "types",
+)
+
 __all__ = [
-    "ConfigError",
     "Document",
     "InputError",
     "InputFields",
-    "InvalidDocumentError",
     "MissingDependencyError",
-    "ModelLoadError",
-    "ProviderError",
+    "Pipeline",
     "RankedDocument",
     "RerankResult",
+    "Reranker",
     "RerankitError",
-    "ScorerError",
     "__version__",
-    *_LAZY,
+    "available_rerankers",
+    "load",
+    "register_reranker",
+    "rerank",
 ]
 
 
 def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rerankit' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+    if module is not None:
+        value = getattr(importlib.import_module(f".{module}", __name__), name)
+        globals()[name] = value
+        return value
+    if name in _PARTS:
+        return importlib.import_module(f".{name}", __name__)
+    if name in _MOVED:
+        raise AttributeError(
+            f"rerankit.{name} is not in the package's front door: from {_MOVED[name]} import {name}"
+        )
+    raise AttributeError(f"module 'rerankit' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

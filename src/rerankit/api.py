@@ -41,7 +41,7 @@ def load(spec: Any) -> Any:
     """A reranker from anything that describes one: a registered name (``"hybrid"``, built
     once per process and shared), a pipeline file (``.toml``, ``.yaml``, ``.json``), a spec
     mapping (see :mod:`rerankit.config`), a reranker (as is), or a scorer (wrapped in a
-    :class:`~rerankit.ScorerReranker`)."""
+    :class:`~rerankit.rerankers.ScorerReranker`)."""
     if isinstance(spec, Path) or (
         isinstance(spec, str) and Path(spec).suffix.lower() in PIPELINE_SUFFIXES
     ):

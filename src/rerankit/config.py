@@ -25,7 +25,7 @@ are the registered scorers (``bm25``, ``jaccard``, ``text``, ``field``, ``recenc
 arguments. LLM scorers take ``provider`` (``gemini`` or ``openai``), ``model``,
 ``base_url`` and ``api_key_env`` (the environment variable holding the key).
 
-Mistakes raise :class:`~rerankit.ConfigError` naming the stage and key
+Mistakes raise :class:`~rerankit.errors.ConfigError` naming the stage and key
 (``stages[1].keep: must be a positive integer``).
 
 Example (TOML)::
@@ -172,13 +172,13 @@ def _llm_scorer(
 
 
 def llm_pointwise(**options: Any) -> LLMPointwiseScorer:
-    """An :class:`~rerankit.LLMPointwiseScorer` from declared options (``provider``,
+    """An :class:`~rerankit.scorers.LLMPointwiseScorer` from declared options (``provider``,
     ``model``, ``base_url``, ``api_key_env`` and the scorer's own keywords)."""
     return _llm_scorer(LLMPointwiseScorer, **options)
 
 
 def llm_listwise(**options: Any) -> LLMListwiseScorer:
-    """An :class:`~rerankit.LLMListwiseScorer` from declared options (as
+    """An :class:`~rerankit.scorers.LLMListwiseScorer` from declared options (as
     :func:`llm_pointwise`)."""
     return _llm_scorer(LLMListwiseScorer, **options)
 

@@ -265,7 +265,7 @@ def to_documents(
 ) -> list[Document]:
     """Adapt the caller's items to Documents (each keeps its original object as ``source``).
 
-    Raises :class:`~rerankit.InvalidDocumentError` (a ``ValueError``) naming the document's
+    Raises :class:`~rerankit.errors.InvalidDocumentError` (a ``ValueError``) naming the document's
     index and the field when a text is missing or not a string (``missing_text="empty"``
     reads such documents as empty text instead), or when a ``first_stage_field`` value is
     not a number. See the module doc for the kinds of item accepted.

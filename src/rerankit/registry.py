@@ -63,7 +63,7 @@ def available(kind: str) -> list[str]:
 
 
 def lookup(kind: str, name: str) -> Entry:
-    """The entry of ``name``; a :class:`~rerankit.ConfigError` listing the others if none."""
+    """The entry of ``name``; a :class:`~rerankit.errors.ConfigError` listing the others if none."""
     entry = _ENTRIES.get((kind, name))
     if entry is None:
         names = available(kind)

@@ -13,21 +13,18 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rerankit import (
+from rerankit import Document, Pipeline, load
+from rerankit.cli import main
+from rerankit.errors import ConfigError
+from rerankit.ordering import Deduplicate, DifficultyOrdering
+from rerankit.rerankers import FusionReranker, ScorerReranker
+from rerankit.scorers import (
     BM25Scorer,
-    ConfigError,
-    Document,
     FunctionScorer,
-    FusionReranker,
     JaccardScorer,
-    Pipeline,
     PopularityScorer,
     RecencyScorer,
-    ScorerReranker,
-    load,
 )
-from rerankit.cli import main
-from rerankit.ordering import Deduplicate, DifficultyOrdering
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -133,8 +130,8 @@ def test_rules_as_stages_report_dropped_documents():
 
 def test_pagerank_and_degree_match_networkx():
     nx = pytest.importorskip("networkx")
-    from rerankit import GraphScorer
     from rerankit.compat import ResultReranker, StructuralReranker
+    from rerankit.scorers import GraphScorer
     from rerankit.scorers.graph import NetworkXGraphStore
 
     g = nx.DiGraph([("a", "b"), ("b", "c"), ("c", "a"), ("d", "c"), ("e", "c"), ("e", "d")])
@@ -168,7 +165,7 @@ def test_pagerank_and_degree_match_networkx():
 
 def test_personalized_pagerank_favours_the_query_neighbourhood():
     nx = pytest.importorskip("networkx")
-    from rerankit import GraphScorer
+    from rerankit.scorers import GraphScorer
 
     g = nx.Graph([("sun", "panel"), ("panel", "roof"), ("wind", "turbine"), ("turbine", "sea")])
     docs = [

@@ -3,13 +3,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 
 def test_import_is_lazy_and_silent():
     code = (
         "import sys, rerankit\n"
         "heavy = [m for m in ('numpy', 'Stemmer', 'rerankit.rerankers') if m in sys.modules]\n"
         "assert not heavy, heavy\n"
-        "assert rerankit.BM25Scorer.__name__ == 'BM25Scorer'\n"
+        "assert rerankit.scorers.BM25Scorer.__name__ == 'BM25Scorer'\n"
         "assert 'numpy' in sys.modules\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -25,11 +27,32 @@ def test_public_names_resolve():
     assert "rerank" in dir(rerankit)
 
 
+def test_the_front_door_is_small_and_says_where_the_rest_lives():
+    """At most 15 names at the top; every scorer comes from rerankit.scorers, and a name that
+    left the top is an AttributeError naming its module."""
+    import rerankit
+    import rerankit.scorers
+    from rerankit import registry
+
+    assert len(rerankit.__all__) <= 15 and len(set(rerankit.__all__)) == len(rerankit.__all__)
+    for entry in registry.entries("scorer"):  # every registered scorer class is exported
+        module, _, name = str(entry.factory).partition(":")
+        if module.startswith(".scorers."):
+            assert name in rerankit.scorers.__all__, name
+            assert getattr(rerankit.scorers, name).__module__ == f"rerankit{module}"
+    with pytest.raises(AttributeError, match=r"from rerankit\.scorers import BM25Scorer"):
+        rerankit.BM25Scorer  # noqa: B018
+    with pytest.raises(AttributeError, match=r"from rerankit\.cache import EmbeddingCache"):
+        rerankit.EmbeddingCache  # noqa: B018
+    with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
+        rerankit.nothing  # noqa: B018
+
+
 def test_neural_scorers_import_torch_only_when_they_score():
     code = (
         "import sys, rerankit, rerankit.compat\n"
-        "s = rerankit.EmbeddingScorer(); h = rerankit.load('hybrid')\n"
-        "c = rerankit.CausalLMScorer(); x = rerankit.CrossEncoderScorer()\n"
+        "s = rerankit.scorers.EmbeddingScorer(); h = rerankit.load('hybrid')\n"
+        "c = rerankit.scorers.CausalLMScorer(); x = rerankit.scorers.CrossEncoderScorer()\n"
         "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers') "
         "if m in sys.modules]\n"
         "assert not heavy, heavy\n"

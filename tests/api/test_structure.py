@@ -226,7 +226,9 @@ def test_the_layout_page_shows_the_layers_the_test_keeps():
 
 
 def test_a_stage_takes_built_steps_and_names_the_way_to_build_one():
-    from rerankit import BM25Scorer, Pipeline, ScorerReranker
+    from rerankit import Pipeline
+    from rerankit.rerankers import ScorerReranker
+    from rerankit.scorers import BM25Scorer
 
     with pytest.raises(TypeError, match=r"rerankit\.load\(name\)"):
         Pipeline([("bm25", 10)])

@@ -5,8 +5,9 @@ import copy
 import pytest
 
 import rerankit
-from rerankit import Document, InvalidDocumentError, RerankResult
+from rerankit import Document, RerankResult
 from rerankit.documents import output_for, to_documents
+from rerankit.errors import InvalidDocumentError
 
 
 def test_document_requires_string_text():

@@ -13,9 +13,9 @@ import pytest
 
 pytest.importorskip("torch", reason="local models need the 'torch' extra")
 
-from rerankit import CausalLMScorer, CrossEncoderScorer, EmbeddingScorer
 from rerankit._threads import on_model_thread
 from rerankit.rerankers import ScorerReranker
+from rerankit.scorers import CausalLMScorer, CrossEncoderScorer, EmbeddingScorer
 from rerankit.scorers.embedding import ENCODE_HOOK
 from rerankit.server.batching import MicroBatching
 

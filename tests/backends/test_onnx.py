@@ -14,9 +14,10 @@ pytest.importorskip("onnxruntime", reason="the ONNX backend needs the 'onnx' ext
 pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
 pytest.importorskip("sentence_transformers", reason="exporting needs the 'torch' extra")
 
-from rerankit import CrossEncoderScorer, EmbeddingScorer, HybridReranker
 from rerankit.backends.onnx import MANIFEST, OnnxModel, export
 from rerankit.errors import ModelLoadError
+from rerankit.rerankers import HybridReranker
+from rerankit.scorers import CrossEncoderScorer, EmbeddingScorer
 
 TEXTS = [
     "Vaccines train the immune system to recognise pathogens.",
@@ -100,7 +101,8 @@ def test_an_export_runs_without_torch_in_a_fresh_process(minilm_export, tmp_path
                     return None
 
             sys.meta_path.insert(0, Block())
-            from rerankit import EmbeddingScorer, HybridReranker
+            from rerankit.rerankers import HybridReranker
+            from rerankit.scorers import EmbeddingScorer
 
             scorer = EmbeddingScorer({str(minilm_export)!r}, backend="onnx", quantize="int8")
             result = HybridReranker(scorer).rerank("how do vaccines work", {TEXTS!r})
@@ -131,7 +133,7 @@ def test_the_export_command_writes_a_folder_that_loads(bert_dir, tmp_path, capsy
 
 
 def test_backend_choices_are_checked(qwen_dir):
-    from rerankit import CausalLMScorer
+    from rerankit.scorers import CausalLMScorer
 
     with pytest.raises(ValueError, match="needs backend='onnx'"):
         EmbeddingScorer(quantize="int8")

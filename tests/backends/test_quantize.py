@@ -14,7 +14,6 @@ pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
 pytest.importorskip("sentence_transformers", reason="exporting needs the 'torch' extra")
 pytest.importorskip("wordfreq", reason="calibration text comes from wordfreq")
 
-from rerankit import CrossEncoderScorer
 from rerankit.backends.onnx import MANIFEST, export
 from rerankit.backends.quantize import (
     calibration_pairs,
@@ -22,6 +21,7 @@ from rerankit.backends.quantize import (
     quantize_int8_per_token,
     smooth,
 )
+from rerankit.scorers import CrossEncoderScorer
 
 QUERY = "how do vaccines work"
 DOCS = [

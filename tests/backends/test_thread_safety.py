@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("torch", reason="local models need the 'torch' extra")
 
-from rerankit import CrossEncoderScorer, EmbeddingScorer
+from rerankit.scorers import CrossEncoderScorer, EmbeddingScorer
 
 WORDS = "the immune system trains cells against pathogens and vaccines of every kind".split()
 

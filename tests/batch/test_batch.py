@@ -120,7 +120,7 @@ def test_the_callers_rows_are_not_changed():
 
 
 def test_a_pipeline_that_fails_for_every_row_is_counted_not_raised(failing_scorer, tmp_path):
-    from rerankit import ScorerReranker
+    from rerankit.rerankers import ScorerReranker
 
     summary = run_batch(list(ROWS), tmp_path / "out.jsonl", ScorerReranker(failing_scorer()))
     out = read_jsonl(tmp_path / "out.jsonl")

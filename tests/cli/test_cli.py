@@ -186,7 +186,7 @@ def test_rerankers_lists_what_each_needs(capsys):
 
 
 def test_cache_command_shows_and_clears_the_judgment_cache(capsys, tmp_path, monkeypatch):
-    from rerankit import JudgmentCache
+    from rerankit.cache import JudgmentCache
 
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("RERANKIT_EMBEDDING_CACHE", raising=False)
@@ -272,7 +272,8 @@ def test_local_models_load_without_a_download_message(capsys, tmp_path):
 
 
 def test_a_model_folder_or_hub_id_is_a_reranker(capsys, tmp_path, monkeypatch, bert_dir, tiny_st):
-    from rerankit import CrossEncoderScorer, EmbeddingScorer, load
+    from rerankit import load
+    from rerankit.scorers import CrossEncoderScorer, EmbeddingScorer
 
     query, docs = "vaccines immune", [json.loads(line)["text"] for line in SAMPLE.open()]
     for folder, scorer in ((bert_dir, CrossEncoderScorer), (tiny_st, EmbeddingScorer)):
@@ -299,7 +300,7 @@ def test_cache_lists_every_cache_with_its_size_and_clears_the_one_named(
 ):
     import numpy as np
 
-    from rerankit import EmbeddingCache, JudgmentCache
+    from rerankit.cache import EmbeddingCache, JudgmentCache
 
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("RERANKIT_EMBEDDING_CACHE", raising=False)

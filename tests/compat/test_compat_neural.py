@@ -10,7 +10,6 @@ import pytest
 
 pytest.importorskip("torch", reason="needs the 'torch' extra")
 
-from rerankit import CausalLMScorer, CrossEncoderScorer, InvalidDocumentError
 from rerankit.compat import (
     MemoryProfile,
     RerankerService,
@@ -18,6 +17,8 @@ from rerankit.compat import (
     SemanticReranker,
     TextSimilarityReranker,
 )
+from rerankit.errors import InvalidDocumentError
+from rerankit.scorers import CausalLMScorer, CrossEncoderScorer
 
 QUERY = "how do vaccines work"
 CANDIDATES = [

@@ -10,7 +10,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rerankit import BM25Scorer
 from rerankit.eval import load_beir, load_qrels, load_run, mean_ndcg, ndcg_at_k
 from rerankit.eval.first_stage import BM25Index
 from rerankit.eval.metrics import (
@@ -19,6 +18,7 @@ from rerankit.eval.metrics import (
     reciprocal_rank,
     student_t_two_sided,
 )
+from rerankit.scorers import BM25Scorer
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 

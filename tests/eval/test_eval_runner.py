@@ -597,8 +597,8 @@ def test_latency_is_reranking_and_the_model_load_is_reported_apart(tiny):
 
     import numpy as np
 
-    from rerankit import ScorerReranker
     from rerankit.eval.runner import run_pipeline
+    from rerankit.rerankers import ScorerReranker
     from rerankit.scorers.local import LocalModelScorer
 
     load_seconds, loads = 1.0, []

@@ -6,8 +6,10 @@ import json
 
 import pytest
 
-from rerankit import HybridReranker, JaccardScorer, register_reranker
+from rerankit import register_reranker
 from rerankit.cli import main
+from rerankit.rerankers import HybridReranker
+from rerankit.scorers import JaccardScorer
 
 DOCS = ["solar panels on roofs", "wind farms at sea", "solar power stations", "pasta recipes"]
 RETRIEVER = [0.91, 0.35, 0.72, 0.05]

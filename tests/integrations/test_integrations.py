@@ -41,8 +41,8 @@ def test_llamaindex_postprocessor():
     from llama_index.core.postprocessor.types import BaseNodePostprocessor
     from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-    from rerankit import BM25Scorer
     from rerankit.integrations.llamaindex import RerankitPostprocessor
+    from rerankit.scorers import BM25Scorer
 
     nodes = [
         NodeWithScore(node=TextNode(text=t, id_=f"n{i}"), score=0.0) for i, t in enumerate(DOCS)

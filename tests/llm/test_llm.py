@@ -15,13 +15,8 @@ from hypothesis import strategies as st
 pytest.importorskip("google.genai", reason="needs the 'gemini' extra")
 pytest.importorskip("openai", reason="needs the 'openai' extra")
 
-from rerankit import (
-    Document,
-    JudgmentCache,
-    LLMListwiseScorer,
-    LLMPointwiseScorer,
-    ScorerReranker,
-)
+from rerankit import Document
+from rerankit.cache import JudgmentCache
 from rerankit.errors import PermanentProviderError, TransientProviderError
 from rerankit.llm import GeminiClient, OpenAIClient, RetryPolicy
 from rerankit.llm.parsing import (
@@ -31,6 +26,8 @@ from rerankit.llm.parsing import (
     validate_permutation,
 )
 from rerankit.llm.testing import FakeLLMServer, RecordedRequest, Reply
+from rerankit.rerankers import ScorerReranker
+from rerankit.scorers import LLMListwiseScorer, LLMPointwiseScorer
 from rerankit.scorers.llm_listwise import windows
 
 FAST = RetryPolicy(min_wait=0.0, max_wait=0.05, timeout=5.0)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rerankit import FusionReranker, load
+from rerankit import load
 from rerankit.calibration import (
     Calibration,
     expected_calibration_error,
@@ -19,6 +19,7 @@ from rerankit.calibration import (
     sigmoid,
 )
 from rerankit.normalize import scale_to_unit
+from rerankit.rerankers import FusionReranker
 from rerankit.scorers.coverage import CoverageScorer
 from rerankit.scorers.lexical import BM25Scorer, JaccardScorer
 from rerankit.text import CorpusStats
@@ -221,7 +222,8 @@ def test_a_calibrated_explanation_adds_up_to_the_score():
     so a person can read how a probability came about."""
     import math
 
-    from rerankit import BM25Scorer, FusionReranker, JaccardScorer
+    from rerankit.rerankers import FusionReranker
+    from rerankit.scorers import BM25Scorer, JaccardScorer
 
     reranker = FusionReranker(
         [BM25Scorer(), JaccardScorer()],

@@ -9,18 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import rerankit
-from rerankit import (
-    BM25Scorer,
-    Document,
-    FieldScorer,
-    FusionReranker,
-    InvalidDocumentError,
-    ScoreBatch,
-    ScorerReranker,
-    TextSimilarity,
-    available_rerankers,
-    load,
-)
+from rerankit import Document, available_rerankers, load
+from rerankit.errors import InvalidDocumentError
+from rerankit.rerankers import FusionReranker, ScorerReranker
+from rerankit.scorers import BM25Scorer, FieldScorer, ScoreBatch, TextSimilarity
 
 VOCAB = ["solar", "wind", "power", "grid", "battery", "storage", "the", "price", "running"]
 TEXTS = st.lists(st.sampled_from(VOCAB), max_size=8).map(" ".join)
@@ -230,7 +222,8 @@ def test_convenience_function_with_custom_fields():
 
 
 def test_a_scorers_complaint_about_the_callers_input_is_an_error_not_a_degraded_result():
-    from rerankit import EmbeddingScorer, InputError
+    from rerankit import InputError
+    from rerankit.scorers import EmbeddingScorer
 
     scorer = EmbeddingScorer(object())  # never loaded: the given vectors are checked first
     docs = ["solar panels", "wind farms"]

@@ -11,13 +11,8 @@ import pytest
 
 pytest.importorskip("torch", reason="local models need the 'torch' extra")
 
-from rerankit import (
-    CausalLMScorer,
-    CrossEncoderScorer,
-    Document,
-    EmbeddingScorer,
-    rerank,
-)
+from rerankit import Document, rerank
+from rerankit.scorers import CausalLMScorer, CrossEncoderScorer, EmbeddingScorer
 
 QUERY = "how do vaccines work"
 GOOD = [

@@ -10,15 +10,12 @@ import pytest
 torch = pytest.importorskip("torch", reason="neural scorers need the 'torch' extra")
 transformers = pytest.importorskip("transformers", reason="needs the 'torch' extra")
 
-from rerankit import (  # noqa: E402
-    CausalLMScorer,
-    CrossEncoderScorer,
-    Document,
-    HardwareProfile,
-    ModelLoadError,
-    ScorerReranker,
-)
+from rerankit import Document  # noqa: E402
+from rerankit.backends import HardwareProfile  # noqa: E402
 from rerankit.backends.pairs import PairEncoder  # noqa: E402
+from rerankit.errors import ModelLoadError  # noqa: E402
+from rerankit.rerankers import ScorerReranker  # noqa: E402
+from rerankit.scorers import CausalLMScorer, CrossEncoderScorer  # noqa: E402
 from rerankit.scorers.causal_lm import QWEN3_PREFIX, QWEN3_SUFFIX, format_pair  # noqa: E402
 
 QUERY = "how do vaccines work"
@@ -343,7 +340,7 @@ def test_causal_lm_needs_yes_and_no_tokens(qwen_dir):
 
 
 def test_causal_lm_async_score_in_fusion(qwen_dir, bert_dir):
-    from rerankit import FusionReranker
+    from rerankit.rerankers import FusionReranker
 
     reranker = FusionReranker(
         [CausalLMScorer(str(qwen_dir), device="cpu"), CrossEncoderScorer(str(bert_dir))],

@@ -7,14 +7,12 @@ import pytest
 
 pytest.importorskip("sentence_transformers", reason="EmbeddingScorer needs the 'torch' extra")
 
-from rerankit import (
-    EmbeddingCache,
-    EmbeddingScorer,
-    ScorerError,
-    ScorerReranker,
-)
 from rerankit.backends.bundled import bundled_model_path
+from rerankit.cache import EmbeddingCache
+from rerankit.errors import ScorerError
+from rerankit.rerankers import ScorerReranker
 from rerankit.rerankers.fused import INTERCEPT
+from rerankit.scorers import EmbeddingScorer
 from rerankit.scorers.recipe import HYBRID_CALIBRATED_FIRST_STAGE_WEIGHT, HYBRID_CALIBRATION
 from rerankit.text import split_passages
 
@@ -137,7 +135,7 @@ def test_cached_vectors_cannot_be_changed_by_callers():
 
 
 def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
-    from rerankit import HybridReranker
+    from rerankit.rerankers import HybridReranker
 
     hybrid = HybridReranker(scorer, first_stage_weight=0.1)
     assert hybrid.fuses_first_stage and not HybridReranker(scorer).fuses_first_stage
@@ -179,7 +177,7 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
 def test_the_calibrated_hybrid_puts_the_first_stage_beside_every_text_signal(scorer, monkeypatch):
     """With first-stage scores: w of the min-max first stage and 1 - w of the min-max
     logit of the texts-only fusion; the explanation adds up to each score."""
-    from rerankit import HybridReranker
+    from rerankit.rerankers import HybridReranker
 
     w = 0.1
     hybrid = HybridReranker(scorer, first_stage_weight=w)
@@ -227,7 +225,7 @@ async def _fails(query, docs, **context):
 
 
 def test_hybrid_warns_when_the_english_model_meets_another_script(scorer):
-    from rerankit import HybridReranker
+    from rerankit.rerankers import HybridReranker
 
     bundled = HybridReranker(scorer, language="zh")  # the fixture is the bundled MiniLM
     docs = ["东京大学的历史", "京都的寺庙", "东京的天气"]
@@ -245,7 +243,7 @@ def test_cache_keys_include_the_input_window(scorer):
 
 
 def test_the_hybrid_scores_a_pair_the_same_in_every_request(scorer):
-    from rerankit import HybridReranker
+    from rerankit.rerankers import HybridReranker
 
     hybrid = HybridReranker(scorer)
     pair = "Paris is the capital of France."
@@ -272,7 +270,8 @@ def test_the_hybrid_scores_a_pair_the_same_in_every_request(scorer):
 def test_the_hybrid_falls_back_to_relative_scores_for_a_model_it_was_not_calibrated_for(
     scorer, caplog
 ):
-    from rerankit import EmbeddingScorer, HybridReranker
+    from rerankit.rerankers import HybridReranker
+    from rerankit.scorers import EmbeddingScorer
 
     other = EmbeddingScorer(scorer.model, name="other")  # not the bundled id
     with caplog.at_level("WARNING"):
@@ -298,8 +297,8 @@ def test_the_hybrid_falls_back_to_relative_scores_for_a_model_it_was_not_calibra
 
 
 def test_the_calibrated_hybrid_reads_documents_whole_and_by_their_best_passage(scorer):
-    from rerankit import HybridReranker
     from rerankit.calibration import Calibration, sigmoid
+    from rerankit.rerankers import HybridReranker
     from rerankit.scorers.field import FieldScorer
     from rerankit.scorers.recipe import (
         HYBRID_CALIBRATION,
@@ -398,7 +397,7 @@ def test_obvious_pairs_get_probabilities_on_the_right_side_of_one_half(
 ):
     """The default's probabilities, each document alone in its request: a short sentence
     that answers the question is more likely relevant than not; an off-topic one is not."""
-    from rerankit import HybridReranker
+    from rerankit.rerankers import HybridReranker
 
     hybrid = HybridReranker(scorer)
     assert hybrid.rerank(question, [answer])[0].score > 0.5

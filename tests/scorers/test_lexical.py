@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from rerankit import Analyzer, BM25Scorer, JaccardScorer, TextSimilarity
-from rerankit.text import ENGLISH_STOPWORDS, split_words
+from rerankit.scorers import BM25Scorer, JaccardScorer, TextSimilarity
+from rerankit.text import ENGLISH_STOPWORDS, Analyzer, split_words
 
 PLAIN = {"stopwords": None, "stemmer": None}
 

@@ -9,7 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rerankit import Analyzer, BM25Scorer
+from rerankit.scorers import BM25Scorer
+from rerankit.text import Analyzer
 from rerankit.text.words import WordTable, split_batch
 
 

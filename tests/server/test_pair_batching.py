@@ -15,8 +15,8 @@ pytest.importorskip("torch", reason="local models need the 'torch' extra")
 pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
 httpx = pytest.importorskip("httpx")
 
-from rerankit import CrossEncoderScorer  # noqa: E402
 from rerankit._threads import on_model_thread  # noqa: E402
+from rerankit.scorers import CrossEncoderScorer  # noqa: E402
 from rerankit.server import ServerSettings  # noqa: E402
 from rerankit.server.batching import MicroBatching, request_hooks  # noqa: E402
 from rerankit.types import Document  # noqa: E402

@@ -14,8 +14,10 @@ import pytest
 httpx = pytest.importorskip("httpx", reason="needs the 'server' extra")
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 
-from rerankit import FunctionScorer, ScorerReranker, register_reranker  # noqa: E402
+from rerankit import register_reranker  # noqa: E402
 from rerankit.errors import ModelLoadError  # noqa: E402
+from rerankit.rerankers import ScorerReranker  # noqa: E402
+from rerankit.scorers import FunctionScorer  # noqa: E402
 from rerankit.server import ServerSettings  # noqa: E402
 from rerankit.server import service as service_module  # noqa: E402
 

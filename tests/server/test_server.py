@@ -17,15 +17,9 @@ cohere = pytest.importorskip("cohere", reason="needs the cohere SDK (dev extra)"
 httpx = pytest.importorskip("httpx")
 uvicorn = pytest.importorskip("uvicorn")
 
-from rerankit import (  # noqa: E402
-    FunctionScorer,
-    FusionReranker,
-    HybridReranker,
-    JaccardScorer,
-    ScorerReranker,
-    register_reranker,
-    rerank,
-)
+from rerankit import register_reranker, rerank  # noqa: E402
+from rerankit.rerankers import FusionReranker, HybridReranker, ScorerReranker  # noqa: E402
+from rerankit.scorers import FunctionScorer, JaccardScorer  # noqa: E402
 from rerankit.server import ServerSettings  # noqa: E402
 from rerankit.server.batching import EncodeBatcher  # noqa: E402
 
@@ -524,9 +518,9 @@ register_reranker(
 
 def test_failures_are_errors_and_partial_ones_are_said_in_meta_and_a_header(live_server):
     pytest.importorskip("openai", reason="the provider case needs the 'openai' extra")
-    from rerankit import LLMPointwiseScorer
     from rerankit.llm import OpenAIClient, RetryPolicy
     from rerankit.llm.testing import FakeLLMServer, Reply
+    from rerankit.scorers import LLMPointwiseScorer
 
     def responder(request):  # the provider goes down after the warm-up
         return Reply(text='{"score": 7}') if "warm up" in request.prompt else Reply(status=503)
@@ -683,7 +677,8 @@ def test_a_graceful_stop_exits_0_and_finishes_the_request_in_flight(tmp_path):
 SLOW_SERVICE = """
 import asyncio, sys
 import numpy as np
-from rerankit import ScorerReranker, register_reranker
+from rerankit import register_reranker
+from rerankit.rerankers import ScorerReranker
 from rerankit.server import ServerSettings, serve
 
 

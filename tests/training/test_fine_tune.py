@@ -18,8 +18,8 @@ from rerankit.training.embedding import embedding_pairs, fine_tune_embedding
 
 
 def test_a_few_steps_lower_the_loss_and_the_model_loads_and_exports(tiny_st, tmp_path, capfd):
-    from rerankit import EmbeddingScorer
     from rerankit.backends.onnx import export
+    from rerankit.scorers import EmbeddingScorer
 
     rng = random.Random(0)
     words = "vaccines train immune system solar panels stock market energy price virus".split()
@@ -80,10 +80,11 @@ def test_training_on_the_test_split_is_refused(tmp_path, capsys):
 def test_a_cross_encoder_trains_from_judgments_and_loads_and_exports(
     bert_dir, synthetic, tmp_path, capsys
 ):
-    from rerankit import CrossEncoderScorer, load
+    from rerankit import load
     from rerankit.backends.onnx import export
     from rerankit.eval.data import load_beir
     from rerankit.eval.first_stage import first_stage
+    from rerankit.scorers import CrossEncoderScorer
     from rerankit.training.cross_encoder import cross_encoder_rows
 
     data_dir = synthetic(tmp_path / "data", obvious=True)

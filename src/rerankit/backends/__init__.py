@@ -3,3 +3,7 @@ the device, dtype and batch size they run with (:mod:`.hardware`), lazy loading 
 process with its lock and out-of-memory splitting (:mod:`.local`), and ONNX export,
 quantisation and runtime (:mod:`.onnx`). Never a scorer: the scorers that run local models
 are in :mod:`rerankit.scorers` (:mod:`rerankit.scorers.local`)."""
+
+from .hardware import HardwareProfile
+
+__all__ = ["HardwareProfile"]

@@ -1,8 +1,8 @@
 """Compatible local reranker service, thin over the local-model scorers.
 
 ``RerankerService(profile, reranker_model=...)`` runs a Qwen3-Reranker-style causal LM with
-the yes/no recipe (:class:`~rerankit.CausalLMScorer`) or, for a sequence-classification
-model, a cross-encoder (:class:`~rerankit.CrossEncoderScorer`); the model's config decides.
+the yes/no recipe (:class:`~rerankit.scorers.CausalLMScorer`) or, for a sequence-classification
+model, a cross-encoder (:class:`~rerankit.scorers.CrossEncoderScorer`); the model's config decides.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def is_causal_lm(model: str, *, trust_remote_code: bool = False) -> bool:
 class RerankerService:
     """Reorders candidate dicts by a local reranker model.
 
-    ``profile``: a :class:`~rerankit.HardwareProfile` (or any object with ``device``,
+    ``profile``: a :class:`~rerankit.backends.HardwareProfile` (or any object with ``device``,
     ``batch_size``, ``dtype``, ``max_length`` attributes). ``reranker_model``: hub id or
     local path. ``instruction`` is passed to a causal-LM reranker. The model loads on the
     first call.

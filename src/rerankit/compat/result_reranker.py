@@ -124,7 +124,7 @@ class SemanticReranker(RerankerStrategy):
     The query vector is the ``query_embedding`` keyword of ``rerank`` when given, else the
     query is encoded. Each entity's vector is its ``embedding`` attribute or key (see
     ``embedding_field``) when it has one, else its text is encoded (and cached). The
-    encoder is an :class:`~rerankit.EmbeddingScorer` (default: the bundled
+    encoder is an :class:`~rerankit.scorers.EmbeddingScorer` (default: the bundled
     all-MiniLM-L6-v2; extra ``torch``), loaded on first need.
     """
 
@@ -234,8 +234,9 @@ class ResultReranker:
 
     ``await rerank(query, entities, top_k=None, **kwargs)`` returns ``(entity, score)``
     tuples, best first; ``kwargs`` (e.g. ``query_embedding``) reach every strategy. A
-    failing strategy is logged and left out; use :class:`rerankit.FusionReranker` directly to
-    see warnings and degradation in the result. Holds no per-call state.
+    failing strategy is logged and left out; use
+    :class:`rerankit.rerankers.FusionReranker` directly to see warnings and degradation in
+    the result. Holds no per-call state.
     """
 
     def __init__(

@@ -19,7 +19,7 @@ __all__ = ["BM25Index", "candidate_documents", "first_stage"]
 
 class BM25Index:
     """Okapi BM25 with Lucene's idf over a fixed corpus (the same formula as
-    :class:`~rerankit.BM25Scorer`, over an inverted index). Defaults ``k1=0.9, b=0.4`` are
+    :class:`~rerankit.scorers.BM25Scorer`, over an inverted index). Defaults ``k1=0.9, b=0.4`` are
     Anserini's, the usual BM25 baseline of BEIR and TREC tables."""
 
     def __init__(

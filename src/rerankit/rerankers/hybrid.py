@@ -59,7 +59,7 @@ class HybridReranker(ScoringReranker):
     Given texts only, ``scores="calibrated"`` (the default) fuses the embedding's cosine
     of each document's best passage (``passage``: about 48 words, each starting with the
     document's opening words; see ``passage_words`` and ``passage_lead`` in
-    :class:`~rerankit.EmbeddingScorer`), its cosine of the whole document (``embedding``),
+    :class:`~rerankit.scorers.EmbeddingScorer`), its cosine of the whole document (``embedding``),
     BM25 whose idf comes from a general word-frequency table of ``language``
     (``bm25_background``: the candidates of a lexical search all contain the query's words,
     so their own statistics miss which words matter) and how often the query's adjacent
@@ -80,7 +80,7 @@ class HybridReranker(ScoringReranker):
     a query mostly in another script gets a warning. ``model`` names the embedding model (a
     hub id, a model folder, or a folder written by ``rerankit export``; an export of the
     bundled model keeps the calibration); ``backend="onnx"`` (and ``quantize="int8"``) runs it
-    on ONNX Runtime without torch (see :class:`~rerankit.EmbeddingScorer`); the default is
+    on ONNX Runtime without torch (see :class:`~rerankit.scorers.EmbeddingScorer`); the default is
     torch.
     """
 

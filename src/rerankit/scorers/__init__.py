@@ -1,14 +1,52 @@
-"""Scorers: each turns (query, documents) into one relevance score per document."""
+"""Scorers: each turns (query, documents) into one relevance score per document. One file
+per family: lexical (:mod:`.lexical`, :mod:`.proximity`, :mod:`.coverage`), a document's
+fields (:mod:`.field`), a graph (:mod:`.graph`), feedback from the previous stage
+(:mod:`.prf`), local models (:mod:`.embedding`, :mod:`.cross_encoder`, :mod:`.causal_lm`,
+on :mod:`.local`), LLM judges (:mod:`.llm_pointwise`, :mod:`.llm_listwise`) and a learned
+ranker (:mod:`.learned`); :mod:`.recipe` holds the default hybrid's recipe. Importing this
+package loads no model and no heavy dependency: each loads on first use.
+
+>>> from rerankit.scorers import BM25Scorer
+>>> int(BM25Scorer().score_texts("solar power", ["wind farms", "solar panels"]).argmax())
+1
+"""
 
 from .base import ScoreBatch, Scorer, as_score_batch
-from .field import FieldScorer
-from .lexical import Analyzer, BM25Scorer, JaccardScorer, TextSimilarity
+from .causal_lm import CausalLMScorer
+from .coverage import CoverageScorer
+from .cross_encoder import CrossEncoderScorer
+from .embedding import EmbeddingScorer
+from .field import FieldScorer, FunctionScorer, PopularityScorer, RecencyScorer
+from .graph import GraphScorer, GraphStore, NetworkXGraphStore
+from .learned import LearnedScorer
+from .lexical import BM25Scorer, JaccardScorer, TextSimilarity
+from .llm_listwise import LLMListwiseScorer
+from .llm_pointwise import LLMPointwiseScorer
+from .local import LocalModelScorer
+from .prf import PositionScorer, PRFScorer
+from .proximity import ProximityScorer
 
 __all__ = [
-    "Analyzer",
     "BM25Scorer",
+    "CausalLMScorer",
+    "CoverageScorer",
+    "CrossEncoderScorer",
+    "EmbeddingScorer",
     "FieldScorer",
+    "FunctionScorer",
+    "GraphScorer",
+    "GraphStore",
     "JaccardScorer",
+    "LLMListwiseScorer",
+    "LLMPointwiseScorer",
+    "LearnedScorer",
+    "LocalModelScorer",
+    "NetworkXGraphStore",
+    "PRFScorer",
+    "PopularityScorer",
+    "PositionScorer",
+    "ProximityScorer",
+    "RecencyScorer",
     "ScoreBatch",
     "Scorer",
     "TextSimilarity",

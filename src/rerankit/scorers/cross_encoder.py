@@ -119,7 +119,7 @@ class CrossEncoderScorer(LocalModelScorer):
     @property
     def batch_size(self) -> int:
         """Pairs per forward pass: the profile's, else chosen for where the model runs
-        (:meth:`~rerankit.HardwareProfile.resolve_batch_size`)."""
+        (:meth:`~rerankit.backends.HardwareProfile.resolve_batch_size`)."""
         return self.profile.resolve_batch_size("pairs", self._device_kind)
 
     @property

@@ -87,7 +87,7 @@ class EmbeddingScorer(LocalModelScorer):
 
     ``model``: a hub id, a local directory, or a loaded ``SentenceTransformer`` (anything
     with a compatible ``encode``). The model loads on first use. ``profile`` (a
-    :class:`~rerankit.HardwareProfile`) and the ``device``/``batch_size``/``dtype``/
+    :class:`~rerankit.backends.HardwareProfile`) and the ``device``/``batch_size``/``dtype``/
     ``max_length`` overrides say how it runs. ``query_prompt`` / ``document_prompt`` are
     prefixes some models expect (e.g. ``"query: "`` for E5).
 
@@ -96,7 +96,7 @@ class EmbeddingScorer(LocalModelScorer):
     encode). A zero vector scores 0 and is flagged ``zero_embedding``.
 
     ``cache``: True (an in-memory LRU of 100,000 vectors, the default), False, or an
-    :class:`~rerankit.EmbeddingCache` to share; ``cache_path`` adds an SQLite file (default:
+    :class:`~rerankit.cache.EmbeddingCache` to share; ``cache_path`` adds an SQLite file (default:
     the ``RERANKIT_EMBEDDING_CACHE`` environment variable, when set).
 
     ``backend="onnx"`` runs the model on ONNX Runtime without torch (extra ``onnx``), from

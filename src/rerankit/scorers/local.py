@@ -28,7 +28,7 @@ __all__ = ["LocalModelOptions", "LocalModelScorer", "load_models"]
 
 class LocalModelOptions(TypedDict, total=False):
     """How a local model runs (the keyword arguments every local-model scorer takes):
-    ``profile`` (a :class:`~rerankit.HardwareProfile` or an object with its attributes),
+    ``profile`` (a :class:`~rerankit.backends.HardwareProfile` or an object with its attributes),
     overridden by ``device``, ``batch_size``, ``dtype``, ``max_length`` and ``threads`` when
     given; ``trust_remote_code`` for models that ship their own code; ``backend``
     (``"torch"`` or ``"onnx"``) and ``quantize`` (None or ``"int8"``, ONNX only) for the

@@ -34,7 +34,7 @@ class PRFScorer:
     """The cosine of each document to an expanded query: the query's embedding plus
     ``alpha`` times the mean embedding of the first ``top`` documents in the order they
     arrive (the previous stage's best), normalised. ``embedding``: an
-    :class:`~rerankit.EmbeddingScorer` (the bundled MiniLM by default; document vectors come
+    :class:`~rerankit.scorers.EmbeddingScorer` (the bundled MiniLM by default; document vectors come
     from its cache when the previous stage encoded them)."""
 
     score_scale = "relative"

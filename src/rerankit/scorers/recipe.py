@@ -2,7 +2,7 @@
 the weights that fuse them, and the two lexical readers it builds from them. Kept beside
 the scorers, below :mod:`rerankit.rerankers`, so that the learned scorer's features and
 ``rerankit tune --calibrate`` read the same recipe the hybrid runs
-(:class:`~rerankit.HybridReranker` fuses it)."""
+(:class:`~rerankit.rerankers.HybridReranker` fuses it)."""
 
 from __future__ import annotations
 

@@ -78,7 +78,7 @@ def pairwise_matrix(
     per role of ``read`` (:func:`reading`; the default hybrid's by default): the cosine of
     each document's best passage (``passage``), of the whole document (``embedding``) and
     BM25 with background idf (``bm25_background``). ``embedding`` is an
-    :class:`~rerankit.EmbeddingScorer` (or any scorer with ``score_texts``, for the whole
+    :class:`~rerankit.scorers.EmbeddingScorer` (or any scorer with ``score_texts``, for the whole
     document only)."""
 
     read = reading() if read is None else read
