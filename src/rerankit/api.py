@@ -57,33 +57,28 @@ def rerank(
     *,
     reranker: Any = None,
     top_k: int | None = None,
-    text_field: str = "text",
-    id_field: str = "id",
-    score_field: str = "rerank_score",
-    first_stage_field: str | None = None,
-    first_stage_higher_is_better: bool = True,
+    fields: InputFields | None = None,
     context: Mapping[str, Any] | None = None,
-    **unexpected: Any,
+    **options: Any,
 ) -> RerankResult:
     """Rerank in one call: ``rerankit.rerank("query", ["doc a", "doc b"])``.
 
     ``reranker`` is anything :func:`load` accepts; by default ``hybrid`` when the ``torch``
-    extra is installed, else ``bm25`` (the result's warnings say so). The other arguments
-    are :meth:`~rerankit.Reranker.rerank`'s; unknown ones are a ``TypeError``.
+    extra is installed, else ``bm25`` (the result's warnings say so). How documents are
+    read and results written is ``fields`` (an :class:`~rerankit.InputFields`) or its
+    options as keywords (``text_field``, ``id_field``, ``score_field``,
+    ``first_stage_field``, ``first_stage_higher_is_better``, ``text_fields``); ``top_k``
+    and ``context`` are :meth:`~rerankit.Reranker.rerank`'s; unknown keywords are a
+    ``TypeError``.
     """
-    check_keywords(unexpected, "rerank")
+    check_keywords({k: v for k, v in options.items() if k not in InputFields.names()}, "rerank")
     if reranker is None:
         reranker, note = default_reranker()
     else:
         note = None
-    fields = InputFields(
-        text_field=text_field,
-        id_field=id_field,
-        score_field=score_field,
-        first_stage_field=first_stage_field,
-        first_stage_higher_is_better=first_stage_higher_is_better,
+    result = load(reranker).rerank(
+        query, documents, top_k=top_k, fields=fields, context=context, **options
     )
-    result = load(reranker).rerank(query, documents, top_k=top_k, fields=fields, context=context)
     if note:
         result = replace(result, warnings=(note, *result.warnings))
     return result

@@ -29,7 +29,7 @@ and LlamaIndex nodes as copies, everything else as the caller's own object.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from numbers import Real
 from typing import Any
@@ -111,15 +111,14 @@ class _Adapter:
 
     def __init__(
         self,
+        fields: InputFields,
         *,
-        text_field: str,
-        id_field: str,
-        text_fields: Sequence[str] | None,
         text_getter: Callable[[Any], str] | None,
         missing_text: str,
     ) -> None:
         if missing_text not in ("error", "empty"):
             raise ValueError(f"missing_text must be 'error' or 'empty', got {missing_text!r}")
+        text_fields = fields.text_fields
         if text_fields is not None and (
             isinstance(text_fields, str)
             or not text_fields
@@ -128,7 +127,7 @@ class _Adapter:
             raise InputError(
                 f"text_fields must be a non-empty list of field names, got {text_fields!r}"
             )
-        self.text_field, self.id_field = text_field, id_field
+        self.text_field, self.id_field = fields.text_field, fields.id_field
         self.text_fields = list(text_fields) if text_fields is not None else None
         self.text_getter, self.lenient = text_getter, missing_text == "empty"
 
@@ -254,33 +253,31 @@ def _with_first_stage(docs: list[Document], field: str, higher_is_better: bool) 
 
 def to_documents(
     documents: Iterable[Any],
+    fields: InputFields | None = None,
     *,
-    text_field: str = "text",
-    id_field: str = "id",
-    text_fields: Sequence[str] | None = None,
     text_getter: Callable[[Any], str] | None = None,
-    first_stage_field: str | None = None,
-    first_stage_higher_is_better: bool = True,
     missing_text: str = "error",
+    **options: Any,
 ) -> list[Document]:
-    """Adapt the caller's items to Documents (each keeps its original object as ``source``).
+    """Adapt the caller's items to Documents (each keeps its original object as ``source``),
+    read as ``fields`` (an :class:`InputFields`) says, or its options given as keywords
+    (``text_field="body"``, ``first_stage_field="score"``, ...); ``text_getter`` reads the
+    text of an object that is not a mapping.
 
-    Raises :class:`~rerankit.errors.InvalidDocumentError` (a ``ValueError``) naming the document's
-    index and the field when a text is missing or not a string (``missing_text="empty"``
-    reads such documents as empty text instead), or when a ``first_stage_field`` value is
-    not a number. See the module doc for the kinds of item accepted.
+    Raises :class:`~rerankit.errors.InvalidDocumentError` (a ``ValueError``) naming the
+    document's index and the field when a text is missing or not a string
+    (``missing_text="empty"`` reads such documents as empty text instead), or when a
+    ``first_stage_field`` value is not a number. See the module doc for the kinds of item
+    accepted.
     """
+    fields = (fields or InputFields()).with_options(**options)
     items = _check_sequence(documents)
-    adapter = _Adapter(
-        text_field=text_field,
-        id_field=id_field,
-        text_fields=text_fields,
-        text_getter=text_getter,
-        missing_text=missing_text,
-    )
+    adapter = _Adapter(fields, text_getter=text_getter, missing_text=missing_text)
     docs = [adapter.adapt(item, i) for i, item in enumerate(items)]
-    if first_stage_field is not None:
-        docs = _with_first_stage(docs, first_stage_field, first_stage_higher_is_better)
+    if fields.first_stage_field is not None:
+        docs = _with_first_stage(
+            docs, fields.first_stage_field, fields.first_stage_higher_is_better
+        )
     return docs
 
 
@@ -315,14 +312,7 @@ class InputFields:
 
     def read(self, documents: Iterable[Any]) -> list[Document]:
         """``documents`` as :class:`~rerankit.Document` s (see :func:`to_documents`)."""
-        return to_documents(
-            documents,
-            text_field=self.text_field,
-            id_field=self.id_field,
-            text_fields=self.text_fields,
-            first_stage_field=self.first_stage_field,
-            first_stage_higher_is_better=self.first_stage_higher_is_better,
-        )
+        return to_documents(documents, self)
 
 
 def output_for(doc: Document, score: float, *, score_field: str = "rerank_score") -> Any:

@@ -26,43 +26,33 @@ def run_batch(
     pipeline: Any = "hybrid",
     *,
     engine: str = "local",
-    workers: int = 1,
-    batch_size: int = 16,
-    address: str | None = None,
-    num_cpus: float | None = None,
-    num_gpus: float | None = None,
-    concurrency: int = 1,
+    ray: RayOptions | None = None,
     **options: Any,
 ) -> BatchSummary:
     """Rerank every row of ``source`` (a file, or a list of rows) into ``output`` with the
-    ``local`` engine (this process) or ``ray`` (see :func:`rerank_dataset`). Both read
-    ``batch_size`` rows at a time and keep up to ``concurrency`` of them in flight."""
-    if batch_size < 1 or concurrency < 1:
-        raise InputError(f"batch_size and concurrency must be >= 1: {batch_size}, {concurrency}")
+    ``local`` engine (this process) or ``ray`` (see :func:`rerank_dataset`). How the rows
+    are run is ``ray`` (a :class:`RayOptions`) or its fields as keywords: both engines read
+    ``batch_size`` rows at a time and keep up to ``concurrency`` of them in flight; the
+    ``ray`` engine also reads ``workers``, ``num_cpus``, ``num_gpus`` and ``address``. The
+    other ``options`` go to ``rerank`` (``top_k``, ``fields``, ``text_field``, ...)."""
+    settings, options = RayOptions.split(ray, options)  # checks batch_size and concurrency
     input_format(output)  # both names checked before any work
     if isinstance(source, (str, Path)):
         input_format(source)
         if not Path(source).is_file():
             raise InputError(f"{source}: no such file")
     if engine == "ray":
-        ray = RayOptions(
-            workers=workers,
-            batch_size=batch_size,
-            num_cpus=num_cpus,
-            num_gpus=num_gpus,
-            address=address,
-            concurrency=concurrency,
-        )
-        return rerank_dataset(source, pipeline, output=output, ray=ray, **options)
+        return rerank_dataset(source, pipeline, output=output, ray=settings, **options)
     if engine != "local":
         raise InputError(f"engine must be 'local' or 'ray', got {engine!r}")
 
     reranker = load(pipeline)
     started = time.perf_counter()
     rows = read_rows(source) if isinstance(source, (str, Path)) else iter(source)
+    batch, concurrency = settings.batch_size, settings.concurrency
     results = (
         row
-        for chunk in chunks(rows, max(batch_size, concurrency))
+        for chunk in chunks(rows, max(batch, concurrency))
         for row in rerank_rows(reranker, chunk, concurrency=concurrency, **options)
     )
     summary = write_rows(output, results)

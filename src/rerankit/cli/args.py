@@ -12,6 +12,7 @@ from ..documents import InputFields
 from ..errors import InputError
 
 __all__ = [
+    "add_data_argument",
     "add_embedding_cache_arguments",
     "add_field_arguments",
     "add_first_stage_argument",
@@ -156,3 +157,13 @@ def add_max_queries_argument(parser: Any) -> None:
 def add_no_progress_argument(parser: Any) -> None:
     """``--no-progress``: plain progress lines instead of bars on stderr."""
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def add_data_argument(parser: Any) -> None:
+    """``--data FOLDER``: the BEIR-layout collection a learning command reads."""
+    parser.add_argument(
+        "--data",
+        required=True,
+        help="BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv (see "
+        "`rerankit eval -h`)",
+    )

@@ -12,7 +12,12 @@ from ..errors import InputError
 from ..eval.data import Dataset
 from ..eval.first_stage import first_stage
 from ..training.labelling import LabelReport, estimate, judge_from, label, read_prices
-from .args import add_first_stage_argument, add_no_progress_argument, positive_int
+from .args import (
+    add_data_argument,
+    add_first_stage_argument,
+    add_no_progress_argument,
+    positive_int,
+)
 from .console import limit_queries, read_collection
 
 __all__ = ["add_commands"]
@@ -101,7 +106,7 @@ def add_commands(sub: Any) -> None:
         "estimated calls and cost are printed first; --max-calls / --budget stop cleanly, "
         "and a second run resumes (the judgment cache answers what was judged).",
     )
-    lab.add_argument("--data", required=True, help="BEIR folder: its corpus and queries")
+    add_data_argument(lab)
     lab.add_argument(
         "--split",
         default="train",

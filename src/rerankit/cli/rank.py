@@ -11,7 +11,7 @@ from typing import Any
 from .._jsonl import dumps_strict, read_records, read_text
 from ..api import default_reranker, load
 from ..backends.bundled import BUNDLED_NAMES
-from ..batch import quiet_ray_logs, run_batch
+from ..batch import RayOptions, quiet_ray_logs, run_batch
 from ..batch.beir import beir_rows
 from ..errors import InputError
 from ..scorers.local import LocalModelScorer
@@ -106,17 +106,13 @@ def cmd_batch(args: argparse.Namespace) -> int:
         source = beir_rows(args.input, args.run, split=args.split, k=args.k)
     elif Path(args.input).is_dir():
         raise InputError(f"{args.input} is a folder: give --run with a BEIR folder")
+    ray, _ = RayOptions.split(None, vars(args))  # workers, batch size, address, ... as given
     summary = run_batch(
         source,
         args.output,
         pipeline,
         engine=args.engine,
-        workers=args.workers,
-        batch_size=args.batch_size,
-        address=args.address,
-        num_cpus=args.num_cpus,
-        num_gpus=args.num_gpus,
-        concurrency=args.concurrency,
+        ray=ray,
         top_k=args.top_k,
         fields=input_fields(args),
     )

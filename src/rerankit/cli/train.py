@@ -5,34 +5,26 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import asdict
 from typing import Any
 
-from ..training import fine_tune
-from .args import add_no_progress_argument, positive_int
+from ..training import FineTuneOptions, fine_tune
+from .args import add_data_argument, add_no_progress_argument, positive_int
 from .console import reporter
 
 __all__ = ["add_commands", "cmd_train"]
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    options = FineTuneOptions.from_namespace(args)
     result = fine_tune(
         args.data,
         args.out,
-        what=args.what,
-        split=args.split,
-        model=args.model,
-        max_pairs=args.max_pairs,
-        epochs=args.epochs,
-        batch_size=args.batch_size,
-        k=args.k,
-        learning_rate=args.learning_rate,
-        head_learning_rate=args.head_learning_rate,
-        held_out_share=args.held_out,
-        cross_fit=args.cross_fit,
         progress=not args.no_progress,
         reporter=reporter(args),
+        **asdict(options),
     )
-    check = result.held_out
+    check = result.held_out_check
     if check is None:
         return 0
     what = "cross-encoder" if args.what == "cross-encoder" else "embedding model"
@@ -74,7 +66,7 @@ def add_commands(sub: Any) -> None:
         "work too.",
     )
     tr.add_argument("what", choices=("embedding", "cross-encoder"), help="what to train")
-    tr.add_argument("--data", required=True, help="BEIR-layout folder")
+    add_data_argument(tr)
     tr.add_argument("--split", default="train", help="the training split (default train)")
     tr.add_argument("--out", required=True, help="folder for the fine-tuned model")
     tr.add_argument(

@@ -11,6 +11,7 @@ from ..eval.compare import format_against
 from ..eval.runner import format_table
 from ..training import TuneOptions, TuneResult, tune
 from .args import (
+    add_data_argument,
     add_embedding_cache_arguments,
     add_first_stage_argument,
     add_max_queries_argument,
@@ -63,7 +64,7 @@ def add_commands(sub: Any) -> None:
         "judgments would help. The written pipeline is then reported once on the test split, "
         "which never informs the choice.",
     )
-    tu.add_argument("--data", required=True, help="BEIR-layout folder (see `rerankit eval -h`)")
+    add_data_argument(tu)
     tu.add_argument(
         "--train-split",
         default="train",

@@ -16,12 +16,13 @@ what they chose and measured (the command line prints the same):
 >>> result.adopted, result.verdict.describe(), result.path         # doctest: +SKIP
 """
 
-from .fine_tuning import FineTuneResult, HeldOutCheck, fine_tune
+from .fine_tuning import FineTuneOptions, FineTuneResult, HeldOutCheck, fine_tune
 from .labelling import LabelReport, label
 from .reporting import Reporter
 from .tuning import TuneOptions, TuneResult, tune
 
 __all__ = [
+    "FineTuneOptions",
     "FineTuneResult",
     "HeldOutCheck",
     "LabelReport",

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import random
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from .._optional import require
 from ..backends.bundled import resolve_source
 from ..backends.local import quiet_loading
 from ..errors import InputError
-from .trainer import claim_checkpoints, run_trainer, trainer_settings
+from .trainer import TrainingRun, run_trainer
 
 __all__ = ["NEW_HEAD_LEARNING_RATE", "cross_encoder_rows", "fine_tune_cross_encoder"]
 
@@ -125,27 +124,19 @@ def fine_tune_cross_encoder(
     trainers = require("sentence_transformers.cross_encoder", "training a cross-encoder")
     losses_module = require("sentence_transformers.cross_encoder.losses", "training")
 
-    out = Path(out)
-    checkpoints = out / "checkpoints"
+    run = TrainingRun(
+        rows, Path(out), model, epochs, batch_size, learning_rate, seed, progress, log
+    )
     torch.manual_seed(seed)
     source = resolve_source(model)
     new_head = not has_relevance_head(source)
     if new_head and head_learning_rate is None:
         head_learning_rate = NEW_HEAD_LEARNING_RATE
-    resume = claim_checkpoints(
-        checkpoints,
-        rows,
-        {
-            "kind": "cross-encoder",
-            "model": model,
-            "epochs": epochs,
-            "batch_size": batch_size,
-            "learning_rate": learning_rate,
-            "head_learning_rate": head_learning_rate,
-            "positive_weight": positive_weight,
-            "max_length": max_length,
-            "seed": seed,
-        },
+    resume = run.claim(
+        "cross-encoder",
+        head_learning_rate=head_learning_rate,
+        positive_weight=positive_weight,
+        max_length=max_length,
     )
     # no weight-loading bar (the library never prints), and for a checkpoint without a head
     # no transformers table of the head's "MISSING" weights either: one line says it instead
@@ -163,31 +154,14 @@ def fine_tune_cross_encoder(
         else torch.tensor(float(positive_weight), device=loaded.device)
     )
     loss = losses_module.BinaryCrossEntropyLoss(loaded, pos_weight=weight)
-    steps = max(1, int(len(rows) / batch_size * epochs))
-    probe = rows[:batch_size]
-    start = time.perf_counter()
-    value = loss(
-        [[r["query"] for r in probe], [r["document"] for r in probe]],
-        torch.tensor([r["label"] for r in probe], device=loaded.device),
+    run.estimate(
+        lambda probe: loss(
+            [[r["query"] for r in probe], [r["document"] for r in probe]],
+            torch.tensor([r["label"] for r in probe], device=loaded.device),
+        ),
+        loaded,
     )
-    value.backward()
-    loaded.zero_grad()
-    per_step = time.perf_counter() - start
-    (log or logger.info)(
-        f"{len(rows)} training pairs, {steps} steps of {batch_size}: about "
-        f"{steps * per_step / 60:.0f} min on this machine"
-    )
-    arguments = trainers.CrossEncoderTrainingArguments(
-        **trainer_settings(
-            checkpoints,
-            steps,
-            epochs=epochs,
-            batch_size=batch_size,
-            learning_rate=learning_rate,
-            seed=seed,
-            progress=progress,
-        )
-    )
+    arguments = run.arguments(trainers.CrossEncoderTrainingArguments)
     dataset = datasets.Dataset.from_list(rows)
     optimizer = None  # the trainer's own, unless the head has a step size of its own
     if head_learning_rate is not None and head_learning_rate != learning_rate:
@@ -207,7 +181,7 @@ def fine_tune_cross_encoder(
             optimizers=(optimizer, None),
         ),
         len(rows),
-        lambda: loaded.save_pretrained(str(out)),
+        lambda: loaded.save_pretrained(str(run.out)),
         resume=resume,
         progress=progress,
     )

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from .._optional import require
 from ..backends.bundled import resolve_source
 from ..backends.local import quiet_loading
 from ..errors import InputError
-from .trainer import claim_checkpoints, no_widget_examples, run_trainer, trainer_settings
+from .trainer import TrainingRun, no_widget_examples, run_trainer
 
 __all__ = ["embedding_pairs", "fine_tune_embedding"]
 
@@ -91,55 +90,30 @@ def fine_tune_embedding(
         from sentence_transformers.losses import MultipleNegativesRankingLoss
         from sentence_transformers.training_args import BatchSamplers
 
-    out = Path(out)
-    checkpoints = out / "checkpoints"
-    resume = claim_checkpoints(
-        checkpoints,
-        rows,
-        {
-            "kind": "embedding",
-            "model": model,
-            "epochs": epochs,
-            "batch_size": batch_size,
-            "learning_rate": learning_rate,
-            "max_length": max_length,
-            "seed": seed,
-        },
+    run = TrainingRun(
+        rows, Path(out), model, epochs, batch_size, learning_rate, seed, progress, log
     )
+    resume = run.claim("embedding", max_length=max_length)
     with quiet_loading():  # no weight-loading bar: the library never prints
         loaded = st.SentenceTransformer(resolve_source(model))  # on the GPU when there is one
     if max_length:
         loaded.max_seq_length = max_length
     dataset = datasets.Dataset.from_list(rows)
-    steps = max(1, int(len(rows) / batch_size * epochs))
-    # a time estimate up front: one forward and backward pass on a batch, timed
-    probe = rows[:batch_size]
-    start = time.perf_counter()
     prepare = getattr(loaded, "preprocess", None) or loaded.tokenize
-    features = [
-        {n: v.to(loaded.device) if hasattr(v, "to") else v for n, v in batch.items()}
-        for batch in (prepare([r[k] for r in probe]) for k in ("anchor", "positive", "negative"))
-    ]
     loss = MultipleNegativesRankingLoss(loaded)
-    value = loss(features, None)
-    value.backward()
-    loaded.zero_grad()
-    per_step = time.perf_counter() - start
-    (log or logger.info)(
-        f"{len(rows)} training pairs, {steps} steps of {batch_size}: about "
-        f"{steps * per_step / 60:.0f} min on this machine"
-    )
-    arguments = st.SentenceTransformerTrainingArguments(
-        **trainer_settings(
-            checkpoints,
-            steps,
-            epochs=epochs,
-            batch_size=batch_size,
-            learning_rate=learning_rate,
-            seed=seed,
-            progress=progress,
-        ),
-        batch_sampler=BatchSamplers.NO_DUPLICATES,
+
+    def loss_of(probe: Any) -> Any:  # the time estimate's batch, on the model's device
+        features = [
+            {n: v.to(loaded.device) if hasattr(v, "to") else v for n, v in batch.items()}
+            for batch in (
+                prepare([r[k] for r in probe]) for k in ("anchor", "positive", "negative")
+            )
+        ]
+        return loss(features, None)
+
+    run.estimate(loss_of, loaded)
+    arguments = run.arguments(
+        st.SentenceTransformerTrainingArguments, batch_sampler=BatchSamplers.NO_DUPLICATES
     )
 
     def build(callbacks: list[Any]) -> Any:
@@ -151,7 +125,7 @@ def fine_tune_embedding(
     return run_trainer(
         build,
         len(rows),
-        lambda: loaded.save(str(out)),
+        lambda: loaded.save(str(run.out)),
         resume=resume,
         progress=progress,
     )

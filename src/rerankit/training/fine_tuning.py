@@ -8,7 +8,7 @@ parsed and its result printed."""
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ __all__ = [
     "CHECK_DEPTH",
     "DEFAULT_HELD_OUT",
     "DEFAULT_HELD_OUT_CAP",
+    "FineTuneOptions",
     "FineTuneResult",
     "HeldOutCheck",
     "check_on_held_out",
@@ -96,7 +97,7 @@ class HeldOutCheck:
 @dataclass
 class FineTuneResult:
     """What :func:`fine_tune` did: the model folder ``out``, the training's ``steps``,
-    ``seconds``, ``losses`` and whether it ``resumed`` from checkpoints; ``held_out``, the
+    ``seconds``, ``losses`` and whether it ``resumed`` from checkpoints; ``held_out_check``, the
     check on the queries kept out (None without any); with ``cross_fit``, the folds' check
     on every judged query (``cross_fit_check``, each query ranked by the fold model never
     trained on it), the fold folders and which folds an earlier run had trained."""
@@ -107,10 +108,63 @@ class FineTuneResult:
     seconds: float
     losses: list[float]
     resumed: bool
-    held_out: HeldOutCheck | None = None
+    held_out_check: HeldOutCheck | None = None
     cross_fit_check: HeldOutCheck | None = None
     folds: list[Path] = field(default_factory=list)
     folds_reused: list[int] = field(default_factory=list)
+
+
+@dataclass
+class FineTuneOptions:
+    """What :func:`fine_tune` trains and how (each is ``rerankit train``'s option of the
+    same name): ``what`` (``"embedding"``: a sentence-transformers model on (query,
+    relevant, hard negative) triples; ``"cross-encoder"``: (query, document, 1/0) pairs),
+    the training ``split``, the ``model`` to start from, at most ``max_pairs`` pairs, the
+    ``epochs``, ``batch_size`` and step sizes (``learning_rate``; ``head_learning_rate`` for
+    a cross-encoder's relevance head), the BM25 depth ``k`` hard negatives come from, the
+    share of the judged queries ``held_out`` to check the result on (default 0.1, at most
+    200; 0 with ``cross_fit``) and ``cross_fit=K`` fold models (embedding only)."""
+
+    what: str = "embedding"
+    split: str = "train"
+    model: str | None = "all-MiniLM-L6-v2"
+    max_pairs: int | None = None
+    epochs: float = 1.0
+    batch_size: int = 16
+    k: int = 100
+    learning_rate: float | None = None
+    head_learning_rate: float | None = None
+    held_out: float | None = None
+    cross_fit: int | None = None
+
+    @classmethod
+    def from_namespace(cls, namespace: Any) -> FineTuneOptions:
+        """The options of the same names from an object that has them (parsed arguments)."""
+        return cls(**{f.name: getattr(namespace, f.name) for f in fields(cls)})
+
+    def check(self) -> None:
+        """Refuse options that cannot work, before any work."""
+        if self.what not in WHAT:
+            raise InputError(f"what must be one of {', '.join(WHAT)}, got {self.what!r}")
+        if self.split == "test":
+            raise InputError("train on a training split; the test split is for reporting")
+        if self.what == "embedding" and self.head_learning_rate is not None:
+            raise InputError(
+                "--head-learning-rate is for cross-encoders: an embedding model has no head"
+            )
+        if self.held_out is not None and not 0 <= self.held_out < 1:
+            raise InputError(f"--held-out is a share of the queries in [0, 1), got {self.held_out}")
+        if self.cross_fit is not None and self.what != "embedding":
+            raise InputError(
+                "--cross-fit is for embedding models, which `rerankit tune` reads as features"
+            )
+        if self.cross_fit is not None and self.cross_fit < 2:
+            raise InputError(f"--cross-fit needs at least 2 folds, got {self.cross_fit}")
+
+    def trainer_options(self) -> dict[str, Any]:
+        """The step sizes given, as the fine-tuning functions take them."""
+        steps = {"learning_rate": self.learning_rate, "head_learning_rate": self.head_learning_rate}
+        return {k: v for k, v in steps.items() if v is not None}
 
 
 @dataclass
@@ -119,77 +173,42 @@ class _Run:
 
     data: Any
     source: str | Path
-    split: str
     cands: Any
-    model: str | None
-    max_pairs: int | None
-    epochs: float
-    batch_size: int
+    opts: FineTuneOptions
     progress: bool
-    options: dict[str, Any]
 
 
 def fine_tune(
     data: str | Path,
     out: str | Path,
     *,
-    what: str = "embedding",
-    split: str = "train",
-    model: str | None = "all-MiniLM-L6-v2",
-    max_pairs: int | None = None,
-    epochs: float = 1.0,
-    batch_size: int = 16,
-    k: int = 100,
-    learning_rate: float | None = None,
-    head_learning_rate: float | None = None,
-    held_out_share: float | None = None,
-    cross_fit: int | None = None,
     progress: bool = False,
     reporter: Reporter | None = None,
+    **options: Any,
 ) -> FineTuneResult:
-    """Train ``what`` (``"embedding"``: fine-tune a sentence-transformers model on
-    (query, relevant, hard negative) triples; ``"cross-encoder"``: (query, document, 1/0)
-    pairs) on the judgments of ``split`` in the BEIR-layout folder ``data``, into ``out``,
-    starting from ``model``. ``held_out_share`` of the judged queries (default 0.1, at most
-    200; 0 with ``cross_fit``) are kept out and the result checked on them; ``cross_fit=K``
-    (embedding only) also trains K fold models in ``out/cross-fit``. ``progress`` shows the
-    trainer's progress bars; ``reporter`` hears each step (the trainer's time estimate
-    among them)."""
+    """Train a model on the judgments of the BEIR-layout folder ``data`` into ``out`` (see
+    the module and :class:`FineTuneOptions` for ``options``), and check it on the queries
+    kept out. ``progress`` shows the trainer's progress bars; ``reporter`` hears each step
+    (the trainer's time estimate among them); nothing is printed."""
+    opts = FineTuneOptions(**options)
+    opts.check()
     report = quiet(reporter)
-    if what not in WHAT:
-        raise InputError(f"what must be one of {', '.join(WHAT)}, got {what!r}")
-    if split == "test":
-        raise InputError("train on a training split; the test split is for reporting")
-    if what == "embedding" and head_learning_rate is not None:
-        raise InputError(
-            "--head-learning-rate is for cross-encoders: an embedding model has no head"
-        )
-    if held_out_share is not None and not 0 <= held_out_share < 1:
-        raise InputError(f"--held-out is a share of the queries in [0, 1), got {held_out_share}")
-    if cross_fit is not None and what != "embedding":
-        raise InputError(
-            "--cross-fit is for embedding models, which `rerankit tune` reads as features"
-        )
-    if cross_fit is not None and cross_fit < 2:
-        raise InputError(f"--cross-fit needs at least 2 folds, got {cross_fit}")
-    dataset = read_split(data, split, note=lambda message: report.note(f"warning: {message}"))
-    cands = first_stage(dataset, "bm25", k)
+    what, cross_fit = opts.what, opts.cross_fit
+    dataset = read_split(data, opts.split, note=lambda message: report.note(f"warning: {message}"))
+    cands = first_stage(dataset, "bm25", opts.k)
     judged = [q for q in dataset.qrels if q in dataset.queries]
     if cross_fit is not None and len(judged) < 2 * cross_fit:
         raise InputError(
             f"--cross-fit {cross_fit}: {len(judged)} judged queries are too few for "
             f"{cross_fit} folds of at least 2"
         )
-    if held_out_share is None and cross_fit:  # the folds check it: train on them all
+    if opts.held_out is None and cross_fit:  # the folds check it: train on them all
         checked = []
-    elif held_out_share is None:  # the default share, capped; a share asked for is kept
+    elif opts.held_out is None:  # the default share, capped; a share asked for is kept
         checked = held_out(judged, DEFAULT_HELD_OUT)
     else:
-        checked = held_out(judged, held_out_share, cap=None)
-    options = {} if learning_rate is None else {"learning_rate": learning_rate}
-    if head_learning_rate is not None:  # cross-encoders only: refused above otherwise
-        options["head_learning_rate"] = head_learning_rate
-    run = _Run(dataset, data, split, cands, model, max_pairs, epochs, batch_size, progress, options)
+        checked = held_out(judged, opts.held_out, cap=None)
+    run = _Run(dataset, data, cands, opts, progress)
     summary = _train_without(run, set(checked), out, what, report)
     result = FineTuneResult(
         what, Path(out), summary["steps"], summary["seconds"], summary["losses"], summary["resumed"]
@@ -207,7 +226,7 @@ def fine_tune(
         f"{load_with}({str(out)!r}), or `{export}`"
     )
     if checked:
-        result.held_out = _check(run, what, out, checked, report)
+        result.held_out_check = _check(run, what, out, checked, report)
     if cross_fit:
         _cross_fit(run, judged, cross_fit, out, result, report)
     return result
@@ -224,7 +243,7 @@ def _check(
         else EmbeddingScorer(str(out), cache=False)
     )
     first, mine = check_on_held_out(trained, run.data, run.cands, checked, CHECK_DEPTH)
-    start, before, began = _starting_model(what, run.model), "", None
+    start, before, began = _starting_model(what, run.opts.model), "", None
     if start is not None:
         began = check_on_held_out(start, run.data, run.cands, checked, CHECK_DEPTH)[1]
         before = f", the model it started from {100 * began:.2f}"
@@ -285,16 +304,16 @@ def _train_without(
         run.data, qrels={q: j for q, j in run.data.qrels.items() if q not in left_out}
     )
     summary = train(
-        pairs(training, run.cands, max_pairs=run.max_pairs),
+        pairs(training, run.cands, max_pairs=run.opts.max_pairs),
         out,
-        model=run.model,
-        epochs=run.epochs,
-        batch_size=run.batch_size,
+        model=run.opts.model,
+        epochs=run.opts.epochs,
+        batch_size=run.opts.batch_size,
         progress=run.progress,
         log=report.say,
-        **run.options,
+        **run.opts.trainer_options(),
     )
-    record_trained_on(out, run.source, run.split, list(training.qrels))
+    record_trained_on(out, run.source, run.opts.split, list(training.qrels))
     return summary
 
 

@@ -19,7 +19,7 @@ from ..eval.metrics import ranked_ndcg
 from ..normalize import normalize_scores
 from ..scorers import learned
 from ..scorers.recipe import HYBRID_CALIBRATION
-from . import calibrated, ltr
+from . import calibrated, crossval, ltr
 from . import fusion_search as fusion
 from .reporting import Reporter
 from .selection import (
@@ -35,16 +35,45 @@ from .selection import (
     write_pipeline,
 )
 
-__all__ = ["Fitted", "feature_rows", "fit_calibrated", "fit_fusion", "fit_ltr"]
+__all__ = ["Inputs", "TuneResult", "feature_rows", "fit_calibrated", "fit_fusion", "fit_ltr"]
 
 
 @dataclass
-class Fitted:
-    """What a method wrote: the pipeline file, its spec and comment, whether the learned
-    pipeline was written (``learned``; else the default), which default it was measured
-    against (``"hybrid"`` or ``"fusion"``), the comparison with it, and the learned
-    model's file and report (learning to rank)."""
+class Inputs:
+    """What a method learns from: the options (:class:`~rerankit.training.TuneOptions`),
+    the training split and each query's first-stage candidates, the embedding scorer (or
+    ``routes``: each query's fold model, when it was cross-fitted), the queries the verdict
+    is made on (``among``; None: all) and where the account goes."""
 
+    opts: Any
+    train: Any
+    cands: Any
+    embedding: Any
+    routes: dict[str, str] | None
+    among: set[str] | None
+    report: Reporter
+
+
+@dataclass
+class TuneResult:
+    """What :func:`~rerankit.training.tune` chose and measured.
+
+    ``path``: the pipeline file written, ``spec`` its pipeline (load either with
+    :func:`rerankit.load`) and ``comment`` the reason written above it; ``learned``: whether
+    the learned pipeline was written (adopted, or ``keep_learned``), else the default;
+    ``default``: the default it was measured against (``"hybrid"``, or ``"fusion"``: the
+    hybrid's fusion over another embedding model); ``comparison``: the cross-validated
+    comparison with it, also read as ``adopted`` (the verdict: the learned pipeline beat the
+    default by more than ``verdict.margin`` times the noise), ``verdict`` (nDCG@10 as
+    fractions: gain, noise, per fold), ``cross_validation``, ``learning_curve`` (training
+    queries per fit, cross-validated nDCG@10) and ``chosen`` (the best learned option);
+    ``model_path`` and ``model_report``: a learned ranker's file and its report; ``test``:
+    the rows of the report on the test split (first stage, ``hybrid``, the written
+    pipeline; see :func:`rerankit.eval.runner.evaluate_runs`) with ``test_name`` and
+    ``test_queries``, or None without a test split; ``lines``: the account, as ``rerankit
+    tune`` prints it."""
+
+    method: str
     path: Path
     spec: dict[str, Any]
     comment: str
@@ -53,19 +82,37 @@ class Fitted:
     comparison: Comparison
     model_path: Path | None = None
     model_report: dict[str, Any] = field(default_factory=dict)
+    test: list[dict[str, Any]] | None = None
+    test_name: str | None = None
+    test_queries: int = 0
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> crossval.Verdict:
+        return self.comparison.verdict
+
+    @property
+    def adopted(self) -> bool:
+        return self.comparison.verdict.adopt
+
+    @property
+    def cross_validation(self) -> crossval.CrossValidation:
+        return self.comparison.cross_validation
+
+    @property
+    def learning_curve(self) -> list[tuple[int, float]]:
+        return self.comparison.learning_curve
+
+    @property
+    def chosen(self) -> str:
+        return self.comparison.chosen
 
 
-def fit_fusion(
-    opts: Any,
-    train: Any,
-    cands: Any,
-    embedding: Any,
-    routes: dict[str, str] | None,
-    among: set[str] | None,
-    report: Reporter,
-) -> Fitted:
+def fit_fusion(job: Inputs) -> TuneResult:
     """Fusion weights of ``opts.strategies`` (weighted min-max, weighted z-score, RRF; a 0.1
     grid) chosen by cross-validation against the default."""
+    opts, train, cands, report = job.opts, job.train, job.cands, job.report
+    embedding, routes, among = job.embedding, job.routes, job.among
     strategies = opts.strategy_list
     bar = report.progress("scoring train")
     matrices = per_fold(
@@ -101,18 +148,10 @@ def fit_fusion(
         spec, comment = default_pipeline(opts, train, verdict, "tuned fusion", which)
     path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
     learned_written = bool(verdict.adopt or opts.keep_learned)
-    return Fitted(path, spec, comment, learned_written, which, found)
+    return TuneResult("fusion", path, spec, comment, learned_written, which, found)
 
 
-def fit_calibrated(
-    opts: Any,
-    train: Any,
-    cands: Any,
-    embedding: Any,
-    routes: dict[str, str] | None,
-    among: set[str] | None,
-    report: Reporter,
-) -> Fitted:
+def fit_calibrated(job: Inputs) -> TuneResult:
     """Refit the calibrated hybrid on the training split (weights chosen by
     cross-validation); when that does not beat the default's order by more than the margin
     times the noise, keep the default's order and refit only its output calibration (the
@@ -120,6 +159,8 @@ def fit_calibrated(
     than the default's. ``routes``: each query's fold model, when ``embedding`` was
     cross-fitted (:func:`~rerankit.training.selection.cross_fit_routes`); the verdict on
     ``among``."""
+    opts, train, cands, report = job.opts, job.train, job.cands, job.report
+    embedding, routes, among = job.embedding, job.routes, job.among
 
     read = calibrated.reading()  # documents read as the default hybrid reads them
     roles = read["roles"]
@@ -197,7 +238,8 @@ def fit_calibrated(
         embedding_max_length=opts.embedding_max_length,
     )
     path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
-    return Fitted(path, spec, comment, bool(verdict.adopt or opts.keep_learned), "hybrid", found)
+    learned_written = bool(verdict.adopt or opts.keep_learned)
+    return TuneResult("calibrate", path, spec, comment, learned_written, "hybrid", found)
 
 
 def feature_rows(
@@ -224,19 +266,13 @@ def _describe_ltr(option: Any) -> str:
     return f"{setting}, {trees} trees, {mix}{cleaned}"
 
 
-def fit_ltr(
-    opts: Any,
-    train: Any,
-    cands: Any,
-    embedding: Any,
-    routes: dict[str, str] | None,
-    among: set[str] | None,
-    report: Reporter,
-) -> Fitted:
+def fit_ltr(job: Inputs) -> TuneResult:
     """Learning to rank: LightGBM settings, trees and a blend with the default chosen by
     cross-validation; the learned pipeline written when it beats the default hybrid (given
     first-stage scores) by more than the margin times the noise, else the default.
-    ``routes`` and ``among`` as for :func:`fit_calibrated`."""
+    ``routes`` and ``among``: see :class:`Inputs`."""
+    opts, train, cands, report = job.opts, job.train, job.cands, job.report
+    embedding, routes, among = job.embedding, job.routes, job.among
 
     say = report.say
     start = time.perf_counter()
@@ -297,7 +333,7 @@ def fit_ltr(
     if not (verdict.adopt or opts.keep_learned):
         spec, comment = default_pipeline(opts, train, verdict, "learned ranker", which)
         path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
-        return Fitted(path, spec, comment, False, which, found)
+        return TuneResult("ltr", path, spec, comment, False, which, found)
     setting, trees, blend, top = best
     names = ltr.feature_set(len(rows))
     began = time.perf_counter()
@@ -334,7 +370,7 @@ def fit_ltr(
         f"{verdict.describe()}."
     )
     path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
-    return Fitted(path, spec, comment, True, which, found, model_path, model_report)
+    return TuneResult("ltr", path, spec, comment, True, which, found, model_path, model_report)
 
 
 def _learned_spec(opts: Any, name: str, model_path: Path, blend: float) -> dict[str, Any]:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ __all__ = [
     "CROSS_FIT",
     "RUN_FILE",
     "TRAINED_ON",
+    "TrainingRun",
     "claim_checkpoints",
     "cross_fit_models",
     "no_widget_examples",
@@ -27,6 +30,8 @@ __all__ = [
     "run_trainer",
     "trainer_settings",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: the file in a checkpoint folder that records the settings of the run writing it
 RUN_FILE = "run.json"
@@ -139,6 +144,69 @@ def trainer_settings(
         "report_to": [],
         "use_cpu": not require("torch", "training").cuda.is_available(),
     }
+
+
+@dataclass(frozen=True)
+class TrainingRun:
+    """What every fine-tuning shares: the training ``rows``, the output folder ``out`` (its
+    checkpoints in ``out/checkpoints``), the model it starts from and the trainer's
+    settings; ``log`` hears the time estimate (default: this module's logger)."""
+
+    rows: Sequence[Mapping[str, Any]]
+    out: Path
+    model: str
+    epochs: float
+    batch_size: int
+    learning_rate: float
+    seed: int
+    progress: bool
+    log: Callable[[str], Any] | None = None
+
+    @property
+    def checkpoints(self) -> Path:
+        return self.out / "checkpoints"
+
+    @property
+    def steps(self) -> int:
+        return max(1, int(len(self.rows) / self.batch_size * self.epochs))
+
+    def claim(self, kind: str, **settings: Any) -> bool:
+        """:func:`claim_checkpoints` for this run of ``kind`` with its other ``settings``."""
+        common = {
+            "kind": kind,
+            "model": self.model,
+            "epochs": self.epochs,
+            "batch_size": self.batch_size,
+            "learning_rate": self.learning_rate,
+            "seed": self.seed,
+        }
+        return claim_checkpoints(self.checkpoints, self.rows, {**common, **settings})
+
+    def estimate(self, loss_of: Callable[[Sequence[Mapping[str, Any]]], Any], model: Any) -> None:
+        """Say about how long training takes: one forward and backward pass of
+        ``loss_of(the first batch of rows)`` on ``model``, timed, times the steps."""
+        start = time.perf_counter()
+        loss_of(self.rows[: self.batch_size]).backward()
+        model.zero_grad()
+        per_step = time.perf_counter() - start
+        (self.log or logger.info)(
+            f"{len(self.rows)} training pairs, {self.steps} steps of {self.batch_size}: about "
+            f"{self.steps * per_step / 60:.0f} min on this machine"
+        )
+
+    def arguments(self, make: Callable[..., Any], **extra: Any) -> Any:
+        """The trainer's training arguments: ``make`` (a sentence-transformers
+        training-arguments class) with :func:`trainer_settings` and ``extra``."""
+        settings = trainer_settings(
+            self.checkpoints,
+            self.steps,
+            epochs=self.epochs,
+            batch_size=self.batch_size,
+            learning_rate=self.learning_rate,
+            seed=self.seed,
+            progress=self.progress,
+        )
+        return make(**settings, **extra)
 
 
 @contextlib.contextmanager

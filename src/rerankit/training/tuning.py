@@ -13,7 +13,7 @@ its account printed.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +24,7 @@ from ..eval.first_stage import first_stage
 from ..eval.runner import evaluate_runs, first_stage_run, run_pipeline
 from ..scorers.embedding import EmbeddingScorer
 from . import fusion_search
-from .crossval import CrossValidation, Verdict
-from .methods import Fitted, fit_calibrated, fit_fusion, fit_ltr
+from .methods import Inputs, TuneResult, fit_calibrated, fit_fusion, fit_ltr
 from .reporting import Reporter, quiet
 from .selection import cross_fit_routes, unseen_queries
 
@@ -110,43 +109,6 @@ class TuneOptions:
         check_out(self.out)
 
 
-@dataclass
-class TuneResult:
-    """What :func:`tune` chose and measured.
-
-    ``path``: the pipeline file written, ``spec`` its pipeline (load either with
-    :func:`rerankit.load`) and ``comment`` the reason written above it; ``adopted``: the
-    verdict (the learned pipeline beat the default by more than ``verdict.margin`` times the
-    noise); ``learned``: whether the learned pipeline was written (adopted, or
-    ``keep_learned``), else the default; ``chosen``: the best learned option, described;
-    ``default``: the default it was measured against (``"hybrid"``, or ``"fusion"``, the
-    hybrid's fusion over another embedding model); ``verdict`` and ``cross_validation``: the
-    cross-validated figures (nDCG@10 as fractions); ``learning_curve``: (training queries
-    per fit, cross-validated nDCG@10); ``model_path`` and ``model_report``: a learned
-    ranker's file and its report; ``test``: the rows of the report on the test split (first
-    stage, ``hybrid``, the written pipeline; see :func:`rerankit.eval.runner.evaluate_runs`)
-    with ``test_name`` and ``test_queries``, or None when there is no test split;
-    ``lines``: the account, as ``rerankit tune`` prints it."""
-
-    method: str
-    path: Path
-    spec: dict[str, Any]
-    comment: str
-    adopted: bool
-    learned: bool
-    chosen: str
-    default: str
-    verdict: Verdict
-    cross_validation: CrossValidation
-    learning_curve: list[tuple[int, float]]
-    model_path: Path | None = None
-    model_report: dict[str, Any] = field(default_factory=dict)
-    test: list[dict[str, Any]] | None = None
-    test_name: str | None = None
-    test_queries: int = 0
-    lines: list[str] = field(default_factory=list)
-
-
 def tune(data: str | Path, *, reporter: Reporter | None = None, **options: Any) -> TuneResult:
     """Fit a pipeline to the judgments of the BEIR-layout folder ``data`` (see the module
     and :class:`TuneOptions` for ``options``); ``reporter`` hears the account as it goes
@@ -178,36 +140,13 @@ def tune(data: str | Path, *, reporter: Reporter | None = None, **options: Any) 
     cands = first_stage(train, opts.first_stage, opts.k)
     routes = cross_fit_routes(opts, cands, report)  # fold models that never saw each query
     unseen = None if routes else unseen_queries(opts, list(train.qrels), report)
-    if opts.calibrate:
-        method, fit = "calibrate", fit_calibrated
-    else:
-        method, fit = opts.method, fit_ltr if opts.method == "ltr" else fit_fusion
-    fitted = fit(opts, train, cands, embedding, routes, unseen, report)
-    result = _result(method, fitted, report)
+    fit = fit_calibrated if opts.calibrate else fit_ltr if opts.method == "ltr" else fit_fusion
+    result = fit(Inputs(opts, train, cands, embedding, routes, unseen, report))
+    result.lines = report.lines
     if test is not None:
-        result.test = _report_on_test(opts, test, fitted.path, method == "calibrate", report)
+        result.test = _report_on_test(opts, test, result.path, opts.calibrate, report)
         result.test_name, result.test_queries = test.name, len(test.queries)
     return result
-
-
-def _result(method: str, fitted: Fitted, report: Reporter) -> TuneResult:
-    found = fitted.comparison
-    return TuneResult(
-        method=method,
-        path=fitted.path,
-        spec=fitted.spec,
-        comment=fitted.comment,
-        adopted=found.verdict.adopt,
-        learned=fitted.learned,
-        chosen=found.chosen,
-        default=fitted.default,
-        verdict=found.verdict,
-        cross_validation=found.cross_validation,
-        learning_curve=found.learning_curve,
-        model_path=fitted.model_path,
-        model_report=fitted.model_report,
-        lines=report.lines,
-    )
 
 
 def _warner(report: Reporter) -> Any:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Protocol
 
-from pydantic import BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from ...errors import ServiceError
 from ...normalize import scale_to_unit
@@ -18,11 +18,14 @@ __all__ = [
     "NOT_BLANK",
     "Call",
     "PositiveWholeNumber",
+    "RankedResponse",
+    "RankedResult",
     "WholeNumber",
     "WireFormat",
     "check_query",
     "clip",
     "meta",
+    "ranked_call",
     "relevance_scores",
 ]
 
@@ -90,6 +93,35 @@ class WireFormat(Protocol):
     def call(self, body: Any, settings: ServerSettings) -> Call: ...
 
     def respond(self, body: Any, call: Call, result: RerankResult) -> Any: ...
+
+
+class RankedResult(BaseModel):
+    """One result of a Cohere-style answer: the document's position in the request, its
+    relevance score and, when asked for, the document (``{"text": ...}``, or the object
+    sent)."""
+
+    index: int
+    relevance_score: float
+    document: dict[str, Any] | None = None
+
+
+class RankedResponse(BaseModel):
+    """A Cohere-style answer (``/v1/rerank``, ``/v2/rerank``): results best first, and
+    ``meta`` (warnings, ``meta.rerankit``)."""
+
+    id: str
+    results: list[RankedResult]
+    meta: dict[str, Any]
+
+
+def ranked_call(body: Any, docs: list[Document], settings: ServerSettings, **limits: Any) -> Call:
+    """The call of a Cohere-style request ``body`` (``query``, ``model``, ``top_n``) over
+    its ``docs``, clipped to the service's limits, billed, with the format's own
+    ``limits`` (``max_chunks``, ``max_tokens``)."""
+    cuts: dict[int, str] = {}
+    docs = clip(docs, settings, cuts=cuts)
+    query = check_query(body.query, settings)
+    return Call(query, docs, body.model, body.top_n, cuts=cuts, bill=True, **limits)
 
 
 def clip(

@@ -12,15 +12,11 @@ from ...documents import InputFields
 from ...errors import InvalidDocumentError, ServiceError
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import (
-    NOT_BLANK,
-    Call,
-    PositiveWholeNumber,
-    check_query,
-    clip,
-    meta,
-    relevance_scores,
-)
+from . import base
+from .base import NOT_BLANK, Call, PositiveWholeNumber, meta, relevance_scores
+
+#: the answer: results best first, and ``meta`` (warnings, ``meta.rerankit``)
+Response = base.RankedResponse
 
 path = "/v1/rerank"
 
@@ -56,20 +52,6 @@ class Request(BaseModel):
         return self
 
 
-class Result(BaseModel):
-    index: int
-    relevance_score: float
-    document: dict[str, Any] | None = None
-
-
-class Response(BaseModel):
-    """The answer: results best first, and ``meta`` (warnings, ``meta.rerankit``)."""
-
-    id: str
-    results: list[Result]
-    meta: dict[str, Any]
-
-
 def call(body: Request, settings: ServerSettings) -> Call:
     try:
         fields = InputFields(
@@ -80,17 +62,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
     except InvalidDocumentError as exc:
         hint = "; object documents need a 'text' field or rank_fields naming theirs"
         raise ServiceError(400, f"{exc}{hint if body.rank_fields is None else ''}") from exc
-    cuts: dict[int, str] = {}
-    docs = clip(docs, settings, cuts=cuts)
-    return Call(
-        check_query(body.query, settings),
-        docs,
-        body.model,
-        body.top_n,
-        cuts=cuts,
-        max_chunks=body.max_chunks_per_doc,
-        bill=True,
-    )
+    return base.ranked_call(body, docs, settings, max_chunks=body.max_chunks_per_doc)
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:

@@ -11,7 +11,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...documents import InputFields
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import NOT_BLANK, Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
+from . import base
+from .base import NOT_BLANK, Call, PositiveWholeNumber, meta, relevance_scores
+
+#: the answer: results best first, and ``meta`` (warnings, ``meta.rerankit``)
+Response = base.RankedResponse
 
 path = "/v2/rerank"
 
@@ -28,32 +32,10 @@ class Request(BaseModel):
     return_documents: bool = False
 
 
-class Result(BaseModel):
-    index: int
-    relevance_score: float
-    document: dict[str, str] | None = None
-
-
-class Response(BaseModel):
-    """The answer: results best first, and ``meta`` (warnings, ``meta.rerankit``)."""
-
-    id: str
-    results: list[Result]
-    meta: dict[str, Any]
-
-
 def call(body: Request, settings: ServerSettings) -> Call:
-    cuts: dict[int, str] = {}
-    docs = clip(InputFields().read(body.documents), settings, cuts=cuts)
-    return Call(
-        check_query(body.query, settings),
-        docs,
-        body.model,
-        body.top_n,
-        cuts=cuts,
-        max_tokens=body.max_tokens_per_doc,  # cut by the service, with the model's tokenizer
-        bill=True,
-    )
+    docs = InputFields().read(body.documents)
+    # max_tokens: cut by the service, with the pipeline model's tokenizer
+    return base.ranked_call(body, docs, settings, max_tokens=body.max_tokens_per_doc)
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
