@@ -1,5 +1,5 @@
 """Text analysis for lexical scoring: words split in one vectorised pass (see
-:mod:`rerankit.scorers.words`), lowercased, stop words dropped and stemmed (Snowball by
+:mod:`rerankit.text.words`), lowercased, stop words dropped and stemmed (Snowball by
 language, CJK as bigrams), counted as terms per document (:class:`TermBatch`)."""
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class Analyzer:
     before stemming. Runs of Chinese, Japanese or Korean characters always become
     overlapping bigrams (a text in those scripts has no spaces to split on).
 
-    Batches are split and looked up with numpy (see :mod:`rerankit.scorers.words`); the
+    Batches are split and looked up with numpy (see :mod:`rerankit.text.words`); the
     analyzer keeps a table of the words it has met (up to ``cache_words`` distinct words,
     then it starts afresh), so stopword matching and stemming run once per new word, not
     once per batch.
