@@ -267,7 +267,7 @@ def calibration_options(
     roles: Sequence[str],
     weights: Sequence[Sequence[float]] | None = None,
 ) -> Callable[[Sequence[str]], dict[tuple[float, ...], Callable[[str], float]]]:
-    """The fit of :func:`rerankit.eval.crossval.cross_validate` for ``tune --calibrate``:
+    """The fit of :func:`rerankit.training.crossval.cross_validate` for ``tune --calibrate``:
     signal calibrations fitted on the training queries' pairs, and per weight vector an
     evaluator of a query's nDCG@10."""
     weights = [tuple(w) for w in (weights or calibration_weights(roles))]

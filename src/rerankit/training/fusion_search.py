@@ -139,7 +139,7 @@ def fusion_table(
 
 
 def fusion_options(table: Mapping[Fusion, Mapping[str, float]]) -> Any:
-    """The fit of :func:`rerankit.eval.crossval.cross_validate` for fusions: a fusion needs
+    """The fit of :func:`rerankit.training.crossval.cross_validate` for fusions: a fusion needs
     no fitting, so every training set gives every option its per-query nDCG@10."""
     evaluators = {option: values.__getitem__ for option, values in table.items()}
     return lambda qids: evaluators

@@ -341,7 +341,7 @@ def options(
     features: Sequence[str] | None = None,
     denoise_tops: Sequence[int | None] = (None,),
 ) -> Callable[[Sequence[str]], dict[Option, Callable[[str], float]]]:
-    """The fit of :func:`rerankit.eval.crossval.cross_validate` for learning to rank: on
+    """The fit of :func:`rerankit.training.crossval.cross_validate` for learning to rank: on
     training query ids, one booster per setting and seed, and per (setting, number of
     trees, blend) an evaluator of a query's nDCG@10 (the mean over the seeds), where the
     blend mixes the model's min-max normalised score with ``default`` (query id -> the
