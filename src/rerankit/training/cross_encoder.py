@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -96,19 +95,16 @@ def fine_tune_cross_encoder(
     rows: list[dict[str, Any]],
     out: str | Path,
     *,
-    model: str = "all-MiniLM-L6-v2",
-    epochs: float = 1.0,
-    batch_size: int = 16,
-    learning_rate: float = 2e-5,
     max_length: int = 256,
     positive_weight: float | None = None,
     head_learning_rate: float | None = None,
-    seed: int = 0,
-    progress: bool = True,
-    log: Callable[[str], Any] | None = None,
+    **training: Any,
 ) -> dict[str, Any]:
     """Train a cross-encoder from ``model`` on ``rows`` into ``out``; returns the run's
-    summary (rows, steps, the training losses, seconds, resumed).
+    summary (rows, steps, the training losses, seconds, resumed). ``training``: the
+    settings every fine-tuning takes (:meth:`~rerankit.training.trainer.TrainingRun.of`:
+    ``model``, ``epochs``, ``batch_size``, ``learning_rate``, ``seed``, ``progress``,
+    ``log``).
 
     ``positive_weight`` weighs the relevant pairs' loss (e.g. the negatives' count per
     relevant document, to balance the classes; None: unweighted). ``head_learning_rate`` is
@@ -124,11 +120,9 @@ def fine_tune_cross_encoder(
     trainers = require("sentence_transformers.cross_encoder", "training a cross-encoder")
     losses_module = require("sentence_transformers.cross_encoder.losses", "training")
 
-    run = TrainingRun(
-        rows, Path(out), model, epochs, batch_size, learning_rate, seed, progress, log
-    )
-    torch.manual_seed(seed)
-    source = resolve_source(model)
+    run = TrainingRun.of(rows, out, **training)
+    torch.manual_seed(run.seed)
+    source = resolve_source(run.model)
     new_head = not has_relevance_head(source)
     if new_head and head_learning_rate is None:
         head_learning_rate = NEW_HEAD_LEARNING_RATE
@@ -143,8 +137,8 @@ def fine_tune_cross_encoder(
     with quiet_loading(warnings=not new_head):
         loaded = st.CrossEncoder(source, num_labels=1, max_length=max_length)
     if new_head:
-        (log or logger.info)(
-            f"{model}: no relevance head in this checkpoint, a new one starts from random "
+        (run.log or logger.info)(
+            f"{run.model}: no relevance head in this checkpoint, a new one starts from random "
             f"weights and learns at step size {head_learning_rate:g} (a cross-encoder "
             "checkpoint learns far faster)"
         )
@@ -164,13 +158,13 @@ def fine_tune_cross_encoder(
     arguments = run.arguments(trainers.CrossEncoderTrainingArguments)
     dataset = datasets.Dataset.from_list(rows)
     optimizer = None  # the trainer's own, unless the head has a step size of its own
-    if head_learning_rate is not None and head_learning_rate != learning_rate:
+    if head_learning_rate is not None and head_learning_rate != run.learning_rate:
         head, rest = [], []
         for name, parameter in loaded.named_parameters():
             (head if _in_head(name) else rest).append(parameter)
         if head:
             groups = [{"params": rest}, {"params": head, "lr": head_learning_rate}]
-            optimizer = torch.optim.AdamW(groups, lr=learning_rate, weight_decay=0.0)
+            optimizer = torch.optim.AdamW(groups, lr=run.learning_rate, weight_decay=0.0)
     return run_trainer(
         lambda callbacks: trainers.CrossEncoderTrainer(
             model=loaded,
@@ -183,5 +177,5 @@ def fine_tune_cross_encoder(
         len(rows),
         lambda: loaded.save_pretrained(str(run.out)),
         resume=resume,
-        progress=progress,
+        progress=run.progress,
     )

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import logging
 import random
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -65,19 +64,15 @@ def fine_tune_embedding(
     rows: list[dict[str, str]],
     out: str | Path,
     *,
-    model: str = "all-MiniLM-L6-v2",
-    epochs: float = 1.0,
-    batch_size: int = 16,
-    learning_rate: float = 2e-5,
     max_length: int | None = None,
-    seed: int = 0,
-    progress: bool = True,
-    log: Callable[[str], Any] | None = None,
+    **training: Any,
 ) -> dict[str, Any]:
     """Fine-tune ``model`` on ``rows`` into ``out``; returns the run's summary (steps, the
     training loss at its start and end, seconds). Resumes from the last checkpoint in
-    ``out/checkpoints`` when there is one. ``log`` receives the time estimate (default: the
-    module's logger). Trains on the GPU when torch sees one."""
+    ``out/checkpoints`` when there is one. ``training``: the settings every fine-tuning
+    takes (:meth:`~rerankit.training.trainer.TrainingRun.of`: ``model``, ``epochs``,
+    ``batch_size``, ``learning_rate``, ``seed``, ``progress``, and ``log``, which receives
+    the time estimate). Trains on the GPU when torch sees one."""
     st = require("sentence_transformers", "fine-tuning an embedding model")
     datasets = require("datasets", "fine-tuning an embedding model")
     require("accelerate", "fine-tuning an embedding model")
@@ -90,12 +85,10 @@ def fine_tune_embedding(
         from sentence_transformers.losses import MultipleNegativesRankingLoss
         from sentence_transformers.training_args import BatchSamplers
 
-    run = TrainingRun(
-        rows, Path(out), model, epochs, batch_size, learning_rate, seed, progress, log
-    )
+    run = TrainingRun.of(rows, out, **training)
     resume = run.claim("embedding", max_length=max_length)
     with quiet_loading():  # no weight-loading bar: the library never prints
-        loaded = st.SentenceTransformer(resolve_source(model))  # on the GPU when there is one
+        loaded = st.SentenceTransformer(resolve_source(run.model))  # on the GPU when there is one
     if max_length:
         loaded.max_seq_length = max_length
     dataset = datasets.Dataset.from_list(rows)
@@ -117,7 +110,7 @@ def fine_tune_embedding(
     )
 
     def build(callbacks: list[Any]) -> Any:
-        with contextlib.nullcontext() if progress else no_widget_examples(loaded):
+        with contextlib.nullcontext() if run.progress else no_widget_examples(loaded):
             return st.SentenceTransformerTrainer(
                 model=loaded, args=arguments, train_dataset=dataset, loss=loss, callbacks=callbacks
             )
@@ -127,5 +120,5 @@ def fine_tune_embedding(
         len(rows),
         lambda: loaded.save(str(run.out)),
         resume=resume,
-        progress=progress,
+        progress=run.progress,
     )

@@ -162,6 +162,23 @@ class TrainingRun:
     progress: bool
     log: Callable[[str], Any] | None = None
 
+    @classmethod
+    def of(
+        cls,
+        rows: Sequence[Mapping[str, Any]],
+        out: str | Path,
+        *,
+        model: str = "all-MiniLM-L6-v2",
+        epochs: float = 1.0,
+        batch_size: int = 16,
+        learning_rate: float = 2e-5,
+        seed: int = 0,
+        progress: bool = True,
+        log: Callable[[str], Any] | None = None,
+    ) -> TrainingRun:
+        """A run with the settings every fine-tuning takes as keywords (these defaults)."""
+        return cls(rows, Path(out), model, epochs, batch_size, learning_rate, seed, progress, log)
+
     @property
     def checkpoints(self) -> Path:
         return self.out / "checkpoints"
