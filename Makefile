@@ -75,7 +75,7 @@ $(CLIENTS_VENV)/.installed: Makefile
 
 # Other reranking libraries and servers, each in a venv of its own (their pins differ from
 # ours: Infinity 0.0.78 needs transformers 4 and sentence-transformers 3), for
-# benchmarks/cross_encoder.py and benchmarks/ce_service.py. Benchmarks only, never tests.
+# benchmarks/speed/cross_encoder.py and benchmarks/speed/ce_service.py. Benchmarks only, never tests.
 PEER_PACKAGES := fastembed==0.9.1 FlashRank==0.2.10
 $(PEERS_VENV)/.installed: Makefile
 	rm -rf $(PEERS_VENV)
@@ -146,16 +146,16 @@ format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check --fix src tests benchmarks
 
 bench: $(VENV)/.installed-dev
-	$(PY) benchmarks/lexical.py
-	$(PY) benchmarks/embedding.py
-	$(PY) benchmarks/llm.py
-	$(PY) benchmarks/server.py
+	$(PY) -m benchmarks.speed.lexical
+	$(PY) -m benchmarks.speed.embedding
+	$(PY) -m benchmarks.speed.llm
+	$(PY) -m benchmarks.speed.server
 
 # Cross-encoders and the Qwen3 recipe beside sentence-transformers, fastembed, FlashRank and
 # Infinity on models of the real shapes (about 40 min on 2 cores).
 bench-cross-encoder: $(VENV)/.installed-dev $(PEERS_VENV)/.installed $(INFINITY_VENV)/.installed
-	$(PY) benchmarks/cross_encoder.py --peer-python $(PEERS_VENV)/bin/python --causal-lm
-	$(PY) benchmarks/ce_service.py --infinity $(INFINITY_VENV)/bin/infinity_emb
+	$(PY) -m benchmarks.speed.cross_encoder --peer-python $(PEERS_VENV)/bin/python --causal-lm
+	$(PY) -m benchmarks.speed.ce_service --infinity $(INFINITY_VENV)/bin/infinity_emb
 
 # The README's quality tables: the texts-only rerankers on the development pool (SciFact train,
 # NFCorpus dev and the four classic collections: a row per collection and the mean), the test
@@ -168,8 +168,8 @@ quality: $(VENV)/.installed-dev
 	RERANKIT_EMBEDDING_CACHE=.cache/embeddings.sqlite $(VENV)/bin/rerankit eval $(POOL) \
 		--rerankers bm25,embedding,hybrid,hybrid-relative --texts-only --no-progress \
 		--baseline hybrid-relative
-	$(PY) benchmarks/quality.py
-	$(PY) benchmarks/learn.py --finetuned .cache/ft-scifact
+	$(PY) -m benchmarks.quality.rerankers
+	$(PY) -m benchmarks.quality.learn --finetuned .cache/ft-scifact
 
 clean:
 	rm -rf $(VENV) $(CORE_VENV) $(SERVE_VENV) $(CLIENTS_VENV) $(PEERS_VENV) $(INFINITY_VENV) site .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info \

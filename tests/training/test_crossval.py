@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 
 from rerankit.training.crossval import (
     ADOPT_MARGIN,
-    JUDGE_MARGIN,
     cross_validate,
     fold_standard_error,
     folds_for,
@@ -141,7 +140,7 @@ def test_a_margin_asks_for_a_gain_that_many_times_the_noise():
         for i, q in enumerate(q for q in QIDS if cv.fold_of[q] == f):
             default[q] = 0.5 - (0.4 if i % 2 else -0.4)
     one, two = verdict(cv, default, margin=1), verdict(cv, default)
-    assert two.margin == ADOPT_MARGIN == JUDGE_MARGIN == 2
+    assert two.margin == ADOPT_MARGIN == 2
     assert one.gain == two.gain and one.noise == two.noise  # the same measurement
     assert one.noise < one.gain < 2 * one.noise
     assert one.adopt and not two.adopt

@@ -22,8 +22,8 @@ logger = logging.getLogger(__name__)
 DEVICES = ("auto", "cpu", "cuda", "mps")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 DEFAULT_BATCH = 32
-PAIRS_CPU_BATCH = 8  # benchmarks/cross_encoder.py --sweep
-PAIRS_CUDA_BATCH = 128  # benchmarks/gpu.py --parts batch
+PAIRS_CPU_BATCH = 8  # benchmarks/speed/cross_encoder.py --sweep
+PAIRS_CUDA_BATCH = 128  # benchmarks/speed/gpu.py --parts batch
 
 
 @dataclass(frozen=True)
@@ -149,7 +149,7 @@ def attention_kernels(device: Any) -> Iterator[None]:
     for every new input shape. Reranking pads each batch to its longest pair, so nearly
     every request brings new shapes: on an H200 a MiniLM-shaped cross-encoder reranking
     100 passages it had not seen took a median 119 ms with cuDNN's attention and 33 ms
-    without (``benchmarks/gpu.py``, 32 pairs a pass). The other kernels need no plan.
+    without (``benchmarks/speed/gpu.py``, 32 pairs a pass). The other kernels need no plan.
     Elsewhere (CPU, MPS, ONNX Runtime) this does nothing."""
     if not str(device).startswith("cuda"):
         yield

@@ -51,7 +51,7 @@ __all__ = [
     "smooth",
 ]
 
-#: one scale per output channel of each weight matrix (chosen by benchmarks/embedding.py)
+#: one scale per output channel of each weight matrix (chosen by benchmarks/speed/embedding.py)
 QUANTIZE_PER_CHANNEL = True
 
 #: models whose weights pass this many bytes are written with their weights in a file
@@ -60,7 +60,7 @@ EXTERNAL_DATA_BYTES = 1_800_000_000
 
 #: the share of each channel's range moved into the weights (chosen in trials on 43 DL19
 #: queries with a trained MiniLM cross-encoder, among 0.5, 0.75, 0.85 and 0.95;
-#: ``benchmarks/cross_encoder.py --trained-order`` measures it against plain int8)
+#: ``benchmarks/speed/cross_encoder.py --trained-order`` measures it against plain int8)
 SMOOTH_ALPHA = 0.75
 
 

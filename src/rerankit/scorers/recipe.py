@@ -35,15 +35,17 @@ __all__ = [
 #:   each mapped to a logit by its calibration, summed with the weights below and mapped
 #:   through the output calibration: an estimate of P(relevant) per pair. Chosen on a
 #:   development pool across domains (SciFact train, NFCorpus dev, CISI, CACM, MEDLINE,
-#:   LISA) by a rule that protects the worst collection (``benchmarks/default_pool.py``).
+#:   LISA) by a rule that protects the worst collection
+#:   (``benchmarks/experiments/default_pool.py``).
 #: * Texts only, ``scores="relative"``: a weighted sum of min-max normalised scores, 0.2 BM25
 #:   with the candidates' own idf, 0.2 BM25 with background idf, 0.6 embedding (chosen on
-#:   the same queries, ``benchmarks/hybrid_dev.py``). Scores are relative to the request.
+#:   the same queries, ``benchmarks/experiments/hybrid_dev.py``). Scores are relative to the
+#:   request.
 #: * With the documents' first-stage scores: calibrated, ``first_stage_weight`` of the
 #:   first stage beside ``1 - first_stage_weight`` of the texts-only fusion's logit, each
 #:   min-max normalised (the retriever's scale is unknown, so these scores are relative);
 #:   its default, 0, was chosen on the same pool by the same rule
-#:   (``benchmarks/first_stage_pool.py``: no weight above 0 kept every collection within
+#:   (``benchmarks/experiments/first_stage_pool.py``: no weight above 0 kept every collection within
 #:   0.5 of the texts alone), so by default the texts alone rank and the scores stay
 #:   probabilities. Relative: 0.3 first stage / 0.7 embedding.
 HYBRID_FIRST_STAGE_WEIGHT = 0.3
@@ -53,7 +55,7 @@ HYBRID_TEXT_WEIGHTS = (0.2, 0.2)
 HYBRID_BM25 = {"k1": 0.9, "b": 0.4}
 #: the calibrated texts-only hybrid: how its signals read the texts, each signal's
 #: calibration, the weights of their logits and the output calibration (see
-#: ``benchmarks/default_pool.py``, which chooses them on the development pool)
+#: ``benchmarks/experiments/default_pool.py``, which chooses them on the development pool)
 HYBRID_CALIBRATION: dict[str, Any] = {
     "avgdl": 100.0,
     "query_normalization": 0.75,

@@ -156,7 +156,7 @@ class MicroBatching:
     cross-encoder's pairs, ``"auto"`` those of cross-encoders running on an accelerator
     (where a larger batch can fill the device; on a CPU it only makes the first requests
     wait for the last), ``"off"`` (the default) none: on an H200, MiniLM-shaped requests of
-    100 documents each gained nothing consistent from it (``benchmarks/gpu.py``)."""
+    100 documents each gained nothing consistent from it (``benchmarks/speed/gpu.py``)."""
 
     def __init__(
         self,

@@ -97,7 +97,7 @@ class BackgroundFrequencies:
     ``p = 1 - exp(-frequency * doc_length)``, and its idf is Lucene's over a collection of
     ``n_docs`` documents with ``df = n_docs * p``. Words the table does not know get the
     table's rarest frequency. The default ``doc_length`` (1000) was chosen with the texts-only
-    hybrid on development queries (``benchmarks/hybrid_dev.py``).
+    hybrid on development queries (``benchmarks/experiments/hybrid_dev.py``).
     """
 
     _tables: ClassVar[dict[str, tuple[dict[str, float], float]]] = {}

@@ -30,10 +30,10 @@ __all__ = ["NEW_HEAD_LEARNING_RATE", "cross_encoder_rows", "fine_tune_cross_enco
 
 logger = logging.getLogger(__name__)
 
-#: the step size of a relevance head that starts from random weights (a checkpoint without
-#: one, such as the bundled MiniLM): at the encoder's 2e-5 it barely moves and the model
-#: ranks no better than chance (``benchmarks/train_ce.py`` on SciFact's held-out training
-#: queries, nDCG@10 of the BM25 top 100 after 4 epochs: 10.11, and 47.64 with the head at 1e-3)
+#: the step size of a relevance head that starts from random weights (a checkpoint without one, such
+#: as the bundled MiniLM): at the encoder's 2e-5 it barely moves and the model ranks no better than
+#: chance (``benchmarks/experiments/train_ce.py`` on SciFact's held-out training queries, nDCG@10 of
+#: the BM25 top 100 after 4 epochs: 10.11, and 47.64 with the head at 1e-3)
 NEW_HEAD_LEARNING_RATE = 1e-3
 
 

@@ -28,7 +28,6 @@ from ..eval.metrics import paired_standard_error
 
 __all__ = [
     "ADOPT_MARGIN",
-    "JUDGE_MARGIN",
     "CrossValidation",
     "Verdict",
     "cross_validate",
@@ -38,18 +37,16 @@ __all__ = [
     "verdict",
 ]
 
-#: how many times the noise a learned pipeline must beat the default by to be adopted,
-#: whoever made the labels: about a one-sided 2.5 % chance that a learner no better than the
-#: default clears it. At one noise, on the classic collections' halves (15 to 38 training
-#: queries, ``benchmarks/learn_halves.py``) the one model adopted (a gain of 1.01 times its
-#: noise) lost 0.28 nDCG@10 on the other half; on labels from an oracle judge with 10 or 30 %
-#: of them flipped (``benchmarks/judge_noise_dev.py``) the models adopted had gains of 1.05
-#: to 1.95 times it, and three of the four were worse than the default on the other half's
-#: human judgments. The gains that did hold were 2.4 to 3.0 times the noise (learning to
-#: rank on SciFact's 809 training queries, by people or by an oracle judge).
+#: how many times the noise a learned pipeline must beat the default by to be adopted, whoever made
+#: the labels: about a one-sided 2.5 % chance that a learner no better than the default clears it.
+#: At one noise, on the classic collections' halves (15 to 38 training queries,
+#: ``benchmarks/experiments/learn_halves.py``) the one model adopted (a gain of 1.01 times its
+#: noise) lost 0.28 nDCG@10 on the other half; on labels from an oracle judge with 10 or 30 % of
+#: them flipped (``benchmarks/experiments/judge_noise_dev.py``) the models adopted had gains of 1.05
+#: to 1.95 times it, and three of the four were worse than the default on the other half's human
+#: judgments. The gains that did hold were 2.4 to 3.0 times the noise (learning to rank on SciFact's
+#: 809 training queries, by people or by an oracle judge).
 ADOPT_MARGIN = 2.0
-#: the margin's name when it applied to labels from a judge only (kept for compatibility)
-JUDGE_MARGIN = ADOPT_MARGIN
 
 #: what a fitted option gives: a query id -> that query's nDCG@10 under the option
 Evaluator = Callable[[str], float]

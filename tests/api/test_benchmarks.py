@@ -1,0 +1,51 @@
+"""The benchmarks stay runnable as the docs show them (``python -m benchmarks.speed.x``):
+every script imports from the repository root, helpers are imported as modules (no
+``sys.path`` edits), and every path the docs quote exists."""
+
+from __future__ import annotations
+
+import importlib
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPTS = sorted(p for p in (ROOT / "benchmarks").rglob("*.py") if p.name != "__init__.py")
+
+
+def _module(path: Path) -> str:
+    return ".".join(path.relative_to(ROOT).with_suffix("").parts)
+
+
+def test_no_benchmark_edits_sys_path() -> None:
+    edits = [str(p.relative_to(ROOT)) for p in SCRIPTS if "sys.path" in p.read_text("utf-8")]
+    assert edits == []
+
+
+@pytest.mark.parametrize("path", SCRIPTS, ids=_module)
+def test_each_benchmark_imports_as_a_module(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    try:
+        importlib.import_module(_module(path))
+    except ImportError as exc:  # a third-party package of a benchmark, not ours
+        if exc.name and exc.name.split(".")[0] not in ("benchmarks", "rerankit"):
+            pytest.skip(f"{_module(path)} needs {exc.name}, not installed here")
+        raise
+    finally:
+        for name in [m for m in sys.modules if m == "benchmarks" or m.startswith("benchmarks.")]:
+            del sys.modules[name]
+
+
+def test_every_benchmark_the_docs_name_exists() -> None:
+    pages = [ROOT / "README.md", ROOT / "Makefile", *sorted((ROOT / "docs").glob("*.md"))]
+    named = set()
+    for page in pages:
+        text = page.read_text("utf-8")
+        named |= {
+            m.replace(".", "/") + ".py" for m in re.findall(r"-m (benchmarks(?:\.\w+)+)", text)
+        }
+        named |= set(re.findall(r"benchmarks/[\w/]+\.py", text))
+    missing = sorted(n for n in named if not (ROOT / n).is_file())
+    assert named and missing == []
