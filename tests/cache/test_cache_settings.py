@@ -57,6 +57,11 @@ def test_the_environment_variable_is_checked_where_it_is_read(monkeypatch):
     assert cache_url() == "redis://127.0.0.1:1/0"
 
 
+def test_a_cache_takes_a_path_or_a_url_not_both(tmp_path):
+    with pytest.raises(ValueError, match="not both"):
+        JudgmentCache(tmp_path / "j.sqlite", url="redis://127.0.0.1:6379/0")
+
+
 def test_sqlite_options_make_the_caches(tmp_path, monkeypatch):
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))
     settings = CacheSettings(judgment_ttl=30, judgment_max_stored=100)

@@ -16,7 +16,7 @@ caller computes without it; :func:`error_counts` counts those calls.
 """
 
 from .answer import DEFAULT_ANSWER_TTL, AnswerCache, answer_key
-from .backend import open_store
+from .backend import StoreOptions, open_store
 from .embedding import EmbeddingCache, embedding_key
 from .fingerprint import model_files_digest, pipeline_fingerprint, scorer_identity
 from .judgment import JudgmentCache, judgment_cache
@@ -44,6 +44,7 @@ __all__ = [
     "JudgmentCache",
     "Store",
     "StoreInfo",
+    "StoreOptions",
     "answer_key",
     "cache_url",
     "canonical_json",

@@ -15,10 +15,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .backend import open_store
+from .backend import StoreOptions, open_store
 from .keys import canonical_json, digest
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["DEFAULT_ANSWER_TTL", "AnswerCache", "answer_key"]
 
@@ -57,32 +60,17 @@ class AnswerCache:
     ``url``: a Redis/Valkey server shared by replicas; ``path``: an SQLite file; with
     neither, ``$RERANKIT_CACHE_URL`` when set, else ``answers.sqlite`` in
     :func:`~rerankit.cache.default_cache_dir`. ``ttl``: seconds an answer is kept (default
-    an hour); ``max_stored`` (SQLite): answers kept. Counts ``hits``, ``misses``,
+    an hour); ``max_stored`` (SQLite): answers kept; see
+    :class:`~rerankit.cache.StoreOptions` for the others. Counts ``hits``, ``misses``,
     ``bytes_read`` and ``bytes_written``.
     """
 
     kind = "answer"
     key = staticmethod(answer_key)
 
-    def __init__(
-        self,
-        path: str | Path | None = None,
-        *,
-        url: str | None = None,
-        ttl: float | None = DEFAULT_ANSWER_TTL,
-        max_stored: int | None = None,
-        namespace: str | None = None,
-        timeout: float | None = None,
-    ) -> None:
-        self.store: Any = open_store(
-            self.kind,
-            path,
-            url if path is None else None,
-            ttl=ttl,
-            max_stored=max_stored,
-            namespace=namespace,
-            timeout=timeout,
-        )
+    def __init__(self, path: str | Path | None = None, **options: Unpack[StoreOptions]) -> None:
+        options.setdefault("ttl", DEFAULT_ANSWER_TTL)
+        self.store: Any = open_store(self.kind, path, **options)
         self._lock = threading.Lock()
         self.hits = self.misses = self.bytes_read = self.bytes_written = 0
 

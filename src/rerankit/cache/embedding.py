@@ -7,13 +7,16 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .backend import open_store
+from .backend import StoreOptions, open_store
 from .keys import digest, text_key
 from .store import cache_url
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["EmbeddingCache", "embedding_key"]
 
@@ -31,8 +34,9 @@ class EmbeddingCache:
     store other processes see: ``path``, an SQLite file (created if missing), or ``url``, a
     Redis/Valkey server (``redis://host:6379/0``); with neither, ``$RERANKIT_CACHE_URL`` when
     set, else memory only (``url=""``: memory only whatever the environment says). ``ttl``
-    (seconds) and ``max_stored`` (SQLite: entries kept) bound the store. Memory misses are
-    looked up in the store; vectors are stored as float32.
+    (seconds) and ``max_stored`` (SQLite: entries kept) bound the store; see
+    :class:`~rerankit.cache.StoreOptions` for the others. Memory misses are looked up in the
+    store; vectors are stored as float32.
     """
 
     kind = "embedding"
@@ -41,12 +45,7 @@ class EmbeddingCache:
         self,
         max_entries: int = 100_000,
         path: str | Path | None = None,
-        *,
-        url: str | None = None,
-        ttl: float | None = None,
-        max_stored: int | None = None,
-        namespace: str | None = None,
-        timeout: float | None = None,
+        **options: Unpack[StoreOptions],
     ) -> None:
         if max_entries < 0:
             raise ValueError(f"max_entries must be >= 0, got {max_entries}")
@@ -57,16 +56,8 @@ class EmbeddingCache:
         self.hits = 0
         self.misses = 0
         self.store: Any = None
-        if path is not None or cache_url(url):
-            self.store = open_store(
-                self.kind,
-                path,
-                url if path is None else None,
-                ttl=ttl,
-                max_stored=max_stored,
-                namespace=namespace,
-                timeout=timeout,
-            )
+        if path is not None or cache_url(options.get("url")):
+            self.store = open_store(self.kind, path, **options)
 
     def __len__(self) -> int:
         """Vectors held in memory."""

@@ -6,9 +6,12 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .backend import open_store
+from .backend import StoreOptions, open_store
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["JudgmentCache", "judgment_cache"]
 
@@ -20,30 +23,14 @@ class JudgmentCache:
     ``url``: a Redis/Valkey server shared by replicas (``redis://host:6379/0``). With
     neither: ``$RERANKIT_CACHE_URL`` when set, else ``judgments.sqlite`` in
     :func:`~rerankit.cache.default_cache_dir`. ``ttl`` (seconds) and ``max_stored`` (SQLite:
-    entries kept) bound it. Build keys with :meth:`key`.
+    entries kept) bound it; see :class:`~rerankit.cache.StoreOptions` for the others. Build
+    keys with :meth:`key`.
     """
 
     kind = "judgment"
 
-    def __init__(
-        self,
-        path: str | Path | None = None,
-        *,
-        url: str | None = None,
-        ttl: float | None = None,
-        max_stored: int | None = None,
-        namespace: str | None = None,
-        timeout: float | None = None,
-    ) -> None:
-        self.store: Any = open_store(
-            self.kind,
-            path,
-            url if path is None else None,
-            ttl=ttl,
-            max_stored=max_stored,
-            namespace=namespace,
-            timeout=timeout,
-        )
+    def __init__(self, path: str | Path | None = None, **options: Unpack[StoreOptions]) -> None:
+        self.store: Any = open_store(self.kind, path, **options)
         self.path = self.store.where
 
     @staticmethod
