@@ -198,3 +198,19 @@ def test_a_frozen_server_costs_each_call_its_timeout_and_no_more(own_redis, quic
     while cache.get("k") != b"v" and time.monotonic() < deadline:
         time.sleep(0.1)
     assert cache.get("k") == b"v"
+
+
+def test_info_says_which_entries_volatile_lru_would_never_evict(redis_url, redis_server, capsys):
+    from rerankit.cli import main
+
+    client = redis_server.client()
+    client.config_set("maxmemory", 50_000_000)
+    client.config_set("maxmemory-policy", "volatile-lru")
+    JudgmentCache(url=redis_url).put_many([("a", 1), ("b", 2)])  # no ttl
+    EmbeddingCache(url=redis_url, ttl=60).put_many("m", ["x"], np.ones((1, 4), dtype="f4"))
+    assert main(["cache", "info", "--url", redis_url]) == 0
+    out = capsys.readouterr().out
+    under = out.split("judgments:")[1].splitlines()[1]
+    assert "2 of 2 sampled keys have no TTL, which volatile-lru never evicts" in under
+    assert "no TTL" not in out.split("embeddings:")[1].split("judgments:")[0]
+    assert "policy volatile-lru" in out and "no memory bound" not in out

@@ -198,17 +198,27 @@ class RedisStore:
                 entries += 1
                 if len(sample) < _SAMPLE:
                     sample.append(key)
-            sizes = []
+            sizes, lasting = [], 0
             if sample:
                 pipe = client.pipeline(transaction=False)
                 for key in sample:
                     pipe.memory_usage(key, samples=0)
-                sizes = [s for s in pipe.execute() if s is not None]
+                    pipe.pttl(key)
+                answers = pipe.execute()
+                sizes = [s for s in answers[0::2] if s is not None]
+                lasting = sum(1 for t in answers[1::2] if t == -1)  # no expiry
             memory = client.info("memory")
         except self._server.errors as exc:
             raise CacheUnavailableError(f"{self.kind} cache {self.where}: {exc}") from exc
         size = int(entries * sum(sizes) / len(sizes)) if sizes else 0
-        return StoreInfo(self.kind, self.where, entries, size, _memory_notes(memory, self.ttl))
+        policy = str(memory.get("maxmemory_policy", "?"))
+        notes = []
+        if lasting and policy.startswith("volatile"):
+            notes.append(
+                f"{lasting} of {len(sample)} sampled keys have no TTL, which {policy} never "
+                "evicts: give this cache a ttl"
+            )
+        return StoreInfo(self.kind, self.where, entries, size, notes, _server_notes(memory))
 
     def __len__(self) -> int:
         return self.info().entries
@@ -221,7 +231,7 @@ def _is_full(exc: BaseException) -> bool:
     return "OOM" in str(exc) or "maxmemory" in str(exc)
 
 
-def _memory_notes(memory: dict[str, Any], ttl: float | None) -> list[str]:
+def _server_notes(memory: dict[str, Any]) -> list[str]:
     """Redis's memory settings, and what they mean for rerankit's entries."""
     used = memory.get("used_memory_human", "?")
     limit = int(memory.get("maxmemory", 0) or 0)
@@ -234,6 +244,4 @@ def _memory_notes(memory: dict[str, Any], ttl: float | None) -> list[str]:
         notes.append("no memory bound: set maxmemory (and maxmemory-policy) on the server")
     if policy == "noeviction":
         notes.append("noeviction: once full, writes fail (rerankit then computes uncached)")
-    if policy.startswith("volatile") and ttl is None:
-        notes.append(f"{policy} evicts only keys with a TTL: give this cache a ttl")
     return notes

@@ -33,10 +33,12 @@ __all__ = [
     "Store",
     "StoreInfo",
     "cache_url",
+    "check_bounds",
     "check_url",
     "count_error",
     "default_cache_dir",
     "error_counts",
+    "redacted",
 ]
 
 #: The environment variable naming a shared cache (``redis://host:6379/0``) for the
@@ -53,13 +55,15 @@ class CacheUnavailableError(RerankitError):
 @dataclass
 class StoreInfo:
     """What a store holds: ``entries``, ``bytes`` (on disk, or in Redis's memory, estimated
-    from a sample), ``where`` it is, and ``notes`` (e.g. Redis's memory settings)."""
+    from a sample), ``where`` it is, ``notes`` on its entries (e.g. that they never expire
+    while Redis evicts only those that do) and ``server`` notes (Redis's memory settings)."""
 
     kind: str
     where: str
     entries: int
     bytes: int
     notes: list[str] = field(default_factory=list)
+    server: list[str] = field(default_factory=list)
 
 
 @runtime_checkable

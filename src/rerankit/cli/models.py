@@ -46,6 +46,14 @@ def _size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+def _readable(size: float) -> str:
+    """``size`` bytes in B, KB, MB or GB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size:.0f} B"
+
+
 #: the caches ``rerankit cache`` names: (name, kind of entry, what it holds)
 CACHES = (
     (
@@ -80,14 +88,14 @@ def _onnx(args: argparse.Namespace) -> None:
     folders = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
     sources = [read_manifest(f).get("source", f.name) for f in folders if is_exported(f)]
     listed = f"{len(folders)} export(s){': ' + ', '.join(sources) if sources else ''}"
-    print(f"onnx: {path}, {listed}, {_size(path) / 1e6:.1f} MB: {what}")
+    print(f"onnx: {path}, {listed}, {_readable(_size(path))}: {what}")
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
     """Where every cache is, what it holds and how big it is; ``clear`` empties them (in a
     shared Redis, only rerankit's keys under its namespace)."""
     url = cache_url(args.url)  # --url, else $RERANKIT_CACHE_URL; None: SQLite here
-    notes: list[str] = []
+    server: list[str] = []
     for name, kind, what in CACHES:
         if args.action == "clear" and args.what not in ("all", name):
             continue
@@ -106,10 +114,12 @@ def cmd_cache(args: argparse.Namespace) -> int:
             info = store.info()
         finally:
             store.close()
-        size = f"{'~' if url else ''}{info.bytes / 1e6:.1f} MB"
+        size = ("~" if url else "") + _readable(info.bytes)  # Redis: from a sample of keys
         print(f"{name}: {info.where}, {info.entries} entries, {size}: {what}")
-        notes += [n for n in info.notes if n not in notes]
-    for note in notes:
+        for note in info.notes:
+            print(f"  {note}")
+        server = server or info.server  # the same for each cache
+    for note in server:
         print(f"  {note}")
     _onnx(args)
     return 0
