@@ -161,6 +161,7 @@ def _flip_last_byte(path):
 
 
 def test_llm_pipelines_are_told_apart_by_provider_model_and_format(monkeypatch):
+    pytest.importorskip("openai", reason="the OpenAI client needs the 'openai' extra")
     from rerankit import load
 
     monkeypatch.setenv("K", "key")

@@ -91,6 +91,8 @@ def test_embeddings_one_process_computed_are_read_by_another(redis_url, monkeypa
 def test_a_judgment_paid_for_by_one_process_is_not_requested_by_another(
     redis_url, monkeypatch, tmp_path
 ):
+    pytest.importorskip("openai", reason="the OpenAI client needs the 'openai' extra")
+
     def judge(request):
         grade = 9 if "Photovoltaic" in request.prompt else 6 if "Solar" in request.prompt else 1
         return Reply(text=json.dumps({"score": grade}))
