@@ -9,7 +9,7 @@ QUERY  ?= how do vaccines train the immune system
 SERVE_VENV ?= .venv-serve
 CLIENTS_VENV ?= .venv-clients
 PEERS_VENV ?= .venv-peers
-.PHONY: demo test test-core test-slow lint format bench bench-cross-encoder quality clean install install-dev browser docs release-check install-all
+.PHONY: demo test test-core test-slow lint format bench bench-cross-encoder quality clean install install-dev browser redis docs release-check install-all
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,7 +51,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/rerankit rank --query "$(QUERY)" --input examples/sample.jsonl --format table \
 		--first-stage-field retriever_score
 
-test: $(VENV)/.installed-dev browser $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
+test: $(VENV)/.installed-dev browser redis $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
 	RERANKIT_TORCH_FREE_PYTHON=$(abspath $(SERVE_VENV))/bin/python \
 	RERANKIT_CLIENTS_PYTHON=$(abspath $(CLIENTS_VENV))/bin/python $(PY) -m pytest -q
 
@@ -110,6 +110,26 @@ browser:
 		echo "browser: no chromium, and no apt-get as root to install it; browser tests skip"; \
 	fi
 
+# The shared-cache tests start a real Redis server of their own (tests/cache/conftest.py):
+# Debian's redis-server (Valkey is not packaged in Debian 12), installed here when missing and
+# possible (root with apt-get); otherwise those tests skip and say why. The tests start and
+# stop their own server on a free loopback port; a service the package may have started on
+# port 6379 is never used or touched.
+REDIS_PACKAGES := redis-server
+redis:
+	@if command -v redis-server >/dev/null 2>&1 || command -v valkey-server >/dev/null 2>&1; then \
+		echo "redis: $$(redis-server --version 2>/dev/null || valkey-server --version)"; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "redis: installing Debian's $(REDIS_PACKAGES)"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+			$(REDIS_PACKAGES) >/dev/null 2>&1 \
+		|| { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -q --no-install-recommends $(REDIS_PACKAGES) >/dev/null; } \
+		|| echo "redis: could not install redis-server; the Redis cache tests will skip"; \
+	else \
+		echo "redis: no redis-server, and no apt-get as root to install it; Redis tests skip"; \
+	fi
+
 # The whole suite in a venv of its own without torch or any other extra: what needs an
 # extra skips and says which (nothing may fail or error for want of one).
 CORE_VENV ?= .venv-core
@@ -118,7 +138,7 @@ $(CORE_VENV)/.installed: pyproject.toml
 	$(CORE_VENV)/bin/python -m pip --disable-pip-version-check install -q -e ".[test]"
 	touch $@
 
-test-slow: $(VENV)/.installed-dev browser $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
+test-slow: $(VENV)/.installed-dev browser redis $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
 	RERANKIT_TORCH_FREE_PYTHON=$(abspath $(SERVE_VENV))/bin/python \
 	RERANKIT_CLIENTS_PYTHON=$(abspath $(CLIENTS_VENV))/bin/python $(PY) -m pytest -q -m slow
 

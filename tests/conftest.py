@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from redis_server import RedisServer, free_port, redis_binary
 from rerankit import Document
 
 
@@ -64,6 +65,7 @@ def _private_cache_dir(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "cache"))
     # restored after each test: `rerankit eval` sets it for the scorers it builds
     monkeypatch.delenv("RERANKIT_EMBEDDING_CACHE", raising=False)
+    monkeypatch.delenv("RERANKIT_CACHE_URL", raising=False)  # no shared cache unless a test asks
 
 
 # --- tiny local models --------------------------------------------------------------------
@@ -324,3 +326,53 @@ def hybrid_ndcg():
         return 100 * sum(values) / len(values)
 
     return measure
+
+
+# --- a real Redis server (the shared-cache tests) -----------------------------------------
+# Started on a free loopback port in a temporary folder (no persistence) and stopped at the
+# end; the tests skip, saying why, where the server or the client is missing (`make test`
+# installs Debian's redis-server when it can).
+
+
+def _needs_redis() -> None:
+    pytest.importorskip("redis", reason="the Redis cache needs the 'redis' extra")
+    if redis_binary() is None:
+        pytest.skip(
+            "no redis-server (or valkey-server) on this machine: `make test` installs "
+            "Debian's redis-server when run as root with apt-get"
+        )
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory):
+    """A Redis server for the whole session (each test gets it emptied: ``redis_url``)."""
+    _needs_redis()
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def redis_url(redis_server):
+    """The session's Redis server, emptied and with default memory settings."""
+    client = redis_server.client()
+    client.flushall()
+    client.config_set("maxmemory", 0)
+    client.config_set("maxmemory-policy", "noeviction")
+    return redis_server.url
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A Redis server of this test's own (to kill and restart)."""
+    _needs_redis()
+    server = RedisServer(tmp_path / "redis-own").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def nothing_listening_url():
+    """A Redis URL on a loopback port nobody listens on."""
+    pytest.importorskip("redis", reason="the Redis cache needs the 'redis' extra")
+    return f"redis://127.0.0.1:{free_port()}/0"

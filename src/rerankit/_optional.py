@@ -35,6 +35,7 @@ EXTRAS = {
     "ray": "ray",
     "pyarrow": "parquet",
     "opentelemetry": "otel",
+    "redis": "redis",
 }
 
 

@@ -340,7 +340,7 @@ def test_two_workers_answer_and_share_the_embedding_cache(tmp_path):
     assert served.proc.returncode == 0, served.output()
     with sqlite3.connect(cache) as db:
         assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        rows = db.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0]
+        rows = db.execute("SELECT COUNT(*) FROM rerankit_embedding").fetchone()[0]
     distinct = {d["text"] for d in SAMPLE} | {QUERY, "a warm-up document", "another one"}
     assert 0 < rows <= len(distinct)  # each text stored once, whichever worker computed it
     assert "Traceback" not in served.output()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
@@ -14,6 +15,7 @@ from typing import Any
 
 from .._optional import require
 from ..api import PIPELINE_SUFFIXES, load
+from ..cache import CACHE_URL_ENV
 from ..config import read_spec
 from ..errors import InputError
 from ..scorers.local import load_models
@@ -87,13 +89,23 @@ def _resources(reranker: Any) -> tuple[float, float]:
     return cpus, gpus
 
 
+def _read(reader: Any, path: str) -> Any:
+    """``reader(path)`` with read tasks that ask for no CPU: with as many actors as the
+    cluster has CPUs (one per node, say), a read task asking for one would wait for a CPU
+    the actors hold, and they for its rows."""
+    try:
+        return reader(path, num_cpus=0)
+    except TypeError:  # a Ray without the named remote parameters of reads
+        return reader(path, ray_remote_args={"num_cpus": 0})
+
+
 def _ray_dataset(source: Any) -> tuple[Any, bool]:
     """A Ray Dataset of the source and whether its rows are JSON Lines text."""
     ray_data = require("ray.data", "the ray engine")
     if isinstance(source, (str, Path)):
         if input_format(source) == "parquet":
-            return ray_data.read_parquet(str(source)), False
-        return ray_data.read_text(str(source)), True
+            return _read(ray_data.read_parquet, str(source)), False
+        return _read(ray_data.read_text, str(source)), True
     if isinstance(source, list):
         return ray_data.from_items([dict(r) for r in source]), False
     return source, False  # a Ray Dataset already
@@ -118,6 +130,9 @@ def _start_ray(address: str | None, num_cpus: int | None = None) -> None:
     }
     if address:
         kwargs["address"] = address
+        shared = os.environ.get(CACHE_URL_ENV)
+        if shared:  # workers on other machines do not see this process's environment
+            kwargs["runtime_env"] = {"env_vars": {CACHE_URL_ENV: shared}}
     elif num_cpus:
         kwargs["num_cpus"] = num_cpus
     ray.init(**kwargs)

@@ -7,7 +7,7 @@ import os
 from typing import Any
 
 from .. import registry
-from ..cache import default_cache_dir
+from ..cache import cache_url, default_cache_dir
 from ..documents import InputFields
 from ..errors import InputError
 
@@ -114,7 +114,8 @@ def add_embedding_cache_arguments(parser: Any) -> None:
         "--embedding-cache",
         default=None,
         help="SQLite file caching document embeddings across runs (default: "
-        "$RERANKIT_EMBEDDING_CACHE, else embeddings.sqlite in the rerankit cache directory)",
+        "$RERANKIT_EMBEDDING_CACHE, else the server $RERANKIT_CACHE_URL names, else "
+        "embeddings.sqlite in the rerankit cache directory)",
     )
     parser.add_argument(
         "--no-embedding-cache", action="store_true", help="encode documents afresh, keep nothing"
@@ -124,14 +125,15 @@ def add_embedding_cache_arguments(parser: Any) -> None:
 def use_embedding_cache(args: argparse.Namespace) -> None:
     """Document embeddings cached on disk by default (read by every EmbeddingScorer built
     from here on), so every reranker of an evaluation, and the next evaluation, encode each
-    document once: --embedding-cache, else $RERANKIT_EMBEDDING_CACHE, else
-    embeddings.sqlite in the rerankit cache directory; --no-embedding-cache turns it off."""
+    document once: --embedding-cache, else $RERANKIT_EMBEDDING_CACHE, else the server
+    $RERANKIT_CACHE_URL names, else embeddings.sqlite in the rerankit cache directory;
+    --no-embedding-cache turns it off."""
 
     if args.no_embedding_cache:
         os.environ["RERANKIT_EMBEDDING_CACHE"] = ""
     elif args.embedding_cache:
         os.environ["RERANKIT_EMBEDDING_CACHE"] = args.embedding_cache
-    elif not os.environ.get("RERANKIT_EMBEDDING_CACHE"):
+    elif not os.environ.get("RERANKIT_EMBEDDING_CACHE") and not cache_url():
         path = default_cache_dir() / "embeddings.sqlite"
         path.parent.mkdir(parents=True, exist_ok=True)
         os.environ["RERANKIT_EMBEDDING_CACHE"] = str(path)

@@ -5,14 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 from .. import registry
 from ..backends.onnx import export, is_exported, onnx_cache_root, read_manifest
 from ..backends.quantize import SMOOTH_ALPHA
-from ..cache import EmbeddingCache, JudgmentCache, default_cache_dir
+from ..cache import cache_url, default_cache_dir
+from ..cache.redis_store import RedisStore
+from ..cache.sqlite import SQLiteStore
 from .args import positive_int
 
 __all__ = ["add_commands", "cmd_cache", "cmd_export", "cmd_rerankers"]
@@ -45,52 +46,82 @@ def _size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
-def cache_stores() -> list[tuple[str, Path, str]]:
-    """Every cache rerankit keeps on disk: (name, path, what it holds)."""
-    embeddings = os.environ.get("RERANKIT_EMBEDDING_CACHE") or str(
-        default_cache_dir() / "embeddings.sqlite"
-    )
-    return [
-        (
-            "embeddings",
-            Path(embeddings),
-            "document vectors (eval and tune; the library and "
-            "service when RERANKIT_EMBEDDING_CACHE names this file)",
-        ),
-        ("judgments", default_cache_dir() / "judgments.sqlite", "LLM judgments"),
-        ("onnx", onnx_cache_root(), "models exported to ONNX on first use with backend onnx"),
-    ]
+def _readable(size: float) -> str:
+    """``size`` bytes in B, KB, MB or GB."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size:.0f} B"
 
 
-def _describe(name: str, path: Path) -> str:
-    if name == "onnx":
-        folders = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
-        sources = [read_manifest(f).get("source", f.name) for f in folders if is_exported(f)]
-        return f"{len(folders)} export(s){': ' + ', '.join(sources) if sources else ''}"
-    table = "embeddings" if name == "embeddings" else "judgments"
-    with sqlite3.connect(path) as db:
-        rows = db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0]
-    return f"{rows} entries"
+#: the caches ``rerankit cache`` names: (name, kind of entry, what it holds)
+CACHES = (
+    (
+        "embeddings",
+        "embedding",
+        "document vectors (eval and tune; the library and service when "
+        "RERANKIT_EMBEDDING_CACHE names this file or RERANKIT_CACHE_URL a server)",
+    ),
+    ("judgments", "judgment", "LLM judgments"),
+    ("answers", "answer", "whole rerank answers (AnswerCache)"),
+)
+
+
+def sqlite_file(name: str) -> Path:
+    """The SQLite file of the cache ``name`` on this machine."""
+    if name == "embeddings" and os.environ.get("RERANKIT_EMBEDDING_CACHE"):
+        return Path(os.environ["RERANKIT_EMBEDDING_CACHE"])
+    return default_cache_dir() / f"{name}.sqlite"
+
+
+def _onnx(args: argparse.Namespace) -> None:
+    path = onnx_cache_root()
+    what = "models exported to ONNX on first use with backend onnx"
+    if args.action == "clear":
+        if args.what in ("all", "onnx") and path.exists():
+            shutil.rmtree(path)
+            print(f"cleared onnx: {path}")
+        return
+    if not path.exists():
+        print(f"onnx: {path} (empty): {what}")
+        return
+    folders = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    sources = [read_manifest(f).get("source", f.name) for f in folders if is_exported(f)]
+    listed = f"{len(folders)} export(s){': ' + ', '.join(sources) if sources else ''}"
+    print(f"onnx: {path}, {listed}, {_readable(_size(path))}: {what}")
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    """Where every cache is, what it holds and how big it is; ``clear`` empties them."""
-    for name, path, what in cache_stores():
-        if args.action == "clear":
-            if args.what in ("all", name) and path.exists():
-                if name == "judgments":
-                    JudgmentCache(path).clear()
-                elif name == "embeddings":
-                    EmbeddingCache(path=path).clear()
-                else:
-                    shutil.rmtree(path)
-                print(f"cleared {name}: {path}")
+    """Where every cache is, what it holds and how big it is; ``clear`` empties them (in a
+    shared Redis, only rerankit's keys under its namespace)."""
+    url = cache_url(args.url)  # --url, else $RERANKIT_CACHE_URL; None: SQLite here
+    server: list[str] = []
+    for name, kind, what in CACHES:
+        if args.action == "clear" and args.what not in ("all", name):
             continue
-        if not path.exists():
-            print(f"{name}: {path} (empty): {what}")
+        if url is None and not sqlite_file(name).exists():
+            if args.action == "info":
+                print(f"{name}: {sqlite_file(name)} (empty): {what}")
             continue
-        size = _size(path) / 1e6
-        print(f"{name}: {path}, {_describe(name, path)}, {size:.1f} MB: {what}")
+        if url is not None:
+            store = RedisStore(url, kind, namespace=args.namespace)
+        else:
+            store = SQLiteStore(sqlite_file(name), kind)
+        try:
+            if args.action == "clear":
+                print(f"cleared {name}: {store.where} ({store.clear()} entries)")
+                continue
+            info = store.info()
+        finally:
+            store.close()
+        size = ("~" if url else "") + _readable(info.bytes)  # Redis: from a sample of keys
+        print(f"{name}: {info.where}, {info.entries} entries, {size}: {what}")
+        for note in info.notes:
+            print(f"  {note}")
+        server = server or info.server  # the same for each cache
+    for note in server:
+        print(f"  {note}")
+    _onnx(args)
     return 0
 
 
@@ -131,18 +162,32 @@ def add_commands(sub: Any) -> None:
     cache = sub.add_parser(
         "cache",
         help="show or clear rerankit's caches",
-        description="Every cache under $RERANKIT_CACHE_DIR (else $XDG_CACHE_HOME/rerankit, "
-        "else ~/.cache/rerankit): document embeddings (embeddings.sqlite, or "
-        "$RERANKIT_EMBEDDING_CACHE), LLM judgments (judgments.sqlite) and ONNX exports "
-        "(onnx/), with their paths and sizes.",
+        description="Every cache rerankit keeps, with where it is, its entries and size: "
+        "document embeddings, LLM judgments and whole answers (SQLite files under "
+        "$RERANKIT_CACHE_DIR, else $XDG_CACHE_HOME/rerankit, else ~/.cache/rerankit; "
+        "embeddings also $RERANKIT_EMBEDDING_CACHE), or, with --url or $RERANKIT_CACHE_URL, "
+        "those in a shared Redis/Valkey server (and its memory settings); and ONNX exports "
+        "(onnx/). clear deletes only rerankit's entries: in a shared Redis database, the keys "
+        "under its namespace, nothing else.",
     )
     cache.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
     cache.add_argument(
         "what",
-        choices=("all", "embeddings", "judgments", "onnx"),
+        choices=("all", "embeddings", "judgments", "answers", "onnx"),
         nargs="?",
         default="all",
         help="which cache to clear (default all)",
+    )
+    cache.add_argument(
+        "--url",
+        default=None,
+        help="a Redis/Valkey server, e.g. redis://127.0.0.1:6379/0 (default: "
+        "$RERANKIT_CACHE_URL; neither: the SQLite files on this machine)",
+    )
+    cache.add_argument(
+        "--namespace",
+        default=None,
+        help="with a server: the key prefix rerankit's entries use (default rerankit)",
     )
     cache.set_defaults(func=cmd_cache)
 

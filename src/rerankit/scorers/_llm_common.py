@@ -11,7 +11,8 @@ from ..llm.resilience import CallRunner, Limits, RetryPolicy
 
 class LLMScorerOptions(TypedDict, total=False):
     """What every LLM scorer takes besides its own settings: ``cache`` (True: the default
-    judgment cache, False, or a :class:`~rerankit.cache.JudgmentCache`), ``retry`` (a
+    judgment cache, in the Redis/Valkey server ``$RERANKIT_CACHE_URL`` names, else an SQLite
+    file; False; or a :class:`~rerankit.cache.JudgmentCache`), ``retry`` (a
     :class:`~rerankit.llm.RetryPolicy`), ``max_concurrency`` (calls in flight, default 16),
     ``requests_per_minute``, ``max_output_tokens``, ``temperature`` (default 0), and
     ``limits``: a :class:`~rerankit.llm.Limits` shared with other scorers (instead of the

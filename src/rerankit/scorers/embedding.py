@@ -97,7 +97,9 @@ class EmbeddingScorer(LocalModelScorer):
 
     ``cache``: True (an in-memory LRU of 100,000 vectors, the default), False, or an
     :class:`~rerankit.cache.EmbeddingCache` to share; ``cache_path`` adds an SQLite file (default:
-    the ``RERANKIT_EMBEDDING_CACHE`` environment variable, when set).
+    the ``RERANKIT_EMBEDDING_CACHE`` environment variable, when set; else the Redis/Valkey
+    server ``RERANKIT_CACHE_URL`` names, when set; ``RERANKIT_EMBEDDING_CACHE`` set empty:
+    memory only).
 
     ``backend="onnx"`` runs the model on ONNX Runtime without torch (extra ``onnx``), from
     a folder written by ``rerankit export`` or, for a hub id or model directory, from an
@@ -144,12 +146,15 @@ class EmbeddingScorer(LocalModelScorer):
         )
         if self.backend == "onnx":  # other numbers: never mixed with torch's in a cache
             self.model_key += "|onnx" + (f"-{self.quantize}" if self.quantize else "")
+        shared = None  # the store: $RERANKIT_CACHE_URL, when set, unless told otherwise
         if cache_path is None and cache is True:
             cache_path = os.environ.get("RERANKIT_EMBEDDING_CACHE") or None
+            if os.environ.get("RERANKIT_EMBEDDING_CACHE") == "":  # set empty: memory only
+                shared = ""
         if isinstance(cache, EmbeddingCache):
             self.cache: EmbeddingCache | None = cache
         elif cache or cache_path is not None:
-            self.cache = EmbeddingCache(path=cache_path)
+            self.cache = EmbeddingCache(path=cache_path, url=shared)
         else:
             self.cache = None
 

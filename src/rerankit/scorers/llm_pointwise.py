@@ -68,7 +68,8 @@ class LLMPointwiseScorer(LLMScorerBase):
     ``max_chars``: each document is cut to this many characters (the news reranker uses
     10,000; passage scoring 500).
     ``docs_per_call`` > 1 rates several documents per call (fewer calls, longer prompts).
-    ``cache``: True (SQLite in the user cache dir), ``"memory"``, a path, a
+    ``cache``: True (the server ``$RERANKIT_CACHE_URL`` names, else SQLite in the user
+    cache dir), ``"memory"``, a path, a Redis URL, a
     :class:`~rerankit.cache.JudgmentCache`, or False.
     """
 

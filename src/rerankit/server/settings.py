@@ -41,6 +41,10 @@ reranker = "hybrid"
 
 [pipelines.cascade]            # any declared pipeline (see rerankit.config)
 stages = [{ scorer = { type = "bm25" }, keep = 30 }, { reranker = "hybrid" }]
+
+[cache]                        # where the caches live (see rerankit.cache.CacheSettings)
+url = "redis://127.0.0.1:6379/0"   # a Redis/Valkey server shared by replicas; "" (default):
+                                   # $RERANKIT_CACHE_URL, else SQLite files on this machine
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from ..backends.onnx import check_backend
+from ..cache import CacheSettings
 from ..config import read_spec
 from .batching import PAIR_MODES
 
@@ -173,10 +178,14 @@ class ServerSettings:
     backend: str = "torch"
     quantize: str = ""
     model: str = ""
+    #: the ``[cache]`` table
+    cache: CacheSettings = field(default_factory=CacheSettings)
 
     def __post_init__(self) -> None:
 
         check_backend(self.backend, self.quantize or None)
+        if isinstance(self.cache, Mapping):
+            self.cache = CacheSettings.from_mapping(self.cache)
         if self.pipelines is None:
             self.pipelines = default_pipelines(
                 self.backend, self.quantize or None, self.model or None
@@ -237,20 +246,21 @@ class ServerSettings:
 
     @classmethod
     def from_mapping(cls, spec: Mapping[str, Any]) -> ServerSettings:
-        unknown_top = sorted(set(spec) - {"server", "pipelines"})
+        unknown_top = sorted(set(spec) - {"server", "pipelines", "cache"})
         if unknown_top:
             raise ValueError(
-                f"unknown top-level keys {unknown_top}; use [server] and [pipelines.NAME]"
+                f"unknown top-level keys {unknown_top}; use [server], [pipelines.NAME] and [cache]"
             )
         server = dict(spec.get("server", {}))
-        known = {f.name for f in fields(cls)} - {"pipelines"}
+        known = {f.name for f in fields(cls)} - {"pipelines", "cache"}
         unknown = sorted(set(server) - known)
         if unknown:
             raise ValueError(f"[server]: unknown keys {unknown}")
         pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
         if "default" not in server and pipelines is not None:
             server["default"] = "hybrid" if "hybrid" in pipelines else next(iter(pipelines))
-        return cls(pipelines=pipelines, **server)
+        cache = CacheSettings.from_mapping(spec.get("cache") or {})
+        return cls(pipelines=pipelines, cache=cache, **server)
 
     @classmethod
     def from_file(cls, path: str | Path) -> ServerSettings:
@@ -260,11 +270,19 @@ class ServerSettings:
     def to_mapping(self) -> dict[str, Any]:
         """These settings as the mapping :meth:`from_mapping` reads (for worker processes).
         Keys read from the environment are left out: each process reads them itself."""
-        server = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "pipelines"}
+        server = {
+            f.name: getattr(self, f.name)
+            for f in fields(self)
+            if f.name not in ("pipelines", "cache")
+        }
         env = os.environ.get(self.api_key_env, "")
         from_env = {k.strip() for k in env.split(",")}
         server["api_keys"] = [k for k in self.api_keys if k not in from_env]
-        return {"server": server, "pipelines": dict(self.pipelines or {})}
+        return {
+            "server": server,
+            "pipelines": dict(self.pipelines or {}),
+            "cache": self.cache.to_mapping(),
+        }
 
     def resolve(self, model: str | None) -> str | None:
         """The pipeline a request's ``model`` names: the default when none, through

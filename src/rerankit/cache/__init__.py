@@ -1,0 +1,60 @@
+"""Caches: document embeddings (a bounded in-memory LRU, optionally backed by a store),
+LLM judgments (a store, SQLite on disk by default) and whole rerank answers.
+
+Every store is behind one small protocol (:class:`Store`): an SQLite file (the default,
+shared by the processes of one machine) or a Redis/Valkey server (extra ``redis``; shared by
+replicas), chosen by ``url=`` or ``$RERANKIT_CACHE_URL=redis://host:6379/0``. Keys:
+
+- embedding: ``<namespace>:embedding:<model digest>:<text SHA-256>``
+- judgment: ``<namespace>:judgment:<SHA-256 of everything the provider is sent>``
+- answer: ``<namespace>:answer:<pipeline fingerprint>:<tenant digest>:<request digest>``
+
+(in SQLite, the part after the kind, in the table ``rerankit_<kind>``). Values carry
+:data:`CACHE_FORMAT`, so an entry written under another format is a miss, never misread.
+A store that fails (unreachable, slow, full, locked) gives misses and drops writes: the
+caller computes without it; :func:`error_counts` counts those calls.
+"""
+
+from .answer import DEFAULT_ANSWER_TTL, AnswerCache, answer_key
+from .backend import StoreOptions, open_store
+from .embedding import EmbeddingCache, embedding_key
+from .fingerprint import model_files_digest, pipeline_fingerprint, scorer_identity
+from .judgment import JudgmentCache, judgment_cache
+from .keys import CACHE_FORMAT, KINDS, canonical_json, text_key
+from .settings import CacheSettings
+from .store import (
+    CACHE_URL_ENV,
+    CacheUnavailableError,
+    Store,
+    StoreInfo,
+    cache_url,
+    default_cache_dir,
+    error_counts,
+)
+
+__all__ = [
+    "CACHE_FORMAT",
+    "CACHE_URL_ENV",
+    "DEFAULT_ANSWER_TTL",
+    "KINDS",
+    "AnswerCache",
+    "CacheSettings",
+    "CacheUnavailableError",
+    "EmbeddingCache",
+    "JudgmentCache",
+    "Store",
+    "StoreInfo",
+    "StoreOptions",
+    "answer_key",
+    "cache_url",
+    "canonical_json",
+    "default_cache_dir",
+    "embedding_key",
+    "error_counts",
+    "judgment_cache",
+    "model_files_digest",
+    "open_store",
+    "pipeline_fingerprint",
+    "scorer_identity",
+    "text_key",
+]

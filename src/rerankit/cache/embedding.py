@@ -1,0 +1,132 @@
+"""The embedding cache: vectors by ``(model key, text)``, in a bounded in-memory LRU, backed
+by a store shared with other processes (an SQLite file, or Redis) when one is named."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .backend import StoreOptions, open_store
+from .keys import digest, text_key
+from .store import cache_url
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+__all__ = ["EmbeddingCache", "embedding_key"]
+
+
+def embedding_key(model: str, text: str) -> str:
+    """The store key of ``text``'s vector under ``model`` (the scorer's key of the model and
+    of everything that changes its vectors): ``<model digest>:<text SHA-256>``."""
+    return f"{digest(model, 32)}:{text_key(text).hex()}"
+
+
+class EmbeddingCache:
+    """Embeddings by ``(model, text)``; safe to share between threads.
+
+    ``max_entries`` bounds the in-memory LRU (0 disables it). Vectors are also kept in a
+    store other processes see: ``path``, an SQLite file (created if missing), or ``url``, a
+    Redis/Valkey server (``redis://host:6379/0``); with neither, ``$RERANKIT_CACHE_URL`` when
+    set, else memory only (``url=""``: memory only whatever the environment says). ``ttl``
+    (seconds) and ``max_stored`` (SQLite: entries kept) bound the store; see
+    :class:`~rerankit.cache.StoreOptions` for the others. Memory misses are looked up in the
+    store; vectors are stored as float32.
+    """
+
+    kind = "embedding"
+
+    def __init__(
+        self,
+        max_entries: int = 100_000,
+        path: str | Path | None = None,
+        **options: Unpack[StoreOptions],
+    ) -> None:
+        if max_entries < 0:
+            raise ValueError(f"max_entries must be >= 0, got {max_entries}")
+        self.max_entries = max_entries
+        self.path = Path(path) if path is not None else None
+        self._memory: OrderedDict[tuple[str, bytes], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self.store: Any = None
+        if path is not None or cache_url(options.get("url")):
+            self.store = open_store(self.kind, path, **options)
+
+    def __len__(self) -> int:
+        """Vectors held in memory."""
+        return len(self._memory)
+
+    def get_many(self, model: str, texts: Sequence[str]) -> list[np.ndarray | None]:
+        """The cached vector of each text, or None where there is none."""
+        keys = [text_key(t) for t in texts]
+        out: list[np.ndarray | None] = [None] * len(keys)
+        with self._lock:
+            missing: dict[bytes, list[int]] = {}
+            for i, k in enumerate(keys):
+                vec = self._memory.get((model, k))
+                if vec is not None:
+                    self._memory.move_to_end((model, k))
+                    out[i] = vec
+                else:
+                    missing.setdefault(k, []).append(i)
+        if missing and self.store is not None:  # outside the lock: a slow store holds no one
+            prefix = digest(model, 32) + ":"
+            stored = self.store.get_many([prefix + k.hex() for k in missing])
+            with self._lock:
+                for k, blob in zip(list(missing), stored, strict=True):
+                    if blob is None or len(blob) % 4:
+                        continue
+                    vec = np.frombuffer(blob, dtype="<f4").astype(np.float32)
+                    for i in missing.pop(k):
+                        out[i] = vec
+                    self._remember(model, k, vec)
+        n_missing = sum(map(len, missing.values()))
+        with self._lock:
+            self.misses += n_missing
+            self.hits += len(keys) - n_missing
+        return out
+
+    def put_many(self, model: str, texts: Sequence[str], vectors: np.ndarray) -> None:
+        """Store one vector per text (rows of ``vectors``)."""
+        if len(texts) != len(vectors):
+            raise ValueError(f"{len(texts)} texts but {len(vectors)} vectors")
+        rows = np.asarray(vectors, dtype=np.float32)
+        keys = [text_key(t) for t in texts]
+        with self._lock:
+            for k, vec in zip(keys, rows, strict=True):
+                self._remember(model, k, vec.copy())
+        if self.store is not None:  # a write the store cannot take is dropped (and counted)
+            prefix = digest(model, 32) + ":"
+            self.store.put_many(
+                [
+                    (prefix + k.hex(), vec.astype("<f4").tobytes())
+                    for k, vec in zip(keys, rows, strict=True)
+                ]
+            )
+
+    def clear(self) -> None:
+        """Forget everything, in the store too (only this cache's entries)."""
+        with self._lock:
+            self._memory.clear()
+        if self.store is not None:
+            self.store.clear()
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+    def _remember(self, model: str, key: bytes, vec: np.ndarray) -> None:
+        if self.max_entries == 0:
+            return
+        vec.setflags(write=False)  # callers share these arrays
+        self._memory[(model, key)] = vec
+        self._memory.move_to_end((model, key))
+        while len(self._memory) > self.max_entries:
+            self._memory.popitem(last=False)

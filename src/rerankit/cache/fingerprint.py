@@ -1,0 +1,126 @@
+"""A pipeline's fingerprint: what makes two loaded pipelines give the same answers, so an
+answer cached for one may be served for the other (on this replica or another).
+
+It covers the cache format, rerankit's version (the code of a named pipeline such as
+``hybrid`` is part of it), the declared spec, and each scorer's identity: its class, every
+plain setting it holds (name, model, backend, quantization, prompts, BM25's k1, an LLM
+judge's instructions and temperature, ...), its dtype and input length, its LLM provider and
+model, and for a model in a local folder or file a digest of the files' contents (so a model
+retrained in place never shares answers with the old one, and copies of one model at the
+same path on two replicas do, whenever each was copied).
+A model passed as a loaded object is told apart only within one process.
+Where the model runs (device, threads, batch size) is left out: it does not change answers
+beyond float rounding, and replicas on different hardware should share them. A hub id is
+identified by its name: pin a revision, or serve from a folder, to tell versions apart.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from .keys import CACHE_FORMAT, canonical_json, digest
+
+__all__ = ["model_files_digest", "pipeline_fingerprint", "scorer_identity"]
+
+_PATH_ATTRIBUTES = ("model_id", "model", "path", "model_path")
+_PROFILE_ATTRIBUTES = ("dtype", "max_length")
+_CLIENT_ATTRIBUTES = ("provider", "model")
+_DIGESTS: dict[tuple[str, tuple], str] = {}
+_DIGESTS_LOCK = threading.Lock()
+
+
+@lru_cache(maxsize=1)
+def _version() -> str:
+    try:
+        return importlib.metadata.version("rerankit")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree
+        return "source"
+
+
+def model_files_digest(path: str | Path) -> str:
+    """A SHA-256 (32 hex digits) of a model folder's (or file's) contents: every file's path
+    in it, size and bytes, checkpoint folders and hidden files aside. Computed once per
+    process for the same files (names, sizes, modification times)."""
+    root = Path(path)
+    files = (
+        [root]
+        if root.is_file()
+        else sorted(
+            f
+            for f in root.rglob("*")
+            if f.is_file()
+            and not any(p.startswith(".") or p == "checkpoints" for p in f.relative_to(root).parts)
+        )
+    )
+    stats = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
+    with _DIGESTS_LOCK:
+        found = _DIGESTS.get((str(root), stats))
+    if found is not None:
+        return found
+    sha = hashlib.sha256()
+    for f in files:
+        name = f.name if f == root else f.relative_to(root).as_posix()
+        sha.update(f"{name}\x00{f.stat().st_size}\x00".encode())
+        with open(f, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                sha.update(block)
+    value = sha.hexdigest()[:32]
+    with _DIGESTS_LOCK:
+        _DIGESTS[(str(root), stats)] = value
+    return value
+
+
+def _plain_attributes(obj: Any, names: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """``obj``'s public attributes (``names``, or all it holds) that are plain values."""
+    found = vars(obj).items() if names is None else ((n, getattr(obj, n, None)) for n in names)
+    return {
+        name: value
+        for name, value in sorted(found)
+        if not name.startswith("_") and isinstance(value, (str, int, float, bool))
+    }
+
+
+def scorer_identity(scorer: Any) -> dict[str, Any]:
+    """What identifies a scorer's answers (see the module's docstring): its class and every
+    public plain setting it holds (name, model, prompts, k1, temperature, ...), its profile's
+    dtype and input length, its LLM client's provider and model, and a digest of the files
+    of a model it reads from a local folder or file."""
+    cls = type(scorer)
+    ident: dict[str, Any] = {
+        "class": f"{cls.__module__}.{cls.__qualname__}",
+        **_plain_attributes(scorer),
+    }
+    profile = getattr(scorer, "profile", None)
+    if profile is not None:
+        ident["profile"] = _plain_attributes(profile, _PROFILE_ATTRIBUTES)
+    client = getattr(scorer, "client", None)
+    if client is not None:
+        ident["client"] = _plain_attributes(client, _CLIENT_ATTRIBUTES)
+    for name in _PATH_ATTRIBUTES:
+        value = ident.get(name)
+        if isinstance(value, str) and value and Path(value).exists():
+            ident[f"{name}_files"] = model_files_digest(value)
+            # the files stand for the weights; a key made of their modification times
+            # would differ between two copies of one model
+            ident.pop("model_key", None)
+    return ident
+
+
+def pipeline_fingerprint(spec: Any, reranker: Any = None) -> str:
+    """The fingerprint (32 hex digits) of a pipeline: ``spec`` as declared (a registered
+    name, or a spec mapping: plain data only) and, given the loaded ``reranker``, its
+    scorers' identities (anything with ``scorers()``). Equal fingerprints promise equal
+    answers to equal requests; use it as the first part of :func:`answer_key`."""
+    parts: dict[str, Any] = {
+        "format": CACHE_FORMAT,
+        "rerankit": _version(),
+        "spec": spec,
+    }
+    if reranker is not None:
+        parts["scorers"] = [scorer_identity(s) for s in reranker.scorers()]
+    return digest(canonical_json(parts, "pipeline"), 32)

@@ -1,0 +1,247 @@
+"""The Redis/Valkey store (extra ``redis``): entries shared by every process and replica that
+names the same server.
+
+Keys are ``<namespace>:<kind>:<key>`` (namespace ``rerankit`` unless told), so rerankit's
+entries sit beside anything else in the database and :meth:`RedisStore.clear` deletes only
+them (SCAN for the prefix, then UNLINK; never FLUSHDB). Each value carries the cache format
+(:mod:`rerankit.cache.keys`); ``ttl`` becomes each key's expiry, and the memory bound is the
+server's ``maxmemory`` with its ``maxmemory-policy``.
+
+Every call is bounded by ``timeout`` seconds (to connect and to read) and is not retried: a
+server that is down, slow or full gives misses and dropped writes, counted and logged at most
+once a minute, and for ``RETRY_AFTER`` seconds after a failure calls skip the server
+altogether, so a dead server costs nothing but the cache. The connection pool reconnects by
+itself once the server answers again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+from .._optional import require
+from .keys import decode, encode
+from .store import CacheUnavailableError, FailureLog, StoreInfo, check_bounds, check_url, redacted
+
+__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_TIMEOUT", "RETRY_AFTER", "RedisStore", "split_url"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_NAMESPACE = "rerankit"
+#: seconds one Redis call may take to connect, and to answer
+DEFAULT_TIMEOUT = 0.5
+#: seconds calls skip a server after it failed (then the next call tries it again)
+RETRY_AFTER = 1.0
+_CHUNK = 500  # keys per MGET or pipeline
+_SAMPLE = 200  # keys whose MEMORY USAGE estimates the size of a kind
+_NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]+$")
+
+
+def split_url(url: str) -> tuple[str, str | None]:
+    """``url`` without rerankit's own ``namespace`` query parameter, and that parameter."""
+    parts = urlsplit(url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    namespace = next((v for k, v in query if k == "namespace"), None)
+    rest = urlencode([(k, v) for k, v in query if k != "namespace"])
+    return parts._replace(query=rest).geturl(), namespace
+
+
+class _Server:
+    """One client (and its connection pool) per URL and timeout in a process, shared by the
+    stores that name it, with the time until which calls skip it."""
+
+    def __init__(self, url: str, timeout: float) -> None:
+        redis = require("redis", "a Redis or Valkey cache")
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        self.errors = (redis.RedisError, OSError)
+        self.client = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=timeout,
+            socket_timeout=timeout,
+            retry=Retry(NoBackoff(), 0),
+            retry_on_timeout=False,
+            health_check_interval=0,
+        )
+        self.skip_until = 0.0
+
+    def down(self) -> None:
+        """After a failure: skip the server for a while, and drop the idle connections (a
+        restarted server left them broken; new ones are made on the next call)."""
+        self.skip_until = time.monotonic() + RETRY_AFTER
+        with contextlib.suppress(Exception):  # best effort: the pool makes new ones anyway
+            self.client.connection_pool.disconnect(inuse_connections=False)
+
+
+_SERVERS: dict[tuple[str, float], _Server] = {}
+_SERVERS_LOCK = threading.Lock()
+
+
+def _server(url: str, timeout: float) -> _Server:
+    with _SERVERS_LOCK:
+        found = _SERVERS.get((url, timeout))
+        if found is None:
+            found = _SERVERS[(url, timeout)] = _Server(url, timeout)
+        return found
+
+
+class RedisStore:
+    """Entries of one ``kind`` under ``<namespace>:<kind>:`` on the server at ``url``
+    (``redis://HOST:PORT/DB``; a ``namespace`` query parameter names the namespace unless
+    ``namespace`` does). ``ttl``: seconds each entry is kept; ``timeout``: seconds per call."""
+
+    def __init__(
+        self,
+        url: str,
+        kind: str,
+        *,
+        ttl: float | None = None,
+        namespace: str | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        check_bounds(ttl, None)
+        plain, from_url = split_url(check_url(url))
+        namespace = namespace or from_url or DEFAULT_NAMESPACE
+        if not self.valid_namespace(namespace):
+            raise ValueError(
+                f"namespace {namespace!r}: use letters, digits, '_', '.' and '-' only "
+                "(it is a key prefix that clear() matches)"
+            )
+        timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+        if not timeout > 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+        self.kind, self.ttl, self.namespace, self.timeout = kind, ttl, namespace, timeout
+        self.url = url
+        self.prefix = f"{namespace}:{kind}:"
+        self._server = _server(plain, timeout)
+        self._failures = FailureLog(logger)
+
+    @staticmethod
+    def valid_namespace(namespace: str) -> bool:
+        """Whether ``namespace`` can prefix keys: letters, digits, '_', '.' and '-' (no
+        glob character, so ``clear`` matches exactly its keys; no ':')."""
+        return isinstance(namespace, str) and bool(_NAMESPACE.match(namespace))
+
+    @property
+    def where(self) -> str:
+        return f"{redacted(self.url)} ({self.prefix}*)"
+
+    def _usable(self) -> bool:
+        if time.monotonic() < self._server.skip_until:  # failed a moment ago: not again yet
+            down = ConnectionError("skipped: the server failed less than a moment ago")
+            self._failures.failed(self.kind, self.where, "a call", down)
+            return False
+        return True
+
+    def _failed(self, what: str, exc: BaseException) -> None:
+        self._failures.failed(self.kind, self.where, what, exc)
+        if not _is_full(exc):  # a full server still answers: no need to skip it
+            self._server.down()
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        if not keys or not self._usable():
+            return [None] * len(keys)
+        values: list[Any] = []
+        try:
+            for lo in range(0, len(keys), _CHUNK):
+                chunk = [self.prefix + k for k in keys[lo : lo + _CHUNK]]
+                values += self._server.client.mget(chunk)
+        except self._server.errors as exc:
+            self._failed("a read", exc)
+            return [None] * len(keys)
+        return [decode(v) for v in values]
+
+    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        if not items or not self._usable():
+            return
+        expire = int(self.ttl * 1000) if self.ttl is not None else None
+        try:
+            for lo in range(0, len(items), _CHUNK):
+                pipe = self._server.client.pipeline(transaction=False)
+                for key, value in items[lo : lo + _CHUNK]:
+                    pipe.set(self.prefix + key, encode(value), px=expire)
+                pipe.execute()
+        except self._server.errors as exc:
+            self._failed("a write", exc)
+
+    def _keys(self) -> Any:
+        pattern = self.prefix + "*"  # the namespace holds no glob characters
+        return self._server.client.scan_iter(match=pattern, count=1000)
+
+    def clear(self) -> int:
+        deleted = 0
+        try:
+            batch: list[bytes] = []
+            for key in self._keys():
+                batch.append(key)
+                if len(batch) >= _CHUNK:
+                    deleted += self._server.client.unlink(*batch)
+                    batch = []
+            if batch:
+                deleted += self._server.client.unlink(*batch)
+        except self._server.errors as exc:
+            raise CacheUnavailableError(f"{self.kind} cache {self.where}: {exc}") from exc
+        return int(deleted)
+
+    def info(self) -> StoreInfo:
+        client = self._server.client
+        try:
+            entries, sample = 0, []
+            for key in self._keys():
+                entries += 1
+                if len(sample) < _SAMPLE:
+                    sample.append(key)
+            sizes, lasting = [], 0
+            if sample:
+                pipe = client.pipeline(transaction=False)
+                for key in sample:
+                    pipe.memory_usage(key, samples=0)
+                    pipe.pttl(key)
+                answers = pipe.execute()
+                sizes = [s for s in answers[0::2] if s is not None]
+                lasting = sum(1 for t in answers[1::2] if t == -1)  # no expiry
+            memory = client.info("memory")
+        except self._server.errors as exc:
+            raise CacheUnavailableError(f"{self.kind} cache {self.where}: {exc}") from exc
+        size = int(entries * sum(sizes) / len(sizes)) if sizes else 0
+        policy = str(memory.get("maxmemory_policy", "?"))
+        notes = []
+        if lasting and policy.startswith("volatile"):
+            notes.append(
+                f"{lasting} of {len(sample)} sampled keys have no TTL, which {policy} never "
+                "evicts: give this cache a ttl"
+            )
+        return StoreInfo(self.kind, self.where, entries, size, notes, _server_notes(memory))
+
+    def __len__(self) -> int:
+        return self.info().entries
+
+    def close(self) -> None:
+        """Nothing to do: the connection pool is shared by the stores of this process."""
+
+
+def _is_full(exc: BaseException) -> bool:
+    return "OOM" in str(exc) or "maxmemory" in str(exc)
+
+
+def _server_notes(memory: dict[str, Any]) -> list[str]:
+    """Redis's memory settings, and what they mean for rerankit's entries."""
+    used = memory.get("used_memory_human", "?")
+    limit = int(memory.get("maxmemory", 0) or 0)
+    policy = str(memory.get("maxmemory_policy", "?"))
+    notes = [
+        f"server memory {used} of "
+        f"{memory.get('maxmemory_human', limit) if limit else 'no maxmemory'}, policy {policy}"
+    ]
+    if not limit:
+        notes.append("no memory bound: set maxmemory (and maxmemory-policy) on the server")
+    if policy == "noeviction":
+        notes.append("noeviction: once full, writes fail (rerankit then computes uncached)")
+    return notes

@@ -1,0 +1,208 @@
+"""The one small protocol every cache is kept behind, where caches live by default, and the
+count of cache calls that failed.
+
+A :class:`Store` holds one kind of entry (``embedding``, ``judgment`` or ``answer``) as bytes
+under string keys: an SQLite file (:class:`~rerankit.cache.sqlite.SQLiteStore`, the default,
+shared by the processes of one machine) or Redis/Valkey
+(:class:`~rerankit.cache.redis_store.RedisStore`, shared by replicas). Reads and writes never
+raise for the store's sake: a store that cannot answer gives a miss or drops the write, and
+counts it in :func:`error_counts`.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+from ..errors import RerankitError
+from .keys import KINDS
+
+__all__ = [
+    "CACHE_URL_ENV",
+    "CacheUnavailableError",
+    "FailureLog",
+    "Store",
+    "StoreInfo",
+    "cache_url",
+    "check_bounds",
+    "check_url",
+    "count_error",
+    "default_cache_dir",
+    "error_counts",
+    "redacted",
+]
+
+#: The environment variable naming a shared cache (``redis://host:6379/0``) for the
+#: library, the CLI and Ray workers.
+CACHE_URL_ENV = "RERANKIT_CACHE_URL"
+_SCHEMES = ("redis", "rediss", "unix")
+
+
+class CacheUnavailableError(RerankitError):
+    """A cache could not be reached for an operation that must not pass silently
+    (``info``, ``clear``); reads and writes never raise it."""
+
+
+@dataclass
+class StoreInfo:
+    """What a store holds: ``entries``, ``bytes`` (on disk, or in Redis's memory, estimated
+    from a sample), ``where`` it is, ``notes`` on its entries (e.g. that they never expire
+    while Redis evicts only those that do) and ``server`` notes (Redis's memory settings)."""
+
+    kind: str
+    where: str
+    entries: int
+    bytes: int
+    notes: list[str] = field(default_factory=list)
+    server: list[str] = field(default_factory=list)
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Entries of one kind, bytes under string keys."""
+
+    kind: str
+    #: seconds an entry is kept after it is written (None: until cleared or evicted)
+    ttl: float | None
+
+    @property
+    def where(self) -> str:
+        """The file or URL (without password) the entries live in."""
+        ...
+
+    def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
+        """The stored value of each key, None where there is none (or none could be read)."""
+        ...
+
+    def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
+        """Store values (kept ``ttl`` seconds); a write that fails is dropped and counted."""
+        ...
+
+    def clear(self) -> int:
+        """Delete every entry of this kind, and only those; returns how many went. Raises
+        :class:`CacheUnavailableError` when the store cannot be reached."""
+        ...
+
+    def info(self) -> StoreInfo:
+        """Entries and size (raises :class:`CacheUnavailableError` like :meth:`clear`)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+_ERRORS: Counter[str] = Counter()
+_ERRORS_LOCK = threading.Lock()
+
+
+def count_error(kind: str, n: int = 1) -> None:
+    """Count ``n`` cache calls of ``kind`` answered without the cache because it failed."""
+    with _ERRORS_LOCK:
+        _ERRORS[kind] += n
+
+
+def error_counts() -> dict[str, int]:
+    """Cache calls, by kind, that went without the cache because it failed (unreachable,
+    slow, full, locked) since the process started: what a service exports as
+    ``rerankit_cache_errors_total{cache=...}``."""
+    with _ERRORS_LOCK:
+        return {kind: _ERRORS.get(kind, 0) for kind in KINDS}
+
+
+class FailureLog:
+    """Counts a store's failed calls (:func:`count_error`) and logs them as a warning at
+    most once per ``interval`` seconds, saying how many failed since the last warning."""
+
+    def __init__(self, logger: logging.Logger, interval: float = 60.0) -> None:
+        self.logger, self.interval = logger, interval
+        self._lock = threading.Lock()
+        self._last = -math.inf
+        self._unlogged = 0
+
+    def failed(self, kind: str, where: str, what: str, exc: BaseException) -> None:
+        count_error(kind)
+        now = time.monotonic()
+        with self._lock:
+            self._unlogged += 1
+            if now - self._last < self.interval:
+                return
+            self._last, n, self._unlogged = now, self._unlogged, 0
+        self.logger.warning(
+            "%s cache %s: %s failed (%s: %s); computing without the cache (%d call(s) "
+            "since the last warning, at most one warning a minute)",
+            kind,
+            where,
+            what,
+            type(exc).__name__,
+            exc,
+            n,
+        )
+
+
+def default_cache_dir() -> Path:
+    """``$RERANKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rerankit``, else ``~/.cache/rerankit``."""
+    if os.environ.get("RERANKIT_CACHE_DIR"):
+        return Path(os.environ["RERANKIT_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "rerankit"
+
+
+def check_url(url: str, where: str = "cache url") -> str:
+    """``url`` if it names a Redis/Valkey server (``redis://``, ``rediss://`` with TLS, or
+    ``unix://`` a socket); a ValueError saying what is wrong otherwise."""
+    parts = urlsplit(url)
+    if parts.scheme not in _SCHEMES:
+        raise ValueError(
+            f"{where}: {redacted(url)!r} is not a Redis or Valkey URL; use "
+            "redis://HOST:PORT/DB (or rediss:// for TLS, unix:///path/to/socket)"
+        )
+    if parts.scheme != "unix" and not parts.hostname:
+        raise ValueError(f"{where}: {redacted(url)!r} names no host")
+    if parts.scheme == "unix" and not parts.path:
+        raise ValueError(f"{where}: {redacted(url)!r} names no socket path")
+    if parts.scheme != "unix" and parts.path.strip("/"):
+        db = parts.path.strip("/")
+        if not db.isdigit():
+            raise ValueError(f"{where}: the database in {redacted(url)!r} must be a number")
+    try:
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        raise ValueError(f"{where}: {redacted(url)!r} has a port that is not a number") from None
+    return url
+
+
+def redacted(url: str) -> str:
+    """``url`` without its password (for messages and ``where``)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = f"{parts.username}:***@" if parts.username else ":***@"
+    return parts._replace(netloc=user + netloc).geturl()
+
+
+def cache_url(url: str | None = None) -> str | None:
+    """The shared cache's URL: ``url`` when given ("" for none), else ``$RERANKIT_CACHE_URL``
+    (checked), else None (SQLite on this machine)."""
+    if url is None:
+        url = os.environ.get(CACHE_URL_ENV, "").strip()
+        where = f"${CACHE_URL_ENV}"
+    else:
+        where = "cache url"
+    return check_url(url, where) if url else None
+
+
+def check_bounds(ttl: float | None, max_stored: int | None) -> None:
+    """A ValueError for a ttl or max_stored that is not positive."""
+    if ttl is not None and not ttl > 0:
+        raise ValueError(f"ttl must be > 0 seconds (None: keep entries), got {ttl!r}")
+    if max_stored is not None and max_stored < 1:
+        raise ValueError(f"max_stored must be >= 1 (None: no bound), got {max_stored!r}")

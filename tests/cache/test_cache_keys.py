@@ -1,0 +1,179 @@
+"""Cache keys: every part that changes an answer changes its key, nothing volatile gets in,
+the same request gives the same key in every process, tenants never share; pipeline
+fingerprints follow the spec and the model's files, not where the model runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rerankit.cache import (
+    CACHE_FORMAT,
+    answer_key,
+    canonical_json,
+    embedding_key,
+    pipeline_fingerprint,
+)
+
+REQUEST = {
+    "query": "solar panels",
+    "documents": ["Solar panels turn light into power", {"text": "wind", "title": "Energy"}],
+    "options": {"top_k": 3, "fields": ["title", "text"], "return_documents": True},
+}
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+def key(fingerprint="f" * 32, tenant="key-1", **changes):
+    parts = {**REQUEST, **changes}
+    return answer_key(fingerprint, tenant=tenant, **parts)
+
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-5, 5),
+    st.floats(allow_nan=False, allow_infinity=False, width=32),
+    st.text(max_size=5),
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    options=st.dictionaries(st.sampled_from(["top_k", "fields", "mode", "x"]), scalars, max_size=4),
+    name=st.sampled_from(["top_k", "fields", "mode", "x", "new"]),
+    value=scalars,
+)
+def test_every_option_that_differs_changes_the_key(options, name, value):
+    changed = {**options, name: value}
+    same = canonical_json(changed) == canonical_json(options)
+    assert (key(options=options) == key(options=changed)) == same
+
+
+def test_each_part_of_a_request_is_in_its_key():
+    base = key()
+    variants = [
+        key(query="solar panel"),
+        key(documents=list(reversed(REQUEST["documents"]))),  # order matters
+        key(documents=[*REQUEST["documents"], "one more"]),
+        key(documents=[REQUEST["documents"][0], {"text": "wind", "title": "Energy!"}]),
+        key(options={**REQUEST["options"], "top_k": 4}),
+        key(options={**REQUEST["options"], "top_k": 3.5}),
+        key(options={**REQUEST["options"], "return_documents": 1}),  # True is not 1
+        key(tenant="key-2"),
+        key(tenant=None),
+        key(fingerprint="e" * 32),
+    ]
+    assert len({base, *variants}) == len(variants) + 1
+    # what does not change an answer does not change its key: the order of a mapping's fields
+    reordered = [REQUEST["documents"][0], {"title": "Energy", "text": "wind"}]
+    assert key(documents=reordered) == base
+    assert key(options=dict(reversed(REQUEST["options"].items()))) == base
+
+
+def test_tenants_never_share_keys_and_the_api_key_is_not_in_them():
+    a, b = key(tenant="secret-key-a"), key(tenant="secret-key-b")
+    assert a != b and a.split(":")[:1] == b.split(":")[:1]  # same pipeline, other tenant
+    assert "secret" not in a and len(a.split(":")) == 3
+
+
+def test_volatile_or_unknown_values_are_refused_not_stringified():
+    class Handle:  # str() of it would hold its address: a key that never hits
+        pass
+
+    with pytest.raises(TypeError, match=r"request.options.trace: Handle is not plain data"):
+        key(options={"trace": Handle()})
+    with pytest.raises(TypeError, match=r"request.documents\[1\]"):
+        key(documents=["a", object()])
+    with pytest.raises(TypeError, match="keys must be strings"):
+        key(options={1: "x"})
+
+
+def test_the_same_request_gives_the_same_key_in_another_process():
+    code = (
+        "import json, sys; from rerankit.cache import answer_key, embedding_key;"
+        "r = json.loads(sys.argv[1]);"
+        "print(answer_key('f' * 32, tenant='key-1', **r)); print(embedding_key('m', 'text é'))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(REQUEST)],
+        env={"PYTHONPATH": str(SRC), "PYTHONHASHSEED": "123"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert out == [key(), embedding_key("m", "text é")]
+
+
+def test_fingerprints_follow_the_spec_and_the_model_files(tmp_path, bert_dir):
+    import shutil
+
+    from rerankit import load
+
+    spec = {"scorer": {"type": "cross_encoder", "model": str(bert_dir)}}
+    first = pipeline_fingerprint(spec, load(spec))
+    assert first == pipeline_fingerprint(spec, load(spec))  # built twice: the same
+    assert len(first) == 32
+    # where the model runs is no part of it; what it reads is
+    threads = {"scorer": {**spec["scorer"], "threads": 1}}
+    assert pipeline_fingerprint(spec, load(threads)) == first
+    length = {"scorer": {**spec["scorer"], "max_length": 16}}
+    assert pipeline_fingerprint(spec, load(length)) != first
+    assert pipeline_fingerprint("bm25", load("bm25")) != pipeline_fingerprint(
+        "jaccard", load("jaccard")
+    )
+    # the same files elsewhere: the same model; one byte changed: another
+    copy = tmp_path / "copy"
+    shutil.copytree(bert_dir, copy)
+    moved = {"scorer": {"type": "cross_encoder", "model": str(copy)}}
+    digest = _identities(load(moved))[0]["model_id_files"]
+    assert digest == _identities(load(spec))[0]["model_id_files"]
+    _flip_last_byte(next(copy.glob("*.safetensors")))
+    assert _identities(load(moved))[0]["model_id_files"] != digest
+
+
+def test_a_model_copied_anew_keeps_its_fingerprint_and_retrained_gets_another(tmp_path, tiny_st):
+    import os
+    import shutil
+
+    from rerankit import load
+
+    folder = tmp_path / "model"
+    shutil.copytree(tiny_st, folder)
+    spec = {"scorer": {"type": "embedding", "model": str(folder)}}
+    first = pipeline_fingerprint(spec, load(spec))
+    for f in folder.rglob("*"):  # copied again later, as onto another replica
+        os.utime(f, (f.stat().st_atime + 1000, f.stat().st_mtime + 1000))
+    assert pipeline_fingerprint(spec, load(spec)) == first
+    _flip_last_byte(next(folder.rglob("*.safetensors")))  # retrained in place
+    assert pipeline_fingerprint(spec, load(spec)) != first
+
+
+def _flip_last_byte(path):
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+
+
+def test_llm_pipelines_are_told_apart_by_provider_model_and_format(monkeypatch):
+    pytest.importorskip("openai", reason="the OpenAI client needs the 'openai' extra")
+    from rerankit import load
+
+    monkeypatch.setenv("K", "key")
+    judge = {"type": "llm_pointwise", "provider": "openai", "base_url": "http://127.0.0.1:9"}
+    judge |= {"api_key_env": "K", "cache": False}
+    a = {"scorer": {**judge, "model": "m1"}}
+    b = {"scorer": {**judge, "model": "m2"}}
+    assert pipeline_fingerprint(a, load(a)) != pipeline_fingerprint(b, load(b))
+    assert CACHE_FORMAT >= 1
+
+
+def _identities(reranker):
+    from rerankit.cache import scorer_identity
+
+    return [scorer_identity(s) for s in reranker.scorers()]

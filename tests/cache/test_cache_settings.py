@@ -1,0 +1,82 @@
+"""``[cache]`` in the service's settings and ``$RERANKIT_CACHE_URL``: checked when read,
+errors that name the problem (never the password), and options the caches take."""
+
+from __future__ import annotations
+
+import pytest
+
+from rerankit.cache import CacheSettings, JudgmentCache, cache_url
+from rerankit.server.settings import ServerSettings
+
+
+def test_the_cache_table_is_read_checked_and_written_back():
+    settings = ServerSettings.from_mapping(
+        {
+            "server": {"default": "bm25"},
+            "pipelines": {"bm25": "bm25"},
+            "cache": {"url": "redis://cache.internal:6379/2", "answer_ttl": 60},
+        }
+    )
+    assert settings.cache.url == "redis://cache.internal:6379/2"
+    assert settings.cache.options("answer")["ttl"] == 60.0
+    assert settings.cache.options("judgment")["ttl"] is None  # 0: kept until evicted
+    again = ServerSettings.from_mapping(settings.to_mapping())
+    assert again.cache == settings.cache
+    assert ServerSettings().cache == CacheSettings()  # none given: SQLite, as before
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ({"url": "http://cache:6379"}, "is not a Redis or Valkey URL"),
+        ({"url": "redis://:s3cret@cache:port/0"}, "port that is not a number"),
+        ({"url": "redis://cache:6379/zero"}, "database in"),
+        ({"url": "redis://:s3cret@cache:6379/x"}, r"redis://:\*\*\*@cache:6379/x"),
+        ({"urls": "redis://cache"}, r"unknown keys \['urls'\]"),
+        ({"namespace": "rerankit:*"}, "namespace"),
+        ({"timeout": 0}, "timeout must be > 0"),
+        ({"answer_ttl": -1}, "answer_ttl must be >= 0"),
+        ({"url": "redis://c:6379/0", "judgment_max_stored": 10}, "maxmemory"),
+        ({"url": "redis://c:6379/0?namespace=a", "namespace": "b"}, "not both"),
+    ],
+)
+def test_a_bad_cache_table_says_what_is_wrong(table, message):
+    with pytest.raises(ValueError, match=message) as caught:
+        ServerSettings.from_mapping({"cache": table})
+    assert "s3cret" not in str(caught.value)
+
+
+def test_the_environment_variable_is_checked_where_it_is_read(monkeypatch):
+    monkeypatch.setenv("RERANKIT_CACHE_URL", "localhost:6379")
+    with pytest.raises(ValueError, match=r"\$RERANKIT_CACHE_URL"):
+        cache_url()
+    with pytest.raises(ValueError, match=r"\$RERANKIT_CACHE_URL"):
+        JudgmentCache()
+    assert cache_url("") is None  # given empty: none, whatever the environment says
+    monkeypatch.setenv("RERANKIT_CACHE_URL", "redis://127.0.0.1:1/0")
+    assert cache_url() == "redis://127.0.0.1:1/0"
+
+
+def test_a_cache_takes_a_path_or_a_url_not_both(tmp_path):
+    with pytest.raises(ValueError, match="not both"):
+        JudgmentCache(tmp_path / "j.sqlite", url="redis://127.0.0.1:6379/0")
+
+
+def test_sqlite_options_make_the_caches(tmp_path, monkeypatch):
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))
+    settings = CacheSettings(judgment_ttl=30, judgment_max_stored=100)
+    cache = JudgmentCache(**settings.options("judgment"))
+    assert cache.store.where == str(tmp_path / "judgments.sqlite")
+    assert (cache.store.ttl, cache.store.max_stored) == (30.0, 100)
+
+
+def test_a_missing_redis_client_names_the_extra(monkeypatch):
+    import sys
+
+    from rerankit.cache import redis_store
+    from rerankit.errors import MissingDependencyError
+
+    monkeypatch.setitem(sys.modules, "redis", None)  # as if not installed
+    monkeypatch.setattr(redis_store, "_SERVERS", {})
+    with pytest.raises(MissingDependencyError, match=r"rerankit\[redis\]"):
+        JudgmentCache(url="redis://127.0.0.1:6379/0")
