@@ -130,7 +130,10 @@ def test_no_private_name_or_module_is_imported_from_elsewhere():
 #: modules of its own layer and of every layer below it in ``STACK``; nothing else. A place
 #: is a top-level module or package of ``rerankit`` (``rerankit`` itself: its ``__init__``).
 STACK = (
-    ("foundation", ("types", "errors", "registry", "spans", "_optional", "_jsonl", "_threads")),
+    (
+        "foundation",
+        ("types", "errors", "registry", "spans", "_optional", "_jsonl", "_threads", "_paths"),
+    ),
     ("documents", ("documents",)),
     ("text", ("text",)),
     ("numbers", ("normalize", "calibration")),

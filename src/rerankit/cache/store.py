@@ -19,10 +19,10 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+from .._paths import default_cache_dir
 from ..errors import RerankitError
 from .keys import KINDS
 
@@ -145,14 +145,6 @@ class FailureLog:
             exc,
             n,
         )
-
-
-def default_cache_dir() -> Path:
-    """``$RERANKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rerankit``, else ``~/.cache/rerankit``."""
-    if os.environ.get("RERANKIT_CACHE_DIR"):
-        return Path(os.environ["RERANKIT_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "rerankit"
 
 
 def check_url(url: str, where: str = "cache url") -> str:

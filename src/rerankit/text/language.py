@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import math
 import re
-import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
 import numpy as np
 
-from .._optional import require
+from .frequencies import FrequencyTable, frequency_table
 
 __all__ = [
     "CJK_LANGUAGES",
@@ -100,28 +98,17 @@ class BackgroundFrequencies:
     hybrid on development queries (``benchmarks/experiments/hybrid_dev.py``).
     """
 
-    _tables: ClassVar[dict[str, tuple[dict[str, float], float]]] = {}
-    _lock: ClassVar[threading.Lock] = threading.Lock()
-
     def __init__(self, language: str = "en", *, doc_length: float = 1000.0, n_docs: float = 1e7):
         if doc_length <= 0 or n_docs < 1:
             raise ValueError("doc_length must be > 0 and n_docs >= 1")
         self.language, self.doc_length, self.n_docs = language, doc_length, n_docs
 
-    def table(self) -> tuple[dict[str, float], float]:
-        """The word -> frequency table of the language and its rarest frequency (loaded
-        once per process)."""
-        with self._lock:
-            if self.language not in self._tables:
-                wordfreq = require("wordfreq", "background idf")
-                try:
-                    table = wordfreq.get_frequency_dict(self.language, wordlist="best")
-                except LookupError as exc:
-                    raise ValueError(
-                        f"no word-frequency table for language {self.language!r}: {exc}"
-                    ) from exc
-                self._tables[self.language] = (table, min(table.values(), default=1e-9))
-            return self._tables[self.language]
+    def table(self) -> tuple[FrequencyTable, float]:
+        """The word -> frequency table of the language (looked up with ``get``) and its
+        rarest frequency: loaded once per process, and kept compact in the cache directory
+        for the next (see :mod:`.frequencies`)."""
+        table = frequency_table(self.language)
+        return table, table.floor
 
     def frequency(self, words: Iterable[str]) -> float:
         table, floor = self.table()
