@@ -12,7 +12,9 @@ from __future__ import annotations
 import copy
 import logging
 import os
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from contextvars import ContextVar
 from functools import cached_property
 from pathlib import Path
@@ -82,6 +84,36 @@ def _unit_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0), zero
 
 
+class _Pending:
+    """Texts being encoded now, by (cache key, text), each with the future of the call
+    encoding it (shared by a scorer and its passage twins)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._futures: dict[tuple[str, str], Future] = {}
+
+    def claim(self, key: str, texts: list[str]) -> tuple[list[str], dict[str, Future], Future]:
+        """The texts this caller encodes (no one else is), the futures of those another
+        caller is encoding, and this caller's future (to resolve, then :meth:`release`)."""
+        done: Future = Future()
+        mine: list[str] = []
+        others: dict[str, Future] = {}
+        with self._lock:
+            for text in texts:
+                found = self._futures.get((key, text))
+                if found is None:
+                    self._futures[(key, text)] = done
+                    mine.append(text)
+                else:
+                    others[text] = found
+        return mine, others, done
+
+    def release(self, key: str, texts: list[str]) -> None:
+        with self._lock:
+            for text in texts:
+                self._futures.pop((key, text), None)
+
+
 class EmbeddingScorer(LocalModelScorer):
     """Cosine similarity between the query's and each document's embedding, in [-1, 1].
 
@@ -146,6 +178,7 @@ class EmbeddingScorer(LocalModelScorer):
         )
         if self.backend == "onnx":  # other numbers: never mixed with torch's in a cache
             self.model_key += "|onnx" + (f"-{self.quantize}" if self.quantize else "")
+        self._pending = _Pending()  # texts being encoded now (shared with passage twins)
         shared = None  # the store: $RERANKIT_CACHE_URL, when set, unless told otherwise
         if cache_path is None and cache is True:
             cache_path = os.environ.get("RERANKIT_EMBEDDING_CACHE") or None
@@ -249,13 +282,38 @@ class EmbeddingScorer(LocalModelScorer):
         todo = [i for i, v in enumerate(found) if v is None]
         if todo:
             # Encode each distinct missing text once.
-            distinct = list(dict.fromkeys(texts[i] for i in todo))
-            fresh = self._encode(distinct, self.document_prompt)
-            self.cache.put_many(key, distinct, fresh)
-            row = dict(zip(distinct, fresh, strict=True))
+            row = self._encode_missing(key, list(dict.fromkeys(texts[i] for i in todo)))
             for i in todo:
                 found[i] = row[texts[i]]
         return np.vstack(found)
+
+    def _encode_missing(self, key: str, texts: list[str]) -> dict[str, np.ndarray]:
+        """``texts`` (not in the cache) encoded and cached, each once even when another
+        thread asks for it meanwhile: that thread waits for this one's vector instead of
+        encoding it again (the hybrid's whole-document and passage readings ask for the
+        same short documents at once). On the model thread nothing waits (work queued
+        behind it could be what it waits for)."""
+        assert self.cache is not None
+        if running_on_model_thread():
+            fresh = self._encode(texts, self.document_prompt)
+            self.cache.put_many(key, texts, fresh)
+            return dict(zip(texts, fresh, strict=True))
+        mine, others, done = self._pending.claim(key, texts)
+        rows: dict[str, np.ndarray] = {}
+        try:
+            if mine:
+                fresh = self._encode(mine, self.document_prompt)
+                self.cache.put_many(key, mine, fresh)
+                rows = dict(zip(mine, fresh, strict=True))
+            done.set_result(rows)
+        except BaseException as exc:
+            done.set_exception(exc)
+            raise
+        finally:
+            self._pending.release(key, mine)
+        for text, future in others.items():
+            rows[text] = future.result()[text]
+        return rows
 
     def _scores(
         self,
