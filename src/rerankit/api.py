@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import registry
+from .backends.choice import bundled_export_ready, onnx_runtime_installed
 from .config import build, read_spec, resolve_reranker
 from .documents import InputFields
 from .rerankers.base import check_keywords
@@ -87,9 +88,12 @@ def rerank(
 def default_reranker() -> tuple[str, str | None]:
     """The default reranker's name, and a note when it is the fallback: ``hybrid`` (BM25 or
     the first-stage score, fused with the bundled all-MiniLM-L6-v2) when the ``torch``
-    extra is installed, else ``bm25``."""
+    extra is installed, or the ``onnx`` extra with the bundled model's export in the cache
+    (``rerankit export all-MiniLM-L6-v2``), else ``bm25``."""
 
     if all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers")):
+        return "hybrid", None
+    if onnx_runtime_installed() and bundled_export_ready():
         return "hybrid", None
     return "bm25", (
         "using bm25: install 'rerankit[torch]' for the default hybrid reranker "

@@ -43,7 +43,7 @@ def _cosine(a, b):
 
 
 def test_onnx_float32_embeddings_match_torch(minilm_export):
-    torch_vectors = EmbeddingScorer(cache=False).model.encode(TEXTS)
+    torch_vectors = EmbeddingScorer(backend="torch", cache=False).model.encode(TEXTS)
     onnx = EmbeddingScorer(str(minilm_export), backend="onnx", cache=False)
     vectors = onnx.model.encode(TEXTS)
     assert vectors.shape == torch_vectors.shape
@@ -55,7 +55,7 @@ def test_onnx_float32_embeddings_match_torch(minilm_export):
 
 
 def test_onnx_int8_stays_close_and_ranks_alike(minilm_export):
-    reference = EmbeddingScorer(cache=False).score_texts(QUERY, TEXTS)
+    reference = EmbeddingScorer(backend="torch", cache=False).score_texts(QUERY, TEXTS)
     int8 = EmbeddingScorer(str(minilm_export), backend="onnx", quantize="int8", cache=False)
     scores = int8.score_texts(QUERY, TEXTS)
     np.testing.assert_allclose(scores, reference, atol=0.05)
@@ -136,7 +136,7 @@ def test_backend_choices_are_checked(qwen_dir):
     from rerankit.scorers import CausalLMScorer
 
     with pytest.raises(ValueError, match="needs backend='onnx'"):
-        EmbeddingScorer(quantize="int8")
+        EmbeddingScorer(backend="torch", quantize="int8")
     with pytest.raises(ValueError, match="backend must be one of"):
         EmbeddingScorer(backend="tensorrt")
     with pytest.raises(ValueError, match="torch only"):
@@ -149,7 +149,7 @@ def test_pipelines_and_the_service_choose_the_backend_from_config():
 
     hybrid = load({"reranker": {"type": "hybrid", "backend": "onnx", "quantize": "int8"}})
     assert (hybrid.embedding.backend, hybrid.embedding.quantize) == ("onnx", "int8")
-    assert load("hybrid").embedding.backend == "torch"  # the shared built-in is untouched
+    assert load("hybrid").embedding.quantize is None  # the shared built-in is untouched
     settings = ServerSettings.from_mapping({"server": {"backend": "onnx", "quantize": "int8"}})
     assert load(settings.pipelines["hybrid"]).embedding.quantize == "int8"
     assert load(settings.pipelines["embedding"]).scorer.backend == "onnx"
@@ -158,4 +158,6 @@ def test_pipelines_and_the_service_choose_the_backend_from_config():
     )
     assert load(named.pipelines["main"]).embedding.backend == "onnx"
     with pytest.raises(ValueError, match="needs backend='onnx'"):
-        ServerSettings(quantize="int8")
+        ServerSettings(backend="torch", quantize="int8")
+    torch = ServerSettings.from_mapping({"server": {"backend": "torch"}})  # named: moved
+    assert load(torch.pipelines["hybrid"]).embedding.backend == "torch"

@@ -121,10 +121,11 @@ def test_help_lists_commands_via_the_module_entry_point():
 
 def test_without_the_torch_extra_the_default_is_bm25_and_says_so(capsys, monkeypatch):
     real_find_spec = importlib.util.find_spec
+    missing = ("torch", "onnxruntime")  # neither torch nor ONNX Runtime to run the model
     monkeypatch.setattr(
         importlib.util,
         "find_spec",
-        lambda name, *a: None if name == "torch" else real_find_spec(name, *a),
+        lambda name, *a: None if name in missing else real_find_spec(name, *a),
     )
     code = main(["rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "-k", "1"])
     out, err = capsys.readouterr()

@@ -97,10 +97,13 @@ class LazyModel(Generic[T]):
 
     Load failures become :class:`ModelLoadError` naming the model (missing packages stay
     :class:`MissingDependencyError`), so a wrong id is reported, not degraded around.
+    ``quiet`` switches transformers' progress bars off while loading (:func:`quiet_loading`,
+    which imports transformers: False for a model that never needs it).
     """
 
-    def __init__(self, what: str, model: Any, load: Callable[[], T]) -> None:
+    def __init__(self, what: str, model: Any, load: Callable[[], T], *, quiet: bool = True) -> None:
         self.what, self.model, self._load = what, model, load
+        self._quiet = quiet  # transformers' progress bars off while loading (imports it)
         self._value: T | None = None
         self._lock = threading.Lock()
 
@@ -115,7 +118,7 @@ class LazyModel(Generic[T]):
             with self._lock:
                 if self._value is None:
                     try:
-                        with quiet_loading():
+                        with quiet_loading() if self._quiet else contextlib.nullcontext():
                             self._value = self._load()
                     except (MissingDependencyError, ModelLoadError):
                         raise

@@ -1,30 +1,18 @@
-"""Local models on ONNX Runtime: export once (with torch), then serve without torch.
+"""Local models on ONNX Runtime: export once (with torch, :mod:`.export`), then run without
+torch.
 
-:func:`export` turns a sentence-transformers embedding model or a cross-encoder into a
-folder: ``model.onnx`` (float32, exported with ``torch.onnx``), optionally
-``model.int8.onnx`` (ONNX Runtime's dynamic int8 quantisation, :mod:`.quantize`), the
-tokenizer as ``tokenizer.json`` and a manifest ``rerankit_onnx.json`` (kind, pooling,
-normalisation, maximum length, labels). :class:`OnnxModel` runs such a folder with
-``onnxruntime`` and ``tokenizers`` only (extra ``onnx``): mean/CLS/max pooling and
-normalisation as the sentence-transformers model defines them, inputs sorted by token length
-and padded per batch. ``EmbeddingScorer(..., backend="onnx")`` and
-``CrossEncoderScorer(..., backend="onnx")`` use it: given a folder they load it; given a hub
-id or a model directory they export it once into the rerankit cache directory
-(``onnx/``), keyed by model, kind and maximum length.
+:class:`OnnxModel` runs a folder written by :func:`~.export.export` with ``onnxruntime``
+and ``tokenizers`` only (extra ``onnx``): mean/CLS/max pooling and normalisation as the
+sentence-transformers model defines them, inputs sorted by token length and padded per
+batch. ``EmbeddingScorer(..., backend="onnx")`` and ``CrossEncoderScorer(...,
+backend="onnx")`` use it: given a folder they load it; given a hub id or a model directory
+they export it once into the rerankit cache directory (``onnx/``, :func:`~.export.cached_export`),
+keyed by model, kind and maximum length. Nothing here imports torch or transformers.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import json
 import logging
-import os
-import re
-import shutil
-import tempfile
-import threading
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -32,11 +20,10 @@ from typing import Any
 import numpy as np
 
 from .._optional import require
-from ..cache import default_cache_dir
-from ..errors import MissingDependencyError, ModelLoadError
-from .bundled import resolve_source
+from ..errors import ModelLoadError
+from .export import cached_export, export, onnx_cache_root
+from .manifest import BACKENDS, MANIFEST, QUANTIZATIONS, check_backend, is_exported, read_manifest
 from .pairs import PairEncoder, lengths, offsets, padded_batches, unpadded
-from .quantize import SMOOTH_ALPHA, calibration_feeds, cross_encoder_int8, quantize_int8
 
 __all__ = [
     "BACKENDS",
@@ -44,236 +31,20 @@ __all__ = [
     "QUANTIZATIONS",
     "OnnxModel",
     "cached_export",
+    "check_backend",
     "export",
     "is_exported",
     "load_onnx",
     "onnx_cache_root",
+    "read_manifest",
 ]
 
 logger = logging.getLogger(__name__)
 
-BACKENDS = ("torch", "onnx")
-QUANTIZATIONS = (None, "int8")
-MANIFEST = "rerankit_onnx.json"
-KINDS = ("embedding", "cross_encoder")
-_FILES = {None: "model.onnx", "int8": "model.int8.onnx"}
-_lock = threading.Lock()  # one export at a time in a process
-
-
-def check_backend(backend: str, quantize: str | None) -> None:
-    """``ValueError`` unless ``backend`` and ``quantize`` name a supported combination."""
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
-    if quantize not in QUANTIZATIONS:
-        raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
-    if quantize is not None and backend != "onnx":
-        raise ValueError("quantize='int8' needs backend='onnx'")
-
-
-def is_exported(path: str | Path) -> bool:
-    """Whether ``path`` is a folder written by :func:`export`."""
-    return (Path(path) / MANIFEST).is_file()
-
-
-def read_manifest(path: str | Path) -> dict[str, Any]:
-    """The manifest of an exported folder."""
-    try:
-        return json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ModelLoadError(f"{path}: not a rerankit ONNX export ({exc})") from exc
-
-
-# --- export (needs torch) -------------------------------------------------------------------
-
-
-def _embedding_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dict[str, Any]]:
-    st = require("sentence_transformers", "exporting an embedding model")
-    loaded = st.SentenceTransformer(
-        resolve_source(model), device="cpu", trust_remote_code=trust_remote_code
-    )
-    modules = list(loaded)
-    transformer = modules[0]
-    pooling = "mean"
-    normalize = False
-    for module in modules[1:]:
-        name = type(module).__name__
-        if name == "Pooling":
-            pooling = str(getattr(module, "pooling_mode", "mean")).lower()
-            if pooling not in ("mean", "cls", "max"):
-                raise ModelLoadError(
-                    f"{model}: {pooling} pooling has no ONNX path here (mean, cls, max)"
-                )
-        elif name == "Normalize":
-            normalize = True
-        else:
-            raise ModelLoadError(
-                f"{model}: module {name} after the transformer has no ONNX export here "
-                "(supported: Pooling, Normalize)"
-            )
-    info = {
-        "pooling": pooling,
-        "normalize": normalize,
-        "max_length": int(loaded.max_seq_length or 512),
-    }
-    return transformer.auto_model.eval(), loaded.tokenizer, info
-
-
-def _cross_encoder_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dict[str, Any]]:
-    st = require("sentence_transformers", "exporting a cross-encoder")
-    loaded = st.CrossEncoder(model, device="cpu", trust_remote_code=trust_remote_code)
-    hf = loaded.model.eval()
-    info = {
-        "num_labels": int(hf.config.num_labels),
-        "max_length": int(
-            getattr(loaded, "max_seq_length", None) or loaded.tokenizer.model_max_length
-        ),
-    }
-    if info["max_length"] > 100_000:  # the tokenizer's "no limit" sentinel
-        info["max_length"] = int(getattr(hf.config, "max_position_embeddings", 512))
-    return hf, loaded.tokenizer, info
-
-
-def export(
-    model: str,
-    out: str | Path,
-    *,
-    kind: str = "embedding",
-    quantize: str | None = None,
-    max_length: int | None = None,
-    trust_remote_code: bool = False,
-    opset: int = 17,
-    smooth_alpha: float | None = SMOOTH_ALPHA,
-    per_token: bool = True,
-) -> Path:
-    """Export ``model`` (hub id or directory; ``kind`` ``embedding`` or ``cross_encoder``)
-    to the folder ``out`` and return it. Needs the ``torch`` and ``onnx`` extras; the result
-    runs with the ``onnx`` extra alone. ``quantize="int8"`` also writes
-    ``model.int8.onnx``; ``max_length`` caps the tokens per input (the model's own limit by
-    default). A cross-encoder's int8 file is quantised after :func:`.quantize.smooth`
-    with ``smooth_alpha`` (calibrated on word-frequency pseudo-text; ``None``: not
-    smoothed) and, with ``per_token``, with one scale per token
-    (:func:`.quantize.quantize_int8_per_token`; ``False``: ONNX Runtime's one scale per
-    tensor); both keep its order closer to float32's. ``smooth_alpha=None,
-    per_token=False`` is plain dynamic int8."""
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    check_backend("onnx", quantize)
-    torch = require("torch", "exporting a model to ONNX")
-    require("onnx", "exporting a model to ONNX")
-    parts = _embedding_parts if kind == "embedding" else _cross_encoder_parts
-    hf, tokenizer, info = parts(model, trust_remote_code)
-    if max_length is not None:
-        info["max_length"] = int(max_length)
-    names = ["input_ids", "attention_mask"]
-    sample = tokenizer(
-        ["an example", "a second, longer example"], padding=True, return_tensors="pt"
-    )
-    if "token_type_ids" in sample:
-        names.append("token_type_ids")
-    output = "last_hidden_state" if kind == "embedding" else "logits"
-
-    class _Wrapped(torch.nn.Module):  # keyword inputs, one tensor out
-        def __init__(self, inner: Any) -> None:
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, *inputs: Any) -> Any:
-            result = self.inner(**dict(zip(names, inputs, strict=True)))
-            return getattr(result, output)
-
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-
-    with warnings.catch_warnings(), torch.no_grad():
-        warnings.simplefilter("ignore")  # the exporter's notes on tracing
-        torch.onnx.export(
-            _Wrapped(hf).eval(),
-            tuple(sample[n] for n in names),
-            str(out / _FILES[None]),
-            input_names=names,
-            output_names=[output],
-            dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, output]}
-            if kind == "embedding"
-            else {**{n: {0: "batch", 1: "sequence"} for n in names}, output: {0: "batch"}},
-            opset_version=opset,
-            dynamo=False,
-        )
-    files = {"float32": _FILES[None]}
-    int8: dict[str, Any] = {}  # what the manifest records about the int8 file
-    if quantize == "int8":
-        source, target = out / _FILES[None], out / _FILES["int8"]
-        if kind == "cross_encoder":
-            feeds = calibration_feeds(tokenizer, names, int(info["max_length"]))
-            int8 = cross_encoder_int8(source, target, feeds, smooth_alpha, per_token)
-        else:
-            quantize_int8(source, target)
-        files["int8"] = _FILES["int8"]
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None:
-        raise ModelLoadError(f"{model}: needs a fast (Rust) tokenizer to run without torch")
-    backend.save(str(out / "tokenizer.json"))
-    manifest = {
-        "format": 1,
-        "kind": kind,
-        "source": model,
-        "inputs": names,
-        "output": output,
-        "files": files,
-        "pad_token_id": int(tokenizer.pad_token_id or 0),
-        **info,
-    }
-    manifest.update(int8)
-    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    logger.info("exported %s (%s) to %s", model, kind, out)
-    return out
-
-
-def onnx_cache_root() -> Path:
-
-    return default_cache_dir() / "onnx"
-
-
-def cached_export(
-    model: str,
-    *,
-    kind: str,
-    quantize: str | None = None,
-    max_length: int | None = None,
-    trust_remote_code: bool = False,
-) -> Path:
-    """The export of ``model`` in the cache directory, made on first use (needs torch then)."""
-    key = json.dumps([model, kind, max_length], separators=(",", ":"))
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model.strip("/"))[-60:]
-    folder = onnx_cache_root() / f"{slug}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-    with _lock:
-        manifest = folder / MANIFEST
-        if manifest.is_file() and (quantize is None or "int8" in read_manifest(folder)["files"]):
-            return folder
-        if importlib.util.find_spec("torch") is None:
-            raise MissingDependencyError(
-                f"backend 'onnx' for {model!r} needs an exported folder, and exporting needs "
-                f"the optional package 'torch': run `rerankit export {model} --out DIR` where "
-                f'torch is installed and name DIR as the model (model = "DIR", or '
-                f"`rerankit serve --model DIR`), or pip install 'rerankit[torch]'"
-            )
-        logger.info("exporting %s to ONNX once (cached in %s)", model, folder)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".export-"))
-        try:
-            export(
-                model,
-                staging,
-                kind=kind,
-                quantize="int8",  # both files: either can be asked for later
-                max_length=max_length,
-                trust_remote_code=trust_remote_code,
-            )
-            if folder.exists():
-                shutil.rmtree(folder)
-            os.replace(staging, folder)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
-    return folder
+#: whether ONNX Runtime's threads spin-wait for work between calls (its default) instead
+#: of sleeping: off, since spinning burns a core that the rest of a call (tokenising, the
+#: lexical signals, other requests) needs on a small machine
+SPIN = False
 
 
 # --- runtime (onnxruntime + tokenizers) ------------------------------------------------------
@@ -312,6 +83,8 @@ class OnnxModel:
         if threads:
             options.intra_op_num_threads = int(threads)
         options.inter_op_num_threads = 1
+        if not SPIN:
+            options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         try:
             self.session = ort.InferenceSession(
                 str(self.path / file), options, providers=["CPUExecutionProvider"]

