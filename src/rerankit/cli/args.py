@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any
 
 from .. import registry
+from ..api import PIPELINE_SUFFIXES
+from ..backends.detect import model_kind
+from ..backends.manifest import BACKENDS
 from ..cache import cache_url, default_cache_dir
+from ..config import read_spec
 from ..documents import InputFields
 from ..errors import InputError
+from ..server.settings import on_backend
 
 __all__ = [
+    "MODEL_RERANKERS",
+    "add_backend_arguments",
     "add_data_argument",
     "add_embedding_cache_arguments",
     "add_field_arguments",
@@ -21,10 +29,14 @@ __all__ = [
     "add_no_progress_argument",
     "in_language",
     "input_fields",
+    "pipeline_spec",
     "positive_float",
     "positive_int",
     "use_embedding_cache",
 ]
+
+#: the registered rerankers that run a local model (where --backend and --quantize apply)
+MODEL_RERANKERS = ("hybrid", "hybrid-relative", "embedding")
 
 
 def positive_int(value: str) -> int:
@@ -93,6 +105,58 @@ def add_language_argument(parser: Any) -> None:
         help="the documents' language for the lexical signals (en, de, fr, zh, ...; default "
         "en), for a registered reranker such as hybrid or bm25",
     )
+
+
+def add_backend_arguments(parser: Any, *, service: bool = False) -> None:
+    """``--backend`` and ``--quantize``: where the embedding model runs (the same flags,
+    choices and defaults on ``rank``, ``batch``, ``eval`` and ``serve``; read by
+    :func:`pipeline_spec`, and by the service's settings)."""
+    default = "the service file's backend, else auto" if service else "auto"
+    parser.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default=None,
+        help=f"where the embedding model of hybrid and embedding (or a --reranker model) "
+        f"runs (default: {default}): auto runs the bundled all-MiniLM-L6-v2 and folders "
+        "written by rerankit export on ONNX Runtime when it is installed (the same scores "
+        "as torch within 1e-4, without importing torch; the bundled model is exported once, "
+        "on first use), anything else on torch; torch; onnx",
+    )
+    parser.add_argument(
+        "--quantize",
+        choices=("int8",),
+        default=None,
+        help="int8 weights on ONNX Runtime (with --backend onnx or auto): faster, scores "
+        "slightly different from float32's",
+    )
+
+
+def pipeline_spec(spec: Any, args: argparse.Namespace) -> Any:
+    """``spec`` (a registered reranker's name, a pipeline file or a model: a hub id or
+    folder) with ``--language`` (see :func:`in_language`) and ``--backend``/``--quantize``
+    applied: to hybrid, hybrid-relative and embedding by name, to the built-in hybrid and
+    embedding wherever a pipeline file names them (as the service's ``backend`` setting
+    does; a scorer declared with options of its own keeps them), and to a model's scorer.
+    Rerankers that run no model (bm25, ...) are left as they are."""
+    language = getattr(args, "language", None)
+    options = {
+        key: value
+        for key in ("backend", "quantize")
+        if (value := getattr(args, key, None)) is not None
+    }
+    if not options:
+        return in_language(spec, language)
+    if isinstance(spec, str) and spec in registry.available("reranker"):
+        if spec not in MODEL_RERANKERS:
+            return in_language(spec, language)
+        return {
+            "reranker": {"type": spec, **({"language": language} if language else {}), **options}
+        }
+    in_language(spec, language)  # a language given with a file or a model: the same error
+    if Path(spec).suffix.lower() in PIPELINE_SUFFIXES:
+        return on_backend(read_spec(spec), options.get("backend", "auto"), options.get("quantize"))
+    kind, detected = model_kind(str(spec))  # a model given as the reranker
+    return {"scorer": {"type": kind, "model": str(spec), **detected, **options}}
 
 
 def in_language(spec: Any, language: str | None) -> Any:

@@ -28,12 +28,13 @@ from ..eval.runner import (
     write_summary,
 )
 from .args import (
+    add_backend_arguments,
     add_embedding_cache_arguments,
     add_first_stage_argument,
     add_language_argument,
     add_max_queries_argument,
     add_no_progress_argument,
-    in_language,
+    pipeline_spec,
     positive_int,
     use_embedding_cache,
 )
@@ -100,17 +101,23 @@ def _labels(collections: list[tuple[Path, str]], split: str) -> list[str]:
 
 
 def named_pipelines(
-    names: str, configs: list[str], language: str | None = None
+    names: str, configs: list[str], args: argparse.Namespace | None = None
 ) -> list[tuple[str, Any, Any]]:
-    """(label, reranker, what it was declared as) for each named reranker (in ``language``
-    when given) and file."""
+    """(label, reranker, what it was declared as) for each named reranker and file, with
+    ``args``' ``--language`` (for names), ``--backend`` and ``--quantize`` applied (see
+    :func:`~rerankit.cli.args.pipeline_spec`)."""
 
+    flags = args if args is not None else argparse.Namespace()
+    files = argparse.Namespace(**{**vars(flags), "language": None})  # a file has its own
     out = []
     for name in [n.strip() for n in names.split(",") if n.strip()]:
-        spec = name if Path(name).suffix else in_language(name, language)
+        spec = pipeline_spec(name, files if Path(name).suffix else flags)
         out.append((Path(name).stem if Path(name).suffix else name, load(spec), spec))
     for path in configs:
-        out.append((Path(path).stem, load(Path(path)), Path(path)))
+        spec = pipeline_spec(path, files)
+        if spec == path:  # no flags: the file as declared
+            spec = Path(path)
+        out.append((Path(path).stem, load(spec), spec))
     return out
 
 
@@ -155,7 +162,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         check_output_folder(args.out)  # before the work, not after it
     use_embedding_cache(args)
-    pipelines = named_pipelines(args.rerankers, args.config or [], args.language)
+    pipelines = named_pipelines(args.rerankers, args.config or [], args)
     layouts = _layouts(args.titles)
     names = [_run_name(n, t, layouts) for t in layouts for n, _, _ in pipelines]
     baseline = None
@@ -247,6 +254,7 @@ def add_commands(sub: Any) -> None:
         help="comma-separated names or pipeline files (default bm25,embedding,hybrid)",
     )
     add_language_argument(ev)
+    add_backend_arguments(ev)
     ev.add_argument("--config", action="append", help="a pipeline file (repeatable)")
     ev.add_argument(
         "--k", type=positive_int, default=100, help="candidates per query (default 100)"

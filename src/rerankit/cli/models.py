@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
-from ..backends.onnx import export, is_exported, onnx_cache_root, read_manifest
+from ..backends.export import cached_export, export, export_folder, onnx_cache_root
+from ..backends.manifest import is_exported, read_manifest
 from ..backends.quantize import SMOOTH_ALPHA
 from ..cache import cache_url, default_cache_dir
 from ..cache.redis_store import RedisStore
@@ -125,8 +126,27 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
+def _export_to_cache(args: argparse.Namespace) -> int:
+    """``rerankit export MODEL`` without ``--out``: the export ``backend`` ``auto`` and
+    ``onnx`` use, made into the cache (once; said when it was there already)."""
+    kind = args.kind.replace("-", "_")
+    folder = export_folder(args.model, kind=kind, max_length=args.max_length)
+    there = is_exported(folder)
+    cached_export(
+        args.model,
+        kind=kind,
+        quantize=args.quantize,
+        max_length=args.max_length,
+        trust_remote_code=args.trust_remote_code,
+    )
+    print(f"{'already exported' if there else 'exported'} {args.model} to {folder}")
+    return 0
+
+
 def cmd_export(args: argparse.Namespace) -> int:
 
+    if args.out is None:
+        return _export_to_cache(args)
     out = export(
         args.model,
         args.out,
@@ -199,7 +219,13 @@ def add_commands(sub: Any) -> None:
         "Runtime alone (extra onnx). Exporting needs the torch and onnx extras.",
     )
     exp.add_argument("model", help="hub id or model directory (all-MiniLM-L6-v2: the bundled copy)")
-    exp.add_argument("--out", required=True, help="folder to write")
+    exp.add_argument(
+        "--out",
+        default=None,
+        help="folder to write; without it, the export goes into the rerankit cache, where "
+        "--backend onnx and auto find it (for the bundled model: what the default pipeline "
+        "runs; made there on first use anyway where torch is installed)",
+    )
     exp.add_argument(
         "--kind",
         choices=("embedding", "cross-encoder"),

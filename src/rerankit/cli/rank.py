@@ -16,10 +16,11 @@ from ..batch.beir import beir_rows
 from ..errors import InputError
 from ..scorers.local import LocalModelScorer
 from .args import (
+    add_backend_arguments,
     add_field_arguments,
     add_language_argument,
-    in_language,
     input_fields,
+    pipeline_spec,
     positive_int,
 )
 from .output import json_safe, records, table
@@ -91,7 +92,7 @@ def reranker_from(args: argparse.Namespace) -> Any:
     if args.config and args.reranker:
         raise InputError("give --reranker or --config, not both")
     spec = args.config or args.reranker or default_reranker_name()
-    return load(in_language(spec, args.language))
+    return load(pipeline_spec(spec, args))
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -100,7 +101,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         quiet_ray_logs()
     if args.config and args.reranker:
         raise InputError("give --reranker or --config, not both")
-    pipeline = in_language(args.config or args.reranker or default_reranker_name(), args.language)
+    pipeline = pipeline_spec(args.config or args.reranker or default_reranker_name(), args)
     source: Any = args.input
     if args.run:
         source = beir_rows(args.input, args.run, split=args.split, k=args.k)
@@ -155,6 +156,7 @@ def add_commands(sub: Any) -> None:
     rank.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep only the best K")
     add_field_arguments(rank)
     add_language_argument(rank)
+    add_backend_arguments(rank)
     rank.add_argument(
         "--format",
         choices=("jsonl", "table"),
@@ -219,5 +221,6 @@ def add_commands(sub: Any) -> None:
     bat.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep the best K")
     add_field_arguments(bat, score_field=False)
     add_language_argument(bat)
+    add_backend_arguments(bat)
     bat.add_argument("--summary", default=None, help="also write the summary as JSON here")
     bat.set_defaults(func=cmd_batch)

@@ -9,7 +9,7 @@ from typing import Any
 from ..config import read_spec
 from ..server import serve
 from ..server.settings import ServerSettings, flag_pipeline
-from .args import add_language_argument, positive_int
+from .args import add_backend_arguments, add_language_argument, positive_int
 
 __all__ = ["add_commands", "cmd_serve", "serve_settings"]
 
@@ -75,14 +75,7 @@ def add_commands(sub: Any) -> None:
         help="the reranker's model (the hybrid's embedding model): a hub id, a model folder "
         "or a folder written by rerankit export; alone it applies to hybrid",
     )
-    srv.add_argument(
-        "--backend",
-        choices=("torch", "onnx"),
-        default=None,
-        help="where the embedding model runs (default torch; onnx needs no torch when "
-        "--model is an exported folder)",
-    )
-    srv.add_argument("--quantize", choices=("int8",), default=None, help="with --backend onnx")
+    add_backend_arguments(srv, service=True)
     add_language_argument(srv)
     srv.add_argument(
         "--api-key-env",

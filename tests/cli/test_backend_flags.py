@@ -1,0 +1,102 @@
+"""``--backend`` and ``--quantize``: the same flags on rank, batch, eval and serve, and they
+reach the scorer that runs the model."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+
+from rerankit.cli import build_parser, main
+from rerankit.cli.args import pipeline_spec
+from rerankit.cli.eval import named_pipelines
+from rerankit.cli.rank import reranker_from
+from rerankit.config import build
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "examples" / "sample.jsonl"
+REQUIRED = {"rank": ["-q", "x"], "batch": ["-i", "in", "-o", "out"], "eval": ["--data", "d"]}
+
+
+def _flags(command: str) -> dict[str, tuple]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {
+        a.dest: (tuple(a.option_strings), a.choices, a.default)
+        for a in sub.choices[command]._actions
+        if a.dest in ("backend", "quantize")
+    }
+
+
+def test_rank_batch_and_eval_take_the_flags_serve_takes():
+    served = _flags("serve")
+    assert served["backend"] == (("--backend",), ("auto", "torch", "onnx"), None)
+    assert served["quantize"] == (("--quantize",), ("int8",), None)
+    for command in ("rank", "batch", "eval"):
+        assert _flags(command) == served, command
+
+
+def _parse(command: str, *flags: str) -> argparse.Namespace:
+    return build_parser().parse_args([command, *REQUIRED[command], *flags])
+
+
+def test_rank_flags_reach_the_embedding_scorer(tmp_path):
+    assert reranker_from(_parse("rank", "--backend", "torch")).embedding.backend == "torch"
+    hybrid = reranker_from(_parse("rank", "--backend", "onnx", "--quantize", "int8"))
+    assert (hybrid.embedding.backend, hybrid.embedding.quantize) == ("onnx", "int8")
+    german = reranker_from(_parse("rank", "--language", "de", "--backend", "torch"))
+    assert (german.language, german.embedding.backend) == ("de", "torch")
+    relative = reranker_from(_parse("rank", "-r", "hybrid-relative", "--backend", "torch"))
+    assert relative.embedding.backend == "torch"
+    embedding = reranker_from(_parse("rank", "-r", "embedding", "--quantize", "int8"))
+    assert (embedding.scorer.backend, embedding.scorer.quantize) == ("onnx", "int8")
+    assert reranker_from(_parse("rank", "-r", "bm25", "--backend", "torch")).name == "bm25"
+    pipeline = tmp_path / "cascade.toml"  # the built-in hybrid named in a file moves too
+    pipeline.write_text(
+        '[[stages]]\nscorer = { type = "bm25" }\nkeep = 5\n\n[[stages]]\nreranker = "hybrid"\n'
+    )
+    cascade = reranker_from(_parse("rank", "-c", str(pipeline), "--backend", "torch"))
+    assert cascade.stages[1].step.embedding.backend == "torch"
+
+
+def test_a_model_given_as_the_reranker_runs_where_the_flags_say(tiny_st):
+    scorer = reranker_from(_parse("rank", "-r", str(tiny_st), "--backend", "onnx")).scorer
+    assert (scorer.backend, scorer.model_id) == ("onnx", str(tiny_st))
+    assert reranker_from(_parse("rank", "-r", str(tiny_st))).scorer.backend == "torch"
+
+
+def test_batch_and_eval_flags_reach_the_embedding_scorer():
+    spec = pipeline_spec("hybrid", _parse("batch", "--backend", "torch"))
+    assert build(spec).embedding.backend == "torch"
+    runs = named_pipelines("bm25,hybrid", [], _parse("eval", "--backend", "torch"))
+    (_, _, declared), (_, hybrid, _) = runs
+    assert declared == "bm25" and hybrid.embedding.backend == "torch"
+
+
+def test_int8_on_torch_is_refused_with_the_reason(capsys):
+    code = main(["rank", "-q", "x", "-i", str(SAMPLE), "--backend", "torch", "--quantize", "int8"])
+    assert code == 1
+    assert "quantize='int8' needs backend='onnx'" in capsys.readouterr().err
+
+
+def test_an_unknown_backend_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["rank", "-q", "x", "--backend", "tensorrt"])
+    assert "invalid choice: 'tensorrt'" in capsys.readouterr().err
+
+
+def test_export_without_out_fills_the_cache_the_backends_read(
+    tiny_st, tmp_path, monkeypatch, capsys
+):
+    pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
+    from rerankit.backends.export import export_folder
+    from rerankit.backends.manifest import is_exported
+
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))
+    folder = export_folder(str(tiny_st), kind="embedding")
+    assert main(["export", str(tiny_st)]) == 0
+    assert capsys.readouterr().out == f"exported {tiny_st} to {folder}\n"
+    assert is_exported(folder)
+    assert main(["export", str(tiny_st)]) == 0
+    assert capsys.readouterr().out.startswith("already exported")
