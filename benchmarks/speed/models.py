@@ -47,6 +47,8 @@ def build(shape: str, folder: Path, texts: Sequence[str]) -> Path:
     builders = {
         "minilm": _minilm,
         "bert-tiny": lambda f, t: _minilm(f, t, layers=2, hidden=64, heads=4, intermediate=128),
+        # ms-marco-TinyBERT-L-2-v2's shape (FlashRank's default model)
+        "tinybert-l2": lambda f, t: _minilm(f, t, layers=2, hidden=128, heads=2, intermediate=512),
         "bge-base": _bge_base,
         "qwen3": _qwen3,
     }
@@ -212,6 +214,9 @@ def peer_folder(model: Path, onnx_file: Path, target: Path, file_name: str = "mo
     link = target / file_name
     if not link.exists():
         link.symlink_to(onnx_file.resolve())
+    weights = onnx_file.with_name(f"{onnx_file.name}.data")  # read from beside the link
+    if weights.is_file() and not (target / weights.name).exists():
+        (target / weights.name).symlink_to(weights.resolve())
     return target
 
 

