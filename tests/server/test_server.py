@@ -17,7 +17,7 @@ cohere = pytest.importorskip("cohere", reason="needs the cohere SDK (dev extra)"
 httpx = pytest.importorskip("httpx")
 uvicorn = pytest.importorskip("uvicorn")
 
-from rerankit import register_reranker, rerank  # noqa: E402
+from rerankit import load, register_reranker, rerank  # noqa: E402
 from rerankit.rerankers import FusionReranker, HybridReranker, ScorerReranker  # noqa: E402
 from rerankit.scorers import FunctionScorer, JaccardScorer  # noqa: E402
 from rerankit.server import ServerSettings  # noqa: E402
@@ -832,7 +832,8 @@ def test_relative_pipelines_say_so(scales):
     # its first-stage weight is 0 by default: a retriever's score leaves it pair-wise
     assert "scores_with_first_stage_field" not in models["hybrid"]
     backends = models["hybrid"]["backends"]  # which backend runs each model-backed signal
-    assert backends == {"embedding": "torch", "passage": "torch"}
+    where = load("hybrid").embedding.backend  # auto: ONNX Runtime where it is installed
+    assert backends == {"embedding": where, "passage": where}
     assert models["bm25"]["scores"] == "relative" and not models["bm25"]["pairwise"]
     assert models["calibrated"]["scores"] == "probability"
     info = httpx.get(f"{scales.url}/info").json()

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -94,12 +95,17 @@ class OnnxModel:
         self._tokenizer = tokenizers.Tokenizer.from_file(str(self.path / "tokenizer.json"))
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=self.max_seq_length)
-        self._spans = unpadded(self._tokenizer)  # whole texts, for token_spans
         self.inputs = list(self.manifest["inputs"])
         self.pair_encoder = (
             PairEncoder(self._spans, self.max_seq_length) if self.kind == "cross_encoder" else None
         )
         self.tokenizer = None  # no Hugging Face tokenizer here: see count_tokens
+
+    @cached_property
+    def _spans(self) -> Any:
+        """A copy of the tokenizer reading whole texts (for :meth:`token_spans`, the pair
+        encoder): made when first needed, not at every start."""
+        return unpadded(self._tokenizer)
 
     def token_spans(self, texts: Sequence[str]) -> list[list[tuple[int, int]]]:
         """Each text's tokens (no special tokens, no length cap) as character offsets."""

@@ -82,7 +82,7 @@ class HybridReranker(ScoringReranker):
     bundled model keeps the calibration). ``backend`` says where it runs: ``"auto"`` (the
     default) runs the bundled model on ONNX Runtime in float32 when ``onnxruntime`` is
     installed (exported once into the cache on first use; the same scores as torch within
-    1e-4, and a start in well under a second), torch otherwise; ``"torch"`` and ``"onnx"``
+    1e-4, without importing torch), torch otherwise; ``"torch"`` and ``"onnx"``
     name one; ``quantize="int8"`` runs its int8 weights on ONNX Runtime (see
     :class:`~rerankit.scorers.EmbeddingScorer`).
     """
