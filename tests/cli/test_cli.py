@@ -299,7 +299,7 @@ def test_a_model_folder_or_hub_id_is_a_reranker(capsys, tmp_path, monkeypatch, b
     (odd / "config.json").write_text('{"architectures": ["SomethingElse"]}')
     code, _, err = run_cli(capsys, "rank", "-q", query, "-i", str(SAMPLE), "-r", str(odd))
     assert code == 1 and f"cannot tell what {str(odd)!r} is" in err
-    assert "in a pipeline file ([scorer] type = \"cross_encoder\"" in err
+    assert 'in a pipeline file ([scorer] type = "cross_encoder"' in err
     spec = tmp_path / "odd.toml"  # as the message says
     spec.write_text(f'[scorer]\ntype = "cross_encoder"\nmodel = "{bert_dir}"\n')
     code, out, _ = run_cli(capsys, "rank", "-q", query, "-i", str(SAMPLE), "-r", str(spec))
