@@ -199,7 +199,9 @@ def add_first_stage_argument(parser: Any) -> None:
         "--first-stage",
         default="auto",
         help="auto (the dataset's *.run.trec when it ships one, else bm25; the default), "
-        "bm25 (over the corpus), run, or a TREC run file",
+        "bm25 (over the corpus), run, or your retriever's output: a TREC run file or JSON "
+        "Lines candidates (.jsonl, a row a query: {query_id, candidates: [{id, "
+        "first_stage_score}]})",
     )
 
 
