@@ -136,7 +136,7 @@ def service():
     deadline = time.time() + 600  # the default loads and warms up before it is ready
     while time.time() < deadline:
         try:
-            if httpx.get(f"{url}/ready").status_code == 200:
+            if httpx.get(f"{url}/ready", timeout=30).status_code == 200:
                 break
         except httpx.HTTPError:
             pass
@@ -211,7 +211,10 @@ def test_an_open_service_takes_any_key_and_cohere_model_names(service):
     for model in ("rerank-v3.5", "rerank-english-v3.0", "hybrid"):
         for headers in ({"Authorization": "Bearer any-non-empty-key"}, {}):
             answer = httpx.post(
-                f"{service.url}/v2/rerank", json={**body, "model": model}, headers=headers
+                f"{service.url}/v2/rerank",
+                json={**body, "model": model},
+                headers=headers,
+                timeout=120,  # a loaded machine may take seconds
             )
             assert answer.status_code == 200, answer.text
 
