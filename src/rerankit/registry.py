@@ -227,20 +227,11 @@ register(
     summary="the hybrid with min-max fusion and candidate-idf BM25 (scores per request)",
     needs=_TORCH,
 )
-register(
-    "reranker",
-    "cross_encoder",
-    {"scorer": {"type": "cross_encoder"}},
-    summary="a cross-encoder (ms-marco-MiniLM-L6-v2 unless a model is named)",
-    needs=_TORCH,
-)
-register(
-    "reranker",
-    "causal_lm",
-    {"scorer": {"type": "causal_lm"}},
-    summary="an LLM reranker's P(yes) (Qwen3-Reranker-0.6B unless a model is named)",
-    needs=_TORCH,
-)
+for _kind, _what in (  # a model scorer alone, its model named with model= (serve --model)
+    ("cross_encoder", "a cross-encoder (ms-marco-MiniLM-L6-v2 unless a model is named)"),
+    ("causal_lm", "an LLM reranker's P(yes) (Qwen3-Reranker-0.6B unless a model is named)"),
+):
+    register("reranker", _kind, {"scorer": {"type": _kind}}, summary=_what, needs=_TORCH)
 for _provider, _needs in (("gemini", _GEMINI), ("openai", _OPENAI)):
     for _mode in ("pointwise", "listwise"):
         register(
