@@ -3,11 +3,14 @@ metric, and the verdict that keeps what served the log when the clicks carry no 
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
 
+from rerankit.config import build
 from rerankit.scorers.learned import FEATURES
 from rerankit.training import ltr
 from rerankit.training.clicks import (
@@ -108,10 +111,12 @@ def test_clicks_without_signal_keep_what_served_the_log():
     assert not result.adopt
     assert result.booster is None
     assert "what served the log is kept" in result.describe()
+    with pytest.raises(ValueError, match="nothing to save"):
+        result.save("never-written.lgb.txt")
     assert result.verdict.gain < result.verdict.margin * result.verdict.noise
 
 
-def test_clicks_with_signal_are_learned_and_adopted():
+def test_clicks_with_signal_are_learned_and_adopted(tmp_path):
     model, logs, rows = _collection("coverage")
     result = learn_from_clicks(logs, rows, **SMALL)  # propensities estimated from the log
     assert result.adopt and result.booster is not None
@@ -128,6 +133,13 @@ def test_clicks_with_signal_are_learned_and_adopted():
     scores = result.booster.predict(x[:, [FEATURES.index(n) for n in names]])
     coverage = x[:, FEATURES.index("coverage")]
     assert np.corrcoef(scores, coverage)[0, 1] > 0.5
+    # saved: the model, its report, and the pipeline that serves it
+    spec = result.save(tmp_path / "clicks.lgb.txt")
+    written = json.loads((tmp_path / "clicks.lgb.json").read_text())
+    assert written["propensities"]["by_position"][0] == 1.0
+    scorers = spec["stages"][0].get("scorers", [spec["stages"][0].get("scorer")])
+    assert scorers[0]["type"] == "learned" and Path(scorers[0]["model"]).is_file()
+    build(spec)  # a pipeline rerankit can load
 
 
 def test_rows_must_cover_the_logged_queries():

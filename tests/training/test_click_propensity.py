@@ -154,3 +154,27 @@ def test_grades_are_mapped_onto_0_to_4_by_the_collection_maximum():
     assert grades_0_to_4(["a", "b", "c"], {"a": 1, "b": 0}, 1).tolist() == [4, 0, 0]
     assert grades_0_to_4(["a", "b", "c"], {"a": 1, "b": 2, "c": -1}, 2).tolist() == [2, 4, 0]
     assert grades_0_to_4(["a", "b"], {"a": 1, "b": 3}, 3).tolist() == [1, 4]
+
+
+def test_positions_never_shown_have_no_estimate():
+    rng = np.random.default_rng(4)
+    model = PositionBasedModel()
+    logs, rows = {}, {}
+    for q in range(60):
+        x = rng.normal(size=(6, len(FEATURES)))
+        grades = np.digitize(x[:, FEATURES.index("cosine")], [-0.5, 0.3, 1.0, 1.6])
+        logs[str(q)] = simulate_query(
+            model,
+            key=str(q),
+            query="q",
+            doc_ids=list("abcdef"),
+            order=rng.permutation(6),
+            grades=grades,
+            sessions=200,
+            rng=rng,
+        )  # six results: positions 7-10 never shown
+        rows[str(q)] = (list("abcdef"), x)
+    found = estimate_propensities(logs, rows, features=("cosine",))
+    assert np.isfinite(found.values[:6]).all() and np.isnan(found.values[6:]).all()
+    assert found.as_dict()["by_position"][6:] == [None] * 4
+    assert "7: n/a" in found.describe()

@@ -21,7 +21,7 @@ MIN_PROPENSITY = 0.05
 def _theta(propensities: np.ndarray, depth: int, clip: float) -> np.ndarray:
     theta = np.ones(depth)
     values = np.asarray(propensities, dtype=np.float64)[:depth]
-    theta[: len(values)] = values
+    theta[: len(values)] = np.nan_to_num(values, nan=1.0)  # NaN: a position never shown
     return np.maximum(theta, clip)
 
 

@@ -27,6 +27,7 @@ import math
 import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ import numpy as np
 from ...normalize import normalize_scores
 from ...scorers.learned import FEATURES, feature_columns, min_max
 from .. import crossval, ltr
-from ..fusion import DEFAULT_HYBRID
+from ..fusion import DEFAULT_HYBRID, pipeline_spec
 from .counterfactual import MIN_PROPENSITY, counterfactual_ndcg, ips_relevance, served_ndcg
 from .propensity import Propensities, estimate_propensities
 from .sessions import QueryLog
@@ -221,6 +222,28 @@ class ClickLearning:
         else:
             outcome = "not adopted: what served the log is kept"
         return f"{chosen}; counterfactual {verdict}; {outcome}"
+
+    def save(self, path: str | Path, name: str = "learned-from-clicks") -> dict[str, Any]:
+        """Write the model (``path``, LightGBM's text format) and its report (``.json``
+        beside it, the propensities included), and return the pipeline that serves it: the
+        learned scorer alone, or blended with the first stage + MiniLM fusion as chosen (a
+        spec for :func:`rerankit.load`). Only for a booster that was fitted (adopted, or
+        ``keep_learned``)."""
+        if self.booster is None:
+            raise ValueError(
+                "nothing to save: the verdict kept what served the log (pass "
+                "keep_learned=True to fit the learned ranker anyway)"
+            )
+        path = ltr.save(self.booster, path, self.report())
+        learned = {"type": "learned", "model": str(Path(path).resolve())}
+        blend = self.option[2]
+        if blend == 1:
+            return {"name": name, "stages": [{"scorer": learned}]}
+        stage = pipeline_spec(DEFAULT_HYBRID, name=name)["stages"][0]
+        for entry in stage["scorers"]:
+            entry["weight"] = round((1 - blend) * entry["weight"], 4)
+        stage["scorers"].insert(0, {**learned, "weight": blend})
+        return {"name": name, "stages": [stage]}
 
     def report(self) -> dict[str, Any]:
         setting, trees, blend, _ = self.option

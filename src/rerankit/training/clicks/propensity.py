@@ -135,8 +135,9 @@ def swap_ratios(logs: Mapping[str, Any], depth: int = 10) -> tuple[np.ndarray, n
 
 @dataclass
 class Propensities:
-    """Relative propensities by position (``values[0]`` is position 1, 1.0), how they
-    were estimated, from how many sessions, and the swaps' ratios where the log had any."""
+    """Relative propensities by position (``values[0]`` is position 1, 1.0; NaN for a
+    position the log never showed anything at), how they were estimated, from how many
+    sessions, and the swaps' ratios where the log had any."""
 
     values: np.ndarray
     method: str
@@ -146,7 +147,10 @@ class Propensities:
     swap_ratios: list[float | None] = field(default_factory=list)
 
     def describe(self) -> str:
-        shown = ", ".join(f"{p}: {v:.3f}" for p, v in enumerate(self.values, start=1))
+        shown = ", ".join(
+            f"{p}: {v:.3f}" if math.isfinite(v) else f"{p}: n/a (never shown)"
+            for p, v in enumerate(self.values, start=1)
+        )
         return f"propensities by position ({self.method}, {self.sessions} sessions): {shown}"
 
     def as_dict(self) -> dict[str, Any]:
@@ -155,7 +159,7 @@ class Propensities:
             "sessions": self.sessions,
             "iterations": self.iterations,
             "converged": self.converged,
-            "by_position": [float(v) for v in self.values],
+            "by_position": [float(v) if math.isfinite(v) else None for v in self.values],
             "swap_ratios": self.swap_ratios,
         }
 
@@ -339,4 +343,5 @@ def _regression_em(
         if change < tolerance:
             converged = True
             break
-    return theta / theta[0], steps, converged
+    seen = np.bincount(pos, weights=n, minlength=depth) > 0
+    return np.where(seen, theta / theta[0], np.nan), steps, converged

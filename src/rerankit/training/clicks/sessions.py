@@ -148,7 +148,8 @@ def records(
     """Each session of ``log`` as the records a service would have written: an impression
     with every candidate (as ``log`` keeps them) and the shown order, and its feedback
     (None when nothing was clicked). Answer ids are ``prefix`` + the query key + the
-    session number; times ``start`` + the session number."""
+    session number; times ``start`` + the session number; the pipeline the log names for
+    the session, else ``pipeline``."""
     docs = tuple(
         LoggedDocument(
             id=d,
@@ -162,7 +163,7 @@ def records(
         row = log.shown[s]
         shown = tuple(int(i) for i in row[row >= 0])
         rid = f"{prefix}{log.key}:{s}"
-        name = log.pipelines[s] if log.pipelines else pipeline
+        name = (log.pipelines[s] if log.pipelines else "") or pipeline
         impression = Impression(
             id=rid,
             query=log.query,
