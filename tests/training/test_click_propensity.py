@@ -36,33 +36,18 @@ def collection(
         order = np.argsort(-(cos + rng.normal(size=20)))
         ids = [f"{q}-{i}" for i in range(20)]
         key = str(q)
-        if explore and protect != 3:
-            base = np.repeat(order[None, :], sessions, axis=0)
-            orders = randpair_orders(base, rng, share=explore, protect=protect)
-            log = simulate_query(
-                model,
-                key=key,
-                query="q",
-                doc_ids=ids,
-                order=order,
-                grades=grades,
-                sessions=sessions,
-                rng=rng,
-            )
-            log.shown[:] = orders[:, :10]
-            log.clicked[:] = model.click(log.shown, grades, rng)
-        else:
-            log = simulate_query(
-                model,
-                key=key,
-                query="q",
-                doc_ids=ids,
-                order=order,
-                grades=grades,
-                sessions=sessions,
-                rng=rng,
-                explore=explore,
-            )
+        log = simulate_query(
+            model,
+            key=key,
+            query="q",
+            doc_ids=ids,
+            order=order,
+            grades=grades,
+            sessions=sessions,
+            rng=rng,
+            explore=explore,
+            protect=protect,
+        )
         logs[key], rows[key] = log, (ids, x)
     return model, logs, rows
 

@@ -345,15 +345,7 @@ def learn_from_clicks(
         )
     booster = None
     if verdict.adopt or keep_learned:
-        setting, t, _, _ = cv.best
-        booster = ltr.fit(
-            data.train_rows,
-            data.labels,
-            qids,
-            trees=t,
-            params={**settings[setting], "label_gain": list(range(levels + 1))},
-            features=list(names),
-        )
+        booster = _fit_chosen(data, qids, cv.best, settings, levels, names)
     return ClickLearning(
         propensities=prop,
         corrected=correct,
@@ -365,6 +357,22 @@ def learn_from_clicks(
         curve=points,
         queries=len(qids),
         sessions=sum(logs[q].sessions for q in logs),
+    )
+
+
+def _fit_chosen(
+    data: _Prepared,
+    qids: Sequence[str],
+    option: Hashable,
+    settings: Mapping[str, Mapping[str, Any]],
+    levels: int,
+    names: Sequence[str],
+) -> Any:
+    """The booster of an option (its setting and number of trees) on the ``qids`` labels."""
+    setting, trees, _, _ = option  # type: ignore[misc]
+    params = {**settings[setting], "label_gain": list(range(levels + 1))}
+    return ltr.fit(
+        data.train_rows, data.labels, qids, trees=trees, params=params, features=list(names)
     )
 
 
@@ -383,7 +391,7 @@ def _session_curve(
     """Cross-validated counterfactual nDCG@10 of the chosen option refitted on the first
     ``share`` of each training query's sessions (each held-out query scored on all of its
     own): ``(mean sessions per query used, mean nDCG@10)`` per share."""
-    setting, t, blend, _ = cv.best
+    blend = cv.best[2]
     k = max(cv.fold_of.values()) + 1
     out = []
     for share in shares:
@@ -392,14 +400,7 @@ def _session_curve(
         values = {}
         for f in range(k):
             train = [q for q, g in cv.fold_of.items() if g != f and any(data.labels[q].values())]
-            booster = ltr.fit(
-                data.train_rows,
-                data.labels,
-                train,
-                trees=t,
-                params={**settings[setting], "label_gain": list(range(levels + 1))},
-                features=list(names),
-            )
+            booster = _fit_chosen(data, train, cv.best, settings, levels, names)
             columns = feature_columns(list(names))
             for q, g in cv.fold_of.items():
                 if g == f:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .propensity import randpair_orders
+from .propensity import PROTECTED, randpair_orders
 from .sessions import QueryLog
 
 __all__ = [
@@ -100,17 +100,19 @@ def simulate_query(
     depth: int = 10,
     first_stage: Sequence[float] | None = None,
     explore: float = 0.0,
+    protect: int = PROTECTED,
     pipeline: str = "",
 ) -> QueryLog:
     """``sessions`` sessions of one query whose logging ranker ordered the candidates
     ``doc_ids`` as ``order`` (indices, best first) and showed the first ``depth``; with
     ``explore`` > 0 each session's order goes through :func:`~.propensity.randpair_orders`
-    first. ``grades``: each candidate's 0-4 grade. The result is what :func:`~.sessions.collect`
-    makes of the same sessions' log."""
+    first (with that share, the first ``protect`` positions untouched). ``grades``: each
+    candidate's 0-4 grade. The result is what :func:`~.sessions.collect` makes of the same
+    sessions' log."""
     base = np.asarray(order, dtype=np.int32)[None, :]
     orders = np.repeat(base, sessions, axis=0)
     if explore > 0:
-        orders = randpair_orders(orders, rng, share=explore, depth=depth)
+        orders = randpair_orders(orders, rng, share=explore, protect=protect, depth=depth)
     shown = np.full((sessions, depth), -1, dtype=np.int32)
     width = min(depth, orders.shape[1])
     shown[:, :width] = orders[:, :width]
