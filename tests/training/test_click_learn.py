@@ -147,3 +147,18 @@ def test_rows_must_cover_the_logged_queries():
     del rows["3"]
     with pytest.raises(ValueError, match="no features for 1 logged queries"):
         learn_from_clicks(logs, rows, **SMALL)
+
+
+def test_staged_predictions_equal_predicting_at_each_number_of_trees():
+    import lightgbm as lgb
+
+    from rerankit.training.clicks.learn import staged_predictions
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(600, 4)), rng.integers(0, 4, 600)
+    params = {"objective": "lambdarank", "num_leaves": 7, "min_data_in_leaf": 5, "verbose": -1}
+    booster = lgb.train(params, lgb.Dataset(x, y, group=[20] * 30), num_boost_round=40)
+    staged = staged_predictions(booster, x, (1, 10, 40, 80), chunk=250)
+    for t in (1, 10, 40):
+        np.testing.assert_allclose(staged[t], booster.predict(x, num_iteration=t), atol=1e-12)
+    np.testing.assert_allclose(staged[80], booster.predict(x), atol=1e-12)  # only 40 grown

@@ -34,7 +34,7 @@ _LAZY = {
     "randpair": "propensity",
     "counterfactual_ndcg": "counterfactual",
     "ips_relevance": "counterfactual",
-    "ClickLearning": "learn",
+    "ClickLearning": "result",
     "learn_from_clicks": "learn",
     "InterleavingReport": "interleave",
     "credit": "interleave",

@@ -26,8 +26,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -35,15 +34,27 @@ import numpy as np
 from ...normalize import normalize_scores
 from ...scorers.learned import FEATURES, feature_columns, min_max
 from .. import crossval, ltr
-from ..fusion import DEFAULT_HYBRID, pipeline_spec
+from ..fusion import DEFAULT_HYBRID
 from .counterfactual import MIN_PROPENSITY, counterfactual_ndcg, ips_relevance, served_ndcg
 from .propensity import Propensities, estimate_propensities
+from .result import ClickLearning
 from .sessions import QueryLog
 
-__all__ = ["LEVELS", "SESSION_SHARES", "ClickLearning", "blend_base", "learn_from_clicks"]
+__all__ = [
+    "LEVELS",
+    "SESSION_SHARES",
+    "SETTINGS",
+    "ClickLearning",
+    "blend_base",
+    "learn_from_clicks",
+    "staged_predictions",
+]
 
 #: relevance estimates become this many graded labels above 0 (linear gains)
 LEVELS = 10
+#: the LightGBM settings compared (two of ``tune``'s: a click log has a few shown documents
+#: per query, and each setting costs a model per cross-validation fit)
+SETTINGS = {name: ltr.SETTINGS[name] for name in ("7 leaves", "31 leaves")}
 #: the shares of each query's sessions the learning curve refits on
 SESSION_SHARES = (0.1, 0.25, 0.5, 1.0)
 
@@ -58,6 +69,48 @@ def _aligned(log: QueryLog, row: tuple[Sequence[str], np.ndarray]) -> np.ndarray
     if missing:
         raise ValueError(f"query {log.key!r}: no features for documents {missing[:3]}")
     return x[[where[d] for d in log.doc_ids]]
+
+
+#: the discount of positions 1 to 10
+DISCOUNT = 1 / np.log2(np.arange(2, 12))
+
+
+def _ndcg(scores: np.ndarray, gains: np.ndarray, ideal: float) -> float:
+    """:func:`~.counterfactual.counterfactual_ndcg` with the gains' NaN already 0 and
+    their ideal DCG given (NaN when it is 0), for the many evaluations of a
+    cross-validation."""
+    if ideal <= 0:
+        return math.nan
+    top = np.argsort(-scores, kind="stable")[:10]
+    return float(gains[top] @ DISCOUNT[: len(top)]) / ideal
+
+
+def staged_predictions(
+    booster: Any, x: np.ndarray, trees: Sequence[int], chunk: int = 20_000
+) -> dict[int, np.ndarray]:
+    """A booster's predictions of ``x`` with its first ``t`` trees, for each ``t`` in
+    ``trees``, from one pass over the largest: each row's leaf in each tree, their values
+    summed tree by tree (half the work of predicting at each number of trees)."""
+    dump = booster.dump_model()["tree_info"][: max(trees)]
+    width = max(info["num_leaves"] for info in dump)
+    table = np.zeros((len(dump), width))
+    for i, info in enumerate(dump):
+        stack = [info["tree_structure"]]
+        while stack:
+            node = stack.pop()
+            if "leaf_value" in node:
+                table[i, node.get("leaf_index", 0)] = node["leaf_value"]
+            else:
+                stack += [node["left_child"], node["right_child"]]
+    out = {t: np.empty(len(x)) for t in trees}
+    for start in range(0, len(x), chunk):
+        part = x[start : start + chunk]
+        leaves = np.asarray(booster.predict(part, num_iteration=len(dump), pred_leaf=True))
+        leaves = leaves.reshape(len(part), -1)
+        running = np.cumsum(table[np.arange(len(dump)), leaves], axis=1)
+        for t in trees:
+            out[t][start : start + chunk] = running[:, min(t, len(dump)) - 1]
+    return out
 
 
 def blend_base(x: np.ndarray) -> np.ndarray:
@@ -86,6 +139,7 @@ class _Prepared:
     keep: dict[str, np.ndarray]
     base: dict[str, np.ndarray]
     gains: dict[str, np.ndarray]
+    ideal: dict[str, float]
     train_rows: dict[str, tuple[list[str], np.ndarray]]
     labels: dict[str, dict[str, int]]
 
@@ -101,7 +155,7 @@ def _prepare(
 ) -> _Prepared:
     """Labels from ``logs``; gains from ``evaluate`` (default: the same logs), over the
     documents it showed (``evaluate_on="shown"``) or over every candidate (``"all"``)."""
-    out = _Prepared({}, {}, {}, {}, {}, {})
+    out = _Prepared({}, {}, {}, {}, {}, {}, {})
     for key, log in logs.items():
         x = _aligned(log, rows[key])
         estimate, mass = ips_relevance(log, theta, clip=clip)
@@ -113,11 +167,10 @@ def _prepare(
             estimate, mass = ips_relevance(evaluate[key], theta, clip=clip)
         keep = np.flatnonzero(mass > 0) if evaluate_on == "shown" else np.arange(len(x))
         out.x[key], out.keep[key] = x, keep
-        out.base[key], out.gains[key] = blend_base(x)[keep], estimate[keep]
+        gains = np.nan_to_num(estimate[keep], nan=0.0)
+        out.base[key], out.gains[key] = blend_base(x)[keep], gains
+        out.ideal[key] = float(np.sort(gains)[::-1][:10] @ DISCOUNT[: min(10, len(gains))])
     return out
-
-
-Option = ltr.Option
 
 
 def _options(
@@ -152,33 +205,37 @@ def _options(
             for label, params in settings.items()
             for seed in seeds
         }
-        memo: dict[tuple[str, int, int], dict[str, np.ndarray]] = {}
+        memo: dict[tuple[str, int], dict[str, dict[int, np.ndarray]]] = {}
         training = set(used)
 
         def predicted(q: str, label: str, t: int, seed: int) -> np.ndarray:
-            key = (label, t, seed)
+            key = (label, seed)
             if key not in memo or q not in memo[key]:  # the queries not trained on, at once
                 rest = [r for r in data.x if r not in training]
                 rest = rest if q in rest else [q]
                 stacked = np.vstack([data.x[r][:, columns] for r in rest])
-                flat = boosters[label, seed].predict(stacked, num_iteration=t)
-                ends = np.cumsum([len(data.x[r]) for r in rest])
-                parts = np.split(flat, ends[:-1])
+                staged = staged_predictions(boosters[key], stacked, trees)
+                ends = np.cumsum([len(data.x[r]) for r in rest])[:-1]
+                parts = {n: np.split(staged[n], ends) for n in trees}
                 memo.setdefault(key, {}).update(
-                    {r: min_max(p)[data.keep[r]] for r, p in zip(rest, parts, strict=True)}
+                    {
+                        r: {n: min_max(parts[n][i])[data.keep[r]] for n in trees}
+                        for i, r in enumerate(rest)
+                    }
                 )
-            return memo[key][q]
+            return memo[key][q][t]
 
         def evaluator(label: str, t: int, blend: float) -> Callable[[str], float]:
             def evaluate(q: str) -> float:
                 values = [
-                    counterfactual_ndcg(
+                    _ndcg(
                         blend * predicted(q, label, t, seed) + (1 - blend) * data.base[q],
                         data.gains[q],
+                        data.ideal[q],
                     )
                     for seed in seeds
                 ]
-                return float(np.mean(values))
+                return sum(values) / len(values)
 
             return evaluate
 
@@ -187,88 +244,6 @@ def _options(
         }
 
     return fit_on
-
-
-@dataclass
-class ClickLearning:
-    """What :func:`learn_from_clicks` found: the propensities, the cross-validation and
-    its verdict against what was served, the option chosen (LightGBM setting, trees,
-    blend), the booster fitted on every query (None when the verdict keeps what was
-    served, unless asked to keep it), the features it reads and the learning curve by
-    sessions per query (``(sessions, cross-validated counterfactual nDCG@10)``)."""
-
-    propensities: Propensities
-    corrected: bool
-    cv: crossval.CrossValidation
-    verdict: crossval.Verdict
-    option: Option
-    booster: Any
-    features: tuple[str, ...]
-    curve: list[tuple[float, float]] = field(default_factory=list)
-    queries: int = 0
-    sessions: int = 0
-
-    @property
-    def adopt(self) -> bool:
-        return self.verdict.adopt
-
-    def describe(self) -> str:
-        setting, trees, blend, _ = self.option
-        mix = "alone" if blend == 1 else f"blended {blend:.2f} with first stage + MiniLM"
-        chosen = f"{setting}, {trees} trees, {mix}"
-        verdict = self.verdict.describe().replace("default", "served")
-        if self.adopt:
-            outcome = "adopted: it beats what was served by more than the margin times the noise"
-        else:
-            outcome = "not adopted: what served the log is kept"
-        return f"{chosen}; counterfactual {verdict}; {outcome}"
-
-    def save(self, path: str | Path, name: str = "learned-from-clicks") -> dict[str, Any]:
-        """Write the model (``path``, LightGBM's text format) and its report (``.json``
-        beside it, the propensities included), and return the pipeline that serves it: the
-        learned scorer alone, or blended with the first stage + MiniLM fusion as chosen (a
-        spec for :func:`rerankit.load`). Only for a booster that was fitted (adopted, or
-        ``keep_learned``)."""
-        if self.booster is None:
-            raise ValueError(
-                "nothing to save: the verdict kept what served the log (pass "
-                "keep_learned=True to fit the learned ranker anyway)"
-            )
-        path = ltr.save(self.booster, path, self.report())
-        learned = {"type": "learned", "model": str(Path(path).resolve())}
-        blend = self.option[2]
-        if blend == 1:
-            return {"name": name, "stages": [{"scorer": learned}]}
-        stage = pipeline_spec(DEFAULT_HYBRID, name=name)["stages"][0]
-        for entry in stage["scorers"]:
-            entry["weight"] = round((1 - blend) * entry["weight"], 4)
-        stage["scorers"].insert(0, {**learned, "weight": blend})
-        return {"name": name, "stages": [stage]}
-
-    def report(self) -> dict[str, Any]:
-        setting, trees, blend, _ = self.option
-        v = self.verdict
-        return {
-            "corrected": self.corrected,
-            "propensities": self.propensities.as_dict(),
-            "setting": setting,
-            "params": ltr.SETTINGS.get(setting),
-            "trees": trees,
-            "blend": blend,
-            "features": list(self.features),
-            "queries": self.queries,
-            "sessions": self.sessions,
-            "adopted": v.adopt,
-            "cross_validation": {
-                "learned": v.learned,
-                "served": v.default,
-                "gain": v.gain,
-                "noise": v.noise,
-                "fold_gains": v.fold_gains,
-                "margin": v.margin,
-            },
-            "learning_curve": [{"sessions": s, "ndcg@10": m} for s, m in self.curve],
-        }
 
 
 def _as_propensities(
@@ -297,7 +272,7 @@ def learn_from_clicks(
     correct: bool = True,
     folds: int = 5,
     margin: float = crossval.ADOPT_MARGIN,
-    settings: Mapping[str, Mapping[str, Any]] = ltr.SETTINGS,
+    settings: Mapping[str, Mapping[str, Any]] = SETTINGS,
     trees: Sequence[int] = ltr.TREES,
     blends: Sequence[float] = ltr.BLENDS,
     seeds: Sequence[int] = (0,),
