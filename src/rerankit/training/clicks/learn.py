@@ -34,7 +34,7 @@ import numpy as np
 from ...normalize import normalize_scores
 from ...scorers.learned import FEATURES, feature_columns, min_max
 from .. import crossval, ltr
-from ..fusion import DEFAULT_HYBRID
+from ..fusion_search import DEFAULT_HYBRID
 from .counterfactual import MIN_PROPENSITY, counterfactual_ndcg, ips_relevance, served_ndcg
 from .propensity import Propensities, estimate_propensities
 from .result import ClickLearning
@@ -116,7 +116,7 @@ def staged_predictions(
 def blend_base(x: np.ndarray) -> np.ndarray:
     """What a learned model is blended with, as ``tune`` does: the first stage and MiniLM
     (the ``first_stage`` and ``cosine`` columns of a feature matrix), min-max normalised,
-    weighted as the default fusion (:data:`rerankit.training.fusion.DEFAULT_HYBRID`)."""
+    weighted as the default fusion (:data:`rerankit.training.fusion_search.DEFAULT_HYBRID`)."""
     fs, cos = FEATURES.index("first_stage"), FEATURES.index("cosine")
     weights = DEFAULT_HYBRID["weights"]
     return weights["first_stage"] * normalize_scores(x[:, fs], "min_max") + weights[

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import crossval, ltr
-from ..fusion import DEFAULT_HYBRID, pipeline_spec
+from ..fusion_search import DEFAULT_HYBRID, pipeline_spec
 from .propensity import Propensities
 
 __all__ = ["ClickLearning", "Option"]
