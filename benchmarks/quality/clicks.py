@@ -36,6 +36,7 @@ import sys
 import time
 
 import numpy as np
+
 from benchmarks.quality.clicks_data import CACHE, prepared
 
 #: the collections' names on disk and in the tables

@@ -39,8 +39,9 @@ def prepared(name: str, split: str):
             rows[qid] = (ids, stored[f"x:{qid}"])
             hybrid[qid] = stored[f"h:{qid}"]
         return data, rows, hybrid
-    from rerankit.cli.eval_support import default_hybrid_scores, feature_rows
     from rerankit.eval.first_stage import first_stage
+    from rerankit.training.methods import feature_rows
+    from rerankit.training.selection import default_hybrid_scores
 
     start = time.perf_counter()
     cands = first_stage(data, "bm25", 100)

@@ -12,6 +12,7 @@ after the first 250, 500, 1,000 and 2,000 sessions. 20 runs with different seeds
 from __future__ import annotations
 
 import numpy as np
+
 from benchmarks.quality.clicks_data import CACHE, prepared
 
 PREFIXES = (250, 500, 1000, 2000)
@@ -73,7 +74,6 @@ def run(rows, qrels, a, b, names, top, seed, path):
 
 def interleaving_table() -> None:
     from benchmarks.quality.clicks import test_ndcg
-
     from rerankit.training.clicks.simulate import max_grade
 
     test, rows, hybrid = prepared("scifact", "test")
