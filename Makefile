@@ -47,13 +47,13 @@ install-dev: $(VENV)/.installed-dev
 install-all: $(VENV)/.torch | $(VENV)/bin/python
 	$(PIP) install -q -e ".[torch,all]"
 
-# The default pipeline runs the bundled all-MiniLM-L6-v2 on ONNX Runtime: its export is made
-# here, once, into the rerankit cache (later runs say it is there already), so the rank call
-# below starts as every later one will (docs/measured.md, "Start-up").
+# The default pipeline (hybrid: the bundled MiniLM, BM25 and term proximity, read from the
+# texts) on the shipped sample, as a table. It runs the model on ONNX Runtime: the export is
+# made here, once, into rerankit's cache (later runs say it is there already), so the rank
+# call starts as every later one will.
 demo: $(VENV)/.installed
 	$(VENV)/bin/rerankit export all-MiniLM-L6-v2
-	$(VENV)/bin/rerankit rank --query "$(QUERY)" --input examples/sample.jsonl --format table \
-		--first-stage-field retriever_score
+	$(VENV)/bin/rerankit rank --query "$(QUERY)" --input examples/sample.jsonl --format table
 
 test: $(VENV)/.installed-dev browser redis $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
 	RERANKIT_TORCH_FREE_PYTHON=$(abspath $(SERVE_VENV))/bin/python \
@@ -182,7 +182,7 @@ bench-cross-encoder: $(VENV)/.installed-dev $(PEERS_VENV)/.installed $(INFINITY_
 	$(PY) -m benchmarks.speed.cross_encoder --peer-python $(PEERS_VENV)/bin/python --causal-lm
 	$(PY) -m benchmarks.speed.ce_service --infinity $(INFINITY_VENV)/bin/infinity_emb
 
-# The README's quality tables: the texts-only rerankers on the development pool (SciFact train,
+# The quality tables of docs/measured.md: the texts-only rerankers on the development pool (SciFact train,
 # NFCorpus dev and the four classic collections: a row per collection and the mean), the test
 # splits (~8 min), then learning to rank, also over an embedding fine-tuned on SciFact's
 # training split into .cache/ft-scifact (~20 min the first time).

@@ -9,6 +9,16 @@ a MiniLM-shaped cross-encoder reranking 100 passages took 13 % longer on a secon
 than on the thread that had loaded it, a two-layer one 70 % longer; run on one thread
 throughout, neither paid anything. A fresh event loop per synchronous ``rerank`` call (a
 fresh default executor, so a fresh thread and team each time) paid the same.
+
+Loading is the exception: the service loads each pipeline's models on a thread of the
+pipeline's own (:func:`in_loading_thread`), which ends with the load, so that a load that
+hangs (a hub that never answers) holds no thread another pipeline's work needs. Only the
+model thread scores, and the OpenMP team a load's kernels start ends with its thread: once
+it has, the process has as many threads as before the load (a test counts them).
+
+The work of one service request runs in a :func:`work_scope`: its blocking calls run on
+its pipeline's own executor, provider calls read the time left before its deadline
+(:func:`time_left`), and calls not yet started when it is abandoned never start.
 """
 
 from __future__ import annotations
@@ -18,26 +28,117 @@ import contextlib
 import contextvars
 import os
 import threading
-from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import CancelledError, Executor, ThreadPoolExecutor
+from contextvars import ContextVar
 from typing import Any, TypeVar
 
-__all__ = ["in_model_thread", "in_thread", "on_model_thread", "running_on_model_thread"]
+__all__ = [
+    "ABANDONED",
+    "in_loading_thread",
+    "in_model_thread",
+    "in_thread",
+    "loads_in_place",
+    "on_model_thread",
+    "running_on_model_thread",
+    "time_left",
+    "work_scope",
+]
 
 T = TypeVar("T")
 
 _MODEL_GUARD = threading.Lock()
 _model_pool: ThreadPoolExecutor | None = None
 _model_ident: int | None = None
+_loading = threading.local()  # .active: this thread loads models in place
+
+#: Set by the service for each request's work: an event that is set once nobody waits for
+#: the answer (its deadline passed or its client disconnected).
+ABANDONED: ContextVar[threading.Event | None] = ContextVar("rerankit_abandoned", default=None)
+_EXECUTOR: ContextVar[Executor | None] = ContextVar("rerankit_executor", default=None)
+_DEADLINE: ContextVar[float | None] = ContextVar("rerankit_deadline", default=None)
+
+
+@contextlib.contextmanager
+def work_scope(
+    *,
+    executor: Executor | None = None,
+    deadline: float | None = None,
+    abandoned: threading.Event | None = None,
+) -> Iterator[None]:
+    """The work started inside (and in the tasks and threads it starts, which copy the
+    context): :func:`in_thread` calls run on ``executor`` (None: the loop's default one),
+    provider calls end by ``deadline`` (``time.monotonic()``; see :func:`time_left`), and
+    calls not started by the time ``abandoned`` is set never start."""
+    tokens = (_EXECUTOR.set(executor), _DEADLINE.set(deadline), ABANDONED.set(abandoned))
+    try:
+        yield
+    finally:
+        _EXECUTOR.reset(tokens[0])
+        _DEADLINE.reset(tokens[1])
+        ABANDONED.reset(tokens[2])
+
+
+def time_left() -> float | None:
+    """Seconds left before the current work's deadline (None: it has none; 0 once past)."""
+    deadline = _DEADLINE.get()
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def _unless_abandoned(fn: Callable[..., T], args: tuple, kwargs: dict[str, Any]) -> T:
+    """``fn(*args, **kwargs)``, unless the work it belongs to was abandoned meanwhile."""
+    abandoned = ABANDONED.get()
+    if abandoned is not None and abandoned.is_set():
+        raise CancelledError("its request was answered before this call started")
+    return fn(*args, **kwargs)
 
 
 async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` on the loop's default executor, in the caller's context (as
-    ``asyncio.to_thread``). If the awaiting task is cancelled, a call that has not started
-    is dropped; one already running cannot be stopped, so the cancellation waits for it to
-    end before it propagates: whoever holds a slot for this task (the service) holds it
-    until the thread is free again, and nothing after this step runs."""
-    return await _run_in(None, fn, args, kwargs)
+    """``fn(*args, **kwargs)`` on the current work's executor (see :func:`work_scope`; by
+    default the loop's), in the caller's context (as ``asyncio.to_thread``). If the
+    awaiting task is cancelled, a call that has not started is dropped; one already running
+    cannot be stopped, so the cancellation waits for it to end before it propagates:
+    whoever holds a slot for this task (the service) holds it until the thread is free
+    again, and nothing after this step runs."""
+    return await _run_in(_EXECUTOR.get(), fn, args, kwargs)
+
+
+async def in_loading_thread(name: str, fn: Callable[..., T], /, *args: Any) -> T:
+    """``fn(*args)`` on a new daemon thread called ``name``, in the caller's context; models
+    first used there load there (:func:`loads_in_place`) rather than on the model thread,
+    and the thread ends with the call. Cancelling the awaiting task stops the wait, not
+    the call (a load cannot be interrupted); the thread then ends when the call does."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if future.done():
+            return
+        if error is not None:
+            future.set_exception(error)
+        else:
+            future.set_result(value)
+
+    def run() -> None:
+        _loading.active = True
+        value, error = None, None
+        try:
+            value = context.run(fn, *args)
+        except BaseException as exc:  # handed to the awaiting task
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+    return await future
+
+
+def loads_in_place() -> bool:
+    """Whether a model first used on this thread loads here: on the model thread, and on a
+    loading thread (:func:`in_loading_thread`); elsewhere it loads on the model thread."""
+    return running_on_model_thread() or getattr(_loading, "active", False)
 
 
 async def in_model_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
@@ -54,7 +155,8 @@ def on_model_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     if running_on_model_thread():
         return fn(*args, **kwargs)
     context = contextvars.copy_context()
-    return _model_executor().submit(context.run, fn, *args, **kwargs).result()
+    call = _model_executor().submit(context.run, _unless_abandoned, fn, args, kwargs)
+    return call.result()
 
 
 def running_on_model_thread() -> bool:
@@ -72,7 +174,7 @@ async def _run_in(
 
     def call() -> T:
         started.set()
-        return context.run(fn, *args, **kwargs)
+        return context.run(_unless_abandoned, fn, args, kwargs)
 
     future = loop.run_in_executor(executor, call)
     try:

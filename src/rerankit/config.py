@@ -116,11 +116,11 @@ def shared_reranker(name: str) -> Any:
     """The registered reranker ``name``, built once per process and shared (built anew
     after the name is registered again)."""
     entry = registry.lookup("reranker", name)
-    with _LOCK:
-        cached = _SHARED.get(name)
+    with _LOCK:  # by the registered spelling: hybrid-relative and hybrid_relative share one
+        cached = _SHARED.get(entry.name)
         if cached is None or cached[0] is not entry:
-            _SHARED[name] = (entry, create("reranker", name))
-        return _SHARED[name][1]
+            _SHARED[entry.name] = (entry, create("reranker", entry.name))
+        return _SHARED[entry.name][1]
 
 
 def resolve_reranker(spec: Any) -> Any:
@@ -130,7 +130,7 @@ def resolve_reranker(spec: Any) -> Any:
         return spec
     if isinstance(spec, str):
         is_model = Path(spec).is_dir() or ("/" in spec and not spec.startswith((".", "/")))
-        if is_model and spec not in registry.available("reranker"):
+        if is_model and registry.canonical("reranker", spec) is None:
             return model_reranker(spec)
         return shared_reranker(spec)
     if isinstance(spec, Scorer):

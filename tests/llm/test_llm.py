@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 
 import numpy as np
 import pytest
@@ -132,6 +133,31 @@ def test_client_error_types(provider):
             asyncio.run(runner.call(LLMRequest("x"), Usage()))
         with pytest.raises(TransientProviderError, match="500"):
             asyncio.run(runner.call(LLMRequest("x"), Usage()))
+
+
+def test_a_call_ends_by_the_deadline_of_its_request(provider):
+    """Inside the service a request's deadline bounds its provider calls: a provider that
+    accepts and does not answer costs the time left (the SDK's timeouts), not the policy's
+    60 s, and no retry starts once the deadline is near."""
+    from rerankit._threads import work_scope
+    from rerankit.llm import CallRunner, LLMRequest, Usage
+
+    stalled = Reply(text='{"id": "0", "score": 5}', delay=20)
+    patient = RetryPolicy(attempts=3, min_wait=0.2, max_wait=0.2, timeout=60.0)
+    usage = Usage()
+    with FakeLLMServer(responder=lambda r: stalled) as server:
+        runner = CallRunner(make_client(provider, server), patient)
+
+        async def call():
+            with work_scope(deadline=time.monotonic() + 0.8):
+                return await runner.call(LLMRequest("x"), usage)
+
+        start = time.monotonic()
+        with pytest.raises(TransientProviderError):
+            asyncio.run(call())
+        took = time.monotonic() - start
+    assert took < 5.0, f"the call took {took:.1f} s past a 0.8 s deadline"
+    assert usage.calls == 1 and usage.retries == 0 and usage.failures == 1
 
 
 @pytest.mark.parametrize(

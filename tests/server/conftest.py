@@ -10,9 +10,11 @@ import pytest
 
 
 class LiveServer:
-    """``create_app(settings)`` served on 127.0.0.1 (``url``) until :meth:`stop`."""
+    """``create_app(settings)`` served on 127.0.0.1 (``url``) until :meth:`stop`; with
+    ``warm`` (the default), once every pipeline's first load attempt has ended (until then
+    its requests get 503)."""
 
-    def __init__(self, settings) -> None:
+    def __init__(self, settings, *, warm: bool = True) -> None:
         import uvicorn
 
         from rerankit.server import create_app
@@ -21,8 +23,9 @@ class LiveServer:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
+        self.app = create_app(settings)
         config = uvicorn_config(  # as `rerankit serve` configures it
-            create_app(settings), settings, host="127.0.0.1", port=self.port, log_level="warning"
+            self.app, settings, host="127.0.0.1", port=self.port, log_level="warning"
         )
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
@@ -31,10 +34,27 @@ class LiveServer:
         while not self.server.started and time.time() < deadline:
             time.sleep(0.02)
         self.url = f"http://127.0.0.1:{self.port}"
+        if warm:
+            wait_warm(self.url, settings)
 
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(10)
+
+
+def wait_warm(url: str, settings, seconds: float = 180.0) -> None:
+    """Wait until no pipeline of the service at ``url`` is in its first load attempt."""
+    import httpx
+
+    keys = settings.api_keys
+    headers = {"Authorization": f"Bearer {keys[0]}"} if keys else {}
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        pipelines = httpx.get(f"{url}/info", headers=headers).json()["pipelines"]
+        if all(p["state"] != "loading" or p.get("error") for p in pipelines.values()):
+            return
+        time.sleep(0.02)
+    raise TimeoutError(f"the service at {url} did not warm up within {seconds:g} s")
 
 
 @pytest.fixture(scope="session")

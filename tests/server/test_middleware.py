@@ -3,6 +3,8 @@ JSON 500 counted once; refusals come before any work, with their reasons and hea
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
@@ -45,6 +47,8 @@ def client(monkeypatch):
     app.add_api_route("/crash", crash)
     app.add_api_route("/busy", busy)
     with TestClient(app, raise_server_exceptions=False) as c:
+        while c.get("/ready").status_code != 200:  # 503 until the pipeline has loaded
+            time.sleep(0.02)
         yield c
 
 

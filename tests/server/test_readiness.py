@@ -5,6 +5,7 @@ deadline."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +20,8 @@ from rerankit.errors import ModelLoadError  # noqa: E402
 from rerankit.rerankers import ScorerReranker  # noqa: E402
 from rerankit.scorers import FunctionScorer  # noqa: E402
 from rerankit.server import ServerSettings  # noqa: E402
-from rerankit.server import service as service_module  # noqa: E402
+from rerankit.server import pipeline as pipeline_module  # noqa: E402
+from rerankit.server.state import PipelineState  # noqa: E402
 
 LOAD_ATTEMPTS: list[float] = []
 HANG_SECONDS = 4.0  # far longer than a 503 takes even on a busy 2-core machine
@@ -100,10 +102,13 @@ def test_ready_names_the_pipelines_that_failed_and_why(broken):
     info = httpx.get(f"{broken.url}/info").json()
     assert info["ready"] is False
     assert info["pipelines"]["bm25"]["loaded"] and info["pipelines"]["bm25"]["state"] == "ready"
-    for name in ("cross", "hub"):
+    for name in ("cross", "hub"):  # failed, or loading again in the background, and why
         entry = info["pipelines"][name]
-        assert entry["state"] == "failed" and not entry["loaded"] and entry["error"]
-        assert entry["retry_in_seconds"] >= 0
+        assert entry["state"] in ("failed", "loading") and not entry["loaded"]
+        assert entry["error"] and entry["attempts"] >= 1
+        assert entry["retry_after_seconds"] >= 1
+        if entry["state"] == "failed":
+            assert entry["retry_in_seconds"] >= 0
 
 
 def test_a_failed_pipeline_answers_503_at_once_and_never_starves_the_others(broken):
@@ -148,9 +153,9 @@ def test_ready_when_any_is_ready_with_one_working_pipeline(live_server):
         pipelines={"bm25": "bm25", "flaky": "test-flaky"}, default="bm25", ready_when="any"
     )
     FLAKY["fail"] = True
-    server = live_server(settings)
+    server = live_server(settings)  # (once every first load attempt has ended)
     try:
-        r = _wait_warm(server.url)
+        r = httpx.get(f"{server.url}/ready")
         assert r.status_code == 200 and r.json()["status"] == "ready"
         assert "not there yet" in r.json()["failed"]["flaky"]
     finally:
@@ -158,7 +163,7 @@ def test_ready_when_any_is_ready_with_one_working_pipeline(live_server):
 
 
 def test_a_failed_pipeline_is_retried_in_the_background(live_server, monkeypatch):
-    monkeypatch.setattr(service_module, "FIRST_RETRY_SECONDS", 0.3)
+    monkeypatch.setattr(pipeline_module, "FIRST_RETRY_SECONDS", 0.3)
     FLAKY["fail"] = True
     server = live_server(ServerSettings(pipelines={"flaky": "test-flaky"}, default="flaky"))
     try:
@@ -209,4 +214,58 @@ def test_work_stuck_in_a_thread_frees_its_slot_soon_after_the_deadline(live_serv
         assert not RELEASE.is_set()
     finally:
         RELEASE.set()
+        server.stop()
+
+
+def test_retry_after_says_when_the_pipeline_may_be_ready():
+    state = PipelineState()
+    assert state.retry_after(300) is None  # no attempt yet: nothing to go by
+    state.begin()
+    state.started_at -= 3.4  # the first attempt has run 3.4 s: about as long again
+    assert state.retry_after(300) == 4
+    assert state.describe(300)["loading_seconds"] >= 3.4
+    state.failed("no network", delay=10.0)  # it took 3.4 s; the next starts in 10 s
+    assert state.retry_after(300) == 14  # 10 s of wait, then an attempt as long as the last
+    entry = state.describe(300)
+    assert entry["state"] == "failed" and entry["error"] == "no network"
+    assert 9.5 < entry["retry_in_seconds"] <= 10.0 and entry["retry_after_seconds"] == 14
+    assert state.retry_after(5) == 5  # never more than the longest wait
+    state.begin()
+    state.started_at -= 1.0  # the last took 3.4 s: about 2.4 s to go
+    assert state.retry_after(300) == 3
+    assert state.describe(300)["error"] == "no network"  # what the retry is about
+    state.succeeded()
+    assert state.retry_after(300) is None and state.describe(300) == {"state": "ready"}
+
+
+def _failing_load(q, d):
+    ATTEMPTS.append(time.monotonic())
+    raise ModelLoadError("could not load model 'gone': not there")
+
+
+ATTEMPTS: list[float] = []
+register_reranker("test-gone", lambda: ScorerReranker(FunctionScorer(_failing_load, name="gone")))
+
+
+def test_retries_back_off_one_at_a_time_and_requests_never_start_one(live_server, monkeypatch):
+    monkeypatch.setattr(pipeline_module, "FIRST_RETRY_SECONDS", 0.4)
+    ATTEMPTS.clear()
+    settings = ServerSettings(pipelines={"gone": "test-gone", "bm25": "bm25"}, default="bm25")
+    server = live_server(settings)
+    try:
+        with httpx.Client(base_url=server.url) as client:
+            answers = [client.post("/v2/rerank", json={**ASK, "model": "gone"}) for _ in range(40)]
+            time.sleep(max(0.0, ATTEMPTS[0] + 3.2 - time.monotonic()))
+            info = client.get("/info").json()["pipelines"]["gone"]
+        # the service's own attempts, 0.4 s then twice as long each time after a failure
+        starts = list(ATTEMPTS)
+        gaps = [b - a for a, b in itertools.pairwise(starts)]
+        assert 3 <= len(starts) <= 4, gaps  # at 0, 0.4, 1.2, 2.8 s: none per request
+        for gap, wanted in zip(gaps, (0.4, 0.8, 1.6), strict=False):
+            assert wanted <= gap < wanted + 0.5, gaps
+        for r in answers:
+            assert r.status_code == 503 and "not there" in r.json()["message"]
+            assert int(r.headers["retry-after"]) >= 1
+        assert info["attempts"] == len(starts) and info["error"]
+    finally:
         server.stop()

@@ -486,12 +486,18 @@ def test_404_405_and_401_answer_like_the_api(live):
 
 
 def test_ready_only_after_the_warm_up(live_server):
-    server = live_server(ServerSettings(pipelines={"slow": "test-slow"}, default="slow"))
+    settings = ServerSettings(pipelines={"slow": "test-slow"}, default="slow")
+    server = live_server(settings, warm=False)
     try:
         first = httpx.get(f"{server.url}/ready")
         assert first.status_code == 503 and first.json()["status"] == "loading"
-        assert first.json()["pipelines"] == {"slow": {"state": "loading"}}
+        assert first.json()["pipelines"]["slow"]["state"] == "loading"
+        assert first.json()["pipelines"]["slow"]["attempts"] <= 1
         assert httpx.get(f"{server.url}/health").status_code == 200  # alive meanwhile
+        # a request meanwhile is answered at once, not held until the pipeline has loaded
+        r = httpx.post(f"{server.url}/v2/rerank", json={"query": QUERY, "documents": DOCS})
+        assert r.status_code == 503 and "is loading" in r.json()["message"]
+        assert int(r.headers["retry-after"]) >= 1
         deadline = time.time() + 20
         while httpx.get(f"{server.url}/ready").status_code != 200 and time.time() < deadline:
             time.sleep(0.05)

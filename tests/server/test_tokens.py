@@ -5,6 +5,7 @@ v2 ``max_tokens_per_doc``, TEI ``truncate``/``truncation_direction``, v1
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -37,6 +38,9 @@ FILLER = " ".join(
 def client():
     settings = ServerSettings(pipelines={"hybrid": "hybrid", "bm25": "bm25"}, aliases={})
     with TestClient(create_app(settings)) as c:
+        deadline = time.time() + 60  # requests get 503 until the pipelines have loaded
+        while c.get("/ready").status_code != 200 and time.time() < deadline:
+            time.sleep(0.02)
         yield c
 
 
@@ -171,6 +175,7 @@ def test_max_chunks_per_doc_scores_a_document_by_its_best_chunk(client, tokenize
 def test_billed_units_count_search_units_and_tokens_as_cohere_does(client, tokenizer):
     docs = [f"document number {i} about vaccines" for i in range(150)]
     r = client.post("/v2/rerank", json={"query": QUERY, "documents": docs, "top_n": 3})
+    assert r.status_code == 200, r.text
     billed = r.json()["meta"]["billed_units"]
     q = len(_tokens(tokenizer, QUERY))
     assert billed["input_tokens"] == q * len(docs) + sum(len(_tokens(tokenizer, d)) for d in docs)

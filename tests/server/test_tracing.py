@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
@@ -46,6 +47,8 @@ def traced():
         pipelines={"cascade": CASCADE, "bm25": "bm25"}, default="cascade", aliases={}
     )
     with TestClient(create_app(settings, tracer_provider=provider)) as client:
+        while client.get("/ready").status_code != 200:  # 503 until the pipelines load
+            time.sleep(0.02)
         yield client, exporter
 
 
@@ -120,10 +123,13 @@ def _run(code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 
 _SERVE_ONE = """
 import sys
+import time
 from fastapi.testclient import TestClient
 from rerankit.server import ServerSettings, create_app
 app = create_app(ServerSettings(pipelines={"bm25": "bm25"}, default="bm25"))
 with TestClient(app) as c:
+    while c.get("/ready").status_code != 200:  # 503 until the pipeline has loaded
+        time.sleep(0.02)
     r = c.post("/v2/rerank", json={"query": "solar", "documents": ["solar", "wind"]})
     assert r.status_code == 200
 print("TRACER", app.state.tracer is not None)

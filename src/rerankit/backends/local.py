@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from .._threads import on_model_thread, running_on_model_thread
+from .._threads import loads_in_place, on_model_thread
 from ..errors import MissingDependencyError, ModelLoadError
 from .hardware import HardwareProfile
 
@@ -92,8 +92,9 @@ def model_label(model: Any) -> str:
 
 
 class LazyModel(Generic[T]):
-    """Loads a model on first use, once, on the model thread (see :mod:`rerankit._threads`),
-    even when several threads ask at the same time.
+    """Loads a model on first use, once, on the model thread (see :mod:`rerankit._threads`;
+    or in place on a loading thread, as the service loads), even when several threads ask at
+    the same time.
 
     Load failures become :class:`ModelLoadError` naming the model (missing packages stay
     :class:`MissingDependencyError`), so a wrong id is reported, not degraded around.
@@ -112,7 +113,7 @@ class LazyModel(Generic[T]):
         return self._value is not None
 
     def get(self) -> T:
-        if self._value is None and not running_on_model_thread():
+        if self._value is None and not loads_in_place():
             return on_model_thread(self.get)  # loaded where it will run (rerankit._threads)
         if self._value is None:
             with self._lock:

@@ -4,6 +4,10 @@ Only transient failures are retried (rate limits, server errors, connection erro
 timeouts). The wait before retry n is ``multiplier * 2**n`` seconds clamped to
 ``[min_wait, max_wait]`` (tenacity's exponential wait), or the provider's Retry-After when that
 is longer (still capped at ``max_wait``).
+
+Inside the service each call also ends by its request's deadline (see
+:func:`rerankit._threads.time_left`): the provider's connect and read timeouts are no longer
+than what is left, no retry waits past it, and no call starts after it.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from .._optional import require
+from .._threads import time_left
 from ..errors import TransientProviderError
 from .base import LLMClient, LLMRequest, LLMResponse, Usage
 
@@ -172,16 +177,26 @@ class CallRunner:
         after = getattr(exc, "retry_after", None)
         return min(max(base, after), p.max_wait) if after else base
 
+    def _out_of_time(self, state) -> bool:  # tenacity stop callable
+        """Whether the deadline of the work this call is for passes before the next try."""
+        left = time_left()
+        return left is not None and left <= self._wait(state)
+
     async def _attempt(self, request: LLMRequest, usage: Usage) -> LLMResponse:
         async with self.limits.slot():
+            timeout, left = self.policy.timeout, time_left()
+            if left is not None:  # the request's deadline bounds the call
+                if left <= 0:
+                    raise TransientProviderError("not called: its request's deadline has passed")
+                timeout = min(timeout, left)
             usage.calls += 1
-            timeout = self.policy.timeout
             try:
                 response = await asyncio.wait_for(
-                    self.client.generate(request, timeout=timeout), timeout + 1.0
+                    self.client.generate(request, timeout=timeout),
+                    timeout + (1.0 if left is None else 0.0),
                 )
             except asyncio.TimeoutError as exc:
-                raise TransientProviderError(f"no answer within {timeout:g} s") from exc
+                raise TransientProviderError(f"no answer within {timeout:.3g} s") from exc
         usage.input_tokens += response.input_tokens
         usage.output_tokens += response.output_tokens
         return response
@@ -202,7 +217,7 @@ class CallRunner:
 
         retrying = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception_type(TransientProviderError),
-            stop=tenacity.stop_after_attempt(self.policy.attempts),
+            stop=tenacity.stop_after_attempt(self.policy.attempts) | self._out_of_time,
             wait=self._wait,
             before_sleep=count_retry,
             reraise=True,

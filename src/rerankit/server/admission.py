@@ -1,10 +1,13 @@
 """Admission to the service's work: a fixed number of slots, a bounded queue behind them
-(a request beyond it is refused at once with 429), and draining at shutdown (queued
-requests are answered 503 while the running ones finish)."""
+(a request beyond it is refused at once with 429), a share of both that no single pipeline
+may exceed (so a pipeline whose requests are stuck leaves room for the others), and
+draining at shutdown (queued requests are answered 503 while the running ones finish)."""
 
 from __future__ import annotations
 
 import asyncio
+import math
+from collections import Counter
 
 from ..errors import ServiceError
 from .metrics import Metrics
@@ -13,13 +16,19 @@ __all__ = ["Admission"]
 
 
 class Admission:
-    """At most ``slots`` requests run; at most ``queue`` wait; the rest are refused. Once
-    draining (shutdown), waiting and new requests get 503."""
+    """At most ``slots`` requests run, at most ``share`` of them for one pipeline; at most
+    ``queue`` wait, at most ``queue_share`` (``queue`` in the proportion ``share / slots``)
+    for one pipeline; the rest are refused. Once draining (shutdown), waiting and new
+    requests get 503."""
 
-    def __init__(self, slots: int, queue: int, metrics: Metrics) -> None:
+    def __init__(self, slots: int, queue: int, metrics: Metrics, share: int | None = None):
         self.slots, self.queue, self.metrics = slots, queue, metrics
+        self.share = min(share or slots, slots)
+        self.queue_share = math.ceil(queue * self.share / slots)
         self.running = 0
         self.waiting = 0
+        self.running_by: Counter[str] = Counter()
+        self.waiting_by: Counter[str] = Counter()
         self.draining = False
         self._cond: asyncio.Condition | None = None
 
@@ -29,6 +38,10 @@ class Admission:
             503, "the service is shutting down; retry on another instance", {"Retry-After": "1"}
         )
 
+    def can_start(self, pipeline: str = "") -> bool:
+        """Whether a request for ``pipeline`` would run at once."""
+        return self.running < self.slots and self.running_by[pipeline] < self.share
+
     async def drain(self) -> None:
         """Refuse what waits and what comes: each gets 503 (running requests finish)."""
         self.draining = True
@@ -36,35 +49,49 @@ class Admission:
             async with self._cond:
                 self._cond.notify_all()
 
-    async def acquire(self) -> None:
+    async def acquire(self, pipeline: str = "") -> None:
+        """A slot for a request of ``pipeline``: at once, after a wait in the queue, or a
+        429 when the queue (or the pipeline's share of it) is full."""
         if self._cond is None:
             self._cond = asyncio.Condition()
         async with self._cond:
             if self.draining:
                 raise self._stopping()
-            if self.running >= self.slots:
-                if self.waiting >= self.queue:
-                    raise ServiceError(
-                        429, "the service is at capacity; retry shortly", {"Retry-After": "1"}
-                    )
+            if not self.can_start(pipeline):
+                self._check_queue(pipeline)
                 self.waiting += 1
+                self.waiting_by[pipeline] += 1
                 self.metrics.queue.set(self.waiting)
                 try:
-                    await self._cond.wait_for(lambda: self.running < self.slots or self.draining)
-                except asyncio.CancelledError:  # past its deadline: a wake-up goes on
-                    self._cond.notify()
-                    raise
+                    await self._cond.wait_for(lambda: self.can_start(pipeline) or self.draining)
                 finally:
                     self.waiting -= 1
+                    self.waiting_by[pipeline] -= 1
                     self.metrics.queue.set(self.waiting)
                 if self.draining:
                     raise self._stopping()
             self.running += 1
+            self.running_by[pipeline] += 1
             self.metrics.in_flight.set(self.running)
 
-    async def release(self) -> None:
+    def _check_queue(self, pipeline: str) -> None:
+        if self.waiting >= self.queue:
+            raise ServiceError(
+                429, "the service is at capacity; retry shortly", {"Retry-After": "1"}
+            )
+        if self.waiting_by[pipeline] >= self.queue_share:
+            raise ServiceError(
+                429,
+                f"pipeline {pipeline!r} has {self.waiting_by[pipeline]} requests queued, its "
+                "share of the queue; retry shortly",
+                {"Retry-After": "1"},
+            )
+
+    async def release(self, pipeline: str = "") -> None:
         assert self._cond is not None
         async with self._cond:
             self.running -= 1
+            self.running_by[pipeline] -= 1
             self.metrics.in_flight.set(self.running)
-            self._cond.notify()
+            # every waiter looks again: the one that can run may be of another pipeline
+            self._cond.notify_all()

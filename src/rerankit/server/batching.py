@@ -24,21 +24,17 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import CancelledError, Future
-from contextvars import ContextVar
 from typing import Any
 
 import numpy as np
 
+from .._threads import ABANDONED
 from ..scorers.cross_encoder import PAIRS_HOOK
 from ..scorers.embedding import ENCODE_HOOK
 
 __all__ = ["ABANDONED", "PAIR_MODES", "EncodeBatcher", "MicroBatching", "request_hooks"]
 
 PAIR_MODES = ("auto", "on", "off")
-
-#: Set by the service for each request's work: an event that is set once nobody waits for
-#: the answer (its deadline passed or its client disconnected).
-ABANDONED: ContextVar[threading.Event | None] = ContextVar("rerankit_abandoned", default=None)
 
 
 class EncodeBatcher:

@@ -11,6 +11,8 @@ max_body_bytes = 5000000       # larger bodies get 413
 timeout = 30.0                 # seconds per request (then 503)
 max_concurrency = 4            # requests reranked at once
 max_queue = 64                 # requests waiting beyond that; more get 429 + Retry-After
+max_concurrency_per_pipeline = 0  # slots one pipeline may hold (and its share of the queue);
+                               # 0: all with one pipeline, else max_concurrency less a quarter
 metrics_public = true          # false: /metrics needs a key too
 batching = true                # micro-batch embedding work across concurrent requests
 batch_max_items = 256
@@ -159,6 +161,7 @@ class ServerSettings:
     timeout: float = 30.0
     max_concurrency: int = 4
     max_queue: int = 64
+    max_concurrency_per_pipeline: int = 0
     metrics_public: bool = True
     batching: bool = True
     batch_max_items: int = 256
@@ -224,6 +227,12 @@ class ServerSettings:
             raise ValueError(f"batch_pairs must be one of {', '.join(PAIR_MODES)}")
         if self.batch_max_tokens < 0:
             raise ValueError("batch_max_tokens must be >= 0 (0: no token budget)")
+        if not 0 <= self.max_concurrency_per_pipeline <= self.max_concurrency:
+            raise ValueError(
+                f"max_concurrency_per_pipeline must be between 0 (automatic) and "
+                f"max_concurrency ({self.max_concurrency}), got "
+                f"{self.max_concurrency_per_pipeline}"
+            )
         if self.max_queue < 0 or self.timeout <= 0:
             raise ValueError("max_queue must be >= 0 and timeout > 0")
         if min(self.body_timeout, self.header_timeout, self.keep_alive_seconds) <= 0:
@@ -284,6 +293,16 @@ class ServerSettings:
             "pipelines": dict(self.pipelines or {}),
             "cache": self.cache.to_mapping(),
         }
+
+    def pipeline_share(self) -> int:
+        """The slots one pipeline may hold at most (see ``max_concurrency_per_pipeline``):
+        when 0, every slot for a single pipeline, else ``max_concurrency`` less a quarter of
+        it (at least one slot kept for the others; none can be with ``max_concurrency = 1``)."""
+        if self.max_concurrency_per_pipeline:
+            return self.max_concurrency_per_pipeline
+        if len(self.pipelines or {}) < 2:
+            return self.max_concurrency
+        return max(1, self.max_concurrency - max(1, self.max_concurrency // 4))
 
     def resolve(self, model: str | None) -> str | None:
         """The pipeline a request's ``model`` names: the default when none, through

@@ -29,7 +29,7 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
     async def ready() -> Any:
         """Readiness: 503 until every pipeline has loaded and run a warm-up batch, and while
         any pipeline has failed (naming them and their errors; ``ready_when = "any"``: 200
-        once one pipeline is ready); 503 while stopping."""
+        as soon as one pipeline is ready); 503 while stopping."""
         status, body = service.readiness()
         return SafeJSONResponse(body, status_code=status)
 
@@ -70,7 +70,7 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
                 name: {
                     "spec": spec if isinstance(spec, str) else dict(spec),
                     "loaded": service.loaded(name),
-                    **service.states[name].describe(),
+                    **service.describe_state(name),
                     **service.describe_scores(name),
                 }
                 for name, spec in settings.pipelines.items()
@@ -82,6 +82,9 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
                 "timeout": settings.timeout,
                 "max_concurrency": settings.max_concurrency,
                 "max_queue": settings.max_queue,
+                # what one pipeline may hold of them (the rest stays for the others)
+                "max_concurrency_per_pipeline": service.admission.share,
+                "max_queue_per_pipeline": service.admission.queue_share,
             },
             "batching": {
                 "enabled": settings.batching,

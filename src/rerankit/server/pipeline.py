@@ -1,0 +1,204 @@
+"""One declared pipeline as the service runs it, on resources of its own (a bulkhead): a
+thread pool for its blocking calls, its share of the request slots (see
+:mod:`.admission`), and its loader.
+
+The loader makes one load attempt at a time, started by the service (never by a request):
+the pipeline is built and its models loaded on a thread of its own that ends with the
+attempt, then it reranks a warm-up batch within the request ``timeout``. A failed attempt is
+retried after 5 s, then twice as long each time, up to ``retry_max_seconds``. Until the
+pipeline is ready its requests are answered 503 at once, with a ``Retry-After`` taken from
+the attempts' timing (see :meth:`~.state.PipelineState.retry_after`). However long an
+attempt hangs (a hub that never answers), it holds no thread, slot or queue place that
+another pipeline needs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from .._threads import in_loading_thread, work_scope
+from ..api import load
+from ..errors import ConfigError, ServiceError
+from ..scorers.local import load_models
+from .metrics import Metrics
+from .settings import ServerSettings
+from .state import PipelineState
+
+__all__ = ["FIRST_RETRY_SECONDS", "ServedPipeline", "run_abandoning"]
+
+#: the first retry of a pipeline that failed to load waits this long; each further one
+#: twice as long, up to ``retry_max_seconds``
+FIRST_RETRY_SECONDS = 5.0
+WARM_UP = ("warm up", ["a warm-up document", "another one"])
+
+logger = logging.getLogger(__name__)
+
+
+async def run_abandoning(task: asyncio.Future, seconds: float, abandoned: threading.Event) -> Any:
+    """``task``'s result within ``seconds``; on a timeout (``asyncio.TimeoutError``) or
+    cancellation, ``abandoned`` is set and the task cancelled, without waiting for work it
+    has on a thread (which cannot be stopped: it ends on its own, and nothing of the task's
+    starts after it)."""
+    try:
+        return await asyncio.wait_for(asyncio.shield(task), max(seconds, 0.0))
+    except BaseException:
+        abandoned.set()
+        task.cancel()
+        raise
+
+
+class ServedPipeline:
+    """Pipeline ``name`` (declared as ``spec``): its reranker once loaded, its
+    :class:`~.state.PipelineState`, its own thread pool (``threads`` workers), and its
+    loader (:meth:`start_loading`)."""
+
+    def __init__(
+        self, name: str, spec: Any, settings: ServerSettings, metrics: Metrics, threads: int
+    ) -> None:
+        self.name, self.spec, self.settings, self.metrics = name, spec, settings, metrics
+        self.state = PipelineState()
+        self.reranker: Any = None  # set once an attempt succeeded
+        self.built: Any = None  # built at start (to check the spec), used by the first attempt
+        self._threads = threads
+        self.executor = self._new_executor()
+        self._loader: asyncio.Task | None = None
+        self.settled = asyncio.Event()  # set once the first attempt has ended
+        #: seconds of work per text scored and per request (moving averages), for shedding
+        self.per_document: float | None = None
+        self.service_time = 0.0
+        self._texts = 0.0
+
+    def build(self) -> None:
+        """Build the pipeline now (models load later): a mistake in its spec stops the
+        service at start with a ConfigError naming the pipeline, stage and key. A failure
+        of another kind (a missing package) is left to the loader, which says why."""
+        try:
+            self.built = load(self.spec)
+        except (ConfigError, ValueError, TypeError) as exc:
+            raise ConfigError(str(exc), where=f"pipeline {self.name!r}") from exc
+        except Exception as exc:  # built again (and reported) when it loads
+            logger.debug("pipeline %r not built at start: %s", self.name, exc)
+
+    def scope(self, deadline: float | None, abandoned: threading.Event | None) -> Any:
+        """The context of this pipeline's work (see :func:`rerankit._threads.work_scope`)."""
+        return work_scope(executor=self.executor, deadline=deadline, abandoned=abandoned)
+
+    @property
+    def ready(self) -> bool:
+        return self.state.status == "ready" and self.reranker is not None
+
+    def unavailable(self) -> ServiceError:
+        """The 503 a request gets while the pipeline is not ready (at once, with when to
+        come back)."""
+        state = self.state
+        wait = state.retry_after(self.settings.retry_max_seconds) or 1
+        running, next_in = state.loading_for(), state.retry_in()
+        if running is not None:
+            doing = f"attempt {state.attempts}, {running:.0f} s so far"
+            now = f"loading again ({doing})" if state.error else f"loading ({doing})"
+        elif next_in is not None:
+            now = f"next load attempt in {next_in:.0f} s"
+        else:
+            now = "loading"
+        why = f"is unavailable: {state.error}; {now}" if state.error else f"is {now}"
+        return ServiceError(
+            503, f"pipeline {self.name!r} {why}; retry in {wait} s", {"Retry-After": str(wait)}
+        )
+
+    def start_loading(self, delay: float = 0.0) -> None:
+        """Start the loader unless it runs: attempts (the first after ``delay`` s) until one
+        succeeds."""
+        if self._loader is not None and not self._loader.done():
+            return
+        self._loader = asyncio.get_running_loop().create_task(
+            self._keep_loading(delay), name=f"rerankit-load:{self.name}"
+        )
+
+    async def _keep_loading(self, delay: float) -> None:
+        while True:
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if await self._attempt():
+                return
+            delay = self.state.retry_in() or 0.0
+
+    async def _attempt(self) -> bool:
+        """One load attempt: build and load on a thread of its own, then a warm-up batch."""
+        self.state.begin()
+        built, self.built = self.built, None  # a retry builds afresh: nothing half-loaded
+        try:
+            reranker = await in_loading_thread(f"rerankit-load-{self.name}", self._load, built)
+            await self._warm_up(reranker)
+        except Exception as exc:
+            message = exc.message if isinstance(exc, ServiceError) else f"{exc}"
+            self.failed(message or type(exc).__name__)
+        else:
+            self.reranker = reranker
+            self.state.succeeded()
+            logger.info("pipeline %r ready", self.name)
+        self.settled.set()
+        return self.ready
+
+    def _load(self, built: Any) -> Any:
+        reranker = built if built is not None else load(self.spec)
+        load_models(reranker)
+        return reranker
+
+    async def _warm_up(self, reranker: Any) -> None:
+        """Rerank a small batch as a request would, within the request ``timeout``."""
+        timeout = self.settings.timeout
+        abandoned = threading.Event()
+        with self.scope(time.monotonic() + timeout, abandoned):
+            task = asyncio.get_running_loop().create_task(
+                reranker.arerank(*WARM_UP), name=f"rerankit-load:{self.name}:warm-up"
+            )
+        task.add_done_callback(lambda t: t.cancelled() or t.exception())
+        try:
+            result = await run_abandoning(task, timeout, abandoned)
+        except asyncio.TimeoutError:
+            raise RuntimeError(f"the warm-up batch got no answer within {timeout:g} s") from None
+        if result.unusable is not None:
+            raise RuntimeError(f"{result.unusable}: {'; '.join(result.warnings)}")
+        if result.degraded:  # a strategy failed: the pipeline is not what was declared
+            raise RuntimeError("; ".join(result.warnings) or "degraded")
+
+    def failed(self, error: str, *, by_request: bool = False) -> None:
+        """The pipeline cannot run: its requests get 503 at once, and the loader tries again
+        after the backoff (a failure reported by a request starts it; one reported by a
+        request after the pipeline stopped being ready changes nothing)."""
+        state = self.state
+        if by_request and state.status != "ready":
+            return
+        delay = min(FIRST_RETRY_SECONDS * 2**state.failures, self.settings.retry_max_seconds)
+        state.failed(error, delay)
+        self.reranker = None
+        self.metrics.pipeline_failures.labels(self.name).inc()
+        logger.warning("pipeline %r failed: %s (retry in %.0f s)", self.name, error, delay)
+        self.start_loading(delay)  # (a no-op from the loader itself, which goes on)
+
+    def record(self, took: float, texts: int) -> None:
+        """An answered request's time and the texts it scored (documents, or their chunks),
+        for the moving averages shedding reads. The time per text is the average time over
+        the average texts, so a request's fixed cost, which weighs most in small requests,
+        does not make a large one look slower than it is."""
+        self.service_time = took if not self.service_time else 0.8 * self.service_time + 0.2 * took
+        self._texts = texts if not self._texts else 0.8 * self._texts + 0.2 * texts
+        self.per_document = self.service_time / self._texts
+
+    def close(self) -> None:
+        """Stop the loader and drop calls that have not started (running ones end alone);
+        the pipeline can start again (a host may run the app's lifespan more than once)."""
+        if self._loader is not None:
+            self._loader.cancel()
+            self._loader = None
+        if not self.settled.is_set():  # a later start waits on a fresh event (its loop's)
+            self.settled = asyncio.Event()
+        self.executor.shutdown(wait=False, cancel_futures=True)
+        self.executor = self._new_executor()
+
+    def _new_executor(self) -> ThreadPoolExecutor:
+        return ThreadPoolExecutor(self._threads, thread_name_prefix=f"rerankit-{self.name}")
