@@ -169,7 +169,7 @@ format: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff format src tests benchmarks
 	$(VENV)/bin/ruff check --fix src tests benchmarks
 
-bench: $(VENV)/.installed-dev
+bench: $(VENV)/.installed-dev $(PEERS_VENV)/.installed
 	$(PY) -m benchmarks.speed.lexical
 	$(PY) -m benchmarks.speed.embedding
 	$(PY) -m benchmarks.speed.llm

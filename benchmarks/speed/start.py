@@ -6,8 +6,8 @@ int8 weights (``--quantize int8``), beside FlashRank's one-shot rerank where it 
 Each case is a fresh process; every round runs every case once, in a shuffled order (the
 machine is shared), and the tables give the median of ``--rounds`` rounds:
 
-* ``rank``: ``rerankit rank --query Q --input examples/sample.jsonl --format table
-  --first-stage-field retriever_score``, what ``make demo`` runs (12 documents);
+* ``rank``: ``rerankit rank --query Q --input examples/sample.jsonl --format table``, what
+  ``make demo`` runs (12 documents);
 * ``python``: ``python -c "import rerankit; rerankit.rerank(Q, docs)"`` on the same 12
   documents;
 * ``service``: ``rerankit serve`` started, then ``POST /v1/rerank`` (the same query and
@@ -198,7 +198,7 @@ def cases(
     out: dict[str, Callable[[], float]] = {}
     for label, (flags, options) in BACKENDS.items():
         rank = [py, "-m", "rerankit", "rank", "--query", QUERY, "--input", str(SAMPLE)]
-        rank += ["--format", "table", "--first-stage-field", "retriever_score", *flags]
+        rank += ["--format", "table", *flags]
         out[f"rank | {label}"] = lambda cmd=rank: run(cmd, env)
         one_shot = [py, "-c", PYTHON_ONE_SHOT, docs, json.dumps(options), QUERY]
         out[f"python | {label}"] = lambda cmd=one_shot: run(cmd, env)
