@@ -34,10 +34,22 @@ register_reranker(
 register_reranker("test-descending", lambda: ScorerReranker(FunctionScorer(_number)))
 
 
+class _FailsOnRequests(ScorerReranker):
+    """Warms up, then fails every request (a 500)."""
+
+    async def arerank(self, query, *args, **kwargs):
+        if query == "warm up":
+            return await super().arerank(query, *args, **kwargs)
+        raise RuntimeError("a bug")
+
+
+register_reranker("test-fails", lambda: _FailsOnRequests(FunctionScorer(_number)))
+
+
 def _settings(tmp_path, **server):
     server.setdefault("feedback", {"path": str(tmp_path / "clicks.jsonl"), "store": "hash"})
     return ServerSettings(
-        pipelines={"up": "test-ascending", "down": "test-descending", "bm25": "bm25"},
+        pipelines={"up": "test-ascending", "down": "test-descending", "fails": "test-fails"},
         default="up",
         api_keys=["sekret"],
         **server,
@@ -210,3 +222,14 @@ def test_explored_answers_swap_below_the_top_three_and_record_it(tmp_path):
     assert answer["meta"]["rerankit"]["order"] == "explored"
     (impression,) = _records(tmp_path / "clicks.jsonl")
     assert impression["shown"] == shown and impression["explore"] == {"swapped": [4, 6, 8]}
+
+
+def test_a_candidate_that_fails_leaves_the_answer_to_the_current_pipeline(tmp_path):
+    settings = _settings(tmp_path, interleave=["up", "fails"], interleave_share=1.0)
+    with TestClient(create_app(settings)) as client:
+        answer = _rerank(client, top_n=3)
+        client.app.state.feedback.flush()
+    assert [r["index"] for r in answer["results"]] == [0, 1, 2]
+    assert "order" not in answer["meta"]["rerankit"]
+    (impression,) = _records(tmp_path / "clicks.jsonl")
+    assert "interleaving" not in impression and impression["pipeline"] == "up"
