@@ -233,3 +233,21 @@ def test_a_candidate_that_fails_leaves_the_answer_to_the_current_pipeline(tmp_pa
     assert "order" not in answer["meta"]["rerankit"]
     (impression,) = _records(tmp_path / "clicks.jsonl")
     assert "interleaving" not in impression and impression["pipeline"] == "up"
+
+
+def test_the_answer_index_reads_what_the_log_gained_across_rotations(tmp_path):
+    from rerankit.server.feedback import AnswerIndex
+    from rerankit.training.clicks import ClickLog
+
+    log = ClickLog(tmp_path / "c.jsonl", store="id", max_bytes=400, backups=3)
+    index = AnswerIndex(tmp_path / "c.jsonl")
+    docs = [{"id": "a"}, {"id": "b"}]
+    log.log_impression("first", "q", docs, [0, 1])
+    assert index.find("first").resolve("b") == 1 and index.find("later") is None
+    for n in range(6):  # past max_bytes: the file the index read rotates away
+        log.log_impression(f"n{n}", "q", docs, [1, 0])
+    log.log_feedback("n5", [1])
+    assert (tmp_path / "c.jsonl.1").is_file()
+    assert index.find("n5") is not None and index.find("n0") is not None
+    assert not index.remember("n5", (((1,)), None))  # the logged feedback is known
+    assert index.find("first") is not None and index.find("gone") is None

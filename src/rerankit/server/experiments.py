@@ -5,7 +5,8 @@ on a share of requests, an experiment whose clicks the log can learn from.
   requests served by ``current`` is answered with the team-draft interleaving of both
   pipelines' rankings (:func:`rerankit.training.clicks.team_draft`); the impression
   records which pipeline placed each position, so ``rerankit interleave-report LOG`` can
-  credit the clicks. Each document keeps the score the pipeline that ranked it gave.
+  credit the clicks. Each document carries ``current``'s score (``candidate``'s for a
+  document only the candidate kept), so the scores of one answer share a scale.
 - ``explore`` with ``explore_pairs``: that share of the other requests has adjacent
   results below the top 3 exchanged (RandPair, each pair with probability
   ``explore_pairs``; :func:`rerankit.training.clicks.randpair`), and the impression

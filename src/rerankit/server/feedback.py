@@ -182,21 +182,22 @@ class AnswerIndex:
 
     def _read(self, path: Path, start: int) -> int:
         """Index the whole lines of ``path`` from byte ``start``; the bytes consumed."""
+        consumed = 0
         try:
             with open(path, "rb") as handle:
                 handle.seek(start)
-                data = handle.read()
+                for line in handle:  # line by line: a large log is never held whole
+                    if not line.endswith(b"\n"):
+                        break  # a record still being written: read it next time
+                    consumed += len(line)
+                    for kind, rid, value in _records(line):
+                        if kind == "impression":
+                            self.answers.setdefault(rid, value)
+                        else:
+                            self.seen.setdefault(rid, set()).add(value)
         except OSError as exc:
             logger.warning("feedback: cannot read %s: %s", path, exc)
-            return 0
-        end = data.rfind(b"\n") + 1
-        for line in data[:end].splitlines():
-            for kind, rid, value in _records(line):
-                if kind == "impression":
-                    self.answers.setdefault(rid, value)
-                else:
-                    self.seen.setdefault(rid, set()).add(value)
-        return end
+        return consumed
 
 
 def _records(line: bytes) -> Iterator[tuple[str, str, Any]]:
