@@ -44,12 +44,10 @@ def add_rerank_routes(
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
             request.state.model = settings.resolve(call.model)  # errors are counted by it
-            run = (
-                experiments.run(fmt.path, call, arrival)
-                if logged and experiments is not None
-                else service.run(fmt.path, call, arrival)
+            run = experiments.run if logged and experiments is not None else service.run
+            work = lambda: until_disconnect(  # noqa: E731
+                request, run(fmt.path, call, arrival), metrics
             )
-            work = lambda: until_disconnect(request, run, metrics)  # noqa: E731
             if tracer is None:
                 result = await work()
             else:
