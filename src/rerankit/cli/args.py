@@ -291,11 +291,12 @@ def add_no_progress_argument(parser: Any) -> None:
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
-def add_data_argument(parser: Any) -> None:
-    """``--data FOLDER``: the BEIR-layout collection a learning command reads."""
+def add_data_argument(parser: Any, *, required: bool = True, also: str = "") -> None:
+    """``--data FOLDER``: the BEIR-layout collection a learning command reads (``also``:
+    what else it may name)."""
     parser.add_argument(
         "--data",
-        required=True,
+        required=required,
         help="BEIR-layout folder: corpus.jsonl, queries.jsonl, qrels/<split>.tsv (see "
-        "`rerankit eval -h`)",
+        f"`rerankit eval -h`){also}",
     )

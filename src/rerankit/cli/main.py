@@ -9,8 +9,8 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import InputError, RerankitError
+from . import clicks, label, models, rank, serve, train, tune
 from . import eval as eval_commands
-from . import label, models, rank, serve, train, tune
 
 __all__ = ["build_parser", "main"]
 
@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     models.add_commands(sub)
     eval_commands.add_commands(sub)
     tune.add_commands(sub)
+    clicks.add_commands(sub)
     train.add_commands(sub)
     label.add_commands(sub)
     serve.add_commands(sub)

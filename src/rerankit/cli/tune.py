@@ -21,12 +21,17 @@ from .args import (
     positive_int,
     use_embedding_cache,
 )
+from .clicks import add_tune_click_arguments, cmd_tune_clicks
 from .console import reporter
 
 __all__ = ["add_commands", "cmd_tune"]
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    if args.clicks:
+        return cmd_tune_clicks(args)
+    if not args.data:
+        raise ValueError("tune needs --data FOLDER (judgments) or --clicks LOG (a click log)")
     options = TuneOptions.from_namespace(args)
     options.check()  # before the embedding cache is set up and any work
     use_embedding_cache(args)
@@ -63,9 +68,15 @@ def add_commands(sub: Any) -> None:
         "default by more than twice the noise of that comparison, the default is written instead "
         "(--keep-learned writes the learned one anyway). A learning curve says whether more "
         "judgments would help. The written pipeline is then reported once on the test split, "
-        "which never informs the choice.",
+        "which never informs the choice. With --clicks LOG it learns from a click log "
+        "instead (see --clicks).",
     )
-    add_data_argument(tu)
+    add_data_argument(
+        tu,
+        required=False,
+        also="; with --clicks, the corpus of a log that kept hashes or ids only",
+    )
+    add_tune_click_arguments(tu)
     tu.add_argument(
         "--train-split",
         default="train",

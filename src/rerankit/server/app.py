@@ -28,6 +28,8 @@ require("fastapi", "rerankit serve")  # the modules below need it: say which ext
 
 from .. import __version__  # noqa: E402
 from . import middleware  # noqa: E402
+from .feedback import FeedbackLog  # noqa: E402
+from .feedback_api import add_feedback_routes  # noqa: E402
 from .http import SafeJSONResponse  # noqa: E402
 from .pages import add_pages  # noqa: E402
 from .routes import add_rerank_routes, set_openapi  # noqa: E402
@@ -49,6 +51,7 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
     settings = settings or ServerSettings()
     service = Service(settings)
     tracer = setup_tracer(tracer_provider)  # None unless OpenTelemetry is set up
+    feedback = FeedbackLog(settings.feedback) if settings.feedback else None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Any) -> Any:
@@ -56,6 +59,8 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
         yield
         warm.cancel()
         service.stop_retries()
+        if feedback is not None:  # what is queued is written before the process ends
+            await asyncio.to_thread(feedback.flush)
 
     app = fastapi.FastAPI(
         title="rerankit",
@@ -67,7 +72,10 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
         redoc_url=None,
     )
     middleware.install(app, settings, service.metrics)
-    add_rerank_routes(app, service, settings, tracer)
+    add_rerank_routes(app, service, settings, tracer, feedback)
+    if feedback is not None:
+        add_feedback_routes(app, feedback, settings)
+        service.metrics.registry.register(feedback.collector())
     set_openapi(app, settings)
     add_pages(app)
     add_status_routes(app, service, settings)
@@ -82,4 +90,5 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
     app.state.admission = service.admission
     app.state.service = service
     app.state.tracer = tracer
+    app.state.feedback = feedback
     return app

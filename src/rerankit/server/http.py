@@ -95,6 +95,7 @@ async def parse(request: Any, model: type, settings: ServerSettings) -> Any:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ()))
         message = PLAIN_MESSAGES.get(first.get("type", ""), first.get("msg"))
+        message = str(message).removeprefix("Value error, ")  # a validator's own words
         raise ServiceError(422, f"invalid request: {where}: {message}") from exc
 
 

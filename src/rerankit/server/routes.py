@@ -10,6 +10,8 @@ from fastapi import Request
 from fastapi.openapi.utils import get_openapi
 
 from ..errors import InputError, ServiceError
+from .experiments import Experiments
+from .feedback import FeedbackLog
 from .formats import FORMATS
 from .http import ErrorBody, SafeJSONResponse, parse, until_disconnect
 from .service import Service
@@ -19,11 +21,21 @@ from .tracing import traced
 __all__ = ["add_rerank_routes", "set_openapi"]
 
 
-def add_rerank_routes(app: Any, service: Service, settings: ServerSettings, tracer: Any) -> None:
-    """``POST`` one route per wire format."""
+def add_rerank_routes(
+    app: Any,
+    service: Service,
+    settings: ServerSettings,
+    tracer: Any,
+    feedback: FeedbackLog | None = None,
+) -> None:
+    """``POST`` one route per wire format; with ``feedback``, each answer with an ``id`` is
+    logged (and may be an experiment: :mod:`.experiments`)."""
     metrics = service.metrics
+    experiments = Experiments(service, settings) if feedback is not None else None
 
     def route(fmt: Any) -> Any:
+        logged = experiments is not None and "id" in getattr(fmt.Response, "model_fields", {})
+
         async def handle(request: Request) -> Any:
             arrival = getattr(request.state, "arrival", None) or time.monotonic()
             body = await parse(request, fmt.Request, settings)
@@ -32,8 +44,9 @@ def add_rerank_routes(app: Any, service: Service, settings: ServerSettings, trac
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
             request.state.model = settings.resolve(call.model)  # errors are counted by it
+            run = experiments.run if logged and experiments is not None else service.run
             work = lambda: until_disconnect(  # noqa: E731
-                request, service.run(fmt.path, call, arrival), metrics
+                request, run(fmt.path, call, arrival), metrics
             )
             if tracer is None:
                 result = await work()
@@ -41,6 +54,7 @@ def add_rerank_routes(app: Any, service: Service, settings: ServerSettings, trac
                 result = await traced(
                     tracer, request.headers, fmt.path, call, request.state.model, work
                 )
+            result, shown = result if logged else (result, {})
             headers = {  # as Text Embeddings Inference sends them, in milliseconds
                 "x-total-time": f"{1000 * (time.monotonic() - arrival):.1f}",
                 "x-queue-time": f"{1000 * call.timings.get('queue', 0.0):.1f}",
@@ -52,7 +66,14 @@ def add_rerank_routes(app: Any, service: Service, settings: ServerSettings, trac
             for header, which in (("truncated", call.cuts), ("chunked", call.splits)):
                 if which:  # said in meta too, where the format has one (TEI has not)
                     headers[f"x-rerankit-{header}"] = ",".join(map(str, sorted(which)))
-            return SafeJSONResponse(fmt.respond(body, call, result), headers=headers)
+            answer = fmt.respond(body, call, result)
+            if logged and feedback is not None:
+                served_by = request.state.model
+                feedback.impression(answer, call.documents, call.query, served_by, **shown)
+                if shown:  # its scores are not in decreasing order: say why
+                    how = "interleaved" if "interleaving" in shown else "explored"
+                    answer["meta"].setdefault("rerankit", {})["order"] = how
+            return SafeJSONResponse(answer, headers=headers)
 
         schema = fmt.Request.model_json_schema()
         statuses = (400, 401, 404, 408, 413, 422, 429, 431, 500)

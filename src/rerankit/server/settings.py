@@ -35,6 +35,16 @@ backend = "auto"               # where `embedding` and `hybrid` run, wherever na
 quantize = ""                  # "int8" for int8 weights on ONNX Runtime
 model = ""                     # the embedding model of `embedding` and `hybrid`, wherever named:
                                # a hub id, a model folder or a folder written by rerankit export
+interleave = ["hybrid", "cascade"]  # answer a share of `hybrid`'s requests with the team-draft
+interleave_share = 0.1         # interleaving of both (needs [server.feedback]; see .experiments)
+explore = 0.0                  # share of requests with adjacent results below the top 3 swapped,
+explore_pairs = 0.1            # each pair with this probability (RandPair; needs feedback)
+
+[server.feedback]              # log impressions, take POST /v1/feedback (see .feedback)
+path = "clicks.jsonl"          # (or [server] feedback = "clicks.jsonl" for the defaults)
+store = "hash"                 # of each document: "text", its SHA-256 ("hash") or "id" only
+max_bytes = 100000000          # rotate past this size, keeping `backups` older files
+backups = 5
 
 [server.aliases]               # other names for pipelines; by default Cohere's public rerank
 "rerank-v3.5" = "hybrid"       # model names name the default pipeline (aliases = {} for none)
@@ -62,6 +72,7 @@ from ..backends.manifest import check_backend
 from ..cache import CacheSettings
 from ..config import read_spec
 from .batching import PAIR_MODES
+from .feedback import FeedbackSettings, check_experiments
 
 __all__ = ["ServerSettings"]
 
@@ -184,6 +195,14 @@ class ServerSettings:
     model: str = ""
     #: the ``[cache]`` table
     cache: CacheSettings = field(default_factory=CacheSettings)
+    #: impressions and feedback (``[server.feedback]``, or a path): see :mod:`.feedback`
+    feedback: FeedbackSettings | str | None = None
+    #: two pipelines to interleave on ``interleave_share`` of the first's requests, and the
+    #: share of requests explored (RandPair): see :mod:`.experiments`
+    interleave: list[str] | None = None
+    interleave_share: float = 0.1
+    explore: float = 0.0
+    explore_pairs: float = 0.1
 
     def __post_init__(self) -> None:
 
@@ -253,6 +272,7 @@ class ServerSettings:
             raise ValueError(f"ready_when must be 'all' or 'any', got {self.ready_when!r}")
         if self.stuck_grace < 0 or self.retry_max_seconds < 1:
             raise ValueError("stuck_grace must be >= 0 and retry_max_seconds >= 1")
+        check_experiments(self)
 
     @classmethod
     def from_mapping(cls, spec: Mapping[str, Any]) -> ServerSettings:
@@ -288,6 +308,8 @@ class ServerSettings:
         env = os.environ.get(self.api_key_env, "")
         from_env = {k.strip() for k in env.split(",")}
         server["api_keys"] = [k for k in self.api_keys if k not in from_env]
+        if isinstance(self.feedback, FeedbackSettings):
+            server["feedback"] = self.feedback.to_mapping()
         return {
             "server": server,
             "pipelines": dict(self.pipelines or {}),

@@ -2,8 +2,8 @@
 reader (:mod:`.reader`), sessions grouped by query (:mod:`.sessions`), position-bias
 propensities and RandPair exploration (:mod:`.propensity`), counterfactual estimates
 (:mod:`.counterfactual`), learning with the bias corrected and the verdict against what
-was served (:mod:`.learn`), team-draft interleaving (:mod:`.interleave`) and a click
-simulator (:mod:`.simulate`).
+was served (:mod:`.learn`; from a log file: :mod:`.from_log`), team-draft interleaving
+(:mod:`.interleave`) and a click simulator (:mod:`.simulate`).
 
 The names below are the ones a user needs; each module documents the rest. They load on
 first use, so a service that only writes the log (``rerankit.training.clicks.log``)
@@ -36,6 +36,11 @@ _LAZY = {
     "ips_relevance": "counterfactual",
     "ClickLearning": "result",
     "learn_from_clicks": "learn",
+    "LogLearning": "from_log",
+    "learn_from_log": "from_log",
+    "read_corpus": "from_log",
+    "read_features": "from_log",
+    "write_features": "from_log",
     "InterleavingReport": "interleave",
     "credit": "interleave",
     "interleaving_report": "interleave",

@@ -1,0 +1,106 @@
+"""What a logged answer shows (with ``[server.feedback]`` on): the pipeline's ranking, or,
+on a share of requests, an experiment whose clicks the log can learn from.
+
+- ``interleave = ["current", "candidate"]`` with ``interleave_share``: that share of the
+  requests served by ``current`` is answered with the team-draft interleaving of both
+  pipelines' rankings (:func:`rerankit.training.clicks.team_draft`); the impression
+  records which pipeline placed each position, so ``rerankit interleave-report LOG`` can
+  credit the clicks. Each document carries ``current``'s score (``candidate``'s for a
+  document only the candidate kept), so the scores of one answer share a scale.
+- ``explore`` with ``explore_pairs``: that share of the other requests has adjacent
+  results below the top 3 exchanged (RandPair, each pair with probability
+  ``explore_pairs``; :func:`rerankit.training.clicks.randpair`), and the impression
+  records the order shown and the swaps, so propensities below position 3 can be measured
+  from them.
+
+An answer so changed says it in ``meta.rerankit.order`` (``"interleaved"`` or
+``"explored"``): its relevance scores are then not in decreasing order. If the candidate
+fails, the request is answered by ``current`` alone (and logged as such).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..training.clicks.interleave import team_draft
+from ..training.clicks.propensity import randpair
+from ..types import RerankResult
+from .formats.base import Call
+from .service import Service
+from .settings import ServerSettings
+
+__all__ = ["Experiments", "reordered"]
+
+logger = logging.getLogger(__name__)
+
+
+def reordered(results: list[Any], order: list[int]) -> tuple[Any, ...]:
+    """``results`` (ranked documents) in ``order`` (positions into them), ranks renumbered."""
+    return tuple(replace(results[i], rank=r) for r, i in enumerate(order, start=1))
+
+
+class Experiments:
+    """Serves a logged request: the plain ranking, an interleaving or an exploration (see
+    the module doc). ``seed``: the draws, repeatable (None: fresh)."""
+
+    def __init__(self, service: Service, settings: ServerSettings, seed: int | None = None):
+        self.service, self.settings = service, settings
+        self.coin = random.Random(seed)
+        self.rng = np.random.default_rng(seed)
+
+    async def run(
+        self, endpoint: str, call: Call, arrival: float | None
+    ) -> tuple[RerankResult, dict[str, Any]]:
+        """The result to answer and what its impression records beside it (``explore`` or
+        ``interleaving``; empty for a plain ranking)."""
+        s = self.settings
+        name = s.resolve(call.model)
+        pair = s.interleave
+        if pair and name == pair[0] and self.coin.random() < s.interleave_share:
+            return await self._interleaved(endpoint, call, arrival, pair)
+        result = await self.service.run(endpoint, call, arrival)
+        if s.explore and self.coin.random() < s.explore:
+            return self._explored(result)
+        return result, {}
+
+    async def _interleaved(
+        self, endpoint: str, call: Call, arrival: float | None, pair: list[str]
+    ) -> tuple[RerankResult, dict[str, Any]]:
+        current = replace(call, model=pair[0], top_n=None)  # its timings are the answer's
+        candidate = replace(
+            call, model=pair[1], top_n=None, timings={}, cuts={}, splits={}, usage={}
+        )
+        a, b = await asyncio.gather(
+            self.service.run(endpoint, current, arrival),
+            self.service.run(endpoint, candidate, arrival),
+            return_exceptions=True,
+        )
+        if isinstance(a, BaseException):
+            raise a
+        call.usage.update(current.usage)
+        if isinstance(b, BaseException):
+            logger.warning("interleave: %r failed (%s); answered by %r alone", pair[1], b, pair[0])
+            return (a if call.top_n is None else a.top_k(call.top_n)), {}
+        k = len(a) if call.top_n is None else call.top_n
+        indices, teams = self._team_draft([r.index for r in a], [r.index for r in b], k)
+        by_index = {r.index: r for r in b} | {r.index: r for r in a}
+        ranked = [by_index[i] for i in indices]
+        result = replace(a, results=reordered(ranked, list(range(len(ranked)))))
+        return result, {"interleaving": {"pipelines": list(pair), "teams": teams}}
+
+    def _team_draft(self, a: list[int], b: list[int], k: int) -> tuple[list[int], list[int]]:
+        order, teams = team_draft(a, b, self.rng, k=k)
+        return [int(i) for i in order], teams
+
+    def _explored(self, result: RerankResult) -> tuple[RerankResult, dict[str, Any]]:
+        shown, swapped = randpair(
+            list(range(len(result))), self.rng, share=self.settings.explore_pairs
+        )
+        results = reordered(list(result.results), [int(i) for i in shown])
+        return replace(result, results=results), {"explore": {"swapped": swapped}}

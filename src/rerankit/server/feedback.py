@@ -1,0 +1,332 @@
+"""Impressions and feedback in the service (opt-in: ``[server.feedback]``).
+
+With feedback on, every rerank answer that carries an ``id`` (Cohere ``/v1/rerank`` and
+``/v2/rerank``, rerankit's ``/v1/explain``) appends an impression to a click log
+(:class:`rerankit.training.clicks.ClickLog`'s JSON Lines format): the answer id, time,
+pipeline, query, each document's id and, as ``store`` says, its text, its SHA-256 or
+neither, the order shown and the relevance scores answered. ``POST /v1/feedback`` adds
+what was clicked. The writes happen on a thread of their own behind a bounded queue: a
+request never waits on the disk, and a record that cannot be written (or finds the queue
+full) is counted in ``rerankit_feedback_write_errors_total``, never failing a request.
+
+Settings (``[server.feedback]``, or ``[server] feedback = "PATH"`` for the defaults)::
+
+    [server.feedback]
+    path = "clicks.jsonl"   # the log; rotated files beside it (clicks.jsonl.1 the newest)
+    store = "hash"          # each document's "text", its SHA-256 ("hash") or "id" only
+    max_bytes = 100000000   # rotate past this size (0: never)
+    backups = 5             # rotated files kept: retention
+    queue_size = 10000      # records waiting to be written; more are dropped and counted
+
+Feedback may name any answer in the log, also one issued before a restart or by another
+worker process (``serve --workers``): an id this process has not seen is looked up in
+what the log holds (read once, then only what was appended since).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from ..documents import FIRST_STAGE_SCORE
+from ..training.clicks.log import STORE, ClickLog, log_files
+
+__all__ = ["AnswerIndex", "FeedbackLog", "FeedbackSettings", "check_experiments"]
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FeedbackSettings:
+    """``[server.feedback]``: the names are :class:`~rerankit.training.clicks.ClickLog`'s."""
+
+    path: str
+    store: str = "text"
+    max_bytes: int = 100_000_000
+    backups: int = 5
+    queue_size: int = 10_000
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.path, str) or not self.path:
+            raise ValueError("[server.feedback] path: the click log's file, e.g. 'clicks.jsonl'")
+        if self.store not in STORE:
+            raise ValueError(
+                f"[server.feedback] store {self.store!r}: expected one of {', '.join(STORE)}"
+            )
+        for name in ("max_bytes", "backups"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"[server.feedback] {name} must be >= 0")
+        if self.queue_size < 1:
+            raise ValueError("[server.feedback] queue_size must be >= 1")
+
+    @classmethod
+    def parse(cls, value: Any) -> FeedbackSettings | None:
+        """From the settings' value: a table, a path (the defaults), or None/"" (off)."""
+        if value is None or value == "" or isinstance(value, cls):
+            return value or None
+        if isinstance(value, (str, os.PathLike)):
+            return cls(path=str(value))
+        if isinstance(value, Mapping):
+            unknown = sorted(set(value) - {f.name for f in fields(cls)})
+            if unknown:
+                raise ValueError(f"[server.feedback]: unknown keys {unknown}")
+            return cls(**value)
+        raise ValueError(f"[server] feedback: a table or a path, got {value!r}")
+
+    def to_mapping(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def check_experiments(settings: Any) -> None:
+    """``[server]``'s feedback, ``interleave``, ``interleave_share``, ``explore`` and
+    ``explore_pairs``, checked (and ``feedback`` parsed) for :class:`ServerSettings`."""
+    settings.feedback = FeedbackSettings.parse(settings.feedback)
+    pair = settings.interleave
+    if pair is not None:
+        pair = settings.interleave = list(pair)
+        if len(pair) != 2 or pair[0] == pair[1]:
+            raise ValueError(f"interleave: two different pipelines' names, got {pair}")
+        missing = [p for p in pair if p not in (settings.pipelines or {})]
+        if missing:
+            raise ValueError(
+                f"interleave names {missing}, not among {sorted(settings.pipelines or {})}"
+            )
+    for name in ("interleave_share", "explore", "explore_pairs"):
+        value = getattr(settings, name)
+        if isinstance(value, bool) or not 0 <= value <= 1:
+            raise ValueError(f"{name} must be a share in [0, 1], got {value!r}")
+    if (pair or settings.explore) and settings.feedback is None:
+        raise ValueError(
+            "interleave and explore need [server.feedback]: their clicks are read from its log"
+        )
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What feedback is checked against: the answer's number of documents and their ids
+    (None when each id is its index)."""
+
+    documents: int
+    ids: tuple[str, ...] | None = None
+
+    def resolve(self, click: int | str) -> int | None:
+        """The index a click names (an index, or a document id), or None."""
+        if isinstance(click, int):
+            return click if 0 <= click < self.documents else None
+        if self.ids is None:
+            return int(click) if click.isdigit() and int(click) < self.documents else None
+        try:
+            return self.ids.index(click)
+        except ValueError:
+            return None
+
+
+def answer_of(ids: list[str]) -> Answer:
+    plain = all(d == str(i) for i, d in enumerate(ids))
+    return Answer(len(ids), None if plain else tuple(ids))
+
+
+class AnswerIndex:
+    """The answers feedback may name, and the feedback already recorded (so a repeat is
+    answered without writing it again): those this process logged, and those the log
+    holds, read on the first miss and then only as far as it grew."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.answers: dict[str, Answer] = {}
+        self.seen: dict[str, set[Any]] = {}
+        self._lock = threading.Lock()
+        self._file: tuple[int, int] | None = None  # (inode, bytes read) of the current file
+
+    def add(self, rid: str, answer: Answer) -> None:
+        with self._lock:
+            self.answers[rid] = answer
+
+    def find(self, rid: str) -> Answer | None:
+        """The answer ``rid``, reading what the log gained when it is not known yet (on a
+        thread: this reads the disk)."""
+        with self._lock:
+            if rid not in self.answers:
+                self._catch_up()
+            return self.answers.get(rid)
+
+    def remember(self, rid: str, key: Any) -> bool:
+        """Record a feedback key for ``rid``; False when it was recorded already."""
+        with self._lock:
+            keys = self.seen.setdefault(rid, set())
+            if key in keys:
+                return False
+            keys.add(key)
+            return True
+
+    def _catch_up(self) -> None:
+        try:
+            stat = self.path.stat()
+        except OSError:
+            stat = None
+        if stat is not None and self._file is not None and self._file[0] == stat.st_ino:
+            if stat.st_size > self._file[1]:
+                self._file = (stat.st_ino, self._file[1] + self._read(self.path, self._file[1]))
+            return
+        for path in log_files(self.path):  # first read, or the log rotated: all of it
+            read = self._read(path, 0)
+            if path == self.path and stat is not None:
+                self._file = (stat.st_ino, read)
+
+    def _read(self, path: Path, start: int) -> int:
+        """Index the whole lines of ``path`` from byte ``start``; the bytes consumed."""
+        consumed = 0
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(start)
+                for line in handle:  # line by line: a large log is never held whole
+                    if not line.endswith(b"\n"):
+                        break  # a record still being written: read it next time
+                    consumed += len(line)
+                    for kind, rid, value in _records(line):
+                        if kind == "impression":
+                            self.answers.setdefault(rid, value)
+                        else:
+                            self.seen.setdefault(rid, set()).add(value)
+        except OSError as exc:
+            logger.warning("feedback: cannot read %s: %s", path, exc)
+        return consumed
+
+
+def _records(line: bytes) -> Iterator[tuple[str, str, Any]]:
+    try:
+        record = json.loads(line)
+        kind, rid = record.get("type"), str(record["id"])
+        if kind == "impression":
+            ids = [str(d["id"]) for d in record["documents"]]
+            yield kind, rid, answer_of(ids)
+        elif kind == "feedback":
+            yield kind, rid, feedback_key(record["clicks"], record.get("dwell_ms"))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return  # not a record of the format: read_log reports these
+
+
+def feedback_key(clicks: Any, dwell: Any) -> tuple[Any, Any]:
+    return tuple(clicks), tuple(dwell) if isinstance(dwell, list) else dwell
+
+
+class FeedbackLog:
+    """The service's click log: impressions written on a thread of their own (a bounded
+    queue; a full one drops the record and counts it), the answers feedback may name
+    (:class:`AnswerIndex`), and the counts /metrics reports."""
+
+    def __init__(self, settings: FeedbackSettings) -> None:
+        self.settings = settings
+        self.log = ClickLog(
+            settings.path,
+            store=settings.store,
+            max_bytes=settings.max_bytes,
+            backups=settings.backups,
+        )
+        self.index = AnswerIndex(settings.path)
+        self._writer = ThreadPoolExecutor(1, thread_name_prefix="rerankit-feedback")
+        self._pending = 0
+        self._count = threading.Lock()
+        self.dropped = 0
+        self.impressions = 0
+        self.feedback = 0
+
+    @property
+    def write_errors(self) -> int:
+        """Records not written: failed writes and records dropped from a full queue."""
+        return self.log.write_errors + self.dropped
+
+    def _submit(self, fn: Any, *args: Any, **kwargs: Any) -> bool:
+        with self._count:
+            if self._pending >= self.settings.queue_size:
+                self.dropped += 1
+                return False
+            self._pending += 1
+
+        def run() -> None:
+            try:
+                fn(*args, **kwargs)
+            except Exception as exc:  # never raised anywhere: counted by the log
+                self.log.write_errors += 1
+                logger.warning("feedback: record not written (%s)", exc)
+            finally:
+                with self._count:
+                    self._pending -= 1
+
+        try:
+            self._writer.submit(run)
+        except RuntimeError:  # shut down
+            with self._count:
+                self._pending -= 1
+                self.dropped += 1
+            return False
+        return True
+
+    def impression(
+        self,
+        answer: Mapping[str, Any],
+        documents: list[Any],
+        query: str,
+        pipeline: str,
+        **extra: Any,
+    ) -> None:
+        """Log the impression of ``answer`` (a response body with ``id`` and ``results``
+        of ``index`` and ``relevance_score``) over the request's ``documents``; ``extra``:
+        ``explore`` or ``interleaving``. Returns at once."""
+        rid = str(answer["id"])
+        ids = [str(i) if d.id is None else str(d.id) for i, d in enumerate(documents)]
+        self.index.add(rid, answer_of(ids))
+        results = answer["results"]
+        docs = [
+            {"id": ids[i], "text": d.text, FIRST_STAGE_SCORE: d.metadata.get(FIRST_STAGE_SCORE)}
+            for i, d in enumerate(documents)
+        ]
+        shown = [r["index"] for r in results]
+        scores = [r["relevance_score"] for r in results]
+        options = {"scores": scores, "pipeline": pipeline, **extra}
+        if self._submit(self.log.log_impression, rid, query, docs, shown, **options):
+            self.impressions += 1
+
+    def record_feedback(self, rid: str, clicks: list[int], dwell_ms: Any) -> bool:
+        """Log feedback (clicks as indices); False when it repeats feedback already
+        recorded for the answer (nothing is written then)."""
+        if not self.index.remember(rid, feedback_key(clicks, dwell_ms)):
+            return False
+        if self._submit(self.log.log_feedback, rid, clicks, dwell_ms=dwell_ms):
+            self.feedback += 1
+        return True
+
+    def flush(self) -> None:
+        """Wait until every queued record is written."""
+        self._writer.submit(lambda: None).result()
+
+    def collector(self) -> Any:
+        """A Prometheus collector of the counts (read when /metrics is scraped)."""
+        return _Collector(self)
+
+
+class _Collector:
+    def __init__(self, feedback: FeedbackLog) -> None:
+        self.feedback = feedback
+
+    def collect(self) -> Iterator[Any]:
+        from prometheus_client.core import CounterMetricFamily
+
+        f = self.feedback
+        for name, text, value in (
+            ("impressions", "Impressions queued for the click log", f.impressions),
+            ("records", "Feedback records queued for the click log", f.feedback),
+            (
+                "write_errors",
+                "Click log records not written (a failed write, or a full queue)",
+                f.write_errors,
+            ),
+        ):
+            yield CounterMetricFamily(f"rerankit_feedback_{name}", text, value=value)

@@ -1,0 +1,109 @@
+"""``POST /v1/feedback``: what was clicked in an answer (with ``[server.feedback]`` on).
+
+The body is ``{"id": ANSWER_ID, "clicks": [index or document id, ...], "dwell_ms": ...}``:
+``clicks`` name documents of the answer's request by their index (from 0, as ``results[].
+index`` gives it) or their ``id``; ``dwell_ms`` (optional) is one number for the answer or
+one per click. An id the log does not hold is 404; a click naming no document of the
+answer is 422; the same feedback sent again is answered alike and written once
+(``"duplicate": true``). Behind the API keys, as the rerank endpoints are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import Request
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..errors import ServiceError
+from .feedback import FeedbackLog
+from .http import ErrorBody, parse
+from .settings import ServerSettings
+
+__all__ = ["FeedbackAnswer", "FeedbackRequest", "add_feedback_routes"]
+
+Milliseconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+
+
+class FeedbackRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+    id: str = Field(min_length=1, description="the answer's id, as the rerank answer gave it")
+    clicks: list[Any] = Field(
+        description="the clicked documents: indices into the request's documents (from 0) "
+        "or document ids; [] for an answer where nothing was clicked",
+        json_schema_extra={
+            "items": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}]}
+        },
+    )
+    dwell_ms: Milliseconds | list[Milliseconds | None] | None = Field(
+        default=None, description="time spent, one number for the answer or one per click"
+    )
+
+    @field_validator("clicks")
+    @classmethod
+    def _indices_or_ids(cls, clicks: list[Any]) -> list[Any]:
+        for n, click in enumerate(clicks):
+            index = isinstance(click, int) and not isinstance(click, bool) and click >= 0
+            if not index and not (isinstance(click, str) and click):
+                raise ValueError(
+                    f"item {n}: {click!r} is neither an index (an integer from 0) nor a "
+                    "document id (a string)"
+                )
+        return clicks
+
+
+class FeedbackAnswer(BaseModel):
+    """The feedback as recorded: the clicks as indices, and whether it repeated feedback
+    already recorded (then nothing was written)."""
+
+    id: str
+    clicks: list[int]
+    duplicate: bool
+
+
+def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSettings) -> None:
+    """``POST /v1/feedback``."""
+
+    async def post_feedback(request: Request) -> Any:
+        """Record what was clicked in an answer (see the module doc)."""
+        body = await parse(request, FeedbackRequest, settings)
+        dwell = body.dwell_ms
+        if isinstance(dwell, list) and len(dwell) != len(body.clicks):
+            raise ServiceError(
+                422,
+                f"invalid request: dwell_ms: {len(dwell)} values for {len(body.clicks)} "
+                "clicks (one number for the answer, or one per click)",
+            )
+        answer = await asyncio.to_thread(feedback.index.find, body.id)  # may read the log
+        if answer is None:
+            raise ServiceError(
+                404,
+                f"no answer with id {body.id!r} in the click log (feedback names the id of "
+                "an answer this service logged; the oldest leave with rotation)",
+            )
+        indices = []
+        for n, click in enumerate(body.clicks):
+            index = answer.resolve(click)
+            if index is None:
+                raise ServiceError(
+                    422,
+                    f"invalid request: clicks.{n}: {click!r} names none of the answer's "
+                    f"{answer.documents} documents (an index from 0, or a document id)",
+                )
+            indices.append(index)
+        new = feedback.record_feedback(body.id, indices, body.dwell_ms)
+        return {"id": body.id, "clicks": indices, "duplicate": not new}
+
+    statuses = (400, 401, 404, 413, 422)
+    app.post(
+        "/v1/feedback",
+        response_model=FeedbackAnswer,
+        responses={status: {"model": ErrorBody} for status in statuses},
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": FeedbackRequest.model_json_schema()}},
+            }
+        },
+    )(post_feedback)

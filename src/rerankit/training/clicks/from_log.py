@@ -1,0 +1,134 @@
+"""Learning from a click log file, as ``rerankit tune --clicks LOG`` does: read the log
+(:func:`~.reader.read_log`), group its sessions by query (:func:`~.sessions.collect`),
+compute learning to rank's features of each query's logged candidates
+(:func:`~.sessions.log_features`, the features ``rerankit tune --method ltr`` reads; the
+texts from the log, else from the corpus), then estimate the propensities, learn,
+cross-validate and judge against what was served (:func:`~.learn.learn_from_clicks`).
+
+Features computed beforehand can be passed instead (``rows``), and kept in a file between
+runs (:func:`write_features`, :func:`read_features`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError
+from ...scorers import learned
+from .learn import learn_from_clicks
+from .reader import ReadReport, read_log
+from .result import ClickLearning
+from .sessions import DEPTH, QueryLog, collect, log_features
+
+__all__ = ["LogLearning", "learn_from_log", "read_corpus", "read_features", "write_features"]
+
+Rows = Mapping[str, tuple[Sequence[str], np.ndarray]]
+
+
+@dataclass
+class LogLearning:
+    """What :func:`learn_from_log` found (``learning``), what it read of the log
+    (``read``), the sessions each pipeline served (``served``) and the queries' logs."""
+
+    learning: ClickLearning
+    read: ReadReport
+    served: dict[str, int] = field(default_factory=dict)
+    logs: dict[str, QueryLog] = field(default_factory=dict)
+
+    @property
+    def served_by(self) -> str | None:
+        """The pipeline that served most of the log's sessions (None: unnamed)."""
+        named = {k: v for k, v in self.served.items() if k}
+        return max(named, key=named.__getitem__) if named else None
+
+
+def read_corpus(path: str | Path) -> dict[str, str]:
+    """A corpus's texts by document id: a BEIR-layout folder's ``corpus.jsonl`` (or that
+    file), one ``{"_id" or "id", "title"?, "text"}`` per line; a title is joined to its
+    text with a new line, as ``rerankit eval`` reads it."""
+    path = Path(path)
+    file = path / "corpus.jsonl" if path.is_dir() else path
+    out: dict[str, str] = {}
+    try:
+        with open(file, encoding="utf-8-sig") as handle:
+            for n, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    row = json.loads(line)
+                    doc_id = row.get("_id", row.get("id"))
+                    title, text = str(row.get("title") or ""), str(row.get("text") or "")
+                except (ValueError, AttributeError) as exc:
+                    raise InputError(f"{file}, line {n}: not a JSON object ({exc})") from None
+                if doc_id is None:
+                    raise InputError(f"{file}, line {n}: a document needs an '_id' or 'id'")
+                if title.strip() and text.strip():
+                    text = f"{title}\n{text}"
+                out[str(doc_id)] = text if text.strip() else title
+    except OSError as exc:
+        raise InputError(f"cannot read the corpus {file}: {exc.strerror or exc}") from None
+    return out
+
+
+def write_features(rows: Rows, path: str | Path) -> Path:
+    """Features (``{query key: (doc ids, matrix)}``) to an ``.npz`` file: ``index`` (JSON,
+    each query key's doc ids) and one ``x:<query key>`` matrix per query."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    index = json.dumps({key: list(ids) for key, (ids, _) in rows.items()})
+    arrays = {f"x:{key}": np.asarray(x) for key, (_, x) in rows.items()}
+    with open(path, "wb") as handle:
+        np.savez_compressed(handle, index=np.array(index), **arrays)
+    return path
+
+
+def read_features(path: str | Path) -> dict[str, tuple[list[str], np.ndarray]]:
+    """Features written by :func:`write_features` (other arrays in the file are ignored)."""
+    try:
+        stored = np.load(path, allow_pickle=False)
+        index = json.loads(str(stored["index"]))
+        return {key: (ids, stored[f"x:{key}"]) for key, ids in index.items()}
+    except (OSError, KeyError, ValueError) as exc:
+        raise InputError(f"{path}: not a features file ({exc})") from None
+
+
+def learn_from_log(
+    path: str | Path | Sequence[str | Path],
+    *,
+    corpus: Mapping[str, str] | None = None,
+    rows: Rows | None = None,
+    embedding: Any = None,
+    depth: int = DEPTH,
+    min_dwell_ms: float | None = None,
+    pipelines: Sequence[str] | None = None,
+    **options: Any,
+) -> LogLearning:
+    """Learn from the click log at ``path`` (see the module doc). ``corpus``: document id
+    -> text, for a log that kept hashes or ids only; ``rows``: the features of each query's
+    candidates, computed beforehand (query keys as :func:`~.sessions.collect` groups them:
+    the ``query_id``, else the query text); ``embedding``: the model the features read
+    (None: the bundled MiniLM). ``depth``, ``min_dwell_ms``, ``pipelines``: as
+    :func:`~.sessions.collect` takes them; ``options``: :func:`~.learn.learn_from_clicks`'s."""
+    sessions, read = read_log(path)
+    logs = collect(sessions, depth=depth, min_dwell_ms=min_dwell_ms, pipelines=pipelines)
+    if not logs:
+        raise InputError(f"{path}: no impressions to learn from ({read.malformed} bad lines)")
+    if rows is None:
+        rows = log_features(logs, learned.Signals(embedding), corpus=corpus)
+    else:
+        missing = [key for key in logs if key not in rows]
+        if missing:
+            raise InputError(
+                f"the features have none for {len(missing)} of the log's {len(logs)} queries "
+                f"(e.g. {missing[0]!r})"
+            )
+    learning = learn_from_clicks(logs, rows, depth=depth, **options)
+    served = Counter(s.impression.pipeline for s in sessions)
+    return LogLearning(learning, read, dict(served.most_common()), logs)

@@ -1,0 +1,143 @@
+"""``rerankit tune --clicks LOG`` and ``rerankit interleave-report LOG`` end to end, on
+logs written by rerankit's click simulator."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rerankit.cli import main
+from rerankit.config import read_spec
+from rerankit.training.clicks import ClickLog, PositionBasedModel, team_draft, text_hash
+from rerankit.training.clicks.sessions import records
+from rerankit.training.clicks.simulate import simulate_query
+
+TOPICS = [
+    "solar power",
+    "wind turbines",
+    "vaccines",
+    "interest rates",
+    "pasta sauce",
+    "volcanoes",
+    "honey bees",
+    "chess openings",
+    "coral reefs",
+    "marathon training",
+    "sourdough bread",
+    "black holes",
+]
+
+
+def _texts(q: int) -> list[str]:
+    topic = TOPICS[q]
+    texts = [f"A practical guide to {topic}.", f"{topic.capitalize()}: what research says."]
+    return texts + [f"Notes on {TOPICS[(q + i) % len(TOPICS)]}." for i in range(1, 7)]
+
+
+def _simulated_log(path, store: str, sessions: int = 60) -> None:
+    """Users who click what is about their query, over a ranker that shows it anywhere."""
+    rng = np.random.default_rng(0)
+    log = ClickLog(path, store=store)
+    for q, topic in enumerate(TOPICS):
+        logged = simulate_query(
+            PositionBasedModel(),
+            key=f"q{q}",
+            query=topic,
+            doc_ids=[f"{q}-{i}" for i in range(8)],
+            order=rng.permutation(8),
+            grades=np.array([4, 3, 0, 0, 0, 0, 0, 0]),
+            sessions=sessions,
+            rng=rng,
+            first_stage=rng.random(8).tolist(),
+        )
+        texts = _texts(q)
+        logged.texts = texts if store == "text" else []
+        logged.hashes = [text_hash(t) for t in texts] if store == "hash" else []
+        for impression, feedback in records(logged, pipeline="old"):
+            log.write(impression)
+            if feedback:
+                log.write(feedback)
+
+
+def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_it(
+    tmp_path, capsys, tiny_st
+):
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "hash", sessions=30)
+    out = tmp_path / "out" / "clicks.toml"
+    assert main(["tune", "--clicks", str(log), "--out", str(out)]) == 1
+    assert "no text for document" in capsys.readouterr().err  # hashes only: needs --data
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    with open(corpus / "corpus.jsonl", "w", encoding="utf-8") as f:
+        for q in range(len(TOPICS)):
+            for i, text in enumerate(_texts(q)):
+                f.write(json.dumps({"_id": f"{q}-{i}", "title": "", "text": text}) + "\n")
+    argv = ["tune", "--clicks", str(log), "--data", str(corpus), "--out", str(out)]
+    # a tiny random embedding model: the words the query shares carry the signal here
+    assert main([*argv, "--folds", "3", "--embedding-model", str(tiny_st)]) == 0
+    printed = capsys.readouterr().out
+    assert "read 1 file(s): 360 impressions" in printed
+    assert "sessions by pipeline: old 360" in printed
+    assert "propensities by position (" in printed and "9: n/a (never shown)" in printed
+    assert "sessions a query:" in printed and "verdict: " in printed
+    propensities = json.loads(out.with_name("clicks.propensities.json").read_text())
+    assert propensities["by_position"][0] == 1.0 and len(propensities["by_position"]) == 10
+    # clicks on the two about the query are a strong signal: the learned ranker wins
+    assert "adopted: it beats what was served" in printed
+    assert read_spec(out)["name"] == "learned-from-clicks"
+    assert out.with_suffix(".lgb.txt").is_file()
+
+
+def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_path, capsys):
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "text", sessions=5)
+    served = tmp_path / "served.toml"
+    served.write_text('name = "served"\nreranker = "bm25"\n')
+    out = tmp_path / "clicks.toml"
+    # features of random numbers: nothing to learn from them, so what served is kept
+    from rerankit.scorers.learned import FEATURES
+    from rerankit.training.clicks import write_features
+
+    rng = np.random.default_rng(1)
+    rows = {
+        f"q{q}": ([f"{q}-{i}" for i in range(8)], rng.random((8, len(FEATURES))))
+        for q in range(len(TOPICS))
+    }
+    features = write_features(rows, tmp_path / "features.npz")
+    argv = ["tune", "--clicks", str(log), "--features", str(features), "--out", str(out)]
+    assert main([*argv, "--served", str(served), "--folds", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "not adopted: what served the log is kept" in printed
+    assert f"the pipeline that served the log ({served})" in printed
+    assert read_spec(out) == read_spec(served)
+
+
+def test_tune_needs_data_or_clicks(capsys):
+    assert main(["tune"]) == 1
+    assert "--data FOLDER (judgments) or --clicks LOG" in capsys.readouterr().err
+
+
+def test_interleave_report_names_the_pipeline_users_prefer(tmp_path, capsys):
+    rng = np.random.default_rng(3)
+    log = ClickLog(tmp_path / "interleaved.jsonl", store="id")
+    user = PositionBasedModel()
+    grades = np.array([4, 3, 2, 1, 0, 0, 0, 0])
+    for s in range(600):
+        order, teams = team_draft([4, 5, 0, 1, 2, 3, 6, 7], list(range(8)), rng, k=8)
+        docs = [{"id": f"d{i}"} for i in range(8)]
+        pair = {"pipelines": ["current", "candidate"], "teams": teams}
+        log.log_impression(f"s{s}", f"query {s % 30}", docs, order, interleaving=pair)
+        clicked = user.click(np.array([order]), grades, rng)[0]
+        if clicked.any():
+            log.log_feedback(f"s{s}", [order[p] for p in np.flatnonzero(clicked)])
+    assert main(["interleave-report", str(tmp_path / "interleaved.jsonl")]) == 0
+    printed = capsys.readouterr().out
+    assert "read 600 impressions" in printed and "winner: candidate" in printed
+    flipped = ["--pipelines", "candidate", "current", "--confidence", "0.9"]
+    assert main(["interleave-report", str(tmp_path / "interleaved.jsonl"), *flipped]) == 0
+    assert "winner: candidate" in capsys.readouterr().out

@@ -1,0 +1,253 @@
+"""Impressions and feedback in the service (``[server.feedback]``), and the experiments a
+logged answer may be (interleaving, exploration), through the real app."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
+pytest.importorskip("httpx")
+
+from fastapi.testclient import TestClient
+
+from rerankit import register_reranker
+from rerankit.rerankers import ScorerReranker
+from rerankit.scorers import FunctionScorer
+from rerankit.server import ServerSettings, create_app
+from rerankit.training.clicks import interleaving_report, read_log
+
+KEY = {"Authorization": "Bearer sekret"}
+DOCS = [f"document number {i}" for i in range(10)]
+
+
+def _number(q, d):
+    """The digit a document ends with (0 for the warm-up's)."""
+    return float(d.text[-1]) if d.text[-1].isdigit() else 0.0
+
+
+# two pipelines that order the same documents in opposite ways, by the number they end with
+register_reranker(
+    "test-ascending", lambda: ScorerReranker(FunctionScorer(lambda q, d: -_number(q, d)))
+)
+register_reranker("test-descending", lambda: ScorerReranker(FunctionScorer(_number)))
+
+
+class _FailsOnRequests(ScorerReranker):
+    """Warms up, then fails every request (a 500)."""
+
+    async def arerank(self, query, *args, **kwargs):
+        if query == "warm up":
+            return await super().arerank(query, *args, **kwargs)
+        raise RuntimeError("a bug")
+
+
+register_reranker("test-fails", lambda: _FailsOnRequests(FunctionScorer(_number)))
+
+
+def _settings(tmp_path, **server):
+    server.setdefault("feedback", {"path": str(tmp_path / "clicks.jsonl"), "store": "hash"})
+    return ServerSettings(
+        pipelines={"up": "test-ascending", "down": "test-descending", "fails": "test-fails"},
+        default="up",
+        api_keys=["sekret"],
+        **server,
+    )
+
+
+def _records(path):
+    return [json.loads(line) for line in open(path, encoding="utf-8")]
+
+
+def _rerank(client, path="/v2/rerank", **body):
+    body = {"model": "up", "query": "which number", "documents": DOCS, **body}
+    response = client.post(path, json=body, headers=KEY)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_every_answer_with_an_id_is_logged_and_its_feedback_taken(tmp_path):
+    settings = _settings(tmp_path)
+    with TestClient(create_app(settings)) as client:
+        v2 = _rerank(client, top_n=3)
+        v1 = _rerank(client, "/v1/rerank")
+        explained = _rerank(client, "/v1/explain")
+        tei = client.post("/rerank", json={"query": "q", "texts": DOCS}, headers=KEY)
+        assert tei.status_code == 200  # no id to send feedback for: not logged
+        ok = client.post("/v1/feedback", json={"id": v2["id"], "clicks": [1, "0"]}, headers=KEY)
+        assert ok.status_code == 200 and ok.json() == {
+            "id": v2["id"],
+            "clicks": [1, 0],
+            "duplicate": False,
+        }
+        client.app.state.feedback.flush()
+    records = _records(tmp_path / "clicks.jsonl")
+    impressions = [r for r in records if r["type"] == "impression"]
+    assert [r["id"] for r in impressions] == [v2["id"], v1["id"], explained["id"]]
+    first = impressions[0]
+    assert first["pipeline"] == "up" and first["query"] == "which number"
+    assert first["shown"] == [r["index"] for r in v2["results"]] == [0, 1, 2]
+    assert first["scores"] == [r["relevance_score"] for r in v2["results"]]
+    assert [d["id"] for d in first["documents"]] == [str(i) for i in range(10)]
+    assert all("text" not in d and len(d["sha256"]) == 64 for d in first["documents"])
+    sessions, report = read_log(tmp_path / "clicks.jsonl")
+    assert report.malformed == 0 and sessions[0].clicked_positions() == [1, 2]
+
+
+def test_feedback_schema_auth_unknown_ids_and_repeats(tmp_path):
+    with TestClient(create_app(_settings(tmp_path))) as client:
+        objects = [{"id": "a", "text": "x 1"}, {"id": "b", "text": "y 2"}]
+        rid = _rerank(client, "/v1/rerank", documents=objects)["id"]
+
+        def post(body, headers=KEY):
+            return client.post("/v1/feedback", json=body, headers=headers)
+
+        assert post({"id": rid, "clicks": ["b"]}, headers={}).status_code == 401
+        for body, where in [
+            ({"clicks": [0]}, "id"),
+            ({"id": rid}, "clicks"),
+            ({"id": rid, "clicks": [True]}, "clicks: item 0"),
+            ({"id": rid, "clicks": [-1]}, "clicks: item 0"),
+            ({"id": rid, "clicks": [0], "dwell_ms": "long"}, "dwell_ms"),
+            ({"id": rid, "clicks": [0], "dwell_ms": [1, 2]}, "dwell_ms: 2 values for 1 clicks"),
+            ({"id": rid, "clicks": [0], "extra": 1}, "extra"),
+            ({"id": rid, "clicks": [2]}, "clicks.0: 2 names none of the answer's 2 documents"),
+            ({"id": rid, "clicks": ["c"]}, "clicks.0: 'c' names none"),
+        ]:
+            answer = post(body)
+            assert answer.status_code == 422, body
+            assert answer.json()["message"].startswith(f"invalid request: {where}"), answer.json()
+        missing = post({"id": "no-such-answer", "clicks": [0]})
+        assert missing.status_code == 404 and "no-such-answer" in missing.json()["message"]
+        first = post({"id": rid, "clicks": ["b"], "dwell_ms": [900]})
+        again = post({"id": rid, "clicks": ["b"], "dwell_ms": [900]})
+        assert first.json()["duplicate"] is False and again.json()["duplicate"] is True
+        assert again.json()["clicks"] == [1]
+        client.app.state.feedback.flush()
+    written = [r for r in _records(tmp_path / "clicks.jsonl") if r["type"] == "feedback"]
+    (one,) = written
+    assert one == {
+        "type": "feedback",
+        "id": rid,
+        "time": one["time"],
+        "clicks": [1],
+        "dwell_ms": [900],
+    }
+
+
+def test_feedback_after_a_restart_and_from_another_process_s_answers(tmp_path):
+    settings = _settings(tmp_path, feedback=str(tmp_path / "clicks.jsonl"))
+    with TestClient(create_app(settings)) as before:
+        old = _rerank(before)["id"]
+        repeated = {"id": old, "clicks": [3]}
+        assert before.post("/v1/feedback", json=repeated, headers=KEY).status_code == 200
+    # a restarted service (or another worker on the same log) knows the answers in the log
+    with TestClient(create_app(settings)) as after, TestClient(create_app(settings)) as other:
+        assert after.post("/v1/feedback", json=repeated, headers=KEY).json()["duplicate"]
+        new = _rerank(other)["id"]
+        other.app.state.feedback.flush()
+        answer = after.post("/v1/feedback", json={"id": new, "clicks": [0]}, headers=KEY)
+        assert answer.status_code == 200 and answer.json()["duplicate"] is False
+        after.app.state.feedback.flush()
+    sessions, report = read_log(tmp_path / "clicks.jsonl")
+    assert report.repeated_feedback == 0 and report.orphan_feedback == 0
+    assert [s.clicks for s in sessions] == [(3,), (0,)]
+
+
+def test_a_log_that_cannot_be_written_is_counted_and_requests_still_answer(tmp_path):
+    (tmp_path / "a-file").write_text("not a folder")
+    settings = _settings(tmp_path, feedback=str(tmp_path / "a-file" / "clicks.jsonl"))
+    with TestClient(create_app(settings)) as client:
+        rid = _rerank(client)["id"]
+        assert client.post("/v1/feedback", json={"id": rid, "clicks": [0]}, headers=KEY).is_success
+        client.app.state.feedback.flush()
+        metrics = client.get("/metrics").text
+    assert "rerankit_feedback_write_errors_total 2.0" in metrics
+    assert "rerankit_feedback_impressions_total 1.0" in metrics
+
+
+def test_settings_check_the_feedback_table_and_the_experiments(tmp_path):
+    spec = {
+        "server": {
+            "feedback": {"path": "c.jsonl", "store": "id", "backups": 2},
+            "interleave": ["up", "down"],
+        },
+        "pipelines": {"up": "bm25", "down": "bm25"},
+    }
+    settings = ServerSettings.from_mapping(spec)
+    assert settings.feedback.store == "id" and settings.feedback.max_bytes == 100_000_000
+    assert ServerSettings.from_mapping(settings.to_mapping()).feedback == settings.feedback
+    for server, message in [
+        ({"feedback": {"path": "c", "store": "texts"}}, "store 'texts'"),
+        ({"feedback": {"path": "c", "keep": 1}}, "unknown keys ['keep']"),
+        ({"interleave": ["up", "down"]}, "need [server.feedback]"),
+        ({"feedback": "c", "interleave": ["up", "gone"]}, "interleave names ['gone']"),
+        ({"feedback": "c", "explore": 1.5}, "explore must be a share"),
+    ]:
+        with pytest.raises(ValueError, match=message.replace("[", r"\[")):
+            ServerSettings.from_mapping({"server": server, "pipelines": spec["pipelines"]})
+
+
+def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(tmp_path):
+    settings = _settings(tmp_path, interleave=["up", "down"], interleave_share=1.0)
+    with TestClient(create_app(settings)) as client:
+        for n in range(40):
+            answer = _rerank(client, top_n=4, query=f"query {n % 8}")
+            assert answer["meta"]["rerankit"]["order"] == "interleaved"
+            shown = [r["index"] for r in answer["results"]]
+            assert len(shown) == 4 and set(shown) <= {0, 1, 9, 8}  # each pipeline's best two
+            # users who want high numbers: they click what "down" ranks first
+            clicks = [i for i in shown if i >= 8]
+            client.post("/v1/feedback", json={"id": answer["id"], "clicks": clicks}, headers=KEY)
+        client.app.state.feedback.flush()
+    sessions, _ = read_log(tmp_path / "clicks.jsonl")
+    for s in sessions:
+        teams = s.impression.interleaving["teams"]
+        placed_by_down = [i for i, t in zip(s.impression.shown, teams, strict=True) if t == 1]
+        assert set(placed_by_down) == {9, 8}
+    report = interleaving_report(sessions)
+    assert report.pipelines == ("up", "down") and report.winner == "down"
+    assert report.wins == (0, 40)
+
+
+def test_explored_answers_swap_below_the_top_three_and_record_it(tmp_path):
+    settings = _settings(tmp_path, explore=1.0, explore_pairs=1.0)
+    with TestClient(create_app(settings)) as client:
+        answer = _rerank(client)
+        client.app.state.feedback.flush()
+    shown = [r["index"] for r in answer["results"]]
+    # every pair from position 4 swapped, a document moved never moved again
+    assert shown == [0, 1, 2, 4, 3, 6, 5, 8, 7, 9]
+    assert answer["meta"]["rerankit"]["order"] == "explored"
+    (impression,) = _records(tmp_path / "clicks.jsonl")
+    assert impression["shown"] == shown and impression["explore"] == {"swapped": [4, 6, 8]}
+
+
+def test_a_candidate_that_fails_leaves_the_answer_to_the_current_pipeline(tmp_path):
+    settings = _settings(tmp_path, interleave=["up", "fails"], interleave_share=1.0)
+    with TestClient(create_app(settings)) as client:
+        answer = _rerank(client, top_n=3)
+        client.app.state.feedback.flush()
+    assert [r["index"] for r in answer["results"]] == [0, 1, 2]
+    assert "order" not in answer["meta"]["rerankit"]
+    (impression,) = _records(tmp_path / "clicks.jsonl")
+    assert "interleaving" not in impression and impression["pipeline"] == "up"
+
+
+def test_the_answer_index_reads_what_the_log_gained_across_rotations(tmp_path):
+    from rerankit.server.feedback import AnswerIndex
+    from rerankit.training.clicks import ClickLog
+
+    log = ClickLog(tmp_path / "c.jsonl", store="id", max_bytes=400, backups=3)
+    index = AnswerIndex(tmp_path / "c.jsonl")
+    docs = [{"id": "a"}, {"id": "b"}]
+    log.log_impression("first", "q", docs, [0, 1])
+    assert index.find("first").resolve("b") == 1 and index.find("later") is None
+    for n in range(6):  # past max_bytes: the file the index read rotates away
+        log.log_impression(f"n{n}", "q", docs, [1, 0])
+    log.log_feedback("n5", [1])
+    assert (tmp_path / "c.jsonl.1").is_file()
+    assert index.find("n5") is not None and index.find("n0") is not None
+    assert not index.remember("n5", (((1,)), None))  # the logged feedback is known
+    assert index.find("first") is not None and index.find("gone") is None
