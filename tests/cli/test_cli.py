@@ -273,11 +273,23 @@ def test_local_models_load_without_a_download_message(capsys, tmp_path):
 
 
 def test_a_model_folder_or_hub_id_is_a_reranker(capsys, tmp_path, monkeypatch, bert_dir, tiny_st):
+    sentence_transformers = pytest.importorskip("sentence_transformers")
+
     from rerankit import load
     from rerankit.scorers import CrossEncoderScorer, EmbeddingScorer
 
     query, docs = "vaccines immune", [json.loads(line)["text"] for line in SAMPLE.open()]
-    for folder, scorer in ((bert_dir, CrossEncoderScorer), (tiny_st, EmbeddingScorer)):
+    # a cross-encoder as sentence-transformers saves it (with modules.json, as rerankit train
+    # cross_encoder writes): still a cross-encoder
+    st_ce = tmp_path / "st-cross-encoder"
+    sentence_transformers.CrossEncoder(str(bert_dir), num_labels=1).save(str(st_ce))
+    assert (st_ce / "modules.json").is_file()
+    kinds = (
+        (bert_dir, CrossEncoderScorer),
+        (st_ce, CrossEncoderScorer),
+        (tiny_st, EmbeddingScorer),
+    )
+    for folder, scorer in kinds:
         reranker = load(str(folder))
         (step,) = list(reranker.scorers())
         assert isinstance(step, scorer) and step.model_id == str(folder)

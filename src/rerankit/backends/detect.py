@@ -42,13 +42,19 @@ def model_kind(model: str) -> tuple[str, dict[str, Any]]:
         has = lambda name: _hub_file(model, name) is not None  # noqa: E731
         found = _hub_file(model, "config.json")
         config = Path(found) if found else None
-    if has("modules.json") or has("config_sentence_transformers.json"):
-        return "embedding", {}
+    architectures = []
     if config is not None and config.is_file():
         architectures = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
-        for suffix, kind in _ARCHITECTURES:
-            if any(str(a).endswith(suffix) for a in architectures):
-                return kind, {}
+    # sentence-transformers saves cross-encoders with its own files too (modules.json and
+    # a config_sentence_transformers.json whose model_type says CrossEncoder), so the
+    # architecture decides first: a classification head is a cross-encoder
+    if any(str(a).endswith("ForSequenceClassification") for a in architectures):
+        return "cross_encoder", {}
+    if has("modules.json") or has("config_sentence_transformers.json"):
+        return "embedding", {}
+    for suffix, kind in _ARCHITECTURES:
+        if any(str(a).endswith(suffix) for a in architectures):
+            return kind, {}
     raise ConfigError(
         f"cannot tell what {model!r} is: no sentence-transformers files and no "
         "sequence-classification or causal-LM architecture in its config.json. Name its kind "
