@@ -220,6 +220,20 @@ def test_a_checkpoint_without_a_head_is_said_in_one_line_not_a_table(
     assert code == 0 and "relevance head" not in printed.out + printed.err
 
 
+def test_a_cross_encoder_trained_from_an_embedding_model_is_checked_without_it(
+    tiny_st, tmp_path, capsys
+):
+    # its relevance head started random: the held-out check compares with BM25 alone, and
+    # never loads the embedding model as a cross-encoder (for the bundled model's short name
+    # that went to the hub)
+    data_dir = _answers_below_repeats(tmp_path / "data")
+    args = ["train", "cross_encoder", "--data", str(data_dir), "--model", str(tiny_st)]
+    code = main([*args, "--out", str(tmp_path / "ce"), "--no-progress", "--held-out", "0.25"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    assert set(_held_out_check(printed.out)) == {"BM25", "the trained cross-encoder"}
+
+
 def _one_relevant_in_four():
     """Rows of four topics: the document that says "answer" relevant, three repeats not."""
     return [

@@ -86,7 +86,13 @@ def add_commands(sub: Any) -> None:
         help="model to start from (the bundled MiniLM); a cross-encoder learns far faster "
         "from a cross-encoder checkpoint than from this embedding model",
     )
-    tr.add_argument("--max-pairs", type=positive_int, default=None, help="use at most N pairs")
+    tr.add_argument(
+        "--max-pairs",
+        type=positive_int,
+        default=None,
+        help="use at most N judged-relevant (query, document) pairs, each with its negatives "
+        "(a cross-encoder's: 3 from the first stage)",
+    )
     tr.add_argument("--epochs", type=float, default=1.0, help="passes over the pairs (1)")
     tr.add_argument("--batch-size", type=positive_int, default=16, help="pairs per step (16)")
     add_candidates_argument(tr, "BM25 candidates per query to draw hard negatives from")

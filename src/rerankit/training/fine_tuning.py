@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..backends.bundled import resolve_source
+from ..backends.detect import model_kind
+from ..errors import ConfigError, InputError
 from ..eval.data import read_split
 from ..eval.first_stage import first_stage
 from ..eval.metrics import ranked_ndcg
@@ -323,8 +325,15 @@ def _train_without(
 
 def _starting_model(what: str, model: str | None) -> Any:
     """The model training started from, to show in the held-out check what training
-    changed; None for a cross-encoder trained from the bundled embedding model, whose
-    relevance head starts random."""
+    changed; None for a cross-encoder trained from an embedding model (the bundled MiniLM
+    by default), whose relevance head started random."""
     if what == "cross_encoder":
-        return None if model is None else CrossEncoderScorer(model)
+        if model is None:
+            return None
+        source = resolve_source(model)
+        try:
+            kind = model_kind(source)[0]
+        except ConfigError:
+            kind = None
+        return CrossEncoderScorer(source) if kind == "cross_encoder" else None
     return EmbeddingScorer(*(() if model is None else (model,)))
