@@ -208,6 +208,20 @@ def test_eval_says_which_judged_queries_it_left_out(tiny, capsys):
     assert "2 queries" in captured.out
 
 
+def test_a_pipeline_file_is_labelled_by_the_name_it_declares_unless_taken(tiny, tmp_path, capsys):
+    mine = tmp_path / "file-one.toml"
+    mine.write_text('name = "my-ranker"\n[scorer]\ntype = "coverage"\n')
+    clash = tmp_path / "file-two.toml"  # declares a name another pipeline has: its stem
+    clash.write_text('name = "bm25"\n[scorer]\ntype = "jaccard"\n')
+    out = tmp_path / "out"
+    rerankers = f"bm25,{mine},{clash}"
+    args = ["eval", "--data", str(tiny), "--rerankers", rerankers, "--out", str(out)]
+    assert main([*args, "--no-progress"]) == 0
+    capsys.readouterr()
+    rows = [r["pipeline"] for r in json.loads((out / "results.json").read_text())["results"]]
+    assert {"bm25", "my-ranker", "file-two"} <= set(rows)
+
+
 def test_eval_reports_the_calibration_of_probability_scores(tiny, tmp_path, capsys):
     from rerankit.calibration import expected_calibration_error
 

@@ -34,6 +34,7 @@ __all__ = [
     "in_language",
     "input_fields",
     "model_kind_name",
+    "pipeline_name",
     "pipeline_spec",
     "positive_float",
     "positive_int",
@@ -214,6 +215,15 @@ def pipeline_spec(spec: Any, args: argparse.Namespace) -> Any:
         return on_backend(read_spec(spec), options.get("backend", "auto"), options.get("quantize"))
     kind, detected = model_kind(str(spec))  # a model given as the reranker
     return {"scorer": {"type": kind, "model": str(spec), **detected, **options}}
+
+
+def pipeline_name(reranker: str) -> str:
+    """The name ``--reranker`` is served under: a pipeline file's declared ``name`` (else
+    the file's stem), or the name or model given."""
+    if Path(reranker).suffix.lower() in PIPELINE_SUFFIXES:
+        declared = read_spec(reranker).get("name")
+        return declared if isinstance(declared, str) and declared else Path(reranker).stem
+    return reranker
 
 
 def in_language(spec: Any, language: str | None) -> Any:

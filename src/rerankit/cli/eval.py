@@ -36,6 +36,7 @@ from .args import (
     add_max_queries_argument,
     add_no_progress_argument,
     add_old_spelling,
+    pipeline_name,
     pipeline_spec,
     positive_int,
     use_embedding_cache,
@@ -111,15 +112,24 @@ def named_pipelines(
 
     flags = args if args is not None else argparse.Namespace()
     files = argparse.Namespace(**{**vars(flags), "language": None})  # a file has its own
-    out = []
+    out: list[tuple[str, Any, Any]] = []
+
+    def label(given: str) -> str:
+        """A file's declared name (else its stem), unless another pipeline has it."""
+        taken = {name for name, _, _ in out}
+        for candidate in (pipeline_name(given), Path(given).stem, given):
+            if candidate not in taken:
+                return candidate
+        return given
+
     for name in [n.strip() for n in names.split(",") if n.strip()]:
         spec = pipeline_spec(name, files if Path(name).suffix else flags)
-        out.append((Path(name).stem if Path(name).suffix else name, load(spec), spec))
+        out.append((label(name), load(spec), spec))
     for path in configs:
         spec = pipeline_spec(path, files)
         if spec == path:  # no flags: the file as declared
             spec = Path(path)
-        out.append((Path(path).stem, load(spec), spec))
+        out.append((label(path), load(spec), spec))
     return out
 
 

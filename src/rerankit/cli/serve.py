@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 import logging
-from pathlib import Path
 from typing import Any
 
-from ..api import PIPELINE_SUFFIXES
 from ..config import read_spec
 from ..server import serve
 from ..server.settings import ServerSettings, flag_pipeline
-from .args import add_backend_arguments, add_language_argument, add_old_spelling, positive_int
+from .args import (
+    add_backend_arguments,
+    add_language_argument,
+    add_old_spelling,
+    pipeline_name,
+    positive_int,
+)
 
 __all__ = ["add_commands", "cmd_serve", "serve_settings"]
 
@@ -40,15 +44,6 @@ def serve_settings(args: argparse.Namespace) -> Any:
     if pipelines:
         mapping["pipelines"] = pipelines
     return ServerSettings.from_mapping(mapping)
-
-
-def pipeline_name(reranker: str) -> str:
-    """The name ``--reranker`` is served under: a pipeline file's declared ``name`` (else
-    the file's stem), or the name or model given."""
-    if Path(reranker).suffix.lower() in PIPELINE_SUFFIXES:
-        declared = read_spec(reranker).get("name")
-        return declared if isinstance(declared, str) and declared else Path(reranker).stem
-    return reranker
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
