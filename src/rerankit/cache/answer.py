@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .backend import StoreOptions, open_store
+from .backend import StoreOptions, open_store, with_defaults
 from .keys import canonical_json, digest
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ class AnswerCache:
     key = staticmethod(answer_key)
 
     def __init__(self, path: str | Path | None = None, **options: Unpack[StoreOptions]) -> None:
+        options = with_defaults(self.kind, path, options)
         options.setdefault("ttl", DEFAULT_ANSWER_TTL)
         self.store: Any = open_store(self.kind, path, **options)
         self._lock = threading.Lock()

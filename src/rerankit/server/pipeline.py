@@ -22,6 +22,7 @@ from typing import Any
 
 from .._threads import in_loading_thread, work_scope
 from ..api import load
+from ..cache import cache_defaults
 from ..errors import ConfigError, ServiceError
 from ..scorers.local import load_models
 from .metrics import Metrics
@@ -77,7 +78,8 @@ class ServedPipeline:
         service at start with a ConfigError naming the pipeline, stage and key. A failure
         of another kind (a missing package) is left to the loader, which says why."""
         try:
-            self.built = load(self.spec)
+            with cache_defaults(self.settings.cache):  # [cache] reaches the scorers' caches
+                self.built = load(self.spec)
         except (ConfigError, ValueError, TypeError) as exc:
             raise ConfigError(str(exc), where=f"pipeline {self.name!r}") from exc
         except Exception as exc:  # built again (and reported) when it loads
@@ -144,9 +146,11 @@ class ServedPipeline:
         return self.ready
 
     def _load(self, built: Any) -> Any:
-        reranker = built if built is not None else load(self.spec)
-        load_models(reranker)
-        return reranker
+        if built is None:
+            with cache_defaults(self.settings.cache):
+                built = load(self.spec)
+        load_models(built)
+        return built
 
     async def _warm_up(self, reranker: Any) -> None:
         """Rerank a small batch as a request would, within the request ``timeout``."""
