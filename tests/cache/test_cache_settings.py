@@ -38,6 +38,8 @@ def test_the_cache_table_is_read_checked_and_written_back():
         ({"answer_ttl": -1}, "answer_ttl must be >= 0"),
         ({"url": "redis://c:6379/0", "judgment_max_stored": 10}, "maxmemory"),
         ({"url": "redis://c:6379/0?namespace=a", "namespace": "b"}, "not both"),
+        ({"required": True}, "required = true needs a url"),
+        ({"url": "redis://c:6379/0", "required": "yes"}, "required must be true or false"),
     ],
 )
 def test_a_bad_cache_table_says_what_is_wrong(table, message):

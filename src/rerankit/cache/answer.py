@@ -95,6 +95,22 @@ class AnswerCache:
         with self._lock:
             self.bytes_written += len(answer)
 
+    def claim(self, key: str, seconds: float) -> str | None:
+        """Claim the computing of the answer under ``key`` for ``seconds``, among every
+        process sharing the store (a short Redis lock, or a row in the SQLite file): a token
+        to :meth:`release` with once the answer is stored, None when another process holds
+        the claim (wait for its answer: :meth:`claimed`, :meth:`get`), ``""`` when the store
+        could not be asked (compute)."""
+        return self.store.claim(key, seconds)
+
+    def release(self, key: str, token: str) -> None:
+        """Give up a claim from :meth:`claim`."""
+        self.store.release(key, token)
+
+    def claimed(self, key: str) -> bool:
+        """Whether another process is computing the answer under ``key``."""
+        return self.store.claimed(key)
+
     def clear(self) -> int:
         """Delete every answer (only answers); returns how many."""
         return self.store.clear()
