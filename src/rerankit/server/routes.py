@@ -8,10 +8,12 @@ from typing import Any
 
 from fastapi import Request
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import Response
 
 from ..errors import InputError, ServiceError
+from .answers import Answer, mark, stamp
 from .formats import FORMATS
-from .http import ErrorBody, SafeJSONResponse, parse, until_disconnect
+from .http import ErrorBody, parse, render, until_disconnect
 from .service import Service
 from .settings import ServerSettings
 from .tracing import traced
@@ -20,39 +22,61 @@ __all__ = ["add_rerank_routes", "set_openapi"]
 
 
 def add_rerank_routes(app: Any, service: Service, settings: ServerSettings, tracer: Any) -> None:
-    """``POST`` one route per wire format."""
-    metrics = service.metrics
+    """``POST`` one route per wire format; answers from the answer cache where it is on
+    (see :mod:`.answers`)."""
+    metrics, answers = service.metrics, service.answers
 
     def route(fmt: Any) -> Any:
+        async def computed(request: Request, body: Any, call: Any, pipeline: Any) -> Answer:
+            """The answer computed for ``call``: its body and the headers describing it."""
+            arrival = request.state.arrival
+            work = lambda: service.compute(pipeline, call, arrival)  # noqa: E731
+            if tracer is None:
+                result = await work()
+            else:
+                result = await traced(tracer, request.headers, fmt.path, call, pipeline.name, work)
+            content = fmt.respond(body, call, result)
+            headers = {"x-rerankit-scores": result.score_scale}
+            if result.degraded:  # SDK users rarely read meta: the header says it too
+                headers["x-rerankit-degraded"] = "true"
+            for header, which in (("truncated", call.cuts), ("chunked", call.splits)):
+                if which:  # said in meta too, where the format has one (TEI has not)
+                    headers[f"x-rerankit-{header}"] = ",".join(map(str, sorted(which)))
+            cached = request.state.answer_key is not None
+            return Answer(
+                render(mark(content) if cached else content), headers, not result.degraded
+            )
+
         async def handle(request: Request) -> Any:
             arrival = getattr(request.state, "arrival", None) or time.monotonic()
+            request.state.arrival = arrival
             body = await parse(request, fmt.Request, settings)
             try:
                 call = fmt.call(body, settings)
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
             request.state.model = settings.resolve(call.model)  # errors are counted by it
-            work = lambda: until_disconnect(  # noqa: E731
-                request, service.run(fmt.path, call, arrival), metrics
-            )
-            if tracer is None:
-                result = await work()
+            pipeline = service.check(fmt.path, call)
+            key = answers.key(fmt.path, body, pipeline.fingerprint, request.headers)
+            request.state.answer_key = key
+            compute = lambda: computed(request, body, call, pipeline)  # noqa: E731
+            source = None
+            if key is None:
+                answer = await until_disconnect(request, compute(), metrics)
             else:
-                result = await traced(
-                    tracer, request.headers, fmt.path, call, request.state.model, work
-                )
+                deadline = arrival + settings.timeout
+                work = answers.answer(key, pipeline.name, deadline, compute)
+                answer, source = await until_disconnect(request, work, metrics)
             headers = {  # as Text Embeddings Inference sends them, in milliseconds
                 "x-total-time": f"{1000 * (time.monotonic() - arrival):.1f}",
                 "x-queue-time": f"{1000 * call.timings.get('queue', 0.0):.1f}",
                 "x-inference-time": f"{1000 * call.timings.get('inference', 0.0):.1f}",
+                **answer.headers,
             }
-            headers["x-rerankit-scores"] = result.score_scale
-            if result.degraded:  # SDK users rarely read meta: the header says it too
-                headers["x-rerankit-degraded"] = "true"
-            for header, which in (("truncated", call.cuts), ("chunked", call.splits)):
-                if which:  # said in meta too, where the format has one (TEI has not)
-                    headers[f"x-rerankit-{header}"] = ",".join(map(str, sorted(which)))
-            return SafeJSONResponse(fmt.respond(body, call, result), headers=headers)
+            if source is not None:  # hit, shared or miss
+                headers["x-rerankit-cache"] = source
+            body_sent = stamp(answer.body, source)
+            return Response(body_sent, media_type="application/json", headers=headers)
 
         schema = fmt.Request.model_json_schema()
         statuses = (400, 401, 404, 408, 413, 422, 429, 431, 500)
