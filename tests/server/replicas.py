@@ -1,0 +1,130 @@
+"""Replicas of the service for tests/server/test_replicas.py: ``rerankit serve`` processes on
+loopback ports sharing one Redis, each with a cache directory of its own (as separate
+machines have), an LLM pipeline whose provider is a fake one in the test's process, and
+what their /metrics say."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+SRC = Path(__file__).resolve().parents[2] / "src"
+KEYS = ("key-a", "key-b")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def settings_toml(redis_url: str, provider_url: str, *, embedding: bool = False) -> str:
+    """Two pipelines (``llm``: an LLM judge at ``provider_url``; ``embedding``, the bundled
+    MiniLM, when asked for), the answer cache on, two API keys, the shared cache at
+    ``redis_url``."""
+    judge = {
+        "type": "llm_pointwise",
+        "provider": "openai",
+        "model": "m",
+        "base_url": provider_url,
+        "api_key_env": "RERANKIT_TEST_KEY",
+    }
+    lines = [
+        "[server]",
+        'default = "llm"',
+        "answer_cache = true",
+        f"api_keys = {json.dumps(list(KEYS))}",
+        "max_concurrency = 8",
+        "max_queue = 256",
+        "timeout = 30",
+        "[pipelines.llm]",
+        f"scorer = {{ {', '.join(f'{k} = {json.dumps(v)}' for k, v in judge.items())} }}",
+    ]
+    if embedding:
+        lines += ["[pipelines.embedding]", 'scorer = { type = "embedding" }']
+    lines += ["[cache]", f'url = "{redis_url}"']
+    return "\n".join(lines) + "\n"
+
+
+class Replica:
+    """``rerankit serve -c CONFIG --port PORT`` in a process of its own, with a cache
+    directory of its own under ``folder``."""
+
+    def __init__(self, config: Path, folder: Path, name: str) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        home = folder / name
+        home.mkdir(parents=True, exist_ok=True)
+        self.log = home / "serve.log"
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("RERANKIT_")},
+            "PYTHONPATH": str(SRC),
+            "RERANKIT_CACHE_DIR": str(home / "cache"),
+            "RERANKIT_TEST_KEY": "k",
+            "HF_HUB_OFFLINE": "1",
+        }
+        command = [sys.executable, "-m", "rerankit", "serve", "-c", str(config)]
+        self.proc = subprocess.Popen(
+            [*command, "--port", str(self.port)],
+            env=env,
+            stdout=self.log.open("w"),
+            stderr=subprocess.STDOUT,
+        )
+
+    def wait_ready(self, seconds: float = 300) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"rerankit serve exited: {self.output()}")
+            try:
+                if httpx.get(self.url + "/ready", timeout=2).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"rerankit serve was not ready in {seconds:g} s: {self.output()}")
+
+    def metric(self, name: str, **labels: str) -> float:
+        """The sum of metric ``name`` over the series with ``labels``."""
+        text = httpx.get(self.url + "/metrics", timeout=10).text
+        total = 0.0
+        for line in text.splitlines():
+            named = line.startswith((name + "{", name + " "))
+            if named and all(f'{k}="{v}"' in line for k, v in labels.items()):
+                total += float(line.rsplit(" ", 1)[1])
+        return total
+
+    def output(self) -> str:
+        return self.log.read_text()[-4000:]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+def start_pair(config: Path, folder: Path) -> tuple[Replica, Replica]:
+    """Replicas ``a`` and ``b`` of ``config``, started together, once both are ready."""
+    a, b = Replica(config, folder, "a"), Replica(config, folder, "b")
+    try:
+        a.wait_ready()
+        b.wait_ready()
+    except BaseException:
+        a.stop()
+        b.stop()
+        raise
+    return a, b
+
+
+def auth(key: str = KEYS[0]) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}
