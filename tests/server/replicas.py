@@ -128,3 +128,79 @@ def start_pair(config: Path, folder: Path) -> tuple[Replica, Replica]:
 
 def auth(key: str = KEYS[0]) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
+
+
+def nginx_binary() -> str | None:
+    for candidate in ("/usr/sbin/nginx", "/usr/bin/nginx"):
+        if Path(candidate).exists():
+            return candidate
+    return None
+
+
+def nginx_conf(port: int, replicas: list[int], prefix: Path) -> str:
+    """The load balancer of docs/scale-out.md in front of ``replicas`` (loopback ports),
+    listening on ``port``, with its files under ``prefix``."""
+    servers = "".join(
+        f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=5s;\n" for p in replicas
+    )
+    return f"""daemon off;
+worker_processes 1;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    fastcgi_temp_path {prefix}/fastcgi;
+    uwsgi_temp_path {prefix}/uwsgi;
+    scgi_temp_path {prefix}/scgi;
+    upstream rerankit {{
+{servers}        keepalive 32;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://rerankit;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_next_upstream error timeout http_503 non_idempotent;
+            proxy_next_upstream_tries 2;
+            proxy_read_timeout 60s;
+            client_max_body_size 5m;
+        }}
+    }}
+}}
+"""
+
+
+class Nginx:
+    """Debian's nginx in the foreground with :func:`nginx_conf`, on a free loopback port."""
+
+    def __init__(self, replicas: list[int], folder: Path) -> None:
+        binary = nginx_binary()
+        assert binary is not None
+        folder.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        config = folder / "nginx.conf"
+        config.write_text(nginx_conf(self.port, replicas, folder))
+        self.proc = subprocess.Popen(
+            [binary, "-p", str(folder), "-c", str(config)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"nginx exited: {self.proc.stderr.read().decode()}")
+            try:
+                httpx.get(self.url + "/health", timeout=2)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise RuntimeError("nginx did not answer within 30 s")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)

@@ -21,7 +21,7 @@ pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
 pytest.importorskip("openai", reason="the LLM pipeline needs the 'openai' extra")
 httpx = pytest.importorskip("httpx")
 
-from replicas import KEYS, auth, settings_toml, start_pair  # noqa: E402
+from replicas import KEYS, Nginx, auth, nginx_binary, settings_toml, start_pair  # noqa: E402
 
 from rerankit.llm.testing import FakeLLMServer, Reply  # noqa: E402
 
@@ -131,6 +131,24 @@ def test_fifty_identical_concurrent_requests_over_two_replicas_cost_one_computat
     assert sum(r.metric("rerankit_answer_cache_total", result="miss") for r in pair) == misses + 1
     assert len({_normal(r.content) for r in answers}) == 1
     assert sorted(r.headers["x-rerankit-cache"] for r in answers).count("miss") == 1
+
+
+def test_behind_nginx_requests_reach_both_replicas_and_share_answers(pair, tmp_path):
+    if nginx_binary() is None:
+        pytest.skip("no nginx: `make test` installs Debian's nginx when run as root with apt-get")
+    a, b = pair
+    balancer = Nginx([a.port, b.port], tmp_path / "nginx")
+    try:
+        pids = {
+            httpx.get(balancer.url + "/info", headers=auth(), timeout=10).json()["process"]["pid"]
+            for _ in range(6)
+        }
+        assert pids == {a.proc.pid, b.proc.pid}  # round robin over both
+        ask = {"query": "through the balancer", "documents": DOCS, "model": "llm"}
+        sources = [_post(balancer, ask).headers["x-rerankit-cache"] for _ in range(4)]
+        assert sources == ["miss", "hit", "hit", "hit"]  # whichever replica answers
+    finally:
+        balancer.stop()
 
 
 def test_redis_killed_under_load_loses_nothing_and_hits_resume_when_it_returns(
