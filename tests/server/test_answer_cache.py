@@ -289,3 +289,40 @@ def test_a_cache_that_cannot_be_reached_costs_only_the_cache(live_server, nothin
         assert httpx.post(required.url + "/v2/rerank", json=ask).status_code == 200
     finally:
         required.stop()
+
+
+def test_a_stamped_answer_differs_from_the_computed_one_only_in_its_id_and_mark():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from rerankit.server.answers import mark, stamp
+    from rerankit.server.http import render
+
+    text = st.text(
+        alphabet=st.sampled_from(['"', "{", "}", ":", "c", "a", "h", "e", "\\", "é", " "])
+    )
+    tricky = st.sampled_from(['"cache":"miss"}}}', '{"id":"', '"}}}', "\ud800"])
+    documents = st.lists(st.one_of(text, tricky), min_size=1, max_size=4)
+
+    @settings(max_examples=200, deadline=None)
+    @given(documents, st.sampled_from(["hit", "shared"]))
+    def check(docs, source):
+        content = {
+            "id": "8f14e45f-ceea-467f-a0e6-3f1b7c1d2a4b",
+            "results": [{"index": i, "document": {"text": d}} for i, d in enumerate(docs)],
+            "meta": {"api_version": {"version": "2"}, "rerankit": {"scores": "probability"}},
+        }
+        computed = render(mark(content))
+        sent = stamp(computed, source)
+        assert stamp(computed, "miss") == computed
+        back, again = json.loads(computed), json.loads(sent)
+        assert again["id"] != back["id"] and len(again["id"]) == 36
+        assert again["meta"]["rerankit"].pop("cache") == source
+        assert back["meta"]["rerankit"].pop("cache") == "miss"
+        del back["id"], again["id"]
+        assert again == back  # the documents, whatever they hold, untouched
+        assert len(sent) == len(computed) + len(source) - len("miss")
+
+    check()
+    tei = render([{"index": 0, "score": 0.5, "text": '"cache":"miss"}}}'}])
+    assert stamp(tei, "hit") == tei  # no id, no meta: the bytes as computed
