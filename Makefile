@@ -47,9 +47,10 @@ install-dev: $(VENV)/.installed-dev
 install-all: $(VENV)/.torch | $(VENV)/bin/python
 	$(PIP) install -q -e ".[torch,all]"
 
+# The default pipeline (hybrid: the bundled MiniLM, BM25 and term proximity, read from the
+# texts) on the shipped sample, as a table.
 demo: $(VENV)/.installed
-	$(VENV)/bin/rerankit rank --query "$(QUERY)" --input examples/sample.jsonl --format table \
-		--first-stage-field retriever_score
+	$(VENV)/bin/rerankit rank --query "$(QUERY)" --input examples/sample.jsonl --format table
 
 test: $(VENV)/.installed-dev browser redis nginx $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
 	RERANKIT_TORCH_FREE_PYTHON=$(abspath $(SERVE_VENV))/bin/python \
@@ -192,7 +193,7 @@ bench-cross-encoder: $(VENV)/.installed-dev $(PEERS_VENV)/.installed $(INFINITY_
 	$(PY) -m benchmarks.speed.cross_encoder --peer-python $(PEERS_VENV)/bin/python --causal-lm
 	$(PY) -m benchmarks.speed.ce_service --infinity $(INFINITY_VENV)/bin/infinity_emb
 
-# The README's quality tables: the texts-only rerankers on the development pool (SciFact train,
+# The quality tables of docs/measured.md: the texts-only rerankers on the development pool (SciFact train,
 # NFCorpus dev and the four classic collections: a row per collection and the mean), the test
 # splits (~8 min), then learning to rank, also over an embedding fine-tuned on SciFact's
 # training split into .cache/ft-scifact (~20 min the first time).

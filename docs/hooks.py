@@ -1,6 +1,6 @@
-"""MkDocs hooks: the README is the site's front page (its links into ``docs/`` made
-site-relative), and the CLI reference is generated from the command line's own parsers, so
-it can never drift from them."""
+"""MkDocs hooks: the README is the site's front page and CONTRIBUTING.md its contributing
+page (their links into ``docs/`` made site-relative), and the CLI reference is generated
+from the command line's own parsers, so it can never drift from them."""
 
 from __future__ import annotations
 
@@ -12,15 +12,23 @@ from mkdocs.structure.files import File
 ROOT = Path(__file__).resolve().parents[1]
 
 
+#: pages made from files outside ``docs/``: site page -> the repository file
+GENERATED = {"index.md": "README.md", "contributing.md": "CONTRIBUTING.md"}
+
+
 def on_files(files, config):
-    """Add ``index.md`` (the README) to the site."""
-    files.append(File.generated(config, "index.md", content=_front_page()))
+    """Add ``index.md`` (the README) and ``contributing.md`` (CONTRIBUTING.md) to the site."""
+    for page, source in GENERATED.items():
+        files.append(File.generated(config, page, content=site_page(source)))
     return files
 
 
-def _front_page() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
-    return text.replace("](docs/", "](").replace("[`docs/`](docs/)", "`docs/`")
+def site_page(source: str) -> str:
+    """A repository file's Markdown with its links made site-relative."""
+    text = (ROOT / source).read_text(encoding="utf-8")
+    for name, page in (("README.md", "index.md"), ("CONTRIBUTING.md", "contributing.md")):
+        text = text.replace(f"]({name})", f"]({page})").replace(f"]({name}#", f"]({page}#")
+    return text.replace("](docs/", "](")
 
 
 def on_page_markdown(markdown, page, config, files):

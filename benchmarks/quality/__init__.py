@@ -1,0 +1,1 @@
+"""Quality benchmarks: what a change does to ranking quality, measured on ../shared/data."""

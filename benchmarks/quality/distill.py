@@ -124,7 +124,7 @@ def label_with_oracle(
         )
         os.environ["DISTILL_KEY"] = "local"
         args = ["label", "--data", str(DATA / name), "--split", "train", "--judge", str(judge)]
-        args += ["--k", str(k), "--out", str(out), "--no-progress"]
+        args += ["--candidates", str(k), "--out", str(out), "--no-progress"]
         code = main([*args, *(["--positions", positions] if positions else [])])
         if code != 0:
             raise SystemExit(f"rerankit label failed ({code})")
@@ -246,7 +246,7 @@ def cross_encoder_ndcg(
 
     out = work / f"ce-{folder.name}"
     start = time.perf_counter()
-    if cli(["train", "cross-encoder", "--data", str(folder), "--out", str(out), "--no-progress"]):
+    if cli(["train", "cross_encoder", "--data", str(folder), "--out", str(out), "--no-progress"]):
         raise SystemExit("rerankit train cross-encoder failed")
     trained = time.perf_counter() - start
     scorer = CrossEncoderScorer(str(out))

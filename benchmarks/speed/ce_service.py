@@ -80,7 +80,7 @@ def start_rerankit(
     chosen = ["-r", reranker, "--model", str(folder)] if folder is not None else []
     proc = subprocess.Popen(
         [
-            *(sys.executable, "-m", "rerankit", "serve", "-c", str(config)),
+            *(sys.executable, "-m", "rerankit", "serve", "--settings", str(config)),
             *chosen,
             *("--port", str(port), *extra),
         ],

@@ -72,7 +72,7 @@ def start_server(batching: bool, port: int, limits: str | None = None) -> subpro
     )
     env = {**os.environ, "RERANKIT_API_KEYS": ""}
     proc = subprocess.Popen(
-        [sys.executable, "-m", "rerankit", "serve", "--config", str(config), "--port", str(port)],
+        [sys.executable, "-m", "rerankit", "serve", "--settings", str(config), "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,

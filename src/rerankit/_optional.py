@@ -7,6 +7,8 @@ from types import ModuleType
 
 from .errors import MissingDependencyError
 
+__all__ = ["EXTRAS", "install_hint", "require"]
+
 #: module -> the rerankit extra that installs it
 EXTRAS = {
     "torch": "torch",
@@ -39,13 +41,18 @@ EXTRAS = {
 }
 
 
+def install_hint(extra: str) -> str:
+    """How to install ``extra``, from the package index and from a checkout of the source."""
+    return f"pip install 'rerankit[{extra}]' (from a checkout: pip install -e '.[{extra}]')"
+
+
 def require(module: str, purpose: str) -> ModuleType:
     """Import ``module`` or raise :class:`MissingDependencyError` naming the extra."""
     try:
         return importlib.import_module(module)
     except ImportError as exc:
         extra = EXTRAS.get(module.split(".")[0])
-        hint = f"pip install 'rerankit[{extra}]'" if extra else f"pip install {module}"
+        hint = install_hint(extra) if extra else f"pip install {module}"
         raise MissingDependencyError(
             f"{purpose} needs the optional package {module!r}: {hint}"
         ) from exc

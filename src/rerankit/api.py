@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from . import registry
+from ._optional import install_hint
 from .config import build, read_spec, resolve_reranker
 from .documents import InputFields
 from .rerankers.base import check_keywords
@@ -39,9 +40,11 @@ def available_rerankers() -> list[str]:
 
 def load(spec: Any) -> Any:
     """A reranker from anything that describes one: a registered name (``"hybrid"``, built
-    once per process and shared), a pipeline file (``.toml``, ``.yaml``, ``.json``), a spec
-    mapping (see :mod:`rerankit.config`), a reranker (as is), or a scorer (wrapped in a
-    :class:`~rerankit.rerankers.ScorerReranker`)."""
+    once per process and shared; ``-`` and ``_`` alike), a pipeline file (``.toml``,
+    ``.yaml``, ``.json``), a model folder or Hugging Face hub id
+    (``"cross-encoder/ms-marco-MiniLM-L6-v2"``: a cross-encoder, embedding model or causal-LM
+    reranker, told apart by its ``config.json``), a spec mapping (see :mod:`rerankit.config`),
+    a reranker (as is), or a scorer (wrapped in a :class:`~rerankit.rerankers.ScorerReranker`)."""
     if isinstance(spec, Path) or (
         isinstance(spec, str) and Path(spec).suffix.lower() in PIPELINE_SUFFIXES
     ):
@@ -85,13 +88,13 @@ def rerank(
 
 
 def default_reranker() -> tuple[str, str | None]:
-    """The default reranker's name, and a note when it is the fallback: ``hybrid`` (BM25 or
-    the first-stage score, fused with the bundled all-MiniLM-L6-v2) when the ``torch``
-    extra is installed, else ``bm25``."""
+    """The default reranker's name, and a note when it is the fallback: ``hybrid`` (the
+    bundled all-MiniLM-L6-v2, BM25 and term proximity, read from the texts and calibrated)
+    when the ``torch`` extra is installed, else ``bm25``."""
 
     if all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers")):
         return "hybrid", None
     return "bm25", (
-        "using bm25: install 'rerankit[torch]' for the default hybrid reranker "
-        "(lexical signal + all-MiniLM-L6-v2)"
+        f"using bm25: {install_hint('torch')} for the default hybrid reranker (the bundled "
+        "all-MiniLM-L6-v2 with BM25 and term proximity)"
     )

@@ -118,11 +118,12 @@ def shared_reranker(name: str) -> Any:
     force: see :func:`rerankit.cache.cache_defaults`) and shared; built anew after the name
     is registered again."""
     entry = registry.lookup("reranker", name)
-    key = (name, current_defaults())
+    # by the registered spelling: hybrid-relative and hybrid_relative share one
+    key = (entry.name, current_defaults())
     with _LOCK:
         cached = _SHARED.get(key)
         if cached is None or cached[0] is not entry:
-            _SHARED[key] = (entry, create("reranker", name))
+            _SHARED[key] = (entry, create("reranker", entry.name))
         return _SHARED[key][1]
 
 
@@ -133,7 +134,7 @@ def resolve_reranker(spec: Any) -> Any:
         return spec
     if isinstance(spec, str):
         is_model = Path(spec).is_dir() or ("/" in spec and not spec.startswith((".", "/")))
-        if is_model and spec not in registry.available("reranker"):
+        if is_model and registry.canonical("reranker", spec) is None:
             return model_reranker(spec)
         return shared_reranker(spec)
     if isinstance(spec, Scorer):

@@ -7,6 +7,10 @@ so a backend whose extra is missing costs nothing until used, and then raises a
 a declared pipeline. This module only holds the table: :mod:`rerankit.config` turns names
 into objects (``config.create``), for the CLI, the service, declared pipelines and the
 integrations alike. Adding a backend is one module plus one ``register`` line.
+
+A name is the same whether its words are joined by ``-`` or ``_`` (``cross-encoder`` and
+``cross_encoder``, ``hybrid-relative`` and ``hybrid_relative``): every lookup accepts both,
+and listings show the spelling it was registered with.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["KINDS", "Entry", "available", "entries", "lookup", "register"]
+__all__ = ["KINDS", "Entry", "available", "canonical", "entries", "lookup", "register"]
 
 KINDS = ("reranker", "scorer", "rule", "llm_client")
 
@@ -38,6 +42,11 @@ class Entry:
 _ENTRIES: dict[tuple[str, str], Entry] = {}
 
 
+def _key(name: str) -> str:
+    """``name`` with ``-`` and ``_`` made the same (the two spellings are one name)."""
+    return name.replace("-", "_")
+
+
 def register(
     kind: str,
     name: str,
@@ -49,7 +58,7 @@ def register(
     """Make ``name`` of ``kind`` available everywhere (replacing an earlier registration)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    _ENTRIES[(kind, name)] = Entry(kind, name, factory, summary, tuple(needs))
+    _ENTRIES[(kind, _key(name))] = Entry(kind, name, factory, summary, tuple(needs))
 
 
 def entries(kind: str) -> list[Entry]:
@@ -62,9 +71,17 @@ def available(kind: str) -> list[str]:
     return [e.name for e in entries(kind)]
 
 
+def canonical(kind: str, name: str) -> str | None:
+    """The registered spelling of ``name`` (``cross-encoder`` -> ``cross_encoder``), or None
+    when ``name`` is not registered as ``kind``."""
+    entry = _ENTRIES.get((kind, _key(name))) if isinstance(name, str) else None
+    return entry.name if entry is not None else None
+
+
 def lookup(kind: str, name: str) -> Entry:
-    """The entry of ``name``; a :class:`~rerankit.errors.ConfigError` listing the others if none."""
-    entry = _ENTRIES.get((kind, name))
+    """The entry of ``name`` (either spelling); a :class:`~rerankit.errors.ConfigError`
+    listing the others if none."""
+    entry = _ENTRIES.get((kind, _key(name)))
     if entry is None:
         names = available(kind)
         close = difflib.get_close_matches(name, names, n=2, cutoff=0.6)
@@ -199,8 +216,8 @@ register(
     "reranker",
     "hybrid",
     ".rerankers.hybrid:HybridReranker",
-    summary="default: MiniLM + background-idf BM25, calibrated P(relevant) (first-stage "
-    "score instead of BM25 when given)",
+    summary="the default: MiniLM, BM25 and term proximity read from the texts, calibrated "
+    "P(relevant)",
     needs=_TORCH,
 )
 register(
@@ -210,6 +227,11 @@ register(
     summary="the hybrid with min-max fusion and candidate-idf BM25 (scores per request)",
     needs=_TORCH,
 )
+for _kind, _what in (  # a model scorer alone, its model named with model= (serve --model)
+    ("cross_encoder", "a cross-encoder (ms-marco-MiniLM-L6-v2 unless a model is named)"),
+    ("causal_lm", "an LLM reranker's P(yes) (Qwen3-Reranker-0.6B unless a model is named)"),
+):
+    register("reranker", _kind, {"scorer": {"type": _kind}}, summary=_what, needs=_TORCH)
 for _provider, _needs in (("gemini", _GEMINI), ("openai", _OPENAI)):
     for _mode in ("pointwise", "listwise"):
         register(

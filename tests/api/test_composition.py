@@ -322,10 +322,10 @@ def test_example_pipeline_file_runs_in_the_cli(capsys):
 def test_cli_config_errors(capsys, tmp_path):
     bad = tmp_path / "bad.toml"
     bad.write_text("stages = [ { scorer = { type = 'bogus' } } ]\n")
-    code = main(["rank", "-q", "x", "-i", str(ROOT / "examples" / "sample.jsonl"), "-c", str(bad)])
+    code = main(["rank", "-q", "x", "-i", str(ROOT / "examples" / "sample.jsonl"), "-r", str(bad)])
     err = capsys.readouterr().err
     assert code == 1 and "stages[0].scorer: unknown scorer 'bogus'" in err and err.count("\n") == 1
     broken = tmp_path / "broken.toml"
     broken.write_text("stages = [ {")
-    assert main(["rank", "-q", "x", "-c", str(broken)]) == 1
+    assert main(["rank", "-q", "x", "-r", str(broken)]) == 1
     assert "broken.toml" in capsys.readouterr().err

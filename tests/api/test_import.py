@@ -75,5 +75,6 @@ def test_a_missing_extra_names_what_to_install():
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert "pip install 'rerankit[torch]'" in proc.stdout
+    assert "pip install 'rerankit[torch]'" in proc.stdout  # from the package index
+    assert "(from a checkout: pip install -e '.[torch]')" in proc.stdout  # and from the source
     assert "EmbeddingScorer" in proc.stdout

@@ -178,7 +178,7 @@ def test_details_never_write_nan(capsys, tmp_path):
 
 def test_rerankers_lists_what_each_needs(capsys):
     code, out, _ = run_cli(capsys, "rerankers")
-    lines = {line.split()[0]: line for line in out.splitlines()[1:]}
+    lines = {line.split()[0]: line for line in out.partition("\n\n")[0].splitlines()[1:]}
     assert code == 0 and "extra: torch" in lines["hybrid"] and "nothing extra" in lines["bm25"]
     assert "OPENAI_API_KEY" in lines["openai-pointwise"]
     code, out, _ = run_cli(capsys, "rerankers", "--all")
@@ -210,7 +210,7 @@ def test_a_batch_file_given_to_rank_points_to_batch(capsys, tmp_path):
     rows.write_text(json.dumps({"query": "solar", "candidates": ["a solar panel", "wind"]}) + "\n")
     code, out, err = run_cli(capsys, "rank", "-q", "solar", "-i", str(rows))
     assert code == 1 and out == ""
-    assert "batch rows" in err and "rerankit batch --input FILE --output OUT" in err
+    assert "batch rows" in err and "rerankit batch --input FILE --out OUT" in err
 
 
 def test_batch_takes_k_as_rank_does_and_writes_strict_json(capsys, tmp_path):
@@ -291,8 +291,19 @@ def test_a_model_folder_or_hub_id_is_a_reranker(capsys, tmp_path, monkeypatch, b
     code, _, err = run_cli(
         capsys, "rank", "-q", query, "-i", str(SAMPLE), "-r", "someone/not-a-cached-model"
     )
-    assert code == 1 and "cannot tell what 'someone/not-a-cached-model' is" in err
-    assert 'type = "cross_encoder"' in err
+    assert code == 1 and "could not load model 'someone/not-a-cached-model'" in err
+    assert "HF_HUB_OFFLINE is set" in err and "pass the path of a folder" in err
+    # a folder whose kind its files do not tell: the way out is a form -r takes (a file)
+    odd = tmp_path / "odd-model"
+    odd.mkdir()
+    (odd / "config.json").write_text('{"architectures": ["SomethingElse"]}')
+    code, _, err = run_cli(capsys, "rank", "-q", query, "-i", str(SAMPLE), "-r", str(odd))
+    assert code == 1 and f"cannot tell what {str(odd)!r} is" in err
+    assert 'in a pipeline file ([scorer] type = "cross_encoder"' in err
+    spec = tmp_path / "odd.toml"  # as the message says
+    spec.write_text(f'[scorer]\ntype = "cross_encoder"\nmodel = "{bert_dir}"\n')
+    code, out, _ = run_cli(capsys, "rank", "-q", query, "-i", str(SAMPLE), "-r", str(spec))
+    assert code == 0 and len(out.splitlines()) == len(docs)
 
 
 def test_cache_lists_every_cache_with_its_size_and_clears_the_one_named(

@@ -452,12 +452,20 @@ def test_no_progress_still_says_how_far_it_got(tiny, tmp_path, capsys, monkeypat
 
 
 def test_the_shipped_example_shows_rerankers_that_differ(tmp_path, capsys):
-    """examples/scifact-mini: a judged set where the evaluation is worth reading."""
+    """examples/scifact-mini: a judged set where the evaluation is worth reading, with a
+    train split to learn from and a test split to report on, no query in both."""
     example = Path(__file__).resolve().parents[2] / "examples" / "scifact-mini"
-    args = ["eval", "--data", str(example), "--rerankers", "bm25,jaccard", "--k", "20"]
+    splits = {
+        split: {line.split("\t")[0] for line in lines.splitlines()[1:]}
+        for split in ("train", "test")
+        for lines in [(example / "qrels" / f"{split}.tsv").read_text()]
+    }
+    assert len(splits["train"]) == len(splits["test"]) == 30
+    assert not splits["train"] & splits["test"]
+    args = ["eval", "--data", str(example), "--rerankers", "bm25,jaccard", "--candidates", "20"]
     assert main([*args, "--out", str(tmp_path / "o"), "--no-progress"]) == 0
     result = json.loads((tmp_path / "o" / "results.json").read_text())
-    assert result["queries"] == 30
+    assert result["queries"] == 30 and result["split"] == "test"
     scores = {r["pipeline"]: round(r["ndcg@10"], 4) for r in result["results"]}
     assert len(set(scores.values())) == 3  # first stage, bm25 and jaccard differ
     p_values = [r["p_vs_first_stage"] for r in result["results"] if r["pipeline"] != "first stage"]

@@ -80,6 +80,27 @@ def test_the_files_cache_table_is_read(tmp_path):
     assert (s.cache.url, s.cache.answer_ttl) == ("redis://cache.internal:6379/1", 60)
 
 
+def test_a_pipeline_file_is_served_under_the_name_it_declares(tmp_path):
+    from fastapi.testclient import TestClient
+
+    from rerankit.server import create_app
+
+    named = tmp_path / "learned.toml"
+    named.write_text('name = "my-ranker"\n[scorer]\ntype = "bm25"\n')
+    s = _settings("--reranker", str(named))
+    assert s.default == "my-ranker" and s.pipelines["my-ranker"] == str(named)
+    assert str(named) not in s.pipelines
+    unnamed = tmp_path / "plain.toml"
+    unnamed.write_text('[scorer]\ntype = "bm25"\n')
+    assert _settings("--reranker", str(unnamed)).default == "plain"  # else the file's stem
+    with TestClient(create_app(s)) as client:
+        listed = [m["name"] for m in client.get("/v1/models").json()["models"]]
+        assert "my-ranker" in listed and not any(str(named) in m for m in listed)
+        body = {"model": "my-ranker", "query": "solar", "documents": ["wind", "solar power"]}
+        answer = client.post("/v2/rerank", json=body).json()
+        assert [r["index"] for r in answer["results"]] == [1, 0]
+
+
 def test_server_model_reaches_the_built_in_hybrid_and_embedding_wherever_named():
     from rerankit.server import ServerSettings
 

@@ -1,20 +1,17 @@
 """What a model is, told from its files: a sentence-transformers embedding model, a
 cross-encoder (a sequence-classification architecture), a causal-LM reranker, or a folder
 written by ``rerankit export``; for a hub id, from the local Hugging Face cache, fetched
-when the hub answers (a quick probe first: offline, the hub client would retry for a
-minute)."""
+when the hub answers (:mod:`.hub` asks it first: offline, the hub client would retry
+for a minute)."""
 
 from __future__ import annotations
 
-import functools
 import json
-import os
-import socket
-import urllib.parse
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
+from .hub import hub_options, hub_reachable
 
 __all__ = ["model_kind"]
 
@@ -40,7 +37,8 @@ def model_kind(model: str) -> tuple[str, dict[str, Any]]:
             return kind, {"backend": "onnx"}
         has = lambda name: (folder / name).is_file()  # noqa: E731
         config = folder / "config.json"
-    else:
+    else:  # fails at once, saying what to do, when neither the hub nor the cache has it
+        hub_options(model, "model", 'rerankit.load("{folder}")')
         has = lambda name: _hub_file(model, name) is not None  # noqa: E731
         found = _hub_file(model, "config.json")
         config = Path(found) if found else None
@@ -53,10 +51,10 @@ def model_kind(model: str) -> tuple[str, dict[str, Any]]:
                 return kind, {}
     raise ConfigError(
         f"cannot tell what {model!r} is: no sentence-transformers files and no "
-        "sequence-classification or causal-LM architecture in its config.json (a hub id must "
-        "be in the local Hugging Face cache or reachable); name the kind: "
-        f'{{ scorer = {{ type = "cross_encoder", model = "{model}" }} }} (or embedding, '
-        "causal_lm)"
+        "sequence-classification or causal-LM architecture in its config.json. Name its kind "
+        f'in a pipeline file ([scorer] type = "cross_encoder", model = "{model}"; or '
+        "embedding, causal_lm) and give the file where a reranker is named, or in Python "
+        f'(CrossEncoderScorer("{model}"))'
     )
 
 
@@ -70,24 +68,9 @@ def _hub_file(model: str, name: str) -> str | None:
     cached = huggingface_hub.try_to_load_from_cache(model, name)
     if isinstance(cached, str):
         return cached
-    if not _hub_reachable():
+    if not hub_reachable():
         return None
     try:
         return huggingface_hub.hf_hub_download(model, name)
     except Exception:  # unknown id or no such file: the caller says what it needs
         return None
-
-
-@functools.cache
-def _hub_reachable() -> bool:
-    """Whether the Hugging Face hub answers (a 3 s probe, once per process), unless
-    ``HF_HUB_OFFLINE`` says not to try: offline, the hub client would retry for a minute
-    before failing."""
-    if os.environ.get("HF_HUB_OFFLINE", "").strip().lower() in ("1", "true", "yes", "on"):
-        return False
-    host = urllib.parse.urlparse(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    try:
-        with socket.create_connection((host.hostname or "", host.port or 443), timeout=3):
-            return True
-    except OSError:
-        return False

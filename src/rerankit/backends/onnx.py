@@ -31,10 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from .._optional import require
+from .._optional import install_hint, require
 from ..cache import default_cache_dir
 from ..errors import MissingDependencyError, ModelLoadError
 from .bundled import resolve_source
+from .hub import hub_options
 from .pairs import PairEncoder, lengths, offsets, padded_batches, unpadded
 from .quantize import SMOOTH_ALPHA, calibration_feeds, cross_encoder_int8, quantize_int8
 
@@ -88,8 +89,12 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
 
 def _embedding_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dict[str, Any]]:
     st = require("sentence_transformers", "exporting an embedding model")
+    source = resolve_source(model)
     loaded = st.SentenceTransformer(
-        resolve_source(model), device="cpu", trust_remote_code=trust_remote_code
+        source,
+        device="cpu",
+        trust_remote_code=trust_remote_code,
+        **hub_options(source, "embedding model", "rerankit export {folder}"),
     )
     modules = list(loaded)
     transformer = modules[0]
@@ -120,7 +125,12 @@ def _embedding_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dic
 
 def _cross_encoder_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dict[str, Any]]:
     st = require("sentence_transformers", "exporting a cross-encoder")
-    loaded = st.CrossEncoder(model, device="cpu", trust_remote_code=trust_remote_code)
+    loaded = st.CrossEncoder(
+        model,
+        device="cpu",
+        trust_remote_code=trust_remote_code,
+        **hub_options(model, "cross-encoder", "rerankit export {folder} --kind cross_encoder"),
+    )
     hf = loaded.model.eval()
     info = {
         "num_labels": int(hf.config.num_labels),
@@ -155,6 +165,7 @@ def export(
     (:func:`.quantize.quantize_int8_per_token`; ``False``: ONNX Runtime's one scale per
     tensor); both keep its order closer to float32's. ``smooth_alpha=None,
     per_token=False`` is plain dynamic int8."""
+    kind = kind.replace("-", "_")  # cross-encoder and cross_encoder alike
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     check_backend("onnx", quantize)
@@ -254,7 +265,7 @@ def cached_export(
                 f"backend 'onnx' for {model!r} needs an exported folder, and exporting needs "
                 f"the optional package 'torch': run `rerankit export {model} --out DIR` where "
                 f'torch is installed and name DIR as the model (model = "DIR", or '
-                f"`rerankit serve --model DIR`), or pip install 'rerankit[torch]'"
+                f"`rerankit serve --model DIR`), or {install_hint('torch')}"
             )
         logger.info("exporting %s to ONNX once (cached in %s)", model, folder)
         folder.parent.mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
 from .. import registry
@@ -12,6 +13,8 @@ from ..documents import InputFields
 from ..errors import InputError
 
 __all__ = [
+    "OldSpelling",
+    "add_candidates_argument",
     "add_data_argument",
     "add_embedding_cache_arguments",
     "add_field_arguments",
@@ -19,8 +22,10 @@ __all__ = [
     "add_language_argument",
     "add_max_queries_argument",
     "add_no_progress_argument",
+    "add_old_spelling",
     "in_language",
     "input_fields",
+    "model_kind_name",
     "positive_float",
     "positive_int",
     "use_embedding_cache",
@@ -37,6 +42,11 @@ def positive_int(value: str) -> int:
     return n
 
 
+def model_kind_name(value: str) -> str:
+    """A model kind as the registry spells it (``cross-encoder`` -> ``cross_encoder``)."""
+    return value.replace("-", "_")
+
+
 def positive_float(value: str) -> float:
     try:
         x = float(value)
@@ -45,6 +55,50 @@ def positive_float(value: str) -> float:
     if not 0 < x < float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
     return x
+
+
+class OldSpelling(argparse.Action):
+    """A flag's earlier spelling, still accepted: it sets what the current spelling sets
+    (appending when ``append``) and says on stderr what the flag is called now. Hidden from
+    ``--help``, so every flag is listed once."""
+
+    def __init__(
+        self, option_strings: Any, dest: str, *, now: str, append: bool = False, **kwargs: Any
+    ) -> None:
+        kwargs.setdefault("default", argparse.SUPPRESS)
+        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
+        self.now, self.append = now, append
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None):
+        if sys.stderr is not None:
+            print(
+                f"rerankit: note: {option_string} is now spelled {self.now} (the old spelling "
+                "still works)",
+                file=sys.stderr,
+            )
+        if self.append:
+            values = [*(getattr(namespace, self.dest, None) or []), values]
+        setattr(namespace, self.dest, values)
+
+
+def add_old_spelling(parser: Any, *flags: str, dest: str, now: str, **kwargs: Any) -> None:
+    """Accept ``flags`` (an earlier spelling of ``now``) for ``dest``: see :class:`OldSpelling`."""
+    parser.add_argument(*flags, dest=dest, action=OldSpelling, now=now, **kwargs)
+
+
+def add_candidates_argument(parser: Any, help: str = "candidates per query") -> None:
+    """``--candidates N``: how many first-stage candidates each query gets (default 100;
+    ``--k``, its earlier spelling, still works). Top-k, where a command has it, is
+    ``--top-k``/``-k``."""
+    parser.add_argument(
+        "--candidates",
+        dest="k",
+        type=positive_int,
+        default=100,
+        metavar="N",
+        help=f"{help} (default 100)",
+    )
+    add_old_spelling(parser, "--k", dest="k", now="--candidates", type=positive_int)
 
 
 def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:
@@ -62,8 +116,10 @@ def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:
         "--first-stage-field",
         default=None,
         metavar="FIELD",
-        help="object field holding the first-stage (retriever) score; the hybrid fuses it "
-        "(a 'first_stage_score' field is read without naming it)",
+        help="object field holding the first-stage (retriever) score, for pipelines that read "
+        "it: a field scorer, pipelines written by `rerankit tune`, learned rankers (the default "
+        "hybrid ranks by the texts and fuses it only with first_stage_weight); a "
+        "'first_stage_score' field is read without naming it",
     )
     parser.add_argument(
         "--first-stage-lower-is-better",
@@ -100,7 +156,7 @@ def in_language(spec: Any, language: str | None) -> Any:
     when no language is given."""
     if not language:
         return spec
-    if not isinstance(spec, str) or spec not in registry.available("reranker"):
+    if not isinstance(spec, str) or registry.canonical("reranker", spec) is None:
         raise InputError(
             f"--language applies to a registered reranker (hybrid, bm25, text, ...), not "
             f"{spec!r}: in a pipeline file, give language on its scorers"
@@ -145,15 +201,24 @@ def add_first_stage_argument(parser: Any) -> None:
         "--first-stage",
         default="auto",
         help="auto (the dataset's *.run.trec when it ships one, else bm25; the default), "
-        "bm25 (over the corpus), run, or a TREC run file",
+        "bm25 (over the corpus), run, or your retriever's output: a TREC run file or JSON "
+        "Lines candidates (.jsonl, a row a query: {query_id, candidates: [{id, "
+        "first_stage_score}]})",
     )
 
 
-def add_max_queries_argument(parser: Any) -> None:
-    """``--max-queries N``: only a collection's first N queries."""
+def add_max_queries_argument(parser: Any, *, old: str | None = None) -> None:
+    """``--max-queries N``: only a collection's first N queries (``old``: an earlier
+    spelling, still accepted)."""
     parser.add_argument(
-        "--max-queries", type=positive_int, default=None, help="use the first N queries only"
+        "--max-queries",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="use the first N queries only",
     )
+    if old:
+        add_old_spelling(parser, old, dest="max_queries", now="--max-queries", type=positive_int)
 
 
 def add_no_progress_argument(parser: Any) -> None:

@@ -28,11 +28,13 @@ from ..eval.runner import (
     write_summary,
 )
 from .args import (
+    add_candidates_argument,
     add_embedding_cache_arguments,
     add_first_stage_argument,
     add_language_argument,
     add_max_queries_argument,
     add_no_progress_argument,
+    add_old_spelling,
     in_language,
     positive_int,
     use_embedding_cache,
@@ -155,7 +157,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         check_output_folder(args.out)  # before the work, not after it
     use_embedding_cache(args)
-    pipelines = named_pipelines(args.rerankers, args.config or [], args.language)
+    pipelines = named_pipelines(args.rerankers, getattr(args, "config", None) or [], args.language)
     layouts = _layouts(args.titles)
     names = [_run_name(n, t, layouts) for t in layouts for n, _, _ in pipelines]
     baseline = None
@@ -244,13 +246,12 @@ def add_commands(sub: Any) -> None:
     ev.add_argument(
         "--rerankers",
         default="bm25,embedding,hybrid",
-        help="comma-separated names or pipeline files (default bm25,embedding,hybrid)",
+        help="comma-separated reranker names, pipeline files or model folders/hub ids "
+        "(default bm25,embedding,hybrid)",
     )
+    add_old_spelling(ev, "--config", dest="config", now="--rerankers", append=True)
     add_language_argument(ev)
-    ev.add_argument("--config", action="append", help="a pipeline file (repeatable)")
-    ev.add_argument(
-        "--k", type=positive_int, default=100, help="candidates per query (default 100)"
-    )
+    add_candidates_argument(ev, "first-stage candidates each query's rerankers get")
     ev.add_argument("--out", help="folder for results.json, TREC runs and a chart")
     add_max_queries_argument(ev)
     add_no_progress_argument(ev)

@@ -15,7 +15,9 @@ from ..training.labelling import LabelReport, estimate, judge_from, label, read_
 from .args import (
     add_data_argument,
     add_first_stage_argument,
+    add_max_queries_argument,
     add_no_progress_argument,
+    add_old_spelling,
     positive_int,
 )
 from .console import limit_queries, read_collection
@@ -33,7 +35,7 @@ def _queries(args: argparse.Namespace) -> Dataset:
         data.queries = {f"q{i + 1}": t for i, t in enumerate(texts)}
         data.run_scores = None  # a run's query ids do not name these queries
     data.qrels = {}  # never read: the judge decides
-    return limit_queries(data, args.queries)
+    return limit_queries(data, args.max_queries)
 
 
 def _line(report: LabelReport) -> str:
@@ -114,11 +116,19 @@ def add_commands(sub: Any) -> None:
         "train); without that file, every query",
     )
     lab.add_argument("--queries-file", help="label these queries instead (one a line)")
-    lab.add_argument("--queries", type=positive_int, help="only the first N queries")
+    add_max_queries_argument(lab, old="--queries")
     lab.add_argument(
         "--judge", required=True, help="pipeline file declaring one LLM scorer (the judge)"
     )
-    lab.add_argument("--k", type=positive_int, default=20, help="candidates judged per query")
+    lab.add_argument(
+        "--candidates",
+        dest="k",
+        type=positive_int,
+        default=20,
+        metavar="N",
+        help="first-stage candidates judged per query (default 20)",
+    )
+    add_old_spelling(lab, "--k", dest="k", now="--candidates", type=positive_int)
     add_first_stage_argument(lab)
     lab.add_argument("--out", required=True, help="folder to write")
     lab.add_argument(

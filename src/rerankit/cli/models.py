@@ -14,7 +14,7 @@ from ..backends.quantize import SMOOTH_ALPHA
 from ..cache import cache_url, default_cache_dir
 from ..cache.redis_store import RedisStore
 from ..cache.sqlite import SQLiteStore
-from .args import positive_int
+from .args import model_kind_name, positive_int
 
 __all__ = ["add_commands", "cmd_cache", "cmd_export", "cmd_rerankers"]
 
@@ -36,7 +36,20 @@ def cmd_rerankers(args: argparse.Namespace) -> int:
     print(f"{'name':<{width}}  {'what':<{summary}}  needs")
     for name, what, needs in rows:
         print(f"{name:<{width}}  {what:<{summary}}  {needs or 'nothing extra'}")
+    print("\n" + ALSO_ACCEPTED)
     return 0
+
+
+#: what ``rerankit rerankers`` says after the names: the other things a reranker may be
+ALSO_ACCEPTED = """\
+Names are the same with - or _ (hybrid-relative = hybrid_relative). Wherever a reranker is
+named (-r, --rerankers, reranker= in Python, [pipelines.NAME] of the service) these work too:
+  a pipeline file   .toml, .yaml or .json (its scorer and rule types: rerankers --all)
+  a model           a Hugging Face hub id or a model folder, e.g.
+                    cross-encoder/ms-marco-MiniLM-L6-v2 or BAAI/bge-reranker-base: a
+                    cross-encoder, embedding model or causal-LM reranker, told apart by its
+                    config.json (extra torch). A hub id is downloaded once into the Hugging
+                    Face cache; offline, pass the folder of a saved copy instead."""
 
 
 def _size(path: Path) -> int:
@@ -130,7 +143,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     out = export(
         args.model,
         args.out,
-        kind=args.kind.replace("-", "_"),
+        kind=args.kind,
         quantize=args.quantize,
         max_length=args.max_length,
         trust_remote_code=args.trust_remote_code,
@@ -139,7 +152,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     )
     files = sorted(p.name for p in out.iterdir())
     print(f"wrote {out}: {', '.join(files)}")
-    backend = "cross_encoder" if args.kind != "embedding" else "embedding"
+    backend = args.kind
     quantize = ', quantize = "int8"' if args.quantize else ""
     print(
         f'load it with {{ type = "{backend}", model = "{out}", backend = "onnx"{quantize} }} '
@@ -202,9 +215,10 @@ def add_commands(sub: Any) -> None:
     exp.add_argument("--out", required=True, help="folder to write")
     exp.add_argument(
         "--kind",
-        choices=("embedding", "cross-encoder"),
+        type=model_kind_name,
+        choices=("embedding", "cross_encoder"),
         default="embedding",
-        help="what the model is (default embedding)",
+        help="what the model is (default embedding; cross-encoder works too)",
     )
     exp.add_argument("--quantize", choices=("int8",), default=None, help="also write int8 weights")
     exp.add_argument(

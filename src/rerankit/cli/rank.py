@@ -16,8 +16,10 @@ from ..batch.beir import beir_rows
 from ..errors import InputError
 from ..scorers.local import LocalModelScorer
 from .args import (
+    add_candidates_argument,
     add_field_arguments,
     add_language_argument,
+    add_old_spelling,
     in_language,
     input_fields,
     positive_int,
@@ -68,7 +70,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     if items and all(isinstance(i, dict) and {"query", "candidates"} <= set(i) for i in items):
         raise InputError(
             f"{args.input if args.input != '-' else 'stdin'} holds batch rows (query and "
-            "candidates on each line): rerank them with `rerankit batch --input FILE --output OUT`"
+            "candidates on each line): rerank them with `rerankit batch --input FILE --out OUT`"
         )
     announce_model_loading(reranker)
     result = reranker.rerank(args.query, items, top_k=args.top_k, fields=input_fields(args))
@@ -86,21 +88,17 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 
 def reranker_from(args: argparse.Namespace) -> Any:
-    """``--config FILE``, else ``--reranker`` (a name or a pipeline file), else the default."""
-
-    if args.config and args.reranker:
-        raise InputError("give --reranker or --config, not both")
-    spec = args.config or args.reranker or default_reranker_name()
-    return load(in_language(spec, args.language))
+    """``--reranker`` (a name, a pipeline file or a model), else the default."""
+    return load(in_language(args.reranker or default_reranker_name(), args.language))
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
 
+    if not args.out:
+        raise InputError("batch needs --out FILE: the .jsonl or .parquet file to write")
     if args.engine == "ray" and not args.verbose:
         quiet_ray_logs()
-    if args.config and args.reranker:
-        raise InputError("give --reranker or --config, not both")
-    pipeline = in_language(args.config or args.reranker or default_reranker_name(), args.language)
+    pipeline = in_language(args.reranker or default_reranker_name(), args.language)
     source: Any = args.input
     if args.run:
         source = beir_rows(args.input, args.run, split=args.split, k=args.k)
@@ -109,14 +107,14 @@ def cmd_batch(args: argparse.Namespace) -> int:
     ray, _ = RayOptions.split(None, vars(args))  # workers, batch size, address, ... as given
     summary = run_batch(
         source,
-        args.output,
+        args.out,
         pipeline,
         engine=args.engine,
         ray=ray,
         top_k=args.top_k,
         fields=input_fields(args),
     )
-    print(f"rerankit batch: wrote {args.output}: {summary}", file=sys.stderr)
+    print(f"rerankit batch: wrote {args.out}: {summary}", file=sys.stderr)
     for error in summary.errors[:3]:
         print(f"  error: {error}", file=sys.stderr)
     if args.summary:
@@ -133,6 +131,16 @@ def default_reranker_name() -> str:
     return name
 
 
+#: what ``--reranker`` takes, for ``rank`` and ``batch``
+RERANKER_HELP = (
+    "a reranker name (`rerankit rerankers` lists them; - and _ alike), a pipeline file "
+    "(.toml, .yaml, .json), or a model folder or Hugging Face hub id (a cross-encoder, "
+    "embedding model or causal-LM reranker, told apart by its config.json); default: hybrid "
+    "(the bundled MiniLM on passages and whole documents, BM25 and term proximity, "
+    "calibrated), or bm25 without the torch extra"
+)
+
+
 def add_commands(sub: Any) -> None:
     """``rank`` and ``batch``."""
     rank = sub.add_parser(
@@ -147,11 +155,9 @@ def add_commands(sub: Any) -> None:
         "--reranker",
         "-r",
         default=None,
-        help="reranker name (see `rerankit rerankers`), a pipeline file (.toml, .yaml, "
-        ".json), or a model: a hub id or folder of a cross-encoder, embedding model or "
-        "causal-LM reranker (told apart by its config); default hybrid (BM25 + MiniLM), or "
-        "bm25 without the torch extra",
+        help=RERANKER_HELP,
     )
+    add_old_spelling(rank, "--config", "-c", dest="reranker", now="--reranker")
     rank.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep only the best K")
     add_field_arguments(rank)
     add_language_argument(rank)
@@ -166,7 +172,6 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="write result records (index, rank, score, id, text, scores, flags)",
     )
-    rank.add_argument("--config", "-c", default=None, help="a pipeline file (see rerankit.config)")
     rank.add_argument(
         "--explain",
         action="store_true",
@@ -184,9 +189,10 @@ def add_commands(sub: Any) -> None:
         "any row failed, 0 otherwise.",
     )
     bat.add_argument("--input", "-i", required=True, help=".jsonl or .parquet (or a BEIR folder)")
-    bat.add_argument("--output", "-o", required=True, help=".jsonl or .parquet to write")
-    bat.add_argument("--reranker", "-r", default=None, help="reranker name or pipeline file")
-    bat.add_argument("--config", "-c", default=None, help="a pipeline file")
+    bat.add_argument("--out", "-o", default=None, help=".jsonl or .parquet to write (required)")
+    add_old_spelling(bat, "--output", dest="out", now="--out")
+    bat.add_argument("--reranker", "-r", default=None, help=RERANKER_HELP)
+    add_old_spelling(bat, "--config", "-c", dest="reranker", now="--reranker")
     bat.add_argument(
         "--engine",
         choices=("local", "ray"),
@@ -213,9 +219,7 @@ def add_commands(sub: Any) -> None:
     bat.add_argument("--num-gpus", type=float, default=None, help="ray: GPUs per actor")
     bat.add_argument("--run", default=None, help="with a BEIR --input: a TREC run file")
     bat.add_argument("--split", default="test", help="with --run: the BEIR split (test)")
-    bat.add_argument(
-        "--k", type=positive_int, default=100, help="with --run: candidates per query (100)"
-    )
+    add_candidates_argument(bat, "with --run: first-stage candidates per query")
     bat.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep the best K")
     add_field_arguments(bat, score_field=False)
     add_language_argument(bat)

@@ -4,31 +4,36 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 from typing import Any
 
+from ..api import PIPELINE_SUFFIXES
 from ..config import read_spec
 from ..server import serve
 from ..server.settings import ServerSettings, flag_pipeline
-from .args import add_language_argument, positive_int
+from .args import add_language_argument, add_old_spelling, positive_int
 
 __all__ = ["add_commands", "cmd_serve", "serve_settings"]
 
 
 def serve_settings(args: argparse.Namespace) -> Any:
-    """The ServerSettings ``rerankit serve`` runs: the ``--config`` file's, with the flags
-    overriding it (``--reranker``/``--model`` make that pipeline the default)."""
+    """The ServerSettings ``rerankit serve`` runs: the ``--settings`` file's, with the flags
+    overriding it (``--reranker``/``--model`` make that pipeline the default; a pipeline
+    file is listed under the ``name`` it declares, else its file name)."""
 
-    spec = read_spec(args.config) if args.config else {}
+    spec = read_spec(args.settings) if args.settings else {}
     server = dict(spec.get("server") or {})
     pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
     for key in ("backend", "quantize", "api_key_env"):
         if getattr(args, key):
             server[key] = getattr(args, key)
     if args.reranker or args.model or args.language:
-        name = args.reranker or "hybrid"
+        name = pipeline_name(args.reranker or "hybrid")
         pipelines = {
             **(pipelines or {}),
-            name: flag_pipeline(name, args.model, args.backend, args.quantize, args.language),
+            name: flag_pipeline(
+                args.reranker or "hybrid", args.model, args.backend, args.quantize, args.language
+            ),
         }
         server["default"] = name
     mapping: dict[str, Any] = {"server": server}
@@ -37,6 +42,15 @@ def serve_settings(args: argparse.Namespace) -> Any:
     if spec.get("cache"):
         mapping["cache"] = spec["cache"]
     return ServerSettings.from_mapping(mapping)
+
+
+def pipeline_name(reranker: str) -> str:
+    """The name ``--reranker`` is served under: a pipeline file's declared ``name`` (else
+    the file's stem), or the name or model given."""
+    if Path(reranker).suffix.lower() in PIPELINE_SUFFIXES:
+        declared = read_spec(reranker).get("name")
+        return declared if isinstance(declared, str) and declared else Path(reranker).stem
+    return reranker
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -58,18 +72,21 @@ def add_commands(sub: Any) -> None:
     """``serve``."""
     srv = sub.add_parser("serve", help="run the HTTP service (Cohere- and TEI-compatible)")
     srv.add_argument(
-        "--config",
-        "-c",
+        "--settings",
         default=None,
-        help="service file: [server] and [pipelines.NAME] (see rerankit.server.settings)",
+        metavar="FILE",
+        help="the service's settings file: [server] and [pipelines.NAME] (see "
+        "rerankit.server.settings)",
     )
+    add_old_spelling(srv, "--config", "-c", dest="settings", now="--settings")
     srv.add_argument(
         "--reranker",
         "-r",
         default=None,
-        help="serve this reranker as the default pipeline (a registered name such as hybrid, "
-        "bm25, embedding, or cross_encoder / causal_lm with --model); with --config it "
-        "replaces or adds the pipeline of that name",
+        help="serve this reranker as the default pipeline: a registered name (hybrid, bm25, "
+        "embedding, cross_encoder or causal_lm with --model, ...; `rerankit rerankers` lists "
+        "them), a pipeline file (listed under the name it declares) or a model folder or "
+        "hub id; with --settings it replaces or adds the pipeline of that name",
     )
     srv.add_argument(
         "--model",

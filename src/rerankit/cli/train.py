@@ -9,7 +9,13 @@ from dataclasses import asdict
 from typing import Any
 
 from ..training import FineTuneOptions, fine_tune
-from .args import add_data_argument, add_no_progress_argument, positive_int
+from .args import (
+    add_candidates_argument,
+    add_data_argument,
+    add_no_progress_argument,
+    model_kind_name,
+    positive_int,
+)
 from .console import reporter
 
 __all__ = ["add_commands", "cmd_train"]
@@ -27,11 +33,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     check = result.held_out_check
     if check is None:
         return 0
-    what = "cross-encoder" if args.what == "cross-encoder" else "embedding model"
+    what = "cross-encoder" if args.what == "cross_encoder" else "embedding model"
     if not check.beats_first_stage:
         use = (
             "`rerankit tune --method ltr` learns from the same judgments"
-            if args.what == "cross-encoder"
+            if args.what == "cross_encoder"
             else "as features it may still help: `rerankit tune --method ltr "
             f"--embedding-model {args.out}` measures that against the default"
         )
@@ -65,7 +71,12 @@ def add_commands(sub: Any) -> None:
         "settings are refused) (extras torch and train). Judgments from `rerankit label` "
         "work too.",
     )
-    tr.add_argument("what", choices=("embedding", "cross-encoder"), help="what to train")
+    tr.add_argument(
+        "what",
+        type=model_kind_name,
+        choices=("embedding", "cross_encoder"),
+        help="what to train (cross-encoder works too)",
+    )
     add_data_argument(tr)
     tr.add_argument("--split", default="train", help="the training split (default train)")
     tr.add_argument("--out", required=True, help="folder for the fine-tuned model")
@@ -78,7 +89,7 @@ def add_commands(sub: Any) -> None:
     tr.add_argument("--max-pairs", type=positive_int, default=None, help="use at most N pairs")
     tr.add_argument("--epochs", type=float, default=1.0, help="passes over the pairs (1)")
     tr.add_argument("--batch-size", type=positive_int, default=16, help="pairs per step (16)")
-    tr.add_argument("--k", type=positive_int, default=100, help="BM25 candidates for negatives")
+    add_candidates_argument(tr, "BM25 candidates per query to draw hard negatives from")
     tr.add_argument(
         "--learning-rate", type=float, default=None, help="the optimiser's step size (2e-5)"
     )

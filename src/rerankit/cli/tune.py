@@ -11,6 +11,7 @@ from ..eval.compare import format_against
 from ..eval.runner import format_table
 from ..training import TuneOptions, TuneResult, tune
 from .args import (
+    add_candidates_argument,
     add_data_argument,
     add_embedding_cache_arguments,
     add_first_stage_argument,
@@ -83,9 +84,7 @@ def add_commands(sub: Any) -> None:
         "whose training queries `rerankit label` labelled)",
     )
     add_first_stage_argument(tu)
-    tu.add_argument(
-        "--k", type=positive_int, default=100, help="candidates per query (default 100)"
-    )
+    add_candidates_argument(tu, "first-stage candidates per query")
     tu.add_argument(
         "--strategies",
         default="first_stage,bm25,embedding",

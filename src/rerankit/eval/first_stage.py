@@ -1,20 +1,25 @@
 """The first stage of an evaluation: each query's candidates from BM25 over the whole
-corpus (an inverted index in numpy, for datasets that ship no candidate run) or from a run
-file, and those candidates as the documents a reranker takes."""
+corpus (an inverted index in numpy, for datasets that ship no candidate run), from a TREC
+run file or from JSON Lines candidates (your own retriever's output), and those candidates
+as the documents a reranker takes."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from numbers import Real
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from .._jsonl import numbered_jsonl
 from ..errors import InputError
 from ..scorers.lexical import length_norm, lucene_idf, saturated_tf
 from ..text.analysis import Analyzer
 from ..text.language import CorpusStats
 from .data import Dataset, load_run
 
-__all__ = ["BM25Index", "candidate_documents", "first_stage"]
+__all__ = ["BM25Index", "candidate_documents", "first_stage", "load_candidates"]
 
 
 class BM25Index:
@@ -85,8 +90,9 @@ def first_stage(
 ) -> dict[str, list[tuple[str, float]]]:
     """Each query's top ``k`` as ``(doc id, first-stage score)``, best first: BM25 over the
     corpus (``"bm25"``, Anserini's k1=0.9, b=0.4), the dataset's own run (``"run"``), the
-    run when the dataset ships one and BM25 otherwise (``"auto"``), or a TREC run file's
-    path. Queries the first stage finds nothing for get an empty list."""
+    run when the dataset ships one and BM25 otherwise (``"auto"``), or the path of your
+    retriever's output: a TREC run file, or JSON Lines candidates (``.jsonl``, see
+    :func:`load_candidates`). Queries the first stage finds nothing for get an empty list."""
     if source == "auto":
         source = "run" if data.run_scores is not None else "bm25"
     if source == "bm25":
@@ -105,7 +111,10 @@ def first_stage(
             raise InputError(f"dataset {data.name!r} ships no run file; use --first-stage bm25")
         ranked = data.run_scores
     else:
-        ranked = load_run(source, with_scores=True, corpus=data.corpus)
+        if Path(source).suffix.lower() == ".jsonl":
+            ranked = load_candidates(source, corpus=data.corpus)
+        else:
+            ranked = load_run(source, with_scores=True, corpus=data.corpus)
         if not set(ranked) & set(data.queries):
             raise InputError(f"{source}: none of its query ids is among the dataset's queries")
     return {qid: list(ranked.get(qid, []))[:k] for qid in data.queries}
@@ -120,3 +129,43 @@ def candidate_documents(
     if not with_scores:
         return [data.document(d) for d, _ in ranked]
     return [{**data.document(d), "first_stage_score": s} for d, s in ranked]
+
+
+def load_candidates(path: str | Path, *, corpus: Any) -> dict[str, list[tuple[str, float]]]:
+    """Your retriever's output as JSON Lines, one row a query: ``{"query_id": "q1",
+    "candidates": [{"id": "d3", "first_stage_score": 12.1}, ...]}`` (the rows ``rerankit
+    batch`` reads; other fields, such as ``query`` and the candidates' ``text``, are
+    ignored: texts come from the corpus). A candidate may also be a bare id; its score is
+    ``first_stage_score``, else ``score``, else its position (best first). Returns query id
+    -> ``(doc id, score)`` best first; a mistake is an :class:`InputError` naming the line."""
+    out: dict[str, list[tuple[str, float]]] = {}
+    for n, row in numbered_jsonl(path):
+        where = f"{path}, line {n}"
+        if not isinstance(row, dict) or not isinstance(row.get("candidates"), list):
+            raise InputError(f"{where}: expected an object with query_id and a candidates list")
+        qid = row.get("query_id")
+        if not isinstance(qid, (str, int)) or isinstance(qid, bool):
+            raise InputError(f"{where}: query_id must be a string or number, got {qid!r}")
+        ranked = []
+        for i, cand in enumerate(row["candidates"]):
+            doc = cand.get("id") if isinstance(cand, dict) else cand
+            if not isinstance(doc, (str, int)) or isinstance(doc, bool):
+                raise InputError(f"{where}: candidate {i} has no id (a string or number)")
+            if str(doc) not in corpus:
+                raise InputError(f"{where}: document {str(doc)!r} is not in the corpus")
+            score = _score(cand) if isinstance(cand, dict) else None
+            ranked.append((str(doc), float(-i) if score is None else score, i))
+        ranked.sort(key=lambda r: (-r[1], r[2]))
+        out[str(qid)] = [(d, s) for d, s, _ in ranked]
+    return out
+
+
+def _score(candidate: Mapping[str, Any]) -> float | None:
+    """A candidate's ``first_stage_score`` (else ``score``); None when it has neither."""
+    for key in ("first_stage_score", "score"):
+        value = candidate.get(key)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, Real):
+                raise InputError(f"candidate {candidate.get('id')!r}: {key} must be a number")
+            return float(value)
+    return None

@@ -33,6 +33,7 @@ import numpy as np
 from .._optional import require
 from .._threads import on_model_thread
 from ..backends.hardware import attention_kernels
+from ..backends.hub import hub_options
 from ..backends.local import model_label, run_splitting_on_oom
 from ..errors import ConfigError, ModelLoadError
 from .base import valid_query, valid_unicode
@@ -115,14 +116,16 @@ class CausalLMScorer(LocalModelScorer):
     def _load(self) -> _Loaded:
         transformers = require("transformers", "CausalLMScorer")
         require("torch", "CausalLMScorer")
+        hub = hub_options(self.model_id, "causal LM", 'CausalLMScorer("{folder}")')
         device = self.profile.resolve_device()
         tokenizer = transformers.AutoTokenizer.from_pretrained(
-            self.model_id, padding_side="left", trust_remote_code=self.trust_remote_code
+            self.model_id, padding_side="left", trust_remote_code=self.trust_remote_code, **hub
         )
         model = transformers.AutoModelForCausalLM.from_pretrained(
             self.model_id,
             dtype=self.profile.resolve_dtype(device),
             trust_remote_code=self.trust_remote_code,
+            **hub,
         )
         return _Loaded(model.to(device).eval(), tokenizer, device)
 

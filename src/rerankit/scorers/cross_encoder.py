@@ -22,6 +22,7 @@ import numpy as np
 from .._optional import require
 from .._threads import in_thread, on_model_thread
 from ..backends.hardware import attention_kernels
+from ..backends.hub import hub_options
 from ..backends.local import run_splitting_on_oom
 from ..backends.pairs import EncodedPairs, PairEncoder, padded_batches
 from ..errors import ScorerError
@@ -97,6 +98,7 @@ class CrossEncoderScorer(LocalModelScorer):
 
     def _load(self) -> Any:
         st = require("sentence_transformers", "CrossEncoderScorer")
+        hub = hub_options(self.model_id, "cross-encoder", 'CrossEncoderScorer("{folder}")')
         device = self.profile.resolve_device()
         return st.CrossEncoder(
             self.model_id,
@@ -104,6 +106,7 @@ class CrossEncoderScorer(LocalModelScorer):
             max_length=self.profile.max_length,
             trust_remote_code=self.trust_remote_code,
             model_kwargs={"dtype": self.profile.resolve_dtype(device)},
+            **hub,
         )
 
     def logits(self, query: str, texts: Sequence[str]) -> np.ndarray:

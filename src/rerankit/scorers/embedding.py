@@ -29,6 +29,7 @@ from ..backends.bundled import (
     resolve_source,
 )
 from ..backends.hardware import attention_kernels
+from ..backends.hub import hub_options
 from ..backends.local import weights_fingerprint
 from ..backends.onnx import is_exported, read_manifest
 from ..cache import EmbeddingCache
@@ -183,12 +184,14 @@ class EmbeddingScorer(LocalModelScorer):
     def _load(self) -> Any:
         st = require("sentence_transformers", "EmbeddingScorer")
         source = resolve_source(self.model_id)
+        hub = hub_options(source, "embedding model", 'EmbeddingScorer("{folder}")')
         device = self.profile.resolve_device()
         model = st.SentenceTransformer(
             source,
             device=device,
             trust_remote_code=self.trust_remote_code,
             model_kwargs={"dtype": self.profile.resolve_dtype(device)},
+            **hub,
         )
         if self.profile.max_length is not None:
             model.max_seq_length = self.profile.max_length

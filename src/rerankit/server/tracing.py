@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from .. import __version__
+from .._optional import install_hint
 from ..errors import ServiceError
 from ..spans import TRACER
 
@@ -87,7 +88,7 @@ def _exporter() -> Any | None:
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError:
         logger.warning(
-            "tracing is configured but the OTLP exporter is missing: pip install 'rerankit[otel]'"
+            "tracing is configured but the OTLP exporter is missing: %s", install_hint("otel")
         )
         return None
     return OTLPSpanExporter()  # endpoint, headers and timeout from OTEL_EXPORTER_OTLP_*

@@ -1,4 +1,4 @@
-"""Training a cross-encoder on a training split: ``rerankit train cross-encoder``.
+"""Training a cross-encoder on a training split: ``rerankit train cross_encoder``.
 
 Rows are (query, document, label): every judged-relevant document with label 1 and, per
 relevant document, ``negatives`` hard negatives with label 0: the best BM25 candidates not
@@ -9,7 +9,7 @@ relevance head starts untrained and learns at its own step size,
 ``NEW_HEAD_LEARNING_RATE``) or any local or hub model. Checkpoints go under
 ``<out>/checkpoints`` and a run resumes from the last one. The result is an ordinary
 cross-encoder folder: ``CrossEncoderScorer(out)`` (registry ``cross_encoder`` with
-``model=``) loads it, and ``rerankit export OUT --kind cross-encoder`` turns it into ONNX.
+``model=``) loads it, and ``rerankit export OUT --kind cross_encoder`` turns it into ONNX.
 Extras ``torch`` and ``train``. Labels made by ``rerankit label`` train it the same way.
 """
 

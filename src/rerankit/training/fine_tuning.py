@@ -43,7 +43,7 @@ CHECK_DEPTH = 20
 #: the share of the training queries kept out when not told, and at most how many: the
 #: check then costs little and a large collection keeps its queries to train on
 DEFAULT_HELD_OUT, DEFAULT_HELD_OUT_CAP = 0.1, 200
-WHAT = ("embedding", "cross-encoder")
+WHAT = ("embedding", "cross_encoder")
 
 
 def held_out(qids: list[str], share: float, cap: int | None = DEFAULT_HELD_OUT_CAP) -> list[str]:
@@ -118,7 +118,8 @@ class FineTuneResult:
 class FineTuneOptions:
     """What :func:`fine_tune` trains and how (each is ``rerankit train``'s option of the
     same name): ``what`` (``"embedding"``: a sentence-transformers model on (query,
-    relevant, hard negative) triples; ``"cross-encoder"``: (query, document, 1/0) pairs),
+    relevant, hard negative) triples; ``"cross_encoder"``, or ``"cross-encoder"``: (query,
+    document, 1/0) pairs),
     the training ``split``, the ``model`` to start from, at most ``max_pairs`` pairs, the
     ``epochs``, ``batch_size`` and step sizes (``learning_rate``; ``head_learning_rate`` for
     a cross-encoder's relevance head), the BM25 depth ``k`` hard negatives come from, the
@@ -141,6 +142,9 @@ class FineTuneOptions:
     def from_namespace(cls, namespace: Any) -> FineTuneOptions:
         """The options of the same names from an object that has them (parsed arguments)."""
         return cls(**{f.name: getattr(namespace, f.name) for f in fields(cls)})
+
+    def __post_init__(self) -> None:
+        self.what = self.what.replace("-", "_")  # cross-encoder and cross_encoder alike
 
     def check(self) -> None:
         """Refuse options that cannot work, before any work."""
@@ -216,8 +220,8 @@ def fine_tune(
     losses = result.losses
     trend = f"; training loss {losses[0]:.3f} -> {losses[-1]:.3f}" if len(losses) > 1 else ""
     load_with, export = (
-        ("CrossEncoderScorer", f"rerankit export {out} --kind cross-encoder --quantize int8")
-        if what == "cross-encoder"
+        ("CrossEncoderScorer", f"rerankit export {out} --kind cross_encoder --quantize int8")
+        if what == "cross_encoder"
         else ("EmbeddingScorer", f"rerankit export {out} --quantize int8")
     )
     report.say(
@@ -239,7 +243,7 @@ def _check(
     queries, said."""
     trained = (
         CrossEncoderScorer(str(out))
-        if what == "cross-encoder"
+        if what == "cross_encoder"
         else EmbeddingScorer(str(out), cache=False)
     )
     first, mine = check_on_held_out(trained, run.data, run.cands, checked, CHECK_DEPTH)
@@ -247,7 +251,7 @@ def _check(
     if start is not None:
         began = check_on_held_out(start, run.data, run.cands, checked, CHECK_DEPTH)[1]
         before = f", the model it started from {100 * began:.2f}"
-    name = "cross-encoder" if what == "cross-encoder" else "embedding model"
+    name = "cross-encoder" if what == "cross_encoder" else "embedding model"
     report.say(
         f"held-out check, {len(checked)} training queries it never saw (BM25's top "
         f"{CHECK_DEPTH} reranked), nDCG@10: BM25 {100 * first:.2f}{before}, the trained "
@@ -297,7 +301,7 @@ def _train_without(
     training's summary."""
     pairs, train = (
         (cross_encoder_rows, fine_tune_cross_encoder)
-        if what == "cross-encoder"
+        if what == "cross_encoder"
         else (embedding_pairs, fine_tune_embedding)
     )
     training = dataclasses.replace(
@@ -321,6 +325,6 @@ def _starting_model(what: str, model: str | None) -> Any:
     """The model training started from, to show in the held-out check what training
     changed; None for a cross-encoder trained from the bundled embedding model, whose
     relevance head starts random."""
-    if what == "cross-encoder":
+    if what == "cross_encoder":
         return None if model is None else CrossEncoderScorer(model)
     return EmbeddingScorer(*(() if model is None else (model,)))

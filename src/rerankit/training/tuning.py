@@ -6,8 +6,7 @@ never informs the choice. ``rerankit tune`` is this function with its arguments 
 its account printed.
 
 >>> from rerankit.training import tune
->>> result = tune("examples/scifact-mini", train_split="test:odd", test_split="test:even",
-...               out="tuned.toml", folds=3)                      # doctest: +SKIP
+>>> result = tune("examples/scifact-mini", k=20, out="tuned.toml")  # doctest: +SKIP
 >>> result.adopted, result.verdict.gain, result.spec              # doctest: +SKIP
 """
 
@@ -39,9 +38,10 @@ class TuneOptions:
     """What :func:`tune` reads and how it chooses (each is ``rerankit tune``'s option of
     the same name): the BEIR-layout folder ``data``, the split to choose on and the one to
     report on (``SPLIT:odd`` / ``SPLIT:even`` for half of one; ``test_data``: report on
-    another folder's), the first stage and its depth ``k``, what to learn (``method``
-    ``"fusion"`` over ``strategies``, ``calibrate=True`` for the calibrated hybrid, or
-    ``method="ltr"`` with ``seeds`` and ``unjudged``), the embedding model, the folds, the
+    another folder's), the first stage and its depth ``k`` (``--candidates``), what to
+    learn (``method`` ``"fusion"`` over ``strategies``, ``calibrate=True`` for the
+    calibrated hybrid, or ``method="ltr"`` with ``seeds`` and ``unjudged``), the embedding
+    model, the folds, the
     margin over the noise a learned pipeline needs (``adopt_margin``, default 2),
     ``keep_learned`` to write it anyway, ``out`` (the pipeline file) and ``max_queries``."""
 

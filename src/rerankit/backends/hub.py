@@ -1,0 +1,118 @@
+"""Models named by a Hugging Face hub id, when the hub may not answer.
+
+Offline, the hub's client retries for a minute before it gives up, even for a model it
+already has in its cache. Before a hub id loads, :func:`hub_options` asks the hub once
+(an HTTP request with a short timeout, in a thread so that a slow name lookup cannot hold
+it either) unless ``HF_HUB_OFFLINE`` says not to: a model in the local cache then loads
+from it at once, and one that is not there fails at once with what to do instead (a
+local folder, or a copy of the cache)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from ..errors import ModelLoadError
+
+__all__ = ["PROBE_SECONDS", "hub_options", "hub_reachable", "in_hub_cache", "is_hub_id"]
+
+#: how long the hub may take to answer the probe
+PROBE_SECONDS = 3.0
+
+_TRUE = ("1", "true", "yes", "on")
+
+
+def is_hub_id(model: Any) -> bool:
+    """Whether ``model`` names a model on the hub (a string that is not an existing path)."""
+    return isinstance(model, str) and bool(model) and not Path(model).exists()
+
+
+def _offline() -> bool:
+    return any(
+        os.environ.get(v, "").strip().lower() in _TRUE
+        for v in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+    )
+
+
+def _endpoint() -> str:
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+
+
+def hub_reachable() -> bool:
+    """Whether the Hugging Face hub (``HF_ENDPOINT``) answers an HTTP request within
+    :data:`PROBE_SECONDS` (asked once per process and endpoint); False without asking when
+    ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) is set."""
+    return not _offline() and _probe(_endpoint())
+
+
+@functools.cache
+def _probe(endpoint: str) -> bool:
+    answered: list[bool] = []
+
+    def ask() -> None:
+        request = urllib.request.Request(f"{endpoint}/api/models?limit=1", method="HEAD")
+        try:
+            with urllib.request.urlopen(request, timeout=PROBE_SECONDS):
+                answered.append(True)
+        except urllib.error.HTTPError:  # it answered, if not with what we asked
+            answered.append(True)
+        except (OSError, ValueError):  # refused, timed out, no route, no name, bad URL
+            answered.append(False)
+
+    asking = threading.Thread(target=ask, name="rerankit-hub-probe", daemon=True)
+    asking.start()
+    asking.join(PROBE_SECONDS + 1)
+    return bool(answered and answered[0])
+
+
+def in_hub_cache(model: str) -> bool:
+    """Whether hub model ``model`` has a ``config.json`` in the local Hugging Face cache."""
+    try:
+        import huggingface_hub
+    except ImportError:
+        return False
+    return isinstance(huggingface_hub.try_to_load_from_cache(model, "config.json"), str)
+
+
+def _cache_dir() -> str:
+    try:
+        from huggingface_hub import constants
+
+        return str(constants.HF_HUB_CACHE)
+    except ImportError:  # pragma: no cover - comes with transformers
+        return "~/.cache/huggingface/hub"
+
+
+def hub_options(model: Any, what: str, example: str) -> dict[str, Any]:
+    """The loading options for ``model``: ``{}`` for a folder, an object, or a hub id while
+    the hub answers; ``{"local_files_only": True}`` for a hub id the local cache holds while
+    the hub does not answer (or ``HF_HUB_OFFLINE`` is set). A hub id that can be neither
+    fetched nor found in the cache is a :class:`~rerankit.errors.ModelLoadError` at once,
+    saying how to use a local folder or the cache; ``example`` is the call that loads a
+    folder (``CrossEncoderScorer("/models/...")``)."""
+    if not is_hub_id(model):
+        return {}
+    offline = _offline()
+    if not offline and _probe(_endpoint()):
+        return {}
+    if in_hub_cache(model):
+        return {"local_files_only": True}
+    why = (
+        "HF_HUB_OFFLINE is set"
+        if offline
+        else f"the Hugging Face hub ({_endpoint()}) could not be reached within {PROBE_SECONDS:g} s"
+    )
+    folder = "/models/" + model.rsplit("/", 1)[-1]
+    raise ModelLoadError(
+        f"could not load {what} {model!r}: {why}, and it is not in the local Hugging Face "
+        f"cache ({_cache_dir()}). Either pass the path of a folder holding the model "
+        f"({example.format(folder=folder)}; save one where the hub answers with "
+        f"`hf download {model} --local-dir {folder}`), or copy a Hugging Face cache that "
+        "has it (HF_HOME or HF_HUB_CACHE point at it); with the cache in place, HF_HUB_OFFLINE=1 "
+        "skips asking the hub"
+    )

@@ -1,0 +1,59 @@
+"""Learning from what users click: the click log's format and writer (:mod:`.log`), its
+reader (:mod:`.reader`), sessions grouped by query (:mod:`.sessions`), position-bias
+propensities and RandPair exploration (:mod:`.propensity`), counterfactual estimates
+(:mod:`.counterfactual`), learning with the bias corrected and the verdict against what
+was served (:mod:`.learn`), team-draft interleaving (:mod:`.interleave`) and a click
+simulator (:mod:`.simulate`).
+
+The names below are the ones a user needs; each module documents the rest. They load on
+first use, so a service that only writes the log (``rerankit.training.clicks.log``)
+imports nothing of learning."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: public name -> the module that defines it
+_LAZY = {
+    "STORE": "log",
+    "ClickLog": "log",
+    "Feedback": "log",
+    "Impression": "log",
+    "LoggedDocument": "log",
+    "text_hash": "log",
+    "ReadReport": "reader",
+    "Session": "reader",
+    "parse_record": "reader",
+    "read_log": "reader",
+    "QueryLog": "sessions",
+    "collect": "sessions",
+    "log_features": "sessions",
+    "Propensities": "propensity",
+    "estimate_propensities": "propensity",
+    "randpair": "propensity",
+    "counterfactual_ndcg": "counterfactual",
+    "ips_relevance": "counterfactual",
+    "ClickLearning": "result",
+    "learn_from_clicks": "learn",
+    "InterleavingReport": "interleave",
+    "credit": "interleave",
+    "interleaving_report": "interleave",
+    "team_draft": "interleave",
+    "PositionBasedModel": "simulate",
+}
+
+__all__ = sorted(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,388 @@
+"""Learning to rank from a click log, with the position bias corrected, and the verdict
+that keeps the pipeline that served the log unless the learned one is clearly better.
+
+Each query's clicks become an estimate of each shown document's relevance by inverse
+propensity weighting (:func:`ips_relevance`: its clicks over the examinations its
+positions got, by the propensities of :mod:`.propensity`), so a document clicked at
+position 8 counts for more than one clicked at position 1. LightGBM's lambdarank then
+learns, over the features ``rerankit tune --method ltr`` reads, to order the shown
+documents by that estimate (graded labels with linear gains). With ``correct=False`` the
+propensities are all 1: clicks as labels, the naive learner, which mostly learns to
+reproduce the order that was shown.
+
+Settings, trees and a blend with the first stage + MiniLM fusion (as ``tune``'s) are
+chosen by nested cross-validation over queries (:func:`rerankit.training.crossval.
+cross_validate`); each held-out query is scored by a counterfactual nDCG@10: its own
+sessions' inverse-propensity-weighted relevance estimates as gains, over all its
+candidates (a document the log never showed has no estimate and counts as 0, so a ranker
+that brings up unseen documents is measured conservatively). What was served is scored
+the same way, session by session; :func:`rerankit.training.crossval.verdict` then adopts
+the learned ranker only when it beats what was served by more than the margin times the
+noise.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...normalize import normalize_scores
+from ...scorers.learned import FEATURES, feature_columns, min_max
+from .. import crossval, ltr
+from ..fusion_search import DEFAULT_HYBRID
+from .counterfactual import MIN_PROPENSITY, counterfactual_ndcg, ips_relevance, served_ndcg
+from .propensity import Propensities, estimate_propensities
+from .result import ClickLearning
+from .sessions import QueryLog
+
+__all__ = [
+    "LEVELS",
+    "SESSION_SHARES",
+    "SETTINGS",
+    "ClickLearning",
+    "blend_base",
+    "learn_from_clicks",
+    "staged_predictions",
+]
+
+#: relevance estimates become this many graded labels above 0 (linear gains)
+LEVELS = 10
+#: the LightGBM settings compared (two of ``tune``'s: a click log has a few shown documents
+#: per query, and each setting costs a model per cross-validation fit)
+SETTINGS = {name: ltr.SETTINGS[name] for name in ("7 leaves", "31 leaves")}
+#: the shares of each query's sessions the learning curve refits on
+SESSION_SHARES = (0.1, 0.25, 0.5, 1.0)
+
+
+def _aligned(log: QueryLog, row: tuple[Sequence[str], np.ndarray]) -> np.ndarray:
+    """``row``'s feature matrix in the order of ``log``'s candidates."""
+    ids, x = row
+    if list(ids) == log.doc_ids:
+        return x
+    where = {d: i for i, d in enumerate(ids)}
+    missing = [d for d in log.doc_ids if d not in where]
+    if missing:
+        raise ValueError(f"query {log.key!r}: no features for documents {missing[:3]}")
+    return x[[where[d] for d in log.doc_ids]]
+
+
+#: the discount of positions 1 to 10
+DISCOUNT = 1 / np.log2(np.arange(2, 12))
+
+
+def _ndcg(scores: np.ndarray, gains: np.ndarray, ideal: float) -> float:
+    """:func:`~.counterfactual.counterfactual_ndcg` with the gains' NaN already 0 and
+    their ideal DCG given (NaN when it is 0), for the many evaluations of a
+    cross-validation."""
+    if ideal <= 0:
+        return math.nan
+    top = np.argsort(-scores, kind="stable")[:10]
+    return float(gains[top] @ DISCOUNT[: len(top)]) / ideal
+
+
+def staged_predictions(
+    booster: Any, x: np.ndarray, trees: Sequence[int], chunk: int = 20_000
+) -> dict[int, np.ndarray]:
+    """A booster's predictions of ``x`` with its first ``t`` trees, for each ``t`` in
+    ``trees``, from one pass over the largest: each row's leaf in each tree, their values
+    summed tree by tree (half the work of predicting at each number of trees)."""
+    dump = booster.dump_model()["tree_info"][: max(trees)]
+    width = max(info["num_leaves"] for info in dump)
+    table = np.zeros((len(dump), width))
+    for i, info in enumerate(dump):
+        stack = [info["tree_structure"]]
+        while stack:
+            node = stack.pop()
+            if "leaf_value" in node:
+                table[i, node.get("leaf_index", 0)] = node["leaf_value"]
+            else:
+                stack += [node["left_child"], node["right_child"]]
+    out = {t: np.empty(len(x)) for t in trees}
+    for start in range(0, len(x), chunk):
+        part = x[start : start + chunk]
+        leaves = np.asarray(booster.predict(part, num_iteration=len(dump), pred_leaf=True))
+        leaves = leaves.reshape(len(part), -1)
+        running = np.cumsum(table[np.arange(len(dump)), leaves], axis=1)
+        for t in trees:
+            out[t][start : start + chunk] = running[:, min(t, len(dump)) - 1]
+    return out
+
+
+def blend_base(x: np.ndarray) -> np.ndarray:
+    """What a learned model is blended with, as ``tune`` does: the first stage and MiniLM
+    (the ``first_stage`` and ``cosine`` columns of a feature matrix), min-max normalised,
+    weighted as the default fusion (:data:`rerankit.training.fusion_search.DEFAULT_HYBRID`)."""
+    fs, cos = FEATURES.index("first_stage"), FEATURES.index("cosine")
+    weights = DEFAULT_HYBRID["weights"]
+    return weights["first_stage"] * normalize_scores(x[:, fs], "min_max") + weights[
+        "embedding"
+    ] * normalize_scores(x[:, cos], "min_max")
+
+
+def _labels(estimate: np.ndarray, levels: int) -> np.ndarray:
+    return np.rint(levels * np.clip(np.nan_to_num(estimate), 0.0, 1.0)).astype(np.int64)
+
+
+@dataclass
+class _Prepared:
+    """Per query: every candidate's features (the model and the blend are normalised over
+    all of them, as a pipeline does), the candidates an evaluation ranks (``keep``), their
+    scores to blend with and relevance estimates (gains), and the training part: the shown
+    documents' features and labels."""
+
+    x: dict[str, np.ndarray]
+    keep: dict[str, np.ndarray]
+    base: dict[str, np.ndarray]
+    gains: dict[str, np.ndarray]
+    ideal: dict[str, float]
+    train_rows: dict[str, tuple[list[str], np.ndarray]]
+    labels: dict[str, dict[str, int]]
+
+
+def _prepare(
+    logs: Mapping[str, QueryLog],
+    rows: Mapping[str, tuple[Sequence[str], np.ndarray]],
+    theta: np.ndarray,
+    clip: float,
+    levels: int,
+    evaluate_on: str,
+    evaluate: Mapping[str, QueryLog] | None = None,
+) -> _Prepared:
+    """Labels from ``logs``; gains from ``evaluate`` (default: the same logs), over the
+    documents it showed (``evaluate_on="shown"``) or over every candidate (``"all"``)."""
+    out = _Prepared({}, {}, {}, {}, {}, {}, {})
+    for key, log in logs.items():
+        x = _aligned(log, rows[key])
+        estimate, mass = ips_relevance(log, theta, clip=clip)
+        shown = np.flatnonzero(mass > 0)
+        ids = [log.doc_ids[i] for i in shown]
+        out.train_rows[key] = (ids, x[shown])
+        out.labels[key] = dict(zip(ids, _labels(estimate[shown], levels).tolist(), strict=True))
+        if evaluate is not None:
+            estimate, mass = ips_relevance(evaluate[key], theta, clip=clip)
+        keep = np.flatnonzero(mass > 0) if evaluate_on == "shown" else np.arange(len(x))
+        out.x[key], out.keep[key] = x, keep
+        gains = np.nan_to_num(estimate[keep], nan=0.0)
+        out.base[key], out.gains[key] = blend_base(x)[keep], gains
+        out.ideal[key] = float(np.sort(gains)[::-1][:10] @ DISCOUNT[: min(10, len(gains))])
+    return out
+
+
+def _options(
+    data: _Prepared,
+    *,
+    settings: Mapping[str, Mapping[str, Any]],
+    trees: Sequence[int],
+    blends: Sequence[float],
+    seeds: Sequence[int],
+    levels: int,
+    features: Sequence[str] | None,
+) -> Callable[[Sequence[str]], dict[Hashable, Callable[[str], float]]]:
+    """The fit of :func:`~rerankit.training.crossval.cross_validate`: boosters per setting
+    and seed on the training queries' labels; each option's evaluator scores a query's
+    candidates and returns its counterfactual nDCG@10 (the mean over the seeds)."""
+    gain = {"label_gain": list(range(levels + 1))}
+
+    def fit_on(qids: Sequence[str]) -> dict[Hashable, Callable[[str], float]]:
+        used = [q for q in qids if any(data.labels[q].values())]
+        names = list(features or ltr.feature_set(len(used)))
+        columns = feature_columns(names)
+        boosters = {
+            (label, seed): ltr.fit(
+                data.train_rows,
+                data.labels,
+                used,
+                trees=max(trees),
+                params={**params, **gain},
+                features=names,
+                seed=seed,
+            )
+            for label, params in settings.items()
+            for seed in seeds
+        }
+        memo: dict[tuple[str, int], dict[str, dict[int, np.ndarray]]] = {}
+        training = set(used)
+
+        def predicted(q: str, label: str, t: int, seed: int) -> np.ndarray:
+            key = (label, seed)
+            if key not in memo or q not in memo[key]:  # the queries not trained on, at once
+                rest = [r for r in data.x if r not in training]
+                rest = rest if q in rest else [q]
+                stacked = np.vstack([data.x[r][:, columns] for r in rest])
+                staged = staged_predictions(boosters[key], stacked, trees)
+                ends = np.cumsum([len(data.x[r]) for r in rest])[:-1]
+                parts = {n: np.split(staged[n], ends) for n in trees}
+                memo.setdefault(key, {}).update(
+                    {
+                        r: {n: min_max(parts[n][i])[data.keep[r]] for n in trees}
+                        for i, r in enumerate(rest)
+                    }
+                )
+            return memo[key][q][t]
+
+        def evaluator(label: str, t: int, blend: float) -> Callable[[str], float]:
+            def evaluate(q: str) -> float:
+                values = [
+                    _ndcg(
+                        blend * predicted(q, label, t, seed) + (1 - blend) * data.base[q],
+                        data.gains[q],
+                        data.ideal[q],
+                    )
+                    for seed in seeds
+                ]
+                return sum(values) / len(values)
+
+            return evaluate
+
+        return {
+            (s, t, b, None): evaluator(s, t, b) for s in settings for t in trees for b in blends
+        }
+
+    return fit_on
+
+
+def _as_propensities(
+    given: Propensities | Sequence[float] | np.ndarray | None,
+    logs: Mapping[str, QueryLog],
+    rows: Mapping[str, tuple[Sequence[str], np.ndarray]],
+    depth: int,
+    corrected: bool,
+) -> Propensities:
+    sessions = sum(log.sessions for log in logs.values())
+    if not corrected:
+        return Propensities(np.ones(depth), "none (naive: clicks as labels)", sessions)
+    if given is None:
+        return estimate_propensities(logs, rows, depth=depth)
+    if isinstance(given, Propensities):
+        return given
+    values = np.asarray(given, dtype=np.float64)
+    return Propensities(values / values[0], "given", sessions)
+
+
+def learn_from_clicks(
+    logs: Mapping[str, QueryLog],
+    rows: Mapping[str, tuple[Sequence[str], np.ndarray]],
+    *,
+    propensities: Propensities | Sequence[float] | np.ndarray | None = None,
+    correct: bool = True,
+    folds: int = 5,
+    margin: float = crossval.ADOPT_MARGIN,
+    settings: Mapping[str, Mapping[str, Any]] = SETTINGS,
+    trees: Sequence[int] = ltr.TREES,
+    blends: Sequence[float] = ltr.BLENDS,
+    seeds: Sequence[int] = (0,),
+    features: Sequence[str] | None = None,
+    levels: int = LEVELS,
+    clip: float = MIN_PROPENSITY,
+    depth: int = 10,
+    curve: Sequence[float] | None = SESSION_SHARES,
+    keep_learned: bool = False,
+    evaluate_on: str = "shown",
+) -> ClickLearning:
+    """Learn a ranker from click logs (:class:`~.sessions.QueryLog` by query key) over
+    ``rows``, the features of each query's candidates (``{key: (doc ids, matrix)}``, e.g.
+    :func:`~.sessions.log_features`), and judge it against what was served (see the module
+    doc). ``propensities``: by position (None: :func:`~.propensity.estimate_propensities`);
+    ``correct=False``: the naive learner. ``curve``: the shares of each query's sessions the
+    learning curve refits on (None: no curve). The booster is fitted on every query when
+    the verdict adopts it, or with ``keep_learned``."""
+    if evaluate_on not in ("shown", "all"):
+        raise ValueError(f"evaluate_on {evaluate_on!r}: expected 'shown' or 'all'")
+    missing = [k for k in logs if k not in rows]
+    if missing:
+        raise ValueError(f"no features for {len(missing)} logged queries (e.g. {missing[0]!r})")
+    prop = _as_propensities(propensities, logs, rows, depth, correct)
+    data = _prepare(logs, rows, prop.values, clip, levels, evaluate_on)
+    qids = [q for q in logs if not math.isnan(counterfactual_ndcg(data.base[q], data.gains[q]))]
+    gains = {q: ips_relevance(logs[q], prop.values, clip=clip)[0] for q in qids}
+    served = {q: served_ndcg(logs[q], gains[q]) for q in qids}
+    fit = _options(
+        data,
+        settings=settings,
+        trees=trees,
+        blends=blends,
+        seeds=seeds,
+        levels=levels,
+        features=features,
+    )
+    cv = crossval.cross_validate(qids, fit, k=folds)
+    verdict = crossval.verdict(cv, served, margin=margin)
+    names = tuple(features or ltr.feature_set(len(qids)))
+    points: list[tuple[float, float]] = []
+    if curve:
+        points = _session_curve(
+            logs, rows, prop.values, cv, curve, clip, levels, settings, names, evaluate_on
+        )
+    booster = None
+    if verdict.adopt or keep_learned:
+        booster = _fit_chosen(data, qids, cv.best, settings, levels, names)
+    return ClickLearning(
+        propensities=prop,
+        corrected=correct,
+        cv=cv,
+        verdict=verdict,
+        option=cv.best,  # type: ignore[arg-type]
+        booster=booster,
+        features=names,
+        curve=points,
+        queries=len(qids),
+        sessions=sum(logs[q].sessions for q in logs),
+    )
+
+
+def _fit_chosen(
+    data: _Prepared,
+    qids: Sequence[str],
+    option: Hashable,
+    settings: Mapping[str, Mapping[str, Any]],
+    levels: int,
+    names: Sequence[str],
+) -> Any:
+    """The booster of an option (its setting and number of trees) on the ``qids`` labels."""
+    setting, trees, _, _ = option  # type: ignore[misc]
+    params = {**settings[setting], "label_gain": list(range(levels + 1))}
+    return ltr.fit(
+        data.train_rows, data.labels, qids, trees=trees, params=params, features=list(names)
+    )
+
+
+def _session_curve(
+    logs: Mapping[str, QueryLog],
+    rows: Mapping[str, tuple[Sequence[str], np.ndarray]],
+    theta: np.ndarray,
+    cv: crossval.CrossValidation,
+    shares: Sequence[float],
+    clip: float,
+    levels: int,
+    settings: Mapping[str, Mapping[str, Any]],
+    names: Sequence[str],
+    evaluate_on: str,
+) -> list[tuple[float, float]]:
+    """Cross-validated counterfactual nDCG@10 of the chosen option refitted on the first
+    ``share`` of each training query's sessions (each held-out query scored on all of its
+    own): ``(mean sessions per query used, mean nDCG@10)`` per share."""
+    blend = cv.best[2]
+    k = max(cv.fold_of.values()) + 1
+    out = []
+    for share in shares:
+        heads = {q: log.head(max(1, math.ceil(share * log.sessions))) for q, log in logs.items()}
+        data = _prepare(heads, rows, theta, clip, levels, evaluate_on, evaluate=logs)
+        values = {}
+        for f in range(k):
+            train = [q for q, g in cv.fold_of.items() if g != f and any(data.labels[q].values())]
+            booster = _fit_chosen(data, train, cv.best, settings, levels, names)
+            columns = feature_columns(list(names))
+            for q, g in cv.fold_of.items():
+                if g == f:
+                    s = min_max(booster.predict(data.x[q][:, columns]))[data.keep[q]]
+                    values[q] = counterfactual_ndcg(
+                        blend * s + (1 - blend) * data.base[q], data.gains[q]
+                    )
+        used = statistics.fmean(heads[q].sessions for q in cv.fold_of)
+        out.append((used, statistics.fmean(values.values())))
+    return out

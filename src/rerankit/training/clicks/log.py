@@ -1,0 +1,400 @@
+"""The click log: impressions (what a ranking showed) and feedback (what was clicked), one
+JSON object per line, and :class:`ClickLog`, the writer the service and any other system
+can use.
+
+An **impression** records one answer as it was shown::
+
+    {"type": "impression", "id": "a1b2", "time": 1767225600.0, "pipeline": "hybrid",
+     "query": "what lowers blood pressure",
+     "documents": [{"id": "d1", "text": "...", "first_stage_score": 12.1},
+                   {"id": "d2", "sha256": "9f86...", "first_stage_score": 9.7}],
+     "shown": [1, 0], "scores": [0.91, 0.40]}
+
+``documents`` are the answer's candidates in the order the request gave them (all of them,
+or only those shown); ``shown`` lists indices into ``documents`` best first: the document
+at position ``p`` (1-based) is ``documents[shown[p - 1]]``; ``scores`` are the pipeline's
+scores of the shown documents in that order (optional). Each document carries its ``id``
+and, as configured (:data:`STORE`), its ``text``, the SHA-256 of its text (``sha256``, hex
+of the UTF-8 bytes) or neither; ``first_stage_score`` when the request gave one. Optional:
+``query_id`` (when the logging system has one), ``explore`` (``{"swapped": [p, ...]}``:
+positions RandPair exchanged with the next, see :mod:`.propensity`) and ``interleaving``
+(``{"pipelines": [a, b], "teams": [0, 1, ...]}``: which pipeline placed each shown
+position, see :mod:`.interleave`).
+
+A **feedback** record says what was clicked in one answer::
+
+    {"type": "feedback", "id": "a1b2", "time": 1767225612.5, "clicks": [1, "d7"],
+     "dwell_ms": [5300, 800]}
+
+``clicks`` are indices into the impression's ``documents`` or document ids; ``dwell_ms``
+(optional) one number for the answer or one per click. Feedback for the same ``id`` sent
+twice counts once; later feedback adds its clicks (:mod:`.reader` joins them). ``time`` is
+seconds since the Unix epoch (a number; an ISO 8601 string is also read).
+
+Privacy: the query is stored as sent (learning needs it); documents as ``text``,
+``hash`` (the SHA-256 only: learning then needs the corpus to look texts up) or ``id``
+(ids only: the same). Retention is bounded by size: the log rotates at ``max_bytes`` and
+keeps ``backups`` older files (``log.jsonl.1`` the newest of them), deleting the oldest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import queue
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..._jsonl import dumps_strict
+
+logger = logging.getLogger(__name__)
+
+__all__ = [
+    "STORE",
+    "ClickLog",
+    "Feedback",
+    "Impression",
+    "LoggedDocument",
+    "log_files",
+    "text_hash",
+]
+
+#: what an impression keeps of each document: its text, the SHA-256 of its text, or its id
+STORE = ("text", "hash", "id")
+
+
+def text_hash(text: str) -> str:
+    """The SHA-256 of a text's UTF-8 bytes, hex: how a log stored as ``hash`` names a text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class LoggedDocument:
+    """One candidate as an impression keeps it: ``id`` and, as configured, ``text`` or
+    ``sha256``; ``first_stage_score`` when the request gave one."""
+
+    id: str
+    text: str | None = None
+    sha256: str | None = None
+    first_stage_score: float | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"id": self.id}
+        if self.text is not None:
+            out["text"] = self.text
+        if self.sha256 is not None:
+            out["sha256"] = self.sha256
+        if self.first_stage_score is not None:
+            out["first_stage_score"] = self.first_stage_score
+        return out
+
+
+@dataclass(frozen=True)
+class Impression:
+    """One answer as shown (see the module doc for the fields)."""
+
+    id: str
+    query: str
+    documents: tuple[LoggedDocument, ...]
+    shown: tuple[int, ...]
+    scores: tuple[float, ...] | None = None
+    pipeline: str = ""
+    time: float = 0.0
+    query_id: str | None = None
+    explore: Mapping[str, Any] | None = None
+    interleaving: Mapping[str, Any] | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "impression",
+            "id": self.id,
+            "time": self.time,
+            "pipeline": self.pipeline,
+            "query": self.query,
+        }
+        if self.query_id is not None:
+            out["query_id"] = self.query_id
+        out["documents"] = [d.as_dict() for d in self.documents]
+        out["shown"] = list(self.shown)
+        if self.scores is not None:
+            out["scores"] = list(self.scores)
+        if self.explore is not None:
+            out["explore"] = dict(self.explore)
+        if self.interleaving is not None:
+            out["interleaving"] = dict(self.interleaving)
+        return out
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The clicks of one answer: indices into its impression's documents or document ids;
+    ``dwell_ms`` one number for the answer, or one per click (None: not measured)."""
+
+    id: str
+    clicks: tuple[int | str, ...]
+    dwell_ms: float | tuple[float | None, ...] | None = None
+    time: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "feedback",
+            "id": self.id,
+            "time": self.time,
+            "clicks": list(self.clicks),
+        }
+        if self.dwell_ms is not None:
+            dwell = self.dwell_ms
+            out["dwell_ms"] = list(dwell) if isinstance(dwell, tuple) else dwell
+        return out
+
+
+def _document(doc: Any, store: str) -> LoggedDocument:
+    """A candidate (a ``LoggedDocument``, a dict with ``id``/``text``/``first_stage_score``,
+    an object with those attributes, or an ``(id, text[, first_stage_score])`` tuple) as
+    ``store`` keeps it."""
+    if isinstance(doc, LoggedDocument):
+        doc_id, text, digest, score = doc.id, doc.text, doc.sha256, doc.first_stage_score
+    elif isinstance(doc, Mapping):
+        doc_id, text = doc.get("id"), doc.get("text")
+        digest, score = doc.get("sha256"), doc.get("first_stage_score")
+    elif isinstance(doc, tuple):
+        doc_id, text = doc[0], doc[1] if len(doc) > 1 else None
+        digest, score = None, doc[2] if len(doc) > 2 else None
+    else:
+        doc_id, text = getattr(doc, "id", None), getattr(doc, "text", None)
+        metadata = getattr(doc, "metadata", None) or {}
+        digest, score = None, metadata.get("first_stage_score")
+    if doc_id is None:
+        raise ValueError(f"a logged document needs an id, got {doc!r:.80}")
+    if text is not None and digest is None:
+        digest = text_hash(str(text))
+    keep_text = store == "text" and text is not None
+    return LoggedDocument(
+        id=str(doc_id),
+        text=str(text) if keep_text else None,
+        sha256=digest if store == "hash" or (store == "text" and not keep_text) else None,
+        first_stage_score=None if score is None else float(score),
+    )
+
+
+def log_files(path: str | Path) -> list[Path]:
+    """A log and its rotated files, oldest first (``log.jsonl.3``, ``.2``, ``.1``, then
+    ``log.jsonl``), those that exist."""
+    path = Path(path)
+    rotated = []
+    for candidate in path.parent.glob(path.name + ".*"):
+        suffix = candidate.name[len(path.name) + 1 :]
+        if suffix.isdigit():
+            rotated.append((int(suffix), candidate))
+    files = [p for _, p in sorted(rotated, reverse=True)]
+    return [*files, path] if path.is_file() else files
+
+
+@dataclass
+class ClickLog:
+    """An append-only JSON Lines log of impressions and feedback that never raises into its
+    caller: a record that cannot be written is counted (:attr:`write_errors`, with the last
+    error in :attr:`last_error`) and logged, and the caller goes on. Thread-safe; after a
+    restart it appends to the same file. It rotates when the file would pass ``max_bytes``
+    (0: never), keeping ``backups`` older files.
+
+    ``store``: what impressions keep of each document (:data:`STORE`). ``background``:
+    write from a thread of its own through a queue of ``queue_size`` records, so a caller
+    never waits on the disk; a record that finds the queue full is dropped and counted in
+    :attr:`dropped`. Call :meth:`close` (or use ``with``) to write what is queued."""
+
+    path: str | Path
+    store: str = "text"
+    max_bytes: int = 100_000_000
+    backups: int = 5
+    background: bool = False
+    queue_size: int = 10_000
+    written: int = field(default=0, init=False)
+    write_errors: int = field(default=0, init=False)
+    dropped: int = field(default=0, init=False)
+    last_error: str | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.store not in STORE:
+            raise ValueError(f"store {self.store!r}: expected one of {', '.join(STORE)}")
+        if self.max_bytes < 0 or self.backups < 0:
+            raise ValueError("max_bytes and backups must be >= 0")
+        self.path = Path(self.path)
+        self._lock = threading.Lock()  # held while writing to the file
+        self._counting = threading.Lock()  # held while counting: never waits on the disk
+        self._queue: queue.Queue[str | None] | None = None
+        self._worker: threading.Thread | None = None
+        if self.background:
+            self._queue = queue.Queue(self.queue_size)
+            self._worker = threading.Thread(
+                target=self._drain, name="rerankit-click-log", daemon=True
+            )
+            self._worker.start()
+
+    # records -------------------------------------------------------------------------
+    def impression(
+        self,
+        id: str,
+        query: str,
+        documents: Sequence[Any],
+        shown: Sequence[int],
+        *,
+        scores: Sequence[float] | None = None,
+        pipeline: str = "",
+        time: float | None = None,
+        query_id: str | None = None,
+        explore: Mapping[str, Any] | None = None,
+        interleaving: Mapping[str, Any] | None = None,
+    ) -> Impression:
+        """An :class:`Impression` with the documents kept as :attr:`store` says (not written:
+        pass it to :meth:`write`). Raises ValueError for indices outside ``documents``."""
+        docs = tuple(_document(d, self.store) for d in documents)
+        shown = tuple(int(i) for i in shown)
+        bad = [i for i in shown if not 0 <= i < len(docs)]
+        if bad or len(set(shown)) != len(shown):
+            raise ValueError(
+                f"shown must be distinct indices into the {len(docs)} documents, got {list(shown)}"
+            )
+        if scores is not None and len(scores) != len(shown):
+            raise ValueError(f"{len(scores)} scores for {len(shown)} shown documents")
+        return Impression(
+            id=str(id),
+            query=query,
+            documents=docs,
+            shown=shown,
+            scores=None if scores is None else tuple(float(s) for s in scores),
+            pipeline=pipeline,
+            time=_now() if time is None else float(time),
+            query_id=query_id,
+            explore=explore,
+            interleaving=interleaving,
+        )
+
+    def log_impression(
+        self, id: str, query: str, documents: Sequence[Any], shown: Sequence[int], **options: Any
+    ) -> bool:
+        """Build an impression (:meth:`impression`) and write it; False (counted) when it
+        could not be built or written."""
+        try:
+            record = self.impression(id, query, documents, shown, **options)
+        except Exception as exc:  # never into the caller
+            return self._failed(exc)
+        return self.write(record)
+
+    def log_feedback(
+        self,
+        id: str,
+        clicks: Iterable[int | str],
+        *,
+        dwell_ms: Any = None,
+        time: float | None = None,
+    ) -> bool:
+        """Write a :class:`Feedback` record; False (counted) when it could not be written."""
+        try:
+            dwell = tuple(dwell_ms) if isinstance(dwell_ms, (list, tuple)) else dwell_ms
+            record = Feedback(str(id), tuple(clicks), dwell, _now() if time is None else time)
+        except Exception as exc:
+            return self._failed(exc)
+        return self.write(record)
+
+    # writing -------------------------------------------------------------------------
+    def write(self, record: Impression | Feedback | Mapping[str, Any]) -> bool:
+        """Append one record (written, or queued in the background); False when it was not
+        (counted in :attr:`write_errors` or :attr:`dropped`)."""
+        try:
+            value = record if isinstance(record, Mapping) else record.as_dict()
+            line = dumps_strict(value, ensure_ascii=False, separators=(",", ":"), default=_plain)
+            line += "\n"
+        except Exception as exc:
+            return self._failed(exc)
+        if self._queue is None:
+            return self._append(line)
+        try:
+            self._queue.put_nowait(line)
+        except queue.Full:
+            with self._counting:
+                self.dropped += 1
+            return False
+        return True
+
+    def _drain(self) -> None:
+        assert self._queue is not None
+        while True:
+            line = self._queue.get()
+            try:
+                if line is None:
+                    return
+                self._append(line)
+            finally:
+                self._queue.task_done()
+
+    def flush(self) -> None:
+        """Wait until every queued record is written (background mode)."""
+        if self._queue is not None:
+            self._queue.join()
+
+    def close(self) -> None:
+        """Write what is queued and stop the background thread (a no-op otherwise)."""
+        if self._queue is not None and self._worker is not None and self._worker.is_alive():
+            self._queue.put(None)
+            self._worker.join()
+
+    def __enter__(self) -> ClickLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _append(self, line: str) -> bool:
+        data = line.encode("utf-8")
+        with self._lock:
+            try:
+                path = Path(self.path)
+                path.parent.mkdir(parents=True, exist_ok=True)
+                if self.max_bytes and path.exists():
+                    size = path.stat().st_size
+                    if size and size + len(data) > self.max_bytes:
+                        self._rotate(path)
+                with open(path, "ab") as f:
+                    f.write(data)
+            except Exception as exc:
+                return self._failed(exc)
+        with self._counting:
+            self.written += 1
+        return True
+
+    def _rotate(self, path: Path) -> None:
+        if self.backups == 0:
+            path.unlink()
+            return
+        oldest = path.with_name(f"{path.name}.{self.backups}")
+        if oldest.exists():
+            oldest.unlink()
+        for n in range(self.backups - 1, 0, -1):
+            older = path.with_name(f"{path.name}.{n}")
+            if older.exists():
+                os.replace(older, path.with_name(f"{path.name}.{n + 1}"))
+        os.replace(path, path.with_name(f"{path.name}.1"))
+
+    def _failed(self, exc: BaseException) -> bool:
+        with self._counting:
+            self.write_errors += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"
+        logger.warning("click log %s: record not written (%s)", self.path, self.last_error)
+        return False
+
+
+def _plain(value: Any) -> Any:
+    """numpy numbers and arrays as plain JSON values (the service's orders may be numpy)."""
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def _now() -> float:
+    return time.time()

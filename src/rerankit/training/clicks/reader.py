@@ -1,0 +1,258 @@
+"""Reading a click log (:mod:`.log`'s format) and joining each impression with its
+feedback into a :class:`Session`.
+
+An impression without feedback is a session without clicks. Feedback for an ``id`` sent
+more than once counts once: the clicks of every record for the id are united, so a
+repeated record changes nothing and a later one adds its clicks. Feedback whose ``id`` no
+impression has is counted (``orphan_feedback``) and left out. A line that is not a valid
+record is counted and described (with its file and line) and skipped, or raised with
+``strict=True``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ...errors import InputError
+from .log import Feedback, Impression, LoggedDocument, log_files
+
+__all__ = ["ReadReport", "Session", "join", "parse_record", "read_log"]
+
+#: how many problems a :class:`ReadReport` describes (all are counted)
+PROBLEMS_KEPT = 10
+
+
+@dataclass(frozen=True)
+class Session:
+    """One impression and what was clicked in it: ``clicks`` are indices into
+    ``impression.documents`` (sorted, distinct); ``dwell_ms`` the dwell of a clicked index
+    when the feedback gave one."""
+
+    impression: Impression
+    clicks: tuple[int, ...] = ()
+    dwell_ms: Mapping[int, float] = field(default_factory=dict)
+
+    def clicked_positions(self) -> list[int]:
+        """The 1-based positions of the clicked documents that were shown."""
+        where = {i: p for p, i in enumerate(self.impression.shown, start=1)}
+        return sorted(where[i] for i in self.clicks if i in where)
+
+
+@dataclass
+class ReadReport:
+    """What :func:`read_log` read and what it left out."""
+
+    files: list[str] = field(default_factory=list)
+    impressions: int = 0
+    feedback: int = 0
+    duplicate_impressions: int = 0
+    repeated_feedback: int = 0
+    orphan_feedback: int = 0
+    unknown_clicks: int = 0
+    malformed: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    def note(self, problem: str) -> None:
+        if len(self.problems) < PROBLEMS_KEPT:
+            self.problems.append(problem)
+
+
+def _time(value: Any, what: str) -> float:
+    if value is None:
+        return 0.0
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            pass
+    raise ValueError(f"{what}: time must be seconds since the epoch or ISO 8601, got {value!r}")
+
+
+def _number(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"{what} must be a number, got {value!r}")
+    return float(value)
+
+
+def _document(value: Any, n: int) -> LoggedDocument:
+    if not isinstance(value, Mapping) or not isinstance(value.get("id"), (str, int)):
+        raise ValueError(f"documents[{n}] must be an object with an id, got {value!r:.60}")
+    score = value.get("first_stage_score")
+    return LoggedDocument(
+        id=str(value["id"]),
+        text=None if value.get("text") is None else str(value["text"]),
+        sha256=None if value.get("sha256") is None else str(value["sha256"]),
+        first_stage_score=None if score is None else _number(score, "first_stage_score"),
+    )
+
+
+def parse_record(value: Any) -> Impression | Feedback:
+    """A record of the format from its JSON value; ValueError naming the field that is
+    wrong. A converter from another system's log can build these values and check them
+    here."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"a record must be a JSON object, got {type(value).__name__}")
+    kind, rid = value.get("type"), value.get("id")
+    if not isinstance(rid, (str, int)) or isinstance(rid, bool) or rid == "":
+        raise ValueError(f"id must be a non-empty string, got {rid!r}")
+    if kind == "impression":
+        query, docs, shown = value.get("query"), value.get("documents"), value.get("shown")
+        if not isinstance(query, str):
+            raise ValueError(f"impression {rid}: query must be a string")
+        if not isinstance(docs, list):
+            raise ValueError(f"impression {rid}: documents must be a list")
+        documents = tuple(_document(d, n) for n, d in enumerate(docs))
+        if not isinstance(shown, list) or any(
+            isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(documents)
+            for i in shown
+        ):
+            raise ValueError(
+                f"impression {rid}: shown must list indices into its {len(documents)} documents"
+            )
+        if len(set(shown)) != len(shown):
+            raise ValueError(f"impression {rid}: shown lists an index twice")
+        scores = value.get("scores")
+        if scores is not None and (not isinstance(scores, list) or len(scores) != len(shown)):
+            raise ValueError(f"impression {rid}: scores must have one number per shown document")
+        return Impression(
+            id=str(rid),
+            query=query,
+            documents=documents,
+            shown=tuple(shown),
+            scores=None
+            if scores is None
+            else tuple(math.nan if s is None else _number(s, "scores") for s in scores),
+            pipeline=str(value.get("pipeline") or ""),
+            time=_time(value.get("time"), f"impression {rid}"),
+            query_id=None if value.get("query_id") is None else str(value["query_id"]),
+            explore=value.get("explore"),
+            interleaving=value.get("interleaving"),
+        )
+    if kind == "feedback":
+        clicks = value.get("clicks")
+        if not isinstance(clicks, list) or any(
+            isinstance(c, bool) or not isinstance(c, (int, str)) for c in clicks
+        ):
+            raise ValueError(f"feedback {rid}: clicks must list document indices or ids")
+        dwell = value.get("dwell_ms")
+        if isinstance(dwell, list):
+            if len(dwell) != len(clicks):
+                raise ValueError(f"feedback {rid}: dwell_ms must have one value per click")
+            dwell = tuple(None if d is None else _number(d, "dwell_ms") for d in dwell)
+        elif dwell is not None:
+            dwell = _number(dwell, "dwell_ms")
+        return Feedback(str(rid), tuple(clicks), dwell, _time(value.get("time"), f"feedback {rid}"))
+    raise ValueError(f"type must be 'impression' or 'feedback', got {kind!r}")
+
+
+def _resolve(click: int | str, impression: Impression, ids: dict[str, int] | None) -> int | None:
+    if isinstance(click, int):
+        return click if 0 <= click < len(impression.documents) else None
+    if ids is None:
+        return None
+    return ids.get(click)
+
+
+def join(
+    records: Iterable[Impression | Feedback], report: ReadReport | None = None
+) -> list[Session]:
+    """Sessions from impressions and feedback in any order (see the module doc), in the
+    order of the impressions' first appearance. A second impression with an id already
+    seen is counted and left out."""
+    report = report if report is not None else ReadReport()
+    impressions: dict[str, Impression] = {}
+    feedback: dict[str, list[Feedback]] = {}
+    for record in records:
+        if isinstance(record, Impression):
+            if record.id in impressions:
+                report.duplicate_impressions += 1
+                continue
+            impressions[record.id] = record
+            report.impressions += 1
+        else:
+            feedback.setdefault(record.id, []).append(record)
+            report.feedback += 1
+    report.orphan_feedback += sum(len(v) for k, v in feedback.items() if k not in impressions)
+    sessions = []
+    for rid, impression in impressions.items():
+        clicks: set[int] = set()
+        dwell: dict[int, float] = {}
+        ids: dict[str, int] | None = None
+        seen: set[tuple[Any, ...]] = set()
+        for record in feedback.get(rid, ()):
+            key = (record.clicks, record.dwell_ms)
+            if key in seen:
+                report.repeated_feedback += 1
+                continue
+            seen.add(key)
+            if ids is None and any(isinstance(c, str) for c in record.clicks):
+                ids = {}
+                for i, d in enumerate(impression.documents):
+                    ids.setdefault(d.id, i)
+            for n, click in enumerate(record.clicks):
+                index = _resolve(click, impression, ids)
+                if index is None:
+                    report.unknown_clicks += 1
+                    report.note(f"feedback {rid}: click {click!r} names none of its documents")
+                    continue
+                clicks.add(index)
+                d = record.dwell_ms
+                value = d[n] if isinstance(d, tuple) else d
+                if value is not None:
+                    dwell[index] = max(dwell.get(index, 0.0), float(value))
+        sessions.append(Session(impression, tuple(sorted(clicks)), dwell))
+    return sessions
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with open(path, encoding="utf-8-sig") as handle:
+        yield from enumerate(handle, start=1)
+
+
+def _records(files: Sequence[Path], report: ReadReport, strict: bool) -> list[Any]:
+    out = []
+    for path in files:
+        report.files.append(str(path))
+        try:
+            lines = _lines(path)
+            for lineno, line in lines:
+                if not line.strip():
+                    continue
+                try:
+                    out.append(parse_record(json.loads(line)))
+                except ValueError as exc:  # json.JSONDecodeError is a ValueError
+                    where = f"{path}, line {lineno}"
+                    if strict:
+                        raise InputError(f"{where}: {exc}") from None
+                    report.malformed += 1
+                    report.note(f"{where}: {exc}")
+        except UnicodeDecodeError:
+            raise InputError(f"{path}: not UTF-8 text; a click log is UTF-8 JSON Lines") from None
+        except OSError as exc:
+            raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return out
+
+
+def read_log(
+    paths: str | Path | Sequence[str | Path], *, strict: bool = False
+) -> tuple[list[Session], ReadReport]:
+    """The sessions of a click log: a file (read with its rotated files, oldest first), or
+    several files in the order given. ``strict``: raise :class:`~rerankit.errors.InputError`
+    at the first bad line (naming the file and line) instead of counting it."""
+    if isinstance(paths, (str, Path)):
+        files = log_files(paths)
+        if not files:
+            raise InputError(f"{paths}: no such click log")
+    else:
+        files = [Path(p) for p in paths]
+    report = ReadReport()
+    sessions = join(_records(files, report, strict), report)
+    return sessions, report

@@ -1,0 +1,99 @@
+"""What :func:`~.learn.learn_from_clicks` returns: :class:`ClickLearning`, which says what
+it found, writes the model and gives the pipeline that serves it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .. import crossval, ltr
+from ..fusion_search import DEFAULT_HYBRID, pipeline_spec
+from .propensity import Propensities
+
+__all__ = ["ClickLearning", "Option"]
+
+#: an option of the cross-validation: (LightGBM setting, trees, blend, None)
+Option = ltr.Option
+
+
+@dataclass
+class ClickLearning:
+    """What :func:`learn_from_clicks` found: the propensities, the cross-validation and
+    its verdict against what was served, the option chosen (LightGBM setting, trees,
+    blend), the booster fitted on every query (None when the verdict keeps what was
+    served, unless asked to keep it), the features it reads and the learning curve by
+    sessions per query (``(sessions, cross-validated counterfactual nDCG@10)``)."""
+
+    propensities: Propensities
+    corrected: bool
+    cv: crossval.CrossValidation
+    verdict: crossval.Verdict
+    option: Option
+    booster: Any
+    features: tuple[str, ...]
+    curve: list[tuple[float, float]] = field(default_factory=list)
+    queries: int = 0
+    sessions: int = 0
+
+    @property
+    def adopt(self) -> bool:
+        return self.verdict.adopt
+
+    def describe(self) -> str:
+        setting, trees, blend, _ = self.option
+        mix = "alone" if blend == 1 else f"blended {blend:.2f} with first stage + MiniLM"
+        chosen = f"{setting}, {trees} trees, {mix}"
+        verdict = self.verdict.describe().replace("default", "served")
+        if self.adopt:
+            outcome = "adopted: it beats what was served by more than the margin times the noise"
+        else:
+            outcome = "not adopted: what served the log is kept"
+        return f"{chosen}; counterfactual {verdict}; {outcome}"
+
+    def save(self, path: str | Path, name: str = "learned-from-clicks") -> dict[str, Any]:
+        """Write the model (``path``, LightGBM's text format) and its report (``.json``
+        beside it, the propensities included), and return the pipeline that serves it: the
+        learned scorer alone, or blended with the first stage + MiniLM fusion as chosen (a
+        spec for :func:`rerankit.load`). Only for a booster that was fitted (adopted, or
+        ``keep_learned``)."""
+        if self.booster is None:
+            raise ValueError(
+                "nothing to save: the verdict kept what served the log (pass "
+                "keep_learned=True to fit the learned ranker anyway)"
+            )
+        path = ltr.save(self.booster, path, self.report())
+        learned = {"type": "learned", "model": str(Path(path).resolve())}
+        blend = self.option[2]
+        if blend == 1:
+            return {"name": name, "stages": [{"scorer": learned}]}
+        stage = pipeline_spec(DEFAULT_HYBRID, name=name)["stages"][0]
+        for entry in stage["scorers"]:
+            entry["weight"] = round((1 - blend) * entry["weight"], 4)
+        stage["scorers"].insert(0, {**learned, "weight": blend})
+        return {"name": name, "stages": [stage]}
+
+    def report(self) -> dict[str, Any]:
+        setting, trees, blend, _ = self.option
+        v = self.verdict
+        return {
+            "corrected": self.corrected,
+            "propensities": self.propensities.as_dict(),
+            "setting": setting,
+            "params": ltr.SETTINGS.get(setting),
+            "trees": trees,
+            "blend": blend,
+            "features": list(self.features),
+            "queries": self.queries,
+            "sessions": self.sessions,
+            "adopted": v.adopt,
+            "cross_validation": {
+                "learned": v.learned,
+                "served": v.default,
+                "gain": v.gain,
+                "noise": v.noise,
+                "fold_gains": v.fold_gains,
+                "margin": v.margin,
+            },
+            "learning_curve": [{"sessions": s, "ndcg@10": m} for s, m in self.curve],
+        }

@@ -1,0 +1,231 @@
+"""Sessions grouped by query into arrays (:class:`QueryLog`): what learning, propensity
+estimation and counterfactual evaluation read, whether the sessions came from a log
+(:func:`collect`) or a simulation (:mod:`.simulate`); and the learning-to-rank features of
+each query's logged candidates (:func:`log_features`).
+
+Sessions belong to the same query when they carry the same ``query_id``, or, without one,
+the same query text. A query's candidates are the union of its impressions' documents
+(by id, in the order first seen).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ...scorers import learned
+from .log import Feedback, Impression, LoggedDocument, text_hash
+from .reader import Session
+
+__all__ = ["DEPTH", "QueryLog", "collect", "log_features", "records"]
+
+#: how many positions learning reads by default: a page of ten results
+DEPTH = 10
+
+
+@dataclass
+class QueryLog:
+    """One query's sessions as arrays: ``shown[s, p]`` is the index (into ``doc_ids``) of
+    the document session ``s`` showed at position ``p + 1`` (-1: nothing there),
+    ``clicked[s, p]`` whether it was clicked. ``first_stage`` holds NaN where a document had
+    no first-stage score; ``texts`` / ``hashes`` what the log kept of each document."""
+
+    key: str
+    query: str
+    doc_ids: list[str]
+    shown: np.ndarray
+    clicked: np.ndarray
+    first_stage: np.ndarray
+    texts: list[str | None] = field(default_factory=list)
+    hashes: list[str | None] = field(default_factory=list)
+    pipelines: list[str] = field(default_factory=list)
+
+    @property
+    def sessions(self) -> int:
+        return int(self.shown.shape[0])
+
+    @property
+    def depth(self) -> int:
+        return int(self.shown.shape[1])
+
+    def head(self, sessions: int) -> QueryLog:
+        """The same query with its first ``sessions`` sessions only."""
+        return QueryLog(
+            self.key,
+            self.query,
+            self.doc_ids,
+            self.shown[:sessions],
+            self.clicked[:sessions],
+            self.first_stage,
+            self.texts,
+            self.hashes,
+            self.pipelines[:sessions],
+        )
+
+    def counts(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(shows, clicks)``, each ``(documents, depth)``: how often each document was shown
+        at each position, and clicked there."""
+        n, depth = len(self.doc_ids), self.depth
+        shows = np.zeros((n, depth))
+        clicks = np.zeros((n, depth))
+        for p in range(depth):
+            at = self.shown[:, p]
+            ok = at >= 0
+            np.add.at(shows[:, p], at[ok], 1.0)
+            np.add.at(clicks[:, p], at[ok & self.clicked[:, p]], 1.0)
+        return shows, clicks
+
+
+def _candidates(group: Sequence[Impression]) -> tuple[list[LoggedDocument], dict[str, int]]:
+    docs: list[LoggedDocument] = []
+    where: dict[str, int] = {}
+    for impression in group:
+        for d in impression.documents:
+            if d.id not in where:
+                where[d.id] = len(docs)
+                docs.append(d)
+    return docs, where
+
+
+def collect(
+    sessions: Iterable[Session],
+    *,
+    depth: int = DEPTH,
+    min_dwell_ms: float | None = None,
+    pipelines: Sequence[str] | None = None,
+) -> dict[str, QueryLog]:
+    """The sessions grouped by query (see the module doc), each as a :class:`QueryLog` of
+    its first ``depth`` positions. ``min_dwell_ms``: a click counts only when its dwell is
+    at least this (a click without a dwell counts); ``pipelines``: only sessions served by
+    these pipelines."""
+    if depth < 1:
+        raise ValueError(f"depth must be >= 1, got {depth}")
+    groups: dict[str, list[Session]] = {}
+    for s in sessions:
+        if pipelines is not None and s.impression.pipeline not in pipelines:
+            continue
+        key = s.impression.query_id if s.impression.query_id is not None else s.impression.query
+        groups.setdefault(key, []).append(s)
+    out = {}
+    for key, group in groups.items():
+        docs, where = _candidates([s.impression for s in group])
+        shown = np.full((len(group), depth), -1, dtype=np.int32)
+        clicked = np.zeros((len(group), depth), dtype=bool)
+        for row, s in enumerate(group):
+            imp = s.impression
+            kept = {
+                i
+                for i in s.clicks
+                if min_dwell_ms is None or s.dwell_ms.get(i, math.inf) >= min_dwell_ms
+            }
+            for p, i in enumerate(imp.shown[:depth]):
+                shown[row, p] = where[imp.documents[i].id]
+                clicked[row, p] = i in kept
+        first = np.array(
+            [math.nan if d.first_stage_score is None else d.first_stage_score for d in docs]
+        )
+        out[key] = QueryLog(
+            key=key,
+            query=group[0].impression.query,
+            doc_ids=[d.id for d in docs],
+            shown=shown,
+            clicked=clicked,
+            first_stage=first,
+            texts=[d.text for d in docs],
+            hashes=[d.sha256 for d in docs],
+            pipelines=[s.impression.pipeline for s in group],
+        )
+    return out
+
+
+def records(
+    log: QueryLog, *, prefix: str = "", pipeline: str = "", start: float = 0.0
+) -> Iterator[tuple[Impression, Feedback | None]]:
+    """Each session of ``log`` as the records a service would have written: an impression
+    with every candidate (as ``log`` keeps them) and the shown order, and its feedback
+    (None when nothing was clicked). Answer ids are ``prefix`` + the query key + the
+    session number; times ``start`` + the session number; the pipeline the log names for
+    the session, else ``pipeline``."""
+    docs = tuple(
+        LoggedDocument(
+            id=d,
+            text=log.texts[i] if log.texts else None,
+            sha256=log.hashes[i] if log.hashes else None,
+            first_stage_score=None if math.isnan(log.first_stage[i]) else float(log.first_stage[i]),
+        )
+        for i, d in enumerate(log.doc_ids)
+    )
+    for s in range(log.sessions):
+        row = log.shown[s]
+        shown = tuple(int(i) for i in row[row >= 0])
+        rid = f"{prefix}{log.key}:{s}"
+        name = (log.pipelines[s] if log.pipelines else "") or pipeline
+        impression = Impression(
+            id=rid,
+            query=log.query,
+            documents=docs,
+            shown=shown,
+            pipeline=name,
+            time=start + s,
+            query_id=log.key,
+        )
+        clicks = tuple(int(row[p]) for p in np.flatnonzero(log.clicked[s] & (row >= 0)))
+        yield impression, (Feedback(rid, clicks, None, start + s + 0.5) if clicks else None)
+
+
+def _text_lookup(
+    corpus: Mapping[str, str] | None, logs: Mapping[str, QueryLog]
+) -> tuple[Mapping[str, str], dict[str, str]]:
+    if corpus is None:
+        return {}, {}
+    needs_hashes = any(
+        t is None and h is not None
+        for log in logs.values()
+        for t, h in zip(
+            log.texts or [None] * len(log.doc_ids),
+            log.hashes or [None] * len(log.doc_ids),
+            strict=True,
+        )
+    )
+    by_hash = {text_hash(t): t for t in corpus.values()} if needs_hashes else {}
+    return corpus, by_hash
+
+
+def log_features(
+    logs: Mapping[str, QueryLog],
+    signals: Any = None,
+    *,
+    corpus: Mapping[str, str] | None = None,
+) -> dict[str, tuple[list[str], np.ndarray]]:
+    """Learning to rank's features (:func:`rerankit.scorers.learned.features`, the same
+    as ``rerankit tune --method ltr`` reads) of each query's candidates,
+    ``{key: (doc ids, matrix)}``. A document's text comes from the log, else from
+    ``corpus`` (doc id -> text) by its id or by its SHA-256 (a log kept as ``hash`` or
+    ``id`` needs it). The first-stage features count when every candidate of the query
+    has a first-stage score (as :class:`~rerankit.scorers.learned.LearnedScorer` does).
+    ``signals``: a :class:`~rerankit.scorers.learned.Signals` (None: the bundled model)."""
+    signals = signals if signals is not None else learned.Signals()
+    by_id, by_hash = _text_lookup(corpus, logs)
+    rows = {}
+    for key, log in logs.items():
+        texts = []
+        for i, d in enumerate(log.doc_ids):
+            text = log.texts[i] if log.texts else None
+            if text is None:
+                digest = log.hashes[i] if log.hashes else None
+                text = by_id.get(d) if digest is None else by_hash.get(digest, by_id.get(d))
+            if text is None:
+                raise ValueError(
+                    f"query {key!r}: no text for document {d!r} (the log keeps "
+                    f"{'its hash' if log.hashes and log.hashes[i] else 'its id only'}); pass "
+                    "the corpus it came from"
+                )
+            texts.append(text)
+        first = log.first_stage
+        scores = None if np.isnan(first).any() else first.tolist()
+        rows[key] = (list(log.doc_ids), learned.features(signals, log.query, texts, scores))
+    return rows

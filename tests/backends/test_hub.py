@@ -1,0 +1,161 @@
+"""A model named by a Hugging Face hub id when the hub does not answer: it fails within
+seconds saying how to use a folder or the cache (the hub's client alone retried for over a
+minute), and a model the local cache holds loads from it at once. Each case runs in a
+fresh interpreter, since huggingface_hub reads HF_ENDPOINT and HF_HOME when imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("sentence_transformers", reason="loading models needs the 'torch' extra")
+
+SRC = str(Path(__file__).resolve().parents[2] / "src")
+MODEL = "someone/tiny-reranker"
+
+#: each case's load in one interpreter, timed there (importing torch is not counted): the
+#: probe reads HF_ENDPOINT and HF_HUB_OFFLINE when it runs; the cache's place is read once
+CHILD = """
+import json, os, sys, time
+import sentence_transformers
+from rerankit.scorers import CrossEncoderScorer
+docs = ["vaccines train the immune system to recognise pathogens", "a virus", "immune cells",
+        "the stock market fell sharply on tuesday", "solar panels convert light"]
+out = {}
+for label, model, env in json.loads(sys.argv[1]):
+    for key, value in env.items():
+        os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
+    scorer = CrossEncoderScorer(model)
+    start = time.perf_counter()
+    try:
+        scores = [float(x) for x in scorer.score_texts("how do vaccines work", docs)]
+        error = None
+    except Exception as exc:
+        scores, error = None, f"{type(exc).__name__}: {exc}"
+    out[label] = {"seconds": time.perf_counter() - start, "scores": scores, "error": error}
+print(json.dumps(out))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _cached(bert_dir: Path, home: Path) -> None:
+    """``bert_dir`` laid out in ``home`` as the Hugging Face cache keeps ``MODEL``."""
+    repo = home / "hub" / ("models--" + MODEL.replace("/", "--"))
+    revision = "0123456789abcdef0123456789abcdef01234567"
+    shutil.copytree(bert_dir, repo / "snapshots" / revision)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(revision)
+
+
+@pytest.fixture(scope="module")
+def loads(bert_dir, tmp_path_factory):
+    """Every case's outcome, from one child process: an uncached id with a hub that refuses
+    connections, one that accepts and never answers, HF_HUB_OFFLINE set; a cached id with
+    the silent hub; and the same model from its folder."""
+    home = tmp_path_factory.mktemp("hf")
+    _cached(bert_dir, home)
+    refusing = f"http://127.0.0.1:{_free_port()}"  # nothing listens there
+    silent = socket.socket()  # accepts connections, never answers
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)
+    quiet = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    cases = [
+        ("refusing", "someone/not-cached", {"HF_ENDPOINT": refusing}),
+        ("silent", "someone/not-cached", {"HF_ENDPOINT": quiet}),
+        ("offline", "someone/not-cached", {"HF_HUB_OFFLINE": "1"}),
+        ("cached", MODEL, {"HF_HUB_OFFLINE": None}),
+        ("folder", str(bert_dir), {}),
+    ]
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSF"))}
+    environment |= {"PYTHONPATH": SRC, "HF_HOME": str(home)}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", CHILD, json.dumps(cases)],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        silent.close()
+    assert done.returncode == 0, done.stderr[-2000:]
+    return {"endpoints": {"refusing": refusing, "silent": quiet}} | json.loads(
+        done.stdout.strip().splitlines()[-1]
+    )
+
+
+@pytest.mark.parametrize("kind", ["refusing", "silent"])
+def test_a_hub_id_fails_within_seconds_saying_how_to_use_a_folder_or_the_cache(kind, loads):
+    got, endpoint = loads[kind], loads["endpoints"][kind]
+    assert got["scores"] is None
+    assert got["error"].startswith("ModelLoadError: could not load cross-encoder")
+    assert f"the Hugging Face hub ({endpoint}) could not be reached" in got["error"]
+    assert "not in the local Hugging Face cache" in got["error"]
+    folder = 'pass the path of a folder holding the model (CrossEncoderScorer("/models/'
+    assert folder in got["error"]
+    assert "hf download someone/not-cached --local-dir" in got["error"]
+    assert got["seconds"] < 15  # the probe waits 3 s; the hub's client took over a minute
+
+
+def test_hf_hub_offline_fails_without_asking_the_hub(loads):
+    got = loads["offline"]
+    assert "HF_HUB_OFFLINE is set" in got["error"] and "could not be reached" not in got["error"]
+    assert got["seconds"] < 15
+
+
+def test_a_model_in_the_local_cache_loads_while_the_hub_is_silent(loads):
+    got, folder = loads["cached"], loads["folder"]
+    assert got["error"] is None and folder["error"] is None
+    assert got["scores"] == pytest.approx(folder["scores"], abs=1e-6)  # the same model
+    assert len(set(got["scores"])) > 1
+    assert got["seconds"] < 15  # no minute of retries before reading the cache
+
+
+def test_naming_a_hub_id_as_the_reranker_fails_as_fast_in_the_cli(tmp_path):
+    code = (
+        "import sys, time\n"
+        "from rerankit.cli import main\n"
+        "start = time.perf_counter()\n"
+        "code = main(['rank', '-q', 'q', '-i', sys.argv[1], '-r', sys.argv[2]])\n"
+        "import json; print(json.dumps({'code': code, 'seconds': time.perf_counter() - start}))"
+    )
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('"vaccines"\n"stock"\n')
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(64)
+    silent_endpoint = f"http://127.0.0.1:{silent.getsockname()[1]}"
+    environment = {k: v for k, v in os.environ.items() if not k.startswith("HF_")}
+    environment |= {
+        "PYTHONPATH": SRC,
+        "HF_HOME": str(tmp_path / "hf"),
+        "HF_ENDPOINT": silent_endpoint,
+    }
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", code, str(docs), MODEL],
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            check=False,
+        )
+    finally:
+        silent.close()
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["code"] == 1 and got["seconds"] < 15
+    assert f"rerankit: error: could not load model {MODEL!r}" in done.stderr
+    assert "pass the path of a folder" in done.stderr and "cannot tell what" not in done.stderr

@@ -1,0 +1,130 @@
+"""One spelling for every name and flag, and the earlier spellings still accepted: names
+are the same with ``-`` or ``_`` everywhere (registry, pipeline files, the command line)
+and listed once; an old flag sets what its new spelling sets and says what it is called
+now; ``--help`` lists each flag once."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from rerankit import registry
+from rerankit.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "examples" / "sample.jsonl"
+
+
+@pytest.mark.parametrize(
+    ("kind", "one", "other"),
+    [
+        ("scorer", "cross_encoder", "cross-encoder"),
+        ("scorer", "causal_lm", "causal-lm"),
+        ("reranker", "cross_encoder", "cross-encoder"),
+        ("reranker", "hybrid-relative", "hybrid_relative"),
+        ("rule", "min_score", "min-score"),
+    ],
+)
+def test_a_name_is_the_same_with_a_hyphen_or_an_underscore(kind, one, other):
+    assert registry.lookup(kind, one) is registry.lookup(kind, other)
+    assert registry.canonical(kind, other) == registry.lookup(kind, one).name
+    assert registry.available(kind).count(registry.canonical(kind, one)) == 1  # listed once
+    assert registry.canonical(kind, "no-such-name") is None
+
+
+def test_both_spellings_build_the_same_scorer_in_a_pipeline_file(tmp_path):
+    import rerankit
+    from rerankit.scorers import CrossEncoderScorer
+
+    for spelling in ("cross_encoder", "cross-encoder"):
+        path = tmp_path / f"{spelling}.toml"
+        path.write_text(f'[scorer]\ntype = "{spelling}"\nmodel = "some/model"\n')
+        (scorer,) = rerankit.load(path).scorers()
+        assert isinstance(scorer, CrossEncoderScorer) and scorer.model_id == "some/model"
+    assert rerankit.load("hybrid_relative") is rerankit.load("hybrid-relative")  # shared once
+
+
+def test_rerankers_lists_every_name_once_and_explains_models_and_files(capsys):
+    assert main(["rerankers"]) == 0
+    out = capsys.readouterr().out
+    table, _, footer = out.partition("\n\n")
+    names = [line.split()[0] for line in table.splitlines()[1:]]
+    assert names == sorted(set(names)) and {"cross_encoder", "causal_lm", "hybrid"} <= set(names)
+    assert "cross-encoder" not in names
+    assert "cross-encoder/ms-marco-MiniLM-L6-v2" in footer and "pipeline file" in footer
+    assert "- or _" in footer
+    hybrid = next(line for line in table.splitlines() if line.startswith("hybrid "))
+    assert "term proximity" in hybrid and "first-stage score instead" not in hybrid
+
+
+def _parsed(*argv: str) -> dict:
+    return vars(build_parser().parse_args(list(argv)))
+
+
+LABEL = "label --data d --judge j --out o"
+TRAIN = "train embedding --data d --out o"
+
+
+@pytest.mark.parametrize(
+    ("new", "old", "dest"),
+    [
+        ("batch -i x --out y.jsonl", "batch -i x --output y.jsonl", "out"),
+        ("batch -i x -o y --candidates 7", "batch -i x -o y --k 7", "k"),
+        ("rank -q q --reranker p.toml", "rank -q q --config p.toml", "reranker"),
+        ("rank -q q -r p.toml", "rank -q q -c p.toml", "reranker"),
+        ("batch -i x -o y -r p.toml", "batch -i x -o y -c p.toml", "reranker"),
+        ("serve --settings s.toml", "serve --config s.toml", "settings"),
+        ("serve --settings s.toml", "serve -c s.toml", "settings"),
+        (f"{LABEL} --max-queries 5", f"{LABEL} --queries 5", "max_queries"),
+        (f"{LABEL} --candidates 5", f"{LABEL} --k 5", "k"),
+        ("eval --data d --candidates 20", "eval --data d --k 20", "k"),
+        ("tune --data d --candidates 20", "tune --data d --k 20", "k"),
+        (f"{TRAIN} --candidates 9", f"{TRAIN} --k 9", "k"),
+        ("train cross_encoder --data d --out o", "train cross-encoder --data d --out o", "what"),
+        ("export m --out o --kind cross_encoder", "export m --out o --kind cross-encoder", "kind"),
+    ],
+)
+def test_an_old_spelling_sets_what_the_new_one_sets(new, old, dest):
+    assert _parsed(*new.split()) == _parsed(*old.split())
+    assert _parsed(*new.split())[dest] not in (None, 100)  # the value given, not a default
+
+
+def test_an_old_flag_says_what_it_is_called_now(capsys):
+    build_parser().parse_args(["serve", "--config", "s.toml"])
+    assert "--config is now spelled --settings" in capsys.readouterr().err
+    build_parser().parse_args(["serve", "--settings", "s.toml"])
+    assert capsys.readouterr().err == ""
+
+
+def test_eval_still_takes_pipeline_files_through_config():
+    args = _parsed("eval", "--data", "d", "--config", "a.toml", "--config", "b.toml")
+    assert args["config"] == ["a.toml", "b.toml"]
+    assert "config" not in _parsed("eval", "--data", "d")  # absent unless given
+
+
+@pytest.mark.parametrize("command", ["rank", "batch", "serve", "eval", "tune", "label", "train"])
+def test_help_lists_each_flag_once_in_its_current_spelling(command, capsys):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = capsys.readouterr().out
+    for old in ("--output", "--config", "--queries ", "--k "):
+        assert old not in text, f"{command} --help shows {old.strip()}"
+
+
+def test_batch_writes_the_same_with_either_spelling(tmp_path, capsys):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(
+        json.dumps({"query": "vaccines", "candidates": ["vaccines train", "stock markets"]}) + "\n"
+    )
+    out = {}
+    for flag in ("--out", "--output"):
+        target = tmp_path / f"{flag.strip('-')}.jsonl"
+        assert main(["batch", "-i", str(rows), flag, str(target), "-r", "bm25"]) == 0
+        out[flag] = [
+            [r["index"] for r in json.loads(line)["results"]]
+            for line in target.read_text().splitlines()
+        ]
+    assert out["--out"] == out["--output"] == [[0, 1]]
+    assert "--output is now spelled --out" in capsys.readouterr().err

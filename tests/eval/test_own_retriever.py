@@ -1,0 +1,103 @@
+"""Evaluating your own retriever's output: a TREC run file or JSON Lines candidates (the
+rows ``rerankit batch`` reads) given as ``--first-stage`` rank the same candidates the same
+way, and a mistake in the candidates names the line."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rerankit.cli import main
+from rerankit.errors import InputError
+from rerankit.eval.data import load_beir
+from rerankit.eval.first_stage import first_stage, load_candidates
+
+
+@pytest.fixture
+def collection(tmp_path):
+    docs = {
+        "d1": "solar panels turn sunlight into electricity",
+        "d2": "wind turbines turn wind into electricity",
+        "d3": "the history of solar power and solar cells",
+        "d4": "how to cook pasta",
+    }
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in docs.items())
+    )
+    (tmp_path / "queries.jsonl").write_text(
+        '{"_id": "q1", "text": "solar electricity"}\n{"_id": "q2", "text": "wind power"}\n'
+    )
+    (tmp_path / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td3\t1\nq2\td2\t1\n"
+    )
+    return tmp_path
+
+
+RUN = "q1 Q0 d3 1 9.5 mine\nq1 Q0 d4 2 7.0 mine\nq1 Q0 d1 3 6.5 mine\nq2 Q0 d2 1 3.0 mine\n"
+ROWS = [  # the same ranking, as your retriever may write it (texts and queries are ignored)
+    {
+        "query_id": "q1",
+        "query": "solar electricity",
+        "candidates": [
+            {"id": "d1", "text": "...", "first_stage_score": 6.5},
+            {"id": "d3", "first_stage_score": 9.5},
+            {"id": "d4", "first_stage_score": 7.0},
+        ],
+    },
+    {"query_id": "q2", "candidates": [{"id": "d2", "score": 3.0}]},
+]
+
+
+def test_a_run_file_and_json_lines_candidates_give_the_same_first_stage(collection, tmp_path):
+    run = tmp_path / "mine.trec"
+    run.write_text(RUN)
+    rows = tmp_path / "mine.jsonl"
+    rows.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    data = load_beir(collection)
+    from_run = first_stage(data, str(run), k=100)
+    from_rows = first_stage(data, str(rows), k=100)
+    assert from_rows == from_run
+    assert [d for d, _ in from_rows["q1"]] == ["d3", "d4", "d1"]  # best first, by score
+    assert first_stage(data, str(rows), k=2)["q1"] == from_run["q1"][:2]
+
+
+def test_eval_reports_the_same_table_for_either_form(collection, tmp_path, capsys):
+    run, rows = tmp_path / "mine.trec", tmp_path / "mine.jsonl"
+    run.write_text(RUN)
+    rows.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
+    tables = {}
+    for source in (run, rows):
+        argv = ["eval", "--data", str(collection), "--first-stage", str(source)]
+        assert main([*argv, "--rerankers", "bm25", "--no-progress"]) == 0
+        printed = capsys.readouterr().out
+        lines = [line.split("|") for line in printed.splitlines() if line.startswith("| ")]
+        keep = [i for i, name in enumerate(lines[0]) if " ms" not in name]  # timings vary
+        tables[source.suffix] = [[cells[i] for i in keep] for cells in lines]
+        assert f"first stage: {source}" in printed
+    assert tables[".trec"] == tables[".jsonl"] and len(tables[".trec"]) == 3
+
+
+def test_candidates_without_scores_keep_their_order(collection, tmp_path):
+    rows = tmp_path / "ids.jsonl"
+    rows.write_text('{"query_id": "q1", "candidates": ["d4", "d1", {"id": "d3"}]}\n')
+    ranked = load_candidates(rows, corpus=load_beir(collection).corpus)
+    assert [d for d, _ in ranked["q1"]] == ["d4", "d1", "d3"]
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ('{"query_id": "q1", "candidates": [{"id": "d9"}]}', "line 1: document 'd9' is not in"),
+        ('{"query_id": "q1"}', "line 1: expected an object with query_id and a candidates list"),
+        ('{"candidates": ["d1"]}', "line 1: query_id must be a string or number"),
+        ('{"query_id": "q1", "candidates": [{"text": "x"}]}', "candidate 0 has no id"),
+        ('{"query_id": "q1", "candidates": [{"id": "d1", "score": "high"}]}', "must be a number"),
+    ],
+)
+def test_a_mistake_in_the_candidates_names_the_line(collection, tmp_path, line, message):
+    rows = tmp_path / "bad.jsonl"
+    rows.write_text(line + "\n")
+    with pytest.raises(InputError, match=message):
+        load_candidates(rows, corpus=load_beir(collection).corpus)

@@ -1,0 +1,168 @@
+"""Team-draft interleaving: hand-checked cases, its invariants, click credit and the
+report's verdict."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rerankit.training.clicks import ClickLog, credit, interleaving_report, read_log, team_draft
+from rerankit.training.clicks.interleave import sign_test
+from rerankit.training.clicks.simulate import PositionBasedModel
+
+
+def test_hand_checked_drafts():
+    # Round 1: a coin decides who picks first; a takes A (its best), b takes B (its best).
+    # Round 2: a coin again; whoever goes first takes C (a's and b's best not placed) and
+    # the other has nothing new left. So four drafts, each as likely.
+    seen: dict[tuple, int] = {}
+    for seed in range(200):
+        draft = tuple(zip(*team_draft(["A", "B", "C"], ["B", "C", "A"], seed), strict=True))
+        seen[draft] = seen.get(draft, 0) + 1
+    assert set(seen) == {
+        (("A", 0), ("B", 1), ("C", 0)),
+        (("A", 0), ("B", 1), ("C", 1)),
+        (("B", 1), ("A", 0), ("C", 0)),
+        (("B", 1), ("A", 0), ("C", 1)),
+    }
+    assert min(seen.values()) > 25
+    # k cuts the draft: the first position goes to whoever won the first coin
+    assert team_draft(["A", "B"], ["B", "A"], 0, k=1) in (
+        (["A"], [0]),
+        (["B"], [1]),
+    )
+
+
+def test_identical_rankings_interleave_to_themselves_one_pick_each_per_round():
+    order, teams = team_draft([3, 1, 2, 0], [3, 1, 2, 0], 7)
+    assert order == [3, 1, 2, 0]
+    assert sorted(teams[:2]) == [0, 1] and sorted(teams[2:]) == [0, 1]
+
+
+def test_the_same_seed_gives_the_same_draft():
+    a, b = list(range(20)), list(reversed(range(20)))
+    assert team_draft(a, b, 5) == team_draft(a, b, 5)
+    assert team_draft(a, b, random.Random(5)) == team_draft(a, b, random.Random(5))
+    drafts = {tuple(team_draft(a, b, s)[1]) for s in range(20)}
+    assert len(drafts) > 1
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    universe=st.integers(1, 25),
+    data=st.data(),
+    k=st.one_of(st.none(), st.integers(1, 30)),
+    seed=st.integers(0, 2**31),
+)
+def test_every_position_has_one_team_and_the_list_is_a_permutation_prefix(universe, data, k, seed):
+    items = list(range(universe))
+    a = data.draw(st.permutations(items))
+    b = data.draw(st.permutations(items))
+    cut_a = data.draw(st.integers(0, universe))
+    cut_b = data.draw(st.integers(1 if cut_a == 0 else 0, universe))
+    a, b = a[:cut_a], b[:cut_b]  # rankings may be of different lengths and sets
+    order, teams = team_draft(a, b, seed, k=k)
+    union = set(a) | set(b)
+    assert len(order) == len(teams) == (len(union) if k is None else min(k, len(union)))
+    assert len(set(order)) == len(order) and set(order) <= union
+    assert set(teams) <= {0, 1}
+    for team, ranking in ((0, a), (1, b)):
+        picked = [d for d, t in zip(order, teams, strict=True) if t == team]
+        assert all(d in ranking for d in picked)
+        # each team's picks follow its own ranking
+        assert [ranking.index(d) for d in picked] == sorted(ranking.index(d) for d in picked)
+        # and a team always takes its best document not yet placed
+        for d, t, i in zip(order, teams, range(len(order)), strict=True):
+            if t == team:
+                placed = set(order[:i])
+                assert d == next(x for x in ranking if x not in placed)
+    if k is None:
+        assert sorted(order) == sorted(union)  # the whole union: a permutation of it
+    counts = [teams[: n + 1].count(0) - teams[: n + 1].count(1) for n in range(len(teams))]
+    if set(a) == set(b):  # both have documents to the end: picks never differ by 2
+        assert all(abs(c) <= 1 for c in counts)
+
+
+def test_clicks_credit_the_team_of_their_position():
+    assert credit([0, 1, 0, 1], [1, 3]) == (2, 0)
+    assert credit([0, 1, 0, 1], [2, 3, 4]) == (1, 2)
+    assert credit([0, 1], [5]) == (0, 0)  # past the list: ignored
+    assert credit([1, 0], []) == (0, 0)
+
+
+def test_the_sign_test():
+    assert sign_test(9, 1) == pytest.approx(2 * 11 / 1024)
+    assert sign_test(5, 5) == 1.0
+    assert sign_test(0, 0) == 1.0
+
+
+def _interleaved_log(path, better_first: bool, sessions: int, seed: int):
+    """Sessions of 50 queries of 10 documents, document i relevant with grade 4 - i // 2
+    (best first in ``good``); the other pipeline ranks them in a shuffled order."""
+    rng = np.random.default_rng(seed)
+    model = PositionBasedModel()
+    log = ClickLog(path, store="id")
+    orders = {q: (list(range(10)), list(rng.permutation(10))) for q in range(50)}
+    grades = np.array([4, 4, 3, 3, 2, 2, 1, 1, 0, 0])
+    for s in range(sessions):
+        q = int(rng.integers(50))
+        good, bad = orders[q]
+        first, second = (good, bad) if better_first else (bad, good)
+        order, teams = team_draft(first, second, rng)
+        docs = [{"id": f"{q}-{i}"} for i in range(10)]
+        rid = f"s{s}"
+        log.log_impression(
+            rid,
+            f"query {q}",
+            docs,
+            order,
+            pipeline="interleaved",
+            interleaving={"pipelines": ["first", "second"], "teams": teams},
+        )
+        clicked = model.click(np.array([order]), grades, rng)[0]
+        if clicked.any():
+            log.log_feedback(rid, [order[p] for p in np.flatnonzero(clicked)])
+    return read_log(path)[0]
+
+
+@pytest.mark.parametrize("better_first", [True, False])
+def test_the_report_finds_the_better_pipeline(tmp_path, better_first):
+    sessions = _interleaved_log(tmp_path / "i.jsonl", better_first, 1000, seed=1)
+    report = interleaving_report(sessions)
+    assert report.pipelines == ("first", "second")
+    assert report.winner == ("first" if better_first else "second")
+    assert report.sessions == 1000 and report.queries == 50
+    assert sum(report.wins) + report.ties == 1000
+    assert report.p_value < 0.01
+    low, high = report.interval
+    assert low < report.delta < high
+    assert "wins" in report.describe()
+
+
+def test_the_report_names_no_winner_between_equal_pipelines(tmp_path):
+    rng = np.random.default_rng(0)
+    log = ClickLog(tmp_path / "i.jsonl", store="id")
+    for s in range(400):
+        order, teams = team_draft(list(range(10)), list(range(10)), rng)
+        log.log_impression(
+            f"s{s}",
+            f"q{s % 20}",
+            [{"id": str(i)} for i in range(10)],
+            order,
+            interleaving={"pipelines": ["a", "b"], "teams": teams},
+        )
+        log.log_feedback(f"s{s}", [int(rng.integers(10))])
+    report = interleaving_report(read_log(tmp_path / "i.jsonl")[0])
+    assert report.winner is None
+    assert report.interval[0] < 0 < report.interval[1]
+
+
+def test_a_log_without_interleaving_is_refused(tmp_path):
+    log = ClickLog(tmp_path / "i.jsonl")
+    log.log_impression("a", "q", [{"id": "x"}], [0])
+    with pytest.raises(ValueError, match="no interleaved sessions"):
+        interleaving_report(read_log(tmp_path / "i.jsonl")[0])

@@ -1,0 +1,260 @@
+"""The click log: the format's round trip, privacy options, rotation, restarts, write
+failures counted and never raised, threads, and the reader's join (duplicates, orphans,
+clicks by index or id)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+from rerankit.errors import InputError
+from rerankit.training.clicks import (
+    ClickLog,
+    Feedback,
+    collect,
+    parse_record,
+    read_log,
+    text_hash,
+)
+from rerankit.training.clicks.log import log_files
+from rerankit.training.clicks.sessions import records
+from rerankit.training.clicks.simulate import PositionBasedModel, simulate_query
+
+DOCS = [
+    {"id": "d0", "text": "solar panels on roofs", "first_stage_score": 3.5},
+    {"id": "d1", "text": "wind turbines at sea", "first_stage_score": 2.0},
+    {"id": "d2", "text": "the price of pasta", "first_stage_score": 1.0},
+]
+
+
+def test_an_impression_and_its_feedback_round_trip(tmp_path):
+    log = ClickLog(tmp_path / "clicks.jsonl")
+    assert log.log_impression(
+        "a1",
+        "renewable energy",
+        DOCS,
+        [1, 0, 2],
+        scores=[0.9, 0.5, 0.1],
+        pipeline="hybrid",
+        time=100.0,
+    )
+    assert log.log_feedback("a1", [0, "d1"], dwell_ms=[1200, 300], time=105.0)
+    lines = (tmp_path / "clicks.jsonl").read_text(encoding="utf-8").splitlines()
+    first = json.loads(lines[0])
+    assert first == {
+        "type": "impression",
+        "id": "a1",
+        "time": 100.0,
+        "pipeline": "hybrid",
+        "query": "renewable energy",
+        "documents": DOCS,
+        "shown": [1, 0, 2],
+        "scores": [0.9, 0.5, 0.1],
+    }
+    sessions, report = read_log(tmp_path / "clicks.jsonl")
+    assert report.impressions == 1 and report.feedback == 1 and report.malformed == 0
+    (s,) = sessions
+    assert s.impression == parse_record(first)
+    assert s.clicks == (0, 1)  # "d1" resolved to its index
+    assert s.dwell_ms == {0: 1200.0, 1: 300.0}
+    assert s.clicked_positions() == [1, 2]  # d1 was shown first, d0 second
+
+
+@pytest.mark.parametrize(
+    ("store", "kept"),
+    [
+        ("text", {"text"}),
+        ("hash", {"sha256"}),
+        ("id", set()),
+    ],
+)
+def test_privacy_options_keep_what_they_say(tmp_path, store, kept):
+    log = ClickLog(tmp_path / "c.jsonl", store=store)
+    log.log_impression("a", "q", DOCS, [0, 1, 2])
+    (doc, *_) = json.loads((tmp_path / "c.jsonl").read_text())["documents"]
+    assert set(doc) - {"id", "first_stage_score"} == kept
+    if store == "hash":
+        assert doc["sha256"] == text_hash("solar panels on roofs")
+    assert ("solar" in (tmp_path / "c.jsonl").read_text()) == (store == "text")
+
+
+def test_a_log_kept_as_hashes_is_read_with_the_corpus(tmp_path):
+    log = ClickLog(tmp_path / "c.jsonl", store="hash")
+    log.log_impression("a", "energy", DOCS, [0, 1, 2])
+    sessions, _ = read_log(tmp_path / "c.jsonl")
+    (q,) = collect(sessions).values()
+    assert q.texts == [None, None, None]
+    assert q.hashes == [text_hash(d["text"]) for d in DOCS]
+    np.testing.assert_allclose(q.first_stage, [3.5, 2.0, 1.0])
+
+
+def test_duplicate_feedback_is_idempotent_and_later_feedback_adds(tmp_path):
+    log = ClickLog(tmp_path / "c.jsonl")
+    log.log_impression("a", "q", DOCS, [0, 1, 2])
+    log.log_feedback("a", [2])
+    log.log_feedback("a", [2])  # the client retried
+    once, _ = read_log(tmp_path / "c.jsonl")
+    log.log_feedback("a", ["d0"])  # a later click
+    sessions, report = read_log(tmp_path / "c.jsonl")
+    assert once[0].clicks == (2,)
+    assert sessions[0].clicks == (0, 2)
+    assert report.repeated_feedback == 1
+    assert len(sessions) == 1
+
+
+def test_orphan_and_unknown_clicks_are_counted_not_invented(tmp_path):
+    log = ClickLog(tmp_path / "c.jsonl")
+    log.log_feedback("nobody", [0])  # before, and without, an impression
+    log.log_impression("a", "q", DOCS, [0, 1])
+    log.log_feedback("a", [7, "d9", 1])
+    sessions, report = read_log(tmp_path / "c.jsonl")
+    assert report.orphan_feedback == 1
+    assert report.unknown_clicks == 2
+    assert sessions[0].clicks == (1,)
+    assert any("d9" in p for p in report.problems)
+
+
+def test_malformed_lines_are_counted_with_their_place_or_raised_when_strict(tmp_path):
+    path = tmp_path / "c.jsonl"
+    log = ClickLog(path)
+    log.log_impression("a", "q", DOCS, [0])
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("{not json\n")
+        f.write(
+            json.dumps(
+                {
+                    "type": "impression",
+                    "id": "b",
+                    "query": "q",
+                    "documents": [{"id": "x"}],
+                    "shown": [3],
+                }
+            )
+            + "\n"
+        )
+    sessions, report = read_log(path)
+    assert len(sessions) == 1 and report.malformed == 2
+    assert "line 2" in report.problems[0] and "line 3" in report.problems[1]
+    assert "shown" in report.problems[1]
+    with pytest.raises(InputError, match="line 2"):
+        read_log(path, strict=True)
+
+
+def test_the_writer_rotates_by_size_and_the_reader_reads_every_file_in_order(tmp_path):
+    path = tmp_path / "c.jsonl"
+    log = ClickLog(path, max_bytes=600, backups=2)
+    for i in range(12):
+        assert log.log_impression(f"a{i}", "q", DOCS, [0, 1, 2], time=float(i))
+    files = log_files(path)
+    assert [f.name for f in files] == ["c.jsonl.2", "c.jsonl.1", "c.jsonl"]
+    assert all(f.stat().st_size <= 600 for f in files)
+    sessions, _ = read_log(path)
+    ids = [s.impression.id for s in sessions]
+    assert ids == sorted(ids, key=lambda x: int(x[1:]))  # oldest first
+    assert ids[-1] == "a11" and len(ids) < 12  # the oldest rotated away (retention)
+
+
+def test_a_restarted_writer_appends(tmp_path):
+    path = tmp_path / "c.jsonl"
+    ClickLog(path).log_impression("a", "q", DOCS, [0])
+    again = ClickLog(path)  # a new process
+    again.log_feedback("a", [0])
+    sessions, _ = read_log(path)
+    assert sessions[0].clicks == (0,)
+
+
+def test_write_failures_are_counted_and_never_raised(tmp_path):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the log's folder should be")
+    log = ClickLog(blocker / "c.jsonl")
+    assert log.log_impression("a", "q", DOCS, [0]) is False
+    assert log.log_feedback("a", [0]) is False
+    assert log.log_impression("b", "q", DOCS, [5]) is False  # a bad index: counted too
+    assert log.write_errors == 3 and log.written == 0
+    assert log.last_error
+
+
+def test_threads_write_whole_lines(tmp_path):
+    path = tmp_path / "c.jsonl"
+    log = ClickLog(path, max_bytes=0)
+
+    def work(t: int) -> None:
+        for i in range(50):
+            log.log_impression(f"{t}-{i}", "q", DOCS, [0, 1, 2])
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    sessions, report = read_log(path)
+    assert len(sessions) == 200 and report.malformed == 0 and log.written == 200
+
+
+def test_background_writing_drops_and_counts_when_its_queue_is_full(tmp_path):
+    with ClickLog(tmp_path / "c.jsonl", background=True, queue_size=10_000) as log:
+        for i in range(100):
+            assert log.log_impression(f"a{i}", "q", DOCS, [0])
+    sessions, _ = read_log(tmp_path / "c.jsonl")
+    assert len(sessions) == 100
+    tiny = ClickLog(tmp_path / "d.jsonl", background=True, queue_size=1)
+    tiny._lock.acquire()  # the writer thread is stuck on the disk
+    try:
+        results = [tiny.log_feedback("x", [0]) for _ in range(5)]
+    finally:
+        tiny._lock.release()
+    tiny.close()
+    assert results.count(False) >= 3 and tiny.dropped == results.count(False)
+
+
+def test_simulated_sessions_survive_the_log_unchanged(tmp_path):
+    rng = np.random.default_rng(3)
+    ids = [f"d{i}" for i in range(15)]
+    sim = simulate_query(
+        PositionBasedModel(eta=1.0),
+        key="q7",
+        query="a query",
+        doc_ids=ids,
+        order=rng.permutation(15),
+        grades=rng.integers(0, 5, 15),
+        sessions=40,
+        rng=rng,
+        first_stage=rng.random(15).tolist(),
+        explore=0.3,
+        pipeline="hybrid",
+    )
+    log = ClickLog(tmp_path / "c.jsonl", store="id")
+    for impression, feedback in records(sim):
+        assert log.write(impression)
+        if feedback is not None:
+            assert log.write(feedback)
+    (back,) = collect(read_log(tmp_path / "c.jsonl")[0]).values()
+    assert back.doc_ids == sim.doc_ids and back.key == "q7"
+    np.testing.assert_array_equal(back.shown, sim.shown)
+    np.testing.assert_array_equal(back.clicked, sim.clicked)
+    np.testing.assert_allclose(back.first_stage, sim.first_stage)
+    assert sim.clicked.any()
+
+
+def test_feedback_records_are_checked():
+    with pytest.raises(ValueError, match="clicks"):
+        parse_record({"type": "feedback", "id": "a", "clicks": [True]})
+    with pytest.raises(ValueError, match="dwell_ms"):
+        parse_record({"type": "feedback", "id": "a", "clicks": [0, 1], "dwell_ms": [5]})
+    with pytest.raises(ValueError, match="type"):
+        parse_record({"type": "click", "id": "a"})
+    got = parse_record(
+        {"type": "feedback", "id": "a", "clicks": [0], "time": "2026-01-01T00:00:00Z"}
+    )
+    assert isinstance(got, Feedback) and got.time == 1767225600.0
+
+
+def test_min_dwell_keeps_satisfied_clicks_only(tmp_path):
+    log = ClickLog(tmp_path / "c.jsonl")
+    log.log_impression("a", "q", DOCS, [0, 1, 2])
+    log.log_feedback("a", [0, 1, 2], dwell_ms=[5000, 200, None])
+    (q,) = collect(read_log(tmp_path / "c.jsonl")[0], min_dwell_ms=1000).values()
+    assert q.clicked[0, :3].tolist() == [True, False, True]  # no dwell: counted

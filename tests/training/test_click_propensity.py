@@ -1,0 +1,165 @@
+"""Position-bias propensities from simulated clicks with known propensities, RandPair, and
+the click simulator."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rerankit.scorers.learned import FEATURES
+from rerankit.training.clicks import estimate_propensities, randpair
+from rerankit.training.clicks.propensity import randpair_orders, swap_ratios
+from rerankit.training.clicks.simulate import (
+    EXAMINATION,
+    PositionBasedModel,
+    grades_0_to_4,
+    max_grade,
+    simulate_query,
+)
+
+
+def collection(
+    eta: float, *, queries: int, sessions: int, seed: int, explore: float = 0.0, protect: int = 3
+):
+    """A small synthetic collection: 20 candidates a query with random features, grades
+    set by the ``cosine`` column, a logging ranker that orders by cosine plus noise (so
+    similar documents land at different positions across queries), top 10 shown."""
+    rng = np.random.default_rng(seed)
+    model = PositionBasedModel(eta=eta)
+    logs, rows = {}, {}
+    for q in range(queries):
+        x = rng.normal(size=(20, len(FEATURES)))
+        cos = x[:, FEATURES.index("cosine")]
+        grades = np.digitize(cos, [-0.5, 0.3, 1.0, 1.6])
+        order = np.argsort(-(cos + rng.normal(size=20)))
+        ids = [f"{q}-{i}" for i in range(20)]
+        key = str(q)
+        log = simulate_query(
+            model,
+            key=key,
+            query="q",
+            doc_ids=ids,
+            order=order,
+            grades=grades,
+            sessions=sessions,
+            rng=rng,
+            explore=explore,
+            protect=protect,
+        )
+        logs[key], rows[key] = log, (ids, x)
+    return model, logs, rows
+
+
+@pytest.mark.parametrize("eta", [0.5, 1.0, 2.0])
+def test_regression_em_finds_the_propensities_within_0_05_at_1000_sessions(eta):
+    model, logs, rows = collection(eta, queries=200, sessions=1000, seed=1)
+    found = estimate_propensities(logs, rows, method="em", features=("cosine", "bm25"))
+    assert found.converged
+    assert found.values[0] == 1.0
+    error = np.abs(found.values - model.propensities(10))
+    assert error.max() < 0.05, (found.values, model.propensities(10))
+
+
+def test_a_deterministic_ranker_with_clicks_as_labels_is_far_from_the_truth():
+    """The estimate is not the click-through rate by position (which mixes examination
+    with the ranker putting the relevant documents on top): the check above can fail."""
+    model, logs, _ = collection(1.0, queries=200, sessions=1000, seed=1)
+    shows = sum(log.counts()[0].sum(axis=0) for log in logs.values())
+    clicks = sum(log.counts()[1].sum(axis=0) for log in logs.values())
+    ctr = clicks / shows
+    assert np.abs(ctr / ctr[0] - model.propensities(10)).max() > 0.1
+
+
+def test_randpair_swaps_measure_the_propensities_without_a_relevance_model():
+    model, logs, _ = collection(1.0, queries=200, sessions=1000, seed=2, explore=0.2, protect=0)
+    found = estimate_propensities(logs, method="swaps")
+    assert np.abs(found.values - model.propensities(10)).max() < 0.05
+    assert found.method == "swaps"
+
+
+def test_auto_takes_the_swaps_ratios_below_the_protected_top_3():
+    _, logs, rows = collection(1.0, queries=100, sessions=500, seed=3, explore=0.2)
+    ratios, weight = swap_ratios(logs)
+    assert np.isnan(ratios[:3]).all() and (weight[:3] == 0).all()  # the top 3 never move
+    assert (weight[3:] > 0).all()
+    found = estimate_propensities(logs, rows, features=("cosine", "bm25"))
+    assert "swaps" in found.method
+    assert found.swap_ratios[:3] == [None, None, None]
+    with pytest.raises(ValueError, match="positions \\[1, 2, 3\\]"):
+        estimate_propensities(logs, method="swaps")
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    n=st.integers(1, 30),
+    share=st.floats(0, 1),
+    protect=st.integers(0, 5),
+    seed=st.integers(0, 2**31),
+)
+def test_randpair_never_touches_the_top_and_keeps_a_permutation(n, share, protect, seed):
+    order = list(np.random.default_rng(seed).permutation(n))
+    before = list(order)
+    after, swapped = randpair(order, np.random.default_rng(seed + 1), share=share, protect=protect)
+    assert order == before  # the input is not changed
+    assert sorted(after) == sorted(before)
+    assert after[:protect] == before[:protect]
+    assert after[10:] == before[10:]  # only the page of ten is explored
+    for p in swapped:
+        assert p > protect and p < min(n, 10)
+        assert (after[p - 1], after[p]) == (before[p], before[p - 1])
+    moved = {i for p in swapped for i in (p - 1, p)}
+    assert all(after[i] == before[i] for i in range(n) if i not in moved)
+
+
+def test_randpair_swaps_about_the_share_asked():
+    orders = np.repeat(np.arange(10)[None, :], 20_000, axis=0)
+    out = randpair_orders(orders, np.random.default_rng(0), share=0.1)
+    assert (out[:, :3] == orders[:, :3]).all()
+    moved = (out != orders).mean(axis=0)
+    assert 0.09 < moved[3] < 0.11  # position 4 moves when the pair (4, 5) is swapped
+    assert 0.18 < moved[4] < 0.20  # position 5: with 4, or (when 4 stayed) with 6
+
+
+def test_the_simulator_follows_the_position_based_model():
+    model = PositionBasedModel(eta=2.0)
+    np.testing.assert_allclose(model.examination(12)[:10], np.array(EXAMINATION) ** 2)
+    assert model.examination(12)[10:].tolist() == [0.0, 0.0]
+    rng = np.random.default_rng(0)
+    grades = np.array([4, 0, 2])
+    shown = np.repeat(np.array([[0, 1, 2, -1]]), 50_000, axis=0)
+    clicks = model.click(shown, grades, rng).mean(axis=0)
+    expected = model.examination(4) * np.array([1.0, 0.1, 0.28, 0.0])
+    np.testing.assert_allclose(clicks, expected, atol=0.01)
+
+
+def test_grades_are_mapped_onto_0_to_4_by_the_collection_maximum():
+    assert max_grade({"q": {"a": 1, "b": 0}}) == 1
+    assert grades_0_to_4(["a", "b", "c"], {"a": 1, "b": 0}, 1).tolist() == [4, 0, 0]
+    assert grades_0_to_4(["a", "b", "c"], {"a": 1, "b": 2, "c": -1}, 2).tolist() == [2, 4, 0]
+    assert grades_0_to_4(["a", "b"], {"a": 1, "b": 3}, 3).tolist() == [1, 4]
+
+
+def test_positions_never_shown_have_no_estimate():
+    rng = np.random.default_rng(4)
+    model = PositionBasedModel()
+    logs, rows = {}, {}
+    for q in range(60):
+        x = rng.normal(size=(6, len(FEATURES)))
+        grades = np.digitize(x[:, FEATURES.index("cosine")], [-0.5, 0.3, 1.0, 1.6])
+        logs[str(q)] = simulate_query(
+            model,
+            key=str(q),
+            query="q",
+            doc_ids=list("abcdef"),
+            order=rng.permutation(6),
+            grades=grades,
+            sessions=200,
+            rng=rng,
+        )  # six results: positions 7-10 never shown
+        rows[str(q)] = (list("abcdef"), x)
+    found = estimate_propensities(logs, rows, features=("cosine",))
+    assert np.isfinite(found.values[:6]).all() and np.isnan(found.values[6:]).all()
+    assert found.as_dict()["by_position"][6:] == [None] * 4
+    assert "7: n/a" in found.describe()
