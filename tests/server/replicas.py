@@ -104,6 +104,10 @@ class Replica:
     def output(self) -> str:
         return self.log.read_text()[-4000:]
 
+    def warnings_of(self, words: str) -> int:
+        """Lines of its log holding ``words``."""
+        return sum(words in line for line in self.log.read_text().splitlines())
+
     def stop(self) -> None:
         self.proc.terminate()
         try:

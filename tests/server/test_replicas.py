@@ -208,6 +208,8 @@ def test_redis_killed_under_load_loses_nothing_and_hits_resume_when_it_returns(
         assert statistics.median(down) < 2 * statistics.median(up) + 0.25, (up, down)
         assert a.metric("rerankit_cache_errors_total") + b.metric("rerankit_cache_errors_total")
         assert httpx.get(a.url + "/ready").status_code == 200  # not required: still ready
+        for replica in (a, b):  # its answer and judgment caches' failures: one warning
+            assert replica.warnings_of("computing without the cache") == 1, replica.output()
 
         own_redis.start()  # back, on the same port: hits resume without a restart
         ask = {"query": "after the outage", "documents": DOCS, "model": "llm"}

@@ -59,7 +59,8 @@ def split_url(url: str) -> tuple[str, str | None]:
 
 class _Server:
     """One client (and its connection pool) per URL and timeout in a process, shared by the
-    stores that name it, with the time until which calls skip it."""
+    stores that name it, with the time until which calls skip it and the log of their
+    failures (one warning a minute for all of them)."""
 
     def __init__(self, url: str, timeout: float) -> None:
         redis = require("redis", "a Redis or Valkey cache")
@@ -76,6 +77,8 @@ class _Server:
             health_check_interval=0,
         )
         self.skip_until = 0.0
+        #: the failures of every store on this server, warned of once a minute in all
+        self.failures = FailureLog(logger)
 
     def down(self) -> None:
         """After a failure: skip the server for a while, and drop the idle connections (a
@@ -128,7 +131,7 @@ class RedisStore:
         #: claims (see :meth:`claim`) live beside the entries, not among them
         self.claims = f"{namespace}:lock:{kind}:"
         self._server = _server(plain, timeout)
-        self._failures = FailureLog(logger)
+        self._failures = self._server.failures
 
     @staticmethod
     def valid_namespace(namespace: str) -> bool:
