@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -23,6 +24,22 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def metric_in(text: str, name: str, **labels: str) -> float:
+    """The sum of metric ``name`` over the series with ``labels`` in /metrics' ``text``."""
+    total = 0.0
+    for line in text.splitlines():
+        named = line.startswith((name + "{", name + " "))
+        if named and all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def normal(body: bytes) -> bytes:
+    """An answer's ``body`` with its per-request id and its cache mark made alike."""
+    body = re.sub(rb'^\{"id":"[0-9a-f-]{36}"', b'{"id":"ID"', body)
+    return re.sub(rb'"cache":"(hit|miss|shared)"\}\}\}$', b'"cache":"X"}}}', body)
 
 
 def settings_toml(redis_url: str, provider_url: str, *, embedding: bool = False) -> str:
@@ -93,13 +110,7 @@ class Replica:
 
     def metric(self, name: str, **labels: str) -> float:
         """The sum of metric ``name`` over the series with ``labels``."""
-        text = httpx.get(self.url + "/metrics", timeout=10).text
-        total = 0.0
-        for line in text.splitlines():
-            named = line.startswith((name + "{", name + " "))
-            if named and all(f'{k}="{v}"' in line for k, v in labels.items()):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
+        return metric_in(httpx.get(self.url + "/metrics", timeout=10).text, name, **labels)
 
     def output(self) -> str:
         return self.log.read_text()[-4000:]
