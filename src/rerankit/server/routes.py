@@ -16,7 +16,7 @@ from .formats import FORMATS
 from .http import ErrorBody, parse, render, until_disconnect
 from .service import Service
 from .settings import ServerSettings
-from .tracing import traced
+from .tracing import request_attributes, traced
 
 __all__ = ["add_rerank_routes", "set_openapi"]
 
@@ -29,12 +29,8 @@ def add_rerank_routes(app: Any, service: Service, settings: ServerSettings, trac
     def route(fmt: Any) -> Any:
         async def computed(request: Request, body: Any, call: Any, pipeline: Any) -> Answer:
             """The answer computed for ``call``: its body and the headers describing it."""
-            arrival = request.state.arrival
-            work = lambda: service.compute(pipeline, call, arrival)  # noqa: E731
-            if tracer is None:
-                result = await work()
-            else:
-                result = await traced(tracer, request.headers, fmt.path, call, pipeline.name, work)
+            result = await service.compute(pipeline, call, request.state.arrival)
+            request.state.result = result  # (for the request span: the request computed it)
             content = fmt.respond(body, call, result)
             headers = {"x-rerankit-scores": result.score_scale}
             if result.degraded:  # SDK users rarely read meta: the header says it too
@@ -56,17 +52,30 @@ def add_rerank_routes(app: Any, service: Service, settings: ServerSettings, trac
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
             request.state.model = settings.resolve(call.model)  # errors are counted by it
-            pipeline = service.check(fmt.path, call)
-            key = answers.key(fmt.path, body, pipeline.fingerprint, request.headers)
-            request.state.answer_key = key
-            compute = lambda: computed(request, body, call, pipeline)  # noqa: E731
-            source = None
-            if key is None:
-                answer = await until_disconnect(request, compute(), metrics)
-            else:
+            request.state.result = None
+
+            async def respond() -> tuple[Answer, str | None]:
+                """The answer and where it came from (None: no answer cache)."""
+                pipeline = service.check(fmt.path, call)
+                key = answers.key(fmt.path, body, pipeline.fingerprint, request.headers)
+                request.state.answer_key = key
+                compute = lambda: computed(request, body, call, pipeline)  # noqa: E731
+                if key is None:
+                    return await until_disconnect(request, compute(), metrics), None
                 deadline = arrival + settings.timeout
                 work = answers.answer(key, pipeline.name, deadline, compute)
-                answer, source = await until_disconnect(request, work, metrics)
+                return await until_disconnect(request, work, metrics)
+
+            def answered(out: tuple[Answer, str | None]) -> dict[str, Any]:
+                described = request_attributes(call, request.state.model, request.state.result)
+                return {**described, **({"rerankit.cache": out[1]} if out[1] else {})}
+
+            if tracer is None:
+                answer, source = await respond()
+            else:  # the span covers the checks and the answer cache too
+                model = request.state.model
+                work = traced(tracer, request.headers, fmt.path, call, model, respond, answered)
+                answer, source = await work
             headers = {  # as Text Embeddings Inference sends them, in milliseconds
                 "x-total-time": f"{1000 * (time.monotonic() - arrival):.1f}",
                 "x-queue-time": f"{1000 * call.timings.get('queue', 0.0):.1f}",
