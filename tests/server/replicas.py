@@ -71,7 +71,7 @@ def settings_toml(redis_url: str, provider_url: str, *, embedding: bool = False)
 
 
 class Replica:
-    """``rerankit serve -c CONFIG --port PORT`` in a process of its own, with a cache
+    """``rerankit serve --settings CONFIG --port PORT`` in a process of its own, with a cache
     directory of its own under ``folder``."""
 
     def __init__(self, config: Path, folder: Path, name: str) -> None:
@@ -87,7 +87,7 @@ class Replica:
             "RERANKIT_TEST_KEY": "k",
             "HF_HUB_OFFLINE": "1",
         }
-        command = [sys.executable, "-m", "rerankit", "serve", "-c", str(config)]
+        command = [sys.executable, "-m", "rerankit", "serve", "--settings", str(config)]
         self.proc = subprocess.Popen(
             [*command, "--port", str(self.port)],
             env=env,
