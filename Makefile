@@ -9,7 +9,7 @@ QUERY  ?= how do vaccines train the immune system
 SERVE_VENV ?= .venv-serve
 CLIENTS_VENV ?= .venv-clients
 PEERS_VENV ?= .venv-peers
-.PHONY: demo test test-core test-slow lint format bench bench-cross-encoder quality clean install install-dev browser redis docs release-check install-all
+.PHONY: demo test test-core test-slow lint format bench bench-cross-encoder quality clean install install-dev browser redis nginx docs release-check install-all
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,7 +55,7 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/rerankit export all-MiniLM-L6-v2
 	$(VENV)/bin/rerankit rank --query "$(QUERY)" --input examples/sample.jsonl --format table
 
-test: $(VENV)/.installed-dev browser redis $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
+test: $(VENV)/.installed-dev browser redis nginx $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
 	RERANKIT_TORCH_FREE_PYTHON=$(abspath $(SERVE_VENV))/bin/python \
 	RERANKIT_CLIENTS_PYTHON=$(abspath $(CLIENTS_VENV))/bin/python $(PY) -m pytest -q
 
@@ -134,6 +134,21 @@ redis:
 		echo "redis: no redis-server, and no apt-get as root to install it; Redis tests skip"; \
 	fi
 
+# The scale-out test puts Debian's nginx in front of two replicas (tests/server/test_replicas.py,
+# the configuration docs/scale-out.md shows): installed here when missing and possible; the
+# test runs its own nginx in the foreground on a free loopback port, or skips and says why.
+nginx:
+	@if [ -x /usr/sbin/nginx ]; then \
+		echo "nginx: $$(/usr/sbin/nginx -v 2>&1)"; \
+	elif command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+		echo "nginx: installing Debian's nginx"; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends nginx \
+			>/dev/null 2>&1 \
+		|| echo "nginx: could not install nginx; the load-balancer test will skip"; \
+	else \
+		echo "nginx: no nginx, and no apt-get as root to install it; its test skips"; \
+	fi
+
 # The whole suite in a venv of its own without torch or any other extra: what needs an
 # extra skips and says which (nothing may fail or error for want of one).
 CORE_VENV ?= .venv-core
@@ -142,7 +157,7 @@ $(CORE_VENV)/.installed: pyproject.toml
 	$(CORE_VENV)/bin/python -m pip --disable-pip-version-check install -q -e ".[test]"
 	touch $@
 
-test-slow: $(VENV)/.installed-dev browser redis $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
+test-slow: $(VENV)/.installed-dev browser redis nginx $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
 	RERANKIT_TORCH_FREE_PYTHON=$(abspath $(SERVE_VENV))/bin/python \
 	RERANKIT_CLIENTS_PYTHON=$(abspath $(CLIENTS_VENV))/bin/python $(PY) -m pytest -q -m slow
 

@@ -69,11 +69,15 @@ def service_log(name: str) -> Any:
 
 
 def start_rerankit(
-    folder: Path | None, extra: list[str], reranker: str = "cross_encoder", server: str = SERVER
+    folder: Path | None,
+    extra: list[str],
+    reranker: str = "cross_encoder",
+    server: str = SERVER,
+    env: dict[str, str] | None = None,
 ) -> tuple[subprocess.Popen, str]:
     """``rerankit serve -r RERANKER --model FOLDER`` on a free port with ``server`` as its
     settings (``[server]``, and ``[pipelines.NAME]`` when ``folder`` is None: then no
-    ``-r``), once /ready answers."""
+    ``-r``), once /ready answers; ``env``: variables set for it beside this process's."""
     port = free_port()
     config = Path(tempfile.mkdtemp()) / "service.toml"
     config.write_text(server)
@@ -86,7 +90,7 @@ def start_rerankit(
         ],
         stdout=subprocess.DEVNULL,
         stderr=service_log(reranker),
-        env={**os.environ, "RERANKIT_API_KEYS": ""},
+        env={**os.environ, "RERANKIT_API_KEYS": "", **(env or {})},
     )
     url = f"http://127.0.0.1:{port}"
     wait_ready(f"{url}/ready", proc, "rerankit serve")

@@ -52,6 +52,7 @@ from typing import Any
 from . import registry
 from ._optional import require
 from .backends.detect import model_kind
+from .cache import current_defaults
 from .errors import ConfigError
 from .fusion import ScoreCombinationMethod
 from .ordering import Rule
@@ -76,7 +77,7 @@ __all__ = [
     "shared_reranker",
 ]
 
-_SHARED: dict[str, tuple[registry.Entry, Any]] = {}
+_SHARED: dict[tuple[str, Any], tuple[registry.Entry, Any]] = {}
 _LOCK = threading.Lock()
 
 
@@ -113,14 +114,17 @@ def create(kind: str, name: str, /, **options: Any) -> Any:
 
 
 def shared_reranker(name: str) -> Any:
-    """The registered reranker ``name``, built once per process and shared (built anew
-    after the name is registered again)."""
+    """The registered reranker ``name``, built once per process (and per cache settings in
+    force: see :func:`rerankit.cache.cache_defaults`) and shared; built anew after the name
+    is registered again."""
     entry = registry.lookup("reranker", name)
-    with _LOCK:  # by the registered spelling: hybrid-relative and hybrid_relative share one
-        cached = _SHARED.get(entry.name)
+    # by the registered spelling: hybrid-relative and hybrid_relative share one
+    key = (entry.name, current_defaults())
+    with _LOCK:
+        cached = _SHARED.get(key)
         if cached is None or cached[0] is not entry:
-            _SHARED[entry.name] = (entry, create("reranker", entry.name))
-        return _SHARED[entry.name][1]
+            _SHARED[key] = (entry, create("reranker", entry.name))
+        return _SHARED[key][1]
 
 
 def resolve_reranker(spec: Any) -> Any:

@@ -38,6 +38,8 @@ def test_the_cache_table_is_read_checked_and_written_back():
         ({"answer_ttl": -1}, "answer_ttl must be >= 0"),
         ({"url": "redis://c:6379/0", "judgment_max_stored": 10}, "maxmemory"),
         ({"url": "redis://c:6379/0?namespace=a", "namespace": "b"}, "not both"),
+        ({"required": True}, "required = true needs a url"),
+        ({"url": "redis://c:6379/0", "required": "yes"}, "required must be true or false"),
     ],
 )
 def test_a_bad_cache_table_says_what_is_wrong(table, message):
@@ -80,3 +82,27 @@ def test_a_missing_redis_client_names_the_extra(monkeypatch):
     monkeypatch.setattr(redis_store, "_SERVERS", {})
     with pytest.raises(MissingDependencyError, match=r"rerankit\[redis\]"):
         JudgmentCache(url="redis://127.0.0.1:6379/0")
+
+
+def test_cache_defaults_reach_caches_opened_without_a_place_of_their_own(tmp_path, monkeypatch):
+    from rerankit.cache import AnswerCache, EmbeddingCache, cache_defaults, current_defaults
+
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))
+    url = "redis://127.0.0.1:1/0"  # never reached: opening a store connects to nothing
+    settings = CacheSettings(url=url, namespace="ns", judgment_ttl=30, answer_ttl=0)
+    with cache_defaults(settings):
+        assert current_defaults() is settings
+        judgments, embeddings, answers = JudgmentCache(), EmbeddingCache(), AnswerCache()
+        assert (judgments.store.url, judgments.store.prefix) == (url, "ns:judgment:")
+        assert judgments.store.ttl == 30.0
+        assert embeddings.store.prefix == "ns:embedding:" and embeddings.store.ttl is None
+        assert answers.store.ttl is None  # answer_ttl = 0: kept until evicted
+        assert JudgmentCache(ttl=5).store.ttl == 5.0  # what is given wins
+        own = JudgmentCache(tmp_path / "own.sqlite")  # a place of its own: as given
+        assert own.store.where == str(tmp_path / "own.sqlite") and own.store.ttl is None
+        assert EmbeddingCache(url="").store is None  # "": memory only, as given
+    assert current_defaults() is None
+    assert JudgmentCache().store.where == str(tmp_path / "judgments.sqlite")  # as before
+    with cache_defaults(CacheSettings(judgment_max_stored=7)):  # no server: SQLite, bounded
+        assert JudgmentCache().store.max_stored == 7
+        assert EmbeddingCache().store is None

@@ -251,3 +251,37 @@ def test_the_answer_index_reads_what_the_log_gained_across_rotations(tmp_path):
     assert index.find("n5") is not None and index.find("n0") is not None
     assert not index.remember("n5", (((1,)), None))  # the logged feedback is known
     assert index.find("first") is not None and index.find("gone") is None
+
+
+def test_an_answer_from_the_answer_cache_is_logged_under_its_own_id(tmp_path, monkeypatch):
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))
+    settings = _settings(tmp_path, answer_cache=True, explore=0.0)
+    with TestClient(create_app(settings)) as client:
+        first = client.post(
+            "/v2/rerank", json={"model": "up", "query": "q", "documents": DOCS}, headers=KEY
+        )
+        again = client.post(
+            "/v2/rerank", json={"model": "up", "query": "q", "documents": DOCS}, headers=KEY
+        )
+        assert first.headers["x-rerankit-cache"] == "miss"
+        assert again.headers["x-rerankit-cache"] == "hit"
+        a, b = first.json(), again.json()
+        assert a["id"] != b["id"] and a["results"] == b["results"]
+        ok = client.post("/v1/feedback", json={"id": b["id"], "clicks": [0]}, headers=KEY)
+        assert ok.status_code == 200 and ok.json()["duplicate"] is False
+        client.app.state.feedback.flush()
+    impressions = [r for r in _records(tmp_path / "clicks.jsonl") if r["type"] == "impression"]
+    assert [r["id"] for r in impressions] == [a["id"], b["id"]]
+    assert impressions[0]["shown"] == impressions[1]["shown"]
+
+
+def test_an_experiment_s_answer_is_never_kept_in_the_answer_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))
+    settings = _settings(tmp_path, answer_cache=True, explore=1.0, explore_pairs=1.0)
+    with TestClient(create_app(settings)) as client:
+        for _ in range(2):
+            response = client.post(
+                "/v2/rerank", json={"model": "up", "query": "q", "documents": DOCS}, headers=KEY
+            )
+            assert response.status_code == 200 and "x-rerankit-cache" not in response.headers
+            assert response.json()["meta"]["rerankit"]["order"] == "explored"

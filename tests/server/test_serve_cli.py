@@ -69,6 +69,17 @@ def test_flags_override_the_file(tmp_path, monkeypatch):
     assert _settings("-c", str(conf), "--api-key-env", "MY_KEYS").api_keys == ["k1", "k2"]
 
 
+def test_the_files_cache_table_is_read(tmp_path):
+    conf = tmp_path / "service.toml"
+    conf.write_text(
+        '[server]\nanswer_cache = true\n[cache]\nurl = "redis://cache.internal:6379/1"\n'
+        "answer_ttl = 60\n"
+    )
+    s = _settings("-c", str(conf), "--reranker", "bm25")
+    assert s.answer_cache is True
+    assert (s.cache.url, s.cache.answer_ttl) == ("redis://cache.internal:6379/1", 60)
+
+
 def test_a_pipeline_file_is_served_under_the_name_it_declares(tmp_path):
     from fastapi.testclient import TestClient
 

@@ -110,6 +110,30 @@ def test_a_refused_request_is_an_error_span(traced):
     assert "not found" in request.status.description
 
 
+def test_an_answer_from_the_cache_is_a_request_span_that_says_so(tmp_path, monkeypatch):
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))  # the answers' SQLite file
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    settings = ServerSettings(
+        pipelines={"bm25": "bm25"}, default="bm25", aliases={}, answer_cache=True
+    )
+    ask = {"query": "solar power", "documents": DOCS}
+    with TestClient(create_app(settings, tracer_provider=provider)) as client:
+        while client.get("/ready").status_code != 200:
+            time.sleep(0.02)
+        for source in ("miss", "hit"):
+            exporter.clear()
+            r = client.post("/v2/rerank", json=ask)
+            assert r.headers["x-rerankit-cache"] == source
+            (request,) = [s for s in exporter.get_finished_spans() if s.kind == SpanKind.SERVER]
+            a = request.attributes
+            assert a["rerankit.cache"] == source and a["http.response.status_code"] == 200
+            assert a["rerankit.pipeline"] == "bm25"
+            # only the request that computed its answer reports the computing
+            assert ("rerankit.inference_seconds" in a) == (source == "miss")
+
+
 def _run(code: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-c", code],

@@ -12,11 +12,13 @@ replicas), chosen by ``url=`` or ``$RERANKIT_CACHE_URL=redis://host:6379/0``. Ke
 (in SQLite, the part after the kind, in the table ``rerankit_<kind>``). Values carry
 :data:`CACHE_FORMAT`, so an entry written under another format is a miss, never misread.
 A store that fails (unreachable, slow, full, locked) gives misses and drops writes: the
-caller computes without it; :func:`error_counts` counts those calls.
+caller computes without it; :func:`error_counts` counts those calls. Inside
+:func:`cache_defaults`, caches opened without a place of their own take the given
+:class:`CacheSettings` (the service's ``[cache]`` table).
 """
 
 from .answer import DEFAULT_ANSWER_TTL, AnswerCache, answer_key
-from .backend import StoreOptions, open_store
+from .backend import StoreOptions, cache_defaults, current_defaults, open_store
 from .embedding import EmbeddingCache, embedding_key
 from .fingerprint import model_files_digest, pipeline_fingerprint, scorer_identity
 from .judgment import JudgmentCache, judgment_cache
@@ -46,8 +48,10 @@ __all__ = [
     "StoreInfo",
     "StoreOptions",
     "answer_key",
+    "cache_defaults",
     "cache_url",
     "canonical_json",
+    "current_defaults",
     "default_cache_dir",
     "embedding_key",
     "error_counts",

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .backend import StoreOptions, open_store
+from .backend import StoreOptions, open_store, with_defaults
 from .keys import canonical_json, digest
 
 if TYPE_CHECKING:
@@ -69,6 +69,7 @@ class AnswerCache:
     key = staticmethod(answer_key)
 
     def __init__(self, path: str | Path | None = None, **options: Unpack[StoreOptions]) -> None:
+        options = with_defaults(self.kind, path, options)
         options.setdefault("ttl", DEFAULT_ANSWER_TTL)
         self.store: Any = open_store(self.kind, path, **options)
         self._lock = threading.Lock()
@@ -93,6 +94,22 @@ class AnswerCache:
         self.store.put_many([(key, bytes(answer))])
         with self._lock:
             self.bytes_written += len(answer)
+
+    def claim(self, key: str, seconds: float) -> str | None:
+        """Claim the computing of the answer under ``key`` for ``seconds``, among every
+        process sharing the store (a short Redis lock, or a row in the SQLite file): a token
+        to :meth:`release` with once the answer is stored, None when another process holds
+        the claim (wait for its answer: :meth:`claimed`, :meth:`get`), ``""`` when the store
+        could not be asked (compute)."""
+        return self.store.claim(key, seconds)
+
+    def release(self, key: str, token: str) -> None:
+        """Give up a claim from :meth:`claim`."""
+        self.store.release(key, token)
+
+    def claimed(self, key: str) -> bool:
+        """Whether another process is computing the answer under ``key``."""
+        return self.store.claimed(key)
 
     def clear(self) -> int:
         """Delete every answer (only answers); returns how many."""

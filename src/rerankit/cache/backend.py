@@ -1,7 +1,11 @@
-"""Which store a cache uses: Redis when a URL names one, else an SQLite file."""
+"""Which store a cache uses: Redis when a URL names one, else an SQLite file; and the
+options a process (the service) gives every cache opened without a place of its own."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -13,7 +17,11 @@ from .store import cache_url, check_bounds, default_cache_dir
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["StoreOptions", "open_store"]
+__all__ = ["StoreOptions", "cache_defaults", "current_defaults", "open_store", "with_defaults"]
+
+#: the settings (a :class:`~rerankit.cache.CacheSettings`) whose options caches opened
+#: without a path or url take here (see :func:`cache_defaults`)
+_DEFAULTS: ContextVar[Any] = ContextVar("rerankit_cache_defaults", default=None)
 
 
 class StoreOptions(TypedDict, total=False):
@@ -30,12 +38,45 @@ class StoreOptions(TypedDict, total=False):
     timeout: float | None
 
 
+@contextlib.contextmanager
+def cache_defaults(settings: Any) -> Iterator[None]:
+    """Inside (and in the threads and tasks started inside, which copy the context), every
+    cache opened with neither a path nor a url (a scorer's default judgment or embedding
+    cache) takes its options from ``settings``, a :class:`~rerankit.cache.CacheSettings`:
+    its Redis server, namespace, timeout, ttl and bound, instead of ``$RERANKIT_CACHE_URL``
+    alone. The service builds its pipelines inside it, so ``[cache]`` reaches them.
+    Registered rerankers shared by name are built once per such settings."""
+    token = _DEFAULTS.set(settings)
+    try:
+        yield
+    finally:
+        _DEFAULTS.reset(token)
+
+
+def current_defaults() -> Any:
+    """The settings :func:`cache_defaults` gives here, or None."""
+    return _DEFAULTS.get()
+
+
+def with_defaults(kind: str, path: Any, options: StoreOptions) -> StoreOptions:
+    """``options`` for a cache of ``kind``: as given when it names a ``path`` or a ``url``
+    (``""`` included) or no defaults are set, else the defaults' options for ``kind`` with
+    the values given on top."""
+    defaults = _DEFAULTS.get()
+    if defaults is None or path is not None or options.get("url") is not None:
+        return options
+    given = {k: v for k, v in options.items() if v is not None}
+    return StoreOptions(**{**defaults.options(kind), **given})  # type: ignore[typeddict-item]
+
+
 def open_store(kind: str, path: str | Path | None = None, **options: Unpack[StoreOptions]) -> Any:
     """The store of ``kind``: the SQLite file ``path`` when given, else Redis when the
-    ``url`` option (or, when it is None, ``$RERANKIT_CACHE_URL``) names a server, else the
-    SQLite file ``<kind>s.sqlite`` in :func:`default_cache_dir`."""
+    ``url`` option (or, when it is None, the :func:`cache_defaults` in force, else
+    ``$RERANKIT_CACHE_URL``) names a server, else the SQLite file ``<kind>s.sqlite`` in
+    :func:`default_cache_dir`."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    options = with_defaults(kind, path, options)
     url, ttl, max_stored = options.get("url"), options.get("ttl"), options.get("max_stored")
     check_bounds(ttl, max_stored)
     if path is not None and url:

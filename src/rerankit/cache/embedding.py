@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .backend import StoreOptions, open_store
+from .backend import StoreOptions, open_store, with_defaults
 from .keys import digest, text_key
 from .store import cache_url
 
@@ -32,8 +32,9 @@ class EmbeddingCache:
 
     ``max_entries`` bounds the in-memory LRU (0 disables it). Vectors are also kept in a
     store other processes see: ``path``, an SQLite file (created if missing), or ``url``, a
-    Redis/Valkey server (``redis://host:6379/0``); with neither, ``$RERANKIT_CACHE_URL`` when
-    set, else memory only (``url=""``: memory only whatever the environment says). ``ttl``
+    Redis/Valkey server (``redis://host:6379/0``); with neither, the
+    :func:`~rerankit.cache.cache_defaults` in force, else ``$RERANKIT_CACHE_URL`` when set,
+    else memory only (``url=""``: memory only whatever the environment says). ``ttl``
     (seconds) and ``max_stored`` (SQLite: entries kept) bound the store; see
     :class:`~rerankit.cache.StoreOptions` for the others. Memory misses are looked up in the
     store; vectors are stored as float32.
@@ -56,6 +57,7 @@ class EmbeddingCache:
         self.hits = 0
         self.misses = 0
         self.store: Any = None
+        options = with_defaults(self.kind, path, options)
         if path is not None or cache_url(options.get("url")):
             self.store = open_store(self.kind, path, **options)
 

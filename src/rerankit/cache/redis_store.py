@@ -21,6 +21,7 @@ import logging
 import re
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -41,6 +42,10 @@ RETRY_AFTER = 1.0
 _CHUNK = 500  # keys per MGET or pipeline
 _SAMPLE = 200  # keys whose MEMORY USAGE estimates the size of a kind
 _NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]+$")
+#: deletes a claim only if it is still the caller's (it may have expired and been taken)
+_RELEASE = (
+    "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+)
 
 
 def split_url(url: str) -> tuple[str, str | None]:
@@ -54,7 +59,8 @@ def split_url(url: str) -> tuple[str, str | None]:
 
 class _Server:
     """One client (and its connection pool) per URL and timeout in a process, shared by the
-    stores that name it, with the time until which calls skip it."""
+    stores that name it, with the time until which calls skip it and the log of their
+    failures (one warning a minute for all of them)."""
 
     def __init__(self, url: str, timeout: float) -> None:
         redis = require("redis", "a Redis or Valkey cache")
@@ -71,6 +77,8 @@ class _Server:
             health_check_interval=0,
         )
         self.skip_until = 0.0
+        #: the failures of every store on this server, warned of once a minute in all
+        self.failures = FailureLog(logger)
 
     def down(self) -> None:
         """After a failure: skip the server for a while, and drop the idle connections (a
@@ -120,8 +128,10 @@ class RedisStore:
         self.kind, self.ttl, self.namespace, self.timeout = kind, ttl, namespace, timeout
         self.url = url
         self.prefix = f"{namespace}:{kind}:"
+        #: claims (see :meth:`claim`) live beside the entries, not among them
+        self.claims = f"{namespace}:lock:{kind}:"
         self._server = _server(plain, timeout)
-        self._failures = FailureLog(logger)
+        self._failures = self._server.failures
 
     @staticmethod
     def valid_namespace(namespace: str) -> bool:
@@ -170,6 +180,49 @@ class RedisStore:
                 pipe.execute()
         except self._server.errors as exc:
             self._failed("a write", exc)
+
+    def claim(self, key: str, seconds: float) -> str | None:
+        """Claim ``key`` for ``seconds`` (``SET NX PX``: one caller of all that share the
+        server gets it): a token to :meth:`release` it with, None when another holds it, or
+        ``""`` when the server could not be asked (the caller goes on as if it held it)."""
+        if not self._usable():
+            return ""
+        token = uuid.uuid4().hex
+        try:
+            won = self._server.client.set(
+                self.claims + key, token, nx=True, px=max(1, int(seconds * 1000))
+            )
+        except self._server.errors as exc:
+            self._failed("a claim", exc)
+            return ""
+        return token if won else None
+
+    def release(self, key: str, token: str) -> None:
+        """Give up a claim made with :meth:`claim` (only if it is still ``token``'s)."""
+        if not token or not self._usable():
+            return
+        try:
+            self._server.client.eval(_RELEASE, 1, self.claims + key, token)
+        except self._server.errors as exc:
+            self._failed("a release", exc)
+
+    def claimed(self, key: str) -> bool:
+        """Whether someone holds a claim on ``key`` (False when the server cannot say)."""
+        if not self._usable():
+            return False
+        try:
+            return bool(self._server.client.exists(self.claims + key))
+        except self._server.errors as exc:
+            self._failed("a read", exc)
+            return False
+
+    def ping(self) -> str | None:
+        """None when the server answers now, else why not (not counted as a cache error)."""
+        try:
+            self._server.client.ping()
+        except self._server.errors as exc:
+            return f"{self.where}: {type(exc).__name__}: {exc}"
+        return None
 
     def _keys(self) -> Any:
         pattern = self.prefix + "*"  # the namespace holds no glob characters

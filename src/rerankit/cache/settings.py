@@ -5,6 +5,7 @@ url = "redis://127.0.0.1:6379/0"   # a Redis/Valkey server shared by replicas; "
                                    # $RERANKIT_CACHE_URL, else SQLite files on this machine
 namespace = "rerankit"             # the key prefix (clear deletes only keys under it)
 timeout = 0.5                      # seconds per Redis call (then: computed without the cache)
+required = false                   # true: the service's /ready is 503 while the server is down
 embedding_ttl = 0                  # seconds an entry is kept (0: until evicted or cleared)
 judgment_ttl = 0
 answer_ttl = 3600
@@ -35,6 +36,9 @@ class CacheSettings:
     url: str = ""
     namespace: str = DEFAULT_NAMESPACE
     timeout: float = DEFAULT_TIMEOUT
+    #: the service is not ready while the Redis server cannot be reached (default: it computes
+    #: without the cache and stays ready)
+    required: bool = False
     embedding_ttl: float = 0
     judgment_ttl: float = 0
     answer_ttl: float = DEFAULT_ANSWER_TTL
@@ -52,6 +56,13 @@ class CacheSettings:
             isinstance(self.timeout, (int, float)) and self.timeout > 0
         ):
             raise ValueError(f"[cache] timeout must be > 0 seconds, got {self.timeout!r}")
+        if not isinstance(self.required, bool):
+            raise ValueError(f"[cache] required must be true or false, got {self.required!r}")
+        if self.required and not resolved:
+            raise ValueError(
+                "[cache] required = true needs a url (a Redis or Valkey server); the SQLite "
+                "files on this machine are always there"
+            )
         for kind in KINDS:
             ttl = getattr(self, f"{kind}_ttl")
             bound = getattr(self, f"{kind}_max_stored")

@@ -13,6 +13,7 @@ import logging
 import sqlite3
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -184,6 +185,57 @@ class SQLiteStore:
             ).fetchone()
             if row is not None:
                 db.execute(f"DELETE FROM {self.table} WHERE rowid <= ?", (row[0],))
+
+    def claim(self, key: str, seconds: float) -> str | None:
+        """Claim ``key`` for ``seconds`` among the processes sharing this file: a token to
+        :meth:`release` it with, None when another holds it, ``""`` when the file could not
+        be written (the caller goes on as if it held it)."""
+        token, now = uuid.uuid4().hex, time.time()
+        claims = f"{self.table}_claims"
+        try:
+            with self._lock, self._transaction() as db:
+                db.execute(
+                    f"CREATE TABLE IF NOT EXISTS {claims} ("
+                    " key TEXT PRIMARY KEY, token TEXT NOT NULL, expires REAL NOT NULL)"
+                )
+                db.execute(f"DELETE FROM {claims} WHERE expires <= ?", (now,))
+                won = db.execute(
+                    f"INSERT OR IGNORE INTO {claims} VALUES (?, ?, ?)", (key, token, now + seconds)
+                ).rowcount
+        except (sqlite3.Error, CacheUnavailableError) as exc:
+            self._failures.failed(self.kind, self.path, "a claim", exc)
+            return ""
+        return token if won == 1 else None
+
+    def release(self, key: str, token: str) -> None:
+        """Give up a claim made with :meth:`claim` (only if it is still ``token``'s)."""
+        if not token:
+            return
+        try:
+            with self._lock, self._transaction() as db:
+                db.execute(
+                    f"DELETE FROM {self.table}_claims WHERE key = ? AND token = ?", (key, token)
+                )
+        except (sqlite3.Error, CacheUnavailableError) as exc:
+            self._failures.failed(self.kind, self.path, "a release", exc)
+
+    def claimed(self, key: str) -> bool:
+        """Whether a process holds a claim on ``key`` (False when the file cannot say)."""
+        try:
+            with self._lock:
+                if self._db is None:
+                    return False
+                row = self._db.execute(
+                    f"SELECT 1 FROM {self.table}_claims WHERE key = ? AND expires > ?",
+                    (key, time.time()),
+                ).fetchone()
+        except sqlite3.Error:  # no claim was ever made here (no table yet), or unreadable
+            return False
+        return row is not None
+
+    def ping(self) -> str | None:
+        """None while the file is open (it is on this machine), else why not."""
+        return None if self._db is not None else f"{self.path} is closed"
 
     def clear(self) -> int:
         with self._lock:

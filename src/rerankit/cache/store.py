@@ -96,6 +96,24 @@ class Store(Protocol):
         """Entries and size (raises :class:`CacheUnavailableError` like :meth:`clear`)."""
         ...
 
+    def claim(self, key: str, seconds: float) -> str | None:
+        """Claim ``key`` for ``seconds``, for one of the processes sharing the store (the
+        one that computes what goes under it): a token, None when another holds the claim,
+        ``""`` when the store could not be asked (counted; go on as if holding it)."""
+        ...
+
+    def release(self, key: str, token: str) -> None:
+        """Give up a claim (only if it is still ``token``'s; it expires anyway)."""
+        ...
+
+    def claimed(self, key: str) -> bool:
+        """Whether someone holds a claim on ``key`` (False when the store cannot say)."""
+        ...
+
+    def ping(self) -> str | None:
+        """None when the store can be reached now, else why not."""
+        ...
+
     def close(self) -> None: ...
 
 

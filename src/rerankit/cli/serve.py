@@ -43,6 +43,8 @@ def serve_settings(args: argparse.Namespace) -> Any:
     mapping: dict[str, Any] = {"server": server}
     if pipelines:
         mapping["pipelines"] = pipelines
+    if spec.get("cache"):
+        mapping["cache"] = spec["cache"]
     return ServerSettings.from_mapping(mapping)
 
 

@@ -54,20 +54,29 @@ class Experiments:
         self.coin = random.Random(seed)
         self.rng = np.random.default_rng(seed)
 
+    def plan(self, call: Call) -> str | None:
+        """What this request gets: ``"interleave"``, ``"explore"`` or None (the plain
+        ranking, which the answer cache may answer), drawn once."""
+        s = self.settings
+        pair = s.interleave
+        if pair and s.resolve(call.model) == pair[0] and self.coin.random() < s.interleave_share:
+            return "interleave"
+        if s.explore and self.coin.random() < s.explore:
+            return "explore"
+        return None
+
     async def run(
-        self, endpoint: str, call: Call, arrival: float | None
+        self, endpoint: str, call: Call, arrival: float | None, plan: str | None = "draw"
     ) -> tuple[RerankResult, dict[str, Any]]:
         """The result to answer and what its impression records beside it (``explore`` or
-        ``interleaving``; empty for a plain ranking)."""
-        s = self.settings
-        name = s.resolve(call.model)
-        pair = s.interleave
-        if pair and name == pair[0] and self.coin.random() < s.interleave_share:
-            return await self._interleaved(endpoint, call, arrival, pair)
+        ``interleaving``; empty for a plain ranking), for ``plan`` (drawn here by default:
+        see :meth:`plan`)."""
+        if plan == "draw":
+            plan = self.plan(call)
+        if plan == "interleave":
+            return await self._interleaved(endpoint, call, arrival, self.settings.interleave)
         result = await self.service.run(endpoint, call, arrival)
-        if s.explore and self.coin.random() < s.explore:
-            return self._explored(result)
-        return result, {}
+        return self._explored(result) if plan == "explore" else (result, {})
 
     async def _interleaved(
         self, endpoint: str, call: Call, arrival: float | None, pair: list[str]

@@ -25,6 +25,7 @@ __all__ = [
     "error",
     "parse",
     "read_body",
+    "render",
     "until_disconnect",
 ]
 
@@ -42,12 +43,17 @@ class ErrorBody(BaseModel):
     message: str
 
 
+def render(content: Any) -> bytes:
+    """``content`` as compact JSON that cannot fail to encode: non-ASCII is escaped (a lone
+    surrogate in an echoed document becomes ``\\ud800``, not a UnicodeEncodeError)."""
+    return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
 class SafeJSONResponse(JSONResponse):
-    """JSON that cannot fail to encode: non-ASCII is escaped (a lone surrogate in an
-    echoed document becomes ``\\ud800``, not a UnicodeEncodeError)."""
+    """JSON that cannot fail to encode (see :func:`render`)."""
 
     def render(self, content: Any) -> bytes:
-        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+        return render(content)
 
 
 def error(status: int, message: str, headers: dict[str, str] | None = None) -> Any:

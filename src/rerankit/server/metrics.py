@@ -1,11 +1,36 @@
 """The service's Prometheus metrics (every answer counted once by status and timed; queue
-and inference time; documents per request; embedding micro-batches; abandoned requests)."""
+and inference time; documents per request; embedding micro-batches; abandoned requests; the
+answer cache, and the cache calls that failed)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .._optional import require
+from ..cache import error_counts
 
 __all__ = ["Metrics"]
+
+
+class _CacheErrors:
+    """``rerankit_cache_errors_total{cache=...}``: read from
+    :func:`rerankit.cache.error_counts` when scraped."""
+
+    def __init__(self) -> None:
+        from prometheus_client.core import CounterMetricFamily  # (after require: the extra)
+
+        self.family = CounterMetricFamily
+
+    def collect(self) -> Any:
+        family = self.family(
+            "rerankit_cache_errors",
+            "Cache calls that went without the cache because it failed (unreachable, slow, "
+            "full, locked), by cache, since the process started",
+            labels=["cache"],
+        )
+        for kind, count in error_counts().items():
+            family.add_metric([kind], count)
+        yield family
 
 
 class Metrics:
@@ -89,6 +114,21 @@ class Metrics:
             ["model"],
             registry=self.registry,
         )
+        self.answers = prom.Counter(
+            "rerankit_answer_cache",
+            "Requests to the answer cache by result: hit (read from the cache), shared (the "
+            "answer of an identical request computed at the same time in this process), miss "
+            "(computed)",
+            ["model", "result"],
+            registry=self.registry,
+        )
+        self.answer_bytes = prom.Counter(
+            "rerankit_answer_cache_bytes",
+            "Bytes of answer bodies read from (read) and written to (written) the answer cache",
+            ["direction"],
+            registry=self.registry,
+        )
+        self.registry.register(_CacheErrors())
         self._prom = prom
 
     def encode_batch(self, texts: int, tokens: int) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from .._threads import in_loading_thread, work_scope
 from ..api import load
+from ..cache import cache_defaults, pipeline_fingerprint
 from ..errors import ConfigError, ServiceError
 from ..scorers.local import load_models
 from .metrics import Metrics
@@ -62,6 +63,8 @@ class ServedPipeline:
         self.name, self.spec, self.settings, self.metrics = name, spec, settings, metrics
         self.state = PipelineState()
         self.reranker: Any = None  # set once an attempt succeeded
+        #: the answer cache's fingerprint of the loaded pipeline (None: answers not cached)
+        self.fingerprint: str | None = None
         self.built: Any = None  # built at start (to check the spec), used by the first attempt
         self._threads = threads
         self.executor = self._new_executor()
@@ -77,7 +80,8 @@ class ServedPipeline:
         service at start with a ConfigError naming the pipeline, stage and key. A failure
         of another kind (a missing package) is left to the loader, which says why."""
         try:
-            self.built = load(self.spec)
+            with cache_defaults(self.settings.cache):  # [cache] reaches the scorers' caches
+                self.built = load(self.spec)
         except (ConfigError, ValueError, TypeError) as exc:
             raise ConfigError(str(exc), where=f"pipeline {self.name!r}") from exc
         except Exception as exc:  # built again (and reported) when it loads
@@ -131,22 +135,37 @@ class ServedPipeline:
         self.state.begin()
         built, self.built = self.built, None  # a retry builds afresh: nothing half-loaded
         try:
-            reranker = await in_loading_thread(f"rerankit-load-{self.name}", self._load, built)
+            reranker, fingerprint = await in_loading_thread(
+                f"rerankit-load-{self.name}", self._load, built
+            )
             await self._warm_up(reranker)
         except Exception as exc:
             message = exc.message if isinstance(exc, ServiceError) else f"{exc}"
             self.failed(message or type(exc).__name__)
         else:
-            self.reranker = reranker
+            self.reranker, self.fingerprint = reranker, fingerprint
             self.state.succeeded()
             logger.info("pipeline %r ready", self.name)
         self.settled.set()
         return self.ready
 
-    def _load(self, built: Any) -> Any:
-        reranker = built if built is not None else load(self.spec)
-        load_models(reranker)
-        return reranker
+    def _load(self, built: Any) -> tuple[Any, str | None]:
+        if built is None:
+            with cache_defaults(self.settings.cache):
+                built = load(self.spec)
+        load_models(built)
+        return built, self._fingerprint(built)
+
+    def _fingerprint(self, reranker: Any) -> str | None:
+        """What identifies this pipeline's answers (see
+        :func:`~rerankit.cache.pipeline_fingerprint`), when they are cached."""
+        if not self.settings.answer_cache:
+            return None
+        try:
+            return pipeline_fingerprint(self.spec, reranker)
+        except (TypeError, ValueError) as exc:  # a spec given as objects, not plain data
+            logger.warning("pipeline %r: its answers are not cached: %s", self.name, exc)
+            return None
 
     async def _warm_up(self, reranker: Any) -> None:
         """Rerank a small batch as a request would, within the request ``timeout``."""

@@ -3,20 +3,23 @@ OpenAPI document with the Bearer key scheme."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
 from fastapi import Request
 from fastapi.openapi.utils import get_openapi
+from fastapi.responses import Response
 
 from ..errors import InputError, ServiceError
+from .answers import Answer, mark, stamp
 from .experiments import Experiments
 from .feedback import FeedbackLog
 from .formats import FORMATS
-from .http import ErrorBody, SafeJSONResponse, parse, until_disconnect
+from .http import ErrorBody, parse, render, until_disconnect
 from .service import Service
 from .settings import ServerSettings
-from .tracing import traced
+from .tracing import request_attributes, traced
 
 __all__ = ["add_rerank_routes", "set_openapi"]
 
@@ -28,52 +31,93 @@ def add_rerank_routes(
     tracer: Any,
     feedback: FeedbackLog | None = None,
 ) -> None:
-    """``POST`` one route per wire format; with ``feedback``, each answer with an ``id`` is
-    logged (and may be an experiment: :mod:`.experiments`)."""
-    metrics = service.metrics
+    """``POST`` one route per wire format; answers from the answer cache where it is on
+    (see :mod:`.answers`); with ``feedback``, each answer with an ``id`` is logged (and may
+    be an experiment, never cached: :mod:`.experiments`)."""
+    metrics, answers = service.metrics, service.answers
     experiments = Experiments(service, settings) if feedback is not None else None
 
     def route(fmt: Any) -> Any:
         logged = experiments is not None and "id" in getattr(fmt.Response, "model_fields", {})
 
+        async def computed(
+            request: Request, body: Any, call: Any, pipeline: Any, plan: str | None
+        ) -> Answer:
+            """The answer computed for ``call`` (or the experiment ``plan`` names): its body
+            and the headers describing it."""
+            arrival = request.state.arrival
+            if plan is None:
+                result, shown = await service.compute(pipeline, call, arrival), {}
+            else:
+                assert experiments is not None
+                result, shown = await experiments.run(fmt.path, call, arrival, plan)
+            request.state.result, request.state.shown = result, shown
+            content = fmt.respond(body, call, result)
+            if shown:  # its scores are not in decreasing order: say why
+                how = "interleaved" if "interleaving" in shown else "explored"
+                content["meta"].setdefault("rerankit", {})["order"] = how
+            headers = {"x-rerankit-scores": result.score_scale}
+            if result.degraded:  # SDK users rarely read meta: the header says it too
+                headers["x-rerankit-degraded"] = "true"
+            for header, which in (("truncated", call.cuts), ("chunked", call.splits)):
+                if which:  # said in meta too, where the format has one (TEI has not)
+                    headers[f"x-rerankit-{header}"] = ",".join(map(str, sorted(which)))
+            cached = request.state.answer_key is not None
+            return Answer(
+                render(mark(content) if cached else content), headers, not result.degraded
+            )
+
         async def handle(request: Request) -> Any:
             arrival = getattr(request.state, "arrival", None) or time.monotonic()
+            request.state.arrival = arrival
             body = await parse(request, fmt.Request, settings)
             try:
                 call = fmt.call(body, settings)
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
             request.state.model = settings.resolve(call.model)  # errors are counted by it
-            run = experiments.run if logged and experiments is not None else service.run
-            work = lambda: until_disconnect(  # noqa: E731
-                request, run(fmt.path, call, arrival), metrics
-            )
+            request.state.result = None
+            request.state.shown = {}
+            plan = experiments.plan(call) if logged and experiments is not None else None
+
+            async def respond() -> tuple[Answer, str | None]:
+                """The answer and where it came from (None: no answer cache)."""
+                pipeline = service.check(fmt.path, call)
+                key = None
+                if plan is None:  # an experiment's answer is drawn anew: never kept
+                    key = answers.key(fmt.path, body, pipeline.fingerprint, request.headers)
+                request.state.answer_key = key
+                compute = lambda: computed(request, body, call, pipeline, plan)  # noqa: E731
+                if key is None:
+                    return await until_disconnect(request, compute(), metrics), None
+                deadline = arrival + settings.timeout
+                work = answers.answer(key, pipeline.name, deadline, compute)
+                return await until_disconnect(request, work, metrics)
+
+            def answered(out: tuple[Answer, str | None]) -> dict[str, Any]:
+                described = request_attributes(call, request.state.model, request.state.result)
+                return {**described, **({"rerankit.cache": out[1]} if out[1] else {})}
+
             if tracer is None:
-                result = await work()
-            else:
-                result = await traced(
-                    tracer, request.headers, fmt.path, call, request.state.model, work
-                )
-            result, shown = result if logged else (result, {})
+                answer, source = await respond()
+            else:  # the span covers the checks and the answer cache too
+                model = request.state.model
+                work = traced(tracer, request.headers, fmt.path, call, model, respond, answered)
+                answer, source = await work
             headers = {  # as Text Embeddings Inference sends them, in milliseconds
                 "x-total-time": f"{1000 * (time.monotonic() - arrival):.1f}",
                 "x-queue-time": f"{1000 * call.timings.get('queue', 0.0):.1f}",
                 "x-inference-time": f"{1000 * call.timings.get('inference', 0.0):.1f}",
+                **answer.headers,
             }
-            headers["x-rerankit-scores"] = result.score_scale
-            if result.degraded:  # SDK users rarely read meta: the header says it too
-                headers["x-rerankit-degraded"] = "true"
-            for header, which in (("truncated", call.cuts), ("chunked", call.splits)):
-                if which:  # said in meta too, where the format has one (TEI has not)
-                    headers[f"x-rerankit-{header}"] = ",".join(map(str, sorted(which)))
-            answer = fmt.respond(body, call, result)
-            if logged and feedback is not None:
-                served_by = request.state.model
-                feedback.impression(answer, call.documents, call.query, served_by, **shown)
-                if shown:  # its scores are not in decreasing order: say why
-                    how = "interleaved" if "interleaving" in shown else "explored"
-                    answer["meta"].setdefault("rerankit", {})["order"] = how
-            return SafeJSONResponse(answer, headers=headers)
+            if source is not None:  # hit, shared or miss
+                headers["x-rerankit-cache"] = source
+            body_sent = stamp(answer.body, source)
+            if logged and feedback is not None:  # the answer as sent: its id is the one
+                shown = request.state.shown  # feedback will name, from the cache or not
+                sent = json.loads(body_sent)
+                feedback.impression(sent, call.documents, call.query, request.state.model, **shown)
+            return Response(body_sent, media_type="application/json", headers=headers)
 
         schema = fmt.Request.model_json_schema()
         statuses = (400, 401, 404, 408, 413, 422, 429, 431, 500)

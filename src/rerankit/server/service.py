@@ -20,6 +20,7 @@ from ..errors import (
 )
 from ..types import RerankResult, check_top_k
 from .admission import Admission
+from .answers import Answers
 from .batching import MicroBatching, request_hooks
 from .formats.base import Call
 from .metrics import Metrics
@@ -84,6 +85,7 @@ class Service:
         }
         for pipeline in self.pipelines.values():
             pipeline.build()  # a mistake in a spec stops the service here
+        self.answers = Answers(settings, self.metrics)  # off unless answer_cache
         self.ready = asyncio.Event()  # set once every pipeline's first attempt has ended
         self.warm_up_seconds = 0.0
         self.loop: asyncio.AbstractEventLoop | None = None
@@ -258,8 +260,12 @@ class Service:
         A request to a pipeline that is not ready, or still queued at its deadline, gets 503
         without running. Its work runs on its pipeline's resources; once it is answered,
         none of its work starts."""
+        return await self.compute(self.check(endpoint, call), call, arrival)
+
+    def check(self, endpoint: str, call: Call) -> ServedPipeline:
+        """The ready pipeline ``call`` names, once the call is found valid (else a 400, 404
+        or 503) and counted."""
         settings = self.settings
-        deadline = (arrival if arrival is not None else time.monotonic()) + settings.timeout
         pipeline = self.pipeline(call.model)
         if not call.query.strip():
             raise ServiceError(400, "query must not be empty")
@@ -275,6 +281,15 @@ class Service:
             raise ServiceError(400, str(exc)) from exc
         self.metrics.requests.labels(endpoint, pipeline.name).inc()
         self.metrics.batch_documents.observe(len(call.documents))
+        return pipeline
+
+    async def compute(
+        self, pipeline: ServedPipeline, call: Call, arrival: float | None = None
+    ) -> RerankResult:
+        """:meth:`run` for a call :meth:`check` passed."""
+        if not pipeline.ready:  # it failed since (the answer cache awaits in between)
+            raise pipeline.unavailable()
+        deadline = (arrival if arrival is not None else time.monotonic()) + self.settings.timeout
         self._shed(pipeline, len(call.documents), deadline)
         abandoned = threading.Event()
         try:

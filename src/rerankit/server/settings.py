@@ -14,6 +14,8 @@ max_queue = 64                 # requests waiting beyond that; more get 429 + Re
 max_concurrency_per_pipeline = 0  # slots one pipeline may hold (and its share of the queue);
                                # 0: all with one pipeline, else max_concurrency less a quarter
 metrics_public = true          # false: /metrics needs a key too
+answer_cache = false           # true: identical requests answered from the answer cache (in
+                               # [cache] url's Redis, else answers.sqlite) and computed once
 batching = true                # micro-batch embedding work across concurrent requests
 batch_max_items = 256
 batch_max_tokens = 16384        # tokens per embedding batch (0: no token budget)
@@ -174,6 +176,7 @@ class ServerSettings:
     max_queue: int = 64
     max_concurrency_per_pipeline: int = 0
     metrics_public: bool = True
+    answer_cache: bool = False
     batching: bool = True
     batch_max_items: int = 256
     batch_max_tokens: int = 16384
@@ -242,6 +245,8 @@ class ServerSettings:
         ):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1")
+        if not isinstance(self.answer_cache, bool):
+            raise ValueError(f"answer_cache must be true or false, got {self.answer_cache!r}")
         if self.batch_pairs not in PAIR_MODES:
             raise ValueError(f"batch_pairs must be one of {', '.join(PAIR_MODES)}")
         if self.batch_max_tokens < 0:

@@ -29,8 +29,13 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
     async def ready() -> Any:
         """Readiness: 503 until every pipeline has loaded and run a warm-up batch, and while
         any pipeline has failed (naming them and their errors; ``ready_when = "any"``: 200
-        as soon as one pipeline is ready); 503 while stopping."""
+        as soon as one pipeline is ready); 503 while stopping, and, with ``[cache] required =
+        true``, while the shared cache cannot be reached."""
         status, body = service.readiness()
+        if status == 200:  # [cache] required = true: not ready while its server is down
+            problem = await service.answers.unreachable()
+            if problem is not None:
+                status, body = 503, {"status": "failed", "failed": {"cache": problem}}
         return SafeJSONResponse(body, status_code=status)
 
     # endpoints behind the API keys say so in the schema (401), as the rerank routes do
@@ -94,6 +99,7 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
                 "pairs": settings.batch_pairs if settings.batching else "off",
                 "max_pairs": settings.batch_max_pairs,
             },
+            "cache": service.answers.describe(),
             "ready": service.readiness()[0] == 200,
             "process": {"pid": os.getpid()},  # which worker answered (rerankit serve --workers)
         }

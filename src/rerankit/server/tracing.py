@@ -128,9 +128,12 @@ async def traced(
     call: Any,
     pipeline: str | None,
     work: Callable[[], Awaitable[Any]],
+    answered: Callable[[Any], dict[str, Any]] | None = None,
 ) -> Any:
     """``await work()`` inside a request span (and with :data:`rerankit.spans.TRACER` set,
-    so the pipeline's stages and scorers get spans of their own under it)."""
+    so the pipeline's stages and scorers get spans of their own under it). Once it returns,
+    the span takes ``answered(what it returned)`` as attributes, by default
+    :func:`request_attributes` of it as the request's result."""
     from opentelemetry.propagate import extract
     from opentelemetry.trace import SpanKind, Status, StatusCode
 
@@ -155,6 +158,7 @@ async def traced(
             raise
         finally:
             TRACER.reset(token)
-        span.set_attributes(request_attributes(call, pipeline, result))
+        described = answered(result) if answered else request_attributes(call, pipeline, result)
+        span.set_attributes(described)
         span.set_attribute("http.response.status_code", 200)
         return result
