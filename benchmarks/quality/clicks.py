@@ -20,9 +20,12 @@ sessions a query at eta 1) is logged with RandPair swapping 10 % of the adjacent
 below the top 3, so the propensities below position 3 are measured from the swaps.
 
 Interleaving: on SciFact's test queries, two rankers whose test nDCG@10 differ by about 2
-points are team-draft interleaved for 2,000 simulated sessions (queries drawn at random,
-eta 1), 20 times with different seeds; the report's verdict after 250, 500, 1,000 and
-2,000 sessions.
+points are team-draft interleaved for 8,000 simulated sessions (queries drawn at random,
+eta 1), 20 times with different seeds; the report's verdict after 250, 500, 1,000, 2,000,
+4,000 and 8,000 sessions.
+
+NFCorpus's training queries are a seeded sample of 800 of its 2,590 (see
+``benchmarks/quality/clicks_data.py``).
 
 Run: ``python -m benchmarks.quality.clicks`` (features cached in .cache/clicks-features/,
 document embeddings in .cache/embeddings.sqlite; ``--sets``, ``--sessions``, ``--eta`` to

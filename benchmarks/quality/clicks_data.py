@@ -4,6 +4,11 @@ split's BM25 top 100 (k1=0.9, b=0.4), learning to rank's features of those candi
 and the default ``hybrid``'s scores of them given their first-stage scores (the logging
 ranker). Cached in ``.cache/clicks-features/<collection>-<split>.npz``.
 
+NFCorpus's training split has about 2,590 judged queries; computing their features takes
+hours on two cores, so its training queries are a seeded random subset of 800
+(:data:`SUBSET`: ``random.Random(0).sample`` of the judged query ids, sorted), as many as
+SciFact's 809. Test splits are used whole.
+
 Run alone to fill the cache: ``python -m benchmarks.quality.clicks_data``.
 """
 
@@ -21,6 +26,21 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT.parent / "shared" / "data" / "beir"
 CACHE = ROOT / ".cache" / "clicks-features"
 SPLITS = {"scifact": ("train", "test"), "nfcorpus": ("train", "test")}
+#: (collection, split) -> how many of its judged queries are used (a seeded sample)
+SUBSET = {("nfcorpus", "train"): 800}
+
+
+def _subset(data, name: str, split: str):
+    """The dataset with a seeded sample of its queries when :data:`SUBSET` names the split."""
+    import random
+
+    size = SUBSET.get((name, split))
+    if size is None or len(data.queries) <= size:
+        return data
+    keep = set(random.Random(0).sample(sorted(data.queries), size))
+    data.queries = {q: t for q, t in data.queries.items() if q in keep}
+    data.qrels = {q: j for q, j in data.qrels.items() if q in keep}
+    return data
 
 
 def prepared(name: str, split: str):
@@ -29,7 +49,7 @@ def prepared(name: str, split: str):
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache/embeddings.sqlite"))
     from rerankit.eval.data import load_beir
 
-    data = load_beir(DATA / name, split)
+    data = _subset(load_beir(DATA / name, split), name, split)
     path = CACHE / f"{name}-{split}.npz"
     if path.is_file():
         stored = np.load(path, allow_pickle=False)

@@ -3,10 +3,11 @@ tell two rankers apart whose test nDCG@10 differ by about 2 points, within 2,000
 
 On SciFact's test queries (BM25 top 100 each), the default ``hybrid`` and, among simpler
 rankers read off the learning-to-rank features, the one whose test nDCG@10 is closest to
-2 points from it. Each run draws 2,000 sessions (a test query at random, both rankers' top
+2 points from it. Each run draws 8,000 sessions (a test query at random, both rankers' top
 10 team-draft interleaved, clicks from the position-based model at eta 1 on the test
 judgments), logs them with ``ClickLog`` and reads the report (``interleaving_report``)
-after the first 250, 500, 1,000 and 2,000 sessions. 20 runs with different seeds.
+after the first 250, 500, 1,000, 2,000, 4,000 and 8,000 sessions (how much traffic it
+takes beyond the 2,000 asked). 20 runs with different seeds.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import numpy as np
 
 from benchmarks.quality.clicks_data import CACHE, prepared
 
-PREFIXES = (250, 500, 1000, 2000)
+PREFIXES = (250, 500, 1000, 2000, 4000, 8000)
 RUNS = 20
 
 
