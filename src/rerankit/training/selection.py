@@ -249,7 +249,7 @@ def cross_validated(
         spread = statistics.pstdev(cv.fold_means[option])
         say(f"  {100 * cv.options[option]:6.2f} ± {100 * spread:4.2f}  {describe(option)}")
     say(f"  {100 * statistics.fmean(default[q] for q in qids):6.2f}         the default")
-    chosen = sorted({describe(o) for o in cv.chosen_by_fold})
+    chosen = [f"{i}: {describe(o)}" for i, o in enumerate(cv.chosen_by_fold, start=1)]
     say("\nchosen by the other folds, for each fold: " + "; ".join(chosen))
     verdict = crossval.verdict(cv, default, margin=margin, among=among)
     say(verdict.describe())
