@@ -66,13 +66,10 @@ class Experiments:
         return None
 
     async def run(
-        self, endpoint: str, call: Call, arrival: float | None, plan: str | None = "draw"
+        self, endpoint: str, call: Call, arrival: float | None, plan: str | None
     ) -> tuple[RerankResult, dict[str, Any]]:
         """The result to answer and what its impression records beside it (``explore`` or
-        ``interleaving``; empty for a plain ranking), for ``plan`` (drawn here by default:
-        see :meth:`plan`)."""
-        if plan == "draw":
-            plan = self.plan(call)
+        ``interleaving``; empty for a plain ranking), for ``plan`` (see :meth:`plan`)."""
         if plan == "interleave":
             return await self._interleaved(endpoint, call, arrival, self.settings.interleave)
         result = await self.service.run(endpoint, call, arrival)
