@@ -7,7 +7,10 @@ rankers read off the learning-to-rank features, the one whose test nDCG@10 is cl
 10 team-draft interleaved, clicks from the position-based model at eta 1 on the test
 judgments), logs them with ``ClickLog`` and reads the report (``interleaving_report``)
 after the first 250, 500, 1,000, 2,000, 4,000 and 8,000 sessions (how much traffic it
-takes beyond the 2,000 asked). 20 runs with different seeds.
+takes beyond the 2,000 asked). 20 runs with different seeds, each drawn twice with the
+same seed: with the common prefix crediting neither pipeline (rerankit's draft) and with
+the original team draft, which drafts the common prefix too; each read with the interval
+over sessions (the report's default) and over queries (``by="query"``).
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ def candidates(rows, hybrid) -> dict:
     }
 
 
-def run(rows, qrels, a, b, names, top, seed, path):
+def run(rows, qrels, a, b, names, top, seed, path, shared_prefix=True):
     from rerankit.training.clicks import ClickLog, interleaving_report, read_log, team_draft
     from rerankit.training.clicks.simulate import PositionBasedModel, grades_0_to_4
 
@@ -52,7 +55,7 @@ def run(rows, qrels, a, b, names, top, seed, path):
         ids = rows[q][0]
         first = list(np.argsort(-a[q], kind="stable")[:10])
         second = list(np.argsort(-b[q], kind="stable")[:10])
-        order, teams = team_draft(first, second, rng, k=10)
+        order, teams = team_draft(first, second, rng, k=10, shared_prefix=shared_prefix)
         grades = grades_0_to_4([ids[i] for i in order], qrels.get(q, {}), top)
         clicked = model.click(np.arange(len(order))[None, :], grades, rng)[0]
         docs = [{"id": ids[i]} for i in order]
@@ -70,7 +73,11 @@ def run(rows, qrels, a, b, names, top, seed, path):
             log.log_feedback(rid, [int(p) for p in np.flatnonzero(clicked)], time=s + 0.5)
     sessions, _ = read_log(path)
     path.unlink()
-    return {n: interleaving_report(sessions[:n], pipelines=names, seed=seed) for n in PREFIXES}
+    return {
+        (n, by): interleaving_report(sessions[:n], pipelines=names, seed=seed, by=by)
+        for n in PREFIXES
+        for by in ("session", "query")
+    }
 
 
 def interleaving_table() -> None:
@@ -95,27 +102,40 @@ def interleaving_table() -> None:
         f"\ninterleaved: {default} ({ndcg[default]:.2f}) and {other} ({ndcg[other]:.2f}); "
         f"{RUNS} runs of {max(PREFIXES)} sessions\n"
     )
-    found = {n: [0, 0, 0] for n in PREFIXES}
-    first = None
+    drafts = {"common prefix credits neither": True, "original team draft": False}
+    variants = {
+        f"{draft}, interval over {'queries' if by == 'query' else 'sessions'}": (shared, by)
+        for draft, shared in drafts.items()
+        for by in ("session", "query")
+    }
+    found = {v: {n: [0, 0, 0] for n in PREFIXES} for v in variants}
+    first = {}
     for seed in range(RUNS):
-        reports = run(
-            rows,
-            test.qrels,
-            rankers[default],
-            rankers[other],
-            (default, other),
-            top,
-            seed,
-            CACHE / f"interleave-{seed}.jsonl",
-        )
-        first = first or reports
-        for n, report in reports.items():
-            found[n][0 if report.winner == better else 1 if report.winner else 2] += 1
-    print(
-        "| sessions | the better one named | the worse one named | no winner (95 % interval "
-        "covers 0) |"
-    )
-    print("|---:|---:|---:|---:|")
+        for draft, shared in drafts.items():
+            reports = run(
+                rows,
+                test.qrels,
+                rankers[default],
+                rankers[other],
+                (default, other),
+                top,
+                seed,
+                CACHE / f"interleave-{seed}.jsonl",
+                shared_prefix=shared,
+            )
+            for (n, by), report in reports.items():
+                variant = f"{draft}, interval over {'queries' if by == 'query' else 'sessions'}"
+                if n == max(PREFIXES):
+                    first.setdefault(variant, report)
+                outcome = 0 if report.winner == better else 1 if report.winner else 2
+                found[variant][n][outcome] += 1
+    names = list(variants)
+    print("Each cell: the better one named / the worse one named / no winner.\n")
+    print("| sessions | " + " | ".join(names) + " |")
+    print("|---:|" + "---:|" * len(names))
     for n in PREFIXES:
-        print(f"| {n} | {found[n][0]}/{RUNS} | {found[n][1]}/{RUNS} | {found[n][2]}/{RUNS} |")
-    print(f"\nrun 0 after {max(PREFIXES)} sessions: {first[max(PREFIXES)].describe()}")
+        cells = [" / ".join(f"{c}" for c in found[v][n]) for v in names]
+        print(f"| {n} | " + " | ".join(cells) + " |")
+    print(f"\n(of {RUNS} runs each; a winner is named when the 95 % interval excludes 0)")
+    for v in names:
+        print(f"\n{v}, run 0 after {max(PREFIXES)} sessions: {first[v].describe()}")

@@ -141,3 +141,6 @@ def test_interleave_report_names_the_pipeline_users_prefer(tmp_path, capsys):
     flipped = ["--pipelines", "candidate", "current", "--confidence", "0.9"]
     assert main(["interleave-report", str(tmp_path / "interleaved.jsonl"), *flipped]) == 0
     assert "winner: candidate" in capsys.readouterr().out
+    assert main(["interleave-report", str(tmp_path / "interleaved.jsonl"), "--by", "query"]) == 0
+    printed = capsys.readouterr().out
+    assert "interval over queries" in printed and "winner: candidate" in printed

@@ -38,9 +38,24 @@ def test_hand_checked_drafts():
 
 
 def test_identical_rankings_interleave_to_themselves_one_pick_each_per_round():
-    order, teams = team_draft([3, 1, 2, 0], [3, 1, 2, 0], 7)
+    order, teams = team_draft([3, 1, 2, 0], [3, 1, 2, 0], 7, shared_prefix=False)
     assert order == [3, 1, 2, 0]
     assert sorted(teams[:2]) == [0, 1] and sorted(teams[2:]) == [0, 1]
+    # by default the common prefix (here all of it) belongs to neither pipeline
+    assert team_draft([3, 1, 2, 0], [3, 1, 2, 0], 7) == ([3, 1, 2, 0], [-1, -1, -1, -1])
+
+
+def test_the_common_prefix_comes_first_and_credits_neither():
+    for seed in range(50):
+        order, teams = team_draft(["A", "B", "C", "D"], ["A", "B", "D", "C"], seed)
+        assert order[:2] == ["A", "B"] and teams[:2] == [-1, -1]
+        # after the prefix the draft starts afresh: C (a's best left) and D (b's) in
+        # either order
+        assert sorted(zip(order[2:], teams[2:], strict=True)) == [("C", 0), ("D", 1)]
+    # a prefix longer than k is cut at k
+    assert team_draft([1, 2, 3], [1, 2, 4], 0, k=1) == ([1], [-1])
+    # clicks there are ignored, like clicks past the list
+    assert credit([-1, -1, 0, 1], [1, 2, 3]) == (1, 0)
 
 
 def test_the_same_seed_gives_the_same_draft():
@@ -65,11 +80,22 @@ def test_every_position_has_one_team_and_the_list_is_a_permutation_prefix(univer
     cut_a = data.draw(st.integers(0, universe))
     cut_b = data.draw(st.integers(1 if cut_a == 0 else 0, universe))
     a, b = a[:cut_a], b[:cut_b]  # rankings may be of different lengths and sets
-    order, teams = team_draft(a, b, seed, k=k)
+    shared = data.draw(st.booleans())
+    order, teams = team_draft(a, b, seed, k=k, shared_prefix=shared)
+    full = list(order)
     union = set(a) | set(b)
     assert len(order) == len(teams) == (len(union) if k is None else min(k, len(union)))
     assert len(set(order)) == len(order) and set(order) <= union
-    assert set(teams) <= {0, 1}
+    assert set(teams) <= ({-1, 0, 1} if shared else {0, 1})
+    # -1 marks exactly the common prefix: the longest start both rankings share
+    common = next(
+        (i for i in range(min(len(a), len(b), len(order))) if a[i] != b[i]),
+        min(len(a), len(b), len(order)),
+    )
+    if shared:
+        assert teams[:common] == [-1] * common and order[:common] == a[:common]
+        assert -1 not in teams[common:]
+        order, teams = order[common:], teams[common:]
     for team, ranking in ((0, a), (1, b)):
         picked = [d for d, t in zip(order, teams, strict=True) if t == team]
         assert all(d in ranking for d in picked)
@@ -78,10 +104,10 @@ def test_every_position_has_one_team_and_the_list_is_a_permutation_prefix(univer
         # and a team always takes its best document not yet placed
         for d, t, i in zip(order, teams, range(len(order)), strict=True):
             if t == team:
-                placed = set(order[:i])
+                placed = set(full[: i + len(full) - len(order)])
                 assert d == next(x for x in ranking if x not in placed)
     if k is None:
-        assert sorted(order) == sorted(union)  # the whole union: a permutation of it
+        assert sorted(full) == sorted(union)  # the whole union: a permutation of it
     counts = [teams[: n + 1].count(0) - teams[: n + 1].count(1) for n in range(len(teams))]
     if set(a) == set(b):  # both have documents to the end: picks never differ by 2
         assert all(abs(c) <= 1 for c in counts)
@@ -147,7 +173,7 @@ def test_the_report_names_no_winner_between_equal_pipelines(tmp_path):
     rng = np.random.default_rng(0)
     log = ClickLog(tmp_path / "i.jsonl", store="id")
     for s in range(400):
-        order, teams = team_draft(list(range(10)), list(range(10)), rng)
+        order, teams = team_draft(list(range(10)), list(range(10)), rng, shared_prefix=False)
         log.log_impression(
             f"s{s}",
             f"q{s % 20}",
@@ -161,8 +187,69 @@ def test_the_report_names_no_winner_between_equal_pipelines(tmp_path):
     assert report.interval[0] < 0 < report.interval[1]
 
 
+def test_identical_pipelines_tie_every_session_with_the_common_prefix(tmp_path):
+    rng = np.random.default_rng(0)
+    log = ClickLog(tmp_path / "i.jsonl", store="id")
+    for s in range(100):
+        order, teams = team_draft(list(range(10)), list(range(10)), rng)
+        log.log_impression(
+            f"s{s}",
+            f"q{s % 20}",
+            [{"id": str(i)} for i in range(10)],
+            order,
+            interleaving={"pipelines": ["a", "b"], "teams": teams},
+        )
+        log.log_feedback(f"s{s}", [int(rng.integers(10))])
+    report = interleaving_report(read_log(tmp_path / "i.jsonl")[0])
+    assert report.wins == (0, 0) and report.ties == 100 and report.clicked == 0
+    assert report.winner is None
+
+
 def test_a_log_without_interleaving_is_refused(tmp_path):
     log = ClickLog(tmp_path / "i.jsonl")
     log.log_impression("a", "q", [{"id": "x"}], [0])
     with pytest.raises(ValueError, match="no interleaved sessions"):
         interleaving_report(read_log(tmp_path / "i.jsonl")[0])
+
+
+def _decided_log(path):
+    """Two queries of 40 sessions each won by ``a``; 18 of 20 sessions each, half won by
+    ``a`` and half by ``b``: ``a`` leads because of two queries."""
+    log = ClickLog(path, store="id")
+    docs = [{"id": "x"}, {"id": "y"}]
+    s = 0
+    for q in range(20):
+        for i in range(40 if q < 2 else 20):
+            winner = 0 if q < 2 or i % 2 == 0 else 1
+            log.log_impression(
+                f"s{s}",
+                f"q{q}",
+                docs,
+                [0, 1],
+                interleaving={"pipelines": ["a", "b"], "teams": [0, 1]},
+            )
+            log.log_feedback(f"s{s}", [winner])  # position winner + 1 is winner's
+            s += 1
+    return read_log(path)[0]
+
+
+def test_the_interval_resamples_sessions_by_default_or_queries(tmp_path):
+    sessions = _decided_log(tmp_path / "i.jsonl")
+    by_session = interleaving_report(sessions)
+    by_query = interleaving_report(sessions, by="query")
+    assert by_session.wins == by_query.wins == (260, 180)
+    assert by_session.delta == pytest.approx(80 / 440)
+    # resampling sessions, computed directly
+    outcomes = np.array([1] * 260 + [-1] * 180)
+    rng = np.random.default_rng(3)
+    deltas = rng.choice(outcomes, size=(4000, len(outcomes))).mean(axis=1)
+    assert by_session.interval == pytest.approx(
+        (np.quantile(deltas, 0.025), np.quantile(deltas, 0.975)), abs=0.01
+    )
+    assert by_session.by == "session" and "interval over sessions" in by_session.describe()
+    # this traffic prefers a, but two queries decide it: over queries, no winner
+    assert by_session.winner == "a" and by_query.winner is None
+    assert by_query.interval[0] <= 0 < by_query.interval[1]
+    assert "interval over queries" in by_query.describe()
+    with pytest.raises(ValueError, match="by 'user'"):
+        interleaving_report(sessions, by="user")

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..config import read_spec, to_toml
 from ..training.clicks.from_log import learn_from_log, read_corpus, read_features
-from ..training.clicks.interleave import interleaving_report
+from ..training.clicks.interleave import BY, interleaving_report
 from ..training.clicks.reader import read_log
 from ..training.fusion_search import DEFAULT_HYBRID, pipeline_spec
 from .args import positive_float
@@ -114,6 +114,7 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
         pipelines=pair,  # type: ignore[arg-type]
         confidence=args.confidence,
         seed=args.seed,
+        by=args.by,
     )
     print(f"read {read.impressions} impressions, {read.feedback} feedback records")
     print(report.describe())
@@ -128,8 +129,8 @@ def add_commands(sub: Any) -> None:
         description="Read a click log written with [server] interleave = [A, B] and credit "
         "each click to the pipeline that placed the clicked document (team-draft "
         "interleaving): wins of each, ties, the difference as a share of the sessions with "
-        "a click and its confidence interval (bootstrap over queries), and the winner when "
-        "the interval excludes 0.",
+        "a click for either and its confidence interval (bootstrap over sessions, or over "
+        "queries with --by query), and the winner when the interval excludes 0.",
     )
     ir.add_argument("log", help="the click log (its rotated files are read too)")
     ir.add_argument(
@@ -143,6 +144,14 @@ def add_commands(sub: Any) -> None:
         type=float,
         default=0.95,
         help="the interval's confidence (default 0.95)",
+    )
+    ir.add_argument(
+        "--by",
+        choices=BY,
+        default="session",
+        help="what the bootstrap resamples: sessions (default; which pipeline the users of "
+        "this traffic prefer, as an A/B test would tell) or queries (a verdict meant to "
+        "hold for queries the log has not seen; wider)",
     )
     ir.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
     ir.set_defaults(func=cmd_interleave_report)

@@ -3,13 +3,23 @@
 "Large-scale validation and analysis of interleaved search evaluation", 2012, who found
 it agrees with A/B tests at a fraction of the traffic).
 
-For one request, :func:`team_draft` merges the two pipelines' rankings: in each round a
-coin decides which pipeline picks first, and each picks its best document not yet placed;
-every position remembers the pipeline (*team*) that placed it. A click credits the team
-of its position (:func:`credit`); the session goes to the team with more clicks, or is a
-tie. :func:`interleaving_report` adds the sessions up: the share of sessions each wins, the
-difference with a bootstrap confidence interval over queries (the sessions of one query
-are not independent) and a two-sided sign test over the sessions with a winner.
+For one request, :func:`team_draft` merges the two pipelines' rankings: the documents both
+rank the same at the top (their common prefix) come first and belong to neither; then in
+each round a coin decides which pipeline picks first, and each picks its best document not
+yet placed; every position remembers the pipeline (*team*) that placed it, -1 for the
+common prefix. A click credits the team of its position (:func:`credit`); a click in the
+common prefix credits neither, since it says nothing about which pipeline is better (the
+original draft credits it by coin flip, which only adds noise). The session goes to the
+team with more clicks, or is a tie. :func:`interleaving_report` adds the sessions up: the
+share of sessions each wins, the difference with a bootstrap confidence interval and a
+two-sided sign test over the sessions with a winner.
+
+The interval resamples sessions by default: each request is a draw from the traffic, and
+the question is which pipeline the users of that traffic prefer, the question an A/B test
+on it answers (Chapelle et al. validated interleaving against A/B tests). ``by="query"``
+resamples queries instead, for a verdict meant to hold for queries the log has not seen;
+it is wider where the two pipelines' difference comes from a few queries, and no amount
+of traffic on the same queries narrows it below their spread.
 """
 
 from __future__ import annotations
@@ -23,7 +33,17 @@ import numpy as np
 
 from .reader import Session
 
-__all__ = ["InterleavingReport", "credit", "interleaving_report", "sign_test", "team_draft"]
+__all__ = [
+    "BY",
+    "InterleavingReport",
+    "credit",
+    "interleaving_report",
+    "sign_test",
+    "team_draft",
+]
+
+#: what the report's bootstrap can resample
+BY = ("session", "query")
 
 
 def team_draft(
@@ -32,21 +52,30 @@ def team_draft(
     seed: int | random.Random | np.random.Generator | None = None,
     *,
     k: int | None = None,
+    shared_prefix: bool = True,
 ) -> tuple[list[Hashable], list[int]]:
     """The team-draft interleaving of rankings ``a`` and ``b`` (document ids or indices,
     best first): the first ``k`` positions (all documents of either by default) and the
-    team of each, 0 for ``a`` and 1 for ``b``. ``seed`` makes the coin flips repeatable
-    (an int, a ``random.Random`` or a numpy ``Generator``). Each document appears once;
-    when one ranking runs out, the other fills the rest."""
+    team of each, 0 for ``a``, 1 for ``b`` and -1 for the common prefix (the documents
+    both rank the same at the top, placed first; ``shared_prefix=False`` drafts them too,
+    as the original team draft does, which adds coin-flip credit and no information).
+    ``seed`` makes the coin flips repeatable (an int, a ``random.Random`` or a numpy
+    ``Generator``). Each document appears once; when one ranking runs out, the other
+    fills the rest."""
     flip = _coin(seed)
     rankings = (list(a), list(b))
     union = list(dict.fromkeys([*rankings[0], *rankings[1]]))
     limit = len(union) if k is None else min(k, len(union))
-    placed: set[Hashable] = set()
-    out: list[Hashable] = []
-    teams: list[int] = []
+    common = 0
+    if shared_prefix:
+        shortest = min(limit, len(rankings[0]), len(rankings[1]))
+        while common < shortest and rankings[0][common] == rankings[1][common]:
+            common += 1
+    out: list[Hashable] = rankings[0][:common]
+    teams: list[int] = [-1] * common
+    placed: set[Hashable] = set(out)
     picks = [0, 0]
-    cursor = [0, 0]
+    cursor = [common, common]
 
     def best(team: int) -> Hashable | None:
         ranking = rankings[team]
@@ -85,10 +114,11 @@ def _coin(seed: int | random.Random | np.random.Generator | None):
 
 def credit(teams: Sequence[int], clicked_positions: Iterable[int]) -> tuple[int, int]:
     """The clicks each team earned: ``clicked_positions`` are 1-based positions of the
-    interleaved list; a click past the list is ignored."""
+    interleaved list; a click past the list, or on a position of neither team (-1: the
+    common prefix), is ignored."""
     won = [0, 0]
     for p in clicked_positions:
-        if 1 <= p <= len(teams):
+        if 1 <= p <= len(teams) and teams[p - 1] in (0, 1):
             won[teams[p - 1]] += 1
     return won[0], won[1]
 
@@ -110,9 +140,10 @@ def sign_test(wins: int, losses: int) -> float:
 @dataclass
 class InterleavingReport:
     """Which of two interleaved pipelines users preferred: sessions won by each and tied
-    (no click, or as many for each), ``delta`` = (wins of ``a`` - wins of ``b``) /
-    sessions with a click, its confidence interval (bootstrap over queries), the sign
-    test's p-value, and the winner: the pipeline the interval excludes losing, or None."""
+    (no click credited to either, or as many for each), ``delta`` = (wins of ``a`` - wins
+    of ``b``) / ``clicked``, the sessions with a click credited to either, its confidence
+    interval (bootstrap over ``by``: sessions or queries), the sign test's p-value, and the
+    winner: the pipeline the interval excludes losing, or None."""
 
     pipelines: tuple[str, str]
     sessions: int
@@ -124,6 +155,7 @@ class InterleavingReport:
     p_value: float
     queries: int
     confidence: float
+    by: str = "session"
 
     @property
     def winner(self) -> str | None:
@@ -136,16 +168,18 @@ class InterleavingReport:
 
     def describe(self) -> str:
         a, b = self.pipelines
-        level = f"{100 * self.confidence:g} %"
+        unit = "queries" if self.by == "query" else "sessions"
+        level = f"{100 * self.confidence:g} % interval over {unit}"
         verdict = (
             f"{self.winner} wins"
             if self.winner
             else "no difference either way at this confidence; more sessions would tell"
         )
         return (
-            f"{self.sessions} interleaved sessions over {self.queries} queries, {self.clicked} "
-            f"with a click: {a} won {self.wins[0]}, {b} won {self.wins[1]}, {self.ties} tied; "
-            f"delta {self.delta:+.3f} ({level} interval {self.interval[0]:+.3f} to "
+            f"{self.sessions} interleaved sessions over {self.queries} queries, "
+            f"{self.clicked} with a click for either: {a} won {self.wins[0]}, "
+            f"{b} won {self.wins[1]}, {self.ties} tied; "
+            f"delta {self.delta:+.3f} ({level} {self.interval[0]:+.3f} to "
             f"{self.interval[1]:+.3f}; sign test p = {self.p_value:.3g}): {verdict}"
         )
 
@@ -157,13 +191,17 @@ def interleaving_report(
     confidence: float = 0.95,
     resamples: int = 2000,
     seed: int = 0,
+    by: str = "session",
 ) -> InterleavingReport:
     """The report over the interleaved sessions of a log (impressions with an
     ``interleaving`` field; the others are skipped), for the pair ``pipelines`` (default:
-    the first pair found). Sessions are grouped by ``query_id``, else the query text, for
-    the bootstrap."""
+    the first pair found). ``by``: what the bootstrap resamples, ``"session"`` (default)
+    or ``"query"`` (sessions grouped by ``query_id``, else the query text; see the module
+    doc)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+    if by not in BY:
+        raise ValueError(f"by {by!r}: expected one of {', '.join(BY)}")
     by_query: dict[str, list[int]] = {}
     pair = pipelines
     total = 0
@@ -202,7 +240,11 @@ def interleaving_report(
         (sum(1 for o in g if o == 1) - sum(1 for o in g if o == -1), sum(1 for o in g if o != 2))
         for g in by_query.values()
     ]
-    interval = _bootstrap(groups, confidence, resamples, seed)
+    if by == "query":
+        interval = _bootstrap(groups, confidence, resamples, seed)
+    else:
+        counts = (wins_a, wins_b, clicked - wins_a - wins_b, len(outcomes) - clicked)
+        interval = _session_bootstrap(counts, confidence, resamples, seed)
     return InterleavingReport(
         pipelines=(str(pair[0]), str(pair[1])),
         sessions=total,
@@ -214,7 +256,25 @@ def interleaving_report(
         p_value=sign_test(wins_a, wins_b),
         queries=len(by_query),
         confidence=confidence,
+        by=by,
     )
+
+
+def _session_bootstrap(
+    counts: tuple[int, int, int, int], confidence: float, resamples: int, seed: int
+) -> tuple[float, float]:
+    """The percentile interval of delta when the sessions are resampled with replacement:
+    ``counts`` of sessions won by each, tied with clicks, and without a credited click
+    (resampling sessions draws these four counts from a multinomial)."""
+    total = sum(counts)
+    if counts[0] + counts[1] + counts[2] == 0:
+        return (0.0, 0.0)
+    rng = np.random.default_rng(seed)
+    drawn = rng.multinomial(total, np.asarray(counts, dtype=np.float64) / total, size=resamples)
+    den = drawn[:, :3].sum(axis=1)
+    deltas = np.where(den > 0, (drawn[:, 0] - drawn[:, 1]) / np.maximum(den, 1), 0.0)
+    tail = (1 - confidence) / 2
+    return float(np.quantile(deltas, tail)), float(np.quantile(deltas, 1 - tail))
 
 
 def _bootstrap(

@@ -18,8 +18,8 @@ and, as configured (:data:`STORE`), its ``text``, the SHA-256 of its text (``sha
 of the UTF-8 bytes) or neither; ``first_stage_score`` when the request gave one. Optional:
 ``query_id`` (when the logging system has one), ``explore`` (``{"swapped": [p, ...]}``:
 positions RandPair exchanged with the next, see :mod:`.propensity`) and ``interleaving``
-(``{"pipelines": [a, b], "teams": [0, 1, ...]}``: which pipeline placed each shown
-position, see :mod:`.interleave`).
+(``{"pipelines": [a, b], "teams": [-1, 0, 1, ...]}``: which pipeline placed each shown
+position, -1 for the common prefix both rank first, see :mod:`.interleave`).
 
 A **feedback** record says what was clicked in one answer::
 
