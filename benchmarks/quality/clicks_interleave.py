@@ -41,7 +41,7 @@ def candidates(rows, hybrid) -> dict:
     }
 
 
-def run(rows, qrels, a, b, names, top, seed, path, shared_prefix=True):
+def run(rows, qrels, a, b, names, top, seed, path, shared_prefix=True, prefixes=PREFIXES):
     from rerankit.training.clicks import ClickLog, interleaving_report, read_log, team_draft
     from rerankit.training.clicks.simulate import PositionBasedModel, grades_0_to_4
 
@@ -50,7 +50,7 @@ def run(rows, qrels, a, b, names, top, seed, path, shared_prefix=True):
     queries = sorted(rows)
     path.unlink(missing_ok=True)
     log = ClickLog(path, store="id", max_bytes=0)
-    for s in range(max(PREFIXES)):
+    for s in range(max(prefixes)):
         q = queries[int(rng.integers(len(queries)))]
         ids = rows[q][0]
         first = list(np.argsort(-a[q], kind="stable")[:10])
@@ -75,32 +75,38 @@ def run(rows, qrels, a, b, names, top, seed, path, shared_prefix=True):
     path.unlink()
     return {
         (n, by): interleaving_report(sessions[:n], pipelines=names, seed=seed, by=by)
-        for n in PREFIXES
+        for n in prefixes
         for by in ("session", "query")
     }
 
 
-def interleaving_table() -> None:
+def interleaving_table(
+    split: str = "test", other: str | None = None, runs: int = RUNS, prefixes=PREFIXES
+) -> None:
+    """The table on SciFact's ``split``; ``other``: the ranker paired with the default
+    (by default the one closest to 2 points from it). The choices of rerankit's draft and
+    interval were made with ``interleaving_table("train", "best-passage cosine", 100,
+    (2000,))``."""
     from benchmarks.quality.clicks import test_ndcg
     from rerankit.training.clicks.simulate import max_grade
 
-    test, rows, hybrid = prepared("scifact", "test")
+    test, rows, hybrid = prepared("scifact", split)
     top = max_grade(test.qrels)
     rankers = candidates(rows, hybrid)
     ndcg = {name: test_ndcg(s, rows, test.qrels) for name, s in rankers.items()}
     default = "hybrid (the default)"
-    other = min(
+    other = other or min(
         (n for n in rankers if n != default), key=lambda n: abs(abs(ndcg[n] - ndcg[default]) - 2)
     )
     better = default if ndcg[default] > ndcg[other] else other
-    print("### Interleaving (SciFact test, eta 1)\n")
+    print(f"### Interleaving (SciFact {split}, eta 1)\n")
     print(
-        "test nDCG@10 x 100 of the rankers considered: "
+        f"{split} nDCG@10 x 100 of the rankers considered: "
         + "; ".join(f"{n} {v:.2f}" for n, v in ndcg.items())
     )
     print(
         f"\ninterleaved: {default} ({ndcg[default]:.2f}) and {other} ({ndcg[other]:.2f}); "
-        f"{RUNS} runs of {max(PREFIXES)} sessions\n"
+        f"{runs} runs of {max(prefixes)} sessions\n"
     )
     drafts = {"common prefix credits neither": True, "original team draft": False}
     variants = {
@@ -108,9 +114,9 @@ def interleaving_table() -> None:
         for draft, shared in drafts.items()
         for by in ("session", "query")
     }
-    found = {v: {n: [0, 0, 0] for n in PREFIXES} for v in variants}
+    found = {v: {n: [0, 0, 0] for n in prefixes} for v in variants}
     first = {}
-    for seed in range(RUNS):
+    for seed in range(runs):
         for draft, shared in drafts.items():
             reports = run(
                 rows,
@@ -122,10 +128,11 @@ def interleaving_table() -> None:
                 seed,
                 CACHE / f"interleave-{seed}.jsonl",
                 shared_prefix=shared,
+                prefixes=prefixes,
             )
             for (n, by), report in reports.items():
                 variant = f"{draft}, interval over {'queries' if by == 'query' else 'sessions'}"
-                if n == max(PREFIXES):
+                if n == max(prefixes):
                     first.setdefault(variant, report)
                 outcome = 0 if report.winner == better else 1 if report.winner else 2
                 found[variant][n][outcome] += 1
@@ -133,9 +140,9 @@ def interleaving_table() -> None:
     print("Each cell: the better one named / the worse one named / no winner.\n")
     print("| sessions | " + " | ".join(names) + " |")
     print("|---:|" + "---:|" * len(names))
-    for n in PREFIXES:
+    for n in prefixes:
         cells = [" / ".join(f"{c}" for c in found[v][n]) for v in names]
         print(f"| {n} | " + " | ".join(cells) + " |")
-    print(f"\n(of {RUNS} runs each; a winner is named when the 95 % interval excludes 0)")
+    print(f"\n(of {runs} runs each; a winner is named when the 95 % interval excludes 0)")
     for v in names:
-        print(f"\n{v}, run 0 after {max(PREFIXES)} sessions: {first[v].describe()}")
+        print(f"\n{v}, run 0 after {max(prefixes)} sessions: {first[v].describe()}")
