@@ -1,0 +1,80 @@
+"""The development check of learning from clicks, on training queries only: SciFact's
+training queries in three seeded thirds; for each third, simulated users' sessions of the
+other two (the same logging ranker and click model as ``benchmarks/quality/clicks.py``)
+are learned from (``learn_from_clicks``, bias-corrected) and the learned ranker is scored
+on the held-out third with its judgments, beside the default and learning to rank on the
+judgments of the same two thirds (``tune --method ltr``'s procedure). The test split is
+not read.
+
+Run: ``python -m benchmarks.quality.clicks_dev [--sessions 100] [--eta 1] [--seed 0]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import time
+
+from benchmarks.quality.clicks import learned_scores, reference, simulate, test_ndcg
+from benchmarks.quality.clicks_data import prepared
+
+#: the folds' shuffle
+SPLIT_SEED = 7
+
+
+def thirds(qids) -> list[set]:
+    """The training queries in three seeded parts."""
+    order = sorted(qids)
+    random.Random(SPLIT_SEED).shuffle(order)
+    size = len(order) // 3
+    return [set(order[i * size : (i + 1) * size if i < 2 else len(order)]) for i in range(3)]
+
+
+def main() -> None:
+    from rerankit.training.clicks import learn_from_clicks
+    from rerankit.training.clicks.simulate import max_grade
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sessions", type=int, default=100)
+    parser.add_argument("--eta", type=float, default=1.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+    train, rows, hybrid = prepared("scifact", "train")
+    top = max_grade(train.qrels)
+    results = {"default": [], "learned from clicks": [], "learning to rank on judgments": []}
+    for fold, held in enumerate(thirds(rows)):
+        start = time.perf_counter()
+        learn = {q: rows[q] for q in rows if q not in held}
+        held_rows = {q: rows[q] for q in rows if q in held}
+        held_qrels = {q: j for q, j in train.qrels.items() if q in held}
+        learn_qrels = {q: j for q, j in train.qrels.items() if q not in held}
+        learn_hybrid = {q: hybrid[q] for q in learn}
+        results["default"].append(
+            test_ndcg({q: hybrid[q] for q in held_rows}, held_rows, held_qrels)
+        )
+        _, logs = simulate(
+            "scifact", learn, learn_hybrid, train.qrels, top, args.sessions, args.eta, args.seed
+        )
+        result = learn_from_clicks(logs, learn, keep_learned=True, curve=None)
+        scores = learned_scores(result.booster, result.features, result.option[2], held_rows)
+        results["learned from clicks"].append(test_ndcg(scores, held_rows, held_qrels))
+        judged, _ = reference(learn, learn_hybrid, learn_qrels, held_rows, held_qrels)
+        results["learning to rank on judgments"].append(judged)
+        print(
+            f"third {fold + 1} ({len(held_rows)} queries held out): "
+            + ", ".join(f"{name} {values[-1]:.2f}" for name, values in results.items())
+            + f"; verdict: {'adopted' if result.adopt else 'default kept'}; "
+            f"{time.perf_counter() - start:.0f} s",
+            flush=True,
+        )
+    print(
+        f"\nSciFact training queries, {args.sessions} sessions a query at eta {args.eta:g}, "
+        "nDCG@10 x 100 on the held-out thirds (mean of 3):"
+    )
+    for name, values in results.items():
+        print(f"  {name}: {statistics.fmean(values):.2f}")
+
+
+if __name__ == "__main__":
+    main()
