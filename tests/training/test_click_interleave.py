@@ -169,11 +169,14 @@ def test_the_report_finds_the_better_pipeline(tmp_path, better_first):
     assert "wins" in report.describe()
 
 
-def test_the_report_names_no_winner_between_equal_pipelines(tmp_path):
+def _identical_log(path, sessions: int, shared_prefix: bool):
+    """Two pipelines with the same ranking of 10 documents; one click a session at random."""
     rng = np.random.default_rng(0)
-    log = ClickLog(tmp_path / "i.jsonl", store="id")
-    for s in range(400):
-        order, teams = team_draft(list(range(10)), list(range(10)), rng, shared_prefix=False)
+    log = ClickLog(path, store="id")
+    for s in range(sessions):
+        order, teams = team_draft(
+            list(range(10)), list(range(10)), rng, shared_prefix=shared_prefix
+        )
         log.log_impression(
             f"s{s}",
             f"q{s % 20}",
@@ -182,25 +185,19 @@ def test_the_report_names_no_winner_between_equal_pipelines(tmp_path):
             interleaving={"pipelines": ["a", "b"], "teams": teams},
         )
         log.log_feedback(f"s{s}", [int(rng.integers(10))])
-    report = interleaving_report(read_log(tmp_path / "i.jsonl")[0])
-    assert report.winner is None
-    assert report.interval[0] < 0 < report.interval[1]
+    return read_log(path)[0]
+
+
+def test_the_report_names_no_winner_between_equal_pipelines(tmp_path):
+    sessions = _identical_log(tmp_path / "i.jsonl", 400, shared_prefix=False)
+    for by in ("session", "query"):
+        report = interleaving_report(sessions, by=by)
+        assert report.winner is None
+        assert report.interval[0] < 0 < report.interval[1]
 
 
 def test_identical_pipelines_tie_every_session_with_the_common_prefix(tmp_path):
-    rng = np.random.default_rng(0)
-    log = ClickLog(tmp_path / "i.jsonl", store="id")
-    for s in range(100):
-        order, teams = team_draft(list(range(10)), list(range(10)), rng)
-        log.log_impression(
-            f"s{s}",
-            f"q{s % 20}",
-            [{"id": str(i)} for i in range(10)],
-            order,
-            interleaving={"pipelines": ["a", "b"], "teams": teams},
-        )
-        log.log_feedback(f"s{s}", [int(rng.integers(10))])
-    report = interleaving_report(read_log(tmp_path / "i.jsonl")[0])
+    report = interleaving_report(_identical_log(tmp_path / "i.jsonl", 100, shared_prefix=True))
     assert report.wins == (0, 0) and report.ties == 100 and report.clicked == 0
     assert report.winner is None
 
