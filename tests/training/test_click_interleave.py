@@ -200,6 +200,8 @@ def test_identical_pipelines_tie_every_session_with_the_common_prefix(tmp_path):
     report = interleaving_report(_identical_log(tmp_path / "i.jsonl", 100, shared_prefix=True))
     assert report.wins == (0, 0) and report.ties == 100 and report.clicked == 0
     assert report.winner is None
+    assert "100 without a click for either" in report.describe()
+    assert "no session had a click for either pipeline" in report.describe()
 
 
 def test_a_log_without_interleaving_is_refused(tmp_path):
@@ -244,6 +246,10 @@ def test_the_interval_resamples_sessions_by_default_or_queries(tmp_path):
         (np.quantile(deltas, 0.025), np.quantile(deltas, 0.975)), abs=0.01
     )
     assert by_session.by == "session" and "interval over sessions" in by_session.describe()
+    assert (
+        "0 without a click for either; of the 440 with one, a won 260, b won 180, 0 tied; "
+        "delta (a - b) +0.182" in by_session.describe()
+    )
     # this traffic prefers a, but two queries decide it: over queries, no winner
     assert by_session.winner == "a" and by_query.winner is None
     assert by_query.interval[0] <= 0 < by_query.interval[1]

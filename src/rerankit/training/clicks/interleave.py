@@ -139,8 +139,8 @@ def sign_test(wins: int, losses: int) -> float:
 
 @dataclass
 class InterleavingReport:
-    """Which of two interleaved pipelines users preferred: sessions won by each and tied
-    (no click credited to either, or as many for each), ``delta`` = (wins of ``a`` - wins
+    """Which of two interleaved pipelines users preferred: sessions won by each and
+    ``ties`` (no click credited to either, or as many for each), ``delta`` = (wins of ``a`` - wins
     of ``b``) / ``clicked``, the sessions with a click credited to either, its confidence
     interval (bootstrap over ``by``: sessions or queries), the sign test's p-value, and the
     winner: the pipeline the interval excludes losing, or None."""
@@ -170,17 +170,19 @@ class InterleavingReport:
         a, b = self.pipelines
         unit = "queries" if self.by == "query" else "sessions"
         level = f"{100 * self.confidence:g} % interval over {unit}"
-        verdict = (
-            f"{self.winner} wins"
-            if self.winner
-            else "no difference either way at this confidence; more sessions would tell"
-        )
+        if self.winner:
+            verdict = f"{self.winner} wins"
+        elif self.clicked == 0:
+            verdict = "no session had a click for either pipeline"
+        else:
+            verdict = "no difference either way at this confidence; more sessions would tell"
         return (
             f"{self.sessions} interleaved sessions over {self.queries} queries, "
-            f"{self.clicked} with a click for either: {a} won {self.wins[0]}, "
-            f"{b} won {self.wins[1]}, {self.ties} tied; "
-            f"delta {self.delta:+.3f} ({level} {self.interval[0]:+.3f} to "
-            f"{self.interval[1]:+.3f}; sign test p = {self.p_value:.3g}): {verdict}"
+            f"{self.sessions - self.clicked} without a click for either; of the "
+            f"{self.clicked} with one, {a} won {self.wins[0]}, {b} won {self.wins[1]}, "
+            f"{self.clicked - sum(self.wins)} tied; delta ({a} - {b}) {self.delta:+.3f} "
+            f"({level} {self.interval[0]:+.3f} to {self.interval[1]:+.3f}; sign test over "
+            f"sessions p = {self.p_value:.3g}): {verdict}"
         )
 
 
