@@ -94,6 +94,8 @@ def lookup(kind: str, name: str) -> Entry:
 # --- built-ins -------------------------------------------------------------------------------
 
 _TORCH = ("extra: torch",)
+#: embedding and hybrid also run on ONNX Runtime from a folder written by `rerankit export`
+_TORCH_OR_ONNX = ("extra: torch, or onnx with an exported model",)
 _GEMINI = ("extra: gemini", "env: GEMINI_API_KEY or GOOGLE_API_KEY")
 _OPENAI = ("extra: openai", "env: OPENAI_API_KEY")
 
@@ -140,7 +142,7 @@ register(
     "embedding",
     ".scorers.embedding:EmbeddingScorer",
     summary="bi-encoder cosine",
-    needs=_TORCH,
+    needs=_TORCH_OR_ONNX,
 )
 register(
     "scorer",
@@ -210,7 +212,7 @@ register(
     "embedding",
     {"scorer": {"type": "embedding"}},
     summary="all-MiniLM-L6-v2 cosine",
-    needs=_TORCH,
+    needs=_TORCH_OR_ONNX,
 )
 register(
     "reranker",
@@ -218,14 +220,14 @@ register(
     ".rerankers.hybrid:HybridReranker",
     summary="the default: MiniLM, BM25 and term proximity read from the texts, calibrated "
     "P(relevant)",
-    needs=_TORCH,
+    needs=_TORCH_OR_ONNX,
 )
 register(
     "reranker",
     "hybrid-relative",
     ".rerankers.hybrid:relative_hybrid",
     summary="the hybrid with min-max fusion and candidate-idf BM25 (scores per request)",
-    needs=_TORCH,
+    needs=_TORCH_OR_ONNX,
 )
 for _kind, _what in (  # a model scorer alone, its model named with model= (serve --model)
     ("cross_encoder", "a cross-encoder (ms-marco-MiniLM-L6-v2 unless a model is named)"),
