@@ -109,12 +109,12 @@ def interleaving_table(
         f"{runs} runs of {max(prefixes)} sessions\n"
     )
     drafts = {"common prefix credits neither": True, "original team draft": False}
-    variants = {
-        f"{draft}, interval over {'queries' if by == 'query' else 'sessions'}": (shared, by)
-        for draft, shared in drafts.items()
-        for by in ("session", "query")
-    }
-    found = {v: {n: [0, 0, 0] for n in prefixes} for v in variants}
+
+    def label(draft: str, by: str) -> str:
+        return f"{draft}, interval over {'queries' if by == 'query' else 'sessions'}"
+
+    names = [label(draft, by) for draft in drafts for by in ("session", "query")]
+    found = {v: {n: [0, 0, 0] for n in prefixes} for v in names}
     first = {}
     for seed in range(runs):
         for draft, shared in drafts.items():
@@ -131,12 +131,11 @@ def interleaving_table(
                 prefixes=prefixes,
             )
             for (n, by), report in reports.items():
-                variant = f"{draft}, interval over {'queries' if by == 'query' else 'sessions'}"
+                variant = label(draft, by)
                 if n == max(prefixes):
                     first.setdefault(variant, report)
                 outcome = 0 if report.winner == better else 1 if report.winner else 2
                 found[variant][n][outcome] += 1
-    names = list(variants)
     print("Each cell: the better one named / the worse one named / no winner.\n")
     print("| sessions | " + " | ".join(names) + " |")
     print("|---:|" + "---:|" * len(names))
