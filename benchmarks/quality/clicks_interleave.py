@@ -11,6 +11,8 @@ takes beyond the 2,000 asked). 20 runs with different seeds, each drawn twice wi
 same seed: with the common prefix crediting neither pipeline (rerankit's draft) and with
 the original team draft, which drafts the common prefix too; each read with the interval
 over sessions (the report's default) and over queries (``by="query"``).
+:func:`credit_rules` compares other ways to credit a session's clicks, every rule read
+from the same simulated sessions (on the training queries by default).
 """
 
 from __future__ import annotations
@@ -145,3 +147,72 @@ def interleaving_table(
     print(f"\n(of {runs} runs each; a winner is named when the 95 % interval excludes 0)")
     for v in names:
         print(f"\n{v}, run 0 after {max(prefixes)} sessions: {first[v].describe()}")
+
+
+#: other ways to credit a session's clicks, compared with rerankit's (the team with more
+#: clicks wins the session) by :func:`credit_rules`; each maps (teams of the clicked
+#: positions, their examination probabilities) to the session's outcome, + for the default
+CREDIT_RULES = {
+    "the team with more clicks wins (rerankit)": lambda t, e: np.sign(
+        (t == 0).sum() - (t == 1).sum()
+    ),
+    "difference in clicks": lambda t, e: float((t == 0).sum() - (t == 1).sum()),
+    "the first click decides": lambda t, e: float(1 - 2 * t[t >= 0][0]) if (t >= 0).any() else 0.0,
+    "the last click decides": lambda t, e: float(1 - 2 * t[t >= 0][-1]) if (t >= 0).any() else 0.0,
+    "clicks weighted by 1 / examination": lambda t, e: float(
+        (1 / e[t == 0]).sum() - (1 / e[t == 1]).sum()
+    ),
+}
+
+
+def credit_rules(
+    split: str = "train", other: str = "best-passage cosine", runs: int = 100, sessions: int = 2000
+) -> None:
+    """How often each credit rule of :data:`CREDIT_RULES` names the better pipeline after
+    ``sessions`` team-draft sessions (the same sessions for every rule; a winner when the
+    95 % normal interval of the mean outcome over sessions excludes 0), and an A/B split
+    of as many sessions, the same queries each showing one ranker's top 10 (alternately)
+    and compared by clicks per session."""
+    from benchmarks.quality.clicks import test_ndcg
+    from rerankit.training.clicks import team_draft
+    from rerankit.training.clicks.simulate import PositionBasedModel, grades_0_to_4, max_grade
+
+    data, rows, hybrid = prepared("scifact", split)
+    top = max_grade(data.qrels)
+    rankers = candidates(rows, hybrid)
+    a, b = rankers["hybrid (the default)"], rankers[other]
+    sign = 1 if test_ndcg(a, rows, data.qrels) > test_ndcg(b, rows, data.qrels) else -1
+    model = PositionBasedModel(eta=1.0)
+    exam = model.examination(10)
+    queries = sorted(rows)
+    tops = {
+        q: (np.argsort(-a[q], kind="stable")[:10], np.argsort(-b[q], kind="stable")[:10])
+        for q in queries
+    }
+    split_test = "A/B split instead: clicks per session (half the sessions each)"
+    found = {rule: [0, 0, 0] for rule in [*CREDIT_RULES, split_test]}
+    for seed in range(runs):
+        rng, ab_rng = np.random.default_rng(seed), np.random.default_rng([seed, 1])
+        outcomes = {rule: np.zeros(sessions) for rule in CREDIT_RULES}
+        ab = np.zeros((2, sessions // 2))
+        for s in range(sessions):
+            q = queries[int(rng.integers(len(queries)))]
+            shown = tops[q][s % 2]
+            grades = grades_0_to_4([rows[q][0][i] for i in shown], data.qrels.get(q, {}), top)
+            ab[s % 2, s // 2] = model.click(np.arange(10)[None, :], grades, ab_rng)[0].sum()
+            order, teams = team_draft(list(tops[q][0]), list(tops[q][1]), rng, k=10)
+            grades = grades_0_to_4([rows[q][0][i] for i in order], data.qrels.get(q, {}), top)
+            clicked = np.flatnonzero(model.click(np.arange(len(order))[None, :], grades, rng)[0])
+            t = np.asarray(teams)[clicked]
+            for rule, outcome in CREDIT_RULES.items():
+                outcomes[rule][s] = outcome(t, exam[clicked])
+        for rule, x in outcomes.items():
+            z = sign * x.mean() / max(x.std(ddof=1) / np.sqrt(sessions), 1e-12)
+            found[rule][0 if z > 1.96 else 1 if z < -1.96 else 2] += 1
+        se = np.sqrt(ab[0].var(ddof=1) / ab.shape[1] + ab[1].var(ddof=1) / ab.shape[1])
+        z = sign * (ab[0].mean() - ab[1].mean()) / max(se, 1e-12)
+        found[split_test][0 if z > 1.96 else 1 if z < -1.96 else 2] += 1
+    print(f"SciFact {split}, the default against {other}, {runs} runs of {sessions} sessions:\n")
+    print("| credit rule | better named / worse named / no winner |\n|---|---:|")
+    for rule, cells in found.items():
+        print(f"| {rule} | {' / '.join(map(str, cells))} |")
