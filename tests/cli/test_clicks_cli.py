@@ -10,7 +10,13 @@ import pytest
 
 from rerankit.cli import main
 from rerankit.config import read_spec
-from rerankit.training.clicks import ClickLog, PositionBasedModel, team_draft, text_hash
+from rerankit.training.clicks import (
+    ClickLog,
+    PositionBasedModel,
+    read_log,
+    team_draft,
+    text_hash,
+)
 from rerankit.training.clicks.sessions import records
 from rerankit.training.clicks.simulate import simulate_query
 
@@ -69,7 +75,8 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     _simulated_log(log, "hash", sessions=30)
     out = tmp_path / "out" / "clicks.toml"
     assert main(["tune", "--clicks", str(log), "--out", str(out)]) == 1
-    assert "no text for document" in capsys.readouterr().err  # hashes only: needs --data
+    error = capsys.readouterr().err
+    assert "no text for document" in error and "--data" in error  # hashes only: needs --data
     corpus = tmp_path / "corpus"
     corpus.mkdir()
     with open(corpus / "corpus.jsonl", "w", encoding="utf-8") as f:
@@ -80,8 +87,10 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     # a tiny random embedding model: the words the query shares carry the signal here
     assert main([*argv, "--folds", "3", "--embedding-model", str(tiny_st)]) == 0
     printed = capsys.readouterr().out
-    assert "read 1 file(s): 360 impressions" in printed
+    assert "read 1 file: 360 impressions" in printed
     assert "sessions by pipeline: old 360" in printed
+    clicks = sum(len(s.clicks) for s in read_log(log)[0])
+    assert f"clicks: {clicks} in the log, {clicks} counted (in the first 10 positions)" in printed
     assert "propensities by position (" in printed and "9: n/a (never shown)" in printed
     assert "sessions a query:" in printed and "verdict: " in printed
     propensities = json.loads(out.with_name("clicks.propensities.json").read_text())
@@ -90,6 +99,8 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     assert "adopted: it beats what was served" in printed
     assert read_spec(out)["name"] == "learned-from-clicks"
     assert out.with_suffix(".lgb.txt").is_file()
+    model = out.with_suffix(".lgb.txt")
+    assert f"wrote {model} and {model.with_suffix('.json')}: the model and its report" in printed
 
 
 def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_path, capsys):
@@ -137,10 +148,17 @@ def test_interleave_report_names_the_pipeline_users_prefer(tmp_path, capsys):
             log.log_feedback(f"s{s}", [order[p] for p in np.flatnonzero(clicked)])
     assert main(["interleave-report", str(tmp_path / "interleaved.jsonl")]) == 0
     printed = capsys.readouterr().out
-    assert "read 600 impressions" in printed and "winner: candidate" in printed
+    assert "read 1 file: 600 impressions" in printed and "winner: candidate" in printed
     flipped = ["--pipelines", "candidate", "current", "--confidence", "0.9"]
     assert main(["interleave-report", str(tmp_path / "interleaved.jsonl"), *flipped]) == 0
     assert "winner: candidate" in capsys.readouterr().out
     assert main(["interleave-report", str(tmp_path / "interleaved.jsonl"), "--by", "query"]) == 0
     printed = capsys.readouterr().out
     assert "interval over queries" in printed and "winner: candidate" in printed
+    # a pair the log does not hold: the error says which pairs it does
+    assert (
+        main(["interleave-report", str(tmp_path / "interleaved.jsonl"), "--pipelines", "a", "b"])
+        == 1
+    )
+    error = capsys.readouterr().err
+    assert "no interleaved sessions of a and b" in error and "current and candidate" in error

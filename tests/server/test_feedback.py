@@ -67,9 +67,13 @@ def _rerank(client, path="/v2/rerank", **body):
     return response.json()
 
 
-def test_every_answer_with_an_id_is_logged_and_its_feedback_taken(tmp_path):
+def test_every_answer_with_an_id_is_logged_and_its_feedback_taken(tmp_path, caplog):
     settings = _settings(tmp_path)
-    with TestClient(create_app(settings)) as client:
+    with caplog.at_level("INFO", logger="rerankit.server.feedback"):
+        app = create_app(settings)
+    # where the log goes is said at start (a relative path is taken from the working folder)
+    assert f"logged to {tmp_path / 'clicks.jsonl'} (documents stored as hash)" in caplog.text
+    with TestClient(app) as client:
         v2 = _rerank(client, top_n=3)
         v1 = _rerank(client, "/v1/rerank")
         explained = _rerank(client, "/v1/explain")
@@ -222,6 +226,18 @@ def test_explored_answers_swap_below_the_top_three_and_record_it(tmp_path):
     assert answer["meta"]["rerankit"]["order"] == "explored"
     (impression,) = _records(tmp_path / "clicks.jsonl")
     assert impression["shown"] == shown and impression["explore"] == {"swapped": [4, 6, 8]}
+
+
+def test_an_exploration_that_exchanged_nothing_is_logged_but_not_marked(tmp_path):
+    settings = _settings(tmp_path, explore=1.0, explore_pairs=0.0)
+    with TestClient(create_app(settings)) as client:
+        answer = _rerank(client)
+        client.app.state.feedback.flush()
+    shown = [r["index"] for r in answer["results"]]
+    assert shown == list(range(10))  # the plain ranking, its scores in decreasing order
+    assert "order" not in answer["meta"].get("rerankit", {})
+    (impression,) = _records(tmp_path / "clicks.jsonl")
+    assert impression["explore"] == {"swapped": []}  # drawn for exploration: counted as such
 
 
 def test_a_candidate_that_fails_leaves_the_answer_to_the_current_pipeline(tmp_path):

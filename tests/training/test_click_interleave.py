@@ -202,6 +202,11 @@ def test_identical_pipelines_tie_every_session_with_the_common_prefix(tmp_path):
     assert report.winner is None
     assert "100 without a click for either" in report.describe()
     assert "no session had a click for either pipeline" in report.describe()
+    assert "over 20 queries" in report.describe()
+    one = [
+        s for s in _identical_log(tmp_path / "one.jsonl", 20, True) if s.impression.query == "q0"
+    ]
+    assert "1 interleaved session over 1 query," in interleaving_report(one).describe()
 
 
 def test_a_log_without_interleaving_is_refused(tmp_path):

@@ -115,6 +115,12 @@ def test_orphan_and_unknown_clicks_are_counted_not_invented(tmp_path):
     assert report.unknown_clicks == 2
     assert sessions[0].clicks == (1,)
     assert any("d9" in p for p in report.problems)
+    first, *problems = report.describe().splitlines()
+    assert first == (
+        "read 1 file: 1 impression, 2 feedback records (1 feedback without an impression, "
+        "2 clicks naming no document)"
+    )
+    assert problems == [f"  {p}" for p in report.problems]
 
 
 def test_malformed_lines_are_counted_with_their_place_or_raised_when_strict(tmp_path):

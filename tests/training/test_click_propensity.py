@@ -60,6 +60,7 @@ def test_regression_em_finds_the_propensities_within_0_05_at_1000_sessions(eta):
     assert found.values[0] == 1.0
     error = np.abs(found.values - model.propensities(10))
     assert error.max() < 0.05, (found.values, model.propensities(10))
+    assert "without exchanged pairs" in found.caveat()  # one order a query: said so
 
 
 def test_a_deterministic_ranker_with_clicks_as_labels_is_far_from_the_truth():
@@ -87,6 +88,7 @@ def test_auto_takes_the_swaps_ratios_below_the_protected_top_3():
     found = estimate_propensities(logs, rows, features=("cosine", "bm25"))
     assert "swaps" in found.method
     assert found.swap_ratios[:3] == [None, None, None]
+    assert found.caveat() is None  # measured where it could be
     with pytest.raises(ValueError, match="positions \\[1, 2, 3\\]"):
         estimate_propensities(logs, method="swaps")
 
@@ -94,14 +96,14 @@ def test_auto_takes_the_swaps_ratios_below_the_protected_top_3():
 @settings(max_examples=200, deadline=None)
 @given(
     n=st.integers(1, 30),
-    share=st.floats(0, 1),
+    pairs=st.floats(0, 1),
     protect=st.integers(0, 5),
     seed=st.integers(0, 2**31),
 )
-def test_randpair_never_touches_the_top_and_keeps_a_permutation(n, share, protect, seed):
+def test_randpair_never_touches_the_top_and_keeps_a_permutation(n, pairs, protect, seed):
     order = list(np.random.default_rng(seed).permutation(n))
     before = list(order)
-    after, swapped = randpair(order, np.random.default_rng(seed + 1), share=share, protect=protect)
+    after, swapped = randpair(order, np.random.default_rng(seed + 1), pairs=pairs, protect=protect)
     assert order == before  # the input is not changed
     assert sorted(after) == sorted(before)
     assert after[:protect] == before[:protect]
@@ -115,11 +117,19 @@ def test_randpair_never_touches_the_top_and_keeps_a_permutation(n, share, protec
 
 def test_randpair_swaps_about_the_share_asked():
     orders = np.repeat(np.arange(10)[None, :], 20_000, axis=0)
-    out = randpair_orders(orders, np.random.default_rng(0), share=0.1)
+    out = randpair_orders(orders, np.random.default_rng(0), pairs=0.1)
     assert (out[:, :3] == orders[:, :3]).all()
     moved = (out != orders).mean(axis=0)
     assert 0.09 < moved[3] < 0.11  # position 4 moves when the pair (4, 5) is swapped
     assert 0.18 < moved[4] < 0.20  # position 5: with 4, or (when 4 stayed) with 6
+    # ``share``, the former name of ``pairs``, still works and means the same
+    again = randpair_orders(orders, np.random.default_rng(0), share=0.1)
+    assert (again == out).all()
+    assert randpair(list(range(10)), np.random.default_rng(3), share=0.5) == randpair(
+        list(range(10)), np.random.default_rng(3), pairs=0.5
+    )
+    with pytest.raises(ValueError, match="pairs must be in"):
+        randpair_orders(orders, np.random.default_rng(0), pairs=1.5)
 
 
 def test_the_simulator_follows_the_position_based_model():

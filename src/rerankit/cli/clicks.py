@@ -41,17 +41,18 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         **options,
     )
     read, result = found.read, found.learning
-    print(
-        f"read {len(read.files)} file(s): {read.impressions} impressions, {read.feedback} "
-        f"feedback records ({read.repeated_feedback} repeated, {read.orphan_feedback} "
-        f"without an impression, {read.malformed} bad lines)"
-    )
-    for problem in read.problems:
-        print(f"  {problem}")
+    print(read.describe())
     served = ", ".join(f"{name or '(unnamed)'} {n}" for name, n in found.served.items())
     print(f"sessions by pipeline: {served}")
+    counted = f"{found.counted_clicks} counted (in the first 10 positions"
+    if args.min_dwell_ms is not None:
+        counted += f", with at least {args.min_dwell_ms:g} ms of dwell or none recorded"
+    print(f"clicks: {found.clicks} in the log, {counted})")
     print(f"{result.queries} queries, {result.sessions} sessions\n")
     print(result.propensities.describe())
+    caveat = result.propensities.caveat()
+    if caveat:
+        print(f"  note: {caveat}")
     if result.curve:
         print("\nlearning curve (cross-validated counterfactual nDCG@10 x 100):")
         for sessions, ndcg in result.curve:
@@ -70,6 +71,10 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     beside = out.with_name(out.stem + ".propensities.json")
     beside.write_text(json.dumps(result.propensities.as_dict(), indent=2) + "\n", "utf-8")
     print(f"\nwrote {out}: {what}")
+    if result.adopt or args.keep_learned:
+        model = out.with_suffix(".lgb.txt")
+        print(f"wrote {model} and {model.with_suffix('.json')}: the model and its report")
+        print(f"  ({out} names the model by its full path: to move them, edit its model =)")
     print(f"wrote {beside}: the propensities by position")
     return 0
 
@@ -116,7 +121,7 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
         seed=args.seed,
         by=args.by,
     )
-    print(f"read {read.impressions} impressions, {read.feedback} feedback records")
+    print(read.describe())
     print(report.describe())
     print(f"winner: {report.winner or 'none (the interval includes 0)'}")
     return 0

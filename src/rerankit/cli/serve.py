@@ -70,8 +70,9 @@ def add_commands(sub: Any) -> None:
         "--settings",
         default=None,
         metavar="FILE",
-        help="the service's settings file: [server] and [pipelines.NAME] (see "
-        "rerankit.server.settings)",
+        help="the service's settings file (TOML): a [server] table (keys, limits, "
+        "[server.feedback], ...) and a [pipelines.NAME] table per pipeline, as the "
+        "service guide (docs/service.md) shows",
     )
     add_old_spelling(srv, "--config", "-c", dest="settings", now="--settings")
     srv.add_argument(

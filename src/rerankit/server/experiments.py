@@ -14,8 +14,9 @@ on a share of requests, an experiment whose clicks the log can learn from.
   from them.
 
 An answer so changed says it in ``meta.rerankit.order`` (``"interleaved"`` or
-``"explored"``): its relevance scores are then not in decreasing order. If the candidate
-fails, the request is answered by ``current`` alone (and logged as such).
+``"explored"``): its relevance scores are then not in decreasing order (an exploration
+that exchanged no pair is logged as one but not marked: its order is the plain one). If
+the candidate fails, the request is answered by ``current`` alone (and logged as such).
 """
 
 from __future__ import annotations
@@ -106,7 +107,7 @@ class Experiments:
 
     def _explored(self, result: RerankResult) -> tuple[RerankResult, dict[str, Any]]:
         shown, swapped = randpair(
-            list(range(len(result))), self.rng, share=self.settings.explore_pairs
+            list(range(len(result))), self.rng, pairs=self.settings.explore_pairs
         )
         results = reordered(list(result.results), [int(i) for i in shown])
         return replace(result, results=results), {"explore": {"swapped": swapped}}

@@ -12,7 +12,8 @@ full) is counted in ``rerankit_feedback_write_errors_total``, never failing a re
 Settings (``[server.feedback]``, or ``[server] feedback = "PATH"`` for the defaults)::
 
     [server.feedback]
-    path = "clicks.jsonl"   # the log; rotated files beside it (clicks.jsonl.1 the newest)
+    path = "clicks.jsonl"   # the log (relative: to where the service starts); rotated
+                            # files beside it (clicks.jsonl.1 the newest)
     store = "hash"          # each document's "text", its SHA-256 ("hash") or "id" only
     max_bytes = 100000000   # rotate past this size (0: never)
     backups = 5             # rotated files kept: retention
@@ -237,6 +238,11 @@ class FeedbackLog:
         self.dropped = 0
         self.impressions = 0
         self.feedback = 0
+        logger.info(
+            "feedback on: answers and clicks logged to %s (documents stored as %s)",
+            Path(settings.path).resolve(),
+            settings.store,
+        )
 
     @property
     def write_errors(self) -> int:

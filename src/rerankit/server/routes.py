@@ -53,8 +53,11 @@ def add_rerank_routes(
                 result, shown = await experiments.run(fmt.path, call, arrival, plan)
             request.state.result, request.state.shown = result, shown
             content = fmt.respond(body, call, result)
-            if shown:  # its scores are not in decreasing order: say why
-                how = "interleaved" if "interleaving" in shown else "explored"
+            # an answer whose order is not its scores' says why (an exploration that
+            # exchanged nothing is logged as one, but its order is the plain ranking)
+            swapped = shown.get("explore", {}).get("swapped")
+            how = "interleaved" if "interleaving" in shown else "explored" if swapped else None
+            if how:
                 content["meta"].setdefault("rerankit", {})["order"] = how
             headers = {"x-rerankit-scores": result.score_scale}
             if result.degraded:  # SDK users rarely read meta: the header says it too

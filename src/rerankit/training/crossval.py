@@ -71,7 +71,8 @@ def folds_for(n: int, k: int = 5) -> int:
     outside two folds, so two folds would leave it none; a ValueError under 4 queries)."""
     if n < 4:
         raise ValueError(
-            f"cross-validation needs at least 4 judged training queries with candidates, got {n}"
+            "cross-validation needs at least 4 training queries with candidates (and with "
+            f"judgments, or with clicks when learning from a click log), got {n}"
         )
     return max(3, min(k, n // 2))
 

@@ -261,7 +261,11 @@ def feature_rows(
 
 def _describe_ltr(option: Any) -> str:
     setting, trees, blend, top = option
-    mix = "alone" if blend == 1 else f"blended {blend:.2f} with first stage + MiniLM"
+    mix = (
+        "the learned score alone"
+        if blend == 1
+        else f"blended {blend:.2f} with first stage + MiniLM"
+    )
     cleaned = "" if top is None else f", judged-relevant ranked below {top} left out"
     return f"{setting}, {trees} trees, {mix}{cleaned}"
 

@@ -35,12 +35,16 @@ Rows = Mapping[str, tuple[Sequence[str], np.ndarray]]
 @dataclass
 class LogLearning:
     """What :func:`learn_from_log` found (``learning``), what it read of the log
-    (``read``), the sessions each pipeline served (``served``) and the queries' logs."""
+    (``read``), the sessions each pipeline served (``served``), the queries' logs, and the
+    clicks: in the log's sessions (``clicks``) and counted in learning (``counted_clicks``:
+    those in the first ``depth`` positions, with at least ``min_dwell_ms`` of dwell)."""
 
     learning: ClickLearning
     read: ReadReport
     served: dict[str, int] = field(default_factory=dict)
     logs: dict[str, QueryLog] = field(default_factory=dict)
+    clicks: int = 0
+    counted_clicks: int = 0
 
     @property
     def served_by(self) -> str | None:
@@ -131,4 +135,6 @@ def learn_from_log(
             )
     learning = learn_from_clicks(logs, rows, depth=depth, **options)
     served = Counter(s.impression.pipeline for s in sessions)
-    return LogLearning(learning, read, dict(served.most_common()), logs)
+    clicks = sum(len(s.clicks) for s in sessions)
+    counted = int(sum(log.clicked.sum() for log in logs.values()))
+    return LogLearning(learning, read, dict(served.most_common()), logs, clicks, counted)

@@ -177,7 +177,9 @@ class InterleavingReport:
         else:
             verdict = "no difference either way at this confidence; more sessions would tell"
         return (
-            f"{self.sessions} interleaved sessions over {self.queries} queries, "
+            f"{self.sessions} interleaved session{'' if self.sessions == 1 else 's'} over "
+            f"{self.queries} "
+            f"quer{'y' if self.queries == 1 else 'ies'}, "
             f"{self.sessions - self.clicked} without a click for either; of the "
             f"{self.clicked} with one, {a} won {self.wins[0]}, {b} won {self.wins[1]}, "
             f"{self.clicked - sum(self.wins)} tied; delta ({a} - {b}) {self.delta:+.3f} "
@@ -207,6 +209,7 @@ def interleaving_report(
     by_query: dict[str, list[int]] = {}
     pair = pipelines
     total = 0
+    pairs_seen: set[tuple[str, ...]] = set()
     for s in sessions:
         info = s.impression.interleaving
         if not info:
@@ -214,6 +217,7 @@ def interleaving_report(
         names = tuple(info.get("pipelines", ()))
         if len(names) != 2:
             continue
+        pairs_seen.add(tuple(map(str, names)))
         if pair is None:
             pair = (str(names[0]), str(names[1]))
         if names == (pair[1], pair[0]):
@@ -233,6 +237,12 @@ def interleaving_report(
         )
         total += 1
     if pair is None or total == 0:
+        if pipelines is not None and pairs_seen:
+            found = "; ".join(" and ".join(p) for p in sorted(pairs_seen))
+            raise ValueError(
+                f"no interleaved sessions of {pipelines[0]} and {pipelines[1]} in the log "
+                f"(it has sessions of: {found})"
+            )
         raise ValueError("no interleaved sessions in the log")
     outcomes = [o for group in by_query.values() for o in group]
     wins_a, wins_b = outcomes.count(1), outcomes.count(-1)

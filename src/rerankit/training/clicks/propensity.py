@@ -69,21 +69,24 @@ def randpair_orders(
     orders: np.ndarray,
     rng: np.random.Generator,
     *,
-    share: float = 0.1,
+    pairs: float = 0.1,
     protect: int = PROTECTED,
     depth: int = 10,
+    share: float | None = None,
 ) -> np.ndarray:
     """RandPair over many orders at once (rows of indices, best first): walking down from
     position ``protect + 1``, each adjacent pair within the first ``depth`` positions is
-    exchanged with probability ``share``, and a document moved is not moved again (so each
-    moves by one position at most). Returns new orders; the input is not changed."""
-    if not 0 <= share <= 1:
-        raise ValueError(f"share must be in [0, 1], got {share}")
+    exchanged with probability ``pairs`` (the service's ``explore_pairs``; ``share`` is its
+    former name), and a document moved is not moved again (so each moves by one position at
+    most). Returns new orders; the input is not changed."""
+    pairs = pairs if share is None else share
+    if not 0 <= pairs <= 1:
+        raise ValueError(f"pairs must be in [0, 1], got {pairs}")
     out = np.array(orders, copy=True)
     free = np.ones(out.shape[0], dtype=bool)
     last = min(depth, out.shape[1]) - 1  # the last position a pair can start at, 0-based
     for p in range(protect, last):
-        swap = free & (rng.random(out.shape[0]) < share)
+        swap = free & (rng.random(out.shape[0]) < pairs)
         out[swap, p], out[swap, p + 1] = out[swap, p + 1], out[swap, p].copy()
         free = ~swap  # the pair's second document stays where it went
     return out
@@ -93,15 +96,17 @@ def randpair(
     order: Sequence[int],
     rng: np.random.Generator,
     *,
-    share: float = 0.1,
+    pairs: float = 0.1,
     protect: int = PROTECTED,
     depth: int = 10,
+    share: float | None = None,
 ) -> tuple[list[int], list[int]]:
     """One answer's order after RandPair (:func:`randpair_orders`), and the 1-based
     positions ``p`` whose document was exchanged with the one at ``p + 1`` (what an
     impression's ``explore`` field records). The service calls it per request."""
     before = np.asarray(order)
-    after = randpair_orders(before[None, :], rng, share=share, protect=protect, depth=depth)[0]
+    pairs = pairs if share is None else share
+    after = randpair_orders(before[None, :], rng, pairs=pairs, protect=protect, depth=depth)[0]
     moved = np.flatnonzero(after != before)
     return after.tolist(), [int(p) + 1 for p in moved[::2]]
 
@@ -152,6 +157,20 @@ class Propensities:
             for p, v in enumerate(self.values, start=1)
         )
         return f"propensities by position ({self.method}, {self.sessions} sessions): {shown}"
+
+    def caveat(self) -> str | None:
+        """What to keep in mind reading these, or None: regression EM with no exchanged
+        pairs to check it against tells position from relevance through the features
+        alone, and after a good ranker it comes out steeper than users really are."""
+        if not self.method.startswith("regression EM") or any(
+            r is not None for r in self.swap_ratios
+        ):
+            return None
+        return (
+            "estimated without exchanged pairs (RandPair): where the ranker that served the "
+            "log was good, relevance falls down the page too and these come out steeper "
+            "than users really are; explore a little ([server] explore) to measure them"
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -62,6 +62,25 @@ class ReadReport:
         if len(self.problems) < PROBLEMS_KEPT:
             self.problems.append(problem)
 
+    def describe(self) -> str:
+        """One line of what was read and left out, then the problems kept, one a line."""
+        left_out = [
+            (self.repeated_feedback, "repeated feedback"),
+            (self.orphan_feedback, "feedback without an impression"),
+            (self.duplicate_impressions, "repeated impression ids"),
+            (self.unknown_clicks, "clicks naming no document"),
+            (self.malformed, "bad lines"),
+        ]
+        files, n, f = len(self.files), self.impressions, self.feedback
+        line = (
+            f"read {files} file{'' if files == 1 else 's'}: {n} impression"
+            f"{'' if n == 1 else 's'}, {f} feedback record{'' if f == 1 else 's'}"
+        )
+        counted = [f"{n} {what}" for n, what in left_out if n]
+        if counted:
+            line += f" ({', '.join(counted)})"
+        return "\n".join([line, *(f"  {problem}" for problem in self.problems)])
+
 
 def _time(value: Any, what: str) -> float:
     if value is None:

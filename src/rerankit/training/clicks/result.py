@@ -42,7 +42,11 @@ class ClickLearning:
 
     def describe(self) -> str:
         setting, trees, blend, _ = self.option
-        mix = "alone" if blend == 1 else f"blended {blend:.2f} with first stage + MiniLM"
+        mix = (
+            "the learned score alone"
+            if blend == 1
+            else f"blended {blend:.2f} with first stage + MiniLM"
+        )
         chosen = f"{setting}, {trees} trees, {mix}"
         verdict = self.verdict.describe().replace("default", "served")
         if self.adopt:

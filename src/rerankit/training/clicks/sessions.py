@@ -222,7 +222,7 @@ def log_features(
                 raise ValueError(
                     f"query {key!r}: no text for document {d!r} (the log keeps "
                     f"{'its hash' if log.hashes and log.hashes[i] else 'its id only'}); pass "
-                    "the corpus it came from"
+                    "the corpus it came from (corpus=; on the command line, --data)"
                 )
             texts.append(text)
         first = log.first_stage

@@ -112,7 +112,7 @@ def simulate_query(
     base = np.asarray(order, dtype=np.int32)[None, :]
     orders = np.repeat(base, sessions, axis=0)
     if explore > 0:
-        orders = randpair_orders(orders, rng, share=explore, protect=protect, depth=depth)
+        orders = randpair_orders(orders, rng, pairs=explore, protect=protect, depth=depth)
     shown = np.full((sessions, depth), -1, dtype=np.int32)
     width = min(depth, orders.shape[1])
     shown[:, :width] = orders[:, :width]
