@@ -115,11 +115,12 @@ def create(kind: str, name: str, /, **options: Any) -> Any:
 
 def shared_reranker(name: str) -> Any:
     """The registered reranker ``name``, built once per process (and per cache settings in
-    force: see :func:`rerankit.cache.cache_defaults`) and shared; built anew after the name
-    is registered again."""
+    force: :func:`rerankit.cache.cache_defaults` and the cache environment variables) and
+    shared; built anew after the name is registered again."""
     entry = registry.lookup("reranker", name)
     # by the registered spelling: hybrid-relative and hybrid_relative share one
-    key = (entry.name, current_defaults())
+    caches = tuple(os.environ.get(v) for v in ("RERANKIT_EMBEDDING_CACHE", "RERANKIT_CACHE_URL"))
+    key = (entry.name, current_defaults(), caches)
     with _LOCK:
         cached = _SHARED.get(key)
         if cached is None or cached[0] is not entry:

@@ -36,7 +36,9 @@ def _scorer(service: Service, name: str, cls: type):
     return next(s for s in service.pipelines[name].built.scorers() if isinstance(s, cls))
 
 
-def test_the_cache_table_reaches_the_caches_of_the_served_pipelines(redis_url, monkeypatch):
+def test_the_cache_table_reaches_the_caches_of_the_served_pipelines(
+    redis_url, monkeypatch, tmp_path
+):
     monkeypatch.setenv("RERANKIT_TEST_KEY", "k")
     table = {"url": redis_url, "judgment_ttl": 60, "embedding_ttl": 120, "namespace": "svc"}
     service = Service(ServerSettings(pipelines=PIPELINES, default="llm", cache=table))
@@ -55,8 +57,15 @@ def test_the_cache_table_reaches_the_caches_of_the_served_pipelines(redis_url, m
     # the library outside the service, and a service without a url: as before
     from rerankit import load
 
-    library = next(s for s in load("hybrid").scorers() if isinstance(s, EmbeddingScorer))
-    assert library.cache.store is None  # memory only
+    def shared_embedding():
+        return next(s for s in load("hybrid").scorers() if isinstance(s, EmbeddingScorer))
+
+    assert shared_embedding().cache.store is None  # memory only
+    # the shared pipeline follows the cache variables in force when it is asked for
+    monkeypatch.setenv("RERANKIT_EMBEDDING_CACHE", str(tmp_path / "embeddings.sqlite"))
+    assert isinstance(shared_embedding().cache.store, SQLiteStore)
+    monkeypatch.delenv("RERANKIT_EMBEDDING_CACHE")
+    assert shared_embedding().cache.store is None
     plain = Service(ServerSettings(pipelines=PIPELINES, default="llm"))
     assert isinstance(_scorer(plain, "llm", LLMPointwiseScorer).cache.store, SQLiteStore)
     assert _scorer(plain, "hybrid", EmbeddingScorer).cache.store is None
