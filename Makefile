@@ -9,7 +9,7 @@ QUERY  ?= how do vaccines train the immune system
 SERVE_VENV ?= .venv-serve
 CLIENTS_VENV ?= .venv-clients
 PEERS_VENV ?= .venv-peers
-.PHONY: demo test test-core test-slow lint format bench bench-cross-encoder quality clean install install-dev browser redis nginx docs release-check install-all
+.PHONY: demo test test-envs test-core test-slow lint format bench bench-cross-encoder quality clean install install-dev browser redis nginx docs release-check install-all
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -55,7 +55,12 @@ demo: $(VENV)/.installed
 	$(VENV)/bin/rerankit export all-MiniLM-L6-v2
 	$(VENV)/bin/rerankit rank --query "$(QUERY)" --input examples/sample.jsonl --format table
 
-test: $(VENV)/.installed-dev browser redis nginx $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
+# The three virtual environments the tests use, built side by side (pip spends most of its
+# time unpacking; on two cores this saves about a minute of a fresh `make test`).
+test-envs:
+	$(MAKE) -j3 $(VENV)/.installed-dev $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
+
+test: test-envs browser redis nginx
 	RERANKIT_TORCH_FREE_PYTHON=$(abspath $(SERVE_VENV))/bin/python \
 	RERANKIT_CLIENTS_PYTHON=$(abspath $(CLIENTS_VENV))/bin/python $(PY) -m pytest -q
 
@@ -157,7 +162,7 @@ $(CORE_VENV)/.installed: pyproject.toml
 	$(CORE_VENV)/bin/python -m pip --disable-pip-version-check install -q -e ".[test]"
 	touch $@
 
-test-slow: $(VENV)/.installed-dev browser redis nginx $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
+test-slow: test-envs browser redis nginx
 	RERANKIT_TORCH_FREE_PYTHON=$(abspath $(SERVE_VENV))/bin/python \
 	RERANKIT_CLIENTS_PYTHON=$(abspath $(CLIENTS_VENV))/bin/python $(PY) -m pytest -q -m slow
 
