@@ -343,13 +343,15 @@ def test_a_disconnected_client_s_work_is_dropped_queued_or_running(live_server):
 
     try:
         with ThreadPoolExecutor(3) as pool:
-            running = pool.submit(post, "running", 8, 0.6)  # 8 x 0.25 s; client leaves at 0.6
+            running = pool.submit(post, "running", 8, 1.0)  # 8 x 0.25 s; client leaves at 1.0
             time.sleep(0.2)
-            queued = pool.submit(post, "queued", 2, 0.3)  # waits for the slot; leaves
+            # waits for the slot and leaves at 0.5 s, well before the slot frees (a loaded
+            # machine may be slow to see either departure)
+            queued = pool.submit(post, "queued", 2, 0.3)
             assert running.result() == "gone" and queued.result() == "gone"
         time.sleep(1.0)
         assert "queued" not in SCORED  # never started
-        assert 1 <= len(SCORED["running"]) <= 4  # stopped when its client left
+        assert 1 <= len(SCORED["running"]) <= 5  # stopped when its client left (not all 8)
         assert _metric(server.url, "rerankit_abandoned_total") == 2
         assert post("after", 1, 10) == 200  # the slot is free again
     finally:
