@@ -71,15 +71,18 @@ class ReadReport:
             (self.unknown_clicks, "clicks naming no document"),
             (self.malformed, "bad lines"),
         ]
-        files, n, f = len(self.files), self.impressions, self.feedback
         line = (
-            f"read {files} file{'' if files == 1 else 's'}: {n} impression"
-            f"{'' if n == 1 else 's'}, {f} feedback record{'' if f == 1 else 's'}"
+            f"read {_count(len(self.files), 'file')}: {_count(self.impressions, 'impression')}, "
+            f"{_count(self.feedback, 'feedback record')}"
         )
-        counted = [f"{n} {what}" for n, what in left_out if n]
+        counted = [f"{count} {what}" for count, what in left_out if count]
         if counted:
             line += f" ({', '.join(counted)})"
         return "\n".join([line, *(f"  {problem}" for problem in self.problems)])
+
+
+def _count(n: int, thing: str) -> str:
+    return f"{n} {thing}{'' if n == 1 else 's'}"
 
 
 def _time(value: Any, what: str) -> float:
