@@ -70,7 +70,7 @@ def add_commands(sub: Any) -> None:
         "--settings",
         default=None,
         metavar="FILE",
-        help="the service's settings file (TOML): a [server] table (keys, limits, "
+        help="the service's settings file (TOML): a [server] table (API keys, limits, "
         "[server.feedback], ...) and a [pipelines.NAME] table per pipeline, as the "
         "service guide (docs/service.md) shows",
     )
