@@ -215,28 +215,29 @@ def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(
     assert report.wins == (0, 40)
 
 
-def test_explored_answers_swap_below_the_top_three_and_record_it(tmp_path):
-    settings = _settings(tmp_path, explore=1.0, explore_pairs=1.0)
+def _explored(tmp_path, pairs):
+    """An answer with every request explored, each pair exchanged with chance ``pairs``:
+    the order it shows, its meta and its impression."""
+    settings = _settings(tmp_path, explore=1.0, explore_pairs=pairs)
     with TestClient(create_app(settings)) as client:
         answer = _rerank(client)
         client.app.state.feedback.flush()
-    shown = [r["index"] for r in answer["results"]]
+    (impression,) = _records(tmp_path / "clicks.jsonl")
+    return [r["index"] for r in answer["results"]], answer["meta"], impression
+
+
+def test_explored_answers_swap_below_the_top_three_and_record_it(tmp_path):
+    shown, meta, impression = _explored(tmp_path, 1.0)
     # every pair from position 4 swapped, a document moved never moved again
     assert shown == [0, 1, 2, 4, 3, 6, 5, 8, 7, 9]
-    assert answer["meta"]["rerankit"]["order"] == "explored"
-    (impression,) = _records(tmp_path / "clicks.jsonl")
+    assert meta["rerankit"]["order"] == "explored"
     assert impression["shown"] == shown and impression["explore"] == {"swapped": [4, 6, 8]}
 
 
 def test_an_exploration_that_exchanged_nothing_is_logged_but_not_marked(tmp_path):
-    settings = _settings(tmp_path, explore=1.0, explore_pairs=0.0)
-    with TestClient(create_app(settings)) as client:
-        answer = _rerank(client)
-        client.app.state.feedback.flush()
-    shown = [r["index"] for r in answer["results"]]
+    shown, meta, impression = _explored(tmp_path, 0.0)
     assert shown == list(range(10))  # the plain ranking, its scores in decreasing order
-    assert "order" not in answer["meta"].get("rerankit", {})
-    (impression,) = _records(tmp_path / "clicks.jsonl")
+    assert "order" not in meta.get("rerankit", {})
     assert impression["explore"] == {"swapped": []}  # drawn for exploration: counted as such
 
 

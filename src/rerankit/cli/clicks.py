@@ -14,6 +14,7 @@ from ..config import read_spec, to_toml
 from ..training.clicks.from_log import learn_from_log, read_corpus, read_features
 from ..training.clicks.interleave import BY, interleaving_report
 from ..training.clicks.reader import read_log
+from ..training.clicks.sessions import DEPTH
 from ..training.fusion_search import DEFAULT_HYBRID, pipeline_spec
 from .args import positive_float
 
@@ -44,7 +45,7 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     print(read.describe())
     served = ", ".join(f"{name or '(unnamed)'} {n}" for name, n in found.served.items())
     print(f"sessions by pipeline: {served}")
-    counted = f"{found.counted_clicks} counted (in the first 10 positions"
+    counted = f"{found.counted_clicks} counted (in the first {DEPTH} positions"
     if args.min_dwell_ms is not None:
         counted += f", with at least {args.min_dwell_ms:g} ms of dwell or none recorded"
     print(f"clicks: {found.clicks} in the log, {counted})")
