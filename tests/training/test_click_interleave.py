@@ -261,3 +261,45 @@ def test_the_interval_resamples_sessions_by_default_or_queries(tmp_path):
     assert "interval over queries" in by_query.describe()
     with pytest.raises(ValueError, match="by 'user'"):
         interleaving_report(sessions, by="user")
+
+
+def _counted_log(path, won_a: int, won_b: int, unclicked: int):
+    """Sessions over 20 queries: ``won_a`` with a click on ``a``'s document, ``won_b`` on
+    ``b``'s, ``unclicked`` without a click."""
+    log = ClickLog(path, store="id")
+    outcomes = [[0]] * won_a + [[1]] * won_b + [[]] * unclicked
+    for s, clicked in enumerate(outcomes):
+        log.log_impression(
+            f"s{s}",
+            f"q{s % 20}",
+            [{"id": "x"}, {"id": "y"}],
+            [0, 1],
+            interleaving={"pipelines": ["a", "b"], "teams": [0, 1]},
+        )
+        if clicked:
+            log.log_feedback(f"s{s}", clicked)
+    return read_log(path)[0]
+
+
+def test_an_undecided_report_says_how_much_traffic_would_decide_it(tmp_path):
+    report = interleaving_report(_counted_log(tmp_path / "few.jsonl", 55, 45, 100))
+    assert report.winner is None and report.delta == pytest.approx(0.1)
+    needed = report.needed
+    assert needed is not None and needed > report.sessions
+    assert f"about {needed:,} sessions in all would tell" in report.describe()
+    # the same shares of traffic a quarter above the projection name the winner; a
+    # quarter below, not yet
+    for share, winner in ((1.25, "a"), (0.75, None)):
+        f = needed * share / report.sessions
+        more = _counted_log(
+            tmp_path / f"{share}.jsonl", round(55 * f), round(45 * f), round(100 * f)
+        )
+        assert interleaving_report(more).winner == winner
+    decided = interleaving_report(_counted_log(tmp_path / "many.jsonl", 550, 450, 1000))
+    assert decided.winner == "a" and decided.needed is None
+    level = interleaving_report(_counted_log(tmp_path / "level.jsonl", 50, 50, 100))
+    assert level.needed is None and "would tell" not in level.describe()
+    # over queries the projection counts queries: more traffic on the same ones won't do
+    by_query = interleaving_report(_decided_log(tmp_path / "d.jsonl"), by="query")
+    assert by_query.winner is None and by_query.needed > by_query.queries
+    assert f"about {by_query.needed:,} queries in all would tell" in by_query.describe()

@@ -166,6 +166,19 @@ class InterleavingReport:
             return self.pipelines[1]
         return None
 
+    @property
+    def needed(self) -> int | None:
+        """When no winner is named yet: about how many sessions in all (queries, ``by=
+        "query"``) would name one if the difference seen so far held, since the interval
+        narrows as one over the square root of their number; None when a winner is named
+        or the difference is 0. A projection, not a promise: the difference moves as
+        sessions come in."""
+        half = (self.interval[1] - self.interval[0]) / 2
+        if self.winner or self.delta == 0 or half <= 0:
+            return None
+        count = self.queries if self.by == "query" else self.sessions
+        return math.ceil(count * (half / abs(self.delta)) ** 2)
+
     def describe(self) -> str:
         a, b = self.pipelines
         unit = "queries" if self.by == "query" else "sessions"
@@ -175,7 +188,11 @@ class InterleavingReport:
         elif self.clicked == 0:
             verdict = "no session had a click for either pipeline"
         else:
-            verdict = "no difference either way at this confidence; more sessions would tell"
+            verdict = "no difference either way at this confidence"
+            if self.needed:
+                verdict += (
+                    f"; if the difference seen held, about {self.needed:,} {unit} in all would tell"
+                )
         return (
             f"{self.sessions} interleaved session{'' if self.sessions == 1 else 's'} over "
             f"{self.queries} "
