@@ -57,7 +57,8 @@ async def _served(scorer, batching, abandoned=None):
 
     tasks = [start(0)]
     if batching.batches_pairs(scorer):
-        await asyncio.to_thread(_wait_for, lambda: _queued(batching, scorer, taken=1, waiting=0))
+        taken = lambda: _queued(batching, scorer, taken=1, waiting=0)  # noqa: E731
+        assert await asyncio.to_thread(_wait_for, taken), "the first request was never taken"
     tasks += [start(1), start(2)]
     return await asyncio.gather(*tasks, return_exceptions=True)
 
