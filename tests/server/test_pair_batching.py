@@ -233,5 +233,5 @@ def test_unbatched_pairs_of_an_abandoned_request_queued_for_the_model_never_run(
         return "ran"
 
     outcome = _with_model_thread_held(lambda: asyncio.run(cancelled_while_queued()), asked.is_set)
-    time.sleep(0.2)  # anything left queued would run now that the thread is free
+    on_model_thread(lambda: None)  # anything queued before this has had its turn
     assert outcome == "cancelled" and forwards == []
