@@ -133,14 +133,16 @@ def service():
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 600  # the default loads and warms up before it is ready
+    deadline, ready = time.time() + 600, None  # the default loads and warms up first
     while time.time() < deadline:
         try:
-            if httpx.get(f"{url}/ready", timeout=30).status_code == 200:
+            ready = httpx.get(f"{url}/ready", timeout=30)
+            if ready.json()["status"] != "loading":
                 break
         except httpx.HTTPError:
             pass
         time.sleep(0.5)
+    assert ready is not None and ready.status_code == 200, ready and ready.text  # not failed
     yield SimpleNamespace(url=url)
     server.should_exit = True
     thread.join(10)

@@ -250,9 +250,10 @@ def _llm(provider: SilentEndpoint) -> dict:
 
 def main(scenario: str) -> None:
     """Serve ``bm25`` and broken pipelines, and print ``{"url", "bm25_ready", "under_way",
-    "tasks", "attempts"}`` once bm25 answers and the broken ones are as the scenario wants
-    them (``tasks`` and ``attempts``: what runs then); on a line on stdin, print what runs
-    now (``threads``, ``tasks``, ``info``, ``unanswered``) and exit. Scenarios:
+    "tasks", "attempts", "provider_calls"}`` once bm25 answers and the broken ones are as the
+    scenario wants them (``tasks`` and ``attempts``: what runs then; ``provider_calls``: the
+    connections the provider accepted so far); on a line on stdin, print what runs now
+    (``threads``, ``tasks``, ``info``, ``unanswered``, ``provider_calls``) and exit. Scenarios:
 
     - ``hub-stall``, ``hub-drop``: ``ce``, a cross-encoder from a hub that never answers
       (or drops each connection after 0.5 s), and ``llm``, whose provider never answers
@@ -292,6 +293,7 @@ def main(scenario: str) -> None:
         "under_way": wait_for(under_way, 120.0),
         "tasks": working_tasks(server),
         "attempts": {name: entry.get("attempts", 0) for name, entry in info().items()},
+        "provider_calls": provider.accepted,
     }
     print(json.dumps(start), flush=True)
     sys.stdin.readline()
@@ -302,6 +304,7 @@ def main(scenario: str) -> None:
         "tasks": working_tasks(server),
         "info": info(),
         "unanswered": provider.unanswered,
+        "provider_calls": provider.accepted,
     }
     print(json.dumps(report), flush=True)
     os._exit(0)  # a load attempt may hang on the hub: its thread is not waited for

@@ -33,6 +33,8 @@ class LiveServer:
         deadline = time.time() + 20
         while not self.server.started and time.time() < deadline:
             time.sleep(0.02)
+        if not self.server.started:
+            raise RuntimeError(f"uvicorn did not start on port {self.port} within 20 s")
         self.url = f"http://127.0.0.1:{self.port}"
         if warm:
             wait_warm(self.url, settings)

@@ -241,11 +241,17 @@ def test_an_exploration_that_exchanged_nothing_is_logged_but_not_marked(tmp_path
     assert impression["explore"] == {"swapped": []}  # drawn for exploration: counted as such
 
 
-def test_a_candidate_that_fails_leaves_the_answer_to_the_current_pipeline(tmp_path):
+def test_a_candidate_that_fails_leaves_the_answer_to_the_current_pipeline(tmp_path, caplog):
     settings = _settings(tmp_path, interleave=["up", "fails"], interleave_share=1.0)
-    with TestClient(create_app(settings)) as client:
+    with (
+        caplog.at_level("WARNING", logger="rerankit.server.experiments"),
+        TestClient(create_app(settings)) as client,
+    ):
         answer = _rerank(client, top_n=3)
         client.app.state.feedback.flush()
+    # the interleaving was tried: the candidate ran, failed, and that was said
+    said = "interleave: 'fails' failed (internal error: RuntimeError); answered by 'up' alone"
+    assert said in caplog.text
     assert [r["index"] for r in answer["results"]] == [0, 1, 2]
     assert "order" not in answer["meta"]["rerankit"]
     (impression,) = _records(tmp_path / "clicks.jsonl")

@@ -57,7 +57,8 @@ async def _served(scorer, batching, abandoned=None):
 
     tasks = [start(0)]
     if batching.batches_pairs(scorer):
-        await asyncio.to_thread(_wait_for, lambda: _queued(batching, scorer, taken=1, waiting=0))
+        taken = lambda: _queued(batching, scorer, taken=1, waiting=0)  # noqa: E731
+        assert await asyncio.to_thread(_wait_for, taken), "the first request was never taken"
     tasks += [start(1), start(2)]
     return await asyncio.gather(*tasks, return_exceptions=True)
 
@@ -232,5 +233,5 @@ def test_unbatched_pairs_of_an_abandoned_request_queued_for_the_model_never_run(
         return "ran"
 
     outcome = _with_model_thread_held(lambda: asyncio.run(cancelled_while_queued()), asked.is_set)
-    time.sleep(0.2)  # anything left queued would run now that the thread is free
+    on_model_thread(lambda: None)  # anything queued before this has had its turn
     assert outcome == "cancelled" and forwards == []

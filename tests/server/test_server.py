@@ -652,6 +652,7 @@ def wait_until_ready(url: str, seconds: float = 30) -> None:
         except httpx.HTTPError:
             pass
         time.sleep(0.1)
+    raise TimeoutError(f"the service at {url} was not ready within {seconds:g} s")
 
 
 def test_a_graceful_stop_exits_0_and_finishes_the_request_in_flight(tmp_path):
@@ -792,10 +793,9 @@ def scales(live_server):
         pipelines={"hybrid": "hybrid", "bm25": "bm25", "calibrated": CALIBRATED},
         default="hybrid",
     )
-    server = live_server(settings)
-    deadline = time.time() + 120
-    while httpx.get(f"{server.url}/ready").status_code != 200 and time.time() < deadline:
-        time.sleep(0.1)
+    server = live_server(settings)  # (once every pipeline's first load attempt has ended)
+    ready = httpx.get(f"{server.url}/ready")
+    assert ready.status_code == 200, ready.text  # loaded, not failed
     yield server
     server.stop()
 

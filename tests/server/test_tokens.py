@@ -39,8 +39,10 @@ def client():
     settings = ServerSettings(pipelines={"hybrid": "hybrid", "bm25": "bm25"}, aliases={})
     with TestClient(create_app(settings)) as c:
         deadline = time.time() + 60  # requests get 503 until the pipelines have loaded
-        while c.get("/ready").status_code != 200 and time.time() < deadline:
+        while c.get("/ready").json()["status"] == "loading" and time.time() < deadline:
             time.sleep(0.02)
+        ready = c.get("/ready")
+        assert ready.status_code == 200, ready.text  # loaded, not failed
         yield c
 
 
