@@ -1,6 +1,6 @@
-"""Rerank with a cross-encoder from the Hugging Face hub, scores as probabilities:
-``python examples/cross-encoder/rerank.py [MODEL]`` (a hub id, by default
-cross-encoder/ms-marco-MiniLM-L6-v2, or the folder of a saved model)."""
+"""Rerank with a cross-encoder from the Hugging Face hub, scores as the sigmoid of its logit
+(in (0, 1); ``score_scale`` "unit"): ``python examples/cross-encoder/rerank.py [MODEL]`` (a
+hub id, by default cross-encoder/ms-marco-MiniLM-L6-v2, or the folder of a saved model)."""
 
 import sys
 

@@ -19,6 +19,7 @@ __all__ = [
     "normalize_scores",
     "rank_positions",
     "scale_to_unit",
+    "unit_scale",
     "unit_scores",
 ]
 
@@ -111,10 +112,12 @@ def check_score_scale(scale: str) -> str:
 
 
 def scale_to_unit(scores: Sequence[float] | np.ndarray, scale: str) -> np.ndarray:
-    """Scores in [0, 1] by a fixed map of their ``scale`` (so each depends only on its own
-    raw score): probabilities and unit scores as they are (clipped), cosines below 0 as 0,
-    0-10 grades divided by 10, logits through the sigmoid. ``relative`` scores go through
-    :func:`unit_scores` and stay relative."""
+    """Scores in [0, 1]: by a fixed map of their ``scale`` (so each depends only on its own
+    raw score) for every scale but ``relative``: probabilities and unit scores as they are
+    (clipped), cosines below 0 as 0, 0-10 grades divided by 10, logits through the sigmoid.
+    ``relative`` scores are min-max normalised over the list (best 1, worst 0; a constant
+    list, one score included, 0.5 each) and stay relative. :func:`unit_scale` names the
+    scale of the scores this returns."""
     arr = _as_finite_array(scores)
     check_score_scale(scale)
     if scale in ("probability", "unit", "cosine"):
@@ -123,11 +126,20 @@ def scale_to_unit(scores: Sequence[float] | np.ndarray, scale: str) -> np.ndarra
         return np.clip(arr / 10.0, 0.0, 1.0)
     if scale == "logit":
         return 0.5 * (1.0 + np.tanh(0.5 * arr))  # the sigmoid, without overflow
-    return unit_scores(arr)
+    return normalize_scores(arr, "min_max")
+
+
+def unit_scale(scale: str) -> str:
+    """The scale of :func:`scale_to_unit`'s output for scores of ``scale``: ``probability``
+    and ``relative`` stay what they are; every other scale's fixed map gives ``unit`` (a
+    logit's sigmoid is in (0, 1) but not a calibrated probability)."""
+    check_score_scale(scale)
+    return scale if scale in ("probability", "relative") else "unit"
 
 
 def unit_scores(scores: Sequence[float] | np.ndarray) -> np.ndarray:
-    """Scores that already lie in [0, 1] as they are; any others min-max normalised."""
+    """Scores that already lie in [0, 1] as they are; any others min-max normalised (for
+    scores of unknown scale; :func:`scale_to_unit` is the map for a known one)."""
     arr = _as_finite_array(scores)
     if arr.size and arr.min() >= 0.0 and arr.max() <= 1.0:
         return arr

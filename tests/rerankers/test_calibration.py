@@ -18,7 +18,7 @@ from rerankit.calibration import (
     reliability_svg,
     sigmoid,
 )
-from rerankit.normalize import scale_to_unit
+from rerankit.normalize import SCORE_SCALES, scale_to_unit, unit_scale
 from rerankit.rerankers import FusionReranker
 from rerankit.scorers.coverage import CoverageScorer
 from rerankit.scorers.lexical import BM25Scorer, JaccardScorer
@@ -117,6 +117,26 @@ def test_scales_map_into_the_unit_interval_one_score_at_a_time():
     np.testing.assert_allclose(scale_to_unit([2.0, 4.0], "relative"), [0, 1])
     with pytest.raises(ValueError, match="unknown score scale"):
         scale_to_unit([1.0], "percent")
+
+
+def test_relative_scores_are_min_max_normalised_even_inside_the_unit_interval():
+    # relative scores that happen to lie in [0, 1] (BM25 over a few candidates, RRF) still
+    # mean nothing alone: best 1, worst 0, nothing to tell apart 0.5
+    np.testing.assert_allclose(scale_to_unit([0.45, 0.40, 0.0], "relative"), [1, 0.4 / 0.45, 0])
+    np.testing.assert_allclose(scale_to_unit([0.0326, 0.0324], "relative"), [1, 0])
+    np.testing.assert_allclose(scale_to_unit([0.3], "relative"), [0.5])
+    np.testing.assert_allclose(scale_to_unit([0.3, 0.3], "relative"), [0.5, 0.5])
+
+
+def test_unit_scale_names_the_scale_scale_to_unit_gives():
+    said = {scale: unit_scale(scale) for scale in SCORE_SCALES}
+    assert said == {
+        "probability": "probability",
+        "relative": "relative",
+        **{s: "unit" for s in ("unit", "cosine", "grade10", "logit")},
+    }
+    with pytest.raises(ValueError, match="unknown score scale"):
+        unit_scale("percent")
 
 
 def _calibrated_fusion() -> FusionReranker:

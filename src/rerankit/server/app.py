@@ -9,12 +9,13 @@ at ``/docs`` and the playground page at ``/playground``. Errors are JSON ``{"mes
 
 Relevance scores are in [0, 1] and, for pipelines whose scores depend only on the (query,
 document) pair, mean the same in every request: the default ``hybrid`` (given texts) gives
-a calibrated estimate of P(relevant); ``embedding`` gives the cosine (negative as 0); a
-cross-encoder's logit goes through the sigmoid. Pipelines whose scores are relative to the
-request (``bm25`` over the candidates, min-max or rank fusion, a caller's first-stage
-score) are min-max normalised per request and say so: ``meta.rerankit.scores`` (and the
-``x-rerankit-scores`` header) is ``relative``, and ``/v1/models`` and ``/info`` list each
-pipeline's scale. TEI's ``raw_scores`` returns the pipeline's own scores instead.
+a calibrated estimate of P(relevant) (``probability``); ``embedding``'s cosine (negative as
+0) and a cross-encoder's sigmoid of its logit are ``unit``. Pipelines whose scores are
+relative to the request (``bm25`` over the candidates, min-max or rank fusion, a caller's
+first-stage score) are min-max normalised per request (``relative``). ``meta.rerankit.scores``
+(and the ``x-rerankit-scores`` header) names the scale of the relevance scores sent, and
+``raw_scores`` the pipeline's own; ``/v1/models`` and ``/info`` list both for each
+pipeline. TEI's ``raw_scores`` returns the pipeline's own scores instead.
 """
 
 import asyncio

@@ -12,6 +12,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 
 from ..errors import InputError, ServiceError
+from ..normalize import unit_scale
 from .answers import Answer, mark, stamp
 from .experiments import Experiments
 from .feedback import FeedbackLog
@@ -59,7 +60,11 @@ def add_rerank_routes(
             how = "interleaved" if "interleaving" in shown else "explored" if swapped else None
             if how:
                 content["meta"].setdefault("rerankit", {})["order"] = how
-            headers = {"x-rerankit-scores": result.score_scale}
+            # the scale of the numbers sent: TEI's raw_scores are the pipeline's own
+            raw = getattr(body, "raw_scores", False)
+            headers = {
+                "x-rerankit-scores": result.score_scale if raw else unit_scale(result.score_scale)
+            }
             if result.degraded:  # SDK users rarely read meta: the header says it too
                 headers["x-rerankit-degraded"] = "true"
             for header, which in (("truncated", call.cuts), ("chunked", call.splits)):

@@ -18,6 +18,7 @@ from ..errors import (
     ModelLoadError,
     ServiceError,
 )
+from ..normalize import unit_scale
 from ..types import RerankResult, check_top_k
 from .admission import Admission
 from .answers import Answers
@@ -99,6 +100,10 @@ class Service:
         name = self.settings.resolve(name)
         if name not in self.pipelines:
             available = ", ".join(sorted(self.pipelines))
+            if self.settings.aliases:
+                available += "; aliases: " + ", ".join(
+                    f"{alias} ({target})" for alias, target in sorted(self.settings.aliases.items())
+                )
             raise ServiceError(404, f"model {name!r} not found; available: {available}")
         pipeline = self.pipelines[name]
         if not pipeline.ready:
@@ -129,7 +134,8 @@ class Service:
         if reranker is None:
             return {"scores": None}
         out: dict[str, Any] = {
-            "scores": reranker.score_scale,
+            "scores": unit_scale(reranker.score_scale),  # what relevance_score is
+            "raw_scores": reranker.score_scale,  # what TEI's raw_scores are
             "pairwise": reranker.score_scale != "relative",
         }
         if getattr(reranker, "fuses_first_stage", False):  # a hybrid fusing a retriever score

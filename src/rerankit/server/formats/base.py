@@ -10,7 +10,7 @@ from typing import Annotated, Any, Protocol
 from pydantic import BaseModel, BeforeValidator, Field
 
 from ...errors import ServiceError
-from ...normalize import scale_to_unit
+from ...normalize import scale_to_unit, unit_scale
 from ...types import Document, RerankResult
 from ..settings import ServerSettings
 
@@ -164,16 +164,18 @@ def check_query(query: str, settings: ServerSettings) -> str:
 def relevance_scores(result: RerankResult) -> list[float]:
     """The result's scores in [0, 1] by the fixed map of its scale (see
     :func:`rerankit.normalize.scale_to_unit`): a probability as it is, a cosine clipped at
-    0, a logit through the sigmoid; only ``relative`` scores are normalised per request."""
+    0, a logit through the sigmoid; only ``relative`` scores are min-max normalised per
+    request. :func:`rerankit.normalize.unit_scale` names their scale."""
     return scale_to_unit([r.score for r in result], result.score_scale).tolist()
 
 
 def meta(result: RerankResult, version: str, call: Call | None = None) -> dict[str, Any]:
     """Cohere's ``meta`` object, with the result's warnings, and rerankit's own account in
-    ``meta.rerankit``: ``scores`` (what the relevance scores mean: ``probability``,
-    another pair-wise scale, or ``relative`` when they are comparable only within this
-    answer) and, when anything went wrong, ``degraded`` and the per-document ``flags`` by
-    input index."""
+    ``meta.rerankit``: ``scores`` (what the relevance scores are: ``probability``, ``unit``
+    for another pair-wise scale mapped into [0, 1], or ``relative`` when they are min-max
+    normalised within this answer), ``raw_scores`` (the pipeline's own scale, as TEI's
+    ``raw_scores`` returns them: ``logit``, ``cosine``, ...) and, when anything went
+    wrong, ``degraded`` and the per-document ``flags`` by input index."""
     billed = {"search_units": 1, **(call.usage if call is not None else {})}
     out: dict[str, Any] = {"api_version": {"version": version}, "billed_units": billed}
     cuts = call.cuts if call is not None else {}
@@ -187,7 +189,10 @@ def meta(result: RerankResult, version: str, call: Call | None = None) -> dict[s
     ]
     if warnings:
         out["warnings"] = warnings
-    own: dict[str, Any] = {"scores": result.score_scale}
+    own: dict[str, Any] = {
+        "scores": unit_scale(result.score_scale),
+        "raw_scores": result.score_scale,
+    }
     flags = {str(r.index): list(r.flags) for r in result if r.flags}
     for i in sorted(cuts):  # every cut and split is said on its document too
         flags.setdefault(str(i), []).append("truncated")
