@@ -43,7 +43,19 @@ def candidates(rows, hybrid) -> dict:
     }
 
 
-def run(rows, qrels, a, b, names, top, seed, path, shared_prefix=True, prefixes=PREFIXES):
+def run(
+    rows,
+    qrels,
+    a,
+    b,
+    names,
+    top,
+    seed,
+    path,
+    shared_prefix=True,
+    prefixes=PREFIXES,
+    bys=("session", "query"),
+):
     from rerankit.training.clicks import ClickLog, interleaving_report, read_log, team_draft
     from rerankit.training.clicks.simulate import PositionBasedModel, grades_0_to_4
 
@@ -78,7 +90,7 @@ def run(rows, qrels, a, b, names, top, seed, path, shared_prefix=True, prefixes=
     return {
         (n, by): interleaving_report(sessions[:n], pipelines=names, seed=seed, by=by)
         for n in prefixes
-        for by in ("session", "query")
+        for by in bys
     }
 
 
@@ -216,3 +228,66 @@ def credit_rules(
     print("| credit rule | better named / worse named / no winner |\n|---|---:|")
     for rule, cells in found.items():
         print(f"| {rule} | {' / '.join(map(str, cells))} |")
+
+
+def projections(
+    split: str = "train",
+    other: str = "best-passage cosine",
+    runs: int = 50,
+    at: int = 500,
+    upto: int = 8000,
+    step: int = 250,
+) -> None:
+    """How well the report's projection (``InterleavingReport.needed``) plans traffic: in
+    each run with no winner after ``at`` sessions, the sessions it projected against the
+    first multiple of ``step`` (up to ``upto``) after which the report names a winner."""
+    from benchmarks.quality.clicks import test_ndcg
+    from rerankit.training.clicks.simulate import max_grade
+
+    data, rows, hybrid = prepared("scifact", split)
+    top = max_grade(data.qrels)
+    rankers = candidates(rows, hybrid)
+    default = "hybrid (the default)"
+    ndcg = {n: test_ndcg(rankers[n], rows, data.qrels) for n in (default, other)}
+    better = max(ndcg, key=ndcg.get)
+    grid = tuple(range(step, upto + 1, step))
+    pairs, decided, wrong = [], 0, 0
+    for seed in range(runs):
+        reports = run(
+            rows,
+            data.qrels,
+            rankers[default],
+            rankers[other],
+            (default, other),
+            top,
+            seed,
+            CACHE / f"projection-{seed}.jsonl",
+            prefixes=grid,
+            bys=("session",),
+        )
+        first = reports[(at, "session")]
+        if first.winner:
+            decided += 1
+            continue
+        named = next((n for n in grid if reports[(n, "session")].winner), None)
+        wrong += bool(named) and reports[(named, "session")].winner != better
+        pairs.append((first.needed, named))
+    print(
+        f"SciFact {split}, {default} ({ndcg[default]:.2f}) against {other} "
+        f"({ndcg[other]:.2f}), {runs} runs: {decided} named a winner within {at} sessions; "
+        f"in the other {len(pairs)}:"
+    )
+    projected = np.array([p for p, _ in pairs if p], dtype=float)
+    actual = np.array([n if n else np.inf for p, n in pairs if p], dtype=float)
+    print(
+        f"  projected sessions: median {np.median(projected):,.0f}, quartiles "
+        f"{np.quantile(projected, 0.25):,.0f} to {np.quantile(projected, 0.75):,.0f}"
+    )
+    print(
+        f"  a winner named (first multiple of {step}): median {np.median(actual):,.0f}; "
+        f"{int(np.isinf(actual).sum())} runs none by {upto}; the worse one named {wrong} times"
+    )
+    print(
+        f"  named by the plan: {int((actual <= projected).sum())}; by twice it: "
+        f"{int((actual <= 2 * projected).sum())} (of {len(projected)})"
+    )

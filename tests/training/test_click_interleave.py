@@ -286,10 +286,10 @@ def test_an_undecided_report_says_how_much_traffic_would_decide_it(tmp_path):
     assert report.winner is None and report.delta == pytest.approx(0.1)
     needed = report.needed
     assert needed is not None and needed > report.sessions
-    assert f"about {needed:,} sessions in all would tell" in report.describe()
-    # the same shares of traffic a quarter above the projection name the winner; a
-    # quarter below, not yet
-    for share, winner in ((1.25, "a"), (0.75, None)):
+    assert f"about {needed:,} sessions in all would tell, 80 times in 100" in report.describe()
+    # the same shares of traffic name the winner at the plan; at 0.4 of it, not yet (the
+    # plan is for 80 % power: at exactly the shares seen, half of it just names one)
+    for share, winner in ((1.0, "a"), (0.4, None)):
         f = needed * share / report.sessions
         more = _counted_log(
             tmp_path / f"{share}.jsonl", round(55 * f), round(45 * f), round(100 * f)
@@ -303,3 +303,7 @@ def test_an_undecided_report_says_how_much_traffic_would_decide_it(tmp_path):
     by_query = interleaving_report(_decided_log(tmp_path / "d.jsonl"), by="query")
     assert by_query.winner is None and by_query.needed > by_query.queries
     assert f"about {by_query.needed:,} queries in all would tell" in by_query.describe()
+    # what the plan is, computed directly: the interval's half-width in standard errors
+    # (1.96 at 95 %) plus 0.84 (80 % power), over the difference, squared
+    se = (report.interval[1] - report.interval[0]) / 2 / 1.959964
+    assert needed == pytest.approx(report.sessions * (2.801585 * se / 0.1) ** 2, abs=1)

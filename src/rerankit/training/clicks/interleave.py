@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import random
+import statistics
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -35,6 +36,7 @@ from .reader import Session
 
 __all__ = [
     "BY",
+    "POWER",
     "InterleavingReport",
     "credit",
     "interleaving_report",
@@ -44,6 +46,8 @@ __all__ = [
 
 #: what the report's bootstrap can resample
 BY = ("session", "query")
+#: the chance of naming a winner that :attr:`InterleavingReport.needed` plans traffic for
+POWER = 0.8
 
 
 def team_draft(
@@ -169,15 +173,18 @@ class InterleavingReport:
     @property
     def needed(self) -> int | None:
         """When no winner is named yet: about how many sessions in all (queries, ``by=
-        "query"``) would name one if the difference seen so far held, since the interval
-        narrows as one over the square root of their number; None when a winner is named
-        or the difference is 0. A projection, not a promise: the difference moves as
-        sessions come in."""
+        "query"``) give a :data:`POWER` chance of naming one if the difference seen so far is
+        the true one (the interval narrows as one over the square root of their number);
+        None when a winner is named or the difference is 0. A plan, not a promise: the
+        difference moves as sessions come in."""
         half = (self.interval[1] - self.interval[0]) / 2
         if self.winner or self.delta == 0 or half <= 0:
             return None
+        normal = statistics.NormalDist()
+        z = normal.inv_cdf(0.5 + self.confidence / 2)
         count = self.queries if self.by == "query" else self.sessions
-        return math.ceil(count * (half / abs(self.delta)) ** 2)
+        spread = half / z * (z + normal.inv_cdf(POWER))  # in units of the interval
+        return math.ceil(count * (spread / abs(self.delta)) ** 2)
 
     def describe(self) -> str:
         a, b = self.pipelines
@@ -191,7 +198,8 @@ class InterleavingReport:
             verdict = "no difference either way at this confidence"
             if self.needed:
                 verdict += (
-                    f"; if the difference seen held, about {self.needed:,} {unit} in all would tell"
+                    f"; if the difference seen holds, about {self.needed:,} {unit} in all "
+                    f"would tell, {100 * POWER:g} times in 100"
                 )
         return (
             f"{self.sessions} interleaved session{'' if self.sessions == 1 else 's'} over "
