@@ -13,7 +13,7 @@ docs = [
     "A vaccine trains the immune system: B and T cells learn to recognise the pathogen.",
     "Smallpox was declared eradicated in 1980.",
 ]
-scorer = CrossEncoderScorer(model, output="probability")  # the default, "logit", orders alike
+scorer = CrossEncoderScorer(model, output="sigmoid")  # the default, "logit", orders alike
 result = rerankit.rerank("how do vaccines train the immune system", docs, reranker=scorer)
 for doc in result:
     print(f"{doc.score:.3f}  {doc.text}")

@@ -95,7 +95,7 @@ def test_the_cross_encoder_recipe_runs_on_a_model_folder(bert_dir, tmp_path):
     (block,) = _blocks(
         _section(README, "### Your own cross-encoder from the Hugging Face hub"), "python"
     )
-    assert HUB_ID in block and 'output="probability"' in block
+    assert HUB_ID in block and 'output="sigmoid"' in block
     printed = _python(block.replace(HUB_ID, str(bert_dir)), cwd=tmp_path)
     pairs = json.loads(printed.replace("(", "[").replace(")", "]"))
     assert sorted(index for index, _ in pairs) == [0, 1]

@@ -51,10 +51,14 @@ def test_cross_encoder_equals_a_direct_forward(bert_dir):
     reference = direct_cross_encoder_logits(bert_dir, QUERY, DOCS)[:, 0]
     scorer = CrossEncoderScorer(str(bert_dir), device="cpu")
     np.testing.assert_allclose(scorer.score_texts(QUERY, DOCS), reference, atol=1e-5)
-    prob = CrossEncoderScorer(str(bert_dir), device="cpu", output="probability")
-    np.testing.assert_allclose(
-        prob.score_texts(QUERY, DOCS), 1 / (1 + np.exp(-reference)), atol=1e-6
-    )
+    for spelling in ("sigmoid", "probability"):  # the older name still works
+        prob = CrossEncoderScorer(str(bert_dir), device="cpu", output=spelling)
+        assert prob.output == "sigmoid" and prob.score_scale == "unit"
+        np.testing.assert_allclose(
+            prob.score_texts(QUERY, DOCS), 1 / (1 + np.exp(-reference)), atol=1e-6
+        )
+    with pytest.raises(ValueError, match="output must be one of logit, sigmoid"):
+        CrossEncoderScorer(str(bert_dir), device="cpu", output="softmax")
     assert len(set(np.round(reference, 6))) > 1  # the tiny model does tell documents apart
 
 
@@ -66,7 +70,7 @@ def test_cross_encoder_batch_size_does_not_change_scores(bert_dir):
 
 def test_cross_encoder_two_labels_scores_the_relevant_label(bert2_dir):
     logits = direct_cross_encoder_logits(bert2_dir, QUERY, DOCS)
-    scorer = CrossEncoderScorer(str(bert2_dir), device="cpu", output="probability")
+    scorer = CrossEncoderScorer(str(bert2_dir), device="cpu", output="sigmoid")
     softmax = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
     np.testing.assert_allclose(scorer.score_texts(QUERY, DOCS), softmax[:, 1], atol=1e-5)
 

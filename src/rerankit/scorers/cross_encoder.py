@@ -7,8 +7,10 @@ Score semantics (``output``):
 
 * ``"logit"`` (default): the model's raw relevance logit, unbounded, higher = more relevant.
   For a two-label model (not relevant / relevant) it is ``logit[1] - logit[0]``.
-* ``"probability"``: ``sigmoid`` of that logit, in (0, 1) (for a two-label model, the same
-  as the softmax probability of the "relevant" label).
+* ``"sigmoid"``: the sigmoid of that logit, in (0, 1) (for a two-label model, the same as
+  the softmax of the "relevant" label). Its scale is ``unit``: the model's own estimate,
+  not a calibrated probability (see ``normalize.SCORE_SCALES``). ``"probability"``, its
+  older name, is still accepted.
 """
 
 from __future__ import annotations
@@ -42,7 +44,9 @@ __all__ = ["DEFAULT_CROSS_ENCODER", "PAIRS_HOOK", "CrossEncoderScorer"]
 PAIRS_HOOK: ContextVar[Any | None] = ContextVar("rerankit_pairs_hook", default=None)
 
 DEFAULT_CROSS_ENCODER = "cross-encoder/ms-marco-MiniLM-L6-v2"
-OUTPUTS = ("logit", "probability")
+OUTPUTS = ("logit", "sigmoid")
+#: older names of :data:`OUTPUTS`, still accepted
+OUTPUT_ALIASES = {"probability": "sigmoid"}
 
 
 def relevance_from_logits(logits: np.ndarray, output: str) -> np.ndarray:
@@ -57,8 +61,8 @@ def relevance_from_logits(logits: np.ndarray, output: str) -> np.ndarray:
             f"cross-encoder returned logits of shape {logits.shape}; a relevance model has 1 "
             "or 2 labels"
         )
-    if output == "probability":
-        return 1.0 / (1.0 + np.exp(-logits))
+    if OUTPUT_ALIASES.get(output, output) == "sigmoid":
+        return 0.5 * (1.0 + np.tanh(0.5 * logits))  # the sigmoid, without overflow
     return logits
 
 
@@ -66,7 +70,7 @@ class CrossEncoderScorer(LocalModelScorer):
     """Scores each (query, document) pair with a cross-encoder.
 
     ``model``: hub id, local directory, or a loaded ``CrossEncoder``. ``output``:
-    ``"logit"`` or ``"probability"`` (see the module doc). ``profile`` and the
+    ``"logit"`` or ``"sigmoid"`` (see the module doc). ``profile`` and the
     ``device``/``batch_size``/``dtype``/``max_length`` overrides say how it runs. The query
     is read whole and each document cut to the room left in ``max_length`` tokens (the
     model's own limit by default; see :mod:`rerankit.backends.pairs`), and each cut is
@@ -76,7 +80,7 @@ class CrossEncoderScorer(LocalModelScorer):
 
     @property
     def score_scale(self) -> str:
-        """``logit`` or, with ``output="probability"``, ``unit``."""
+        """``logit`` or, with ``output="sigmoid"``, ``unit``."""
         return "logit" if self.output == "logit" else "unit"
 
     what = "cross-encoder"
@@ -90,6 +94,7 @@ class CrossEncoderScorer(LocalModelScorer):
         name: str = "cross_encoder",
         **options: Unpack[LocalModelOptions],
     ) -> None:
+        output = OUTPUT_ALIASES.get(output, output)
         if output not in OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, got {output!r}")
         super().__init__(model, name=name, **options)
