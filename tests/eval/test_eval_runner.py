@@ -333,7 +333,11 @@ def _eval(tiny, capsys, *extra):
             r"first\.run\.trec:2: "
             r"document 'd9' \(query 'q1'\) is not in the corpus",
         ),
-        ("first.run.trec", "q5 Q0 d1 1 3.0 x\n", r"none of its query ids is among"),
+        (
+            "first.run.trec",
+            "q1 Q0 d1 1 3.0 x\nq5 Q0 d1 1 3.0 x\n",
+            r"first\.run\.trec:2: query 'q5' is not in queries\.jsonl",
+        ),
     ],
 )
 def test_bad_data_is_an_error_naming_the_file_and_line(tiny, capsys, file, content, message):
