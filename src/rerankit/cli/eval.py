@@ -285,8 +285,8 @@ def add_commands(sub: Any) -> None:
         "--baseline",
         default=None,
         metavar="NAME",
-        help="also compare every pipeline with this one (one of --rerankers, or 'first "
-        "stage'): the paired difference in nDCG@10 over the same queries, its standard "
+        help="also compare every pipeline with this one (one of --rerankers, or "
+        "first-stage): the paired difference in nDCG@10 over the same queries, its standard "
         "error and p-value, per collection and, over several, one row each and the mean",
     )
     ev.add_argument(
