@@ -142,8 +142,10 @@ def add_commands(sub: Any) -> None:
         "--folds",
         type=positive_int,
         default=5,
-        help="cross-validation folds over the training queries (default 5, at least 3; "
-        "fewer with fewer than two queries per fold)",
+        help="cross-validation folds over the training queries (default 5; at least 3, "
+        "which nested cross-validation needs). With fewer than two training queries per "
+        "fold, tune uses half as many folds as queries, but 3 at least; it needs 4 "
+        "training queries",
     )
     tu.add_argument(
         "--keep-learned",
