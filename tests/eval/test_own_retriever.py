@@ -118,9 +118,7 @@ def test_the_header_and_recall_are_at_the_depth_the_run_gives(collection, tmp_pa
 
 
 @pytest.mark.parametrize("suffix", [".trec", ".jsonl"])
-def test_a_query_id_not_in_queries_jsonl_is_an_error_naming_the_line(
-    collection, tmp_path, suffix
-):
+def test_a_query_id_not_in_queries_jsonl_is_an_error_naming_the_line(collection, tmp_path, suffix):
     source = tmp_path / f"mine{suffix}"
     if suffix == ".trec":
         source.write_text(RUN + "q9 Q0 d2 1 3.0 mine\n")

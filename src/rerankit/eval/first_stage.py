@@ -120,9 +120,7 @@ def first_stage(
         if Path(source).suffix.lower() == ".jsonl":
             ranked = load_candidates(source, corpus=data.corpus, queries=data.query_ids)
         else:
-            ranked = load_run(
-                source, with_scores=True, corpus=data.corpus, queries=data.query_ids
-            )
+            ranked = load_run(source, with_scores=True, corpus=data.corpus, queries=data.query_ids)
         if not set(ranked) & set(data.queries):
             raise InputError(f"{source}: none of its query ids is among the dataset's queries")
     return {qid: list(ranked.get(qid, []))[:k] for qid in data.queries}
