@@ -100,9 +100,7 @@ def test_options_that_cannot_work_are_refused_before_any_work(tmp_path, options,
         tune(tmp_path / "not-read", **options)
 
 
-def test_tune_keeps_document_vectors_on_disk_as_the_command_does(
-    tmp_path, synthetic, monkeypatch
-):
+def test_tune_keeps_document_vectors_on_disk_as_the_command_does(tmp_path, synthetic, monkeypatch):
     """From Python, as from ``rerankit tune``: vectors go to embeddings.sqlite in the cache
     directory unless told otherwise, so a second tune of the same folder encodes nothing;
     the environment is as it was afterwards."""
@@ -115,7 +113,9 @@ def test_tune_keeps_document_vectors_on_disk_as_the_command_does(
     tune(data, k=10, out=tmp_path / "t.toml", folds=3)
     assert "RERANKIT_EMBEDDING_CACHE" not in os.environ
     with sqlite3.connect(tmp_path / "cache" / "embeddings.sqlite") as db:
-        assert db.execute("SELECT COUNT(*) FROM rerankit_embedding").fetchone()[0] >= 10  # the candidates
+        assert (
+            db.execute("SELECT COUNT(*) FROM rerankit_embedding").fetchone()[0] >= 10
+        )  # the candidates
     from rerankit.cache import embedding_cache_file
 
     # the choices TuneOptions.embedding_cache takes (--embedding-cache, --no-embedding-cache)
