@@ -131,7 +131,7 @@ def test_a_query_id_not_in_queries_jsonl_is_an_error_naming_the_line(collection,
         first_stage(load_beir(collection), str(source))
     # a run shipped in the folder is checked the same way
     (collection / "bm25.run.trec").write_text(RUN + "q9 Q0 d2 1 3.0 mine\n")
-    with pytest.raises(InputError, match="bm25.run.trec:5: query 'q9' is not in queries.jsonl"):
+    with pytest.raises(InputError, match=r"bm25\.run\.trec:5: query 'q9' is not in queries\.jsonl"):
         load_beir(collection)
 
 

@@ -351,6 +351,7 @@ def test_a_pipeline_and_its_model_moved_together_still_load(tuned, tmp_path, mon
     """tune writes the model's path relative to the pipeline file (it is beside it), and
     loading reads it from the file's folder, whatever the working directory."""
     import shutil
+
     import tomllib
 
     from rerankit import load
