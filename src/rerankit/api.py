@@ -13,7 +13,7 @@ from typing import Any
 from . import registry
 from ._optional import install_hint
 from .backends.choice import bundled_export_ready, onnx_runtime_installed
-from .config import build, read_spec, resolve_reranker
+from .config import build, read_pipeline, resolve_reranker
 from .documents import InputFields
 from .rerankers.base import check_keywords
 from .types import RerankResult
@@ -49,7 +49,7 @@ def load(spec: Any) -> Any:
     if isinstance(spec, Path) or (
         isinstance(spec, str) and Path(spec).suffix.lower() in PIPELINE_SUFFIXES
     ):
-        return build(read_spec(spec))
+        return build(read_pipeline(spec))
     if isinstance(spec, Mapping):
         return build(spec)
     return resolve_reranker(spec)

@@ -25,6 +25,11 @@ are the registered scorers (``bm25``, ``jaccard``, ``text``, ``field``, ``recenc
 arguments. LLM scorers take ``provider`` (``gemini`` or ``openai``), ``model``,
 ``base_url`` and ``api_key_env`` (the environment variable holding the key).
 
+In a pipeline file, a relative ``model`` or ``embedding`` path that exists beside the file
+(``model = "ltr.lgb.txt"``) is read from the file's folder, so a pipeline and its model copied
+together to another folder or machine still load; anything else (a hub id, a path relative
+to the working directory) is used as written.
+
 Mistakes raise :class:`~rerankit.errors.ConfigError` naming the stage and key
 (``stages[1].keep: must be a positive integer``).
 
@@ -72,6 +77,7 @@ __all__ = [
     "create",
     "llm_listwise",
     "llm_pointwise",
+    "read_pipeline",
     "read_spec",
     "resolve_reranker",
     "shared_reranker",
@@ -218,6 +224,36 @@ def read_spec(source: str | Path) -> dict[str, Any]:
     if not isinstance(spec, Mapping):
         raise ConfigError("a pipeline spec is a table/mapping at the top level", where=str(path))
     return dict(spec)
+
+
+#: the keys of a pipeline file whose relative paths are read from the file's folder
+PATH_KEYS = ("model", "embedding")
+
+
+def read_pipeline(source: str | Path) -> dict[str, Any]:
+    """The spec in a pipeline file, with the relative ``model`` and ``embedding`` paths that
+    exist beside the file made absolute (see the module doc)."""
+    return _beside(read_spec(source), Path(source).resolve().parent)
+
+
+def _beside(node: Any, folder: Path) -> Any:
+    if isinstance(node, Mapping):
+        out = {}
+        for key, value in node.items():
+            if (
+                key in PATH_KEYS
+                and isinstance(value, str)
+                and value
+                and not Path(value).is_absolute()
+            ):
+                there = folder / value
+                out[key] = str(there) if there.exists() else value
+            else:
+                out[key] = _beside(value, folder)
+        return out
+    if isinstance(node, list):
+        return [_beside(v, folder) for v in node]
+    return node
 
 
 def _typed(kind: str, entry: Any, where: str, drop: tuple[str, ...] = ()) -> Any:

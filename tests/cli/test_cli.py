@@ -381,3 +381,20 @@ def test_language_reaches_the_lexical_signals_from_every_command(capsys, tmp_pat
     assert code == 1 and "--language applies to a registered reranker" in err
     settings = serve_settings(build_parser().parse_args(["serve", "--language", "de"]))
     assert settings.pipelines == {"hybrid": {"reranker": {"type": "hybrid", "language": "de"}}}
+
+
+def test_rank_says_when_a_model_comes_from_the_hub_as_the_docs_say(capsys):
+    """docs/scorers.md: one line on stderr before a hub model loads, none for the bundled
+    model or a local folder (eval reports the load time apart)."""
+
+    from rerankit.cli.rank import announce_model_loading
+    from rerankit.rerankers import ScorerReranker
+    from rerankit.scorers import EmbeddingScorer
+
+    announce_model_loading(ScorerReranker(EmbeddingScorer("some-org/some-model")))
+    assert "loading some-org/some-model from the Hugging Face hub" in capsys.readouterr().err
+    announce_model_loading(ScorerReranker(EmbeddingScorer()))  # the bundled model
+    assert capsys.readouterr().err == ""
+    page = " ".join((Path(__file__).parents[2] / "docs" / "scorers.md").read_text().split())
+    assert "prints a line while they do" not in page
+    assert "one line on stderr before loading a model from the Hugging Face hub" in page

@@ -101,3 +101,44 @@ def test_a_mistake_in_the_candidates_names_the_line(collection, tmp_path, line, 
     rows.write_text(line + "\n")
     with pytest.raises(InputError, match=message):
         load_candidates(rows, corpus=load_beir(collection).corpus)
+
+
+def test_the_header_and_recall_are_at_the_depth_the_run_gives(collection, tmp_path, capsys):
+    run = tmp_path / "mine.trec"
+    run.write_text(RUN)  # 3 candidates for q1, 1 for q2: 3 deep
+    argv = ["eval", "--data", str(collection), "--first-stage", str(run), "--no-progress"]
+    assert main([*argv, "--rerankers", "bm25", "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert f"first stage: {run}, top 3 (no more given; --candidates 100)" in printed
+    assert "recall@3" in printed and "recall@100" not in printed
+    assert json.loads((tmp_path / "out" / "results.json").read_text())["k"] == 3
+    assert main([*argv, "--rerankers", "bm25", "--candidates", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert f"first stage: {run}, top 2\n" in printed and "recall@2" in printed
+
+
+@pytest.mark.parametrize("suffix", [".trec", ".jsonl"])
+def test_a_query_id_not_in_queries_jsonl_is_an_error_naming_the_line(collection, tmp_path, suffix):
+    source = tmp_path / f"mine{suffix}"
+    if suffix == ".trec":
+        source.write_text(RUN + "q9 Q0 d2 1 3.0 mine\n")
+        where = "mine.trec:5: query 'q9'"
+    else:
+        rows = [*ROWS, {"query_id": "q9", "candidates": ["d2"]}]
+        source.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        where = "mine.jsonl, line 3: query 'q9'"
+    with pytest.raises(InputError, match=f"{where} is not in queries.jsonl"):
+        first_stage(load_beir(collection), str(source))
+    # a run shipped in the folder is checked the same way
+    (collection / "bm25.run.trec").write_text(RUN + "q9 Q0 d2 1 3.0 mine\n")
+    with pytest.raises(InputError, match=r"bm25\.run\.trec:5: query 'q9' is not in queries\.jsonl"):
+        load_beir(collection)
+
+
+def test_a_run_may_name_queries_of_another_split(collection, tmp_path):
+    (collection / "queries.jsonl").write_text(
+        (collection / "queries.jsonl").read_text() + '{"_id": "q3", "text": "pasta"}\n'
+    )
+    (collection / "mine.trec").write_text(RUN + "q3 Q0 d4 1 3.0 mine\n")  # q3 is unjudged
+    data = load_beir(collection)
+    assert set(first_stage(data, str(collection / "mine.trec"))) == {"q1", "q2"}

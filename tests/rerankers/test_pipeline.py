@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import rerankit
 from rerankit import Document, available_rerankers, load
+from rerankit.config import build
 from rerankit.errors import InvalidDocumentError
 from rerankit.rerankers import FusionReranker, ScorerReranker
 from rerankit.scorers import BM25Scorer, FieldScorer, ScoreBatch, TextSimilarity
@@ -181,6 +182,48 @@ def test_field_scorer_fuses_a_first_stage_score():
         rerankit.rerank("q", [{"text": "t", "score": "high"}], reranker=FieldScorer("score"))
     distances = FieldScorer("score", higher_is_better=False)
     assert [r.id for r in rerankit.rerank("q", docs, reranker=distances)] == ["a", "c", "b"]
+
+
+def test_a_field_scorer_with_a_fallback_says_when_the_field_is_missing():
+    # what `rerankit tune` writes: the retriever's score with missing = 0.0
+    tuned = build(
+        {
+            "name": "tuned",
+            "stages": [
+                {
+                    "name": "tuned",
+                    "method": "weighted_average",
+                    "scorers": [
+                        {"type": "bm25", "weight": 0.4},
+                        {
+                            "type": "field",
+                            "field": "first_stage_score",
+                            "name": "first_stage",
+                            "missing": 0.0,
+                            "weight": 0.6,
+                        },
+                    ],
+                }
+            ],
+        }
+    )
+    texts = ["solar power", "wind", "solar price"]
+    result = tuned.rerank("solar", texts)
+    assert not result.degraded  # the configured fallback, not a failure
+    (warning,) = [w for w in result.warnings if "first_stage_score" in w]
+    assert "missing from every document" in warning
+    for how in ("first_stage_field=", "--first-stage-field", "Cohere v1"):
+        assert how in warning
+    assert all("missing:first_stage_score" in r.flags for r in result)
+    some = [{"text": t, "first_stage_score": 1.0} for t in texts[:2]] + [texts[2]]
+    result = tuned.rerank("solar", some)
+    assert any("missing from 1 of 3 documents" in w for w in result.warnings)
+    assert [r.flags for r in sorted(result, key=lambda r: r.index)][:2] == [(), ()]
+    scored = [{"text": t, "first_stage_score": 1.0} for t in texts]
+    assert not any("first_stage_score" in w for w in tuned.rerank("solar", scored).warnings)
+    # another field names only the field
+    pop = FusionReranker([BM25Scorer(), FieldScorer("views", missing=0.0)]).rerank("q", ["a"])
+    assert any("give each document a 'views' field" in w for w in pop.warnings)
 
 
 def test_context_reaches_every_strategy(fixed_scorer):

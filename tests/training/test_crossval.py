@@ -42,6 +42,20 @@ def test_too_few_queries_for_folds_are_refused():
     assert folds_for(6) == 3 and folds_for(100) == 5 and folds_for(4) == 3
 
 
+def test_the_folds_help_says_what_happens(capsys):
+    from rerankit.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["tune", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "half as many folds as queries, but 3 at least" in shown
+    assert "it needs 4 training queries" in shown
+    # which is what happens: 8 queries make 4 folds, 5 make 3, 3 are refused
+    assert folds_for(8, 5) == 4 and folds_for(5, 5) == 3 and folds_for(50, 5) == 5
+    with pytest.raises(ValueError, match="at least 4"):
+        folds_for(3, 5)
+
+
 def test_a_clearly_better_option_is_chosen_on_every_fold():
     def fit(train):
         assert len(train) < len(QIDS)  # never the whole set inside the cross-validation

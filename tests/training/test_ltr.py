@@ -347,6 +347,32 @@ def test_judged_candidates_keep_the_named_ones_in_order_with_their_default_score
     assert rows["q1"][0] == ["a", "b", "c", "d"] and default["q1"].shape == (4,)  # untouched
 
 
+def test_a_pipeline_and_its_model_moved_together_still_load(tuned, tmp_path, monkeypatch):
+    """tune writes the model's path relative to the pipeline file (it is beside it), and
+    loading reads it from the file's folder, whatever the working directory."""
+    import shutil
+
+    import tomllib
+
+    from rerankit import load
+
+    _, out = tuned
+    stage = tomllib.loads(out.read_text())["stages"][0]
+    (entry,) = [
+        e for e in [stage.get("scorer"), *stage.get("scorers", [])] if e and e["type"] == "learned"
+    ]
+    assert entry["model"] == "ltr.lgb.txt"
+    moved = tmp_path / "server"
+    moved.mkdir()
+    for name in ("ltr.toml", "ltr.lgb.txt", "ltr.lgb.json"):
+        shutil.copy(out.parent / name, moved / name)
+    monkeypatch.chdir(tmp_path)  # neither the old folder nor the new one
+    docs = ["solar power alpha beta", "pasta sauce gamma", "wind turbines delta"]
+    here = load(moved / "ltr.toml").rerank("solar power", docs)
+    there = load(out).rerank("solar power", docs)
+    assert [r.score for r in here] == pytest.approx([r.score for r in there])
+
+
 def test_the_learned_scorer_scores_and_explains(tuned):
     from rerankit import load
 
@@ -495,3 +521,16 @@ def test_with_another_embedding_the_default_is_the_better_of_hybrid_and_its_fusi
     assert "not adopted" in printed
     written = tomllib.loads(out.read_text())
     assert written["stages"] == [{"reranker": "hybrid"}]
+
+
+def test_only_paths_that_exist_beside_a_pipeline_file_are_read_from_its_folder(tmp_path):
+    from rerankit.config import read_pipeline
+
+    (tmp_path / "m.lgb.txt").write_text("")
+    (tmp_path / "p.toml").write_text(
+        '[[stages]]\nscorer = { type = "learned", model = "m.lgb.txt" }\n'
+        '[[stages]]\nscorer = { type = "cross_encoder", model = "org/reranker" }\n'
+    )
+    stages = read_pipeline(tmp_path / "p.toml")["stages"]
+    assert stages[0]["scorer"]["model"] == str(tmp_path / "m.lgb.txt")
+    assert stages[1]["scorer"]["model"] == "org/reranker"  # a hub id, as written

@@ -98,3 +98,28 @@ def test_tune_writes_the_default_when_learning_cannot_beat_it_and_tells_a_report
 def test_options_that_cannot_work_are_refused_before_any_work(tmp_path, options, message):
     with pytest.raises(ValueError, match=message):
         tune(tmp_path / "not-read", **options)
+
+
+def test_tune_keeps_document_vectors_on_disk_as_the_command_does(tmp_path, synthetic, monkeypatch):
+    """From Python, as from ``rerankit tune``: vectors go to embeddings.sqlite in the cache
+    directory unless told otherwise, so a second tune of the same folder encodes nothing;
+    the environment is as it was afterwards."""
+    import os
+    import sqlite3
+
+    monkeypatch.delenv("RERANKIT_EMBEDDING_CACHE")
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))
+    data = synthetic(tmp_path / "data", obvious=True)
+    tune(data, k=10, out=tmp_path / "t.toml", folds=3)
+    assert "RERANKIT_EMBEDDING_CACHE" not in os.environ
+    with sqlite3.connect(tmp_path / "cache" / "embeddings.sqlite") as db:
+        assert (
+            db.execute("SELECT COUNT(*) FROM rerankit_embedding").fetchone()[0] >= 10
+        )  # the candidates
+    from rerankit.cache import embedding_cache_file
+
+    # the choices TuneOptions.embedding_cache takes (--embedding-cache, --no-embedding-cache)
+    assert embedding_cache_file(tmp_path / "e.sqlite") == str(tmp_path / "e.sqlite")
+    assert embedding_cache_file(False) == ""
+    monkeypatch.setenv("RERANKIT_EMBEDDING_CACHE", "")  # set: left as it is
+    assert embedding_cache_file(None) is None

@@ -19,7 +19,13 @@ caller computes without it; :func:`error_counts` counts those calls. Inside
 
 from .answer import DEFAULT_ANSWER_TTL, AnswerCache, answer_key
 from .backend import StoreOptions, cache_defaults, current_defaults, open_store
-from .embedding import EmbeddingCache, embedding_key
+from .embedding import (
+    EMBEDDING_CACHE_ENV,
+    EmbeddingCache,
+    embedding_cache_file,
+    embedding_cache_in_use,
+    embedding_key,
+)
 from .fingerprint import model_files_digest, pipeline_fingerprint, scorer_identity
 from .judgment import JudgmentCache, judgment_cache
 from .keys import CACHE_FORMAT, KINDS, canonical_json, text_key
@@ -38,6 +44,7 @@ __all__ = [
     "CACHE_FORMAT",
     "CACHE_URL_ENV",
     "DEFAULT_ANSWER_TTL",
+    "EMBEDDING_CACHE_ENV",
     "KINDS",
     "AnswerCache",
     "CacheSettings",
@@ -53,6 +60,8 @@ __all__ = [
     "canonical_json",
     "current_defaults",
     "default_cache_dir",
+    "embedding_cache_file",
+    "embedding_cache_in_use",
     "embedding_key",
     "error_counts",
     "judgment_cache",

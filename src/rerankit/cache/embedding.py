@@ -3,9 +3,11 @@ by a store shared with other processes (an SQLite file, or Redis) when one is na
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,12 +15,59 @@ import numpy as np
 
 from .backend import StoreOptions, open_store, with_defaults
 from .keys import digest, text_key
-from .store import cache_url
+from .store import cache_url, default_cache_dir
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-__all__ = ["EmbeddingCache", "embedding_key"]
+__all__ = [
+    "EMBEDDING_CACHE_ENV",
+    "EmbeddingCache",
+    "embedding_cache_file",
+    "embedding_cache_in_use",
+    "embedding_key",
+]
+
+#: the environment variable every EmbeddingScorer built without a cache of its own reads:
+#: an SQLite file, or "" for memory only
+EMBEDDING_CACHE_ENV = "RERANKIT_EMBEDDING_CACHE"
+
+
+def embedding_cache_file(choice: str | Path | bool | None = None) -> str | None:
+    """What ``$RERANKIT_EMBEDDING_CACHE`` should hold for a long job (evaluating, tuning),
+    so that it encodes each document once across runs: ``choice`` when it is a path,
+    ``""`` (memory only) when it is False; with None or True, None (leave it) when the
+    variable is set or ``$RERANKIT_CACHE_URL`` names a shared server, else
+    ``embeddings.sqlite`` in the rerankit cache directory (its folder is created)."""
+    if choice is False:
+        return ""
+    if choice is not None and choice is not True:
+        return str(choice)
+    if os.environ.get(EMBEDDING_CACHE_ENV) is not None or cache_url():
+        return None
+    path = default_cache_dir() / "embeddings.sqlite"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return str(path)
+
+
+@contextlib.contextmanager
+def embedding_cache_in_use(choice: str | Path | bool | None = None) -> Iterator[None]:
+    """Inside the block, embedding scorers built without a cache of their own keep
+    document vectors where :func:`embedding_cache_file` says; the environment is restored
+    after it."""
+    value = embedding_cache_file(choice)
+    if value is None:
+        yield
+        return
+    before = os.environ.get(EMBEDDING_CACHE_ENV)
+    os.environ[EMBEDDING_CACHE_ENV] = value
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(EMBEDDING_CACHE_ENV, None)
+        else:
+            os.environ[EMBEDDING_CACHE_ENV] = before
 
 
 def embedding_key(model: str, text: str) -> str:

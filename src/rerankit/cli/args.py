@@ -12,7 +12,7 @@ from .. import registry
 from ..api import PIPELINE_SUFFIXES
 from ..backends.detect import model_kind
 from ..backends.manifest import BACKENDS
-from ..cache import cache_url, default_cache_dir
+from ..cache import EMBEDDING_CACHE_ENV, embedding_cache_file
 from ..config import read_spec
 from ..documents import InputFields
 from ..errors import InputError
@@ -31,6 +31,7 @@ __all__ = [
     "add_max_queries_argument",
     "add_no_progress_argument",
     "add_old_spelling",
+    "embedding_cache_choice",
     "in_language",
     "input_fields",
     "model_kind_name",
@@ -258,16 +259,15 @@ def use_embedding_cache(args: argparse.Namespace) -> None:
     from here on), so every reranker of an evaluation, and the next evaluation, encode each
     document once: --embedding-cache, else $RERANKIT_EMBEDDING_CACHE, else the server
     $RERANKIT_CACHE_URL names, else embeddings.sqlite in the rerankit cache directory;
-    --no-embedding-cache turns it off."""
+    --no-embedding-cache turns it off (:func:`rerankit.cache.embedding_cache_file`)."""
+    value = embedding_cache_file(embedding_cache_choice(args))
+    if value is not None:
+        os.environ[EMBEDDING_CACHE_ENV] = value
 
-    if args.no_embedding_cache:
-        os.environ["RERANKIT_EMBEDDING_CACHE"] = ""
-    elif args.embedding_cache:
-        os.environ["RERANKIT_EMBEDDING_CACHE"] = args.embedding_cache
-    elif not os.environ.get("RERANKIT_EMBEDDING_CACHE") and not cache_url():
-        path = default_cache_dir() / "embeddings.sqlite"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        os.environ["RERANKIT_EMBEDDING_CACHE"] = str(path)
+
+def embedding_cache_choice(args: argparse.Namespace) -> str | bool | None:
+    """--embedding-cache FILE, False for --no-embedding-cache, else None (the default)."""
+    return False if args.no_embedding_cache else args.embedding_cache
 
 
 def add_first_stage_argument(parser: Any) -> None:

@@ -14,7 +14,7 @@ from ..batch import quiet_ray_logs, run_pipeline_ray
 from ..errors import InputError
 from ..eval.compare import check_baseline, format_against, format_summary_against
 from ..eval.data import TITLES, find_collections
-from ..eval.first_stage import first_stage
+from ..eval.first_stage import candidate_depth, first_stage
 from ..eval.runner import (
     PipelineRun,
     check_output_folder,
@@ -192,18 +192,20 @@ def cmd_eval(args: argparse.Namespace) -> int:
             for run in mine[1:]:
                 run.name = _run_name(run.name, layout, layouts)
             runs += mine if not runs else mine[1:]
-        rows = evaluate_runs(data, runs, args.k)
+        depth = candidate_depth(cands, args.k)
+        rows = evaluate_runs(data, runs, depth)
         source_label = _source_label(data, args.first_stage)
         empty = _without_candidates(data, cands)
         print(
             f"{data.name}, {split} split, {len(data.queries)} queries"
             + (f", {empty} with no candidates (they score 0)" if empty else "")
-            + f"; first stage: {source_label}, top {args.k}"
+            + f"; first stage: {source_label}, top {depth}"
+            + (f" (no more given; --candidates {args.k})" if depth < args.k else "")
             + ("; rerankers see texts only (no first-stage scores)" if args.texts_only else "")
             + _titles_note(layouts)
             + "\n"
         )
-        print(format_table(rows, args.k))
+        print(format_table(rows, depth))
         if baseline is not None:
             print("\n" + format_against(rows, baseline))
         if several:
@@ -212,7 +214,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "dataset": data.name,
             "split": split,
             "first_stage": source_label,
-            "k": args.k,
+            "k": depth,
             "queries": len(data.queries),
             "queries_without_candidates": empty,
             "first_stage_scores_given": not args.texts_only,
@@ -283,8 +285,8 @@ def add_commands(sub: Any) -> None:
         "--baseline",
         default=None,
         metavar="NAME",
-        help="also compare every pipeline with this one (one of --rerankers, or 'first "
-        "stage'): the paired difference in nDCG@10 over the same queries, its standard "
+        help="also compare every pipeline with this one (one of --rerankers, or "
+        "first-stage): the paired difference in nDCG@10 over the same queries, its standard "
         "error and p-value, per collection and, over several, one row each and the mean",
     )
     ev.add_argument(

@@ -17,9 +17,9 @@ from .args import (
     add_first_stage_argument,
     add_max_queries_argument,
     add_no_progress_argument,
+    embedding_cache_choice,
     positive_float,
     positive_int,
-    use_embedding_cache,
 )
 from .clicks import add_tune_click_arguments, cmd_tune_clicks
 from .console import reporter
@@ -33,8 +33,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     if not args.data:
         raise ValueError("tune needs --data FOLDER (judgments) or --clicks LOG (a click log)")
     options = TuneOptions.from_namespace(args)
-    options.check()  # before the embedding cache is set up and any work
-    use_embedding_cache(args)
+    options.embedding_cache = embedding_cache_choice(args)
     result = tune(reporter=reporter(args), **asdict(options))
     print_test_report(args, result)
     return 0
@@ -142,8 +141,10 @@ def add_commands(sub: Any) -> None:
         "--folds",
         type=positive_int,
         default=5,
-        help="cross-validation folds over the training queries (default 5, at least 3; "
-        "fewer with fewer than two queries per fold)",
+        help="cross-validation folds over the training queries (default 5; at least 3, "
+        "which nested cross-validation needs). With fewer than two training queries per "
+        "fold, tune uses half as many folds as queries, but 3 at least; it needs 4 "
+        "training queries",
     )
     tu.add_argument(
         "--keep-learned",

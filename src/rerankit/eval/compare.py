@@ -15,14 +15,21 @@ from .metrics import paired_standard_error
 __all__ = ["against", "check_baseline", "format_against", "format_summary_against"]
 
 
+#: how ``--baseline`` names the first stage (its run is named ``"first stage"``, which is
+#: accepted too)
+FIRST_STAGE_BASELINE = "first-stage"
+
+
 def check_baseline(baseline: str, names: Sequence[str]) -> str:
-    """``baseline`` if it names one of the evaluated ``names`` (``first stage`` included;
-    ``first-stage`` is taken for it), else an error listing them."""
-    wanted = "first stage" if baseline == "first-stage" else baseline
+    """The evaluated run ``baseline`` names, one of ``names``: ``first-stage`` (or ``first
+    stage``) names the first stage's run, ``"first stage"``; anything else, an error listing
+    the names ``--baseline`` takes."""
+    wanted = "first stage" if baseline == FIRST_STAGE_BASELINE else baseline
     if wanted not in names:
+        shown = [FIRST_STAGE_BASELINE if n == "first stage" else n for n in names]
         raise InputError(
             f"--baseline {baseline!r} is not among the evaluated pipelines "
-            f"({', '.join(repr(n) for n in names)})"
+            f"({', '.join(repr(n) for n in shown)})"
         )
     return wanted
 

@@ -40,7 +40,9 @@ class Dataset:
     """Corpus (doc id -> {"title", "text"}), queries (id -> text) and graded qrels
     (query id -> doc id -> relevance) of one split; ``run_scores`` is a first-stage ranking
     when the dataset ships one (query id -> ``(doc id, score)``, best first); ``notes``:
-    what :func:`load_beir` found amiss but could read past (also logged as warnings)."""
+    what :func:`load_beir` found amiss but could read past (also logged as warnings);
+    ``query_ids``: every query id of ``queries.jsonl``, judged in this split or not (a run
+    file naming another is a mistake)."""
 
     name: str
     corpus: dict[str, dict[str, str]]
@@ -49,6 +51,7 @@ class Dataset:
     run_scores: dict[str, list[tuple[str, float]]] | None = None
     notes: list[str] = field(default_factory=list)
     run_file: str | None = None  #: the file ``run_scores`` was read from
+    query_ids: frozenset[str] | None = None
 
     @property
     def run(self) -> dict[str, list[str]] | None:
@@ -137,10 +140,12 @@ def load_run(
     *,
     with_scores: bool = False,
     corpus: Any = None,
+    queries: Any = None,
 ) -> dict[str, list[Any]]:
     """A TREC run (``qid Q0 docid rank score tag``) as query id -> doc ids, best first (or
     ``(doc id, score)`` pairs with ``with_scores=True``). With ``corpus`` (anything
-    supporting ``in``), a document it lacks is an error naming the line."""
+    supporting ``in``), a document it lacks is an error naming the line; with ``queries``
+    (the ids of queries.jsonl), so is a query id it lacks."""
     scored: dict[str, list[tuple[float, int, str]]] = {}
     path = Path(path)
     if not path.is_file():
@@ -153,6 +158,8 @@ def load_run(
             if len(parts) != 6:
                 raise InputError(f"{path}:{n}: expected 6 columns, got {len(parts)}")
             qid, _, did, rank, score, _ = parts
+            if queries is not None and qid not in queries:
+                raise InputError(f"{path}:{n}: query {qid!r} is not in queries.jsonl")
             if corpus is not None and did not in corpus:
                 raise InputError(
                     f"{path}:{n}: document {did!r} (query {qid!r}) is not in the corpus"
@@ -213,9 +220,10 @@ def load_beir(
         for n, r in numbered_jsonl(path / "corpus.jsonl")
     }
     qrels = {} if unjudged else load_qrels(path / f"qrels/{split}.tsv")
-    queries = {}
+    queries, query_ids = {}, set()
     for n, r in numbered_jsonl(path / "queries.jsonl"):
         qid = _identity(r, n, path / "queries.jsonl", "query")
+        query_ids.add(qid)
         text = r.get("text")
         if not isinstance(text, str) or not text.strip():
             raise InputError(
@@ -242,7 +250,9 @@ def load_beir(
             f"{runs[0].name}, is the first stage (name another with --first-stage)"
         )
         logger.warning(notes[-1])
-    scored = load_run(runs[0], with_scores=True, corpus=corpus) if runs else None
+    scored = None
+    if runs:
+        scored = load_run(runs[0], with_scores=True, corpus=corpus, queries=query_ids)
     if scored is not None and not set(scored) & set(queries):
         raise InputError(f"{runs[0]}: none of its query ids is among the {split} queries")
     return Dataset(
@@ -253,6 +263,7 @@ def load_beir(
         run_scores=scored,
         notes=notes,
         run_file=runs[0].name if runs else None,
+        query_ids=frozenset(query_ids),
     )
 
 

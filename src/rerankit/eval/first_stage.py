@@ -19,7 +19,13 @@ from ..text.analysis import Analyzer
 from ..text.language import CorpusStats
 from .data import Dataset, load_run
 
-__all__ = ["BM25Index", "candidate_documents", "first_stage", "load_candidates"]
+__all__ = [
+    "BM25Index",
+    "candidate_depth",
+    "candidate_documents",
+    "first_stage",
+    "load_candidates",
+]
 
 
 class BM25Index:
@@ -112,12 +118,20 @@ def first_stage(
         ranked = data.run_scores
     else:
         if Path(source).suffix.lower() == ".jsonl":
-            ranked = load_candidates(source, corpus=data.corpus)
+            ranked = load_candidates(source, corpus=data.corpus, queries=data.query_ids)
         else:
-            ranked = load_run(source, with_scores=True, corpus=data.corpus)
+            ranked = load_run(source, with_scores=True, corpus=data.corpus, queries=data.query_ids)
         if not set(ranked) & set(data.queries):
             raise InputError(f"{source}: none of its query ids is among the dataset's queries")
     return {qid: list(ranked.get(qid, []))[:k] for qid in data.queries}
+
+
+def candidate_depth(cands: Mapping[str, Sequence[Any]], k: int) -> int:
+    """The depth the first stage gave: the most candidates any query has (at most ``k``;
+    ``k`` when none has any). A 20-deep run evaluated with the default ``k=100`` is 20 deep,
+    and recall is reported at 20."""
+    most = max((len(c) for c in cands.values()), default=0)
+    return min(most, k) if most else k
 
 
 def candidate_documents(
@@ -131,13 +145,16 @@ def candidate_documents(
     return [{**data.document(d), "first_stage_score": s} for d, s in ranked]
 
 
-def load_candidates(path: str | Path, *, corpus: Any) -> dict[str, list[tuple[str, float]]]:
+def load_candidates(
+    path: str | Path, *, corpus: Any, queries: Any = None
+) -> dict[str, list[tuple[str, float]]]:
     """Your retriever's output as JSON Lines, one row a query: ``{"query_id": "q1",
     "candidates": [{"id": "d3", "first_stage_score": 12.1}, ...]}`` (the rows ``rerankit
     batch`` reads; other fields, such as ``query`` and the candidates' ``text``, are
     ignored: texts come from the corpus). A candidate may also be a bare id; its score is
     ``first_stage_score``, else ``score``, else its position (best first). Returns query id
-    -> ``(doc id, score)`` best first; a mistake is an :class:`InputError` naming the line."""
+    -> ``(doc id, score)`` best first; a mistake (a document not in ``corpus``, a query id
+    not in ``queries`` when given) is an :class:`InputError` naming the line."""
     out: dict[str, list[tuple[str, float]]] = {}
     for n, row in numbered_jsonl(path):
         where = f"{path}, line {n}"
@@ -146,6 +163,8 @@ def load_candidates(path: str | Path, *, corpus: Any) -> dict[str, list[tuple[st
         qid = row.get("query_id")
         if not isinstance(qid, (str, int)) or isinstance(qid, bool):
             raise InputError(f"{where}: query_id must be a string or number, got {qid!r}")
+        if queries is not None and str(qid) not in queries:
+            raise InputError(f"{where}: query {str(qid)!r} is not in queries.jsonl")
         ranked = []
         for i, cand in enumerate(row["candidates"]):
             doc = cand.get("id") if isinstance(cand, dict) else cand

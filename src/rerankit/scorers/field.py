@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .._threads import in_thread
-from ..documents import field_value
+from ..documents import FIRST_STAGE_SCORE, field_value
 from ..errors import InvalidDocumentError
 from ..types import Document
 from .base import ScoreBatch
@@ -27,7 +27,10 @@ class FieldScorer:
 
     ``field`` names a metadata key (a dict input's own field, e.g. ``"score"``); dots reach
     into nested mappings (``"retrieval.score"``). A document without the field raises an
-    ``InvalidDocumentError`` naming it, unless ``missing`` gives a value to use instead.
+    ``InvalidDocumentError`` naming it, unless ``missing`` gives a value to use instead:
+    then each such document is flagged ``missing:<field>`` and the result carries a warning
+    saying how many lacked it and how to pass it (the result is not ``degraded``: the
+    fallback is the configured one).
     Set ``higher_is_better=False`` for distances or ranks. NaN or infinite values pass through
     to the reranker's non-finite policy (worst score, flagged, with a warning).
     """
@@ -47,8 +50,33 @@ class FieldScorer:
         self.missing = missing
         self.higher_is_better = higher_is_better
 
-    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> np.ndarray:
-        return self.values(docs)
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
+        values = self.values(docs)
+        absent = [i for i, doc in enumerate(docs) if self._absent(doc)]
+        if not absent:
+            return ScoreBatch(values=values)
+        return ScoreBatch(
+            values=values,
+            flags={i: [f"missing:{self.field}"] for i in absent},
+            warnings=[self._missing_warning(len(absent), len(docs))],
+        )
+
+    def _absent(self, doc: Document) -> bool:
+        return field_value(doc, self.field, None) is None
+
+    def _missing_warning(self, absent: int, total: int) -> str:
+        which = "every document" if absent == total else f"{absent} of {total} documents"
+        how = f"give each document a {self.field!r} field"
+        if self.field == FIRST_STAGE_SCORE:
+            how = (
+                f"pass the retriever's score: a {FIRST_STAGE_SCORE!r} field on each document, "
+                "first_stage_field= in Python, --first-stage-field on the command line, "
+                "first_stage_field in a Cohere v1 request"
+            )
+        return (
+            f"scorer {self.name!r}: field {self.field!r} is missing from {which}; they "
+            f"score missing={self.missing!r} ({how})"
+        )
 
     def values(self, docs: Sequence[Document]) -> np.ndarray:
         out = np.empty(len(docs), dtype=np.float64)

@@ -380,7 +380,8 @@ def fit_ltr(job: Inputs) -> TuneResult:
 def _learned_spec(opts: Any, name: str, model_path: Path, blend: float) -> dict[str, Any]:
     """The learned pipeline: the model alone (``blend`` 1), or ``blend`` of it and the rest
     of the first stage + MiniLM fusion, min-max normalised."""
-    scorer: dict[str, Any] = {"type": "learned", "model": str(model_path.resolve())}
+    # beside the pipeline file, so the two copied together still load (read_pipeline)
+    scorer: dict[str, Any] = {"type": "learned", "model": model_path.name}
     if opts.embedding_model:
         scorer["embedding"] = opts.embedding_model
     if blend == 1:

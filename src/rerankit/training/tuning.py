@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import load
+from ..cache import embedding_cache_in_use
 from ..errors import InputError
 from ..eval.data import Dataset, read_split
 from ..eval.first_stage import first_stage
@@ -43,7 +44,11 @@ class TuneOptions:
     calibrated hybrid, or ``method="ltr"`` with ``seeds`` and ``unjudged``), the embedding
     model, the folds, the
     margin over the noise a learned pipeline needs (``adopt_margin``, default 2),
-    ``keep_learned`` to write it anyway, ``out`` (the pipeline file) and ``max_queries``."""
+    ``keep_learned`` to write it anyway, ``out`` (the pipeline file) and ``max_queries``.
+    ``embedding_cache``: where document vectors are kept across runs, as ``rerankit tune``
+    keeps them (None: ``$RERANKIT_EMBEDDING_CACHE``, else the server ``$RERANKIT_CACHE_URL``
+    names, else ``embeddings.sqlite`` in the rerankit cache directory; a path: that SQLite
+    file; False: memory only, ``--no-embedding-cache``)."""
 
     data: str | Path
     train_split: str = "train"
@@ -63,6 +68,7 @@ class TuneOptions:
     adopt_margin: float | None = None
     calibrate: bool = False
     max_queries: int | None = None
+    embedding_cache: str | Path | bool | None = None
 
     @property
     def strategy_list(self) -> list[str]:
@@ -118,6 +124,11 @@ def tune(data: str | Path, *, reporter: Reporter | None = None, **options: Any) 
     opts = TuneOptions(data=data, **options)
     report = quiet(reporter)
     opts.check()
+    with embedding_cache_in_use(opts.embedding_cache):
+        return _tune(opts, report)
+
+
+def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
     if opts.embedding_model and Path(opts.embedding_model).is_dir():  # usable from anywhere
         opts.embedding_model = str(Path(opts.embedding_model).resolve())
     model = (opts.embedding_model,) if opts.embedding_model else ()
