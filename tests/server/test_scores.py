@@ -93,3 +93,22 @@ def test_an_unknown_model_is_answered_with_every_name_that_works(served):
     assert "'hybrid' not found" in message
     for name in ("bm25", "ce", "rrf", "rerank-v3.5", "rerank-english-v3.0"):
         assert name in message, message
+
+
+@pytest.mark.parametrize("model", ["bm25", "rrf", "ce"])
+def test_top_n_only_cuts_the_answer_its_scores_stay_the_same(served, model):
+    whole = {
+        x["index"]: x["relevance_score"] for x in rerank(served, model, DOCS).json()["results"]
+    }
+    for top_n in (1, 2):
+        body = {"model": model, "query": "solar power", "documents": DOCS, "top_n": top_n}
+        cut = httpx.post(f"{served.url}/v2/rerank", json=body).json()["results"]
+        assert len(cut) == top_n
+        assert {x["index"]: x["relevance_score"] for x in cut} == {
+            i: whole[i] for i in [x["index"] for x in cut]
+        }
+    v1 = httpx.post(
+        f"{served.url}/v1/rerank",
+        json={"model": model, "query": "solar power", "documents": DOCS, "top_n": 1},
+    ).json()["results"]
+    assert v1[0]["relevance_score"] == max(whole.values())

@@ -91,6 +91,7 @@ class Experiments:
         if isinstance(a, BaseException):
             raise a
         call.usage.update(current.usage)
+        call.relevance.update(current.relevance)  # relative scores: over every document
         if isinstance(b, BaseException):
             logger.warning("interleave: %r failed (%s); answered by %r alone", pair[1], b, pair[0])
             return (a if call.top_n is None else a.top_k(call.top_n)), {}

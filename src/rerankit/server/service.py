@@ -18,7 +18,7 @@ from ..errors import (
     ModelLoadError,
     ServiceError,
 )
-from ..normalize import unit_scale
+from ..normalize import scale_to_unit, unit_scale
 from ..types import RerankResult, check_top_k
 from .admission import Admission
 from .answers import Answers
@@ -373,7 +373,10 @@ class Service:
         # ends.
         started = time.monotonic()
         self.metrics.queue_time.observe(started - queued)
-        top_k = call.top_n if owners is None else None
+        # relative scores are min-max normalised over every document of the request, so
+        # top_n only cuts the answer: such a pipeline ranks them all first
+        relative = pipeline.reranker.score_scale == "relative"
+        top_k = call.top_n if owners is None and not relative else None
         with request_hooks(self.batching, abandoned):  # the task copies them
             task = asyncio.get_running_loop().create_task(
                 pipeline.reranker.arerank(call.query, docs, top_k=top_k),
@@ -403,7 +406,12 @@ class Service:
             logger.exception("rerank failed")
             raise ServiceError(500, f"internal error: {type(exc).__name__}") from exc
         if owners is not None:  # chunks scored: each document by its best
-            result = gather(result, owners, call.documents, call.top_n)
+            result = gather(result, owners, call.documents, None if relative else call.top_n)
+        if result.score_scale == "relative":
+            unit = scale_to_unit([r.score for r in result], "relative")
+            call.relevance.update({r.index: float(u) for r, u in zip(result, unit, strict=True)})
+            if call.top_n is not None:
+                result = result.top_k(call.top_n)
         what = result.unusable
         if what is not None:
             status = 500 if result.failed else 502  # else every LLM judgment failed: provider

@@ -81,6 +81,10 @@ class Call:
     bill: bool = False
     #: filled in by the service: ``search_units`` and ``input_tokens`` when billed
     usage: dict[str, int] = field(default_factory=dict, compare=False)
+    #: filled in by the service for relative scores: each document's relevance score by
+    #: input index, min-max normalised over every document of the request (not only the
+    #: ``top_n`` answered)
+    relevance: dict[int, float] = field(default_factory=dict, compare=False)
 
 
 class WireFormat(Protocol):
@@ -161,11 +165,14 @@ def check_query(query: str, settings: ServerSettings) -> str:
     return query
 
 
-def relevance_scores(result: RerankResult) -> list[float]:
+def relevance_scores(result: RerankResult, call: Call | None = None) -> list[float]:
     """The result's scores in [0, 1] by the fixed map of its scale (see
     :func:`rerankit.normalize.scale_to_unit`): a probability as it is, a cosine clipped at
     0, a logit through the sigmoid; only ``relative`` scores are min-max normalised per
-    request. :func:`rerankit.normalize.unit_scale` names their scale."""
+    request (over all its documents: ``call.relevance`` when the service filled it in).
+    :func:`rerankit.normalize.unit_scale` names their scale."""
+    if call is not None and call.relevance and all(r.index in call.relevance for r in result):
+        return [call.relevance[r.index] for r in result]
     return scale_to_unit([r.score for r in result], result.score_scale).tolist()
 
 

@@ -66,7 +66,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
-    scores = relevance_scores(result)
+    scores = relevance_scores(result, call)
     results = []
     for r, s in zip(result, scores, strict=True):
         entry: dict[str, Any] = {"index": r.index, "relevance_score": s}

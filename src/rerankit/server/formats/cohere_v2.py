@@ -39,7 +39,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
-    scores = relevance_scores(result)
+    scores = relevance_scores(result, call)
     return {
         "id": str(uuid.uuid4()),
         "results": [

@@ -81,7 +81,7 @@ def _number(x: Any) -> float | None:
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
-    scores = relevance_scores(result)
+    scores = relevance_scores(result, call)
     texts = {r.index: r.text for r in result}
     results = []
     for entry, unit in zip(result.explain(), scores, strict=True):

@@ -57,7 +57,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> list[dict[str, Any]]:
-    scores = [r.score for r in result] if body.raw_scores else relevance_scores(result)
+    scores = [r.score for r in result] if body.raw_scores else relevance_scores(result, call)
     out = []
     for r, s in zip(result, scores, strict=True):
         entry: dict[str, Any] = {"index": r.index, "score": s}
