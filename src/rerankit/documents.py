@@ -39,6 +39,7 @@ from .types import Document, RankedDocument
 
 __all__ = [
     "FIRST_STAGE_SCORE",
+    "PASS_FIRST_STAGE",
     "TITLE",
     "InputFields",
     "document_title",
@@ -49,6 +50,11 @@ __all__ = [
 
 #: the metadata key holding a document's first-stage (retriever) score, higher is better
 FIRST_STAGE_SCORE = "first_stage_score"
+#: how a caller passes it, for the warnings of pipelines that read it
+PASS_FIRST_STAGE = (
+    f"a {FIRST_STAGE_SCORE!r} field on each document, first_stage_field= in Python, "
+    "--first-stage-field on the command line, first_stage_field in a Cohere v1 request"
+)
 #: the field (and metadata key) holding a document's title
 TITLE = "title"
 

@@ -395,6 +395,23 @@ def test_the_learned_scorer_scores_and_explains(tuned):
     assert scorer.matrix("solar power", [Document(d) for d in docs]).shape == (3, 7)
 
 
+def test_a_learned_model_that_reads_the_retriever_says_when_it_is_missing(tuned):
+    from rerankit import load
+
+    _, out = tuned
+    pipeline = load(out)
+    assert any(f.startswith("first_stage") for f in ltr.CORE_FEATURES)
+    docs = [{"text": "solar power alpha"}, {"text": "pasta sauce"}, {"text": "wind turbines"}]
+    (warning,) = [w for w in pipeline.rerank("solar power", docs).warnings if "retriever" in w]
+    assert "every document came without 'first_stage_score'" in warning
+    assert "--first-stage-field" in warning and "first_stage_field=" in warning
+    scored = [{**d, "score": s} for d, s in zip(docs, (3.0, 1.0, 2.0), strict=True)]
+    some = pipeline.rerank("solar power", scored[:2] + docs[2:], first_stage_field="score")
+    assert any("1 of 3 documents came without" in w for w in some.warnings)
+    given = pipeline.rerank("solar power", scored, first_stage_field="score")
+    assert not any("retriever" in w for w in given.warnings)
+
+
 def test_a_learned_pipeline_is_evaluated_from_its_file_in_a_fresh_process(tuned):
     data, out = tuned
     done = subprocess.run(

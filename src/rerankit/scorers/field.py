@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from .._threads import in_thread
-from ..documents import FIRST_STAGE_SCORE, field_value
+from ..documents import FIRST_STAGE_SCORE, PASS_FIRST_STAGE, field_value
 from ..errors import InvalidDocumentError
 from ..types import Document
 from .base import ScoreBatch
@@ -68,11 +68,7 @@ class FieldScorer:
         which = "every document" if absent == total else f"{absent} of {total} documents"
         how = f"give each document a {self.field!r} field"
         if self.field == FIRST_STAGE_SCORE:
-            how = (
-                f"pass the retriever's score: a {FIRST_STAGE_SCORE!r} field on each document, "
-                "first_stage_field= in Python, --first-stage-field on the command line, "
-                "first_stage_field in a Cohere v1 request"
-            )
+            how = f"pass the retriever's score: {PASS_FIRST_STAGE}"
         return (
             f"scorer {self.name!r}: field {self.field!r} is missing from {which}; they "
             f"score missing={self.missing!r} ({how})"

@@ -25,7 +25,7 @@ import numpy as np
 from .._optional import require
 from .._threads import in_thread
 from ..calibration import Calibration
-from ..documents import FIRST_STAGE_SCORE
+from ..documents import FIRST_STAGE_SCORE, PASS_FIRST_STAGE
 from ..normalize import normalize_scores
 from ..text.analysis import Analyzer
 from ..types import Document
@@ -245,14 +245,30 @@ class LearnedScorer:
         """The feature rows of ``docs`` for ``query`` (the model's features only)."""
         _, signals = self._ready()
         values = [d.metadata.get(FIRST_STAGE_SCORE) for d in docs]
-        usable = all(
-            isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-            for v in values
-        )
+        usable = not self._without_first_stage(docs)
         x = features(
             signals, query, [d.text for d in docs], values if usable else None, names=self._names
         )
         return x[:, self._columns]
+
+    def _without_first_stage(self, docs: Sequence[Document]) -> int:
+        """How many of ``docs`` have no usable first-stage score."""
+        return sum(
+            not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
+            for v in (d.metadata.get(FIRST_STAGE_SCORE) for d in docs)
+        )
+
+    def _first_stage_warning(self, docs: Sequence[Document]) -> list[str]:
+        """A warning when the model reads the first stage and some of ``docs`` lack it."""
+        absent = self._without_first_stage(docs)
+        if not absent or not any(f.startswith("first_stage") for f in self._names):
+            return []
+        which = "every document" if absent == len(docs) else f"{absent} of {len(docs)} documents"
+        return [
+            f"scorer {self.name!r}: the model reads the retriever's score, and {which} came "
+            f"without {FIRST_STAGE_SCORE!r}, so it counts as 0 for all (pass it: "
+            f"{PASS_FIRST_STAGE})"
+        ]
 
     def score_texts(self, query: str, docs: Sequence[Document]) -> np.ndarray:
         booster, _ = self._ready()
@@ -265,7 +281,9 @@ class LearnedScorer:
         shares = np.asarray(booster.predict(x, pred_contrib=True), dtype=np.float64)
         parts = {f: (x[:, i], shares[:, i]) for i, f in enumerate(self._names)}
         parts["bias"] = (np.ones(len(docs)), shares[:, -1])
-        return ScoreBatch(values=shares.sum(axis=1), parts=parts)
+        return ScoreBatch(
+            values=shares.sum(axis=1), parts=parts, warnings=self._first_stage_warning(docs)
+        )
 
     def contributions(self, query: str, docs: Sequence[Document]) -> list[dict[str, float]]:
         """Each feature's share of each document's score (plus ``bias``); they sum to it."""
