@@ -122,8 +122,8 @@ def browser():
     options.add_argument("--window-size=1280,800")
     try:
         drv = webdriver.Chrome(service=Service(driver), options=options)
-    except Exception as exc:  # a browser that cannot start here
-        pytest.skip(f"chromium did not start: {type(exc).__name__}: {exc}")
+    except Exception as exc:  # installed but broken: a failure, not a skip that hides it
+        pytest.fail(f"chromium is installed but did not start: {type(exc).__name__}: {exc}")
     drv.set_window_size(1280, 800)
     ARTIFACTS.mkdir(exist_ok=True)
     yield drv
