@@ -63,3 +63,19 @@ def wait_warm(url: str, settings, seconds: float = 180.0) -> None:
 def live_server():
     """``live_server(settings)``: a started :class:`LiveServer` (stop it when done)."""
     return LiveServer
+
+
+def _wait_ready(client, seconds: float = 180.0) -> None:
+    """Wait while the pipelines of a ``TestClient``'s app load, then require /ready's 200
+    (a pipeline that failed fails the test at once, with /ready's account)."""
+    deadline = time.time() + seconds
+    while client.get("/ready").json()["status"] == "loading" and time.time() < deadline:
+        time.sleep(0.02)
+    ready = client.get("/ready")
+    assert ready.status_code == 200, ready.text
+
+
+@pytest.fixture(scope="session")
+def wait_ready():
+    """``wait_ready(client)``: see :func:`_wait_ready`."""
+    return _wait_ready

@@ -3,8 +3,6 @@ JSON 500 counted once; refusals come before any work, with their reasons and hea
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
@@ -24,7 +22,7 @@ def _errors(client: TestClient, status: int) -> float:
 
 
 @pytest.fixture
-def client(monkeypatch):
+def client(monkeypatch, wait_ready):
     monkeypatch.delenv("RERANKIT_API_KEYS", raising=False)
     app = create_app(
         ServerSettings(
@@ -47,8 +45,7 @@ def client(monkeypatch):
     app.add_api_route("/crash", crash)
     app.add_api_route("/busy", busy)
     with TestClient(app, raise_server_exceptions=False) as c:
-        while c.get("/ready").status_code != 200:  # 503 until the pipeline has loaded
-            time.sleep(0.02)
+        wait_ready(c)  # 503 until the pipeline has loaded
         yield c
 
 

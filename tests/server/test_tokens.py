@@ -35,14 +35,10 @@ FILLER = " ".join(
 
 
 @pytest.fixture(scope="module")
-def client():
+def client(wait_ready):
     settings = ServerSettings(pipelines={"hybrid": "hybrid", "bm25": "bm25"}, aliases={})
     with TestClient(create_app(settings)) as c:
-        deadline = time.time() + 60  # requests get 503 until the pipelines have loaded
-        while c.get("/ready").json()["status"] == "loading" and time.time() < deadline:
-            time.sleep(0.02)
-        ready = c.get("/ready")
-        assert ready.status_code == 200, ready.text  # loaded, not failed
+        wait_ready(c)  # requests get 503 until the pipelines have loaded
         yield c
 
 
@@ -191,7 +187,6 @@ def test_billed_units_count_search_units_and_tokens_as_cohere_does(client, token
 def test_billed_units_counted_beside_the_scoring_arrive_either_way(client, monkeypatch):
     """A bill-only request counts its tokens while it is scored: the answer waits for a
     count slower than the scoring, and a count faster than it changes nothing."""
-    import time
 
     from rerankit.server import service
 

@@ -9,7 +9,6 @@ import os
 import subprocess
 import sys
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 
@@ -39,7 +38,7 @@ PARENT = "00f067aa0ba902b7"
 
 
 @pytest.fixture(scope="module")
-def traced():
+def traced(wait_ready):
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -47,8 +46,7 @@ def traced():
         pipelines={"cascade": CASCADE, "bm25": "bm25"}, default="cascade", aliases={}
     )
     with TestClient(create_app(settings, tracer_provider=provider)) as client:
-        while client.get("/ready").status_code != 200:  # 503 until the pipelines load
-            time.sleep(0.02)
+        wait_ready(client)  # 503 until the pipelines load
         yield client, exporter
 
 
@@ -110,7 +108,7 @@ def test_a_refused_request_is_an_error_span(traced):
     assert "not found" in request.status.description
 
 
-def test_an_answer_from_the_cache_is_a_request_span_that_says_so(tmp_path, monkeypatch):
+def test_an_answer_from_the_cache_is_a_request_span_that_says_so(tmp_path, monkeypatch, wait_ready):
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))  # the answers' SQLite file
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -120,8 +118,7 @@ def test_an_answer_from_the_cache_is_a_request_span_that_says_so(tmp_path, monke
     )
     ask = {"query": "solar power", "documents": DOCS}
     with TestClient(create_app(settings, tracer_provider=provider)) as client:
-        while client.get("/ready").status_code != 200:
-            time.sleep(0.02)
+        wait_ready(client)
         for source in ("miss", "hit"):
             exporter.clear()
             r = client.post("/v2/rerank", json=ask)
@@ -152,8 +149,10 @@ from fastapi.testclient import TestClient
 from rerankit.server import ServerSettings, create_app
 app = create_app(ServerSettings(pipelines={"bm25": "bm25"}, default="bm25"))
 with TestClient(app) as c:
-    while c.get("/ready").status_code != 200:  # 503 until the pipeline has loaded
+    deadline = time.time() + 120  # 503 until the pipeline has loaded
+    while c.get("/ready").json()["status"] == "loading" and time.time() < deadline:
         time.sleep(0.02)
+    assert c.get("/ready").status_code == 200, c.get("/ready").text
     r = c.post("/v2/rerank", json={"query": "solar", "documents": ["solar", "wind"]})
     assert r.status_code == 200
 print("TRACER", app.state.tracer is not None)
