@@ -36,7 +36,7 @@ def test_tune_returns_the_verdict_the_spec_and_the_figures_the_command_prints(
     it writes and the test-split rows it reports."""
     data = synthetic(tmp_path / "data", misleading=True)
     out = tmp_path / "python.toml"
-    result = tune(data, k=10, out=out)
+    result = tune(data, candidates=10, out=out)
     assert capsys.readouterr() == ("", "")  # the library prints nothing
     assert isinstance(result, TuneResult) and result.method == "fusion"
     assert result.adopted and result.learned and result.default == "hybrid"
@@ -93,11 +93,18 @@ def test_tune_writes_the_default_when_learning_cannot_beat_it_and_tells_a_report
         ({"adopt_margin": 0}, "adopt_margin must be a positive number"),
         ({"train_split": "test"}, "must differ"),
         ({"out": "pipeline.json"}, "give a name ending in .toml"),
+        ({"candidates": 0}, "candidates must be a positive integer"),
+        ({"k": 0}, "candidates must be a positive integer"),  # its earlier name
     ],
 )
 def test_options_that_cannot_work_are_refused_before_any_work(tmp_path, options, message):
     with pytest.raises(ValueError, match=message):
         tune(tmp_path / "not-read", **options)
+
+
+def test_candidates_or_its_earlier_name_but_not_both(tmp_path):
+    with pytest.raises(TypeError, match="candidates= or its earlier name k="):
+        tune(tmp_path / "not-read", candidates=10, k=10)
 
 
 def test_tune_keeps_document_vectors_on_disk_as_the_command_does(tmp_path, synthetic, monkeypatch):

@@ -106,13 +106,13 @@ def add_candidates_argument(parser: Any, help: str = "candidates per query") -> 
     ``--top-k``/``-k``."""
     parser.add_argument(
         "--candidates",
-        dest="k",
+        dest="candidates",
         type=positive_int,
         default=100,
         metavar="N",
         help=f"{help} (default 100)",
     )
-    add_old_spelling(parser, "--k", dest="k", now="--candidates", type=positive_int)
+    add_old_spelling(parser, "--k", dest="candidates", now="--candidates", type=positive_int)
 
 
 def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:

@@ -184,7 +184,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     summary = []
     for label, (path, split) in zip(_labels(collections, args.split), collections, strict=True):
         data = read_collection(path, split, args.max_queries)
-        cands = first_stage(data, args.first_stage, args.k)
+        cands = first_stage(data, args.first_stage, args.candidates)
         runs = []
         for layout in layouts:  # after the first stage: every layout, the same candidates
             shown = data.with_titles(layout)
@@ -192,15 +192,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
             for run in mine[1:]:
                 run.name = _run_name(run.name, layout, layouts)
             runs += mine if not runs else mine[1:]
-        depth = candidate_depth(cands, args.k)
+        depth = candidate_depth(cands, args.candidates)
         rows = evaluate_runs(data, runs, depth)
         source_label = _source_label(data, args.first_stage)
         empty = _without_candidates(data, cands)
+        asked = args.candidates
         print(
             f"{data.name}, {split} split, {len(data.queries)} queries"
             + (f", {empty} with no candidates (they score 0)" if empty else "")
             + f"; first stage: {source_label}, top {depth}"
-            + (f" (no more given; --candidates {args.k})" if depth < args.k else "")
+            + (f" (no more given; --candidates {asked})" if depth < asked else "")
             + ("; rerankers see texts only (no first-stage scores)" if args.texts_only else "")
             + _titles_note(layouts)
             + "\n"

@@ -50,12 +50,13 @@ def cmd_label(args: argparse.Namespace) -> int:
     data = _queries(args)
     judge = judge_from(args.judge)
     prices = read_prices(args.prices)
-    ranked = first_stage(data, args.first_stage, k=args.k)
+    ranked = first_stage(data, args.first_stage, k=args.candidates)
     candidates = {q: [d for d, _ in rows] for q, rows in ranked.items()}
     calls, cost, tokens = estimate(judge, data.queries, candidates, data.text, prices)
     price = f"about ${cost:.2f}" if cost is not None else "cost unknown (no price for it)"
     print(
-        f"label: {len(data.queries)} queries x top {args.k} with {judge.client.model}: up to "
+        f"label: {len(data.queries)} queries x top {args.candidates} with "
+        f"{judge.client.model}: up to "
         f"{calls} calls, about {tokens:,} input tokens, {price}, before the judgment cache",
         file=sys.stderr,
     )
@@ -122,13 +123,13 @@ def add_commands(sub: Any) -> None:
     )
     lab.add_argument(
         "--candidates",
-        dest="k",
+        dest="candidates",
         type=positive_int,
         default=20,
         metavar="N",
         help="first-stage candidates judged per query (default 20)",
     )
-    add_old_spelling(lab, "--k", dest="k", now="--candidates", type=positive_int)
+    add_old_spelling(lab, "--k", dest="candidates", now="--candidates", type=positive_int)
     add_first_stage_argument(lab)
     lab.add_argument("--out", required=True, help="folder to write")
     lab.add_argument(

@@ -103,7 +103,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     pipeline = pipeline_spec(args.reranker or default_reranker_name(), args)
     source: Any = args.input
     if args.run:
-        source = beir_rows(args.input, args.run, split=args.split, k=args.k)
+        source = beir_rows(args.input, args.run, split=args.split, k=args.candidates)
     elif Path(args.input).is_dir():
         raise InputError(f"{args.input} is a folder: give --run with a BEIR folder")
     ray, _ = RayOptions.split(None, vars(args))  # workers, batch size, address, ... as given

@@ -50,7 +50,7 @@ def print_test_report(args: argparse.Namespace, result: TuneResult) -> None:
         )
         return
     print(f"\n{result.test_name}, {args.test_split} split, {result.test_queries} queries:\n")
-    print(format_table(result.test, args.k))
+    print(format_table(result.test, args.candidates))
     print("\n" + format_against(result.test, "hybrid"))
 
 

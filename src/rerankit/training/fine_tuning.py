@@ -121,12 +121,13 @@ class FineTuneOptions:
     """What :func:`fine_tune` trains and how (each is ``rerankit train``'s option of the
     same name): ``what`` (``"embedding"``: a sentence-transformers model on (query,
     relevant, hard negative) triples; ``"cross_encoder"``, or ``"cross-encoder"``: (query,
-    document, 1/0) pairs),
-    the training ``split``, the ``model`` to start from, at most ``max_pairs`` pairs, the
-    ``epochs``, ``batch_size`` and step sizes (``learning_rate``; ``head_learning_rate`` for
-    a cross-encoder's relevance head), the BM25 depth ``k`` hard negatives come from, the
-    share of the judged queries ``held_out`` to check the result on (default 0.1, at most
-    200; 0 with ``cross_fit``) and ``cross_fit=K`` fold models (embedding only)."""
+    document, 1/0) pairs), the training ``split``, the ``model`` to start from, at most
+    ``max_pairs`` pairs, the ``epochs``, ``batch_size`` and step sizes (``learning_rate``;
+    ``head_learning_rate`` for a cross-encoder's relevance head), the BM25 depth
+    ``candidates`` hard negatives come from (:func:`fine_tune` also takes ``k``, its earlier
+    name), the share of the judged queries ``held_out`` to check the result on (default
+    0.1, at most 200; 0 with ``cross_fit``) and ``cross_fit=K`` fold models (embedding
+    only)."""
 
     what: str = "embedding"
     split: str = "train"
@@ -134,7 +135,7 @@ class FineTuneOptions:
     max_pairs: int | None = None
     epochs: float = 1.0
     batch_size: int = 16
-    k: int = 100
+    candidates: int = 100
     learning_rate: float | None = None
     head_learning_rate: float | None = None
     held_out: float | None = None
@@ -196,12 +197,16 @@ def fine_tune(
     the module and :class:`FineTuneOptions` for ``options``), and check it on the queries
     kept out. ``progress`` shows the trainer's progress bars; ``reporter`` hears each step
     (the trainer's time estimate among them); nothing is printed."""
+    if "k" in options:  # the earlier name of ``candidates``, still taken
+        if "candidates" in options:
+            raise TypeError("give candidates= or its earlier name k=, not both")
+        options["candidates"] = options.pop("k")
     opts = FineTuneOptions(**options)
     opts.check()
     report = quiet(reporter)
     what, cross_fit = opts.what, opts.cross_fit
     dataset = read_split(data, opts.split, note=lambda message: report.note(f"warning: {message}"))
-    cands = first_stage(dataset, "bm25", opts.k)
+    cands = first_stage(dataset, "bm25", opts.candidates)
     judged = [q for q in dataset.qrels if q in dataset.queries]
     if cross_fit is not None and len(judged) < 2 * cross_fit:
         raise InputError(

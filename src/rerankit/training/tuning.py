@@ -6,7 +6,7 @@ never informs the choice. ``rerankit tune`` is this function with its arguments 
 its account printed.
 
 >>> from rerankit.training import tune
->>> result = tune("examples/scifact-mini", k=20, out="tuned.toml")  # doctest: +SKIP
+>>> result = tune("examples/scifact-mini", candidates=20, out="tuned.toml")  # doctest: +SKIP
 >>> result.adopted, result.verdict.gain, result.spec              # doctest: +SKIP
 """
 
@@ -39,12 +39,12 @@ class TuneOptions:
     """What :func:`tune` reads and how it chooses (each is ``rerankit tune``'s option of
     the same name): the BEIR-layout folder ``data``, the split to choose on and the one to
     report on (``SPLIT:odd`` / ``SPLIT:even`` for half of one; ``test_data``: report on
-    another folder's), the first stage and its depth ``k`` (``--candidates``), what to
-    learn (``method`` ``"fusion"`` over ``strategies``, ``calibrate=True`` for the
-    calibrated hybrid, or ``method="ltr"`` with ``seeds`` and ``unjudged``), the embedding
-    model, the folds, the
-    margin over the noise a learned pipeline needs (``adopt_margin``, default 2),
-    ``keep_learned`` to write it anyway, ``out`` (the pipeline file) and ``max_queries``.
+    another folder's), the first stage and its depth ``candidates`` (:func:`tune` also
+    takes ``k``, its earlier name), what to learn (``method`` ``"fusion"`` over
+    ``strategies``, ``calibrate=True`` for the calibrated hybrid, or ``method="ltr"`` with
+    ``seeds`` and ``unjudged``), the embedding model, the folds, the margin over the noise a
+    learned pipeline needs (``adopt_margin``, default 2), ``keep_learned`` to write it
+    anyway, ``out`` (the pipeline file) and ``max_queries``.
     ``embedding_cache``: where document vectors are kept across runs, as ``rerankit tune``
     keeps them (None: ``$RERANKIT_EMBEDDING_CACHE``, else the server ``$RERANKIT_CACHE_URL``
     names, else ``embeddings.sqlite`` in the rerankit cache directory; a path: that SQLite
@@ -55,7 +55,7 @@ class TuneOptions:
     test_split: str = "test"
     test_data: str | Path | None = None
     first_stage: str = "auto"
-    k: int = 100
+    candidates: int = 100
     strategies: str | tuple[str, ...] = "first_stage,bm25,embedding"
     out: str | Path | None = None
     embedding_model: str | None = None
@@ -98,7 +98,7 @@ class TuneOptions:
                 f"--folds must be at least 3 (the cross-validation is nested), got {self.folds}"
             )
         for name, value in (
-            ("k", self.k),
+            ("candidates", self.candidates),
             ("seeds", self.seeds),
             ("max_queries", self.max_queries),
         ):
@@ -121,6 +121,10 @@ def tune(data: str | Path, *, reporter: Reporter | None = None, **options: Any) 
     (nothing is printed). Returns the :class:`TuneResult`; the pipeline file is written to
     ``out`` (default ``tuned-<collection>.toml``, ``calibrated-...`` or ``ltr-...`` in the
     working directory)."""
+    if "k" in options:  # the earlier name of ``candidates``, still taken
+        if "candidates" in options:
+            raise TypeError("give candidates= or its earlier name k=, not both")
+        options["candidates"] = options.pop("k")
     opts = TuneOptions(data=data, **options)
     report = quiet(reporter)
     opts.check()
@@ -148,7 +152,7 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
             f"--train-split {opts.train_split} and --test-split {opts.test_split} share "
             f"{len(shared)} queries (e.g. {shared[0]!r}): never tune on queries you report"
         )
-    cands = first_stage(train, opts.first_stage, opts.k)
+    cands = first_stage(train, opts.first_stage, opts.candidates)
     routes = cross_fit_routes(opts, cands, report)  # fold models that never saw each query
     unseen = None if routes else unseen_queries(opts, list(train.qrels), report)
     fit = fit_calibrated if opts.calibrate else fit_ltr if opts.method == "ltr" else fit_fusion
@@ -170,7 +174,7 @@ def _report_on_test(
 ) -> list[dict[str, Any]]:
     """The written pipeline evaluated once on the test split, next to the default hybrid
     (the rows of :func:`~rerankit.eval.runner.evaluate_runs`)."""
-    cands = first_stage(test, opts.first_stage, opts.k)
+    cands = first_stage(test, opts.first_stage, opts.candidates)
     runs = [first_stage_run(cands)]
     for name, reranker in (("hybrid", load("hybrid")), (path.stem, load(path))):
         progress = report.progress(name)
@@ -180,7 +184,7 @@ def _report_on_test(
         if run.load_note():
             report.note(run.load_note())
         runs.append(run)
-    return evaluate_runs(test, runs, opts.k)
+    return evaluate_runs(test, runs, opts.candidates)
 
 
 def check_out(out: str | Path | None) -> None:
