@@ -32,9 +32,14 @@ def site_page(source: str) -> str:
 
 
 def on_page_markdown(markdown, page, config, files):
-    """Fill the CLI page's reference from ``rerankit.cli.build_parser``."""
+    """Fill the CLI page's reference from ``rerankit.cli.build_parser``, and point a page's
+    links to ``../README.md`` and ``../CONTRIBUTING.md`` (right when reading the repository)
+    at their site pages."""
     if page.file.src_uri == "cli.md":
-        return markdown.replace("<!-- cli-reference -->", cli_reference())
+        markdown = markdown.replace("<!-- cli-reference -->", cli_reference())
+    for page_name, source in GENERATED.items():
+        markdown = markdown.replace(f"](../{source})", f"]({page_name})")
+        markdown = markdown.replace(f"](../{source}#", f"]({page_name}#")
     return markdown
 
 

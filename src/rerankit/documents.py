@@ -53,7 +53,8 @@ FIRST_STAGE_SCORE = "first_stage_score"
 #: how a caller passes it, for the warnings of pipelines that read it
 PASS_FIRST_STAGE = (
     f"a {FIRST_STAGE_SCORE!r} field on each document, first_stage_field= in Python, "
-    "--first-stage-field on the command line, first_stage_field in a Cohere v1 request"
+    "--first-stage-field on the command line, first_stage_field in a Cohere v1 request "
+    "(/v1/rerank; a v2 request carries texts only)"
 )
 #: the field (and metadata key) holding a document's title
 TITLE = "title"

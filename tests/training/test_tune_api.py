@@ -69,6 +69,9 @@ def test_tune_returns_the_verdict_the_spec_and_the_figures_the_command_prints(
     assert rows[out.stem]["ndcg@10"] > rows["hybrid"]["ndcg@10"]
     cli_tuned = float(printed.split("| cli |")[1].split("|")[0])
     assert cli_tuned == pytest.approx(100 * rows[out.stem]["ndcg@10"], abs=0.006)
+    # it weighs the retriever's score, so serving it needs that score: the command says so
+    assert result.reads_first_stage
+    assert "cli.toml reads the retriever's score" in printed and "--first-stage-field" in printed
 
 
 def test_tune_writes_the_default_when_learning_cannot_beat_it_and_tells_a_reporter(
@@ -79,6 +82,7 @@ def test_tune_writes_the_default_when_learning_cannot_beat_it_and_tells_a_report
     result = tune(data, k=10, out=tmp_path / "t.toml", reporter=Reporter(say_to=heard.append))
     assert not result.adopted and not result.learned
     assert result.spec == {"name": "hybrid", "stages": [{"reranker": "hybrid"}]}
+    assert not result.reads_first_stage  # the default reads texts only
     assert "so this is the default pipeline" in result.comment
     assert any(line.startswith("not adopted:") for line in result.lines)
     assert "\n".join(heard).split("\n") == result.lines  # what the reporter heard, in order
@@ -130,3 +134,13 @@ def test_tune_keeps_document_vectors_on_disk_as_the_command_does(tmp_path, synth
     assert embedding_cache_file(False) == ""
     monkeypatch.setenv("RERANKIT_EMBEDDING_CACHE", "")  # set: left as it is
     assert embedding_cache_file(None) is None
+
+
+def test_a_learned_ranker_that_reads_the_retriever_says_so(tmp_path, synthetic):
+    data = synthetic(tmp_path / "data", misleading=True)
+    result = tune(
+        data, method="ltr", candidates=10, folds=3, keep_learned=True, out=tmp_path / "l.toml"
+    )
+    features = result.model_report["features"]
+    assert any(f.startswith("first_stage") for f in features)  # the core features have it
+    assert result.learned and result.reads_first_stage

@@ -169,7 +169,7 @@ def add_backend_arguments(parser: Any, *, service: bool = False) -> None:
     """``--backend`` and ``--quantize``: where the embedding model runs (the same flags,
     choices and defaults on ``rank``, ``batch``, ``eval`` and ``serve``; read by
     :func:`pipeline_spec`, and by the service's settings)."""
-    default = "the service file's backend, else auto" if service else "auto"
+    default = "the settings file's backend, else auto" if service else "auto"
     parser.add_argument(
         "--backend",
         choices=BACKENDS,

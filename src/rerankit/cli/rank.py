@@ -187,7 +187,8 @@ def add_commands(sub: Any) -> None:
         help="rerank many queries from a file (in this process or on Ray)",
         description="Rerank every row of a JSON Lines or Parquet file ({query_id?, query, "
         "candidates: [strings or objects with text]}) into another (the input's fields plus "
-        "results, error, degraded, warnings, seconds), or a BEIR folder's queries with --run. "
+        "results, score_scale, error, degraded, warnings, seconds), or a BEIR folder's "
+        "queries with --run. "
         "A row that fails is written with its error and counted; the exit status is 1 when "
         "any row failed, 0 otherwise.",
     )

@@ -65,7 +65,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """``serve``."""
-    srv = sub.add_parser("serve", help="run the HTTP service (Cohere- and TEI-compatible)")
+    srv = sub.add_parser(
+        "serve",
+        help="run the HTTP service (Cohere- and TEI-compatible)",
+        description="Serve rerank endpoints that Cohere's (/v1/rerank, /v2/rerank) and Text "
+        "Embeddings Inference's (/rerank) clients call, with /health, /ready, /metrics and "
+        "/v1/models. Without --settings it serves the built-ins hybrid (the default), bm25 "
+        "and embedding; --reranker X serves X alone, as the default pipeline; --settings "
+        "FILE serves the pipelines the file declares.",
+    )
     srv.add_argument(
         "--settings",
         default=None,

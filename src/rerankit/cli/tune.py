@@ -36,6 +36,12 @@ def cmd_tune(args: argparse.Namespace) -> int:
     options.embedding_cache = embedding_cache_choice(args)
     result = tune(reporter=reporter(args), **asdict(options))
     print_test_report(args, result)
+    if result.reads_first_stage:
+        print(
+            f"\n{result.path} reads the retriever's score: rerank with it per document "
+            "(--first-stage-field for rerankit rank, first_stage_field in a Cohere v1 "
+            "request to rerankit serve; a v2 request carries texts only)"
+        )
     return 0
 
 

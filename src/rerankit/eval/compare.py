@@ -21,11 +21,16 @@ FIRST_STAGE_BASELINE = "first-stage"
 
 
 def check_baseline(baseline: str, names: Sequence[str]) -> str:
-    """The evaluated run ``baseline`` names, one of ``names``: ``first-stage`` (or ``first
-    stage``) names the first stage's run, ``"first stage"``; anything else, an error listing
-    the names ``--baseline`` takes."""
-    wanted = "first stage" if baseline == FIRST_STAGE_BASELINE else baseline
-    if wanted not in names:
+    """The evaluated run ``baseline`` names, one of ``names`` (``-`` and ``_`` read alike,
+    as in every registered name): ``first-stage`` (or ``first stage``) names the first
+    stage's run, ``"first stage"``; anything else, an error listing the names ``--baseline``
+    takes."""
+
+    def key(name: str) -> str:
+        return name.replace("_", "-").replace(" ", "-")
+
+    wanted = next((n for n in names if key(n) == key(baseline)), None)
+    if wanted is None:
         shown = [FIRST_STAGE_BASELINE if n == "first stage" else n for n in names]
         raise InputError(
             f"--baseline {baseline!r} is not among the evaluated pipelines "

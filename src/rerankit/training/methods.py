@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..calibration import Calibration, expected_calibration_error, sigmoid
+from ..documents import FIRST_STAGE_SCORE
 from ..eval.metrics import ranked_ndcg
 from ..normalize import normalize_scores
 from ..scorers import learned
@@ -106,6 +107,26 @@ class TuneResult:
     @property
     def chosen(self) -> str:
         return self.comparison.chosen
+
+    @property
+    def reads_first_stage(self) -> bool:
+        """Whether the written pipeline reads the retriever's score (a ``field`` scorer on
+        ``first_stage_score``, or a learned ranker with a first-stage feature): serving it
+        then needs that score with each document, as training had it."""
+
+        def reads(node: Any) -> bool:
+            if isinstance(node, dict):
+                if node.get("field") == FIRST_STAGE_SCORE:
+                    return True
+                if node.get("type") == "learned":
+                    features = self.model_report.get("features", ())
+                    return any(str(f).startswith("first_stage") for f in features)
+                return any(reads(v) for v in node.values())
+            if isinstance(node, list):
+                return any(reads(v) for v in node)
+            return False
+
+        return reads(self.spec)
 
 
 def fit_fusion(job: Inputs) -> TuneResult:
