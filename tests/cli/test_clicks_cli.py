@@ -78,11 +78,7 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     error = capsys.readouterr().err
     assert "no text for document" in error and "--data" in error  # hashes only: needs --data
     corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    with open(corpus / "corpus.jsonl", "w", encoding="utf-8") as f:
-        for q in range(len(TOPICS)):
-            for i, text in enumerate(_texts(q)):
-                f.write(json.dumps({"_id": f"{q}-{i}", "title": "", "text": text}) + "\n")
+    _corpus(corpus)
     argv = ["tune", "--clicks", str(log), "--data", str(corpus), "--out", str(out)]
     # a tiny random embedding model: the words the query shares carry the signal here
     assert main([*argv, "--folds", "3", "--embedding-model", str(tiny_st)]) == 0
@@ -162,3 +158,56 @@ def test_interleave_report_names_the_pipeline_users_prefer(tmp_path, capsys):
     )
     error = capsys.readouterr().err
     assert "no interleaved sessions of a and b" in error and "current and candidate" in error
+
+
+def _corpus(folder) -> None:
+    folder.mkdir()
+    with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
+        for q in range(len(TOPICS)):
+            for i, text in enumerate(_texts(q)):
+                f.write(json.dumps({"_id": f"{q}-{i}", "title": "", "text": text}) + "\n")
+
+
+def _stray_impression(path) -> None:
+    """What the service logs for a request about documents of another corpus (docs/clicks.md's
+    curl example): ids "0" and "1", their hashes."""
+    log = ClickLog(path, store="hash")
+    docs = [{"id": "0", "text": "Solar panels on roofs."}, {"id": "1", "text": "Wind farms."}]
+    log.log_impression("stray", "solar power", docs, [0, 1])
+    log.log_feedback("stray", [0])
+    log.close()
+
+
+def test_tune_clicks_skips_impressions_whose_documents_are_not_in_the_corpus(
+    tmp_path, capsys, tiny_st
+):
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "hash", sessions=5)
+    _stray_impression(log)
+    _corpus(tmp_path / "corpus")
+    out = tmp_path / "clicks.toml"
+    argv = ["tune", "--clicks", str(log), "--data", str(tmp_path / "corpus"), "--out", str(out)]
+    assert main([*argv, "--folds", "3", "--embedding-model", str(tiny_st)]) == 0
+    printed = capsys.readouterr().out
+    assert "61 impressions" in printed
+    assert "(1 impression left out: a document without a text)" in printed
+    assert (
+        "impression stray: query 'solar power': no text for document '0' (the log keeps its "
+        "hash); it is not in the corpus given" in printed
+    )
+    assert "60 sessions" in printed  # learned from the others
+
+
+def test_tune_clicks_stops_when_no_impression_has_its_documents(tmp_path, capsys):
+    log = tmp_path / "clicks.jsonl"
+    _stray_impression(log)
+    _corpus(tmp_path / "corpus")
+    argv = ["tune", "--clicks", str(log), "--data", str(tmp_path / "corpus")]
+    assert main([*argv, "--out", str(tmp_path / "clicks.toml")]) == 1
+    error = capsys.readouterr().err
+    assert "none of its 1 impressions can be learned from" in error
+    assert "no text for document '0'" in error and "not in the corpus given" in error
+    assert "--data" not in error  # it was given
+    assert main(["tune", "--clicks", str(log), "--out", str(tmp_path / "clicks.toml")]) == 1
+    assert "pass the corpus it came from" in capsys.readouterr().err  # it was not
