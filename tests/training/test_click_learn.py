@@ -190,3 +190,12 @@ def test_a_log_without_first_stage_scores_gives_a_pipeline_that_reads_none(carri
         assert "with MiniLM" in result.describe() and "first stage" not in result.describe()
     assert json.loads((tmp_path / "clicks.lgb.json").read_text())["first_stage"] is carried
     build(spec)
+
+
+def test_the_learning_curve_has_each_point_once_when_shares_take_the_same_sessions():
+    from rerankit.training.clicks.learn import SESSION_SHARES
+
+    _, logs, rows = _collection("coverage", queries=24, sessions=2)
+    # of 2 sessions, 10, 25 and 50 % all take the first one
+    result = learn_from_clicks(logs, rows, folds=3, **{**SMALL, "curve": SESSION_SHARES})
+    assert [s for s, _ in result.curve] == [1.0, 2.0]

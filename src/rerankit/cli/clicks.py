@@ -56,8 +56,9 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         print(f"  note: {caveat}")
     if result.curve:
         print("\nlearning curve (cross-validated counterfactual nDCG@10 x 100):")
+        places = _places([sessions for sessions, _ in result.curve])
         for sessions, ndcg in result.curve:
-            print(f"  {sessions:8.1f} sessions a query: {100 * ndcg:6.2f}")
+            print(f"  {sessions:8.{places}f} sessions a query: {100 * ndcg:6.2f}")
     print(f"\nverdict: {result.describe()}")
     out.parent.mkdir(parents=True, exist_ok=True)
     if result.adopt or args.keep_learned:
@@ -78,6 +79,14 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         print(f"  ({out} names the model by its full path: to move them, edit its model =)")
     print(f"wrote {beside}: the propensities by position")
     return 0
+
+
+def _places(values: list[float]) -> int:
+    """The decimal places (1 to 3) that print distinct values distinctly."""
+    for places in (1, 2):
+        if len({f"{v:.{places}f}" for v in values}) == len(set(values)):
+            return places
+    return 3
 
 
 def add_tune_click_arguments(parser: Any) -> None:

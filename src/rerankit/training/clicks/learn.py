@@ -406,12 +406,18 @@ def _session_curve(
 ) -> list[tuple[float, float]]:
     """Cross-validated counterfactual nDCG@10 of the chosen option refitted on the first
     ``share`` of each training query's sessions (each held-out query scored on all of its
-    own): ``(mean sessions per query used, mean nDCG@10)`` per share."""
+    own): ``(mean sessions per query used, mean nDCG@10)`` per share, once for shares
+    that take the same sessions of every query (few sessions a query)."""
     blend = cv.best[2]
     k = max(cv.fold_of.values()) + 1
     out = []
+    done: set[tuple[int, ...]] = set()
     for share in shares:
-        heads = {q: log.head(max(1, math.ceil(share * log.sessions))) for q, log in logs.items()}
+        sizes = tuple(max(1, math.ceil(share * log.sessions)) for log in logs.values())
+        if sizes in done:  # few sessions: this share takes the same sessions as another
+            continue
+        done.add(sizes)
+        heads = {q: log.head(n) for (q, log), n in zip(logs.items(), sizes, strict=True)}
         data = _prepare(heads, rows, theta, clip, levels, evaluate_on, logs, first_stage)
         values = {}
         for f in range(k):
