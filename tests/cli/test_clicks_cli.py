@@ -122,6 +122,19 @@ def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_p
     assert "not adopted: what served the log is kept" in printed
     assert f"the pipeline that served the log ({served})" in printed
     assert read_spec(out) == read_spec(served)
+    # asked to keep the learned pipeline all the same: written, and said so
+    assert main([*argv, "--served", str(served), "--folds", "3", "--keep-learned"]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "not adopted (what served the log would be kept); the learned ranker is fitted "
+        "anyway, as asked" in printed
+    )
+    assert "what served the log is kept" not in printed
+    assert (
+        f"wrote {out}: the learned pipeline, not adopted: written anyway as asked "
+        "(--keep-learned)" in printed
+    )
+    assert read_spec(out)["name"] == "learned-from-clicks"
 
 
 def test_tune_needs_data_or_clicks(capsys):

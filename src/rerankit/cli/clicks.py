@@ -63,7 +63,9 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     if result.adopt or args.keep_learned:
         spec = result.save(out.with_suffix(".lgb.txt"))
-        what = "the learned pipeline" + ("" if result.adopt else " (--keep-learned)")
+        what = "the learned pipeline" + (
+            "" if result.adopt else ", not adopted: written anyway as asked (--keep-learned)"
+        )
     elif args.served:
         spec, what = None, f"the pipeline that served the log ({args.served})"
     else:

@@ -54,6 +54,11 @@ class ClickLearning:
         verdict = self.verdict.describe().replace("default", "served")
         if self.adopt:
             outcome = "adopted: it beats what was served by more than the margin times the noise"
+        elif self.booster is not None:  # keep_learned
+            outcome = (
+                "not adopted (what served the log would be kept); the learned ranker is "
+                "fitted anyway, as asked"
+            )
         else:
             outcome = "not adopted: what served the log is kept"
         return f"{chosen}; counterfactual {verdict}; {outcome}"
