@@ -4,18 +4,23 @@ logs written by rerankit's click simulator."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
+import tomllib
 
+from rerankit import load
 from rerankit.cli import main
 from rerankit.config import read_spec
+from rerankit.scorers.learned import FEATURES
 from rerankit.training.clicks import (
     ClickLog,
     PositionBasedModel,
     read_log,
     team_draft,
     text_hash,
+    write_features,
 )
 from rerankit.training.clicks.sessions import records
 from rerankit.training.clicks.simulate import simulate_query
@@ -99,6 +104,44 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     assert f"wrote {model} and {model.with_suffix('.json')}: the model and its report" in printed
 
 
+def test_a_pipeline_learned_from_clicks_and_its_model_moved_together_still_load(
+    tmp_path, capsys, monkeypatch
+):
+    """The pipeline names its model relative to itself (they are written side by side),
+    and loading reads it from the pipeline file's folder, whatever the working directory."""
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "text", sessions=5)
+    out = tmp_path / "out" / "clicks.toml"
+    argv = ["tune", "--clicks", str(log), "--features", str(_random_features(tmp_path))]
+    assert main([*argv, "--out", str(out), "--folds", "3", "--keep-learned"]) == 0
+    assert "names the model beside it" in capsys.readouterr().out
+    stage = tomllib.loads(out.read_text())["stages"][0]
+    (entry,) = [
+        e for e in [stage.get("scorer"), *stage.get("scorers", [])] if e and e["type"] == "learned"
+    ]
+    assert entry["model"] == "clicks.lgb.txt"
+    moved = tmp_path / "server"
+    moved.mkdir()
+    for name in ("clicks.toml", "clicks.lgb.txt", "clicks.lgb.json"):
+        shutil.copy(out.parent / name, moved / name)
+    monkeypatch.chdir(tmp_path)  # neither the old folder nor the new one
+    docs = ["solar power guide", "pasta sauce notes", "wind turbines research"]
+    here = load(moved / "clicks.toml").rerank("solar power", docs)
+    there = load(out).rerank("solar power", docs)
+    assert [r.score for r in here] == pytest.approx([r.score for r in there])
+
+
+def _random_features(folder):
+    """A features file of random numbers for the simulated log's queries."""
+    rng = np.random.default_rng(1)
+    rows = {
+        f"q{q}": ([f"{q}-{i}" for i in range(8)], rng.random((8, len(FEATURES))))
+        for q in range(len(TOPICS))
+    }
+    return write_features(rows, folder / "features.npz")
+
+
 def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_path, capsys):
     pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
     log = tmp_path / "clicks.jsonl"
@@ -107,15 +150,7 @@ def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_p
     served.write_text('name = "served"\nreranker = "bm25"\n')
     out = tmp_path / "clicks.toml"
     # features of random numbers: nothing to learn from them, so what served is kept
-    from rerankit.scorers.learned import FEATURES
-    from rerankit.training.clicks import write_features
-
-    rng = np.random.default_rng(1)
-    rows = {
-        f"q{q}": ([f"{q}-{i}" for i in range(8)], rng.random((8, len(FEATURES))))
-        for q in range(len(TOPICS))
-    }
-    features = write_features(rows, tmp_path / "features.npz")
+    features = _random_features(tmp_path)
     argv = ["tune", "--clicks", str(log), "--features", str(features), "--out", str(out)]
     assert main([*argv, "--served", str(served), "--folds", "3"]) == 0
     printed = capsys.readouterr().out

@@ -62,7 +62,7 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     print(f"\nverdict: {result.describe()}")
     out.parent.mkdir(parents=True, exist_ok=True)
     if result.adopt or args.keep_learned:
-        spec = result.save(out.with_suffix(".lgb.txt"))
+        spec = result.save(out.with_suffix(".lgb.txt"), relative_to=out.parent)
         what = "the learned pipeline" + (
             "" if result.adopt else ", not adopted: written anyway as asked (--keep-learned)"
         )
@@ -78,7 +78,7 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     if result.adopt or args.keep_learned:
         model = out.with_suffix(".lgb.txt")
         print(f"wrote {model} and {model.with_suffix('.json')}: the model and its report")
-        print(f"  ({out} names the model by its full path: to move them, edit its model =)")
+        print(f"  ({out} names the model beside it: move or copy the three together)")
     print(f"wrote {beside}: the propensities by position")
     return 0
 

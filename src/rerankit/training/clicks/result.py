@@ -63,20 +63,29 @@ class ClickLearning:
             outcome = "not adopted: what served the log is kept"
         return f"{chosen}; counterfactual {verdict}; {outcome}"
 
-    def save(self, path: str | Path, name: str = "learned-from-clicks") -> dict[str, Any]:
+    def save(
+        self,
+        path: str | Path,
+        name: str = "learned-from-clicks",
+        *,
+        relative_to: str | Path | None = None,
+    ) -> dict[str, Any]:
         """Write the model (``path``, LightGBM's text format) and its report (``.json``
         beside it, the propensities included), and return the pipeline that serves it: the
         learned scorer alone, or blended with the first stage + MiniLM fusion as chosen
         (with MiniLM alone when the first stage's scores did not count: the pipeline then
         reads no ``first_stage_score``), a spec for :func:`rerankit.load`. Only for a
-        booster that was fitted (adopted, or ``keep_learned``)."""
+        booster that was fitted (adopted, or ``keep_learned``). ``relative_to``: the folder
+        of the pipeline file the spec will be written to; a model in it (or below) is then
+        named relative to it, so the two moved together still load
+        (:func:`rerankit.config.read_pipeline`); otherwise by its full path."""
         if self.booster is None:
             raise ValueError(
                 "nothing to save: the verdict kept what served the log (pass "
                 "keep_learned=True to fit the learned ranker anyway)"
             )
         path = ltr.save(self.booster, path, self.report())
-        learned = {"type": "learned", "model": str(Path(path).resolve())}
+        learned = {"type": "learned", "model": _model_path(path, relative_to)}
         blend = self.option[2]
         if blend == 1:
             return {"name": name, "stages": [{"scorer": learned}]}
@@ -116,3 +125,11 @@ class ClickLearning:
             },
             "learning_curve": [{"sessions": s, "ndcg@10": m} for s, m in self.curve],
         }
+
+
+def _model_path(path: Path, folder: str | Path | None) -> str:
+    """``path`` relative to ``folder`` when it lies in it, else in full."""
+    full = Path(path).resolve()
+    if folder is not None and full.is_relative_to(Path(folder).resolve()):
+        return full.relative_to(Path(folder).resolve()).as_posix()
+    return str(full)
