@@ -4,18 +4,23 @@ logs written by rerankit's click simulator."""
 from __future__ import annotations
 
 import json
+import shutil
 
 import numpy as np
 import pytest
+import tomllib
 
+from rerankit import load
 from rerankit.cli import main
 from rerankit.config import read_spec
+from rerankit.scorers.learned import FEATURES
 from rerankit.training.clicks import (
     ClickLog,
     PositionBasedModel,
     read_log,
     team_draft,
     text_hash,
+    write_features,
 )
 from rerankit.training.clicks.sessions import records
 from rerankit.training.clicks.simulate import simulate_query
@@ -78,11 +83,7 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     error = capsys.readouterr().err
     assert "no text for document" in error and "--data" in error  # hashes only: needs --data
     corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    with open(corpus / "corpus.jsonl", "w", encoding="utf-8") as f:
-        for q in range(len(TOPICS)):
-            for i, text in enumerate(_texts(q)):
-                f.write(json.dumps({"_id": f"{q}-{i}", "title": "", "text": text}) + "\n")
+    _corpus(corpus)
     argv = ["tune", "--clicks", str(log), "--data", str(corpus), "--out", str(out)]
     # a tiny random embedding model: the words the query shares carry the signal here
     assert main([*argv, "--folds", "3", "--embedding-model", str(tiny_st)]) == 0
@@ -103,6 +104,44 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     assert f"wrote {model} and {model.with_suffix('.json')}: the model and its report" in printed
 
 
+def test_a_pipeline_learned_from_clicks_and_its_model_moved_together_still_load(
+    tmp_path, capsys, monkeypatch
+):
+    """The pipeline names its model relative to itself (they are written side by side),
+    and loading reads it from the pipeline file's folder, whatever the working directory."""
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "text", sessions=5)
+    out = tmp_path / "out" / "clicks.toml"
+    argv = ["tune", "--clicks", str(log), "--features", str(_random_features(tmp_path))]
+    assert main([*argv, "--out", str(out), "--folds", "3", "--keep-learned"]) == 0
+    assert "names the model beside it" in capsys.readouterr().out
+    stage = tomllib.loads(out.read_text())["stages"][0]
+    (entry,) = [
+        e for e in [stage.get("scorer"), *stage.get("scorers", [])] if e and e["type"] == "learned"
+    ]
+    assert entry["model"] == "clicks.lgb.txt"
+    moved = tmp_path / "server"
+    moved.mkdir()
+    for name in ("clicks.toml", "clicks.lgb.txt", "clicks.lgb.json"):
+        shutil.copy(out.parent / name, moved / name)
+    monkeypatch.chdir(tmp_path)  # neither the old folder nor the new one
+    docs = ["solar power guide", "pasta sauce notes", "wind turbines research"]
+    here = load(moved / "clicks.toml").rerank("solar power", docs)
+    there = load(out).rerank("solar power", docs)
+    assert [r.score for r in here] == pytest.approx([r.score for r in there])
+
+
+def _random_features(folder):
+    """A features file of random numbers for the simulated log's queries."""
+    rng = np.random.default_rng(1)
+    rows = {
+        f"q{q}": ([f"{q}-{i}" for i in range(8)], rng.random((8, len(FEATURES))))
+        for q in range(len(TOPICS))
+    }
+    return write_features(rows, folder / "features.npz")
+
+
 def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_path, capsys):
     pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
     log = tmp_path / "clicks.jsonl"
@@ -111,21 +150,26 @@ def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_p
     served.write_text('name = "served"\nreranker = "bm25"\n')
     out = tmp_path / "clicks.toml"
     # features of random numbers: nothing to learn from them, so what served is kept
-    from rerankit.scorers.learned import FEATURES
-    from rerankit.training.clicks import write_features
-
-    rng = np.random.default_rng(1)
-    rows = {
-        f"q{q}": ([f"{q}-{i}" for i in range(8)], rng.random((8, len(FEATURES))))
-        for q in range(len(TOPICS))
-    }
-    features = write_features(rows, tmp_path / "features.npz")
+    features = _random_features(tmp_path)
     argv = ["tune", "--clicks", str(log), "--features", str(features), "--out", str(out)]
     assert main([*argv, "--served", str(served), "--folds", "3"]) == 0
     printed = capsys.readouterr().out
     assert "not adopted: what served the log is kept" in printed
     assert f"the pipeline that served the log ({served})" in printed
     assert read_spec(out) == read_spec(served)
+    # asked to keep the learned pipeline all the same: written, and said so
+    assert main([*argv, "--served", str(served), "--folds", "3", "--keep-learned"]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        "not adopted (what served the log would be kept); the learned ranker is fitted "
+        "anyway, as asked" in printed
+    )
+    assert "what served the log is kept" not in printed
+    assert (
+        f"wrote {out}: the learned pipeline, not adopted: written anyway as asked "
+        "(--keep-learned)" in printed
+    )
+    assert read_spec(out)["name"] == "learned-from-clicks"
 
 
 def test_tune_needs_data_or_clicks(capsys):
@@ -162,3 +206,58 @@ def test_interleave_report_names_the_pipeline_users_prefer(tmp_path, capsys):
     )
     error = capsys.readouterr().err
     assert "no interleaved sessions of a and b" in error and "current and candidate" in error
+
+
+def _corpus(folder) -> None:
+    folder.mkdir()
+    with open(folder / "corpus.jsonl", "w", encoding="utf-8") as f:
+        for q in range(len(TOPICS)):
+            for i, text in enumerate(_texts(q)):
+                f.write(json.dumps({"_id": f"{q}-{i}", "title": "", "text": text}) + "\n")
+
+
+def _stray_impression(path) -> None:
+    """What the service logs for a request about documents of another corpus (docs/clicks.md's
+    curl example): ids "0" and "1", their hashes."""
+    log = ClickLog(path, store="hash")
+    docs = [{"id": "0", "text": "Solar panels on roofs."}, {"id": "1", "text": "Wind farms."}]
+    log.log_impression("stray", "solar power", docs, [0, 1])
+    log.log_feedback("stray", [0])
+    log.close()
+
+
+def test_tune_clicks_skips_impressions_whose_documents_are_not_in_the_corpus(
+    tmp_path, capsys, tiny_st
+):
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "hash", sessions=5)
+    _stray_impression(log)
+    _corpus(tmp_path / "corpus")
+    out = tmp_path / "clicks.toml"
+    argv = ["tune", "--clicks", str(log), "--data", str(tmp_path / "corpus"), "--out", str(out)]
+    assert main([*argv, "--folds", "3", "--embedding-model", str(tiny_st)]) == 0
+    printed = capsys.readouterr().out
+    assert "61 impressions" in printed
+    assert "(1 impression left out: a document without a text)" in printed
+    assert (
+        "impression stray: query 'solar power': no text for document '0' (the log keeps its "
+        "hash); it is not in the corpus given" in printed
+    )
+    assert "60 sessions" in printed  # learned from the others
+    curve = [line.split(":")[0] for line in printed.splitlines() if "sessions a query" in line]
+    assert len(curve) == len(set(curve)) == 4  # 1, 2, 3 and 5 of each query's 5 sessions
+
+
+def test_tune_clicks_stops_when_no_impression_has_its_documents(tmp_path, capsys):
+    log = tmp_path / "clicks.jsonl"
+    _stray_impression(log)
+    _corpus(tmp_path / "corpus")
+    argv = ["tune", "--clicks", str(log), "--data", str(tmp_path / "corpus")]
+    assert main([*argv, "--out", str(tmp_path / "clicks.toml")]) == 1
+    error = capsys.readouterr().err
+    assert "none of its 1 impressions can be learned from" in error
+    assert "no text for document '0'" in error and "not in the corpus given" in error
+    assert "--data" not in error  # it was given
+    assert main(["tune", "--clicks", str(log), "--out", str(tmp_path / "clicks.toml")]) == 1
+    assert "pass the corpus it came from" in capsys.readouterr().err  # it was not

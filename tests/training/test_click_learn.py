@@ -162,3 +162,40 @@ def test_staged_predictions_equal_predicting_at_each_number_of_trees():
     for t in (1, 10, 40):
         np.testing.assert_allclose(staged[t], booster.predict(x, num_iteration=t), atol=1e-12)
     np.testing.assert_allclose(staged[80], booster.predict(x), atol=1e-12)  # only 40 grown
+
+
+@pytest.mark.parametrize("carried", [False, True])
+def test_a_log_without_first_stage_scores_gives_a_pipeline_that_reads_none(carried, tmp_path):
+    """Without first-stage scores in the log, the model reads no first-stage feature and
+    the blend is with MiniLM alone, so the pipeline never asks for first_stage_score."""
+    from rerankit.config import to_toml
+
+    _, logs, rows = _collection("coverage", queries=24, sessions=20)
+    if carried:
+        for log in logs.values():
+            log.first_stage = np.linspace(1.0, 0.0, len(log.doc_ids))
+    options = {**SMALL, "blends": (0.5,), "curve": None}
+    result = learn_from_clicks(logs, rows, folds=3, keep_learned=True, **options)
+    assert result.first_stage is carried
+    assert any(n.startswith("first_stage") for n in result.features) is carried
+    spec = result.save(tmp_path / "clicks.lgb.txt")
+    scorers = spec["stages"][0]["scorers"]
+    kinds = [(s["type"], s["weight"]) for s in scorers]
+    if carried:
+        assert kinds == [("learned", 0.5), ("field", 0.15), ("embedding", 0.35)]
+        assert "first_stage_score" in to_toml(spec)
+    else:
+        assert kinds == [("learned", 0.5), ("embedding", 0.5)]
+        assert "first_stage_score" not in to_toml(spec) and "field" not in to_toml(spec)
+        assert "with MiniLM" in result.describe() and "first stage" not in result.describe()
+    assert json.loads((tmp_path / "clicks.lgb.json").read_text())["first_stage"] is carried
+    build(spec)
+
+
+def test_the_learning_curve_has_each_point_once_when_shares_take_the_same_sessions():
+    from rerankit.training.clicks.learn import SESSION_SHARES
+
+    _, logs, rows = _collection("coverage", queries=24, sessions=2)
+    # of 2 sessions, 10, 25 and 50 % all take the first one
+    result = learn_from_clicks(logs, rows, folds=3, **{**SMALL, "curve": SESSION_SHARES})
+    assert [s for s, _ in result.curve] == [1.0, 2.0]

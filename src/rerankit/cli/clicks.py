@@ -56,13 +56,16 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         print(f"  note: {caveat}")
     if result.curve:
         print("\nlearning curve (cross-validated counterfactual nDCG@10 x 100):")
+        places = _places([sessions for sessions, _ in result.curve])
         for sessions, ndcg in result.curve:
-            print(f"  {sessions:8.1f} sessions a query: {100 * ndcg:6.2f}")
+            print(f"  {sessions:8.{places}f} sessions a query: {100 * ndcg:6.2f}")
     print(f"\nverdict: {result.describe()}")
     out.parent.mkdir(parents=True, exist_ok=True)
     if result.adopt or args.keep_learned:
-        spec = result.save(out.with_suffix(".lgb.txt"))
-        what = "the learned pipeline" + ("" if result.adopt else " (--keep-learned)")
+        spec = result.save(out.with_suffix(".lgb.txt"), relative_to=out.parent)
+        what = "the learned pipeline" + (
+            "" if result.adopt else ", not adopted: written anyway as asked (--keep-learned)"
+        )
     elif args.served:
         spec, what = None, f"the pipeline that served the log ({args.served})"
     else:
@@ -75,9 +78,17 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     if result.adopt or args.keep_learned:
         model = out.with_suffix(".lgb.txt")
         print(f"wrote {model} and {model.with_suffix('.json')}: the model and its report")
-        print(f"  ({out} names the model by its full path: to move them, edit its model =)")
+        print(f"  ({out} names the model beside it: move or copy the three together)")
     print(f"wrote {beside}: the propensities by position")
     return 0
+
+
+def _places(values: list[float]) -> int:
+    """The decimal places (1 to 3) that print distinct values distinctly."""
+    for places in (1, 2):
+        if len({f"{v:.{places}f}" for v in values}) == len(set(values)):
+            return places
+    return 3
 
 
 def add_tune_click_arguments(parser: Any) -> None:

@@ -25,7 +25,7 @@ from ...scorers import learned
 from .learn import learn_from_clicks
 from .reader import ReadReport, read_log
 from .result import ClickLearning
-from .sessions import DEPTH, QueryLog, collect, log_features
+from .sessions import DEPTH, CorpusTexts, QueryLog, collect, log_features, with_texts
 
 __all__ = ["LogLearning", "learn_from_log", "read_corpus", "read_features", "write_features"]
 
@@ -119,13 +119,26 @@ def learn_from_log(
     candidates, computed beforehand (query keys as :func:`~.sessions.collect` groups them:
     the ``query_id``, else the query text); ``embedding``: the model the features read
     (None: the bundled MiniLM). ``depth``, ``min_dwell_ms``, ``pipelines``: as
-    :func:`~.sessions.collect` takes them; ``options``: :func:`~.learn.learn_from_clicks`'s."""
+    :func:`~.sessions.collect` takes them; ``options``: :func:`~.learn.learn_from_clicks`'s.
+
+    Without ``rows``, an impression with a document that has no text (in the log, or in
+    ``corpus``) is left out and counted in ``.read`` (``unresolved``, with examples in its
+    problems); it is an error only when no impression is left."""
     sessions, read = read_log(path)
+    texts = CorpusTexts(corpus)
+    if rows is None:
+        usable = with_texts(sessions, texts, read)
+        if sessions and not usable:
+            raise InputError(
+                f"{path}: none of its {len(sessions)} impressions can be learned from: each "
+                f"has a document without a text; e.g. {texts.why_not(sessions[0].impression)}"
+            )
+        sessions = usable
     logs = collect(sessions, depth=depth, min_dwell_ms=min_dwell_ms, pipelines=pipelines)
     if not logs:
         raise InputError(f"{path}: no impressions to learn from ({read.malformed} bad lines)")
     if rows is None:
-        rows = log_features(logs, learned.Signals(embedding), corpus=corpus)
+        rows = log_features(logs, learned.Signals(embedding), corpus=texts)
     else:
         missing = [key for key in logs if key not in rows]
         if missing:

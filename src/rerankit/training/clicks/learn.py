@@ -46,6 +46,7 @@ __all__ = [
     "SETTINGS",
     "ClickLearning",
     "blend_base",
+    "carries_first_stage",
     "learn_from_clicks",
     "staged_predictions",
 ]
@@ -113,15 +114,34 @@ def staged_predictions(
     return out
 
 
-def blend_base(x: np.ndarray) -> np.ndarray:
+def blend_base(x: np.ndarray, first_stage: bool = True) -> np.ndarray:
     """What a learned model is blended with, as ``tune`` does: the first stage and MiniLM
     (the ``first_stage`` and ``cosine`` columns of a feature matrix), min-max normalised,
-    weighted as the default fusion (:data:`rerankit.training.fusion_search.DEFAULT_HYBRID`)."""
+    weighted as the default fusion (:data:`rerankit.training.fusion_search.DEFAULT_HYBRID`);
+    MiniLM alone with ``first_stage=False`` (a log without first-stage scores)."""
     fs, cos = FEATURES.index("first_stage"), FEATURES.index("cosine")
+    if not first_stage:
+        return normalize_scores(x[:, cos], "min_max")
     weights = DEFAULT_HYBRID["weights"]
     return weights["first_stage"] * normalize_scores(x[:, fs], "min_max") + weights[
         "embedding"
     ] * normalize_scores(x[:, cos], "min_max")
+
+
+def carries_first_stage(logs: Mapping[str, QueryLog]) -> bool:
+    """Whether the log gave a first-stage score to every candidate of some query (the
+    features read them only then, as :func:`~.sessions.log_features` computes them)."""
+    return any(
+        len(log.first_stage) and not np.isnan(log.first_stage).any() for log in logs.values()
+    )
+
+
+def _feature_names(queries: int, first_stage: bool) -> tuple[str, ...]:
+    """:func:`rerankit.training.ltr.feature_set`, less the first-stage features when the
+    log carried no first-stage scores (a model reading them would read 0 for every
+    document, and warn on every request it serves)."""
+    names = ltr.feature_set(queries)
+    return names if first_stage else tuple(n for n in names if not n.startswith("first_stage"))
 
 
 def _labels(estimate: np.ndarray, levels: int) -> np.ndarray:
@@ -152,6 +172,7 @@ def _prepare(
     levels: int,
     evaluate_on: str,
     evaluate: Mapping[str, QueryLog] | None = None,
+    first_stage: bool = True,
 ) -> _Prepared:
     """Labels from ``logs``; gains from ``evaluate`` (default: the same logs), over the
     documents it showed (``evaluate_on="shown"``) or over every candidate (``"all"``)."""
@@ -168,7 +189,7 @@ def _prepare(
         keep = np.flatnonzero(mass > 0) if evaluate_on == "shown" else np.arange(len(x))
         out.x[key], out.keep[key] = x, keep
         gains = np.nan_to_num(estimate[keep], nan=0.0)
-        out.base[key], out.gains[key] = blend_base(x)[keep], gains
+        out.base[key], out.gains[key] = blend_base(x, first_stage)[keep], gains
         out.ideal[key] = float(np.sort(gains)[::-1][:10] @ DISCOUNT[: min(10, len(gains))])
     return out
 
@@ -182,6 +203,7 @@ def _options(
     seeds: Sequence[int],
     levels: int,
     features: Sequence[str] | None,
+    first_stage: bool = True,
 ) -> Callable[[Sequence[str]], dict[Hashable, Callable[[str], float]]]:
     """The fit of :func:`~rerankit.training.crossval.cross_validate`: boosters per setting
     and seed on the training queries' labels; each option's evaluator scores a query's
@@ -190,7 +212,7 @@ def _options(
 
     def fit_on(qids: Sequence[str]) -> dict[Hashable, Callable[[str], float]]:
         used = [q for q in qids if any(data.labels[q].values())]
-        names = list(features or ltr.feature_set(len(used)))
+        names = list(features or _feature_names(len(used), first_stage))
         columns = feature_columns(names)
         boosters = {
             (label, seed): ltr.fit(
@@ -283,6 +305,7 @@ def learn_from_clicks(
     curve: Sequence[float] | None = SESSION_SHARES,
     keep_learned: bool = False,
     evaluate_on: str = "shown",
+    first_stage: bool | None = None,
 ) -> ClickLearning:
     """Learn a ranker from click logs (:class:`~.sessions.QueryLog` by query key) over
     ``rows``, the features of each query's candidates (``{key: (doc ids, matrix)}``, e.g.
@@ -290,14 +313,19 @@ def learn_from_clicks(
     doc). ``propensities``: by position (None: :func:`~.propensity.estimate_propensities`);
     ``correct=False``: the naive learner. ``curve``: the shares of each query's sessions the
     learning curve refits on (None: no curve). The booster is fitted on every query when
-    the verdict adopts it, or with ``keep_learned``."""
+    the verdict adopts it, or with ``keep_learned``. ``first_stage``: whether the first
+    stage's scores count (None: when the log carried them, :func:`carries_first_stage`);
+    without them the model does not read the first-stage features, and the blend, in
+    learning and in the pipeline it gives, is with MiniLM alone."""
     if evaluate_on not in ("shown", "all"):
         raise ValueError(f"evaluate_on {evaluate_on!r}: expected 'shown' or 'all'")
     missing = [k for k in logs if k not in rows]
     if missing:
         raise ValueError(f"no features for {len(missing)} logged queries (e.g. {missing[0]!r})")
+    if first_stage is None:
+        first_stage = carries_first_stage(logs)
     prop = _as_propensities(propensities, logs, rows, depth, correct)
-    data = _prepare(logs, rows, prop.values, clip, levels, evaluate_on)
+    data = _prepare(logs, rows, prop.values, clip, levels, evaluate_on, first_stage=first_stage)
     qids = [q for q in logs if not math.isnan(counterfactual_ndcg(data.base[q], data.gains[q]))]
     gains = {q: ips_relevance(logs[q], prop.values, clip=clip)[0] for q in qids}
     served = {q: served_ndcg(logs[q], gains[q]) for q in qids}
@@ -309,14 +337,25 @@ def learn_from_clicks(
         seeds=seeds,
         levels=levels,
         features=features,
+        first_stage=first_stage,
     )
     cv = crossval.cross_validate(qids, fit, k=folds)
     verdict = crossval.verdict(cv, served, margin=margin)
-    names = tuple(features or ltr.feature_set(len(qids)))
+    names = tuple(features or _feature_names(len(qids), first_stage))
     points: list[tuple[float, float]] = []
     if curve:
         points = _session_curve(
-            logs, rows, prop.values, cv, curve, clip, levels, settings, names, evaluate_on
+            logs,
+            rows,
+            prop.values,
+            cv,
+            curve,
+            clip,
+            levels,
+            settings,
+            names,
+            evaluate_on,
+            first_stage,
         )
     booster = None
     if verdict.adopt or keep_learned:
@@ -332,6 +371,7 @@ def learn_from_clicks(
         curve=points,
         queries=len(qids),
         sessions=sum(logs[q].sessions for q in logs),
+        first_stage=first_stage,
     )
 
 
@@ -362,16 +402,23 @@ def _session_curve(
     settings: Mapping[str, Mapping[str, Any]],
     names: Sequence[str],
     evaluate_on: str,
+    first_stage: bool = True,
 ) -> list[tuple[float, float]]:
     """Cross-validated counterfactual nDCG@10 of the chosen option refitted on the first
     ``share`` of each training query's sessions (each held-out query scored on all of its
-    own): ``(mean sessions per query used, mean nDCG@10)`` per share."""
+    own): ``(mean sessions per query used, mean nDCG@10)`` per share, once for shares
+    that take the same sessions of every query (few sessions a query)."""
     blend = cv.best[2]
     k = max(cv.fold_of.values()) + 1
     out = []
+    done: set[tuple[int, ...]] = set()
     for share in shares:
-        heads = {q: log.head(max(1, math.ceil(share * log.sessions))) for q, log in logs.items()}
-        data = _prepare(heads, rows, theta, clip, levels, evaluate_on, evaluate=logs)
+        sizes = tuple(max(1, math.ceil(share * log.sessions)) for log in logs.values())
+        if sizes in done:  # few sessions: this share takes the same sessions as another
+            continue
+        done.add(sizes)
+        heads = {q: log.head(n) for (q, log), n in zip(logs.items(), sizes, strict=True)}
+        data = _prepare(heads, rows, theta, clip, levels, evaluate_on, logs, first_stage)
         values = {}
         for f in range(k):
             train = [q for q, g in cv.fold_of.items() if g != f and any(data.labels[q].values())]

@@ -56,6 +56,8 @@ class ReadReport:
     orphan_feedback: int = 0
     unknown_clicks: int = 0
     malformed: int = 0
+    #: impressions left out of learning: a document without a text (in the log or corpus)
+    unresolved: int = 0
     problems: list[str] = field(default_factory=list)
 
     def note(self, problem: str) -> None:
@@ -76,6 +78,10 @@ class ReadReport:
             f"{_count(self.feedback, 'feedback record')}"
         )
         counted = [f"{count} {what}" for count, what in left_out if count]
+        if self.unresolved:
+            counted.append(
+                f"{_count(self.unresolved, 'impression')} left out: a document without a text"
+            )
         if counted:
             line += f" ({', '.join(counted)})"
         return "\n".join([line, *(f"  {problem}" for problem in self.problems)])

@@ -35,6 +35,9 @@ class ClickLearning:
     curve: list[tuple[float, float]] = field(default_factory=list)
     queries: int = 0
     sessions: int = 0
+    #: whether the first stage's scores counted (the log carried them): without them the
+    #: blend, and the pipeline :meth:`save` gives, is with MiniLM alone
+    first_stage: bool = True
 
     @property
     def adopt(self) -> bool:
@@ -45,33 +48,53 @@ class ClickLearning:
         mix = (
             "the learned score alone"
             if blend == 1
-            else f"blended {blend:.2f} with first stage + MiniLM"
+            else f"blended {blend:.2f} with {'first stage + ' if self.first_stage else ''}MiniLM"
         )
         chosen = f"{setting}, {trees} trees, {mix}"
         verdict = self.verdict.describe().replace("default", "served")
         if self.adopt:
             outcome = "adopted: it beats what was served by more than the margin times the noise"
+        elif self.booster is not None:  # keep_learned
+            outcome = (
+                "not adopted (what served the log would be kept); the learned ranker is "
+                "fitted anyway, as asked"
+            )
         else:
             outcome = "not adopted: what served the log is kept"
         return f"{chosen}; counterfactual {verdict}; {outcome}"
 
-    def save(self, path: str | Path, name: str = "learned-from-clicks") -> dict[str, Any]:
+    def save(
+        self,
+        path: str | Path,
+        name: str = "learned-from-clicks",
+        *,
+        relative_to: str | Path | None = None,
+    ) -> dict[str, Any]:
         """Write the model (``path``, LightGBM's text format) and its report (``.json``
         beside it, the propensities included), and return the pipeline that serves it: the
-        learned scorer alone, or blended with the first stage + MiniLM fusion as chosen (a
-        spec for :func:`rerankit.load`). Only for a booster that was fitted (adopted, or
-        ``keep_learned``)."""
+        learned scorer alone, or blended with the first stage + MiniLM fusion as chosen
+        (with MiniLM alone when the first stage's scores did not count: the pipeline then
+        reads no ``first_stage_score``), a spec for :func:`rerankit.load`. Only for a
+        booster that was fitted (adopted, or ``keep_learned``). ``relative_to``: the folder
+        of the pipeline file the spec will be written to; a model in it (or below) is then
+        named relative to it, so the two moved together still load
+        (:func:`rerankit.config.read_pipeline`); otherwise by its full path."""
         if self.booster is None:
             raise ValueError(
                 "nothing to save: the verdict kept what served the log (pass "
                 "keep_learned=True to fit the learned ranker anyway)"
             )
         path = ltr.save(self.booster, path, self.report())
-        learned = {"type": "learned", "model": str(Path(path).resolve())}
+        learned = {"type": "learned", "model": _model_path(path, relative_to)}
         blend = self.option[2]
         if blend == 1:
             return {"name": name, "stages": [{"scorer": learned}]}
-        stage = pipeline_spec(DEFAULT_HYBRID, name=name)["stages"][0]
+        fusion = (
+            DEFAULT_HYBRID
+            if self.first_stage
+            else {**DEFAULT_HYBRID, "weights": {"embedding": 1.0}}
+        )
+        stage = pipeline_spec(fusion, name=name)["stages"][0]
         for entry in stage["scorers"]:
             entry["weight"] = round((1 - blend) * entry["weight"], 4)
         stage["scorers"].insert(0, {**learned, "weight": blend})
@@ -88,6 +111,7 @@ class ClickLearning:
             "trees": trees,
             "blend": blend,
             "features": list(self.features),
+            "first_stage": self.first_stage,
             "queries": self.queries,
             "sessions": self.sessions,
             "adopted": v.adopt,
@@ -101,3 +125,11 @@ class ClickLearning:
             },
             "learning_curve": [{"sessions": s, "ndcg@10": m} for s, m in self.curve],
         }
+
+
+def _model_path(path: Path, folder: str | Path | None) -> str:
+    """``path`` relative to ``folder`` when it lies in it, else in full."""
+    full = Path(path).resolve()
+    if folder is not None and full.is_relative_to(Path(folder).resolve()):
+        return full.relative_to(Path(folder).resolve()).as_posix()
+    return str(full)

@@ -19,9 +19,9 @@ import numpy as np
 
 from ...scorers import learned
 from .log import Feedback, Impression, LoggedDocument, text_hash
-from .reader import Session
+from .reader import ReadReport, Session
 
-__all__ = ["DEPTH", "QueryLog", "collect", "log_features", "records"]
+__all__ = ["DEPTH", "CorpusTexts", "QueryLog", "collect", "log_features", "records", "with_texts"]
 
 #: how many positions learning reads by default: a page of ten results
 DEPTH = 10
@@ -177,29 +177,66 @@ def records(
         yield impression, (Feedback(rid, clicks, None, start + s + 0.5) if clicks else None)
 
 
-def _text_lookup(
-    corpus: Mapping[str, str] | None, logs: Mapping[str, QueryLog]
-) -> tuple[Mapping[str, str], dict[str, str]]:
-    if corpus is None:
-        return {}, {}
-    needs_hashes = any(
-        t is None and h is not None
-        for log in logs.values()
-        for t, h in zip(
-            log.texts or [None] * len(log.doc_ids),
-            log.hashes or [None] * len(log.doc_ids),
-            strict=True,
+class CorpusTexts:
+    """Documents' texts looked up in a corpus (doc id -> text): by a logged SHA-256 when
+    there is one (the hashes of the corpus computed once, when first needed), else by id."""
+
+    def __init__(self, corpus: Mapping[str, str] | None) -> None:
+        self.given = corpus is not None
+        self.by_id: Mapping[str, str] = corpus if corpus is not None else {}
+        self._by_hash: dict[str, str] | None = None
+
+    def text(self, doc_id: str, text: str | None, digest: str | None) -> str | None:
+        """The logged ``text``, else the corpus's by ``digest``, else by ``doc_id``."""
+        if text is not None:
+            return text
+        if digest is None:
+            return self.by_id.get(doc_id)
+        if self._by_hash is None:
+            self._by_hash = {text_hash(t): t for t in self.by_id.values()} if self.given else {}
+        return self._by_hash.get(digest, self.by_id.get(doc_id))
+
+    def why_not(self, impression: Impression) -> str | None:
+        """None when every document of ``impression`` has a text, else why the first
+        without one has none."""
+        for d in impression.documents:
+            if self.text(d.id, d.text, d.sha256) is None:
+                return self.missing(impression.query, d.id, d.sha256)
+        return None
+
+    def missing(self, query: str, doc_id: str, digest: str | None) -> str:
+        """Why a document has no text: what the log keeps of it, and the corpus."""
+        kept = "its hash" if digest else "its id only"
+        where = (
+            "it is not in the corpus given"
+            if self.given
+            else "pass the corpus it came from (corpus=; on the command line, --data)"
         )
-    )
-    by_hash = {text_hash(t): t for t in corpus.values()} if needs_hashes else {}
-    return corpus, by_hash
+        return f"query {query!r}: no text for document {doc_id!r} (the log keeps {kept}); {where}"
+
+
+def with_texts(
+    sessions: Iterable[Session], texts: CorpusTexts, report: ReadReport
+) -> list[Session]:
+    """The sessions whose every document has a text (in the log, else in the corpus); the
+    others are counted in ``report`` (``unresolved``, each described up to its limit) and
+    left out."""
+    out = []
+    for s in sessions:
+        why = texts.why_not(s.impression)
+        if why is None:
+            out.append(s)
+        else:
+            report.unresolved += 1
+            report.note(f"impression {s.impression.id}: {why}")
+    return out
 
 
 def log_features(
     logs: Mapping[str, QueryLog],
     signals: Any = None,
     *,
-    corpus: Mapping[str, str] | None = None,
+    corpus: Mapping[str, str] | CorpusTexts | None = None,
 ) -> dict[str, tuple[list[str], np.ndarray]]:
     """Learning to rank's features (:func:`rerankit.scorers.learned.features`, the same
     as ``rerankit tune --method ltr`` reads) of each query's candidates,
@@ -209,21 +246,15 @@ def log_features(
     has a first-stage score (as :class:`~rerankit.scorers.learned.LearnedScorer` does).
     ``signals``: a :class:`~rerankit.scorers.learned.Signals` (None: the bundled model)."""
     signals = signals if signals is not None else learned.Signals()
-    by_id, by_hash = _text_lookup(corpus, logs)
+    lookup = corpus if isinstance(corpus, CorpusTexts) else CorpusTexts(corpus)
     rows = {}
     for key, log in logs.items():
         texts = []
         for i, d in enumerate(log.doc_ids):
-            text = log.texts[i] if log.texts else None
+            digest = log.hashes[i] if log.hashes else None
+            text = lookup.text(d, log.texts[i] if log.texts else None, digest)
             if text is None:
-                digest = log.hashes[i] if log.hashes else None
-                text = by_id.get(d) if digest is None else by_hash.get(digest, by_id.get(d))
-            if text is None:
-                raise ValueError(
-                    f"query {key!r}: no text for document {d!r} (the log keeps "
-                    f"{'its hash' if log.hashes and log.hashes[i] else 'its id only'}); pass "
-                    "the corpus it came from (corpus=; on the command line, --data)"
-                )
+                raise ValueError(lookup.missing(key, d, digest))
             texts.append(text)
         first = log.first_stage
         scores = None if np.isnan(first).any() else first.tolist()
