@@ -100,6 +100,11 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     assert "adopted: it beats what was served" in printed
     assert read_spec(out)["name"] == "learned-from-clicks"
     assert out.with_suffix(".lgb.txt").is_file()
+    # the features read the tiny model: so does the pipeline, and the model's report says so
+    stage = read_spec(out)["stages"][0]  # the learned score alone, or blended
+    learned_entry = stage["scorer"] if "scorer" in stage else stage["scorers"][0]
+    assert learned_entry["embedding"] == str(tiny_st)
+    assert json.loads(out.with_suffix(".lgb.json").read_text())["embedding_model"] == str(tiny_st)
     model = out.with_suffix(".lgb.txt")
     assert f"wrote {model} and {model.with_suffix('.json')}: the model and its report" in printed
 

@@ -192,6 +192,29 @@ def test_a_log_without_first_stage_scores_gives_a_pipeline_that_reads_none(carri
     build(spec)
 
 
+def test_features_from_another_embedding_model_are_what_the_pipeline_reads(tmp_path):
+    """Learned over another model's cosines (``tune --clicks --embedding-model``), the
+    pipeline names that model for the learned scorer and for the blend's embedding, and the
+    model's report records it."""
+    from dataclasses import replace
+
+    from rerankit.backends.bundled import bundled_model_path
+
+    _, logs, rows = _collection("coverage", queries=24, sessions=20)
+    options = {**SMALL, "blends": (0.5,), "curve": None}
+    result = learn_from_clicks(logs, rows, folds=3, keep_learned=True, **options)
+    folder = str(bundled_model_path())  # a folder, standing in for a fine-tuned model
+    spec = replace(result, embedding=folder).save(tmp_path / "clicks.lgb.txt")
+    learned_entry, embedding_entry = spec["stages"][0]["scorers"]
+    assert learned_entry["type"] == "learned" and learned_entry["embedding"] == folder
+    assert embedding_entry["type"] == "embedding" and embedding_entry["model"] == folder
+    report = json.loads((tmp_path / "clicks.lgb.json").read_text())
+    assert report["embedding_model"] == folder
+    plain = result.save(tmp_path / "plain.lgb.txt")  # the bundled model: nothing named
+    assert "embedding" not in plain["stages"][0]["scorers"][0]
+    assert "embedding_model" not in json.loads((tmp_path / "plain.lgb.json").read_text())
+
+
 def test_the_learning_curve_has_each_point_once_when_shares_take_the_same_sessions():
     from rerankit.training.clicks.learn import SESSION_SHARES
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +137,10 @@ def learn_from_log(
     logs = collect(sessions, depth=depth, min_dwell_ms=min_dwell_ms, pipelines=pipelines)
     if not logs:
         raise InputError(f"{path}: no impressions to learn from ({read.malformed} bad lines)")
+    named = None  # the embedding model named for the features computed here
     if rows is None:
         rows = log_features(logs, learned.Signals(embedding), corpus=texts)
+        named = embedding if isinstance(embedding, str) and embedding else None
     else:
         missing = [key for key in logs if key not in rows]
         if missing:
@@ -147,6 +149,8 @@ def learn_from_log(
                 f"(e.g. {missing[0]!r})"
             )
     learning = learn_from_clicks(logs, rows, depth=depth, **options)
+    if named:  # the pipeline reads the same model
+        learning = replace(learning, embedding=named)
     served = Counter(s.impression.pipeline for s in sessions)
     clicks = sum(len(s.clicks) for s in sessions)
     counted = int(sum(log.clicked.sum() for log in logs.values()))

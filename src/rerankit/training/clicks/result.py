@@ -38,6 +38,9 @@ class ClickLearning:
     #: whether the first stage's scores counted (the log carried them): without them the
     #: blend, and the pipeline :meth:`save` gives, is with MiniLM alone
     first_stage: bool = True
+    #: the embedding model the features read, when not the bundled MiniLM (a hub id or a
+    #: folder): the pipeline :meth:`save` gives reads it too
+    embedding: str | None = None
 
     @property
     def adopt(self) -> bool:
@@ -85,7 +88,9 @@ class ClickLearning:
                 "keep_learned=True to fit the learned ranker anyway)"
             )
         path = ltr.save(self.booster, path, self.report())
-        learned = {"type": "learned", "model": _model_path(path, relative_to)}
+        learned: dict[str, Any] = {"type": "learned", "model": _model_path(path, relative_to)}
+        if self.embedding:
+            learned["embedding"] = self.embedding
         blend = self.option[2]
         if blend == 1:
             return {"name": name, "stages": [{"scorer": learned}]}
@@ -94,7 +99,7 @@ class ClickLearning:
             if self.first_stage
             else {**DEFAULT_HYBRID, "weights": {"embedding": 1.0}}
         )
-        stage = pipeline_spec(fusion, name=name)["stages"][0]
+        stage = pipeline_spec(fusion, name=name, embedding_model=self.embedding)["stages"][0]
         for entry in stage["scorers"]:
             entry["weight"] = round((1 - blend) * entry["weight"], 4)
         stage["scorers"].insert(0, {**learned, "weight": blend})
@@ -112,6 +117,7 @@ class ClickLearning:
             "blend": blend,
             "features": list(self.features),
             "first_stage": self.first_stage,
+            **({"embedding_model": self.embedding} if self.embedding else {}),
             "queries": self.queries,
             "sessions": self.sessions,
             "adopted": v.adopt,
