@@ -200,11 +200,12 @@ _FUSION_KEYS = ("method", "normalization", "rrf_k", "output_calibration")
 _NESTED_SCORERS = {"reranker": ("embedding",)}
 
 
-def read_spec(source: str | Path) -> dict[str, Any]:
-    """The spec in a ``.toml``, ``.yaml``/``.yml`` or ``.json`` file."""
+def read_spec(source: str | Path, what: str = "pipeline file") -> dict[str, Any]:
+    """The spec in a ``.toml``, ``.yaml``/``.yml`` or ``.json`` file (``what`` it is, for
+    the error when it is missing: a pipeline file, or the service's settings file)."""
     path = Path(source)
     if not path.exists():
-        raise ConfigError(f"pipeline file {str(path)!r} not found")
+        raise ConfigError(f"{what} {str(path)!r} not found")
     suffix = path.suffix.lower()
     if suffix not in (".toml", ".yaml", ".yml", ".json"):
         raise ConfigError("use a .toml, .yaml, .yml or .json file", where=str(path))

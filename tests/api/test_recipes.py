@@ -22,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -175,20 +176,26 @@ def _curl_lines() -> list[str]:
     return lines
 
 
+def _curl(line: str, url: str) -> Any:
+    assert DEFAULT_URL in line
+    done = subprocess.run(
+        ["sh", "-c", line.replace(DEFAULT_URL, url)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(done.stdout)
+
+
 def test_the_curl_recipes_get_the_ranking_and_the_shown_answer(service):
     lines = _curl_lines()
-    assert len(lines) == 2
-    answers = []
-    for line in lines:
-        assert DEFAULT_URL in line
-        done = subprocess.run(
-            ["sh", "-c", line.replace(DEFAULT_URL, service.url)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        answers.append(json.loads(done.stdout))
+    cohere = [line for line in lines if "/v2/rerank" in line or "/v1/rerank" in line]
+    (tei,) = [line for line in lines if line not in cohere]  # Text Embeddings Inference's
+    assert len(cohere) == 2 and f"{DEFAULT_URL}/rerank " in tei
+    ranked = _curl(tei, service.url)  # TEI's answer: a list, best first
+    assert [r["index"] for r in ranked] == [1, 0] and ranked[0]["score"] > ranked[1]["score"]
+    answers = [_curl(line, service.url) for line in cohere]
     for answer in answers:
         (best,) = answer["results"]
         assert best["index"] == 1 and 0.5 < best["relevance_score"] <= 1

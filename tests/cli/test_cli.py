@@ -398,3 +398,12 @@ def test_rank_says_when_a_model_comes_from_the_hub_as_the_docs_say(capsys):
     page = " ".join((Path(__file__).parents[2] / "docs" / "scorers.md").read_text().split())
     assert "prints a line while they do" not in page
     assert "one line on stderr before loading a model from the Hugging Face hub" in page
+
+
+@pytest.mark.parametrize("flag", ["--settings", "--config"])  # and its old spelling
+def test_a_missing_settings_file_is_called_a_settings_file(tmp_path, capsys, flag):
+    pytest.importorskip("fastapi", reason="serve needs the 'server' extra")
+    assert main(["serve", flag, str(tmp_path / "nosuch.toml")]) != 0
+    err = capsys.readouterr().err
+    assert f"settings file '{tmp_path / 'nosuch.toml'}' not found" in err
+    assert "pipeline file" not in err

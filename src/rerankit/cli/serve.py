@@ -25,7 +25,7 @@ def serve_settings(args: argparse.Namespace) -> Any:
     overriding it (``--reranker``/``--model`` make that pipeline the default; a pipeline
     file is listed under the ``name`` it declares, else its file name)."""
 
-    spec = read_spec(args.settings) if args.settings else {}
+    spec = read_spec(args.settings, "settings file") if args.settings else {}
     server = dict(spec.get("server") or {})
     pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
     for key in ("backend", "quantize", "api_key_env"):

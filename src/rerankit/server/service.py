@@ -279,7 +279,9 @@ class Service:
             raise ServiceError(400, "documents must not be empty")
         if len(call.documents) > settings.max_documents:
             raise ServiceError(
-                400, f"{len(call.documents)} documents; the limit is {settings.max_documents}"
+                400,
+                f"{len(call.documents)} documents; the limit is {settings.max_documents} "
+                "(max_documents in the service's settings)",
             )
         try:
             check_top_k(call.top_n, "top_n")

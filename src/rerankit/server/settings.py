@@ -300,7 +300,7 @@ class ServerSettings:
     @classmethod
     def from_file(cls, path: str | Path) -> ServerSettings:
 
-        return cls.from_mapping(read_spec(path))
+        return cls.from_mapping(read_spec(path, "settings file"))
 
     def to_mapping(self) -> dict[str, Any]:
         """These settings as the mapping :meth:`from_mapping` reads (for worker processes).

@@ -146,7 +146,10 @@ def clip(
         if len(d.text) > cap:
             if not truncate:
                 raise ServiceError(
-                    400, f"document {i}: {len(d.text)} characters; the limit is {cap}"
+                    400,
+                    f"document {i}: {len(d.text)} characters; the limit is {cap} "
+                    "(max_document_chars in the service's settings; truncate = true cuts "
+                    "longer documents instead)",
                 )
             if cuts is not None:
                 part = "last" if left else "first"
@@ -160,7 +163,9 @@ def check_query(query: str, settings: ServerSettings) -> str:
     """The query, or a 400 when it is longer than a document may be."""
     if len(query) > settings.max_document_chars:
         raise ServiceError(
-            400, f"query: {len(query)} characters; the limit is {settings.max_document_chars}"
+            400,
+            f"query: {len(query)} characters; the limit is {settings.max_document_chars} "
+            "(max_document_chars in the service's settings)",
         )
     return query
 
