@@ -42,6 +42,26 @@ def test_two_readings_asking_at_once_encode_each_text_once():
     first, second = asyncio.run(both())
     np.testing.assert_allclose(first.values, second.values)
     assert sorted(t for t in model.encoded if t != "vaccines") == sorted(DOCS)
+    assert model.encoded.count("vaccines") == 1  # the query too
+
+
+def test_a_query_asked_again_is_remembered_and_another_query_is_not_mixed_up():
+    model = SlowModel()
+    whole = EmbeddingScorer(model, cache=True)
+    passages = whole.with_passages(48)
+    docs = [Document(text=t) for t in DOCS]
+    first = asyncio.run(whole.score("vaccines", docs)).values
+    again = asyncio.run(passages.score("vaccines", docs)).values  # the twin remembers it
+    other = asyncio.run(whole.score("stock market", docs)).values
+    assert model.encoded.count("vaccines") == 1 and model.encoded.count("stock market") == 1
+    np.testing.assert_allclose(first, again)
+    fresh = asyncio.run(EmbeddingScorer(SlowModel()).score("stock market", docs)).values
+    np.testing.assert_allclose(other, fresh)  # its own vector, not the one remembered
+    assert not np.allclose(other, first)
+    # a scorer with another prompt gives the query another vector: not taken from the memory
+    prompted = EmbeddingScorer(model, cache=True, query_prompt="query: ")
+    asyncio.run(prompted.score("vaccines", docs))
+    assert "query: vaccines" in model.encoded or model.encoded.count("vaccines") == 2
 
 
 def test_a_failed_encoding_fails_the_reading_that_waited_for_it_too():

@@ -13,9 +13,7 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from contextvars import ContextVar
 from functools import cached_property
 from pathlib import Path
@@ -40,6 +38,7 @@ from ..errors import InputError, ScorerError
 from ..text.passages import DEFAULT_MAX_PASSAGES, split_passages
 from ..types import Document
 from .base import ScoreBatch, valid_query, valid_unicode
+from .inflight import RECENT_QUERIES, Pending, RecentQueries
 from .local import LocalModelOptions, LocalModelScorer
 
 #: Set by a service (for the work of its requests) to route every embedding call through
@@ -84,36 +83,6 @@ def _unit_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
     zero = norms[..., 0] == 0
     return np.divide(matrix, norms, out=np.zeros_like(matrix), where=norms > 0), zero
-
-
-class _Pending:
-    """Texts being encoded now, by (cache key, text), each with the future of the call
-    encoding it (shared by a scorer and its passage twins)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._futures: dict[tuple[str, str], Future] = {}
-
-    def claim(self, key: str, texts: list[str]) -> tuple[list[str], dict[str, Future], Future]:
-        """The texts this caller encodes (no one else is), the futures of those another
-        caller is encoding, and this caller's future (to resolve, then :meth:`release`)."""
-        done: Future = Future()
-        mine: list[str] = []
-        others: dict[str, Future] = {}
-        with self._lock:
-            for text in texts:
-                found = self._futures.get((key, text))
-                if found is None:
-                    self._futures[(key, text)] = done
-                    mine.append(text)
-                else:
-                    others[text] = found
-        return mine, others, done
-
-    def release(self, key: str, texts: list[str]) -> None:
-        with self._lock:
-            for text in texts:
-                self._futures.pop((key, text), None)
 
 
 class EmbeddingScorer(LocalModelScorer):
@@ -185,7 +154,8 @@ class EmbeddingScorer(LocalModelScorer):
         )
         if self.backend == "onnx":  # other numbers: never mixed with torch's in a cache
             self.model_key += "|onnx" + (f"-{self.quantize}" if self.quantize else "")
-        self._pending = _Pending()  # texts being encoded now (shared with passage twins)
+        self._pending = Pending()  # texts being encoded now (shared with passage twins)
+        self._recent = RecentQueries(RECENT_QUERIES)  # (shared with passage twins too)
         shared = None  # the store: $RERANKIT_CACHE_URL, when set, unless told otherwise
         if cache_path is None and cache is True:
             cache_path = os.environ.get("RERANKIT_EMBEDDING_CACHE") or None
@@ -275,8 +245,22 @@ class EmbeddingScorer(LocalModelScorer):
         return sum(len(x) for x in ids)
 
     def encode_queries(self, queries: Sequence[str]) -> np.ndarray:
-        """Query embeddings (uncached; a query is encoded once per call)."""
-        return self._encode(queries, self.query_prompt)
+        """Query embeddings: not in the document cache, but the last few are remembered,
+        and one this scorer's passage twins ask for at the same time is encoded once."""
+        key = f"query|{self._window_key(self.query_prompt)}"
+        found = self._recent.get_many(key, queries)
+        todo = list(dict.fromkeys(q for q, v in zip(queries, found, strict=True) if v is None))
+        if todo:
+            rows = self._encode_missing(key, todo, self.query_prompt, self._recent)
+            found = [rows[q] if v is None else v for q, v in zip(queries, found, strict=True)]
+        return np.vstack(found)
+
+    def _window_key(self, prompt: str | None) -> str:
+        """What a vector depends on besides its text: the model, the prompt, the window."""
+        key = f"{self.model_key}|{prompt or ''}"
+        if self.profile.max_length is not None:  # a different window is a different vector
+            key += f"|max_length={self.profile.max_length}"
+        return key
 
     def encode_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Document embeddings, from the cache where possible; new ones are cached."""
@@ -284,35 +268,35 @@ class EmbeddingScorer(LocalModelScorer):
             return np.zeros((0, 0), dtype=np.float32)
         if self.cache is None:
             return self._encode(texts, self.document_prompt)
-        key = f"{self.model_key}|{self.document_prompt or ''}"
-        if self.profile.max_length is not None:  # a different window is a different vector
-            key += f"|max_length={self.profile.max_length}"
+        key = self._window_key(self.document_prompt)
         found = self.cache.get_many(key, texts)
         todo = [i for i, v in enumerate(found) if v is None]
         if todo:
             # Encode each distinct missing text once.
-            row = self._encode_missing(key, list(dict.fromkeys(texts[i] for i in todo)))
+            missing = list(dict.fromkeys(texts[i] for i in todo))
+            row = self._encode_missing(key, missing, self.document_prompt, self.cache)
             for i in todo:
                 found[i] = row[texts[i]]
         return np.vstack(found)
 
-    def _encode_missing(self, key: str, texts: list[str]) -> dict[str, np.ndarray]:
-        """``texts`` (not in the cache) encoded and cached, each once even when another
-        thread asks for it meanwhile: that thread waits for this one's vector instead of
-        encoding it again (the hybrid's whole-document and passage readings ask for the
-        same short documents at once). On the model thread nothing waits (work queued
-        behind it could be what it waits for)."""
-        assert self.cache is not None
+    def _encode_missing(
+        self, key: str, texts: list[str], prompt: str | None, store: Any
+    ) -> dict[str, np.ndarray]:
+        """``texts`` (not in ``store``: the cache, or the recent queries) encoded and kept
+        there, each once even when another thread asks for it meanwhile: that thread waits
+        for this one's vector instead of encoding it again (the hybrid's whole-document and
+        passage readings ask for the same query and short documents at once). On the model
+        thread nothing waits (work queued behind it could be what it waits for)."""
         if running_on_model_thread():
-            fresh = self._encode(texts, self.document_prompt)
-            self.cache.put_many(key, texts, fresh)
+            fresh = self._encode(texts, prompt)
+            store.put_many(key, texts, fresh)
             return dict(zip(texts, fresh, strict=True))
         mine, others, done = self._pending.claim(key, texts)
         rows: dict[str, np.ndarray] = {}
         try:
             if mine:
-                fresh = self._encode(mine, self.document_prompt)
-                self.cache.put_many(key, mine, fresh)
+                fresh = self._encode(mine, prompt)
+                store.put_many(key, mine, fresh)
                 rows = dict(zip(mine, fresh, strict=True))
             done.set_result(rows)
         except BaseException as exc:

@@ -51,7 +51,10 @@ class Metrics:
             registry=self.registry,
         )
         self.latency = prom.Histogram(
-            "rerankit_request_seconds", "Rerank latency", ["endpoint"], registry=self.registry
+            "rerankit_request_seconds",
+            "Request latency by endpoint",
+            ["endpoint"],
+            registry=self.registry,
         )
         self.queue = prom.Gauge(
             "rerankit_queue_depth", "Requests waiting for a slot", registry=self.registry
