@@ -376,3 +376,35 @@ def nothing_listening_url():
     """A Redis URL on a loopback port nobody listens on."""
     pytest.importorskip("redis", reason="the Redis cache needs the 'redis' extra")
     return f"redis://127.0.0.1:{free_port()}/0"
+
+
+@pytest.fixture
+def moved_together(tmp_path, monkeypatch):
+    """``moved_together(pipeline, model_name, docs)``: the pipeline file names its learned
+    model ``model_name`` (beside it, relative); copied with the model and its report to
+    another folder, it loads from any working directory and scores ``docs`` as before."""
+    import shutil
+
+    import tomllib
+
+    from rerankit import load
+
+    def check(pipeline: Path, model_name: str, docs: Sequence[str]) -> None:
+        stage = tomllib.loads(pipeline.read_text())["stages"][0]
+        (entry,) = [
+            e
+            for e in [stage.get("scorer"), *stage.get("scorers", [])]
+            if e and e["type"] == "learned"
+        ]
+        assert entry["model"] == model_name
+        moved = tmp_path / "moved"
+        moved.mkdir()
+        model = pipeline.parent / model_name
+        for path in (pipeline, model, model.with_suffix(".json")):
+            shutil.copy(path, moved / path.name)
+        monkeypatch.chdir(tmp_path)  # neither the old folder nor the new one
+        here = load(moved / pipeline.name).rerank("solar power", list(docs))
+        there = load(pipeline).rerank("solar power", list(docs))
+        assert [r.score for r in here] == pytest.approx([r.score for r in there])
+
+    return check

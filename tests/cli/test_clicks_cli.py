@@ -4,13 +4,10 @@ logs written by rerankit's click simulator."""
 from __future__ import annotations
 
 import json
-import shutil
 
 import numpy as np
 import pytest
-import tomllib
 
-from rerankit import load
 from rerankit.cli import main
 from rerankit.config import read_spec
 from rerankit.scorers.learned import FEATURES
@@ -110,7 +107,7 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
 
 
 def test_a_pipeline_learned_from_clicks_and_its_model_moved_together_still_load(
-    tmp_path, capsys, monkeypatch
+    tmp_path, capsys, moved_together
 ):
     """The pipeline names its model relative to itself (they are written side by side),
     and loading reads it from the pipeline file's folder, whatever the working directory."""
@@ -121,20 +118,8 @@ def test_a_pipeline_learned_from_clicks_and_its_model_moved_together_still_load(
     argv = ["tune", "--clicks", str(log), "--features", str(_random_features(tmp_path))]
     assert main([*argv, "--out", str(out), "--folds", "3", "--keep-learned"]) == 0
     assert "names the model beside it" in capsys.readouterr().out
-    stage = tomllib.loads(out.read_text())["stages"][0]
-    (entry,) = [
-        e for e in [stage.get("scorer"), *stage.get("scorers", [])] if e and e["type"] == "learned"
-    ]
-    assert entry["model"] == "clicks.lgb.txt"
-    moved = tmp_path / "server"
-    moved.mkdir()
-    for name in ("clicks.toml", "clicks.lgb.txt", "clicks.lgb.json"):
-        shutil.copy(out.parent / name, moved / name)
-    monkeypatch.chdir(tmp_path)  # neither the old folder nor the new one
     docs = ["solar power guide", "pasta sauce notes", "wind turbines research"]
-    here = load(moved / "clicks.toml").rerank("solar power", docs)
-    there = load(out).rerank("solar power", docs)
-    assert [r.score for r in here] == pytest.approx([r.score for r in there])
+    moved_together(out, "clicks.lgb.txt", docs)
 
 
 def _random_features(folder):

@@ -347,30 +347,12 @@ def test_judged_candidates_keep_the_named_ones_in_order_with_their_default_score
     assert rows["q1"][0] == ["a", "b", "c", "d"] and default["q1"].shape == (4,)  # untouched
 
 
-def test_a_pipeline_and_its_model_moved_together_still_load(tuned, tmp_path, monkeypatch):
+def test_a_pipeline_and_its_model_moved_together_still_load(tuned, moved_together):
     """tune writes the model's path relative to the pipeline file (it is beside it), and
     loading reads it from the file's folder, whatever the working directory."""
-    import shutil
-
-    import tomllib
-
-    from rerankit import load
-
     _, out = tuned
-    stage = tomllib.loads(out.read_text())["stages"][0]
-    (entry,) = [
-        e for e in [stage.get("scorer"), *stage.get("scorers", [])] if e and e["type"] == "learned"
-    ]
-    assert entry["model"] == "ltr.lgb.txt"
-    moved = tmp_path / "server"
-    moved.mkdir()
-    for name in ("ltr.toml", "ltr.lgb.txt", "ltr.lgb.json"):
-        shutil.copy(out.parent / name, moved / name)
-    monkeypatch.chdir(tmp_path)  # neither the old folder nor the new one
     docs = ["solar power alpha beta", "pasta sauce gamma", "wind turbines delta"]
-    here = load(moved / "ltr.toml").rerank("solar power", docs)
-    there = load(out).rerank("solar power", docs)
-    assert [r.score for r in here] == pytest.approx([r.score for r in there])
+    moved_together(out, "ltr.lgb.txt", docs)
 
 
 def test_the_learned_scorer_scores_and_explains(tuned):
