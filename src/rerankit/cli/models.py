@@ -73,8 +73,9 @@ CACHES = (
     (
         "embeddings",
         "embedding",
-        "document vectors (eval and tune; the library and service when "
-        "RERANKIT_EMBEDDING_CACHE names this file or RERANKIT_CACHE_URL a server)",
+        "document vectors (eval and tune; the library and the service when "
+        "RERANKIT_EMBEDDING_CACHE names this file; a Redis server instead when "
+        "RERANKIT_CACHE_URL or the service's [cache] url names one)",
     ),
     ("judgments", "judgment", "LLM judgments"),
     ("answers", "answer", "whole rerank answers (AnswerCache)"),
