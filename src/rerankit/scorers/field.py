@@ -51,8 +51,7 @@ class FieldScorer:
         self.higher_is_better = higher_is_better
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
-        values = self.values(docs)
-        absent = [i for i, doc in enumerate(docs) if self._absent(doc)]
+        values, absent = self._read(docs)
         if not absent:
             return ScoreBatch(values=values)
         return ScoreBatch(
@@ -60,9 +59,6 @@ class FieldScorer:
             flags={i: [f"missing:{self.field}"] for i in absent},
             warnings=[self._missing_warning(len(absent), len(docs))],
         )
-
-    def _absent(self, doc: Document) -> bool:
-        return field_value(doc, self.field, None) is None
 
     def _missing_warning(self, absent: int, total: int) -> str:
         which = "every document" if absent == total else f"{absent} of {total} documents"
@@ -75,10 +71,16 @@ class FieldScorer:
         )
 
     def values(self, docs: Sequence[Document]) -> np.ndarray:
+        return self._read(docs)[0]
+
+    def _read(self, docs: Sequence[Document]) -> tuple[np.ndarray, list[int]]:
+        """The scores, and the documents without the field (scored ``missing``)."""
         out = np.empty(len(docs), dtype=np.float64)
+        absent: list[int] = []
         for i, doc in enumerate(docs):
             value = field_value(doc, self.field, _MISSING)
             if value is _MISSING or value is None:
+                absent.append(i)
                 if self.missing is None:
                     raise InvalidDocumentError(
                         f"document {i}: missing numeric field {self.field!r} for scorer "
@@ -94,7 +96,7 @@ class FieldScorer:
                     field=self.field,
                 )
             out[i] = float(value)
-        return out if self.higher_is_better else -out
+        return (out if self.higher_is_better else -out), absent
 
 
 def _as_seconds(value: Any, i: int, field: str) -> float:
