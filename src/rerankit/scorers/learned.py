@@ -243,27 +243,27 @@ class LearnedScorer:
 
     def matrix(self, query: str, docs: Sequence[Document]) -> np.ndarray:
         """The feature rows of ``docs`` for ``query`` (the model's features only)."""
+        return self._matrix(query, docs)[0]
+
+    def _matrix(self, query: str, docs: Sequence[Document]) -> tuple[np.ndarray, int]:
+        """:meth:`matrix`, and how many of ``docs`` have no usable first-stage score."""
         _, signals = self._ready()
         values = [d.metadata.get(FIRST_STAGE_SCORE) for d in docs]
-        usable = not self._without_first_stage(docs)
-        x = features(
-            signals, query, [d.text for d in docs], values if usable else None, names=self._names
-        )
-        return x[:, self._columns]
-
-    def _without_first_stage(self, docs: Sequence[Document]) -> int:
-        """How many of ``docs`` have no usable first-stage score."""
-        return sum(
+        absent = sum(
             not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v))
-            for v in (d.metadata.get(FIRST_STAGE_SCORE) for d in docs)
+            for v in values
         )
+        x = features(
+            signals, query, [d.text for d in docs], None if absent else values, names=self._names
+        )
+        return x[:, self._columns], absent
 
-    def _first_stage_warning(self, docs: Sequence[Document]) -> list[str]:
-        """A warning when the model reads the first stage and some of ``docs`` lack it."""
-        absent = self._without_first_stage(docs)
+    def _first_stage_warning(self, absent: int, total: int) -> list[str]:
+        """A warning when the model reads the first stage and ``absent`` of ``total``
+        documents lack it."""
         if not absent or not any(f.startswith("first_stage") for f in self._names):
             return []
-        which = "every document" if absent == len(docs) else f"{absent} of {len(docs)} documents"
+        which = "every document" if absent == total else f"{absent} of {total} documents"
         return [
             f"scorer {self.name!r}: the model reads the retriever's score, and {which} came "
             f"without {FIRST_STAGE_SCORE!r}, so it counts as 0 for all (pass it: "
@@ -277,13 +277,12 @@ class LearnedScorer:
     def score_batch(self, query: str, docs: Sequence[Document]) -> ScoreBatch:
         """Scores with each feature's value and contribution (``parts``, for explain())."""
         booster, _ = self._ready()
-        x = self.matrix(query, docs)
+        x, absent = self._matrix(query, docs)
         shares = np.asarray(booster.predict(x, pred_contrib=True), dtype=np.float64)
         parts = {f: (x[:, i], shares[:, i]) for i, f in enumerate(self._names)}
         parts["bias"] = (np.ones(len(docs)), shares[:, -1])
-        return ScoreBatch(
-            values=shares.sum(axis=1), parts=parts, warnings=self._first_stage_warning(docs)
-        )
+        warnings = self._first_stage_warning(absent, len(docs))
+        return ScoreBatch(values=shares.sum(axis=1), parts=parts, warnings=warnings)
 
     def contributions(self, query: str, docs: Sequence[Document]) -> list[dict[str, float]]:
         """Each feature's share of each document's score (plus ``bias``); they sum to it."""
