@@ -51,7 +51,8 @@ class FieldScorer:
         self.higher_is_better = higher_is_better
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
-        values, absent = self._read(docs)
+        raw, absent = self._read(docs)
+        values = self._shaped(raw)
         if not absent:
             return ScoreBatch(values=values)
         return ScoreBatch(
@@ -71,7 +72,11 @@ class FieldScorer:
         )
 
     def values(self, docs: Sequence[Document]) -> np.ndarray:
-        return self._read(docs)[0]
+        return self._shaped(self._read(docs)[0])
+
+    def _shaped(self, values: np.ndarray) -> np.ndarray:
+        """The scores from the field's values (as they are here; a subclass may reshape)."""
+        return values
 
     def _read(self, docs: Sequence[Document]) -> tuple[np.ndarray, list[int]]:
         """The scores, and the documents without the field (scored ``missing``)."""
@@ -166,8 +171,8 @@ class PopularityScorer(FieldScorer):
     ) -> None:
         super().__init__(field, name=name, missing=missing)
 
-    def values(self, docs: Sequence[Document]) -> np.ndarray:
-        return np.log1p(np.clip(super().values(docs), 0.0, None))
+    def _shaped(self, values: np.ndarray) -> np.ndarray:
+        return np.log1p(np.clip(values, 0.0, None))
 
 
 class FunctionScorer:
