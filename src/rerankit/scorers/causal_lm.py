@@ -33,7 +33,7 @@ import numpy as np
 from .._optional import require
 from .._threads import on_model_thread
 from ..backends.hardware import attention_kernels
-from ..backends.hub import hub_options
+from ..backends.hub import cache_only_model_options, hub_options
 from ..backends.local import model_label, run_splitting_on_oom
 from ..errors import ConfigError, ModelLoadError
 from .base import valid_query, valid_unicode
@@ -126,6 +126,7 @@ class CausalLMScorer(LocalModelScorer):
             dtype=self.profile.resolve_dtype(device),
             trust_remote_code=self.trust_remote_code,
             **hub,
+            **cache_only_model_options(hub),
         )
         return _Loaded(model.to(device).eval(), tokenizer, device)
 

@@ -24,7 +24,7 @@ import numpy as np
 from .._optional import require
 from .._threads import in_thread, on_model_thread
 from ..backends.hardware import attention_kernels
-from ..backends.hub import hub_options
+from ..backends.hub import cache_only_model_options, hub_options
 from ..backends.local import run_splitting_on_oom
 from ..backends.pairs import EncodedPairs, PairEncoder, padded_batches
 from ..errors import ScorerError
@@ -110,7 +110,8 @@ class CrossEncoderScorer(LocalModelScorer):
             device=device,
             max_length=self.profile.max_length,
             trust_remote_code=self.trust_remote_code,
-            model_kwargs={"dtype": self.profile.resolve_dtype(device)},
+            model_kwargs={"dtype": self.profile.resolve_dtype(device)}
+            | cache_only_model_options(hub),
             **hub,
         )
 

@@ -30,7 +30,7 @@ from ..backends.bundled import (
     resolve_source,
 )
 from ..backends.hardware import attention_kernels
-from ..backends.hub import hub_options
+from ..backends.hub import cache_only_model_options, hub_options
 from ..backends.local import weights_fingerprint
 from ..backends.onnx import is_exported, read_manifest
 from ..cache import EmbeddingCache
@@ -199,7 +199,8 @@ class EmbeddingScorer(LocalModelScorer):
             source,
             device=device,
             trust_remote_code=self.trust_remote_code,
-            model_kwargs={"dtype": self.profile.resolve_dtype(device)},
+            model_kwargs={"dtype": self.profile.resolve_dtype(device)}
+            | cache_only_model_options(hub),
             **hub,
         )
         if self.profile.max_length is not None:
