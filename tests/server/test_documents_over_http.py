@@ -1,7 +1,8 @@
 """How the service reads a request's documents and says what happened to them: v1's
 ``rank_fields`` (one field read as ``text_field`` reads it, several joined as ``field: value``
 lines, strings only), a document without its text answered with a located 422 on every
-endpoint, and what the Cohere SDK sends and gets back."""
+endpoint, the documents a rule dropped named in a header TEI's clients see, and what the
+Cohere v2 SDK sends and gets back."""
 
 from __future__ import annotations
 
@@ -128,6 +129,20 @@ def test_the_v1_hint_names_rank_fields_only_when_none_were_given(url):
     assert "or rank_fields naming others" in answer.json()["message"]
     answer = httpx.post(f"{url}/v1/rerank", json={**body, "rank_fields": ["text"]})
     assert "rank_fields" not in answer.json()["message"]
+
+
+def test_every_answer_names_the_documents_a_rule_dropped(url):
+    texts = ["solar panels on roofs", "wind at sea", "solar panels on roofs!", "solar cells"]
+    tei = httpx.post(f"{url}/rerank", json={"query": "solar", "texts": texts})
+    assert tei.status_code == 200
+    assert sorted(r["index"] for r in tei.json()) == [0, 1, 3]  # 4 in, 3 out
+    assert tei.headers["x-rerankit-dropped"] == "2"
+    for path in ("/v1/rerank", "/v2/rerank"):
+        answer = httpx.post(f"{url}{path}", json={"query": "solar", "documents": texts})
+        assert answer.headers["x-rerankit-dropped"] == "2", path
+        assert any("dropped" in w for w in answer.json()["meta"]["warnings"])
+    kept = httpx.post(f"{url}/rerank", json={"query": "solar", "texts": texts[:2]})
+    assert len(kept.json()) == 2 and "x-rerankit-dropped" not in kept.headers
 
 
 def test_v2_carries_texts_only_and_v1_objects_carry_the_fields(url):

@@ -67,8 +67,15 @@ def add_rerank_routes(
             }
             if result.degraded:  # SDK users rarely read meta: the header says it too
                 headers["x-rerankit-degraded"] = "true"
-            for header, which in (("truncated", call.cuts), ("chunked", call.splits)):
-                if which:  # said in meta too, where the format has one (TEI has not)
+            # said in meta too, where the format has one: TEI's answer is a bare list, so
+            # a document a rule dropped would vanish from it unsaid but for its header
+            described = (
+                ("truncated", call.cuts),
+                ("chunked", call.splits),
+                ("dropped", result.dropped),
+            )
+            for header, which in described:
+                if which:
                     headers[f"x-rerankit-{header}"] = ",".join(map(str, sorted(which)))
             cached = request.state.answer_key is not None
             return Answer(
