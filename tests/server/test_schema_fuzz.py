@@ -50,7 +50,7 @@ def test_the_schema_lists_every_operation(api):
 
 
 #: v1 object documents need a 'text' field or rank_fields naming fields they have: a rule
-#: across fields that JSON Schema cannot state, so a schema-valid v1 body may rightly get 400
+#: across fields that JSON Schema cannot state, so a schema-valid v1 body may rightly get 422
 SKIP_ACCEPTANCE = {"POST /v1/rerank"}
 
 #: examples per operation: the rerank bodies have a large input space; a GET has only its

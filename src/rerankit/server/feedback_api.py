@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ServiceError
 from .feedback import FeedbackLog
-from .http import ErrorBody, parse
+from .http import ErrorBody, invalid, parse
 from .settings import ServerSettings
 
 __all__ = ["FeedbackAnswer", "FeedbackRequest", "add_feedback_routes"]
@@ -70,10 +70,10 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
         body = await parse(request, FeedbackRequest, settings)
         dwell = body.dwell_ms
         if isinstance(dwell, list) and len(dwell) != len(body.clicks):
-            raise ServiceError(
-                422,
-                f"invalid request: dwell_ms: {len(dwell)} values for {len(body.clicks)} "
-                "clicks (one number for the answer, or one per click)",
+            raise invalid(
+                "dwell_ms",
+                f"{len(dwell)} values for {len(body.clicks)} clicks (one number for the "
+                "answer, or one per click)",
             )
         answer = await asyncio.to_thread(feedback.index.find, body.id)  # may read the log
         if answer is None:
@@ -86,10 +86,10 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
         for n, click in enumerate(body.clicks):
             index = answer.resolve(click)
             if index is None:
-                raise ServiceError(
-                    422,
-                    f"invalid request: clicks.{n}: {click!r} names none of the answer's "
-                    f"{answer.documents} documents (an index from 0, or a document id)",
+                raise invalid(
+                    f"clicks.{n}",
+                    f"{click!r} names none of the answer's {answer.documents} documents (an "
+                    "index from 0, or a document id)",
                 )
             indices.append(index)
         new = feedback.record_feedback(body.id, indices, body.dwell_ms)

@@ -13,7 +13,7 @@ from typing import Any
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 
-from ..errors import ServiceError
+from ..errors import InvalidDocumentError, ServiceError
 from .metrics import Metrics
 from .settings import ServerSettings
 
@@ -23,6 +23,8 @@ __all__ = [
     "SafeJSONResponse",
     "client_gone",
     "error",
+    "invalid",
+    "invalid_document",
     "parse",
     "read_body",
     "render",
@@ -41,6 +43,19 @@ class ErrorBody(BaseModel):
     """Every error answer."""
 
     message: str
+
+
+def invalid(where: str, message: str) -> ServiceError:
+    """The 422 of a body that is JSON but not a valid request: ``invalid request: <where>:
+    <message>``, ``where`` the dotted path of the value at fault (``documents.0.text``)."""
+    return ServiceError(422, f"invalid request: {where + ': ' if where else ''}{message}")
+
+
+def invalid_document(exc: InvalidDocumentError) -> ServiceError:
+    """:func:`invalid` for a document the library could not read: at
+    ``documents.<index>.<field>``."""
+    where = ".".join(["documents", str(exc.index), *([exc.field] if exc.field else [])])
+    return invalid(where, str(exc).removeprefix(f"document {exc.index}: "))
 
 
 def render(content: Any) -> bytes:
@@ -102,7 +117,7 @@ async def parse(request: Any, model: type, settings: ServerSettings) -> Any:
         where = ".".join(str(p) for p in first.get("loc", ()))
         message = PLAIN_MESSAGES.get(first.get("type", ""), first.get("msg"))
         message = str(message).removeprefix("Value error, ")  # a validator's own words
-        raise ServiceError(422, f"invalid request: {where}: {message}") from exc
+        raise invalid(where, message) from exc
 
 
 async def client_gone(request: Any) -> None:

@@ -14,7 +14,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
 
 from ..errors import ServiceError
-from .http import error
+from .http import error, invalid
 from .metrics import Metrics
 from .settings import ServerSettings
 
@@ -42,7 +42,8 @@ def install(app: Any, settings: ServerSettings, metrics: Metrics) -> None:
     async def _invalid(request: Any, exc: RequestValidationError) -> Any:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        return error(422, f"invalid request: {where}: {first.get('msg', exc)}")
+        answer = invalid(where, str(first.get("msg", exc)))
+        return error(answer.status, answer.message)
 
     app.add_middleware(_Guard, settings=settings)
     app.add_middleware(_Account, metrics=metrics)  # added last: outermost

@@ -11,13 +11,13 @@ from fastapi import Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 
-from ..errors import InputError, ServiceError
+from ..errors import InputError, InvalidDocumentError, ServiceError
 from ..normalize import unit_scale
 from .answers import Answer, mark, stamp
 from .experiments import Experiments
 from .feedback import FeedbackLog
 from .formats import FORMATS
-from .http import ErrorBody, parse, render, until_disconnect
+from .http import ErrorBody, invalid_document, parse, render, until_disconnect
 from .service import Service
 from .settings import ServerSettings
 from .tracing import request_attributes, traced
@@ -67,8 +67,15 @@ def add_rerank_routes(
             }
             if result.degraded:  # SDK users rarely read meta: the header says it too
                 headers["x-rerankit-degraded"] = "true"
-            for header, which in (("truncated", call.cuts), ("chunked", call.splits)):
-                if which:  # said in meta too, where the format has one (TEI has not)
+            # said in meta too, where the format has one: TEI's answer is a bare list, so
+            # a document a rule dropped would vanish from it unsaid but for its header
+            described = (
+                ("truncated", call.cuts),
+                ("chunked", call.splits),
+                ("dropped", result.dropped),
+            )
+            for header, which in described:
+                if which:
                     headers[f"x-rerankit-{header}"] = ",".join(map(str, sorted(which)))
             cached = request.state.answer_key is not None
             return Answer(
@@ -81,6 +88,8 @@ def add_rerank_routes(
             body = await parse(request, fmt.Request, settings)
             try:
                 call = fmt.call(body, settings)
+            except InvalidDocumentError as exc:  # a validation error, located: 422
+                raise invalid_document(exc) from exc
             except InputError as exc:
                 raise ServiceError(400, str(exc)) from exc
             request.state.model = settings.resolve(call.model)  # errors are counted by it

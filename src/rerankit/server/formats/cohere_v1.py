@@ -1,15 +1,22 @@
 """Cohere's ``POST /v1/rerank``: strings or objects (``rank_fields``), ``top_n``,
-``return_documents``."""
+``return_documents``.
+
+An object document's text is its ``text`` field, read as ``text_field`` reads it (a
+``title`` field on the line before). ``rank_fields`` names others: one is read the same way
+(``rank_fields=["body"]`` ranks as ``text_field="body"``, and ``["text"]`` as sending none),
+several are joined as ``field: value`` lines in the order named (the YAML-like form Cohere
+recommends for structured documents). The fields read must hold strings, as Cohere's schema
+says; a document that breaks this is a 422 naming it and the field."""
 
 from __future__ import annotations
 
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from ...documents import InputFields
-from ...errors import InvalidDocumentError, ServiceError
+from ...errors import InvalidDocumentError
 from ...types import RerankResult
 from ..settings import ServerSettings
 from . import base
@@ -28,7 +35,8 @@ class Request(BaseModel):
     documents: list[str | dict[str, Any]] = Field(
         min_length=1,
         description="Strings, or objects with a string 'text' field (or, with rank_fields, "
-        "the fields it names); an object without one is a 422",
+        "the string fields it names: one is read as 'text' is, several are joined as "
+        "'field: value' lines); an object without them is a 422",
     )
     model: str | None = None
     top_n: PositiveWholeNumber | None = None
@@ -40,29 +48,40 @@ class Request(BaseModel):
     #: rerankit's extension: the object field holding the first-stage (retriever) score
     first_stage_field: str | None = Field(default=None, min_length=1)
 
-    @model_validator(mode="after")
-    def _objects_have_text(self) -> Request:
-        if self.rank_fields is None:
-            for i, doc in enumerate(self.documents):
-                if isinstance(doc, dict) and not isinstance(doc.get("text"), str):
-                    raise ValueError(
-                        f"document {i}: an object document needs a string 'text' field "
-                        "(or rank_fields naming its fields)"
-                    )
-        return self
-
 
 def call(body: Request, settings: ServerSettings) -> Call:
+    names = body.rank_fields or []
+    if len(names) > 1:  # joined as "field: value" lines
+        _check_strings(body.documents, names)
+        fields = InputFields(text_fields=tuple(names))
+    else:  # one field: read as text_field reads it
+        fields = InputFields(text_field=names[0] if names else "text")
+    fields = fields.with_options(first_stage_field=body.first_stage_field)
     try:
-        fields = InputFields(
-            text_fields=tuple(body.rank_fields) if body.rank_fields else None,
-            first_stage_field=body.first_stage_field,
-        )
         docs = fields.read(body.documents)
     except InvalidDocumentError as exc:
-        hint = "; object documents need a 'text' field or rank_fields naming theirs"
-        raise ServiceError(400, f"{exc}{hint if body.rank_fields is None else ''}") from exc
+        present = exc.field in body.documents[exc.index]  # a dict: a string always reads
+        if names or exc.field != "text" or present:  # the hint is for a missing text only
+            raise
+        hint = "; an object document needs a string 'text' field, or rank_fields naming others"
+        raise InvalidDocumentError(f"{exc}{hint}", index=exc.index, field=exc.field) from exc
     return base.ranked_call(body, docs, settings, max_chunks=body.max_chunks_per_doc)
+
+
+def _check_strings(documents: list[str | dict[str, Any]], names: list[str]) -> None:
+    """Each of the fields ``names`` that an object document has holds a string."""
+    for i, doc in enumerate(documents):
+        if not isinstance(doc, dict):
+            continue
+        for name in names:
+            value = doc.get(name)
+            if name in doc and not isinstance(value, str):
+                raise InvalidDocumentError(
+                    f"document {i}: rank field {name!r} must be a string, got "
+                    f"{type(value).__name__}",
+                    index=i,
+                    field=name,
+                )
 
 
 def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
