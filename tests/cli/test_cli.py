@@ -201,6 +201,23 @@ def test_cache_command_shows_and_clears_the_judgment_cache(capsys, tmp_path, mon
     assert code == 0 and "cleared judgments" in out and len(cache) == 0
 
 
+@pytest.mark.parametrize("name", ["judgments", "judgment"])
+def test_cache_clear_takes_a_cache_by_its_plural_or_singular_name(
+    name, capsys, tmp_path, monkeypatch
+):
+    from rerankit.cache import EmbeddingCache, JudgmentCache
+
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))
+    judgments = JudgmentCache(tmp_path / "judgments.sqlite")
+    judgments.put_many([("a", 1.0)])
+    EmbeddingCache(path=tmp_path / "embeddings.sqlite").put_many("m", ["x"], [[1.0, 0.0]])
+    code, out, _ = run_cli(capsys, "cache", "clear", name)
+    assert code == 0 and out.startswith("cleared judgments:") and len(judgments) == 0
+    code, out, _ = run_cli(capsys, "cache")
+    embeddings = next(line for line in out.splitlines() if line.startswith("embeddings:"))
+    assert "1 entries" in embeddings and "RERANKIT_EMBEDDING_CACHE names this file" in embeddings
+
+
 def test_an_unknown_name_suggests_the_close_one(capsys):
     code, _, err = run_cli(capsys, "rank", "-q", "solar", "-i", str(SAMPLE), "-r", "hybird")
     assert code == 1 and "did you mean 'hybrid'?" in err and "available:" in err
