@@ -216,6 +216,17 @@ def test_info_says_which_entries_volatile_lru_would_never_evict(redis_url, redis
     assert "policy volatile-lru" in out and "no memory bound" not in out
 
 
+def test_store_hits_count_the_vectors_read_from_the_server_not_from_memory(redis_url):
+    vectors = np.arange(8, dtype=np.float32).reshape(2, 4)
+    EmbeddingCache(url=redis_url).put_many("m", ["a", "b"], vectors)  # another process's
+    mine = EmbeddingCache(url=redis_url)
+    found = mine.get_many("m", ["a", "b", "c"])
+    assert [v is not None for v in found] == [True, True, False]
+    assert (mine.hits, mine.misses, mine.store_hits) == (2, 1, 2)
+    mine.get_many("m", ["a", "b"])  # a repeat here: answered from memory
+    assert (mine.hits, mine.store_hits) == (4, 2)
+
+
 def test_clear_takes_singular_names_and_a_server_leaves_this_machines_exports(
     redis_url, redis_server, capsys, tmp_path, monkeypatch
 ):
