@@ -218,6 +218,16 @@ def test_cache_clear_takes_a_cache_by_its_plural_or_singular_name(
     assert "1 entries" in embeddings and "RERANKIT_EMBEDDING_CACHE names this file" in embeddings
 
 
+def test_batch_usage_shows_out_as_required_and_both_spellings_still_parse(capsys):
+    batch = build_parser()._subparsers._group_actions[0].choices["batch"]
+    assert "--out OUT" in batch.format_usage() and "[--out OUT]" not in batch.format_usage()
+    for flag in ("--out", "-o", "--output"):
+        assert build_parser().parse_args(["batch", "-i", "in", flag, "x.jsonl"]).out == "x.jsonl"
+    with pytest.raises(SystemExit):
+        main(["batch", "-i", "in.jsonl"])
+    assert "--out" in capsys.readouterr().err
+
+
 def test_an_unknown_name_suggests_the_close_one(capsys):
     code, _, err = run_cli(capsys, "rank", "-q", "solar", "-i", str(SAMPLE), "-r", "hybird")
     assert code == 1 and "did you mean 'hybrid'?" in err and "available:" in err
