@@ -214,3 +214,38 @@ def test_info_says_which_entries_volatile_lru_would_never_evict(redis_url, redis
     assert "2 of 2 sampled keys have no TTL, which volatile-lru never evicts" in under
     assert "no TTL" not in out.split("embeddings:")[1].split("judgments:")[0]
     assert "policy volatile-lru" in out and "no memory bound" not in out
+
+
+def test_store_hits_count_the_vectors_read_from_the_server_not_from_memory(redis_url):
+    vectors = np.arange(8, dtype=np.float32).reshape(2, 4)
+    EmbeddingCache(url=redis_url).put_many("m", ["a", "b"], vectors)  # another process's
+    mine = EmbeddingCache(url=redis_url)
+    found = mine.get_many("m", ["a", "b", "c"])
+    assert [v is not None for v in found] == [True, True, False]
+    assert (mine.hits, mine.misses, mine.store_hits) == (2, 1, 2)
+    mine.get_many("m", ["a", "b"])  # a repeat here: answered from memory
+    assert (mine.hits, mine.store_hits) == (4, 2)
+
+
+def test_clear_takes_singular_names_and_a_server_leaves_this_machines_exports(
+    redis_url, redis_server, capsys, tmp_path, monkeypatch
+):
+    from rerankit.cli import main
+
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))
+    export = tmp_path / "onnx" / "some-model"
+    export.mkdir(parents=True)
+    JudgmentCache(url=redis_url).put_many([("k", 1)])
+    EmbeddingCache(url=redis_url).put_many("m", ["a"], np.ones((1, 4), dtype=np.float32))
+    assert main(["cache", "info", "--url", redis_url]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("embeddings:"))
+    assert "RERANKIT_CACHE_URL" in line and "names this file" not in line
+    assert main(["cache", "clear", "embedding", "--url", redis_url]) == 0
+    assert capsys.readouterr().out.startswith("cleared embeddings: ")
+    client = redis_server.client()
+    assert {k.decode() for k in client.keys("*")} == {"rerankit:judgment:k"}
+    assert main(["cache", "clear", "--url", redis_url]) == 0
+    assert "kept onnx" in capsys.readouterr().out
+    assert export.exists() and client.keys("*") == []
+    assert main(["cache", "clear", "onnx", "--url", redis_url]) == 0  # named: removed
+    assert not export.exists()

@@ -201,6 +201,33 @@ def test_cache_command_shows_and_clears_the_judgment_cache(capsys, tmp_path, mon
     assert code == 0 and "cleared judgments" in out and len(cache) == 0
 
 
+@pytest.mark.parametrize("name", ["judgments", "judgment"])
+def test_cache_clear_takes_a_cache_by_its_plural_or_singular_name(
+    name, capsys, tmp_path, monkeypatch
+):
+    from rerankit.cache import EmbeddingCache, JudgmentCache
+
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))
+    judgments = JudgmentCache(tmp_path / "judgments.sqlite")
+    judgments.put_many([("a", 1.0)])
+    EmbeddingCache(path=tmp_path / "embeddings.sqlite").put_many("m", ["x"], [[1.0, 0.0]])
+    code, out, _ = run_cli(capsys, "cache", "clear", name)
+    assert code == 0 and out.startswith("cleared judgments:") and len(judgments) == 0
+    code, out, _ = run_cli(capsys, "cache")
+    embeddings = next(line for line in out.splitlines() if line.startswith("embeddings:"))
+    assert "1 entries" in embeddings and "RERANKIT_EMBEDDING_CACHE names this file" in embeddings
+
+
+def test_batch_usage_shows_out_as_required_and_both_spellings_still_parse(capsys):
+    batch = build_parser()._subparsers._group_actions[0].choices["batch"]
+    assert "--out OUT" in batch.format_usage() and "[--out OUT]" not in batch.format_usage()
+    for flag in ("--out", "-o", "--output"):
+        assert build_parser().parse_args(["batch", "-i", "in", flag, "x.jsonl"]).out == "x.jsonl"
+    with pytest.raises(SystemExit):
+        main(["batch", "-i", "in.jsonl"])
+    assert "--out" in capsys.readouterr().err
+
+
 def test_an_unknown_name_suggests_the_close_one(capsys):
     code, _, err = run_cli(capsys, "rank", "-q", "solar", "-i", str(SAMPLE), "-r", "hybird")
     assert code == 1 and "did you mean 'hybrid'?" in err and "available:" in err

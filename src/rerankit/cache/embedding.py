@@ -87,6 +87,10 @@ class EmbeddingCache:
     (seconds) and ``max_stored`` (SQLite: entries kept) bound the store; see
     :class:`~rerankit.cache.StoreOptions` for the others. Memory misses are looked up in the
     store; vectors are stored as float32.
+
+    ``hits`` and ``misses`` count the texts looked up that were found (in memory or in the
+    store) and not found; ``store_hits``, those of the hits read from the store (so a
+    repeat in one process, answered from memory, does not count there).
     """
 
     kind = "embedding"
@@ -105,6 +109,7 @@ class EmbeddingCache:
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self.store_hits = 0
         self.store: Any = None
         options = with_defaults(self.kind, path, options)
         if path is not None or cache_url(options.get("url")):
@@ -137,6 +142,7 @@ class EmbeddingCache:
                     vec = np.frombuffer(blob, dtype="<f4").astype(np.float32)
                     for i in missing.pop(k):
                         out[i] = vec
+                        self.store_hits += 1
                     self._remember(model, k, vec)
         n_missing = sum(map(len, missing.values()))
         with self._lock:

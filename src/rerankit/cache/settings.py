@@ -3,6 +3,8 @@
 [cache]
 url = "redis://127.0.0.1:6379/0"   # a Redis/Valkey server shared by replicas; "" (default):
                                    # $RERANKIT_CACHE_URL, else SQLite files on this machine
+                                   # (embeddings: each process's memory, unless
+                                   # $RERANKIT_EMBEDDING_CACHE names a file)
 namespace = "rerankit"             # the key prefix (clear deletes only keys under it)
 timeout = 0.5                      # seconds per Redis call (then: computed without the cache)
 required = false                   # true: the service's /ready is 503 while the server is down

@@ -21,6 +21,7 @@ from ..server.settings import on_backend
 __all__ = [
     "MODEL_RERANKERS",
     "OldSpelling",
+    "add_address_argument",
     "add_backend_arguments",
     "add_candidates_argument",
     "add_data_argument",
@@ -238,6 +239,16 @@ def in_language(spec: Any, language: str | None) -> Any:
             f"{spec!r}: in a pipeline file, give language on its scorers"
         )
     return {"reranker": {"type": spec, "language": language}}
+
+
+def add_address_argument(parser: Any) -> None:
+    """``--address``: the Ray cluster of ``--engine ray`` (``batch`` and ``eval``)."""
+    parser.add_argument(
+        "--address",
+        default=None,
+        help="ray: a running cluster's address, HEAD:6379 as `ray start --head` prints it "
+        "(default: start Ray on this machine)",
+    )
 
 
 def add_embedding_cache_arguments(parser: Any) -> None:

@@ -28,6 +28,7 @@ from ..eval.runner import (
     write_summary,
 )
 from .args import (
+    add_address_argument,
     add_backend_arguments,
     add_candidates_argument,
     add_embedding_cache_arguments,
@@ -309,5 +310,5 @@ def add_commands(sub: Any) -> None:
         "for large evaluations, see `rerankit batch`)",
     )
     ev.add_argument("--workers", type=positive_int, default=1, help="ray: actors (default 1)")
-    ev.add_argument("--address", default=None, help="ray: cluster address (default: local)")
+    add_address_argument(ev)
     ev.set_defaults(func=cmd_eval)

@@ -68,18 +68,33 @@ def _readable(size: float) -> str:
     return f"{size:.0f} B"
 
 
-#: the caches ``rerankit cache`` names: (name, kind of entry, what it holds)
+#: the caches ``rerankit cache`` names: (name, kind of entry, what it holds in an SQLite file
+#: on this machine, what it holds in a shared server)
 CACHES = (
     (
         "embeddings",
         "embedding",
-        "document vectors (eval and tune; the library and the service when "
-        "RERANKIT_EMBEDDING_CACHE names this file; a Redis server instead when "
-        "RERANKIT_CACHE_URL or the service's [cache] url names one)",
+        "document vectors: eval and tune keep them here; rank, batch, the library and the "
+        "service only when RERANKIT_EMBEDDING_CACHE names this file (else in memory)",
+        "document vectors from every process whose RERANKIT_CACHE_URL or [cache] url names "
+        "this server (each also keeps those it uses in memory)",
     ),
-    ("judgments", "judgment", "LLM judgments"),
-    ("answers", "answer", "whole rerank answers (AnswerCache)"),
+    ("judgments", "judgment", "LLM judgments", "LLM judgments"),
+    (
+        "answers",
+        "answer",
+        "whole rerank answers (the service's answer_cache)",
+        "whole rerank answers (the service's answer_cache)",
+    ),
 )
+
+#: the singular names (as in the keys and the metrics' cache label) ``clear`` accepts too
+SINGULAR = {kind: name for name, kind, *_ in CACHES}
+
+
+def cache_name(value: str) -> str:
+    """A cache's name as ``rerankit cache clear`` lists it: ``embedding`` -> ``embeddings``."""
+    return SINGULAR.get(value, value)
 
 
 def sqlite_file(name: str) -> Path:
@@ -89,11 +104,14 @@ def sqlite_file(name: str) -> Path:
     return default_cache_dir() / f"{name}.sqlite"
 
 
-def _onnx(args: argparse.Namespace) -> None:
+def _onnx(args: argparse.Namespace, server: bool) -> None:
     path = onnx_cache_root()
     what = "models exported to ONNX on first use with backend onnx"
     if args.action == "clear":
-        if args.what in ("all", "onnx") and path.exists():
+        if args.what == "all" and server:  # all the server's caches; the exports stay
+            if path.exists():
+                print(f"kept onnx: {path} (on this machine; `rerankit cache clear onnx`)")
+        elif args.what in ("all", "onnx") and path.exists():
             shutil.rmtree(path)
             print(f"cleared onnx: {path}")
         return
@@ -111,7 +129,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
     shared Redis, only rerankit's keys under its namespace)."""
     url = cache_url(args.url)  # --url, else $RERANKIT_CACHE_URL; None: SQLite here
     server: list[str] = []
-    for name, kind, what in CACHES:
+    for name, kind, local, shared in CACHES:
+        what = shared if url else local
         if args.action == "clear" and args.what not in ("all", name):
             continue
         if url is None and not sqlite_file(name).exists():
@@ -136,7 +155,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
         server = server or info.server  # the same for each cache
     for note in server:
         print(f"  {note}")
-    _onnx(args)
+    _onnx(args, server=url is not None)
     return 0
 
 
@@ -202,15 +221,17 @@ def add_commands(sub: Any) -> None:
         "embeddings also $RERANKIT_EMBEDDING_CACHE), or, with --url or $RERANKIT_CACHE_URL, "
         "those in a shared Redis/Valkey server (and its memory settings); and ONNX exports "
         "(onnx/). clear deletes only rerankit's entries: in a shared Redis database, the keys "
-        "under its namespace, nothing else.",
+        "under its namespace, nothing else; with a server, clear (all) empties the server's "
+        "caches and leaves this machine's ONNX exports (clear onnx removes them).",
     )
     cache.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
     cache.add_argument(
         "what",
+        type=cache_name,
         choices=("all", "embeddings", "judgments", "answers", "onnx"),
         nargs="?",
         default="all",
-        help="which cache to clear (default all)",
+        help="which cache to clear (default all; embedding, judgment and answer work too)",
     )
     cache.add_argument(
         "--url",

@@ -16,6 +16,7 @@ from ..batch.beir import beir_rows
 from ..errors import InputError
 from ..scorers.local import LocalModelScorer
 from .args import (
+    add_address_argument,
     add_backend_arguments,
     add_candidates_argument,
     add_field_arguments,
@@ -193,8 +194,9 @@ def add_commands(sub: Any) -> None:
         "any row failed, 0 otherwise.",
     )
     bat.add_argument("--input", "-i", required=True, help=".jsonl or .parquet (or a BEIR folder)")
-    bat.add_argument("--out", "-o", default=None, help=".jsonl or .parquet to write (required)")
-    add_old_spelling(bat, "--output", dest="out", now="--out")
+    out = bat.add_mutually_exclusive_group(required=True)  # --out, or its earlier spelling
+    out.add_argument("--out", "-o", default=None, help=".jsonl or .parquet to write (required)")
+    add_old_spelling(out, "--output", dest="out", now="--out")
     bat.add_argument("--reranker", "-r", default=None, help=RERANKER_HELP)
     add_old_spelling(bat, "--config", "-c", dest="reranker", now="--reranker")
     bat.add_argument(
@@ -203,7 +205,7 @@ def add_commands(sub: Any) -> None:
         default="local",
         help="local: this process (default); ray: Ray Data actors (extra ray)",
     )
-    bat.add_argument("--address", default=None, help="ray: cluster address (default: local)")
+    add_address_argument(bat)
     bat.add_argument(
         "--workers", type=positive_int, default=1, help="ray: actors, each with the pipeline"
     )
