@@ -10,20 +10,22 @@ A spec is a list of ``stages`` (or a single stage's keys at the top level). A st
 * ``scorer = {type = "bm25", k1 = 1.2}``: one scorer;
 * ``scorers = [{type = "embedding", weight = 0.6}, {type = "bm25", weight = 0.4}]`` with
   optional ``method`` (a ScoreCombinationMethod, default ``weighted_average``),
-  ``normalization`` (default ``min_max``) and ``rrf_k``: a fusion. With
+  ``normalization`` (default ``min_max``) and ``rrf_k``: a fusion (every scorer has a
+  ``weight``, or none has and the weights are equal). With
   ``normalization = "calibrated"`` each scorer table also has
   ``calibration = {slope = ..., intercept = ...}`` and the stage may have
   ``output_calibration``: the fused score is then an estimate of P(relevant) that depends
   only on the query and the document (see :mod:`rerankit.calibration`);
-* ``rule = {type = "difficulty", mode = "learn"}``: an ordering rule (``difficulty``,
-  ``mmr``, ``min_score``, ``deduplicate``);
+* ``rule = {type = "mmr", lambda = 0.7}``: an ordering rule (``difficulty``, ``mmr``,
+  ``min_score``, ``deduplicate``);
 
 plus optional ``name`` and ``keep`` (how many go on to the next stage). Scorer ``type``\\ s
 are the registered scorers (``bm25``, ``jaccard``, ``text``, ``field``, ``recency``,
 ``popularity``, ``graph``, ``embedding``, ``cross_encoder``, ``causal_lm``,
 ``llm_pointwise``, ``llm_listwise``, ...); other keys are the scorer's own keyword
-arguments. LLM scorers take ``provider`` (``gemini`` or ``openai``), ``model``,
-``base_url`` and ``api_key_env`` (the environment variable holding the key).
+arguments (``lambda`` for MMR's ``lambda_``). LLM scorers take ``provider`` (``gemini`` or
+``openai``), ``model``, ``base_url`` and ``api_key_env`` (the environment variable holding
+the key).
 
 In a pipeline file, a relative ``model`` or ``embedding`` path that exists beside the file
 (``model = "ltr.lgb.txt"``) is read from the file's folder, so a pipeline and its model copied
@@ -31,7 +33,8 @@ together to another folder or machine still load; anything else (a hub id, a pat
 to the working directory) is used as written.
 
 Mistakes raise :class:`~rerankit.errors.ConfigError` naming the stage and key
-(``stages[1].keep: must be a positive integer``).
+(``stages[1].keep: must be a positive integer``); an unknown key is named with the valid
+ones, or with the file's spelling of a Python one (``combination_method``: ``method``).
 
 Example (TOML)::
 
@@ -60,6 +63,8 @@ from .backends.detect import model_kind
 from .cache import current_defaults
 from .errors import ConfigError
 from .fusion import ScoreCombinationMethod
+from .normalize import check_normalization_method
+from .options import FILE_SPELLINGS, check_options, unknown_keys
 from .ordering import Rule
 from .rerankers import FusionReranker, Pipeline, Reranker, ScorerReranker, Stage
 from .scorers.base import Scorer
@@ -99,7 +104,10 @@ def import_factory(ref: str) -> Any:
 def create(kind: str, name: str, /, **options: Any) -> Any:
     """A new object for the registered ``name`` of ``kind``, built with ``options``.
 
-    Unknown names and options the factory does not take are :class:`ConfigError` s.
+    Unknown names, options the factory does not take (the message lists those it does) and
+    values not of an option's annotated kind are :class:`ConfigError` s; a Python keyword
+    may be written as it is where the factory spells it with a trailing ``_`` (``lambda``
+    for ``lambda_``).
     """
     entry = registry.lookup(kind, name)
     factory = entry.factory
@@ -111,6 +119,7 @@ def create(kind: str, name: str, /, **options: Any) -> Any:
         return build(factory, name=name)
     if isinstance(factory, str):
         factory = import_factory(factory)
+    options = check_options(factory, options, f"{kind.replace('_', ' ')} {name!r}")
     try:
         return factory(**options)
     except TypeError as exc:
@@ -280,8 +289,14 @@ def build_scorer(entry: Mapping[str, Any], where: str = "scorer") -> Any:
     return _typed("scorer", entry, where, drop=("weight", "calibration"))
 
 
-def _weight(entry: Mapping[str, Any], where: str) -> float:
-    w = entry.get("weight", 0.0)
+def _weight(entry: Mapping[str, Any], name: str, where: str) -> float:
+    if "weight" not in entry:
+        raise ConfigError(
+            f"scorer {name!r} has no weight, and the other scorers of this fusion have one: "
+            "give every scorer a weight, or none for equal weights",
+            where=f"{where}.weight",
+        )
+    w = entry["weight"]
     if isinstance(w, bool) or not isinstance(w, Real):
         raise ConfigError(f"must be a number, got {w!r}", where=f"{where}.weight")
     return float(w)
@@ -295,7 +310,7 @@ def _fusion(spec: Mapping[str, Any], name: str | None, where: str) -> Any:
     weights = None
     if any("weight" in e for e in entries):
         weights = {
-            s.name: _weight(e, f"{where}.scorers[{i}]")
+            s.name: _weight(e, s.name, f"{where}.scorers[{i}]")
             for i, (s, e) in enumerate(zip(scorers, entries, strict=True))
         }
     calibration = {
@@ -310,12 +325,18 @@ def _fusion(spec: Mapping[str, Any], name: str | None, where: str) -> Any:
         method = ScoreCombinationMethod.parse(spec.get("method", "weighted_average"))
     except ValueError as exc:
         raise ConfigError(str(exc), where=f"{where}.method") from exc
+    normalization = spec.get("normalization", "min_max")
+    try:
+        if normalization != "calibrated":
+            check_normalization_method(normalization)
+    except ValueError as exc:
+        raise ConfigError(str(exc), where=f"{where}.normalization") from exc
     try:
         return FusionReranker(
             scorers,
             method,
             weights,
-            normalization_method=spec.get("normalization", "min_max"),
+            normalization_method=normalization,
             rrf_k=float(rrf_k),
             calibration=calibration or None,
             output_calibration=spec.get("output_calibration"),
@@ -330,10 +351,10 @@ def _stage(spec: Mapping[str, Any], where: str) -> tuple[Any, Any, str | None]:
     if len(kinds) != 1:
         raise ConfigError(f"give exactly one of {', '.join(_STAGE_KINDS)}", where=where)
     kind = kinds[0]
-    allowed = {"name", "keep", kind, *(_FUSION_KEYS if kind == "scorers" else ())}
-    unknown = sorted(set(spec) - allowed)
+    allowed = ("name", "keep", kind, *(_FUSION_KEYS if kind == "scorers" else ()))
+    unknown = unknown_keys(spec, allowed, f"a {kind} stage", FILE_SPELLINGS)
     if unknown:
-        raise ConfigError(f"unknown keys {unknown}", where=where)
+        raise ConfigError(unknown, where=where)
     name, keep = spec.get("name"), spec.get("keep")
     step: Any
     if name is not None and not isinstance(name, str):
@@ -369,8 +390,9 @@ def build(spec: Mapping[str, Any], *, name: str | None = None) -> Any:
     name = spec.pop("name", name)
     if "stages" in spec:
         stages_spec = spec.pop("stages")
-        if spec:
-            raise ConfigError(f"unknown top-level keys {sorted(spec)} (next to 'stages')")
+        unknown = unknown_keys(spec, ("name", "stages"), "the top level", FILE_SPELLINGS)
+        if unknown:
+            raise ConfigError(f"{unknown} (next to 'stages')")
     else:
         stages_spec = [spec]
     if not isinstance(stages_spec, list) or not stages_spec:

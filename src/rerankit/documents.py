@@ -303,8 +303,9 @@ class InputFields:
     score_field: str = "rerank_score"
     first_stage_field: str | None = None
     first_stage_higher_is_better: bool = True
-    #: several fields joined as the text (``title`` first when named), instead of
-    #: ``text_field``: what Cohere's ``rank_fields`` asks for
+    #: several fields joined as the text, instead of ``text_field``: each one a document
+    #: has as a ``field: value`` line, in this order (``title`` is one more line, not read
+    #: as the title): what Cohere's ``rank_fields`` asks for
     text_fields: tuple[str, ...] | None = None
 
     @classmethod

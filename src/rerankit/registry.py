@@ -128,7 +128,9 @@ register(
     needs=("extra: learn", "extra: torch"),
 )
 register("scorer", "field", ".scorers.field:FieldScorer", summary="a numeric field of the document")
-register("scorer", "recency", ".scorers.field:RecencyScorer", summary="newer is better (half-life)")
+register(
+    "scorer", "recency", ".scorers.field:RecencyScorer", summary="newer is better (half_life_days)"
+)
 register("scorer", "popularity", ".scorers.field:PopularityScorer", summary="log-scaled count")
 register(
     "scorer",
@@ -177,7 +179,7 @@ register(
 register(
     "rule", "difficulty", ".ordering:DifficultyOrdering", summary="introductory before advanced"
 )
-register("rule", "mmr", ".ordering:MMR.from_options", summary="maximal marginal relevance")
+register("rule", "mmr", ".ordering:MMR", summary="maximal marginal relevance")
 register("rule", "min_score", ".ordering:MinScore", summary="drop documents below a score")
 register("rule", "deduplicate", ".ordering:Deduplicate", summary="drop near-duplicates")
 

@@ -257,7 +257,7 @@ def test_load_from_dict_and_files(tmp_path):
         ({"stages": [{"scorer": {"type": "bm25"}, "keep": "eight"}]}, r"stages\[0\]\.keep"),
         ({"stages": [{"scorers": [{"type": "bm25", "weight": "x"}]}]}, r"scorers\[0\]\.weight"),
         ({"stages": [{"scorer": {"type": "bm25"}, "rule": {"type": "mmr"}}]}, "exactly one"),
-        ({"stages": [{"scorer": {"type": "bm25"}, "kep": 3}]}, "unknown keys"),
+        ({"stages": [{"scorer": {"type": "bm25"}, "kep": 3}]}, r"no key 'kep' \(did you"),
         ({"stages": []}, "non-empty"),
         ({"stages": [{"rule": {"type": "difficulty", "mode": "x"}}]}, "mode"),
         (

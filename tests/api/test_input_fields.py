@@ -3,12 +3,13 @@ and RayOptions (how the ray engine runs) mean the same as their keywords."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import rerankit
 from rerankit import InputFields, load
 from rerankit.batch import RayOptions
-from rerankit.errors import InputError
+from rerankit.errors import InputError, InvalidDocumentError
 
 DOCS = [
     {"body": "wind turbines at sea", "key": "w", "retriever": 0.9},
@@ -71,3 +72,16 @@ def test_ray_options_split_the_engine_from_the_rerank():
     assert (ray.batch_size, ray.concurrency, rest) == (4, 2, {})
     with pytest.raises(InputError, match="must be >= 1"):
         RayOptions(workers=0)
+
+
+def test_text_fields_join_field_lines_with_no_title_reading():
+    doc = {"id": "d", "title": "Solar", "body": "Panels.", "views": 42}
+    joined = InputFields(text_fields=("title", "body", "views", "absent")).read([doc])[0]
+    assert joined.text == "title: Solar\nbody: Panels.\nviews: 42"
+    assert InputFields(text_field="body").read([doc])[0].text == "Solar\nPanels."
+    with pytest.raises(InvalidDocumentError, match="none of the text fields"):
+        InputFields(text_fields=("summary",)).read([doc])
+    assert doc == {"id": "d", "title": "Solar", "body": "Panels.", "views": 42}
+    assert np.isfinite(
+        rerankit.rerank("solar", [doc], reranker="bm25", text_fields=("body",))[0].score
+    )

@@ -132,7 +132,17 @@ def test_no_private_name_or_module_is_imported_from_elsewhere():
 STACK = (
     (
         "foundation",
-        ("types", "errors", "registry", "spans", "_optional", "_jsonl", "_threads", "_paths"),
+        (
+            "types",
+            "errors",
+            "registry",
+            "options",
+            "spans",
+            "_optional",
+            "_jsonl",
+            "_threads",
+            "_paths",
+        ),
     ),
     ("documents", ("documents",)),
     ("text", ("text",)),

@@ -52,24 +52,7 @@ class FieldScorer:
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
         raw, absent = self._read(docs)
-        values = self._shaped(raw)
-        if not absent:
-            return ScoreBatch(values=values)
-        return ScoreBatch(
-            values=values,
-            flags={i: [f"missing:{self.field}"] for i in absent},
-            warnings=[self._missing_warning(len(absent), len(docs))],
-        )
-
-    def _missing_warning(self, absent: int, total: int) -> str:
-        which = "every document" if absent == total else f"{absent} of {total} documents"
-        how = f"give each document a {self.field!r} field"
-        if self.field == FIRST_STAGE_SCORE:
-            how = f"pass the retriever's score: {PASS_FIRST_STAGE}"
-        return (
-            f"scorer {self.name!r}: field {self.field!r} is missing from {which}; they "
-            f"score missing={self.missing!r} ({how})"
-        )
+        return _with_missing(self, self._shaped(raw), absent)
 
     def values(self, docs: Sequence[Document]) -> np.ndarray:
         return self._shaped(self._read(docs)[0])
@@ -104,6 +87,26 @@ class FieldScorer:
         return (out if self.higher_is_better else -out), absent
 
 
+def _with_missing(scorer: Any, values: np.ndarray, absent: list[int]) -> ScoreBatch:
+    """A field scorer's scores, with the documents ``absent`` (without its field, scored
+    its ``missing``) flagged ``missing:<field>`` and one warning saying how many."""
+    if not absent:
+        return ScoreBatch(values=values)
+    total = len(values)
+    which = "every document" if len(absent) == total else f"{len(absent)} of {total} documents"
+    how = f"give each document a {scorer.field!r} field"
+    if scorer.field == FIRST_STAGE_SCORE:
+        how = f"pass the retriever's score: {PASS_FIRST_STAGE}"
+    return ScoreBatch(
+        values=values,
+        flags={i: [f"missing:{scorer.field}"] for i in absent},
+        warnings=[
+            f"scorer {scorer.name!r}: field {scorer.field!r} is missing from {which}; they "
+            f"score missing={scorer.missing!r} ({how})"
+        ],
+    )
+
+
 def _as_seconds(value: Any, i: int, field: str) -> float:
     """A timestamp as epoch seconds: a datetime/date, an ISO-8601 string, or a number."""
 
@@ -128,10 +131,12 @@ def _as_seconds(value: Any, i: int, field: str) -> float:
 
 
 class RecencyScorer:
-    """``0.5 ** (age / half_life)``: 1.0 for a document from ``now``, 0.5 one half-life
-    older, towards 0 for old ones (future dates count as now). ``field`` holds a datetime,
-    an ISO-8601 string or epoch seconds; ``half_life`` is in days. A document without the
-    field scores ``missing`` (default 0.0) and is flagged ``missing:<field>``."""
+    """``0.5 ** (age in days / half_life_days)``: 1.0 for a document from ``now`` (default:
+    the time of the call), 0.5 one half-life older, towards 0 for old ones (future dates
+    count as now). ``field`` holds a datetime, an ISO-8601 string or epoch seconds, as
+    ``now`` may. A document without the field scores ``missing`` (default 0.0) and is
+    flagged ``missing:<field>``, and the result carries a warning saying how many lacked it
+    (as :class:`FieldScorer`'s)."""
 
     def __init__(
         self,
@@ -142,24 +147,33 @@ class RecencyScorer:
         missing: float = 0.0,
         name: str = "recency",
     ) -> None:
+        if isinstance(half_life_days, bool) or not isinstance(half_life_days, Real):
+            raise TypeError(f"half_life_days must be a number of days, got {half_life_days!r}")
         if half_life_days <= 0:
             raise ValueError(f"half_life_days must be > 0, got {half_life_days}")
+        if now is not None:
+            try:
+                _as_seconds(now, -1, "now")
+            except InvalidDocumentError:
+                raise ValueError(
+                    f"now must be a datetime, an ISO-8601 string or epoch seconds, got {now!r}"
+                ) from None
         self.field, self.half_life_days, self.now = field, half_life_days, now
         self.missing, self.name = missing, name
 
-    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> Any:
+    async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
 
         now = _as_seconds(self.now, -1, "now") if self.now is not None else time.time()
         out = np.full(len(docs), float(self.missing))
-        flags: dict[int, list[str]] = {}
+        absent: list[int] = []
         for i, doc in enumerate(docs):
             value = field_value(doc, self.field, _MISSING)
             if value is _MISSING or value is None:
-                flags[i] = [f"missing:{self.field}"]
+                absent.append(i)
                 continue
             age_days = max(0.0, now - _as_seconds(value, i, self.field)) / 86_400.0
             out[i] = 0.5 ** (age_days / self.half_life_days)
-        return ScoreBatch(values=out, flags=flags)
+        return _with_missing(self, out, absent)
 
 
 class PopularityScorer(FieldScorer):

@@ -1,0 +1,172 @@
+"""Pipeline files say what is wrong with them, by key: a fusion whose scorers do not all
+have a weight, an option a scorer or rule does not take (with the ones it does), a value of
+the wrong kind, a key spelled as in Python; and the pipelines page quotes those errors as
+the code gives them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rerankit import load
+from rerankit.config import create
+from rerankit.errors import ConfigError
+from rerankit.ordering import MMR
+from rerankit.rerankers import FusionReranker
+from rerankit.scorers import BM25Scorer, JaccardScorer
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+
+
+def _fusion(*scorers: dict, **stage: object) -> dict:
+    return {"stages": [{"name": "fuse", "scorers": list(scorers), **stage}]}
+
+
+def _error(spec: dict) -> str:
+    with pytest.raises(ConfigError) as caught:
+        load(spec)
+    return str(caught.value)
+
+
+# --- weights --------------------------------------------------------------------------------
+
+
+def test_a_fusion_with_a_weight_left_out_names_that_scorer():
+    message = _error(
+        _fusion(
+            {"type": "bm25", "weight": 0.6},
+            {"type": "jaccard"},
+            {"type": "coverage", "weight": 0.4},
+        )
+    )
+    assert message.startswith("stages[0].scorers[1].weight: scorer 'jaccard' has no weight")
+    assert "or none for equal weights" in message
+
+
+def test_a_fusion_without_weights_weighs_its_scorers_equally():
+    spec = _fusion({"type": "bm25"}, {"type": "jaccard"})
+    docs = ["solar power", "solar panels on roofs", "wind power", "coal"]
+    from_file = load(spec).rerank("solar power", docs)
+    in_python = FusionReranker([BM25Scorer(), JaccardScorer()]).rerank("solar power", docs)
+    assert [d.score for d in from_file] == pytest.approx([d.score for d in in_python])
+    weights = {k: v["weight"] for k, v in from_file.explain()[0]["strategies"].items()}
+    assert weights == pytest.approx({"bm25": 0.5, "jaccard": 0.5})
+
+
+# --- options of a scorer or rule ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("table", "where", "message"),
+    [
+        (
+            {"type": "bm25", "k": 1.2},
+            "stages[0].scorer",
+            "scorer 'bm25' has no option 'k' (did you mean 'k1'?); its options: k1, b, idf,",
+        ),
+        (  # a local model's options come from its LocalModelOptions
+            {"type": "cross_encoder", "devise": "cpu"},
+            "stages[0].scorer",
+            "scorer 'cross_encoder' has no option 'devise' (did you mean 'device'?)",
+        ),
+        (
+            {"type": "recency", "field": "date", "half_life_days": "a year"},
+            "stages[0].scorer",
+            "scorer 'recency': half_life_days must be a number, got 'a year'",
+        ),
+        (
+            {"type": "embedding", "batch_size": "8"},
+            "stages[0].scorer",
+            "scorer 'embedding': batch_size must be an integer, got '8'",
+        ),
+        (
+            {"type": "bm25", "lowercase": "yes"},
+            "stages[0].scorer",
+            "scorer 'bm25': lowercase must be true or false, got 'yes'",
+        ),
+    ],
+)
+def test_a_scorer_option_is_checked_by_key(table, where, message):
+    assert _error({"stages": [{"scorer": table}]}).startswith(f"{where}: {message}")
+
+
+def test_a_rule_option_is_checked_by_key():
+    rule = lambda **r: _error({"stages": [{"scorer": {"type": "bm25"}}, {"rule": r}]})  # noqa: E731
+    assert rule(type="deduplicate", treshold=0.8) == (
+        "stages[1].rule: rule 'deduplicate' has no option 'treshold' (did you mean "
+        "'threshold'?); its options: threshold, text_field"
+    )
+    assert rule(type="difficulty", window=2.5).endswith("window must be an integer, got 2.5")
+    assert rule(type="mmr", lambda_="x").endswith("lambda_ must be a number, got 'x'")
+    assert "give 'lambda' or 'lambda_', not both" in rule(type="mmr", **{"lambda": 1, "lambda_": 0})
+
+
+def test_mmr_takes_lambda_as_a_file_writes_it_and_lambda_as_python_does():
+    for key in ("lambda", "lambda_"):
+        pipeline = load(
+            {"stages": [{"scorer": {"type": "bm25"}}, {"rule": {"type": "mmr", key: 0.7}}]}
+        )
+        step = pipeline.stages[1].step
+        assert isinstance(step, MMR) and step.lambda_ == 0.7
+    assert create("rule", "mmr", **{"lambda": 0.2}).lambda_ == 0.2
+
+
+def test_create_checks_options_for_python_callers_too():
+    with pytest.raises(ConfigError, match="scorer 'recency': half_life_days must be a number"):
+        create("scorer", "recency", half_life_days="a year")
+    with pytest.raises(ConfigError, match=r"has no option 'k' \(did you mean 'k1'\?\)"):
+        create("scorer", "bm25", k=1.2)
+
+
+def test_options_of_a_factory_that_takes_any_pass_to_it_unchecked(monkeypatch):
+    # llm_pointwise takes **options for the scorer: its own error still names the keyword
+    pytest.importorskip("openai", reason="the openai extra")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    with pytest.raises(ConfigError, match="bogus"):
+        create("scorer", "llm_pointwise", provider="openai", api_key_env=None, bogus=1)
+
+
+# --- stage and top-level keys ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("key", "hint"),
+    [
+        ("combination_method", "a file spells it 'method'"),
+        ("normalization_method", "a file spells it 'normalization'"),
+        ("weights", "give each scorer table its own weight"),
+    ],
+)
+def test_a_python_spelling_in_a_stage_gets_the_files(key, hint):
+    message = _error(_fusion({"type": "bm25"}, **{key: "x"}))
+    assert message.startswith(f"stages[0]: a scorers stage has no key {key!r}: {hint}")
+
+
+def test_an_unknown_stage_key_lists_the_valid_ones():
+    message = _error(_fusion({"type": "bm25"}, methd="rrf"))
+    assert message == (
+        "stages[0]: a scorers stage has no key 'methd' (did you mean 'method'?); its keys: "
+        "name, keep, scorers, method, normalization, rrf_k, output_calibration"
+    )
+
+
+def test_the_fields_to_read_are_the_callers_not_the_files():
+    for spec in (
+        {"text_field": "body", "stages": [{"scorer": {"type": "bm25"}}]},
+        {"text_field": "body", "scorer": {"type": "bm25"}},
+    ):
+        assert "per call: text_field= in Python, --text-field" in _error(spec)
+
+
+def test_a_misspelt_normalization_is_located_at_its_key():
+    message = _error(_fusion({"type": "bm25"}, normalization="zscore"))
+    assert message.startswith("stages[0].normalization: unknown normalization method 'zscore'")
+
+
+def test_the_pipelines_page_quotes_the_errors_the_code_gives():
+    page = (DOCS / "pipelines.md").read_text(encoding="utf-8")
+    page = " ".join(page.split())
+    assert _error(_fusion({"type": "bm25"}, combination_method="rrf")) in page
+    bm25 = {"scorer": {"type": "bm25"}}
+    assert _error({"stages": [bm25, {**bm25, "keep": "eight"}]}) in page
