@@ -89,8 +89,9 @@ class RerankResult:
 
     ``degraded`` is true when a scorer failed and the order fell back (see ``warnings``);
     ``warnings`` are human-readable. ``usage`` counts what the rerank cost where a scorer
-    calls a provider (``calls``, ``retries``, ``cache_hits``, ``failures``,
-    ``input_tokens``, ``output_tokens``); it is empty otherwise. ``timings`` gives seconds
+    calls a provider (``calls``, ``retries``, ``cache_hits``, ``failures``: calls that left
+    a document without a judgment, see :class:`rerankit.llm.Usage`, ``input_tokens``,
+    ``output_tokens``); it is empty otherwise. ``timings`` gives seconds
     per pipeline stage; ``dropped`` the input positions of documents an ordering rule removed
     (a warning says which rule). ``failed`` is true when no strategy could score at all (the
     order is then the input's). ``score_scale`` says what the scores mean (see

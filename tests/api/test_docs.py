@@ -76,6 +76,10 @@ def _needs(block: str) -> list[str]:
         needs.append("google.genai")
     if "OpenAIClient" in block:
         needs.append("openai")
+    if "langchain_core" in block:
+        needs.append("langchain_core")
+    if "llama_index" in block:
+        needs.append("llama_index")
     return needs
 
 

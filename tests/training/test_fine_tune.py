@@ -414,7 +414,8 @@ def test_tune_measures_a_fine_tuned_model_on_the_queries_it_never_saw(tiny_st, t
     capsys.readouterr()
     refused = tmp_path / "refused.toml"
     assert main([*tune, "--embedding-model", str(every), "--out", str(refused)]) == 1
-    assert "--held-out" in capsys.readouterr().err
+    refusal = capsys.readouterr().err
+    assert "--held-out 0.2, from 10 judged queries up" in refusal
     assert not refused.exists()
 
 
@@ -431,6 +432,40 @@ def test_the_held_out_share_is_capped_only_when_not_asked_for():
     assert len(held_out(qids, 0.9, cap=None)) == 1500  # at most half
     assert set(held_out(list(reversed(qids)), 0.3, cap=None)) == set(asked)  # not by order
     assert held_out(qids[:9], 0.5) == []  # too few to check on
+
+
+def test_too_few_queries_to_hold_out_are_said_not_skipped_silently(tiny_st, tmp_path, capsys):
+    """Below 10 judged queries none can be kept out: the command says so, why and what it
+    takes, and the result says it too; asking for no check says nothing."""
+    from rerankit.training import fine_tune
+    from rerankit.training.fine_tuning import MIN_QUERIES_TO_HOLD_OUT
+    from rerankit.training.reporting import Reporter
+    from rerankit.training.trainer import TRAINED_ON
+
+    data_dir = _answers_below_repeats(tmp_path / "data")
+    qrels = data_dir / "qrels" / "train.tsv"
+    qrels.write_text("\n".join(qrels.read_text().splitlines()[: 1 + 2 * 6]))  # 6 queries
+    train = ["train", "embedding", "--data", str(data_dir), "--model", str(tiny_st)]
+    out = tmp_path / "ft"
+    assert main([*train, "--out", str(out), "--no-progress", "--max-pairs", "6"]) == 0
+    printed = capsys.readouterr()
+    assert "held-out check" not in printed.out
+    assert "no held-out check: 6 judged training queries are too few" in printed.err
+    assert f"it takes {MIN_QUERIES_TO_HOLD_OUT} or more" in printed.err
+    assert len(json.loads((out / TRAINED_ON).read_text())["queries"]) == 6
+    lines = []
+    asked = fine_tune(
+        data_dir,
+        tmp_path / "asked",
+        model=str(tiny_st),
+        held_out=0.5,
+        max_pairs=6,
+        reporter=Reporter(note=lines.append),
+    )
+    assert asked.held_out_check is None and "6 judged training queries" in asked.held_out_skipped
+    assert lines == [f"warning: {asked.held_out_skipped}"]
+    unasked = fine_tune(data_dir, tmp_path / "none", model=str(tiny_st), held_out=0, max_pairs=6)
+    assert unasked.held_out_check is None and unasked.held_out_skipped is None
 
 
 def test_cross_fitting_lets_tune_measure_on_every_training_query(tiny_st, tmp_path, capsys):

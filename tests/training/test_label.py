@@ -216,9 +216,17 @@ def test_dry_run_and_a_budget_without_a_price(tmp_path, collection, monkeypatch,
     with FakeLLMServer(responder=Oracle(collection)) as server:
         judge = judge_file(tmp_path, server, monkeypatch, model="house-model")
         assert run_label(collection, judge, out, "--dry-run") == 0
-        assert "cost unknown" in capsys.readouterr().err and not out.exists()
+        said = capsys.readouterr().err
+        assert "cost unknown (no list price for model 'house-model': --prices FILE)" in said
+        assert not out.exists()
         assert run_label(collection, judge, out, "--budget", "1") == 1
         assert "no price for model 'house-model'" in capsys.readouterr().err
+        unpriced = tmp_path / "unpriced"  # without a budget it runs, and says what it knows
+        assert run_label(collection, judge, unpriced, "--max-queries", "1") == 0
+        assert "1/1 queries, 5 labels, 0 failed, 5 calls (0 cached), cost unknown in" in (
+            capsys.readouterr().err
+        )
+        assert json.loads((unpriced / "label_report.json").read_text())["cost_usd"] is None
         prices = tmp_path / "prices.json"
         prices.write_text(json.dumps({"house-model": {"input": 1000.0, "output": 0.0}}))
         # $1000 per million input tokens: 500 tokens, $0.50, a query

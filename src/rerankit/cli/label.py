@@ -39,7 +39,7 @@ def _queries(args: argparse.Namespace) -> Dataset:
 
 
 def _line(report: LabelReport) -> str:
-    cost = f", ${report.cost_usd:.4f}" if report.cost_usd is not None else ""
+    cost = f", ${report.cost_usd:.4f}" if report.cost_usd is not None else ", cost unknown"
     return (
         f"{report.labelled_queries}/{report.queries} queries, {report.labels} labels, "
         f"{report.failed} failed, {report.calls} calls ({report.cache_hits} cached){cost}"
@@ -53,7 +53,11 @@ def cmd_label(args: argparse.Namespace) -> int:
     ranked = first_stage(data, args.first_stage, k=args.candidates)
     candidates = {q: [d for d, _ in rows] for q, rows in ranked.items()}
     calls, cost, tokens = estimate(judge, data.queries, candidates, data.text, prices)
-    price = f"about ${cost:.2f}" if cost is not None else "cost unknown (no price for it)"
+    price = (
+        f"about ${cost:.2f}"
+        if cost is not None
+        else f"cost unknown (no list price for model {judge.client.model!r}: --prices FILE)"
+    )
     print(
         f"label: {len(data.queries)} queries x top {args.candidates} with "
         f"{judge.client.model}: up to "
@@ -139,8 +143,9 @@ def add_commands(sub: Any) -> None:
     lab.add_argument("--budget", type=float, help="stop before spending more (US$)")
     lab.add_argument(
         "--prices",
-        help="JSON or TOML file {model: {input: ..., output: ...}} in US$ per million "
-        "tokens, over the built-in list prices",
+        help="JSON, TOML or YAML file {model: {input: ..., output: ...}} in US$ per million "
+        "tokens, over the built-in list prices (a model without one: no cost shown, and "
+        "--budget is refused)",
     )
     lab.add_argument(
         "--positions",

@@ -111,8 +111,9 @@ def add_commands(sub: Any) -> None:
         type=float,
         default=None,
         help="share of the training queries kept out of training to check the result on, "
-        "at most half (default 0.1 and at most 200 queries; 0: no check): the trained model "
-        "against BM25, and `tune --embedding-model` makes its verdict on these queries",
+        "at most half (default 0.1 and at most 200 queries; 0: no check; none, said, below "
+        "10 judged queries): the trained model against BM25, and `tune --embedding-model` "
+        "makes its verdict on these queries",
     )
     tr.add_argument(
         "--cross-fit",

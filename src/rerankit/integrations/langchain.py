@@ -25,9 +25,11 @@ class RerankitCompressor(BaseDocumentCompressor):
     ``relevance_score``; the originals are left alone.
 
     ``first_stage_field`` names the metadata key holding the retriever's score (e.g. the
-    ``score`` a vector store put there; ``first_stage_higher_is_better=False`` for
-    distances), so a ``hybrid`` reranker fuses it; a ``first_stage_score`` key is read
-    without naming it.
+    ``score`` you put there; ``first_stage_higher_is_better=False`` for distances); a
+    ``first_stage_score`` key is read without naming it. Only a reranker that uses it
+    changes its order: the default ``hybrid`` ranks by the texts alone, and fuses it when
+    given a weight (``HybridReranker(first_stage_weight=0.1)``); ``hybrid-relative`` (0.3
+    by default) and pipelines that fuse a ``field`` scorer use it as they are.
     """
 
     model_config = ConfigDict(arbitrary_types_allowed=True)

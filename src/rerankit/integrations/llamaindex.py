@@ -20,7 +20,9 @@ class RerankitPostprocessor(BaseNodePostprocessor):
     """Reorders retrieved nodes with ``reranker`` (a rerankit reranker, scorer, registered
     name such as ``"hybrid"``, or pipeline file), keeps the best ``top_n`` (None: all) and
     sets each node's score to rerankit's. The retriever's node scores reach the reranker as
-    each document's ``first_stage_score`` (the ``hybrid`` fuses them)."""
+    each document's ``first_stage_score``; the default ``hybrid`` ranks by the texts alone
+    and fuses them only when given a weight (``HybridReranker(first_stage_weight=0.1)``;
+    ``hybrid-relative`` fuses them with 0.3)."""
 
     reranker: Any = "hybrid"
     top_n: int | None = None

@@ -201,6 +201,7 @@ class LLMListwiseScorer(LLMScorerBase):
                 answer = None
             indices, rejected, reason = _indices_from(answer, answer_text)
         except ValueError as exc:
+            usage.failures += 1  # a call with no judgment in it, as one that failed
             notes["unreadable"].append(
                 f"{label}: unreadable answer ({exc}): {answer_text[:200]!r}; order kept"
             )

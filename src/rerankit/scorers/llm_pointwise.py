@@ -9,8 +9,10 @@ Outcomes per document, all visible in the result:
 * a parsed score, clamped to [0, 10] (flag ``score_clamped`` when it was outside);
 * empty text: 0.0 without a call (flag ``empty_content``);
 * a call that failed after its retries, or an answer with no score in it: 0.0, flag
-  ``llm_failed``, a warning, and the result is ``degraded``. When every call fails the scores
-  are all 0 and the input order is kept.
+  ``llm_failed``, a warning, and the result is ``degraded``; the call counts once in
+  ``usage["failures"]`` however many of its documents it left unscored. When every call
+  fails the scores are all 0, the input order is kept, and the warning's count of calls is
+  that of ``failures``.
 """
 
 from __future__ import annotations
@@ -130,19 +132,29 @@ class LLMPointwiseScorer(LLMScorerBase):
     async def _judge(
         self, query: str, items: list[tuple[str, str]], usage: Usage
     ) -> dict[str, float | Exception]:
-        """Scores by id for one call's documents (an exception for those that failed)."""
+        """Scores by id for one call's documents (an exception for those that failed); a
+        call that leaves any of them without a score counts in ``usage.failures`` (the
+        runner counts those that failed, this the answers that could not be read)."""
         try:
             response = await self.runner.call(self._request(query, items), usage)
         except ProviderError as exc:
             return {doc_id: exc for doc_id, _ in items}
+        outcome = self._read(response.text, items)
+        if any(isinstance(v, Exception) for v in outcome.values()):
+            usage.failures += 1
+        return outcome
+
+    @staticmethod
+    def _read(text: str, items: list[tuple[str, str]]) -> dict[str, float | Exception]:
+        """Scores by id from one answer (an exception for a document it gives none)."""
         if len(items) == 1:
             try:
-                return {items[0][0]: parse_score(response.text)}
+                return {items[0][0]: parse_score(text)}
             except ValueError as exc:
                 return {items[0][0]: exc}
         found: dict[str, float | Exception] = {}
         try:
-            answer = parse_json(response.text)
+            answer = parse_json(text)
             for entry in answer.get("scores", []) if isinstance(answer, dict) else []:
                 if isinstance(entry, dict) and "score" in entry:
                     try:  # one rule for every answer: booleans and non-finite are unreadable
@@ -203,8 +215,11 @@ class LLMPointwiseScorer(LLMScorerBase):
                 fresh.append((self._key(query, texts[i]), outcome))
         if self.cache is not None and fresh:
             await in_thread(self.cache.put_many, fresh)
-        if failed == len(todo) and todo and not usage.cache_hits:
-            warnings.append(f"every LLM call failed ({failed}); input order kept")
+        if failed == len(todo) and todo and not usage.cache_hits:  # each a usage failure
+            warnings.append(
+                f"every LLM call failed ({len(groups)} of {len(groups)}; no score for "
+                f"{failed} documents); input order kept"
+            )
         if failed:
             logger.warning("%s: %d of %d documents got no score", self.name, failed, n)
         return ScoreBatch(

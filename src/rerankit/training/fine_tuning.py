@@ -32,6 +32,7 @@ __all__ = [
     "CHECK_DEPTH",
     "DEFAULT_HELD_OUT",
     "DEFAULT_HELD_OUT_CAP",
+    "MIN_QUERIES_TO_HOLD_OUT",
     "FineTuneOptions",
     "FineTuneResult",
     "HeldOutCheck",
@@ -45,14 +46,18 @@ CHECK_DEPTH = 20
 #: the share of the training queries kept out when not told, and at most how many: the
 #: check then costs little and a large collection keeps its queries to train on
 DEFAULT_HELD_OUT, DEFAULT_HELD_OUT_CAP = 0.1, 200
+#: the fewest judged training queries some are held out of: below it the one or two kept out
+#: would say little about the model and cost a large share of what it learns from
+MIN_QUERIES_TO_HOLD_OUT = 10
 WHAT = ("embedding", "cross_encoder")
 
 
 def held_out(qids: list[str], share: float, cap: int | None = DEFAULT_HELD_OUT_CAP) -> list[str]:
     """The training queries kept out of training to check the result: ``share`` of them
-    (at most ``cap`` and half, at least 1 when ``share`` > 0 and there are 10 or more), by a
-    hash of each id so the choice does not depend on the file's order."""
-    if share <= 0 or len(qids) < 10:
+    (at most ``cap`` and half, at least 1 when ``share`` > 0 and there are
+    :data:`MIN_QUERIES_TO_HOLD_OUT` or more), by a hash of each id so the choice does not
+    depend on the file's order."""
+    if share <= 0 or len(qids) < MIN_QUERIES_TO_HOLD_OUT:
         return []
     count = max(1, round(share * len(qids)))
     if cap is not None:
@@ -100,7 +105,9 @@ class HeldOutCheck:
 class FineTuneResult:
     """What :func:`fine_tune` did: the model folder ``out``, the training's ``steps``,
     ``seconds``, ``losses`` and whether it ``resumed`` from checkpoints; ``held_out_check``, the
-    check on the queries kept out (None without any); with ``cross_fit``, the folds' check
+    check on the queries kept out (None without any; ``held_out_skipped`` then says why when
+    a share was asked for, or left to its default, and none could be kept out); with
+    ``cross_fit``, the folds' check
     on every judged query (``cross_fit_check``, each query ranked by the fold model never
     trained on it), the fold folders and which folds an earlier run had trained."""
 
@@ -111,6 +118,7 @@ class FineTuneResult:
     losses: list[float]
     resumed: bool
     held_out_check: HeldOutCheck | None = None
+    held_out_skipped: str | None = None
     cross_fit_check: HeldOutCheck | None = None
     folds: list[Path] = field(default_factory=list)
     folds_reused: list[int] = field(default_factory=list)
@@ -219,11 +227,22 @@ def fine_tune(
         checked = held_out(judged, DEFAULT_HELD_OUT)
     else:
         checked = held_out(judged, opts.held_out, cap=None)
+    skipped = None
+    if not checked and not cross_fit and opts.held_out != 0:  # a share was due, none kept
+        skipped = (
+            f"no held-out check: {len(judged)} judged training queries are too few to keep "
+            f"some out (it takes {MIN_QUERIES_TO_HOLD_OUT} or more), so the model trains on "
+            "all of them and nothing here says whether it ranks better than BM25; judge more "
+            f"queries, or measure it on queries it never saw with `rerankit eval --data "
+            f"FOLDER --rerankers bm25,{out}`"
+        )
+        report.note(f"warning: {skipped}")
     run = _Run(dataset, data, cands, opts, progress)
     summary = _train_without(run, set(checked), out, what, report)
     result = FineTuneResult(
         what, Path(out), summary["steps"], summary["seconds"], summary["losses"], summary["resumed"]
     )
+    result.held_out_skipped = skipped
     losses = result.losses
     trend = f"; training loss {losses[0]:.3f} -> {losses[-1]:.3f}" if len(losses) > 1 else ""
     load_with, export = (

@@ -22,6 +22,7 @@ from ..eval.metrics import ranked_ndcg
 from ..eval.runner import run_pipeline
 from ..scorers.embedding import EmbeddingScorer
 from . import crossval
+from .fine_tuning import MIN_QUERIES_TO_HOLD_OUT
 from .fusion_search import DEFAULT_HYBRID, as_option, pipeline_spec
 from .labelling import LABEL_REPORT
 from .reporting import Reporter, quiet
@@ -85,8 +86,8 @@ def unseen_queries(opts: Any, qids: list[str], report: Reporter | None = None) -
         raise InputError(
             f"--embedding-model {opts.embedding_model} was trained on the judgments of all "
             f"{len(qids)} training queries, so nothing that reads it can be measured on them; "
-            "fine-tune it with some held out (rerankit train embedding --held-out 0.2), or "
-            "tune on other queries"
+            "fine-tune it with some held out (rerankit train embedding --held-out 0.2, from "
+            f"{MIN_QUERIES_TO_HOLD_OUT} judged queries up), or tune on other queries"
         )
     quiet(report).say(
         f"{opts.embedding_model} was trained on the judgments of {len(seen)} of these "
