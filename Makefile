@@ -15,18 +15,21 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
-# PyTorch: a plain `torch` requirement can pull a multi-GB CUDA build. Without an NVIDIA GPU
-# the pinned CPU build is installed first (set TORCH_INDEX to fetch it from PyTorch's CPU
-# index, e.g. TORCH_INDEX=https://download.pytorch.org/whl/cpu, where your index lacks it).
-TORCH_VERSION ?= 2.13.0
-TORCH_INDEX   ?=
+# PyTorch: a plain `torch` requirement can pull a multi-GB CUDA build (PyPI's Linux wheels
+# are CUDA builds). Without an NVIDIA GPU the pinned CPU build is installed first: from
+# PyTorch's CPU index when it answers (TORCH_INDEX, probed for 3 s; set it to another index,
+# or to nothing to use only the package index pip is configured with, as on a mirror that
+# holds the CPU build).
+TORCH_VERSION   ?= 2.13.0
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
+TORCH_INDEX     ?= $(shell $(PYTHON) -c "import urllib.request as u; u.urlopen('$(TORCH_CPU_INDEX)/torch/', timeout=3)" >/dev/null 2>&1 && echo $(TORCH_CPU_INDEX))
 HAS_GPU := $(shell command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && echo yes)
 
 $(VENV)/.torch: | $(VENV)/bin/python
 ifeq ($(HAS_GPU),yes)
 	@echo "NVIDIA GPU found: torch comes from the package index with its CUDA build"
 else
-	$(PIP) install -q "torch==$(TORCH_VERSION)" $(if $(TORCH_INDEX),--extra-index-url $(TORCH_INDEX))
+	$(PIP) install -q $(if $(TORCH_INDEX),"torch==$(TORCH_VERSION)+cpu" --extra-index-url $(TORCH_INDEX),"torch==$(TORCH_VERSION)")
 endif
 	touch $@
 

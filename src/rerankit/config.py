@@ -63,6 +63,7 @@ from .backends.detect import model_kind
 from .cache import current_defaults
 from .errors import ConfigError
 from .fusion import ScoreCombinationMethod
+from .llm.base import KEYS_OPTIONAL
 from .normalize import check_normalization_method
 from .options import FILE_SPELLINGS, check_options, unknown_keys
 from .ordering import Rule
@@ -178,13 +179,11 @@ def _llm_scorer(
     """An LLM scorer of ``cls`` on a registered provider client, as declared pipelines give
     it: ``provider``, ``model``, ``base_url`` and ``api_key_env`` (the environment variable
     holding the key; the client's own default variables otherwise)."""
-    key = None
-    if api_key_env:
-        key = os.environ.get(api_key_env)
-        if not key:
-            raise ConfigError(
-                f"environment variable {api_key_env!r} is not set", where="api_key_env"
-            )
+    key = os.environ.get(api_key_env) if api_key_env else None
+    if api_key_env and not key and not KEYS_OPTIONAL.get():
+        raise ConfigError(f"environment variable {api_key_env!r} is not set", where="api_key_env")
+    if not key and KEYS_OPTIONAL.get():  # built for an estimate that sends nothing
+        key = "not-sent"
     client_options: dict[str, Any] = {"api_key": key, "base_url": base_url}
     if model is not None:
         client_options["model"] = model

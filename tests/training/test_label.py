@@ -235,3 +235,29 @@ def test_dry_run_and_a_budget_without_a_price(tmp_path, collection, monkeypatch,
         assert report["stopped"].startswith("budget") and 0 < report["labelled_queries"] < 30
         assert report["cost_usd"] == pytest.approx(report["input_tokens"] * 1000 / 1e6)
         assert report["cost_usd"] <= 2
+
+
+def test_a_dry_run_needs_no_api_key_and_a_real_run_still_does(
+    tmp_path, collection, monkeypatch, capsys
+):
+    """The estimate sends nothing, so it runs before a key is set; the labelling itself
+    still refuses, naming the key, and nothing is written either way."""
+    pytest.importorskip("openai")
+    for name in ("OPENAI_API_KEY", "RERANKIT_TEST_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    default_key = tmp_path / "judge.toml"  # the shipped judge's form: OpenAI's own variable
+    default_key.write_text('[scorer]\ntype = "llm_pointwise"\nprovider = "openai"\n')
+    named_key = tmp_path / "named.toml"
+    named_key.write_text(
+        '[scorer]\ntype = "llm_pointwise"\nprovider = "openai"\napi_key_env = "RERANKIT_TEST_KEY"\n'
+    )
+    out = tmp_path / "labelled"
+    for judge, missing in ((default_key, "OPENAI_API_KEY"), (named_key, "RERANKIT_TEST_KEY")):
+        assert run_label(collection, judge, out, "--dry-run") == 0
+        assert "calls, about" in capsys.readouterr().err
+        assert run_label(collection, judge, out) != 0
+        assert missing in capsys.readouterr().err
+        assert not out.exists()
+    from rerankit.llm.base import KEYS_OPTIONAL
+
+    assert KEYS_OPTIONAL.get() is False  # the estimate's leave is not kept

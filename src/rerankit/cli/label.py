@@ -48,7 +48,7 @@ def _line(report: LabelReport) -> str:
 
 def cmd_label(args: argparse.Namespace) -> int:
     data = _queries(args)
-    judge = judge_from(args.judge)
+    judge = judge_from(args.judge, keys=not args.dry_run)
     prices = read_prices(args.prices)
     ranked = first_stage(data, args.first_stage, k=args.candidates)
     candidates = {q: [d for d, _ in rows] for q, rows in ranked.items()}

@@ -3,15 +3,21 @@ those worth retrying and those that are not."""
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 __all__ = [
+    "KEYS_OPTIONAL",
     "LLMClient",
     "LLMRequest",
     "LLMResponse",
     "Usage",
 ]
+
+#: True while building scorers that will send nothing (``rerankit label --dry-run``'s
+#: estimate): a declared LLM scorer then needs no API key
+KEYS_OPTIONAL: ContextVar[bool] = ContextVar("rerankit_llm_keys_optional", default=False)
 
 
 @dataclass(frozen=True)

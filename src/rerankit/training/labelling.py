@@ -31,6 +31,7 @@ from typing import Any
 from ..config import build, read_spec
 from ..errors import InputError
 from ..eval.data import Dataset
+from ..llm.base import KEYS_OPTIONAL
 from ..rerankers.base import run_sync
 from ..scorers.llm_listwise import LLMListwiseScorer, windows
 from ..scorers.llm_pointwise import LLMPointwiseScorer
@@ -303,9 +304,14 @@ def label(
     return report
 
 
-def judge_from(spec: str | Path) -> Any:
-    """The LLM scorer a pipeline file declares (a single scorer): the judge of :func:`label`."""
-    reranker = build(read_spec(spec))
+def judge_from(spec: str | Path, *, keys: bool = True) -> Any:
+    """The LLM scorer a pipeline file declares (a single scorer): the judge of :func:`label`.
+    ``keys=False`` builds it without an API key, for an estimate that calls nothing."""
+    token = KEYS_OPTIONAL.set(not keys)
+    try:
+        reranker = build(read_spec(spec))
+    finally:
+        KEYS_OPTIONAL.reset(token)
     scorer = getattr(reranker, "scorer", None)
     if scorer is None:
         raise InputError(
