@@ -165,6 +165,7 @@ def test_training_checks_the_model_on_queries_it_never_saw(bert_dir, tmp_path, c
     assert code == 0
     printed = capsys.readouterr()
     assert "held-out check, 8 training queries it never saw" in printed.out
+    assert "on 8 queries this is a rough check: --cross-fit 3" in printed.out  # fewer than 10
     check = _held_out_check(printed.out)
     trained = check["the trained cross-encoder"]
     assert trained > check["BM25"] and trained > check["the model it started from"]
@@ -177,7 +178,7 @@ def test_training_checks_the_model_on_queries_it_never_saw(bert_dir, tmp_path, c
     untrained = check["the trained cross-encoder"]
     assert code == 0 and untrained <= check["BM25"]
     assert untrained == pytest.approx(check["the model it started from"], abs=0.011)
-    assert "does not rank better than BM25" in printed.err
+    assert "does not rank better than BM25 on the 8 queries it did not see" in printed.err
     assert "no better than the model it started from" in printed.err
 
 
@@ -188,6 +189,7 @@ def test_the_embedding_model_is_checked_too_and_the_share_is_validated(tiny_st, 
     printed = capsys.readouterr().out
     assert code == 0
     assert "held-out check, 10 training queries it never saw" in printed
+    assert "rough check" not in printed  # 10 and more
     assert set(_held_out_check(printed)) == {
         "BM25",
         "the model it started from",

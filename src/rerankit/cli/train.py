@@ -42,9 +42,9 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"--embedding-model {args.out}` measures that against the default"
         )
         print(
-            f"warning: the trained {what} does not rank better than BM25 on queries it "
-            "did not see; do not serve it as it is (more --epochs, a higher "
-            f"--learning-rate or more judgments may help; {use})",
+            f"warning: the trained {what} does not rank better than BM25 on the "
+            f"{check.queries} queries it did not see; do not serve it as it is (more "
+            f"--epochs, a higher --learning-rate or more judgments may help; {use})",
             file=sys.stderr,
         )
     if check.beats_start is False:

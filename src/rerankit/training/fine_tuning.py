@@ -283,6 +283,11 @@ def _check(
         f"{CHECK_DEPTH} reranked), nDCG@10: BM25 {100 * first:.2f}{before}, the trained "
         f"{name} {100 * mine:.2f}"
     )
+    if len(checked) < MIN_QUERIES_TO_HOLD_OUT:
+        report.say(
+            f"  on {len(checked)} queries this is a rough check: --cross-fit 3 checks the "
+            "training on every judged query"
+        )
     return HeldOutCheck(len(checked), first, mine, began)
 
 
