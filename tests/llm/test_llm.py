@@ -711,3 +711,20 @@ def test_each_event_loop_keeps_its_own_sdk_client_while_others_run():
     a, b, closed_meanwhile = seen["first"]
     assert a == b and a not in closed_meanwhile  # the same, still open client
     assert sorted(closed) == [1, 2]  # each closed when its own loop ended
+
+
+def test_openai_base_url_from_the_environment_needs_no_key(monkeypatch):
+    """``OPENAI_BASE_URL`` points the client at a local server, as it does the SDK, and
+    such a server needs no key; without it a key is still required."""
+    from rerankit.errors import ConfigError
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with FakeLLMServer(responder=lambda r: Reply(text='{"id": "0", "score": 7}')) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.openai_url)
+        client = OpenAIClient(model="local-model")
+        assert client.base_url == server.openai_url
+        result = ScorerReranker(pointwise(client)).rerank("q", DOCS[:1])
+    assert result[0].score == 7.0 and [r.model for r in server.requests] == ["local-model"]
+    monkeypatch.delenv("OPENAI_BASE_URL")
+    with pytest.raises(ConfigError, match="no OpenAI API key"):
+        OpenAIClient()

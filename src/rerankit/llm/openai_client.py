@@ -20,10 +20,11 @@ JSON_MODES = ("schema", "object", "none")
 class OpenAIClient:
     """``chat/completions`` on OpenAI or a compatible server at ``base_url``.
 
-    ``api_key`` defaults to ``OPENAI_API_KEY``; with a ``base_url`` and no key, a placeholder
-    is sent (local servers ignore it). ``json_mode``: ``"schema"`` (strict JSON schema, the
-    default), ``"object"`` (JSON mode, for servers without schema support) or ``"none"``
-    (plain text; rerankit's parsers take it from there). The SDK's own retries are off.
+    ``api_key`` defaults to ``OPENAI_API_KEY`` and ``base_url`` to ``OPENAI_BASE_URL``; with
+    a ``base_url`` and no key, a placeholder is sent (local servers ignore it).
+    ``json_mode``: ``"schema"`` (strict JSON schema, the default), ``"object"`` (JSON mode,
+    for servers without schema support) or ``"none"`` (plain text; rerankit's parsers take
+    it from there). The SDK's own retries are off.
     """
 
     provider = "openai"
@@ -38,6 +39,7 @@ class OpenAIClient:
     ) -> None:
         if json_mode not in JSON_MODES:
             raise ValueError(f"json_mode must be one of {', '.join(JSON_MODES)}, got {json_mode!r}")
+        base_url = base_url or os.environ.get("OPENAI_BASE_URL") or None  # as the SDK reads it
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if base_url is None:
