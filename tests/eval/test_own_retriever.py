@@ -142,3 +142,22 @@ def test_a_run_may_name_queries_of_another_split(collection, tmp_path):
     (collection / "mine.trec").write_text(RUN + "q3 Q0 d4 1 3.0 mine\n")  # q3 is unjudged
     data = load_beir(collection)
     assert set(first_stage(data, str(collection / "mine.trec"))) == {"q1", "q2"}
+
+
+def test_eval_takes_reranker_and_r_as_the_other_commands_do(collection, tmp_path, capsys):
+    """``-r``/``--reranker``, repeatable, evaluate the same rerankers as ``--rerankers``
+    (each row the same), and add to an explicit ``--rerankers``."""
+    run = tmp_path / "mine.trec"
+    run.write_text(RUN)
+    argv = ["eval", "--data", str(collection), "--first-stage", str(run), "--no-progress"]
+
+    def rows(*extra: str) -> list[str]:
+        assert main([*argv, *extra]) == 0
+        lines = [x.split("|") for x in capsys.readouterr().out.splitlines() if x.startswith("| ")]
+        keep = [i for i, name in enumerate(lines[0]) if " ms" not in name]  # timings vary
+        return ["|".join(cells[i] for i in keep) for cells in lines[1:]]
+
+    listed = rows("--rerankers", "bm25,jaccard")
+    assert len(listed) == 3  # the first stage, then each reranker
+    assert rows("-r", "bm25", "--reranker", "jaccard") == listed
+    assert rows("--rerankers", "bm25", "-r", "jaccard") == listed

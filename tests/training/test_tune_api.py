@@ -144,3 +144,16 @@ def test_a_learned_ranker_that_reads_the_retriever_says_so(tmp_path, synthetic):
     features = result.model_report["features"]
     assert any(f.startswith("first_stage") for f in features)  # the core features have it
     assert result.learned and result.reads_first_stage
+
+
+def test_strategies_read_hyphens_underscores_and_spaces_alike():
+    """``first-stage`` (as ``--baseline`` spells it) names the same strategy as
+    ``first_stage``; an unknown one is still refused, named."""
+    from rerankit.training.tuning import TuneOptions
+
+    for given in ("first-stage,bm25", "first_stage, bm25", ("first stage", "bm25")):
+        options = TuneOptions(data="d", strategies=given)
+        assert options.strategy_list == ["first_stage", "bm25"]
+        options.check()
+    with pytest.raises(ValueError, match="unknown: \\['cosine'\\]"):
+        TuneOptions(data="d", strategies="bm25,cosine").check()

@@ -55,6 +55,10 @@ TITLE_WORDS = {
 }
 
 
+#: what `eval` compares when not told
+DEFAULT_RERANKERS = "bm25,embedding,hybrid"
+
+
 def _layouts(titles: str) -> list[str]:
     """``--titles``' comma-separated layouts, each checked, in order, without repeats."""
     layouts = list(dict.fromkeys(t.strip() for t in titles.split(",") if t.strip()))
@@ -175,7 +179,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         check_output_folder(args.out)  # before the work, not after it
     use_embedding_cache(args)
-    pipelines = named_pipelines(args.rerankers, getattr(args, "config", None) or [], args)
+    names = ",".join(args.reranker) if args.reranker else args.rerankers
+    if args.reranker and args.rerankers != DEFAULT_RERANKERS:
+        names = f"{args.rerankers},{names}"
+    pipelines = named_pipelines(names, getattr(args, "config", None) or [], args)
     layouts = _layouts(args.titles)
     names = [_run_name(n, t, layouts) for t in layouts for n, _, _ in pipelines]
     baseline = None
@@ -266,9 +273,17 @@ def add_commands(sub: Any) -> None:
     add_first_stage_argument(ev)
     ev.add_argument(
         "--rerankers",
-        default="bm25,embedding,hybrid",
+        default=DEFAULT_RERANKERS,
         help="comma-separated reranker names, pipeline files or model folders/hub ids "
-        "(default bm25,embedding,hybrid)",
+        f"(default {DEFAULT_RERANKERS})",
+    )
+    ev.add_argument(
+        "-r",
+        "--reranker",
+        action="append",
+        metavar="RERANKER",
+        help="one reranker to evaluate, as --reranker means in the other commands; "
+        "repeat it for several (added to --rerankers when that is given too)",
     )
     add_old_spelling(ev, "--config", dest="config", now="--rerankers", append=True)
     add_language_argument(ev)

@@ -231,7 +231,8 @@ def add_commands(sub: Any) -> None:
         choices=("all", "embeddings", "judgments", "answers", "onnx"),
         nargs="?",
         default="all",
-        help="which cache to clear (default all; embedding, judgment and answer work too)",
+        help="which cache to clear (default all; embedding, judgment and answer work too); "
+        "judgments are the LLM judges' cached answers, never your judged queries' files",
     )
     cache.add_argument(
         "--url",

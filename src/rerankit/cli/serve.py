@@ -120,6 +120,6 @@ def add_commands(sub: Any) -> None:
         type=float,
         default=None,
         help="seconds requests in flight may take to finish on shutdown (default: the "
-        "config's graceful_timeout, 30)",
+        "settings file's graceful_timeout, 30)",
     )
     srv.set_defaults(func=cmd_serve)

@@ -106,7 +106,11 @@ def add_commands(sub: Any) -> None:
         default="first_stage,bm25,embedding",
         help="signals to fuse, two or more of first_stage, bm25, embedding",
     )
-    tu.add_argument("--out", help="TOML pipeline file to write (default tuned-<dataset>.toml)")
+    tu.add_argument(
+        "--out",
+        help="TOML pipeline file to write (default tuned-<dataset>.toml; calibrated-... with "
+        "--calibrate, ltr-... with --method ltr, tuned-clicks.toml with --clicks)",
+    )
     add_embedding_cache_arguments(tu)
     tu.add_argument(
         "--embedding-model",

@@ -72,9 +72,10 @@ class TuneOptions:
 
     @property
     def strategy_list(self) -> list[str]:
-        """``strategies`` as a list (a comma-separated string or a sequence)."""
+        """``strategies`` as a list (a comma-separated string or a sequence; ``-``, ``_``
+        and a space read alike, as in registered names: ``first-stage``)."""
         given = self.strategies.split(",") if isinstance(self.strategies, str) else self.strategies
-        return [s.strip() for s in given]
+        return ["_".join(s.replace("-", " ").replace("_", " ").split()) for s in given]
 
     @classmethod
     def from_namespace(cls, namespace: Any) -> TuneOptions:
