@@ -84,6 +84,13 @@ TRAIN = "train embedding --data d --out o"
         (f"{TRAIN} --candidates 9", f"{TRAIN} --k 9", "candidates"),
         ("train cross_encoder --data d --out o", "train cross-encoder --data d --out o", "what"),
         ("export m --out o --kind cross_encoder", "export m --out o --kind cross-encoder", "kind"),
+        (
+            "batch --data d -o y --first-stage r.trec",
+            "batch --data d -o y --run r.trec",
+            "first_stage",
+        ),
+        ("batch -i d -o y --first-stage r.trec", "batch -i d -o y --run r.trec", "first_stage"),
+        (f"{TRAIN} --train-split dev", f"{TRAIN} --split dev", "split"),
     ],
 )
 def test_an_old_spelling_sets_what_the_new_one_sets(new, old, dest):
@@ -109,8 +116,10 @@ def test_help_lists_each_flag_once_in_its_current_spelling(command, capsys):
     with pytest.raises(SystemExit):
         main([command, "--help"])
     text = capsys.readouterr().out
-    for old in ("--output", "--config", "--queries ", "--k "):
+    for old in ("--output", "--config", "--queries ", "--k ", "--run "):
         assert old not in text, f"{command} --help shows {old.strip()}"
+    if command == "train":  # --split is batch's, eval's and label's test split, tune's --test-split
+        assert "--train-split SPLIT" in text and "--split " not in text
 
 
 def test_batch_writes_the_same_with_either_spelling(tmp_path, capsys):
@@ -128,3 +137,54 @@ def test_batch_writes_the_same_with_either_spelling(tmp_path, capsys):
         ]
     assert out["--out"] == out["--output"] == [[0, 1]]
     assert "--output is now spelled --out" in capsys.readouterr().err
+
+
+def test_batch_reads_a_beir_folder_the_same_with_either_spelling(tmp_path, synthetic, capsys):
+    folder = synthetic(tmp_path / "beir", queries=6, train=3)
+    run = folder / "first.run.trec"
+    out = {}
+    spellings = {
+        "new": ["--data", str(folder), "--first-stage", str(run)],
+        "old": ["-i", str(folder), "--run", str(run)],
+        "auto": ["--data", str(folder)],  # the folder's own run, as eval's default reads it
+    }
+    for name, flags in spellings.items():
+        target = tmp_path / f"{name}.jsonl"
+        assert main(["batch", *flags, "-o", str(target), "-r", "bm25", "--candidates", "5"]) == 0
+        rows = [json.loads(line) for line in target.read_text().splitlines()]
+        out[name] = [(r["query_id"], [c["id"] for c in r["candidates"]]) for r in rows]
+        out[f"{name} err"] = capsys.readouterr().err
+    assert out["new"] == out["old"] == out["auto"]
+    assert len(out["new"]) == 3 and all(len(ids) == 5 for _, ids in out["new"])  # test split
+    assert "--run is now spelled --first-stage" in out["old err"]
+    assert "--input FOLDER is now spelled --data FOLDER" in out["old err"]
+    assert "is now spelled" not in out["new err"] + out["auto err"]
+
+
+def test_batch_first_stage_is_for_a_beir_folder(tmp_path, capsys):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"query": "q", "candidates": ["a", "b"]}) + "\n")
+    code = main(["batch", "-i", str(rows), "-o", str(tmp_path / "o.jsonl"), "--first-stage", "x"])
+    assert code == 1 and "--first-stage is for a BEIR folder (--data FOLDER)" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(SystemExit):
+        main(["batch", "-i", str(rows), "--data", str(tmp_path), "-o", "o.jsonl"])
+    assert "not allowed with" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("given", [["--first-stage", "bm25"], ["--first-stage"]])
+def test_rank_says_it_takes_no_first_stage(given, capsys):
+    with pytest.raises(SystemExit):
+        main(["rank", "-q", "solar", *given])
+    err = capsys.readouterr().err
+    assert "ambiguous" not in err and "takes no first stage" in err and "--first-stage-field" in err
+    assert set(_parsed("rank", "-q", "q")).isdisjoint({"first_stage", "refused_first_stage"})
+
+
+def test_train_split_says_what_it_is_called_now(tmp_path, capsys):
+    for flag in ("--train-split", "--split"):
+        code = main(["train", "embedding", "--data", str(tmp_path), flag, "test", "--out", "x"])
+        assert code == 1 and "test split is for reporting" in capsys.readouterr().err
+    build_parser().parse_args(["train", "embedding", "--data", "d", "--out", "o", "--split", "s"])
+    assert "--split is now spelled --train-split" in capsys.readouterr().err

@@ -70,7 +70,9 @@ def test_pairs_come_with_a_hard_negative_from_the_first_stage(tmp_path):
 
 
 def test_training_on_the_test_split_is_refused(tmp_path, capsys):
-    code = main(["train", "embedding", "--data", str(tmp_path), "--split", "test", "--out", "x"])
+    code = main(
+        ["train", "embedding", "--data", str(tmp_path), "--train-split", "test", "--out", "x"]
+    )
     assert code == 1 and "test split is for reporting" in capsys.readouterr().err
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "add_max_queries_argument",
     "add_no_progress_argument",
     "add_old_spelling",
+    "add_refused_flag",
     "embedding_cache_choice",
     "in_language",
     "input_fields",
@@ -99,6 +100,27 @@ class OldSpelling(argparse.Action):
 def add_old_spelling(parser: Any, *flags: str, dest: str, now: str, **kwargs: Any) -> None:
     """Accept ``flags`` (an earlier spelling of ``now``) for ``dest``: see :class:`OldSpelling`."""
     parser.add_argument(*flags, dest=dest, action=OldSpelling, now=now, **kwargs)
+
+
+class Refused(argparse.Action):
+    """A flag a command does not take but a user may reach for (hidden from ``--help``):
+    giving it stops with ``why``, instead of argparse's "ambiguous option" when it is the
+    start of flags the command does take."""
+
+    def __init__(self, option_strings: Any, dest: str, *, why: str, **kwargs: Any) -> None:
+        kwargs.update(nargs="?", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+        self.why = why
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None):
+        parser.error(f"{option_string}: {self.why}")
+
+
+def add_refused_flag(parser: Any, flag: str, *, why: str) -> None:
+    """Stop with ``why`` when ``flag`` is given: see :class:`Refused`."""
+    parser.add_argument(
+        flag, dest=f"refused_{flag.lstrip('-').replace('-', '_')}", action=Refused, why=why
+    )
 
 
 def add_candidates_argument(parser: Any, help: str = "candidates per query") -> None:
@@ -281,16 +303,21 @@ def embedding_cache_choice(args: argparse.Namespace) -> str | bool | None:
     return False if args.no_embedding_cache else args.embedding_cache
 
 
-def add_first_stage_argument(parser: Any) -> None:
-    """``--first-stage``: where the candidates of a BEIR-layout collection come from."""
+def add_first_stage_argument(
+    parser: Any, *, default: str | None = "auto", when: str = "", old: str | None = None
+) -> None:
+    """``--first-stage``: where the candidates of a BEIR-layout collection come from
+    (``when``: the help's first words; ``old``: an earlier spelling, still accepted)."""
     parser.add_argument(
         "--first-stage",
-        default="auto",
-        help="auto (the dataset's *.run.trec when it ships one, else bm25; the default), "
+        default=default,
+        help=f"{when}auto (the dataset's *.run.trec when it ships one, else bm25; the default), "
         "bm25 (over the corpus), run, or your retriever's output: a TREC run file or JSON "
         "Lines candidates (.jsonl, a row a query: {query_id, candidates: [{id, "
         "first_stage_score}]})",
     )
+    if old:
+        add_old_spelling(parser, old, dest="first_stage", now="--first-stage")
 
 
 def add_max_queries_argument(parser: Any, *, old: str | None = None) -> None:

@@ -19,9 +19,12 @@ from .args import (
     add_address_argument,
     add_backend_arguments,
     add_candidates_argument,
+    add_data_argument,
     add_field_arguments,
+    add_first_stage_argument,
     add_language_argument,
     add_old_spelling,
+    add_refused_flag,
     input_fields,
     pipeline_spec,
     positive_int,
@@ -103,10 +106,22 @@ def cmd_batch(args: argparse.Namespace) -> int:
         quiet_ray_logs()
     pipeline = pipeline_spec(args.reranker or default_reranker_name(), args)
     source: Any = args.input
-    if args.run:
-        source = beir_rows(args.input, args.run, split=args.split, k=args.candidates)
-    elif Path(args.input).is_dir():
-        raise InputError(f"{args.input} is a folder: give --run with a BEIR folder")
+    folder = args.data
+    if folder is None and Path(args.input).is_dir():  # the earlier way to give a BEIR folder
+        folder = args.input
+        print(
+            "rerankit: note: --input FOLDER is now spelled --data FOLDER (the old spelling "
+            "still works)",
+            file=sys.stderr,
+        )
+    if folder is not None:
+        first = args.first_stage or "auto"
+        source = beir_rows(folder, first, split=args.split, k=args.candidates)
+    elif args.first_stage is not None:
+        raise InputError(
+            f"--first-stage is for a BEIR folder (--data FOLDER); the rows of {args.input} "
+            "carry their own candidates"
+        )
     ray, _ = RayOptions.split(None, vars(args))  # workers, batch size, address, ... as given
     summary = run_batch(
         source,
@@ -161,6 +176,14 @@ def add_commands(sub: Any) -> None:
         help=RERANKER_HELP,
     )
     add_old_spelling(rank, "--config", "-c", dest="reranker", now="--reranker")
+    add_refused_flag(
+        rank,
+        "--first-stage",
+        why="rank reranks the documents --input gives and takes no first stage; name the "
+        "field holding each one's first-stage score with --first-stage-field, or rerank a "
+        "BEIR folder's queries over a run with `rerankit batch --data FOLDER --first-stage "
+        "RUN`",
+    )
     rank.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep only the best K")
     add_field_arguments(rank)
     add_language_argument(rank)
@@ -189,11 +212,15 @@ def add_commands(sub: Any) -> None:
         description="Rerank every row of a JSON Lines or Parquet file ({query_id?, query, "
         "candidates: [strings or objects with text]}) into another (the input's fields plus "
         "results, score_scale, error, degraded, warnings, seconds), or a BEIR folder's "
-        "queries with --run. "
+        "queries (--data) with their --first-stage candidates. "
         "A row that fails is written with its error and counted; the exit status is 1 when "
         "any row failed, 0 otherwise.",
     )
-    bat.add_argument("--input", "-i", required=True, help=".jsonl or .parquet (or a BEIR folder)")
+    source = bat.add_mutually_exclusive_group(required=True)  # rows, or a BEIR folder
+    source.add_argument("--input", "-i", default=None, help="rows: .jsonl or .parquet")
+    add_data_argument(
+        source, required=False, also=", whose --split queries are reranked over --first-stage"
+    )
     out = bat.add_mutually_exclusive_group(required=True)  # --out, or its earlier spelling
     out.add_argument("--out", "-o", default=None, help=".jsonl or .parquet to write (required)")
     add_old_spelling(out, "--output", dest="out", now="--out")
@@ -223,9 +250,9 @@ def add_commands(sub: Any) -> None:
         "--num-cpus", type=float, default=None, help="ray: CPUs per actor (pipeline's threads)"
     )
     bat.add_argument("--num-gpus", type=float, default=None, help="ray: GPUs per actor")
-    bat.add_argument("--run", default=None, help="with a BEIR --input: a TREC run file")
-    bat.add_argument("--split", default="test", help="with --run: the BEIR split (test)")
-    add_candidates_argument(bat, "with --run: first-stage candidates per query")
+    add_first_stage_argument(bat, default=None, when="with --data: ", old="--run")
+    bat.add_argument("--split", default="test", help="with --data: the BEIR split (test)")
+    add_candidates_argument(bat, "with --data: first-stage candidates per query")
     bat.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep the best K")
     add_field_arguments(bat, score_field=False)
     add_language_argument(bat)

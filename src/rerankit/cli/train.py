@@ -13,6 +13,7 @@ from .args import (
     add_candidates_argument,
     add_data_argument,
     add_no_progress_argument,
+    add_old_spelling,
     model_kind_name,
     positive_int,
 )
@@ -78,7 +79,14 @@ def add_commands(sub: Any) -> None:
         help="what to train (cross-encoder works too)",
     )
     add_data_argument(tr)
-    tr.add_argument("--split", default="train", help="the training split (default train)")
+    tr.add_argument(
+        "--train-split",
+        dest="split",
+        default="train",
+        help="the split to train on (default train; SPLIT:odd / SPLIT:even for half of a "
+        "split's queries, as `rerankit tune --train-split` reads it)",
+    )
+    add_old_spelling(tr, "--split", dest="split", now="--train-split")
     tr.add_argument("--out", required=True, help="folder for the fine-tuned model")
     tr.add_argument(
         "--model",
