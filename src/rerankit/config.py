@@ -180,10 +180,10 @@ def _llm_scorer(
     it: ``provider``, ``model``, ``base_url`` and ``api_key_env`` (the environment variable
     holding the key; the client's own default variables otherwise)."""
     key = os.environ.get(api_key_env) if api_key_env else None
-    if api_key_env and not key and not KEYS_OPTIONAL.get():
-        raise ConfigError(f"environment variable {api_key_env!r} is not set", where="api_key_env")
     if not key and KEYS_OPTIONAL.get():  # built for an estimate that sends nothing
         key = "not-sent"
+    if api_key_env and not key:
+        raise ConfigError(f"environment variable {api_key_env!r} is not set", where="api_key_env")
     client_options: dict[str, Any] = {"api_key": key, "base_url": base_url}
     if model is not None:
         client_options["model"] = model

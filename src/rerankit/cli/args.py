@@ -41,6 +41,7 @@ __all__ = [
     "pipeline_spec",
     "positive_float",
     "positive_int",
+    "say_renamed",
     "use_embedding_cache",
 ]
 
@@ -73,6 +74,15 @@ def positive_float(value: str) -> float:
     return x
 
 
+def say_renamed(old: str, now: str) -> None:
+    """Say on stderr that ``old`` (a flag as given) is now spelled ``now``."""
+    if sys.stderr is not None:
+        print(
+            f"rerankit: note: {old} is now spelled {now} (the old spelling still works)",
+            file=sys.stderr,
+        )
+
+
 class OldSpelling(argparse.Action):
     """A flag's earlier spelling, still accepted: it sets what the current spelling sets
     (appending when ``append``) and says on stderr what the flag is called now. Hidden from
@@ -86,12 +96,7 @@ class OldSpelling(argparse.Action):
         self.now, self.append = now, append
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None):
-        if sys.stderr is not None:
-            print(
-                f"rerankit: note: {option_string} is now spelled {self.now} (the old spelling "
-                "still works)",
-                file=sys.stderr,
-            )
+        say_renamed(str(option_string), self.now)
         if self.append:
             values = [*(getattr(namespace, self.dest, None) or []), values]
         setattr(namespace, self.dest, values)

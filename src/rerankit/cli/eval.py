@@ -179,9 +179,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         check_output_folder(args.out)  # before the work, not after it
     use_embedding_cache(args)
-    names = ",".join(args.reranker) if args.reranker else args.rerankers
-    if args.reranker and args.rerankers != DEFAULT_RERANKERS:
-        names = f"{args.rerankers},{names}"
+    names = args.rerankers
+    if args.reranker:  # -r alone replaces the default list, beside --rerankers adds to it
+        given = ",".join(args.reranker)
+        names = given if names == DEFAULT_RERANKERS else f"{names},{given}"
     pipelines = named_pipelines(names, getattr(args, "config", None) or [], args)
     layouts = _layouts(args.titles)
     names = [_run_name(n, t, layouts) for t in layouts for n, _, _ in pipelines]

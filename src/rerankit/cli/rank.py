@@ -28,6 +28,7 @@ from .args import (
     input_fields,
     pipeline_spec,
     positive_int,
+    say_renamed,
 )
 from .output import json_safe, records, table
 
@@ -109,11 +110,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     folder = args.data
     if folder is None and Path(args.input).is_dir():  # the earlier way to give a BEIR folder
         folder = args.input
-        print(
-            "rerankit: note: --input FOLDER is now spelled --data FOLDER (the old spelling "
-            "still works)",
-            file=sys.stderr,
-        )
+        say_renamed("--input FOLDER", "--data FOLDER")
     if folder is not None:
         first = args.first_stage or "auto"
         source = beir_rows(folder, first, split=args.split, k=args.candidates)
