@@ -282,10 +282,15 @@ def _typed(kind: str, entry: Any, where: str, drop: tuple[str, ...] = ()) -> Any
         raise ConfigError(f"{name}: {exc}", where=where) from exc
 
 
-def build_scorer(entry: Mapping[str, Any], where: str = "scorer") -> Any:
-    """A scorer from ``{type = ..., ...}`` (``weight`` and ``calibration`` belong to the
-    fusion, not the scorer)."""
-    return _typed("scorer", entry, where, drop=("weight", "calibration"))
+def build_scorer(entry: Mapping[str, Any], where: str = "scorer", *, fused: bool = False) -> Any:
+    """A scorer from ``{type = ..., ...}``. ``weight`` and ``calibration`` belong to a
+    fusion (``fused``: the table is one of its ``scorers``); elsewhere nothing reads them,
+    so they are an error."""
+    for key in ("weight", "calibration"):
+        if not fused and isinstance(entry, Mapping) and key in entry:
+            why = f"{key!r} is read only in a fusion's list of scorers (scorers = [...])"
+            raise ConfigError(f"{why}; here nothing would read it", where=f"{where}.{key}")
+    return _typed("scorer", entry, where, drop=("weight", "calibration") if fused else ())
 
 
 def _weight(entry: Mapping[str, Any], name: str, where: str) -> float:
@@ -305,7 +310,7 @@ def _fusion(spec: Mapping[str, Any], name: str | None, where: str) -> Any:
     entries = spec["scorers"]
     if not isinstance(entries, list) or not entries:
         raise ConfigError("a non-empty list of scorer tables", where=f"{where}.scorers")
-    scorers = [build_scorer(e, f"{where}.scorers[{i}]") for i, e in enumerate(entries)]
+    scorers = [build_scorer(e, f"{where}.scorers[{i}]", fused=True) for i, e in enumerate(entries)]
     weights = None
     if any("weight" in e for e in entries):
         weights = {

@@ -54,6 +54,33 @@ def test_a_fusion_without_weights_weighs_its_scorers_equally():
     assert weights == pytest.approx({"bm25": 0.5, "jaccard": 0.5})
 
 
+@pytest.mark.parametrize(
+    ("spec", "where"),
+    [
+        ({"scorer": {"type": "bm25", "weight": 0.5}}, "stages[0].scorer.weight"),
+        (
+            {"stages": [{"scorer": {"type": "bm25", "calibration": "x"}}]},
+            "stages[0].scorer.calibration",
+        ),
+        (
+            {"reranker": {"type": "hybrid", "embedding": {"type": "embedding", "weight": 1}}},
+            "stages[0].reranker.embedding.weight",
+        ),
+    ],
+)
+def test_a_weight_where_no_fusion_reads_it_is_an_error_not_ignored(spec, where):
+    message = _error(spec)
+    assert message.startswith(f"{where}: ")
+    assert "read only in a fusion's list of scorers" in message
+
+
+def test_weight_and_calibration_still_belong_to_a_fusions_scorers():
+    fused = load(_fusion({"type": "bm25", "weight": 3.0}, {"type": "jaccard", "weight": 1.0}))
+    result = fused.rerank("solar power", ["solar power", "wind power"])
+    weights = {k: v["weight"] for k, v in result.explain()[0]["strategies"].items()}
+    assert weights == pytest.approx({"bm25": 0.75, "jaccard": 0.25})
+
+
 # --- options of a scorer or rule ------------------------------------------------------------
 
 
