@@ -68,6 +68,7 @@ class Outcome:
     order: list[int]
     dropped: list[int]
     note: str = ""
+    warnings: tuple[str, ...] = ()
 
 
 class Rule:
@@ -90,6 +91,8 @@ class Rule:
             logger.warning(
                 "%s dropped %d item(s): %s", self.name, len(outcome.dropped), outcome.note
             )
+        for warning in outcome.warnings:
+            logger.warning("%s", warning)
         return [items[i] for i in outcome.order]
 
     def apply_result(self, result: RerankResult) -> RerankResult:
@@ -97,7 +100,7 @@ class Rule:
         kept = [
             replace(result.results[i], rank=rank) for rank, i in enumerate(outcome.order, start=1)
         ]
-        warnings = list(result.warnings)
+        warnings = [*result.warnings, *outcome.warnings]
         if outcome.dropped:
             gone = [result.results[i].index for i in outcome.dropped]
             warnings.append(f"{self.name} dropped {len(gone)} document(s) {gone}: {outcome.note}")
@@ -135,26 +138,40 @@ class DifficultyOrdering(Rule):
 
     def bucket(self, item: Any) -> int:
         """The difficulty bucket of one item (a Document, dict, RankedDocument, ...)."""
+        return self._bucket(item)[0]
+
+    def _bucket(self, item: Any) -> tuple[int, bool]:
+        """The bucket, and whether the item's value named one (False: missing or unknown,
+        so it counts as intermediate)."""
         doc = item if isinstance(item, Document) else _view([item])[0]
         value = field_value(doc, self.field)
-        if isinstance(value, str):
-            return self.buckets.get(value.strip().lower(), _DEFAULT_BUCKET)
+        if isinstance(value, str) and value.strip().lower() in self.buckets:
+            return self.buckets[value.strip().lower()], True
         if (
             isinstance(value, int)
             and not isinstance(value, bool)
             and value in set(self.buckets.values())
         ):
-            return value
-        return _DEFAULT_BUCKET
+            return value, True
+        return _DEFAULT_BUCKET, False
 
     def decide(self, items: Sequence[Any]) -> Outcome:
         n = len(items)
         if self.mode == "research" or n < 2:
             return Outcome(list(range(n)), [])
         top = min(self.window, n)
-        docs = _view(items[:top])
-        head = sorted(range(top), key=lambda i: (self.bucket(docs[i]), i))
-        return Outcome(head + list(range(top, n)), [])
+        buckets = [self._bucket(doc) for doc in _view(items[:top])]
+        head = sorted(range(top), key=lambda i: (buckets[i][0], i))
+        unread = sum(1 for _, known in buckets if not known)
+        warnings = ()
+        if unread:
+            which = "every document" if unread == top else f"{unread} of {top} documents"
+            names = ", ".join(repr(k) for k in self.buckets)
+            warnings = (
+                f"rule 'difficulty': field {self.field!r} is missing or not one of {names} "
+                f"in {which} of its window; they count as intermediate",
+            )
+        return Outcome(head + list(range(top, n)), [], warnings=warnings)
 
 
 def apply_difficulty_ordering(

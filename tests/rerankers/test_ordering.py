@@ -74,6 +74,27 @@ def test_on_a_rerank_result_it_renumbers_ranks():
     assert sorted(r.index for r in out) == list(range(len(LEVELS)))
 
 
+def test_documents_without_a_known_difficulty_are_counted_in_one_warning(caplog):
+    result = rerank("doc", items(), reranker="bm25")
+    out = apply_difficulty_ordering(result, mode="learn")
+    # LEVELS has one missing value and one unknown one
+    assert [w for w in out.warnings if "difficulty" in w] == [
+        "rule 'difficulty': field 'difficulty' is missing or not one of 'introductory', "
+        "'intermediate', 'advanced' in 2 of 7 documents of its window; they count as "
+        "intermediate"
+    ]
+    misspelt = apply_difficulty_ordering(result, field="dificulty")
+    assert "'dificulty' is missing" in misspelt.warnings[-1]
+    assert "in every document of its window" in misspelt.warnings[-1]
+    known = apply_difficulty_ordering(
+        rerank("doc", items(["advanced", "introductory"]), reranker="bm25")
+    )
+    assert not [w for w in known.warnings if "difficulty" in w]
+    with caplog.at_level("WARNING", logger="rerankit.ordering"):
+        apply_difficulty_ordering(items(), mode="learn")  # a plain list logs it
+    assert "in 2 of 7 documents" in caplog.text
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     levels=st.lists(st.sampled_from([*DIFFICULTY_BUCKETS, None, "x"]), max_size=30),
