@@ -114,7 +114,9 @@ def create(kind: str, name: str, /, **options: Any) -> Any:
     factory = entry.factory
     if isinstance(factory, Mapping):
         if options and set(factory) == {"scorer"}:  # one scorer: the options are its own
-            return build({"scorer": {**factory["scorer"], **options}}, name=name)
+            step = ScorerReranker(build_scorer({**factory["scorer"], **options}, where=""))
+            step.name = name
+            return step
         if options:
             raise ConfigError(f"takes no options, got {sorted(options)}", where=name)
         return build(factory, name=name)

@@ -118,6 +118,18 @@ def test_a_scorer_option_is_checked_by_key(table, where, message):
     assert _error({"stages": [{"scorer": table}]}).startswith(f"{where}: {message}")
 
 
+def test_a_one_scorer_reranker_with_options_is_located_once():
+    # `bm25` as a reranker is a registered one-scorer pipeline: its options are the scorer's
+    message = "scorer 'bm25' has no option 'k' (did you mean 'k1'?)"
+    stage = _error({"stages": [{"reranker": {"type": "bm25", "k": 1.2}}]})
+    assert stage.startswith(f"stages[0].reranker: {message}")
+    with pytest.raises(ConfigError) as caught:
+        create("reranker", "bm25", k=1.2)
+    assert str(caught.value).startswith(message)
+    tuned = load({"stages": [{"reranker": {"type": "bm25", "k1": 0.5}}]})
+    assert tuned.name == "bm25" and tuned.scorer.k1 == 0.5
+
+
 def test_a_rule_option_is_checked_by_key():
     rule = lambda **r: _error({"stages": [{"scorer": {"type": "bm25"}}, {"rule": r}]})  # noqa: E731
     assert rule(type="deduplicate", treshold=0.8) == (
