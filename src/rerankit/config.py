@@ -421,7 +421,7 @@ def build(spec: Mapping[str, Any], *, name: str | None = None) -> Any:
 
 def to_toml(spec: Mapping[str, Any], comment: str = "") -> str:
     """A pipeline spec (a name and stages of plain values, as ``rerankit tune`` writes
-    them) as TOML."""
+    them, or a name and a ``reranker``) as TOML."""
 
     def value(v: Any) -> str:
         if isinstance(v, str):
@@ -434,7 +434,8 @@ def to_toml(spec: Mapping[str, Any], comment: str = "") -> str:
 
     lines = [f"# {line}" for line in comment.splitlines()] if comment else []
     lines.append(f"name = {value(spec['name'])}")
-    for stage in spec["stages"]:
+    lines += [f"{k} = {value(v)}" for k, v in spec.items() if k not in ("name", "stages")]
+    for stage in spec.get("stages", ()):
         lines += ["", "[[stages]]"]
         for k, v in stage.items():
             if k == "scorers":

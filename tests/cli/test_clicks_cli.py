@@ -8,6 +8,7 @@ import json
 import numpy as np
 import pytest
 
+import rerankit
 from rerankit.cli import main
 from rerankit.config import read_spec
 from rerankit.scorers.learned import FEATURES
@@ -44,8 +45,11 @@ def _texts(q: int) -> list[str]:
     return texts + [f"Notes on {TOPICS[(q + i) % len(TOPICS)]}." for i in range(1, 7)]
 
 
-def _simulated_log(path, store: str, sessions: int = 60) -> None:
-    """Users who click what is about their query, over a ranker that shows it anywhere."""
+def _simulated_log(
+    path, store: str, sessions: int = 60, *, pipeline: str = "old", explore: float = 0.0
+) -> None:
+    """Users who click what is about their query, over a ranker that shows it anywhere
+    (with RandPair swapping that share of the pairs below the top 3 when ``explore``)."""
     rng = np.random.default_rng(0)
     log = ClickLog(path, store=store)
     for q, topic in enumerate(TOPICS):
@@ -59,11 +63,12 @@ def _simulated_log(path, store: str, sessions: int = 60) -> None:
             sessions=sessions,
             rng=rng,
             first_stage=rng.random(8).tolist(),
+            explore=explore,
         )
         texts = _texts(q)
         logged.texts = texts if store == "text" else []
         logged.hashes = [text_hash(t) for t in texts] if store == "hash" else []
-        for impression, feedback in records(logged, pipeline="old"):
+        for impression, feedback in records(logged, pipeline=pipeline):
             log.write(impression)
             if feedback:
                 log.write(feedback)
@@ -103,7 +108,16 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     assert learned_entry["embedding"] == str(tiny_st)
     assert json.loads(out.with_suffix(".lgb.json").read_text())["embedding_model"] == str(tiny_st)
     model = out.with_suffix(".lgb.txt")
-    assert f"wrote {model} and {model.with_suffix('.json')}: the model and its report" in printed
+    # each file named with what reads it; the three to deploy named together
+    assert f"wrote {model}: the model: the pipeline loads it" in printed
+    assert f"wrote {model.with_suffix('.json')}: the model's report" in printed
+    propensities_file = out.with_name("clicks.propensities.json")
+    assert f"wrote {propensities_file}: the propensities by position: for you; serving" in printed
+    assert f"to deploy, copy {out}, {model}, {model.with_suffix('.json')} together" in printed
+    # what serving it asks: relative scores, and the first-stage score the log carried
+    assert "note: its scores are relative (min-max within each request" in printed
+    assert "relevance_score > 0.5" in printed
+    assert "note: it reads each document's first-stage score" in printed
 
 
 def test_a_pipeline_learned_from_clicks_and_its_model_moved_together_still_load(
@@ -117,7 +131,7 @@ def test_a_pipeline_learned_from_clicks_and_its_model_moved_together_still_load(
     out = tmp_path / "out" / "clicks.toml"
     argv = ["tune", "--clicks", str(log), "--features", str(_random_features(tmp_path))]
     assert main([*argv, "--out", str(out), "--folds", "3", "--keep-learned"]) == 0
-    assert "names the model beside it" in capsys.readouterr().out
+    assert "together (the pipeline names its model beside it)" in capsys.readouterr().out
     docs = ["solar power guide", "pasta sauce notes", "wind turbines research"]
     moved_together(out, "clicks.lgb.txt", docs)
 
@@ -144,22 +158,113 @@ def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_p
     argv = ["tune", "--clicks", str(log), "--features", str(features), "--out", str(out)]
     assert main([*argv, "--served", str(served), "--folds", "3"]) == 0
     printed = capsys.readouterr().out
-    assert "not adopted: what served the log is kept" in printed
-    assert f"the pipeline that served the log ({served})" in printed
+    assert "not adopted: it does not beat what served the log by more than the margin" in printed
+    assert f"wrote {out}: the pipeline that served the log ({served})" in printed
     assert read_spec(out) == read_spec(served)
+    assert f"to deploy, serve {out}" in printed
+    assert "first-stage score" not in printed  # bm25 reads none: nothing asked
+    # a registered name works as --served too
+    assert main([*argv, "--served", "bm25", "--folds", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {out}: the pipeline that served the log (bm25, as --served says)" in printed
+    assert read_spec(out) == {"name": "bm25", "reranker": "bm25"}
+    assert rerankit.load(str(out)).score_scale == "relative"
+    assert "note: its scores are relative" in printed
+    # neither a file nor a registered name: said before any work
+    assert main([*argv, "--served", "no-such-ranker", "--folds", "3"]) == 1
+    error = capsys.readouterr().err
+    assert "--served 'no-such-ranker': neither a pipeline file" in error and "bm25" in error
     # asked to keep the learned pipeline all the same: written, and said so
     assert main([*argv, "--served", str(served), "--folds", "3", "--keep-learned"]) == 0
     printed = capsys.readouterr().out
-    assert (
-        "not adopted (what served the log would be kept); the learned ranker is fitted "
-        "anyway, as asked" in printed
-    )
-    assert "what served the log is kept" not in printed
+    assert "the learned ranker is fitted anyway, as asked" in printed
     assert (
         f"wrote {out}: the learned pipeline, not adopted: written anyway as asked "
         "(--keep-learned)" in printed
     )
     assert read_spec(out)["name"] == "learned-from-clicks"
+
+
+@pytest.mark.parametrize("logged", ["bm25", "old", ""])
+def test_tune_clicks_without_served_writes_the_pipeline_the_log_names(tmp_path, capsys, logged):
+    """Not adopted and no --served: the log's pipeline when it is a registered name, else
+    the default hybrid, saying that it is not what served the log and why."""
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "text", sessions=5, pipeline=logged)
+    out = tmp_path / "clicks.toml"
+    features = _random_features(tmp_path)
+    argv = ["tune", "--clicks", str(log), "--features", str(features), "--out", str(out)]
+    assert main([*argv, "--folds", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "not adopted" in printed
+    if logged == "bm25":
+        assert f"wrote {out}: the pipeline that served the log (bm25, as the log names it)" in (
+            printed
+        )
+        assert read_spec(out) == {"name": "bm25", "reranker": "bm25"}
+        return
+    why = f"the log names {logged!r}, not a registered name" if logged else "names no pipeline"
+    assert f"wrote {out}: the default hybrid (first stage + MiniLM), NOT what served" in printed
+    assert why in printed and "pass --served FILE or NAME" in printed
+    assert read_spec(out)["name"] == "hybrid"
+    assert "note: it reads each document's first-stage score" in printed  # the default does
+
+
+def test_tune_clicks_notes_the_top_positions_no_swap_measured(tmp_path, capsys):
+    """RandPair below the top 3 measures positions 5 and below; positions 2-4 come from the
+    logged order alone, and the note says so (and that exploring does not fix them)."""
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "text", sessions=80, explore=0.5)
+    features = _random_features(tmp_path)
+    argv = ["tune", "--clicks", str(log), "--features", str(features)]
+    assert main([*argv, "--out", str(tmp_path / "c.toml"), "--folds", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "adjacent ratios from swaps where measured" in printed
+    assert "note: positions 2-4 were not measured by exchanged pairs" in printed
+    assert "RandPair never moves the top 3, so exploring does not fix it" in printed
+    assert "was good" not in printed
+    assert "      80 sessions a query:" in printed  # whole sessions print as whole numbers
+
+
+def test_tune_clicks_writes_the_features_once_and_reads_them_after(tmp_path, capsys, tiny_st):
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "text", sessions=5)
+    features = tmp_path / "kept" / "features.npz"
+    argv = ["tune", "--clicks", str(log), "--features", str(features), "--folds", "3"]
+    argv += ["--out", str(tmp_path / "c.toml"), "--embedding-model", str(tiny_st)]
+    assert main(argv) == 0
+    first = capsys.readouterr().out
+    assert f"features written to {features}" in first and features.is_file()
+    written = features.stat().st_mtime_ns
+    assert main(argv) == 0
+    second = capsys.readouterr().out
+    assert f"features read from {features}" in second
+    assert features.stat().st_mtime_ns == written
+    verdict = [line for line in first.splitlines() if line.startswith("verdict:")]
+    assert verdict == [line for line in second.splitlines() if line.startswith("verdict:")]
+    # features of another embedding model, or of another log: an error, not a silent mix
+    assert main([*argv[:-2]]) == 1
+    assert "not MiniLM as asked" in capsys.readouterr().err
+    other = tmp_path / "other.jsonl"
+    _simulated_log(other, "text", sessions=5)
+    with open(other, "a", encoding="utf-8") as f:
+        f.write(
+            json.dumps(
+                {
+                    "type": "impression",
+                    "id": "x",
+                    "query": "new query",
+                    "documents": [{"id": "n1", "text": "new"}],
+                    "shown": [0],
+                }
+            )
+            + "\n"
+        )
+    assert main(["tune", "--clicks", str(other), *argv[3:]]) == 1
+    assert "no features for the log's query 'new query'" in capsys.readouterr().err
 
 
 def test_tune_needs_data_or_clicks(capsys):

@@ -60,7 +60,10 @@ def test_regression_em_finds_the_propensities_within_0_05_at_1000_sessions(eta):
     assert found.values[0] == 1.0
     error = np.abs(found.values - model.propensities(10))
     assert error.max() < 0.05, (found.values, model.propensities(10))
-    assert "without exchanged pairs" in found.caveat()  # one order a query: said so
+    # one order a query: said so, and what the data cannot tell (not a claim about the ranker)
+    assert found.caveat().startswith("no position was measured by exchanged pairs")
+    assert "these clicks cannot tell whether they were" in found.caveat()
+    assert found.unmeasured() == list(range(2, 11))
 
 
 def test_a_deterministic_ranker_with_clicks_as_labels_is_far_from_the_truth():
@@ -88,7 +91,16 @@ def test_auto_takes_the_swaps_ratios_below_the_protected_top_3():
     found = estimate_propensities(logs, rows, features=("cosine", "bm25"))
     assert "swaps" in found.method
     assert found.swap_ratios[:3] == [None, None, None]
-    assert found.caveat() is None  # measured where it could be
+    # below the top 3 measured, but positions 2-4 come from the logged order: said so
+    assert found.unmeasured() == [2, 3, 4]
+    assert found.caveat().startswith("positions 2-4 were not measured by exchanged pairs")
+    assert "exploring does not fix it" in found.caveat()
+    everywhere = estimate_propensities(
+        collection(1.0, queries=100, sessions=500, seed=3, explore=0.2, protect=0)[1],
+        rows,
+        features=("cosine", "bm25"),
+    )
+    assert everywhere.unmeasured() == [] and everywhere.caveat() is None  # all measured
     with pytest.raises(ValueError, match="positions \\[1, 2, 3\\]"):
         estimate_propensities(logs, method="swaps")
 

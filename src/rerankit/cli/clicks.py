@@ -6,16 +6,14 @@ interleave-report LOG`` (:func:`rerankit.training.clicks.interleaving_report`)."
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
-from ..config import read_spec, to_toml
-from ..training.clicks.from_log import learn_from_log, read_corpus, read_features
+from ..training.clicks.deploy import served_pipeline, write_learned
+from ..training.clicks.from_log import learn_from_log, read_corpus
 from ..training.clicks.interleave import BY, interleaving_report
 from ..training.clicks.reader import read_log
 from ..training.clicks.sessions import DEPTH
-from ..training.fusion_search import DEFAULT_HYBRID, pipeline_spec
 from .args import positive_float
 
 __all__ = ["add_commands", "cmd_interleave_report", "cmd_tune_clicks"]
@@ -24,18 +22,16 @@ __all__ = ["add_commands", "cmd_interleave_report", "cmd_tune_clicks"]
 def cmd_tune_clicks(args: argparse.Namespace) -> int:
     """``tune --clicks LOG``: learn, print, write (the learned pipeline only when adopted)."""
     out = Path(args.out or "tuned-clicks.toml")
-    if args.served:  # read (and checked) before the work, copied as it is
-        read_spec(args.served)
-        served_text = Path(args.served).read_text(encoding="utf-8")
+    # what served the log, when named: checked before the work
+    served = served_pipeline(args.served) if args.served else None
     corpus = read_corpus(args.data) if args.data else None
-    rows = read_features(args.features) if args.features else None
     options: dict[str, Any] = {"folds": args.folds, "seeds": tuple(range(args.seeds))}
     if args.adopt_margin is not None:
         options["margin"] = args.adopt_margin
     found = learn_from_log(
         args.clicks,
         corpus=corpus,
-        rows=rows,
+        features=args.features,
         embedding=args.embedding_model,
         min_dwell_ms=args.min_dwell_ms,
         keep_learned=args.keep_learned,
@@ -43,8 +39,10 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     )
     read, result = found.read, found.learning
     print(read.describe())
-    served = ", ".join(f"{name or '(unnamed)'} {n}" for name, n in found.served.items())
-    print(f"sessions by pipeline: {served}")
+    if found.features:
+        print(found.features)
+    by = ", ".join(f"{name or '(unnamed)'} {n}" for name, n in found.served.items())
+    print(f"sessions by pipeline: {by}")
     counted = f"{found.counted_clicks} counted (in the first {DEPTH} positions"
     if args.min_dwell_ms is not None:
         counted += f", with at least {args.min_dwell_ms:g} ms of dwell or none recorded"
@@ -56,31 +54,36 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         print(f"  note: {caveat}")
     if result.curve:
         print("\nlearning curve (cross-validated counterfactual nDCG@10 x 100):")
-        places = _places([sessions for sessions, _ in result.curve])
-        for sessions, ndcg in result.curve:
-            print(f"  {sessions:8.{places}f} sessions a query: {100 * ndcg:6.2f}")
+        sizes = _sizes([sessions for sessions, _ in result.curve])
+        for size, (_, ndcg) in zip(sizes, result.curve, strict=True):
+            print(f"  {size:>8} sessions a query: {100 * ndcg:6.2f}")
     print(f"\nverdict: {result.describe()}")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if result.adopt or args.keep_learned:
-        spec = result.save(out.with_suffix(".lgb.txt"), relative_to=out.parent)
-        what = "the learned pipeline" + (
-            "" if result.adopt else ", not adopted: written anyway as asked (--keep-learned)"
-        )
-    elif args.served:
-        spec, what = None, f"the pipeline that served the log ({args.served})"
-    else:
-        spec, what = pipeline_spec(DEFAULT_HYBRID, name="hybrid"), "the default hybrid"
-    comment = f"rerankit tune --clicks {args.clicks}: {what}"
-    out.write_text(served_text if spec is None else to_toml(spec, comment), encoding="utf-8")
-    beside = out.with_name(out.stem + ".propensities.json")
-    beside.write_text(json.dumps(result.propensities.as_dict(), indent=2) + "\n", "utf-8")
-    print(f"\nwrote {out}: {what}")
-    if result.adopt or args.keep_learned:
-        model = out.with_suffix(".lgb.txt")
-        print(f"wrote {model} and {model.with_suffix('.json')}: the model and its report")
-        print(f"  ({out} names the model beside it: move or copy the three together)")
-    print(f"wrote {beside}: the propensities by position")
+    written = write_learned(
+        found, out, served=served, keep_learned=args.keep_learned, source=str(args.clicks)
+    )
+    print(f"\nwrote {out}: {written.what}")
+    for path, role in written.files[1:]:
+        print(f"wrote {path}: {role}")
+    deploy = [str(path) for path, role in written.files if "serving does not read" not in role]
+    print(
+        f"to deploy, copy {', '.join(deploy)} together (the pipeline names its model beside it)"
+        if len(deploy) > 1
+        else f"to deploy, serve {out}"
+    )
+    for line in written.requirements():
+        print(f"  note: {line}")
+    if written.score_scale is None:
+        print("  note: the pipeline does not build here, so its score scale is not known")
     return 0
+
+
+def _sizes(values: list[float]) -> list[str]:
+    """Sessions a query as printed: whole numbers when they are, else with the decimal
+    places (1 to 3) that print distinct values distinctly."""
+    if all(float(v).is_integer() for v in values):
+        return [str(int(v)) for v in values]
+    places = _places(values)
+    return [f"{v:.{places}f}" for v in values]
 
 
 def _places(values: list[float]) -> int:
@@ -106,14 +109,17 @@ def add_tune_click_arguments(parser: Any) -> None:
     parser.add_argument(
         "--served",
         metavar="PIPELINE",
-        help="with --clicks: the pipeline file that served the log, written when the learned "
-        "pipeline does not win (default: the default hybrid)",
+        help="with --clicks: what served the log, a pipeline file or a registered name "
+        "(bm25, hybrid, ...), written when the learned pipeline does not win (default: the "
+        "pipeline the log names when it is a registered name, else the default hybrid, "
+        "said so)",
     )
     parser.add_argument(
         "--features",
         metavar="NPZ",
-        help="with --clicks: features computed beforehand "
-        "(rerankit.training.clicks.write_features) instead of computing them",
+        help="with --clicks: a features file: read instead of computing the features when "
+        "it exists (checked against the log), else written there once computed, so the "
+        "next run skips the slow part",
     )
     parser.add_argument(
         "--min-dwell-ms",

@@ -45,6 +45,8 @@ class LogLearning:
     logs: dict[str, QueryLog] = field(default_factory=dict)
     clicks: int = 0
     counted_clicks: int = 0
+    #: where the features came from or went, when a features file was named
+    features: str = ""
 
     @property
     def served_by(self) -> str | None:
@@ -81,15 +83,17 @@ def read_corpus(path: str | Path) -> dict[str, str]:
     return out
 
 
-def write_features(rows: Rows, path: str | Path) -> Path:
+def write_features(rows: Rows, path: str | Path, *, embedding: str | None = None) -> Path:
     """Features (``{query key: (doc ids, matrix)}``) to an ``.npz`` file: ``index`` (JSON,
-    each query key's doc ids) and one ``x:<query key>`` matrix per query."""
+    each query key's doc ids), one ``x:<query key>`` matrix per query, and ``meta`` (JSON:
+    the feature names and ``embedding``, the model they read; None: the bundled MiniLM)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     index = json.dumps({key: list(ids) for key, (ids, _) in rows.items()})
+    meta = json.dumps({"features": list(learned.FEATURES), "embedding": embedding})
     arrays = {f"x:{key}": np.asarray(x) for key, (_, x) in rows.items()}
     with open(path, "wb") as handle:
-        np.savez_compressed(handle, index=np.array(index), **arrays)
+        np.savez_compressed(handle, index=np.array(index), meta=np.array(meta), **arrays)
     return path
 
 
@@ -103,6 +107,51 @@ def read_features(path: str | Path) -> dict[str, tuple[list[str], np.ndarray]]:
         raise InputError(f"{path}: not a features file ({exc})") from None
 
 
+def _features_meta(path: str | Path) -> dict[str, Any]:
+    """The ``meta`` a features file keeps (empty for one written without it)."""
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            return json.loads(str(stored["meta"])) if "meta" in stored.files else {}
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{path}: not a features file ({exc})") from None
+
+
+def _check_features(
+    path: str | Path, rows: Rows, logs: Mapping[str, QueryLog], embedding: Any
+) -> None:
+    """That a features file read back is of this log's candidates, with the features and
+    the embedding model asked for (an InputError naming the first difference)."""
+    again = "; delete it to compute them anew"
+    meta = _features_meta(path)
+    names = meta.get("features")
+    if names is not None and list(names) != list(learned.FEATURES):
+        raise InputError(f"{path}: features of another version of rerankit ({names}){again}")
+    asked = embedding if isinstance(embedding, str) and embedding else None
+    if "embedding" in meta and meta["embedding"] != asked:
+        raise InputError(
+            f"{path}: features computed with the embedding model {meta['embedding'] or 'MiniLM'}"
+            f", not {asked or 'MiniLM'} as asked{again}"
+        )
+    for key, log in logs.items():
+        if key not in rows:
+            raise InputError(
+                f"{path}: no features for the log's query {key!r} (the file is of another "
+                f"log, or of part of this one){again}"
+            )
+        ids, x = rows[key]
+        missing = set(log.doc_ids) - set(ids)
+        if missing:
+            raise InputError(
+                f"{path}: query {key!r}: no features for its logged documents "
+                f"{sorted(missing)[:3]}{again}"
+            )
+        if np.ndim(x) != 2 or np.shape(x)[1] != len(learned.FEATURES):
+            raise InputError(
+                f"{path}: query {key!r}: {np.shape(x)} features, expected "
+                f"{len(learned.FEATURES)} a document{again}"
+            )
+
+
 def learn_from_log(
     path: str | Path | Sequence[str | Path],
     *,
@@ -112,6 +161,7 @@ def learn_from_log(
     depth: int = DEPTH,
     min_dwell_ms: float | None = None,
     pipelines: Sequence[str] | None = None,
+    features: str | Path | None = None,
     **options: Any,
 ) -> LogLearning:
     """Learn from the click log at ``path`` (see the module doc). ``corpus``: document id
@@ -119,7 +169,10 @@ def learn_from_log(
     candidates, computed beforehand (query keys as :func:`~.sessions.collect` groups them:
     the ``query_id``, else the query text); ``embedding``: the model the features read
     (None: the bundled MiniLM). ``depth``, ``min_dwell_ms``, ``pipelines``: as
-    :func:`~.sessions.collect` takes them; ``options``: :func:`~.learn.learn_from_clicks`'s.
+    :func:`~.sessions.collect` takes them; ``features``: a features file (``.npz``) read
+    instead of computing them when it exists (checked against the log: every query's
+    logged documents, the same features and embedding model), else written there once
+    computed; ``options``: :func:`~.learn.learn_from_clicks`'s.
 
     Without ``rows``, an impression with a document that has no text (in the log, or in
     ``corpus``) is left out and counted in ``.read`` (``unresolved``, with examples in its
@@ -138,9 +191,18 @@ def learn_from_log(
     if not logs:
         raise InputError(f"{path}: no impressions to learn from ({read.malformed} bad lines)")
     named = None  # the embedding model named for the features computed here
+    kept = ""
+    if rows is None and features is not None and Path(features).exists():
+        rows = read_features(features)
+        _check_features(features, rows, logs, embedding)
+        named = embedding if isinstance(embedding, str) and embedding else None
+        kept = f"features read from {features}"
     if rows is None:
         rows = log_features(logs, learned.Signals(embedding), corpus=texts)
         named = embedding if isinstance(embedding, str) and embedding else None
+        if features is not None:
+            write_features(rows, features, embedding=named)
+            kept = f"features written to {features} (read from there next time)"
     else:
         missing = [key for key in logs if key not in rows]
         if missing:
@@ -154,4 +216,6 @@ def learn_from_log(
     served = Counter(s.impression.pipeline for s in sessions)
     clicks = sum(len(s.clicks) for s in sessions)
     counted = int(sum(log.clicked.sum() for log in logs.values()))
-    return LogLearning(learning, read, dict(served.most_common()), logs, clicks, counted)
+    found = LogLearning(learning, read, dict(served.most_common()), logs, clicks, counted)
+    found.features = kept
+    return found

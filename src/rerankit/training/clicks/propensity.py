@@ -158,19 +158,45 @@ class Propensities:
         )
         return f"propensities by position ({self.method}, {self.sessions} sessions): {shown}"
 
+    def unmeasured(self) -> list[int]:
+        """The positions (2 and below, each shown) whose value relative to the position
+        above was not measured by exchanged pairs: what regression EM alone set."""
+        ratios = self.swap_ratios or [None] * (len(self.values) - 1)
+        return [
+            p + 2
+            for p, r in enumerate(ratios)
+            if r is None and p + 1 < len(self.values) and math.isfinite(self.values[p + 1])
+        ]
+
     def caveat(self) -> str | None:
-        """What to keep in mind reading these, or None: regression EM with no exchanged
-        pairs to check it against tells position from relevance through the features
-        alone, and after a good ranker it comes out steeper than users really are."""
-        if not self.method.startswith("regression EM") or any(
-            r is not None for r in self.swap_ratios
-        ):
+        """What to keep in mind reading these, or None (every position measured by
+        exchanged pairs, or not estimated by regression EM): which positions came from the
+        logged order alone, and what the data can and cannot tell there."""
+        missing = self.unmeasured()
+        if not self.method.startswith("regression EM") or not missing:
             return None
-        return (
-            "estimated without exchanged pairs (RandPair): where the ranker that served the "
-            "log was good, relevance falls down the page too and these come out steeper "
-            "than users really are; explore a little ([server] explore) to measure them"
+        cannot = (
+            "from the logged order alone regression EM tells a fall in attention down the "
+            "page from a fall in relevance only through its model of relevance from the "
+            "features; where the documents placed on top were more relevant than the "
+            "features show, the estimate comes out steeper than users really are, and these "
+            "clicks cannot tell whether they were"
         )
+        if len(missing) == len(self.values) - 1 or not any(r is not None for r in self.swap_ratios):
+            return (
+                f"no position was measured by exchanged pairs (RandPair, or a second "
+                f"pipeline's order): {cannot}"
+            )
+        top = [p for p in missing if p <= PROTECTED + 1]
+        where = _positions(missing)
+        text = f"positions {where} were not measured by exchanged pairs: {cannot}"
+        if top:
+            text += (
+                f"; every position below {max(top)} is chained from {_positions(top)}, so "
+                f"an error there scales them all; RandPair never moves the top {PROTECTED}, "
+                "so exploring does not fix it"
+            )
+        return text
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -181,6 +207,17 @@ class Propensities:
             "by_position": [float(v) if math.isfinite(v) else None for v in self.values],
             "swap_ratios": self.swap_ratios,
         }
+
+
+def _positions(ps: Sequence[int]) -> str:
+    """Positions as ranges: ``2-4, 9``."""
+    out: list[str] = []
+    for p in ps:
+        if out and int(out[-1].split("-")[-1]) == p - 1:
+            out[-1] = f"{out[-1].split('-')[0]}-{p}"
+        else:
+            out.append(str(p))
+    return ", ".join(out)
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:

@@ -59,11 +59,14 @@ class ClickLearning:
             outcome = "adopted: it beats what was served by more than the margin times the noise"
         elif self.booster is not None:  # keep_learned
             outcome = (
-                "not adopted (what served the log would be kept); the learned ranker is "
-                "fitted anyway, as asked"
+                "not adopted: it does not beat what served the log by more than the margin "
+                "times the noise; the learned ranker is fitted anyway, as asked"
             )
         else:
-            outcome = "not adopted: what served the log is kept"
+            outcome = (
+                "not adopted: it does not beat what served the log by more than the margin "
+                "times the noise"
+            )
         return f"{chosen}; counterfactual {verdict}; {outcome}"
 
     def save(
