@@ -356,3 +356,56 @@ def test_tune_clicks_stops_when_no_impression_has_its_documents(tmp_path, capsys
     assert "--data" not in error  # it was given
     assert main(["tune", "--clicks", str(log), "--out", str(tmp_path / "clicks.toml")]) == 1
     assert "pass the corpus it came from" in capsys.readouterr().err  # it was not
+
+
+def test_simulate_clicks_over_a_beir_folder_writes_a_log_tune_learns_from(
+    tmp_path, capsys, synthetic, tiny_st
+):
+    data = synthetic(tmp_path / "beir")
+    log = tmp_path / "clicks.jsonl"
+    argv = ["simulate-clicks", "--data", str(data), "--max-queries", "6", "--sessions", "40"]
+    assert main([*argv, "--out", str(log), "--seed", "1", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert f"wrote {log}: 240 sessions of 6 queries" in printed and "served by bm25" in printed
+    assert "propensities by position: 1, 0.897, 0.706, 0.5," in printed  # eta 1's truth
+    assert f"learn from it: rerankit tune --clicks {log} --data {data}" in printed
+    sessions, _ = read_log(log)
+    assert len(sessions) == 240
+    assert {s.impression.query_id for s in sessions} == {f"q{i}" for i in range(6)}
+    assert {s.impression.pipeline for s in sessions} == {"bm25"}
+    first = sessions[0].impression
+    assert len(first.documents) == 10 and len(first.shown) == 10
+    assert all(d.first_stage_score is not None and d.text is None for d in first.documents)
+    # users click what the judgments call relevant far more often than the rest
+    judged = {f"q{i}": {f"d{i % 5}-{i % 8}", f"d{i % 5}-{(i + 1) % 8}"} for i in range(6)}
+    seen = {True: 0, False: 0}
+    hit = {True: 0, False: 0}
+    for s in sessions:
+        docs = s.impression.documents
+        clicked = {docs[i].id for i in s.clicks}
+        for i in s.impression.shown[:3]:  # the top 3, looked at most
+            rel = docs[i].id in judged[s.impression.query_id]
+            seen[rel] += 1
+            hit[rel] += docs[i].id in clicked
+    assert hit[True] / seen[True] > 3 * hit[False] / seen[False]
+    # the same seed gives the same log; an existing file is not appended to
+    again = tmp_path / "again.jsonl"
+    assert main([*argv, "--out", str(again), "--seed", "1", "--no-progress"]) == 0
+    assert again.read_text() == log.read_text()
+    assert main([*argv, "--out", str(log), "--no-progress"]) == 1
+    assert "exists: simulate into a new file" in capsys.readouterr().err
+    # RandPair: the top 3 never move, the pairs below them sometimes do
+    explored = tmp_path / "explored.jsonl"
+    assert main([*argv, "--out", str(explored), "--explore", "0.5", "--no-progress"]) == 0
+    orders = {}
+    for s in read_log(explored)[0]:
+        orders.setdefault(s.impression.query_id, set()).add(tuple(s.impression.shown))
+    assert all(len({o[:3] for o in shown}) == 1 for shown in orders.values())
+    assert all(len(shown) > 1 for shown in orders.values())
+    # tune learns from it, with the collection as the corpus
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    capsys.readouterr()
+    tune = ["tune", "--clicks", str(log), "--data", str(data), "--folds", "3"]
+    assert main([*tune, "--out", str(tmp_path / "c.toml"), "--embedding-model", str(tiny_st)]) == 0
+    printed = capsys.readouterr().out
+    assert "6 queries, 240 sessions" in printed and "sessions by pipeline: bm25 240" in printed

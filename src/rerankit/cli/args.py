@@ -128,17 +128,19 @@ def add_refused_flag(parser: Any, flag: str, *, why: str) -> None:
     )
 
 
-def add_candidates_argument(parser: Any, help: str = "candidates per query") -> None:
-    """``--candidates N``: how many first-stage candidates each query gets (default 100;
+def add_candidates_argument(
+    parser: Any, help: str = "candidates per query", *, default: int = 100
+) -> None:
+    """``--candidates N``: how many first-stage candidates each query gets (``default``;
     ``--k``, its earlier spelling, still works). Top-k, where a command has it, is
     ``--top-k``/``-k``."""
     parser.add_argument(
         "--candidates",
         dest="candidates",
         type=positive_int,
-        default=100,
+        default=default,
         metavar="N",
-        help=f"{help} (default 100)",
+        help=f"{help} (default {default})",
     )
     add_old_spelling(parser, "--k", dest="candidates", now="--candidates", type=positive_int)
 

@@ -12,11 +12,22 @@ from typing import Any
 from ..training.clicks.deploy import served_pipeline, write_learned
 from ..training.clicks.from_log import learn_from_log, read_corpus
 from ..training.clicks.interleave import BY, interleaving_report
+from ..training.clicks.log import STORE
 from ..training.clicks.reader import read_log
 from ..training.clicks.sessions import DEPTH
-from .args import positive_float
+from ..training.clicks.simulate_data import simulate_collection
+from .args import (
+    add_candidates_argument,
+    add_data_argument,
+    add_first_stage_argument,
+    add_max_queries_argument,
+    add_no_progress_argument,
+    positive_float,
+    positive_int,
+)
+from .console import progress_bar, read_collection
 
-__all__ = ["add_commands", "cmd_interleave_report", "cmd_tune_clicks"]
+__all__ = ["add_commands", "cmd_interleave_report", "cmd_simulate_clicks", "cmd_tune_clicks"]
 
 
 def cmd_tune_clicks(args: argparse.Namespace) -> int:
@@ -145,7 +156,85 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_simulate_clicks(args: argparse.Namespace) -> int:
+    data = read_collection(args.data, args.train_split, args.max_queries)
+    simulated = simulate_collection(
+        data,
+        args.out,
+        reranker=args.reranker,
+        first_stage=args.first_stage,
+        candidates=args.candidates,
+        sessions=args.sessions,
+        eta=args.eta,
+        explore=args.explore,
+        store=args.store,
+        seed=args.seed,
+        progress=progress_bar("rerank", not args.no_progress),
+    )
+    print(simulated.describe())
+    corpus = "" if args.store == "text" else f" --data {args.data}"
+    print(f"learn from it: rerankit tune --clicks {args.out}{corpus} --out learned.toml")
+    return 0
+
+
+def add_simulate_command(sub: Any) -> None:
+    sim = sub.add_parser(
+        "simulate-clicks",
+        help="simulate a click log over a judged collection, to try learning from clicks",
+        description="Rerank each judged query's first-stage candidates with a logging "
+        "pipeline, show the first 10 to simulated users who look at position p as the "
+        "position-based model says (examination 0.68, 0.61, 0.48, 0.34, 0.28, 0.20, 0.11, "
+        "0.10, 0.08, 0.06 to the power --eta) and click by the collection's judgments "
+        "(grades mapped onto 0-4; click probability 0.1, 0.16, 0.28, 0.52, 1.0), and write "
+        "each session to a click log as the service writes it. Then learn from it with "
+        "`rerankit tune --clicks LOG --data FOLDER`.",
+    )
+    add_data_argument(sim)
+    sim.add_argument(
+        "--train-split",
+        default="train",
+        help="the split whose queries it simulates (default train)",
+    )
+    add_max_queries_argument(sim)
+    add_first_stage_argument(sim)
+    add_candidates_argument(sim, "first-stage candidates per query, all logged", default=10)
+    sim.add_argument(
+        "--reranker",
+        "-r",
+        default="bm25",
+        help="the logging pipeline (a name or a pipeline file; default bm25), named in the log",
+    )
+    sim.add_argument(
+        "--sessions", type=positive_int, default=50, help="sessions a query (default 50)"
+    )
+    sim.add_argument(
+        "--eta",
+        type=positive_float,
+        default=1.0,
+        help="the users' position bias: examination to this power (default 1; 2 is steeper)",
+    )
+    sim.add_argument(
+        "--explore",
+        type=float,
+        default=0.0,
+        metavar="SHARE",
+        help="RandPair: the chance each adjacent pair below the top 3 is exchanged in a "
+        "session (the service's explore_pairs, on every request; default 0)",
+    )
+    sim.add_argument(
+        "--store",
+        choices=STORE,
+        default="id",
+        help="what the log keeps of a document (default id: learn with --data FOLDER)",
+    )
+    sim.add_argument("--seed", type=int, default=0, help="the simulation's seed (default 0)")
+    sim.add_argument("--out", required=True, metavar="LOG", help="the click log to write (new)")
+    add_no_progress_argument(sim)
+    sim.set_defaults(func=cmd_simulate_clicks)
+
+
 def add_commands(sub: Any) -> None:
+    add_simulate_command(sub)
     ir = sub.add_parser(
         "interleave-report",
         help="which of two interleaved pipelines users preferred, from a click log",

@@ -1,0 +1,136 @@
+"""A click log simulated over a judged collection, for trying learning from clicks without
+traffic (``rerankit simulate-clicks``): each query's first-stage candidates reranked by a
+logging pipeline, the first ten shown to simulated users who follow the position-based
+model (:class:`~.simulate.PositionBasedModel`) and click by the collection's judgments
+(:func:`~.simulate.grades_0_to_4`), optionally with RandPair exploration; each session
+written as the service writes it (an impression with every candidate and its first-stage
+score, the order shown, and the feedback of its clicks) by :class:`~.log.ClickLog`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ...errors import InputError
+from ...eval.data import Dataset
+from ...eval.first_stage import first_stage as first_stage_candidates
+from ...eval.runner import run_pipeline
+from .log import STORE, ClickLog, text_hash
+from .sessions import records
+from .simulate import PositionBasedModel, grades_0_to_4, max_grade, simulate_query
+
+__all__ = ["SimulatedLog", "simulate_collection"]
+
+
+@dataclass
+class SimulatedLog:
+    """What :func:`simulate_collection` wrote: the log, its queries (those with
+    candidates), sessions and clicks, the pipeline named as serving it and the simulated
+    users' true propensities by position (relative to position 1)."""
+
+    path: Path
+    queries: int
+    sessions: int
+    clicks: int
+    pipeline: str
+    propensities: list[float]
+    without_candidates: int = 0
+
+    def describe(self) -> str:
+        truth = ", ".join(f"{v:.3f}".rstrip("0").rstrip(".") for v in self.propensities)
+        skipped = (
+            f" ({self.without_candidates} queries without candidates left out)"
+            if self.without_candidates
+            else ""
+        )
+        return (
+            f"wrote {self.path}: {self.sessions} sessions of {self.queries} queries"
+            f"{skipped}, {self.clicks} clicks, served by {self.pipeline}; the simulated "
+            f"users' propensities by position: {truth}"
+        )
+
+
+def simulate_collection(
+    data: Dataset,
+    out: str | Path,
+    *,
+    reranker: Any = "bm25",
+    pipeline: str | None = None,
+    first_stage: str = "auto",
+    candidates: int = 10,
+    sessions: int = 50,
+    eta: float = 1.0,
+    explore: float = 0.0,
+    store: str = "id",
+    seed: int = 0,
+    progress: Any = None,
+) -> SimulatedLog:
+    """Simulate ``sessions`` sessions of each of ``data``'s queries and write them to the
+    click log ``out`` (a new file; see the module doc). ``reranker``: the logging pipeline
+    (anything :func:`rerankit.load` takes), named ``pipeline`` in the log (default: its
+    name when a string); ``first_stage`` and ``candidates``: where each query's candidates
+    come from and how many (:func:`rerankit.eval.first_stage.first_stage`); ``eta``: the
+    users' position bias (> 1 steeper); ``explore``: RandPair's chance of exchanging each
+    adjacent pair below the top 3, in every session; ``store``: what the log keeps of a
+    document (``text``, ``hash`` or ``id``: then learn with the collection as the corpus).
+    ``progress`` wraps the reranking's query iterator (e.g. ``tqdm``)."""
+    from ...api import load
+
+    out = Path(out)
+    if out.exists():
+        raise InputError(f"{out} exists: simulate into a new file (delete it, or name another)")
+    if store not in STORE:
+        raise InputError(f"store {store!r}: expected one of {', '.join(STORE)}")
+    if sessions < 1 or candidates < 1:
+        raise InputError("sessions and candidates must be positive")
+    if not 0.0 <= explore <= 1.0:
+        raise InputError(f"explore {explore}: expected a share between 0 and 1")
+    if eta <= 0:
+        raise InputError(f"eta {eta}: expected a positive number")
+    name = pipeline or (reranker if isinstance(reranker, str) else "simulated")
+    cands = first_stage_candidates(data, first_stage, candidates)
+    ranked = run_pipeline(name, load(reranker), data, cands, progress=progress).run
+    model = PositionBasedModel(eta=eta)
+    top = max_grade(data.qrels)
+    rng = np.random.default_rng(seed)
+    log = ClickLog(out, store=store, max_bytes=0)
+    queries = total = clicks = empty = 0
+    try:
+        for qid, found in cands.items():
+            if not found:
+                empty += 1
+                continue
+            first = dict(found)
+            ids = list(first)
+            scores = ranked.get(qid, {})
+            order = sorted(range(len(ids)), key=lambda i: -scores.get(ids[i], -np.inf))
+            logged = simulate_query(
+                model,
+                key=qid,
+                query=data.queries[qid],
+                doc_ids=ids,
+                order=order,
+                grades=grades_0_to_4(ids, data.qrels.get(qid, {}), top),
+                sessions=sessions,
+                rng=rng,
+                first_stage=[first[d] for d in ids],
+                explore=explore,
+                pipeline=name,
+            )
+            texts = [data.text(d) for d in ids]
+            logged.texts = list(texts) if store == "text" else []
+            logged.hashes = [text_hash(t) for t in texts] if store == "hash" else []
+            for impression, feedback in records(logged, start=float(total)):
+                log.write(impression)
+                if feedback is not None:
+                    log.write(feedback)
+                    clicks += len(feedback.clicks)
+            queries += 1
+            total += sessions
+    finally:
+        log.close()
+    truth = [float(v) for v in model.propensities(10)]
+    return SimulatedLog(out, queries, total, clicks, name, truth, empty)
