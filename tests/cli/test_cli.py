@@ -434,3 +434,18 @@ def test_a_missing_settings_file_is_called_a_settings_file(tmp_path, capsys, fla
     err = capsys.readouterr().err
     assert f"settings file '{tmp_path / 'nosuch.toml'}' not found" in err
     assert "pipeline file" not in err
+
+
+def test_batch_over_a_beir_folder_takes_max_queries(tmp_path, capsys, synthetic):
+    data = synthetic(tmp_path / "beir")
+    out = tmp_path / "ranked.jsonl"
+    argv = ["batch", "--data", str(data), "--split", "train", "-r", "bm25", "--out", str(out)]
+    assert main([*argv, "--max-queries", "3"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["query_id"] for r in rows] == ["q0", "q1", "q2"]
+    assert main(argv) == 0  # without it, every query of the split
+    assert len(out.read_text().splitlines()) == 30
+    rows_file = tmp_path / "rows.jsonl"
+    rows_file.write_text(json.dumps({"query": "q", "candidates": ["a", "b"]}) + "\n")
+    assert main(["batch", "-i", str(rows_file), "--out", str(out), "--max-queries", "1"]) == 1
+    assert "--max-queries is for a BEIR folder (--data FOLDER)" in capsys.readouterr().err

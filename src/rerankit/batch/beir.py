@@ -21,12 +21,20 @@ logger = logging.getLogger(__name__)
 
 
 def beir_rows(
-    folder: str | Path, run: str | Path, *, split: str = "test", k: int = 100
+    folder: str | Path,
+    run: str | Path,
+    *,
+    split: str = "test",
+    k: int = 100,
+    max_queries: int | None = None,
 ) -> list[dict[str, Any]]:
     """Rows from a BEIR folder (its corpus and queries) and a TREC run file: each query of
-    the run with its top ``k`` documents (``id``, ``text``, ``first_stage_score``)."""
+    the run with its top ``k`` documents (``id``, ``text``, ``first_stage_score``); the
+    split's first ``max_queries`` queries only when given."""
 
     data = load_beir(folder, split)
+    if max_queries:
+        data.queries = dict(list(data.queries.items())[:max_queries])
     cands = first_stage(data, str(run), k)
     return [
         {"query_id": q, "query": data.queries[q], "candidates": candidate_documents(data, c)}

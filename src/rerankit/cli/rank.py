@@ -113,7 +113,14 @@ def cmd_batch(args: argparse.Namespace) -> int:
         say_renamed("--input FOLDER", "--data FOLDER")
     if folder is not None:
         first = args.first_stage or "auto"
-        source = beir_rows(folder, first, split=args.split, k=args.candidates)
+        source = beir_rows(
+            folder, first, split=args.split, k=args.candidates, max_queries=args.max_queries
+        )
+    elif args.max_queries is not None:
+        raise InputError(
+            f"--max-queries is for a BEIR folder (--data FOLDER); cut the rows of {args.input} "
+            "instead"
+        )
     elif args.first_stage is not None:
         raise InputError(
             f"--first-stage is for a BEIR folder (--data FOLDER); the rows of {args.input} "
@@ -249,6 +256,13 @@ def add_commands(sub: Any) -> None:
     bat.add_argument("--num-gpus", type=float, default=None, help="ray: GPUs per actor")
     add_first_stage_argument(bat, default=None, when="with --data: ", old="--run")
     bat.add_argument("--split", default="test", help="with --data: the BEIR split (test)")
+    bat.add_argument(
+        "--max-queries",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="with --data: the split's first N queries only",
+    )
     add_candidates_argument(bat, "with --data: first-stage candidates per query")
     bat.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep the best K")
     add_field_arguments(bat, score_field=False)
