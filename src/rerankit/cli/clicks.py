@@ -157,7 +157,7 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate_clicks(args: argparse.Namespace) -> int:
-    data = read_collection(args.data, args.train_split, args.max_queries)
+    data = read_collection(args.data, args.split, args.max_queries)
     simulated = simulate_collection(
         data,
         args.out,
@@ -191,9 +191,7 @@ def add_simulate_command(sub: Any) -> None:
     )
     add_data_argument(sim)
     sim.add_argument(
-        "--train-split",
-        default="train",
-        help="the split whose queries it simulates (default train)",
+        "--split", default="train", help="the split whose judged queries it simulates (train)"
     )
     add_max_queries_argument(sim)
     add_first_stage_argument(sim)

@@ -3,7 +3,8 @@ reader (:mod:`.reader`), sessions grouped by query (:mod:`.sessions`), position-
 propensities and RandPair exploration (:mod:`.propensity`), counterfactual estimates
 (:mod:`.counterfactual`), learning with the bias corrected and the verdict against what
 was served (:mod:`.learn`; from a log file: :mod:`.from_log`), team-draft interleaving
-(:mod:`.interleave`) and a click simulator (:mod:`.simulate`).
+(:mod:`.interleave`), a click simulator (:mod:`.simulate`; over a judged collection:
+:mod:`.simulate_data`) and what learning writes and serving it asks (:mod:`.deploy`).
 
 The names below are the ones a user needs; each module documents the rest. They load on
 first use, so a service that only writes the log (``rerankit.training.clicks.log``)
@@ -46,6 +47,15 @@ _LAZY = {
     "interleaving_report": "interleave",
     "team_draft": "interleave",
     "PositionBasedModel": "simulate",
+    "simulate_query": "simulate",
+    "grades_0_to_4": "simulate",
+    "records": "sessions",
+    "SimulatedLog": "simulate_data",
+    "simulate_collection": "simulate_data",
+    "Served": "deploy",
+    "Written": "deploy",
+    "served_pipeline": "deploy",
+    "write_learned": "deploy",
 }
 
 __all__ = sorted(_LAZY)
