@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ... import registry
+from ...api import load
 from ...config import read_pipeline, read_spec, to_toml
 from ...documents import FIRST_STAGE_SCORE
 from ...errors import ConfigError
@@ -116,8 +117,6 @@ def reads_first_stage(spec: Any, folder: str | Path | None = None) -> bool:
 
 def _score_scale(path: Path) -> str | None:
     """The scale of the scores of the pipeline file ``path`` (None: it does not build here)."""
-    from ...api import load
-
     try:
         return str(load(path).score_scale)
     except Exception as exc:  # a pipeline that needs what is not installed here

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ...api import load
 from ...errors import InputError
 from ...eval.data import Dataset
 from ...eval.first_stage import first_stage as first_stage_candidates
@@ -77,8 +78,6 @@ def simulate_collection(
     adjacent pair below the top 3, in every session; ``store``: what the log keeps of a
     document (``text``, ``hash`` or ``id``: then learn with the collection as the corpus).
     ``progress`` wraps the reranking's query iterator (e.g. ``tqdm``)."""
-    from ...api import load
-
     out = Path(out)
     if out.exists():
         raise InputError(f"{out} exists: simulate into a new file (delete it, or name another)")
