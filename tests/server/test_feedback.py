@@ -34,6 +34,17 @@ register_reranker(
 register_reranker("test-descending", lambda: ScorerReranker(FunctionScorer(_number)))
 
 
+class _Probability(FunctionScorer):
+    """The number a document ends with, over 10, as a calibrated probability."""
+
+    score_scale = "probability"
+
+
+register_reranker(
+    "test-probability", lambda: ScorerReranker(_Probability(lambda q, d: _number(q, d) / 10))
+)
+
+
 class _FailsOnRequests(ScorerReranker):
     """Warms up, then fails every request (a 500)."""
 
@@ -49,7 +60,12 @@ register_reranker("test-fails", lambda: _FailsOnRequests(FunctionScorer(_number)
 def _settings(tmp_path, **server):
     server.setdefault("feedback", {"path": str(tmp_path / "clicks.jsonl"), "store": "hash"})
     return ServerSettings(
-        pipelines={"up": "test-ascending", "down": "test-descending", "fails": "test-fails"},
+        pipelines={
+            "up": "test-ascending",
+            "down": "test-descending",
+            "fails": "test-fails",
+            "sure": "test-probability",
+        },
         default="up",
         api_keys=["sekret"],
         **server,
@@ -213,6 +229,24 @@ def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(
     report = interleaving_report(sessions)
     assert report.pipelines == ("up", "down") and report.winner == "down"
     assert report.wins == (0, 40)
+
+
+def test_an_interleaved_answer_carries_the_first_pipeline_s_scores_and_scale(tmp_path):
+    # the first pipeline answers probabilities; the second relative scores of the opposite
+    # order: the answer is interleaved, its scores and meta stay the first pipeline's
+    settings = _settings(tmp_path, interleave=["sure", "up"], interleave_share=1.0)
+    with TestClient(create_app(settings)) as client:
+        for top_n in (None, 3):
+            answer = _rerank(client, model="sure", documents=DOCS[:6], top_n=top_n)
+            assert answer["meta"]["rerankit"]["order"] == "interleaved"
+            assert answer["meta"]["rerankit"]["scores"] == "probability"
+            for r in answer["results"]:
+                assert r["relevance_score"] == pytest.approx(r["index"] / 10), answer
+        client.app.state.feedback.flush()
+    impressions = _records(tmp_path / "clicks.jsonl")
+    for impression in impressions:
+        for i, score in zip(impression["shown"], impression["scores"], strict=True):
+            assert score == pytest.approx(i / 10)
 
 
 def _explored(tmp_path, pairs):
