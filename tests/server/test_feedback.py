@@ -16,7 +16,7 @@ from rerankit import register_reranker
 from rerankit.rerankers import ScorerReranker
 from rerankit.scorers import FunctionScorer
 from rerankit.server import ServerSettings, create_app
-from rerankit.training.clicks import interleaving_report, read_log
+from rerankit.training.clicks import ClickLog, interleaving_report, read_log, text_hash
 
 KEY = {"Authorization": "Bearer sekret"}
 DOCS = [f"document number {i}" for i in range(10)]
@@ -113,6 +113,26 @@ def test_every_answer_with_an_id_is_logged_and_its_feedback_taken(tmp_path, capl
     assert all("text" not in d and len(d["sha256"]) == 64 for d in first["documents"])
     sessions, report = read_log(tmp_path / "clicks.jsonl")
     assert report.malformed == 0 and sessions[0].clicked_positions() == [1, 2]
+
+
+def test_the_service_logs_documents_as_the_click_log_does(tmp_path):
+    """The same rule in both writers: a titled document's text as the pipeline read it
+    (title, newline, text), stored or hashed alike; a document without an id by its index,
+    marked positional, so learning never looks it up in a corpus by that index."""
+    docs = [{"id": "d1", "title": "Solar", "text": "Panels on roofs."}, {"text": "Wind farms."}]
+    with TestClient(create_app(_settings(tmp_path))) as client:
+        _rerank(client, "/v1/rerank", documents=docs)
+        _rerank(client, documents=["Solar panels.", "Wind farms."])
+        client.app.state.feedback.flush()
+    served = [r["documents"] for r in _records(tmp_path / "clicks.jsonl")]
+    direct = ClickLog(tmp_path / "direct.jsonl", store="hash")
+    direct.log_impression("a", "q", docs, [0, 1])
+    direct.log_impression("b", "q", ["Solar panels.", "Wind farms."], [0, 1])
+    assert served == [r["documents"] for r in _records(tmp_path / "direct.jsonl")]
+    assert served[0] == [
+        {"id": "d1", "sha256": text_hash("Solar\nPanels on roofs.")},
+        {"id": "1", "positional": True, "sha256": text_hash("Wind farms.")},
+    ]
 
 
 def test_feedback_schema_auth_unknown_ids_and_repeats(tmp_path):

@@ -290,9 +290,11 @@ class FeedbackLog:
         ids = [str(i) if d.id is None else str(d.id) for i, d in enumerate(documents)]
         self.index.add(rid, answer_of(ids))
         results = answer["results"]
+        # the text as the pipeline read it (a title on the line before); a document
+        # without an id is logged by its index, marked positional
         docs = [
-            {"id": ids[i], "text": d.text, FIRST_STAGE_SCORE: d.metadata.get(FIRST_STAGE_SCORE)}
-            for i, d in enumerate(documents)
+            {"id": d.id, "text": d.text, FIRST_STAGE_SCORE: d.metadata.get(FIRST_STAGE_SCORE)}
+            for d in documents
         ]
         shown = [r["index"] for r in results]
         scores = [r["relevance_score"] for r in results]
