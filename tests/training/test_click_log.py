@@ -330,3 +330,18 @@ def test_documents_logged_by_position_are_told_apart_across_impressions(tmp_path
 
 def _lines(path):
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_feedback_without_clicks_is_a_session_shown_and_not_clicked(tmp_path):
+    log = ClickLog(tmp_path / "c.jsonl")
+    for rid in ("a", "b"):
+        log.log_impression(rid, "energy", DOCS, [0, 1, 2])
+    log.log_feedback("a", [])  # seen, nothing clicked: as if no feedback came
+    sessions, report = read_log(tmp_path / "c.jsonl")
+    assert report.feedback == 1 and report.orphan_feedback == report.unknown_clicks == 0
+    assert [s.clicks for s in sessions] == [(), ()]
+    (q,) = collect(sessions).values()
+    assert q.sessions == 2 and not q.clicked.any()  # both examined, neither clicked
+    log.log_feedback("a", [1])  # a later click still counts
+    (a, _), _ = read_log(tmp_path / "c.jsonl")
+    assert a.clicks == (1,)
