@@ -229,9 +229,14 @@ def test_settings_check_the_feedback_table_and_the_experiments(tmp_path):
             ServerSettings.from_mapping({"server": server, "pipelines": spec["pipelines"]})
 
 
-def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(tmp_path):
-    settings = _settings(tmp_path, interleave=["up", "down"], interleave_share=1.0)
-    with TestClient(create_app(settings)) as client:
+def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(tmp_path, caplog):
+    settings = _settings(tmp_path, interleave=["up", "down"], interleave_share=1.0, explore=0.25)
+    with caplog.at_level("INFO", logger="rerankit.server.experiments"):
+        app = create_app(settings)
+    # the experiments are said at start, as where the log goes is
+    assert "interleave: 100 % of 'up''s requests answered with 'down' interleaved" in caplog.text
+    assert "explore: 25 % of requests with pairs below the top 3 exchanged" in caplog.text
+    with TestClient(app) as client:
         for n in range(40):
             answer = _rerank(client, top_n=4, query=f"query {n % 8}")
             assert answer["meta"]["rerankit"]["order"] == "interleaved"

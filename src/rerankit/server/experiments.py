@@ -56,6 +56,17 @@ class Experiments:
         self.service, self.settings = service, settings
         self.coin = random.Random(seed)
         self.rng = np.random.default_rng(seed)
+        if settings.interleave:
+            a, b = settings.interleave
+            share = f"{100 * settings.interleave_share:g} %"
+            logger.info("interleave: %s of %r's requests answered with %r interleaved", share, a, b)
+        if settings.explore:
+            logger.info(
+                "explore: %g %% of requests with pairs below the top 3 exchanged (each with "
+                "chance %g)",
+                100 * settings.explore,
+                settings.explore_pairs,
+            )
 
     def plan(self, call: Call) -> str | None:
         """What this request gets: ``"interleave"``, ``"explore"`` or None (the plain
