@@ -3,8 +3,9 @@
 With feedback on, every rerank answer that carries an ``id`` (Cohere ``/v1/rerank`` and
 ``/v2/rerank``, rerankit's ``/v1/explain``) appends an impression to a click log
 (:class:`rerankit.training.clicks.ClickLog`'s JSON Lines format): the answer id, time,
-pipeline, query, each document's id and, as ``store`` says, its text, its SHA-256 or
-neither, the order shown and the relevance scores answered. ``POST /v1/feedback`` adds
+pipeline, query, each document's id (without one: its index, marked ``positional``) and,
+as ``store`` says, its text (as the pipeline read it: a title, a newline, the text), its
+SHA-256 or neither, the order shown and the relevance scores answered. ``POST /v1/feedback`` adds
 what was clicked. The writes happen on a thread of their own behind a bounded queue: a
 request never waits on the disk, and a record that cannot be written (or finds the queue
 full) is counted in ``rerankit_feedback_write_errors_total``, never failing a request.

@@ -15,7 +15,9 @@ or only those shown); ``shown`` lists indices into ``documents`` best first: the
 at position ``p`` (1-based) is ``documents[shown[p - 1]]``; ``scores`` are the pipeline's
 scores of the shown documents in that order (optional). Each document carries its ``id``
 and, as configured (:data:`STORE`), its ``text``, the SHA-256 of its text (``sha256``, hex
-of the UTF-8 bytes) or neither; ``first_stage_score`` when the request gave one. Optional:
+of the UTF-8 bytes) or neither: the text a reranker reads (with a title: the title, a
+newline, then the text); ``first_stage_score`` when the request gave one; ``positional``
+(true) when it had no id and ``id`` is its index in the request. Optional:
 ``query_id`` (when the logging system has one), ``explore`` (``{"swapped": [p, ...]}``:
 positions RandPair exchanged with the next, see :mod:`.propensity`) and ``interleaving``
 (``{"pipelines": [a, b], "teams": [-1, 0, 1, ...]}``: which pipeline placed each shown
@@ -31,10 +33,11 @@ A **feedback** record says what was clicked in one answer::
 twice counts once; later feedback adds its clicks (:mod:`.reader` joins them). ``time`` is
 seconds since the Unix epoch (a number; an ISO 8601 string is also read).
 
-Privacy: the query is stored as sent (learning needs it); documents as ``text``,
-``hash`` (the SHA-256 only: learning then needs the corpus to look texts up) or ``id``
-(ids only: the same). Retention is bounded by size: the log rotates at ``max_bytes`` and
-keeps ``backups`` older files (``log.jsonl.1`` the newest of them), deleting the oldest.
+Privacy: the query is stored as sent, in clear (learning needs it); documents' texts as
+``text``, ``hash`` (the SHA-256 only: learning then needs the corpus to look texts up) or
+``id`` (ids only: the same); ids and scores as given. Retention is bounded by size: the
+log rotates at ``max_bytes`` and keeps ``backups`` older files (``log.jsonl.1`` the newest
+of them), deleting the oldest. Fields a reader does not know are ignored.
 """
 
 from __future__ import annotations
