@@ -45,6 +45,7 @@ __all__ = [
     "document_title",
     "field_value",
     "output_for",
+    "titled_text",
     "to_documents",
 ]
 
@@ -58,6 +59,14 @@ PASS_FIRST_STAGE = (
 )
 #: the field (and metadata key) holding a document's title
 TITLE = "title"
+
+
+def titled_text(text: str, title: Any) -> str:
+    """A document's text as scorers read it: with a title (a non-empty string), the title,
+    a newline, then the text (the title alone when the text is blank)."""
+    if isinstance(title, str) and title.strip():
+        return f"{title}\n{text}" if text.strip() else title
+    return text
 
 
 def document_title(doc: Document) -> str | None:
@@ -188,14 +197,8 @@ class _Adapter:
             skip = {self.id_field} | ({self.text_field} if self.text_fields is None else set())
             metadata = {k: v for k, v in item.items() if k not in skip}
             text = self.text_of_mapping(item, i)
-            title = item.get(TITLE)
-            if (
-                self.text_fields is None
-                and self.text_field != TITLE
-                and isinstance(title, str)
-                and title.strip()
-            ):
-                text = f"{title}\n{text}" if text.strip() else title
+            if self.text_fields is None and self.text_field != TITLE:
+                text = titled_text(text, item.get(TITLE))
             return Document(text=text, id=item.get(self.id_field), metadata=metadata, source=item)
         if _is_langchain(item):
             return Document(

@@ -16,7 +16,7 @@ from rerankit import register_reranker
 from rerankit.rerankers import ScorerReranker
 from rerankit.scorers import FunctionScorer
 from rerankit.server import ServerSettings, create_app
-from rerankit.training.clicks import interleaving_report, read_log
+from rerankit.training.clicks import ClickLog, interleaving_report, read_log, text_hash
 
 KEY = {"Authorization": "Bearer sekret"}
 DOCS = [f"document number {i}" for i in range(10)]
@@ -34,6 +34,17 @@ register_reranker(
 register_reranker("test-descending", lambda: ScorerReranker(FunctionScorer(_number)))
 
 
+class _Probability(FunctionScorer):
+    """The number a document ends with, over 10, as a calibrated probability."""
+
+    score_scale = "probability"
+
+
+register_reranker(
+    "test-probability", lambda: ScorerReranker(_Probability(lambda q, d: _number(q, d) / 10))
+)
+
+
 class _FailsOnRequests(ScorerReranker):
     """Warms up, then fails every request (a 500)."""
 
@@ -49,7 +60,12 @@ register_reranker("test-fails", lambda: _FailsOnRequests(FunctionScorer(_number)
 def _settings(tmp_path, **server):
     server.setdefault("feedback", {"path": str(tmp_path / "clicks.jsonl"), "store": "hash"})
     return ServerSettings(
-        pipelines={"up": "test-ascending", "down": "test-descending", "fails": "test-fails"},
+        pipelines={
+            "up": "test-ascending",
+            "down": "test-descending",
+            "fails": "test-fails",
+            "sure": "test-probability",
+        },
         default="up",
         api_keys=["sekret"],
         **server,
@@ -97,6 +113,26 @@ def test_every_answer_with_an_id_is_logged_and_its_feedback_taken(tmp_path, capl
     assert all("text" not in d and len(d["sha256"]) == 64 for d in first["documents"])
     sessions, report = read_log(tmp_path / "clicks.jsonl")
     assert report.malformed == 0 and sessions[0].clicked_positions() == [1, 2]
+
+
+def test_the_service_logs_documents_as_the_click_log_does(tmp_path):
+    """The same rule in both writers: a titled document's text as the pipeline read it
+    (title, newline, text), stored or hashed alike; a document without an id by its index,
+    marked positional, so learning never looks it up in a corpus by that index."""
+    docs = [{"id": "d1", "title": "Solar", "text": "Panels on roofs."}, {"text": "Wind farms."}]
+    with TestClient(create_app(_settings(tmp_path))) as client:
+        _rerank(client, "/v1/rerank", documents=docs)
+        _rerank(client, documents=["Solar panels.", "Wind farms."])
+        client.app.state.feedback.flush()
+    served = [r["documents"] for r in _records(tmp_path / "clicks.jsonl")]
+    direct = ClickLog(tmp_path / "direct.jsonl", store="hash")
+    direct.log_impression("a", "q", docs, [0, 1])
+    direct.log_impression("b", "q", ["Solar panels.", "Wind farms."], [0, 1])
+    assert served == [r["documents"] for r in _records(tmp_path / "direct.jsonl")]
+    assert served[0] == [
+        {"id": "d1", "sha256": text_hash("Solar\nPanels on roofs.")},
+        {"id": "1", "positional": True, "sha256": text_hash("Wind farms.")},
+    ]
 
 
 def test_feedback_schema_auth_unknown_ids_and_repeats(tmp_path):
@@ -193,9 +229,14 @@ def test_settings_check_the_feedback_table_and_the_experiments(tmp_path):
             ServerSettings.from_mapping({"server": server, "pipelines": spec["pipelines"]})
 
 
-def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(tmp_path):
-    settings = _settings(tmp_path, interleave=["up", "down"], interleave_share=1.0)
-    with TestClient(create_app(settings)) as client:
+def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(tmp_path, caplog):
+    settings = _settings(tmp_path, interleave=["up", "down"], interleave_share=1.0, explore=0.25)
+    with caplog.at_level("INFO", logger="rerankit.server.experiments"):
+        app = create_app(settings)
+    # the experiments are said at start, as where the log goes is
+    assert "interleave: 100 % of 'up''s requests answered with 'down' interleaved" in caplog.text
+    assert "explore: 25 % of requests with pairs below the top 3 exchanged" in caplog.text
+    with TestClient(app) as client:
         for n in range(40):
             answer = _rerank(client, top_n=4, query=f"query {n % 8}")
             assert answer["meta"]["rerankit"]["order"] == "interleaved"
@@ -213,6 +254,24 @@ def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(
     report = interleaving_report(sessions)
     assert report.pipelines == ("up", "down") and report.winner == "down"
     assert report.wins == (0, 40)
+
+
+def test_an_interleaved_answer_carries_the_first_pipeline_s_scores_and_scale(tmp_path):
+    # the first pipeline answers probabilities; the second relative scores of the opposite
+    # order: the answer is interleaved, its scores and meta stay the first pipeline's
+    settings = _settings(tmp_path, interleave=["sure", "up"], interleave_share=1.0)
+    with TestClient(create_app(settings)) as client:
+        for top_n in (None, 3):
+            answer = _rerank(client, model="sure", documents=DOCS[:6], top_n=top_n)
+            assert answer["meta"]["rerankit"]["order"] == "interleaved"
+            assert answer["meta"]["rerankit"]["scores"] == "probability"
+            for r in answer["results"]:
+                assert r["relevance_score"] == pytest.approx(r["index"] / 10), answer
+        client.app.state.feedback.flush()
+    impressions = _records(tmp_path / "clicks.jsonl")
+    for impression in impressions:
+        for i, score in zip(impression["shown"], impression["scores"], strict=True):
+            assert score == pytest.approx(i / 10)
 
 
 def _explored(tmp_path, pairs):

@@ -307,3 +307,54 @@ def test_an_undecided_report_says_how_much_traffic_would_decide_it(tmp_path):
     # (1.96 at 95 %) plus 0.84 (80 % power), over the difference, squared
     se = (report.interval[1] - report.interval[0]) / 2 / 1.959964
     assert needed == pytest.approx(report.sessions * (2.801585 * se / 0.1) ** 2, abs=1)
+
+
+def test_the_report_counts_ties_and_sessions_without_a_click_apart(tmp_path):
+    path = tmp_path / "t.jsonl"
+    log = ClickLog(path, store="id")
+    outcomes = [[0]] * 3 + [[1]] * 2 + [[0, 1]] * 4 + [[]] * 6  # 4 tied, 6 without a click
+    for s, clicked in enumerate(outcomes):
+        pair = {"pipelines": ["a", "b"], "teams": [0, 1]}
+        log.log_impression(f"s{s}", "q", [{"id": "x"}, {"id": "y"}], [0, 1], interleaving=pair)
+        if clicked:
+            log.log_feedback(f"s{s}", clicked)
+    report = interleaving_report(read_log(path)[0])
+    assert report.wins == (3, 2) and report.clicked == 9
+    assert report.tied == 4 and report.unclicked == 6
+    assert report.ties == report.tied + report.unclicked == 10  # neither won: as before
+    assert "6 without a click for either" in report.describe()
+    assert "a won 3, b won 2, 4 tied" in report.describe()
+
+
+def test_the_plan_is_also_given_in_requests_at_the_share_interleaved(tmp_path):
+    path = tmp_path / "few.jsonl"
+    _counted_log(path, 55, 45, 100)  # 200 interleaved requests to "" (unnamed)
+    log = ClickLog(path, store="id")
+    for s in range(600):  # and 600 more requests to it, answered plainly: a share of 1/4
+        log.log_impression(f"plain{s}", "q", [{"id": "x"}, {"id": "y"}], [0, 1])
+    for s in range(50):  # another pipeline's requests are not the interleaved one's
+        log.log_impression(f"other{s}", "q", [{"id": "x"}], [0], pipeline="other")
+    report = interleaving_report(read_log(path)[0])
+    assert report.sessions == 200 and report.requests == 800 and report.share == 0.25
+    assert report.needed_requests == pytest.approx(4 * report.needed, abs=4)
+    said = f"about {report.needed:,} sessions in all (about {report.needed_requests:,} "
+    assert said + "requests at the 25 % interleaved) would tell" in report.describe()
+    figures = report.as_dict()
+    assert figures["needed_requests"] == report.needed_requests and figures["winner"] is None
+    assert figures["ties"] == report.ties and figures["pipelines"] == ("a", "b")
+    assert interleaving_report(read_log(path)[0], by="query").needed_requests is None
+
+
+def test_interleave_report_json_prints_every_figure(tmp_path, capsys):
+    import json
+
+    from rerankit.cli import main
+
+    path = tmp_path / "few.jsonl"
+    _counted_log(path, 55, 45, 100)
+    assert main(["interleave-report", str(path), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    report = interleaving_report(read_log(path)[0])
+    assert printed["needed"] == report.needed and printed["share"] == 1.0
+    assert printed["wins"] == [55, 45] and printed["unclicked"] == 100
+    assert printed["read"]["impressions"] == 200

@@ -264,3 +264,84 @@ def test_min_dwell_keeps_satisfied_clicks_only(tmp_path):
     log.log_feedback("a", [0, 1, 2], dwell_ms=[5000, 200, None])
     (q,) = collect(read_log(tmp_path / "c.jsonl")[0], min_dwell_ms=1000).values()
     assert q.clicked[0, :3].tolist() == [True, False, True]  # no dwell: counted
+
+
+def test_write_failures_are_logged_naming_the_record(tmp_path, caplog):
+    log = ClickLog(tmp_path / "c.jsonl")
+    with caplog.at_level("WARNING", logger="rerankit.training.clicks.log"):
+        assert log.log_impression("answer-7", "q", DOCS, [5]) is False
+    assert "impression 'answer-7' not written (ValueError: shown must be" in caplog.text
+
+
+def test_string_documents_are_logged_by_their_index_and_marked_positional(tmp_path):
+    log = ClickLog(tmp_path / "c.jsonl", store="text")
+    texts = ["solar panels", "wind farms", {"text": "tidal power"}]
+    assert log.log_impression("a", "energy", texts, [1, 0, 2]) is True
+    assert log.write_errors == 0 and log.written == 1
+    (record,) = [json.loads(line) for line in (tmp_path / "c.jsonl").read_text().splitlines()]
+    assert record["documents"] == [
+        {"id": "0", "positional": True, "text": "solar panels"},
+        {"id": "1", "positional": True, "text": "wind farms"},
+        {"id": "2", "positional": True, "text": "tidal power"},
+    ]
+    (session,), _ = read_log(tmp_path / "c.jsonl")
+    assert [d.positional for d in session.impression.documents] == [True] * 3
+    old = {**record, "documents": [{"id": "0"}], "shown": [0], "scores": None}
+    assert parse_record(old).documents[0].positional is False  # a log written before
+
+
+def test_a_titled_document_is_kept_and_hashed_as_a_reranker_reads_it(tmp_path):
+    import rerankit
+
+    doc = {"id": "d1", "title": "Solar", "text": "Panels on roofs."}
+    read = rerankit.rerank("solar", [doc], reranker="bm25")[0].text
+    assert read == "Solar\nPanels on roofs."
+    for store, field, value in (("text", "text", read), ("hash", "sha256", text_hash(read))):
+        log = ClickLog(tmp_path / f"{store}.jsonl", store=store)
+        log.log_impression("a", "solar", [doc], [0])
+        (record,) = _lines(tmp_path / f"{store}.jsonl")
+        assert record["documents"][0][field] == value
+
+
+@pytest.mark.parametrize("store", ["id", "hash"])
+def test_a_positional_id_never_finds_a_corpus_document_by_id(tmp_path, store):
+    from rerankit.training.clicks.sessions import CorpusTexts
+
+    log = ClickLog(tmp_path / "c.jsonl", store=store)
+    log.log_impression("a", "energy", ["solar panels", "wind farms"], [0, 1])
+    log.log_impression("b", "energy", [{"id": "0", "text": "solar panels"}], [0])
+    (positional, named), _ = read_log(tmp_path / "c.jsonl")
+    corpus = CorpusTexts({"0": "an unrelated corpus document"})  # its id is "0"
+    assert corpus.why_not(positional.impression) is not None  # left out, not mismatched
+    assert corpus.why_not(named.impression) is None  # a real id is looked up as before
+    assert corpus.text("0", None, None) == "an unrelated corpus document"
+
+
+def test_documents_logged_by_position_are_told_apart_across_impressions(tmp_path):
+    log = ClickLog(tmp_path / "c.jsonl", store="text")
+    log.log_impression("a", "energy", ["solar panels", "wind farms"], [0, 1])
+    log.log_impression("b", "energy", ["tidal power", "solar panels"], [0, 1])
+    (q,) = collect(read_log(tmp_path / "c.jsonl")[0]).values()
+    # three distinct documents (index 0 named two of them), the same text one document
+    assert sorted(q.texts) == ["solar panels", "tidal power", "wind farms"]
+    assert all(d.startswith("#") for d in q.doc_ids)
+    assert q.shown[:, :2].tolist() == [[0, 1], [2, 0]]
+
+
+def _lines(path):
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def test_feedback_without_clicks_is_a_session_shown_and_not_clicked(tmp_path):
+    log = ClickLog(tmp_path / "c.jsonl")
+    for rid in ("a", "b"):
+        log.log_impression(rid, "energy", DOCS, [0, 1, 2])
+    log.log_feedback("a", [])  # seen, nothing clicked: as if no feedback came
+    sessions, report = read_log(tmp_path / "c.jsonl")
+    assert report.feedback == 1 and report.orphan_feedback == report.unknown_clicks == 0
+    assert [s.clicks for s in sessions] == [(), ()]
+    (q,) = collect(sessions).values()
+    assert q.sessions == 2 and not q.clicked.any()  # both examined, neither clicked
+    log.log_feedback("a", [1])  # a later click still counts
+    (a, _), _ = read_log(tmp_path / "c.jsonl")
+    assert a.clicks == (1,)

@@ -150,6 +150,10 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
         seed=args.seed,
         by=args.by,
     )
+    if args.json:
+        what = {"files": read.files, "impressions": read.impressions, "feedback": read.feedback}
+        print(json.dumps({**report.as_dict(), "read": what}, indent=2))
+        return 0
     print(read.describe())
     print(report.describe())
     print(f"winner: {report.winner or 'none (the interval includes 0)'}")
@@ -264,4 +268,9 @@ def add_commands(sub: Any) -> None:
         "hold for queries the log has not seen; wider)",
     )
     ir.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
+    ir.add_argument(
+        "--json",
+        action="store_true",
+        help="print the report as one JSON object (every figure, for scripts) instead",
+    )
     ir.set_defaults(func=cmd_interleave_report)

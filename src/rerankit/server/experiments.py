@@ -5,8 +5,10 @@ on a share of requests, an experiment whose clicks the log can learn from.
   requests served by ``current`` is answered with the team-draft interleaving of both
   pipelines' rankings (:func:`rerankit.training.clicks.team_draft`); the impression
   records which pipeline placed each position, so ``rerankit interleave-report LOG`` can
-  credit the clicks. Each document carries ``current``'s score (``candidate``'s for a
-  document only the candidate kept), so the scores of one answer share a scale.
+  credit the clicks. The answer's relevance scores, their scale (``meta.rerankit.scores``)
+  and the rest of ``meta`` are ``current``'s, as its plain answer would give them (a
+  document only ``candidate`` kept, one an ordering rule of ``current`` dropped, carries
+  ``candidate``'s score mapped into [0, 1]).
 - ``explore`` with ``explore_pairs``: that share of the other requests has adjacent
   results below the top 3 exchanged (RandPair, each pair with probability
   ``explore_pairs``; :func:`rerankit.training.clicks.randpair`), and the impression
@@ -32,7 +34,7 @@ import numpy as np
 from ..training.clicks.interleave import team_draft
 from ..training.clicks.propensity import randpair
 from ..types import RerankResult
-from .formats.base import Call
+from .formats.base import Call, relevance_scores
 from .service import Service
 from .settings import ServerSettings
 
@@ -54,6 +56,17 @@ class Experiments:
         self.service, self.settings = service, settings
         self.coin = random.Random(seed)
         self.rng = np.random.default_rng(seed)
+        if settings.interleave:
+            a, b = settings.interleave
+            share = f"{100 * settings.interleave_share:g} %"
+            logger.info("interleave: %s of %r's requests answered with %r interleaved", share, a, b)
+        if settings.explore:
+            logger.info(
+                "explore: %g %% of requests with pairs below the top 3 exchanged (each with "
+                "chance %g)",
+                100 * settings.explore,
+                settings.explore_pairs,
+            )
 
     def plan(self, call: Call) -> str | None:
         """What this request gets: ``"interleave"``, ``"explore"`` or None (the plain
@@ -79,9 +92,12 @@ class Experiments:
     async def _interleaved(
         self, endpoint: str, call: Call, arrival: float | None, pair: list[str]
     ) -> tuple[RerankResult, dict[str, Any]]:
-        current = replace(call, model=pair[0], top_n=None)  # its timings are the answer's
+        # each pipeline's call has its own state: the answer's scores are the first's
+        current = replace(
+            call, model=pair[0], top_n=None, timings={}, cuts={}, splits={}, usage={}, relevance={}
+        )
         candidate = replace(
-            call, model=pair[1], top_n=None, timings={}, cuts={}, splits={}, usage={}
+            call, model=pair[1], top_n=None, timings={}, cuts={}, splits={}, usage={}, relevance={}
         )
         a, b = await asyncio.gather(
             self.service.run(endpoint, current, arrival),
@@ -90,8 +106,8 @@ class Experiments:
         )
         if isinstance(a, BaseException):
             raise a
-        call.usage.update(current.usage)
-        call.relevance.update(current.relevance)  # relative scores: over every document
+        for name in ("timings", "cuts", "splits", "usage", "relevance"):  # the answer's
+            getattr(call, name).update(getattr(current, name))
         if isinstance(b, BaseException):
             logger.warning("interleave: %r failed (%s); answered by %r alone", pair[1], b, pair[0])
             return (a if call.top_n is None else a.top_k(call.top_n)), {}
@@ -99,6 +115,11 @@ class Experiments:
         indices, teams = self._team_draft([r.index for r in a], [r.index for r in b], k)
         by_index = {r.index: r for r in b} | {r.index: r for r in a}
         ranked = [by_index[i] for i in indices]
+        # each document's relevance score: the first pipeline's; the second's (in [0, 1]
+        # by its own scale) for a document only the second kept
+        unit = dict(zip([r.index for r in b], relevance_scores(b, candidate), strict=True))
+        unit |= dict(zip([r.index for r in a], relevance_scores(a, current), strict=True))
+        call.relevance.update({i: unit[i] for i in indices})
         result = replace(a, results=reordered(ranked, list(range(len(ranked)))))
         return result, {"interleaving": {"pipelines": list(pair), "teams": teams}}
 

@@ -3,8 +3,9 @@
 With feedback on, every rerank answer that carries an ``id`` (Cohere ``/v1/rerank`` and
 ``/v2/rerank``, rerankit's ``/v1/explain``) appends an impression to a click log
 (:class:`rerankit.training.clicks.ClickLog`'s JSON Lines format): the answer id, time,
-pipeline, query, each document's id and, as ``store`` says, its text, its SHA-256 or
-neither, the order shown and the relevance scores answered. ``POST /v1/feedback`` adds
+pipeline, query, each document's id (without one: its index, marked ``positional``) and,
+as ``store`` says, its text (as the pipeline read it: a title, a newline, the text), its
+SHA-256 or neither, the order shown and the relevance scores answered. ``POST /v1/feedback`` adds
 what was clicked. The writes happen on a thread of their own behind a bounded queue: a
 request never waits on the disk, and a record that cannot be written (or finds the queue
 full) is counted in ``rerankit_feedback_write_errors_total``, never failing a request.
@@ -290,9 +291,11 @@ class FeedbackLog:
         ids = [str(i) if d.id is None else str(d.id) for i, d in enumerate(documents)]
         self.index.add(rid, answer_of(ids))
         results = answer["results"]
+        # the text as the pipeline read it (a title on the line before); a document
+        # without an id is logged by its index, marked positional
         docs = [
-            {"id": ids[i], "text": d.text, FIRST_STAGE_SCORE: d.metadata.get(FIRST_STAGE_SCORE)}
-            for i, d in enumerate(documents)
+            {"id": d.id, "text": d.text, FIRST_STAGE_SCORE: d.metadata.get(FIRST_STAGE_SCORE)}
+            for d in documents
         ]
         shown = [r["index"] for r in results]
         scores = [r["relevance_score"] for r in results]

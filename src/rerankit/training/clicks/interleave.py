@@ -28,7 +28,8 @@ import math
 import random
 import statistics
 from collections.abc import Hashable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 
@@ -143,11 +144,15 @@ def sign_test(wins: int, losses: int) -> float:
 
 @dataclass
 class InterleavingReport:
-    """Which of two interleaved pipelines users preferred: sessions won by each and
-    ``ties`` (no click credited to either, or as many for each), ``delta`` = (wins of ``a`` - wins
-    of ``b``) / ``clicked``, the sessions with a click credited to either, its confidence
-    interval (bootstrap over ``by``: sessions or queries), the sign test's p-value, and the
-    winner: the pipeline the interval excludes losing, or None."""
+    """Which of two interleaved pipelines users preferred: ``sessions`` interleaved, of
+    which ``clicked`` had a click credited to either pipeline (:attr:`unclicked` did not),
+    ``wins`` of each and :attr:`tied` (clicked, as many clicks for each); ``ties`` are the
+    sessions neither won (``unclicked + tied``); ``delta`` = (wins of ``a`` - wins of
+    ``b``) / ``clicked``, its confidence ``interval`` (bootstrap over ``by``: sessions or
+    queries), the sign test's ``p_value``, the ``queries`` the sessions came from, and the
+    :attr:`winner`: the pipeline the interval excludes losing, or None. ``requests``: the
+    log's sessions served by the pipeline whose requests were interleaved (interleaved
+    or not), so :attr:`share` is the share of its requests that were interleaved."""
 
     pipelines: tuple[str, str]
     sessions: int
@@ -160,6 +165,38 @@ class InterleavingReport:
     queries: int
     confidence: float
     by: str = "session"
+    requests: int = 0
+
+    @property
+    def unclicked(self) -> int:
+        """Interleaved sessions without a click credited to either pipeline."""
+        return self.sessions - self.clicked
+
+    @property
+    def tied(self) -> int:
+        """Sessions with a click credited, as many to each pipeline."""
+        return self.clicked - sum(self.wins)
+
+    @property
+    def share(self) -> float | None:
+        """The share of the interleaved pipeline's requests (in the log) that were
+        interleaved; None when the log does not say."""
+        return self.sessions / self.requests if self.requests >= self.sessions > 0 else None
+
+    @property
+    def needed_requests(self) -> int | None:
+        """:attr:`needed` in requests to the interleaved pipeline: the sessions divided by
+        :attr:`share` (None with ``by="query"``, or when either is unknown)."""
+        if self.needed is None or self.by != "session" or not self.share:
+            return None
+        return math.ceil(self.needed / self.share)
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every figure, the properties' too (JSON-ready)."""
+        out = asdict(self)
+        for name in ("winner", "unclicked", "tied", "share", "needed", "needed_requests"):
+            out[name] = getattr(self, name)
+        return out
 
     @property
     def winner(self) -> str | None:
@@ -197,17 +234,20 @@ class InterleavingReport:
         else:
             verdict = "no difference either way at this confidence"
             if self.needed:
-                verdict += (
-                    f"; if the difference seen holds, about {self.needed:,} {unit} in all "
-                    f"would tell, {100 * POWER:g} times in 100"
-                )
+                verdict += f"; if the difference seen holds, about {self.needed:,} {unit} in all"
+                if self.needed_requests is not None and self.share and self.share < 1:
+                    verdict += (
+                        f" (about {self.needed_requests:,} requests at the "
+                        f"{100 * self.share:.3g} % interleaved)"
+                    )
+                verdict += f" would tell, {100 * POWER:g} times in 100"
         return (
             f"{self.sessions} interleaved session{'' if self.sessions == 1 else 's'} over "
             f"{self.queries} "
             f"quer{'y' if self.queries == 1 else 'ies'}, "
-            f"{self.sessions - self.clicked} without a click for either; of the "
+            f"{self.unclicked} without a click for either; of the "
             f"{self.clicked} with one, {a} won {self.wins[0]}, {b} won {self.wins[1]}, "
-            f"{self.clicked - sum(self.wins)} tied; delta ({a} - {b}) {self.delta:+.3f} "
+            f"{self.tied} tied; delta ({a} - {b}) {self.delta:+.3f} "
             f"({level} {self.interval[0]:+.3f} to {self.interval[1]:+.3f}; sign test over "
             f"sessions p = {self.p_value:.3g}): {verdict}"
         )
@@ -235,7 +275,10 @@ def interleaving_report(
     pair = pipelines
     total = 0
     pairs_seen: set[tuple[str, ...]] = set()
+    served: dict[str, int] = {}  # sessions by the pipeline that served them
+    interleaved_by: set[str] = set()
     for s in sessions:
+        served[s.impression.pipeline] = served.get(s.impression.pipeline, 0) + 1
         info = s.impression.interleaving
         if not info:
             continue
@@ -257,6 +300,7 @@ def interleaving_report(
         outcome = (a > b) - (b > a)  # +1: first pipeline wins, -1: second, 0: tie
         outcome = outcome if a + b else 2  # 2: no click
         imp = s.impression
+        interleaved_by.add(imp.pipeline)
         by_query.setdefault(imp.query_id if imp.query_id is not None else imp.query, []).append(
             outcome
         )
@@ -294,6 +338,7 @@ def interleaving_report(
         queries=len(by_query),
         confidence=confidence,
         by=by,
+        requests=sum(served[name] for name in interleaved_by),
     )
 
 

@@ -15,7 +15,9 @@ or only those shown); ``shown`` lists indices into ``documents`` best first: the
 at position ``p`` (1-based) is ``documents[shown[p - 1]]``; ``scores`` are the pipeline's
 scores of the shown documents in that order (optional). Each document carries its ``id``
 and, as configured (:data:`STORE`), its ``text``, the SHA-256 of its text (``sha256``, hex
-of the UTF-8 bytes) or neither; ``first_stage_score`` when the request gave one. Optional:
+of the UTF-8 bytes) or neither: the text a reranker reads (with a title: the title, a
+newline, then the text); ``first_stage_score`` when the request gave one; ``positional``
+(true) when it had no id and ``id`` is its index in the request. Optional:
 ``query_id`` (when the logging system has one), ``explore`` (``{"swapped": [p, ...]}``:
 positions RandPair exchanged with the next, see :mod:`.propensity`) and ``interleaving``
 (``{"pipelines": [a, b], "teams": [-1, 0, 1, ...]}``: which pipeline placed each shown
@@ -31,10 +33,11 @@ A **feedback** record says what was clicked in one answer::
 twice counts once; later feedback adds its clicks (:mod:`.reader` joins them). ``time`` is
 seconds since the Unix epoch (a number; an ISO 8601 string is also read).
 
-Privacy: the query is stored as sent (learning needs it); documents as ``text``,
-``hash`` (the SHA-256 only: learning then needs the corpus to look texts up) or ``id``
-(ids only: the same). Retention is bounded by size: the log rotates at ``max_bytes`` and
-keeps ``backups`` older files (``log.jsonl.1`` the newest of them), deleting the oldest.
+Privacy: the query is stored as sent, in clear (learning needs it); documents' texts as
+``text``, ``hash`` (the SHA-256 only: learning then needs the corpus to look texts up) or
+``id`` (ids only: the same); ids and scores as given. Retention is bounded by size: the
+log rotates at ``max_bytes`` and keeps ``backups`` older files (``log.jsonl.1`` the newest
+of them), deleting the oldest. Fields a reader does not know are ignored.
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from ..._jsonl import dumps_strict
+from ...documents import TITLE, titled_text
 
 logger = logging.getLogger(__name__)
 
@@ -76,15 +80,20 @@ def text_hash(text: str) -> str:
 @dataclass(frozen=True)
 class LoggedDocument:
     """One candidate as an impression keeps it: ``id`` and, as configured, ``text`` or
-    ``sha256``; ``first_stage_score`` when the request gave one."""
+    ``sha256``; ``first_stage_score`` when the request gave one. ``positional``: the
+    request gave the document no id, so ``id`` is its index in the request (``"0"``,
+    ``"1"``, ...), which names no document of a corpus: learning never looks it up by it."""
 
     id: str
     text: str | None = None
     sha256: str | None = None
     first_stage_score: float | None = None
+    positional: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"id": self.id}
+        if self.positional:
+            out["positional"] = True
         if self.text is not None:
             out["text"] = self.text
         if self.sha256 is not None:
@@ -153,32 +162,39 @@ class Feedback:
         return out
 
 
-def _document(doc: Any, store: str) -> LoggedDocument:
-    """A candidate (a ``LoggedDocument``, a dict with ``id``/``text``/``first_stage_score``,
-    an object with those attributes, or an ``(id, text[, first_stage_score])`` tuple) as
-    ``store`` keeps it."""
+def _document(doc: Any, store: str, n: int) -> LoggedDocument:
+    """Candidate ``n`` (a string, a ``LoggedDocument``, a dict with ``id``/``text``/
+    ``title``/``first_stage_score``, an object with those attributes, or an ``(id, text[,
+    first_stage_score])`` tuple) as ``store`` keeps it: its text as a reranker reads it
+    (:func:`~rerankit.documents.titled_text`), its id or, without one, its index
+    (``positional``)."""
+    digest, positional = None, False
     if isinstance(doc, LoggedDocument):
-        doc_id, text, digest, score = doc.id, doc.text, doc.sha256, doc.first_stage_score
+        doc_id, text, digest = doc.id, doc.text, doc.sha256
+        score, positional = doc.first_stage_score, doc.positional
+    elif isinstance(doc, str):
+        doc_id, text, score = None, doc, None
     elif isinstance(doc, Mapping):
         doc_id, text = doc.get("id"), doc.get("text")
         digest, score = doc.get("sha256"), doc.get("first_stage_score")
+        if text is not None:
+            text = titled_text(str(text), doc.get(TITLE))
     elif isinstance(doc, tuple):
         doc_id, text = doc[0], doc[1] if len(doc) > 1 else None
-        digest, score = None, doc[2] if len(doc) > 2 else None
+        score = doc[2] if len(doc) > 2 else None
     else:
         doc_id, text = getattr(doc, "id", None), getattr(doc, "text", None)
         metadata = getattr(doc, "metadata", None) or {}
-        digest, score = None, metadata.get("first_stage_score")
-    if doc_id is None:
-        raise ValueError(f"a logged document needs an id, got {doc!r:.80}")
+        score = metadata.get("first_stage_score")
     if text is not None and digest is None:
         digest = text_hash(str(text))
     keep_text = store == "text" and text is not None
     return LoggedDocument(
-        id=str(doc_id),
+        id=str(n if doc_id is None else doc_id),
         text=str(text) if keep_text else None,
         sha256=digest if store == "hash" or (store == "text" and not keep_text) else None,
         first_stage_score=None if score is None else float(score),
+        positional=positional or doc_id is None,
     )
 
 
@@ -253,7 +269,7 @@ class ClickLog:
     ) -> Impression:
         """An :class:`Impression` with the documents kept as :attr:`store` says (not written:
         pass it to :meth:`write`). Raises ValueError for indices outside ``documents``."""
-        docs = tuple(_document(d, self.store) for d in documents)
+        docs = tuple(_document(d, self.store, n) for n, d in enumerate(documents))
         shown = tuple(int(i) for i in shown)
         bad = [i for i in shown if not 0 <= i < len(docs)]
         if bad or len(set(shown)) != len(shown):
@@ -278,12 +294,26 @@ class ClickLog:
     def log_impression(
         self, id: str, query: str, documents: Sequence[Any], shown: Sequence[int], **options: Any
     ) -> bool:
-        """Build an impression (:meth:`impression`) and write it; False (counted) when it
-        could not be built or written."""
+        """Build an impression (:meth:`impression`) and write it; False (counted in
+        :attr:`write_errors` and logged at WARNING, naming the impression) when it could
+        not be built or written.
+
+        ``documents``: the candidates in the order the request gave them: strings, dicts
+        (``id``, ``text``, ``title``, ``first_stage_score``, ``sha256``), objects with
+        those attributes (a :class:`~rerankit.Document`), ``(id, text[, score])`` tuples
+        or :class:`LoggedDocument` s. The text kept or hashed is the one a reranker reads:
+        ``title``, a newline, then ``text`` when there is a title. A document without an
+        id is logged by its index, marked ``positional``. ``shown``: indices into
+        ``documents``, best first. ``options`` (keywords, all optional): ``scores`` (the
+        shown documents' scores, in ``shown``'s order), ``pipeline`` (its name),
+        ``time`` (seconds since the epoch; default now), ``query_id``, ``explore``
+        (``{"swapped": [p, ...]}``, see :func:`~rerankit.training.clicks.randpair`) and
+        ``interleaving`` (``{"pipelines": [a, b], "teams": [...]}``, see
+        :func:`~rerankit.training.clicks.team_draft`)."""
         try:
             record = self.impression(id, query, documents, shown, **options)
         except Exception as exc:  # never into the caller
-            return self._failed(exc)
+            return self._failed(exc, f"impression {id!r}")
         return self.write(record)
 
     def log_feedback(
@@ -299,19 +329,20 @@ class ClickLog:
             dwell = tuple(dwell_ms) if isinstance(dwell_ms, (list, tuple)) else dwell_ms
             record = Feedback(str(id), tuple(clicks), dwell, _now() if time is None else time)
         except Exception as exc:
-            return self._failed(exc)
+            return self._failed(exc, f"feedback {id!r}")
         return self.write(record)
 
     # writing -------------------------------------------------------------------------
     def write(self, record: Impression | Feedback | Mapping[str, Any]) -> bool:
         """Append one record (written, or queued in the background); False when it was not
         (counted in :attr:`write_errors` or :attr:`dropped`)."""
+        what = _what(record)
         try:
             value = record if isinstance(record, Mapping) else record.as_dict()
             line = dumps_strict(value, ensure_ascii=False, separators=(",", ":"), default=_plain)
             line += "\n"
         except Exception as exc:
-            return self._failed(exc)
+            return self._failed(exc, what)
         if self._queue is None:
             return self._append(line)
         try:
@@ -381,12 +412,19 @@ class ClickLog:
                 os.replace(older, path.with_name(f"{path.name}.{n + 1}"))
         os.replace(path, path.with_name(f"{path.name}.1"))
 
-    def _failed(self, exc: BaseException) -> bool:
+    def _failed(self, exc: BaseException, what: str = "a record") -> bool:
         with self._counting:
             self.write_errors += 1
         self.last_error = f"{type(exc).__name__}: {exc}"
-        logger.warning("click log %s: record not written (%s)", self.path, self.last_error)
+        logger.warning("click log %s: %s not written (%s)", self.path, what, self.last_error)
         return False
+
+
+def _what(record: Any) -> str:
+    """A record as a write failure names it: its type and id."""
+    if isinstance(record, Mapping):
+        return f"{record.get('type') or 'record'} {record.get('id')!r}"
+    return f"{type(record).__name__.lower()} {getattr(record, 'id', None)!r}"
 
 
 def _plain(value: Any) -> Any:

@@ -119,6 +119,7 @@ def _document(value: Any, n: int) -> LoggedDocument:
         text=None if value.get("text") is None else str(value["text"]),
         sha256=None if value.get("sha256") is None else str(value["sha256"]),
         first_stage_score=None if score is None else _number(score, "first_stage_score"),
+        positional=value.get("positional") is True,
     )
 
 

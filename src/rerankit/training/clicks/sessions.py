@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -80,15 +80,27 @@ class QueryLog:
         return shows, clicks
 
 
-def _candidates(group: Sequence[Impression]) -> tuple[list[LoggedDocument], dict[str, int]]:
+def _candidates(group: Sequence[Impression]) -> tuple[list[LoggedDocument], list[list[str]]]:
+    """The distinct documents of a query's impressions, and each impression's documents'
+    keys: the id, or for a document logged by its position (no id) its content's hash
+    (its position means nothing across impressions), prefixed ``#``."""
     docs: list[LoggedDocument] = []
-    where: dict[str, int] = {}
+    seen: set[str] = set()
+    keys = []
     for impression in group:
-        for d in impression.documents:
-            if d.id not in where:
-                where[d.id] = len(docs)
+        own = []
+        for n, d in enumerate(impression.documents):
+            key = d.id
+            if d.positional:
+                digest = d.sha256 or (None if d.text is None else text_hash(d.text))
+                key = f"#{digest or f'{impression.id}/{n}'}"
+                d = replace(d, id=key)
+            if key not in seen:
+                seen.add(key)
                 docs.append(d)
-    return docs, where
+            own.append(key)
+        keys.append(own)
+    return docs, keys
 
 
 def collect(
@@ -112,7 +124,8 @@ def collect(
         groups.setdefault(key, []).append(s)
     out = {}
     for key, group in groups.items():
-        docs, where = _candidates([s.impression for s in group])
+        docs, keys = _candidates([s.impression for s in group])
+        where = {d.id: n for n, d in enumerate(docs)}
         shown = np.full((len(group), depth), -1, dtype=np.int32)
         clicked = np.zeros((len(group), depth), dtype=bool)
         for row, s in enumerate(group):
@@ -123,7 +136,7 @@ def collect(
                 if min_dwell_ms is None or s.dwell_ms.get(i, math.inf) >= min_dwell_ms
             }
             for p, i in enumerate(imp.shown[:depth]):
-                shown[row, p] = where[imp.documents[i].id]
+                shown[row, p] = where[keys[row][i]]
                 clicked[row, p] = i in kept
         first = np.array(
             [math.nan if d.first_stage_score is None else d.first_stage_score for d in docs]
@@ -186,21 +199,23 @@ class CorpusTexts:
         self.by_id: Mapping[str, str] = corpus if corpus is not None else {}
         self._by_hash: dict[str, str] | None = None
 
-    def text(self, doc_id: str, text: str | None, digest: str | None) -> str | None:
-        """The logged ``text``, else the corpus's by ``digest``, else by ``doc_id``."""
+    def text(self, doc_id: str | None, text: str | None, digest: str | None) -> str | None:
+        """The logged ``text``, else the corpus's by ``digest``, else by ``doc_id`` (None:
+        a document logged by its position, never looked up by it)."""
         if text is not None:
             return text
+        by_id = None if doc_id is None else self.by_id.get(doc_id)
         if digest is None:
-            return self.by_id.get(doc_id)
+            return by_id
         if self._by_hash is None:
             self._by_hash = {text_hash(t): t for t in self.by_id.values()} if self.given else {}
-        return self._by_hash.get(digest, self.by_id.get(doc_id))
+        return self._by_hash.get(digest, by_id)
 
     def why_not(self, impression: Impression) -> str | None:
         """None when every document of ``impression`` has a text, else why the first
         without one has none."""
         for d in impression.documents:
-            if self.text(d.id, d.text, d.sha256) is None:
+            if self.text(None if d.positional else d.id, d.text, d.sha256) is None:
                 return self.missing(impression.query, d.id, d.sha256)
         return None
 
