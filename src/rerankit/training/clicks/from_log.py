@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ...documents import titled_text
 from ...errors import InputError
 from ...scorers import learned
 from .learn import learn_from_clicks
@@ -75,9 +76,7 @@ def read_corpus(path: str | Path) -> dict[str, str]:
                     raise InputError(f"{file}, line {n}: not a JSON object ({exc})") from None
                 if doc_id is None:
                     raise InputError(f"{file}, line {n}: a document needs an '_id' or 'id'")
-                if title.strip() and text.strip():
-                    text = f"{title}\n{text}"
-                out[str(doc_id)] = text if text.strip() else title
+                out[str(doc_id)] = titled_text(text, title)
     except OSError as exc:
         raise InputError(f"cannot read the corpus {file}: {exc.strerror or exc}") from None
     return out
