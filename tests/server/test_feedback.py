@@ -335,6 +335,30 @@ def test_the_answer_index_reads_what_the_log_gained_across_rotations(tmp_path):
     assert index.find("first") is not None and index.find("gone") is None
 
 
+def test_the_answer_index_remembers_the_most_recent_answers_only(tmp_path):
+    from rerankit.server.feedback import AnswerIndex, FeedbackSettings, answer_of
+    from rerankit.training.clicks import ClickLog
+
+    log = ClickLog(tmp_path / "c.jsonl", store="id")
+    docs = [{"id": "a"}, {"id": "b"}]
+    for n in range(5):  # written before this process started
+        log.log_impression(f"old{n}", "q", docs, [0, 1])
+    index = AnswerIndex(tmp_path / "c.jsonl", limit=3)
+    assert index.find("old4") is not None  # read from the log: its last 3 answers
+    assert list(index.answers) == ["old2", "old3", "old4"] and index.find("old0") is None
+    assert index.remember("old2", ((0,), None))
+    for n in range(2):  # answered by this process (its records not yet written)
+        index.add(f"new{n}", answer_of(["a", "b"]))
+    assert list(index.answers) == ["old4", "new0", "new1"]
+    assert "old2" not in index.seen  # its feedback is forgotten with it
+    log.log_impression("after", "q", docs, [0, 1])  # another worker's answer
+    assert index.find("after") is not None and len(index.answers) == 3
+    assert list(index.answers) == ["new0", "new1", "after"]
+    assert FeedbackSettings(path="x", max_answers=5).max_answers == 5
+    with pytest.raises(ValueError, match="max_answers must be >= 1"):
+        FeedbackSettings(path="x", max_answers=0)
+
+
 def test_an_answer_from_the_answer_cache_is_logged_under_its_own_id(tmp_path, monkeypatch):
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))
     settings = _settings(tmp_path, answer_cache=True, explore=0.0)

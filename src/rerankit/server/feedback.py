@@ -19,10 +19,13 @@ Settings (``[server.feedback]``, or ``[server] feedback = "PATH"`` for the defau
     max_bytes = 100000000   # rotate past this size (0: never)
     backups = 5             # rotated files kept: retention
     queue_size = 10000      # records waiting to be written; more are dropped and counted
+    max_answers = 100000    # answers feedback may name: the most recent ones
 
-Feedback may name any answer in the log, also one issued before a restart or by another
-worker process (``serve --workers``): an id this process has not seen is looked up in
-what the log holds (read once, then only what was appended since).
+Feedback may name any of the last ``max_answers`` answers the log holds, also one issued
+before a restart or by another worker process (``serve --workers``): an id this process
+has not seen is looked up in what the log holds (read once, then only what was appended
+since). The bound keeps a long-running service's memory flat: each answer remembered
+costs about a hundred bytes plus its document ids.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ import json
 import logging
 import os
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, fields
@@ -54,6 +58,7 @@ class FeedbackSettings:
     max_bytes: int = 100_000_000
     backups: int = 5
     queue_size: int = 10_000
+    max_answers: int = 100_000
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path:
@@ -65,8 +70,9 @@ class FeedbackSettings:
         for name in ("max_bytes", "backups"):
             if getattr(self, name) < 0:
                 raise ValueError(f"[server.feedback] {name} must be >= 0")
-        if self.queue_size < 1:
-            raise ValueError("[server.feedback] queue_size must be >= 1")
+        for name in ("queue_size", "max_answers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"[server.feedback] {name} must be >= 1")
 
     @classmethod
     def parse(cls, value: Any) -> FeedbackSettings | None:
@@ -138,11 +144,13 @@ def answer_of(ids: list[str]) -> Answer:
 class AnswerIndex:
     """The answers feedback may name, and the feedback already recorded (so a repeat is
     answered without writing it again): those this process logged, and those the log
-    holds, read on the first miss and then only as far as it grew."""
+    holds, read on the first miss and then only as far as it grew; at most ``limit``, the
+    most recent (older ones are forgotten with their feedback: naming one is a 404)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, limit: int = 100_000) -> None:
         self.path = Path(path)
-        self.answers: dict[str, Answer] = {}
+        self.limit = limit
+        self.answers: OrderedDict[str, Answer] = OrderedDict()  # oldest first
         self.seen: dict[str, set[Any]] = {}
         self._lock = threading.Lock()
         self._file: tuple[int, int] | None = None  # (inode, bytes read) of the current file
@@ -150,6 +158,13 @@ class AnswerIndex:
     def add(self, rid: str, answer: Answer) -> None:
         with self._lock:
             self.answers[rid] = answer
+            self.answers.move_to_end(rid)
+            self._trim()
+
+    def _trim(self) -> None:
+        while len(self.answers) > self.limit:
+            rid, _ = self.answers.popitem(last=False)
+            self.seen.pop(rid, None)
 
     def find(self, rid: str) -> Answer | None:
         """The answer ``rid``, reading what the log gained when it is not known yet (on a
@@ -160,7 +175,8 @@ class AnswerIndex:
             return self.answers.get(rid)
 
     def remember(self, rid: str, key: Any) -> bool:
-        """Record a feedback key for ``rid``; False when it was recorded already."""
+        """Record a feedback key for ``rid`` (an answer :meth:`find` found); False when it
+        was recorded already."""
         with self._lock:
             keys = self.seen.setdefault(rid, set())
             if key in keys:
@@ -176,11 +192,18 @@ class AnswerIndex:
         if stat is not None and self._file is not None and self._file[0] == stat.st_ino:
             if stat.st_size > self._file[1]:
                 self._file = (stat.st_ino, self._file[1] + self._read(self.path, self._file[1]))
+                self._trim()
             return
-        for path in log_files(self.path):  # first read, or the log rotated: all of it
+        # first read, or the log rotated: all of it, oldest first, then the answers this
+        # process knows that the log does not hold (still queued, or rotated away) after it
+        known, self.answers = self.answers, OrderedDict()
+        for path in log_files(self.path):
             read = self._read(path, 0)
             if path == self.path and stat is not None:
                 self._file = (stat.st_ino, read)
+        for rid, answer in known.items():
+            self.answers.setdefault(rid, answer)
+        self._trim()
 
     def _read(self, path: Path, start: int) -> int:
         """Index the whole lines of ``path`` from byte ``start``; the bytes consumed."""
@@ -232,7 +255,7 @@ class FeedbackLog:
             max_bytes=settings.max_bytes,
             backups=settings.backups,
         )
-        self.index = AnswerIndex(settings.path)
+        self.index = AnswerIndex(settings.path, settings.max_answers)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="rerankit-feedback")
         self._pending = 0
         self._count = threading.Lock()
