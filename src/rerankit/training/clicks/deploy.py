@@ -40,6 +40,8 @@ class Served:
     spec: dict[str, Any]
     text: str
     what: str
+    #: False for the default hybrid written because what served could not be named
+    served: bool = True
 
 
 def _registered(name: str | None) -> str | None:
@@ -89,7 +91,7 @@ def served_pipeline(served: str | None = None, found: LogLearning | None = None)
         f"the default hybrid (first stage + MiniLM), NOT what served the log: {why}; pass "
         "--served FILE or NAME to write what served it"
     )
-    return Served(spec, to_toml(spec, f"rerankit tune --clicks: {what}"), what)
+    return Served(spec, to_toml(spec, f"rerankit tune --clicks: {what}"), what, served=False)
 
 
 def reads_first_stage(spec: Any, folder: str | Path | None = None) -> bool:
@@ -136,10 +138,15 @@ class Written:
     files: list[tuple[Path, str]] = field(default_factory=list)
     score_scale: str | None = None
     first_stage: bool = False
+    #: what served the log, written back: serving it changes nothing for the callers
+    unchanged: bool = False
 
     def requirements(self) -> list[str]:
-        """What serving the pipeline asks of the caller, one sentence each."""
-        out = []
+        """What serving the pipeline asks of the caller, one sentence each (none when it is
+        what served the log)."""
+        out: list[str] = []
+        if self.unchanged:
+            return out
         if self.score_scale == "relative":
             out.append(
                 "its scores are relative (min-max within each request: the best document "
@@ -180,6 +187,7 @@ def write_learned(
     out.parent.mkdir(parents=True, exist_ok=True)
     result = found.learning
     files: list[tuple[Path, str]] = []
+    unchanged = False
     if result.adopt or keep_learned:
         model = out.with_suffix(".lgb.txt")
         spec = result.save(model, relative_to=out.parent)
@@ -198,7 +206,7 @@ def write_learned(
         )
     else:
         chosen = served or served_pipeline(None, found)
-        spec, what = chosen.spec, chosen.what
+        spec, what, unchanged = chosen.spec, chosen.what, chosen.served
         out.write_text(chosen.text, encoding="utf-8")
         files.append((out, "the pipeline: rerankit serve --reranker and rerankit.load read it"))
     beside = out.with_name(out.stem + ".propensities.json")
@@ -211,4 +219,5 @@ def write_learned(
         files=files,
         score_scale=_score_scale(out),
         first_stage=reads_first_stage(spec, out.parent),
+        unchanged=not (result.adopt or keep_learned) and unchanged,
     )
