@@ -669,7 +669,7 @@ def test_a_graceful_stop_exits_0_and_finishes_the_request_in_flight(tmp_path):
     config.write_text('[server]\ndefault = "bm25"\n[pipelines.bm25]\nreranker = "bm25"\n')
     command = [sys.executable, "-m", "rerankit.cli", "serve", "-c", str(config)]
     proc = subprocess.Popen(
-        [*command, "--port", str(port), "--graceful-timeout", "5"],
+        [*command, "--port", str(port), "--graceful-timeout", "5", "--shutdown-delay", "0"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -702,7 +702,9 @@ class Slow:
 
 
 register_reranker("slow", lambda: ScorerReranker(Slow()))
-settings = ServerSettings(pipelines={"slow": "slow"}, default="slow", max_concurrency=1)
+settings = ServerSettings(
+    pipelines={"slow": "slow"}, default="slow", max_concurrency=1, shutdown_delay=0
+)  # (no drain period: test_shutdown.py tests it)
 serve(settings, port=int(sys.argv[1]), graceful_seconds=10)
 """
 

@@ -13,6 +13,7 @@ from .args import (
     add_backend_arguments,
     add_language_argument,
     add_old_spelling,
+    non_negative_float,
     pipeline_name,
     positive_int,
 )
@@ -30,6 +31,9 @@ def serve_settings(args: argparse.Namespace) -> Any:
     pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
     for key in ("backend", "quantize", "api_key_env"):
         if getattr(args, key):
+            server[key] = getattr(args, key)
+    for key in ("shutdown_delay", "graceful_timeout"):  # (0 is a value)
+        if getattr(args, key, None) is not None:
             server[key] = getattr(args, key)
     if args.reranker or args.model or args.language:
         name = pipeline_name(args.reranker or "hybrid")
@@ -51,14 +55,17 @@ def serve_settings(args: argparse.Namespace) -> Any:
 def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = serve_settings(args)
+    level = args.log_level or ("debug" if getattr(args, "verbose", 0) > 1 else "info")
     if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(level.upper())
     serve(
         settings,
         host=args.host,
         port=args.port,
-        graceful_seconds=args.graceful_timeout,
+        graceful_seconds=settings.graceful_timeout,
         workers=args.workers,
+        log_level=level,
     )
     return 0
 
@@ -116,10 +123,27 @@ def add_commands(sub: Any) -> None:
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     srv.add_argument("--port", type=int, default=8080, help="port to listen on (8080)")
     srv.add_argument(
-        "--graceful-timeout",
-        type=float,
+        "--shutdown-delay",
+        type=non_negative_float,
         default=None,
-        help="seconds requests in flight may take to finish on shutdown (default: the "
-        "settings file's graceful_timeout, 30)",
+        metavar="SECONDS",
+        help="after SIGTERM, seconds /ready answers 503 stopping while requests are still "
+        "served, so a load balancer stops routing here first (default: the settings file's "
+        "shutdown_delay, 5; SIGINT skips it)",
+    )
+    srv.add_argument(
+        "--graceful-timeout",
+        type=non_negative_float,
+        default=None,
+        metavar="SECONDS",
+        help="then, seconds requests in flight may take to finish (default: the settings "
+        "file's graceful_timeout, 30)",
+    )
+    srv.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default=None,
+        help="the service's log level, rerankit's and uvicorn's (default info, or debug "
+        "with -vv); each request's access line is info, so warning drops them",
     )
     srv.set_defaults(func=cmd_serve)

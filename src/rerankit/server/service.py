@@ -88,15 +88,16 @@ class Service:
             pipeline.build()  # a mistake in a spec stops the service here
         self.answers = Answers(settings, self.metrics)  # off unless answer_cache
         self.ready = asyncio.Event()  # set once every pipeline's first attempt has ended
+        self.stopping = False  # a stop began: /ready says so (requests may still be served)
         self.warm_up_seconds = 0.0
         self.loop: asyncio.AbstractEventLoop | None = None
         self._releasing: set[asyncio.Future] = set()  # strong references until each ran
         #: each pipeline's tokenizer, found once (by the pipeline object's id)
         self._tokens: dict[int, tuple[Any, Any]] = {}
 
-    def pipeline(self, name: str | None) -> ServedPipeline:
-        """The ready pipeline ``name`` (or the default): 404 when there is none of that
-        name, 503 at once (with ``Retry-After``) while it loads or after it failed."""
+    def named(self, name: str | None) -> ServedPipeline:
+        """The pipeline ``name`` (or an alias, or None: the default) names, ready or not;
+        404 listing the pipelines and aliases when there is none of that name."""
         name = self.settings.resolve(name)
         if name not in self.pipelines:
             available = ", ".join(sorted(self.pipelines))
@@ -105,7 +106,12 @@ class Service:
                     f"{alias} ({target})" for alias, target in sorted(self.settings.aliases.items())
                 )
             raise ServiceError(404, f"model {name!r} not found; available: {available}")
-        pipeline = self.pipelines[name]
+        return self.pipelines[name]
+
+    def pipeline(self, name: str | None) -> ServedPipeline:
+        """The ready pipeline ``name`` (or the default): 404 when there is none of that
+        name, 503 at once (with ``Retry-After``) while it loads or after it failed."""
+        pipeline = self.named(name)
         if not pipeline.ready:
             raise pipeline.unavailable()
         return pipeline
@@ -181,8 +187,8 @@ class Service:
         pipeline's first load attempt has ended, then 503 ``failed`` (naming them with their
         errors) while any is not ready, 200 once all are. ``ready_when="any"``: 200 as soon
         as one pipeline is ready (naming those that failed or still load). 503 while
-        stopping."""
-        if self.admission.draining:
+        stopping (the drain period after SIGTERM included)."""
+        if self.stopping or self.admission.draining:
             return 503, {"status": "stopping"}
         pipelines = self.pipelines.values()
         ok = [p.name for p in pipelines if p.ready]
@@ -202,9 +208,15 @@ class Service:
             return 503, {"status": "loading", "pipelines": states}
         return 503, {"status": "failed", "failed": failed, "pipelines": states}
 
+    def stop_being_ready(self) -> None:
+        """``/ready`` answers 503 ``stopping`` from now on; requests are still served (the
+        drain period after SIGTERM: see :mod:`.shutdown`)."""
+        self.stopping = True
+
     def begin_shutdown(self) -> None:
         """From any thread (a signal handler): stop being ready, and answer every queued
         and new request 503 while the running ones finish."""
+        self.stopping = True
         loop = self.loop
         if loop is None or loop.is_closed():
             return

@@ -25,18 +25,42 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
         """Liveness: the process answers."""
         return {"status": "ok", "models": sorted(settings.pipelines), "default": settings.default}
 
-    @app.get("/ready")
-    async def ready() -> Any:
-        """Readiness: 503 until every pipeline has loaded and run a warm-up batch, and while
-        any pipeline has failed (naming them and their errors; ``ready_when = "any"``: 200
-        as soon as one pipeline is ready); 503 while stopping, and, with ``[cache] required =
-        true``, while the shared cache cannot be reached."""
-        status, body = service.readiness()
+    @app.get(
+        "/ready",
+        summary="Readiness: of the service, or of one pipeline",
+        responses={404: {"model": ErrorBody}, 503: {"description": "not ready, and why"}},
+    )
+    async def ready(model: str | None = None) -> Any:
+        """Readiness. Without `model`: 503 until every pipeline has loaded and run a warm-up
+        batch, and while any pipeline has failed (naming them and their errors; with
+        `ready_when = "any"`, 200 as soon as one pipeline is ready). With `?model=NAME` (a
+        pipeline or an alias): 200 when that pipeline is ready, else 503 saying where it
+        stands (`loading` or `failed`, its error and when to retry); 404 listing the
+        pipelines and aliases for a name the service does not serve. 503 `stopping` once a
+        stop began (during the drain period after SIGTERM too), and, with `[cache] required
+        = true`, 503 while the shared cache cannot be reached. Needs no key."""
+        headers = None
+        if model is None:
+            status, body = service.readiness()
+        else:
+            status, body, headers = _pipeline_readiness(model)
         if status == 200:  # [cache] required = true: not ready while its server is down
             problem = await service.answers.unreachable()
             if problem is not None:
                 status, body = 503, {"status": "failed", "failed": {"cache": problem}}
-        return SafeJSONResponse(body, status_code=status)
+        return SafeJSONResponse(body, status_code=status, headers=headers)
+
+    def _pipeline_readiness(model: str) -> tuple[int, dict[str, Any], dict[str, str] | None]:
+        pipeline = service.named(model)  # 404 for a name not served
+        named = {"model": model, "pipeline": pipeline.name}
+        if service.stopping or service.admission.draining:
+            return 503, {"status": "stopping", **named}, None
+        if pipeline.ready:
+            return 200, {"status": "ready", **named}, None
+        state = service.describe_state(pipeline.name)  # loading (maybe again) or failed
+        why = pipeline.unavailable()  # what its requests are told now, and Retry-After
+        status = state.pop("state")
+        return 503, {"status": status, **named, "message": why.message, **state}, why.headers
 
     # endpoints behind the API keys say so in the schema (401), as the rerank routes do
     protected = {401: {"model": ErrorBody}} if settings.api_keys else {}
