@@ -165,7 +165,10 @@ def test_a_failed_pipeline_answers_503_at_once_and_never_starves_the_others(brok
     assert len(LOAD_ATTEMPTS) - attempts <= 1  # at most the background retry ran meanwhile
     assert healthy.status_code == 200
     metrics = httpx.get(f"{broken.url}/metrics").text
-    assert "rerankit_in_flight 0.0" in metrics
+    assert 'rerankit_in_flight{model="hub"} 0.0' in metrics  # never held a slot
+    assert 'rerankit_in_flight{model="bm25"} 0.0' in metrics  # held one, and gave it back
+    assert 'rerankit_pipeline_ready{model="bm25"} 1.0' in metrics
+    assert 'rerankit_pipeline_ready{model="hub"} 0.0' in metrics
     assert 'rerankit_pipeline_failures_total{model="hub"}' in metrics
     # errors by pipeline and status; the /ready polls (503 while failed) are not errors
     assert 'rerankit_errors_total{model="hub",status="503"} 32.0' in metrics

@@ -66,6 +66,8 @@ def test_flags_override_the_file(tmp_path, monkeypatch):
         "reranker": {"type": "hybrid", "model": "/m", "backend": "onnx"}
     }
     assert s.pipelines["fast"] == {"reranker": "bm25"}  # the file's other pipelines stay
+    s = _settings("-c", str(conf), "--reranker", "bm25")  # added beside them, the default
+    assert set(s.pipelines) == {"fast", "hybrid", "bm25"} and s.default == "bm25"
     monkeypatch.setenv("MY_KEYS", "k1, k2")
     assert _settings("-c", str(conf), "--api-key-env", "MY_KEYS").api_keys == ["k1", "k2"]
 

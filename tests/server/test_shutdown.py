@@ -154,3 +154,21 @@ def test_the_delay_is_a_setting_and_a_flag(tmp_path):
         ServerSettings(shutdown_delay=-1)
     with pytest.raises(SystemExit):
         parse(["serve", "--shutdown-delay", "-1"])
+
+
+@pytest.mark.parametrize("level", ["info", "warning"])
+def test_the_log_level_flag_sets_rerankits_and_uvicorns(tmp_path, level):
+    proc, url = _start(tmp_path, "--log-level", level)
+    try:
+        assert httpx.post(f"{url}/v2/rerank", json=ASK).status_code == 200
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    (log,) = tmp_path.glob("serve-*.log")
+    text = log.read_text()
+    access = '"POST /v2/rerank HTTP/1.1" 200' in text
+    ready = "rerankit service ready" in text  # rerankit's own INFO line
+    assert (access, ready) == ((True, True) if level == "info" else (False, False)), text
+    assert "no API keys configured" in text  # a warning passes either way

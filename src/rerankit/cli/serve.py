@@ -75,11 +75,14 @@ def add_commands(sub: Any) -> None:
     srv = sub.add_parser(
         "serve",
         help="run the HTTP service (Cohere- and TEI-compatible)",
-        description="Serve rerank endpoints that Cohere's (/v1/rerank, /v2/rerank) and Text "
-        "Embeddings Inference's (/rerank) clients call, with /health, /ready, /metrics and "
-        "/v1/models. Without --settings it serves the built-ins hybrid (the default), bm25 "
-        "and embedding; --reranker X serves X alone, as the default pipeline; --settings "
-        "FILE serves the pipelines the file declares.",
+        description="Serve rerank endpoints that Cohere's (/v1/rerank, /v2/rerank), Text "
+        "Embeddings Inference's and Infinity's (/rerank) clients call, with /health, /ready, "
+        "/metrics and /v1/models. Without --settings it serves the built-ins hybrid (the "
+        "default), bm25 and embedding; --settings FILE serves the pipelines the file "
+        "declares; --reranker X serves X as the default pipeline, alone, or with --settings "
+        "beside the file's pipelines (replacing the one named X). On SIGTERM /ready says "
+        "stopping while requests are still served for --shutdown-delay seconds, then it "
+        "stops; SIGINT stops at once.",
     )
     srv.add_argument(
         "--settings",
@@ -97,7 +100,8 @@ def add_commands(sub: Any) -> None:
         help="serve this reranker as the default pipeline: a registered name (hybrid, bm25, "
         "embedding, cross_encoder or causal_lm with --model, ...; `rerankit rerankers` lists "
         "them), a pipeline file (listed under the name it declares) or a model folder or "
-        "hub id; with --settings it replaces or adds the pipeline of that name",
+        "hub id; alone it is the only pipeline served, with --settings it is added to the "
+        "file's pipelines (replacing the one of that name)",
     )
     srv.add_argument(
         "--model",

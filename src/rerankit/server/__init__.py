@@ -7,6 +7,7 @@ from typing import Any
 
 from .._optional import require
 from .settings import ServerSettings
+from .shutdown import StopOnSignal
 
 __all__ = ["ServerSettings", "create_app", "serve"]
 
@@ -44,7 +45,6 @@ def serve(
     ``info``, ``warning``, ``error``; its access log lines are ``info``)."""
 
     from .connections import uvicorn_config
-    from .shutdown import StopOnSignal
 
     uvicorn = require("uvicorn", "rerankit serve")
     settings = settings or ServerSettings()

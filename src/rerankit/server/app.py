@@ -37,7 +37,7 @@ from .routes import add_rerank_routes, set_openapi  # noqa: E402
 from .service import Service  # noqa: E402
 from .settings import ServerSettings  # noqa: E402
 from .status import add_status_routes  # noqa: E402
-from .tracing import setup_tracer  # noqa: E402
+from .tracing import fastapi_telemetry, setup_tracer  # noqa: E402
 
 __all__ = ["create_app"]
 
@@ -71,6 +71,7 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
         lifespan=lifespan,
         docs_url=None,  # served by add_pages from local files: FastAPI's own page loads a CDN
         redoc_url=None,
+        **fastapi_telemetry(tracer_provider),  # its HTTP span, rerankit's under it
     )
     middleware.install(app, settings, service.metrics)
     add_rerank_routes(app, service, settings, tracer, feedback)

@@ -60,7 +60,7 @@ class Service:
 
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
-        self.metrics = Metrics()
+        self.metrics = Metrics(settings.timeout, tuple(settings.pipelines or ()))
         share = settings.pipeline_share()
         self.admission = Admission(
             settings.max_concurrency, settings.max_queue, self.metrics, share
@@ -87,6 +87,7 @@ class Service:
         for pipeline in self.pipelines.values():
             pipeline.build()  # a mistake in a spec stops the service here
         self.answers = Answers(settings, self.metrics)  # off unless answer_cache
+        self.metrics.watch_readiness(lambda: {n: p.ready for n, p in self.pipelines.items()})
         self.ready = asyncio.Event()  # set once every pipeline's first attempt has ended
         self.stopping = False  # a stop began: /ready says so (requests may still be served)
         self.warm_up_seconds = 0.0
@@ -282,7 +283,8 @@ class Service:
 
     def check(self, endpoint: str, call: Call) -> ServedPipeline:
         """The ready pipeline ``call`` names, once the call is found valid (else a 400, 404
-        or 503) and counted."""
+        or 503); its documents are counted. (Every request is counted as it is answered,
+        by :mod:`.middleware`, valid or not.)"""
         settings = self.settings
         pipeline = self.pipeline(call.model)
         if not call.query.strip():
@@ -299,7 +301,6 @@ class Service:
             check_top_k(call.top_n, "top_n")
         except ValueError as exc:
             raise ServiceError(400, str(exc)) from exc
-        self.metrics.requests.labels(endpoint, pipeline.name).inc()
         self.metrics.batch_documents.observe(len(call.documents))
         return pipeline
 
@@ -386,7 +387,7 @@ class Service:
         # dropped (the request's ``abandoned`` is set). The slot is released when the task
         # ends.
         started = time.monotonic()
-        self.metrics.queue_time.observe(started - queued)
+        self.metrics.queue_time.labels(name).observe(started - queued)
         # relative scores are min-max normalised over every document of the request, so
         # top_n only cuts the answer: such a pipeline ranks them all first
         relative = pipeline.reranker.score_scale == "relative"

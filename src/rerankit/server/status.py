@@ -20,9 +20,11 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
     """``/health``, ``/ready``, ``/v1/models``, ``/info`` and ``/metrics``."""
     metrics = service.metrics
 
-    @app.get("/health")
+    @app.get("/health", summary="Liveness: the process answers")
     async def health() -> Any:
-        """Liveness: the process answers."""
+        """200 while the process answers, whatever its pipelines do (a liveness probe:
+        restarting the process would not help a pipeline that failed to load), with the
+        pipelines served and the default one. Needs no key."""
         return {"status": "ok", "models": sorted(settings.pipelines), "default": settings.default}
 
     @app.get(
@@ -65,8 +67,12 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
     # endpoints behind the API keys say so in the schema (401), as the rerank routes do
     protected = {401: {"model": ErrorBody}} if settings.api_keys else {}
 
-    @app.get("/v1/models", responses=protected)
+    @app.get("/v1/models", responses=protected, summary="The names a request's model can take")
     async def models() -> Any:
+        """Every pipeline and alias a request's `model` may name, with the endpoints that
+        serve it, whether it is the default, what its scores mean (`scores`: the scale of
+        `relevance_score`; `raw_scores`: the pipeline's own) and, for an alias, the pipeline
+        it names (`alias_of`). Scores are null until the pipeline has loaded."""
         return {
             "models": [
                 {
@@ -89,9 +95,12 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
             ]
         }
 
-    @app.get("/info", responses=protected)
+    @app.get("/info", responses=protected, summary="What this service runs, and where it stands")
     async def info() -> Any:
-        """What this service runs: version, pipelines (and whether each is loaded), limits."""
+        """The version; each pipeline's spec, state (`ready`, `loading`, `failed`, with
+        its error, attempts and when it is retried) and what its scores mean; the limits
+        (per pipeline too), micro-batching, the answer cache, whether the service is ready
+        and which process answered (`rerankit serve --workers`)."""
         return {
             "version": __version__,
             "default": settings.default,
@@ -130,6 +139,9 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
 
     @app.get(
         "/metrics",
+        summary="Prometheus metrics",
+        description="Every metric in Prometheus' text format (the HTTP service page lists "
+        "them with their labels). Needs no key unless `metrics_public = false`.",
         response_class=Response,
         responses={
             200: {"content": {"text/plain": {}}, "description": "Prometheus metrics"},
