@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -100,7 +101,7 @@ def serve(folder: Path, port: int) -> subprocess.Popen:
         except httpx.TransportError:
             pass
         time.sleep(0.2)
-    proc.terminate()
+    proc.send_signal(signal.SIGINT)  # at once: SIGTERM waits out shutdown_delay
     raise SystemExit(f"rerankit serve did not start: {(folder / 'serve.log').read_text()}")
 
 
@@ -163,7 +164,7 @@ def main() -> None:
     try:
         requests, posted = replay(f"http://127.0.0.1:{port}", data, rows, hybrid, logs)
     finally:
-        proc.terminate()
+        proc.send_signal(signal.SIGINT)
         proc.wait(30)
     served_seconds = time.perf_counter() - start
     print(

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -199,7 +200,7 @@ def main() -> int:
                         library[lib_name].append(time.perf_counter() - start)
     finally:
         for _, proc, _, _ in services.values():
-            proc.terminate()
+            proc.send_signal(signal.SIGINT)  # at once: SIGTERM waits out shutdown_delay
             proc.wait(30)
     print(
         f"\n{args.shape} shape cross-encoder, one DL19 query x its BM25 top 100 per request, "

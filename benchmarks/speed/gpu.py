@@ -43,6 +43,7 @@ import argparse
 import asyncio
 import itertools
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -316,7 +317,7 @@ def service(args: argparse.Namespace, work: Path) -> None:
         print("\nservice p50 at c=1 / library p50: on {:.2f}, off {:.2f}".format(*ratios))
     finally:
         for proc in procs:
-            proc.terminate()
+            proc.send_signal(signal.SIGINT)  # at once: SIGTERM waits out shutdown_delay
             proc.wait(30)
 
 
@@ -445,7 +446,7 @@ def embedding_service(args: argparse.Namespace, work: Path) -> None:
         print(f"\nmicro-batching on / off, req/s at c=32: {gain:.2f}x")
     finally:
         for proc in procs:
-            proc.terminate()
+            proc.send_signal(signal.SIGINT)
             proc.wait(30)
 
 

@@ -35,6 +35,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -219,7 +220,7 @@ def main() -> int:
             sizes = answer_sizes(urls["shared cache"][0], redis_url, pipelines[0], query, texts)
         finally:
             for proc in procs:
-                proc.terminate()
+                proc.send_signal(signal.SIGINT)  # at once: SIGTERM waits out shutdown_delay
                 proc.wait(30)
             shutil.rmtree(folder, ignore_errors=True)
     distinct = len(set(stream))

@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -226,7 +227,7 @@ def goodput_levels(texts: list[str], seconds: float) -> None:
                 offset += (r["ok"] + r["given_up"] + level) * DOCS_PER_REQUEST
                 time.sleep(3)  # what was queued drains before the next level
     finally:
-        proc.terminate()
+        proc.send_signal(signal.SIGINT)  # at once: SIGTERM waits out shutdown_delay
         proc.wait(30)
     print(f"\ngoodput (answers/s), hybrid, {DOCS_PER_REQUEST} new documents per request, ")
     print("4 slots, queue 64, 30 s deadline; share of the best level in brackets:\n")
@@ -277,7 +278,7 @@ def compare_backends(texts: list[str], seconds: float, requests: int) -> None:
                 offset += requests * DOCS_PER_REQUEST
     finally:
         for proc, _ in servers.values():
-            proc.terminate()
+            proc.send_signal(signal.SIGINT)
             proc.wait(30)
     print("hybrid, 20 new DL19 passages per request, 4 slots, batching on:\n")
     print("| backend | start to first answer s | c=1 req/s | c=1 p50 ms | c=8 req/s | c=8 p50 ms |")
@@ -357,7 +358,7 @@ def deadline_levels(texts: list[str], offset: int, seconds: float) -> None:
             f"{finished['texts encoded'] - after['texts encoded']:.0f} |"
         )
     finally:
-        proc.terminate()
+        proc.send_signal(signal.SIGINT)
         proc.wait(30)
 
 
@@ -409,7 +410,7 @@ def main() -> None:
                 )
                 offset += count * DOCS_PER_REQUEST
         finally:
-            proc.terminate()
+            proc.send_signal(signal.SIGINT)
             proc.wait(30)
     print(f"hybrid pipeline, {DOCS_PER_REQUEST} new documents per request, POST /v2/rerank\n")
     print("| batching | concurrency | req/s | p50 ms | p99 ms | answered | 429 | failed |")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -63,7 +64,7 @@ def main() -> int:
                 rows[name].append((got["p50"], got["inference_p50"]))
     finally:
         for proc, _ in services.values():
-            proc.terminate()
+            proc.send_signal(signal.SIGINT)  # at once: SIGTERM waits out shutdown_delay
             proc.wait(30)
         subprocess.run(["git", "-C", str(REPO), "worktree", "remove", "--force", str(old)])
     print(

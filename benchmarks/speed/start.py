@@ -39,6 +39,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import socket
 import statistics
 import subprocess
@@ -164,7 +165,7 @@ def service(python: str, flags: list[str], env: dict[str, str]) -> float:
             time.sleep(0.02)
         raise RuntimeError("rerankit serve did not answer within 300 s")
     finally:
-        proc.terminate()
+        proc.send_signal(signal.SIGINT)  # at once: SIGTERM waits out shutdown_delay
         proc.wait(timeout=60)
 
 

@@ -191,7 +191,9 @@ def _curl(line: str, url: str) -> Any:
 def test_the_curl_recipes_get_the_ranking_and_the_shown_answer(service):
     lines = _curl_lines()
     cohere = [line for line in lines if "/v2/rerank" in line or "/v1/rerank" in line]
-    (tei,) = [line for line in lines if line not in cohere]  # Text Embeddings Inference's
+    (ready,) = [line for line in lines if "/ready" in line]  # one pipeline's readiness
+    assert _curl(ready, service.url) == {"status": "ready", "model": "bm25", "pipeline": "bm25"}
+    (tei,) = [line for line in lines if line not in cohere and line != ready]  # TEI's
     assert len(cohere) == 2 and f"{DEFAULT_URL}/rerank " in tei
     ranked = _curl(tei, service.url)  # TEI's answer: a list, best first
     assert [r["index"] for r in ranked] == [1, 0] and ranked[0]["score"] > ranked[1]["score"]

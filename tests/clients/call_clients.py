@@ -61,11 +61,13 @@ def langchain_cohere(url, key, model, query, docs):
     return [d.metadata["i"] for d in kept]
 
 
-def litellm_rerank(url, key, model, query, docs):
+def litellm_rerank(url, key, model, query, docs, provider="cohere"):
+    """``litellm.rerank`` through its Cohere provider, or (``provider="infinity"``) its
+    Infinity one: Infinity's body (``documents``) on ``POST /rerank``."""
     import litellm
 
     out = litellm.rerank(
-        model=f"cohere/{model}",
+        model=f"{provider}/{model}",
         query=query,
         documents=docs,
         top_n=len(docs),
@@ -73,7 +75,7 @@ def litellm_rerank(url, key, model, query, docs):
         api_key=key,
     )
     got = [r["index"] for r in out.results]
-    texts = [r.get("document", {}).get("text") for r in out.results]
+    texts = [(r.get("document") or {}).get("text") for r in out.results]
     if texts != [docs[i] for i in got]:  # litellm asks for the documents back
         raise AssertionError(f"documents not returned as sent: {texts[:2]}")
     return got
@@ -97,6 +99,9 @@ CLIENTS = {
     "cohere_async": cohere_async,
     "langchain_cohere": langchain_cohere,
     "litellm": litellm_rerank,
+    "litellm_infinity": lambda url, key, model, q, d: litellm_rerank(
+        url, key, model, q, d, provider="infinity"
+    ),
     "llama_index": llama_index,
     "llama_index_default_model": lambda url, key, model, q, d: llama_index(url, key, None, q, d),
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
@@ -120,7 +121,7 @@ class Replica:
         return sum(words in line for line in self.log.read_text().splitlines())
 
     def stop(self) -> None:
-        self.proc.terminate()
+        self.proc.send_signal(signal.SIGINT)  # at once: SIGTERM waits out shutdown_delay
         try:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:

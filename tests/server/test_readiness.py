@@ -111,6 +111,30 @@ def test_ready_names_the_pipelines_that_failed_and_why(broken):
             assert entry["retry_in_seconds"] >= 0
 
 
+def test_ready_for_one_pipeline_says_whether_that_one_can_answer(broken):
+    _wait_warm(broken.url)
+    assert httpx.get(f"{broken.url}/ready").status_code == 503  # "all": one broken, all out
+    r = httpx.get(f"{broken.url}/ready", params={"model": "bm25"})
+    assert r.status_code == 200
+    assert r.json() == {"status": "ready", "model": "bm25", "pipeline": "bm25"}
+    alias = httpx.get(f"{broken.url}/ready", params={"model": "rerank-v3.5"})  # the default's
+    assert alias.status_code == 200 and alias.json()["pipeline"] == "bm25"
+    r = httpx.get(f"{broken.url}/ready", params={"model": "cross"})
+    body = r.json()
+    assert r.status_code == 503 and body["status"] in ("failed", "loading")
+    assert body["pipeline"] == "cross" and "no-such-model" in body["error"]
+    assert "no-such-model" in body["message"] and body["attempts"] >= 1
+    assert abs(int(r.headers["retry-after"]) - body["retry_after_seconds"]) <= 1  # (ceil)
+    assert body["retry_after_seconds"] >= 1
+    r = httpx.get(f"{broken.url}/ready", params={"model": "nope"})
+    assert r.status_code == 404
+    assert "'nope' not found" in r.json()["message"]
+    for served in ("bm25", "cross", "hub", "rerank-v3.5 (bm25)"):
+        assert served in r.json()["message"]
+    metrics = httpx.get(f"{broken.url}/metrics").text
+    assert 'status="404"' not in metrics  # probes are not counted as errors
+
+
 def test_a_failed_pipeline_answers_503_at_once_and_never_starves_the_others(broken):
     _wait_warm(broken.url)
     attempts = len(LOAD_ATTEMPTS)
@@ -141,7 +165,10 @@ def test_a_failed_pipeline_answers_503_at_once_and_never_starves_the_others(brok
     assert len(LOAD_ATTEMPTS) - attempts <= 1  # at most the background retry ran meanwhile
     assert healthy.status_code == 200
     metrics = httpx.get(f"{broken.url}/metrics").text
-    assert "rerankit_in_flight 0.0" in metrics
+    assert 'rerankit_in_flight{model="hub"} 0.0' in metrics  # never held a slot
+    assert 'rerankit_in_flight{model="bm25"} 0.0' in metrics  # held one, and gave it back
+    assert 'rerankit_pipeline_ready{model="bm25"} 1.0' in metrics
+    assert 'rerankit_pipeline_ready{model="hub"} 0.0' in metrics
     assert 'rerankit_pipeline_failures_total{model="hub"}' in metrics
     # errors by pipeline and status; the /ready polls (503 while failed) are not errors
     assert 'rerankit_errors_total{model="hub",status="503"} 32.0' in metrics

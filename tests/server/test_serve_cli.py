@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -65,6 +66,8 @@ def test_flags_override_the_file(tmp_path, monkeypatch):
         "reranker": {"type": "hybrid", "model": "/m", "backend": "onnx"}
     }
     assert s.pipelines["fast"] == {"reranker": "bm25"}  # the file's other pipelines stay
+    s = _settings("-c", str(conf), "--reranker", "bm25")  # added beside them, the default
+    assert set(s.pipelines) == {"fast", "hybrid", "bm25"} and s.default == "bm25"
     monkeypatch.setenv("MY_KEYS", "k1, k2")
     assert _settings("-c", str(conf), "--api-key-env", "MY_KEYS").api_keys == ["k1", "k2"]
 
@@ -184,7 +187,7 @@ def _free_port() -> int:
 
 class Served:
     """``rerankit serve ARGS`` in a process of its own (``python`` is the interpreter of the
-    venv to serve from), stopped with SIGTERM."""
+    venv to serve from), stopped with SIGINT (at once: SIGTERM waits out shutdown_delay)."""
 
     def __init__(self, python: str, args: list[str], env: dict[str, str], cwd: Path) -> None:
         self.port = _free_port()
@@ -217,7 +220,7 @@ class Served:
         return self.log.read_text()[-3000:]
 
     def stop(self) -> None:
-        self.proc.terminate()
+        self.proc.send_signal(signal.SIGINT)
         try:
             self.proc.wait(30)
         except subprocess.TimeoutExpired:
@@ -346,7 +349,8 @@ def test_two_workers_answer_and_share_the_embedding_cache(tmp_path):
         "PYTHONPATH": str(REPO / "src"),
         "RERANKIT_EMBEDDING_CACHE": str(cache),
     }
-    served = Served(sys.executable, ["--reranker", "embedding", "--workers", "2"], env, tmp_path)
+    flags = ["--reranker", "embedding", "--workers", "2", "--shutdown-delay", "0"]
+    served = Served(sys.executable, flags, env, tmp_path)
     try:
         pids: set[int] = set()
         deadline = time.time() + 120

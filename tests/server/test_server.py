@@ -322,7 +322,7 @@ def test_timeout_is_503_and_the_work_past_it_is_cancelled(live_server):
         # of 12 at 0.25 s each: it started (a deadline of 1.2 s leaves room for a slow start
         # on a loaded machine) and stopped at the deadline (at most 4.8 in 1.2 s)
         assert 1 <= len(SCORED.get(query, [])) <= 5
-        assert "rerankit_in_flight 0.0" in httpx.get(f"{server.url}/metrics").text
+        assert 'rerankit_in_flight{model="slow"} 0.0' in httpx.get(f"{server.url}/metrics").text
     finally:
         server.stop()
 
@@ -461,7 +461,7 @@ def _metric(url: str, prefix: str) -> float:
 
 
 def test_no_plain_text_500_and_every_answer_counted_and_timed(live):
-    timed = 'rerankit_request_seconds_count{endpoint="/v1/rerank"}'
+    timed = 'rerankit_request_seconds_count{endpoint="/v1/rerank",model=""}'
     before_400, before_timed = _error_count(live.url, 400), _metric(live.url, timed)
     deep = "[" * 5000 + "]" * 5000
     r = httpx.post(f"{live.url}/v1/rerank", headers=AUTH, content=deep)
@@ -669,7 +669,7 @@ def test_a_graceful_stop_exits_0_and_finishes_the_request_in_flight(tmp_path):
     config.write_text('[server]\ndefault = "bm25"\n[pipelines.bm25]\nreranker = "bm25"\n')
     command = [sys.executable, "-m", "rerankit.cli", "serve", "-c", str(config)]
     proc = subprocess.Popen(
-        [*command, "--port", str(port), "--graceful-timeout", "5"],
+        [*command, "--port", str(port), "--graceful-timeout", "5", "--shutdown-delay", "0"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
@@ -702,7 +702,9 @@ class Slow:
 
 
 register_reranker("slow", lambda: ScorerReranker(Slow()))
-settings = ServerSettings(pipelines={"slow": "slow"}, default="slow", max_concurrency=1)
+settings = ServerSettings(
+    pipelines={"slow": "slow"}, default="slow", max_concurrency=1, shutdown_delay=0
+)  # (no drain period: test_shutdown.py tests it)
 serve(settings, port=int(sys.argv[1]), graceful_seconds=10)
 """
 

@@ -1,6 +1,7 @@
-"""OpenTelemetry tracing of the service: a span per request (with the GenAI rerank
-attributes and rerankit's own) and one per stage and scorer, joined to the caller's trace;
-configured by the standard OTEL_* variables; nothing at all when not set up."""
+"""OpenTelemetry tracing of the service: one trace per request, joined to the caller's: the
+HTTP server span, the rerank span under it (with the GenAI rerank attributes and rerankit's
+own) and one per stage and scorer; probes and scrapes untraced; configured by the standard
+OTEL_* variables; nothing at all when not set up."""
 
 from __future__ import annotations
 
@@ -60,10 +61,14 @@ def test_a_request_span_with_stage_and_scorer_spans_under_it(traced):
     )
     assert r.status_code == 200
     spans = exporter.get_finished_spans()
-    (request,) = [s for s in spans if s.kind == SpanKind.SERVER]
-    assert request.name == "rerank cascade"
-    assert format(request.context.trace_id, "032x") == TRACE_ID  # joined the caller's trace
-    assert format(request.parent.span_id, "016x") == PARENT
+    (http,) = [s for s in spans if s.kind == SpanKind.SERVER]  # one server span: FastAPI's
+    assert http.name == "POST /v2/rerank"
+    assert http.attributes["http.route"] == "/v2/rerank"
+    assert format(http.context.trace_id, "032x") == TRACE_ID  # joined the caller's trace
+    assert format(http.parent.span_id, "016x") == PARENT
+    (request,) = [s for s in spans if s.name == "rerank cascade"]
+    assert request.kind == SpanKind.INTERNAL and request.parent.span_id == http.context.span_id
+    assert not [s for s in spans if s.name.startswith("fastapi.")]  # no operation spans
     a = request.attributes
     assert a["gen_ai.operation.name"] == "rerank"
     assert a["gen_ai.provider.name"] == "rerankit"
@@ -101,11 +106,46 @@ def test_a_refused_request_is_an_error_span(traced):
     exporter.clear()
     r = client.post("/v2/rerank", json={"model": "nope", "query": "q", "documents": ["a"]})
     assert r.status_code == 404
-    (request,) = exporter.get_finished_spans()
+    (request,) = [s for s in exporter.get_finished_spans() if s.name.startswith("rerank ")]
     assert request.status.status_code == StatusCode.ERROR
     assert request.attributes["http.response.status_code"] == 404
     assert request.attributes["error.type"] == "404"
     assert "not found" in request.status.description
+
+
+def test_probes_and_scrapes_are_not_traced(traced):
+    client, exporter = traced
+    exporter.clear()
+    for path in ("/health", "/ready", "/ready?model=bm25", "/metrics"):
+        assert client.get(path).status_code == 200
+    assert exporter.get_finished_spans() == ()
+    assert client.get("/v1/models").status_code == 200  # other requests are
+    assert [s.name for s in exporter.get_finished_spans()] == ["GET /v1/models"]
+
+
+def test_without_an_http_span_the_rerank_span_is_the_server_span():
+    """(An older FastAPI traces nothing itself: rerankit's span joins the caller's trace.)"""
+    import asyncio
+    from types import SimpleNamespace
+
+    from rerankit.server.tracing import traced as traced_call
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    call = SimpleNamespace(model=None, documents=["a", "b"], top_n=None)
+    headers = {"traceparent": f"00-{TRACE_ID}-{PARENT}-01"}
+
+    async def work():
+        return "answer"
+
+    tracer = provider.get_tracer("test")
+    got = asyncio.run(traced_call(tracer, headers, "/rerank", call, "bm25", work, lambda _: {}))
+    assert got == "answer"
+    (span,) = exporter.get_finished_spans()
+    assert span.name == "rerank bm25" and span.kind == SpanKind.SERVER
+    assert format(span.context.trace_id, "032x") == TRACE_ID
+    assert format(span.parent.span_id, "016x") == PARENT
 
 
 def test_an_answer_from_the_cache_is_a_request_span_that_says_so(tmp_path, monkeypatch, wait_ready):
@@ -123,7 +163,8 @@ def test_an_answer_from_the_cache_is_a_request_span_that_says_so(tmp_path, monke
             exporter.clear()
             r = client.post("/v2/rerank", json=ask)
             assert r.headers["x-rerankit-cache"] == source
-            (request,) = [s for s in exporter.get_finished_spans() if s.kind == SpanKind.SERVER]
+            spans = exporter.get_finished_spans()
+            (request,) = [s for s in spans if s.name.startswith("rerank ")]
             a = request.attributes
             assert a["rerankit.cache"] == source and a["http.response.status_code"] == 200
             assert a["rerankit.pipeline"] == "bm25"
@@ -221,5 +262,6 @@ def test_the_standard_variables_send_spans_over_otlp():
             for scope in resource_spans.scope_spans:
                 names.update(s.name for s in scope.spans)
     assert services == {"search-reranker"}
-    assert {"rerank bm25", "scorer bm25"} <= names
+    assert {"POST /v2/rerank", "rerank bm25", "scorer bm25"} <= names
+    assert not any(name.startswith("GET /ready") for name in names)  # the polls above
     assert json.dumps(sorted(names))  # every name is a plain string

@@ -37,6 +37,7 @@ __all__ = [
     "in_language",
     "input_fields",
     "model_kind_name",
+    "non_negative_float",
     "pipeline_name",
     "pipeline_spec",
     "positive_float",
@@ -71,6 +72,17 @@ def positive_float(value: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a positive number, got {value!r}") from None
     if not 0 < x < float("inf"):
         raise argparse.ArgumentTypeError(f"expected a positive number, got {value}")
+    return x
+
+
+def non_negative_float(value: str) -> float:
+    """Seconds, 0 included (``--shutdown-delay 0``: none)."""
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value!r}") from None
+    if not 0 <= x < float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
     return x
 
 

@@ -13,6 +13,7 @@ from .args import (
     add_backend_arguments,
     add_language_argument,
     add_old_spelling,
+    non_negative_float,
     pipeline_name,
     positive_int,
 )
@@ -30,6 +31,9 @@ def serve_settings(args: argparse.Namespace) -> Any:
     pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
     for key in ("backend", "quantize", "api_key_env"):
         if getattr(args, key):
+            server[key] = getattr(args, key)
+    for key in ("shutdown_delay", "graceful_timeout"):  # (0 is a value)
+        if getattr(args, key, None) is not None:
             server[key] = getattr(args, key)
     if args.reranker or args.model or args.language:
         name = pipeline_name(args.reranker or "hybrid")
@@ -51,14 +55,17 @@ def serve_settings(args: argparse.Namespace) -> Any:
 def cmd_serve(args: argparse.Namespace) -> int:
 
     settings = serve_settings(args)
+    level = args.log_level or ("debug" if getattr(args, "verbose", 0) > 1 else "info")
     if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(level.upper())
     serve(
         settings,
         host=args.host,
         port=args.port,
-        graceful_seconds=args.graceful_timeout,
+        graceful_seconds=settings.graceful_timeout,
         workers=args.workers,
+        log_level=level,
     )
     return 0
 
@@ -68,11 +75,14 @@ def add_commands(sub: Any) -> None:
     srv = sub.add_parser(
         "serve",
         help="run the HTTP service (Cohere- and TEI-compatible)",
-        description="Serve rerank endpoints that Cohere's (/v1/rerank, /v2/rerank) and Text "
-        "Embeddings Inference's (/rerank) clients call, with /health, /ready, /metrics and "
-        "/v1/models. Without --settings it serves the built-ins hybrid (the default), bm25 "
-        "and embedding; --reranker X serves X alone, as the default pipeline; --settings "
-        "FILE serves the pipelines the file declares.",
+        description="Serve rerank endpoints that Cohere's (/v1/rerank, /v2/rerank), Text "
+        "Embeddings Inference's and Infinity's (/rerank) clients call, with /health, /ready, "
+        "/metrics and /v1/models. Without --settings it serves the built-ins hybrid (the "
+        "default), bm25 and embedding; --settings FILE serves the pipelines the file "
+        "declares; --reranker X serves X as the default pipeline, alone, or with --settings "
+        "beside the file's pipelines (replacing the one named X). On SIGTERM /ready says "
+        "stopping while requests are still served for --shutdown-delay seconds, then it "
+        "stops; SIGINT stops at once.",
     )
     srv.add_argument(
         "--settings",
@@ -91,7 +101,8 @@ def add_commands(sub: Any) -> None:
         help="serve this reranker as the default pipeline: a registered name (hybrid, bm25, "
         "embedding, cross_encoder or causal_lm with --model, ...; `rerankit rerankers` lists "
         "them), a pipeline file (listed under the name it declares) or a model folder or "
-        "hub id; with --settings it replaces or adds the pipeline of that name",
+        "hub id; alone it is the only pipeline served, with --settings it is added to the "
+        "file's pipelines (replacing the one of that name)",
     )
     srv.add_argument(
         "--model",
@@ -117,10 +128,27 @@ def add_commands(sub: Any) -> None:
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     srv.add_argument("--port", type=int, default=8080, help="port to listen on (8080)")
     srv.add_argument(
-        "--graceful-timeout",
-        type=float,
+        "--shutdown-delay",
+        type=non_negative_float,
         default=None,
-        help="seconds requests in flight may take to finish on shutdown (default: the "
-        "settings file's graceful_timeout, 30)",
+        metavar="SECONDS",
+        help="after SIGTERM, seconds /ready answers 503 stopping while requests are still "
+        "served, so a load balancer stops routing here first (default: the settings file's "
+        "shutdown_delay, 5; SIGINT skips it)",
+    )
+    srv.add_argument(
+        "--graceful-timeout",
+        type=non_negative_float,
+        default=None,
+        metavar="SECONDS",
+        help="then, seconds requests in flight may take to finish (default: the settings "
+        "file's graceful_timeout, 30)",
+    )
+    srv.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        default=None,
+        help="the service's log level, rerankit's and uvicorn's (default info, or debug "
+        "with -vv); each request's access line is info, so warning drops them",
     )
     srv.set_defaults(func=cmd_serve)

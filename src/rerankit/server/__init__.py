@@ -7,6 +7,7 @@ from typing import Any
 
 from .._optional import require
 from .settings import ServerSettings
+from .shutdown import StopOnSignal
 
 __all__ = ["ServerSettings", "create_app", "serve"]
 
@@ -27,17 +28,21 @@ def serve(
     port: int = 8080,
     graceful_seconds: float | None = None,
     workers: int = 1,
+    log_level: str = "info",
 ) -> None:
-    """Run the service with uvicorn until SIGINT or SIGTERM. On the signal the service
-    stops accepting connections, answers queued requests 503 (``/ready`` says
-    ``stopping``), finishes the running ones (up to ``graceful_seconds``, default the
-    settings' ``graceful_timeout``), and a graceful stop returns normally (the process exits
-    0, not 143).
+    """Run the service with uvicorn until SIGINT or SIGTERM. On SIGTERM ``/ready`` answers
+    503 ``stopping`` at once while requests are still served for the settings'
+    ``shutdown_delay`` seconds (so a load balancer stops routing here first); then the
+    service stops accepting connections, answers queued requests 503, finishes the running
+    ones (up to ``graceful_seconds``, default the settings' ``graceful_timeout``), and a
+    graceful stop returns normally (the process exits 0, not 143). SIGINT (Ctrl-C), or a
+    second signal, skips what is left of the delay (see :mod:`rerankit.server.shutdown`).
 
     ``workers=N`` runs N processes on one socket, each with its own models; the SQLite
     caches are shared (LLM judgments under the cache directory, and embeddings when
     ``RERANKIT_EMBEDDING_CACHE`` names a file: a vector one worker computed is read by the
-    others); a worker that dies is replaced."""
+    others); a worker that dies is replaced. ``log_level``: uvicorn's (``debug``,
+    ``info``, ``warning``, ``error``; its access log lines are ``info``)."""
 
     from .connections import uvicorn_config
 
@@ -47,15 +52,27 @@ def serve(
     if workers > 1:
         from .workers import serve_workers
 
-        serve_workers(settings, host=host, port=port, graceful_seconds=grace, workers=workers)
+        serve_workers(
+            settings,
+            host=host,
+            port=port,
+            graceful_seconds=grace,
+            workers=workers,
+            log_level=log_level,
+        )
         return
 
     app = create_app(settings)
 
     class _Server(uvicorn.Server):
+        def __init__(self, config: Any) -> None:
+            super().__init__(config)
+            self.on_signal = StopOnSignal(
+                app.state.service, settings.shutdown_delay, super().handle_exit
+            )
+
         def handle_exit(self, sig: int, frame: Any) -> None:
-            app.state.service.begin_shutdown()
-            super().handle_exit(sig, frame)
+            self.on_signal(sig, frame)
 
         @contextlib.contextmanager
         def capture_signals(self):  # as uvicorn's, without re-raising the signal at the end
@@ -71,6 +88,6 @@ def serve(
                     signal.signal(sig, handler)
 
     config = uvicorn_config(
-        app, settings, host=host, port=port, log_level="info", timeout_graceful_shutdown=grace
+        app, settings, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=grace
     )
     _Server(config).run()

@@ -61,18 +61,18 @@ class Admission:
                 self._check_queue(pipeline)
                 self.waiting += 1
                 self.waiting_by[pipeline] += 1
-                self.metrics.queue.set(self.waiting)
+                self.metrics.queue.labels(pipeline).set(self.waiting_by[pipeline])
                 try:
                     await self._cond.wait_for(lambda: self.can_start(pipeline) or self.draining)
                 finally:
                     self.waiting -= 1
                     self.waiting_by[pipeline] -= 1
-                    self.metrics.queue.set(self.waiting)
+                    self.metrics.queue.labels(pipeline).set(self.waiting_by[pipeline])
                 if self.draining:
                     raise self._stopping()
             self.running += 1
             self.running_by[pipeline] += 1
-            self.metrics.in_flight.set(self.running)
+            self.metrics.in_flight.labels(pipeline).set(self.running_by[pipeline])
 
     def _check_queue(self, pipeline: str) -> None:
         if self.waiting >= self.queue:
@@ -92,6 +92,6 @@ class Admission:
         async with self._cond:
             self.running -= 1
             self.running_by[pipeline] -= 1
-            self.metrics.in_flight.set(self.running)
+            self.metrics.in_flight.labels(pipeline).set(self.running_by[pipeline])
             # every waiter looks again: the one that can run may be of another pipeline
             self._cond.notify_all()

@@ -1,10 +1,11 @@
 """The HTTP service: a thin FastAPI app over rerankit pipelines.
 
 Endpoints: one per wire format in :mod:`rerankit.server.formats` (Cohere ``/v1/rerank`` and
-``/v2/rerank``, TEI ``/rerank``, rerankit's ``/v1/explain``), ``GET /health``, ``GET
-/ready``, ``GET /info``, ``GET /v1/models``, ``GET /metrics`` (Prometheus), the OpenAPI docs
-at ``/docs`` and the playground page at ``/playground``. Errors are JSON ``{"message":
-...}`` with Cohere's status codes. What runs a request (admission, deadlines, warm-up) is
+``/v2/rerank``, TEI's and Infinity's ``/rerank``, rerankit's ``/v1/explain``), ``GET
+/health``, ``GET /ready`` (``?model=NAME``: one pipeline's), ``GET /info``, ``GET
+/v1/models``, ``GET /metrics`` (Prometheus), the OpenAPI docs at ``/docs`` and the
+playground page at ``/playground``. Errors are JSON ``{"message": ...}`` with Cohere's
+status codes. What runs a request (admission, deadlines, warm-up) is
 :mod:`rerankit.server.service`; the metrics are :mod:`rerankit.server.metrics`.
 
 Relevance scores are in [0, 1] and, for pipelines whose scores depend only on the (query,
@@ -37,7 +38,7 @@ from .routes import add_rerank_routes, set_openapi  # noqa: E402
 from .service import Service  # noqa: E402
 from .settings import ServerSettings  # noqa: E402
 from .status import add_status_routes  # noqa: E402
-from .tracing import setup_tracer  # noqa: E402
+from .tracing import fastapi_telemetry, setup_tracer  # noqa: E402
 
 __all__ = ["create_app"]
 
@@ -71,6 +72,7 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
         lifespan=lifespan,
         docs_url=None,  # served by add_pages from local files: FastAPI's own page loads a CDN
         redoc_url=None,
+        **fastapi_telemetry(tracer_provider),  # its HTTP span, rerankit's under it
     )
     middleware.install(app, settings, service.metrics)
     add_rerank_routes(app, service, settings, tracer, feedback)

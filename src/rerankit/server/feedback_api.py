@@ -98,6 +98,11 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
     statuses = (400, 401, 404, 413, 422)
     app.post(
         "/v1/feedback",
+        summary="Record what was clicked in an answer",
+        description="`{id, clicks, dwell_ms}`: the `id` of an answer this service logged, "
+        "the documents clicked (indices into the request's documents, or their ids) and the "
+        "time spent. An unknown id is a 404, a click naming no document of the answer a 422; "
+        "the same feedback sent again is answered alike (`duplicate: true`) and written once.",
         response_model=FeedbackAnswer,
         responses={status: {"model": ErrorBody} for status in statuses},
         openapi_extra={

@@ -27,8 +27,10 @@ __all__ = [
     "invalid_document",
     "parse",
     "read_body",
+    "read_json",
     "render",
     "until_disconnect",
+    "validate",
 ]
 
 #: pydantic's wording for the request models' constraints, said plainly
@@ -100,16 +102,22 @@ async def read_body(request: Any, settings: ServerSettings) -> bytes:
     return b"".join(chunks)
 
 
-async def parse(request: Any, model: type, settings: ServerSettings) -> Any:
+async def read_json(request: Any, settings: ServerSettings) -> Any:
+    """The body as JSON, within its size and time limits (400 when it is not JSON)."""
     # Parsed by hand: some clients (the cohere SDK among them) send JSON without a
     # Content-Type header.
     raw = await read_body(request, settings)
     try:
-        data = json.loads(raw or b"null")
+        return json.loads(raw or b"null")
     except ValueError as exc:
         raise ServiceError(400, f"the body is not JSON: {exc}") from exc
     except RecursionError as exc:  # nesting deeper than the parser goes
         raise ServiceError(400, "the body is nested too deeply") from exc
+
+
+def validate(data: Any, model: type) -> Any:
+    """``data`` as a ``model`` (a pydantic request model), or the 422 saying where it is
+    wrong, in plain words."""
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -118,6 +126,11 @@ async def parse(request: Any, model: type, settings: ServerSettings) -> Any:
         message = PLAIN_MESSAGES.get(first.get("type", ""), first.get("msg"))
         message = str(message).removeprefix("Value error, ")  # a validator's own words
         raise invalid(where, message) from exc
+
+
+async def parse(request: Any, model: type, settings: ServerSettings) -> Any:
+    """The body, read (:func:`read_json`) and validated as a ``model``."""
+    return validate(await read_json(request, settings), model)
 
 
 async def client_gone(request: Any) -> None:

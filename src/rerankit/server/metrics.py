@@ -1,6 +1,8 @@
-"""The service's Prometheus metrics (every answer counted once by status and timed; queue
-and inference time; documents per request; embedding micro-batches; abandoned requests; the
-answer cache, and the cache calls that failed)."""
+"""The service's Prometheus metrics (every answer counted once and timed, by endpoint and
+pipeline; errors by status; queue depth, requests in flight, queue and inference time, and
+readiness, by pipeline; documents per request; embedding micro-batches; abandoned requests;
+the answer cache, and the cache calls that failed). docs/service.md's metrics table lists
+them all, and a test compares it with a live scrape."""
 
 from __future__ import annotations
 
@@ -9,7 +11,12 @@ from typing import Any
 from .._optional import require
 from ..cache import error_counts
 
-__all__ = ["Metrics"]
+__all__ = ["LATENCY_BUCKETS", "Metrics"]
+
+#: seconds: from a cached answer's milliseconds to well past the default 30 s deadline (a
+#: request answered 503 at its deadline lands just above it); the service's own ``timeout``
+#: and twice it are added, whatever they are
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
 
 
 class _CacheErrors:
@@ -33,43 +40,88 @@ class _CacheErrors:
         yield family
 
 
+class _Readiness:
+    """``rerankit_pipeline_ready{model=...}``: 1 for each pipeline that is ready, else 0,
+    read from ``ready()`` (name -> bool) when scraped."""
+
+    def __init__(self, ready: Any) -> None:
+        from prometheus_client.core import GaugeMetricFamily
+
+        self.family, self.ready = GaugeMetricFamily, ready
+
+    def collect(self) -> Any:
+        family = self.family(
+            "rerankit_pipeline_ready",
+            "1 while the pipeline is ready (loaded and warmed up), 0 while it loads or failed",
+            labels=["model"],
+        )
+        for name, ready in sorted(self.ready().items()):
+            family.add_metric([name], 1.0 if ready else 0.0)
+        yield family
+
+
 class Metrics:
-    def __init__(self) -> None:
+    """The service's metrics in a registry of their own. ``timeout``: the request deadline
+    (its latency buckets reach past it); ``pipelines``: their names, so that every
+    per-pipeline gauge starts at 0 for each."""
+
+    def __init__(self, timeout: float = 30.0, pipelines: tuple[str, ...] = ()) -> None:
         prom = require("prometheus_client", "rerankit serve")
         self.registry = prom.CollectorRegistry()
+        self.pipelines = frozenset(pipelines)
+        seconds = sorted({*LATENCY_BUCKETS, float(timeout), 2.0 * timeout})
         self.requests = prom.Counter(
             "rerankit_requests_total",
-            "Rerank requests",
+            "Requests to the rerank endpoints, whatever their answer (invalid ones included), "
+            "by endpoint and pipeline (model is empty when the request named no pipeline "
+            "served, or could not be read)",
             ["endpoint", "model"],
             registry=self.registry,
         )
         self.errors = prom.Counter(
             "rerankit_errors_total",
-            "Failed requests by status and pipeline (model is empty outside rerank requests; "
-            "readiness and liveness probes are not counted)",
+            "Answers with a status of 400 or more, by status and pipeline (model is empty "
+            "outside rerank requests; readiness and liveness probes are not counted)",
             ["status", "model"],
             registry=self.registry,
         )
         self.latency = prom.Histogram(
             "rerankit_request_seconds",
-            "Request latency by endpoint",
-            ["endpoint"],
+            "Time from a request's arrival to its answer, by endpoint (the route; unmatched "
+            "for a path the service does not have) and pipeline (empty outside rerank "
+            "requests)",
+            ["endpoint", "model"],
+            buckets=seconds,
             registry=self.registry,
         )
         self.queue = prom.Gauge(
-            "rerankit_queue_depth", "Requests waiting for a slot", registry=self.registry
+            "rerankit_queue_depth",
+            "Requests waiting for a slot, by pipeline",
+            ["model"],
+            registry=self.registry,
         )
         self.in_flight = prom.Gauge(
-            "rerankit_in_flight", "Requests being reranked", registry=self.registry
+            "rerankit_in_flight",
+            "Requests holding a slot (being reranked), by pipeline",
+            ["model"],
+            registry=self.registry,
         )
         self.documents = prom.Counter(
             "rerankit_documents_scored_total", "Documents scored", registry=self.registry
         )
         self.queue_time = prom.Histogram(
-            "rerankit_queue_seconds", "Time waiting for a slot", registry=self.registry
+            "rerankit_queue_seconds",
+            "Time waiting for a slot, by pipeline",
+            ["model"],
+            buckets=seconds,
+            registry=self.registry,
         )
         self.inference_time = prom.Histogram(
-            "rerankit_inference_seconds", "Time reranking", ["model"], registry=self.registry
+            "rerankit_inference_seconds",
+            "Time reranking (from the slot to the result), by pipeline",
+            ["model"],
+            buckets=seconds,
+            registry=self.registry,
         )
         self.abandoned = prom.Counter(
             "rerankit_abandoned_total",
@@ -133,6 +185,27 @@ class Metrics:
         )
         self.registry.register(_CacheErrors())
         self._prom = prom
+        for name in self.pipelines:  # every pipeline's gauges from the start, at 0
+            self.queue.labels(name).set(0)
+            self.in_flight.labels(name).set(0)
+
+    def watch_readiness(self, ready: Any) -> None:
+        """Export ``rerankit_pipeline_ready`` from ``ready()`` (pipeline name -> bool)."""
+        self.registry.register(_Readiness(ready))
+
+    def answered(
+        self, endpoint: str, model: str, status: int, seconds: float, *, rerank: bool, probe: bool
+    ) -> None:
+        """One answer: timed; counted as a request when it answered one to a rerank endpoint
+        (``rerank``), and as an error by status unless it answered a ``probe`` (``/ready``'s
+        503 is a state, not an error). A ``model`` that names no pipeline served is counted
+        as ``""``: a client sending made-up names must not add series without end."""
+        model = model if model in self.pipelines else ""
+        if rerank:
+            self.requests.labels(endpoint, model).inc()
+        if status >= 400 and not probe:
+            self.errors.labels(str(status), model).inc()
+        self.latency.labels(endpoint, model).observe(seconds)
 
     def encode_batch(self, texts: int, tokens: int) -> None:
         """One micro-batch encoded (called from the batcher's thread)."""

@@ -14,6 +14,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
 
 from ..errors import ServiceError
+from .formats import FORMATS
 from .http import error, invalid
 from .metrics import Metrics
 from .settings import ServerSettings
@@ -22,6 +23,8 @@ __all__ = ["install"]
 
 logger = logging.getLogger(__name__)
 
+#: the rerank endpoints: every POST to one is counted in ``rerankit_requests_total``
+RERANK_PATHS = frozenset(fmt.path for fmt in FORMATS)
 #: paths that need no API key
 OPEN_PATHS = ("/health", "/ready", "/docs", "/openapi.json", "/playground")
 OPEN_PREFIXES = ("/docs/assets/", "/playground/")
@@ -46,7 +49,10 @@ def install(app: Any, settings: ServerSettings, metrics: Metrics) -> None:
         return error(answer.status, answer.message)
 
     app.add_middleware(_Guard, settings=settings)
-    app.add_middleware(_Account, metrics=metrics)  # added last: outermost
+    # added last: outermost. The routes' paths are read at the first answer (the routes
+    # are added after the middleware)
+    paths = lambda: {getattr(r, "path", "") for r in app.routes}  # noqa: E731
+    app.add_middleware(_Account, metrics=metrics, paths=paths)
 
 
 class _Guard:
@@ -91,11 +97,24 @@ class _Guard:
 
 
 class _Account:
-    """Outermost: every answer, a crash's JSON 500 included, is counted once by status and
-    timed, and every 429 and 503 says when to come back."""
+    """Outermost: every answer, a crash's JSON 500 included, is counted once (by endpoint
+    and pipeline, and by status when an error) and timed, and every 429 and 503 says when
+    to come back."""
 
-    def __init__(self, app: Any, metrics: Metrics) -> None:
+    def __init__(self, app: Any, metrics: Metrics, paths: Any) -> None:
         self.app, self.metrics = app, metrics
+        self._paths, self.paths = paths, None
+
+    def endpoint(self, scope: Any) -> str:
+        """The route that answered (its template: ``/playground/{name}``), the path when
+        the answer came before routing (a 401) and it is a route's, else ``unmatched``: a
+        label of few values, whatever paths clients send."""
+        route = scope.get("route")
+        if route is not None and getattr(route, "path", None):
+            return route.path
+        if self.paths is None:
+            self.paths = self._paths()
+        return scope["path"] if scope["path"] in self.paths else "unmatched"
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -121,8 +140,13 @@ class _Account:
             if status:  # the answer had begun: nothing more can be said
                 raise
             await error(500, "internal error")(scope, receive, answer)
-        code, path = status[0] if status else 500, scope["path"]
-        # probes answer a state, not an error: /ready's 503 while loading is not counted
-        if code >= 400 and path not in ("/ready", "/health"):
-            self.metrics.errors.labels(str(code), state.get("model", "")).inc()
-        self.metrics.latency.labels(path).observe(time.perf_counter() - start)
+        endpoint = self.endpoint(scope)
+        self.metrics.answered(
+            endpoint,
+            state.get("model") or "",
+            status[0] if status else 500,
+            time.perf_counter() - start,
+            rerank=scope["method"] == "POST" and endpoint in RERANK_PATHS,
+            # probes answer a state, not an error: /ready's 503 while loading is not counted
+            probe=endpoint in ("/ready", "/health"),
+        )

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import time
-from typing import Any
+from typing import Any, Union
 
 from fastapi import Request
 from fastapi.openapi.utils import get_openapi
@@ -17,7 +17,7 @@ from .answers import Answer, mark, stamp
 from .experiments import Experiments
 from .feedback import FeedbackLog
 from .formats import FORMATS
-from .http import ErrorBody, invalid_document, parse, render, until_disconnect
+from .http import ErrorBody, invalid_document, read_json, render, until_disconnect, validate
 from .service import Service
 from .settings import ServerSettings
 from .tracing import request_attributes, traced
@@ -38,11 +38,18 @@ def add_rerank_routes(
     metrics, answers = service.metrics, service.answers
     experiments = Experiments(service, settings) if feedback is not None else None
 
-    def route(fmt: Any) -> Any:
-        logged = experiments is not None and "id" in getattr(fmt.Response, "model_fields", {})
+    def logs(fmt: Any) -> bool:
+        """Whether answers in ``fmt`` are logged (and may be experiments): those with an
+        ``id`` and a ``meta`` to say how they were ordered (Cohere's, the explanation)."""
+        fields = getattr(fmt.Response, "model_fields", {})
+        return experiments is not None and "id" in fields and "meta" in fields
+
+    def route(formats: list[Any]) -> Any:
+        """``POST`` the path of ``formats``: the first whose ``accepts`` takes the body
+        reads it, else the first of them."""
 
         async def computed(
-            request: Request, body: Any, call: Any, pipeline: Any, plan: str | None
+            request: Request, fmt: Any, body: Any, call: Any, pipeline: Any, plan: str | None
         ) -> Answer:
             """The answer computed for ``call`` (or the experiment ``plan`` names): its body
             and the headers describing it."""
@@ -85,7 +92,10 @@ def add_rerank_routes(
         async def handle(request: Request) -> Any:
             arrival = getattr(request.state, "arrival", None) or time.monotonic()
             request.state.arrival = arrival
-            body = await parse(request, fmt.Request, settings)
+            data = await read_json(request, settings)
+            fmt = next((f for f in formats[1:] if f.accepts(data)), formats[0])
+            logged = logs(fmt)
+            body = validate(data, fmt.Request)
             try:
                 call = fmt.call(body, settings)
             except InvalidDocumentError as exc:  # a validation error, located: 422
@@ -104,7 +114,7 @@ def add_rerank_routes(
                 if plan is None:  # an experiment's answer is drawn anew: never kept
                     key = answers.key(fmt.path, body, pipeline.fingerprint, request.headers)
                 request.state.answer_key = key
-                compute = lambda: computed(request, body, call, pipeline, plan)  # noqa: E731
+                compute = lambda: computed(request, fmt, body, call, pipeline, plan)  # noqa: E731
                 if key is None:
                     return await until_disconnect(request, compute(), metrics), None
                 deadline = arrival + settings.timeout
@@ -136,12 +146,17 @@ def add_rerank_routes(
                 feedback.impression(sent, call.documents, call.query, request.state.model, **shown)
             return Response(body_sent, media_type="application/json", headers=headers)
 
-        schema = fmt.Request.model_json_schema()
+        requests = [f.Request.model_json_schema() for f in formats]
+        schema = requests[0] if len(requests) == 1 else {"anyOf": requests}
+        answers_of = tuple(f.Response for f in formats)
+        answer = answers_of[0] if len(answers_of) == 1 else Union[answers_of]  # noqa: UP007
         statuses = (400, 401, 404, 408, 413, 422, 429, 431, 500)
         errors = {status: {"model": ErrorBody} for status in statuses}
         app.post(
-            fmt.path,
-            response_model=fmt.Response,
+            formats[0].path,
+            summary=formats[0].summary,
+            description=formats[0].description,
+            response_model=answer,
             responses={**errors, 502: {"model": ErrorBody}, 503: {"model": ErrorBody}},
             openapi_extra={
                 "requestBody": {
@@ -151,8 +166,11 @@ def add_rerank_routes(
             },
         )(handle)
 
+    by_path: dict[str, list[Any]] = {}
     for fmt in FORMATS:
-        route(fmt)
+        by_path.setdefault(fmt.path, []).append(fmt)
+    for formats in by_path.values():
+        route(formats)
 
 
 def set_openapi(app: Any, settings: ServerSettings) -> None:

@@ -60,7 +60,7 @@ class Service:
 
     def __init__(self, settings: ServerSettings) -> None:
         self.settings = settings
-        self.metrics = Metrics()
+        self.metrics = Metrics(settings.timeout, tuple(settings.pipelines or ()))
         share = settings.pipeline_share()
         self.admission = Admission(
             settings.max_concurrency, settings.max_queue, self.metrics, share
@@ -87,16 +87,18 @@ class Service:
         for pipeline in self.pipelines.values():
             pipeline.build()  # a mistake in a spec stops the service here
         self.answers = Answers(settings, self.metrics)  # off unless answer_cache
+        self.metrics.watch_readiness(lambda: {n: p.ready for n, p in self.pipelines.items()})
         self.ready = asyncio.Event()  # set once every pipeline's first attempt has ended
+        self.stopping = False  # a stop began: /ready says so (requests may still be served)
         self.warm_up_seconds = 0.0
         self.loop: asyncio.AbstractEventLoop | None = None
         self._releasing: set[asyncio.Future] = set()  # strong references until each ran
         #: each pipeline's tokenizer, found once (by the pipeline object's id)
         self._tokens: dict[int, tuple[Any, Any]] = {}
 
-    def pipeline(self, name: str | None) -> ServedPipeline:
-        """The ready pipeline ``name`` (or the default): 404 when there is none of that
-        name, 503 at once (with ``Retry-After``) while it loads or after it failed."""
+    def named(self, name: str | None) -> ServedPipeline:
+        """The pipeline ``name`` (or an alias, or None: the default) names, ready or not;
+        404 listing the pipelines and aliases when there is none of that name."""
         name = self.settings.resolve(name)
         if name not in self.pipelines:
             available = ", ".join(sorted(self.pipelines))
@@ -105,7 +107,12 @@ class Service:
                     f"{alias} ({target})" for alias, target in sorted(self.settings.aliases.items())
                 )
             raise ServiceError(404, f"model {name!r} not found; available: {available}")
-        pipeline = self.pipelines[name]
+        return self.pipelines[name]
+
+    def pipeline(self, name: str | None) -> ServedPipeline:
+        """The ready pipeline ``name`` (or the default): 404 when there is none of that
+        name, 503 at once (with ``Retry-After``) while it loads or after it failed."""
+        pipeline = self.named(name)
         if not pipeline.ready:
             raise pipeline.unavailable()
         return pipeline
@@ -181,8 +188,8 @@ class Service:
         pipeline's first load attempt has ended, then 503 ``failed`` (naming them with their
         errors) while any is not ready, 200 once all are. ``ready_when="any"``: 200 as soon
         as one pipeline is ready (naming those that failed or still load). 503 while
-        stopping."""
-        if self.admission.draining:
+        stopping (the drain period after SIGTERM included)."""
+        if self.stopping or self.admission.draining:
             return 503, {"status": "stopping"}
         pipelines = self.pipelines.values()
         ok = [p.name for p in pipelines if p.ready]
@@ -202,9 +209,15 @@ class Service:
             return 503, {"status": "loading", "pipelines": states}
         return 503, {"status": "failed", "failed": failed, "pipelines": states}
 
+    def stop_being_ready(self) -> None:
+        """``/ready`` answers 503 ``stopping`` from now on; requests are still served (the
+        drain period after SIGTERM: see :mod:`.shutdown`)."""
+        self.stopping = True
+
     def begin_shutdown(self) -> None:
         """From any thread (a signal handler): stop being ready, and answer every queued
         and new request 503 while the running ones finish."""
+        self.stopping = True
         loop = self.loop
         if loop is None or loop.is_closed():
             return
@@ -270,7 +283,8 @@ class Service:
 
     def check(self, endpoint: str, call: Call) -> ServedPipeline:
         """The ready pipeline ``call`` names, once the call is found valid (else a 400, 404
-        or 503) and counted."""
+        or 503); its documents are counted. (Every request is counted as it is answered,
+        by :mod:`.middleware`, valid or not.)"""
         settings = self.settings
         pipeline = self.pipeline(call.model)
         if not call.query.strip():
@@ -287,7 +301,6 @@ class Service:
             check_top_k(call.top_n, "top_n")
         except ValueError as exc:
             raise ServiceError(400, str(exc)) from exc
-        self.metrics.requests.labels(endpoint, pipeline.name).inc()
         self.metrics.batch_documents.observe(len(call.documents))
         return pipeline
 
@@ -374,7 +387,7 @@ class Service:
         # dropped (the request's ``abandoned`` is set). The slot is released when the task
         # ends.
         started = time.monotonic()
-        self.metrics.queue_time.observe(started - queued)
+        self.metrics.queue_time.labels(name).observe(started - queued)
         # relative scores are min-max normalised over every document of the request, so
         # top_n only cuts the answer: such a pipeline ranks them all first
         relative = pipeline.reranker.score_scale == "relative"

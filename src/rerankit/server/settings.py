@@ -23,6 +23,8 @@ batch_max_wait_ms = 5.0
 batch_pairs = "off"            # cross-encoder pairs of concurrent requests scored together:
                                # "on", "auto" (models on a GPU) or "off" (needs batching = true)
 batch_max_pairs = 1024         # pairs per cross-encoder batch (a request's are never split)
+shutdown_delay = 5.0           # seconds after SIGTERM that /ready says "stopping" while requests
+                               # are still served (a balancer stops routing here), then:
 graceful_timeout = 30.0         # seconds requests in flight may take to finish on shutdown
 body_timeout = 15.0            # seconds to receive a request body (then 408)
 header_timeout = 10.0          # seconds to receive a request's headers (then the connection closes)
@@ -183,6 +185,7 @@ class ServerSettings:
     batch_max_wait_ms: float = 5.0
     batch_pairs: str = "off"
     batch_max_pairs: int = 1024
+    shutdown_delay: float = 5.0
     graceful_timeout: float = 30.0
     body_timeout: float = 15.0
     header_timeout: float = 10.0
@@ -259,6 +262,8 @@ class ServerSettings:
             )
         if self.max_queue < 0 or self.timeout <= 0:
             raise ValueError("max_queue must be >= 0 and timeout > 0")
+        if self.shutdown_delay < 0 or self.graceful_timeout < 0:
+            raise ValueError("shutdown_delay and graceful_timeout must be >= 0 (seconds)")
         if min(self.body_timeout, self.header_timeout, self.keep_alive_seconds) <= 0:
             raise ValueError("body_timeout, header_timeout and keep_alive_seconds must be > 0")
         if self.aliases is None:  # the names Cohere's clients send, for the default pipeline

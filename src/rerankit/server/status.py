@@ -20,29 +20,59 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
     """``/health``, ``/ready``, ``/v1/models``, ``/info`` and ``/metrics``."""
     metrics = service.metrics
 
-    @app.get("/health")
+    @app.get("/health", summary="Liveness: the process answers")
     async def health() -> Any:
-        """Liveness: the process answers."""
+        """200 while the process answers, whatever its pipelines do (a liveness probe:
+        restarting the process would not help a pipeline that failed to load), with the
+        pipelines served and the default one. Needs no key."""
         return {"status": "ok", "models": sorted(settings.pipelines), "default": settings.default}
 
-    @app.get("/ready")
-    async def ready() -> Any:
-        """Readiness: 503 until every pipeline has loaded and run a warm-up batch, and while
-        any pipeline has failed (naming them and their errors; ``ready_when = "any"``: 200
-        as soon as one pipeline is ready); 503 while stopping, and, with ``[cache] required =
-        true``, while the shared cache cannot be reached."""
-        status, body = service.readiness()
+    @app.get(
+        "/ready",
+        summary="Readiness: of the service, or of one pipeline",
+        responses={404: {"model": ErrorBody}, 503: {"description": "not ready, and why"}},
+    )
+    async def ready(model: str | None = None) -> Any:
+        """Readiness. Without `model`: 503 until every pipeline has loaded and run a warm-up
+        batch, and while any pipeline has failed (naming them and their errors; with
+        `ready_when = "any"`, 200 as soon as one pipeline is ready). With `?model=NAME` (a
+        pipeline or an alias): 200 when that pipeline is ready, else 503 saying where it
+        stands (`loading` or `failed`, its error and when to retry); 404 listing the
+        pipelines and aliases for a name the service does not serve. 503 `stopping` once a
+        stop began (during the drain period after SIGTERM too), and, with `[cache] required
+        = true`, 503 while the shared cache cannot be reached. Needs no key."""
+        headers = None
+        if model is None:
+            status, body = service.readiness()
+        else:
+            status, body, headers = _pipeline_readiness(model)
         if status == 200:  # [cache] required = true: not ready while its server is down
             problem = await service.answers.unreachable()
             if problem is not None:
                 status, body = 503, {"status": "failed", "failed": {"cache": problem}}
-        return SafeJSONResponse(body, status_code=status)
+        return SafeJSONResponse(body, status_code=status, headers=headers)
+
+    def _pipeline_readiness(model: str) -> tuple[int, dict[str, Any], dict[str, str] | None]:
+        pipeline = service.named(model)  # 404 for a name not served
+        named = {"model": model, "pipeline": pipeline.name}
+        if service.stopping or service.admission.draining:
+            return 503, {"status": "stopping", **named}, None
+        if pipeline.ready:
+            return 200, {"status": "ready", **named}, None
+        state = service.describe_state(pipeline.name)  # loading (maybe again) or failed
+        why = pipeline.unavailable()  # what its requests are told now, and Retry-After
+        status = state.pop("state")
+        return 503, {"status": status, **named, "message": why.message, **state}, why.headers
 
     # endpoints behind the API keys say so in the schema (401), as the rerank routes do
     protected = {401: {"model": ErrorBody}} if settings.api_keys else {}
 
-    @app.get("/v1/models", responses=protected)
+    @app.get("/v1/models", responses=protected, summary="The names a request's model can take")
     async def models() -> Any:
+        """Every pipeline and alias a request's `model` may name, with the endpoints that
+        serve it, whether it is the default, what its scores mean (`scores`: the scale of
+        `relevance_score`; `raw_scores`: the pipeline's own) and, for an alias, the pipeline
+        it names (`alias_of`). Scores are null until the pipeline has loaded."""
         return {
             "models": [
                 {
@@ -65,9 +95,12 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
             ]
         }
 
-    @app.get("/info", responses=protected)
+    @app.get("/info", responses=protected, summary="What this service runs, and where it stands")
     async def info() -> Any:
-        """What this service runs: version, pipelines (and whether each is loaded), limits."""
+        """The version; each pipeline's spec, state (`ready`, `loading`, `failed`, with
+        its error, attempts and when it is retried) and what its scores mean; the limits
+        (per pipeline too), micro-batching, the answer cache, whether the service is ready
+        and which process answered (`rerankit serve --workers`)."""
         return {
             "version": __version__,
             "default": settings.default,
@@ -106,6 +139,9 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
 
     @app.get(
         "/metrics",
+        summary="Prometheus metrics",
+        description="Every metric in Prometheus' text format (the HTTP service page lists "
+        "them with their labels). Needs no key unless `metrics_public = false`.",
         response_class=Response,
         responses={
             200: {"content": {"text/plain": {}}, "description": "Prometheus metrics"},

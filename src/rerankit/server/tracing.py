@@ -10,8 +10,14 @@ adds attributes and ``OTEL_SDK_DISABLED=true`` turns it off. A tracer provider t
 already set (``opentelemetry-instrument``, your own code) is used as it is. Without the extra,
 or with nothing configured, no tracer exists and nothing is done per request.
 
-A request's span (kind SERVER, joined to the caller's trace through a ``traceparent``
-header) carries the attributes proposed for GenAI rerank operations
+Each request is one trace, joined to the caller's through a ``traceparent`` header: FastAPI
+(from 0.16x, which traces requests itself once a tracer provider is set up) makes the HTTP
+span, kind SERVER, named ``POST /v2/rerank``; rerankit's ``rerank <pipeline>`` span is its
+child (kind INTERNAL), with the stages and scorers under it. Where no HTTP span is current
+(an older FastAPI), rerankit's span is the SERVER span, joined to the caller's trace
+itself. Probes and scrapes (``/health``, ``/ready``, ``/metrics``) are not traced, and
+FastAPI's operation spans (dependency resolution, the endpoint call) are off: rerankit's
+own say more. The rerank span carries the attributes proposed for GenAI rerank operations
 (``gen_ai.operation.name = "rerank"``, ``gen_ai.provider.name``, ``gen_ai.request.model``,
 ``gen_ai.rerank.candidate.count``, ``gen_ai.rerank.top_n``, ``gen_ai.usage.input_tokens``)
 and rerankit's own (``rerankit.pipeline``, ``rerankit.score_scale``, ``rerankit.degraded``,
@@ -22,6 +28,7 @@ and rerankit's own (``rerankit.pipeline``, ``rerankit.score_scale``, ``rerankit.
 from __future__ import annotations
 
 import importlib.util
+import inspect
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -32,11 +39,30 @@ from .._optional import install_hint
 from ..errors import ServiceError
 from ..spans import TRACER
 
-__all__ = ["request_attributes", "setup_tracer", "traced"]
+__all__ = ["UNTRACED", "fastapi_telemetry", "request_attributes", "setup_tracer", "traced"]
 
 logger = logging.getLogger(__name__)
 
 _ENDPOINTS = ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+#: paths not traced: probes and scrapes, which come every few seconds and say nothing
+UNTRACED = frozenset({"/health", "/ready", "/metrics"})
+
+
+def fastapi_telemetry(provider: Any = None) -> dict[str, Any]:
+    """The keyword arguments that set up FastAPI's own telemetry for the service (none for
+    a FastAPI without it): probes and scrapes untraced, no operation spans, and the tracer
+    provider the service was given (else the process's)."""
+    import fastapi
+
+    if "telemetry" not in inspect.signature(fastapi.FastAPI.__init__).parameters:
+        return {}
+    config: dict[str, Any] = {
+        "exclude": lambda scope: scope.get("path") in UNTRACED,
+        "operation_spans": False,
+    }
+    if provider is not None:
+        config["tracer_provider"] = provider
+    return {"telemetry": config}
 
 
 def setup_tracer(provider: Any = None) -> Any | None:
@@ -131,11 +157,19 @@ async def traced(
     answered: Callable[[Any], dict[str, Any]] | None = None,
 ) -> Any:
     """``await work()`` inside a request span (and with :data:`rerankit.spans.TRACER` set,
-    so the pipeline's stages and scorers get spans of their own under it). Once it returns,
-    the span takes ``answered(what it returned)`` as attributes, by default
-    :func:`request_attributes` of it as the request's result."""
+    so the pipeline's stages and scorers get spans of their own under it): a child of the
+    HTTP server span when one is current (FastAPI's), else the SERVER span itself, joined to
+    the trace ``headers`` name. Once it returns, the span takes ``answered(what it
+    returned)`` as attributes, by default :func:`request_attributes` of it as the request's
+    result."""
+    from opentelemetry import trace
     from opentelemetry.propagate import extract
     from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    if trace.get_current_span().get_span_context().is_valid:  # the HTTP span: under it
+        parent, kind = None, SpanKind.INTERNAL
+    else:
+        parent, kind = extract(dict(headers)), SpanKind.SERVER
 
     attributes = {
         **request_attributes(call, pipeline, None),
@@ -143,10 +177,7 @@ async def traced(
         "http.route": route,
     }
     with tracer.start_as_current_span(
-        f"rerank {pipeline}",
-        context=extract(dict(headers)),
-        kind=SpanKind.SERVER,
-        attributes=attributes,
+        f"rerank {pipeline}", context=parent, kind=kind, attributes=attributes
     ) as span:
         token = TRACER.set(tracer)
         try:

@@ -15,6 +15,7 @@ import threading
 from typing import Any
 
 from .settings import ServerSettings
+from .shutdown import StopOnSignal
 
 __all__ = ["app_from_environment", "serve_workers"]
 
@@ -30,29 +31,38 @@ def app_from_environment() -> Any:
 
     settings = ServerSettings.from_mapping(json.loads(os.environ[SETTINGS_ENV]))
     app = create_app(settings)
-    _stop_gracefully_on_signal(app.state.service)
+    _stop_gracefully_on_signal(app.state.service, settings.shutdown_delay)
     return app
 
 
-def _stop_gracefully_on_signal(service: Any) -> None:
-    """Chain ``service.begin_shutdown`` before uvicorn's own handler of SIGINT/SIGTERM
-    (installed by the time uvicorn loads the app), so queued requests get 503 and /ready
-    says stopping in a worker too."""
+def _stop_gracefully_on_signal(service: Any, delay: float) -> None:
+    """Put rerankit's stop (:class:`.shutdown.StopOnSignal`: the drain period on SIGTERM,
+    then queued requests get 503) before uvicorn's own handler of SIGINT/SIGTERM (installed
+    by the time uvicorn loads the app), in a worker as in a single process. The supervisor
+    passes a stop on to its workers as SIGTERM, so each waits out the delay unless a
+    SIGINT reaches it too (Ctrl-C in a terminal reaches every process of the group)."""
     if threading.current_thread() is not threading.main_thread():
         return
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        previous = signal.getsignal(sig)
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
 
-        def handler(signum: int, frame: Any, previous: Any = previous) -> None:
-            service.begin_shutdown()
-            if callable(previous):
-                previous(signum, frame)
+    def stop(signum: int, frame: Any) -> None:
+        handler = previous[signum]
+        if callable(handler):
+            handler(signum, frame)
 
-        signal.signal(sig, handler)
+    on_signal = StopOnSignal(service, delay, stop)
+    for sig in previous:
+        signal.signal(sig, on_signal)
 
 
 def serve_workers(
-    settings: ServerSettings, *, host: str, port: int, graceful_seconds: float, workers: int
+    settings: ServerSettings,
+    *,
+    host: str,
+    port: int,
+    graceful_seconds: float,
+    workers: int,
+    log_level: str = "info",
 ) -> None:
     """Serve ``settings`` from ``workers`` processes until SIGINT or SIGTERM."""
     from uvicorn.supervisors import Multiprocess
@@ -67,7 +77,7 @@ def serve_workers(
         workers=workers,
         host=host,
         port=port,
-        log_level="info",
+        log_level=log_level,
         timeout_graceful_shutdown=graceful_seconds,
     )
     logger.info("rerankit service: %d worker processes on %s:%d", workers, host, port)

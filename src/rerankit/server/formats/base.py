@@ -88,11 +88,15 @@ class Call:
 
 
 class WireFormat(Protocol):
-    """A wire format: its ``path``, its pydantic ``Request`` model, how a request becomes a
-    :class:`Call` and how a result becomes the response body."""
+    """A wire format: its ``path``, the ``summary`` and ``description`` of its operation in
+    the OpenAPI document, its pydantic ``Request`` and ``Response`` models, how a request
+    becomes a :class:`Call` and how a result becomes the response body."""
 
     path: str
+    summary: str
+    description: str
     Request: type
+    Response: Any
 
     def call(self, body: Any, settings: ServerSettings) -> Call: ...
 

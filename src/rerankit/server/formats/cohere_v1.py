@@ -26,6 +26,14 @@ from .base import NOT_BLANK, Call, PositiveWholeNumber, meta, relevance_scores
 Response = base.RankedResponse
 
 path = "/v1/rerank"
+summary = "Rerank, in Cohere's v1 shape"
+description = (
+    "Cohere's v1 rerank (`cohere.Client`): documents as strings or objects, `rank_fields` "
+    "to say which fields are ranked, `top_n`, `return_documents`, `max_chunks_per_doc`; "
+    "`model` names a pipeline or an alias (none: the default pipeline). The answer lists "
+    "the documents best first, each with its `index` in the request and a `relevance_score` "
+    "in [0, 1]; `meta.rerankit` says what the scores mean."
+)
 
 
 class Request(BaseModel):

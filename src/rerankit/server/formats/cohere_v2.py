@@ -18,6 +18,14 @@ from .base import NOT_BLANK, Call, PositiveWholeNumber, meta, relevance_scores
 Response = base.RankedResponse
 
 path = "/v2/rerank"
+summary = "Rerank, in Cohere's v2 shape"
+description = (
+    "Cohere's v2 rerank (`cohere.ClientV2`): string documents, `top_n`, "
+    "`max_tokens_per_doc` (counted with the pipeline's own tokenizer), `return_documents`; "
+    "`model` names a pipeline or an alias (none: the default pipeline). The answer lists "
+    "the documents best first, each with its `index` in the request and a `relevance_score` "
+    "in [0, 1]; `meta.rerankit` says what the scores mean."
+)
 
 
 class Request(BaseModel):

@@ -18,6 +18,15 @@ from ..settings import ServerSettings
 from .base import NOT_BLANK, Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
 
 path = "/v1/explain"
+summary = "Rerank, explaining every score"
+description = (
+    "rerankit's own: a rerank (`model`, `query`, `documents` as strings or objects with "
+    "`text`, `id`, `first_stage_score`, `top_n`) whose answer explains each document "
+    "returned: `score` (the pipeline's own score) beside `relevance_score` (in [0, 1], as "
+    "the rerank endpoints answer it), and per strategy its `raw` score, `normalized` value, "
+    "`weight` and `contribution`, with flags, warnings, timings and LLM usage. What the "
+    "playground draws."
+)
 
 
 class Request(BaseModel):

@@ -14,6 +14,16 @@ from ..settings import ServerSettings
 from .base import NOT_BLANK, Call, check_query, clip, relevance_scores
 
 path = "/rerank"
+summary = "Rerank, in Text Embeddings Inference's or Infinity's shape"
+description = (
+    "Text Embeddings Inference's rerank (`texts`), answered as TEI answers: a list of "
+    "`{index, score}` best first (`return_text` adds the text; `raw_scores: true` gives the "
+    "pipeline's own scores; `truncate: true` cuts each text to the model's input). TEI's "
+    "request names no model: the default pipeline answers it, and a `model` field is ignored, "
+    "as TEI ignores it. A body with `documents` and no `texts` is Infinity's instead: "
+    "`model` names the pipeline, and the answer is Infinity's (`results` of "
+    "`relevance_score` and `index`, `model`, `usage`)."
+)
 
 
 class Request(BaseModel):

@@ -1,0 +1,174 @@
+"""How a live ``rerankit serve`` process stops: after SIGTERM it keeps serving for
+``shutdown_delay`` seconds while ``/ready`` answers 503 ``stopping`` (a load balancer takes
+it out first), then stops listening and exits 0; SIGINT, or a second signal, skips the
+delay. The drain that follows (queued requests 503, running ones finish) is
+tests/server/test_server.py's."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+httpx = pytest.importorskip("httpx", reason="needs the 'server' extra")
+pytest.importorskip("fastapi", reason="needs the 'server' extra")
+
+REPO = Path(__file__).resolve().parents[2]
+ASK = {"query": "solar power", "documents": ["solar panels", "wind at sea"]}
+SETTINGS = '[server]\ndefault = "bm25"\n[pipelines.bm25]\nreranker = "bm25"\n'
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start(tmp_path: Path, *flags: str) -> tuple[subprocess.Popen, str]:
+    """``rerankit serve`` of one bm25 pipeline in a process of its own, once /ready is 200."""
+    settings = tmp_path / "service.toml"
+    settings.write_text(SETTINGS)
+    port = _free_port()
+    log = (tmp_path / f"serve-{port}.log").open("w")
+    command = [sys.executable, "-m", "rerankit", "serve", "--settings", str(settings)]
+    proc = subprocess.Popen(
+        [*command, "--port", str(port), *flags],
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, (tmp_path / f"serve-{port}.log").read_text()
+        try:
+            if httpx.get(f"{url}/ready", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise TimeoutError(f"rerankit serve was not ready within 60 s on {url}")
+
+
+def _ask(url: str) -> tuple[int | str, dict]:
+    """A new connection each time (as a balancer's new request would open): the status
+    and body of /ready, a rerank and /health, or what went wrong."""
+    headers = {"Connection": "close"}
+    try:
+        ready = httpx.get(f"{url}/ready", headers=headers, timeout=5)
+        one = httpx.get(f"{url}/ready", params={"model": "bm25"}, headers=headers, timeout=5)
+        rerank = httpx.post(f"{url}/v2/rerank", json=ASK, headers=headers, timeout=5)
+        health = httpx.get(f"{url}/health", headers=headers, timeout=5)
+    except httpx.ConnectError:
+        return "refused", {}
+    return ready.status_code, {
+        "ready": ready.json(),
+        "bm25": (one.status_code, one.json()["status"]),
+        "rerank": rerank.status_code,
+        "health": health.status_code,
+    }
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_after_sigterm_it_serves_for_the_delay_saying_stopping_then_exits_0(tmp_path, workers):
+    delay = 2.0
+    flags = ["--shutdown-delay", str(delay), "--graceful-timeout", "5"]
+    proc, url = _start(tmp_path, *flags, "--workers", str(workers))
+    try:
+        if workers > 1:
+            time.sleep(1.0)  # (the second worker may answer /ready a moment after the first)
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGTERM)  # to the supervisor with workers: it passes it on
+        # (a supervisor looks at its signals every 0.5 s: its workers hear of it by then)
+        first = _ask(url)
+        while first[0] == 200 and time.monotonic() < sent + 1.0:
+            first = _ask(url)
+        during = [first]
+        while time.monotonic() < sent + 0.6 * delay:  # well inside the delay
+            during.append(_ask(url))
+            time.sleep(0.05)
+        code = proc.wait(timeout=30)
+        stopped = time.monotonic() - sent
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 0
+    assert len(during) >= 3
+    for status, body in during:  # every new connection answered, and told the truth
+        assert status == 503, (status, body)
+        assert body == {
+            "ready": {"status": "stopping"},
+            "bm25": (503, "stopping"),  # one pipeline's readiness too
+            "rerank": 200,
+            "health": 200,
+        }
+    assert stopped >= delay  # it served on for the whole delay before it stopped
+    assert _ask(url)[0] == "refused"
+
+
+@pytest.mark.parametrize(
+    "signals",
+    [[signal.SIGINT], [signal.SIGTERM, signal.SIGINT], [signal.SIGTERM, signal.SIGTERM]],
+    ids=["sigint", "sigterm-then-sigint", "sigterm-twice"],
+)
+def test_sigint_or_a_second_signal_does_not_wait_out_the_delay(tmp_path, signals):
+    delay = 120.0  # far longer than the process may take to stop here
+    proc, url = _start(tmp_path, "--shutdown-delay", str(delay))
+    try:
+        for n, sig in enumerate(signals):
+            if n:  # in the delay: /ready says stopping, requests are served
+                status, body = _ask(url)
+                assert status == 503 and body["ready"] == {"status": "stopping"}
+                assert body["rerank"] == 200
+            proc.send_signal(sig)
+        sent = time.monotonic()
+        code = proc.wait(timeout=60)
+        assert time.monotonic() - sent < delay / 2
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert code == 0
+
+
+def test_the_delay_is_a_setting_and_a_flag(tmp_path):
+    from rerankit.cli import build_parser, serve_settings
+    from rerankit.server import ServerSettings
+
+    assert ServerSettings().shutdown_delay == 5.0
+    path = tmp_path / "service.toml"
+    path.write_text("[server]\nshutdown_delay = 12\ngraceful_timeout = 20\n")
+    parse = build_parser().parse_args
+    read = serve_settings(parse(["serve", "--settings", str(path)]))
+    assert (read.shutdown_delay, read.graceful_timeout) == (12, 20)
+    flags = ["serve", "--settings", str(path), "--shutdown-delay", "0", "--graceful-timeout", "3"]
+    read = serve_settings(parse(flags))
+    assert (read.shutdown_delay, read.graceful_timeout) == (0, 3)
+    with pytest.raises(ValueError, match="shutdown_delay"):
+        ServerSettings(shutdown_delay=-1)
+    with pytest.raises(SystemExit):
+        parse(["serve", "--shutdown-delay", "-1"])
+
+
+@pytest.mark.parametrize("level", ["info", "warning"])
+def test_the_log_level_flag_sets_rerankits_and_uvicorns(tmp_path, level):
+    proc, url = _start(tmp_path, "--log-level", level)
+    try:
+        assert httpx.post(f"{url}/v2/rerank", json=ASK).status_code == 200
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=60) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    (log,) = tmp_path.glob("serve-*.log")
+    text = log.read_text()
+    access = '"POST /v2/rerank HTTP/1.1" 200' in text
+    ready = "rerankit service ready" in text  # rerankit's own INFO line
+    assert (access, ready) == ((True, True) if level == "info" else (False, False)), text
+    assert "no API keys configured" in text  # a warning passes either way
