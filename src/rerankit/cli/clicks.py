@@ -6,6 +6,7 @@ interleave-report LOG`` (:func:`rerankit.training.clicks.interleaving_report`)."
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from typing import Any
 
