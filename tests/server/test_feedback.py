@@ -4,6 +4,7 @@ logged answer may be (interleaving, exploration), through the real app."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -347,16 +348,45 @@ def test_the_answer_index_remembers_the_most_recent_answers_only(tmp_path):
     assert index.find("old4") is not None  # read from the log: its last 3 answers
     assert list(index.answers) == ["old2", "old3", "old4"] and index.find("old0") is None
     assert index.remember("old2", ((0,), None))
-    for n in range(2):  # answered by this process (its records not yet written)
-        index.add(f"new{n}", answer_of(["a", "b"]))
+    for n in range(2):  # answered by this process, and logged as the service does
+        now = time.time()
+        index.add(f"new{n}", answer_of(["a", "b"]), when=now)
+        log.log_impression(f"new{n}", "q", docs, [0, 1], time=now)
     assert list(index.answers) == ["old4", "new0", "new1"]
     assert "old2" not in index.seen  # its feedback is forgotten with it
     log.log_impression("after", "q", docs, [0, 1])  # another worker's answer
-    assert index.find("after") is not None and len(index.answers) == 3
+    # reading what the log gained finds it, and never brings back what was forgotten
+    assert index.find("after") is not None and index.find("old3") is None
     assert list(index.answers) == ["new0", "new1", "after"]
     assert FeedbackSettings(path="x", max_answers=5).max_answers == 5
     with pytest.raises(ValueError, match="max_answers must be >= 1"):
         FeedbackSettings(path="x", max_answers=0)
+
+
+@pytest.mark.parametrize("max_bytes", [0, 600])  # never rotating, and rotating often
+def test_the_answer_index_keeps_the_most_recent_answers_given(tmp_path, max_bytes):
+    """A process answering and logging past max_answers, reading the log on a miss now and
+    then (the log rotating under it or not): the answers it keeps are always the last ones
+    given, whatever is read back."""
+    from rerankit.server.feedback import AnswerIndex, answer_of
+    from rerankit.training.clicks import ClickLog
+
+    log = ClickLog(tmp_path / "c.jsonl", store="id", max_bytes=max_bytes, backups=2)
+    index = AnswerIndex(tmp_path / "c.jsonl", limit=5)
+    docs = [{"id": "a"}, {"id": "b"}]
+    given = []
+    for n in range(40):  # logged as the service logs: under the time the index has
+        rid = f"r{n}"
+        index.add(rid, answer_of(["a", "b"]), when=1000.0 + n)
+        log.log_impression(rid, "q", docs, [0, 1], time=1000.0 + n)
+        given.append(rid)
+        if n % 7 == 6:  # a miss now and then makes the index read the log
+            assert index.find(f"unknown{n}") is None
+        assert list(index.answers) == given[-5:]
+    assert [index.find(rid) is not None for rid in given[-8:]] == [False] * 3 + [True] * 5
+    assert (tmp_path / "c.jsonl.2").is_file() == (max_bytes > 0)  # rotated under it
+    restarted = AnswerIndex(tmp_path / "c.jsonl", limit=5)
+    assert restarted.find(given[-1]) is not None and list(restarted.answers) == given[-5:]
 
 
 def test_an_answer_from_the_answer_cache_is_logged_under_its_own_id(tmp_path, monkeypatch):

@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -145,25 +146,34 @@ class AnswerIndex:
     """The answers feedback may name, and the feedback already recorded (so a repeat is
     answered without writing it again): those this process logged, and those the log
     holds, read on the first miss and then only as far as it grew; at most ``limit``, the
-    most recent (older ones are forgotten with their feedback: naming one is a 404)."""
+    most recent by time (older ones are forgotten with their feedback: naming one is a
+    404, and reading the log again never brings them back)."""
 
     def __init__(self, path: str | Path, limit: int = 100_000) -> None:
         self.path = Path(path)
         self.limit = limit
         self.answers: OrderedDict[str, Answer] = OrderedDict()  # oldest first
         self.seen: dict[str, set[Any]] = {}
+        self._times: dict[str, float] = {}
+        self._cutoff = float("-inf")  # the time of the newest answer forgotten
         self._lock = threading.Lock()
         self._file: tuple[int, int] | None = None  # (inode, bytes read) of the current file
 
-    def add(self, rid: str, answer: Answer) -> None:
+    def add(self, rid: str, answer: Answer, when: float | None = None) -> None:
+        """Remember ``answer`` (given at ``when``, default now) as the most recent."""
         with self._lock:
-            self.answers[rid] = answer
-            self.answers.move_to_end(rid)
+            self._put(rid, answer, time.time() if when is None else when)
             self._trim()
+
+    def _put(self, rid: str, answer: Answer, when: float) -> None:
+        if when > self._cutoff and rid not in self.answers:
+            self.answers[rid] = answer
+            self._times[rid] = when
 
     def _trim(self) -> None:
         while len(self.answers) > self.limit:
             rid, _ = self.answers.popitem(last=False)
+            self._cutoff = max(self._cutoff, self._times.pop(rid))
             self.seen.pop(rid, None)
 
     def find(self, rid: str) -> Answer | None:
@@ -190,20 +200,25 @@ class AnswerIndex:
         except OSError:
             stat = None
         if stat is not None and self._file is not None and self._file[0] == stat.st_ino:
-            if stat.st_size > self._file[1]:
+            if stat.st_size > self._file[1]:  # what was appended since: the newest answers
                 self._file = (stat.st_ino, self._file[1] + self._read(self.path, self._file[1]))
                 self._trim()
             return
-        # first read, or the log rotated: all of it, oldest first, then the answers this
-        # process knows that the log does not hold (still queued, or rotated away) after it
-        known, self.answers = self.answers, OrderedDict()
+        # first read, or the log rotated: all of it with the answers this process knows
+        # (some still queued), in order of time, keeping the most recent
+        known = [(self._times[rid], rid, answer) for rid, answer in self.answers.items()]
+        self.answers, self._times = OrderedDict(), {}
         for path in log_files(self.path):
             read = self._read(path, 0)
             if path == self.path and stat is not None:
                 self._file = (stat.st_ino, read)
-        for rid, answer in known.items():
-            self.answers.setdefault(rid, answer)
+        for when, rid, answer in known:
+            self._put(rid, answer, when)
+        order = sorted(self.answers, key=self._times.__getitem__)
+        self.answers = OrderedDict((rid, self.answers[rid]) for rid in order)
         self._trim()
+        for rid in [rid for rid in self.seen if rid not in self.answers]:
+            del self.seen[rid]  # feedback read for answers not kept
 
     def _read(self, path: Path, start: int) -> int:
         """Index the whole lines of ``path`` from byte ``start``; the bytes consumed."""
@@ -215,25 +230,28 @@ class AnswerIndex:
                     if not line.endswith(b"\n"):
                         break  # a record still being written: read it next time
                     consumed += len(line)
-                    for kind, rid, value in _records(line):
+                    for kind, rid, value, when in _records(line):
                         if kind == "impression":
-                            self.answers.setdefault(rid, value)
-                        else:
+                            self._put(rid, value, when)
+                        elif rid in self.answers:
                             self.seen.setdefault(rid, set()).add(value)
         except OSError as exc:
             logger.warning("feedback: cannot read %s: %s", path, exc)
         return consumed
 
 
-def _records(line: bytes) -> Iterator[tuple[str, str, Any]]:
+def _records(line: bytes) -> Iterator[tuple[str, str, Any, float]]:
+    """A log line as (kind, answer id, answer or feedback key, time: now when it has none)."""
     try:
         record = json.loads(line)
-        kind, rid = record.get("type"), str(record["id"])
+        kind, rid, when = record.get("type"), str(record["id"]), record.get("time")
+        if isinstance(when, bool) or not isinstance(when, (int, float)):
+            when = time.time()
         if kind == "impression":
             ids = [str(d["id"]) for d in record["documents"]]
-            yield kind, rid, answer_of(ids)
+            yield kind, rid, answer_of(ids), float(when)
         elif kind == "feedback":
-            yield kind, rid, feedback_key(record["clicks"], record.get("dwell_ms"))
+            yield kind, rid, feedback_key(record["clicks"], record.get("dwell_ms")), float(when)
     except (ValueError, KeyError, TypeError, AttributeError):
         return  # not a record of the format: read_log reports these
 
@@ -312,7 +330,8 @@ class FeedbackLog:
         ``explore`` or ``interleaving``. Returns at once."""
         rid = str(answer["id"])
         ids = [str(i) if d.id is None else str(d.id) for i, d in enumerate(documents)]
-        self.index.add(rid, answer_of(ids))
+        when = time.time()  # the answer's time, in the index and the log alike
+        self.index.add(rid, answer_of(ids), when)
         results = answer["results"]
         # the text as the pipeline read it (a title on the line before); a document
         # without an id is logged by its index, marked positional
@@ -322,7 +341,7 @@ class FeedbackLog:
         ]
         shown = [r["index"] for r in results]
         scores = [r["relevance_score"] for r in results]
-        options = {"scores": scores, "pipeline": pipeline, **extra}
+        options = {"scores": scores, "pipeline": pipeline, "time": when, **extra}
         if self._submit(self.log.log_impression, rid, query, docs, shown, **options):
             self.impressions += 1
 
