@@ -13,12 +13,10 @@ from typing import Any
 from . import registry
 from ._optional import install_hint
 from .backends.choice import bundled_export_ready, bundled_model_ready, onnx_runtime_installed
-from .config import build, read_pipeline, resolve_reranker
+from .config import PIPELINE_SUFFIXES, build, read_pipeline, resolve_reranker
 from .documents import InputFields
 from .rerankers.base import check_keywords
 from .types import RerankResult
-
-PIPELINE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 
 __all__ = [
     "available_rerankers",

@@ -71,6 +71,7 @@ from .rerankers import FusionReranker, Pipeline, Reranker, ScorerReranker, Stage
 from .scorers.base import Scorer
 from .scorers.llm_listwise import LLMListwiseScorer
 from .scorers.llm_pointwise import LLMPointwiseScorer
+from .spec_toml import to_toml
 
 try:
     import tomllib
@@ -87,6 +88,7 @@ __all__ = [
     "read_spec",
     "resolve_reranker",
     "shared_reranker",
+    "to_toml",
 ]
 
 _SHARED: dict[tuple[str, Any], tuple[registry.Entry, Any]] = {}
@@ -217,7 +219,7 @@ def read_spec(source: str | Path, what: str = "pipeline file") -> dict[str, Any]
     if not path.exists():
         raise ConfigError(f"{what} {str(path)!r} not found")
     suffix = path.suffix.lower()
-    if suffix not in (".toml", ".yaml", ".yml", ".json"):
+    if suffix not in PIPELINE_SUFFIXES:
         raise ConfigError("use a .toml, .yaml, .yml or .json file", where=str(path))
     try:
         text = path.read_text(encoding="utf-8")
@@ -238,16 +240,20 @@ def read_spec(source: str | Path, what: str = "pipeline file") -> dict[str, Any]
 
 
 #: the keys of a pipeline file whose relative paths are read from the file's folder
-PATH_KEYS = ("model", "embedding")
+PATH_KEYS = ("model", "embedding", "reranker")
+#: the suffixes of pipeline files (a ``reranker`` value ending so is a file to read)
+PIPELINE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 
 
 def read_pipeline(source: str | Path) -> dict[str, Any]:
     """The spec in a pipeline file, with the relative ``model`` and ``embedding`` paths that
     exist beside the file made absolute (see the module doc)."""
-    return _beside(read_spec(source), Path(source).resolve().parent)
+    return paths_beside(read_spec(source), Path(source).resolve().parent)
 
 
-def _beside(node: Any, folder: Path) -> Any:
+def paths_beside(node: Any, folder: Path) -> Any:
+    """``node`` (a spec, or part of one) with each relative :data:`PATH_KEYS` path that
+    exists in ``folder`` made absolute (pipeline files, and the service's settings file)."""
     if isinstance(node, Mapping):
         out = {}
         for key, value in node.items():
@@ -260,10 +266,10 @@ def _beside(node: Any, folder: Path) -> Any:
                 there = folder / value
                 out[key] = str(there) if there.exists() else value
             else:
-                out[key] = _beside(value, folder)
+                out[key] = paths_beside(value, folder)
         return out
     if isinstance(node, list):
-        return [_beside(v, folder) for v in node]
+        return [paths_beside(v, folder) for v in node]
     return node
 
 
@@ -375,6 +381,11 @@ def _stage(spec: Mapping[str, Any], where: str) -> tuple[Any, Any, str | None]:
             raise ConfigError(
                 f"must be a name or a table with a 'type', got {ref!r}", where=f"{where}.reranker"
             )
+        elif Path(ref).suffix.lower() in PIPELINE_SUFFIXES:  # another pipeline file
+            try:
+                step = build(read_pipeline(ref))
+            except ConfigError as exc:
+                raise ConfigError(f"{ref}: {exc}", where=f"{where}.reranker") from exc
         else:
             try:
                 step = resolve_reranker(ref)
@@ -417,33 +428,3 @@ def build(spec: Mapping[str, Any], *, name: str | None = None) -> Any:
         [Stage(step, keep, stage_name) for step, keep, stage_name in stages],
         name=name or "pipeline",
     )
-
-
-def to_toml(spec: Mapping[str, Any], comment: str = "") -> str:
-    """A pipeline spec (a name and stages of plain values, as ``rerankit tune`` writes
-    them, or a name and a ``reranker``) as TOML."""
-
-    def value(v: Any) -> str:
-        if isinstance(v, str):
-            return json.dumps(v)  # a TOML basic string is JSON-escaped
-        if isinstance(v, bool):
-            return "true" if v else "false"
-        if isinstance(v, Mapping):  # an inline table
-            return "{ " + ", ".join(f"{k} = {value(x)}" for k, x in v.items()) + " }"
-        return repr(v)
-
-    lines = [f"# {line}" for line in comment.splitlines()] if comment else []
-    lines.append(f"name = {value(spec['name'])}")
-    lines += [f"{k} = {value(v)}" for k, v in spec.items() if k not in ("name", "stages")]
-    for stage in spec.get("stages", ()):
-        lines += ["", "[[stages]]"]
-        for k, v in stage.items():
-            if k == "scorers":
-                lines.append("scorers = [")
-                for entry in v:
-                    inner = ", ".join(f"{ek} = {value(ev)}" for ek, ev in entry.items())
-                    lines.append(f"  {{ {inner} }},")
-                lines.append("]")
-            else:
-                lines.append(f"{k} = {value(v)}")
-    return "\n".join(lines) + "\n"

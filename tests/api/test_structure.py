@@ -137,6 +137,7 @@ STACK = (
             "errors",
             "registry",
             "options",
+            "spec_toml",
             "spans",
             "_optional",
             "_jsonl",

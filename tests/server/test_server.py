@@ -17,11 +17,14 @@ cohere = pytest.importorskip("cohere", reason="needs the cohere SDK (dev extra)"
 httpx = pytest.importorskip("httpx")
 uvicorn = pytest.importorskip("uvicorn")
 
+from fastapi.testclient import TestClient  # noqa: E402
+
 from rerankit import load, register_reranker, rerank  # noqa: E402
+from rerankit.errors import ConfigError  # noqa: E402
 from rerankit.normalize import normalize_scores  # noqa: E402
 from rerankit.rerankers import FusionReranker, HybridReranker, ScorerReranker  # noqa: E402
 from rerankit.scorers import FunctionScorer, JaccardScorer  # noqa: E402
-from rerankit.server import ServerSettings  # noqa: E402
+from rerankit.server import ServerSettings, create_app  # noqa: E402
 from rerankit.server.batching import EncodeBatcher  # noqa: E402
 
 DOCS = [
@@ -370,6 +373,41 @@ def test_settings_from_a_file(tmp_path, monkeypatch):
     path.write_text("[server]\nmax_qeue = 3\n")
     with pytest.raises(ValueError, match="max_qeue"):
         ServerSettings.from_file(path)
+
+
+def test_a_pipeline_file_written_beside_the_settings_serves_as_a_pipeline(tmp_path, monkeypatch):
+    """``[pipelines.NAME] reranker = "learned.toml"`` (what tune writes): read from the
+    settings file's folder, wherever the service starts; the same inside a pipeline file."""
+
+    folder = tmp_path / "deploy"
+    folder.mkdir()
+    (folder / "learned.toml").write_text(
+        'name = "learned"\n[[stages]]\nscorer = { type = "bm25", k1 = 0.9 }\n'
+    )
+    settings_file = folder / "service.toml"
+    settings_file.write_text(
+        '[pipelines.current]\nreranker = "bm25"\n\n'
+        '[pipelines.candidate]\nreranker = "learned.toml"\n'
+    )
+    monkeypatch.chdir(tmp_path)  # not the settings file's folder
+    settings = ServerSettings.from_file(settings_file)
+    assert settings.pipelines["candidate"]["reranker"] == str(folder / "learned.toml")
+    docs = ["solar power on roofs", "wind power", "solar power"]
+    with TestClient(create_app(settings)) as client:
+        answer = client.post(
+            "/v2/rerank", json={"model": "candidate", "query": "solar power", "documents": docs}
+        )
+    assert answer.status_code == 200, answer.text
+    direct = load(folder / "learned.toml").rerank("solar power", docs)
+    assert [r["index"] for r in answer.json()["results"]] == [d.index for d in direct]
+    # a stage of another pipeline file may name it too; a mistake in it is located
+    (folder / "outer.toml").write_text('[[stages]]\nreranker = "learned.toml"\n')
+    outer = load(folder / "outer.toml")
+    assert [d.index for d in outer.rerank("solar power", docs)] == [d.index for d in direct]
+    (folder / "broken.toml").write_text('scorer = { type = "bm25", k = 1 }\n')
+    (folder / "outer.toml").write_text('[[stages]]\nreranker = "broken.toml"\n')
+    with pytest.raises(ConfigError, match=r"stages\[0\]\.reranker: .*broken\.toml: .*'k1'"):
+        load(folder / "outer.toml")
 
 
 def test_encode_batcher_groups_concurrent_calls():

@@ -74,7 +74,7 @@ from typing import Any
 
 from ..backends.manifest import check_backend
 from ..cache import CacheSettings
-from ..config import read_spec
+from ..config import paths_beside, read_spec
 from .batching import PAIR_MODES
 from .feedback import FeedbackSettings, check_experiments
 
@@ -304,8 +304,12 @@ class ServerSettings:
 
     @classmethod
     def from_file(cls, path: str | Path) -> ServerSettings:
-
-        return cls.from_mapping(read_spec(path, "settings file"))
+        """The settings in a TOML (YAML, JSON) file; a pipeline's relative paths (a
+        ``reranker`` pipeline file, a ``model``) that exist beside it are read from there."""
+        spec = read_spec(path, "settings file")
+        if isinstance(spec.get("pipelines"), Mapping):  # paths beside the file, as pipelines'
+            spec["pipelines"] = paths_beside(spec["pipelines"], Path(path).resolve().parent)
+        return cls.from_mapping(spec)
 
     def to_mapping(self) -> dict[str, Any]:
         """These settings as the mapping :meth:`from_mapping` reads (for worker processes).
