@@ -118,9 +118,30 @@ def test_orphan_and_unknown_clicks_are_counted_not_invented(tmp_path):
     first, *problems = report.describe().splitlines()
     assert first == (
         "read 1 file: 1 impression, 2 feedback records (1 feedback without an impression, "
-        "2 clicks naming no document)"
+        "2 clicks naming no document (1 an integer past the documents: an integer click is "
+        "an index; send ids as strings))"
     )
     assert problems == [f"  {p}" for p in report.problems]
+
+
+def test_an_integer_click_is_an_index_so_numeric_ids_go_as_strings(tmp_path):
+    skus = [{"id": 1001, "text": "red shoes"}, {"id": 1002, "text": "blue shoes"}]
+    log = ClickLog(tmp_path / "c.jsonl")
+    log.log_impression("a", "shoes", skus, [1, 0])
+    log.log_impression("b", "shoes", skus, [0, 1])
+    assert log.log_feedback("a", [1001])  # an index: past the 2 documents, names nothing
+    assert log.log_feedback("b", ["1002"])  # the id as a string: the second document
+    sessions, report = read_log(tmp_path / "c.jsonl")
+    assert [s.clicks for s in sessions] == [(), (1,)]
+    assert (report.unknown_clicks, report.index_clicks) == (1, 1)
+    assert report.describe().splitlines()[0].endswith(
+        "(1 click naming no document (1 an integer past the documents: an integer click is "
+        "an index; send ids as strings))"
+    )
+    assert report.problems == [
+        "feedback a: click 1001 names none of its documents (an integer click is an index "
+        "into its 2 documents; send ids as strings)"
+    ]
 
 
 def test_malformed_lines_are_counted_with_their_place_or_raised_when_strict(tmp_path):

@@ -28,7 +28,8 @@ A **feedback** record says what was clicked in one answer::
     {"type": "feedback", "id": "a1b2", "time": 1767225612.5, "clicks": [1, "d7"],
      "dwell_ms": [5300, 800]}
 
-``clicks`` are indices into the impression's ``documents`` or document ids; ``dwell_ms``
+``clicks`` are indices into the impression's ``documents`` (integers) or document ids
+(strings: a numeric id goes as a string, since an integer is always an index); ``dwell_ms``
 (optional) one number for the answer or one per click. Feedback for the same ``id`` sent
 twice counts once; later feedback adds its clicks (:mod:`.reader` joins them). ``time`` is
 seconds since the Unix epoch (a number; an ISO 8601 string is also read).
@@ -324,7 +325,14 @@ class ClickLog:
         dwell_ms: Any = None,
         time: float | None = None,
     ) -> bool:
-        """Write a :class:`Feedback` record; False (counted) when it could not be written."""
+        """Write a :class:`Feedback` record; False (counted) when it could not be written.
+
+        ``clicks``: an integer is always an index into the impression's documents (from
+        0); a string is a document id. So send numeric ids (a SKU ``1001``) as strings
+        (``"1001"``): as a number it is read as an index, and one past the documents names
+        nothing (the reader counts it, saying why). Clicks are not checked against the
+        impression here (this log does not keep it in memory): :func:`~.reader.read_log`'s
+        report counts those naming no document."""
         try:
             dwell = tuple(dwell_ms) if isinstance(dwell_ms, (list, tuple)) else dwell_ms
             record = Feedback(str(id), tuple(clicks), dwell, _now() if time is None else time)

@@ -55,6 +55,9 @@ class ReadReport:
     repeated_feedback: int = 0
     orphan_feedback: int = 0
     unknown_clicks: int = 0
+    #: of ``unknown_clicks``, the integers past the impression's documents: an integer
+    #: click is an index, so a numeric document id sent as a number names nothing
+    index_clicks: int = 0
     malformed: int = 0
     #: impressions left out of learning: a document without a text (in the log or corpus)
     unresolved: int = 0
@@ -66,18 +69,27 @@ class ReadReport:
 
     def describe(self) -> str:
         """One line of what was read and left out, then the problems kept, one a line."""
+        unknown = f"{_count(self.unknown_clicks, 'click')} naming no document"
+        if self.index_clicks:
+            unknown += (
+                f" ({self.index_clicks} an integer past the documents: an integer click is "
+                "an index; send ids as strings)"
+            )
         left_out = [
-            (self.repeated_feedback, "repeated feedback"),
-            (self.orphan_feedback, "feedback without an impression"),
-            (self.duplicate_impressions, "repeated impression ids"),
-            (self.unknown_clicks, "clicks naming no document"),
-            (self.malformed, "bad lines"),
+            (self.repeated_feedback, f"{self.repeated_feedback} repeated feedback"),
+            (self.orphan_feedback, f"{self.orphan_feedback} feedback without an impression"),
+            (
+                self.duplicate_impressions,
+                _count(self.duplicate_impressions, "repeated impression id"),
+            ),
+            (self.unknown_clicks, unknown),
+            (self.malformed, _count(self.malformed, "bad line")),
         ]
         line = (
             f"read {_count(len(self.files), 'file')}: {_count(self.impressions, 'impression')}, "
             f"{_count(self.feedback, 'feedback record')}"
         )
-        counted = [f"{count} {what}" for count, what in left_out if count]
+        counted = [what for count, what in left_out if count]
         if self.unresolved:
             counted.append(
                 f"{_count(self.unresolved, 'impression')} left out: a document without a text"
@@ -230,7 +242,14 @@ def join(
                 index = _resolve(click, impression, ids)
                 if index is None:
                     report.unknown_clicks += 1
-                    report.note(f"feedback {rid}: click {click!r} names none of its documents")
+                    why = ""
+                    if isinstance(click, int):
+                        report.index_clicks += 1
+                        why = (
+                            f" (an integer click is an index into its "
+                            f"{len(impression.documents)} documents; send ids as strings)"
+                        )
+                    report.note(f"feedback {rid}: click {click!r} names none of its documents{why}")
                     continue
                 clicks.add(index)
                 d = record.dwell_ms
