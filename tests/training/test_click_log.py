@@ -134,9 +134,13 @@ def test_an_integer_click_is_an_index_so_numeric_ids_go_as_strings(tmp_path):
     sessions, report = read_log(tmp_path / "c.jsonl")
     assert [s.clicks for s in sessions] == [(), (1,)]
     assert (report.unknown_clicks, report.index_clicks) == (1, 1)
-    assert report.describe().splitlines()[0].endswith(
-        "(1 click naming no document (1 an integer past the documents: an integer click is "
-        "an index; send ids as strings))"
+    assert (
+        report.describe()
+        .splitlines()[0]
+        .endswith(
+            "(1 click naming no document (1 an integer past the documents: an integer click is "
+            "an index; send ids as strings))"
+        )
     )
     assert report.problems == [
         "feedback a: click 1001 names none of its documents (an integer click is an index "
