@@ -118,6 +118,15 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     assert "note: its scores are relative (min-max within each request" in printed
     assert "relevance_score > 0.5" in printed
     assert "note: it reads each document's first-stage score" in printed
+    # what clients see: the name changes; the comparison to run; the next round's --served
+    assert (
+        "note: it is served as 'learned-from-clicks' (the name in clicks.toml); clients that "
+        "name 'old', and those using Cohere's model names" in printed
+    )
+    assert 'set name = "old" in clicks.toml, or' in printed
+    assert '[pipelines.old] reranker = "clicks.toml"' in printed
+    assert f"rerankit eval --data {corpus} --rerankers old,{out}" in printed
+    assert f"learn again from that log with --served {out}" in printed
 
 
 def test_a_pipeline_learned_from_clicks_and_its_model_moved_together_still_load(
@@ -170,6 +179,7 @@ def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_p
     assert read_spec(out) == {"name": "bm25", "reranker": "bm25"}
     assert rerankit.load(str(out)).score_scale == "relative"
     assert "note: its scores" not in printed  # what served, served again: callers see no change
+    assert "it is served as" not in printed and "learn again" not in printed  # nothing to add
     # neither a file nor a registered name: said before any work
     assert main([*argv, "--served", "no-such-ranker", "--folds", "3"]) == 1
     error = capsys.readouterr().err
@@ -369,6 +379,7 @@ def test_simulate_clicks_over_a_beir_folder_writes_a_log_tune_learns_from(
     assert f"wrote {log}: 240 sessions of 6 queries" in printed and "served by bm25" in printed
     assert "propensities by position: 1, 0.897, 0.706, 0.5," in printed  # eta 1's truth
     assert f"learn from it: rerankit tune --clicks {log} --data {data}" in printed
+    assert "a rehearsal: the log's 'served' is the simulation's ranker (bm25)" in printed
     sessions, _ = read_log(log)
     assert len(sessions) == 240
     assert {s.impression.query_id for s in sessions} == {f"q{i}" for i in range(6)}

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..training.clicks.advice import deploy_advice
 from ..training.clicks.deploy import served_pipeline, write_learned
 from ..training.clicks.from_log import learn_from_log, read_corpus
 from ..training.clicks.interleave import BY, interleaving_report
@@ -86,6 +87,8 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         print(f"  note: {line}")
     if written.score_scale is None:
         print("  note: the pipeline does not build here, so its score scale is not known")
+    for line in deploy_advice(written, found.served_by, served=args.served, data=args.data):
+        print(f"  note: {line}")
     return 0
 
 
@@ -179,6 +182,11 @@ def cmd_simulate_clicks(args: argparse.Namespace) -> int:
     print(simulated.describe())
     corpus = "" if args.store == "text" else f" --data {args.data}"
     print(f"learn from it: rerankit tune --clicks {args.out}{corpus} --out learned.toml")
+    print(
+        f"a rehearsal: the log's 'served' is the simulation's ranker ({simulated.pipeline}), "
+        "and what is learned fits this collection and these simulated users; learn what you "
+        "deploy from your own service's log"
+    )
     return 0
 
 
