@@ -5,6 +5,9 @@ clicks by index or id)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -186,6 +189,42 @@ def test_the_writer_rotates_by_size_and_the_reader_reads_every_file_in_order(tmp
     ids = [s.impression.id for s in sessions]
     assert ids == sorted(ids, key=lambda x: int(x[1:]))  # oldest first
     assert ids[-1] == "a11" and len(ids) < 12  # the oldest rotated away (retention)
+
+
+_WRITER = """
+import sys
+from rerankit.training.clicks import ClickLog
+log = ClickLog(sys.argv[1], max_bytes=60_000, backups=1_000)
+docs = [{"id": f"d{i}", "text": "x" * 200} for i in range(10)]
+for n in range(int(sys.argv[3])):
+    log.log_impression(f"{sys.argv[2]}-{n}", "q", docs, list(range(10)))
+print(log.written, log.write_errors)
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the lock between processes is POSIX's flock")
+def test_processes_writing_one_rotating_log_lose_nothing(tmp_path):
+    """As the workers of ``serve --workers`` do: each append and rotation holds a lock, so
+    no record is lost to two processes rotating at once."""
+    path, n = tmp_path / "c.jsonl", 1500
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(path), name, str(n)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for name in ("a", "b")
+    ]
+    outputs = [w.communicate(timeout=120)[0].split() for w in writers]
+    assert outputs == [[str(n), "0"], [str(n), "0"]]
+    sessions, report = read_log(path)
+    assert len(log_files(path)) > 20  # it rotated often, from both processes
+    assert sorted(s.impression.id for s in sessions) == sorted(
+        f"{w}-{i}" for w in "ab" for i in range(n)
+    )
+    assert report.malformed == 0
 
 
 def test_a_restarted_writer_appends(tmp_path):
