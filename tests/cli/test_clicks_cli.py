@@ -4,6 +4,7 @@ logs written by rerankit's click simulator."""
 from __future__ import annotations
 
 import json
+import zlib
 
 import numpy as np
 import pytest
@@ -311,6 +312,50 @@ def test_interleave_report_names_the_pipeline_users_prefer(tmp_path, capsys):
     )
     error = capsys.readouterr().err
     assert "no interleaved sessions of a and b" in error and "current and candidate" in error
+    # the logs of two replicas, read together: the same report as the one log
+    assert main(["interleave-report", str(tmp_path / "interleaved.jsonl")]) == 0
+    whole = capsys.readouterr().out.splitlines()
+    replicas = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    _split_by_answer(tmp_path / "interleaved.jsonl", replicas)
+    assert main(["interleave-report", *map(str, replicas)]) == 0
+    split = capsys.readouterr().out.splitlines()
+    assert split[0].startswith("read 2 files: 600 impressions") and split[1:] == whole[1:]
+
+
+def _split_by_answer(log, parts: list) -> None:
+    """The records of ``log`` shared among the logs ``parts`` by answer id, as replicas
+    write them (each answer's impression and feedback in the log of the one that gave it)."""
+    for line in log.read_text(encoding="utf-8").splitlines(keepends=True):
+        record = json.loads(line)
+        part = parts[zlib.crc32(record["id"].encode()) % len(parts)]
+        with open(part, "a", encoding="utf-8") as f:
+            f.write(line)
+
+
+def test_tune_and_interleave_report_read_the_logs_of_several_replicas(tmp_path, capsys):
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "text", sessions=5)
+    replicas = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    _split_by_answer(log, replicas)
+    rotated = replicas[1].with_name("b.jsonl.1")  # the older half of b, rotated
+    lines = replicas[1].read_text(encoding="utf-8").splitlines(keepends=True)
+    rotated.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
+    replicas[1].write_text("".join(lines[len(lines) // 2 :]), encoding="utf-8")
+    assert all(part.stat().st_size for part in [*replicas, rotated])
+    features = _random_features(tmp_path)
+    argv = ["--features", str(features), "--served", "bm25", "--folds", "3"]
+    out = ["--out", str(tmp_path / "next.toml")]
+    assert main(["tune", "--clicks", str(log), *argv, *out]) == 0
+    whole = capsys.readouterr().out.splitlines()
+    several = ["--clicks", str(replicas[0]), "--clicks", str(replicas[1])]
+    assert main(["tune", *several, *argv, *out]) == 0
+    split = capsys.readouterr().out.splitlines()
+    assert whole[0] == "read 1 file: 60 impressions, 24 feedback records"
+    assert split[0] == "read 3 files: 60 impressions, 24 feedback records"
+    assert whole[1:] == split[1:]  # the same sessions: the same verdict
+    assert main(["interleave-report", str(replicas[0]), "no-such.jsonl"]) == 1
+    assert "no-such.jsonl: no such click log" in capsys.readouterr().err
 
 
 def _corpus(folder) -> None:

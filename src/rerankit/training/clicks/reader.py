@@ -22,7 +22,7 @@ from typing import Any
 from ...errors import InputError
 from .log import Feedback, Impression, LoggedDocument, log_files
 
-__all__ = ["ReadReport", "Session", "join", "parse_record", "read_log"]
+__all__ = ["ReadReport", "Session", "join", "logs_files", "parse_record", "read_log"]
 
 #: how many problems a :class:`ReadReport` describes (all are counted)
 PROBLEMS_KEPT = 10
@@ -289,18 +289,28 @@ def _records(files: Sequence[Path], report: ReadReport, strict: bool) -> list[An
     return out
 
 
+def logs_files(logs: Sequence[str | Path]) -> list[Path]:
+    """The files of several click logs (one per replica, say), each with its rotated files
+    oldest first: what :func:`read_log` reads of them all (an InputError for a log with no
+    file)."""
+    files = []
+    for log in logs:
+        found = log_files(log)
+        if not found:
+            raise InputError(f"{log}: no such click log")
+        files.extend(found)
+    return files
+
+
 def read_log(
     paths: str | Path | Sequence[str | Path], *, strict: bool = False
 ) -> tuple[list[Session], ReadReport]:
     """The sessions of a click log: a file (read with its rotated files, oldest first), or
-    several files in the order given. ``strict``: raise :class:`~rerankit.errors.InputError`
-    at the first bad line (naming the file and line) instead of counting it."""
-    if isinstance(paths, (str, Path)):
-        files = log_files(paths)
-        if not files:
-            raise InputError(f"{paths}: no such click log")
-    else:
-        files = [Path(p) for p in paths]
+    several files in the order given (:func:`logs_files` lists several logs' files, each
+    with its rotated ones). Feedback is joined with its impression whichever file holds
+    each. ``strict``: raise :class:`~rerankit.errors.InputError` at the first bad line
+    (naming the file and line) instead of counting it."""
+    files = logs_files([paths]) if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
     report = ReadReport()
     sessions = join(_records(files, report, strict), report)
     return sessions, report
