@@ -465,3 +465,12 @@ def test_simulate_clicks_over_a_beir_folder_writes_a_log_tune_learns_from(
     assert main([*tune, "--out", str(tmp_path / "c.toml"), "--embedding-model", str(tiny_st)]) == 0
     printed = capsys.readouterr().out
     assert "6 queries, 240 sessions" in printed and "sessions by pipeline: bm25 240" in printed
+
+
+def test_serve_help_puts_interleave_and_explore_in_server_not_in_feedback(capsys):
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "a [server] table (API keys, limits, interleave and explore, ...)" in text
+    assert "with its [server.feedback] table (the click log" in text
+    assert "[server.feedback] with interleave" not in text
