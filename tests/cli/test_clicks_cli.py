@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +22,8 @@ from rerankit.training.clicks import (
     text_hash,
     write_features,
 )
+from rerankit.training.clicks.advice import deploy_advice
+from rerankit.training.clicks.deploy import Written
 from rerankit.training.clicks.sessions import records
 from rerankit.training.clicks.simulate import simulate_query
 
@@ -474,3 +477,15 @@ def test_serve_help_puts_interleave_and_explore_in_server_not_in_feedback(capsys
     assert "a [server] table (API keys, limits, interleave and explore, ...)" in text
     assert "with its [server.feedback] table (the click log" in text
     assert "[server.feedback] with interleave" not in text
+
+
+def test_deploy_advice_names_the_old_pipeline_only_when_the_log_does():
+    learned = Written(Path("out/learned.toml"), "the learned pipeline", learned=True)
+    unnamed = deploy_advice(learned, None)
+    assert "clients that name another pipeline" in unnamed[0] and "'hybrid'" not in unnamed[0]
+    named = deploy_advice(learned, "current", served="serving.toml", data="my-data")
+    assert '[pipelines.current] reranker = "learned.toml"' in named[0]
+    assert "rerankit eval --data my-data --rerankers serving.toml,out/learned.toml" in named[1]
+    assert "--served out/learned.toml" in named[2]
+    kept = Written(Path("out/learned.toml"), "what served", learned=False)
+    assert deploy_advice(kept, "current") == []

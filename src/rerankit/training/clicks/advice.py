@@ -35,7 +35,13 @@ def deploy_advice(
         name = path.stem
     old = served_by or "hybrid"
     out = []
-    if served_by != name:
+    if not served_by:  # the log names no pipeline: the clients' old name is unknown
+        out.append(
+            f"it is served as {name!r} (the name in {path.name}): clients that name another "
+            "pipeline, and Cohere's model names unless it is the default, do not reach it; "
+            f"set name in {path.name} to the name your clients send"
+        )
+    elif served_by != name:
         out.append(
             f"it is served as {name!r} (the name in {path.name}); clients that name "
             f"{old!r}, and those using Cohere's model names (they follow the default "
