@@ -4,6 +4,8 @@ logs written by rerankit's click simulator."""
 from __future__ import annotations
 
 import json
+import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,6 +22,8 @@ from rerankit.training.clicks import (
     text_hash,
     write_features,
 )
+from rerankit.training.clicks.advice import deploy_advice
+from rerankit.training.clicks.deploy import Written
 from rerankit.training.clicks.sessions import records
 from rerankit.training.clicks.simulate import simulate_query
 
@@ -118,6 +122,15 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     assert "note: its scores are relative (min-max within each request" in printed
     assert "relevance_score > 0.5" in printed
     assert "note: it reads each document's first-stage score" in printed
+    # what clients see: the name changes; the comparison to run; the next round's --served
+    assert (
+        "note: it is served as 'learned-from-clicks' (the name in clicks.toml); clients that "
+        "name 'old', and those using Cohere's model names" in printed
+    )
+    assert 'set name = "old" in clicks.toml, or' in printed
+    assert '[pipelines.old] reranker = "clicks.toml"' in printed
+    assert f"rerankit eval --data {corpus} --rerankers old,{out}" in printed
+    assert f"learn again from that log with --served {out}" in printed
 
 
 def test_a_pipeline_learned_from_clicks_and_its_model_moved_together_still_load(
@@ -170,6 +183,7 @@ def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_p
     assert read_spec(out) == {"name": "bm25", "reranker": "bm25"}
     assert rerankit.load(str(out)).score_scale == "relative"
     assert "note: its scores" not in printed  # what served, served again: callers see no change
+    assert "it is served as" not in printed and "learn again" not in printed  # nothing to add
     # neither a file nor a registered name: said before any work
     assert main([*argv, "--served", "no-such-ranker", "--folds", "3"]) == 1
     error = capsys.readouterr().err
@@ -301,6 +315,50 @@ def test_interleave_report_names_the_pipeline_users_prefer(tmp_path, capsys):
     )
     error = capsys.readouterr().err
     assert "no interleaved sessions of a and b" in error and "current and candidate" in error
+    # the logs of two replicas, read together: the same report as the one log
+    assert main(["interleave-report", str(tmp_path / "interleaved.jsonl")]) == 0
+    whole = capsys.readouterr().out.splitlines()
+    replicas = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    _split_by_answer(tmp_path / "interleaved.jsonl", replicas)
+    assert main(["interleave-report", *map(str, replicas)]) == 0
+    split = capsys.readouterr().out.splitlines()
+    assert split[0].startswith("read 2 files: 600 impressions") and split[1:] == whole[1:]
+
+
+def _split_by_answer(log, parts: list) -> None:
+    """The records of ``log`` shared among the logs ``parts`` by answer id, as replicas
+    write them (each answer's impression and feedback in the log of the one that gave it)."""
+    for line in log.read_text(encoding="utf-8").splitlines(keepends=True):
+        record = json.loads(line)
+        part = parts[zlib.crc32(record["id"].encode()) % len(parts)]
+        with open(part, "a", encoding="utf-8") as f:
+            f.write(line)
+
+
+def test_tune_and_interleave_report_read_the_logs_of_several_replicas(tmp_path, capsys):
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "text", sessions=5)
+    replicas = [tmp_path / "a.jsonl", tmp_path / "b.jsonl"]
+    _split_by_answer(log, replicas)
+    rotated = replicas[1].with_name("b.jsonl.1")  # the older half of b, rotated
+    lines = replicas[1].read_text(encoding="utf-8").splitlines(keepends=True)
+    rotated.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
+    replicas[1].write_text("".join(lines[len(lines) // 2 :]), encoding="utf-8")
+    assert all(part.stat().st_size for part in [*replicas, rotated])
+    features = _random_features(tmp_path)
+    argv = ["--features", str(features), "--served", "bm25", "--folds", "3"]
+    out = ["--out", str(tmp_path / "next.toml")]
+    assert main(["tune", "--clicks", str(log), *argv, *out]) == 0
+    whole = capsys.readouterr().out.splitlines()
+    several = ["--clicks", str(replicas[0]), "--clicks", str(replicas[1])]
+    assert main(["tune", *several, *argv, *out]) == 0
+    split = capsys.readouterr().out.splitlines()
+    assert whole[0] == "read 1 file: 60 impressions, 24 feedback records"
+    assert split[0] == "read 3 files: 60 impressions, 24 feedback records"
+    assert whole[1:] == split[1:]  # the same sessions: the same verdict
+    assert main(["interleave-report", str(replicas[0]), "no-such.jsonl"]) == 1
+    assert "no-such.jsonl: no such click log" in capsys.readouterr().err
 
 
 def _corpus(folder) -> None:
@@ -369,6 +427,7 @@ def test_simulate_clicks_over_a_beir_folder_writes_a_log_tune_learns_from(
     assert f"wrote {log}: 240 sessions of 6 queries" in printed and "served by bm25" in printed
     assert "propensities by position: 1, 0.897, 0.706, 0.5," in printed  # eta 1's truth
     assert f"learn from it: rerankit tune --clicks {log} --data {data}" in printed
+    assert "a rehearsal: the log's 'served' is the simulation's ranker (bm25)" in printed
     sessions, _ = read_log(log)
     assert len(sessions) == 240
     assert {s.impression.query_id for s in sessions} == {f"q{i}" for i in range(6)}
@@ -409,3 +468,24 @@ def test_simulate_clicks_over_a_beir_folder_writes_a_log_tune_learns_from(
     assert main([*tune, "--out", str(tmp_path / "c.toml"), "--embedding-model", str(tiny_st)]) == 0
     printed = capsys.readouterr().out
     assert "6 queries, 240 sessions" in printed and "sessions by pipeline: bm25 240" in printed
+
+
+def test_serve_help_puts_interleave_and_explore_in_server_not_in_feedback(capsys):
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "a [server] table (API keys, limits, interleave and explore, ...)" in text
+    assert "with its [server.feedback] table (the click log" in text
+    assert "[server.feedback] with interleave" not in text
+
+
+def test_deploy_advice_names_the_old_pipeline_only_when_the_log_does():
+    learned = Written(Path("out/learned.toml"), "the learned pipeline", learned=True)
+    unnamed = deploy_advice(learned, None)
+    assert "clients that name another pipeline" in unnamed[0] and "'hybrid'" not in unnamed[0]
+    named = deploy_advice(learned, "current", served="serving.toml", data="my-data")
+    assert '[pipelines.current] reranker = "learned.toml"' in named[0]
+    assert "rerankit eval --data my-data --rerankers serving.toml,out/learned.toml" in named[1]
+    assert "--served out/learned.toml" in named[2]
+    kept = Written(Path("out/learned.toml"), "what served", learned=False)
+    assert deploy_advice(kept, "current") == []

@@ -153,7 +153,11 @@ def test_feedback_schema_auth_unknown_ids_and_repeats(tmp_path):
             ({"id": rid, "clicks": [0], "dwell_ms": "long"}, "dwell_ms"),
             ({"id": rid, "clicks": [0], "dwell_ms": [1, 2]}, "dwell_ms: 2 values for 1 clicks"),
             ({"id": rid, "clicks": [0], "extra": 1}, "extra"),
-            ({"id": rid, "clicks": [2]}, "clicks.0: 2 names none of the answer's 2 documents"),
+            (
+                {"id": rid, "clicks": [2]},
+                "clicks.0: 2 names none of the answer's 2 documents (an integer is an index "
+                "from 0; send document ids as strings)",
+            ),
             ({"id": rid, "clicks": ["c"]}, "clicks.0: 'c' names none"),
         ]:
             answer = post(body)

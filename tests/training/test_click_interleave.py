@@ -286,7 +286,10 @@ def test_an_undecided_report_says_how_much_traffic_would_decide_it(tmp_path):
     assert report.winner is None and report.delta == pytest.approx(0.1)
     needed = report.needed
     assert needed is not None and needed > report.sessions
-    assert f"about {needed:,} sessions in all would tell, 80 times in 100" in report.describe()
+    assert (
+        f"about {needed:,} sessions in all, {needed - report.sessions:,} more than the "
+        f"{report.sessions} logged, would tell, 80 times in 100" in report.describe()
+    )
     # the same shares of traffic name the winner at the plan; at 0.4 of it, not yet (the
     # plan is for 80 % power: at exactly the shares seen, half of it just names one)
     for share, winner in ((1.0, "a"), (0.4, None)):
@@ -302,7 +305,11 @@ def test_an_undecided_report_says_how_much_traffic_would_decide_it(tmp_path):
     # over queries the projection counts queries: more traffic on the same ones won't do
     by_query = interleaving_report(_decided_log(tmp_path / "d.jsonl"), by="query")
     assert by_query.winner is None and by_query.needed > by_query.queries
-    assert f"about {by_query.needed:,} queries in all would tell" in by_query.describe()
+    more = by_query.needed - by_query.queries
+    assert (
+        f"about {by_query.needed:,} queries in all, {more:,} more than the {by_query.queries} "
+        "logged, would tell" in by_query.describe()
+    )
     # what the plan is, computed directly: the interval's half-width in standard errors
     # (1.96 at 95 %) plus 0.84 (80 % power), over the difference, squared
     se = (report.interval[1] - report.interval[0]) / 2 / 1.959964
@@ -337,8 +344,10 @@ def test_the_plan_is_also_given_in_requests_at_the_share_interleaved(tmp_path):
     report = interleaving_report(read_log(path)[0])
     assert report.sessions == 200 and report.requests == 800 and report.share == 0.25
     assert report.needed_requests == pytest.approx(4 * report.needed, abs=4)
-    said = f"about {report.needed:,} sessions in all (about {report.needed_requests:,} "
-    assert said + "requests at the 25 % interleaved) would tell" in report.describe()
+    more = report.needed_requests - 800  # beyond the requests already logged
+    said = f"about {report.needed:,} sessions in all, {report.needed - 200:,} more than the 200 "
+    said += f"logged (about {more:,} more requests at the 25 % interleaved), would tell"
+    assert said in report.describe()
     figures = report.as_dict()
     assert figures["needed_requests"] == report.needed_requests and figures["winner"] is None
     assert figures["ties"] == report.ties and figures["pipelines"] == ("a", "b")

@@ -5,6 +5,9 @@ clicks by index or id)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -118,9 +121,34 @@ def test_orphan_and_unknown_clicks_are_counted_not_invented(tmp_path):
     first, *problems = report.describe().splitlines()
     assert first == (
         "read 1 file: 1 impression, 2 feedback records (1 feedback without an impression, "
-        "2 clicks naming no document)"
+        "2 clicks naming no document (1 an integer past the documents: an integer click is "
+        "an index; send ids as strings))"
     )
     assert problems == [f"  {p}" for p in report.problems]
+
+
+def test_an_integer_click_is_an_index_so_numeric_ids_go_as_strings(tmp_path):
+    skus = [{"id": 1001, "text": "red shoes"}, {"id": 1002, "text": "blue shoes"}]
+    log = ClickLog(tmp_path / "c.jsonl")
+    log.log_impression("a", "shoes", skus, [1, 0])
+    log.log_impression("b", "shoes", skus, [0, 1])
+    assert log.log_feedback("a", [1001])  # an index: past the 2 documents, names nothing
+    assert log.log_feedback("b", ["1002"])  # the id as a string: the second document
+    sessions, report = read_log(tmp_path / "c.jsonl")
+    assert [s.clicks for s in sessions] == [(), (1,)]
+    assert (report.unknown_clicks, report.index_clicks) == (1, 1)
+    assert (
+        report.describe()
+        .splitlines()[0]
+        .endswith(
+            "(1 click naming no document (1 an integer past the documents: an integer click is "
+            "an index; send ids as strings))"
+        )
+    )
+    assert report.problems == [
+        "feedback a: click 1001 names none of its documents (an integer click is an index "
+        "into its 2 documents; send ids as strings)"
+    ]
 
 
 def test_malformed_lines_are_counted_with_their_place_or_raised_when_strict(tmp_path):
@@ -161,6 +189,42 @@ def test_the_writer_rotates_by_size_and_the_reader_reads_every_file_in_order(tmp
     ids = [s.impression.id for s in sessions]
     assert ids == sorted(ids, key=lambda x: int(x[1:]))  # oldest first
     assert ids[-1] == "a11" and len(ids) < 12  # the oldest rotated away (retention)
+
+
+_WRITER = """
+import sys
+from rerankit.training.clicks import ClickLog
+log = ClickLog(sys.argv[1], max_bytes=60_000, backups=1_000)
+docs = [{"id": f"d{i}", "text": "x" * 200} for i in range(10)]
+for n in range(int(sys.argv[3])):
+    log.log_impression(f"{sys.argv[2]}-{n}", "q", docs, list(range(10)))
+print(log.written, log.write_errors)
+"""
+
+
+@pytest.mark.skipif(os.name != "posix", reason="the lock between processes is POSIX's flock")
+def test_processes_writing_one_rotating_log_lose_nothing(tmp_path):
+    """As the workers of ``serve --workers`` do: each append and rotation holds a lock, so
+    no record is lost to two processes rotating at once."""
+    path, n = tmp_path / "c.jsonl", 1500
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _WRITER, str(path), name, str(n)],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for name in ("a", "b")
+    ]
+    outputs = [w.communicate(timeout=120)[0].split() for w in writers]
+    assert outputs == [[str(n), "0"], [str(n), "0"]]
+    sessions, report = read_log(path)
+    assert len(log_files(path)) > 20  # it rotated often, from both processes
+    assert sorted(s.impression.id for s in sessions) == sorted(
+        f"{w}-{i}" for w in "ab" for i in range(n)
+    )
+    assert report.malformed == 0
 
 
 def test_a_restarted_writer_appends(tmp_path):

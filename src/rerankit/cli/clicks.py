@@ -10,11 +10,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..training.clicks.advice import deploy_advice
 from ..training.clicks.deploy import served_pipeline, write_learned
 from ..training.clicks.from_log import learn_from_log, read_corpus
 from ..training.clicks.interleave import BY, interleaving_report
 from ..training.clicks.log import STORE
-from ..training.clicks.reader import read_log
+from ..training.clicks.reader import logs_files, read_log
 from ..training.clicks.sessions import DEPTH
 from ..training.clicks.simulate_data import simulate_collection
 from .args import (
@@ -40,8 +41,10 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"folds": args.folds, "seeds": tuple(range(args.seeds))}
     if args.adopt_margin is not None:
         options["margin"] = args.adopt_margin
+    # one log (with its rotated files), or the files of several (each with its own)
+    logs = args.clicks[0] if len(args.clicks) == 1 else logs_files(args.clicks)
     found = learn_from_log(
-        args.clicks,
+        logs,
         corpus=corpus,
         features=args.features,
         embedding=args.embedding_model,
@@ -71,7 +74,7 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
             print(f"  {size:>8} sessions a query: {100 * ndcg:6.2f}")
     print(f"\nverdict: {result.describe()}")
     written = write_learned(
-        found, out, served=served, keep_learned=args.keep_learned, source=str(args.clicks)
+        found, out, served=served, keep_learned=args.keep_learned, source=" ".join(args.clicks)
     )
     print(f"\nwrote {out}: {written.what}")
     for path, role in written.files[1:]:
@@ -86,6 +89,8 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         print(f"  note: {line}")
     if written.score_scale is None:
         print("  note: the pipeline does not build here, so its score scale is not known")
+    for line in deploy_advice(written, found.served_by, served=args.served, data=args.data):
+        print(f"  note: {line}")
     return 0
 
 
@@ -111,8 +116,10 @@ def add_tune_click_arguments(parser: Any) -> None:
     parser.add_argument(
         "--clicks",
         metavar="LOG",
+        action="append",
         help="learn from this click log (impressions and feedback, as `rerankit serve` "
-        "writes with [server.feedback], with its rotated files) instead of judgments: "
+        "writes with [server.feedback], with its rotated files; repeat it for the logs of "
+        "several replicas) instead of judgments: "
         "propensities by position estimated from the log, a LightGBM ranker learned with the "
         "position bias corrected, and the verdict against what served the log; --data then "
         "names the corpus (a folder with corpus.jsonl, or the file) for a log that kept hashes "
@@ -142,7 +149,7 @@ def add_tune_click_arguments(parser: Any) -> None:
 
 
 def cmd_interleave_report(args: argparse.Namespace) -> int:
-    sessions, read = read_log(args.log)
+    sessions, read = read_log(logs_files(args.log))
     pair = tuple(args.pipelines) if args.pipelines else None
     report = interleaving_report(
         sessions,
@@ -179,6 +186,11 @@ def cmd_simulate_clicks(args: argparse.Namespace) -> int:
     print(simulated.describe())
     corpus = "" if args.store == "text" else f" --data {args.data}"
     print(f"learn from it: rerankit tune --clicks {args.out}{corpus} --out learned.toml")
+    print(
+        f"a rehearsal: the log's 'served' is the simulation's ranker ({simulated.pipeline}), "
+        "and what is learned fits this collection and these simulated users; learn what you "
+        "deploy from your own service's log"
+    )
     return 0
 
 
@@ -247,7 +259,12 @@ def add_commands(sub: Any) -> None:
         "a click for either and its confidence interval (bootstrap over sessions, or over "
         "queries with --by query), and the winner when the interval excludes 0.",
     )
-    ir.add_argument("log", help="the click log (its rotated files are read too)")
+    ir.add_argument(
+        "log",
+        nargs="+",
+        help="the click log (its rotated files are read too); several: the logs of several "
+        "replicas, read together",
+    )
     ir.add_argument(
         "--pipelines",
         nargs=2,

@@ -89,8 +89,8 @@ def add_commands(sub: Any) -> None:
         default=None,
         metavar="FILE",
         help="the service's settings file (TOML): a [server] table (API keys, limits, "
-        "[server.feedback] with interleave and explore, as docs/clicks.md shows, ...) "
-        "and a [pipelines.NAME] table per pipeline, as the "
+        "interleave and explore, ...) with its [server.feedback] table (the click log, as "
+        "docs/clicks.md shows), and a [pipelines.NAME] table per pipeline, as the "
         "service guide (docs/service.md) shows",
     )
     add_old_spelling(srv, "--config", "-c", dest="settings", now="--settings")

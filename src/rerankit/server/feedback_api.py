@@ -2,10 +2,11 @@
 
 The body is ``{"id": ANSWER_ID, "clicks": [index or document id, ...], "dwell_ms": ...}``:
 ``clicks`` name documents of the answer's request by their index (from 0, as ``results[].
-index`` gives it) or their ``id``; ``dwell_ms`` (optional) is one number for the answer or
-one per click. An id the log does not hold is 404; a click naming no document of the
-answer is 422; the same feedback sent again is answered alike and written once
-(``"duplicate": true``). Behind the API keys, as the rerank endpoints are.
+index`` gives it) or their ``id``: an integer is always an index and a string an id, so a
+numeric id (a SKU ``1001``) goes as a string (``"1001"``); ``dwell_ms`` (optional) is one
+number for the answer or one per click. An id the log does not hold is 404; a click naming
+no document of the answer is 422; the same feedback sent again is answered alike and
+written once (``"duplicate": true``). Behind the API keys, as the rerank endpoints are.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ class FeedbackRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
     id: str = Field(min_length=1, description="the answer's id, as the rerank answer gave it")
     clicks: list[Any] = Field(
-        description="the clicked documents: indices into the request's documents (from 0) "
-        "or document ids; [] for an answer where nothing was clicked",
+        description="the clicked documents: indices into the request's documents (an "
+        "integer, from 0) or document ids (a string: send numeric ids as strings); [] for an "
+        "answer where nothing was clicked",
         json_schema_extra={
             "items": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}]}
         },
@@ -86,10 +88,12 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
         for n, click in enumerate(body.clicks):
             index = answer.resolve(click)
             if index is None:
+                hint = "an index from 0, or a document id"
+                if isinstance(click, int):
+                    hint = "an integer is an index from 0; send document ids as strings"
                 raise invalid(
                     f"clicks.{n}",
-                    f"{click!r} names none of the answer's {answer.documents} documents (an "
-                    "index from 0, or a document id)",
+                    f"{click!r} names none of the answer's {answer.documents} documents ({hint})",
                 )
             indices.append(index)
         new = feedback.record_feedback(body.id, indices, body.dwell_ms)
@@ -100,7 +104,8 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
         "/v1/feedback",
         summary="Record what was clicked in an answer",
         description="`{id, clicks, dwell_ms}`: the `id` of an answer this service logged, "
-        "the documents clicked (indices into the request's documents, or their ids) and the "
+        "the documents clicked (indices into the request's documents, or their ids as strings: "
+        "an integer is an index) and the "
         "time spent. An unknown id is a 404, a click naming no document of the answer a 422; "
         "the same feedback sent again is answered alike (`duplicate: true`) and written once.",
         response_model=FeedbackAnswer,

@@ -25,6 +25,7 @@ _LAZY = {
     "text_hash": "log",
     "ReadReport": "reader",
     "Session": "reader",
+    "logs_files": "reader",
     "parse_record": "reader",
     "read_log": "reader",
     "QueryLog": "sessions",

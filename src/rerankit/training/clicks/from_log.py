@@ -188,7 +188,8 @@ def learn_from_log(
         sessions = usable
     logs = collect(sessions, depth=depth, min_dwell_ms=min_dwell_ms, pipelines=pipelines)
     if not logs:
-        raise InputError(f"{path}: no impressions to learn from ({read.malformed} bad lines)")
+        bad = f"{read.malformed} bad line{'' if read.malformed == 1 else 's'}"
+        raise InputError(f"{path}: no impressions to learn from ({bad})")
     named = None  # the embedding model named for the features computed here
     kept = ""
     if rows is None and features is not None and Path(features).exists():

@@ -211,8 +211,10 @@ class InterleavingReport:
     def needed(self) -> int | None:
         """When no winner is named yet: about how many sessions in all (queries, ``by=
         "query"``) give a :data:`POWER` chance of naming one if the difference seen so far is
-        the true one (the interval narrows as one over the square root of their number);
-        None when a winner is named or the difference is 0. A plan, not a promise: the
+        the true one (the interval narrows as one over the square root of their number),
+        counting those logged (:meth:`describe` says how many more); None when a winner is
+        named (for a stricter confidence, report again with a higher ``confidence``) or the
+        difference is 0. A plan, not a promise: the
         difference moves as sessions come in."""
         half = (self.interval[1] - self.interval[0]) / 2
         if self.winner or self.delta == 0 or half <= 0:
@@ -234,13 +236,18 @@ class InterleavingReport:
         else:
             verdict = "no difference either way at this confidence"
             if self.needed:
-                verdict += f"; if the difference seen holds, about {self.needed:,} {unit} in all"
+                logged = self.queries if self.by == "query" else self.sessions
+                verdict += (
+                    f"; if the difference seen holds, about {self.needed:,} {unit} in all, "
+                    f"{max(self.needed - logged, 0):,} more than the {logged:,} logged"
+                )
                 if self.needed_requests is not None and self.share and self.share < 1:
+                    more = max(self.needed_requests - self.requests, 0)
                     verdict += (
-                        f" (about {self.needed_requests:,} requests at the "
+                        f" (about {more:,} more requests at the "
                         f"{100 * self.share:.3g} % interleaved)"
                     )
-                verdict += f" would tell, {100 * POWER:g} times in 100"
+                verdict += f", would tell, {100 * POWER:g} times in 100"
         return (
             f"{self.sessions} interleaved session{'' if self.sessions == 1 else 's'} over "
             f"{self.queries} "

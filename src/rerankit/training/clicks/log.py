@@ -28,7 +28,8 @@ A **feedback** record says what was clicked in one answer::
     {"type": "feedback", "id": "a1b2", "time": 1767225612.5, "clicks": [1, "d7"],
      "dwell_ms": [5300, 800]}
 
-``clicks`` are indices into the impression's ``documents`` or document ids; ``dwell_ms``
+``clicks`` are indices into the impression's ``documents`` (integers) or document ids
+(strings: a numeric id goes as a string, since an integer is always an index); ``dwell_ms``
 (optional) one number for the answer or one per click. Feedback for the same ``id`` sent
 twice counts once; later feedback adds its clicks (:mod:`.reader` joins them). ``time`` is
 seconds since the Unix epoch (a number; an ISO 8601 string is also read).
@@ -42,19 +43,24 @@ of them), deleting the oldest. Fields a reader does not know are ignored.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import os
 import queue
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..._jsonl import dumps_strict
-from ...documents import TITLE, titled_text
+from .records import STORE, Feedback, Impression, LoggedDocument, logged_document, text_hash
+
+try:  # a lock between processes writing one log (POSIX)
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: one writing process per log
+    fcntl = None  # type: ignore[assignment]
 
 logger = logging.getLogger(__name__)
 
@@ -67,135 +73,6 @@ __all__ = [
     "log_files",
     "text_hash",
 ]
-
-#: what an impression keeps of each document: its text, the SHA-256 of its text, or its id
-STORE = ("text", "hash", "id")
-
-
-def text_hash(text: str) -> str:
-    """The SHA-256 of a text's UTF-8 bytes, hex: how a log stored as ``hash`` names a text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class LoggedDocument:
-    """One candidate as an impression keeps it: ``id`` and, as configured, ``text`` or
-    ``sha256``; ``first_stage_score`` when the request gave one. ``positional``: the
-    request gave the document no id, so ``id`` is its index in the request (``"0"``,
-    ``"1"``, ...), which names no document of a corpus: learning never looks it up by it."""
-
-    id: str
-    text: str | None = None
-    sha256: str | None = None
-    first_stage_score: float | None = None
-    positional: bool = False
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"id": self.id}
-        if self.positional:
-            out["positional"] = True
-        if self.text is not None:
-            out["text"] = self.text
-        if self.sha256 is not None:
-            out["sha256"] = self.sha256
-        if self.first_stage_score is not None:
-            out["first_stage_score"] = self.first_stage_score
-        return out
-
-
-@dataclass(frozen=True)
-class Impression:
-    """One answer as shown (see the module doc for the fields)."""
-
-    id: str
-    query: str
-    documents: tuple[LoggedDocument, ...]
-    shown: tuple[int, ...]
-    scores: tuple[float, ...] | None = None
-    pipeline: str = ""
-    time: float = 0.0
-    query_id: str | None = None
-    explore: Mapping[str, Any] | None = None
-    interleaving: Mapping[str, Any] | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "type": "impression",
-            "id": self.id,
-            "time": self.time,
-            "pipeline": self.pipeline,
-            "query": self.query,
-        }
-        if self.query_id is not None:
-            out["query_id"] = self.query_id
-        out["documents"] = [d.as_dict() for d in self.documents]
-        out["shown"] = list(self.shown)
-        if self.scores is not None:
-            out["scores"] = list(self.scores)
-        if self.explore is not None:
-            out["explore"] = dict(self.explore)
-        if self.interleaving is not None:
-            out["interleaving"] = dict(self.interleaving)
-        return out
-
-
-@dataclass(frozen=True)
-class Feedback:
-    """The clicks of one answer: indices into its impression's documents or document ids;
-    ``dwell_ms`` one number for the answer, or one per click (None: not measured)."""
-
-    id: str
-    clicks: tuple[int | str, ...]
-    dwell_ms: float | tuple[float | None, ...] | None = None
-    time: float = 0.0
-
-    def as_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "type": "feedback",
-            "id": self.id,
-            "time": self.time,
-            "clicks": list(self.clicks),
-        }
-        if self.dwell_ms is not None:
-            dwell = self.dwell_ms
-            out["dwell_ms"] = list(dwell) if isinstance(dwell, tuple) else dwell
-        return out
-
-
-def _document(doc: Any, store: str, n: int) -> LoggedDocument:
-    """Candidate ``n`` (a string, a ``LoggedDocument``, a dict with ``id``/``text``/
-    ``title``/``first_stage_score``, an object with those attributes, or an ``(id, text[,
-    first_stage_score])`` tuple) as ``store`` keeps it: its text as a reranker reads it
-    (:func:`~rerankit.documents.titled_text`), its id or, without one, its index
-    (``positional``)."""
-    digest, positional = None, False
-    if isinstance(doc, LoggedDocument):
-        doc_id, text, digest = doc.id, doc.text, doc.sha256
-        score, positional = doc.first_stage_score, doc.positional
-    elif isinstance(doc, str):
-        doc_id, text, score = None, doc, None
-    elif isinstance(doc, Mapping):
-        doc_id, text = doc.get("id"), doc.get("text")
-        digest, score = doc.get("sha256"), doc.get("first_stage_score")
-        if text is not None:
-            text = titled_text(str(text), doc.get(TITLE))
-    elif isinstance(doc, tuple):
-        doc_id, text = doc[0], doc[1] if len(doc) > 1 else None
-        score = doc[2] if len(doc) > 2 else None
-    else:
-        doc_id, text = getattr(doc, "id", None), getattr(doc, "text", None)
-        metadata = getattr(doc, "metadata", None) or {}
-        score = metadata.get("first_stage_score")
-    if text is not None and digest is None:
-        digest = text_hash(str(text))
-    keep_text = store == "text" and text is not None
-    return LoggedDocument(
-        id=str(n if doc_id is None else doc_id),
-        text=str(text) if keep_text else None,
-        sha256=digest if store == "hash" or (store == "text" and not keep_text) else None,
-        first_stage_score=None if score is None else float(score),
-        positional=positional or doc_id is None,
-    )
 
 
 def log_files(path: str | Path) -> list[Path]:
@@ -217,7 +94,9 @@ class ClickLog:
     caller: a record that cannot be written is counted (:attr:`write_errors`, with the last
     error in :attr:`last_error`) and logged, and the caller goes on. Thread-safe; after a
     restart it appends to the same file. It rotates when the file would pass ``max_bytes``
-    (0: never), keeping ``backups`` older files.
+    (0: never), keeping ``backups`` older files. Several processes may write one log (the
+    workers of ``rerankit serve --workers``): on POSIX each append and rotation holds a
+    lock on ``<path>.lock`` beside it, so none is lost or rotated twice.
 
     ``store``: what impressions keep of each document (:data:`STORE`). ``background``:
     write from a thread of its own through a queue of ``queue_size`` records, so a caller
@@ -243,6 +122,7 @@ class ClickLog:
         self.path = Path(self.path)
         self._lock = threading.Lock()  # held while writing to the file
         self._counting = threading.Lock()  # held while counting: never waits on the disk
+        self._lock_file: Any = None  # <path>.lock, open while the log is
         self._queue: queue.Queue[str | None] | None = None
         self._worker: threading.Thread | None = None
         if self.background:
@@ -269,7 +149,7 @@ class ClickLog:
     ) -> Impression:
         """An :class:`Impression` with the documents kept as :attr:`store` says (not written:
         pass it to :meth:`write`). Raises ValueError for indices outside ``documents``."""
-        docs = tuple(_document(d, self.store, n) for n, d in enumerate(documents))
+        docs = tuple(logged_document(d, self.store, n) for n, d in enumerate(documents))
         shown = tuple(int(i) for i in shown)
         bad = [i for i in shown if not 0 <= i < len(docs)]
         if bad or len(set(shown)) != len(shown):
@@ -324,7 +204,14 @@ class ClickLog:
         dwell_ms: Any = None,
         time: float | None = None,
     ) -> bool:
-        """Write a :class:`Feedback` record; False (counted) when it could not be written."""
+        """Write a :class:`Feedback` record; False (counted) when it could not be written.
+
+        ``clicks``: an integer is always an index into the impression's documents (from
+        0); a string is a document id. So send numeric ids (a SKU ``1001``) as strings
+        (``"1001"``): as a number it is read as an index, and one past the documents names
+        nothing (the reader counts it, saying why). Clicks are not checked against the
+        impression here (this log does not keep it in memory): :func:`~.reader.read_log`'s
+        report counts those naming no document."""
         try:
             dwell = tuple(dwell_ms) if isinstance(dwell_ms, (list, tuple)) else dwell_ms
             record = Feedback(str(id), tuple(clicks), dwell, _now() if time is None else time)
@@ -374,6 +261,10 @@ class ClickLog:
         if self._queue is not None and self._worker is not None and self._worker.is_alive():
             self._queue.put(None)
             self._worker.join()
+        with self._lock:
+            if self._lock_file is not None:
+                self._lock_file.close()
+                self._lock_file = None
 
     def __enter__(self) -> ClickLog:
         return self
@@ -387,17 +278,32 @@ class ClickLog:
             try:
                 path = Path(self.path)
                 path.parent.mkdir(parents=True, exist_ok=True)
-                if self.max_bytes and path.exists():
-                    size = path.stat().st_size
-                    if size and size + len(data) > self.max_bytes:
-                        self._rotate(path)
-                with open(path, "ab") as f:
-                    f.write(data)
+                with self._between_processes(path):
+                    if self.max_bytes and path.exists():
+                        size = path.stat().st_size
+                        if size and size + len(data) > self.max_bytes:
+                            self._rotate(path)
+                    with open(path, "ab") as f:
+                        f.write(data)
             except Exception as exc:
                 return self._failed(exc)
         with self._counting:
             self.written += 1
         return True
+
+    @contextmanager
+    def _between_processes(self, path: Path) -> Iterator[None]:
+        """Hold the lock other processes writing this log take (a no-op without fcntl)."""
+        if fcntl is None:
+            yield
+            return
+        if self._lock_file is None:
+            self._lock_file = open(path.with_name(path.name + ".lock"), "ab")  # noqa: SIM115
+        fcntl.flock(self._lock_file, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(self._lock_file, fcntl.LOCK_UN)
 
     def _rotate(self, path: Path) -> None:
         if self.backups == 0:

@@ -22,7 +22,7 @@ from typing import Any
 from ...errors import InputError
 from .log import Feedback, Impression, LoggedDocument, log_files
 
-__all__ = ["ReadReport", "Session", "join", "parse_record", "read_log"]
+__all__ = ["ReadReport", "Session", "join", "logs_files", "parse_record", "read_log"]
 
 #: how many problems a :class:`ReadReport` describes (all are counted)
 PROBLEMS_KEPT = 10
@@ -55,6 +55,9 @@ class ReadReport:
     repeated_feedback: int = 0
     orphan_feedback: int = 0
     unknown_clicks: int = 0
+    #: of ``unknown_clicks``, the integers past the impression's documents: an integer
+    #: click is an index, so a numeric document id sent as a number names nothing
+    index_clicks: int = 0
     malformed: int = 0
     #: impressions left out of learning: a document without a text (in the log or corpus)
     unresolved: int = 0
@@ -66,18 +69,27 @@ class ReadReport:
 
     def describe(self) -> str:
         """One line of what was read and left out, then the problems kept, one a line."""
+        unknown = f"{_count(self.unknown_clicks, 'click')} naming no document"
+        if self.index_clicks:
+            unknown += (
+                f" ({self.index_clicks} an integer past the documents: an integer click is "
+                "an index; send ids as strings)"
+            )
         left_out = [
-            (self.repeated_feedback, "repeated feedback"),
-            (self.orphan_feedback, "feedback without an impression"),
-            (self.duplicate_impressions, "repeated impression ids"),
-            (self.unknown_clicks, "clicks naming no document"),
-            (self.malformed, "bad lines"),
+            (self.repeated_feedback, f"{self.repeated_feedback} repeated feedback"),
+            (self.orphan_feedback, f"{self.orphan_feedback} feedback without an impression"),
+            (
+                self.duplicate_impressions,
+                _count(self.duplicate_impressions, "repeated impression id"),
+            ),
+            (self.unknown_clicks, unknown),
+            (self.malformed, _count(self.malformed, "bad line")),
         ]
         line = (
             f"read {_count(len(self.files), 'file')}: {_count(self.impressions, 'impression')}, "
             f"{_count(self.feedback, 'feedback record')}"
         )
-        counted = [f"{count} {what}" for count, what in left_out if count]
+        counted = [what for count, what in left_out if count]
         if self.unresolved:
             counted.append(
                 f"{_count(self.unresolved, 'impression')} left out: a document without a text"
@@ -230,7 +242,14 @@ def join(
                 index = _resolve(click, impression, ids)
                 if index is None:
                     report.unknown_clicks += 1
-                    report.note(f"feedback {rid}: click {click!r} names none of its documents")
+                    why = ""
+                    if isinstance(click, int):
+                        report.index_clicks += 1
+                        why = (
+                            f" (an integer click is an index into its "
+                            f"{len(impression.documents)} documents; send ids as strings)"
+                        )
+                    report.note(f"feedback {rid}: click {click!r} names none of its documents{why}")
                     continue
                 clicks.add(index)
                 d = record.dwell_ms
@@ -270,18 +289,28 @@ def _records(files: Sequence[Path], report: ReadReport, strict: bool) -> list[An
     return out
 
 
+def logs_files(logs: Sequence[str | Path]) -> list[Path]:
+    """The files of several click logs (one per replica, say), each with its rotated files
+    oldest first: what :func:`read_log` reads of them all (an InputError for a log with no
+    file)."""
+    files = []
+    for log in logs:
+        found = log_files(log)
+        if not found:
+            raise InputError(f"{log}: no such click log")
+        files.extend(found)
+    return files
+
+
 def read_log(
     paths: str | Path | Sequence[str | Path], *, strict: bool = False
 ) -> tuple[list[Session], ReadReport]:
     """The sessions of a click log: a file (read with its rotated files, oldest first), or
-    several files in the order given. ``strict``: raise :class:`~rerankit.errors.InputError`
-    at the first bad line (naming the file and line) instead of counting it."""
-    if isinstance(paths, (str, Path)):
-        files = log_files(paths)
-        if not files:
-            raise InputError(f"{paths}: no such click log")
-    else:
-        files = [Path(p) for p in paths]
+    several files in the order given (:func:`logs_files` lists several logs' files, each
+    with its rotated ones). Feedback is joined with its impression whichever file holds
+    each. ``strict``: raise :class:`~rerankit.errors.InputError` at the first bad line
+    (naming the file and line) instead of counting it."""
+    files = logs_files([paths]) if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
     report = ReadReport()
     sessions = join(_records(files, report, strict), report)
     return sessions, report

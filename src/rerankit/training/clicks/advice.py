@@ -1,0 +1,63 @@
+"""What to tell whoever deploys a pipeline learned from clicks, beside what serving it asks
+of the callers (:meth:`~.deploy.Written.requirements`): the name it is served under (a
+client naming the pipeline that served the log reaches it only under that name), what the
+verdict compared it with (the pipeline that served this log, not necessarily the one
+serving today), and how to learn again once it has served traffic (``--served`` with its
+file, since its name is not a registered one)."""
+
+from __future__ import annotations
+
+from ...config import read_spec
+from .deploy import Written
+
+__all__ = ["deploy_advice"]
+
+
+def deploy_advice(
+    written: Written,
+    served_by: str | None,
+    *,
+    served: str | None = None,
+    data: str | None = None,
+) -> list[str]:
+    """One sentence for each thing to know before serving ``written`` (none when it is not
+    the learned pipeline: what served the log is written back, served as before).
+    ``served_by``: the pipeline that served the log, as the log names it (the name its
+    clients sent); ``served``: ``--served`` (a file or registered name), which the
+    comparison's command loads instead when given; ``data``: the collection ``--data``
+    named, shown in that command (else ``FOLDER``)."""
+    if not written.learned:
+        return []
+    path = written.pipeline
+    try:
+        name = str(read_spec(path).get("name") or path.stem)
+    except Exception:  # written just now; unreadable only if the disk failed since
+        name = path.stem
+    old = served_by or "hybrid"
+    out = []
+    if not served_by:  # the log names no pipeline: the clients' old name is unknown
+        out.append(
+            f"it is served as {name!r} (the name in {path.name}): clients that name another "
+            "pipeline, and Cohere's model names unless it is the default, do not reach it; "
+            f"set name in {path.name} to the name your clients send"
+        )
+    elif served_by != name:
+        out.append(
+            f"it is served as {name!r} (the name in {path.name}); clients that name "
+            f"{old!r}, and those using Cohere's model names (they follow the default "
+            f"pipeline), reach it only when it is served under that name or as the default: "
+            f'set name = "{old}" in {path.name}, or in the service\'s settings '
+            f'[pipelines.{old}] reranker = "{path.name}" (relative to the settings file), or '
+            f"make it the default ([server] default = {name!r})"
+        )
+    out.append(
+        f"the verdict compares it with what served this log ({old}; for a simulated log, "
+        "the simulation's ranker), not necessarily with what you serve today: compare the "
+        f"two on judged queries first: rerankit eval --data {data or 'FOLDER'} "
+        f"--rerankers {served or old},{path}"
+    )
+    out.append(
+        f"once it has served traffic, learn again from that log with --served {path} (its "
+        f"name, {name}, is not a registered one, so the log alone cannot name it)"
+    )
+    return out
