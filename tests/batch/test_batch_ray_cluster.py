@@ -173,6 +173,7 @@ def stored(cache_dir: Path) -> int:
     return len(JudgmentCache(path)) if path.exists() else 0
 
 
+@pytest.mark.slow  # 18 s: make test-slow (the other two-node test stays in make test)
 def test_the_shared_cache_the_driver_names_reaches_every_nodes_workers(
     two_nodes, redis_url, tmp_path
 ):

@@ -84,7 +84,10 @@ def _check_nothing_left(start: dict, report: dict, loading: int) -> None:
     assert len(tasks) <= len(start["tasks"]), f"before: {start['tasks']}; after: {tasks}"
 
 
-@pytest.mark.parametrize("hub", ["stall", "drop"])
+@pytest.mark.parametrize(
+    "hub",
+    ["stall", pytest.param("drop", marks=pytest.mark.slow)],  # drop: make test-slow
+)
 def test_a_pipeline_whose_hub_or_provider_stalls_never_delays_another(hub):
     """``$HF_ENDPOINT`` accepts and never answers (``stall``) or closes each connection
     half a second after accepting it without a word (``drop``), so a load attempt of ``ce``

@@ -153,6 +153,7 @@ def test_behind_nginx_requests_reach_both_replicas_and_share_answers(pair, tmp_p
         balancer.stop()
 
 
+@pytest.mark.slow  # 16 s: make test-slow
 def test_redis_killed_under_load_loses_nothing_and_hits_resume_when_it_returns(
     own_redis, provider, tmp_path
 ):

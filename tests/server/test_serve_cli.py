@@ -336,6 +336,7 @@ def test_the_torch_free_install_serves_an_exported_model_as_the_torch_service_do
         hub.stop()
 
 
+@pytest.mark.slow  # 17 s: make test-slow
 @pytest.mark.filterwarnings("ignore::ResourceWarning")
 def test_two_workers_answer_and_share_the_embedding_cache(tmp_path):
     pytest.importorskip("sentence_transformers", reason="needs the 'torch' extra")

@@ -472,6 +472,7 @@ def test_too_few_queries_to_hold_out_are_said_not_skipped_silently(tiny_st, tmp_
     assert unasked.held_out_check is None and unasked.held_out_skipped is None
 
 
+@pytest.mark.slow  # 12 s: make test-slow
 def test_cross_fitting_lets_tune_measure_on_every_training_query(tiny_st, tmp_path, capsys):
     """``--cross-fit 2`` trains the model on every judged query and two fold models, each
     with half of them left out: ``tune`` reads each training query with the fold model that
