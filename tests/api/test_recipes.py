@@ -91,6 +91,7 @@ def vectors(tmp_path_factory):
 # --- 1. a cross-encoder from the hub, with probabilities ------------------------------------
 
 
+@pytest.mark.slow  # 13 s: make test-slow (tests/training/test_fine_tune.py trains one)
 def test_the_cross_encoder_recipe_runs_on_a_model_folder(bert_dir, tmp_path):
     pytest.importorskip("sentence_transformers", reason="the recipe needs the 'torch' extra")
     (block,) = _blocks(

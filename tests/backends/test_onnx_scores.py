@@ -69,7 +69,9 @@ def _compare(name: str, queries: int, k: int, hybrids) -> int:
     return compared
 
 
-@pytest.mark.parametrize("name", list(SETS))
+@pytest.mark.parametrize(  # scifact in make test; the others, and twenty queries, test-slow
+    "name", [n if n == "scifact" else pytest.param(n, marks=pytest.mark.slow) for n in SETS]
+)
 def test_onnx_scores_as_torch_on_five_queries_of_each_set(name, hybrids):
     assert _compare(name, 5, 3, hybrids) >= 5 * 3 // 2
 

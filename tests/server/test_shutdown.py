@@ -76,7 +76,7 @@ def _ask(url: str) -> tuple[int | str, dict]:
     }
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])  # 2: test-slow
 def test_after_sigterm_it_serves_for_the_delay_saying_stopping_then_exits_0(tmp_path, workers):
     delay = 2.0
     flags = ["--shutdown-delay", str(delay), "--graceful-timeout", "5"]
