@@ -116,16 +116,16 @@ def _features_meta(path: str | Path) -> dict[str, Any]:
 
 
 def _check_features(
-    path: str | Path, rows: Rows, logs: Mapping[str, QueryLog], embedding: Any
+    path: str | Path, rows: Rows, logs: Mapping[str, QueryLog], asked: str | None
 ) -> None:
     """That a features file read back is of this log's candidates, with the features and
-    the embedding model asked for (an InputError naming the first difference)."""
+    the embedding model ``asked`` for (None: the bundled MiniLM); an InputError naming the
+    first difference."""
     again = "; delete it to compute them anew"
     meta = _features_meta(path)
     names = meta.get("features")
     if names is not None and list(names) != list(learned.FEATURES):
         raise InputError(f"{path}: features of another version of rerankit ({names}){again}")
-    asked = embedding if isinstance(embedding, str) and embedding else None
     if "embedding" in meta and meta["embedding"] != asked:
         raise InputError(
             f"{path}: features computed with the embedding model {meta['embedding'] or 'MiniLM'}"
@@ -190,16 +190,16 @@ def learn_from_log(
     if not logs:
         bad = f"{read.malformed} bad line{'' if read.malformed == 1 else 's'}"
         raise InputError(f"{path}: no impressions to learn from ({bad})")
-    named = None  # the embedding model named for the features computed here
+    asked = embedding if isinstance(embedding, str) and embedding else None
+    named = None  # the embedding model named for the features computed (or read) here
     kept = ""
     if rows is None and features is not None and Path(features).exists():
         rows = read_features(features)
-        _check_features(features, rows, logs, embedding)
-        named = embedding if isinstance(embedding, str) and embedding else None
-        kept = f"features read from {features}"
+        _check_features(features, rows, logs, asked)
+        named, kept = asked, f"features read from {features}"
     if rows is None:
         rows = log_features(logs, learned.Signals(embedding), corpus=texts)
-        named = embedding if isinstance(embedding, str) and embedding else None
+        named = asked
         if features is not None:
             write_features(rows, features, embedding=named)
             kept = f"features written to {features} (read from there next time)"
