@@ -127,6 +127,7 @@ print(json.dumps({"seen": seen}))
 """
 
 
+@pytest.mark.slow  # make test-slow: keeps make test under 10 minutes
 def test_two_processes_racing_make_one_export_and_nobody_reads_a_partial_one(
     tiny_st, tmp_path, monkeypatch
 ):

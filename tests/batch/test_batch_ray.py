@@ -153,6 +153,7 @@ def test_eval_on_ray_reports_what_the_local_engine_reports(capsys):
     assert ndcg_cells(remote) == ndcg_cells(local) and ndcg_cells(local)
 
 
+@pytest.mark.slow  # make test-slow: keeps make test under 10 minutes
 def test_a_model_that_cannot_load_fails_each_row_not_the_worker(tmp_path):
     """Ray workers load their models when they start (so no row's time holds the load); a
     model that cannot load must still fail row by row, written and counted, as locally."""

@@ -528,6 +528,7 @@ def in_flight_counter(seconds: float):
     return state, answer
 
 
+@pytest.mark.slow  # make test-slow: keeps make test under 10 minutes
 def test_requests_per_minute_holds_across_rerank_calls():
     """rpm=30: one start every 2 s, also when each rerank() runs on its own event loop."""
     import time

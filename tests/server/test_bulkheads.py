@@ -111,6 +111,7 @@ def test_a_pipeline_whose_hub_or_provider_stalls_never_delays_another(hub):
     _check_nothing_left(start, seen, loading=2)
 
 
+@pytest.mark.slow  # make test-slow: keeps make test under 10 minutes
 def test_a_provider_that_stalls_once_requests_run_holds_nothing_another_pipeline_needs():
     """``llm``'s provider answers the warm-up batch, then accepts every call and never
     answers: its requests run until their 1 s deadline (503), holding at most their

@@ -205,6 +205,7 @@ def test_the_embedding_model_is_checked_too_and_the_share_is_validated(tiny_st, 
     assert not (tmp_path / "y").exists()
 
 
+@pytest.mark.slow  # make test-slow: keeps make test under 10 minutes
 def test_a_checkpoint_without_a_head_is_said_in_one_line_not_a_table(
     tiny_st, bert_dir, tmp_path, capfd
 ):
@@ -391,6 +392,7 @@ def test_an_embedding_model_below_bm25_is_pointed_to_learning_to_rank(tiny_st, t
     assert "no better than the model it started from" in printed.err
 
 
+@pytest.mark.slow  # make test-slow: keeps make test under 10 minutes
 def test_tune_measures_a_fine_tuned_model_on_the_queries_it_never_saw(tiny_st, tmp_path, capsys):
     """A model fine-tuned on some training queries' judgments makes any pipeline reading it
     look better on those queries: ``train`` records them beside the model, and ``tune``
