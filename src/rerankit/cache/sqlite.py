@@ -44,9 +44,33 @@ def connect(path: str | Path) -> sqlite3.Connection:
     )
     db.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT * 1000)}")
     if str(path) != ":memory:":
-        db.execute("PRAGMA journal_mode = WAL")
+        _use_wal(db, path)
         db.execute("PRAGMA synchronous = NORMAL")  # durable at checkpoints; safe in WAL
     return db
+
+
+def _use_wal(db: sqlite3.Connection, path: str | Path) -> None:
+    """Switch ``db`` to WAL mode. SQLite answers "database is locked" at once, without
+    waiting out the busy timeout, when processes opening a new file race to switch it, so
+    this retries until ``BUSY_TIMEOUT`` has passed."""
+    deadline = time.monotonic() + BUSY_TIMEOUT
+    pause = 0.002
+    while True:
+        try:
+            mode = db.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            break
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() + pause > deadline:
+                raise
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+    if str(mode).lower() != "wal":
+        logger.warning(
+            "SQLite cache %s runs in %s journal mode, not WAL (its file system may not "
+            "allow WAL): readers wait while a process writes",
+            path,
+            mode,
+        )
 
 
 class SQLiteStore:
