@@ -371,7 +371,7 @@ ANSWERS = st.one_of(
 )
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(
     n=st.integers(1, 30),
     answers=st.lists(ANSWERS, min_size=1, max_size=6),

@@ -115,7 +115,11 @@ def test_after_sigterm_it_serves_for_the_delay_saying_stopping_then_exits_0(tmp_
 
 @pytest.mark.parametrize(
     "signals",
-    [[signal.SIGINT], [signal.SIGTERM, signal.SIGINT], [signal.SIGTERM, signal.SIGTERM]],
+    [
+        [signal.SIGINT],
+        [signal.SIGTERM, signal.SIGINT],
+        pytest.param([signal.SIGTERM, signal.SIGTERM], marks=pytest.mark.slow),
+    ],
     ids=["sigint", "sigterm-then-sigint", "sigterm-twice"],
 )
 def test_sigint_or_a_second_signal_does_not_wait_out_the_delay(tmp_path, signals):
@@ -156,7 +160,7 @@ def test_the_delay_is_a_setting_and_a_flag(tmp_path):
         parse(["serve", "--shutdown-delay", "-1"])
 
 
-@pytest.mark.parametrize("level", ["info", "warning"])
+@pytest.mark.parametrize("level", ["info", pytest.param("warning", marks=pytest.mark.slow)])
 def test_the_log_level_flag_sets_rerankits_and_uvicorns(tmp_path, level):
     proc, url = _start(tmp_path, "--log-level", level)
     try:

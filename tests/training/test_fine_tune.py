@@ -252,6 +252,7 @@ def _one_relevant_in_four():
     ]
 
 
+@pytest.mark.slow  # the default case below runs in make test
 def test_the_relevance_head_can_learn_at_its_own_step_size(bert_dir, tmp_path):
     # the rest of the model at step size 0 stays as it was, weight for weight, while the
     # head (pooler and classifier) learns at its own; the relevant pairs weighted 3 to 1
