@@ -309,7 +309,7 @@ def test_full_queue_answers_429_and_every_accepted_request_is_answered(live):
     metrics = httpx.get(f"{live.url}/metrics").text
     assert 'rerankit_errors_total{model="slow",status="429"}' in metrics
     assert "rerankit_request_seconds_bucket" in metrics
-    assert "rerankit_documents_scored_total" in metrics
+    assert 'rerankit_documents_scored_total{model="slow"}' in metrics
 
 
 def test_timeout_is_503_and_the_work_past_it_is_cancelled(live_server):
@@ -950,7 +950,11 @@ def test_work_that_cannot_finish_by_its_deadline_is_not_started(live_server):
         # refused on arrival: one request ahead (0.75 s) + its own 0.75 s > 1.2 s deadline
         assert status == 503 and "not queued" in message and "would not finish" in message
         assert "late" not in SCORED  # never started, rather than cancelled half-way
-        assert "rerankit_shed_total 1.0" in httpx.get(f"{server.url}/metrics").text
+        metrics = httpx.get(f"{server.url}/metrics").text
+        assert 'rerankit_shed_total{model="slow"} 1.0' in metrics
+        # the two answered requests' 2 + 3 documents were scored; the shed one's were not
+        assert 'rerankit_documents_scored_total{model="slow"} 5.0' in metrics
+        assert 'rerankit_request_documents_count{model="slow"} 3.0' in metrics
     finally:
         server.stop()
 

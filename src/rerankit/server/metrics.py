@@ -107,7 +107,11 @@ class Metrics:
             registry=self.registry,
         )
         self.documents = prom.Counter(
-            "rerankit_documents_scored_total", "Documents scored", registry=self.registry
+            "rerankit_documents_scored_total",
+            "Documents of the requests a pipeline answered (not from the answer cache), by "
+            "pipeline",
+            ["model"],
+            registry=self.registry,
         )
         self.queue_time = prom.Histogram(
             "rerankit_queue_seconds",
@@ -130,7 +134,8 @@ class Metrics:
         )
         self.batch_documents = prom.Histogram(
             "rerankit_request_documents",
-            "Documents per request",
+            "Documents per valid request, by pipeline",
+            ["model"],
             buckets=(1, 5, 10, 20, 50, 100, 200, 500, 1000),
             registry=self.registry,
         )
@@ -154,7 +159,9 @@ class Metrics:
         )
         self.shed = prom.Counter(
             "rerankit_shed_total",
-            "Requests refused before queueing: the queue ahead would outlast their deadline",
+            "Requests refused before queueing: the queue ahead would outlast their deadline, "
+            "by pipeline",
+            ["model"],
             registry=self.registry,
         )
         self.stuck_seconds = prom.Histogram(
@@ -185,9 +192,11 @@ class Metrics:
         )
         self.registry.register(_CacheErrors())
         self._prom = prom
-        for name in self.pipelines:  # every pipeline's gauges from the start, at 0
+        for name in self.pipelines:  # every pipeline's series from the start, at 0
             self.queue.labels(name).set(0)
             self.in_flight.labels(name).set(0)
+            for family in (self.shed, self.documents, self.batch_documents):
+                family.labels(name)
 
     def watch_readiness(self, ready: Any) -> None:
         """Export ``rerankit_pipeline_ready`` from ``ready()`` (pipeline name -> bool)."""

@@ -265,7 +265,7 @@ class Service:
         wait = ahead * pipeline.service_time / admission.share
         work = (pipeline.per_document or 0.0) * documents
         if wait + work > deadline - time.monotonic():
-            self.metrics.shed.inc()
+            self.metrics.shed.labels(pipeline.name).inc()
             raise ServiceError(
                 503,
                 f"not queued: about {wait:.1f} s of queue ahead and {work:.1f} s of work "
@@ -301,7 +301,7 @@ class Service:
             check_top_k(call.top_n, "top_n")
         except ValueError as exc:
             raise ServiceError(400, str(exc)) from exc
-        self.metrics.batch_documents.observe(len(call.documents))
+        self.metrics.batch_documents.labels(pipeline.name).observe(len(call.documents))
         return pipeline
 
     async def compute(
@@ -434,6 +434,6 @@ class Service:
         finished = time.monotonic()
         self.metrics.inference_time.labels(name).observe(finished - started)
         pipeline.record(finished - started, len(docs))  # per text scored
-        self.metrics.documents.inc(len(call.documents))
+        self.metrics.documents.labels(name).inc(len(call.documents))
         call.timings.update(queue=started - queued, inference=finished - started)
         return result
