@@ -298,7 +298,7 @@ def compare_backends(texts: list[str], seconds: float, requests: int) -> None:
 
 
 def counters(url: str) -> dict[str, float]:
-    """The service's own counters of work done."""
+    """The service's own counters of work done (summed over pipelines)."""
     wanted = {
         "rerankit_documents_scored_total": "documents scored",
         "rerankit_encode_batch_texts_sum": "texts encoded",
@@ -306,9 +306,9 @@ def counters(url: str) -> dict[str, float]:
     }
     out = dict.fromkeys(wanted.values(), 0.0)
     for line in httpx.get(f"{url}/metrics").text.splitlines():
-        name = line.split(" ")[0]
+        name = line.split(" ")[0].split("{")[0]
         if name in wanted:
-            out[wanted[name]] = float(line.split()[-1])
+            out[wanted[name]] += float(line.split()[-1])
     return out
 
 
