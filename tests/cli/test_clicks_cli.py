@@ -217,6 +217,10 @@ def test_tune_clicks_without_served_writes_the_pipeline_the_log_names(tmp_path, 
             printed
         )
         assert read_spec(out) == {"name": "bm25", "reranker": "bm25"}
+        # the simulated feedback comes half a second after its answer: a limit of 0 s
+        # leaves out all but the first sessions' (logged at time 0, so never judged late)
+        assert main([*argv, "--folds", "3", "--max-feedback-delay", "0"]) == 1
+        assert "too few clicks to learn from" in capsys.readouterr().err
         return
     why = f"the log names {logged!r}, not a registered name" if logged else "names no pipeline"
     assert f"wrote {out}: the default hybrid (first stage + MiniLM), NOT what served" in printed
@@ -308,6 +312,17 @@ def test_interleave_report_names_the_pipeline_users_prefer(tmp_path, capsys):
     assert main(["interleave-report", str(tmp_path / "interleaved.jsonl"), "--by", "query"]) == 0
     printed = capsys.readouterr().out
     assert "interval over queries" in printed and "winner: candidate" in printed
+    # feedback is written within moments of its answer here: a minute's limit keeps it
+    # all, a limit of 0 s leaves it all out (and so finds no winner)
+    log_path = str(tmp_path / "interleaved.jsonl")
+    assert main(["interleave-report", log_path, "--max-feedback-delay", "60", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["read"]["late_feedback"] == 0
+    assert main(["interleave-report", log_path, "--max-feedback-delay", "0", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["read"]["late_feedback"] == report["read"]["feedback"] > 0
+    assert report["winner"] is None
+    with pytest.raises(SystemExit):
+        main(["interleave-report", log_path, "--max-feedback-delay", "-1"])
     # a pair the log does not hold: the error says which pairs it does
     assert (
         main(["interleave-report", str(tmp_path / "interleaved.jsonl"), "--pipelines", "a", "b"])

@@ -22,6 +22,7 @@ from rerankit.training.clicks import (
     read_log,
     text_hash,
 )
+from rerankit.training.clicks.from_log import learn_from_log
 from rerankit.training.clicks.log import log_files
 from rerankit.training.clicks.sessions import records
 from rerankit.training.clicks.simulate import PositionBasedModel, simulate_query
@@ -106,6 +107,39 @@ def test_duplicate_feedback_is_idempotent_and_later_feedback_adds(tmp_path):
     assert sessions[0].clicks == (0, 2)
     assert report.repeated_feedback == 1
     assert len(sessions) == 1
+
+
+def test_feedback_past_the_maximum_delay_is_left_out_and_counted(tmp_path):
+    log = ClickLog(tmp_path / "c.jsonl")
+    log.log_impression("a", "q", DOCS, [0, 1, 2], time=1000.0)
+    log.log_feedback("a", [1], time=1030.0)  # 30 s after the answer
+    log.log_feedback("a", [2], time=1000.0 + 7200)  # two hours after
+    log.log_impression("b", "q", DOCS, [0, 1, 2], time=2000.0)
+    log.log_feedback("b", [0], time=2000.0 + 3600)  # exactly at the limit: kept
+    (tmp_path / "c.jsonl").open("a").write('{"type": "feedback", "id": "b", "clicks": [2]}\n')
+    everything, report = read_log(tmp_path / "c.jsonl")
+    assert [s.clicks for s in everything] == [(1, 2), (0, 2)] and report.late_feedback == 0
+    prompt, report = read_log(tmp_path / "c.jsonl", max_feedback_delay=3600)
+    # a's two-hour click is left out; b's record without a time cannot be judged: kept
+    assert [s.clicks for s in prompt] == [(1,), (0, 2)]
+    assert report.late_feedback == 1 and report.feedback == 4
+    assert "1 feedback later than the maximum delay after its impression" in report.describe()
+    with pytest.raises(ValueError, match="max_feedback_delay"):
+        read_log(tmp_path / "c.jsonl", max_feedback_delay=-1)
+
+
+def test_learning_from_a_log_without_clicks_says_what_it_read(tmp_path):
+    log = ClickLog(tmp_path / "c.jsonl")
+    for n in range(3):
+        log.log_impression(f"a{n}", "q", DOCS, [0, 1, 2], time=1000.0)
+        log.log_feedback(f"a{n}", [1], time=5000.0)
+    with pytest.raises(InputError) as caught:
+        learn_from_log(tmp_path / "c.jsonl", max_feedback_delay=60)
+    assert str(caught.value) == (
+        f"{tmp_path / 'c.jsonl'}: no clicks to learn from: 3 impressions, 3 feedback records; "
+        "3 left out as later than max_feedback_delay; only clicks in the first 10 positions "
+        "count"
+    )
 
 
 def test_orphan_and_unknown_clicks_are_counted_not_invented(tmp_path):

@@ -24,6 +24,7 @@ from .args import (
     add_first_stage_argument,
     add_max_queries_argument,
     add_no_progress_argument,
+    non_negative_float,
     positive_float,
     positive_int,
 )
@@ -49,6 +50,7 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         features=args.features,
         embedding=args.embedding_model,
         min_dwell_ms=args.min_dwell_ms,
+        max_feedback_delay=args.max_feedback_delay,
         keep_learned=args.keep_learned,
         **options,
     )
@@ -146,10 +148,22 @@ def add_tune_click_arguments(parser: Any) -> None:
         default=None,
         help="with --clicks: count a click only when its dwell time is at least this",
     )
+    add_max_feedback_delay_argument(parser, "with --clicks: ")
+
+
+def add_max_feedback_delay_argument(parser: Any, prefix: str = "") -> None:
+    parser.add_argument(
+        "--max-feedback-delay",
+        type=non_negative_float,
+        default=None,
+        metavar="SECONDS",
+        help=f"{prefix}leave out feedback that came more than this many seconds after its "
+        "answer (default: keep feedback however late)",
+    )
 
 
 def cmd_interleave_report(args: argparse.Namespace) -> int:
-    sessions, read = read_log(logs_files(args.log))
+    sessions, read = read_log(logs_files(args.log), max_feedback_delay=args.max_feedback_delay)
     pair = tuple(args.pipelines) if args.pipelines else None
     report = interleaving_report(
         sessions,
@@ -159,7 +173,12 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
         by=args.by,
     )
     if args.json:
-        what = {"files": read.files, "impressions": read.impressions, "feedback": read.feedback}
+        what = {
+            "files": read.files,
+            "impressions": read.impressions,
+            "feedback": read.feedback,
+            "late_feedback": read.late_feedback,
+        }
         print(json.dumps({**report.as_dict(), "read": what}, indent=2))
         return 0
     print(read.describe())
@@ -285,6 +304,7 @@ def add_commands(sub: Any) -> None:
         "this traffic prefer, as an A/B test would tell) or queries (a verdict meant to "
         "hold for queries the log has not seen; wider)",
     )
+    add_max_feedback_delay_argument(ir)
     ir.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
     ir.add_argument(
         "--json",

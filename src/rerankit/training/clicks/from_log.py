@@ -151,6 +151,19 @@ def _check_features(
             )
 
 
+def _why_no_clicks(read: ReadReport, min_dwell_ms: float | None, depth: int) -> str:
+    """What the log held and what reading it left out, when no click is left."""
+    parts = [f"{read.impressions} impressions, {read.feedback} feedback records"]
+    if read.late_feedback:
+        parts.append(f"{read.late_feedback} left out as later than max_feedback_delay")
+    if read.unknown_clicks:
+        parts.append(f"{read.unknown_clicks} clicks naming no document")
+    if min_dwell_ms is not None:
+        parts.append(f"clicks with under {min_dwell_ms:g} ms of dwell not counted")
+    parts.append(f"only clicks in the first {depth} positions count")
+    return "; ".join(parts)
+
+
 def learn_from_log(
     path: str | Path | Sequence[str | Path],
     *,
@@ -161,6 +174,7 @@ def learn_from_log(
     min_dwell_ms: float | None = None,
     pipelines: Sequence[str] | None = None,
     features: str | Path | None = None,
+    max_feedback_delay: float | None = None,
     **options: Any,
 ) -> LogLearning:
     """Learn from the click log at ``path`` (see the module doc). ``corpus``: document id
@@ -171,12 +185,14 @@ def learn_from_log(
     :func:`~.sessions.collect` takes them; ``features``: a features file (``.npz``) read
     instead of computing them when it exists (checked against the log: every query's
     logged documents, the same features and embedding model), else written there once
-    computed; ``options``: :func:`~.learn.learn_from_clicks`'s.
+    computed; ``max_feedback_delay``: seconds after its impression past which feedback is
+    left out (:func:`~.reader.read_log`; None: none is); ``options``:
+    :func:`~.learn.learn_from_clicks`'s.
 
     Without ``rows``, an impression with a document that has no text (in the log, or in
     ``corpus``) is left out and counted in ``.read`` (``unresolved``, with examples in its
     problems); it is an error only when no impression is left."""
-    sessions, read = read_log(path)
+    sessions, read = read_log(path, max_feedback_delay=max_feedback_delay)
     texts = CorpusTexts(corpus)
     if rows is None:
         usable = with_texts(sessions, texts, read)
@@ -190,6 +206,10 @@ def learn_from_log(
     if not logs:
         bad = f"{read.malformed} bad line{'' if read.malformed == 1 else 's'}"
         raise InputError(f"{path}: no impressions to learn from ({bad})")
+    if not any(log.clicked.any() for log in logs.values()):
+        raise InputError(
+            f"{path}: no clicks to learn from: {_why_no_clicks(read, min_dwell_ms, depth)}"
+        )
     asked = embedding if isinstance(embedding, str) and embedding else None
     named = None  # the embedding model named for the features computed (or read) here
     kept = ""

@@ -4,7 +4,9 @@ feedback into a :class:`Session`.
 An impression without feedback is a session without clicks. Feedback for an ``id`` sent
 more than once counts once: the clicks of every record for the id are united, so a
 repeated record changes nothing and a later one adds its clicks. Feedback whose ``id`` no
-impression has is counted (``orphan_feedback``) and left out. A line that is not a valid
+impression has is counted (``orphan_feedback``) and left out; so is feedback that came more
+than ``max_feedback_delay`` seconds after its impression, when one is given
+(``late_feedback``). A line that is not a valid
 record is counted and described (with its file and line) and skipped, or raised with
 ``strict=True``.
 """
@@ -22,7 +24,15 @@ from typing import Any
 from ...errors import InputError
 from .log import Feedback, Impression, LoggedDocument, log_files
 
-__all__ = ["ReadReport", "Session", "join", "logs_files", "parse_record", "read_log"]
+__all__ = [
+    "ReadReport",
+    "Session",
+    "check_delay",
+    "join",
+    "logs_files",
+    "parse_record",
+    "read_log",
+]
 
 #: how many problems a :class:`ReadReport` describes (all are counted)
 PROBLEMS_KEPT = 10
@@ -54,6 +64,8 @@ class ReadReport:
     duplicate_impressions: int = 0
     repeated_feedback: int = 0
     orphan_feedback: int = 0
+    #: feedback records left out: later than ``max_feedback_delay`` after their impression
+    late_feedback: int = 0
     unknown_clicks: int = 0
     #: of ``unknown_clicks``, the integers past the impression's documents: an integer
     #: click is an index, so a numeric document id sent as a number names nothing
@@ -78,6 +90,10 @@ class ReadReport:
         left_out = [
             (self.repeated_feedback, f"{self.repeated_feedback} repeated feedback"),
             (self.orphan_feedback, f"{self.orphan_feedback} feedback without an impression"),
+            (
+                self.late_feedback,
+                f"{self.late_feedback} feedback later than the maximum delay after its impression",
+            ),
             (
                 self.duplicate_impressions,
                 _count(self.duplicate_impressions, "repeated impression id"),
@@ -202,12 +218,38 @@ def _resolve(click: int | str, impression: Impression, ids: dict[str, int] | Non
     return ids.get(click)
 
 
+def check_delay(max_feedback_delay: float | None) -> None:
+    """ValueError unless ``max_feedback_delay`` is None or a number of seconds >= 0."""
+    if max_feedback_delay is not None and not (
+        isinstance(max_feedback_delay, (int, float))
+        and not isinstance(max_feedback_delay, bool)
+        and max_feedback_delay >= 0
+    ):
+        raise ValueError(
+            f"max_feedback_delay must be seconds >= 0 or None, got {max_feedback_delay!r}"
+        )
+
+
+def _late(record: Feedback, impression: Impression, limit: float | None) -> bool:
+    """Feedback more than ``limit`` seconds after its impression (never when either has no
+    time: a record without one reads as 0)."""
+    if limit is None or not record.time or not impression.time:
+        return False
+    return record.time - impression.time > limit
+
+
 def join(
-    records: Iterable[Impression | Feedback], report: ReadReport | None = None
+    records: Iterable[Impression | Feedback],
+    report: ReadReport | None = None,
+    *,
+    max_feedback_delay: float | None = None,
 ) -> list[Session]:
     """Sessions from impressions and feedback in any order (see the module doc), in the
     order of the impressions' first appearance. A second impression with an id already
-    seen is counted and left out."""
+    seen is counted and left out. ``max_feedback_delay``: seconds after its impression past
+    which a feedback record is counted and left out (None: no limit; a record or
+    impression without a time is kept)."""
+    check_delay(max_feedback_delay)
     report = report if report is not None else ReadReport()
     impressions: dict[str, Impression] = {}
     feedback: dict[str, list[Feedback]] = {}
@@ -229,6 +271,9 @@ def join(
         ids: dict[str, int] | None = None
         seen: set[tuple[Any, ...]] = set()
         for record in feedback.get(rid, ()):
+            if _late(record, impression, max_feedback_delay):
+                report.late_feedback += 1
+                continue
             key = (record.clicks, record.dwell_ms)
             if key in seen:
                 report.repeated_feedback += 1
@@ -303,14 +348,20 @@ def logs_files(logs: Sequence[str | Path]) -> list[Path]:
 
 
 def read_log(
-    paths: str | Path | Sequence[str | Path], *, strict: bool = False
+    paths: str | Path | Sequence[str | Path],
+    *,
+    strict: bool = False,
+    max_feedback_delay: float | None = None,
 ) -> tuple[list[Session], ReadReport]:
     """The sessions of a click log: a file (read with its rotated files, oldest first), or
     several files in the order given (:func:`logs_files` lists several logs' files, each
     with its rotated ones). Feedback is joined with its impression whichever file holds
     each. ``strict``: raise :class:`~rerankit.errors.InputError` at the first bad line
-    (naming the file and line) instead of counting it."""
+    (naming the file and line) instead of counting it. ``max_feedback_delay``: seconds
+    after its impression past which feedback is left out (counted in the report's
+    ``late_feedback``); None (the default) keeps feedback however late."""
+    check_delay(max_feedback_delay)
     files = logs_files([paths]) if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
     report = ReadReport()
-    sessions = join(_records(files, report, strict), report)
+    sessions = join(_records(files, report, strict), report, max_feedback_delay=max_feedback_delay)
     return sessions, report
