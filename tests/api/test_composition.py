@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from rerankit import Document, Pipeline, load
 from rerankit.cli import main
 from rerankit.errors import ConfigError
-from rerankit.ordering import Deduplicate, DifficultyOrdering
+from rerankit.ordering import Deduplicate, DifficultyOrdering, MinScore
 from rerankit.rerankers import FusionReranker, ScorerReranker
 from rerankit.scorers import (
     BM25Scorer,
@@ -54,6 +54,38 @@ def test_cascade_reorders_only_what_the_previous_stage_kept():
     assert result[3].scores == {"cheap/cheap": 2.0} and result[3].score == 2.0
     assert set(result.timings) == {"cheap", "costly"}
     assert all(t >= 0 for t in result.timings.values())
+
+
+class ScaledScorer(TextScorer):
+    """A TextScorer whose scores are on a declared scale."""
+
+    def __init__(self, name: str, table: dict[str, float], scale: str) -> None:
+        super().__init__(name, table)
+        self.score_scale = scale
+
+
+def test_a_pipeline_says_the_scale_of_the_stages_that_scored_what_it_returns():
+    first = ScaledScorer("first", {"a": 0.9, "b": 0.8, "c": 0.6, "d": 0.3, "e": 0.2}, "probability")
+    second = ScaledScorer("second", {"a": 0.1, "b": 0.7, "c": 0.0}, "unit")
+    alone = ScorerReranker(first).rerank("q", DOCS)
+    # a rule keeps the scores it is given, and so their scale
+    ruled = Pipeline([first, MinScore(0.5)]).rerank("q", DOCS)
+    assert ruled.score_scale == alone.score_scale == "probability"
+    assert [(r.index, r.score) for r in ruled] == [(r.index, r.score) for r in alone][:3]
+    assert Pipeline([first, MinScore(0.5)]).score_scale == "probability"
+    # two stages on two scales: the documents the second one scored are on its scale
+    cascade = Pipeline([(first, 3), second])
+    top = cascade.rerank("q", DOCS, top_k=3)
+    assert top.score_scale == "unit" and [r.text for r in top] == ["b", "a", "c"]
+    # d and e keep the first stage's probabilities: the scores returned mix two scales
+    assert cascade.rerank("q", DOCS).score_scale == "relative"
+    assert cascade.score_scale == "relative"
+    assert (
+        Pipeline([(first, 3), ScaledScorer("p", first.table, "probability")])
+        .rerank("q", DOCS)
+        .score_scale
+        == "probability"
+    )
 
 
 def test_a_failing_second_stage_keeps_stage_one_order_and_says_so(failing_scorer):

@@ -59,7 +59,10 @@ class Pipeline(Reranker):
 
     Each document's ``scores`` and explanation hold every stage's strategies as
     ``"stage/strategy"``; its ``score`` is the one from the last stage that scored it (order
-    comes from position, as scores of different stages are not comparable). ``timings``
+    comes from position, as scores of different stages are not comparable). Ordering rules
+    keep the scores they are given. The result's ``score_scale`` is the scale of the stages
+    that last scored the documents it returns when they share one (a ``top_k`` within the
+    last stage's documents, or stages on one scale), else ``relative``. ``timings``
     gives each stage's seconds. A stage that raises keeps the previous stage's order and
     marks the result degraded; a stage whose scorers fail degrades the same way by itself.
     """
@@ -87,6 +90,13 @@ class Pipeline(Reranker):
             if isinstance(stage.step, Reranker):
                 yield from stage.step.scorers()
 
+    @property
+    def score_scale(self) -> str:
+        """The scoring stages' common scale (rules keep scores as they are), else
+        ``relative``: every document's score then means the same whichever stage gave it."""
+        scales = {s.step.score_scale for s in self.stages if not isinstance(s.step, Rule)}
+        return scales.pop() if len(scales) == 1 else "relative"
+
     async def _rank(
         self,
         query: str,
@@ -100,12 +110,13 @@ class Pipeline(Reranker):
         scored = Scored(final=np.zeros(n))
         order, limit, dropped = list(range(n)), n, []
         scoring, failures = 0, 0
+        scales: list[str | None] = [None] * n  # the scale of the stage that last scored each
         for stage in self.stages:
             head, tail = order[:limit], order[limit:]
             start = time.perf_counter()
             with span(f"stage {stage.name}", stage=stage.name, documents=len(head)):
                 new_head, failed = await self._run_stage(
-                    stage, query, docs, head, scored, dropped, context
+                    stage, query, docs, head, scored, dropped, context, scales
                 )
             scored.timings[stage.name] = time.perf_counter() - start
             if not isinstance(stage.step, Rule):
@@ -114,6 +125,8 @@ class Pipeline(Reranker):
             order = new_head + tail
             limit = min(stage.keep, len(new_head)) if stage.keep else len(new_head)
         scored.failed_all = scoring > 0 and failures == scoring
+        returned = {scales[i] for i in (order if top_k is None else order[:top_k])}
+        scored.scale = returned.pop() if len(returned) == 1 else "relative"
         return assemble(
             query,
             docs,
@@ -133,8 +146,11 @@ class Pipeline(Reranker):
         scored: Scored,
         dropped: list[int],
         context: dict[str, Any],
+        scales: list[str | None],
     ) -> tuple[list[int], bool]:
-        """The stage's new order of ``head``, and whether the stage failed to score."""
+        """The stage's new order of ``head``, and whether the stage failed to score (a
+        scoring stage records its result's scale for each document it scored in
+        ``scales``)."""
         n = len(docs)
         sub_docs = [docs[i] for i in head]
         is_rule = isinstance(stage.step, Rule)
@@ -163,6 +179,7 @@ class Pipeline(Reranker):
         for r in sub:
             i = head[r.index]
             scored.final[i] = r.score
+            scales[i] = sub.score_scale
             for k, v in r.scores.items():
                 key = f"{stage.name}/{k}"
                 scored.per_strategy.setdefault(key, np.full(n, np.nan))[i] = v
