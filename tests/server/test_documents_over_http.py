@@ -12,7 +12,7 @@ pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 
-from rerankit import register_reranker  # noqa: E402
+from rerankit import load, register_reranker  # noqa: E402
 from rerankit.documents import InputFields  # noqa: E402
 from rerankit.rerankers import ScorerReranker  # noqa: E402
 from rerankit.scorers import FunctionScorer  # noqa: E402
@@ -39,6 +39,10 @@ DOCS = [
     {"id": "b", "title": "Wind farms", "body": "Turbines at sea.", "date": "2021-01-10"},
 ]
 RECENCY = {"type": "recency", "field": "date", "half_life_days": 365, "now": "2025-07-01"}
+#: token overlap (a unit scale: each score depends on its pair alone), then a threshold
+OVERLAP = {
+    "stages": [{"scorer": {"type": "jaccard"}}, {"rule": {"type": "min_score", "threshold": 0.1}}]
+}
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +52,7 @@ def url(live_server):
             "dedup": {"stages": [{"scorer": {"type": "bm25"}}, {"rule": {"type": "deduplicate"}}]},
             "seen": "test-seen",
             "recent": {"stages": [{"scorer": RECENCY}]},
+            "overlap": OVERLAP,
         },
         default="dedup",  # TEI's requests name no model: the default answers them
         aliases={},
@@ -143,6 +148,22 @@ def test_every_answer_names_the_documents_a_rule_dropped(url):
         assert any("dropped" in w for w in answer.json()["meta"]["warnings"])
     kept = httpx.post(f"{url}/rerank", json={"query": "solar", "texts": texts[:2]})
     assert len(kept.json()) == 2 and "x-rerankit-dropped" not in kept.headers
+
+
+def test_a_rule_after_a_pairwise_scorer_leaves_its_scores_as_the_library_gives_them(url):
+    """The rule keeps the scorer's unit scale: the service answers the scores themselves,
+    not a min-max over the request (which made a lone survivor 0.5 or 1.0)."""
+    texts = ["solar panels on roofs", "wind at sea", "solar cells and panels for homes"]
+    local = load(OVERLAP).rerank("solar panels", texts)
+    assert local.score_scale == "unit" and len(local) == 2  # "wind at sea" is dropped
+    for top_n in (None, 1):
+        body = {"model": "overlap", "query": "solar panels", "documents": texts, "top_n": top_n}
+        answer = httpx.post(f"{url}/v2/rerank", json=body)
+        assert answer.status_code == 200 and answer.headers["x-rerankit-scores"] == "unit"
+        got = [(r["index"], r["relevance_score"]) for r in answer.json()["results"]]
+        assert got == [(r.index, pytest.approx(r.score)) for r in local][:top_n]
+    info = httpx.get(f"{url}/info").json()
+    assert info["pipelines"]["overlap"]["scores"] == "unit"
 
 
 def test_v2_carries_texts_only_and_v1_objects_carry_the_fields(url):
