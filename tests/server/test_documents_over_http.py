@@ -6,6 +6,7 @@ Cohere v2 SDK sends and gets back."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
@@ -15,7 +16,7 @@ pytest.importorskip("uvicorn")
 from rerankit import load, register_reranker  # noqa: E402
 from rerankit.documents import InputFields  # noqa: E402
 from rerankit.rerankers import ScorerReranker  # noqa: E402
-from rerankit.scorers import FunctionScorer  # noqa: E402
+from rerankit.scorers import FunctionScorer, JaccardScorer  # noqa: E402
 from rerankit.server import ServerSettings  # noqa: E402
 
 #: the texts the "seen" pipeline was given, by query
@@ -28,6 +29,21 @@ def _seen(query, doc):
 
 
 register_reranker("test-seen", lambda: ScorerReranker(FunctionScorer(_seen, name="seen")))
+
+
+class RelativeWhenScored(ScorerReranker):
+    """Token overlap (unit) whose scores turn relative when the documents carry a retriever
+    score, as a hybrid fusing the retriever's score does: known only once it has run."""
+
+    async def _score(self, query, docs, **context):
+        scored = await super()._score(query, docs, **context)
+        if all("score" in d.metadata for d in docs):
+            scored.final = scored.final + np.array([d.metadata["score"] for d in docs])
+            scored.scale = "relative"
+        return scored
+
+
+register_reranker("test-fusing", lambda: RelativeWhenScored(JaccardScorer()))
 
 DOCS = [
     {
@@ -53,6 +69,7 @@ def url(live_server):
             "seen": "test-seen",
             "recent": {"stages": [{"scorer": RECENCY}]},
             "overlap": OVERLAP,
+            "fusing": "test-fusing",
         },
         default="dedup",  # TEI's requests name no model: the default answers them
         aliases={},
@@ -164,6 +181,24 @@ def test_a_rule_after_a_pairwise_scorer_leaves_its_scores_as_the_library_gives_t
         assert got == [(r.index, pytest.approx(r.score)) for r in local][:top_n]
     info = httpx.get(f"{url}/info").json()
     assert info["pipelines"]["overlap"]["scores"] == "unit"
+
+
+def test_top_n_only_cuts_an_answer_whose_scores_turn_out_relative(url):
+    """A pipeline whose scores turn relative in a call (a hybrid fusing the retriever's
+    score) is normalised over every document sent, whatever top_n cuts (it used to be
+    normalised over the top_n alone, so the second of two was always 0)."""
+    docs = [
+        {"text": "solar panels on roofs", "score": 12.0},
+        {"text": "solar cells", "score": 9.0},
+        {"text": "wind at sea", "score": 3.0},
+        {"text": "solar heating for homes", "score": 1.0},
+    ]
+    body = {"model": "fusing", "query": "solar panels", "documents": docs}
+    whole = httpx.post(f"{url}/v1/rerank", json=body).json()
+    cut = httpx.post(f"{url}/v1/rerank", json={**body, "top_n": 2}).json()
+    assert whole["meta"]["rerankit"]["scores"] == "relative"
+    assert cut["results"] == whole["results"][:2]
+    assert 0 < cut["results"][1]["relevance_score"] < 1
 
 
 def test_v2_carries_texts_only_and_v1_objects_carry_the_fields(url):

@@ -388,13 +388,13 @@ class Service:
         # ends.
         started = time.monotonic()
         self.metrics.queue_time.labels(name).observe(started - queued)
-        # relative scores are min-max normalised over every document of the request, so
-        # top_n only cuts the answer: such a pipeline ranks them all first
-        relative = pipeline.reranker.score_scale == "relative"
-        top_k = call.top_n if owners is None and not relative else None
+        # every document is ranked and top_n cuts the answer afterwards: relative scores
+        # are min-max normalised over every document of the request, and whether a call's
+        # scores are relative is known only once it ran (a hybrid fusing the retriever's
+        # scores, a pipeline whose documents were last scored on different scales)
         with request_hooks(self.batching, abandoned):  # the task copies them
             task = asyncio.get_running_loop().create_task(
-                pipeline.reranker.arerank(call.query, docs, top_k=top_k),
+                pipeline.reranker.arerank(call.query, docs),
                 name=f"rerankit-request:{name}",
             )
         slot = _Slot(self, name)
@@ -421,12 +421,12 @@ class Service:
             logger.exception("rerank failed")
             raise ServiceError(500, f"internal error: {type(exc).__name__}") from exc
         if owners is not None:  # chunks scored: each document by its best
-            result = gather(result, owners, call.documents, None if relative else call.top_n)
+            result = gather(result, owners, call.documents, None)
         if result.score_scale == "relative":
             unit = scale_to_unit([r.score for r in result], "relative")
             call.relevance.update({r.index: float(u) for r, u in zip(result, unit, strict=True)})
-            if call.top_n is not None:
-                result = result.top_k(call.top_n)
+        if call.top_n is not None:
+            result = result.top_k(call.top_n)
         what = result.unusable
         if what is not None:
             status = 500 if result.failed else 502  # else every LLM judgment failed: provider
