@@ -6,6 +6,8 @@ Cohere v2 SDK sends and gets back."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 
@@ -13,7 +15,7 @@ pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 
-from rerankit import load, register_reranker  # noqa: E402
+from rerankit import Pipeline, load, register_reranker  # noqa: E402
 from rerankit.documents import InputFields  # noqa: E402
 from rerankit.rerankers import ScorerReranker  # noqa: E402
 from rerankit.scorers import FunctionScorer, JaccardScorer  # noqa: E402
@@ -45,6 +47,20 @@ class RelativeWhenScored(ScorerReranker):
 
 register_reranker("test-fusing", lambda: RelativeWhenScored(JaccardScorer()))
 
+
+class LengthLogit:
+    """A stand-in cross-encoder: a logit from the text's length."""
+
+    name = "logit"
+    score_scale = "logit"
+
+    async def score(self, query, docs, **context):
+        return np.array([len(d.text) / 10 - 2 for d in docs])
+
+
+# token overlap keeps 2 for the "cross-encoder": the others keep their overlap (unit)
+register_reranker("test-cascade", lambda: Pipeline([(JaccardScorer(), 2), LengthLogit()]))
+
 DOCS = [
     {
         "id": "a",
@@ -70,6 +86,7 @@ def url(live_server):
             "recent": {"stages": [{"scorer": RECENCY}]},
             "overlap": OVERLAP,
             "fusing": "test-fusing",
+            "cascade": "test-cascade",
         },
         default="dedup",  # TEI's requests name no model: the default answers them
         aliases={},
@@ -199,6 +216,20 @@ def test_top_n_only_cuts_an_answer_whose_scores_turn_out_relative(url):
     assert whole["meta"]["rerankit"]["scores"] == "relative"
     assert cut["results"] == whole["results"][:2]
     assert 0 < cut["results"][1]["relevance_score"] < 1
+
+
+def test_a_cascades_answer_within_its_last_stage_answers_that_stages_scores(url):
+    texts = ["solar panels on roofs", "solar cells", "wind at sea", "panels of solar glass"]
+    local = load("test-cascade").rerank("solar panels", texts)
+    assert local.score_scale == "relative"  # the two left behind keep their overlap
+    body = {"model": "cascade", "query": "solar panels", "documents": texts}
+    top = httpx.post(f"{url}/v2/rerank", json={**body, "top_n": 2})
+    assert top.headers["x-rerankit-scores"] == "unit"  # the logit's sigmoid, as a CE's
+    got = [(r["index"], r["relevance_score"]) for r in top.json()["results"]]
+    assert got == [(r.index, pytest.approx(1 / (1 + math.exp(-r.score)))) for r in local][:2]
+    whole = httpx.post(f"{url}/v2/rerank", json=body)
+    assert whole.headers["x-rerankit-scores"] == "relative"
+    assert [r["index"] for r in whole.json()["results"]] == [r.index for r in local]
 
 
 def test_v2_carries_texts_only_and_v1_objects_carry_the_fields(url):

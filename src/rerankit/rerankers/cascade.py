@@ -18,7 +18,12 @@ from ..types import Document, RankedDocument, RerankResult
 from .base import Reranker, Scored, assemble
 from .single import ScorerReranker
 
-__all__ = ["Pipeline", "Stage"]
+__all__ = ["ANSWER_DEPTH", "Pipeline", "Stage"]
+
+#: context key: how many of the best documents the caller will return of a result it asked
+#: for whole (a service that normalises relative scores over every document, then cuts);
+#: a pipeline's ``score_scale`` is then that of those documents
+ANSWER_DEPTH = "answer_depth"
 
 logger = logging.getLogger(__name__)
 
@@ -111,6 +116,7 @@ class Pipeline(Reranker):
         order, limit, dropped = list(range(n)), n, []
         scoring, failures = 0, 0
         scales: list[str | None] = [None] * n  # the scale of the stage that last scored each
+        answer_depth = context.pop(ANSWER_DEPTH, None)  # this pipeline's, not its stages'
         for stage in self.stages:
             head, tail = order[:limit], order[limit:]
             start = time.perf_counter()
@@ -125,7 +131,8 @@ class Pipeline(Reranker):
             order = new_head + tail
             limit = min(stage.keep, len(new_head)) if stage.keep else len(new_head)
         scored.failed_all = scoring > 0 and failures == scoring
-        returned = {scales[i] for i in (order if top_k is None else order[:top_k])}
+        depth = top_k if top_k is not None else answer_depth
+        returned = {scales[i] for i in (order if depth is None else order[:depth])}
         scored.scale = returned.pop() if len(returned) == 1 else "relative"
         return assemble(
             query,

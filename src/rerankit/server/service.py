@@ -19,6 +19,7 @@ from ..errors import (
     ServiceError,
 )
 from ..normalize import scale_to_unit, unit_scale
+from ..rerankers.cascade import ANSWER_DEPTH
 from ..types import RerankResult, check_top_k
 from .admission import Admission
 from .answers import Answers
@@ -394,7 +395,12 @@ class Service:
         # scores, a pipeline whose documents were last scored on different scales)
         with request_hooks(self.batching, abandoned):  # the task copies them
             task = asyncio.get_running_loop().create_task(
-                pipeline.reranker.arerank(call.query, docs),
+                pipeline.reranker.arerank(
+                    call.query,
+                    docs,
+                    # a cascade's scale is that of the documents the answer holds
+                    context={ANSWER_DEPTH: call.top_n} if owners is None else None,
+                ),
                 name=f"rerankit-request:{name}",
             )
         slot = _Slot(self, name)
