@@ -231,6 +231,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "titles": layouts[0] if len(layouts) == 1 else layouts,
             "baseline": baseline,
             "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
+            "notes": data.notes,
         }
         if args.out:
             folder = Path(args.out) / label if several else Path(args.out)

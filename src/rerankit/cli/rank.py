@@ -30,6 +30,7 @@ from .args import (
     positive_int,
     say_renamed,
 )
+from .console import note
 from .output import json_safe, records, table
 
 __all__ = ["add_commands", "cmd_batch", "cmd_rank", "default_reranker_name", "reranker_from"]
@@ -114,7 +115,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if folder is not None:
         first = args.first_stage or "auto"
         source = beir_rows(
-            folder, first, split=args.split, k=args.candidates, max_queries=args.max_queries
+            folder,
+            first,
+            split=args.split,
+            k=args.candidates,
+            max_queries=args.max_queries,
+            note=lambda message: note(f"warning: {message}"),
         )
     elif args.max_queries is not None:
         raise InputError(
