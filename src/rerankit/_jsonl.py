@@ -18,6 +18,7 @@ __all__ = [
     "dumps_strict",
     "json_safe",
     "numbered_jsonl",
+    "numbered_records",
     "parse_jsonl",
     "read_jsonl",
     "read_records",
@@ -85,6 +86,12 @@ def read_jsonl(path: str | Path) -> list[Any]:
 def read_records(text: str, source: str) -> list[Any]:
     """A JSON array, or JSON Lines (one value per line). A text that starts with ``[`` is
     an array only when the whole text is one JSON array; otherwise it is read as lines."""
+    return [value for _, value in numbered_records(text, source)]
+
+
+def numbered_records(text: str, source: str) -> list[tuple[int | None, Any]]:
+    """:func:`read_records` with each value's line number (None for the items of a JSON
+    array), so that a mistake in one can be said where it is."""
     text = text.removeprefix("\ufeff")
     if text.lstrip().startswith("["):
         try:
@@ -92,5 +99,5 @@ def read_records(text: str, source: str) -> list[Any]:
         except json.JSONDecodeError:
             value = None
         if isinstance(value, list):
-            return value
-    return parse_jsonl(text.splitlines(), source)
+            return [(None, item) for item in value]
+    return _numbered(text.splitlines(), source)

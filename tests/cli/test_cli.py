@@ -86,9 +86,10 @@ def test_details_and_table_formats(capsys):
 @pytest.mark.parametrize(
     ("stdin", "args", "message"),
     [
-        ('{"text": "ok"}\n{"text": 3}\n', [], "document 1: field 'text' must be a string"),
+        ('{"text": "ok"}\n{"text": 3}\n', [], "stdin, line 2: field 'text' must be a string"),
+        ('\n{"text": "ok"}\n\n{"title": "t"}\n', [], "stdin, line 4: missing text field 'text'"),
         ('{"text": "ok"}\n{oops\n', [], "stdin, line 2: invalid JSON"),
-        ('[{"body": "x"}]', [], "document 0: missing text field 'text'"),
+        ('[{"body": "x"}]', [], "stdin, item 1 of the JSON array: missing text field 'text'"),
         ('["a"]', ["-r", "nope"], "unknown reranker 'nope'"),
     ],
 )
@@ -96,6 +97,22 @@ def test_bad_input_is_one_clear_line_and_nonzero_exit(capsys, monkeypatch, stdin
     code, out, err = run_cli(capsys, "rank", "-q", "x", *args, stdin=stdin, monkeypatch=monkeypatch)
     assert code == 1 and out == ""
     assert err.count("\n") == 1 and err.startswith("rerankit: error: ") and message in err
+
+
+def test_a_document_error_names_the_file_and_its_line(capsys, tmp_path):
+    """The index a Python caller gets (``document 1``) is, for a file, its 1-based line
+    (blank lines counted); the library's own wording is unchanged."""
+    from rerankit import rerank
+
+    path = tmp_path / "docs.jsonl"
+    path.write_text('{"id": "a", "text": "x"}\n\n{"id": "b", "title": "t"}\n')
+    code, _, err = run_cli(capsys, "rank", "-q", "x", "-r", "bm25", "-i", str(path))
+    assert code == 1 and err == (
+        f"rerankit: error: {path}, line 3: missing text field 'text' (fields present: 'id', "
+        "'title')\n"
+    )
+    with pytest.raises(ValueError, match=r"^document 1: missing text field 'text'"):
+        rerank("x", [{"id": "a", "text": "x"}, {"id": "b", "title": "t"}], reranker="bm25")
 
 
 def test_missing_file_and_warnings_go_to_stderr(capsys, monkeypatch, tmp_path):
@@ -157,7 +174,7 @@ def test_jsonl_whose_first_line_is_an_array_is_read_as_lines(capsys, monkeypatch
     code, out, err = run_cli(
         capsys, "rank", "-q", "x", stdin="[1, 2]\n[3, 4]\n", monkeypatch=monkeypatch
     )
-    assert code == 1 and "document 0: unsupported type list" in err
+    assert code == 1 and "stdin, line 1: unsupported type list" in err
     code, out, err = run_cli(
         capsys, "rank", "-q", "a", stdin='["a b", "c"]', monkeypatch=monkeypatch
     )

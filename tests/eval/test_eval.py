@@ -209,8 +209,9 @@ def test_qrels_that_name_other_ids_are_reported(tmp_path, caplog):
     )
     (tmp_path / "queries.jsonl").write_text('{"_id": "q1", "text": "a"}\n')
     qrels = tmp_path / "qrels" / "test.tsv"
-    # d9 is not in the corpus (a corpus of candidates only): normal, nothing said
-    qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t1\n")
+    # d9, judged not relevant, is not in the corpus (a corpus of candidates only): it
+    # changes no metric, nothing said (a relevant one is: test_data_checks.py)
+    qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td9\t0\n")
     assert load_beir(tmp_path).notes == [] and not caplog.records
     # a judged query missing from queries.jsonl is left out, and said
     qrels.write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq7\td2\t1\n")

@@ -21,6 +21,21 @@ def _embedding_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("RERANKIT_EMBEDDING_CACHE", str(folder / "embeddings.sqlite"))
 
 
+def _untimed(text: str) -> str:
+    """``text`` with the timing cells of its tables (mean ms, p95 ms) blanked."""
+    out, timed = [], []
+    for line in text.split("\n"):
+        cells = line.split(" | ")
+        if "mean ms" in cells:
+            timed = [cells.index("mean ms"), cells.index("p95 ms")]
+        elif not line.startswith("|"):
+            timed = []
+        for i in timed if not line.startswith("|---") else ():
+            cells[i] = ""
+        out.append(" | ".join(cells))
+    return "\n".join(out)
+
+
 def _cli(data, out, capsys) -> str:
     capsys.readouterr()
     args = ["tune", "--data", str(data), "--k", "10", "--out", str(out), "--no-progress"]
@@ -60,9 +75,9 @@ def test_tune_returns_the_verdict_the_spec_and_the_figures_the_command_prints(
     gain = float(printed.split("gain ")[1].split()[0])
     assert gain == pytest.approx(100 * result.verdict.gain, abs=0.005)
     assert f"adopted: {result.chosen} beats the default" in printed
-    # the account the command prints is the result's lines, then the test-split report
+    # the account the command prints is the result's lines, the test-split report included
     account = "\n".join(result.lines).replace(str(out), str(tmp_path / "cli.toml"))
-    assert printed.startswith(account)
+    assert _untimed(printed) == _untimed(account.replace("| python |", "| cli |") + "\n")
     assert result.test_name == "data" and result.test_queries == 10
     rows = {row["pipeline"]: row for row in result.test}
     assert set(rows) == {"first stage", "hybrid", out.stem}
@@ -86,6 +101,42 @@ def test_tune_writes_the_default_when_learning_cannot_beat_it_and_tells_a_report
     assert "so this is the default pipeline" in result.comment
     assert any(line.startswith("not adopted:") for line in result.lines)
     assert "\n".join(heard).split("\n") == result.lines  # what the reporter heard, in order
+
+
+def test_the_test_split_report_is_in_the_account_with_recall_at_the_depth_evaluated(
+    tmp_path, synthetic
+):
+    """A first stage that gives 16 candidates a query, asked for 20: the held-out table
+    says recall@16, as ``rerankit eval`` does, and is part of the lines a reporter hears;
+    what reading the collection found amiss is in ``notes``."""
+    data = synthetic(tmp_path / "data", obvious=True)
+    qrels = data / "qrels" / "test.tsv"
+    qrels.write_text(qrels.read_text() + "q30\td0-7\t-1\n")  # read as 0: nothing changes
+    heard: list[str] = []
+    result = tune(
+        data,
+        candidates=20,
+        folds=3,
+        out=tmp_path / "t.toml",
+        reporter=Reporter(say_to=heard.append),
+    )
+    assert all("recall@16" in row and "recall@20" not in row for row in result.test)
+    assert "\n".join(heard).split("\n") == result.lines
+    assert len(result.notes) == 1 and f"{qrels}: 1 judgment has a negative grade" in result.notes[0]
+    heading = (
+        "data, test split, 10 queries; first stage: the dataset's run (first.run.trec), "
+        "top 16 (no more given; --candidates 20)"
+    )
+    at = result.lines.index(heading)
+    assert result.lines[at + 2].startswith(
+        "| pipeline | ndcg@10 | mrr@10 | recall@10 | recall@16 |"
+    )
+    assert [line.split(" | ")[0] for line in result.lines[at + 4 : at + 7]] == [
+        "| first stage",
+        "| hybrid",
+        "| t",
+    ]
+    assert result.lines[at + 8].startswith("nDCG@10 x 100 minus hybrid's")
 
 
 @pytest.mark.parametrize(
@@ -144,6 +195,9 @@ def test_a_learned_ranker_that_reads_the_retriever_says_so(tmp_path, synthetic):
     features = result.model_report["features"]
     assert any(f.startswith("first_stage") for f in features)  # the core features have it
     assert result.learned and result.reads_first_stage
+    # every file it wrote is named in the account: the model, its report and the pipeline
+    for name in ("l.lgb.txt", "l.lgb.json", "l.toml"):
+        assert (tmp_path / name).is_file() and f"wrote {tmp_path / name}" in result.lines
 
 
 def test_strategies_read_hyphens_underscores_and_spaces_alike():

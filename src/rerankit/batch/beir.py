@@ -4,12 +4,12 @@ evaluation's run of a pipeline over a dataset's candidates on Ray Data actors.""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..errors import RerankitError
-from ..eval.data import Dataset, load_beir
+from ..eval.data import Dataset, read_split
 from ..eval.first_stage import candidate_documents, first_stage
 from ..eval.runner import PipelineRun
 from .ray import iter_ray
@@ -27,14 +27,14 @@ def beir_rows(
     split: str = "test",
     k: int = 100,
     max_queries: int | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Rows from a BEIR folder (its corpus and queries) and a TREC run file: each query of
     the run with its top ``k`` documents (``id``, ``text``, ``first_stage_score``); the
-    split's first ``max_queries`` queries only when given."""
+    split's first ``max_queries`` queries only when given. What reading the folder found
+    amiss (:attr:`~rerankit.eval.data.Dataset.notes`, also logged) is passed to ``note``."""
 
-    data = load_beir(folder, split)
-    if max_queries:
-        data.queries = dict(list(data.queries.items())[:max_queries])
+    data = read_split(folder, split, max_queries, note=note)
     cands = first_stage(data, str(run), k)
     return [
         {"query_id": q, "query": data.queries[q], "candidates": candidate_documents(data, c)}

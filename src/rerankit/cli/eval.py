@@ -14,7 +14,7 @@ from ..batch import quiet_ray_logs, run_pipeline_ray
 from ..errors import InputError
 from ..eval.compare import check_baseline, format_against, format_summary_against
 from ..eval.data import TITLES, find_collections
-from ..eval.first_stage import candidate_depth, first_stage
+from ..eval.first_stage import candidate_depth, depth_label, first_stage, first_stage_label
 from ..eval.runner import (
     PipelineRun,
     check_output_folder,
@@ -80,17 +80,6 @@ def _titles_note(layouts: Sequence[str]) -> str:
 def _run_name(name: str, layout: str, layouts: Sequence[str]) -> str:
     """A pipeline's name in the tables: with its title layout when there are several."""
     return name if len(layouts) == 1 else f"{name} ({layout})"
-
-
-def _source_label(data: Any, source: str) -> str:
-    """What the first stage of ``data`` is, in words (``auto`` resolved)."""
-    if source == "auto":
-        source = "run" if data.run_scores is not None else "bm25"
-    if source == "bm25":
-        return "BM25 over the corpus (k1=0.9, b=0.4)"
-    if source == "run":
-        return f"the dataset's run ({data.run_file})" if data.run_file else "the dataset's run"
-    return source
 
 
 def _without_candidates(data: Any, cands: Mapping[str, Sequence[Any]]) -> int:
@@ -203,14 +192,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
             runs += mine if not runs else mine[1:]
         depth = candidate_depth(cands, args.candidates)
         rows = evaluate_runs(data, runs, depth)
-        source_label = _source_label(data, args.first_stage)
+        source_label = first_stage_label(data, args.first_stage)
         empty = _without_candidates(data, cands)
-        asked = args.candidates
         print(
             f"{data.name}, {split} split, {len(data.queries)} queries"
             + (f", {empty} with no candidates (they score 0)" if empty else "")
-            + f"; first stage: {source_label}, top {depth}"
-            + (f" (no more given; --candidates {asked})" if depth < asked else "")
+            + f"; first stage: {source_label}, {depth_label(depth, args.candidates)}"
             + ("; rerankers see texts only (no first-stage scores)" if args.texts_only else "")
             + _titles_note(layouts)
             + "\n"
@@ -231,6 +218,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
             "titles": layouts[0] if len(layouts) == 1 else layouts,
             "baseline": baseline,
             "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
+            "notes": data.notes,
         }
         if args.out:
             folder = Path(args.out) / label if several else Path(args.out)

@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .._jsonl import dumps_strict, read_records, read_text
+from .._jsonl import dumps_strict, numbered_records, read_text
 from ..api import default_reranker, load
 from ..backends.bundled import BUNDLED_NAMES
 from ..batch import RayOptions, quiet_ray_logs, run_batch
 from ..batch.beir import beir_rows
-from ..errors import InputError
+from ..errors import InputError, InvalidDocumentError
 from ..scorers.local import LocalModelScorer
 from .args import (
     add_address_argument,
@@ -30,6 +30,7 @@ from .args import (
     positive_int,
     say_renamed,
 )
+from .console import note
 from .output import json_safe, records, table
 
 __all__ = ["add_commands", "cmd_batch", "cmd_rank", "default_reranker_name", "reranker_from"]
@@ -70,16 +71,20 @@ def cmd_rank(args: argparse.Namespace) -> int:
                 "end with Ctrl-D), or pass --input FILE",
                 file=sys.stderr,
             )
-        items = read_records(sys.stdin.read(), "stdin")
+        source, numbered = "stdin", numbered_records(sys.stdin.read(), "stdin")
     else:
-        items = read_records(read_text(args.input), args.input)
+        source, numbered = args.input, numbered_records(read_text(args.input), args.input)
+    items = [item for _, item in numbered]
     if items and all(isinstance(i, dict) and {"query", "candidates"} <= set(i) for i in items):
         raise InputError(
             f"{args.input if args.input != '-' else 'stdin'} holds batch rows (query and "
             "candidates on each line): rerank them with `rerankit batch --input FILE --out OUT`"
         )
     announce_model_loading(reranker)
-    result = reranker.rerank(args.query, items, top_k=args.top_k, fields=input_fields(args))
+    try:
+        result = reranker.rerank(args.query, items, top_k=args.top_k, fields=input_fields(args))
+    except InvalidDocumentError as exc:
+        raise located(exc, source, [n for n, _ in numbered]) from None
     for w in result.warnings:
         print(f"rerankit: warning: {w}", file=sys.stderr)
     out = sys.stdout
@@ -91,6 +96,18 @@ def cmd_rank(args: argparse.Namespace) -> int:
         for rec in records(result, args.score_field, args.details):
             out.write(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n")
     return 0
+
+
+def located(exc: InvalidDocumentError, source: str, lines: list[int | None]) -> Exception:
+    """``exc`` (``document 0: ...``, the 0-based index a Python caller knows) said where
+    the document is in the file read: ``FILE, line 3: ...``, or ``FILE, item 1 of the JSON
+    array: ...``."""
+    if not 0 <= exc.index < len(lines):
+        return exc
+    line = lines[exc.index]
+    where = f"line {line}" if line is not None else f"item {exc.index + 1} of the JSON array"
+    detail = str(exc).removeprefix(f"document {exc.index}: ")
+    return InvalidDocumentError(f"{source}, {where}: {detail}", index=exc.index, field=exc.field)
 
 
 def reranker_from(args: argparse.Namespace) -> Any:
@@ -114,7 +131,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if folder is not None:
         first = args.first_stage or "auto"
         source = beir_rows(
-            folder, first, split=args.split, k=args.candidates, max_queries=args.max_queries
+            folder,
+            first,
+            split=args.split,
+            k=args.candidates,
+            max_queries=args.max_queries,
+            note=lambda message: note(f"warning: {message}"),
         )
     elif args.max_queries is not None:
         raise InputError(

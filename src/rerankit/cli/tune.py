@@ -1,5 +1,5 @@
-"""``rerankit tune``: its arguments, a call to :func:`rerankit.training.tune`, and the
-account and the test-split report printed."""
+"""``rerankit tune``: its arguments, and a call to :func:`rerankit.training.tune` whose
+reporter prints the account (the test-split report included)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,7 @@ import argparse
 from dataclasses import asdict
 from typing import Any
 
-from ..eval.compare import format_against
-from ..eval.runner import format_table
-from ..training import TuneOptions, TuneResult, tune
+from ..training import TuneOptions, tune
 from .args import (
     add_candidates_argument,
     add_data_argument,
@@ -34,30 +32,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise ValueError("tune needs --data FOLDER (judgments) or --clicks LOG (a click log)")
     options = TuneOptions.from_namespace(args)
     options.embedding_cache = embedding_cache_choice(args)
-    result = tune(reporter=reporter(args), **asdict(options))
-    print_test_report(args, result)
-    if result.reads_first_stage:
-        print(
-            f"\n{result.path} reads the retriever's score: rerank with it per document "
-            "(--first-stage-field for rerankit rank, first_stage_field in a Cohere v1 "
-            "request to rerankit serve; a v2 request carries texts only)"
-        )
+    tune(reporter=reporter(args), **asdict(options))  # the reporter prints the account
     return 0
-
-
-def print_test_report(args: argparse.Namespace, result: TuneResult) -> None:
-    """The written pipeline on the test split, next to the default hybrid, with its paired
-    difference from the default (said and skipped when there is no test split, e.g. for
-    labels made by a judge)."""
-    if result.test is None:
-        print(
-            f"\nno {args.test_split} split in {args.data}: {result.path} is not reported on "
-            "held-out queries (pass --test-data FOLDER with judged queries to report on)"
-        )
-        return
-    print(f"\n{result.test_name}, {args.test_split} split, {result.test_queries} queries:\n")
-    print(format_table(result.test, args.candidates))
-    print("\n" + format_against(result.test, "hybrid"))
 
 
 def add_commands(sub: Any) -> None:

@@ -4,7 +4,6 @@ plus optional TREC run files (``qid Q0 docid rank score tag``)."""
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 
 from .._jsonl import numbered_jsonl
 from ..errors import InputError
+from .qrels import load_qrels, read_qrels
 
 logger = logging.getLogger(__name__)
 
@@ -98,43 +98,6 @@ class Dataset:
         return out
 
 
-def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
-    """Graded judgements from a TSV with a header (``query-id corpus-id score``) or from a
-    TREC qrels file (``qid 0 docid rel``)."""
-    qrels: dict[str, dict[str, int]] = {}
-    path = Path(path)
-    with path.open(encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            parts = line.split()
-            if not parts or (n == 1 and not _is_number(parts[-1])):
-                continue  # blank line or header
-            if len(parts) == 3:
-                qid, did, rel = parts
-            elif len(parts) == 4:
-                qid, _, did, rel = parts
-            else:
-                raise InputError(f"{path}:{n}: expected 3 or 4 columns, got {len(parts)}")
-            grade = _grade(rel)
-            if grade is None:
-                raise InputError(f"{path}:{n}: relevance must be an integer grade, got {rel!r}")
-            qrels.setdefault(qid, {})[did] = grade
-    return qrels
-
-
-def _is_number(text: str) -> bool:
-    try:
-        float(text)
-    except ValueError:
-        return False
-    return True
-
-
-def _grade(text: str) -> int | None:
-    """An integer grade from ``"2"`` or ``"2.0"`` (as some tools write them); None otherwise."""
-    value = float(text) if _is_number(text) else math.nan
-    return int(value) if value.is_integer() else None
-
-
 def load_run(
     path: str | Path,
     *,
@@ -201,7 +164,13 @@ def load_beir(
     ``split`` names a qrels file (``qrels/<split>.tsv``), optionally with a selector:
     ``"test:odd"`` and ``"test:even"`` keep the split's judged queries at odd or even
     positions in queries.jsonl (the two halves of a collection with one qrels file, e.g.
-    to tune on one and report on the other)."""
+    to tune on one and report on the other).
+
+    What it reads past is logged as a warning and kept in :attr:`Dataset.notes`, each
+    naming the file: an ``_id`` on two lines of corpus.jsonl or queries.jsonl (the last
+    is used), a pair judged twice with different grades (the later line's grade is used),
+    negative grades (read as 0), judged queries missing from queries.jsonl (left out), and
+    relevant judged documents missing from corpus.jsonl (they count as never retrieved)."""
     split, selector = parse_split(split)
     path = Path(path)
     if not path.is_dir():
@@ -212,17 +181,19 @@ def load_beir(
             splits = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
             hint = f"; splits found: {', '.join(splits)}" if needed.startswith("qrels") else ""
             raise InputError(f"{path / needed} not found (BEIR layout expected){hint}")
+    corpus_rows, notes = _rows(path / "corpus.jsonl", "document")
     corpus = {
-        _identity(r, n, path / "corpus.jsonl", "document"): {
-            "title": str(r.get("title") or ""),
-            "text": str(r.get("text") or ""),
-        }
-        for n, r in numbered_jsonl(path / "corpus.jsonl")
+        doc_id: {"title": str(r.get("title") or ""), "text": str(r.get("text") or "")}
+        for _, doc_id, r in corpus_rows
     }
-    qrels = {} if unjudged else load_qrels(path / f"qrels/{split}.tsv")
+    qrels: dict[str, dict[str, int]] = {}
+    if not unjudged:
+        qrels, said = read_qrels(path / f"qrels/{split}.tsv")
+        notes += said
+    query_rows, said = _rows(path / "queries.jsonl", "query")
+    notes += said
     queries, query_ids = {}, set()
-    for n, r in numbered_jsonl(path / "queries.jsonl"):
-        qid = _identity(r, n, path / "queries.jsonl", "query")
+    for n, qid, r in query_rows:
         query_ids.add(qid)
         text = r.get("text")
         if not isinstance(text, str) or not text.strip():
@@ -232,7 +203,9 @@ def load_beir(
             )
         if qid in qrels or unjudged:
             queries[qid] = text
-    notes = _check_ids(path / "qrels" / f"{split}.tsv", qrels, queries, corpus)
+    for message in notes:
+        logger.warning(message)
+    notes += _check_ids(path / "qrels" / f"{split}.tsv", qrels, queries, corpus)
     if selector is not None:
         keep = 0 if selector == "odd" else 1  # position 1 is odd
         queries = {q: t for i, (q, t) in enumerate(queries.items()) if i % 2 == keep}
@@ -319,10 +292,13 @@ def _check_ids(
     queries: dict[str, str],
     corpus: dict[str, Any],
 ) -> list[str]:
-    """Notes on qrels and the other files not naming the same things: judged queries
-    missing from queries.jsonl are left out (a note, logged); judged documents none of
-    which is in the corpus mean the ids do not match (an error). A corpus holding only some
-    judged documents (the candidates of a first stage, say) is normal and passes."""
+    """Notes on qrels and the other files not naming the same things (each logged):
+    judged queries missing from queries.jsonl are left out; judged documents none of which
+    is in the corpus mean the ids do not match (an error). Relevant documents missing from
+    a corpus that holds others are said and kept: they count in the ideal ranking (nDCG's
+    and recall's denominators) and are never retrieved, as trec_eval counts a judged
+    document no run found. That is right for a corpus of a first stage's candidates, and
+    shows a mistyped id for what it is."""
     if not qrels or not queries:
         return []  # no qrels, or none of its queries: the caller says so
     notes = []
@@ -341,7 +317,44 @@ def _check_ids(
             f"corpus.jsonl (it names {judged[0]!r}; the corpus has ids such as "
             f"{next(iter(corpus), None)!r}): do the two files use the same ids?"
         )
+    relevant = (d for q, docs in qrels.items() if q in queries for d, g in docs.items() if g > 0)
+    absent = [d for d in dict.fromkeys(relevant) if d not in corpus]
+    if absent:
+        notes.append(_absent_note(source, absent))
+        logger.warning(notes[-1])
     return notes
+
+
+def _absent_note(source: Path, absent: list[str]) -> str:
+    """What to say of relevant judged documents missing from the corpus."""
+    sample = ", ".join(repr(d) for d in absent[:3]) + (", ..." if len(absent) > 3 else "")
+    if len(absent) == 1:
+        what, count = "1 relevant judged document is", "it counts"
+    else:
+        what, count = f"{len(absent)} relevant judged documents are", "they count"
+    return (
+        f"{source}: {what} not in corpus.jsonl ({sample}); {count} as relevant and never "
+        "retrieved (in the ideal ranking of nDCG and in recall's denominator)"
+    )
+
+
+def _rows(source: Path, what: str) -> tuple[list[tuple[int, str, dict[str, Any]]], list[str]]:
+    """``(line, _id, row)`` of each row of a JSON Lines file, and a note when an ``_id``
+    is on more than one line (the last of them is used, as a later row replaces an
+    earlier one)."""
+    rows, first, repeated = [], {}, {}
+    for n, row in numbered_jsonl(source):
+        row_id = _identity(row, n, source, what)
+        if row_id in first:
+            repeated.setdefault(row_id, [first[row_id]]).append(n)
+        first.setdefault(row_id, n)
+        rows.append((n, row_id, row))
+    if not repeated:
+        return rows, []
+    row_id, lines = next(iter(repeated.items()))
+    more = f" ({len(repeated)} ids in all)" if len(repeated) > 1 else ""
+    at = ", ".join(map(str, lines[:-1])) + f" and {lines[-1]}"
+    return rows, [f"{source}: {what} {row_id!r} is on lines {at}{more}; the last of them is used"]
 
 
 def _identity(row: Any, line: int, source: Path, what: str) -> str:

@@ -23,7 +23,9 @@ __all__ = [
     "BM25Index",
     "candidate_depth",
     "candidate_documents",
+    "depth_label",
     "first_stage",
+    "first_stage_label",
     "load_candidates",
 ]
 
@@ -132,6 +134,25 @@ def candidate_depth(cands: Mapping[str, Sequence[Any]], k: int) -> int:
     and recall is reported at 20."""
     most = max((len(c) for c in cands.values()), default=0)
     return min(most, k) if most else k
+
+
+def first_stage_label(data: Dataset, source: str) -> str:
+    """What the first stage of ``data`` is, in words (``auto`` resolved): BM25's settings,
+    the dataset's run file, or the file given."""
+    if source == "auto":
+        source = "run" if data.run_scores is not None else "bm25"
+    if source == "bm25":
+        return "BM25 over the corpus (k1=0.9, b=0.4)"
+    if source == "run":
+        return f"the dataset's run ({data.run_file})" if data.run_file else "the dataset's run"
+    return source
+
+
+def depth_label(depth: int, asked: int) -> str:
+    """The depth evaluated, as a heading says it: ``top 20``, or ``top 13 (no more given;
+    --candidates 100)`` when the first stage gave fewer than asked (recall is reported at
+    the depth evaluated: see :func:`candidate_depth`)."""
+    return f"top {depth}" + (f" (no more given; --candidates {asked})" if depth < asked else "")
 
 
 def candidate_documents(

@@ -30,7 +30,7 @@ from .data import Dataset
 from .first_stage import candidate_documents
 from .metrics import ndcg_at_k, paired_t_test, recall_at_k, reciprocal_rank
 
-__all__ = ["PipelineRun", "evaluate_runs", "run_pipeline", "write_outputs"]
+__all__ = ["PipelineRun", "evaluate_runs", "first_stage_run", "run_pipeline", "write_outputs"]
 
 FIRST_STAGE = "first stage"
 
@@ -101,6 +101,9 @@ def _as_run(ranked: Mapping[str, Sequence[str]]) -> dict[str, dict[str, float]]:
 
 
 def first_stage_run(cands: Mapping[str, Sequence[tuple[str, float]]]) -> PipelineRun:
+    """The first stage's own ranking of ``cands`` (from
+    :func:`~rerankit.eval.first_stage.first_stage`) as a run, with its scores: the first
+    run :func:`evaluate_runs` is given, which the others are tested against."""
     run = PipelineRun(FIRST_STAGE, _as_run({q: [d for d, _ in c] for q, c in cands.items()}))
     run.scores = {q: {d: float(s) for d, s in c} for q, c in cands.items()}
     return run

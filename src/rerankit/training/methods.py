@@ -72,7 +72,9 @@ class TuneResult:
     the rows of the report on the test split (first stage, ``hybrid``, the written
     pipeline; see :func:`rerankit.eval.runner.evaluate_runs`) with ``test_name`` and
     ``test_queries``, or None without a test split; ``lines``: the account, as ``rerankit
-    tune`` prints it."""
+    tune`` prints it (the test-split report included); ``notes``: what reading the
+    collections found amiss (:attr:`~rerankit.eval.data.Dataset.notes`; the reporter's
+    ``note`` hears each as a warning)."""
 
     method: str
     path: Path
@@ -87,6 +89,7 @@ class TuneResult:
     test_name: str | None = None
     test_queries: int = 0
     lines: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def verdict(self) -> crossval.Verdict:
@@ -387,7 +390,7 @@ def fit_ltr(job: Inputs) -> TuneResult:
     ltr.save(booster, model_path, model_report)
     most = sorted(model_report["importance"].items(), key=lambda x: -x[1])[:6]
     say(f"feature importance (share of gain): {', '.join(f'{k} {v:.2f}' for k, v in most)}")
-    say(f"wrote {model_path}")
+    say(f"wrote {model_path}\nwrote {model_path.with_suffix('.json')}")
     spec = _learned_spec(opts, name, model_path, blend)
     comment = (
         f"Trained by `rerankit tune --method ltr` on {train.name} {opts.train_split} "

@@ -19,9 +19,10 @@ from typing import Any
 from ..api import load
 from ..cache import embedding_cache_in_use
 from ..errors import InputError
+from ..eval.compare import format_against
 from ..eval.data import Dataset, read_split
-from ..eval.first_stage import first_stage
-from ..eval.runner import evaluate_runs, first_stage_run, run_pipeline
+from ..eval.first_stage import candidate_depth, depth_label, first_stage, first_stage_label
+from ..eval.runner import evaluate_runs, first_stage_run, format_table, run_pipeline
 from ..scorers.embedding import EmbeddingScorer
 from . import fusion_search
 from .methods import Inputs, TuneResult, fit_calibrated, fit_fusion, fit_ltr
@@ -158,10 +159,22 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
     unseen = None if routes else unseen_queries(opts, list(train.qrels), report)
     fit = fit_calibrated if opts.calibrate else fit_ltr if opts.method == "ltr" else fit_fusion
     result = fit(Inputs(opts, train, cands, embedding, routes, unseen, report))
-    result.lines = report.lines
+    result.notes = train.notes + (test.notes if test is not None else [])
     if test is not None:
         result.test = _report_on_test(opts, test, result.path, opts.calibrate, report)
         result.test_name, result.test_queries = test.name, len(test.queries)
+    else:
+        report.say(
+            f"\nno {opts.test_split} split in {opts.data}: {result.path} is not reported on "
+            "held-out queries (pass --test-data FOLDER with judged queries to report on)"
+        )
+    if result.reads_first_stage:
+        report.say(
+            f"\n{result.path} reads the retriever's score: rerank with it per document "
+            "(--first-stage-field for rerankit rank, first_stage_field in a Cohere v1 "
+            "request to rerankit serve; a v2 request carries texts only)"
+        )
+    result.lines = report.lines
     return result
 
 
@@ -174,7 +187,9 @@ def _report_on_test(
     opts: TuneOptions, test: Dataset, path: Path, texts_only: bool, report: Reporter
 ) -> list[dict[str, Any]]:
     """The written pipeline evaluated once on the test split, next to the default hybrid
-    (the rows of :func:`~rerankit.eval.runner.evaluate_runs`)."""
+    (the rows of :func:`~rerankit.eval.runner.evaluate_runs`, said as ``rerankit eval``
+    prints them: recall at the depth evaluated, with the paired difference from the
+    default)."""
     cands = first_stage(test, opts.first_stage, opts.candidates)
     runs = [first_stage_run(cands)]
     for name, reranker in (("hybrid", load("hybrid")), (path.stem, load(path))):
@@ -185,7 +200,15 @@ def _report_on_test(
         if run.load_note():
             report.note(run.load_note())
         runs.append(run)
-    return evaluate_runs(test, runs, opts.candidates)
+    depth = candidate_depth(cands, opts.candidates)
+    rows = evaluate_runs(test, runs, depth)
+    report.say(
+        f"\n{test.name}, {opts.test_split} split, {len(test.queries)} queries; first stage: "
+        f"{first_stage_label(test, opts.first_stage)}, {depth_label(depth, opts.candidates)}\n"
+    )
+    report.say(format_table(rows, depth))
+    report.say("\n" + format_against(rows, "hybrid"))
+    return rows
 
 
 def check_out(out: str | Path | None) -> None:

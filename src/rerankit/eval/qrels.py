@@ -1,0 +1,99 @@
+"""Reading graded judgments (qrels), and what is said of the mistakes that would change a
+metric without a word: the same (query, document) judged twice with different grades, and
+negative grades."""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+
+from ..errors import InputError
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["load_qrels", "read_qrels"]
+
+
+def read_qrels(path: str | Path) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """Graded judgments from a TSV with a header (``query-id corpus-id score``) or from a
+    TREC qrels file (``qid 0 docid rel``), and notes on what was read past: a (query,
+    document) pair judged again with another grade (the later line's grade is used) and
+    negative grades (read as 0, not relevant, as TREC counts them; a negative gain would
+    lower nDCG for showing a document). A line that cannot be read is an
+    :class:`InputError` naming the file and line."""
+    qrels: dict[str, dict[str, int]] = {}
+    path = Path(path)
+    seen: dict[tuple[str, str], tuple[int, str]] = {}  # the line and grade of each pair
+    conflicts: list[tuple[str, str, int, str, int, str]] = []
+    negative: list[tuple[int, str, str, str]] = []
+    with path.open(encoding="utf-8") as f:
+        for n, line in enumerate(f, start=1):
+            parts = line.split()
+            if not parts or (n == 1 and not _is_number(parts[-1])):
+                continue  # blank line or header
+            if len(parts) == 3:
+                qid, did, rel = parts
+            elif len(parts) == 4:
+                qid, _, did, rel = parts
+            else:
+                raise InputError(f"{path}:{n}: expected 3 or 4 columns, got {len(parts)}")
+            grade = _grade(rel)
+            if grade is None:
+                raise InputError(f"{path}:{n}: relevance must be an integer grade, got {rel!r}")
+            if grade < 0:
+                negative.append((n, qid, did, rel))
+                grade = 0
+            judged = qrels.setdefault(qid, {})
+            if did in judged and judged[did] != grade:
+                conflicts.append((qid, did, *seen[qid, did], n, rel))
+            judged[did] = grade
+            seen[qid, did] = (n, rel)
+    return qrels, _notes(path, conflicts, negative)
+
+
+def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:
+    """Graded judgments as :func:`read_qrels` reads them (query id -> document id ->
+    grade), its notes logged as warnings."""
+    qrels, notes = read_qrels(path)
+    for message in notes:
+        logger.warning(message)
+    return qrels
+
+
+def _notes(
+    path: Path,
+    conflicts: list[tuple[str, str, int, str, int, str]],
+    negative: list[tuple[int, str, str, str]],
+) -> list[str]:
+    notes = []
+    if conflicts:
+        qid, did, first, was, later, now = conflicts[0]
+        more = f" ({len(conflicts)} pairs in all)" if len(conflicts) > 1 else ""
+        notes.append(
+            f"{path}: query {qid!r} judges document {did!r} twice with different grades "
+            f"(line {first}: {was}, line {later}: {now}){more}; the later line's grade is used"
+        )
+    if negative:
+        n, qid, did, rel = negative[0]
+        count = len(negative)
+        what = "1 judgment has" if count == 1 else f"{count} judgments have"
+        notes.append(
+            f"{path}: {what} a negative grade (line {n}: query {qid!r}, document {did!r}, "
+            f"{rel}); negative grades are read as 0, not relevant, as TREC counts them"
+        )
+    return notes
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _grade(text: str) -> int | None:
+    """An integer grade from ``"2"`` or ``"2.0"`` (as some tools write them); None otherwise."""
+    value = float(text) if _is_number(text) else math.nan
+    return int(value) if value.is_integer() else None
