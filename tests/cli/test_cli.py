@@ -449,6 +449,32 @@ def test_a_missing_settings_file_is_called_a_settings_file(tmp_path, capsys, fla
     assert "pipeline file" not in err
 
 
+def test_serve_reads_the_settings_formats_its_help_names(tmp_path, capsys):
+    """serve --help names every format --settings reads (TOML, YAML, JSON), and each gives
+    the same settings (docs/service.md offers YAML too)."""
+    pytest.importorskip("fastapi", reason="serve needs the 'server' extra")
+    pytest.importorskip("yaml", reason="YAML settings need the 'yaml' extra")
+    from rerankit.cli import serve_settings
+
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "TOML (.toml), YAML (.yaml/.yml: extra yaml) or JSON (.json)" in shown
+    files = {
+        "s.toml": '[server]\nmax_documents = 7\n[pipelines.lex]\nreranker = "bm25"\n',
+        "s.yaml": "server:\n  max_documents: 7\npipelines:\n  lex:\n    reranker: bm25\n",
+        "s.json": '{"server": {"max_documents": 7}, "pipelines": {"lex": {"reranker": "bm25"}}}',
+    }
+    read = []
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        settings = serve_settings(
+            build_parser().parse_args(["serve", "--settings", str(tmp_path / name)])
+        )
+        read.append((settings.max_documents, settings.default, settings.pipelines))
+    assert read == [(7, "lex", {"lex": {"reranker": "bm25"}})] * 3
+
+
 def test_batch_over_a_beir_folder_takes_max_queries(tmp_path, capsys, synthetic):
     data = synthetic(tmp_path / "beir")
     out = tmp_path / "ranked.jsonl"
