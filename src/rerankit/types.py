@@ -91,9 +91,10 @@ class RerankResult:
     ``warnings`` are human-readable. ``usage`` counts what the rerank cost where a scorer
     calls a provider (``calls``, ``retries``, ``cache_hits``, ``failures``: calls that left
     a document without a judgment, see :class:`rerankit.llm.Usage`, ``input_tokens``,
-    ``output_tokens``); it is empty otherwise. ``timings`` gives seconds
-    per pipeline stage; ``dropped`` the input positions of documents an ordering rule removed
-    (a warning says which rule). ``failed`` is true when no strategy could score at all (the
+    ``output_tokens``); it is empty otherwise. ``timings`` gives seconds per pipeline stage
+    (a first call's include loading its models: :func:`rerankit.scorers.local.load_models`
+    loads them beforehand); ``dropped`` the input positions of documents an ordering rule
+    removed (a warning says which rule). ``failed`` is true when no strategy could score at all (the
     order is then the input's). ``score_scale`` says what the scores mean (see
     :data:`rerankit.normalize.SCORE_SCALES`): ``probability`` for a calibrated estimate of
     P(relevant) that depends only on the query and the document, ``relative`` when scores

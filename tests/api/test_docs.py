@@ -451,3 +451,26 @@ def test_the_shown_explain_output_is_the_commands(tmp_path):
     assert re.sub(number, "N", done.stdout) == re.sub(number, "N", shown)
     got = [float(x) for x in re.findall(number, done.stdout)]
     assert got == pytest.approx([float(x) for x in re.findall(number, shown)], abs=1e-3)
+
+
+def test_a_figure_the_pages_repeat_is_one_figure():
+    """The torch-free install's size is Measured's figure wherever a page gives it, and
+    ``max_documents`` is the code's default wherever a page gives that."""
+    from rerankit.server import ServerSettings
+
+    pages = {p.name: " ".join(p.read_text(encoding="utf-8").split()) for p in PAGES}
+    measured = re.search(r"\| `rerankit\[onnx,server\]` \| ([\d,]+) MB \|", pages["measured.md"])
+    sizes = {
+        (page, size)
+        for page, text in pages.items()
+        for size in re.findall(r"(\d[\d,]*) MB (?:install|against)", text)
+    }
+    assert {page for page, _ in sizes} >= {"choosing.md", "scorers.md", "service.md"}
+    assert {size for _, size in sizes} == {measured.group(1)}, sizes
+    limits = [
+        (page, int(n))
+        for page, text in pages.items()
+        for n in re.findall(r"max_documents`?[ ,(=]{1,3}(\d+)", text)
+    ]
+    assert len(limits) >= 3
+    assert {n for _, n in limits} == {ServerSettings().max_documents}, limits

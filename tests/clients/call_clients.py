@@ -63,7 +63,8 @@ def langchain_cohere(url, key, model, query, docs):
 
 def litellm_rerank(url, key, model, query, docs, provider="cohere"):
     """``litellm.rerank`` through its Cohere provider, or (``provider="infinity"``) its
-    Infinity one: Infinity's body (``documents``) on ``POST /rerank``."""
+    Infinity one: Infinity's body (``documents``) on ``POST /rerank``, or
+    (``provider="jina_ai"``) its Jina AI one: Jina's body on ``POST /v1/rerank``."""
     import litellm
 
     out = litellm.rerank(
@@ -101,6 +102,9 @@ CLIENTS = {
     "litellm": litellm_rerank,
     "litellm_infinity": lambda url, key, model, q, d: litellm_rerank(
         url, key, model, q, d, provider="infinity"
+    ),
+    "litellm_jina": lambda url, key, model, q, d: litellm_rerank(
+        url, key, model, q, d, provider="jina_ai"
     ),
     "llama_index": llama_index,
     "llama_index_default_model": lambda url, key, model, q, d: llama_index(url, key, None, q, d),

@@ -208,18 +208,24 @@ def test_eval_says_which_judged_queries_it_left_out(tiny, capsys):
     assert "2 queries" in captured.out
 
 
-def test_a_pipeline_file_is_labelled_by_the_name_it_declares_unless_taken(tiny, tmp_path, capsys):
+def test_a_pipeline_file_is_labelled_by_the_name_it_declares_every_time(tiny, tmp_path, capsys):
+    """One rule: the name a file declares (as serve lists it), with -2, -3 for a name an
+    earlier pipeline has; the same file listed twice is not named two ways."""
     mine = tmp_path / "file-one.toml"
     mine.write_text('name = "my-ranker"\n[scorer]\ntype = "coverage"\n')
-    clash = tmp_path / "file-two.toml"  # declares a name another pipeline has: its stem
+    clash = tmp_path / "file-two.toml"  # declares a name another pipeline has
     clash.write_text('name = "bm25"\n[scorer]\ntype = "jaccard"\n')
     out = tmp_path / "out"
-    rerankers = f"bm25,{mine},{clash}"
+    rerankers = f"bm25,{mine},{clash},{mine}"
     args = ["eval", "--data", str(tiny), "--rerankers", rerankers, "--out", str(out)]
     assert main([*args, "--no-progress"]) == 0
-    capsys.readouterr()
-    rows = [r["pipeline"] for r in json.loads((out / "results.json").read_text())["results"]]
-    assert {"bm25", "my-ranker", "file-two"} <= set(rows)
+    table = capsys.readouterr().out
+    results = json.loads((out / "results.json").read_text())
+    rows = [r["pipeline"] for r in results["results"]]
+    assert rows[1:] == ["bm25", "my-ranker", "bm25-2", "my-ranker-2"]  # after the first stage
+    assert list(results["pipelines"]) == rows[1:]
+    assert all(f"| {name} |" in table for name in rows[1:])
+    assert {p.stem for p in (out / "runs").glob("*.trec")} >= set(rows[1:])
 
 
 def test_eval_reports_the_calibration_of_probability_scores(tiny, tmp_path, capsys):

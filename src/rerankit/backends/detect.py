@@ -38,9 +38,7 @@ def model_kind(model: str) -> tuple[str, dict[str, Any]]:
         has = lambda name: (folder / name).is_file()  # noqa: E731
         config = folder / "config.json"
     else:  # fails at once, saying what to do, when neither the hub nor the cache has it
-        hub_options(
-            model, "model", '-r {folder} on the command line, rerankit.load("{folder}") in Python'
-        )
+        hub_options(model, "model", 'rerankit.load("{folder}")')
         has = lambda name: _hub_file(model, name) is not None  # noqa: E731
         found = _hub_file(model, "config.json")
         config = Path(found) if found else None

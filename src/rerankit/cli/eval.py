@@ -109,12 +109,16 @@ def named_pipelines(
     out: list[tuple[str, Any, Any]] = []
 
     def label(given: str) -> str:
-        """A file's declared name (else its stem), unless another pipeline has it."""
+        """The name ``given`` is served under (a file's declared name, else its stem; see
+        :func:`~rerankit.cli.args.pipeline_name`), with ``-2``, ``-3``, ... when an earlier
+        pipeline has it: one rule for the tables, results.json, runs/ and --baseline."""
         taken = {name for name, _, _ in out}
-        for candidate in (pipeline_name(given), Path(given).stem, given):
-            if candidate not in taken:
-                return candidate
-        return given
+        name = candidate = pipeline_name(given)
+        number = 1
+        while candidate in taken:
+            number += 1
+            candidate = f"{name}-{number}"
+        return candidate
 
     for name in [n.strip() for n in names.split(",") if n.strip()]:
         spec = pipeline_spec(name, files if Path(name).suffix else flags)
@@ -264,7 +268,8 @@ def add_commands(sub: Any) -> None:
         "--rerankers",
         default=DEFAULT_RERANKERS,
         help="comma-separated reranker names, pipeline files or model folders/hub ids "
-        f"(default {DEFAULT_RERANKERS})",
+        f"(default {DEFAULT_RERANKERS}); a pipeline file is listed under the name it "
+        "declares, else its file name, and a name listed before gets -2, -3, ...",
     )
     ev.add_argument(
         "-r",

@@ -5,11 +5,18 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import sys
 from pathlib import Path
 from typing import Any
 
 from .. import registry
-from ..backends.export import cached_export, export, export_folder, onnx_cache_root
+from ..backends.export import (
+    cached_export,
+    export,
+    export_folder,
+    export_kind,
+    onnx_cache_root,
+)
 from ..backends.manifest import is_exported, read_manifest
 from ..backends.quantize import SMOOTH_ALPHA
 from ..cache import cache_url, default_cache_dir
@@ -159,10 +166,9 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
-def _export_to_cache(args: argparse.Namespace) -> int:
+def _export_to_cache(args: argparse.Namespace, kind: str) -> int:
     """``rerankit export MODEL`` without ``--out``: the export ``backend`` ``auto`` and
     ``onnx`` use, made into the cache (once; said when it was there already)."""
-    kind = args.kind.replace("-", "_")
     folder = export_folder(args.model, kind=kind, max_length=args.max_length)
     there = is_exported(folder)
     cached_export(
@@ -177,13 +183,18 @@ def _export_to_cache(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-
+    kind = export_kind(args.model, args.kind)  # without --kind: what its files say
+    if args.kind is None:
+        print(
+            f"rerankit: exporting {args.model} as {kind} (told from its files; --kind sets it)",
+            file=sys.stderr,
+        )
     if args.out is None:
-        return _export_to_cache(args)
+        return _export_to_cache(args, kind)
     out = export(
         args.model,
         args.out,
-        kind=args.kind,
+        kind=kind,
         quantize=args.quantize,
         max_length=args.max_length,
         trust_remote_code=args.trust_remote_code,
@@ -192,10 +203,9 @@ def cmd_export(args: argparse.Namespace) -> int:
     )
     files = sorted(p.name for p in out.iterdir())
     print(f"wrote {out}: {', '.join(files)}")
-    backend = args.kind
     quantize = ', quantize = "int8"' if args.quantize else ""
     print(
-        f'load it with {{ type = "{backend}", model = "{out}", backend = "onnx"{quantize} }} '
+        f'load it with {{ type = "{kind}", model = "{out}", backend = "onnx"{quantize} }} '
         "(no torch needed)"
     )
     return 0
@@ -266,8 +276,10 @@ def add_commands(sub: Any) -> None:
         "--kind",
         type=model_kind_name,
         choices=("embedding", "cross_encoder"),
-        default="embedding",
-        help="what the model is (default embedding; cross-encoder works too)",
+        default=None,
+        help="what the model is (default: what its files say, as -r MODEL tells it: a "
+        "sequence-classification architecture in config.json is a cross_encoder, "
+        "sentence-transformers files an embedding model; cross-encoder works too)",
     )
     exp.add_argument("--quantize", choices=("int8",), default=None, help="also write int8 weights")
     exp.add_argument(

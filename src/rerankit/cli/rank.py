@@ -11,6 +11,7 @@ from typing import Any
 from .._jsonl import dumps_strict, numbered_records, read_text
 from ..api import default_reranker, load
 from ..backends.bundled import BUNDLED_NAMES
+from ..backends.hub import hub_cache_dir, in_hub_cache
 from ..batch import RayOptions, quiet_ray_logs, run_batch
 from ..batch.beir import beir_rows
 from ..errors import InputError, InvalidDocumentError
@@ -37,8 +38,9 @@ __all__ = ["add_commands", "cmd_batch", "cmd_rank", "default_reranker_name", "re
 
 
 def announce_model_loading(reranker: Any) -> None:
-    """One line on stderr before a rerank whose model comes from the Hugging Face hub (its
-    first use downloads it); the bundled model and local folders load without a word."""
+    """One line on stderr before a rerank whose model is named by a Hugging Face hub id:
+    read from the local Hugging Face cache when it is there, else downloaded into it; the
+    bundled model and local folders load without a word."""
     hub = sorted(
         {
             s.model_id
@@ -50,10 +52,17 @@ def announce_model_loading(reranker: Any) -> None:
             and not Path(s.model_id).exists()
         }
     )
-    if hub:
+    cached = [model for model in hub if in_hub_cache(model)]
+    if cached:
         print(
-            f"rerankit: loading {', '.join(hub)} from the Hugging Face hub (downloaded on "
-            "first use, then read from its cache)",
+            f"rerankit: loading {', '.join(cached)} from the Hugging Face cache "
+            f"({hub_cache_dir()})",
+            file=sys.stderr,
+        )
+    if fetched := [model for model in hub if model not in cached]:
+        print(
+            f"rerankit: loading {', '.join(fetched)} from the Hugging Face hub (downloaded "
+            f"into its cache, {hub_cache_dir()}, on first use)",
             file=sys.stderr,
         )
 

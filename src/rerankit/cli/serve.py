@@ -88,7 +88,8 @@ def add_commands(sub: Any) -> None:
         "--settings",
         default=None,
         metavar="FILE",
-        help="the service's settings file (TOML): a [server] table (API keys, limits, "
+        help="the service's settings file, TOML (.toml), YAML (.yaml/.yml: extra yaml) or "
+        "JSON (.json), told by its suffix: a [server] table (API keys, limits, "
         "interleave and explore, ...) with its [server.feedback] table (the click log, as "
         "docs/clicks.md shows), and a [pipelines.NAME] table per pipeline, as the "
         "service guide (docs/service.md) shows",
