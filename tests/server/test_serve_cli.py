@@ -104,6 +104,21 @@ def test_a_pipeline_file_is_served_under_the_name_it_declares(tmp_path):
         assert [r["index"] for r in answer["results"]] == [1, 0]
 
 
+def test_the_settings_files_relative_pipeline_paths_are_read_beside_it(tmp_path, monkeypatch):
+    """`serve --settings` reads a pipeline file named relative to the settings file from
+    beside it, as ServerSettings.from_file does, whatever the working directory."""
+    folder = tmp_path / "service"
+    folder.mkdir()
+    (folder / "mine.toml").write_text('name = "mine"\nreranker = "bm25"\n')
+    (folder / "settings.toml").write_text('[pipelines.mine]\nreranker = "mine.toml"\n')
+    monkeypatch.chdir(tmp_path)  # not the settings file's folder
+    read = _settings("--settings", str(folder / "settings.toml"))
+    assert read.pipelines["mine"] == {"reranker": str(folder / "mine.toml")}
+    from rerankit.server import ServerSettings
+
+    assert read.pipelines == ServerSettings.from_file(folder / "settings.toml").pipelines
+
+
 def test_server_model_reaches_the_built_in_hybrid_and_embedding_wherever_named():
     from rerankit.server import ServerSettings
 

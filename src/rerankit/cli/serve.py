@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
+from pathlib import Path
 from typing import Any
 
-from ..config import read_spec
+from ..config import paths_beside, read_spec
 from ..server import serve
 from ..server.settings import ServerSettings, flag_pipeline
 from .args import (
@@ -29,6 +30,8 @@ def serve_settings(args: argparse.Namespace) -> Any:
     spec = read_spec(args.settings, "settings file") if args.settings else {}
     server = dict(spec.get("server") or {})
     pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
+    if pipelines is not None:  # a pipeline's relative paths that exist beside the file
+        pipelines = paths_beside(pipelines, Path(args.settings).resolve().parent)
     for key in ("backend", "quantize", "api_key_env"):
         if getattr(args, key):
             server[key] = getattr(args, key)
