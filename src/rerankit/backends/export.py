@@ -191,7 +191,8 @@ def export(
     torch = require("torch", "exporting a model to ONNX")
     require("onnx", "exporting a model to ONNX")
     parts = _embedding_parts if kind == "embedding" else _cross_encoder_parts
-    hf, tokenizer, info = parts(model, trust_remote_code)
+    with quiet_loading():  # no weight-loading bar: the library never prints
+        hf, tokenizer, info = parts(model, trust_remote_code)
     if max_length is not None:
         info["max_length"] = int(max_length)
     names = ["input_ids", "attention_mask"]
