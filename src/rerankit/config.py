@@ -24,8 +24,9 @@ are the registered scorers (``bm25``, ``jaccard``, ``text``, ``field``, ``recenc
 ``popularity``, ``graph``, ``embedding``, ``cross_encoder``, ``causal_lm``,
 ``llm_pointwise``, ``llm_listwise``, ...); other keys are the scorer's own keyword
 arguments (``lambda`` for MMR's ``lambda_``). LLM scorers take ``provider`` (``gemini`` or
-``openai``), ``model``, ``base_url`` and ``api_key_env`` (the environment variable holding
-the key).
+``openai``), ``model``, ``base_url``, ``api_key_env`` (the environment variable holding
+the key), the client's own keys (``json_mode`` for ``openai``), and ``retry`` as a table
+(``retry = { attempts = 5, timeout = 30 }``, made a :class:`~rerankit.llm.RetryPolicy`).
 
 In a pipeline file, a relative ``model`` or ``embedding`` path that exists beside the file
 (``model = "ltr.lgb.txt"``) is read from the file's folder, so a pipeline and its model copied
@@ -64,6 +65,7 @@ from .cache import current_defaults
 from .errors import ConfigError
 from .fusion import ScoreCombinationMethod
 from .llm.base import KEYS_OPTIONAL
+from .llm.declared import split_llm_options
 from .normalize import check_normalization_method
 from .options import FILE_SPELLINGS, check_options, unknown_keys
 from .ordering import Rule
@@ -173,6 +175,7 @@ def model_reranker(model: str) -> Any:
 
 def _llm_scorer(
     cls: type,
+    kind: str,
     *,
     provider: str = "gemini",
     model: str | None = None,
@@ -182,13 +185,17 @@ def _llm_scorer(
 ) -> Any:
     """An LLM scorer of ``cls`` on a registered provider client, as declared pipelines give
     it: ``provider``, ``model``, ``base_url`` and ``api_key_env`` (the environment variable
-    holding the key; the client's own default variables otherwise)."""
+    holding the key; the client's own default variables otherwise); the other keys are the
+    client's (``json_mode``) or the scorer's, checked by :func:`split_llm_options`."""
     key = os.environ.get(api_key_env) if api_key_env else None
     if not key and KEYS_OPTIONAL.get():  # built for an estimate that sends nothing
         key = "not-sent"
     if api_key_env and not key:
         raise ConfigError(f"environment variable {api_key_env!r} is not set", where="api_key_env")
-    client_options: dict[str, Any] = {"api_key": key, "base_url": base_url}
+    entry = registry.lookup("llm_client", provider)
+    factory = import_factory(entry.factory) if isinstance(entry.factory, str) else entry.factory
+    own, options = split_llm_options(cls, factory, options, f"an {kind} scorer")
+    client_options: dict[str, Any] = {"api_key": key, "base_url": base_url, **own}
     if model is not None:
         client_options["model"] = model
     return cls(create("llm_client", provider, **client_options), **options)
@@ -197,13 +204,13 @@ def _llm_scorer(
 def llm_pointwise(**options: Any) -> LLMPointwiseScorer:
     """An :class:`~rerankit.scorers.LLMPointwiseScorer` from declared options (``provider``,
     ``model``, ``base_url``, ``api_key_env`` and the scorer's own keywords)."""
-    return _llm_scorer(LLMPointwiseScorer, **options)
+    return _llm_scorer(LLMPointwiseScorer, "llm_pointwise", **options)
 
 
 def llm_listwise(**options: Any) -> LLMListwiseScorer:
     """An :class:`~rerankit.scorers.LLMListwiseScorer` from declared options (as
     :func:`llm_pointwise`)."""
-    return _llm_scorer(LLMListwiseScorer, **options)
+    return _llm_scorer(LLMListwiseScorer, "llm_listwise", **options)
 
 
 _STAGE_KINDS = ("reranker", "scorer", "scorers", "rule")

@@ -43,7 +43,11 @@ class OpenAIClient:
         key = api_key or os.environ.get("OPENAI_API_KEY")
         if not key:
             if base_url is None:
-                raise ConfigError("no OpenAI API key: pass api_key= or set OPENAI_API_KEY")
+                raise ConfigError(
+                    "no OpenAI API key: set OPENAI_API_KEY (a pipeline file may name another "
+                    "variable with api_key_env; Python may pass api_key=), or give a base_url "
+                    "(or OPENAI_BASE_URL) for a local server that needs none"
+                )
             key = "unused"
         openai = require("openai", "OpenAIClient")
         self._openai = openai

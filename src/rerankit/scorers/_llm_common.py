@@ -46,6 +46,8 @@ class LLMScorerBase:
     ) -> None:
         if not isinstance(client, LLMClient):
             raise TypeError(f"{client!r} is not an LLM client (needs provider, model, generate)")
+        if retry is not None and not isinstance(retry, RetryPolicy):
+            raise TypeError(f"retry must be a RetryPolicy, got {type(retry).__name__}")
         self.client, self.name = client, name
         self.runner = CallRunner(
             client,

@@ -1,0 +1,82 @@
+"""An LLM scorer declared in a pipeline file: its ``retry`` table, its client's keys
+(``json_mode``) and unknown keys, end to end through the real openai SDK against a local
+server that speaks its protocol."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("openai", reason="needs the 'openai' extra")
+
+from rerankit.config import build, read_pipeline
+from rerankit.errors import ConfigError
+from rerankit.llm import RetryPolicy
+from rerankit.llm.testing import FakeLLMServer, Reply
+
+DOCS = ["alpha doc", "beta doc"]
+
+
+def _file(tmp_path, url: str, extra: str) -> str:
+    path = tmp_path / "judge.toml"
+    path.write_text(
+        "[scorer]\n"
+        'type = "llm_pointwise"\n'
+        'provider = "openai"\n'
+        'model = "m"\n'
+        f'base_url = "{url}"\n'
+        "cache = false\n" + extra,
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+def test_a_retry_table_in_a_file_is_a_policy_that_retries(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    script = [Reply(status=500), Reply(status=500), Reply(text='{"id": "0", "score": 7}')]
+    with FakeLLMServer(script, responder=lambda r: Reply(text='{"id": "1", "score": 3}')) as srv:
+        retry = "retry = { attempts = 3, timeout = 5, min_wait = 0, max_wait = 0 }\n"
+        reranker = build(read_pipeline(_file(tmp_path, srv.openai_url, retry)))
+        policy = reranker.scorer.runner.policy
+        assert policy == RetryPolicy(attempts=3, timeout=5.0, min_wait=0.0, max_wait=0.0)
+        result = reranker.rerank("q", DOCS[:1])
+    assert not result.degraded and result.usage["retries"] == 2 and result.usage["calls"] == 3
+    assert result.results[0].score == 7.0
+
+
+@pytest.mark.parametrize(
+    ("retry", "message"),
+    [
+        ("{ attempts = 0 }", r"stages\[0\]\.scorer: retry: attempts must be >= 1"),
+        ('{ attempts = "3" }', r"stages\[0\]\.scorer: retry\.attempts: must be an integer"),
+        ("{ timout = 5 }", r"retry has no key 'timout' \(did you mean 'timeout'\?\)"),
+        ("5", r"stages\[0\]\.scorer: retry: a table of attempts, multiplier"),
+    ],
+)
+def test_a_wrong_retry_table_is_named_when_the_file_loads(tmp_path, retry, message):
+    with pytest.raises(ConfigError, match=message):
+        build(read_pipeline(_file(tmp_path, "http://127.0.0.1:9/v1", f"retry = {retry}\n")))
+
+
+def test_json_mode_from_a_file_reaches_the_client(tmp_path):
+    with FakeLLMServer(responder=lambda r: Reply(text='{"id": "0", "score": 4}')) as srv:
+        reranker = build(read_pipeline(_file(tmp_path, srv.openai_url, 'json_mode = "object"\n')))
+        result = reranker.rerank("q", DOCS[:1])
+    assert result.results[0].score == 4.0
+    assert srv.requests[0].body["response_format"] == {"type": "json_object"}
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ("timeout = 5\n", r"has no key 'timeout': set it in the retry table"),
+        ('api_key = "sk"\n', r"has no key 'api_key': .*api_key_env"),
+        (
+            "windw = 5\n",
+            r"stages\[0\]\.scorer: an llm_pointwise scorer has no key 'windw'; its keys: "
+            r"provider, model, base_url, api_key_env, json_mode, instructions, .*retry",
+        ),
+    ],
+)
+def test_an_unknown_key_in_an_llm_scorer_table_lists_the_valid_ones(tmp_path, extra, message):
+    with pytest.raises(ConfigError, match=message):
+        build(read_pipeline(_file(tmp_path, "http://127.0.0.1:9/v1", extra)))
