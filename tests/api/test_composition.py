@@ -25,6 +25,7 @@ from rerankit.scorers import (
     PopularityScorer,
     RecencyScorer,
 )
+from rerankit.scorers.base import ScoreBatch
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -361,3 +362,31 @@ def test_cli_config_errors(capsys, tmp_path):
     broken.write_text("stages = [ {")
     assert main(["rank", "-q", "x", "-r", str(broken)]) == 1
     assert "broken.toml" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("how", ["raises", "fails", "every llm call fails"])
+def test_a_stage_that_scores_nothing_leaves_the_previous_scores_and_scale(how, failing_scorer):
+    """Score order agrees with rank order: the documents a failed stage was given keep the
+    first stage's scores and scale, as the documents below it do."""
+    first = ScaledScorer("first", {"a": 0.9, "b": 0.8, "c": 0.6, "d": 0.3, "e": 0.2}, "probability")
+
+    class Exploding(ScorerReranker):
+        async def arerank(self, *args, **kwargs):
+            raise RuntimeError("boom")
+
+    class NoJudgment(TextScorer):  # what an LLM scorer gives when every call failed
+        async def score(self, query, docs, **context):
+            flags = {i: ["llm_failed"] for i in range(len(docs))}
+            return ScoreBatch(np.zeros(len(docs)), flags=flags, degraded=True)
+
+    second = {
+        "raises": Exploding(first, name="x"),
+        "fails": failing_scorer("x"),
+        "every llm call fails": NoJudgment("x", {}),
+    }[how]
+    result = Pipeline([(first, 3), second]).rerank("q", DOCS)
+    assert [r.text for r in result] == DOCS
+    assert [r.score for r in result] == [0.9, 0.8, 0.6, 0.3, 0.2]
+    assert result.score_scale == "probability" and result.degraded
+    if how == "every llm call fails":
+        assert all("llm_failed" in r.flags for r in result[:3]) and not result[3].flags

@@ -68,8 +68,10 @@ class Pipeline(Reranker):
     keep the scores they are given. The result's ``score_scale`` is the scale of the stages
     that last scored the documents it returns when they share one (a ``top_k`` within the
     last stage's documents, or stages on one scale), else ``relative``. ``timings``
-    gives each stage's seconds. A stage that raises keeps the previous stage's order and
-    marks the result degraded; a stage whose scorers fail degrades the same way by itself.
+    gives each stage's seconds. A stage that raises, or scores nothing (every strategy failed,
+    or the LLM provider failed for every document), leaves its documents the previous
+    stage's order, scores and scale, and marks the result degraded; a stage whose scorers
+    fail for some documents degrades by itself.
     """
 
     def __init__(self, stages: Sequence[Any], *, name: str = "pipeline") -> None:
@@ -157,7 +159,7 @@ class Pipeline(Reranker):
     ) -> tuple[list[int], bool]:
         """The stage's new order of ``head``, and whether the stage failed to score (a
         scoring stage records its result's scale for each document it scored in
-        ``scales``)."""
+        ``scales``; one that scored nothing leaves the previous scores and scales)."""
         n = len(docs)
         sub_docs = [docs[i] for i in head]
         is_rule = isinstance(stage.step, Rule)
@@ -183,6 +185,15 @@ class Pipeline(Reranker):
         if is_rule:  # rules see (and report) the documents' input positions
             dropped.extend(sub.dropped)
             return [r.index for r in sub], False
+        if sub.unusable:  # its scores are placeholders: keep the previous stage's, as its order
+            scored.warnings.append(
+                f"stage {stage.name!r} scored nothing ({sub.unusable}); its documents keep "
+                "the previous stage's order and scores"
+            )
+            for r in sub:
+                if r.flags:
+                    scored.flags.setdefault(head[r.index], []).extend(r.flags)
+            return head, sub.failed
         for r in sub:
             i = head[r.index]
             scored.final[i] = r.score
@@ -197,7 +208,7 @@ class Pipeline(Reranker):
                     target.setdefault(part, np.full(n, np.nan))[i] = value
             if r.flags:
                 scored.flags.setdefault(i, []).extend(r.flags)
-        return [head[r.index] for r in sub], sub.failed
+        return [head[r.index] for r in sub], False
 
     @staticmethod
     def _current(
