@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any, TypedDict
+from urllib.parse import urlsplit, urlunsplit
 
 from ..cache import JudgmentCache, judgment_cache
 from ..llm.base import LLMClient, LLMRequest
@@ -62,8 +63,14 @@ class LLMScorerBase:
 
     def cache_key(self, request: LLMRequest) -> str:
         """The judgment cache's key for ``request``: a hash of everything the provider is
-        sent (system text, prompt, schema, temperature, output limit) and of the provider
-        and model. An edited prompt template gives new keys by itself."""
+        sent (system text, prompt, schema, temperature, output limit), of the provider and
+        model, and of the server's address (:func:`endpoint`) when it is not the provider's
+        own. An edited prompt template gives new keys by itself; the same model name on
+        another server never shares judgments."""
+        parts: dict[str, Any] = {}
+        address = endpoint(self.client)
+        if address is not None:  # left out for the provider's own: its keys stay as they were
+            parts["endpoint"] = address
         return JudgmentCache.key(
             provider=self.client.provider,
             model=self.client.model,
@@ -72,4 +79,29 @@ class LLMScorerBase:
             schema=request.json_schema,
             temperature=request.temperature,
             max_output_tokens=request.max_output_tokens,
+            **parts,
         )
+
+
+#: each provider's own address, which a client may also name explicitly
+_DEFAULT_ENDPOINTS = {
+    "openai": "https://api.openai.com/v1",
+    "gemini": "https://generativelanguage.googleapis.com",
+}
+
+
+def endpoint(client: LLMClient) -> str | None:
+    """The address ``client`` sends to, normalised (scheme and host in lower case, a
+    default port and a trailing ``/`` dropped), or None for the provider's own."""
+    url = getattr(client, "base_url", None)
+    if not url:
+        return None
+    parsed = urlsplit(str(url).strip())
+    scheme, host = parsed.scheme.lower(), (parsed.hostname or "").lower()
+    if ":" in host:  # an IPv6 address keeps its brackets
+        host = f"[{host}]"
+    port = parsed.port
+    if port is not None and (scheme, port) not in (("http", 80), ("https", 443)):
+        host = f"{host}:{port}"
+    address = urlunsplit((scheme, host, parsed.path.rstrip("/"), parsed.query, ""))
+    return None if address == _DEFAULT_ENDPOINTS.get(client.provider) else address

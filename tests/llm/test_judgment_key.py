@@ -1,0 +1,56 @@
+"""The judgment cache's key holds the server's address: the same model name on another
+server never reuses the first one's answers, and the provider's own address keeps the keys
+it always had (existing caches of the default endpoints keep hitting)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("openai", reason="needs the 'openai' extra")
+
+from rerankit.cache import JudgmentCache
+from rerankit.llm import OpenAIClient
+from rerankit.llm.base import LLMRequest
+from rerankit.llm.testing import FakeLLMServer, Reply
+from rerankit.rerankers import ScorerReranker
+from rerankit.scorers import LLMPointwiseScorer
+
+
+def _score(n: int):
+    return lambda request: Reply(text=f'{{"id": "0", "score": {n}}}')
+
+
+def test_the_same_model_on_another_server_is_asked_again(tmp_path):
+    cache = JudgmentCache(tmp_path / "judgments.sqlite")
+    with FakeLLMServer(responder=_score(2)) as one, FakeLLMServer(responder=_score(9)) as two:
+        first, second = (
+            ScorerReranker(
+                LLMPointwiseScorer(OpenAIClient(base_url=s.openai_url, model="m"), cache=cache)
+            ).rerank("q", ["a doc"])
+            for s in (one, two)
+        )
+    assert len(two.requests) == 1 and second.usage["cache_hits"] == 0
+    assert (first[0].score, second[0].score) == (2.0, 9.0)
+
+
+def _key(monkeypatch, base_url: str | None) -> str:
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    client = OpenAIClient(api_key="k", model="m", base_url=base_url)
+    return LLMPointwiseScorer(client, cache=False).cache_key(LLMRequest(prompt="p", system="s"))
+
+
+def test_the_providers_own_address_keeps_the_key_it_had(monkeypatch):
+    before = JudgmentCache.key(  # the key as it was built before addresses were in it
+        provider="openai",
+        model="m",
+        system="s",
+        prompt="p",
+        schema=None,
+        temperature=0.0,
+        max_output_tokens=None,
+    )
+    assert _key(monkeypatch, None) == _key(monkeypatch, "https://API.openai.com/v1/") == before
+    local = _key(monkeypatch, "http://127.0.0.1:8000/v1")
+    assert local != before
+    assert _key(monkeypatch, "HTTP://127.0.0.1:8000/v1/") == local
+    assert _key(monkeypatch, "http://127.0.0.1:8001/v1") != local
