@@ -197,12 +197,14 @@ def test_a_run_stopped_by_max_calls_writes_what_it_did_and_resumes(
     assert len(final) == 30 and all(final[q] == first[q] for q in first)
 
 
-def test_failed_judgments_are_counted_and_left_out(tmp_path, collection, monkeypatch):
+def test_failed_judgments_are_counted_and_left_out(tmp_path, collection, monkeypatch, capsys):
     unreadable = {"d0-1", "d2-3"}
     oracle = Oracle(collection, unreadable)
     out = tmp_path / "labelled"
     with FakeLLMServer(responder=oracle) as server:
         assert run_label(collection, judge_file(tmp_path, server, monkeypatch), out) == 0
+    err = capsys.readouterr().err  # the reasons are printed, not only counted
+    assert re.search(r"label: failed: query \S+: document \d+: no score \(.*I cannot tell", err)
     made = load_qrels(out / "qrels" / "train.tsv")
     asked = [d for _, d in oracle.seen if d in unreadable]
     assert asked  # the oracle was asked about them ...
@@ -261,3 +263,19 @@ def test_a_dry_run_needs_no_api_key_and_a_real_run_still_does(
     from rerankit.llm.base import KEYS_OPTIONAL
 
     assert KEYS_OPTIONAL.get() is False  # the estimate's leave is not kept
+
+
+def test_a_run_where_every_judgment_failed_says_why_and_fails(
+    tmp_path, collection, monkeypatch, capsys
+):
+    out = tmp_path / "labelled"
+    with FakeLLMServer(responder=lambda r: Reply(status=500, text="judge is down")) as server:
+        judge = judge_file(tmp_path, server, monkeypatch)
+        with judge.open("a") as f:  # one attempt, so the failures come at once
+            f.write("retry = { attempts = 1 }\n")
+        assert run_label(collection, judge, out, "--max-queries", "2") == 1
+    err = capsys.readouterr().err
+    assert "rerankit: error: no label written: all 10 judgments failed" in err
+    assert "judge is down" in err and "label: wrote" not in err
+    report = json.loads((out / "label_report.json").read_text())
+    assert report["labels"] == 0 and "HTTP 500" in report["failure_reasons"][0]

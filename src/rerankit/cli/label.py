@@ -87,6 +87,10 @@ def cmd_label(args: argparse.Namespace) -> int:
     )
     stopped = f"; stopped ({report.stopped}): run again to go on" if report.stopped else ""
     print(f"label: {_line(report)} in {report.seconds:.0f} s{stopped}", file=sys.stderr)
+    for note in report.notes():
+        print(f"label: {note}", file=sys.stderr)
+    if report.error:
+        raise InputError(report.error)
     print(f"label: wrote {Path(args.out) / 'qrels' / (args.out_split + '.tsv')}", file=sys.stderr)
     return 0
 

@@ -19,6 +19,7 @@ import json
 import logging
 import math
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -74,6 +75,10 @@ PROMPT_TOKENS = 150  # instructions and format around each call's texts
 ANSWER_TOKENS = {"pointwise": 20, "listwise": 60}
 
 
+MAX_REASONS = 5  # failure reasons a report keeps
+_REASON = re.compile(r"^(document|window) [\d-]+: ")  # the same reason for another document
+
+
 def grade_pointwise(score: float) -> int:
     """A 0-10 judgment as a graded label (0-3)."""
     return 0 if score < 4 else 1 if score < 7 else 2 if score < 9 else 3
@@ -99,9 +104,38 @@ class LabelReport:
     estimated_cost_usd: float | None = None
     seconds: float = 0.0
     stopped: str | None = None
+    #: why judgments failed: the first few distinct reasons (the judge's warnings)
+    failure_reasons: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def note_failures(self, qid: str, warnings: Sequence[str]) -> None:
+        """Keep the first :data:`MAX_REASONS` distinct reasons among a query's warnings."""
+        seen = {_REASON.sub("", r.partition(": ")[2]) for r in self.failure_reasons}
+        for warning in warnings:
+            reason = _REASON.sub("", warning)
+            if len(self.failure_reasons) < MAX_REASONS and reason not in seen:
+                seen.add(reason)
+                self.failure_reasons.append(f"query {qid}: {warning}")
+
+    @property
+    def error(self) -> str | None:
+        """Why the run wrote no label, or None when it wrote some."""
+        if self.labels:
+            return None
+        if self.failed:
+            reasons = "".join(f"\n  {r}" for r in self.failure_reasons)
+            return f"no label written: all {self.failed} judgments failed; why:{reasons}"
+        if self.stopped:
+            return f"no label written: stopped before the first query ({self.stopped})"
+        return "no label written: no query had candidates to judge"
+
+    def notes(self) -> list[str]:
+        """What to read besides the counts: why judgments failed, when some did."""
+        if not self.failed or not self.labels:  # none failed, or the error says it all
+            return []
+        return [f"failed: {r}" for r in self.failure_reasons]
 
 
 def _kind(judge: Any) -> str:
@@ -277,6 +311,8 @@ def label(
             if kind == "listwise" and bad:
                 bad = set(range(len(ids)))  # an order with a failed window: no positions
             report.failed += len(bad)
+            if bad:
+                report.note_failures(qid, batch.warnings)
             labels = _grades(kind, [float(v) for v in batch.values], positions)
             usable = [i for i in range(len(ids)) if i not in bad]
             if usable:
