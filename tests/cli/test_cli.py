@@ -505,3 +505,14 @@ def test_batch_over_a_beir_folder_takes_max_queries(tmp_path, capsys, synthetic)
     rows_file.write_text(json.dumps({"query": "q", "candidates": ["a", "b"]}) + "\n")
     assert main(["batch", "-i", str(rows_file), "--out", str(out), "--max-queries", "1"]) == 1
     assert "--max-queries is for a BEIR folder (--data FOLDER)" in capsys.readouterr().err
+
+
+def test_batch_over_a_folder_without_judgments_reranks_every_query(tmp_path, capsys, synthetic):
+    data = synthetic(tmp_path / "beir")
+    for qrels in (data / "qrels").glob("*.tsv"):
+        qrels.unlink()
+    out = tmp_path / "ranked.jsonl"
+    assert main(["batch", "--data", str(data), "-r", "bm25", "--out", str(out)]) == 0
+    queries = (data / "queries.jsonl").read_text().splitlines()
+    assert len(out.read_text().splitlines()) == len(queries) > 0
+    assert "no qrels/test.tsv (split 'test'): reranking every query" in capsys.readouterr().err

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import RerankitError
-from ..eval.data import Dataset, read_split
+from ..eval.data import Dataset, parse_split, read_split
 from ..eval.first_stage import candidate_documents, first_stage
 from ..eval.runner import PipelineRun
 from .ray import iter_ray
@@ -31,10 +31,18 @@ def beir_rows(
 ) -> list[dict[str, Any]]:
     """Rows from a BEIR folder (its corpus and queries) and a TREC run file: each query of
     the run with its top ``k`` documents (``id``, ``text``, ``first_stage_score``); the
-    split's first ``max_queries`` queries only when given. What reading the folder found
-    amiss (:attr:`~rerankit.eval.data.Dataset.notes`, also logged) is passed to ``note``."""
+    split's first ``max_queries`` queries only when given; a folder without
+    ``qrels/<split>.tsv`` gives every query of queries.jsonl (reranking needs no judgments),
+    and ``note`` is told so. What reading the folder found amiss
+    (:attr:`~rerankit.eval.data.Dataset.notes`, also logged) is passed to ``note``."""
 
-    data = read_split(folder, split, max_queries, note=note)
+    data = read_split(folder, split, max_queries, note=note, judged=False)
+    qrels = Path(folder) / "qrels" / f"{parse_split(split)[0]}.tsv"
+    if not qrels.is_file() and note is not None:
+        note(
+            f"{folder}: no qrels/{qrels.name} (split {split!r}): reranking every query of "
+            f"queries.jsonl ({len(data.queries)})"
+        )
     cands = first_stage(data, str(run), k)
     return [
         {"query_id": q, "query": data.queries[q], "candidates": candidate_documents(data, c)}

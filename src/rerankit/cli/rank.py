@@ -286,7 +286,12 @@ def add_commands(sub: Any) -> None:
     )
     bat.add_argument("--num-gpus", type=float, default=None, help="ray: GPUs per actor")
     add_first_stage_argument(bat, default=None, when="with --data: ", old="--run")
-    bat.add_argument("--split", default="test", help="with --data: the BEIR split (test)")
+    bat.add_argument(
+        "--split",
+        default="test",
+        help="with --data: the BEIR split whose queries are reranked (default test); "
+        "without that qrels file, every query",
+    )
     bat.add_argument(
         "--max-queries",
         type=positive_int,
