@@ -101,8 +101,13 @@ def test_labels_are_the_judges_grades_and_the_folder_is_a_dataset(
     tuned = tmp_path / "tuned.toml"
     tune = ["tune", "--data", str(out), "--train-split", "train", "--method", "fusion"]
     assert main([*tune, "--k", "10", "--out", str(tuned), "--no-progress"]) == 0
-    printed = capsys.readouterr().out
+    captured = capsys.readouterr()
+    printed = captured.out
     assert tuned.is_file() and "no test split" in printed
+    # tune ranks another depth than the judge saw, and says so
+    said = f"judged --first-stage auto --candidates {K}; this run ranks --first-stage auto"
+    assert said in captured.out + captured.err
+    assert report["first_stage"] == "auto" and report["candidates"] == K
     # a judge's labels: adopting asks for twice the noise, and says so
     assert "beats the default by more than 2 x the noise" in printed
     assert "adopting takes over 2 x the noise" in printed
@@ -223,6 +228,10 @@ def test_dry_run_and_a_budget_without_a_price(tmp_path, collection, monkeypatch,
         assert not out.exists()
         assert run_label(collection, judge, out, "--budget", "1") == 1
         assert "no price for model 'house-model'" in capsys.readouterr().err
+        # the dry run refuses the same budget, after its estimate
+        assert run_label(collection, judge, out, "--budget", "1", "--dry-run") == 1
+        said = capsys.readouterr().err
+        assert "calls, about" in said and "no price for model 'house-model'" in said
         unpriced = tmp_path / "unpriced"  # without a budget it runs, and says what it knows
         assert run_label(collection, judge, unpriced, "--max-queries", "1") == 0
         assert "1/1 queries, 5 labels, 0 failed, 5 calls (0 cached), cost unknown in" in (
@@ -279,3 +288,16 @@ def test_a_run_where_every_judgment_failed_says_why_and_fails(
     assert "judge is down" in err and "label: wrote" not in err
     report = json.loads((out / "label_report.json").read_text())
     assert report["labels"] == 0 and "HTTP 500" in report["failure_reasons"][0]
+
+
+def test_tune_is_told_when_it_ranks_other_candidates_than_the_judge_saw(tmp_path):
+    from rerankit.training.labelling import first_stage_mismatch
+
+    run = tmp_path / "candidates.jsonl"
+    run.write_text("")
+    report = {"first_stage": str(run.resolve()), "candidates": 10}
+    (tmp_path / "label_report.json").write_text(json.dumps(report))
+    assert first_stage_mismatch(tmp_path, str(run), 10) is None
+    assert "--first-stage bm25 --candidates 10" in first_stage_mismatch(tmp_path, "bm25", 10)
+    assert first_stage_mismatch(tmp_path, str(run), 20) is not None
+    assert first_stage_mismatch(tmp_path / "nowhere", "bm25", 10) is None  # not labelled

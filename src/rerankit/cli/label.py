@@ -11,7 +11,14 @@ from typing import Any
 from ..errors import InputError
 from ..eval.data import Dataset
 from ..eval.first_stage import first_stage
-from ..training.labelling import LabelReport, estimate, judge_from, label, read_prices
+from ..training.labelling import (
+    LabelReport,
+    check_budget,
+    estimate,
+    judge_from,
+    label,
+    read_prices,
+)
 from .args import (
     add_data_argument,
     add_first_stage_argument,
@@ -65,6 +72,7 @@ def cmd_label(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     if args.dry_run:
+        check_budget(judge, args.budget, prices)  # as the real run would refuse it
         return 0
     every = max(1, len(data.queries) // 20)
 
@@ -84,6 +92,8 @@ def cmd_label(args: argparse.Namespace) -> int:
         positions=args.positions,
         source=args.data,
         progress=progress,
+        first_stage=args.first_stage,
+        depth=args.candidates,
     )
     stopped = f"; stopped ({report.stopped}): run again to go on" if report.stopped else ""
     print(f"label: {_line(report)} in {report.seconds:.0f} s{stopped}", file=sys.stderr)

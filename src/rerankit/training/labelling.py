@@ -42,7 +42,9 @@ __all__ = [
     "LABEL_REPORT",
     "PRICES",
     "LabelReport",
+    "check_budget",
     "estimate",
+    "first_stage_mismatch",
     "grade_pointwise",
     "judge_from",
     "label",
@@ -104,6 +106,10 @@ class LabelReport:
     estimated_cost_usd: float | None = None
     seconds: float = 0.0
     stopped: str | None = None
+    #: where the judged candidates came from (``--first-stage``, a file made absolute) and
+    #: how many per query: learning from the labels should rank the same candidates
+    first_stage: str | None = None
+    candidates: int | None = None
     #: why judgments failed: the first few distinct reasons (the judge's warnings)
     failure_reasons: list[str] = field(default_factory=list)
 
@@ -260,24 +266,24 @@ def label(
     positions: tuple[int, int] = (3, 10),
     source: str | Path | None = None,
     progress: Callable[[LabelReport], None] | None = None,
+    first_stage: str | None = None,
+    depth: int | None = None,
 ) -> LabelReport:
     """Judge each query's ``candidates`` (doc ids, best first) with ``judge`` and write the
     labels under ``out`` (see the module). ``max_calls`` / ``budget`` (US$, from ``prices``
     per million tokens) stop the run before a query that would pass them; what was labelled
     until then is written. ``source``: the dataset's folder (its corpus is linked, not
-    copied)."""
+    copied). ``first_stage`` and ``depth``: where ``candidates`` came from and how many per
+    query, recorded in the report for :func:`first_stage_mismatch`."""
     kind = _kind(judge)
     out = Path(out)
     report = LabelReport(judge=kind, model=judge.client.model, queries=len(data.queries))
+    report.first_stage, report.candidates = stage_name(first_stage), depth
     texts = data.text
     report.estimated_calls, report.estimated_cost_usd, _ = estimate(
         judge, data.queries, candidates, texts, prices
     )
-    if budget is not None and _price(judge.client.model, prices) is None:
-        raise InputError(
-            f"no price for model {judge.client.model!r}: pass prices for it (--prices) to "
-            "use a budget"
-        )
+    check_budget(judge, budget, prices)
     out.mkdir(parents=True, exist_ok=True)
     _corpus(out, data, Path(source) if source is not None else None)
     qrels: dict[str, dict[str, int]] = {}
@@ -338,6 +344,43 @@ def label(
         report.failed,
     )
     return report
+
+
+def check_budget(
+    judge: Any, budget: float | None, prices: Mapping[str, tuple[float, float]] = PRICES
+) -> None:
+    """Refuse a ``budget`` for a judge whose model has no price (what would it count?);
+    :func:`label` checks it, and a dry run can before it estimates."""
+    if budget is not None and _price(judge.client.model, prices) is None:
+        raise InputError(
+            f"no price for model {judge.client.model!r}: pass prices for it (--prices) to "
+            "use a budget"
+        )
+
+
+def stage_name(first_stage: str | None) -> str | None:
+    """``--first-stage`` as a label report records it: a file's absolute path, else as is."""
+    if first_stage is not None and Path(first_stage).is_file():
+        return str(Path(first_stage).resolve())
+    return first_stage
+
+
+def first_stage_mismatch(data: str | Path, first_stage: str | None, depth: int) -> str | None:
+    """When ``data`` holds labels ``rerankit label`` made from other candidates than
+    ``first_stage`` top ``depth``, the warning to give; None otherwise (or when the report
+    does not say)."""
+    try:
+        made = json.loads((Path(data) / LABEL_REPORT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    was, k = made.get("first_stage"), made.get("candidates")
+    if was is None or (was == stage_name(first_stage) and k == depth):
+        return None
+    return (
+        f"the labels in {data} judged --first-stage {was} --candidates {k}; this run ranks "
+        f"--first-stage {first_stage} --candidates {depth}: pass the same to learn and "
+        "measure on the candidates the judge saw"
+    )
 
 
 def judge_from(spec: str | Path, *, keys: bool = True) -> Any:

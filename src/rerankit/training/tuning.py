@@ -25,6 +25,7 @@ from ..eval.first_stage import candidate_depth, depth_label, first_stage, first_
 from ..eval.runner import evaluate_runs, first_stage_run, format_table, run_pipeline
 from ..scorers.embedding import EmbeddingScorer
 from . import fusion_search
+from .labelling import first_stage_mismatch
 from .methods import Inputs, TuneResult, fit_calibrated, fit_fusion, fit_ltr
 from .reporting import Reporter, quiet
 from .selection import cross_fit_routes, unseen_queries
@@ -155,6 +156,9 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
             f"{len(shared)} queries (e.g. {shared[0]!r}): never tune on queries you report"
         )
     cands = first_stage(train, opts.first_stage, opts.candidates)
+    mismatch = first_stage_mismatch(opts.data, opts.first_stage, opts.candidates)
+    if mismatch:
+        warn(mismatch)
     routes = cross_fit_routes(opts, cands, report)  # fold models that never saw each query
     unseen = None if routes else unseen_queries(opts, list(train.qrels), report)
     fit = fit_calibrated if opts.calibrate else fit_ltr if opts.method == "ltr" else fit_fusion
