@@ -5,6 +5,7 @@ reference computes and loses less where a token does."""
 from __future__ import annotations
 
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -297,6 +298,18 @@ def test_the_export_command_can_leave_smoothing_out(bert_dir, tmp_path):
     assert "DynamicQuantizeLinear" in _int8_ops(out)
     assert main([*args, "--out", str(tmp_path / "smoothed")]) == 0
     assert "int8_smoothing" in json.loads((tmp_path / "smoothed" / MANIFEST).read_text())
+
+
+def test_quantizing_leaves_an_unconfigured_root_logger_unconfigured(tmp_path, monkeypatch):
+    """ONNX Runtime logs its advice through logging.warning(), which configures the root
+    logger (basicConfig) when it has no handler: the application's own basicConfig would
+    then do nothing. The library leaves the root logger as it found it."""
+    root = logging.getLogger()
+    monkeypatch.setattr(root, "handlers", [])  # as in an application that set none yet
+    source = tmp_path / "model.onnx"
+    _two_layer_graph(source, wide=[3])
+    quantize_int8(source, tmp_path / "int8.onnx")
+    assert root.handlers == []
 
 
 def test_models_past_protobufs_limit_keep_their_weights_beside_them(tmp_path, monkeypatch):

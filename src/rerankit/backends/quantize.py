@@ -247,7 +247,7 @@ def quantize_int8(
     its weights beside it too."""
     quantization = require("onnxruntime.quantization", "quantizing a model")
     root = logging.getLogger()
-    level = root.level
+    level, handlers = root.level, list(root.handlers)
     root.setLevel(logging.ERROR)  # its advice to pre-process goes to the root logger
     try:
         quantization.quantize_dynamic(
@@ -261,6 +261,10 @@ def quantize_int8(
         )
     finally:
         root.setLevel(level)
+        # logging.warning() configures an unconfigured root logger (basicConfig): undone,
+        # or the application's own basicConfig would silently do nothing afterwards
+        for handler in [h for h in root.handlers if h not in handlers]:
+            root.removeHandler(handler)
 
 
 def column_scales(weight: np.ndarray) -> np.ndarray:
