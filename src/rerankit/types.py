@@ -95,7 +95,9 @@ class RerankResult:
     (a first call's include loading its models: :func:`rerankit.scorers.local.load_models`
     loads them beforehand); ``dropped`` the input positions of documents an ordering rule
     removed (a warning says which rule). ``failed`` is true when no strategy could score at all (the
-    order is then the input's). ``score_scale`` says what the scores mean (see
+    order is then the input's); an LLM provider that failed for every document leaves it
+    false and flags each document ``llm_failed``: :attr:`unusable` says whether the result
+    carries a ranking at all, in either case. ``score_scale`` says what the scores mean (see
     :data:`rerankit.normalize.SCORE_SCALES`): ``probability`` for a calibrated estimate of
     P(relevant) that depends only on the query and the document, ``relative`` when scores
     are comparable only within this result. Iterating yields :class:`RankedDocument` best
@@ -125,11 +127,15 @@ class RerankResult:
     def unusable(self) -> str | None:
         """Why this result carries no ranking at all, or None: ``"every strategy failed"``
         (``failed``), or ``"the LLM provider failed for every document"`` (every document
-        flagged ``llm_failed``). A service answers an error for it; a batch job counts the
-        row as failed."""
+        flagged ``llm_failed``, but those with no text to judge, flagged ``empty_content``
+        and never sent). A service answers an error for it; a batch job counts the row as
+        failed."""
         if self.failed:
             return "every strategy failed"
-        if self.results and all("llm_failed" in r.flags for r in self.results):
+        flags = [r.flags for r in self.results]
+        if any("llm_failed" in f for f in flags) and all(
+            "llm_failed" in f or "empty_content" in f for f in flags
+        ):
             return "the LLM provider failed for every document"
         return None
 

@@ -128,3 +128,24 @@ def test_retries_are_calls_and_a_failure_counts_once():
     result = _rerank(LLMPointwiseScorer, lambda r: Reply(status=503, text="down"), retry=patient)
     assert result.usage["calls"] == 9 and result.usage["retries"] == 6
     assert result.usage["failures"] == 3 == _warned_failures(result)
+
+
+def test_a_provider_failing_for_every_document_it_was_sent_is_unusable_despite_an_empty_one():
+    """A document with no text is never sent (flagged empty_content); the provider failing
+    for all the others still leaves no ranking, and the result says so."""
+    with FakeLLMServer(responder=lambda r: Reply(status=500)) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m", api_key="test-key")
+        scorer = LLMPointwiseScorer(client, cache=False, retry=NO_RETRY)
+        result = ScorerReranker(scorer).rerank("which doc?", [*DOCS, "   "])
+    assert sorted(tuple(r.flags) for r in result) == [
+        ("empty_content",),
+        ("llm_failed",),
+        ("llm_failed",),
+        ("llm_failed",),
+    ]
+    assert result.unusable == "the LLM provider failed for every document"
+    with FakeLLMServer(responder=lambda r: _scores(_ids(r))) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m", api_key="test-key")
+        scorer = LLMPointwiseScorer(client, cache=False, retry=NO_RETRY)
+        fine = ScorerReranker(scorer).rerank("which doc?", [*DOCS, "   "])
+    assert fine.unusable is None  # an empty document alone is not a failure
