@@ -104,3 +104,40 @@ def test_documents_and_results_survive_deepcopy():
     assert copy.deepcopy(doc) == doc
     result = rerankit.rerank("t", [doc, "u"])
     assert copy.deepcopy(result).to_dicts() == result.to_dicts()
+
+
+def test_objects_are_read_as_dicts_are():
+    """A dataclass, a slotted object and a dict with the same fields give the same
+    Document: the title on the line before the text, the id, the rest as metadata."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Article:
+        id: str
+        title: str
+        text: str
+        year: int
+
+    class Slotted:
+        __slots__ = ("_cache", "id", "text", "title", "year")
+
+        def __init__(self, **values):
+            for name, value in values.items():
+                setattr(self, name, value)
+
+    fields = {"id": "d1", "title": "Solar", "text": "Panels on the roof.", "year": 2020}
+    from_dict, from_dataclass, from_slots = to_documents(
+        [fields, Article(**fields), Slotted(**fields, _cache=None)]
+    )
+    for doc in (from_dataclass, from_slots):
+        assert (
+            (doc.text, doc.id)
+            == (from_dict.text, from_dict.id)
+            == ("Solar\nPanels on the roof.", "d1")
+        )
+        assert dict(doc.metadata) == dict(from_dict.metadata) == {"title": "Solar", "year": 2020}
+
+    class Keyed(Slotted):
+        __slots__ = ("body", "key")
+
+    assert to_documents([Keyed(key=7, body="x")], text_field="body", id_field="key")[0].id == 7
