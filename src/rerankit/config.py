@@ -159,6 +159,11 @@ def resolve_reranker(spec: Any) -> Any:
         is_model = Path(spec).is_dir() or ("/" in spec and not spec.startswith((".", "/")))
         if is_model and registry.canonical("reranker", spec) is None:
             return model_reranker(spec)
+        if spec.startswith((".", "/")) or "\\" in spec:
+            raise ConfigError(  # a path, not a name: say what is wrong with the path
+                f"{spec!r} is not a model folder: "
+                + ("it is a file" if Path(spec).exists() else "the path does not exist")
+            )
         return shared_reranker(spec)
     if isinstance(spec, Scorer):
         return ScorerReranker(spec)

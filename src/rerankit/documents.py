@@ -14,7 +14,8 @@ Accepted items:
   node's retriever ``score`` becomes the ``first_stage_score``;
 * :class:`~rerankit.RankedDocument` s (a result fed to an ordering rule);
 * any object with a string attribute named ``text_field``, or anything a ``text_getter``
-  reads.
+  reads: its public attributes (``__dict__`` and ``__slots__``) are read as a dict's fields
+  are (``id_field``, ``title``, metadata).
 
 **First-stage scores.** The score a first-stage retriever gave a document is read from
 metadata ``first_stage_score`` (:data:`FIRST_STAGE_SCORE`). ``first_stage_field`` names
@@ -225,15 +226,13 @@ class _Adapter:
             )
         text = getattr(item, self.text_field, _MISSING)
         if isinstance(text, str) or (text is _MISSING and self.lenient):
-            attributes = {
-                k: v for k, v in getattr(item, "__dict__", {}).items() if not k.startswith("_")
-            }
+            attributes = _public_attributes(item)
             attributes.pop(self.text_field, None)
+            text = text if isinstance(text, str) else ""
+            if self.text_field != TITLE:  # a title attribute is read as a dict's title key
+                text = titled_text(text, attributes.get(TITLE))
             return Document(
-                text=text if isinstance(text, str) else "",
-                id=attributes.pop(self.id_field, None),
-                metadata=attributes,
-                source=item,
+                text=text, id=attributes.pop(self.id_field, None), metadata=attributes, source=item
             )
         raise InvalidDocumentError(
             f"document {i}: unsupported type {type(item).__name__}; expected str, dict, "
@@ -241,6 +240,19 @@ class _Adapter:
             f"{self.text_field!r} attribute",
             index=i,
         )
+
+
+def _public_attributes(item: Any) -> dict[str, Any]:
+    """An object's public attributes: its ``__dict__`` and its ``__slots__`` (a slotted
+    class has no ``__dict__``), so a dataclass, a pydantic model and a slotted object read
+    alike."""
+    attributes = {k: v for k, v in getattr(item, "__dict__", {}).items() if not k.startswith("_")}
+    for cls in type(item).__mro__:
+        slots = cls.__dict__.get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if not name.startswith("_") and name not in attributes and hasattr(item, name):
+                attributes[name] = getattr(item, name)
+    return attributes
 
 
 def _with_first_stage(docs: list[Document], field: str, higher_is_better: bool) -> list[Document]:

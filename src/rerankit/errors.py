@@ -111,10 +111,11 @@ class ServiceError(RerankitError):
         self.status, self.message, self.headers = status, message, dict(headers or {})
 
 
-#: errors that describe the caller's input or set-up: they propagate instead of degrading
 CALLER_ERRORS: tuple[type[BaseException], ...] = (
     InputError,
     ConfigError,
     MissingDependencyError,
     ModelLoadError,
 )
+"""Errors that describe the caller's input or set-up: a scorer raising one of them makes
+the call raise it, where any other failure of a scorer degrades the result instead."""

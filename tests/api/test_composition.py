@@ -249,6 +249,19 @@ def test_recency_popularity_and_function_scorers():
 # --- declared pipelines -------------------------------------------------------------------
 
 
+def test_load_of_a_missing_path_says_the_path_does_not_exist(tmp_path):
+    """A spec that looks like a path is not reported as an unknown reranker name."""
+    for spec in ("/no/such/dir", "./no-such-model", f"{tmp_path}/absent"):
+        with pytest.raises(ConfigError, match="path does not exist") as raised:
+            load(spec)
+        assert "unknown reranker" not in str(raised.value)
+    (tmp_path / "weights.bin").write_bytes(b"")
+    with pytest.raises(ConfigError, match="is a file"):
+        load(str(tmp_path / "weights.bin"))
+    with pytest.raises(ConfigError, match="unknown reranker 'no-such-name'"):
+        load("no-such-name")  # a name stays a name
+
+
 def test_load_from_dict_and_files(tmp_path):
     spec = {
         "name": "two-stage",

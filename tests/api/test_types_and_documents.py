@@ -104,3 +104,67 @@ def test_documents_and_results_survive_deepcopy():
     assert copy.deepcopy(doc) == doc
     result = rerankit.rerank("t", [doc, "u"])
     assert copy.deepcopy(result).to_dicts() == result.to_dicts()
+
+
+def test_objects_are_read_as_dicts_are():
+    """A dataclass, a slotted object and a dict with the same fields give the same
+    Document: the title on the line before the text, the id, the rest as metadata."""
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Article:
+        id: str
+        title: str
+        text: str
+        year: int
+
+    class Slotted:
+        __slots__ = ("_cache", "id", "text", "title", "year")
+
+        def __init__(self, **values):
+            for name, value in values.items():
+                setattr(self, name, value)
+
+    fields = {"id": "d1", "title": "Solar", "text": "Panels on the roof.", "year": 2020}
+    from_dict, from_dataclass, from_slots = to_documents(
+        [fields, Article(**fields), Slotted(**fields, _cache=None)]
+    )
+    for doc in (from_dataclass, from_slots):
+        assert (
+            (doc.text, doc.id)
+            == (from_dict.text, from_dict.id)
+            == ("Solar\nPanels on the roof.", "d1")
+        )
+        assert dict(doc.metadata) == dict(from_dict.metadata) == {"title": "Solar", "year": 2020}
+
+    class Keyed(Slotted):
+        __slots__ = ("body", "key")
+
+    assert to_documents([Keyed(key=7, body="x")], text_field="body", id_field="key")[0].id == 7
+
+
+def test_blank_texts_are_flagged_empty_content_by_every_reranker():
+    from rerankit.rerankers import ScorerReranker
+    from rerankit.scorers import BM25Scorer
+
+    pipeline = rerankit.load({"stages": [{"scorer": {"type": "bm25"}, "keep": 3}]})
+    for reranker in (ScorerReranker(BM25Scorer()), pipeline):
+        result = reranker.rerank("solar panels", ["solar panels", "", "   ", "wind"])
+        flagged = {r.index for r in result if "empty_content" in r.flags}
+        assert flagged == {1, 2}
+        assert all(r.flags.count("empty_content") <= 1 for r in result)
+
+
+def test_a_score_field_the_input_already_has_is_overwritten_with_one_warning(caplog):
+    pipeline = rerankit.load(
+        {"stages": [{"scorer": {"type": "bm25"}}, {"scorer": {"type": "jaccard"}}]}
+    )
+    docs = [{"text": "solar panels", "score": 3.0}, {"text": "wind", "score": 9.0}]
+    with caplog.at_level("WARNING", logger="rerankit"):
+        result = pipeline.rerank("solar", (d for d in docs), score_field="score")
+    said = [w for w in result.warnings if "'score'" in w]
+    assert len(said) == 1 and "2 input dict(s)" in said[0]
+    assert [r.message for r in caplog.records].count(said[0]) == 1
+    assert docs[0]["score"] == 3.0  # the input is not touched; the output holds the new score
+    assert result[0].document["score"] == result[0].score
+    assert not [w for w in rerankit.load("bm25").rerank("solar", docs).warnings if "field" in w]

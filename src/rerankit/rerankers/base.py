@@ -8,7 +8,7 @@ import logging
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -21,6 +21,9 @@ from ..types import Document, RankedDocument, RerankResult, check_top_k
 __all__ = ["Reranker", "Scored", "ScoringReranker", "assemble", "check_keywords", "run_sync"]
 
 logger = logging.getLogger(__name__)
+
+#: the flag of a document with no text to score (blank or whitespace only)
+EMPTY = "empty_content"
 
 
 #: what users of other rerank APIs reach for, and rerankit's name for it
@@ -185,16 +188,28 @@ class Reranker(ABC):
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, got {type(query).__name__}")
         check_top_k(top_k)
+        if isinstance(documents, Iterator):  # read twice below: once for the clash
+            documents = list(documents)
         docs = fields.read(documents)
         score_field = fields.score_field
         if not docs or not query.strip():
             what = "the document list is empty" if not docs else "the query is empty"
             logger.warning("%s; returning the input order", what)
             scored = Scored(final=np.zeros(len(docs)), warnings=[f"{what}; input order kept"])
-            return assemble(query, docs, scored, top_k=top_k, score_field=score_field)
-        return await self._rank(
-            query, docs, top_k=top_k, score_field=score_field, **dict(context or {})
-        )
+            result = assemble(query, docs, scored, top_k=top_k, score_field=score_field)
+        else:
+            result = await self._rank(
+                query, docs, top_k=top_k, score_field=score_field, **dict(context or {})
+            )
+        clash = sum(isinstance(item, Mapping) and score_field in item for item in documents)
+        if clash:
+            message = (
+                f"{clash} input dict(s) already had a {score_field!r} field: the output dicts "
+                f"hold the rerank score there instead (score_field= names another field)"
+            )
+            logger.warning("%s", message)
+            result = replace(result, warnings=(*result.warnings, message))
+        return result
 
     @abstractmethod
     async def _rank(
@@ -271,6 +286,12 @@ def _explanation_of(scored: Scored, explained: dict, i: int) -> dict[str, dict[s
     return out
 
 
+def _flags_of(doc: Document, flags: Iterable[str]) -> tuple[str, ...]:
+    """A document's flags, with ``empty_content`` for a blank text (whichever scorer ran)."""
+    flags = tuple(flags)
+    return flags if doc.text.strip() or EMPTY in flags else (*flags, EMPTY)
+
+
 def assemble(
     query: str,
     docs: Sequence[Document],
@@ -301,7 +322,7 @@ def assemble(
                 text=doc.text,
                 id=doc.id,
                 scores={k: v[i] for k, v in strategies.items() if scored.saw(k, i)},
-                flags=tuple(scored.flags.get(i, ())),
+                flags=_flags_of(doc, scored.flags.get(i, ())),
                 explanation=_explanation_of(scored, explained, i),
             )
         )
