@@ -28,6 +28,7 @@ from ..eval.metrics import paired_standard_error
 
 __all__ = [
     "ADOPT_MARGIN",
+    "MIN_QUERIES",
     "CrossValidation",
     "Verdict",
     "cross_validate",
@@ -65,14 +66,18 @@ def kfold(qids: Sequence[str], k: int = 5) -> list[list[str]]:
     return [ranked[i::k] for i in range(k)]
 
 
+#: training queries below which nested cross-validation has nothing to fit on
+MIN_QUERIES = 4
+
+
 def folds_for(n: int, k: int = 5) -> int:
     """The number of folds to use for ``n`` queries: ``k``, fewer when there are fewer than
     two queries per fold, but at least 3 (nested cross-validation fits on the queries
     outside two folds, so two folds would leave it none; a ValueError under 4 queries)."""
-    if n < 4:
+    if n < MIN_QUERIES:
         raise ValueError(
-            "cross-validation needs at least 4 training queries with candidates (and with "
-            f"judgments, or with clicks when learning from a click log), got {n}"
+            f"cross-validation needs at least {MIN_QUERIES} training queries with candidates "
+            f"(and with judgments, or with clicks when learning from a click log), got {n}"
         )
     return max(3, min(k, n // 2))
 

@@ -53,8 +53,6 @@ __all__ = [
 
 #: relevance estimates become this many graded labels above 0 (linear gains)
 LEVELS = 10
-#: queries with clicks below which there is nothing to cross-validate
-MIN_QUERIES = 4
 #: the LightGBM settings compared (two of ``tune``'s: a click log has a few shown documents
 #: per query, and each setting costs a model per cross-validation fit)
 SETTINGS = {name: ltr.SETTINGS[name] for name in ("7 leaves", "31 leaves")}
@@ -335,11 +333,11 @@ def learn_from_clicks(
     data = _prepare(logs, rows, prop.values, clip, levels, evaluate_on, first_stage=first_stage)
     qids = [q for q in logs if not math.isnan(counterfactual_ndcg(data.base[q], data.gains[q]))]
     labelled = sum(any(data.labels[q].values()) for q in qids)
-    if labelled < MIN_QUERIES:
+    if labelled < crossval.MIN_QUERIES:
         raise ValueError(
             f"too few clicks to learn from: {labelled} of the {len(logs)} logged queries have "
             f"a click in the first {depth} positions that the correction keeps; learning "
-            f"needs at least {MIN_QUERIES}, and many sessions each"
+            f"needs at least {crossval.MIN_QUERIES}, and many sessions each"
         )
     gains = {q: ips_relevance(logs[q], prop.values, clip=clip)[0] for q in qids}
     served = {q: served_ndcg(logs[q], gains[q]) for q in qids}
