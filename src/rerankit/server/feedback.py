@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import FIRST_STAGE_SCORE
+from ..training.clicks.interleave import METHODS
 from ..training.clicks.log import STORE, ClickLog, log_files
 
 __all__ = ["AnswerIndex", "FeedbackLog", "FeedbackSettings", "check_experiments"]
@@ -94,7 +95,8 @@ class FeedbackSettings:
 
 
 def check_experiments(settings: Any) -> None:
-    """``[server]``'s feedback, ``interleave``, ``interleave_share``, ``explore`` and
+    """``[server]``'s feedback, ``interleave``, ``interleave_share``, ``interleave_method``,
+    ``explore`` and
     ``explore_pairs``, checked (and ``feedback`` parsed) for :class:`ServerSettings`."""
     settings.feedback = FeedbackSettings.parse(settings.feedback)
     pair = settings.interleave
@@ -107,6 +109,11 @@ def check_experiments(settings: Any) -> None:
             raise ValueError(
                 f"interleave names {missing}, not among {sorted(settings.pipelines or {})}"
             )
+    if settings.interleave_method not in METHODS:
+        raise ValueError(
+            f"interleave_method {settings.interleave_method!r}: expected one of "
+            f"{', '.join(map(repr, METHODS))}"
+        )
     for name in ("interleave_share", "explore", "explore_pairs"):
         value = getattr(settings, name)
         if isinstance(value, bool) or not 0 <= value <= 1:
