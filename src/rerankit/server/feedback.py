@@ -281,7 +281,8 @@ class FeedbackLog:
         self.impressions = 0
         self.feedback = 0
         logger.info(
-            "feedback on: answers and clicks logged to %s (documents stored as %s)",
+            "feedback on: answers and clicks logged to %s (queries stored in clear text, "
+            "documents stored as %s)",
             Path(settings.path).resolve(),
             settings.store,
         )
