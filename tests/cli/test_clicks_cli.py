@@ -559,3 +559,46 @@ def test_the_suggested_eval_command_parses_and_names_what_exists(tmp_path, monke
     assert "legacy-search," not in line and f"--data {corpus_file}" not in line
     assert "RUN: legacy-search's rankings of FOLDER's queries as a TREC run file" in line
     assert f"{corpus_file} is not one" in line
+
+
+def test_tune_says_when_the_served_order_of_some_sessions_was_interleaved(
+    tmp_path, capsys, tiny_st
+):
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    plain = tmp_path / "plain.jsonl"
+    _simulated_log(plain, "text", sessions=30, pipeline="hybrid")
+    log = tmp_path / "clicks.jsonl"
+    with open(log, "w", encoding="utf-8") as out:  # every other impression interleaved
+        for n, line in enumerate(plain.read_text().splitlines()):
+            record = json.loads(line)
+            if record["type"] == "impression" and n % 4 == 0:
+                teams = [n % 2 for n in range(len(record["shown"]))]
+                record["interleaving"] = {"pipelines": ["hybrid", "learned"], "teams": teams}
+            out.write(json.dumps(record) + "\n")
+    interleaved = sum(1 for s in read_log(log)[0] if s.impression.interleaving)
+    assert interleaved > 0
+    argv = ["tune", "--clicks", str(log), "--out", str(tmp_path / "out.toml"), "--folds", "3"]
+    assert main([*argv, "--embedding-model", str(tiny_st)]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        f"  note: {interleaved} of them showed an interleaved order (hybrid and learned mixed, "
+        'as [server] interleave serves them): there the verdict\'s "served" is that mix'
+    ) in printed
+    capsys.readouterr()
+    assert (
+        main(
+            [
+                "tune",
+                "--clicks",
+                str(plain),
+                "--out",
+                str(tmp_path / "p.toml"),
+                "--folds",
+                "3",
+                "--embedding-model",
+                str(tiny_st),
+            ]
+        )
+        == 0
+    )
+    assert "interleaved order" not in capsys.readouterr().out

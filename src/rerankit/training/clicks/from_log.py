@@ -46,6 +46,9 @@ class LogLearning:
     logs: dict[str, QueryLog] = field(default_factory=dict)
     clicks: int = 0
     counted_clicks: int = 0
+    #: sessions whose order was interleaved, by the pair mixed ("a+b"): their "served"
+    #: order is the mix, not the logged pipeline's own
+    interleaved: dict[str, int] = field(default_factory=dict)
     #: where the features came from or went, when a features file was named
     features: str = ""
 
@@ -239,5 +242,12 @@ def learn_from_log(
     clicks = sum(len(s.clicks) for s in sessions)
     counted = int(sum(log.clicked.sum() for log in logs.values()))
     found = LogLearning(learning, read, dict(served.most_common()), logs, clicks, counted)
+    found.interleaved = dict(
+        Counter(
+            "+".join(map(str, s.impression.interleaving.get("pipelines") or ("?", "?")))
+            for s in sessions
+            if isinstance(s.impression.interleaving, Mapping)
+        ).most_common()
+    )
     found.features = kept
     return found
