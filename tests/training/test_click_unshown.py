@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from rerankit.training.clicks import ClickLog, read_log
 
 DOCS = [{"id": f"d{i}", "text": f"text {i}"} for i in range(4)]
@@ -16,6 +18,7 @@ def test_the_log_writer_refuses_a_click_on_a_document_it_did_not_show(tmp_path, 
     log = ClickLog(path)
     assert log.log_impression("a", "q", DOCS, [2, 0])  # d1 and d3 were not shown
     assert log.log_feedback("a", [0, "d2"])
+    assert log.log_feedback("a", [np.int64(2)])  # numpy's integers are indices too
     with caplog.at_level("WARNING", logger="rerankit.training.clicks.log"):
         assert not log.log_feedback("a", [2, 1])
         assert not log.log_feedback("a", ["d3"])
@@ -29,7 +32,7 @@ def test_the_log_writer_refuses_a_click_on_a_document_it_did_not_show(tmp_path, 
     # feedback for an impression it did not write is written: the reader counts its clicks
     assert log.log_feedback("b", [1])
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    assert [r["clicks"] for r in records if r["type"] == "feedback"] == [[0, "d2"], [1]]
+    assert [r["clicks"] for r in records if r["type"] == "feedback"] == [[0, "d2"], [2], [1]]
 
 
 def test_reading_counts_the_clicks_on_documents_not_shown(tmp_path):

@@ -5,8 +5,9 @@ The body is ``{"id": ANSWER_ID, "clicks": [index or document id, ...], "dwell_ms
 index`` gives it) or their ``id``: an integer is always an index and a string an id, so a
 numeric id (a SKU ``1001``) goes as a string (``"1001"``); ``dwell_ms`` (optional) is one
 number for the answer or one per click. An id the log does not hold is 404; a click naming
-no document of the answer is 422; the same feedback sent again is answered alike and
-written once (``"duplicate": true``). Behind the API keys, as the rerank endpoints are.
+no document of the answer, or one it did not show (cut by ``top_n``), is 422; the same
+feedback sent again is answered alike and written once (``"duplicate": true``). Behind
+the API keys, as the rerank endpoints are.
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
         description="`{id, clicks, dwell_ms}`: the `id` of an answer this service logged, "
         "the documents clicked (indices into the request's documents, or their ids as strings: "
         "an integer is an index) and the "
-        "time spent. An unknown id is a 404, a click naming no document of the answer a 422; "
+        "time spent. An unknown id is a 404, a click naming no document of the answer, or "
+        "one it did not show (cut by `top_n`), a 422; "
         "the same feedback sent again is answered alike (`duplicate: true`) and written once.",
         response_model=FeedbackAnswer,
         responses={status: {"model": ErrorBody} for status in statuses},

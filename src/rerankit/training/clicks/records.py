@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -188,9 +189,16 @@ class Answer:
     shown: frozenset[int] | None = None
 
     def resolve(self, click: int | str) -> int | None:
-        """The index a click names (an index, or a document id), or None."""
-        if isinstance(click, int):
-            return click if 0 <= click < self.documents else None
+        """The index a click names (an index: any integer, numpy's too; or a document id, a
+        string), or None."""
+        if isinstance(click, bool):
+            return None
+        if not isinstance(click, str):
+            try:
+                index = operator.index(click)
+            except TypeError:
+                return None
+            return index if 0 <= index < self.documents else None
         if self.ids is None:
             return int(click) if click.isdigit() and int(click) < self.documents else None
         try:
