@@ -94,7 +94,8 @@ def add_commands(sub: Any) -> None:
         help="the service's settings file, TOML (.toml), YAML (.yaml/.yml: extra yaml) or "
         "JSON (.json), told by its suffix: a [server] table (API keys, limits, "
         "interleave and explore, ...) with its [server.feedback] table (the click log, as "
-        "docs/clicks.md shows), and a [pipelines.NAME] table per pipeline, as the "
+        "docs/clicks.md shows; it keeps queries in clear text, its store setting covers "
+        "the documents only), and a [pipelines.NAME] table per pipeline, as the "
         "service guide (docs/service.md) shows",
     )
     add_old_spelling(srv, "--config", "-c", dest="settings", now="--settings")
