@@ -293,6 +293,8 @@ def test_rank_with_two_pipelines_and_read_an_explanation(browser, service):
         import tomli as tomllib
     declared = tomllib.loads(toml)["pipelines"]  # valid TOML, [pipelines] once
     assert set(declared) == {"bm25", "fused"}
+    assert declared["bm25"] == {"reranker": "bm25"}  # the form service.md describes
+    assert "[pipelines.bm25]" in toml and "\n[pipelines]\n" not in f"\n{toml}"
     assert any(st.get("scorers") for st in declared["fused"]["stages"])
     assert "jaccard" in toml
 

@@ -342,14 +342,13 @@
   }
 
   function pipelinesToml(names, specs) {
-    // one [pipelines] table for the pipelines named by a string (TOML allows a table once),
-    // then a [pipelines.NAME] table for each declared one
-    const named = names.filter((n) => specs[n] && typeof specs[n].spec === "string");
+    // the settings file's documented form: a [pipelines.NAME] table each, a pipeline
+    // named by a string (a registered name, a file, a model) as its reranker
     const parts = [];
-    if (named.length) parts.push("[pipelines]\n" + named.map((n) => tomlKey(n) + " = " + JSON.stringify(specs[n].spec)).join("\n") + "\n");
     for (const n of names) {
       if (!specs[n]) parts.push("# " + n + ": its declaration is not available\n");
-      else if (typeof specs[n].spec !== "string") parts.push(toToml(n, specs[n].spec));
+      else if (typeof specs[n].spec === "string") parts.push("[pipelines." + tomlKey(n) + "]\nreranker = " + JSON.stringify(specs[n].spec) + "\n");
+      else parts.push(toToml(n, specs[n].spec));
     }
     return parts.join("\n");
   }
