@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
+from ..api import load
 from ..backends.export import (
     cached_export,
     export,
@@ -23,6 +24,9 @@ from ..backends.quantize import SMOOTH_ALPHA
 from ..cache import cache_url, default_cache_dir
 from ..cache.redis_store import RedisStore
 from ..cache.sqlite import SQLiteStore
+from ..errors import InputError, RerankitError
+from ..ordering import Rule
+from ..rerankers import Pipeline
 from .args import model_kind_name, positive_int
 
 __all__ = ["add_commands", "cmd_cache", "cmd_check", "cmd_export", "cmd_rerankers"]
@@ -51,8 +55,6 @@ def cmd_rerankers(args: argparse.Namespace) -> int:
 
 def describe(reranker: Any) -> str:
     """One line on what a built reranker will run: its stages, what each keeps, its scale."""
-    from ..ordering import Rule
-    from ..rerankers import Pipeline
 
     def step(x: Any) -> str:
         if isinstance(x, Rule):
@@ -72,8 +74,6 @@ def describe(reranker: Any) -> str:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Build each pipeline file as ``-r FILE`` would, without documents or loading models."""
-    from ..api import load
-    from ..errors import InputError, RerankitError
 
     failed = 0
     for name in args.files:
