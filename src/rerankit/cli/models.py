@@ -1,4 +1,5 @@
-"""``rerankit rerankers`` (what is registered), ``cache`` and ``export``."""
+"""``rerankit rerankers`` (what is registered), ``check`` (a pipeline file, without running
+it), ``cache`` and ``export``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
+from ..api import load
 from ..backends.export import (
     cached_export,
     export,
@@ -22,9 +24,12 @@ from ..backends.quantize import SMOOTH_ALPHA
 from ..cache import cache_url, default_cache_dir
 from ..cache.redis_store import RedisStore
 from ..cache.sqlite import SQLiteStore
+from ..errors import InputError, RerankitError
+from ..ordering import Rule
+from ..rerankers import Pipeline
 from .args import model_kind_name, positive_int
 
-__all__ = ["add_commands", "cmd_cache", "cmd_export", "cmd_rerankers"]
+__all__ = ["add_commands", "cmd_cache", "cmd_check", "cmd_export", "cmd_rerankers"]
 
 
 def cmd_rerankers(args: argparse.Namespace) -> int:
@@ -46,6 +51,40 @@ def cmd_rerankers(args: argparse.Namespace) -> int:
         print(f"{name:<{width}}  {what:<{summary}}  {needs or 'nothing extra'}")
     print("\n" + ALSO_ACCEPTED)
     return 0
+
+
+def describe(reranker: Any) -> str:
+    """One line on what a built reranker will run: its stages, what each keeps, its scale."""
+
+    def step(x: Any) -> str:
+        if isinstance(x, Rule):
+            return f"rule {type(x).__name__}"
+        return f"{x.name} ({', '.join(s.name for s in x.scorers()) or 'no scorer'})"
+
+    if isinstance(reranker, Pipeline):
+        stages = [
+            f"{s.name}: {step(s.step)}" + (f", keeps {s.keep}" if s.keep else "")
+            for s in reranker.stages
+        ]
+        body = " -> ".join(stages)
+    else:
+        body = step(reranker)
+    return f"{reranker.name!r}: {body}; scores {reranker.score_scale}"
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Build each pipeline file as ``-r FILE`` would, without documents or loading models."""
+
+    failed = 0
+    for name in args.files:
+        try:
+            reranker = load(Path(name))
+        except (InputError, RerankitError, ValueError, TypeError, OSError) as exc:
+            print(f"{name}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"{name}: ok: {describe(reranker)}")
+    return 1 if failed else 0
 
 
 #: what ``rerankit rerankers`` says after the names: the other things a reranker may be
@@ -222,6 +261,16 @@ def add_commands(sub: Any) -> None:
     )
     names.add_argument("--all", action="store_true", help="also list scorers, rules and clients")
     names.set_defaults(func=cmd_rerankers)
+    check = sub.add_parser(
+        "check",
+        help="check pipeline files without running them",
+        description="Build each pipeline file (.toml, .yaml, .json) as -r FILE would and say "
+        "what it runs, or the mistake (ConfigError: the stage, the key): no documents are "
+        "needed and no model is loaded (models load on first use, so a missing model or "
+        "extra shows then). Exit status 1 when any file has a mistake.",
+    )
+    check.add_argument("files", nargs="+", metavar="FILE", help="pipeline files")
+    check.set_defaults(func=cmd_check)
     cache = sub.add_parser(
         "cache",
         help="show or clear rerankit's caches",
