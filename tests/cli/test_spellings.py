@@ -105,10 +105,36 @@ def test_an_old_flag_says_what_it_is_called_now(capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_eval_still_takes_pipeline_files_through_config():
-    args = _parsed("eval", "--data", "d", "--config", "a.toml", "--config", "b.toml")
-    assert args["config"] == ["a.toml", "b.toml"]
-    assert "config" not in _parsed("eval", "--data", "d")  # absent unless given
+def test_eval_config_is_rerankers_spelled_the_old_way():
+    for flag in ("--config", "--rerankers"):
+        assert _parsed("eval", "--data", "d", flag, "bm25")["rerankers"] == "bm25"
+        twice = _parsed("eval", "--data", "d", flag, "a.toml", flag, "bm25,b.toml")
+        assert twice["rerankers"] == "a.toml,bm25,b.toml"  # repeated: the lists joined
+    mixed = _parsed("eval", "--data", "d", "--rerankers", "bm25", "--config", "a.toml")
+    assert mixed["rerankers"] == "bm25,a.toml"
+    assert _parsed("eval", "--data", "d")["rerankers"] is None  # the default list
+
+
+MINI = ROOT / "examples" / "scifact-mini"
+
+
+@pytest.mark.parametrize("given", ["bm25", "FILE", "bm25,FILE"])
+def test_eval_gives_the_same_table_with_either_spelling(tmp_path, capsys, given):
+    pipeline = tmp_path / "lexical.toml"
+    pipeline.write_text('name = "lexical"\n[scorer]\ntype = "bm25"\n')
+    names = given.replace("FILE", str(pipeline))
+    tables = {}
+    for flag in ("--rerankers", "--config"):
+        out = tmp_path / flag.strip("-")
+        argv = ["eval", "--data", str(MINI), flag, names, "--candidates", "10", "--no-progress"]
+        assert main([*argv, "--out", str(out)]) == 0, capsys.readouterr().err
+        capsys.readouterr()
+        results = json.loads((out / "results.json").read_text())["results"]
+        tables[flag] = {r["pipeline"]: r["ndcg@10"] for r in results}
+    assert tables["--config"] == tables["--rerankers"]
+    expected = {"first stage", *(["bm25"] if "bm25" in given else [])}
+    expected |= {"lexical"} if "FILE" in given else set()
+    assert set(tables["--config"]) == expected  # no default rerankers added
 
 
 @pytest.mark.parametrize("command", ["rank", "batch", "serve", "eval", "tune", "label", "train"])

@@ -36,10 +36,10 @@ from .args import (
     add_language_argument,
     add_max_queries_argument,
     add_no_progress_argument,
-    add_old_spelling,
     pipeline_name,
     pipeline_spec,
     positive_int,
+    say_renamed,
     use_embedding_cache,
 )
 from .console import progress_bar, read_collection
@@ -57,6 +57,24 @@ TITLE_WORDS = {
 
 #: what `eval` compares when not told
 DEFAULT_RERANKERS = "bm25,embedding,hybrid"
+
+
+class RerankerList(argparse.Action):
+    """``--rerankers`` (and ``--config``, its earlier spelling, given ``now``: hidden from
+    ``--help``, said on stderr): a comma-separated list; given again, the lists are joined,
+    so ``--rerankers bm25 --config file.toml`` evaluates both, whichever spelling."""
+
+    def __init__(self, option_strings: Any, dest: str, *, now: str | None = None, **kwargs: Any):
+        if now:
+            kwargs.update(help=argparse.SUPPRESS, default=argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+        self.now = now
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None):
+        if self.now:
+            say_renamed(str(option_string), self.now)
+        earlier = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, f"{earlier},{values}" if earlier else values)
 
 
 def _layouts(titles: str) -> list[str]:
@@ -98,7 +116,7 @@ def _labels(collections: list[tuple[Path, str]], split: str) -> list[str]:
 
 
 def named_pipelines(
-    names: str, configs: list[str], args: argparse.Namespace | None = None
+    names: str, args: argparse.Namespace | None = None
 ) -> list[tuple[str, Any, Any]]:
     """(label, reranker, what it was declared as) for each named reranker and file, with
     ``args``' ``--language`` (for names), ``--backend`` and ``--quantize`` applied (see
@@ -123,11 +141,6 @@ def named_pipelines(
     for name in [n.strip() for n in names.split(",") if n.strip()]:
         spec = pipeline_spec(name, files if Path(name).suffix else flags)
         out.append((label(name), load(spec), spec))
-    for path in configs:
-        spec = pipeline_spec(path, files)
-        if spec == path:  # no flags: the file as declared
-            spec = Path(path)
-        out.append((label(path), load(spec), spec))
     return out
 
 
@@ -172,11 +185,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.out:
         check_output_folder(args.out)  # before the work, not after it
     use_embedding_cache(args)
-    names = args.rerankers
-    if args.reranker:  # -r alone replaces the default list, beside --rerankers adds to it
-        given = ",".join(args.reranker)
-        names = given if names == DEFAULT_RERANKERS else f"{names},{given}"
-    pipelines = named_pipelines(names, getattr(args, "config", None) or [], args)
+    given = [*([args.rerankers] if args.rerankers else []), *(args.reranker or [])]
+    pipelines = named_pipelines(",".join(given) or DEFAULT_RERANKERS, args)
     layouts = _layouts(args.titles)
     names = [_run_name(n, t, layouts) for t in layouts for n, _, _ in pipelines]
     baseline = None
@@ -266,10 +276,12 @@ def add_commands(sub: Any) -> None:
     add_first_stage_argument(ev)
     ev.add_argument(
         "--rerankers",
-        default=DEFAULT_RERANKERS,
+        action=RerankerList,
+        default=None,
         help="comma-separated reranker names, pipeline files or model folders/hub ids "
-        f"(default {DEFAULT_RERANKERS}); a pipeline file is listed under the name it "
-        "declares, else its file name, and a name listed before gets -2, -3, ...",
+        f"(default {DEFAULT_RERANKERS}; repeated, the lists are joined); a pipeline file is "
+        "listed under the name it declares, else its file name, and a name listed before "
+        "gets -2, -3, ...",
     )
     ev.add_argument(
         "-r",
@@ -279,7 +291,7 @@ def add_commands(sub: Any) -> None:
         help="one reranker to evaluate, as --reranker means in the other commands; "
         "repeat it for several (added to --rerankers when that is given too)",
     )
-    add_old_spelling(ev, "--config", dest="config", now="--rerankers", append=True)
+    ev.add_argument("--config", dest="rerankers", action=RerankerList, now="--rerankers")
     add_language_argument(ev)
     add_backend_arguments(ev)
     add_candidates_argument(ev, "first-stage candidates each query's rerankers get")
