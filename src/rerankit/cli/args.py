@@ -17,6 +17,7 @@ from ..config import read_spec
 from ..documents import InputFields
 from ..errors import InputError
 from ..server.settings import on_backend
+from ..text.language import check_language
 
 __all__ = [
     "MODEL_RERANKERS",
@@ -36,10 +37,12 @@ __all__ = [
     "embedding_cache_choice",
     "in_language",
     "input_fields",
+    "language_code",
     "model_kind_name",
     "non_negative_float",
     "pipeline_name",
     "pipeline_spec",
+    "port_number",
     "positive_float",
     "positive_int",
     "say_renamed",
@@ -58,6 +61,26 @@ def positive_int(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
     return n
+
+
+def port_number(value: str) -> int:
+    """A TCP port to listen on, 1 to 65535 (refused before any model loads)."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {value!r}") from None
+    if not 1 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 1 to 65535, got {n}")
+    return n
+
+
+def language_code(value: str) -> str:
+    """``--language``: an ISO 639-1 code, checked as the library checks it
+    (:func:`rerankit.text.check_language`), before anything loads."""
+    try:
+        return check_language(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def model_kind_name(value: str) -> str:
@@ -200,10 +223,12 @@ def add_language_argument(parser: Any) -> None:
     background word frequencies) for a registered reranker."""
     parser.add_argument(
         "--language",
+        type=language_code,
         default=None,
         metavar="CODE",
-        help="the documents' language for the lexical signals (en, de, fr, zh, ...; default "
-        "en), for a registered reranker such as hybrid or bm25",
+        help="the documents' language for the lexical signals, an ISO 639-1 code (en, de, fr, "
+        "zh, ...; default en; another is refused with the list of codes), for a registered "
+        "reranker such as hybrid or bm25",
     )
 
 

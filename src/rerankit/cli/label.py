@@ -25,6 +25,7 @@ from .args import (
     add_max_queries_argument,
     add_no_progress_argument,
     add_old_spelling,
+    positive_float,
     positive_int,
 )
 from .console import limit_queries, read_collection
@@ -154,7 +155,9 @@ def add_commands(sub: Any) -> None:
         "--out-split", default="train", help="name of the qrels written (default train)"
     )
     lab.add_argument("--max-calls", type=positive_int, help="stop before passing this many")
-    lab.add_argument("--budget", type=float, help="stop before spending more (US$)")
+    lab.add_argument(
+        "--budget", type=positive_float, help="stop before spending more than this (US$, above 0)"
+    )
     lab.add_argument(
         "--prices",
         help="JSON, TOML or YAML file {model: {input: ..., output: ...}} in US$ per million "

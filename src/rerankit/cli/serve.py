@@ -16,6 +16,7 @@ from .args import (
     add_old_spelling,
     non_negative_float,
     pipeline_name,
+    port_number,
     positive_int,
 )
 
@@ -130,7 +131,9 @@ def add_commands(sub: Any) -> None:
         help="worker processes on one socket, each with its own models (default 1)",
     )
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    srv.add_argument("--port", type=int, default=8080, help="port to listen on (8080)")
+    srv.add_argument(
+        "--port", type=port_number, default=8080, help="port to listen on, 1-65535 (8080)"
+    )
     srv.add_argument(
         "--shutdown-delay",
         type=non_negative_float,

@@ -97,7 +97,7 @@ def add_commands(sub: Any) -> None:
     )
     tu.add_argument(
         "--embedding-max-length",
-        type=int,
+        type=positive_int,
         default=None,
         help="tokens the embedding model reads per document (MiniLM: 256 unless set)",
     )
