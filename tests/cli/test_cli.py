@@ -118,11 +118,10 @@ def test_a_document_error_names_the_file_and_its_line(capsys, tmp_path):
 def test_missing_file_and_warnings_go_to_stderr(capsys, monkeypatch, tmp_path):
     code, _, err = run_cli(capsys, "rank", "-q", "x", "-i", str(tmp_path / "none.jsonl"))
     assert code == 1 and "cannot read" in err and err.count("\n") == 1
-    code, out, err = run_cli(
-        capsys, "rank", "-q", "  ", stdin='["b", "a"]', monkeypatch=monkeypatch
-    )
-    assert code == 0 and "warning: the query is empty" in err
-    assert [json.loads(line)["text"] for line in out.splitlines()] == ["b", "a"]
+    stdin = '[{"text": "b", "rerank_score": 1}, {"text": "a"}]'
+    code, out, err = run_cli(capsys, "rank", "-q", "a", stdin=stdin, monkeypatch=monkeypatch)
+    assert code == 0 and "warning: 1 input dict(s) already had a 'rerank_score'" in err
+    assert sorted(json.loads(line)["text"] for line in out.splitlines()) == ["a", "b"]
 
 
 def test_help_lists_commands_via_the_module_entry_point():
@@ -503,8 +502,8 @@ def test_batch_over_a_beir_folder_takes_max_queries(tmp_path, capsys, synthetic)
     assert len(out.read_text().splitlines()) == 30
     rows_file = tmp_path / "rows.jsonl"
     rows_file.write_text(json.dumps({"query": "q", "candidates": ["a", "b"]}) + "\n")
-    assert main(["batch", "-i", str(rows_file), "--out", str(out), "--max-queries", "1"]) == 1
-    assert "--max-queries is for a BEIR folder (--data FOLDER)" in capsys.readouterr().err
+    assert main(["batch", "-i", str(rows_file), "--out", str(out), "--max-queries", "1"]) == 2
+    assert "--max-queries has no effect with --input" in capsys.readouterr().err
 
 
 def test_batch_over_a_folder_without_judgments_reranks_every_query(tmp_path, capsys, synthetic):

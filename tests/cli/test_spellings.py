@@ -191,9 +191,9 @@ def test_batch_first_stage_is_for_a_beir_folder(tmp_path, capsys):
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps({"query": "q", "candidates": ["a", "b"]}) + "\n")
     code = main(["batch", "-i", str(rows), "-o", str(tmp_path / "o.jsonl"), "--first-stage", "x"])
-    assert code == 1 and "--first-stage is for a BEIR folder (--data FOLDER)" in (
-        capsys.readouterr().err
-    )
+    err = capsys.readouterr().err
+    assert code == 2 and "--first-stage has no effect with --input" in err
+    assert "a BEIR folder's queries and candidates (--data FOLDER)" in err
     with pytest.raises(SystemExit):
         main(["batch", "-i", str(rows), "--data", str(tmp_path), "-o", "o.jsonl"])
     assert "not allowed with" in capsys.readouterr().err

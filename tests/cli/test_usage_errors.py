@@ -3,6 +3,9 @@ model loads or any file is read, in the words the library uses for the same mist
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 
 from rerankit.cli import build_parser, main
@@ -122,3 +125,67 @@ def test_held_out_takes_a_share_up_to_half(share):
 def test_the_library_refuses_what_the_command_line_refuses(options, message):
     with pytest.raises(InputError, match=message):
         FineTuneOptions(**options).check()
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\t"])
+def test_rank_refuses_an_empty_query_as_batch_does(capsys, tmp_path, query):
+    err = usage_error(capsys, ["rank", "-q", query, "-i", "docs.jsonl"])
+    assert "argument --query/-q: the query is empty" in err
+    rows, out = tmp_path / "rows.jsonl", tmp_path / "out.jsonl"
+    rows.write_text(json.dumps({"query_id": "q1", "query": query, "candidates": ["a"]}) + "\n")
+    assert main(["batch", "-i", str(rows), "-o", str(out), "-r", "bm25"]) == 1
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert "'query' must be a non-empty string" in row["error"] and not row.get("results")
+
+
+BATCH = ["batch", "-i", "rows.jsonl", "-o", "out.jsonl"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "named"),
+    [
+        (["--candidates", "1"], "--candidates has no effect with --input"),
+        (["--split", "train"], "--split has no effect with --input"),
+        (["--max-queries", "1"], "--max-queries has no effect with --input"),
+        (["--first-stage", "bm25"], "--first-stage has no effect with --input"),
+        (["--split", "train", "--candidates", "5"], "--candidates, --split have no effect"),
+        (["--workers", "4"], "--workers has no effect without --engine ray"),
+        (["--num-cpus", "2", "--address", "h:1"], "--num-cpus, --address have no effect"),
+    ],
+)
+def test_batch_refuses_flags_that_would_have_no_effect(capsys, tmp_path, flags, named):
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text(json.dumps({"query": "q", "candidates": ["a"]}) + "\n")
+    argv = ["batch", "-i", str(rows), "-o", str(tmp_path / "out.jsonl"), "-r", "bm25", *flags]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("rerankit batch: error: ") and named in err
+    assert not (tmp_path / "out.jsonl").exists()  # refused before any work
+
+
+def test_batch_over_a_folder_takes_its_flags_and_the_defaults_hold(capsys, tmp_path):
+    mini = Path(__file__).resolve().parents[2] / "examples" / "scifact-mini"
+    out = tmp_path / "out.jsonl"
+    argv = ["batch", "--data", str(mini), "-o", str(out), "-r", "bm25"]
+    assert main([*argv, "--max-queries", "2", "--candidates", "3"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2 and all(len(r["results"]) == 3 for r in rows)
+    assert main([*argv, "--max-queries", "1"]) == 0  # defaults: the test split, 100 candidates
+    (row,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(row["results"]) == min(
+        100, len(mini.joinpath("corpus.jsonl").read_text().splitlines())
+    )
+
+
+@pytest.mark.parametrize("flag", ["--num-cpus", "--num-gpus"])
+def test_ray_resources_are_never_negative(capsys, flag):
+    assert f"argument {flag}" in usage_error(capsys, [*BATCH, "--engine", "ray", flag, "-1"])
+    from rerankit.batch import RayOptions
+
+    with pytest.raises(InputError, match=">= 0"):
+        RayOptions(**{flag.lstrip("-").replace("-", "_"): -1.0})
+
+
+def test_eval_refuses_ray_flags_without_ray(capsys):
+    assert main(["eval", "--data", "nowhere", "--workers", "2"]) == 2
+    assert "--workers has no effect without --engine ray" in capsys.readouterr().err

@@ -22,6 +22,7 @@ from ..text.language import check_language
 __all__ = [
     "MODEL_RERANKERS",
     "OldSpelling",
+    "UsageError",
     "add_address_argument",
     "add_backend_arguments",
     "add_candidates_argument",
@@ -45,6 +46,8 @@ __all__ = [
     "port_number",
     "positive_float",
     "positive_int",
+    "query_text",
+    "refuse_unused",
     "say_renamed",
     "use_embedding_cache",
 ]
@@ -61,6 +64,30 @@ def positive_int(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
     return n
+
+
+class UsageError(InputError):
+    """Flags that cannot go together: :func:`~rerankit.cli.main` says it as argparse
+    says a usage error (exit status 2)."""
+
+
+def refuse_unused(given: dict[str, Any], why: str) -> None:
+    """Stop with a :class:`UsageError` naming every flag of ``given`` (flag -> value, None
+    when not given) that was given, none of which would take effect (``why``)."""
+    named = [flag for flag, value in given.items() if value is not None]
+    if named:
+        flags = ", ".join(named)
+        raise UsageError(f"{flags} {'has' if len(named) == 1 else 'have'} no effect {why}")
+
+
+def query_text(value: str) -> str:
+    """``rank --query``: any text but an empty one (an unset shell variable, most often),
+    refused as ``batch`` refuses a row without a query and the service a request."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(
+            "the query is empty: give the words to rank the documents by"
+        )
+    return value
 
 
 def port_number(value: str) -> int:

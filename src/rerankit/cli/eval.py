@@ -39,6 +39,7 @@ from .args import (
     pipeline_name,
     pipeline_spec,
     positive_int,
+    refuse_unused,
     say_renamed,
     use_embedding_cache,
 )
@@ -159,7 +160,7 @@ def pipeline_runs(
                     data,
                     cands,
                     first_stage_scores=not texts_only,
-                    workers=args.workers,
+                    workers=args.workers or 1,
                     address=args.address,
                 )
             )
@@ -181,6 +182,11 @@ def pipeline_runs(
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.engine == "ray" and not getattr(args, "verbose", 0):
         quiet_ray_logs()
+    if args.engine != "ray":
+        refuse_unused(
+            {"--workers": args.workers, "--address": args.address},
+            "without --engine ray (they tell Ray's actors)",
+        )
     collections = find_collections(args.data, args.split)
     if args.out:
         check_output_folder(args.out)  # before the work, not after it
@@ -330,6 +336,6 @@ def add_commands(sub: Any) -> None:
         help="local: rerank in this process (default); ray: on Ray Data actors (extra ray; "
         "for large evaluations, see `rerankit batch`)",
     )
-    ev.add_argument("--workers", type=positive_int, default=1, help="ray: actors (default 1)")
+    ev.add_argument("--workers", type=positive_int, default=None, help="ray: actors (default 1)")
     add_address_argument(ev)
     ev.set_defaults(func=cmd_eval)

@@ -11,6 +11,7 @@ from .. import __version__
 from ..errors import InputError, RerankitError
 from . import clicks, label, models, rank, serve, train, tune
 from . import eval as eval_commands
+from .args import UsageError
 
 __all__ = ["build_parser", "main"]
 
@@ -49,6 +50,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return args.func(args)
+    except UsageError as exc:  # flags that cannot go together: as argparse says a usage error
+        if sys.stderr is not None:
+            print(f"rerankit {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except (InputError, ValueError, TypeError, RerankitError, FileNotFoundError) as exc:
         if sys.stderr is not None:
             print(f"rerankit: error: {exc}", file=sys.stderr)

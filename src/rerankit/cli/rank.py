@@ -27,8 +27,11 @@ from .args import (
     add_old_spelling,
     add_refused_flag,
     input_fields,
+    non_negative_float,
     pipeline_spec,
     positive_int,
+    query_text,
+    refuse_unused,
     say_renamed,
 )
 from .console import note
@@ -137,27 +140,32 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if folder is None and Path(args.input).is_dir():  # the earlier way to give a BEIR folder
         folder = args.input
         say_renamed("--input FOLDER", "--data FOLDER")
+    if args.engine != "ray":
+        refuse_unused(ray_flags(args), "without --engine ray (they tell Ray's actors)")
     if folder is not None:
         first = args.first_stage or "auto"
         source = beir_rows(
             folder,
             first,
-            split=args.split,
-            k=args.candidates,
+            split=args.split or BEIR_SPLIT,
+            k=args.candidates or BEIR_CANDIDATES,
             max_queries=args.max_queries,
             note=lambda message: note(f"warning: {message}"),
         )
-    elif args.max_queries is not None:
-        raise InputError(
-            f"--max-queries is for a BEIR folder (--data FOLDER); cut the rows of {args.input} "
-            "instead"
+    else:
+        refuse_unused(
+            {
+                "--first-stage": args.first_stage,
+                "--candidates": args.candidates,
+                "--split": args.split,
+                "--max-queries": args.max_queries,
+            },
+            f"with --input: they choose a BEIR folder's queries and candidates (--data "
+            f"FOLDER), and the rows of {args.input} carry their own; cut or filter the rows "
+            "instead",
         )
-    elif args.first_stage is not None:
-        raise InputError(
-            f"--first-stage is for a BEIR folder (--data FOLDER); the rows of {args.input} "
-            "carry their own candidates"
-        )
-    ray, _ = RayOptions.split(None, vars(args))  # workers, batch size, address, ... as given
+    given = {k: v for k, v in vars(args).items() if v is not None}  # Ray's: as given
+    ray, _ = RayOptions.split(None, given)
     summary = run_batch(
         source,
         args.out,
@@ -173,6 +181,20 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if args.summary:
         Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
     return 1 if summary.failures else 0
+
+
+#: what ``batch --data`` reads when not told: the test split, 100 candidates a query
+BEIR_SPLIT, BEIR_CANDIDATES = "test", 100
+
+
+def ray_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags only ``--engine ray`` reads, with their values (None: not given)."""
+    return {
+        "--workers": args.workers,
+        "--num-cpus": args.num_cpus,
+        "--num-gpus": args.num_gpus,
+        "--address": args.address,
+    }
 
 
 def default_reranker_name() -> str:
@@ -202,7 +224,13 @@ def add_commands(sub: Any) -> None:
         description="Read documents (JSON Lines or a JSON array of strings or objects), "
         "rerank them for the query and write JSON Lines, best first.",
     )
-    rank.add_argument("--query", "-q", required=True, help="the search query")
+    rank.add_argument(
+        "--query",
+        "-q",
+        required=True,
+        type=query_text,
+        help="the search query (an empty one is refused, as batch and the service refuse it)",
+    )
     rank.add_argument("--input", "-i", default="-", help="input file, or - for stdin (default)")
     rank.add_argument(
         "--reranker",
@@ -269,7 +297,10 @@ def add_commands(sub: Any) -> None:
     )
     add_address_argument(bat)
     bat.add_argument(
-        "--workers", type=positive_int, default=1, help="ray: actors, each with the pipeline"
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="ray: actors, each with the pipeline (default 1)",
     )
     bat.add_argument(
         "--batch-size", type=positive_int, default=16, help="rows per call of a worker (16)"
@@ -282,15 +313,20 @@ def add_commands(sub: Any) -> None:
         "an LLM provider",
     )
     bat.add_argument(
-        "--num-cpus", type=float, default=None, help="ray: CPUs per actor (pipeline's threads)"
+        "--num-cpus",
+        type=non_negative_float,
+        default=None,
+        help="ray: CPUs per actor (pipeline's threads)",
     )
-    bat.add_argument("--num-gpus", type=float, default=None, help="ray: GPUs per actor")
+    bat.add_argument(
+        "--num-gpus", type=non_negative_float, default=None, help="ray: GPUs per actor"
+    )
     add_first_stage_argument(bat, default=None, when="with --data: ", old="--run")
     bat.add_argument(
         "--split",
-        default="test",
-        help="with --data: the BEIR split whose queries are reranked (default test); "
-        "without that qrels file, every query",
+        default=None,
+        help=f"with --data: the BEIR split whose queries are reranked (default {BEIR_SPLIT}, "
+        "as eval reads; without that qrels file, every query)",
     )
     bat.add_argument(
         "--max-queries",
@@ -299,7 +335,10 @@ def add_commands(sub: Any) -> None:
         metavar="N",
         help="with --data: the split's first N queries only",
     )
-    add_candidates_argument(bat, "with --data: first-stage candidates per query")
+    add_candidates_argument(
+        bat, "with --data: first-stage candidates per query", default=BEIR_CANDIDATES
+    )
+    bat.set_defaults(candidates=None)  # BEIR_CANDIDATES with --data; refused with --input
     bat.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep the best K")
     add_field_arguments(bat, score_field=False)
     add_language_argument(bat)
