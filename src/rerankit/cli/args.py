@@ -36,6 +36,7 @@ __all__ = [
     "add_old_spelling",
     "add_refused_flag",
     "embedding_cache_choice",
+    "examples",
     "in_language",
     "input_fields",
     "language_code",
@@ -64,6 +65,30 @@ def positive_int(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
     return n
+
+
+class ExamplesFormatter(argparse.HelpFormatter):
+    """argparse's help, but an epilog's example lines (indented by two spaces) kept as
+    written, one a line, while the other paragraphs wrap as usual."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines = []
+        for line in text.splitlines():
+            if line.startswith("  ") or not line.strip():
+                lines.append(indent + line)
+            else:
+                lines.append(super()._fill_text(line, width, indent))
+        return "\n".join(lines)
+
+
+def examples(*commands: str, intro: str = "examples:") -> dict[str, Any]:
+    """A subcommand's ``epilog`` of runnable ``commands`` (each ``rerankit ...``, optionally
+    ``  # why`` after it), with the formatter that keeps them one a line: pass it to
+    ``add_parser`` as ``**examples(...)``. ``tests/cli`` parses every one."""
+    return {
+        "epilog": "\n".join([intro, *(f"  {c}" for c in commands)]),
+        "formatter_class": ExamplesFormatter,
+    }
 
 
 class UsageError(InputError):

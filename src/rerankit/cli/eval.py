@@ -36,6 +36,7 @@ from .args import (
     add_language_argument,
     add_max_queries_argument,
     add_no_progress_argument,
+    examples,
     pipeline_name,
     pipeline_spec,
     positive_int,
@@ -264,6 +265,11 @@ def add_commands(sub: Any) -> None:
         "usage, with a paired t-test against the first stage. Data: a folder with corpus.jsonl "
         "({_id, title, text}), queries.jsonl ({_id, text}), qrels/<split>.tsv (query-id, "
         "corpus-id, score) and optionally a TREC run file *.run.trec.",
+        **examples(
+            "rerankit eval --data my-data  # bm25, embedding and hybrid over BM25's top 100",
+            "rerankit eval --data my-data --rerankers bm25,pipeline.toml --out results",
+            "rerankit eval --data my-data --first-stage my.run.trec --baseline bm25",
+        ),
     )
     ev.add_argument(
         "--data",

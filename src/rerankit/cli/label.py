@@ -25,6 +25,7 @@ from .args import (
     add_max_queries_argument,
     add_no_progress_argument,
     add_old_spelling,
+    examples,
     positive_float,
     positive_int,
 )
@@ -127,6 +128,11 @@ def add_commands(sub: Any) -> None:
         "(--positions). Failed or unreadable judgments are counted and left out. The "
         "estimated calls and cost are printed first; --max-calls / --budget stop cleanly, "
         "and a second run resumes (the judgment cache answers what was judged).",
+        **examples(
+            "rerankit label --data my-data --judge judge.toml --out labelled --dry-run",
+            "rerankit label --data my-data --judge judge.toml --out labelled --budget 5",
+            "rerankit tune --data labelled --test-data my-data  # then learn from the labels",
+        ),
     )
     add_data_argument(lab)
     lab.add_argument(

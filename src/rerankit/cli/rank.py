@@ -26,6 +26,7 @@ from .args import (
     add_language_argument,
     add_old_spelling,
     add_refused_flag,
+    examples,
     input_fields,
     non_negative_float,
     pipeline_spec,
@@ -223,6 +224,11 @@ def add_commands(sub: Any) -> None:
         help="rerank documents from a JSONL file or JSON array",
         description="Read documents (JSON Lines or a JSON array of strings or objects), "
         "rerank them for the query and write JSON Lines, best first.",
+        **examples(
+            'rerankit rank -q "solar power" -i docs.jsonl --top-k 10',
+            'rerankit rank -q "solar power" -i docs.jsonl -r bm25 --format table  # no model',
+            'rerankit rank -q "solar power" -i docs.jsonl -r pipeline.toml --explain',
+        ),
     )
     rank.add_argument(
         "--query",
@@ -278,6 +284,11 @@ def add_commands(sub: Any) -> None:
         "queries (--data) with their --first-stage candidates. "
         "A row that fails is written with its error and counted; the exit status is 1 when "
         "any row failed, 0 otherwise.",
+        **examples(
+            "rerankit batch -i queries.jsonl --out ranked.jsonl",
+            "rerankit batch --data my-data --first-stage bm25 --out ranked.jsonl  # BEIR folder",
+            "rerankit batch -i rows.parquet --out ranked.parquet --engine ray --workers 4",
+        ),
     )
     source = bat.add_mutually_exclusive_group(required=True)  # rows, or a BEIR folder
     source.add_argument("--input", "-i", default=None, help="rows: .jsonl or .parquet")

@@ -14,6 +14,7 @@ from .args import (
     add_backend_arguments,
     add_language_argument,
     add_old_spelling,
+    examples,
     non_negative_float,
     pipeline_name,
     port_number,
@@ -87,6 +88,12 @@ def add_commands(sub: Any) -> None:
         "beside the file's pipelines (replacing the one named X). On SIGTERM /ready says "
         "stopping while requests are still served for --shutdown-delay seconds, then it "
         "stops; SIGINT stops at once.",
+        **examples(
+            "rerankit serve --port 8080  # hybrid, bm25 and embedding",
+            "rerankit serve --reranker tuned.toml  # the pipeline tune wrote",
+            "rerankit serve --model minilm-onnx --backend onnx  # a folder rerankit export wrote",
+            "rerankit serve --settings service.toml",
+        ),
     )
     srv.add_argument(
         "--settings",

@@ -15,6 +15,7 @@ from .args import (
     add_data_argument,
     add_no_progress_argument,
     add_old_spelling,
+    examples,
     model_kind_name,
     positive_float,
     positive_int,
@@ -85,6 +86,11 @@ def add_commands(sub: Any) -> None:
         "with the same settings resumes from them (those of other "
         "settings are refused) (extras torch and train). Judgments from `rerankit label` "
         "work too.",
+        **examples(
+            "rerankit train embedding --data my-data --out my-model",
+            "rerankit train cross-encoder --data my-data --out my-ce --epochs 2",
+            "rerankit eval --data my-data --rerankers bm25,my-ce  # then measure it",
+        ),
     )
     tr.add_argument(
         "what",
