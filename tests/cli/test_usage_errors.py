@@ -189,3 +189,39 @@ def test_ray_resources_are_never_negative(capsys, flag):
 def test_eval_refuses_ray_flags_without_ray(capsys):
     assert main(["eval", "--data", "nowhere", "--workers", "2"]) == 2
     assert "--workers has no effect without --engine ray" in capsys.readouterr().err
+
+
+def test_a_file_s_mistakes_start_with_the_file(capsys, tmp_path):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"text": "a"}\n{"body": "b"}\n')
+    assert main(["rank", "-q", "a", "-i", str(docs), "-r", "bm25"]) == 1
+    assert f"rerankit: error: {docs}:2: missing text field 'text'" in capsys.readouterr().err
+    pipeline = tmp_path / "badpipe.toml"
+    pipeline.write_text('[[stages]]\nscorer = { type = "bm25x" }\n')
+    assert main(["rank", "-q", "a", "-i", str(docs), "-r", str(pipeline)]) == 1
+    assert f"error: {pipeline}: stages[0].scorer: unknown scorer 'bm25x'" in (
+        capsys.readouterr().err
+    )
+    settings = tmp_path / "service.toml"
+    settings.write_text("[server]\nbogus_key = 1\n")
+    assert main(["serve", "--settings", str(settings)]) == 1
+    assert f"error: {settings}: [server]: unknown keys ['bogus_key']" in capsys.readouterr().err
+
+
+def test_a_path_that_is_not_there_is_no_such_folder_not_a_bad_hub_id(capsys, tmp_path):
+    missing = f"./{tmp_path.name}-nosuchdir"
+    assert main(["export", missing, "--out", str(tmp_path / "x")]) == 1
+    assert f"no such folder '{missing}'" in capsys.readouterr().err
+    from rerankit.backends.hub import looks_like_a_path
+
+    assert looks_like_a_path("./m") and looks_like_a_path("/opt/m") and looks_like_a_path("a/b/c")
+    assert not looks_like_a_path("BAAI/bge-reranker-base") and not looks_like_a_path("gpt2")
+
+
+def test_label_names_a_missing_queries_file(capsys, tmp_path):
+    mini = Path(__file__).resolve().parents[2] / "examples" / "scifact-mini"
+    judge = tmp_path / "judge.toml"
+    judge.write_text('[scorer]\ntype = "llm_pointwise"\nmodel = "gpt-4o-mini"\n')
+    argv = ["label", "--data", str(mini), "--judge", str(judge), "--out", str(tmp_path / "o")]
+    assert main([*argv, "--queries-file", "nosuch.txt", "--dry-run"]) == 1
+    assert "error: nosuch.txt: no such file (--queries-file)" in capsys.readouterr().err

@@ -37,6 +37,8 @@ __all__ = ["add_commands"]
 def _queries(args: argparse.Namespace) -> Dataset:
     data = read_collection(args.data, args.split, judged=False)
     if args.queries_file:
+        if not Path(args.queries_file).is_file():
+            raise InputError(f"{args.queries_file}: no such file (--queries-file)")
         lines = Path(args.queries_file).read_text(encoding="utf-8").splitlines()
         texts = [line.strip() for line in lines if line.strip()]
         if not texts:

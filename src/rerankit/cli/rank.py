@@ -113,14 +113,14 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 def located(exc: InvalidDocumentError, source: str, lines: list[int | None]) -> Exception:
     """``exc`` (``document 0: ...``, the 0-based index a Python caller knows) said where
-    the document is in the file read: ``FILE, line 3: ...``, or ``FILE, item 1 of the JSON
-    array: ...``."""
+    the document is in the file read: ``FILE:3: ...`` (a line), or ``FILE: item 1 of the
+    JSON array: ...``."""
     if not 0 <= exc.index < len(lines):
         return exc
     line = lines[exc.index]
-    where = f"line {line}" if line is not None else f"item {exc.index + 1} of the JSON array"
+    where = f":{line}" if line is not None else f": item {exc.index + 1} of the JSON array"
     detail = str(exc).removeprefix(f"document {exc.index}: ")
-    return InvalidDocumentError(f"{source}, {where}: {detail}", index=exc.index, field=exc.field)
+    return InvalidDocumentError(f"{source}{where}: {detail}", index=exc.index, field=exc.field)
 
 
 def reranker_from(args: argparse.Namespace) -> Any:

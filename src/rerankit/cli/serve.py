@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import paths_beside, read_spec
+from ..errors import ConfigError, in_file
 from ..server import serve
 from ..server.settings import ServerSettings, flag_pipeline
 from .args import (
@@ -54,7 +55,13 @@ def serve_settings(args: argparse.Namespace) -> Any:
         mapping["pipelines"] = pipelines
     if spec.get("cache"):
         mapping["cache"] = spec["cache"]
-    return ServerSettings.from_mapping(mapping)
+    try:
+        return ServerSettings.from_mapping(mapping)
+    except ValueError as exc:  # said with the settings file it is in, when there is one
+        if not args.settings:
+            raise
+        found = exc if isinstance(exc, ConfigError) else ConfigError(str(exc))
+        raise in_file(found, args.settings) from None
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
