@@ -214,3 +214,18 @@ def test_train_split_says_what_it_is_called_now(tmp_path, capsys):
         assert code == 1 and "test split is for reporting" in capsys.readouterr().err
     build_parser().parse_args(["train", "embedding", "--data", "d", "--out", "o", "--split", "s"])
     assert "--split is now spelled --train-split" in capsys.readouterr().err
+
+
+def _every_registered_name() -> list[tuple[str, str]]:
+    return [
+        (kind, entry.name)
+        for kind in ("reranker", "scorer", "rule", "llm_client")
+        for entry in registry.entries(kind)
+    ]
+
+
+@pytest.mark.parametrize(("kind", "name"), _every_registered_name())
+def test_every_registered_name_works_with_either_separator(kind, name):
+    hyphens, underscores = name.replace("_", "-"), name.replace("-", "_")
+    assert registry.canonical(kind, hyphens) == registry.canonical(kind, underscores) == name
+    assert registry.lookup(kind, hyphens) is registry.lookup(kind, underscores)

@@ -141,7 +141,8 @@ def add_commands(sub: Any) -> None:
         "--split",
         default="train",
         help="label the queries of qrels/<split>.tsv (only their ids are read; default "
-        "train); without that file, every query",
+        "train, not eval's test: labels are for learning, and the test split stays judged "
+        "by people for measuring); without that file, every query",
     )
     lab.add_argument("--queries-file", help="label these queries instead (one a line)")
     add_max_queries_argument(lab, old="--queries")
@@ -154,7 +155,8 @@ def add_commands(sub: Any) -> None:
         type=positive_int,
         default=20,
         metavar="N",
-        help="first-stage candidates judged per query (default 20)",
+        help="first-stage candidates judged per query (default 20, not the 100 other "
+        "commands rerank: each one judged is an LLM call)",
     )
     add_old_spelling(lab, "--k", dest="candidates", now="--candidates", type=positive_int)
     add_first_stage_argument(lab)
