@@ -27,7 +27,7 @@ from ..cache.sqlite import SQLiteStore
 from ..errors import InputError, RerankitError
 from ..ordering import Rule
 from ..rerankers import Pipeline
-from .args import model_kind_name, positive_int
+from .args import examples, model_kind_name, positive_int
 
 __all__ = ["add_commands", "cmd_cache", "cmd_check", "cmd_export", "cmd_rerankers"]
 
@@ -258,6 +258,7 @@ def add_commands(sub: Any) -> None:
         description="The registered rerankers with a line on each and what it needs (extras to "
         "install, environment variables). --all adds scorers, ordering rules and LLM clients "
         "(the types a pipeline file names).",
+        **examples("rerankit rerankers --all"),
     )
     names.add_argument("--all", action="store_true", help="also list scorers, rules and clients")
     names.set_defaults(func=cmd_rerankers)
@@ -282,6 +283,7 @@ def add_commands(sub: Any) -> None:
         "(onnx/). clear deletes only rerankit's entries: in a shared Redis database, the keys "
         "under its namespace, nothing else; with a server, clear (all) empties the server's "
         "caches and leaves this machine's ONNX exports (clear onnx removes them).",
+        **examples("rerankit cache", "rerankit cache clear judgments"),
     )
     cache.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
     cache.add_argument(
@@ -312,6 +314,11 @@ def add_commands(sub: Any) -> None:
         description="Export an embedding model (sentence-transformers) or a cross-encoder to a "
         "folder that EmbeddingScorer / CrossEncoderScorer load with backend='onnx' on ONNX "
         "Runtime alone (extra onnx). Exporting needs the torch and onnx extras.",
+        **examples(
+            "rerankit export all-MiniLM-L6-v2 --quantize int8 --out minilm-onnx",
+            "rerankit export cross-encoder/ms-marco-MiniLM-L6-v2 --out ce-onnx",
+            "rerankit serve --model minilm-onnx --backend onnx  # then serve it without torch",
+        ),
     )
     exp.add_argument("model", help="hub id or model directory (all-MiniLM-L6-v2: the bundled copy)")
     exp.add_argument(
