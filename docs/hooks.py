@@ -47,7 +47,7 @@ def cli_reference() -> str:
     from rerankit.cli import build_parser
 
     parser = build_parser()
-    out = ["## Reference", "", "Generated from the command line's own parsers.", ""]
+    out = ["Generated from the command line's own parsers when the site is built.", ""]
     for action in parser._subparsers._group_actions:  # the subcommands, in help order
         for name, sub in action.choices.items():
             out += [f"### `rerankit {name}`", "", "```text", _help(sub), "```", ""]
@@ -55,6 +55,11 @@ def cli_reference() -> str:
 
 
 def _help(parser: argparse.ArgumentParser) -> str:
-    formatter = argparse.HelpFormatter(parser.prog, width=88)
-    parser.formatter_class = lambda prog: formatter
-    return parser.format_help().rstrip()
+    """``parser``'s help as ``--help`` prints it (its own formatter: examples one a line),
+    at a fixed width so the page does not depend on the terminal that built it."""
+    own = parser.formatter_class
+    parser.formatter_class = lambda prog: own(prog, width=88)
+    try:
+        return parser.format_help().rstrip()
+    finally:
+        parser.formatter_class = own

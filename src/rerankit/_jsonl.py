@@ -64,7 +64,7 @@ def _numbered(lines: Iterable[str], source: str) -> list[tuple[int, Any]]:
         try:
             items.append((lineno, json.loads(line)))
         except json.JSONDecodeError as exc:
-            raise InputError(f"{source}, line {lineno}: invalid JSON: {exc.msg}") from None
+            raise InputError(f"{source}:{lineno}: invalid JSON: {exc.msg}") from None
     return items
 
 

@@ -15,6 +15,7 @@ from ._optional import install_hint
 from .backends.choice import bundled_export_ready, bundled_model_ready, onnx_runtime_installed
 from .config import PIPELINE_SUFFIXES, build, read_pipeline, resolve_reranker
 from .documents import InputFields
+from .errors import ConfigError, in_file
 from .rerankers.base import check_keywords
 from .types import RerankResult
 
@@ -47,7 +48,10 @@ def load(spec: Any) -> Any:
     if isinstance(spec, Path) or (
         isinstance(spec, str) and Path(spec).suffix.lower() in PIPELINE_SUFFIXES
     ):
-        return build(read_pipeline(spec))
+        try:
+            return build(read_pipeline(spec))
+        except ConfigError as exc:  # said with the file it is in
+            raise in_file(exc, spec) from None
     if isinstance(spec, Mapping):
         return build(spec)
     return resolve_reranker(spec)

@@ -39,6 +39,7 @@ __all__ = [
     "ScorerError",
     "ServiceError",
     "TransientProviderError",
+    "in_file",
 ]
 
 
@@ -65,6 +66,17 @@ class ConfigError(RerankitError, ValueError):
     def __init__(self, message: str, *, where: str | None = None) -> None:
         super().__init__(f"{where}: {message}" if where else message)
         self.where = where
+
+
+def in_file(exc: ConfigError, source: object) -> ConfigError:
+    """``exc`` (raised while building what the file ``source`` declares) with the file in
+    front of its location: ``FILE: stages[0].scorer: unknown scorer 'bm25x'``; as it is
+    when it names the file already."""
+    text, name = str(exc), str(source)
+    if name in text:
+        return exc
+    message = text[len(exc.where) + 2 :] if exc.where else text
+    return ConfigError(message, where=f"{name}: {exc.where}" if exc.where else name)
 
 
 class MissingDependencyError(RerankitError, ImportError):

@@ -10,7 +10,24 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["Document", "RankedDocument", "RerankResult", "check_top_k"]
+__all__ = [
+    "EARLIER_STAGE",
+    "SIGMOID_OF_SUM",
+    "SUM",
+    "Document",
+    "RankedDocument",
+    "RerankResult",
+    "check_top_k",
+]
+
+#: how a document's explained contributions make its score: their sum, or the sigmoid of
+#: their sum (a calibrated fusion's contributions are logits)
+SUM = "sum"
+SIGMOID_OF_SUM = "sigmoid(sum)"
+#: the explanation part of an earlier pipeline stage's row that takes the place of
+#: ``contribution``: the row's share of that stage's score, which chose the document as a
+#: candidate; it is no term of the document's own score
+EARLIER_STAGE = "earlier_stage_contribution"
 
 
 def check_top_k(top_k: object, name: str = "top_k") -> int | None:
@@ -69,6 +86,7 @@ class RankedDocument:
     scores: Mapping[str, float] = field(default_factory=dict)
     flags: tuple[str, ...] = ()
     explanation: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    score_from_contributions: str = SUM
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly record of this result (the caller's object is not included)."""
@@ -157,13 +175,17 @@ class RerankResult:
     def explain(self) -> list[dict[str, Any]]:
         """Why each document landed where it did, best first: for every strategy (named
         ``stage/strategy`` in a pipeline) its ``raw`` score, the ``normalized`` score the
-        fusion used, its ``weight`` and its ``contribution`` to the document's score."""
+        fusion used, its ``weight`` and its ``contribution`` to the document's score, which
+        ``score_from_contributions`` makes: ``"sum"`` (score = sum of the contributions) or
+        ``"sigmoid(sum)"``. A pipeline's earlier stages' rows (they chose the candidates)
+        carry ``earlier_stage_contribution`` instead: no term of the score."""
         return [
             {
                 "rank": r.rank,
                 "index": r.index,
                 "id": r.id,
                 "score": r.score,
+                "score_from_contributions": r.score_from_contributions,
                 "strategies": {k: dict(v) for k, v in r.explanation.items()},
                 "flags": list(r.flags),
             }
@@ -171,16 +193,19 @@ class RerankResult:
         ]
 
     def explain_table(self, *, text_width: int = 40) -> str:
-        """:meth:`explain` as a plain-text table, one row per document and strategy."""
+        """:meth:`explain` as a plain-text table, one row per document and strategy: the
+        rows that make the score first, then any earlier pipeline stage's (marked, their
+        contribution left blank), and a footer saying how the contributions make the score."""
         head = f"{'rank':>4}  {'id':<12} {'score':>9}  {'strategy':<28} {'raw':>9} {'norm':>7} "
         head += f"{'weight':>6} {'contrib':>8}  text"
         lines = [head]
+        earlier = False
         for r in self.results:
             snippet = " ".join(r.text.split())
             snippet = snippet if len(snippet) <= text_width else snippet[: text_width - 1] + "…"
             rid = "" if r.id is None else str(r.id)[:12]
-            rows = list(r.explanation.items()) or [("-", {})]
-            for j, (name, parts) in enumerate(rows):
+            rows = sorted(r.explanation.items(), key=lambda kv: EARLIER_STAGE in kv[1])
+            for j, (name, parts) in enumerate(rows or [("-", {})]):
                 lead = f"{r.rank:>4}  {rid:<12} {r.score:>9.4f}" if j == 0 else " " * 28
                 cells = " ".join(
                     f"{parts[k]:>{w}.{p}f}" if k in parts else " " * w
@@ -191,12 +216,35 @@ class RerankResult:
                         ("contribution", 8, 4),
                     )
                 )
-                lines.append(f"{lead}  {name[:28]:<28} {cells}  {snippet if j == 0 else ''}")
-        if self.score_scale == "probability" and any(
-            name.endswith("(intercept)") for r in self.results for name in r.explanation
-        ):
+                note = snippet if j == 0 else ""
+                if EARLIER_STAGE in parts:
+                    earlier = True
+                    note = "(earlier stage: chose it; not in the score)"
+                lines.append(f"{lead}  {name[:28]:<28} {cells}  {note}")
+        lines.extend(self._explain_footer(earlier))
+        return "\n".join(line.rstrip() for line in lines)
+
+    def _explain_footer(self, earlier: bool) -> list[str]:
+        """How the table's contributions make each score."""
+        shown = [r for r in self.results if r.explanation]
+        links = {r.score_from_contributions for r in shown}
+        lines = []
+        if links == {SUM}:
+            lines.append("score = sum of contrib")
+        elif links == {SIGMOID_OF_SUM}:
             lines.append(
                 "score = sigmoid(sum of contrib): each contrib is the signal's weighted, "
                 "calibrated logit; (intercept) is the calibration's constant"
             )
-        return "\n".join(line.rstrip() for line in lines)
+        elif links:
+            ranks = [str(r.rank) for r in shown if r.score_from_contributions == SIGMOID_OF_SUM]
+            lines.append(
+                f"score = sigmoid(sum of contrib) at rank(s) {', '.join(ranks)} (calibrated "
+                "logits; (intercept) is the calibration's constant), sum of contrib elsewhere"
+            )
+        if earlier:
+            lines.append(
+                "earlier stage: a row of the pipeline stage that chose the candidate; a later "
+                "stage gave the score, so it is no term of the sum"
+            )
+        return lines

@@ -69,7 +69,7 @@ def test_a_model_given_as_the_reranker_runs_where_the_flags_say(tiny_st):
 def test_batch_and_eval_flags_reach_the_embedding_scorer():
     spec = pipeline_spec("hybrid", _parse("batch", "--backend", "torch"))
     assert build(spec).embedding.backend == "torch"
-    runs = named_pipelines("bm25,hybrid", [], _parse("eval", "--backend", "torch"))
+    runs = named_pipelines("bm25,hybrid", _parse("eval", "--backend", "torch"))
     (_, _, declared), (_, hybrid, _) = runs
     assert declared == "bm25" and hybrid.embedding.backend == "torch"
 

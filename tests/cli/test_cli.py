@@ -86,10 +86,10 @@ def test_details_and_table_formats(capsys):
 @pytest.mark.parametrize(
     ("stdin", "args", "message"),
     [
-        ('{"text": "ok"}\n{"text": 3}\n', [], "stdin, line 2: field 'text' must be a string"),
-        ('\n{"text": "ok"}\n\n{"title": "t"}\n', [], "stdin, line 4: missing text field 'text'"),
-        ('{"text": "ok"}\n{oops\n', [], "stdin, line 2: invalid JSON"),
-        ('[{"body": "x"}]', [], "stdin, item 1 of the JSON array: missing text field 'text'"),
+        ('{"text": "ok"}\n{"text": 3}\n', [], "stdin:2: field 'text' must be a string"),
+        ('\n{"text": "ok"}\n\n{"title": "t"}\n', [], "stdin:4: missing text field 'text'"),
+        ('{"text": "ok"}\n{oops\n', [], "stdin:2: invalid JSON"),
+        ('[{"body": "x"}]', [], "stdin: item 1 of the JSON array: missing text field 'text'"),
         ('["a"]', ["-r", "nope"], "unknown reranker 'nope'"),
     ],
 )
@@ -108,8 +108,7 @@ def test_a_document_error_names_the_file_and_its_line(capsys, tmp_path):
     path.write_text('{"id": "a", "text": "x"}\n\n{"id": "b", "title": "t"}\n')
     code, _, err = run_cli(capsys, "rank", "-q", "x", "-r", "bm25", "-i", str(path))
     assert code == 1 and err == (
-        f"rerankit: error: {path}, line 3: missing text field 'text' (fields present: 'id', "
-        "'title')\n"
+        f"rerankit: error: {path}:3: missing text field 'text' (fields present: 'id', 'title')\n"
     )
     with pytest.raises(ValueError, match=r"^document 1: missing text field 'text'"):
         rerank("x", [{"id": "a", "text": "x"}, {"id": "b", "title": "t"}], reranker="bm25")
@@ -118,11 +117,10 @@ def test_a_document_error_names_the_file_and_its_line(capsys, tmp_path):
 def test_missing_file_and_warnings_go_to_stderr(capsys, monkeypatch, tmp_path):
     code, _, err = run_cli(capsys, "rank", "-q", "x", "-i", str(tmp_path / "none.jsonl"))
     assert code == 1 and "cannot read" in err and err.count("\n") == 1
-    code, out, err = run_cli(
-        capsys, "rank", "-q", "  ", stdin='["b", "a"]', monkeypatch=monkeypatch
-    )
-    assert code == 0 and "warning: the query is empty" in err
-    assert [json.loads(line)["text"] for line in out.splitlines()] == ["b", "a"]
+    stdin = '[{"text": "b", "rerank_score": 1}, {"text": "a"}]'
+    code, out, err = run_cli(capsys, "rank", "-q", "a", stdin=stdin, monkeypatch=monkeypatch)
+    assert code == 0 and "warning: 1 input dict(s) already had a 'rerank_score'" in err
+    assert sorted(json.loads(line)["text"] for line in out.splitlines()) == ["a", "b"]
 
 
 def test_help_lists_commands_via_the_module_entry_point():
@@ -174,7 +172,7 @@ def test_jsonl_whose_first_line_is_an_array_is_read_as_lines(capsys, monkeypatch
     code, out, err = run_cli(
         capsys, "rank", "-q", "x", stdin="[1, 2]\n[3, 4]\n", monkeypatch=monkeypatch
     )
-    assert code == 1 and "stdin, line 1: unsupported type list" in err
+    assert code == 1 and "stdin:1: unsupported type list" in err
     code, out, err = run_cli(
         capsys, "rank", "-q", "a", stdin='["a b", "c"]', monkeypatch=monkeypatch
     )
@@ -503,8 +501,8 @@ def test_batch_over_a_beir_folder_takes_max_queries(tmp_path, capsys, synthetic)
     assert len(out.read_text().splitlines()) == 30
     rows_file = tmp_path / "rows.jsonl"
     rows_file.write_text(json.dumps({"query": "q", "candidates": ["a", "b"]}) + "\n")
-    assert main(["batch", "-i", str(rows_file), "--out", str(out), "--max-queries", "1"]) == 1
-    assert "--max-queries is for a BEIR folder (--data FOLDER)" in capsys.readouterr().err
+    assert main(["batch", "-i", str(rows_file), "--out", str(out), "--max-queries", "1"]) == 2
+    assert "--max-queries has no effect with --input" in capsys.readouterr().err
 
 
 def test_batch_over_a_folder_without_judgments_reranks_every_query(tmp_path, capsys, synthetic):

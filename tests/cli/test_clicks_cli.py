@@ -130,7 +130,13 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     )
     assert 'set name = "old" in clicks.toml, or' in printed
     assert '[pipelines.old] reranker = "clicks.toml"' in printed
-    assert f"rerankit eval --data {corpus} --rerankers old,{out}" in printed
+    # "old" runs nowhere here and the corpus has no judgments: what the command needs is said
+    assert (
+        f"compare the two on judged queries first: rerankit eval --data FOLDER --first-stage "
+        f"RUN --rerankers {out}, where FOLDER: a BEIR-layout folder with judgments "
+        f"(corpus.jsonl, queries.jsonl, qrels/test.tsv); {corpus} is not one; RUN: old's "
+        "rankings of FOLDER's queries as a TREC run file" in printed
+    )
     assert f"learn again from that log with --served {out}" in printed
 
 
@@ -532,7 +538,99 @@ def test_deploy_advice_names_the_old_pipeline_only_when_the_log_does():
     assert "clients that name another pipeline" in unnamed[0] and "'hybrid'" not in unnamed[0]
     named = deploy_advice(learned, "current", served="serving.toml", data="my-data")
     assert '[pipelines.current] reranker = "learned.toml"' in named[0]
-    assert "rerankit eval --data my-data --rerankers serving.toml,out/learned.toml" in named[1]
+    # neither serving.toml nor my-data is here: the command says what it needs
+    assert (
+        "rerankit eval --data FOLDER --first-stage RUN --rerankers out/learned.toml" in (named[1])
+    )
     assert "--served out/learned.toml" in named[2]
     kept = Written(Path("out/learned.toml"), "what served", learned=False)
     assert deploy_advice(kept, "current") == []
+
+
+def _judged_folder(folder: Path, split: str = "test") -> Path:
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text('{"_id": "d1", "title": "", "text": "solar"}\n')
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "sun"}\n')
+    (folder / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    return folder
+
+
+@pytest.mark.parametrize("split", ["test", "dev"])
+def test_the_suggested_eval_command_parses_and_names_what_exists(tmp_path, monkeypatch, split):
+    import shlex
+
+    from rerankit import registry
+    from rerankit.cli.main import build_parser
+
+    monkeypatch.chdir(tmp_path)
+    learned = tmp_path / "out" / "learned.toml"
+    learned.parent.mkdir()
+    learned.write_text('name = "learned"\nstages = []\n')
+    judged = _judged_folder(tmp_path / "judged", split)
+    corpus_file = tmp_path / "corpus.jsonl"
+    corpus_file.write_text("")
+    written = Written(learned, "the learned pipeline", learned=True)
+    cases = [  # (what served the log, --data): a registered name or a file, a judged folder
+        ("hybrid", str(judged)),
+        (str(learned), str(judged)),
+    ]
+    for served, data in cases:
+        line = deploy_advice(written, served, data=data)[-2]
+        command = line.split("compare the two on judged queries first: ")[1]
+        assert ", where" not in command  # nothing left to fill in
+        argv = shlex.split(command)
+        assert argv[0] == "rerankit"
+        args = build_parser().parse_args(argv[1:])
+        assert args.command == "eval"
+        assert [Path(d).is_dir() for d in args.data] == [True]
+        assert args.split == split
+        for name in args.rerankers.split(","):
+            assert registry.canonical("reranker", name) or Path(name).is_file(), name
+    # a log of a system rerankit does not know, and a corpus file for --data (the report's)
+    line = deploy_advice(written, "legacy-search", data=str(corpus_file))[-2]
+    assert "legacy-search," not in line and f"--data {corpus_file}" not in line
+    assert "RUN: legacy-search's rankings of FOLDER's queries as a TREC run file" in line
+    assert f"{corpus_file} is not one" in line
+
+
+def test_tune_says_when_the_served_order_of_some_sessions_was_interleaved(
+    tmp_path, capsys, tiny_st
+):
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    plain = tmp_path / "plain.jsonl"
+    _simulated_log(plain, "text", sessions=30, pipeline="hybrid")
+    log = tmp_path / "clicks.jsonl"
+    with open(log, "w", encoding="utf-8") as out:  # every other impression interleaved
+        for n, line in enumerate(plain.read_text().splitlines()):
+            record = json.loads(line)
+            if record["type"] == "impression" and n % 4 == 0:
+                teams = [n % 2 for n in range(len(record["shown"]))]
+                record["interleaving"] = {"pipelines": ["hybrid", "learned"], "teams": teams}
+            out.write(json.dumps(record) + "\n")
+    interleaved = sum(1 for s in read_log(log)[0] if s.impression.interleaving)
+    assert interleaved > 0
+    argv = ["tune", "--clicks", str(log), "--out", str(tmp_path / "out.toml"), "--folds", "3"]
+    assert main([*argv, "--embedding-model", str(tiny_st)]) == 0
+    printed = capsys.readouterr().out
+    assert (
+        f"  note: {interleaved} of them showed an interleaved order (hybrid and learned mixed, "
+        'as [server] interleave serves them): there the verdict\'s "served" is that mix'
+    ) in printed
+    capsys.readouterr()
+    assert (
+        main(
+            [
+                "tune",
+                "--clicks",
+                str(plain),
+                "--out",
+                str(tmp_path / "p.toml"),
+                "--folds",
+                "3",
+                "--embedding-model",
+                str(tiny_st),
+            ]
+        )
+        == 0
+    )
+    assert "interleaved order" not in capsys.readouterr().out

@@ -105,10 +105,36 @@ def test_an_old_flag_says_what_it_is_called_now(capsys):
     assert capsys.readouterr().err == ""
 
 
-def test_eval_still_takes_pipeline_files_through_config():
-    args = _parsed("eval", "--data", "d", "--config", "a.toml", "--config", "b.toml")
-    assert args["config"] == ["a.toml", "b.toml"]
-    assert "config" not in _parsed("eval", "--data", "d")  # absent unless given
+def test_eval_config_is_rerankers_spelled_the_old_way():
+    for flag in ("--config", "--rerankers"):
+        assert _parsed("eval", "--data", "d", flag, "bm25")["rerankers"] == "bm25"
+        twice = _parsed("eval", "--data", "d", flag, "a.toml", flag, "bm25,b.toml")
+        assert twice["rerankers"] == "a.toml,bm25,b.toml"  # repeated: the lists joined
+    mixed = _parsed("eval", "--data", "d", "--rerankers", "bm25", "--config", "a.toml")
+    assert mixed["rerankers"] == "bm25,a.toml"
+    assert _parsed("eval", "--data", "d")["rerankers"] is None  # the default list
+
+
+MINI = ROOT / "examples" / "scifact-mini"
+
+
+@pytest.mark.parametrize("given", ["bm25", "FILE", "bm25,FILE"])
+def test_eval_gives_the_same_table_with_either_spelling(tmp_path, capsys, given):
+    pipeline = tmp_path / "lexical.toml"
+    pipeline.write_text('name = "lexical"\n[scorer]\ntype = "bm25"\n')
+    names = given.replace("FILE", str(pipeline))
+    tables = {}
+    for flag in ("--rerankers", "--config"):
+        out = tmp_path / flag.strip("-")
+        argv = ["eval", "--data", str(MINI), flag, names, "--candidates", "10", "--no-progress"]
+        assert main([*argv, "--out", str(out)]) == 0, capsys.readouterr().err
+        capsys.readouterr()
+        results = json.loads((out / "results.json").read_text())["results"]
+        tables[flag] = {r["pipeline"]: r["ndcg@10"] for r in results}
+    assert tables["--config"] == tables["--rerankers"]
+    expected = {"first stage", *(["bm25"] if "bm25" in given else [])}
+    expected |= {"lexical"} if "FILE" in given else set()
+    assert set(tables["--config"]) == expected  # no default rerankers added
 
 
 @pytest.mark.parametrize("command", ["rank", "batch", "serve", "eval", "tune", "label", "train"])
@@ -165,9 +191,9 @@ def test_batch_first_stage_is_for_a_beir_folder(tmp_path, capsys):
     rows = tmp_path / "rows.jsonl"
     rows.write_text(json.dumps({"query": "q", "candidates": ["a", "b"]}) + "\n")
     code = main(["batch", "-i", str(rows), "-o", str(tmp_path / "o.jsonl"), "--first-stage", "x"])
-    assert code == 1 and "--first-stage is for a BEIR folder (--data FOLDER)" in (
-        capsys.readouterr().err
-    )
+    err = capsys.readouterr().err
+    assert code == 2 and "--first-stage has no effect with --input" in err
+    assert "a BEIR folder's queries and candidates (--data FOLDER)" in err
     with pytest.raises(SystemExit):
         main(["batch", "-i", str(rows), "--data", str(tmp_path), "-o", "o.jsonl"])
     assert "not allowed with" in capsys.readouterr().err
@@ -188,3 +214,18 @@ def test_train_split_says_what_it_is_called_now(tmp_path, capsys):
         assert code == 1 and "test split is for reporting" in capsys.readouterr().err
     build_parser().parse_args(["train", "embedding", "--data", "d", "--out", "o", "--split", "s"])
     assert "--split is now spelled --train-split" in capsys.readouterr().err
+
+
+def _every_registered_name() -> list[tuple[str, str]]:
+    return [
+        (kind, entry.name)
+        for kind in ("reranker", "scorer", "rule", "llm_client")
+        for entry in registry.entries(kind)
+    ]
+
+
+@pytest.mark.parametrize(("kind", "name"), _every_registered_name())
+def test_every_registered_name_works_with_either_separator(kind, name):
+    hyphens, underscores = name.replace("_", "-"), name.replace("-", "_")
+    assert registry.canonical(kind, hyphens) == registry.canonical(kind, underscores) == name
+    assert registry.lookup(kind, hyphens) is registry.lookup(kind, underscores)

@@ -316,12 +316,12 @@ def _eval(tiny, capsys, *extra):
         (
             "corpus.jsonl",
             '{"id": "d1", "text": "solar"}\n',
-            r"corpus\.jsonl, line 1: the document has no '_id' field \(found 'id'",
+            r"corpus\.jsonl:1: the document has no '_id' field \(found 'id'",
         ),
         (
             "queries.jsonl",
             '{"_id": "q1", "text": "solar"}\n\n{"_id": "q2"}\n',
-            r"queries\.jsonl, line 3: query 'q2' has no text",
+            r"queries\.jsonl:3: query 'q2' has no text",
         ),
         (
             "qrels/test.tsv",

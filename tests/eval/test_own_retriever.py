@@ -89,9 +89,15 @@ def test_candidates_without_scores_keep_their_order(collection, tmp_path):
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ('{"query_id": "q1", "candidates": [{"id": "d9"}]}', "line 1: document 'd9' is not in"),
-        ('{"query_id": "q1"}', "line 1: expected an object with query_id and a candidates list"),
-        ('{"candidates": ["d1"]}', "line 1: query_id must be a string or number"),
+        (
+            '{"query_id": "q1", "candidates": [{"id": "d9"}]}',
+            "bad.jsonl:1: document 'd9' is not in",
+        ),
+        (
+            '{"query_id": "q1"}',
+            "bad.jsonl:1: expected an object with query_id and a candidates list",
+        ),
+        ('{"candidates": ["d1"]}', "bad.jsonl:1: query_id must be a string or number"),
         ('{"query_id": "q1", "candidates": [{"text": "x"}]}', "candidate 0 has no id"),
         ('{"query_id": "q1", "candidates": [{"id": "d1", "score": "high"}]}', "must be a number"),
     ],
@@ -126,7 +132,7 @@ def test_a_query_id_not_in_queries_jsonl_is_an_error_naming_the_line(collection,
     else:
         rows = [*ROWS, {"query_id": "q9", "candidates": ["d2"]}]
         source.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        where = "mine.jsonl, line 3: query 'q9'"
+        where = "mine.jsonl:3: query 'q9'"
     with pytest.raises(InputError, match=f"{where} is not in queries.jsonl"):
         first_stage(load_beir(collection), str(source))
     # a run shipped in the folder is checked the same way

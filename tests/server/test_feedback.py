@@ -89,8 +89,9 @@ def test_every_answer_with_an_id_is_logged_and_its_feedback_taken(tmp_path, capl
     settings = _settings(tmp_path)
     with caplog.at_level("INFO", logger="rerankit.server.feedback"):
         app = create_app(settings)
-    # where the log goes is said at start (a relative path is taken from the working folder)
-    assert f"logged to {tmp_path / 'clicks.jsonl'} (documents stored as hash)" in caplog.text
+    # where the log goes is said at start, and what it keeps in clear
+    said = "(queries stored in clear text, documents stored as hash; records kept until"
+    assert f"logged to {tmp_path / 'clicks.jsonl'} {said}" in caplog.text
     with TestClient(app) as client:
         v2 = _rerank(client, top_n=3)
         v1 = _rerank(client, "/v1/rerank")

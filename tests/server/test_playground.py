@@ -4,6 +4,7 @@ in a real headless Chromium (Debian's ``chromium`` + ``chromedriver``, through S
 from __future__ import annotations
 
 import json
+import math
 import re
 import shutil
 import time
@@ -25,13 +26,32 @@ FUSED = {
     "name": "fused",
     "stages": [{"scorers": [{"type": "bm25", "weight": 0.6}, {"type": "jaccard", "weight": 0.4}]}],
 }
+CASCADE = {
+    "name": "cascade",
+    "stages": [
+        {"name": "chooser", "scorer": {"type": "bm25"}, "keep": 3},
+        {
+            "name": "scorer",
+            "normalization": "calibrated",
+            "output_calibration": {"slope": 1.5, "intercept": 0.25},
+            "scorers": [
+                {"type": "coverage", "weight": 0.7, "calibration": {"slope": 4, "intercept": -2}},
+                {"type": "jaccard", "weight": 0.3, "calibration": {"slope": 6, "intercept": -1}},
+            ],
+        },
+    ],
+}
+
+
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
 
 @pytest.fixture(scope="module")
 def service(live_server):
     settings = ServerSettings(
-        pipelines={"bm25": "bm25", "fused": FUSED}, default="bm25", api_keys=[KEY]
+        pipelines={"bm25": "bm25", "fused": FUSED, "cascade": CASCADE},
+        default="bm25",
+        api_keys=[KEY],
     )
     server = live_server(settings)
     yield server
@@ -84,6 +104,37 @@ def test_explain_answers_what_the_library_explains(service):
     assert data["model"] == "fused" and data["score_scale"] == direct.score_scale
     assert {"queue", "inference"} <= set(data["timings"])
     assert data["usage"] == {} and data["degraded"] is False
+
+
+def _score_from(result):
+    """What a reader computes from an explained result: its contributions, combined as it
+    says (earlier stages' rows carry no contribution)."""
+    terms = [p["contribution"] for p in result["strategies"].values()]
+    total = math.fsum(t for t in terms if t is not None)
+    if result["score_from_contributions"] == "sigmoid(sum)":
+        return 1.0 / (1.0 + math.exp(-total))
+    assert result["score_from_contributions"] == "sum"
+    return total
+
+
+@pytest.mark.parametrize("top_n", [None, 3])
+def test_explained_contributions_make_the_score_over_http(service, top_n):
+    """A cascade's, a fusion's and a single scorer's: the earlier stage's rows are marked
+    and left out of the sum."""
+    s = sample()
+    for model in ("bm25", "fused", "cascade"):
+        body = {"model": model, "query": s["query"], "documents": s["candidates"]}
+        if top_n:
+            body["top_n"] = top_n
+        data = httpx.post(f"{service.url}/v1/explain", json=body, headers=AUTH).json()
+        for r in data["results"]:
+            assert _score_from(r) == pytest.approx(r["score"], abs=1e-9), (model, r)
+    chosen = data["results"][:3]
+    assert {r["score_from_contributions"] for r in chosen} == {"sigmoid(sum)"}
+    for r in chosen:
+        row = r["strategies"]["chooser/bm25"]
+        assert row["contribution"] is None and row["earlier_stage_contribution"] is not None
+        assert r["strategies"]["scorer/(intercept)"]["contribution"] == pytest.approx(0.25)
 
 
 def test_explain_needs_the_key_and_names_a_bad_document(service):
@@ -168,7 +219,7 @@ def open_page(drv, service):
     wait_for(lambda: shown(drv, "key-row"))  # the service wants a key: the page asks for it
     key = drv.find_element("id", "key")
     key.send_keys(KEY + "\n")
-    wait_for(lambda: len(drv.find_elements("css selector", "#pipeline-a option")) == 2)
+    wait_for(lambda: len(drv.find_elements("css selector", "#pipeline-a option")) == 3)
 
 
 def test_rank_with_two_pipelines_and_read_an_explanation(browser, service):
@@ -209,14 +260,18 @@ def test_rank_with_two_pipelines_and_read_an_explanation(browser, service):
     drv.find_element("css selector", 'ol[data-column="b"] button.doc').click()
     wait_for(lambda: shown(drv, "details"))
     title = drv.find_element("id", "details-title")
-    assert f"document {top['index']}" in title.text
+    n = len(s["candidates"])
+    # ranks and candidates both counted from 1; the API's index named as such
+    assert f"rank 1 of {n} · candidate {top['index'] + 1} of {n} (index {top['index']}" in (
+        title.text
+    )
     assert drv.switch_to.active_element == title  # focus moves to the explanation
     cells = {
         c.get_attribute("data-strategy"): c.text
         for c in drv.find_elements("css selector", "#details td.contribution")
     }
     assert cells == {
-        name: f"{part['contribution']:.4f}" for name, part in top["strategies"].items()
+        name: _signed(part["contribution"]) for name, part in top["strategies"].items()
     }
     bars = drv.find_elements("css selector", "#details svg.bar rect")
     assert {b.get_attribute("data-strategy") for b in bars} == set(top["strategies"])
@@ -238,6 +293,8 @@ def test_rank_with_two_pipelines_and_read_an_explanation(browser, service):
         import tomli as tomllib
     declared = tomllib.loads(toml)["pipelines"]  # valid TOML, [pipelines] once
     assert set(declared) == {"bm25", "fused"}
+    assert declared["bm25"] == {"reranker": "bm25"}  # the form service.md describes
+    assert "[pipelines.bm25]" in toml and "\n[pipelines]\n" not in f"\n{toml}"
     assert any(st.get("scorers") for st in declared["fused"]["stages"])
     assert "jaccard" in toml
 
@@ -245,6 +302,73 @@ def test_rank_with_two_pipelines_and_read_an_explanation(browser, service):
     body = json.loads(curl.split("-d '", 1)[1].rsplit("'", 1)[0])
     answer = httpx.post(f"{service.url}/v2/rerank", json=body, headers=AUTH).json()
     assert [r["index"] for r in answer["results"]] == column_indexes(drv, "a")
+
+
+def _signed(x):
+    """A contribution as the page writes it: a sign on each side of zero."""
+    return f"{x:+.4f}" if x > 0 else f"{x:.4f}"
+
+
+def test_a_cascade_explanation_shows_signs_and_the_stage_that_chose(browser, service):
+    """Negative contributions sit left of the bar's zero line and read negative; the
+    stage that chose the candidate is marked in the table and left out of the bar; the
+    shown terms make the shown score as the page says."""
+    from selenium.webdriver.support.ui import Select
+
+    drv = browser
+    drv.set_window_size(1280, 800)
+    open_page(drv, service)
+    drv.find_element("id", "sample").click()
+    s = sample()
+    wait_for(lambda: drv.find_element("id", "query").get_attribute("value") == s["query"])
+    Select(drv.find_element("id", "pipeline-a")).select_by_value("cascade")
+    rank_and_wait(drv, lambda: drv.find_element("id", "rank").click())
+    api = httpx.post(
+        f"{service.url}/v1/explain",
+        json={"model": "cascade", "query": s["query"], "documents": s["candidates"]},
+        headers=AUTH,
+    ).json()["results"]
+    buttons = drv.find_elements("css selector", 'ol[data-column="a"] button.doc')
+    checked_negative = False
+    for k in range(3):  # the documents the calibrated stage scored
+        drv.find_elements("css selector", 'ol[data-column="a"] button.doc')[k].click()
+        wait_for(lambda: shown(drv, "details"))
+        want = api[k]
+        assert f"rank {k + 1} of" in drv.find_element("id", "details-title").text
+        cells = {
+            c.get_attribute("data-strategy"): c.text
+            for c in drv.find_elements("css selector", "#details td.contribution")
+        }
+        assert cells.pop("chooser/bm25") == "earlier stage"
+        assert cells == {
+            name: _signed(p["contribution"])
+            for name, p in want["strategies"].items()
+            if name != "chooser/bm25"
+        }
+        assert (
+            "sigmoid(sum of the contributions)"
+            in drv.find_element("css selector", "#details p.how").text
+        )
+        total = math.fsum(float(v) for v in cells.values())
+        score = float(drv.find_element("css selector", "#details dd.detail-score").text)
+        assert 1 / (1 + math.exp(-total)) == pytest.approx(score, abs=1e-3)
+        zero = float(
+            drv.find_element("css selector", "#details svg.bar line.zero").get_attribute("x1")
+        )
+        rects = drv.find_elements("css selector", "#details svg.bar rect")
+        assert {r.get_attribute("data-strategy") for r in rects} == set(cells)
+        for rect in rects:
+            x, w = float(rect.get_attribute("x")), float(rect.get_attribute("width"))
+            value = want["strategies"][rect.get_attribute("data-strategy")]["contribution"]
+            assert rect.get_attribute("data-sign") == ("-" if value < 0 else "+")
+            if value < 0:
+                checked_negative = True
+                assert x + w <= zero + 1e-6
+            else:
+                assert x >= zero - 1e-6
+    assert buttons and checked_negative  # the sample gives some signal a negative logit
+    drv.execute_script("document.getElementById('details').scrollIntoView()")
+    drv.save_screenshot(str(ARTIFACTS / "playground-cascade-explanation.png"))
 
 
 def test_document_text_is_readable_at_1280_pixels(browser, service):

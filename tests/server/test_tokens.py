@@ -79,11 +79,12 @@ def test_max_tokens_per_doc_cuts_by_the_models_tokens_and_says_so(client, tokeni
     assert got[1] != pytest.approx(_library_score(long), abs=1e-4)
     answer = client.post("/v2/rerank", json={"query": QUERY, "documents": docs})
     plain = answer.json()["meta"]
-    # without the option nothing is cut by the service (the hybrid's own passage cap is
-    # said by the library, with its own flag)
+    # without the option nothing is cut by the service; the hybrid's own passage cap is
+    # said by the library, with its own flag and warning, and in the header like any cut
     assert not any(w.startswith("document ") for w in plain.get("warnings", []))
+    assert any("(max_passages)" in w for w in plain["warnings"])
     assert plain["rerankit"]["flags"] == {"1": ["truncated:passage"]}
-    assert "x-rerankit-truncated" not in answer.headers
+    assert answer.headers["x-rerankit-truncated"] == "1"
 
 
 def test_a_pipeline_without_a_model_counts_words_and_says_so(client):
@@ -115,7 +116,11 @@ def test_tei_truncate_cuts_to_the_models_input_limit_from_the_side_asked(client,
     off = client.post("/rerank", json={"query": QUERY, "texts": texts, "raw_scores": True})
     for r in (right, left):
         assert r.status_code == 200 and r.headers["x-rerankit-truncated"] == "1"
-    assert "x-rerankit-truncated" not in off.headers
+    # without truncate the service cuts nothing, but the hybrid reads the long text's
+    # first 16 passages only (max_passages): a cut too, said the same way
+    assert off.headers["x-rerankit-truncated"] == "1"
+    short = client.post("/rerank", json={"query": QUERY, "texts": texts[:1], "truncate": True})
+    assert "x-rerankit-truncated" not in short.headers
     raw = {
         side: {
             x["index"]: x["score"]

@@ -265,3 +265,55 @@ def test_the_standard_variables_send_spans_over_otlp():
     assert {"POST /v2/rerank", "rerank bm25", "scorer bm25"} <= names
     assert not any(name.startswith("GET /ready") for name in names)  # the polls above
     assert json.dumps(sorted(names))  # every name is a plain string
+
+
+class _Reads20:
+    """A scorer that reads each document's first 20 characters and says so, as the
+    embedding's ``max_passages`` or an LLM judge's ``max_chars`` do."""
+
+    name = "reads20"
+
+    async def score(self, query, docs, **context):
+        import numpy as np
+
+        from rerankit.scorers.base import ScoreBatch, cut_to_fit
+
+        flags: dict[int, list[str]] = {}
+        warnings: list[str] = []
+        cut_to_fit(docs, 20, self.name, flags, warnings)
+        values = np.array([float(query in d.text[:20]) + len(d.text[:20]) / 100 for d in docs])
+        return ScoreBatch(values=values, flags=flags, warnings=warnings)
+
+
+def test_a_cut_the_pipeline_makes_is_reported_like_the_services(wait_ready):
+    """The header lists every document cut (not only those answered), the span counts them,
+    and meta flags each, for a pipeline's own cut as for max_tokens_per_doc's."""
+    from rerankit import register_reranker
+    from rerankit.rerankers import ScorerReranker
+
+    register_reranker("test-reads20", lambda: ScorerReranker(_Reads20()))
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    docs = ["solar", "solar power plants on every roof", "wind", "a long text about bread"]
+    settings = ServerSettings(pipelines={"reads20": "test-reads20"}, default="reads20")
+    with TestClient(create_app(settings, tracer_provider=provider)) as client:
+        wait_ready(client)
+        exporter.clear()
+        r = client.post("/v2/rerank", json={"query": "solar", "documents": docs, "top_n": 1})
+        assert r.status_code == 200, r.text
+        assert [x["index"] for x in r.json()["results"]] == [1]
+        assert r.headers["x-rerankit-truncated"] == "1,3"
+        meta = r.json()["meta"]
+        assert meta["rerankit"]["flags"] == {"1": ["truncated:reads20"], "3": ["truncated:reads20"]}
+        assert any("2 document(s) longer than 20" in w for w in meta["warnings"])
+        (span,) = [s for s in exporter.get_finished_spans() if s.name == "rerank reads20"]
+        assert span.attributes["rerankit.truncated"] == 2
+        # with the service's own cut too: one list, each document once
+        both = client.post(
+            "/v2/rerank",
+            json={"query": "solar", "documents": docs, "max_tokens_per_doc": 3},
+        )
+        assert both.headers["x-rerankit-truncated"] == "1,3"
+        untouched = client.post("/v2/rerank", json={"query": "solar", "documents": ["solar"]})
+        assert "x-rerankit-truncated" not in untouched.headers

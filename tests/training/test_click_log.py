@@ -146,7 +146,8 @@ def test_orphan_and_unknown_clicks_are_counted_not_invented(tmp_path):
     log = ClickLog(tmp_path / "c.jsonl")
     log.log_feedback("nobody", [0])  # before, and without, an impression
     log.log_impression("a", "q", DOCS, [0, 1])
-    log.log_feedback("a", [7, "d9", 1])
+    assert not log.log_feedback("a", [7, "d9", 1])  # the writer of "a" refuses them
+    ClickLog(tmp_path / "c.jsonl").log_feedback("a", [7, "d9", 1])  # another one cannot check
     sessions, report = read_log(tmp_path / "c.jsonl")
     assert report.orphan_feedback == 1
     assert report.unknown_clicks == 2
@@ -166,7 +167,9 @@ def test_an_integer_click_is_an_index_so_numeric_ids_go_as_strings(tmp_path):
     log = ClickLog(tmp_path / "c.jsonl")
     log.log_impression("a", "shoes", skus, [1, 0])
     log.log_impression("b", "shoes", skus, [0, 1])
-    assert log.log_feedback("a", [1001])  # an index: past the 2 documents, names nothing
+    assert not log.log_feedback("a", [1001])  # an index: past the 2 documents, names nothing
+    assert "1001 names none of the answer's 2 documents (an integer is an index" in (log.last_error)
+    assert ClickLog(tmp_path / "c.jsonl").log_feedback("a", [1001])  # a writer that cannot check
     assert log.log_feedback("b", ["1002"])  # the id as a string: the second document
     sessions, report = read_log(tmp_path / "c.jsonl")
     assert [s.clicks for s in sessions] == [(), (1,)]

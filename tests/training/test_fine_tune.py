@@ -197,8 +197,9 @@ def test_the_embedding_model_is_checked_too_and_the_share_is_validated(tiny_st, 
         "the model it started from",
         "the trained embedding model",
     }
-    code = main([*args, "--out", str(tmp_path / "x"), "--held-out", "1.5"])
-    assert code == 1 and "--held-out is a share" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:  # a usage error, as the help states the limit
+        main([*args, "--out", str(tmp_path / "x"), "--held-out", "1.5"])
+    assert exit_.value.code == 2 and "to 0.5 (half)" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()  # refused before anything was trained
     code = main([*args, "--out", str(tmp_path / "y"), "--head-learning-rate", "1e-3"])
     assert code == 1 and "an embedding model has no head" in capsys.readouterr().err

@@ -29,6 +29,7 @@ __all__ = [
     "hub_reachable",
     "in_hub_cache",
     "is_hub_id",
+    "looks_like_a_path",
 ]
 
 #: how long the hub may take to answer the probe
@@ -40,6 +41,12 @@ _TRUE = ("1", "true", "yes", "on")
 def is_hub_id(model: Any) -> bool:
     """Whether ``model`` names a model on the hub (a string that is not an existing path)."""
     return isinstance(model, str) and bool(model) and not Path(model).exists()
+
+
+def looks_like_a_path(model: str) -> bool:
+    """Whether ``model`` can only be a path: it starts with ``.``, ``/`` or ``~``, or has
+    more than one ``/`` or a backslash (a hub id is ``name`` or ``owner/name``)."""
+    return model.startswith((".", "/", "~")) or model.count("/") > 1 or "\\" in model
 
 
 def _offline() -> bool:
@@ -125,6 +132,8 @@ def hub_options(
     them is its path), and, with ``pipeline_file``, a pipeline file's ``model = ...``."""
     if not is_hub_id(model):
         return {}
+    if looks_like_a_path(model):  # ./models/x, /opt/x, ~/x, a/b/c: never a hub id
+        raise ModelLoadError(f"no such folder {model!r} (the {what} to load)")
     offline = _offline()
     if not offline and _probe(_endpoint()):
         return {}

@@ -161,6 +161,10 @@ class RayOptions:
                 "workers, batch_size and concurrency must be >= 1, got "
                 f"{self.workers}, {self.batch_size} and {self.concurrency}"
             )
+        for name in ("num_cpus", "num_gpus"):
+            value = getattr(self, name)
+            if value is not None and not 0 <= value < float("inf"):
+                raise InputError(f"{name} must be a number >= 0 (per actor), got {value}")
 
     @classmethod
     def split(

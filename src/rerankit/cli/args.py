@@ -17,10 +17,12 @@ from ..config import read_spec
 from ..documents import InputFields
 from ..errors import InputError
 from ..server.settings import on_backend
+from ..text.language import check_language
 
 __all__ = [
     "MODEL_RERANKERS",
     "OldSpelling",
+    "UsageError",
     "add_address_argument",
     "add_backend_arguments",
     "add_candidates_argument",
@@ -34,14 +36,19 @@ __all__ = [
     "add_old_spelling",
     "add_refused_flag",
     "embedding_cache_choice",
+    "examples",
     "in_language",
     "input_fields",
+    "language_code",
     "model_kind_name",
     "non_negative_float",
     "pipeline_name",
     "pipeline_spec",
+    "port_number",
     "positive_float",
     "positive_int",
+    "query_text",
+    "refuse_unused",
     "say_renamed",
     "use_embedding_cache",
 ]
@@ -58,6 +65,74 @@ def positive_int(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {n}")
     return n
+
+
+class ExamplesFormatter(argparse.HelpFormatter):
+    """argparse's help, but an epilog's example lines (indented by two spaces) kept as
+    written, one a line, while the other paragraphs wrap as usual."""
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        lines = []
+        for line in text.splitlines():
+            if line.startswith("  ") or not line.strip():
+                lines.append(indent + line)
+            else:
+                lines.append(super()._fill_text(line, width, indent))
+        return "\n".join(lines)
+
+
+def examples(*commands: str, intro: str = "examples:") -> dict[str, Any]:
+    """A subcommand's ``epilog`` of runnable ``commands`` (each ``rerankit ...``, optionally
+    ``  # why`` after it), with the formatter that keeps them one a line: pass it to
+    ``add_parser`` as ``**examples(...)``. ``tests/cli`` parses every one."""
+    return {
+        "epilog": "\n".join([intro, *(f"  {c}" for c in commands)]),
+        "formatter_class": ExamplesFormatter,
+    }
+
+
+class UsageError(InputError):
+    """Flags that cannot go together: :func:`~rerankit.cli.main` says it as argparse
+    says a usage error (exit status 2)."""
+
+
+def refuse_unused(given: dict[str, Any], why: str) -> None:
+    """Stop with a :class:`UsageError` naming every flag of ``given`` (flag -> value, None
+    when not given) that was given, none of which would take effect (``why``)."""
+    named = [flag for flag, value in given.items() if value is not None]
+    if named:
+        flags = ", ".join(named)
+        raise UsageError(f"{flags} {'has' if len(named) == 1 else 'have'} no effect {why}")
+
+
+def query_text(value: str) -> str:
+    """``rank --query``: any text but an empty one (an unset shell variable, most often),
+    refused as ``batch`` refuses a row without a query and the service a request."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError(
+            "the query is empty: give the words to rank the documents by"
+        )
+    return value
+
+
+def port_number(value: str) -> int:
+    """A TCP port to listen on, 1 to 65535 (refused before any model loads)."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {value!r}") from None
+    if not 1 <= n <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port from 1 to 65535, got {n}")
+    return n
+
+
+def language_code(value: str) -> str:
+    """``--language``: an ISO 639-1 code, checked as the library checks it
+    (:func:`rerankit.text.check_language`), before anything loads."""
+    try:
+        return check_language(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def model_kind_name(value: str) -> str:
@@ -200,10 +275,12 @@ def add_language_argument(parser: Any) -> None:
     background word frequencies) for a registered reranker."""
     parser.add_argument(
         "--language",
+        type=language_code,
         default=None,
         metavar="CODE",
-        help="the documents' language for the lexical signals (en, de, fr, zh, ...; default "
-        "en), for a registered reranker such as hybrid or bm25",
+        help="the documents' language for the lexical signals, an ISO 639-1 code (en, de, fr, "
+        "zh, ...; default en; another is refused with the list of codes), for a registered "
+        "reranker such as hybrid or bm25",
     )
 
 

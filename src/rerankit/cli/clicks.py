@@ -60,6 +60,12 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         print(found.features)
     by = ", ".join(f"{name or '(unnamed)'} {n}" for name, n in found.served.items())
     print(f"sessions by pipeline: {by}")
+    for pair, n in found.interleaved.items():
+        print(
+            f"  note: {n} of them showed an interleaved order ({pair.replace('+', ' and ')} "
+            'mixed, as [server] interleave serves them): there the verdict\'s "served" is '
+            "that mix, not one pipeline's own order"
+        )
     counted = f"{found.counted_clicks} counted (in the first {DEPTH} positions"
     if args.min_dwell_ms is not None:
         counted += f", with at least {args.min_dwell_ms:g} ms of dwell or none recorded"

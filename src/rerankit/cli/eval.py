@@ -36,10 +36,12 @@ from .args import (
     add_language_argument,
     add_max_queries_argument,
     add_no_progress_argument,
-    add_old_spelling,
+    examples,
     pipeline_name,
     pipeline_spec,
     positive_int,
+    refuse_unused,
+    say_renamed,
     use_embedding_cache,
 )
 from .console import progress_bar, read_collection
@@ -57,6 +59,24 @@ TITLE_WORDS = {
 
 #: what `eval` compares when not told
 DEFAULT_RERANKERS = "bm25,embedding,hybrid"
+
+
+class RerankerList(argparse.Action):
+    """``--rerankers`` (and ``--config``, its earlier spelling, given ``now``: hidden from
+    ``--help``, said on stderr): a comma-separated list; given again, the lists are joined,
+    so ``--rerankers bm25 --config file.toml`` evaluates both, whichever spelling."""
+
+    def __init__(self, option_strings: Any, dest: str, *, now: str | None = None, **kwargs: Any):
+        if now:
+            kwargs.update(help=argparse.SUPPRESS, default=argparse.SUPPRESS)
+        super().__init__(option_strings, dest, **kwargs)
+        self.now = now
+
+    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None):
+        if self.now:
+            say_renamed(str(option_string), self.now)
+        earlier = getattr(namespace, self.dest, None)
+        setattr(namespace, self.dest, f"{earlier},{values}" if earlier else values)
 
 
 def _layouts(titles: str) -> list[str]:
@@ -98,7 +118,7 @@ def _labels(collections: list[tuple[Path, str]], split: str) -> list[str]:
 
 
 def named_pipelines(
-    names: str, configs: list[str], args: argparse.Namespace | None = None
+    names: str, args: argparse.Namespace | None = None
 ) -> list[tuple[str, Any, Any]]:
     """(label, reranker, what it was declared as) for each named reranker and file, with
     ``args``' ``--language`` (for names), ``--backend`` and ``--quantize`` applied (see
@@ -123,11 +143,6 @@ def named_pipelines(
     for name in [n.strip() for n in names.split(",") if n.strip()]:
         spec = pipeline_spec(name, files if Path(name).suffix else flags)
         out.append((label(name), load(spec), spec))
-    for path in configs:
-        spec = pipeline_spec(path, files)
-        if spec == path:  # no flags: the file as declared
-            spec = Path(path)
-        out.append((label(path), load(spec), spec))
     return out
 
 
@@ -146,7 +161,7 @@ def pipeline_runs(
                     data,
                     cands,
                     first_stage_scores=not texts_only,
-                    workers=args.workers,
+                    workers=args.workers or 1,
                     address=args.address,
                 )
             )
@@ -168,15 +183,17 @@ def pipeline_runs(
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.engine == "ray" and not getattr(args, "verbose", 0):
         quiet_ray_logs()
+    if args.engine != "ray":
+        refuse_unused(
+            {"--workers": args.workers, "--address": args.address},
+            "without --engine ray (they tell Ray's actors)",
+        )
     collections = find_collections(args.data, args.split)
     if args.out:
         check_output_folder(args.out)  # before the work, not after it
     use_embedding_cache(args)
-    names = args.rerankers
-    if args.reranker:  # -r alone replaces the default list, beside --rerankers adds to it
-        given = ",".join(args.reranker)
-        names = given if names == DEFAULT_RERANKERS else f"{names},{given}"
-    pipelines = named_pipelines(names, getattr(args, "config", None) or [], args)
+    given = [*([args.rerankers] if args.rerankers else []), *(args.reranker or [])]
+    pipelines = named_pipelines(",".join(given) or DEFAULT_RERANKERS, args)
     layouts = _layouts(args.titles)
     names = [_run_name(n, t, layouts) for t in layouts for n, _, _ in pipelines]
     baseline = None
@@ -248,6 +265,11 @@ def add_commands(sub: Any) -> None:
         "usage, with a paired t-test against the first stage. Data: a folder with corpus.jsonl "
         "({_id, title, text}), queries.jsonl ({_id, text}), qrels/<split>.tsv (query-id, "
         "corpus-id, score) and optionally a TREC run file *.run.trec.",
+        **examples(
+            "rerankit eval --data my-data  # bm25, embedding and hybrid over BM25's top 100",
+            "rerankit eval --data my-data --rerankers bm25,pipeline.toml --out results",
+            "rerankit eval --data my-data --first-stage my.run.trec --baseline bm25",
+        ),
     )
     ev.add_argument(
         "--data",
@@ -266,10 +288,12 @@ def add_commands(sub: Any) -> None:
     add_first_stage_argument(ev)
     ev.add_argument(
         "--rerankers",
-        default=DEFAULT_RERANKERS,
+        action=RerankerList,
+        default=None,
         help="comma-separated reranker names, pipeline files or model folders/hub ids "
-        f"(default {DEFAULT_RERANKERS}); a pipeline file is listed under the name it "
-        "declares, else its file name, and a name listed before gets -2, -3, ...",
+        f"(default {DEFAULT_RERANKERS}; repeated, the lists are joined); a pipeline file is "
+        "listed under the name it declares, else its file name, and a name listed before "
+        "gets -2, -3, ...",
     )
     ev.add_argument(
         "-r",
@@ -279,7 +303,7 @@ def add_commands(sub: Any) -> None:
         help="one reranker to evaluate, as --reranker means in the other commands; "
         "repeat it for several (added to --rerankers when that is given too)",
     )
-    add_old_spelling(ev, "--config", dest="config", now="--rerankers", append=True)
+    ev.add_argument("--config", dest="rerankers", action=RerankerList, now="--rerankers")
     add_language_argument(ev)
     add_backend_arguments(ev)
     add_candidates_argument(ev, "first-stage candidates each query's rerankers get")
@@ -318,6 +342,6 @@ def add_commands(sub: Any) -> None:
         help="local: rerank in this process (default); ray: on Ray Data actors (extra ray; "
         "for large evaluations, see `rerankit batch`)",
     )
-    ev.add_argument("--workers", type=positive_int, default=1, help="ray: actors (default 1)")
+    ev.add_argument("--workers", type=positive_int, default=None, help="ray: actors (default 1)")
     add_address_argument(ev)
     ev.set_defaults(func=cmd_eval)

@@ -25,6 +25,8 @@ from .args import (
     add_max_queries_argument,
     add_no_progress_argument,
     add_old_spelling,
+    examples,
+    positive_float,
     positive_int,
 )
 from .console import limit_queries, read_collection
@@ -35,6 +37,8 @@ __all__ = ["add_commands"]
 def _queries(args: argparse.Namespace) -> Dataset:
     data = read_collection(args.data, args.split, judged=False)
     if args.queries_file:
+        if not Path(args.queries_file).is_file():
+            raise InputError(f"{args.queries_file}: no such file (--queries-file)")
         lines = Path(args.queries_file).read_text(encoding="utf-8").splitlines()
         texts = [line.strip() for line in lines if line.strip()]
         if not texts:
@@ -126,13 +130,19 @@ def add_commands(sub: Any) -> None:
         "(--positions). Failed or unreadable judgments are counted and left out. The "
         "estimated calls and cost are printed first; --max-calls / --budget stop cleanly, "
         "and a second run resumes (the judgment cache answers what was judged).",
+        **examples(
+            "rerankit label --data my-data --judge judge.toml --out labelled --dry-run",
+            "rerankit label --data my-data --judge judge.toml --out labelled --budget 5",
+            "rerankit tune --data labelled --test-data my-data  # then learn from the labels",
+        ),
     )
     add_data_argument(lab)
     lab.add_argument(
         "--split",
         default="train",
         help="label the queries of qrels/<split>.tsv (only their ids are read; default "
-        "train); without that file, every query",
+        "train, not eval's test: labels are for learning, and the test split stays judged "
+        "by people for measuring); without that file, every query",
     )
     lab.add_argument("--queries-file", help="label these queries instead (one a line)")
     add_max_queries_argument(lab, old="--queries")
@@ -145,7 +155,8 @@ def add_commands(sub: Any) -> None:
         type=positive_int,
         default=20,
         metavar="N",
-        help="first-stage candidates judged per query (default 20)",
+        help="first-stage candidates judged per query (default 20, not the 100 other "
+        "commands rerank: each one judged is an LLM call)",
     )
     add_old_spelling(lab, "--k", dest="candidates", now="--candidates", type=positive_int)
     add_first_stage_argument(lab)
@@ -154,7 +165,9 @@ def add_commands(sub: Any) -> None:
         "--out-split", default="train", help="name of the qrels written (default train)"
     )
     lab.add_argument("--max-calls", type=positive_int, help="stop before passing this many")
-    lab.add_argument("--budget", type=float, help="stop before spending more (US$)")
+    lab.add_argument(
+        "--budget", type=positive_float, help="stop before spending more than this (US$, above 0)"
+    )
     lab.add_argument(
         "--prices",
         help="JSON, TOML or YAML file {model: {input: ..., output: ...}} in US$ per million "

@@ -11,6 +11,7 @@ from .. import __version__
 from ..errors import InputError, RerankitError
 from . import clicks, label, models, rank, serve, train, tune
 from . import eval as eval_commands
+from .args import UsageError, examples
 
 __all__ = ["build_parser", "main"]
 
@@ -19,6 +20,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="rerankit",
         description="Rerank search candidates so the most relevant come first.",
+        **examples(
+            'rerankit rank -q "solar power" -i docs.jsonl --top-k 10',
+            "rerankit eval --data my-data",
+            "rerankit serve --port 8080",
+            intro="examples (`rerankit COMMAND --help` shows each command's):",
+        ),
     )
     parser.add_argument("--version", action="version", version=f"rerankit {__version__}")
     parser.add_argument(
@@ -49,6 +56,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return args.func(args)
+    except UsageError as exc:  # flags that cannot go together: as argparse says a usage error
+        if sys.stderr is not None:
+            print(f"rerankit {args.command}: error: {exc}", file=sys.stderr)
+        return 2
     except (InputError, ValueError, TypeError, RerankitError, FileNotFoundError) as exc:
         if sys.stderr is not None:
             print(f"rerankit: error: {exc}", file=sys.stderr)

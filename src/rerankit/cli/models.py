@@ -1,4 +1,5 @@
-"""``rerankit rerankers`` (what is registered), ``cache`` and ``export``."""
+"""``rerankit rerankers`` (what is registered), ``check`` (a pipeline file, without running
+it), ``cache`` and ``export``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
+from ..api import load
 from ..backends.export import (
     cached_export,
     export,
@@ -22,9 +24,12 @@ from ..backends.quantize import SMOOTH_ALPHA
 from ..cache import cache_url, default_cache_dir
 from ..cache.redis_store import RedisStore
 from ..cache.sqlite import SQLiteStore
-from .args import model_kind_name, positive_int
+from ..errors import InputError, RerankitError
+from ..ordering import Rule
+from ..rerankers import Pipeline
+from .args import examples, model_kind_name, positive_int
 
-__all__ = ["add_commands", "cmd_cache", "cmd_export", "cmd_rerankers"]
+__all__ = ["add_commands", "cmd_cache", "cmd_check", "cmd_export", "cmd_rerankers"]
 
 
 def cmd_rerankers(args: argparse.Namespace) -> int:
@@ -46,6 +51,40 @@ def cmd_rerankers(args: argparse.Namespace) -> int:
         print(f"{name:<{width}}  {what:<{summary}}  {needs or 'nothing extra'}")
     print("\n" + ALSO_ACCEPTED)
     return 0
+
+
+def describe(reranker: Any) -> str:
+    """One line on what a built reranker will run: its stages, what each keeps, its scale."""
+
+    def step(x: Any) -> str:
+        if isinstance(x, Rule):
+            return f"rule {type(x).__name__}"
+        return f"{x.name} ({', '.join(s.name for s in x.scorers()) or 'no scorer'})"
+
+    if isinstance(reranker, Pipeline):
+        stages = [
+            f"{s.name}: {step(s.step)}" + (f", keeps {s.keep}" if s.keep else "")
+            for s in reranker.stages
+        ]
+        body = " -> ".join(stages)
+    else:
+        body = step(reranker)
+    return f"{reranker.name!r}: {body}; scores {reranker.score_scale}"
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Build each pipeline file as ``-r FILE`` would, without documents or loading models."""
+
+    failed = 0
+    for name in args.files:
+        try:
+            reranker = load(Path(name))
+        except (InputError, RerankitError, ValueError, TypeError, OSError) as exc:
+            print(f"{name}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        print(f"{name}: ok: {describe(reranker)}")
+    return 1 if failed else 0
 
 
 #: what ``rerankit rerankers`` says after the names: the other things a reranker may be
@@ -219,9 +258,20 @@ def add_commands(sub: Any) -> None:
         description="The registered rerankers with a line on each and what it needs (extras to "
         "install, environment variables). --all adds scorers, ordering rules and LLM clients "
         "(the types a pipeline file names).",
+        **examples("rerankit rerankers --all"),
     )
     names.add_argument("--all", action="store_true", help="also list scorers, rules and clients")
     names.set_defaults(func=cmd_rerankers)
+    check = sub.add_parser(
+        "check",
+        help="check pipeline files without running them",
+        description="Build each pipeline file (.toml, .yaml, .json) as -r FILE would and say "
+        "what it runs, or the mistake (ConfigError: the stage, the key): no documents are "
+        "needed and no model is loaded (models load on first use, so a missing model or "
+        "extra shows then). Exit status 1 when any file has a mistake.",
+    )
+    check.add_argument("files", nargs="+", metavar="FILE", help="pipeline files")
+    check.set_defaults(func=cmd_check)
     cache = sub.add_parser(
         "cache",
         help="show or clear rerankit's caches",
@@ -233,6 +283,7 @@ def add_commands(sub: Any) -> None:
         "(onnx/). clear deletes only rerankit's entries: in a shared Redis database, the keys "
         "under its namespace, nothing else; with a server, clear (all) empties the server's "
         "caches and leaves this machine's ONNX exports (clear onnx removes them).",
+        **examples("rerankit cache", "rerankit cache clear judgments"),
     )
     cache.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
     cache.add_argument(
@@ -263,6 +314,11 @@ def add_commands(sub: Any) -> None:
         description="Export an embedding model (sentence-transformers) or a cross-encoder to a "
         "folder that EmbeddingScorer / CrossEncoderScorer load with backend='onnx' on ONNX "
         "Runtime alone (extra onnx). Exporting needs the torch and onnx extras.",
+        **examples(
+            "rerankit export all-MiniLM-L6-v2 --quantize int8 --out minilm-onnx",
+            "rerankit export cross-encoder/ms-marco-MiniLM-L6-v2 --out ce-onnx",
+            "rerankit serve --model minilm-onnx --backend onnx  # then serve it without torch",
+        ),
     )
     exp.add_argument("model", help="hub id or model directory (all-MiniLM-L6-v2: the bundled copy)")
     exp.add_argument(

@@ -26,9 +26,13 @@ from .args import (
     add_language_argument,
     add_old_spelling,
     add_refused_flag,
+    examples,
     input_fields,
+    non_negative_float,
     pipeline_spec,
     positive_int,
+    query_text,
+    refuse_unused,
     say_renamed,
 )
 from .console import note
@@ -109,14 +113,14 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 def located(exc: InvalidDocumentError, source: str, lines: list[int | None]) -> Exception:
     """``exc`` (``document 0: ...``, the 0-based index a Python caller knows) said where
-    the document is in the file read: ``FILE, line 3: ...``, or ``FILE, item 1 of the JSON
-    array: ...``."""
+    the document is in the file read: ``FILE:3: ...`` (a line), or ``FILE: item 1 of the
+    JSON array: ...``."""
     if not 0 <= exc.index < len(lines):
         return exc
     line = lines[exc.index]
-    where = f"line {line}" if line is not None else f"item {exc.index + 1} of the JSON array"
+    where = f":{line}" if line is not None else f": item {exc.index + 1} of the JSON array"
     detail = str(exc).removeprefix(f"document {exc.index}: ")
-    return InvalidDocumentError(f"{source}, {where}: {detail}", index=exc.index, field=exc.field)
+    return InvalidDocumentError(f"{source}{where}: {detail}", index=exc.index, field=exc.field)
 
 
 def reranker_from(args: argparse.Namespace) -> Any:
@@ -137,27 +141,32 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if folder is None and Path(args.input).is_dir():  # the earlier way to give a BEIR folder
         folder = args.input
         say_renamed("--input FOLDER", "--data FOLDER")
+    if args.engine != "ray":
+        refuse_unused(ray_flags(args), "without --engine ray (they tell Ray's actors)")
     if folder is not None:
         first = args.first_stage or "auto"
         source = beir_rows(
             folder,
             first,
-            split=args.split,
-            k=args.candidates,
+            split=args.split or BEIR_SPLIT,
+            k=args.candidates or BEIR_CANDIDATES,
             max_queries=args.max_queries,
             note=lambda message: note(f"warning: {message}"),
         )
-    elif args.max_queries is not None:
-        raise InputError(
-            f"--max-queries is for a BEIR folder (--data FOLDER); cut the rows of {args.input} "
-            "instead"
+    else:
+        refuse_unused(
+            {
+                "--first-stage": args.first_stage,
+                "--candidates": args.candidates,
+                "--split": args.split,
+                "--max-queries": args.max_queries,
+            },
+            f"with --input: they choose a BEIR folder's queries and candidates (--data "
+            f"FOLDER), and the rows of {args.input} carry their own; cut or filter the rows "
+            "instead",
         )
-    elif args.first_stage is not None:
-        raise InputError(
-            f"--first-stage is for a BEIR folder (--data FOLDER); the rows of {args.input} "
-            "carry their own candidates"
-        )
-    ray, _ = RayOptions.split(None, vars(args))  # workers, batch size, address, ... as given
+    given = {k: v for k, v in vars(args).items() if v is not None}  # Ray's: as given
+    ray, _ = RayOptions.split(None, given)
     summary = run_batch(
         source,
         args.out,
@@ -173,6 +182,20 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if args.summary:
         Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
     return 1 if summary.failures else 0
+
+
+#: what ``batch --data`` reads when not told: the test split, 100 candidates a query
+BEIR_SPLIT, BEIR_CANDIDATES = "test", 100
+
+
+def ray_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags only ``--engine ray`` reads, with their values (None: not given)."""
+    return {
+        "--workers": args.workers,
+        "--num-cpus": args.num_cpus,
+        "--num-gpus": args.num_gpus,
+        "--address": args.address,
+    }
 
 
 def default_reranker_name() -> str:
@@ -201,8 +224,19 @@ def add_commands(sub: Any) -> None:
         help="rerank documents from a JSONL file or JSON array",
         description="Read documents (JSON Lines or a JSON array of strings or objects), "
         "rerank them for the query and write JSON Lines, best first.",
+        **examples(
+            'rerankit rank -q "solar power" -i docs.jsonl --top-k 10',
+            'rerankit rank -q "solar power" -i docs.jsonl -r bm25 --format table  # no model',
+            'rerankit rank -q "solar power" -i docs.jsonl -r pipeline.toml --explain',
+        ),
     )
-    rank.add_argument("--query", "-q", required=True, help="the search query")
+    rank.add_argument(
+        "--query",
+        "-q",
+        required=True,
+        type=query_text,
+        help="the search query (an empty one is refused, as batch and the service refuse it)",
+    )
     rank.add_argument("--input", "-i", default="-", help="input file, or - for stdin (default)")
     rank.add_argument(
         "--reranker",
@@ -250,6 +284,11 @@ def add_commands(sub: Any) -> None:
         "queries (--data) with their --first-stage candidates. "
         "A row that fails is written with its error and counted; the exit status is 1 when "
         "any row failed, 0 otherwise.",
+        **examples(
+            "rerankit batch -i queries.jsonl --out ranked.jsonl",
+            "rerankit batch --data my-data --first-stage bm25 --out ranked.jsonl  # BEIR folder",
+            "rerankit batch -i rows.parquet --out ranked.parquet --engine ray --workers 4",
+        ),
     )
     source = bat.add_mutually_exclusive_group(required=True)  # rows, or a BEIR folder
     source.add_argument("--input", "-i", default=None, help="rows: .jsonl or .parquet")
@@ -269,7 +308,10 @@ def add_commands(sub: Any) -> None:
     )
     add_address_argument(bat)
     bat.add_argument(
-        "--workers", type=positive_int, default=1, help="ray: actors, each with the pipeline"
+        "--workers",
+        type=positive_int,
+        default=None,
+        help="ray: actors, each with the pipeline (default 1)",
     )
     bat.add_argument(
         "--batch-size", type=positive_int, default=16, help="rows per call of a worker (16)"
@@ -282,15 +324,20 @@ def add_commands(sub: Any) -> None:
         "an LLM provider",
     )
     bat.add_argument(
-        "--num-cpus", type=float, default=None, help="ray: CPUs per actor (pipeline's threads)"
+        "--num-cpus",
+        type=non_negative_float,
+        default=None,
+        help="ray: CPUs per actor (pipeline's threads)",
     )
-    bat.add_argument("--num-gpus", type=float, default=None, help="ray: GPUs per actor")
+    bat.add_argument(
+        "--num-gpus", type=non_negative_float, default=None, help="ray: GPUs per actor"
+    )
     add_first_stage_argument(bat, default=None, when="with --data: ", old="--run")
     bat.add_argument(
         "--split",
-        default="test",
-        help="with --data: the BEIR split whose queries are reranked (default test); "
-        "without that qrels file, every query",
+        default=None,
+        help=f"with --data: the BEIR split whose queries are reranked (default {BEIR_SPLIT}, "
+        "as eval reads; without that qrels file, every query)",
     )
     bat.add_argument(
         "--max-queries",
@@ -299,7 +346,10 @@ def add_commands(sub: Any) -> None:
         metavar="N",
         help="with --data: the split's first N queries only",
     )
-    add_candidates_argument(bat, "with --data: first-stage candidates per query")
+    add_candidates_argument(
+        bat, "with --data: first-stage candidates per query", default=BEIR_CANDIDATES
+    )
+    bat.set_defaults(candidates=None)  # BEIR_CANDIDATES with --data; refused with --input
     bat.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep the best K")
     add_field_arguments(bat, score_field=False)
     add_language_argument(bat)

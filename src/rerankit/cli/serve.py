@@ -8,14 +8,17 @@ from pathlib import Path
 from typing import Any
 
 from ..config import paths_beside, read_spec
+from ..errors import ConfigError, in_file
 from ..server import serve
 from ..server.settings import ServerSettings, flag_pipeline
 from .args import (
     add_backend_arguments,
     add_language_argument,
     add_old_spelling,
+    examples,
     non_negative_float,
     pipeline_name,
+    port_number,
     positive_int,
 )
 
@@ -52,7 +55,13 @@ def serve_settings(args: argparse.Namespace) -> Any:
         mapping["pipelines"] = pipelines
     if spec.get("cache"):
         mapping["cache"] = spec["cache"]
-    return ServerSettings.from_mapping(mapping)
+    try:
+        return ServerSettings.from_mapping(mapping)
+    except ValueError as exc:  # said with the settings file it is in, when there is one
+        if not args.settings:
+            raise
+        found = exc if isinstance(exc, ConfigError) else ConfigError(str(exc))
+        raise in_file(found, args.settings) from None
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -86,6 +95,12 @@ def add_commands(sub: Any) -> None:
         "beside the file's pipelines (replacing the one named X). On SIGTERM /ready says "
         "stopping while requests are still served for --shutdown-delay seconds, then it "
         "stops; SIGINT stops at once.",
+        **examples(
+            "rerankit serve --port 8080  # hybrid, bm25 and embedding",
+            "rerankit serve --reranker tuned.toml  # the pipeline tune wrote",
+            "rerankit serve --model minilm-onnx --backend onnx  # a folder rerankit export wrote",
+            "rerankit serve --settings service.toml",
+        ),
     )
     srv.add_argument(
         "--settings",
@@ -94,7 +109,8 @@ def add_commands(sub: Any) -> None:
         help="the service's settings file, TOML (.toml), YAML (.yaml/.yml: extra yaml) or "
         "JSON (.json), told by its suffix: a [server] table (API keys, limits, "
         "interleave and explore, ...) with its [server.feedback] table (the click log, as "
-        "docs/clicks.md shows), and a [pipelines.NAME] table per pipeline, as the "
+        "docs/clicks.md shows; it keeps queries in clear text, its store setting covers "
+        "the documents only), and a [pipelines.NAME] table per pipeline, as the "
         "service guide (docs/service.md) shows",
     )
     add_old_spelling(srv, "--config", "-c", dest="settings", now="--settings")
@@ -130,7 +146,9 @@ def add_commands(sub: Any) -> None:
         help="worker processes on one socket, each with its own models (default 1)",
     )
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
-    srv.add_argument("--port", type=int, default=8080, help="port to listen on (8080)")
+    srv.add_argument(
+        "--port", type=port_number, default=8080, help="port to listen on, 1-65535 (8080)"
+    )
     srv.add_argument(
         "--shutdown-delay",
         type=non_negative_float,

@@ -9,12 +9,15 @@ from dataclasses import asdict
 from typing import Any
 
 from ..training import FineTuneOptions, fine_tune
+from ..training.fine_tuning import MAX_HELD_OUT, held_out_error
 from .args import (
     add_candidates_argument,
     add_data_argument,
     add_no_progress_argument,
     add_old_spelling,
+    examples,
     model_kind_name,
+    positive_float,
     positive_int,
 )
 from .console import reporter
@@ -57,6 +60,18 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def held_out_share(value: str) -> float:
+    """``--held-out``: a share from 0 to :data:`MAX_HELD_OUT`, refused with the library's
+    own words (:func:`~rerankit.training.fine_tuning.held_out_error`)."""
+    try:
+        share = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share such as 0.1, got {value!r}") from None
+    if not 0 <= share <= MAX_HELD_OUT:
+        raise argparse.ArgumentTypeError(held_out_error(share))
+    return share
+
+
 def add_commands(sub: Any) -> None:
     tr = sub.add_parser(
         "train",
@@ -71,6 +86,11 @@ def add_commands(sub: Any) -> None:
         "with the same settings resumes from them (those of other "
         "settings are refused) (extras torch and train). Judgments from `rerankit label` "
         "work too.",
+        **examples(
+            "rerankit train embedding --data my-data --out my-model",
+            "rerankit train cross-encoder --data my-data --out my-ce --epochs 2",
+            "rerankit eval --data my-data --rerankers bm25,my-ce  # then measure it",
+        ),
     )
     tr.add_argument(
         "what",
@@ -101,25 +121,35 @@ def add_commands(sub: Any) -> None:
         help="use at most N judged-relevant (query, document) pairs, each with its negatives "
         "(a cross-encoder's: 3 from the first stage)",
     )
-    tr.add_argument("--epochs", type=float, default=1.0, help="passes over the pairs (1)")
+    tr.add_argument(
+        "--epochs",
+        type=positive_float,
+        default=1.0,
+        help="passes over the pairs, above 0 (1; 0.5 is half a pass)",
+    )
     tr.add_argument("--batch-size", type=positive_int, default=16, help="pairs per step (16)")
     add_candidates_argument(tr, "BM25 candidates per query to draw hard negatives from")
     tr.add_argument(
-        "--learning-rate", type=float, default=None, help="the optimiser's step size (2e-5)"
+        "--learning-rate",
+        type=positive_float,
+        default=None,
+        help="the optimiser's step size (2e-5)",
     )
     tr.add_argument(
         "--head-learning-rate",
-        type=float,
+        type=positive_float,
         default=None,
         help="cross-encoder: the relevance head's step size (1e-3 for a checkpoint without "
         "a head, whose new head starts from random weights; else --learning-rate's)",
     )
     tr.add_argument(
         "--held-out",
-        type=float,
+        type=held_out_share,
         default=None,
-        help="share of the training queries kept out of training to check the result on, "
-        "at most half (default 0.1 and at most 200 queries; 0: no check; none, said, below "
+        metavar="SHARE",
+        help=f"share of the training queries kept out of training to check the result on, "
+        f"from 0 (no check) to {MAX_HELD_OUT} (half) (default 0.1 and at most 200 queries; "
+        "none, said, below "
         "10 judged queries): the trained model against BM25, and `tune --embedding-model` "
         "makes its verdict on these queries",
     )

@@ -16,6 +16,7 @@ from .args import (
     add_max_queries_argument,
     add_no_progress_argument,
     embedding_cache_choice,
+    examples,
     positive_float,
     positive_int,
 )
@@ -51,6 +52,11 @@ def add_commands(sub: Any) -> None:
         "judgments would help. The written pipeline is then reported once on the test split, "
         "which never informs the choice. With --clicks LOG it learns from a click log "
         "instead (see --clicks).",
+        **examples(
+            "rerankit tune --data my-data --out tuned.toml",
+            "rerankit tune --data my-data --method ltr  # a LightGBM ranker (extra learn)",
+            "rerankit tune --clicks clicks.jsonl --out learned.toml",
+        ),
     )
     add_data_argument(
         tu,
@@ -97,7 +103,7 @@ def add_commands(sub: Any) -> None:
     )
     tu.add_argument(
         "--embedding-max-length",
-        type=int,
+        type=positive_int,
         default=None,
         help="tokens the embedding model reads per document (MiniLM: 256 unless set)",
     )

@@ -198,7 +198,7 @@ def load_beir(
         text = r.get("text")
         if not isinstance(text, str) or not text.strip():
             raise InputError(
-                f"{path / 'queries.jsonl'}, line {n}: query {qid!r} has no text "
+                f"{path / 'queries.jsonl'}:{n}: query {qid!r} has no text "
                 f"(a 'text' string is needed, got {text!r})"
             )
         if qid in qrels or unjudged:
@@ -360,9 +360,9 @@ def _rows(source: Path, what: str) -> tuple[list[tuple[int, str, dict[str, Any]]
 def _identity(row: Any, line: int, source: Path, what: str) -> str:
     """A row's ``_id``, or an error naming the file and line."""
     if not isinstance(row, dict):
-        raise InputError(f"{source}, line {line}: expected a JSON object, got {row!r:.60}")
+        raise InputError(f"{source}:{line}: expected a JSON object, got {row!r:.60}")
     if "_id" not in row:
         found = next((k for k in ("id", "doc_id", "docid", "qid", "query_id") if k in row), None)
         hint = f" (found {found!r}: BEIR files name it '_id')" if found else ""
-        raise InputError(f"{source}, line {line}: the {what} has no '_id' field{hint}")
+        raise InputError(f"{source}:{line}: the {what} has no '_id' field{hint}")
     return str(row["_id"])

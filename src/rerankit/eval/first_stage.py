@@ -178,7 +178,7 @@ def load_candidates(
     not in ``queries`` when given) is an :class:`InputError` naming the line."""
     out: dict[str, list[tuple[str, float]]] = {}
     for n, row in numbered_jsonl(path):
-        where = f"{path}, line {n}"
+        where = f"{path}:{n}"
         if not isinstance(row, dict) or not isinstance(row.get("candidates"), list):
             raise InputError(f"{where}: expected an object with query_id and a candidates list")
         qid = row.get("query_id")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -16,7 +17,7 @@ import numpy as np
 from ..documents import InputFields, output_for
 from ..scorers.base import ScoreBatch, Scorer, as_score_batch
 from ..spans import TRACER, span
-from ..types import Document, RankedDocument, RerankResult, check_top_k
+from ..types import EARLIER_STAGE, SUM, Document, RankedDocument, RerankResult, check_top_k
 
 __all__ = ["Reranker", "Scored", "ScoringReranker", "assemble", "check_keywords", "run_sync"]
 
@@ -24,6 +25,9 @@ logger = logging.getLogger(__name__)
 
 #: the flag of a document with no text to score (blank or whitespace only)
 EMPTY = "empty_content"
+#: the explanation parts a pipeline's row holds one of, per document: a term of the score,
+#: or (an earlier stage's) a term of the score that chose the candidate
+ONE_OF = ("contribution", EARLIER_STAGE)
 
 
 #: what users of other rerank APIs reach for, and rerankit's name for it
@@ -80,6 +84,9 @@ class Scored:
     failed_all: bool = False
     # what the final scores mean (rerankit.normalize.SCORE_SCALES); None: the reranker's own
     scale: str | None = None
+    # how each document's explained contributions make its score (types.SUM or
+    # types.SIGMOID_OF_SUM): one for all, or one per document (a pipeline's)
+    link: str | list[str] = SUM
 
     def saw(self, name: str, i: int) -> bool:
         mask = self.unseen.get(name)
@@ -282,7 +289,11 @@ def _explanation_of(scored: Scored, explained: dict, i: int) -> dict[str, dict[s
     out = {}
     for name, parts in explained.items():
         if scored.saw(name, i):
-            out[name] = {k: v if isinstance(v, float) else v[i] for k, v in parts.items()}
+            row = {k: v if isinstance(v, float) else v[i] for k, v in parts.items()}
+            for k in ONE_OF:  # a pipeline's row holds one or the other (NaN: not this one)
+                if k in row and math.isnan(row[k]):
+                    del row[k]
+            out[name] = row
     return out
 
 
@@ -324,6 +335,9 @@ def assemble(
                 scores={k: v[i] for k, v in strategies.items() if scored.saw(k, i)},
                 flags=_flags_of(doc, scored.flags.get(i, ())),
                 explanation=_explanation_of(scored, explained, i),
+                score_from_contributions=(
+                    scored.link if isinstance(scored.link, str) else scored.link[i]
+                ),
             )
         )
     return RerankResult(

@@ -14,7 +14,7 @@ from ..errors import CALLER_ERRORS, ConfigError
 from ..ordering import Rule
 from ..scorers.base import Scorer
 from ..spans import span
-from ..types import Document, RankedDocument, RerankResult
+from ..types import EARLIER_STAGE, SUM, Document, RankedDocument, RerankResult
 from .base import Reranker, Scored, assemble
 from .single import ScorerReranker
 
@@ -26,6 +26,9 @@ __all__ = ["ANSWER_DEPTH", "Pipeline", "Stage"]
 ANSWER_DEPTH = "answer_depth"
 
 logger = logging.getLogger(__name__)
+
+#: the key, within an explanation row being built, of the stage that wrote it
+STAGE = "_stage"
 
 
 @dataclass
@@ -118,13 +121,15 @@ class Pipeline(Reranker):
         order, limit, dropped = list(range(n)), n, []
         scoring, failures = 0, 0
         scales: list[str | None] = [None] * n  # the scale of the stage that last scored each
+        scored.link = [SUM] * n  # how its explained contributions make each document's score
+        last: list[str | None] = [None] * n  # the stage that last scored each document
         answer_depth = context.pop(ANSWER_DEPTH, None)  # this pipeline's, not its stages'
         for stage in self.stages:
             head, tail = order[:limit], order[limit:]
             start = time.perf_counter()
             with span(f"stage {stage.name}", stage=stage.name, documents=len(head)):
                 new_head, failed = await self._run_stage(
-                    stage, query, docs, head, scored, dropped, context, scales
+                    stage, query, docs, head, scored, dropped, context, (scales, last)
                 )
             scored.timings[stage.name] = time.perf_counter() - start
             if not isinstance(stage.step, Rule):
@@ -133,6 +138,7 @@ class Pipeline(Reranker):
             order = new_head + tail
             limit = min(stage.keep, len(new_head)) if stage.keep else len(new_head)
         scored.failed_all = scoring > 0 and failures == scoring
+        self._mark_earlier_stages(scored, last)
         depth = top_k if top_k is not None else answer_depth
         returned = {scales[i] for i in (order if depth is None else order[:depth])}
         scored.scale = returned.pop() if len(returned) == 1 else "relative"
@@ -155,12 +161,13 @@ class Pipeline(Reranker):
         scored: Scored,
         dropped: list[int],
         context: dict[str, Any],
-        scales: list[str | None],
+        marks: tuple[list[str | None], list[str | None]],
     ) -> tuple[list[int], bool]:
         """The stage's new order of ``head``, and whether the stage failed to score (a
-        scoring stage records its result's scale for each document it scored in
-        ``scales``; one that scored nothing leaves the previous scores and scales)."""
+        scoring stage records, for each document it scored, its result's scale and its own
+        name in ``marks``; one that scored nothing leaves the previous scores and marks)."""
         n = len(docs)
+        scales, last = marks
         sub_docs = [docs[i] for i in head]
         is_rule = isinstance(stage.step, Rule)
         try:
@@ -197,18 +204,36 @@ class Pipeline(Reranker):
         for r in sub:
             i = head[r.index]
             scored.final[i] = r.score
-            scales[i] = sub.score_scale
+            scales[i], last[i] = sub.score_scale, stage.name
+            assert isinstance(scored.link, list)
+            scored.link[i] = r.score_from_contributions
             for k, v in r.scores.items():
                 key = f"{stage.name}/{k}"
                 scored.per_strategy.setdefault(key, np.full(n, np.nan))[i] = v
                 scored.unseen.setdefault(key, np.ones(n, dtype=bool))[i] = False
-            for k, parts in r.explanation.items():
-                target = scored.explanation.setdefault(f"{stage.name}/{k}", {})
+            for k, parts in r.explanation.items():  # rows with no score (intercept) too
+                key = f"{stage.name}/{k}"
+                scored.unseen.setdefault(key, np.ones(n, dtype=bool))[i] = False
+                target = scored.explanation.setdefault(key, {})
+                target.setdefault(STAGE, stage.name)
                 for part, value in parts.items():
                     target.setdefault(part, np.full(n, np.nan))[i] = value
             if r.flags:
                 scored.flags.setdefault(i, []).extend(r.flags)
         return [head[r.index] for r in sub], False
+
+    @staticmethod
+    def _mark_earlier_stages(scored: Scored, last: list[str | None]) -> None:
+        """Each row of a stage that chose a document but did not give its score: its
+        ``contribution`` becomes ``earlier_stage_contribution`` (no term of the score)."""
+        for parts in scored.explanation.values():
+            stage = parts.pop(STAGE)
+            share = parts.get("contribution")
+            if share is None:
+                continue
+            earlier = np.array([s != stage for s in last])
+            parts[EARLIER_STAGE] = np.where(earlier, share, np.nan)
+            parts["contribution"] = np.where(earlier, np.nan, share)
 
     @staticmethod
     def _current(

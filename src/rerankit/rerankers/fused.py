@@ -14,7 +14,7 @@ from ..calibration import Calibration, sigmoid
 from ..errors import CALLER_ERRORS
 from ..normalize import check_normalization_method
 from ..scorers.base import Scorer, check_scorer
-from ..types import Document
+from ..types import SIGMOID_OF_SUM, Document
 from .base import Scored, ScoringReranker, run_scorer
 
 #: the explanation entry of a calibrated fusion's constant term (its output intercept)
@@ -160,6 +160,7 @@ class FusionReranker(ScoringReranker):
         logits = np.vstack([self.calibration[n].logit(r) for n, r in zip(names, rows, strict=True)])
         shares = out.slope * weights[:, None] * logits
         scored.final = sigmoid(shares.sum(axis=0) + out.intercept)
+        scored.link = SIGMOID_OF_SUM
         for row, name in enumerate(names):
             scored.explanation[name] = {
                 "raw": scored.per_strategy[name],

@@ -30,7 +30,7 @@ from ..scorers.recipe import (
 )
 from ..text.analysis import Analyzer
 from ..text.language import non_latin_share
-from ..types import Document
+from ..types import SUM, Document
 from .base import Scored, ScoringReranker, run_scorer
 from .fused import ALL_FAILED, FusionReranker
 
@@ -333,6 +333,7 @@ class HybridReranker(ScoringReranker):
         }
         scored.final = np.sum([e["contribution"] for e in texts.values()], axis=0)
         scored.scale = "relative"
+        scored.link = SUM  # shares of a normalised logit, not logits
         return scored
 
 

@@ -43,12 +43,9 @@ class ScorerReranker(ScoringReranker):
             return scored
         name = self.scorer.name
         scored.final = scored.take(name, batch)
-        scored.explanation[name] = {
-            "raw": batch.values,
-            "normalized": scored.final,
-            "weight": 1.0,
-            "contribution": scored.final,
-        }
+        scored.explanation[name] = {"raw": batch.values, "normalized": scored.final, "weight": 1.0}
+        if not batch.parts:  # else the parts are the terms of the score
+            scored.explanation[name]["contribution"] = scored.final
         for part, (values, shares) in batch.parts.items():  # e.g. a learned model's features
             scored.explanation[f"{name}.{part}"] = {"raw": values, "contribution": shares}
         return scored

@@ -62,7 +62,7 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
         warm.cancel()
         service.stop_retries()
         if feedback is not None:  # what is queued is written before the process ends
-            await asyncio.to_thread(feedback.flush)
+            await asyncio.to_thread(feedback.close)
 
     app = fastapi.FastAPI(
         title="rerankit",

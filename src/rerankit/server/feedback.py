@@ -13,11 +13,13 @@ full) is counted in ``rerankit_feedback_write_errors_total``, never failing a re
 Settings (``[server.feedback]``, or ``[server] feedback = "PATH"`` for the defaults)::
 
     [server.feedback]
-    path = "clicks.jsonl"   # the log (relative: to where the service starts); rotated
+    path = "clicks.jsonl"   # the log (relative: to the settings file's folder); rotated
                             # files beside it (clicks.jsonl.1 the newest)
-    store = "hash"          # each document's "text", its SHA-256 ("hash") or "id" only
+    store = "hash"          # each document's "text", its SHA-256 ("hash") or "id" only;
+                            # the query is kept in clear text whatever this says
     max_bytes = 100000000   # rotate past this size (0: never)
-    backups = 5             # rotated files kept: retention
+    backups = 5             # rotated files kept: retention by size
+    retention_days = 30     # remove records older than this (+ at most an hour); unset: no limit
     queue_size = 10000      # records waiting to be written; more are dropped and counted
     max_answers = 100000    # answers feedback may name: the most recent ones
 
@@ -45,8 +47,16 @@ from typing import Any
 from ..documents import FIRST_STAGE_SCORE
 from ..training.clicks.interleave import METHODS
 from ..training.clicks.log import STORE, ClickLog, log_files
+from ..training.clicks.records import Answer, answer_of
+from ..training.clicks.retention import DAY, SWEEP_EVERY, check_retention
 
-__all__ = ["AnswerIndex", "FeedbackLog", "FeedbackSettings", "check_experiments"]
+__all__ = [
+    "AnswerIndex",
+    "FeedbackLog",
+    "FeedbackSettings",
+    "check_experiments",
+    "feedback_beside",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +71,7 @@ class FeedbackSettings:
     backups: int = 5
     queue_size: int = 10_000
     max_answers: int = 100_000
+    retention_days: float | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path:
@@ -75,6 +86,7 @@ class FeedbackSettings:
         for name in ("queue_size", "max_answers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"[server.feedback] {name} must be >= 1")
+        check_retention(self.retention_days, "[server.feedback] retention_days")
 
     @classmethod
     def parse(cls, value: Any) -> FeedbackSettings | None:
@@ -92,6 +104,24 @@ class FeedbackSettings:
 
     def to_mapping(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def feedback_beside(value: Any, folder: Path) -> Any:
+    """``[server] feedback`` (a table or a path) with a relative log path taken from
+    ``folder`` (the settings file's), as a pipeline file's is; an absolute one as it is."""
+    path = value.get("path") if isinstance(value, Mapping) else value
+    if not isinstance(path, (str, os.PathLike)) or not str(path) or Path(path).is_absolute():
+        return value
+    there = str(folder / path)
+    if Path(path).resolve() != Path(there).resolve() and log_files(path) and not log_files(there):
+        logger.warning(
+            "feedback: the click log is written beside the settings file, to %s; the log "
+            "at %s (taken from the working folder before) is no longer appended to: move "
+            "its files there to keep them together",
+            there,
+            Path(path).resolve(),
+        )
+    return {**value, "path": there} if isinstance(value, Mapping) else there
 
 
 def check_experiments(settings: Any) -> None:
@@ -122,31 +152,6 @@ def check_experiments(settings: Any) -> None:
         raise ValueError(
             "interleave and explore need [server.feedback]: their clicks are read from its log"
         )
-
-
-@dataclass(frozen=True)
-class Answer:
-    """What feedback is checked against: the answer's number of documents and their ids
-    (None when each id is its index)."""
-
-    documents: int
-    ids: tuple[str, ...] | None = None
-
-    def resolve(self, click: int | str) -> int | None:
-        """The index a click names (an index, or a document id), or None."""
-        if isinstance(click, int):
-            return click if 0 <= click < self.documents else None
-        if self.ids is None:
-            return int(click) if click.isdigit() and int(click) < self.documents else None
-        try:
-            return self.ids.index(click)
-        except ValueError:
-            return None
-
-
-def answer_of(ids: list[str]) -> Answer:
-    plain = all(d == str(i) for i, d in enumerate(ids))
-    return Answer(len(ids), None if plain else tuple(ids))
 
 
 class AnswerIndex:
@@ -182,6 +187,17 @@ class AnswerIndex:
             rid, _ = self.answers.popitem(last=False)
             self._cutoff = max(self._cutoff, self._times.pop(rid))
             self.seen.pop(rid, None)
+
+    def forget_before(self, cutoff: float) -> None:
+        """Forget the answers given before ``cutoff`` (their records left the log)."""
+        with self._lock:
+            while self.answers:
+                rid = next(iter(self.answers))
+                if self._times[rid] >= cutoff:
+                    break
+                del self.answers[rid]
+                self._cutoff = max(self._cutoff, self._times.pop(rid))
+                self.seen.pop(rid, None)
 
     def find(self, rid: str) -> Answer | None:
         """The answer ``rid``, reading what the log gained when it is not known yet (on a
@@ -256,7 +272,7 @@ def _records(line: bytes) -> Iterator[tuple[str, str, Any, float]]:
             when = time.time()
         if kind == "impression":
             ids = [str(d["id"]) for d in record["documents"]]
-            yield kind, rid, answer_of(ids), float(when)
+            yield kind, rid, answer_of(ids, record.get("shown")), float(when)
         elif kind == "feedback":
             yield kind, rid, feedback_key(record["clicks"], record.get("dwell_ms")), float(when)
     except (ValueError, KeyError, TypeError, AttributeError):
@@ -272,13 +288,15 @@ class FeedbackLog:
     queue; a full one drops the record and counts it), the answers feedback may name
     (:class:`AnswerIndex`), and the counts /metrics reports."""
 
-    def __init__(self, settings: FeedbackSettings) -> None:
+    def __init__(self, settings: FeedbackSettings, *, clock: Any = None) -> None:
         self.settings = settings
         self.log = ClickLog(
             settings.path,
             store=settings.store,
             max_bytes=settings.max_bytes,
             backups=settings.backups,
+            retention_days=settings.retention_days,
+            clock=clock,
         )
         self.index = AnswerIndex(settings.path, settings.max_answers)
         self._writer = ThreadPoolExecutor(1, thread_name_prefix="rerankit-feedback")
@@ -287,11 +305,42 @@ class FeedbackLog:
         self.dropped = 0
         self.impressions = 0
         self.feedback = 0
+        self._stop = threading.Event()
+        kept = "until rotation deletes them"
+        if settings.retention_days:
+            kept = f"at most {settings.retention_days:g} days and an hour"
+            self._submit(self.sweep)  # at start, then every hour
+            threading.Thread(
+                target=self.sweeping,
+                args=(self._stop.wait,),
+                name="rerankit-retention",
+                daemon=True,
+            ).start()
         logger.info(
-            "feedback on: answers and clicks logged to %s (documents stored as %s)",
+            "feedback on: answers and clicks logged to %s (queries stored in clear text, "
+            "documents stored as %s; records kept %s)",
             Path(settings.path).resolve(),
             settings.store,
+            kept,
         )
+
+    def sweep(self) -> None:
+        """Apply ``retention_days`` now (on the writer thread): the log's old records are
+        removed, and the answers they held are forgotten (feedback naming one is a 404)."""
+        now = self.log.now()
+        self.log.expire(now)
+        if self.settings.retention_days:
+            self.index.forget_before(now - self.settings.retention_days * DAY)
+
+    def sweeping(self, wait: Any) -> None:
+        """Queue :meth:`sweep` every hour until ``wait(seconds)`` says to stop (True)."""
+        while not wait(SWEEP_EVERY):
+            self._submit(self.sweep)
+
+    def close(self) -> None:
+        """Write what is queued and stop the retention timer."""
+        self._stop.set()
+        self.flush()
 
     @property
     def write_errors(self) -> int:
@@ -337,9 +386,9 @@ class FeedbackLog:
         ``explore`` or ``interleaving``. Returns at once."""
         rid = str(answer["id"])
         ids = [str(i) if d.id is None else str(d.id) for i, d in enumerate(documents)]
-        when = time.time()  # the answer's time, in the index and the log alike
-        self.index.add(rid, answer_of(ids), when)
+        when = self.log.now()  # the answer's time, in the index and the log alike
         results = answer["results"]
+        self.index.add(rid, answer_of(ids, [r["index"] for r in results]), when)
         # the text as the pipeline read it (a title on the line before); a document
         # without an id is logged by its index, marked positional
         docs = [

@@ -5,8 +5,9 @@ The body is ``{"id": ANSWER_ID, "clicks": [index or document id, ...], "dwell_ms
 index`` gives it) or their ``id``: an integer is always an index and a string an id, so a
 numeric id (a SKU ``1001``) goes as a string (``"1001"``); ``dwell_ms`` (optional) is one
 number for the answer or one per click. An id the log does not hold is 404; a click naming
-no document of the answer is 422; the same feedback sent again is answered alike and
-written once (``"duplicate": true``). Behind the API keys, as the rerank endpoints are.
+no document of the answer, or one it did not show (cut by ``top_n``), is 422; the same
+feedback sent again is answered alike and written once (``"duplicate": true``). Behind
+the API keys, as the rerank endpoints are.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ServiceError
+from ..training.clicks.records import ClickError
 from .feedback import FeedbackLog
 from .http import ErrorBody, invalid, parse
 from .settings import ServerSettings
@@ -41,6 +43,18 @@ class FeedbackRequest(BaseModel):
     dwell_ms: Milliseconds | list[Milliseconds | None] | None = Field(
         default=None, description="time spent, one number for the answer or one per click"
     )
+
+    @field_validator("dwell_ms", mode="before")
+    @classmethod
+    def _not_negative(cls, dwell: Any) -> Any:
+        # said here: inside the union, pydantic would name the wrong branch for -5
+        values = dwell if isinstance(dwell, list) else [dwell]
+        for n, value in enumerate(values):
+            number = isinstance(value, (int, float)) and not isinstance(value, bool)
+            if number and not value >= 0:
+                where = f"item {n}: " if isinstance(dwell, list) else ""
+                raise ValueError(f"{where}{value!r}: must be a number >= 0 (milliseconds)")
+        return dwell
 
     @field_validator("clicks")
     @classmethod
@@ -84,18 +98,10 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
                 f"no answer with id {body.id!r} in the click log (feedback names the id of "
                 "an answer this service logged; the oldest leave with rotation)",
             )
-        indices = []
-        for n, click in enumerate(body.clicks):
-            index = answer.resolve(click)
-            if index is None:
-                hint = "an index from 0, or a document id"
-                if isinstance(click, int):
-                    hint = "an integer is an index from 0; send document ids as strings"
-                raise invalid(
-                    f"clicks.{n}",
-                    f"{click!r} names none of the answer's {answer.documents} documents ({hint})",
-                )
-            indices.append(index)
+        try:
+            indices = answer.indices(body.clicks)
+        except ClickError as exc:
+            raise invalid(f"clicks.{exc.n}", exc.reason) from None
         new = feedback.record_feedback(body.id, indices, body.dwell_ms)
         return {"id": body.id, "clicks": indices, "duplicate": not new}
 
@@ -106,7 +112,8 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
         description="`{id, clicks, dwell_ms}`: the `id` of an answer this service logged, "
         "the documents clicked (indices into the request's documents, or their ids as strings: "
         "an integer is an index) and the "
-        "time spent. An unknown id is a 404, a click naming no document of the answer a 422; "
+        "time spent. An unknown id is a 404, a click naming no document of the answer, or "
+        "one it did not show (cut by `top_n`), a 422; "
         "the same feedback sent again is answered alike (`duplicate: true`) and written once.",
         response_model=FeedbackAnswer,
         responses={status: {"model": ErrorBody} for status in statuses},

@@ -77,7 +77,7 @@ def add_rerank_routes(
             # said in meta too, where the format has one: TEI's answer is a bare list, so
             # a document a rule dropped would vanish from it unsaid but for its header
             described = (
-                ("truncated", call.cuts),
+                ("truncated", call.cut_documents()),  # the service's cuts and the pipeline's
                 ("chunked", call.splits),
                 ("dropped", result.dropped),
             )

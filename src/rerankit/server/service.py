@@ -431,6 +431,11 @@ class Service:
         if result.score_scale == "relative":
             unit = scale_to_unit([r.score for r in result], "relative")
             call.relevance.update({r.index: float(u) for r, u in zip(result, unit, strict=True)})
+        call.pipeline_cuts.update(  # every document's, before top_n drops some
+            (r.index, cut)
+            for r in result
+            if (cut := [f for f in r.flags if f.startswith("truncated:")])
+        )
         if call.top_n is not None:
             result = result.top_k(call.top_n)
         what = result.unusable

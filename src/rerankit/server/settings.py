@@ -77,7 +77,7 @@ from ..backends.manifest import check_backend
 from ..cache import CacheSettings
 from ..config import paths_beside, read_spec
 from .batching import PAIR_MODES
-from .feedback import FeedbackSettings, check_experiments
+from .feedback import FeedbackSettings, check_experiments, feedback_beside
 
 __all__ = ["ServerSettings"]
 
@@ -308,10 +308,15 @@ class ServerSettings:
     @classmethod
     def from_file(cls, path: str | Path) -> ServerSettings:
         """The settings in a TOML (YAML, JSON) file; a pipeline's relative paths (a
-        ``reranker`` pipeline file, a ``model``) that exist beside it are read from there."""
+        ``reranker`` pipeline file, a ``model``) that exist beside it are read from there,
+        and a relative ``[server.feedback] path`` is taken from its folder."""
         spec = read_spec(path, "settings file")
+        folder = Path(path).resolve().parent
         if isinstance(spec.get("pipelines"), Mapping):  # paths beside the file, as pipelines'
-            spec["pipelines"] = paths_beside(spec["pipelines"], Path(path).resolve().parent)
+            spec["pipelines"] = paths_beside(spec["pipelines"], folder)
+        server = spec.get("server")
+        if isinstance(server, Mapping) and server.get("feedback"):  # the click log: the same
+            spec["server"] = {**server, "feedback": feedback_beside(server["feedback"], folder)}
         return cls.from_mapping(spec)
 
     def to_mapping(self) -> dict[str, Any]:

@@ -140,8 +140,9 @@ def request_attributes(call: Any, pipeline: str | None, result: Any | None) -> d
             out[f"rerankit.{key}_seconds"] = round(call.timings[key], 6)
     if "input_tokens" in call.usage:
         out["gen_ai.usage.input_tokens"] = call.usage["input_tokens"]
-    if call.cuts:
-        out["rerankit.truncated"] = len(call.cuts)
+    cut = call.cut_documents()  # the service's cuts and the pipeline's (max_passages, ...)
+    if cut:
+        out["rerankit.truncated"] = len(cut)
     if call.splits:
         out["rerankit.chunked"] = len(call.splits)
     return out

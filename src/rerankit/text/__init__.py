@@ -6,9 +6,11 @@ text through here."""
 from .analysis import BY_LANGUAGE, ENGLISH_STOPWORDS, Analyzer, TermBatch
 from .language import (
     CJK_LANGUAGES,
+    LANGUAGES,
     SNOWBALL,
     BackgroundFrequencies,
     CorpusStats,
+    check_language,
     cjk_bigrams,
     non_latin_share,
 )
@@ -20,12 +22,14 @@ __all__ = [
     "CJK_LANGUAGES",
     "DEFAULT_MAX_PASSAGES",
     "ENGLISH_STOPWORDS",
+    "LANGUAGES",
     "SNOWBALL",
     "Analyzer",
     "BackgroundFrequencies",
     "CorpusStats",
     "TermBatch",
     "WordTable",
+    "check_language",
     "cjk_bigrams",
     "non_latin_share",
     "split_batch",

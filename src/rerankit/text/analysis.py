@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import MissingDependencyError
-from .language import SNOWBALL, cjk_bigrams
+from .language import SNOWBALL, check_language, cjk_bigrams
 from .words import WordTable, split_batch, split_words
 
 __all__ = ["BY_LANGUAGE", "ENGLISH_STOPWORDS", "Analyzer", "TermBatch"]
@@ -157,9 +157,7 @@ class Analyzer:
     ) -> None:
         if cache_words < 0:
             raise ValueError(f"cache_words must be >= 0, got {cache_words}")
-        if not isinstance(language, str) or not language:
-            raise ValueError(f"language must be a language code such as 'en', got {language!r}")
-        self.language = language.lower()
+        self.language = check_language(language)
         if stopwords is BY_LANGUAGE:
             stopwords = "en" if self.language == "en" else None
         if stemmer is BY_LANGUAGE:

@@ -15,9 +15,11 @@ from .frequencies import FrequencyTable, frequency_table
 
 __all__ = [
     "CJK_LANGUAGES",
+    "LANGUAGES",
     "SNOWBALL",
     "BackgroundFrequencies",
     "CorpusStats",
+    "check_language",
     "cjk_bigrams",
     "non_latin_share",
 ]
@@ -33,6 +35,34 @@ SNOWBALL = {
 }  # fmt: skip
 #: languages written without spaces: their runs of characters become overlapping bigrams
 CJK_LANGUAGES = ("zh", "ja", "ko")
+#: the language codes ``language=`` takes: ISO 639-1's. Those of :data:`SNOWBALL` are
+#: stemmed; every other is split into words without stemming (CJK into bigrams)
+LANGUAGES = tuple(
+    """aa ab ae af ak am an ar as av ay az ba be bg bh bi bm bn bo br bs ca ce ch co cr cs cu
+    cv cy da de dv dz ee el en eo es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho
+    hr ht hu hy hz ia id ie ig ii ik io is it iu ja jv ka kg ki kj kk kl km kn ko kr ks ku kv
+    kw ky la lb lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng nl nn no nr
+    nv ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq
+    sr ss st su sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh
+    yi yo za zh zu""".split()
+)
+
+
+def check_language(language: object) -> str:
+    """``language`` as the analyzers read it (lower case), or a ``ValueError`` saying what
+    is taken: an ISO 639-1 code (:data:`LANGUAGES`); ``"klingon"``, ``"xx"`` or
+    ``"en-US"`` are refused rather than read as a language without stemming."""
+    code = language.strip().lower() if isinstance(language, str) else None
+    if code in LANGUAGES:
+        return code
+    hint = ""
+    if code and code[:2] in LANGUAGES and not code[2:3].isalpha():  # en-US, pt_BR
+        hint = f" (did you mean {code[:2]!r}?)"
+    raise ValueError(
+        f"unknown language {language!r}{hint}: give an ISO 639-1 code, such as en, de, fr "
+        f"or zh (rerankit.text.LANGUAGES lists them); stemmed: {', '.join(sorted(SNOWBALL))}"
+    )
+
 
 # Han, Hiragana, Katakana, Hangul (syllables and jamo), CJK compatibility ideographs
 _CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af\u1100-\u11ff"

@@ -8,6 +8,7 @@ parsed and its result printed."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ __all__ = [
     "CHECK_DEPTH",
     "DEFAULT_HELD_OUT",
     "DEFAULT_HELD_OUT_CAP",
+    "MAX_HELD_OUT",
     "MIN_QUERIES_TO_HOLD_OUT",
     "FineTuneOptions",
     "FineTuneResult",
@@ -39,6 +41,7 @@ __all__ = [
     "check_on_held_out",
     "fine_tune",
     "held_out",
+    "held_out_error",
 ]
 
 #: how many first-stage candidates the held-out check reranks
@@ -49,6 +52,9 @@ DEFAULT_HELD_OUT, DEFAULT_HELD_OUT_CAP = 0.1, 200
 #: the fewest judged training queries some are held out of: below it the one or two kept out
 #: would say little about the model and cost a large share of what it learns from
 MIN_QUERIES_TO_HOLD_OUT = 10
+#: the largest share of the training queries ``held_out`` keeps out (half: the model must
+#: still have most of them to learn from)
+MAX_HELD_OUT = 0.5
 WHAT = ("embedding", "cross_encoder")
 
 
@@ -63,6 +69,15 @@ def held_out(qids: list[str], share: float, cap: int | None = DEFAULT_HELD_OUT_C
     if cap is not None:
         count = min(cap, count)
     return crossval.kfold(qids, 2)[0][:count]
+
+
+def held_out_error(share: float) -> str:
+    """What ``--held-out`` / ``held_out=`` says of a share out of range (the command line's
+    check and :meth:`FineTuneOptions.check` say the same)."""
+    return (
+        f"--held-out is the share of the training queries kept out to check the model on, "
+        f"from 0 (no check) to {MAX_HELD_OUT} (half), got {share}"
+    )
 
 
 def check_on_held_out(
@@ -167,8 +182,16 @@ class FineTuneOptions:
             raise InputError(
                 "--head-learning-rate is for cross-encoders: an embedding model has no head"
             )
-        if self.held_out is not None and not 0 <= self.held_out < 1:
-            raise InputError(f"--held-out is a share of the queries in [0, 1), got {self.held_out}")
+        if self.held_out is not None and not 0 <= self.held_out <= MAX_HELD_OUT:
+            raise InputError(held_out_error(self.held_out))
+        if not 0 < self.epochs < math.inf:
+            raise InputError(f"--epochs must be above 0 (a pass over the pairs), got {self.epochs}")
+        for flag, rate in (
+            ("--learning-rate", self.learning_rate),
+            ("--head-learning-rate", self.head_learning_rate),
+        ):
+            if rate is not None and not 0 < rate < math.inf:
+                raise InputError(f"{flag} must be above 0, got {rate}")
         if self.cross_fit is not None and self.what != "embedding":
             raise InputError(
                 "--cross-fit is for embedding models, which `rerankit tune` reads as features"

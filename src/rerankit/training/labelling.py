@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import build, read_spec
-from ..errors import InputError
+from ..errors import ConfigError, InputError, in_file
 from ..eval.data import Dataset
 from ..llm.base import KEYS_OPTIONAL
 from ..rerankers.base import run_sync
@@ -389,6 +389,8 @@ def judge_from(spec: str | Path, *, keys: bool = True) -> Any:
     token = KEYS_OPTIONAL.set(not keys)
     try:
         reranker = build(read_spec(spec))
+    except ConfigError as exc:  # said with the file it is in
+        raise in_file(exc, spec) from None
     finally:
         KEYS_OPTIONAL.reset(token)
     scorer = getattr(reranker, "scorer", None)

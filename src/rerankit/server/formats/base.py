@@ -69,6 +69,10 @@ class Call:
     cuts: dict[int, str] = field(default_factory=dict, compare=False)
     #: documents split into chunks, by input index (reported in ``meta``)
     splits: dict[int, str] = field(default_factory=dict, compare=False)
+    #: filled in by the service: what the pipeline itself cut (``truncated:<scorer>`` flags,
+    #: e.g. passages beyond ``max_passages``), by input index, over every document of the
+    #: request (not only the ``top_n`` answered); its warnings say what was kept
+    pipeline_cuts: dict[int, list[str]] = field(default_factory=dict, compare=False)
     #: each document cut to this many of the pipeline's tokens (``"model"``: its input limit)
     max_tokens: int | str | None = None
     #: which end a cut keeps: the start, or the end (``left``)
@@ -85,6 +89,12 @@ class Call:
     #: input index, min-max normalised over every document of the request (not only the
     #: ``top_n`` answered)
     relevance: dict[int, float] = field(default_factory=dict, compare=False)
+
+    def cut_documents(self) -> set[int]:
+        """The input indices of every document cut before or while it was scored: by the
+        service (``max_document_chars``, ``max_tokens_per_doc``, ...) or by the pipeline
+        (``max_passages``, ...): what ``x-rerankit-truncated`` lists."""
+        return set(self.cuts) | set(self.pipeline_cuts)
 
 
 class WireFormat(Protocol):
@@ -212,6 +222,9 @@ def meta(result: RerankResult, version: str, call: Call | None = None) -> dict[s
     flags = {str(r.index): list(r.flags) for r in result if r.flags}
     for i in sorted(cuts):  # every cut and split is said on its document too
         flags.setdefault(str(i), []).append("truncated")
+    for i, cut in sorted((call.pipeline_cuts if call is not None else {}).items()):
+        have = flags.setdefault(str(i), [])  # the answered documents' flags hold them already
+        have.extend(c for c in cut if c not in have)
     for i in sorted(splits):
         flags.setdefault(str(i), []).append("chunked")
     if result.degraded or flags:

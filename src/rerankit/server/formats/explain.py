@@ -24,8 +24,11 @@ description = (
     "`text`, `id`, `first_stage_score`, `top_n`) whose answer explains each document "
     "returned: `score` (the pipeline's own score) beside `relevance_score` (in [0, 1], as "
     "the rerank endpoints answer it), and per strategy its `raw` score, `normalized` value, "
-    "`weight` and `contribution`, with flags, warnings, timings and LLM usage. What the "
-    "playground draws."
+    "`weight` and `contribution`; `score_from_contributions` says how the contributions make "
+    "`score` (`sum`, or `sigmoid(sum)` for a calibrated fusion's logits). A pipeline's "
+    "earlier stages' rows (they chose the candidates; a later stage gave the score) carry "
+    "`earlier_stage_contribution` in place of `contribution`. With flags, warnings, timings "
+    "and LLM usage. What the playground draws."
 )
 
 
@@ -42,6 +45,7 @@ class Strategy(BaseModel):
     normalized: float | None
     weight: float | None
     contribution: float | None
+    earlier_stage_contribution: float | None
 
 
 class Result(BaseModel):
@@ -50,6 +54,7 @@ class Result(BaseModel):
     id: Any = None
     score: float | None
     relevance_score: float
+    score_from_contributions: str
     text: str
     flags: list[str]
     strategies: dict[str, Strategy]
@@ -101,6 +106,7 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
                 "id": entry["id"],
                 "score": _number(entry["score"]),
                 "relevance_score": unit,
+                "score_from_contributions": entry["score_from_contributions"],
                 "text": texts[entry["index"]],
                 "flags": entry["flags"],
                 "strategies": {

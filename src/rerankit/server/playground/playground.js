@@ -219,8 +219,10 @@
     const body = $("details-body");
     body.replaceChildren();
     const doc = state.request.docs[r.index];
-    const id = doc && typeof doc === "object" && doc.id !== undefined ? " (" + doc.id + ")" : "";
-    $("details-title").textContent = col.title + " · #" + r.rank + " · document " + r.index + id;
+    const id = doc && typeof doc === "object" && doc.id !== undefined ? ", id " + doc.id : "";
+    // both counted from 1, as a person counts; the API's 0-based index named as such
+    const of = " of " + state.request.docs.length;
+    $("details-title").textContent = col.title + " · rank " + r.rank + of + " · candidate " + (r.index + 1) + of + " (index " + r.index + id + ")";
     body.append(el("p", { class: "doc-text", text: r.text }));
     const facts = el("dl", { class: "facts" });
     const fact = (k, v, cls) => { facts.append(el("dt", { text: k }), el("dd", { text: v, class: cls || null })); };
@@ -234,7 +236,10 @@
     const names = Object.keys(r.strategies || {});
     if (names.length) {
       body.append(el("h3", { text: "Contributions by strategy" }));
-      body.append(contributionBar(r, names));
+      const terms = names.filter((n) => r.strategies[n].contribution !== null && r.strategies[n].contribution !== undefined);
+      body.append(contributionBar(r, terms));
+      const link = r.score_from_contributions === "sigmoid(sum)" ? "score = sigmoid(sum of the contributions): each is a weighted, calibrated logit" : "score = sum of the contributions";
+      body.append(el("p", { class: "hint how", text: link + "; left of the line lowers the score, right of it raises it." }));
       const table = el("table", { class: "strategies" });
       table.append(el("thead", {}, el("tr", {}, ...["strategy", "raw", "normalised", "weight", "contribution"].map((h) => el("th", { scope: "col", text: h })))));
       const tbody = el("tbody");
@@ -245,7 +250,9 @@
           el("td", { text: fmt(p.raw) }),
           el("td", { text: fmt(p.normalized) }),
           el("td", { text: fmt(p.weight) }),
-          el("td", { class: "contribution", "data-strategy": name, text: fmt(p.contribution) })));
+          p.contribution === null || p.contribution === undefined
+            ? el("td", { class: "contribution earlier", "data-strategy": name, text: "earlier stage", title: "the stage that chose this candidate (its own contribution there: " + fmt(p.earlier_stage_contribution) + "); a later stage gave the score, so it is not a term of it" })
+            : el("td", { class: "contribution", "data-strategy": name, text: signed(p.contribution) })));
         tbody.lastChild.querySelector(".swatch").style.background = COLORS[i % COLORS.length];
       });
       table.append(tbody);
@@ -271,22 +278,31 @@
     $("details-title").focus();
   }
 
+  function signed(x) {
+    return typeof x === "number" && x > 0 ? "+" + fmt(x) : fmt(x);
+  }
+
+  // A diverging bar: negative contributions stack leftwards from the zero line, positive
+  // ones rightwards, each as wide as its size (colour: its strategy, as in the table).
   function contributionBar(r, names) {
     const parts = names.map((n) => r.strategies[n].contribution || 0);
+    const neg = parts.reduce((s, x) => s + Math.max(-x, 0), 0);
     const total = parts.reduce((s, x) => s + Math.abs(x), 0) || 1;
-    const width = 600, height = 28;
-    const s = svg("svg", { class: "bar", viewBox: "0 0 " + width + " " + height, preserveAspectRatio: "none", role: "img", "aria-label": "contributions: " + names.map((n, i) => n + " " + fmt(parts[i])).join(", ") });
-    let x = 0;
+    const width = 600, height = 28, zero = (neg / total) * width;
+    const all = Object.keys(r.strategies);
+    const s = svg("svg", { class: "bar", viewBox: "0 0 " + width + " " + height, preserveAspectRatio: "none", role: "img", "aria-label": "contributions: " + names.map((n, i) => n + " " + signed(parts[i])).join(", ") });
+    let left = zero, right = zero;
     names.forEach((n, i) => {
       const w = (Math.abs(parts[i]) / total) * width;
-      const rect = svg("rect", { x: String(x), y: "0", width: String(Math.max(w, 0)), height: String(height), fill: COLORS[i % COLORS.length], "data-strategy": n });
-      if (parts[i] < 0) rect.setAttribute("fill-opacity", "0.45");
+      const x = parts[i] < 0 ? (left -= w) : right;
+      if (parts[i] >= 0) right += w;
+      const rect = svg("rect", { x: String(x), y: "0", width: String(w), height: String(height), fill: COLORS[all.indexOf(n) % COLORS.length], "data-strategy": n, "data-sign": parts[i] < 0 ? "-" : "+", class: parts[i] < 0 ? "negative" : "positive" });
       const title = svg("title", {});
-      title.textContent = n + ": " + fmt(parts[i]);
+      title.textContent = n + ": " + signed(parts[i]);
       rect.append(title);
       s.append(rect);
-      x += w;
     });
+    s.append(svg("line", { class: "zero", x1: String(zero), x2: String(zero), y1: "0", y2: String(height) }));
     return s;
   }
 
@@ -326,14 +342,13 @@
   }
 
   function pipelinesToml(names, specs) {
-    // one [pipelines] table for the pipelines named by a string (TOML allows a table once),
-    // then a [pipelines.NAME] table for each declared one
-    const named = names.filter((n) => specs[n] && typeof specs[n].spec === "string");
+    // the settings file's documented form: a [pipelines.NAME] table each, a pipeline
+    // named by a string (a registered name, a file, a model) as its reranker
     const parts = [];
-    if (named.length) parts.push("[pipelines]\n" + named.map((n) => tomlKey(n) + " = " + JSON.stringify(specs[n].spec)).join("\n") + "\n");
     for (const n of names) {
       if (!specs[n]) parts.push("# " + n + ": its declaration is not available\n");
-      else if (typeof specs[n].spec !== "string") parts.push(toToml(n, specs[n].spec));
+      else if (typeof specs[n].spec === "string") parts.push("[pipelines." + tomlKey(n) + "]\nreranker = " + JSON.stringify(specs[n].spec) + "\n");
+      else parts.push(toToml(n, specs[n].spec));
     }
     return parts.join("\n");
   }

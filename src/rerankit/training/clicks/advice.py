@@ -7,6 +7,10 @@ file, since its name is not a registered one)."""
 
 from __future__ import annotations
 
+import shlex
+from pathlib import Path
+
+from ... import registry
 from ...config import read_spec
 from .deploy import Written
 
@@ -52,12 +56,51 @@ def deploy_advice(
         )
     out.append(
         f"the verdict compares it with what served this log ({old}; for a simulated log, "
-        "the simulation's ranker), not necessarily with what you serve today: compare the "
-        f"two on judged queries first: rerankit eval --data {data or 'FOLDER'} "
-        f"--rerankers {served or old},{path}"
+        "the simulation's ranker), not necessarily with what you serve today: "
+        + _compare(served or old, path, data)
     )
     out.append(
         f"once it has served traffic, learn again from that log with --served {path} (its "
         f"name, {name}, is not a registered one, so the log alone cannot name it)"
     )
     return out
+
+
+def _compare(first: str, path: Path, data: str | None) -> str:
+    """How to compare ``first`` (what served the log) with the learned pipeline at ``path``
+    on judged queries: a command that runs when both are known here, else what it needs."""
+    split = _judged(Path(data)) if data else None
+    folder = data if split else None
+    runs = registry.canonical("reranker", first) is not None or Path(first).is_file()
+    where = shlex.quote(folder) if folder else "FOLDER"
+    if split and split != "test":  # eval's default split
+        where += f" --split {shlex.quote(split)}"
+    need = []
+    if folder is None:
+        need.append(
+            "FOLDER: a BEIR-layout folder with judgments (corpus.jsonl, queries.jsonl, "
+            "qrels/test.tsv)" + (f"; {data} is not one" if data else "")
+        )
+    if runs:
+        command = f"rerankit eval --data {where} --rerankers {shlex.quote(f'{first},{path}')}"
+    else:
+        command = (
+            f"rerankit eval --data {where} --first-stage RUN --rerankers {shlex.quote(str(path))}"
+        )
+        need.append(
+            f"RUN: {first}'s rankings of FOLDER's queries as a TREC run file (the 'first "
+            f"stage' row is then {first}: it is neither a registered reranker nor a "
+            "pipeline file here, so eval cannot run it)"
+        )
+    if not need:
+        return f"compare the two on judged queries first: {command}"
+    return f"compare the two on judged queries first: {command}, where " + "; ".join(need)
+
+
+def _judged(folder: Path) -> str | None:
+    """The split ``rerankit eval --data folder`` would evaluate (``test`` when judged, else
+    the first judged), or None when ``folder`` is no BEIR-layout folder with judgments."""
+    if not ((folder / "corpus.jsonl").is_file() and (folder / "queries.jsonl").is_file()):
+        return None
+    splits = sorted(p.stem for p in (folder / "qrels").glob("*.tsv"))
+    return "test" if "test" in splits else (splits[0] if splits else None)

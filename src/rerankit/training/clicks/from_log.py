@@ -46,6 +46,9 @@ class LogLearning:
     logs: dict[str, QueryLog] = field(default_factory=dict)
     clicks: int = 0
     counted_clicks: int = 0
+    #: sessions whose order was interleaved, by the pair mixed ("a+b"): their "served"
+    #: order is the mix, not the logged pipeline's own
+    interleaved: dict[str, int] = field(default_factory=dict)
     #: where the features came from or went, when a features file was named
     features: str = ""
 
@@ -158,6 +161,8 @@ def _why_no_clicks(read: ReadReport, min_dwell_ms: float | None, depth: int) -> 
         parts.append(f"{read.late_feedback} left out as later than max_feedback_delay")
     if read.unknown_clicks:
         parts.append(f"{read.unknown_clicks} clicks naming no document")
+    if read.unshown_clicks:
+        parts.append(f"{read.unshown_clicks} clicks on documents not shown")
     if min_dwell_ms is not None:
         parts.append(f"clicks with under {min_dwell_ms:g} ms of dwell not counted")
     parts.append(f"only clicks in the first {depth} positions count")
@@ -237,5 +242,12 @@ def learn_from_log(
     clicks = sum(len(s.clicks) for s in sessions)
     counted = int(sum(log.clicked.sum() for log in logs.values()))
     found = LogLearning(learning, read, dict(served.most_common()), logs, clicks, counted)
+    found.interleaved = dict(
+        Counter(
+            "+".join(map(str, s.impression.interleaving.get("pipelines") or ("?", "?")))
+            for s in sessions
+            if isinstance(s.impression.interleaving, Mapping)
+        ).most_common()
+    )
     found.features = kept
     return found

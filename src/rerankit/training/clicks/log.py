@@ -38,7 +38,9 @@ Privacy: the query is stored as sent, in clear (learning needs it); documents' t
 ``text``, ``hash`` (the SHA-256 only: learning then needs the corpus to look texts up) or
 ``id`` (ids only: the same); ids and scores as given. Retention is bounded by size: the
 log rotates at ``max_bytes`` and keeps ``backups`` older files (``log.jsonl.1`` the newest
-of them), deleting the oldest. Fields a reader does not know are ignored.
+of them), deleting the oldest; with ``retention_days``, also by age (:mod:`.retention`:
+no record stays more than that many days plus an hour). Fields a reader does not know are
+ignored.
 """
 
 from __future__ import annotations
@@ -48,14 +50,25 @@ import os
 import queue
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..._jsonl import dumps_strict
-from .records import STORE, Feedback, Impression, LoggedDocument, logged_document, text_hash
+from .records import (
+    STORE,
+    Answer,
+    Feedback,
+    Impression,
+    LoggedDocument,
+    answer_of,
+    logged_document,
+    text_hash,
+)
+from .retention import DAY, SWEEP_EVERY, check_retention, expire_files
 
 try:  # a lock between processes writing one log (POSIX)
     import fcntl
@@ -73,6 +86,10 @@ __all__ = [
     "log_files",
     "text_hash",
 ]
+
+
+#: how many of the impressions it wrote a :class:`ClickLog` checks feedback against
+REMEMBERED = 10_000
 
 
 def log_files(path: str | Path) -> list[Path]:
@@ -101,7 +118,16 @@ class ClickLog:
     ``store``: what impressions keep of each document (:data:`STORE`). ``background``:
     write from a thread of its own through a queue of ``queue_size`` records, so a caller
     never waits on the disk; a record that finds the queue full is dropped and counted in
-    :attr:`dropped`. Call :meth:`close` (or use ``with``) to write what is queued."""
+    :attr:`dropped`. Call :meth:`close` (or use ``with``) to write what is queued.
+
+    ``retention_days``: remove records older than that many days (None: kept until
+    rotation deletes them). The log sweeps at its first write and then at writes at least
+    an hour apart, deleting the files whose records are all older and rewriting the one
+    whose oldest are (see :mod:`.retention`), so no record stays more than
+    ``retention_days`` plus an hour while the log is written to; a log no longer written
+    to keeps its records until :meth:`expire` is called (from a scheduled job, say).
+    ``clock``: the time in seconds since the epoch (default :func:`time.time`), which
+    retention and records without a ``time`` read."""
 
     path: str | Path
     store: str = "text"
@@ -109,6 +135,8 @@ class ClickLog:
     backups: int = 5
     background: bool = False
     queue_size: int = 10_000
+    retention_days: float | None = None
+    clock: Callable[[], float] | None = field(default=None, repr=False)
     written: int = field(default=0, init=False)
     write_errors: int = field(default=0, init=False)
     dropped: int = field(default=0, init=False)
@@ -119,6 +147,9 @@ class ClickLog:
             raise ValueError(f"store {self.store!r}: expected one of {', '.join(STORE)}")
         if self.max_bytes < 0 or self.backups < 0:
             raise ValueError("max_bytes and backups must be >= 0")
+        check_retention(self.retention_days)
+        self._next_sweep = float("-inf")  # the first write sweeps
+        self._answers: OrderedDict[str, Answer] = OrderedDict()  # the last impressions'
         self.path = Path(self.path)
         self._lock = threading.Lock()  # held while writing to the file
         self._counting = threading.Lock()  # held while counting: never waits on the disk
@@ -165,7 +196,7 @@ class ClickLog:
             shown=shown,
             scores=None if scores is None else tuple(float(s) for s in scores),
             pipeline=pipeline,
-            time=_now() if time is None else float(time),
+            time=self.now() if time is None else float(time),
             query_id=query_id,
             explore=explore,
             interleaving=interleaving,
@@ -209,12 +240,18 @@ class ClickLog:
         ``clicks``: an integer is always an index into the impression's documents (from
         0); a string is a document id. So send numeric ids (a SKU ``1001``) as strings
         (``"1001"``): as a number it is read as an index, and one past the documents names
-        nothing (the reader counts it, saying why). Clicks are not checked against the
-        impression here (this log does not keep it in memory): :func:`~.reader.read_log`'s
-        report counts those naming no document."""
+        nothing. Feedback for one of the last :data:`REMEMBERED` impressions this log wrote
+        is checked against it: a click naming none of its documents, or one it did not
+        show, refuses the record (False, counted in :attr:`write_errors`, the click named in
+        :attr:`last_error` and the warning). Feedback for another answer (written before a
+        restart, or by another process) is written unchecked: :func:`~.reader.read_log`'s
+        report counts such clicks."""
         try:
+            answer = self._answers.get(str(id))
+            if answer is not None:
+                answer.indices(clicks := list(clicks))
             dwell = tuple(dwell_ms) if isinstance(dwell_ms, (list, tuple)) else dwell_ms
-            record = Feedback(str(id), tuple(clicks), dwell, _now() if time is None else time)
+            record = Feedback(str(id), tuple(clicks), dwell, self.now() if time is None else time)
         except Exception as exc:
             return self._failed(exc, f"feedback {id!r}")
         return self.write(record)
@@ -224,6 +261,11 @@ class ClickLog:
         """Append one record (written, or queued in the background); False when it was not
         (counted in :attr:`write_errors` or :attr:`dropped`)."""
         what = _what(record)
+        if isinstance(record, Impression):  # feedback for it is checked against it
+            with self._counting:
+                self._answers[record.id] = answer_of([d.id for d in record.documents], record.shown)
+                if len(self._answers) > REMEMBERED:
+                    self._answers.popitem(last=False)
         try:
             value = record if isinstance(record, Mapping) else record.as_dict()
             line = dumps_strict(value, ensure_ascii=False, separators=(",", ":"), default=_plain)
@@ -279,6 +321,8 @@ class ClickLog:
                 path = Path(self.path)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 with self._between_processes(path):
+                    if self.retention_days and self.now() >= self._next_sweep:
+                        self._expire(path, self.now())
                     if self.max_bytes and path.exists():
                         size = path.stat().st_size
                         if size and size + len(data) > self.max_bytes:
@@ -290,6 +334,32 @@ class ClickLog:
         with self._counting:
             self.written += 1
         return True
+
+    def expire(self, now: float | None = None) -> int:
+        """Remove the records older than ``retention_days`` before ``now`` (default: the
+        clock's time) from the log and its rotated files, as a write does once an hour: the
+        number removed (0 without ``retention_days``). Never raises: a failure is logged."""
+        if not self.retention_days:
+            return 0
+        now = self.now() if now is None else now
+        with self._lock:
+            path = Path(self.path)
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                with self._between_processes(path):
+                    return self._expire(path, now)
+            except Exception as exc:
+                logger.warning("click log %s: retention not applied (%s)", self.path, exc)
+                return 0
+
+    def _expire(self, path: Path, now: float) -> int:
+        assert self.retention_days
+        self._next_sweep = now + SWEEP_EVERY
+        return expire_files(log_files(path), now - self.retention_days * DAY)
+
+    def now(self) -> float:
+        """The clock's time: seconds since the epoch."""
+        return _now() if self.clock is None else self.clock()
 
     @contextmanager
     def _between_processes(self, path: Path) -> Iterator[None]:

@@ -17,12 +17,12 @@ import json
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
 from .log import Feedback, Impression, LoggedDocument, log_files
+from .records import record_time
 
 __all__ = [
     "ReadReport",
@@ -70,6 +70,9 @@ class ReadReport:
     #: of ``unknown_clicks``, the integers past the impression's documents: an integer
     #: click is an index, so a numeric document id sent as a number names nothing
     index_clicks: int = 0
+    #: clicks on a document of the impression it did not show (learning leaves them out):
+    #: a client that sent positions on screen, say, rather than ``results[].index``
+    unshown_clicks: int = 0
     malformed: int = 0
     #: impressions left out of learning: a document without a text (in the log or corpus)
     unresolved: int = 0
@@ -99,6 +102,10 @@ class ReadReport:
                 _count(self.duplicate_impressions, "repeated impression id"),
             ),
             (self.unknown_clicks, unknown),
+            (
+                self.unshown_clicks,
+                f"{_count(self.unshown_clicks, 'click')} on a document not shown",
+            ),
             (self.malformed, _count(self.malformed, "bad line")),
         ]
         line = (
@@ -117,19 +124,6 @@ class ReadReport:
 
 def _count(n: int, thing: str) -> str:
     return f"{n} {thing}{'' if n == 1 else 's'}"
-
-
-def _time(value: Any, what: str) -> float:
-    if value is None:
-        return 0.0
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            pass
-    raise ValueError(f"{what}: time must be seconds since the epoch or ISO 8601, got {value!r}")
 
 
 def _number(value: Any, what: str) -> float:
@@ -212,7 +206,7 @@ def parse_record(value: Any) -> Impression | Feedback:
             if scores is None
             else tuple(math.nan if s is None else _number(s, "scores") for s in scores),
             pipeline=str(value.get("pipeline") or ""),
-            time=_time(value.get("time"), f"impression {rid}"),
+            time=record_time(value.get("time"), f"impression {rid}"),
             query_id=None if value.get("query_id") is None else str(value["query_id"]),
             explore=value.get("explore"),
             interleaving=value.get("interleaving"),
@@ -230,7 +224,9 @@ def parse_record(value: Any) -> Impression | Feedback:
             dwell = tuple(None if d is None else _number(d, "dwell_ms") for d in dwell)
         elif dwell is not None:
             dwell = _number(dwell, "dwell_ms")
-        return Feedback(str(rid), tuple(clicks), dwell, _time(value.get("time"), f"feedback {rid}"))
+        return Feedback(
+            str(rid), tuple(clicks), dwell, record_time(value.get("time"), f"feedback {rid}")
+        )
     raise ValueError(f"type must be 'impression' or 'feedback', got {kind!r}")
 
 
@@ -294,6 +290,7 @@ def join(
         dwell: dict[int, float] = {}
         ids: dict[str, int] | None = None
         seen: set[tuple[Any, ...]] = set()
+        shown = set(impression.shown)
         for record in feedback.get(rid, ()):
             if _late(record, impression, max_feedback_delay):
                 report.late_feedback += 1
@@ -320,6 +317,12 @@ def join(
                         )
                     report.note(f"feedback {rid}: click {click!r} names none of its documents{why}")
                     continue
+                if index not in shown:
+                    report.unshown_clicks += 1
+                    report.note(
+                        f"feedback {rid}: click {click!r} names document {index}, which the "
+                        "impression did not show (left out)"
+                    )
                 clicks.add(index)
                 d = record.dwell_ms
                 value = d[n] if isinstance(d, tuple) else d

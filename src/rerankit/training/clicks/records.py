@@ -6,16 +6,51 @@ text."""
 from __future__ import annotations
 
 import hashlib
+import math
+import operator
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from typing import Any
 
 from ...documents import TITLE, titled_text
 
-__all__ = ["STORE", "Feedback", "Impression", "LoggedDocument", "logged_document", "text_hash"]
+__all__ = [
+    "STORE",
+    "Answer",
+    "ClickError",
+    "Feedback",
+    "Impression",
+    "LoggedDocument",
+    "answer_of",
+    "logged_document",
+    "record_time",
+    "text_hash",
+]
 
 #: what an impression keeps of each document: its text, the SHA-256 of its text, or its id
 STORE = ("text", "hash", "id")
+
+
+def record_time(value: Any, what: str = "record") -> float:
+    """A record's ``time`` as seconds since the epoch: a number as it is, an ISO 8601
+    string (``2026-10-06T05:33:55+02:00``; ``Z`` for UTC; one without an offset is read as
+    UTC, whatever the machine's time zone), None as 0; ValueError naming ``what``
+    otherwise."""
+    if value is None:
+        return 0.0
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            if when.tzinfo is None:
+                when = when.replace(tzinfo=timezone.utc)
+            return when.timestamp()
+    raise ValueError(f"{what}: time must be seconds since the epoch or ISO 8601, got {value!r}")
 
 
 def text_hash(text: str) -> str:
@@ -142,3 +177,75 @@ def logged_document(doc: Any, store: str, n: int) -> LoggedDocument:
         first_stage_score=None if score is None else float(score),
         positional=positional or doc_id is None,
     )
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What feedback is checked against: the answer's number of documents, their ids (None
+    when each id is its index) and the indices it showed (None: all of them)."""
+
+    documents: int
+    ids: tuple[str, ...] | None = None
+    shown: frozenset[int] | None = None
+
+    def resolve(self, click: int | str) -> int | None:
+        """The index a click names (an index: any integer, numpy's too; or a document id, a
+        string), or None."""
+        if isinstance(click, bool):
+            return None
+        if not isinstance(click, str):
+            try:
+                index = operator.index(click)
+            except TypeError:
+                return None
+            return index if 0 <= index < self.documents else None
+        if self.ids is None:
+            return int(click) if click.isdigit() and int(click) < self.documents else None
+        try:
+            return self.ids.index(click)
+        except ValueError:
+            return None
+
+    def indices(self, clicks: Any) -> list[int]:
+        """The indices ``clicks`` name; :class:`ClickError` for the first that names no
+        document of the answer, or one it did not show."""
+        out = []
+        for n, click in enumerate(clicks):
+            index = self.resolve(click)
+            if index is None:
+                hint = "an index from 0, or a document id"
+                if isinstance(click, int):
+                    hint = "an integer is an index from 0; send document ids as strings"
+                raise ClickError(
+                    n, f"{click!r} names none of the answer's {self.documents} documents ({hint})"
+                )
+            if self.shown is not None and index not in self.shown:
+                raise ClickError(
+                    n,
+                    f"{click!r} names document {index}, which the answer did not show (it "
+                    f"showed {sorted(self.shown)}, as results[].index gives them): a click "
+                    "names a document shown",
+                )
+            out.append(index)
+        return out
+
+
+class ClickError(ValueError):
+    """A click that names no document of its answer, or one not shown: ``n`` is its place
+    in the clicks."""
+
+    def __init__(self, n: int, message: str) -> None:
+        super().__init__(f"clicks[{n}]: {message}")
+        self.n = n
+        self.reason = message
+
+
+def answer_of(ids: Any, shown: Any = None) -> Answer:
+    """The :class:`Answer` of documents with these ids (as strings) that showed ``shown``
+    (indices; None: all)."""
+    ids = [str(i) for i in ids]
+    plain = all(d == str(i) for i, d in enumerate(ids))
+    seen = None if shown is None else frozenset(int(i) for i in shown)
+    if seen is not None and len(seen) == len(ids):
+        seen = None  # all shown: nothing to check, nothing to keep
+    return Answer(len(ids), None if plain else tuple(ids), seen)

@@ -1,0 +1,52 @@
+"""``rerankit check FILE``: a pipeline file built as ``-r FILE`` would, without documents,
+saying what it runs or the mistake."""
+
+from __future__ import annotations
+
+from rerankit.cli.main import main
+
+GOOD = """name = "cascade"
+
+[[stages]]
+name = "lexical"
+scorer = { type = "bm25" }
+keep = 10
+
+[[stages]]
+name = "fuse"
+scorers = [{ type = "jaccard", weight = 0.4 }, { type = "bm25", weight = 0.6 }]
+
+[[stages]]
+rule = { type = "deduplicate", threshold = 0.8 }
+"""
+
+BAD = GOOD.replace("keep = 10", 'keep = "eight"')
+
+
+def test_a_good_file_is_described_and_a_bad_one_named_with_its_mistake(tmp_path, capsys):
+    good, bad = tmp_path / "good.toml", tmp_path / "bad.toml"
+    good.write_text(GOOD)
+    bad.write_text(BAD)
+    assert main(["check", str(good)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"{good}: ok: 'cascade': lexical: bm25 (bm25), keeps 10 -> ")
+    assert "fuse: fuse (jaccard, bm25)" in out and "rule Deduplicate" in out
+    assert out.rstrip().endswith("scores relative")
+    # every file is checked; the status says whether any had a mistake
+    assert main(["check", str(bad), str(good), str(tmp_path / "absent.toml")]) == 1
+    got = capsys.readouterr()
+    assert f"{bad}: stages[0].keep: must be a positive integer" in got.err
+    assert "absent.toml" in got.err
+    assert f"{good}: ok:" in got.out
+
+
+def test_the_pipeline_page_shows_what_check_prints(capsys, monkeypatch):
+    import re
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    page = (repo / "docs" / "pipelines.md").read_text(encoding="utf-8")
+    command, shown = re.search(r"```text\n\$ rerankit (check \S+)\n(.*?)```", page, re.S).groups()
+    monkeypatch.chdir(repo)
+    assert main(command.split()) == 0
+    assert capsys.readouterr().out == shown
