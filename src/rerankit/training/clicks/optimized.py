@@ -33,7 +33,7 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-__all__ = ["DEPTH", "merges", "optimized_interleave", "rank_credits", "solve_lp"]
+__all__ = ["DEPTH", "distribution", "merges", "optimized_interleave", "rank_credits", "solve_lp"]
 
 #: how many positions optimized interleaving mixes and credits by default
 DEPTH = 10
