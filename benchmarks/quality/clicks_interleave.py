@@ -245,6 +245,41 @@ def methods(split: str = "train", pairs=PAIRS, runs: int = 100, sessions: int = 
     print("\n(each cell: the better one named / the worse one named / no winner)")
 
 
+def null_check(runs: int = 200, sessions: int = 2000, split: str = "train") -> None:
+    """How often the report names a winner when users click by position alone (each
+    position with 0.3 times its examination probability, whatever the document): with
+    optimized interleaving of the default and the best-passage cosine on SciFact's
+    ``split``, the 95 % interval should exclude 0 in about 5 runs in 100."""
+    from rerankit.training.clicks import interleaving_report
+    from rerankit.training.clicks.reader import Session
+    from rerankit.training.clicks.records import Impression, LoggedDocument
+    from rerankit.training.clicks.simulate import PositionBasedModel
+
+    _, rows, hybrid = prepared("scifact", split)
+    rankers = candidates(rows, hybrid)
+    a, b = rankers["hybrid (the default)"], rankers["best-passage cosine"]
+    queries = sorted(rows)
+    exam = PositionBasedModel(eta=1.0).examination(10)
+    docs = tuple(LoggedDocument(id=str(i)) for i in range(10))
+    named = 0
+    for seed in range(runs):
+        rng = np.random.default_rng(seed)
+        log = []
+        for s in range(sessions):
+            q = queries[int(rng.integers(len(queries)))]
+            _, credits, p = optimized_lists(a, b, q)
+            pick = int(rng.choice(len(p), p=p))
+            pair = {"pipelines": ["a", "b"], "credits": [float(c) for c in credits[pick]]}
+            shown = Impression(str(s), q, docs, tuple(range(10)), interleaving=pair)
+            clicks = tuple(int(i) for i in np.flatnonzero(rng.random(10) < 0.3 * exam))
+            log.append(Session(impression=shown, clicks=clicks))
+        named += interleaving_report(log, pipelines=("a", "b")).winner is not None
+    print(
+        f"clicks by position alone, {runs} runs of {sessions} sessions: a winner named in "
+        f"{named} ({100 * named / runs:.1f} %; 5 % expected of a 95 % interval)"
+    )
+
+
 #: other ways to credit a session's clicks, compared with rerankit's (the team with more
 #: clicks wins the session) by :func:`credit_rules`; each maps (teams of the clicked
 #: positions, their examination probabilities) to the session's outcome, + for the default
