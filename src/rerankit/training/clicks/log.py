@@ -20,8 +20,10 @@ newline, then the text); ``first_stage_score`` when the request gave one; ``posi
 (true) when it had no id and ``id`` is its index in the request. Optional:
 ``query_id`` (when the logging system has one), ``explore`` (``{"swapped": [p, ...]}``:
 positions RandPair exchanged with the next, see :mod:`.propensity`) and ``interleaving``
-(``{"pipelines": [a, b], "teams": [-1, 0, 1, ...]}``: which pipeline placed each shown
-position, -1 for the common prefix both rank first, see :mod:`.interleave`).
+(``{"pipelines": [a, b], "credits": [0.5, -0.25, ...]}``: each shown position's credit to
+``a``, optimized interleaving, see :mod:`.optimized`; or ``{"pipelines": [a, b], "teams":
+[-1, 0, 1, ...]}``: which pipeline placed each shown position, -1 for the common prefix
+both rank first, team draft, see :mod:`.interleave`).
 
 A **feedback** record says what was clicked in one answer::
 
