@@ -221,8 +221,9 @@ class ClickLog:
         shown documents' scores, in ``shown``'s order), ``pipeline`` (its name),
         ``time`` (seconds since the epoch; default now), ``query_id``, ``explore``
         (``{"swapped": [p, ...]}``, see :func:`~rerankit.training.clicks.randpair`) and
-        ``interleaving`` (``{"pipelines": [a, b], "teams": [...]}``, see
-        :func:`~rerankit.training.clicks.team_draft`)."""
+        ``interleaving`` (``{"pipelines": [a, b], "credits": [...]}``, see
+        :func:`~rerankit.training.clicks.optimized_interleave`, or ``{"pipelines": [a, b],
+        "teams": [...]}``, see :func:`~rerankit.training.clicks.team_draft`)."""
         try:
             record = self.impression(id, query, documents, shown, **options)
         except Exception as exc:  # never into the caller
