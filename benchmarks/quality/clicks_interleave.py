@@ -1,5 +1,5 @@
-"""The interleaving part of ``benchmarks/quality/clicks.py``: can team-draft interleaving
-tell two rankers apart whose test nDCG@10 differ by about 2 points, within 2,000 sessions?
+"""The interleaving part of ``benchmarks/quality/clicks.py``: can interleaving tell two
+rankers apart whose test nDCG@10 differ by about 2 points, within 2,000 sessions?
 
 On SciFact's test queries (BM25 top 100 each), the default ``hybrid`` and, among simpler
 rankers read off the learning-to-rank features, the one whose test nDCG@10 is closest to
@@ -7,10 +7,12 @@ rankers read off the learning-to-rank features, the one whose test nDCG@10 is cl
 10 team-draft interleaved, clicks from the position-based model at eta 1 on the test
 judgments), logs them with ``ClickLog`` and reads the report (``interleaving_report``)
 after the first 250, 500, 1,000, 2,000, 4,000 and 8,000 sessions (how much traffic it
-takes beyond the 2,000 asked). 20 runs with different seeds, each drawn twice with the
-same seed: with the common prefix crediting neither pipeline (rerankit's draft) and with
-the original team draft, which drafts the common prefix too; each read with the interval
-over sessions (the report's default) and over queries (``by="query"``).
+takes beyond the 2,000 asked). 20 runs with different seeds, each drawn three times with
+the same seed: optimized interleaving (the service's default), team draft with the common
+prefix crediting neither pipeline, and the original team draft, which drafts the common
+prefix too; each read with the interval over sessions (the report's default) and over
+queries (``by="query"``). :func:`methods` compares optimized interleaving and team draft
+on the training queries, where the choice was made.
 :func:`credit_rules` compares other ways to credit a session's clicks, every rule read
 from the same simulated sessions (on the training queries by default).
 """
@@ -55,6 +57,7 @@ def run(
     shared_prefix=True,
     prefixes=PREFIXES,
     bys=("session", "query"),
+    method="team-draft",
 ):
     from rerankit.training.clicks import ClickLog, interleaving_report, read_log, team_draft
     from rerankit.training.clicks.simulate import PositionBasedModel, grades_0_to_4
@@ -67,9 +70,15 @@ def run(
     for s in range(max(prefixes)):
         q = queries[int(rng.integers(len(queries)))]
         ids = rows[q][0]
-        first = list(np.argsort(-a[q], kind="stable")[:10])
-        second = list(np.argsort(-b[q], kind="stable")[:10])
-        order, teams = team_draft(first, second, rng, k=10, shared_prefix=shared_prefix)
+        if method == "optimized":
+            lists, credits, p = optimized_lists(a, b, q)
+            pick = int(rng.choice(len(p), p=p))
+            order, info = list(lists[pick]), {"credits": [float(c) for c in credits[pick]]}
+        else:
+            first = list(np.argsort(-a[q], kind="stable")[:10])
+            second = list(np.argsort(-b[q], kind="stable")[:10])
+            order, teams = team_draft(first, second, rng, k=10, shared_prefix=shared_prefix)
+            info = {"teams": teams}
         grades = grades_0_to_4([ids[i] for i in order], qrels.get(q, {}), top)
         clicked = model.click(np.arange(len(order))[None, :], grades, rng)[0]
         docs = [{"id": ids[i]} for i in order]
@@ -80,7 +89,7 @@ def run(
             docs,
             list(range(len(order))),
             query_id=q,
-            interleaving={"pipelines": list(names), "teams": teams},
+            interleaving={"pipelines": list(names), **info},
             time=s,
         )
         if clicked.any():
@@ -92,6 +101,25 @@ def run(
         for n in prefixes
         for by in bys
     }
+
+
+_OPTIMIZED: dict = {}
+
+
+def optimized_lists(a, b, q):
+    """The merges of query ``q``'s two top 10s (over the whole rankings), their credits and
+    optimized interleaving's distribution over them (computed once per query and pair, as
+    :func:`rerankit.training.clicks.optimized.optimized_interleave` computes them)."""
+    from rerankit.training.clicks.optimized import distribution, merges, rank_credits
+
+    key = (id(a), id(b), q)
+    if key not in _OPTIMIZED:
+        first = [int(i) for i in np.argsort(-a[q], kind="stable")]
+        second = [int(i) for i in np.argsort(-b[q], kind="stable")]
+        lists = merges(first, second, 10)
+        credits = rank_credits(lists, first, second)
+        _OPTIMIZED[key] = (lists, credits, distribution(credits))
+    return _OPTIMIZED[key]
 
 
 def interleaving_table(
@@ -122,7 +150,11 @@ def interleaving_table(
         f"\ninterleaved: {default} ({ndcg[default]:.2f}) and {other} ({ndcg[other]:.2f}); "
         f"{runs} runs of {max(prefixes)} sessions\n"
     )
-    drafts = {"common prefix credits neither": True, "original team draft": False}
+    drafts = {
+        "optimized (the default)": ("optimized", True),
+        "team draft, common prefix credits neither": ("team-draft", True),
+        "original team draft": ("team-draft", False),
+    }
 
     def label(draft: str, by: str) -> str:
         return f"{draft}, interval over {'queries' if by == 'query' else 'sessions'}"
@@ -131,7 +163,7 @@ def interleaving_table(
     found = {v: {n: [0, 0, 0] for n in prefixes} for v in names}
     first = {}
     for seed in range(runs):
-        for draft, shared in drafts.items():
+        for draft, (method, shared) in drafts.items():
             reports = run(
                 rows,
                 test.qrels,
@@ -143,6 +175,7 @@ def interleaving_table(
                 CACHE / f"interleave-{seed}.jsonl",
                 shared_prefix=shared,
                 prefixes=prefixes,
+                method=method,
             )
             for (n, by), report in reports.items():
                 variant = label(draft, by)
@@ -159,6 +192,92 @@ def interleaving_table(
     print(f"\n(of {runs} runs each; a winner is named when the 95 % interval excludes 0)")
     for v in names:
         print(f"\n{v}, run 0 after {max(prefixes)} sessions: {first[v].describe()}")
+
+
+#: the pairs of :func:`methods`: every pair of :func:`candidates` but those more than 4
+#: points apart on the training queries, where either method always tells
+PAIRS = (
+    ("hybrid (the default)", "best-passage cosine"),
+    ("0.3 first stage + 0.7 MiniLM", "best-passage cosine"),
+    ("hybrid (the default)", "the first calibrated hybrid's logit"),
+    ("best-passage cosine", "the first calibrated hybrid's logit"),
+    ("MiniLM cosine", "best-passage cosine"),
+)
+
+
+def methods(split: str = "train", pairs=PAIRS, runs: int = 100, sessions: int = 2000) -> None:
+    """How often each interleaving method's report names the better of two rankers after
+    ``sessions`` sessions (``runs`` seeds; logged with ``ClickLog`` and read by
+    ``interleaving_report`` over sessions), for each pair of ``pairs`` on SciFact's
+    ``split``: the comparison that made optimized interleaving the service's default."""
+    from benchmarks.quality.clicks import test_ndcg
+    from rerankit.training.clicks.simulate import max_grade
+
+    data, rows, hybrid = prepared("scifact", split)
+    top = max_grade(data.qrels)
+    rankers = candidates(rows, hybrid)
+    print(f"SciFact {split}, {runs} runs of {sessions} sessions (eta 1) for each pair:\n")
+    print("| pair (nDCG@10 x 100) | optimized | team draft |\n|---|---:|---:|")
+    for one, other in pairs:
+        ndcg = {n: test_ndcg(rankers[n], rows, data.qrels) for n in (one, other)}
+        better = max(ndcg, key=ndcg.get)
+        cells = []
+        for method in ("optimized", "team-draft"):
+            found = [0, 0, 0]
+            for seed in range(runs):
+                (report,) = run(
+                    rows,
+                    data.qrels,
+                    rankers[one],
+                    rankers[other],
+                    (one, other),
+                    top,
+                    seed,
+                    CACHE / f"methods-{seed}.jsonl",
+                    prefixes=(sessions,),
+                    bys=("session",),
+                    method=method,
+                ).values()
+                found[0 if report.winner == better else 1 if report.winner else 2] += 1
+            cells.append(" / ".join(map(str, found)))
+        pair = f"{one} ({ndcg[one]:.2f}) and {other} ({ndcg[other]:.2f})"
+        print(f"| {pair} | {cells[0]} | {cells[1]} |", flush=True)
+    print("\n(each cell: the better one named / the worse one named / no winner)")
+
+
+def null_check(runs: int = 200, sessions: int = 2000, split: str = "train") -> None:
+    """How often the report names a winner when users click by position alone (each
+    position with 0.3 times its examination probability, whatever the document): with
+    optimized interleaving of the default and the best-passage cosine on SciFact's
+    ``split``, the 95 % interval should exclude 0 in about 5 runs in 100."""
+    from rerankit.training.clicks import interleaving_report
+    from rerankit.training.clicks.reader import Session
+    from rerankit.training.clicks.records import Impression, LoggedDocument
+    from rerankit.training.clicks.simulate import PositionBasedModel
+
+    _, rows, hybrid = prepared("scifact", split)
+    rankers = candidates(rows, hybrid)
+    a, b = rankers["hybrid (the default)"], rankers["best-passage cosine"]
+    queries = sorted(rows)
+    exam = PositionBasedModel(eta=1.0).examination(10)
+    docs = tuple(LoggedDocument(id=str(i)) for i in range(10))
+    named = 0
+    for seed in range(runs):
+        rng = np.random.default_rng(seed)
+        log = []
+        for s in range(sessions):
+            q = queries[int(rng.integers(len(queries)))]
+            _, credits, p = optimized_lists(a, b, q)
+            pick = int(rng.choice(len(p), p=p))
+            pair = {"pipelines": ["a", "b"], "credits": [float(c) for c in credits[pick]]}
+            shown = Impression(str(s), q, docs, tuple(range(10)), interleaving=pair)
+            clicks = tuple(int(i) for i in np.flatnonzero(rng.random(10) < 0.3 * exam))
+            log.append(Session(impression=shown, clicks=clicks))
+        named += interleaving_report(log, pipelines=("a", "b")).winner is not None
+    print(
+        f"clicks by position alone, {runs} runs of {sessions} sessions: a winner named in "
+        f"{named} ({100 * named / runs:.1f} %; 5 % expected of a 95 % interval)"
+    )
 
 
 #: other ways to credit a session's clicks, compared with rerankit's (the team with more

@@ -24,6 +24,7 @@ from rerankit.training.clicks import (
 )
 from rerankit.training.clicks.advice import deploy_advice
 from rerankit.training.clicks.deploy import Written
+from rerankit.training.clicks.optimized import optimized_interleave
 from rerankit.training.clicks.sessions import records
 from rerankit.training.clicks.simulate import simulate_query
 
@@ -344,6 +345,37 @@ def test_interleave_report_names_the_pipeline_users_prefer(tmp_path, capsys):
     assert main(["interleave-report", *map(str, replicas)]) == 0
     split = capsys.readouterr().out.splitlines()
     assert split[0].startswith("read 2 files: 600 impressions") and split[1:] == whole[1:]
+
+
+def test_interleave_report_reads_optimized_sessions_and_a_log_of_both_names_one(tmp_path, capsys):
+    rng = np.random.default_rng(4)
+    path = tmp_path / "both.jsonl"
+    log = ClickLog(path, store="id")
+    user = PositionBasedModel()
+    grades = np.array([4, 3, 2, 1, 0, 0, 0, 0])  # the candidate's order is the better one
+    current, candidate = [4, 5, 0, 1, 2, 3, 6, 7], list(range(8))
+    for s in range(300):
+        order, credits = optimized_interleave(current, candidate, rng, k=8)
+        docs = [{"id": f"d{i}"} for i in range(8)]
+        pair = {"pipelines": ["current", "candidate"], "credits": credits}
+        log.log_impression(f"s{s}", f"query {s % 30}", docs, order, interleaving=pair)
+        clicked = user.click(np.array([order]), grades, rng)[0]
+        if clicked.any():
+            log.log_feedback(f"s{s}", [order[p] for p in np.flatnonzero(clicked)])
+    log.flush()
+    assert main(["interleave-report", str(path)]) == 0
+    printed = capsys.readouterr().out
+    assert "(optimized)" in printed and "winner: candidate" in printed
+    order, teams = team_draft(current, candidate, rng, k=8)
+    pair = {"pipelines": ["current", "candidate"], "teams": teams}
+    log.log_impression(
+        "t", "query 0", [{"id": f"d{i}"} for i in range(8)], order, interleaving=pair
+    )
+    log.flush()
+    assert main(["interleave-report", str(path)]) == 1
+    assert "interleaved two ways (300 optimized and 1 team-draft)" in capsys.readouterr().err
+    assert main(["interleave-report", str(path), "--method", "team-draft", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["sessions"] == 1
 
 
 def _split_by_answer(log, parts: list) -> None:

@@ -18,6 +18,7 @@ from rerankit.rerankers import ScorerReranker
 from rerankit.scorers import FunctionScorer
 from rerankit.server import ServerSettings, create_app
 from rerankit.training.clicks import ClickLog, interleaving_report, read_log, text_hash
+from rerankit.training.clicks.optimized import merges, rank_credits
 
 KEY = {"Authorization": "Bearer sekret"}
 DOCS = [f"document number {i}" for i in range(10)]
@@ -230,13 +231,20 @@ def test_settings_check_the_feedback_table_and_the_experiments(tmp_path):
         ({"interleave": ["up", "down"]}, "need [server.feedback]"),
         ({"feedback": "c", "interleave": ["up", "gone"]}, "interleave names ['gone']"),
         ({"feedback": "c", "explore": 1.5}, "explore must be a share"),
+        ({"feedback": "c", "interleave_method": "balanced"}, "interleave_method 'balanced'"),
     ]:
         with pytest.raises(ValueError, match=message.replace("[", r"\[")):
             ServerSettings.from_mapping({"server": server, "pipelines": spec["pipelines"]})
 
 
 def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(tmp_path, caplog):
-    settings = _settings(tmp_path, interleave=["up", "down"], interleave_share=1.0, explore=0.25)
+    settings = _settings(
+        tmp_path,
+        interleave=["up", "down"],
+        interleave_share=1.0,
+        interleave_method="team-draft",
+        explore=0.25,
+    )
     with caplog.at_level("INFO", logger="rerankit.server.experiments"):
         app = create_app(settings)
     # the experiments are said at start, as where the log goes is
@@ -260,6 +268,33 @@ def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(
     report = interleaving_report(sessions)
     assert report.pipelines == ("up", "down") and report.winner == "down"
     assert report.wins == (0, 40)
+
+
+def test_optimized_interleaving_is_the_default_and_its_credits_name_the_preferred(tmp_path):
+    settings = _settings(tmp_path, interleave=["up", "down"], interleave_share=1.0)
+    assert settings.interleave_method == "optimized"
+    up = list(range(len(DOCS)))
+    down = up[::-1]
+    with TestClient(create_app(settings)) as client:
+        for n in range(40):
+            answer = _rerank(client, top_n=4, query=f"query {n % 8}")
+            assert answer["meta"]["rerankit"]["order"] == "interleaved"
+            shown = [r["index"] for r in answer["results"]]
+            # each position holds the best of one pipeline not placed above it
+            assert tuple(shown) in merges(up, down, 4)
+            clicks = [i for i in shown if i >= 8]  # users who want what "down" ranks first
+            client.post("/v1/feedback", json={"id": answer["id"], "clicks": clicks}, headers=KEY)
+        client.app.state.feedback.flush()
+    sessions, _ = read_log(tmp_path / "clicks.jsonl")
+    assert len(sessions) == 40
+    for s in sessions:
+        credits = s.impression.interleaving["credits"]
+        expected = rank_credits(
+            [[int(s.impression.documents[i].id) for i in s.impression.shown]], up, down
+        )
+        assert credits == pytest.approx(list(expected[0]))
+    report = interleaving_report(sessions)
+    assert report.method == "optimized" and report.winner == "down"
 
 
 def test_an_interleaved_answer_carries_the_first_pipeline_s_scores_and_scale(tmp_path):

@@ -206,7 +206,7 @@ def test_identical_pipelines_tie_every_session_with_the_common_prefix(tmp_path):
     one = [
         s for s in _identical_log(tmp_path / "one.jsonl", 20, True) if s.impression.query == "q0"
     ]
-    assert "1 interleaved session over 1 query," in interleaving_report(one).describe()
+    assert "1 interleaved session (team draft) over 1 query," in interleaving_report(one).describe()
 
 
 def test_a_log_without_interleaving_is_refused(tmp_path):

@@ -13,7 +13,7 @@ from typing import Any
 from ..training.clicks.advice import deploy_advice
 from ..training.clicks.deploy import served_pipeline, write_learned
 from ..training.clicks.from_log import learn_from_log, read_corpus
-from ..training.clicks.interleave import BY, interleaving_report
+from ..training.clicks.interleave import BY, METHODS, interleaving_report
 from ..training.clicks.log import STORE
 from ..training.clicks.reader import logs_files, read_log
 from ..training.clicks.sessions import DEPTH
@@ -177,6 +177,7 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
         confidence=args.confidence,
         seed=args.seed,
         by=args.by,
+        method=args.method,
     )
     if args.json:
         what = {
@@ -279,10 +280,11 @@ def add_commands(sub: Any) -> None:
         "interleave-report",
         help="which of two interleaved pipelines users preferred, from a click log",
         description="Read a click log written with [server] interleave = [A, B] and credit "
-        "each click to the pipeline that placed the clicked document (team-draft "
-        "interleaving): wins of each, ties, the difference as a share of the sessions with "
-        "a click for either and its confidence interval (bootstrap over sessions, or over "
-        "queries with --by query), and the winner when the interval excludes 0.",
+        "each click: with optimized interleaving (the default), by how much higher one "
+        "pipeline ranks the clicked document; with team draft, to the pipeline that placed "
+        "it. Prints the sessions each won, ties, the difference per session with a click "
+        "for either and its confidence interval (over sessions, or over queries with --by "
+        "query), and the winner when the interval excludes 0.",
     )
     ir.add_argument(
         "log",
@@ -309,6 +311,13 @@ def add_commands(sub: Any) -> None:
         help="what the bootstrap resamples: sessions (default; which pipeline the users of "
         "this traffic prefer, as an A/B test would tell) or queries (a verdict meant to "
         "hold for queries the log has not seen; wider)",
+    )
+    ir.add_argument(
+        "--method",
+        choices=METHODS,
+        default=None,
+        help="the interleaving whose sessions to count (default: the one the log holds; a "
+        "log with both, after interleave_method changed, must name one)",
     )
     add_max_feedback_delay_argument(ir)
     ir.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")

@@ -2,10 +2,14 @@
 on a share of requests, an experiment whose clicks the log can learn from.
 
 - ``interleave = ["current", "candidate"]`` with ``interleave_share``: that share of the
-  requests served by ``current`` is answered with the team-draft interleaving of both
-  pipelines' rankings (:func:`rerankit.training.clicks.team_draft`); the impression
-  records which pipeline placed each position, so ``rerankit interleave-report LOG`` can
-  credit the clicks. The answer's relevance scores, their scale (``meta.rerankit.scores``)
+  requests served by ``current`` is answered with an interleaving of both pipelines'
+  rankings, optimized (``interleave_method = "optimized"``, the default:
+  :func:`rerankit.training.clicks.optimized.optimized_interleave`; the impression records
+  each position's credit) or team draft (``"team-draft"``:
+  :func:`rerankit.training.clicks.team_draft`; the impression records which pipeline
+  placed each position), so ``rerankit interleave-report LOG`` can credit the clicks. A
+  request whose rankings admit no unbiased optimized interleaving (rare) is answered by
+  ``current`` alone. The answer's relevance scores, their scale (``meta.rerankit.scores``)
   and the rest of ``meta`` are ``current``'s, as its plain answer would give them (a
   document only ``candidate`` kept, one an ordering rule of ``current`` dropped, carries
   ``candidate``'s score mapped into [0, 1]).
@@ -32,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ..training.clicks.interleave import team_draft
+from ..training.clicks.optimized import optimized_interleave
 from ..training.clicks.propensity import randpair
 from ..types import RerankResult
 from .formats.base import Call, relevance_scores
@@ -112,7 +117,17 @@ class Experiments:
             logger.warning("interleave: %r failed (%s); answered by %r alone", pair[1], b, pair[0])
             return (a if call.top_n is None else a.top_k(call.top_n)), {}
         k = len(a) if call.top_n is None else call.top_n
-        indices, teams = self._team_draft([r.index for r in a], [r.index for r in b], k)
+        ranking_a, ranking_b = [r.index for r in a], [r.index for r in b]
+        info: dict[str, Any] = {"pipelines": list(pair)}
+        if self.settings.interleave_method == "team-draft":
+            indices, info["teams"] = self._team_draft(ranking_a, ranking_b, k)
+        else:
+            coin = random.Random(int(self.rng.integers(2**63)))  # the generator stays here
+            mixed = await asyncio.to_thread(optimized_interleave, ranking_a, ranking_b, coin, k=k)
+            if mixed is None:
+                logger.info("interleave: no unbiased interleaving; answered by %r", pair[0])
+                return (a if call.top_n is None else a.top_k(call.top_n)), {}
+            indices, info["credits"] = [int(i) for i in mixed[0]], mixed[1]
         by_index = {r.index: r for r in b} | {r.index: r for r in a}
         ranked = [by_index[i] for i in indices]
         # each document's relevance score: the first pipeline's; the second's (in [0, 1]
@@ -121,7 +136,7 @@ class Experiments:
         unit |= dict(zip([r.index for r in a], relevance_scores(a, current), strict=True))
         call.relevance.update({i: unit[i] for i in indices})
         result = replace(a, results=reordered(ranked, list(range(len(ranked)))))
-        return result, {"interleaving": {"pipelines": list(pair), "teams": teams}}
+        return result, {"interleaving": info}
 
     def _team_draft(self, a: list[int], b: list[int], k: int) -> tuple[list[int], list[int]]:
         order, teams = team_draft(a, b, self.rng, k=k)

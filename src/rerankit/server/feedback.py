@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import FIRST_STAGE_SCORE
+from ..training.clicks.interleave import METHODS
 from ..training.clicks.log import STORE, ClickLog, log_files
 from ..training.clicks.records import Answer, answer_of
 from ..training.clicks.retention import DAY, SWEEP_EVERY, check_retention
@@ -124,7 +125,8 @@ def feedback_beside(value: Any, folder: Path) -> Any:
 
 
 def check_experiments(settings: Any) -> None:
-    """``[server]``'s feedback, ``interleave``, ``interleave_share``, ``explore`` and
+    """``[server]``'s feedback, ``interleave``, ``interleave_share``, ``interleave_method``,
+    ``explore`` and
     ``explore_pairs``, checked (and ``feedback`` parsed) for :class:`ServerSettings`."""
     settings.feedback = FeedbackSettings.parse(settings.feedback)
     pair = settings.interleave
@@ -137,6 +139,11 @@ def check_experiments(settings: Any) -> None:
             raise ValueError(
                 f"interleave names {missing}, not among {sorted(settings.pipelines or {})}"
             )
+    if settings.interleave_method not in METHODS:
+        raise ValueError(
+            f"interleave_method {settings.interleave_method!r}: expected one of "
+            f"{', '.join(map(repr, METHODS))}"
+        )
     for name in ("interleave_share", "explore", "explore_pairs"):
         value = getattr(settings, name)
         if isinstance(value, bool) or not 0 <= value <= 1:

@@ -39,8 +39,9 @@ backend = "auto"               # where `embedding` and `hybrid` run, wherever na
 quantize = ""                  # "int8" for int8 weights on ONNX Runtime
 model = ""                     # the embedding model of `embedding` and `hybrid`, wherever named:
                                # a hub id, a model folder or a folder written by rerankit export
-interleave = ["hybrid", "cascade"]  # answer a share of `hybrid`'s requests with the team-draft
+interleave = ["hybrid", "cascade"]  # answer a share of `hybrid`'s requests with an
 interleave_share = 0.1         # interleaving of both (needs [server.feedback]; see .experiments)
+interleave_method = "optimized"  # or "team-draft" (optimized needs less traffic to tell)
 explore = 0.0                  # share of requests with adjacent results below the top 3 swapped,
 explore_pairs = 0.1            # each pair with this probability (RandPair; needs feedback)
 
@@ -207,6 +208,8 @@ class ServerSettings:
     #: share of requests explored (RandPair): see :mod:`.experiments`
     interleave: list[str] | None = None
     interleave_share: float = 0.1
+    #: how the two rankings are mixed: ``"optimized"`` or ``"team-draft"``
+    interleave_method: str = "optimized"
     explore: float = 0.0
     explore_pairs: float = 0.1
 

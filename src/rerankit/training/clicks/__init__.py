@@ -2,9 +2,10 @@
 reader (:mod:`.reader`), sessions grouped by query (:mod:`.sessions`), position-bias
 propensities and RandPair exploration (:mod:`.propensity`), counterfactual estimates
 (:mod:`.counterfactual`), learning with the bias corrected and the verdict against what
-was served (:mod:`.learn`; from a log file: :mod:`.from_log`), team-draft interleaving
-(:mod:`.interleave`), a click simulator (:mod:`.simulate`; over a judged collection:
-:mod:`.simulate_data`) and what learning writes and serving it asks (:mod:`.deploy`).
+was served (:mod:`.learn`; from a log file: :mod:`.from_log`), interleaving (optimized:
+:mod:`.optimized`; team draft and the report: :mod:`.interleave`), a click simulator
+(:mod:`.simulate`; over a judged collection: :mod:`.simulate_data`) and what learning
+writes and serving it asks (:mod:`.deploy`).
 
 The names below are the ones a user needs; each module documents the rest. They load on
 first use, so a service that only writes the log (``rerankit.training.clicks.log``)
@@ -47,6 +48,7 @@ _LAZY = {
     "credit": "interleave",
     "interleaving_report": "interleave",
     "team_draft": "interleave",
+    "optimized_interleave": "optimized",
     "PositionBasedModel": "simulate",
     "simulate_query": "simulate",
     "grades_0_to_4": "simulate",

@@ -12,7 +12,9 @@ common prefix credits neither, since it says nothing about which pipeline is bet
 original draft credits it by coin flip, which only adds noise). The session goes to the
 team with more clicks, or is a tie. :func:`interleaving_report` adds the sessions up: the
 share of sessions each wins, the difference with a bootstrap confidence interval and a
-two-sided sign test over the sessions with a winner.
+two-sided sign test over the sessions with a winner. It reads sessions of optimized
+interleaving (:mod:`.optimized`, the service's default, which needs less traffic) the same
+way, each session's outcome being its clicks' credit.
 
 The interval resamples sessions by default: each request is a draw from the traffic, and
 the question is which pipeline the users of that traffic prefer, the question an A/B test
@@ -37,6 +39,7 @@ from .reader import Session
 
 __all__ = [
     "BY",
+    "METHODS",
     "POWER",
     "InterleavingReport",
     "credit",
@@ -47,6 +50,9 @@ __all__ = [
 
 #: what the report's bootstrap can resample
 BY = ("session", "query")
+#: the interleaving methods: :func:`.optimized.optimized_interleave` (the service's
+#: default) and :func:`team_draft`
+METHODS = ("optimized", "team-draft")
 #: the chance of naming a winner that :attr:`InterleavingReport.needed` plans traffic for
 POWER = 0.8
 
@@ -147,9 +153,12 @@ class InterleavingReport:
     """Which of two interleaved pipelines users preferred: ``sessions`` interleaved, of
     which ``clicked`` had a click credited to either pipeline (:attr:`unclicked` did not),
     ``wins`` of each and :attr:`tied` (clicked, as many clicks for each); ``ties`` are the
-    sessions neither won (``unclicked + tied``); ``delta`` = (wins of ``a`` - wins of
-    ``b``) / ``clicked``, its confidence ``interval`` (bootstrap over ``by``: sessions or
-    queries), the sign test's ``p_value``, the ``queries`` the sessions came from, and the
+    sessions neither won (``unclicked + tied``); ``delta``: with team draft (``method``),
+    (wins of ``a`` - wins of ``b``) / ``clicked``; with optimized interleaving, the clicks'
+    credit per clicked session (a session is won by the pipeline its credit favours). Its
+    confidence ``interval`` (over ``by``: sessions or queries; a bootstrap, except over the
+    sessions of optimized interleaving, where it is the normal interval of the mean), the
+    sign test's ``p_value``, the ``queries`` the sessions came from, and the
     :attr:`winner`: the pipeline the interval excludes losing, or None. ``requests``: the
     log's sessions served by the pipeline whose requests were interleaved (interleaved
     or not), so :attr:`share` is the share of its requests that were interleaved."""
@@ -166,6 +175,7 @@ class InterleavingReport:
     confidence: float
     by: str = "session"
     requests: int = 0
+    method: str = "team-draft"
 
     @property
     def unclicked(self) -> int:
@@ -248,13 +258,14 @@ class InterleavingReport:
                         f"{100 * self.share:.3g} % interleaved)"
                     )
                 verdict += f", would tell, {100 * POWER:g} times in 100"
+        measure = "delta" if self.method == "team-draft" else "mean credit per clicked session"
         return (
-            f"{self.sessions} interleaved session{'' if self.sessions == 1 else 's'} over "
-            f"{self.queries} "
+            f"{self.sessions} interleaved session{'' if self.sessions == 1 else 's'} "
+            f"({self.method.replace('-', ' ')}) over {self.queries} "
             f"quer{'y' if self.queries == 1 else 'ies'}, "
             f"{self.unclicked} without a click for either; of the "
             f"{self.clicked} with one, {a} won {self.wins[0]}, {b} won {self.wins[1]}, "
-            f"{self.tied} tied; delta ({a} - {b}) {self.delta:+.3f} "
+            f"{self.tied} tied; {measure} ({a} - {b}) {self.delta:+.3f} "
             f"({level} {self.interval[0]:+.3f} to {self.interval[1]:+.3f}; sign test over "
             f"sessions p = {self.p_value:.3g}): {verdict}"
         )
@@ -268,22 +279,27 @@ def interleaving_report(
     resamples: int = 2000,
     seed: int = 0,
     by: str = "session",
+    method: str | None = None,
 ) -> InterleavingReport:
     """The report over the interleaved sessions of a log (impressions with an
     ``interleaving`` field; the others are skipped), for the pair ``pipelines`` (default:
     the first pair found). ``by``: what the bootstrap resamples, ``"session"`` (default)
     or ``"query"`` (sessions grouped by ``query_id``, else the query text; see the module
-    doc)."""
+    doc). ``method``: the interleaving whose sessions to count, ``"optimized"`` or
+    ``"team-draft"`` (default: the one the log holds; a log with both must name one)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if by not in BY:
         raise ValueError(f"by {by!r}: expected one of {', '.join(BY)}")
-    by_query: dict[str, list[int]] = {}
+    if method not in (None, *METHODS):
+        raise ValueError(f"method {method!r}: expected one of {', '.join(METHODS)}")
+    by_query: dict[str, list[tuple[float, bool]]] = {}
     pair = pipelines
     total = 0
     pairs_seen: set[tuple[str, ...]] = set()
     served: dict[str, int] = {}  # sessions by the pipeline that served them
     interleaved_by: set[str] = set()
+    kinds: dict[str, int] = {}  # sessions by interleaving method
     for s in sessions:
         served[s.impression.pipeline] = served.get(s.impression.pipeline, 0) + 1
         info = s.impression.interleaving
@@ -301,15 +317,17 @@ def interleaving_report(
             flipped = False
         else:
             continue
-        a, b = credit(list(info.get("teams", ())), s.clicked_positions())
+        kind = "optimized" if info.get("credits") is not None else "team-draft"
+        if method is not None and kind != method:
+            continue
+        kinds[kind] = kinds.get(kind, 0) + 1
+        value, clicked_any = _outcome(info, s.clicked_positions())
         if flipped:
-            a, b = b, a
-        outcome = (a > b) - (b > a)  # +1: first pipeline wins, -1: second, 0: tie
-        outcome = outcome if a + b else 2  # 2: no click
+            value = -value
         imp = s.impression
         interleaved_by.add(imp.pipeline)
         by_query.setdefault(imp.query_id if imp.query_id is not None else imp.query, []).append(
-            outcome
+            (value, clicked_any)
         )
         total += 1
     if pair is None or total == 0:
@@ -320,19 +338,27 @@ def interleaving_report(
                 f"(it has sessions of: {found})"
             )
         raise ValueError("no interleaved sessions in the log")
+    if len(kinds) > 1:
+        found = " and ".join(f"{n:,} {k}" for k, n in sorted(kinds.items()))
+        raise ValueError(
+            f"the log has sessions of {pair[0]} and {pair[1]} interleaved two ways ({found}), "
+            "whose credits do not add up; report each apart (method='team-draft' or "
+            "'optimized'; on the command line, --method)"
+        )
+    kind = next(iter(kinds))
     outcomes = [o for group in by_query.values() for o in group]
-    wins_a, wins_b = outcomes.count(1), outcomes.count(-1)
-    clicked = sum(1 for o in outcomes if o != 2)
-    delta = (wins_a - wins_b) / clicked if clicked else 0.0
-    groups = [
-        (sum(1 for o in g if o == 1) - sum(1 for o in g if o == -1), sum(1 for o in g if o != 2))
-        for g in by_query.values()
-    ]
+    wins_a = sum(1 for v, c in outcomes if c and v > 0)
+    wins_b = sum(1 for v, c in outcomes if c and v < 0)
+    clicked = sum(1 for _, c in outcomes if c)
+    delta = sum(v for v, _ in outcomes) / clicked if clicked else 0.0
+    groups = [(sum(v for v, _ in g), sum(1 for _, c in g if c)) for g in by_query.values()]
     if by == "query":
         interval = _bootstrap(groups, confidence, resamples, seed)
-    else:
+    elif kind == "team-draft":
         counts = (wins_a, wins_b, clicked - wins_a - wins_b, len(outcomes) - clicked)
         interval = _session_bootstrap(counts, confidence, resamples, seed)
+    else:
+        interval = _ratio_interval([v for v, c in outcomes if c], confidence)
     return InterleavingReport(
         pipelines=(str(pair[0]), str(pair[1])),
         sessions=total,
@@ -346,7 +372,34 @@ def interleaving_report(
         confidence=confidence,
         by=by,
         requests=sum(served[name] for name in interleaved_by),
+        method=kind,
     )
+
+
+def _outcome(info: dict[str, Any], clicked_positions: Iterable[int]) -> tuple[float, bool]:
+    """A session's outcome for the first pipeline, and whether a click was credited:
+    optimized interleaving sums the clicked positions' credits; team draft gives +1 to the
+    team with more clicks (-1 to the other, 0 for a tie)."""
+    credits = info.get("credits")
+    if credits is not None:
+        hits = [float(credits[p - 1]) for p in clicked_positions if 1 <= p <= len(credits)]
+        return float(sum(hits)), any(h != 0 for h in hits)
+    a, b = credit(list(info.get("teams", ())), clicked_positions)
+    return float((a > b) - (b > a)), a + b > 0
+
+
+def _ratio_interval(values: Sequence[float], confidence: float) -> tuple[float, float]:
+    """The normal interval of the mean credit per clicked session (sessions are
+    independent draws of the traffic; the credits are real numbers, so the interval is
+    the normal one rather than a bootstrap of counts)."""
+    if not values:
+        return (0.0, 0.0)
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return (mean, mean)
+    z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2)
+    half = z * statistics.stdev(values) / math.sqrt(len(values))
+    return (mean - half, mean + half)
 
 
 def _session_bootstrap(

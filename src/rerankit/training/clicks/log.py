@@ -20,8 +20,10 @@ newline, then the text); ``first_stage_score`` when the request gave one; ``posi
 (true) when it had no id and ``id`` is its index in the request. Optional:
 ``query_id`` (when the logging system has one), ``explore`` (``{"swapped": [p, ...]}``:
 positions RandPair exchanged with the next, see :mod:`.propensity`) and ``interleaving``
-(``{"pipelines": [a, b], "teams": [-1, 0, 1, ...]}``: which pipeline placed each shown
-position, -1 for the common prefix both rank first, see :mod:`.interleave`).
+(``{"pipelines": [a, b], "credits": [0.5, -0.25, ...]}``: each shown position's credit to
+``a``, optimized interleaving, see :mod:`.optimized`; or ``{"pipelines": [a, b], "teams":
+[-1, 0, 1, ...]}``: which pipeline placed each shown position, -1 for the common prefix
+both rank first, team draft, see :mod:`.interleave`).
 
 A **feedback** record says what was clicked in one answer::
 
@@ -219,8 +221,9 @@ class ClickLog:
         shown documents' scores, in ``shown``'s order), ``pipeline`` (its name),
         ``time`` (seconds since the epoch; default now), ``query_id``, ``explore``
         (``{"swapped": [p, ...]}``, see :func:`~rerankit.training.clicks.randpair`) and
-        ``interleaving`` (``{"pipelines": [a, b], "teams": [...]}``, see
-        :func:`~rerankit.training.clicks.team_draft`)."""
+        ``interleaving`` (``{"pipelines": [a, b], "credits": [...]}``, see
+        :func:`~rerankit.training.clicks.optimized_interleave`, or ``{"pipelines": [a, b],
+        "teams": [...]}``, see :func:`~rerankit.training.clicks.team_draft`)."""
         try:
             record = self.impression(id, query, documents, shown, **options)
         except Exception as exc:  # never into the caller

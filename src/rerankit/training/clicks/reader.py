@@ -145,6 +145,29 @@ def _document(value: Any, n: int) -> LoggedDocument:
     )
 
 
+def _check_interleaving(info: Any, shown: int, rid: Any) -> None:
+    """An impression's ``interleaving``: two pipelines, and a team (team draft) or a
+    credit (optimized interleaving) for at most each position shown."""
+    if info is None:
+        return
+    where = f"impression {rid}: interleaving"
+    if not isinstance(info, Mapping):
+        raise ValueError(f"{where} must be an object")
+    names = info.get("pipelines")
+    if not isinstance(names, list) or len(names) != 2:
+        raise ValueError(f"{where}.pipelines must name two pipelines")
+    for name, kinds in (("teams", (int,)), ("credits", (int, float))):
+        values = info.get(name)
+        if values is None:
+            continue
+        if (
+            not isinstance(values, list)
+            or len(values) > shown
+            or any(isinstance(v, bool) or not isinstance(v, kinds) for v in values)
+        ):
+            raise ValueError(f"{where}.{name} must be a list of numbers, one per position shown")
+
+
 def parse_record(value: Any) -> Impression | Feedback:
     """A record of the format from its JSON value; ValueError naming the field that is
     wrong. A converter from another system's log can build these values and check them
@@ -173,6 +196,7 @@ def parse_record(value: Any) -> Impression | Feedback:
         scores = value.get("scores")
         if scores is not None and (not isinstance(scores, list) or len(scores) != len(shown)):
             raise ValueError(f"impression {rid}: scores must have one number per shown document")
+        _check_interleaving(value.get("interleaving"), len(shown), rid)
         return Impression(
             id=str(rid),
             query=query,
