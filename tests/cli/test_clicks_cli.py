@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import rerankit
-from rerankit.cli import main
+from rerankit.cli import build_parser, main
 from rerankit.config import read_spec
 from rerankit.scorers.learned import FEATURES
 from rerankit.training.clicks import (
@@ -337,6 +337,10 @@ def test_interleave_report_names_the_pipeline_users_prefer(tmp_path, capsys):
     )
     error = capsys.readouterr().err
     assert "no interleaved sessions of a and b" in error and "current and candidate" in error
+    # ... and names the log and what was read of it
+    assert (
+        f"{tmp_path / 'interleaved.jsonl'}: " in error and "read 1 file: 600 impressions" in error
+    )
     # the logs of two replicas, read together: the same report as the one log
     assert main(["interleave-report", str(tmp_path / "interleaved.jsonl")]) == 0
     whole = capsys.readouterr().out.splitlines()
@@ -467,6 +471,14 @@ def test_tune_clicks_stops_when_no_impression_has_its_documents(tmp_path, capsys
     assert "--data" not in error  # it was given
     assert main(["tune", "--clicks", str(log), "--out", str(tmp_path / "clicks.toml")]) == 1
     assert "pass the corpus it came from" in capsys.readouterr().err  # it was not
+
+
+def test_simulate_clicks_takes_the_training_split_by_its_name_and_the_old_spelling():
+    for flag in ("--train-split", "--split"):
+        args = build_parser().parse_args(
+            ["simulate-clicks", "--data", "d", flag, "dev", "--out", "o"]
+        )
+        assert args.split == "dev"
 
 
 def test_simulate_clicks_over_a_beir_folder_writes_a_log_tune_learns_from(

@@ -87,7 +87,7 @@ def test_rank_with_an_unknown_language_stops_before_reading_input(capsys, tmp_pa
         ([*TRAIN, "--epochs", "0"], "--epochs"),
         ([*TRAIN, "--epochs", "-1"], "--epochs"),
         ([*TRAIN, "--learning-rate", "-1"], "--learning-rate"),
-        ([*TRAIN, "--head-learning-rate", "0"], "--head-learning-rate"),
+        ([*TRAIN, "--head-learning-rate", "-0.1"], "--head-learning-rate"),
         ([*LABEL, "--budget", "-1"], "--budget"),
         ([*LABEL, "--budget", "0"], "--budget"),
         (["tune", "--data", "d", "--embedding-max-length", "0"], "--embedding-max-length"),
@@ -118,8 +118,8 @@ def test_held_out_takes_a_share_up_to_half(share):
     ("options", "message"),
     [
         ({"epochs": 0}, "--epochs must be above 0"),
-        ({"learning_rate": -1.0}, "--learning-rate must be above 0"),
-        ({"what": "cross_encoder", "head_learning_rate": 0.0}, "--head-learning-rate"),
+        ({"learning_rate": -1.0}, "--learning-rate must be 0"),
+        ({"what": "cross_encoder", "head_learning_rate": -1e-3}, "--head-learning-rate"),
     ],
 )
 def test_the_library_refuses_what_the_command_line_refuses(options, message):

@@ -151,7 +151,7 @@ def positive_float(value: str) -> float:
 
 
 def non_negative_float(value: str) -> float:
-    """Seconds, 0 included (``--shutdown-delay 0``: none)."""
+    """A number >= 0 (seconds, ``--shutdown-delay 0``: none; a step size, 0: weights kept)."""
     try:
         x = float(value)
     except ValueError:

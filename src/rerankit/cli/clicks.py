@@ -171,14 +171,18 @@ def add_max_feedback_delay_argument(parser: Any, prefix: str = "") -> None:
 def cmd_interleave_report(args: argparse.Namespace) -> int:
     sessions, read = read_log(logs_files(args.log), max_feedback_delay=args.max_feedback_delay)
     pair = tuple(args.pipelines) if args.pipelines else None
-    report = interleaving_report(
-        sessions,
-        pipelines=pair,  # type: ignore[arg-type]
-        confidence=args.confidence,
-        seed=args.seed,
-        by=args.by,
-        method=args.method,
-    )
+    try:
+        report = interleaving_report(
+            sessions,
+            pipelines=pair,  # type: ignore[arg-type]
+            confidence=args.confidence,
+            seed=args.seed,
+            by=args.by,
+            method=args.method,
+        )
+    except ValueError as exc:  # say which log, and what was read of it
+        read_line = read.describe().splitlines()[0]
+        raise ValueError(f"{', '.join(map(str, args.log))}: {exc} ({read_line})") from exc
     if args.json:
         what = {
             "files": read.files,
@@ -234,11 +238,18 @@ def add_simulate_command(sub: Any) -> None:
     )
     add_data_argument(sim)
     sim.add_argument(
-        "--split", default="train", help="the split whose judged queries it simulates (train)"
+        "--train-split",
+        "--split",
+        dest="split",
+        default="train",
+        help="the split whose judged queries it simulates users on, the queries learning "
+        "will train on (default train; --split is the older spelling)",
     )
     add_max_queries_argument(sim)
     add_first_stage_argument(sim)
-    add_candidates_argument(sim, "first-stage candidates per query, all logged", default=10)
+    add_candidates_argument(
+        sim, "first-stage candidates per query, all shown and logged (one page)", default=10
+    )
     sim.add_argument(
         "--reranker",
         "-r",

@@ -17,6 +17,7 @@ from .args import (
     add_old_spelling,
     examples,
     model_kind_name,
+    non_negative_float,
     positive_float,
     positive_int,
 )
@@ -131,16 +132,18 @@ def add_commands(sub: Any) -> None:
     add_candidates_argument(tr, "BM25 candidates per query to draw hard negatives from")
     tr.add_argument(
         "--learning-rate",
-        type=positive_float,
+        type=non_negative_float,
         default=None,
-        help="the optimiser's step size (2e-5)",
+        help="the optimiser's step size (2e-5; 0 keeps the model's weights, e.g. to train a "
+        "cross-encoder's head alone)",
     )
     tr.add_argument(
         "--head-learning-rate",
-        type=positive_float,
+        type=non_negative_float,
         default=None,
         help="cross-encoder: the relevance head's step size (1e-3 for a checkpoint without "
-        "a head, whose new head starts from random weights; else --learning-rate's)",
+        "a head, whose new head starts from random weights; else --learning-rate's; 0 keeps "
+        "the head as it is)",
     )
     tr.add_argument(
         "--held-out",

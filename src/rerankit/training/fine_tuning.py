@@ -190,8 +190,8 @@ class FineTuneOptions:
             ("--learning-rate", self.learning_rate),
             ("--head-learning-rate", self.head_learning_rate),
         ):
-            if rate is not None and not 0 < rate < math.inf:
-                raise InputError(f"{flag} must be above 0, got {rate}")
+            if rate is not None and not 0 <= rate < math.inf:
+                raise InputError(f"{flag} must be 0 (weights kept) or above, got {rate}")
         if self.cross_fit is not None and self.what != "embedding":
             raise InputError(
                 "--cross-fit is for embedding models, which `rerankit tune` reads as features"
