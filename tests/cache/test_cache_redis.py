@@ -82,7 +82,9 @@ def test_the_memory_bound_evicts_instead_of_failing(redis_url, redis_server):
     for lo in range(0, len(texts), 250):
         vectors.put_many("m", texts[lo : lo + 250], np.ones((250, 384), dtype=np.float32))
     info = client.info("memory")
-    assert info["used_memory"] <= 3_000_000
+    # Redis evicts before each command runs, so the last write may leave it above the
+    # bound by about that write (250 vectors, ~0.4 MB); what was written is ~4.6 MB
+    assert info["used_memory"] <= 3_000_000 + 250 * 1600
     assert client.info("stats")["evicted_keys"] > 0
     assert error_counts()["embedding"] == before  # evictions are no errors
     found = vectors.get_many("m", texts[-10:])  # the newest are kept
