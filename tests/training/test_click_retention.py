@@ -30,7 +30,9 @@ def _times(path):
     return [json.loads(line)["time"] for f in log_files(path) for line in open(f, "rb")]
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize(
+    "seed", [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)]
+)  # make test: one seed; make test-slow: three
 def test_no_record_outlives_the_limit_by_more_than_a_sweep_and_none_younger_is_lost(tmp_path, seed):
     rng = random.Random(seed)
     clock = Clock()
