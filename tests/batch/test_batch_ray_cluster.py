@@ -173,7 +173,7 @@ def stored(cache_dir: Path) -> int:
     return len(JudgmentCache(path)) if path.exists() else 0
 
 
-@pytest.mark.slow  # 18 s: make test-slow (the other two-node test stays in make test)
+@pytest.mark.slow  # 18 s: make test-slow
 def test_the_shared_cache_the_driver_names_reaches_every_nodes_workers(
     two_nodes, redis_url, tmp_path
 ):
@@ -197,6 +197,7 @@ def test_the_shared_cache_the_driver_names_reaches_every_nodes_workers(
     assert stored(two_nodes.head.cache) == stored(worker.cache) == 0  # none on a node
 
 
+@pytest.mark.slow  # 23 s: make test-slow (make test runs Ray on one node, test_batch_ray.py)
 def test_both_nodes_work_and_a_node_removed_mid_job_loses_no_row(two_nodes, tmp_path):
     worker = two_nodes.ensure_worker()
     n_rows = 40
