@@ -248,7 +248,10 @@ def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(
     with caplog.at_level("INFO", logger="rerankit.server.experiments"):
         app = create_app(settings)
     # the experiments are said at start, as where the log goes is
-    assert "interleave: 100 % of 'up''s requests answered with 'down' interleaved" in caplog.text
+    assert (
+        "interleave: 100 % of 'up''s requests answered with 'down' interleaved (team-draft)"
+        in caplog.text
+    )
     assert "explore: 25 % of requests with pairs below the top 3 exchanged" in caplog.text
     with TestClient(app) as client:
         for n in range(40):

@@ -396,3 +396,20 @@ def test_two_workers_answer_and_share_the_embedding_cache(tmp_path):
     distinct = {d["text"] for d in SAMPLE} | {QUERY, "a warm-up document", "another one"}
     assert 0 < rows <= len(distinct)  # each text stored once, whichever worker computed it
     assert "Traceback" not in served.output()
+
+
+def test_a_port_another_service_holds_is_said_before_any_model_loads():
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "rerankit", "serve", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2] / "src")},
+        )
+    assert done.returncode != 0
+    assert f"cannot listen on 127.0.0.1:{port}" in done.stderr, done.stderr[-2000:]
+    assert "--port" in done.stderr and "terminate called" not in done.stderr

@@ -335,10 +335,14 @@ def test_the_report_counts_ties_and_sessions_without_a_click_apart(tmp_path):
 
 def test_the_plan_is_also_given_in_requests_at_the_share_interleaved(tmp_path):
     path = tmp_path / "few.jsonl"
-    _counted_log(path, 55, 45, 100)  # 200 interleaved requests to "" (unnamed)
+    times = [s.impression.time for s in _counted_log(path, 55, 45, 100)]  # 200 interleaved
+    first, last = min(times), max(times)
     log = ClickLog(path, store="id")
-    for s in range(600):  # and 600 more requests to it, answered plainly: a share of 1/4
-        log.log_impression(f"plain{s}", "q", [{"id": "x"}, {"id": "y"}], [0, 1])
+    for s in range(600):  # and 600 more requests to it meanwhile, plain: a share of 1/4
+        when = first + (last - first) * s / 599
+        log.log_impression(f"plain{s}", "q", [{"id": "x"}, {"id": "y"}], [0, 1], time=when)
+    # one after the experiment ended is not counted
+    log.log_impression("later", "q", [{"id": "x"}, {"id": "y"}], [0, 1], time=last + 60)
     for s in range(50):  # another pipeline's requests are not the interleaved one's
         log.log_impression(f"other{s}", "q", [{"id": "x"}], [0], pipeline="other")
     report = interleaving_report(read_log(path)[0])

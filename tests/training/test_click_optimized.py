@@ -4,6 +4,7 @@ distribution, its unbiasedness, and the report's reading of its credits."""
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -124,7 +125,7 @@ def test_an_infeasible_program_has_no_solution():
     assert solve_lp(np.ones(2), np.array([[1.0, 1.0], [1.0, -1.0]]), np.array([1.0, 3.0])) is None
 
 
-def _session(n, credits, clicks, pipelines=("a", "b"), query="q"):
+def _session(n, credits, clicks, pipelines=("a", "b"), query="q", time=0.0, info=None):
     docs = tuple(LoggedDocument(id=str(i)) for i in range(len(credits)))
     imp = Impression(
         id=str(n),
@@ -132,9 +133,28 @@ def _session(n, credits, clicks, pipelines=("a", "b"), query="q"):
         documents=docs,
         shown=tuple(range(len(credits))),
         pipeline=pipelines[0],
-        interleaving={"pipelines": list(pipelines), "credits": list(credits)},
+        interleaving={"pipelines": list(pipelines), "credits": list(credits)}
+        if info is None
+        else info,
+        time=time,
     )
     return Session(impression=imp, clicks=tuple(clicks))
+
+
+def test_the_share_interleaved_counts_the_requests_of_the_method_s_own_time():
+    # 100 requests to "a" under team draft, half interleaved; then 100 under optimized
+    # interleaving, half interleaved: each method's share is a half, not a quarter
+    team = {"pipelines": ["a", "b"], "teams": [0, 1]}
+    log = []
+    for t in range(200):
+        session = _session(t, [0.5, -0.5], [0], time=t, info=team if t < 100 else None)
+        if t % 2:  # a plain answer of "a"
+            session = Session(impression=replace(session.impression, interleaving=None))
+        log.append(session)
+    for method in ("team-draft", "optimized"):
+        report = interleaving_report(log, method=method)
+        assert report.sessions == 50 and report.requests == 99
+        assert report.share == pytest.approx(50 / 99)
 
 
 def test_the_report_adds_up_the_clicked_positions_credits():
@@ -162,6 +182,7 @@ def test_a_clear_preference_is_named_and_a_mixed_log_must_choose():
     assert interleaving_report(sessions).winner == "a"
     by_query = interleaving_report(sessions, by="query")
     assert by_query.by == "query" and by_query.method == "optimized"
+    assert "only 1 query: an interval over so few is rough" in by_query.describe()
     team = Session(
         impression=Impression(
             id="t",

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import logging
+import socket
 from pathlib import Path
 from typing import Any
 
 from ..config import paths_beside, read_spec
-from ..errors import ConfigError, in_file
+from ..errors import ConfigError, InputError, in_file
 from ..server import serve
 from ..server.settings import ServerSettings, flag_pipeline
 from .args import (
@@ -64,8 +65,23 @@ def serve_settings(args: argparse.Namespace) -> Any:
         raise in_file(found, args.settings) from None
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
+def check_port_free(host: str, port: int) -> None:
+    """InputError when nothing can listen on ``host:port`` (another service has it), said
+    before any model loads rather than as a crash at the end."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            raise InputError(
+                f"cannot listen on {host}:{port}: {exc.strerror or exc} (is another service "
+                "on that port? choose another with --port)"
+            ) from None
 
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    check_port_free(args.host, args.port)
     settings = serve_settings(args)
     level = args.log_level or ("debug" if getattr(args, "verbose", 0) > 1 else "info")
     if not logging.getLogger().handlers:

@@ -64,7 +64,13 @@ class Experiments:
         if settings.interleave:
             a, b = settings.interleave
             share = f"{100 * settings.interleave_share:g} %"
-            logger.info("interleave: %s of %r's requests answered with %r interleaved", share, a, b)
+            logger.info(
+                "interleave: %s of %r's requests answered with %r interleaved (%s)",
+                share,
+                a,
+                b,
+                settings.interleave_method,
+            )
         if settings.explore:
             logger.info(
                 "explore: %g %% of requests with pairs below the top 3 exchanged (each with "

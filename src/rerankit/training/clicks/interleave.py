@@ -55,6 +55,8 @@ BY = ("session", "query")
 METHODS = ("optimized", "team-draft")
 #: the chance of naming a winner that :attr:`InterleavingReport.needed` plans traffic for
 POWER = 0.8
+#: below this many distinct queries, a report over queries says its interval is rough
+FEW_QUERIES = 30
 
 
 def team_draft(
@@ -161,7 +163,8 @@ class InterleavingReport:
     sign test's ``p_value``, the ``queries`` the sessions came from, and the
     :attr:`winner`: the pipeline the interval excludes losing, or None. ``requests``: the
     log's sessions served by the pipeline whose requests were interleaved (interleaved
-    or not), so :attr:`share` is the share of its requests that were interleaved."""
+    or not) between the first and the last session counted, so :attr:`share` is the share
+    of its requests that were interleaved then."""
 
     pipelines: tuple[str, str]
     sessions: int
@@ -258,6 +261,11 @@ class InterleavingReport:
                         f"{100 * self.share:.3g} % interleaved)"
                     )
                 verdict += f", would tell, {100 * POWER:g} times in 100"
+        if self.by == "query" and self.queries < FEW_QUERIES:
+            verdict += (
+                f" (only {self.queries} quer{'y' if self.queries == 1 else 'ies'}: an interval "
+                "over so few is rough; read the report over sessions too)"
+            )
         measure = "delta" if self.method == "team-draft" else "mean credit per clicked session"
         return (
             f"{self.sessions} interleaved session{'' if self.sessions == 1 else 's'} "
@@ -297,11 +305,12 @@ def interleaving_report(
     pair = pipelines
     total = 0
     pairs_seen: set[tuple[str, ...]] = set()
-    served: dict[str, int] = {}  # sessions by the pipeline that served them
+    served: list[tuple[str, float]] = []  # every session's pipeline and time
     interleaved_by: set[str] = set()
     kinds: dict[str, int] = {}  # sessions by interleaving method
+    span = [math.inf, -math.inf]  # the times of the sessions counted
     for s in sessions:
-        served[s.impression.pipeline] = served.get(s.impression.pipeline, 0) + 1
+        served.append((s.impression.pipeline, s.impression.time))
         info = s.impression.interleaving
         if not info:
             continue
@@ -326,6 +335,7 @@ def interleaving_report(
             value = -value
         imp = s.impression
         interleaved_by.add(imp.pipeline)
+        span = [min(span[0], imp.time), max(span[1], imp.time)]
         by_query.setdefault(imp.query_id if imp.query_id is not None else imp.query, []).append(
             (value, clicked_any)
         )
@@ -371,7 +381,9 @@ def interleaving_report(
         queries=len(by_query),
         confidence=confidence,
         by=by,
-        requests=sum(served[name] for name in interleaved_by),
+        # the requests to the interleaved pipeline while these sessions were logged (not
+        # those of another method's or another pair's time)
+        requests=sum(1 for name, t in served if name in interleaved_by and span[0] <= t <= span[1]),
         method=kind,
     )
 
