@@ -108,17 +108,16 @@ _OPTIMIZED: dict = {}
 
 def optimized_lists(a, b, q):
     """The merges of query ``q``'s two top 10s (over the whole rankings), their credits and
-    optimized interleaving's distribution over them (computed once per query and pair, as
-    :func:`rerankit.training.clicks.optimized.optimized_interleave` computes them)."""
-    from rerankit.training.clicks.optimized import distribution, merges, rank_credits
+    optimized interleaving's distribution over them
+    (:func:`rerankit.training.clicks.optimized.interleaving_plan`, computed once per query
+    and pair)."""
+    from rerankit.training.clicks.optimized import interleaving_plan
 
     key = (id(a), id(b), q)
     if key not in _OPTIMIZED:
         first = [int(i) for i in np.argsort(-a[q], kind="stable")]
         second = [int(i) for i in np.argsort(-b[q], kind="stable")]
-        lists = merges(first, second, 10)
-        credits = rank_credits(lists, first, second)
-        _OPTIMIZED[key] = (lists, credits, distribution(credits))
+        _OPTIMIZED[key] = interleaving_plan(first, second, 10)
     return _OPTIMIZED[key]
 
 

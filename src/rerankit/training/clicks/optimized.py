@@ -33,7 +33,15 @@ from collections.abc import Hashable, Sequence
 
 import numpy as np
 
-__all__ = ["DEPTH", "distribution", "merges", "optimized_interleave", "rank_credits", "solve_lp"]
+__all__ = [
+    "DEPTH",
+    "distribution",
+    "interleaving_plan",
+    "merges",
+    "optimized_interleave",
+    "rank_credits",
+    "solve_lp",
+]
 
 #: how many positions optimized interleaving mixes and credits by default
 DEPTH = 10
@@ -159,6 +167,19 @@ def distribution(credits: np.ndarray) -> np.ndarray | None:
     return p / p.sum()
 
 
+def interleaving_plan(
+    a: Sequence[Hashable], b: Sequence[Hashable], depth: int = DEPTH
+) -> tuple[list[tuple], np.ndarray, np.ndarray] | None:
+    """What optimized interleaving draws from for rankings ``a`` and ``b``: the lists it
+    may show (their first ``depth`` positions, see :func:`merges`), each position's credit
+    (:func:`rank_credits`) and each list's probability (:func:`distribution`); None when
+    no distribution is unbiased. The same for every request of these rankings."""
+    lists = merges(a, b, depth)
+    credits = rank_credits(lists, a, b)
+    p = distribution(credits)
+    return None if p is None else (lists, credits, p)
+
+
 def optimized_interleave(
     a: Sequence[Hashable],
     b: Sequence[Hashable],
@@ -176,16 +197,14 @@ def optimized_interleave(
     limit = len(union) if k is None else min(k, len(union))
     if limit == 0:
         return [], []
-    lists = merges(a, b, min(depth, limit))
-    credits = rank_credits(lists, a, b)
-    p = distribution(credits)
-    if p is None:
+    plan = interleaving_plan(a, b, min(depth, limit))
+    if plan is None:
         return None
+    lists, credits, p = plan
     pick = _draw(p, seed)
     shown = list(lists[pick])
     placed = set(shown)
-    rest = [d for d in [*a, *b] if d not in placed]
-    rest = list(dict.fromkeys(rest))[: limit - len(shown)]
+    rest = [d for d in union if d not in placed][: limit - len(shown)]
     return shown + rest, [float(c) for c in credits[pick]] + [0.0] * len(rest)
 
 
