@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rerankit.training.clicks import interleaving_report
+from rerankit.training.clicks import interleaving_report, optimized
 from rerankit.training.clicks.optimized import (
     distribution,
     merges,
@@ -119,6 +119,35 @@ def test_the_simplex_agrees_with_scipy():
             assert got is not None, t
             assert c @ got == pytest.approx(-ref.fun, abs=1e-7)
             assert np.abs(A @ got - b).max() < 1e-7
+
+
+@pytest.mark.parametrize("stall", [0, 3, 10**6])
+def test_interleaving_programs_reach_scipys_optimum(monkeypatch, stall):
+    """The degenerate programs optimized interleaving solves (every bound but one 0, up to
+    1,024 columns), where the fast pivot rule could cycle: the same optimum as HiGHS, with
+    Bland's rule from the start (0), switching to it early (3), or never (10**6)."""
+    monkeypatch.setattr(optimized, "_STALL", stall)
+    linprog = pytest.importorskip("scipy.optimize").linprog
+    rng = random.Random(5)
+    for t in range(12):
+        a = list(range(30))
+        b = a[:]
+        for _ in range(rng.choice([1, 3, 8, 20])):
+            i, j = rng.randrange(15), rng.randrange(15)
+            b[i], b[j] = b[j], b[i]
+        if t == 0:
+            b = list(range(30, 60))  # disjoint: every one of the 2**10 merges
+        credits = rank_credits(merges(a, b, 10), a, b)
+        prefix = np.cumsum(credits, axis=1)
+        A = np.vstack([prefix.T, np.ones((1, len(credits)))])
+        bounds = np.r_[np.zeros(10), 1.0]
+        c = np.abs(credits) @ (1.0 / np.arange(1, 11))
+        ref = linprog(-c, A_eq=A, b_eq=bounds, bounds=(0, None), method="highs")
+        got = solve_lp(c, A, bounds)
+        assert (ref.status == 0) == (got is not None), t
+        if got is not None:
+            assert c @ got == pytest.approx(-ref.fun, abs=1e-9)
+            assert np.abs(A @ got - bounds).max() < 1e-9
 
 
 def test_an_infeasible_program_has_no_solution():
