@@ -30,7 +30,7 @@ and LlamaIndex nodes as copies, everything else as the caller's own object.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from numbers import Real
 from typing import Any
@@ -46,6 +46,7 @@ __all__ = [
     "document_title",
     "field_value",
     "output_for",
+    "repeated_ids",
     "titled_text",
     "to_documents",
 ]
@@ -354,3 +355,20 @@ def output_for(doc: Document, score: float, *, score_field: str = "rerank_score"
     if _is_llama_scored(source) and hasattr(source, "model_copy"):
         return source.model_copy(update={"score": score})
     return source
+
+
+def repeated_ids(docs: Sequence[Document]) -> list[tuple[Any, list[int]]]:
+    """Each id that more than one of ``docs`` has, with the positions holding it, in the
+    order the ids first appear (a document without an id repeats nothing; an id that
+    cannot be hashed is compared by its ``repr``)."""
+    where: dict[Any, tuple[Any, list[int]]] = {}
+    for i, doc in enumerate(docs):
+        if doc.id is None:
+            continue
+        key: tuple[bool, Any] = (True, doc.id)
+        try:
+            hash(doc.id)
+        except TypeError:  # a list or a dict as an id
+            key = (False, repr(doc.id))
+        where.setdefault(key, (doc.id, []))[1].append(i)
+    return [(value, at) for value, at in where.values() if len(at) > 1]

@@ -12,7 +12,7 @@ error                      raised when
 ``ModelLoadError``         a model could not be loaded (unknown id, missing files, no network)
 ``ScorerError``            a scorer could not produce scores
 ``ProviderError``          an LLM provider call failed (a ``ScorerError``); transient ones are
-                           retried, permanent ones are not
+                           retried, permanent ones are not; ``kind`` says how, in a word
 ``ServiceError``           the HTTP service answers with an error status
 =========================  ====================================================================
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 __all__ = [
+    "FAILURE_KINDS",
     "ConfigError",
     "InputError",
     "InvalidDocumentError",
@@ -91,8 +92,42 @@ class ScorerError(RerankitError):
     """A scorer could not produce scores (model failure, provider down, bad output)."""
 
 
+#: how an LLM call failed, in a word: a :class:`ProviderError`'s ``kind``, and the flag
+#: ``llm_failed:<kind>`` beside ``llm_failed`` on each document it left without a judgment
+FAILURE_KINDS = {
+    "timeout": "no answer in the time allowed (the call's timeout, HTTP 408, or the "
+    "request's deadline passed before the call)",
+    "rate_limit": "refused for the rate of calls or tokens (HTTP 429)",
+    "server_error": "the provider failed (HTTP 5xx)",
+    "connection": "the provider could not be reached (refused, reset, no such host)",
+    "auth": "the key was refused (HTTP 401, 403)",
+    "bad_request": "the provider refused the request (another 4xx: an unknown model, a "
+    "prompt too long, ...)",
+    "unreadable": "the answer held no readable judgment for the document (a refusal in "
+    "prose too; a listwise window's is flagged llm_unreadable instead)",
+    "error": "anything else",
+}
+
+
+def _status_kind(status: int | None) -> str:
+    """The failure kind of an HTTP ``status`` from a provider (see :data:`FAILURE_KINDS`)."""
+    if status is None:
+        return "error"
+    if status in (401, 403):
+        return "auth"
+    if status in (408, 429):
+        return "timeout" if status == 408 else "rate_limit"
+    if status >= 500:
+        return "server_error"
+    return "bad_request" if 400 <= status < 500 else "error"
+
+
 class ProviderError(ScorerError):
-    """An LLM provider call failed."""
+    """An LLM provider call failed; ``kind`` says how, in a word (:data:`FAILURE_KINDS`)."""
+
+    def __init__(self, message: str, *, kind: str = "error") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class TransientProviderError(ProviderError):
@@ -100,9 +135,14 @@ class TransientProviderError(ProviderError):
     ``retry_after`` is the provider's Retry-After in seconds, when it sent one."""
 
     def __init__(
-        self, message: str, *, status: int | None = None, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        kind: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, kind=kind or _status_kind(status))
         self.status, self.retry_after = status, retry_after
 
 
@@ -110,8 +150,8 @@ class PermanentProviderError(ProviderError):
     """Not worth retrying: bad request (400), bad key (401), forbidden (403), unknown model
     (404), ... The message carries the provider's own explanation."""
 
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, status: int | None = None, kind: str | None = None) -> None:
+        super().__init__(message, kind=kind or _status_kind(status))
         self.status = status
 
 

@@ -74,7 +74,9 @@ class RankedDocument:
     ``index`` is its position in the input, ``rank`` its 1-based position in the output,
     ``score`` the final score (higher is more relevant), ``scores`` each strategy's raw score,
     and ``flags`` short machine-readable notes about this document (for example
-    ``"non_finite:bm25"`` when a strategy returned NaN for it).
+    ``"non_finite:bm25"`` when a strategy returned NaN for it, ``"llm_failed"`` with
+    ``"llm_failed:timeout"`` when an LLM judge's call for it timed out, ``"duplicate_id"``
+    when another document of the call has its id).
     """
 
     document: Any

@@ -96,7 +96,8 @@ def test_503_on_every_try_degrades_without_losing_anything(provider):
     with FakeLLMServer(responder=lambda r: Reply(status=503, text="down")) as server:
         result = ScorerReranker(pointwise(make_client(provider, server))).rerank("q", DOCS)
     assert [r.text for r in result] == DOCS  # input order kept, nothing lost
-    assert result.degraded and all(r.flags == ("llm_failed",) for r in result)
+    assert result.degraded
+    assert all(r.flags == ("llm_failed", "llm_failed:server_error") for r in result)
     assert result.usage["calls"] == 4 * 3 and result.usage["retries"] == 4 * 2
     assert result.usage["failures"] == 4
     assert any("every LLM call failed" in w for w in result.warnings)
@@ -168,10 +169,14 @@ def test_a_call_ends_by_the_deadline_of_its_request(provider):
         ('{"id": "0", "score": 14}', 10.0, ("score_clamped",)),
         ('{"id": "0", "score": -2}', 0.0, ("score_clamped",)),
         ("8/10", 8.0, ()),
-        ("no idea", 0.0, ("llm_failed",)),
-        ('{"id": "0", "score": true}', 0.0, ("llm_failed",)),  # a boolean is not a score
-        ('{"id": "0", "score": Infinity}', 0.0, ("llm_failed",)),
-        ('{"id": "0", "score": "NaN"}', 0.0, ("llm_failed",)),
+        ("no idea", 0.0, ("llm_failed", "llm_failed:unreadable")),
+        (
+            '{"id": "0", "score": true}',
+            0.0,
+            ("llm_failed", "llm_failed:unreadable"),
+        ),  # a boolean is not a score
+        ('{"id": "0", "score": Infinity}', 0.0, ("llm_failed", "llm_failed:unreadable")),
+        ('{"id": "0", "score": "NaN"}', 0.0, ("llm_failed", "llm_failed:unreadable")),
     ],
 )
 def test_answers_that_need_parsing(answer, expected, flags):
@@ -203,7 +208,8 @@ def test_several_documents_per_call():
     assert len(server.requests) == 2  # 4 documents, 2 per call
     by_index = {r.index: r for r in result}
     assert by_index[0].score == 0.0 and by_index[2].score == 2.0
-    assert by_index[1].flags == ("llm_failed",) and by_index[3].flags == ("llm_failed",)
+    left_out = ("llm_failed", "llm_failed:unreadable")  # the answer left them out
+    assert by_index[1].flags == left_out and by_index[3].flags == left_out
 
 
 def test_truncation_and_json_encoding_of_documents():

@@ -139,9 +139,7 @@ def test_a_provider_failing_for_every_document_it_was_sent_is_unusable_despite_a
         result = ScorerReranker(scorer).rerank("which doc?", [*DOCS, "   "])
     assert sorted(tuple(r.flags) for r in result) == [
         ("empty_content",),
-        ("llm_failed",),
-        ("llm_failed",),
-        ("llm_failed",),
+        *[("llm_failed", "llm_failed:server_error")] * 3,
     ]
     assert result.unusable == "the LLM provider failed for every document"
     with FakeLLMServer(responder=lambda r: _scores(_ids(r))) as server:

@@ -249,8 +249,8 @@ def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(
         app = create_app(settings)
     # the experiments are said at start, as where the log goes is
     assert (
-        "interleave: 100 % of 'up''s requests answered with 'down' interleaved (team-draft)"
-        in caplog.text
+        "interleave: 100 % of the requests to 'up' answered with 'down' interleaved "
+        "(team-draft)" in caplog.text
     )
     assert "explore: 25 % of requests with pairs below the top 3 exchanged" in caplog.text
     with TestClient(app) as client:

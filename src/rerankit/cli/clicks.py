@@ -189,6 +189,7 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
             "impressions": read.impressions,
             "feedback": read.feedback,
             "late_feedback": read.late_feedback,
+            "duplicate_impressions": read.duplicate_impressions,
         }
         print(json.dumps({**report.as_dict(), "read": what}, indent=2))
         return 0

@@ -86,8 +86,11 @@ def from_status(provider: str, status: int, message: str, headers: Any = None) -
 
 
 def from_transport(provider: str, exc: BaseException) -> ProviderError:
-    """Connection errors and timeouts are transient; anything else is reported as is."""
+    """Connection errors and timeouts are transient (kinds ``connection`` and ``timeout``);
+    anything else is reported as is (kind ``error``)."""
     name = type(exc).__name__
-    if isinstance(exc, (OSError, TimeoutError)) or "Timeout" in name or "Connect" in name:
-        return TransientProviderError(f"{provider}: {name}: {exc}")
+    if isinstance(exc, TimeoutError) or "Timeout" in name:
+        return TransientProviderError(f"{provider}: {name}: {exc}", kind="timeout")
+    if isinstance(exc, OSError) or "Connect" in name:
+        return TransientProviderError(f"{provider}: {name}: {exc}", kind="connection")
     return ProviderError(f"{provider}: unexpected {name}: {exc}")

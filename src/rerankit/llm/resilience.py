@@ -187,7 +187,9 @@ class CallRunner:
             timeout, left = self.policy.timeout, time_left()
             if left is not None:  # the request's deadline bounds the call
                 if left <= 0:
-                    raise TransientProviderError("not called: its request's deadline has passed")
+                    raise TransientProviderError(
+                        "not called: its request's deadline has passed", kind="timeout"
+                    )
                 timeout = min(timeout, left)
             usage.calls += 1
             try:
@@ -196,7 +198,9 @@ class CallRunner:
                     timeout + (1.0 if left is None else 0.0),
                 )
             except asyncio.TimeoutError as exc:
-                raise TransientProviderError(f"no answer within {timeout:.3g} s") from exc
+                raise TransientProviderError(
+                    f"no answer within {timeout:.3g} s", kind="timeout"
+                ) from exc
         usage.input_tokens += response.input_tokens
         usage.output_tokens += response.output_tokens
         return response

@@ -4,27 +4,46 @@ and assembling scores into a :class:`~rerankit.RerankResult`."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from ..documents import InputFields, output_for
+from ..documents import InputFields, output_for, repeated_ids
 from ..scorers.base import ScoreBatch, Scorer, as_score_batch
 from ..spans import TRACER, span
 from ..types import EARLIER_STAGE, SUM, Document, RankedDocument, RerankResult, check_top_k
 
-__all__ = ["Reranker", "Scored", "ScoringReranker", "assemble", "check_keywords", "run_sync"]
+__all__ = [
+    "DUPLICATE_ID",
+    "Reranker",
+    "Scored",
+    "ScoringReranker",
+    "assemble",
+    "check_keywords",
+    "input_checked",
+    "note_duplicate_ids",
+    "run_sync",
+]
 
 logger = logging.getLogger(__name__)
 
 #: the flag of a document with no text to score (blank or whitespace only)
 EMPTY = "empty_content"
+#: the flag of a document whose id another document of the same call has
+DUPLICATE_ID = "duplicate_id"
+#: how many of the repeated ids a warning names (all are flagged)
+_IDS_NAMED = 5
+#: true while a rerank runs: a rerank within it (a pipeline's stage) leaves the checks of
+#: the whole input to the outer one
+_WITHIN: ContextVar[bool] = ContextVar("rerankit_within_rerank", default=False)
 #: the explanation parts a pipeline's row holds one of, per document: a term of the score,
 #: or (an earlier stage's) a term of the score that chose the candidate
 ONE_OF = ("contribution", EARLIER_STAGE)
@@ -52,6 +71,43 @@ def check_keywords(unexpected: Mapping[str, Any], where: str) -> None:
         hint = _KEYWORD_HINTS.get(name)
         parts.append(f"{name!r} (use {hint})" if hint else repr(name))
     raise TypeError(f"{where}() got unexpected keyword argument(s): {', '.join(parts)}")
+
+
+@contextlib.contextmanager
+def input_checked() -> Iterator[None]:
+    """Within it, a rerank leaves the checks of its whole input (repeated ids) to the
+    caller, which made them on the documents it was given: a pipeline for its stages, the
+    service for the chunks it split documents into (a task started within inherits it)."""
+    token = _WITHIN.set(True)
+    try:
+        yield
+    finally:
+        _WITHIN.reset(token)
+
+
+def note_duplicate_ids(result: RerankResult, docs: Sequence[Document]) -> RerankResult:
+    """``result`` with a warning naming the ids that several of ``docs`` share (and the
+    positions holding each), and those documents flagged ``duplicate_id``; ``result``
+    itself when every id is distinct. Each document stays a candidate of its own: results
+    tell them apart by ``index``, which an id cannot."""
+    repeats = repeated_ids(docs)
+    if not repeats:
+        return result
+    named = "; ".join(
+        f"{value!r}: documents {', '.join(map(str, at))}" for value, at in repeats[:_IDS_NAMED]
+    )
+    more = f"; {len(repeats) - _IDS_NAMED} more" if len(repeats) > _IDS_NAMED else ""
+    many = f"{len(repeats)} ids are" if len(repeats) > 1 else "1 id is"
+    message = (
+        f"{many} shared by several documents ({named}{more}): each document is ranked as a "
+        "candidate of its own; tell them apart by their index, not their id"
+    )
+    logger.warning("%s", message)
+    shared = {i for _, at in repeats for i in at}
+    results = tuple(
+        replace(r, flags=(*r.flags, DUPLICATE_ID)) if r.index in shared else r for r in result
+    )
+    return replace(result, results=results, warnings=(*result.warnings, message))
 
 
 def run_sync(coro: Any) -> Any:
@@ -187,8 +243,10 @@ class Reranker(ABC):
         score; ``first_stage_higher_is_better=False`` for distances; it becomes the
         documents' ``first_stage_score``). ``context`` carries per-call inputs to the
         scorers (for example ``{"query_embedding": vector}`` for an embedding scorer). An
-        empty query or an empty list returns the input order with a warning. Unknown
-        keyword arguments are a ``TypeError``.
+        empty query or an empty list returns the input order with a warning. Documents that
+        share an ``id`` are each ranked as a candidate of their own; the result warns,
+        naming the ids, and flags them ``duplicate_id``. Unknown keyword arguments are a
+        ``TypeError``.
         """
         check_keywords({k: v for k, v in options.items() if k not in InputFields.names()}, "rerank")
         fields = (fields or InputFields()).with_options(**options)
@@ -199,15 +257,19 @@ class Reranker(ABC):
             documents = list(documents)
         docs = fields.read(documents)
         score_field = fields.score_field
+        outer = not _WITHIN.get()
         if not docs or not query.strip():
             what = "the document list is empty" if not docs else "the query is empty"
             logger.warning("%s; returning the input order", what)
             scored = Scored(final=np.zeros(len(docs)), warnings=[f"{what}; input order kept"])
             result = assemble(query, docs, scored, top_k=top_k, score_field=score_field)
         else:
-            result = await self._rank(
-                query, docs, top_k=top_k, score_field=score_field, **dict(context or {})
-            )
+            with input_checked():
+                result = await self._rank(
+                    query, docs, top_k=top_k, score_field=score_field, **dict(context or {})
+                )
+        if outer:
+            result = note_duplicate_ids(result, docs)
         clash = sum(isinstance(item, Mapping) and score_field in item for item in documents)
         if clash:
             message = (

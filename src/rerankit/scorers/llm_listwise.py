@@ -14,7 +14,9 @@ Per window, in the result:
   missing ones appended in their current order) and a warning says what was wrong;
 * a rejection keeps the window's order, flags its documents ``llm_rejected`` and keeps the
   model's reason in a warning (a rejection is an answer, so the result is not degraded);
-* a failed call keeps the window's order, flags ``llm_failed`` and marks the result degraded.
+* a failed call keeps the window's order, flags ``llm_failed`` and ``llm_failed:<kind>``
+  (how: ``timeout``, ``rate_limit``, ...; see :data:`rerankit.errors.FAILURE_KINDS`) and
+  marks the result degraded.
 
 Scores are ``n - position`` (the top document scores ``n``), so every document appears once.
 """
@@ -193,6 +195,7 @@ class LLMListwiseScorer(LLMScorerBase):
                 answer_text = (await self.runner.call(request, usage)).text
             except ProviderError as exc:
                 notes["failed"].append(f"{label}: call failed ({exc}); order kept")
+                notes["how"].append(f"llm_failed:{exc.kind}")
                 return None
         try:
             try:
@@ -243,7 +246,7 @@ class LLMListwiseScorer(LLMScorerBase):
         for start, end in windows(n, self.window, self.step):
             if end - start < 2:
                 continue  # one document has only one order: no call
-            notes: dict[str, list[str]] = {kind: [] for kind in _WINDOW_FLAGS}
+            notes: dict[str, list[str]] = {kind: [] for kind in (*_WINDOW_FLAGS, "how")}
             label = f"window {start}-{end - 1}"
             segment = order[start:end]
             perm = await self._rank_window(query, [texts[i] for i in segment], usage, label, notes)
@@ -253,6 +256,9 @@ class LLMListwiseScorer(LLMScorerBase):
                         flags.setdefault(i, []).append(flag)
                     warnings += notes[kind]
                     degraded |= kind != "rejected"  # a rejection is an answer
+            if notes["how"]:  # how the call failed, as a flag too
+                for i in segment:
+                    flags[i].extend(notes["how"])
             if perm is not None:
                 order[start:end] = [segment[k] for k in perm]
         values = np.zeros(n)

@@ -9,7 +9,9 @@ Outcomes per document, all visible in the result:
 * a parsed score, clamped to [0, 10] (flag ``score_clamped`` when it was outside);
 * empty text: 0.0 without a call (flag ``empty_content``);
 * a call that failed after its retries, or an answer with no score in it: 0.0, flag
-  ``llm_failed``, a warning, and the result is ``degraded``; the call counts once in
+  ``llm_failed`` and ``llm_failed:<kind>`` (how: ``timeout``, ``rate_limit``, ...,
+  ``unreadable``; see :data:`rerankit.errors.FAILURE_KINDS`), a warning, and the result is
+  ``degraded``; the call counts once in
   ``usage["failures"]`` however many of its documents it left unscored. When every call
   fails the scores are all 0, the input order is kept, and the warning's count of calls is
   that of ``failures``.
@@ -204,7 +206,8 @@ class LLMPointwiseScorer(LLMScorerBase):
                 outcome = answer[label[i]]
                 if isinstance(outcome, Exception):
                     failed += 1
-                    flags.setdefault(i, []).append("llm_failed")
+                    kind = getattr(outcome, "kind", "unreadable")  # else a ValueError: read
+                    flags.setdefault(i, []).extend(("llm_failed", f"llm_failed:{kind}"))
                     warnings.append(f"document {i}: no score ({outcome}); scored 0.0")
                     continue
                 if not 0.0 <= outcome <= 10.0:

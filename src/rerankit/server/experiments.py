@@ -65,7 +65,7 @@ class Experiments:
             a, b = settings.interleave
             share = f"{100 * settings.interleave_share:g} %"
             logger.info(
-                "interleave: %s of %r's requests answered with %r interleaved (%s)",
+                "interleave: %s of the requests to %r answered with %r interleaved (%s)",
                 share,
                 a,
                 b,

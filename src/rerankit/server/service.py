@@ -5,6 +5,7 @@ embeddings, behind admission (:mod:`.admission`)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import threading
@@ -12,13 +13,9 @@ import time
 from typing import Any
 
 from .._threads import in_thread
-from ..errors import (
-    InputError,
-    MissingDependencyError,
-    ModelLoadError,
-    ServiceError,
-)
+from ..errors import InputError, MissingDependencyError, ModelLoadError, ServiceError
 from ..normalize import scale_to_unit, unit_scale
+from ..rerankers.base import input_checked
 from ..rerankers.cascade import ANSWER_DEPTH
 from ..types import RerankResult, check_top_k
 from .admission import Admission
@@ -393,7 +390,9 @@ class Service:
         # are min-max normalised over every document of the request, and whether a call's
         # scores are relative is known only once it ran (a hybrid fusing the retriever's
         # scores, a pipeline whose documents were last scored on different scales)
-        with request_hooks(self.batching, abandoned):  # the task copies them
+        # chunks share their document's id: gather checks the documents' own ids instead
+        checked = input_checked() if owners is not None else contextlib.nullcontext()
+        with request_hooks(self.batching, abandoned), checked:  # the task copies them
             task = asyncio.get_running_loop().create_task(
                 pipeline.reranker.arerank(
                     call.query,

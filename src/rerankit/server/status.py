@@ -16,6 +16,31 @@ from .settings import ServerSettings
 __all__ = ["add_status_routes"]
 
 
+def _experiments(settings: ServerSettings) -> dict[str, Any]:
+    """What ``/info`` says of the experiments on logged answers: the click log (its
+    ``path``, what it stores of each document, how long records are kept), the
+    interleaving (the pair, the share of the first's requests, the method) and the
+    exploration (the share of requests, the chance of each pair below the top 3); null
+    where one is off."""
+    log = settings.feedback
+    pair = settings.interleave
+    return {
+        "feedback": None
+        if log is None
+        else {"path": str(log.path), "store": log.store, "retention_days": log.retention_days},
+        "interleave": None
+        if not pair
+        else {
+            "pipelines": list(pair),
+            "share": settings.interleave_share,
+            "method": settings.interleave_method,
+        },
+        "explore": None
+        if not settings.explore
+        else {"share": settings.explore, "pairs": settings.explore_pairs},
+    }
+
+
 def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> None:
     """``/health``, ``/ready``, ``/v1/models``, ``/info`` and ``/metrics``."""
     metrics = service.metrics
@@ -99,8 +124,9 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
     async def info() -> Any:
         """The version; each pipeline's spec, state (`ready`, `loading`, `failed`, with
         its error, attempts and when it is retried) and what its scores mean; the limits
-        (per pipeline too), micro-batching, the answer cache, whether the service is ready
-        and which process answered (`rerankit serve --workers`)."""
+        (per pipeline too), micro-batching, the answer cache, the experiments on logged
+        answers (interleaving and exploration, with the click log they need), whether the
+        service is ready and which process answered (`rerankit serve --workers`)."""
         return {
             "version": __version__,
             "default": settings.default,
@@ -133,6 +159,7 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
                 "max_pairs": settings.batch_max_pairs,
             },
             "cache": service.answers.describe(),
+            "experiments": _experiments(settings),
             "ready": service.readiness()[0] == 200,
             "process": {"pid": os.getpid()},  # which worker answered (rerankit serve --workers)
         }

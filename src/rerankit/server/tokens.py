@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ..rerankers.base import note_duplicate_ids
 from ..scorers.local import LocalModelScorer
 from ..types import Document, RankedDocument, RerankResult
 
@@ -159,7 +160,8 @@ def gather(
     result: RerankResult, owners: Sequence[int], docs: Sequence[Document], top_n: int | None
 ) -> RerankResult:
     """A rerank of chunks (``owners[i]``: the input index of chunk ``i``) as a rerank of
-    the documents: each scored by its best chunk, best first, ``top_n`` of them."""
+    the documents: each scored by its best chunk, best first, ``top_n`` of them, with the
+    documents' repeated ids noted (:func:`~rerankit.rerankers.base.note_duplicate_ids`)."""
     best: dict[int, RankedDocument] = {}
     for r in result:  # best first: the first chunk seen of a document is its best
         best.setdefault(owners[r.index], r)
@@ -178,7 +180,8 @@ def gather(
     dropped = tuple(sorted({owners[i] for i in result.dropped} - set(best)))
     if top_n is not None:
         results = results[:top_n]
-    return replace(result, results=results, dropped=dropped)
+    # the chunks were ranked with the check of their ids left to this
+    return note_duplicate_ids(replace(result, results=results, dropped=dropped), docs)
 
 
 def by_tokens(call: Call, tokens: Tokens) -> tuple[list[Document], list[int] | None]:

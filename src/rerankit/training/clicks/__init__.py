@@ -27,7 +27,7 @@ _LAZY = {
     "ReadReport": "reader",
     "Session": "reader",
     "logs_files": "reader",
-    "parse_record": "reader",
+    "parse_record": "parsing",
     "read_log": "reader",
     "QueryLog": "sessions",
     "collect": "sessions",

@@ -163,6 +163,8 @@ def _why_no_clicks(read: ReadReport, min_dwell_ms: float | None, depth: int) -> 
         parts.append(f"{read.unknown_clicks} clicks naming no document")
     if read.unshown_clicks:
         parts.append(f"{read.unshown_clicks} clicks on documents not shown")
+    if read.ambiguous_clicks:
+        parts.append(f"{read.ambiguous_clicks} clicks by an id several documents share")
     if min_dwell_ms is not None:
         parts.append(f"clicks with under {min_dwell_ms:g} ms of dwell not counted")
     parts.append(f"only clicks in the first {depth} positions count")

@@ -6,23 +6,27 @@ more than once counts once: the clicks of every record for the id are united, so
 repeated record changes nothing and a later one adds its clicks. Feedback whose ``id`` no
 impression has is counted (``orphan_feedback``) and left out; so is feedback that came more
 than ``max_feedback_delay`` seconds after its impression, when one is given
-(``late_feedback``). A line that is not a valid
-record is counted and described (with its file and line) and skipped, or raised with
-``strict=True``.
+(``late_feedback``). An impression whose ``id`` an earlier one has (the same log written
+twice, say) is counted (``duplicate_impressions``), noted with its file and line, logged
+at WARNING and left out: the first is kept, and all feedback for the id joins it. A click
+naming by id a document whose id other documents of its impression share is counted
+(``ambiguous_clicks``) and left out: it cannot say which of them was clicked. A line that
+is not a valid record is counted and described (with its file and line) and skipped, or
+raised with ``strict=True``.
 """
 
 from __future__ import annotations
 
 import json
-import math
+import logging
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ...errors import InputError
-from .log import Feedback, Impression, LoggedDocument, log_files
-from .records import record_time
+from .log import Feedback, Impression, log_files
+from .parsing import parse_record
 
 __all__ = [
     "ReadReport",
@@ -36,6 +40,10 @@ __all__ = [
 
 #: how many problems a :class:`ReadReport` describes (all are counted)
 PROBLEMS_KEPT = 10
+#: an id that several documents of an impression share, in the ids a click can name
+_SHARED = -1
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -61,6 +69,7 @@ class ReadReport:
     files: list[str] = field(default_factory=list)
     impressions: int = 0
     feedback: int = 0
+    #: impressions left out: an earlier one has their id (the first of each id is kept)
     duplicate_impressions: int = 0
     repeated_feedback: int = 0
     orphan_feedback: int = 0
@@ -73,6 +82,8 @@ class ReadReport:
     #: clicks on a document of the impression it did not show (learning leaves them out):
     #: a client that sent positions on screen, say, rather than ``results[].index``
     unshown_clicks: int = 0
+    #: clicks left out: an id several documents of the impression share
+    ambiguous_clicks: int = 0
     malformed: int = 0
     #: impressions left out of learning: a document without a text (in the log or corpus)
     unresolved: int = 0
@@ -99,12 +110,17 @@ class ReadReport:
             ),
             (
                 self.duplicate_impressions,
-                _count(self.duplicate_impressions, "repeated impression id"),
+                _count(self.duplicate_impressions, "impression")
+                + " repeating an earlier one's id (the first kept)",
             ),
             (self.unknown_clicks, unknown),
             (
                 self.unshown_clicks,
                 f"{_count(self.unshown_clicks, 'click')} on a document not shown",
+            ),
+            (
+                self.ambiguous_clicks,
+                f"{_count(self.ambiguous_clicks, 'click')} by an id several documents share",
             ),
             (self.malformed, _count(self.malformed, "bad line")),
         ]
@@ -126,116 +142,27 @@ def _count(n: int, thing: str) -> str:
     return f"{n} {thing}{'' if n == 1 else 's'}"
 
 
-def _number(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{what} must be a number, got {value!r}")
-    return float(value)
-
-
-def _document(value: Any, n: int) -> LoggedDocument:
-    if not isinstance(value, Mapping) or not isinstance(value.get("id"), (str, int)):
-        raise ValueError(f"documents[{n}] must be an object with an id, got {value!r:.60}")
-    score = value.get("first_stage_score")
-    return LoggedDocument(
-        id=str(value["id"]),
-        text=None if value.get("text") is None else str(value["text"]),
-        sha256=None if value.get("sha256") is None else str(value["sha256"]),
-        first_stage_score=None if score is None else _number(score, "first_stage_score"),
-        positional=value.get("positional") is True,
-    )
-
-
-def _check_interleaving(info: Any, shown: int, rid: Any) -> None:
-    """An impression's ``interleaving``: two pipelines, and a team (team draft) or a
-    credit (optimized interleaving) for at most each position shown."""
-    if info is None:
-        return
-    where = f"impression {rid}: interleaving"
-    if not isinstance(info, Mapping):
-        raise ValueError(f"{where} must be an object")
-    names = info.get("pipelines")
-    if not isinstance(names, list) or len(names) != 2:
-        raise ValueError(f"{where}.pipelines must name two pipelines")
-    for name, kinds in (("teams", (int,)), ("credits", (int, float))):
-        values = info.get(name)
-        if values is None:
-            continue
-        if (
-            not isinstance(values, list)
-            or len(values) > shown
-            or any(isinstance(v, bool) or not isinstance(v, kinds) for v in values)
-        ):
-            raise ValueError(f"{where}.{name} must be a list of numbers, one per position shown")
-
-
-def parse_record(value: Any) -> Impression | Feedback:
-    """A record of the format from its JSON value; ValueError naming the field that is
-    wrong. A converter from another system's log can build these values and check them
-    here."""
-    if not isinstance(value, Mapping):
-        raise ValueError(f"a record must be a JSON object, got {type(value).__name__}")
-    kind, rid = value.get("type"), value.get("id")
-    if not isinstance(rid, (str, int)) or isinstance(rid, bool) or rid == "":
-        raise ValueError(f"id must be a non-empty string, got {rid!r}")
-    if kind == "impression":
-        query, docs, shown = value.get("query"), value.get("documents"), value.get("shown")
-        if not isinstance(query, str):
-            raise ValueError(f"impression {rid}: query must be a string")
-        if not isinstance(docs, list):
-            raise ValueError(f"impression {rid}: documents must be a list")
-        documents = tuple(_document(d, n) for n, d in enumerate(docs))
-        if not isinstance(shown, list) or any(
-            isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < len(documents)
-            for i in shown
-        ):
-            raise ValueError(
-                f"impression {rid}: shown must list indices into its {len(documents)} documents"
-            )
-        if len(set(shown)) != len(shown):
-            raise ValueError(f"impression {rid}: shown lists an index twice")
-        scores = value.get("scores")
-        if scores is not None and (not isinstance(scores, list) or len(scores) != len(shown)):
-            raise ValueError(f"impression {rid}: scores must have one number per shown document")
-        _check_interleaving(value.get("interleaving"), len(shown), rid)
-        return Impression(
-            id=str(rid),
-            query=query,
-            documents=documents,
-            shown=tuple(shown),
-            scores=None
-            if scores is None
-            else tuple(math.nan if s is None else _number(s, "scores") for s in scores),
-            pipeline=str(value.get("pipeline") or ""),
-            time=record_time(value.get("time"), f"impression {rid}"),
-            query_id=None if value.get("query_id") is None else str(value["query_id"]),
-            explore=value.get("explore"),
-            interleaving=value.get("interleaving"),
-        )
-    if kind == "feedback":
-        clicks = value.get("clicks")
-        if not isinstance(clicks, list) or any(
-            isinstance(c, bool) or not isinstance(c, (int, str)) for c in clicks
-        ):
-            raise ValueError(f"feedback {rid}: clicks must list document indices or ids")
-        dwell = value.get("dwell_ms")
-        if isinstance(dwell, list):
-            if len(dwell) != len(clicks):
-                raise ValueError(f"feedback {rid}: dwell_ms must have one value per click")
-            dwell = tuple(None if d is None else _number(d, "dwell_ms") for d in dwell)
-        elif dwell is not None:
-            dwell = _number(dwell, "dwell_ms")
-        return Feedback(
-            str(rid), tuple(clicks), dwell, record_time(value.get("time"), f"feedback {rid}")
-        )
-    raise ValueError(f"type must be 'impression' or 'feedback', got {kind!r}")
-
-
 def _resolve(click: int | str, impression: Impression, ids: dict[str, int] | None) -> int | None:
+    """The index ``click`` names, None for none, :data:`_SHARED` for an id that several
+    documents have."""
     if isinstance(click, int):
         return click if 0 <= click < len(impression.documents) else None
     if ids is None:
         return None
     return ids.get(click)
+
+
+def _at(sources: Sequence[tuple[str, int]] | None, n: int) -> str:
+    """`` (FILE, line N)`` of record ``n``, or nothing without ``sources``."""
+    return f" ({sources[n][0]}, line {sources[n][1]})" if sources else ""
+
+
+def _ids(impression: Impression) -> dict[str, int]:
+    """The index of each document id of ``impression`` (:data:`_SHARED` for a shared one)."""
+    ids: dict[str, int] = {}
+    for i, d in enumerate(impression.documents):
+        ids[d.id] = _SHARED if d.id in ids else i
+    return ids
 
 
 def check_delay(max_feedback_delay: float | None) -> None:
@@ -263,26 +190,44 @@ def join(
     report: ReadReport | None = None,
     *,
     max_feedback_delay: float | None = None,
+    sources: Sequence[tuple[str, int]] | None = None,
 ) -> list[Session]:
     """Sessions from impressions and feedback in any order (see the module doc), in the
     order of the impressions' first appearance. A second impression with an id already
-    seen is counted and left out. ``max_feedback_delay``: seconds after its impression past
-    which a feedback record is counted and left out (None: no limit; a record or
-    impression without a time is kept)."""
+    seen is counted, noted and left out (the first is kept). ``max_feedback_delay``:
+    seconds after its impression past which a feedback record is counted and left out
+    (None: no limit; a record or impression without a time is kept). ``sources``: the file
+    and line of each record, named in the notes."""
     check_delay(max_feedback_delay)
     report = report if report is not None else ReadReport()
     impressions: dict[str, Impression] = {}
+    first: dict[str, int] = {}  # the record number of each impression kept
     feedback: dict[str, list[Feedback]] = {}
-    for record in records:
+    repeated: dict[str, int] = {}  # the files of the impressions left out, and how many
+    for n, record in enumerate(records):
         if isinstance(record, Impression):
             if record.id in impressions:
                 report.duplicate_impressions += 1
+                file = sources[n][0] if sources else "the click log"
+                repeated[file] = repeated.get(file, 0) + 1
+                report.note(
+                    f"impression {record.id!r}{_at(sources, n)} repeats the id of an earlier "
+                    f"one{_at(sources, first[record.id])}: left out (the first kept)"
+                )
                 continue
-            impressions[record.id] = record
+            impressions[record.id], first[record.id] = record, n
             report.impressions += 1
         else:
             feedback.setdefault(record.id, []).append(record)
             report.feedback += 1
+    if repeated:
+        logger.warning(
+            "%s: %s left out: an earlier impression has the answer id (the first of each id "
+            "is kept, and all feedback for the id joins it); was the same log written twice, "
+            "by an example run again, say?",
+            ", ".join(repeated),
+            _count(sum(repeated.values()), "impression"),
+        )
     report.orphan_feedback += sum(len(v) for k, v in feedback.items() if k not in impressions)
     sessions = []
     for rid, impression in impressions.items():
@@ -301,11 +246,16 @@ def join(
                 continue
             seen.add(key)
             if ids is None and any(isinstance(c, str) for c in record.clicks):
-                ids = {}
-                for i, d in enumerate(impression.documents):
-                    ids.setdefault(d.id, i)
+                ids = _ids(impression)
             for n, click in enumerate(record.clicks):
                 index = _resolve(click, impression, ids)
+                if index == _SHARED:
+                    report.ambiguous_clicks += 1
+                    report.note(
+                        f"feedback {rid}: click {click!r} is the id of several of its "
+                        "documents, so it names none of them alone (left out)"
+                    )
+                    continue
                 if index is None:
                     report.unknown_clicks += 1
                     why = ""
@@ -337,8 +287,11 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
         yield from enumerate(handle, start=1)
 
 
-def _records(files: Sequence[Path], report: ReadReport, strict: bool) -> list[Any]:
-    out = []
+def _records(
+    files: Sequence[Path], report: ReadReport, strict: bool
+) -> tuple[list[Any], list[tuple[str, int]]]:
+    """The records of ``files`` and the file and line of each."""
+    out, sources = [], []
     for path in files:
         report.files.append(str(path))
         try:
@@ -348,6 +301,7 @@ def _records(files: Sequence[Path], report: ReadReport, strict: bool) -> list[An
                     continue
                 try:
                     out.append(parse_record(json.loads(line)))
+                    sources.append((str(path), lineno))
                 except ValueError as exc:  # json.JSONDecodeError is a ValueError
                     where = f"{path}, line {lineno}"
                     if strict:
@@ -358,7 +312,7 @@ def _records(files: Sequence[Path], report: ReadReport, strict: bool) -> list[An
             raise InputError(f"{path}: not UTF-8 text; a click log is UTF-8 JSON Lines") from None
         except OSError as exc:
             raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
-    return out
+    return out, sources
 
 
 def logs_files(logs: Sequence[str | Path]) -> list[Path]:
@@ -390,5 +344,6 @@ def read_log(
     check_delay(max_feedback_delay)
     files = logs_files([paths]) if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
     report = ReadReport()
-    sessions = join(_records(files, report, strict), report, max_feedback_delay=max_feedback_delay)
+    records, sources = _records(files, report, strict)
+    sessions = join(records, report, max_feedback_delay=max_feedback_delay, sources=sources)
     return sessions, report

@@ -208,9 +208,17 @@ class Answer:
 
     def indices(self, clicks: Any) -> list[int]:
         """The indices ``clicks`` name; :class:`ClickError` for the first that names no
-        document of the answer, or one it did not show."""
+        document of the answer, one it did not show, or an id several of its documents
+        have (which of them was clicked, the id cannot say)."""
         out = []
         for n, click in enumerate(clicks):
+            if isinstance(click, str) and self.ids is not None and self.ids.count(click) > 1:
+                at = [i for i, d in enumerate(self.ids) if d == click]
+                raise ClickError(
+                    n,
+                    f"{click!r} is the id of documents {at} of the answer, so it names none of "
+                    "them alone: name the one clicked by its index (results[].index)",
+                )
             index = self.resolve(click)
             if index is None:
                 hint = "an index from 0, or a document id"

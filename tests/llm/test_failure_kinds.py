@@ -1,0 +1,78 @@
+"""How an LLM judgment failed is said per document as a flag, ``llm_failed:<kind>`` beside
+``llm_failed``, and not only in the warning's text: through the real openai SDK against a
+local server that speaks its protocol."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+pytest.importorskip("openai", reason="needs the 'openai' extra")
+
+from rerankit.errors import FAILURE_KINDS, PermanentProviderError, TransientProviderError
+from rerankit.llm import OpenAIClient, RetryPolicy
+from rerankit.llm.testing import FakeLLMServer, Reply
+from rerankit.rerankers import ScorerReranker
+from rerankit.scorers import LLMListwiseScorer, LLMPointwiseScorer
+
+DOCS = ["alpha doc", "beta doc"]
+NO_RETRY = RetryPolicy(attempts=1, min_wait=0.0, max_wait=0.0, timeout=0.5)
+
+
+def _rerank(scorer_class, reply: Reply, **options):
+    with FakeLLMServer(responder=lambda request: reply) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m", api_key="test-key")
+        scorer = scorer_class(client, cache=False, retry=NO_RETRY, **options)
+        return ScorerReranker(scorer).rerank("which doc?", DOCS)
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        (Reply(status=429, text="slow down"), "rate_limit"),
+        (Reply(status=401, text="bad key"), "auth"),
+        (Reply(status=503, text="overloaded"), "server_error"),
+        (Reply(status=404, text="no such model"), "bad_request"),
+        (Reply(text='{"score": 7}', delay=2.0), "timeout"),
+        (Reply(text="I cannot rate this."), "unreadable"),
+    ],
+    ids=lambda v: v if isinstance(v, str) else None,
+)
+def test_a_pointwise_failure_is_flagged_with_its_kind(reply, kind):
+    result = _rerank(LLMPointwiseScorer, reply)
+    assert kind in FAILURE_KINDS
+    for r in result:  # the flag a caller checks, and how, beside it
+        assert "llm_failed" in r.flags and f"llm_failed:{kind}" in r.flags, r.flags
+        assert [f for f in r.flags if f.startswith("llm_failed:")] == [f"llm_failed:{kind}"]
+    assert result.degraded and result.unusable  # as before: every document failed
+    assert any(w.startswith("document 0: no score (") for w in result.warnings)  # kept
+
+
+def test_a_provider_that_cannot_be_reached_is_a_connection_failure():
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    client = OpenAIClient(base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key="k")
+    scorer = LLMPointwiseScorer(client, cache=False, retry=NO_RETRY)
+    result = ScorerReranker(scorer).rerank("which doc?", DOCS)
+    assert all("llm_failed:connection" in r.flags for r in result), [r.flags for r in result]
+
+
+def test_a_listwise_window_whose_call_failed_is_flagged_with_its_kind():
+    result = _rerank(LLMListwiseScorer, Reply(status=429, text="slow down"), window=2, step=1)
+    assert all({"llm_failed", "llm_failed:rate_limit"} <= set(r.flags) for r in result)
+    assert any("call failed (" in w for w in result.warnings)
+    # an unreadable window keeps its own flag, with no failure kind: it was answered
+    result = _rerank(LLMListwiseScorer, Reply(text="the first one"), window=2, step=1)
+    assert all("llm_unreadable" in r.flags for r in result)
+    assert not any(f.startswith("llm_failed") for r in result for f in r.flags)
+
+
+def test_a_provider_error_s_kind_follows_its_status_unless_given():
+    assert TransientProviderError("x", status=408).kind == "timeout"
+    assert TransientProviderError("x", status=500).kind == "server_error"
+    assert PermanentProviderError("x", status=403).kind == "auth"
+    assert PermanentProviderError("x", status=400).kind == "bad_request"
+    assert TransientProviderError("x").kind == "error"
+    assert TransientProviderError("x", kind="connection").kind == "connection"
