@@ -7,7 +7,8 @@
 
 The front door holds what a first program needs: :func:`rerank` and :func:`load`, the
 :class:`Reranker` and :class:`Pipeline` they give, the documents and results, the per-call
-:class:`InputFields`, the errors worth catching and the registry of names. The parts live
+:class:`InputFields`, :func:`evaluate` (``rerankit eval`` in one call, from
+:mod:`rerankit.eval`), the errors worth catching and the registry of names. The parts live
 in their own modules: scorers in :mod:`rerankit.scorers`, rerankers in
 :mod:`rerankit.rerankers`, caches in :mod:`rerankit.cache`, text analysis in
 :mod:`rerankit.text`, fusion and normalisation in :mod:`rerankit.fusion` and
@@ -40,6 +41,7 @@ _LAZY = {
     "Reranker": "rerankers",
     "Pipeline": "rerankers",
     "InputFields": "documents",
+    "evaluate": "eval",
 }
 
 #: where the names that left the front door live now (said when one is asked for here)
@@ -117,6 +119,7 @@ __all__ = [
     "RerankitError",
     "__version__",
     "available_rerankers",
+    "evaluate",
     "load",
     "register_reranker",
     "rerank",

@@ -30,6 +30,7 @@ EXTRAS = {
     "networkx": "graph",
     "yaml": "yaml",
     "matplotlib": "eval",
+    "tqdm": "eval",
     "fastapi": "server",
     "uvicorn": "server",
     "prometheus_client": "server",

@@ -13,7 +13,7 @@ from typing import Any
 from . import registry
 from ._optional import install_hint
 from .backends.choice import bundled_export_ready, bundled_model_ready, onnx_runtime_installed
-from .config import PIPELINE_SUFFIXES, build, read_pipeline, resolve_reranker
+from .config import PIPELINE_SUFFIXES, build, read_pipeline, read_spec, resolve_reranker
 from .documents import InputFields
 from .errors import ConfigError, in_file
 from .rerankers.base import check_keywords
@@ -23,6 +23,7 @@ __all__ = [
     "available_rerankers",
     "default_reranker",
     "load",
+    "pipeline_name",
     "register_reranker",
     "rerank",
 ]
@@ -55,6 +56,16 @@ def load(spec: Any) -> Any:
     if isinstance(spec, Mapping):
         return build(spec)
     return resolve_reranker(spec)
+
+
+def pipeline_name(reranker: str | Path) -> str:
+    """The name a reranker given as a string is known by (in ``rerankit serve``'s routes, in
+    ``rerankit eval``'s tables and in :func:`rerankit.eval.evaluate`'s): a pipeline file's
+    declared ``name`` (else the file's stem), or the name or model given."""
+    if Path(reranker).suffix.lower() in PIPELINE_SUFFIXES:
+        declared = read_spec(reranker).get("name")
+        return declared if isinstance(declared, str) and declared else Path(reranker).stem
+    return str(reranker)
 
 
 def rerank(

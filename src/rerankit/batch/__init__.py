@@ -15,7 +15,7 @@ extra needed; :mod:`.local`) and ``ray`` (extra ``ray``; :mod:`.ray`). Reading a
 rows is :mod:`.io`; BEIR folders become rows in :mod:`.beir`.
 """
 
-from .beir import beir_rows, run_pipeline_ray
+from .beir import beir_rows, ray_engine, run_pipeline_ray
 from .io import input_format, read_rows, write_rows
 from .local import run_batch
 from .ray import RayOptions, declared, iter_ray, quiet_ray_logs, rerank_dataset
@@ -41,6 +41,7 @@ __all__ = [
     "input_format",
     "iter_ray",
     "quiet_ray_logs",
+    "ray_engine",
     "read_rows",
     "rerank_dataset",
     "rerank_row",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,10 @@ from ..errors import RerankitError
 from ..eval.data import Dataset, parse_split, read_split
 from ..eval.first_stage import candidate_documents, first_stage
 from ..eval.runner import PipelineRun
-from .ray import iter_ray
+from .ray import RayOptions, iter_ray
 from .rows import USAGE_KEY
 
-__all__ = ["beir_rows", "run_pipeline_ray"]
+__all__ = ["beir_rows", "ray_engine", "run_pipeline_ray"]
 
 logger = logging.getLogger(__name__)
 
@@ -87,3 +88,13 @@ def run_pipeline_ray(
             usage=row.get(USAGE_KEY, {}),
         )
     return result
+
+
+def ray_engine(ray: RayOptions | None = None, **options: Any) -> Callable[..., PipelineRun]:
+    """The ``ray`` engine of :func:`rerankit.eval.evaluate` (``rerankit eval --engine
+    ray``): ``evaluate(..., engine=ray_engine(workers=4))`` reranks each collection's
+    candidates with each pipeline on Ray Data actors (:func:`run_pipeline_ray` with these
+    options). ``ray`` is a :class:`RayOptions`, or its fields as keywords (``workers``,
+    ``address``, ...); the pipelines must be names, pipeline files or spec mappings, which
+    each actor builds."""
+    return partial(run_pipeline_ray, ray=ray, **options)

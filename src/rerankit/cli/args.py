@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
-from ..api import PIPELINE_SUFFIXES
+from ..api import PIPELINE_SUFFIXES, pipeline_name
 from ..backends.detect import model_kind
 from ..backends.manifest import BACKENDS
 from ..cache import EMBEDDING_CACHE_ENV, embedding_cache_file
@@ -335,15 +335,6 @@ def pipeline_spec(spec: Any, args: argparse.Namespace) -> Any:
         return on_backend(read_spec(spec), options.get("backend", "auto"), options.get("quantize"))
     kind, detected = model_kind(str(spec))  # a model given as the reranker
     return {"scorer": {"type": kind, "model": str(spec), **detected, **options}}
-
-
-def pipeline_name(reranker: str) -> str:
-    """The name ``--reranker`` is served under: a pipeline file's declared ``name`` (else
-    the file's stem), or the name or model given."""
-    if Path(reranker).suffix.lower() in PIPELINE_SUFFIXES:
-        declared = read_spec(reranker).get("name")
-        return declared if isinstance(declared, str) and declared else Path(reranker).stem
-    return reranker
 
 
 def in_language(spec: Any, language: str | None) -> Any:

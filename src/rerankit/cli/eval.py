@@ -1,32 +1,18 @@
-"""``rerankit eval``: every reranker named over the same first-stage candidates of one or
-more BEIR-layout collections, the table printed and the results written."""
+"""``rerankit eval``: its arguments, and a call to :func:`rerankit.eval.evaluate` whose
+results are printed as each collection is done (the tables on stdout, notes and the files
+written on stderr)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from ..api import load
-from ..batch import quiet_ray_logs, run_pipeline_ray
-from ..errors import InputError
-from ..eval.compare import check_baseline, format_against, format_summary_against
-from ..eval.data import TITLES, find_collections
-from ..eval.first_stage import candidate_depth, depth_label, first_stage, first_stage_label
-from ..eval.runner import (
-    PipelineRun,
-    check_output_folder,
-    describe_pipeline,
-    evaluate_runs,
-    first_stage_run,
-    format_summary,
-    format_table,
-    run_pipeline,
-    write_outputs,
-    write_summary,
-)
+from ..batch import quiet_ray_logs, ray_engine
+from ..eval.evaluation import DEFAULT_RERANKERS, evaluate, reranker_labels
+from ..eval.results import CollectionEvaluation
 from .args import (
     add_address_argument,
     add_backend_arguments,
@@ -37,28 +23,15 @@ from .args import (
     add_max_queries_argument,
     add_no_progress_argument,
     examples,
-    pipeline_name,
     pipeline_spec,
     positive_int,
     refuse_unused,
     say_renamed,
     use_embedding_cache,
 )
-from .console import progress_bar, read_collection
+from .console import note, progress_bar
 
-__all__ = ["add_commands"]
-
-#: what the heading of ``rerankit eval --titles`` says of each form but ``field``
-TITLE_WORDS = {
-    "newline": "joined to the text by a newline",
-    "space": "joined to the text by a space",
-    "period": "joined to the text by '. '",
-    "drop": "left out",
-}
-
-
-#: what `eval` compares when not told
-DEFAULT_RERANKERS = "bm25,embedding,hybrid"
+__all__ = ["add_commands", "cmd_eval", "named_pipelines", "reranker_specs"]
 
 
 class RerankerList(argparse.Action):
@@ -79,105 +52,25 @@ class RerankerList(argparse.Action):
         setattr(namespace, self.dest, f"{earlier},{values}" if earlier else values)
 
 
-def _layouts(titles: str) -> list[str]:
-    """``--titles``' comma-separated layouts, each checked, in order, without repeats."""
-    layouts = list(dict.fromkeys(t.strip() for t in titles.split(",") if t.strip()))
-    wrong = [t for t in layouts if t not in TITLES]
-    if wrong or not layouts:
-        raise InputError(
-            f"--titles {titles!r}: expected one or more of {', '.join(TITLES)}, separated by commas"
-        )
-    return layouts
-
-
-def _titles_note(layouts: Sequence[str]) -> str:
-    """What the heading says of ``--titles`` (nothing for the default)."""
-    if len(layouts) > 1:
-        return f"; each reranker once per title layout ({', '.join(layouts)})"
-    return "" if layouts[0] == "field" else f"; titles: {TITLE_WORDS[layouts[0]]}"
-
-
-def _run_name(name: str, layout: str, layouts: Sequence[str]) -> str:
-    """A pipeline's name in the tables: with its title layout when there are several."""
-    return name if len(layouts) == 1 else f"{name} ({layout})"
-
-
-def _without_candidates(data: Any, cands: Mapping[str, Sequence[Any]]) -> int:
-    """How many of the queries the first stage found nothing for (they score 0)."""
-    return sum(1 for q in data.queries if not cands.get(q))
-
-
-def _labels(collections: list[tuple[Path, str]], split: str) -> list[str]:
-    """A short, unique label per collection: its folder name, with its split when that is
-    not the command's ``--split`` or when two share a name."""
-    names = [p.name for p, _ in collections]
-    return [
-        name if s == split and names.count(name) == 1 else f"{name}@{s}"
-        for name, (_, s) in zip(names, collections, strict=True)
-    ]
+def reranker_specs(names: str, args: argparse.Namespace | None = None) -> dict[str, Any]:
+    """Label -> what to load, for each comma-separated name, pipeline file and model in
+    ``names`` (labelled by :func:`~rerankit.eval.evaluation.reranker_labels`), with
+    ``args``' ``--language`` (for names), ``--backend`` and ``--quantize`` applied (see
+    :func:`~rerankit.cli.args.pipeline_spec`)."""
+    flags = args if args is not None else argparse.Namespace()
+    files = argparse.Namespace(**{**vars(flags), "language": None})  # a file has its own
+    given = [n.strip() for n in names.split(",") if n.strip()]
+    return {
+        label: pipeline_spec(name, files if Path(name).suffix else flags)
+        for label, name in zip(reranker_labels(given), given, strict=True)
+    }
 
 
 def named_pipelines(
     names: str, args: argparse.Namespace | None = None
 ) -> list[tuple[str, Any, Any]]:
-    """(label, reranker, what it was declared as) for each named reranker and file, with
-    ``args``' ``--language`` (for names), ``--backend`` and ``--quantize`` applied (see
-    :func:`~rerankit.cli.args.pipeline_spec`)."""
-
-    flags = args if args is not None else argparse.Namespace()
-    files = argparse.Namespace(**{**vars(flags), "language": None})  # a file has its own
-    out: list[tuple[str, Any, Any]] = []
-
-    def label(given: str) -> str:
-        """The name ``given`` is served under (a file's declared name, else its stem; see
-        :func:`~rerankit.cli.args.pipeline_name`), with ``-2``, ``-3``, ... when an earlier
-        pipeline has it: one rule for the tables, results.json, runs/ and --baseline."""
-        taken = {name for name, _, _ in out}
-        name = candidate = pipeline_name(given)
-        number = 1
-        while candidate in taken:
-            number += 1
-            candidate = f"{name}-{number}"
-        return candidate
-
-    for name in [n.strip() for n in names.split(",") if n.strip()]:
-        spec = pipeline_spec(name, files if Path(name).suffix else flags)
-        out.append((label(name), load(spec), spec))
-    return out
-
-
-def pipeline_runs(
-    args: argparse.Namespace, data: Any, cands: Any, pipelines: Any, *, texts_only: bool
-) -> list[PipelineRun]:
-    """The first stage's run, then each pipeline's over the same candidates (on Ray Data
-    actors with ``--engine ray``)."""
-    runs = [first_stage_run(cands)]
-    for name, reranker, declared in pipelines:
-        if args.engine == "ray":
-            runs.append(
-                run_pipeline_ray(
-                    name,
-                    declared,
-                    data,
-                    cands,
-                    first_stage_scores=not texts_only,
-                    workers=args.workers or 1,
-                    address=args.address,
-                )
-            )
-            continue
-        run = run_pipeline(
-            name,
-            reranker,
-            data,
-            cands,
-            progress=progress_bar(name, not args.no_progress),
-            first_stage_scores=not texts_only,
-        )
-        if run.load_note():
-            print(f"rerankit: {run.load_note()}", file=sys.stderr)
-        runs.append(run)
-    return runs
+    """(label, reranker, what it was declared as) for each of :func:`reranker_specs`."""
+    return [(label, load(spec), spec) for label, spec in reranker_specs(names, args).items()]
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -188,71 +81,40 @@ def cmd_eval(args: argparse.Namespace) -> int:
             {"--workers": args.workers, "--address": args.address},
             "without --engine ray (they tell Ray's actors)",
         )
-    collections = find_collections(args.data, args.split)
-    if args.out:
-        check_output_folder(args.out)  # before the work, not after it
     use_embedding_cache(args)
     given = [*([args.rerankers] if args.rerankers else []), *(args.reranker or [])]
-    pipelines = named_pipelines(",".join(given) or DEFAULT_RERANKERS, args)
-    layouts = _layouts(args.titles)
-    names = [_run_name(n, t, layouts) for t in layouts for n, _, _ in pipelines]
-    baseline = None
-    if args.baseline is not None:
-        baseline = check_baseline(args.baseline, ["first stage", *names])
-    several = len(collections) > 1
-    summary = []
-    for label, (path, split) in zip(_labels(collections, args.split), collections, strict=True):
-        data = read_collection(path, split, args.max_queries)
-        cands = first_stage(data, args.first_stage, args.candidates)
-        runs = []
-        for layout in layouts:  # after the first stage: every layout, the same candidates
-            shown = data.with_titles(layout)
-            mine = pipeline_runs(args, shown, cands, pipelines, texts_only=args.texts_only)
-            for run in mine[1:]:
-                run.name = _run_name(run.name, layout, layouts)
-            runs += mine if not runs else mine[1:]
-        depth = candidate_depth(cands, args.candidates)
-        rows = evaluate_runs(data, runs, depth)
-        source_label = first_stage_label(data, args.first_stage)
-        empty = _without_candidates(data, cands)
-        print(
-            f"{data.name}, {split} split, {len(data.queries)} queries"
-            + (f", {empty} with no candidates (they score 0)" if empty else "")
-            + f"; first stage: {source_label}, {depth_label(depth, args.candidates)}"
-            + ("; rerankers see texts only (no first-stage scores)" if args.texts_only else "")
-            + _titles_note(layouts)
-            + "\n"
-        )
-        print(format_table(rows, depth))
-        if baseline is not None:
-            print("\n" + format_against(rows, baseline))
-        if several:
-            print()
-        meta = {
-            "dataset": data.name,
-            "split": split,
-            "first_stage": source_label,
-            "k": depth,
-            "queries": len(data.queries),
-            "queries_without_candidates": empty,
-            "first_stage_scores_given": not args.texts_only,
-            "titles": layouts[0] if len(layouts) == 1 else layouts,
-            "baseline": baseline,
-            "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
-            "notes": data.notes,
-        }
-        if args.out:
-            folder = Path(args.out) / label if several else Path(args.out)
-            for written in write_outputs(folder, rows, runs, meta):
-                print(f"wrote {written}", file=sys.stderr)
-        summary.append({"collection": label, **meta, "rows": rows})
-    if several:
-        print(format_summary(summary))
-        if baseline is not None:
-            print("\n" + format_summary_against(summary, baseline))
-        if args.out:
-            written = write_summary(args.out, summary)
+    engine: Any = "local"
+    if args.engine == "ray":
+        engine = ray_engine(workers=args.workers or 1, address=args.address)
+    shown: list[CollectionEvaluation] = []
+
+    def show(collection: CollectionEvaluation) -> None:
+        """Each collection's table as it is done (a blank line between two)."""
+        print(("\n" if shown else "") + collection.table())
+        for written in collection.written:
             print(f"wrote {written}", file=sys.stderr)
+        shown.append(collection)
+
+    result = evaluate(
+        args.data,
+        reranker_specs(",".join(given) or DEFAULT_RERANKERS, args),
+        split=args.split,
+        first_stage=args.first_stage,
+        candidates=args.candidates,
+        baseline=args.baseline,
+        titles=args.titles,
+        texts_only=args.texts_only,
+        max_queries=args.max_queries,
+        engine=engine,
+        out=args.out,
+        progress=lambda label: progress_bar(label, not args.no_progress),
+        note=note,
+        on_collection=show,
+    )
+    if result.several:
+        print("\n" + result.summary())
+        if result.summary_file is not None:
+            print(f"wrote {result.summary_file}", file=sys.stderr)
     return 0
 
 

@@ -12,7 +12,13 @@ from typing import Any
 from ..errors import InputError
 from .metrics import paired_standard_error
 
-__all__ = ["against", "check_baseline", "format_against", "format_summary_against"]
+__all__ = [
+    "against",
+    "check_baseline",
+    "format_against",
+    "format_summary_against",
+    "mean_against",
+]
 
 
 #: how ``--baseline`` names the first stage (its run is named ``"first stage"``, which is
@@ -100,12 +106,26 @@ def format_summary_against(collections: Sequence[Mapping[str, Any]], baseline: s
     ]
     for c, entries in zip(collections, per, strict=True):
         lines.append(f"| {c['collection']} | " + " | ".join(_cell(e) for e in entries) + " |")
-    means = []
-    for i in range(len(names)):  # collections are independent: their variances add
-        column = [e[i] for e in per]
-        mean = statistics.fmean(e["diff"] for e in column)
-        known = all(e["se"] is not None for e in column)
-        se = math.sqrt(sum(e["se"] ** 2 for e in column)) / len(column) if known else None
-        means.append(_cell({"diff": mean, "se": se}))
+    means = [_cell(e) for e in mean_against(collections, baseline)]
     lines.append("| mean | " + " | ".join(means) + " |")
     return "\n".join(lines)
+
+
+def mean_against(collections: Sequence[Mapping[str, Any]], baseline: str) -> list[dict[str, Any]]:
+    """For each pipeline but the baseline: its :func:`against` difference averaged over the
+    collections (each counts once: ``diff``) and the standard error of that mean (``se``:
+    the collections' variances added, over their number squared; None when a collection's
+    is unknown)."""
+    per = [against(c["rows"], baseline) for c in collections]
+    out = []
+    for i, first in enumerate(per[0]):  # collections are independent: their variances add
+        column = [e[i] for e in per]
+        known = all(e["se"] is not None for e in column)
+        out.append(
+            {
+                "pipeline": first["pipeline"],
+                "diff": statistics.fmean(e["diff"] for e in column),
+                "se": math.sqrt(sum(e["se"] ** 2 for e in column)) / len(column) if known else None,
+            }
+        )
+    return out

@@ -42,7 +42,8 @@ class Dataset:
     when the dataset ships one (query id -> ``(doc id, score)``, best first); ``notes``:
     what :func:`load_beir` found amiss but could read past (also logged as warnings);
     ``query_ids``: every query id of ``queries.jsonl``, judged in this split or not (a run
-    file naming another is a mistake)."""
+    file naming another is a mistake); ``split``: the split it was loaded with (``"test"``,
+    ``"test:odd"``; None for a dataset built by hand)."""
 
     name: str
     corpus: dict[str, dict[str, str]]
@@ -52,6 +53,7 @@ class Dataset:
     notes: list[str] = field(default_factory=list)
     run_file: str | None = None  #: the file ``run_scores`` was read from
     query_ids: frozenset[str] | None = None
+    split: str | None = None
 
     @property
     def run(self) -> dict[str, list[str]] | None:
@@ -171,7 +173,7 @@ def load_beir(
     is used), a pair judged twice with different grades (the later line's grade is used),
     negative grades (read as 0), judged queries missing from queries.jsonl (left out), and
     relevant judged documents missing from corpus.jsonl (they count as never retrieved)."""
-    split, selector = parse_split(split)
+    given, (split, selector) = split, parse_split(split)
     path = Path(path)
     if not path.is_dir():
         raise InputError(f"{path}: not a folder (a BEIR-layout dataset is a folder)")
@@ -237,6 +239,7 @@ def load_beir(
         notes=notes,
         run_file=runs[0].name if runs else None,
         query_ids=frozenset(query_ids),
+        split=given,
     )
 
 

@@ -1,0 +1,313 @@
+"""An evaluation in one call: :func:`evaluate` reranks every collection's first-stage
+candidates with each reranker (once per title layout) and returns an
+:class:`~rerankit.eval.results.Evaluation`; ``rerankit eval`` is this call, printed."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from .._optional import require
+from ..api import load, pipeline_name
+from ..errors import InputError
+from .compare import FIRST_STAGE_BASELINE, check_baseline
+from .data import TITLES, Dataset, find_collections, read_split
+from .first_stage import candidate_depth, first_stage_label
+from .first_stage import first_stage as first_stage_candidates
+from .results import CollectionEvaluation, Evaluation, collection_folder
+from .runner import (
+    FIRST_STAGE,
+    PipelineRun,
+    check_output_folder,
+    describe_pipeline,
+    evaluate_runs,
+    first_stage_run,
+    run_pipeline,
+    write_summary,
+)
+
+__all__ = [
+    "DEFAULT_RERANKERS",
+    "evaluate",
+    "reranker_labels",
+    "title_layouts",
+]
+
+logger = logging.getLogger(__name__)
+
+#: what :func:`evaluate` (and ``rerankit eval``) compares when not told
+DEFAULT_RERANKERS = "bm25,embedding,hybrid"
+
+#: ``progress(label)``: a wrapper of a loop over queries (a progress bar)
+Progress = Callable[[str], Callable[[Iterable[Any]], Iterable[Any]]]
+
+
+def title_layouts(titles: str | Sequence[str]) -> list[str]:
+    """``titles`` (comma-separated, or a list) as layouts, each checked, in order, without
+    repeats."""
+    given = titles.split(",") if isinstance(titles, str) else list(titles)
+    layouts = list(dict.fromkeys(str(t).strip() for t in given if str(t).strip()))
+    wrong = [t for t in layouts if t not in TITLES]
+    if wrong or not layouts:
+        raise InputError(
+            f"--titles {titles!r}: expected one or more of {', '.join(TITLES)}, separated by commas"
+        )
+    return layouts
+
+
+def reranker_labels(given: Sequence[Any]) -> list[str]:
+    """The name each reranker is shown under: a pipeline file's declared name (else its
+    file name), a name or model as given, a reranker object's ``name``; a name listed
+    before gets ``-2``, ``-3``, ... (one rule for the tables, ``results.json``, ``runs/``
+    and ``baseline``)."""
+    out: list[str] = []
+    for item in given:
+        if isinstance(item, (str, Path)):
+            name = pipeline_name(item)
+        elif isinstance(item, Mapping):
+            name = str(item.get("name") or "pipeline")
+        else:
+            name = str(getattr(item, "name", None) or type(item).__name__)
+        candidate, number = name, 1
+        while candidate in out:
+            number += 1
+            candidate = f"{name}-{number}"
+        out.append(candidate)
+    return out
+
+
+def _rerankers(rerankers: Any) -> list[tuple[str, Any]]:
+    """(label, what was given) for each reranker: a comma-separated string of names, files
+    and models, a list of those or of reranker objects, or a mapping label -> any of them."""
+    if rerankers is None:
+        rerankers = DEFAULT_RERANKERS
+    if isinstance(rerankers, str):
+        rerankers = [n.strip() for n in rerankers.split(",") if n.strip()]
+    if isinstance(rerankers, Mapping):
+        pairs = [(str(label), item) for label, item in rerankers.items()]
+        if any(not label.strip() for label, _ in pairs):
+            raise InputError("rerankers: every label of the mapping must be a non-empty name")
+    elif isinstance(rerankers, Iterable):
+        items = list(rerankers)
+        pairs = list(zip(reranker_labels(items), items, strict=True))
+    else:
+        raise InputError(
+            "rerankers: expected names, pipeline files or rerankers (a comma-separated "
+            f"string, a list, or a mapping label -> reranker), got {type(rerankers).__name__}"
+        )
+    if not pairs:
+        raise InputError("rerankers: none given (name at least one, e.g. 'bm25')")
+    clash = [label for label, _ in pairs if label in (FIRST_STAGE, FIRST_STAGE_BASELINE)]
+    if clash:
+        raise InputError(f"rerankers: {clash[0]!r} names the first stage's run; label it otherwise")
+    return pairs
+
+
+def _collections(data: Any, split: str) -> list[tuple[str, str, Path | Dataset]]:
+    """(name, split, folder or dataset) for each collection ``data`` names (see
+    :func:`evaluate`)."""
+    given = [data] if isinstance(data, (str, Path, Dataset)) else data
+    if not isinstance(given, Iterable) or isinstance(given, Mapping):
+        raise InputError(
+            "data: expected a BEIR-layout folder, a folder of them, a Dataset or a list of "
+            f"those, got {type(data).__name__}"
+        )
+    out: list[tuple[str, str, Path | Dataset]] = []
+    for item in list(given):
+        if isinstance(item, Dataset):
+            out.append((item.name, item.split or split, item))
+        elif isinstance(item, (str, Path)):
+            out += [(p.name, s, p) for p, s in find_collections([str(item)], split)]
+        else:
+            raise InputError(
+                f"data: expected a folder (str or Path) or a Dataset, got {type(item).__name__}"
+            )
+    if not out:
+        raise InputError("data: no collection given")
+    return out
+
+
+def _labels(collections: Sequence[tuple[str, str, Any]], split: str) -> list[str]:
+    """A short, unique label per collection: its name, with its split when that is not
+    ``split`` or when two share a name."""
+    names = [name for name, _, _ in collections]
+    return [
+        name if s == split and names.count(name) == 1 else f"{name}@{s}"
+        for name, s, _ in collections
+    ]
+
+
+def _positive(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{name}: expected a positive integer, got {value!r}")
+    return value
+
+
+def _progress(progress: bool | Progress) -> Progress | None:
+    """``progress`` as a bar factory: True gives tqdm's bars on stderr (extra ``eval``)."""
+    if callable(progress):
+        return progress
+    if not progress:
+        return None
+    tqdm = require("tqdm", "progress=True").tqdm
+    return lambda label: lambda items: tqdm(items, desc=label, unit="query", leave=False)
+
+
+def _engine(engine: Any) -> Callable[..., PipelineRun] | None:
+    """None for ``"local"`` (this process), else the engine callable given."""
+    if engine == "local":
+        return None
+    if callable(engine):
+        return engine
+    if engine == "ray":
+        raise InputError(
+            "engine='ray': pass the ray engine itself, engine=rerankit.batch.ray_engine("
+            "workers=N) (extra ray; it lives in rerankit.batch)"
+        )
+    raise InputError(f"engine: expected 'local' or an engine such as ray_engine(), got {engine!r}")
+
+
+def _read(
+    source: Path | Dataset,
+    split: str,
+    max_queries: int | None,
+    note: Callable[[str], None] | None,
+) -> Dataset:
+    """A collection read from its folder (each of its notes said to ``note`` as a warning;
+    they are logged as warnings too), or the dataset given, cut to its first
+    ``max_queries`` queries (a copy: the caller's is kept)."""
+    if isinstance(source, Dataset):
+        queries = dict(
+            list(source.queries.items())[:max_queries] if max_queries else source.queries
+        )
+        return replace(source, queries=queries, notes=list(source.notes))
+    said = None if note is None else (lambda m: note(f"warning: {m}"))
+    return read_split(source, split, max_queries, note=said)
+
+
+def evaluate(
+    data: str | Path | Dataset | Sequence[str | Path | Dataset],
+    rerankers: Any = None,
+    *,
+    split: str = "test",
+    first_stage: str = "auto",
+    candidates: int = 100,
+    baseline: str | None = None,
+    titles: str | Sequence[str] = "field",
+    texts_only: bool = False,
+    max_queries: int | None = None,
+    engine: Any = "local",
+    out: str | Path | None = None,
+    progress: bool | Progress = False,
+    note: Callable[[str], None] | None = None,
+    on_collection: Callable[[CollectionEvaluation], None] | None = None,
+) -> Evaluation:
+    """Rerank each query's first-stage candidates with every reranker and measure how well
+    each orders them, beside the first stage: what ``rerankit eval`` prints, as an
+    :class:`~rerankit.eval.results.Evaluation` (``str()`` of it is the printed text,
+    ``.rows`` the metrics, ``.to_dict()`` plain data, ``.write(folder)`` the files).
+
+    ``data``: a BEIR-layout folder (``corpus.jsonl``, ``queries.jsonl``,
+    ``qrels/<split>.tsv``), a folder of such folders, ``"PATH@SPLIT"`` for another split, a
+    loaded :class:`~rerankit.eval.Dataset` (evaluated on the split it was loaded with), or
+    a list of these. ``rerankers``: names, pipeline files, models and reranker objects
+    (anything :func:`rerankit.load` takes), as a comma-separated string, a list, or a
+    mapping label -> reranker (default ``bm25,embedding,hybrid``); each is shown under
+    :func:`reranker_labels`' name. The keywords are ``rerankit eval``'s flags:
+    ``first_stage`` (``auto``, ``bm25``, ``run`` or your run/candidates file),
+    ``candidates`` per query, ``baseline`` (a label, or ``first-stage``) to compare every
+    pipeline with, ``titles`` (layouts, comma-separated or a list: each reranker runs once
+    per layout over the same candidates), ``texts_only`` (hide the first-stage scores from
+    the rerankers), ``max_queries`` (the first N of each collection), ``engine``
+    (``"local"``, or :func:`rerankit.batch.ray_engine`'s), ``out`` (a folder to write the
+    files in as each collection is done).
+
+    Nothing is printed unless asked: ``progress`` (True: tqdm bars on stderr, extra
+    ``eval``; or ``label -> wrapper`` of a loop over queries), ``note`` (each warning about
+    the data, as ``"warning: ..."``, and how long models took to load; both are logged
+    too) and ``on_collection`` (each collection's result as it is done) say what it does
+    while it works.
+
+    Mistakes are :class:`~rerankit.InputError` s (or :class:`~rerankit.errors.ConfigError`
+    for an unknown reranker) raised before any reranker runs: a missing folder, an unknown
+    title layout, a baseline that is not among the rerankers.
+    """
+    collections = _collections(data, split)
+    candidates = _positive("candidates", candidates)
+    if max_queries is not None:
+        max_queries = _positive("max_queries", max_queries)
+    if out is not None:
+        check_output_folder(out)  # before the work, not after it
+    layouts = title_layouts(titles)
+    runner = _engine(engine)
+    given = _rerankers(rerankers)
+    names = [_run_name(n, t, layouts) for t in layouts for n, _ in given]
+    if baseline is not None:
+        baseline = check_baseline(baseline, [FIRST_STAGE, *names])
+    pipelines = [(label, load(item), item) for label, item in given]
+    bars = _progress(progress)
+    several = len(collections) > 1
+    done: list[CollectionEvaluation] = []
+    for label, (_, own, source) in zip(_labels(collections, split), collections, strict=True):
+        dataset = _read(source, own, max_queries, note)
+        cands = first_stage_candidates(dataset, first_stage, candidates)
+        runs = [first_stage_run(cands)]
+        for layout in layouts:  # after the first stage: every layout, the same candidates
+            shown = dataset.with_titles(layout)
+            for name, reranker, declared in pipelines:
+                if runner is not None:
+                    run = runner(name, declared, shown, cands, first_stage_scores=not texts_only)
+                else:
+                    bar = bars(name) if bars is not None else None
+                    run = _run_here(name, reranker, shown, cands, bar, texts_only, note)
+                run.name = _run_name(name, layout, layouts)
+                runs.append(run)
+        depth = candidate_depth(cands, candidates)
+        meta = {
+            "dataset": dataset.name,
+            "split": own,
+            "first_stage": first_stage_label(dataset, first_stage),
+            "k": depth,
+            "queries": len(dataset.queries),
+            "queries_without_candidates": sum(1 for q in dataset.queries if not cands.get(q)),
+            "first_stage_scores_given": not texts_only,
+            "titles": layouts[0] if len(layouts) == 1 else layouts,
+            "baseline": baseline,
+            "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
+            "notes": dataset.notes,
+        }
+        rows = evaluate_runs(dataset, runs, depth)
+        result = CollectionEvaluation(label, meta, rows, runs, candidates)
+        if out is not None:
+            result.written = result.write(collection_folder(out, label, several))
+        done.append(result)
+        if on_collection is not None:
+            on_collection(result)
+    evaluation = Evaluation(done, baseline)
+    if out is not None and several:
+        evaluation.summary_file = write_summary(out, [c.entry() for c in done])
+    return evaluation
+
+
+def _run_here(
+    name: str,
+    reranker: Any,
+    data: Dataset,
+    cands: Mapping[str, Sequence[tuple[str, float]]],
+    bar: Callable[[Iterable[Any]], Iterable[Any]] | None,
+    texts_only: bool,
+    note: Callable[[str], None] | None,
+) -> PipelineRun:
+    """One pipeline's run in this process, and what its models' load took said."""
+    run = run_pipeline(name, reranker, data, cands, progress=bar, first_stage_scores=not texts_only)
+    if run.load_note():
+        (note or logger.info)(run.load_note())
+    return run
+
+
+def _run_name(name: str, layout: str, layouts: Sequence[str]) -> str:
+    """A pipeline's name in the tables: with its title layout when there are several."""
+    return name if len(layouts) == 1 else f"{name} ({layout})"

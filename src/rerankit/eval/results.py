@@ -1,0 +1,213 @@
+"""What :func:`rerankit.eval.evaluate` returns: each collection's rows (the metrics of every
+pipeline), the comparison with a baseline and the summary over several collections, as the
+text ``rerankit eval`` prints, as plain data, and as the files ``--out`` writes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import InputError
+from .compare import against, format_against, format_summary_against, mean_against
+from .first_stage import depth_label
+from .runner import (
+    PipelineRun,
+    check_output_folder,
+    format_summary,
+    format_table,
+    mean_by_pipeline,
+    write_outputs,
+    write_summary,
+)
+
+__all__ = ["CollectionEvaluation", "Evaluation", "collection_folder", "titles_note"]
+
+#: what the heading says of each title layout but ``field`` (see :data:`~.data.TITLES`)
+TITLE_WORDS = {
+    "newline": "joined to the text by a newline",
+    "space": "joined to the text by a space",
+    "period": "joined to the text by '. '",
+    "drop": "left out",
+}
+
+
+def titles_note(layouts: Sequence[str]) -> str:
+    """What the heading says of the title layouts (nothing for the default, ``field``)."""
+    if len(layouts) > 1:
+        return f"; each reranker once per title layout ({', '.join(layouts)})"
+    return "" if layouts[0] == "field" else f"; titles: {TITLE_WORDS[layouts[0]]}"
+
+
+def collection_folder(out: str | Path, collection: str, several: bool) -> Path:
+    """Where a collection's files go: ``out`` itself, or ``out/<collection>`` when an
+    evaluation has several."""
+    return Path(out) / collection if several else Path(out)
+
+
+@dataclass
+class CollectionEvaluation:
+    """One collection's evaluation: ``rows`` (one per pipeline, the first stage first: every
+    metric as a fraction, the p-values, latency, LLM usage and each query's nDCG@10),
+    ``meta`` (what ran: dataset, split, first stage, depth, pipelines, the data's notes:
+    what ``results.json`` records beside the rows), ``runs`` (each pipeline's ranking and
+    scores), ``candidates`` (the depth asked for) and ``written`` (the files written)."""
+
+    collection: str
+    meta: dict[str, Any]
+    rows: list[dict[str, Any]]
+    runs: list[PipelineRun] = field(repr=False)
+    candidates: int = 100
+    written: list[Path] = field(default_factory=list)
+
+    @property
+    def baseline(self) -> str | None:
+        """The run every pipeline is compared with, when one was named."""
+        return self.meta.get("baseline")
+
+    @property
+    def against(self) -> list[dict[str, Any]] | None:
+        """Each pipeline's paired difference in nDCG@10 from the baseline's (``diff``, its
+        standard error ``se``, the t-test's ``p``, ``queries``); None without a baseline."""
+        return None if self.baseline is None else against(self.rows, self.baseline)
+
+    def header(self) -> str:
+        """The line above the table: collection, split, queries, first stage and depth."""
+        m = self.meta
+        empty = m["queries_without_candidates"]
+        layouts = [m["titles"]] if isinstance(m["titles"], str) else list(m["titles"])
+        return (
+            f"{m['dataset']}, {m['split']} split, {m['queries']} queries"
+            + (f", {empty} with no candidates (they score 0)" if empty else "")
+            + f"; first stage: {m['first_stage']}, {depth_label(m['k'], self.candidates)}"
+            + (
+                ""
+                if m["first_stage_scores_given"]
+                else "; rerankers see texts only (no first-stage scores)"
+            )
+            + titles_note(layouts)
+        )
+
+    def table(self) -> str:
+        """The heading, the Markdown table and the comparison with the baseline, as
+        ``rerankit eval`` prints them."""
+        text = f"{self.header()}\n\n{format_table(self.rows, self.meta['k'])}"
+        if self.baseline is not None:
+            text += "\n\n" + format_against(self.rows, self.baseline)
+        return text
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def entry(self) -> dict[str, Any]:
+        """The collection as the summary over several reads it (label, meta and rows)."""
+        return {"collection": self.collection, **self.meta, "rows": self.rows}
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready): the collection's label, its ``meta``, the rows under
+        ``results`` (as ``results.json`` holds them) and ``against_baseline``."""
+        return {
+            "collection": self.collection,
+            **self.meta,
+            "results": self.rows,
+            "against_baseline": self.against,
+        }
+
+    def write(self, folder: str | Path) -> list[Path]:
+        """``results.json``, a TREC run per pipeline under ``runs/``, ``ndcg.png`` and, for
+        calibrated pipelines, ``reliability.svg`` in ``folder`` (the chart needs the
+        ``eval`` extra); the paths written."""
+        return write_outputs(folder, self.rows, self.runs, self.meta)
+
+
+@dataclass
+class Evaluation:
+    """What :func:`rerankit.eval.evaluate` found: a :class:`CollectionEvaluation` per
+    collection, in order, and the ``baseline`` they are compared with (None when none was
+    named). ``str(evaluation)`` is the text ``rerankit eval`` prints."""
+
+    collections: list[CollectionEvaluation]
+    baseline: str | None = None
+    #: ``summary.json``, when the evaluation wrote one (several collections and ``out``)
+    summary_file: Path | None = None
+
+    @property
+    def several(self) -> bool:
+        """Whether more than one collection was evaluated (then a summary follows them)."""
+        return len(self.collections) > 1
+
+    def _one(self) -> CollectionEvaluation:
+        if self.several:
+            labels = ", ".join(c.collection for c in self.collections)
+            raise InputError(
+                f"this evaluation has {len(self.collections)} collections ({labels}): read "
+                "each one's from .collections"
+            )
+        return self.collections[0]
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """The rows of the one collection evaluated (see :class:`CollectionEvaluation`;
+        with several, read each from :attr:`collections`)."""
+        return self._one().rows
+
+    @property
+    def against(self) -> list[dict[str, Any]] | None:
+        """The one collection's comparison with the baseline (None without a baseline);
+        over several, :meth:`mean_against` has the mean difference."""
+        return self._one().against
+
+    def mean_ndcg(self) -> dict[str, float]:
+        """Each pipeline's nDCG@10 averaged over the collections (each counts once)."""
+        return mean_by_pipeline([c.entry() for c in self.collections])
+
+    def mean_against(self) -> list[dict[str, Any]] | None:
+        """Each pipeline's difference in nDCG@10 from the baseline's, averaged over the
+        collections, with the standard error of that mean; None without a baseline."""
+        if self.baseline is None:
+            return None
+        return mean_against([c.entry() for c in self.collections], self.baseline)
+
+    def summary(self) -> str:
+        """The summary over several collections as printed (nDCG@10 by collection and the
+        mean, then the differences from the baseline); empty for one collection."""
+        if not self.several:
+            return ""
+        entries = [c.entry() for c in self.collections]
+        text = format_summary(entries)
+        if self.baseline is not None:
+            text += "\n\n" + format_summary_against(entries, self.baseline)
+        return text
+
+    def table(self) -> str:
+        """Everything ``rerankit eval`` prints: each collection's
+        :meth:`~CollectionEvaluation.table`, then, over several, the :meth:`summary`."""
+        parts = [c.table() for c in self.collections]
+        return "\n\n".join([*parts, self.summary()] if self.several else parts)
+
+    def __str__(self) -> str:
+        return self.table()
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data (JSON-ready): each collection's :meth:`~CollectionEvaluation.to_dict`,
+        the baseline, the mean nDCG@10 of every pipeline over the collections and the mean
+        difference from the baseline."""
+        return {
+            "baseline": self.baseline,
+            "collections": [c.to_dict() for c in self.collections],
+            "mean_ndcg@10": self.mean_ndcg(),
+            "mean_against_baseline": self.mean_against(),
+        }
+
+    def write(self, out: str | Path) -> list[Path]:
+        """The files ``rerankit eval --out`` writes, in ``out``: each collection's (see
+        :meth:`CollectionEvaluation.write`; in a folder of its own when there are several)
+        and, over several, ``summary.json``; the paths written."""
+        check_output_folder(out)
+        written = []
+        for c in self.collections:
+            written += c.write(collection_folder(out, c.collection, self.several))
+        if self.several:
+            written.append(write_summary(out, [c.entry() for c in self.collections]))
+        return written
