@@ -104,7 +104,8 @@ def main() -> None:
     if args.real:
         cases.update(real(args.queries))
     for swaps in (1, 3, 10, 30):
-        cases[f"{swaps} swaps in the top 15"] = synthetic(swaps, args.queries)
+        name = f"{swaps} swap{'s' if swaps > 1 else ''} in the top 15"
+        cases[name] = synthetic(swaps, args.queries)
     cases["no document in common"] = synthetic(-1, max(args.queries // 10, 5))
     optimized_interleave(list(range(10)), list(range(10, 20)), 0)  # warm up numpy
     names = list(METHODS)
