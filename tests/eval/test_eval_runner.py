@@ -14,7 +14,7 @@ from rerankit.cli import main
 from rerankit.config import to_toml
 from rerankit.eval import load_beir
 from rerankit.eval.first_stage import first_stage
-from rerankit.eval.runner import PipelineRun, evaluate_runs
+from rerankit.eval.runner import PipelineRun, evaluate_runs, write_outputs
 from rerankit.training.fusion_search import grid, pipeline_spec
 
 
@@ -58,6 +58,23 @@ def test_metrics_by_hand(tiny):
     assert rows["swapped"]["ndcg@10"] == pytest.approx((q1 + q2) / 2)
     assert rows["swapped"]["mrr@10"] == pytest.approx((1 + 0.5) / 2)
     assert rows["swapped"]["recall@10"] == pytest.approx(1.0)
+
+
+def test_every_run_file_is_visible_and_named_after_its_pipeline(tiny, tmp_path):
+    """A model given as ./folder or a hub id gets a plain, visible file under runs/."""
+    data = load_beir(tiny)
+    names = ["first stage", "./my-model", "../models/ce", "org/model", "a:b c"]
+    runs = [PipelineRun(n, {"q1": {"d1": 2, "d3": 1}}) for n in names]
+    write_outputs(tmp_path / "out", evaluate_runs(data, runs, k=3), runs, {})
+    files = sorted(p.name for p in (tmp_path / "out" / "runs").iterdir())
+    assert files == sorted(
+        ["first_stage.trec", "my-model.trec", "models_ce.trec", "org_model.trec", "a_b_c.trec"]
+    )
+    assert (tmp_path / "out" / "runs" / "my-model.trec").read_text().split()[:3] == [
+        "q1",
+        "Q0",
+        "d1",
+    ]
 
 
 def test_first_stage_bm25_and_run_file(tiny, tmp_path):

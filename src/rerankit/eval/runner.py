@@ -10,6 +10,7 @@ unjudged pairs count as not relevant) and a reliability diagram.
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -30,7 +31,14 @@ from .data import Dataset
 from .first_stage import candidate_documents
 from .metrics import ndcg_at_k, paired_t_test, recall_at_k, reciprocal_rank
 
-__all__ = ["PipelineRun", "evaluate_runs", "first_stage_run", "run_pipeline", "write_outputs"]
+__all__ = [
+    "PipelineRun",
+    "evaluate_runs",
+    "first_stage_run",
+    "run_file_stem",
+    "run_pipeline",
+    "write_outputs",
+]
 
 FIRST_STAGE = "first stage"
 
@@ -344,6 +352,14 @@ def check_output_folder(out: str | Path) -> Path:
     return out
 
 
+def run_file_stem(name: str) -> str:
+    """The file name (without ``.trec``) of a pipeline's run under ``runs/``: its name with
+    every run of characters other than letters, digits, ``-``, ``+`` and ``.`` made one
+    ``_``, and no leading or trailing ``.`` or ``_`` (``./my-model`` is ``my-model``, never a
+    hidden file; ``first stage`` is ``first_stage``)."""
+    return re.sub(r"[^\w.+-]+", "_", name).strip("._") or "run"
+
+
 def write_outputs(
     out: str | Path,
     rows: Sequence[Mapping[str, Any]],
@@ -365,7 +381,7 @@ def write_outputs(
     }
     written[0].write_text(dumps_strict({**header, "results": list(rows)}, indent=2) + "\n")
     for r in runs:
-        path = out / "runs" / (r.name.replace("/", "_").replace(" ", "_") + ".trec")
+        path = out / "runs" / (run_file_stem(r.name) + ".trec")
         tag = r.name.replace(" ", "_")
         with path.open("w", encoding="utf-8") as f:
             for qid, positions in r.run.items():
