@@ -14,7 +14,7 @@ from rerankit.cli import main
 from rerankit.config import to_toml
 from rerankit.eval import load_beir
 from rerankit.eval.first_stage import first_stage
-from rerankit.eval.runner import PipelineRun, evaluate_runs, write_outputs
+from rerankit.eval.runner import PipelineRun, calibration_note, evaluate_runs, write_outputs
 from rerankit.training.fusion_search import grid, pipeline_spec
 
 
@@ -243,6 +243,16 @@ def test_a_pipeline_file_is_labelled_by_the_name_it_declares_every_time(tiny, tm
     assert list(results["pipelines"]) == rows[1:]
     assert all(f"| {name} |" in table for name in rows[1:])
     assert {p.stem for p in (out / "runs").glob("*.trec")} >= set(rows[1:])
+
+
+def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
+    rows = [{"pipeline": "bm25", "ece": None}, {"pipeline": "a", "ece": 0.19}]
+    rows += [{"pipeline": "b", "ece": 0.03}]
+    note = calibration_note(rows)
+    assert note.startswith("\nECE: how far the probability scores are")
+    assert "for a:" in note and "rerankit tune --data DATA --calibrate" in note
+    assert "for a, b" not in note and "bm25" not in note
+    assert "--calibrate" not in calibration_note(rows[::2])  # well calibrated: no advice
 
 
 def test_eval_reports_the_calibration_of_probability_scores(tiny, tmp_path, capsys):

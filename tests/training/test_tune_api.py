@@ -136,7 +136,8 @@ def test_the_test_split_report_is_in_the_account_with_recall_at_the_depth_evalua
         "| hybrid",
         "| t",
     ]
-    assert result.lines[at + 8].startswith("nDCG@10 x 100 minus hybrid's")
+    assert result.lines[at + 8].startswith("ECE: how far the probability scores are")
+    assert result.lines[at + 10].startswith("nDCG@10 x 100 minus hybrid's")
 
 
 @pytest.mark.parametrize(

@@ -285,7 +285,30 @@ def format_table(rows: Sequence[Mapping[str, Any]], k: int) -> str:
         if with_ece:
             cells.append("" if r.get("ece") is None else f"{r['ece']:.4f}")
         lines.append("| " + " | ".join(cells) + " |")
+    if with_ece:
+        lines.append(calibration_note(rows))
     return "\n".join(lines)
+
+
+#: an ECE above this is worth refitting for before a threshold on the scores is trusted
+ECE_REFIT = 0.05
+
+
+def calibration_note(rows: Sequence[Mapping[str, Any]]) -> str:
+    """What the ECE column means, and which pipelines' probabilities are off on this data
+    by more than :data:`ECE_REFIT` (refit them before thresholding)."""
+    note = (
+        "\nECE: how far the probability scores are, on average, from the share of relevant "
+        "pairs at that score on these judgments (0: a threshold such as 0.5 means what it says)."
+    )
+    off = [r["pipeline"] for r in rows if (r.get("ece") or 0.0) > ECE_REFIT]
+    if off:
+        note += (
+            f" Above {ECE_REFIT:g} for {', '.join(off)}: this data's share of relevant "
+            "candidates differs from the one they were calibrated on; refit before relying on "
+            "a threshold: rerankit tune --data DATA --calibrate --out calibrated.toml"
+        )
+    return note
 
 
 def format_summary(collections: Sequence[Mapping[str, Any]]) -> str:
