@@ -81,8 +81,8 @@ def check_port_free(host: str, port: int) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    settings = serve_settings(args)  # its mistakes first: they do not depend on the port
     check_port_free(args.host, args.port)
-    settings = serve_settings(args)
     level = args.log_level or ("debug" if getattr(args, "verbose", 0) > 1 else "info")
     if not logging.getLogger().handlers:
         logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
