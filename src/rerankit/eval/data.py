@@ -42,7 +42,8 @@ class Dataset:
     when the dataset ships one (query id -> ``(doc id, score)``, best first); ``notes``:
     what :func:`load_beir` found amiss but could read past (also logged as warnings);
     ``query_ids``: every query id of ``queries.jsonl``, judged in this split or not (a run
-    file naming another is a mistake)."""
+    file naming another is a mistake); ``split`` and ``folder``: the split as given
+    (``test``, ``test:odd``) and the folder it was read from, when :func:`load_beir` read it."""
 
     name: str
     corpus: dict[str, dict[str, str]]
@@ -52,6 +53,8 @@ class Dataset:
     notes: list[str] = field(default_factory=list)
     run_file: str | None = None  #: the file ``run_scores`` was read from
     query_ids: frozenset[str] | None = None
+    split: str | None = None
+    folder: Path | None = None
 
     @property
     def run(self) -> dict[str, list[str]] | None:
@@ -171,6 +174,7 @@ def load_beir(
     is used), a pair judged twice with different grades (the later line's grade is used),
     negative grades (read as 0), judged queries missing from queries.jsonl (left out), and
     relevant judged documents missing from corpus.jsonl (they count as never retrieved)."""
+    given = split
     split, selector = parse_split(split)
     path = Path(path)
     if not path.is_dir():
@@ -237,6 +241,8 @@ def load_beir(
         notes=notes,
         run_file=runs[0].name if runs else None,
         query_ids=frozenset(query_ids),
+        split=given,
+        folder=path,
     )
 
 
