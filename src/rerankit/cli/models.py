@@ -27,7 +27,7 @@ from ..cache.sqlite import SQLiteStore
 from ..errors import InputError, RerankitError
 from ..ordering import Rule
 from ..rerankers import Pipeline
-from .args import examples, model_kind_name, positive_int
+from .args import examples, model_kind_name, pipeline_name, positive_int
 
 __all__ = ["add_commands", "cmd_cache", "cmd_check", "cmd_export", "cmd_rerankers"]
 
@@ -53,8 +53,9 @@ def cmd_rerankers(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe(reranker: Any) -> str:
-    """One line on what a built reranker will run: its stages, what each keeps, its scale."""
+def describe(reranker: Any, name: str | None = None) -> str:
+    """One line on what a built reranker will run: its ``name`` (default: the reranker's
+    own), its stages, what each keeps, its scale."""
 
     def step(x: Any) -> str:
         if isinstance(x, Rule):
@@ -69,11 +70,12 @@ def describe(reranker: Any) -> str:
         body = " -> ".join(stages)
     else:
         body = step(reranker)
-    return f"{reranker.name!r}: {body}; scores {reranker.score_scale}"
+    return f"{name or reranker.name!r}: {body}; scores {reranker.score_scale}"
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Build each pipeline file as ``-r FILE`` would, without documents or loading models."""
+    """Build each pipeline file as ``-r FILE`` would, without documents or loading models,
+    and name it as ``serve`` and ``eval`` do (:func:`~rerankit.cli.args.pipeline_name`)."""
 
     failed = 0
     for name in args.files:
@@ -83,7 +85,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"{name}: {exc}", file=sys.stderr)
             failed += 1
             continue
-        print(f"{name}: ok: {describe(reranker)}")
+        print(f"{name}: ok: {describe(reranker, pipeline_name(name))}")
     return 1 if failed else 0
 
 
