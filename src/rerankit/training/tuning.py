@@ -129,7 +129,7 @@ def tune(data: str | Path, *, reporter: Reporter | None = None, **options: Any) 
     and :class:`TuneOptions` for ``options``); ``reporter`` hears the account as it goes
     (nothing is printed). Returns the :class:`TuneResult`; the pipeline file is written to
     ``out`` (default ``tuned-<collection>.toml``, ``calibrated-...`` or ``ltr-...`` in the
-    working directory)."""
+    working directory), and declares the name of its file's stem, whatever the verdict."""
     if "k" in options:  # the earlier name of ``candidates``, still taken
         if "candidates" in options:
             raise TypeError("give candidates= or its earlier name k=, not both")
