@@ -36,7 +36,11 @@ def test_rank_jsonl_keeps_every_field_and_adds_the_score(capsys):
     assert len(rows) == 3
     originals = {r["id"]: r for r in map(json.loads, SAMPLE.read_text().splitlines())}
     for row in rows:
-        assert row == {**originals[row["id"]], "rerank_score": row["rerank_score"]}
+        assert row == {
+            **originals[row["id"]],
+            "rerank_score": row["rerank_score"],
+            "score_scale": "relative",  # what the score means (bm25's: within this call)
+        }
     scores = [r["rerank_score"] for r in rows]
     assert scores == sorted(scores, reverse=True)
 
@@ -55,7 +59,7 @@ def test_rank_reads_a_json_array_of_strings_from_stdin(capsys, monkeypatch):
     assert code == 0
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["text"] for r in rows] == ["solar solar", "solar power", "wind power"]
-    assert set(rows[0]) == {"text", "s"}
+    assert set(rows[0]) == {"text", "s", "score_scale"}
 
 
 def test_details_and_table_formats(capsys):

@@ -15,6 +15,7 @@ from ..backends.hub import hub_cache_dir, in_hub_cache
 from ..batch import RayOptions, quiet_ray_logs, run_batch
 from ..batch.beir import beir_rows
 from ..errors import InputError, InvalidDocumentError
+from ..scorers.cross_encoder import OUTPUTS
 from ..scorers.local import LocalModelScorer
 from .args import (
     add_address_argument,
@@ -36,7 +37,7 @@ from .args import (
     say_renamed,
 )
 from .console import note
-from .output import json_safe, records, table
+from .output import SCALE_FIELD, json_safe, records, table
 
 __all__ = ["add_commands", "cmd_batch", "cmd_rank", "default_reranker_name", "reranker_from"]
 
@@ -106,6 +107,12 @@ def cmd_rank(args: argparse.Namespace) -> int:
     elif args.format == "table":
         table(result, out)
     else:
+        if clash := sum(isinstance(i, dict) and SCALE_FIELD in i for i in items):
+            print(
+                f"rerankit: warning: {clash} input object(s) already had a {SCALE_FIELD!r} "
+                "field: the output holds the scores' scale there instead",
+                file=sys.stderr,
+            )
         for rec in records(result, args.score_field, args.details):
             out.write(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n")
     return 0
@@ -258,15 +265,25 @@ def add_commands(sub: Any) -> None:
     add_language_argument(rank)
     add_backend_arguments(rank)
     rank.add_argument(
+        "--output",
+        choices=OUTPUTS,
+        default=None,
+        help="a cross-encoder's score (-r a cross-encoder model, or cross-encoder): logit, "
+        "the model's raw output (the default; score_scale logit), or sigmoid, its sigmoid "
+        "in (0, 1) (score_scale unit): the output of CrossEncoderScorer and of a pipeline "
+        "file's cross_encoder scorer",
+    )
+    rank.add_argument(
         "--format",
         choices=("jsonl", "table"),
         default="jsonl",
-        help="jsonl (default): the input objects plus the score; table: for people",
+        help="jsonl (default): the input objects plus the score and its score_scale; "
+        "table: for people",
     )
     rank.add_argument(
         "--details",
         action="store_true",
-        help="write result records (index, rank, score, id, text, scores, flags)",
+        help="write result records (index, rank, score, score_scale, id, text, scores, flags)",
     )
     rank.add_argument(
         "--explain",
