@@ -91,8 +91,10 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 #: what ``rerankit rerankers`` says after the names: the other things a reranker may be
 ALSO_ACCEPTED = """\
-Names are the same with - or _ (hybrid-relative = hybrid_relative). Wherever a reranker is
-named (-r, --rerankers, reranker= in Python, [pipelines.NAME] of the service) these work too:
+Reranker names are spelled with - (hybrid-relative, cross-encoder), the types of a pipeline
+file with _ (cross_encoder, min_score); either spelling works for either (cross_encoder =
+cross-encoder). Wherever a reranker is named (-r, --rerankers, reranker= in Python,
+[pipelines.NAME] of the service) these work too:
   a pipeline file   .toml, .yaml or .json (its scorer and rule types: rerankers --all)
   a model           a Hugging Face hub id or a model folder, e.g.
                     cross-encoder/ms-marco-MiniLM-L6-v2 or BAAI/bge-reranker-base: a
