@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rerankit.cli import build_parser, main
-from rerankit.cli.args import pipeline_spec
+from rerankit.cli.rank import with_output
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "sample.jsonl"
 QUERY = "vaccines immune system"
@@ -74,7 +74,7 @@ def test_output_on_the_registered_cross_encoder_sets_its_output(name):
     args = build_parser().parse_args(
         ["rank", "-q", "q", "-r", name, "--output", "sigmoid", "--backend", "onnx"]
     )
-    spec = pipeline_spec(args.reranker, args)
+    spec = with_output(args.reranker, args)
     assert spec == {"scorer": {"type": "cross_encoder", "backend": "onnx", "output": "sigmoid"}}
 
 

@@ -51,7 +51,6 @@ __all__ = [
     "refuse_unused",
     "say_renamed",
     "use_embedding_cache",
-    "with_output",
 ]
 
 #: the registered rerankers that run a local model (where --backend and --quantize apply)
@@ -315,16 +314,13 @@ def pipeline_spec(spec: Any, args: argparse.Namespace) -> Any:
     applied: to hybrid, hybrid-relative and embedding by name, to the built-in hybrid and
     embedding wherever a pipeline file names them (as the service's ``backend`` setting
     does; a scorer declared with options of its own keeps them), and to a model's scorer.
-    Rerankers that run no model (bm25, ...) are left as they are. ``--output`` (``rank``)
-    chooses a cross-encoder's output: see :func:`with_output`."""
+    Rerankers that run no model (bm25, ...) are left as they are."""
     language = getattr(args, "language", None)
     options = {
         key: value
         for key in ("backend", "quantize")
         if (value := getattr(args, key, None)) is not None
     }
-    if (output := getattr(args, "output", None)) is not None:
-        return with_output(spec, output, options, language)
     if not options:
         return in_language(spec, language)
     name = registry.canonical("reranker", spec) if isinstance(spec, str) else None
@@ -339,35 +335,6 @@ def pipeline_spec(spec: Any, args: argparse.Namespace) -> Any:
         return on_backend(read_spec(spec), options.get("backend", "auto"), options.get("quantize"))
     kind, detected = model_kind(str(spec))  # a model given as the reranker
     return {"scorer": {"type": kind, "model": str(spec), **detected, **options}}
-
-
-def with_output(spec: Any, output: str, options: dict[str, Any], language: str | None) -> Any:
-    """The cross-encoder ``spec`` names (``cross-encoder``, or a model folder or hub id whose
-    files say it is one) scoring with ``output`` (``logit`` or ``sigmoid``, the
-    ``output`` of ``CrossEncoderScorer`` and of a pipeline file's scorer) and ``options``
-    (``--backend``, ``--quantize``); anything else has no such choice, and is an
-    :class:`InputError` saying so."""
-    name = registry.canonical("reranker", spec) if isinstance(spec, str) else None
-    model: dict[str, Any] = {}
-    if name is None and Path(spec).suffix.lower() in PIPELINE_SUFFIXES:
-        raise InputError(
-            f"--output applies to a cross-encoder given with -r; {spec} is a pipeline file: "
-            f'set output = "{output}" on its cross_encoder scorer there'
-        )
-    if name is None:
-        kind, detected = model_kind(str(spec))
-        model = {"model": str(spec), **detected}
-    else:
-        kind = name.replace("-", "_")
-    if kind != "cross_encoder":
-        raise InputError(
-            f"--output applies to a cross-encoder (a model whose config.json has a "
-            f"sequence-classification head, or -r cross-encoder); {spec!r} is "
-            + (f"a {kind.replace('_', '-')} model" if name is None else "not one")
-        )
-    if language:
-        raise InputError("--language applies to lexical signals; a cross-encoder reads none")
-    return {"scorer": {"type": "cross_encoder", **model, **options, "output": output}}
 
 
 def pipeline_name(reranker: str) -> str:
