@@ -231,11 +231,19 @@ register(
     summary="the hybrid with min-max fusion and candidate-idf BM25 (scores per request)",
     needs=_TORCH_OR_ONNX,
 )
+# reranker names are spelled with "-" (hybrid-relative, cross-encoder), the types of a
+# pipeline file with "_" (cross_encoder, min_score); either spelling finds either (_key)
 for _kind, _what in (  # a model scorer alone, its model named with model= (serve --model)
     ("cross_encoder", "a cross-encoder (ms-marco-MiniLM-L6-v2 unless a model is named)"),
     ("causal_lm", "an LLM reranker's P(yes) (Qwen3-Reranker-0.6B unless a model is named)"),
 ):
-    register("reranker", _kind, {"scorer": {"type": _kind}}, summary=_what, needs=_TORCH)
+    register(
+        "reranker",
+        _kind.replace("_", "-"),
+        {"scorer": {"type": _kind}},
+        summary=_what,
+        needs=_TORCH,
+    )
 for _provider, _needs in (("gemini", _GEMINI), ("openai", _OPENAI)):
     for _mode in ("pointwise", "listwise"):
         register(

@@ -426,7 +426,7 @@ def test_every_registered_name_a_page_uses_is_listed_by_rerankit_rerankers():
     spelled = lambda v: {v, v.replace("-", "_"), v.replace("_", "-")}  # noqa: E731
     wrong = [f"{p}: {k} {v!r}" for p, k, v in named if not spelled(v) & allowed[k]]
     assert wrong == []
-    assert {"cross_encoder", "causal_lm", "hybrid"} <= registered["reranker"]
+    assert {"cross-encoder", "causal-lm", "hybrid"} <= registered["reranker"]
 
 
 def test_the_shown_explain_output_is_the_commands(tmp_path):

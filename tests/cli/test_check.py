@@ -50,3 +50,18 @@ def test_the_pipeline_page_shows_what_check_prints(capsys, monkeypatch):
     monkeypatch.chdir(repo)
     assert main(command.split()) == 0
     assert capsys.readouterr().out == shown
+
+
+def test_a_file_without_a_name_is_named_as_serve_and_eval_name_it(tmp_path, capsys):
+    """Its file's stem, the name ``serve -r`` and ``eval`` give it, not its scorer's type."""
+    from rerankit.cli.args import pipeline_name
+
+    hub = tmp_path / "hub.toml"
+    hub.write_text('[scorer]\ntype = "bm25"\n')
+    named = tmp_path / "named.toml"
+    named.write_text(GOOD)
+    assert main(["check", str(hub), str(named)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == f"{hub}: ok: 'hub': bm25 (bm25); scores relative"
+    assert out[1].startswith(f"{named}: ok: 'cascade': lexical: ")
+    assert [pipeline_name(str(hub)), pipeline_name(str(named))] == ["hub", "cascade"]

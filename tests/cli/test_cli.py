@@ -36,7 +36,11 @@ def test_rank_jsonl_keeps_every_field_and_adds_the_score(capsys):
     assert len(rows) == 3
     originals = {r["id"]: r for r in map(json.loads, SAMPLE.read_text().splitlines())}
     for row in rows:
-        assert row == {**originals[row["id"]], "rerank_score": row["rerank_score"]}
+        assert row == {
+            **originals[row["id"]],
+            "rerank_score": row["rerank_score"],
+            "score_scale": "relative",  # what the score means (bm25's: within this call)
+        }
     scores = [r["rerank_score"] for r in rows]
     assert scores == sorted(scores, reverse=True)
 
@@ -55,7 +59,7 @@ def test_rank_reads_a_json_array_of_strings_from_stdin(capsys, monkeypatch):
     assert code == 0
     rows = [json.loads(line) for line in out.splitlines()]
     assert [r["text"] for r in rows] == ["solar solar", "solar power", "wind power"]
-    assert set(rows[0]) == {"text", "s"}
+    assert set(rows[0]) == {"text", "s", "score_scale"}
 
 
 def test_details_and_table_formats(capsys):
@@ -197,7 +201,7 @@ def test_rerankers_lists_what_each_needs(capsys):
     lines = {line.split()[0]: line for line in out.partition("\n\n")[0].splitlines()[1:]}
     assert code == 0 and "extra: torch" in lines["hybrid"] and "nothing extra" in lines["bm25"]
     assert "or onnx with an exported model" in lines["hybrid"]  # it runs torch-free too
-    assert "onnx" not in lines["causal_lm"]
+    assert "onnx" not in lines["causal-lm"]
     assert "OPENAI_API_KEY" in lines["openai-pointwise"]
     code, out, _ = run_cli(capsys, "rerankers", "--all")
     assert "scorer:coverage" in out and "llm_client:gemini" in out

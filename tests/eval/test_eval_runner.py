@@ -472,7 +472,7 @@ def test_tune_writes_the_default_when_learning_cannot_beat_it(tmp_path, syntheti
     assert main(args) == 0
     printed = capsys.readouterr().out
     assert "not adopted: the learned pipeline does not beat the default by more than 2 x" in printed
-    assert tomllib.loads(out.read_text()) == {"name": "hybrid", "stages": [{"reranker": "hybrid"}]}
+    assert tomllib.loads(out.read_text()) == {"name": "tuned", "stages": [{"reranker": "hybrid"}]}
     assert "so this is the default pipeline" in out.read_text()
     assert load(out).rerank("solar power", ["wind", "solar power plant"])[0].index == 1
     assert main([*args, "--keep-learned"]) == 0

@@ -70,8 +70,9 @@ def test_tune_returns_the_verdict_the_spec_and_the_figures_the_command_prints(
 
     printed = _cli(data, tmp_path / "cli.toml", capsys)
     written = tomllib.loads((tmp_path / "cli.toml").read_text())
-    assert written == result.spec  # the same pipeline, the same file
-    assert (tmp_path / "cli.toml").read_text() == out.read_text()
+    # the same pipeline, the same file, each named after itself (as serve and eval name it)
+    assert result.spec["name"] == "python" and written["name"] == "cli"
+    assert (tmp_path / "cli.toml").read_text() == out.read_text().replace('"python"', '"cli"')
     gain = float(printed.split("gain ")[1].split()[0])
     assert gain == pytest.approx(100 * result.verdict.gain, abs=0.005)
     assert f"adopted: {result.chosen} beats the default" in printed
@@ -96,7 +97,7 @@ def test_tune_writes_the_default_when_learning_cannot_beat_it_and_tells_a_report
     heard: list[str] = []
     result = tune(data, k=10, out=tmp_path / "t.toml", reporter=Reporter(say_to=heard.append))
     assert not result.adopted and not result.learned
-    assert result.spec == {"name": "hybrid", "stages": [{"reranker": "hybrid"}]}
+    assert result.spec == {"name": "t", "stages": [{"reranker": "hybrid"}]}  # t.toml
     assert not result.reads_first_stage  # the default reads texts only
     assert "so this is the default pipeline" in result.comment
     assert any(line.startswith("not adopted:") for line in result.lines)

@@ -27,7 +27,7 @@ from ..cache.sqlite import SQLiteStore
 from ..errors import InputError, RerankitError
 from ..ordering import Rule
 from ..rerankers import Pipeline
-from .args import examples, model_kind_name, positive_int
+from .args import examples, model_kind_name, pipeline_name, positive_int
 
 __all__ = ["add_commands", "cmd_cache", "cmd_check", "cmd_export", "cmd_rerankers"]
 
@@ -53,8 +53,9 @@ def cmd_rerankers(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe(reranker: Any) -> str:
-    """One line on what a built reranker will run: its stages, what each keeps, its scale."""
+def describe(reranker: Any, name: str | None = None) -> str:
+    """One line on what a built reranker will run: its ``name`` (default: the reranker's
+    own), its stages, what each keeps, its scale."""
 
     def step(x: Any) -> str:
         if isinstance(x, Rule):
@@ -69,11 +70,12 @@ def describe(reranker: Any) -> str:
         body = " -> ".join(stages)
     else:
         body = step(reranker)
-    return f"{reranker.name!r}: {body}; scores {reranker.score_scale}"
+    return f"{name or reranker.name!r}: {body}; scores {reranker.score_scale}"
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Build each pipeline file as ``-r FILE`` would, without documents or loading models."""
+    """Build each pipeline file as ``-r FILE`` would, without documents or loading models,
+    and name it as ``serve`` and ``eval`` do (:func:`~rerankit.cli.args.pipeline_name`)."""
 
     failed = 0
     for name in args.files:
@@ -83,14 +85,16 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(f"{name}: {exc}", file=sys.stderr)
             failed += 1
             continue
-        print(f"{name}: ok: {describe(reranker)}")
+        print(f"{name}: ok: {describe(reranker, pipeline_name(name))}")
     return 1 if failed else 0
 
 
 #: what ``rerankit rerankers`` says after the names: the other things a reranker may be
 ALSO_ACCEPTED = """\
-Names are the same with - or _ (hybrid-relative = hybrid_relative). Wherever a reranker is
-named (-r, --rerankers, reranker= in Python, [pipelines.NAME] of the service) these work too:
+Reranker names are spelled with - (hybrid-relative, cross-encoder), the types of a pipeline
+file with _ (cross_encoder, min_score); either spelling works for either (cross_encoder =
+cross-encoder). Wherever a reranker is named (-r, --rerankers, reranker= in Python,
+[pipelines.NAME] of the service) these work too:
   a pipeline file   .toml, .yaml or .json (its scorer and rule types: rerankers --all)
   a model           a Hugging Face hub id or a model folder, e.g.
                     cross-encoder/ms-marco-MiniLM-L6-v2 or BAAI/bge-reranker-base: a

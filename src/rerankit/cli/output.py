@@ -7,16 +7,28 @@ from typing import Any, TextIO
 
 from .._jsonl import json_safe
 
-__all__ = ["json_safe", "records", "table"]
+__all__ = ["SCALE_FIELD", "json_safe", "records", "table"]
+
+#: the field of each JSON Lines record that says what its score means (the result's
+#: ``score_scale``: ``probability``, ``unit``, ``logit``, ``cosine``, ``relative``, ...)
+SCALE_FIELD = "score_scale"
 
 
 def records(result: Any, score_field: str, details: bool) -> list[dict]:
+    """One record per result, best first: the input object (or ``{"text": ...}``) with the
+    score in ``score_field``, or with ``details`` the result's record; each with the
+    result's ``score_scale``, so that a reader of the lines knows what the score means."""
+    scale = {SCALE_FIELD: result.score_scale}
     if details:
-        return result.to_dicts()
+        return [{**r, **scale} for r in result.to_dicts()]
     out = []
     for r in result:
         doc = r.document
-        out.append(doc if isinstance(doc, dict) else {"text": r.text, score_field: r.score})
+        out.append(
+            {**doc, **scale}
+            if isinstance(doc, dict)
+            else {"text": r.text, score_field: r.score, **scale}
+        )
     return out
 
 

@@ -8,13 +8,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import registry
 from .._jsonl import dumps_strict, numbered_records, read_text
-from ..api import default_reranker, load
+from ..api import PIPELINE_SUFFIXES, default_reranker, load
 from ..backends.bundled import BUNDLED_NAMES
+from ..backends.detect import model_kind
 from ..backends.hub import hub_cache_dir, in_hub_cache
 from ..batch import RayOptions, quiet_ray_logs, run_batch
 from ..batch.beir import beir_rows
 from ..errors import InputError, InvalidDocumentError
+from ..scorers.cross_encoder import OUTPUTS
 from ..scorers.local import LocalModelScorer
 from .args import (
     add_address_argument,
@@ -36,9 +39,16 @@ from .args import (
     say_renamed,
 )
 from .console import note
-from .output import json_safe, records, table
+from .output import SCALE_FIELD, json_safe, records, table
 
-__all__ = ["add_commands", "cmd_batch", "cmd_rank", "default_reranker_name", "reranker_from"]
+__all__ = [
+    "add_commands",
+    "cmd_batch",
+    "cmd_rank",
+    "default_reranker_name",
+    "reranker_from",
+    "with_output",
+]
 
 
 def announce_model_loading(reranker: Any) -> None:
@@ -106,6 +116,12 @@ def cmd_rank(args: argparse.Namespace) -> int:
     elif args.format == "table":
         table(result, out)
     else:
+        if clash := sum(isinstance(i, dict) and SCALE_FIELD in i for i in items):
+            print(
+                f"rerankit: warning: {clash} input object(s) already had a {SCALE_FIELD!r} "
+                "field: the output holds the scores' scale there instead",
+                file=sys.stderr,
+            )
         for rec in records(result, args.score_field, args.details):
             out.write(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n")
     return 0
@@ -125,8 +141,41 @@ def located(exc: InvalidDocumentError, source: str, lines: list[int | None]) -> 
 
 def reranker_from(args: argparse.Namespace) -> Any:
     """``--reranker`` (a name, a pipeline file or a model), else the default, with
-    ``--language``, ``--backend`` and ``--quantize`` applied."""
+    ``--language``, ``--backend`` and ``--quantize`` applied, and ``--output`` (``rank``)."""
+    if getattr(args, "output", None) is not None:
+        return load(with_output(args.reranker or default_reranker_name(), args))
     return load(pipeline_spec(args.reranker or default_reranker_name(), args))
+
+
+def with_output(spec: Any, args: argparse.Namespace) -> Any:
+    """The cross-encoder ``spec`` names (``cross-encoder``, or a model folder or hub id whose
+    files say it is one) scoring with ``output`` (``logit`` or ``sigmoid``, the
+    ``output`` of ``CrossEncoderScorer`` and of a pipeline file's scorer), with ``--backend``
+    and ``--quantize``; anything else has no such choice, and is an
+    :class:`InputError` saying so."""
+    output, language = args.output, args.language
+    options = {k: v for k in ("backend", "quantize") if (v := getattr(args, k)) is not None}
+    name = registry.canonical("reranker", spec) if isinstance(spec, str) else None
+    model: dict[str, Any] = {}
+    if name is None and Path(spec).suffix.lower() in PIPELINE_SUFFIXES:
+        raise InputError(
+            f"--output applies to a cross-encoder given with -r; {spec} is a pipeline file: "
+            f'set output = "{output}" on its cross_encoder scorer there'
+        )
+    if name is None:
+        kind, detected = model_kind(str(spec))
+        model = {"model": str(spec), **detected}
+    else:
+        kind = name.replace("-", "_")
+    if kind != "cross_encoder":
+        raise InputError(
+            f"--output applies to a cross-encoder (a model whose config.json has a "
+            f"sequence-classification head, or -r cross-encoder); {spec!r} is "
+            + (f"a {kind.replace('_', '-')} model" if name is None else "not one")
+        )
+    if language:
+        raise InputError("--language applies to lexical signals; a cross-encoder reads none")
+    return {"scorer": {"type": "cross_encoder", **model, **options, "output": output}}
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
@@ -258,15 +307,25 @@ def add_commands(sub: Any) -> None:
     add_language_argument(rank)
     add_backend_arguments(rank)
     rank.add_argument(
+        "--output",
+        choices=OUTPUTS,
+        default=None,
+        help="a cross-encoder's score (-r a cross-encoder model, or cross-encoder): logit, "
+        "the model's raw output (the default; score_scale logit), or sigmoid, its sigmoid "
+        "in (0, 1) (score_scale unit): the output of CrossEncoderScorer and of a pipeline "
+        "file's cross_encoder scorer",
+    )
+    rank.add_argument(
         "--format",
         choices=("jsonl", "table"),
         default="jsonl",
-        help="jsonl (default): the input objects plus the score; table: for people",
+        help="jsonl (default): the input objects plus the score and its score_scale; "
+        "table: for people",
     )
     rank.add_argument(
         "--details",
         action="store_true",
-        help="write result records (index, rank, score, id, text, scores, flags)",
+        help="write result records (index, rank, score, score_scale, id, text, scores, flags)",
     )
     rank.add_argument(
         "--explain",

@@ -91,7 +91,8 @@ def add_commands(sub: Any) -> None:
     tu.add_argument(
         "--out",
         help="TOML pipeline file to write (default tuned-<dataset>.toml; calibrated-... with "
-        "--calibrate, ltr-... with --method ltr, tuned-clicks.toml with --clicks)",
+        "--calibrate, ltr-... with --method ltr, tuned-clicks.toml with --clicks); learning "
+        "from judgments, it is named after its file (its stem), as serve and eval name it",
     )
     add_embedding_cache_arguments(tu)
     tu.add_argument(

@@ -42,8 +42,8 @@ class Dataset:
     when the dataset ships one (query id -> ``(doc id, score)``, best first); ``notes``:
     what :func:`load_beir` found amiss but could read past (also logged as warnings);
     ``query_ids``: every query id of ``queries.jsonl``, judged in this split or not (a run
-    file naming another is a mistake); ``split``: the split it was loaded with (``"test"``,
-    ``"test:odd"``; None for a dataset built by hand)."""
+    file naming another is a mistake); ``split`` and ``folder``: the split as given
+    (``test``, ``test:odd``) and the folder it was read from, when :func:`load_beir` read it."""
 
     name: str
     corpus: dict[str, dict[str, str]]
@@ -54,6 +54,7 @@ class Dataset:
     run_file: str | None = None  #: the file ``run_scores`` was read from
     query_ids: frozenset[str] | None = None
     split: str | None = None
+    folder: Path | None = None
 
     @property
     def run(self) -> dict[str, list[str]] | None:
@@ -173,7 +174,8 @@ def load_beir(
     is used), a pair judged twice with different grades (the later line's grade is used),
     negative grades (read as 0), judged queries missing from queries.jsonl (left out), and
     relevant judged documents missing from corpus.jsonl (they count as never retrieved)."""
-    given, (split, selector) = split, parse_split(split)
+    given = split
+    split, selector = parse_split(split)
     path = Path(path)
     if not path.is_dir():
         raise InputError(f"{path}: not a folder (a BEIR-layout dataset is a folder)")
@@ -240,6 +242,7 @@ def load_beir(
         run_file=runs[0].name if runs else None,
         query_ids=frozenset(query_ids),
         split=given,
+        folder=path,
     )
 
 

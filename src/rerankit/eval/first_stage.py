@@ -18,9 +18,11 @@ from ..scorers.lexical import length_norm, lucene_idf, saturated_tf
 from ..text.analysis import Analyzer
 from ..text.language import CorpusStats
 from .data import Dataset, load_run
+from .qrels import read_qrels
 
 __all__ = [
     "BM25Index",
+    "UncoveredQueries",
     "candidate_depth",
     "candidate_documents",
     "depth_label",
@@ -124,8 +126,42 @@ def first_stage(
         else:
             ranked = load_run(source, with_scores=True, corpus=data.corpus, queries=data.query_ids)
         if not set(ranked) & set(data.queries):
-            raise InputError(f"{source}: none of its query ids is among the dataset's queries")
+            raise _uncovered(data, source, set(ranked))
     return {qid: list(ranked.get(qid, []))[:k] for qid in data.queries}
+
+
+class UncoveredQueries(InputError):
+    """A first stage's file that ranks none of the split's queries; ``judged_in``: how many
+    of the file's query ids each split of the folder judges (those that judge none left
+    out), so that a caller can say which split the file was made for."""
+
+    def __init__(self, message: str, judged_in: Mapping[str, int]) -> None:
+        super().__init__(message)
+        self.judged_in = dict(judged_in)
+
+
+def _uncovered(data: Dataset, source: str, ids: set[str]) -> UncoveredQueries:
+    """The error for ``source``, whose query ``ids`` miss every query of ``data``'s split:
+    which split's queries were needed, and which splits judge the file's queries."""
+    split = f"the {data.split} split" if data.split else "the dataset"
+    judged_in: dict[str, int] = {}
+    if data.folder is not None:
+        for path in sorted((data.folder / "qrels").glob("*.tsv")):
+            try:
+                judged = read_qrels(path)[0]
+            except (InputError, OSError, UnicodeError):
+                continue  # a split that cannot be read says nothing about this file
+            if shared := len(ids & set(judged)):
+                judged_in[path.stem] = shared
+    said = [f"{n} {'are' if n > 1 else 'is'} judged in the {k} split" for k, n in judged_in.items()]
+    found = f"; of its query ids, {', '.join(said)}" if said else ""
+    if not said and data.folder is not None:
+        found = f"; no split of {data.folder} judges any of them"
+    return UncoveredQueries(
+        f"{source}: none of its {len(ids)} query ids is among the {len(data.queries)} "
+        f"queries of {split}{found}",
+        judged_in,
+    )
 
 
 def candidate_depth(cands: Mapping[str, Sequence[Any]], k: int) -> int:

@@ -34,6 +34,7 @@ from .selection import (
     per_fold,
     pick_default,
     write_pipeline,
+    written_name,
 )
 
 __all__ = ["Inputs", "TuneResult", "feature_rows", "fit_calibrated", "fit_fusion", "fit_ltr"]
@@ -156,7 +157,7 @@ def fit_fusion(job: Inputs) -> TuneResult:
         opts, list(matrices), fit, default, fusion.describe_fusion, report, among=among
     )
     verdict, best = found.verdict, found.cross_validation.best
-    name = f"tuned-{train.name}"
+    name = written_name(opts, f"tuned-{train.name}")
     if verdict.adopt or opts.keep_learned:
         spec = fusion.pipeline_spec(
             fusion.as_choice(best),
@@ -169,7 +170,7 @@ def fit_fusion(job: Inputs) -> TuneResult:
             f"queries): {fusion.describe_fusion(best)}; {verdict.describe()}."
         )
     else:
-        spec, comment = default_pipeline(opts, train, verdict, "tuned fusion", which)
+        spec, comment = default_pipeline(opts, train, verdict, "tuned fusion", which, name)
     path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
     learned_written = bool(verdict.adopt or opts.keep_learned)
     return TuneResult("fusion", path, spec, comment, learned_written, which, found)
@@ -253,7 +254,7 @@ def fit_calibrated(job: Inputs) -> TuneResult:
             f"with its {probabilities}"
         )
     report.say(f"training ECE of the written pipeline's probabilities: {ece:.4f}")
-    name = f"calibrated-{train.name}"
+    name = written_name(opts, f"calibrated-{train.name}")
     spec = calibrated.calibrated_spec(
         calibration,
         name=name,
@@ -357,9 +358,9 @@ def fit_ltr(job: Inputs) -> TuneResult:
     )
     say(f"(cross-validation took {time.perf_counter() - started:.0f} s)")
     verdict, best = found.verdict, found.cross_validation.best
-    name = f"ltr-{train.name}"
+    name = written_name(opts, f"ltr-{train.name}")
     if not (verdict.adopt or opts.keep_learned):
-        spec, comment = default_pipeline(opts, train, verdict, "learned ranker", which)
+        spec, comment = default_pipeline(opts, train, verdict, "learned ranker", which, name)
         path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
         return TuneResult("ltr", path, spec, comment, False, which, found)
     setting, trees, blend, top = best

@@ -43,6 +43,7 @@ __all__ = [
     "pick_default",
     "unseen_queries",
     "write_pipeline",
+    "written_name",
 ]
 
 
@@ -276,11 +277,11 @@ def cross_validated(
 
 
 def default_pipeline(
-    opts: Any, train: Any, verdict: Any, what: str, which: str
+    opts: Any, train: Any, verdict: Any, what: str, which: str, name: str
 ) -> tuple[dict[str, Any], str]:
     """The default pipeline (``which``: the ``hybrid``, or its ``"fusion"`` over
-    ``embedding_model``) to write when the learned one does not beat it, and the file's
-    comment."""
+    ``embedding_model``), named ``name``, to write when the learned one does not beat it,
+    and the file's comment."""
 
     comment = (
         f"Written by `rerankit tune` on {train.name} {opts.train_split}: the {what} did not "
@@ -291,12 +292,20 @@ def default_pipeline(
     if which == "fusion":
         spec = pipeline_spec(
             DEFAULT_HYBRID,
-            name="hybrid",
+            name=name,
             embedding_model=opts.embedding_model,
             embedding_max_length=opts.embedding_max_length,
         )
         return spec, comment
-    return {"name": "hybrid", "stages": [{"reranker": "hybrid"}]}, comment
+    return {"name": name, "stages": [{"reranker": "hybrid"}]}, comment
+
+
+def written_name(opts: Any, default: str) -> str:
+    """The ``name`` a pipeline file tune writes declares: the file's stem (``--out
+    tuned.toml``: ``tuned``; without ``out``, ``default``, which is the stem of the file it
+    then writes), whatever the verdict, so that ``check``, ``serve``, ``eval`` and tune's own
+    report call the file by one name."""
+    return Path(opts.out).stem if opts.out else default
 
 
 def write_pipeline(

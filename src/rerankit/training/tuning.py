@@ -21,7 +21,13 @@ from ..cache import embedding_cache_in_use
 from ..errors import InputError
 from ..eval.compare import format_against
 from ..eval.data import Dataset, read_split
-from ..eval.first_stage import candidate_depth, depth_label, first_stage, first_stage_label
+from ..eval.first_stage import (
+    UncoveredQueries,
+    candidate_depth,
+    depth_label,
+    first_stage,
+    first_stage_label,
+)
 from ..eval.runner import evaluate_runs, first_stage_run, format_table, run_pipeline
 from ..scorers.embedding import EmbeddingScorer
 from . import fusion_search
@@ -123,7 +129,7 @@ def tune(data: str | Path, *, reporter: Reporter | None = None, **options: Any) 
     and :class:`TuneOptions` for ``options``); ``reporter`` hears the account as it goes
     (nothing is printed). Returns the :class:`TuneResult`; the pipeline file is written to
     ``out`` (default ``tuned-<collection>.toml``, ``calibrated-...`` or ``ltr-...`` in the
-    working directory)."""
+    working directory), and declares the name of its file's stem, whatever the verdict."""
     if "k" in options:  # the earlier name of ``candidates``, still taken
         if "candidates" in options:
             raise TypeError("give candidates= or its earlier name k=, not both")
@@ -155,7 +161,8 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
             f"--train-split {opts.train_split} and --test-split {opts.test_split} share "
             f"{len(shared)} queries (e.g. {shared[0]!r}): never tune on queries you report"
         )
-    cands = first_stage(train, opts.first_stage, opts.candidates)
+    cands = _candidates(opts, train, "train")
+    test_cands = _candidates(opts, test, "test") if test is not None else {}
     mismatch = first_stage_mismatch(opts.data, opts.first_stage, opts.candidates)
     if mismatch:
         warn(mismatch)
@@ -165,7 +172,7 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
     result = fit(Inputs(opts, train, cands, embedding, routes, unseen, report))
     result.notes = train.notes + (test.notes if test is not None else [])
     if test is not None:
-        result.test = _report_on_test(opts, test, result.path, opts.calibrate, report)
+        result.test = _report_on_test(opts, test, test_cands, result.path, opts.calibrate, report)
         result.test_name, result.test_queries = test.name, len(test.queries)
     else:
         report.say(
@@ -187,14 +194,40 @@ def _warner(report: Reporter) -> Any:
     return lambda message: report.note(f"warning: {message}")
 
 
+def _candidates(opts: TuneOptions, data: Dataset, role: str) -> dict[str, Any]:
+    """``data``'s first-stage candidates, before any work: a file of candidates that ranks
+    none of its queries is an error saying which split tune needs them for and the way out
+    (``role``: ``"train"``, the split learned from, or ``"test"``, the one reported on)."""
+    try:
+        return first_stage(data, opts.first_stage, opts.candidates)
+    except UncoveredQueries as exc:
+        split = opts.train_split if role == "train" else opts.test_split
+        does = "learns from" if role == "train" else "reports on"
+        hint = (
+            f"tune {does} the {split} split (--{role}-split), so the candidates must cover "
+            "its queries: add your retriever's candidates for them"
+        )
+        covered = max(exc.judged_in, key=exc.judged_in.__getitem__, default=None)
+        if covered is not None and f"{covered}:odd" != opts.train_split:
+            hint += (
+                f", or tune on half of the {covered} split's queries and report on the other "
+                f"half: --train-split {covered}:odd --test-split {covered}:even"
+            )
+        raise InputError(f"{exc}. {hint}") from None
+
+
 def _report_on_test(
-    opts: TuneOptions, test: Dataset, path: Path, texts_only: bool, report: Reporter
+    opts: TuneOptions,
+    test: Dataset,
+    cands: dict[str, Any],
+    path: Path,
+    texts_only: bool,
+    report: Reporter,
 ) -> list[dict[str, Any]]:
     """The written pipeline evaluated once on the test split, next to the default hybrid
     (the rows of :func:`~rerankit.eval.runner.evaluate_runs`, said as ``rerankit eval``
     prints them: recall at the depth evaluated, with the paired difference from the
-    default)."""
-    cands = first_stage(test, opts.first_stage, opts.candidates)
+    default); ``cands``: its first-stage candidates."""
     runs = [first_stage_run(cands)]
     for name, reranker in (("hybrid", load("hybrid")), (path.stem, load(path))):
         progress = report.progress(name)
