@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import registry
 from ..api import load
 from ..batch import quiet_ray_logs, run_pipeline_ray
 from ..errors import InputError
@@ -37,14 +38,14 @@ from .args import (
     add_max_queries_argument,
     add_no_progress_argument,
     examples,
-    pipeline_name,
-    pipeline_spec,
     positive_int,
     refuse_unused,
     say_renamed,
     use_embedding_cache,
 )
 from .console import progress_bar, read_collection
+from .files import need_collection, need_first_stage, need_reranker
+from .pipelines import pipeline_name, pipeline_spec, refuse_model_flags
 
 __all__ = ["add_commands"]
 
@@ -122,7 +123,8 @@ def named_pipelines(
 ) -> list[tuple[str, Any, Any]]:
     """(label, reranker, what it was declared as) for each named reranker and file, with
     ``args``' ``--language`` (for names), ``--backend`` and ``--quantize`` applied (see
-    :func:`~rerankit.cli.args.pipeline_spec`)."""
+    :func:`~rerankit.cli.pipelines.pipeline_spec`); ``--backend``/``--quantize`` when none
+    of them runs a model, and ``--language`` when none is a registered name, refused."""
 
     flags = args if args is not None else argparse.Namespace()
     files = argparse.Namespace(**{**vars(flags), "language": None})  # a file has its own
@@ -130,7 +132,7 @@ def named_pipelines(
 
     def label(given: str) -> str:
         """The name ``given`` is served under (a file's declared name, else its stem; see
-        :func:`~rerankit.cli.args.pipeline_name`), with ``-2``, ``-3``, ... when an earlier
+        :func:`~rerankit.cli.pipelines.pipeline_name`), with ``-2``, ``-3``, ... when an earlier
         pipeline has it: one rule for the tables, results.json, runs/ and --baseline."""
         taken = {name for name, _, _ in out}
         name = candidate = pipeline_name(given)
@@ -140,10 +142,23 @@ def named_pipelines(
             candidate = f"{name}-{number}"
         return candidate
 
-    for name in [n.strip() for n in names.split(",") if n.strip()]:
-        spec = pipeline_spec(name, files if Path(name).suffix else flags)
+    listed = [n.strip() for n in names.split(",") if n.strip()]
+    refuse_model_flags(flags, listed, f"--rerankers {','.join(listed)}")
+    if getattr(flags, "language", None) and not any(map(registered, listed)):
+        refuse_unused(
+            {"--language": flags.language},
+            f"with --rerankers {','.join(listed)}: it applies to registered rerankers by "
+            "name (hybrid, bm25, ...); in a pipeline file, give language on its scorers",
+        )
+    for name in listed:
+        spec = pipeline_spec(name, files if Path(name).suffix else flags, check=False)
         out.append((label(name), load(spec), spec))
     return out
+
+
+def registered(name: str) -> bool:
+    """Whether ``name`` is a registered reranker's (either spelling)."""
+    return registry.canonical("reranker", name) is not None
 
 
 def pipeline_runs(
@@ -188,11 +203,15 @@ def cmd_eval(args: argparse.Namespace) -> int:
             {"--workers": args.workers, "--address": args.address},
             "without --engine ray (they tell Ray's actors)",
         )
+    for spec in args.data:
+        need_collection(spec, what="a BEIR-layout folder, or a folder of them")
+    need_first_stage(args.first_stage)
+    given = [*([args.rerankers] if args.rerankers else []), *(args.reranker or [])]
+    need_reranker([n.strip() for n in ",".join(given).split(",") if n.strip()])
     collections = find_collections(args.data, args.split)
     if args.out:
         check_output_folder(args.out)  # before the work, not after it
     use_embedding_cache(args)
-    given = [*([args.rerankers] if args.rerankers else []), *(args.reranker or [])]
     pipelines = named_pipelines(",".join(given) or DEFAULT_RERANKERS, args)
     layouts = _layouts(args.titles)
     names = [_run_name(n, t, layouts) for t in layouts for n, _, _ in pipelines]

@@ -6,18 +6,40 @@ import shutil
 from typing import Any, TextIO
 
 from .._jsonl import json_safe
+from ..errors import InputError
 
 __all__ = ["json_safe", "records", "table"]
 
 
-def records(result: Any, score_field: str, details: bool) -> list[dict]:
+def records(result: Any, score_field: str, details: bool, *, explain: bool = False) -> list[dict]:
+    """What ``rank`` writes a line each: the input objects with the score under
+    ``score_field`` (a string input as ``{text, score_field}``), or with ``details`` the
+    result records; with ``explain``, each with an ``explanation`` field
+    (``score_from_contributions`` and each strategy's ``raw``, ``normalized``, ``weight``
+    and ``contribution``, as :meth:`~rerankit.RerankResult.explain` gives them)."""
     if details:
-        return result.to_dicts()
-    out = []
-    for r in result:
-        doc = r.document
-        out.append(doc if isinstance(doc, dict) else {"text": r.text, score_field: r.score})
-    return out
+        out = result.to_dicts()
+    else:
+        out = []
+        for r in result:
+            doc = r.document
+            out.append(doc if isinstance(doc, dict) else {"text": r.text, score_field: r.score})
+    if not explain:
+        return out
+    explained = []
+    for record, why in zip(out, result.explain(), strict=True):
+        if EXPLANATION in record:
+            raise InputError(
+                f"the document at rank {why['rank']} has an {EXPLANATION!r} field already, "
+                f"where --explain --format jsonl writes the explanation: rename that field"
+            )
+        kept = {k: why[k] for k in ("score_from_contributions", "strategies")}
+        explained.append({**record, EXPLANATION: kept})
+    return explained
+
+
+#: the field each JSON line of ``rank --explain --format jsonl`` carries its explanation in
+EXPLANATION = "explanation"
 
 
 def table(result: Any, out: TextIO) -> None:

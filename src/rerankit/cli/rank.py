@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ from .._jsonl import dumps_strict, numbered_records, read_text
 from ..api import default_reranker, load
 from ..backends.bundled import BUNDLED_NAMES
 from ..backends.hub import hub_cache_dir, in_hub_cache
-from ..batch import RayOptions, quiet_ray_logs, run_batch
+from ..batch import RayOptions, quiet_ray_logs, read_rows, run_batch
 from ..batch.beir import beir_rows
 from ..errors import InputError, InvalidDocumentError
 from ..scorers.local import LocalModelScorer
@@ -27,16 +28,19 @@ from .args import (
     add_old_spelling,
     add_refused_flag,
     examples,
+    given,
     input_fields,
     non_negative_float,
-    pipeline_spec,
     positive_int,
     query_text,
     refuse_unused,
+    remember_defaults,
     say_renamed,
 )
 from .console import note
+from .files import need_collection, need_file, need_first_stage, need_reranker
 from .output import json_safe, records, table
+from .pipelines import pipeline_spec
 
 __all__ = ["add_commands", "cmd_batch", "cmd_rank", "default_reranker_name", "reranker_from"]
 
@@ -74,6 +78,10 @@ def announce_model_loading(reranker: Any) -> None:
 def cmd_rank(args: argparse.Namespace) -> int:
     if sys.stdout is None:
         raise InputError("standard output is closed; nowhere to write the ranking")
+    form = output_format(args)
+    if args.input != "-":
+        need_file(args.input, "--input", "the documents to rank")
+    need_reranker(args.reranker)
     reranker = reranker_from(args)  # a bad pipeline file is reported before reading input
     if args.input == "-":
         if sys.stdin is None:
@@ -93,6 +101,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
             f"{args.input if args.input != '-' else 'stdin'} holds batch rows (query and "
             "candidates on each line): rerank them with `rerankit batch --input FILE --out OUT`"
         )
+    refuse_absent_id_field(args, items, f"--input {source}")
     announce_model_loading(reranker)
     try:
         result = reranker.rerank(args.query, items, top_k=args.top_k, fields=input_fields(args))
@@ -101,14 +110,55 @@ def cmd_rank(args: argparse.Namespace) -> int:
     for w in result.warnings:
         print(f"rerankit: warning: {w}", file=sys.stderr)
     out = sys.stdout
-    if args.explain:
-        out.write(result.explain_table() + "\n")
-    elif args.format == "table":
-        table(result, out)
-    else:
-        for rec in records(result, args.score_field, args.details):
-            out.write(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n")
+    if form == "table":
+        if args.explain:
+            out.write(result.explain_table() + "\n")
+        else:
+            table(result, out)
+        return 0
+    for rec in records(result, args.score_field, args.details, explain=args.explain):
+        out.write(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n")
     return 0
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """``--format``, else a table with ``--explain`` and JSON Lines without; the flags that
+    shape JSON Lines records refused with a table, and ``--score-field`` with
+    ``--details`` (whose records hold the score as ``score``)."""
+    form = args.format or ("table" if args.explain else "jsonl")
+    if form == "table":
+        how = "--format table" if args.format else "--explain (a table unless --format jsonl)"
+        refuse_unused(
+            given(args, "details", "score_field"),
+            f"with {how}, which shows rank, score, id and text (with --explain, each "
+            "signal's part): --details and --score-field shape JSON Lines records (--format "
+            "jsonl)",
+        )
+    elif args.details:
+        refuse_unused(
+            given(args, "score_field"), "with --details: its records hold the score as 'score'"
+        )
+    return form
+
+
+def refuse_absent_id_field(args: argparse.Namespace, documents: Iterable[Any], source: str) -> None:
+    """A :class:`~rerankit.cli.args.UsageError` when ``--id-field`` names a field that none
+    of ``documents`` (read from ``source``) has, so every result's id would be empty. The
+    documents are read until one has it."""
+    if given(args, "id_field")["--id-field"] is None:
+        return
+    seen: set[str] = set()
+    for doc in documents:
+        if isinstance(doc, Mapping):
+            if args.id_field in doc:
+                return
+            seen.update(map(str, list(doc)[:20]))
+    fields = ", ".join(repr(f) for f in sorted(seen)[:20])
+    refuse_unused(
+        given(args, "id_field"),
+        f"with {source}: no document there has a {args.id_field!r} field "
+        f"({'fields present: ' + fields if seen else 'no document is an object'})",
+    )
 
 
 def located(exc: InvalidDocumentError, source: str, lines: list[int | None]) -> Exception:
@@ -133,9 +183,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
     if not args.out:
         raise InputError("batch needs --out FILE: the .jsonl or .parquet file to write")
+    need_file(args.input, "--input", "the rows to rerank")
+    need_collection(args.data)
+    need_reranker(args.reranker)
     if args.engine == "ray" and not args.verbose:
         quiet_ray_logs()
-    pipeline = pipeline_spec(args.reranker or default_reranker_name(), args)
     source: Any = args.input
     folder = args.data
     if folder is None and Path(args.input).is_dir():  # the earlier way to give a BEIR folder
@@ -143,6 +195,18 @@ def cmd_batch(args: argparse.Namespace) -> int:
         say_renamed("--input FOLDER", "--data FOLDER")
     if args.engine != "ray":
         refuse_unused(ray_flags(args), "without --engine ray (they tell Ray's actors)")
+    if folder is not None:
+        need_first_stage(args.first_stage)
+        refuse_unused(
+            given(
+                args, "text_field", "id_field", "first_stage_field", "first_stage_lower_is_better"
+            ),
+            "with --data: its candidates are read from the corpus, each with its id, text, "
+            "title and the --first-stage score",
+        )
+    else:
+        refuse_absent_id_field(args, row_documents(source), f"--input {source}")
+    pipeline = pipeline_spec(args.reranker or default_reranker_name(), args)
     if folder is not None:
         first = args.first_stage or "auto"
         source = beir_rows(
@@ -165,8 +229,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
             f"FOLDER), and the rows of {args.input} carry their own; cut or filter the rows "
             "instead",
         )
-    given = {k: v for k, v in vars(args).items() if v is not None}  # Ray's: as given
-    ray, _ = RayOptions.split(None, given)
+    set_flags = {k: v for k, v in vars(args).items() if v is not None}  # Ray's: as given
+    ray, _ = RayOptions.split(None, set_flags)
     summary = run_batch(
         source,
         args.out,
@@ -182,6 +246,15 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if args.summary:
         Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
     return 1 if summary.failures else 0
+
+
+def row_documents(path: str) -> Iterator[Any]:
+    """The candidates of the batch rows in ``path``, row by row (unreadable rows have
+    none)."""
+    for row in read_rows(path):
+        candidates = row.get("candidates")
+        if isinstance(candidates, list):
+            yield from candidates
 
 
 #: what ``batch --data`` reads when not told: the test split, 100 candidates a query
@@ -260,20 +333,24 @@ def add_commands(sub: Any) -> None:
     rank.add_argument(
         "--format",
         choices=("jsonl", "table"),
-        default="jsonl",
-        help="jsonl (default): the input objects plus the score; table: for people",
+        default=None,
+        help="jsonl (the default without --explain): the input objects plus the score; "
+        "table (the default with --explain): for people",
     )
     rank.add_argument(
         "--details",
         action="store_true",
-        help="write result records (index, rank, score, id, text, scores, flags)",
+        help="write result records (index, rank, score, id, text, scores, flags) instead of "
+        "the input objects (JSON Lines only)",
     )
     rank.add_argument(
         "--explain",
         action="store_true",
-        help="print each document's per-strategy raw, normalised, weight and contribution",
+        help="show each document's per-strategy raw, normalised, weight and contribution: a "
+        "table, or with --format jsonl an explanation field on each line",
     )
     rank.set_defaults(func=cmd_rank)
+    remember_defaults(rank)
 
     bat = sub.add_parser(
         "batch",
@@ -356,3 +433,4 @@ def add_commands(sub: Any) -> None:
     add_backend_arguments(bat)
     bat.add_argument("--summary", default=None, help="also write the summary as JSON here")
     bat.set_defaults(func=cmd_batch)
+    remember_defaults(bat)

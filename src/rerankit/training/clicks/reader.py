@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
+from ...errors import InputError, no_such_file
 from .log import Feedback, Impression, LoggedDocument, log_files
 from .records import record_time
 
@@ -349,7 +349,7 @@ def _records(files: Sequence[Path], report: ReadReport, strict: bool) -> list[An
                 try:
                     out.append(parse_record(json.loads(line)))
                 except ValueError as exc:  # json.JSONDecodeError is a ValueError
-                    where = f"{path}, line {lineno}"
+                    where = f"{path}:{lineno}"
                     if strict:
                         raise InputError(f"{where}: {exc}") from None
                     report.malformed += 1
@@ -369,7 +369,7 @@ def logs_files(logs: Sequence[str | Path]) -> list[Path]:
     for log in logs:
         found = log_files(log)
         if not found:
-            raise InputError(f"{log}: no such click log")
+            raise InputError(no_such_file(log, "a click log, or its rotated files"))
         files.extend(found)
     return files
 
