@@ -70,3 +70,17 @@ def test_what_the_library_says_of_a_missing_file_has_the_same_form(tmp_path):
         find_collections([str(missing)])
     with pytest.raises(ValueError, match=f"^{missing}.jsonl: no such file \\(the batch rows"):
         run_batch(f"{missing}.jsonl", tmp_path / "out.jsonl", "bm25")
+
+
+def test_the_cli_page_shows_what_the_commands_print(capsys, tmp_path, monkeypatch):
+    import re
+    import shlex
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    block = re.search(r"```text\n(\$ rerankit rank .*?)```", page, re.S).group(1)
+    pairs = re.findall(r"^\$ rerankit (.*)\n(.*)\n", block, re.M)
+    assert len(pairs) == 2
+    monkeypatch.chdir(tmp_path)  # where neither file is
+    for command, shown in pairs:
+        assert main(shlex.split(command)) == 2
+        assert capsys.readouterr().err == shown + "\n"
