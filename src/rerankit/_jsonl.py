@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, no_such_file
 
 __all__ = [
     "dumps_strict",
@@ -52,6 +52,8 @@ def read_text(path: str | Path) -> str:
             f"{path}: not UTF-8 text (byte {exc.start} is 0x{exc.object[exc.start]:02x}); "
             "save the file as UTF-8"
         ) from None
+    except FileNotFoundError:
+        raise InputError(no_such_file(path)) from None
     except OSError as exc:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
 

@@ -62,7 +62,7 @@ from . import registry
 from ._optional import require
 from .backends.detect import model_kind
 from .cache import current_defaults
-from .errors import ConfigError
+from .errors import ConfigError, no_such_file
 from .fusion import ScoreCombinationMethod
 from .llm.base import KEYS_OPTIONAL
 from .llm.declared import split_llm_options
@@ -229,7 +229,7 @@ def read_spec(source: str | Path, what: str = "pipeline file") -> dict[str, Any]
     the error when it is missing: a pipeline file, or the service's settings file)."""
     path = Path(source)
     if not path.exists():
-        raise ConfigError(f"{what} {str(path)!r} not found")
+        raise ConfigError(no_such_file(path, f"a {what}"))
     suffix = path.suffix.lower()
     if suffix not in PIPELINE_SUFFIXES:
         raise ConfigError("use a .toml, .yaml, .yml or .json file", where=str(path))

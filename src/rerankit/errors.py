@@ -41,6 +41,7 @@ __all__ = [
     "ServiceError",
     "TransientProviderError",
     "in_file",
+    "no_such_file",
 ]
 
 
@@ -78,6 +79,13 @@ def in_file(exc: ConfigError, source: object) -> ConfigError:
         return exc
     message = text[len(exc.where) + 2 :] if exc.where else text
     return ConfigError(message, where=f"{name}: {exc.where}" if exc.where else name)
+
+
+def no_such_file(path: object, what: str = "", *, folder: bool = False) -> str:
+    """How a file (or, with ``folder``, a folder) that is not there is said, everywhere:
+    ``PATH: no such file (what it was for)``."""
+    kind = "folder" if folder else "file"
+    return f"{path}: no such {kind}" + (f" ({what})" if what else "")
 
 
 class MissingDependencyError(RerankitError, ImportError):

@@ -70,13 +70,16 @@ def test_every_bad_row_is_written_with_its_error_and_counted(tmp_path):
     assert summary.rows == 9 and summary.failures == 7
     errors = {r.get("query_id"): r["error"] for r in out}
     assert errors["q1"] is None and errors["q2"] is None  # the good rows complete
-    assert "line 2, query_id 'no-query': 'query' must be a non-empty string" in errors["no-query"]
-    assert "'query' must be a non-empty string" in errors["empty"]
-    assert "'candidates' must be a list, got a str" in errors["string"]
-    assert "candidates[1] must be a string or an object" in errors["number"]
-    assert "document 0" in errors["no-text"] and "text" in errors["no-text"]
-    assert out[7]["error"].startswith("line 8: not JSON")
-    assert out[8]["error"] == "line 9: a row must be a JSON object"
+    # every error says FILE:LINE: query 'ID': what, as rank and eval say where
+    assert errors["no-query"] == f"{src}:2: query 'no-query': 'query' must be a non-empty string"
+    assert errors["empty"] == f"{src}:3: query 'empty': 'query' must be a non-empty string"
+    assert errors["string"] == f"{src}:4: query 'string': 'candidates' must be a list, got a str"
+    assert errors["number"].startswith(f"{src}:5: query 'number': candidates[1] must be a string")
+    assert errors["no-text"].startswith(  # the candidate, not the library's "document 0"
+        f"{src}:6: query 'no-text': candidates[0]: missing text field 'text'"
+    )
+    assert out[7]["error"].startswith(f"{src}:8: not JSON")
+    assert out[8]["error"] == f"{src}:9: a row must be a JSON object"
     assert all(r["results"] == [] for r in out if r["error"])
 
 
@@ -86,10 +89,10 @@ def test_the_cli_writes_parquet_from_jsonl_and_back_and_says_what_failed(tmp_pat
     code = main(["batch", "-i", str(src), "-o", str(tmp_path / "out.parquet"), "-r", "bm25"])
     err = capsys.readouterr().err
     assert code == 1  # a row failed: written, counted, and the status says so
-    assert "3 rows" in err and "1 failed" in err and "line 3: not JSON" in err
+    assert "3 rows" in err and "1 failed" in err and f"{src}:3: not JSON" in err
     rows = list(read_rows(tmp_path / "out.parquet"))
     assert [r["query_id"] for r in rows] == ["q1", "q2", None]
-    assert rows[0]["results"][0]["index"] == 1 and rows[2]["error"].startswith("line 3")
+    assert rows[0]["results"][0]["index"] == 1 and rows[2]["error"].startswith(f"{src}:3: ")
     # Parquet in, JSON Lines out: the same rankings
     args = ["batch", "-i", str(tmp_path / "out.parquet"), "-o", str(tmp_path / "again.jsonl")]
     code = main([*args, "-r", "bm25", "--summary", str(tmp_path / "summary.json")])

@@ -85,7 +85,7 @@ def test_a_malformed_row_and_a_failing_provider_are_written_and_counted(tmp_path
     by_id = {r.get("query_id"): r for r in out}
     assert by_id["ok-1"]["error"] is None and by_id["ok-1"]["results"][0]["index"] == 1
     assert by_id["ok-2"]["error"] is None and by_id["ok-2"]["results"][0]["index"] == 1
-    assert by_id[None]["error"].startswith("line '{not json': not JSON")
+    assert by_id[None]["error"].startswith(f"{src}: line '{{not json': not JSON")
     failed = by_id["bad"]
     assert failed["error"] == "the LLM provider failed for every document"
     assert failed["degraded"] and any("HTTP 401" in w for w in failed["warnings"])

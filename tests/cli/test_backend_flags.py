@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from rerankit.cli import build_parser, main
-from rerankit.cli.args import pipeline_spec
 from rerankit.cli.eval import named_pipelines
+from rerankit.cli.pipelines import pipeline_spec
 from rerankit.cli.rank import reranker_from
 from rerankit.config import build
 
@@ -51,7 +51,6 @@ def test_rank_flags_reach_the_embedding_scorer(tmp_path):
     assert relative.embedding.backend == "torch"
     embedding = reranker_from(_parse("rank", "-r", "embedding", "--quantize", "int8"))
     assert (embedding.scorer.backend, embedding.scorer.quantize) == ("onnx", "int8")
-    assert reranker_from(_parse("rank", "-r", "bm25", "--backend", "torch")).name == "bm25"
     pipeline = tmp_path / "cascade.toml"  # the built-in hybrid named in a file moves too
     pipeline.write_text(
         '[[stages]]\nscorer = { type = "bm25" }\nkeep = 5\n\n[[stages]]\nreranker = "hybrid"\n'
@@ -72,6 +71,53 @@ def test_batch_and_eval_flags_reach_the_embedding_scorer():
     runs = named_pipelines("bm25,hybrid", _parse("eval", "--backend", "torch"))
     (_, _, declared), (_, hybrid, _) = runs
     assert declared == "bm25" and hybrid.embedding.backend == "torch"
+
+
+def test_the_model_rerankers_by_name_take_the_flags_too():
+    """``-r cross_encoder`` (either spelling) runs a model: the flags reach it as they reach
+    one given by path (they were dropped)."""
+    scorer = reranker_from(_parse("rank", "-r", "cross-encoder", "--backend", "onnx")).scorer
+    assert scorer.backend == "onnx"
+    int8 = reranker_from(_parse("rank", "-r", "cross_encoder", "--quantize", "int8")).scorer
+    assert (int8.backend, int8.quantize) == ("onnx", "int8")
+
+
+@pytest.mark.parametrize("flags", [["--quantize", "int8"], ["--backend", "torch"]])
+def test_the_flags_with_a_reranker_that_runs_no_model_are_refused(capsys, tmp_path, flags):
+    argv = ["rank", "-q", "x", "-i", str(SAMPLE), *flags]
+    assert main([*argv, "-r", "bm25"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"rerankit rank: error: {flags[0]} has no effect with --reranker bm25:")
+    lexical = tmp_path / "lexical.toml"  # a file naming no built-in model
+    lexical.write_text('[[stages]]\nscorer = { type = "bm25" }\n')
+    assert main([*argv, "-r", str(lexical)]) == 2
+    assert f"no effect with --reranker {lexical}: it runs no model" in capsys.readouterr().err
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text('{"query": "x", "candidates": ["a"]}\n')
+    out = tmp_path / "out.jsonl"
+    assert main(["batch", "-i", str(rows), "-o", str(out), "-r", "text", *flags]) == 2
+    assert f"{flags[0]} has no effect with --reranker text" in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_serve_moves_a_pipeline_file_s_model_and_refuses_flags_nothing_served_reads(tmp_path):
+    from rerankit.cli import serve_settings
+    from rerankit.cli.args import UsageError
+
+    hybrid = tmp_path / "mine.toml"
+    hybrid.write_text('name = "mine"\nreranker = "hybrid"\n')
+    settings = serve_settings(build_parser().parse_args(["serve", "-r", str(hybrid), *TORCH]))
+    assert settings.pipelines["mine"]["reranker"] == {"type": "hybrid", "backend": "torch"}
+    build(settings.pipelines["mine"])  # it was {"reranker": {"type": "mine.toml", ...}}
+    lexical = tmp_path / "service.toml"
+    lexical.write_text('[pipelines.lexical]\nreranker = "bm25"\n')
+    with pytest.raises(UsageError, match=f"--backend has no effect with --settings {lexical}"):
+        serve_settings(build_parser().parse_args(["serve", "--settings", str(lexical), *TORCH]))
+    with pytest.raises(UsageError, match="--backend has no effect with --reranker bm25"):
+        serve_settings(build_parser().parse_args(["serve", "-r", "bm25", *TORCH]))
+
+
+TORCH = ["--backend", "torch"]
 
 
 def test_int8_on_torch_is_refused_with_the_reason(capsys):

@@ -120,7 +120,10 @@ def test_a_document_error_names_the_file_and_its_line(capsys, tmp_path):
 
 def test_missing_file_and_warnings_go_to_stderr(capsys, monkeypatch, tmp_path):
     code, _, err = run_cli(capsys, "rank", "-q", "x", "-i", str(tmp_path / "none.jsonl"))
-    assert code == 1 and "cannot read" in err and err.count("\n") == 1
+    assert code == 2 and err.count("\n") == 1
+    assert err == f"rerankit rank: error: {tmp_path / 'none.jsonl'}: no such file (--input: " + (
+        "the documents to rank)\n"
+    )
     stdin = '[{"text": "b", "rerank_score": 1}, {"text": "a"}]'
     code, out, err = run_cli(capsys, "rank", "-q", "a", stdin=stdin, monkeypatch=monkeypatch)
     assert code == 0 and "warning: 1 input dict(s) already had a 'rerank_score'" in err
@@ -412,6 +415,7 @@ def test_language_reaches_the_lexical_signals_from_every_command(capsys, tmp_pat
     assert code == 0 and scores[0] > 0 == scores[1]
     code, out, _ = run_cli(capsys, "rank", "-q", "Haus", "-i", str(german), "-r", "bm25")
     assert code == 0 and all(json.loads(line)["rerank_score"] == 0 for line in out.splitlines())
+    (tmp_path / "p.toml").write_text('[scorer]\ntype = "bm25"\n')
     code, _, err = run_cli(
         capsys,
         "rank",
@@ -424,7 +428,7 @@ def test_language_reaches_the_lexical_signals_from_every_command(capsys, tmp_pat
         "--language",
         "de",
     )
-    assert code == 1 and "--language applies to a registered reranker" in err
+    assert code == 2 and "--language applies to a registered reranker" in err
     settings = serve_settings(build_parser().parse_args(["serve", "--language", "de"]))
     assert settings.pipelines == {"hybrid": {"reranker": {"type": "hybrid", "language": "de"}}}
 
@@ -462,9 +466,9 @@ def test_rank_says_where_a_hub_model_comes_from_as_the_docs_say(capsys, monkeypa
 @pytest.mark.parametrize("flag", ["--settings", "--config"])  # and its old spelling
 def test_a_missing_settings_file_is_called_a_settings_file(tmp_path, capsys, flag):
     pytest.importorskip("fastapi", reason="serve needs the 'server' extra")
-    assert main(["serve", flag, str(tmp_path / "nosuch.toml")]) != 0
+    assert main(["serve", flag, str(tmp_path / "nosuch.toml")]) == 2
     err = capsys.readouterr().err
-    assert f"settings file '{tmp_path / 'nosuch.toml'}' not found" in err
+    assert f"{tmp_path / 'nosuch.toml'}: no such file (--settings: the service's settings" in err
     assert "pipeline file" not in err
 
 

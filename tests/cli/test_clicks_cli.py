@@ -414,8 +414,8 @@ def test_tune_and_interleave_report_read_the_logs_of_several_replicas(tmp_path, 
     assert whole[0] == "read 1 file: 60 impressions, 24 feedback records"
     assert split[0] == "read 3 files: 60 impressions, 24 feedback records"
     assert whole[1:] == split[1:]  # the same sessions: the same verdict
-    assert main(["interleave-report", str(replicas[0]), "no-such.jsonl"]) == 1
-    assert "no-such.jsonl: no such click log" in capsys.readouterr().err
+    assert main(["interleave-report", str(replicas[0]), "no-such.jsonl"]) == 2
+    assert "no-such.jsonl: no such file (LOG: a click log" in capsys.readouterr().err
 
 
 def _corpus(folder) -> None:

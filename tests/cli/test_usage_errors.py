@@ -211,7 +211,7 @@ def test_a_file_s_mistakes_start_with_the_file(capsys, tmp_path):
 def test_a_path_that_is_not_there_is_no_such_folder_not_a_bad_hub_id(capsys, tmp_path):
     missing = f"./{tmp_path.name}-nosuchdir"
     assert main(["export", missing, "--out", str(tmp_path / "x")]) == 1
-    assert f"no such folder '{missing}'" in capsys.readouterr().err
+    assert f"{missing}: no such folder (the model to load)" in capsys.readouterr().err
     from rerankit.backends.hub import looks_like_a_path
 
     assert looks_like_a_path("./m") and looks_like_a_path("/opt/m") and looks_like_a_path("a/b/c")
@@ -223,5 +223,6 @@ def test_label_names_a_missing_queries_file(capsys, tmp_path):
     judge = tmp_path / "judge.toml"
     judge.write_text('[scorer]\ntype = "llm_pointwise"\nmodel = "gpt-4o-mini"\n')
     argv = ["label", "--data", str(mini), "--judge", str(judge), "--out", str(tmp_path / "o")]
-    assert main([*argv, "--queries-file", "nosuch.txt", "--dry-run"]) == 1
-    assert "error: nosuch.txt: no such file (--queries-file)" in capsys.readouterr().err
+    assert main([*argv, "--queries-file", "nosuch.txt", "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "rerankit label: error: nosuch.txt: no such file (--queries-file: the queries" in err

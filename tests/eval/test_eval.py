@@ -127,7 +127,7 @@ def test_loading_files(tmp_path):
     (tmp_path / "bad.run").write_text("q1 Q0 d1 1\n")
     with pytest.raises(ValueError, match=r"bad\.run:1: expected 6 columns"):
         load_run(tmp_path / "bad.run")
-    with pytest.raises(ValueError, match=r"corpus\.jsonl not found"):
+    with pytest.raises(ValueError, match=r"corpus\.jsonl: no such file \(BEIR layout expected"):
         load_beir(tmp_path / "qrels")
 
 
@@ -196,8 +196,11 @@ def test_collections_are_found_in_folders_and_take_their_own_split(tmp_path):
     assert found == [(b, "test"), (a, "test"), (c, "test:odd")]
     with pytest.raises(ValueError, match=r"a folder with no corpus\.jsonl"):
         find_collections([str(tmp_path / "pool" / "notes")])
-    with pytest.raises(ValueError, match="not a folder"):
+    with pytest.raises(ValueError, match="missing: no such folder"):
         find_collections([str(tmp_path / "missing")])
+    (tmp_path / "a-set.txt").write_text("")
+    with pytest.raises(ValueError, match=r"a-set\.txt: not a folder"):
+        find_collections([str(tmp_path / "a-set.txt")])
     with pytest.raises(ValueError, match="optionally with :odd or :even"):
         find_collections([f"{c}@test:half"])
 

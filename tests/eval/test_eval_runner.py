@@ -190,15 +190,16 @@ def test_tune_refuses_an_adoption_margin_that_is_not_a_positive_number(tiny, cap
 
 
 def test_tune_refuses_an_out_it_could_not_read_back_before_any_work(tmp_path, capsys):
-    # the data folder does not exist: the --out error comes first, before anything is read
-    missing = str(tmp_path / "no-such-data")
+    # the data folder is empty: the --out error comes first, before anything is read
+    (tmp_path / "data").mkdir()
+    missing = str(tmp_path / "data")
     assert main(["tune", "--data", missing, "--out", str(tmp_path / "tuned.json")]) == 1
     err = capsys.readouterr().err
     assert "tune writes a TOML pipeline file; give a name ending in .toml" in err
     assert f"(e.g. {tmp_path / 'tuned.toml'})" in err
     assert main(["tune", "--data", missing, "--out", str(tmp_path)]) == 1
     assert f"--out {tmp_path}: is a folder; name the pipeline file" in capsys.readouterr().err
-    assert sorted(p.name for p in tmp_path.iterdir()) == []  # nothing written
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]  # nothing written
 
 
 def test_tune_without_a_training_split_points_at_the_halves_of_one(tiny, capsys):

@@ -251,7 +251,11 @@ def test_rerankit_evaluate_is_the_same_function_and_loads_lazily():
     ("call", "error", "message"),
     [
         (lambda d: evaluate(d, "bm25,nope"), ConfigError, r"unknown reranker 'nope'"),
-        (lambda d: evaluate("/no/such/folder", "bm25"), InputError, r"/no/such/folder: not a"),
+        (
+            lambda d: evaluate("/no/such/folder", "bm25"),
+            InputError,
+            r"/no/such/folder: no such folder",
+        ),
         (
             lambda d: evaluate(d, "bm25,text", baseline="hybrid"),
             InputError,

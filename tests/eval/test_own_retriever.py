@@ -99,7 +99,10 @@ def test_candidates_without_scores_keep_their_order(collection, tmp_path):
         ),
         ('{"candidates": ["d1"]}', "bad.jsonl:1: query_id must be a string or number"),
         ('{"query_id": "q1", "candidates": [{"text": "x"}]}', "candidate 0 has no id"),
-        ('{"query_id": "q1", "candidates": [{"id": "d1", "score": "high"}]}', "must be a number"),
+        (
+            '{"query_id": "q1", "candidates": [{"id": "d1", "score": "high"}]}',
+            "bad.jsonl:1: query 'q1': candidate 'd1': score must be a number",
+        ),
     ],
 )
 def test_a_mistake_in_the_candidates_names_the_line(collection, tmp_path, line, message):

@@ -422,7 +422,7 @@ def test_a_learned_pipeline_is_evaluated_from_its_file_in_a_fresh_process(tuned)
 
 
 def test_a_model_file_that_is_missing_is_named():
-    with pytest.raises(ValueError, match=r"nowhere\.lgb\.txt not found"):
+    with pytest.raises(ValueError, match=r"nowhere\.lgb\.txt: no such file \(the learned"):
         learned.LearnedScorer("nowhere.lgb.txt")
 
 

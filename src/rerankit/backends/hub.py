@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .._optional import install_hint
-from ..errors import ModelLoadError
+from ..errors import ModelLoadError, no_such_file
 from .bundled import BUNDLED_NAMES
 
 __all__ = [
@@ -133,7 +133,7 @@ def hub_options(
     if not is_hub_id(model):
         return {}
     if looks_like_a_path(model):  # ./models/x, /opt/x, ~/x, a/b/c: never a hub id
-        raise ModelLoadError(f"no such folder {model!r} (the {what} to load)")
+        raise ModelLoadError(no_such_file(model, f"the {what} to load", folder=True))
     offline = _offline()
     if not offline and _probe(_endpoint()):
         return {}

@@ -11,7 +11,7 @@ from typing import Any
 
 from .._jsonl import dumps_strict
 from .._optional import require
-from ..errors import InputError
+from ..errors import InputError, no_such_file
 from .rows import LINE_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
 
 __all__ = ["input_format", "parse_line", "public_fields", "read_rows", "write_rows"]
@@ -30,19 +30,21 @@ def input_format(path: str | Path) -> str:
 
 
 def parse_line(line: str, lineno: int | None) -> dict[str, Any]:
-    """A JSON Lines row; a line that is not a JSON object becomes a row holding its error."""
+    """A JSON Lines row; a line that is not a JSON object becomes a row holding its error
+    (where it is, ``FILE:LINE``, is added when the row is reranked; a line read without its
+    number is named by its start)."""
     snippet = line.strip()
     snippet = snippet if len(snippet) <= 60 else snippet[:59] + "…"
-    where = f"line {lineno}" if lineno is not None else f"line {snippet!r}"
+    where = "" if lineno is not None else f"line {snippet!r}: "
     try:
         value = json.loads(line)
     except json.JSONDecodeError as exc:
         return {
             LINE_KEY: lineno,
-            UNREADABLE_KEY: f"{where}: not JSON ({exc.msg} at column {exc.colno})",
+            UNREADABLE_KEY: f"{where}not JSON ({exc.msg} at column {exc.colno})",
         }
     if not isinstance(value, dict):
-        return {LINE_KEY: lineno, UNREADABLE_KEY: f"{where}: a row must be a JSON object"}
+        return {LINE_KEY: lineno, UNREADABLE_KEY: f"{where}a row must be a JSON object"}
     return {**value, LINE_KEY: lineno}
 
 
@@ -52,7 +54,7 @@ def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
     error row."""
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"{path}: no such file")
+        raise InputError(no_such_file(path, "the batch rows to rerank"))
     if input_format(path) == "parquet":
         pq = require("pyarrow.parquet", "Parquet input")
         with pq.ParquetFile(path) as f:

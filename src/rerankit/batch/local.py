@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import load
-from ..errors import InputError
+from ..errors import InputError, no_such_file
 from .io import input_format, read_rows, write_rows
 from .ray import RayOptions, rerank_dataset
 from .rows import BatchSummary, chunks, rerank_rows
@@ -40,7 +40,7 @@ def run_batch(
     if isinstance(source, (str, Path)):
         input_format(source)
         if not Path(source).is_file():
-            raise InputError(f"{source}: no such file")
+            raise InputError(no_such_file(source, "the batch rows to rerank"))
     if engine == "ray":
         return rerank_dataset(source, pipeline, output=output, ray=settings, **options)
     if engine != "local":
@@ -48,12 +48,13 @@ def run_batch(
 
     reranker = load(pipeline)
     started = time.perf_counter()
-    rows = read_rows(source) if isinstance(source, (str, Path)) else iter(source)
+    path = str(source) if isinstance(source, (str, Path)) else None  # errors name it
+    rows = read_rows(source) if path is not None else iter(source)
     batch, concurrency = settings.batch_size, settings.concurrency
     results = (
         row
         for chunk in chunks(rows, max(batch, concurrency))
-        for row in rerank_rows(reranker, chunk, concurrency=concurrency, **options)
+        for row in rerank_rows(reranker, chunk, concurrency=concurrency, source=path, **options)
     )
     summary = write_rows(output, results)
     summary.seconds = time.perf_counter() - started

@@ -49,7 +49,12 @@ class _Worker:
     output row travels as one JSON string (rows of any shape pass through Arrow)."""
 
     def __init__(
-        self, spec: Any, options: Mapping[str, Any], lines: bool, concurrency: int = 1
+        self,
+        spec: Any,
+        options: Mapping[str, Any],
+        lines: bool,
+        concurrency: int = 1,
+        source: str | None = None,
     ) -> None:
 
         self.reranker = load(spec)
@@ -60,6 +65,7 @@ class _Worker:
         self.options = dict(options)
         self.lines = lines
         self.concurrency = concurrency
+        self.source = source  # the file read, named in a row's error
 
     def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
@@ -68,7 +74,9 @@ class _Worker:
             rows = [parse_line(t, None) for t in batch.column("text").to_pylist()]
         else:
             rows = batch.to_pylist()
-        done = rerank_rows(self.reranker, rows, concurrency=self.concurrency, **self.options)
+        done = rerank_rows(
+            self.reranker, rows, concurrency=self.concurrency, source=self.source, **self.options
+        )
         out = [json.dumps(row, default=str) for row in done]
         return pa.table({"rerankit_row": pa.array(out, type=pa.string())})
 
@@ -220,6 +228,7 @@ def _ray_map(source: Any, pipeline: Any, ray: RayOptions, options: Mapping[str, 
             "options": dict(options),
             "lines": lines,
             "concurrency": ray.concurrency,
+            "source": str(source) if isinstance(source, (str, Path)) else None,
         },
         batch_size=ray.batch_size,
         batch_format="pyarrow",

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, InvalidDocumentError
 from ..rerankers.base import run_sync
 
 __all__ = [
@@ -94,25 +94,35 @@ class BatchSummary:
         return text
 
 
-def _where(row: Mapping[str, Any]) -> str:
-    parts = []
-    if row.get(LINE_KEY) is not None:
-        parts.append(f"line {row[LINE_KEY]}")
+def _row_place(row: Mapping[str, Any], source: str | None = None) -> str:
+    """Where a row is, as its error says it: ``FILE:LINE: query 'q1'``, of what is known
+    (``line 3`` without the file; ``FILE`` alone for a Parquet row without a query id;
+    empty when nothing is)."""
+    place, line = source or "", row.get(LINE_KEY)
+    if line is not None:
+        place = f"{place}:{line}" if place else f"line {line}"
+    parts = [place] if place else []
     if row.get("query_id") is not None:
-        parts.append(f"query_id {row['query_id']!r}")
-    return ", ".join(parts) or "row"
+        parts.append(f"query {row['query_id']!r}")
+    return ": ".join(parts)
+
+
+def _located(row: Mapping[str, Any], source: str | None, problem: str) -> str:
+    """``problem`` of ``row``, after where the row is."""
+    place = _row_place(row, source)
+    return f"{place}: {problem}" if place else problem
 
 
 def _candidates(row: Mapping[str, Any]) -> list[Any]:
-    """The row's candidates as the reranker takes them (errors name the row and field)."""
-    where = _where(row)
+    """The row's candidates as the reranker takes them (errors name the field; the caller
+    says which row)."""
     query = row.get("query")
     if not isinstance(query, str) or not query.strip():
-        raise InputError(f"{where}: 'query' must be a non-empty string")
+        raise InputError("'query' must be a non-empty string")
     cands = row.get("candidates")
     if isinstance(cands, (str, bytes)) or not isinstance(cands, Sequence):
         got = "missing" if cands is None else f"a {type(cands).__name__}"
-        raise InputError(f"{where}: 'candidates' must be a list, got {got}")
+        raise InputError(f"'candidates' must be a list, got {got}")
     out = []
     for i, c in enumerate(cands):
         if isinstance(c, Mapping):  # a null field (Parquet's way of 'absent') is absent
@@ -121,25 +131,38 @@ def _candidates(row: Mapping[str, Any]) -> list[Any]:
             out.append(c)
         else:
             raise InputError(
-                f"{where}: candidates[{i}] must be a string or an object with 'text', "
-                f"got {type(c).__name__}"
+                f"candidates[{i}] must be a string or an object with 'text', got {type(c).__name__}"
             )
     return out
+
+
+def _problem(exc: Exception) -> str:
+    """What went wrong with a row, in the row's terms: a document's error names its
+    ``candidates[i]`` (the library's ``document i``); an unexpected error its type."""
+    if isinstance(exc, InvalidDocumentError):
+        return f"candidates[{exc.index}]: " + str(exc).removeprefix(f"document {exc.index}: ")
+    return str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
 
 
 def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-def rerank_row(reranker: Any, row: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+def rerank_row(
+    reranker: Any, row: Mapping[str, Any], *, source: str | None = None, **options: Any
+) -> dict[str, Any]:
     """``row`` plus its results (or its error); never raises for a bad row or a failed
-    scorer. ``options`` go to ``reranker.rerank`` (``top_k``, ``text_field``, ...). The
-    provider usage rides along under a private key that the writers drop."""
+    scorer. ``options`` go to ``reranker.rerank`` (``top_k``, ``text_field``, ...). An
+    error says where the row is (``FILE:LINE: query 'q1': ...``, ``source`` naming the
+    file it was read from). The provider usage rides along under a private key that the
+    writers drop."""
 
-    return run_sync(arerank_row(reranker, row, **options))
+    return run_sync(arerank_row(reranker, row, source=source, **options))
 
 
-async def arerank_row(reranker: Any, row: Mapping[str, Any], **options: Any) -> dict[str, Any]:
+async def arerank_row(
+    reranker: Any, row: Mapping[str, Any], *, source: str | None = None, **options: Any
+) -> dict[str, Any]:
     """:func:`rerank_row` for async code (``reranker.arerank``)."""
     out = {k: v for k, v in row.items() if k not in OUTPUT_FIELDS}
     started = time.perf_counter()
@@ -147,7 +170,7 @@ async def arerank_row(reranker: Any, row: Mapping[str, Any], **options: Any) -> 
         out.pop(UNREADABLE_KEY)
         out.update(
             results=[],
-            error=row[UNREADABLE_KEY],
+            error=_located(row, source, row[UNREADABLE_KEY]),
             degraded=False,
             warnings=[],
             score_scale=None,
@@ -158,10 +181,8 @@ async def arerank_row(reranker: Any, row: Mapping[str, Any], **options: Any) -> 
         docs = _candidates(row)
         result = await reranker.arerank(row["query"], docs, **options)
     except Exception as exc:  # a bad row, or a pipeline that cannot run: written, counted
-        message = str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
-        if not isinstance(exc, InputError):
-            message = f"{_where(row)}: {message}"
-        out.update(results=[], error=message, degraded=False, warnings=[], score_scale=None)
+        error = _located(row, source, _problem(exc))
+        out.update(results=[], error=error, degraded=False, warnings=[], score_scale=None)
     else:
         out.update(
             results=[
@@ -180,21 +201,26 @@ async def arerank_row(reranker: Any, row: Mapping[str, Any], **options: Any) -> 
 
 
 def rerank_rows(
-    reranker: Any, rows: Iterable[Mapping[str, Any]], *, concurrency: int = 1, **options: Any
+    reranker: Any,
+    rows: Iterable[Mapping[str, Any]],
+    *,
+    concurrency: int = 1,
+    source: str | None = None,
+    **options: Any,
 ) -> list[dict]:
     """:func:`rerank_row` for each row, in order, with up to ``concurrency`` rows in flight
     at once (worth it where a pipeline waits on a provider; local models gain nothing)."""
 
     rows = list(rows)
     if concurrency <= 1 or len(rows) <= 1:
-        return [rerank_row(reranker, row, **options) for row in rows]
+        return [rerank_row(reranker, row, source=source, **options) for row in rows]
 
     async def run_all() -> list[dict]:
         gate = asyncio.Semaphore(concurrency)
 
         async def one(row: Mapping[str, Any]) -> dict:
             async with gate:
-                return await arerank_row(reranker, row, **options)
+                return await arerank_row(reranker, row, source=source, **options)
 
         return list(await asyncio.gather(*(one(r) for r in rows)))
 

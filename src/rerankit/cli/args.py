@@ -5,22 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
-from .. import registry
-from ..api import PIPELINE_SUFFIXES, pipeline_name
-from ..backends.detect import model_kind
 from ..backends.manifest import BACKENDS
 from ..cache import EMBEDDING_CACHE_ENV, embedding_cache_file
-from ..config import read_spec
 from ..documents import InputFields
 from ..errors import InputError
-from ..server.settings import on_backend
 from ..text.language import check_language
 
 __all__ = [
-    "MODEL_RERANKERS",
     "OldSpelling",
     "UsageError",
     "add_address_argument",
@@ -37,24 +30,19 @@ __all__ = [
     "add_refused_flag",
     "embedding_cache_choice",
     "examples",
-    "in_language",
     "input_fields",
     "language_code",
     "model_kind_name",
     "non_negative_float",
-    "pipeline_name",
-    "pipeline_spec",
     "port_number",
     "positive_float",
     "positive_int",
     "query_text",
     "refuse_unused",
+    "remember_defaults",
     "say_renamed",
     "use_embedding_cache",
 ]
-
-#: the registered rerankers that run a local model (where --backend and --quantize apply)
-MODEL_RERANKERS = ("hybrid", "hybrid-relative", "embedding")
 
 
 def positive_int(value: str) -> int:
@@ -103,6 +91,28 @@ def refuse_unused(given: dict[str, Any], why: str) -> None:
     if named:
         flags = ", ".join(named)
         raise UsageError(f"{flags} {'has' if len(named) == 1 else 'have'} no effect {why}")
+
+
+def remember_defaults(parser: Any) -> None:
+    """Keep each of ``parser``'s flags, by destination, with its name and default on the
+    namespace it parses, for :func:`given` (call it after the last ``add_argument``)."""
+    flags: dict[str, tuple[str, Any]] = {}
+    for action in parser._actions:
+        if action.option_strings and action.default is not argparse.SUPPRESS:
+            name = next((o for o in action.option_strings if o.startswith("--")), None)
+            flags.setdefault(action.dest, (name or action.option_strings[0], action.default))
+    parser.set_defaults(flag_defaults=flags)
+
+
+def given(args: argparse.Namespace, *dests: str) -> dict[str, Any]:
+    """``{flag: value}`` for each of ``dests`` (a flag's value, or None where it is left at
+    its default): what :func:`refuse_unused` takes, for flags whose default is a value."""
+    out = {}
+    for dest in dests:
+        flag, default = args.flag_defaults[dest]
+        value = getattr(args, dest)
+        out[flag] = None if value == default else value
+    return out
 
 
 def query_text(value: str) -> str:
@@ -308,48 +318,6 @@ def add_backend_arguments(parser: Any, *, service: bool = False) -> None:
     )
 
 
-def pipeline_spec(spec: Any, args: argparse.Namespace) -> Any:
-    """``spec`` (a registered reranker's name, a pipeline file or a model: a hub id or
-    folder) with ``--language`` (see :func:`in_language`) and ``--backend``/``--quantize``
-    applied: to hybrid, hybrid-relative and embedding by name, to the built-in hybrid and
-    embedding wherever a pipeline file names them (as the service's ``backend`` setting
-    does; a scorer declared with options of its own keeps them), and to a model's scorer.
-    Rerankers that run no model (bm25, ...) are left as they are."""
-    language = getattr(args, "language", None)
-    options = {
-        key: value
-        for key in ("backend", "quantize")
-        if (value := getattr(args, key, None)) is not None
-    }
-    if not options:
-        return in_language(spec, language)
-    name = registry.canonical("reranker", spec) if isinstance(spec, str) else None
-    if name is not None:  # either spelling: hybrid-relative or hybrid_relative
-        if name not in MODEL_RERANKERS:
-            return in_language(spec, language)
-        return {
-            "reranker": {"type": name, **({"language": language} if language else {}), **options}
-        }
-    in_language(spec, language)  # a language given with a file or a model: the same error
-    if Path(spec).suffix.lower() in PIPELINE_SUFFIXES:
-        return on_backend(read_spec(spec), options.get("backend", "auto"), options.get("quantize"))
-    kind, detected = model_kind(str(spec))  # a model given as the reranker
-    return {"scorer": {"type": kind, "model": str(spec), **detected, **options}}
-
-
-def in_language(spec: Any, language: str | None) -> Any:
-    """``spec`` (a registered reranker's name) built for ``language``; ``spec`` itself
-    when no language is given."""
-    if not language:
-        return spec
-    if not isinstance(spec, str) or registry.canonical("reranker", spec) is None:
-        raise InputError(
-            f"--language applies to a registered reranker (hybrid, bm25, text, ...), not "
-            f"{spec!r}: in a pipeline file, give language on its scorers"
-        )
-    return {"reranker": {"type": spec, "language": language}}
-
-
 def add_address_argument(parser: Any) -> None:
     """``--address``: the Ray cluster of ``--engine ray`` (``batch`` and ``eval``)."""
     parser.add_argument(
@@ -386,8 +354,15 @@ def use_embedding_cache(args: argparse.Namespace) -> None:
 
 
 def embedding_cache_choice(args: argparse.Namespace) -> str | bool | None:
-    """--embedding-cache FILE, False for --no-embedding-cache, else None (the default)."""
-    return False if args.no_embedding_cache else args.embedding_cache
+    """--embedding-cache FILE, False for --no-embedding-cache, else None (the default);
+    both, a :class:`UsageError`."""
+    if args.no_embedding_cache:
+        refuse_unused(
+            {"--embedding-cache": args.embedding_cache},
+            "with --no-embedding-cache, which keeps no embeddings",
+        )
+        return False
+    return args.embedding_cache
 
 
 def add_first_stage_argument(

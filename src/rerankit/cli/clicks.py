@@ -10,15 +10,17 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..errors import no_such_file
 from ..training.clicks.advice import deploy_advice
 from ..training.clicks.deploy import served_pipeline, write_learned
 from ..training.clicks.from_log import learn_from_log, read_corpus
 from ..training.clicks.interleave import BY, METHODS, interleaving_report
-from ..training.clicks.log import STORE
+from ..training.clicks.log import STORE, log_files
 from ..training.clicks.reader import logs_files, read_log
 from ..training.clicks.sessions import DEPTH
 from ..training.clicks.simulate_data import simulate_collection
 from .args import (
+    UsageError,
     add_candidates_argument,
     add_data_argument,
     add_first_stage_argument,
@@ -29,8 +31,22 @@ from .args import (
     positive_int,
 )
 from .console import progress_bar, read_collection
+from .files import need_collection, need_first_stage, need_reranker
 
-__all__ = ["add_commands", "cmd_interleave_report", "cmd_simulate_clicks", "cmd_tune_clicks"]
+__all__ = [
+    "add_commands",
+    "cmd_interleave_report",
+    "cmd_simulate_clicks",
+    "cmd_tune_clicks",
+    "need_click_log",
+]
+
+
+def need_click_log(log: str, flag: str) -> None:
+    """A :class:`~rerankit.cli.args.UsageError` when neither the click log ``log`` nor any
+    of its rotated files is there (see :func:`~rerankit.cli.files.need_file`)."""
+    if not log_files(log):
+        raise UsageError(no_such_file(log, f"{flag}: a click log, or its rotated files"))
 
 
 def cmd_tune_clicks(args: argparse.Namespace) -> int:
@@ -169,6 +185,8 @@ def add_max_feedback_delay_argument(parser: Any, prefix: str = "") -> None:
 
 
 def cmd_interleave_report(args: argparse.Namespace) -> int:
+    for log in args.log:
+        need_click_log(log, "LOG")
     sessions, read = read_log(logs_files(args.log), max_feedback_delay=args.max_feedback_delay)
     pair = tuple(args.pipelines) if args.pipelines else None
     try:
@@ -200,6 +218,9 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate_clicks(args: argparse.Namespace) -> int:
+    need_collection(args.data)
+    need_first_stage(args.first_stage)
+    need_reranker(args.reranker)
     data = read_collection(args.data, args.split, args.max_queries)
     simulated = simulate_collection(
         data,

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .. import registry
 from ..api import load
 from ..batch import quiet_ray_logs, ray_engine
 from ..eval.evaluation import DEFAULT_RERANKERS, evaluate, reranker_labels
@@ -23,13 +24,14 @@ from .args import (
     add_max_queries_argument,
     add_no_progress_argument,
     examples,
-    pipeline_spec,
     positive_int,
     refuse_unused,
     say_renamed,
     use_embedding_cache,
 )
 from .console import note, progress_bar
+from .files import need_collection, need_first_stage, need_reranker
+from .pipelines import pipeline_spec, refuse_model_flags
 
 __all__ = ["add_commands", "cmd_eval", "named_pipelines", "reranker_specs"]
 
@@ -56,14 +58,27 @@ def reranker_specs(names: str, args: argparse.Namespace | None = None) -> dict[s
     """Label -> what to load, for each comma-separated name, pipeline file and model in
     ``names`` (labelled by :func:`~rerankit.eval.evaluation.reranker_labels`), with
     ``args``' ``--language`` (for names), ``--backend`` and ``--quantize`` applied (see
-    :func:`~rerankit.cli.args.pipeline_spec`)."""
+    :func:`~rerankit.cli.pipelines.pipeline_spec`); ``--backend``/``--quantize`` when none
+    of them runs a model, and ``--language`` when none is a registered name, refused."""
     flags = args if args is not None else argparse.Namespace()
     files = argparse.Namespace(**{**vars(flags), "language": None})  # a file has its own
     given = [n.strip() for n in names.split(",") if n.strip()]
+    refuse_model_flags(flags, given, f"--rerankers {','.join(given)}")
+    if getattr(flags, "language", None) and not any(map(registered, given)):
+        refuse_unused(
+            {"--language": flags.language},
+            f"with --rerankers {','.join(given)}: it applies to registered rerankers by "
+            "name (hybrid, bm25, ...); in a pipeline file, give language on its scorers",
+        )
     return {
-        label: pipeline_spec(name, files if Path(name).suffix else flags)
+        label: pipeline_spec(name, files if Path(name).suffix else flags, check=False)
         for label, name in zip(reranker_labels(given), given, strict=True)
     }
+
+
+def registered(name: str) -> bool:
+    """Whether ``name`` is a registered reranker's (either spelling)."""
+    return registry.canonical("reranker", name) is not None
 
 
 def named_pipelines(
@@ -81,8 +96,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
             {"--workers": args.workers, "--address": args.address},
             "without --engine ray (they tell Ray's actors)",
         )
-    use_embedding_cache(args)
+    for spec in args.data:
+        need_collection(spec, what="a BEIR-layout folder, or a folder of them")
+    need_first_stage(args.first_stage)
     given = [*([args.rerankers] if args.rerankers else []), *(args.reranker or [])]
+    need_reranker([n.strip() for n in ",".join(given).split(",") if n.strip()])
+    use_embedding_cache(args)
     engine: Any = "local"
     if args.engine == "ray":
         engine = ray_engine(workers=args.workers or 1, address=args.address)

@@ -11,6 +11,7 @@ from typing import Any
 from ..errors import InputError
 from ..eval.data import Dataset
 from ..eval.first_stage import first_stage
+from ..scorers import LLMListwiseScorer
 from ..training.labelling import (
     LabelReport,
     check_budget,
@@ -26,10 +27,14 @@ from .args import (
     add_no_progress_argument,
     add_old_spelling,
     examples,
+    given,
     positive_float,
     positive_int,
+    refuse_unused,
+    remember_defaults,
 )
 from .console import limit_queries, read_collection
+from .files import need_collection, need_file, need_first_stage
 
 __all__ = ["add_commands"]
 
@@ -37,8 +42,6 @@ __all__ = ["add_commands"]
 def _queries(args: argparse.Namespace) -> Dataset:
     data = read_collection(args.data, args.split, judged=False)
     if args.queries_file:
-        if not Path(args.queries_file).is_file():
-            raise InputError(f"{args.queries_file}: no such file (--queries-file)")
         lines = Path(args.queries_file).read_text(encoding="utf-8").splitlines()
         texts = [line.strip() for line in lines if line.strip()]
         if not texts:
@@ -58,8 +61,23 @@ def _line(report: LabelReport) -> str:
 
 
 def cmd_label(args: argparse.Namespace) -> int:
-    data = _queries(args)
+    need_collection(args.data)
+    need_file(args.judge, "--judge", "a pipeline file declaring the LLM judge")
+    need_file(args.queries_file, "--queries-file", "the queries to label, one a line")
+    need_file(args.prices, "--prices", "list prices per model")
+    need_first_stage(args.first_stage)
+    if args.queries_file:
+        refuse_unused(
+            given(args, "split"), "with --queries-file: the queries to label come from that file"
+        )
     judge = judge_from(args.judge, keys=not args.dry_run)
+    if not isinstance(judge, LLMListwiseScorer):
+        refuse_unused(
+            given(args, "positions"),
+            f"with the pointwise judge of --judge {args.judge}: positions grade a listwise "
+            "judge's order (a pointwise judge's 0-10 scores are graded by value)",
+        )
+    data = _queries(args)
     prices = read_prices(args.prices)
     ranked = first_stage(data, args.first_stage, k=args.candidates)
     candidates = {q: [d for d, _ in rows] for q, rows in ranked.items()}
@@ -69,10 +87,16 @@ def cmd_label(args: argparse.Namespace) -> int:
         if cost is not None
         else f"cost unknown (no list price for model {judge.client.model!r}: --prices FILE)"
     )
+    stops = (
+        f" (--max-calls stops it at {args.max_calls})"
+        if args.max_calls is not None and args.max_calls < calls
+        else ""
+    )
     print(
         f"label: {len(data.queries)} queries x top {args.candidates} with "
         f"{judge.client.model}: up to "
-        f"{calls} calls, about {tokens:,} input tokens, {price}, before the judgment cache",
+        f"{calls} calls{stops}, about {tokens:,} input tokens, {price}, before the judgment "
+        "cache",
         file=sys.stderr,
     )
     if args.dry_run:
@@ -183,3 +207,4 @@ def add_commands(sub: Any) -> None:
     lab.add_argument("--dry-run", action="store_true", help="print the estimate only")
     add_no_progress_argument(lab)
     lab.set_defaults(func=cmd_label)
+    remember_defaults(lab)

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import InputError, RerankitError
-from . import clicks, label, models, rank, serve, train, tune
+from . import batch, clicks, label, models, rank, serve, train, tune
 from . import eval as eval_commands
 from .args import UsageError, examples
 
@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     rank.add_commands(sub)
+    batch.add_commands(sub)
     models.add_commands(sub)
     eval_commands.add_commands(sub)
     tune.add_commands(sub)

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
-from ..api import load
+from ..api import load, pipeline_name
 from ..backends.export import (
     cached_export,
     export,
@@ -27,7 +27,7 @@ from ..cache.sqlite import SQLiteStore
 from ..errors import InputError, RerankitError
 from ..ordering import Rule
 from ..rerankers import Pipeline
-from .args import examples, model_kind_name, pipeline_name, positive_int
+from .args import examples, model_kind_name, positive_int, refuse_unused
 
 __all__ = ["add_commands", "cmd_cache", "cmd_check", "cmd_export", "cmd_rerankers"]
 
@@ -82,7 +82,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         try:
             reranker = load(Path(name))
         except (InputError, RerankitError, ValueError, TypeError, OSError) as exc:
-            print(f"{name}: {exc}", file=sys.stderr)
+            said = str(exc)  # with the file's name in front, once
+            print(said if said.startswith(f"{name}:") else f"{name}: {said}", file=sys.stderr)
             failed += 1
             continue
         print(f"{name}: ok: {describe(reranker, pipeline_name(name))}")
@@ -165,6 +166,8 @@ def _onnx(args: argparse.Namespace, server: bool) -> None:
             shutil.rmtree(path)
             print(f"cleared onnx: {path}")
         return
+    if args.what not in ("all", "onnx"):
+        return
     if not path.exists():
         print(f"onnx: {path} (empty): {what}")
         return
@@ -178,10 +181,16 @@ def cmd_cache(args: argparse.Namespace) -> int:
     """Where every cache is, what it holds and how big it is; ``clear`` empties them (in a
     shared Redis, only rerankit's keys under its namespace)."""
     url = cache_url(args.url)  # --url, else $RERANKIT_CACHE_URL; None: SQLite here
+    if url is None:
+        refuse_unused(
+            {"--namespace": args.namespace},
+            "without a server (--url, or $RERANKIT_CACHE_URL): the SQLite files here have no "
+            "key prefix",
+        )
     server: list[str] = []
     for name, kind, local, shared in CACHES:
         what = shared if url else local
-        if args.action == "clear" and args.what not in ("all", name):
+        if args.what not in ("all", name):  # `cache info NAME` shows that one, clear clears it
             continue
         if url is None and not sqlite_file(name).exists():
             if args.action == "info":
@@ -287,7 +296,11 @@ def add_commands(sub: Any) -> None:
         "(onnx/). clear deletes only rerankit's entries: in a shared Redis database, the keys "
         "under its namespace, nothing else; with a server, clear (all) empties the server's "
         "caches and leaves this machine's ONNX exports (clear onnx removes them).",
-        **examples("rerankit cache", "rerankit cache clear judgments"),
+        **examples(
+            "rerankit cache",
+            "rerankit cache info embeddings  # that cache alone",
+            "rerankit cache clear judgments",
+        ),
     )
     cache.add_argument("action", choices=("info", "clear"), nargs="?", default="info")
     cache.add_argument(
@@ -296,8 +309,8 @@ def add_commands(sub: Any) -> None:
         choices=("all", "embeddings", "judgments", "answers", "onnx"),
         nargs="?",
         default="all",
-        help="which cache to clear (default all; embedding, judgment and answer work too); "
-        "judgments are the LLM judges' cached answers, never your judged queries' files",
+        help="which cache to show or clear (default all; embedding, judgment and answer work "
+        "too); judgments are the LLM judges' cached answers, never your judged queries' files",
     )
     cache.add_argument(
         "--url",

@@ -6,6 +6,7 @@ import shutil
 from typing import Any, TextIO
 
 from .._jsonl import json_safe
+from ..errors import InputError
 
 __all__ = ["SCALE_FIELD", "json_safe", "records", "table"]
 
@@ -14,22 +15,41 @@ __all__ = ["SCALE_FIELD", "json_safe", "records", "table"]
 SCALE_FIELD = "score_scale"
 
 
-def records(result: Any, score_field: str, details: bool) -> list[dict]:
-    """One record per result, best first: the input object (or ``{"text": ...}``) with the
-    score in ``score_field``, or with ``details`` the result's record; each with the
-    result's ``score_scale``, so that a reader of the lines knows what the score means."""
+def records(result: Any, score_field: str, details: bool, *, explain: bool = False) -> list[dict]:
+    """What ``rank`` writes a line each: the input objects with the score under
+    ``score_field`` (a string input as ``{text, score_field}``), or with ``details`` the
+    result records; each with the result's ``score_scale``, so that a reader of the lines
+    knows what the score means; with ``explain``, each with an ``explanation`` field
+    (``score_from_contributions`` and each strategy's ``raw``, ``normalized``, ``weight``
+    and ``contribution``, as :meth:`~rerankit.RerankResult.explain` gives them)."""
     scale = {SCALE_FIELD: result.score_scale}
     if details:
-        return [{**r, **scale} for r in result.to_dicts()]
-    out = []
-    for r in result:
-        doc = r.document
-        out.append(
-            {**doc, **scale}
-            if isinstance(doc, dict)
-            else {"text": r.text, score_field: r.score, **scale}
-        )
-    return out
+        out = [{**r, **scale} for r in result.to_dicts()]
+    else:
+        out = []
+        for r in result:
+            doc = r.document
+            out.append(
+                {**doc, **scale}
+                if isinstance(doc, dict)
+                else {"text": r.text, score_field: r.score, **scale}
+            )
+    if not explain:
+        return out
+    explained = []
+    for record, why in zip(out, result.explain(), strict=True):
+        if EXPLANATION in record:
+            raise InputError(
+                f"the document at rank {why['rank']} has an {EXPLANATION!r} field already, "
+                f"where --explain --format jsonl writes the explanation: rename that field"
+            )
+        kept = {k: why[k] for k in ("score_from_contributions", "strategies")}
+        explained.append({**record, EXPLANATION: kept})
+    return explained
+
+
+#: the field each JSON line of ``rank --explain --format jsonl`` carries its explanation in
+EXPLANATION = "explanation"
 
 
 def table(result: Any, out: TextIO) -> None:

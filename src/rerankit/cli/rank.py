@@ -1,49 +1,44 @@
-"""``rerankit rank`` (one query) and ``rerankit batch`` (many)."""
+"""``rerankit rank``: one query's candidates, from a file or stdin (``batch``, in
+:mod:`rerankit.cli.batch`, reranks many)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import sys
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from .. import registry
-from .._jsonl import dumps_strict, numbered_records, read_text
+from .._jsonl import numbered_records, read_text
 from ..api import PIPELINE_SUFFIXES, default_reranker, load
 from ..backends.bundled import BUNDLED_NAMES
 from ..backends.detect import model_kind
 from ..backends.hub import hub_cache_dir, in_hub_cache
-from ..batch import RayOptions, quiet_ray_logs, run_batch
-from ..batch.beir import beir_rows
 from ..errors import InputError, InvalidDocumentError
 from ..scorers.cross_encoder import OUTPUTS
 from ..scorers.local import LocalModelScorer
 from .args import (
-    add_address_argument,
     add_backend_arguments,
-    add_candidates_argument,
-    add_data_argument,
     add_field_arguments,
-    add_first_stage_argument,
     add_language_argument,
     add_old_spelling,
     add_refused_flag,
     examples,
+    given,
     input_fields,
-    non_negative_float,
-    pipeline_spec,
     positive_int,
     query_text,
     refuse_unused,
-    say_renamed,
+    remember_defaults,
 )
-from .console import note
+from .files import need_file, need_reranker
 from .output import SCALE_FIELD, json_safe, records, table
+from .pipelines import pipeline_spec
 
 __all__ = [
     "add_commands",
-    "cmd_batch",
     "cmd_rank",
     "default_reranker_name",
     "reranker_from",
@@ -84,6 +79,10 @@ def announce_model_loading(reranker: Any) -> None:
 def cmd_rank(args: argparse.Namespace) -> int:
     if sys.stdout is None:
         raise InputError("standard output is closed; nowhere to write the ranking")
+    form = output_format(args)
+    if args.input != "-":
+        need_file(args.input, "--input", "the documents to rank")
+    need_reranker(args.reranker)
     reranker = reranker_from(args)  # a bad pipeline file is reported before reading input
     if args.input == "-":
         if sys.stdin is None:
@@ -103,6 +102,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
             f"{args.input if args.input != '-' else 'stdin'} holds batch rows (query and "
             "candidates on each line): rerank them with `rerankit batch --input FILE --out OUT`"
         )
+    refuse_absent_id_field(args, items, f"--input {source}")
     announce_model_loading(reranker)
     try:
         result = reranker.rerank(args.query, items, top_k=args.top_k, fields=input_fields(args))
@@ -111,20 +111,61 @@ def cmd_rank(args: argparse.Namespace) -> int:
     for w in result.warnings:
         print(f"rerankit: warning: {w}", file=sys.stderr)
     out = sys.stdout
-    if args.explain:
-        out.write(result.explain_table() + "\n")
-    elif args.format == "table":
-        table(result, out)
-    else:
-        if clash := sum(isinstance(i, dict) and SCALE_FIELD in i for i in items):
-            print(
-                f"rerankit: warning: {clash} input object(s) already had a {SCALE_FIELD!r} "
-                "field: the output holds the scores' scale there instead",
-                file=sys.stderr,
-            )
-        for rec in records(result, args.score_field, args.details):
-            out.write(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n")
+    if form == "table":
+        if args.explain:
+            out.write(result.explain_table() + "\n")
+        else:
+            table(result, out)
+        return 0
+    if clash := sum(isinstance(i, dict) and SCALE_FIELD in i for i in items):
+        print(
+            f"rerankit: warning: {clash} input object(s) already had a {SCALE_FIELD!r} "
+            "field: the output holds the scores' scale there instead",
+            file=sys.stderr,
+        )
+    for rec in records(result, args.score_field, args.details, explain=args.explain):
+        out.write(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n")
     return 0
+
+
+def output_format(args: argparse.Namespace) -> str:
+    """``--format``, else a table with ``--explain`` and JSON Lines without; the flags that
+    shape JSON Lines records refused with a table, and ``--score-field`` with
+    ``--details`` (whose records hold the score as ``score``)."""
+    form = args.format or ("table" if args.explain else "jsonl")
+    if form == "table":
+        how = "--format table" if args.format else "--explain (a table unless --format jsonl)"
+        refuse_unused(
+            given(args, "details", "score_field"),
+            f"with {how}, which shows rank, score, id and text (with --explain, each "
+            "signal's part): --details and --score-field shape JSON Lines records (--format "
+            "jsonl)",
+        )
+    elif args.details:
+        refuse_unused(
+            given(args, "score_field"), "with --details: its records hold the score as 'score'"
+        )
+    return form
+
+
+def refuse_absent_id_field(args: argparse.Namespace, documents: Iterable[Any], source: str) -> None:
+    """A :class:`~rerankit.cli.args.UsageError` when ``--id-field`` names a field that none
+    of ``documents`` (read from ``source``) has, so every result's id would be empty. The
+    documents are read until one has it."""
+    if given(args, "id_field")["--id-field"] is None:
+        return
+    seen: set[str] = set()
+    for doc in documents:
+        if isinstance(doc, Mapping):
+            if args.id_field in doc:
+                return
+            seen.update(map(str, list(doc)[:20]))
+    fields = ", ".join(repr(f) for f in sorted(seen)[:20])
+    refuse_unused(
+        given(args, "id_field"),
+        f"with {source}: no document there has a {args.id_field!r} field "
+        f"({'fields present: ' + fields if seen else 'no document is an object'})",
+    )
 
 
 def located(exc: InvalidDocumentError, source: str, lines: list[int | None]) -> Exception:
@@ -178,75 +219,6 @@ def with_output(spec: Any, args: argparse.Namespace) -> Any:
     return {"scorer": {"type": "cross_encoder", **model, **options, "output": output}}
 
 
-def cmd_batch(args: argparse.Namespace) -> int:
-
-    if not args.out:
-        raise InputError("batch needs --out FILE: the .jsonl or .parquet file to write")
-    if args.engine == "ray" and not args.verbose:
-        quiet_ray_logs()
-    pipeline = pipeline_spec(args.reranker or default_reranker_name(), args)
-    source: Any = args.input
-    folder = args.data
-    if folder is None and Path(args.input).is_dir():  # the earlier way to give a BEIR folder
-        folder = args.input
-        say_renamed("--input FOLDER", "--data FOLDER")
-    if args.engine != "ray":
-        refuse_unused(ray_flags(args), "without --engine ray (they tell Ray's actors)")
-    if folder is not None:
-        first = args.first_stage or "auto"
-        source = beir_rows(
-            folder,
-            first,
-            split=args.split or BEIR_SPLIT,
-            k=args.candidates or BEIR_CANDIDATES,
-            max_queries=args.max_queries,
-            note=lambda message: note(f"warning: {message}"),
-        )
-    else:
-        refuse_unused(
-            {
-                "--first-stage": args.first_stage,
-                "--candidates": args.candidates,
-                "--split": args.split,
-                "--max-queries": args.max_queries,
-            },
-            f"with --input: they choose a BEIR folder's queries and candidates (--data "
-            f"FOLDER), and the rows of {args.input} carry their own; cut or filter the rows "
-            "instead",
-        )
-    given = {k: v for k, v in vars(args).items() if v is not None}  # Ray's: as given
-    ray, _ = RayOptions.split(None, given)
-    summary = run_batch(
-        source,
-        args.out,
-        pipeline,
-        engine=args.engine,
-        ray=ray,
-        top_k=args.top_k,
-        fields=input_fields(args),
-    )
-    print(f"rerankit batch: wrote {args.out}: {summary}", file=sys.stderr)
-    for error in summary.errors[:3]:
-        print(f"  error: {error}", file=sys.stderr)
-    if args.summary:
-        Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
-    return 1 if summary.failures else 0
-
-
-#: what ``batch --data`` reads when not told: the test split, 100 candidates a query
-BEIR_SPLIT, BEIR_CANDIDATES = "test", 100
-
-
-def ray_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The flags only ``--engine ray`` reads, with their values (None: not given)."""
-    return {
-        "--workers": args.workers,
-        "--num-cpus": args.num_cpus,
-        "--num-gpus": args.num_gpus,
-        "--address": args.address,
-    }
-
-
 def default_reranker_name() -> str:
     """The default reranker (``hybrid`` with the torch extra, else ``bm25``, said on stderr)."""
 
@@ -267,7 +239,7 @@ RERANKER_HELP = (
 
 
 def add_commands(sub: Any) -> None:
-    """``rank`` and ``batch``."""
+    """``rank``."""
     rank = sub.add_parser(
         "rank",
         help="rerank documents from a JSONL file or JSON array",
@@ -318,100 +290,21 @@ def add_commands(sub: Any) -> None:
     rank.add_argument(
         "--format",
         choices=("jsonl", "table"),
-        default="jsonl",
-        help="jsonl (default): the input objects plus the score and its score_scale; "
-        "table: for people",
+        default=None,
+        help="jsonl (the default without --explain): the input objects plus the score and "
+        "its score_scale; table (the default with --explain): for people",
     )
     rank.add_argument(
         "--details",
         action="store_true",
-        help="write result records (index, rank, score, score_scale, id, text, scores, flags)",
+        help="write result records (index, rank, score, score_scale, id, text, scores, flags) "
+        "instead of the input objects (JSON Lines only)",
     )
     rank.add_argument(
         "--explain",
         action="store_true",
-        help="print each document's per-strategy raw, normalised, weight and contribution",
+        help="show each document's per-strategy raw, normalised, weight and contribution: a "
+        "table, or with --format jsonl an explanation field on each line",
     )
     rank.set_defaults(func=cmd_rank)
-
-    bat = sub.add_parser(
-        "batch",
-        help="rerank many queries from a file (in this process or on Ray)",
-        description="Rerank every row of a JSON Lines or Parquet file ({query_id?, query, "
-        "candidates: [strings or objects with text]}) into another (the input's fields plus "
-        "results, score_scale, error, degraded, warnings, seconds), or a BEIR folder's "
-        "queries (--data) with their --first-stage candidates. "
-        "A row that fails is written with its error and counted; the exit status is 1 when "
-        "any row failed, 0 otherwise.",
-        **examples(
-            "rerankit batch -i queries.jsonl --out ranked.jsonl",
-            "rerankit batch --data my-data --first-stage bm25 --out ranked.jsonl  # BEIR folder",
-            "rerankit batch -i rows.parquet --out ranked.parquet --engine ray --workers 4",
-        ),
-    )
-    source = bat.add_mutually_exclusive_group(required=True)  # rows, or a BEIR folder
-    source.add_argument("--input", "-i", default=None, help="rows: .jsonl or .parquet")
-    add_data_argument(
-        source, required=False, also=", whose --split queries are reranked over --first-stage"
-    )
-    out = bat.add_mutually_exclusive_group(required=True)  # --out, or its earlier spelling
-    out.add_argument("--out", "-o", default=None, help=".jsonl or .parquet to write (required)")
-    add_old_spelling(out, "--output", dest="out", now="--out")
-    bat.add_argument("--reranker", "-r", default=None, help=RERANKER_HELP)
-    add_old_spelling(bat, "--config", "-c", dest="reranker", now="--reranker")
-    bat.add_argument(
-        "--engine",
-        choices=("local", "ray"),
-        default="local",
-        help="local: this process (default); ray: Ray Data actors (extra ray)",
-    )
-    add_address_argument(bat)
-    bat.add_argument(
-        "--workers",
-        type=positive_int,
-        default=None,
-        help="ray: actors, each with the pipeline (default 1)",
-    )
-    bat.add_argument(
-        "--batch-size", type=positive_int, default=16, help="rows per call of a worker (16)"
-    )
-    bat.add_argument(
-        "--concurrency",
-        type=positive_int,
-        default=1,
-        help="rows in flight at once per worker (1); raise it for pipelines that wait on "
-        "an LLM provider",
-    )
-    bat.add_argument(
-        "--num-cpus",
-        type=non_negative_float,
-        default=None,
-        help="ray: CPUs per actor (pipeline's threads)",
-    )
-    bat.add_argument(
-        "--num-gpus", type=non_negative_float, default=None, help="ray: GPUs per actor"
-    )
-    add_first_stage_argument(bat, default=None, when="with --data: ", old="--run")
-    bat.add_argument(
-        "--split",
-        default=None,
-        help=f"with --data: the BEIR split whose queries are reranked (default {BEIR_SPLIT}, "
-        "as eval reads; without that qrels file, every query)",
-    )
-    bat.add_argument(
-        "--max-queries",
-        type=positive_int,
-        default=None,
-        metavar="N",
-        help="with --data: the split's first N queries only",
-    )
-    add_candidates_argument(
-        bat, "with --data: first-stage candidates per query", default=BEIR_CANDIDATES
-    )
-    bat.set_defaults(candidates=None)  # BEIR_CANDIDATES with --data; refused with --input
-    bat.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep the best K")
-    add_field_arguments(bat, score_field=False)
-    add_language_argument(bat)
-    add_backend_arguments(bat)
-    bat.add_argument("--summary", default=None, help="also write the summary as JSON here")
-    bat.set_defaults(func=cmd_batch)
+    remember_defaults(rank)

@@ -8,20 +8,23 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from ..config import paths_beside, read_spec
+from ..api import PIPELINE_SUFFIXES
+from ..config import paths_beside, read_pipeline, read_spec
 from ..errors import ConfigError, InputError, in_file
 from ..server import serve
-from ..server.settings import ServerSettings, flag_pipeline
+from ..server.settings import ServerSettings, flag_pipeline, on_backend
 from .args import (
     add_backend_arguments,
     add_language_argument,
     add_old_spelling,
     examples,
     non_negative_float,
-    pipeline_name,
     port_number,
     positive_int,
+    refuse_unused,
 )
+from .files import need_file, need_model, need_reranker
+from .pipelines import in_language, model_flags, pipeline_name, refuse_model_flags
 
 __all__ = ["add_commands", "cmd_serve", "serve_settings"]
 
@@ -44,13 +47,15 @@ def serve_settings(args: argparse.Namespace) -> Any:
             server[key] = getattr(args, key)
     if args.reranker or args.model or args.language:
         name = pipeline_name(args.reranker or "hybrid")
-        pipelines = {
-            **(pipelines or {}),
-            name: flag_pipeline(
-                args.reranker or "hybrid", args.model, args.backend, args.quantize, args.language
-            ),
-        }
+        pipelines = {**(pipelines or {}), name: served_pipeline(args)}
         server["default"] = name
+    elif pipelines is not None and not any(on_backend(p, "onnx") != p for p in pipelines.values()):
+        refuse_unused(  # the file's pipelines alone, none of which the flags would move
+            model_flags(args),
+            f"with --settings {args.settings}: --backend and --quantize move the built-in "
+            "hybrid and embedding wherever a pipeline names them, and none of its pipelines "
+            "does (a scorer's own backend and quantize options place its model)",
+        )
     mapping: dict[str, Any] = {"server": server}
     if pipelines:
         mapping["pipelines"] = pipelines
@@ -63,6 +68,30 @@ def serve_settings(args: argparse.Namespace) -> Any:
             raise
         found = exc if isinstance(exc, ConfigError) else ConfigError(str(exc))
         raise in_file(found, args.settings) from None
+
+
+def served_pipeline(args: argparse.Namespace) -> Any:
+    """The pipeline ``--reranker`` (else hybrid) names, with ``--model``, ``--backend``,
+    ``--quantize`` and ``--language``: a pipeline file's built-in hybrid and embedding
+    moved as ``rank -r FILE`` moves them (its relative paths read beside it), a name or a
+    model with those options."""
+    reranker = args.reranker or "hybrid"
+    if Path(reranker).suffix.lower() not in PIPELINE_SUFFIXES:
+        if args.reranker:
+            refuse_model_flags(args, [reranker], f"--reranker {reranker}")
+        return flag_pipeline(reranker, args.model, args.backend, args.quantize, args.language)
+    in_language(reranker, args.language)  # a file sets its own: refused
+    if not (args.model or args.backend or args.quantize):
+        return reranker
+    refuse_model_flags(args, [reranker], f"--reranker {reranker}")
+    moved = on_backend(read_pipeline(reranker), args.backend or "auto", args.quantize, args.model)
+    if moved == read_pipeline(reranker):  # --model alone, and nothing it could be
+        refuse_unused(
+            {"--model": args.model},
+            f"with --reranker {reranker}: it names neither the built-in hybrid nor "
+            "embedding (give a model on its scorers)",
+        )
+    return moved
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -81,6 +110,9 @@ def check_port_free(host: str, port: int) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    need_file(args.settings, "--settings", "the service's settings file")
+    need_reranker(args.reranker)
+    need_model(args.model, "--model", "a model folder")
     settings = serve_settings(args)  # its mistakes first: they do not depend on the port
     check_port_free(args.host, args.port)
     level = args.log_level or ("debug" if getattr(args, "verbose", 0) > 1 else "info")

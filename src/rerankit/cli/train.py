@@ -22,11 +22,14 @@ from .args import (
     positive_int,
 )
 from .console import reporter
+from .files import need_collection, need_model
 
 __all__ = ["add_commands", "cmd_train"]
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    need_collection(args.data)
+    need_model(args.model, "--model", "the model folder to start from")
     options = FineTuneOptions.from_namespace(args)
     result = fine_tune(
         args.data,

@@ -17,24 +17,89 @@ from .args import (
     add_no_progress_argument,
     embedding_cache_choice,
     examples,
+    given,
     positive_float,
     positive_int,
+    refuse_unused,
+    remember_defaults,
 )
-from .clicks import add_tune_click_arguments, cmd_tune_clicks
+from .clicks import add_tune_click_arguments, cmd_tune_clicks, need_click_log
 from .console import reporter
+from .files import need_collection, need_file, need_first_stage, need_model, need_reranker
 
 __all__ = ["add_commands", "cmd_tune"]
 
 
+#: the flags of learning from judgments, which a click log's learning does not read
+JUDGMENT_FLAGS = (
+    "train_split",
+    "test_split",
+    "test_data",
+    "first_stage",
+    "candidates",
+    "strategies",
+    "embedding_max_length",
+    "method",
+    "unjudged",
+    "calibrate",
+    "max_queries",
+    "embedding_cache",
+    "no_embedding_cache",
+)
+
+#: the flags of learning from a click log (--clicks)
+CLICK_FLAGS = ("served", "features", "min_dwell_ms", "max_feedback_delay")
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
+    need_model(args.embedding_model, "--embedding-model", "an embedding model folder")
     if args.clicks:
+        refuse_unused(
+            given(args, *JUDGMENT_FLAGS),
+            "with --clicks: learning from a click log reads none of the flags of learning "
+            "from judgments (--data FOLDER without --clicks)",
+        )
+        for log in args.clicks:
+            need_click_log(log, "--clicks")
+        need_reranker(args.served, "--served")
+        need_file(args.data, "--data", "the corpus of the click log, a folder or its file")
         return cmd_tune_clicks(args)
+    refuse_unused(
+        given(args, *CLICK_FLAGS), "without --clicks: only learning from a click log reads it"
+    )
     if not args.data:
         raise ValueError("tune needs --data FOLDER (judgments) or --clicks LOG (a click log)")
+    need_collection(args.data)
+    need_collection(args.test_data, "--test-data")
+    need_first_stage(args.first_stage)
+    refuse_unlearned(args)
     options = TuneOptions.from_namespace(args)
     options.embedding_cache = embedding_cache_choice(args)
     tune(reporter=reporter(args), **asdict(options))  # the reporter prints the account
     return 0
+
+
+def refuse_unlearned(args: argparse.Namespace) -> None:
+    """The flags of one way of learning refused with another: ``--calibrate`` refits the
+    calibrated hybrid (no fusion search, no LightGBM), ``--method ltr`` learns from every
+    signal (no ``--strategies``), and only ``--method ltr`` reads ``--seeds`` and
+    ``--unjudged``."""
+    if args.calibrate:
+        refuse_unused(
+            given(args, "method", "strategies"),
+            "with --calibrate, which refits the calibrated hybrid's weights instead of "
+            "searching fusions or training a LightGBM ranker",
+        )
+    elif args.method == "ltr":
+        refuse_unused(
+            given(args, "strategies"),
+            "with --method ltr: the LightGBM ranker learns from every signal",
+        )
+    if args.calibrate or args.method != "ltr":
+        refuse_unused(
+            given(args, "seeds", "unjudged"),
+            "without --method ltr: only the LightGBM ranker reads --seeds and --unjudged",
+        )
 
 
 def add_commands(sub: Any) -> None:
@@ -164,3 +229,4 @@ def add_commands(sub: Any) -> None:
     add_max_queries_argument(tu)
     add_no_progress_argument(tu)
     tu.set_defaults(func=cmd_tune)
+    remember_defaults(tu)

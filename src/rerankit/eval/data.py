@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .._jsonl import numbered_jsonl
-from ..errors import InputError
+from ..errors import InputError, no_such_file
 from .qrels import load_qrels, read_qrels
 
 logger = logging.getLogger(__name__)
@@ -115,7 +115,7 @@ def load_run(
     scored: dict[str, list[tuple[float, int, str]]] = {}
     path = Path(path)
     if not path.is_file():
-        raise InputError(f"run file {path} not found")
+        raise InputError(no_such_file(path, "a TREC run file"))
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, start=1):
             parts = line.split()
@@ -177,6 +177,8 @@ def load_beir(
     given = split
     split, selector = parse_split(split)
     path = Path(path)
+    if not path.exists():
+        raise InputError(no_such_file(path, "a BEIR-layout dataset", folder=True))
     if not path.is_dir():
         raise InputError(f"{path}: not a folder (a BEIR-layout dataset is a folder)")
     unjudged = not judged and not (path / f"qrels/{split}.tsv").exists()
@@ -184,7 +186,7 @@ def load_beir(
         if not (path / needed).exists() and not (unjudged and needed.startswith("qrels")):
             splits = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
             hint = f"; splits found: {', '.join(splits)}" if needed.startswith("qrels") else ""
-            raise InputError(f"{path / needed} not found (BEIR layout expected){hint}")
+            raise InputError(no_such_file(path / needed, f"BEIR layout expected{hint}"))
     corpus_rows, notes = _rows(path / "corpus.jsonl", "document")
     corpus = {
         doc_id: {"title": str(r.get("title") or ""), "text": str(r.get("text") or "")}
@@ -285,6 +287,10 @@ def find_collections(specs: Sequence[str], split: str = "test") -> list[tuple[Pa
             if path.is_dir()
             else []
         )
+        if not path.exists():
+            raise InputError(
+                no_such_file(path, "a BEIR-layout folder, or a folder of them", folder=True)
+            )
         if not inner:
             what = "a folder with no corpus.jsonl" if path.is_dir() else "not a folder"
             raise InputError(f"{path}: {what} (give a BEIR-layout folder, or a folder of them)")

@@ -21,6 +21,7 @@ from .data import Dataset, load_run
 from .qrels import read_qrels
 
 __all__ = [
+    "SOURCES",
     "BM25Index",
     "UncoveredQueries",
     "candidate_depth",
@@ -30,6 +31,10 @@ __all__ = [
     "first_stage_label",
     "load_candidates",
 ]
+
+
+#: the first stages named by a word; anything else is a file (a TREC run or JSON Lines)
+SOURCES = ("auto", "bm25", "run")
 
 
 class BM25Index:
@@ -229,19 +234,22 @@ def load_candidates(
                 raise InputError(f"{where}: candidate {i} has no id (a string or number)")
             if str(doc) not in corpus:
                 raise InputError(f"{where}: document {str(doc)!r} is not in the corpus")
-            score = _score(cand) if isinstance(cand, dict) else None
+            score = _score(cand, f"{where}: query {str(qid)!r}") if isinstance(cand, dict) else None
             ranked.append((str(doc), float(-i) if score is None else score, i))
         ranked.sort(key=lambda r: (-r[1], r[2]))
         out[str(qid)] = [(d, s) for d, s, _ in ranked]
     return out
 
 
-def _score(candidate: Mapping[str, Any]) -> float | None:
-    """A candidate's ``first_stage_score`` (else ``score``); None when it has neither."""
+def _score(candidate: Mapping[str, Any], where: str) -> float | None:
+    """A candidate's ``first_stage_score`` (else ``score``); None when it has neither
+    (``where``: the row, for the error)."""
     for key in ("first_stage_score", "score"):
         value = candidate.get(key)
         if value is not None:
             if isinstance(value, bool) or not isinstance(value, Real):
-                raise InputError(f"candidate {candidate.get('id')!r}: {key} must be a number")
+                raise InputError(
+                    f"{where}: candidate {candidate.get('id')!r}: {key} must be a number"
+                )
             return float(value)
     return None

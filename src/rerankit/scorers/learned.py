@@ -26,6 +26,7 @@ from .._optional import require
 from .._threads import in_thread
 from ..calibration import Calibration
 from ..documents import FIRST_STAGE_SCORE, PASS_FIRST_STAGE
+from ..errors import no_such_file
 from ..normalize import normalize_scores
 from ..text.analysis import Analyzer
 from ..types import Document
@@ -211,7 +212,7 @@ class LearnedScorer:
     def __init__(self, model: str | Path, *, embedding: Any = None, name: str = "learned") -> None:
         self.path = Path(model)
         if not self.path.is_file():
-            raise ValueError(f"model file {self.path} not found")
+            raise ValueError(no_such_file(self.path, "the learned ranker's model file"))
         self.name = name
         self._embedding = embedding
         self._booster: Any = None

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ...documents import titled_text
-from ...errors import InputError
+from ...errors import InputError, no_such_file
 from ...scorers import learned
 from .learn import learn_from_clicks
 from .reader import ReadReport, read_log
@@ -76,10 +76,12 @@ def read_corpus(path: str | Path) -> dict[str, str]:
                     doc_id = row.get("_id", row.get("id"))
                     title, text = str(row.get("title") or ""), str(row.get("text") or "")
                 except (ValueError, AttributeError) as exc:
-                    raise InputError(f"{file}, line {n}: not a JSON object ({exc})") from None
+                    raise InputError(f"{file}:{n}: not a JSON object ({exc})") from None
                 if doc_id is None:
-                    raise InputError(f"{file}, line {n}: a document needs an '_id' or 'id'")
+                    raise InputError(f"{file}:{n}: a document needs an '_id' or 'id'")
                 out[str(doc_id)] = titled_text(text, title)
+    except FileNotFoundError:
+        raise InputError(no_such_file(file, "the corpus of the click log")) from None
     except OSError as exc:
         raise InputError(f"cannot read the corpus {file}: {exc.strerror or exc}") from None
     return out

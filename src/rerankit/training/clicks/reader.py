@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ...errors import InputError
+from ...errors import InputError, no_such_file
 from .log import Feedback, Impression, log_files
 from .parsing import parse_record
 
@@ -303,7 +303,7 @@ def _records(
                     out.append(parse_record(json.loads(line)))
                     sources.append((str(path), lineno))
                 except ValueError as exc:  # json.JSONDecodeError is a ValueError
-                    where = f"{path}, line {lineno}"
+                    where = f"{path}:{lineno}"
                     if strict:
                         raise InputError(f"{where}: {exc}") from None
                     report.malformed += 1
@@ -323,7 +323,7 @@ def logs_files(logs: Sequence[str | Path]) -> list[Path]:
     for log in logs:
         found = log_files(log)
         if not found:
-            raise InputError(f"{log}: no such click log")
+            raise InputError(no_such_file(log, "a click log, or its rotated files"))
         files.extend(found)
     return files
 

@@ -1,0 +1,61 @@
+"""Files and folders the command line names, checked before any work: one that is not
+there is a usage error (exit status 2), said the same way by every command,
+``rerankit COMMAND: error: PATH: no such file (--flag: what it is for)``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+
+from .. import registry
+from ..api import PIPELINE_SUFFIXES
+from ..backends.hub import looks_like_a_path
+from ..errors import no_such_file
+from ..eval.first_stage import SOURCES
+from .args import UsageError
+
+__all__ = ["need_collection", "need_file", "need_first_stage", "need_model", "need_reranker"]
+
+
+def need_file(path: str | Path | None, flag: str, what: str, *, folder: bool = False) -> None:
+    """A :class:`~rerankit.cli.args.UsageError` when ``path`` (given with ``flag``, for
+    ``what``) is not there; nothing when it is, or when it was not given (None)."""
+    if path is not None and not Path(path).exists():
+        raise UsageError(no_such_file(path, f"{flag}: {what}", folder=folder))
+
+
+def need_reranker(values: str | Iterable[str] | None, flag: str = "--reranker") -> None:
+    """Each reranker named (``-r``) that can only be a file or a folder is there: a pipeline
+    file (.toml, .yaml, .json), or a model folder (a path such as ``./model``; a hub id is
+    not checked here)."""
+    for value in [values] if isinstance(values, str) else values or ():
+        if Path(value).suffix.lower() in PIPELINE_SUFFIXES:
+            need_file(value, flag, "a pipeline file")
+        elif registry.canonical("reranker", value) is None:
+            need_model(value, flag, "a model folder")
+
+
+def need_model(value: str | None, flag: str, what: str) -> None:
+    """The model folder ``value`` names is there, when ``value`` can only be a path (a hub
+    id, ``owner/name``, is loaded, or refused, by the library)."""
+    if value is not None and looks_like_a_path(value):
+        need_file(value, flag, what, folder=True)
+
+
+def need_first_stage(value: str | None, flag: str = "--first-stage") -> None:
+    """``--first-stage``: a word (auto, bm25, run), or a file that is there."""
+    if value is not None and value not in SOURCES:
+        need_file(value, flag, "a TREC run or JSON Lines candidates, or auto, bm25 or run")
+
+
+def need_collection(
+    spec: str | None, flag: str = "--data", what: str = "a BEIR-layout folder"
+) -> None:
+    """A BEIR-layout folder that is there; ``PATH@SPLIT`` names one with its split, as
+    ``eval --data`` takes it."""
+    if spec is None:
+        return
+    path = spec
+    if not Path(spec).exists() and "@" in spec:
+        path = spec.rpartition("@")[0]
+    need_file(path, flag, what, folder=True)
