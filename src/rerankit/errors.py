@@ -41,6 +41,7 @@ __all__ = [
     "ServiceError",
     "TransientProviderError",
     "in_file",
+    "strip_location",
 ]
 
 
@@ -78,6 +79,16 @@ def in_file(exc: ConfigError, source: object) -> ConfigError:
         return exc
     message = text[len(exc.where) + 2 :] if exc.where else text
     return ConfigError(message, where=f"{name}: {exc.where}" if exc.where else name)
+
+
+def strip_location(exc: ConfigError, outer: str) -> ConfigError:
+    """``exc`` located without its ``outer`` part, for a spec that has no such level: a
+    pipeline of one stage without a ``stages`` list is located ``scorer.model``, not
+    ``stages[0].scorer.model``; ``exc`` itself when not located under ``outer``."""
+    where = exc.where or ""
+    if where != outer and not where.startswith(f"{outer}."):
+        return exc
+    return ConfigError(str(exc)[len(where) + 2 :], where=where[len(outer) + 1 :] or None)
 
 
 class MissingDependencyError(RerankitError, ImportError):

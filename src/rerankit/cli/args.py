@@ -13,7 +13,7 @@ from ..api import PIPELINE_SUFFIXES, pipeline_name
 from ..backends.detect import model_kind
 from ..backends.manifest import BACKENDS
 from ..cache import EMBEDDING_CACHE_ENV, embedding_cache_file
-from ..config import read_spec
+from ..config import read_pipeline
 from ..documents import InputFields
 from ..errors import InputError
 from ..server.settings import on_backend
@@ -332,7 +332,9 @@ def pipeline_spec(spec: Any, args: argparse.Namespace) -> Any:
         }
     in_language(spec, language)  # a language given with a file or a model: the same error
     if Path(spec).suffix.lower() in PIPELINE_SUFFIXES:
-        return on_backend(read_spec(spec), options.get("backend", "auto"), options.get("quantize"))
+        return on_backend(
+            read_pipeline(spec), options.get("backend", "auto"), options.get("quantize")
+        )
     kind, detected = model_kind(str(spec))  # a model given as the reranker
     return {"scorer": {"type": kind, "model": str(spec), **detected, **options}}
 

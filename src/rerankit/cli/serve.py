@@ -8,6 +8,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from .. import registry
 from ..config import paths_beside, read_spec
 from ..errors import ConfigError, InputError, in_file
 from ..server import serve
@@ -19,11 +20,12 @@ from .args import (
     examples,
     non_negative_float,
     pipeline_name,
+    pipeline_spec,
     port_number,
     positive_int,
 )
 
-__all__ = ["add_commands", "cmd_serve", "serve_settings"]
+__all__ = ["add_commands", "cmd_serve", "reranker_pipeline", "serve_settings"]
 
 
 def serve_settings(args: argparse.Namespace) -> Any:
@@ -44,12 +46,7 @@ def serve_settings(args: argparse.Namespace) -> Any:
             server[key] = getattr(args, key)
     if args.reranker or args.model or args.language:
         name = pipeline_name(args.reranker or "hybrid")
-        pipelines = {
-            **(pipelines or {}),
-            name: flag_pipeline(
-                args.reranker or "hybrid", args.model, args.backend, args.quantize, args.language
-            ),
-        }
+        pipelines = {**(pipelines or {}), name: reranker_pipeline(args)}
         server["default"] = name
     mapping: dict[str, Any] = {"server": server}
     if pipelines:
@@ -63,6 +60,24 @@ def serve_settings(args: argparse.Namespace) -> Any:
             raise
         found = exc if isinstance(exc, ConfigError) else ConfigError(str(exc))
         raise in_file(found, args.settings) from None
+
+
+def reranker_pipeline(args: argparse.Namespace) -> Any:
+    """What ``--reranker`` serves, with ``--model``, ``--backend``, ``--quantize`` and
+    ``--language``: a registered reranker with those options (``hybrid`` when none is
+    named), else a pipeline file or a model folder or hub id read as ``rank -r`` and ``eval``
+    read it (:func:`~rerankit.cli.args.pipeline_spec`), so ``-r FOLDER --quantize int8``
+    means the same in every command."""
+    reranker = args.reranker or "hybrid"
+    if registry.canonical("reranker", reranker) is not None:
+        return flag_pipeline(reranker, args.model, args.backend, args.quantize, args.language)
+    if args.model:
+        raise InputError(
+            f"--model names the model of a registered reranker (hybrid, cross_encoder, ...); "
+            f"--reranker {reranker} is a pipeline file or a model itself, so give one or "
+            "the other"
+        )
+    return pipeline_spec(reranker, args)
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -114,7 +129,7 @@ def add_commands(sub: Any) -> None:
         **examples(
             "rerankit serve --port 8080  # hybrid, bm25 and embedding",
             "rerankit serve --reranker tuned.toml  # the pipeline tune wrote",
-            "rerankit serve --model minilm-onnx --backend onnx  # a folder rerankit export wrote",
+            "rerankit serve --reranker hybrid --model minilm-onnx --backend onnx  # an export",
             "rerankit serve --settings service.toml",
         ),
     )
