@@ -562,7 +562,7 @@ def test_a_cross_encoder_cross_fits_as_the_rough_check_advises(bert_dir, tmp_pat
     data_dir = _answers_below_repeats(tmp_path / "data")
     out = tmp_path / "ce"
     args = ["train", "cross-encoder", "--data", str(data_dir), "--model", str(bert_dir)]
-    options = ["--max-pairs", "16", "--batch-size", "16", "--no-progress", "--cross-fit", "2"]
+    options = ["--max-pairs", "4", "--batch-size", "16", "--no-progress", "--cross-fit", "2"]
     assert main([*args, "--out", str(out), *options]) == 0
     printed = capsys.readouterr()
     assert "--cross-fit is for embedding models" not in printed.err
