@@ -62,7 +62,7 @@ from . import registry
 from ._optional import require
 from .backends.detect import model_kind
 from .cache import current_defaults
-from .errors import ConfigError, no_such_file
+from .errors import ConfigError, no_such_file, strip_location
 from .fusion import ScoreCombinationMethod
 from .llm.base import KEYS_OPTIONAL
 from .llm.declared import split_llm_options
@@ -417,7 +417,8 @@ def build(spec: Mapping[str, Any], *, name: str | None = None) -> Any:
     stage's reranker; anything more gives a :class:`~rerankit.Pipeline`."""
     spec = dict(spec)
     name = spec.pop("name", name)
-    if "stages" in spec:
+    staged = "stages" in spec
+    if staged:
         stages_spec = spec.pop("stages")
         unknown = unknown_keys(spec, ("name", "stages"), "the top level", FILE_SPELLINGS)
         if unknown:
@@ -430,7 +431,10 @@ def build(spec: Mapping[str, Any], *, name: str | None = None) -> Any:
     for i, s in enumerate(stages_spec):
         if not isinstance(s, Mapping):
             raise ConfigError(f"a stage is a table/mapping, got {s!r}", where=f"stages[{i}]")
-        stages.append(_stage(s, f"stages[{i}]"))
+        try:
+            stages.append(_stage(s, f"stages[{i}]"))
+        except ConfigError as exc:  # a spec of one stage, no stages list: its own keys
+            raise exc if staged else strip_location(exc, "stages[0]") from None
     if len(stages) == 1 and stages[0][1] is None and not isinstance(stages[0][0], Rule):
         step = stages[0][0]
         if name and "reranker" not in stages_spec[0]:  # never rename a shared built-in

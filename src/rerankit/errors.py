@@ -42,6 +42,7 @@ __all__ = [
     "TransientProviderError",
     "in_file",
     "no_such_file",
+    "strip_location",
 ]
 
 
@@ -86,6 +87,16 @@ def no_such_file(path: object, what: str = "", *, folder: bool = False) -> str:
     ``PATH: no such file (what it was for)``."""
     kind = "folder" if folder else "file"
     return f"{path}: no such {kind}" + (f" ({what})" if what else "")
+
+
+def strip_location(exc: ConfigError, outer: str) -> ConfigError:
+    """``exc`` located without its ``outer`` part, for a spec that has no such level: a
+    pipeline of one stage without a ``stages`` list is located ``scorer.model``, not
+    ``stages[0].scorer.model``; ``exc`` itself when not located under ``outer``."""
+    where = exc.where or ""
+    if where != outer and not where.startswith(f"{outer}."):
+        return exc
+    return ConfigError(str(exc)[len(where) + 2 :], where=where[len(outer) + 1 :] or None)
 
 
 class MissingDependencyError(RerankitError, ImportError):

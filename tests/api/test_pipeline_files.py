@@ -57,14 +57,19 @@ def test_a_fusion_without_weights_weighs_its_scorers_equally():
 @pytest.mark.parametrize(
     ("spec", "where"),
     [
-        ({"scorer": {"type": "bm25", "weight": 0.5}}, "stages[0].scorer.weight"),
+        # a spec without a stages list is named as it is written, with no stages[0]
+        ({"scorer": {"type": "bm25", "weight": 0.5}}, "scorer.weight"),
         (
             {"stages": [{"scorer": {"type": "bm25", "calibration": "x"}}]},
             "stages[0].scorer.calibration",
         ),
         (
+            {"stages": [{"reranker": "bm25"}, {"scorer": {"type": "bm25", "weight": 1}}]},
+            "stages[1].scorer.weight",
+        ),
+        (
             {"reranker": {"type": "hybrid", "embedding": {"type": "embedding", "weight": 1}}},
-            "stages[0].reranker.embedding.weight",
+            "reranker.embedding.weight",
         ),
     ],
 )

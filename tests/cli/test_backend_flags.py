@@ -165,6 +165,32 @@ def test_export_without_kind_exports_a_cross_encoder_as_one(bert_dir, tmp_path, 
     assert model_kind(str(out)) == ("cross_encoder", {"backend": "onnx"})  # what -r reads
 
 
+def test_an_exported_embedding_model_is_shown_loading_in_the_hybrid(tiny_st, tmp_path, capsys):
+    """The hint after exporting an embedding model loads it where the default reads it, in
+    the hybrid (cosine alone ranks worse): the pipeline it prints loads as written, reading
+    the export on ONNX Runtime, and the serve command it prints parses."""
+    pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
+    import shlex
+
+    import tomllib
+
+    from rerankit import load
+    from rerankit.cli import build_parser
+
+    out = tmp_path / "st-onnx"
+    assert main(["export", str(tiny_st), "--out", str(out)]) == 0
+    hint = capsys.readouterr().out.splitlines()[-1]
+    assert hint.startswith("load it in the default hybrid with reranker = {")
+    table = hint.split(" with ", 1)[1].split(" or `")[0]
+    hybrid = load(tomllib.loads(table))
+    assert type(hybrid).__name__ == "HybridReranker"
+    assert hybrid.embedding.model_id == str(out) and hybrid.embedding.backend == "onnx"
+    serve = shlex.split(hint.split("`")[1])
+    assert serve[:4] == ["rerankit", "serve", "--reranker", "hybrid"]
+    build_parser().parse_args(serve[1:])
+    assert 'alone it ranks by cosine similarity only: { type = "embedding"' in hint
+
+
 def test_export_refuses_to_guess_a_model_it_cannot_tell(tmp_path, capsys):
     """A folder with neither sentence-transformers files nor a classification head: an
     error naming the --kind to pass, before any export work."""

@@ -234,3 +234,24 @@ def test_every_registered_name_works_with_either_separator(kind, name):
     hyphens, underscores = name.replace("_", "-"), name.replace("-", "_")
     assert registry.canonical(kind, hyphens) == registry.canonical(kind, underscores) == name
     assert registry.lookup(kind, hyphens) is registry.lookup(kind, underscores)
+
+
+def test_the_commands_the_cli_page_names_for_max_queries_are_those_that_take_it():
+    """docs/cli.md names the commands that take --max-queries (train has --max-pairs
+    instead): each is true of the parser, and no command taking it is left out."""
+    import argparse
+    import re
+
+    page = " ".join((ROOT / "docs" / "cli.md").read_text().split())
+    named = re.search(r"`--max-queries` limits the queries read \(by (.*?); `train`", page)
+    assert named, "the One spelling paragraph no longer says which commands take it"
+    listed = set(re.findall(r"`([a-z-]+)`", named.group(1)))
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    taking = {
+        name
+        for name, parser in sub.choices.items()
+        if any("--max-queries" in a.option_strings for a in parser._actions)
+    }
+    assert listed == taking
+    train = sub.choices["train"]
+    assert any("--max-pairs" in a.option_strings for a in train._actions)

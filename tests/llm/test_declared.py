@@ -46,10 +46,10 @@ def test_a_retry_table_in_a_file_is_a_policy_that_retries(tmp_path, monkeypatch)
 @pytest.mark.parametrize(
     ("retry", "message"),
     [
-        ("{ attempts = 0 }", r"stages\[0\]\.scorer: retry: attempts must be >= 1"),
-        ('{ attempts = "3" }', r"stages\[0\]\.scorer: retry\.attempts: must be an integer"),
+        ("{ attempts = 0 }", r"^scorer: retry: attempts must be >= 1"),
+        ('{ attempts = "3" }', r"^scorer: retry\.attempts: must be an integer"),
         ("{ timout = 5 }", r"retry has no key 'timout' \(did you mean 'timeout'\?\)"),
-        ("5", r"stages\[0\]\.scorer: retry: a table of attempts, multiplier"),
+        ("5", r"^scorer: retry: a table of attempts, multiplier"),
     ],
 )
 def test_a_wrong_retry_table_is_named_when_the_file_loads(tmp_path, retry, message):
@@ -72,7 +72,7 @@ def test_json_mode_from_a_file_reaches_the_client(tmp_path):
         ('api_key = "sk"\n', r"has no key 'api_key': .*api_key_env"),
         (
             "windw = 5\n",
-            r"stages\[0\]\.scorer: an llm_pointwise scorer has no key 'windw'; its keys: "
+            r"^scorer: an llm_pointwise scorer has no key 'windw'; its keys: "
             r"provider, model, base_url, api_key_env, json_mode, instructions, .*retry",
         ),
     ],

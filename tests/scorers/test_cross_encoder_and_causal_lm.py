@@ -32,6 +32,29 @@ DOCS = [
 # --- cross-encoder -----------------------------------------------------------------------
 
 
+def test_without_torch_a_model_that_is_not_exported_says_both_ways_out(
+    bert_dir, tmp_path, monkeypatch
+):
+    """Without sentence-transformers (a torch-free install), a cross-encoder folder that was
+    never exported cannot load: the error names the extra to install and the export that
+    runs it without torch, with the command (as the scorers page promises)."""
+    import shutil
+    import sys
+
+    from rerankit.errors import MissingDependencyError
+    from rerankit.scorers import EmbeddingScorer
+
+    folder = tmp_path / "ce"  # a folder of its own: no model loaded earlier is reused
+    shutil.copytree(bert_dir, folder)
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as if not installed
+    for scorer in (CrossEncoderScorer(str(folder), backend="torch"), EmbeddingScorer(str(folder))):
+        with pytest.raises(MissingDependencyError) as info:
+            _ = scorer.model
+        message = str(info.value)
+        assert "pip install 'rerankit[torch]'" in message
+        assert f"(`rerankit export {folder} --out FOLDER`) and load FOLDER" in message
+
+
 def direct_cross_encoder_logits(path, query, docs, max_length=128):
     tok = transformers.AutoTokenizer.from_pretrained(path)
     model = transformers.AutoModelForSequenceClassification.from_pretrained(path).eval()

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rerankit.cli import build_parser, serve_settings
@@ -160,10 +161,10 @@ def test_an_api_key_variable_that_is_not_set_refuses_to_start_an_open_service(mo
     [
         (
             {"reranker": {"type": "hybrid", "embedding": {"type": "embedding", "modle": "x"}}},
-            "pipeline 'mine': stages[0].reranker.embedding",
+            "pipeline 'mine': reranker.embedding",
         ),
-        ({"reranker": {"type": "hybrid", "embedding": "x"}}, "stages[0].reranker"),
-        ({"reranker": {"type": "hybrid", "modle": "x"}}, "stages[0].reranker"),
+        ({"reranker": {"type": "hybrid", "embedding": "x"}}, "pipeline 'mine': reranker"),
+        ({"reranker": {"type": "hybrid", "modle": "x"}}, "pipeline 'mine': reranker"),
         ({"stages": [{"reranker": "hybrid", "keep": 0}]}, "stages[0].keep"),
     ],
 )
@@ -173,6 +174,54 @@ def test_a_wrong_declared_pipeline_stops_the_service_at_start_naming_stage_and_k
     with pytest.raises(ConfigError) as info:
         create_app(ServerSettings(pipelines={"mine": spec}, default="mine"))
     assert where in str(info.value) and "pipeline 'mine'" in str(info.value)
+
+
+def test_a_model_folder_or_pipeline_file_takes_the_backend_flags_as_rank_reads_them(
+    bert_dir, tmp_path, monkeypatch
+):
+    """``serve -r FOLDER --quantize int8`` serves what ``rank -r FOLDER --quantize int8``
+    ranks with (it was an "unknown reranker"); a pipeline file naming the folder relative
+    to itself is read from another working directory, and refuses --quantize, which its
+    scorer's own backend option overrides; --model beside a folder is refused, naming
+    both."""
+    pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
+    from rerankit import load
+    from rerankit.backends.onnx import export
+    from rerankit.cli.pipelines import pipeline_spec
+    from rerankit.errors import InputError
+    from rerankit.scorers import CrossEncoderScorer
+
+    folder = tmp_path / "service" / "ce-onnx"
+    export(str(bert_dir), folder, kind="cross_encoder", quantize="int8", smooth_alpha=None)
+    docs = ["solar power", "wind turbines", "the stock market"]
+
+    def scores(reranker):
+        return {r.index: r.score for r in reranker.rerank("solar energy", docs)}
+
+    int8 = CrossEncoderScorer(str(folder), backend="onnx", quantize="int8").score_texts(
+        "solar energy", docs
+    )
+    fp32 = CrossEncoderScorer(str(folder), backend="onnx").score_texts("solar energy", docs)
+    assert not np.allclose(int8, fp32, rtol=0, atol=1e-7)  # so the file that ran is known
+    flags = ["--reranker", str(folder), "--quantize", "int8"]
+    served = _settings(*flags)
+    spec = served.pipelines[served.default]
+    ranked = build_parser().parse_args(["rank", "-q", "solar energy", *flags])
+    assert spec == pipeline_spec(ranked.reranker, ranked)  # the same spec as rank's
+    np.testing.assert_allclose(
+        list(scores(load(spec)).values()), [int8[i] for i in scores(load(spec))]
+    )
+    pipeline = tmp_path / "service" / "ce.toml"
+    pipeline.write_text('[scorer]\ntype = "cross_encoder"\nmodel = "ce-onnx"\nbackend = "onnx"\n')
+    monkeypatch.chdir(tmp_path)  # not the pipeline file's folder
+    served = _settings("--reranker", str(pipeline))
+    assert served.default == "ce"
+    got = scores(load(served.pipelines["ce"]))
+    np.testing.assert_allclose([got[i] for i in range(3)], fp32)  # its model, beside it
+    with pytest.raises(InputError, match="--quantize has no effect"):  # its scorer's own
+        _settings("--reranker", str(pipeline), "--quantize", "int8")
+    with pytest.raises(InputError, match="--model names the model of a registered reranker"):
+        _settings(*flags, "--model", "other")
 
 
 def test_a_declared_hybrid_names_its_embedding_model_either_way(tmp_path):

@@ -265,7 +265,11 @@ def test_a_dry_run_needs_no_api_key_and_a_real_run_still_does(
     out = tmp_path / "labelled"
     for judge, missing in ((default_key, "OPENAI_API_KEY"), (named_key, "RERANKIT_TEST_KEY")):
         assert run_label(collection, judge, out, "--dry-run") == 0
-        assert "calls, about" in capsys.readouterr().err
+        said = capsys.readouterr().err
+        assert "calls, about" in said
+        # a few hundredths of a cent at gpt-4o-mini's price: said, not rounded to $0.00
+        cost = float(re.search(r"tokens, about \$([0-9.]+),", said).group(1))
+        assert 0 < cost < 0.01
         assert run_label(collection, judge, out) != 0
         assert missing in capsys.readouterr().err
         assert not out.exists()
@@ -301,3 +305,59 @@ def test_tune_is_told_when_it_ranks_other_candidates_than_the_judge_saw(tmp_path
     assert "--first-stage bm25 --candidates 10" in first_stage_mismatch(tmp_path, "bm25", 10)
     assert first_stage_mismatch(tmp_path, str(run), 20) is not None
     assert first_stage_mismatch(tmp_path / "nowhere", "bm25", 10) is None  # not labelled
+
+
+def test_the_example_local_judge_serves_label_on_the_port_it_is_given(
+    tmp_path, collection, monkeypatch
+):
+    """examples/learn/local_judge.py, started as docs/learning.md starts it (here on a free
+    port): `rerankit label` reads its answers with no API key set, every candidate gets a
+    label, and a document with more of the query's words gets a grade at least as high."""
+    import socket
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    examples = Path(__file__).resolve().parents[2] / "examples" / "learn"
+    shipped = (examples / "local_judge.toml").read_text()
+    assert 'base_url = "http://127.0.0.1:8011/v1"' in shipped  # the script's default port
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    judge = tmp_path / "judge.toml"
+    judge.write_text(shipped.replace(":8011/", f":{port}/"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server = subprocess.Popen(
+        [sys.executable, str(examples / "local_judge.py"), "--port", str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert f"judge listening at http://127.0.0.1:{port}/v1" in server.stdout.readline()
+        assert run_label(collection, judge, tmp_path / "labels") == 0
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    data = load_beir(collection, "train")
+    made = load_qrels(tmp_path / "labels" / "qrels" / "train.tsv")
+    assert set(made) == set(data.queries) and all(len(v) == K for v in made.values())
+
+    def overlap(qid, doc):
+        words = lambda text: set(re.findall(r"\w+", text.lower()))  # noqa: E731
+        asked = words(data.queries[qid])
+        return len(asked & words(data.text(doc))) / len(asked)
+
+    for qid, labels in made.items():
+        ranked = sorted(labels, key=lambda d: overlap(qid, d))
+        assert [labels[d] for d in ranked] == sorted(labels[d] for d in ranked)
+
+
+def test_a_judge_files_mistake_is_named_as_the_file_has_it(tmp_path, collection, capsys):
+    """A judge file is one [scorer] table: its mistakes are located there (``scorer``), not
+    in a ``stages[0]`` the file does not have."""
+    judge = tmp_path / "judge.toml"
+    judge.write_text('[scorer]\ntype = "llm_pointwise"\nprovider = "openai"\nmodle = "x"\n')
+    assert run_label(collection, judge, tmp_path / "out", "--dry-run") == 1
+    err = capsys.readouterr().err
+    assert f"error: {judge}: scorer: an llm_pointwise scorer has no key 'modle'" in err
+    assert "stages[0]" not in err

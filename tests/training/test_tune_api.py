@@ -137,8 +137,12 @@ def test_the_test_split_report_is_in_the_account_with_recall_at_the_depth_evalua
         "| hybrid",
         "| t",
     ]
-    assert result.lines[at + 8].startswith("ECE: how far the probability scores are")
-    assert result.lines[at + 10].startswith("nDCG@10 x 100 minus hybrid's")
+    below = result.lines[at + 7 :]
+    assert below[1].startswith("ECE: how far the probability scores are")
+    # hybrid ran first and encoded the documents the tuned pipeline then read from the
+    # cache: the table says so under it, so the times are not read as the pipelines' speeds
+    assert below[2].startswith("(mean ms: hybrid ran first, so its time includes")
+    assert below[4].startswith("nDCG@10 x 100 minus hybrid's")
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,16 @@ def _queries(args: argparse.Namespace) -> Dataset:
     return limit_queries(data, args.max_queries)
 
 
+def dollars(amount: float) -> str:
+    """US$ ``amount`` with cents, and below 10 cents with two significant digits, so that
+    a small cost never reads as $0.00 ($1.27, $0.42, $0.0045; $0 for nothing)."""
+    if amount <= 0:
+        return "$0"
+    if amount >= 0.1:
+        return f"${amount:.2f}"
+    return f"${amount:.{1 - math.floor(math.log10(amount))}f}"
+
+
 def _line(report: LabelReport) -> str:
     cost = f", ${report.cost_usd:.4f}" if report.cost_usd is not None else ", cost unknown"
     return (
@@ -83,7 +94,7 @@ def cmd_label(args: argparse.Namespace) -> int:
     candidates = {q: [d for d, _ in rows] for q, rows in ranked.items()}
     calls, cost, tokens = estimate(judge, data.queries, candidates, data.text, prices)
     price = (
-        f"about ${cost:.2f}"
+        f"about {dollars(cost)}"
         if cost is not None
         else f"cost unknown (no list price for model {judge.client.model!r}: --prices FILE)"
     )

@@ -256,10 +256,16 @@ def cmd_export(args: argparse.Namespace) -> int:
     files = sorted(p.name for p in out.iterdir())
     print(f"wrote {out}: {', '.join(files)}")
     quantize = ', quantize = "int8"' if args.quantize else ""
-    print(
-        f'load it with {{ type = "{kind}", model = "{out}", backend = "onnx"{quantize} }} '
-        "(no torch needed)"
-    )
+    options = f'model = "{out}", backend = "onnx"{quantize}'
+    if kind == "embedding":  # the hybrid reading it, as the default does, before cosine alone
+        flag = " --quantize int8" if args.quantize else ""
+        print(
+            f'load it in the default hybrid with reranker = {{ type = "hybrid", {options} }} '
+            f"or `rerankit serve --reranker hybrid --model {out}{flag}` (no torch needed); "
+            f'alone it ranks by cosine similarity only: {{ type = "embedding", {options} }}'
+        )
+        return 0
+    print(f'load it with {{ type = "{kind}", {options} }} (no torch needed)')
     return 0
 
 
@@ -334,7 +340,7 @@ def add_commands(sub: Any) -> None:
         **examples(
             "rerankit export all-MiniLM-L6-v2 --quantize int8 --out minilm-onnx",
             "rerankit export cross-encoder/ms-marco-MiniLM-L6-v2 --out ce-onnx",
-            "rerankit serve --model minilm-onnx --backend onnx  # then serve it without torch",
+            "rerankit serve --reranker hybrid --model minilm-onnx --backend onnx  # no torch",
         ),
     )
     exp.add_argument("model", help="hub id or model directory (all-MiniLM-L6-v2: the bundled copy)")

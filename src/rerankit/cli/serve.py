@@ -8,12 +8,14 @@ import socket
 from pathlib import Path
 from typing import Any
 
+from .. import registry
 from ..api import PIPELINE_SUFFIXES
 from ..config import paths_beside, read_pipeline, read_spec
 from ..errors import ConfigError, InputError, in_file
 from ..server import serve
 from ..server.settings import ServerSettings, flag_pipeline, on_backend
 from .args import (
+    UsageError,
     add_backend_arguments,
     add_language_argument,
     add_old_spelling,
@@ -24,9 +26,15 @@ from .args import (
     refuse_unused,
 )
 from .files import need_file, need_model, need_reranker
-from .pipelines import in_language, model_flags, pipeline_name, refuse_model_flags
+from .pipelines import (
+    in_language,
+    model_flags,
+    pipeline_name,
+    pipeline_spec,
+    refuse_model_flags,
+)
 
-__all__ = ["add_commands", "cmd_serve", "serve_settings"]
+__all__ = ["add_commands", "cmd_serve", "serve_settings", "served_pipeline"]
 
 
 def serve_settings(args: argparse.Namespace) -> Any:
@@ -71,15 +79,24 @@ def serve_settings(args: argparse.Namespace) -> Any:
 
 
 def served_pipeline(args: argparse.Namespace) -> Any:
-    """The pipeline ``--reranker`` (else hybrid) names, with ``--model``, ``--backend``,
-    ``--quantize`` and ``--language``: a pipeline file's built-in hybrid and embedding
-    moved as ``rank -r FILE`` moves them (its relative paths read beside it), a name or a
-    model with those options."""
+    """What ``--reranker`` (else hybrid) serves, with ``--model``, ``--backend``,
+    ``--quantize`` and ``--language``: a registered reranker with those options; a pipeline
+    file with its built-in hybrid and embedding moved as ``rank -r FILE`` moves them (its
+    relative paths read beside it); a model folder or hub id read as ``rank -r`` and
+    ``eval`` read it (:func:`~rerankit.cli.pipelines.pipeline_spec`), so ``-r FOLDER
+    --quantize int8`` means the same in every command."""
     reranker = args.reranker or "hybrid"
-    if Path(reranker).suffix.lower() not in PIPELINE_SUFFIXES:
+    if registry.canonical("reranker", reranker) is not None:
         if args.reranker:
             refuse_model_flags(args, [reranker], f"--reranker {reranker}")
         return flag_pipeline(reranker, args.model, args.backend, args.quantize, args.language)
+    if Path(reranker).suffix.lower() not in PIPELINE_SUFFIXES:  # a model folder or hub id
+        if args.model:
+            raise UsageError(
+                f"--model names the model of a registered reranker (hybrid, cross-encoder, "
+                f"...); --reranker {reranker} is a model itself, so give one or the other"
+            )
+        return pipeline_spec(reranker, args)
     in_language(reranker, args.language)  # a file sets its own: refused
     if not (args.model or args.backend or args.quantize):
         return reranker
@@ -146,7 +163,7 @@ def add_commands(sub: Any) -> None:
         **examples(
             "rerankit serve --port 8080  # hybrid, bm25 and embedding",
             "rerankit serve --reranker tuned.toml  # the pipeline tune wrote",
-            "rerankit serve --model minilm-onnx --backend onnx  # a folder rerankit export wrote",
+            "rerankit serve --reranker hybrid --model minilm-onnx --backend onnx  # an export",
             "rerankit serve --settings service.toml",
         ),
     )

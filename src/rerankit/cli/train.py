@@ -9,7 +9,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..training import FineTuneOptions, fine_tune
-from ..training.fine_tuning import MAX_HELD_OUT, held_out_error
+from ..training.fine_tuning import MAX_HELD_OUT, NAMES, held_out_error
 from .args import (
     add_candidates_argument,
     add_data_argument,
@@ -38,10 +38,15 @@ def cmd_train(args: argparse.Namespace) -> int:
         reporter=reporter(args),
         **asdict(options),
     )
-    check = result.held_out_check
+    check = result.held_out_check or result.cross_fit_check
     if check is None:
         return 0
-    what = "cross-encoder" if args.what == "cross_encoder" else "embedding model"
+    what = NAMES[args.what]
+    model, unseen = (
+        (f"trained {what} does", "it")
+        if check is result.held_out_check
+        else (f"trained {what}'s fold models do", "each")
+    )
     if not check.beats_first_stage:
         use = (
             "`rerankit tune --method ltr` learns from the same judgments"
@@ -50,8 +55,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"--embedding-model {args.out}` measures that against the default"
         )
         print(
-            f"warning: the trained {what} does not rank better than BM25 on the "
-            f"{check.queries} queries it did not see; do not serve it as it is (more "
+            f"warning: the {model} not rank better than BM25 on the "
+            f"{check.queries} queries {unseen} did not see; do not serve it as it is (more "
             f"--epochs, a higher --learning-rate or more judgments may help; {use})",
             file=sys.stderr,
         )
@@ -164,10 +169,10 @@ def add_commands(sub: Any) -> None:
         type=int,
         default=None,
         metavar="K",
-        help="embedding: also train K fold models (OUT/cross-fit), each with one of K folds "
-        "of the queries left out, so that `rerankit tune --embedding-model OUT` measures on "
-        "every training query, not a held-out share (K+1 trainings; --held-out then "
-        "defaults to 0)",
+        help="also train K fold models (OUT/cross-fit), each with one of K folds of the "
+        "queries left out and checked on it: every judged query checks the training, not a "
+        "held-out share (K+1 trainings; --held-out then defaults to 0); an embedding model's "
+        "folds also let `rerankit tune --embedding-model OUT` measure on every training query",
     )
     add_no_progress_argument(tr)
     tr.set_defaults(func=cmd_train)

@@ -1,14 +1,23 @@
 """A local HTTP server that speaks Gemini's ``generateContent`` and OpenAI's
-``chat/completions`` protocols, for testing LLM rerankers offline through the real SDKs.
+``chat/completions`` protocols: for testing your LLM rerankers offline through the real
+SDKs, and as a stand-in judge for trying ``rerankit label`` with no API key
+(``examples/learn/local_judge.py``).
 
 Each request gets the next scripted :class:`Reply`, or, when the script is used up, whatever
-``responder(request)`` returns. Replies can carry an HTTP error status, headers (Retry-After),
-a delay (to simulate latency or a timeout) and any answer text::
+``responder(request)`` returns (a :class:`RecordedRequest`: the prompt, the system text, the
+JSON schema asked for, the model). Replies can carry an HTTP error status, headers
+(Retry-After), a delay (to simulate latency or a timeout) and any answer text, which the
+server wraps in the provider's own answer format (with token counts)::
 
-    with FakeLLMServer(responder=lambda req: Reply(text='{"score": 7}')) as server:
+    with FakeLLMServer(responder=lambda req: Reply(text='{"id": "0", "score": 7}')) as server:
         client = OpenAIClient(base_url=server.openai_url, model="m")
         ...
     server.requests  # what each call sent: provider, prompt, system, schema
+
+It listens on ``127.0.0.1`` at a free port unless given ``host`` and ``port``. Routes: a
+``POST`` to a path ending in ``/chat/completions`` (OpenAI's protocol: give the client
+``openai_url``, which is ``url + "/v1"``) or holding ``:generateContent`` (Gemini's
+``models/MODEL:generateContent``: give the client ``url``); anything else answers 404.
 """
 
 from __future__ import annotations
@@ -37,7 +46,10 @@ _STATUS_NAMES = {
 
 @dataclass
 class Reply:
-    """One scripted answer: ``text`` with HTTP 200, or an error ``status``."""
+    """One scripted answer: ``text`` (what the model says: the server puts it in the
+    provider's answer) with HTTP 200, or an error ``status`` whose message is ``text``;
+    ``headers`` to send (``{"Retry-After": "2"}``), ``delay`` seconds to wait first, and the
+    token counts to report (default: about a token per 4 characters)."""
 
     text: str = ""
     status: int = 200
@@ -49,6 +61,11 @@ class Reply:
 
 @dataclass
 class RecordedRequest:
+    """One call as the server received it: the ``provider`` whose protocol it spoke
+    (``"gemini"`` or ``"openai"``), the URL ``path``, the JSON ``body``, and read from it the
+    user ``prompt``, the ``system`` text, the JSON ``schema`` the answer must follow (None
+    without one) and the ``model`` named."""
+
     provider: str  # "gemini" or "openai"
     path: str
     body: dict[str, Any]
@@ -89,7 +106,12 @@ def _openai_fields(body: dict[str, Any]) -> tuple[str, str | None, Any, str]:
 
 
 class FakeLLMServer:
-    """Serves scripted replies on ``127.0.0.1``; ``latency`` seconds are added to each."""
+    """Serves scripted replies (see the module) on ``host`` (``127.0.0.1``) at ``port``
+    (0, the default: a free one; :attr:`url` says which). ``script``: the replies to give
+    first, in order (:meth:`add` appends more); ``responder``: called with each
+    :class:`RecordedRequest` once the script is used up (without one, such a request
+    answers 500); ``latency``: seconds added to every reply. Start it with ``with`` or
+    :meth:`start` (then :meth:`stop`); :attr:`requests` lists every call received."""
 
     def __init__(
         self,
@@ -97,10 +119,13 @@ class FakeLLMServer:
         *,
         responder: Callable[[RecordedRequest], Reply] | None = None,
         latency: float = 0.0,
+        host: str = "127.0.0.1",
+        port: int = 0,
     ) -> None:
         self._script: deque[Reply] = deque(script)
         self.responder = responder
         self.latency = latency
+        self.host, self.port = host, port
         self.requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -108,6 +133,7 @@ class FakeLLMServer:
 
     # -- scripting -----------------------------------------------------------------------
     def add(self, *replies: Reply) -> None:
+        """Append ``replies`` to the script."""
         with self._lock:
             self._script.extend(replies)
 
@@ -123,15 +149,18 @@ class FakeLLMServer:
     # -- serving -------------------------------------------------------------------------
     @property
     def url(self) -> str:
+        """``http://HOST:PORT`` of the running server (Gemini's ``base_url``)."""
         assert self._server is not None, "server not started"
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
     @property
     def openai_url(self) -> str:
+        """The OpenAI ``base_url``: :attr:`url` + ``/v1``."""
         return self.url + "/v1"
 
     def start(self) -> FakeLLMServer:
+        """Listen and serve on a background thread; returns the server."""
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -178,7 +207,7 @@ class FakeLLMServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
 
-        self._server = _Server(("127.0.0.1", 0), Handler)
+        self._server = _Server((self.host, self.port), Handler)
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
         )
@@ -186,6 +215,7 @@ class FakeLLMServer:
         return self
 
     def stop(self) -> None:
+        """Stop serving and close the socket."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

@@ -102,7 +102,7 @@ class CrossEncoderScorer(LocalModelScorer):
         self._encoder: PairEncoder | Literal[False] | None = None  # False: none for this model
 
     def _load(self) -> Any:
-        st = require("sentence_transformers", "CrossEncoderScorer")
+        st = self._sentence_transformers()
         hub = hub_options(self.model_id, "cross-encoder", 'CrossEncoderScorer("{folder}")')
         device = self.profile.resolve_device()
         return st.CrossEncoder(

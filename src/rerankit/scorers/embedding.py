@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .._optional import require
 from .._threads import in_thread, on_model_thread, running_on_model_thread
 from ..backends.bundled import (
     BUNDLED_NAMES,
@@ -191,7 +190,7 @@ class EmbeddingScorer(LocalModelScorer):
         return False
 
     def _load(self) -> Any:
-        st = require("sentence_transformers", "EmbeddingScorer")
+        st = self._sentence_transformers()
         source = resolve_source(self.model_id)
         hub = hub_options(source, "embedding model", 'EmbeddingScorer("{folder}")')
         device = self.profile.resolve_device()

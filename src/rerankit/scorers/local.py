@@ -9,6 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypedDict
 
+from .._optional import require
 from .._threads import in_model_thread
 from ..backends.choice import choose_backend
 from ..backends.local import (
@@ -21,6 +22,7 @@ from ..backends.local import (
 )
 from ..backends.onnx import load_onnx
 from ..backends.pairs import lengths, offsets, unpadded
+from ..errors import MissingDependencyError
 from ..types import Document
 from .base import ScoreBatch, valid_query, valid_unicode
 
@@ -152,6 +154,21 @@ class LocalModelScorer:
 
     def _load(self) -> Any:  # pragma: no cover - each subclass loads its own kind
         raise NotImplementedError
+
+    def _sentence_transformers(self) -> Any:
+        """sentence-transformers, which loads the model on torch; without it, the error
+        says both ways out: install the extra, or (for a model ONNX Runtime can run) export
+        it where torch is and load the export."""
+        try:
+            return require("sentence_transformers", type(self).__name__)
+        except MissingDependencyError as exc:
+            if not (self.onnx_kind and self.model_id):
+                raise
+            raise MissingDependencyError(
+                f"{exc}; or, to run it without torch, export it where torch is installed "
+                f"(`rerankit export {self.model_id} --out FOLDER`) and load FOLDER, which "
+                "runs on ONNX Runtime"
+            ) from exc
 
     def _load_onnx(self) -> Any:
         """The model on ONNX Runtime: an exported folder, or an export made once."""

@@ -1,14 +1,16 @@
 """Fine-tuning a model on judgments: :func:`fine_tune` trains the embedding model, or a
 cross-encoder, on a BEIR-layout folder's training split (hard negatives from BM25), keeps a
 share of the queries out to check the result against BM25 and the model it started from,
-and with ``cross_fit`` trains fold models so that ``tune`` can measure a pipeline that reads
-the model on every training query. ``rerankit train`` is this function with its arguments
+and with ``cross_fit`` trains fold models that check the training on every judged query
+(for an embedding model ``tune`` then reads them too, to measure a pipeline that reads the
+model on every training query). ``rerankit train`` is this function with its arguments
 parsed and its result printed."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import shlex
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -27,7 +29,7 @@ from . import crossval
 from .cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 from .embedding import embedding_pairs, fine_tune_embedding
 from .reporting import Reporter, quiet
-from .trainer import CROSS_FIT, queries_trained_on, record_trained_on
+from .trainer import CROSS_FIT, queries_trained_on, record_trained_on, spoken_time
 
 __all__ = [
     "CHECK_DEPTH",
@@ -38,6 +40,7 @@ __all__ = [
     "FineTuneOptions",
     "FineTuneResult",
     "HeldOutCheck",
+    "against_default",
     "check_on_held_out",
     "fine_tune",
     "held_out",
@@ -56,6 +59,8 @@ MIN_QUERIES_TO_HOLD_OUT = 10
 #: still have most of them to learn from)
 MAX_HELD_OUT = 0.5
 WHAT = ("embedding", "cross_encoder")
+#: what each kind of model is called in what training says
+NAMES = {"embedding": "embedding model", "cross_encoder": "cross-encoder"}
 
 
 def held_out(qids: list[str], share: float, cap: int | None = DEFAULT_HELD_OUT_CAP) -> list[str]:
@@ -149,8 +154,8 @@ class FineTuneOptions:
     ``head_learning_rate`` for a cross-encoder's relevance head), the BM25 depth
     ``candidates`` hard negatives come from (:func:`fine_tune` also takes ``k``, its earlier
     name), the share of the judged queries ``held_out`` to check the result on (default
-    0.1, at most 200; 0 with ``cross_fit``) and ``cross_fit=K`` fold models (embedding
-    only)."""
+    0.1, at most 200; 0 with ``cross_fit``) and ``cross_fit=K`` fold models, each trained
+    with one of K folds of the queries left out and checked on it."""
 
     what: str = "embedding"
     split: str = "train"
@@ -192,10 +197,6 @@ class FineTuneOptions:
         ):
             if rate is not None and not 0 <= rate < math.inf:
                 raise InputError(f"{flag} must be 0 (weights kept) or above, got {rate}")
-        if self.cross_fit is not None and self.what != "embedding":
-            raise InputError(
-                "--cross-fit is for embedding models, which `rerankit tune` reads as features"
-            )
         if self.cross_fit is not None and self.cross_fit < 2:
             raise InputError(f"--cross-fit needs at least 2 folds, got {self.cross_fit}")
 
@@ -274,15 +275,49 @@ def fine_tune(
         else ("EmbeddingScorer", f"rerankit export {out} --quantize int8")
     )
     report.say(
-        f"{result.steps} steps in {result.seconds / 60:.1f} min"
+        f"{result.steps} steps in {spoken_time(result.seconds)}"
         f"{' (resumed)' if result.resumed else ''}{trend}\nwrote {out}: load it with "
-        f"{load_with}({str(out)!r}), or `{export}`"
+        f"{load_with}({str(out)!r}), or `{export}` (its checkpoints folder is for resuming "
+        "this training: serving the model does not need it)"
     )
     if checked:
         result.held_out_check = _check(run, what, out, checked, report)
     if cross_fit:
         _cross_fit(run, judged, cross_fit, out, result, report)
+    report.say(against_default(what, data, out))
     return result
+
+
+def against_default(what: str, data: str | Path, out: str | Path) -> str:
+    """The command that says whether the model trained into ``out`` from ``data`` does
+    better than the default ``hybrid`` (the held-out check compares it with BM25 and the
+    model it started from only): for a cross-encoder, ``rerankit eval`` of both on judged
+    test queries (``data``'s test split when it has one); for an embedding model, ``rerankit
+    tune`` of a ranker that reads it, against the default."""
+    if what == "cross_encoder":
+        has_test = (Path(data) / "qrels" / "test.tsv").is_file()
+        folder = shlex.quote(str(data)) if has_test else "FOLDER"
+        where = (
+            f"on {data}'s test split"
+            if has_test
+            else "on judged test queries (a FOLDER with qrels/test.tsv)"
+        )
+        return (
+            f"does it beat the default? `rerankit eval --data {folder} --rerankers "
+            f"hybrid,{shlex.quote(str(out))} --baseline hybrid` measures both {where}"
+        )
+    return (
+        f"does it beat the default? `rerankit tune --data {shlex.quote(str(data))} --method ltr "
+        f"--embedding-model {shlex.quote(str(out))} --out tuned.toml` measures a ranker "
+        "reading it against the default hybrid"
+    )
+
+
+def _scorer(what: str, folder: str | Path) -> Any:
+    """The model trained into ``folder``, as a scorer."""
+    if what == "cross_encoder":
+        return CrossEncoderScorer(str(folder))
+    return EmbeddingScorer(str(folder), cache=False)
 
 
 def _check(
@@ -290,21 +325,15 @@ def _check(
 ) -> HeldOutCheck:
     """The trained model, BM25 and the model training started from on the held-out
     queries, said."""
-    trained = (
-        CrossEncoderScorer(str(out))
-        if what == "cross_encoder"
-        else EmbeddingScorer(str(out), cache=False)
-    )
-    first, mine = check_on_held_out(trained, run.data, run.cands, checked, CHECK_DEPTH)
+    first, mine = check_on_held_out(_scorer(what, out), run.data, run.cands, checked, CHECK_DEPTH)
     start, before, began = _starting_model(what, run.opts.model), "", None
     if start is not None:
         began = check_on_held_out(start, run.data, run.cands, checked, CHECK_DEPTH)[1]
         before = f", the model it started from {100 * began:.2f}"
-    name = "cross-encoder" if what == "cross_encoder" else "embedding model"
     report.say(
         f"held-out check, {len(checked)} training queries it never saw (BM25's top "
         f"{CHECK_DEPTH} reranked), nDCG@10: BM25 {100 * first:.2f}{before}, the trained "
-        f"{name} {100 * mine:.2f}"
+        f"{NAMES[what]} {100 * mine:.2f}"
     )
     if len(checked) < MIN_QUERIES_TO_HOLD_OUT:
         report.say(
@@ -320,8 +349,10 @@ def _cross_fit(
     """K more models in ``out/cross-fit/fold-i``, each trained as the model was but with
     the i-th of K folds of the judged queries left out (a fold already trained on the same
     queries is kept), and the check of each on the fold it never saw: every judged query
-    measured, where a held-out share measures few. ``tune`` then reads each training query
-    with the fold model that never saw it."""
+    measured, where a held-out share measures few. For an embedding model ``tune`` then
+    reads each training query with the fold model that never saw it; a cross-encoder's
+    folds serve the check only."""
+    what = result.what
     folds = crossval.kfold(judged, k)
     first, model = [], []
     for i, fold in enumerate(folds):
@@ -332,18 +363,24 @@ def _cross_fit(
             result.folds_reused.append(i)
         else:
             report.say(f"fold {i + 1} of {len(folds)}: {len(fold)} queries left out")
-            _train_without(run, set(fold), folder, "embedding", report)
-        scorer = EmbeddingScorer(str(folder), cache=False)
-        bm25, trained = check_on_held_out(scorer, run.data, run.cands, fold, CHECK_DEPTH)
+            _train_without(run, set(fold), folder, what, report)
+        bm25, trained = check_on_held_out(
+            _scorer(what, folder), run.data, run.cands, fold, CHECK_DEPTH
+        )
         first += [bm25] * len(fold)
         model += [trained] * len(fold)
     result.cross_fit_check = HeldOutCheck(len(judged), float(np.mean(first)), float(np.mean(model)))
+    use = (
+        f"`rerankit tune --embedding-model {out}` reads them; serving the model does not need them"
+        if what == "embedding"
+        else "they served this check only (delete them when done; serving the model does "
+        "not need them)"
+    )
     report.say(
         f"cross-fitted check, all {len(judged)} judged training queries, each ranked by the "
         f"fold model never trained on it (BM25's top {CHECK_DEPTH} reranked), nDCG@10: BM25 "
         f"{100 * np.mean(first):.2f}, the fold models {100 * np.mean(model):.2f}\nwrote "
-        f"{len(folds)} fold models in {Path(out) / CROSS_FIT}: `rerankit tune "
-        f"--embedding-model {out}` reads them; serving the model does not need them"
+        f"{len(folds)} fold models in {Path(out) / CROSS_FIT}: {use}"
     )
 
 

@@ -252,7 +252,12 @@ def cross_validated(
         say(f"  {100 * cv.options[option]:6.2f} ± {100 * spread:4.2f}  {describe(option)}")
     say(f"  {100 * statistics.fmean(default[q] for q in qids):6.2f}         the default")
     chosen = [f"{i}: {describe(o)}" for i, o in enumerate(cv.chosen_by_fold, start=1)]
-    say("\nchosen by the other folds, for each fold: " + "; ".join(chosen))
+    say(
+        "\n(the top of this list is the best of many tries on the same queries, so it "
+        "flatters; the verdict below measures each fold with the option the other folds "
+        "chose, as a new query meets it)\n"
+        "chosen by the other folds, for each fold: " + "; ".join(chosen)
+    )
     verdict = crossval.verdict(cv, default, margin=margin, among=among)
     say(verdict.describe())
     points = crossval.learning_curve(cv, fit, cv.best if refit else None)

@@ -7,6 +7,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ __all__ = [
     "queries_trained_on",
     "record_trained_on",
     "run_trainer",
+    "spoken_time",
     "trainer_settings",
 ]
 
@@ -119,6 +121,16 @@ def claim_checkpoints(
     return resume
 
 
+def spoken_time(seconds: float) -> str:
+    """``seconds`` as a person says a duration: ``40 s`` below two minutes (1 s at least),
+    ``12 min`` below two hours, else ``3.5 h``."""
+    if seconds < 120:
+        return f"{max(1, round(seconds))} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
 def trainer_settings(
     checkpoints: Path,
     steps: int,
@@ -185,7 +197,10 @@ class TrainingRun:
 
     @property
     def steps(self) -> int:
-        return max(1, int(len(self.rows) / self.batch_size * self.epochs))
+        """The optimiser steps the trainer takes: every batch a step, the last one short
+        included, times the epochs (rounded up, as transformers' trainer counts them)."""
+        batches = math.ceil(len(self.rows) / self.batch_size)
+        return max(1, math.ceil(batches * self.epochs))
 
     def claim(self, kind: str, **settings: Any) -> bool:
         """:func:`claim_checkpoints` for this run of ``kind`` with its other ``settings``."""
@@ -208,7 +223,7 @@ class TrainingRun:
         per_step = time.perf_counter() - start
         (self.log or logger.info)(
             f"{len(self.rows)} training pairs, {self.steps} steps of {self.batch_size}: about "
-            f"{self.steps * per_step / 60:.0f} min on this machine"
+            f"{spoken_time(self.steps * per_step)} on this machine"
         )
 
     def arguments(self, make: Callable[..., Any], **extra: Any) -> Any:
