@@ -77,6 +77,27 @@ def test_every_run_file_is_visible_and_named_after_its_pipeline(tiny, tmp_path):
     ]
 
 
+def test_a_candidate_listed_twice_is_ranked_once_where_it_came_first_and_said(tiny, tmp_path):
+    from rerankit.eval import evaluate
+
+    cands = tmp_path / "cands.jsonl"
+    rows = [
+        {"query_id": "q1", "candidates": [{"id": "d3"}, {"id": "d1"}, {"id": "d3"}, "d2"]},
+        {"query_id": "q2", "candidates": ["d2", "d4"]},
+    ]
+    cands.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    data = load_beir(tiny)
+    said: list[str] = []
+    got = first_stage(data, str(cands), k=10, note=said.append)
+    assert [d for d, _ in got["q1"]] == ["d3", "d1", "d2"] and len(got["q2"]) == 2
+    assert len(said) == 1 and "1 candidate(s) listed again for the same query" in said[0]
+    assert "query 'q1'" in said[0] and data.notes == []  # the caller's dataset untouched
+    warned: list[str] = []
+    result = evaluate(tiny, "bm25", first_stage=str(cands), note=warned.append)
+    assert any("listed again" in w for w in warned)
+    assert any("listed again" in n for n in result.to_dict()["collections"][0]["notes"])
+
+
 def test_first_stage_bm25_and_run_file(tiny, tmp_path):
     data = load_beir(tiny)
     cands = first_stage(data, "bm25", k=2)

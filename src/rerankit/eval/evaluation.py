@@ -170,6 +170,18 @@ def _engine(engine: Any) -> Callable[..., PipelineRun] | None:
     raise InputError(f"engine: expected 'local' or an engine such as ray_engine(), got {engine!r}")
 
 
+def _keep_note(dataset: Dataset, note: Callable[[str], None] | None) -> Callable[[str], None]:
+    """What the first stage read past: kept in ``dataset.notes`` (this evaluation's copy;
+    results.json holds them) and said to ``note`` as a warning."""
+
+    def keep(message: str) -> None:
+        dataset.notes.append(message)
+        if note is not None:
+            note(f"warning: {message}")
+
+    return keep
+
+
 def _read(
     source: Path | Dataset,
     split: str,
@@ -253,7 +265,9 @@ def evaluate(
     done: list[CollectionEvaluation] = []
     for label, (_, own, source) in zip(_labels(collections, split), collections, strict=True):
         dataset = _read(source, own, max_queries, note)
-        cands = first_stage_candidates(dataset, first_stage, candidates)
+        cands = first_stage_candidates(
+            dataset, first_stage, candidates, note=_keep_note(dataset, note)
+        )
         runs = [first_stage_run(cands)]
         for layout in layouts:  # after the first stage: every layout, the same candidates
             shown = dataset.with_titles(layout)

@@ -5,7 +5,8 @@ as the documents a reranker takes."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from numbers import Real
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ __all__ = [
     "load_candidates",
 ]
 
+
+logger = logging.getLogger(__name__)
 
 #: the first stages named by a word; anything else is a file (a TREC run or JSON Lines)
 SOURCES = ("auto", "bm25", "run")
@@ -101,13 +104,15 @@ class BM25Index:
 
 
 def first_stage(
-    data: Dataset, source: str = "bm25", k: int = 100
+    data: Dataset, source: str = "bm25", k: int = 100, *, note: Callable[[str], None] | None = None
 ) -> dict[str, list[tuple[str, float]]]:
     """Each query's top ``k`` as ``(doc id, first-stage score)``, best first: BM25 over the
     corpus (``"bm25"``, Anserini's k1=0.9, b=0.4), the dataset's own run (``"run"``), the
     run when the dataset ships one and BM25 otherwise (``"auto"``), or the path of your
     retriever's output: a TREC run file, or JSON Lines candidates (``.jsonl``, see
-    :func:`load_candidates`). Queries the first stage finds nothing for get an empty list."""
+    :func:`load_candidates`). Queries the first stage finds nothing for get an empty list. A
+    document a file lists twice for one query is kept at its first place; a warning (logged,
+    and given to ``note``) says how many."""
     if source == "auto":
         source = "run" if data.run_scores is not None else "bm25"
     if source == "bm25":
@@ -132,7 +137,32 @@ def first_stage(
             ranked = load_run(source, with_scores=True, corpus=data.corpus, queries=data.query_ids)
         if not set(ranked) & set(data.queries):
             raise _uncovered(data, source, set(ranked))
-    return {qid: list(ranked.get(qid, []))[:k] for qid in data.queries}
+    out = {qid: _once(ranked.get(qid, [])) for qid in data.queries}
+    repeated = {qid: n for qid, (_, n) in out.items() if n}
+    if repeated:
+        example = next(iter(repeated))
+        said = (
+            f"{data.run_file if source == 'run' else source}: {sum(repeated.values())} "
+            f"candidate(s) listed again for the same query, in {len(repeated)} queries "
+            f"(e.g. {repeated[example]} in query {example!r}): each document is ranked once, "
+            "where it was listed first"
+        )
+        logger.warning("%s", said)
+        if note is not None:
+            note(said)
+    return {qid: ranked_once[:k] for qid, (ranked_once, _) in out.items()}
+
+
+def _once(ranked: Sequence[tuple[str, float]]) -> tuple[list[tuple[str, float]], int]:
+    """``ranked`` with each document at its first (best) place only, and how many later
+    places were dropped."""
+    seen: set[str] = set()
+    kept = []
+    for doc, score in ranked:
+        if doc not in seen:
+            seen.add(doc)
+            kept.append((doc, score))
+    return kept, len(ranked) - len(kept)
 
 
 class UncoveredQueries(InputError):
