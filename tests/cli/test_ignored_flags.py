@@ -166,3 +166,18 @@ def test_cache_info_shows_the_cache_named_and_namespace_needs_a_server(
     assert "--namespace has no effect without a server" in refused(
         capsys, ["cache", "--namespace", "mine"]
     )
+
+
+def test_export_refuses_the_int8_options_where_they_shape_nothing(
+    capsys, tmp_path, bert_dir, tiny_st
+):
+    out = ["--out", str(tmp_path / "out")]
+    err = refused(capsys, ["export", str(bert_dir), *out, "--no-smoothing"])
+    assert "--no-smoothing has no effect without --quantize int8" in err
+    err = refused(
+        capsys, ["export", str(tiny_st), *out, "--quantize", "int8", "--int8-scales", "per-tensor"]
+    )
+    assert "--int8-scales has no effect for an embedding model" in err
+    err = refused(capsys, ["export", str(bert_dir), "--quantize", "int8", "--no-smoothing"])
+    assert "without --out" in err
+    assert not (tmp_path / "out").exists()  # refused before any export

@@ -27,7 +27,7 @@ from ..cache.sqlite import SQLiteStore
 from ..errors import InputError, RerankitError
 from ..ordering import Rule
 from ..rerankers import Pipeline
-from .args import examples, model_kind_name, positive_int, refuse_unused
+from .args import examples, given, model_kind_name, positive_int, refuse_unused, remember_defaults
 
 __all__ = ["add_commands", "cmd_cache", "cmd_check", "cmd_export", "cmd_rerankers"]
 
@@ -236,6 +236,21 @@ def _export_to_cache(args: argparse.Namespace, kind: str) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     kind = export_kind(args.model, args.kind)  # without --kind: what its files say
+    int8_options = given(args, "no_smoothing", "int8_scales")
+    if not args.quantize:
+        refuse_unused(int8_options, "without --quantize int8: they shape the int8 weights")
+    elif kind != "cross_encoder":
+        refuse_unused(
+            int8_options,
+            "for an embedding model: they shape a cross-encoder's int8 weights (an embedding "
+            "model's are ONNX Runtime's dynamic int8)",
+        )
+    elif args.out is None:
+        refuse_unused(
+            int8_options,
+            'without --out: the export into the cache is the one backend = "auto" and '
+            '"onnx" read, made with the defaults; give --out to keep one of your own',
+        )
     if args.kind is None:
         print(
             f"rerankit: exporting {args.model} as {kind} (told from its files; --kind sets it)",
@@ -380,3 +395,4 @@ def add_commands(sub: Any) -> None:
         "--no-smoothing --int8-scales per-tensor is plain dynamic int8",
     )
     exp.set_defaults(func=cmd_export)
+    remember_defaults(exp)
