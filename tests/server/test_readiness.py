@@ -296,3 +296,43 @@ def test_retries_back_off_one_at_a_time_and_requests_never_start_one(live_server
         assert info["attempts"] == len(starts) and info["error"]
     finally:
         server.stop()
+
+
+MISSING_LOADS: list[int] = []
+
+
+def _needs_a_missing_package():
+    """A reranker whose package is not installed (as a cross-encoder without torch)."""
+    from rerankit.errors import MissingDependencyError
+
+    MISSING_LOADS.append(1)
+    raise MissingDependencyError("CrossEncoderScorer needs 'sentence_transformers': pip install X")
+
+
+register_reranker("test-missing-package", _needs_a_missing_package)
+
+
+def test_a_pipeline_whose_package_is_missing_is_not_retried_and_says_so(monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from rerankit.server import create_app
+
+    monkeypatch.setattr(pipeline_module, "FIRST_RETRY_SECONDS", 0.05)  # a retry would be quick
+    settings = ServerSettings(
+        pipelines={"bm25": "bm25", "needs": "test-missing-package"}, default="bm25"
+    )
+    with TestClient(create_app(settings)) as client:
+        deadline = time.time() + 30
+        while client.get("/ready").json()["status"] == "loading" and time.time() < deadline:
+            time.sleep(0.02)
+        loads = len(MISSING_LOADS)
+        time.sleep(0.5)  # ten retries' worth of the backoff above
+        assert len(MISSING_LOADS) == loads  # not loaded again
+        entry = client.get("/info").json()["pipelines"]["needs"]
+        assert entry["state"] == "failed" and entry["retried"] is False
+        assert "sentence_transformers" in entry["error"] and "retry_in_seconds" not in entry
+        r = client.post("/v2/rerank", json={**ASK, "model": "needs"})
+        assert r.status_code == 503  # another replica may have it: come back much later
+        assert r.headers["retry-after"] == str(int(settings.retry_max_seconds))
+        assert "not retried (install what it needs and restart the service)" in r.text
+        assert client.post("/v2/rerank", json={**ASK, "model": "bm25"}).status_code == 200

@@ -5,7 +5,9 @@ thread pool for its blocking calls, its share of the request slots (see
 The loader makes one load attempt at a time, started by the service (never by a request):
 the pipeline is built and its models loaded on a thread of its own that ends with the
 attempt, then it reranks a warm-up batch within the request ``timeout``. A failed attempt is
-retried after 5 s, then twice as long each time, up to ``retry_max_seconds``. Until the
+retried after 5 s, then twice as long each time, up to ``retry_max_seconds``; one that
+failed for a package that is not installed is not retried (no retry can mend it: install it
+and restart the service), and ``/ready`` says so. Until the
 pipeline is ready its requests are answered 503 at once, with a ``Retry-After`` taken from
 the attempts' timing (see :meth:`~.state.PipelineState.retry_after`). However long an
 attempt hangs (a hub that never answers), it holds no thread, slot or queue place that
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,7 +26,7 @@ from typing import Any
 from .._threads import in_loading_thread, work_scope
 from ..api import load
 from ..cache import cache_defaults, pipeline_fingerprint
-from ..errors import ConfigError, ServiceError
+from ..errors import ConfigError, MissingDependencyError, ServiceError
 from ..scorers.local import load_models
 from .metrics import Metrics
 from .settings import ServerSettings
@@ -108,6 +111,13 @@ class ServedPipeline:
             now = f"next load attempt in {next_in:.0f} s"
         else:
             now = "loading"
+        if state.permanent:
+            return ServiceError(
+                503,
+                f"pipeline {self.name!r} is unavailable: {state.error}; it is not retried "
+                "(install what it needs and restart the service)",
+                {"Retry-After": str(max(1, math.ceil(self.settings.retry_max_seconds)))},
+            )
         why = f"is unavailable: {state.error}; {now}" if state.error else f"is {now}"
         return ServiceError(
             503, f"pipeline {self.name!r} {why}; retry in {wait} s", {"Retry-After": str(wait)}
@@ -126,7 +136,7 @@ class ServedPipeline:
         while True:
             if delay > 0:
                 await asyncio.sleep(delay)
-            if await self._attempt():
+            if await self._attempt() or self.state.permanent:
                 return
             delay = self.state.retry_in() or 0.0
 
@@ -141,7 +151,9 @@ class ServedPipeline:
             await self._warm_up(reranker)
         except Exception as exc:
             message = exc.message if isinstance(exc, ServiceError) else f"{exc}"
-            self.failed(message or type(exc).__name__)
+            self.failed(
+                message or type(exc).__name__, missing=isinstance(exc, MissingDependencyError)
+            )
         else:
             self.reranker, self.fingerprint = reranker, fingerprint
             self.state.succeeded()
@@ -185,12 +197,23 @@ class ServedPipeline:
         if result.degraded:  # a strategy failed: the pipeline is not what was declared
             raise RuntimeError("; ".join(result.warnings) or "degraded")
 
-    def failed(self, error: str, *, by_request: bool = False) -> None:
+    def failed(self, error: str, *, by_request: bool = False, missing: bool = False) -> None:
         """The pipeline cannot run: its requests get 503 at once, and the loader tries again
         after the backoff (a failure reported by a request starts it; one reported by a
-        request after the pipeline stopped being ready changes nothing)."""
+        request after the pipeline stopped being ready changes nothing), or, when a package
+        it needs is ``missing``, never."""
         state = self.state
         if by_request and state.status != "ready":
+            return
+        if missing:
+            state.failed(error, None)
+            self.reranker = None
+            self.metrics.pipeline_failures.labels(self.name).inc()
+            logger.error(
+                "pipeline %r cannot load: %s (not retried: install it and restart the service)",
+                self.name,
+                error,
+            )
             return
         delay = min(FIRST_RETRY_SECONDS * 2**state.failures, self.settings.retry_max_seconds)
         state.failed(error, delay)

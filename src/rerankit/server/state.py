@@ -13,7 +13,8 @@ __all__ = ["PipelineState"]
 class PipelineState:
     """Where one pipeline stands: ``loading`` (a load attempt runs), ``ready``, or
     ``failed`` (the last attempt failed, with its error; the next one starts at
-    ``retry_at``). Attempts are timed, so that a client is told when to come back."""
+    ``retry_at``, or never when ``permanent``: what it needs is not installed). Attempts are
+    timed, so that a client is told when to come back."""
 
     def __init__(self) -> None:
         self.status = "loading"
@@ -23,10 +24,11 @@ class PipelineState:
         self.retry_at: float | None = None  # time.monotonic() of the next attempt
         self.started_at: float | None = None  # when the running attempt started
         self.last_took: float | None = None  # seconds the last finished attempt ran
+        self.permanent = False  # failed in a way no retry can mend (a missing package)
 
     def begin(self) -> None:
         """A load attempt starts."""
-        self.status, self.retry_at = "loading", None
+        self.status, self.retry_at, self.permanent = "loading", None, False
         self.started_at = time.monotonic()
         self.attempts += 1
 
@@ -34,12 +36,14 @@ class PipelineState:
         self._ended()
         self.status, self.error, self.failures = "ready", None, 0
 
-    def failed(self, error: str, delay: float) -> None:
-        """The attempt (or a request) failed: the next attempt starts in ``delay`` s."""
+    def failed(self, error: str, delay: float | None) -> None:
+        """The attempt (or a request) failed: the next attempt starts in ``delay`` s (None:
+        none will, :attr:`permanent`)."""
         self._ended()
         self.status, self.error = "failed", error
         self.failures += 1
-        self.retry_at = time.monotonic() + delay
+        self.permanent = delay is None
+        self.retry_at = None if delay is None else time.monotonic() + delay
 
     def _ended(self) -> None:
         if self.started_at is not None:
@@ -82,6 +86,8 @@ class PipelineState:
             out["error"] = self.error
         if self.status == "ready":
             return out
+        if self.permanent:
+            out["retried"] = False  # install what it needs and restart the service
         running = self.loading_for()
         if running is not None:
             out["loading_seconds"] = round(running, 1)
