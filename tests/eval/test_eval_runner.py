@@ -272,7 +272,7 @@ def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
     rows += [{"pipeline": "b", "ece": 0.03}]
     note = calibration_note(rows)
     assert note.startswith("\nECE: how far the probability scores are")
-    assert "for a:" in note and "rerankit tune --data DATA --calibrate" in note
+    assert "for a:" in note and "--first-stage SAME --candidates SAME --calibrate" in note
     assert "for a, b" not in note and "bm25" not in note
     assert "--calibrate" not in calibration_note(rows[::2])  # well calibrated: no advice
 

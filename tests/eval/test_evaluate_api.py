@@ -285,3 +285,27 @@ def test_a_bad_baseline_is_refused_before_any_reranker_loads(tmp_path):
         evaluate(_tiny(), [str(broken)], baseline="bm25")
     with pytest.raises(ConfigError, match="no-such-scorer"):
         evaluate(_tiny(), [str(broken)])
+
+
+def test_document_vectors_are_kept_on_disk_as_the_command_keeps_them(tmp_path, monkeypatch):
+    """From Python as from the command: the vectors go to a file (here the one named), so a
+    second evaluation encodes nothing new; the environment is as it was afterwards."""
+    pytest.importorskip("sentence_transformers", reason="the embedding reranker needs torch")
+    import os
+    import sqlite3
+
+    from rerankit.cache import EMBEDDING_CACHE_ENV
+
+    monkeypatch.delenv(EMBEDDING_CACHE_ENV, raising=False)
+    vectors = tmp_path / "vectors.sqlite"
+
+    def stored() -> int:
+        with sqlite3.connect(vectors) as db:
+            return db.execute("SELECT COUNT(*) FROM rerankit_embedding").fetchone()[0]
+
+    first = evaluate(_tiny(), "embedding", embedding_cache=vectors)
+    assert EMBEDDING_CACHE_ENV not in os.environ
+    kept = stored()
+    assert kept >= len(CORPUS)  # every document's vector
+    again = evaluate(_tiny(), "embedding", embedding_cache=vectors)
+    assert again.rows[1]["ndcg@10"] == first.rows[1]["ndcg@10"] and stored() == kept

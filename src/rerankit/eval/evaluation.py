@@ -12,6 +12,7 @@ from typing import Any
 
 from .._optional import require
 from ..api import load, pipeline_name
+from ..cache import embedding_cache_in_use
 from ..errors import InputError
 from .compare import FIRST_STAGE_BASELINE, check_baseline
 from .data import TITLES, Dataset, find_collections, read_split
@@ -216,6 +217,7 @@ def evaluate(
     progress: bool | Progress = False,
     note: Callable[[str], None] | None = None,
     on_collection: Callable[[CollectionEvaluation], None] | None = None,
+    embedding_cache: str | Path | bool | None = None,
 ) -> Evaluation:
     """Rerank each query's first-stage candidates with every reranker and measure how well
     each orders them, beside the first stage: what ``rerankit eval`` prints, as an
@@ -235,7 +237,11 @@ def evaluate(
     per layout over the same candidates), ``texts_only`` (hide the first-stage scores from
     the rerankers), ``max_queries`` (the first N of each collection), ``engine``
     (``"local"``, or :func:`rerankit.batch.ray_engine`'s), ``out`` (a folder to write the
-    files in as each collection is done).
+    files in as each collection is done), ``embedding_cache`` (where document vectors are
+    kept, as ``--embedding-cache``: by default on disk, as the command keeps them, so each
+    document is encoded once across rerankers and runs; a path; False: in memory only).
+    ``--backend``, ``--quantize`` and ``--language`` shape a reranker: give them in its
+    spec (``{"reranker": {"type": "hybrid", "backend": "onnx"}}``).
 
     Nothing is printed unless asked: ``progress`` (True: tqdm bars on stderr, extra
     ``eval``; or ``label -> wrapper`` of a loop over queries), ``note`` (each warning about
@@ -247,63 +253,65 @@ def evaluate(
     for an unknown reranker) raised before any reranker runs: a missing folder, an unknown
     title layout, a baseline that is not among the rerankers.
     """
-    collections = _collections(data, split)
-    candidates = _positive("candidates", candidates)
-    if max_queries is not None:
-        max_queries = _positive("max_queries", max_queries)
-    if out is not None:
-        check_output_folder(out)  # before the work, not after it
-    layouts = title_layouts(titles)
-    runner = _engine(engine)
-    given = _rerankers(rerankers)
-    names = [_run_name(n, t, layouts) for t in layouts for n, _ in given]
-    if baseline is not None:
-        baseline = check_baseline(baseline, [FIRST_STAGE, *names])
-    pipelines = [(label, load(item), item) for label, item in given]
-    bars = _progress(progress)
-    several = len(collections) > 1
-    done: list[CollectionEvaluation] = []
-    for label, (_, own, source) in zip(_labels(collections, split), collections, strict=True):
-        dataset = _read(source, own, max_queries, note)
-        cands = first_stage_candidates(
-            dataset, first_stage, candidates, note=_keep_note(dataset, note)
-        )
-        runs = [first_stage_run(cands)]
-        for layout in layouts:  # after the first stage: every layout, the same candidates
-            shown = dataset.with_titles(layout)
-            for name, reranker, declared in pipelines:
-                if runner is not None:
-                    run = runner(name, declared, shown, cands, first_stage_scores=not texts_only)
-                else:
-                    bar = bars(name) if bars is not None else None
-                    run = _run_here(name, reranker, shown, cands, bar, texts_only, note)
-                run.name = _run_name(name, layout, layouts)
-                runs.append(run)
-        depth = candidate_depth(cands, candidates)
-        meta = {
-            "dataset": dataset.name,
-            "split": own,
-            "first_stage": first_stage_label(dataset, first_stage),
-            "k": depth,
-            "queries": len(dataset.queries),
-            "queries_without_candidates": sum(1 for q in dataset.queries if not cands.get(q)),
-            "first_stage_scores_given": not texts_only,
-            "titles": layouts[0] if len(layouts) == 1 else layouts,
-            "baseline": baseline,
-            "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
-            "notes": dataset.notes,
-        }
-        rows = evaluate_runs(dataset, runs, depth)
-        result = CollectionEvaluation(label, meta, rows, runs, candidates)
+    with embedding_cache_in_use(embedding_cache):  # read by the scorers built below
+        collections = _collections(data, split)
+        candidates = _positive("candidates", candidates)
+        if max_queries is not None:
+            max_queries = _positive("max_queries", max_queries)
         if out is not None:
-            result.written = result.write(collection_folder(out, label, several))
-        done.append(result)
-        if on_collection is not None:
-            on_collection(result)
-    evaluation = Evaluation(done, baseline)
-    if out is not None and several:
-        evaluation.summary_file = write_summary(out, [c.entry() for c in done])
-    return evaluation
+            check_output_folder(out)  # before the work, not after it
+        layouts = title_layouts(titles)
+        runner = _engine(engine)
+        given = _rerankers(rerankers)
+        names = [_run_name(n, t, layouts) for t in layouts for n, _ in given]
+        if baseline is not None:
+            baseline = check_baseline(baseline, [FIRST_STAGE, *names])
+        pipelines = [(label, load(item), item) for label, item in given]
+        bars = _progress(progress)
+        several = len(collections) > 1
+        done: list[CollectionEvaluation] = []
+        for label, (_, own, source) in zip(_labels(collections, split), collections, strict=True):
+            dataset = _read(source, own, max_queries, note)
+            cands = first_stage_candidates(
+                dataset, first_stage, candidates, note=_keep_note(dataset, note)
+            )
+            runs = [first_stage_run(cands)]
+            for layout in layouts:  # after the first stage: every layout, the same candidates
+                shown = dataset.with_titles(layout)
+                for name, reranker, declared in pipelines:
+                    if runner is not None:
+                        scores = not texts_only
+                        run = runner(name, declared, shown, cands, first_stage_scores=scores)
+                    else:
+                        bar = bars(name) if bars is not None else None
+                        run = _run_here(name, reranker, shown, cands, bar, texts_only, note)
+                    run.name = _run_name(name, layout, layouts)
+                    runs.append(run)
+            depth = candidate_depth(cands, candidates)
+            meta = {
+                "dataset": dataset.name,
+                "split": own,
+                "first_stage": first_stage_label(dataset, first_stage),
+                "k": depth,
+                "queries": len(dataset.queries),
+                "queries_without_candidates": sum(1 for q in dataset.queries if not cands.get(q)),
+                "first_stage_scores_given": not texts_only,
+                "titles": layouts[0] if len(layouts) == 1 else layouts,
+                "baseline": baseline,
+                "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
+                "notes": dataset.notes,
+            }
+            rows = evaluate_runs(dataset, runs, depth)
+            result = CollectionEvaluation(label, meta, rows, runs, candidates)
+            if out is not None:
+                result.written = result.write(collection_folder(out, label, several))
+            done.append(result)
+            if on_collection is not None:
+                on_collection(result)
+        evaluation = Evaluation(done, baseline)
+        if out is not None and several:
+            evaluation.summary_file = write_summary(out, [c.entry() for c in done])
+        return evaluation
 
 
 def _run_here(
