@@ -101,8 +101,9 @@ def served_pipeline(args: argparse.Namespace) -> Any:
     if not (args.model or args.backend or args.quantize):
         return reranker
     refuse_model_flags(args, [reranker], f"--reranker {reranker}")
-    moved = on_backend(read_pipeline(reranker), args.backend or "auto", args.quantize, args.model)
-    if moved == read_pipeline(reranker):  # --model alone, and nothing it could be
+    declared = read_pipeline(reranker)
+    moved = on_backend(declared, args.backend or "auto", args.quantize, args.model)
+    if moved == declared:  # --model alone, and nothing it could be
         refuse_unused(
             {"--model": args.model},
             f"with --reranker {reranker}: it names neither the built-in hybrid nor "
