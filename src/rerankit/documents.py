@@ -256,7 +256,27 @@ def _public_attributes(item: Any) -> dict[str, Any]:
     return attributes
 
 
+def _field_names(doc: Document) -> str:
+    """The fields besides the text and the id that ``doc`` has, for an error message."""
+    names = sorted(map(str, doc.metadata))
+    inner = doc.metadata.get("metadata")
+    if isinstance(inner, Mapping):
+        names += [f"metadata.{k}" for k in sorted(map(str, inner))]
+    return f"the fields {names}" if names else "no field besides its text and id"
+
+
 def _with_first_stage(docs: list[Document], field: str, higher_is_better: bool) -> list[Document]:
+    """``docs`` with ``field``'s value as their first-stage score (negated when lower is
+    better); a document without it keeps none. A field that no document has is an error:
+    a misspelt name would otherwise rank as if no first stage had been given."""
+    if docs and all(field_value(d, field, None) is None for d in docs):
+        raise InvalidDocumentError(
+            f"first-stage field {field!r} is in none of the {len(docs)} documents "
+            f"(document 0 has {_field_names(docs[0])}); check its spelling, or leave it "
+            "out to rank the texts alone",
+            index=0,
+            field=field,
+        )
     out = []
     for i, doc in enumerate(docs):
         value = field_value(doc, field, _MISSING)

@@ -85,3 +85,23 @@ def test_text_fields_join_field_lines_with_no_title_reading():
     assert np.isfinite(
         rerankit.rerank("solar", [doc], reranker="bm25", text_fields=("body",))[0].score
     )
+
+
+def test_a_first_stage_field_no_document_has_is_refused_one_some_lack_is_not():
+    docs = [
+        {"id": "a", "text": "vaccines train the immune system", "retrieval": {"score": 2.0}},
+        {"id": "b", "text": "fridges keep vaccines cold", "distance": 0.4},
+    ]
+    with pytest.raises(InvalidDocumentError, match=r"'retriever' is in none of the 2") as err:
+        rerankit.rerank("vaccines", docs, reranker="bm25", first_stage_field="retriever")
+    assert "['retrieval']" in str(err.value) and err.value.field == "retriever"
+    # a field some documents have (here one, by a dotted path) is read where it is
+    result = rerankit.rerank("vaccines", docs, reranker="bm25", first_stage_field="retrieval.score")
+    assert sorted(d.id for d in result) == ["a", "b"]
+    assert docs[0] == {
+        "id": "a",
+        "text": "vaccines train the immune system",
+        "retrieval": {"score": 2.0},
+    }
+    # no documents: nothing to check, an empty answer
+    assert list(rerankit.rerank("q", [], reranker="bm25", first_stage_field="retriever")) == []
