@@ -35,7 +35,7 @@ from dataclasses import dataclass, fields, replace
 from numbers import Real
 from typing import Any
 
-from .errors import InputError, InvalidDocumentError
+from .errors import InputError, InvalidDocumentError, keyword_flag
 from .types import Document, RankedDocument
 
 __all__ = [
@@ -55,8 +55,8 @@ __all__ = [
 FIRST_STAGE_SCORE = "first_stage_score"
 #: how a caller passes it, for the warnings of pipelines that read it
 PASS_FIRST_STAGE = (
-    f"a {FIRST_STAGE_SCORE!r} field on each document, first_stage_field= in Python, "
-    "--first-stage-field on the command line, first_stage_field in a Cohere v1 request "
+    f"a {FIRST_STAGE_SCORE!r} field on each document, or the one named by "
+    f"{keyword_flag('first_stage_field')}, or by first_stage_field in a Cohere v1 request "
     "(/v1/rerank; a v2 request carries texts only)"
 )
 #: the field (and metadata key) holding a document's title

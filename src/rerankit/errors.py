@@ -25,6 +25,7 @@ This module imports nothing from the rest of rerankit.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "ServiceError",
     "TransientProviderError",
     "in_file",
+    "keyword_flag",
     "no_such_file",
     "strip_location",
 ]
@@ -87,6 +89,16 @@ def no_such_file(path: object, what: str = "", *, folder: bool = False) -> str:
     ``PATH: no such file (what it was for)``."""
     kind = "folder" if folder else "file"
     return f"{path}: no such {kind}" + (f" ({what})" if what else "")
+
+
+def keyword_flag(keyword: str, *value: object, flag: str | None = None) -> str:
+    """How an error or a note of the library names an option, everywhere: by its Python
+    keyword, with the value given as Python writes it, and the command line's flag beside it
+    (``folds=2 (--folds)``; without a value, ``train_split= (--train-split)``), so that a
+    caller of the function and a user of the command both know it. ``flag``: the flag when
+    it is not the keyword with dashes (``split`` is ``rerankit train``'s ``--train-split``)."""
+    shown = "".join(repr(os.fspath(v) if isinstance(v, os.PathLike) else v) for v in value[:1])
+    return f"{keyword}={shown} ({flag or '--' + keyword.replace('_', '-')})"
 
 
 def strip_location(exc: ConfigError, outer: str) -> ConfigError:

@@ -137,7 +137,7 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
         f"(corpus.jsonl, queries.jsonl, qrels/test.tsv); {corpus} is not one; RUN: old's "
         "rankings of FOLDER's queries as a TREC run file" in printed
     )
-    assert f"learn again from that log with --served {out}" in printed
+    assert f"learn again from that log with served={str(out)!r} (--served)" in printed
 
 
 def test_a_pipeline_learned_from_clicks_and_its_model_moved_together_still_load(
@@ -186,7 +186,8 @@ def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_p
     # a registered name works as --served too
     assert main([*argv, "--served", "bm25", "--folds", "3"]) == 0
     printed = capsys.readouterr().out
-    assert f"wrote {out}: the pipeline that served the log (bm25, as --served says)" in printed
+    said = "the pipeline that served the log (bm25, as served='bm25' (--served) names it)"
+    assert f"wrote {out}: {said}" in printed
     assert read_spec(out) == {"name": "bm25", "reranker": "bm25"}
     assert rerankit.load(str(out)).score_scale == "relative"
     assert "note: its scores" not in printed  # what served, served again: callers see no change
@@ -194,14 +195,16 @@ def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_p
     # neither a file nor a registered name: said before any work
     assert main([*argv, "--served", "no-such-ranker", "--folds", "3"]) == 1
     error = capsys.readouterr().err
-    assert "--served 'no-such-ranker': neither a pipeline file" in error and "bm25" in error
+    # the command's error names the flag given (beside the keyword of the library it calls)
+    assert "served='no-such-ranker' (--served): neither a pipeline file" in error
+    assert "bm25" in error
     # asked to keep the learned pipeline all the same: written, and said so
     assert main([*argv, "--served", str(served), "--folds", "3", "--keep-learned"]) == 0
     printed = capsys.readouterr().out
     assert "the learned ranker is fitted anyway, as asked" in printed
     assert (
         f"wrote {out}: the learned pipeline, not adopted: written anyway as asked "
-        "(--keep-learned)" in printed
+        "(keep_learned=True (--keep-learned))" in printed
     )
     assert read_spec(out)["name"] == "learned-from-clicks"
 
@@ -231,7 +234,7 @@ def test_tune_clicks_without_served_writes_the_pipeline_the_log_names(tmp_path, 
         return
     why = f"the log names {logged!r}, not a registered name" if logged else "names no pipeline"
     assert f"wrote {out}: the default hybrid (first stage + MiniLM), NOT what served" in printed
-    assert why in printed and "pass --served FILE or NAME" in printed
+    assert why in printed and "or a registered name, with served= (--served) to write it" in printed
     assert read_spec(out)["name"] == "hybrid"
     assert "note: it reads each document's first-stage score" in printed  # the default does
 
@@ -554,7 +557,7 @@ def test_deploy_advice_names_the_old_pipeline_only_when_the_log_does():
     assert (
         "rerankit eval --data FOLDER --first-stage RUN --rerankers out/learned.toml" in (named[1])
     )
-    assert "--served out/learned.toml" in named[2]
+    assert "served='out/learned.toml' (--served)" in named[2]
     kept = Written(Path("out/learned.toml"), "what served", learned=False)
     assert deploy_advice(kept, "current") == []
 

@@ -11,7 +11,7 @@ import pytest
 from rerankit.cli import build_parser, main
 from rerankit.errors import InputError
 from rerankit.text import LANGUAGES, SNOWBALL, Analyzer, check_language
-from rerankit.training import FineTuneOptions
+from rerankit.training import FineTuneOptions, fine_tune
 
 LABEL = ["label", "--data", "d", "--judge", "j.toml", "--out", "o", "--dry-run"]
 TRAIN = ["train", "embedding", "--data", "d", "--out", "o"]
@@ -104,8 +104,12 @@ def test_held_out_help_error_and_library_say_the_same_limit(capsys, share):
     with pytest.raises(SystemExit):
         build_parser().parse_args([*TRAIN, "--help"])
     assert "from 0 (no check) to 0.5 (half)" in " ".join(capsys.readouterr().out.split())
-    with pytest.raises(InputError, match=r"from 0 \(no check\) to 0\.5 \(half\)"):
+    assert "argument --held-out: " in err  # the command line's usage error names the flag
+    with pytest.raises(InputError) as refused:
         FineTuneOptions(held_out=float(share)).check()
+    said = str(refused.value)  # the library's names the keyword, with the flag beside it
+    assert said.startswith(f"held_out={float(share)!r} (--held-out): ")
+    assert "from 0 (no check) to 0.5 (half)" in said
 
 
 @pytest.mark.parametrize("share", ["0", "0.1", "0.5"])
@@ -117,14 +121,33 @@ def test_held_out_takes_a_share_up_to_half(share):
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"epochs": 0}, "--epochs must be above 0"),
-        ({"learning_rate": -1.0}, "--learning-rate must be 0"),
-        ({"what": "cross_encoder", "head_learning_rate": -1e-3}, "--head-learning-rate"),
+        ({"epochs": 0}, "epochs=0 (--epochs): must be above 0"),
+        ({"learning_rate": -1.0}, "learning_rate=-1.0 (--learning-rate): must be 0"),
+        (
+            {"what": "cross_encoder", "head_learning_rate": -1e-3},
+            "head_learning_rate=-0.001 (--head-learning-rate): must be 0",
+        ),
+        (
+            {"head_learning_rate": 1e-3},
+            "head_learning_rate=0.001 (--head-learning-rate): is for cross-encoders",
+        ),
+        ({"cross_fit": 1}, "cross_fit=1 (--cross-fit): needs at least 2 folds"),
+        ({"split": "test"}, "split='test' (--train-split): train on a training split"),
     ],
 )
 def test_the_library_refuses_what_the_command_line_refuses(options, message):
-    with pytest.raises(InputError, match=message):
+    """By the keyword a Python caller passed, with the command line's flag beside it
+    (``split`` is ``rerankit train``'s ``--train-split``)."""
+    with pytest.raises(InputError) as refused:
         FineTuneOptions(**options).check()
+    assert str(refused.value).startswith(message)
+
+
+def test_fine_tune_names_the_keyword_it_was_given(tmp_path):
+    with pytest.raises(InputError) as refused:
+        fine_tune(tmp_path / "not-read", tmp_path / "out", epochs=0)
+    assert str(refused.value).startswith("epochs=0 (--epochs): must be above 0")
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\t"])

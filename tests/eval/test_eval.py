@@ -113,7 +113,7 @@ def test_loading_files(tmp_path):
     assert data.run == {"q1": ["d1", "2"]} and data.run_file == "bm25.run.trec"
     assert data.notes == [
         f"{tmp_path}: 2 run files (bm25.run.trec, other.run.trec); the first, "
-        "bm25.run.trec, is the first stage (name another with --first-stage)"
+        "bm25.run.trec, is the first stage (name another with first_stage= (--first-stage))"
     ]
     (tmp_path / "other.run.trec").unlink()
     (tmp_path / "trec.qrels").write_text("q1 0 d1 1\nq1 0 d2 0\n")

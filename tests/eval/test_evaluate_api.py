@@ -259,9 +259,19 @@ def test_rerankit_evaluate_is_the_same_function_and_loads_lazily():
         (
             lambda d: evaluate(d, "bm25,text", baseline="hybrid"),
             InputError,
-            r"'hybrid' is not among the evaluated pipelines \('first-stage', 'bm25', 'text'\)",
+            r"^baseline='hybrid' \(--baseline\): is not among the evaluated pipelines "
+            r"\('first-stage', 'bm25', 'text'\)",
         ),
-        (lambda d: evaluate(d, "bm25", titles="space,comma"), InputError, r"expected one or more"),
+        (
+            lambda d: evaluate(d, "bm25", titles="space,comma"),
+            InputError,
+            r"^titles='space,comma' \(--titles\): expected one or more of",
+        ),
+        (
+            lambda d: evaluate(d, "bm25", titles=["space", "none"]),
+            InputError,
+            r"^titles=\['space', 'none'\] \(--titles\): expected one or more of",
+        ),
         (lambda d: evaluate(d, "bm25", candidates=0), InputError, r"candidates: expected a pos"),
         (lambda d: evaluate(d, "bm25", max_queries=-1), InputError, r"max_queries: expected a"),
         (lambda d: evaluate(d, "bm25", engine="ray"), InputError, r"engine=rerankit\.batch\.ray_"),
@@ -281,7 +291,7 @@ def test_a_bad_baseline_is_refused_before_any_reranker_loads(tmp_path):
     """The names are checked first: an unloadable reranker is not reached."""
     broken = tmp_path / "broken.toml"
     broken.write_text('[scorer]\ntype = "no-such-scorer"\n')
-    with pytest.raises(InputError, match="'bm25' is not among"):
+    with pytest.raises(InputError, match=r"baseline='bm25' \(--baseline\): is not among"):
         evaluate(_tiny(), [str(broken)], baseline="bm25")
     with pytest.raises(ConfigError, match="no-such-scorer"):
         evaluate(_tiny(), [str(broken)])

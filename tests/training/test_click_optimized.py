@@ -223,8 +223,9 @@ def test_a_clear_preference_is_named_and_a_mixed_log_must_choose():
         ),
         clicks=(0,),
     )
-    with pytest.raises(ValueError, match="interleaved two ways"):
+    with pytest.raises(ValueError, match="interleaved two ways") as both:
         interleaving_report([*sessions, team])
+    assert "report each apart (method='team-draft' (--method) or 'optimized')" in str(both.value)
     assert interleaving_report([*sessions, team], method="team-draft").wins == (0, 1)
     assert interleaving_report([*sessions, team], method="optimized").sessions == 200
     with pytest.raises(ValueError, match="method 'balanced'"):

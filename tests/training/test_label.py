@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import json
 import re
+from types import SimpleNamespace
 
 import pytest
 
 pytest.importorskip("openai", reason="the judge runs through the 'openai' extra")
 
 from rerankit.cli.main import main
+from rerankit.errors import InputError
 from rerankit.eval.data import load_beir, load_qrels
 from rerankit.llm.testing import FakeLLMServer, Reply
-from rerankit.training.labelling import grade_pointwise
+from rerankit.training.labelling import check_budget, grade_pointwise
 
 K = 5
 QUERY = re.compile(r'Query \(a JSON string\): ("(?:[^"\\]|\\.)*")')
@@ -105,7 +107,10 @@ def test_labels_are_the_judges_grades_and_the_folder_is_a_dataset(
     printed = captured.out
     assert tuned.is_file() and "no test split" in printed
     # tune ranks another depth than the judge saw, and says so
-    said = f"judged --first-stage auto --candidates {K}; this run ranks --first-stage auto"
+    said = (
+        f"judged the candidates of first stage auto, top {K}; this run ranks "
+        "first_stage='auto' (--first-stage), candidates=10 (--candidates)"
+    )
     assert said in captured.out + captured.err
     assert report["first_stage"] == "auto" and report["candidates"] == K
     # a judge's labels: adopting asks for twice the noise, and says so
@@ -218,6 +223,17 @@ def test_failed_judgments_are_counted_and_left_out(tmp_path, collection, monkeyp
     assert report["failed"] == len(asked) and report["labels"] == 30 * K - len(asked)
 
 
+def test_a_budget_without_a_price_names_the_keyword_to_pass_it_by():
+    """label() and check_budget are called from Python too: the keyword, with the flag."""
+    judge = SimpleNamespace(client=SimpleNamespace(model="house-model"))
+    with pytest.raises(InputError) as refused:
+        check_budget(judge, 1.0, prices={})
+    assert str(refused.value) == (
+        "no price for model 'house-model': pass its prices with prices= (--prices) to use a budget"
+    )
+    check_budget(judge, 1.0, prices={"house-model": (1.0, 2.0)})  # priced: taken
+
+
 def test_dry_run_and_a_budget_without_a_price(tmp_path, collection, monkeypatch, capsys):
     out = tmp_path / "labelled"
     with FakeLLMServer(responder=Oracle(collection)) as server:
@@ -227,7 +243,8 @@ def test_dry_run_and_a_budget_without_a_price(tmp_path, collection, monkeypatch,
         assert "cost unknown (no list price for model 'house-model': --prices FILE)" in said
         assert not out.exists()
         assert run_label(collection, judge, out, "--budget", "1") == 1
-        assert "no price for model 'house-model'" in capsys.readouterr().err
+        said = capsys.readouterr().err
+        assert "no price for model 'house-model': pass its prices with prices= (--prices)" in said
         # the dry run refuses the same budget, after its estimate
         assert run_label(collection, judge, out, "--budget", "1", "--dry-run") == 1
         said = capsys.readouterr().err
@@ -302,7 +319,8 @@ def test_tune_is_told_when_it_ranks_other_candidates_than_the_judge_saw(tmp_path
     report = {"first_stage": str(run.resolve()), "candidates": 10}
     (tmp_path / "label_report.json").write_text(json.dumps(report))
     assert first_stage_mismatch(tmp_path, str(run), 10) is None
-    assert "--first-stage bm25 --candidates 10" in first_stage_mismatch(tmp_path, "bm25", 10)
+    said = first_stage_mismatch(tmp_path, "bm25", 10)
+    assert "ranks first_stage='bm25' (--first-stage), candidates=10 (--candidates)" in said
     assert first_stage_mismatch(tmp_path, str(run), 20) is not None
     assert first_stage_mismatch(tmp_path / "nowhere", "bm25", 10) is None  # not labelled
 

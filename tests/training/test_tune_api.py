@@ -126,7 +126,7 @@ def test_the_test_split_report_is_in_the_account_with_recall_at_the_depth_evalua
     assert len(result.notes) == 1 and f"{qrels}: 1 judgment has a negative grade" in result.notes[0]
     heading = (
         "data, test split, 10 queries; first stage: the dataset's run (first.run.trec), "
-        "top 16 (no more given; --candidates 20)"
+        "top 16 (no more given; candidates=20 (--candidates))"
     )
     at = result.lines.index(heading)
     assert result.lines[at + 2].startswith(
@@ -148,19 +148,33 @@ def test_the_test_split_report_is_in_the_account_with_recall_at_the_depth_evalua
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"folds": 2}, "--folds must be at least 3"),
-        ({"strategies": ("bm25",)}, "two or more of"),
-        ({"method": "forest"}, "method must be one of"),
-        ({"adopt_margin": 0}, "adopt_margin must be a positive number"),
-        ({"train_split": "test"}, "must differ"),
-        ({"out": "pipeline.json"}, "give a name ending in .toml"),
-        ({"candidates": 0}, "candidates must be a positive integer"),
-        ({"k": 0}, "candidates must be a positive integer"),  # its earlier name
+        ({"folds": 2}, "folds=2 (--folds): must be at least 3"),
+        ({"strategies": ("bm25",)}, "strategies=('bm25',) (--strategies): two or more of"),
+        ({"method": "forest"}, "method='forest' (--method): must be one of"),
+        ({"unjudged": "all"}, "unjudged='all' (--unjudged): must be one of"),
+        ({"adopt_margin": 0}, "adopt_margin=0 (--adopt-margin): must be a positive number"),
+        (
+            {"train_split": "test"},
+            "train_split='test' (--train-split) and test_split='test' (--test-split) must differ",
+        ),
+        ({"out": "pipeline.json"}, "out='pipeline.json' (--out): tune writes a TOML pipeline"),
+        ({"candidates": 0}, "candidates=0 (--candidates): must be a positive integer"),
+        ({"k": 0}, "candidates=0 (--candidates): must be a positive integer"),  # its earlier name
+        ({"max_queries": 0}, "max_queries=0 (--max-queries): must be a positive integer"),
     ],
 )
 def test_options_that_cannot_work_are_refused_before_any_work(tmp_path, options, message):
-    with pytest.raises(ValueError, match=message):
+    """A Python caller never typed a flag: the error names the keyword it passed, with its
+    value, and the command line's flag beside it."""
+    with pytest.raises(ValueError) as refused:
         tune(tmp_path / "not-read", **options)
+    assert message in str(refused.value)
+
+
+def test_an_out_that_is_a_folder_is_named_as_the_keyword_passed(tmp_path):
+    with pytest.raises(ValueError) as refused:
+        tune(tmp_path / "not-read", out=tmp_path)
+    assert str(refused.value).startswith(f"out={str(tmp_path)!r} (--out): is a folder")
 
 
 def test_candidates_or_its_earlier_name_but_not_both(tmp_path):

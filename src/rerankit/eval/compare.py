@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, keyword_flag
 from .metrics import paired_standard_error
 
 __all__ = [
@@ -39,7 +39,7 @@ def check_baseline(baseline: str, names: Sequence[str]) -> str:
     if wanted is None:
         shown = [FIRST_STAGE_BASELINE if n == "first stage" else n for n in names]
         raise InputError(
-            f"--baseline {baseline!r} is not among the evaluated pipelines "
+            f"{keyword_flag('baseline', baseline)}: is not among the evaluated pipelines "
             f"({', '.join(repr(n) for n in shown)})"
         )
     return wanted

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from .._jsonl import numbered_jsonl
-from ..errors import InputError, no_such_file
+from ..errors import InputError, keyword_flag, no_such_file
 from .qrels import load_qrels, read_qrels
 
 logger = logging.getLogger(__name__)
@@ -226,7 +226,8 @@ def load_beir(
     if len(runs) > 1:
         notes.append(
             f"{path}: {len(runs)} run files ({', '.join(r.name for r in runs)}); the first, "
-            f"{runs[0].name}, is the first stage (name another with --first-stage)"
+            f"{runs[0].name}, is the first stage (name another with "
+            f"{keyword_flag('first_stage')})"
         )
         logger.warning(notes[-1])
     scored = None

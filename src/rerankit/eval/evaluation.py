@@ -13,7 +13,7 @@ from typing import Any
 from .._optional import require
 from ..api import load, pipeline_name
 from ..cache import embedding_cache_in_use
-from ..errors import InputError
+from ..errors import InputError, keyword_flag
 from .compare import FIRST_STAGE_BASELINE, check_baseline
 from .data import TITLES, Dataset, find_collections, read_split
 from .first_stage import candidate_depth, first_stage_label
@@ -54,7 +54,8 @@ def title_layouts(titles: str | Sequence[str]) -> list[str]:
     wrong = [t for t in layouts if t not in TITLES]
     if wrong or not layouts:
         raise InputError(
-            f"--titles {titles!r}: expected one or more of {', '.join(TITLES)}, separated by commas"
+            f"{keyword_flag('titles', titles)}: expected one or more of {', '.join(TITLES)}, "
+            "separated by commas"
         )
     return layouts
 

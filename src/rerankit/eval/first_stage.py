@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._jsonl import numbered_jsonl
-from ..errors import InputError
+from ..errors import InputError, keyword_flag
 from ..scorers.lexical import length_norm, lucene_idf, saturated_tf
 from ..text.analysis import Analyzer
 from ..text.language import CorpusStats
@@ -128,7 +128,8 @@ def first_stage(
         raise InputError(f"k must be a positive integer, got {k}")
     if source == "run":
         if data.run_scores is None:
-            raise InputError(f"dataset {data.name!r} ships no run file; use --first-stage bm25")
+            use = keyword_flag("first_stage", "bm25")
+            raise InputError(f"dataset {data.name!r} ships no run file; use {use}")
         ranked = data.run_scores
     else:
         if Path(source).suffix.lower() == ".jsonl":
@@ -221,9 +222,10 @@ def first_stage_label(data: Dataset, source: str) -> str:
 
 def depth_label(depth: int, asked: int) -> str:
     """The depth evaluated, as a heading says it: ``top 20``, or ``top 13 (no more given;
-    --candidates 100)`` when the first stage gave fewer than asked (recall is reported at
-    the depth evaluated: see :func:`candidate_depth`)."""
-    return f"top {depth}" + (f" (no more given; --candidates {asked})" if depth < asked else "")
+    candidates=100 (--candidates))`` when the first stage gave fewer than asked (recall is
+    reported at the depth evaluated: see :func:`candidate_depth`)."""
+    asked_for = f" (no more given; {keyword_flag('candidates', asked)})" if depth < asked else ""
+    return f"top {depth}{asked_for}"
 
 
 def candidate_documents(

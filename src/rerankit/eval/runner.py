@@ -306,8 +306,8 @@ def calibration_note(rows: Sequence[Mapping[str, Any]]) -> str:
         note += (
             f" Above {ECE_REFIT:g} for {', '.join(off)}: this data's share of relevant "
             "candidates differs from the one they were calibrated on; refit before relying on "
-            "a threshold, on judged queries with the same first stage and --candidates as "
-            "here: rerankit tune --data DATA --first-stage SAME --candidates SAME --calibrate "
+            "a threshold, on judged queries with the same first stage and number of candidates "
+            "as here: rerankit tune --data DATA --first-stage SAME --candidates SAME --calibrate "
             "--out calibrated.toml"
         )
     return note

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import fusion
 from ..documents import FIRST_STAGE_SCORE
+from ..errors import keyword_flag
 from ..normalize import normalize_scores
 from ..scorers.base import Scorer
 from ..scorers.embedding import DEFAULT_EMBEDDING_MODEL, EmbeddingScorer
@@ -287,11 +288,11 @@ class HybridReranker(ScoringReranker):
             and self.embedding.is_bundled
             and non_latin_share(query) > 0.5
         ):
+            multilingual = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
             scored.warnings.append(
                 "the bundled all-MiniLM-L6-v2 reads English only and this query is mostly in "
                 "another script: use a multilingual embedding model and the query's language "
-                "(model='sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2', "
-                "language='zh' in Python; --model and --language on the command line)"
+                f"({keyword_flag('model', multilingual)}, {keyword_flag('language', 'zh')})"
             )
         return scored
 

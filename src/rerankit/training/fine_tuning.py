@@ -19,7 +19,7 @@ import numpy as np
 
 from ..backends.bundled import resolve_source
 from ..backends.detect import model_kind
-from ..errors import ConfigError, InputError
+from ..errors import ConfigError, InputError, keyword_flag
 from ..eval.data import read_split
 from ..eval.first_stage import first_stage
 from ..eval.metrics import ranked_ndcg
@@ -76,12 +76,15 @@ def held_out(qids: list[str], share: float, cap: int | None = DEFAULT_HELD_OUT_C
     return crossval.kfold(qids, 2)[0][:count]
 
 
-def held_out_error(share: float) -> str:
-    """What ``--held-out`` / ``held_out=`` says of a share out of range (the command line's
-    check and :meth:`FineTuneOptions.check` say the same)."""
+def held_out_error(share: float | None = None) -> str:
+    """What ``held_out=`` / ``--held-out`` says of a share out of range, after the option's
+    name: :meth:`FineTuneOptions.check` puts :func:`~rerankit.errors.keyword_flag`'s, with
+    the value, in front of it; the command line's check gives the ``share`` (``got ...``)
+    and argparse the flag."""
+    got = "" if share is None else f", got {share}"
     return (
-        f"--held-out is the share of the training queries kept out to check the model on, "
-        f"from 0 (no check) to {MAX_HELD_OUT} (half), got {share}"
+        f"the share of the training queries kept out to check the model on is from 0 (no "
+        f"check) to {MAX_HELD_OUT} (half){got}"
     )
 
 
@@ -180,25 +183,31 @@ class FineTuneOptions:
     def check(self) -> None:
         """Refuse options that cannot work, before any work."""
         if self.what not in WHAT:
-            raise InputError(f"what must be one of {', '.join(WHAT)}, got {self.what!r}")
+            raise InputError(f"what={self.what!r}: must be one of {', '.join(WHAT)}")
         if self.split == "test":
-            raise InputError("train on a training split; the test split is for reporting")
+            raise InputError(
+                f"{keyword_flag('split', self.split, flag='--train-split')}: train on a training "
+                "split; the test split is for reporting"
+            )
         if self.what == "embedding" and self.head_learning_rate is not None:
             raise InputError(
-                "--head-learning-rate is for cross-encoders: an embedding model has no head"
+                f"{keyword_flag('head_learning_rate', self.head_learning_rate)}: is for "
+                "cross-encoders; an embedding model has no head"
             )
         if self.held_out is not None and not 0 <= self.held_out <= MAX_HELD_OUT:
-            raise InputError(held_out_error(self.held_out))
+            raise InputError(f"{keyword_flag('held_out', self.held_out)}: {held_out_error()}")
         if not 0 < self.epochs < math.inf:
-            raise InputError(f"--epochs must be above 0 (a pass over the pairs), got {self.epochs}")
-        for flag, rate in (
-            ("--learning-rate", self.learning_rate),
-            ("--head-learning-rate", self.head_learning_rate),
+            raise InputError(
+                f"{keyword_flag('epochs', self.epochs)}: must be above 0 (a pass over the pairs)"
+            )
+        for name, rate in (
+            ("learning_rate", self.learning_rate),
+            ("head_learning_rate", self.head_learning_rate),
         ):
             if rate is not None and not 0 <= rate < math.inf:
-                raise InputError(f"{flag} must be 0 (weights kept) or above, got {rate}")
+                raise InputError(f"{keyword_flag(name, rate)}: must be 0 (weights kept) or above")
         if self.cross_fit is not None and self.cross_fit < 2:
-            raise InputError(f"--cross-fit needs at least 2 folds, got {self.cross_fit}")
+            raise InputError(f"{keyword_flag('cross_fit', self.cross_fit)}: needs at least 2 folds")
 
     def trainer_options(self) -> dict[str, Any]:
         """The step sizes given, as the fine-tuning functions take them."""
@@ -242,7 +251,7 @@ def fine_tune(
     judged = [q for q in dataset.qrels if q in dataset.queries]
     if cross_fit is not None and len(judged) < 2 * cross_fit:
         raise InputError(
-            f"--cross-fit {cross_fit}: {len(judged)} judged queries are too few for "
+            f"{keyword_flag('cross_fit', cross_fit)}: {len(judged)} judged queries are too few for "
             f"{cross_fit} folds of at least 2"
         )
     if opts.held_out is None and cross_fit:  # the folds check it: train on them all
@@ -337,7 +346,8 @@ def _check(
     )
     if len(checked) < MIN_QUERIES_TO_HOLD_OUT:
         report.say(
-            f"  on {len(checked)} queries this is a rough check: --cross-fit 3 checks the "
+            f"  on {len(checked)} queries this is a rough check: {keyword_flag('cross_fit', 3)} "
+            "checks the "
             "training on every judged query"
         )
     return HeldOutCheck(len(checked), first, mine, began)

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import build, read_spec
-from ..errors import ConfigError, InputError, in_file
+from ..errors import ConfigError, InputError, in_file, keyword_flag
 from ..eval.data import Dataset
 from ..llm.base import KEYS_OPTIONAL
 from ..rerankers.base import run_sync
@@ -353,8 +353,8 @@ def check_budget(
     :func:`label` checks it, and a dry run can before it estimates."""
     if budget is not None and _price(judge.client.model, prices) is None:
         raise InputError(
-            f"no price for model {judge.client.model!r}: pass prices for it (--prices) to "
-            "use a budget"
+            f"no price for model {judge.client.model!r}: pass its prices with "
+            f"{keyword_flag('prices')} to use a budget"
         )
 
 
@@ -377,9 +377,10 @@ def first_stage_mismatch(data: str | Path, first_stage: str | None, depth: int) 
     if was is None or (was == stage_name(first_stage) and k == depth):
         return None
     return (
-        f"the labels in {data} judged --first-stage {was} --candidates {k}; this run ranks "
-        f"--first-stage {first_stage} --candidates {depth}: pass the same to learn and "
-        "measure on the candidates the judge saw"
+        f"the labels in {data} judged the candidates of first stage {was}, top {k}; this run "
+        f"ranks {keyword_flag('first_stage', first_stage)}, "
+        f"{keyword_flag('candidates', depth)}: pass the same to learn and measure on the "
+        "candidates the judge saw"
     )
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..api import load
 from ..config import to_toml
-from ..errors import InputError
+from ..errors import InputError, keyword_flag
 from ..eval.metrics import ranked_ndcg
 from ..eval.runner import run_pipeline
 from ..scorers.embedding import EmbeddingScorer
@@ -69,7 +69,7 @@ def judged_only(opts: Any, report: Reporter | None = None) -> bool:
         quiet(report).say(
             f"{opts.data} was labelled by `rerankit label`: training and cross-validating on "
             "the judged candidates only (a candidate the judge did not see is not taken as "
-            "non-relevant; --unjudged negative to change)"
+            f"non-relevant; {keyword_flag('unjudged', 'negative')} to change)"
         )
     return judged
 
@@ -85,10 +85,11 @@ def unseen_queries(opts: Any, qids: list[str], report: Reporter | None = None) -
     unseen = set(qids) - seen
     if not unseen:
         raise InputError(
-            f"--embedding-model {opts.embedding_model} was trained on the judgments of all "
-            f"{len(qids)} training queries, so nothing that reads it can be measured on them; "
-            "fine-tune it with some held out (rerankit train embedding --held-out 0.2, from "
-            f"{MIN_QUERIES_TO_HOLD_OUT} judged queries up), or tune on other queries"
+            f"{keyword_flag('embedding_model', opts.embedding_model)}: was trained on the "
+            f"judgments of all {len(qids)} training queries, so nothing that reads it can be "
+            "measured on them; fine-tune it with some held out "
+            f"({keyword_flag('held_out', 0.2)}, from {MIN_QUERIES_TO_HOLD_OUT} judged queries "
+            "up), or tune on other queries"
         )
     quiet(report).say(
         f"{opts.embedding_model} was trained on the judgments of {len(seen)} of these "
@@ -115,7 +116,7 @@ def cross_fit_routes(
         quiet(report).say(
             f"{opts.embedding_model}: every one of its {len(folds)} fold models was trained on "
             f"{len(missing)} of these queries (e.g. {missing[0]!r}), so its cross-fitting is "
-            "not used (train it again with --cross-fit on this split)"
+            f"not used (train it again with {keyword_flag('cross_fit')} on this split)"
         )
         return None
     quiet(report).say(
@@ -276,7 +277,12 @@ def cross_validated(
     else:
         say(
             f"not adopted: the learned pipeline does not beat the default by more than {times}"
-            "the noise" + (" (--keep-learned: written anyway)" if opts.keep_learned else "")
+            "the noise"
+            + (
+                f" ({keyword_flag('keep_learned', True)}: written anyway)"
+                if opts.keep_learned
+                else ""
+            )
         )
     return Comparison(cv, verdict, points, describe(cv.best))
 

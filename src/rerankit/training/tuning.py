@@ -18,7 +18,8 @@ from typing import Any
 
 from ..api import load
 from ..cache import embedding_cache_in_use
-from ..errors import InputError
+from ..documents import PASS_FIRST_STAGE
+from ..errors import InputError, keyword_flag
 from ..eval.compare import format_against
 from ..eval.data import Dataset, read_split
 from ..eval.first_stage import (
@@ -95,16 +96,19 @@ class TuneOptions:
         unknown = sorted(set(self.strategy_list) - set(fusion_search.STRATEGIES))
         if unknown or len(self.strategy_list) < 2:
             raise ValueError(
-                f"--strategies: two or more of {', '.join(fusion_search.STRATEGIES)}; "
-                f"unknown: {unknown}"
+                f"{keyword_flag('strategies', self.strategies)}: two or more of "
+                f"{', '.join(fusion_search.STRATEGIES)}; unknown: {unknown}"
             )
         if self.train_split == self.test_split:
             raise ValueError(
-                "--train-split and --test-split must differ: never tune on the split you report"
+                f"{keyword_flag('train_split', self.train_split)} and "
+                f"{keyword_flag('test_split', self.test_split)} must differ: never tune on the "
+                "split you report"
             )
         if self.folds < 3:
             raise ValueError(
-                f"--folds must be at least 3 (the cross-validation is nested), got {self.folds}"
+                f"{keyword_flag('folds', self.folds)}: must be at least 3 (the cross-validation "
+                "is nested)"
             )
         for name, value in (
             ("candidates", self.candidates),
@@ -112,14 +116,18 @@ class TuneOptions:
             ("max_queries", self.max_queries),
         ):
             if value is not None and (not isinstance(value, int) or value < 1):
-                raise ValueError(f"{name} must be a positive integer, got {value!r}")
+                raise ValueError(f"{keyword_flag(name, value)}: must be a positive integer")
         if self.adopt_margin is not None and not 0 < self.adopt_margin < float("inf"):
-            raise ValueError(f"adopt_margin must be a positive number, got {self.adopt_margin}")
+            raise ValueError(
+                f"{keyword_flag('adopt_margin', self.adopt_margin)}: must be a positive number"
+            )
         if self.method not in METHODS:
-            raise ValueError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+            raise ValueError(
+                f"{keyword_flag('method', self.method)}: must be one of {', '.join(METHODS)}"
+            )
         if self.unjudged not in UNJUDGED:
             raise ValueError(
-                f"unjudged must be one of {', '.join(UNJUDGED)}, got {self.unjudged!r}"
+                f"{keyword_flag('unjudged', self.unjudged)}: must be one of {', '.join(UNJUDGED)}"
             )
         check_out(self.out)
 
@@ -158,8 +166,9 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
     shared = sorted(set(train.queries) & set(test.queries)) if test is not None else []
     if shared:
         raise InputError(
-            f"--train-split {opts.train_split} and --test-split {opts.test_split} share "
-            f"{len(shared)} queries (e.g. {shared[0]!r}): never tune on queries you report"
+            f"{keyword_flag('train_split', opts.train_split)} and "
+            f"{keyword_flag('test_split', opts.test_split)} share {len(shared)} queries "
+            f"(e.g. {shared[0]!r}): never tune on queries you report"
         )
     cands = _candidates(opts, train, "train")
     test_cands = _candidates(opts, test, "test") if test is not None else {}
@@ -177,13 +186,13 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
     else:
         report.say(
             f"\nno {opts.test_split} split in {opts.data}: {result.path} is not reported on "
-            "held-out queries (pass --test-data FOLDER with judged queries to report on)"
+            f"held-out queries (to report on some, give {keyword_flag('test_data')} a folder "
+            "with judged queries)"
         )
     if result.reads_first_stage:
         report.say(
             f"\n{result.path} reads the retriever's score: rerank with it per document "
-            "(--first-stage-field for rerankit rank, first_stage_field in a Cohere v1 "
-            "request to rerankit serve; a v2 request carries texts only)"
+            f"({PASS_FIRST_STAGE})"
         )
     result.lines = report.lines
     return result
@@ -204,14 +213,14 @@ def _candidates(opts: TuneOptions, data: Dataset, role: str) -> dict[str, Any]:
         split = opts.train_split if role == "train" else opts.test_split
         does = "learns from" if role == "train" else "reports on"
         hint = (
-            f"tune {does} the {split} split (--{role}-split), so the candidates must cover "
-            "its queries: add your retriever's candidates for them"
+            f"tune {does} the {split} split ({keyword_flag(f'{role}_split', split)}), so the "
+            "candidates must cover its queries: add your retriever's candidates for them"
         )
         covered = max(exc.judged_in, key=exc.judged_in.__getitem__, default=None)
         if covered is not None and f"{covered}:odd" != opts.train_split:
             hint += (
                 f", or tune on half of the {covered} split's queries and report on the other "
-                f"half: --train-split {covered}:odd --test-split {covered}:even"
+                f"half: {_halves(covered)}"
             )
         raise InputError(f"{exc}. {hint}") from None
 
@@ -260,12 +269,13 @@ def check_out(out: str | Path | None) -> None:
     path = Path(out)
     if path.is_dir():
         raise InputError(
-            f"--out {out}: is a folder; name the pipeline file, e.g. {path / 'tuned.toml'}"
+            f"{keyword_flag('out', out)}: is a folder; name the pipeline file, e.g. "
+            f"{path / 'tuned.toml'}"
         )
     if path.suffix.lower() != ".toml":
         raise InputError(
-            f"--out {out}: tune writes a TOML pipeline file; give a name ending in .toml "
-            f"(e.g. {path.with_suffix('.toml')})"
+            f"{keyword_flag('out', out)}: tune writes a TOML pipeline file; give a name ending "
+            f"in .toml (e.g. {path.with_suffix('.toml')})"
         )
 
 
@@ -279,11 +289,19 @@ def check_train_split(data: Path, split: str) -> None:
         raise InputError(
             f"{data}: no qrels/{name}.tsv to tune on (splits found: {found[0]}); with one "
             f"judged split, tune on half of its queries and report on the other: "
-            f"--train-split {found[0]}:odd --test-split {found[0]}:even"
+            f"{_halves(found[0])}"
         )
     if found:
         raise InputError(
             f"{data}: no qrels/{name}.tsv to tune on (splits found: {', '.join(found)}); "
-            "name the one to tune on with --train-split and the one to report on with "
-            "--test-split"
+            f"name the one to tune on with {keyword_flag('train_split')} and the one to report "
+            f"on with {keyword_flag('test_split')}"
         )
+
+
+def _halves(split: str) -> str:
+    """The options that tune on half of ``split``'s queries and report on the other half."""
+    return (
+        f"{keyword_flag('train_split', f'{split}:odd')}, "
+        f"{keyword_flag('test_split', f'{split}:even')}"
+    )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ... import registry
 from ...config import read_spec
+from ...errors import keyword_flag
 from .deploy import Written
 
 __all__ = ["deploy_advice"]
@@ -60,7 +61,8 @@ def deploy_advice(
         + _compare(served or old, path, data)
     )
     out.append(
-        f"once it has served traffic, learn again from that log with --served {path} (its "
+        f"once it has served traffic, learn again from that log with "
+        f"{keyword_flag('served', str(path))} (its "
         f"name, {name}, is not a registered one, so the log alone cannot name it)"
     )
     return out

@@ -19,8 +19,8 @@ from typing import Any
 from ... import registry
 from ...api import load
 from ...config import read_pipeline, read_spec, to_toml
-from ...documents import FIRST_STAGE_SCORE
-from ...errors import ConfigError
+from ...documents import FIRST_STAGE_SCORE, PASS_FIRST_STAGE
+from ...errors import ConfigError, keyword_flag
 from ..fusion_search import DEFAULT_HYBRID, pipeline_spec
 from .from_log import LogLearning
 
@@ -67,11 +67,13 @@ def served_pipeline(served: str | None = None, found: LogLearning | None = None)
             return Served(read_pipeline(path), text, f"the pipeline that served the log ({served})")
         name = _registered(served)
         if name is None:
+            names = ", ".join(registry.available("reranker"))
             raise ConfigError(
-                f"--served {served!r}: neither a pipeline file (.toml, .yaml, .json) nor a "
-                f"registered reranker name ({', '.join(registry.available('reranker'))})"
+                f"{keyword_flag('served', served)}: neither a pipeline file (.toml, .yaml, "
+                f".json) nor a registered reranker name ({names})"
             )
-        return _named(name, f"the pipeline that served the log ({name}, as --served says)")
+        given = keyword_flag("served", served)
+        return _named(name, f"the pipeline that served the log ({name}, as {given} names it)")
     logged = found.served_by if found is not None else None
     name = _registered(logged)
     if name is not None:
@@ -88,8 +90,9 @@ def served_pipeline(served: str | None = None, found: LogLearning | None = None)
     )
     spec = pipeline_spec(DEFAULT_HYBRID, name="hybrid")
     what = (
-        f"the default hybrid (first stage + MiniLM), NOT what served the log: {why}; pass "
-        "--served FILE or NAME to write what served it"
+        f"the default hybrid (first stage + MiniLM), NOT what served the log: {why}; name "
+        f"what served it, a pipeline file or a registered name, with {keyword_flag('served')} "
+        "to write it"
     )
     return Served(spec, to_toml(spec, f"rerankit tune --clicks: {what}"), what, served=False)
 
@@ -162,10 +165,8 @@ class Written:
         if self.first_stage:
             out.append(
                 "it reads each document's first-stage score: send it with every document "
-                "(first_stage_score, or the field first_stage_field names, in a Cohere v1 "
-                "request to rerankit serve; --first-stage-field for rerankit rank; a v2 "
-                "request carries texts only); without it the score counts as 0 for all and "
-                "the service warns"
+                f"({PASS_FIRST_STAGE}); without it the score counts as 0 for all and the "
+                "service warns"
             )
         return out
 
@@ -192,7 +193,9 @@ def write_learned(
         model = out.with_suffix(".lgb.txt")
         spec = result.save(model, relative_to=out.parent)
         what = "the learned pipeline" + (
-            "" if result.adopt else ", not adopted: written anyway as asked (--keep-learned)"
+            ""
+            if result.adopt
+            else f", not adopted: written anyway as asked ({keyword_flag('keep_learned', True)})"
         )
         out.write_text(to_toml(spec, f"rerankit tune --clicks {source}: {what}"), "utf-8")
         files.append((out, "the pipeline: rerankit serve --reranker and rerankit.load read it"))

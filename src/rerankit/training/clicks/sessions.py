@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from ...errors import keyword_flag
 from ...scorers import learned
 from .log import Feedback, Impression, LoggedDocument, text_hash
 from .reader import ReadReport, Session
@@ -225,7 +226,7 @@ class CorpusTexts:
         where = (
             "it is not in the corpus given"
             if self.given
-            else "pass the corpus it came from (corpus=; on the command line, --data)"
+            else f"pass the corpus it came from ({keyword_flag('corpus', flag='--data')})"
         )
         return f"query {query!r}: no text for document {doc_id!r} (the log keeps {kept}); {where}"
 
