@@ -1,0 +1,33 @@
+"""A model folder that cannot work as asked is refused before it scores, saying why and what
+to do: a `rerankit export` folder given to torch."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("sentence_transformers", reason="local models need the 'torch' extra")
+
+from rerankit.cli import main
+from rerankit.errors import ConfigError
+from rerankit.scorers import CrossEncoderScorer
+
+
+@pytest.fixture(scope="module")
+def ce_export(bert_dir, tmp_path_factory):
+    """The tiny cross-encoder as `rerankit export` writes it."""
+    pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
+    from rerankit.backends.export import export
+
+    return export(str(bert_dir), tmp_path_factory.mktemp("ce-onnx"))
+
+
+def test_an_export_folder_on_torch_says_to_run_it_on_onnx(bert_dir, ce_export, tmp_path, capsys):
+    said = r"is an ONNX export .*backend=\"onnx\".*--backend onnx"
+    with pytest.raises(ConfigError, match=said) as caught:
+        CrossEncoderScorer(str(ce_export), backend="torch")
+    assert str(bert_dir) in str(caught.value)  # the model it was exported from
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"text": "vaccines train cells"}\n')
+    argv = ["rank", "-q", "vaccines", "-i", str(docs), "-r", str(ce_export), "--backend", "torch"]
+    assert main(argv) == 1
+    assert "is an ONNX export" in capsys.readouterr().err
