@@ -1,5 +1,6 @@
 """A model folder that cannot work as asked is refused before it scores, saying why and what
-to do: a `rerankit export` folder given to torch."""
+to do: a cross-encoder given as an embedding model, and a `rerankit export` folder given
+to torch."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ pytest.importorskip("sentence_transformers", reason="local models need the 'torc
 
 from rerankit.cli import main
 from rerankit.errors import ConfigError
-from rerankit.scorers import CrossEncoderScorer
+from rerankit.rerankers import FusionReranker, HybridReranker
+from rerankit.scorers import BM25Scorer, CrossEncoderScorer, EmbeddingScorer
 
 
 @pytest.fixture(scope="module")
@@ -19,6 +21,18 @@ def ce_export(bert_dir, tmp_path_factory):
     from rerankit.backends.export import export
 
     return export(str(bert_dir), tmp_path_factory.mktemp("ce-onnx"))
+
+
+def test_a_cross_encoder_is_refused_as_the_hybrids_embedding_model(bert_dir, ce_export):
+    for folder in (str(bert_dir), str(ce_export)):
+        for build in (lambda f: HybridReranker(model=f), EmbeddingScorer):
+            with pytest.raises(ConfigError, match=r"is a cross-encoder .*not an embedding model"):
+                build(folder)
+    with pytest.raises(ConfigError, match=r"FusionReranker\(\[CrossEncoderScorer\(.*BM25Scorer"):
+        HybridReranker(model=str(bert_dir))
+    # what the message offers runs
+    fused = FusionReranker([CrossEncoderScorer(str(bert_dir)), BM25Scorer()])
+    assert len(fused.rerank("vaccines", ["vaccines train cells", "stock market"])) == 2
 
 
 def test_an_export_folder_on_torch_says_to_run_it_on_onnx(bert_dir, ce_export, tmp_path, capsys):

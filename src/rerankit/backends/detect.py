@@ -7,13 +7,15 @@ for a minute)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, ModelLoadError
 from .hub import hub_options, hub_reachable
+from .manifest import MANIFEST, read_manifest
 
-__all__ = ["model_kind"]
+__all__ = ["folder_kind", "model_kind"]
 
 
 #: what a model folder's ``config.json`` architecture says it is
@@ -31,7 +33,7 @@ def model_kind(model: str) -> tuple[str, dict[str, Any]]:
     :class:`ConfigError` names the model when neither says."""
     folder = Path(model)
     if folder.is_dir():
-        manifest = folder / "rerankit_onnx.json"
+        manifest = folder / MANIFEST
         if manifest.is_file():
             kind = json.loads(manifest.read_text(encoding="utf-8")).get("kind", "embedding")
             return kind, {"backend": "onnx"}
@@ -42,19 +44,9 @@ def model_kind(model: str) -> tuple[str, dict[str, Any]]:
         has = lambda name: _hub_file(model, name) is not None  # noqa: E731
         found = _hub_file(model, "config.json")
         config = Path(found) if found else None
-    architectures = []
-    if config is not None and config.is_file():
-        architectures = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
-    # sentence-transformers saves cross-encoders with its own files too (modules.json and
-    # a config_sentence_transformers.json whose model_type says CrossEncoder), so the
-    # architecture decides first: a classification head is a cross-encoder
-    if any(str(a).endswith("ForSequenceClassification") for a in architectures):
-        return "cross_encoder", {}
-    if has("modules.json") or has("config_sentence_transformers.json"):
-        return "embedding", {}
-    for suffix, kind in _ARCHITECTURES:
-        if any(str(a).endswith(suffix) for a in architectures):
-            return kind, {}
+    kind = _kind_of(config, has)
+    if kind is not None:
+        return kind, {}
     raise ConfigError(
         f"cannot tell what {model!r} is: no sentence-transformers files and no "
         "sequence-classification or causal-LM architecture in its config.json. Name its kind "
@@ -62,6 +54,42 @@ def model_kind(model: str) -> tuple[str, dict[str, Any]]:
         "embedding, causal_lm) and give the file where a reranker is named, or in Python "
         f'(CrossEncoderScorer("{model}"))'
     )
+
+
+def _kind_of(config: Path | None, has: Callable[[str], bool]) -> str | None:
+    """The kind a model's ``config.json`` and files (``has(name)``) say, or None."""
+    architectures = []
+    if config is not None and config.is_file():
+        architectures = json.loads(config.read_text(encoding="utf-8")).get("architectures") or []
+    # sentence-transformers saves cross-encoders with its own files too (modules.json and
+    # a config_sentence_transformers.json whose model_type says CrossEncoder), so the
+    # architecture decides first: a classification head is a cross-encoder
+    if any(str(a).endswith("ForSequenceClassification") for a in architectures):
+        return "cross_encoder"
+    if has("modules.json") or has("config_sentence_transformers.json"):
+        return "embedding"
+    for suffix, kind in _ARCHITECTURES:
+        if any(str(a).endswith(suffix) for a in architectures):
+            return kind
+    return None
+
+
+def folder_kind(model: str) -> str | None:
+    """What the local folder ``model`` is, told as :func:`model_kind` tells it (a folder
+    written by ``rerankit export`` by its manifest), without asking the hub: None for a
+    hub id, or a folder its files do not tell."""
+    folder = Path(model)
+    if not folder.is_dir():
+        return None
+    if (folder / MANIFEST).is_file():
+        try:
+            return str(read_manifest(folder).get("kind", "embedding"))
+        except ModelLoadError:
+            return None
+    try:
+        return _kind_of(folder / "config.json", lambda name: (folder / name).is_file())
+    except (OSError, ValueError):  # an unreadable config.json: loading it will say so
+        return None
 
 
 def _hub_file(model: str, name: str) -> str | None:
