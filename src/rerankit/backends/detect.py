@@ -2,7 +2,7 @@
 cross-encoder (a sequence-classification architecture), a causal-LM reranker, or a folder
 written by ``rerankit export``; for a hub id, from the local Hugging Face cache, fetched
 when the hub answers (:mod:`.hub` asks it first: offline, the hub client would retry
-for a minute)."""
+for a minute). And whether a model folder has the tokenizer it needs."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from ..errors import ConfigError, ModelLoadError
 from .hub import hub_options, hub_reachable
 from .manifest import MANIFEST, read_manifest
 
-__all__ = ["folder_kind", "model_kind"]
+__all__ = ["TOKENIZER_FILES", "check_tokenizer", "folder_kind", "model_kind"]
 
 
 #: what a model folder's ``config.json`` architecture says it is
@@ -90,6 +90,40 @@ def folder_kind(model: str) -> str | None:
         return _kind_of(folder / "config.json", lambda name: (folder / name).is_file())
     except (OSError, ValueError):  # an unreadable config.json: loading it will say so
         return None
+
+
+#: the files a saved tokenizer has (any one of them): the fast tokenizer's, its settings,
+#: and the vocabularies of WordPiece, BPE and SentencePiece tokenizers
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "tokenizer.model",
+)
+
+
+def check_tokenizer(model: str, what: str) -> None:
+    """A :class:`ModelLoadError` when ``model`` is a local model folder (not an export) with
+    no tokenizer file in it or in a folder inside it (an older sentence-transformers
+    layout): loaded as it is, transformers makes a tokenizer of special tokens alone, every
+    word reads as unknown and the scores mean nothing, with no error. ``what`` names the
+    model's kind for the message."""
+    folder = Path(model)
+    if not folder.is_dir() or (folder / MANIFEST).is_file():
+        return
+    places = [folder, *(p for p in folder.iterdir() if p.is_dir())]
+    if any((place / name).is_file() for place in places for name in TOKENIZER_FILES):
+        return
+    raise ModelLoadError(
+        f"the {what} folder {str(folder)!r} has no tokenizer (none of "
+        f"{', '.join(TOKENIZER_FILES[:3])}, ...): loaded as it is, every word would read as "
+        "unknown and the scores would mean nothing. Save the tokenizer the model was "
+        f"trained with beside it, tokenizer.save_pretrained({str(folder)!r}) "
+        "(model.save_pretrained writes the weights and config.json only)"
+    )
 
 
 def _hub_file(model: str, name: str) -> str | None:

@@ -28,7 +28,7 @@ from ..backends.bundled import (
     bundled_model_path,
     resolve_source,
 )
-from ..backends.detect import folder_kind
+from ..backends.detect import check_tokenizer, folder_kind
 from ..backends.hardware import attention_kernels
 from ..backends.hub import cache_only_model_options, hub_options
 from ..backends.local import weights_fingerprint
@@ -213,6 +213,7 @@ class EmbeddingScorer(LocalModelScorer):
     def _load(self) -> Any:
         st = self._sentence_transformers()
         source = resolve_source(self.model_id)
+        check_tokenizer(source, "embedding model")
         hub = hub_options(source, "embedding model", 'EmbeddingScorer("{folder}")')
         device = self.profile.resolve_device()
         model = st.SentenceTransformer(
