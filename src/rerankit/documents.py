@@ -11,7 +11,10 @@ Accepted items:
   starts every passage with it (:func:`document_title`);
 * LangChain ``Document`` s (``page_content``, ``metadata``, ``id``);
 * LlamaIndex ``NodeWithScore`` s and nodes (``get_content()``, ``node_id``, ``metadata``); a
-  node's retriever ``score`` becomes the ``first_stage_score``;
+  node's retriever ``score`` becomes the ``first_stage_score``. Both read their metadata
+  as a dict's fields: a ``title`` key is the title, ``text_fields`` may name metadata keys
+  (and ``page_content`` or ``text``), and a ``text_field`` or ``id_field`` naming another
+  place than theirs is an error (:meth:`_Adapter.framework_text`);
 * :class:`~rerankit.RankedDocument` s (a result fed to an ordering rule);
 * any object with a string attribute named ``text_field``, or anything a ``text_getter``
   reads: its public attributes (``__dict__`` and ``__slots__``) are read as a dict's fields
@@ -178,6 +181,34 @@ class _Adapter:
             )
         return text
 
+    def framework_text(
+        self, i: int, kind: str, name: str, item: Any, metadata: Mapping[str, Any]
+    ) -> str:
+        """The text of a LangChain Document or a LlamaIndex node (``name``: its
+        ``page_content``, or a node's ``text`` as ``get_content()`` gives it), read as a
+        dict of its metadata and its text under ``name`` is: a ``title`` key is the title,
+        and ``text_fields`` names metadata keys (and ``name``) joined as lines. Its text and
+        id have places of their own, so a ``text_field`` or ``id_field`` naming another
+        place is an error, not ignored."""
+        own_id, own_text = ("id", name) if name == "page_content" else ("node_id", "get_content()")
+        text_place = (
+            f"its text is its {own_text} (and a {TITLE!r} key of its metadata its title; "
+            f"text_fields=({TITLE!r}, {name!r}) reads metadata keys as lines of the text)"
+        )
+        for option, places, why in (
+            ("text_field", ("text", name), text_place),
+            ("id_field", ("id", own_id), f"its id is its {own_id}"),
+        ):
+            if getattr(self, option) not in places:
+                raise InputError(
+                    f"{option}={getattr(self, option)!r} does not apply to document {i}, a "
+                    f"{kind}: {why}"
+                )
+        text = item.page_content if name == "page_content" else item.get_content()
+        if self.text_fields is not None:
+            return self.text_of_mapping({**metadata, name: text}, i)
+        return titled_text(text, metadata.get(TITLE))
+
     def adapt(self, item: Any, i: int) -> Document:
         if isinstance(item, Document):
             return item if item.source is not None else replace(item, source=item)
@@ -203,28 +234,21 @@ class _Adapter:
                 text = titled_text(text, item.get(TITLE))
             return Document(text=text, id=item.get(self.id_field), metadata=metadata, source=item)
         if _is_langchain(item):
-            return Document(
-                text=item.page_content,
-                id=getattr(item, "id", None),
-                metadata=dict(item.metadata),
-                source=item,
-            )
+            metadata = dict(item.metadata)
+            text = self.framework_text(i, "LangChain Document", "page_content", item, metadata)
+            return Document(text=text, id=getattr(item, "id", None), metadata=metadata, source=item)
         if _is_llama_scored(item):
             node = item.node
             metadata = dict(getattr(node, "metadata", None) or {})
+            text = self.framework_text(i, "LlamaIndex node", "text", node, metadata)
             if isinstance(item.score, Real) and not isinstance(item.score, bool):
                 metadata[FIRST_STAGE_SCORE] = float(item.score)
-            return Document(
-                text=node.get_content(),
-                id=getattr(node, "node_id", None),
-                metadata=metadata,
-                source=item,
-            )
+            node_id = getattr(node, "node_id", None)
+            return Document(text=text, id=node_id, metadata=metadata, source=item)
         if _is_llama_node(item):
             metadata = dict(getattr(item, "metadata", None) or {})
-            return Document(
-                text=item.get_content(), id=item.node_id, metadata=metadata, source=item
-            )
+            text = self.framework_text(i, "LlamaIndex node", "text", item, metadata)
+            return Document(text=text, id=item.node_id, metadata=metadata, source=item)
         text = getattr(item, self.text_field, _MISSING)
         if isinstance(text, str) or (text is _MISSING and self.lenient):
             attributes = _public_attributes(item)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+import rerankit
 from rerankit import rerank
 
 DOCS = [
@@ -92,3 +93,108 @@ def test_the_pages_in_process_examples_print_what_it_shows(tmp_path):
             check=True,
         )
         assert done.stdout.splitlines() == lines
+
+
+# --- what the adapters read: a title in the metadata, the field options ---------------------
+
+TITLED = [  # the query's word is in the first one's title only
+    ("Vaccines", "It trains B and T cells to recognise a pathogen."),
+    (None, "Keep them between 2 and 8 degrees."),
+]
+
+
+def _langchain_docs():
+    from langchain_core.documents import Document
+
+    return [
+        Document(page_content=text, id=f"d{i}", metadata={"title": title} if title else {})
+        for i, (title, text) in enumerate(TITLED)
+    ]
+
+
+def _llamaindex_nodes():
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    return [
+        NodeWithScore(
+            node=TextNode(text=text, id_=f"d{i}", metadata={"title": title} if title else {}),
+            score=0.5,
+        )
+        for i, (title, text) in enumerate(TITLED)
+    ]
+
+
+def test_a_title_in_a_frameworks_metadata_is_read_as_a_dicts_title():
+    pytest.importorskip("langchain_core", reason="needs the 'langchain' extra")
+    pytest.importorskip("llama_index.core", reason="needs the 'llamaindex' extra")
+    from rerankit.integrations.langchain import RerankitCompressor
+    from rerankit.integrations.llamaindex import RerankitPostprocessor
+
+    as_dicts = [{"title": t, "text": x} if t else {"text": x} for t, x in TITLED]
+    wanted = [d.text for d in rerankit.InputFields().read(as_dicts)]
+    assert wanted[0] == "Vaccines\nIt trains B and T cells to recognise a pathogen."
+    for docs in (_langchain_docs(), _llamaindex_nodes()):
+        assert [d.text for d in rerankit.InputFields().read(docs)] == wanted
+    lc = RerankitCompressor(reranker="bm25", top_n=None).compress_documents(
+        _langchain_docs(), "vaccines"
+    )
+    assert lc[0].id == "d0" and lc[0].metadata["relevance_score"] > 0
+    assert lc[0].metadata["title"] == "Vaccines"  # the metadata comes back as it was
+    li = RerankitPostprocessor(reranker="bm25").postprocess_nodes(
+        _llamaindex_nodes(), query_str="vaccines"
+    )
+    assert li[0].node.id_ == "d0" and li[0].score > 0
+    assert li[0].node.get_content() == TITLED[0][1]  # the node's own text is left alone
+
+
+def test_the_adapters_take_text_fields_and_first_stage_options_as_rerank_does():
+    pytest.importorskip("langchain_core", reason="needs the 'langchain' extra")
+    pytest.importorskip("llama_index.core", reason="needs the 'llamaindex' extra")
+    from rerankit.integrations.langchain import RerankitCompressor
+    from rerankit.integrations.llamaindex import RerankitPostprocessor
+    from rerankit.scorers import FieldScorer
+
+    docs = _langchain_docs()
+    docs[1].metadata["section"] = "cold storage"
+    fields = ("section", "page_content")
+    read = rerankit.InputFields(text_fields=fields).read(docs)
+    assert read[1].text == "section: cold storage\npage_content: Keep them between 2 and 8 degrees."
+    best = RerankitCompressor(reranker="bm25", top_n=1, text_fields=fields)
+    assert [d.id for d in best.compress_documents(docs, "cold storage")] == ["d1"]
+
+    nodes = _llamaindex_nodes()
+    nodes[1].node.metadata["section"] = "cold storage"
+    post = RerankitPostprocessor(reranker="bm25", top_n=1, text_fields=("section", "text"))
+    assert [n.node.id_ for n in post.postprocess_nodes(nodes, query_str="cold storage")] == ["d1"]
+    for node, distance in zip(nodes, (0.9, 0.1), strict=True):
+        node.node.metadata["distance"] = distance
+    nearest = RerankitPostprocessor(
+        reranker=FieldScorer("first_stage_score"),
+        first_stage_field="distance",
+        first_stage_higher_is_better=False,
+    ).postprocess_nodes(nodes, query_str="anything")
+    assert [n.node.id_ for n in nearest] == ["d1", "d0"]
+
+
+def test_an_option_that_cannot_apply_to_a_framework_object_is_refused():
+    pytest.importorskip("langchain_core", reason="needs the 'langchain' extra")
+    pytest.importorskip("llama_index.core", reason="needs the 'llamaindex' extra")
+    from rerankit.errors import InputError
+    from rerankit.integrations.langchain import RerankitCompressor
+    from rerankit.integrations.llamaindex import RerankitPostprocessor
+
+    for docs, text in ((_langchain_docs(), "page_content"), (_llamaindex_nodes(), "get_content")):
+        with pytest.raises(InputError, match=rf"text_field='content' does not apply.*{text}"):
+            rerank("vaccines", docs, reranker="bm25", text_field="content")
+        with pytest.raises(InputError, match="id_field='url' does not apply"):
+            rerank("vaccines", docs, reranker="bm25", id_field="url")
+    # naming the framework's own place is no mistake
+    kept = rerank("vaccines", _langchain_docs(), reranker="bm25", text_field="page_content")
+    assert [d.id for d in kept] == ["d0", "d1"]
+    for adapter in (RerankitCompressor, RerankitPostprocessor):
+        with pytest.raises(TypeError, match=r"no option 'text_field'.*'title' key"):
+            adapter(text_field="content")
+        with pytest.raises(TypeError, match="no option 'id_field'"):
+            adapter(id_field="url")
+        with pytest.raises(TypeError, match="no option 'top_k' \\(did you mean 'top_n'\\?\\)"):
+            adapter(top_k=2)

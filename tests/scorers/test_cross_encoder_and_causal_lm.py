@@ -33,21 +33,25 @@ DOCS = [
 
 
 def test_without_torch_a_model_that_is_not_exported_says_both_ways_out(
-    bert_dir, tmp_path, monkeypatch
+    bert_dir, tiny_st, tmp_path, monkeypatch
 ):
-    """Without sentence-transformers (a torch-free install), a cross-encoder folder that was
-    never exported cannot load: the error names the extra to install and the export that
-    runs it without torch, with the command (as the scorers page promises)."""
+    """Without sentence-transformers (a torch-free install), a cross-encoder or embedding
+    model folder that was never exported cannot load: the error names the extra to install
+    and the export that runs it without torch, with the command (as the scorers page
+    promises)."""
     import shutil
     import sys
 
     from rerankit.errors import MissingDependencyError
     from rerankit.scorers import EmbeddingScorer
 
-    folder = tmp_path / "ce"  # a folder of its own: no model loaded earlier is reused
-    shutil.copytree(bert_dir, folder)
+    # folders of their own: no model loaded earlier is reused
+    ce, st = shutil.copytree(bert_dir, tmp_path / "ce"), shutil.copytree(tiny_st, tmp_path / "st")
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as if not installed
-    for scorer in (CrossEncoderScorer(str(folder), backend="torch"), EmbeddingScorer(str(folder))):
+    for scorer, folder in (
+        (CrossEncoderScorer(str(ce), backend="torch"), ce),
+        (EmbeddingScorer(str(st)), st),
+    ):
         with pytest.raises(MissingDependencyError) as info:
             _ = scorer.model
         message = str(info.value)

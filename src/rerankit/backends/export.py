@@ -36,7 +36,7 @@ from .._optional import install_hint, require
 from ..cache import default_cache_dir
 from ..errors import ConfigError, MissingDependencyError, ModelLoadError, keyword_flag
 from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL, resolve_source
-from .detect import model_kind
+from .detect import check_tokenizer, model_kind
 from .hub import cache_only_model_options, hub_options
 from .local import quiet_loading
 from .manifest import KINDS, MANIFEST, check_backend, is_exported, read_manifest
@@ -188,6 +188,7 @@ def export(
     per_token=False`` is plain dynamic int8."""
     kind = export_kind(model, kind)
     check_backend("onnx", quantize)
+    check_tokenizer(model, "cross-encoder" if kind == "cross_encoder" else "embedding model")
     torch = require("torch", "exporting a model to ONNX")
     require("onnx", "exporting a model to ONNX")
     parts = _embedding_parts if kind == "embedding" else _cross_encoder_parts

@@ -11,9 +11,10 @@ require("langchain_core", "rerankit.integrations.langchain")
 
 from langchain_core.callbacks import Callbacks  # noqa: E402
 from langchain_core.documents import BaseDocumentCompressor, Document  # noqa: E402
-from pydantic import ConfigDict  # noqa: E402
+from pydantic import ConfigDict, model_validator  # noqa: E402
 
 from ..api import load  # noqa: E402
+from ._options import refuse_unknown_options  # noqa: E402
 
 __all__ = ["RerankitCompressor"]
 
@@ -23,6 +24,12 @@ class RerankitCompressor(BaseDocumentCompressor):
     scorer, registered name such as ``"hybrid"``, or pipeline file) and keeps the best
     ``top_n`` (None: all). Each returned Document is a copy whose metadata gains
     ``relevance_score``; the originals are left alone.
+
+    Each Document is read as ``rerank()`` reads it: its ``page_content`` is the text, and a
+    ``title`` key in its metadata is its title (on the line before the text, as a dict's
+    ``title``). ``text_fields`` reads metadata keys (and ``page_content``) as ``key: value``
+    lines of the text instead, as for dicts. An option that does not apply to a Document
+    (``text_field``, ``id_field``) or that it does not take is a ``TypeError``.
 
     ``first_stage_field`` names the metadata key holding the retriever's score (e.g. the
     ``score`` you put there; ``first_stage_higher_is_better=False`` for distances); a
@@ -36,13 +43,23 @@ class RerankitCompressor(BaseDocumentCompressor):
 
     reranker: Any = "hybrid"
     top_n: int | None = 3
+    text_fields: tuple[str, ...] | None = None
     first_stage_field: str | None = None
     first_stage_higher_is_better: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_options(cls, data: Any) -> Any:
+        refuse_unknown_options(
+            cls.__name__, data, cls.model_fields, "LangChain Documents", "page_content", "id"
+        )
+        return data
 
     def _options(self) -> dict[str, Any]:
         return {
             "top_k": self.top_n,
             "score_field": "relevance_score",
+            "text_fields": self.text_fields,
             "first_stage_field": self.first_stage_field,
             "first_stage_higher_is_better": self.first_stage_higher_is_better,
         }

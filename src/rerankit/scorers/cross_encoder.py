@@ -23,6 +23,7 @@ import numpy as np
 
 from .._optional import require
 from .._threads import in_thread, on_model_thread
+from ..backends.detect import check_tokenizer
 from ..backends.hardware import attention_kernels
 from ..backends.hub import cache_only_model_options, hub_options
 from ..backends.local import run_splitting_on_oom
@@ -103,6 +104,7 @@ class CrossEncoderScorer(LocalModelScorer):
 
     def _load(self) -> Any:
         st = self._sentence_transformers()
+        check_tokenizer(self.model_id, "cross-encoder")
         hub = hub_options(self.model_id, "cross-encoder", 'CrossEncoderScorer("{folder}")')
         device = self.profile.resolve_device()
         return st.CrossEncoder(

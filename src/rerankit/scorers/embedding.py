@@ -28,12 +28,13 @@ from ..backends.bundled import (
     bundled_model_path,
     resolve_source,
 )
+from ..backends.detect import check_tokenizer, folder_kind
 from ..backends.hardware import attention_kernels
 from ..backends.hub import cache_only_model_options, hub_options
 from ..backends.local import weights_fingerprint
 from ..backends.onnx import is_exported, read_manifest
 from ..cache import EmbeddingCache
-from ..errors import InputError, ScorerError
+from ..errors import ConfigError, InputError, ScorerError
 from ..text.passages import DEFAULT_MAX_PASSAGES, split_passages
 from ..types import Document
 from .base import ScoreBatch, valid_query, valid_unicode
@@ -75,6 +76,24 @@ def _given_vectors(given: Any, n: int) -> list[Any]:
     if len(vectors) != n:
         raise InputError(f"document_embeddings has {len(vectors)} entries for {n} documents")
     return vectors
+
+
+def _a_cross_encoder(model: str) -> str:
+    """Why the cross-encoder ``model`` is no embedding model, and how to use it."""
+    said = (
+        "an ONNX export of one, as its rerankit_onnx.json says"
+        if is_exported(model)
+        else "its config.json names a sequence-classification architecture"
+    )
+    return (
+        f"{model!r} is a cross-encoder ({said}), not an embedding model: it reads the query "
+        "and the document together, so it cannot be the embedding model of EmbeddingScorer "
+        "or of the hybrid (HybridReranker(model=), rerankit serve --model). Rank with it as "
+        f'a cross-encoder: CrossEncoderScorer("{model}") in Python, -r {model} on the '
+        f'command line; to add BM25, fuse the two: FusionReranker([CrossEncoderScorer("{model}"'
+        f'), BM25Scorer()]), in a pipeline file scorers = [{{ type = "cross_encoder", model = '
+        f'"{model}" }}, {{ type = "bm25" }}]'
+    )
 
 
 def _unit_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -141,6 +160,8 @@ class EmbeddingScorer(LocalModelScorer):
         name: str = "embedding",
         **options: Unpack[LocalModelOptions],
     ) -> None:
+        if isinstance(model, str) and folder_kind(model) == "cross_encoder":
+            raise ConfigError(_a_cross_encoder(model))
         super().__init__(model, name=name, **options)
         self.query_prompt, self.document_prompt = query_prompt, document_prompt
         self.passage_words = _positive("passage_words", passage_words)
@@ -192,6 +213,7 @@ class EmbeddingScorer(LocalModelScorer):
     def _load(self) -> Any:
         st = self._sentence_transformers()
         source = resolve_source(self.model_id)
+        check_tokenizer(source, "embedding model")
         hub = hub_options(source, "embedding model", 'EmbeddingScorer("{folder}")')
         device = self.profile.resolve_device()
         model = st.SentenceTransformer(

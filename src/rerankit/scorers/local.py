@@ -20,9 +20,10 @@ from ..backends.local import (
     shared_load,
     weights_fingerprint,
 )
+from ..backends.manifest import is_exported, read_manifest
 from ..backends.onnx import load_onnx
 from ..backends.pairs import lengths, offsets, unpadded
-from ..errors import MissingDependencyError
+from ..errors import ConfigError, MissingDependencyError
 from ..types import Document
 from .base import ScoreBatch, valid_query, valid_unicode
 
@@ -48,6 +49,20 @@ class LocalModelOptions(TypedDict, total=False):
     trust_remote_code: bool
     backend: str
     quantize: str | None
+
+
+def _an_export_on_torch(model: str, backend: str) -> str:
+    """Why torch cannot load the folder ``model`` written by ``rerankit export``."""
+    manifest = read_manifest(model)
+    source = manifest.get("source")
+    kind = str(manifest.get("kind", "embedding")).replace("_", "-")
+    return (
+        f"{model!r} is an ONNX export (written by `rerankit export`: its rerankit_onnx.json "
+        f"says a {kind} model), which runs on ONNX Runtime, not on torch as "
+        f'backend={backend!r} asks: load it with backend="onnx" (or the default "auto"; '
+        '--backend onnx on the command line, backend = "onnx" in a pipeline file)'
+        + (f", or give torch the model it was exported from, {source!r}" if source else "")
+    )
 
 
 class LocalModelScorer:
@@ -90,6 +105,8 @@ class LocalModelScorer:
         chosen = choose_backend(
             backend, quantize, model, self.onnx_kind, max_length=self.profile.max_length
         )
+        if chosen == "torch" and self.onnx_kind and isinstance(model, str) and is_exported(model):
+            raise ConfigError(_an_export_on_torch(model, backend))
         if chosen == "onnx" and not self.onnx_kind:
             raise ValueError(f"{type(self).__name__} runs on torch only (backend='torch')")
         if chosen == "onnx" and not isinstance(model, str):

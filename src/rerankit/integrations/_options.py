@@ -1,0 +1,35 @@
+"""What the framework adapters take: the options of ``rerank()`` that apply to the
+framework's objects, and an error for any other, not a setting silently dropped."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ..documents import TITLE
+from ..options import unknown_keys
+
+__all__ = ["refuse_unknown_options"]
+
+
+def refuse_unknown_options(
+    adapter: str, given: Any, known: Iterable[str], kind: str, text: str, own_id: str
+) -> None:
+    """A ``TypeError`` for the first of ``given``'s keys (an adapter's keyword arguments)
+    that is not ``known``: ``text_field`` and ``id_field``, which name a dict's fields,
+    with where ``kind`` keeps its text (``text``, the name ``text_fields`` gives it) and
+    id (``own_id``) instead; any other
+    with the close option and all of them. ``given`` that is not a mapping passes."""
+    if not isinstance(given, Mapping):
+        return
+    reads = text if text == "page_content" else "get_content()"
+    hints = {
+        "text_field": (
+            f"{kind}' text is their {reads}, and a {TITLE!r} key in their metadata is their "
+            f"title; text_fields=({TITLE!r}, {text!r}) reads metadata keys as lines of the text"
+        ),
+        "id_field": f"{kind}' ids are their {own_id}",
+    }
+    message = unknown_keys(list(given), list(known), adapter, hints, word="option")
+    if message is not None:
+        raise TypeError(message)

@@ -1,0 +1,74 @@
+"""A model folder that cannot work as asked is refused before it scores, saying why and what
+to do: one saved without its tokenizer, a cross-encoder given as an embedding model, and a
+`rerankit export` folder given to torch."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+pytest.importorskip("sentence_transformers", reason="local models need the 'torch' extra")
+
+from rerankit.cli import main
+from rerankit.errors import ConfigError, ModelLoadError
+from rerankit.rerankers import FusionReranker, HybridReranker
+from rerankit.scorers import BM25Scorer, CrossEncoderScorer, EmbeddingScorer
+
+
+def _without_tokenizer(model, to):
+    """A copy of the folder ``model`` without its tokenizer files (those a tokenizer's
+    ``save_pretrained`` writes, and the vocabulary the fixtures write)."""
+    patterns = ("tokenizer*", "vocab*", "special_tokens_map.json", "added_tokens.json")
+    shutil.copytree(model, to, ignore=shutil.ignore_patterns(*patterns))
+    return to
+
+
+@pytest.fixture(scope="module")
+def ce_export(bert_dir, tmp_path_factory):
+    """The tiny cross-encoder as `rerankit export` writes it."""
+    pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
+    from rerankit.backends.export import export
+
+    return export(str(bert_dir), tmp_path_factory.mktemp("ce-onnx"))
+
+
+def test_a_model_folder_without_its_tokenizer_is_refused_at_load_and_export(
+    bert_dir, tiny_st, tmp_path, capsys
+):
+    bare = str(_without_tokenizer(bert_dir, tmp_path / "ce"))
+    said = rf"'{bare}' has no tokenizer.*tokenizer\.save_pretrained\('{bare}'\)"
+    with pytest.raises(ModelLoadError, match=said):
+        CrossEncoderScorer(bare).score_texts("vaccines", ["vaccines train cells"])
+    assert main(["export", bare, "--out", str(tmp_path / "out")]) == 1
+    assert "tokenizer.save_pretrained" in capsys.readouterr().err
+    assert not (tmp_path / "out" / "model.onnx").exists()
+    st = str(_without_tokenizer(tiny_st, tmp_path / "st"))
+    with pytest.raises(ModelLoadError, match=r"embedding model folder .* has no tokenizer"):
+        EmbeddingScorer(st, backend="torch").model  # noqa: B018 - loads it
+    # the folder as it was, tokenizer and all, still loads
+    assert CrossEncoderScorer(str(bert_dir)).score_texts("vaccines", ["vaccines"]).shape == (1,)
+
+
+def test_a_cross_encoder_is_refused_as_the_hybrids_embedding_model(bert_dir, ce_export):
+    for folder in (str(bert_dir), str(ce_export)):
+        for build in (lambda f: HybridReranker(model=f), EmbeddingScorer):
+            with pytest.raises(ConfigError, match=r"is a cross-encoder .*not an embedding model"):
+                build(folder)
+    with pytest.raises(ConfigError, match=r"FusionReranker\(\[CrossEncoderScorer\(.*BM25Scorer"):
+        HybridReranker(model=str(bert_dir))
+    # what the message offers runs
+    fused = FusionReranker([CrossEncoderScorer(str(bert_dir)), BM25Scorer()])
+    assert len(fused.rerank("vaccines", ["vaccines train cells", "stock market"])) == 2
+
+
+def test_an_export_folder_on_torch_says_to_run_it_on_onnx(bert_dir, ce_export, tmp_path, capsys):
+    said = r"is an ONNX export .*backend=\"onnx\".*--backend onnx"
+    with pytest.raises(ConfigError, match=said) as caught:
+        CrossEncoderScorer(str(ce_export), backend="torch")
+    assert str(bert_dir) in str(caught.value)  # the model it was exported from
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"text": "vaccines train cells"}\n')
+    argv = ["rank", "-q", "vaccines", "-i", str(docs), "-r", str(ce_export), "--backend", "torch"]
+    assert main(argv) == 1
+    assert "is an ONNX export" in capsys.readouterr().err
