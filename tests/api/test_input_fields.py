@@ -105,3 +105,15 @@ def test_a_first_stage_field_no_document_has_is_refused_one_some_lack_is_not():
     }
     # no documents: nothing to check, an empty answer
     assert list(rerankit.rerank("q", [], reranker="bm25", first_stage_field="retriever")) == []
+
+
+def test_an_error_from_the_blocking_rerank_carries_no_event_loop_error_in_its_chain():
+    """rerank() checks for a running event loop first: its "no running event loop" is no
+    part of an error the rerank itself raises (a traceback would show it first)."""
+    with pytest.raises(InvalidDocumentError, match="missing text field 'text'") as err:
+        rerankit.rerank("vaccines", [{"content": "vaccines train cells"}], reranker="bm25")
+    chain, exc = [], err.value
+    while exc is not None:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    assert [type(e).__name__ for e in chain] == ["InvalidDocumentError"]
