@@ -61,6 +61,10 @@ PASS_FIRST_STAGE = (
 )
 #: the field (and metadata key) holding a document's title
 TITLE = "title"
+#: the field a document's id is read from unless the caller names another: one no
+#: document has is fine (no ids), while a field the caller named that no document has is
+#: an error, as a misspelt name would otherwise give every result an empty id
+DEFAULT_ID_FIELD = "id"
 
 
 def titled_text(text: str, title: Any) -> str:
@@ -148,6 +152,16 @@ class _Adapter:
         self.text_field, self.id_field = fields.text_field, fields.id_field
         self.text_fields = list(text_fields) if text_fields is not None else None
         self.text_getter, self.lenient = text_getter, missing_text == "empty"
+        #: the first document whose fields the id is read from, and whether any has it
+        self.id_read: int | None = None
+        self.id_found = False
+
+    def read_id(self, fields: Mapping[str, Any], i: int) -> Any:
+        """The id among a document's ``fields``, noting that it was looked for."""
+        if self.id_read is None:
+            self.id_read = i
+        self.id_found |= self.id_field in fields
+        return fields.get(self.id_field)
 
     def missing(self, i: int, message: str, field: str | None) -> str:
         if self.lenient:
@@ -201,7 +215,7 @@ class _Adapter:
             text = self.text_of_mapping(item, i)
             if self.text_fields is None and self.text_field != TITLE:
                 text = titled_text(text, item.get(TITLE))
-            return Document(text=text, id=item.get(self.id_field), metadata=metadata, source=item)
+            return Document(text=text, id=self.read_id(item, i), metadata=metadata, source=item)
         if _is_langchain(item):
             return Document(
                 text=item.page_content,
@@ -232,9 +246,9 @@ class _Adapter:
             text = text if isinstance(text, str) else ""
             if self.text_field != TITLE:  # a title attribute is read as a dict's title key
                 text = titled_text(text, attributes.get(TITLE))
-            return Document(
-                text=text, id=attributes.pop(self.id_field, None), metadata=attributes, source=item
-            )
+            identity = self.read_id(attributes, i)
+            attributes.pop(self.id_field, None)
+            return Document(text=text, id=identity, metadata=attributes, source=item)
         raise InvalidDocumentError(
             f"document {i}: unsupported type {type(item).__name__}; expected str, dict, "
             f"Document, a LangChain document, a LlamaIndex node, or an object with a string "
@@ -309,14 +323,24 @@ def to_documents(
 
     Raises :class:`~rerankit.errors.InvalidDocumentError` (a ``ValueError``) naming the
     document's index and the field when a text is missing or not a string
-    (``missing_text="empty"`` reads such documents as empty text instead), or when a
-    ``first_stage_field`` value is not a number. See the module doc for the kinds of item
-    accepted.
+    (``missing_text="empty"`` reads such documents as empty text instead), when a
+    ``first_stage_field`` value is not a number, and when a ``first_stage_field`` or an
+    ``id_field`` other than ``"id"`` is in none of the documents (a misspelt name). See the
+    module doc for the kinds of item accepted.
     """
     fields = (fields or InputFields()).with_options(**options)
     items = _check_sequence(documents)
     adapter = _Adapter(fields, text_getter=text_getter, missing_text=missing_text)
     docs = [adapter.adapt(item, i) for i, item in enumerate(items)]
+    first = adapter.id_read
+    if fields.id_field != DEFAULT_ID_FIELD and first is not None and not adapter.id_found:
+        raise InvalidDocumentError(
+            f"id field {fields.id_field!r} is in none of the {len(docs)} documents "
+            f"(document {first} has {_field_names(docs[first])}); check its spelling, or "
+            f"leave it out to read ids from {DEFAULT_ID_FIELD!r} where there is one",
+            index=first,
+            field=fields.id_field,
+        )
     if fields.first_stage_field is not None:
         docs = _with_first_stage(
             docs, fields.first_stage_field, fields.first_stage_higher_is_better
@@ -335,7 +359,7 @@ class InputFields:
     here reaches every one of them."""
 
     text_field: str = "text"
-    id_field: str = "id"
+    id_field: str = DEFAULT_ID_FIELD
     score_field: str = "rerank_score"
     first_stage_field: str | None = None
     first_stage_higher_is_better: bool = True
