@@ -131,7 +131,9 @@ def test_an_id_field_named_that_no_document_has_is_refused_the_default_is_not():
         InputFields(text_field="content", id_field="uri").read(docs)
     # named and present in some documents: read where it is
     some = [docs[0], {"content": "no url here"}]
-    result = rerankit.rerank("vaccines", some, reranker="bm25", text_field="content", id_field="url")
+    result = rerankit.rerank(
+        "vaccines", some, reranker="bm25", text_field="content", id_field="url"
+    )
     assert sorted(str(d.id) for d in result) == ["None", "u1"]
     # the default "id" that no document has: no ids, no error; strings carry no fields
     default = rerankit.rerank("vaccines", docs, reranker="bm25", text_field="content")
