@@ -44,6 +44,7 @@ __all__ = [
     "TITLE",
     "InputFields",
     "document_title",
+    "field_names",
     "field_value",
     "output_for",
     "repeated_ids",
@@ -197,8 +198,12 @@ class _Adapter:
             return item if item.source is not None else replace(item, source=item)
         if isinstance(item, str):
             return Document(text=item, source=item)
-        if isinstance(item, RankedDocument):
-            inner = self.adapt(item.document, i)
+        if isinstance(item, RankedDocument):  # it carries the text it was ranked by
+            lenient, self.lenient = self.lenient, True
+            try:
+                inner = self.adapt(item.document, i)
+            finally:
+                self.lenient = lenient
             return replace(inner, text=inner.text or item.text, source=item)
         if self.text_getter is not None:
             text = self.text_getter(item)
@@ -270,8 +275,9 @@ def _public_attributes(item: Any) -> dict[str, Any]:
     return attributes
 
 
-def _field_names(doc: Document) -> str:
-    """The fields besides the text and the id that ``doc`` has, for an error message."""
+def field_names(doc: Document) -> str:
+    """The fields besides the text and the id that ``doc`` has, for an error message
+    (``the fields ['date', 'url']``)."""
     names = sorted(map(str, doc.metadata))
     inner = doc.metadata.get("metadata")
     if isinstance(inner, Mapping):
@@ -286,7 +292,7 @@ def _with_first_stage(docs: list[Document], field: str, higher_is_better: bool) 
     if docs and all(field_value(d, field, None) is None for d in docs):
         raise InvalidDocumentError(
             f"first-stage field {field!r} is in none of the {len(docs)} documents "
-            f"(document 0 has {_field_names(docs[0])}); check its spelling, or leave it "
+            f"(document 0 has {field_names(docs[0])}); check its spelling, or leave it "
             "out to rank the texts alone",
             index=0,
             field=field,
@@ -336,7 +342,7 @@ def to_documents(
     if fields.id_field != DEFAULT_ID_FIELD and first is not None and not adapter.id_found:
         raise InvalidDocumentError(
             f"id field {fields.id_field!r} is in none of the {len(docs)} documents "
-            f"(document {first} has {_field_names(docs[first])}); check its spelling, or "
+            f"(document {first} has {field_names(docs[first])}); check its spelling, or "
             f"leave it out to read ids from {DEFAULT_ID_FIELD!r} where there is one",
             index=first,
             field=fields.id_field,
