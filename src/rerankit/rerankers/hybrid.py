@@ -132,6 +132,8 @@ class HybridReranker(ScoringReranker):
             )
         )
         self.use_first_stage = use_first_stage
+        #: whether the caller chose the weight (a 0 chosen says nothing of unfused scores)
+        self.weight_chosen = first_stage_weight is not None
         self.language = language
         self.name = name
         self.combination_method = fusion.ScoreCombinationMethod.parse(combination_method)
@@ -255,21 +257,42 @@ class HybridReranker(ScoringReranker):
 
     def _first_stage_mode(self, docs: Sequence[Document]) -> tuple[bool, str | None]:
         """Whether to fuse the documents' first-stage scores: when the hybrid fuses them at
-        all (:attr:`fuses_first_stage`) and every document has one; a warning when only some do."""
-        if not self.fuses_first_stage:  # the texts rank, scores or not
-            return False, None
+        all (:attr:`fuses_first_stage`) and every document has one. A warning says what
+        ranked instead when only some have one, and when the calibrated default (no
+        ``first_stage_weight`` given) leaves the scores it was given unfused."""
         have = sum(
             isinstance(v := d.metadata.get(FIRST_STAGE_SCORE), Real) and not isinstance(v, bool)
             for d in docs
         )
+        which = (
+            "every document carries"
+            if have == len(docs)
+            else f"{have} of {len(docs)} documents carry"
+        )
+        if not self.fuses_first_stage:  # the texts rank, scores or not
+            if not have or not self.use_first_stage or self.weight_chosen:
+                return False, None
+            return False, (
+                f"{which} a first-stage (retriever) score, which this hybrid does not fuse: "
+                "it ranks by the texts alone, its scores probabilities; to fuse the "
+                "retriever's score too (scores then relative to the call), give it a weight: "
+                "HybridReranker(first_stage_weight=0.1), or first_stage_weight = 0.1 in a "
+                "pipeline file's hybrid table"
+            )
         if have == len(docs):
             return True, None
-        if have:
-            return False, (
-                f"{have} of {len(docs)} documents have a first-stage score; the hybrid "
-                "ignores them and uses BM25 over the candidates instead"
-            )
-        return False, None
+        if not have:
+            return False, None
+        if self.scores == "calibrated":
+            instead = "its calibrated signals, as without a first stage (scores probabilities)"
+        else:
+            instead = "its relative texts-only fusion, with BM25 over the candidates in the "
+            instead += "first stage's place"
+        return False, (
+            f"{which} a first-stage score: the hybrid fuses one only when every document "
+            f"has it, so these rank by the texts alone ({instead}); give every document "
+            "one to fuse them"
+        )
 
     async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
 
