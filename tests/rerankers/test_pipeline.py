@@ -250,6 +250,12 @@ def test_construction_errors():
         FusionReranker([BM25Scorer()], normalization_method="l2")
     with pytest.raises(TypeError, match="is not a scorer"):
         FusionReranker([object()])
+    # a reranker where a scorer goes: what to do instead
+    with pytest.raises(TypeError, match=r"FusionReranker\(name='fusion'\) is a reranker") as err:
+        FusionReranker([FusionReranker([BM25Scorer()]), FieldScorer("date")])
+    assert "Pipeline([FusionReranker(), FusionReranker([PositionScorer()" in str(err.value)
+    with pytest.raises(TypeError, match="is a reranker, not a scorer"):
+        ScorerReranker(load("bm25"))
     with pytest.raises(ValueError, match="unknown reranker 'nope'; available: bm25"):
         rerankit.rerank("q", ["a"], reranker="nope")
     assert {"bm25", "jaccard", "text"} <= set(available_rerankers())
