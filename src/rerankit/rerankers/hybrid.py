@@ -85,6 +85,19 @@ class HybridReranker(ScoringReranker):
     1e-4, without importing torch), torch otherwise; ``"torch"`` and ``"onnx"``
     name one; ``quantize="int8"`` runs its int8 weights on ONNX Runtime (see
     :class:`~rerankit.scorers.EmbeddingScorer`).
+
+    Which keyword shapes which mode: the calibrated default's weights are its
+    ``calibration``'s (:data:`HYBRID_CALIBRATION`: 0.3, 0.15, 0.475 and 0.075 for the
+    ``passage``, ``embedding``, ``bm25_background`` and ``proximity`` logits, the numbers
+    the documentation quotes); it sums logits, so ``combination_method`` must stay
+    ``"weighted_average"``, and it does not read ``text_weights``. ``text_weights``
+    (default ``(0.2, 0.2)``) weigh ``scores="relative"``'s BM25 with the candidates' idf
+    and BM25 with background idf, the embedding taking the rest (0.6), combined by
+    ``combination_method`` (``"rrf"``, ``"comb_sum"``, ...: :mod:`rerankit.fusion`) over
+    scores normalised by ``normalization_method`` (``"min_max"``, ``"z_score"``, ...).
+    ``normalization_method`` also normalises the first stage and the texts' fused logit
+    before a calibrated hybrid mixes them by ``first_stage_weight``.
+    ``use_first_stage=False`` never reads first-stage scores.
     """
 
     def __init__(
@@ -147,6 +160,12 @@ class HybridReranker(ScoringReranker):
                 self.embedding.name,
             )
             scores = "relative"
+        if scores == "calibrated" and self.combination_method is not HYBRID_METHOD:
+            raise ValueError(
+                f"combination_method={self.combination_method.value!r} combines the relative "
+                "hybrid's scores (scores='relative'); the calibrated hybrid sums its signals' "
+                "logits (weighted_average)"
+            )
         self.scores = scores
         self.first_stage = FieldScorer(FIRST_STAGE_SCORE, name="first_stage")
         if scores == "calibrated":
