@@ -303,7 +303,7 @@ class HybridReranker(ScoringReranker):
         if not have:
             return False, None
         if self.scores == "calibrated":
-            instead = "its calibrated signals, as without a first stage (scores probabilities)"
+            instead = "its calibrated signals, as with no first stage: scores stay probabilities"
         else:
             instead = "its relative texts-only fusion, with BM25 over the candidates in the "
             instead += "first stage's place"
