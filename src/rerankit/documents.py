@@ -47,6 +47,7 @@ __all__ = [
     "TITLE",
     "InputFields",
     "document_title",
+    "field_names",
     "field_value",
     "output_for",
     "repeated_ids",
@@ -64,6 +65,10 @@ PASS_FIRST_STAGE = (
 )
 #: the field (and metadata key) holding a document's title
 TITLE = "title"
+#: the field a document's id is read from unless the caller names another: one no
+#: document has is fine (no ids), while a field the caller named that no document has is
+#: an error, as a misspelt name would otherwise give every result an empty id
+DEFAULT_ID_FIELD = "id"
 
 
 def titled_text(text: str, title: Any) -> str:
@@ -151,6 +156,16 @@ class _Adapter:
         self.text_field, self.id_field = fields.text_field, fields.id_field
         self.text_fields = list(text_fields) if text_fields is not None else None
         self.text_getter, self.lenient = text_getter, missing_text == "empty"
+        #: the first document whose fields the id is read from, and whether any has it
+        self.id_read: int | None = None
+        self.id_found = False
+
+    def read_id(self, fields: Mapping[str, Any], i: int) -> Any:
+        """The id among a document's ``fields``, noting that it was looked for."""
+        if self.id_read is None:
+            self.id_read = i
+        self.id_found |= self.id_field in fields
+        return fields.get(self.id_field)
 
     def missing(self, i: int, message: str, field: str | None) -> str:
         if self.lenient:
@@ -214,8 +229,12 @@ class _Adapter:
             return item if item.source is not None else replace(item, source=item)
         if isinstance(item, str):
             return Document(text=item, source=item)
-        if isinstance(item, RankedDocument):
-            inner = self.adapt(item.document, i)
+        if isinstance(item, RankedDocument):  # it carries the text it was ranked by
+            lenient, self.lenient = self.lenient, True
+            try:
+                inner = self.adapt(item.document, i)
+            finally:
+                self.lenient = lenient
             return replace(inner, text=inner.text or item.text, source=item)
         if self.text_getter is not None:
             text = self.text_getter(item)
@@ -232,7 +251,7 @@ class _Adapter:
             text = self.text_of_mapping(item, i)
             if self.text_fields is None and self.text_field != TITLE:
                 text = titled_text(text, item.get(TITLE))
-            return Document(text=text, id=item.get(self.id_field), metadata=metadata, source=item)
+            return Document(text=text, id=self.read_id(item, i), metadata=metadata, source=item)
         if _is_langchain(item):
             metadata = dict(item.metadata)
             text = self.framework_text(i, "LangChain Document", "page_content", item, metadata)
@@ -256,9 +275,9 @@ class _Adapter:
             text = text if isinstance(text, str) else ""
             if self.text_field != TITLE:  # a title attribute is read as a dict's title key
                 text = titled_text(text, attributes.get(TITLE))
-            return Document(
-                text=text, id=attributes.pop(self.id_field, None), metadata=attributes, source=item
-            )
+            identity = self.read_id(attributes, i)
+            attributes.pop(self.id_field, None)
+            return Document(text=text, id=identity, metadata=attributes, source=item)
         raise InvalidDocumentError(
             f"document {i}: unsupported type {type(item).__name__}; expected str, dict, "
             f"Document, a LangChain document, a LlamaIndex node, or an object with a string "
@@ -280,8 +299,9 @@ def _public_attributes(item: Any) -> dict[str, Any]:
     return attributes
 
 
-def _field_names(doc: Document) -> str:
-    """The fields besides the text and the id that ``doc`` has, for an error message."""
+def field_names(doc: Document) -> str:
+    """The fields besides the text and the id that ``doc`` has, for an error message
+    (``the fields ['date', 'url']``)."""
     names = sorted(map(str, doc.metadata))
     inner = doc.metadata.get("metadata")
     if isinstance(inner, Mapping):
@@ -296,7 +316,7 @@ def _with_first_stage(docs: list[Document], field: str, higher_is_better: bool) 
     if docs and all(field_value(d, field, None) is None for d in docs):
         raise InvalidDocumentError(
             f"first-stage field {field!r} is in none of the {len(docs)} documents "
-            f"(document 0 has {_field_names(docs[0])}); check its spelling, or leave it "
+            f"(document 0 has {field_names(docs[0])}); check its spelling, or leave it "
             "out to rank the texts alone",
             index=0,
             field=field,
@@ -333,14 +353,24 @@ def to_documents(
 
     Raises :class:`~rerankit.errors.InvalidDocumentError` (a ``ValueError``) naming the
     document's index and the field when a text is missing or not a string
-    (``missing_text="empty"`` reads such documents as empty text instead), or when a
-    ``first_stage_field`` value is not a number. See the module doc for the kinds of item
-    accepted.
+    (``missing_text="empty"`` reads such documents as empty text instead), when a
+    ``first_stage_field`` value is not a number, and when a ``first_stage_field`` or an
+    ``id_field`` other than ``"id"`` is in none of the documents (a misspelt name). See the
+    module doc for the kinds of item accepted.
     """
     fields = (fields or InputFields()).with_options(**options)
     items = _check_sequence(documents)
     adapter = _Adapter(fields, text_getter=text_getter, missing_text=missing_text)
     docs = [adapter.adapt(item, i) for i, item in enumerate(items)]
+    first = adapter.id_read
+    if fields.id_field != DEFAULT_ID_FIELD and first is not None and not adapter.id_found:
+        raise InvalidDocumentError(
+            f"id field {fields.id_field!r} is in none of the {len(docs)} documents "
+            f"(document {first} has {field_names(docs[first])}); check its spelling, or "
+            f"leave it out to read ids from {DEFAULT_ID_FIELD!r} where there is one",
+            index=first,
+            field=fields.id_field,
+        )
     if fields.first_stage_field is not None:
         docs = _with_first_stage(
             docs, fields.first_stage_field, fields.first_stage_higher_is_better
@@ -359,7 +389,7 @@ class InputFields:
     here reaches every one of them."""
 
     text_field: str = "text"
-    id_field: str = "id"
+    id_field: str = DEFAULT_ID_FIELD
     score_field: str = "rerank_score"
     first_stage_field: str | None = None
     first_stage_higher_is_better: bool = True

@@ -5,6 +5,13 @@ Every rule takes a ranked list (a :class:`~rerankit.RerankResult`, or a list of
 RankedDocuments, Documents, dicts or strings, best first) and returns the same kind. Rules
 that drop documents list them in the result's ``dropped`` and ``warnings`` (for a
 RerankResult) or log a warning (for a plain list). Rule objects can also be pipeline stages.
+
+A plain list is read as ``rerank()`` reads documents: the rules that compare texts
+(deduplicate, mmr) read each dict's or object's ``text_field`` (default ``"text"``), and
+one without it is an error naming the field and the fields it has (it would otherwise read
+as an empty text, the same as every other one); ``min_score`` reads each item's
+``score_field`` (default ``"rerank_score"``), and a list in which no item has one is an
+error. A result's documents carry the text they were ranked by and their score.
 """
 
 from __future__ import annotations
@@ -18,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from .documents import field_value, to_documents
+from .documents import field_names, field_value, to_documents
+from .errors import InvalidDocumentError
 from .normalize import normalize_scores
 from .text.words import split_words
 from .types import Document, RankedDocument, RerankResult
@@ -46,9 +54,26 @@ _DEFAULT_BUCKET = 1
 # --- one view over every kind of ranked list -------------------------------------------------
 
 
-def _view(items: Sequence[Any], text_field: str = "text") -> list[Document]:
-    """The items as Documents (a RankedDocument's document; a missing text reads as "")."""
-    return to_documents(items, text_field=text_field, missing_text="empty")
+def _view(
+    items: Sequence[Any], text_field: str = "text", *, reader: str | None = None
+) -> list[Document]:
+    """The items as Documents (a RankedDocument's document, with the text it was ranked
+    by). For ``reader``, the name of a rule that compares the texts, an item without its
+    ``text_field`` is an error naming the field, the fields present and ``text_field=``;
+    for the other rules a missing text reads as ""."""
+    if reader is None:
+        return to_documents(items, text_field=text_field, missing_text="empty")
+    try:
+        return to_documents(items, text_field=text_field)
+    except InvalidDocumentError as exc:
+        if exc.field != text_field:
+            raise
+        raise InvalidDocumentError(
+            f"{exc}; rule {reader!r} compares the texts: name the field that holds them "
+            f'with text_field= ({reader}(items, text_field="content"))',
+            index=exc.index,
+            field=exc.field,
+        ) from None
 
 
 def _score(item: Any, doc: Document, score_field: str) -> float | None:
@@ -189,8 +214,30 @@ def apply_difficulty_ordering(
 # --- score cut ----------------------------------------------------------------------------
 
 
+#: what a threshold means on a scale that is no probability (min_score's warning)
+_NOT_A_PROBABILITY = {
+    "relative": (
+        "the scores are relative (comparable only within this result: BM25 over the "
+        "candidates, min-max or rank fusion, a retriever's score), so a threshold of {t:g} "
+        "keeps a different share of each query's documents and is no probability; cut by "
+        "rank (top_k), or threshold a reranker whose score_scale is 'probability'"
+    ),
+    "logit": (
+        "the scores are logits (unbounded; the model's probability is their sigmoid), so "
+        "{t:g} is no probability: the logit of a probability p is log(p / (1 - p)), 0 for "
+        "0.5"
+    ),
+}
+
+
 class MinScore(Rule):
-    """Drops items scoring below ``threshold`` (items without a score are kept)."""
+    """Drops items scoring below ``threshold``.
+
+    A result's documents are compared by their score; on a result whose ``score_scale``
+    is ``relative`` or ``logit`` the rule still cuts, and adds a warning that the threshold
+    is no probability. Items of a plain list are compared by their ``score_field``: those
+    without a numeric one are kept, with a warning saying how many, and a list in which
+    none has one is an ``InvalidDocumentError`` naming the field."""
 
     name = "min_score"
 
@@ -198,11 +245,37 @@ class MinScore(Rule):
         self.threshold, self.score_field = float(threshold), score_field
 
     def decide(self, items: Sequence[Any]) -> Outcome:
-        keep, drop = [], []
-        for i, (item, doc) in enumerate(zip(items, _view(items), strict=True)):
+        keep, drop, unscored = [], [], 0
+        docs = _view(items)
+        for i, (item, doc) in enumerate(zip(items, docs, strict=True)):
             s = _score(item, doc, self.score_field)
+            unscored += s is None
             (drop if s is not None and s < self.threshold else keep).append(i)
-        return Outcome(keep, drop, f"score below {self.threshold:g}")
+        warnings: tuple[str, ...] = ()
+        if unscored and unscored == len(items):
+            raise InvalidDocumentError(
+                f"rule 'min_score': none of the {len(items)} items has a numeric "
+                f"{self.score_field!r} to compare with the threshold (item 0 has "
+                f"{field_names(docs[0])}); name the field that holds the score with "
+                "score_field=, or apply the rule to the RerankResult",
+                index=0,
+                field=self.score_field,
+            )
+        if unscored:
+            warnings = (
+                f"rule 'min_score': {unscored} of {len(items)} items have no numeric "
+                f"{self.score_field!r} and are kept",
+            )
+        return Outcome(keep, drop, f"score below {self.threshold:g}", warnings)
+
+    def apply_result(self, result: RerankResult) -> RerankResult:
+        out = super().apply_result(result)
+        note = _NOT_A_PROBABILITY.get(result.score_scale)
+        if note is None:
+            return out
+        return replace(
+            out, warnings=(*out.warnings, f"rule 'min_score': {note.format(t=self.threshold)}")
+        )
 
 
 def min_score(items: Any, threshold: float, *, score_field: str = "rerank_score") -> Any:
@@ -225,7 +298,9 @@ def _jaccard(a: frozenset[str], b: frozenset[str]) -> float:
 
 class Deduplicate(Rule):
     """Drops an item whose word set overlaps an item ranked above it by at least
-    ``threshold`` (Jaccard, default 0.9): near-duplicates keep their best-ranked copy."""
+    ``threshold`` (Jaccard, default 0.9): near-duplicates keep their best-ranked copy.
+    It compares texts, not ids. A plain list's dicts are read by their ``text_field``
+    (default ``"text"``): one without it is an error naming the fields present."""
 
     name = "deduplicate"
 
@@ -235,7 +310,7 @@ class Deduplicate(Rule):
         self.threshold, self.text_field = threshold, text_field
 
     def decide(self, items: Sequence[Any]) -> Outcome:
-        sets = _word_sets([d.text for d in _view(items, self.text_field)])
+        sets = _word_sets([d.text for d in _view(items, self.text_field, reader=self.name)])
         keep: list[int] = []
         drop: list[int] = []
         for i, words in enumerate(sets):
@@ -259,7 +334,10 @@ class MMR(Rule):
     Similarity is the cosine of embeddings when available (``embed``: a callable mapping
     texts to vectors, e.g. ``EmbeddingScorer().encode_documents``, which caches; or an
     ``embedding`` field on the items), else word-set overlap (Jaccard). ``k`` limits how
-    many are chosen; the rest follow in their current order.
+    many are chosen; the rest follow in their current order. A plain list's dicts are read
+    by their ``text_field`` (default ``"text"``) and ``score_field``: an item without its
+    text is an error naming the fields present, unless every item carries an ``embedding``
+    and no ``embed`` is given.
     """
 
     name = "mmr"
@@ -306,7 +384,12 @@ class MMR(Rule):
         n = len(items)
         if n < 2:
             return Outcome(list(range(n)), [])
-        docs = _view(items, self.text_field)
+        try:
+            docs = _view(items, self.text_field, reader=self.name)
+        except InvalidDocumentError:  # no texts: fine when every item carries its vector
+            docs = _view(items, self.text_field)
+            if self.embed is not None or any(field_value(d, "embedding") is None for d in docs):
+                raise
         raw = [_score(x, d, self.score_field) for x, d in zip(items, docs, strict=True)]
         if all(s is not None for s in raw):
             rel = normalize_scores(np.asarray(raw, dtype=np.float64), "min_max")

@@ -105,3 +105,37 @@ def test_a_first_stage_field_no_document_has_is_refused_one_some_lack_is_not():
     }
     # no documents: nothing to check, an empty answer
     assert list(rerankit.rerank("q", [], reranker="bm25", first_stage_field="retriever")) == []
+
+
+def test_an_error_from_the_blocking_rerank_carries_no_event_loop_error_in_its_chain():
+    """rerank() checks for a running event loop first: its "no running event loop" is no
+    part of an error the rerank itself raises (a traceback would show it first)."""
+    with pytest.raises(InvalidDocumentError, match="missing text field 'text'") as err:
+        rerankit.rerank("vaccines", [{"content": "vaccines train cells"}], reranker="bm25")
+    chain, exc = [], err.value
+    while exc is not None:
+        chain.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    assert [type(e).__name__ for e in chain] == ["InvalidDocumentError"]
+
+
+def test_an_id_field_named_that_no_document_has_is_refused_the_default_is_not():
+    docs = [
+        {"url": "u1", "content": "vaccines train the immune system"},
+        {"url": "u2", "content": "fridges keep vaccines cold"},
+    ]
+    with pytest.raises(InvalidDocumentError, match=r"id field 'uri' is in none of the 2") as err:
+        rerankit.rerank("vaccines", docs, reranker="bm25", text_field="content", id_field="uri")
+    assert "['url']" in str(err.value) and err.value.field == "uri"
+    with pytest.raises(InvalidDocumentError, match="'uri' is in none"):  # the object form
+        InputFields(text_field="content", id_field="uri").read(docs)
+    # named and present in some documents: read where it is
+    some = [docs[0], {"content": "no url here"}]
+    result = rerankit.rerank(
+        "vaccines", some, reranker="bm25", text_field="content", id_field="url"
+    )
+    assert sorted(str(d.id) for d in result) == ["None", "u1"]
+    # the default "id" that no document has: no ids, no error; strings carry no fields
+    default = rerankit.rerank("vaccines", docs, reranker="bm25", text_field="content")
+    assert [d.id for d in default] == [None, None]
+    assert rerankit.rerank("vaccines", ["a", "b"], reranker="bm25", id_field="uri")[0].id is None

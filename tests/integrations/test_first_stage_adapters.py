@@ -39,6 +39,16 @@ def test_named_field_and_distances_reach_the_hybrid():
     assert "first_stage_score" not in docs[0]  # the caller's dicts are untouched
 
 
+def test_the_relative_hybrid_says_what_ranks_when_only_some_documents_have_a_score():
+    docs = [{"text": t, "sim": s} for t, s in zip(DOCS, RETRIEVER, strict=True)]
+    partial = [docs[0], docs[1], {"text": DOCS[2]}, {"text": DOCS[3]}]
+    result = _hybrid().rerank(QUERY, partial, first_stage_field="sim")
+    assert "first_stage" not in result[0].scores and "bm25" in result[0].scores
+    [note] = result.warnings
+    assert note.startswith("2 of 4 documents carry a first-stage score")
+    assert "BM25 over the candidates in the first stage's place" in note
+
+
 def test_langchain_metadata_score_reaches_the_hybrid():
     pytest.importorskip("langchain_core", reason="needs the 'langchain' extra")
     from langchain_core.documents import Document

@@ -3,21 +3,26 @@
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rerankit import Document, rerank
+from rerankit import Document, Pipeline, rerank
 from rerankit.compat import DIFFICULTY_BUCKETS
 from rerankit.compat import apply_difficulty_ordering as compat_difficulty
+from rerankit.errors import InvalidDocumentError
 from rerankit.ordering import (
     MMR,
+    MinScore,
     apply_difficulty_ordering,
     deduplicate,
     min_score,
     mmr,
 )
+from rerankit.scorers import BM25Scorer
 
 LEVELS = ["advanced", "introductory", "intermediate", "introductory", "advanced", None, "weird"]
 
@@ -157,3 +162,78 @@ def test_mmr_pushes_a_redundant_item_down():
     assert mmr(docs[:1]) == docs[:1]
     with pytest.raises(ValueError, match="lambda_"):
         MMR(1.5)
+
+
+#: a retriever's hits whose text is under "content", not "text"
+CONTENT = [
+    {"url": f"u{i}", "content": t}
+    for i, t in enumerate(["solar panels", "wind farms", "nuclear power", "coal plants"])
+]
+
+
+def test_rules_that_compare_texts_refuse_dicts_without_their_text_field():
+    """Read as "" each, every text was the same: deduplicate kept one of four distinct
+    documents, and mmr changed nothing, without a word."""
+    for rule in (deduplicate, mmr):
+        with pytest.raises(InvalidDocumentError, match="missing text field 'text'") as err:
+            rule(CONTENT)
+        assert "fields present: 'url', 'content'" in str(err.value)
+        assert "text_field=" in str(err.value) and err.value.field == "text"
+    assert deduplicate(CONTENT, text_field="content") == CONTENT
+    assert sorted(d["url"] for d in mmr(CONTENT, text_field="content")) == ["u0", "u1", "u2", "u3"]
+    assert CONTENT[0] == {"url": "u0", "content": "solar panels"}  # nothing mutated
+    # a result's documents carry the text they were ranked by, whatever field held it
+    result = rerank(
+        "solar", [*CONTENT, dict(CONTENT[0], url="u4")], reranker="bm25", text_field="content"
+    )
+    assert len(deduplicate(result)) == 4 and len(mmr(result)) == 5
+    # mmr compares vectors when every item carries one: no text needed
+    vectors = [
+        {"embedding": [1, 0], "rerank_score": 0.9},
+        {"embedding": [0, 1], "rerank_score": 0.5},
+    ]
+    assert mmr(vectors) == vectors
+
+
+def test_min_score_refuses_a_list_with_no_score_and_says_which_it_kept_unscored(caplog):
+    with pytest.raises(
+        InvalidDocumentError, match="none of the 4 items has a numeric 'rerank_score'"
+    ) as err:
+        min_score(CONTENT, 0.5)  # kept them all
+    assert "['content', 'url']" in str(err.value) and "score_field=" in str(err.value)
+    scored = [dict(d, distance=s) for d, s in zip(CONTENT, (0.9, 0.2, 0.7, 0.4), strict=True)]
+    assert [d["url"] for d in min_score(scored, 0.5, score_field="distance")] == ["u0", "u2"]
+    some = [{"text": "a", "rerank_score": 0.7}, {"text": "b"}, {"text": "c", "rerank_score": 0.1}]
+    with caplog.at_level("WARNING", logger="rerankit.ordering"):
+        assert [d["text"] for d in min_score(some, 0.5)] == ["a", "b"]
+    assert "1 of 3 items have no numeric 'rerank_score' and are kept" in caplog.text
+
+
+class Probabilities:
+    """A scorer of probabilities: each text's number in ``table``."""
+
+    score_scale = "probability"
+    name = "p"
+
+    def __init__(self, table):
+        self.table = table
+
+    async def score(self, query, docs, **context):
+        return np.array([self.table[d.text] for d in docs])
+
+
+def test_min_score_warns_that_a_threshold_on_relative_or_logit_scores_is_no_probability():
+    result = rerank("solar power", CONTENT, reranker="bm25", text_field="content")
+    assert result.score_scale == "relative"
+    [note] = [w for w in min_score(result, 0.5).warnings if "no probability" in w]
+    assert note.startswith("rule 'min_score': the scores are relative") and "top_k" in note
+    logits = min_score(replace(result, score_scale="logit"), 0.5)
+    assert any("logits" in w and "0 for 0.5" in w for w in logits.warnings)
+    # in a pipeline the rule sees the scale of the stage that scored before it
+    texts = {d["content"]: p for d, p in zip(CONTENT, (0.9, 0.2, 0.7, 0.4), strict=True)}
+    calibrated = Pipeline([Probabilities(texts), MinScore(0.5)])
+    cut = calibrated.rerank("q", CONTENT, text_field="content")
+    assert [(r.text, r.score) for r in cut] == [("solar panels", 0.9), ("nuclear power", 0.7)]
+    assert not [w for w in cut.warnings if "no probability" in w]
+    lexical = Pipeline([BM25Scorer(), MinScore(0.5)]).rerank("solar", CONTENT, text_field="content")
+    assert any("'min_score': the scores are relative" in w for w in lexical.warnings)

@@ -12,8 +12,8 @@ import rerankit
 from rerankit import Document, available_rerankers, load
 from rerankit.config import build
 from rerankit.errors import InvalidDocumentError
-from rerankit.rerankers import FusionReranker, ScorerReranker
-from rerankit.scorers import BM25Scorer, FieldScorer, ScoreBatch, TextSimilarity
+from rerankit.rerankers import FusionReranker, HybridReranker, ScorerReranker
+from rerankit.scorers import BM25Scorer, FieldScorer, JaccardScorer, ScoreBatch, TextSimilarity
 
 VOCAB = ["solar", "wind", "power", "grid", "battery", "storage", "the", "price", "running"]
 TEXTS = st.lists(st.sampled_from(VOCAB), max_size=8).map(" ".join)
@@ -250,6 +250,17 @@ def test_construction_errors():
         FusionReranker([BM25Scorer()], normalization_method="l2")
     with pytest.raises(TypeError, match="is not a scorer"):
         FusionReranker([object()])
+    # a reranker where a scorer goes: what to do instead
+    with pytest.raises(TypeError, match=r"FusionReranker\(name='fusion'\) is a reranker") as err:
+        FusionReranker([FusionReranker([BM25Scorer()]), FieldScorer("date")])
+    assert "Pipeline([FusionReranker(), FusionReranker([PositionScorer()" in str(err.value)
+    with pytest.raises(TypeError, match="is a reranker, not a scorer"):
+        ScorerReranker(load("bm25"))
+    # the calibrated hybrid sums logits: another combination names the mode it is for
+    with pytest.raises(ValueError, match=r"combination_method='rrf' combines the relative"):
+        HybridReranker(combination_method="rrf")
+    relative = HybridReranker(JaccardScorer(name="embedding"), combination_method="rrf")
+    assert relative.scores == "relative" and relative.combination_method.value == "rrf"
     with pytest.raises(ValueError, match="unknown reranker 'nope'; available: bm25"):
         rerankit.rerank("q", ["a"], reranker="nope")
     assert {"bm25", "jaccard", "text"} <= set(available_rerankers())

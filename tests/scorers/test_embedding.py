@@ -162,16 +162,27 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     assert [r.index for r in by_distance] == [r.index for r in result]
     partial = [*documented[:2], *({"text": d} for d in DOCS[2:])]
     fallback = hybrid.rerank(QUERY, partial)
-    assert set(fallback[0].scores) == signals
-    assert any("2 of 4 documents have a first-stage score" in w for w in fallback.warnings)
+    assert set(fallback[0].scores) == signals and fallback.score_scale == "probability"
+    # the warning says what ran: the calibrated signals (the relative hybrid's BM25 over
+    # the candidates is no part of this one)
+    [note] = fallback.warnings
+    assert note.startswith("2 of 4 documents carry a first-stage score: the hybrid fuses")
+    assert "calibrated signals" in note and "BM25 over the candidates" not in note
     plain = hybrid.rerank(QUERY, DOCS)
     assert set(plain[0].scores) == signals and not plain.warnings
-    # the default calibrated hybrid (weight 0) ranks by the texts with or without them:
-    # the same order, and no warning about scores it would not have read anyway
+    # the default calibrated hybrid (no weight given) ranks by the texts with or without
+    # them, the same order, and says once that it left the scores unfused, and how to fuse
     texts_only = HybridReranker(scorer)
     some, none_ = texts_only.rerank(QUERY, partial), texts_only.rerank(QUERY, DOCS)
-    assert [r.index for r in some] == [r.index for r in none_]
-    assert not some.warnings
+    assert [(r.index, r.score) for r in some] == [(r.index, r.score) for r in none_]
+    assert not none_.warnings
+    [unfused] = some.warnings
+    assert unfused.startswith("2 of 4 documents carry a first-stage (retriever) score, which")
+    assert "first_stage_weight=0.1" in unfused
+    every = texts_only.rerank(QUERY, documented, first_stage_field="first_stage_score")
+    assert every.warnings == (unfused.replace("2 of 4 documents carry", "every document carries"),)
+    # a weight of 0 the caller chose: nothing to tell them
+    assert not HybridReranker(scorer, first_stage_weight=0.0).rerank(QUERY, documented).warnings
 
 
 def test_the_calibrated_hybrid_puts_the_first_stage_beside_every_text_signal(scorer, monkeypatch):

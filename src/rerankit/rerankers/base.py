@@ -112,10 +112,16 @@ def note_duplicate_ids(result: RerankResult, docs: Sequence[Document]) -> Rerank
 
 def run_sync(coro: Any) -> Any:
     """Run a coroutine to completion from sync code, also when an event loop is running in
-    this thread (notebooks, async servers): then it runs on a helper thread's own loop."""
+    this thread (notebooks, async servers): then it runs on a helper thread's own loop. The
+    coroutine runs outside the check's ``except`` block, so an exception it raises carries
+    no unrelated "no running event loop" in its chain."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:
         return asyncio.run(coro)
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerankit-sync") as pool:
         return pool.submit(asyncio.run, coro).result()

@@ -172,7 +172,8 @@ class Pipeline(Reranker):
         is_rule = isinstance(stage.step, Rule)
         try:
             if is_rule:
-                sub = stage.step.apply_result(self._current(query, sub_docs, head, scored))
+                current = self._current(query, sub_docs, head, scored, scales)
+                sub = stage.step.apply_result(current)
             else:
                 sub = await stage.step.arerank(query, sub_docs, context=context)
         except CALLER_ERRORS:
@@ -237,9 +238,16 @@ class Pipeline(Reranker):
 
     @staticmethod
     def _current(
-        query: str, sub_docs: Sequence[Document], head: list[int], scored: Scored
+        query: str,
+        sub_docs: Sequence[Document],
+        head: list[int],
+        scored: Scored,
+        scales: Sequence[str | None],
     ) -> RerankResult:
-        """The head as a RerankResult (current scores) for a rule to reorder."""
+        """The head as a RerankResult (current scores, on the scale of the stages that
+        last scored them when they share one, else ``relative``) for a rule to reorder."""
+        common = {scales[i] for i in head}
+        scale = common.pop() if len(common) == 1 else None
         results = tuple(
             RankedDocument(
                 document=d.source if d.source is not None else d,
@@ -251,4 +259,4 @@ class Pipeline(Reranker):
             )
             for j, (d, i) in enumerate(zip(sub_docs, head, strict=True))
         )
-        return RerankResult(query=query, results=results)
+        return RerankResult(query=query, results=results, score_scale=scale or "relative")

@@ -86,6 +86,19 @@ class HybridReranker(ScoringReranker):
     1e-4, without importing torch), torch otherwise; ``"torch"`` and ``"onnx"``
     name one; ``quantize="int8"`` runs its int8 weights on ONNX Runtime (see
     :class:`~rerankit.scorers.EmbeddingScorer`).
+
+    Which keyword shapes which mode: the calibrated default's weights are its
+    ``calibration``'s (:data:`HYBRID_CALIBRATION`: 0.3, 0.15, 0.475 and 0.075 for the
+    ``passage``, ``embedding``, ``bm25_background`` and ``proximity`` logits, the numbers
+    the documentation quotes); it sums logits, so ``combination_method`` must stay
+    ``"weighted_average"``, and it does not read ``text_weights``. ``text_weights``
+    (default ``(0.2, 0.2)``) weigh ``scores="relative"``'s BM25 with the candidates' idf
+    and BM25 with background idf, the embedding taking the rest (0.6), combined by
+    ``combination_method`` (``"rrf"``, ``"comb_sum"``, ...: :mod:`rerankit.fusion`) over
+    scores normalised by ``normalization_method`` (``"min_max"``, ``"z_score"``, ...).
+    ``normalization_method`` also normalises the first stage and the texts' fused logit
+    before a calibrated hybrid mixes them by ``first_stage_weight``.
+    ``use_first_stage=False`` never reads first-stage scores.
     """
 
     def __init__(
@@ -133,6 +146,8 @@ class HybridReranker(ScoringReranker):
             )
         )
         self.use_first_stage = use_first_stage
+        #: whether the caller chose the weight (a 0 chosen says nothing of unfused scores)
+        self.weight_chosen = first_stage_weight is not None
         self.language = language
         self.name = name
         self.combination_method = fusion.ScoreCombinationMethod.parse(combination_method)
@@ -146,6 +161,12 @@ class HybridReranker(ScoringReranker):
                 self.embedding.name,
             )
             scores = "relative"
+        if scores == "calibrated" and self.combination_method is not HYBRID_METHOD:
+            raise ValueError(
+                f"combination_method={self.combination_method.value!r} combines the relative "
+                "hybrid's scores (scores='relative'); the calibrated hybrid sums its signals' "
+                "logits (weighted_average)"
+            )
         self.scores = scores
         self.first_stage = FieldScorer(FIRST_STAGE_SCORE, name="first_stage")
         if scores == "calibrated":
@@ -256,21 +277,42 @@ class HybridReranker(ScoringReranker):
 
     def _first_stage_mode(self, docs: Sequence[Document]) -> tuple[bool, str | None]:
         """Whether to fuse the documents' first-stage scores: when the hybrid fuses them at
-        all (:attr:`fuses_first_stage`) and every document has one; a warning when only some do."""
-        if not self.fuses_first_stage:  # the texts rank, scores or not
-            return False, None
+        all (:attr:`fuses_first_stage`) and every document has one. A warning says what
+        ranked instead when only some have one, and when the calibrated default (no
+        ``first_stage_weight`` given) leaves the scores it was given unfused."""
         have = sum(
             isinstance(v := d.metadata.get(FIRST_STAGE_SCORE), Real) and not isinstance(v, bool)
             for d in docs
         )
+        which = (
+            "every document carries"
+            if have == len(docs)
+            else f"{have} of {len(docs)} documents carry"
+        )
+        if not self.fuses_first_stage:  # the texts rank, scores or not
+            if not have or not self.use_first_stage or self.weight_chosen:
+                return False, None
+            return False, (
+                f"{which} a first-stage (retriever) score, which this hybrid does not fuse: "
+                "it ranks by the texts alone, its scores probabilities; to fuse the "
+                "retriever's score too (scores then relative to the call), give it a weight: "
+                "HybridReranker(first_stage_weight=0.1), or first_stage_weight = 0.1 in a "
+                "pipeline file's hybrid table"
+            )
         if have == len(docs):
             return True, None
-        if have:
-            return False, (
-                f"{have} of {len(docs)} documents have a first-stage score; the hybrid "
-                "ignores them and uses BM25 over the candidates instead"
-            )
-        return False, None
+        if not have:
+            return False, None
+        if self.scores == "calibrated":
+            instead = "its calibrated signals, as with no first stage: scores stay probabilities"
+        else:
+            instead = "its relative texts-only fusion, with BM25 over the candidates in the "
+            instead += "first stage's place"
+        return False, (
+            f"{which} a first-stage score: the hybrid fuses one only when every document "
+            f"has it, so these rank by the texts alone ({instead}); give every document "
+            "one to fuse them"
+        )
 
     async def _score(self, query: str, docs: Sequence[Document], **context: Any) -> Scored:
 

@@ -60,10 +60,20 @@ def as_score_batch(name: str, raw: Any, n: int) -> ScoreBatch:
 
 
 def check_scorer(scorer: Any) -> Scorer:
-    """``scorer`` itself, or a ``TypeError`` when it is not one."""
-    if not isinstance(scorer, Scorer):
-        raise TypeError(f"{scorer!r} is not a scorer (needs .name and async .score)")
-    return scorer
+    """``scorer`` itself, or a ``TypeError`` when it is not one; for a reranker (a
+    fusion's strategy, say), one that says how to combine it with scorers instead."""
+    if isinstance(scorer, Scorer):
+        return scorer
+    if callable(getattr(scorer, "arerank", None)):
+        kind = type(scorer).__name__
+        raise TypeError(
+            f"{scorer!r} is a reranker, not a scorer (needs .name and async .score): give it "
+            "as a reranker or a pipeline stage of its own, and to fuse its order with other "
+            "signals, fuse a PositionScorer (its order as a score) in the stage after it: "
+            f"Pipeline([{kind}(), FusionReranker([PositionScorer(), "
+            'RecencyScorer("date")])])'
+        )
+    raise TypeError(f"{scorer!r} is not a scorer (needs .name and async .score)")
 
 
 def _replace_surrogates(text: str) -> str | None:

@@ -65,7 +65,12 @@ class PRFScorer:
 
 class PositionScorer:
     """``1 - i / n`` for the document at position ``i`` of ``n``, as they arrive: the
-    previous stage's order as a score, to fuse with a later stage's signals."""
+    previous stage's order as a score, to fuse with a later stage's signals. A reranker
+    is no scorer, so this is how its order joins a fusion: the reranker as a pipeline
+    stage, then a fusion of this scorer with the others (``position`` in a file)::
+
+        Pipeline([HybridReranker(), FusionReranker([PositionScorer(), RecencyScorer("date")])])
+    """
 
     score_scale = "relative"
 
