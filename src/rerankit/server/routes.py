@@ -150,14 +150,14 @@ def add_rerank_routes(
         schema = requests[0] if len(requests) == 1 else {"anyOf": requests}
         answers_of = tuple(f.Response for f in formats)
         answer = answers_of[0] if len(answers_of) == 1 else Union[answers_of]  # noqa: UP007
-        statuses = (400, 401, 404, 408, 413, 422, 429, 431, 500)
+        statuses = (400, 401, 404, 408, 413, 422, 429, 431, 500, 502, 503, 504)
         errors = {status: {"model": ErrorBody} for status in statuses}
         app.post(
             formats[0].path,
             summary=formats[0].summary,
             description=formats[0].description,
             response_model=answer,
-            responses={**errors, 502: {"model": ErrorBody}, 503: {"model": ErrorBody}},
+            responses=errors,
             openapi_extra={
                 "requestBody": {
                     "required": True,
