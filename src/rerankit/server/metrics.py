@@ -14,7 +14,7 @@ from ..cache import error_counts
 __all__ = ["LATENCY_BUCKETS", "Metrics"]
 
 #: seconds: from a cached answer's milliseconds to well past the default 30 s deadline (a
-#: request answered 503 at its deadline lands just above it); the service's own ``timeout``
+#: request answered 504 at its deadline lands just above it); the service's own ``timeout``
 #: and twice it are added, whatever they are
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
 
