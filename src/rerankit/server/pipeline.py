@@ -238,6 +238,7 @@ class ServedPipeline:
         ``rerankit_pipeline_failures_total``."""
         state = self.state
         logger.debug("pipeline %r: a request got no answer: %s", self.name, detail or why)
+        why = one_line(why)
         if state.request_failed(why):
             self.metrics.pipeline_failures.labels(self.name).inc()
             logger.warning(
