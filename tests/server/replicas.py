@@ -182,6 +182,7 @@ http {{
             proxy_set_header Connection "";
             proxy_next_upstream error timeout http_503 non_idempotent;
             proxy_next_upstream_tries 2;
+            proxy_next_upstream_timeout 10s;
             proxy_read_timeout 60s;
             client_max_body_size 5m;
         }}

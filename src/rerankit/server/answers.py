@@ -31,7 +31,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -78,15 +78,21 @@ class Answer:
 
 
 def request_key(
-    fingerprint: str, path: str, body: Any, settings: ServerSettings, tenant: str | None
+    fingerprint: str,
+    path: str,
+    body: Any,
+    settings: ServerSettings,
+    tenant: str | None,
+    notes: Sequence[str] = (),
 ) -> str:
     """The answer key of request ``body`` (its validated model) to endpoint ``path``: the
     query, the documents as sent in their order, every other field of the request model
     (``top_n``, ``return_documents``, ``max_tokens_per_doc``, ``max_chunks_per_doc``,
     ``rank_fields``, ``raw_scores``, ``truncate``, ... with their defaults, so a field added
     later joins the key by itself) but ``model`` (the fingerprint stands for the pipeline it
-    names), the endpoint, and the service's limits that change the body
-    (``max_document_chars``, ``truncate``)."""
+    names), the endpoint, the service's limits that change the body
+    (``max_document_chars``, ``truncate``) and the warnings the service adds about the
+    request (``notes``: a multilingual model name that an English pipeline answers)."""
     fields = body.model_dump()
     query = fields.pop("query")
     documents = fields.pop("texts") if "texts" in fields else fields.pop("documents")
@@ -97,6 +103,8 @@ def request_key(
         "max_document_chars": settings.max_document_chars,
         "truncate": settings.truncate,
     }
+    if notes:  # (absent otherwise: the keys of answers without them stay as they were)
+        options["notes"] = list(notes)
     return answer_key(fingerprint, tenant=tenant, query=query, documents=documents, options=options)
 
 
@@ -161,7 +169,14 @@ class Answers:
             "required": self.settings.cache.required,
         }
 
-    def key(self, path: str, body: Any, fingerprint: str | None, headers: Any) -> str | None:
+    def key(
+        self,
+        path: str,
+        body: Any,
+        fingerprint: str | None,
+        headers: Any,
+        notes: Sequence[str] = (),
+    ) -> str | None:
         """The request's answer key, or None when its answers are not cached (the cache is
         off, the endpoint is not cached, or the pipeline has no fingerprint)."""
         if not self.enabled or path not in CACHED_PATHS or fingerprint is None:
@@ -170,7 +185,7 @@ class Answers:
         if self.settings.api_keys:  # (checked by then) tenants never read each other's
             sent = headers.get("authorization", "")
             tenant = sent[7:].strip() if sent.lower().startswith("bearer ") else ""
-        return request_key(fingerprint, path, body, self.settings, tenant)
+        return request_key(fingerprint, path, body, self.settings, tenant, notes)
 
     async def unreachable(self) -> str | None:
         """Why the required shared cache cannot be reached now (None: it can, or it is not

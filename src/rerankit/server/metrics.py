@@ -1,8 +1,8 @@
 """The service's Prometheus metrics (every answer counted once and timed, by endpoint and
-pipeline; errors by status; queue depth, requests in flight, queue and inference time, and
-readiness, by pipeline; documents per request; embedding micro-batches; abandoned requests;
-the answer cache, and the cache calls that failed). docs/service.md's metrics table lists
-them all, and a test compares it with a live scrape."""
+pipeline; errors by status; queue depth, requests in flight, queue and inference time,
+readiness and health, by pipeline; documents per request; embedding micro-batches;
+abandoned requests; the answer cache, and the cache calls that failed). docs/service.md's
+metrics table lists them all, and a test compares it with a live scrape."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from ..cache import error_counts
 __all__ = ["LATENCY_BUCKETS", "Metrics"]
 
 #: seconds: from a cached answer's milliseconds to well past the default 30 s deadline (a
-#: request answered 503 at its deadline lands just above it); the service's own ``timeout``
+#: request answered 504 at its deadline lands just above it); the service's own ``timeout``
 #: and twice it are added, whatever they are
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
 
@@ -40,23 +40,24 @@ class _CacheErrors:
         yield family
 
 
-class _Readiness:
-    """``rerankit_pipeline_ready{model=...}``: 1 for each pipeline that is ready, else 0,
-    read from ``ready()`` (name -> bool) when scraped."""
+class _ByPipeline:
+    """A gauge by pipeline (label ``model``) read from ``read()`` (name -> bool: 1 or 0)
+    when scraped: ``rerankit_pipeline_ready`` and ``rerankit_pipeline_healthy``."""
 
-    def __init__(self, ready: Any) -> None:
+    def __init__(self, name: str, documentation: str, read: Any) -> None:
         from prometheus_client.core import GaugeMetricFamily
 
-        self.family, self.ready = GaugeMetricFamily, ready
+        self.family, self.name, self.documentation, self.read = (
+            GaugeMetricFamily,
+            name,
+            documentation,
+            read,
+        )
 
     def collect(self) -> Any:
-        family = self.family(
-            "rerankit_pipeline_ready",
-            "1 while the pipeline is ready (loaded and warmed up), 0 while it loads or failed",
-            labels=["model"],
-        )
-        for name, ready in sorted(self.ready().items()):
-            family.add_metric([name], 1.0 if ready else 0.0)
+        family = self.family(self.name, self.documentation, labels=["model"])
+        for name, value in sorted(self.read().items()):
+            family.add_metric([name], 1.0 if value else 0.0)
         yield family
 
 
@@ -172,7 +173,8 @@ class Metrics:
         )
         self.pipeline_failures = prom.Counter(
             "rerankit_pipeline_failures_total",
-            "Times a pipeline failed to load or warm up",
+            "Times a pipeline failed to load or warm up, a request found its model missing, "
+            "or its requests began failing",
             ["model"],
             registry=self.registry,
         )
@@ -198,9 +200,24 @@ class Metrics:
             for family in (self.shed, self.documents, self.batch_documents):
                 family.labels(name)
 
-    def watch_readiness(self, ready: Any) -> None:
-        """Export ``rerankit_pipeline_ready`` from ``ready()`` (pipeline name -> bool)."""
-        self.registry.register(_Readiness(ready))
+    def watch_readiness(self, ready: Any, healthy: Any) -> None:
+        """Export ``rerankit_pipeline_ready`` from ``ready()`` and
+        ``rerankit_pipeline_healthy`` from ``healthy()`` (each: pipeline name -> bool)."""
+        self.registry.register(
+            _ByPipeline(
+                "rerankit_pipeline_ready",
+                "1 while the pipeline is ready (loaded and warmed up), 0 while it loads or failed",
+                ready,
+            )
+        )
+        self.registry.register(
+            _ByPipeline(
+                "rerankit_pipeline_healthy",
+                "1 while the pipeline is ready and its requests are answered, 0 while it "
+                "loads, failed, or is failing (its last requests in a row got no answer)",
+                healthy,
+            )
+        )
 
     def answered(
         self, endpoint: str, model: str, status: int, seconds: float, *, rerank: bool, probe: bool

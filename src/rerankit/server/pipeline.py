@@ -11,7 +11,12 @@ and restart the service), and ``/ready`` says so. Until the
 pipeline is ready its requests are answered 503 at once, with a ``Retry-After`` taken from
 the attempts' timing (see :meth:`~.state.PipelineState.retry_after`). However long an
 attempt hangs (a hub that never answers), it holds no thread, slot or queue place that
-another pipeline needs."""
+another pipeline needs.
+
+A ready pipeline whose requests then fail ``FAILING_AFTER`` times in a row (a provider that
+stalls or refuses mid-day) is ``failing``: it still serves, since only an answered request
+can tell it works again, but ``/info``, ``/ready``'s body, ``rerankit_pipeline_healthy``
+and one log line say so (see :meth:`ServedPipeline.request_failed`)."""
 
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ from ..errors import ConfigError, MissingDependencyError, ServiceError
 from ..scorers.local import load_models
 from .metrics import Metrics
 from .settings import ServerSettings
-from .state import PipelineState
+from .state import PipelineState, one_line, summary
 
 __all__ = ["FIRST_RETRY_SECONDS", "ServedPipeline", "run_abandoning"]
 
@@ -192,19 +197,23 @@ class ServedPipeline:
             result = await run_abandoning(task, timeout, abandoned)
         except asyncio.TimeoutError:
             raise RuntimeError(f"the warm-up batch got no answer within {timeout:g} s") from None
-        if result.unusable is not None:
-            raise RuntimeError(f"{result.unusable}: {'; '.join(result.warnings)}")
-        if result.degraded:  # a strategy failed: the pipeline is not what was declared
-            raise RuntimeError("; ".join(result.warnings) or "degraded")
+        if result.unusable is not None or result.degraded:  # degraded: a strategy failed
+            what = result.unusable or "the warm-up answer was degraded"
+            logger.debug("pipeline %r warm-up: %s", self.name, "; ".join(result.warnings))
+            raise RuntimeError(summary(what, list(result.warnings)))
 
     def failed(self, error: str, *, by_request: bool = False, missing: bool = False) -> None:
         """The pipeline cannot run: its requests get 503 at once, and the loader tries again
         after the backoff (a failure reported by a request starts it; one reported by a
         request after the pipeline stopped being ready changes nothing), or, when a package
-        it needs is ``missing``, never."""
+        it needs is ``missing``, never. ``error`` is said in one line (the whole of it in the
+        log at debug level)."""
         state = self.state
         if by_request and state.status != "ready":
             return
+        if one_line(error) != error:
+            logger.debug("pipeline %r failed: %s", self.name, error)
+            error = one_line(error)
         if missing:
             state.failed(error, None)
             self.reranker = None
@@ -221,6 +230,38 @@ class ServedPipeline:
         self.metrics.pipeline_failures.labels(self.name).inc()
         logger.warning("pipeline %r failed: %s (retry in %.0f s)", self.name, error, delay)
         self.start_loading(delay)  # (a no-op from the loader itself, which goes on)
+
+    def request_failed(self, why: str, detail: str | None = None) -> None:
+        """A request the pipeline ran got no answer (``why``, in one line; ``detail``, the
+        whole of it, is logged at debug level): the ``FAILING_AFTER``-th in a row turns the
+        pipeline ``failing``, said once in the log and counted in
+        ``rerankit_pipeline_failures_total``."""
+        state = self.state
+        logger.debug("pipeline %r: a request got no answer: %s", self.name, detail or why)
+        why = one_line(why)
+        if state.request_failed(why):
+            self.metrics.pipeline_failures.labels(self.name).inc()
+            logger.warning(
+                "pipeline %r is failing: its last %d requests got no answer (the last: %s); "
+                "it still serves, and says so in /info until a request is answered",
+                self.name,
+                state.streak,
+                why,
+            )
+
+    def answered(self) -> None:
+        """A request was answered: a ``failing`` pipeline is healthy again (logged once)."""
+        state = self.state
+        if state.streak == 0:
+            return
+        failed, since = state.failed_requests, state.failing_since
+        if state.answered() and since is not None:
+            logger.info(
+                "pipeline %r answers again, after %d failed requests over %.0f s",
+                self.name,
+                failed,
+                time.time() - since,
+            )
 
     def record(self, took: float, texts: int) -> None:
         """An answered request's time and the texts it scored (documents, or their chunks),

@@ -18,6 +18,7 @@ from .experiments import Experiments
 from .feedback import FeedbackLog
 from .formats import FORMATS
 from .http import ErrorBody, invalid_document, read_json, render, until_disconnect, validate
+from .languages import LanguageNotes
 from .service import Service
 from .settings import ServerSettings
 from .tracing import request_attributes, traced
@@ -37,6 +38,7 @@ def add_rerank_routes(
     be an experiment, never cached: :mod:`.experiments`)."""
     metrics, answers = service.metrics, service.answers
     experiments = Experiments(service, settings) if feedback is not None else None
+    languages = LanguageNotes(settings)
 
     def logs(fmt: Any) -> bool:
         """Whether answers in ``fmt`` are logged (and may be experiments): those with an
@@ -110,9 +112,14 @@ def add_rerank_routes(
             async def respond() -> tuple[Answer, str | None]:
                 """The answer and where it came from (None: no answer cache)."""
                 pipeline = service.check(fmt.path, call)
+                note = languages.note(call.model, pipeline)  # English only for a multilingual
+                if note:  # model name: meta.warnings says so
+                    call.notes.append(note)
                 key = None
                 if plan is None:  # an experiment's answer is drawn anew: never kept
-                    key = answers.key(fmt.path, body, pipeline.fingerprint, request.headers)
+                    key = answers.key(
+                        fmt.path, body, pipeline.fingerprint, request.headers, call.notes
+                    )
                 request.state.answer_key = key
                 compute = lambda: computed(request, fmt, body, call, pipeline, plan)  # noqa: E731
                 if key is None:
@@ -150,14 +157,14 @@ def add_rerank_routes(
         schema = requests[0] if len(requests) == 1 else {"anyOf": requests}
         answers_of = tuple(f.Response for f in formats)
         answer = answers_of[0] if len(answers_of) == 1 else Union[answers_of]  # noqa: UP007
-        statuses = (400, 401, 404, 408, 413, 422, 429, 431, 500)
+        statuses = (400, 401, 404, 408, 413, 422, 429, 431, 500, 502, 503, 504)
         errors = {status: {"model": ErrorBody} for status in statuses}
         app.post(
             formats[0].path,
             summary=formats[0].summary,
             description=formats[0].description,
             response_model=answer,
-            responses={**errors, 502: {"model": ErrorBody}, 503: {"model": ErrorBody}},
+            responses=errors,
             openapi_extra={
                 "requestBody": {
                     "required": True,

@@ -25,7 +25,7 @@ from .formats.base import Call
 from .metrics import Metrics
 from .pipeline import FIRST_RETRY_SECONDS, ServedPipeline, run_abandoning
 from .settings import ServerSettings
-from .state import PipelineState
+from .state import PipelineState, summary
 from .tokens import by_tokens, gather, tokens_of
 
 __all__ = ["FIRST_RETRY_SECONDS", "Admission", "PipelineState", "Service"]
@@ -85,7 +85,10 @@ class Service:
         for pipeline in self.pipelines.values():
             pipeline.build()  # a mistake in a spec stops the service here
         self.answers = Answers(settings, self.metrics)  # off unless answer_cache
-        self.metrics.watch_readiness(lambda: {n: p.ready for n, p in self.pipelines.items()})
+        self.metrics.watch_readiness(
+            lambda: {n: p.ready for n, p in self.pipelines.items()},
+            lambda: {n: p.ready and p.state.healthy for n, p in self.pipelines.items()},
+        )
         self.ready = asyncio.Event()  # set once every pipeline's first attempt has ended
         self.stopping = False  # a stop began: /ready says so (requests may still be served)
         self.warm_up_seconds = 0.0
@@ -180,32 +183,6 @@ class Service:
     def stop_retries(self) -> None:
         for pipeline in self.pipelines.values():
             pipeline.close()
-
-    def readiness(self) -> tuple[int, dict[str, Any]]:
-        """The ``/ready`` answer. ``ready_when="all"``: 503 ``loading`` until every
-        pipeline's first load attempt has ended, then 503 ``failed`` (naming them with their
-        errors) while any is not ready, 200 once all are. ``ready_when="any"``: 200 as soon
-        as one pipeline is ready (naming those that failed or still load). 503 while
-        stopping (the drain period after SIGTERM included)."""
-        if self.stopping or self.admission.draining:
-            return 503, {"status": "stopping"}
-        pipelines = self.pipelines.values()
-        ok = [p.name for p in pipelines if p.ready]
-        failed = {p.name: p.state.error for p in pipelines if not p.ready and p.state.error}
-        if ok and (self.settings.ready_when == "any" or len(ok) == len(self.pipelines)):
-            body: dict[str, Any] = {"status": "ready"}
-            if self.ready.is_set():
-                body["warm_up_seconds"] = round(self.warm_up_seconds, 3)
-            if failed:  # ready_when = "any"
-                body["failed"] = failed
-            loading = sorted(p.name for p in pipelines if not p.ready and not p.state.error)
-            if loading:
-                body["loading"] = loading
-            return 200, body
-        states = {name: self.describe_state(name) for name in self.pipelines}
-        if not self.ready.is_set() or not failed:
-            return 503, {"status": "loading", "pipelines": states}
-        return 503, {"status": "failed", "failed": failed, "pipelines": states}
 
     def stop_being_ready(self) -> None:
         """``/ready`` answers 503 ``stopping`` from now on; requests are still served (the
@@ -368,7 +345,8 @@ class Service:
         except asyncio.TimeoutError as exc:
             raise ServiceError(
                 503,
-                f"no slot free within the {settings.timeout:g} s deadline; not run",
+                f"pipeline {name!r}: no slot free within the {settings.timeout:g} s deadline; "
+                "not run",
                 {"Retry-After": "1"},
             ) from exc
         expected = (pipeline.per_document or 0.0) * len(docs)  # (chunks, when split)
@@ -406,11 +384,12 @@ class Service:
         task.add_done_callback(lambda t: self._finished(t, slot))
         try:
             result = await run_abandoning(task, deadline - time.monotonic(), abandoned)
-        except asyncio.TimeoutError as exc:
-            self._free_later(task, slot, deadline)
+        except asyncio.TimeoutError as exc:  # it ran and got no answer in time: 504, which
+            self._free_later(task, slot, deadline)  # a balancer does not try elsewhere
+            pipeline.request_failed(f"no answer within the {settings.timeout:g} s deadline")
             raise ServiceError(
-                503,
-                f"no answer within the {settings.timeout:g} s deadline",
+                504,
+                f"pipeline {name!r}: no answer within the {settings.timeout:g} s deadline",
                 {"Retry-After": "1"},
             ) from exc
         except asyncio.CancelledError:  # the client went away
@@ -424,6 +403,7 @@ class Service:
             raise
         except Exception as exc:
             logger.exception("rerank failed")
+            pipeline.request_failed(f"internal error: {type(exc).__name__}: {exc}")
             raise ServiceError(500, f"internal error: {type(exc).__name__}") from exc
         if owners is not None:  # chunks scored: each document by its best
             result = gather(result, owners, call.documents, None)
@@ -438,9 +418,12 @@ class Service:
         if call.top_n is not None:
             result = result.top_k(call.top_n)
         what = result.unusable
-        if what is not None:
+        if what is not None:  # said in one line (every warning in the log at debug level)
+            why = summary(what, list(result.warnings))
+            pipeline.request_failed(why, f"{what}: {'; '.join(result.warnings)}")
             status = 500 if result.failed else 502  # else every LLM judgment failed: provider
-            raise ServiceError(status, f"pipeline {name!r}: {what}: {'; '.join(result.warnings)}")
+            raise ServiceError(status, f"pipeline {name!r}: {why}")
+        pipeline.answered()
         finished = time.monotonic()
         self.metrics.inference_time.labels(name).observe(finished - started)
         pipeline.record(finished - started, len(docs))  # per text scored

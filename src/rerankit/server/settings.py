@@ -8,7 +8,7 @@ max_documents = 1000           # per request
 max_document_chars = 20000     # longer documents are truncated (or rejected: truncate=false)
 truncate = true
 max_body_bytes = 5000000       # larger bodies get 413
-timeout = 30.0                 # seconds per request (then 503)
+timeout = 30.0                 # seconds per request (then 503 if not run, 504 if running)
 max_concurrency = 4            # requests reranked at once
 max_queue = 64                 # requests waiting beyond that; more get 429 + Retry-After
 max_concurrency_per_pipeline = 0  # slots one pipeline may hold (and its share of the queue);

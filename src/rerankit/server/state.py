@@ -1,20 +1,53 @@
 """Where each of the service's pipelines stands (for ``/ready``, ``/info`` and requests),
-and the ``Retry-After`` its requests get until it is ready."""
+the ``Retry-After`` its requests get until it is ready, and whether a ready pipeline's
+requests keep failing (``failing``)."""
 
 from __future__ import annotations
 
 import math
+import re
 import time
+from datetime import datetime, timezone
 from typing import Any
 
-__all__ = ["PipelineState"]
+__all__ = ["FAILING_AFTER", "PipelineState", "one_line", "summary"]
+
+#: a ready pipeline whose last this many requests failed in a row (no answer within the
+#: deadline, every strategy or every LLM judgment failed, an internal error) is ``failing``
+#: until one of its requests is answered again
+FAILING_AFTER = 3
+#: the longest message a pipeline's state shows (``/ready``, ``/info``, 503 bodies, the log)
+MESSAGE_CHARS = 300
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line of at most ``MESSAGE_CHARS`` characters (whitespace runs,
+    newlines included, become one space; a longer text is cut with ``...``)."""
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3].rstrip() + "..."
+
+
+def summary(what: str, warnings: list[str]) -> str:
+    """One line for a result that carries no ranking: the kind of failure (``what``) and
+    its first cause (the first warning), with how many more warnings there were (the log
+    has them all at debug level)."""
+    if not warnings:
+        return one_line(what)
+    more = len(warnings) - 1
+    tail = f" (and {more} more warning{'s' if more > 1 else ''})" if more else ""
+    first = one_line(f"{what}: {warnings[0]}")
+    if len(first) + len(tail) > MESSAGE_CHARS:
+        first = first[: MESSAGE_CHARS - len(tail) - 3].rstrip() + "..."
+    return first + tail
 
 
 class PipelineState:
     """Where one pipeline stands: ``loading`` (a load attempt runs), ``ready``, or
     ``failed`` (the last attempt failed, with its error; the next one starts at
     ``retry_at``, or never when ``permanent``: what it needs is not installed). Attempts are
-    timed, so that a client is told when to come back."""
+    timed, so that a client is told when to come back. A ready pipeline whose requests fail
+    ``FAILING_AFTER`` times in a row is ``failing`` (it still serves: only an answered
+    request can tell it works again) until one is answered."""
 
     def __init__(self) -> None:
         self.status = "loading"
@@ -25,6 +58,10 @@ class PipelineState:
         self.started_at: float | None = None  # when the running attempt started
         self.last_took: float | None = None  # seconds the last finished attempt ran
         self.permanent = False  # failed in a way no retry can mend (a missing package)
+        self.streak = 0  # requests failed in a row since one was last answered
+        self.failing: str | None = None  # why, while the last FAILING_AFTER requests failed
+        self.failing_since: float | None = None  # time.time() it turned failing
+        self.failed_requests = 0  # requests failed since it turned failing
 
     def begin(self) -> None:
         """A load attempt starts."""
@@ -35,6 +72,30 @@ class PipelineState:
     def succeeded(self) -> None:
         self._ended()
         self.status, self.error, self.failures = "ready", None, 0
+        self.answered()
+
+    def request_failed(self, why: str) -> bool:
+        """A request the ready pipeline ran got no answer (``why``); True when this one
+        turned the pipeline ``failing``."""
+        self.streak += 1
+        if self.failing is not None:
+            self.failing, self.failed_requests = why, self.failed_requests + 1
+            return False
+        if self.streak < FAILING_AFTER:
+            return False
+        self.failing, self.failing_since, self.failed_requests = why, time.time(), self.streak
+        return True
+
+    def answered(self) -> bool:
+        """A request was answered; True when the pipeline was ``failing`` until now."""
+        was = self.failing is not None
+        self.streak, self.failing, self.failing_since, self.failed_requests = 0, None, None, 0
+        return was
+
+    @property
+    def healthy(self) -> bool:
+        """Ready, and its requests are not failing."""
+        return self.status == "ready" and self.failing is None
 
     def failed(self, error: str, delay: float | None) -> None:
         """The attempt (or a request) failed: the next attempt starts in ``delay`` s (None:
@@ -85,6 +146,14 @@ class PipelineState:
         if self.error is not None:  # while a retry loads: the error it retries after
             out["error"] = self.error
         if self.status == "ready":
+            if self.failing is not None and self.failing_since is not None:
+                since = datetime.fromtimestamp(self.failing_since, timezone.utc)
+                out.update(
+                    state="failing",
+                    error=self.failing,
+                    failing_since=since.isoformat(timespec="seconds").replace("+00:00", "Z"),
+                    failed_requests=self.failed_requests,
+                )
             return out
         if self.permanent:
             out["retried"] = False  # install what it needs and restart the service

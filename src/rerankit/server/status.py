@@ -10,6 +10,7 @@ from fastapi.responses import Response
 
 from .. import __version__
 from .http import ErrorBody, SafeJSONResponse
+from .readiness import pipeline_readiness, readiness
 from .service import Service
 from .settings import ServerSettings
 
@@ -63,31 +64,21 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
         `ready_when = "any"`, 200 as soon as one pipeline is ready). With `?model=NAME` (a
         pipeline or an alias): 200 when that pipeline is ready, else 503 saying where it
         stands (`loading` or `failed`, its error and when to retry); 404 listing the
-        pipelines and aliases for a name the service does not serve. 503 `stopping` once a
+        pipelines and aliases for a name the service does not serve. A ready pipeline whose
+        last requests all failed (`failing`: a provider down since) stays ready, and the
+        200 says so (`failing`, with why and since when). 503 `stopping` once a
         stop began (during the drain period after SIGTERM too), and, with `[cache] required
         = true`, 503 while the shared cache cannot be reached. Needs no key."""
         headers = None
         if model is None:
-            status, body = service.readiness()
+            status, body = readiness(service)
         else:
-            status, body, headers = _pipeline_readiness(model)
+            status, body, headers = pipeline_readiness(service, model)
         if status == 200:  # [cache] required = true: not ready while its server is down
             problem = await service.answers.unreachable()
             if problem is not None:
                 status, body = 503, {"status": "failed", "failed": {"cache": problem}}
         return SafeJSONResponse(body, status_code=status, headers=headers)
-
-    def _pipeline_readiness(model: str) -> tuple[int, dict[str, Any], dict[str, str] | None]:
-        pipeline = service.named(model)  # 404 for a name not served
-        named = {"model": model, "pipeline": pipeline.name}
-        if service.stopping or service.admission.draining:
-            return 503, {"status": "stopping", **named}, None
-        if pipeline.ready:
-            return 200, {"status": "ready", **named}, None
-        state = service.describe_state(pipeline.name)  # loading (maybe again) or failed
-        why = pipeline.unavailable()  # what its requests are told now, and Retry-After
-        status = state.pop("state")
-        return 503, {"status": status, **named, "message": why.message, **state}, why.headers
 
     # endpoints behind the API keys say so in the schema (401), as the rerank routes do
     protected = {401: {"model": ErrorBody}} if settings.api_keys else {}
@@ -122,8 +113,9 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
 
     @app.get("/info", responses=protected, summary="What this service runs, and where it stands")
     async def info() -> Any:
-        """The version; each pipeline's spec, state (`ready`, `loading`, `failed`, with
-        its error, attempts and when it is retried) and what its scores mean; the limits
+        """The version; each pipeline's spec, state (`ready`, `failing`: its last requests
+        got no answer, with why and since when; `loading`, `failed`, with its error,
+        attempts and when it is retried) and what its scores mean; the limits
         (per pipeline too), micro-batching, the answer cache, the experiments on logged
         answers (interleaving and exploration, with the click log they need), whether the
         service is ready and which process answered (`rerankit serve --workers`)."""
@@ -160,7 +152,7 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
             },
             "cache": service.answers.describe(),
             "experiments": _experiments(settings),
-            "ready": service.readiness()[0] == 200,
+            "ready": readiness(service)[0] == 200,
             "process": {"pid": os.getpid()},  # which worker answered (rerankit serve --workers)
         }
 

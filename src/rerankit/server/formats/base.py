@@ -89,6 +89,9 @@ class Call:
     #: input index, min-max normalised over every document of the request (not only the
     #: ``top_n`` answered)
     relevance: dict[int, float] = field(default_factory=dict, compare=False)
+    #: filled in by the service: warnings about the request itself (a Cohere multilingual
+    #: model name answered by a pipeline that reads English only), said in ``meta.warnings``
+    notes: list[str] = field(default_factory=list, compare=False)
 
     def cut_documents(self) -> set[int]:
         """The input indices of every document cut before or while it was scored: by the
@@ -210,6 +213,7 @@ def meta(result: RerankResult, version: str, call: Call | None = None) -> dict[s
     for i, why in splits.items():
         notes.setdefault(i, []).append(why)
     warnings = [
+        *(call.notes if call is not None else ()),
         *result.warnings,
         *(f"document {i}: {'; '.join(why)}" for i, why in sorted(notes.items())),
     ]

@@ -123,7 +123,7 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
         "results": results,
         "score_scale": result.score_scale,
         "degraded": result.degraded,
-        "warnings": list(result.warnings),
+        "warnings": [*call.notes, *result.warnings],
         "timings": timings,
         "usage": {k: int(v) for k, v in result.usage.items()},
         "meta": meta(result, "2", call),

@@ -1,0 +1,63 @@
+"""What ``GET /ready`` answers: for the whole service (``ready_when``), or for one pipeline
+(``?model=NAME``). Readiness covers loading and warm-up: a pipeline whose requests fail
+once it is ready (``failing``: a provider that stalls or refuses mid-day) keeps the
+replica ready and says so in the body. A provider several replicas share would otherwise
+take every replica out of the balancer at once, the healthy pipelines with them, and a
+pipeline no balancer sends requests to could never show that it answers again."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .service import Service
+
+__all__ = ["pipeline_readiness", "readiness"]
+
+
+def readiness(service: Service) -> tuple[int, dict[str, Any]]:
+    """The ``/ready`` answer. ``ready_when="all"``: 503 ``loading`` until every pipeline's
+    first load attempt has ended, then 503 ``failed`` (naming them with their errors)
+    while any is not ready, 200 once all are. ``ready_when="any"``: 200 as soon as one
+    pipeline is ready (naming those that failed or still load). A 200 names the pipelines
+    that are ``failing`` (with why). 503 while stopping (the drain period after SIGTERM
+    included)."""
+    if service.stopping or service.admission.draining:
+        return 503, {"status": "stopping"}
+    pipelines = service.pipelines.values()
+    ok = [p.name for p in pipelines if p.ready]
+    failed = {p.name: p.state.error for p in pipelines if not p.ready and p.state.error}
+    if ok and (service.settings.ready_when == "any" or len(ok) == len(service.pipelines)):
+        body: dict[str, Any] = {"status": "ready"}
+        if service.ready.is_set():
+            body["warm_up_seconds"] = round(service.warm_up_seconds, 3)
+        if failed:  # ready_when = "any"
+            body["failed"] = failed
+        loading = sorted(p.name for p in pipelines if not p.ready and not p.state.error)
+        if loading:
+            body["loading"] = loading
+        failing = {p.name: p.state.failing for p in pipelines if p.ready and p.state.failing}
+        if failing:
+            body["failing"] = failing
+        return 200, body
+    states = {name: service.describe_state(name) for name in service.pipelines}
+    if not service.ready.is_set() or not failed:
+        return 503, {"status": "loading", "pipelines": states}
+    return 503, {"status": "failed", "failed": failed, "pipelines": states}
+
+
+def pipeline_readiness(
+    service: Service, model: str
+) -> tuple[int, dict[str, Any], dict[str, str] | None]:
+    """``/ready?model=NAME``: 200 ``ready`` (or ``failing``, with why and since when) while
+    the pipeline ``model`` names serves; 503 while it loads, failed or the service stops;
+    404 for a name not served."""
+    pipeline = service.named(model)  # 404 for a name not served
+    named = {"model": model, "pipeline": pipeline.name}
+    if service.stopping or service.admission.draining:
+        return 503, {"status": "stopping", **named}, None
+    state = service.describe_state(pipeline.name)
+    status = state.pop("state")
+    if pipeline.ready:  # ready, or failing (and serving)
+        return 200, {"status": status, **named, **state}, None
+    why = pipeline.unavailable()  # what its requests are told now, and Retry-After
+    return 503, {"status": status, **named, "message": why.message, **state}, why.headers

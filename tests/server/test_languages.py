@@ -1,0 +1,83 @@
+"""A request naming one of Cohere's multilingual models, answered by a pipeline whose model
+reads English only (the bundled all-MiniLM-L6-v2), says so in meta.warnings, and the log
+says it once; other names, and pipelines without that model, get no such warning, and the
+answer cache keeps the two answers apart."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+pytest.importorskip("httpx", reason="needs the 'server' extra")
+pytest.importorskip("fastapi", reason="needs the 'server' extra")
+
+from fastapi.testclient import TestClient
+
+import rerankit
+from rerankit import register_reranker
+from rerankit.rerankers import ScorerReranker
+from rerankit.scorers import JaccardScorer
+from rerankit.server import ServerSettings, create_app
+from rerankit.server.languages import english_only_models
+
+MINILM = "sentence-transformers/all-MiniLM-L6-v2"
+
+
+def _english() -> ScorerReranker:
+    """A pipeline that names the bundled MiniLM as its model (a cheap scorer stands in for
+    the model, which this test need not load)."""
+    scorer = JaccardScorer(name="embedding")
+    scorer.model_id = MINILM
+    return ScorerReranker(scorer)
+
+
+register_reranker("test-english-model", _english)
+
+ASK = {
+    "query": "Wie trainiert ein Impfstoff die Immunabwehr?",
+    "documents": ["Impfstoffe brauchen Kühlschränke.", "Ein Impfstoff trainiert B- und T-Zellen."],
+}
+
+
+def test_the_bundled_minilm_is_known_to_read_english_only_without_loading_it():
+    assert english_only_models(rerankit.load("hybrid")) == [MINILM]
+    assert english_only_models(rerankit.load("embedding")) == [MINILM]
+    assert english_only_models(rerankit.load("bm25")) == []
+
+
+def test_a_multilingual_model_name_answered_in_english_only_says_so(caplog, wait_ready):
+    settings = ServerSettings(
+        pipelines={"english": "test-english-model", "bm25": "bm25"},
+        default="english",
+        aliases={
+            "rerank-multilingual-v3.0": "english",
+            "rerank-v3.5": "english",
+            "rerank-multilingual-v2.0": "bm25",
+        },
+        answer_cache=True,
+    )
+    caplog.set_level(logging.WARNING, logger="rerankit.server.languages")
+    with TestClient(create_app(settings)) as client:
+        wait_ready(client)
+
+        def ask(model: str):
+            r = client.post("/v2/rerank", json={**ASK, "model": model})
+            assert r.status_code == 200, r.text
+            return r.json()["meta"].get("warnings", []), r.headers["x-rerankit-cache"]
+
+        warned, source = ask("rerank-multilingual-v3.0")
+        assert source == "miss"
+        assert warned == [
+            "model 'rerank-multilingual-v3.0' is an alias of pipeline 'english', whose model "
+            f"{MINILM} reads English only: text in other languages is ranked poorly (serve a "
+            "multilingual pipeline under this name with [server.aliases])"
+        ]
+        assert ask("rerank-multilingual-v3.0") == (warned, "hit")  # kept with its warning
+        assert ask("rerank-v3.5") == ([], "miss")  # the same pipeline and body: no warning
+        assert ask("english") == ([], "hit")
+        assert ask("rerank-multilingual-v2.0")[0] == []  # bm25 names no English-only model
+        explained = client.post("/v1/explain", json={**ASK, "model": "rerank-multilingual-v3.0"})
+        assert explained.json()["warnings"] == warned
+    logged = [r.getMessage() for r in caplog.records if r.name == "rerankit.server.languages"]
+    assert len(logged) == 1 and "'rerank-multilingual-v3.0'" in logged[0]
