@@ -110,6 +110,13 @@ def cmd_rank(args: argparse.Namespace) -> int:
         raise located(exc, source, [n for n, _ in numbered]) from None
     for w in result.warnings:
         print(f"rerankit: warning: {w}", file=sys.stderr)
+    if result.unusable is not None:  # input order with placeholder scores: not a ranking
+        print(
+            f"rerankit: error: no ranking: {result.unusable} (the warnings above say why); "
+            "nothing written",
+            file=sys.stderr,
+        )
+        return 1
     out = sys.stdout
     if form == "table":
         if args.explain:
