@@ -233,7 +233,9 @@ class LLMListwiseScorer(LLMScorerBase):
         flags: dict[int, list[str]] = {}
         degraded = False
         warnings: list[str] = []
-        texts = valid_unicode([d.text[: self.max_chars] for d in docs], flags, warnings)
+        texts = valid_unicode(
+            [d.text[: self.max_chars] for d in docs], flags, warnings, [d.id for d in docs]
+        )
         cut_to_fit(docs, self.max_chars, self.name, flags, warnings)
         top_k = context.get("top_k")
         carried = self.window - self.step
