@@ -27,7 +27,15 @@ from ..cache.sqlite import SQLiteStore
 from ..errors import InputError, RerankitError
 from ..ordering import Rule
 from ..rerankers import Pipeline
-from .args import examples, given, model_kind_name, positive_int, refuse_unused, remember_defaults
+from .args import (
+    MODEL_KINDS_SHOWN,
+    examples,
+    given,
+    model_kind_name,
+    positive_int,
+    refuse_unused,
+    remember_defaults,
+)
 
 __all__ = ["add_commands", "cmd_cache", "cmd_check", "cmd_export", "cmd_rerankers"]
 
@@ -369,11 +377,11 @@ def add_commands(sub: Any) -> None:
     exp.add_argument(
         "--kind",
         type=model_kind_name,
-        choices=("embedding", "cross_encoder"),
+        metavar=MODEL_KINDS_SHOWN,
         default=None,
         help="what the model is (default: what its files say, as -r MODEL tells it: a "
-        "sequence-classification architecture in config.json is a cross_encoder, "
-        "sentence-transformers files an embedding model; cross-encoder works too)",
+        "sequence-classification architecture in config.json is a cross-encoder, "
+        "sentence-transformers files an embedding model; cross_encoder works too)",
     )
     exp.add_argument("--quantize", choices=("int8",), default=None, help="also write int8 weights")
     exp.add_argument(
