@@ -111,7 +111,10 @@ class OpenAIClient:
             response = None
         if not hasattr(response, "choices"):
             raise not_json(
-                self.provider, str(sdk.base_url), raw.text, raw.headers.get("content-type")
+                self.provider,
+                str(sdk.base_url).rstrip("/"),
+                raw.text,
+                raw.headers.get("content-type"),
             )
         text = response.choices[0].message.content or "" if response.choices else ""
         usage = response.usage
