@@ -133,9 +133,10 @@ FAILURE_KINDS = {
     "connection": "the provider could not be reached (refused, reset, no such host)",
     "auth": "the key was refused (HTTP 401, 403)",
     "bad_request": "the provider refused the request (another 4xx: an unknown model, a "
-    "prompt too long, ...)",
+    "prompt too long, a base_url without its /v1, ...)",
     "unreadable": "the answer held no readable judgment for the document (a refusal in "
-    "prose too; a listwise window's is flagged llm_unreadable instead)",
+    "prose too; a listwise window's also keeps its older flag, llm_unreadable), or the "
+    "server's answer was not its JSON at all (a proxy's HTML page)",
     "error": "anything else",
 }
 

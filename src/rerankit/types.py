@@ -117,7 +117,11 @@ class RerankResult:
     removed (a warning says which rule). ``failed`` is true when no strategy could score at all (the
     order is then the input's); an LLM provider that failed for every document leaves it
     false and flags each document ``llm_failed``: :attr:`unusable` says whether the result
-    carries a ranking at all, in either case. ``score_scale`` says what the scores mean (see
+    carries a ranking at all, in either case. ``ranked_by``, on a
+    :class:`~rerankit.rerankers.Pipeline`'s result, names the last stage that scored any of
+    its documents (None on other rerankers' results, and when no stage scored): where a
+    later stage scored nothing (an LLM judge whose every call failed), the documents keep
+    that stage's order, a ranking. ``score_scale`` says what the scores mean (see
     :data:`rerankit.normalize.SCORE_SCALES`): ``probability`` for a calibrated estimate of
     P(relevant) that depends only on the query and the document, ``relative`` when scores
     are comparable only within this result. Iterating yields :class:`RankedDocument` best
@@ -133,6 +137,7 @@ class RerankResult:
     dropped: tuple[int, ...] = ()
     failed: bool = False
     score_scale: str = "relative"
+    ranked_by: str | None = None
 
     def __iter__(self) -> Iterator[RankedDocument]:
         return iter(self.results)
@@ -148,10 +153,13 @@ class RerankResult:
         """Why this result carries no ranking at all, or None: ``"every strategy failed"``
         (``failed``), or ``"the LLM provider failed for every document"`` (every document
         flagged ``llm_failed``, but those with no text to judge, flagged ``empty_content``
-        and never sent). A service answers an error for it; a batch job counts the row as
-        failed."""
+        and never sent, and a pipeline whose earlier stage ranked them: see
+        ``ranked_by``). A service answers an error for it; a batch job counts the row as
+        failed; ``rerankit rank`` writes nothing and exits 1."""
         if self.failed:
             return "every strategy failed"
+        if self.ranked_by is not None:  # a stage's order stands, whatever failed after it
+            return None
         flags = [r.flags for r in self.results]
         if any("llm_failed" in f for f in flags) and all(
             "llm_failed" in f or "empty_content" in f for f in flags

@@ -403,3 +403,25 @@ def test_a_stage_that_scores_nothing_leaves_the_previous_scores_and_scale(how, f
     assert result.score_scale == "probability" and result.degraded
     if how == "every llm call fails":
         assert all("llm_failed" in r.flags for r in result[:3]) and not result[3].flags
+
+
+def test_a_pipeline_whose_later_stages_scored_nothing_is_ranked_by_the_last_that_did():
+    """Every document flagged llm_failed by a last stage that scored all of them: the
+    earlier stage's order stands, so the result is not unusable (a service answers it, a
+    batch row is not failed, ``rank`` exits 0); a pipeline of that stage alone is."""
+
+    class NoJudgment(TextScorer):  # what an LLM scorer gives when every call failed
+        async def score(self, query, docs, **context):
+            flags = {i: ["llm_failed", "llm_failed:auth"] for i in range(len(docs))}
+            return ScoreBatch(np.zeros(len(docs)), flags=flags, degraded=True)
+
+    first = TextScorer("first", {"a": 0.1, "b": 0.9, "c": 0.5, "d": 0.3, "e": 0.2})
+    result = Pipeline([first, NoJudgment("judge", {}), NoJudgment("again", {})]).rerank("q", DOCS)
+    assert [r.text for r in result] == ["b", "c", "d", "e", "a"]
+    assert all("llm_failed" in r.flags for r in result) and result.degraded
+    assert result.ranked_by == "first" and result.unusable is None
+    alone = Pipeline([NoJudgment("judge", {})]).rerank("q", DOCS)
+    assert alone.ranked_by is None
+    assert alone.unusable == "the LLM provider failed for every document"
+    fine = Pipeline([first, TextScorer("second", dict.fromkeys(DOCS, 1.0))]).rerank("q", DOCS)
+    assert fine.ranked_by == "second" and ScorerReranker(first).rerank("q", DOCS).ranked_by is None

@@ -67,3 +67,28 @@ def test_a_file_without_a_name_is_named_as_serve_and_eval_name_it(tmp_path, caps
     assert out[0] == f"{hub}: ok: 'hub': bm25 (bm25); scores relative"
     assert out[1].startswith(f"{named}: ok: 'cascade': lexical: ")
     assert [pipeline_name(str(hub)), pipeline_name(str(named))] == ["hub", "cascade"]
+
+
+def test_a_service_settings_file_is_said_to_be_one_and_where_it_goes(tmp_path, capsys):
+    """check (and rank -r) given the service's settings: not "give exactly one of reranker,
+    scorer, ..." but that it takes pipeline files, and that serve --settings reads this."""
+    settings = tmp_path / "settings.toml"
+    settings.write_text('[server]\nport = 8080\n\n[pipelines.fast]\nreranker = "bm25"\n')
+    assert main(["check", str(settings)]) == 1
+    err = capsys.readouterr().err
+    assert err == (
+        f"{settings}: this is the service's settings file ([server], [pipelines]), not a "
+        "pipeline file: `rerankit check` takes pipeline files (a reranker, scorer, scorers, "
+        f"rule or stages at the top); `rerankit serve --settings {settings}` reads settings, "
+        "and says their mistakes before it starts\n"
+    )
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('"solar power"\n')
+    assert main(["rank", "-q", "solar", "-i", str(docs), "-r", str(settings)]) == 1
+    err = capsys.readouterr().err
+    assert "not a pipeline file: --reranker takes pipeline files" in err
+    # a pipeline file with a mistake of its own is said as before
+    broken = tmp_path / "broken.toml"
+    broken.write_text('[stage]\ntype = "bm25"\n')
+    assert main(["check", str(broken)]) == 1
+    assert "settings file" not in capsys.readouterr().err

@@ -255,3 +255,33 @@ def test_the_commands_the_cli_page_names_for_max_queries_are_those_that_take_it(
     assert listed == taking
     train = sub.choices["train"]
     assert any("--max-pairs" in a.option_strings for a in train._actions)
+
+
+@pytest.mark.parametrize("command", ["serve", "train", "export"])
+def test_help_spells_reranker_names_and_model_kinds_with_a_hyphen(command, capsys):
+    """As docs/cli.md says: names with -, the _ spelling taken too (and said so)."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "causal_lm" not in text
+    assert "cross_encoder" not in text.replace("cross_encoder works too", ""), text
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["train", "{kind}", "--data", "d", "--out", "o"],
+        ["export", "m", "--kind", "{kind}"],
+    ],
+)
+def test_a_model_kind_is_taken_in_either_spelling_and_refused_as_the_help_shows(argv, capsys):
+    parse, dest = build_parser().parse_args, "what" if argv[0] == "train" else "kind"
+    kinds = {
+        getattr(parse([a.format(kind=k) for a in argv]), dest)
+        for k in ("cross-encoder", "cross_encoder")
+    }
+    assert kinds == {"cross_encoder"}
+    with pytest.raises(SystemExit):
+        parse([a.format(kind="ce") for a in argv])
+    err = capsys.readouterr().err
+    assert "expected embedding or cross-encoder (cross_encoder works too), got 'ce'" in err

@@ -18,6 +18,8 @@ from rerankit.scorers import LLMListwiseScorer, LLMPointwiseScorer
 
 DOCS = ["alpha doc", "beta doc"]
 NO_RETRY = RetryPolicy(attempts=1, min_wait=0.0, max_wait=0.0, timeout=0.5)
+# for a test of anything but a timeout: a loaded machine must not turn it into one
+PATIENT = RetryPolicy(attempts=1, min_wait=0.0, max_wait=0.0, timeout=10.0)
 
 
 def _rerank(scorer_class, reply: Reply, **options):
@@ -54,7 +56,7 @@ def test_a_provider_that_cannot_be_reached_is_a_connection_failure():
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     client = OpenAIClient(base_url=f"http://127.0.0.1:{port}/v1", model="m", api_key="k")
-    scorer = LLMPointwiseScorer(client, cache=False, retry=NO_RETRY)
+    scorer = LLMPointwiseScorer(client, cache=False, retry=PATIENT)
     result = ScorerReranker(scorer).rerank("which doc?", DOCS)
     assert all("llm_failed:connection" in r.flags for r in result), [r.flags for r in result]
 
@@ -63,10 +65,13 @@ def test_a_listwise_window_whose_call_failed_is_flagged_with_its_kind():
     result = _rerank(LLMListwiseScorer, Reply(status=429, text="slow down"), window=2, step=1)
     assert all({"llm_failed", "llm_failed:rate_limit"} <= set(r.flags) for r in result)
     assert any("call failed (" in w for w in result.warnings)
-    # an unreadable window keeps its own flag, with no failure kind: it was answered
+    # an unreadable window is a failure of kind unreadable, as a pointwise answer is, and
+    # keeps its older flag, llm_unreadable
     result = _rerank(LLMListwiseScorer, Reply(text="the first one"), window=2, step=1)
-    assert all("llm_unreadable" in r.flags for r in result)
-    assert not any(f.startswith("llm_failed") for r in result for f in r.flags)
+    for r in result:
+        assert r.flags == ("llm_failed", "llm_failed:unreadable", "llm_unreadable"), r.flags
+    assert any("unreadable answer (" in w for w in result.warnings)
+    assert result.degraded and result.unusable == "the LLM provider failed for every document"
 
 
 def test_a_provider_error_s_kind_follows_its_status_unless_given():
@@ -76,3 +81,55 @@ def test_a_provider_error_s_kind_follows_its_status_unless_given():
     assert PermanentProviderError("x", status=400).kind == "bad_request"
     assert TransientProviderError("x").kind == "error"
     assert TransientProviderError("x", kind="connection").kind == "connection"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [("text/html; charset=utf-8", "<html>proxy error</html>"), ("application/json", "<html>")],
+)
+def test_a_body_that_is_not_json_is_unreadable_naming_the_server(content_type, body):
+    """A proxy's HTML page answered with 200: a failure with its kind, saying the server did
+    not answer JSON (and its content type), not an internal AttributeError."""
+    reply = Reply(text=body, content_type=content_type)
+    with FakeLLMServer(responder=lambda request: reply) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m", api_key="k")
+        scorer = LLMPointwiseScorer(client, cache=False, retry=PATIENT)
+        result = ScorerReranker(scorer).rerank("which doc?", DOCS)
+        url = server.openai_url
+    for r in result:
+        assert {"llm_failed", "llm_failed:unreadable"} <= set(r.flags), r.flags
+    message = result.warnings[0]
+    assert f"the server at {url} did not answer JSON" in message, message
+    assert f"(Content-Type {content_type})" in message and "<html>" in message, message
+    assert "AttributeError" not in " ".join(result.warnings)
+    assert result.usage["failures"] == 2 and result.usage["retries"] == 0  # not retried
+    assert result.unusable == "the LLM provider failed for every document"
+
+
+def test_a_gemini_answer_that_is_not_json_is_an_unreadable_failure():
+    pytest.importorskip("google.genai", reason="needs the 'gemini' extra")
+    from rerankit.llm import GeminiClient
+
+    reply = Reply(text="<html>proxy error</html>", content_type="text/html")
+    with FakeLLMServer(responder=lambda request: reply) as server:
+        client = GeminiClient(api_key="k", model="m", base_url=server.url)
+        scorer = LLMPointwiseScorer(client, cache=False, retry=PATIENT)
+        result = ScorerReranker(scorer).rerank("which doc?", DOCS)
+        url = server.url
+    assert all("llm_failed:unreadable" in r.flags for r in result), [r.flags for r in result]
+    assert f"the server at {url} did not answer JSON" in result.warnings[0], result.warnings
+
+
+def test_a_404_from_a_base_url_without_a_version_asks_whether_it_ends_in_v1():
+    reply = Reply(status=404, text="no such path /chat/completions")
+    with FakeLLMServer(responder=lambda request: reply) as server:
+        url, results = server.url, []
+        for base_url in (url, server.openai_url):  # without /v1, and with it
+            client = OpenAIClient(base_url=base_url, model="m", api_key="k")
+            scorer = LLMPointwiseScorer(client, cache=False, retry=PATIENT)
+            results.append(ScorerReranker(scorer).rerank("which doc?", DOCS))
+    bare, versioned = results
+    assert "does base_url end in /v1?" in bare.warnings[0], bare.warnings
+    assert f"{url}/chat/completions" in bare.warnings[0]
+    assert all("llm_failed:bad_request" in r.flags for r in bare)  # the kind as before
+    assert not any("/v1?" in w for w in versioned.warnings)  # an unknown model, say

@@ -214,7 +214,9 @@ def test_failed_judgments_are_counted_and_left_out(tmp_path, collection, monkeyp
     with FakeLLMServer(responder=oracle) as server:
         assert run_label(collection, judge_file(tmp_path, server, monkeypatch), out) == 0
     err = capsys.readouterr().err  # the reasons are printed, not only counted
-    assert re.search(r"label: failed: query \S+: document \d+: no score \(.*I cannot tell", err)
+    assert re.search(
+        r"label: failed: query \S+: document \d+ \(id '\S+'\): no score \(.*I cannot", err
+    )
     made = load_qrels(out / "qrels" / "train.tsv")
     asked = [d for _, d in oracle.seen if d in unreadable]
     assert asked  # the oracle was asked about them ...

@@ -14,6 +14,7 @@ from ..errors import InputError
 from ..text.language import check_language
 
 __all__ = [
+    "MODEL_KINDS_SHOWN",
     "OldSpelling",
     "UsageError",
     "add_address_argument",
@@ -145,9 +146,21 @@ def language_code(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+#: the model kinds ``train`` and ``export --kind`` take, as the registry spells them
+MODEL_KINDS = ("embedding", "cross_encoder")
+#: how their help shows them: spelled as reranker names are, with ``-``
+MODEL_KINDS_SHOWN = "{embedding,cross-encoder}"
+
+
 def model_kind_name(value: str) -> str:
-    """A model kind as the registry spells it (``cross-encoder`` -> ``cross_encoder``)."""
-    return value.replace("-", "_")
+    """A model kind as the registry spells it (``cross-encoder`` -> ``cross_encoder``; either
+    spelling is taken), or an error naming them as the help does."""
+    kind = value.replace("-", "_")
+    if kind not in MODEL_KINDS:
+        raise argparse.ArgumentTypeError(
+            f"expected embedding or cross-encoder (cross_encoder works too), got {value!r}"
+        )
+    return kind
 
 
 def positive_float(value: str) -> float:

@@ -27,7 +27,16 @@ from ..cache.sqlite import SQLiteStore
 from ..errors import InputError, RerankitError
 from ..ordering import Rule
 from ..rerankers import Pipeline
-from .args import examples, given, model_kind_name, positive_int, refuse_unused, remember_defaults
+from .args import (
+    MODEL_KINDS_SHOWN,
+    examples,
+    given,
+    model_kind_name,
+    positive_int,
+    refuse_unused,
+    remember_defaults,
+)
+from .pipelines import settings_not_pipeline
 
 __all__ = ["add_commands", "cmd_cache", "cmd_check", "cmd_export", "cmd_rerankers"]
 
@@ -83,7 +92,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             reranker = load(Path(name))
         except (InputError, RerankitError, ValueError, TypeError, OSError) as exc:
             said = str(exc)  # with the file's name in front, once
-            print(said if said.startswith(f"{name}:") else f"{name}: {said}", file=sys.stderr)
+            said = said if said.startswith(f"{name}:") else f"{name}: {said}"
+            print(settings_not_pipeline(name, "`rerankit check`") or said, file=sys.stderr)
             failed += 1
             continue
         print(f"{name}: ok: {describe(reranker, pipeline_name(name))}")
@@ -302,7 +312,9 @@ def add_commands(sub: Any) -> None:
         description="Build each pipeline file (.toml, .yaml, .json) as -r FILE would and say "
         "what it runs, or the mistake (ConfigError: the stage, the key): no documents are "
         "needed and no model is loaded (models load on first use, so a missing model or "
-        "extra shows then). Exit status 1 when any file has a mistake.",
+        "extra shows then). Exit status 1 when any file has a mistake. The service's "
+        "settings file ([server], [pipelines.NAME]) is no pipeline file: `rerankit serve "
+        "--settings FILE` reads it and says its mistakes before it starts.",
     )
     check.add_argument("files", nargs="+", metavar="FILE", help="pipeline files")
     check.set_defaults(func=cmd_check)
@@ -369,11 +381,11 @@ def add_commands(sub: Any) -> None:
     exp.add_argument(
         "--kind",
         type=model_kind_name,
-        choices=("embedding", "cross_encoder"),
+        metavar=MODEL_KINDS_SHOWN,
         default=None,
         help="what the model is (default: what its files say, as -r MODEL tells it: a "
-        "sequence-classification architecture in config.json is a cross_encoder, "
-        "sentence-transformers files an embedding model; cross-encoder works too)",
+        "sequence-classification architecture in config.json is a cross-encoder, "
+        "sentence-transformers files an embedding model; cross_encoder works too)",
     )
     exp.add_argument("--quantize", choices=("int8",), default=None, help="also write int8 weights")
     exp.add_argument(

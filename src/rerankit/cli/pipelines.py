@@ -13,6 +13,7 @@ from .. import registry
 from ..api import PIPELINE_SUFFIXES, pipeline_name
 from ..backends.detect import model_kind
 from ..config import read_pipeline, read_spec
+from ..errors import ConfigError
 from ..server.settings import on_backend
 from .args import UsageError, refuse_unused
 
@@ -24,6 +25,7 @@ __all__ = [
     "pipeline_spec",
     "refuse_model_flags",
     "runs_a_model",
+    "settings_not_pipeline",
 ]
 
 #: the registered rerankers that run a local model (where --backend and --quantize apply)
@@ -111,3 +113,29 @@ def in_language(spec: Any, language: str | None) -> Any:
             f"{spec!r}: in a pipeline file, give language on its scorers"
         )
     return {"reranker": {"type": spec, "language": language}}
+
+
+#: top-level keys of the service's settings file, and those of a pipeline file
+_SETTINGS_KEYS = ("server", "pipelines", "cache")
+_PIPELINE_KEYS = ("stages", "reranker", "scorer", "scorers", "rule")
+
+
+def settings_not_pipeline(path: str | Path, given_to: str) -> str | None:
+    """What to say when ``path``, ``given_to`` a command that reads pipeline files, is the
+    service's settings file ([server], [pipelines.NAME] or [cache] at its top and no
+    stage): None for any other file, or one that cannot be read."""
+    if Path(path).suffix.lower() not in PIPELINE_SUFFIXES:
+        return None
+    try:
+        spec = read_spec(path)
+    except ConfigError:
+        return None
+    if not set(_SETTINGS_KEYS) & set(spec) or set(_PIPELINE_KEYS) & set(spec):
+        return None
+    tables = ", ".join(f"[{k}]" for k in _SETTINGS_KEYS if k in spec)
+    return (
+        f"{path}: this is the service's settings file ({tables}), not a pipeline file: "
+        f"{given_to} takes pipeline files (a reranker, scorer, scorers, rule or stages at the "
+        f"top); `rerankit serve --settings {path}` reads settings, and says their mistakes "
+        "before it starts"
+    )

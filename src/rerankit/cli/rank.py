@@ -35,7 +35,7 @@ from .args import (
 )
 from .files import need_file, need_reranker
 from .output import SCALE_FIELD, json_safe, records, table
-from .pipelines import pipeline_spec
+from .pipelines import pipeline_spec, settings_not_pipeline
 
 __all__ = [
     "add_commands",
@@ -110,6 +110,13 @@ def cmd_rank(args: argparse.Namespace) -> int:
         raise located(exc, source, [n for n, _ in numbered]) from None
     for w in result.warnings:
         print(f"rerankit: warning: {w}", file=sys.stderr)
+    if result.unusable is not None:  # input order with placeholder scores: not a ranking
+        print(
+            f"rerankit: error: no ranking: {result.unusable} (the warnings above say why); "
+            "nothing written",
+            file=sys.stderr,
+        )
+        return 1
     out = sys.stdout
     if form == "table":
         if args.explain:
@@ -183,6 +190,8 @@ def located(exc: InvalidDocumentError, source: str, lines: list[int | None]) -> 
 def reranker_from(args: argparse.Namespace) -> Any:
     """``--reranker`` (a name, a pipeline file or a model), else the default, with
     ``--language``, ``--backend`` and ``--quantize`` applied, and ``--output`` (``rank``)."""
+    if args.reranker and (note := settings_not_pipeline(args.reranker, "--reranker")):
+        raise InputError(note)
     if getattr(args, "output", None) is not None:
         return load(with_output(args.reranker or default_reranker_name(), args))
     return load(pipeline_spec(args.reranker or default_reranker_name(), args))

@@ -185,10 +185,10 @@ def add_commands(sub: Any) -> None:
         "-r",
         default=None,
         help="serve this reranker as the default pipeline: a registered name (hybrid, bm25, "
-        "embedding, cross_encoder or causal_lm with --model, ...; `rerankit rerankers` lists "
-        "them), a pipeline file (listed under the name it declares) or a model folder or "
-        "hub id; alone it is the only pipeline served, with --settings it is added to the "
-        "file's pipelines (replacing the one of that name)",
+        "embedding, cross-encoder or causal-lm with --model, ...; `rerankit rerankers` lists "
+        "them; - and _ alike), a pipeline file (listed under the name it declares) or a "
+        "model folder or hub id; alone it is the only pipeline served, with --settings it "
+        "is added to the file's pipelines (replacing the one of that name)",
     )
     srv.add_argument(
         "--model",

@@ -11,6 +11,7 @@ from typing import Any
 from ..training import FineTuneOptions, fine_tune
 from ..training.fine_tuning import MAX_HELD_OUT, NAMES, held_out_error
 from .args import (
+    MODEL_KINDS_SHOWN,
     add_candidates_argument,
     add_data_argument,
     add_no_progress_argument,
@@ -104,8 +105,8 @@ def add_commands(sub: Any) -> None:
     tr.add_argument(
         "what",
         type=model_kind_name,
-        choices=("embedding", "cross_encoder"),
-        help="what to train (cross-encoder works too)",
+        metavar=MODEL_KINDS_SHOWN,
+        help="what to train (cross_encoder works too)",
     )
     add_data_argument(tr)
     tr.add_argument(

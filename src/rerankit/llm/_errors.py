@@ -85,6 +85,19 @@ def from_status(provider: str, status: int, message: str, headers: Any = None) -
     return PermanentProviderError(text, status=status)
 
 
+def not_json(provider: str, url: str, body: str, content_type: str | None = None) -> ProviderError:
+    """A 200 answer whose body is not the provider's JSON (a proxy's error page, or the HTML
+    of a web app at a ``base_url`` that is not the API): kind ``unreadable``, not retried;
+    the message names the server, the content type when known and how the body starts."""
+    got = f" (Content-Type {content_type})" if content_type else ""
+    start = " ".join(body.split())[:120]
+    return PermanentProviderError(
+        f"{provider}: the server at {url} did not answer JSON{got}: {start!r}; is base_url "
+        "the address of its API?",
+        kind="unreadable",
+    )
+
+
 def from_transport(provider: str, exc: BaseException) -> ProviderError:
     """Connection errors and timeouts are transient (kinds ``connection`` and ``timeout``);
     anything else is reported as is (kind ``error``)."""

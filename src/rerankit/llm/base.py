@@ -58,8 +58,9 @@ class Usage:
     """What a rerank cost: provider calls (retries included), retries, cache hits,
     ``failures`` and tokens. A failure is a call (with its retries) that left a document it
     was asked about without a judgment: it failed after its retries, or its answer held no
-    readable judgment for that document (those documents are flagged ``llm_failed`` or
-    ``llm_unreadable``); a listwise answer repaired into an order (``llm_repaired``) is
+    readable judgment for that document (those documents are flagged ``llm_failed``, with
+    ``llm_failed:<kind>``; a listwise window's unreadable answer also ``llm_unreadable``,
+    its older name); a listwise answer repaired into an order (``llm_repaired``) is
     read, not failed."""
 
     calls: int = 0

@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Any
 
 from .._optional import require
 from ..errors import ConfigError, ProviderError
-from ._errors import PerLoop, from_status, from_transport
+from ._errors import PerLoop, from_status, from_transport, not_json
 from .base import LLMRequest, LLMResponse
 
 __all__ = ["DEFAULT_GEMINI_MODEL", "GeminiClient"]
 
 DEFAULT_GEMINI_MODEL = "gemini-2.0-flash"
+_DEFAULT_URL = "https://generativelanguage.googleapis.com"
 
 
 class GeminiClient:
@@ -78,6 +80,9 @@ class GeminiClient:
             ) from exc
         except ProviderError:
             raise
+        except json.JSONDecodeError as exc:  # the SDK reads any 200 body as JSON
+            url = self.base_url or _DEFAULT_URL
+            raise not_json(self.provider, url, exc.doc) from exc
         except Exception as exc:
             raise from_transport(self.provider, exc) from exc
         text = ""

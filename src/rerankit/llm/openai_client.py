@@ -4,17 +4,21 @@ SDK (extra ``openai``)."""
 from __future__ import annotations
 
 import os
+import re
 from typing import Any
+from urllib.parse import urlsplit
 
 from .._optional import require
 from ..errors import ConfigError, ProviderError
-from ._errors import PerLoop, from_status, from_transport
+from ._errors import PerLoop, from_status, from_transport, not_json
 from .base import LLMRequest, LLMResponse
 
 __all__ = ["DEFAULT_OPENAI_MODEL", "OpenAIClient"]
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
 JSON_MODES = ("schema", "object", "none")
+#: a path segment naming an API version: v1, v1beta, v2alpha, ...
+_VERSION = re.compile(r"v\d+\w*")
 
 
 class OpenAIClient:
@@ -86,24 +90,52 @@ class OpenAIClient:
         oa = self._openai
         try:
             sdk = await self._sdk.get()
-            response = await sdk.chat.completions.create(
+            raw = await sdk.chat.completions.with_raw_response.create(
                 model=self.model, messages=messages, **options
             )
         except oa.APIStatusError as exc:
             message = getattr(exc, "message", None) or str(exc)
             raise from_status(
-                self.provider, exc.status_code, message, exc.response.headers
+                self.provider,
+                exc.status_code,
+                message + self._path_hint(exc.status_code),
+                exc.response.headers,
             ) from exc
         except ProviderError:
             raise
         except Exception as exc:  # APIConnectionError / APITimeoutError and transport errors
             raise from_transport(self.provider, exc) from exc
+        try:
+            response = raw.parse()  # the SDK hands back a body that is not JSON as a str
+        except ValueError:  # a JSON content type on a body that is not JSON
+            response = None
+        if not hasattr(response, "choices"):
+            raise not_json(
+                self.provider,
+                str(sdk.base_url).rstrip("/"),
+                raw.text,
+                raw.headers.get("content-type"),
+            )
         text = response.choices[0].message.content or "" if response.choices else ""
         usage = response.usage
         return LLMResponse(
             text=text,
             input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
             output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+        )
+
+    def _path_hint(self, status: int) -> str:
+        """For a 404 from a server whose ``base_url`` has no version in its path
+        (``http://host:8000`` rather than ``http://host:8000/v1``), a question that points
+        at it: the SDK asks ``base_url + "/chat/completions"``."""
+        if status != 404 or not self.base_url:
+            return ""
+        path = urlsplit(str(self.base_url)).path
+        if any(_VERSION.fullmatch(part) for part in path.split("/")):
+            return ""
+        return (
+            f" (does base_url end in /v1? it is {self.base_url!r}, and the request went to "
+            f"{str(self.base_url).rstrip('/')}/chat/completions)"
         )
 
     def __repr__(self) -> str:

@@ -49,7 +49,10 @@ class Reply:
     """One scripted answer: ``text`` (what the model says: the server puts it in the
     provider's answer) with HTTP 200, or an error ``status`` whose message is ``text``;
     ``headers`` to send (``{"Retry-After": "2"}``), ``delay`` seconds to wait first, and the
-    token counts to report (default: about a token per 4 characters)."""
+    token counts to report (default: about a token per 4 characters). With a
+    ``content_type`` the body is ``text`` itself, sent as that type with ``status``: what a
+    proxy's error page or a web app at the wrong address answers
+    (``Reply(text="<html>...</html>", content_type="text/html")``)."""
 
     text: str = ""
     status: int = 200
@@ -57,6 +60,7 @@ class Reply:
     delay: float = 0.0
     input_tokens: int | None = None
     output_tokens: int | None = None
+    content_type: str | None = None
 
 
 @dataclass
@@ -189,16 +193,25 @@ class FakeLLMServer:
                 reply = fake._next(request)
                 if reply.delay or fake.latency:
                     time.sleep(reply.delay + fake.latency)
-                if reply.status != 200:
+                if reply.content_type is not None:
+                    self._send(reply.status, reply.text, reply.headers, reply.content_type)
+                elif reply.status != 200:
                     self._send(reply.status, _error_body(provider, reply), reply.headers)
-                    return
-                self._send(200, _ok_body(provider, request, reply), reply.headers)
+                else:
+                    self._send(200, _ok_body(provider, request, reply), reply.headers)
 
-            def _send(self, status: int, payload: dict, headers: dict | None = None) -> None:
-                data = json.dumps(payload).encode()
+            def _send(
+                self,
+                status: int,
+                payload: dict | str,
+                headers: dict | None = None,
+                content_type: str = "application/json",
+            ) -> None:
+                raw = payload if isinstance(payload, str) else json.dumps(payload)
+                data = raw.encode()
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", content_type)
                     self.send_header("Content-Length", str(len(data)))
                     for k, v in (headers or {}).items():
                         self.send_header(k, v)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -120,6 +120,7 @@ class Pipeline(Reranker):
         scored = Scored(final=np.zeros(n))
         order, limit, dropped = list(range(n)), n, []
         scoring, failures = 0, 0
+        ranked_by: str | None = None  # the last stage that scored any document
         scales: list[str | None] = [None] * n  # the scale of the stage that last scored each
         scored.link = [SUM] * n  # how its explained contributions make each document's score
         last: list[str | None] = [None] * n  # the stage that last scored each document
@@ -135,6 +136,8 @@ class Pipeline(Reranker):
             if not isinstance(stage.step, Rule):
                 scoring += 1
                 failures += failed
+                if stage.name in last:
+                    ranked_by = stage.name
             order = new_head + tail
             limit = min(stage.keep, len(new_head)) if stage.keep else len(new_head)
         scored.failed_all = scoring > 0 and failures == scoring
@@ -142,7 +145,7 @@ class Pipeline(Reranker):
         depth = top_k if top_k is not None else answer_depth
         returned = {scales[i] for i in (order if depth is None else order[:depth])}
         scored.scale = returned.pop() if len(returned) == 1 else "relative"
-        return assemble(
+        result = assemble(
             query,
             docs,
             scored,
@@ -151,6 +154,7 @@ class Pipeline(Reranker):
             order=order,
             dropped=dropped,
         )
+        return replace(result, ranked_by=ranked_by)
 
     async def _run_stage(
         self,

@@ -11,7 +11,15 @@ import numpy as np
 from ..errors import ScorerError
 from ..types import Document
 
-__all__ = ["ScoreBatch", "Scorer", "as_score_batch", "check_scorer", "cut_to_fit", "valid_unicode"]
+__all__ = [
+    "ScoreBatch",
+    "Scorer",
+    "as_score_batch",
+    "check_scorer",
+    "cut_to_fit",
+    "valid_unicode",
+    "which_document",
+]
 
 
 @runtime_checkable
@@ -85,20 +93,33 @@ def _replace_surrogates(text: str) -> str | None:
     return None
 
 
+def which_document(i: int, doc_id: Any = None) -> str:
+    """How a warning names the document at input position ``i``: ``document 3``, and with
+    the id it has, ``document 3 (id 'u1')``."""
+    return f"document {i}" if doc_id is None else f"document {i} (id {str(doc_id)!r})"
+
+
 def valid_unicode(
-    texts: Sequence[str], flags: dict[int, list[str]], warnings: list[str]
+    texts: Sequence[str],
+    flags: dict[int, list[str]],
+    warnings: list[str],
+    ids: Sequence[Any] = (),
 ) -> list[str]:
     """Texts a tokenizer, a model or a provider can take: a text that cannot be encoded as
     UTF-8 (a lone surrogate, as a bad decode leaves behind; valid JSON can carry one) has
     those characters replaced by U+FFFD, and its document is flagged ``invalid_unicode``
-    with a warning, so one bad document does not fail, or change, the others' scores."""
+    with a warning (naming it by its id too when ``ids`` gives one), so one bad document
+    does not fail, or change, the others' scores."""
     out = []
     for i, text in enumerate(texts):
         fixed = _replace_surrogates(text)
         if fixed is not None:
             text = fixed
             flags.setdefault(i, []).append("invalid_unicode")
-            warnings.append(f"document {i}: text is not valid Unicode; bad characters replaced")
+            doc_id = ids[i] if i < len(ids) else None
+            warnings.append(
+                f"{which_document(i, doc_id)}: text is not valid Unicode; bad characters replaced"
+            )
         out.append(text)
     return out
 

@@ -195,7 +195,7 @@ class CrossEncoderScorer(LocalModelScorer):
             return await super().score(query, docs, **context)
         flags: dict[int, list[str]] = {}
         warnings: list[str] = []
-        texts = valid_unicode([d.text for d in docs], flags, warnings)
+        texts = valid_unicode([d.text for d in docs], flags, warnings, [d.id for d in docs])
         query = valid_query(query, warnings)
         values = await in_thread(self._score_hooked, hook, query, texts, flags, warnings)
         return ScoreBatch(values=values, flags=flags, warnings=warnings)

@@ -16,7 +16,10 @@ Per window, in the result:
   model's reason in a warning (a rejection is an answer, so the result is not degraded);
 * a failed call keeps the window's order, flags ``llm_failed`` and ``llm_failed:<kind>``
   (how: ``timeout``, ``rate_limit``, ...; see :data:`rerankit.errors.FAILURE_KINDS`) and
-  marks the result degraded.
+  marks the result degraded;
+* an answer that holds no order (prose) is such a failure too, of kind ``unreadable``, as a
+  pointwise judge's: ``llm_failed`` and ``llm_failed:unreadable``, and ``llm_unreadable``,
+  the older name of the same event, which still marks it.
 
 Scores are ``n - position`` (the top document scores ``n``), so every document appears once.
 """
@@ -122,12 +125,14 @@ def _indices_from(answer: Any, text: str) -> tuple[list[int], bool, str]:
     raise ValueError("not the schema's object, a JSON list of integers or [3] > [1] > ...")
 
 
-#: what can happen to a window, and the flag its documents get
+#: what can happen to a window, and the flags its documents get: an unreadable answer is a
+#: failure of kind ``unreadable``, as a pointwise one is, and keeps its older flag
+#: ``llm_unreadable`` too
 _WINDOW_FLAGS = {
-    "failed": "llm_failed",
-    "unreadable": "llm_unreadable",
-    "repaired": "llm_repaired",
-    "rejected": "llm_rejected",
+    "failed": ("llm_failed",),
+    "unreadable": ("llm_failed", "llm_failed:unreadable", "llm_unreadable"),
+    "repaired": ("llm_repaired",),
+    "rejected": ("llm_rejected",),
 }
 
 
@@ -233,7 +238,9 @@ class LLMListwiseScorer(LLMScorerBase):
         flags: dict[int, list[str]] = {}
         degraded = False
         warnings: list[str] = []
-        texts = valid_unicode([d.text[: self.max_chars] for d in docs], flags, warnings)
+        texts = valid_unicode(
+            [d.text[: self.max_chars] for d in docs], flags, warnings, [d.id for d in docs]
+        )
         cut_to_fit(docs, self.max_chars, self.name, flags, warnings)
         top_k = context.get("top_k")
         carried = self.window - self.step
@@ -250,10 +257,10 @@ class LLMListwiseScorer(LLMScorerBase):
             label = f"window {start}-{end - 1}"
             segment = order[start:end]
             perm = await self._rank_window(query, [texts[i] for i in segment], usage, label, notes)
-            for kind, flag in _WINDOW_FLAGS.items():
+            for kind, named in _WINDOW_FLAGS.items():
                 if notes[kind]:
                     for i in segment:
-                        flags.setdefault(i, []).append(flag)
+                        flags.setdefault(i, []).extend(named)
                     warnings += notes[kind]
                     degraded |= kind != "rejected"  # a rejection is an answer
             if notes["how"]:  # how the call failed, as a flag too

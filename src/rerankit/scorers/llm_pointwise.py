@@ -6,7 +6,9 @@ JSON strings, so a document cannot break the prompt's structure.
 
 Outcomes per document, all visible in the result:
 
-* a parsed score, clamped to [0, 10] (flag ``score_clamped`` when it was outside);
+* a parsed score, clamped to [0, 10] (flag ``score_clamped`` when it was outside); a
+  one-document answer that names another id than the prompt gave keeps its score, flagged
+  ``llm_wrong_id`` with a warning;
 * empty text: 0.0 without a call (flag ``empty_content``);
 * a call that failed after its retries, or an answer with no score in it: 0.0, flag
   ``llm_failed`` and ``llm_failed:<kind>`` (how: ``timeout``, ``rate_limit``, ...,
@@ -34,7 +36,7 @@ from ..llm.parsing import parse_json, parse_score
 from ..llm.prompts import load_template, presets
 from ..types import Document
 from ._llm_common import LLMScorerBase, LLMScorerOptions
-from .base import ScoreBatch, cut_to_fit, valid_unicode
+from .base import ScoreBatch, cut_to_fit, valid_unicode, which_document
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -133,18 +135,19 @@ class LLMPointwiseScorer(LLMScorerBase):
     # -- scoring -------------------------------------------------------------------------
     async def _judge(
         self, query: str, items: list[tuple[str, str]], usage: Usage
-    ) -> dict[str, float | Exception]:
-        """Scores by id for one call's documents (an exception for those that failed); a
-        call that leaves any of them without a score counts in ``usage.failures`` (the
-        runner counts those that failed, this the answers that could not be read)."""
+    ) -> tuple[dict[str, float | Exception], str | None]:
+        """Scores by id for one call's documents (an exception for those that failed), and
+        the other id a one-document answer named; a call that leaves any of them without a
+        score counts in ``usage.failures`` (the runner counts those that failed, this the
+        answers that could not be read)."""
         try:
             response = await self.runner.call(self._request(query, items), usage)
         except ProviderError as exc:
-            return {doc_id: exc for doc_id, _ in items}
+            return {doc_id: exc for doc_id, _ in items}, None
         outcome = self._read(response.text, items)
         if any(isinstance(v, Exception) for v in outcome.values()):
             usage.failures += 1
-        return outcome
+        return outcome, _other_id(response.text, items)
 
     @staticmethod
     def _read(text: str, items: list[tuple[str, str]]) -> dict[str, float | Exception]:
@@ -165,7 +168,16 @@ class LLMPointwiseScorer(LLMScorerBase):
                         found[str(entry.get("id"))] = exc
         except (ValueError, TypeError, AttributeError) as exc:
             return {doc_id: ValueError(f"unreadable answer: {exc}") for doc_id, _ in items}
-        missing = ValueError("the answer left this document out")
+        asked = {doc_id for doc_id, _ in items}
+        unknown = sorted(set(found) - asked)
+        missing = ValueError(
+            "the answer left this document out"
+            + (
+                f" (it named ids not asked about: {', '.join(map(repr, unknown[:5]))})"
+                if unknown
+                else ""
+            )
+        )
         return {doc_id: found.get(doc_id, missing) for doc_id, _ in items}
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
@@ -174,7 +186,9 @@ class LLMPointwiseScorer(LLMScorerBase):
         flags: dict[int, list[str]] = {}
         warnings: list[str] = []
         usage = Usage()
-        texts = valid_unicode([d.text[: self.max_chars] for d in docs], flags, warnings)
+        texts = valid_unicode(
+            [d.text[: self.max_chars] for d in docs], flags, warnings, [d.id for d in docs]
+        )
         cut_to_fit(docs, self.max_chars, self.name, flags, warnings)
         present = [i for i, text in enumerate(texts) if text.strip()]
         for i in set(range(n)) - set(present):
@@ -201,18 +215,25 @@ class LLMPointwiseScorer(LLMScorerBase):
             *(self._judge(query, [(label[i], texts[i]) for i in g], usage) for g in groups)
         )
         failed = 0
-        for group, answer in zip(groups, answers, strict=True):
+        for group, (answer, other) in zip(groups, answers, strict=True):
             for i in group:
-                outcome = answer[label[i]]
+                outcome, which = answer[label[i]], which_document(i, ids[i])
                 if isinstance(outcome, Exception):
                     failed += 1
                     kind = getattr(outcome, "kind", "unreadable")  # else a ValueError: read
                     flags.setdefault(i, []).extend(("llm_failed", f"llm_failed:{kind}"))
-                    warnings.append(f"document {i}: no score ({outcome}); scored 0.0")
+                    warnings.append(f"{which}: no score ({outcome}); scored 0.0")
                     continue
+                if other is not None:  # one document was asked about: its score, misnamed
+                    flags.setdefault(i, []).append("llm_wrong_id")
+                    warnings.append(
+                        f"{which}: the answer names id {other!r}, not {label[i]!r}, the id "
+                        "the prompt gave it; its score is kept (it was asked about this "
+                        "document alone)"
+                    )
                 if not 0.0 <= outcome <= 10.0:
                     flags.setdefault(i, []).append("score_clamped")
-                    warnings.append(f"document {i}: score {outcome:g} is outside 0-10; clamped")
+                    warnings.append(f"{which}: score {outcome:g} is outside 0-10; clamped")
                     outcome = float(np.clip(outcome, 0.0, 10.0))
                 values[i] = outcome
                 fresh.append((self._key(query, texts[i]), outcome))
@@ -235,3 +256,16 @@ class LLMPointwiseScorer(LLMScorerBase):
 
     def __repr__(self) -> str:
         return f"LLMPointwiseScorer({self.client!r})"
+
+
+def _other_id(text: str, items: list[tuple[str, str]]) -> str | None:
+    """The id a one-document answer names when it is not the one the prompt gave (None
+    when it names none, or that one)."""
+    if len(items) != 1:
+        return None
+    try:
+        answer = parse_json(text)
+    except (ValueError, TypeError):
+        return None
+    named = answer.get("id") if isinstance(answer, dict) else None
+    return None if named is None or str(named) == items[0][0] else str(named)

@@ -157,7 +157,7 @@ class LocalModelScorer:
         its document only (see :func:`~rerankit.scorers.base.valid_unicode`)."""
         flags: dict[int, list[str]] = {}
         warnings: list[str] = []
-        texts = valid_unicode([d.text for d in docs], flags, warnings)
+        texts = valid_unicode([d.text for d in docs], flags, warnings, [d.id for d in docs])
         query = valid_query(query, warnings)
         values = await in_model_thread(self.score_noted, query, texts, flags, warnings)
         return ScoreBatch(values=values, flags=flags, warnings=warnings)

@@ -1,0 +1,67 @@
+"""``rerankit rank`` whose result carries no ranking (every LLM call failed, every strategy
+failed) exits 1 and writes nothing, so ``rank ... | head`` cannot carry on with the input
+order; a cascade whose last stage failed keeps the earlier stage's order and exits 0.
+Through the real openai SDK against a local server that speaks its protocol."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+pytest.importorskip("openai", reason="needs the 'openai' extra")
+
+from rerankit.cli import main
+from rerankit.llm.testing import FakeLLMServer, Reply
+
+DOCS = [{"id": "w", "text": "wind farms"}, {"id": "s", "text": "solar power and solar panels"}]
+JUDGE = (
+    'provider = "openai"\nmodel = "m"\nbase_url = "{url}"\napi_key_env = "RERANKIT_TEST_KEY"\n'
+    "cache = false\nretry = {{ attempts = 1, timeout = 5 }}\n"
+)
+
+
+def _rank(capsys, tmp_path, monkeypatch, reply: Reply, pipeline: str) -> tuple[int, str, str]:
+    monkeypatch.setenv("RERANKIT_TEST_KEY", "k")
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    with FakeLLMServer(responder=lambda request: reply) as server:
+        spec = tmp_path / "pipeline.toml"
+        spec.write_text(pipeline.format(judge=JUDGE.format(url=server.openai_url)))
+        code = main(["rank", "-q", "solar", "-i", str(docs), "-r", str(spec)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+ALONE = '[scorer]\ntype = "llm_pointwise"\n{judge}'
+CASCADE = (
+    '[[stages]]\nreranker = "bm25"\n\n[[stages]]\n[stages.scorer]\ntype = "llm_pointwise"\n{judge}'
+)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [Reply(status=401, text="bad key"), Reply(text="<html>proxy</html>", content_type="text/html")],
+    ids=["auth", "not json"],
+)
+def test_rank_with_every_llm_call_failed_writes_nothing_and_exits_1(
+    capsys, tmp_path, monkeypatch, reply
+):
+    code, out, err = _rank(capsys, tmp_path, monkeypatch, reply, ALONE)
+    assert code == 1 and out == "", (code, out)
+    last = err.strip().splitlines()[-1]
+    assert last == (
+        "rerankit: error: no ranking: the LLM provider failed for every document (the "
+        "warnings above say why); nothing written"
+    ), err
+    assert "rerankit: warning: document 0" in err  # why, before it
+
+
+def test_rank_whose_last_stage_failed_keeps_the_earlier_stage_s_order_and_exits_0(
+    capsys, tmp_path, monkeypatch
+):
+    code, out, err = _rank(capsys, tmp_path, monkeypatch, Reply(status=401, text="no"), CASCADE)
+    assert code == 0, err
+    assert [json.loads(line)["id"] for line in out.splitlines()] == ["s", "w"]  # bm25's
+    assert "scored nothing (the LLM provider failed for every document)" in err
+    assert "rerankit: error" not in err
