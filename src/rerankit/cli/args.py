@@ -278,7 +278,8 @@ def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:
     parser.add_argument(
         "--first-stage-lower-is-better",
         action="store_true",
-        help="the first-stage field is a distance or rank: lower is better",
+        help="the first-stage field is a distance or rank: lower is better (in Python, "
+        "first_stage_higher_is_better=False: the same switch, named by its default)",
     )
 
 
