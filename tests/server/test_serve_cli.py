@@ -120,6 +120,28 @@ def test_the_settings_files_relative_pipeline_paths_are_read_beside_it(tmp_path,
     assert read.pipelines == ServerSettings.from_file(folder / "settings.toml").pipelines
 
 
+@pytest.mark.parametrize("form", ["table", "short"])
+def test_the_settings_files_click_log_and_model_folder_are_read_beside_it(
+    tmp_path, monkeypatch, form
+):
+    """`serve --settings` writes the click log beside the settings file (it wrote it in the
+    working directory) and reads `[server] model` from there, as `from_file` does."""
+    folder = tmp_path / "conf"
+    (folder / "my-export").mkdir(parents=True)
+    log = '[server.feedback]\npath = "clicks.jsonl"\n' if form == "table" else ""
+    short = 'feedback = "clicks.jsonl"\n' if form == "short" else ""
+    (folder / "service.toml").write_text(f'[server]\nmodel = "my-export"\n{short}{log}')
+    (tmp_path / "run").mkdir()
+    monkeypatch.chdir(tmp_path / "run")
+    read = _settings("--settings", str(folder / "service.toml"))
+    assert read.feedback.path == str(folder / "clicks.jsonl")
+    assert read.pipelines["hybrid"]["reranker"]["model"] == str(folder / "my-export")
+    from rerankit.server import ServerSettings
+
+    from_file = ServerSettings.from_file(folder / "service.toml")
+    assert (from_file.feedback, from_file.pipelines) == (read.feedback, read.pipelines)
+
+
 def test_server_model_reaches_the_built_in_hybrid_and_embedding_wherever_named():
     from rerankit.server import ServerSettings
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from .. import registry
 from ..api import PIPELINE_SUFFIXES
-from ..config import paths_beside, read_pipeline, read_spec
+from ..config import read_pipeline, read_spec
 from ..errors import ConfigError, InputError, in_file
 from ..server import serve
-from ..server.settings import ServerSettings, flag_pipeline, on_backend
+from ..server.settings import ServerSettings, flag_pipeline, on_backend, settings_beside
 from .args import (
     UsageError,
     add_backend_arguments,
@@ -42,11 +42,12 @@ def serve_settings(args: argparse.Namespace) -> Any:
     overriding it (``--reranker``/``--model`` make that pipeline the default; a pipeline
     file is listed under the ``name`` it declares, else its file name)."""
 
-    spec = read_spec(args.settings, "settings file") if args.settings else {}
+    spec: dict[str, Any] = {}
+    if args.settings:  # its relative paths (pipeline files, models, the click log) beside it
+        spec = read_spec(args.settings, "settings file")
+        spec = settings_beside(spec, Path(args.settings).resolve().parent)
     server = dict(spec.get("server") or {})
     pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
-    if pipelines is not None:  # a pipeline's relative paths that exist beside the file
-        pipelines = paths_beside(pipelines, Path(args.settings).resolve().parent)
     for key in ("backend", "quantize", "api_key_env"):
         if getattr(args, key):
             server[key] = getattr(args, key)

@@ -79,7 +79,7 @@ from ..config import paths_beside, read_spec
 from .batching import PAIR_MODES
 from .feedback import FeedbackSettings, check_experiments, feedback_beside
 
-__all__ = ["ServerSettings"]
+__all__ = ["ServerSettings", "settings_beside"]
 
 DEFAULT_PIPELINES = ("bm25", "embedding", "hybrid")
 API_KEY_ENV = "RERANKIT_API_KEYS"
@@ -142,6 +142,25 @@ def on_backend(
     if isinstance(spec, Mapping) and isinstance(spec.get("stages"), list):
         return {**spec, "stages": [stage(entry) for entry in spec["stages"]]}
     return stage(spec)
+
+
+def settings_beside(spec: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    """A settings file's ``spec`` with its relative paths taken from ``folder`` (the
+    file's): a pipeline's pipeline file or ``model`` folder and ``[server] model`` where
+    they exist there, and the click log's ``[server.feedback] path`` (or ``[server]
+    feedback``) always, as it is written, not read. Absolute paths stay as they are."""
+    spec = dict(spec)
+    if isinstance(spec.get("pipelines"), Mapping):
+        spec["pipelines"] = paths_beside(spec["pipelines"], folder)
+    server = spec.get("server")
+    if isinstance(server, Mapping):
+        server = dict(server)
+        if server.get("feedback"):
+            server["feedback"] = feedback_beside(server["feedback"], folder)
+        if isinstance(server.get("model"), str):
+            server["model"] = paths_beside({"model": server["model"]}, folder)["model"]
+        spec["server"] = server
+    return spec
 
 
 def default_pipelines(
@@ -311,13 +330,7 @@ class ServerSettings:
         ``reranker`` pipeline file, a ``model``) that exist beside it are read from there,
         and a relative ``[server.feedback] path`` is taken from its folder."""
         spec = read_spec(path, "settings file")
-        folder = Path(path).resolve().parent
-        if isinstance(spec.get("pipelines"), Mapping):  # paths beside the file, as pipelines'
-            spec["pipelines"] = paths_beside(spec["pipelines"], folder)
-        server = spec.get("server")
-        if isinstance(server, Mapping) and server.get("feedback"):  # the click log: the same
-            spec["server"] = {**server, "feedback": feedback_beside(server["feedback"], folder)}
-        return cls.from_mapping(spec)
+        return cls.from_mapping(settings_beside(spec, Path(path).resolve().parent))
 
     def to_mapping(self) -> dict[str, Any]:
         """These settings as the mapping :meth:`from_mapping` reads (for worker processes).
