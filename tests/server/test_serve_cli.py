@@ -179,6 +179,69 @@ def test_an_api_key_variable_that_is_not_set_refuses_to_start_an_open_service(mo
 
 
 @pytest.mark.parametrize(
+    ("env", "flags", "status", "said"),
+    [  # a variable named, the default's name too, must hold a key: a usage error (exit 2)
+        (
+            {"MY_KEYS": ""},
+            ["--api-key-env", "MY_KEYS"],
+            2,
+            "--api-key-env MY_KEYS: $MY_KEYS is set but",
+        ),
+        (
+            {"RERANKIT_API_KEYS": ""},
+            ["--api-key-env", "RERANKIT_API_KEYS"],
+            2,
+            "is set but holds no",
+        ),
+        (
+            {},
+            ["--api-key-env", "RERANKIT_API_KEYS"],
+            2,
+            "$RERANKIT_API_KEYS is not set (the service",
+        ),
+        # the default set but empty: most likely a secret that failed to arrive (exit 1)
+        ({"RERANKIT_API_KEYS": ""}, [], 1, "rerankit: error: $RERANKIT_API_KEYS is set but holds"),
+        ({"RERANKIT_API_KEYS": " , "}, [], 1, "(the service would be open)"),
+        # named in the settings file: said with the file and its key
+        ({}, ["--settings", "{keys}"], 1, "keys.toml: api_key_env: $MY_KEYS is not set"),
+    ],
+    ids=["flag-empty", "flag-default-empty", "flag-default-unset", "empty", "commas", "file"],
+)
+def test_an_empty_or_unset_key_variable_never_opens_a_service_that_asked_for_keys(
+    tmp_path, monkeypatch, capsys, env, flags, status, said
+):
+    from rerankit.cli import main
+
+    monkeypatch.delenv("RERANKIT_API_KEYS", raising=False)
+    monkeypatch.delenv("MY_KEYS", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "keys.toml").write_text('[server]\napi_key_env = "MY_KEYS"\n')
+    flags = [f.format(keys=tmp_path / "keys.toml") for f in flags]
+    with socket.socket() as busy:  # a service that started anyway would say the port is taken
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = ["--port", str(busy.getsockname()[1])]
+        assert main(["serve", "--reranker", "bm25", *port, *flags]) == status
+    assert said in capsys.readouterr().err
+
+
+def test_an_unset_key_variable_named_nowhere_leaves_the_service_open_as_asked(monkeypatch):
+    from rerankit.server import ServerSettings
+
+    monkeypatch.delenv("RERANKIT_API_KEYS", raising=False)
+    assert _settings("--reranker", "bm25").api_keys == []  # open (the service warns)
+    assert ServerSettings(api_keys=["k"]).api_keys == ["k"]
+    with pytest.raises(ValueError, match=r"api_key_env: \$RERANKIT_API_KEYS is not set"):
+        ServerSettings(api_key_env="RERANKIT_API_KEYS")  # named: it must hold a key
+    monkeypatch.setenv("RERANKIT_API_KEYS", "")
+    with pytest.raises(ValueError, match=r"holds no keys \(its keys would be missing\)"):
+        ServerSettings(api_keys=["k"])
+    monkeypatch.setenv("RERANKIT_API_KEYS", "a, b")
+    assert ServerSettings(api_keys=["k"]).api_keys == ["k", "a", "b"]
+
+
+@pytest.mark.parametrize(
     ("spec", "where"),
     [
         (

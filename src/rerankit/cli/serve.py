@@ -13,7 +13,14 @@ from ..api import PIPELINE_SUFFIXES
 from ..config import read_pipeline, read_spec
 from ..errors import ConfigError, InputError, in_file
 from ..server import serve
-from ..server.settings import ServerSettings, flag_pipeline, on_backend, settings_beside
+from ..server.settings import (
+    API_KEY_ENV,
+    ServerSettings,
+    flag_pipeline,
+    key_variable_problem,
+    on_backend,
+    settings_beside,
+)
 from .args import (
     UsageError,
     add_backend_arguments,
@@ -47,6 +54,14 @@ def serve_settings(args: argparse.Namespace) -> Any:
         spec = read_spec(args.settings, "settings file")
         spec = settings_beside(spec, Path(args.settings).resolve().parent)
     server = dict(spec.get("server") or {})
+    if args.api_key_env or not server.get("api_key_env"):  # (the file's: said with the file)
+        variable = args.api_key_env or API_KEY_ENV
+        named, others = bool(args.api_key_env), bool(server.get("api_keys"))
+        problem = key_variable_problem(variable, named, others)
+        if problem is not None and named:  # a usage error, said as the flag
+            raise UsageError(f"--api-key-env {variable}: {problem}")
+        if problem is not None:  # the environment's
+            raise InputError(problem)
     pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
     for key in ("backend", "quantize", "api_key_env"):
         if getattr(args, key):
@@ -204,7 +219,10 @@ def add_commands(sub: Any) -> None:
         metavar="VAR",
         default=None,
         help="environment variable holding the API keys, comma-separated (default "
-        "RERANKIT_API_KEYS; a variable named here must be set)",
+        "RERANKIT_API_KEYS). A variable named here must hold a key, and so must "
+        "RERANKIT_API_KEYS when it is set, even empty: else serve refuses to start (the "
+        "service would be open). Only with RERANKIT_API_KEYS unset, and no keys in the "
+        "settings file, is the service open, with a warning",
     )
     srv.add_argument(
         "--workers",
