@@ -248,8 +248,9 @@ def add_commands(sub: Any) -> None:
         type=non_negative_float,
         default=None,
         metavar="SECONDS",
-        help="then, seconds requests in flight may take to finish (default: the settings "
-        "file's graceful_timeout, 30)",
+        help="then, seconds requests in flight may take to finish; those still running "
+        "are answered 503, shutting down (default: the settings file's graceful_timeout, "
+        "30; keep the settings' timeout at or below it, else serve warns at start)",
     )
     srv.add_argument(
         "--log-level",

@@ -15,7 +15,7 @@ import threading
 from typing import Any
 
 from .settings import ServerSettings
-from .shutdown import StopOnSignal
+from .shutdown import CUT_MARGIN, StopOnSignal
 
 __all__ = ["app_from_environment", "serve_workers"]
 
@@ -31,11 +31,13 @@ def app_from_environment() -> Any:
 
     settings = ServerSettings.from_mapping(json.loads(os.environ[SETTINGS_ENV]))
     app = create_app(settings)
-    _stop_gracefully_on_signal(app.state.service, settings.shutdown_delay)
+    _stop_gracefully_on_signal(
+        app.state.service, settings.shutdown_delay, settings.graceful_timeout
+    )
     return app
 
 
-def _stop_gracefully_on_signal(service: Any, delay: float) -> None:
+def _stop_gracefully_on_signal(service: Any, delay: float, grace: float) -> None:
     """Put rerankit's stop (:class:`.shutdown.StopOnSignal`: the drain period on SIGTERM,
     then queued requests get 503) before uvicorn's own handler of SIGINT/SIGTERM (installed
     by the time uvicorn loads the app), in a worker as in a single process. The supervisor
@@ -50,7 +52,7 @@ def _stop_gracefully_on_signal(service: Any, delay: float) -> None:
         if callable(handler):
             handler(signum, frame)
 
-    on_signal = StopOnSignal(service, delay, stop)
+    on_signal = StopOnSignal(service, delay, stop, grace)
     for sig in previous:
         signal.signal(sig, on_signal)
 
@@ -69,7 +71,9 @@ def serve_workers(
 
     from .connections import uvicorn_config
 
-    os.environ[SETTINGS_ENV] = json.dumps(settings.to_mapping())
+    mapping = settings.to_mapping()
+    mapping["server"]["graceful_timeout"] = graceful_seconds  # the workers' own cut
+    os.environ[SETTINGS_ENV] = json.dumps(mapping)
     config = uvicorn_config(
         "rerankit.server.workers:app_from_environment",
         settings,
@@ -78,7 +82,7 @@ def serve_workers(
         host=host,
         port=port,
         log_level=log_level,
-        timeout_graceful_shutdown=graceful_seconds,
+        timeout_graceful_shutdown=graceful_seconds + CUT_MARGIN,  # after rerankit's cut
     )
     logger.info("rerankit service: %d worker processes on %s:%d", workers, host, port)
     sock = config.bind_socket()
