@@ -532,6 +532,42 @@ def test_two_workers_answer_and_share_the_embedding_cache(tmp_path):
     assert "Traceback" not in served.output()
 
 
+@pytest.mark.slow  # 7 s (two worker processes): make test-slow
+def test_each_worker_logs_rerankits_lines_and_the_click_log_is_beside_the_settings(tmp_path):
+    """With --workers 2, rerankit's own lines reach stderr from each worker as with one (the
+    open-service warning, pipeline ready, the stop: they went nowhere), and the click log
+    named relative to the settings file is written beside it whatever the working
+    directory, /info showing where (it was the working directory, shown relative)."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "service.toml").write_text(
+        '[server]\ndefault = "bm25"\n[server.feedback]\npath = "clicks.jsonl"\n'
+        '[pipelines.bm25]\nreranker = "bm25"\n'
+    )
+    run = tmp_path / "run"
+    run.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "RERANKIT_API_KEYS"}
+    env["PYTHONPATH"] = str(REPO / "src")
+    flags = ["--settings", str(conf / "service.toml"), "--workers", "2", "--shutdown-delay", "0"]
+    served = Served(sys.executable, flags, env, run)
+    try:
+        served.wait_ready()
+        info = httpx.get(f"{served.url}/info", timeout=5).json()
+        assert info["experiments"]["feedback"]["path"] == str(conf / "clicks.jsonl")
+        deadline = time.time() + 60
+        while served.output().count("pipeline 'bm25' ready") < 2 and time.time() < deadline:
+            time.sleep(0.1)  # the second worker's
+    finally:
+        served.stop()
+    text = served.output()
+    assert served.proc.returncode == 0, text
+    warning = "WARNING rerankit.server.app: rerankit service: no API keys configured"
+    assert text.count(warning) == 2, text
+    assert text.count("INFO rerankit.server.pipeline: pipeline 'bm25' ready") == 2
+    assert text.count("rerankit service stopping: 0 queued request(s) get 503") == 2
+    assert not (run / "clicks.jsonl").exists()
+
+
 def test_a_port_another_service_holds_is_said_before_any_model_loads():
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))

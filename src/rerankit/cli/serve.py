@@ -21,6 +21,7 @@ from ..server.settings import (
     on_backend,
     settings_beside,
 )
+from ..server.workers import LOG_FORMAT
 from .args import (
     UsageError,
     add_backend_arguments,
@@ -151,7 +152,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     check_port_free(args.host, args.port)
     level = args.log_level or ("debug" if getattr(args, "verbose", 0) > 1 else "info")
     if not logging.getLogger().handlers:
-        logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(format=LOG_FORMAT)
     logging.getLogger().setLevel(level.upper())
     serve(
         settings,
@@ -228,7 +229,8 @@ def add_commands(sub: Any) -> None:
         "--workers",
         type=positive_int,
         default=1,
-        help="worker processes on one socket, each with its own models (default 1)",
+        help="worker processes on one socket, each with its own models and each logging "
+        "rerankit's lines to stderr (default 1)",
     )
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     srv.add_argument(

@@ -47,8 +47,10 @@ def serve(
     ``workers=N`` runs N processes on one socket, each with its own models; the SQLite
     caches are shared (LLM judgments under the cache directory, and embeddings when
     ``RERANKIT_EMBEDDING_CACHE`` names a file: a vector one worker computed is read by the
-    others); a worker that dies is replaced. ``log_level``: uvicorn's (``debug``,
-    ``info``, ``warning``, ``error``; its access log lines are ``info``)."""
+    others); a worker that dies is replaced; each worker logs rerankit's lines to stderr
+    as this process does, when its root logger has a handler (``rerankit serve`` sets one
+    up). ``log_level``: uvicorn's (``debug``, ``info``, ``warning``, ``error``; its access
+    log lines are ``info``)."""
 
     from .connections import uvicorn_config
 
