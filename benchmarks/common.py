@@ -33,6 +33,12 @@ def use_embedding_cache() -> None:
     os.environ.setdefault("RERANKIT_EMBEDDING_CACHE", str(ROOT / ".cache" / "embeddings.sqlite"))
 
 
+def open_service(env: Any) -> dict[str, str]:
+    """``env`` for a ``rerankit serve`` that is open on purpose: RERANKIT_API_KEYS unset (set
+    but empty, the service refuses to start)."""
+    return {k: v for k, v in env.items() if k != "RERANKIT_API_KEYS"}
+
+
 def load_queries(name: str, queries: int) -> list[tuple[str, list[str]]]:
     """``queries`` queries of collection ``name`` (the first by id) with their first-stage
     top 100 texts."""

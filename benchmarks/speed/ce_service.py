@@ -32,7 +32,7 @@ from typing import Any
 
 import httpx
 
-from benchmarks.common import load_queries
+from benchmarks.common import load_queries, open_service
 from benchmarks.speed.models import build
 
 
@@ -91,7 +91,7 @@ def start_rerankit(
         ],
         stdout=subprocess.DEVNULL,
         stderr=service_log(reranker),
-        env={**os.environ, "RERANKIT_API_KEYS": "", **(env or {})},
+        env={**open_service(os.environ), **(env or {})},
     )
     url = f"http://127.0.0.1:{port}"
     wait_ready(f"{url}/ready", proc, "rerankit serve")

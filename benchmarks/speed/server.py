@@ -46,7 +46,7 @@ from pathlib import Path
 
 import httpx
 
-from benchmarks.common import DL19
+from benchmarks.common import DL19, open_service
 
 DOCS_PER_REQUEST = 20
 
@@ -71,7 +71,7 @@ def start_server(batching: bool, port: int, limits: str | None = None) -> subpro
         + (limits or "max_concurrency = 32\nmax_queue = 64\ntimeout = 120\n")
         + '[pipelines.hybrid]\nreranker = "hybrid"\n'
     )
-    env = {**os.environ, "RERANKIT_API_KEYS": ""}
+    env = open_service(os.environ)
     proc = subprocess.Popen(
         [sys.executable, "-m", "rerankit", "serve", "--settings", str(config), "--port", str(port)],
         stdout=subprocess.DEVNULL,

@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from benchmarks.common import ROOT as REPO
-from benchmarks.common import load_queries
+from benchmarks.common import load_queries, open_service
 from benchmarks.speed.ce_service import drive, free_port, wait_ready
 
 
@@ -33,7 +33,7 @@ def start(source: Path) -> tuple[subprocess.Popen, str]:
         [sys.executable, "-m", "rerankit", "serve", "-r", "bm25", "--port", str(port)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
-        env={**os.environ, "PYTHONPATH": str(source), "RERANKIT_API_KEYS": ""},
+        env={**open_service(os.environ), "PYTHONPATH": str(source)},
     )
     url = f"http://127.0.0.1:{port}"
     wait_ready(f"{url}/ready", proc, "rerankit serve")

@@ -51,7 +51,7 @@ import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks.common import ROOT
+from benchmarks.common import ROOT, open_service
 from benchmarks.speed.models import build, peer_folder
 from rerankit.backends.export import export
 from rerankit.backends.local import quiet_loading
@@ -145,7 +145,7 @@ def service(python: str, flags: list[str], env: dict[str, str]) -> float:
         [python, "-m", "rerankit", "serve", "--port", str(port), *flags],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        env={**env, "RERANKIT_API_KEYS": ""},
+        env=open_service(env),
     )
     try:
         while time.perf_counter() - start < 300:

@@ -237,7 +237,7 @@ def test_cache_clear_takes_a_cache_by_its_plural_or_singular_name(
     assert code == 0 and out.startswith("cleared judgments:") and len(judgments) == 0
     code, out, _ = run_cli(capsys, "cache")
     embeddings = next(line for line in out.splitlines() if line.startswith("embeddings:"))
-    assert "1 entries" in embeddings and "RERANKIT_EMBEDDING_CACHE names this file" in embeddings
+    assert "1 entry," in embeddings and "RERANKIT_EMBEDDING_CACHE names this file" in embeddings
 
 
 def test_batch_usage_shows_out_as_required_and_both_spellings_still_parse(capsys):
@@ -390,7 +390,7 @@ def test_cache_lists_every_cache_with_its_size_and_clears_the_one_named(
     lines = {line.split(":")[0]: line for line in out.splitlines()}
     assert code == 0 and set(lines) == {"embeddings", "judgments", "answers", "onnx"}
     assert "3 entries" in lines["embeddings"] and str(tmp_path) in lines["embeddings"]
-    assert "1 entries" in lines["judgments"]
+    assert "1 entry," in lines["judgments"]
     assert "1 export(s): all-MiniLM-L6-v2" in lines["onnx"] and "2.0 MB" in lines["onnx"]
     code, out, _ = run_cli(capsys, "cache", "clear", "onnx")
     assert code == 0 and out.startswith("cleared onnx") and not (tmp_path / "onnx").exists()

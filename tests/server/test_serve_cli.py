@@ -120,6 +120,28 @@ def test_the_settings_files_relative_pipeline_paths_are_read_beside_it(tmp_path,
     assert read.pipelines == ServerSettings.from_file(folder / "settings.toml").pipelines
 
 
+@pytest.mark.parametrize("form", ["table", "short"])
+def test_the_settings_files_click_log_and_model_folder_are_read_beside_it(
+    tmp_path, monkeypatch, form
+):
+    """`serve --settings` writes the click log beside the settings file (it wrote it in the
+    working directory) and reads `[server] model` from there, as `from_file` does."""
+    folder = tmp_path / "conf"
+    (folder / "my-export").mkdir(parents=True)
+    log = '[server.feedback]\npath = "clicks.jsonl"\n' if form == "table" else ""
+    short = 'feedback = "clicks.jsonl"\n' if form == "short" else ""
+    (folder / "service.toml").write_text(f'[server]\nmodel = "my-export"\n{short}{log}')
+    (tmp_path / "run").mkdir()
+    monkeypatch.chdir(tmp_path / "run")
+    read = _settings("--settings", str(folder / "service.toml"))
+    assert read.feedback.path == str(folder / "clicks.jsonl")
+    assert read.pipelines["hybrid"]["reranker"]["model"] == str(folder / "my-export")
+    from rerankit.server import ServerSettings
+
+    from_file = ServerSettings.from_file(folder / "service.toml")
+    assert (from_file.feedback, from_file.pipelines) == (read.feedback, read.pipelines)
+
+
 def test_server_model_reaches_the_built_in_hybrid_and_embedding_wherever_named():
     from rerankit.server import ServerSettings
 
@@ -154,6 +176,69 @@ def test_an_api_key_variable_that_is_not_set_refuses_to_start_an_open_service(mo
     monkeypatch.delenv("NOT_SET_ANYWHERE", raising=False)
     with pytest.raises(ValueError, match=r"\$NOT_SET_ANYWHERE is not set"):
         _settings("--api-key-env", "NOT_SET_ANYWHERE")
+
+
+@pytest.mark.parametrize(
+    ("env", "flags", "status", "said"),
+    [  # a variable named, the default's name too, must hold a key: a usage error (exit 2)
+        (
+            {"MY_KEYS": ""},
+            ["--api-key-env", "MY_KEYS"],
+            2,
+            "--api-key-env MY_KEYS: $MY_KEYS is set but",
+        ),
+        (
+            {"RERANKIT_API_KEYS": ""},
+            ["--api-key-env", "RERANKIT_API_KEYS"],
+            2,
+            "is set but holds no",
+        ),
+        (
+            {},
+            ["--api-key-env", "RERANKIT_API_KEYS"],
+            2,
+            "$RERANKIT_API_KEYS is not set (the service",
+        ),
+        # the default set but empty: most likely a secret that failed to arrive (exit 1)
+        ({"RERANKIT_API_KEYS": ""}, [], 1, "rerankit: error: $RERANKIT_API_KEYS is set but holds"),
+        ({"RERANKIT_API_KEYS": " , "}, [], 1, "(the service would be open)"),
+        # named in the settings file: said with the file and its key
+        ({}, ["--settings", "{keys}"], 1, "keys.toml: api_key_env: $MY_KEYS is not set"),
+    ],
+    ids=["flag-empty", "flag-default-empty", "flag-default-unset", "empty", "commas", "file"],
+)
+def test_an_empty_or_unset_key_variable_never_opens_a_service_that_asked_for_keys(
+    tmp_path, monkeypatch, capsys, env, flags, status, said
+):
+    from rerankit.cli import main
+
+    monkeypatch.delenv("RERANKIT_API_KEYS", raising=False)
+    monkeypatch.delenv("MY_KEYS", raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "keys.toml").write_text('[server]\napi_key_env = "MY_KEYS"\n')
+    flags = [f.format(keys=tmp_path / "keys.toml") for f in flags]
+    with socket.socket() as busy:  # a service that started anyway would say the port is taken
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = ["--port", str(busy.getsockname()[1])]
+        assert main(["serve", "--reranker", "bm25", *port, *flags]) == status
+    assert said in capsys.readouterr().err
+
+
+def test_an_unset_key_variable_named_nowhere_leaves_the_service_open_as_asked(monkeypatch):
+    from rerankit.server import ServerSettings
+
+    monkeypatch.delenv("RERANKIT_API_KEYS", raising=False)
+    assert _settings("--reranker", "bm25").api_keys == []  # open (the service warns)
+    assert ServerSettings(api_keys=["k"]).api_keys == ["k"]
+    with pytest.raises(ValueError, match=r"api_key_env: \$RERANKIT_API_KEYS is not set"):
+        ServerSettings(api_key_env="RERANKIT_API_KEYS")  # named: it must hold a key
+    monkeypatch.setenv("RERANKIT_API_KEYS", "")
+    with pytest.raises(ValueError, match=r"holds no keys \(its keys would be missing\)"):
+        ServerSettings(api_keys=["k"])
+    monkeypatch.setenv("RERANKIT_API_KEYS", "a, b")
+    assert ServerSettings(api_keys=["k"]).api_keys == ["k", "a", "b"]
 
 
 @pytest.mark.parametrize(
@@ -445,6 +530,42 @@ def test_two_workers_answer_and_share_the_embedding_cache(tmp_path):
     distinct = {d["text"] for d in SAMPLE} | {QUERY, "a warm-up document", "another one"}
     assert 0 < rows <= len(distinct)  # each text stored once, whichever worker computed it
     assert "Traceback" not in served.output()
+
+
+@pytest.mark.slow  # 7 s (two worker processes): make test-slow
+def test_each_worker_logs_rerankits_lines_and_the_click_log_is_beside_the_settings(tmp_path):
+    """With --workers 2, rerankit's own lines reach stderr from each worker as with one (the
+    open-service warning, pipeline ready, the stop: they went nowhere), and the click log
+    named relative to the settings file is written beside it whatever the working
+    directory, /info showing where (it was the working directory, shown relative)."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "service.toml").write_text(
+        '[server]\ndefault = "bm25"\n[server.feedback]\npath = "clicks.jsonl"\n'
+        '[pipelines.bm25]\nreranker = "bm25"\n'
+    )
+    run = tmp_path / "run"
+    run.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "RERANKIT_API_KEYS"}
+    env["PYTHONPATH"] = str(REPO / "src")
+    flags = ["--settings", str(conf / "service.toml"), "--workers", "2", "--shutdown-delay", "0"]
+    served = Served(sys.executable, flags, env, run)
+    try:
+        served.wait_ready()
+        info = httpx.get(f"{served.url}/info", timeout=5).json()
+        assert info["experiments"]["feedback"]["path"] == str(conf / "clicks.jsonl")
+        deadline = time.time() + 60
+        while served.output().count("pipeline 'bm25' ready") < 2 and time.time() < deadline:
+            time.sleep(0.1)  # the second worker's
+    finally:
+        served.stop()
+    text = served.output()
+    assert served.proc.returncode == 0, text
+    warning = "WARNING rerankit.server.app: rerankit service: no API keys configured"
+    assert text.count(warning) == 2, text
+    assert text.count("INFO rerankit.server.pipeline: pipeline 'bm25' ready") == 2
+    assert text.count("rerankit service stopping: 0 queued request(s) get 503") == 2
+    assert not (run / "clicks.jsonl").exists()
 
 
 def test_a_port_another_service_holds_is_said_before_any_model_loads():

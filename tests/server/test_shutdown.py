@@ -6,18 +6,27 @@ tests/server/test_server.py's."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import socket
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
 import pytest
+
+from rerankit import register_reranker
+from rerankit.rerankers import ScorerReranker
 
 httpx = pytest.importorskip("httpx", reason="needs the 'server' extra")
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
+
+from rerankit.server import ServerSettings  # noqa: E402
+from rerankit.server.shutdown import StopOnSignal  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 ASK = {"query": "solar power", "documents": ["solar panels", "wind at sea"]}
@@ -160,6 +169,57 @@ def test_the_delay_is_a_setting_and_a_flag(tmp_path):
         parse(["serve", "--shutdown-delay", "-1"])
 
 
+class _Sleepy:
+    """A scorer that sleeps as many seconds as its query says (a warm-up's: none)."""
+
+    name = "sleepy"
+
+    async def score(self, query, docs, **context):
+        await asyncio.sleep(float(query) if query[0].isdigit() else 0)
+        return np.zeros(len(docs))
+
+
+register_reranker("test-sleepy", lambda: ScorerReranker(_Sleepy()))
+
+
+def test_a_stop_cuts_what_still_runs_at_the_graceful_timeout_with_a_json_503(live_server, caplog):
+    """The stop a signal starts (here called as the signal handler would be): queued
+    requests get 503 at once, a running one that ends within the graceful timeout gets
+    its answer, and one still running then is answered as the queued ones are (JSON 503,
+    Retry-After), counted in the log. (A process that uvicorn stops: the test below.)"""
+    settings = ServerSettings(
+        pipelines={"sleepy": "test-sleepy"}, default="sleepy", max_concurrency=2
+    )
+    live = live_server(settings)
+
+    def ask(seconds: float) -> tuple[int, str, str]:
+        body = {"query": str(seconds), "documents": ["d"]}
+        r = httpx.post(f"{live.url}/v2/rerank", json=body, timeout=30)
+        return r.status_code, r.headers.get("retry-after", ""), r.json().get("message")
+
+    admission = live.app.state.service.admission
+    stop = StopOnSignal(live.app.state.service, 0.0, live.server.handle_exit, grace=1.5)
+
+    def until(ready) -> None:
+        deadline = time.monotonic() + 10
+        while not ready() and time.monotonic() < deadline:
+            time.sleep(0.01)
+
+    with caplog.at_level("INFO", logger="rerankit"), ThreadPoolExecutor(4) as pool:
+        ends, cut = pool.submit(ask, 1.0), pool.submit(ask, 20)  # both run
+        until(lambda: admission.running == 2)
+        queued = [pool.submit(ask, 0) for _ in range(2)]  # wait for a slot
+        until(lambda: admission.waiting == 2)
+        stop(signal.SIGTERM, None)
+        answers = [f.result() for f in (ends, cut, *queued)]
+        live.thread.join(10)
+    stopping = (503, "1", "the service is shutting down; retry on another instance")
+    assert answers == [(200, "", None), stopping, stopping, stopping]
+    assert "2 queued request(s) get 503, 2 running may finish" in caplog.text
+    assert "1 request(s) still running after graceful_timeout (1.5 s) cut" in caplog.text
+    assert not live.thread.is_alive()
+
+
 @pytest.mark.parametrize("level", ["info", pytest.param("warning", marks=pytest.mark.slow)])
 def test_the_log_level_flag_sets_rerankits_and_uvicorns(tmp_path, level):
     proc, url = _start(tmp_path, "--log-level", level)
@@ -176,3 +236,94 @@ def test_the_log_level_flag_sets_rerankits_and_uvicorns(tmp_path, level):
     ready = "rerankit service ready" in text  # rerankit's own INFO line
     assert (access, ready) == ((True, True) if level == "info" else (False, False)), text
     assert "no API keys configured" in text  # a warning passes either way
+
+
+SLOW_SERVE = """
+import asyncio, sys
+import numpy as np
+from rerankit import register_reranker
+from rerankit.cli import main
+from rerankit.rerankers import ScorerReranker
+
+
+class Slow:
+    name = "slow"
+
+    async def score(self, query, docs, **context):
+        await asyncio.sleep(float(query) if query[0].isdigit() else 0)  # the query: how long
+        return np.zeros(len(docs))
+
+
+register_reranker("slow", lambda: ScorerReranker(Slow()))
+sys.exit(main(["serve", "--reranker", "slow", *sys.argv[1:]]))
+"""
+
+
+@pytest.mark.slow  # 6 s (a process of its own): make test-slow
+def test_requests_running_when_the_graceful_timeout_ends_get_a_json_503_and_are_counted(
+    tmp_path,
+):
+    """On SIGTERM the queued requests get 503 at once, a running one that ends within
+    graceful_timeout gets its answer, and one still running then is answered as the
+    queued ones are (a JSON 503 with Retry-After, which a balancer retries elsewhere), not
+    with uvicorn's plain-text 500 and a traceback; the log counts them, and warned at start
+    that the timeout (30 s) is longer than graceful_timeout."""
+    import json
+
+    script = tmp_path / "slow_serve.py"
+    script.write_text(SLOW_SERVE)
+    settings = tmp_path / "service.toml"
+    settings.write_text("[server]\nmax_concurrency = 2\n")
+    port = _free_port()
+    log = tmp_path / "serve.log"
+    flags = ["--settings", str(settings), "--port", str(port), "--shutdown-delay", "0"]
+    proc = subprocess.Popen(
+        [sys.executable, str(script), *flags, "--graceful-timeout", "1.5"],
+        env={**os.environ, "PYTHONPATH": str(REPO / "src")},
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+
+    def ask(seconds: float) -> tuple[int, str, str]:
+        body = {"query": str(seconds), "documents": ["d"]}
+        r = httpx.post(f"{url}/v2/rerank", json=body, timeout=30)
+        return r.status_code, r.headers.get("retry-after", ""), json.loads(r.text).get("message")
+
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            assert proc.poll() is None, log.read_text()
+            try:
+                if httpx.get(f"{url}/ready", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+
+        def waiting(count: int) -> None:  # requests queued for a slot, as /metrics says
+            line = f'rerankit_queue_depth{{model="slow"}} {count}.0'
+            deadline = time.monotonic() + 10
+            while line not in httpx.get(f"{url}/metrics").text:
+                assert time.monotonic() < deadline, f"never {count} queued"
+                time.sleep(0.02)
+
+        with ThreadPoolExecutor(4) as pool:
+            ends, cut = pool.submit(ask, 1.0), pool.submit(ask, 20)  # both run
+            time.sleep(0.2)
+            queued = [pool.submit(ask, 0) for _ in range(2)]  # wait for a slot
+            waiting(2)
+            proc.send_signal(signal.SIGTERM)
+            answers = [f.result() for f in (ends, cut, *queued)]
+        code = proc.wait(timeout=15)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    stopping = (503, "1", "the service is shutting down; retry on another instance")
+    assert answers == [(200, "", None), stopping, stopping, stopping]
+    assert code == 0
+    text = log.read_text()
+    assert "2 queued request(s) get 503, 2 running may finish" in text, text
+    assert "1 request(s) still running after graceful_timeout (1.5 s) cut" in text
+    assert "timeout (30 s) is longer than graceful_timeout (1.5 s)" in text
+    assert "Traceback" not in text and "Exception in ASGI" not in text

@@ -121,6 +121,11 @@ def _size(path: Path) -> int:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
 
+def _entries(count: int) -> str:
+    """``1 entry``, ``2 entries``."""
+    return f"{count} {'entry' if count == 1 else 'entries'}"
+
+
 def _readable(size: float) -> str:
     """``size`` bytes in B, KB, MB or GB."""
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
@@ -212,13 +217,13 @@ def cmd_cache(args: argparse.Namespace) -> int:
             store = SQLiteStore(sqlite_file(name), kind)
         try:
             if args.action == "clear":
-                print(f"cleared {name}: {store.where} ({store.clear()} entries)")
+                print(f"cleared {name}: {store.where} ({_entries(store.clear())})")
                 continue
             info = store.info()
         finally:
             store.close()
         size = ("~" if url else "") + _readable(info.bytes)  # Redis: from a sample of keys
-        print(f"{name}: {info.where}, {info.entries} entries, {size}: {what}")
+        print(f"{name}: {info.where}, {_entries(info.entries)}, {size}: {what}")
         for note in info.notes:
             print(f"  {note}")
         server = server or info.server  # the same for each cache

@@ -10,10 +10,18 @@ from typing import Any
 
 from .. import registry
 from ..api import PIPELINE_SUFFIXES
-from ..config import paths_beside, read_pipeline, read_spec
+from ..config import read_pipeline, read_spec
 from ..errors import ConfigError, InputError, in_file
 from ..server import serve
-from ..server.settings import ServerSettings, flag_pipeline, on_backend
+from ..server.settings import (
+    API_KEY_ENV,
+    ServerSettings,
+    flag_pipeline,
+    key_variable_problem,
+    on_backend,
+    settings_beside,
+)
+from ..server.workers import LOG_FORMAT
 from .args import (
     UsageError,
     add_backend_arguments,
@@ -42,11 +50,20 @@ def serve_settings(args: argparse.Namespace) -> Any:
     overriding it (``--reranker``/``--model`` make that pipeline the default; a pipeline
     file is listed under the ``name`` it declares, else its file name)."""
 
-    spec = read_spec(args.settings, "settings file") if args.settings else {}
+    spec: dict[str, Any] = {}
+    if args.settings:  # its relative paths (pipeline files, models, the click log) beside it
+        spec = read_spec(args.settings, "settings file")
+        spec = settings_beside(spec, Path(args.settings).resolve().parent)
     server = dict(spec.get("server") or {})
+    if args.api_key_env or not server.get("api_key_env"):  # (the file's: said with the file)
+        variable = args.api_key_env or API_KEY_ENV
+        named, others = bool(args.api_key_env), bool(server.get("api_keys"))
+        problem = key_variable_problem(variable, named, others)
+        if problem is not None and named:  # a usage error, said as the flag
+            raise UsageError(f"--api-key-env {variable}: {problem}")
+        if problem is not None:  # the environment's
+            raise InputError(problem)
     pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
-    if pipelines is not None:  # a pipeline's relative paths that exist beside the file
-        pipelines = paths_beside(pipelines, Path(args.settings).resolve().parent)
     for key in ("backend", "quantize", "api_key_env"):
         if getattr(args, key):
             server[key] = getattr(args, key)
@@ -135,7 +152,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     check_port_free(args.host, args.port)
     level = args.log_level or ("debug" if getattr(args, "verbose", 0) > 1 else "info")
     if not logging.getLogger().handlers:
-        logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
+        logging.basicConfig(format=LOG_FORMAT)
     logging.getLogger().setLevel(level.upper())
     serve(
         settings,
@@ -203,13 +220,17 @@ def add_commands(sub: Any) -> None:
         metavar="VAR",
         default=None,
         help="environment variable holding the API keys, comma-separated (default "
-        "RERANKIT_API_KEYS; a variable named here must be set)",
+        "RERANKIT_API_KEYS). A variable named here must hold a key, and so must "
+        "RERANKIT_API_KEYS when it is set, even empty: else serve refuses to start (the "
+        "service would be open). Only with RERANKIT_API_KEYS unset, and no keys in the "
+        "settings file, is the service open, with a warning",
     )
     srv.add_argument(
         "--workers",
         type=positive_int,
         default=1,
-        help="worker processes on one socket, each with its own models (default 1)",
+        help="worker processes on one socket, each with its own models and each logging "
+        "rerankit's lines to stderr (default 1)",
     )
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     srv.add_argument(
@@ -229,8 +250,9 @@ def add_commands(sub: Any) -> None:
         type=non_negative_float,
         default=None,
         metavar="SECONDS",
-        help="then, seconds requests in flight may take to finish (default: the settings "
-        "file's graceful_timeout, 30)",
+        help="then, seconds requests in flight may take to finish; those still running "
+        "are answered 503, shutting down (default: the settings file's graceful_timeout, "
+        "30; keep the settings' timeout at or below it, else serve warns at start)",
     )
     srv.add_argument(
         "--log-level",

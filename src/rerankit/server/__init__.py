@@ -1,15 +1,18 @@
 """rerankit's HTTP service (extra ``server``): ``rerankit serve``."""
 
 import contextlib
+import logging
 import signal
 import threading
 from typing import Any
 
 from .._optional import require
 from .settings import ServerSettings
-from .shutdown import StopOnSignal
+from .shutdown import CUT_MARGIN, StopOnSignal
 
 __all__ = ["ServerSettings", "create_app", "serve"]
+
+logger = logging.getLogger(__name__)
 
 
 def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any = None):
@@ -34,21 +37,34 @@ def serve(
     503 ``stopping`` at once while requests are still served for the settings'
     ``shutdown_delay`` seconds (so a load balancer stops routing here first); then the
     service stops accepting connections, answers queued requests 503, finishes the running
-    ones (up to ``graceful_seconds``, default the settings' ``graceful_timeout``), and a
+    ones (up to ``graceful_seconds``, default the settings' ``graceful_timeout``; those
+    still running then are answered 503, shutting down, and counted in the log), and a
     graceful stop returns normally (the process exits 0, not 143). SIGINT (Ctrl-C), or a
     second signal, skips what is left of the delay (see :mod:`rerankit.server.shutdown`).
+    A ``timeout`` longer than the graceful timeout is warned of: a stop can cut requests
+    that are within their deadline.
 
     ``workers=N`` runs N processes on one socket, each with its own models; the SQLite
     caches are shared (LLM judgments under the cache directory, and embeddings when
     ``RERANKIT_EMBEDDING_CACHE`` names a file: a vector one worker computed is read by the
-    others); a worker that dies is replaced. ``log_level``: uvicorn's (``debug``,
-    ``info``, ``warning``, ``error``; its access log lines are ``info``)."""
+    others); a worker that dies is replaced; each worker logs rerankit's lines to stderr
+    as this process does, when its root logger has a handler (``rerankit serve`` sets one
+    up). ``log_level``: uvicorn's (``debug``, ``info``, ``warning``, ``error``; its access
+    log lines are ``info``)."""
 
     from .connections import uvicorn_config
 
     uvicorn = require("uvicorn", "rerankit serve")
     settings = settings or ServerSettings()
     grace = settings.graceful_timeout if graceful_seconds is None else graceful_seconds
+    if settings.timeout > grace:
+        logger.warning(
+            "rerankit service: timeout (%g s) is longer than graceful_timeout (%g s): on a "
+            "stop, requests still running after %g s are answered 503 (shutting down)",
+            settings.timeout,
+            grace,
+            grace,
+        )
     if workers > 1:
         from .workers import serve_workers
 
@@ -68,7 +84,7 @@ def serve(
         def __init__(self, config: Any) -> None:
             super().__init__(config)
             self.on_signal = StopOnSignal(
-                app.state.service, settings.shutdown_delay, super().handle_exit
+                app.state.service, settings.shutdown_delay, super().handle_exit, grace
             )
 
         def handle_exit(self, sig: int, frame: Any) -> None:
@@ -87,7 +103,12 @@ def serve(
                 for sig, handler in original.items():
                     signal.signal(sig, handler)
 
-    config = uvicorn_config(
-        app, settings, host=host, port=port, log_level=log_level, timeout_graceful_shutdown=grace
+    config = uvicorn_config(  # uvicorn's own cancel is the backstop of rerankit's cut
+        app,
+        settings,
+        host=host,
+        port=port,
+        log_level=log_level,
+        timeout_graceful_shutdown=grace + CUT_MARGIN,
     )
     _Server(config).run()

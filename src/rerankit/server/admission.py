@@ -1,25 +1,39 @@
 """Admission to the service's work: a fixed number of slots, a bounded queue behind them
 (a request beyond it is refused at once with 429), a share of both that no single pipeline
 may exceed (so a pipeline whose requests are stuck leaves room for the others), and
-draining at shutdown (queued requests are answered 503 while the running ones finish)."""
+draining at shutdown (queued requests are answered 503 while the running ones finish; the
+requests in flight are kept, :class:`~.shutdown.InFlight`, so that those still running at
+the end of the graceful timeout are answered 503 too)."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 from collections import Counter
 
 from ..errors import ServiceError
 from .metrics import Metrics
+from .shutdown import InFlight
 
-__all__ = ["Admission"]
+__all__ = ["Admission", "stopping"]
+
+logger = logging.getLogger(__name__)
+
+
+def stopping() -> ServiceError:
+    """The 503 of a request the service will not finish because it stops (queued, or cut
+    at the end of the graceful timeout)."""
+    return ServiceError(
+        503, "the service is shutting down; retry on another instance", {"Retry-After": "1"}
+    )
 
 
 class Admission:
     """At most ``slots`` requests run, at most ``share`` of them for one pipeline; at most
     ``queue`` wait, at most ``queue_share`` (``queue`` in the proportion ``share / slots``)
     for one pipeline; the rest are refused. Once draining (shutdown), waiting and new
-    requests get 503."""
+    requests get 503. ``in_flight``: every request being answered, queued or not."""
 
     def __init__(self, slots: int, queue: int, metrics: Metrics, share: int | None = None):
         self.slots, self.queue, self.metrics = slots, queue, metrics
@@ -30,13 +44,8 @@ class Admission:
         self.running_by: Counter[str] = Counter()
         self.waiting_by: Counter[str] = Counter()
         self.draining = False
+        self.in_flight = InFlight()
         self._cond: asyncio.Condition | None = None
-
-    @staticmethod
-    def _stopping() -> ServiceError:
-        return ServiceError(
-            503, "the service is shutting down; retry on another instance", {"Retry-After": "1"}
-        )
 
     def can_start(self, pipeline: str = "") -> bool:
         """Whether a request for ``pipeline`` would run at once."""
@@ -45,6 +54,11 @@ class Admission:
     async def drain(self) -> None:
         """Refuse what waits and what comes: each gets 503 (running requests finish)."""
         self.draining = True
+        logger.info(
+            "rerankit service stopping: %d queued request(s) get 503, %d running may finish",
+            self.waiting,
+            len(self.in_flight) - self.waiting,
+        )
         if self._cond is not None:
             async with self._cond:
                 self._cond.notify_all()
@@ -56,7 +70,7 @@ class Admission:
             self._cond = asyncio.Condition()
         async with self._cond:
             if self.draining:
-                raise self._stopping()
+                raise stopping()
             if not self.can_start(pipeline):
                 self._check_queue(pipeline)
                 self.waiting += 1
@@ -69,7 +83,7 @@ class Admission:
                     self.waiting_by[pipeline] -= 1
                     self.metrics.queue.labels(pipeline).set(self.waiting_by[pipeline])
                 if self.draining:
-                    raise self._stopping()
+                    raise stopping()
             self.running += 1
             self.running_by[pipeline] += 1
             self.metrics.in_flight.labels(pipeline).set(self.running_by[pipeline])

@@ -74,7 +74,7 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
         redoc_url=None,
         **fastapi_telemetry(tracer_provider),  # its HTTP span, rerankit's under it
     )
-    middleware.install(app, settings, service.metrics)
+    middleware.install(app, settings, service.metrics, service.admission.in_flight)
     add_rerank_routes(app, service, settings, tracer, feedback)
     if feedback is not None:
         add_feedback_routes(app, feedback, settings)

@@ -144,11 +144,14 @@ async def until_disconnect(request: Any, work: Any, metrics: Metrics) -> Any:
     """Run ``work``; if the client goes first, cancel it: a request still queued leaves
     the queue without running, a running one stops at its next await (work already on
     a thread finishes its current step; batched embedding work not yet started is
-    dropped)."""
+    dropped). Cancelled itself (a request cut at shutdown), it cancels the work too."""
     task = asyncio.ensure_future(work)
     watch = asyncio.ensure_future(client_gone(request))
     try:
         await asyncio.wait({task, watch}, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
     finally:
         watch.cancel()
     if not task.done():

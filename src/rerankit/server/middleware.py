@@ -4,6 +4,7 @@ answer counted once by status and timed; every 429 and 503 says when to come bac
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import time
@@ -14,10 +15,12 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.exceptions import HTTPException
 
 from ..errors import ServiceError
+from .admission import stopping
 from .formats import FORMATS
 from .http import error, invalid
 from .metrics import Metrics
 from .settings import ServerSettings
+from .shutdown import InFlight
 
 __all__ = ["install"]
 
@@ -30,8 +33,9 @@ OPEN_PATHS = ("/health", "/ready", "/docs", "/openapi.json", "/playground")
 OPEN_PREFIXES = ("/docs/assets/", "/playground/")
 
 
-def install(app: Any, settings: ServerSettings, metrics: Metrics) -> None:
-    """The error handlers and middleware of ``app``."""
+def install(app: Any, settings: ServerSettings, metrics: Metrics, in_flight: InFlight) -> None:
+    """The error handlers and middleware of ``app``; every request is kept in
+    ``in_flight`` while it is answered."""
 
     @app.exception_handler(ServiceError)
     async def _service_error(request: Any, exc: ServiceError) -> Any:
@@ -52,7 +56,7 @@ def install(app: Any, settings: ServerSettings, metrics: Metrics) -> None:
     # added last: outermost. The routes' paths are read at the first answer (the routes
     # are added after the middleware)
     paths = lambda: {getattr(r, "path", "") for r in app.routes}  # noqa: E731
-    app.add_middleware(_Account, metrics=metrics, paths=paths)
+    app.add_middleware(_Account, metrics=metrics, paths=paths, in_flight=in_flight)
 
 
 class _Guard:
@@ -99,10 +103,11 @@ class _Guard:
 class _Account:
     """Outermost: every answer, a crash's JSON 500 included, is counted once (by endpoint
     and pipeline, and by status when an error) and timed, and every 429 and 503 says when
-    to come back."""
+    to come back. A request cut at the end of a shutdown's graceful timeout
+    (:meth:`.InFlight.cut`) is answered 503, as a queued one is."""
 
-    def __init__(self, app: Any, metrics: Metrics, paths: Any) -> None:
-        self.app, self.metrics = app, metrics
+    def __init__(self, app: Any, metrics: Metrics, paths: Any, in_flight: InFlight) -> None:
+        self.app, self.metrics, self.in_flight = app, metrics, in_flight
         self._paths, self.paths = paths, None
 
     def endpoint(self, scope: Any) -> str:
@@ -123,9 +128,11 @@ class _Account:
         state = scope.setdefault("state", {})
         state["arrival"] = time.monotonic()  # the deadline counts from here
         status: list[int] = []
+        request = self.in_flight.enter()
 
         async def answer(message: Any) -> None:
             if message["type"] == "http.response.start":
+                request.answering = True
                 status.append(message["status"])
                 if message["status"] in (429, 503):
                     headers = MutableHeaders(scope=message)
@@ -135,11 +142,20 @@ class _Account:
 
         try:
             await self.app(scope, receive, answer)
+        except asyncio.CancelledError:
+            if not request.cut or status:  # uvicorn's cancel, or the answer had begun
+                raise
+            if hasattr(request.task, "uncancel"):  # (Python 3.11+ counts cancellations)
+                request.task.uncancel()  # cut by the shutdown: said, as a queued one is told
+            refusal = stopping()
+            await error(refusal.status, refusal.message, refusal.headers)(scope, receive, answer)
         except Exception:
             logger.exception("unhandled error on %s", scope["path"])
             if status:  # the answer had begun: nothing more can be said
                 raise
             await error(500, "internal error")(scope, receive, answer)
+        finally:
+            self.in_flight.leave(request)
         endpoint = self.endpoint(scope)
         self.metrics.answered(
             endpoint,

@@ -191,12 +191,11 @@ class Service:
 
     def begin_shutdown(self) -> None:
         """From any thread (a signal handler): stop being ready, and answer every queued
-        and new request 503 while the running ones finish."""
+        and new request 503 while the running ones finish (:meth:`.Admission.drain`)."""
         self.stopping = True
         loop = self.loop
         if loop is None or loop.is_closed():
             return
-        logger.info("rerankit service stopping: queued requests get 503")
 
         def start() -> None:
             self.ready.clear()

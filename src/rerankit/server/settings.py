@@ -2,7 +2,8 @@
 
 [server]
 api_keys = ["secret"]          # plus those in $RERANKIT_API_KEYS="k1,k2"; none: open
-api_key_env = "RERANKIT_API_KEYS"  # the variable read for keys (another one must be set)
+api_key_env = "MY_KEYS"        # the variable read for keys (default RERANKIT_API_KEYS, which
+                               # may be unset); a variable named here must hold a key
 default = "hybrid"
 max_documents = 1000           # per request
 max_document_chars = 20000     # longer documents are truncated (or rejected: truncate=false)
@@ -79,7 +80,7 @@ from ..config import paths_beside, read_spec
 from .batching import PAIR_MODES
 from .feedback import FeedbackSettings, check_experiments, feedback_beside
 
-__all__ = ["ServerSettings"]
+__all__ = ["API_KEY_ENV", "ServerSettings", "key_variable_problem", "settings_beside"]
 
 DEFAULT_PIPELINES = ("bm25", "embedding", "hybrid")
 API_KEY_ENV = "RERANKIT_API_KEYS"
@@ -144,6 +145,45 @@ def on_backend(
     return stage(spec)
 
 
+def key_variable_problem(variable: str, named: bool, others: bool = False) -> str | None:
+    """Why the API keys cannot be read from ``$variable``, or None when it holds some or
+    may be left out: a variable that was ``named`` (``--api-key-env``, ``api_key_env``)
+    must hold a key, and so must ``RERANKIT_API_KEYS`` when it is set at all (empty, it is
+    most likely a secret that failed to arrive). Only an unset ``RERANKIT_API_KEYS`` that
+    nothing named is left out: the service is then open unless ``api_keys`` (``others``)
+    gives keys."""
+    value = os.environ.get(variable)
+    if value is not None and any(k.strip() for k in value.split(",")):
+        return None
+    if value is None and not named:
+        return None
+    state = "is not set" if value is None else "is set but holds no keys"
+    why = "its keys would be missing" if others else "the service would be open"
+    return (
+        f"${variable} {state} ({why}); set it to one key or several, comma-separated (to "
+        f"run open on purpose, name no variable and leave {API_KEY_ENV} unset)"
+    )
+
+
+def settings_beside(spec: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    """A settings file's ``spec`` with its relative paths taken from ``folder`` (the
+    file's): a pipeline's pipeline file or ``model`` folder and ``[server] model`` where
+    they exist there, and the click log's ``[server.feedback] path`` (or ``[server]
+    feedback``) always, as it is written, not read. Absolute paths stay as they are."""
+    spec = dict(spec)
+    if isinstance(spec.get("pipelines"), Mapping):
+        spec["pipelines"] = paths_beside(spec["pipelines"], folder)
+    server = spec.get("server")
+    if isinstance(server, Mapping):
+        server = dict(server)
+        if server.get("feedback"):
+            server["feedback"] = feedback_beside(server["feedback"], folder)
+        if isinstance(server.get("model"), str):
+            server["model"] = paths_beside({"model": server["model"]}, folder)["model"]
+        spec["server"] = server
+    return spec
+
+
 def default_pipelines(
     backend: str = "auto", quantize: str | None = None, model: str | None = None
 ) -> dict[str, Any]:
@@ -169,7 +209,9 @@ class ServerSettings:
     pipelines: dict[str, Any] | None = None
     default: str = "hybrid"
     api_keys: list[str] = field(default_factory=list)
-    api_key_env: str = API_KEY_ENV
+    #: the variable the keys are read from (None: ``RERANKIT_API_KEYS``, which may be unset;
+    #: a variable named here must hold a key)
+    api_key_env: str | None = None
     max_documents: int = 1000
     max_document_chars: int = 20_000
     truncate: bool = True
@@ -227,13 +269,13 @@ class ServerSettings:
                 name: on_backend(spec, self.backend, self.quantize or None, self.model or None)
                 for name, spec in self.pipelines.items()
             }
-        env = os.environ.get(self.api_key_env, "")
+        variable = self.api_key_env or API_KEY_ENV
+        named = self.api_key_env is not None
+        problem = key_variable_problem(variable, named, others=bool(self.api_keys))
+        if problem is not None:
+            raise ValueError(f"api_key_env: {problem}" if self.api_key_env else problem)
+        env = os.environ.get(variable, "")
         from_env = [k.strip() for k in env.split(",") if k.strip()]
-        if self.api_key_env != API_KEY_ENV and not from_env:
-            raise ValueError(
-                f"api_key_env: ${self.api_key_env} is not set or holds no keys (the service "
-                "would be open); set it to one key or several, comma-separated"
-            )
         self.api_keys = list(dict.fromkeys([*self.api_keys, *from_env]))
         if self.default not in self.pipelines:
             raise ValueError(
@@ -311,13 +353,7 @@ class ServerSettings:
         ``reranker`` pipeline file, a ``model``) that exist beside it are read from there,
         and a relative ``[server.feedback] path`` is taken from its folder."""
         spec = read_spec(path, "settings file")
-        folder = Path(path).resolve().parent
-        if isinstance(spec.get("pipelines"), Mapping):  # paths beside the file, as pipelines'
-            spec["pipelines"] = paths_beside(spec["pipelines"], folder)
-        server = spec.get("server")
-        if isinstance(server, Mapping) and server.get("feedback"):  # the click log: the same
-            spec["server"] = {**server, "feedback": feedback_beside(server["feedback"], folder)}
-        return cls.from_mapping(spec)
+        return cls.from_mapping(settings_beside(spec, Path(path).resolve().parent))
 
     def to_mapping(self) -> dict[str, Any]:
         """These settings as the mapping :meth:`from_mapping` reads (for worker processes).
@@ -327,7 +363,7 @@ class ServerSettings:
             for f in fields(self)
             if f.name not in ("pipelines", "cache")
         }
-        env = os.environ.get(self.api_key_env, "")
+        env = os.environ.get(self.api_key_env or API_KEY_ENV, "")
         from_env = {k.strip() for k in env.split(",")}
         server["api_keys"] = [k for k in self.api_keys if k not in from_env]
         if isinstance(self.feedback, FeedbackSettings):

@@ -2,7 +2,9 @@
 
 Each worker builds the service from the settings the parent hands over in an environment
 variable, so every worker serves the same pipelines; uvicorn's supervisor replaces a worker
-that dies. The embedding cache on disk (SQLite, WAL mode) is shared between them.
+that dies. The embedding cache on disk (SQLite, WAL mode) is shared between them. A worker
+is a new interpreter: it logs rerankit's lines to stderr (:data:`LOG_FORMAT`) at the level
+the parent's root logger has, when the parent's root logger has a handler.
 """
 
 from __future__ import annotations
@@ -15,27 +17,36 @@ import threading
 from typing import Any
 
 from .settings import ServerSettings
-from .shutdown import StopOnSignal
+from .shutdown import CUT_MARGIN, StopOnSignal
 
-__all__ = ["app_from_environment", "serve_workers"]
+__all__ = ["LOG_FORMAT", "app_from_environment", "serve_workers"]
 
 logger = logging.getLogger(__name__)
 
 #: where the parent leaves the settings (as JSON) for its workers
 SETTINGS_ENV = "RERANKIT_SERVE_SETTINGS"
+#: where it leaves its root logger's level, when that logger has a handler
+LOG_LEVEL_ENV = "RERANKIT_SERVE_LOG_LEVEL"
+#: the service's log lines: ``WARNING rerankit.server.app: ...``
+LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 
 def app_from_environment() -> Any:
     """The service app for one worker (uvicorn calls this factory in each process)."""
     from .app import create_app
 
+    level = os.environ.get(LOG_LEVEL_ENV)
+    if level is not None and not logging.getLogger().handlers:  # log as the parent does
+        logging.basicConfig(format=LOG_FORMAT, level=int(level))
     settings = ServerSettings.from_mapping(json.loads(os.environ[SETTINGS_ENV]))
     app = create_app(settings)
-    _stop_gracefully_on_signal(app.state.service, settings.shutdown_delay)
+    _stop_gracefully_on_signal(
+        app.state.service, settings.shutdown_delay, settings.graceful_timeout
+    )
     return app
 
 
-def _stop_gracefully_on_signal(service: Any, delay: float) -> None:
+def _stop_gracefully_on_signal(service: Any, delay: float, grace: float) -> None:
     """Put rerankit's stop (:class:`.shutdown.StopOnSignal`: the drain period on SIGTERM,
     then queued requests get 503) before uvicorn's own handler of SIGINT/SIGTERM (installed
     by the time uvicorn loads the app), in a worker as in a single process. The supervisor
@@ -50,7 +61,7 @@ def _stop_gracefully_on_signal(service: Any, delay: float) -> None:
         if callable(handler):
             handler(signum, frame)
 
-    on_signal = StopOnSignal(service, delay, stop)
+    on_signal = StopOnSignal(service, delay, stop, grace)
     for sig in previous:
         signal.signal(sig, on_signal)
 
@@ -69,7 +80,14 @@ def serve_workers(
 
     from .connections import uvicorn_config
 
-    os.environ[SETTINGS_ENV] = json.dumps(settings.to_mapping())
+    mapping = settings.to_mapping()
+    mapping["server"]["graceful_timeout"] = graceful_seconds  # the workers' own cut
+    os.environ[SETTINGS_ENV] = json.dumps(mapping)
+    root = logging.getLogger()
+    if root.handlers:
+        os.environ[LOG_LEVEL_ENV] = str(root.getEffectiveLevel())
+    else:  # nothing to pass on (rerankit's lines go nowhere here either)
+        os.environ.pop(LOG_LEVEL_ENV, None)
     config = uvicorn_config(
         "rerankit.server.workers:app_from_environment",
         settings,
@@ -78,7 +96,7 @@ def serve_workers(
         host=host,
         port=port,
         log_level=log_level,
-        timeout_graceful_shutdown=graceful_seconds,
+        timeout_graceful_shutdown=graceful_seconds + CUT_MARGIN,  # after rerankit's cut
     )
     logger.info("rerankit service: %d worker processes on %s:%d", workers, host, port)
     sock = config.bind_socket()
