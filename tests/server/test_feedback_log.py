@@ -5,6 +5,7 @@ settings file."""
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -33,6 +34,9 @@ def _settings(tmp_path, **feedback):
 
 
 def _shown_two(client):
+    deadline = time.time() + 120  # a request before the warm-up ends would get a 503
+    while client.get("/ready").json()["status"] == "loading" and time.time() < deadline:
+        time.sleep(0.02)
     body = {"query": "solar", "documents": DOCS, "top_n": 2}
     answer = client.post("/v2/rerank", json=body, headers=KEY).json()
     return answer["id"], [r["index"] for r in answer["results"]]

@@ -87,7 +87,7 @@ def _ask(url: str) -> tuple[int | str, dict]:
 
 @pytest.mark.parametrize("workers", [1, pytest.param(2, marks=pytest.mark.slow)])  # 2: test-slow
 def test_after_sigterm_it_serves_for_the_delay_saying_stopping_then_exits_0(tmp_path, workers):
-    delay = 2.0
+    delay = 3.0  # room for the samples below on a loaded machine
     flags = ["--shutdown-delay", str(delay), "--graceful-timeout", "5"]
     proc, url = _start(tmp_path, *flags, "--workers", str(workers))
     try:
