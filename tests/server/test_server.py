@@ -737,7 +737,7 @@ class Slow:
     name = "slow"
 
     async def score(self, query, docs, **context):
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(2.0)
         return np.zeros(len(docs))
 
 
@@ -779,9 +779,9 @@ def test_at_shutdown_queued_requests_get_503_and_the_running_one_finishes(tmp_pa
         wait_until_ready(url)
         with ThreadPoolExecutor(3) as pool:
             running = pool.submit(ask, 0)
-            time.sleep(0.2)
+            time.sleep(0.5)  # (room for it to reach the service first on a loaded machine)
             queued = [pool.submit(ask, i) for i in (1, 2)]
-            time.sleep(0.3)
+            time.sleep(0.5)
             proc.send_signal(signal.SIGTERM)
             assert running.result()[0] == 200  # finished within the grace period
             for q in queued:
