@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from .._optional import require
 from .._threads import time_left
 from ..errors import TransientProviderError
+from ._errors import where, with_where
 from .base import LLMClient, LLMRequest, LLMResponse, Usage
 
 __all__ = ["CallRunner", "ConcurrencyLimit", "Limits", "RateLimiter", "RetryPolicy"]
@@ -188,7 +189,8 @@ class CallRunner:
             if left is not None:  # the request's deadline bounds the call
                 if left <= 0:
                     raise TransientProviderError(
-                        "not called: its request's deadline has passed", kind="timeout"
+                        f"{where(self.client)}: not called: its request's deadline has passed",
+                        kind="timeout",
                     )
                 timeout = min(timeout, left)
             usage.calls += 1
@@ -199,7 +201,7 @@ class CallRunner:
                 )
             except asyncio.TimeoutError as exc:
                 raise TransientProviderError(
-                    f"no answer within {timeout:.3g} s", kind="timeout"
+                    f"{where(self.client)}: no answer within {timeout:.3g} s", kind="timeout"
                 ) from exc
         usage.input_tokens += response.input_tokens
         usage.output_tokens += response.output_tokens
@@ -212,9 +214,8 @@ class CallRunner:
         def count_retry(state) -> None:
             usage.retries += 1
             logger.info(
-                "%s call failed (%s); retry %d in %.1f s",
-                self.client.provider,
-                state.outcome.exception(),
+                "%s; retry %d in %.1f s",
+                with_where(self.client, state.outcome.exception()),
                 state.attempt_number,
                 state.next_action.sleep if state.next_action else 0.0,
             )
