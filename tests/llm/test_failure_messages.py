@@ -102,6 +102,26 @@ def test_without_a_base_url_the_message_names_the_provider_s_own_address(monkeyp
     assert caught.value.kind == "timeout"
 
 
+def test_a_provider_that_keeps_failing_is_logged_once_per_batch(caplog):
+    """Four documents, three attempts each: eight retries, one INFO line per rerank (the
+    first retry, naming where and why), every retry at DEBUG."""
+    retry = RetryPolicy(attempts=3, min_wait=0.0, max_wait=0.0, timeout=10.0)
+    docs = ["alpha doc", "beta doc", "gamma doc", "delta doc"]
+    with FakeLLMServer(responder=lambda r: Reply(status=503, text="overloaded")) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m", api_key=KEY)
+        reranker = ScorerReranker(LLMPointwiseScorer(client, cache=False, retry=retry))
+        with caplog.at_level(logging.DEBUG, logger="rerankit.llm.resilience"):
+            results = [reranker.rerank(QUERY, docs) for _ in range(2)]
+        at = f"openai at {server.openai_url} (model 'm') answered HTTP 503: overloaded"
+    assert [r.usage["retries"] for r in results] == [8, 8]
+    ours = [r for r in caplog.records if r.name == "rerankit.llm.resilience"]
+    info = [r.getMessage() for r in ours if r.levelno == logging.INFO]
+    assert len(info) == 2, info  # one per batch
+    assert all(m.startswith(f"{at}; retry 1 in 0.0 s") for m in info), info
+    debug = [r.getMessage() for r in ours if r.levelno == logging.DEBUG]
+    assert len(debug) == 16 and all(m.startswith(at) for m in debug), debug
+
+
 def test_gemini_names_where_its_call_went_too():
     pytest.importorskip("google.genai", reason="needs the 'gemini' extra")
     from rerankit.llm import GeminiClient
