@@ -99,7 +99,7 @@ def test_a_body_that_is_not_json_is_unreadable_naming_the_server(content_type, b
     for r in result:
         assert {"llm_failed", "llm_failed:unreadable"} <= set(r.flags), r.flags
     message = result.warnings[0]
-    assert f"the server at {url} did not answer JSON" in message, message
+    assert f"openai at {url} (model 'm'): the server did not answer JSON" in message, message
     assert f"(Content-Type {content_type})" in message and "<html>" in message, message
     assert "AttributeError" not in " ".join(result.warnings)
     assert result.usage["failures"] == 2 and result.usage["retries"] == 0  # not retried
@@ -117,7 +117,8 @@ def test_a_gemini_answer_that_is_not_json_is_an_unreadable_failure():
         result = ScorerReranker(scorer).rerank("which doc?", DOCS)
         url = server.url
     assert all("llm_failed:unreadable" in r.flags for r in result), [r.flags for r in result]
-    assert f"the server at {url} did not answer JSON" in result.warnings[0], result.warnings
+    said = f"gemini at {url} (model 'm'): the server did not answer JSON"
+    assert said in result.warnings[0], result.warnings
 
 
 def test_a_404_from_a_base_url_without_a_version_asks_whether_it_ends_in_v1():

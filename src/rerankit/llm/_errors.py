@@ -1,16 +1,20 @@
-"""Turning provider SDK errors into rerankit's transient / permanent errors; SDK clients
-per event loop."""
+"""Turning provider SDK errors into rerankit's transient / permanent errors, each message
+naming where the call went (:func:`where`); SDK clients per event loop."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import email.utils
+import re
+import socket
+import ssl
 import threading
 import time
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any, Generic, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 from ..errors import PermanentProviderError, ProviderError, TransientProviderError
 
@@ -58,7 +62,35 @@ class PerLoop(Generic[T]):
         return entry[0]
 
 
+def shown_address(url: str) -> str:
+    """``url`` as a message shows it: without a ``user:password@``, a query or a fragment
+    (any of them may hold a key) and without a trailing ``/``."""
+    parts = urlsplit(str(url).strip())
+    if not parts.netloc:  # no scheme: the text as given, cut at any query and credentials
+        return str(url).strip().split("?")[0].split("#")[0].rpartition("@")[2].rstrip("/")
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
+
+
+def where(client: Any) -> str:
+    """Where ``client``'s calls go, for a message: ``openai at http://host:8000/v1 (model
+    'm')``; the provider's own address when no ``base_url`` was given (the client's
+    ``address``), and no address for a client that names none."""
+    url = getattr(client, "address", None) or getattr(client, "base_url", None)
+    at = f" at {shown_address(url)}" if url else ""
+    return f"{getattr(client, 'provider', 'LLM')}{at} (model {getattr(client, 'model', '?')!r})"
+
+
+def with_where(client: Any, exc: BaseException) -> str:
+    """``exc``'s message beginning with :func:`where` (it does when a rerankit client raised
+    it; another client's may not)."""
+    text, site = str(exc), where(client)
+    return text if text.startswith(site) else f"{site}: {text}"
+
+
 _TRANSIENT_STATUS = {408, 409, 425, 429}
+#: how the openai SDK begins an error answer's message: "Error code: 503 - ..."
+_SDK_STATUS_PREFIX = re.compile(r"^Error code: \d+ - ")
 
 
 def retry_after_seconds(headers: Any) -> float | None:
@@ -78,32 +110,75 @@ def retry_after_seconds(headers: Any) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-def from_status(provider: str, status: int, message: str, headers: Any = None) -> ProviderError:
-    text = f"{provider} answered HTTP {status}: {message}"
+def from_status(where: str, status: int, message: str, headers: Any = None) -> ProviderError:
+    """An HTTP error answer, retried (429, 408, 409, 425, 5xx) or not; ``where`` is
+    :func:`where`'s text."""
+    message = _SDK_STATUS_PREFIX.sub("", message, count=1)  # the status is said already
+    text = f"{where} answered HTTP {status}: {message}"
     if status in _TRANSIENT_STATUS or status >= 500:
         return TransientProviderError(text, status=status, retry_after=retry_after_seconds(headers))
     return PermanentProviderError(text, status=status)
 
 
-def not_json(provider: str, url: str, body: str, content_type: str | None = None) -> ProviderError:
+def not_json(where: str, body: str, content_type: str | None = None) -> ProviderError:
     """A 200 answer whose body is not the provider's JSON (a proxy's error page, or the HTML
     of a web app at a ``base_url`` that is not the API): kind ``unreadable``, not retried;
-    the message names the server, the content type when known and how the body starts."""
+    the message names the server (``where``), the content type when known and how the body
+    starts."""
     got = f" (Content-Type {content_type})" if content_type else ""
     start = " ".join(body.split())[:120]
     return PermanentProviderError(
-        f"{provider}: the server at {url} did not answer JSON{got}: {start!r}; is base_url "
-        "the address of its API?",
+        f"{where}: the server did not answer JSON{got}: {start!r}; is base_url the address "
+        "of its API?",
         kind="unreadable",
     )
 
 
-def from_transport(provider: str, exc: BaseException) -> ProviderError:
+def from_transport(where: str, exc: BaseException, timeout: float) -> ProviderError:
     """Connection errors and timeouts are transient (kinds ``connection`` and ``timeout``);
-    anything else is reported as is (kind ``error``)."""
+    anything else is reported as is (kind ``error``). The message says what happened in
+    words (``connection refused``, ``no answer within 30 s``), not the SDK's class names."""
     name = type(exc).__name__
     if isinstance(exc, TimeoutError) or "Timeout" in name:
-        return TransientProviderError(f"{provider}: {name}: {exc}", kind="timeout")
+        return TransientProviderError(f"{where}: {_transport_cause(exc, timeout)}", kind="timeout")
     if isinstance(exc, OSError) or "Connect" in name:
-        return TransientProviderError(f"{provider}: {name}: {exc}", kind="connection")
-    return ProviderError(f"{provider}: unexpected {name}: {exc}")
+        return TransientProviderError(
+            f"{where}: {_transport_cause(exc, timeout)}", kind="connection"
+        )
+    return ProviderError(f"{where}: unexpected {name}: {exc}")
+
+
+def _chain(exc: BaseException) -> list[BaseException]:
+    """``exc`` and what caused it, outermost first (an SDK's error wraps the HTTP
+    library's, which wraps the socket's)."""
+    out: list[BaseException] = []
+    while exc is not None and exc not in out and len(out) < 16:
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
+def _transport_cause(exc: BaseException, timeout: float) -> str:
+    """What a connection error or timeout was, in words, from the innermost error that says."""
+    chain = _chain(exc)
+    for e in chain:
+        if isinstance(e, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(e, socket.gaierror):
+            return f"the host name does not resolve ({e.strerror or e})"
+        if isinstance(e, ConnectionResetError):
+            return "connection reset by the server"
+        if isinstance(e, ssl.SSLError) and not isinstance(
+            e, (ssl.SSLWantReadError, ssl.SSLWantWriteError)
+        ):
+            return f"TLS failed ({e.reason or e})"
+    names = [type(e).__name__ for e in chain]
+    if any("ConnectTimeout" in n for n in names):
+        return f"no connection within {timeout:g} s"
+    if any(isinstance(e, TimeoutError) or "Timeout" in type(e).__name__ for e in chain):
+        return f"no answer within {timeout:g} s"
+    for e in reversed(chain):  # the innermost error with something to say
+        said = (e.strerror if isinstance(e, OSError) else None) or str(e)
+        if said and not isinstance(e, asyncio.CancelledError):
+            return f"connection failed ({said})"
+    return f"connection failed ({type(exc).__name__})"

@@ -8,7 +8,7 @@ from typing import Any
 
 from .._optional import require
 from ..errors import ConfigError, ProviderError
-from ._errors import PerLoop, from_status, from_transport, not_json
+from ._errors import PerLoop, from_status, from_transport, not_json, where
 from .base import LLMRequest, LLMResponse
 
 __all__ = ["DEFAULT_GEMINI_MODEL", "GeminiClient"]
@@ -21,7 +21,9 @@ class GeminiClient:
     """``generateContent`` on Gemini. ``api_key`` defaults to ``GEMINI_API_KEY`` or
     ``GOOGLE_API_KEY``; ``base_url`` points the SDK elsewhere (a proxy, a local server).
     Structured output uses Gemini's JSON-schema setting. The SDK's own retries are off:
-    rerankit's :class:`~rerankit.llm.CallRunner` retries and counts."""
+    rerankit's :class:`~rerankit.llm.CallRunner` retries and counts. A failed call's message
+    names where it went: ``gemini at <base_url, or Gemini's own address> (model '...'):
+    ...`` (never the key)."""
 
     provider = "gemini"
 
@@ -42,6 +44,8 @@ class GeminiClient:
         self._types = genai.types
         self._errors = require("google.genai.errors", "GeminiClient")
         self.model, self.base_url = model, base_url
+        #: where calls go, as failure messages name it (the SDK reads the variable too)
+        self.address = base_url or os.environ.get("GOOGLE_GEMINI_BASE_URL") or _DEFAULT_URL
         options = self._types.HttpOptions(
             base_url=base_url,
             api_version=api_version,
@@ -76,15 +80,14 @@ class GeminiClient:
         except self._errors.APIError as exc:
             headers = getattr(getattr(exc, "response", None), "headers", None)
             raise from_status(
-                self.provider, int(exc.code or 0), exc.message or str(exc), headers
+                where(self), int(exc.code or 0), exc.message or str(exc), headers
             ) from exc
         except ProviderError:
             raise
         except json.JSONDecodeError as exc:  # the SDK reads any 200 body as JSON
-            url = self.base_url or _DEFAULT_URL
-            raise not_json(self.provider, url, exc.doc) from exc
+            raise not_json(where(self), exc.doc) from exc
         except Exception as exc:
-            raise from_transport(self.provider, exc) from exc
+            raise from_transport(where(self), exc, timeout) from exc
         text = ""
         for candidate in response.candidates or ():
             parts = candidate.content.parts if candidate.content else None

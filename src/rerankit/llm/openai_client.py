@@ -10,12 +10,14 @@ from urllib.parse import urlsplit
 
 from .._optional import require
 from ..errors import ConfigError, ProviderError
-from ._errors import PerLoop, from_status, from_transport, not_json
+from ._errors import PerLoop, from_status, from_transport, not_json, where
 from .base import LLMRequest, LLMResponse
 
 __all__ = ["DEFAULT_OPENAI_MODEL", "OpenAIClient"]
 
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
+#: where the SDK sends calls without a base_url
+_OPENAI_ADDRESS = "https://api.openai.com/v1"
 JSON_MODES = ("schema", "object", "none")
 #: a path segment naming an API version: v1, v1beta, v2alpha, ...
 _VERSION = re.compile(r"v\d+\w*")
@@ -28,7 +30,9 @@ class OpenAIClient:
     a ``base_url`` and no key, a placeholder is sent (local servers ignore it).
     ``json_mode``: ``"schema"`` (strict JSON schema, the default), ``"object"`` (JSON mode,
     for servers without schema support) or ``"none"`` (plain text; rerankit's parsers take
-    it from there). The SDK's own retries are off.
+    it from there). The SDK's own retries are off. A failed call's message names where it
+    went: ``openai at <base_url, or OpenAI's own address> (model '...'): connection
+    refused`` (never the key).
     """
 
     provider = "openai"
@@ -56,6 +60,8 @@ class OpenAIClient:
         openai = require("openai", "OpenAIClient")
         self._openai = openai
         self.model, self.base_url, self.json_mode = model, base_url, json_mode
+        #: where calls go, as failure messages name it
+        self.address = base_url or _OPENAI_ADDRESS
         self._key = key
         self._sdk = PerLoop(
             lambda: openai.AsyncOpenAI(api_key=self._key, base_url=base_url, max_retries=0),
@@ -96,7 +102,7 @@ class OpenAIClient:
         except oa.APIStatusError as exc:
             message = getattr(exc, "message", None) or str(exc)
             raise from_status(
-                self.provider,
+                where(self),
                 exc.status_code,
                 message + self._path_hint(exc.status_code),
                 exc.response.headers,
@@ -104,18 +110,13 @@ class OpenAIClient:
         except ProviderError:
             raise
         except Exception as exc:  # APIConnectionError / APITimeoutError and transport errors
-            raise from_transport(self.provider, exc) from exc
+            raise from_transport(where(self), exc, timeout) from exc
         try:
             response = raw.parse()  # the SDK hands back a body that is not JSON as a str
         except ValueError:  # a JSON content type on a body that is not JSON
             response = None
         if not hasattr(response, "choices"):
-            raise not_json(
-                self.provider,
-                str(sdk.base_url).rstrip("/"),
-                raw.text,
-                raw.headers.get("content-type"),
-            )
+            raise not_json(where(self), raw.text, raw.headers.get("content-type"))
         text = response.choices[0].message.content or "" if response.choices else ""
         usage = response.usage
         return LLMResponse(

@@ -8,6 +8,11 @@ is longer (still capped at ``max_wait``).
 Inside the service each call also ends by its request's deadline (see
 :func:`rerankit._threads.time_left`): the provider's connect and read timeouts are no longer
 than what is left, no retry waits past it, and no call starts after it.
+
+A retry is logged at INFO once per batch (the first retry counted into a
+:class:`~rerankit.llm.Usage`: one ``rerank()`` of a scorer, one request of the service),
+naming where the call went and why it failed; every retry is logged at DEBUG with the SDK's
+own error, and ``usage["retries"]`` counts them all.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from dataclasses import dataclass
 from .._optional import require
 from .._threads import time_left
 from ..errors import TransientProviderError
+from ._errors import where, with_where
 from .base import LLMClient, LLMRequest, LLMResponse, Usage
 
 __all__ = ["CallRunner", "ConcurrencyLimit", "Limits", "RateLimiter", "RetryPolicy"]
@@ -188,7 +194,8 @@ class CallRunner:
             if left is not None:  # the request's deadline bounds the call
                 if left <= 0:
                     raise TransientProviderError(
-                        "not called: its request's deadline has passed", kind="timeout"
+                        f"{where(self.client)}: not called: its request's deadline has passed",
+                        kind="timeout",
                     )
                 timeout = min(timeout, left)
             usage.calls += 1
@@ -199,11 +206,34 @@ class CallRunner:
                 )
             except asyncio.TimeoutError as exc:
                 raise TransientProviderError(
-                    f"no answer within {timeout:.3g} s", kind="timeout"
+                    f"{where(self.client)}: no answer within {timeout:.3g} s", kind="timeout"
                 ) from exc
         usage.input_tokens += response.input_tokens
         usage.output_tokens += response.output_tokens
         return response
+
+    def _log_retry(self, state, *, first_of_batch: bool) -> None:
+        """A retry at INFO when it is the first of its batch, else at DEBUG (a batch of N
+        documents against a provider that is down would say the same thing N times per
+        retry); always at DEBUG with the SDK's error that caused it."""
+        exc = state.outcome.exception()
+        wait = state.next_action.sleep if state.next_action else 0.0
+        if first_of_batch:
+            logger.info(
+                "%s; retry %d in %.1f s (this batch's first retry; the others are logged at "
+                "debug level)",
+                with_where(self.client, exc),
+                state.attempt_number,
+                wait,
+            )
+        cause = exc.__cause__ or exc.__context__
+        logger.debug(
+            "%s; retry %d in %.1f s%s",
+            with_where(self.client, exc),
+            state.attempt_number,
+            wait,
+            f" (from {type(cause).__name__}: {cause})" if cause is not None else "",
+        )
 
     async def call(self, request: LLMRequest, usage: Usage) -> LLMResponse:
         """The response, after retrying transient failures; raises the last error."""
@@ -211,13 +241,7 @@ class CallRunner:
 
         def count_retry(state) -> None:
             usage.retries += 1
-            logger.info(
-                "%s call failed (%s); retry %d in %.1f s",
-                self.client.provider,
-                state.outcome.exception(),
-                state.attempt_number,
-                state.next_action.sleep if state.next_action else 0.0,
-            )
+            self._log_retry(state, first_of_batch=usage.retries == 1)
 
         retrying = tenacity.AsyncRetrying(
             retry=tenacity.retry_if_exception_type(TransientProviderError),

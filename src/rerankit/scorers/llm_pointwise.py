@@ -214,12 +214,16 @@ class LLMPointwiseScorer(LLMScorerBase):
         answers = await asyncio.gather(
             *(self._judge(query, [(label[i], texts[i]) for i in g], usage) for g in groups)
         )
-        failed = 0
+        failed, first_cause = 0, None
         for group, (answer, other) in zip(groups, answers, strict=True):
             for i in group:
                 outcome, which = answer[label[i]], which_document(i, ids[i])
                 if isinstance(outcome, Exception):
                     failed += 1
+                    # the log names a provider's failure; an answer's text stays in warnings
+                    first_cause = first_cause or (
+                        f"{outcome}" if isinstance(outcome, ProviderError) else "unreadable answer"
+                    )
                     kind = getattr(outcome, "kind", "unreadable")  # else a ValueError: read
                     flags.setdefault(i, []).extend(("llm_failed", f"llm_failed:{kind}"))
                     warnings.append(f"{which}: no score ({outcome}); scored 0.0")
@@ -244,8 +248,14 @@ class LLMPointwiseScorer(LLMScorerBase):
                 f"every LLM call failed ({len(groups)} of {len(groups)}; no score for "
                 f"{failed} documents); input order kept"
             )
-        if failed:
-            logger.warning("%s: %d of %d documents got no score", self.name, failed, n)
+        if failed:  # with the first cause: a provider's failure names where the call went
+            logger.warning(
+                "%s: %d of %d documents got no score (the first failure: %s)",
+                self.name,
+                failed,
+                n,
+                first_cause,
+            )
         return ScoreBatch(
             values=values,
             flags=flags,
