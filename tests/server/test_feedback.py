@@ -78,7 +78,15 @@ def _records(path):
     return [json.loads(line) for line in open(path, encoding="utf-8")]
 
 
+def _ready(client) -> None:
+    """Wait while the app's pipelines warm up: a request before that is answered 503."""
+    deadline = time.time() + 120
+    while client.get("/ready").json()["status"] == "loading" and time.time() < deadline:
+        time.sleep(0.02)
+
+
 def _rerank(client, path="/v2/rerank", **body):
+    _ready(client)
     body = {"model": "up", "query": "which number", "documents": DOCS, **body}
     response = client.post(path, json=body, headers=KEY)
     assert response.status_code == 200, response.text
@@ -191,6 +199,7 @@ def test_feedback_after_a_restart_and_from_another_process_s_answers(tmp_path):
         assert before.post("/v1/feedback", json=repeated, headers=KEY).status_code == 200
     # a restarted service (or another worker on the same log) knows the answers in the log
     with TestClient(create_app(settings)) as after, TestClient(create_app(settings)) as other:
+        _ready(after)
         assert after.post("/v1/feedback", json=repeated, headers=KEY).json()["duplicate"]
         new = _rerank(other)["id"]
         other.app.state.feedback.flush()
@@ -436,6 +445,7 @@ def test_an_answer_from_the_answer_cache_is_logged_under_its_own_id(tmp_path, mo
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))
     settings = _settings(tmp_path, answer_cache=True, explore=0.0)
     with TestClient(create_app(settings)) as client:
+        _ready(client)
         first = client.post(
             "/v2/rerank", json={"model": "up", "query": "q", "documents": DOCS}, headers=KEY
         )

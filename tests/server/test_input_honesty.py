@@ -4,6 +4,8 @@ is refused, as it cannot say which was clicked) and the experiments in ``GET /in
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
@@ -37,7 +39,15 @@ def _app(tmp_path, **server):
     return create_app(ServerSettings(pipelines=pipelines, default="long", **server))
 
 
+def _ready(client) -> None:
+    """Wait while the app's pipelines warm up: a request before that is answered 503."""
+    deadline = time.time() + 120
+    while client.get("/ready").json()["status"] == "loading" and time.time() < deadline:
+        time.sleep(0.02)
+
+
 def _post(client, path, **body):
+    _ready(client)
     response = client.post(path, json={"model": "long", "query": "solar", **body})
     assert response.status_code == 200, response.text
     return response.json()

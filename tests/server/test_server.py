@@ -376,7 +376,9 @@ def test_settings_from_a_file(tmp_path, monkeypatch):
         ServerSettings.from_file(path)
 
 
-def test_a_pipeline_file_written_beside_the_settings_serves_as_a_pipeline(tmp_path, monkeypatch):
+def test_a_pipeline_file_written_beside_the_settings_serves_as_a_pipeline(
+    tmp_path, monkeypatch, wait_ready
+):
     """``[pipelines.NAME] reranker = "learned.toml"`` (what tune writes): read from the
     settings file's folder, wherever the service starts; the same inside a pipeline file."""
 
@@ -395,6 +397,7 @@ def test_a_pipeline_file_written_beside_the_settings_serves_as_a_pipeline(tmp_pa
     assert settings.pipelines["candidate"]["reranker"] == str(folder / "learned.toml")
     docs = ["solar power on roofs", "wind power", "solar power"]
     with TestClient(create_app(settings)) as client:
+        wait_ready(client)  # (a request before the warm-up ends is answered 503)
         answer = client.post(
             "/v2/rerank", json={"model": "candidate", "query": "solar power", "documents": docs}
         )
