@@ -439,7 +439,8 @@ def test_ltr_over_another_embedding_model_records_it_and_uses_it_again(tmp_path,
     out = tmp_path / "ltr-ft.toml"
     args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--out", str(out)]
     assert main([*args, "--embedding-model", folder, "--keep-learned", "--no-progress"]) == 0
-    declared = tomllib.loads(out.read_text())["stages"][0]["scorer"]
+    stage = tomllib.loads(out.read_text())["stages"][0]  # the model alone, or in a blend
+    declared = stage.get("scorer") or next(s for s in stage["scorers"] if s["type"] == "learned")
     assert declared["embedding"] == folder
     model = out.with_suffix(".lgb.txt")
     assert json.loads(model.with_suffix(".json").read_text())["embedding_model"] == folder
@@ -533,3 +534,30 @@ def test_only_paths_that_exist_beside_a_pipeline_file_are_read_from_its_folder(t
     stages = read_pipeline(tmp_path / "p.toml")["stages"]
     assert stages[0]["scorer"]["model"] == str(tmp_path / "m.lgb.txt")
     assert stages[1]["scorer"]["model"] == "org/reranker"  # a hub id, as written
+
+
+def test_a_setting_that_asks_more_rows_per_leaf_than_there_are_still_splits():
+    # 5 queries of 10 candidates: 50 rows, under the 100 per leaf "3 leaves" asks for
+    rows, qrels = _ranking_rows(queries=5)
+    rows = {q: (ids[:10], x[:10]) for q, (ids, x) in rows.items()}
+    setting = dict(ltr.SETTINGS["3 leaves"])
+    booster = ltr.fit(rows, qrels, list(rows), trees=25, params=setting, features=["cosine"])
+    assert booster.feature_importance("split").sum() > 0  # single-leaf trees split nothing
+    assert booster.params["min_data_in_leaf"] == 10  # a quarter of the 40 rows a bag holds
+    assert setting == ltr.SETTINGS["3 leaves"] == {"num_leaves": 3, "min_data_in_leaf": 100}
+
+
+@pytest.mark.slow
+def test_tune_never_writes_a_learned_ranker_that_made_no_split(tmp_path, capsys):
+    data = _synthetic(tmp_path / "data")
+    qrels = data / "qrels" / "train.tsv"  # every judged candidate equally relevant
+    qrels.write_text(qrels.read_text().replace("\t2\n", "\t1\n"))
+    (data / "label_report.json").write_text('{"labels": 60}\n')  # judged candidates only
+    out = tmp_path / "ltr.toml"
+    args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--folds", "3"]
+    assert main([*args, "--keep-learned", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "made no split" in printed and "the default is written instead, even with" in printed
+    assert not (tmp_path / "ltr.lgb.txt").exists()
+    assert tomllib.loads(out.read_text())["stages"] == [{"reranker": "hybrid"}]
+    assert "made no split" in out.read_text()

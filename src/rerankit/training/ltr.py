@@ -19,6 +19,7 @@ import numpy as np
 from .._optional import require
 from ..eval.metrics import ndcg_at_k
 from ..scorers.learned import FEATURES, feature_columns, min_max
+from .ltr_limits import supported
 
 __all__ = [
     "BLENDS",
@@ -182,7 +183,7 @@ def fit(
         raise ValueError("learning to rank needs training queries with candidates")
     names = list(features)
     x, y, g = _dataset(rows, qrels, qids, feature_columns(names), judged_only)
-    settings = _params(params, names, seed)
+    settings = supported(_params(params, names, seed), x.shape[0])  # leaves it can grow
     if settings["objective"] in POINTWISE:  # grades as probabilities of relevance
         y = y / max(1, int(y.max()))
         settings["metric"] = settings["objective"]  # nDCG wants whole grades
@@ -219,7 +220,7 @@ def train(
     train_set = lgb.Dataset(x, y, group=g, feature_name=names)
     valid_set = lgb.Dataset(vx, vy, group=vg, reference=train_set)
     booster = lgb.train(
-        _params(params, names, seed),
+        supported(_params(params, names, seed), x.shape[0]),
         train_set,
         num_boost_round=rounds,
         valid_sets=[valid_set],

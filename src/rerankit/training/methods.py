@@ -16,11 +16,12 @@ import numpy as np
 
 from ..calibration import Calibration, expected_calibration_error, sigmoid
 from ..documents import FIRST_STAGE_SCORE
+from ..errors import keyword_flag
 from ..eval.metrics import ranked_ndcg
 from ..normalize import normalize_scores
 from ..scorers import learned
 from ..scorers.recipe import HYBRID_CALIBRATION
-from . import calibrated, crossval, ltr
+from . import calibrated, crossval, ltr, ltr_limits
 from . import fusion_search as fusion
 from .reporting import Reporter
 from .selection import (
@@ -367,9 +368,21 @@ def fit_ltr(job: Inputs) -> TuneResult:
     names = ltr.feature_set(len(rows))
     began = time.perf_counter()
     booster = ltr.fit_option(rows, train.qrels, list(rows), best, features=names)
+    if not ltr_limits.splits(booster):  # a constant score: the first stage's order kept
+        why = (
+            f"the learned ranker ({_describe_ltr(best)}) made no split: every tree is a single "
+            "leaf, so it scores every document alike and learned nothing from these "
+            f"{len(rows)} queries' labels"
+        )
+        keep = keyword_flag("keep_learned", True)
+        say(f"\n{why}; the default is written instead, even with {keep}")
+        spec, _ = default_pipeline(opts, train, verdict, "learned ranker", which, name)
+        comment = f"Written by `rerankit tune` on {train.name} {opts.train_split}: {why}."
+        path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
+        return TuneResult("ltr", path, spec, comment, False, which, found)
     model_report = {
         "setting": setting,
-        "params": ltr.SETTINGS[setting],
+        "params": {k: booster.params[k] for k in ltr.SETTINGS[setting]},  # as fitted
         "trees": trees,
         "blend": blend,
         "denoise_top": top,
