@@ -12,7 +12,7 @@ import pytest
 
 import rerankit
 from rerankit.cli import main
-from rerankit.errors import ConfigError, InputError
+from rerankit.errors import ConfigError, InputError, ModelLoadError
 from rerankit.eval import CollectionEvaluation, Evaluation, evaluate, load_beir
 from rerankit.eval.data import Dataset
 from rerankit.scorers import BM25Scorer
@@ -319,3 +319,16 @@ def test_document_vectors_are_kept_on_disk_as_the_command_keeps_them(tmp_path, m
     assert kept >= len(CORPUS)  # every document's vector
     again = evaluate(_tiny(), "embedding", embedding_cache=vectors)
     assert again.rows[1]["ndcg@10"] == first.rows[1]["ndcg@10"] and stored() == kept
+
+
+def test_a_reranker_that_cannot_load_fails_before_any_reranker_runs(tmp_path):
+    missing = {"scorer": {"type": "cross-encoder", "model": str(tmp_path / "no-such-model")}}
+    labels = []
+
+    def progress(label):
+        labels.append(label)
+        return lambda items: list(items)
+
+    with pytest.raises(ModelLoadError, match="no-such-model: no such folder"):
+        evaluate(_tiny(), {"bm25": "bm25", "broken": missing}, progress=progress)
+    assert labels == []  # bm25, listed first, never reranked a query

@@ -14,6 +14,7 @@ from .._optional import require
 from ..api import load, pipeline_name
 from ..cache import embedding_cache_in_use
 from ..errors import InputError, keyword_flag
+from ..scorers.local import load_models
 from .compare import FIRST_STAGE_BASELINE, check_baseline
 from .data import TITLES, Dataset, find_collections, read_split
 from .first_stage import candidate_depth, first_stage_label
@@ -252,7 +253,9 @@ def evaluate(
 
     Mistakes are :class:`~rerankit.InputError` s (or :class:`~rerankit.errors.ConfigError`
     for an unknown reranker) raised before any reranker runs: a missing folder, an unknown
-    title layout, a baseline that is not among the rerankers.
+    title layout, a baseline that is not among the rerankers; and every reranker's models
+    are loaded before the first query is reranked (locally), so one that cannot load fails
+    first, not after the others ran.
     """
     with embedding_cache_in_use(embedding_cache):  # read by the scorers built below
         collections = _collections(data, split)
@@ -268,6 +271,9 @@ def evaluate(
         if baseline is not None:
             baseline = check_baseline(baseline, [FIRST_STAGE, *names])
         pipelines = [(label, load(item), item) for label, item in given]
+        loaded: dict[str, float] = {}
+        if runner is None:  # every model loaded now: one that cannot fails before any work
+            loaded = {name: load_models(r) for name, r, _ in pipelines}
         bars = _progress(progress)
         several = len(collections) > 1
         done: list[CollectionEvaluation] = []
@@ -285,7 +291,10 @@ def evaluate(
                         run = runner(name, declared, shown, cands, first_stage_scores=scores)
                     else:
                         bar = bars(name) if bars is not None else None
-                        run = _run_here(name, reranker, shown, cands, bar, texts_only, note)
+                        run = _run_here(name, reranker, shown, cands, bar, texts_only)
+                        run.load_seconds += loaded.pop(name, 0.0)  # once, on its first run
+                        if run.load_note():
+                            (note or logger.info)(run.load_note())
                     run.name = _run_name(name, layout, layouts)
                     runs.append(run)
             depth = candidate_depth(cands, candidates)
@@ -322,13 +331,11 @@ def _run_here(
     cands: Mapping[str, Sequence[tuple[str, float]]],
     bar: Callable[[Iterable[Any]], Iterable[Any]] | None,
     texts_only: bool,
-    note: Callable[[str], None] | None,
 ) -> PipelineRun:
-    """One pipeline's run in this process, and what its models' load took said."""
-    run = run_pipeline(name, reranker, data, cands, progress=bar, first_stage_scores=not texts_only)
-    if run.load_note():
-        (note or logger.info)(run.load_note())
-    return run
+    """One pipeline's run in this process (its models loaded before)."""
+    return run_pipeline(
+        name, reranker, data, cands, progress=bar, first_stage_scores=not texts_only
+    )
 
 
 def _run_name(name: str, layout: str, layouts: Sequence[str]) -> str:
