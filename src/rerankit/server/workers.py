@@ -36,8 +36,15 @@ def app_from_environment() -> Any:
     from .app import create_app
 
     level = os.environ.get(LOG_LEVEL_ENV)
-    if level is not None and not logging.getLogger().handlers:  # log as the parent does
-        logging.basicConfig(format=LOG_FORMAT, level=int(level))
+    root = logging.getLogger()
+    if level is not None and not root.handlers:
+        # a process `serve` started, whose parent logs to stderr (it set LOG_LEVEL_ENV only
+        # then): its lines go there too, as the parent's would; the library configures no
+        # logging in a process it did not start
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        root.addHandler(handler)
+        root.setLevel(int(level))
     settings = ServerSettings.from_mapping(json.loads(os.environ[SETTINGS_ENV]))
     app = create_app(settings)
     _stop_gracefully_on_signal(

@@ -169,6 +169,7 @@ def fit(
     features: Sequence[str] = FEATURES,
     seed: int = 0,
     judged_only: bool = False,
+    cap_leaf_rows: bool = True,
 ) -> Any:
     """A lambdarank booster of ``trees`` trees fitted on the ``qids`` queries of ``rows``
     (query -> candidate ids, :data:`FEATURES` matrix), using the ``features`` columns,
@@ -176,14 +177,18 @@ def fit(
     ``judged_only`` trains on the candidates ``qrels`` names (0 included) and leaves the
     unjudged out, instead of taking them as non-relevant: right for labels that judged
     only each query's top few (``rerankit label``), where a relevant document further
-    down would otherwise be taught as a negative."""
+    down would otherwise be taught as a negative. ``cap_leaf_rows``: lower the setting's
+    ``min_data_in_leaf`` to what the rows allow (:func:`.ltr_limits.supported`), so that a
+    small training set still splits; learning from clicks keeps its settings as given."""
     lgb = require("lightgbm", "learning to rank")
     qids = [q for q in qids if len(rows[q][0])]
     if not qids:
         raise ValueError("learning to rank needs training queries with candidates")
     names = list(features)
     x, y, g = _dataset(rows, qrels, qids, feature_columns(names), judged_only)
-    settings = supported(_params(params, names, seed), x.shape[0])  # leaves it can grow
+    settings = _params(params, names, seed)
+    if cap_leaf_rows:
+        settings = supported(settings, x.shape[0])  # leaves it can grow
     if settings["objective"] in POINTWISE:  # grades as probabilities of relevance
         y = y / max(1, int(y.max()))
         settings["metric"] = settings["objective"]  # nDCG wants whole grades

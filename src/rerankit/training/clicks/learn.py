@@ -228,6 +228,7 @@ def _options(
                 params={**params, **gain},
                 features=names,
                 seed=seed,
+                cap_leaf_rows=False,  # the settings as given (see SETTINGS)
             )
             for label, params in settings.items()
             for seed in seeds
@@ -398,9 +399,8 @@ def _fit_chosen(
     """The booster of an option (its setting and number of trees) on the ``qids`` labels."""
     setting, trees, _, _ = option  # type: ignore[misc]
     params = {**settings[setting], "label_gain": list(range(levels + 1))}
-    return ltr.fit(
-        data.train_rows, data.labels, qids, trees=trees, params=params, features=list(names)
-    )
+    fit = {"trees": trees, "params": params, "features": list(names), "cap_leaf_rows": False}
+    return ltr.fit(data.train_rows, data.labels, qids, **fit)
 
 
 def _session_curve(
