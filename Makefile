@@ -64,7 +64,7 @@ test-envs:
 	$(MAKE) -j3 $(VENV)/.installed-dev $(SERVE_VENV)/.installed $(CLIENTS_VENV)/.installed
 
 # The suite runs on TEST_WORKERS processes (pytest-xdist): its tests spend much of their
-# time waiting on servers and subprocesses, so two workers on two cores take about 60 % of
+# time waiting on servers and subprocesses, so two workers on two cores take about two thirds of
 # one worker's time. TEST_WORKERS=0 runs it in one process.
 TEST_WORKERS ?= 2
 test: test-envs browser redis nginx
