@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import rerankit
 from rerankit.cli import build_parser, main
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -522,3 +523,32 @@ def test_batch_over_a_folder_without_judgments_reranks_every_query(tmp_path, cap
     queries = (data / "queries.jsonl").read_text().splitlines()
     assert len(out.read_text().splitlines()) == len(queries) > 0
     assert "no qrels/test.tsv (split 'test'): reranking every query" in capsys.readouterr().err
+
+
+def test_rank_text_fields_reads_several_fields_as_python_does(capsys, tmp_path):
+    docs = [
+        {"id": "a", "heading": "Storage", "body": "Vaccines keep between 2 and 8 degrees."},
+        {"id": "b", "heading": "Vaccines", "body": "They train B and T cells."},
+        {"id": "c", "heading": "Fridges", "body": "Cold rooms for food."},
+    ]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    query = "how do vaccines train cells"
+    code, out, err = run_cli(
+        capsys, "rank", "--query", query, "--input", str(path), "--text-fields", "heading,body"
+    )
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    direct = rerankit.rerank(query, docs, reranker="bm25", text_fields=("heading", "body"))
+    assert [(r["id"], r["rerank_score"]) for r in rows] == [(d.id, d.score) for d in direct]
+    # the text comes from the two fields: without them there is no "text" to read
+    code, _, err = run_cli(capsys, "rank", "--query", query, "--input", str(path))
+    assert code == 1 and "'text'" in err
+    # --text-field beside it would be ignored, so it is refused; an empty name too
+    code, _, err = run_cli(
+        capsys, "rank", "-q", query, "-i", str(path), "--text-fields", "body", "--text-field", "x"
+    )
+    assert code == 2 and "--text-field has no effect with --text-fields" in err
+    with pytest.raises(SystemExit) as exit_:
+        main(["rank", "-q", query, "-i", str(path), "--text-fields", "heading,,body"])
+    assert exit_.value.code == 2 and "field names separated by commas" in capsys.readouterr().err

@@ -116,6 +116,14 @@ def given(args: argparse.Namespace, *dests: str) -> dict[str, Any]:
     return out
 
 
+def field_list(value: str) -> tuple[str, ...]:
+    """``--text-fields``: field names separated by commas, none empty."""
+    names = tuple(v.strip() for v in value.split(","))
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"expected field names separated by commas, got {value!r}")
+    return names
+
+
 def query_text(value: str) -> str:
     """``rank --query``: any text but an empty one (an unset shell variable, most often),
     refused as ``batch`` refuses a row without a query and the service a request."""
@@ -259,6 +267,14 @@ def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:
     """The flags of :class:`~rerankit.InputFields` (how documents are read and results
     written), the same for every command that reads documents."""
     parser.add_argument("--text-field", default="text", help="object field holding the text")
+    parser.add_argument(
+        "--text-fields",
+        default=None,
+        type=field_list,
+        metavar="A,B",
+        help="several fields joined as the text instead of --text-field, each a document has "
+        "as a 'field: value' line, in this order (what Cohere's rank_fields asks for)",
+    )
     parser.add_argument("--id-field", default="id", help="object field holding the id")
     if score_field:
         parser.add_argument(
@@ -285,8 +301,11 @@ def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:
 
 def input_fields(args: argparse.Namespace) -> InputFields:
     """The :class:`~rerankit.InputFields` the flags of :func:`add_field_arguments` give."""
+    if args.text_fields and args.text_field != InputFields.text_field:
+        refuse_unused({"--text-field": args.text_field}, "with --text-fields, which names the text")
     return InputFields(
         text_field=args.text_field,
+        text_fields=args.text_fields,
         id_field=args.id_field,
         score_field=getattr(args, "score_field", InputFields.score_field),
         first_stage_field=args.first_stage_field,

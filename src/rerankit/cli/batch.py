@@ -59,7 +59,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
         need_first_stage(args.first_stage)
         refuse_unused(
             given(
-                args, "text_field", "id_field", "first_stage_field", "first_stage_lower_is_better"
+                args,
+                "text_field",
+                "text_fields",
+                "id_field",
+                "first_stage_field",
+                "first_stage_lower_is_better",
             ),
             "with --data: its candidates are read from the corpus, each with its id, text, "
             "title and the --first-stage score",
