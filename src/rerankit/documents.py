@@ -309,22 +309,29 @@ def field_names(doc: Document) -> str:
     return f"the fields {names}" if names else "no field besides its text and id"
 
 
+def _absent_field(
+    what: str, field: str, docs: list[Document], first: int, otherwise: str
+) -> InvalidDocumentError:
+    """The error for a field the caller named that none of ``docs`` has (a misspelt name),
+    showing the fields document ``first`` has and what leaving it out does."""
+    return InvalidDocumentError(
+        f"{what} {field!r} is in none of the {len(docs)} documents (document {first} has "
+        f"{field_names(docs[first])}); check its spelling, or leave it out {otherwise}",
+        index=first,
+        field=field,
+    )
+
+
 def _with_first_stage(docs: list[Document], field: str, higher_is_better: bool) -> list[Document]:
     """``docs`` with ``field``'s value as their first-stage score (negated when lower is
     better); a document without it keeps none. A field that no document has is an error:
     a misspelt name would otherwise rank as if no first stage had been given."""
-    if docs and all(field_value(d, field, None) is None for d in docs):
-        raise InvalidDocumentError(
-            f"first-stage field {field!r} is in none of the {len(docs)} documents "
-            f"(document 0 has {field_names(docs[0])}); check its spelling, or leave it "
-            "out to rank the texts alone",
-            index=0,
-            field=field,
-        )
+    values = [field_value(doc, field, None) for doc in docs]
+    if docs and all(v is None for v in values):
+        raise _absent_field("first-stage field", field, docs, 0, "to rank the texts alone")
     out = []
-    for i, doc in enumerate(docs):
-        value = field_value(doc, field, _MISSING)
-        if value is _MISSING or value is None:
+    for i, (doc, value) in enumerate(zip(docs, values, strict=True)):
+        if value is None:
             out.append(doc)
             continue
         if isinstance(value, bool) or not isinstance(value, Real):
@@ -364,13 +371,8 @@ def to_documents(
     docs = [adapter.adapt(item, i) for i, item in enumerate(items)]
     first = adapter.id_read
     if fields.id_field != DEFAULT_ID_FIELD and first is not None and not adapter.id_found:
-        raise InvalidDocumentError(
-            f"id field {fields.id_field!r} is in none of the {len(docs)} documents "
-            f"(document {first} has {field_names(docs[first])}); check its spelling, or "
-            f"leave it out to read ids from {DEFAULT_ID_FIELD!r} where there is one",
-            index=first,
-            field=fields.id_field,
-        )
+        otherwise = f"to read ids from {DEFAULT_ID_FIELD!r} where there is one"
+        raise _absent_field("id field", fields.id_field, docs, first, otherwise)
     if fields.first_stage_field is not None:
         docs = _with_first_stage(
             docs, fields.first_stage_field, fields.first_stage_higher_is_better
