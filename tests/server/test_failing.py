@@ -24,8 +24,9 @@ from rerankit.scorers import ScoreBatch
 from rerankit.server import ServerSettings, create_app
 from rerankit.server.state import FAILING_AFTER, MESSAGE_CHARS
 
-#: what the "live" pipeline's provider does now: answer, refuse, or stall
-PROVIDER = {"mode": "ok"}
+#: what the "live" pipeline's provider does now: answer, refuse, or stall; and how many
+#: requests reached it (the warm-up's not counted)
+PROVIDER = {"mode": "ok", "calls": 0}
 
 
 class _Provider:
@@ -36,6 +37,7 @@ class _Provider:
 
     async def score(self, query, docs, **context):
         mode = PROVIDER["mode"] if query != "warm up" else "ok"
+        PROVIDER["calls"] += query != "warm up"
         if mode == "stall":
             await asyncio.sleep(30)
         if mode == "refuse":
@@ -81,6 +83,7 @@ def test_a_pipeline_whose_requests_keep_failing_says_so_until_one_is_answered(ca
         default="bm25",
         timeout=0.5,
         ready_when="any",
+        failing_probe_seconds=0,  # every request runs (the probing is tested below)
     )
     PROVIDER["mode"] = "ok"
     caplog.set_level(logging.DEBUG, logger="rerankit.server")
@@ -155,6 +158,7 @@ def test_a_pipeline_whose_requests_keep_failing_says_so_until_one_is_answered(ca
     assert len(warnings) == 1 and warnings[0].startswith(
         f"pipeline 'live' is failing: its last {FAILING_AFTER} requests got no answer"
     )
+    assert "it still runs every request" in warnings[0]
     infos = [m for level, m in said if level == "INFO" and "answers again" in m]
     assert len(infos) == 1 and f"after {FAILING_AFTER + 1} failed requests" in infos[0]
     # every warning of the failures is in the log, at debug level
@@ -162,3 +166,78 @@ def test_a_pipeline_whose_requests_keep_failing_says_so_until_one_is_answered(ca
         level == "DEBUG" and "every LLM call failed; input order kept" in m for level, m in said
     )
     PROVIDER["mode"] = "ok"
+
+
+def _ready_client(settings):
+    client = TestClient(create_app(settings))
+    client.__enter__()
+    deadline = time.time() + 30
+    while client.get("/ready").json().get("loading") and time.time() < deadline:
+        time.sleep(0.02)
+    return client
+
+
+def test_a_failing_pipeline_refuses_at_once_but_lets_one_request_through_to_try_it(caplog):
+    probe = 1.0
+    settings = ServerSettings(
+        pipelines={"live": "test-provider", "bm25": "bm25"},
+        default="bm25",
+        timeout=0.5,
+        failing_probe_seconds=probe,
+    )
+    PROVIDER["mode"] = "refuse"
+    caplog.set_level(logging.WARNING, logger="rerankit.server")
+    client = _ready_client(settings)
+    try:
+        for _ in range(FAILING_AFTER):
+            assert client.post("/v2/rerank", json=ASK).status_code == 502
+        calls = PROVIDER["calls"]
+
+        # failing: the next request is answered 503 at once, without reaching the provider,
+        # saying why and when the next one is let through; it does not count as a failure
+        start = time.monotonic()
+        r = client.post("/v2/rerank", json=ASK)
+        assert r.status_code == 503 and time.monotonic() - start < probe
+        assert r.headers["retry-after"] == "1"
+        assert r.json()["message"].startswith(
+            "pipeline 'live' is failing: the LLM provider failed for every document: "
+        )
+        assert r.json()["message"].endswith("the next request is let through to try it in 1 s")
+        assert PROVIDER["calls"] == calls
+        entry = client.get("/info").json()["pipelines"]["live"]
+        assert entry["state"] == "failing" and entry["failed_requests"] == FAILING_AFTER
+        assert 0 < entry["next_try_in_seconds"] <= probe
+        # another pipeline is not touched
+        assert client.post("/v2/rerank", json={**ASK, "model": "bm25"}).status_code == 200
+
+        # once the interval has passed, one request runs (still refused by the provider:
+        # 502), and the one after it is refused again
+        time.sleep(probe + 0.05)
+        assert client.post("/v2/rerank", json=ASK).status_code == 502
+        assert PROVIDER["calls"] == calls + 1
+        assert client.post("/v2/rerank", json=ASK).status_code == 503
+        assert client.get("/info").json()["pipelines"]["live"]["failed_requests"] == (
+            FAILING_AFTER + 1
+        )
+
+        # the provider is back: the next try is answered and ends the failing state
+        PROVIDER["mode"] = "ok"
+        time.sleep(probe + 0.05)
+        assert client.post("/v2/rerank", json=ASK).status_code == 200
+        assert client.post("/v2/rerank", json=ASK).status_code == 200
+        entry = client.get("/info").json()["pipelines"]["live"]
+        assert entry["state"] == "ready" and "next_try_in_seconds" not in entry
+    finally:
+        client.__exit__(None, None, None)
+        PROVIDER["mode"] = "ok"
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert any(
+        "its requests get 503 at once but for one every 1 s let through to try it" in m
+        for m in warnings
+    )
+
+
+@pytest.mark.parametrize("value", [-1, "5", True])
+def test_failing_probe_seconds_must_be_a_number_of_seconds(value):
+    with pytest.raises(ValueError, match="failing_probe_seconds must be >= 0"):
+        ServerSettings(failing_probe_seconds=value)

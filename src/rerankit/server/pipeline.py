@@ -239,15 +239,34 @@ class ServedPipeline:
         state = self.state
         logger.debug("pipeline %r: a request got no answer: %s", self.name, detail or why)
         why = one_line(why)
-        if state.request_failed(why):
+        probe = self.settings.failing_probe_seconds
+        if state.request_failed(why, probe):
             self.metrics.pipeline_failures.labels(self.name).inc()
             logger.warning(
-                "pipeline %r is failing: its last %d requests got no answer (the last: %s); "
-                "it still serves, and says so in /info until a request is answered",
+                "pipeline %r is failing: its last %d requests got no answer (the last: %s); %s, "
+                "and says so in /info until a request is answered",
                 self.name,
                 state.streak,
                 why,
+                f"its requests get 503 at once but for one every {probe:g} s let through to try it"
+                if probe > 0
+                else "it still runs every request",
             )
+
+    def refuse_if_failing(self) -> None:
+        """Raise the 503 a request gets at once while the pipeline is ``failing`` and the
+        next try is not due (``failing_probe_seconds``): one request is let through that
+        often, and the first answered ends the failing state."""
+        wait = self.state.refuse_for(self.settings.failing_probe_seconds)
+        if wait is None:
+            return
+        after = max(1, math.ceil(wait))
+        raise ServiceError(
+            503,
+            f"pipeline {self.name!r} is failing: {self.state.failing}; the next request is let "
+            f"through to try it in {after} s",
+            {"Retry-After": str(after)},
+        )
 
     def answered(self) -> None:
         """A request was answered: a ``failing`` pipeline is healthy again (logged once)."""

@@ -284,6 +284,7 @@ class Service:
         """:meth:`run` for a call :meth:`check` passed."""
         if not pipeline.ready:  # it failed since (the answer cache awaits in between)
             raise pipeline.unavailable()
+        pipeline.refuse_if_failing()
         deadline = (arrival if arrival is not None else time.monotonic()) + self.settings.timeout
         self._shed(pipeline, len(call.documents), deadline)
         abandoned = threading.Event()

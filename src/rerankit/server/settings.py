@@ -35,6 +35,8 @@ max_header_bytes = 16384       # larger request headers are refused
 ready_when = "all"             # /ready is 200 when "all" pipelines warmed up, or "any" one
 stuck_grace = 2.0              # seconds past its deadline that stuck work may hold its slot
 retry_max_seconds = 300.0      # a pipeline that failed to load is retried with backoff up to this
+failing_probe_seconds = 5.0    # a failing pipeline answers 503 at once but for one request let
+                               # through this often to try it (0: it runs every request)
 backend = "auto"               # where `embedding` and `hybrid` run, wherever named: "auto" (ONNX
                                # Runtime for the bundled model where installed), "torch", "onnx"
 quantize = ""                  # "int8" for int8 weights on ONNX Runtime
@@ -239,6 +241,7 @@ class ServerSettings:
     ready_when: str = "all"
     stuck_grace: float = 2.0
     retry_max_seconds: float = 300.0
+    failing_probe_seconds: float = 5.0
     backend: str = "auto"
     quantize: str = ""
     model: str = ""
@@ -327,6 +330,12 @@ class ServerSettings:
             raise ValueError(f"ready_when must be 'all' or 'any', got {self.ready_when!r}")
         if self.stuck_grace < 0 or self.retry_max_seconds < 1:
             raise ValueError("stuck_grace must be >= 0 and retry_max_seconds >= 1")
+        probe = self.failing_probe_seconds
+        if isinstance(probe, bool) or not isinstance(probe, (int, float)) or not probe >= 0:
+            raise ValueError(
+                f"failing_probe_seconds must be >= 0 (0: a failing pipeline runs every "
+                f"request), got {self.failing_probe_seconds!r}"
+            )
         check_experiments(self)
 
     @classmethod

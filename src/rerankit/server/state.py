@@ -62,6 +62,7 @@ class PipelineState:
         self.failing: str | None = None  # why, while the last FAILING_AFTER requests failed
         self.failing_since: float | None = None  # time.time() it turned failing
         self.failed_requests = 0  # requests failed since it turned failing
+        self.probe_at: float | None = None  # time.monotonic() a failing pipeline next runs one
 
     def begin(self) -> None:
         """A load attempt starts."""
@@ -74,10 +75,13 @@ class PipelineState:
         self.status, self.error, self.failures = "ready", None, 0
         self.answered()
 
-    def request_failed(self, why: str) -> bool:
+    def request_failed(self, why: str, probe_every: float = 0.0) -> bool:
         """A request the ready pipeline ran got no answer (``why``); True when this one
-        turned the pipeline ``failing``."""
+        turned the pipeline ``failing``. With ``probe_every`` seconds, a failing pipeline
+        runs its next request no sooner than that after this failure (see :meth:`refuse_for`)."""
         self.streak += 1
+        if probe_every > 0 and self.streak >= FAILING_AFTER:
+            self.probe_at = time.monotonic() + probe_every
         if self.failing is not None:
             self.failing, self.failed_requests = why, self.failed_requests + 1
             return False
@@ -86,10 +90,24 @@ class PipelineState:
         self.failing, self.failing_since, self.failed_requests = why, time.time(), self.streak
         return True
 
+    def refuse_for(self, probe_every: float) -> float | None:
+        """None when a request may run now; else the seconds until a failing pipeline lets
+        the next one through to try it (one every ``probe_every`` seconds; none refused when
+        it is 0). The request let through holds off the others until it ends or another
+        ``probe_every`` has passed."""
+        if self.failing is None or probe_every <= 0 or self.probe_at is None:
+            return None
+        now = time.monotonic()
+        if now >= self.probe_at:
+            self.probe_at = now + probe_every  # this request is the try
+            return None
+        return self.probe_at - now
+
     def answered(self) -> bool:
         """A request was answered; True when the pipeline was ``failing`` until now."""
         was = self.failing is not None
         self.streak, self.failing, self.failing_since, self.failed_requests = 0, None, None, 0
+        self.probe_at = None
         return was
 
     @property
@@ -154,6 +172,9 @@ class PipelineState:
                     failing_since=since.isoformat(timespec="seconds").replace("+00:00", "Z"),
                     failed_requests=self.failed_requests,
                 )
+                if self.probe_at is not None:  # requests refused until the next try
+                    wait = max(0.0, self.probe_at - time.monotonic())
+                    out["next_try_in_seconds"] = round(wait, 1)
             return out
         if self.permanent:
             out["retried"] = False  # install what it needs and restart the service
