@@ -114,7 +114,8 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
     @app.get("/info", responses=protected, summary="What this service runs, and where it stands")
     async def info() -> Any:
         """The version; each pipeline's spec, state (`ready`, `failing`: its last requests
-        got no answer, with why and since when; `loading`, `failed`, with its error,
+        got no answer, with why, since when and when a request is next let through
+        to try it; `loading`, `failed`, with its error,
         attempts and when it is retried) and what its scores mean; the limits
         (per pipeline too), micro-batching, the answer cache, the experiments on logged
         answers (interleaving and exploration, with the click log they need), whether the
