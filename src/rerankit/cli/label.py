@@ -65,9 +65,11 @@ def dollars(amount: float) -> str:
 
 def _line(report: LabelReport) -> str:
     cost = f", ${report.cost_usd:.4f}" if report.cost_usd is not None else ", cost unknown"
+    retried = f"{report.retries} of them retries, " if report.retries else ""
     return (
         f"{report.labelled_queries}/{report.queries} queries, {report.labels} labels, "
-        f"{report.failed} failed, {report.calls} calls ({report.cache_hits} cached){cost}"
+        f"{report.failed} failed, {report.calls} calls ({retried}{report.cache_hits} cached)"
+        f"{cost}"
     )
 
 

@@ -97,7 +97,12 @@ class LabelReport:
     labels: int = 0
     failed: int = 0
     grades: dict[int, int] = field(default_factory=dict)
+    #: requests sent to the provider, retries included (as ``usage["calls"]`` counts them)
     calls: int = 0
+    #: of ``calls``, those that repeated an attempt that failed on the way (a rate limit, a
+    #: server error, a timeout, a connection the server reset): at most ``calls - retries``
+    #: were answered, and the cost counts the answers' tokens
+    retries: int = 0
     cache_hits: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
@@ -138,10 +143,20 @@ class LabelReport:
         return "no label written: no query had candidates to judge"
 
     def notes(self) -> list[str]:
-        """What to read besides the counts: why judgments failed, when some did."""
-        if not self.failed or not self.labels:  # none failed, or the error says it all
-            return []
-        return [f"failed: {r}" for r in self.failure_reasons]
+        """What to read besides the counts: the retries among the calls, and why judgments
+        failed, when some did (when all did, the error says it all)."""
+        notes = []
+        if self.retries:
+            notes.append(
+                f"retries: {self.retries} of the {self.calls} calls repeated an attempt that "
+                "failed (a rate limit, a server error, a timeout, or a connection the server "
+                "reset, which it never saw), so the provider answered at most "
+                f"{self.calls - self.retries}; the cost counts the tokens of the answers "
+                "(`rerankit -v label`, or the rerankit.llm logger at INFO, says why)"
+            )
+        if self.failed and self.labels:
+            notes += [f"failed: {r}" for r in self.failure_reasons]
+        return notes
 
 
 def _kind(judge: Any) -> str:
@@ -311,7 +326,7 @@ def label(
                     )
                     return
             batch = await judge.score(query, [Document(texts(d), id=d) for d in ids])
-            for name in ("calls", "cache_hits", "input_tokens", "output_tokens"):
+            for name in ("calls", "retries", "cache_hits", "input_tokens", "output_tokens"):
                 setattr(report, name, getattr(report, name) + int(batch.usage.get(name, 0)))
             bad = {i for i in range(len(ids)) if set(batch.flags.get(i, ())) & set(UNUSABLE)}
             if kind == "listwise" and bad:
