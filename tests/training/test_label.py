@@ -198,7 +198,7 @@ def test_a_run_stopped_by_max_calls_writes_what_it_did_and_resumes(
         report = json.loads((out / "label_report.json").read_text())
         assert len(first) == 2 and report["calls"] == 10  # a third query would pass 12
         assert report["stopped"].startswith("max calls")
-        assert "run again to go on" in capsys.readouterr().err
+        assert "run again with a higher --max-calls to go on" in capsys.readouterr().err
         assert run_label(collection, judge, out) == 0  # resumes: the cache answers
     report = json.loads((out / "label_report.json").read_text())
     assert report["cache_hits"] >= 10 and report["calls"] + report["cache_hits"] == 30 * K

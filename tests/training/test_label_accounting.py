@@ -65,3 +65,44 @@ def test_retries_are_counted_apart_and_the_calls_are_what_the_server_received(
         f"(a rate limit, a server error, a timeout, or a connection the server reset, which "
         f"it never saw), so the provider answered at most {answered}"
     ) in err
+
+
+def test_the_budget_covers_every_run_into_the_folder(tmp_path, collection, monkeypatch, capsys):
+    """A run stopped by --budget, run again with the same budget, spends nothing more and
+    leaves the folder as it was; a higher budget goes on, and the totals add up."""
+    out = tmp_path / "labelled"
+    prices = tmp_path / "prices.json"  # $1000 per million input tokens: $0.50 a query
+    prices.write_text(json.dumps({"house-model": {"input": 1000.0, "output": 0.0}}))
+    with FakeLLMServer(responder=judge) as server:
+        path = judge_file(tmp_path, server, monkeypatch)
+        path.write_text(path.read_text().replace("gpt-4o-mini", "house-model"))
+
+        def run(budget):
+            return run_label(collection, path, out, "--budget", budget, "--prices", str(prices))
+
+        assert run("2") == 0
+        first = json.loads((out / "label_report.json").read_text())
+        labels = (out / "qrels" / "train.tsv").read_text()
+        assert first["stopped"].startswith("budget") and first["total_cost_usd"] <= 2
+        sent = len(server.requests)
+        capsys.readouterr()
+        run("2")  # the same budget: nothing more is sent
+        err = capsys.readouterr().err
+        assert len(server.requests) == sent
+        assert "run again with a higher --budget to go on (it covers every run into" in err
+        assert "no label written: stopped before the first query" in err
+        assert "the folder keeps the earlier runs' labels" in err
+        assert (out / "qrels" / "train.tsv").read_text() == labels
+        assert json.loads((out / "label_report.json").read_text())["total_cost_usd"] == (
+            pytest.approx(first["total_cost_usd"])
+        )
+        assert run_label(collection, path, out, "--dry-run", "--prices", str(prices)) == 0
+        said = capsys.readouterr().err
+        assert re.search(r"about [\d,]+ input and [\d,]+ output tokens, about \$", said)
+        assert f"label: {out} has spent {first['total_calls']} calls and $" in said
+        assert run("4") == 0  # a higher budget goes on
+    last = json.loads((out / "label_report.json").read_text())
+    assert last["total_calls"] == len(server.requests) > first["total_calls"]
+    assert first["total_cost_usd"] < last["total_cost_usd"] <= 4
+    assert last["total_cost_usd"] == pytest.approx(last["total_input_tokens"] * 1000 / 1e6)
+    assert last["total_cost_usd"] == pytest.approx(first["cost_usd"] + last["cost_usd"])

@@ -20,6 +20,7 @@ from ..training.labelling import (
     judge_from,
     label,
     read_prices,
+    spent_on,
 )
 from .args import (
     add_data_argument,
@@ -73,6 +74,14 @@ def _line(report: LabelReport) -> str:
     )
 
 
+def _go_on(report: LabelReport, out: str) -> str:
+    """How to go on after a stop: the limit covers every run into ``out``, so raise it."""
+    if report.stopped is None:
+        return ""
+    limit = "--budget" if report.stopped.startswith("budget") else "--max-calls"
+    return f"run again with a higher {limit} to go on (it covers every run into {out})"
+
+
 def cmd_label(args: argparse.Namespace) -> int:
     need_collection(args.data)
     need_file(args.judge, "--judge", "a pipeline file declaring the LLM judge")
@@ -94,24 +103,32 @@ def cmd_label(args: argparse.Namespace) -> int:
     prices = read_prices(args.prices)
     ranked = first_stage(data, args.first_stage, k=args.candidates)
     candidates = {q: [d for d, _ in rows] for q, rows in ranked.items()}
-    calls, cost, tokens = estimate(judge, data.queries, candidates, data.text, prices)
+    planned = estimate(judge, data.queries, candidates, data.text, prices)
     price = (
-        f"about {dollars(cost)}"
-        if cost is not None
+        f"about {dollars(planned.cost_usd)}"
+        if planned.cost_usd is not None
         else f"cost unknown (no list price for model {judge.client.model!r}: --prices FILE)"
     )
     stops = (
         f" (--max-calls stops it at {args.max_calls})"
-        if args.max_calls is not None and args.max_calls < calls
+        if args.max_calls is not None and args.max_calls < planned.calls
         else ""
     )
     print(
         f"label: {len(data.queries)} queries x top {args.candidates} with "
-        f"{judge.client.model}: up to "
-        f"{calls} calls{stops}, about {tokens:,} input tokens, {price}, before the judgment "
-        "cache",
+        f"{judge.client.model}: up to {planned.calls} calls{stops}, about "
+        f"{planned.input_tokens:,} input and {planned.output_tokens:,} output tokens, {price}, "
+        "before the judgment cache",
         file=sys.stderr,
     )
+    spent = spent_on(args.out, prices, judge.client.model)
+    if spent.calls:
+        cost = f" and {dollars(spent.cost_usd)}" if spent.cost_usd is not None else ""
+        print(
+            f"label: {args.out} has spent {spent.calls} calls{cost} in earlier runs, which "
+            "--max-calls and --budget count",
+            file=sys.stderr,
+        )
     if args.dry_run:
         check_budget(judge, args.budget, prices)  # as the real run would refuse it
         return 0
@@ -136,12 +153,13 @@ def cmd_label(args: argparse.Namespace) -> int:
         first_stage=args.first_stage,
         depth=args.candidates,
     )
-    stopped = f"; stopped ({report.stopped}): run again to go on" if report.stopped else ""
+    go_on = _go_on(report, args.out)
+    stopped = f"; stopped ({report.stopped}): {go_on}" if report.stopped else ""
     print(f"label: {_line(report)} in {report.seconds:.0f} s{stopped}", file=sys.stderr)
     for note in report.notes():
         print(f"label: {note}", file=sys.stderr)
     if report.error:
-        raise InputError(report.error)
+        raise InputError(report.error + (f"; {go_on}" if report.stopped else ""))
     print(f"label: wrote {Path(args.out) / 'qrels' / (args.out_split + '.tsv')}", file=sys.stderr)
     return 0
 
@@ -166,7 +184,9 @@ def add_commands(sub: Any) -> None:
         "0-3 (<4, 4-6, 7-8, 9-10); a listwise order becomes 2 / 1 / 0 by position "
         "(--positions). Failed or unreadable judgments are counted and left out. The "
         "estimated calls and cost are printed first; --max-calls / --budget stop cleanly, "
-        "and a second run resumes (the judgment cache answers what was judged).",
+        "and a second run resumes (the judgment cache answers what was judged); both limits "
+        "count what every run into --out spent (label_report.json's total_calls and "
+        "total_cost_usd).",
         **examples(
             "rerankit label --data my-data --judge judge.toml --out labelled --dry-run",
             "rerankit label --data my-data --judge judge.toml --out labelled --budget 5",
@@ -201,9 +221,16 @@ def add_commands(sub: Any) -> None:
     lab.add_argument(
         "--out-split", default="train", help="name of the qrels written (default train)"
     )
-    lab.add_argument("--max-calls", type=positive_int, help="stop before passing this many")
     lab.add_argument(
-        "--budget", type=positive_float, help="stop before spending more than this (US$, above 0)"
+        "--max-calls",
+        type=positive_int,
+        help="stop before passing this many calls (retries included) in all the runs into --out",
+    )
+    lab.add_argument(
+        "--budget",
+        type=positive_float,
+        help="stop before spending more than this (US$, above 0) in all the runs into --out: "
+        "a stopped run goes on when run again with a higher budget",
     )
     lab.add_argument(
         "--prices",

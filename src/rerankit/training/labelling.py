@@ -10,14 +10,15 @@ scorer and writes a BEIR folder the learning commands read unchanged (``qrels/<s
 
 A judgment that failed or could not be read is counted and left out, never written as 0.
 The judge's cache makes a second run free for what the first judged, so a stopped run
-resumes where it stopped; the output is rewritten atomically after every query.
+resumes where it stopped; the output is rewritten atomically after every query. The report
+keeps what every run into the folder spent (``total_calls``, ``total_cost_usd``, ...), and
+``max_calls`` and ``budget`` cover those totals, not one run.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 import re
 import shutil
@@ -34,9 +35,18 @@ from ..errors import ConfigError, InputError, in_file, keyword_flag
 from ..eval.data import Dataset
 from ..llm.base import KEYS_OPTIONAL
 from ..rerankers.base import run_sync
-from ..scorers.llm_listwise import LLMListwiseScorer, windows
-from ..scorers.llm_pointwise import LLMPointwiseScorer
 from ..types import Document
+from .label_costs import (
+    PRICES,
+    Spent,
+    calls_for,
+    check_budget,
+    cost_of,
+    estimate,
+    judge_kind,
+    read_prices,
+    spent_before,
+)
 
 __all__ = [
     "LABEL_REPORT",
@@ -49,32 +59,16 @@ __all__ = [
     "judge_from",
     "label",
     "read_prices",
+    "spent_on",
 ]
 
 logger = logging.getLogger(__name__)
-
-#: US$ per million input / output tokens, the providers' list prices in 2025 (override them
-#: with ``prices=``, or ``--prices FILE`` on the command line)
-PRICES: dict[str, tuple[float, float]] = {
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4.1-nano": (0.10, 0.40),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1": (2.00, 8.00),
-    "gemini-2.0-flash": (0.10, 0.40),
-    "gemini-2.5-flash-lite": (0.10, 0.40),
-    "gemini-2.5-flash": (0.30, 2.50),
-    "gemini-2.5-pro": (1.25, 10.00),
-}
 
 #: the report `rerankit label` writes beside the qrels (also how `tune` knows labels)
 LABEL_REPORT = "label_report.json"
 
 #: flags that mean a document's judgment is unusable
 UNUSABLE = ("llm_failed", "llm_unreadable", "empty_content")
-CHARS_PER_TOKEN = 4  # the estimate before a run; the report counts the provider's tokens
-PROMPT_TOKENS = 150  # instructions and format around each call's texts
-ANSWER_TOKENS = {"pointwise": 20, "listwise": 60}
 
 
 MAX_REASONS = 5  # failure reasons a report keeps
@@ -107,6 +101,12 @@ class LabelReport:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float | None = None
+    #: what every run into this folder spent, this one included (``max_calls`` and
+    #: ``budget`` count these): calls, the provider's tokens, and their cost
+    total_calls: int = 0
+    total_input_tokens: int = 0
+    total_output_tokens: int = 0
+    total_cost_usd: float | None = None
     estimated_calls: int = 0
     estimated_cost_usd: float | None = None
     seconds: float = 0.0
@@ -120,6 +120,15 @@ class LabelReport:
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    def tally(self, earlier: Spent, prices: Mapping[str, tuple[float, float]]) -> None:
+        """This run's cost, and the folder's totals: ``earlier`` runs' and this one's."""
+        self.cost_usd = cost_of(self.model, self.input_tokens, self.output_tokens, prices)
+        self.total_calls = earlier.calls + self.calls
+        self.total_input_tokens = earlier.input_tokens + self.input_tokens
+        self.total_output_tokens = earlier.output_tokens + self.output_tokens
+        known = self.cost_usd is not None and earlier.cost_usd is not None
+        self.total_cost_usd = earlier.cost_usd + self.cost_usd if known else None
 
     def note_failures(self, qid: str, warnings: Sequence[str]) -> None:
         """Keep the first :data:`MAX_REASONS` distinct reasons among a query's warnings."""
@@ -139,7 +148,8 @@ class LabelReport:
             reasons = "".join(f"\n  {r}" for r in self.failure_reasons)
             return f"no label written: all {self.failed} judgments failed; why:{reasons}"
         if self.stopped:
-            return f"no label written: stopped before the first query ({self.stopped})"
+            kept = "; the folder keeps the earlier runs' labels" if self.total_calls else ""
+            return f"no label written: stopped before the first query ({self.stopped}){kept}"
         return "no label written: no query had candidates to judge"
 
     def notes(self) -> list[str]:
@@ -157,62 +167,6 @@ class LabelReport:
         if self.failed and self.labels:
             notes += [f"failed: {r}" for r in self.failure_reasons]
         return notes
-
-
-def _kind(judge: Any) -> str:
-    if isinstance(judge, LLMPointwiseScorer):
-        return "pointwise"
-    if isinstance(judge, LLMListwiseScorer):
-        return "listwise"
-    raise InputError(
-        f"a judge must be an LLM pointwise or listwise scorer, got {type(judge).__name__}"
-    )
-
-
-def _calls_for(judge: Any, n: int) -> int:
-    if _kind(judge) == "pointwise":
-        return math.ceil(n / judge.docs_per_call)
-    return sum(1 for a, b in windows(n, judge.window, judge.step) if b - a >= 2)
-
-
-def _price(model: str, prices: Mapping[str, tuple[float, float]]) -> tuple[float, float] | None:
-    return prices.get(model) or prices.get(model.rsplit("/", 1)[-1])
-
-
-def estimate(
-    judge: Any,
-    queries: Mapping[str, str],
-    candidates: Mapping[str, Sequence[str]],
-    texts: Callable[[str], str],
-    prices: Mapping[str, tuple[float, float]] = PRICES,
-) -> tuple[int, float | None, int]:
-    """Calls, cost (None without a price for the judge's model) and input tokens a run
-    would take with an empty cache (tokens estimated at 4 characters each)."""
-    kind = _kind(judge)
-    calls = tokens = 0
-    for qid, query in queries.items():
-        docs = candidates.get(qid, [])
-        n_calls = _calls_for(judge, len(docs))
-        chars = sum(min(len(texts(d)), judge.max_chars) for d in docs)
-        if kind == "listwise":  # each window shows its documents once
-            per_doc = chars / max(len(docs), 1)
-            chars = int(
-                per_doc * sum(b - a for a, b in windows(len(docs), judge.window, judge.step))
-            )
-        calls += n_calls
-        tokens += chars // CHARS_PER_TOKEN + n_calls * (PROMPT_TOKENS + len(query) // 4)
-    price = _price(judge.client.model, prices)
-    cost = None
-    if price is not None:
-        cost = (tokens * price[0] + calls * ANSWER_TOKENS[kind] * price[1]) / 1e6
-    return calls, cost, tokens
-
-
-def _cost(report: LabelReport, prices: Mapping[str, tuple[float, float]]) -> float | None:
-    price = _price(report.model, prices)
-    if price is None:
-        return None
-    return (report.input_tokens * price[0] + report.output_tokens * price[1]) / 1e6
 
 
 def _grades(kind: str, values: Sequence[float], positions: tuple[int, int]) -> list[int]:
@@ -286,45 +240,58 @@ def label(
 ) -> LabelReport:
     """Judge each query's ``candidates`` (doc ids, best first) with ``judge`` and write the
     labels under ``out`` (see the module). ``max_calls`` / ``budget`` (US$, from ``prices``
-    per million tokens) stop the run before a query that would pass them; what was labelled
-    until then is written. ``source``: the dataset's folder (its corpus is linked, not
+    per million tokens) stop the run before a query that would pass them, counting what
+    every earlier run into ``out`` spent (its report's totals); what was labelled until then
+    is written (a run stopped before its first query leaves an earlier run's folder as it
+    was). ``source``: the dataset's folder (its corpus is linked, not
     copied). ``first_stage`` and ``depth``: where ``candidates`` came from and how many per
     query, recorded in the report for :func:`first_stage_mismatch`."""
-    kind = _kind(judge)
+    kind = judge_kind(judge)
     out = Path(out)
     report = LabelReport(judge=kind, model=judge.client.model, queries=len(data.queries))
     report.first_stage, report.candidates = stage_name(first_stage), depth
     texts = data.text
-    report.estimated_calls, report.estimated_cost_usd, _ = estimate(
-        judge, data.queries, candidates, texts, prices
-    )
+    planned = estimate(judge, data.queries, candidates, texts, prices)
+    report.estimated_calls, report.estimated_cost_usd = planned.calls, planned.cost_usd
     check_budget(judge, budget, prices)
+    earlier = spent_on(out, prices, report.model)
+    resumed = (out / LABEL_REPORT).is_file()
+    report.tally(earlier, prices)
     out.mkdir(parents=True, exist_ok=True)
     _corpus(out, data, Path(source) if source is not None else None)
     qrels: dict[str, dict[str, int]] = {}
     grades: Counter[int] = Counter()
     start = time.perf_counter()
 
+    def stop_before(qid: str, query: str, ids: list[str]) -> str | None:
+        """Why the next query would pass ``max_calls`` or ``budget``, counting what every
+        run into ``out`` spent; None when it would not."""
+        need = calls_for(judge, len(ids))
+        if max_calls is not None and report.total_calls + need > max_calls:
+            this = f" ({report.calls} in this run)" if earlier.calls else ""
+            return (
+                f"max calls: {report.total_calls} made for {out}{this}, the next query needs "
+                f"up to {need}"
+            )
+        if budget is not None:
+            next_cost = estimate(judge, {qid: query}, {qid: ids}, texts, prices).cost_usd or 0.0
+            spent = report.total_cost_usd or 0.0
+            if spent + next_cost > budget:
+                this = f" (${report.cost_usd or 0.0:.4f} in this run)" if earlier.calls else ""
+                return (
+                    f"budget: ${spent:.4f} spent on {out}{this}, the next query may cost "
+                    f"${next_cost:.4f}"
+                )
+        return None
+
     async def judge_all() -> None:  # one event loop: the provider's connections are reused
         for qid, query in data.queries.items():
             ids = list(candidates.get(qid, []))
             if not ids:
                 continue
-            need = _calls_for(judge, len(ids))
-            if max_calls is not None and report.calls + need > max_calls:
-                report.stopped = (
-                    f"max calls: {report.calls} made, the next query needs up to {need}"
-                )
+            report.stopped = stop_before(qid, query, ids)
+            if report.stopped is not None:
                 return
-            if budget is not None:
-                _, next_cost, _ = estimate(judge, {qid: query}, {qid: ids}, texts, prices)
-                spent = _cost(report, prices) or 0.0
-                if spent + (next_cost or 0.0) > budget:
-                    report.stopped = (
-                        f"budget: ${spent:.4f} spent, the next query may cost "
-                        f"${next_cost or 0.0:.4f}"
-                    )
-                    return
             batch = await judge.score(query, [Document(texts(d), id=d) for d in ids])
             for name in ("calls", "retries", "cache_hits", "input_tokens", "output_tokens"):
                 setattr(report, name, getattr(report, name) + int(batch.usage.get(name, 0)))
@@ -342,7 +309,7 @@ def label(
                 report.labelled_queries += 1
                 report.labels += len(usable)
             report.grades = dict(sorted(grades.items()))
-            report.cost_usd = _cost(report, prices)
+            report.tally(earlier, prices)
             report.seconds = time.perf_counter() - start
             _write(out, split, data, qrels, report)
             if progress is not None:
@@ -350,8 +317,9 @@ def label(
 
     run_sync(judge_all())
     report.seconds = time.perf_counter() - start
-    report.cost_usd = _cost(report, prices)
-    _write(out, split, data, qrels, report)
+    report.tally(earlier, prices)
+    if report.labelled_queries or report.failed or not resumed:  # else left as it was
+        _write(out, split, data, qrels, report)
     logger.info(
         "labelled %d queries (%d labels, %d failed)",
         report.labelled_queries,
@@ -361,16 +329,17 @@ def label(
     return report
 
 
-def check_budget(
-    judge: Any, budget: float | None, prices: Mapping[str, tuple[float, float]] = PRICES
-) -> None:
-    """Refuse a ``budget`` for a judge whose model has no price (what would it count?);
-    :func:`label` checks it, and a dry run can before it estimates."""
-    if budget is not None and _price(judge.client.model, prices) is None:
-        raise InputError(
-            f"no price for model {judge.client.model!r}: pass its prices with "
-            f"{keyword_flag('prices')} to use a budget"
-        )
+def spent_on(
+    out: str | Path, prices: Mapping[str, tuple[float, float]] = PRICES, model: str = ""
+) -> Spent:
+    """What earlier runs into the label folder ``out`` spent, as its ``label_report.json``
+    records it (nothing without one; see
+    :func:`~rerankit.training.label_costs.spent_before`)."""
+    try:
+        made = json.loads((Path(out) / LABEL_REPORT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return Spent()
+    return spent_before(made, prices, model) if isinstance(made, dict) else Spent()
 
 
 def stage_name(first_stage: str | None) -> str | None:
@@ -416,20 +385,3 @@ def judge_from(spec: str | Path, *, keys: bool = True) -> Any:
             '"llm_listwise"), not a pipeline of several'
         )
     return scorer
-
-
-def read_prices(path: str | Path | None) -> dict[str, tuple[float, float]]:
-    """The built-in :data:`PRICES`, overridden by a JSON, TOML or YAML file of
-    ``{model: {input: $/M tokens, output: $/M tokens}}``."""
-    prices = dict(PRICES)
-    if path is None:
-        return prices
-    table = read_spec(path)
-    for model, price in table.items():
-        try:
-            prices[model] = (float(price["input"]), float(price["output"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(
-                f"{path}: {model!r} needs input and output prices per million tokens"
-            ) from exc
-    return prices
