@@ -48,6 +48,16 @@ def test_an_answer_naming_another_id_keeps_its_score_flagged_llm_wrong_id():
     assert not result.degraded and result.unusable is None
 
 
+def test_an_answer_whose_id_is_null_is_flagged_llm_wrong_id():
+    result = _rerank(lambda request: Reply(text='{"id": null, "score": 6}'))
+    assert [r.score for r in result] == [6.0, 6.0]
+    assert [r.flags for r in result] == [("llm_wrong_id",), ("llm_wrong_id",)]
+    assert result.warnings[0] == (
+        "document 0 (id 'u1'): the answer names id null, not 'u1', the id the prompt gave "
+        "it; its score is kept (it was asked about this document alone)"
+    )
+
+
 def test_an_answer_without_an_id_is_not_flagged():
     result = _rerank(lambda request: Reply(text='{"score": 6}'))
     assert [r.flags for r in result] == [(), ()] and result.warnings == ()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +14,9 @@ pytest.importorskip("openai", reason="the judge runs through the 'openai' extra"
 
 from rerankit.cli.main import main
 from rerankit.llm.testing import FakeLLMServer, Reply
+from rerankit.rerankers.base import run_sync
+from rerankit.training.labelling import judge_from
+from rerankit.types import Document
 
 K = 5
 DOC = re.compile(r'Document ("(?:[^"\\]|\\.)*") \(a JSON string\)')
@@ -106,3 +110,41 @@ def test_the_budget_covers_every_run_into_the_folder(tmp_path, collection, monke
     assert first["total_cost_usd"] < last["total_cost_usd"] <= 4
     assert last["total_cost_usd"] == pytest.approx(last["total_input_tokens"] * 1000 / 1e6)
     assert last["total_cost_usd"] == pytest.approx(first["cost_usd"] + last["cost_usd"])
+
+
+def test_answers_naming_another_document_id_are_counted_and_one_is_shown(
+    tmp_path, collection, monkeypatch, capsys
+):
+    misnamed = {"d0-1": None, "d2-3": "d2-4"}  # a null id, and another document's
+
+    def confused(request):
+        doc = json.loads(DOC.search(request.prompt).group(1))
+        named = misnamed.get(doc, doc)
+        return Reply(text=json.dumps({"id": named, "score": 7}), input_tokens=100)
+
+    out = tmp_path / "labelled"
+    with FakeLLMServer(responder=confused) as server:
+        assert run_label(collection, judge_file(tmp_path, server, monkeypatch), out) == 0
+    asked = [r for r in server.requests if json.loads(DOC.search(r.prompt).group(1)) in misnamed]
+    report = json.loads((out / "label_report.json").read_text())
+    assert len(asked) >= 2 and report["wrong_ids"] == len(asked)
+    assert report["labels"] == 30 * K and report["failed"] == 0  # their scores are kept
+    err = capsys.readouterr().err
+    shown = re.search(r"label: wrong ids: (\d+) answers named another document id .*", err)
+    assert shown and int(shown.group(1)) == len(asked)
+    assert re.search(
+        r"e\.g\. query \S+: document \d+ \(id '(d0-1|d2-3)'\): the answer names id", err
+    )
+
+
+def test_the_request_learning_md_shows_is_the_one_label_sends(tmp_path, monkeypatch):
+    page = (Path(__file__).parents[2] / "docs" / "learning.md").read_text(encoding="utf-8")
+    shown = json.loads(re.search(r'```json\n(\{"model".*?)```', page, flags=re.S).group(1))
+    user = shown["messages"][1]["content"]
+    query = json.loads(re.search(r'Query \(a JSON string\): ("(?:[^"\\]|\\.)*")', user).group(1))
+    found = re.search(r'Document ("(?:[^"\\]|\\.)*") \(a JSON string\): ("(?:[^"\\]|\\.)*")', user)
+    doc_id, text = (json.loads(g) for g in found.groups())
+    with FakeLLMServer(responder=judge) as server:
+        scorer = judge_from(judge_file(tmp_path, server, monkeypatch))
+        run_sync(scorer.score(query, [Document(text, id=doc_id)]))
+    assert server.requests[0].body == shown

@@ -7,8 +7,8 @@ JSON strings, so a document cannot break the prompt's structure.
 Outcomes per document, all visible in the result:
 
 * a parsed score, clamped to [0, 10] (flag ``score_clamped`` when it was outside); a
-  one-document answer that names another id than the prompt gave keeps its score, flagged
-  ``llm_wrong_id`` with a warning;
+  one-document answer that names another id than the prompt gave (or a null one) keeps its
+  score, flagged ``llm_wrong_id`` with a warning;
 * empty text: 0.0 without a call (flag ``empty_content``);
 * a call that failed after its retries, or an answer with no score in it: 0.0, flag
   ``llm_failed`` and ``llm_failed:<kind>`` (how: ``timeout``, ``rate_limit``, ...,
@@ -231,7 +231,7 @@ class LLMPointwiseScorer(LLMScorerBase):
                 if other is not None:  # one document was asked about: its score, misnamed
                     flags.setdefault(i, []).append("llm_wrong_id")
                     warnings.append(
-                        f"{which}: the answer names id {other!r}, not {label[i]!r}, the id "
+                        f"{which}: the answer names id {other}, not {label[i]!r}, the id "
                         "the prompt gave it; its score is kept (it was asked about this "
                         "document alone)"
                     )
@@ -269,13 +269,18 @@ class LLMPointwiseScorer(LLMScorerBase):
 
 
 def _other_id(text: str, items: list[tuple[str, str]]) -> str | None:
-    """The id a one-document answer names when it is not the one the prompt gave (None
-    when it names none, or that one)."""
+    """The id a one-document answer names when it is not the one the prompt gave, as a
+    warning shows it (``'d7'``, or ``null`` for an id left null); None when it names none,
+    or that one."""
     if len(items) != 1:
         return None
     try:
         answer = parse_json(text)
     except (ValueError, TypeError):
         return None
-    named = answer.get("id") if isinstance(answer, dict) else None
-    return None if named is None or str(named) == items[0][0] else str(named)
+    if not isinstance(answer, dict) or "id" not in answer:
+        return None
+    named = answer["id"]
+    if named is None:
+        return "null"
+    return None if str(named) == items[0][0] else repr(str(named))

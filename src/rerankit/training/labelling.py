@@ -117,6 +117,10 @@ class LabelReport:
     candidates: int | None = None
     #: why judgments failed: the first few distinct reasons (the judge's warnings)
     failure_reasons: list[str] = field(default_factory=list)
+    #: answers that named another document id than the prompt gave (or a null one,
+    #: flagged ``llm_wrong_id``): their scores are kept; and the first one's warning
+    wrong_ids: int = 0
+    wrong_id_example: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -153,8 +157,9 @@ class LabelReport:
         return "no label written: no query had candidates to judge"
 
     def notes(self) -> list[str]:
-        """What to read besides the counts: the retries among the calls, and why judgments
-        failed, when some did (when all did, the error says it all)."""
+        """What to read besides the counts: the retries among the calls, the answers that
+        named another document id, and why judgments failed, when some did (when all did,
+        the error says it all)."""
         notes = []
         if self.retries:
             notes.append(
@@ -164,9 +169,25 @@ class LabelReport:
                 f"{self.calls - self.retries}; the cost counts the tokens of the answers "
                 "(`rerankit -v label`, or the rerankit.llm logger at INFO, says why)"
             )
+        if self.wrong_ids:
+            notes.append(
+                f"wrong ids: {self.wrong_ids} answers named another document id than the "
+                "prompt gave (their scores are kept, flagged llm_wrong_id: does the judge "
+                f"read the document's id from the prompt?), e.g. {self.wrong_id_example}"
+            )
         if self.failed and self.labels:
             notes += [f"failed: {r}" for r in self.failure_reasons]
         return notes
+
+    def note_wrong_ids(
+        self, qid: str, flags: Mapping[int, Sequence[str]], warnings: Sequence[str]
+    ) -> None:
+        """Count the documents a query's answers misnamed, keeping the first warning."""
+        wrong = sum("llm_wrong_id" in f for f in flags.values())
+        self.wrong_ids += wrong
+        if wrong and self.wrong_id_example is None:
+            said = next((w for w in warnings if "the answer names id" in w), None)
+            self.wrong_id_example = f"query {qid}: {said}" if said else f"query {qid}"
 
 
 def _grades(kind: str, values: Sequence[float], positions: tuple[int, int]) -> list[int]:
@@ -301,6 +322,7 @@ def label(
             report.failed += len(bad)
             if bad:
                 report.note_failures(qid, batch.warnings)
+            report.note_wrong_ids(qid, batch.flags, batch.warnings)
             labels = _grades(kind, [float(v) for v in batch.values], positions)
             usable = [i for i in range(len(ids)) if i not in bad]
             if usable:
