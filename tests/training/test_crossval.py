@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import random
 import statistics
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import given
@@ -19,6 +20,8 @@ from rerankit.training.crossval import (
     learning_curve,
     verdict,
 )
+from rerankit.training.reporting import Reporter
+from rerankit.training.selection import cross_validated
 
 QIDS = [f"q{i}" for i in range(50)]
 
@@ -164,3 +167,32 @@ def test_a_margin_asks_for_a_gain_that_many_times_the_noise():
     for bad in (0, -1.0, math.nan):
         with pytest.raises(ValueError, match="margin must be positive"):
             verdict(cv, default, margin=bad)
+
+
+@pytest.mark.parametrize(
+    ("curve", "rising"),
+    [
+        ((59.22, 60.38, 59.26, 60.35), False),  # a zig-zag: its last step rises, the curve not
+        ((79.35, 78.80, 78.88, 79.26), False),  # below its first point: said too, not silent
+        ((55.00, 57.00, 59.00, 61.00), True),
+    ],
+)
+def test_tune_says_a_learning_curve_rises_only_past_its_best_earlier_point(curve, rising):
+    """The curve of a model whose cross-validated nDCG@10 depends only on how many queries
+    it was fitted on (about 10, 20, 30, 40 of 50 with 5 folds), against a default as good on
+    every query (no noise): the line under the curve says whether the last point beats the
+    best earlier one, whatever the step before it did."""
+    by_size = {10: curve[0], 20: curve[1], 30: curve[2], 40: curve[3]}
+
+    def fit(train):
+        value = by_size[round(len(train), -1)] / 100
+        return {"m": lambda q: value}
+
+    opts = SimpleNamespace(folds=5, adopt_margin=None, keep_learned=False)
+    report = Reporter()
+    found = cross_validated(opts, QIDS, fit, {q: 0.5 for q in QIDS}, str, report, refit=True)
+    assert [round(100 * v, 2) for _, v in found.learning_curve] == list(curve)
+    said = [line.strip() for line in report.lines if "at the end" in line]
+    assert len(said) == 1 and said[0].startswith(
+        "still rising at the end" if rising else "not rising beyond the noise at the end"
+    )

@@ -33,6 +33,7 @@ __all__ = [
     "adoption_margin",
     "cross_fit_routes",
     "cross_validated",
+    "curve_trend",
     "default_hybrid_scores",
     "default_ndcg",
     "default_pipeline",
@@ -268,8 +269,9 @@ def cross_validated(
     )
     for n, value in points:
         say(f"  {n:6d}  {100 * value:6.2f}")
-    if len(points) > 1 and points[-1][1] - points[-2][1] > verdict.noise / 2:
-        say("  still rising at the end: more judged queries would likely help")
+    trend = curve_trend(points, verdict.noise)
+    if trend:
+        say(f"  {trend}")
     say()
     times = "" if margin == 1 else f"{margin:g} x "
     if verdict.adopt:
@@ -285,6 +287,27 @@ def cross_validated(
             )
         )
     return Comparison(cv, verdict, points, describe(cv.best))
+
+
+def curve_trend(points: list[tuple[int, float]], noise: float) -> str | None:
+    """What a learning curve's end says (None for a curve of one point): still rising when
+    its last point is above the best earlier one by more than half the ``noise`` (the
+    verdict's), else not rising beyond the noise. The best earlier point, not the one just
+    before, so that a zig-zag (59.2, 60.4, 59.3, 60.4) does not read as a rise."""
+    if len(points) < 2:
+        return None
+    best = max(value for _, value in points[:-1])
+    rise, bar = 100 * (points[-1][1] - best), 100 * noise / 2
+    if rise > bar:
+        return (
+            f"still rising at the end ({rise:+.2f} over the best earlier point, more than half "
+            f"the noise, {bar:.2f}): more judged queries would likely help"
+        )
+    return (
+        f"not rising beyond the noise at the end ({rise:+.2f} over the best earlier point; "
+        f"rising takes more than half the noise, {bar:.2f}): more judgments of the same kind "
+        "are unlikely to change the verdict"
+    )
 
 
 def default_pipeline(
