@@ -102,6 +102,11 @@ def test_tune_writes_the_default_when_learning_cannot_beat_it_and_tells_a_report
     assert "so this is the default pipeline" in result.comment
     assert any(line.startswith("not adopted:") for line in result.lines)
     assert "\n".join(heard).split("\n") == result.lines  # what the reporter heard, in order
+    # served, it answers for `hybrid` too, and the account says so
+    assert (
+        f"(the default `hybrid`, named 't' after its file: `rerankit serve --reranker "
+        f"{tmp_path / 't.toml'}` answers requests naming 't' or `hybrid` with it)"
+    ) in result.lines
 
 
 def test_the_test_split_report_is_in_the_account_with_recall_at_the_depth_evaluated(

@@ -55,7 +55,8 @@ max_bytes = 100000000          # rotate past this size, keeping `backups` older 
 backups = 5
 
 [server.aliases]               # other names for pipelines; by default Cohere's public rerank
-"rerank-v3.5" = "hybrid"       # model names name the default pipeline (aliases = {} for none)
+"rerank-v3.5" = "hybrid"       # model names name the default pipeline, and "hybrid" a pipeline
+                               # that is the hybrid under another name (aliases = {} for none)
 
 [pipelines.hybrid]
 reranker = "hybrid"
@@ -81,6 +82,7 @@ from ..cache import CacheSettings
 from ..config import paths_beside, read_spec
 from .batching import PAIR_MODES
 from .feedback import FeedbackSettings, check_experiments, feedback_beside
+from .hybrid_alias import hybrid_stand_in
 
 __all__ = ["API_KEY_ENV", "ServerSettings", "key_variable_problem", "settings_beside"]
 
@@ -318,6 +320,9 @@ class ServerSettings:
             self.aliases = {
                 name: self.default for name in COHERE_MODELS if name not in self.pipelines
             }
+            stand_in = hybrid_stand_in(self.pipelines, self.default)
+            if stand_in is not None:  # a pipeline that is the hybrid (tune's default) too
+                self.aliases["hybrid"] = stand_in
         for alias, target in self.aliases.items():
             if target not in self.pipelines:
                 raise ValueError(

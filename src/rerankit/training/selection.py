@@ -351,4 +351,9 @@ def write_pipeline(
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(to_toml(spec, comment), encoding="utf-8")
     quiet(report).say(f"\nwrote {out}")
+    if spec.get("stages") == [{"reranker": "hybrid"}]:  # the default itself
+        quiet(report).say(
+            f"(the default `hybrid`, named {spec['name']!r} after its file: `rerankit serve "
+            f"--reranker {out}` answers requests naming {spec['name']!r} or `hybrid` with it)"
+        )
     return out
