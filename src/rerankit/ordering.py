@@ -37,6 +37,7 @@ __all__ = [
     "Deduplicate",
     "DifficultyOrdering",
     "MinScore",
+    "Outcome",
     "Rule",
     "apply_difficulty_ordering",
     "deduplicate",
