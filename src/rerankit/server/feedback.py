@@ -22,12 +22,17 @@ Settings (``[server.feedback]``, or ``[server] feedback = "PATH"`` for the defau
     retention_days = 30     # remove records older than this (+ at most an hour); unset: no limit
     queue_size = 10000      # records waiting to be written; more are dropped and counted
     max_answers = 100000    # answers feedback may name: the most recent ones
+    accept_unknown_ids = false  # true: feedback naming an answer this log does not hold
+                            # (another replica's) is written unchecked (202), not a 404
 
 Feedback may name any of the last ``max_answers`` answers the log holds, also one issued
 before a restart or by another worker process (``serve --workers``): an id this process
 has not seen is looked up in what the log holds (read once, then only what was appended
 since). The bound keeps a long-running service's memory flat: each answer remembered
-costs about a hundred bytes plus its document ids.
+costs about a hundred bytes plus its document ids. With ``accept_unknown_ids``, feedback
+naming an id the log does not hold is checked as far as it can be without its answer
+(its shape, its dwell times) and written marked ``unchecked``: reading every replica's
+log joins it with its impression and checks its clicks there.
 """
 
 from __future__ import annotations
@@ -70,10 +75,16 @@ class FeedbackSettings:
     queue_size: int = 10_000
     max_answers: int = 100_000
     retention_days: float | None = None
+    accept_unknown_ids: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path:
             raise ValueError("[server.feedback] path: the click log's file, e.g. 'clicks.jsonl'")
+        if not isinstance(self.accept_unknown_ids, bool):
+            raise ValueError(
+                f"[server.feedback] accept_unknown_ids: true or false, got "
+                f"{self.accept_unknown_ids!r}"
+            )
         if self.store not in STORE:
             raise ValueError(
                 f"[server.feedback] store {self.store!r}: expected one of {', '.join(STORE)}"
@@ -187,10 +198,13 @@ class FeedbackLog:
             ).start()
         logger.info(
             "feedback on: answers and clicks logged to %s (queries stored in clear text, "
-            "documents stored as %s; records kept %s)",
+            "documents stored as %s; records kept %s)%s",
             Path(settings.path).resolve(),
             settings.store,
             kept,
+            "; feedback naming answers this log does not hold (another replica's) written unchecked"
+            if settings.accept_unknown_ids
+            else "",
         )
 
     def sweep(self) -> None:
@@ -270,12 +284,17 @@ class FeedbackLog:
         if self._submit(self.log.log_impression, rid, query, docs, shown, **options):
             self.impressions += 1
 
-    def record_feedback(self, rid: str, clicks: list[int], dwell_ms: Any) -> bool:
-        """Log feedback (clicks as indices); False when it repeats feedback already
-        recorded for the answer (nothing is written then)."""
-        if not self.index.remember(rid, feedback_key(clicks, dwell_ms)):
+    def record_feedback(
+        self, rid: str, clicks: list[Any], dwell_ms: Any, *, unchecked: bool = False
+    ) -> bool:
+        """Log feedback (clicks as indices; ``unchecked``: for an id the log does not hold,
+        the clicks as sent, marked so); False when it repeats feedback already recorded for
+        the answer (nothing is written then)."""
+        remember = self.index.remember_unchecked if unchecked else self.index.remember
+        if not remember(rid, feedback_key(clicks, dwell_ms)):
             return False
-        if self._submit(self.log.log_feedback, rid, clicks, dwell_ms=dwell_ms):
+        options = {"dwell_ms": dwell_ms, "unchecked": unchecked}
+        if self._submit(self.log.log_feedback, rid, clicks, **options):
             self.feedback += 1
         return True
 

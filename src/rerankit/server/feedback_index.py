@@ -25,13 +25,16 @@ class AnswerIndex:
     answered without writing it again): those this process logged, and those the log
     holds, read on the first miss and then only as far as it grew; at most ``limit``, the
     most recent by time (older ones are forgotten with their feedback: naming one is a
-    404, and reading the log again never brings them back)."""
+    404, and reading the log again never brings them back). Beside them, the feedback kept
+    unchecked for ids no answer known has (``accept_unknown_ids``: another replica's
+    answers), so a repeat of it is not written again either: at most ``limit`` ids."""
 
     def __init__(self, path: str | Path, limit: int = 100_000) -> None:
         self.path = Path(path)
         self.limit = limit
         self.answers: OrderedDict[str, Answer] = OrderedDict()  # oldest first
         self.seen: dict[str, set[Any]] = {}
+        self.unchecked: OrderedDict[str, set[Any]] = OrderedDict()  # oldest first
         self._times: dict[str, float] = {}
         self._cutoff = float("-inf")  # the time of the newest answer forgotten
         self._lock = threading.Lock()
@@ -83,6 +86,23 @@ class AnswerIndex:
             keys.add(key)
             return True
 
+    def remember_unchecked(self, rid: str, key: Any) -> bool:
+        """Record a feedback key for ``rid``, an id no answer known has (call :meth:`find`
+        first: it reads what the log gained); False when it was recorded already."""
+        with self._lock:
+            return self._put_unchecked(rid, key)
+
+    def _put_unchecked(self, rid: str, key: Any) -> bool:
+        keys = self.unchecked.get(rid)
+        if keys is None:
+            keys = self.unchecked[rid] = set()
+            while len(self.unchecked) > self.limit:
+                self.unchecked.popitem(last=False)
+        if key in keys:
+            return False
+        keys.add(key)
+        return True
+
     def _catch_up(self) -> None:
         try:
             stat = self.path.stat()
@@ -122,6 +142,8 @@ class AnswerIndex:
                     for kind, rid, value, when in _records(line):
                         if kind == "impression":
                             self._put(rid, value, when)
+                        elif kind == "unchecked":
+                            self._put_unchecked(rid, value)
                         elif rid in self.answers:
                             self.seen.setdefault(rid, set()).add(value)
         except OSError as exc:
@@ -130,7 +152,8 @@ class AnswerIndex:
 
 
 def _records(line: bytes) -> Iterator[tuple[str, str, Any, float]]:
-    """A log line as (kind, answer id, answer or feedback key, time: now when it has none)."""
+    """A log line as (kind: ``impression``, ``feedback`` or ``unchecked`` feedback, answer
+    id, answer or feedback key, time: now when it has none)."""
     try:
         record = json.loads(line)
         kind, rid, when = record.get("type"), str(record["id"]), record.get("time")
@@ -140,6 +163,7 @@ def _records(line: bytes) -> Iterator[tuple[str, str, Any, float]]:
             ids = [str(d["id"]) for d in record["documents"]]
             yield kind, rid, answer_of(ids, record.get("shown")), float(when)
         elif kind == "feedback":
+            kind = "unchecked" if record.get("unchecked") is True else kind
             yield kind, rid, feedback_key(record["clicks"], record.get("dwell_ms")), float(when)
     except (ValueError, KeyError, TypeError, AttributeError):
         return  # not a record of the format: read_log reports these

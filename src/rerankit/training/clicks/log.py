@@ -32,9 +32,12 @@ A **feedback** record says what was clicked in one answer::
 
 ``clicks`` are indices into the impression's ``documents`` (integers) or document ids
 (strings: a numeric id goes as a string, since an integer is always an index); ``dwell_ms``
-(optional) one number for the answer or one per click. Feedback for the same ``id`` sent
-twice counts once; later feedback adds its clicks (:mod:`.reader` joins them). ``time`` is
-seconds since the Unix epoch (a number; an ISO 8601 string is also read).
+(optional) one number for the answer or one per click; ``unchecked`` (true): a service
+replica whose log does not hold the answer wrote it unchecked (``accept_unknown_ids``),
+for the reader to join with the impression in another replica's log. Feedback for the
+same ``id`` sent twice counts once; later feedback adds its clicks (:mod:`.reader` joins
+them). ``time`` is seconds since the Unix epoch (a number; an ISO 8601 string is also
+read).
 
 Privacy: the query is stored as sent, in clear (learning needs it); documents' texts as
 ``text``, ``hash`` (the SHA-256 only: learning then needs the corpus to look texts up) or
@@ -237,6 +240,7 @@ class ClickLog:
         *,
         dwell_ms: Any = None,
         time: float | None = None,
+        unchecked: bool = False,
     ) -> bool:
         """Write a :class:`Feedback` record; False (counted) when it could not be written.
 
@@ -248,13 +252,15 @@ class ClickLog:
         show, refuses the record (False, counted in :attr:`write_errors`, the click named in
         :attr:`last_error` and the warning). Feedback for another answer (written before a
         restart, or by another process) is written unchecked: :func:`~.reader.read_log`'s
-        report counts such clicks."""
+        report counts such clicks. ``unchecked``: mark the record as written without its
+        answer at hand (a service replica's ``accept_unknown_ids``)."""
         try:
             answer = self._answers.get(str(id))
             if answer is not None:
                 answer.indices(clicks := list(clicks))
             dwell = tuple(dwell_ms) if isinstance(dwell_ms, (list, tuple)) else dwell_ms
-            record = Feedback(str(id), tuple(clicks), dwell, self.now() if time is None else time)
+            when = self.now() if time is None else time
+            record = Feedback(str(id), tuple(clicks), dwell, when, unchecked=unchecked)
         except Exception as exc:
             return self._failed(exc, f"feedback {id!r}")
         return self.write(record)

@@ -111,7 +111,7 @@ def parse_record(value: Any) -> Impression | Feedback:
             dwell = tuple(None if d is None else _number(d, "dwell_ms") for d in dwell)
         elif dwell is not None:
             dwell = _number(dwell, "dwell_ms")
-        return Feedback(
-            str(rid), tuple(clicks), dwell, record_time(value.get("time"), f"feedback {rid}")
-        )
+        when = record_time(value.get("time"), f"feedback {rid}")
+        unchecked = value.get("unchecked") is True
+        return Feedback(str(rid), tuple(clicks), dwell, when, unchecked=unchecked)
     raise ValueError(f"type must be 'impression' or 'feedback', got {kind!r}")

@@ -4,7 +4,8 @@ feedback into a :class:`Session`.
 An impression without feedback is a session without clicks. Feedback for an ``id`` sent
 more than once counts once: the clicks of every record for the id are united, so a
 repeated record changes nothing and a later one adds its clicks. Feedback whose ``id`` no
-impression has is counted (``orphan_feedback``) and left out; so is feedback that came more
+impression has is counted (``orphan_feedback``; of them, ``orphan_unchecked`` those a service
+replica kept unchecked, its answer in a log not read) and left out; so is feedback that came more
 than ``max_feedback_delay`` seconds after its impression, when one is given
 (``late_feedback``). An impression whose ``id`` an earlier one has (the same log written
 twice, say) is counted (``duplicate_impressions``), noted with its file and line, logged
@@ -72,7 +73,11 @@ class ReadReport:
     #: impressions left out: an earlier one has their id (the first of each id is kept)
     duplicate_impressions: int = 0
     repeated_feedback: int = 0
+    #: feedback records left out: their answer is in none of the logs read
     orphan_feedback: int = 0
+    #: of ``orphan_feedback``, those a replica kept unchecked (``accept_unknown_ids``): the
+    #: answer is in another replica's log, not read
+    orphan_unchecked: int = 0
     #: feedback records left out: later than ``max_feedback_delay`` after their impression
     late_feedback: int = 0
     unknown_clicks: int = 0
@@ -103,7 +108,7 @@ class ReadReport:
             )
         left_out = [
             (self.repeated_feedback, f"{self.repeated_feedback} repeated feedback"),
-            (self.orphan_feedback, f"{self.orphan_feedback} feedback without an impression"),
+            (self.orphan_feedback, _orphans(self.orphan_feedback, self.orphan_unchecked)),
             (
                 self.late_feedback,
                 f"{self.late_feedback} feedback later than the maximum delay after its impression",
@@ -140,6 +145,14 @@ class ReadReport:
 
 def _count(n: int, thing: str) -> str:
     return f"{n} {thing}{'' if n == 1 else 's'}"
+
+
+def _orphans(n: int, unchecked: int) -> str:
+    """Feedback whose answer no log read holds; when a replica kept some unchecked, where
+    the answers are."""
+    named = "names an answer" if n == 1 else "name answers"
+    said = f"{_count(n, 'feedback record')} {named} in none of the logs read"
+    return f"{said}: read every replica's log" if unchecked else said
 
 
 def _resolve(click: int | str, impression: Impression, ids: dict[str, int] | None) -> int | None:
@@ -228,7 +241,10 @@ def join(
             ", ".join(repeated),
             _count(sum(repeated.values()), "impression"),
         )
-    report.orphan_feedback += sum(len(v) for k, v in feedback.items() if k not in impressions)
+    for rid, records_of in feedback.items():
+        if rid not in impressions:
+            report.orphan_feedback += len(records_of)
+            report.orphan_unchecked += sum(r.unchecked for r in records_of)
     sessions = []
     for rid, impression in impressions.items():
         clicks: set[int] = set()
