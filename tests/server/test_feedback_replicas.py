@@ -17,7 +17,7 @@ pytest.importorskip("httpx")
 from fastapi.testclient import TestClient
 
 from rerankit.server import ServerSettings, create_app
-from rerankit.training.clicks import ClickLog, logs_files, read_log
+from rerankit.training.clicks import ClickLog, interleaving_report, logs_files, read_log
 
 DOCS_FOLDER = Path(__file__).resolve().parents[2] / "docs"
 KEY = {"Authorization": "Bearer sekret"}
@@ -128,3 +128,32 @@ def test_a_numeric_answer_id_is_read_as_its_string_as_the_log_reads_it(tmp_path)
         client.app.state.feedback.flush()
     sessions, report = read_log(log)
     assert report.orphan_feedback == 0 and sessions[0].clicks == (1,)
+
+
+def test_explain_impressions_are_marked_and_left_out_of_learning(tmp_path):
+    log = tmp_path / "clicks.jsonl"
+    settings = ServerSettings(
+        pipelines={"bm25": "bm25", "other": "bm25"},
+        default="bm25",
+        api_keys=["sekret"],
+        feedback={"path": str(log)},
+        interleave=["bm25", "other"],
+        interleave_share=1.0,
+    )
+    with TestClient(create_app(settings)) as client:
+        searched = _answer(client)
+        tried = _answer(client, "/v1/explain")  # what the playground calls
+        for answer in (searched, tried):
+            body = {"id": answer["id"], "clicks": [answer["results"][0]["index"]]}
+            assert client.post("/v1/feedback", json=body, headers=KEY).status_code == 200
+        client.app.state.feedback.flush()
+    impressions = {r["id"]: r for r in _records(log) if r["type"] == "impression"}
+    assert impressions[tried["id"]]["endpoint"] == "explain"
+    assert "endpoint" not in impressions[searched["id"]]  # old logs read as before
+    sessions, report = read_log(log)
+    assert [s.impression.id for s in sessions] == [searched["id"]]
+    assert report.explain_impressions == 1 and report.orphan_feedback == 0
+    assert "1 impression of /v1/explain (the playground's) left out" in report.describe()
+    assert interleaving_report(sessions).sessions == 1  # interleaving reads the searches only
+    kept, _ = read_log(log, explain=True)
+    assert [s.impression.id for s in kept] == [searched["id"], tried["id"]]

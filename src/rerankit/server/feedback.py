@@ -266,7 +266,7 @@ class FeedbackLog:
     ) -> None:
         """Log the impression of ``answer`` (a response body with ``id`` and ``results``
         of ``index`` and ``relevance_score``) over the request's ``documents``; ``extra``:
-        ``explore`` or ``interleaving``. Returns at once."""
+        ``explore`` or ``interleaving``, ``endpoint`` (``"explain"``). Returns at once."""
         rid = str(answer["id"])
         ids = [str(i) if d.id is None else str(d.id) for i, d in enumerate(documents)]
         when = self.log.now()  # the answer's time, in the index and the log alike

@@ -23,7 +23,9 @@ positions RandPair exchanged with the next, see :mod:`.propensity`) and ``interl
 (``{"pipelines": [a, b], "credits": [0.5, -0.25, ...]}``: each shown position's credit to
 ``a``, optimized interleaving, see :mod:`.optimized`; or ``{"pipelines": [a, b], "teams":
 [-1, 0, 1, ...]}``: which pipeline placed each shown position, -1 for the common prefix
-both rank first, team draft, see :mod:`.interleave`).
+both rank first, team draft, see :mod:`.interleave`) and ``endpoint`` (``"explain"``: an
+answer of the service's ``/v1/explain``, the playground's, which reading leaves out of
+learning and interleaving unless asked; missing: a rerank endpoint's).
 
 A **feedback** record says what was clicked in one answer::
 
@@ -182,6 +184,7 @@ class ClickLog:
         query_id: str | None = None,
         explore: Mapping[str, Any] | None = None,
         interleaving: Mapping[str, Any] | None = None,
+        endpoint: str | None = None,
     ) -> Impression:
         """An :class:`Impression` with the documents kept as :attr:`store` says (not written:
         pass it to :meth:`write`). Raises ValueError for indices outside ``documents``."""
@@ -205,6 +208,7 @@ class ClickLog:
             query_id=query_id,
             explore=explore,
             interleaving=interleaving,
+            endpoint=endpoint,
         )
 
     def log_impression(
@@ -226,7 +230,8 @@ class ClickLog:
         (``{"swapped": [p, ...]}``, see :func:`~rerankit.training.clicks.randpair`) and
         ``interleaving`` (``{"pipelines": [a, b], "credits": [...]}``, see
         :func:`~rerankit.training.clicks.optimized_interleave`, or ``{"pipelines": [a, b],
-        "teams": [...]}``, see :func:`~rerankit.training.clicks.team_draft`)."""
+        "teams": [...]}``, see :func:`~rerankit.training.clicks.team_draft`) and ``endpoint``
+        (``"explain"``: left out of learning when read)."""
         try:
             record = self.impression(id, query, documents, shown, **options)
         except Exception as exc:  # never into the caller

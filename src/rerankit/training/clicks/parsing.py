@@ -55,6 +55,13 @@ def _check_interleaving(info: Any, shown: int, rid: Any) -> None:
             raise ValueError(f"{where}.{name} must be a list of numbers, one per position shown")
 
 
+def _endpoint(value: Any, rid: Any) -> str | None:
+    """An impression's ``endpoint``: None (a rerank endpoint's answer) or a string."""
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"impression {rid}: endpoint must be a string, got {value!r}")
+    return value
+
+
 def parse_record(value: Any) -> Impression | Feedback:
     """A record of the format from its JSON value; ValueError naming the field that is
     wrong. A converter from another system's log can build these values and check them
@@ -97,6 +104,7 @@ def parse_record(value: Any) -> Impression | Feedback:
             query_id=None if value.get("query_id") is None else str(value["query_id"]),
             explore=value.get("explore"),
             interleaving=value.get("interleaving"),
+            endpoint=_endpoint(value.get("endpoint"), rid),
         )
     if kind == "feedback":
         clicks = value.get("clicks")

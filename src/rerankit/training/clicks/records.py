@@ -98,6 +98,9 @@ class Impression:
     query_id: str | None = None
     explore: Mapping[str, Any] | None = None
     interleaving: Mapping[str, Any] | None = None
+    #: what answered it, where not a rerank endpoint: ``"explain"`` (the service's
+    #: ``/v1/explain``, which the playground calls), left out of learning
+    endpoint: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -117,6 +120,8 @@ class Impression:
             out["explore"] = dict(self.explore)
         if self.interleaving is not None:
             out["interleaving"] = dict(self.interleaving)
+        if self.endpoint is not None:
+            out["endpoint"] = self.endpoint
         return out
 
 
