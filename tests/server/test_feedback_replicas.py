@@ -6,6 +6,7 @@ which keys may send feedback."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -16,6 +17,7 @@ pytest.importorskip("httpx")
 
 from fastapi.testclient import TestClient
 
+from rerankit.cli import build_parser, serve_settings
 from rerankit.server import ServerSettings, create_app
 from rerankit.training.clicks import ClickLog, interleaving_report, logs_files, read_log
 
@@ -157,3 +159,35 @@ def test_explain_impressions_are_marked_and_left_out_of_learning(tmp_path):
     assert interleaving_report(sessions).sessions == 1  # interleaving reads the searches only
     kept, _ = read_log(log, explain=True)
     assert [s.impression.id for s in kept] == [searched["id"], tried["id"]]
+
+
+def test_one_settings_file_gives_each_replica_its_log_path(tmp_path, monkeypatch):
+    folder = tmp_path / "service"
+    folder.mkdir()
+    settings_file = folder / "service.toml"
+    settings_file.write_text('[server.feedback]\npath = "logs/clicks-${REPLICA_NAME}.jsonl"\n')
+    monkeypatch.setenv("REPLICA_NAME", "pod-1")
+    args = build_parser().parse_args(["serve", "--settings", str(settings_file)])
+    settings = serve_settings(args)
+    assert settings.feedback.path == str(folder / "logs" / "clicks-pod-1.jsonl")
+    # a settings file that declares no [pipelines] serves the built-ins
+    assert sorted(settings.pipelines) == ["bm25", "embedding", "hybrid"]
+    assert settings.default == "hybrid"
+    logs = tmp_path / "volume"
+    monkeypatch.setenv("LOG_ROOT", str(logs))
+    mapping = {"server": {"feedback": {"path": "$LOG_ROOT/clicks-${REPLICA_NAME}.jsonl"}}}
+    absolute = ServerSettings.from_mapping({**mapping, "pipelines": {"bm25": "bm25"}})
+    with TestClient(create_app(absolute)) as client:
+        _answer(client)
+        client.app.state.feedback.flush()
+    assert [r["type"] for r in _records(logs / "clicks-pod-1.jsonl")] == ["impression"]
+    monkeypatch.delenv("REPLICA_NAME")
+    with pytest.raises(ValueError, match="environment variable 'REPLICA_NAME' is not set"):
+        serve_settings(args)
+    # scale-out.md's example, with the variable its Kubernetes pod template sets
+    page = (DOCS_FOLDER / "scale-out.md").read_text(encoding="utf-8")
+    example = re.search(r"```toml\n(\[server.feedback\]\npath = .*?)```", page, re.S).group(1)
+    settings_file.write_text(example)
+    monkeypatch.setenv("POD_NAME", "reranker-7d9f-x2k4p")
+    shown = serve_settings(args).feedback
+    assert shown.path == "/logs/clicks-reranker-7d9f-x2k4p.jsonl" and shown.accept_unknown_ids

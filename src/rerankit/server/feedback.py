@@ -14,7 +14,8 @@ Settings (``[server.feedback]``, or ``[server] feedback = "PATH"`` for the defau
 
     [server.feedback]
     path = "clicks.jsonl"   # the log (relative: to the settings file's folder); rotated
-                            # files beside it (clicks.jsonl.1 the newest)
+                            # files beside it (clicks.jsonl.1 the newest); $NAME and
+                            # ${NAME} are replaced by environment variables (unset: an error)
     store = "hash"          # each document's "text", its SHA-256 ("hash") or "id" only;
                             # the query is kept in clear text whatever this says
     max_bytes = 100000000   # rotate past this size (0: never)
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -58,10 +60,28 @@ __all__ = [
     "FeedbackLog",
     "FeedbackSettings",
     "check_experiments",
+    "expand_path",
     "feedback_beside",
 ]
 
 logger = logging.getLogger(__name__)
+
+#: an environment variable in a path, as :func:`os.path.expandvars` finds it
+_VARIABLE = re.compile(r"\$(?:\{([^}]*)\}|(\w+))")
+
+
+def expand_path(path: str) -> str:
+    """``path`` with each ``$NAME`` or ``${NAME}`` replaced by the environment variable's
+    value (one log path for replicas that share a settings file); a ValueError names a
+    variable that is not set."""
+    for match in _VARIABLE.finditer(path):
+        name = match.group(1) if match.group(1) is not None else match.group(2)
+        if name not in os.environ:
+            raise ValueError(
+                f"[server.feedback] path {path!r}: the environment variable {name!r} is not "
+                "set (a $NAME or ${NAME} in the path is replaced by its value)"
+            )
+    return os.path.expandvars(path)
 
 
 @dataclass(frozen=True)
@@ -80,6 +100,7 @@ class FeedbackSettings:
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path:
             raise ValueError("[server.feedback] path: the click log's file, e.g. 'clicks.jsonl'")
+        object.__setattr__(self, "path", expand_path(self.path))
         if not isinstance(self.accept_unknown_ids, bool):
             raise ValueError(
                 f"[server.feedback] accept_unknown_ids: true or false, got "
@@ -119,8 +140,11 @@ def feedback_beside(value: Any, folder: Path) -> Any:
     """``[server] feedback`` (a table or a path) with a relative log path taken from
     ``folder`` (the settings file's), as a pipeline file's is; an absolute one as it is."""
     path = value.get("path") if isinstance(value, Mapping) else value
-    if not isinstance(path, (str, os.PathLike)) or not str(path) or Path(path).is_absolute():
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
         return value
+    path = expand_path(str(path))  # before its folder is known: a variable may make it absolute
+    if Path(path).is_absolute():
+        return {**value, "path": path} if isinstance(value, Mapping) else path
     there = str(folder / path)
     if Path(path).resolve() != Path(there).resolve() and log_files(path) and not log_files(there):
         logger.warning(
