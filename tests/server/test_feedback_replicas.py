@@ -17,7 +17,7 @@ pytest.importorskip("httpx")
 
 from fastapi.testclient import TestClient
 
-from rerankit.cli import build_parser, serve_settings
+from rerankit.cli import build_parser, main, serve_settings
 from rerankit.server import ServerSettings, create_app
 from rerankit.training.clicks import ClickLog, interleaving_report, logs_files, read_log
 
@@ -191,3 +191,23 @@ def test_one_settings_file_gives_each_replica_its_log_path(tmp_path, monkeypatch
     monkeypatch.setenv("POD_NAME", "reranker-7d9f-x2k4p")
     shown = serve_settings(args).feedback
     assert shown.path == "/logs/clicks-reranker-7d9f-x2k4p.jsonl" and shown.accept_unknown_ids
+
+
+def test_the_pages_say_what_keys_v1_documents_and_a_file_without_pipelines_do(tmp_path, capsys):
+    with TestClient(create_app(_settings(tmp_path / "clicks.jsonl"))) as client:
+        rid = _answer(client)["id"]  # asked with one key, clicked with another
+        body = {"id": rid, "clicks": ["d0"]}
+        assert client.post("/v1/feedback", json=body, headers=OTHER_KEY).status_code == 200
+        v1 = _answer(client, top_n=None)  # Cohere's v1 returns the documents by default
+        assert [r["document"] for r in v1["results"]] == [DOCS[r["index"]] for r in v1["results"]]
+    for page in ("clicks.md", "service.md"):
+        text = " ".join((DOCS_FOLDER / page).read_text(encoding="utf-8").split())
+        assert "with any valid API key for any answer" in text, page
+    service = " ".join((DOCS_FOLDER / "service.md").read_text(encoding="utf-8").split())
+    assert 'v1 returns the documents unless the request sends `"return_documents": false`' in (
+        service
+    )
+    with pytest.raises(SystemExit):
+        main(["serve", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert "(the built-ins when it declares no [pipelines])" in shown
