@@ -208,6 +208,8 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
             "feedback": read.feedback,
             "late_feedback": read.late_feedback,
             "duplicate_impressions": read.duplicate_impressions,
+            "orphan_feedback": read.orphan_feedback,
+            "explain_impressions": read.explain_impressions,
         }
         print(json.dumps({**report.as_dict(), "read": what}, indent=2))
         return 0

@@ -174,10 +174,10 @@ def add_commands(sub: Any) -> None:
         "Embeddings Inference's and Infinity's (/rerank) clients call, with /health, /ready, "
         "/metrics and /v1/models. Without --settings it serves the built-ins hybrid (the "
         "default), bm25 and embedding; --settings FILE serves the pipelines the file "
-        "declares; --reranker X serves X as the default pipeline, alone, or with --settings "
-        "beside the file's pipelines (replacing the one named X). On SIGTERM /ready says "
-        "stopping while requests are still served for --shutdown-delay seconds, then it "
-        "stops; SIGINT stops at once.",
+        "declares (the built-ins when it declares no [pipelines]); --reranker X serves X "
+        "as the default pipeline, alone, or with --settings beside the file's pipelines "
+        "(replacing the one named X). On SIGTERM /ready says stopping while requests are "
+        "still served for --shutdown-delay seconds, then it stops; SIGINT stops at once.",
         **examples(
             "rerankit serve --port 8080  # hybrid, bm25 and embedding",
             "rerankit serve --reranker tuned.toml  # the pipeline tune wrote",
