@@ -291,7 +291,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         flag = " --quantize int8" if args.quantize else ""
         print(
             f'load it in the default hybrid with reranker = {{ type = "hybrid", {options} }} '
-            f"or `rerankit serve --reranker hybrid --model {out}{flag}` (no torch needed); "
+            f"or `rerankit serve --model {out}{flag}` (no torch needed); "
             f'alone it ranks by cosine similarity only: {{ type = "embedding", {options} }}'
         )
         return 0
@@ -372,7 +372,7 @@ def add_commands(sub: Any) -> None:
         **examples(
             "rerankit export all-MiniLM-L6-v2 --quantize int8 --out minilm-onnx",
             "rerankit export cross-encoder/ms-marco-MiniLM-L6-v2 --out ce-onnx",
-            "rerankit serve --reranker hybrid --model minilm-onnx --backend onnx  # no torch",
+            "rerankit serve --model minilm-onnx  # no torch",
         ),
     )
     exp.add_argument("model", help="hub id or model directory (all-MiniLM-L6-v2: the bundled copy)")
