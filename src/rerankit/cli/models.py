@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
+from .._optional import require
 from ..api import load, pipeline_name
 from ..backends.export import (
     cached_export,
@@ -266,6 +267,10 @@ def cmd_export(args: argparse.Namespace) -> int:
             'without --out: the export into the cache is the one backend = "auto" and '
             '"onnx" read, made with the defaults; give --out to keep one of your own',
         )
+    if args.out is not None or not is_exported(
+        export_folder(args.model, kind=kind, max_length=args.max_length)
+    ):  # an export is made: torch is needed, said before announcing it
+        require("torch", "exporting a model to ONNX")
     if args.kind is None:
         print(
             f"rerankit: exporting {args.model} as {kind} (told from its files; --kind sets it)",
