@@ -164,6 +164,24 @@ def test_export_without_torch_fails_before_announcing_an_export(capsys, monkeypa
     assert "as cross_encoder" not in err and not (tmp_path / "out").exists()
 
 
+def test_a_string_line_comes_out_as_the_cli_page_shows(capsys, monkeypatch):
+    """docs/cli.md shows what `rank` writes for string input lines (an object, its text
+    under `text`), which no page said; Python gives the string back as the document, as
+    the README says."""
+    import re
+    import shlex
+
+    page = (SAMPLE.parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    lines, command, shown = re.search(
+        r"```text\n\$ printf '(.*?)' \| rerankit (rank .*?)\n(.*?)```", page, re.S
+    ).groups()
+    stdin = lines.replace("\\n", "\n")
+    code, out, _ = run_cli(capsys, *shlex.split(command), stdin=stdin, monkeypatch=monkeypatch)
+    assert code == 0 and out == shown
+    result = rerankit.rerank("solar panels", ["wind turbines", "solar panels"], reranker="jaccard")
+    assert result[0].document == "solar panels"
+
+
 def test_help_lists_commands_via_the_module_entry_point():
     proc = subprocess.run(
         [sys.executable, "-m", "rerankit", "--help"], capture_output=True, text=True, check=True
