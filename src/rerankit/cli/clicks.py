@@ -91,6 +91,9 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     caveat = result.propensities.caveat()
     if caveat:
         print(f"  note: {caveat}")
+    warning = result.propensities.warning()
+    if warning:
+        print(f"  warning: {warning}")
     if result.curve:
         print("\nlearning curve (cross-validated counterfactual nDCG@10 x 100):")
         sizes = _sizes([sessions for sessions, _ in result.curve])
