@@ -491,6 +491,22 @@ def test_simulate_clicks_takes_the_training_split_by_its_name_and_the_old_spelli
         assert args.split == "dev"
 
 
+def test_simulate_clicks_logs_every_candidate_shows_the_first_10_and_its_help_says_so(
+    tmp_path, capsys, synthetic
+):
+    data = synthetic(tmp_path / "beir")
+    log = tmp_path / "clicks.jsonl"
+    argv = ["simulate-clicks", "--data", str(data), "--max-queries", "2", "--sessions", "3"]
+    assert main([*argv, "--candidates", "12", "--out", str(log), "--no-progress"]) == 0
+    sessions, _ = read_log(log)
+    assert {(len(s.impression.documents), len(s.impression.shown)) for s in sessions} == {(12, 10)}
+    with pytest.raises(SystemExit):
+        main(["simulate-clicks", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "first-stage candidates per query: every one is logged, the first 10 in the " in text
+    assert "all shown" not in text
+
+
 def test_simulate_clicks_over_a_beir_folder_writes_a_log_tune_learns_from(
     tmp_path, capsys, synthetic, tiny_st
 ):
