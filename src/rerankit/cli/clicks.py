@@ -348,9 +348,11 @@ def add_commands(sub: Any) -> None:
         "--by",
         choices=BY,
         default="session",
-        help="what the bootstrap resamples: sessions (default; which pipeline the users of "
-        "this traffic prefer, as an A/B test would tell) or queries (a verdict meant to "
-        "hold for queries the log has not seen; wider)",
+        help="what the confidence interval is over: sessions (default; which pipeline the "
+        "users of this traffic prefer, as an A/B test would tell: the normal interval of the "
+        "mean credit for optimized interleaving, a bootstrap of sessions for team draft) or "
+        "queries (a bootstrap of queries: a verdict meant to hold for queries the log has "
+        "not seen; wider)",
     )
     ir.add_argument(
         "--method",
@@ -360,7 +362,12 @@ def add_commands(sub: Any) -> None:
         "log with both, after interleave_method changed, must name one)",
     )
     add_max_feedback_delay_argument(ir)
-    ir.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
+    ir.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the bootstrap's seed, for team draft or --by query (default 0)",
+    )
     ir.add_argument(
         "--json",
         action="store_true",
