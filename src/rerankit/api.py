@@ -121,5 +121,8 @@ def default_reranker() -> tuple[str, str | None]:
         return "hybrid", None
     return "bm25", (
         f"using bm25: {install_hint('torch')} for the default hybrid reranker (the bundled "
-        "all-MiniLM-L6-v2 with BM25 and term proximity)"
+        "all-MiniLM-L6-v2 with BM25 and term proximity), or, without torch, run it on ONNX "
+        "Runtime ('onnx' extra) from an export: `rerankit export all-MiniLM-L6-v2 --out "
+        "minilm-onnx` where torch is, then a pipeline file with reranker = { type = "
+        '"hybrid", model = "minilm-onnx" } (docs/choosing.md)'
     )

@@ -18,6 +18,7 @@ __all__ = [
     "check_score_scale",
     "normalize_scores",
     "rank_positions",
+    "ranked_unit_scores",
     "scale_to_unit",
     "unit_scale",
     "unit_scores",
@@ -127,6 +128,33 @@ def scale_to_unit(scores: Sequence[float] | np.ndarray, scale: str) -> np.ndarra
     if scale == "logit":
         return 0.5 * (1.0 + np.tanh(0.5 * arr))  # the sigmoid, without overflow
     return normalize_scores(arr, "min_max")
+
+
+def ranked_unit_scores(scores: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Relative scores of a ranked list (best first) in [0, 1], never rising with rank:
+    the best 1, the worst 0. Scores that fall with rank are min-max normalised (a constant
+    list, one score included, 0.5 each), as :func:`scale_to_unit` does. Where the order is
+    not the scores' (a cascade's documents left behind by an earlier stage, on that stage's
+    scale; a rule that reordered), the list is cut into stretches whose scores fall with
+    rank, and each is min-max normalised within the share of [0, 1] its ranks take (ranks
+    ``s..e`` of ``n``: ``[1 - e/(n-1), 1 - s/(n-1)]``), so a later stretch scores below
+    every document of an earlier one."""
+    arr = _as_finite_array(scores)
+    n = arr.shape[0]
+    starts = [0, *(np.flatnonzero(arr[1:] > arr[:-1]) + 1).tolist()]
+    if len(starts) == 1:  # the scores fall with rank (or there are none)
+        return normalize_scores(arr, "min_max")
+    out = np.empty(n)
+    ends = [*starts[1:], n]
+    for j, (s, e) in enumerate(zip(starts, ends, strict=True)):
+        run = arr[s:e]
+        hi, lo = 1.0 - s / (n - 1), 1.0 - (e - 1) / (n - 1)
+        spread = run.max() - run.min()
+        if spread > 0:
+            out[s:e] = lo + (hi - lo) * ((run - run.min()) / spread)
+        else:  # alike: the top of the first stretch, the bottom of the last
+            out[s:e] = hi if j == 0 else lo if j == len(starts) - 1 else (hi + lo) / 2
+    return np.clip(out, 0.0, 1.0)
 
 
 def unit_scale(scale: str) -> str:

@@ -37,6 +37,7 @@ __all__ = [
     "Deduplicate",
     "DifficultyOrdering",
     "MinScore",
+    "Outcome",
     "Rule",
     "apply_difficulty_ordering",
     "deduplicate",
@@ -333,8 +334,9 @@ class MMR(Rule):
     Relevance is the items' scores min-max normalised (their rank when they have none).
     Similarity is the cosine of embeddings when available (``embed``: a callable mapping
     texts to vectors, e.g. ``EmbeddingScorer().encode_documents``, which caches; or an
-    ``embedding`` field on the items), else word-set overlap (Jaccard). ``k`` limits how
-    many are chosen; the rest follow in their current order. A plain list's dicts are read
+    ``embedding`` field on the items), else word-set overlap (Jaccard). ``k`` (default:
+    all) is how many MMR picks, from the top; the rest follow in their current order, so it
+    reorders and never cuts the list (cut with ``top_k``). A plain list's dicts are read
     by their ``text_field`` (default ``"text"``) and ``score_field``: an item without its
     text is an error naming the fields present, unless every item carries an ``embedding``
     and no ``embed`` is given.
@@ -353,6 +355,11 @@ class MMR(Rule):
     ) -> None:
         if not 0.0 <= lambda_ <= 1.0:
             raise ValueError(f"lambda_ must be in [0, 1], got {lambda_}")
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ValueError(
+                f"k must be a positive integer (how many MMR picks from the top; the rest "
+                f"follow, nothing is cut) or absent, got {k!r}"
+            )
         self.lambda_, self.k, self.embed = lambda_, k, embed
         self.text_field, self.score_field = text_field, score_field
 

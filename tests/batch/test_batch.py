@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rerankit import load
-from rerankit.batch import BatchSummary, read_rows, rerank_row, run_batch
+from rerankit.batch import BatchSummary, declared, read_rows, rerank_row, run_batch
 from rerankit.cli import main
 
 ROWS = [
@@ -194,3 +194,17 @@ def test_concurrency_keeps_rows_in_flight_and_the_same_results(tmp_path, monkeyp
     strip = [{k: v for k, v in r.items() if k != "seconds"} for r in outputs[1]]
     assert strip == [{k: v for k, v in r.items() if k != "seconds"} for r in outputs[4]]
     assert [r["query_id"] for r in outputs[4]] == [f"q{i}" for i in range(8)]
+
+
+def test_the_spec_shipped_to_ray_workers_has_the_files_relative_paths_made_absolute(
+    tmp_path, monkeypatch
+):
+    """As `load` reads a pipeline file: `model` beside the file, not in the workers' folder."""
+    pipes, elsewhere = tmp_path / "pipes", tmp_path / "elsewhere"
+    (pipes / "ce-onnx").mkdir(parents=True), elsewhere.mkdir()
+    (pipes / "ce.toml").write_text(
+        '[[stages]]\nscorer = {type = "cross_encoder", model = "ce-onnx"}\n'
+    )
+    monkeypatch.chdir(elsewhere)
+    spec = declared("../pipes/ce.toml")
+    assert spec["stages"][0]["scorer"]["model"] == str(pipes / "ce-onnx")

@@ -12,7 +12,7 @@ import pytest
 pytest.importorskip("ray.data", reason="the ray engine needs the 'ray' extra")
 pytestmark = pytest.mark.ray
 
-from rerankit.batch import beir_rows, read_rows, rerank_dataset, run_batch  # noqa: E402
+from rerankit.batch import beir_rows, declared, read_rows, rerank_dataset, run_batch  # noqa: E402
 from rerankit.llm.testing import FakeLLMServer, Reply  # noqa: E402
 
 DL19 = Path(__file__).resolve().parents[3] / "shared" / "data" / "msmarco"
@@ -164,3 +164,21 @@ def test_a_model_that_cannot_load_fails_each_row_not_the_worker(tmp_path):
     assert summary.rows == 3 and summary.failures == 3
     assert [r["query_id"] for r in out] == ["q0", "q1", "q2"]
     assert all("no-such-model" in r["error"] and r["results"] == [] for r in out)
+
+
+@pytest.mark.slow  # about 6 s: an actor pool of its own
+def test_a_pipeline_files_relative_paths_are_read_from_its_folder(tmp_path, monkeypatch):
+    """Run from another folder, the workers get the file's `reranker` (and `model`) paths
+    made absolute from the file's folder, as the local engine reads them."""
+    pipes, elsewhere = tmp_path / "pipes", tmp_path / "elsewhere"
+    pipes.mkdir(), elsewhere.mkdir()
+    (pipes / "inner.toml").write_text('name = "inner"\n[[stages]]\nscorer = {type = "bm25"}\n')
+    (pipes / "outer.toml").write_text('name = "outer"\n[[stages]]\nreranker = "inner.toml"\n')
+    monkeypatch.chdir(elsewhere)
+    rows = [{"query_id": "q", "query": "paris", "candidates": ["rome", "paris"]}]
+    outer = "../pipes/outer.toml"
+    spec = declared(outer)
+    assert spec["stages"][0]["reranker"] == str(pipes / "inner.toml")
+    summary = run_batch(rows, "ray.jsonl", outer, engine="ray")
+    assert (summary.rows, summary.failures) == (1, 0)
+    assert [r["index"] for r in next(read_rows("ray.jsonl"))["results"]] == [1, 0]

@@ -186,7 +186,7 @@ def test_an_exported_embedding_model_is_shown_loading_in_the_hybrid(tiny_st, tmp
     assert type(hybrid).__name__ == "HybridReranker"
     assert hybrid.embedding.model_id == str(out) and hybrid.embedding.backend == "onnx"
     serve = shlex.split(hint.split("`")[1])
-    assert serve[:4] == ["rerankit", "serve", "--reranker", "hybrid"]
+    assert serve[:4] == ["rerankit", "serve", "--model", str(out)]  # the built-ins reading it
     build_parser().parse_args(serve[1:])
     assert 'alone it ranks by cosine similarity only: { type = "embedding"' in hint
 

@@ -92,3 +92,40 @@ def test_a_service_settings_file_is_said_to_be_one_and_where_it_goes(tmp_path, c
     broken.write_text('[stage]\ntype = "bm25"\n')
     assert main(["check", str(broken)]) == 1
     assert "settings file" not in capsys.readouterr().err
+
+
+def test_a_model_neither_a_folder_nor_in_the_hub_cache_is_warned_of(tmp_path, capsys, monkeypatch):
+    """`check` said ok for `model = "no-such-ce"`, and the rank then spent ~12 s asking the
+    hub. It warns (a hub id is legitimate: the status stays 0) of a model that is neither
+    a folder nor in the local Hugging Face cache, and of a path with no folder there; a
+    folder beside the file and a hub id in the cache are not warned of. The cache is an
+    empty one of the test's own, so nothing reaches the network."""
+    import huggingface_hub.constants
+
+    hub = tmp_path / "hf" / "hub"
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(hub))
+    cached = hub / "models--acme--cached-ce"
+    (cached / "refs").mkdir(parents=True)
+    (cached / "refs" / "main").write_text("0" * 40)
+    (cached / "snapshots" / ("0" * 40)).mkdir(parents=True)
+    (cached / "snapshots" / ("0" * 40) / "config.json").write_text("{}")
+    (tmp_path / "my-ce").mkdir()
+    files = {}
+    for name, model in (
+        ("misspelt", "no-such-ce"),
+        ("path", "./models/gone"),
+        ("beside", "my-ce"),
+        ("cached", "acme/cached-ce"),
+    ):
+        files[name] = tmp_path / f"{name}.toml"
+        files[name].write_text(f'[scorer]\ntype = "cross_encoder"\nmodel = "{model}"\n')
+    monkeypatch.chdir(tmp_path / "my-ce")  # not where the files are
+    assert main(["check", *map(str, files.values())]) == 0
+    got = capsys.readouterr()
+    assert got.out.count(": ok: ") == 4
+    err = " ".join(got.err.split())
+    assert f"{files['misspelt']}: warning: model 'no-such-ce' is no folder" in err
+    assert f"local Hugging Face cache ({hub}): it will be fetched from the hub" in err
+    assert f"{files['path']}: warning: model './models/gone': no such folder" in err
+    assert str(files["beside"]) not in err and str(files["cached"]) not in err

@@ -131,6 +131,57 @@ def test_missing_file_and_warnings_go_to_stderr(capsys, monkeypatch, tmp_path):
     assert sorted(json.loads(line)["text"] for line in out.splitlines()) == ["a", "b"]
 
 
+def test_a_torch_free_install_is_told_the_torch_free_route_to_the_default(
+    capsys, monkeypatch, tmp_path
+):
+    """With ONNX Runtime but no torch and no export in the cache, `rank` without -r uses
+    bm25 and says both ways to the hybrid: install torch, or an exported folder named in
+    a pipeline file (the note named the torch extra alone)."""
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "torch" else real_find_spec(name, *a),
+    )
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))  # no export there
+    code = main(["rank", "-q", "mRNA vaccines", "-i", str(SAMPLE), "-k", "1"])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 0 and "using bm25" in err and "rerankit[torch]" in err
+    assert "`rerankit export all-MiniLM-L6-v2 --out minilm-onnx`" in err
+    assert 'reranker = { type = "hybrid", model = "minilm-onnx" }' in err
+
+
+def test_export_without_torch_fails_before_announcing_an_export(capsys, monkeypatch, tmp_path):
+    """`export MODEL --out DIR` without torch says torch is needed, and does not first
+    say "exporting MODEL as cross_encoder" as if it had begun."""
+    model = tmp_path / "my-ce"
+    model.mkdir()
+    (model / "config.json").write_text('{"architectures": ["BertForSequenceClassification"]}')
+    monkeypatch.setitem(sys.modules, "torch", None)  # as in a torch-free install
+    code = main(["export", str(model), "--out", str(tmp_path / "out")])
+    err = capsys.readouterr().err
+    assert code != 0 and "needs the optional package 'torch'" in err
+    assert "as cross_encoder" not in err and not (tmp_path / "out").exists()
+
+
+def test_a_string_line_comes_out_as_the_cli_page_shows(capsys, monkeypatch):
+    """docs/cli.md shows what `rank` writes for string input lines (an object, its text
+    under `text`), which no page said; Python gives the string back as the document, as
+    the README says."""
+    import re
+    import shlex
+
+    page = (SAMPLE.parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    lines, command, shown = re.search(
+        r"```text\n\$ printf '(.*?)' \| rerankit (rank .*?)\n(.*?)```", page, re.S
+    ).groups()
+    stdin = lines.replace("\\n", "\n")
+    code, out, _ = run_cli(capsys, *shlex.split(command), stdin=stdin, monkeypatch=monkeypatch)
+    assert code == 0 and out == shown
+    result = rerankit.rerank("solar panels", ["wind turbines", "solar panels"], reranker="jaccard")
+    assert result[0].document == "solar panels"
+
+
 def test_help_lists_commands_via_the_module_entry_point():
     proc = subprocess.run(
         [sys.executable, "-m", "rerankit", "--help"], capture_output=True, text=True, check=True
@@ -506,8 +557,10 @@ def test_batch_over_a_beir_folder_takes_max_queries(tmp_path, capsys, synthetic)
     assert main([*argv, "--max-queries", "3"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["query_id"] for r in rows] == ["q0", "q1", "q2"]
-    assert main(argv) == 0  # without it, every query of the split
-    assert len(out.read_text().splitlines()) == 30
+    # without it, every query of the split: resumed after the 3 written
+    assert main([*argv, "--resume"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["query_id"] for r in rows] == [f"q{i}" for i in range(30)]
     rows_file = tmp_path / "rows.jsonl"
     rows_file.write_text(json.dumps({"query": "q", "candidates": ["a", "b"]}) + "\n")
     assert main(["batch", "-i", str(rows_file), "--out", str(out), "--max-queries", "1"]) == 2

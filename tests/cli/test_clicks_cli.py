@@ -103,6 +103,11 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     assert "sessions a query:" in printed and "verdict: " in printed
     propensities = json.loads(out.with_name("clicks.propensities.json").read_text())
     assert propensities["by_position"][0] == 1.0 and len(propensities["by_position"]) == 10
+    # 360 sessions leave few clicks low on the page: said under the estimate, and recorded
+    assert "\n  warning: propensities not reliable at position" in printed
+    assert propensities["warning"].startswith("propensities not reliable at position")
+    assert propensities["warning"] in printed
+    assert propensities["clicks_by_position"][8:] == [0, 0]  # 8 documents: 9 and 10 unshown
     # clicks on the two about the query are a strong signal: the learned ranker wins
     assert "adopted: it beats what was served" in printed
     assert read_spec(out)["name"] == "learned-from-clicks"
@@ -111,7 +116,9 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     stage = read_spec(out)["stages"][0]  # the learned score alone, or blended
     learned_entry = stage["scorer"] if "scorer" in stage else stage["scorers"][0]
     assert learned_entry["embedding"] == str(tiny_st)
-    assert json.loads(out.with_suffix(".lgb.json").read_text())["embedding_model"] == str(tiny_st)
+    report = json.loads(out.with_suffix(".lgb.json").read_text())
+    assert report["embedding_model"] == str(tiny_st)
+    assert report["propensities"]["warning"] == propensities["warning"]
     model = out.with_suffix(".lgb.txt")
     # each file named with what reads it; the three to deploy named together
     assert f"wrote {model}: the model: the pipeline loads it" in printed
@@ -482,6 +489,22 @@ def test_simulate_clicks_takes_the_training_split_by_its_name_and_the_old_spelli
             ["simulate-clicks", "--data", "d", flag, "dev", "--out", "o"]
         )
         assert args.split == "dev"
+
+
+def test_simulate_clicks_logs_every_candidate_shows_the_first_10_and_its_help_says_so(
+    tmp_path, capsys, synthetic
+):
+    data = synthetic(tmp_path / "beir")
+    log = tmp_path / "clicks.jsonl"
+    argv = ["simulate-clicks", "--data", str(data), "--max-queries", "2", "--sessions", "3"]
+    assert main([*argv, "--candidates", "12", "--out", str(log), "--no-progress"]) == 0
+    sessions, _ = read_log(log)
+    assert {(len(s.impression.documents), len(s.impression.shown)) for s in sessions} == {(12, 10)}
+    with pytest.raises(SystemExit):
+        main(["simulate-clicks", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "first-stage candidates per query: every one is logged, the first 10 in the " in text
+    assert "all shown" not in text
 
 
 def test_simulate_clicks_over_a_beir_folder_writes_a_log_tune_learns_from(

@@ -193,7 +193,8 @@ def test_batch_over_a_folder_takes_its_flags_and_the_defaults_hold(capsys, tmp_p
     assert main([*argv, "--max-queries", "2", "--candidates", "3"]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2 and all(len(r["results"]) == 3 for r in rows)
-    assert main([*argv, "--max-queries", "1"]) == 0  # defaults: the test split, 100 candidates
+    # defaults: the test split, 100 candidates (the file started again)
+    assert main([*argv, "--max-queries", "1", "--overwrite"]) == 0
     (row,) = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(row["results"]) == min(
         100, len(mini.joinpath("corpus.jsonl").read_text().splitlines())

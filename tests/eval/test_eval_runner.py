@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
@@ -526,14 +527,49 @@ def test_tune_refuses_train_and_test_queries_that_overlap(tmp_path, synthetic, c
         main(["tune", "--data", str(data), "--folds", "0"])
 
 
-def test_no_progress_still_says_how_far_it_got(tiny, tmp_path, capsys, monkeypatch):
-    from rerankit.cli import console as eval_support
+def test_progress_is_a_line_now_and_then_off_a_terminal_and_none_with_no_progress(
+    tiny, tmp_path, capsys, monkeypatch
+):
+    from rerankit.cli import console
 
-    monkeypatch.setattr(eval_support, "PLAIN_EVERY", 1)
+    monkeypatch.setattr(console, "PLAIN_EVERY", 1)
     args = ["eval", "--data", str(tiny), "--rerankers", "bm25", "--k", "3"]
-    assert main([*args, "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+    # stderr here is not a terminal (a log file, say): plain lines, never silent for minutes
+    assert main([*args, "--out", str(tmp_path / "o")]) == 0
     err = capsys.readouterr().err
     assert "rerankit: bm25: 1/2 queries" in err and "rerankit: bm25: 2/2 queries" in err
+    assert "query/s" not in err and "\r" not in err  # no tqdm bar redrawn in a log
+    # asked for no progress: none, the files written still said
+    assert main([*args, "--out", str(tmp_path / "p"), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "queries (" not in err and "query/s" not in err and "wrote " in err
+
+
+def test_simulate_clicks_with_no_progress_prints_no_progress(synthetic, tmp_path, capsys):
+    data = synthetic(tmp_path / "beir")
+    argv = ["simulate-clicks", "--data", str(data), "--max-queries", "2", "--sessions", "2"]
+    assert main([*argv, "--out", str(tmp_path / "a.jsonl")]) == 0
+    assert "rerankit: rerank: 2/2 queries" in capsys.readouterr().err
+    assert main([*argv, "--out", str(tmp_path / "b.jsonl"), "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+
+
+def test_a_terminal_gets_a_bar_and_no_progress_gets_nothing(monkeypatch, capsys):
+    pytest.importorskip("tqdm")
+    from rerankit.cli import console
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    terminal = Terminal()
+    monkeypatch.setattr(console.sys, "stderr", terminal)
+    assert list(console.progress_bar("x", True)(range(3))) == [0, 1, 2]
+    assert "query/s" in terminal.getvalue() and "rerankit: x:" not in terminal.getvalue()
+    quiet = Terminal()
+    monkeypatch.setattr(console.sys, "stderr", quiet)
+    assert list(console.progress_bar("x", False)(range(3))) == [0, 1, 2]
+    assert quiet.getvalue() == ""
 
 
 def test_the_shipped_example_shows_rerankers_that_differ(tmp_path, capsys):

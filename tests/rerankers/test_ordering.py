@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import rerankit
 from rerankit import Document, Pipeline, rerank
 from rerankit.compat import DIFFICULTY_BUCKETS
 from rerankit.compat import apply_difficulty_ordering as compat_difficulty
@@ -237,3 +238,22 @@ def test_min_score_warns_that_a_threshold_on_relative_or_logit_scores_is_no_prob
     assert not [w for w in cut.warnings if "no probability" in w]
     lexical = Pipeline([BM25Scorer(), MinScore(0.5)]).rerank("solar", CONTENT, text_field="content")
     assert any("'min_score': the scores are relative" in w for w in lexical.warnings)
+
+
+def test_mmr_k_picks_that_many_from_the_top_and_cuts_nothing(tmp_path):
+    docs = [{"text": f"solar panels {i % 3}", "rerank_score": 1.0 - i / 20} for i in range(20)]
+    out = mmr(docs, 0.5, k=5)
+    assert len(out) == 20  # k reorders the top; top_k / -k / top_n cut
+    picked = {d["text"] for d in out[:5]}
+    assert len(picked) == 3  # the five spread over the three texts
+    assert out[5:] == [d for d in docs if d not in out[:5]]  # the rest in their order
+    for bad in (0, -1, "5", 2.5, True):
+        with pytest.raises(ValueError, match="k must be a positive integer"):
+            MMR(0.5, k=bad)
+    path = tmp_path / "p.toml"  # and where a file declares it
+    path.write_text(
+        '[[stages]]\nscorer = { type = "bm25" }\n\n'
+        '[[stages]]\nrule = { type = "mmr", lambda = 0.7, k = 0 }\n'
+    )
+    with pytest.raises(Exception, match="k must be a positive integer"):
+        rerankit.load(str(path))

@@ -56,7 +56,9 @@ def test_without_torch_a_model_that_is_not_exported_says_both_ways_out(
             _ = scorer.model
         message = str(info.value)
         assert "pip install 'rerankit[torch]'" in message
-        assert f"(`rerankit export {folder} --out FOLDER`) and load FOLDER" in message
+        assert f"load FOLDER on ONNX Runtime after `rerankit export {folder} --out FOLDER`" in (
+            message
+        )
 
 
 def direct_cross_encoder_logits(path, query, docs, max_length=128):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 
 import numpy as np
@@ -22,7 +23,7 @@ from rerankit import register_reranker
 from rerankit.rerankers import ScorerReranker
 from rerankit.scorers import ScoreBatch
 from rerankit.server import ServerSettings, create_app
-from rerankit.server.state import FAILING_AFTER, MESSAGE_CHARS
+from rerankit.server.state import FAILING_AFTER, MESSAGE_CHARS, one_line
 
 #: what the "live" pipeline's provider does now: answer, refuse, or stall; and how many
 #: requests reached it (the warm-up's not counted)
@@ -241,3 +242,36 @@ def test_a_failing_pipeline_refuses_at_once_but_lets_one_request_through_to_try_
 def test_failing_probe_seconds_must_be_a_number_of_seconds(value):
     with pytest.raises(ValueError, match="failing_probe_seconds must be >= 0"):
         ServerSettings(failing_probe_seconds=value)
+
+
+def test_a_torch_model_on_a_torch_free_service_says_the_whole_way_out(tmp_path, monkeypatch):
+    """A torch-free service given a cross-encoder folder torch would load: /ready and the
+    503 say the whole instruction, export and load FOLDER (they ended `... and load
+    FOLDER, which runs...`, the text cut at MESSAGE_CHARS mid-sentence)."""
+    folder = tmp_path / "models" / "our-cross-encoder-fine-tuned-on-last-quarters-clicks"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text('{"architectures": ["BertForSequenceClassification"]}')
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))  # no export of it
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as without torch
+    model = {"scorer": {"type": "cross_encoder", "model": str(folder)}}
+    settings = ServerSettings(pipelines={"ce": model, "bm25": "bm25"}, default="bm25")
+    with TestClient(create_app(settings)) as client:
+        deadline = time.time() + 30
+        while client.get("/ready").json()["pipelines"]["ce"]["state"] == "loading":
+            assert time.time() < deadline
+            time.sleep(0.02)
+        why = client.get("/ready").json()["failed"]["ce"]
+        answer = client.post("/v2/rerank", json={**ASK, "model": "ce"})
+    way_out = f"load FOLDER on ONNX Runtime after `rerankit export {folder} --out FOLDER`"
+    assert "pip install 'rerankit[torch]'" in why and why.endswith(f"{way_out} where torch is")
+    assert answer.status_code == 503 and way_out in answer.text
+    assert len(why) <= MESSAGE_CHARS
+
+
+def test_a_long_message_is_cut_after_a_whole_clause_not_mid_word():
+    long = "first clause is said; " + "the second one explains at length " * 20
+    cut = one_line(long)  # a clause boundary would keep less than half: cut at the limit
+    assert len(cut) <= MESSAGE_CHARS and cut.startswith(long[:200]) and cut.endswith(" ...")
+    clauses = "; ".join(f"clause number {i} says one thing" for i in range(30))
+    cut = one_line(clauses)
+    assert len(cut) <= MESSAGE_CHARS and cut.endswith("says one thing; ...")

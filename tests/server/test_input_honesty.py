@@ -113,7 +113,12 @@ def test_info_says_the_experiments_it_runs(tmp_path):
     with TestClient(_app(tmp_path, **experiments)) as client:
         info = client.get("/info").json()
     assert info["experiments"] == {
-        "feedback": {"path": feedback["path"], "store": "hash", "retention_days": None},
+        "feedback": {
+            "path": feedback["path"],
+            "store": "hash",
+            "retention_days": None,
+            "accept_unknown_ids": False,
+        },
         "interleave": {"pipelines": ["long", "short"], "share": 0.25, "method": "team-draft"},
         "explore": {"share": 0.1, "pairs": 0.2},
     }

@@ -53,6 +53,37 @@ def test_flags_without_a_file_serve_one_pipeline_as_the_default():
     }
 
 
+def test_model_alone_serves_every_built_in_with_that_model_as_the_help_says():
+    """`serve --help`: without --settings the built-ins hybrid, bm25 and embedding are
+    served; --model alone names their embedding model (it served hybrid alone, and a
+    request for bm25 got 404)."""
+    s = _settings("--model", "/models/minilm", "--quantize", "int8")
+    assert s.default == "hybrid"
+    assert s.pipelines == {
+        "bm25": "bm25",
+        "embedding": {
+            "scorer": {
+                "type": "embedding",
+                "model": "/models/minilm",
+                "backend": "auto",
+                "quantize": "int8",
+            }
+        },
+        "hybrid": {
+            "reranker": {
+                "type": "hybrid",
+                "model": "/models/minilm",
+                "backend": "auto",
+                "quantize": "int8",
+            }
+        },
+    }
+    help_text = build_parser()._subparsers._group_actions[0].choices["serve"].format_help()
+    assert "serves the built-ins hybrid (the default), bm25 and embedding" in " ".join(
+        help_text.split()
+    )
+
+
 def test_flags_override_the_file(tmp_path, monkeypatch):
     conf = tmp_path / "service.toml"
     conf.write_text(

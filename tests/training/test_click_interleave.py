@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from rerankit.cli import main
 from rerankit.training.clicks import ClickLog, credit, interleaving_report, read_log, team_draft
 from rerankit.training.clicks.interleave import sign_test
 from rerankit.training.clicks.simulate import PositionBasedModel
@@ -371,3 +372,48 @@ def test_interleave_report_json_prints_every_figure(tmp_path, capsys):
     assert printed["needed"] == report.needed and printed["share"] == 1.0
     assert printed["wins"] == [55, 45] and printed["unclicked"] == 100
     assert printed["read"]["impressions"] == 200
+
+
+def test_the_interval_over_sessions_is_a_bootstrap_for_team_draft_normal_for_optimized(
+    tmp_path, capsys
+):
+    """What --by's help says: over sessions, optimized interleaving's interval is the normal
+    interval of the mean credit (no resampling: the seed changes nothing); team draft's, and
+    any over queries, a bootstrap (the seed moves its ends)."""
+    log = ClickLog(tmp_path / "o.jsonl", store="id")
+    docs = [{"id": "x"}, {"id": "y"}]
+    rng = np.random.default_rng(0)
+    credits = []
+    for s in range(60):
+        first = float(rng.uniform(-0.5, 0.8))
+        log.log_impression(
+            f"s{s}",
+            f"q{s % 20}",
+            docs,
+            [0, 1],
+            interleaving={"pipelines": ["a", "b"], "credits": [first, -first]},
+        )
+        log.log_feedback(f"s{s}", [0])  # the first position: its credit
+        credits.append(first)
+    optimized = read_log(tmp_path / "o.jsonl")[0]
+    one, other = (interleaving_report(optimized, seed=seed) for seed in (0, 1))
+    half = 1.959964 * np.std(credits, ddof=1) / np.sqrt(len(credits))
+    assert one.interval == pytest.approx((np.mean(credits) - half, np.mean(credits) + half))
+    assert one.interval == other.interval
+    by_query = [interleaving_report(optimized, by="query", seed=seed).interval for seed in (0, 1)]
+    assert by_query[0] != by_query[1]
+    drafted = _decided_log(tmp_path / "t.jsonl")
+    assert (
+        interleaving_report(drafted, seed=0).interval
+        != interleaving_report(drafted, seed=1).interval
+    )
+    with pytest.raises(SystemExit):
+        main(["interleave-report", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--by {session,query} what the confidence interval is over: sessions" in text
+    assert (
+        "the normal interval of the mean credit for optimized interleaving, a bootstrap of "
+        "sessions for team draft" in text
+    )
+    assert "the bootstrap's seed, for team draft or --by query" in text
+    assert "what the bootstrap resamples" not in text

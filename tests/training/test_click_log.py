@@ -155,7 +155,8 @@ def test_orphan_and_unknown_clicks_are_counted_not_invented(tmp_path):
     assert any("d9" in p for p in report.problems)
     first, *problems = report.describe().splitlines()
     assert first == (
-        "read 1 file: 1 impression, 2 feedback records (1 feedback without an impression, "
+        "read 1 file: 1 impression, 2 feedback records (1 feedback record names an answer in "
+        "none of the logs read, "
         "2 clicks naming no document (1 an integer past the documents: an integer click is "
         "an index; send ids as strings))"
     )

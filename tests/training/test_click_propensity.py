@@ -1,7 +1,9 @@
 """Position-bias propensities from simulated clicks with known propensities, RandPair, and
-the click simulator."""
+the click simulator; the warning when the estimate cannot be trusted."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
@@ -10,7 +12,9 @@ from hypothesis import strategies as st
 
 from rerankit.scorers.learned import FEATURES
 from rerankit.training.clicks import estimate_propensities, randpair
+from rerankit.training.clicks.learn import _as_propensities
 from rerankit.training.clicks.propensity import randpair_orders, swap_ratios
+from rerankit.training.clicks.reliability import MIN_CLICKS, reliability_warning
 from rerankit.training.clicks.simulate import (
     EXAMINATION,
     PositionBasedModel,
@@ -185,3 +189,63 @@ def test_positions_never_shown_have_no_estimate():
     assert np.isfinite(found.values[:6]).all() and np.isnan(found.values[6:]).all()
     assert found.as_dict()["by_position"][6:] == [None] * 4
     assert "7: n/a" in found.describe()
+
+
+# whether the estimate can be trusted: the warning naming the positions that rest on too
+# few clicks, or rise down the page, and what to do
+
+FALLING = [1.0, 0.9, 0.7, 0.5, 0.4, 0.3, 0.2, 0.15, 0.1, 0.05]
+
+
+def test_a_falling_estimate_on_enough_clicks_gets_no_warning():
+    assert reliability_warning(FALLING, [MIN_CLICKS] * 10) is None
+    # a position never shown (NaN) is not judged, nor is the one after it against it
+    values = [*FALLING[:8], math.nan, math.nan]
+    assert reliability_warning(values, [400] * 8 + [0, 0]) is None
+
+
+def test_positions_on_few_clicks_are_named_with_their_counts_and_what_to_do():
+    clicks = [900, 400, 300, 200, 100, 80, 60, 40, MIN_CLICKS - 1, 3]
+    warning = reliability_warning(FALLING, clicks)
+    assert warning.startswith("propensities not reliable at positions 9-10: ")
+    assert f"fewer than {MIN_CLICKS} clicks at positions 9-10 (9: 24, 10: 3), and" in warning
+    assert "Log more sessions" in warning and "[server] explore" in warning
+    assert "propensities=[1.0, ...]" in warning
+
+
+def test_a_rise_down_the_page_is_named_with_the_values():
+    values = [1.0, 1.015, 0.855, 0.25, 0.3, 0.2, 0.1, 0.1, 0.05, 0.04]
+    warning = reliability_warning(values, [1000] * 10)
+    assert warning.startswith("propensities not reliable at positions 2, 5: ")
+    assert "rises down the page at positions 2, 5 (2: 1.015 after 1.000, 5: 0.300 after 0.250)" in (
+        warning
+    )
+    assert "fewer than" not in warning  # enough clicks everywhere
+
+
+def test_an_estimate_from_a_small_log_carries_the_warning_and_its_counts():
+    _, logs, rows = collection(1.0, queries=5, sessions=8, seed=0)
+    found = estimate_propensities(logs, rows, method="em", features=("cosine", "bm25"))
+    assert found.sessions_by_position == [40] * 10
+    clicks = sum(int(log.clicked.sum()) for log in logs.values())
+    assert sum(found.clicks_by_position) == clicks
+    assert found.clicks_by_position[0] == sum(int(log.clicked[:, 0].sum()) for log in logs.values())
+    warning = found.warning()
+    assert warning.startswith("propensities not reliable at positions 1-10: fewer than 25 ")
+    recorded = found.as_dict()
+    assert recorded["warning"] == warning
+    assert recorded["clicks_by_position"] == found.clicks_by_position
+
+
+def test_a_large_log_gets_no_warning_where_its_estimate_falls():
+    _, logs, rows = collection(1.0, queries=100, sessions=300, seed=1)
+    found = estimate_propensities(logs, rows, method="em", features=("cosine", "bm25"))
+    assert min(found.clicks_by_position) >= MIN_CLICKS
+    assert np.all(np.diff(found.values) <= 0), found.values
+    assert found.warning() is None
+
+
+def test_given_propensities_are_not_judged():
+    _, logs, rows = collection(1.0, queries=5, sessions=8, seed=0)
+    given = _as_propensities([1.0, 0.5, 0.6], logs, rows, 3, True)
+    assert given.warning() is None and given.as_dict()["warning"] is None

@@ -162,7 +162,10 @@ def test_a_margin_asks_for_a_gain_that_many_times_the_noise():
     assert one.noise < one.gain < 2 * one.noise
     assert one.adopt and not two.adopt
     assert "x the noise" not in one.describe()
-    assert "adopting takes over 2 x the noise" in two.describe()
+    assert "; adopted only when the gain exceeds twice the noise" in two.describe()
+    assert "adopting takes" not in two.describe()
+    three = verdict(cv, default, margin=3)
+    assert three.describe().endswith("; adopted only when the gain exceeds 3 times the noise")
     assert verdict(cv, default, margin=0.5).adopt
     for bad in (0, -1.0, math.nan):
         with pytest.raises(ValueError, match="margin must be positive"):

@@ -30,6 +30,7 @@ __all__ = [
     "in_hub_cache",
     "is_hub_id",
     "looks_like_a_path",
+    "not_here",
 ]
 
 #: how long the hub may take to answer the probe
@@ -94,6 +95,26 @@ def in_hub_cache(model: str) -> bool:
     except ImportError:
         return False
     return isinstance(huggingface_hub.try_to_load_from_cache(model, "config.json"), str)
+
+
+def not_here(model: str) -> str | None:
+    """What a model named ``model`` will cost when it loads, for ``rerankit check``: None
+    for a folder, the bundled model or a hub id in the local Hugging Face cache; else that
+    it is fetched from the hub then (a hub id) or that no such folder exists (a path)."""
+    if not is_hub_id(model) or model in BUNDLED_NAMES:
+        return None
+    if looks_like_a_path(model):
+        return f"model {model!r}: no such folder, so loading it will fail"
+    try:
+        if in_hub_cache(model):
+            return None
+    except ValueError:  # no valid hub id either ("a b"): said when it loads
+        pass
+    return (
+        f"model {model!r} is no folder (a relative one is read beside the pipeline file, "
+        f"else here) and not in the local Hugging Face cache ({hub_cache_dir()}): it will "
+        "be fetched from the hub when it runs (a misspelt folder fails only then)"
+    )
 
 
 def hub_cache_dir() -> str:

@@ -8,7 +8,8 @@ Parquet; ``query_id`` optional, any other field kept), or a BEIR folder with a T
 ``error`` (null, or why the row could not be reranked), ``degraded``, ``warnings``,
 ``score_scale`` (what the scores mean, see ``RerankResult``) and ``seconds``. A bad row
 or a failed provider never stops the job: the row is written with its error and counted
-in the :class:`BatchSummary`.
+in the :class:`BatchSummary`. An output that already holds rows is refused unless the run
+overwrites it or resumes after its finished rows (:mod:`.resume`).
 
 Two engines run the same per-row code (:mod:`.rows`): ``local`` (in this process, no
 extra needed; :mod:`.local`) and ``ray`` (extra ``ray``; :mod:`.ray`). Reading and writing
@@ -19,6 +20,7 @@ from .beir import beir_rows, ray_engine, run_pipeline_ray
 from .io import input_format, read_rows, write_rows
 from .local import run_batch
 from .ray import RayOptions, declared, iter_ray, quiet_ray_logs, rerank_dataset
+from .resume import BatchInterrupted
 from .rows import (
     FORMATS,
     OUTPUT_FIELDS,
@@ -33,6 +35,7 @@ __all__ = [
     "FORMATS",
     "OUTPUT_FIELDS",
     "USAGE_KEY",
+    "BatchInterrupted",
     "BatchSummary",
     "RayOptions",
     "arerank_row",

@@ -174,11 +174,20 @@ class _ParquetWriter:
 
 
 class _JsonlWriter:
-    def __init__(self, path: Path) -> None:
-        self.f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+    """Rows to a JSON Lines file, each flushed as written: a run that is killed leaves its
+    finished rows (and at most a cut last line, which ``resume`` drops)."""
+
+    def __init__(self, path: Path, keep: int | None = None) -> None:
+        if keep is None:
+            self.f = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        else:  # resume: the finished rows' bytes kept, a cut last line dropped
+            self.f = open(path, "r+", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            self.f.truncate(keep)
+            self.f.seek(0, 2)  # the end
 
     def add(self, row: dict[str, Any]) -> None:
         self.f.write(dumps_strict(row, ensure_ascii=False, default=str) + "\n")
+        self.f.flush()
 
     def close(self) -> None:
         self.f.close()
@@ -188,15 +197,18 @@ def write_rows(
     path: str | Path,
     rows: Iterable[Mapping[str, Any]],
     summary: BatchSummary | None = None,
+    *,
+    keep: int | None = None,
 ) -> BatchSummary:
     """Write output rows (JSON Lines or Parquet by the file name) as they come, counting
-    them into ``summary``."""
+    them into ``summary``. ``keep``: append to a JSON Lines file after its first ``keep``
+    bytes (the finished rows a resumed run skips) instead of starting it again."""
     path = Path(path)
     summary = summary if summary is not None else BatchSummary()
     fmt = input_format(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-    writer: Any = _ParquetWriter(path) if fmt == "parquet" else _JsonlWriter(path)
+    writer: Any = _ParquetWriter(path) if fmt == "parquet" else _JsonlWriter(path, keep)
     try:
         for row in rows:
             summary.count(row, row.get(USAGE_KEY))

@@ -16,26 +16,28 @@ from typing import Any
 from .._optional import require
 from ..api import PIPELINE_SUFFIXES, load
 from ..cache import CACHE_URL_ENV
-from ..config import read_spec
+from ..config import read_pipeline
 from ..errors import InputError
 from ..scorers.local import load_models
 from .io import input_format, parse_line, public_fields, write_rows
 from .rows import rerank_rows
 
-__all__ = ["RayOptions", "declared", "iter_ray", "quiet_ray_logs", "rerank_dataset"]
+__all__ = ["RayOptions", "declared", "iter_ray", "quiet_ray_logs", "ray_rows", "rerank_dataset"]
 
 logger = logging.getLogger(__name__)
 
 
 def declared(pipeline: Any) -> Any:
     """What a worker needs to build ``pipeline`` itself: a registered name, or the spec
-    read from a pipeline file (so workers need not see the file), or a spec mapping.
+    read from a pipeline file (so workers need not see the file; its relative ``model``,
+    ``embedding`` and ``reranker`` paths made absolute from the file's folder, as ``load``
+    reads them, not from the workers' own), or a spec mapping.
     A reranker object cannot be shipped: pass its declared form."""
 
     if isinstance(pipeline, Path) or (
         isinstance(pipeline, str) and Path(pipeline).suffix.lower() in PIPELINE_SUFFIXES
     ):
-        return read_spec(pipeline)
+        return read_pipeline(pipeline)
     if isinstance(pipeline, (str, Mapping)):
         return pipeline
     raise TypeError(
@@ -211,7 +213,13 @@ def rerank_dataset(
     return summary
 
 
-def _ray_map(source: Any, pipeline: Any, ray: RayOptions, options: Mapping[str, Any]) -> Any:
+def _ray_map(
+    source: Any,
+    pipeline: Any,
+    ray: RayOptions,
+    options: Mapping[str, Any],
+    where: str | None = None,
+) -> Any:
     """The lazy Ray Dataset of encoded output rows."""
     spec = declared(pipeline)
     cpus, gpus = _resources(load(spec))  # also checks the spec here, before any worker
@@ -228,7 +236,7 @@ def _ray_map(source: Any, pipeline: Any, ray: RayOptions, options: Mapping[str, 
             "options": dict(options),
             "lines": lines,
             "concurrency": ray.concurrency,
-            "source": str(source) if isinstance(source, (str, Path)) else None,
+            "source": str(source) if isinstance(source, (str, Path)) else where,
         },
         batch_size=ray.batch_size,
         batch_format="pyarrow",
@@ -250,6 +258,14 @@ def iter_ray(
     """The output rows of :func:`rerank_dataset` as they arrive (in input order unless
     ``preserve_order=False``), with their provider usage under a private key."""
     return _stream(_ray_map(source, pipeline, *RayOptions.split(ray, options)))
+
+
+def ray_rows(
+    source: Any, pipeline: Any, ray: RayOptions, options: Mapping[str, Any], where: str | None
+) -> Iterator[dict[str, Any]]:
+    """:func:`iter_ray` for :func:`run_batch`: ``where`` names the file the rows came from
+    in their errors (a resumed run hands Ray the rows left as a list)."""
+    return _stream(_ray_map(source, pipeline, ray, options, where))
 
 
 def _decode(batch: Any) -> Any:

@@ -50,7 +50,9 @@ FORMATS = ("jsonl", "parquet")
 @dataclass
 class BatchSummary:
     """What a batch run did: rows written, rows that failed (``error`` set), rows whose
-    pipeline degraded, wall time, summed provider usage, and the first few errors."""
+    pipeline degraded, wall time, summed provider usage, and the first few errors; with
+    ``resume``, the rows ``skipped`` (already in the output); ``interrupted`` when Ctrl-C
+    stopped it."""
 
     rows: int = 0
     failures: int = 0
@@ -58,6 +60,8 @@ class BatchSummary:
     seconds: float = 0.0
     usage: dict[str, int] = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
+    skipped: int = 0
+    interrupted: bool = False
 
     @property
     def rows_per_second(self) -> float:
@@ -82,6 +86,8 @@ class BatchSummary:
             "rows_per_second": round(self.rows_per_second, 2),
             "usage": dict(self.usage),
             "errors": list(self.errors),
+            "skipped": self.skipped,
+            "interrupted": self.interrupted,
         }
 
     def __str__(self) -> str:
@@ -89,6 +95,8 @@ class BatchSummary:
             f"{self.rows} rows in {self.seconds:.1f} s ({self.rows_per_second:.1f} rows/s); "
             f"{self.failures} failed, {self.degraded} degraded"
         )
+        if self.skipped:
+            text += f"; {self.skipped} skipped (already written)"
         if self.usage:
             text += "; LLM usage: " + ", ".join(f"{k} {v}" for k, v in sorted(self.usage.items()))
         return text
@@ -149,22 +157,36 @@ def _finite(x: float) -> float | None:
 
 
 def rerank_row(
-    reranker: Any, row: Mapping[str, Any], *, source: str | None = None, **options: Any
+    reranker: Any,
+    row: Mapping[str, Any],
+    *,
+    source: str | None = None,
+    keep_candidates: bool = True,
+    **options: Any,
 ) -> dict[str, Any]:
     """``row`` plus its results (or its error); never raises for a bad row or a failed
     scorer. ``options`` go to ``reranker.rerank`` (``top_k``, ``text_field``, ...). An
     error says where the row is (``FILE:LINE: query 'q1': ...``, ``source`` naming the
-    file it was read from). The provider usage rides along under a private key that the
-    writers drop."""
+    file it was read from). ``keep_candidates=False`` leaves the row's ``candidates`` out of
+    it (``results`` still name each by ``index`` and ``id``). The provider usage rides along
+    under a private key that the writers drop."""
 
-    return run_sync(arerank_row(reranker, row, source=source, **options))
+    return run_sync(
+        arerank_row(reranker, row, source=source, keep_candidates=keep_candidates, **options)
+    )
 
 
 async def arerank_row(
-    reranker: Any, row: Mapping[str, Any], *, source: str | None = None, **options: Any
+    reranker: Any,
+    row: Mapping[str, Any],
+    *,
+    source: str | None = None,
+    keep_candidates: bool = True,
+    **options: Any,
 ) -> dict[str, Any]:
     """:func:`rerank_row` for async code (``reranker.arerank``)."""
-    out = {k: v for k, v in row.items() if k not in OUTPUT_FIELDS}
+    dropped = OUTPUT_FIELDS if keep_candidates else (*OUTPUT_FIELDS, "candidates")
+    out = {k: v for k, v in row.items() if k not in dropped}
     started = time.perf_counter()
     if UNREADABLE_KEY in row:  # a line that could not be read
         out.pop(UNREADABLE_KEY)

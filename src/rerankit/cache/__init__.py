@@ -25,6 +25,7 @@ from .embedding import (
     embedding_cache_file,
     embedding_cache_in_use,
     embedding_key,
+    embedding_lookups,
 )
 from .fingerprint import model_files_digest, pipeline_fingerprint, scorer_identity
 from .judgment import JudgmentCache, judgment_cache
@@ -63,6 +64,7 @@ __all__ = [
     "embedding_cache_file",
     "embedding_cache_in_use",
     "embedding_key",
+    "embedding_lookups",
     "error_counts",
     "judgment_cache",
     "model_files_digest",

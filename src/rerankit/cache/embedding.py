@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,6 +26,7 @@ __all__ = [
     "embedding_cache_file",
     "embedding_cache_in_use",
     "embedding_key",
+    "embedding_lookups",
 ]
 
 #: the environment variable every EmbeddingScorer built without a cache of its own reads:
@@ -70,6 +71,35 @@ def embedding_cache_in_use(choice: str | Path | bool | None = None) -> Iterator[
             os.environ[EMBEDDING_CACHE_ENV] = before
 
 
+_LOOKUPS: Counter[str] = Counter()
+_LOOKUPS_LOCK = threading.Lock()
+#: bumped as each count of :func:`embedding_lookups` begins: a vector held in memory since
+#: an earlier generation was there before the count
+_GENERATION = 0
+
+
+@contextlib.contextmanager
+def embedding_lookups() -> Iterator[dict[str, int]]:
+    """Count the document texts every :class:`EmbeddingCache` of this process looks up
+    inside the block: the dict yielded is filled in as it ends, with ``hits`` (found),
+    ``misses`` (not found: the scorer encodes them), ``store_hits`` (the hits read from
+    the store) and ``reused`` (the texts whose vectors were there before the block: read
+    from the store, which another cache, run or process wrote, or held in a cache's memory
+    since before it began; each counted once).
+    ``rerankit eval`` counts each pipeline's run so; one count at a time."""
+    global _GENERATION
+    counted: dict[str, int] = {}
+    with _LOOKUPS_LOCK:
+        _GENERATION += 1
+        before = dict(_LOOKUPS)
+    try:
+        yield counted
+    finally:
+        with _LOOKUPS_LOCK:
+            for kind in ("hits", "misses", "store_hits", "reused"):
+                counted[kind] = _LOOKUPS[kind] - before.get(kind, 0)
+
+
 def embedding_key(model: str, text: str) -> str:
     """The store key of ``text``'s vector under ``model`` (the scorer's key of the model and
     of everything that changes its vectors): ``<model digest>:<text SHA-256>``."""
@@ -106,6 +136,7 @@ class EmbeddingCache:
         self.max_entries = max_entries
         self.path = Path(path) if path is not None else None
         self._memory: OrderedDict[tuple[str, bytes], np.ndarray] = OrderedDict()
+        self._born: dict[tuple[str, bytes], int] = {}  # the generation each was kept in
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -123,6 +154,7 @@ class EmbeddingCache:
         """The cached vector of each text, or None where there is none."""
         keys = [text_key(t) for t in texts]
         out: list[np.ndarray | None] = [None] * len(keys)
+        from_store = reused = 0
         with self._lock:
             missing: dict[bytes, list[int]] = {}
             for i, k in enumerate(keys):
@@ -130,6 +162,9 @@ class EmbeddingCache:
                 if vec is not None:
                     self._memory.move_to_end((model, k))
                     out[i] = vec
+                    if self._born.get((model, k), 0) < _GENERATION:  # counted once a count
+                        reused += 1
+                        self._born[(model, k)] = _GENERATION
                 else:
                     missing.setdefault(k, []).append(i)
         if missing and self.store is not None:  # outside the lock: a slow store holds no one
@@ -143,11 +178,19 @@ class EmbeddingCache:
                     for i in missing.pop(k):
                         out[i] = vec
                         self.store_hits += 1
+                        from_store += 1
                     self._remember(model, k, vec)
         n_missing = sum(map(len, missing.values()))
         with self._lock:
             self.misses += n_missing
             self.hits += len(keys) - n_missing
+        with _LOOKUPS_LOCK:
+            _LOOKUPS.update(
+                hits=len(keys) - n_missing,
+                misses=n_missing,
+                store_hits=from_store,
+                reused=from_store + reused,
+            )
         return out
 
     def put_many(self, model: str, texts: Sequence[str], vectors: np.ndarray) -> None:
@@ -172,6 +215,7 @@ class EmbeddingCache:
         """Forget everything, in the store too (only this cache's entries)."""
         with self._lock:
             self._memory.clear()
+            self._born.clear()
         if self.store is not None:
             self.store.clear()
 
@@ -185,5 +229,6 @@ class EmbeddingCache:
         vec.setflags(write=False)  # callers share these arrays
         self._memory[(model, key)] = vec
         self._memory.move_to_end((model, key))
+        self._born[(model, key)] = _GENERATION
         while len(self._memory) > self.max_entries:
-            self._memory.popitem(last=False)
+            self._born.pop(self._memory.popitem(last=False)[0], None)

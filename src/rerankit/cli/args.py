@@ -430,8 +430,13 @@ def add_max_queries_argument(parser: Any, *, old: str | None = None) -> None:
 
 
 def add_no_progress_argument(parser: Any) -> None:
-    """``--no-progress``: plain progress lines instead of bars on stderr."""
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    """``--no-progress``: no progress on stderr (:func:`~rerankit.cli.console.progress_bar`)."""
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="print no progress on stderr (default: a bar on a terminal, else a line now and "
+        "then, as in a log file)",
+    )
 
 
 def add_data_argument(parser: Any, *, required: bool = True, also: str = "") -> None:

@@ -4,13 +4,14 @@ this process or on Ray Data actors."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from .._jsonl import dumps_strict
-from ..batch import RayOptions, quiet_ray_logs, read_rows, run_batch
+from ..batch import BatchInterrupted, BatchSummary, RayOptions, quiet_ray_logs, read_rows, run_batch
 from ..batch.beir import beir_rows
 from ..errors import InputError
 from .args import (
@@ -96,21 +97,54 @@ def cmd_batch(args: argparse.Namespace) -> int:
         )
     set_flags = {k: v for k, v in vars(args).items() if v is not None}  # Ray's: as given
     ray, _ = RayOptions.split(None, set_flags)
-    summary = run_batch(
-        source,
-        args.out,
-        pipeline,
-        engine=args.engine,
-        ray=ray,
-        top_k=args.top_k,
-        fields=input_fields(args),
-    )
+    try:
+        summary = run_batch(
+            source,
+            args.out,
+            pipeline,
+            engine=args.engine,
+            ray=ray,
+            resume=args.resume,
+            overwrite=args.overwrite,
+            note=lambda message: note(f"rerankit batch: {message}"),
+            top_k=args.top_k,
+            fields=input_fields(args),
+            keep_candidates=not args.no_candidates,
+        )
+    except BatchInterrupted as stop:
+        return interrupted(args, stop.summary)
+    except KeyboardInterrupt:  # before the output was opened (loading the models)
+        return interrupted(args, None)
     print(f"rerankit batch: wrote {args.out}: {summary}", file=sys.stderr)
     for error in summary.errors[:3]:
         print(f"  error: {error}", file=sys.stderr)
     if args.summary:
         Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
     return 1 if summary.failures else 0
+
+
+def interrupted(args: argparse.Namespace, summary: BatchSummary | None) -> int:
+    """Ctrl-C: one line saying what was written and how to go on; the summary file (of
+    the rows written) when asked; exit status 130, as a shell reports SIGINT."""
+    again = [a for a in args.argv if a != "--overwrite"]
+    again += [] if "--resume" in again else ["--resume"]
+    if summary is None:
+        done = f"nothing written to {args.out}"
+    else:
+        done = (
+            f"{summary.rows + summary.skipped} rows in {args.out} ({summary.rows} this run, "
+            f"{summary.failures} failed)"
+        )
+        if args.summary:
+            Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
+            done += f"; summary in {args.summary}"
+    if summary is None and args.summary:
+        done += f"; no {args.summary} (no row was written)"
+    print(
+        f"rerankit batch: interrupted: {done}; go on with: {shlex.join(['rerankit', *again])}",
+        file=sys.stderr,
+    )
+    return 130
 
 
 def row_documents(path: str) -> Iterator[Any]:
@@ -218,5 +252,22 @@ def add_commands(sub: Any) -> None:
     add_language_argument(bat)
     add_backend_arguments(bat)
     bat.add_argument("--summary", default=None, help="also write the summary as JSON here")
+    bat.add_argument(
+        "--resume",
+        action="store_true",
+        help="--out already holds the first rows of this input (a run stopped by Ctrl-C or "
+        "killed): skip them and append the rest (JSON Lines only)",
+    )
+    bat.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="start --out again when it already holds rows (without --resume or this, "
+        "batch refuses such a file)",
+    )
+    bat.add_argument(
+        "--no-candidates",
+        action="store_true",
+        help="leave each row's candidates out of the output (results keep their index and id)",
+    )
     bat.set_defaults(func=cmd_batch)
     remember_defaults(bat)

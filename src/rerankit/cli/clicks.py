@@ -18,7 +18,7 @@ from ..training.clicks.interleave import BY, METHODS, interleaving_report
 from ..training.clicks.log import STORE, log_files
 from ..training.clicks.reader import logs_files, read_log
 from ..training.clicks.sessions import DEPTH
-from ..training.clicks.simulate_data import simulate_collection
+from ..training.clicks.simulate_data import SHOWN, simulate_collection
 from .args import (
     UsageError,
     add_candidates_argument,
@@ -91,6 +91,9 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     caveat = result.propensities.caveat()
     if caveat:
         print(f"  note: {caveat}")
+    warning = result.propensities.warning()
+    if warning:
+        print(f"  warning: {warning}")
     if result.curve:
         print("\nlearning curve (cross-validated counterfactual nDCG@10 x 100):")
         sizes = _sizes([sessions for sessions, _ in result.curve])
@@ -208,6 +211,8 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
             "feedback": read.feedback,
             "late_feedback": read.late_feedback,
             "duplicate_impressions": read.duplicate_impressions,
+            "orphan_feedback": read.orphan_feedback,
+            "explain_impressions": read.explain_impressions,
         }
         print(json.dumps({**report.as_dict(), "read": what}, indent=2))
         return 0
@@ -251,7 +256,7 @@ def add_simulate_command(sub: Any) -> None:
         "simulate-clicks",
         help="simulate a click log over a judged collection, to try learning from clicks",
         description="Rerank each judged query's first-stage candidates with a logging "
-        "pipeline, show the first 10 to simulated users who look at position p as the "
+        f"pipeline, show the first {SHOWN} to simulated users who look at position p as the "
         "position-based model says (examination 0.68, 0.61, 0.48, 0.34, 0.28, 0.20, 0.11, "
         "0.10, 0.08, 0.06 to the power --eta) and click by the collection's judgments "
         "(grades mapped onto 0-4; click probability 0.1, 0.16, 0.28, 0.52, 1.0), and write "
@@ -270,7 +275,11 @@ def add_simulate_command(sub: Any) -> None:
     add_max_queries_argument(sim)
     add_first_stage_argument(sim)
     add_candidates_argument(
-        sim, "first-stage candidates per query, all shown and logged (one page)", default=10
+        sim,
+        f"first-stage candidates per query: every one is logged, the first {SHOWN} in the "
+        f"logging pipeline's order are shown (more than {SHOWN}: a log like a real service's, "
+        "which lists candidates it did not show)",
+        default=SHOWN,
     )
     sim.add_argument(
         "--reranker",
@@ -341,9 +350,11 @@ def add_commands(sub: Any) -> None:
         "--by",
         choices=BY,
         default="session",
-        help="what the bootstrap resamples: sessions (default; which pipeline the users of "
-        "this traffic prefer, as an A/B test would tell) or queries (a verdict meant to "
-        "hold for queries the log has not seen; wider)",
+        help="what the confidence interval is over: sessions (default; which pipeline the "
+        "users of this traffic prefer, as an A/B test would tell: the normal interval of the "
+        "mean credit for optimized interleaving, a bootstrap of sessions for team draft) or "
+        "queries (a bootstrap of queries: a verdict meant to hold for queries the log has "
+        "not seen; wider)",
     )
     ir.add_argument(
         "--method",
@@ -353,7 +364,12 @@ def add_commands(sub: Any) -> None:
         "log with both, after interleave_method changed, must name one)",
     )
     add_max_feedback_delay_argument(ir)
-    ir.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default 0)")
+    ir.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        help="the bootstrap's seed, for team draft or --by query (default 0)",
+    )
     ir.add_argument(
         "--json",
         action="store_true",

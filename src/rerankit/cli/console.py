@@ -21,10 +21,13 @@ PLAIN_EVERY = 50
 
 
 def progress_bar(label: str, enabled: bool) -> Any:
-    """How a loop over queries reports progress on stderr: a tqdm bar when ``enabled`` and
-    tqdm is installed, else a plain line every :data:`PLAIN_EVERY` queries (``--no-progress``
-    in a log file is never silent for minutes)."""
-    if enabled:
+    """How a loop over queries reports progress on stderr: nothing unless ``enabled``
+    (``--no-progress``); a tqdm bar on a terminal (when tqdm is installed); else, as in a
+    log file, a plain line every :data:`PLAIN_EVERY` queries and one at the end, so a long
+    job there is never silent for minutes."""
+    if not enabled:
+        return lambda items: items
+    if _terminal(sys.stderr):
         try:
             from tqdm import tqdm
         except ImportError:
@@ -32,6 +35,14 @@ def progress_bar(label: str, enabled: bool) -> Any:
         else:
             return lambda items: tqdm(items, desc=label, unit="query", file=sys.stderr, leave=False)
     return lambda items: _plain_progress(label, items)
+
+
+def _terminal(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal (a bar redrawn in place reads well only there)."""
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def _plain_progress(label: str, items: Any) -> Any:

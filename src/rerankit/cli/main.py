@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # to say how to run it again
     if args.verbose:
         logging.basicConfig(
             level=logging.DEBUG if args.verbose > 1 else logging.INFO,

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
+from .._optional import require
 from ..api import load, pipeline_name
 from ..backends.export import (
     cached_export,
@@ -19,6 +20,7 @@ from ..backends.export import (
     export_kind,
     onnx_cache_root,
 )
+from ..backends.hub import not_here
 from ..backends.manifest import is_exported, read_manifest
 from ..backends.quantize import SMOOTH_ALPHA
 from ..cache import cache_url, default_cache_dir
@@ -84,7 +86,8 @@ def describe(reranker: Any, name: str | None = None) -> str:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Build each pipeline file as ``-r FILE`` would, without documents or loading models,
-    and name it as ``serve`` and ``eval`` do (:func:`~rerankit.cli.args.pipeline_name`)."""
+    and name it as ``serve`` and ``eval`` do (:func:`~rerankit.cli.args.pipeline_name`),
+    warning of a model that is neither a folder nor in the local Hugging Face cache."""
 
     failed = 0
     for name in args.files:
@@ -97,6 +100,11 @@ def cmd_check(args: argparse.Namespace) -> int:
             failed += 1
             continue
         print(f"{name}: ok: {describe(reranker, pipeline_name(name))}")
+        models = {getattr(scorer, "model_id", None) for scorer in reranker.scorers()}
+        for model in sorted(m for m in models if isinstance(m, str)):
+            warning = not_here(model)
+            if warning is not None:  # a hub id is legitimate: warned, not failed
+                print(f"{name}: warning: {warning}", file=sys.stderr)
     return 1 if failed else 0
 
 
@@ -266,6 +274,10 @@ def cmd_export(args: argparse.Namespace) -> int:
             'without --out: the export into the cache is the one backend = "auto" and '
             '"onnx" read, made with the defaults; give --out to keep one of your own',
         )
+    if args.out is not None or not is_exported(
+        export_folder(args.model, kind=kind, max_length=args.max_length)
+    ):  # an export is made: torch is needed, said before announcing it
+        require("torch", "exporting a model to ONNX")
     if args.kind is None:
         print(
             f"rerankit: exporting {args.model} as {kind} (told from its files; --kind sets it)",
@@ -291,7 +303,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         flag = " --quantize int8" if args.quantize else ""
         print(
             f'load it in the default hybrid with reranker = {{ type = "hybrid", {options} }} '
-            f"or `rerankit serve --reranker hybrid --model {out}{flag}` (no torch needed); "
+            f"or `rerankit serve --model {out}{flag}` (no torch needed); "
             f'alone it ranks by cosine similarity only: {{ type = "embedding", {options} }}'
         )
         return 0
@@ -316,8 +328,10 @@ def add_commands(sub: Any) -> None:
         help="check pipeline files without running them",
         description="Build each pipeline file (.toml, .yaml, .json) as -r FILE would and say "
         "what it runs, or the mistake (ConfigError: the stage, the key): no documents are "
-        "needed and no model is loaded (models load on first use, so a missing model or "
-        "extra shows then). Exit status 1 when any file has a mistake. The service's "
+        "needed and no model is loaded (models load on first use, so a missing extra or a "
+        "model that cannot load shows then; a model that is neither a folder nor in the "
+        "local Hugging Face cache is warned of: it will be fetched from the hub). Exit "
+        "status 1 when any file has a mistake. The service's "
         "settings file ([server], [pipelines.NAME]) is no pipeline file: `rerankit serve "
         "--settings FILE` reads it and says its mistakes before it starts.",
     )
@@ -372,7 +386,7 @@ def add_commands(sub: Any) -> None:
         **examples(
             "rerankit export all-MiniLM-L6-v2 --quantize int8 --out minilm-onnx",
             "rerankit export cross-encoder/ms-marco-MiniLM-L6-v2 --out ce-onnx",
-            "rerankit serve --reranker hybrid --model minilm-onnx --backend onnx  # no torch",
+            "rerankit serve --model minilm-onnx  # no torch",
         ),
     )
     exp.add_argument("model", help="hub id or model directory (all-MiniLM-L6-v2: the bundled copy)")

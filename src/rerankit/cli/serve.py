@@ -47,8 +47,10 @@ __all__ = ["add_commands", "cmd_serve", "serve_settings", "served_pipeline"]
 
 def serve_settings(args: argparse.Namespace) -> Any:
     """The ServerSettings ``rerankit serve`` runs: the ``--settings`` file's, with the flags
-    overriding it (``--reranker``/``--model`` make that pipeline the default; a pipeline
-    file is listed under the ``name`` it declares, else its file name)."""
+    overriding it (``--reranker`` makes that pipeline the default; a pipeline file is
+    listed under the ``name`` it declares, else its file name; ``--model`` alone, without
+    ``--settings``, is the built-in hybrid's and embedding's model, all three built-ins
+    served)."""
 
     spec: dict[str, Any] = {}
     if args.settings:  # its relative paths (pipeline files, models, the click log) beside it
@@ -70,7 +72,9 @@ def serve_settings(args: argparse.Namespace) -> Any:
     for key in ("shutdown_delay", "graceful_timeout"):  # (0 is a value)
         if getattr(args, key, None) is not None:
             server[key] = getattr(args, key)
-    if args.reranker or args.model or args.language:
+    if args.model and not (args.reranker or args.language or args.settings):
+        server["model"] = args.model  # the built-ins, all served, read it (as --backend moves)
+    elif args.reranker or args.model or args.language:
         name = pipeline_name(args.reranker or "hybrid")
         pipelines = {**(pipelines or {}), name: served_pipeline(args)}
         server["default"] = name
@@ -173,15 +177,16 @@ def add_commands(sub: Any) -> None:
         description="Serve rerank endpoints that Cohere's (/v1/rerank, /v2/rerank), Text "
         "Embeddings Inference's and Infinity's (/rerank) clients call, with /health, /ready, "
         "/metrics and /v1/models. Without --settings it serves the built-ins hybrid (the "
-        "default), bm25 and embedding; --settings FILE serves the pipelines the file "
-        "declares; --reranker X serves X as the default pipeline, alone, or with --settings "
-        "beside the file's pipelines (replacing the one named X). On SIGTERM /ready says "
-        "stopping while requests are still served for --shutdown-delay seconds, then it "
-        "stops; SIGINT stops at once.",
+        "default), bm25 and embedding (--model, --backend and --quantize set the hybrid's "
+        "and embedding's model and where it runs); --settings FILE serves the pipelines the "
+        "file declares (the built-ins when it declares no [pipelines]); --reranker X serves "
+        "X as the default pipeline, alone, or with --settings beside the file's pipelines "
+        "(replacing the one named X). On SIGTERM /ready says stopping while requests are "
+        "still served for --shutdown-delay seconds, then it stops; SIGINT stops at once.",
         **examples(
             "rerankit serve --port 8080  # hybrid, bm25 and embedding",
             "rerankit serve --reranker tuned.toml  # the pipeline tune wrote",
-            "rerankit serve --reranker hybrid --model minilm-onnx --backend onnx  # an export",
+            "rerankit serve --model minilm-onnx  # a folder rerankit export wrote: no torch",
             "rerankit serve --settings service.toml",
         ),
     )
@@ -211,7 +216,9 @@ def add_commands(sub: Any) -> None:
         "--model",
         default=None,
         help="the reranker's model (the hybrid's embedding model): a hub id, a model folder "
-        "or a folder written by rerankit export; alone it applies to hybrid",
+        "or a folder written by rerankit export; without --reranker it is the embedding "
+        "model of the built-in hybrid and embedding, served with bm25 (with --settings: of "
+        "a hybrid pipeline made the default, replacing the file's hybrid)",
     )
     add_backend_arguments(srv, service=True)
     add_language_argument(srv)

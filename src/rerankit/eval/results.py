@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import InputError
 from .compare import against, format_against, format_summary_against, mean_against
 from .first_stage import depth_label
+from .latency import latency_note
 from .runner import (
     PipelineRun,
     check_output_folder,
@@ -89,10 +90,18 @@ class CollectionEvaluation:
             + titles_note(layouts)
         )
 
+    def latency_note(self) -> str | None:
+        """What the latency columns cannot show by themselves (None: nothing): a run whose
+        time included encoding documents that runs after it read from the embedding cache,
+        and a mean above p95 (see :mod:`~rerankit.eval.latency`)."""
+        return latency_note(self.rows)
+
     def table(self) -> str:
-        """The heading, the Markdown table and the comparison with the baseline, as
-        ``rerankit eval`` prints them."""
+        """The heading, the Markdown table (with :meth:`latency_note` under it) and the
+        comparison with the baseline, as ``rerankit eval`` prints them."""
         text = f"{self.header()}\n\n{format_table(self.rows, self.meta['k'])}"
+        if self.latency_note():
+            text += f"\n{self.latency_note()}"
         if self.baseline is not None:
             text += "\n\n" + format_against(self.rows, self.baseline)
         return text
@@ -112,13 +121,15 @@ class CollectionEvaluation:
             **self.meta,
             "results": self.rows,
             "against_baseline": self.against,
+            "latency_note": self.latency_note(),
         }
 
     def write(self, folder: str | Path) -> list[Path]:
         """``results.json``, a TREC run per pipeline under ``runs/``, ``ndcg.png`` and, for
         calibrated pipelines, ``reliability.svg`` in ``folder`` (the chart needs the
         ``eval`` extra); the paths written."""
-        return write_outputs(folder, self.rows, self.runs, self.meta)
+        meta = {**self.meta, "latency_note": self.latency_note()}
+        return write_outputs(folder, self.rows, self.runs, meta)
 
 
 @dataclass

@@ -24,6 +24,7 @@ import numpy as np
 from .. import __version__
 from .._jsonl import dumps_strict
 from .._optional import require
+from ..cache import embedding_lookups
 from ..calibration import expected_calibration_error, reliability_bins, reliability_svg
 from ..errors import InputError
 from ..scorers.local import load_models
@@ -58,6 +59,9 @@ class PipelineRun:
     #: the rerankers' own scores per query and document, and the scales they came in
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
     score_scales: set[str] = field(default_factory=set)
+    #: the embedding cache's lookups while it ran (:func:`~rerankit.cache.embedding_lookups`:
+    #: ``misses`` encoded, ``reused`` there before it ran); None: not counted here
+    embedding_cache: dict[str, int] | None = None
 
     @property
     def calibrated(self) -> bool:
@@ -150,21 +154,22 @@ def run_pipeline(
     queries = list(cands.items())
     result = PipelineRun(name, {}, load_seconds=load_models(reranker))
     iterator = progress(queries) if progress else queries
-    for qid, ranked in iterator:
-        if not ranked:
-            result.run[qid] = {}
-            continue
-        start = time.perf_counter()
-        docs = candidate_documents(data, ranked, with_scores=first_stage_scores)
-        out = reranker.rerank(data.queries[qid], docs)
-        result.record(
-            qid,
-            [(r.id, r.score) for r in out],
-            seconds=time.perf_counter() - start,
-            scale=out.score_scale,
-            degraded=out.degraded,
-            usage=out.usage,
-        )
+    with embedding_lookups() as result.embedding_cache:
+        for qid, ranked in iterator:
+            if not ranked:
+                result.run[qid] = {}
+                continue
+            start = time.perf_counter()
+            docs = candidate_documents(data, ranked, with_scores=first_stage_scores)
+            out = reranker.rerank(data.queries[qid], docs)
+            result.record(
+                qid,
+                [(r.id, r.score) for r in out],
+                seconds=time.perf_counter() - start,
+                scale=out.score_scale,
+                degraded=out.degraded,
+                usage=out.usage,
+            )
     return result
 
 
@@ -240,6 +245,8 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
                 "p_vs": p_vs,
                 "mean_ms": 1e3 * r.mean_latency,
                 "p95_ms": 1e3 * r.p95_latency,
+                "max_ms": 1e3 * max(r.latencies) if r.latencies else None,
+                "embedding_cache": r.embedding_cache,
                 "load_s": r.load_seconds,
                 "llm_calls": r.usage.get("calls", 0),
                 "tokens": r.usage.get("input_tokens", 0) + r.usage.get("output_tokens", 0),

@@ -181,10 +181,9 @@ class LocalModelScorer:
         except MissingDependencyError as exc:
             if not (self.onnx_kind and self.model_id):
                 raise
-            raise MissingDependencyError(
-                f"{exc}; or, to run it without torch, export it where torch is installed "
-                f"(`rerankit export {self.model_id} --out FOLDER`) and load FOLDER, which "
-                "runs on ONNX Runtime"
+            raise MissingDependencyError(  # short: the service cuts it at MESSAGE_CHARS
+                f"{exc}; or, without torch, load FOLDER on ONNX Runtime after `rerankit "
+                f"export {self.model_id} --out FOLDER` where torch is"
             ) from exc
 
     def _load_onnx(self) -> Any:

@@ -14,7 +14,8 @@ Settings (``[server.feedback]``, or ``[server] feedback = "PATH"`` for the defau
 
     [server.feedback]
     path = "clicks.jsonl"   # the log (relative: to the settings file's folder); rotated
-                            # files beside it (clicks.jsonl.1 the newest)
+                            # files beside it (clicks.jsonl.1 the newest); $NAME and
+                            # ${NAME} are replaced by environment variables (unset: an error)
     store = "hash"          # each document's "text", its SHA-256 ("hash") or "id" only;
                             # the query is kept in clear text whatever this says
     max_bytes = 100000000   # rotate past this size (0: never)
@@ -22,22 +23,25 @@ Settings (``[server.feedback]``, or ``[server] feedback = "PATH"`` for the defau
     retention_days = 30     # remove records older than this (+ at most an hour); unset: no limit
     queue_size = 10000      # records waiting to be written; more are dropped and counted
     max_answers = 100000    # answers feedback may name: the most recent ones
+    accept_unknown_ids = false  # true: feedback naming an answer this log does not hold
+                            # (another replica's) is written unchecked (202), not a 404
 
 Feedback may name any of the last ``max_answers`` answers the log holds, also one issued
 before a restart or by another worker process (``serve --workers``): an id this process
 has not seen is looked up in what the log holds (read once, then only what was appended
 since). The bound keeps a long-running service's memory flat: each answer remembered
-costs about a hundred bytes plus its document ids.
+costs about a hundred bytes plus its document ids. With ``accept_unknown_ids``, feedback
+naming an id the log does not hold is checked as far as it can be without its answer
+(its shape, its dwell times) and written marked ``unchecked``: reading every replica's
+log joins it with its impression and checks its clicks there.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
+import re
 import threading
-import time
-from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, fields
@@ -47,18 +51,37 @@ from typing import Any
 from ..documents import FIRST_STAGE_SCORE
 from ..training.clicks.interleave import METHODS
 from ..training.clicks.log import STORE, ClickLog, log_files
-from ..training.clicks.records import Answer, answer_of
+from ..training.clicks.records import answer_of
 from ..training.clicks.retention import DAY, SWEEP_EVERY, check_retention
+from .feedback_index import AnswerIndex, feedback_key
 
 __all__ = [
     "AnswerIndex",
     "FeedbackLog",
     "FeedbackSettings",
     "check_experiments",
+    "expand_path",
     "feedback_beside",
 ]
 
 logger = logging.getLogger(__name__)
+
+#: an environment variable in a path, as :func:`os.path.expandvars` finds it
+_VARIABLE = re.compile(r"\$(?:\{([^}]*)\}|(\w+))")
+
+
+def expand_path(path: str) -> str:
+    """``path`` with each ``$NAME`` or ``${NAME}`` replaced by the environment variable's
+    value (one log path for replicas that share a settings file); a ValueError names a
+    variable that is not set."""
+    for match in _VARIABLE.finditer(path):
+        name = match.group(1) if match.group(1) is not None else match.group(2)
+        if name not in os.environ:
+            raise ValueError(
+                f"[server.feedback] path {path!r}: the environment variable {name!r} is not "
+                "set (a $NAME or ${NAME} in the path is replaced by its value)"
+            )
+    return os.path.expandvars(path)
 
 
 @dataclass(frozen=True)
@@ -72,10 +95,17 @@ class FeedbackSettings:
     queue_size: int = 10_000
     max_answers: int = 100_000
     retention_days: float | None = None
+    accept_unknown_ids: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.path, str) or not self.path:
             raise ValueError("[server.feedback] path: the click log's file, e.g. 'clicks.jsonl'")
+        object.__setattr__(self, "path", expand_path(self.path))
+        if not isinstance(self.accept_unknown_ids, bool):
+            raise ValueError(
+                f"[server.feedback] accept_unknown_ids: true or false, got "
+                f"{self.accept_unknown_ids!r}"
+            )
         if self.store not in STORE:
             raise ValueError(
                 f"[server.feedback] store {self.store!r}: expected one of {', '.join(STORE)}"
@@ -110,8 +140,11 @@ def feedback_beside(value: Any, folder: Path) -> Any:
     """``[server] feedback`` (a table or a path) with a relative log path taken from
     ``folder`` (the settings file's), as a pipeline file's is; an absolute one as it is."""
     path = value.get("path") if isinstance(value, Mapping) else value
-    if not isinstance(path, (str, os.PathLike)) or not str(path) or Path(path).is_absolute():
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
         return value
+    path = expand_path(str(path))  # before its folder is known: a variable may make it absolute
+    if Path(path).is_absolute():
+        return {**value, "path": path} if isinstance(value, Mapping) else path
     there = str(folder / path)
     if Path(path).resolve() != Path(there).resolve() and log_files(path) and not log_files(there):
         logger.warning(
@@ -154,135 +187,6 @@ def check_experiments(settings: Any) -> None:
         )
 
 
-class AnswerIndex:
-    """The answers feedback may name, and the feedback already recorded (so a repeat is
-    answered without writing it again): those this process logged, and those the log
-    holds, read on the first miss and then only as far as it grew; at most ``limit``, the
-    most recent by time (older ones are forgotten with their feedback: naming one is a
-    404, and reading the log again never brings them back)."""
-
-    def __init__(self, path: str | Path, limit: int = 100_000) -> None:
-        self.path = Path(path)
-        self.limit = limit
-        self.answers: OrderedDict[str, Answer] = OrderedDict()  # oldest first
-        self.seen: dict[str, set[Any]] = {}
-        self._times: dict[str, float] = {}
-        self._cutoff = float("-inf")  # the time of the newest answer forgotten
-        self._lock = threading.Lock()
-        self._file: tuple[int, int] | None = None  # (inode, bytes read) of the current file
-
-    def add(self, rid: str, answer: Answer, when: float | None = None) -> None:
-        """Remember ``answer`` (given at ``when``, default now) as the most recent."""
-        with self._lock:
-            self._put(rid, answer, time.time() if when is None else when)
-            self._trim()
-
-    def _put(self, rid: str, answer: Answer, when: float) -> None:
-        if when > self._cutoff and rid not in self.answers:
-            self.answers[rid] = answer
-            self._times[rid] = when
-
-    def _trim(self) -> None:
-        while len(self.answers) > self.limit:
-            rid, _ = self.answers.popitem(last=False)
-            self._cutoff = max(self._cutoff, self._times.pop(rid))
-            self.seen.pop(rid, None)
-
-    def forget_before(self, cutoff: float) -> None:
-        """Forget the answers given before ``cutoff`` (their records left the log)."""
-        with self._lock:
-            while self.answers:
-                rid = next(iter(self.answers))
-                if self._times[rid] >= cutoff:
-                    break
-                del self.answers[rid]
-                self._cutoff = max(self._cutoff, self._times.pop(rid))
-                self.seen.pop(rid, None)
-
-    def find(self, rid: str) -> Answer | None:
-        """The answer ``rid``, reading what the log gained when it is not known yet (on a
-        thread: this reads the disk)."""
-        with self._lock:
-            if rid not in self.answers:
-                self._catch_up()
-            return self.answers.get(rid)
-
-    def remember(self, rid: str, key: Any) -> bool:
-        """Record a feedback key for ``rid`` (an answer :meth:`find` found); False when it
-        was recorded already."""
-        with self._lock:
-            keys = self.seen.setdefault(rid, set())
-            if key in keys:
-                return False
-            keys.add(key)
-            return True
-
-    def _catch_up(self) -> None:
-        try:
-            stat = self.path.stat()
-        except OSError:
-            stat = None
-        if stat is not None and self._file is not None and self._file[0] == stat.st_ino:
-            if stat.st_size > self._file[1]:  # what was appended since: the newest answers
-                self._file = (stat.st_ino, self._file[1] + self._read(self.path, self._file[1]))
-                self._trim()
-            return
-        # first read, or the log rotated: all of it with the answers this process knows
-        # (some still queued), in order of time, keeping the most recent
-        known = [(self._times[rid], rid, answer) for rid, answer in self.answers.items()]
-        self.answers, self._times = OrderedDict(), {}
-        for path in log_files(self.path):
-            read = self._read(path, 0)
-            if path == self.path and stat is not None:
-                self._file = (stat.st_ino, read)
-        for when, rid, answer in known:
-            self._put(rid, answer, when)
-        order = sorted(self.answers, key=self._times.__getitem__)
-        self.answers = OrderedDict((rid, self.answers[rid]) for rid in order)
-        self._trim()
-        for rid in [rid for rid in self.seen if rid not in self.answers]:
-            del self.seen[rid]  # feedback read for answers not kept
-
-    def _read(self, path: Path, start: int) -> int:
-        """Index the whole lines of ``path`` from byte ``start``; the bytes consumed."""
-        consumed = 0
-        try:
-            with open(path, "rb") as handle:
-                handle.seek(start)
-                for line in handle:  # line by line: a large log is never held whole
-                    if not line.endswith(b"\n"):
-                        break  # a record still being written: read it next time
-                    consumed += len(line)
-                    for kind, rid, value, when in _records(line):
-                        if kind == "impression":
-                            self._put(rid, value, when)
-                        elif rid in self.answers:
-                            self.seen.setdefault(rid, set()).add(value)
-        except OSError as exc:
-            logger.warning("feedback: cannot read %s: %s", path, exc)
-        return consumed
-
-
-def _records(line: bytes) -> Iterator[tuple[str, str, Any, float]]:
-    """A log line as (kind, answer id, answer or feedback key, time: now when it has none)."""
-    try:
-        record = json.loads(line)
-        kind, rid, when = record.get("type"), str(record["id"]), record.get("time")
-        if isinstance(when, bool) or not isinstance(when, (int, float)):
-            when = time.time()
-        if kind == "impression":
-            ids = [str(d["id"]) for d in record["documents"]]
-            yield kind, rid, answer_of(ids, record.get("shown")), float(when)
-        elif kind == "feedback":
-            yield kind, rid, feedback_key(record["clicks"], record.get("dwell_ms")), float(when)
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return  # not a record of the format: read_log reports these
-
-
-def feedback_key(clicks: Any, dwell: Any) -> tuple[Any, Any]:
-    return tuple(clicks), tuple(dwell) if isinstance(dwell, list) else dwell
-
-
 class FeedbackLog:
     """The service's click log: impressions written on a thread of their own (a bounded
     queue; a full one drops the record and counts it), the answers feedback may name
@@ -318,10 +222,13 @@ class FeedbackLog:
             ).start()
         logger.info(
             "feedback on: answers and clicks logged to %s (queries stored in clear text, "
-            "documents stored as %s; records kept %s)",
+            "documents stored as %s; records kept %s)%s",
             Path(settings.path).resolve(),
             settings.store,
             kept,
+            "; feedback naming answers this log does not hold (another replica's) written unchecked"
+            if settings.accept_unknown_ids
+            else "",
         )
 
     def sweep(self) -> None:
@@ -383,7 +290,7 @@ class FeedbackLog:
     ) -> None:
         """Log the impression of ``answer`` (a response body with ``id`` and ``results``
         of ``index`` and ``relevance_score``) over the request's ``documents``; ``extra``:
-        ``explore`` or ``interleaving``. Returns at once."""
+        ``explore`` or ``interleaving``, ``endpoint`` (``"explain"``). Returns at once."""
         rid = str(answer["id"])
         ids = [str(i) if d.id is None else str(d.id) for i, d in enumerate(documents)]
         when = self.log.now()  # the answer's time, in the index and the log alike
@@ -401,12 +308,17 @@ class FeedbackLog:
         if self._submit(self.log.log_impression, rid, query, docs, shown, **options):
             self.impressions += 1
 
-    def record_feedback(self, rid: str, clicks: list[int], dwell_ms: Any) -> bool:
-        """Log feedback (clicks as indices); False when it repeats feedback already
-        recorded for the answer (nothing is written then)."""
-        if not self.index.remember(rid, feedback_key(clicks, dwell_ms)):
+    def record_feedback(
+        self, rid: str, clicks: list[Any], dwell_ms: Any, *, unchecked: bool = False
+    ) -> bool:
+        """Log feedback (clicks as indices; ``unchecked``: for an id the log does not hold,
+        the clicks as sent, marked so); False when it repeats feedback already recorded for
+        the answer (nothing is written then)."""
+        remember = self.index.remember_unchecked if unchecked else self.index.remember
+        if not remember(rid, feedback_key(clicks, dwell_ms)):
             return False
-        if self._submit(self.log.log_feedback, rid, clicks, dwell_ms=dwell_ms):
+        options = {"dwell_ms": dwell_ms, "unchecked": unchecked}
+        if self._submit(self.log.log_feedback, rid, clicks, **options):
             self.feedback += 1
         return True
 

@@ -4,10 +4,14 @@ The body is ``{"id": ANSWER_ID, "clicks": [index or document id, ...], "dwell_ms
 ``clicks`` name documents of the answer's request by their index (from 0, as ``results[].
 index`` gives it) or their ``id``: an integer is always an index and a string an id, so a
 numeric id (a SKU ``1001``) goes as a string (``"1001"``); ``dwell_ms`` (optional) is one
-number for the answer or one per click. An id the log does not hold is 404; a click naming
-no document of the answer, or one it did not show (cut by ``top_n``), is 422; the same
-feedback sent again is answered alike and written once (``"duplicate": true``). Behind
-the API keys, as the rerank endpoints are.
+number for the answer or one per click. ``id`` is a string; an integer is read as its
+string, as the click log's reader reads it. An id the log does not hold is 404, or, with
+``[server.feedback] accept_unknown_ids`` (replicas without session affinity), 202: written
+unchecked, for reading every replica's log to join with its answer; a click naming no
+document of the answer, or one it did not show (cut by ``top_n``), is 422; the same
+feedback sent again is answered alike and written once (``"duplicate": true``). Behind the
+API keys, as the rerank endpoints are, and any valid key may send feedback for any answer
+(its id, a random UUID, is the only secret).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import asyncio
 from typing import Annotated, Any
 
 from fastapi import Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..errors import ServiceError
@@ -24,14 +29,26 @@ from .feedback import FeedbackLog
 from .http import ErrorBody, invalid, parse
 from .settings import ServerSettings
 
-__all__ = ["FeedbackAnswer", "FeedbackRequest", "add_feedback_routes"]
+__all__ = ["FeedbackAnswer", "FeedbackKept", "FeedbackRequest", "add_feedback_routes"]
 
 Milliseconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 
 
+def _string_or_integer(schema: dict[str, Any]) -> None:
+    """The id's schema: a string, or an integer (read as its string)."""
+    for key in ("type", "minLength"):
+        schema.pop(key, None)
+    schema["anyOf"] = [{"type": "string", "minLength": 1}, {"type": "integer"}]
+
+
 class FeedbackRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True)
-    id: str = Field(min_length=1, description="the answer's id, as the rerank answer gave it")
+    id: str = Field(
+        min_length=1,
+        description="the answer's id, as the rerank answer gave it (an integer is read as its "
+        "string, as the click log's reader reads it)",
+        json_schema_extra=_string_or_integer,
+    )
     clicks: list[Any] = Field(
         description="the clicked documents: indices into the request's documents (an "
         "integer, from 0) or document ids (a string: send numeric ids as strings); [] for an "
@@ -43,6 +60,14 @@ class FeedbackRequest(BaseModel):
     dwell_ms: Milliseconds | list[Milliseconds | None] | None = Field(
         default=None, description="time spent, one number for the answer or one per click"
     )
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _integer_as_string(cls, rid: Any) -> Any:
+        # the log's format reads an integer id as its string: so does the endpoint
+        if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+            raise ValueError(f"{rid!r}: the answer's id is a string (an integer is read as one)")
+        return str(rid) if isinstance(rid, int) else rid
 
     @field_validator("dwell_ms", mode="before")
     @classmethod
@@ -78,6 +103,26 @@ class FeedbackAnswer(BaseModel):
     duplicate: bool
 
 
+class FeedbackKept(BaseModel):
+    """Feedback naming an answer this replica's log does not hold, written unchecked
+    (``[server.feedback] accept_unknown_ids``): the clicks as sent, whether it repeated
+    feedback kept before, and why it was not checked."""
+
+    id: str
+    clicks: list[int | str]
+    duplicate: bool
+    unchecked: bool = True
+    message: str
+
+
+#: what a 202 says of feedback kept unchecked
+KEPT = (
+    "no answer with this id in this replica's click log: the feedback was written "
+    "unchecked (accept_unknown_ids), for learning from all replicas' logs, where reading "
+    "joins it with its answer and checks its clicks (rerankit tune --clicks A --clicks B)"
+)
+
+
 def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSettings) -> None:
     """``POST /v1/feedback``."""
 
@@ -92,11 +137,19 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
                 "answer, or one per click)",
             )
         answer = await asyncio.to_thread(feedback.index.find, body.id)  # may read the log
+        if answer is None and feedback.settings.accept_unknown_ids:
+            new = feedback.record_feedback(body.id, body.clicks, body.dwell_ms, unchecked=True)
+            kept = FeedbackKept(id=body.id, clicks=body.clicks, duplicate=not new, message=KEPT)
+            return JSONResponse(kept.model_dump(), status_code=202)
         if answer is None:
             raise ServiceError(
                 404,
-                f"no answer with id {body.id!r} in the click log (feedback names the id of "
-                "an answer this service logged; the oldest leave with rotation)",
+                f"no answer with id {body.id!r} in this replica's click log: feedback names "
+                "the id of an answer this service logged, and the oldest leave with rotation. "
+                "Behind a load balancer, the likely cause is feedback reaching a replica "
+                "other than the one that answered: route /v1/feedback with session affinity, "
+                "or set [server.feedback] accept_unknown_ids = true on every replica to keep "
+                "it for learning from all replicas' logs",
             )
         try:
             indices = answer.indices(body.clicks)
@@ -112,11 +165,16 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
         description="`{id, clicks, dwell_ms}`: the `id` of an answer this service logged, "
         "the documents clicked (indices into the request's documents, or their ids as strings: "
         "an integer is an index) and the "
-        "time spent. An unknown id is a 404, a click naming no document of the answer, or "
-        "one it did not show (cut by `top_n`), a 422; "
-        "the same feedback sent again is answered alike (`duplicate: true`) and written once.",
+        "time spent. An unknown id is a 404 (with `[server.feedback] accept_unknown_ids`: a "
+        "202, the feedback written unchecked for reading every replica's log), a click "
+        "naming no document of the answer, or one it did not show (cut by `top_n`), a 422; "
+        "the same feedback sent again is answered alike (`duplicate: true`) and written once. "
+        "Any valid API key may send feedback for any answer.",
         response_model=FeedbackAnswer,
-        responses={status: {"model": ErrorBody} for status in statuses},
+        responses={
+            202: {"model": FeedbackKept, "description": "written unchecked"},
+            **{status: {"model": ErrorBody} for status in statuses},
+        },
         openapi_extra={
             "requestBody": {
                 "required": True,

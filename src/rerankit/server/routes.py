@@ -150,6 +150,8 @@ def add_rerank_routes(
             if logged and feedback is not None:  # the answer as sent: its id is the one
                 shown = request.state.shown  # feedback will name, from the cache or not
                 sent = json.loads(body_sent)
+                if fmt.path == "/v1/explain":  # the playground's tries: not left to learning
+                    shown = {**shown, "endpoint": "explain"}
                 feedback.impression(sent, call.documents, call.query, request.state.model, **shown)
             return Response(body_sent, media_type="application/json", headers=headers)
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from .._threads import in_thread
 from ..errors import InputError, MissingDependencyError, ModelLoadError, ServiceError
-from ..normalize import scale_to_unit, unit_scale
+from ..normalize import ranked_unit_scores, unit_scale
 from ..rerankers.base import input_checked
 from ..rerankers.cascade import ANSWER_DEPTH
 from ..types import RerankResult, check_top_k
@@ -365,7 +365,8 @@ class Service:
         started = time.monotonic()
         self.metrics.queue_time.labels(name).observe(started - queued)
         # every document is ranked and top_n cuts the answer afterwards: relative scores
-        # are min-max normalised over every document of the request, and whether a call's
+        # are min-max normalised over every document of the request (never rising with
+        # rank: a cascade's documents left behind score below those kept), and whether a call's
         # scores are relative is known only once it ran (a hybrid fusing the retriever's
         # scores, a pipeline whose documents were last scored on different scales)
         # chunks share their document's id: gather checks the documents' own ids instead
@@ -408,7 +409,7 @@ class Service:
         if owners is not None:  # chunks scored: each document by its best
             result = gather(result, owners, call.documents, None)
         if result.score_scale == "relative":
-            unit = scale_to_unit([r.score for r in result], "relative")
+            unit = ranked_unit_scores([r.score for r in result])  # falling with rank
             call.relevance.update({r.index: float(u) for r, u in zip(result, unit, strict=True)})
         call.pipeline_cuts.update(  # every document's, before top_n drops some
             (r.index, cut)

@@ -17,14 +17,26 @@ __all__ = ["FAILING_AFTER", "PipelineState", "one_line", "summary"]
 #: until one of its requests is answered again
 FAILING_AFTER = 3
 #: the longest message a pipeline's state shows (``/ready``, ``/info``, 503 bodies, the log)
-MESSAGE_CHARS = 300
+MESSAGE_CHARS = 400
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` (one line) in at most ``limit`` characters: cut with `` ...``, after its
+    last whole clause (``;`` or ``.``) where that keeps half of it, so that an instruction
+    is not left half-said."""
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 4]
+    clause = max(cut.rfind("; "), cut.rfind(". "))
+    if clause >= limit // 2:
+        cut = cut[: clause + 1]
+    return cut.rstrip() + " ..."
 
 
 def one_line(text: str) -> str:
     """``text`` as one line of at most ``MESSAGE_CHARS`` characters (whitespace runs,
-    newlines included, become one space; a longer text is cut with ``...``)."""
-    text = re.sub(r"\s+", " ", text).strip()
-    return text if len(text) <= MESSAGE_CHARS else text[: MESSAGE_CHARS - 3].rstrip() + "..."
+    newlines included, become one space; a longer text is cut as :func:`_cut` cuts)."""
+    return _cut(re.sub(r"\s+", " ", text).strip(), MESSAGE_CHARS)
 
 
 def summary(what: str, warnings: list[str]) -> str:
@@ -36,9 +48,7 @@ def summary(what: str, warnings: list[str]) -> str:
     more = len(warnings) - 1
     tail = f" (and {more} more warning{'s' if more > 1 else ''})" if more else ""
     first = one_line(f"{what}: {warnings[0]}")
-    if len(first) + len(tail) > MESSAGE_CHARS:
-        first = first[: MESSAGE_CHARS - len(tail) - 3].rstrip() + "..."
-    return first + tail
+    return _cut(first, MESSAGE_CHARS - len(tail)) + tail
 
 
 class PipelineState:

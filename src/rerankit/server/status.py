@@ -19,7 +19,8 @@ __all__ = ["add_status_routes"]
 
 def _experiments(settings: ServerSettings) -> dict[str, Any]:
     """What ``/info`` says of the experiments on logged answers: the click log (its
-    ``path``, what it stores of each document, how long records are kept), the
+    ``path``, what it stores of each document, how long records are kept, whether it
+    takes feedback for answers it does not hold), the
     interleaving (the pair, the share of the first's requests, the method) and the
     exploration (the share of requests, the chance of each pair below the top 3); null
     where one is off."""
@@ -28,7 +29,12 @@ def _experiments(settings: ServerSettings) -> dict[str, Any]:
     return {
         "feedback": None
         if log is None
-        else {"path": str(log.path), "store": log.store, "retention_days": log.retention_days},
+        else {
+            "path": str(log.path),
+            "store": log.store,
+            "retention_days": log.retention_days,
+            "accept_unknown_ids": log.accept_unknown_ids,
+        },
         "interleave": None
         if not pair
         else {

@@ -201,7 +201,13 @@ class Verdict:
             f"{100 * self.noise:.2f}: standard error {100 * self.query_noise:.2f} over "
             f"queries, {100 * self.fold_noise:.2f} over folds; per fold {folds}; spread "
             f"{100 * spread:.2f})"
-            + ("" if self.margin == 1 else f"; adopting takes over {self.margin:g} x the noise")
+            + (
+                ""
+                if self.margin == 1
+                else "; adopted only when the gain exceeds "
+                + ("twice" if self.margin == 2 else f"{self.margin:g} times")
+                + " the noise"
+            )
         )
 
 

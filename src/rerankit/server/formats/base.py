@@ -10,7 +10,7 @@ from typing import Annotated, Any, Protocol
 from pydantic import BaseModel, BeforeValidator, Field
 
 from ...errors import ServiceError
-from ...normalize import scale_to_unit, unit_scale
+from ...normalize import ranked_unit_scores, scale_to_unit, unit_scale
 from ...types import Document, RerankResult
 from ..settings import ServerSettings
 
@@ -191,10 +191,13 @@ def relevance_scores(result: RerankResult, call: Call | None = None) -> list[flo
     """The result's scores in [0, 1] by the fixed map of its scale (see
     :func:`rerankit.normalize.scale_to_unit`): a probability as it is, a cosine clipped at
     0, a logit through the sigmoid; only ``relative`` scores are min-max normalised per
-    request (over all its documents: ``call.relevance`` when the service filled it in).
+    request (over all its documents: ``call.relevance`` when the service filled it in), and
+    never rise with rank (:func:`rerankit.normalize.ranked_unit_scores`).
     :func:`rerankit.normalize.unit_scale` names their scale."""
     if call is not None and call.relevance and all(r.index in call.relevance for r in result):
         return [call.relevance[r.index] for r in result]
+    if result.score_scale == "relative":
+        return ranked_unit_scores([r.score for r in result]).tolist()
     return scale_to_unit([r.score for r in result], result.score_scale).tolist()
 
 

@@ -11,12 +11,12 @@ common prefix. A click credits the team of its position (:func:`credit`); a clic
 common prefix credits neither, since it says nothing about which pipeline is better (the
 original draft credits it by coin flip, which only adds noise). The session goes to the
 team with more clicks, or is a tie. :func:`interleaving_report` adds the sessions up: the
-share of sessions each wins, the difference with a bootstrap confidence interval and a
+share of sessions each wins, the difference with a confidence interval (see ``by``) and a
 two-sided sign test over the sessions with a winner. It reads sessions of optimized
 interleaving (:mod:`.optimized`, the service's default, which needs less traffic) the same
 way, each session's outcome being its clicks' credit.
 
-The interval resamples sessions by default: each request is a draw from the traffic, and
+The interval is over sessions by default: each request is a draw from the traffic, and
 the question is which pipeline the users of that traffic prefer, the question an A/B test
 on it answers (Chapelle et al. validated interleaving against A/B tests). ``by="query"``
 resamples queries instead, for a verdict meant to hold for queries the log has not seen;
@@ -49,7 +49,7 @@ __all__ = [
     "team_draft",
 ]
 
-#: what the report's bootstrap can resample
+#: what the report's confidence interval can be over
 BY = ("session", "query")
 #: the interleaving methods: :func:`.optimized.optimized_interleave` (the service's
 #: default) and :func:`team_draft`
@@ -292,9 +292,11 @@ def interleaving_report(
 ) -> InterleavingReport:
     """The report over the interleaved sessions of a log (impressions with an
     ``interleaving`` field; the others are skipped), for the pair ``pipelines`` (default:
-    the first pair found). ``by``: what the bootstrap resamples, ``"session"`` (default)
-    or ``"query"`` (sessions grouped by ``query_id``, else the query text; see the module
-    doc). ``method``: the interleaving whose sessions to count, ``"optimized"`` or
+    the first pair found). ``by``: what the confidence interval is over, ``"session"``
+    (default: for team draft a bootstrap, for optimized interleaving the normal interval
+    of the mean credit) or ``"query"`` (a bootstrap of queries, grouped by ``query_id``,
+    else the query text; see the module doc); ``resamples``, ``seed``: the bootstrap's.
+    ``method``: the interleaving whose sessions to count, ``"optimized"`` or
     ``"team-draft"`` (default: the one the log holds; a log with both must name one)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")

@@ -23,7 +23,9 @@ positions RandPair exchanged with the next, see :mod:`.propensity`) and ``interl
 (``{"pipelines": [a, b], "credits": [0.5, -0.25, ...]}``: each shown position's credit to
 ``a``, optimized interleaving, see :mod:`.optimized`; or ``{"pipelines": [a, b], "teams":
 [-1, 0, 1, ...]}``: which pipeline placed each shown position, -1 for the common prefix
-both rank first, team draft, see :mod:`.interleave`).
+both rank first, team draft, see :mod:`.interleave`) and ``endpoint`` (``"explain"``: an
+answer of the service's ``/v1/explain``, the playground's, which reading leaves out of
+learning and interleaving unless asked; missing: a rerank endpoint's).
 
 A **feedback** record says what was clicked in one answer::
 
@@ -32,9 +34,12 @@ A **feedback** record says what was clicked in one answer::
 
 ``clicks`` are indices into the impression's ``documents`` (integers) or document ids
 (strings: a numeric id goes as a string, since an integer is always an index); ``dwell_ms``
-(optional) one number for the answer or one per click. Feedback for the same ``id`` sent
-twice counts once; later feedback adds its clicks (:mod:`.reader` joins them). ``time`` is
-seconds since the Unix epoch (a number; an ISO 8601 string is also read).
+(optional) one number for the answer or one per click; ``unchecked`` (true): a service
+replica whose log does not hold the answer wrote it unchecked (``accept_unknown_ids``),
+for the reader to join with the impression in another replica's log. Feedback for the
+same ``id`` sent twice counts once; later feedback adds its clicks (:mod:`.reader` joins
+them). ``time`` is seconds since the Unix epoch (a number; an ISO 8601 string is also
+read).
 
 Privacy: the query is stored as sent, in clear (learning needs it); documents' texts as
 ``text``, ``hash`` (the SHA-256 only: learning then needs the corpus to look texts up) or
@@ -179,6 +184,7 @@ class ClickLog:
         query_id: str | None = None,
         explore: Mapping[str, Any] | None = None,
         interleaving: Mapping[str, Any] | None = None,
+        endpoint: str | None = None,
     ) -> Impression:
         """An :class:`Impression` with the documents kept as :attr:`store` says (not written:
         pass it to :meth:`write`). Raises ValueError for indices outside ``documents``."""
@@ -202,6 +208,7 @@ class ClickLog:
             query_id=query_id,
             explore=explore,
             interleaving=interleaving,
+            endpoint=endpoint,
         )
 
     def log_impression(
@@ -223,7 +230,8 @@ class ClickLog:
         (``{"swapped": [p, ...]}``, see :func:`~rerankit.training.clicks.randpair`) and
         ``interleaving`` (``{"pipelines": [a, b], "credits": [...]}``, see
         :func:`~rerankit.training.clicks.optimized_interleave`, or ``{"pipelines": [a, b],
-        "teams": [...]}``, see :func:`~rerankit.training.clicks.team_draft`)."""
+        "teams": [...]}``, see :func:`~rerankit.training.clicks.team_draft`) and ``endpoint``
+        (``"explain"``: left out of learning when read)."""
         try:
             record = self.impression(id, query, documents, shown, **options)
         except Exception as exc:  # never into the caller
@@ -237,6 +245,7 @@ class ClickLog:
         *,
         dwell_ms: Any = None,
         time: float | None = None,
+        unchecked: bool = False,
     ) -> bool:
         """Write a :class:`Feedback` record; False (counted) when it could not be written.
 
@@ -248,13 +257,15 @@ class ClickLog:
         show, refuses the record (False, counted in :attr:`write_errors`, the click named in
         :attr:`last_error` and the warning). Feedback for another answer (written before a
         restart, or by another process) is written unchecked: :func:`~.reader.read_log`'s
-        report counts such clicks."""
+        report counts such clicks. ``unchecked``: mark the record as written without its
+        answer at hand (a service replica's ``accept_unknown_ids``)."""
         try:
             answer = self._answers.get(str(id))
             if answer is not None:
                 answer.indices(clicks := list(clicks))
             dwell = tuple(dwell_ms) if isinstance(dwell_ms, (list, tuple)) else dwell_ms
-            record = Feedback(str(id), tuple(clicks), dwell, self.now() if time is None else time)
+            when = self.now() if time is None else time
+            record = Feedback(str(id), tuple(clicks), dwell, when, unchecked=unchecked)
         except Exception as exc:
             return self._failed(exc, f"feedback {id!r}")
         return self.write(record)

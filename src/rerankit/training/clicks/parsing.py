@@ -55,6 +55,13 @@ def _check_interleaving(info: Any, shown: int, rid: Any) -> None:
             raise ValueError(f"{where}.{name} must be a list of numbers, one per position shown")
 
 
+def _endpoint(value: Any, rid: Any) -> str | None:
+    """An impression's ``endpoint``: None (a rerank endpoint's answer) or a string."""
+    if value is not None and not isinstance(value, str):
+        raise ValueError(f"impression {rid}: endpoint must be a string, got {value!r}")
+    return value
+
+
 def parse_record(value: Any) -> Impression | Feedback:
     """A record of the format from its JSON value; ValueError naming the field that is
     wrong. A converter from another system's log can build these values and check them
@@ -97,6 +104,7 @@ def parse_record(value: Any) -> Impression | Feedback:
             query_id=None if value.get("query_id") is None else str(value["query_id"]),
             explore=value.get("explore"),
             interleaving=value.get("interleaving"),
+            endpoint=_endpoint(value.get("endpoint"), rid),
         )
     if kind == "feedback":
         clicks = value.get("clicks")
@@ -111,7 +119,7 @@ def parse_record(value: Any) -> Impression | Feedback:
             dwell = tuple(None if d is None else _number(d, "dwell_ms") for d in dwell)
         elif dwell is not None:
             dwell = _number(dwell, "dwell_ms")
-        return Feedback(
-            str(rid), tuple(clicks), dwell, record_time(value.get("time"), f"feedback {rid}")
-        )
+        when = record_time(value.get("time"), f"feedback {rid}")
+        unchecked = value.get("unchecked") is True
+        return Feedback(str(rid), tuple(clicks), dwell, when, unchecked=unchecked)
     raise ValueError(f"type must be 'impression' or 'feedback', got {kind!r}")

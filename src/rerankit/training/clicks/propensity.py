@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 
 from ...scorers.learned import feature_columns
+from .reliability import position_counts, position_ranges, reliability_warning
 
 __all__ = [
     "PROTECTED",
@@ -142,7 +143,9 @@ def swap_ratios(logs: Mapping[str, Any], depth: int = 10) -> tuple[np.ndarray, n
 class Propensities:
     """Relative propensities by position (``values[0]`` is position 1, 1.0; NaN for a
     position the log never showed anything at), how they were estimated, from how many
-    sessions, and the swaps' ratios where the log had any."""
+    sessions, and the swaps' ratios where the log had any; when estimated from a log, the
+    sessions that showed something at each position and the clicks there (what
+    :meth:`warning` judges them by)."""
 
     values: np.ndarray
     method: str
@@ -150,6 +153,8 @@ class Propensities:
     iterations: int = 0
     converged: bool = True
     swap_ratios: list[float | None] = field(default_factory=list)
+    sessions_by_position: list[int] = field(default_factory=list)
+    clicks_by_position: list[int] = field(default_factory=list)
 
     def describe(self) -> str:
         shown = ", ".join(
@@ -188,15 +193,24 @@ class Propensities:
                 f"pipeline's order): {cannot}"
             )
         top = [p for p in missing if p <= PROTECTED + 1]
-        where = _positions(missing)
+        where = position_ranges(missing)
         text = f"positions {where} were not measured by exchanged pairs: {cannot}"
         if top:
             text += (
-                f"; every position below {max(top)} is chained from {_positions(top)}, so "
+                f"; every position below {max(top)} is chained from {position_ranges(top)}, so "
                 f"an error there scales them all; RandPair never moves the top {PROTECTED}, "
                 "so exploring does not fix it"
             )
         return text
+
+    def warning(self) -> str | None:
+        """A plain warning naming the positions whose estimate is not to be trusted
+        (resting on too few clicks, or higher than the position above: see
+        :mod:`.reliability`) and what to do; None when there are none, or when the
+        propensities were not estimated from a log (given, or the naive learner's)."""
+        if not self.clicks_by_position:
+            return None
+        return reliability_warning(self.values, self.clicks_by_position)
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -206,18 +220,10 @@ class Propensities:
             "converged": self.converged,
             "by_position": [float(v) if math.isfinite(v) else None for v in self.values],
             "swap_ratios": self.swap_ratios,
+            "sessions_by_position": self.sessions_by_position,
+            "clicks_by_position": self.clicks_by_position,
+            "warning": self.warning(),
         }
-
-
-def _positions(ps: Sequence[int]) -> str:
-    """Positions as ranges: ``2-4, 9``."""
-    out: list[str] = []
-    for p in ps:
-        if out and int(out[-1].split("-")[-1]) == p - 1:
-            out[-1] = f"{out[-1].split('-')[0]}-{p}"
-        else:
-            out.append(str(p))
-    return ", ".join(out)
 
 
 def _sigmoid(z: np.ndarray) -> np.ndarray:
@@ -302,6 +308,7 @@ def estimate_propensities(
     if method not in ("auto", "em", "swaps"):
         raise ValueError(f"method {method!r}: expected auto, em or swaps")
     sessions = sum(log.sessions for log in logs.values())
+    counts = position_counts(logs, depth)
     ratios, weight = swap_ratios(logs, depth)
     measured = [
         float(r) if w >= min_swap_weight and math.isfinite(r) else None
@@ -315,7 +322,7 @@ def estimate_propensities(
                 "randpair(protect=0), or use method='em'"
             )
         values = np.concatenate(([1.0], np.cumprod(np.asarray(measured, dtype=np.float64))))
-        return Propensities(values, "swaps", sessions, swap_ratios=measured)
+        return Propensities(values, "swaps", sessions, swap_ratios=measured, **_counted(counts))
     if rows is None:
         raise ValueError("regression EM needs the candidates' features (rows)")
     with _one_blas_thread():
@@ -330,7 +337,12 @@ def estimate_propensities(
                 adjacent[p] = r
         values = np.concatenate(([1.0], np.cumprod(adjacent)))
         name = "regression EM, adjacent ratios from swaps where measured"
-    return Propensities(values, name, sessions, steps, converged, measured)
+    return Propensities(values, name, sessions, steps, converged, measured, **_counted(counts))
+
+
+def _counted(counts: tuple[list[int], list[int]]) -> dict[str, list[int]]:
+    """:func:`~.reliability.position_counts`' as :class:`Propensities`' fields."""
+    return {"sessions_by_position": counts[0], "clicks_by_position": counts[1]}
 
 
 def _one_blas_thread() -> Any:

@@ -4,7 +4,8 @@ feedback into a :class:`Session`.
 An impression without feedback is a session without clicks. Feedback for an ``id`` sent
 more than once counts once: the clicks of every record for the id are united, so a
 repeated record changes nothing and a later one adds its clicks. Feedback whose ``id`` no
-impression has is counted (``orphan_feedback``) and left out; so is feedback that came more
+impression has is counted (``orphan_feedback``; of them, ``orphan_unchecked`` those a service
+replica kept unchecked, its answer in a log not read) and left out; so is feedback that came more
 than ``max_feedback_delay`` seconds after its impression, when one is given
 (``late_feedback``). An impression whose ``id`` an earlier one has (the same log written
 twice, say) is counted (``duplicate_impressions``), noted with its file and line, logged
@@ -12,7 +13,9 @@ at WARNING and left out: the first is kept, and all feedback for the id joins it
 naming by id a document whose id other documents of its impression share is counted
 (``ambiguous_clicks``) and left out: it cannot say which of them was clicked. A line that
 is not a valid record is counted and described (with its file and line) and skipped, or
-raised with ``strict=True``.
+raised with ``strict=True``. An impression of the service's ``/v1/explain`` (``"endpoint":
+"explain"``: the playground's tries, not a user's search) is counted
+(``explain_impressions``) and left out with its feedback, unless ``explain=True``.
 """
 
 from __future__ import annotations
@@ -72,7 +75,13 @@ class ReadReport:
     #: impressions left out: an earlier one has their id (the first of each id is kept)
     duplicate_impressions: int = 0
     repeated_feedback: int = 0
+    #: feedback records left out: their answer is in none of the logs read
     orphan_feedback: int = 0
+    #: of ``orphan_feedback``, those a replica kept unchecked (``accept_unknown_ids``): the
+    #: answer is in another replica's log, not read
+    orphan_unchecked: int = 0
+    #: impressions left out with their feedback: ``/v1/explain``'s (the playground's)
+    explain_impressions: int = 0
     #: feedback records left out: later than ``max_feedback_delay`` after their impression
     late_feedback: int = 0
     unknown_clicks: int = 0
@@ -103,7 +112,7 @@ class ReadReport:
             )
         left_out = [
             (self.repeated_feedback, f"{self.repeated_feedback} repeated feedback"),
-            (self.orphan_feedback, f"{self.orphan_feedback} feedback without an impression"),
+            (self.orphan_feedback, _orphans(self.orphan_feedback, self.orphan_unchecked)),
             (
                 self.late_feedback,
                 f"{self.late_feedback} feedback later than the maximum delay after its impression",
@@ -123,6 +132,11 @@ class ReadReport:
                 f"{_count(self.ambiguous_clicks, 'click')} by an id several documents share",
             ),
             (self.malformed, _count(self.malformed, "bad line")),
+            (
+                self.explain_impressions,
+                _count(self.explain_impressions, "impression")
+                + " of /v1/explain (the playground's) left out",
+            ),
         ]
         line = (
             f"read {_count(len(self.files), 'file')}: {_count(self.impressions, 'impression')}, "
@@ -140,6 +154,14 @@ class ReadReport:
 
 def _count(n: int, thing: str) -> str:
     return f"{n} {thing}{'' if n == 1 else 's'}"
+
+
+def _orphans(n: int, unchecked: int) -> str:
+    """Feedback whose answer no log read holds; when a replica kept some unchecked, where
+    the answers are."""
+    named = "names an answer" if n == 1 else "name answers"
+    said = f"{_count(n, 'feedback record')} {named} in none of the logs read"
+    return f"{said}: read every replica's log" if unchecked else said
 
 
 def _resolve(click: int | str, impression: Impression, ids: dict[str, int] | None) -> int | None:
@@ -191,21 +213,28 @@ def join(
     *,
     max_feedback_delay: float | None = None,
     sources: Sequence[tuple[str, int]] | None = None,
+    explain: bool = False,
 ) -> list[Session]:
     """Sessions from impressions and feedback in any order (see the module doc), in the
     order of the impressions' first appearance. A second impression with an id already
     seen is counted, noted and left out (the first is kept). ``max_feedback_delay``:
     seconds after its impression past which a feedback record is counted and left out
     (None: no limit; a record or impression without a time is kept). ``sources``: the file
-    and line of each record, named in the notes."""
+    and line of each record, named in the notes. ``explain``: keep the impressions of
+    ``/v1/explain`` (left out by default, counted)."""
     check_delay(max_feedback_delay)
     report = report if report is not None else ReadReport()
     impressions: dict[str, Impression] = {}
     first: dict[str, int] = {}  # the record number of each impression kept
     feedback: dict[str, list[Feedback]] = {}
     repeated: dict[str, int] = {}  # the files of the impressions left out, and how many
+    tried: set[str] = set()  # the ids of /v1/explain's impressions, left out
     for n, record in enumerate(records):
         if isinstance(record, Impression):
+            if record.endpoint == "explain" and not explain:
+                report.explain_impressions += 1
+                tried.add(record.id)
+                continue
             if record.id in impressions:
                 report.duplicate_impressions += 1
                 file = sources[n][0] if sources else "the click log"
@@ -228,7 +257,10 @@ def join(
             ", ".join(repeated),
             _count(sum(repeated.values()), "impression"),
         )
-    report.orphan_feedback += sum(len(v) for k, v in feedback.items() if k not in impressions)
+    for rid, records_of in feedback.items():
+        if rid not in impressions and rid not in tried:
+            report.orphan_feedback += len(records_of)
+            report.orphan_unchecked += sum(r.unchecked for r in records_of)
     sessions = []
     for rid, impression in impressions.items():
         clicks: set[int] = set()
@@ -333,6 +365,7 @@ def read_log(
     *,
     strict: bool = False,
     max_feedback_delay: float | None = None,
+    explain: bool = False,
 ) -> tuple[list[Session], ReadReport]:
     """The sessions of a click log: a file (read with its rotated files, oldest first), or
     several files in the order given (:func:`logs_files` lists several logs' files, each
@@ -340,10 +373,14 @@ def read_log(
     each. ``strict``: raise :class:`~rerankit.errors.InputError` at the first bad line
     (naming the file and line) instead of counting it. ``max_feedback_delay``: seconds
     after its impression past which feedback is left out (counted in the report's
-    ``late_feedback``); None (the default) keeps feedback however late."""
+    ``late_feedback``); None (the default) keeps feedback however late. ``explain``: keep
+    the impressions of the service's ``/v1/explain`` (the playground's tries), which are
+    left out by default and counted in ``explain_impressions``."""
     check_delay(max_feedback_delay)
     files = logs_files([paths]) if isinstance(paths, (str, Path)) else [Path(p) for p in paths]
     report = ReadReport()
     records, sources = _records(files, report, strict)
-    sessions = join(records, report, max_feedback_delay=max_feedback_delay, sources=sources)
+    sessions = join(
+        records, report, max_feedback_delay=max_feedback_delay, sources=sources, explain=explain
+    )
     return sessions, report

@@ -98,6 +98,9 @@ class Impression:
     query_id: str | None = None
     explore: Mapping[str, Any] | None = None
     interleaving: Mapping[str, Any] | None = None
+    #: what answered it, where not a rerank endpoint: ``"explain"`` (the service's
+    #: ``/v1/explain``, which the playground calls), left out of learning
+    endpoint: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -117,18 +120,23 @@ class Impression:
             out["explore"] = dict(self.explore)
         if self.interleaving is not None:
             out["interleaving"] = dict(self.interleaving)
+        if self.endpoint is not None:
+            out["endpoint"] = self.endpoint
         return out
 
 
 @dataclass(frozen=True)
 class Feedback:
     """The clicks of one answer: indices into its impression's documents or document ids;
-    ``dwell_ms`` one number for the answer, or one per click (None: not measured)."""
+    ``dwell_ms`` one number for the answer, or one per click (None: not measured).
+    ``unchecked``: written by a service replica whose log does not hold the answer
+    (``accept_unknown_ids``), so its clicks were not checked against it."""
 
     id: str
     clicks: tuple[int | str, ...]
     dwell_ms: float | tuple[float | None, ...] | None = None
     time: float = 0.0
+    unchecked: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -140,6 +148,8 @@ class Feedback:
         if self.dwell_ms is not None:
             dwell = self.dwell_ms
             out["dwell_ms"] = list(dwell) if isinstance(dwell, tuple) else dwell
+        if self.unchecked:
+            out["unchecked"] = True
         return out
 
 

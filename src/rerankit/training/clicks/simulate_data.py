@@ -1,10 +1,10 @@
 """A click log simulated over a judged collection, for trying learning from clicks without
 traffic (``rerankit simulate-clicks``): each query's first-stage candidates reranked by a
-logging pipeline, the first ten shown to simulated users who follow the position-based
-model (:class:`~.simulate.PositionBasedModel`) and click by the collection's judgments
-(:func:`~.simulate.grades_0_to_4`), optionally with RandPair exploration; each session
-written as the service writes it (an impression with every candidate and its first-stage
-score, the order shown, and the feedback of its clicks) by :class:`~.log.ClickLog`."""
+logging pipeline, the first ten (:data:`SHOWN`) shown to simulated users who follow the
+position-based model (:class:`~.simulate.PositionBasedModel`) and click by the collection's
+judgments (:func:`~.simulate.grades_0_to_4`), optionally with RandPair exploration; each
+session written as the service writes it (an impression with every candidate and its
+first-stage score, the order shown, and the feedback of its clicks) by :class:`~.log.ClickLog`."""
 
 from __future__ import annotations
 
@@ -23,7 +23,11 @@ from .log import STORE, ClickLog, text_hash
 from .sessions import records
 from .simulate import PositionBasedModel, grades_0_to_4, max_grade, simulate_query
 
-__all__ = ["SimulatedLog", "simulate_collection"]
+__all__ = ["SHOWN", "SimulatedLog", "simulate_collection"]
+
+#: the positions each simulated session shows (the first of the logging pipeline's order);
+#: the other candidates are logged, not shown
+SHOWN = 10
 
 
 @dataclass
@@ -73,7 +77,8 @@ def simulate_collection(
     click log ``out`` (a new file; see the module doc). ``reranker``: the logging pipeline
     (anything :func:`rerankit.load` takes), named ``pipeline`` in the log (default: its
     name when a string); ``first_stage`` and ``candidates``: where each query's candidates
-    come from and how many (:func:`rerankit.eval.first_stage.first_stage`); ``eta``: the
+    come from and how many (:func:`rerankit.eval.first_stage.first_stage`: every one is
+    logged, the first :data:`SHOWN` of the logging pipeline's order shown); ``eta``: the
     users' position bias (> 1 steeper); ``explore``: RandPair's chance of exchanging each
     adjacent pair below the top 3, in every session; ``store``: what the log keeps of a
     document (``text``, ``hash`` or ``id``: then learn with the collection as the corpus).
@@ -118,6 +123,7 @@ def simulate_collection(
                 first_stage=[first[d] for d in ids],
                 explore=explore,
                 pipeline=name,
+                depth=SHOWN,
             )
             texts = [data.text(d) for d in ids]
             logged.texts = list(texts) if store == "text" else []
@@ -131,5 +137,5 @@ def simulate_collection(
             total += sessions
     finally:
         log.close()
-    truth = [float(v) for v in model.propensities(10)]
+    truth = [float(v) for v in model.propensities(SHOWN)]
     return SimulatedLog(out, queries, total, clicks, name, truth, empty)

@@ -1,0 +1,125 @@
+"""What a batch run does with an ``--out`` that already holds rows: refuse it (the
+default), start again (``overwrite``), or go on after its finished rows (``resume``); and
+:class:`BatchInterrupted`, the Ctrl-C that says how far the output got."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from .._optional import require
+from ..errors import InputError
+from .io import input_format
+from .rows import BatchSummary
+
+__all__ = ["BatchInterrupted", "finished_rows", "output_rows", "skip_finished"]
+
+logger = logging.getLogger(__name__)
+
+
+class BatchInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGINT) during a batch run: the rows written so far are whole lines in
+    ``output`` and ``summary`` counts them (``summary.interrupted`` is set); a run with
+    ``resume=True`` (``--resume``) goes on from there. A ``KeyboardInterrupt``, so code
+    that does not catch it stops as on any Ctrl-C."""
+
+    def __init__(self, summary: BatchSummary, output: str | Path) -> None:
+        super().__init__(f"interrupted after {summary.rows + summary.skipped} rows in {output}")
+        self.summary, self.output = summary, Path(output)
+
+
+def _key(row: Mapping[str, Any]) -> tuple[Any, Any]:
+    """What ties an output row to its input row: the query id and the query."""
+    return row.get("query_id"), row.get("query")
+
+
+def _parquet_rows(path: Path) -> int | None:
+    """The rows of a Parquet file, or None when it cannot be read (cut short)."""
+    pq = require("pyarrow.parquet", "Parquet output")
+    try:
+        return int(pq.ParquetFile(path).metadata.num_rows)
+    except Exception:  # no footer: the run that wrote it was killed
+        return None
+
+
+def finished_rows(path: str | Path) -> tuple[list[tuple[Any, Any]], int]:
+    """The (query id, query) of each whole row of a JSON Lines batch output, and the byte
+    length of those rows: a last line without its newline (a run killed while writing it)
+    is not counted. A whole line that is not a JSON object means the file is not a batch
+    output: an error."""
+    data = Path(path).read_bytes()
+    end = data.rfind(b"\n") + 1  # a cut last line (no newline) is left out
+    keys = []
+    for number, line in enumerate(data[:end].splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError:
+            row = None
+        if not isinstance(row, dict):
+            raise InputError(
+                f"{path}:{number}: not a row of a batch output (not a JSON object); "
+                "pass --overwrite (overwrite=True) to start the file again"
+            )
+        keys.append(_key(row))
+    return keys, end
+
+
+def output_rows(path: str | Path, *, resume: bool, overwrite: bool) -> tuple[list, int]:
+    """Check what a run may do with ``path``: the finished rows to skip and the bytes to
+    keep (none when it is absent, empty or overwritten). An existing non-empty output
+    without ``resume`` or ``overwrite`` is refused, naming its rows and both ways on."""
+    path = Path(path)
+    if resume and overwrite:
+        raise InputError("give --resume or --overwrite, not both (resume=, overwrite=)")
+    parquet = input_format(path) == "parquet"
+    if resume and parquet:
+        raise InputError(
+            f"{path}: --resume (resume=True) needs a .jsonl --out: a Parquet file cannot be "
+            "appended to, and one whose run was killed cannot be read"
+        )
+    if overwrite or not path.is_file() or path.stat().st_size == 0:
+        return [], 0
+    if parquet:
+        count = _parquet_rows(path)
+        held = f"{count} rows" if count is not None else "rows (cut short: unreadable)"
+        raise InputError(
+            f"{path} already holds {held}; pass --overwrite (overwrite=True) to start it "
+            "again, or write JSON Lines (.jsonl) to be able to --resume"
+        )
+    keys, end = finished_rows(path)
+    if not resume:
+        raise InputError(
+            f"{path} already holds {len(keys)} rows; pass --resume (resume=True) to skip "
+            "them and append the rest, or --overwrite (overwrite=True) to start again"
+        )
+    return keys, end
+
+
+def skip_finished(
+    rows: Iterable[dict[str, Any]], keys: list, output: str | Path, source: str | None
+) -> Iterator[dict[str, Any]]:
+    """``rows`` after the first ``len(keys)``, which are checked now against the finished
+    output rows ``keys`` (same query ids and queries, in order): an output written from
+    other rows is refused rather than appended to."""
+    rows = iter(rows)
+    done = list(islice(rows, len(keys)))
+    name = source or "the input"
+    if len(done) < len(keys):
+        raise InputError(
+            f"{output} holds {len(keys)} rows, more than the {len(done)} of {name}: it was "
+            "not written from these rows; pass --overwrite (overwrite=True) to start again"
+        )
+    for number, (row, key) in enumerate(zip(done, keys, strict=True), start=1):
+        if _key(row) != key:
+            raise InputError(
+                f"{output} does not match {name}: its row {number} is query_id {key[0]!r}, "
+                f"query {key[1]!r}, the input's is query_id {row.get('query_id')!r}, query "
+                f"{row.get('query')!r}; pass --overwrite (overwrite=True) to start again"
+            )
+    return rows

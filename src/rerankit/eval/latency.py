@@ -1,0 +1,77 @@
+"""What an evaluation's latency columns cannot show by themselves, said under its table:
+:func:`latency_note`.
+
+* **The embedding cache.** Pipelines run one after the other, and document vectors are
+  kept in the embedding cache (on disk, by default): a pipeline that encodes documents pays
+  for it, and one after it that reads them from the cache does not, so on a first run the
+  later one looks faster than it would be on its own. Each run records what it looked up
+  in the embedding cache (:func:`~rerankit.cache.embedding_lookups` counts them):
+  ``misses`` (documents it encoded) and ``reused`` (vectors that were in the cache before
+  it ran: in its store, which another run or an earlier evaluation wrote, or in memory).
+  The note names the runs that encoded documents and those after them that reused
+  vectors; it says nothing where every run read the cache (a second evaluation), where
+  none shares one, or where the runs happened elsewhere (Ray: nothing is counted here).
+* **A mean above the 95th percentile.** One query far slower than the rest (the first
+  one warming a model up, or one encoding many documents) pulls the mean above p95, which
+  it leaves alone: the note names the run and its slowest query.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = ["latency_note"]
+
+
+def latency_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """What to keep in mind reading the rows' ``mean ms`` and ``p95 ms`` (see the module
+    doc), or None when there is nothing to say. ``rows``: :func:`~.runner.evaluate_runs`'."""
+    parts = []
+    cache = _cache_part(rows)
+    if cache:
+        parts.append(cache)
+    slow = [
+        f"{r['pipeline']}'s slowest query took {r['max_ms']:.1f} ms"
+        for r in rows
+        if r.get("max_ms") is not None and r["mean_ms"] > r["p95_ms"]
+    ]
+    if slow:
+        parts.append(
+            f"mean above p95: {', '.join(slow)}; one query far slower than the rest (the "
+            "first warming a model up, or one encoding many documents) pulls the mean above "
+            "the 95th percentile, so p95 says more of a typical query"
+        )
+    return "(mean ms, p95 ms: " + "; ".join(parts) + ")" if parts else None
+
+
+def _cache_part(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """The runs that encoded documents, and those after them that reused vectors from the
+    embedding cache instead (None when no run after an encoding one reused any)."""
+    counted = [(r["pipeline"], r.get("embedding_cache") or {}) for r in rows]
+    first = next((i for i, (_, c) in enumerate(counted) if c.get("misses", 0) > 0), None)
+    if first is None:
+        return None
+    readers = [(name, c["reused"]) for name, c in counted[first + 1 :] if c.get("reused")]
+    if not readers:
+        return None
+    encoders = [(name, c["misses"]) for name, c in counted if c.get("misses", 0) > 0]
+    encoded = ", ".join(
+        f"{name} encoded {n}" + (f" document{'s' if n != 1 else ''}" if i == 0 else "")
+        for i, (name, n) in enumerate(encoders)
+    )
+    times = "its time includes" if len(encoders) == 1 else "their times include"
+    if len(readers) == 1:
+        name, n = readers[0]
+        read = f"{name} read {n} documents' vectors from the embedding cache"
+        looks = "it looks faster than it would on its own"
+    else:
+        names = ", ".join(name for name, _ in readers[:-1]) + f" and {readers[-1][0]}"
+        counts = ", ".join(f"{name} {n}" for name, n in readers)
+        read = f"{names} read documents' vectors from the embedding cache ({counts})"
+        looks = "they look faster than they would on their own"
+    return (
+        f"{encoded}, and {times} that; after {counted[first][0]}, {read} instead of encoding "
+        f"them, so {looks}: to compare speeds, run the evaluation again, "
+        "when every pipeline reads the cache"
+    )

@@ -1,0 +1,151 @@
+"""An existing batch output: refused by default, started again with --overwrite, resumed
+with --resume (finished rows skipped, a cut last line dropped); Ctrl-C ends with one line,
+exit 130 and the summary written; --no-candidates leaves the candidates out."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rerankit.batch import BatchInterrupted, read_rows, run_batch
+from rerankit.cli import main
+from rerankit.errors import InputError
+from rerankit.llm.testing import FakeLLMServer, Reply
+from rerankit.scorers import BM25Scorer
+
+ROWS = [
+    {"query_id": f"q{i}", "query": f"capital {i}", "candidates": ["Paris capital", f"x {i}"]}
+    for i in range(5)
+]
+KEY_ENV = "RERANKIT_RESUME_TEST_KEY"
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_rerun_onto_an_output_with_rows_is_refused_and_overwrite_starts_again(tmp_path, capsys):
+    src, out = write_jsonl(tmp_path / "in.jsonl", ROWS), tmp_path / "out.jsonl"
+    run_batch(src, out, "bm25")
+    before = out.read_text()
+    with pytest.raises(InputError) as caught:
+        run_batch(src, out, "bm25")
+    message = str(caught.value)
+    assert f"{out} already holds 5 rows" in message
+    assert "--resume" in message and "--overwrite" in message
+    assert out.read_text() == before  # untouched
+    args = ["batch", "-i", str(src), "--out", str(out), "-r", "bm25"]
+    assert main(args) == 1
+    assert "already holds 5 rows" in capsys.readouterr().err
+    assert main([*args, "--overwrite"]) == 0
+    assert [r["query_id"] for r in lines(out)] == [r["query_id"] for r in ROWS]  # not 10
+    assert run_batch(src, out, "bm25", overwrite=True).rows == 5
+
+
+def test_resume_skips_the_finished_rows_drops_a_cut_line_and_appends_the_rest(tmp_path, capsys):
+    src, full = write_jsonl(tmp_path / "in.jsonl", ROWS), tmp_path / "full.jsonl"
+    run_batch(src, full, "bm25")
+    whole = full.read_text().splitlines(keepends=True)
+    out = tmp_path / "out.jsonl"
+    out.write_text(whole[0] + whole[1] + whole[2][:25])  # killed while writing row 3
+    assert main(["batch", "-i", str(src), "--out", str(out), "-r", "bm25", "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert "2 rows already written, skipped" in err and "3 rows" in err
+    assert [r["query_id"] for r in lines(out)] == [r["query_id"] for r in ROWS]
+    assert [r["results"] for r in lines(out)] == [r["results"] for r in lines(full)]
+    again = run_batch(src, out, "bm25", resume=True)  # all done: nothing to add
+    assert (again.skipped, again.rows) == (5, 0) and len(lines(out)) == 5
+
+
+def test_resume_refuses_an_output_of_other_rows(tmp_path):
+    src = write_jsonl(tmp_path / "in.jsonl", ROWS)
+    other = write_jsonl(tmp_path / "other.jsonl", [ROWS[0], ROWS[2]])
+    out = tmp_path / "out.jsonl"
+    run_batch(other, out, "bm25")
+    before = out.read_text()
+    with pytest.raises(InputError, match=r"does not match .*row 2 is query_id 'q2'.*'q1'"):
+        run_batch(src, out, "bm25", resume=True)
+    run_batch(src, tmp_path / "long.jsonl", "bm25")
+    with pytest.raises(InputError, match="holds 5 rows, more than the 2"):
+        run_batch(other, tmp_path / "long.jsonl", "bm25", resume=True)
+    assert out.read_text() == before
+    with pytest.raises(InputError, match=r"needs a \.jsonl --out"):
+        run_batch(src, tmp_path / "out.parquet", "bm25", resume=True)
+    with pytest.raises(InputError, match="not both"):
+        run_batch(src, out, "bm25", resume=True, overwrite=True)
+
+
+def test_no_candidates_leaves_them_out(tmp_path):
+    src, out = write_jsonl(tmp_path / "in.jsonl", ROWS), tmp_path / "out.jsonl"
+    assert main(["batch", "-i", str(src), "--out", str(out), "-r", "bm25", "--no-candidates"]) == 0
+    rows = lines(out)
+    assert all("candidates" not in r and r["results"] for r in rows)
+    assert rows[0]["results"][0]["index"] == 0 and rows[0]["query"] == ROWS[0]["query"]
+
+
+def test_ctrl_c_in_python_raises_batch_interrupted_with_the_rows_written(tmp_path):
+    class StopsAtThird(BM25Scorer):  # Ctrl-C arriving while the third row is scored
+        calls = 0
+
+        async def score(self, query, docs, **context):
+            StopsAtThird.calls += 1
+            if StopsAtThird.calls == 3:
+                raise KeyboardInterrupt
+            return await super().score(query, docs, **context)
+
+    src, out = write_jsonl(tmp_path / "in.jsonl", ROWS), tmp_path / "out.jsonl"
+    with pytest.raises(BatchInterrupted) as caught:
+        run_batch(src, out, StopsAtThird(), batch_size=1)
+    assert caught.value.summary.rows == 2 and caught.value.summary.interrupted
+    assert [r["query_id"] for r in lines(out)] == ["q0", "q1"]
+
+
+@pytest.mark.slow  # about 8 s: a process of its own
+def test_sigint_ends_with_one_line_exit_130_and_the_summary(tmp_path, judge_spec, monkeypatch):
+    """A real SIGINT to `rerankit batch` (a judge that answers in 0.3 s), then --resume."""
+    slow = {"on": True}
+
+    def judge(request):
+        return Reply(text=json.dumps({"id": "0", "score": 3}), delay=0.3 if slow["on"] else 0)
+
+    with FakeLLMServer(responder=judge) as server:
+        pipe = tmp_path / "judge.json"
+        pipe.write_text(json.dumps(judge_spec(server.openai_url, KEY_ENV)))
+        src = write_jsonl(tmp_path / "in.jsonl", ROWS * 4)  # 20 rows, ids repeat
+        out, summary = tmp_path / "out.jsonl", tmp_path / "sum.json"
+        args = ["batch", "-i", str(src), "--out", str(out), "-r", str(pipe), "--batch-size", "1"]
+        env = {**os.environ, KEY_ENV: "k", "PYTHONPATH": str(Path("src").resolve())}
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rerankit", *args, "--summary", str(summary)],
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        deadline = time.monotonic() + 60
+        while not (out.exists() and out.read_text().count("\n") >= 2):
+            assert proc.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        err = proc.communicate(timeout=60)[1]
+        assert proc.returncode == 130, err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+        written = lines(out)
+        assert 2 <= len(written) < 20 and f"{len(written)} rows in {out}" in err
+        assert "--resume" in err.split("go on with: ")[1]
+        assert json.loads(summary.read_text())["interrupted"] is True
+        slow["on"] = False
+        monkeypatch.setenv(KEY_ENV, "k")
+        assert main([*args, "--resume"]) == 0
+    assert [r["query_id"] for r in read_rows(out)] == [r["query_id"] for r in ROWS * 4]

@@ -1,0 +1,125 @@
+"""The note under ``rerankit eval``'s table on what its latency columns cannot show: a run
+whose time included encoding documents that runs after it read from the embedding cache,
+and a mean above p95; and the embedding cache's count of lookups it rests on."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from rerankit.cache import EmbeddingCache, embedding_lookups
+from rerankit.cli import main
+from rerankit.eval import evaluate
+from rerankit.eval.data import Dataset
+from rerankit.eval.latency import latency_note
+
+CORPUS = {
+    "d1": {"title": "solar panels", "text": "solar panels turn sunlight into electricity"},
+    "d2": {"title": "wind", "text": "wind turbines turn wind into electricity"},
+    "d3": {"title": "solar history", "text": "the history of solar power and solar cells"},
+    "d4": {"title": "cooking", "text": "how to cook pasta"},
+}
+QUERIES = {"q1": "solar electricity", "q2": "wind power", "q3": "pasta"}
+QRELS = {"q1": {"d1": 2, "d3": 1}, "q2": {"d2": 1}, "q3": {"d4": 1}}
+
+
+def _row(name, cache=None, mean=10.0, p95=20.0, slowest=25.0):
+    return {
+        "pipeline": name,
+        "mean_ms": mean,
+        "p95_ms": p95,
+        "max_ms": slowest,
+        "embedding_cache": cache,
+    }
+
+
+def _counted(misses=0, reused=0):
+    return {"hits": reused, "misses": misses, "store_hits": reused, "reused": reused}
+
+
+def test_the_cache_counts_each_text_it_had_from_before_once_and_what_it_encodes():
+    cache = EmbeddingCache()
+    cache.put_many("m", ["old"], np.ones((1, 3)))
+    with embedding_lookups() as counted:
+        cache.get_many("m", ["old", "new"])  # one from before, one to encode
+        cache.put_many("m", ["new"], np.ones((1, 3)))
+        cache.get_many("m", ["old", "new"])  # both in memory now: hits, none reused again
+    assert counted == {"hits": 3, "misses": 1, "store_hits": 0, "reused": 1}
+    with embedding_lookups() as again:
+        cache.get_many("m", ["old", "new"])
+    assert again == {"hits": 2, "misses": 0, "store_hits": 0, "reused": 2}
+
+
+def test_the_note_names_who_encoded_and_who_read_after_it():
+    rows = [
+        _row("first stage"),
+        _row("bm25", _counted()),
+        _row("hybrid", _counted(misses=1627)),
+        _row("learned", _counted(reused=1590)),
+    ]
+    note = latency_note(rows)
+    assert note.startswith("(mean ms, p95 ms: hybrid encoded 1627 documents, and its time ")
+    assert "after hybrid, learned read 1590 documents' vectors from the embedding cache" in note
+    assert "run the evaluation again" in note
+    # a second evaluation: every run read the cache, so the times compare
+    assert latency_note([rows[0], _row("hybrid", _counted(reused=1627)), rows[3]]) is None
+    # a run before the one that encoded read nothing it encoded; none counted (Ray): silent
+    assert latency_note([rows[3], rows[2]]) is None
+    assert latency_note([_row("hybrid"), _row("learned")]) is None
+
+
+def test_a_mean_above_p95_is_explained_with_the_slowest_query():
+    note = latency_note([_row("t", _counted(), mean=236.6, p95=202.9, slowest=8796.2)])
+    assert note == (
+        "(mean ms, p95 ms: mean above p95: t's slowest query took 8796.2 ms; one query far "
+        "slower than the rest (the first warming a model up, or one encoding many documents) "
+        "pulls the mean above the 95th percentile, so p95 says more of a typical query)"
+    )
+
+
+def test_an_evaluation_says_under_its_table_that_a_later_run_read_the_cache(tmp_path, capsys):
+    pytest.importorskip("sentence_transformers", reason="the embedding scorer needs torch")
+    data = Dataset("tiny", dict(CORPUS), dict(QUERIES), {q: dict(j) for q, j in QRELS.items()})
+    vectors = tmp_path / "vectors.sqlite"
+    spec = {"scorer": {"type": "embedding"}}  # each its own scorer and cache, one store
+    first = evaluate(data, {"a": spec, "b": spec}, embedding_cache=vectors)
+    a, b = first.rows[1]["embedding_cache"], first.rows[2]["embedding_cache"]
+    assert a["misses"] == len(CORPUS) and a["reused"] == 0
+    assert b["misses"] == 0 and b["reused"] == len(CORPUS) == b["store_hits"]
+    note = first.collections[0].latency_note()
+    assert note.startswith("(mean ms, p95 ms: a encoded 4 documents, and its time includes")
+    assert "after a, b read 4 documents' vectors from the embedding cache" in note
+    assert str(first).split("\n")[-1] == note  # under the table
+    assert first.to_dict()["collections"][0]["latency_note"] == note
+    again = evaluate(data, {"a": spec, "b": spec}, embedding_cache=vectors)
+    assert again.rows[1]["embedding_cache"]["misses"] == 0
+    assert again.collections[0].latency_note() is None
+    assert "mean ms, p95 ms:" not in str(again)
+
+
+def test_the_command_prints_the_note_and_results_json_keeps_it(tmp_path, capsys, monkeypatch):
+    pytest.importorskip("sentence_transformers", reason="the embedding scorer needs torch")
+    pytest.importorskip("matplotlib", reason="eval --out draws a chart (extra eval)")
+    folder = tmp_path / "tiny"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": i, **d}) + "\n" for i, d in CORPUS.items())
+    )
+    (folder / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES.items())
+    )
+    rows = [f"{q}\t{d}\t{g}" for q, j in QRELS.items() for d, g in j.items()]
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows))
+    pipeline = tmp_path / "mine.toml"
+    pipeline.write_text('name = "mine"\n[scorer]\ntype = "embedding"\n')
+    argv = ["eval", "--data", str(folder), "--rerankers", f"embedding,{pipeline}", "--no-progress"]
+    cache = ["--embedding-cache", str(tmp_path / "vectors.sqlite")]
+    assert main([*argv, *cache, "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    assert "embedding encoded 4 documents" in printed and "after embedding, mine read 4 " in printed
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert results["latency_note"] in printed
+    assert results["results"][0]["embedding_cache"] is None  # the first stage: no lookups
+    assert results["results"][1]["embedding_cache"]["misses"] == len(CORPUS)
