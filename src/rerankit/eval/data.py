@@ -11,6 +11,7 @@ from typing import Any
 
 from .._jsonl import numbered_jsonl
 from ..errors import InputError, keyword_flag, no_such_file
+from .corpus import TextCheck
 from .qrels import load_qrels, read_qrels
 
 logger = logging.getLogger(__name__)
@@ -172,8 +173,10 @@ def load_beir(
     What it reads past is logged as a warning and kept in :attr:`Dataset.notes`, each
     naming the file: an ``_id`` on two lines of corpus.jsonl or queries.jsonl (the last
     is used), a pair judged twice with different grades (the later line's grade is used),
-    negative grades (read as 0), judged queries missing from queries.jsonl (left out), and
-    relevant judged documents missing from corpus.jsonl (they count as never retrieved)."""
+    negative grades (read as 0), judged queries missing from queries.jsonl (left out),
+    relevant judged documents missing from corpus.jsonl (they count as never retrieved), and
+    documents with no text (:class:`~rerankit.eval.corpus.TextCheck`; a corpus where none
+    has a ``text`` is an error naming the fields its rows have)."""
     given = split
     split, selector = parse_split(split)
     path = Path(path)
@@ -188,10 +191,13 @@ def load_beir(
             hint = f"; splits found: {', '.join(splits)}" if needed.startswith("qrels") else ""
             raise InputError(no_such_file(path / needed, f"BEIR layout expected{hint}"))
     corpus_rows, notes = _rows(path / "corpus.jsonl", "document")
-    corpus = {
-        doc_id: {"title": str(r.get("title") or ""), "text": str(r.get("text") or "")}
-        for _, doc_id, r in corpus_rows
-    }
+    texts = TextCheck(path / "corpus.jsonl")
+    corpus = {}
+    for n, doc_id, r in corpus_rows:
+        texts.see(n, doc_id, r)
+        corpus[doc_id] = {"title": str(r.get("title") or ""), "text": str(r.get("text") or "")}
+    if said := texts.result():  # raises when no document has a text
+        notes.append(said)
     qrels: dict[str, dict[str, int]] = {}
     if not unjudged:
         qrels, said = read_qrels(path / f"qrels/{split}.tsv")
