@@ -43,8 +43,9 @@ class Dataset:
     when the dataset ships one (query id -> ``(doc id, score)``, best first); ``notes``:
     what :func:`load_beir` found amiss but could read past (also logged as warnings);
     ``query_ids``: every query id of ``queries.jsonl``, judged in this split or not (a run
-    file naming another is a mistake); ``split`` and ``folder``: the split as given
-    (``test``, ``test:odd``) and the folder it was read from, when :func:`load_beir` read it."""
+    file's lines for other ids are another folder's, and skipped); ``split`` and
+    ``folder``: the split as given (``test``, ``test:odd``) and the folder it was read
+    from, when :func:`load_beir` read it."""
 
     name: str
     corpus: dict[str, dict[str, str]]
@@ -110,9 +111,10 @@ def load_run(
     queries: Any = None,
 ) -> dict[str, list[Any]]:
     """A TREC run (``qid Q0 docid rank score tag``) as query id -> doc ids, best first (or
-    ``(doc id, score)`` pairs with ``with_scores=True``). With ``corpus`` (anything
-    supporting ``in``), a document it lacks is an error naming the line; with ``queries``
-    (the ids of queries.jsonl), so is a query id it lacks."""
+    ``(doc id, score)`` pairs with ``with_scores=True``). With ``queries`` (the ids of a
+    folder's queries.jsonl), only their lines are read: a run may rank other folders'
+    queries too, and their lines are skipped. With ``corpus`` (anything supporting ``in``),
+    a document it lacks on a line read is an error naming the line."""
     scored: dict[str, list[tuple[float, int, str]]] = {}
     path = Path(path)
     if not path.is_file():
@@ -126,7 +128,7 @@ def load_run(
                 raise InputError(f"{path}:{n}: expected 6 columns, got {len(parts)}")
             qid, _, did, rank, score, _ = parts
             if queries is not None and qid not in queries:
-                raise InputError(f"{path}:{n}: query {qid!r} is not in queries.jsonl")
+                continue  # another folder's query
             if corpus is not None and did not in corpus:
                 raise InputError(
                     f"{path}:{n}: document {did!r} (query {qid!r}) is not in the corpus"
