@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+from pathlib import Path
 
 import pytest
 
@@ -85,3 +87,31 @@ def test_a_click_logs_corpus_is_checked_the_same_way(tmp_path):
         read_corpus(folder)
     (folder / "corpus.jsonl").write_text('{"id": "d1", "text": "alpha"}\n')
     assert read_corpus(folder) == {"d1": "alpha"}
+
+
+def test_the_converter_evaluation_md_shows_makes_a_folder_eval_reads(tmp_path, monkeypatch):
+    """docs/evaluation.md's converter, run on a company's files (a judgments CSV, documents
+    with other field names) and evaluated with its TREC run of more queries than judged."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "evaluation.md").read_text()
+    code = re.search(r"```python\n(# to_layout\.py.*?)```", page, flags=re.S).group(1)
+    docs = [
+        {"doc_id": i, "headline": f"topic {i % 3}", "body": f"about {i % 3} {i}"} for i in range(9)
+    ]
+    (tmp_path / "docs.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs))
+    rows = ["query_id,query,doc_id,label"]
+    rows += [f"q{q},about {q % 3},{d},{int(d % 3 == q % 3)}" for q in range(6) for d in range(9)]
+    (tmp_path / "judgments.csv").write_text("\n".join(rows) + "\n")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "to_layout.py", "exec"), {})
+    train, test = load_beir("my-data", "train"), load_beir("my-data", "test")
+    assert len(test.queries) == 2 and len(train.queries) == 4
+    assert not set(train.queries) & set(test.queries)
+    assert train.corpus["4"] == {"title": "topic 1", "text": "about 1 4"}
+    judged = {**train.qrels, **test.qrels}
+    assert judged["q1"]["4"] == 1 and judged["q1"]["3"] == 0 and len(judged) == 6
+    run = [
+        f"q{q} Q0 {d} {d + 1} {9 - d} mine" for q in range(8) for d in range(9)
+    ]  # q6, q7: not judged
+    (tmp_path / "retriever.run").write_text("\n".join(run) + "\n")
+    argv = ["eval", "--data", "my-data", "--first-stage", "retriever.run", "--rerankers", "bm25"]
+    assert main([*argv, "--no-progress"]) == 0
