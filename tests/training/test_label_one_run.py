@@ -129,3 +129,33 @@ def test_tune_compares_the_candidates_the_judge_saw_not_the_file_names(
         "other candidates for 1 of the 20 labelled queries: pass the same to learn and "
         "measure on the candidates the judge saw"
     ) in tune(run)
+
+
+@pytest.mark.slow  # about 5 s: learning to rank
+def test_human_judgments_and_labels_joined_as_learning_md_shows(
+    tmp_path, company, monkeypatch, capsys
+):
+    """learning.md's recipe: label the pool, copy the labels, `cat` both qrels files (the
+    repeated header is skipped; the people's grade wins a pair in both) and both queries
+    files, then tune with --unjudged negative on the people's and the judge's queries."""
+    pytest.importorskip("sentence_transformers", reason="tune's embedding needs 'torch'")
+    pytest.importorskip("lightgbm", reason="learning to rank needs the 'learn' extra")
+    pool, few, run = company
+    labels, mixed = tmp_path / "labels", tmp_path / "mixed"
+    with FakeLLMServer(responder=_judge) as server:
+        assert _label(pool, run, labels, tmp_path, monkeypatch, server) == 0
+    shutil.copytree(labels, mixed, symlinks=True)  # cp -r
+    human = few / "qrels" / "train.tsv"
+    human.write_text(human.read_text() + "q0\td0-3\t1\n")  # a pair the judge graded too
+    for name in ("qrels/train.tsv", "queries.jsonl"):  # cat
+        (mixed / name).write_text((labels / name).read_text() + (few / name).read_text())
+    data = load_beir(mixed, "train")
+    assert len(data.queries) == 30 and data.qrels["q0"]["d0-3"] == 1  # the judge said 0
+    assert "judges document 'd0-3' twice with different grades" in data.notes[0]
+    capsys.readouterr()
+    argv = ["tune", "--data", str(mixed), "--method", "ltr", "--unjudged", "negative"]
+    argv += ["--first-stage", str(run), "--candidates", str(K), "--test-data", str(few)]
+    assert main([*argv, "--out", str(tmp_path / "mixed.toml"), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "learning to rank on 30 train queries" in printed
+    assert "few, test split, 10 queries" in printed
