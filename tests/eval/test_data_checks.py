@@ -141,3 +141,16 @@ def test_the_commands_say_the_notes_on_stderr_and_eval_keeps_them_in_results_jso
     argv = ["batch", "--data", str(folder), "-r", "bm25", "--out", str(tmp_path / "b.jsonl")]
     assert main(argv) == 0
     assert said in capsys.readouterr().err
+
+
+def test_two_qrels_files_joined_with_cat_read_as_one_and_the_later_grade_wins(tmp_path):
+    """`cat labels/qrels/train.tsv judged/qrels/train.tsv`: the second header is skipped."""
+    labels = "q1\td1\t2\nq1\td2\t0\n"  # _collection writes the header first
+    judged = HEAD + "q1\td2\t1\nq2\td3\t1\n"
+    folder = _collection(tmp_path, qrels=labels + judged)
+    data = load_beir(folder)
+    assert data.qrels == {"q1": {"d1": 2, "d2": 1}, "q2": {"d3": 1}}
+    assert data.notes == [
+        f"{folder / 'qrels' / 'test.tsv'}: query 'q1' judges document 'd2' twice with "
+        "different grades (line 3: 0, line 5: 1); the later line's grade is used"
+    ]

@@ -395,8 +395,8 @@ def _eval(tiny, capsys, *extra):
         ),
         (
             "first.run.trec",
-            "q1 Q0 d1 1 3.0 x\nq5 Q0 d1 1 3.0 x\n",
-            r"first\.run\.trec:2: query 'q5' is not in queries\.jsonl",
+            "q5 Q0 d1 1 3.0 x\nq6 Q0 d9 1 3.0 x\n",
+            r"first\.run\.trec: none of its query ids is among the test queries",
         ),
     ],
 )

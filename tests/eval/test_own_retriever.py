@@ -127,21 +127,32 @@ def test_the_header_and_recall_are_at_the_depth_the_run_gives(collection, tmp_pa
 
 
 @pytest.mark.parametrize("suffix", [".trec", ".jsonl"])
-def test_a_query_id_not_in_queries_jsonl_is_an_error_naming_the_line(collection, tmp_path, suffix):
+def test_lines_of_queries_not_in_queries_jsonl_are_another_folders_and_skipped(
+    collection, tmp_path, suffix
+):
+    """A company's run covers all its queries, while a folder holds some of them: each
+    folder reads its own queries' lines and skips the rest, unchecked (their documents may
+    be in another folder's corpus)."""
     source = tmp_path / f"mine{suffix}"
     if suffix == ".trec":
-        source.write_text(RUN + "q9 Q0 d2 1 3.0 mine\n")
-        where = "mine.trec:5: query 'q9'"
+        source.write_text("q9 Q0 d99 1 3.0 mine\n" + RUN)
     else:
-        rows = [*ROWS, {"query_id": "q9", "candidates": ["d2"]}]
+        rows = [{"query_id": "q9", "candidates": ["d99"]}, *ROWS]
         source.write_text("".join(json.dumps(r) + "\n" for r in rows))
-        where = "mine.jsonl:3: query 'q9'"
-    with pytest.raises(InputError, match=f"{where} is not in queries.jsonl"):
-        first_stage(load_beir(collection), str(source))
-    # a run shipped in the folder is checked the same way
+    data = load_beir(collection)
+    assert set(first_stage(data, str(source))) == {"q1", "q2"}
+    assert first_stage(data, str(source))["q1"][0] == ("d3", 9.5)
+    # a run shipped in the folder is read the same way
     (collection / "bm25.run.trec").write_text(RUN + "q9 Q0 d2 1 3.0 mine\n")
-    with pytest.raises(InputError, match=r"bm25\.run\.trec:5: query 'q9' is not in queries\.jsonl"):
-        load_beir(collection)
+    assert set(load_beir(collection).run) == {"q1", "q2"}
+    # but a file that ranks none of the split's queries is an error naming the folder
+    source.write_text("q9 Q0 d2 1 3.0 mine\n" if suffix == ".trec" else json.dumps(rows[0]))
+    with pytest.raises(InputError) as caught:
+        first_stage(data, str(source))
+    assert str(caught.value).startswith(
+        f"{source}: none of its 1 query ids is among the 2 queries of the test split of "
+        f"{collection}"
+    )
 
 
 def test_a_run_may_name_queries_of_another_split(collection, tmp_path):

@@ -42,7 +42,8 @@ def test_candidates_for_the_test_queries_only_say_tune_needs_the_training_querie
     code, err = _tune(capsys, data, candidates, tmp_path / "tuned.toml")
     assert code == 1
     assert (
-        f"{candidates}: none of its 10 query ids is among the 30 queries of the train split; "
+        f"{candidates}: none of its 10 query ids is among the 30 queries of the train split "
+        f"of {data}; "
         "of its query ids, 10 are judged in the test split. tune learns from the train split "
         "(train_split='train' (--train-split)), so the candidates must cover its queries" in err
     )
@@ -59,7 +60,7 @@ def test_candidates_for_the_training_queries_only_are_refused_before_the_work(
     candidates = _candidates(tmp_path / "candidates.jsonl", range(30))
     code, err = _tune(capsys, data, candidates, tmp_path / "tuned.toml")
     assert code == 1
-    assert "none of its 30 query ids is among the 10 queries of the test split" in err
+    assert f"none of its 30 query ids is among the 10 queries of the test split of {data}" in err
     assert (
         "30 are judged in the train split. tune reports on the test split "
         "(test_split='test' (--test-split))" in err
@@ -77,7 +78,8 @@ def test_eval_hears_which_split_the_candidates_were_made_for(tmp_path, synthetic
         first_stage(load_beir(data, "test:odd"), str(candidates))  # q31, q33, ...: none
     assert caught.value.judged_in == {"dev": 1, "test": 1, "train": 2}
     assert str(caught.value) == (
-        f"{candidates}: none of its 3 query ids is among the 5 queries of the test:odd split; "
+        f"{candidates}: none of its 3 query ids is among the 5 queries of the test:odd split "
+        f"of {data}; "
         "of its query ids, 1 is judged in the dev split, 1 is judged in the test split, "
         "2 are judged in the train split"
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from .._jsonl import numbered_jsonl
 from ..errors import InputError, keyword_flag, no_such_file
+from .corpus import TextCheck
 from .qrels import load_qrels, read_qrels
 
 logger = logging.getLogger(__name__)
@@ -42,8 +43,9 @@ class Dataset:
     when the dataset ships one (query id -> ``(doc id, score)``, best first); ``notes``:
     what :func:`load_beir` found amiss but could read past (also logged as warnings);
     ``query_ids``: every query id of ``queries.jsonl``, judged in this split or not (a run
-    file naming another is a mistake); ``split`` and ``folder``: the split as given
-    (``test``, ``test:odd``) and the folder it was read from, when :func:`load_beir` read it."""
+    file's lines for other ids are another folder's, and skipped); ``split`` and
+    ``folder``: the split as given (``test``, ``test:odd``) and the folder it was read
+    from, when :func:`load_beir` read it."""
 
     name: str
     corpus: dict[str, dict[str, str]]
@@ -109,9 +111,10 @@ def load_run(
     queries: Any = None,
 ) -> dict[str, list[Any]]:
     """A TREC run (``qid Q0 docid rank score tag``) as query id -> doc ids, best first (or
-    ``(doc id, score)`` pairs with ``with_scores=True``). With ``corpus`` (anything
-    supporting ``in``), a document it lacks is an error naming the line; with ``queries``
-    (the ids of queries.jsonl), so is a query id it lacks."""
+    ``(doc id, score)`` pairs with ``with_scores=True``). With ``queries`` (the ids of a
+    folder's queries.jsonl), only their lines are read: a run may rank other folders'
+    queries too, and their lines are skipped. With ``corpus`` (anything supporting ``in``),
+    a document it lacks on a line read is an error naming the line."""
     scored: dict[str, list[tuple[float, int, str]]] = {}
     path = Path(path)
     if not path.is_file():
@@ -125,7 +128,7 @@ def load_run(
                 raise InputError(f"{path}:{n}: expected 6 columns, got {len(parts)}")
             qid, _, did, rank, score, _ = parts
             if queries is not None and qid not in queries:
-                raise InputError(f"{path}:{n}: query {qid!r} is not in queries.jsonl")
+                continue  # another folder's query
             if corpus is not None and did not in corpus:
                 raise InputError(
                     f"{path}:{n}: document {did!r} (query {qid!r}) is not in the corpus"
@@ -172,8 +175,10 @@ def load_beir(
     What it reads past is logged as a warning and kept in :attr:`Dataset.notes`, each
     naming the file: an ``_id`` on two lines of corpus.jsonl or queries.jsonl (the last
     is used), a pair judged twice with different grades (the later line's grade is used),
-    negative grades (read as 0), judged queries missing from queries.jsonl (left out), and
-    relevant judged documents missing from corpus.jsonl (they count as never retrieved)."""
+    negative grades (read as 0), judged queries missing from queries.jsonl (left out),
+    relevant judged documents missing from corpus.jsonl (they count as never retrieved), and
+    documents with no text (:class:`~rerankit.eval.corpus.TextCheck`; a corpus where none
+    has a ``text`` is an error naming the fields its rows have)."""
     given = split
     split, selector = parse_split(split)
     path = Path(path)
@@ -188,10 +193,13 @@ def load_beir(
             hint = f"; splits found: {', '.join(splits)}" if needed.startswith("qrels") else ""
             raise InputError(no_such_file(path / needed, f"BEIR layout expected{hint}"))
     corpus_rows, notes = _rows(path / "corpus.jsonl", "document")
-    corpus = {
-        doc_id: {"title": str(r.get("title") or ""), "text": str(r.get("text") or "")}
-        for _, doc_id, r in corpus_rows
-    }
+    texts = TextCheck(path / "corpus.jsonl")
+    corpus = {}
+    for n, doc_id, r in corpus_rows:
+        texts.see(n, doc_id, r)
+        corpus[doc_id] = {"title": str(r.get("title") or ""), "text": str(r.get("text") or "")}
+    if said := texts.result():  # raises when no document has a text
+        notes.append(said)
     qrels: dict[str, dict[str, int]] = {}
     if not unjudged:
         qrels, said = read_qrels(path / f"qrels/{split}.tsv")

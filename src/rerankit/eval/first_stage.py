@@ -110,7 +110,10 @@ def first_stage(
     corpus (``"bm25"``, Anserini's k1=0.9, b=0.4), the dataset's own run (``"run"``), the
     run when the dataset ships one and BM25 otherwise (``"auto"``), or the path of your
     retriever's output: a TREC run file, or JSON Lines candidates (``.jsonl``, see
-    :func:`load_candidates`). Queries the first stage finds nothing for get an empty list. A
+    :func:`load_candidates`). A file's lines for queries not in the folder's queries.jsonl
+    are skipped (it may rank other folders' queries too); one that ranks none of the
+    split's queries is an error naming the split and the folder. Queries the first stage
+    finds nothing for get an empty list. A
     document a file lists twice for one query is kept at its first place; a warning (logged,
     and given to ``note``) says how many."""
     if source == "auto":
@@ -132,12 +135,9 @@ def first_stage(
             raise InputError(f"dataset {data.name!r} ships no run file; use {use}")
         ranked = data.run_scores
     else:
-        if Path(source).suffix.lower() == ".jsonl":
-            ranked = load_candidates(source, corpus=data.corpus, queries=data.query_ids)
-        else:
-            ranked = load_run(source, with_scores=True, corpus=data.corpus, queries=data.query_ids)
+        ranked = _read(source, corpus=data.corpus, queries=data.query_ids)
         if not set(ranked) & set(data.queries):
-            raise _uncovered(data, source, set(ranked))
+            raise _uncovered(data, source, set(_read(source)))
     out = {qid: _once(ranked.get(qid, [])) for qid in data.queries}
     repeated = {qid: n for qid, (_, n) in out.items() if n}
     if repeated:
@@ -152,6 +152,14 @@ def first_stage(
         if note is not None:
             note(said)
     return {qid: ranked_once[:k] for qid, (ranked_once, _) in out.items()}
+
+
+def _read(source: str, **check: Any) -> dict[str, list[tuple[str, float]]]:
+    """The file ``source`` (JSON Lines candidates or a TREC run), read with ``check``:
+    ``corpus`` and ``queries``, as :func:`load_candidates` and :func:`load_run` take them."""
+    if Path(source).suffix.lower() == ".jsonl":
+        return load_candidates(source, **check)
+    return load_run(source, with_scores=True, **check)
 
 
 def _once(ranked: Sequence[tuple[str, float]]) -> tuple[list[tuple[str, float]], int]:
@@ -180,6 +188,8 @@ def _uncovered(data: Dataset, source: str, ids: set[str]) -> UncoveredQueries:
     """The error for ``source``, whose query ``ids`` miss every query of ``data``'s split:
     which split's queries were needed, and which splits judge the file's queries."""
     split = f"the {data.split} split" if data.split else "the dataset"
+    if data.folder is not None:
+        split += f" of {data.folder}"
     judged_in: dict[str, int] = {}
     if data.folder is not None:
         for path in sorted((data.folder / "qrels").glob("*.tsv")):
@@ -240,15 +250,17 @@ def candidate_documents(
 
 
 def load_candidates(
-    path: str | Path, *, corpus: Any, queries: Any = None
+    path: str | Path, *, corpus: Any = None, queries: Any = None
 ) -> dict[str, list[tuple[str, float]]]:
     """Your retriever's output as JSON Lines, one row a query: ``{"query_id": "q1",
     "candidates": [{"id": "d3", "first_stage_score": 12.1}, ...]}`` (the rows ``rerankit
     batch`` reads; other fields, such as ``query`` and the candidates' ``text``, are
     ignored: texts come from the corpus). A candidate may also be a bare id; its score is
     ``first_stage_score``, else ``score``, else its position (best first). Returns query id
-    -> ``(doc id, score)`` best first; a mistake (a document not in ``corpus``, a query id
-    not in ``queries`` when given) is an :class:`InputError` naming the line."""
+    -> ``(doc id, score)`` best first. With ``queries`` (the ids of a folder's
+    queries.jsonl), rows of other queries are skipped, as :func:`~.data.load_run` skips
+    them; a mistake in a row read (a document not in ``corpus``, when given) is an
+    :class:`InputError` naming the line."""
     out: dict[str, list[tuple[str, float]]] = {}
     for n, row in numbered_jsonl(path):
         where = f"{path}:{n}"
@@ -258,13 +270,13 @@ def load_candidates(
         if not isinstance(qid, (str, int)) or isinstance(qid, bool):
             raise InputError(f"{where}: query_id must be a string or number, got {qid!r}")
         if queries is not None and str(qid) not in queries:
-            raise InputError(f"{where}: query {str(qid)!r} is not in queries.jsonl")
+            continue  # another folder's query
         ranked = []
         for i, cand in enumerate(row["candidates"]):
             doc = cand.get("id") if isinstance(cand, dict) else cand
             if not isinstance(doc, (str, int)) or isinstance(doc, bool):
                 raise InputError(f"{where}: candidate {i} has no id (a string or number)")
-            if str(doc) not in corpus:
+            if corpus is not None and str(doc) not in corpus:
                 raise InputError(f"{where}: document {str(doc)!r} is not in the corpus")
             score = _score(cand, f"{where}: query {str(qid)!r}") if isinstance(cand, dict) else None
             ranked.append((str(doc), float(-i) if score is None else score, i))

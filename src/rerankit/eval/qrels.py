@@ -20,18 +20,22 @@ def read_qrels(path: str | Path) -> tuple[dict[str, dict[str, int]], list[str]]:
     TREC qrels file (``qid 0 docid rel``), and notes on what was read past: a (query,
     document) pair judged again with another grade (the later line's grade is used) and
     negative grades (read as 0, not relevant, as TREC counts them; a negative gain would
-    lower nDCG for showing a document). A line that cannot be read is an
+    lower nDCG for showing a document). A line that repeats the header is skipped, so that
+    two qrels files joined with ``cat`` read as one. A line that cannot be read is an
     :class:`InputError` naming the file and line."""
     qrels: dict[str, dict[str, int]] = {}
     path = Path(path)
     seen: dict[tuple[str, str], tuple[int, str]] = {}  # the line and grade of each pair
     conflicts: list[tuple[str, str, int, str, int, str]] = []
     negative: list[tuple[int, str, str, str]] = []
+    header = None
     with path.open(encoding="utf-8") as f:
         for n, line in enumerate(f, start=1):
             parts = line.split()
-            if not parts or (n == 1 and not _is_number(parts[-1])):
-                continue  # blank line or header
+            if n == 1 and parts and not _is_number(parts[-1]):
+                header = parts
+            if not parts or parts == header:
+                continue  # blank line, header, or the header again (files joined)
             if len(parts) == 3:
                 qid, did, rel = parts
             elif len(parts) == 4:

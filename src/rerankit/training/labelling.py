@@ -17,6 +17,7 @@ keeps what every run into the folder spent (``total_calls``, ``total_cost_usd``,
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -52,6 +53,7 @@ __all__ = [
     "LABEL_REPORT",
     "PRICES",
     "LabelReport",
+    "candidates_digest",
     "check_budget",
     "estimate",
     "first_stage_mismatch",
@@ -115,6 +117,9 @@ class LabelReport:
     #: how many per query: learning from the labels should rank the same candidates
     first_stage: str | None = None
     candidates: int | None = None
+    #: each labelled query's candidates as :func:`candidates_digest` sums them up: what
+    #: :func:`first_stage_mismatch` compares, whatever file they came from
+    candidate_digests: dict[str, str] = field(default_factory=dict)
     #: why judgments failed: the first few distinct reasons (the judge's warnings)
     failure_reasons: list[str] = field(default_factory=list)
     #: answers that named another document id than the prompt gave (or a null one,
@@ -327,6 +332,7 @@ def label(
             usable = [i for i in range(len(ids)) if i not in bad]
             if usable:
                 qrels[qid] = {ids[i]: labels[i] for i in usable}
+                report.candidate_digests[qid] = candidates_digest(ids)
                 grades.update(labels[i] for i in usable)
                 report.labelled_queries += 1
                 report.labels += len(usable)
@@ -371,22 +377,42 @@ def stage_name(first_stage: str | None) -> str | None:
     return first_stage
 
 
-def first_stage_mismatch(data: str | Path, first_stage: str | None, depth: int) -> str | None:
+def candidates_digest(ids: Sequence[str]) -> str:
+    """A query's candidates (doc ids; their order aside) summed up in 16 hex digits."""
+    return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()[:16]
+
+
+def first_stage_mismatch(
+    data: str | Path,
+    first_stage: str | None,
+    depth: int,
+    candidates: Mapping[str, Sequence[tuple[str, float]]] | None = None,
+) -> str | None:
     """When ``data`` holds labels ``rerankit label`` made from other candidates than
-    ``first_stage`` top ``depth``, the warning to give; None otherwise (or when the report
-    does not say)."""
+    ``first_stage`` top ``depth`` gives, the warning to give; None otherwise (or when the
+    report does not say). With ``candidates`` (query id -> ``(doc id, score)``, as
+    :func:`~rerankit.eval.first_stage.first_stage` gives them) and a report that kept its
+    queries' digests, the labelled queries' candidates are compared, not the names: the
+    same candidates from another file pass, others from a file of the same name do not."""
     try:
         made = json.loads((Path(data) / LABEL_REPORT).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    was, k = made.get("first_stage"), made.get("candidates")
-    if was is None or (was == stage_name(first_stage) and k == depth):
+    was, k, digests = made.get("first_stage"), made.get("candidates"), made.get("candidate_digests")
+    differ = ""
+    if digests and candidates is not None:
+        both = [q for q in candidates if q in digests]
+        n = sum(candidates_digest([d for d, _ in candidates[q]]) != digests[q] for q in both)
+        if not n:
+            return None
+        differ = f", which gives other candidates for {n} of the {len(both)} labelled queries"
+    elif was is None or (was == stage_name(first_stage) and k == depth):
         return None
     return (
         f"the labels in {data} judged the candidates of first stage {was}, top {k}; this run "
         f"ranks {keyword_flag('first_stage', first_stage)}, "
-        f"{keyword_flag('candidates', depth)}: pass the same to learn and measure on the "
-        "candidates the judge saw"
+        f"{keyword_flag('candidates', depth)}{differ}: pass the same to learn and measure on "
+        "the candidates the judge saw"
     )
 
 

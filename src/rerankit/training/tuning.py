@@ -172,7 +172,7 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
         )
     cands = _candidates(opts, train, "train")
     test_cands = _candidates(opts, test, "test") if test is not None else {}
-    mismatch = first_stage_mismatch(opts.data, opts.first_stage, opts.candidates)
+    mismatch = first_stage_mismatch(opts.data, opts.first_stage, opts.candidates, cands)
     if mismatch:
         warn(mismatch)
     routes = cross_fit_routes(opts, cands, report)  # fold models that never saw each query

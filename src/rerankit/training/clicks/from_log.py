@@ -12,6 +12,7 @@ runs (:func:`write_features`, :func:`read_features`).
 from __future__ import annotations
 
 import json
+import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -22,6 +23,7 @@ import numpy as np
 
 from ...documents import titled_text
 from ...errors import InputError, no_such_file
+from ...eval.corpus import TextCheck
 from ...scorers import learned
 from .learn import learn_from_clicks
 from .reader import ReadReport, read_log
@@ -29,6 +31,8 @@ from .result import ClickLearning
 from .sessions import DEPTH, CorpusTexts, QueryLog, collect, log_features, with_texts
 
 __all__ = ["LogLearning", "learn_from_log", "read_corpus", "read_features", "write_features"]
+
+logger = logging.getLogger(__name__)
 
 Rows = Mapping[str, tuple[Sequence[str], np.ndarray]]
 
@@ -62,10 +66,13 @@ class LogLearning:
 def read_corpus(path: str | Path) -> dict[str, str]:
     """A corpus's texts by document id: a BEIR-layout folder's ``corpus.jsonl`` (or that
     file), one ``{"_id" or "id", "title"?, "text"}`` per line; a title is joined to its
-    text with a new line, as ``rerankit eval`` reads it."""
+    text with a new line, as ``rerankit eval`` reads it. Its documents' texts are checked
+    as ``eval`` checks them (:class:`~rerankit.eval.corpus.TextCheck`: none with a ``text``
+    is an error, some without one a warning)."""
     path = Path(path)
     file = path / "corpus.jsonl" if path.is_dir() else path
     out: dict[str, str] = {}
+    texts = TextCheck(file)
     try:
         with open(file, encoding="utf-8-sig") as handle:
             for n, line in enumerate(handle, start=1):
@@ -79,11 +86,14 @@ def read_corpus(path: str | Path) -> dict[str, str]:
                     raise InputError(f"{file}:{n}: not a JSON object ({exc})") from None
                 if doc_id is None:
                     raise InputError(f"{file}:{n}: a document needs an '_id' or 'id'")
+                texts.see(n, str(doc_id), row)
                 out[str(doc_id)] = titled_text(text, title)
     except FileNotFoundError:
         raise InputError(no_such_file(file, "the corpus of the click log")) from None
     except OSError as exc:
         raise InputError(f"cannot read the corpus {file}: {exc.strerror or exc}") from None
+    if said := texts.result():  # raises when no document has a text
+        logger.warning("%s", said)
     return out
 
 
