@@ -293,8 +293,8 @@ def add_commands(sub: Any) -> None:
         default=None,
         help="a cross-encoder's score (-r a cross-encoder model, or cross-encoder): logit, "
         "the model's raw output (the default; score_scale logit), or sigmoid, its sigmoid "
-        "in (0, 1) (score_scale unit), as output=\"sigmoid\" gives in CrossEncoderScorer "
-        "and output = \"sigmoid\" in a pipeline file's cross_encoder scorer",
+        'in (0, 1) (score_scale unit), as output="sigmoid" gives in CrossEncoderScorer '
+        'and output = "sigmoid" in a pipeline file\'s cross_encoder scorer',
     )
     rank.add_argument(
         "--format",
