@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from rerankit.training.crossval import (
     ADOPT_MARGIN,
+    Verdict,
     cross_validate,
     fold_standard_error,
     folds_for,
@@ -199,3 +200,16 @@ def test_tune_says_a_learning_curve_rises_only_past_its_best_earlier_point(curve
     assert len(said) == 1 and said[0].startswith(
         "still rising at the end" if rising else "not rising beyond the noise at the end"
     )
+
+
+def test_a_learned_file_written_without_adoption_says_so_in_its_header():
+    """A pipeline file written only because keep_learned asked must not pass for an
+    adopted one when it is read on its own."""
+    kept = Verdict(0.60, 0.65, -0.0409, 0.01, 0.01, [-0.04, -0.05, -0.03], 40)
+    assert not kept.adopt
+    assert kept.as_written().startswith(kept.describe())
+    assert kept.as_written().endswith(
+        "NOT ADOPTED: written anyway, as keep_learned=True (--keep-learned) asked"
+    )
+    adopted = Verdict(0.70, 0.65, 0.05, 0.01, 0.01, [0.05, 0.04, 0.06], 40)
+    assert adopted.adopt and adopted.as_written() == adopted.describe()

@@ -24,6 +24,7 @@ import statistics
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from ..errors import keyword_flag
 from ..eval.metrics import paired_standard_error
 
 __all__ = [
@@ -209,6 +210,15 @@ class Verdict:
                 + " the noise"
             )
         )
+
+    def as_written(self) -> str:
+        """:meth:`describe` for the header of a learned pipeline's file: when the learned
+        pipeline was not adopted (written only as ``keep_learned`` asks), it says so, so a
+        file read on its own never passes for an adopted one."""
+        said = self.describe()
+        if self.adopt:
+            return said
+        return f"{said}. NOT ADOPTED: written anyway, as {keyword_flag('keep_learned', True)} asked"
 
 
 def fold_standard_error(gains: Sequence[float]) -> float:

@@ -168,7 +168,7 @@ def fit_fusion(job: Inputs) -> TuneResult:
         )
         comment = (
             f"Tuned by `rerankit tune` on {train.name} {opts.train_split} ({len(matrices)} "
-            f"queries): {fusion.describe_fusion(best)}; {verdict.describe()}."
+            f"queries): {fusion.describe_fusion(best)}; {verdict.as_written()}."
         )
     else:
         spec, comment = default_pipeline(opts, train, verdict, "tuned fusion", which, name)
@@ -225,7 +225,7 @@ def fit_calibrated(job: Inputs) -> TuneResult:
         calibration, ece = refitted["calibration"], refitted["ece"]
         comment = (
             f"Calibrated by `rerankit tune --calibrate` on {train.name} {opts.train_split} "
-            f"({len(matrices)} queries): {describe(best)}; {verdict.describe()}."
+            f"({len(matrices)} queries): {describe(best)}; {verdict.as_written()}."
         )
     else:  # the default's order; its probabilities refitted where that generalises
         default_output = Calibration.parse(HYBRID_CALIBRATION["output_calibration"])
@@ -409,7 +409,7 @@ def fit_ltr(job: Inputs) -> TuneResult:
     comment = (
         f"Trained by `rerankit tune --method ltr` on {train.name} {opts.train_split} "
         f"({len(rows)} queries): {_describe_ltr(best)}; model: {model_path.name}; "
-        f"{verdict.describe()}."
+        f"{verdict.as_written()}."
     )
     path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
     return TuneResult("ltr", path, spec, comment, True, which, found, model_path, model_report)
