@@ -8,9 +8,10 @@
   in the embedding cache (:func:`~rerankit.cache.embedding_lookups` counts them):
   ``misses`` (documents it encoded) and ``reused`` (vectors that were in the cache before
   it ran: in its store, which another run or an earlier evaluation wrote, or in memory).
-  The note names the runs that encoded documents and those after them that reused
-  vectors; it says nothing where every run read the cache (a second evaluation), where
-  none shares one, or where the runs happened elsewhere (Ray: nothing is counted here).
+  The note names the runs that encoded documents (their times are not their reranking
+  times) and those after them that reused vectors; it says nothing where every run read the
+  cache (a second evaluation) or where the runs happened elsewhere (Ray: nothing is
+  counted here).
 * **A mean above the 95th percentile.** One query far slower than the rest (the first
   one warming a model up, or one encoding many documents) pulls the mean above p95, which
   it leaves alone: the note names the run and its slowest query.
@@ -46,21 +47,24 @@ def latency_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
 
 
 def _cache_part(rows: Sequence[Mapping[str, Any]]) -> str | None:
-    """The runs that encoded documents, and those after them that reused vectors from the
-    embedding cache instead (None when no run after an encoding one reused any)."""
+    """The runs that encoded documents (their times include it), and those after them that
+    reused vectors from the embedding cache instead (None when no run encoded any)."""
     counted = [(r["pipeline"], r.get("embedding_cache") or {}) for r in rows]
     first = next((i for i, (_, c) in enumerate(counted) if c.get("misses", 0) > 0), None)
     if first is None:
         return None
     readers = [(name, c["reused"]) for name, c in counted[first + 1 :] if c.get("reused")]
-    if not readers:
-        return None
     encoders = [(name, c["misses"]) for name, c in counted if c.get("misses", 0) > 0]
     encoded = ", ".join(
         f"{name} encoded {n}" + (f" document{'s' if n != 1 else ''}" if i == 0 else "")
         for i, (name, n) in enumerate(encoders)
     )
     times = "its time includes" if len(encoders) == 1 else "their times include"
+    if not readers:  # one pipeline encoded: its time is not its reranking time
+        return (
+            f"{encoded}, and {times} that: run the evaluation again, when the vectors are "
+            "read from the embedding cache, for the reranking time alone"
+        )
     if len(readers) == 1:
         name, n = readers[0]
         read = f"{name} read {n} documents' vectors from the embedding cache"
