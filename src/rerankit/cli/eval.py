@@ -159,7 +159,9 @@ def add_commands(sub: Any) -> None:
         help="evaluate rerankers on a BEIR-layout dataset",
         description="Rerank each query's first-stage candidates with every reranker given and "
         "report nDCG@10, MRR@10, Recall@10 and Recall@k (relevance >= 1 counts), latency and LLM "
-        "usage, with a paired t-test against the first stage. Data: a folder with corpus.jsonl "
+        "usage, with a paired t-test against the first stage; a note under the table names a "
+        "pipeline whose queries degraded (it fell back: its row measures the fallback), and "
+        "when every query of one degraded the command exits 1. Data: a folder with corpus.jsonl "
         "({_id, title, text}), queries.jsonl ({_id, text}), qrels/<split>.tsv (query-id, "
         "corpus-id, score) and optionally a TREC run file *.run.trec.",
         **examples(
