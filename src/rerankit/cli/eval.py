@@ -134,7 +134,23 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("\n" + result.summary())
         if result.summary_file is not None:
             print(f"wrote {result.summary_file}", file=sys.stderr)
-    return 0
+    return 1 if say_all_degraded(result.collections) else 0
+
+
+def say_all_degraded(collections: list[CollectionEvaluation]) -> bool:
+    """Say on stderr each pipeline whose every query degraded (its row measures only the
+    fallback, as the note under its table says); whether there were any (then eval exits
+    1, as ``rank`` does on an unusable result, with the tables printed and files written)."""
+    said = False
+    for c in collections:
+        for name in c.all_degraded():
+            where = f" on {c.collection}" if len(collections) > 1 else ""
+            note(
+                f"every query of {name} degraded{where}: a scorer or stage failed and it "
+                "fell back, so its row measures the fallback (see the note under the table)"
+            )
+            said = True
+    return said
 
 
 def add_commands(sub: Any) -> None:
@@ -143,7 +159,9 @@ def add_commands(sub: Any) -> None:
         help="evaluate rerankers on a BEIR-layout dataset",
         description="Rerank each query's first-stage candidates with every reranker given and "
         "report nDCG@10, MRR@10, Recall@10 and Recall@k (relevance >= 1 counts), latency and LLM "
-        "usage, with a paired t-test against the first stage. Data: a folder with corpus.jsonl "
+        "usage, with a paired t-test against the first stage; a note under the table names a "
+        "pipeline whose queries degraded (it fell back: its row measures the fallback), and "
+        "when every query of one degraded the command exits 1. Data: a folder with corpus.jsonl "
         "({_id, title, text}), queries.jsonl ({_id, text}), qrels/<split>.tsv (query-id, "
         "corpus-id, score) and optionally a TREC run file *.run.trec.",
         **examples(

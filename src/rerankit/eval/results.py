@@ -13,6 +13,7 @@ from ..errors import InputError
 from .compare import against, format_against, format_summary_against, mean_against
 from .first_stage import depth_label
 from .latency import latency_note
+from .notes import all_degraded, degraded_notes, judgment_cache_note
 from .runner import (
     PipelineRun,
     check_output_folder,
@@ -96,12 +97,39 @@ class CollectionEvaluation:
         and a mean above p95 (see :mod:`~rerankit.eval.latency`)."""
         return latency_note(self.rows)
 
+    def degraded_notes(self) -> list[str]:
+        """A line for each pipeline with degraded queries (a scorer or stage failed and it
+        fell back): how many, the first cause, and that its row measures the fallback
+        (see :mod:`~rerankit.eval.notes`)."""
+        return degraded_notes(self.rows)
+
+    def all_degraded(self) -> list[str]:
+        """The pipelines whose every query was degraded: their rows measure only the
+        fallback (``rerankit eval`` exits 1 when there are any)."""
+        return all_degraded(self.rows)
+
+    def judgment_cache_note(self) -> str | None:
+        """Which pipelines read LLM judgments from the judgment cache, so that their
+        latency, LLM calls and tokens count only what this run paid (None: none did)."""
+        return judgment_cache_note(self.rows)
+
+    def notes(self) -> dict[str, Any]:
+        """The notes under the table, as ``results.json`` keeps them beside the rows."""
+        return {
+            "latency_note": self.latency_note(),
+            "judgment_cache_note": self.judgment_cache_note(),
+            "degraded_note": self.degraded_notes(),
+        }
+
     def table(self) -> str:
-        """The heading, the Markdown table (with :meth:`latency_note` under it) and the
-        comparison with the baseline, as ``rerankit eval`` prints them."""
+        """The heading, the Markdown table (with :meth:`latency_note`,
+        :meth:`judgment_cache_note` and :meth:`degraded_notes` under it) and the comparison
+        with the baseline, as ``rerankit eval`` prints them."""
         text = f"{self.header()}\n\n{format_table(self.rows, self.meta['k'])}"
-        if self.latency_note():
-            text += f"\n{self.latency_note()}"
+        notes = self.notes()
+        for line in [notes["latency_note"], notes["judgment_cache_note"], *notes["degraded_note"]]:
+            if line:
+                text += f"\n{line}"
         if self.baseline is not None:
             text += "\n\n" + format_against(self.rows, self.baseline)
         return text
@@ -121,14 +149,14 @@ class CollectionEvaluation:
             **self.meta,
             "results": self.rows,
             "against_baseline": self.against,
-            "latency_note": self.latency_note(),
+            **self.notes(),
         }
 
     def write(self, folder: str | Path) -> list[Path]:
         """``results.json``, a TREC run per pipeline under ``runs/``, ``ndcg.png`` and, for
         calibrated pipelines, ``reliability.svg`` in ``folder`` (the chart needs the
         ``eval`` extra); the paths written."""
-        meta = {**self.meta, "latency_note": self.latency_note()}
+        meta = {**self.meta, **self.notes()}
         return write_outputs(folder, self.rows, self.runs, meta)
 
 

@@ -31,6 +31,7 @@ from ..scorers.local import load_models
 from .data import Dataset
 from .first_stage import candidate_documents
 from .metrics import ndcg_at_k, paired_t_test, recall_at_k, reciprocal_rank
+from .notes import calibration_note
 
 __all__ = [
     "PipelineRun",
@@ -56,6 +57,8 @@ class PipelineRun:
     #: by ``latencies``, which measure reranking with the models in memory)
     load_seconds: float = 0.0
     degraded_queries: int = 0
+    #: the first degraded query's first warning (why it fell back); None: none degraded
+    degraded_cause: str | None = None
     #: the rerankers' own scores per query and document, and the scales they came in
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
     score_scales: set[str] = field(default_factory=set)
@@ -77,13 +80,17 @@ class PipelineRun:
         scale: str,
         degraded: bool,
         usage: Mapping[str, int],
+        cause: str | None = None,
     ) -> None:
-        """One query's reranked (id, score) pairs, best first, and what the rerank cost."""
+        """One query's reranked (id, score) pairs, best first, and what the rerank cost
+        (``cause``: why a degraded one fell back)."""
         self.latencies.append(seconds)
         self.run[qid] = {d: float(len(ranked) - i) for i, (d, _) in enumerate(ranked)}
         self.scores[qid] = dict(ranked)
         self.score_scales.add(scale)
         self.degraded_queries += bool(degraded)
+        if degraded and self.degraded_cause is None:
+            self.degraded_cause = cause or "no warning given"
         for key, value in usage.items():
             self.usage[key] = self.usage.get(key, 0) + value
 
@@ -169,6 +176,7 @@ def run_pipeline(
                 scale=out.score_scale,
                 degraded=out.degraded,
                 usage=out.usage,
+                cause=out.warnings[0] if out.warnings else None,
             )
     return result
 
@@ -250,7 +258,12 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
                 "load_s": r.load_seconds,
                 "llm_calls": r.usage.get("calls", 0),
                 "tokens": r.usage.get("input_tokens", 0) + r.usage.get("output_tokens", 0),
+                "input_tokens": r.usage.get("input_tokens", 0),
+                "output_tokens": r.usage.get("output_tokens", 0),
+                "llm_cache_hits": r.usage.get("cache_hits", 0),
+                "reranked_queries": len(r.latencies),
                 "degraded_queries": r.degraded_queries,
+                "degraded_cause": r.degraded_cause,
                 "ece": None,
                 "per_query_ndcg@10": {q: scored[i]["ndcg@10"][q] for q in relevant},
             }
@@ -295,29 +308,6 @@ def format_table(rows: Sequence[Mapping[str, Any]], k: int) -> str:
     if with_ece:
         lines.append(calibration_note(rows))
     return "\n".join(lines)
-
-
-#: an ECE above this is worth refitting for before a threshold on the scores is trusted
-ECE_REFIT = 0.05
-
-
-def calibration_note(rows: Sequence[Mapping[str, Any]]) -> str:
-    """What the ECE column means, and which pipelines' probabilities are off on this data
-    by more than :data:`ECE_REFIT` (refit them before thresholding)."""
-    note = (
-        "\nECE: how far the probability scores are, on average, from the share of relevant "
-        "pairs at that score on these judgments (0: a threshold such as 0.5 means what it says)."
-    )
-    off = [r["pipeline"] for r in rows if (r.get("ece") or 0.0) > ECE_REFIT]
-    if off:
-        note += (
-            f" Above {ECE_REFIT:g} for {', '.join(off)}: this data's share of relevant "
-            "candidates differs from the one they were calibrated on; refit before relying on "
-            "a threshold, on judged queries with the same first stage and number of candidates "
-            "as here: rerankit tune --data DATA --first-stage SAME --candidates SAME --calibrate "
-            "--out calibrated.toml"
-        )
-    return note
 
 
 def format_summary(collections: Sequence[Mapping[str, Any]]) -> str:

@@ -1,0 +1,102 @@
+"""What an evaluation's table cannot show by itself, said under it (beside
+:mod:`~rerankit.eval.latency`'s note on its latency columns):
+
+* **ECE** (:func:`calibration_note`): what the column means, and which pipelines'
+  probabilities are off on this data by more than :data:`ECE_REFIT`.
+* **Degraded queries** (:func:`degraded_notes`): a query's answer is degraded when a scorer
+  or stage failed and the pipeline fell back (a cascade keeps the earlier stage's order and
+  scores): the pipeline's row then measures the fallback on those queries, not the stage
+  that failed. Each pipeline with such queries gets a line naming how many and the first
+  cause; :func:`all_degraded` names those whose every query degraded (``rerankit eval``
+  exits 1 for them).
+* **Judgments from the cache** (:func:`judgment_cache_note`): an LLM scorer answers a
+  judgment it made before from its judgment cache, with no call, no tokens and almost no
+  time, so the latency, LLM calls and tokens columns count what this run paid, not what the
+  judge costs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "ECE_REFIT",
+    "all_degraded",
+    "calibration_note",
+    "degraded_notes",
+    "judgment_cache_note",
+]
+
+#: an ECE above this is worth refitting for before a threshold on the scores is trusted
+ECE_REFIT = 0.05
+
+
+def calibration_note(rows: Sequence[Mapping[str, Any]]) -> str:
+    """What the ECE column means, and which pipelines' probabilities are off on this data
+    by more than :data:`ECE_REFIT` (refit them before thresholding). A pipeline with
+    degraded queries is not named: its scores there are its fallback's, which a refit of
+    its calibration would not fix (:func:`degraded_notes` says so)."""
+    note = (
+        "\nECE: how far the probability scores are, on average, from the share of relevant "
+        "pairs at that score on these judgments (0: a threshold such as 0.5 means what it says)."
+    )
+    off = [
+        r["pipeline"]
+        for r in rows
+        if (r.get("ece") or 0.0) > ECE_REFIT and not r.get("degraded_queries")
+    ]
+    if off:
+        note += (
+            f" Above {ECE_REFIT:g} for {', '.join(off)}: this data's share of relevant "
+            "candidates differs from the one they were calibrated on; refit before relying on "
+            "a threshold, on judged queries with the same first stage and number of candidates "
+            "as here: rerankit tune --data DATA --first-stage SAME --candidates SAME --calibrate "
+            "--out calibrated.toml"
+        )
+    return note
+
+
+def degraded_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A line for each row with degraded queries: how many of the queries it reranked, the
+    first cause, and that its row measures the fallback (empty when none degraded)."""
+    notes = []
+    for r in rows:
+        n = r.get("degraded_queries") or 0
+        if not n:
+            continue
+        of = r.get("reranked_queries") or n
+        llm = r.get("llm_calls") or r.get("llm_cache_hits")
+        notes.append(
+            f"{r['pipeline']}: {n} of {of} queries degraded (first cause: "
+            f"{r.get('degraded_cause') or 'not recorded'}): "
+            + ("its row measures" if n == of else "on those queries its row measures")
+            + " the fallback, not "
+            + ("the LLM stage" if llm else "the stage that failed")
+        )
+    return notes
+
+
+def all_degraded(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The pipelines whose every reranked query was degraded (their rows measure only the
+    fallback)."""
+    return [
+        r["pipeline"]
+        for r in rows
+        if r.get("degraded_queries") and r["degraded_queries"] == r.get("reranked_queries")
+    ]
+
+
+def judgment_cache_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """Which pipelines read LLM judgments from the judgment cache, and that the latency,
+    LLM calls and tokens columns count only what this run paid (None when none did)."""
+    read = [(r["pipeline"], r["llm_cache_hits"]) for r in rows if r.get("llm_cache_hits")]
+    if not read:
+        return None
+    said = ", ".join(f"{name} read {n} LLM judgment{'s' if n != 1 else ''}" for name, n in read)
+    return (
+        f"(mean ms, p95 ms, LLM calls, tokens: {said} from the judgment cache, with no call "
+        "and almost no time, so these columns count only what this run paid, not what the "
+        "judge costs; to measure that, run `rerankit cache clear judgments` and evaluate "
+        "again)"
+    )
