@@ -1,6 +1,8 @@
 """The judgment cache's key holds the server's address: the same model name on another
 server never reuses the first one's answers, and the provider's own address keeps the keys
-it always had (existing caches of the default endpoints keep hitting)."""
+it always had (existing caches of the default endpoints keep hitting). A pointwise judgment
+is kept per document, whatever ``docs_per_call`` grouped it with; a listwise rejection is an
+answer and is kept too (scorers.md says both)."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from rerankit.llm import OpenAIClient
 from rerankit.llm.base import LLMRequest
 from rerankit.llm.testing import FakeLLMServer, Reply
 from rerankit.rerankers import ScorerReranker
-from rerankit.scorers import LLMPointwiseScorer
+from rerankit.scorers import LLMListwiseScorer, LLMPointwiseScorer
 
 
 def _score(n: int):
@@ -54,3 +56,26 @@ def test_the_providers_own_address_keeps_the_key_it_had(monkeypatch):
     assert local != before
     assert _key(monkeypatch, "HTTP://127.0.0.1:8000/v1/") == local
     assert _key(monkeypatch, "http://127.0.0.1:8001/v1") != local
+
+
+def test_pointwise_judgments_are_kept_per_document_whatever_docs_per_call(tmp_path):
+    cache = JudgmentCache(tmp_path / "judgments.sqlite")
+    docs = [{"id": f"u{i}", "text": f"doc {i}"} for i in range(4)]
+    with FakeLLMServer(responder=_score(6)) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m")
+        alone = ScorerReranker(LLMPointwiseScorer(client, cache=cache)).rerank("q", docs)
+        grouped = ScorerReranker(LLMPointwiseScorer(client, cache=cache, docs_per_call=4)).rerank(
+            "q", [{"id": f"other{i}", "text": f"doc {i}"} for i in range(4)]
+        )
+    assert alone.usage["calls"] == 4 and len(server.requests) == 4  # none for the group
+    assert grouped.usage["cache_hits"] == 4 and [r.score for r in grouped] == [6.0] * 4
+
+
+def test_a_listwise_rejection_is_cached_like_an_order(tmp_path):
+    cache = JudgmentCache(tmp_path / "judgments.sqlite")
+    reject = '{"reranked_indices": [], "is_rejected": true, "rejection_reason": "off topic"}'
+    with FakeLLMServer(responder=lambda request: Reply(text=reject)) as server:
+        scorer = LLMListwiseScorer(OpenAIClient(base_url=server.openai_url, model="m"), cache=cache)
+        _, again = (ScorerReranker(scorer).rerank("q", ["a", "b"]) for _ in range(2))
+    assert len(server.requests) == 1 and again.usage["cache_hits"] == 1
+    assert "llm_rejected" in again[0].flags and not again.degraded

@@ -148,3 +148,24 @@ def test_the_request_learning_md_shows_is_the_one_label_sends(tmp_path, monkeypa
         scorer = judge_from(judge_file(tmp_path, server, monkeypatch))
         run_sync(scorer.score(query, [Document(text, id=doc_id)]))
     assert server.requests[0].body == shown
+
+
+def test_the_listwise_request_learning_md_shows_is_the_one_sent(tmp_path, monkeypatch):
+    page = (Path(__file__).parents[2] / "docs" / "learning.md").read_text(encoding="utf-8")
+    bodies = [json.loads(b) for b in re.findall(r'```json\n(\{"model".*?)```', page, flags=re.S)]
+    shown = next(b for b in bodies if b["response_format"]["json_schema"]["name"] == "rerank")
+    user = shown["messages"][1]["content"]
+    chunks = json.loads(user.split("Chunks (JSON array):\n", 1)[1].split("\n\n", 1)[0])
+    query = json.loads(user.split("Question (a JSON string): ", 1)[1])
+    monkeypatch.setenv("RERANKIT_TEST_KEY", "k")
+    order = json.dumps({"reranked_indices": [1, 0], "is_rejected": False, "rejection_reason": ""})
+    with FakeLLMServer(responder=lambda request: Reply(text=order)) as server:
+        path = tmp_path / "judge.toml"
+        path.write_text(
+            '[scorer]\ntype = "llm_listwise"\nprovider = "openai"\nmodel = "gpt-4o-mini"\n'
+            f'base_url = "{server.openai_url}"\napi_key_env = "RERANKIT_TEST_KEY"\ncache = false\n'
+        )
+        scorer = judge_from(path)
+        run_sync(scorer.score(query, [Document(t, id=f"d{i}") for i, t in enumerate(chunks)]))
+    assert server.requests[0].body == shown
+    assert scorer.max_chars == 2_000  # the default the page gives

@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import CALLER_ERRORS, ConfigError
 from ..ordering import Rule
-from ..scorers.base import Scorer
+from ..scorers.base import NO_SCORE, Scorer
 from ..spans import span
 from ..types import EARLIER_STAGE, SUM, Document, RankedDocument, RerankResult
 from .base import Reranker, Scored, assemble
@@ -191,7 +191,9 @@ class Pipeline(Reranker):
             scored.warnings.append(message)
             scored.degraded = True
             return head, True
-        scored.warnings.extend(f"stage {stage.name!r}: {w}" for w in sub.warnings)
+        scored.warnings.extend(
+            f"stage {stage.name!r}: {_kept(w) if sub.unusable else w}" for w in sub.warnings
+        )
         scored.degraded |= sub.degraded
         scored.add_usage(sub.usage)
         if is_rule:  # rules see (and report) the documents' input positions
@@ -264,3 +266,11 @@ class Pipeline(Reranker):
             for j, (d, i) in enumerate(zip(sub_docs, head, strict=True))
         )
         return RerankResult(query=query, results=results, score_scale=scale or "relative")
+
+
+def _kept(warning: str) -> str:
+    """A scorer's per-document warning, told for a stage that scored nothing: the document
+    was not scored 0.0 but keeps the previous stage's score."""
+    if warning.endswith(NO_SCORE):
+        return warning[: -len(NO_SCORE)] + "; it keeps the previous stage's score"
+    return warning

@@ -12,6 +12,7 @@ from ..errors import ScorerError
 from ..types import Document
 
 __all__ = [
+    "NO_SCORE",
     "ScoreBatch",
     "Scorer",
     "as_score_batch",
@@ -91,6 +92,12 @@ def _replace_surrogates(text: str) -> str | None:
     except UnicodeEncodeError:
         return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text)
     return None
+
+
+#: how a per-document warning of a scorer that had no judgment for a document ends: the
+#: document scored 0.0 (a pipeline stage that scored nothing says instead that its documents
+#: keep the previous stage's scores)
+NO_SCORE = "; scored 0.0"
 
 
 def which_document(i: int, doc_id: Any = None) -> str:

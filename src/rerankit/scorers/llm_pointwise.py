@@ -36,7 +36,7 @@ from ..llm.parsing import parse_json, parse_score
 from ..llm.prompts import load_template, presets
 from ..types import Document
 from ._llm_common import LLMScorerBase, LLMScorerOptions
-from .base import ScoreBatch, cut_to_fit, valid_unicode, which_document
+from .base import NO_SCORE, ScoreBatch, cut_to_fit, valid_unicode, which_document
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -226,7 +226,7 @@ class LLMPointwiseScorer(LLMScorerBase):
                     )
                     kind = getattr(outcome, "kind", "unreadable")  # else a ValueError: read
                     flags.setdefault(i, []).extend(("llm_failed", f"llm_failed:{kind}"))
-                    warnings.append(f"{which}: no score ({outcome}); scored 0.0")
+                    warnings.append(f"{which}: no score ({outcome}){NO_SCORE}")
                     continue
                 if other is not None:  # one document was asked about: its score, misnamed
                     flags.setdefault(i, []).append("llm_wrong_id")
