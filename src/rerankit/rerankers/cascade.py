@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -18,12 +19,17 @@ from ..types import EARLIER_STAGE, SUM, Document, RankedDocument, RerankResult
 from .base import Reranker, Scored, assemble
 from .single import ScorerReranker
 
-__all__ = ["ANSWER_DEPTH", "Pipeline", "Stage"]
+__all__ = ["ANSWER_DEPTH", "FINISHED_STAGES", "Pipeline", "Stage"]
 
 #: context key: how many of the best documents the caller will return of a result it asked
 #: for whole (a service that normalises relative scores over every document, then cuts);
 #: a pipeline's ``score_scale`` is then that of those documents
 ANSWER_DEPTH = "answer_depth"
+#: context key: a list to which a pipeline appends, once each stage has ended while a
+#: scoring stage is still to come, ``(next stage's name, the result it would return were
+#: the later stages to fail)``: a service whose deadline comes while a later stage runs
+#: answers with the last one (degraded) instead of nothing
+FINISHED_STAGES = "finished_stages"
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +131,9 @@ class Pipeline(Reranker):
         scored.link = [SUM] * n  # how its explained contributions make each document's score
         last: list[str | None] = [None] * n  # the stage that last scored each document
         answer_depth = context.pop(ANSWER_DEPTH, None)  # this pipeline's, not its stages'
-        for stage in self.stages:
+        finished = context.pop(FINISHED_STAGES, None)  # (the same)
+        depth = top_k if top_k is not None else answer_depth
+        for k, stage in enumerate(self.stages):
             head, tail = order[:limit], order[limit:]
             start = time.perf_counter()
             with span(f"stage {stage.name}", stage=stage.name, documents=len(head)):
@@ -140,9 +148,38 @@ class Pipeline(Reranker):
                     ranked_by = stage.name
             order = new_head + tail
             limit = min(stage.keep, len(new_head)) if stage.keep else len(new_head)
+            later = [s for s in self.stages[k + 1 :] if not isinstance(s.step, Rule)]
+            if finished is not None and later:  # what to answer should the rest not end
+                so_far = copy.deepcopy(scored)  # (the later stages write on scored)
+                so_far.failed_all = scoring > 0 and failures == scoring
+                ending = (order, list(dropped), ranked_by, depth)
+                finished.append(
+                    (
+                        self.stages[k + 1].name,
+                        self._finish(
+                            query, docs, so_far, (scales, last), ending, top_k, score_field
+                        ),
+                    )
+                )
         scored.failed_all = scoring > 0 and failures == scoring
+        ending = (order, dropped, ranked_by, depth)
+        return self._finish(query, docs, scored, (scales, last), ending, top_k, score_field)
+
+    def _finish(
+        self,
+        query: str,
+        docs: Sequence[Document],
+        scored: Scored,
+        marks: tuple[list[str | None], list[str | None]],
+        ending: tuple[list[int], list[int], str | None, int | None],
+        top_k: int | None,
+        score_field: str,
+    ) -> RerankResult:
+        """The result of the stages that ran (``scored``, which this changes: give a copy
+        while stages are to run), its documents in ``order``."""
+        scales, last = marks
+        order, dropped, ranked_by, depth = ending
         self._mark_earlier_stages(scored, last)
-        depth = top_k if top_k is not None else answer_depth
         returned = {scales[i] for i in (order if depth is None else order[:depth])}
         scored.scale = returned.pop() if len(returned) == 1 else "relative"
         result = assemble(

@@ -178,6 +178,13 @@ class Metrics:
             ["model"],
             registry=self.registry,
         )
+        self.degraded_answers = prom.Counter(
+            "rerankit_degraded_answers_total",
+            "Answers that were degraded (x-rerankit-degraded: a strategy, LLM judgments or a "
+            "cascade stage failed or missed the deadline, and the answer fell back), by pipeline",
+            ["model"],
+            registry=self.registry,
+        )
         self.answers = prom.Counter(
             "rerankit_answer_cache",
             "Requests to the answer cache by result: hit (read from the cache), shared (the "
@@ -197,7 +204,7 @@ class Metrics:
         for name in self.pipelines:  # every pipeline's series from the start, at 0
             self.queue.labels(name).set(0)
             self.in_flight.labels(name).set(0)
-            for family in (self.shed, self.documents, self.batch_documents):
+            for family in (self.shed, self.documents, self.batch_documents, self.degraded_answers):
                 family.labels(name)
 
     def watch_readiness(self, ready: Any, healthy: Any) -> None:

@@ -268,9 +268,12 @@ class ServedPipeline:
             {"Retry-After": str(after)},
         )
 
-    def answered(self) -> None:
-        """A request was answered: a ``failing`` pipeline is healthy again (logged once)."""
+    def answered(self, degraded: str | None = None) -> None:
+        """A request was answered (``degraded``: why its answer was, in one line): a
+        ``failing`` pipeline is healthy again (logged once); degraded answers in a row show in
+        ``/info`` until one is not."""
         state = self.state
+        state.note_degraded(None if degraded is None else one_line(degraded))
         if state.streak == 0:
             return
         failed, since = state.failed_requests, state.failing_since

@@ -10,13 +10,14 @@ import logging
 import math
 import threading
 import time
+from dataclasses import replace
 from typing import Any
 
 from .._threads import in_thread
 from ..errors import InputError, MissingDependencyError, ModelLoadError, ServiceError
 from ..normalize import ranked_unit_scores, unit_scale
 from ..rerankers.base import input_checked
-from ..rerankers.cascade import ANSWER_DEPTH
+from ..rerankers.cascade import ANSWER_DEPTH, FINISHED_STAGES, Pipeline
 from ..types import RerankResult, check_top_k
 from .admission import Admission
 from .answers import Answers
@@ -371,28 +372,31 @@ class Service:
         # scores, a pipeline whose documents were last scored on different scales)
         # chunks share their document's id: gather checks the documents' own ids instead
         checked = input_checked() if owners is not None else contextlib.nullcontext()
+        # a cascade's scale is that of the documents the answer holds
+        context: dict[str, Any] = {ANSWER_DEPTH: call.top_n} if owners is None else {}
+        finished: list[tuple[str, RerankResult]] = []  # a cascade's stages that ended
+        if isinstance(pipeline.reranker, Pipeline):
+            context[FINISHED_STAGES] = finished
         with request_hooks(self.batching, abandoned), checked:  # the task copies them
             task = asyncio.get_running_loop().create_task(
-                pipeline.reranker.arerank(
-                    call.query,
-                    docs,
-                    # a cascade's scale is that of the documents the answer holds
-                    context={ANSWER_DEPTH: call.top_n} if owners is None else None,
-                ),
+                pipeline.reranker.arerank(call.query, docs, context=context or None),
                 name=f"rerankit-request:{name}",
             )
         slot = _Slot(self, name)
         task.add_done_callback(lambda t: self._finished(t, slot))
+        late = False  # answered at the deadline with the stages that had ended
         try:
             result = await run_abandoning(task, deadline - time.monotonic(), abandoned)
         except asyncio.TimeoutError as exc:  # it ran and got no answer in time: 504, which
             self._free_later(task, slot, deadline)  # a balancer does not try elsewhere
-            pipeline.request_failed(f"no answer within the {settings.timeout:g} s deadline")
-            raise ServiceError(
-                504,
-                f"pipeline {name!r}: no answer within the {settings.timeout:g} s deadline",
-                {"Retry-After": "1"},
-            ) from exc
+            if not finished:
+                pipeline.request_failed(f"no answer within the {settings.timeout:g} s deadline")
+                raise ServiceError(
+                    504,
+                    f"pipeline {name!r}: no answer within the {settings.timeout:g} s deadline",
+                    {"Retry-After": "1"},
+                ) from exc
+            result, late = self._at_deadline(name, *finished[-1]), True
         except asyncio.CancelledError:  # the client went away
             self._free_later(task, slot, deadline)
             raise
@@ -424,10 +428,23 @@ class Service:
             pipeline.request_failed(why, f"{what}: {'; '.join(result.warnings)}")
             status = 500 if result.failed else 502  # else every LLM judgment failed: provider
             raise ServiceError(status, f"pipeline {name!r}: {why}")
-        pipeline.answered()
-        finished = time.monotonic()
-        self.metrics.inference_time.labels(name).observe(finished - started)
-        pipeline.record(finished - started, len(docs))  # per text scored
+        pipeline.answered(result.warnings[0] if result.degraded and result.warnings else None)
+        if result.degraded:
+            self.metrics.degraded_answers.labels(name).inc()
+        ended = time.monotonic()
+        self.metrics.inference_time.labels(name).observe(ended - started)
+        if not late:  # (a stalled stage's time would make shedding refuse requests)
+            pipeline.record(ended - started, len(docs))  # per text scored
         self.metrics.documents.labels(name).inc(len(call.documents))
-        call.timings.update(queue=started - queued, inference=finished - started)
+        call.timings.update(queue=started - queued, inference=ended - started)
         return result
+
+    def _at_deadline(self, name: str, stage: str, result: RerankResult) -> RerankResult:
+        """The answer of cascade ``name`` whose deadline came while ``stage`` ran: the
+        ``result`` of the stages that had ended, degraded, saying so."""
+        why = (
+            f"stage {stage!r} did not finish within the {self.settings.timeout:g} s deadline; "
+            "its documents keep the previous stage's order and scores"
+        )
+        logger.warning("pipeline %r: %s", name, why)
+        return replace(result, degraded=True, warnings=(why, *result.warnings))

@@ -51,6 +51,15 @@ def summary(what: str, warnings: list[str]) -> str:
     return _cut(first, MESSAGE_CHARS - len(tail)) + tail
 
 
+def _iso(when: float) -> str:
+    """``time.time()`` value ``when`` as UTC ISO 8601 to the second (``...Z``)."""
+    return (
+        datetime.fromtimestamp(when, timezone.utc)
+        .isoformat(timespec="seconds")
+        .replace("+00:00", "Z")
+    )
+
+
 class PipelineState:
     """Where one pipeline stands: ``loading`` (a load attempt runs), ``ready``, or
     ``failed`` (the last attempt failed, with its error; the next one starts at
@@ -73,6 +82,11 @@ class PipelineState:
         self.failing_since: float | None = None  # time.time() it turned failing
         self.failed_requests = 0  # requests failed since it turned failing
         self.probe_at: float | None = None  # time.monotonic() a failing pipeline next runs one
+        self.degraded_since: float | None = (
+            None  # time.time() of the first degraded answer in a row
+        )
+        self.degraded_answers = 0  # answers degraded in a row
+        self.degraded_cause: str | None = None  # why the last one was
 
     def begin(self) -> None:
         """A load attempt starts."""
@@ -119,6 +133,17 @@ class PipelineState:
         self.streak, self.failing, self.failing_since, self.failed_requests = 0, None, None, 0
         self.probe_at = None
         return was
+
+    def note_degraded(self, cause: str | None) -> None:
+        """An answer was degraded (``cause``: why), or not (None: the run of degraded ones
+        ends). A degraded answer is an answer: the pipeline stays ready and not failing."""
+        if cause is None:
+            self.degraded_since, self.degraded_answers, self.degraded_cause = None, 0, None
+            return
+        if self.degraded_since is None:
+            self.degraded_since = time.time()
+        self.degraded_answers += 1
+        self.degraded_cause = cause
 
     @property
     def healthy(self) -> bool:
@@ -175,16 +200,21 @@ class PipelineState:
             out["error"] = self.error
         if self.status == "ready":
             if self.failing is not None and self.failing_since is not None:
-                since = datetime.fromtimestamp(self.failing_since, timezone.utc)
                 out.update(
                     state="failing",
                     error=self.failing,
-                    failing_since=since.isoformat(timespec="seconds").replace("+00:00", "Z"),
+                    failing_since=_iso(self.failing_since),
                     failed_requests=self.failed_requests,
                 )
                 if self.probe_at is not None:  # requests refused until the next try
                     wait = max(0.0, self.probe_at - time.monotonic())
                     out["next_try_in_seconds"] = round(wait, 1)
+            elif self.degraded_since is not None:  # ready, but its answers fall back
+                out.update(
+                    degraded_since=_iso(self.degraded_since),
+                    degraded_answers=self.degraded_answers,
+                    degraded_cause=self.degraded_cause,
+                )
             return out
         if self.permanent:
             out["retried"] = False  # install what it needs and restart the service

@@ -1,0 +1,112 @@
+"""A served cascade (BM25 keep 2, then an LLM judge at a local OpenAI-compatible stand-in)
+whose provider stalls answers, at the service's deadline, with the order of the stage that
+had ended (a degraded 200, as when the provider refuses), not a 504; and degraded answers
+are counted in /metrics and shown in /info while the pipeline stays ready."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+pytest.importorskip("openai", reason="needs the 'openai' extra")
+pytest.importorskip("fastapi", reason="needs the 'server' extra")
+
+from fastapi.testclient import TestClient
+
+from rerankit.llm.testing import FakeLLMServer, Reply
+from rerankit.server import ServerSettings, create_app
+from rerankit.server.state import FAILING_AFTER
+
+#: what the provider does with a request that is not the warm-up's: "ok", "stall", "500"
+MODE = {"now": "ok"}
+DOCS = ["solar panels on roofs", "wind farms at sea", "solar power for homes", "hydro dams"]
+ASK = {"model": "cascade", "query": "solar power", "documents": DOCS, "top_n": 2}
+
+
+def _reply(request) -> Reply:
+    mode = "ok" if "warm-up document" in request.prompt else MODE["now"]
+    if mode == "stall":
+        return Reply(text='{"score": 9}', delay=20.0)
+    if mode == "500":
+        return Reply(status=500, text="provider down")
+    return Reply(text='{"score": 9}')
+
+
+@pytest.fixture(scope="module")
+def client():
+    with FakeLLMServer(responder=_reply) as provider:
+        judge = {
+            "type": "llm_pointwise",
+            "provider": "openai",
+            "base_url": provider.openai_url,
+            "model": "m",
+            "cache": False,
+            "retry": {"attempts": 1, "timeout": 15},
+        }
+        cascade = {"stages": [{"scorer": {"type": "bm25"}, "keep": 2}, {"scorer": judge}]}
+        settings = ServerSettings(
+            pipelines={"cascade": cascade}, default="cascade", timeout=1.0, stuck_grace=0.5
+        )
+        with TestClient(create_app(settings)) as c:
+            deadline = time.time() + 60
+            while c.get("/ready").json()["status"] == "loading" and time.time() < deadline:
+                time.sleep(0.02)
+            yield c
+
+
+def _metric(client, name: str) -> float:
+    line = next(
+        line
+        for line in client.get("/metrics").text.splitlines()
+        if line.startswith(f'{name}{{model="cascade"}}')
+    )
+    return float(line.split()[-1])
+
+
+def test_a_stalled_judge_answers_the_first_stage_s_order_at_the_deadline(client):
+    MODE["now"] = "ok"
+    healthy = client.post("/v2/rerank", json=ASK)
+    assert healthy.status_code == 200, healthy.text
+    assert "x-rerankit-degraded" not in healthy.headers
+    assert healthy.headers["x-rerankit-scores"] == "unit"  # the judge's grade / 10
+    assert client.get("/info").json()["pipelines"]["cascade"].get("degraded_since") is None
+    MODE["now"] = "stall"
+    try:
+        for _ in range(FAILING_AFTER):  # as many as turn failing: a degraded answer is an answer
+            start = time.monotonic()
+            r = client.post("/v2/rerank", json=ASK)
+            assert r.status_code == 200, r.text
+            assert time.monotonic() - start < 5
+            assert r.headers["x-rerankit-degraded"] == "true"
+            # BM25's order of the two it kept, on its own scale
+            assert [x["index"] for x in r.json()["results"]] == [2, 0]
+            assert r.headers["x-rerankit-scores"] != "unit"
+            meta = r.json()["meta"]
+            assert meta["rerankit"]["degraded"] is True
+            assert "did not finish within the 1 s deadline" in meta["warnings"][0]
+        info = client.get("/info").json()["pipelines"]["cascade"]
+        assert info["state"] == "ready"
+        assert info["degraded_answers"] == FAILING_AFTER
+        assert "deadline" in info["degraded_cause"]
+        assert info["degraded_since"].endswith("Z")
+        assert client.get("/ready").status_code == 200
+        assert _metric(client, "rerankit_pipeline_healthy") == 1.0
+    finally:
+        MODE["now"] = "ok"
+    again = client.post("/v2/rerank", json=ASK)
+    assert again.status_code == 200 and "x-rerankit-degraded" not in again.headers
+    assert "degraded_since" not in client.get("/info").json()["pipelines"]["cascade"]
+
+
+def test_degraded_answers_are_counted_by_pipeline(client):
+    before = _metric(client, "rerankit_degraded_answers_total")
+    MODE["now"] = "500"
+    try:
+        r = client.post("/v2/rerank", json=ASK)
+    finally:
+        MODE["now"] = "ok"
+    assert r.status_code == 200 and r.headers["x-rerankit-degraded"] == "true"
+    assert _metric(client, "rerankit_degraded_answers_total") == before + 1
+    client.post("/v2/rerank", json=ASK)  # not degraded: not counted
+    assert _metric(client, "rerankit_degraded_answers_total") == before + 1
