@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from .._optional import require
 from ..api import load
 from ..cache import embedding_cache_in_use
 from ..documents import PASS_FIRST_STAGE
@@ -29,6 +30,7 @@ from ..eval.first_stage import (
     first_stage,
     first_stage_label,
 )
+from ..eval.latency import latency_note
 from ..eval.runner import evaluate_runs, first_stage_run, format_table, run_pipeline
 from ..scorers.embedding import EmbeddingScorer
 from . import fusion_search
@@ -145,6 +147,8 @@ def tune(data: str | Path, *, reporter: Reporter | None = None, **options: Any) 
     opts = TuneOptions(data=data, **options)
     report = quiet(reporter)
     opts.check()
+    if opts.method == "ltr" and not opts.calibrate:  # before any work, not after features
+        require("lightgbm", "learning to rank")
     with embedding_cache_in_use(opts.embedding_cache):
         return _tune(opts, report)
 
@@ -253,11 +257,9 @@ def _report_on_test(
         f"{first_stage_label(test, opts.first_stage)}, {depth_label(depth, opts.candidates)}\n"
     )
     report.say(format_table(rows, depth))
-    report.say(
-        "(mean ms: hybrid ran first, so its time includes encoding the documents that the "
-        "written pipeline then read from the embedding cache; `rerankit eval` run twice "
-        "compares their speeds)"
-    )
+    note = latency_note(rows)  # from the embedding cache's counts: said only when true
+    if note:
+        report.say(note)
     report.say("\n" + format_against(rows, "hybrid"))
     return rows
 
