@@ -110,3 +110,49 @@ def test_degraded_answers_are_counted_by_pipeline(client):
     assert _metric(client, "rerankit_degraded_answers_total") == before + 1
     client.post("/v2/rerank", json=ASK)  # not degraded: not counted
     assert _metric(client, "rerankit_degraded_answers_total") == before + 1
+
+
+def test_a_cascade_whose_provider_is_down_at_start_is_ready_and_says_it_falls_back(caplog):
+    """The warm-up answer of a cascade whose judge's provider is down falls back to the
+    first stage's order, as its requests would be answered: the pipeline is ready (a
+    provider down at a deploy does not take the replica out of the balancer), /info shows
+    the degraded run with its cause, and requests get the degraded 200. The judge served
+    alone has no earlier order to fall back on: it fails to load, as before."""
+
+    def down(request) -> Reply:
+        return Reply(status=500, text="provider down")
+
+    with FakeLLMServer(responder=down) as provider:
+        judge = {
+            "type": "llm_pointwise",
+            "provider": "openai",
+            "base_url": provider.openai_url,
+            "model": "m",
+            "cache": False,
+            "retry": {"attempts": 1, "timeout": 5},
+        }
+        cascade = {"stages": [{"scorer": {"type": "bm25"}, "keep": 2}, {"scorer": judge}]}
+        settings = ServerSettings(
+            pipelines={"cascade": cascade, "judge": {"scorer": judge}},
+            default="cascade",
+            timeout=10,
+            ready_when="any",
+        )
+        with TestClient(create_app(settings)) as c:
+            deadline = time.time() + 60
+            for name in ("cascade", "judge"):  # each one's first attempt ended
+                while time.time() < deadline and (
+                    c.get("/ready", params={"model": name}).json()["status"] == "loading"
+                ):
+                    time.sleep(0.02)
+            ready = c.get("/ready", params={"model": "cascade"})
+            assert ready.status_code == 200, ready.text
+            alone = c.get("/ready", params={"model": "judge"})
+            assert alone.status_code == 503 and alone.json()["status"] == "failed", alone.text
+            entry = c.get("/info").json()["pipelines"]["cascade"]
+            assert entry["state"] == "ready" and entry["degraded_since"]
+            assert "fell back" in entry["degraded_cause"]
+            r = c.post("/v2/rerank", json=ASK)
+            assert r.status_code == 200 and r.headers["x-rerankit-degraded"] == "true"
+    said = [m.getMessage() for m in caplog.records if m.levelname == "WARNING"]
+    assert any("ready, but its warm-up answer fell back to an earlier stage" in m for m in said)

@@ -32,6 +32,8 @@ from .._threads import in_loading_thread, work_scope
 from ..api import load
 from ..cache import cache_defaults, pipeline_fingerprint
 from ..errors import ConfigError, MissingDependencyError, ServiceError
+from ..ordering import Rule
+from ..rerankers.cascade import Pipeline
 from ..scorers.local import load_models
 from .metrics import Metrics
 from .settings import ServerSettings
@@ -153,7 +155,7 @@ class ServedPipeline:
             reranker, fingerprint = await in_loading_thread(
                 f"rerankit-load-{self.name}", self._load, built
             )
-            await self._warm_up(reranker)
+            fell_back = await self._warm_up(reranker)
         except Exception as exc:
             message = exc.message if isinstance(exc, ServiceError) else f"{exc}"
             self.failed(
@@ -162,7 +164,16 @@ class ServedPipeline:
         else:
             self.reranker, self.fingerprint = reranker, fingerprint
             self.state.succeeded()
-            logger.info("pipeline %r ready", self.name)
+            if fell_back is None:
+                logger.info("pipeline %r ready", self.name)
+            else:  # as a request would be answered now: degraded, shown in /info
+                self.state.note_degraded(one_line(fell_back))
+                logger.warning(
+                    "pipeline %r ready, but its warm-up answer fell back to an earlier "
+                    "stage (%s): its answers are degraded until that stage answers",
+                    self.name,
+                    one_line(fell_back),
+                )
         self.settled.set()
         return self.ready
 
@@ -184,8 +195,12 @@ class ServedPipeline:
             logger.warning("pipeline %r: its answers are not cached: %s", self.name, exc)
             return None
 
-    async def _warm_up(self, reranker: Any) -> None:
-        """Rerank a small batch as a request would, within the request ``timeout``."""
+    async def _warm_up(self, reranker: Any) -> str | None:
+        """Rerank a small batch as a request would, within the request ``timeout``: an
+        error when it gives no usable answer, or a degraded one (a strategy failed), but for
+        a cascade whose later stage failed and which answered with an earlier stage's order,
+        as it answers requests while its provider is down: that one serves, and why it fell
+        back is returned (else None)."""
         timeout = self.settings.timeout
         abandoned = threading.Event()
         with self.scope(time.monotonic() + timeout, abandoned):
@@ -197,10 +212,13 @@ class ServedPipeline:
             result = await run_abandoning(task, timeout, abandoned)
         except asyncio.TimeoutError:
             raise RuntimeError(f"the warm-up batch got no answer within {timeout:g} s") from None
+        if result.unusable is None and result.degraded and _fell_back(reranker, result):
+            return summary("the warm-up answer fell back", list(result.warnings))
         if result.unusable is not None or result.degraded:  # degraded: a strategy failed
             what = result.unusable or "the warm-up answer was degraded"
             logger.debug("pipeline %r warm-up: %s", self.name, "; ".join(result.warnings))
             raise RuntimeError(summary(what, list(result.warnings)))
+        return None
 
     def failed(self, error: str, *, by_request: bool = False, missing: bool = False) -> None:
         """The pipeline cannot run: its requests get 503 at once, and the loader tries again
@@ -307,3 +325,12 @@ class ServedPipeline:
 
     def _new_executor(self) -> ThreadPoolExecutor:
         return ThreadPoolExecutor(self._threads, thread_name_prefix=f"rerankit-{self.name}")
+
+
+def _fell_back(reranker: Any, result: Any) -> bool:
+    """Whether a cascade's result stands on an earlier stage's order because its last
+    scoring stage scored nothing (an LLM judge whose provider is down)."""
+    if not isinstance(reranker, Pipeline) or result.ranked_by is None:
+        return False
+    scoring = [s.name for s in reranker.stages if not isinstance(s.step, Rule)]
+    return bool(scoring) and result.ranked_by != scoring[-1]
