@@ -95,6 +95,7 @@ def test_details_and_table_formats(capsys):
         ('\n{"text": "ok"}\n\n{"title": "t"}\n', [], "stdin:4: missing text field 'text'"),
         ('{"text": "ok"}\n{oops\n', [], "stdin:2: invalid JSON"),
         ('[{"body": "x"}]', [], "stdin: item 1 of the JSON array: missing text field 'text'"),
+        ('{"body": "x"}\n', [], "(fields present: 'body'); name yours with --text-field NAME"),
         ('["a"]', ["-r", "nope"], "unknown reranker 'nope'"),
     ],
 )
