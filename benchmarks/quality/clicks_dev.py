@@ -23,12 +23,13 @@ from benchmarks.quality.clicks_data import prepared
 SPLIT_SEED = 7
 
 
-def thirds(qids) -> list[set]:
-    """The training queries in three seeded parts."""
+def thirds(qids, parts: int = 3) -> list[set]:
+    """The training queries in ``parts`` seeded parts (three by default)."""
     order = sorted(qids)
     random.Random(SPLIT_SEED).shuffle(order)
-    size = len(order) // 3
-    return [set(order[i * size : (i + 1) * size if i < 2 else len(order)]) for i in range(3)]
+    size = len(order) // parts
+    ends = [(i + 1) * size if i < parts - 1 else len(order) for i in range(parts)]
+    return [set(order[i * size : end]) for i, end in enumerate(ends)]
 
 
 def main() -> None:
@@ -39,11 +40,12 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=100)
     parser.add_argument("--eta", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--parts", type=int, default=3, help="held-out parts (default 3)")
     args = parser.parse_args()
     train, rows, hybrid = prepared("scifact", "train")
     top = max_grade(train.qrels)
     results = {"default": [], "learned from clicks": [], "learning to rank on judgments": []}
-    for fold, held in enumerate(thirds(rows)):
+    for fold, held in enumerate(thirds(rows, args.parts)):
         start = time.perf_counter()
         learn = {q: rows[q] for q in rows if q not in held}
         held_rows = {q: rows[q] for q in rows if q in held}
@@ -62,7 +64,7 @@ def main() -> None:
         judged, _ = reference(learn, learn_hybrid, learn_qrels, held_rows, held_qrels)
         results["learning to rank on judgments"].append(judged)
         print(
-            f"third {fold + 1} ({len(held_rows)} queries held out): "
+            f"part {fold + 1} ({len(held_rows)} queries held out): "
             + ", ".join(f"{name} {values[-1]:.2f}" for name, values in results.items())
             + f"; verdict: {'adopted' if result.adopt else 'default kept'}; "
             f"{time.perf_counter() - start:.0f} s",
@@ -70,7 +72,7 @@ def main() -> None:
         )
     print(
         f"\nSciFact training queries, {args.sessions} sessions a query at eta {args.eta:g}, "
-        "nDCG@10 x 100 on the held-out thirds (mean of 3):"
+        f"nDCG@10 x 100 on the held-out parts (mean of {args.parts}):"
     )
     for name, values in results.items():
         print(f"  {name}: {statistics.fmean(values):.2f}")
