@@ -33,18 +33,24 @@ def _reply(request) -> Reply:
     return Reply(text='{"score": 9}')
 
 
+def _judge_and_cascade(provider: FakeLLMServer, timeout: float) -> tuple[dict, dict]:
+    """The LLM judge at ``provider`` (one attempt of ``timeout`` s, no cache), and the
+    cascade of BM25 keeping 2, then that judge."""
+    judge = {
+        "type": "llm_pointwise",
+        "provider": "openai",
+        "base_url": provider.openai_url,
+        "model": "m",
+        "cache": False,
+        "retry": {"attempts": 1, "timeout": timeout},
+    }
+    return judge, {"stages": [{"scorer": {"type": "bm25"}, "keep": 2}, {"scorer": judge}]}
+
+
 @pytest.fixture(scope="module")
 def client():
     with FakeLLMServer(responder=_reply) as provider:
-        judge = {
-            "type": "llm_pointwise",
-            "provider": "openai",
-            "base_url": provider.openai_url,
-            "model": "m",
-            "cache": False,
-            "retry": {"attempts": 1, "timeout": 15},
-        }
-        cascade = {"stages": [{"scorer": {"type": "bm25"}, "keep": 2}, {"scorer": judge}]}
+        _, cascade = _judge_and_cascade(provider, timeout=15)
         settings = ServerSettings(
             pipelines={"cascade": cascade}, default="cascade", timeout=1.0, stuck_grace=0.5
         )
@@ -123,15 +129,7 @@ def test_a_cascade_whose_provider_is_down_at_start_is_ready_and_says_it_falls_ba
         return Reply(status=500, text="provider down")
 
     with FakeLLMServer(responder=down) as provider:
-        judge = {
-            "type": "llm_pointwise",
-            "provider": "openai",
-            "base_url": provider.openai_url,
-            "model": "m",
-            "cache": False,
-            "retry": {"attempts": 1, "timeout": 5},
-        }
-        cascade = {"stages": [{"scorer": {"type": "bm25"}, "keep": 2}, {"scorer": judge}]}
+        judge, cascade = _judge_and_cascade(provider, timeout=5)
         settings = ServerSettings(
             pipelines={"cascade": cascade, "judge": {"scorer": judge}},
             default="cascade",
