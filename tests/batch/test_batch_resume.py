@@ -4,21 +4,27 @@ exit 130 and the summary written; --no-candidates leaves the candidates out."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from rerankit import register_reranker
 from rerankit.batch import BatchInterrupted, read_rows, run_batch
 from rerankit.cli import main
 from rerankit.errors import InputError
 from rerankit.llm.testing import FakeLLMServer, Reply
+from rerankit.rerankers.base import Reranker
 from rerankit.scorers import BM25Scorer
+from rerankit.types import RerankResult
 
 ROWS = [
     {"query_id": f"q{i}", "query": f"capital {i}", "candidates": ["Paris capital", f"x {i}"]}
@@ -149,3 +155,30 @@ def test_sigint_ends_with_one_line_exit_130_and_the_summary(tmp_path, judge_spec
         monkeypatch.setenv(KEY_ENV, "k")
         assert main([*args, "--resume"]) == 0
     assert [r["query_id"] for r in read_rows(out)] == [r["query_id"] for r in ROWS * 4]
+
+
+class _AbsorbsCancellation(Reranker):
+    """A pipeline whose call absorbs a cancellation and answers anyway (as a provider
+    call's retry handling may): asyncio's own SIGINT handling cancels the task, so without
+    a handler of batch's own the interrupt would be lost."""
+
+    name = "absorbs"
+    score_scale = "relative"
+
+    async def arerank(self, query, documents, top_k=None, **kwargs):
+        threading.Timer(0.05, os.kill, (os.getpid(), signal.SIGINT)).start()
+        with contextlib.suppress(asyncio.CancelledError):  # absorbed: it answers anyway
+            await asyncio.sleep(2)
+        return RerankResult(query)
+
+    async def _rank(self, query, docs, **kwargs):  # (arerank above answers)
+        raise NotImplementedError
+
+
+def test_ctrl_c_stops_batch_even_where_a_row_absorbs_the_cancellation(tmp_path, capsys):
+    src = write_jsonl(tmp_path / "in.jsonl", ROWS)
+    out = tmp_path / "out.jsonl"
+    register_reranker("absorbs-cancellation", _AbsorbsCancellation)
+    code = main(["batch", "-i", str(src), "--out", str(out), "-r", "absorbs-cancellation"])
+    assert code == 130, capsys.readouterr().err
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back

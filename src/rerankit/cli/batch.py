@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import shlex
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,6 +98,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         )
     set_flags = {k: v for k, v in vars(args).items() if v is not None}  # Ray's: as given
     ray, _ = RayOptions.split(None, set_flags)
+    before = signal.signal(signal.SIGINT, _interrupt)  # (the CLI runs on the main thread)
     try:
         summary = run_batch(
             source,
@@ -115,12 +117,22 @@ def cmd_batch(args: argparse.Namespace) -> int:
         return interrupted(args, stop.summary)
     except KeyboardInterrupt:  # before the output was opened (loading the models)
         return interrupted(args, None)
+    finally:
+        signal.signal(signal.SIGINT, before)
     print(f"rerankit batch: wrote {args.out}: {summary}", file=sys.stderr)
     for error in summary.errors[:3]:
         print(f"  error: {error}", file=sys.stderr)
     if args.summary:
         Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
     return 1 if summary.failures else 0
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    """Ctrl-C raises KeyboardInterrupt where the work is, inside a row's event loop too:
+    asyncio's own handler would cancel the row's task instead, and a provider call that
+    absorbs the cancellation (its retry and timeout handling) ends the row normally, the
+    interrupt lost and the batch run to its end."""
+    raise KeyboardInterrupt
 
 
 def interrupted(args: argparse.Namespace, summary: BatchSummary | None) -> int:
