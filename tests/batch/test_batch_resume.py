@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from rerankit import register_reranker
+from rerankit import register_reranker, registry
 from rerankit.batch import BatchInterrupted, read_rows, run_batch
 from rerankit.cli import main
 from rerankit.errors import InputError
@@ -175,10 +175,15 @@ class _AbsorbsCancellation(Reranker):
         raise NotImplementedError
 
 
-def test_ctrl_c_stops_batch_even_where_a_row_absorbs_the_cancellation(tmp_path, capsys):
+def test_ctrl_c_stops_batch_even_where_a_row_absorbs_the_cancellation(
+    tmp_path, capsys, monkeypatch
+):
     src = write_jsonl(tmp_path / "in.jsonl", ROWS)
     out = tmp_path / "out.jsonl"
+    # registered for this test only: other tests list the registered names
+    monkeypatch.setattr(registry, "_ENTRIES", dict(registry._ENTRIES))
     register_reranker("absorbs-cancellation", _AbsorbsCancellation)
+    before = signal.getsignal(signal.SIGINT)
     code = main(["batch", "-i", str(src), "--out", str(out), "-r", "absorbs-cancellation"])
     assert code == 130, capsys.readouterr().err
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # put back
+    assert signal.getsignal(signal.SIGINT) is before  # put back
