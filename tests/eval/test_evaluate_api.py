@@ -9,6 +9,7 @@ import re
 from pathlib import Path
 
 import pytest
+from eval_tiny import CORPUS, QRELS, QUERIES, tiny_dataset
 
 import rerankit
 from rerankit.cli import main
@@ -20,19 +21,10 @@ from rerankit.scorers import BM25Scorer
 REPO = Path(__file__).resolve().parents[2]
 SCIFACT = REPO / "examples" / "scifact-mini"
 
-CORPUS = {
-    "d1": {"title": "solar panels", "text": "solar panels turn sunlight into electricity"},
-    "d2": {"title": "wind", "text": "wind turbines turn wind into electricity"},
-    "d3": {"title": "solar history", "text": "the history of solar power and solar cells"},
-    "d4": {"title": "cooking", "text": "how to cook pasta"},
-}
-QUERIES = {"q1": "solar electricity", "q2": "wind power", "q3": "pasta"}
-QRELS = {"q1": {"d1": 2, "d3": 1}, "q2": {"d2": 1}, "q3": {"d4": 1}}
-
 
 def _tiny() -> Dataset:
     """A collection built in memory (no files)."""
-    return Dataset("tiny", dict(CORPUS), dict(QUERIES), {q: dict(j) for q, j in QRELS.items()})
+    return tiny_dataset()
 
 
 def _write(folder: Path, data: Dataset, split: str = "test") -> Path:

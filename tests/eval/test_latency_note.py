@@ -8,21 +8,12 @@ import json
 
 import numpy as np
 import pytest
+from eval_tiny import CORPUS, tiny_dataset, write_tiny
 
 from rerankit.cache import EmbeddingCache, embedding_lookups
 from rerankit.cli import main
 from rerankit.eval import evaluate
-from rerankit.eval.data import Dataset
 from rerankit.eval.latency import latency_note
-
-CORPUS = {
-    "d1": {"title": "solar panels", "text": "solar panels turn sunlight into electricity"},
-    "d2": {"title": "wind", "text": "wind turbines turn wind into electricity"},
-    "d3": {"title": "solar history", "text": "the history of solar power and solar cells"},
-    "d4": {"title": "cooking", "text": "how to cook pasta"},
-}
-QUERIES = {"q1": "solar electricity", "q2": "wind power", "q3": "pasta"}
-QRELS = {"q1": {"d1": 2, "d3": 1}, "q2": {"d2": 1}, "q3": {"d4": 1}}
 
 
 def _row(name, cache=None, mean=10.0, p95=20.0, slowest=25.0):
@@ -88,7 +79,7 @@ def test_a_mean_above_p95_is_explained_with_the_slowest_query():
 
 def test_an_evaluation_says_under_its_table_that_a_later_run_read_the_cache(tmp_path, capsys):
     pytest.importorskip("sentence_transformers", reason="the embedding scorer needs torch")
-    data = Dataset("tiny", dict(CORPUS), dict(QUERIES), {q: dict(j) for q, j in QRELS.items()})
+    data = tiny_dataset()
     vectors = tmp_path / "vectors.sqlite"
     spec = {"scorer": {"type": "embedding"}}  # each its own scorer and cache, one store
     first = evaluate(data, {"a": spec, "b": spec}, embedding_cache=vectors)
@@ -109,16 +100,7 @@ def test_an_evaluation_says_under_its_table_that_a_later_run_read_the_cache(tmp_
 def test_the_command_prints_the_note_and_results_json_keeps_it(tmp_path, capsys, monkeypatch):
     pytest.importorskip("sentence_transformers", reason="the embedding scorer needs torch")
     pytest.importorskip("matplotlib", reason="eval --out draws a chart (extra eval)")
-    folder = tmp_path / "tiny"
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": i, **d}) + "\n" for i, d in CORPUS.items())
-    )
-    (folder / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES.items())
-    )
-    rows = [f"{q}\t{d}\t{g}" for q, j in QRELS.items() for d, g in j.items()]
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows))
+    folder = write_tiny(tmp_path / "tiny")
     pipeline = tmp_path / "mine.toml"
     pipeline.write_text('name = "mine"\n[scorer]\ntype = "embedding"\n')
     argv = ["eval", "--data", str(folder), "--rerankers", f"embedding,{pipeline}", "--no-progress"]

@@ -11,32 +11,15 @@ import pytest
 
 pytest.importorskip("openai", reason="needs the 'openai' extra")
 
+from eval_tiny import write_tiny
+
 from rerankit.cli import main
 from rerankit.eval.runner import calibration_note
 from rerankit.llm.testing import FakeLLMServer, Reply
 
-CORPUS = {
-    "d1": {"title": "solar panels", "text": "solar panels turn sunlight into electricity"},
-    "d2": {"title": "wind", "text": "wind turbines turn wind into electricity"},
-    "d3": {"title": "solar history", "text": "the history of solar power and solar cells"},
-    "d4": {"title": "cooking", "text": "how to cook pasta"},
-}
-QUERIES = {"q1": "solar electricity", "q2": "wind power", "q3": "pasta"}
-QRELS = {"q1": {"d1": 2, "d3": 1}, "q2": {"d2": 1}, "q3": {"d4": 1}}
-
 
 def _collection(tmp_path):
-    folder = tmp_path / "tiny"
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": i, **d}) + "\n" for i, d in CORPUS.items())
-    )
-    (folder / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in QUERIES.items())
-    )
-    rows = [f"{q}\t{d}\t{g}" for q, j in QRELS.items() for d, g in j.items()]
-    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows))
-    return folder
+    return write_tiny(tmp_path / "tiny")
 
 
 def _cascade(tmp_path, url):
