@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import logging
 import time
 from collections.abc import Iterator, Sequence
@@ -26,9 +27,9 @@ __all__ = ["ANSWER_DEPTH", "FINISHED_STAGES", "Pipeline", "Stage"]
 #: a pipeline's ``score_scale`` is then that of those documents
 ANSWER_DEPTH = "answer_depth"
 #: context key: a list to which a pipeline appends, once each stage has ended while a
-#: scoring stage is still to come, ``(next stage's name, the result it would return were
-#: the later stages to fail)``: a service whose deadline comes while a later stage runs
-#: answers with the last one (degraded) instead of nothing
+#: scoring stage is still to come, ``(next stage's name, a callable that returns the result
+#: it would return were the later stages to fail)``: a service whose deadline comes while a
+#: later stage runs answers with the last one (degraded) instead of nothing
 FINISHED_STAGES = "finished_stages"
 
 logger = logging.getLogger(__name__)
@@ -152,12 +153,13 @@ class Pipeline(Reranker):
             if finished is not None and later:  # what to answer should the rest not end
                 so_far = copy.deepcopy(scored)  # (the later stages write on scored)
                 so_far.failed_all = scoring > 0 and failures == scoring
+                marks = (list(scales), list(last))
                 ending = (order, list(dropped), ranked_by, depth)
-                finished.append(
+                finished.append(  # built only if asked for (at a deadline), not on each call
                     (
                         self.stages[k + 1].name,
-                        self._finish(
-                            query, docs, so_far, (scales, last), ending, top_k, score_field
+                        functools.partial(
+                            self._finish, query, docs, so_far, marks, ending, top_k, score_field
                         ),
                     )
                 )

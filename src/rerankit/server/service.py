@@ -374,7 +374,7 @@ class Service:
         checked = input_checked() if owners is not None else contextlib.nullcontext()
         # a cascade's scale is that of the documents the answer holds
         context: dict[str, Any] = {ANSWER_DEPTH: call.top_n} if owners is None else {}
-        finished: list[tuple[str, RerankResult]] = []  # a cascade's stages that ended
+        finished: list[tuple[str, Any]] = []  # a cascade's stages that ended (see there)
         if isinstance(pipeline.reranker, Pipeline):
             context[FINISHED_STAGES] = finished
         with request_hooks(self.batching, abandoned), checked:  # the task copies them
@@ -396,7 +396,7 @@ class Service:
                     f"pipeline {name!r}: no answer within the {settings.timeout:g} s deadline",
                     {"Retry-After": "1"},
                 ) from exc
-            result, late = self._at_deadline(name, *finished[-1]), True
+            result, late = self._at_deadline(name, finished[-1][0], finished[-1][1]()), True
         except asyncio.CancelledError:  # the client went away
             self._free_later(task, slot, deadline)
             raise
