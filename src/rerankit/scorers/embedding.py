@@ -14,6 +14,7 @@ import copy
 import logging
 import os
 from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError
 from contextvars import ContextVar
 from functools import cached_property
 from pathlib import Path
@@ -306,9 +307,9 @@ class EmbeddingScorer(LocalModelScorer):
     ) -> dict[str, np.ndarray]:
         """``texts`` (not in ``store``: the cache, or the recent queries) encoded and kept
         there, each once even when another thread asks for it meanwhile: that thread waits
-        for this one's vector instead of encoding it again (the hybrid's whole-document and
-        passage readings ask for the same query and short documents at once). On the model
-        thread nothing waits (work queued behind it could be what it waits for)."""
+        for this one's vector (the hybrid's readings, and concurrent requests, ask for the same
+        texts at once), and encodes it itself if this one's request is abandoned. On the
+        model thread nothing waits (work queued behind it could be what it waits for)."""
         if running_on_model_thread():
             fresh = self._encode(texts, prompt)
             store.put_many(key, texts, fresh)
@@ -326,9 +327,13 @@ class EmbeddingScorer(LocalModelScorer):
             raise
         finally:
             self._pending.release(key, mine)
+        dropped = []  # the request encoding them was abandoned (not this one): encoded here
         for text, future in others.items():
-            rows[text] = future.result()[text]
-        return rows
+            try:
+                rows[text] = future.result()[text]
+            except CancelledError:
+                dropped.append(text)
+        return {**rows, **self._encode_missing(key, dropped, prompt, store)} if dropped else rows
 
     def _scores(
         self,

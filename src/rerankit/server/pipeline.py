@@ -49,17 +49,36 @@ WARM_UP = ("warm up", ["a warm-up document", "another one"])
 logger = logging.getLogger(__name__)
 
 
-async def run_abandoning(task: asyncio.Future, seconds: float, abandoned: threading.Event) -> Any:
-    """``task``'s result within ``seconds``; on a timeout (``asyncio.TimeoutError``) or
-    cancellation, ``abandoned`` is set and the task cancelled, without waiting for work it
-    has on a thread (which cannot be stopped: it ends on its own, and nothing of the task's
-    starts after it)."""
+async def run_abandoning(
+    task: asyncio.Future, seconds: float, abandoned: threading.Event, name: str
+) -> Any:
+    """``task`` (pipeline ``name``'s work)'s result within ``seconds``; on a timeout
+    (``asyncio.TimeoutError``) or cancellation of the caller, ``abandoned`` is set and the
+    task cancelled, without waiting for work it has on a thread (which cannot be stopped:
+    it ends on its own, and nothing of the task's starts after it). A task that ended
+    cancelled while the caller was not (something it shared with another request, whose
+    request was abandoned, was cancelled under it) is a 503 to retry: a ``CancelledError``
+    would pass every error handler as if the request itself had been cut."""
     try:
-        return await asyncio.wait_for(asyncio.shield(task), max(seconds, 0.0))
-    except BaseException:
+        done, _ = await asyncio.wait({task}, timeout=max(seconds, 0.0))
+    except BaseException:  # the caller was cancelled (its client left, or a shutdown)
         abandoned.set()
         task.cancel()
         raise
+    if not done:
+        abandoned.set()
+        task.cancel()
+        raise asyncio.TimeoutError
+    if task.cancelled():  # nobody waits for what may still run of it
+        abandoned.set()
+        logger.warning("pipeline %r: a request's work was cancelled under it; answered 503", name)
+        raise ServiceError(
+            503,
+            f"pipeline {name!r}: not answered: its work was cancelled, though the request was "
+            "not (work it shared with an abandoned request); retry",
+            {"Retry-After": "1"},
+        )
+    return task.result()
 
 
 class ServedPipeline:
@@ -209,7 +228,7 @@ class ServedPipeline:
             )
         task.add_done_callback(lambda t: t.cancelled() or t.exception())
         try:
-            result = await run_abandoning(task, timeout, abandoned)
+            result = await run_abandoning(task, timeout, abandoned, self.name)
         except asyncio.TimeoutError:
             raise RuntimeError(f"the warm-up batch got no answer within {timeout:g} s") from None
         if result.unusable is None and result.degraded and _fell_back(reranker, result):

@@ -386,7 +386,7 @@ class Service:
         task.add_done_callback(lambda t: self._finished(t, slot))
         late = False  # answered at the deadline with the stages that had ended
         try:
-            result = await run_abandoning(task, deadline - time.monotonic(), abandoned)
+            result = await run_abandoning(task, deadline - time.monotonic(), abandoned, name)
         except asyncio.TimeoutError as exc:  # it ran and got no answer in time: 504, which
             self._free_later(task, slot, deadline)  # a balancer does not try elsewhere
             if not finished:
