@@ -2,11 +2,14 @@
 for a text another request was encoding, and that request was abandoned at its deadline.
 The CancelledError passed every error handler (a plain-text 500, not counted in
 ``rerankit_errors_total``). It is a JSON 503 to retry now, the text is encoded for the
-request that still waits, and a request that is itself cancelled still cancels its work."""
+request that still waits, and a request that is itself cancelled still cancels its work.
+And the count of requests refused while the service stops, which missed those that came
+after the stop began."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from concurrent.futures import CancelledError
@@ -138,3 +141,25 @@ def test_a_text_whose_encoding_request_was_abandoned_is_encoded_for_the_one_stil
     assert sorted(rows) == ["football", "vaccines"]
     assert calls == [["vaccines"], ["football"], ["vaccines"]]
 
+
+def test_the_stop_says_how_many_requests_got_503_including_those_that_came_after_it_began(
+    caplog,
+):
+    """The drain's line counts the requests there when it began (none here); a request
+    that comes later on a connection still open gets 503 too, and the line said when the
+    service has stopped counts it (with ``--workers 2`` and busy clients, every 503 came
+    after the drain's count of 0)."""
+    caplog.set_level(logging.INFO, logger="rerankit.server")
+    settings = ServerSettings(pipelines={"bm25": "bm25"}, default="bm25")
+    app = create_app(settings)
+    ask = {"query": "vaccines", "documents": ["a vaccine", "football"]}
+    with TestClient(app) as client:
+        assert client.post("/v2/rerank", json=ask).status_code == 200
+        app.state.service.begin_shutdown()
+        deadline = time.monotonic() + 5
+        while not app.state.admission.draining and time.monotonic() < deadline:
+            time.sleep(0.01)
+        answers = [client.post("/v2/rerank", json=ask) for _ in range(2)]
+        assert [r.status_code for r in answers] == [503, 503]
+        assert "0 queued request(s) get 503, 0 running may finish" in caplog.text
+    assert "stopped: 2 request(s) answered 503 while stopping" in caplog.text

@@ -44,6 +44,7 @@ class Admission:
         self.running_by: Counter[str] = Counter()
         self.waiting_by: Counter[str] = Counter()
         self.draining = False
+        self.refused = 0  # requests answered 503 because the service stops
         self.in_flight = InFlight()
         self._cond: asyncio.Condition | None = None
 
@@ -52,10 +53,12 @@ class Admission:
         return self.running < self.slots and self.running_by[pipeline] < self.share
 
     async def drain(self) -> None:
-        """Refuse what waits and what comes: each gets 503 (running requests finish)."""
+        """Refuse what waits and what comes: each gets 503 (running requests finish). How
+        many were refused is said once the service has stopped (:meth:`said_stopped`)."""
         self.draining = True
         logger.info(
-            "rerankit service stopping: %d queued request(s) get 503, %d running may finish",
+            "rerankit service stopping: %d queued request(s) get 503, %d running may finish; "
+            "requests that still arrive (on connections already open) get 503 too",
             self.waiting,
             len(self.in_flight) - self.waiting,
         )
@@ -70,6 +73,7 @@ class Admission:
             self._cond = asyncio.Condition()
         async with self._cond:
             if self.draining:
+                self.refused += 1
                 raise stopping()
             if not self.can_start(pipeline):
                 self._check_queue(pipeline)
@@ -83,10 +87,23 @@ class Admission:
                     self.waiting_by[pipeline] -= 1
                     self.metrics.queue.labels(pipeline).set(self.waiting_by[pipeline])
                 if self.draining:
+                    self.refused += 1
                     raise stopping()
             self.running += 1
             self.running_by[pipeline] += 1
             self.metrics.in_flight.labels(pipeline).set(self.running_by[pipeline])
+
+    def said_stopped(self) -> None:
+        """Log, once the service has stopped after a drain, how many requests were answered
+        503 because it stopped: those queued when it began, and those that came later on
+        connections still open (counted as each is refused; the drain's own line counts
+        only the first)."""
+        if self.draining:
+            logger.info(
+                "rerankit service stopped: %d request(s) answered 503 while stopping "
+                "(queued, or arrived after the stop began)",
+                self.refused,
+            )
 
     def _check_queue(self, pipeline: str) -> None:
         if self.waiting >= self.queue:

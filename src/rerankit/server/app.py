@@ -61,6 +61,7 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
         yield
         warm.cancel()
         service.stop_retries()
+        service.admission.said_stopped()
         if feedback is not None:  # what is queued is written before the process ends
             await asyncio.to_thread(feedback.close)
 
