@@ -18,7 +18,8 @@ it has, the process has as many threads as before the load (a test counts them).
 
 The work of one service request runs in a :func:`work_scope`: its blocking calls run on
 its pipeline's own executor, provider calls read the time left before its deadline
-(:func:`time_left`), and calls not yet started when it is abandoned never start.
+(:func:`time_left`), calls not yet started when it is abandoned never start, and model
+work stops at its next batch (:func:`stop_if_abandoned`).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ __all__ = [
     "loads_in_place",
     "on_model_thread",
     "running_on_model_thread",
+    "stop_if_abandoned",
     "time_left",
     "work_scope",
 ]
@@ -84,6 +86,16 @@ def time_left() -> float | None:
     """Seconds left before the current work's deadline (None: it has none; 0 once past)."""
     deadline = _DEADLINE.get()
     return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def stop_if_abandoned() -> None:
+    """Raise ``CancelledError`` if the current work was abandoned: model work calls it
+    between its batches, so that a request answered at its deadline (or whose client left)
+    stops at the next batch instead of encoding the rest. Work run for several requests at
+    once (a micro-batch) sees an event set only once every one of them was abandoned."""
+    abandoned = ABANDONED.get()
+    if abandoned is not None and abandoned.is_set():
+        raise CancelledError("its request was abandoned; stopped before its next batch")
 
 
 def _unless_abandoned(fn: Callable[..., T], args: tuple, kwargs: dict[str, Any]) -> T:

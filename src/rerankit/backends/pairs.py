@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .._optional import require
+from .._threads import stop_if_abandoned
 
 __all__ = ["EncodedPairs", "PairEncoder", "lengths", "offsets", "padded_batches", "unpadded"]
 
@@ -94,9 +95,12 @@ def padded_batches(
     encodings: Sequence[Any], batch_size: int, pad_id: int
 ) -> Iterator[tuple[np.ndarray, dict[str, np.ndarray]]]:
     """Batches of encodings sorted by length, each padded (on the right) to its longest:
-    ``(positions, {"input_ids", "attention_mask", "token_type_ids"})`` as int64 arrays."""
+    ``(positions, {"input_ids", "attention_mask", "token_type_ids"})`` as int64 arrays.
+    Work whose request was abandoned meanwhile gets no further batch
+    (:func:`~rerankit._threads.stop_if_abandoned`)."""
     order = np.argsort([len(e.ids) for e in encodings], kind="stable")
     for start in range(0, len(order), batch_size):
+        stop_if_abandoned()
         positions = order[start : start + batch_size]
         chunk = [encodings[i] for i in positions]
         width = max(len(e.ids) for e in chunk)

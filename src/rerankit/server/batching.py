@@ -13,7 +13,9 @@ text, whichever comes first. Pairs do not wait: a batch takes the pairs of every
 queued when the model is free again, up to ``max_pairs`` (continuous batching), so a lone
 request pays nothing and concurrent ones share forward passes. A single request's items are
 never split. Work whose request was abandoned (:data:`ABANDONED` set: deadline passed or
-client gone) is dropped from the queue before it is run.
+client gone) is dropped from the queue before it is run, and a batch whose requests were
+all abandoned stops at its model's next inner batch (the ONNX backend's, and a
+cross-encoder's own forward passes).
 """
 
 from __future__ import annotations
@@ -35,6 +37,18 @@ from ..scorers.embedding import ENCODE_HOOK
 __all__ = ["ABANDONED", "PAIR_MODES", "EncodeBatcher", "MicroBatching", "request_hooks"]
 
 PAIR_MODES = ("auto", "on", "off")
+
+
+class _EveryAbandoned(threading.Event):
+    """Set once each of ``events`` is: the requests sharing a batch have all been
+    abandoned (its model work then stops at its next batch)."""
+
+    def __init__(self, events: list[threading.Event]) -> None:
+        super().__init__()
+        self._events = events
+
+    def is_set(self) -> bool:
+        return all(event.is_set() for event in self._events)
 
 
 class EncodeBatcher:
@@ -130,6 +144,8 @@ class EncodeBatcher:
             if not jobs:
                 continue
             texts = [t for job in jobs for t in job[0]]
+            events = [job[2] for job in jobs]  # its model work stops once all are set
+            shared = ABANDONED.set(None if None in events else _EveryAbandoned(events))
             try:
                 rows = self._encode(texts)
                 self.batches += 1
@@ -140,6 +156,8 @@ class EncodeBatcher:
                 for job in jobs:
                     job[3].set_exception(exc)
                 continue
+            finally:
+                ABANDONED.reset(shared)
             start = 0
             for texts_, _, _, future in jobs:
                 future.set_result(rows[start : start + len(texts_)])

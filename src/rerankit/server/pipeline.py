@@ -14,7 +14,8 @@ attempt hangs (a hub that never answers), it holds no thread, slot or queue plac
 another pipeline needs.
 
 A ready pipeline whose requests then fail ``FAILING_AFTER`` times in a row (a provider that
-stalls or refuses mid-day) is ``failing``: it still serves, since only an answered request
+stalls or refuses mid-day, or local models too busy to answer within the deadline) is
+``failing``: it still serves, since only an answered request
 can tell it works again, but ``/info``, ``/ready``'s body, ``rerankit_pipeline_healthy``
 and one log line say so (see :meth:`ServedPipeline.request_failed`)."""
 
