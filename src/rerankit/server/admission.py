@@ -58,7 +58,8 @@ class Admission:
         self.draining = True
         logger.info(
             "rerankit service stopping: %d queued request(s) get 503, %d running may finish; "
-            "requests that still arrive (on connections already open) get 503 too",
+            "requests that still arrive (before the listener closes, or on connections still "
+            "open) get 503 too",
             self.waiting,
             len(self.in_flight) - self.waiting,
         )
