@@ -187,3 +187,44 @@ def test_ctrl_c_stops_batch_even_where_a_row_absorbs_the_cancellation(
     code = main(["batch", "-i", str(src), "--out", str(out), "-r", "absorbs-cancellation"])
     assert code == 130, capsys.readouterr().err
     assert signal.getsignal(signal.SIGINT) is before  # put back
+
+
+class _LeavesAFailedTask(Reranker):
+    """A row whose call started a task that failed, then Ctrl-C: the task, never awaited,
+    is left behind as a row's provider calls are."""
+
+    name = "leaves-a-task"
+    score_scale = "relative"
+
+    async def arerank(self, query, documents, top_k=None, **kwargs):
+        async def fails():
+            raise RuntimeError("a call cut short")
+
+        task = asyncio.get_running_loop().create_task(fails())
+        await asyncio.sleep(0)
+        assert task.done()
+        raise KeyboardInterrupt
+
+    async def _rank(self, query, docs, **kwargs):  # (arerank above answers)
+        raise NotImplementedError
+
+
+def test_ctrl_c_says_one_line_without_asyncio_s_reports_of_the_tasks_left(
+    tmp_path, capsys, caplog, monkeypatch
+):
+    import gc
+    import logging
+
+    src = write_jsonl(tmp_path / "in.jsonl", ROWS)
+    monkeypatch.setattr(registry, "_ENTRIES", dict(registry._ENTRIES))
+    register_reranker("leaves-a-task", _LeavesAFailedTask)
+    asyncio_logger = logging.getLogger("asyncio")
+    monkeypatch.setattr(asyncio_logger, "level", asyncio_logger.level)  # put back after
+    with caplog.at_level("ERROR", logger="asyncio"):
+        code = main(
+            ["batch", "-i", str(src), "--out", str(tmp_path / "o.jsonl"), "-r", "leaves-a-task"]
+        )
+        gc.collect()  # the task left behind is destroyed: asyncio would report it
+    assert code == 130
+    assert "interrupted" in capsys.readouterr().err
+    assert not [r for r in caplog.records if r.name == "asyncio"], caplog.text

@@ -79,3 +79,19 @@ def test_a_listwise_rejection_is_cached_like_an_order(tmp_path):
         _, again = (ScorerReranker(scorer).rerank("q", ["a", "b"]) for _ in range(2))
     assert len(server.requests) == 1 and again.usage["cache_hits"] == 1
     assert "llm_rejected" in again[0].flags and not again.degraded
+
+
+def test_a_gemini_server_named_by_its_environment_variable_is_in_the_key(monkeypatch):
+    pytest.importorskip("google.genai", reason="needs the 'gemini' extra")
+    from rerankit.llm import GeminiClient
+
+    def key() -> str:
+        client = GeminiClient(api_key="k", model="m")
+        return LLMPointwiseScorer(client, cache=False).cache_key(LLMRequest(prompt="p"))
+
+    monkeypatch.delenv("GOOGLE_GEMINI_BASE_URL", raising=False)
+    own = key()
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "http://127.0.0.1:9000")
+    local = key()
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "https://Generativelanguage.googleapis.com/")
+    assert local != own and key() == own

@@ -474,3 +474,23 @@ def test_an_experiment_s_answer_is_never_kept_in_the_answer_cache(tmp_path, monk
             )
             assert response.status_code == 200 and "x-rerankit-cache" not in response.headers
             assert response.json()["meta"]["rerankit"]["order"] == "explored"
+
+
+def test_an_explanation_is_never_interleaved_or_explored(tmp_path):
+    # every rerank answer is an experiment here; the explanation shows the pipeline's order
+    for experiment in (
+        {"interleave": ["up", "down"], "interleave_share": 1.0},
+        {"explore": 1.0, "explore_pairs": 1.0},
+    ):
+        settings = _settings(tmp_path, **experiment)
+        with TestClient(create_app(settings)) as client:
+            ranked = _rerank(client)
+            explained = _rerank(client, "/v1/explain")
+            client.app.state.feedback.flush()
+        assert ranked["meta"]["rerankit"]["order"] in ("interleaved", "explored")
+        assert "order" not in explained["meta"].get("rerankit", {})
+        assert [r["index"] for r in explained["results"]] == list(range(10))
+        impression = _records(tmp_path / "clicks.jsonl")[-1]
+        assert impression["endpoint"] == "explain"
+        assert "interleaving" not in impression and "explore" not in impression
+        (tmp_path / "clicks.jsonl").unlink()

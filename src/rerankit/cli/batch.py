@@ -4,6 +4,7 @@ this process or on Ray Data actors."""
 from __future__ import annotations
 
 import argparse
+import logging
 import shlex
 import signal
 import sys
@@ -137,7 +138,10 @@ def _interrupt(signum: int, frame: Any) -> None:
 
 def interrupted(args: argparse.Namespace, summary: BatchSummary | None) -> int:
     """Ctrl-C: one line saying what was written and how to go on; the summary file (of
-    the rows written) when asked; exit status 130, as a shell reports SIGINT."""
+    the rows written) when asked; exit status 130, as a shell reports SIGINT. The process
+    ends next: the rows' tasks Ctrl-C left behind (provider calls cut short) are not
+    reported by asyncio as errors when they are destroyed."""
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL)
     again = [a for a in args.argv if a != "--overwrite"]
     again += [] if "--resume" in again else ["--resume"]
     if summary is None:

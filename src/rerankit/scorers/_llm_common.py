@@ -92,8 +92,10 @@ _DEFAULT_ENDPOINTS = {
 
 def endpoint(client: LLMClient) -> str | None:
     """The address ``client`` sends to, normalised (scheme and host in lower case, a
-    default port and a trailing ``/`` dropped), or None for the provider's own."""
-    url = getattr(client, "base_url", None)
+    default port and a trailing ``/`` dropped), or None for the provider's own. A client's
+    ``address`` (where its calls go, an environment variable such as
+    ``GOOGLE_GEMINI_BASE_URL`` included) is read before its ``base_url``."""
+    url = getattr(client, "address", None) or getattr(client, "base_url", None)
     if not url:
         return None
     parsed = urlsplit(str(url).strip())

@@ -107,7 +107,9 @@ def add_rerank_routes(
             request.state.model = settings.resolve(call.model)  # errors are counted by it
             request.state.result = None
             request.state.shown = {}
-            plan = experiments.plan(call) if logged and experiments is not None else None
+            # the explanation shows the pipeline's own order: never an experiment
+            tried = logged and experiments is not None and fmt.path != "/v1/explain"
+            plan = experiments.plan(call) if tried else None
 
             async def respond() -> tuple[Answer, str | None]:
                 """The answer and where it came from (None: no answer cache)."""
