@@ -66,7 +66,8 @@ stages = [{ scorer = { type = "bm25" }, keep = 30 }, { reranker = "hybrid" }]
 
 [cache]                        # where the caches live (see rerankit.cache.CacheSettings)
 url = "redis://127.0.0.1:6379/0"   # a Redis/Valkey server shared by replicas; "" (default):
-                                   # $RERANKIT_CACHE_URL, else SQLite files on this machine
+                                   # $RERANKIT_CACHE_URL, else SQLite files on this machine;
+                                   # ${NAME} in it: the environment variable (unset: an error)
 """
 
 from __future__ import annotations
@@ -79,9 +80,10 @@ from typing import Any
 
 from ..backends.manifest import check_backend
 from ..cache import CacheSettings
+from ..cache.store import redacted
 from ..config import paths_beside, read_spec
 from .batching import PAIR_MODES
-from .feedback import FeedbackSettings, check_experiments, feedback_beside
+from .feedback import FeedbackSettings, check_experiments, expand_variables, feedback_beside
 from .hybrid_alias import hybrid_stand_in
 
 __all__ = ["API_KEY_ENV", "ServerSettings", "key_variable_problem", "settings_beside"]
@@ -173,8 +175,14 @@ def settings_beside(spec: Mapping[str, Any], folder: Path) -> dict[str, Any]:
     """A settings file's ``spec`` with its relative paths taken from ``folder`` (the
     file's): a pipeline's pipeline file or ``model`` folder and ``[server] model`` where
     they exist there, and the click log's ``[server.feedback] path`` (or ``[server]
-    feedback``) always, as it is written, not read. Absolute paths stay as they are."""
+    feedback``) always, as it is written, not read. Absolute paths stay as they are.
+    ``$NAME`` and ``${NAME}`` in ``[cache] url`` are environment variables' values (a
+    password kept out of the file); an unset one is a ValueError naming it."""
     spec = dict(spec)
+    cache = spec.get("cache")
+    if isinstance(cache, Mapping) and isinstance(cache.get("url"), str):
+        url = cache["url"]
+        spec["cache"] = {**cache, "url": expand_variables(url, "[cache] url", redacted(url))}
     if isinstance(spec.get("pipelines"), Mapping):
         spec["pipelines"] = paths_beside(spec["pipelines"], folder)
     server = spec.get("server")
