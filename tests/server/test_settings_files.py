@@ -7,9 +7,12 @@ import pytest
 
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 
+from fastapi.testclient import TestClient
+
+from rerankit.cli import main
 from rerankit.cli.main import build_parser
 from rerankit.cli.serve import serve_settings
-from rerankit.server import ServerSettings
+from rerankit.server import ServerSettings, create_app
 
 
 def _file(tmp_path, text: str):
@@ -40,8 +43,6 @@ def test_environment_variables_in_the_cache_url_are_their_values(tmp_path, monke
 def test_an_unset_variable_in_the_cache_url_stops_the_service_naming_it(
     tmp_path, monkeypatch, capsys
 ):
-    from rerankit.cli import main
-
     monkeypatch.delenv("RERANKIT_TEST_REDIS_HOST", raising=False)
     monkeypatch.setenv("RERANKIT_TEST_REDIS_PASSWORD", "s3cret")
     path = _file(
@@ -62,3 +63,41 @@ def test_without_a_cache_url_the_service_reads_the_environment_variable(tmp_path
     path = _file(tmp_path, '[pipelines.bm25]\nreranker = "bm25"\n')
     settings = ServerSettings.from_file(path)
     assert settings.cache.resolved_url == "redis://cache.internal:6379/0"
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        (  # a flag's hyphens in the file: the key it means, and every key
+            {"server": {"max-documents": 10}},
+            "[server] has no key 'max-documents' (did you mean 'max_documents'?); its keys: "
+            "default, api_keys,",
+        ),
+        ({"server": {"max_concurrencyy": 2}}, "(did you mean 'max_concurrency'?); its keys:"),
+        (
+            {"cache": {"name-space": "a"}},
+            "[cache] has no key 'name-space' (did you mean 'namespace'?)",
+        ),
+        ({"servers": {}}, "a settings file has no table 'servers' (did you mean 'server'?)"),
+    ],
+)
+def test_a_mistyped_settings_key_says_the_one_meant_and_the_keys(spec, said):
+    """It said only `[server]: unknown keys ['max-documents']`, where a pipeline file's
+    typo says the key meant and its keys."""
+    with pytest.raises(ValueError) as raised:
+        ServerSettings.from_mapping(spec)
+    assert said in str(raised.value)
+
+
+def test_an_unknown_model_is_404_with_the_name_meant():
+    settings = ServerSettings(pipelines={"hybrid": "bm25", "lexical": "bm25"}, default="lexical")
+    with TestClient(create_app(settings)) as client:
+        answer = client.post(
+            "/v2/rerank", json={"model": "hybird", "query": "q", "documents": ["a"]}
+        )
+        far = client.post("/v2/rerank", json={"model": "zzz", "query": "q", "documents": ["a"]})
+    assert answer.status_code == 404
+    assert answer.json()["message"].startswith(
+        "model 'hybird' not found; did you mean 'hybrid'? available: hybrid, lexical"
+    )
+    assert far.status_code == 404 and "did you mean" not in far.json()["message"]

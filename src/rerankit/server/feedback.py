@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import FIRST_STAGE_SCORE
+from ..options import unknown_keys
 from ..training.clicks.interleave import METHODS
 from ..training.clicks.log import STORE, ClickLog, log_files
 from ..training.clicks.records import answer_of
@@ -134,9 +135,9 @@ class FeedbackSettings:
         if isinstance(value, (str, os.PathLike)):
             return cls(path=str(value))
         if isinstance(value, Mapping):
-            unknown = sorted(set(value) - {f.name for f in fields(cls)})
-            if unknown:
-                raise ValueError(f"[server.feedback]: unknown keys {unknown}")
+            problem = unknown_keys(value, [f.name for f in fields(cls)], "[server.feedback]")
+            if problem is not None:
+                raise ValueError(problem)
             return cls(**value)
         raise ValueError(f"[server] feedback: a table or a path, got {value!r}")
 

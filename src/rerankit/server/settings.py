@@ -72,8 +72,9 @@ url = "redis://127.0.0.1:6379/0"   # a Redis/Valkey server shared by replicas; "
 
 from __future__ import annotations
 
+import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,7 @@ from ..backends.manifest import check_backend
 from ..cache import CacheSettings
 from ..cache.store import redacted
 from ..config import paths_beside, read_spec
+from ..options import unknown_keys
 from .batching import PAIR_MODES
 from .feedback import FeedbackSettings, check_experiments, expand_variables, feedback_beside
 from .hybrid_alias import hybrid_stand_in
@@ -353,16 +355,16 @@ class ServerSettings:
 
     @classmethod
     def from_mapping(cls, spec: Mapping[str, Any]) -> ServerSettings:
-        unknown_top = sorted(set(spec) - {"server", "pipelines", "cache"})
-        if unknown_top:
-            raise ValueError(
-                f"unknown top-level keys {unknown_top}; use [server], [pipelines.NAME] and [cache]"
-            )
+        problem = unknown_keys(
+            spec, ("server", "pipelines", "cache"), "a settings file", word="table"
+        )
+        if problem is not None:
+            raise ValueError(f"{problem} ([pipelines.NAME] holds the pipelines)")
         server = dict(spec.get("server", {}))
-        known = {f.name for f in fields(cls)} - {"pipelines", "cache"}
-        unknown = sorted(set(server) - known)
-        if unknown:
-            raise ValueError(f"[server]: unknown keys {unknown}")
+        known = [f.name for f in fields(cls) if f.name not in ("pipelines", "cache")]
+        problem = unknown_keys(server, known, "[server]")
+        if problem is not None:
+            raise ValueError(problem)
         pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
         if "default" not in server and pipelines is not None:
             server["default"] = "hybrid" if "hybrid" in pipelines else next(iter(pipelines))
@@ -405,6 +407,19 @@ class ServerSettings:
         if len(self.pipelines or {}) < 2:
             return self.max_concurrency
         return max(1, self.max_concurrency - max(1, self.max_concurrency // 4))
+
+    def not_found(self, name: str | None, served: Iterable[str]) -> str:
+        """The 404 for a request's model ``name`` that names none of the ``served``
+        pipelines: the closest name, then every pipeline and alias."""
+        aliases = self.aliases or {}
+        close = difflib.get_close_matches(name or "", [*served, *aliases], n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        available = ", ".join(sorted(served))
+        if aliases:
+            available += "; aliases: " + ", ".join(
+                f"{alias} ({target})" for alias, target in sorted(aliases.items())
+            )
+        return f"model {name!r} not found; {hint}available: {available}"
 
     def resolve(self, model: str | None) -> str | None:
         """The pipeline a request's ``model`` names: the default when none, through
