@@ -1,6 +1,7 @@
-"""TEI's ``POST /rerank`` answers errors as Text Embeddings Inference does, ``{"error":
-text, "error_type": Validation|Overloaded|Unhealthy|Backend}``, besides rerankit's
-``message``; other endpoints keep ``{"message": ...}`` alone."""
+"""Error answers a migrating client can act on: TEI's ``POST /rerank`` answers errors as
+Text Embeddings Inference does, ``{"error": text, "error_type":
+Validation|Overloaded|Unhealthy|Backend}``, besides rerankit's ``message`` (other endpoints
+keep ``{"message": ...}`` alone); v2's object documents are sent to v1."""
 
 from __future__ import annotations
 
@@ -74,3 +75,17 @@ def test_other_endpoints_keep_the_message_alone(client):
 )
 def test_statuses_map_to_tei_error_types(status, error_type):
     assert tei_error_type(status) == error_type
+
+
+def test_object_documents_on_v2_are_sent_to_v1(client):
+    """A v2 request with object documents said only `documents.0: Input should be a valid
+    string`."""
+    body = {"query": "q", "documents": [{"text": "a"}]}
+    answer = client.post("/v2/rerank", json=body, headers=KEY)
+    assert answer.status_code == 422
+    said = answer.json()["message"]
+    assert said.startswith("invalid request: documents.0: Input should be a valid string")
+    assert "send object documents to /v1/rerank" in said
+    assert client.post("/v1/rerank", json=body, headers=KEY).status_code == 200
+    number = client.post("/v2/rerank", json={"query": "q", "documents": [3]}, headers=KEY)
+    assert number.status_code == 422 and "/v1/rerank" not in number.json()["message"]
