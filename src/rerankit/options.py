@@ -94,7 +94,8 @@ def unknown_keys(
             continue
         if hints and key in hints:
             return f"{what} has no {word} {key!r}: {hints[key]}"
-        close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        swapped = key.replace("-", "_")  # a flag's hyphens in a file's key
+        close = [swapped] if swapped in known else difflib.get_close_matches(key, known, n=1)
         maybe = f" (did you mean {close[0]!r}?)" if close else ""
         return f"{what} has no {word} {key!r}{maybe}; its {word}s: {', '.join(known)}"
     return None

@@ -32,7 +32,10 @@ def test_the_cache_table_is_read_checked_and_written_back():
         ({"url": "redis://:s3cret@cache:port/0"}, "port that is not a number"),
         ({"url": "redis://cache:6379/zero"}, "database in"),
         ({"url": "redis://:s3cret@cache:6379/x"}, r"redis://:\*\*\*@cache:6379/x"),
-        ({"urls": "redis://cache"}, r"unknown keys \['urls'\]"),
+        (
+            {"urls": "redis://cache"},
+            r"\[cache\] has no key 'urls' \(did you mean 'url'\?\); its keys: url, namespace",
+        ),
         ({"namespace": "rerankit:*"}, "namespace"),
         ({"timeout": 0}, "timeout must be > 0"),
         ({"answer_ttl": -1}, "answer_ttl must be >= 0"),

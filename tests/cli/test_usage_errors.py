@@ -229,7 +229,10 @@ def test_a_file_s_mistakes_start_with_the_file(capsys, tmp_path):
     settings = tmp_path / "service.toml"
     settings.write_text("[server]\nbogus_key = 1\n")
     assert main(["serve", "--settings", str(settings)]) == 1
-    assert f"error: {settings}: [server]: unknown keys ['bogus_key']" in capsys.readouterr().err
+    assert (
+        f"error: {settings}: [server] has no key 'bogus_key'; its keys: default, api_keys"
+        in capsys.readouterr().err
+    )
 
 
 def test_a_path_that_is_not_there_is_no_such_folder_not_a_bad_hub_id(capsys, tmp_path):

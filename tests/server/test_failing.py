@@ -275,3 +275,30 @@ def test_a_long_message_is_cut_after_a_whole_clause_not_mid_word():
     clauses = "; ".join(f"clause number {i} says one thing" for i in range(30))
     cut = one_line(clauses)
     assert len(cut) <= MESSAGE_CHARS and cut.endswith("says one thing; ...")
+
+
+def test_a_torch_free_service_without_an_export_says_the_fix_first_and_whole(tmp_path, monkeypatch):
+    """A torch-free service with no export of its embedding model: /ready and the 503 name
+    the fix (`rerankit serve --model DIR`) whole, however long the model's name (the text
+    was cut at MESSAGE_CHARS in `pip install 'rerankit[tor ...`, and before that in
+    `rerankit serve --mo...`), and the tail does not tell a torch-free image to install
+    the package (it said "install what it needs and restart the service")."""
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))  # no export in it
+    monkeypatch.setitem(sys.modules, "torch", None)  # as without torch
+    model = "our-organisation/all-MiniLM-L6-v2-fine-tuned-on-last-quarters-clicks"
+    settings = ServerSettings(
+        pipelines={"hybrid": "hybrid", "bm25": "bm25"}, default="bm25", backend="onnx", model=model
+    )
+    with TestClient(create_app(settings)) as client:
+        deadline = time.time() + 30
+        while client.get("/ready").json()["pipelines"]["hybrid"]["state"] == "loading":
+            assert time.time() < deadline
+            time.sleep(0.02)
+        why = client.get("/ready").json()["failed"]["hybrid"]
+        answer = client.post("/v2/rerank", json={**ASK, "model": "hybrid"})
+    fix = f"run `rerankit export {model} --out DIR` where torch is installed and name DIR"
+    assert fix in why and '(`rerankit serve --model DIR`, or model = "DIR");' in why
+    assert len(why) <= MESSAGE_CHARS
+    assert answer.status_code == 503 and fix in answer.json()["message"]
+    assert "install what it needs" not in answer.text
+    assert answer.json()["message"].endswith("(restart the service once it has what it needs)")

@@ -236,7 +236,10 @@ def test_settings_check_the_feedback_table_and_the_experiments(tmp_path):
     assert ServerSettings.from_mapping(settings.to_mapping()).feedback == settings.feedback
     for server, message in [
         ({"feedback": {"path": "c", "store": "texts"}}, "store 'texts'"),
-        ({"feedback": {"path": "c", "keep": 1}}, "unknown keys ['keep']"),
+        (
+            {"feedback": {"path": "c", "keep": 1}},
+            "[server.feedback] has no key 'keep'; its keys: path, store",
+        ),
         ({"interleave": ["up", "down"]}, "need [server.feedback]"),
         ({"feedback": "c", "interleave": ["up", "gone"]}, "interleave names ['gone']"),
         ({"feedback": "c", "explore": 1.5}, "explore must be a share"),

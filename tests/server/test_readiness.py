@@ -334,5 +334,5 @@ def test_a_pipeline_whose_package_is_missing_is_not_retried_and_says_so(monkeypa
         r = client.post("/v2/rerank", json={**ASK, "model": "needs"})
         assert r.status_code == 503  # another replica may have it: come back much later
         assert r.headers["retry-after"] == str(int(settings.retry_max_seconds))
-        assert "not retried (install what it needs and restart the service)" in r.text
+        assert "not retried (restart the service once it has what it needs)" in r.text
         assert client.post("/v2/rerank", json={**ASK, "model": "bm25"}).status_code == 200

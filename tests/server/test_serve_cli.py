@@ -230,9 +230,15 @@ def test_an_api_key_variable_that_is_not_set_refuses_to_start_an_open_service(mo
             2,
             "$RERANKIT_API_KEYS is not set (the service",
         ),
-        # the default set but empty: most likely a secret that failed to arrive (exit 1)
-        ({"RERANKIT_API_KEYS": ""}, [], 1, "rerankit: error: $RERANKIT_API_KEYS is set but holds"),
-        ({"RERANKIT_API_KEYS": " , "}, [], 1, "(the service would be open)"),
+        # the default set but empty: most likely a secret that failed to arrive: a usage
+        # error said as --api-key-env's is (it was `rerankit: error:`, exit 1)
+        (
+            {"RERANKIT_API_KEYS": ""},
+            [],
+            2,
+            "rerankit serve: error: $RERANKIT_API_KEYS is set but holds",
+        ),
+        ({"RERANKIT_API_KEYS": " , "}, [], 2, "(the service would be open)"),
         # named in the settings file: said with the file and its key
         ({}, ["--settings", "{keys}"], 1, "keys.toml: api_key_env: $MY_KEYS is not set"),
     ],

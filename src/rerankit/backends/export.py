@@ -370,10 +370,10 @@ def cached_export(
         return folder
     if importlib.util.find_spec("torch") is None:
         raise MissingDependencyError(
-            f"backend 'onnx' for {model!r} needs an exported folder, and exporting needs "
-            f"the optional package 'torch': run `rerankit export {model} --out DIR` where "
-            f'torch is installed and name DIR as the model (model = "DIR", or '
-            f"`rerankit serve --model DIR`), or {install_hint('torch')}"
+            f"backend 'onnx' needs an export of {model!r}: run `rerankit export {model} "
+            f"--out DIR` where torch is installed and name DIR as the model (`rerankit serve "
+            f'--model DIR`, or model = "DIR"); exporting it here needs the optional package '
+            f"'torch': {install_hint('torch')}"
         )
     folder.parent.mkdir(parents=True, exist_ok=True)
     with _locked(folder):

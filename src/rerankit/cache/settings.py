@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from ..options import unknown_keys
 from .answer import DEFAULT_ANSWER_TTL
 from .keys import KINDS
 from .redis_store import DEFAULT_NAMESPACE, DEFAULT_TIMEOUT, RedisStore, split_url
@@ -83,10 +84,9 @@ class CacheSettings:
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any]) -> CacheSettings:
         """Settings from the ``[cache]`` table; unknown keys are an error naming them."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(table) - known)
-        if unknown:
-            raise ValueError(f"[cache]: unknown keys {unknown}; known: {sorted(known)}")
+        problem = unknown_keys(table, [f.name for f in fields(cls)], "[cache]")
+        if problem is not None:
+            raise ValueError(problem)
         return cls(**dict(table))
 
     def to_mapping(self) -> dict[str, Any]:

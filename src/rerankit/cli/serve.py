@@ -63,8 +63,8 @@ def serve_settings(args: argparse.Namespace) -> Any:
         problem = key_variable_problem(variable, named, others)
         if problem is not None and named:  # a usage error, said as the flag
             raise UsageError(f"--api-key-env {variable}: {problem}")
-        if problem is not None:  # the environment's
-            raise InputError(problem)
+        if problem is not None:  # the environment's: a usage error too, said the same way
+            raise UsageError(problem)
     pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
     for key in ("backend", "quantize", "api_key_env"):
         if getattr(args, key):

@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from ..documents import FIRST_STAGE_SCORE
+from ..options import unknown_keys
 from ..training.clicks.interleave import METHODS
 from ..training.clicks.log import STORE, ClickLog, log_files
 from ..training.clicks.records import answer_of
@@ -61,6 +62,7 @@ __all__ = [
     "FeedbackSettings",
     "check_experiments",
     "expand_path",
+    "expand_variables",
     "feedback_beside",
 ]
 
@@ -70,18 +72,25 @@ logger = logging.getLogger(__name__)
 _VARIABLE = re.compile(r"\$(?:\{([^}]*)\}|(\w+))")
 
 
-def expand_path(path: str) -> str:
-    """``path`` with each ``$NAME`` or ``${NAME}`` replaced by the environment variable's
-    value (one log path for replicas that share a settings file); a ValueError names a
-    variable that is not set."""
-    for match in _VARIABLE.finditer(path):
+def expand_variables(text: str, key: str, shown: str | None = None) -> str:
+    """``text``, the value of the settings file's ``key``, with each ``$NAME`` or
+    ``${NAME}`` replaced by the environment variable's value; a ValueError names the key
+    (and ``shown``, the value as it may be said: default ``text``) and a variable that is
+    not set."""
+    for match in _VARIABLE.finditer(text):
         name = match.group(1) if match.group(1) is not None else match.group(2)
         if name not in os.environ:
             raise ValueError(
-                f"[server.feedback] path {path!r}: the environment variable {name!r} is not "
-                "set (a $NAME or ${NAME} in the path is replaced by its value)"
+                f"{key} {text if shown is None else shown!r}: the environment variable "
+                f"{name!r} is not set (a $NAME or ${{NAME}} in it is replaced by its value)"
             )
-    return os.path.expandvars(path)
+    return os.path.expandvars(text)
+
+
+def expand_path(path: str) -> str:
+    """``path`` with its environment variables' values (:func:`expand_variables`): one log
+    path for replicas that share a settings file."""
+    return expand_variables(path, "[server.feedback] path")
 
 
 @dataclass(frozen=True)
@@ -126,9 +135,9 @@ class FeedbackSettings:
         if isinstance(value, (str, os.PathLike)):
             return cls(path=str(value))
         if isinstance(value, Mapping):
-            unknown = sorted(set(value) - {f.name for f in fields(cls)})
-            if unknown:
-                raise ValueError(f"[server.feedback]: unknown keys {unknown}")
+            problem = unknown_keys(value, [f.name for f in fields(cls)], "[server.feedback]")
+            if problem is not None:
+                raise ValueError(problem)
             return cls(**value)
         raise ValueError(f"[server] feedback: a table or a path, got {value!r}")
 

@@ -73,9 +73,28 @@ class SafeJSONResponse(JSONResponse):
         return render(content)
 
 
-def error(status: int, message: str, headers: dict[str, str] | None = None) -> Any:
-    """The JSON error answer ``{"message": ...}``."""
-    return SafeJSONResponse({"message": message}, status_code=status, headers=headers)
+#: the paths whose errors also carry Text Embeddings Inference's ``error`` and ``error_type``
+TEI_PATHS = frozenset({"/rerank"})
+
+
+def tei_error_type(status: int) -> str:
+    """TEI's ``error_type`` for an answer of ``status``: ``Overloaded`` (429),
+    ``Unhealthy`` (503), ``Backend`` (any other 5xx) or ``Validation`` (the caller's
+    4xx)."""
+    if status == 429:
+        return "Overloaded"
+    if status == 503:
+        return "Unhealthy"
+    return "Backend" if status >= 500 else "Validation"
+
+
+def error(status: int, message: str, headers: dict[str, str] | None = None, path: str = "") -> Any:
+    """The JSON error answer ``{"message": ...}``; on TEI's path (``/rerank``) with TEI's
+    ``error`` (the same text) and ``error_type`` as well, which TEI's clients read."""
+    body: dict[str, Any] = {"message": message}
+    if path in TEI_PATHS:
+        body.update(error=message, error_type=tei_error_type(status))
+    return SafeJSONResponse(body, status_code=status, headers=headers)
 
 
 async def read_body(request: Any, settings: ServerSettings) -> bytes:

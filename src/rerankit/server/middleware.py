@@ -1,6 +1,7 @@
 """What every request passes through: the error handlers (every error is JSON
-``{"message": ...}``), the guard (header and body size, API keys) and the accounting (each
-answer counted once by status and timed; every 429 and 503 says when to come back)."""
+``{"message": ...}``, on TEI's ``/rerank`` with its ``error`` and ``error_type`` too), the
+guard (header and body size, API keys) and the accounting (each answer counted once by
+status and timed; every 429 and 503 says when to come back)."""
 
 from __future__ import annotations
 
@@ -39,18 +40,19 @@ def install(app: Any, settings: ServerSettings, metrics: Metrics, in_flight: InF
 
     @app.exception_handler(ServiceError)
     async def _service_error(request: Any, exc: ServiceError) -> Any:
-        return error(exc.status, exc.message, exc.headers)
+        return error(exc.status, exc.message, exc.headers, request.url.path)
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Any, exc: HTTPException) -> Any:  # 404, 405, ...
-        return error(exc.status_code, str(exc.detail), getattr(exc, "headers", None))
+        path = request.url.path
+        return error(exc.status_code, str(exc.detail), getattr(exc, "headers", None), path)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Any, exc: RequestValidationError) -> Any:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         answer = invalid(where, str(first.get("msg", exc)))
-        return error(answer.status, answer.message)
+        return error(answer.status, answer.message, path=request.url.path)
 
     app.add_middleware(_Guard, settings=settings)
     # added last: outermost. The routes' paths are read at the first answer (the routes
@@ -78,11 +80,11 @@ class _Guard:
         settings = self.settings
         header_bytes = sum(len(k) + len(v) + 4 for k, v in headers.raw)
         if header_bytes > settings.max_header_bytes:  # (uvicorn caps incomplete ones)
-            return error(431, f"request headers over {settings.max_header_bytes} bytes")
+            return error(431, f"request headers over {settings.max_header_bytes} bytes", path=path)
         if method == "POST":
             size = headers.get("content-length")
             if size is not None and size.isdigit() and int(size) > settings.max_body_bytes:
-                return error(413, f"request body over {settings.max_body_bytes} bytes")
+                return error(413, f"request body over {settings.max_body_bytes} bytes", path=path)
         needs_key = (
             path not in OPEN_PATHS
             and not path.startswith(OPEN_PREFIXES)
@@ -96,6 +98,7 @@ class _Guard:
                     401,
                     "invalid or missing API key (send 'Authorization: Bearer <key>')",
                     {"WWW-Authenticate": 'Bearer realm="rerankit"'},
+                    path,
                 )
         return None
 
@@ -148,12 +151,13 @@ class _Account:
             if hasattr(request.task, "uncancel"):  # (Python 3.11+ counts cancellations)
                 request.task.uncancel()  # cut by the shutdown: said, as a queued one is told
             refusal = stopping()
-            await error(refusal.status, refusal.message, refusal.headers)(scope, receive, answer)
+            said = error(refusal.status, refusal.message, refusal.headers, scope["path"])
+            await said(scope, receive, answer)
         except Exception:
             logger.exception("unhandled error on %s", scope["path"])
             if status:  # the answer had begun: nothing more can be said
                 raise
-            await error(500, "internal error")(scope, receive, answer)
+            await error(500, "internal error", path=scope["path"])(scope, receive, answer)
         finally:
             self.in_flight.leave(request)
         endpoint = self.endpoint(scope)

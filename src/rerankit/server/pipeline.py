@@ -142,7 +142,7 @@ class ServedPipeline:
             return ServiceError(
                 503,
                 f"pipeline {self.name!r} is unavailable: {state.error}; it is not retried "
-                "(install what it needs and restart the service)",
+                "(restart the service once it has what it needs)",
                 {"Retry-After": str(max(1, math.ceil(self.settings.retry_max_seconds)))},
             )
         why = f"is unavailable: {state.error}; {now}" if state.error else f"is {now}"
@@ -257,7 +257,8 @@ class ServedPipeline:
             self.reranker = None
             self.metrics.pipeline_failures.labels(self.name).inc()
             logger.error(
-                "pipeline %r cannot load: %s (not retried: install it and restart the service)",
+                "pipeline %r cannot load: %s (not retried: restart the service once it has what "
+                "it needs)",
                 self.name,
                 error,
             )

@@ -103,12 +103,7 @@ class Service:
         404 listing the pipelines and aliases when there is none of that name."""
         name = self.settings.resolve(name)
         if name not in self.pipelines:
-            available = ", ".join(sorted(self.pipelines))
-            if self.settings.aliases:
-                available += "; aliases: " + ", ".join(
-                    f"{alias} ({target})" for alias, target in sorted(self.settings.aliases.items())
-                )
-            raise ServiceError(404, f"model {name!r} not found; available: {available}")
+            raise ServiceError(404, self.settings.not_found(name, self.pipelines))
         return self.pipelines[name]
 
     def pipeline(self, name: str | None) -> ServedPipeline:

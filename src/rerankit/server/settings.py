@@ -66,22 +66,26 @@ stages = [{ scorer = { type = "bm25" }, keep = 30 }, { reranker = "hybrid" }]
 
 [cache]                        # where the caches live (see rerankit.cache.CacheSettings)
 url = "redis://127.0.0.1:6379/0"   # a Redis/Valkey server shared by replicas; "" (default):
-                                   # $RERANKIT_CACHE_URL, else SQLite files on this machine
+                                   # $RERANKIT_CACHE_URL, else SQLite files on this machine;
+                                   # ${NAME} in it: the environment variable (unset: an error)
 """
 
 from __future__ import annotations
 
+import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from ..backends.manifest import check_backend
 from ..cache import CacheSettings
+from ..cache.store import redacted
 from ..config import paths_beside, read_spec
+from ..options import unknown_keys
 from .batching import PAIR_MODES
-from .feedback import FeedbackSettings, check_experiments, feedback_beside
+from .feedback import FeedbackSettings, check_experiments, expand_variables, feedback_beside
 from .hybrid_alias import hybrid_stand_in
 
 __all__ = ["API_KEY_ENV", "ServerSettings", "key_variable_problem", "settings_beside"]
@@ -173,8 +177,14 @@ def settings_beside(spec: Mapping[str, Any], folder: Path) -> dict[str, Any]:
     """A settings file's ``spec`` with its relative paths taken from ``folder`` (the
     file's): a pipeline's pipeline file or ``model`` folder and ``[server] model`` where
     they exist there, and the click log's ``[server.feedback] path`` (or ``[server]
-    feedback``) always, as it is written, not read. Absolute paths stay as they are."""
+    feedback``) always, as it is written, not read. Absolute paths stay as they are.
+    ``$NAME`` and ``${NAME}`` in ``[cache] url`` are environment variables' values (a
+    password kept out of the file); an unset one is a ValueError naming it."""
     spec = dict(spec)
+    cache = spec.get("cache")
+    if isinstance(cache, Mapping) and isinstance(cache.get("url"), str):
+        url = cache["url"]
+        spec["cache"] = {**cache, "url": expand_variables(url, "[cache] url", redacted(url))}
     if isinstance(spec.get("pipelines"), Mapping):
         spec["pipelines"] = paths_beside(spec["pipelines"], folder)
     server = spec.get("server")
@@ -345,16 +355,16 @@ class ServerSettings:
 
     @classmethod
     def from_mapping(cls, spec: Mapping[str, Any]) -> ServerSettings:
-        unknown_top = sorted(set(spec) - {"server", "pipelines", "cache"})
-        if unknown_top:
-            raise ValueError(
-                f"unknown top-level keys {unknown_top}; use [server], [pipelines.NAME] and [cache]"
-            )
+        problem = unknown_keys(
+            spec, ("server", "pipelines", "cache"), "a settings file", word="table"
+        )
+        if problem is not None:
+            raise ValueError(f"{problem} ([pipelines.NAME] holds the pipelines)")
         server = dict(spec.get("server", {}))
-        known = {f.name for f in fields(cls)} - {"pipelines", "cache"}
-        unknown = sorted(set(server) - known)
-        if unknown:
-            raise ValueError(f"[server]: unknown keys {unknown}")
+        known = [f.name for f in fields(cls) if f.name not in ("pipelines", "cache")]
+        problem = unknown_keys(server, known, "[server]")
+        if problem is not None:
+            raise ValueError(problem)
         pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
         if "default" not in server and pipelines is not None:
             server["default"] = "hybrid" if "hybrid" in pipelines else next(iter(pipelines))
@@ -397,6 +407,19 @@ class ServerSettings:
         if len(self.pipelines or {}) < 2:
             return self.max_concurrency
         return max(1, self.max_concurrency - max(1, self.max_concurrency // 4))
+
+    def not_found(self, name: str | None, served: Iterable[str]) -> str:
+        """The 404 for a request's model ``name`` that names none of the ``served``
+        pipelines: the closest name, then every pipeline and alias."""
+        aliases = self.aliases or {}
+        close = difflib.get_close_matches(name or "", [*served, *aliases], n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        available = ", ".join(sorted(served))
+        if aliases:
+            available += "; aliases: " + ", ".join(
+                f"{alias} ({target})" for alias, target in sorted(aliases.items())
+            )
+        return f"model {name!r} not found; {hint}available: {available}"
 
     def resolve(self, model: str | None) -> str | None:
         """The pipeline a request's ``model`` names: the default when none, through

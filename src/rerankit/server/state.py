@@ -217,7 +217,7 @@ class PipelineState:
                 )
             return out
         if self.permanent:
-            out["retried"] = False  # install what it needs and restart the service
+            out["retried"] = False  # restart the service once it has what it needs
         running = self.loading_for()
         if running is not None:
             out["loading_seconds"] = round(running, 1)

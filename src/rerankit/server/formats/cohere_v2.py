@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ...documents import InputFields
 from ...types import RerankResult
@@ -28,12 +28,22 @@ description = (
 )
 
 
+def _text(value: Any) -> Any:
+    """A v2 document: an object one is refused with where it goes (v1 takes them)."""
+    if isinstance(value, dict):
+        raise ValueError(
+            "Input should be a valid string: v2 takes text documents; send object documents "
+            "to /v1/rerank (Cohere's v1 shape, cohere.Client)"
+        )
+    return value
+
+
 class Request(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
     model: str | None = None
     query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
-    documents: list[str] = Field(min_length=1)
+    documents: list[Annotated[str, BeforeValidator(_text)]] = Field(min_length=1)
     top_n: PositiveWholeNumber | None = None
     max_tokens_per_doc: PositiveWholeNumber | None = None
     #: answered as Cohere's v2 API answers it: each result's ``document: {"text": ...}``

@@ -49,8 +49,12 @@ Response = list[Rank]
 
 def call(body: Request, settings: ServerSettings) -> Call:
     cap = settings.max_document_chars
-    if not body.truncate and any(len(t) > cap for t in body.texts):
-        raise ServiceError(413, f"a text is over {cap} characters; send truncate=true")
+    long = [i for i, t in enumerate(body.texts) if len(t) > cap] if not body.truncate else []
+    if long:
+        which = f"texts.{long[0]}" + (f" (and {len(long) - 1} more)" if len(long) > 1 else "")
+        raise ServiceError(
+            413, f"{which} is over {cap} characters (max_document_chars); send truncate=true"
+        )
     # the caller's truncate decides here, whatever the server's own setting: each text is
     # cut to the model's input limit in tokens, from the direction asked (as TEI does)
     left = body.truncation_direction.lower() == "left"

@@ -1,0 +1,91 @@
+"""Error answers a migrating client can act on: TEI's ``POST /rerank`` answers errors as
+Text Embeddings Inference does, ``{"error": text, "error_type":
+Validation|Overloaded|Unhealthy|Backend}``, besides rerankit's ``message`` (other endpoints
+keep ``{"message": ...}`` alone); v2's object documents are sent to v1."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("fastapi", reason="needs the 'server' extra")
+
+from fastapi.testclient import TestClient
+
+from rerankit.server import ServerSettings, create_app
+from rerankit.server.http import tei_error_type
+
+KEY = {"Authorization": "Bearer k"}
+
+
+@pytest.fixture(scope="module")
+def client():
+    settings = ServerSettings(
+        pipelines={"bm25": "bm25"},
+        default="bm25",
+        api_keys=["k"],
+        max_document_chars=50,
+        max_body_bytes=5000,
+    )
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
+def _tei(answer, status: int, error_type: str) -> str:
+    assert answer.status_code == status
+    body = answer.json()
+    assert body["error_type"] == error_type and body["error"] == body["message"]
+    return body["error"]
+
+
+def test_tei_errors_carry_error_and_error_type(client):
+    said = _tei(
+        client.post("/rerank", json={"query": "q", "texts": []}, headers=KEY), 422, "Validation"
+    )
+    assert "texts" in said
+    long = {"query": "q", "texts": ["short", "x" * 60, "y" * 70]}
+    said = _tei(client.post("/rerank", json=long, headers=KEY), 413, "Validation")
+    assert said.startswith("texts.1 (and 1 more) is over 50 characters")  # which text
+    one = {"query": "q", "texts": ["short", "x" * 60]}
+    assert _tei(client.post("/rerank", json=one, headers=KEY), 413, "Validation").startswith(
+        "texts.1 is over 50 characters"
+    )
+    _tei(client.post("/rerank", content=b"{", headers=KEY), 400, "Validation")
+    _tei(client.post("/rerank", json={"query": "q", "texts": ["a"]}), 401, "Validation")
+    big = {"query": "q", "texts": ["a" * 40] * 200}
+    _tei(client.post("/rerank", json=big, headers=KEY), 413, "Validation")
+    assert client.post("/rerank", json={"query": "q", "texts": ["a b", "q"]}, headers=KEY).json()
+
+
+def test_other_endpoints_keep_the_message_alone(client):
+    answer = client.post("/v2/rerank", json={"query": "q", "documents": []}, headers=KEY)
+    assert answer.status_code == 422 and set(answer.json()) == {"message"}
+
+
+@pytest.mark.parametrize(
+    ("status", "error_type"),
+    [
+        (400, "Validation"),
+        (413, "Validation"),
+        (422, "Validation"),
+        (429, "Overloaded"),
+        (503, "Unhealthy"),
+        (500, "Backend"),
+        (504, "Backend"),
+    ],
+)
+def test_statuses_map_to_tei_error_types(status, error_type):
+    assert tei_error_type(status) == error_type
+
+
+def test_object_documents_on_v2_are_sent_to_v1(client):
+    """A v2 request with object documents said only `documents.0: Input should be a valid
+    string`."""
+    body = {"query": "q", "documents": [{"text": "a"}]}
+    answer = client.post("/v2/rerank", json=body, headers=KEY)
+    assert answer.status_code == 422
+    said = answer.json()["message"]
+    assert said.startswith("invalid request: documents.0: Input should be a valid string")
+    assert "send object documents to /v1/rerank" in said
+    assert client.post("/v1/rerank", json=body, headers=KEY).status_code == 200
+    number = client.post("/v2/rerank", json={"query": "q", "documents": [3]}, headers=KEY)
+    assert number.status_code == 422 and "/v1/rerank" not in number.json()["message"]

@@ -1,0 +1,103 @@
+"""What a settings file says is read as written or refused with a message that names the
+fix: environment variables in ``[cache] url``, and a mistyped key."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("fastapi", reason="needs the 'server' extra")
+
+from fastapi.testclient import TestClient
+
+from rerankit.cli import main
+from rerankit.cli.main import build_parser
+from rerankit.cli.serve import serve_settings
+from rerankit.server import ServerSettings, create_app
+
+
+def _file(tmp_path, text: str):
+    path = tmp_path / "service.toml"
+    path.write_text(text)
+    return path
+
+
+def test_environment_variables_in_the_cache_url_are_their_values(tmp_path, monkeypatch):
+    """``${NAME}`` in ``[cache] url`` was kept as written: the service started and every
+    cache call failed on the host ``${redis_host}``."""
+    monkeypatch.setenv("RERANKIT_TEST_REDIS_HOST", "cache.internal")
+    monkeypatch.setenv("RERANKIT_TEST_REDIS_PASSWORD", "s3cret")
+    monkeypatch.delenv("RERANKIT_CACHE_URL", raising=False)
+    path = _file(
+        tmp_path,
+        '[pipelines.bm25]\nreranker = "bm25"\n[cache]\n'
+        'url = "redis://:${RERANKIT_TEST_REDIS_PASSWORD}@${RERANKIT_TEST_REDIS_HOST}:6379/0"\n',
+    )
+    wanted = "redis://:s3cret@cache.internal:6379/0"
+    assert ServerSettings.from_file(path).cache.resolved_url == wanted
+    served = serve_settings(build_parser().parse_args(["serve", "--settings", str(path)]))
+    assert served.cache.resolved_url == wanted
+    # the mapping worker processes read holds the value: not expanded a second time
+    assert ServerSettings.from_mapping(served.to_mapping()).cache.resolved_url == wanted
+
+
+def test_an_unset_variable_in_the_cache_url_stops_the_service_naming_it(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.delenv("RERANKIT_TEST_REDIS_HOST", raising=False)
+    monkeypatch.setenv("RERANKIT_TEST_REDIS_PASSWORD", "s3cret")
+    path = _file(
+        tmp_path,
+        '[pipelines.bm25]\nreranker = "bm25"\n[cache]\n'
+        'url = "redis://:${RERANKIT_TEST_REDIS_PASSWORD}@${RERANKIT_TEST_REDIS_HOST}:6379/0"\n',
+    )
+    with pytest.raises(ValueError, match=r"\[cache\] url .*'RERANKIT_TEST_REDIS_HOST' is not set"):
+        ServerSettings.from_file(path)
+    assert main(["serve", "--settings", str(path), "--port", "1"]) == 1
+    said = capsys.readouterr().err
+    assert "[cache] url" in said and "'RERANKIT_TEST_REDIS_HOST' is not set" in said
+    assert "s3cret" not in said  # a password is not said
+
+
+def test_without_a_cache_url_the_service_reads_the_environment_variable(tmp_path, monkeypatch):
+    monkeypatch.setenv("RERANKIT_CACHE_URL", "redis://cache.internal:6379/0")
+    path = _file(tmp_path, '[pipelines.bm25]\nreranker = "bm25"\n')
+    settings = ServerSettings.from_file(path)
+    assert settings.cache.resolved_url == "redis://cache.internal:6379/0"
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        (  # a flag's hyphens in the file: the key it means, and every key
+            {"server": {"max-documents": 10}},
+            "[server] has no key 'max-documents' (did you mean 'max_documents'?); its keys: "
+            "default, api_keys,",
+        ),
+        ({"server": {"max_concurrencyy": 2}}, "(did you mean 'max_concurrency'?); its keys:"),
+        (
+            {"cache": {"name-space": "a"}},
+            "[cache] has no key 'name-space' (did you mean 'namespace'?)",
+        ),
+        ({"servers": {}}, "a settings file has no table 'servers' (did you mean 'server'?)"),
+    ],
+)
+def test_a_mistyped_settings_key_says_the_one_meant_and_the_keys(spec, said):
+    """It said only `[server]: unknown keys ['max-documents']`, where a pipeline file's
+    typo says the key meant and its keys."""
+    with pytest.raises(ValueError) as raised:
+        ServerSettings.from_mapping(spec)
+    assert said in str(raised.value)
+
+
+def test_an_unknown_model_is_404_with_the_name_meant():
+    settings = ServerSettings(pipelines={"hybrid": "bm25", "lexical": "bm25"}, default="lexical")
+    with TestClient(create_app(settings)) as client:
+        answer = client.post(
+            "/v2/rerank", json={"model": "hybird", "query": "q", "documents": ["a"]}
+        )
+        far = client.post("/v2/rerank", json={"model": "zzz", "query": "q", "documents": ["a"]})
+    assert answer.status_code == 404
+    assert answer.json()["message"].startswith(
+        "model 'hybird' not found; did you mean 'hybrid'? available: hybrid, lexical"
+    )
+    assert far.status_code == 404 and "did you mean" not in far.json()["message"]
