@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from collections.abc import Sequence
@@ -12,12 +11,14 @@ from ..errors import InputError, RerankitError
 from . import batch, clicks, label, models, rank, serve, train, tune
 from . import eval as eval_commands
 from .args import UsageError, examples
+from .parser import CommandParser
 
 __all__ = ["build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> CommandParser:
+    """The parser of every command (flags spelled in full, never abbreviated)."""
+    parser = CommandParser(
         prog="rerankit",
         description="Rerank search candidates so the most relevant come first.",
         **examples(
