@@ -26,11 +26,12 @@ from ..backends.quantize import SMOOTH_ALPHA
 from ..cache import cache_url, default_cache_dir
 from ..cache.redis_store import RedisStore
 from ..cache.sqlite import SQLiteStore
-from ..errors import InputError, RerankitError
+from ..errors import InputError, RerankitError, no_such_file
 from ..ordering import Rule
 from ..rerankers import Pipeline
 from .args import (
     MODEL_KINDS_SHOWN,
+    UsageError,
     examples,
     given,
     model_kind_name,
@@ -89,6 +90,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     and name it as ``serve`` and ``eval`` do (:func:`~rerankit.cli.args.pipeline_name`),
     warning of a model that is neither a folder nor in the local Hugging Face cache."""
 
+    for name in args.files:  # a file that is not there: a usage error, as every command says it
+        if not Path(name).exists():
+            raise UsageError(no_such_file(name, "a pipeline file"))
     failed = 0
     for name in args.files:
         try:
