@@ -151,6 +151,20 @@ def test_a_torch_free_install_is_told_the_torch_free_route_to_the_default(
     assert code == 0 and "using bm25" in err and "rerankit[torch]" in err
     assert "`rerankit export all-MiniLM-L6-v2 --out minilm-onnx`" in err
     assert 'reranker = { type = "hybrid", model = "minilm-onnx" }' in err
+    assert "`rerankit serve --model minilm-onnx`" in err  # as service.md's Serve without torch
+    assert "the export in the rerankit cache" in err and "makes hybrid the default" in err
+
+
+@pytest.mark.parametrize("command", ["rank", "batch"])
+def test_help_states_the_default_rerankers_rule_as_rerankers_does(command, capsys):
+    """hybrid with torch, or with onnx and the bundled model's export (`rerankit rerankers`:
+    "extra: torch, or onnx with an exported model"), else bm25; the help said "bm25 without
+    the torch extra", wrong on a torch-free install with an export."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "bm25 without the torch extra" not in text
+    assert "with the torch extra, or with the onnx extra and the bundled model's export" in text
 
 
 def test_export_without_torch_fails_before_announcing_an_export(capsys, monkeypatch, tmp_path):

@@ -261,7 +261,9 @@ RERANKER_HELP = (
     "(.toml, .yaml, .json), or a model folder or Hugging Face hub id (a cross-encoder, "
     "embedding model or causal-LM reranker, told apart by its config.json); default: hybrid "
     "(the bundled MiniLM on passages and whole documents, BM25 and term proximity, "
-    "calibrated), or bm25 without the torch extra"
+    "calibrated) with the torch extra, or with the onnx extra and the bundled model's export "
+    "in the rerankit cache (`rerankit export all-MiniLM-L6-v2`, where torch is); else bm25, "
+    "said on stderr with the ways to the hybrid"
 )
 
 
