@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import keyword_flag
+from ...errors import keyword_flag, said_for
 from .reader import Session
 
 __all__ = [
@@ -356,7 +356,8 @@ def interleaving_report(
         raise ValueError(
             f"the log has sessions of {pair[0]} and {pair[1]} interleaved two ways ({found}), "
             "whose credits do not add up; report each apart "
-            f"({keyword_flag('method', 'team-draft')} or 'optimized')"
+            f"({said_for(keyword_flag('method', 'team-draft'), '--method team-draft')} or "
+            f"{said_for(repr('optimized'), '--method optimized')})"
         )
     kind = next(iter(kinds))
     outcomes = [o for group in by_query.values() for o in group]
