@@ -355,9 +355,8 @@ def interleaving_report(
         found = " and ".join(f"{n:,} {k}" for k, n in sorted(kinds.items()))
         raise ValueError(
             f"the log has sessions of {pair[0]} and {pair[1]} interleaved two ways ({found}), "
-            "whose credits do not add up; report each apart "
-            f"({said_for(keyword_flag('method', 'team-draft'), '--method team-draft')} or "
-            f"{said_for(repr('optimized'), '--method optimized')})"
+            "whose credits do not add up; report each apart ("
+            f"{keyword_flag('method', 'team-draft')} or {said_for(repr('optimized'), 'optimized')})"
         )
     kind = next(iter(kinds))
     outcomes = [o for group in by_query.values() for o in group]
