@@ -138,7 +138,7 @@ def test_eval_command_writes_everything(tiny, tmp_path, capsys):
 
     result = json.loads((out / "results.json").read_text(), parse_constant=refuse)
     assert [r["pipeline"] for r in result["results"]] == ["first stage", "bm25", "text"]
-    assert result["k"] == 3 and result["queries"] == 2
+    assert result["candidates"] == result["k"] == 3 and result["queries"] == 2  # k: its old name
     assert (out / "runs" / "bm25.trec").read_text().startswith("q1 Q0 ")
     assert (out / "ndcg.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -767,3 +767,12 @@ def test_latency_is_reranking_and_the_model_load_is_reported_apart(tiny):
     assert run_pipeline("slow", ScorerReranker(scorer), data, cands).load_seconds < 0.1
     rows = {r["pipeline"]: r for r in evaluate_runs(data, [run], 3)}
     assert rows["slow"]["load_s"] == run.load_seconds
+
+
+def test_the_evaluation_page_shows_the_note_eval_prints_about_refitting():
+    """evaluation.md's shown output carries the calibration note's words as eval prints them
+    (the page said "--candidates" after the note had become "number of candidates")."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "evaluation.md").read_text()
+    said = calibration_note([{"pipeline": "hybrid", "ece": 0.2}])
+    start = said.index("refit before")
+    assert said[start:] in page
