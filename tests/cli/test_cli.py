@@ -151,6 +151,20 @@ def test_a_torch_free_install_is_told_the_torch_free_route_to_the_default(
     assert code == 0 and "using bm25" in err and "rerankit[torch]" in err
     assert "`rerankit export all-MiniLM-L6-v2 --out minilm-onnx`" in err
     assert 'reranker = { type = "hybrid", model = "minilm-onnx" }' in err
+    assert "`rerankit serve --model minilm-onnx`" in err  # as service.md's Serve without torch
+    assert "the export in the rerankit cache" in err and "makes hybrid the default" in err
+
+
+@pytest.mark.parametrize("command", ["rank", "batch"])
+def test_help_states_the_default_rerankers_rule_as_rerankers_does(command, capsys):
+    """hybrid with torch, or with onnx and the bundled model's export (`rerankit rerankers`:
+    "extra: torch, or onnx with an exported model"), else bm25; the help said "bm25 without
+    the torch extra", wrong on a torch-free install with an export."""
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "bm25 without the torch extra" not in text
+    assert "with the torch extra, or with the onnx extra and the bundled model's export" in text
 
 
 def test_export_without_torch_fails_before_announcing_an_export(capsys, monkeypatch, tmp_path):
@@ -262,6 +276,8 @@ def test_rerankers_lists_what_each_needs(capsys):
     assert "OPENAI_API_KEY" in lines["openai-pointwise"]
     code, out, _ = run_cli(capsys, "rerankers", "--all")
     assert "scorer:coverage" in out and "llm_client:gemini" in out
+    learned = next(line for line in out.splitlines() if line.startswith("scorer:learned "))
+    assert learned.rstrip().endswith("extra: learn and torch")  # "extra:" said once
 
 
 def test_cache_command_shows_and_clears_the_judgment_cache(capsys, tmp_path, monkeypatch):
@@ -607,3 +623,14 @@ def test_rank_text_fields_reads_several_fields_as_python_does(capsys, tmp_path):
     with pytest.raises(SystemExit) as exit_:
         main(["rank", "-q", query, "-i", str(path), "--text-fields", "heading,,body"])
     assert exit_.value.code == 2 and "field names separated by commas" in capsys.readouterr().err
+
+
+def test_the_quickstart_says_explain_writes_a_table_as_rank_help_does(capsys):
+    """quickstart.md said "without --format table it writes JSON Lines", but with --explain
+    the table is the default (as `rank --help` says)."""
+    with pytest.raises(SystemExit):
+        main(["rank", "--help"])
+    assert "table (the default with --explain)" in " ".join(capsys.readouterr().out.split())
+    page = (Path(__file__).resolve().parents[2] / "docs" / "quickstart.md").read_text()
+    said = " ".join(page.split())
+    assert "it writes JSON Lines unless given `--format table` (or `--explain`" in said

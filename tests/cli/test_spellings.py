@@ -67,6 +67,7 @@ def _parsed(*argv: str) -> dict:
 
 LABEL = "label --data d --judge j --out o"
 TRAIN = "train embedding --data d --out o"
+SIM = "simulate-clicks --data d --out o"
 
 
 @pytest.mark.parametrize(
@@ -93,6 +94,7 @@ TRAIN = "train embedding --data d --out o"
         ),
         ("batch -i d -o y --first-stage r.trec", "batch -i d -o y --run r.trec", "first_stage"),
         (f"{TRAIN} --train-split dev", f"{TRAIN} --split dev", "split"),
+        (f"{SIM} --train-split dev", f"{SIM} --split dev", "split"),
     ],
 )
 def test_an_old_spelling_sets_what_the_new_one_sets(new, old, dest):
@@ -219,6 +221,14 @@ def test_train_split_says_what_it_is_called_now(tmp_path, capsys):
         assert code == 1 and "test split is for reporting" in capsys.readouterr().err
     build_parser().parse_args(["train", "embedding", "--data", "d", "--out", "o", "--split", "s"])
     assert "--split is now spelled --train-split" in capsys.readouterr().err
+
+
+def test_simulate_clicks_split_says_what_it_is_called_now(capsys):
+    build_parser().parse_args([*SIM.split(), "--split", "dev"])
+    assert "--split is now spelled --train-split" in capsys.readouterr().err
+    repo = Path(__file__).resolve().parents[2]
+    table = (repo / "docs" / "cli.md").read_text(encoding="utf-8")
+    assert "| `train --split`, `simulate-clicks --split` | `--train-split` |" in table
 
 
 def _every_registered_name() -> list[tuple[str, str]]:

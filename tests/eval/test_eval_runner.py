@@ -138,7 +138,7 @@ def test_eval_command_writes_everything(tiny, tmp_path, capsys):
 
     result = json.loads((out / "results.json").read_text(), parse_constant=refuse)
     assert [r["pipeline"] for r in result["results"]] == ["first stage", "bm25", "text"]
-    assert result["k"] == 3 and result["queries"] == 2
+    assert result["candidates"] == result["k"] == 3 and result["queries"] == 2  # k: its old name
     assert (out / "runs" / "bm25.trec").read_text().startswith("q1 Q0 ")
     assert (out / "ndcg.png").read_bytes()[:4] == b"\x89PNG"
 
@@ -220,7 +220,7 @@ def test_tune_refuses_an_out_it_could_not_read_back_before_any_work(tmp_path, ca
     assert "tune writes a TOML pipeline file; give a name ending in .toml" in err
     assert f"(e.g. {tmp_path / 'tuned.toml'})" in err
     assert main(["tune", "--data", missing, "--out", str(tmp_path)]) == 1
-    said = f"out={str(tmp_path)!r} (--out): is a folder; name the pipeline file"
+    said = f"--out {tmp_path}: is a folder; name the pipeline file"
     assert said in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data"]  # nothing written
 
@@ -230,14 +230,11 @@ def test_tune_without_a_training_split_points_at_the_halves_of_one(tiny, capsys)
     assert main(["tune", "--data", str(tiny)]) == 1
     err = capsys.readouterr().err
     assert f"{tiny}: no qrels/train.tsv to tune on (splits found: test)" in err
-    assert "train_split='test:odd' (--train-split), test_split='test:even' (--test-split)" in err
+    assert "--train-split test:odd, --test-split test:even" in err
     (tiny / "qrels" / "dev.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
     assert main(["tune", "--data", str(tiny)]) == 1
     err = capsys.readouterr().err
-    assert (
-        "(splits found: dev, test); name the one to tune on with train_split= (--train-split)"
-        in err
-    )
+    assert "(splits found: dev, test); name the one to tune on with --train-split" in err
 
 
 def test_eval_says_which_judged_queries_it_left_out(tiny, capsys):
@@ -507,7 +504,7 @@ def test_tune_writes_the_default_when_learning_cannot_beat_it(tmp_path, syntheti
     assert "so this is the default pipeline" in out.read_text()
     assert load(out).rerank("solar power", ["wind", "solar power plant"])[0].index == 1
     assert main([*args, "--keep-learned"]) == 0
-    assert "(keep_learned=True (--keep-learned): written anyway)" in capsys.readouterr().out
+    assert "(--keep-learned: written anyway)" in capsys.readouterr().out
     assert "scorers" in tomllib.loads(out.read_text())["stages"][0]
 
 
@@ -517,12 +514,12 @@ def test_tune_refuses_train_and_test_queries_that_overlap(tmp_path, synthetic, c
     code = main(["tune", "--data", str(data), "--train-split", "dev", "--test-split", "test"])
     assert code == 1
     assert (
-        "train_split='dev' (--train-split) and test_split='test' (--test-split) share 1 queries "
+        "--train-split dev and --test-split test share 1 queries "
         "(e.g. 'q35'): never tune on queries you report" in capsys.readouterr().err
     )
     # the command's errors name the flags given, beside the keywords of the library it calls
     assert main(["tune", "--data", str(data), "--folds", "2"]) == 1
-    assert "folds=2 (--folds): must be at least 3" in capsys.readouterr().err
+    assert "--folds 2: must be at least 3" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["tune", "--data", str(data), "--folds", "0"])
 
@@ -669,9 +666,7 @@ def test_eval_titles_keeps_the_candidates_and_changes_what_rerankers_read(tmp_pa
     drop = 100 * (scores["drop"]["bm25"] - scores["space"]["bm25"])
     assert f"| bm25 (drop) | {drop:+.2f} |" in printed
     assert main([*args, "--titles", "space,comma"]) != 0
-    assert "titles='space,comma' (--titles): expected one or more of field" in (
-        capsys.readouterr().err
-    )
+    assert "--titles space,comma: expected one or more of field" in (capsys.readouterr().err)
 
 
 def test_pipelines_compared_with_a_baseline_by_hand():
@@ -719,7 +714,7 @@ def test_eval_baseline_prints_each_pipelines_difference(tiny, tmp_path, capsys):
         assert f"| {name} | {round(100 * diff, 2) + 0.0:+.2f}" in printed
     assert set(rows["text"]["p_vs"]) == {"first stage", "bm25"}
     assert main([*args[:-1], "hybrid", "--no-progress"]) != 0
-    said = "baseline='hybrid' (--baseline): is not among the evaluated pipelines"
+    said = "--baseline hybrid: is not among the evaluated pipelines"
     assert said in capsys.readouterr().err
 
 
@@ -772,3 +767,12 @@ def test_latency_is_reranking_and_the_model_load_is_reported_apart(tiny):
     assert run_pipeline("slow", ScorerReranker(scorer), data, cands).load_seconds < 0.1
     rows = {r["pipeline"]: r for r in evaluate_runs(data, [run], 3)}
     assert rows["slow"]["load_s"] == run.load_seconds
+
+
+def test_the_evaluation_page_shows_the_note_eval_prints_about_refitting():
+    """evaluation.md's shown output carries the calibration note's words as eval prints them
+    (the page said "--candidates" after the note had become "number of candidates")."""
+    page = (Path(__file__).resolve().parents[2] / "docs" / "evaluation.md").read_text()
+    said = calibration_note([{"pipeline": "hybrid", "ece": 0.2}])
+    start = said.index("refit before")
+    assert said[start:] in page

@@ -109,7 +109,7 @@ def test_labels_are_the_judges_grades_and_the_folder_is_a_dataset(
     # tune ranks another depth than the judge saw, and says so
     said = (
         f"judged the candidates of first stage auto, top {K}; this run ranks "
-        "first_stage='auto' (--first-stage), candidates=10 (--candidates)"
+        "--first-stage auto, --candidates 10"
     )
     assert said in captured.out + captured.err
     assert report["first_stage"] == "auto" and report["candidates"] == K
@@ -246,7 +246,7 @@ def test_dry_run_and_a_budget_without_a_price(tmp_path, collection, monkeypatch,
         assert not out.exists()
         assert run_label(collection, judge, out, "--budget", "1") == 1
         said = capsys.readouterr().err
-        assert "no price for model 'house-model': pass its prices with prices= (--prices)" in said
+        assert "no price for model 'house-model': pass its prices with --prices to use" in said
         # the dry run refuses the same budget, after its estimate
         assert run_label(collection, judge, out, "--budget", "1", "--dry-run") == 1
         said = capsys.readouterr().err
@@ -286,6 +286,12 @@ def test_a_dry_run_needs_no_api_key_and_a_real_run_still_does(
         assert run_label(collection, judge, out, "--dry-run") == 0
         said = capsys.readouterr().err
         assert "calls, about" in said
+        # warned now, the moment the set-up is checked, that the real run would stop
+        warning = next(line for line in said.splitlines() if "label: warning:" in line)
+        assert warning.startswith(
+            f"label: warning: without --dry-run this stops: {judge}: scorer: "
+        )
+        assert missing in warning
         # a few hundredths of a cent at gpt-4o-mini's price: said, not rounded to $0.00
         cost = float(re.search(r"tokens, about \$([0-9.]+),", said).group(1))
         assert 0 < cost < 0.01

@@ -125,7 +125,7 @@ def test_tune_compares_the_candidates_the_judge_saw_not_the_file_names(
     )
     assert (
         f"judged the candidates of first stage {run}, top {K}; this run ranks "
-        f"first_stage='{run}' (--first-stage), candidates={K} (--candidates), which gives "
+        f"--first-stage {run}, --candidates {K}, which gives "
         "other candidates for 1 of the 20 labelled queries: pass the same to learn and "
         "measure on the candidates the judge saw"
     ) in tune(run)

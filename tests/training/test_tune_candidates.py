@@ -45,9 +45,9 @@ def test_candidates_for_the_test_queries_only_say_tune_needs_the_training_querie
         f"{candidates}: none of its 10 query ids is among the 30 queries of the train split "
         f"of {data}; "
         "of its query ids, 10 are judged in the test split. tune learns from the train split "
-        "(train_split='train' (--train-split)), so the candidates must cover its queries" in err
+        "(--train-split train), so the candidates must cover its queries" in err
     )
-    assert "train_split='test:odd' (--train-split), test_split='test:even' (--test-split)" in err
+    assert "--train-split test:odd, --test-split test:even" in err
     assert not (tmp_path / "tuned.toml").exists()
 
 
@@ -63,9 +63,9 @@ def test_candidates_for_the_training_queries_only_are_refused_before_the_work(
     assert f"none of its 30 query ids is among the 10 queries of the test split of {data}" in err
     assert (
         "30 are judged in the train split. tune reports on the test split "
-        "(test_split='test' (--test-split))" in err
+        "(--test-split test)" in err
     )
-    assert "train_split='train:odd' (--train-split), test_split='train:even' (--test-split)" in err
+    assert "--train-split train:odd, --test-split train:even" in err
     assert "cross-validated" not in capsys.readouterr().out
     assert not (tmp_path / "tuned.toml").exists()
 

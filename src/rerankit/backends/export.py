@@ -34,7 +34,13 @@ from typing import Any
 
 from .._optional import install_hint, require
 from ..cache import default_cache_dir
-from ..errors import ConfigError, MissingDependencyError, ModelLoadError, keyword_flag
+from ..errors import (
+    ConfigError,
+    MissingDependencyError,
+    ModelLoadError,
+    keyword_flag,
+    said_for,
+)
 from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL, resolve_source
 from .detect import check_tokenizer, model_kind
 from .hub import cache_only_model_options, hub_options
@@ -143,7 +149,10 @@ def export_kind(model: str, kind: str | None = None) -> str:
         return kind
     if model in BUNDLED_NAMES:
         return "embedding"
-    name = f"{keyword_flag('kind', 'embedding')} or 'cross_encoder'"
+    name = said_for(
+        f"{keyword_flag('kind', 'embedding')} or 'cross_encoder'",
+        "--kind embedding or --kind cross-encoder",
+    )
     _hub_options(model, "model")  # fails at once, saying what to do, offline
     try:
         found, options = model_kind(model)

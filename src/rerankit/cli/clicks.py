@@ -26,6 +26,7 @@ from .args import (
     add_first_stage_argument,
     add_max_queries_argument,
     add_no_progress_argument,
+    add_old_spelling,
     non_negative_float,
     positive_float,
     positive_int,
@@ -266,12 +267,12 @@ def add_simulate_command(sub: Any) -> None:
     add_data_argument(sim)
     sim.add_argument(
         "--train-split",
-        "--split",
         dest="split",
         default="train",
         help="the split whose judged queries it simulates users on, the queries learning "
-        "will train on (default train; --split is the older spelling)",
+        "will train on (default train)",
     )
+    add_old_spelling(sim, "--split", dest="split", now="--train-split")
     add_max_queries_argument(sim)
     add_first_stage_argument(sim)
     add_candidates_argument(

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, RerankitError
 from ..eval.data import Dataset
 from ..eval.first_stage import first_stage
 from ..scorers import LLMListwiseScorer
@@ -82,6 +82,15 @@ def _go_on(report: LabelReport, out: str) -> str:
     return f"run again with a higher {limit} to go on (it covers every run into {out})"
 
 
+def _warn_of_missing_keys(spec: str) -> None:
+    """A dry run builds its judge without an API key (it calls nothing): warn now, when the
+    set-up is being checked, if the real run's judge could not be built (a key not set)."""
+    try:
+        judge_from(spec, keys=True)
+    except (InputError, RerankitError, ValueError) as exc:
+        print(f"label: warning: without --dry-run this stops: {exc}", file=sys.stderr)
+
+
 def cmd_label(args: argparse.Namespace) -> int:
     need_collection(args.data)
     need_file(args.judge, "--judge", "a pipeline file declaring the LLM judge")
@@ -131,6 +140,7 @@ def cmd_label(args: argparse.Namespace) -> int:
         )
     if args.dry_run:
         check_budget(judge, args.budget, prices)  # as the real run would refuse it
+        _warn_of_missing_keys(args.judge)
         return 0
     every = max(1, len(data.queries) // 20)
 

@@ -2,22 +2,24 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .. import __version__
-from ..errors import InputError, RerankitError
+from ..errors import InputError, RerankitError, flags_first
 from . import batch, clicks, label, models, rank, serve, train, tune
 from . import eval as eval_commands
 from .args import UsageError, examples
+from .parser import CommandParser
 
 __all__ = ["build_parser", "main"]
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def build_parser() -> CommandParser:
+    """The parser of every command (flags spelled in full, never abbreviated)."""
+    parser = CommandParser(
         prog="rerankit",
         description="Rerank search candidates so the most relevant come first.",
         **examples(
@@ -45,8 +47,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    """Run the command ``argv`` (default: the process's arguments) names; the library's
+    messages name its options by their flags (:func:`~rerankit.errors.flags_first`), except
+    what ``serve``'s service answers its clients."""
+    with flags_first():  # also while parsing: a flag's type may raise a library message
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    if args.command == "serve":  # the service's answers are for its clients, not a shell
+        return _run(parser, args, argv)
+    with flags_first():
+        return _run(parser, args, argv)
+
+
+def _run(parser: CommandParser, args: Any, argv: Sequence[str] | None) -> int:
     args.argv = list(sys.argv[1:] if argv is None else argv)  # to say how to run it again
     if args.verbose:
         logging.basicConfig(

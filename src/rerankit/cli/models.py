@@ -7,6 +7,7 @@ import argparse
 import os
 import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,12 @@ from ..backends.quantize import SMOOTH_ALPHA
 from ..cache import cache_url, default_cache_dir
 from ..cache.redis_store import RedisStore
 from ..cache.sqlite import SQLiteStore
-from ..errors import InputError, RerankitError
+from ..errors import InputError, RerankitError, no_such_file
 from ..ordering import Rule
 from ..rerankers import Pipeline
 from .args import (
     MODEL_KINDS_SHOWN,
+    UsageError,
     examples,
     given,
     model_kind_name,
@@ -45,15 +47,11 @@ __all__ = ["add_commands", "cmd_cache", "cmd_check", "cmd_export", "cmd_reranker
 
 def cmd_rerankers(args: argparse.Namespace) -> int:
 
-    rows = [
-        (e.name, e.summary, "; ".join(e.needs) or "nothing extra")
-        for e in registry.entries("reranker")
-    ]
+    rows = [(e.name, e.summary, needs_said(e.needs)) for e in registry.entries("reranker")]
     if args.all:
         for kind in ("scorer", "rule", "llm_client"):
             rows += [
-                (f"{kind}:{e.name}", e.summary, "; ".join(e.needs) or "nothing extra")
-                for e in registry.entries(kind)
+                (f"{kind}:{e.name}", e.summary, needs_said(e.needs)) for e in registry.entries(kind)
             ]
     width = max(len(r[0]) for r in rows)
     summary = max(len(r[1]) for r in rows)
@@ -84,11 +82,24 @@ def describe(reranker: Any, name: str | None = None) -> str:
     return f"{name or reranker.name!r}: {body}; scores {reranker.score_scale}"
 
 
+def needs_said(needs: Sequence[str]) -> str:
+    """What an entry needs, as ``rerankers`` lists it: ``extra:`` once for several extras
+    (``extra: learn and torch``), then anything else; ``nothing extra`` for nothing."""
+    extras = [n.removeprefix("extra: ") for n in needs if n.startswith("extra: ")]
+    said = [f"extra: {' and '.join(extras)}"] if extras else []
+    return "; ".join([*said, *(n for n in needs if not n.startswith("extra: "))]) or (
+        "nothing extra"
+    )
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Build each pipeline file as ``-r FILE`` would, without documents or loading models,
     and name it as ``serve`` and ``eval`` do (:func:`~rerankit.cli.args.pipeline_name`),
     warning of a model that is neither a folder nor in the local Hugging Face cache."""
 
+    for name in args.files:  # a file that is not there: a usage error, as every command says it
+        if not Path(name).exists():
+            raise UsageError(no_such_file(name, "a pipeline file"))
     failed = 0
     for name in args.files:
         try:

@@ -239,13 +239,31 @@ def default_reranker_name() -> str:
     return name
 
 
+#: how ``rank``'s results go to a file
+TO_A_FILE = 'rerankit rank -q "solar power" -i docs.jsonl > ranked.jsonl'
+
+
+def cross_encoder_output(value: str) -> str:
+    """``rank --output``: a cross-encoder's score, ``logit`` or ``sigmoid`` (the ``output``
+    of ``CrossEncoderScorer`` and of a pipeline file); anything else (a file name, most
+    often: ``--out`` is what batch, eval and tune write to) is refused saying so."""
+    if value in OUTPUTS:
+        return value
+    raise argparse.ArgumentTypeError(
+        f"expected logit or sigmoid (a cross-encoder's score), got {value!r}; rank writes "
+        f"its results to standard output: redirect it to a file: > FILE ({TO_A_FILE})"
+    )
+
+
 #: what ``--reranker`` takes, for ``rank`` and ``batch``
 RERANKER_HELP = (
     "a reranker name (`rerankit rerankers` lists them; - and _ alike), a pipeline file "
     "(.toml, .yaml, .json), or a model folder or Hugging Face hub id (a cross-encoder, "
     "embedding model or causal-LM reranker, told apart by its config.json); default: hybrid "
     "(the bundled MiniLM on passages and whole documents, BM25 and term proximity, "
-    "calibrated), or bm25 without the torch extra"
+    "calibrated) with the torch extra, or with the onnx extra and the bundled model's export "
+    "in the rerankit cache (`rerankit export all-MiniLM-L6-v2`, where torch is); else bm25, "
+    "said on stderr with the ways to the hybrid"
 )
 
 
@@ -289,10 +307,14 @@ def add_commands(sub: Any) -> None:
     add_field_arguments(rank)
     add_language_argument(rank)
     add_backend_arguments(rank)
+    add_refused_flag(
+        rank, "--out", why=f"rank writes to standard output; redirect it: > FILE ({TO_A_FILE})"
+    )
     rank.add_argument(
         "--output",
-        choices=OUTPUTS,
+        type=cross_encoder_output,
         default=None,
+        metavar="{logit,sigmoid}",
         help="a cross-encoder's score (-r a cross-encoder model, or cross-encoder): logit, "
         "the model's raw output (the default; score_scale logit), or sigmoid, its sigmoid "
         'in (0, 1) (score_scale unit), as output="sigmoid" gives in CrossEncoderScorer '

@@ -302,7 +302,8 @@ def evaluate(
                 "dataset": dataset.name,
                 "split": own,
                 "first_stage": first_stage_label(dataset, first_stage),
-                "k": depth,
+                "candidates": depth,
+                "k": depth,  # its earlier name, kept for readers of older files
                 "queries": len(dataset.queries),
                 "queries_without_candidates": sum(1 for q in dataset.queries if not cands.get(q)),
                 "first_stage_scores_given": not texts_only,

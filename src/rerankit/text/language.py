@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import said_for
 from .frequencies import FrequencyTable, frequency_table
 
 __all__ = [
@@ -48,6 +49,10 @@ LANGUAGES = tuple(
 )
 
 
+#: where a user of the command line is pointed for the codes taken
+LANGUAGES_PAGE = "every two-letter code is taken: docs/documents.md, Languages"
+
+
 def check_language(language: object) -> str:
     """``language`` as the analyzers read it (lower case), or a ``ValueError`` saying what
     is taken: an ISO 639-1 code (:data:`LANGUAGES`); ``"klingon"``, ``"xx"`` or
@@ -60,7 +65,8 @@ def check_language(language: object) -> str:
         hint = f" (did you mean {code[:2]!r}?)"
     raise ValueError(
         f"unknown language {language!r}{hint}: give an ISO 639-1 code, such as en, de, fr "
-        f"or zh (rerankit.text.LANGUAGES lists them); stemmed: {', '.join(sorted(SNOWBALL))}"
+        f"or zh ({said_for('rerankit.text.LANGUAGES lists them', LANGUAGES_PAGE)}); stemmed: "
+        f"{', '.join(sorted(SNOWBALL))}"
     )
 
 

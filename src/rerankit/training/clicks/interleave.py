@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import keyword_flag
+from ...errors import keyword_flag, said_for
 from .reader import Session
 
 __all__ = [
@@ -355,8 +355,8 @@ def interleaving_report(
         found = " and ".join(f"{n:,} {k}" for k, n in sorted(kinds.items()))
         raise ValueError(
             f"the log has sessions of {pair[0]} and {pair[1]} interleaved two ways ({found}), "
-            "whose credits do not add up; report each apart "
-            f"({keyword_flag('method', 'team-draft')} or 'optimized')"
+            "whose credits do not add up; report each apart ("
+            f"{keyword_flag('method', 'team-draft')} or {said_for(repr('optimized'), 'optimized')})"
         )
     kind = next(iter(kinds))
     outcomes = [o for group in by_query.values() for o in group]

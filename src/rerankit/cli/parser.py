@@ -1,0 +1,86 @@
+"""The parser every ``rerankit`` command is built with: flags spelled out in full (no
+prefix matching: ``--out`` is never taken as some ``--output``), and a flag it does not
+know refused by that command, with its usage and the nearest flag it takes."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["CommandParser", "unknown_flags_message"]
+
+#: what other tools call a flag, and what each is called here (suggested when the
+#: command takes it)
+OTHER_TOOLS = {
+    "--top-n": "--top-k",
+    "--topn": "--top-k",
+    "--top_n": "--top-k",
+    "--top_k": "--top-k",
+    "--topk": "--top-k",
+}
+
+
+class CommandParser(argparse.ArgumentParser):
+    """An :class:`argparse.ArgumentParser` that takes no abbreviated flag, and, as a
+    command's parser (the subparsers of ``rerankit`` are of this class), stops at the first
+    argument it does not know with its own usage and a "did you mean" for a flag: argparse
+    leaves those to the top parser, which names neither the command nor a suggestion."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs["allow_abbrev"] = False
+        super().__init__(*args, **kwargs)
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras and not self._has_subcommands():
+            self.error(unknown_flags_message(self, extras))
+        return parsed, extras
+
+    def _has_subcommands(self) -> bool:
+        """Whether this parser dispatches to commands (the root): the command's parser says
+        an unknown argument, not the root."""
+        return any(isinstance(a, argparse._SubParsersAction) for a in self._actions)
+
+
+def _shown_flags(parser: argparse.ArgumentParser) -> list[str]:
+    """The long flags ``parser`` lists in its help (earlier spellings, hidden, are left
+    out, so a suggestion is always the current name)."""
+    return [
+        option
+        for action in parser._actions
+        if action.help is not argparse.SUPPRESS
+        for option in action.option_strings
+        if option.startswith("--")
+    ]
+
+
+def suggestion(parser: argparse.ArgumentParser, given: str) -> str | None:
+    """The flag of ``parser`` nearest to ``given`` (an unknown ``--flag`` or
+    ``--flag=value``), or None."""
+    flag = given.split("=", 1)[0]
+    flags = _shown_flags(parser)
+    known = OTHER_TOOLS.get(flag.lower())
+    if known in flags:
+        return known
+    close = difflib.get_close_matches(flag, flags, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+def unknown_flags_message(parser: argparse.ArgumentParser, extras: list[str]) -> str:
+    """``unrecognized arguments: --topk 3 (did you mean --top-k?)``: argparse's words, with
+    the nearest flag the command takes for each unknown flag that has one."""
+    hints = [
+        (flag, near)
+        for flag in extras
+        if flag.startswith("--") and (near := suggestion(parser, flag)) is not None
+    ]
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    if len(hints) == 1:
+        message += f" (did you mean {hints[0][1]}?)"
+    elif hints:
+        message += " (did you mean " + ", ".join(f"{n} for {f}" for f, n in hints) + "?)"
+    return message
