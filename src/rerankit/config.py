@@ -52,13 +52,13 @@ from __future__ import annotations
 import importlib
 import json
 import os
-import threading
 from collections.abc import Mapping
 from numbers import Real
 from pathlib import Path
 from typing import Any
 
 from . import registry
+from ._once import BuiltOnce
 from ._optional import require
 from .backends.detect import model_kind
 from .cache import current_defaults
@@ -93,8 +93,7 @@ __all__ = [
     "to_toml",
 ]
 
-_SHARED: dict[tuple[str, Any], tuple[registry.Entry, Any]] = {}
-_LOCK = threading.Lock()
+_SHARED = BuiltOnce("reranker")
 
 
 def import_factory(ref: str) -> Any:
@@ -138,16 +137,13 @@ def create(kind: str, name: str, /, **options: Any) -> Any:
 def shared_reranker(name: str) -> Any:
     """The registered reranker ``name``, built once per process (and per cache settings in
     force: :func:`rerankit.cache.cache_defaults` and the cache environment variables) and
-    shared; built anew after the name is registered again."""
+    shared; built anew after the name is registered again. A factory may load other names;
+    one that loads its own, directly or through others, is a ConfigError naming the cycle."""
     entry = registry.lookup("reranker", name)
     # by the registered spelling: hybrid-relative and hybrid_relative share one
     caches = tuple(os.environ.get(v) for v in ("RERANKIT_EMBEDDING_CACHE", "RERANKIT_CACHE_URL"))
     key = (entry.name, current_defaults(), caches)
-    with _LOCK:
-        cached = _SHARED.get(key)
-        if cached is None or cached[0] is not entry:
-            _SHARED[key] = (entry, create("reranker", entry.name))
-        return _SHARED[key][1]
+    return _SHARED.get(key, entry.name, entry, lambda: create("reranker", entry.name))
 
 
 def resolve_reranker(spec: Any) -> Any:

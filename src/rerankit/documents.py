@@ -6,8 +6,9 @@ Accepted items:
 * ``str`` and :class:`~rerankit.Document`;
 * mappings (dicts): the text under ``text_field`` (or the ``text_fields`` joined as
   ``"field: value"`` lines), the optional id under ``id_field``; every other field becomes
-  metadata. A ``title`` field (a non-empty string) is the document's title: scorers read
-  it, on the line before the text, and a scorer that splits documents into passages
+  metadata. A ``title`` field (a non-empty string, or a number written as text; None or
+  NaN: no title; another kind is an error) is the document's title: scorers read it, on
+  the line before the text, and a scorer that splits documents into passages
   starts every passage with it (:func:`document_title`);
 * LangChain ``Document`` s (``page_content``, ``metadata``, ``id``);
 * LlamaIndex ``NodeWithScore`` s and nodes (``get_content()``, ``node_id``, ``metadata``); a
@@ -33,13 +34,13 @@ and LlamaIndex nodes as copies, everything else as the caller's own object.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from numbers import Real
 from typing import Any
 
 from .errors import InputError, InvalidDocumentError, keyword_flag
-from .types import Document, RankedDocument
+from .types import Document, RankedDocument, repeated_ids
 
 __all__ = [
     "FIRST_STAGE_SCORE",
@@ -71,18 +72,33 @@ TITLE = "title"
 DEFAULT_ID_FIELD = "id"
 
 
-def titled_text(text: str, title: Any) -> str:
-    """A document's text as scorers read it: with a title (a non-empty string), the title,
-    a newline, then the text (the title alone when the text is blank)."""
-    if isinstance(title, str) and title.strip():
-        return f"{title}\n{text}" if text.strip() else title
-    return text
+def _title(value: Any, index: int | None) -> str | None:
+    """A ``title`` value as read: a string (None when blank), a number as text (``42``, as
+    ``text_fields`` writes it), None for None or NaN (a pandas frame's empty cell); anything
+    else is an InvalidDocumentError naming document ``index`` (None: no title, unchecked)."""
+    if isinstance(value, Real) and not isinstance(value, bool):
+        return None if value != value else str(value)  # NaN is no title
+    if value is None or isinstance(value, str) or index is None:
+        return value if isinstance(value, str) and value.strip() else None
+    raise InvalidDocumentError(
+        f"document {index}: field {TITLE!r} must be a string, a number or None (no title), "
+        f"got {type(value).__name__}",
+        index=index,
+        field=TITLE,
+    )
+
+
+def titled_text(text: str, title: Any, index: int | None = None) -> str:
+    """A document's text as scorers read it: with a title (see :func:`document_title`), the
+    title, a newline, then the text (the title alone when the text is blank)."""
+    title = _title(title, index)
+    return (f"{title}\n{text}" if text.strip() else title) if title else text
 
 
 def document_title(doc: Document) -> str | None:
-    """The document's title: its ``title`` metadata when that is a non-empty string."""
-    value = doc.metadata.get(TITLE)
-    return value if isinstance(value, str) and value.strip() else None
+    """The document's title: its ``title`` metadata when that is a non-empty string or a
+    number (written as text); None for none, a blank, NaN or another kind."""
+    return _title(doc.metadata.get(TITLE), None)
 
 
 _MISSING = object()
@@ -222,7 +238,7 @@ class _Adapter:
         text = item.page_content if name == "page_content" else item.get_content()
         if self.text_fields is not None:
             return self.text_of_mapping({**metadata, name: text}, i)
-        return titled_text(text, metadata.get(TITLE))
+        return titled_text(text, metadata.get(TITLE), i)
 
     def adapt(self, item: Any, i: int) -> Document:
         if isinstance(item, Document):
@@ -250,7 +266,7 @@ class _Adapter:
             metadata = {k: v for k, v in item.items() if k not in skip}
             text = self.text_of_mapping(item, i)
             if self.text_fields is None and self.text_field != TITLE:
-                text = titled_text(text, item.get(TITLE))
+                text = titled_text(text, item.get(TITLE), i)
             return Document(text=text, id=self.read_id(item, i), metadata=metadata, source=item)
         if _is_langchain(item):
             metadata = dict(item.metadata)
@@ -274,7 +290,7 @@ class _Adapter:
             attributes.pop(self.text_field, None)
             text = text if isinstance(text, str) else ""
             if self.text_field != TITLE:  # a title attribute is read as a dict's title key
-                text = titled_text(text, attributes.get(TITLE))
+                text = titled_text(text, attributes.get(TITLE), i)
             identity = self.read_id(attributes, i)
             attributes.pop(self.id_field, None)
             return Document(text=text, id=identity, metadata=attributes, source=item)
@@ -431,20 +447,3 @@ def output_for(doc: Document, score: float, *, score_field: str = "rerank_score"
     if _is_llama_scored(source) and hasattr(source, "model_copy"):
         return source.model_copy(update={"score": score})
     return source
-
-
-def repeated_ids(docs: Sequence[Document]) -> list[tuple[Any, list[int]]]:
-    """Each id that more than one of ``docs`` has, with the positions holding it, in the
-    order the ids first appear (a document without an id repeats nothing; an id that
-    cannot be hashed is compared by its ``repr``)."""
-    where: dict[Any, tuple[Any, list[int]]] = {}
-    for i, doc in enumerate(docs):
-        if doc.id is None:
-            continue
-        key: tuple[bool, Any] = (True, doc.id)
-        try:
-            hash(doc.id)
-        except TypeError:  # a list or a dict as an id
-            key = (False, repr(doc.id))
-        where.setdefault(key, (doc.id, []))[1].append(i)
-    return [(value, at) for value, at in where.values() if len(at) > 1]

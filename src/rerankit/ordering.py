@@ -98,9 +98,16 @@ class Outcome:
 
 
 class Rule:
-    """Base of ordering rules: subclasses implement :meth:`decide` over the items."""
+    """Base of ordering rules: subclasses implement :meth:`decide` over the items.
+
+    ``reorders``: whether the rule may change the order it is given (a rule that only drops
+    sets it False); ``orders_by_score``: whether it orders by the scores (MMR), which rules
+    leave as they are, so that an earlier rule's reordering is lost: a :class:`Pipeline`
+    warns when one follows a rule that reorders."""
 
     name = "rule"
+    reorders = True
+    orders_by_score = False
     text_field = "text"
     score_field = "rerank_score"
 
@@ -241,6 +248,7 @@ class MinScore(Rule):
     none has one is an ``InvalidDocumentError`` naming the field."""
 
     name = "min_score"
+    reorders = False
 
     def __init__(self, threshold: float, *, score_field: str = "rerank_score") -> None:
         self.threshold, self.score_field = float(threshold), score_field
@@ -304,6 +312,7 @@ class Deduplicate(Rule):
     (default ``"text"``): one without it is an error naming the fields present."""
 
     name = "deduplicate"
+    reorders = False
 
     def __init__(self, threshold: float = 0.9, *, text_field: str = "text") -> None:
         if not 0.0 < threshold <= 1.0:
@@ -343,6 +352,7 @@ class MMR(Rule):
     """
 
     name = "mmr"
+    orders_by_score = True
 
     def __init__(
         self,

@@ -16,6 +16,7 @@ and listings show the spelling it was registered with.
 from __future__ import annotations
 
 import difflib
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,6 +41,8 @@ class Entry:
 
 
 _ENTRIES: dict[tuple[str, str], Entry] = {}
+_BUILT_IN: dict[tuple[str, str], Entry] = {}  # filled at the end of this module
+logger = logging.getLogger(__name__)
 
 
 def _key(name: str) -> str:
@@ -55,10 +58,23 @@ def register(
     summary: str = "",
     needs: tuple[str, ...] = (),
 ) -> None:
-    """Make ``name`` of ``kind`` available everywhere (replacing an earlier registration)."""
+    """Make ``name`` of ``kind`` available everywhere, replacing an earlier registration:
+    a WARNING in the log when that was a built-in, an INFO when it was your own."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
-    _ENTRIES[(kind, _key(name))] = Entry(kind, name, factory, summary, tuple(needs))
+    key = (kind, _key(name))
+    earlier = _ENTRIES.get(key)
+    if earlier is not None and earlier is _BUILT_IN.get(key):
+        what = factory if isinstance(factory, str) else getattr(factory, "__qualname__", "")
+        logger.warning(
+            "%s %r now names your %s, replacing the built-in one in this process",
+            kind.replace("_", " "),
+            name,
+            repr(what) if what else "spec",
+        )
+    elif earlier is not None:
+        logger.info("%s %r registered again: the new factory replaces the earlier", kind, name)
+    _ENTRIES[key] = Entry(kind, name, factory, summary, tuple(needs))
 
 
 def entries(kind: str) -> list[Entry]:
@@ -253,3 +269,5 @@ for _provider, _needs in (("gemini", _GEMINI), ("openai", _OPENAI)):
             summary=f"{_provider} LLM judge, {_mode}",
             needs=_needs,
         )
+
+_BUILT_IN.update(_ENTRIES)  # everything registered above: a later registration warns

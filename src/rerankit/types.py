@@ -6,7 +6,7 @@ import and safe to use from anywhere.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -18,6 +18,7 @@ __all__ = [
     "RankedDocument",
     "RerankResult",
     "check_top_k",
+    "repeated_ids",
 ]
 
 #: how a document's explained contributions make its score: their sum, or the sigmoid of
@@ -258,3 +259,20 @@ class RerankResult:
                 "stage gave the score, so it is no term of the sum"
             )
         return lines
+
+
+def repeated_ids(docs: Sequence[Document]) -> list[tuple[Any, list[int]]]:
+    """Each id that more than one of ``docs`` has, with the positions holding it, in the
+    order the ids first appear (a document without an id repeats nothing; an id that
+    cannot be hashed is compared by its ``repr``)."""
+    where: dict[Any, tuple[Any, list[int]]] = {}
+    for i, doc in enumerate(docs):
+        if doc.id is None:
+            continue
+        key: tuple[bool, Any] = (True, doc.id)
+        try:
+            hash(doc.id)
+        except TypeError:  # a list or a dict as an id
+            key = (False, repr(doc.id))
+        where.setdefault(key, (doc.id, []))[1].append(i)
+    return [(value, at) for value, at in where.values() if len(at) > 1]

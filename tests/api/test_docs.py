@@ -424,11 +424,12 @@ def test_every_registered_name_a_page_uses_is_listed_by_rerankit_rerankers():
     named = _named()
     assert len(named) > 20
     spelled = lambda v: {v, v.replace("-", "_"), v.replace("_", "-")}  # noqa: E731
-    # a name the page registers itself in an example (`register("rule", "mine", ...)`)
+    # a name the page registers itself in an example (`register("rule", "mine", ...)`,
+    # `register_reranker("mine", ...)`)
     own = {
         (page.name, name)
         for page in PAGES
-        for name in re.findall(r'register\(\s*"\w+",\s*"([^"]+)"', page.read_text())
+        for name in re.findall(r'register(?:\(\s*"\w+",|_reranker\()\s*"([^"]+)"', page.read_text())
     }
     wrong = [
         f"{p}: {k} {v!r}" for p, k, v in named if not spelled(v) & allowed[k] and (p, v) not in own

@@ -143,6 +143,7 @@ STACK = (
             "_jsonl",
             "_threads",
             "_paths",
+            "_once",
         ),
     ),
     ("documents", ("documents",)),

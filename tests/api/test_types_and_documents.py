@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import pytest
 
 import rerankit
 from rerankit import Document, RerankResult
-from rerankit.documents import output_for, to_documents
+from rerankit.documents import document_title, output_for, to_documents
 from rerankit.errors import InvalidDocumentError
 
 
@@ -168,3 +169,24 @@ def test_a_score_field_the_input_already_has_is_overwritten_with_one_warning(cap
     assert docs[0]["score"] == 3.0  # the input is not touched; the output holds the new score
     assert result[0].document["score"] == result[0].score
     assert not [w for w in rerankit.load("bm25").rerank("solar", docs).warnings if "field" in w]
+
+
+def test_a_title_is_a_string_or_a_number_none_and_nan_are_none_else_an_error():
+    docs = [
+        {"id": "a", "title": 42, "text": "solar power"},
+        {"id": "b", "title": float("nan"), "text": "solar"},  # an empty pandas cell
+        {"id": "c", "title": np.float64("nan"), "text": "wind"},
+        {"id": "d", "title": None, "text": "sun"},
+        {"id": "e", "title": 2.5, "text": ""},
+    ]
+    before = copy.deepcopy(docs)
+    read = rerankit.InputFields().read(docs)
+    assert [d.text for d in read] == ["42\nsolar power", "solar", "wind", "sun", "2.5"]
+    assert [document_title(d) for d in read] == ["42", None, None, None, "2.5"]
+    assert docs[0] == before[0] and docs[3] == before[3] and docs[4] == before[4]
+    for bad in (["a"], {"x": 1}, True):
+        with pytest.raises(InvalidDocumentError) as caught:
+            rerankit.InputFields().read([{"text": "ok"}, {"title": bad, "text": "b"}])
+        assert (caught.value.index, caught.value.field) == (1, "title")
+        assert str(caught.value).startswith("document 1: field 'title' must be a string, a number")
+        assert type(bad).__name__ in str(caught.value)

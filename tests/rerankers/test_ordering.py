@@ -17,7 +17,10 @@ from rerankit.compat import apply_difficulty_ordering as compat_difficulty
 from rerankit.errors import InvalidDocumentError
 from rerankit.ordering import (
     MMR,
+    Deduplicate,
     MinScore,
+    Outcome,
+    Rule,
     apply_difficulty_ordering,
     deduplicate,
     min_score,
@@ -257,3 +260,36 @@ def test_mmr_k_picks_that_many_from_the_top_and_cuts_nothing(tmp_path):
     )
     with pytest.raises(Exception, match="k must be a positive integer"):
         rerankit.load(str(path))
+
+
+class _Cap(Rule):
+    """At most one document per source first (the per-source cap of docs/pipelines.md)."""
+
+    name = "cap"
+
+    def decide(self, items):
+        seen, first, later = set(), [], []
+        for i, item in enumerate(items):
+            source = item.document["source"]
+            (later if source in seen else first).append(i)
+            seen.add(source)
+        return Outcome(order=first + later, dropped=[])
+
+
+def test_a_pipeline_warns_when_mmr_follows_a_rule_that_reorders(caplog):
+    docs = [
+        {"id": "b1", "text": "solar panels for the roof", "source": "blog"},
+        {"id": "b2", "text": "solar panels and solar power", "source": "blog"},
+        {"id": "w1", "text": "solar power in winter", "source": "wiki"},
+    ]
+    with caplog.at_level("WARNING", logger="rerankit"):
+        lost = Pipeline([BM25Scorer(), Deduplicate(0.8), _Cap(), MMR(1.0)], name="p")
+    [record] = [r for r in caplog.records if "order is lost" in r.getMessage()]
+    assert "'mmr'" in record.getMessage() and "'cap'" in record.getMessage()
+    assert [r.id for r in lost.rerank("solar panels", docs)][1] != "w1"  # what it warns of
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="rerankit"):  # the recommended order: no warning
+        kept = Pipeline([BM25Scorer(), Deduplicate(0.8), MMR(1.0), _Cap(), MinScore(0.0)])
+        Pipeline([_Cap(), BM25Scorer(), MMR(1.0)])  # a scoring stage in between gives new scores
+    assert not [r for r in caplog.records if "order is lost" in r.getMessage()]
+    assert [r.document["source"] for r in kept.rerank("solar panels", docs)][:2] == ["blog", "wiki"]

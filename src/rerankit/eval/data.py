@@ -4,6 +4,7 @@ plus optional TREC run files (``qid Q0 docid rank score tag``)."""
 from __future__ import annotations
 
 import logging
+import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -72,6 +73,24 @@ class Dataset:
         if not title.strip():
             return doc.get("text") or ""
         return f"{title}\n{doc.get('text') or ''}" if (doc.get("text") or "").strip() else title
+
+    def sample(self, n: int, *, seed: int = 0) -> Dataset:
+        """The same dataset with ``n`` of its queries drawn at random (the same ``n`` for the
+        same ``seed``), their judgments and shipped first-stage ranking; the corpus stays
+        whole. ``max_queries`` takes the first ones instead. All of them when there are no
+        more than ``n``."""
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InputError(f"sample: n must be a positive number of queries, got {n!r}")
+        chosen = set(random.Random(seed).sample(sorted(self.queries), min(n, len(self.queries))))
+        return replace(
+            self,
+            queries={q: t for q, t in self.queries.items() if q in chosen},
+            qrels={q: j for q, j in self.qrels.items() if q in chosen},
+            run_scores=None
+            if self.run_scores is None
+            else {q: r for q, r in self.run_scores.items() if q in chosen},
+            notes=list(self.notes),
+        )
 
     def with_titles(self, how: str) -> Dataset:
         """The same dataset with each title given to rerankers as ``how`` says (a key of

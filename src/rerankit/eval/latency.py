@@ -9,7 +9,9 @@
   ``misses`` (documents it encoded) and ``reused`` (vectors that were in the cache before
   it ran: in its store, which another run or an earlier evaluation wrote, or in memory).
   The note names the runs that encoded documents (their times are not their reranking
-  times) and those after them that reused vectors; it says nothing where every run read the
+  times) and those after them that reused vectors, and where those came from: the runs
+  before them or an earlier evaluation (a reader that reused more than the runs before it
+  encoded had the rest from an earlier one); it says nothing where every run read the
   cache (a second evaluation) or where the runs happened elsewhere (Ray: nothing is
   counted here).
 * **A mean above the 95th percentile.** One query far slower than the rest (the first
@@ -65,9 +67,19 @@ def _cache_part(rows: Sequence[Mapping[str, Any]]) -> str | None:
             f"{encoded}, and {times} that: run the evaluation again, when the vectors are "
             "read from the embedding cache, for the reranking time alone"
         )
+    # where the vectors came from: the cache also keeps what earlier evaluations encoded
+    origin = "encoded by the runs before them or by an earlier evaluation"
     if len(readers) == 1:
         name, n = readers[0]
+        at = [row for row, _ in counted].index(name)
+        wrote = sum(c.get("misses", 0) for _, c in counted[:at])  # the most the runs before wrote
         read = f"{name} read {n} documents' vectors from the embedding cache"
+        origin = (
+            "encoded by the runs before it or by an earlier evaluation"
+            if n <= wrote
+            else f"the runs before it encoded {wrote}, so at least {n - wrote} were there from "
+            "an earlier evaluation"
+        )
         looks = "it looks faster than it would on its own"
     else:
         names = ", ".join(name for name, _ in readers[:-1]) + f" and {readers[-1][0]}"
@@ -76,6 +88,6 @@ def _cache_part(rows: Sequence[Mapping[str, Any]]) -> str | None:
         looks = "they look faster than they would on their own"
     return (
         f"{encoded}, and {times} that; after {counted[first][0]}, {read} instead of encoding "
-        f"them, so {looks}: to compare speeds, run the evaluation again, "
+        f"them ({origin}), so {looks}: to compare speeds, run the evaluation again, "
         "when every pipeline reads the cache"
     )

@@ -66,6 +66,26 @@ class Stage:
             self.name = getattr(self.step, "name", type(self.step).__name__)
 
 
+def _warn_of_lost_orders(stages: Sequence[Stage], name: str) -> None:
+    """A warning for each rule that orders by the scores (MMR) after a rule that reorders:
+    rules leave the scores as they are, so the earlier rule's order is lost."""
+    before = None
+    for stage in stages:
+        step = stage.step
+        if not isinstance(step, Rule):
+            before = None  # a scoring stage gives new scores: nothing before it counts
+            continue
+        if step.orders_by_score and before is not None:
+            logger.warning(
+                "pipeline %r: rule stage %r orders by the scores, which rule stage %r left "
+                "as they were, so its order is lost; put %r before %r (e.g. deduplicate, "
+                "mmr, then a cap)",
+                name, stage.name, before.name, stage.name, before.name,
+            )  # fmt: skip
+        if step.reorders:
+            before = stage
+
+
 class Pipeline(Reranker):
     """Stages run in order; each reorders the documents the previous stage kept (the first
     stage sees all), and the documents it does not keep stay behind them in the order they
@@ -101,6 +121,7 @@ class Pipeline(Reranker):
                 s.name = f"{s.name}#{names[: i + 1].count(s.name)}"
         self.stages = built
         self.name = name
+        _warn_of_lost_orders(built, name)
 
     def scorers(self) -> Iterator[Scorer]:
         for stage in self.stages:
