@@ -208,3 +208,46 @@ def test_the_spec_shipped_to_ray_workers_has_the_files_relative_paths_made_absol
     monkeypatch.chdir(elsewhere)
     spec = declared("../pipes/ce.toml")
     assert spec["stages"][0]["scorer"]["model"] == str(pipes / "ce-onnx")
+
+
+def test_embedding_cache_keeps_the_documents_vectors_only_when_asked(tmp_path, monkeypatch):
+    import sqlite3
+
+    from rerankit.cache import EMBEDDING_CACHE_ENV
+
+    monkeypatch.delenv(EMBEDDING_CACHE_ENV, raising=False)  # put back after the test
+    src = write_jsonl(tmp_path / "in.jsonl", ROWS)
+    kept, elsewhere = tmp_path / "vectors.sqlite", tmp_path / "env.sqlite"
+
+    def run(*flags: str) -> None:
+        out = str(tmp_path / "out.jsonl")
+        assert (
+            main(["batch", "-i", str(src), "--out", out, "-r", "embedding", "--overwrite", *flags])
+            == 0
+        )
+
+    def stored(path) -> int:
+        with sqlite3.connect(path) as db:
+            tables = [t for (t,) in db.execute("SELECT name FROM sqlite_master WHERE type='table'")]
+            return sum(db.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in tables)
+
+    run("--embedding-cache", str(kept))
+    assert stored(kept) >= 4  # the four distinct documents (and the queries, if kept)
+    monkeypatch.setenv(EMBEDDING_CACHE_ENV, str(elsewhere))
+    run("--no-embedding-cache")
+    assert not elsewhere.exists()
+    assert (
+        main(
+            [
+                "batch",
+                "-i",
+                str(src),
+                "--out",
+                "x.jsonl",
+                "--embedding-cache",
+                "f",
+                "--no-embedding-cache",
+            ]
+        )
+        == 2
+    )

@@ -13,6 +13,7 @@ pytest.importorskip("matplotlib", reason="evaluation's chart needs the 'eval' ex
 
 from rerankit.cli import main
 from rerankit.config import to_toml
+from rerankit.errors import flags_first
 from rerankit.eval import load_beir
 from rerankit.eval.first_stage import first_stage
 from rerankit.eval.runner import PipelineRun, calibration_note, evaluate_runs, write_outputs
@@ -274,9 +275,14 @@ def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
     rows += [{"pipeline": "b", "ece": 0.03}]
     note = calibration_note(rows)
     assert note.startswith("\nECE: how far the probability scores are")
-    assert "for a:" in note and "--first-stage SAME --candidates SAME --calibrate" in note
+    # a caller of the library is told the call, a user of the command the command
+    assert "for a:" in note and "rerankit.tune(DATA, first_stage=SAME, candidates=SAME" in note
+    assert "calibrate=True" in note and "--calibrate" not in note
+    with flags_first():
+        said = calibration_note(rows)
+    assert "rerankit tune --data DATA --first-stage SAME --candidates SAME --calibrate" in said
     assert "for a, b" not in note and "bm25" not in note
-    assert "--calibrate" not in calibration_note(rows[::2])  # well calibrated: no advice
+    assert "calibrate" not in calibration_note(rows[::2]).split("(0:")[1]  # no advice
 
 
 def test_eval_reports_the_calibration_of_probability_scores(tiny, tmp_path, capsys):
@@ -773,6 +779,7 @@ def test_the_evaluation_page_shows_the_note_eval_prints_about_refitting():
     """evaluation.md's shown output carries the calibration note's words as eval prints them
     (the page said "--candidates" after the note had become "number of candidates")."""
     page = (Path(__file__).resolve().parents[2] / "docs" / "evaluation.md").read_text()
-    said = calibration_note([{"pipeline": "hybrid", "ece": 0.2}])
+    with flags_first():  # as the command prints it
+        said = calibration_note([{"pipeline": "hybrid", "ece": 0.2}])
     start = said.index("refit before")
     assert said[start:] in page

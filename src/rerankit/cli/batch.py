@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import shlex
 import signal
 import sys
@@ -15,6 +16,7 @@ from typing import Any
 from .._jsonl import dumps_strict
 from ..batch import BatchInterrupted, BatchSummary, RayOptions, quiet_ray_logs, read_rows, run_batch
 from ..batch.beir import beir_rows
+from ..cache import EMBEDDING_CACHE_ENV, embedding_cache_file
 from ..errors import InputError
 from .args import (
     add_address_argument,
@@ -25,6 +27,7 @@ from .args import (
     add_first_stage_argument,
     add_language_argument,
     add_old_spelling,
+    embedding_cache_choice,
     examples,
     given,
     input_fields,
@@ -97,6 +100,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
             f"FOLDER), and the rows of {args.input} carry their own; cut or filter the rows "
             "instead",
         )
+    choice = embedding_cache_choice(args)  # none unless asked: a batch's rows are new
+    if choice is not None:  # (read by the embedding scorers built from here on)
+        os.environ[EMBEDDING_CACHE_ENV] = embedding_cache_file(choice) or ""
     set_flags = {k: v for k, v in vars(args).items() if v is not None}  # Ray's: as given
     ray, _ = RayOptions.split(None, set_flags)
     before = signal.signal(signal.SIGINT, _interrupt)  # (the CLI runs on the main thread)
@@ -267,6 +273,19 @@ def add_commands(sub: Any) -> None:
     add_field_arguments(bat, score_field=False)
     add_language_argument(bat)
     add_backend_arguments(bat)
+    bat.add_argument(
+        "--embedding-cache",
+        default=None,
+        metavar="FILE",
+        help="SQLite file keeping document embeddings across runs, e.g. to run the same rows "
+        "again (default: $RERANKIT_EMBEDDING_CACHE, else the server $RERANKIT_CACHE_URL "
+        "names, else none: a batch's documents are usually new)",
+    )
+    bat.add_argument(
+        "--no-embedding-cache",
+        action="store_true",
+        help="keep no embeddings, even where $RERANKIT_EMBEDDING_CACHE names a file",
+    )
     bat.add_argument("--summary", default=None, help="also write the summary as JSON here")
     bat.add_argument(
         "--resume",

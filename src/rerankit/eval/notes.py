@@ -20,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..errors import said_for
+
 __all__ = [
     "ECE_REFIT",
     "all_degraded",
@@ -51,8 +53,13 @@ def calibration_note(rows: Sequence[Mapping[str, Any]]) -> str:
             f" Above {ECE_REFIT:g} for {', '.join(off)}: this data's share of relevant "
             "candidates differs from the one they were calibrated on; refit before relying on "
             "a threshold, on judged queries with the same first stage and number of candidates "
-            "as here: rerankit tune --data DATA --first-stage SAME --candidates SAME --calibrate "
-            "--out calibrated.toml"
+            "as here: "
+            + said_for(
+                "rerankit.tune(DATA, first_stage=SAME, candidates=SAME, calibrate=True, "
+                'out="calibrated.toml")',
+                "rerankit tune --data DATA --first-stage SAME --candidates SAME --calibrate "
+                "--out calibrated.toml",
+            )
         )
     return note
 
