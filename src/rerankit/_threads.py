@@ -110,9 +110,10 @@ async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` on the current work's executor (see :func:`work_scope`; by
     default the loop's), in the caller's context (as ``asyncio.to_thread``). If the
     awaiting task is cancelled, a call that has not started is dropped; one already running
-    cannot be stopped, so the cancellation waits for it to end before it propagates:
-    whoever holds a slot for this task (the service) holds it until the thread is free
-    again, and nothing after this step runs."""
+    stops before its model's next batch (:func:`stop_if_abandoned`; a call with no batches
+    runs to its end), and the cancellation waits for it before it propagates: whoever holds
+    a slot for this task (the service) holds it until the thread is free again, and nothing
+    after this step runs."""
     return await _run_in(_EXECUTOR.get(), fn, args, kwargs)
 
 
@@ -182,7 +183,10 @@ async def _run_in(
 ) -> T:
     loop = asyncio.get_running_loop()
     context = contextvars.copy_context()
-    started = threading.Event()
+    started, stop = threading.Event(), threading.Event()
+    # the call stops at its model's next batch once this task is cancelled, or once the
+    # work it belongs to is abandoned (:func:`stop_if_abandoned`)
+    context.run(ABANDONED.set, _Either(ABANDONED.get(), stop))
 
     def call() -> T:
         started.set()
@@ -192,12 +196,24 @@ async def _run_in(
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:
-        if started.is_set():  # running: it cannot be stopped; wait for it, then give up
+        if started.is_set():  # running: stopped at its next batch; wait for it, then give up
+            stop.set()
             with contextlib.suppress(BaseException):
                 await future
         else:
             future.cancel()  # not started: the executor skips it
         raise
+
+
+class _Either(threading.Event):
+    """Set when ``outer`` (the work's own event, if any) or ``own`` is."""
+
+    def __init__(self, outer: threading.Event | None, own: threading.Event) -> None:
+        super().__init__()
+        self._outer, self._own = outer, own
+
+    def is_set(self) -> bool:
+        return self._own.is_set() or (self._outer is not None and self._outer.is_set())
 
 
 def _model_executor() -> ThreadPoolExecutor:

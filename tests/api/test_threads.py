@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from rerankit._threads import in_model_thread, in_thread, on_model_thread
+from rerankit._threads import in_model_thread, in_thread, on_model_thread, stop_if_abandoned
 
 
 def test_a_cancelled_call_that_is_running_ends_before_the_task_does():
@@ -123,3 +123,36 @@ def test_a_cancelled_model_call_that_has_not_started_never_runs():
         return task.cancelled()
 
     assert asyncio.run(main()) and ran == []
+
+
+@pytest.mark.parametrize("run", [in_thread, in_model_thread])
+def test_a_cancelled_call_stops_at_its_next_batch(run):
+    # model work checks between its batches; a cancelled caller's call stops there (it ran
+    # all 50 batches before the awaiting task could end)
+    entered, batches = threading.Event(), []
+
+    def encode() -> None:
+        for i in range(50):
+            stop_if_abandoned()
+            batches.append(i)
+            entered.set()
+            time.sleep(0.01)
+
+    async def main() -> None:
+        task = asyncio.ensure_future(run(encode))
+        await asyncio.to_thread(entered.wait, 10)  # the first batch ran
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    assert 1 <= len(batches) < 50
+
+
+def test_an_uncancelled_call_runs_every_batch():
+    def encode() -> int:
+        for _ in range(5):
+            stop_if_abandoned()
+        return 5
+
+    assert asyncio.run(in_model_thread(encode)) == 5
