@@ -968,7 +968,7 @@ def test_cohere_model_names_and_v2_return_documents(live):
     plain = httpx.post(
         f"{live.url}/v2/rerank", headers=AUTH, json={"query": QUERY, "documents": DOCS}
     ).json()
-    for name in ("rerank-v3.5", "rerank-english-v3.0", "rerank-multilingual-v3.0"):
+    for name in ("rerank-v4.0-pro", "rerank-v4.0-fast", "rerank-v3.5", "rerank-english-v3.0"):
         r = httpx.post(
             f"{live.url}/v2/rerank",
             headers=AUTH,

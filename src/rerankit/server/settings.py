@@ -209,6 +209,8 @@ def default_pipelines(
 #: CohereRerank sends "rerank-english-v3.0"): aliases of the default pipeline unless
 #: ``aliases`` says otherwise
 COHERE_MODELS = (
+    "rerank-v4.0-pro",
+    "rerank-v4.0-fast",
     "rerank-v3.5",
     "rerank-english-v3.0",
     "rerank-multilingual-v3.0",
