@@ -348,7 +348,7 @@ def _fusion(spec: Mapping[str, Any], name: str | None, where: str) -> Any:
     normalization = spec.get("normalization", "min_max")
     try:
         if normalization != "calibrated":
-            check_normalization_method(normalization)
+            normalization = check_normalization_method(normalization)
     except ValueError as exc:
         raise ConfigError(str(exc), where=f"{where}.normalization") from exc
     try:

@@ -72,7 +72,7 @@ class ScoreCombinationMethod(str, Enum):
         if isinstance(value, cls):
             return value
         try:
-            return cls(str(value).lower())
+            return cls(str(value).lower().replace("-", "_"))  # either spelling
         except ValueError:
             try:
                 return cls[str(value).upper()]

@@ -52,13 +52,16 @@ def _as_finite_array(scores: Sequence[float] | np.ndarray, what: str = "scores")
     return arr
 
 
-def check_normalization_method(method: str) -> None:
-    """Raise ``ValueError`` unless ``method`` is one of :data:`NORMALIZATION_METHODS`."""
-    if method not in NORMALIZATION_METHODS:
+def check_normalization_method(method: str) -> str:
+    """``method`` as :data:`NORMALIZATION_METHODS` spells it (``min-max`` is ``min_max``:
+    either spelling works); ``ValueError`` for any other."""
+    spelled = method.replace("-", "_") if isinstance(method, str) else method
+    if spelled not in NORMALIZATION_METHODS:
         raise ValueError(
             f"unknown normalization method {method!r}; "
             f"use one of {', '.join(NORMALIZATION_METHODS)}"
         )
+    return spelled
 
 
 def rank_positions(scores: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -83,7 +86,7 @@ def normalize_scores(scores: Sequence[float] | np.ndarray, method: str = "min_ma
     sigmoid. ``softmax``: ``exp`` normalised to sum 1. ``rank``: ``(n - rank) / (n - 1)``.
     """
     arr = _as_finite_array(scores)
-    check_normalization_method(method)
+    method = check_normalization_method(method)
     n = arr.shape[0]
     if n == 0:
         return arr

@@ -214,3 +214,21 @@ def test_the_pipelines_page_quotes_the_errors_the_code_gives():
     assert _error(_fusion({"type": "bm25"}, combination_method="rrf")) in page
     bm25 = {"scorer": {"type": "bm25"}}
     assert _error({"stages": [bm25, {**bm25, "keep": "eight"}]}) in page
+
+
+def test_method_and_normalization_values_take_either_spelling():
+    # cli.md: names use "-", files "_", and either spelling works for either
+    docs = ["solar panels on the roof", "a roof of tiles", "wind power"]
+    scorers = ({"type": "bm25"}, {"type": "jaccard"})
+    underscored = load(_fusion(*scorers, method="weighted_average", normalization="z_score"))
+    hyphened = load(_fusion(*scorers, method="weighted-average", normalization="z-score"))
+    stage = hyphened  # a one-stage fusion loads as the FusionReranker itself
+    assert isinstance(stage, FusionReranker) and stage.normalization_method == "z_score"
+    assert stage.combination_method.value == "weighted_average"
+    a, b = underscored.rerank("solar roof", docs), hyphened.rerank("solar roof", docs)
+    assert [(r.index, r.score) for r in a] == [(r.index, r.score) for r in b]
+    python = FusionReranker([BM25Scorer(), JaccardScorer()], normalization_method="min-max")
+    assert python.normalization_method == "min_max"
+    assert "unknown normalization method 'min-mux'" in _error(
+        _fusion(*scorers, normalization="min-mux")
+    )

@@ -91,7 +91,7 @@ class FusionReranker(ScoringReranker):
                     output_calibration, "output_calibration"
                 )
         else:
-            check_normalization_method(normalization_method)
+            normalization_method = check_normalization_method(normalization_method)
             if calibration is not None or output_calibration is not None:
                 raise ValueError('calibration is used only with normalization "calibrated"')
         self.strategies = strategies
