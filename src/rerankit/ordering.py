@@ -370,6 +370,11 @@ class MMR(Rule):
                 f"k must be a positive integer (how many MMR picks from the top; the rest "
                 f"follow, nothing is cut) or absent, got {k!r}"
             )
+        if embed is not None and not callable(embed):  # (a pipeline file cannot give one)
+            raise ValueError(
+                f"embed must be a function from texts to vectors, got {embed!r}; in a "
+                "pipeline file, give each document an 'embedding' field instead"
+            )
         self.lambda_, self.k, self.embed = lambda_, k, embed
         self.text_field, self.score_field = text_field, score_field
 

@@ -232,3 +232,10 @@ def test_method_and_normalization_values_take_either_spelling():
     assert "unknown normalization method 'min-mux'" in _error(
         _fusion(*scorers, normalization="min-mux")
     )
+
+
+def test_an_mmr_embed_that_is_not_a_function_is_refused_when_the_file_loads():
+    spec = {"stages": [{"scorer": {"type": "bm25"}}, {"rule": {"type": "mmr", "embed": "x"}}]}
+    message = _error(spec)
+    assert "embed must be a function from texts to vectors, got 'x'" in message
+    assert "'embedding' field" in message
