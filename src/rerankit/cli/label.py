@@ -88,7 +88,7 @@ def _warn_of_missing_keys(spec: str) -> None:
     try:
         judge_from(spec, keys=True)
     except (InputError, RerankitError, ValueError) as exc:
-        print(f"label: warning: without --dry-run this stops: {exc}", file=sys.stderr)
+        print(f"rerankit label: warning: without --dry-run this stops: {exc}", file=sys.stderr)
 
 
 def cmd_label(args: argparse.Namespace) -> int:
@@ -124,7 +124,7 @@ def cmd_label(args: argparse.Namespace) -> int:
         else ""
     )
     print(
-        f"label: {len(data.queries)} queries x top {args.candidates} with "
+        f"rerankit label: {len(data.queries)} queries x top {args.candidates} with "
         f"{judge.client.model}: up to {planned.calls} calls{stops}, about "
         f"{planned.input_tokens:,} input and {planned.output_tokens:,} output tokens, {price}, "
         "before the judgment cache",
@@ -134,8 +134,8 @@ def cmd_label(args: argparse.Namespace) -> int:
     if spent.calls:
         cost = f" and {dollars(spent.cost_usd)}" if spent.cost_usd is not None else ""
         print(
-            f"label: {args.out} has spent {spent.calls} calls{cost} in earlier runs, which "
-            "--max-calls and --budget count",
+            f"rerankit label: {args.out} has spent {spent.calls} calls{cost} in earlier runs, "
+            "which --max-calls and --budget count",
             file=sys.stderr,
         )
     if args.dry_run:
@@ -146,7 +146,7 @@ def cmd_label(args: argparse.Namespace) -> int:
 
     def progress(report: LabelReport) -> None:
         if report.labelled_queries % every == 0 and not args.no_progress:
-            print(f"label: {_line(report)}", file=sys.stderr)
+            print(f"rerankit label: {_line(report)}", file=sys.stderr)
 
     report = label(
         data,
@@ -165,12 +165,13 @@ def cmd_label(args: argparse.Namespace) -> int:
     )
     go_on = _go_on(report, args.out)
     stopped = f"; stopped ({report.stopped}): {go_on}" if report.stopped else ""
-    print(f"label: {_line(report)} in {report.seconds:.0f} s{stopped}", file=sys.stderr)
+    print(f"rerankit label: {_line(report)} in {report.seconds:.0f} s{stopped}", file=sys.stderr)
     for note in report.notes():
-        print(f"label: {note}", file=sys.stderr)
+        print(f"rerankit label: {note}", file=sys.stderr)
     if report.error:
         raise InputError(report.error + (f"; {go_on}" if report.stopped else ""))
-    print(f"label: wrote {Path(args.out) / 'qrels' / (args.out_split + '.tsv')}", file=sys.stderr)
+    written = Path(args.out) / "qrels" / f"{args.out_split}.tsv"
+    print(f"rerankit label: wrote {written}", file=sys.stderr)
     return 0
 
 
