@@ -104,22 +104,29 @@ def test_without_a_base_url_the_message_names_the_provider_s_own_address(monkeyp
 
 def test_a_provider_that_keeps_failing_is_logged_once_per_batch(caplog):
     """Four documents, three attempts each: eight retries, one INFO line per rerank (the
-    first retry, naming where and why), every retry at DEBUG."""
+    first retry, naming where and the HTTP status), every retry at DEBUG with the answer's
+    text, which may quote the request (a tenant's query): it stays out of INFO."""
     retry = RetryPolicy(attempts=3, min_wait=0.0, max_wait=0.0, timeout=10.0)
     docs = ["alpha doc", "beta doc", "gamma doc", "delta doc"]
-    with FakeLLMServer(responder=lambda r: Reply(status=503, text="overloaded")) as server:
+
+    def echoes(request):  # as many providers' errors do
+        return Reply(status=503, text=f"overloaded: {request.prompt}")
+
+    with FakeLLMServer(responder=echoes) as server:
         client = OpenAIClient(base_url=server.openai_url, model="m", api_key=KEY)
         reranker = ScorerReranker(LLMPointwiseScorer(client, cache=False, retry=retry))
         with caplog.at_level(logging.DEBUG, logger="rerankit.llm.resilience"):
             results = [reranker.rerank(QUERY, docs) for _ in range(2)]
-        at = f"openai at {server.openai_url} (model 'm') answered HTTP 503: overloaded"
+        at = f"openai at {server.openai_url} (model 'm') answered HTTP 503"
     assert [r.usage["retries"] for r in results] == [8, 8]
     ours = [r for r in caplog.records if r.name == "rerankit.llm.resilience"]
     info = [r.getMessage() for r in ours if r.levelno == logging.INFO]
     assert len(info) == 2, info  # one per batch
-    assert all(m.startswith(f"{at}; retry 1 in 0.0 s") for m in info), info
+    said = f"{at} (its text at debug level); retry 1 in 0.0 s"
+    assert all(m.startswith(said) and QUERY not in m for m in info), info
     debug = [r.getMessage() for r in ours if r.levelno == logging.DEBUG]
-    assert len(debug) == 16 and all(m.startswith(at) for m in debug), debug
+    assert len(debug) == 16 and all(m.startswith(f"{at}: overloaded") for m in debug), debug
+    assert all(QUERY in m for m in debug)
 
 
 def test_gemini_names_where_its_call_went_too():

@@ -89,3 +89,17 @@ def test_object_documents_on_v2_are_sent_to_v1(client):
     assert client.post("/v1/rerank", json=body, headers=KEY).status_code == 200
     number = client.post("/v2/rerank", json={"query": "q", "documents": [3]}, headers=KEY)
     assert number.status_code == 422 and "/v1/rerank" not in number.json()["message"]
+
+
+def test_nan_infinity_and_huge_numbers_are_not_json_and_say_so(client):
+    """Python's parser reads NaN and Infinity: a v1 document's field came back as a bare
+    NaN token, which strict JSON parsers (a browser's, Go's) refuse."""
+    for token in ("NaN", "Infinity", "-Infinity"):
+        body = '{"query": "q", "documents": [{"text": "a", "s": TOKEN}]}'.replace("TOKEN", token)
+        answer = client.post("/v1/rerank", content=body, headers=KEY)
+        assert answer.status_code == 400, answer.text
+        assert f"{token} is not a JSON value" in answer.json()["message"]
+    huge = '{"query": "q", "documents": ["a"], "top_n": N}'.replace("N", "9" * 4400)
+    answer = client.post("/v2/rerank", content=huge, headers=KEY)
+    assert answer.status_code == 400
+    assert answer.json()["message"] == "the body is not JSON: a number has too many digits"

@@ -19,10 +19,11 @@ pytest.importorskip("fastapi", reason="needs the 'server' extra")
 
 from fastapi.testclient import TestClient
 
-from rerankit import register_reranker
+from rerankit import register_reranker, registry
 from rerankit.rerankers import ScorerReranker
 from rerankit.scorers import ScoreBatch
 from rerankit.server import ServerSettings, create_app
+from rerankit.server.readiness import HIDDEN
 from rerankit.server.state import FAILING_AFTER, MESSAGE_CHARS, one_line
 
 #: what the "live" pipeline's provider does now: answer, refuse, or stall; and how many
@@ -302,3 +303,50 @@ def test_a_torch_free_service_without_an_export_says_the_fix_first_and_whole(tmp
     assert answer.status_code == 503 and fix in answer.json()["message"]
     assert "install what it needs" not in answer.text
     assert answer.json()["message"].endswith("(restart the service once it has what it needs)")
+
+
+class _Echoes:
+    """A provider whose error quotes the request it refused (as many do): the query."""
+
+    name = "echoes"
+
+    async def score(self, query, docs, **context):
+        if query == "warm up":
+            return np.zeros(len(docs))
+        return ScoreBatch(
+            values=np.zeros(len(docs)),
+            flags={i: ["llm_failed"] for i in range(len(docs))},
+            warnings=[f"document 0: no score (openai: 500: bad request {query!r})"],
+        )
+
+
+def test_with_api_keys_ready_names_states_but_not_errors_that_may_quote_a_request(monkeypatch):
+    monkeypatch.setattr(registry, "_ENTRIES", dict(registry._ENTRIES))  # this test's only
+    register_reranker("test-echoes", lambda: ScorerReranker(_Echoes()))
+    settings = ServerSettings(
+        pipelines={"live": "test-echoes", "broken": "test-broken-provider", "bm25": "bm25"},
+        default="bm25",
+        api_keys=["k"],
+        ready_when="any",
+        failing_probe_seconds=0,
+    )
+    secret = {**ASK, "query": "patient John Doe HIV status"}
+    with TestClient(create_app(settings)) as client:
+        deadline = time.time() + 30
+        while client.get("/ready").json().get("loading") and time.time() < deadline:
+            time.sleep(0.02)
+        key = {"Authorization": "Bearer k"}
+        for _ in range(FAILING_AFTER):
+            assert client.post("/v2/rerank", json=secret, headers=key).status_code == 502
+        ready = client.get("/ready")  # no key: states, not the causes
+        assert ready.status_code == 200, ready.text
+        assert ready.json()["failing"] == {"live": HIDDEN}
+        assert ready.json()["failed"] == {"broken": HIDDEN}
+        one = client.get("/ready", params={"model": "live"})
+        assert one.json()["status"] == "failing" and one.json()["error"] == HIDDEN
+        down = client.get("/ready", params={"model": "broken"})
+        assert down.status_code == 503 and "connection refused" not in down.text
+        assert all("John Doe" not in r.text for r in (ready, one, down))
+        info = client.get("/info", headers=key).json()["pipelines"]  # with a key: the cause
+        assert "John Doe" in info["live"]["error"]
+        assert "connection refused" in info["broken"]["error"]

@@ -101,3 +101,38 @@ def test_an_unknown_model_is_404_with_the_name_meant():
         "model 'hybird' not found; did you mean 'hybrid'? available: hybrid, lexical"
     )
     assert far.status_code == 404 and "did you mean" not in far.json()["message"]
+
+
+@pytest.mark.parametrize(
+    ("keys", "said"),
+    [
+        ('"k1,k2"', "expected a list of keys"),  # each character was a key, "k1" was not
+        ('[""]', "an empty key would let any request in"),  # the service was open
+        ('{a = "TOPSECRET"}', "expected a list of keys"),  # "a" was the key
+        ('["k1", 12345]', "expected a list of keys"),  # other requests got 500s
+    ],
+)
+def test_api_keys_in_a_settings_file_are_a_list_of_keys_or_refused(
+    tmp_path, monkeypatch, keys, said
+):
+    monkeypatch.delenv("RERANKIT_API_KEYS", raising=False)
+    path = _file(tmp_path, f'[server]\napi_keys = {keys}\n[pipelines.b]\nreranker = "bm25"\n')
+    with pytest.raises(ValueError, match=said):
+        ServerSettings.from_file(path)
+    with pytest.raises(ValueError, match=said):  # what serve reads, before it listens
+        serve_settings(build_parser().parse_args(["serve", "--settings", str(path)]))
+
+
+def test_a_setting_of_the_wrong_kind_is_named_with_its_kind(tmp_path):
+    for line, said in [
+        ('max_documents = "lots"', "max_documents must be an integer, got 'lots'"),
+        ('timeout = "5"', "timeout must be a number"),
+        ("truncate = 1", "truncate must be true or false"),
+    ]:
+        path = _file(tmp_path, f'[server]\n{line}\n[pipelines.b]\nreranker = "bm25"\n')
+        with pytest.raises(ValueError, match=said):
+            ServerSettings.from_file(path)
+    ok = _file(
+        tmp_path, '[server]\ntimeout = 5\napi_keys = ["k1"]\n[pipelines.b]\nreranker = "bm25"\n'
+    )
+    assert ServerSettings.from_file(ok).timeout == 5

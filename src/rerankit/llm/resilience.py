@@ -218,11 +218,13 @@ class CallRunner:
         retry); always at DEBUG with the SDK's error that caused it."""
         exc = state.outcome.exception()
         wait = state.next_action.sleep if state.next_action else 0.0
-        if first_of_batch:
+        if first_of_batch:  # an HTTP answer's text may quote the request: at debug only
+            status = getattr(exc, "status", None)
+            said = f"{where(self.client)} answered HTTP {status} (its text at debug level)"
             logger.info(
                 "%s; retry %d in %.1f s (this batch's first retry; the others are logged at "
                 "debug level)",
-                with_where(self.client, exc),
+                said if status is not None else with_where(self.client, exc),
                 state.attempt_number,
                 wait,
             )

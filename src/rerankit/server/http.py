@@ -121,15 +121,20 @@ async def read_body(request: Any, settings: ServerSettings) -> bytes:
     return b"".join(chunks)
 
 
+def _not_json(token: str) -> Any:
+    raise ValueError(f"{token} is not a JSON value (send a number, or null)")
+
+
 async def read_json(request: Any, settings: ServerSettings) -> Any:
     """The body as JSON, within its size and time limits (400 when it is not JSON)."""
     # Parsed by hand: some clients (the cohere SDK among them) send JSON without a
     # Content-Type header.
     raw = await read_body(request, settings)
-    try:
-        return json.loads(raw or b"null")
+    try:  # NaN and Infinity are not JSON: echoed back, they would break strict clients
+        return json.loads(raw or b"null", parse_constant=_not_json)
     except ValueError as exc:
-        raise ServiceError(400, f"the body is not JSON: {exc}") from exc
+        why = "a number has too many digits" if "int_max_str_digits" in str(exc) else exc
+        raise ServiceError(400, f"the body is not JSON: {str(why)[:200]}") from exc
     except RecursionError as exc:  # nesting deeper than the parser goes
         raise ServiceError(400, "the body is nested too deeply") from exc
 

@@ -11,7 +11,25 @@ from typing import Any
 
 from .service import Service
 
-__all__ = ["pipeline_readiness", "readiness"]
+__all__ = ["HIDDEN", "pipeline_readiness", "readiness"]
+
+#: what ``/ready`` (which needs no key) says in place of an error's text when the service
+#: has API keys: a provider's error may quote the request it refused (a tenant's query and
+#: documents), and a load error names paths and addresses; ``/info`` (with a key) has it
+HIDDEN = "see /info (with an API key) for the cause"
+
+
+def _shown(service: Service, text: str | None) -> str | None:
+    """``text`` as an unauthenticated ``/ready`` may show it."""
+    return HIDDEN if text is not None and service.settings.api_keys else text
+
+
+def _state(service: Service, name: str) -> dict[str, Any]:
+    state = service.describe_state(name)
+    for key in ("error", "degraded_cause"):
+        if key in state:
+            state[key] = _shown(service, state[key])
+    return state
 
 
 def readiness(service: Service) -> tuple[int, dict[str, Any]]:
@@ -20,12 +38,14 @@ def readiness(service: Service) -> tuple[int, dict[str, Any]]:
     while any is not ready, 200 once all are. ``ready_when="any"``: 200 as soon as one
     pipeline is ready (naming those that failed or still load). A 200 names the pipelines
     that are ``failing`` (with why). 503 while stopping (the drain period after SIGTERM
-    included)."""
+    included). With API keys, errors' text is :data:`HIDDEN` (``/ready`` needs no key)."""
     if service.stopping or service.admission.draining:
         return 503, {"status": "stopping"}
     pipelines = service.pipelines.values()
     ok = [p.name for p in pipelines if p.ready]
-    failed = {p.name: p.state.error for p in pipelines if not p.ready and p.state.error}
+    failed = {
+        p.name: _shown(service, p.state.error) for p in pipelines if not p.ready and p.state.error
+    }
     if ok and (service.settings.ready_when == "any" or len(ok) == len(service.pipelines)):
         body: dict[str, Any] = {"status": "ready"}
         if service.ready.is_set():
@@ -35,11 +55,15 @@ def readiness(service: Service) -> tuple[int, dict[str, Any]]:
         loading = sorted(p.name for p in pipelines if not p.ready and not p.state.error)
         if loading:
             body["loading"] = loading
-        failing = {p.name: p.state.failing for p in pipelines if p.ready and p.state.failing}
+        failing = {
+            p.name: _shown(service, p.state.failing)
+            for p in pipelines
+            if p.ready and p.state.failing
+        }
         if failing:
             body["failing"] = failing
         return 200, body
-    states = {name: service.describe_state(name) for name in service.pipelines}
+    states = {name: _state(service, name) for name in service.pipelines}
     if not service.ready.is_set() or not failed:
         return 503, {"status": "loading", "pipelines": states}
     return 503, {"status": "failed", "failed": failed, "pipelines": states}
@@ -55,9 +79,12 @@ def pipeline_readiness(
     named = {"model": model, "pipeline": pipeline.name}
     if service.stopping or service.admission.draining:
         return 503, {"status": "stopping", **named}, None
-    state = service.describe_state(pipeline.name)
+    state = _state(service, pipeline.name)
     status = state.pop("state")
     if pipeline.ready:  # ready, or failing (and serving)
         return 200, {"status": status, **named, **state}, None
     why = pipeline.unavailable()  # what its requests are told now, and Retry-After
-    return 503, {"status": status, **named, "message": why.message, **state}, why.headers
+    message = why.message
+    if service.settings.api_keys:
+        message = f"pipeline {pipeline.name!r} is {status}: {HIDDEN}"
+    return 503, {"status": status, **named, "message": message, **state}, why.headers

@@ -83,7 +83,7 @@ from ..backends.manifest import check_backend
 from ..cache import CacheSettings
 from ..cache.store import redacted
 from ..config import paths_beside, read_spec
-from ..options import unknown_keys
+from ..options import check_options, unknown_keys
 from .batching import PAIR_MODES
 from .feedback import FeedbackSettings, check_experiments, expand_variables, feedback_beside
 from .hybrid_alias import hybrid_stand_in
@@ -286,6 +286,11 @@ class ServerSettings:
                 name: on_backend(spec, self.backend, self.quantize or None, self.model or None)
                 for name, spec in self.pipelines.items()
             }
+        keys = self.api_keys  # a string would make each character a key; "" opens it
+        if not isinstance(keys, (list, tuple)) or not all(isinstance(k, str) for k in keys):
+            raise ValueError(f'api_keys: expected a list of keys (["k1", "k2"]), got {keys!r:.40}')
+        if any(not k.strip() for k in keys):
+            raise ValueError("api_keys: an empty key would let any request in; remove it")
         variable = self.api_key_env or API_KEY_ENV
         named = self.api_key_env is not None
         problem = key_variable_problem(variable, named, others=bool(self.api_keys))
@@ -367,6 +372,7 @@ class ServerSettings:
         problem = unknown_keys(server, known, "[server]")
         if problem is not None:
             raise ValueError(problem)
+        check_options(cls, server, "[server]")  # each value of its kind, named if not
         pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
         if "default" not in server and pipelines is not None:
             server["default"] = "hybrid" if "hybrid" in pipelines else next(iter(pipelines))
