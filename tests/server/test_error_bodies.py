@@ -103,3 +103,24 @@ def test_nan_infinity_and_huge_numbers_are_not_json_and_say_so(client):
     answer = client.post("/v2/rerank", content=huge, headers=KEY)
     assert answer.status_code == 400
     assert answer.json()["message"] == "the body is not JSON: a number has too many digits"
+
+
+def test_bodies_a_page_of_another_origin_may_send_unasked_are_refused(client):
+    # text/plain, forms: a browser sends them across origins without a preflight, so any
+    # web page could make a visitor's browser rerank (and write the click log) on a
+    # service without keys; JSON, or no Content-Type (the cohere SDK's), is taken
+    body = '{"query": "q", "documents": ["a"]}'
+    for kind in ("text/plain", "text/plain; charset=utf-8", "application/x-www-form-urlencoded"):
+        answer = client.post("/v2/rerank", content=body, headers={**KEY, "Content-Type": kind})
+        assert answer.status_code == 415, kind
+        assert "send application/json" in answer.json()["message"]
+    for headers in ({**KEY, "Content-Type": "application/json"}, KEY):
+        assert client.post("/v2/rerank", content=body, headers=headers).status_code == 200
+
+
+def test_an_unknown_model_is_named_but_not_echoed_whole(client):
+    ask = {"model": "x" * 3000, "query": "q", "documents": ["a"]}
+    answer = client.post("/v2/rerank", json=ask, headers=KEY)
+    assert answer.status_code == 404
+    assert f"model {'x' * 100!r}... not found" in answer.json()["message"]
+    assert len(answer.text) < 1000

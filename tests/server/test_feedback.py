@@ -497,3 +497,22 @@ def test_an_explanation_is_never_interleaved_or_explored(tmp_path):
         assert impression["endpoint"] == "explain"
         assert "interleaving" not in impression and "explore" not in impression
         (tmp_path / "clicks.jsonl").unlink()
+
+
+def test_a_document_that_is_not_unicode_is_logged_with_the_replacement_character(tmp_path):
+    # a lone surrogate (scored as U+FFFD) made its impression fail to write: anyone could
+    # keep their own traffic out of the log
+    settings = _settings(
+        tmp_path, feedback={"path": str(tmp_path / "clicks.jsonl"), "store": "text"}
+    )
+    body = '{"model": "up", "query": "q", "documents": ["bad \\ud800 text", "fine"]}'
+    with TestClient(create_app(settings)) as client:
+        _ready(client)
+        answer = client.post("/v2/rerank", content=body, headers=KEY)
+        assert answer.status_code == 200, answer.text
+        client.app.state.feedback.flush()
+        errors = client.get("/metrics").text
+    (impression,) = _records(tmp_path / "clicks.jsonl")
+    assert impression["id"] == answer.json()["id"]
+    assert [d["text"] for d in impression["documents"]] == ["bad \ufffd text", "fine"]
+    assert "rerankit_feedback_write_errors_total 0.0" in errors

@@ -121,6 +121,13 @@ async def read_body(request: Any, settings: ServerSettings) -> bytes:
     return b"".join(chunks)
 
 
+#: the bodies a browser sends across origins without a preflight: refused, so that a web
+#: page cannot make a visitor's browser call a service without keys (on localhost, say)
+_SIMPLE_FORMS = frozenset(
+    {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data"}
+)
+
+
 def _not_json(token: str) -> Any:
     raise ValueError(f"{token} is not a JSON value (send a number, or null)")
 
@@ -129,6 +136,9 @@ async def read_json(request: Any, settings: ServerSettings) -> Any:
     """The body as JSON, within its size and time limits (400 when it is not JSON)."""
     # Parsed by hand: some clients (the cohere SDK among them) send JSON without a
     # Content-Type header.
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if kind in _SIMPLE_FORMS:  # what a page of another origin may send without asking
+        raise ServiceError(415, f"Content-Type {kind}: send application/json (or none)")
     raw = await read_body(request, settings)
     try:  # NaN and Infinity are not JSON: echoed back, they would break strict clients
         return json.loads(raw or b"null", parse_constant=_not_json)

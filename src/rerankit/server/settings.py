@@ -427,7 +427,8 @@ class ServerSettings:
             available += "; aliases: " + ", ".join(
                 f"{alias} ({target})" for alias, target in sorted(aliases.items())
             )
-        return f"model {name!r} not found; {hint}available: {available}"
+        shown = repr(name) if name is None or len(name) <= 100 else f"{name[:100]!r}..."
+        return f"model {shown} not found; {hint}available: {available}"
 
     def resolve(self, model: str | None) -> str | None:
         """The pipeline a request's ``model`` names: the default when none, through

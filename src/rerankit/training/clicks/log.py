@@ -72,6 +72,7 @@ from .records import (
     Impression,
     LoggedDocument,
     answer_of,
+    encodable,
     logged_document,
     text_hash,
 )
@@ -283,7 +284,7 @@ class ClickLog:
         try:
             value = record if isinstance(record, Mapping) else record.as_dict()
             line = dumps_strict(value, ensure_ascii=False, separators=(",", ":"), default=_plain)
-            line += "\n"
+            line = encodable(line) + "\n"
         except Exception as exc:
             return self._failed(exc, what)
         if self._queue is None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import math
 import operator
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -23,6 +24,7 @@ __all__ = [
     "Impression",
     "LoggedDocument",
     "answer_of",
+    "encodable",
     "logged_document",
     "record_time",
     "text_hash",
@@ -54,8 +56,22 @@ def record_time(value: Any, what: str = "record") -> float:
 
 
 def text_hash(text: str) -> str:
-    """The SHA-256 of a text's UTF-8 bytes, hex: how a log stored as ``hash`` names a text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """The SHA-256 of a text's UTF-8 bytes, hex: how a log stored as ``hash`` names a text
+    (a lone surrogate hashed as the U+FFFD it is written as: :func:`encodable`)."""
+    return hashlib.sha256(encodable(text).encode("utf-8")).hexdigest()
+
+
+def encodable(text: str) -> str:
+    """``text`` with each lone surrogate (text that is not Unicode, which scoring reads as
+    U+FFFD) as U+FFFD too, so that it can be written in UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
