@@ -6,10 +6,9 @@ Accepted items:
 * ``str`` and :class:`~rerankit.Document`;
 * mappings (dicts): the text under ``text_field`` (or the ``text_fields`` joined as
   ``"field: value"`` lines), the optional id under ``id_field``; every other field becomes
-  metadata. A ``title`` field (a non-empty string, or a number written as text; None or
-  NaN: no title; another kind is an error) is the document's title: scorers read it, on
-  the line before the text, and a scorer that splits documents into passages
-  starts every passage with it (:func:`document_title`);
+  metadata. A ``title`` field, or the one ``title_field`` names, is the document's title
+  (:mod:`rerankit.titles`: which values are titles; scorers read it on the line before the
+  text, and passages start with it);
 * LangChain ``Document`` s (``page_content``, ``metadata``, ``id``);
 * LlamaIndex ``NodeWithScore`` s and nodes (``get_content()``, ``node_id``, ``metadata``); a
   node's retriever ``score`` becomes the ``first_stage_score``. Both read their metadata
@@ -40,6 +39,7 @@ from numbers import Real
 from typing import Any
 
 from .errors import InputError, InvalidDocumentError, keyword_flag
+from .titles import TITLE, document_title, titled_text
 from .types import Document, RankedDocument, repeated_ids
 
 __all__ = [
@@ -64,41 +64,10 @@ PASS_FIRST_STAGE = (
     f"{keyword_flag('first_stage_field')}, or by first_stage_field in a Cohere v1 request "
     "(/v1/rerank; a v2 request carries texts only)"
 )
-#: the field (and metadata key) holding a document's title
-TITLE = "title"
 #: the field a document's id is read from unless the caller names another: one no
 #: document has is fine (no ids), while a field the caller named that no document has is
 #: an error, as a misspelt name would otherwise give every result an empty id
 DEFAULT_ID_FIELD = "id"
-
-
-def _title(value: Any, index: int | None) -> str | None:
-    """A ``title`` value as read: a string (None when blank), a number as text (``42``, as
-    ``text_fields`` writes it), None for None or NaN (a pandas frame's empty cell); anything
-    else is an InvalidDocumentError naming document ``index`` (None: no title, unchecked)."""
-    if isinstance(value, Real) and not isinstance(value, bool):
-        return None if value != value else str(value)  # NaN is no title
-    if value is None or isinstance(value, str) or index is None:
-        return value if isinstance(value, str) and value.strip() else None
-    raise InvalidDocumentError(
-        f"document {index}: field {TITLE!r} must be a string, a number or None (no title), "
-        f"got {type(value).__name__}",
-        index=index,
-        field=TITLE,
-    )
-
-
-def titled_text(text: str, title: Any, index: int | None = None) -> str:
-    """A document's text as scorers read it: with a title (see :func:`document_title`), the
-    title, a newline, then the text (the title alone when the text is blank)."""
-    title = _title(title, index)
-    return (f"{title}\n{text}" if text.strip() else title) if title else text
-
-
-def document_title(doc: Document) -> str | None:
-    """The document's title: its ``title`` metadata when that is a non-empty string or a
-    number (written as text); None for none, a blank, NaN or another kind."""
-    return _title(doc.metadata.get(TITLE), None)
 
 
 _MISSING = object()
@@ -169,12 +138,20 @@ class _Adapter:
             raise InputError(
                 f"text_fields must be a non-empty list of field names, got {text_fields!r}"
             )
+        if text_fields is not None and fields.title_field != TITLE:
+            raise InputError(
+                f"title_field={fields.title_field!r} does not apply with text_fields, which "
+                "reads each field as a 'field: value' line; name one text field instead"
+            )
         self.text_field, self.id_field = fields.text_field, fields.id_field
+        self.title_field = fields.title_field
         self.text_fields = list(text_fields) if text_fields is not None else None
         self.text_getter, self.lenient = text_getter, missing_text == "empty"
         #: the first document whose fields the id is read from, and whether any has it
         self.id_read: int | None = None
         self.id_found = False
+        self.title_read: int | None = None  # the same for the title field
+        self.title_found = False
 
     def read_id(self, fields: Mapping[str, Any], i: int) -> Any:
         """The id among a document's ``fields``, noting that it was looked for."""
@@ -182,6 +159,21 @@ class _Adapter:
             self.id_read = i
         self.id_found |= self.id_field in fields
         return fields.get(self.id_field)
+
+    def titled(self, text: str, metadata: dict[str, Any], item: Mapping[str, Any], i: int) -> str:
+        """``text`` with the title in ``title_field`` of a document's fields ``item``, which
+        ``metadata`` (the Document's, a new dict) then holds as its ``title``."""
+        if self.text_field == self.title_field:
+            return text
+        if self.title_read is None:
+            self.title_read = i
+        self.title_found |= self.title_field in item
+        value = item.get(self.title_field)
+        if self.title_field != TITLE:  # read as if the field were named 'title'
+            metadata.pop(TITLE, None)
+            if self.title_field in item:
+                metadata[TITLE] = value
+        return titled_text(text, value, i, self.title_field)
 
     def missing(self, i: int, message: str, field: str | None) -> str:
         if self.lenient:
@@ -213,7 +205,7 @@ class _Adapter:
         return text
 
     def framework_text(
-        self, i: int, kind: str, name: str, item: Any, metadata: Mapping[str, Any]
+        self, i: int, kind: str, name: str, item: Any, metadata: dict[str, Any]
     ) -> str:
         """The text of a LangChain Document or a LlamaIndex node (``name``: its
         ``page_content``, or a node's ``text`` as ``get_content()`` gives it), read as a
@@ -238,7 +230,7 @@ class _Adapter:
         text = item.page_content if name == "page_content" else item.get_content()
         if self.text_fields is not None:
             return self.text_of_mapping({**metadata, name: text}, i)
-        return titled_text(text, metadata.get(TITLE), i)
+        return self.titled(text, metadata, dict(metadata), i)
 
     def adapt(self, item: Any, i: int) -> Document:
         if isinstance(item, Document):
@@ -265,8 +257,8 @@ class _Adapter:
             skip = {self.id_field} | ({self.text_field} if self.text_fields is None else set())
             metadata = {k: v for k, v in item.items() if k not in skip}
             text = self.text_of_mapping(item, i)
-            if self.text_fields is None and self.text_field != TITLE:
-                text = titled_text(text, item.get(TITLE), i)
+            if self.text_fields is None:
+                text = self.titled(text, metadata, item, i)
             return Document(text=text, id=self.read_id(item, i), metadata=metadata, source=item)
         if _is_langchain(item):
             metadata = dict(item.metadata)
@@ -289,8 +281,8 @@ class _Adapter:
             attributes = _public_attributes(item)
             attributes.pop(self.text_field, None)
             text = text if isinstance(text, str) else ""
-            if self.text_field != TITLE:  # a title attribute is read as a dict's title key
-                text = titled_text(text, attributes.get(TITLE), i)
+            # a title attribute is read as a dict's title key
+            text = self.titled(text, attributes, dict(attributes), i)
             identity = self.read_id(attributes, i)
             attributes.pop(self.id_field, None)
             return Document(text=text, id=identity, metadata=attributes, source=item)
@@ -377,8 +369,9 @@ def to_documents(
     Raises :class:`~rerankit.errors.InvalidDocumentError` (a ``ValueError``) naming the
     document's index and the field when a text is missing or not a string
     (``missing_text="empty"`` reads such documents as empty text instead), when a
-    ``first_stage_field`` value is not a number, and when a ``first_stage_field`` or an
-    ``id_field`` other than ``"id"`` is in none of the documents (a misspelt name). See the
+    ``first_stage_field`` value is not a number, and when a ``first_stage_field``, an
+    ``id_field`` other than ``"id"`` or a ``title_field`` other than ``"title"`` is in none
+    of the documents (a misspelt name). See the
     module doc for the kinds of item accepted.
     """
     fields = (fields or InputFields()).with_options(**options)
@@ -389,6 +382,10 @@ def to_documents(
     if fields.id_field != DEFAULT_ID_FIELD and first is not None and not adapter.id_found:
         otherwise = f"to read ids from {DEFAULT_ID_FIELD!r} where there is one"
         raise _absent_field("id field", fields.id_field, docs, first, otherwise)
+    first = adapter.title_read
+    if fields.title_field != TITLE and first is not None and not adapter.title_found:
+        otherwise = f"to read titles from {TITLE!r} where there is one"
+        raise _absent_field("title field", fields.title_field, docs, first, otherwise)
     if fields.first_stage_field is not None:
         docs = _with_first_stage(
             docs, fields.first_stage_field, fields.first_stage_higher_is_better
@@ -402,7 +399,8 @@ class InputFields:
     dict field holding the text (``text_field``) and the id (``id_field``), the field dict
     outputs get the score under (``score_field``), and the field holding the retriever's
     score (``first_stage_field``; ``first_stage_higher_is_better=False`` for distances),
-    which becomes the documents' ``first_stage_score``. ``rerank()``, ``Reranker.rerank``,
+    which becomes the documents' ``first_stage_score``, and the field holding the title
+    (``title_field``), read on the line before the text. ``rerank()``, ``Reranker.rerank``,
     the CLI, the service and the integrations all take it (``fields=``), so an option added
     here reaches every one of them."""
 
@@ -415,6 +413,8 @@ class InputFields:
     #: has as a ``field: value`` line, in this order (``title`` is one more line, not read
     #: as the title): what Cohere's ``rank_fields`` asks for
     text_fields: tuple[str, ...] | None = None
+    #: the field holding the title, read exactly as a ``title`` field is (not with text_fields)
+    title_field: str = TITLE
 
     @classmethod
     @functools.cache

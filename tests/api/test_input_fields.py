@@ -3,13 +3,17 @@ and RayOptions (how the ray engine runs) mean the same as their keywords."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
 import rerankit
 from rerankit import InputFields, load
 from rerankit.batch import RayOptions
+from rerankit.documents import document_title
 from rerankit.errors import InputError, InvalidDocumentError
+from rerankit.scorers import FunctionScorer
 
 DOCS = [
     {"body": "wind turbines at sea", "key": "w", "retriever": 0.9},
@@ -139,3 +143,53 @@ def test_an_id_field_named_that_no_document_has_is_refused_the_default_is_not():
     default = rerankit.rerank("vaccines", docs, reranker="bm25", text_field="content")
     assert [d.id for d in default] == [None, None]
     assert rerankit.rerank("vaccines", ["a", "b"], reranker="bm25", id_field="uri")[0].id is None
+
+
+def _title_reader(query, doc):
+    """A score from what scorers read: the text (title line first) and the title alone."""
+    title = document_title(doc) or ""
+    return 10 * (query in title) + len(doc.text) / 100
+
+
+HEADLINED = [
+    {"doc_id": "a", "headline": "Solar", "body": "panels on roofs"},
+    {"doc_id": "b", "headline": 1999, "body": "solar power in a year"},
+    {"doc_id": "c", "headline": None, "body": "wind at sea"},
+    {"doc_id": "d", "body": "a bread recipe"},
+]
+
+
+@pytest.mark.parametrize("how", ["keyword", "object"])
+def test_a_title_field_is_read_exactly_as_a_title_field(how):
+    renamed = [{"title" if k == "headline" else k: v for k, v in d.items()} for d in HEADLINED]
+    scorer = FunctionScorer(_title_reader)
+    as_title = rerankit.rerank("Solar", renamed, reranker=scorer, text_field="body")
+    options = {"text_field": "body", "title_field": "headline"}
+    named = (
+        rerankit.rerank("Solar", HEADLINED, reranker=scorer, **options)
+        if how == "keyword"
+        else load(scorer).rerank("Solar", HEADLINED, fields=InputFields(**options))
+    )
+    assert [(r.index, r.score, r.text) for r in named] == [
+        (r.index, r.score, r.text) for r in as_title
+    ]
+    assert named[0].text == "Solar\npanels on roofs" and named[0].score > 10
+    assert "title" not in HEADLINED[0]  # the caller's dicts are not touched
+    # a LangChain-like object's metadata key and an object's attribute are read the same way
+    assert (
+        InputFields(text_field="body", title_field="headline")
+        .read([SimpleNamespace(body="panels", headline="Solar")])[0]
+        .text
+        == "Solar\npanels"
+    )
+
+
+def test_a_title_field_no_document_has_or_with_text_fields_is_refused():
+    with pytest.raises(InvalidDocumentError, match=r"title field 'heading' is in none of the 4"):
+        rerankit.rerank("x", HEADLINED, reranker="bm25", text_field="body", title_field="heading")
+    with pytest.raises(InvalidDocumentError, match=r"field 'headline' must be a string, a number"):
+        InputFields(text_field="body", title_field="headline").read(
+            [{"body": "b", "headline": ["a list"]}]
+        )
+    with pytest.raises(InputError, match="title_field='headline' does not apply with text_fields"):
+        InputFields(text_fields=("body",), title_field="headline").read(HEADLINED)

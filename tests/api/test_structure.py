@@ -146,7 +146,7 @@ STACK = (
             "_once",
         ),
     ),
-    ("documents", ("documents",)),
+    ("documents", ("documents", "titles")),
     ("text", ("text",)),
     ("numbers", ("normalize", "calibration")),
     ("cache", ("cache",)),

@@ -625,6 +625,39 @@ def test_rank_text_fields_reads_several_fields_as_python_does(capsys, tmp_path):
     assert exit_.value.code == 2 and "field names separated by commas" in capsys.readouterr().err
 
 
+def test_rank_and_batch_title_field_read_it_as_a_title_field(capsys, tmp_path):
+    docs = [
+        {"doc_id": "a", "headline": "Vaccines", "body": "They train B and T cells."},
+        {"doc_id": "b", "headline": "Storage", "body": "Vaccines keep cold."},
+        {"doc_id": "c", "headline": "Fridges", "body": "Cold rooms for food."},
+    ]
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in docs))
+    query = "vaccines train cells"
+    argv = ["rank", "-q", query, "-i", str(path), "-r", "bm25", "--text-field", "body"]
+    code, out, err = run_cli(capsys, *argv, "--id-field", "doc_id", "--title-field", "headline")
+    assert code == 0, err
+    rows = [(r["doc_id"], r["rerank_score"]) for r in map(json.loads, out.splitlines())]
+    renamed = [{"title" if k == "headline" else k: v for k, v in d.items()} for d in docs]
+    direct = rerankit.rerank(query, renamed, reranker="bm25", text_field="body", id_field="doc_id")
+    assert rows == [(d.id, d.score) for d in direct]
+    untitled = rerankit.rerank(query, docs, reranker="bm25", text_field="body", id_field="doc_id")
+    assert rows != [(d.id, d.score) for d in untitled]  # the headline counts
+    code, _, err = run_cli(capsys, *argv, "--title-field", "heading")
+    assert code == 1 and "title field 'heading' is in none of the 3 documents" in err
+    code, _, err = run_cli(capsys, *argv[:5], "--text-fields", "body", "--title-field", "headline")
+    assert code == 2 and "--title-field has no effect with --text-fields" in err
+    # batch reads its rows' candidates the same way
+    batch_rows = tmp_path / "rows.jsonl"
+    batch_rows.write_text(json.dumps({"query": query, "candidates": docs}) + "\n")
+    out_file = tmp_path / "out.jsonl"
+    batch = ["batch", "-i", str(batch_rows), "-o", str(out_file), "-r", "bm25"]
+    flags = ["--text-field", "body", "--id-field", "doc_id", "--title-field", "headline"]
+    assert main([*batch, *flags]) == 0
+    got = [(r["id"], r["score"]) for r in json.loads(out_file.read_text())["results"]]
+    assert got == [(d.id, pytest.approx(d.score)) for d in direct]
+
+
 def test_the_quickstart_says_explain_writes_a_table_as_rank_help_does(capsys):
     """quickstart.md said "without --format table it writes JSON Lines", but with --explain
     the table is the default (as `rank --help` says)."""

@@ -98,7 +98,17 @@ def test_candidates_without_scores_keep_their_order(collection, tmp_path):
             "bad.jsonl:1: expected an object with query_id and a candidates list",
         ),
         ('{"candidates": ["d1"]}', "bad.jsonl:1: query_id must be a string or number"),
-        ('{"query_id": "q1", "candidates": [{"text": "x"}]}', "candidate 0 has no id"),
+        (
+            '{"query_id": "q1", "candidates": [{"doc_id": "d1", "score": 2}]}',
+            r"bad.jsonl:1: candidate 0 has no 'id' \(fields present: 'doc_id', 'score'\): "
+            r"each candidate needs an 'id' \(a string or number\) and may have a "
+            r"'first_stage_score'",
+        ),
+        (
+            '{"query_id": "q1", "candidates": ["d1", {"id": true}]}',
+            "candidate 1's 'id' must be a string or number, got bool: each candidate needs",
+        ),
+        ('{"query_id": "q1", "candidates": [null]}', "candidate 0 is None, not an id or an object"),
         (
             '{"query_id": "q1", "candidates": [{"id": "d1", "score": "high"}]}',
             "bad.jsonl:1: query 'q1': candidate 'd1': score must be a number",

@@ -147,6 +147,37 @@ def test_a_title_in_a_frameworks_metadata_is_read_as_a_dicts_title():
     assert li[0].node.get_content() == TITLED[0][1]  # the node's own text is left alone
 
 
+def test_a_title_under_another_metadata_key_is_read_with_title_field():
+    pytest.importorskip("langchain_core", reason="needs the 'langchain' extra")
+    pytest.importorskip("llama_index.core", reason="needs the 'llamaindex' extra")
+    from rerankit.integrations.langchain import RerankitCompressor
+    from rerankit.integrations.llamaindex import RerankitPostprocessor
+
+    docs, nodes = _langchain_docs(), _llamaindex_nodes()
+    for meta in [d.metadata for d in docs] + [n.node.metadata for n in nodes]:
+        if "title" in meta:
+            meta["headline"] = meta.pop("title")
+    wanted = [d.text for d in rerankit.InputFields().read(_langchain_docs())]
+    for items in (docs, nodes):
+        assert [d.text for d in rerankit.InputFields(title_field="headline").read(items)] == wanted
+    query = "vaccines train cells"
+    titled = RerankitCompressor(reranker="bm25", top_n=None).compress_documents(
+        _langchain_docs(), query
+    )
+    lc = RerankitCompressor(reranker="bm25", top_n=None, title_field="headline")
+    got = lc.compress_documents(docs, query)
+    assert [(d.id, d.metadata["relevance_score"]) for d in got] == [
+        (d.id, d.metadata["relevance_score"]) for d in titled
+    ]
+    li = RerankitPostprocessor(reranker="bm25", title_field="headline")
+    plain = RerankitPostprocessor(reranker="bm25").postprocess_nodes(
+        _llamaindex_nodes(), query_str=query
+    )
+    assert [(n.node.id_, n.score) for n in li.postprocess_nodes(nodes, query_str=query)] == [
+        (n.node.id_, n.score) for n in plain
+    ]
+
+
 def test_the_adapters_take_text_fields_and_first_stage_options_as_rerank_does():
     pytest.importorskip("langchain_core", reason="needs the 'langchain' extra")
     pytest.importorskip("llama_index.core", reason="needs the 'llamaindex' extra")

@@ -149,6 +149,40 @@ def test_explain_needs_the_key_and_names_a_bad_document(service):
     assert "200" in schema["paths"]["/v1/explain"]["post"]["responses"]
 
 
+HEADLINED = [
+    {"doc_id": "a", "headline": "Vaccines", "body": "They train B and T cells.", "score": 1},
+    {"doc_id": "b", "headline": "Storage", "body": "Vaccines keep cold.", "score": 3},
+    {"doc_id": "c", "headline": "Fridges", "body": "Cold rooms for food.", "score": 2},
+]
+RENAMED = [
+    {"id": d["doc_id"], "title": d["headline"], "text": d["body"], "first_stage_score": d["score"]}
+    for d in HEADLINED
+]
+
+
+def test_explain_and_v1_rerank_take_the_field_options_as_renaming_the_fields(service):
+    """/v1/explain takes rank_fields, title_field and first_stage_field as /v1/rerank does;
+    each reads the documents as if their fields had rerankit's names."""
+    options = {"rank_fields": ["body"], "title_field": "headline", "first_stage_field": "score"}
+    query = {"model": "fused", "query": "vaccines train cells"}
+
+    def post(path, body):
+        got = httpx.post(f"{service.url}{path}", json={**query, **body}, headers=AUTH)
+        assert got.status_code == 200, got.text
+        return [(r["index"], r["relevance_score"]) for r in got.json()["results"]]
+
+    for path in ("/v1/explain", "/v1/rerank"):
+        named = post(path, {"documents": HEADLINED, **options})
+        assert named == post(path, {"documents": RENAMED})
+        assert named != post(path, {"documents": HEADLINED, "rank_fields": ["body"]})
+    bad = httpx.post(
+        f"{service.url}/v1/explain", json={**query, "documents": HEADLINED}, headers=AUTH
+    )
+    message = bad.json()["message"]
+    assert bad.status_code == 422 and "fields present: 'doc_id', 'headline', 'body'" in message
+    assert "or rank_fields naming others (in the playground: the 'Text field(s)' box)" in message
+
+
 # -- in a real browser -------------------------------------------------------------------
 
 
@@ -441,6 +475,39 @@ def test_bad_input_gets_the_api_s_message_inline(browser, service):
     )
 
 
+def test_the_page_sends_the_field_names_typed_and_draws_your_first_stage(browser, service):
+    """JSON Lines with other field names rank once the page is told them, as renaming does."""
+    from selenium.webdriver.support.ui import Select
+
+    drv = browser
+    open_page(drv, service)
+    drv.find_element("id", "query").clear()
+    drv.find_element("id", "query").send_keys("vaccines train cells")
+    box = drv.find_element("id", "candidates")
+    box.clear()
+    box.send_keys("\n".join(json.dumps(d) for d in HEADLINED))
+    Select(drv.find_element("id", "pipeline-a")).select_by_value("fused")
+    Select(drv.find_element("id", "pipeline-b")).select_by_value("")
+    drv.find_element("id", "rank").click()
+    assert "the 'Text field(s)' box" in wait_for(
+        lambda: shown(drv, "error") and drv.find_element("id", "error").text
+    )
+    for box_id, name in (("text-fields", "body"), ("title-field", "headline")):
+        drv.find_element("id", box_id).send_keys(name)
+    drv.find_element("id", "first-stage-field").send_keys("score")
+    rank_and_wait(drv, lambda: drv.find_element("id", "rank").click())
+    assert not shown(drv, "error")
+    renamed = httpx.post(
+        f"{service.url}/v1/explain",
+        json={"model": "fused", "query": "vaccines train cells", "documents": RENAMED},
+        headers=AUTH,
+    ).json()
+    assert column_indexes(drv, "a") == [r["index"] for r in renamed["results"]]
+    assert column_indexes(drv, "first") == [1, 2, 0]  # by the 'score' field, best first
+    sent = drv.find_element("id", "curl-explain").get_attribute("textContent")
+    assert '"rank_fields":["body"],"title_field":"headline","first_stage_field":"score"' in sent
+
+
 def test_keyboard_order_and_small_screens(browser, service):
     from selenium.webdriver.common.keys import Keys
 
@@ -448,10 +515,11 @@ def test_keyboard_order_and_small_screens(browser, service):
     open_page(drv, service)
     drv.find_element("id", "query").click()
     order = []
-    for _ in range(5):
+    for _ in range(8):
         drv.switch_to.active_element.send_keys(Keys.TAB)
         order.append(drv.switch_to.active_element.get_attribute("id"))
-    assert order == ["candidates", "sample", "pipeline-a", "pipeline-b", "rank"]
+    fields = ["text-fields", "title-field", "first-stage-field"]  # your objects' field names
+    assert order == ["candidates", *fields, "sample", "pipeline-a", "pipeline-b", "rank"]
     drv.switch_to.active_element.send_keys(Keys.SHIFT, Keys.TAB)
     assert drv.switch_to.active_element.get_attribute("id") == "pipeline-b"
     for width, height in ((1280, 800), (390, 844)):

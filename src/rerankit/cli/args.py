@@ -9,7 +9,6 @@ from typing import Any
 
 from ..backends.manifest import BACKENDS
 from ..cache import EMBEDDING_CACHE_ENV, embedding_cache_file
-from ..documents import InputFields
 from ..errors import InputError
 from ..text.language import check_language
 
@@ -22,7 +21,6 @@ __all__ = [
     "add_candidates_argument",
     "add_data_argument",
     "add_embedding_cache_arguments",
-    "add_field_arguments",
     "add_first_stage_argument",
     "add_language_argument",
     "add_max_queries_argument",
@@ -31,7 +29,6 @@ __all__ = [
     "add_refused_flag",
     "embedding_cache_choice",
     "examples",
-    "input_fields",
     "language_code",
     "model_kind_name",
     "non_negative_float",
@@ -114,14 +111,6 @@ def given(args: argparse.Namespace, *dests: str) -> dict[str, Any]:
         value = getattr(args, dest)
         out[flag] = None if value == default else value
     return out
-
-
-def field_list(value: str) -> tuple[str, ...]:
-    """``--text-fields``: field names separated by commas, none empty."""
-    names = tuple(v.strip() for v in value.split(","))
-    if not all(names):
-        raise argparse.ArgumentTypeError(f"expected field names separated by commas, got {value!r}")
-    return names
 
 
 def query_text(value: str) -> str:
@@ -261,56 +250,6 @@ def add_candidates_argument(
         help=f"{help} (default {default})",
     )
     add_old_spelling(parser, "--k", dest="candidates", now="--candidates", type=positive_int)
-
-
-def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:
-    """The flags of :class:`~rerankit.InputFields` (how documents are read and results
-    written), the same for every command that reads documents."""
-    parser.add_argument("--text-field", default="text", help="object field holding the text")
-    parser.add_argument(
-        "--text-fields",
-        default=None,
-        type=field_list,
-        metavar="A,B",
-        help="several fields joined as the text instead of --text-field, each a document has "
-        "as a 'field: value' line, in this order (what Cohere's rank_fields asks for)",
-    )
-    parser.add_argument("--id-field", default="id", help="object field holding the id")
-    if score_field:
-        parser.add_argument(
-            "--score-field",
-            default="rerank_score",
-            help="field added to each output object (default rerank_score)",
-        )
-    parser.add_argument(
-        "--first-stage-field",
-        default=None,
-        metavar="FIELD",
-        help="object field holding the first-stage (retriever) score, for pipelines that read "
-        "it: a field scorer, pipelines written by `rerankit tune`, learned rankers (the default "
-        "hybrid ranks by the texts and fuses it only with first_stage_weight); a "
-        "'first_stage_score' field is read without naming it",
-    )
-    parser.add_argument(
-        "--first-stage-lower-is-better",
-        action="store_true",
-        help="the first-stage field is a distance or rank: lower is better (in Python, "
-        "first_stage_higher_is_better=False: the same switch, named by its default)",
-    )
-
-
-def input_fields(args: argparse.Namespace) -> InputFields:
-    """The :class:`~rerankit.InputFields` the flags of :func:`add_field_arguments` give."""
-    if args.text_fields and args.text_field != InputFields.text_field:
-        refuse_unused({"--text-field": args.text_field}, "with --text-fields, which names the text")
-    return InputFields(
-        text_field=args.text_field,
-        text_fields=args.text_fields,
-        id_field=args.id_field,
-        score_field=getattr(args, "score_field", InputFields.score_field),
-        first_stage_field=args.first_stage_field,
-        first_stage_higher_is_better=not args.first_stage_lower_is_better,
-    )
 
 
 def add_language_argument(parser: Any) -> None:

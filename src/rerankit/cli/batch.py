@@ -23,14 +23,12 @@ from .args import (
     add_backend_arguments,
     add_candidates_argument,
     add_data_argument,
-    add_field_arguments,
     add_first_stage_argument,
     add_language_argument,
     add_old_spelling,
     embedding_cache_choice,
     examples,
     given,
-    input_fields,
     non_negative_float,
     positive_int,
     refuse_unused,
@@ -38,6 +36,7 @@ from .args import (
     say_renamed,
 )
 from .console import note
+from .fields import add_field_arguments, input_fields
 from .files import need_collection, need_file, need_first_stage, need_reranker
 from .pipelines import pipeline_spec
 from .rank import RERANKER_HELP, default_reranker_name, refuse_absent_id_field
@@ -69,6 +68,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
                 "text_field",
                 "text_fields",
                 "id_field",
+                "title_field",
                 "first_stage_field",
                 "first_stage_lower_is_better",
             ),

@@ -21,18 +21,17 @@ from ..scorers.cross_encoder import OUTPUTS
 from ..scorers.local import LocalModelScorer
 from .args import (
     add_backend_arguments,
-    add_field_arguments,
     add_language_argument,
     add_old_spelling,
     add_refused_flag,
     examples,
     given,
-    input_fields,
     positive_int,
     query_text,
     refuse_unused,
     remember_defaults,
 )
+from .fields import add_field_arguments, input_fields
 from .files import need_file, need_reranker
 from .output import SCALE_FIELD, json_safe, records, table
 from .pipelines import pipeline_spec, settings_not_pipeline

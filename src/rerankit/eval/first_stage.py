@@ -275,7 +275,7 @@ def load_candidates(
         for i, cand in enumerate(row["candidates"]):
             doc = cand.get("id") if isinstance(cand, dict) else cand
             if not isinstance(doc, (str, int)) or isinstance(doc, bool):
-                raise InputError(f"{where}: candidate {i} has no id (a string or number)")
+                raise InputError(f"{where}: {_no_id(cand, i)}")
             if corpus is not None and str(doc) not in corpus:
                 raise InputError(f"{where}: document {str(doc)!r} is not in the corpus")
             score = _score(cand, f"{where}: query {str(qid)!r}") if isinstance(cand, dict) else None
@@ -283,6 +283,21 @@ def load_candidates(
         ranked.sort(key=lambda r: (-r[1], r[2]))
         out[str(qid)] = [(d, s) for d, s, _ in ranked]
     return out
+
+
+def _no_id(candidate: Any, i: int) -> str:
+    """Why candidate ``i`` has no usable id, with the fields it has and what one needs."""
+    needs = (
+        "each candidate needs an 'id' (a string or number) and may have a "
+        "'first_stage_score' (else 'score', else its position), or is a bare id"
+    )
+    if not isinstance(candidate, dict):
+        return f"candidate {i} is {candidate!r}, not an id or an object: {needs}"
+    if "id" in candidate:
+        got = type(candidate["id"]).__name__
+        return f"candidate {i}'s 'id' must be a string or number, got {got}: {needs}"
+    present = ", ".join(map(repr, list(candidate)[:8])) or "none"
+    return f"candidate {i} has no 'id' (fields present: {present}): {needs}"
 
 
 def _score(candidate: Mapping[str, Any], where: str) -> float | None:

@@ -26,10 +26,11 @@ class RerankitCompressor(BaseDocumentCompressor):
     ``relevance_score``; the originals are left alone.
 
     Each Document is read as ``rerank()`` reads it: its ``page_content`` is the text, and a
-    ``title`` key in its metadata is its title (on the line before the text, as a dict's
-    ``title``). ``text_fields`` reads metadata keys (and ``page_content``) as ``key: value``
-    lines of the text instead, as for dicts. An option that does not apply to a Document
-    (``text_field``, ``id_field``) or that it does not take is a ``TypeError``.
+    ``title`` key in its metadata (or the key ``title_field`` names) is its title (on the
+    line before the text, as a dict's ``title``). ``text_fields`` reads metadata keys (and
+    ``page_content``) as ``key: value`` lines of the text instead, as for dicts. An option
+    that does not apply to a Document (``text_field``, ``id_field``) or that it does not
+    take is a ``TypeError``.
 
     ``first_stage_field`` names the metadata key holding the retriever's score (e.g. the
     ``score`` you put there; ``first_stage_higher_is_better=False`` for distances); a
@@ -44,6 +45,7 @@ class RerankitCompressor(BaseDocumentCompressor):
     reranker: Any = "hybrid"
     top_n: int | None = 3
     text_fields: tuple[str, ...] | None = None
+    title_field: str = "title"
     first_stage_field: str | None = None
     first_stage_higher_is_better: bool = True
 
@@ -60,6 +62,7 @@ class RerankitCompressor(BaseDocumentCompressor):
             "top_k": self.top_n,
             "score_field": "relevance_score",
             "text_fields": self.text_fields,
+            "title_field": self.title_field,
             "first_stage_field": self.first_stage_field,
             "first_stage_higher_is_better": self.first_stage_higher_is_better,
         }

@@ -28,15 +28,16 @@ class RerankitPostprocessor(BaseNodePostprocessor):
     read instead (``first_stage_higher_is_better=False`` for a distance).
 
     Each node is read as ``rerank()`` reads it: its text without its metadata
-    (``get_content()``), with a ``title`` key of its metadata as its title (on the line
-    before the text, as a dict's ``title``). ``text_fields`` reads metadata keys (and
-    ``text``, the node's text) as ``key: value`` lines of the text instead, as for dicts.
-    An option that does not apply to a node (``text_field``, ``id_field``) or that it does
-    not take is a ``TypeError``."""
+    (``get_content()``), with a ``title`` key of its metadata (or the key ``title_field``
+    names) as its title (on the line before the text, as a dict's ``title``).
+    ``text_fields`` reads metadata keys (and ``text``, the node's text) as ``key: value``
+    lines of the text instead, as for dicts. An option that does not apply to a node
+    (``text_field``, ``id_field``) or that it does not take is a ``TypeError``."""
 
     reranker: Any = "hybrid"
     top_n: int | None = None
     text_fields: tuple[str, ...] | None = None
+    title_field: str = "title"
     first_stage_field: str | None = None
     first_stage_higher_is_better: bool = True
 
@@ -64,6 +65,7 @@ class RerankitPostprocessor(BaseNodePostprocessor):
             nodes,
             top_k=self.top_n,
             text_fields=self.text_fields,
+            title_field=self.title_field,
             first_stage_field=self.first_stage_field,
             first_stage_higher_is_better=self.first_stage_higher_is_better,
         )

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...documents import InputFields
+from ...documents import TITLE, Document, InputFields
 from ...errors import InvalidDocumentError
 from ...types import RerankResult
 from ..settings import ServerSettings
@@ -55,24 +55,46 @@ class Request(BaseModel):
     max_chunks_per_doc: PositiveWholeNumber | None = None
     #: rerankit's extension: the object field holding the first-stage (retriever) score
     first_stage_field: str | None = Field(default=None, min_length=1)
+    #: rerankit's extension: the object field holding the title (default ``title``)
+    title_field: str | None = Field(default=None, min_length=1)
 
 
-def call(body: Request, settings: ServerSettings) -> Call:
+class FieldOptions(BaseModel):
+    """The fields of a request that say how its object documents are read (``rank_fields``,
+    ``first_stage_field``, ``title_field``): ``/v1/explain`` takes them too."""
+
+    rank_fields: list[str] | None = Field(default=None, min_length=1)
+    first_stage_field: str | None = Field(default=None, min_length=1)
+    title_field: str | None = Field(default=None, min_length=1)
+
+
+def read_documents(body: Any, hint: str = "") -> list[Document]:
+    """The documents of ``body`` (a request with ``documents`` and the fields of
+    :class:`FieldOptions`) read as those fields say; a missing ``text`` gets a hint naming
+    rank_fields (and ``hint``, where the request came from)."""
     names = body.rank_fields or []
     if len(names) > 1:  # joined as "field: value" lines
         _check_strings(body.documents, names)
         fields = InputFields(text_fields=tuple(names))
     else:  # one field: read as text_field reads it
         fields = InputFields(text_field=names[0] if names else "text")
-    fields = fields.with_options(first_stage_field=body.first_stage_field)
+    fields = fields.with_options(
+        first_stage_field=body.first_stage_field, title_field=body.title_field or TITLE
+    )
     try:
-        docs = fields.read(body.documents)
+        return fields.read(body.documents)
     except InvalidDocumentError as exc:
         present = exc.field in body.documents[exc.index]  # a dict: a string always reads
         if names or exc.field != "text" or present:  # the hint is for a missing text only
             raise
-        hint = "; an object document needs a string 'text' field, or rank_fields naming others"
+        hint = (
+            f"; an object document needs a string 'text' field, or rank_fields naming others{hint}"
+        )
         raise InvalidDocumentError(f"{exc}{hint}", index=exc.index, field=exc.field) from exc
+
+
+def call(body: Request, settings: ServerSettings) -> Call:
+    docs = read_documents(body)
     return base.ranked_call(body, docs, settings, max_chunks=body.max_chunks_per_doc)
 
 

@@ -2,7 +2,8 @@
 explanation (each strategy's raw score, normalised value, weight and contribution, per
 stage, as :meth:`~rerankit.RerankResult.explain` gives them), its flags, the request's
 timings and LLM usage. Documents are strings or objects with ``text`` (and ``id``,
-``first_stage_score`` or other fields). The playground page draws this."""
+``first_stage_score`` or other fields), or the fields ``rank_fields``, ``title_field`` and
+``first_stage_field`` name, as ``/v1/rerank`` reads them. The playground page draws this."""
 
 from __future__ import annotations
 
@@ -12,16 +13,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ...documents import InputFields
 from ...types import RerankResult
 from ..settings import ServerSettings
 from .base import NOT_BLANK, Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
+from .cohere_v1 import FieldOptions, read_documents
 
 path = "/v1/explain"
 summary = "Rerank, explaining every score"
 description = (
     "rerankit's own: a rerank (`model`, `query`, `documents` as strings or objects with "
-    "`text`, `id`, `first_stage_score`, `top_n`) whose answer explains each document "
+    "`text`, `id`, `first_stage_score`, or the fields named by `rank_fields`, `title_field` "
+    "and `first_stage_field` as /v1/rerank reads them; `top_n`) whose answer explains each "
+    "document "
     "returned: `score` (the pipeline's own score) beside `relevance_score` (in [0, 1], as "
     "the rerank endpoints answer it), and per strategy its `raw` score, `normalized` value, "
     "`weight` and `contribution`; `score_from_contributions` says how the contributions make "
@@ -32,12 +35,16 @@ description = (
 )
 
 
-class Request(BaseModel):
+class Request(FieldOptions):
     model_config = ConfigDict(extra="forbid", strict=True)
     model: str | None = None
     query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
     documents: list[str | dict[str, Any]] = Field(min_length=1)
     top_n: PositiveWholeNumber | None = None
+
+
+#: where the playground names the fields, for the error of a document without ``text``
+PLAYGROUND_HINT = " (in the playground: the 'Text field(s)' box)"
 
 
 class Strategy(BaseModel):
@@ -79,7 +86,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
     cuts: dict[int, str] = {}
     return Call(
         check_query(body.query, settings),
-        clip(InputFields().read(body.documents), settings, cuts=cuts),
+        clip(read_documents(body, PLAYGROUND_HINT), settings, cuts=cuts),
         body.model or settings.default,
         body.top_n,
         cuts=cuts,

@@ -113,15 +113,30 @@
     return lines;
   }
 
-  function textOf(doc) {
-    return typeof doc === "string" ? doc : (doc && typeof doc.text === "string" ? doc.text : JSON.stringify(doc));
+  // the field options as the API takes them: only those typed in
+  function fieldOptions() {
+    const out = {};
+    const names = $("text-fields").value.split(",").map((f) => f.trim()).filter(Boolean);
+    if (names.length) out.rank_fields = names;
+    if ($("title-field").value.trim()) out.title_field = $("title-field").value.trim();
+    if ($("first-stage-field").value.trim()) out.first_stage_field = $("first-stage-field").value.trim();
+    return out;
   }
 
-  function firstStage(docs) {
-    const scores = docs.map((d) => (d && typeof d === "object" ? d.first_stage_score : undefined));
+  function textOf(doc, fields) {
+    if (typeof doc === "string") return doc;
+    const names = (fields && fields.rank_fields) || ["text"];
+    const own = (k) => doc && typeof doc[k] === "string";
+    if (names.length > 1) return names.filter(own).map((k) => k + ": " + doc[k]).join("\n");
+    return own(names[0]) ? doc[names[0]] : JSON.stringify(doc);
+  }
+
+  function firstStage(docs, fields) {
+    const field = (fields && fields.first_stage_field) || "first_stage_score";
+    const scores = docs.map((d) => (d && typeof d === "object" ? d[field] : undefined));
     if (!scores.every((s) => typeof s === "number" && isFinite(s))) return null;
     const order = docs.map((_, i) => i).sort((x, y) => scores[y] - scores[x] || x - y);
-    return order.map((index, r) => ({ index, rank: r + 1, score: scores[index], flags: [], strategies: {}, text: textOf(docs[index]) }));
+    return order.map((index, r) => ({ index, rank: r + 1, score: scores[index], flags: [], strategies: {}, text: textOf(docs[index], fields) }));
   }
 
   // -- ranking -------------------------------------------------------------------------
@@ -144,11 +159,12 @@
     button.disabled = true;
     button.textContent = "Ranking…";
     try {
-      const answers = await Promise.all(names.map((name) => api("/v1/explain", { model: name, query, documents: docs })));
-      state.request = { query, docs, names };
+      const fields = fieldOptions();
+      const answers = await Promise.all(names.map((name) => api("/v1/explain", { model: name, query, documents: docs, ...fields })));
+      state.request = { query, docs, names, fields };
       const columns = [];
-      const fs = firstStage(docs);
-      if (fs) columns.push({ key: "first", title: "First stage", subtitle: "by first_stage_score", results: fs, answer: null });
+      const fs = firstStage(docs, fields);
+      if (fs) columns.push({ key: "first", title: "First stage", subtitle: "by " + (fields.first_stage_field || "first_stage_score"), results: fs, answer: null });
       names.forEach((name, i) => {
         const ans = answers[i];
         const t = ans.timings || {};
@@ -358,11 +374,11 @@
   }
 
   function renderTools() {
-    const { query, docs, names } = state.request;
+    const { query, docs, names, fields } = state.request;
     const keyed = $("key").value.trim() ? " \\\n  -H 'Authorization: Bearer '\"$RERANKIT_API_KEY\"" : "";
-    const texts = docs.map((d) => (typeof d === "string" ? d : d.text));
+    const texts = docs.map((d) => textOf(d, fields));
     $("curl").textContent = curl("/v2/rerank", { model: names[0], query, documents: texts, top_n: texts.length }, keyed);
-    $("curl-explain").textContent = curl("/v1/explain", { model: names[0], query, documents: docs }, keyed);
+    $("curl-explain").textContent = curl("/v1/explain", { model: names[0], query, documents: docs, ...fields }, keyed);
     const specs = state.info && state.info.pipelines ? state.info.pipelines : {};
     $("toml").textContent = pipelinesToml(names, specs);
     $("tools").hidden = false;
