@@ -313,7 +313,15 @@ def evaluate(
                 "notes": dataset.notes,
             }
             rows = evaluate_runs(dataset, runs, depth)
-            result = CollectionEvaluation(label, meta, rows, runs, candidates)
+            result = CollectionEvaluation(
+                label,
+                meta,
+                rows,
+                runs,
+                candidates,
+                folder=dataset.folder,
+                first_stage_given=first_stage,
+            )
             if out is not None:
                 result.written = result.write(collection_folder(out, label, several))
             done.append(result)

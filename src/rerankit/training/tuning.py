@@ -256,7 +256,8 @@ def _report_on_test(
         f"\n{test.name}, {opts.test_split} split, {len(test.queries)} queries; first stage: "
         f"{first_stage_label(test, opts.first_stage)}, {depth_label(depth, opts.candidates)}\n"
     )
-    report.say(format_table(rows, depth))
+    refit = {"data": opts.data, "first_stage": opts.first_stage, "candidates": opts.candidates}
+    report.say(format_table(rows, depth, refit))
     note = latency_note(rows)  # from the embedding cache's counts: said only when true
     if note:
         report.say(note)
