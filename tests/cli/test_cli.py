@@ -114,8 +114,8 @@ def test_a_document_error_names_the_file_and_its_line(capsys, tmp_path):
     path.write_text('{"id": "a", "text": "x"}\n\n{"id": "b", "title": "t"}\n')
     code, _, err = run_cli(capsys, "rank", "-q", "x", "-r", "bm25", "-i", str(path))
     assert code == 1 and err == (
-        f"rerankit rank: error: {path}:3: missing text field 'text' (fields present: 'id', 'title'); "
-        "name yours with --text-field NAME (or several: --text-fields A,B)\n"
+        f"rerankit rank: error: {path}:3: missing text field 'text' (fields present: 'id', "
+        "'title'); name yours with --text-field NAME (or several: --text-fields A,B)\n"
     )
     with pytest.raises(ValueError, match=r"^document 1: missing text field 'text'"):
         rerank("x", [{"id": "a", "text": "x"}, {"id": "b", "title": "t"}], reranker="bm25")
