@@ -249,9 +249,13 @@ register(
 )
 # reranker names are spelled with "-" (hybrid-relative, cross-encoder), the types of a
 # pipeline file with "_" (cross_encoder, min_score); either spelling finds either (_key)
-for _kind, _what in (  # a model scorer alone, its model named with model= (serve --model)
-    ("cross_encoder", "a cross-encoder (ms-marco-MiniLM-L6-v2 unless a model is named)"),
-    ("causal_lm", "an LLM reranker's P(yes) (Qwen3-Reranker-0.6B unless a model is named)"),
+# a model scorer alone with its default model; another model is named as the reranker
+# itself (its hub id or folder: -r ./my-ce, reranker="./my-ce"), as `rerankit rerankers`
+# says below its table, or with model = in a pipeline file (serve --model)
+_ANOTHER = "; for another, name its hub id or folder as the reranker"
+for _kind, _what in (
+    ("cross_encoder", f"a cross-encoder (ms-marco-MiniLM-L6-v2{_ANOTHER})"),
+    ("causal_lm", f"an LLM reranker's P(yes) (Qwen3-Reranker-0.6B{_ANOTHER})"),
 ):
     register(
         "reranker",

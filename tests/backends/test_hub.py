@@ -159,7 +159,7 @@ def test_naming_a_hub_id_as_the_reranker_fails_as_fast_in_the_cli(tmp_path):
         silent.close()
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["code"] == 1 and got["seconds"] < 15
-    assert f"rerankit: error: could not load model {MODEL!r}" in done.stderr
+    assert f"rerankit rank: error: could not load model {MODEL!r}" in done.stderr
     assert "pass the path of a folder" in done.stderr and "cannot tell what" not in done.stderr
 
 

@@ -102,7 +102,7 @@ def test_details_and_table_formats(capsys):
 def test_bad_input_is_one_clear_line_and_nonzero_exit(capsys, monkeypatch, stdin, args, message):
     code, out, err = run_cli(capsys, "rank", "-q", "x", *args, stdin=stdin, monkeypatch=monkeypatch)
     assert code == 1 and out == ""
-    assert err.count("\n") == 1 and err.startswith("rerankit: error: ") and message in err
+    assert err.count("\n") == 1 and err.startswith("rerankit rank: error: ") and message in err
 
 
 def test_a_document_error_names_the_file_and_its_line(capsys, tmp_path):
@@ -114,8 +114,8 @@ def test_a_document_error_names_the_file_and_its_line(capsys, tmp_path):
     path.write_text('{"id": "a", "text": "x"}\n\n{"id": "b", "title": "t"}\n')
     code, _, err = run_cli(capsys, "rank", "-q", "x", "-r", "bm25", "-i", str(path))
     assert code == 1 and err == (
-        f"rerankit: error: {path}:3: missing text field 'text' (fields present: 'id', 'title'); "
-        "name yours with --text-field NAME (or several: --text-fields A,B)\n"
+        f"rerankit rank: error: {path}:3: missing text field 'text' (fields present: 'id', "
+        "'title'); name yours with --text-field NAME (or several: --text-fields A,B)\n"
     )
     with pytest.raises(ValueError, match=r"^document 1: missing text field 'text'"):
         rerank("x", [{"id": "a", "text": "x"}, {"id": "b", "title": "t"}], reranker="bm25")
@@ -130,6 +130,10 @@ def test_missing_file_and_warnings_go_to_stderr(capsys, monkeypatch, tmp_path):
     stdin = '[{"text": "b", "rerank_score": 1}, {"text": "a"}]'
     code, out, err = run_cli(capsys, "rank", "-q", "a", stdin=stdin, monkeypatch=monkeypatch)
     assert code == 0 and "warning: 1 input dict(s) already had a 'rerank_score'" in err
+    # the shell's user is told the flag, a caller of the library the keyword
+    assert "(--score-field NAME names another field)" in err and "score_field=" not in err
+    said = rerankit.rerank("a", json.loads(stdin), reranker="bm25").warnings
+    assert any("(score_field= names another field)" in w for w in said)
     assert sorted(json.loads(line)["text"] for line in out.splitlines()) == ["a", "b"]
 
 
@@ -226,7 +230,9 @@ def test_without_the_torch_extra_the_default_is_bm25_and_says_so(capsys, monkeyp
 def test_closed_standard_streams_are_one_line_errors(capsys, monkeypatch):
     monkeypatch.setattr(sys, "stdin", None)
     code, _, err = run_cli(capsys, "rank", "-q", "x")
-    assert code == 1 and err == "rerankit: error: standard input is closed; pass --input FILE\n"
+    assert (
+        code == 1 and err == "rerankit rank: error: standard input is closed; pass --input FILE\n"
+    )
     monkeypatch.setattr(sys, "stdout", None)
     assert main(["rank", "-q", "x", "-i", str(SAMPLE), "-r", "bm25"]) == 1
     assert "standard output is closed" in capsys.readouterr().err

@@ -51,7 +51,7 @@ def test_rank_with_every_llm_call_failed_writes_nothing_and_exits_1(
     assert code == 1 and out == "", (code, out)
     last = err.strip().splitlines()[-1]
     assert last == (
-        "rerankit: error: no ranking: the LLM provider failed for every document (the "
+        "rerankit rank: error: no ranking: the LLM provider failed for every document (the "
         "warnings above say why); nothing written"
     ), err
     assert "rerankit: warning: document 0" in err  # why, before it
@@ -64,7 +64,7 @@ def test_rank_whose_last_stage_failed_keeps_the_earlier_stage_s_order_and_exits_
     assert code == 0, err
     assert [json.loads(line)["id"] for line in out.splitlines()] == ["s", "w"]  # bm25's
     assert "scored nothing (the LLM provider failed for every document)" in err
-    assert "rerankit: error" not in err
+    assert "error:" not in err
     # each document's warning says what happened to it in a cascade: not scored 0.0
     doc = [line for line in err.splitlines() if "stage 'llm_pointwise': document 0" in line]
     assert doc and doc[0].endswith("; it keeps the previous stage's score"), err

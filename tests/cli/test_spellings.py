@@ -59,6 +59,13 @@ def test_rerankers_lists_every_name_once_and_explains_models_and_files(capsys):
     assert "Reranker names are spelled with -" in footer and "pipeline\nfile with _" in footer
     hybrid = next(line for line in table.splitlines() if line.startswith("hybrid "))
     assert "term proximity" in hybrid and "first-stage score instead" not in hybrid
+    # a model reranker says how another model is named (rank has no --model): the reranker
+    # is the model's hub id or folder, as the footer's "a model" says
+    for name in ("cross-encoder", "causal-lm"):
+        line = next(row for row in table.splitlines() if row.startswith(f"{name} "))
+        assert "name its hub id or folder as the reranker" in line
+        assert "unless a model is named" not in line
+    assert "a model           a Hugging Face hub id or a model folder" in footer
 
 
 def _parsed(*argv: str) -> dict:

@@ -219,7 +219,7 @@ def test_a_file_s_mistakes_start_with_the_file(capsys, tmp_path):
     docs = tmp_path / "docs.jsonl"
     docs.write_text('{"text": "a"}\n{"body": "b"}\n')
     assert main(["rank", "-q", "a", "-i", str(docs), "-r", "bm25"]) == 1
-    assert f"rerankit: error: {docs}:2: missing text field 'text'" in capsys.readouterr().err
+    assert f"rerankit rank: error: {docs}:2: missing text field 'text'" in capsys.readouterr().err
     pipeline = tmp_path / "badpipe.toml"
     pipeline.write_text('[[stages]]\nscorer = { type = "bm25x" }\n')
     assert main(["rank", "-q", "a", "-i", str(docs), "-r", str(pipeline)]) == 1

@@ -276,11 +276,26 @@ def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
     note = calibration_note(rows)
     assert note.startswith("\nECE: how far the probability scores are")
     # a caller of the library is told the call, a user of the command the command
-    assert "for a:" in note and "rerankit.tune(DATA, first_stage=SAME, candidates=SAME" in note
-    assert "calibrate=True" in note and "--calibrate" not in note
+    assert "for a:" in note and "rerankit.tune(DATA, candidates=100, calibrate=True" in note
+    assert "--calibrate" not in note
     with flags_first():
         said = calibration_note(rows)
-    assert "rerankit tune --data DATA --first-stage SAME --candidates SAME --calibrate" in said
+    assert "rerankit tune --data DATA --candidates 100 --calibrate --out calibrated.toml" in said
+    # the evaluation's own data, first stage and candidates: no placeholder for the user
+    ran = {"data": Path("my data"), "first_stage": "run.jsonl", "candidates": 20}
+    assert calibration_note(rows, ran).endswith(
+        'rerankit.tune("my data", first_stage="run.jsonl", candidates=20, calibrate=True, '
+        'out="calibrated.toml")'
+    )
+    with flags_first():
+        said = calibration_note(rows, ran)
+    assert said.endswith(
+        "rerankit tune --data 'my data' --first-stage run.jsonl --candidates 20 --calibrate "
+        "--out calibrated.toml"
+    )
+    with flags_first():  # the default first stage is not named
+        said = calibration_note(rows, {**ran, "first_stage": "auto"})
+    assert "--data 'my data' --candidates 20 --calibrate" in said and "SAME" not in said
     assert "for a, b" not in note and "bm25" not in note
     assert "calibrate" not in calibration_note(rows[::2]).split("(0:")[1]  # no advice
 
@@ -302,6 +317,17 @@ def test_eval_reports_the_calibration_of_probability_scores(tiny, tmp_path, caps
     printed = capsys.readouterr().out
     assert "| ECE |" in printed
     rows = {r["pipeline"]: r for r in json.loads((out / "results.json").read_text())["results"]}
+    # a pipeline whose probabilities are all near 1: the refit advice names this run's data,
+    # its depth, and no first stage (the default)
+    off = tmp_path / "off.toml"
+    off.write_text(
+        'normalization = "calibrated"\n'
+        'scorers = [{ type = "coverage", calibration = { slope = 1, intercept = 5 } }]\n'
+    )
+    assert main(["eval", "--data", str(tiny), "--rerankers", str(off), "--candidates", "4"]) == 0
+    printed = capsys.readouterr().out
+    assert f"rerankit tune --data {tiny} --candidates 4 --calibrate" in printed
+    assert "SAME" not in printed and "--first-stage" not in printed
     assert rows["bm25"]["ece"] is None  # relative scores have no calibration to report
     report = rows["calibrated"]["calibration"]
     assert sum(b["count"] for b in report["bins"]) == report["pairs"]
@@ -780,6 +806,7 @@ def test_the_evaluation_page_shows_the_note_eval_prints_about_refitting():
     (the page said "--candidates" after the note had become "number of candidates")."""
     page = (Path(__file__).resolve().parents[2] / "docs" / "evaluation.md").read_text()
     with flags_first():  # as the command prints it
-        said = calibration_note([{"pipeline": "hybrid", "ece": 0.2}])
+        ran = {"data": "examples/scifact-mini", "candidates": 20}  # the page's command
+        said = calibration_note([{"pipeline": "hybrid", "ece": 0.2}], ran)
     start = said.index("refit before")
     assert said[start:] in page

@@ -313,7 +313,7 @@ def test_a_run_where_every_judgment_failed_says_why_and_fails(
             f.write("retry = { attempts = 1 }\n")
         assert run_label(collection, judge, out, "--max-queries", "2") == 1
     err = capsys.readouterr().err
-    assert "rerankit: error: no label written: all 10 judgments failed" in err
+    assert "rerankit label: error: no label written: all 10 judgments failed" in err
     assert "judge is down" in err and "label: wrote" not in err
     report = json.loads((out / "label_report.json").read_text())
     assert report["labels"] == 0 and "HTTP 500" in report["failure_reasons"][0]

@@ -81,11 +81,10 @@ def test_tune_returns_the_verdict_the_spec_and_the_figures_the_command_prints(
     # the account the command prints is the result's lines, the test-split report included
     account = "\n".join(result.lines).replace(str(out), str(tmp_path / "cli.toml"))
     # but for the refit advice: a call for the library's caller, a command for the shell
+    # on this data, its first stage (the default: not named) and its candidates
     account = account.replace(
-        'rerankit.tune(DATA, first_stage=SAME, candidates=SAME, calibrate=True, out="calibrated'
-        '.toml")',
-        "rerankit tune --data DATA --first-stage SAME --candidates SAME --calibrate --out "
-        "calibrated.toml",
+        f'rerankit.tune("{data}", candidates=10, calibrate=True, out="calibrated.toml")',
+        f"rerankit tune --data {data} --candidates 10 --calibrate --out calibrated.toml",
     )
     assert _untimed(printed) == _untimed(account.replace("| python |", "| cli |") + "\n")
     assert result.test_name == "data" and result.test_queries == 10

@@ -44,7 +44,7 @@ from ..errors import (
 from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL, resolve_source
 from .detect import check_tokenizer, model_kind
 from .hub import cache_only_model_options, hub_options
-from .local import quiet_loading
+from .local import quiet_loading, without_new_model_line
 from .manifest import KINDS, MANIFEST, check_backend, is_exported, read_manifest
 from .quantize import SMOOTH_ALPHA, calibration_feeds, cross_encoder_int8, quantize_int8
 
@@ -117,13 +117,14 @@ def _embedding_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dic
 def _cross_encoder_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dict[str, Any]]:
     st = require("sentence_transformers", "exporting a cross-encoder")
     hub = _hub_options(model, "cross-encoder")
-    loaded = st.CrossEncoder(
-        model,
-        device="cpu",
-        trust_remote_code=trust_remote_code,
-        model_kwargs=cache_only_model_options(hub),
-        **hub,
-    )
+    with without_new_model_line():  # a save_pretrained folder's weights are used
+        loaded = st.CrossEncoder(
+            model,
+            device="cpu",
+            trust_remote_code=trust_remote_code,
+            model_kwargs=cache_only_model_options(hub),
+            **hub,
+        )
     hf = loaded.model.eval()
     info = {
         "num_labels": int(hf.config.num_labels),

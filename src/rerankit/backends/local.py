@@ -181,11 +181,53 @@ class LazyModel(Generic[T]):
         return self._value
 
 
+#: sentence-transformers' loggers that say, of a folder saved with ``save_pretrained`` (no
+#: ``modules.json``), "No modules.json found for ./my-ce, initializing a new CrossEncoder
+#: model": it wraps the folder's weights in a new CrossEncoder, but the line reads as if
+#: they were thrown away, so it is kept out while rerankit loads a model
+NEW_MODEL_LOGGERS = ("sentence_transformers.base.model",)
+_NEW_MODEL_LINE = "No modules.json found for "
+
+
+class _NoNewModelLine(logging.Filter):
+    """Drops sentence-transformers' misleading info line (:data:`NEW_MODEL_LOGGERS`); any
+    other record, its warnings included, passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.INFO or not record.getMessage().startswith(_NEW_MODEL_LINE)
+
+
+_NO_NEW_MODEL_LINE = _NoNewModelLine()
+_FILTERING = [0]  # loads in progress that hold the filter (several threads may load at once)
+_FILTERING_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def without_new_model_line() -> Iterator[None]:
+    """Within it, sentence-transformers' "No modules.json found ..., initializing a new
+    CrossEncoder model" line is not logged (:data:`NEW_MODEL_LOGGERS`)."""
+    with _FILTERING_GUARD:
+        _FILTERING[0] += 1
+        if _FILTERING[0] == 1:
+            for name in NEW_MODEL_LOGGERS:
+                logging.getLogger(name).addFilter(_NO_NEW_MODEL_LINE)
+    try:
+        yield
+    finally:
+        with _FILTERING_GUARD:
+            _FILTERING[0] -= 1
+            if _FILTERING[0] == 0:
+                for name in NEW_MODEL_LOGGERS:
+                    logging.getLogger(name).removeFilter(_NO_NEW_MODEL_LINE)
+
+
 @contextlib.contextmanager
 def quiet_loading(*, warnings: bool = True) -> Iterator[None]:
     """transformers draws a progress bar while loading weights; the library never prints,
-    so it is switched off while a model loads (and restored after). ``warnings=False`` also
-    silences transformers' warnings meanwhile (its load report, for one)."""
+    so it is switched off while a model loads (and restored after), and
+    sentence-transformers' misleading "initializing a new CrossEncoder model" line is kept
+    out (:func:`without_new_model_line`). ``warnings=False`` also silences transformers'
+    warnings meanwhile (its load report, for one)."""
     try:
         from transformers.utils import logging as hf_logging
     except ImportError:
@@ -198,7 +240,8 @@ def quiet_loading(*, warnings: bool = True) -> Iterator[None]:
     if not warnings:
         hf_logging.set_verbosity_error()
     try:
-        yield
+        with without_new_model_line():
+            yield
     finally:
         hf_logging.set_verbosity(verbosity)
         if was_on:

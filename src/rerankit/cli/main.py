@@ -71,19 +71,21 @@ def _run(parser: CommandParser, args: Any, argv: Sequence[str] | None) -> int:
         return 2
     try:
         return args.func(args)
-    except UsageError as exc:  # flags that cannot go together: as argparse says a usage error
+    # every error a command prints names it, as argparse's usage errors do (``rerankit rank:
+    # error: ...``): a usage error exits 2, a problem with the input, the data or a file 1
+    except UsageError as exc:  # flags that cannot go together
         if sys.stderr is not None:
             print(f"rerankit {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except (InputError, ValueError, TypeError, RerankitError, FileNotFoundError) as exc:
         if sys.stderr is not None:
-            print(f"rerankit: error: {exc}", file=sys.stderr)
+            print(f"rerankit {args.command}: error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:  # e.g. `rerankit rank ... | head`
         return 0
     except OSError as exc:  # a closed or failing standard stream
         if sys.stderr is not None:
-            print(f"rerankit: error: {exc.strerror or exc}", file=sys.stderr)
+            print(f"rerankit {args.command}: error: {exc.strerror or exc}", file=sys.stderr)
         return 1
 
 

@@ -111,7 +111,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         print(f"rerankit: warning: {w}", file=sys.stderr)
     if result.unusable is not None:  # input order with placeholder scores: not a ranking
         print(
-            f"rerankit: error: no ranking: {result.unusable} (the warnings above say why); "
+            f"rerankit rank: error: no ranking: {result.unusable} (the warnings above say why); "
             "nothing written",
             file=sys.stderr,
         )

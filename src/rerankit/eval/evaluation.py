@@ -19,6 +19,7 @@ from .compare import FIRST_STAGE_BASELINE, check_baseline
 from .data import TITLES, Dataset, find_collections, read_split
 from .first_stage import candidate_depth, first_stage_label
 from .first_stage import first_stage as first_stage_candidates
+from .latency import first_run_note
 from .results import CollectionEvaluation, Evaluation, collection_folder
 from .runner import (
     FIRST_STAGE,
@@ -274,6 +275,9 @@ def evaluate(
         loaded: dict[str, float] = {}
         if runner is None:  # every model loaded now: one that cannot fails before any work
             loaded = {name: load_models(r) for name, r, _ in pipelines}
+            first_run = first_run_note([(name, r.scorers()) for name, r, _ in pipelines])
+            if first_run:  # before the wait it warns of
+                (note or logger.info)(first_run)
         bars = _progress(progress)
         several = len(collections) > 1
         done: list[CollectionEvaluation] = []
@@ -313,7 +317,15 @@ def evaluate(
                 "notes": dataset.notes,
             }
             rows = evaluate_runs(dataset, runs, depth)
-            result = CollectionEvaluation(label, meta, rows, runs, candidates)
+            result = CollectionEvaluation(
+                label,
+                meta,
+                rows,
+                runs,
+                candidates,
+                folder=dataset.folder,
+                first_stage_given=first_stage,
+            )
             if out is not None:
                 result.written = result.write(collection_folder(out, label, several))
             done.append(result)

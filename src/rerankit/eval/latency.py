@@ -14,6 +14,12 @@
   encoded had the rest from an earlier one); it says nothing where every run read the
   cache (a second evaluation) or where the runs happened elsewhere (Ray: nothing is
   counted here).
+* **A first run** (:func:`first_run_note`, said before the runs): pipelines that embed
+  documents, with an embedding cache on disk (or a server) that holds no vector yet, encode
+  every candidate's text (the hybrid: its passages) first, which takes minutes on a CPU for
+  a few thousand; later runs read the cache. (Which of the candidates' texts are cached
+  cannot be counted beforehand without splitting them as each pipeline does, so it is said
+  only when the cache is empty, which is then true of all of them.)
 * **A mean above the 95th percentile.** One query far slower than the rest (the first
   one warming a model up, or one encoding many documents) pulls the mean above p95, which
   it leaves alone: the note names the run and its slowest query.
@@ -24,7 +30,36 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["latency_note"]
+from ..scorers.embedding import EmbeddingScorer
+
+__all__ = ["first_run_note", "latency_note"]
+
+
+def first_run_note(pipelines: Sequence[tuple[str, Sequence[Any]]]) -> str | None:
+    """Before the runs: of the ``(name, scorers)`` pipelines, those that embed documents
+    and whose embedding cache's store (a file or a server: not memory only) holds no vector
+    yet, so that this first run encodes every candidate's text; None when there are none."""
+    names, where = [], "its server"
+    for name, scorers in pipelines:
+        caches = [
+            s.cache for s in scorers if isinstance(s, EmbeddingScorer) and s.cache is not None
+        ]
+        if caches and all(_empty(c) for c in caches):
+            names.append(name)
+            where = str(next((c.path for c in caches if c.path is not None), where))
+    if not names:
+        return None
+    return (
+        f"{', '.join(names)} encode{'s' if len(names) == 1 else ''} the candidates' texts "
+        f"(passages, for the hybrid) first: the embedding cache ({where}) holds no vectors "
+        "yet, so this first run takes minutes on a CPU for a few thousand documents; later "
+        "runs read them from the cache"
+    )
+
+
+def _empty(cache: Any) -> bool:
+    """Whether an embedding cache with a store (a file, a server) holds no vector yet."""
+    return cache.store is not None and len(cache) == 0 and len(cache.store) == 0
 
 
 def latency_note(rows: Sequence[Mapping[str, Any]]) -> str | None:

@@ -17,6 +17,9 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -28,17 +31,44 @@ __all__ = [
     "calibration_note",
     "degraded_notes",
     "judgment_cache_note",
+    "refit_call",
 ]
 
 #: an ECE above this is worth refitting for before a threshold on the scores is trusted
 ECE_REFIT = 0.05
 
 
-def calibration_note(rows: Sequence[Mapping[str, Any]]) -> str:
+def refit_call(
+    data: str | os.PathLike[str] | None = None, first_stage: str = "auto", candidates: int = 100
+) -> str:
+    """How to refit a pipeline's probabilities on ``data`` with the same ``first_stage``
+    and ``candidates``: the :func:`rerankit.tune` call, or within
+    :func:`~rerankit.errors.flags_first` the ``rerankit tune`` command (``first_stage`` left
+    out when it is the default, ``auto``; ``DATA`` when the folder is not known, as for a
+    Dataset built in Python)."""
+    folder = "DATA" if data is None else os.fspath(data)
+    default = first_stage in ("auto", None)
+    python = (
+        f"rerankit.tune({'DATA' if data is None else json.dumps(folder)}"
+        + ("" if default else f", first_stage={json.dumps(first_stage)}")
+        + f', candidates={candidates}, calibrate=True, out="calibrated.toml")'
+    )
+    command = (
+        f"rerankit tune --data {shlex.quote(folder) if data is not None else folder}"
+        + ("" if default else f" --first-stage {shlex.quote(first_stage)}")
+        + f" --candidates {candidates} --calibrate --out calibrated.toml"
+    )
+    return said_for(python, command)
+
+
+def calibration_note(
+    rows: Sequence[Mapping[str, Any]], refit: Mapping[str, Any] | None = None
+) -> str:
     """What the ECE column means, and which pipelines' probabilities are off on this data
-    by more than :data:`ECE_REFIT` (refit them before thresholding). A pipeline with
-    degraded queries is not named: its scores there are its fallback's, which a refit of
-    its calibration would not fix (:func:`degraded_notes` says so)."""
+    by more than :data:`ECE_REFIT` (refit them before thresholding: ``refit``, the
+    :func:`refit_call` that does it for this evaluation, by default one with placeholders).
+    A pipeline with degraded queries is not named: its scores there are its fallback's,
+    which a refit of its calibration would not fix (:func:`degraded_notes` says so)."""
     note = (
         "\nECE: how far the probability scores are, on average, from the share of relevant "
         "pairs at that score on these judgments (0: a threshold such as 0.5 means what it says)."
@@ -53,13 +83,7 @@ def calibration_note(rows: Sequence[Mapping[str, Any]]) -> str:
             f" Above {ECE_REFIT:g} for {', '.join(off)}: this data's share of relevant "
             "candidates differs from the one they were calibrated on; refit before relying on "
             "a threshold, on judged queries with the same first stage and number of candidates "
-            "as here: "
-            + said_for(
-                "rerankit.tune(DATA, first_stage=SAME, candidates=SAME, calibrate=True, "
-                'out="calibrated.toml")',
-                "rerankit tune --data DATA --first-stage SAME --candidates SAME --calibrate "
-                "--out calibrated.toml",
-            )
+            "as here: " + refit_call(**(refit or {}))
         )
     return note
 

@@ -62,6 +62,10 @@ class CollectionEvaluation:
     runs: list[PipelineRun] = field(repr=False)
     candidates: int = 100
     written: list[Path] = field(default_factory=list)
+    #: the data folder (None for a Dataset built in Python) and the first stage as given,
+    #: for the command that refits its probabilities on the same candidates
+    folder: Path | None = None
+    first_stage_given: str = "auto"
 
     @property
     def baseline(self) -> str | None:
@@ -125,7 +129,12 @@ class CollectionEvaluation:
         """The heading, the Markdown table (with :meth:`latency_note`,
         :meth:`judgment_cache_note` and :meth:`degraded_notes` under it) and the comparison
         with the baseline, as ``rerankit eval`` prints them."""
-        text = f"{self.header()}\n\n{format_table(self.rows, self.meta['k'])}"
+        refit = {
+            "data": self.folder,
+            "first_stage": self.first_stage_given,
+            "candidates": self.candidates,
+        }
+        text = f"{self.header()}\n\n{format_table(self.rows, self.meta['k'], refit)}"
         notes = self.notes()
         for line in [notes["latency_note"], notes["judgment_cache_note"], *notes["degraded_note"]]:
             if line:

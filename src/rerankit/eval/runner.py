@@ -275,8 +275,12 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
     return rows
 
 
-def format_table(rows: Sequence[Mapping[str, Any]], k: int) -> str:
-    """The rows as a Markdown table."""
+def format_table(
+    rows: Sequence[Mapping[str, Any]], k: int, refit: Mapping[str, Any] | None = None
+) -> str:
+    """The rows as a Markdown table (with the ECE column's note: ``refit``, the data folder,
+    first stage and candidates its refit advice names, see
+    :func:`~rerankit.eval.notes.refit_call`)."""
     metrics = metric_names(k)
     head = [
         "pipeline",
@@ -306,7 +310,7 @@ def format_table(rows: Sequence[Mapping[str, Any]], k: int) -> str:
             cells.append("" if r.get("ece") is None else f"{r['ece']:.4f}")
         lines.append("| " + " | ".join(cells) + " |")
     if with_ece:
-        lines.append(calibration_note(rows))
+        lines.append(calibration_note(rows, refit))
     return "\n".join(lines)
 
 

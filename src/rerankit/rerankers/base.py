@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..documents import InputFields, output_for, repeated_ids
+from ..errors import said_for
 from ..scorers.base import ScoreBatch, Scorer, as_score_batch
 from ..spans import TRACER, span
 from ..types import EARLIER_STAGE, SUM, Document, RankedDocument, RerankResult, check_top_k
@@ -280,7 +281,8 @@ class Reranker(ABC):
         if clash:
             message = (
                 f"{clash} input dict(s) already had a {score_field!r} field: the output dicts "
-                f"hold the rerank score there instead (score_field= names another field)"
+                f"hold the rerank score there instead "
+                f"({said_for('score_field=', '--score-field NAME')} names another field)"
             )
             logger.warning("%s", message)
             result = replace(result, warnings=(*result.warnings, message))

@@ -30,7 +30,7 @@ from ..eval.first_stage import (
     first_stage,
     first_stage_label,
 )
-from ..eval.latency import latency_note
+from ..eval.latency import first_run_note, latency_note
 from ..eval.runner import evaluate_runs, first_stage_run, format_table, run_pipeline
 from ..scorers.embedding import EmbeddingScorer
 from . import fusion_search
@@ -174,6 +174,9 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
             f"{keyword_flag('test_split', opts.test_split)} share {len(shared)} queries "
             f"(e.g. {shared[0]!r}): never tune on queries you report"
         )
+    first_run = first_run_note([("tune", [embedding])])  # before the wait it warns of
+    if first_run:
+        report.note(first_run)
     cands = _candidates(opts, train, "train")
     test_cands = _candidates(opts, test, "test") if test is not None else {}
     mismatch = first_stage_mismatch(opts.data, opts.first_stage, opts.candidates, cands)
@@ -256,7 +259,8 @@ def _report_on_test(
         f"\n{test.name}, {opts.test_split} split, {len(test.queries)} queries; first stage: "
         f"{first_stage_label(test, opts.first_stage)}, {depth_label(depth, opts.candidates)}\n"
     )
-    report.say(format_table(rows, depth))
+    refit = {"data": opts.data, "first_stage": opts.first_stage, "candidates": opts.candidates}
+    report.say(format_table(rows, depth, refit))
     note = latency_note(rows)  # from the embedding cache's counts: said only when true
     if note:
         report.say(note)
