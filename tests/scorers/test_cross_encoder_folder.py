@@ -4,6 +4,7 @@ documented recipe) is loaded with its weights, and the log does not say otherwis
 from __future__ import annotations
 
 import logging
+import shutil
 
 import numpy as np
 import pytest
@@ -12,7 +13,6 @@ pytest.importorskip("sentence_transformers", reason="the cross-encoder needs the
 import torch
 import transformers
 
-from conftest import build_bert_cross_encoder
 from rerankit.backends.local import NEW_MODEL_LOGGERS, without_new_model_line
 from rerankit.scorers import CrossEncoderScorer
 
@@ -30,8 +30,8 @@ def _direct_logits(folder) -> np.ndarray:
         return model(**enc).logits.numpy()[:, 0]
 
 
-def test_a_saved_folder_loads_its_weights_without_the_new_model_line(tmp_path, caplog):
-    folder = build_bert_cross_encoder(tmp_path / "my-ce", seed=7)  # a folder no test loaded
+def test_a_saved_folder_loads_its_weights_without_the_new_model_line(bert_dir, tmp_path, caplog):
+    folder = shutil.copytree(bert_dir, tmp_path / "my-ce")  # a folder no test loaded
     caplog.set_level(logging.INFO)
     scores = CrossEncoderScorer(str(folder), device="cpu").score_texts(QUERY, DOCS)
     # sentence-transformers' "initializing a new CrossEncoder model" reads as "your weights
