@@ -350,3 +350,34 @@ def test_with_api_keys_ready_names_states_but_not_errors_that_may_quote_a_reques
         info = client.get("/info", headers=key).json()["pipelines"]  # with a key: the cause
         assert "John Doe" in info["live"]["error"]
         assert "connection refused" in info["broken"]["error"]
+
+
+class _FailsAfterItsDeadline:
+    """Every LLM-like call failed, and the answer comes after the request's deadline (the
+    calls queued behind a stalled provider were refused once the deadline passed)."""
+
+    name = "late"
+
+    async def score(self, query, docs, **context):
+        if query == "warm up":
+            return np.zeros(len(docs))
+        time.sleep(0.5)  # noqa: ASYNC251 (holds the loop: the answer is ready at the deadline)
+        return ScoreBatch(
+            values=np.zeros(len(docs)),
+            flags={i: ["llm_failed"] for i in range(len(docs))},
+            warnings=[f"document {i}: no score (not called: deadline)" for i in range(len(docs))],
+        )
+
+
+def test_an_answer_that_failed_because_its_deadline_passed_is_a_504(monkeypatch):
+    # not a 502 blaming the provider: the request ran out of its time
+    monkeypatch.setattr(registry, "_ENTRIES", dict(registry._ENTRIES))  # this test's only
+    register_reranker("test-late", lambda: ScorerReranker(_FailsAfterItsDeadline()))
+    settings = ServerSettings(pipelines={"late": "test-late"}, default="late", timeout=0.3)
+    with TestClient(create_app(settings)) as client:
+        deadline = time.time() + 30
+        while client.get("/ready").json().get("status") != "ready" and time.time() < deadline:
+            time.sleep(0.02)
+        answer = client.post("/v2/rerank", json={**ASK, "model": "late"})
+    assert answer.status_code == 504, answer.text
+    assert answer.json()["message"] == "pipeline 'late': no answer within the 0.3 s deadline"
