@@ -15,7 +15,7 @@
   cache (a second evaluation) or where the runs happened elsewhere (Ray: nothing is
   counted here).
 * **A first run** (:func:`first_run_note`, said before the runs): pipelines that embed
-  documents, with an embedding cache on disk (or a server) that holds no vector yet, encode
+  documents, with an embedding cache file that holds no vector yet, encode
   every candidate's text (the hybrid: its passages) first, which takes minutes on a CPU for
   a few thousand; later runs read the cache. (Which of the candidates' texts are cached
   cannot be counted beforehand without splitting them as each pipeline does, so it is said
@@ -37,16 +37,17 @@ __all__ = ["first_run_note", "latency_note"]
 
 def first_run_note(pipelines: Sequence[tuple[str, Sequence[Any]]]) -> str | None:
     """Before the runs: of the ``(name, scorers)`` pipelines, those that embed documents
-    and whose embedding cache's store (a file or a server: not memory only) holds no vector
-    yet, so that this first run encodes every candidate's text; None when there are none."""
-    names, where = [], "its server"
+    and whose embedding cache file holds no vector yet, so that this first run encodes every
+    candidate's text; None when there are none. A cache on a server is not counted (that
+    would read every key, and a shared server is rarely empty), nor one in memory only."""
+    names, where = [], ""
     for name, scorers in pipelines:
         caches = [
             s.cache for s in scorers if isinstance(s, EmbeddingScorer) and s.cache is not None
         ]
         if caches and all(_empty(c) for c in caches):
             names.append(name)
-            where = str(next((c.path for c in caches if c.path is not None), where))
+            where = str(caches[0].path)
     if not names:
         return None
     return (
@@ -58,8 +59,13 @@ def first_run_note(pipelines: Sequence[tuple[str, Sequence[Any]]]) -> str | None
 
 
 def _empty(cache: Any) -> bool:
-    """Whether an embedding cache with a store (a file, a server) holds no vector yet."""
-    return cache.store is not None and len(cache) == 0 and len(cache.store) == 0
+    """Whether an embedding cache kept in a file holds no vector yet."""
+    return (
+        cache.path is not None
+        and cache.store is not None
+        and len(cache) == 0
+        and (len(cache.store) == 0)
+    )
 
 
 def latency_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
