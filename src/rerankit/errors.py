@@ -41,6 +41,7 @@ __all__ = [
     "PermanentProviderError",
     "ProviderError",
     "RerankitError",
+    "RuleError",
     "ScorerError",
     "ServiceError",
     "TransientProviderError",
@@ -193,6 +194,12 @@ def _status_kind(status: int | None) -> str:
     if status >= 500:
         return "server_error"
     return "bad_request" if 400 <= status < 500 else "error"
+
+
+class RuleError(RerankitError):
+    """An ordering rule's ``decide()`` returned no valid
+    :class:`~rerankit.ordering.Outcome` (not one, or positions out of range, repeated or
+    left out): in a pipeline its stage fails and the previous stage's order is kept."""
 
 
 class ProviderError(ScorerError):

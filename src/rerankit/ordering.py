@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from numbers import Real
 from typing import Any
 
@@ -28,6 +28,7 @@ import numpy as np
 from .documents import field_names, field_value, to_documents
 from .errors import InvalidDocumentError
 from .normalize import normalize_scores
+from .outcome import Outcome, checked_outcome
 from .text.words import split_words
 from .types import Document, RankedDocument, RerankResult
 
@@ -87,18 +88,11 @@ def _score(item: Any, doc: Document, score_field: str) -> float | None:
     return None
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What a rule decided: the new order (positions in its input) and what it dropped."""
-
-    order: list[int]
-    dropped: list[int]
-    note: str = ""
-    warnings: tuple[str, ...] = ()
-
-
 class Rule:
-    """Base of ordering rules: subclasses implement :meth:`decide` over the items.
+    """Base of ordering rules: subclasses implement :meth:`decide` over the items, returning
+    an :class:`Outcome` that lists each position once, in ``order`` or ``dropped``; anything
+    else is a :class:`~rerankit.errors.RuleError` naming the rule (in a pipeline, its stage
+    fails and the previous stage's order is kept).
 
     ``reorders``: whether the rule may change the order it is given (a rule that only drops
     sets it False); ``orders_by_score``: whether it orders by the scores (MMR), which rules
@@ -119,7 +113,7 @@ class Rule:
         if isinstance(items, RerankResult):
             return self.apply_result(items)
         items = list(items)
-        outcome = self.decide(items)
+        outcome = checked_outcome(self.name, self.decide(items), len(items))
         if outcome.dropped:
             logger.warning(
                 "%s dropped %d item(s): %s", self.name, len(outcome.dropped), outcome.note
@@ -129,7 +123,7 @@ class Rule:
         return [items[i] for i in outcome.order]
 
     def apply_result(self, result: RerankResult) -> RerankResult:
-        outcome = self.decide(result.results)
+        outcome = checked_outcome(self.name, self.decide(result.results), len(result.results))
         kept = [
             replace(result.results[i], rank=rank) for rank, i in enumerate(outcome.order, start=1)
         ]

@@ -153,7 +153,7 @@ STACK = (
     ("backends", ("backends",)),
     ("llm", ("llm",)),
     ("scorers", ("scorers",)),
-    ("combining", ("fusion", "ordering")),
+    ("combining", ("fusion", "ordering", "outcome")),
     ("rerankers", ("rerankers",)),
     ("config", ("config",)),
     ("api", ("api", "rerankit")),
