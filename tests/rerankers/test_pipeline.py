@@ -124,6 +124,18 @@ def test_wrong_shape_from_a_scorer_is_reported_not_silently_used(fixed_scorer):
     assert "scorer 'short' returned scores of shape (1,), expected (3,)" in result.warnings[0]
 
 
+def test_a_scorer_with_no_finite_score_failed_as_a_wrong_shape_does(fixed_scorer):
+    nan, inf = float("nan"), float("inf")
+    alone = ScorerReranker(fixed_scorer("nans", [nan, nan, inf])).rerank("q", ["a", "b", "c"])
+    assert alone.degraded and [r.index for r in alone] == [0, 1, 2]
+    assert "scorer 'nans' returned no finite score (all 3 are NaN or infinite)" in alone.warnings[0]
+    fused = FusionReranker(
+        [fixed_scorer("nans", [nan, nan, nan]), fixed_scorer("steady", [0.1, 0.9, 0.5])]
+    ).rerank("q", ["a", "b", "c"])
+    assert fused.degraded and [r.index for r in fused] == [1, 2, 0]
+    assert fused[0].scores == {"steady": 0.9} and not any(r.flags for r in fused)
+
+
 def test_non_finite_scores_count_as_worst_and_are_flagged(fixed_scorer):
     nan = float("nan")
     scorer = fixed_scorer("shaky", [0.4, nan, 0.9, float("inf"), 0.1])

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import fusion
 from ..documents import FIRST_STAGE_SCORE
-from ..errors import keyword_flag
+from ..errors import ScorerError, keyword_flag
 from ..normalize import normalize_scores
 from ..scorers.base import Scorer
 from ..scorers.embedding import DEFAULT_EMBEDDING_MODEL, EmbeddingScorer
@@ -347,9 +347,12 @@ class HybridReranker(ScoringReranker):
         the contributions still add up to the score; if every text signal fails, the first
         stage alone orders the documents."""
         scored = await self.texts_only._score(query, docs, **context)
-        first = scored.take(
-            self.first_stage.name, await run_scorer(self.first_stage, query, docs, context)
-        )
+        try:
+            batch = await run_scorer(self.first_stage, query, docs, context)
+        except ScorerError as exc:  # no finite first-stage score: the texts alone decide
+            scored.failed(self.first_stage, exc)
+            return scored
+        first = scored.take(self.first_stage.name, batch)
         method = self.normalization_method
         weight = 1.0 if scored.failed_all else self.first_stage_weight
         if scored.failed_all:  # the first stage still orders them

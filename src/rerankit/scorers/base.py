@@ -54,7 +54,9 @@ class ScoreBatch:
 
 def as_score_batch(name: str, raw: Any, n: int) -> ScoreBatch:
     """Validate a scorer's output: a float array of length ``n`` (NaN/inf are left for the
-    caller's policy to handle). Raises :class:`ScorerError` naming the scorer otherwise."""
+    caller's policy to handle, unless every score is one: then the scorer contributed
+    nothing and failed, as for a wrong shape). Raises :class:`ScorerError` naming the
+    scorer otherwise."""
     batch = raw if isinstance(raw, ScoreBatch) else ScoreBatch(values=raw)
     try:
         values = np.asarray(batch.values, dtype=np.float64)
@@ -64,6 +66,8 @@ def as_score_batch(name: str, raw: Any, n: int) -> ScoreBatch:
         raise ScorerError(
             f"scorer {name!r} returned scores of shape {values.shape}, expected ({n},)"
         )
+    if values.size and not np.isfinite(values).any():  # it contributed nothing: it failed
+        raise ScorerError(f"scorer {name!r} returned no finite score (all {n} are NaN or infinite)")
     batch.values = values
     return batch
 
