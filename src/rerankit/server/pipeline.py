@@ -32,7 +32,7 @@ from typing import Any
 from .._threads import in_loading_thread, work_scope
 from ..api import load
 from ..cache import cache_defaults, pipeline_fingerprint
-from ..errors import ConfigError, MissingDependencyError, ServiceError
+from ..errors import ConfigError, InvalidDocumentError, MissingDependencyError, ServiceError
 from ..ordering import Rule
 from ..rerankers.cascade import Pipeline
 from ..scorers.local import load_models
@@ -216,11 +216,13 @@ class ServedPipeline:
             return None
 
     async def _warm_up(self, reranker: Any) -> str | None:
-        """Rerank a small batch as a request would, within the request ``timeout``: an
-        error when it gives no usable answer, or a degraded one (a strategy failed), but for
-        a cascade whose later stage failed and which answered with an earlier stage's order,
-        as it answers requests while its provider is down: that one serves, and why it fell
-        back is returned (else None)."""
+        """Rerank a small batch (:data:`WARM_UP`: two texts, no fields) as a request would,
+        within the request ``timeout``: an error when it gives no usable answer (but for an
+        :class:`~rerankit.errors.InvalidDocumentError`, a scorer refusing those documents
+        for a field they lack, which is logged: real requests decide), or a degraded one (a
+        strategy failed), but for a cascade whose later stage failed and which answered with
+        an earlier stage's order, as it answers requests while its provider is down: that
+        one serves, and why it fell back is returned (else None)."""
         timeout = self.settings.timeout
         abandoned = threading.Event()
         with self.scope(time.monotonic() + timeout, abandoned):
@@ -232,6 +234,15 @@ class ServedPipeline:
             result = await run_abandoning(task, timeout, abandoned, self.name)
         except asyncio.TimeoutError:
             raise RuntimeError(f"the warm-up batch got no answer within {timeout:g} s") from None
+        except InvalidDocumentError as exc:  # about the warm-up's documents, not the models
+            logger.warning(
+                "pipeline %r: its warm-up documents carry only a text, no fields, and it "
+                "refused them (%s); its models are loaded, so it is ready and each request "
+                "decides (one without the field gets this error)",
+                self.name,
+                exc,
+            )
+            return None
         if result.unusable is None and result.degraded and _fell_back(reranker, result):
             return summary("the warm-up answer fell back", list(result.warnings))
         if result.unusable is not None or result.degraded:  # degraded: a strategy failed
