@@ -11,7 +11,7 @@ from fastapi import Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 
-from ..errors import InputError, InvalidDocumentError, ServiceError
+from ..errors import InputError, InvalidDocumentError, ServiceError, serving
 from ..normalize import unit_scale
 from .answers import Answer, mark, stamp
 from .experiments import Experiments
@@ -56,11 +56,12 @@ def add_rerank_routes(
             """The answer computed for ``call`` (or the experiment ``plan`` names): its body
             and the headers describing it."""
             arrival = request.state.arrival
-            if plan is None:
-                result, shown = await service.compute(pipeline, call, arrival), {}
-            else:
-                assert experiments is not None
-                result, shown = await experiments.run(fmt.path, call, arrival, plan)
+            with serving():  # the pipeline's warnings name the settings file's remedies
+                if plan is None:
+                    result, shown = await service.compute(pipeline, call, arrival), {}
+                else:
+                    assert experiments is not None
+                    result, shown = await experiments.run(fmt.path, call, arrival, plan)
             request.state.result, request.state.shown = result, shown
             content = fmt.respond(body, call, result)
             # an answer whose order is not its scores' says why (an exploration that
