@@ -77,6 +77,9 @@ def add_rerank_routes(
             }
             if result.degraded:  # SDK users rarely read meta: the header says it too
                 headers["x-rerankit-degraded"] = "true"
+            if call.notes:  # said in meta too, where the format has one (not TEI's, Infinity's)
+                said = "; ".join(call.notes)
+                headers["x-rerankit-warnings"] = said.encode("ascii", "backslashreplace").decode()
             # said in meta too, where the format has one: TEI's answer is a bare list, so
             # a document a rule dropped would vanish from it unsaid but for its header
             described = (
@@ -115,7 +118,8 @@ def add_rerank_routes(
             async def respond() -> tuple[Answer, str | None]:
                 """The answer and where it came from (None: no answer cache)."""
                 pipeline = service.check(fmt.path, call)
-                note = languages.note(call.model, pipeline)  # English only for a multilingual
+                named = call.asked or call.model  # English only for a multilingual name
+                note = languages.note(named, pipeline)
                 if note:  # model name: meta.warnings says so
                     call.notes.append(note)
                 key = None
