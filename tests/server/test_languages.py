@@ -113,3 +113,16 @@ def test_infinitys_shape_and_any_multilingual_alias_get_the_warning(caplog, wait
     assert logged[0].startswith(
         "requests naming model 'rerank-multilingual-v3.0' get a warning in meta.warnings: "
     )
+
+
+@pytest.mark.slow
+def test_the_hybrids_language_warning_names_a_settings_file_pipeline(wait_ready):
+    """Served, the default hybrid's warning for a German query gives the service's fix."""
+    with TestClient(create_app(ServerSettings())) as client:
+        wait_ready(client)
+        query = "Wie lange dauert die Rücksendung einer Bestellung?"
+        body = {"model": "rerank-v3.5", "query": query, "documents": ["Rücksendungen", "Montag"]}
+        warned = client.post("/v2/rerank", json=body).json()["meta"]["warnings"]
+    said = [w for w in warned if "this query looks German (de)" in w]
+    assert len(said) == 1 and "[pipelines.NAME] reranker = {" in said[0]
+    assert "HybridReranker" not in said[0] and "-r pipeline.toml" not in said[0]
