@@ -50,6 +50,7 @@ __all__ = [
     "keyword_flag",
     "no_such_file",
     "said_for",
+    "serving",
     "strip_location",
 ]
 
@@ -113,9 +114,28 @@ def flags_first() -> Iterator[None]:
         _FLAGS_FIRST.reset(token)
 
 
-def said_for(python: str, command_line: str) -> str:
-    """``python``, or within :func:`flags_first` ``command_line``: a message's words that
-    differ between a caller of the library and a user of the command."""
+#: whether the messages being built are for a client of the service (set by the service
+#: while it computes an answer: :func:`serving`)
+_SERVING: ContextVar[bool] = ContextVar("rerankit_serving", default=False)
+
+
+@contextmanager
+def serving() -> Iterator[None]:
+    """Within it, :func:`said_for` words messages for a client of ``rerankit serve``, who
+    can change nothing but the server's settings file."""
+    token = _SERVING.set(True)
+    try:
+        yield
+    finally:
+        _SERVING.reset(token)
+
+
+def said_for(python: str, command_line: str, service: str | None = None) -> str:
+    """``python``, or within :func:`flags_first` ``command_line``, or within
+    :func:`serving` ``service`` (when given): a message's words that differ between a
+    caller of the library, a user of the command and a client of the service."""
+    if service is not None and _SERVING.get():
+        return service
     return command_line if _FLAGS_FIRST.get() else python
 
 

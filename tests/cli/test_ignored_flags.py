@@ -157,12 +157,13 @@ def test_cache_info_shows_the_cache_named_and_namespace_needs_a_server(
     monkeypatch.delenv("RERANKIT_EMBEDDING_CACHE", raising=False)
     monkeypatch.delenv("RERANKIT_CACHE_URL", raising=False)
     JudgmentCache(tmp_path / "judgments.sqlite").put_many([("k", 1.0)])
-    for name, shown in [("judgments", "judgments"), ("judgment", "judgments"), ("onnx", "onnx")]:
+    named = [("judgments", "judgments"), ("judgment", "judgments"), ("onnx", "onnx")]
+    for name, shown in [*named, ("wordfreq", "wordfreq")]:
         assert main(["cache", "info", name]) == 0
         lines = capsys.readouterr().out.splitlines()
         assert [line.split(":")[0] for line in lines] == [shown], name
-    assert main(["cache"]) == 0  # all, as before
-    assert len(capsys.readouterr().out.splitlines()) == 4
+    assert main(["cache"]) == 0  # all, as before, and the word-frequency tables
+    assert len(capsys.readouterr().out.splitlines()) == 5
     assert "--namespace has no effect without a server" in refused(
         capsys, ["cache", "--namespace", "mine"]
     )

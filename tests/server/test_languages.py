@@ -81,3 +81,48 @@ def test_a_multilingual_model_name_answered_in_english_only_says_so(caplog, wait
         assert explained.json()["warnings"] == warned
     logged = [r.getMessage() for r in caplog.records if r.name == "rerankit.server.languages"]
     assert len(logged) == 1 and "'rerank-multilingual-v3.0'" in logged[0]
+
+
+def test_infinitys_shape_and_any_multilingual_alias_get_the_warning(caplog, wait_ready):
+    """Infinity's request names the model but its answer gives the pipeline's name: the
+    name sent is the one read; a Jina multilingual alias is warned too; the log reads as
+    a sentence. Formats without meta (Infinity's, TEI's) say it in x-rerankit-warnings."""
+    settings = ServerSettings(
+        pipelines={"english": "test-english-model"},
+        default="english",
+        aliases={
+            "rerank-multilingual-v3.0": "english",
+            "jina-reranker-v2-base-multilingual": "english",
+        },
+    )
+    caplog.set_level(logging.WARNING, logger="rerankit.server.languages")
+    with TestClient(create_app(settings)) as client:
+        wait_ready(client)
+        infinity = client.post("/rerank", json={**ASK, "model": "rerank-multilingual-v3.0"})
+        assert infinity.status_code == 200, infinity.text
+        assert infinity.json()["model"] == "english"
+        said = infinity.headers["x-rerankit-warnings"]
+        assert said.startswith("model 'rerank-multilingual-v3.0' is an alias of pipeline 'english'")
+        jina = client.post(
+            "/v2/rerank", json={**ASK, "model": "jina-reranker-v2-base-multilingual"}
+        )
+        assert "reads English only" in jina.json()["meta"]["warnings"][0]
+        plain = client.post("/rerank", json={**ASK, "model": "english"})
+        assert "x-rerankit-warnings" not in plain.headers
+    logged = [r.getMessage() for r in caplog.records if r.name == "rerankit.server.languages"]
+    assert logged[0].startswith(
+        "requests naming model 'rerank-multilingual-v3.0' get a warning in meta.warnings: "
+    )
+
+
+@pytest.mark.slow
+def test_the_hybrids_language_warning_names_a_settings_file_pipeline(wait_ready):
+    """Served, the default hybrid's warning for a German query gives the service's fix."""
+    with TestClient(create_app(ServerSettings())) as client:
+        wait_ready(client)
+        query = "Wie lange dauert die Rücksendung einer Bestellung?"
+        body = {"model": "rerank-v3.5", "query": query, "documents": ["Rücksendungen", "Montag"]}
+        warned = client.post("/v2/rerank", json=body).json()["meta"]["warnings"]
+    said = [w for w in warned if "this query looks German (de)" in w]
+    assert len(said) == 1 and "[pipelines.NAME] reranker = {" in said[0]
+    assert "HybridReranker" not in said[0] and "-r pipeline.toml" not in said[0]

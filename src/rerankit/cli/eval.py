@@ -68,7 +68,8 @@ def reranker_specs(names: str, args: argparse.Namespace | None = None) -> dict[s
         refuse_unused(
             {"--language": flags.language},
             f"with --rerankers {','.join(given)}: it applies to registered rerankers by "
-            "name (hybrid, bm25, ...); in a pipeline file, give language on its scorers",
+            "name (hybrid, bm25, ...); in a pipeline file, give language on its reranker or "
+            "scorers",
         )
     return {
         label: pipeline_spec(name, files if Path(name).suffix else flags, check=False)

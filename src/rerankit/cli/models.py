@@ -189,26 +189,33 @@ def sqlite_file(name: str) -> Path:
     return default_cache_dir() / f"{name}.sqlite"
 
 
-def _onnx(args: argparse.Namespace, server: bool) -> None:
-    path = onnx_cache_root()
-    what = "models exported to ONNX on first use with backend onnx"
-    if args.action == "clear":
-        if args.what == "all" and server:  # all the server's caches; the exports stay
-            if path.exists():
-                print(f"kept onnx: {path} (on this machine; `rerankit cache clear onnx`)")
-        elif args.what in ("all", "onnx") and path.exists():
-            shutil.rmtree(path)
-            print(f"cleared onnx: {path}")
-        return
-    if args.what not in ("all", "onnx"):
-        return
-    if not path.exists():
-        print(f"onnx: {path} (empty): {what}")
-        return
-    folders = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
-    sources = [read_manifest(f).get("source", f.name) for f in folders if is_exported(f)]
-    listed = f"{len(folders)} export(s){': ' + ', '.join(sources) if sources else ''}"
-    print(f"onnx: {path}, {listed}, {_readable(_size(path))}: {what}")
+def _folders(args: argparse.Namespace, server: bool) -> None:
+    """The caches kept as folders on this machine: ONNX exports, word-frequency tables."""
+    for name, path, what in (
+        ("onnx", onnx_cache_root(), "models exported to ONNX on first use with backend onnx"),
+        ("wordfreq", default_cache_dir() / "wordfreq", "word-frequency tables (background idf)"),
+    ):
+        if args.action == "clear":
+            if args.what == "all" and server:  # all the server's caches; these stay
+                if path.exists():
+                    print(f"kept {name}: {path} (on this machine; `rerankit cache clear {name}`)")
+            elif args.what in ("all", name) and path.exists():
+                shutil.rmtree(path)
+                print(f"cleared {name}: {path}")
+            continue
+        if args.what not in ("all", name):
+            continue
+        if not path.exists():
+            print(f"{name}: {path} (empty): {what}")
+            continue
+        if name == "onnx":
+            folders = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+            sources = [read_manifest(f).get("source", f.name) for f in folders if is_exported(f)]
+            listed = f"{len(folders)} export(s){': ' + ', '.join(sources) if sources else ''}"
+        else:  # LANGUAGE-LIST-KEY-vN.npz
+            tables = sorted({f.name.split("-")[0] for f in path.glob("[!.]*.npz")})
+            listed = f"{len(tables)} language(s){': ' + ', '.join(tables) if tables else ''}"
+        print(f"{name}: {path}, {listed}, {_readable(_size(path))}: {what}")
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
@@ -248,7 +255,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
         server = server or info.server  # the same for each cache
     for note in server:
         print(f"  {note}")
-    _onnx(args, server=url is not None)
+    _folders(args, server=url is not None)
     return 0
 
 
@@ -356,9 +363,10 @@ def add_commands(sub: Any) -> None:
         "$RERANKIT_CACHE_DIR, else $XDG_CACHE_HOME/rerankit, else ~/.cache/rerankit; "
         "embeddings also $RERANKIT_EMBEDDING_CACHE), or, with --url or $RERANKIT_CACHE_URL, "
         "those in a shared Redis/Valkey server (and its memory settings); and ONNX exports "
-        "(onnx/). clear deletes only rerankit's entries: in a shared Redis database, the keys "
+        "(onnx/) and word-frequency tables of the languages BM25 read "
+        "(wordfreq/). clear deletes only rerankit's entries: in a shared Redis database, the keys "
         "under its namespace, nothing else; with a server, clear (all) empties the server's "
-        "caches and leaves this machine's ONNX exports (clear onnx removes them).",
+        "caches and leaves this machine's folders (clear onnx, clear wordfreq remove them).",
         **examples(
             "rerankit cache",
             "rerankit cache info embeddings  # that cache alone",
@@ -369,7 +377,7 @@ def add_commands(sub: Any) -> None:
     cache.add_argument(
         "what",
         type=cache_name,
-        choices=("all", "embeddings", "judgments", "answers", "onnx"),
+        choices=("all", "embeddings", "judgments", "answers", "onnx", "wordfreq"),
         nargs="?",
         default="all",
         help="which cache to show or clear (default all; embedding, judgment and answer work "

@@ -108,9 +108,18 @@ def in_language(spec: Any, language: str | None) -> Any:
     if not language:
         return spec
     if not isinstance(spec, str) or registry.canonical("reranker", spec) is None:
+        if isinstance(spec, str) and Path(spec).suffix.lower() in PIPELINE_SUFFIXES:
+            fix = "give language in the file, on its reranker or scorers"
+        else:  # a model: a pipeline file runs it with a language
+            fix = (
+                "a model reads the languages it learned, with nothing to set; for the hybrid "
+                "with an embedding model and the lexical signals of a language, write a "
+                f'pipeline file (-r pipeline.toml) holding reranker = {{ type = "hybrid", '
+                f'model = "EMBEDDING-MODEL", language = "{language}" }}'
+            )
         raise UsageError(
             f"--language applies to a registered reranker (hybrid, bm25, text, ...), not "
-            f"{spec!r}: in a pipeline file, give language on its scorers"
+            f"{spec!r}: {fix}"
         )
     return {"reranker": {"type": spec, "language": language}}
 

@@ -59,6 +59,7 @@ _KEYWORD_HINTS = {
     "return_documents": "result.documents() (results always carry the document)",
     "query_embedding": 'context={"query_embedding": ...}',
     "document_embeddings": 'context={"document_embeddings": ...}',
+    "language": "reranker=HybridReranker(language=...), or a reranker built for the language",
 }
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import fusion
 from ..documents import FIRST_STAGE_SCORE
-from ..errors import ScorerError, keyword_flag
+from ..errors import ScorerError
 from ..normalize import normalize_scores
 from ..scorers.base import Scorer
 from ..scorers.embedding import DEFAULT_EMBEDDING_MODEL, EmbeddingScorer
@@ -30,10 +30,10 @@ from ..scorers.recipe import (
     proximity_reader,
 )
 from ..text.analysis import Analyzer
-from ..text.language import non_latin_share
 from ..types import SUM, Document
 from .base import Scored, ScoringReranker, run_scorer
 from .fused import ALL_FAILED, FusionReranker
+from .language_note import language_note
 
 logger = logging.getLogger(__name__)
 
@@ -77,8 +77,10 @@ class HybridReranker(ScoringReranker):
     only within the request. The calibration fits the bundled all-MiniLM-L6-v2; with
     another embedding model and no ``calibration``, the hybrid falls back to ``relative``
     (fit one with ``rerankit tune --calibrate``). The strategies' names in each result's
-    scores and explanation say which mode ran. The embedding model reads English only, and
-    a query mostly in another script gets a warning. ``model`` names the embedding model (a
+    scores and explanation say which mode ran. The embedding model reads English only: a
+    query clearly in another language (another script, or German, French, Spanish, Italian,
+    Portuguese or Dutch by its common words while ``language`` is ``"en"``) gets a warning
+    naming the language and the fix. ``model`` names the embedding model (a
     hub id, a model folder, or a folder written by ``rerankit export``; an export of the
     bundled model keeps the calibration). ``backend`` says where it runs: ``"auto"`` (the
     default) runs the bundled model on ONNX Runtime in float32 when ``onnxruntime`` is
@@ -325,17 +327,10 @@ class HybridReranker(ScoringReranker):
             scored.scale = fusion_.score_scale
         if note:
             scored.warnings.append(note)
-        if (
-            isinstance(self.embedding, EmbeddingScorer)
-            and self.embedding.is_bundled
-            and non_latin_share(query) > 0.5
-        ):
-            multilingual = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
-            scored.warnings.append(
-                "the bundled all-MiniLM-L6-v2 reads English only and this query is mostly in "
-                "another script: use a multilingual embedding model and the query's language "
-                f"({keyword_flag('model', multilingual)}, {keyword_flag('language', 'zh')})"
-            )
+        english_model = isinstance(self.embedding, EmbeddingScorer) and self.embedding.is_bundled
+        language = language_note(query, language=self.language, english_model=english_model)
+        if language:
+            scored.warnings.append(language)
         return scored
 
     async def _beside_first_stage(

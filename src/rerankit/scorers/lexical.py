@@ -249,6 +249,9 @@ class BM25Scorer(LexicalScorer):
         )
 
         warnings = []
+        fallback = self.idf.fallback_note() if isinstance(self.idf, BackgroundFrequencies) else None
+        if fallback:
+            warnings.append(f"{self.name}: {fallback}")
         if texts and not values.any():
             what = (
                 "the query has no terms" if not terms else "no query term occurs in any candidate"

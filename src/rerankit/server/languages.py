@@ -1,5 +1,6 @@
-"""The warning a request gets when it names one of Cohere's multilingual models
-(``rerank-multilingual-v3.0``, ...) and the pipeline that answers reads English only.
+"""The warning a request gets when it names a multilingual model (Cohere's
+``rerank-multilingual-v3.0``, Jina's ``jina-reranker-v2-base-multilingual``, ...: any name
+with ``multilingual`` in it) and the pipeline that answers reads English only.
 
 Cohere's model names are aliases of the default pipeline (or of the one
 ``[server.aliases]`` names), whatever their language. rerankit ships no multilingual
@@ -17,12 +18,19 @@ from ..backends.bundled import BUNDLED_NAMES
 from ..backends.manifest import is_exported, read_manifest
 from .settings import ServerSettings
 
-__all__ = ["MULTILINGUAL_PREFIX", "LanguageNotes", "english_only_models"]
+__all__ = ["MULTILINGUAL_PREFIX", "LanguageNotes", "english_only_models", "says_multilingual"]
 
 logger = logging.getLogger(__name__)
 
 #: how Cohere's multilingual model names begin
 MULTILINGUAL_PREFIX = "rerank-multilingual-"
+
+
+def says_multilingual(model: str) -> bool:
+    """Whether a model name says its model reads many languages: Cohere's
+    ``rerank-multilingual-*``, or any name with ``multilingual`` in it (Jina's
+    ``jina-reranker-v2-base-multilingual``, an alias of the operator's own)."""
+    return model.startswith(MULTILINGUAL_PREFIX) or "multilingual" in model.lower()
 
 
 def english_only_models(reranker: Any) -> list[str]:
@@ -52,7 +60,7 @@ class LanguageNotes:
         self._said: set[str] = set()
 
     def note(self, model: str | None, pipeline: Any) -> str | None:
-        if not model or not model.startswith(MULTILINGUAL_PREFIX):
+        if not model or not says_multilingual(model):
             return None
         if model not in (self.settings.aliases or {}):  # a pipeline of that name: its own
             return None
@@ -69,5 +77,7 @@ class LanguageNotes:
         )
         if model not in self._said:
             self._said.add(model)
-            logger.warning("requests name %s; their answers say so in meta.warnings", note)
+            logger.warning(
+                "requests naming model %r get a warning in meta.warnings: %s", model, note
+            )
         return note

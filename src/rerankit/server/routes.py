@@ -11,7 +11,7 @@ from fastapi import Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 
-from ..errors import InputError, InvalidDocumentError, ServiceError
+from ..errors import InputError, InvalidDocumentError, ServiceError, serving
 from ..normalize import unit_scale
 from .answers import Answer, mark, stamp
 from .experiments import Experiments
@@ -56,11 +56,12 @@ def add_rerank_routes(
             """The answer computed for ``call`` (or the experiment ``plan`` names): its body
             and the headers describing it."""
             arrival = request.state.arrival
-            if plan is None:
-                result, shown = await service.compute(pipeline, call, arrival), {}
-            else:
-                assert experiments is not None
-                result, shown = await experiments.run(fmt.path, call, arrival, plan)
+            with serving():  # the pipeline's warnings name the settings file's remedies
+                if plan is None:
+                    result, shown = await service.compute(pipeline, call, arrival), {}
+                else:
+                    assert experiments is not None
+                    result, shown = await experiments.run(fmt.path, call, arrival, plan)
             request.state.result, request.state.shown = result, shown
             content = fmt.respond(body, call, result)
             # an answer whose order is not its scores' says why (an exploration that
@@ -76,6 +77,9 @@ def add_rerank_routes(
             }
             if result.degraded:  # SDK users rarely read meta: the header says it too
                 headers["x-rerankit-degraded"] = "true"
+            if call.notes:  # said in meta too, where the format has one (not TEI's, Infinity's)
+                said = "; ".join(call.notes)
+                headers["x-rerankit-warnings"] = said.encode("ascii", "backslashreplace").decode()
             # said in meta too, where the format has one: TEI's answer is a bare list, so
             # a document a rule dropped would vanish from it unsaid but for its header
             described = (
@@ -114,7 +118,8 @@ def add_rerank_routes(
             async def respond() -> tuple[Answer, str | None]:
                 """The answer and where it came from (None: no answer cache)."""
                 pipeline = service.check(fmt.path, call)
-                note = languages.note(call.model, pipeline)  # English only for a multilingual
+                named = call.asked or call.model  # English only for a multilingual name
+                note = languages.note(named, pipeline)
                 if note:  # model name: meta.warnings says so
                     call.notes.append(note)
                 key = None

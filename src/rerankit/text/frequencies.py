@@ -22,6 +22,7 @@ import threading
 import uuid
 from bisect import bisect_left
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ __all__ = ["FrequencyTable", "frequency_table"]
 logger = logging.getLogger(__name__)
 
 #: bump when the file's layout changes
-_FORMAT = 1
+_FORMAT = 2
 
 
 class _Words:
@@ -53,20 +54,29 @@ class FrequencyTable:
     """Words and their frequencies, looked up with :meth:`get` as a dict would be;
     :attr:`floor` is the rarest frequency in the table."""
 
-    def __init__(self, blob: bytes, offsets: np.ndarray, frequencies: np.ndarray) -> None:
+    def __init__(
+        self,
+        blob: bytes,
+        offsets: np.ndarray,
+        frequencies: np.ndarray,
+        language: str | None = None,
+    ) -> None:
+        #: the language the words are of (None: not said), which for a language without
+        #: its own table is the nearest one's (``"en"`` for ``"xh"``)
+        self.language = language
         self._words = _Words(blob, offsets)
         self.frequencies = frequencies
         self.floor = float(frequencies.min()) if len(frequencies) else 1e-9
 
     @classmethod
-    def from_mapping(cls, table: dict[str, float]) -> FrequencyTable:
-        """The table of a ``word -> frequency`` mapping."""
+    def from_mapping(cls, table: dict[str, float], language: str | None = None) -> FrequencyTable:
+        """The table of a ``word -> frequency`` mapping (of ``language``)."""
         pairs = sorted((w.encode("utf-8", "surrogatepass"), f) for w, f in table.items())
         sizes = np.fromiter((len(w) for w, _ in pairs), dtype=np.int64, count=len(pairs))
         offsets = np.zeros(len(pairs) + 1, dtype=np.int64)
         np.cumsum(sizes, out=offsets[1:])
         frequencies = np.fromiter((f for _, f in pairs), dtype=np.float64, count=len(pairs))
-        return cls(b"".join(w for w, _ in pairs), offsets, frequencies)
+        return cls(b"".join(w for w, _ in pairs), offsets, frequencies, language)
 
     def __len__(self) -> int:
         return len(self._words)
@@ -90,6 +100,7 @@ class FrequencyTable:
                 blob=np.frombuffer(self._words.blob, dtype=np.uint8),
                 offsets=self._words.offsets,
                 frequencies=self.frequencies,
+                language=np.array(self.language or ""),
             )
             os.replace(staging, path)
         finally:
@@ -99,7 +110,10 @@ class FrequencyTable:
     def load(cls, path: Path) -> FrequencyTable:
         """A table :meth:`save` wrote."""
         with np.load(path, allow_pickle=False) as data:
-            return cls(data["blob"].tobytes(), data["offsets"], data["frequencies"])
+            language = str(data["language"]) if "language" in data else ""
+            return cls(
+                data["blob"].tobytes(), data["offsets"], data["frequencies"], language or None
+            )
 
 
 def _source_key() -> str | None:
@@ -145,13 +159,28 @@ def _read_or_build(language: str, wordlist: str) -> FrequencyTable:
                 logger.warning("rebuilding the word-frequency table %s: %s", path, exc)
     wordfreq = require("wordfreq", "background idf")
     try:
-        mapping = wordfreq.get_frequency_dict(language, wordlist=wordlist)
+        nearest = _nearest(wordfreq, language, wordlist)
+        mapping = wordfreq.get_frequency_dict(nearest, wordlist=wordlist)
     except LookupError as exc:
         raise ValueError(f"no word-frequency table for language {language!r}: {exc}") from exc
-    table = FrequencyTable.from_mapping(mapping)
+    table = FrequencyTable.from_mapping(mapping, nearest)
     if path is not None:
         try:
             table.save(path)
         except OSError as exc:  # a read-only cache directory: built each time, as before
             logger.info("could not keep the word-frequency table in %s: %s", path, exc)
     return table
+
+
+def _nearest(wordfreq: Any, language: str, wordlist: str) -> str:
+    """The language whose table ``wordfreq`` gives for ``language``: its own, or the nearest
+    one (``"en"`` for ``"xh"``), found as ``wordfreq`` finds it, so that asking for that one
+    does not log wordfreq's own note (the caller says it, in each result's warnings)."""
+    available = list(wordfreq.available_languages(wordlist))
+    if language in available:
+        return language
+    langcodes = require("langcodes", "background idf")
+    best, _distance = langcodes.closest_match(language, available, max_distance=60)
+    if best == "und":
+        raise LookupError(f"No wordlist {wordlist!r} available for language {language!r}")
+    return str(best)

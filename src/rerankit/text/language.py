@@ -50,7 +50,7 @@ LANGUAGES = tuple(
 
 
 #: where a user of the command line is pointed for the codes taken
-LANGUAGES_PAGE = "every two-letter code is taken: docs/documents.md, Languages"
+LANGUAGES_PAGE = "docs/documents.md, Languages, lists them"
 
 
 def check_language(language: object) -> str:
@@ -145,6 +145,17 @@ class BackgroundFrequencies:
         for the next (see :mod:`.frequencies`)."""
         table = frequency_table(self.language)
         return table, table.floor
+
+    def fallback_note(self) -> str | None:
+        """What to say when the language has no word-frequency table of its own and the
+        nearest one's is read instead (``"xh"``: English's), or None."""
+        used = self.table()[0].language
+        if used is None or used == self.language:
+            return None
+        return (
+            f"no word-frequency table for language {self.language!r}: its idf reads the "
+            f"nearest language's table, {used!r}"
+        )
 
     def frequency(self, words: Iterable[str]) -> float:
         table, floor = self.table()

@@ -63,6 +63,9 @@ class Call:
     documents: list[Document]
     model: str | None = None
     top_n: int | None = None
+    #: the model name the request gave, where ``model`` is already the pipeline's (Infinity
+    #: answers with the pipeline's name): what the multilingual-name warning reads
+    asked: str | None = None
     #: seconds spent waiting for a slot (``queue``) and reranking (``inference``)
     timings: dict[str, float] = field(default_factory=dict, compare=False)
     #: what was cut from a document before scoring, by input index (reported in ``meta``)

@@ -84,6 +84,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
         body.top_n,
         cuts=cuts,
         bill=True,  # Infinity's usage: the tokens read
+        asked=named,
     )
 
 
