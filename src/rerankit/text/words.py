@@ -172,7 +172,7 @@ def _clean_non_ascii(joined: str, lowercase: bool) -> bytes:
 
 def split_batch(texts: Sequence[str], lowercase: bool) -> BatchWords | None:
     """Word spans of a batch, or None when the batch needs the exact path."""
-    joined = nfkc("\x01".join(texts))
+    joined = "\x01".join([nfkc(t) for t in texts])  # per text: a quick check each
     if len(joined) > MAX_BYTES:
         return None
     # (On ASCII the byte table below does the lowercasing.)
