@@ -54,16 +54,17 @@ def test_no_command_takes_a_flag_by_a_prefix_of_it(capsys):
 )
 def test_an_unknown_flag_is_named_by_its_command_with_the_nearest_flag(capsys, flag, near):
     err = usage_error(capsys, [*RANK, flag, "3"])
-    assert err.startswith("usage: rerankit rank ")  # the command's usage, not the root's
-    assert err.splitlines()[-1] == (
-        f"rerankit rank: error: unrecognized arguments: {flag} 3 (did you mean {near}?)"
+    assert err == (  # one line, the command's (not the root's), no usage block
+        f"rerankit rank: error: unrecognized arguments: {flag} 3 (did you mean {near}?); "
+        "see rerankit rank --help\n"
     )
 
 
 def test_a_flag_with_no_near_one_is_named_without_a_guess(capsys):
     err = usage_error(capsys, ["eval", "--data", "d", "--zzzzzz"])
-    assert err.startswith("usage: rerankit eval ")
-    assert err.splitlines()[-1] == "rerankit eval: error: unrecognized arguments: --zzzzzz"
+    assert (
+        err == "rerankit eval: error: unrecognized arguments: --zzzzzz; see rerankit eval --help\n"
+    )
 
 
 def test_several_unknown_flags_each_get_their_nearest(capsys):
@@ -73,4 +74,16 @@ def test_several_unknown_flags_each_get_their_nearest(capsys):
 
 def test_a_suggestion_is_a_current_spelling_never_a_hidden_old_one(capsys):
     err = usage_error(capsys, ["batch", "-i", "x", "-o", "y", "--outputt"])  # old: --output
-    assert err.splitlines()[-1].endswith("(did you mean --out?)")
+    assert err.splitlines()[-1].endswith("(did you mean --out?); see rerankit batch --help")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["rank"], ["serve", "--port", "0"], ["nosuch"], ["rank", "-q", "q", "--format", "csv"]],
+)
+def test_every_usage_error_is_one_line_naming_the_command_and_its_help(capsys, argv):
+    """cli.md says every error is one line; argparse printed its usage block first."""
+    err = usage_error(capsys, argv)
+    command = "rerankit" if argv[0] == "nosuch" else f"rerankit {argv[0]}"
+    assert len(err.splitlines()) == 1 and "usage:" not in err
+    assert err.startswith(f"{command}: error: ") and err.endswith(f"; see {command} --help\n")

@@ -3,6 +3,8 @@ depend on the other documents of a request."""
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -19,7 +21,8 @@ from rerankit.calibration import (
     sigmoid,
 )
 from rerankit.normalize import SCORE_SCALES, scale_to_unit, unit_scale
-from rerankit.rerankers import FusionReranker
+from rerankit.rerankers import FusionReranker, HybridReranker
+from rerankit.scorers import EmbeddingScorer
 from rerankit.scorers.coverage import CoverageScorer
 from rerankit.scorers.lexical import BM25Scorer, JaccardScorer
 from rerankit.text import CorpusStats
@@ -263,3 +266,14 @@ def test_a_calibrated_explanation_adds_up_to_the_score():
         assert 1 / (1 + math.exp(-total)) == pytest.approx(r.score, abs=1e-12)
         assert r.explanation["(intercept)"]["contribution"] == pytest.approx(0.7)
     assert "score = sigmoid(sum of contrib)" in result.explain_table()
+
+
+def test_the_note_on_another_embedding_model_names_the_model(caplog):
+    """It named the scorer ('embedding'), the same for every model."""
+    with caplog.at_level(logging.WARNING, logger="rerankit.rerankers.hybrid"):
+        HybridReranker(EmbeddingScorer("./ml-embed"))  # loads nothing until it scores
+        HybridReranker(model="org/some-multilingual-model")
+    said = [r.getMessage() for r in caplog.records if "built-in calibration" in r.getMessage()]
+    assert len(said) == 2
+    assert "bundled all-MiniLM-L6-v2, not './ml-embed'; scores are relative" in said[0]
+    assert "not 'org/some-multilingual-model'" in said[1]

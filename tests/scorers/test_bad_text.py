@@ -73,6 +73,10 @@ def test_the_default_pipeline_keeps_the_others_and_flags_the_bad_one():
     by_text = {r.document: r for r in mixed}
     flagged = [r for r in mixed if r.flags]
     assert [r.document for r in flagged] == [BAD] and "invalid_unicode" in flagged[0].flags
+    # said once, though two of the default's signals (embedding, passage) read the text
+    assert flagged[0].flags.count("invalid_unicode") == 1
+    said = [w for w in mixed.warnings if "not valid Unicode" in w]
+    assert said == ["document 1: text is not valid Unicode; bad characters replaced"]
     assert not mixed.degraded and mixed.score_scale == alone.score_scale == "probability"
     for r in alone:
         assert by_text[r.document].score == pytest.approx(r.score, abs=1e-5)

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from rerankit.scorers import BM25Scorer
 from rerankit.text import Analyzer
-from rerankit.text.words import WordTable, split_batch
+from rerankit.text.words import WordTable, matching_form, split_batch
 
 
 def batch_terms(batch) -> list[list[str]]:
@@ -25,9 +25,16 @@ def batch_terms(batch) -> list[list[str]]:
 
 
 # Letters of several scripts, digits, ASCII and Unicode punctuation, a combining accent,
-# an emoji, the underscore, the capital sigma (lowercased by context) and characters whose
-# lowercase has another UTF-8 length (İ, the Angstrom and Kelvin signs).
-CHARS = [*"aAbBzZ09 _-.,'\n\téÉßİΣσ中–·±\u0301😀\u212b\u212a", "running", "Runners", "the", "THE"]
+# an emoji, the underscore, the capital sigma, characters whose lowercase has another
+# UTF-8 length (İ, the Angstrom and Kelvin signs) and characters NFKC changes (full-width
+# Latin, half-width kana and its voiced mark, a ligature, ΐ whose case folding decomposes).
+CHARS = [
+    *"aAbBzZ09 _-.,'\n\téÉßİΣσ中–·±\u0301😀\u212b\u212aＡｂｶﾞﬁ\u0390\u0308",
+    "running",
+    "Runners",
+    "the",
+    "THE",
+]
 TEXTS = st.lists(
     st.lists(st.sampled_from(CHARS) | st.sampled_from(["supercalifragilistic", "abcdefgh"])).map(
         "".join
@@ -57,7 +64,7 @@ def test_batch_path_gives_the_per_text_terms(texts, which):
 def test_split_batch_equals_the_regex(texts, lowercase):
     words = split_batch(texts, lowercase)
     assert words is not None
-    expected = [re.findall(r"[^\W_]+", t.lower() if lowercase else t) for t in texts]
+    expected = [re.findall(r"[^\W_]+", matching_form(t, lowercase)) for t in texts]
     got: list[list[str]] = [[] for _ in texts]
     every = np.arange(words.starts.shape[0])
     for doc, word in zip(words.doc.tolist(), words.strings(every), strict=True):

@@ -105,6 +105,15 @@ def test_nan_infinity_and_huge_numbers_are_not_json_and_say_so(client):
     assert answer.json()["message"] == "the body is not JSON: a number has too many digits"
 
 
+def test_a_body_that_is_not_utf8_says_to_send_utf8(client):
+    """A Latin-1 body got `the body is not JSON: 'utf-8' codec can't decode byte 0xfc ...`."""
+    body = '{"query": "Rücksendung", "documents": ["a"]}'.encode("latin-1")
+    answer = client.post("/v2/rerank", content=body, headers=KEY)
+    assert answer.status_code == 400
+    said = answer.json()["message"]
+    assert said == "the body is not UTF-8 (byte 12 is 0xfc): send JSON encoded as UTF-8"
+
+
 def test_bodies_a_page_of_another_origin_may_send_unasked_are_refused(client):
     # text/plain, forms: a browser sends them across origins without a preflight, so any
     # web page could make a visitor's browser rerank (and write the click log) on a

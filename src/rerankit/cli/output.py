@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import codecs
 import shutil
+import sys
+import unicodedata
 from typing import Any, TextIO
 
 from .._jsonl import json_safe
 from ..errors import InputError
 
-__all__ = ["SCALE_FIELD", "json_safe", "records", "table"]
+__all__ = [
+    "SCALE_FIELD",
+    "console_stdout",
+    "display_width",
+    "json_safe",
+    "records",
+    "table",
+    "utf8_stdout",
+]
 
 #: the field of each JSON Lines record that says what its score means (the result's
 #: ``score_scale``: ``probability``, ``unit``, ``logit``, ``cosine``, ``relative``, ...)
@@ -52,16 +63,78 @@ def records(result: Any, score_field: str, details: bool, *, explain: bool = Fal
 EXPLANATION = "explanation"
 
 
-def table(result: Any, out: TextIO) -> None:
+def utf8_stdout() -> TextIO:
+    """Standard output writing UTF-8, whatever the console's encoding (``PYTHONIOENCODING``,
+    the locale, a Windows console's cp1252): machine-readable output (JSON Lines) is UTF-8,
+    as ``--input`` reads it and ``batch --out`` writes it."""
+    out = sys.stdout
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    if codecs.lookup(encoding).name != "utf-8" and hasattr(out, "reconfigure"):
+        out.flush()
+        out.reconfigure(encoding="utf-8")
+    return out
+
+
+def console_stdout(text: str) -> TextIO:
+    """Standard output for ``text`` meant for a person (a table): in the console's encoding;
+    where that encoding cannot write some of ``text``'s characters, they become ``?`` and one
+    note on stderr says so."""
+    out = sys.stdout
+    encoding = getattr(out, "encoding", None) or "utf-8"
+    try:
+        text.encode(encoding)
+    except UnicodeEncodeError:
+        if hasattr(out, "reconfigure"):
+            out.flush()
+            out.reconfigure(errors="replace")
+            print(
+                f"rerankit: note: the console's encoding ({encoding}) cannot write some "
+                "characters of the table; they show as '?' (set PYTHONIOENCODING=utf-8, or "
+                "use --format jsonl, which is always UTF-8)",
+                file=sys.stderr,
+            )
+    except LookupError:
+        pass
+    return out
+
+
+def display_width(text: str) -> int:
+    """Columns ``text`` takes in a terminal: 2 for a wide or full-width character (East Asian
+    width W or F: CJK, kana, hangul), 0 for a combining mark, 1 for the others."""
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
+
+
+def _cut(text: str, room: int) -> str:
+    """``text`` cut to at most ``room`` columns, ending with ``…`` where cut."""
+    if display_width(text) <= room:
+        return text
+    used, out = 0, []
+    for c in text:
+        used += display_width(c)
+        if used > room - 1:
+            break
+        out.append(c)
+    return "".join(out) + "…"
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * max(0, width - display_width(text))
+
+
+def table(result: Any) -> str:
+    """The ranking as a table (rank, score, id, text), each text cut to the terminal's width
+    in columns (a CJK character takes two)."""
     width = max(40, min(shutil.get_terminal_size((100, 20)).columns, 160))
-    id_width = max([2, *(len(str(r.id)) for r in result if r.id is not None)])
+    id_width = max([2, *(display_width(str(r.id)) for r in result if r.id is not None)])
     id_width = min(id_width, 16)
     head = f"{'rank':>4}  {'score':>8}  {'id':<{id_width}}  text"
-    out.write(head + "\n")
+    lines = [head]
     room = max(10, width - len(head) + 4)
     for r in result:
-        snippet = " ".join(r.text.split())
-        if len(snippet) > room:
-            snippet = snippet[: room - 1] + "…"
-        rid = "" if r.id is None else str(r.id)[:id_width]
-        out.write(f"{r.rank:>4}  {r.score:>8.4f}  {rid:<{id_width}}  {snippet}\n")
+        rid = "" if r.id is None else _cut(str(r.id), id_width)
+        snippet = _cut(" ".join(r.text.split()), room)
+        lines.append(f"{r.rank:>4}  {r.score:>8.4f}  {_pad(rid, id_width)}  {snippet}")
+    return "\n".join(lines) + "\n"

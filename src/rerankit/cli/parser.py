@@ -1,13 +1,15 @@
 """The parser every ``rerankit`` command is built with: flags spelled out in full (no
 prefix matching: ``--out`` is never taken as some ``--output``), and a flag it does not
-know refused by that command, with its usage and the nearest flag it takes."""
+know refused by that command, with the nearest flag it takes. A usage error is one line,
+as every error a command prints (``rerankit rank: error: ...; see rerankit rank --help``),
+not argparse's usage block before it."""
 
 from __future__ import annotations
 
 import argparse
 import difflib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = ["CommandParser", "unknown_flags_message"]
 
@@ -25,8 +27,9 @@ OTHER_TOOLS = {
 class CommandParser(argparse.ArgumentParser):
     """An :class:`argparse.ArgumentParser` that takes no abbreviated flag, and, as a
     command's parser (the subparsers of ``rerankit`` are of this class), stops at the first
-    argument it does not know with its own usage and a "did you mean" for a flag: argparse
-    leaves those to the top parser, which names neither the command nor a suggestion."""
+    argument it does not know, naming the command, with a "did you mean" for a flag:
+    argparse leaves those to the top parser, which names neither the command nor a
+    suggestion."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs["allow_abbrev"] = False
@@ -39,6 +42,11 @@ class CommandParser(argparse.ArgumentParser):
         if extras and not self._has_subcommands():
             self.error(unknown_flags_message(self, extras))
         return parsed, extras
+
+    def error(self, message: str) -> NoReturn:
+        """One line on stderr, exit 2: ``rerankit rank: error: MESSAGE; see rerankit rank
+        --help`` (argparse printed its whole usage block first)."""
+        self.exit(2, f"{self.prog}: error: {message}; see {self.prog} --help\n")
 
     def _has_subcommands(self) -> bool:
         """Whether this parser dispatches to commands (the root): the command's parser says

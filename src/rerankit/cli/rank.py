@@ -33,7 +33,7 @@ from .args import (
 )
 from .fields import add_field_arguments, input_fields
 from .files import need_file, need_reranker
-from .output import SCALE_FIELD, json_safe, records, table
+from .output import SCALE_FIELD, console_stdout, json_safe, records, table, utf8_stdout
 from .pipelines import pipeline_spec, settings_not_pipeline
 
 __all__ = [
@@ -116,12 +116,9 @@ def cmd_rank(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
-    out = sys.stdout
     if form == "table":
-        if args.explain:
-            out.write(result.explain_table() + "\n")
-        else:
-            table(result, out)
+        text = result.explain_table() + "\n" if args.explain else table(result)
+        console_stdout(text).write(text)
         return 0
     if clash := sum(isinstance(i, dict) and SCALE_FIELD in i for i in items):
         print(
@@ -129,6 +126,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
             "field: the output holds the scores' scale there instead",
             file=sys.stderr,
         )
+    out = utf8_stdout()  # JSON Lines is UTF-8 whatever the console's encoding
     for rec in records(result, args.score_field, args.details, explain=args.explain):
         out.write(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n")
     return 0

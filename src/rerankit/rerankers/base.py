@@ -165,11 +165,13 @@ class Scored:
         scores with the non-finite policy applied: a NaN/inf score counts as the strategy's
         worst finite score, the document is flagged and the result warned."""
         self.per_strategy[name] = batch.values
-        self.warnings.extend(batch.warnings)
+        # a warning or flag two strategies both raise (two read the same bad text) is said once
+        self.warnings.extend(w for w in dict.fromkeys(batch.warnings) if w not in self.warnings)
         self.degraded |= batch.degraded
         self.add_usage(batch.usage)
         for j, f in batch.flags.items():
-            self.flags.setdefault(j, []).extend(f)
+            have = self.flags.setdefault(j, [])
+            have.extend(x for x in dict.fromkeys(f) if x not in have)
         values = batch.values
         bad = ~np.isfinite(values)
         if not bad.any():

@@ -160,7 +160,7 @@ class HybridReranker(ScoringReranker):
             logger.warning(
                 "hybrid: the built-in calibration fits the bundled all-MiniLM-L6-v2, not %r; "
                 "scores are relative (pass calibration=, fitted by rerankit tune --calibrate)",
-                self.embedding.name,
+                getattr(self.embedding, "model_id", None) or self.embedding.name,  # the model
             )
             scores = "relative"
         if scores == "calibrated" and self.combination_method is not HYBRID_METHOD:

@@ -142,6 +142,12 @@ async def read_json(request: Any, settings: ServerSettings) -> Any:
     raw = await read_body(request, settings)
     try:  # NaN and Infinity are not JSON: echoed back, they would break strict clients
         return json.loads(raw or b"null", parse_constant=_not_json)
+    except UnicodeDecodeError as exc:  # a Latin-1 or cp1252 body, most often
+        raise ServiceError(
+            400,
+            f"the body is not UTF-8 (byte {exc.start} is 0x{raw[exc.start]:02x}): send JSON "
+            "encoded as UTF-8",
+        ) from exc
     except ValueError as exc:
         why = "a number has too many digits" if "int_max_str_digits" in str(exc) else exc
         raise ServiceError(400, f"the body is not JSON: {str(why)[:200]}") from exc

@@ -15,7 +15,7 @@ import numpy as np
 
 from ..errors import MissingDependencyError
 from .language import SNOWBALL, check_language, cjk_bigrams
-from .words import WordTable, split_batch, split_words
+from .words import WordTable, nfkc, split_batch, split_words
 
 __all__ = ["BY_LANGUAGE", "ENGLISH_STOPWORDS", "Analyzer", "TermBatch"]
 
@@ -136,8 +136,11 @@ class Analyzer:
     stopwords; others (``zh``, ``ja``, ``ko``, ...) neither. ``stopwords``: ``"en"``,
     ``None``, or your own words; ``stemmer``: a Snowball algorithm name, ``None``, or a
     callable ``word -> stem``; either overrides the language's choice. Stopwords are matched
-    before stemming. Runs of Chinese, Japanese or Korean characters always become
-    overlapping bigrams (a text in those scripts has no spaces to split on).
+    before stemming. Words are matched in NFKC, case-folded (see
+    :func:`~rerankit.text.words.matching_form`): decomposed accents, full-width Latin and
+    half-width kana match their usual forms; the texts themselves are never changed. Runs
+    of Chinese, Japanese or Korean characters always become overlapping bigrams (a text in
+    those scripts has no spaces to split on).
 
     Batches are split and looked up with numpy (see :mod:`rerankit.text.words`); the
     analyzer keeps a table of the words it has met (up to ``cache_words`` distinct words,
@@ -174,7 +177,7 @@ class Analyzer:
         self._vocab: dict[str, int] = {}  # a new dict: batches already made keep theirs
 
     def _words(self, text: str) -> list[str]:
-        words = split_words(cjk_bigrams([text]), lowercase=self.lowercase)[0]
+        words = split_words(cjk_bigrams([nfkc(text)]), lowercase=self.lowercase)[0]
         return [w for w in words if w not in self.stopwords]
 
     def terms(self, text: str) -> list[str]:
@@ -202,7 +205,7 @@ class Analyzer:
 
     def analyze(self, texts: Sequence[str]) -> TermBatch:
         """Tokenise a batch into flat term ids."""
-        texts = cjk_bigrams(texts)
+        texts = cjk_bigrams([nfkc(t) for t in texts])  # NFKC first: half-width kana are CJK
         if self.cache_words:
             words = split_batch(texts, self.lowercase)
             if words is not None:

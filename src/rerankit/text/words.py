@@ -4,7 +4,9 @@ The batch is joined into one UTF-8 byte buffer in which every non-word character
 space; word boundaries, a 64-bit key per word and the document of each word then come from
 numpy array operations. Words are looked up in an open-addressing hash table (also numpy)
 that maps each distinct word to its term id, so a word costs Python time only the first
-time an analyzer meets it. The split is the same as ``re.findall(r"[^\W_]+", text)``.
+time an analyzer meets it. The split is the same as ``re.findall(r"[^\W_]+", text)`` on the
+text's :func:`matching_form` (NFKC, case-folded), so a decomposed ``ü`` or a full-width
+``Ａ`` matches its usual form.
 
 Exactness: a word of up to 8 bytes is keyed by its own bytes, so such words never collide.
 Longer words are keyed by a 64-bit hash; two of them (or one and a short word) share a term
@@ -15,6 +17,7 @@ words). A word over ``MAX_WORD`` bytes sends the batch to the exact path.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
@@ -41,7 +44,6 @@ def _table(lowercase: bool) -> bytes:
 
 
 _TABLES = {True: _table(True), False: _table(False)}
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _TO_SPACE = bytes(0x20 if c in (0, _DOC_SEP) else c for c in range(256))
 
 _M1 = np.uint64(0xFF51AFD7ED558CCD)
@@ -117,30 +119,40 @@ class BatchWords:
         return self.buf[idx].tobytes().translate(_TO_SPACE).decode("utf-8").split()
 
 
+def nfkc(text: str) -> str:
+    """``text`` in Unicode's NFKC form: composed (``u`` + U+0308 is ``ü``) and compatibility
+    characters mapped (full-width ``Ａ`` is ``A``, half-width ``ｶ`` is ``カ``, ``ﬁ`` is ``fi``).
+    Text already in that form (all ASCII text is) comes back as it is, after one quick check."""
+    if text.isascii() or unicodedata.is_normalized("NFKC", text):
+        return text
+    return unicodedata.normalize("NFKC", text)
+
+
+def matching_form(text: str, lowercase: bool = True) -> str:
+    """The form words are matched in: NFKC, then case-folded when ``lowercase`` (NFKC again
+    after folding, as ICU's ``nfkc_cf``). The caller's text is never changed: this is a copy
+    the splitter reads."""
+    text = nfkc(text)
+    if lowercase and not text.isascii():
+        return nfkc(text.casefold())
+    return text.lower() if lowercase else text
+
+
 def _clean_run(run: bytes, lowercase: bool) -> bytes:
-    """A run of non-ASCII characters, lowercased, with each character that is not
-    alphanumeric turned into a space."""
-    text = run.decode("utf-8")
-    if lowercase:
-        text = text.lower()
+    """A run of non-ASCII characters, case-folded (:func:`matching_form`), with each
+    character that is not alphanumeric turned into a space."""
+    text = matching_form(run.decode("utf-8"), lowercase)
     return "".join(c if c.isalnum() else " " for c in text).encode("utf-8")
 
 
 def _clean_non_ascii(joined: str, lowercase: bool) -> bytes:
-    """UTF-8 of ``joined`` with its non-ASCII characters lowercased and its non-ASCII
-    non-alphanumeric characters (dashes, symbols, accents alone) turned into spaces.
+    """UTF-8 of ``joined`` (in NFKC) with its non-ASCII characters case-folded and its
+    non-ASCII non-alphanumeric characters (dashes, symbols, accents alone) turned into spaces.
 
-    Runs of non-ASCII bytes are found with numpy and each distinct run is cleaned once.
-    Where lowercasing depends on context (the Greek capital sigma, the one such rule of
-    ``str.lower``), the whole text goes through ``str.lower`` and a regex instead.
+    Runs of non-ASCII bytes are found with numpy and each distinct run is cleaned once
+    (case folding, unlike ``str.lower``, never depends on the characters around).
     """
     raw = joined.encode("utf-8")
-    if lowercase and "\u03a3" in joined:
-        joined = joined.lower()
-        breaks = {c for c in _NON_ASCII.findall(joined) if not c.isalnum()}
-        if breaks:
-            joined = re.sub(f"[{re.escape(''.join(sorted(breaks)))}]", " ", joined)
-        return joined.encode("utf-8")
     high = np.flatnonzero(np.frombuffer(raw, dtype=np.uint8) >= 0x80)
     cut = np.flatnonzero(np.diff(high) != 1) + 1
     starts = high[np.concatenate((np.zeros(1, dtype=np.int64), cut))].tolist()
@@ -160,7 +172,7 @@ def _clean_non_ascii(joined: str, lowercase: bool) -> bytes:
 
 def split_batch(texts: Sequence[str], lowercase: bool) -> BatchWords | None:
     """Word spans of a batch, or None when the batch needs the exact path."""
-    joined = "\x01".join(texts)
+    joined = "\x01".join([nfkc(t) for t in texts])  # per text: a quick check each
     if len(joined) > MAX_BYTES:
         return None
     # (On ASCII the byte table below does the lowercasing.)
@@ -192,14 +204,15 @@ WORD = re.compile(r"[^\W_]+")
 
 def split_words(texts: Sequence[str], *, lowercase: bool = True) -> list[list[str]]:
     """Each text's words: runs of letters and digits, Unicode-aware (``_`` separates), the
-    same as ``WORD.findall``. Batches are split with numpy (:func:`split_batch`); a single
-    short text, and batches numpy cannot take, go through the regular expression."""
+    same as ``WORD.findall`` on each text's :func:`matching_form`. Batches are split with
+    numpy (:func:`split_batch`); a single short text, and batches numpy cannot take, go
+    through the regular expression."""
     if not texts:
         return []
     # one short text (a query): the regular expression is faster than numpy's set-up
     words = split_batch(texts, lowercase) if len(texts) > 1 or len(texts[0]) > 4096 else None
     if words is None:
-        return [WORD.findall(t.lower() if lowercase else t) for t in texts]
+        return [WORD.findall(matching_form(t, lowercase)) for t in texts]
     flat = words.strings(np.arange(words.starts.shape[0]))
     bounds = np.cumsum(np.bincount(words.doc, minlength=len(texts))).tolist()
     return [flat[a:b] for a, b in zip([0, *bounds[:-1]], bounds, strict=True)]
