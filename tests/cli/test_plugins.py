@@ -17,7 +17,7 @@ from rerankit.cli.main import main
 from rerankit.errors import ConfigError
 
 #: scores each document by its ``stars`` field; the rule puts ``pinned`` documents first
-PLUGIN = '''
+PLUGIN = """
 import numpy as np
 import rerankit
 from rerankit.ordering import Outcome, Rule
@@ -42,7 +42,7 @@ class PinFirst(Rule):
 register("scorer", "{p}_stars", StarScorer)
 register("rule", "{p}_pin", PinFirst)
 rerankit.register_reranker("{p}", lambda: rerankit.load({{"scorer": {{"type": "{p}_stars"}}}}))
-'''
+"""
 
 DOCS = [
     {"id": "a", "text": "one", "stars": 1},
@@ -141,8 +141,8 @@ def test_an_unknown_name_in_another_case_gets_the_suggestion(plugin, tmp_path, c
     docs = str(tmp_path / "docs.jsonl")
     assert main(["rank", "-q", "x", "-i", docs, "-r", "BM25X"]) == 1
     assert "did you mean 'bm25'?" in capsys.readouterr().err
+    __import__(plugin)
     with pytest.raises(ConfigError, match=f"did you mean '{plugin}'"):
-        __import__(plugin)
         rerankit.load(plugin.upper())
 
 
