@@ -71,7 +71,7 @@ from .options import FILE_SPELLINGS, check_options, unknown_keys
 from .ordering import Rule
 from .plugins import load_plugins, plugin_list, plugins_beside
 from .rerankers import FusionReranker, Pipeline, Reranker, ScorerReranker, Stage
-from .scorers.base import Scorer
+from .scorers.base import Scorer, check_scorer
 from .scorers.llm_listwise import LLMListwiseScorer
 from .scorers.llm_pointwise import LLMPointwiseScorer
 from .spec_toml import to_toml
@@ -308,7 +308,11 @@ def build_scorer(entry: Mapping[str, Any], where: str = "scorer", *, fused: bool
         if not fused and isinstance(entry, Mapping) and key in entry:
             why = f"{key!r} is read only in a fusion's list of scorers (scorers = [...])"
             raise ConfigError(f"{why}; here nothing would read it", where=f"{where}.{key}")
-    return _typed("scorer", entry, where, drop=("weight", "calibration") if fused else ())
+    scorer = _typed("scorer", entry, where, drop=("weight", "calibration") if fused else ())
+    try:
+        return check_scorer(scorer)
+    except TypeError as exc:  # no name, say: where the file names it
+        raise ConfigError(f"scorer {entry['type']!r}: {exc}", where=where) from exc
 
 
 def _weight(entry: Mapping[str, Any], name: str, where: str) -> float:

@@ -164,3 +164,30 @@ def test_the_service_settings_plugins_serve_the_plugins_pipelines(plugin, tmp_pa
         assert [x["index"] for x in r.json()["results"]] == [1, 2, 0]
     with pytest.raises(ConfigError, match=r"named by \[server\] plugins"):
         ServerSettings.from_mapping({"server": {"plugins": ["no_such_acme"]}})
+
+
+class _NoName:
+    async def score(self, query, docs, **context):
+        return [0.0] * len(docs)
+
+
+class _Sync:
+    name = "sync"
+
+    def score(self, query, docs, **context):
+        return [0.0] * len(docs)
+
+
+def test_a_plugin_scorers_common_mistakes_are_said_with_the_fix(plugin):
+    registry.register("scorer", "acme_no_name", _NoName)
+    registry.register("scorer", "acme_sync", _Sync)
+    spec = {"stages": [{"scorer": {"type": "bm25"}}, {"scorers": [{"type": "acme_no_name"}]}]}
+    with pytest.raises(ConfigError) as caught:
+        rerankit.load(spec)
+    said = str(caught.value)
+    assert said.startswith("stages[1].scorers[0]: scorer 'acme_no_name': _NoName has no name")
+    assert 'name = "mine"' in said
+    result = rerankit.rerank("q", ["a", "b"], reranker={"scorer": {"type": "acme_sync"}})
+    assert any("score must be `async def" in w for w in result.warnings), result.warnings
+    with pytest.raises(ConfigError, match=r"has no option 'name'; it takes no options$"):
+        rerankit.load({"scorer": {"type": "acme_sync", "name": "x"}})
