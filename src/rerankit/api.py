@@ -30,7 +30,11 @@ __all__ = [
 
 
 def register_reranker(name: str, factory: Callable[[], Any], *, summary: str = "") -> None:
-    """Make ``factory()`` available as ``load(name)`` (and in the CLI and the service)."""
+    """Make ``factory()`` available as ``load(name)``, ``rerank(reranker=name)`` and
+    ``reranker = "name"`` in a pipeline file, in this process. The ``rerankit`` command and
+    ``rerankit serve`` know the name once they import the module that calls this: name it
+    with ``--plugin MODULE``, ``RERANKIT_PLUGINS=MODULE`` or ``plugins = ["MODULE"]`` in the
+    pipeline or settings file (see :mod:`rerankit.plugins`)."""
     registry.register("reranker", name, factory, summary=summary)
 
 

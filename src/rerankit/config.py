@@ -69,8 +69,9 @@ from .llm.declared import split_llm_options
 from .normalize import check_normalization_method
 from .options import FILE_SPELLINGS, check_options, unknown_keys
 from .ordering import Rule
+from .plugins import load_plugins, plugin_list, plugins_beside
 from .rerankers import FusionReranker, Pipeline, Reranker, ScorerReranker, Stage
-from .scorers.base import Scorer
+from .scorers.base import Scorer, check_scorer
 from .scorers.llm_listwise import LLMListwiseScorer
 from .scorers.llm_pointwise import LLMPointwiseScorer
 from .spec_toml import to_toml
@@ -256,7 +257,8 @@ PIPELINE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 def read_pipeline(source: str | Path) -> dict[str, Any]:
     """The spec in a pipeline file, with the relative ``model`` and ``embedding`` paths that
     exist beside the file made absolute (see the module doc)."""
-    return paths_beside(read_spec(source), Path(source).resolve().parent)
+    folder = Path(source).resolve().parent
+    return plugins_beside(paths_beside(read_spec(source), folder), folder)
 
 
 def paths_beside(node: Any, folder: Path) -> Any:
@@ -306,7 +308,11 @@ def build_scorer(entry: Mapping[str, Any], where: str = "scorer", *, fused: bool
         if not fused and isinstance(entry, Mapping) and key in entry:
             why = f"{key!r} is read only in a fusion's list of scorers (scorers = [...])"
             raise ConfigError(f"{why}; here nothing would read it", where=f"{where}.{key}")
-    return _typed("scorer", entry, where, drop=("weight", "calibration") if fused else ())
+    scorer = _typed("scorer", entry, where, drop=("weight", "calibration") if fused else ())
+    try:
+        return check_scorer(scorer)
+    except TypeError as exc:  # no name, say: where the file names it
+        raise ConfigError(f"scorer {entry['type']!r}: {exc}", where=where) from exc
 
 
 def _weight(entry: Mapping[str, Any], name: str, where: str) -> float:
@@ -413,10 +419,12 @@ def build(spec: Mapping[str, Any], *, name: str | None = None) -> Any:
     stage's reranker; anything more gives a :class:`~rerankit.Pipeline`."""
     spec = dict(spec)
     name = spec.pop("name", name)
+    if "plugins" in spec:  # imported before any stage names what they register
+        load_plugins(plugin_list(spec.pop("plugins"), "plugins"), "the plugins key")
     staged = "stages" in spec
     if staged:
         stages_spec = spec.pop("stages")
-        unknown = unknown_keys(spec, ("name", "stages"), "the top level", FILE_SPELLINGS)
+        unknown = unknown_keys(spec, ("name", "plugins", "stages"), "the top level", FILE_SPELLINGS)
         if unknown:
             raise ConfigError(f"{unknown} (next to 'stages')")
     else:

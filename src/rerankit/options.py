@@ -97,6 +97,8 @@ def unknown_keys(
         swapped = key.replace("-", "_")  # a flag's hyphens in a file's key
         close = [swapped] if swapped in known else difflib.get_close_matches(key, known, n=1)
         maybe = f" (did you mean {close[0]!r}?)" if close else ""
+        if not known:
+            return f"{what} has no {word} {key!r}; it takes no {word}s"
         return f"{what} has no {word} {key!r}{maybe}; its {word}s: {', '.join(known)}"
     return None
 

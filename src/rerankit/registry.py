@@ -22,8 +22,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
+from .plugins import HOW
 
-__all__ = ["KINDS", "Entry", "available", "canonical", "entries", "lookup", "register"]
+__all__ = [
+    "KINDS",
+    "Entry",
+    "available",
+    "canonical",
+    "entries",
+    "lookup",
+    "name_of",
+    "register",
+]
 
 KINDS = ("reranker", "scorer", "rule", "llm_client")
 
@@ -58,8 +68,12 @@ def register(
     summary: str = "",
     needs: tuple[str, ...] = (),
 ) -> None:
-    """Make ``name`` of ``kind`` available everywhere, replacing an earlier registration:
-    a WARNING in the log when that was a built-in, an INFO when it was your own."""
+    """Make ``name`` of ``kind`` available in this process (``rerankit.load``, pipeline
+    files and specs, ``rerank(reranker=...)``), replacing an earlier registration: a WARNING
+    in the log when that was a built-in, an INFO when it was your own. The ``rerankit``
+    command and ``rerankit serve`` know it once they import the module that calls this:
+    name that module with ``--plugin MODULE``, ``RERANKIT_PLUGINS=MODULE`` or
+    ``plugins = ["MODULE"]`` in the pipeline or settings file (see :mod:`rerankit.plugins`)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {', '.join(KINDS)}, got {kind!r}")
     key = (kind, _key(name))
@@ -94,17 +108,43 @@ def canonical(kind: str, name: str) -> str | None:
     return entry.name if entry is not None else None
 
 
+def name_of(kind: str, obj: Any) -> str | None:
+    """The registered name of ``kind`` whose factory is ``obj``'s class (as a pipeline file
+    spells its ``type``: ``deduplicate``, not ``Deduplicate``), or None."""
+    cls = type(obj)
+    for entry in entries(kind):
+        factory = entry.factory
+        if isinstance(factory, str):
+            module, _, attr = factory.partition(":")
+            module = f"rerankit{module}" if module.startswith(".") else module
+            if (module, attr) == (cls.__module__, cls.__qualname__):
+                return entry.name
+        elif factory is cls:
+            return entry.name
+    return None
+
+
 def lookup(kind: str, name: str) -> Entry:
     """The entry of ``name`` (either spelling); a :class:`~rerankit.errors.ConfigError`
     listing the others if none."""
     entry = _ENTRIES.get((kind, _key(name)))
     if entry is None:
         names = available(kind)
-        close = difflib.get_close_matches(name, names, n=2, cutoff=0.6)
+        close = _close(name, names)
         hint = f"did you mean {' or '.join(map(repr, close))}? " if close else ""
         known = ", ".join(names) or "none"
-        raise ConfigError(f"unknown {kind.replace('_', ' ')} {name!r}; {hint}available: {known}")
+        how = f"; {HOW}" if kind != "llm_client" else ""
+        raise ConfigError(
+            f"unknown {kind.replace('_', ' ')} {name!r}; {hint}available: {known}{how}"
+        )
     return entry
+
+
+def _close(name: str, names: list[str]) -> list[str]:
+    """The names nearest to ``name``, whatever its case (``ACME`` finds ``acme``)."""
+    by_lower = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(str(name).lower(), list(by_lower), n=2, cutoff=0.6)
+    return [by_lower[c] for c in close]
 
 
 # --- built-ins -------------------------------------------------------------------------------

@@ -136,6 +136,7 @@ STACK = (
             "types",
             "errors",
             "registry",
+            "plugins",
             "options",
             "spec_toml",
             "spans",

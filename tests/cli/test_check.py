@@ -30,7 +30,7 @@ def test_a_good_file_is_described_and_a_bad_one_named_with_its_mistake(tmp_path,
     assert main(["check", str(good)]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"{good}: ok: 'cascade': lexical: bm25 (bm25), keeps 10 -> ")
-    assert "fuse: fuse (jaccard, bm25)" in out and "rule Deduplicate" in out
+    assert "fuse: fuse (jaccard, bm25)" in out and "rule deduplicate" in out
     assert out.rstrip().endswith("scores relative")
     # every file is checked; the status says whether any had a mistake
     assert main(["check", str(bad), str(good)]) == 1

@@ -9,12 +9,25 @@ from typing import Any
 
 from .. import __version__
 from ..errors import InputError, RerankitError, flags_first
+from ..plugins import PLUGINS_ENV, load_environment, load_plugins
 from . import batch, clicks, label, models, rank, serve, train, tune
 from . import eval as eval_commands
 from .args import UsageError, examples
 from .parser import CommandParser
 
-__all__ = ["build_parser", "main"]
+__all__ = ["PLUGIN_COMMANDS", "build_parser", "main"]
+
+#: the commands that build pipelines, so take ``--plugin``
+PLUGIN_COMMANDS = (
+    "rank",
+    "batch",
+    "rerankers",
+    "check",
+    "eval",
+    "tune",
+    "simulate-clicks",
+    "serve",
+)
 
 
 def build_parser() -> CommandParser:
@@ -43,6 +56,16 @@ def build_parser() -> CommandParser:
     train.add_commands(sub)
     label.add_commands(sub)
     serve.add_commands(sub)
+    for command in PLUGIN_COMMANDS:
+        sub.choices[command].add_argument(
+            "--plugin",
+            action="append",
+            default=[],
+            metavar="MODULE",
+            help="import MODULE (a module name on the Python path, or a .py file) first: "
+            "the scorers, rules and rerankers it registers can then be named; repeatable "
+            f"(${PLUGINS_ENV}=a,b names them for every command and the service)",
+        )
     return parser
 
 
@@ -70,6 +93,8 @@ def _run(parser: CommandParser, args: Any, argv: Sequence[str] | None) -> int:
         parser.print_help()
         return 2
     try:
+        load_environment()  # your registered names, before anything is built
+        load_plugins(getattr(args, "plugin", []), "--plugin")
         return args.func(args)
     # every error a command prints names it, as argparse's usage errors do (``rerankit rank:
     # error: ...``): a usage error exits 2, a problem with the input, the data or a file 1

@@ -68,7 +68,7 @@ def describe(reranker: Any, name: str | None = None) -> str:
 
     def step(x: Any) -> str:
         if isinstance(x, Rule):
-            return f"rule {type(x).__name__}"
+            return f"rule {registry.name_of('rule', x) or type(x).__name__}"
         return f"{x.name} ({', '.join(s.name for s in x.scorers()) or 'no scorer'})"
 
     if isinstance(reranker, Pipeline):

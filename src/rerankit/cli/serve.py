@@ -85,6 +85,8 @@ def serve_settings(args: argparse.Namespace) -> Any:
             "hybrid and embedding wherever a pipeline names them, and none of its pipelines "
             "does (a scorer's own backend and quantize options place its model)",
         )
+    if args.plugin and isinstance(server.get("plugins") or [], list):  # workers import them
+        server["plugins"] = [*(server.get("plugins") or []), *args.plugin]
     mapping: dict[str, Any] = {"server": server}
     if pipelines:
         mapping["pipelines"] = pipelines

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import math
 from abc import ABC, abstractmethod
@@ -203,9 +204,21 @@ async def run_scorer(
     if "top_k" in context and not getattr(scorer, "uses_top_k", False):
         context = {k: v for k, v in context.items() if k != "top_k"}
     if TRACER.get() is None:
-        return as_score_batch(scorer.name, await scorer.score(query, docs, **context), len(docs))
+        return as_score_batch(scorer.name, await _scores(scorer, query, docs, context), len(docs))
     with span(f"scorer {scorer.name}", scorer=scorer.name, documents=len(docs)):
-        return as_score_batch(scorer.name, await scorer.score(query, docs, **context), len(docs))
+        return as_score_batch(scorer.name, await _scores(scorer, query, docs, context), len(docs))
+
+
+def _scores(scorer: Scorer, query: str, docs: Sequence[Document], context: Any) -> Any:
+    """What ``scorer.score`` gives to await; a TypeError saying how to write it when that
+    is not awaitable (a plain ``def score``)."""
+    pending = scorer.score(query, docs, **context)
+    if not inspect.isawaitable(pending):
+        raise TypeError(
+            f"score must be `async def score(self, query, docs, **context)`; it returned "
+            f"{type(pending).__name__} instead of something to await"
+        )
+    return pending
 
 
 class Reranker(ABC):

@@ -86,6 +86,11 @@ def check_scorer(scorer: Any) -> Scorer:
             f"Pipeline([{kind}(), FusionReranker([PositionScorer(), "
             'RecencyScorer("date")])])'
         )
+    if callable(getattr(scorer, "score", None)) and getattr(scorer, "name", None) is None:
+        raise TypeError(
+            f'{type(scorer).__qualname__} has no name: give the class one (name = "mine"), '
+            "the name its scores, flags and fusion weight go by"
+        )
     raise TypeError(f"{scorer!r} is not a scorer (needs .name and async .score)")
 
 

@@ -5,6 +5,7 @@ api_keys = ["secret"]          # plus those in $RERANKIT_API_KEYS="k1,k2"; none:
 api_key_env = "MY_KEYS"        # the variable read for keys (default RERANKIT_API_KEYS, which
                                # may be unset); a variable named here must hold a key
 default = "hybrid"
+plugins = ["acme_rerank"]      # modules registering your scorers/rules/rerankers (rerankit.plugins)
 max_documents = 1000           # per request
 max_document_chars = 20000     # longer documents are truncated (or rejected: truncate=false)
 truncate = true
@@ -84,6 +85,7 @@ from ..cache import CacheSettings
 from ..cache.store import redacted
 from ..config import paths_beside, read_spec
 from ..options import check_options, unknown_keys
+from ..plugins import load_environment, load_plugins, plugin_list, plugins_beside
 from .batching import PAIR_MODES
 from .feedback import FeedbackSettings, check_experiments, expand_variables, feedback_beside
 from .hybrid_alias import hybrid_stand_in
@@ -194,7 +196,7 @@ def settings_beside(spec: Mapping[str, Any], folder: Path) -> dict[str, Any]:
             server["feedback"] = feedback_beside(server["feedback"], folder)
         if isinstance(server.get("model"), str):
             server["model"] = paths_beside({"model": server["model"]}, folder)["model"]
-        spec["server"] = server
+        spec["server"] = plugins_beside(server, folder)  # a plugins .py file beside it
     return spec
 
 
@@ -271,8 +273,14 @@ class ServerSettings:
     interleave_method: str = "optimized"
     explore: float = 0.0
     explore_pairs: float = 0.1
+    #: modules imported first (in every worker too), whose scorers, rules and rerankers the
+    #: pipelines may name; $RERANKIT_PLUGINS's as well (see :mod:`rerankit.plugins`)
+    plugins: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        self.plugins = plugin_list(self.plugins, "plugins")
+        load_plugins(self.plugins, "[server] plugins")
+        load_environment()
 
         check_backend(self.backend, self.quantize or None)
         if isinstance(self.cache, Mapping):

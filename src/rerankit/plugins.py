@@ -1,0 +1,130 @@
+"""Plugins: your modules that register scorers, rules and rerankers
+(:func:`rerankit.registry.register`, :func:`rerankit.register_reranker`), imported where
+they are named, so the ``rerankit`` command and ``rerankit serve`` know your names too.
+
+A plugin is an importable module name (``acme_rerank``, found on ``sys.path``/``PYTHONPATH``)
+or a path to a ``.py`` file. It is named by
+
+* ``--plugin MODULE`` (repeatable) on the commands that build pipelines;
+* the environment variable :data:`PLUGINS_ENV` (``RERANKIT_PLUGINS=acme_rerank,other``),
+  read by the command line and by the service, its worker processes included;
+* ``plugins = ["acme_rerank"]`` at the top of a pipeline file (imported before its stages
+  are built; a relative ``.py`` path there is read beside the file), or in the ``[server]``
+  table of the service's settings file.
+
+Importing is Python's own: a module is imported once per process, however often named.
+Nothing is discovered by itself (no entry points): that would cost every command its
+start-up time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import importlib.util
+import logging
+import os
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from .errors import ConfigError
+
+__all__ = ["PLUGINS_ENV", "from_environment", "load_plugins", "plugin_list", "plugins_beside"]
+
+logger = logging.getLogger(__name__)
+
+#: the environment variable naming plugins, comma-separated
+PLUGINS_ENV = "RERANKIT_PLUGINS"
+
+#: how to load a plugin, for the errors of names nobody registered
+HOW = (
+    "if it is yours, load the module that registers it with --plugin MODULE, "
+    f'{PLUGINS_ENV}=MODULE or plugins = ["MODULE"] in the pipeline or settings file'
+)
+
+
+def plugin_list(value: Any, where: str) -> list[str]:
+    """``value`` checked as a list of plugin names (a ConfigError at ``where`` if not)."""
+    if not isinstance(value, (list, tuple)) or not all(
+        isinstance(v, str) and v.strip() for v in value
+    ):
+        raise ConfigError(
+            f'a list of module names or .py files (["acme_rerank"]), got {value!r}', where=where
+        )
+    return [v.strip() for v in value]
+
+
+def plugins_beside(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
+    """``spec`` with each relative ``.py`` path of its ``plugins`` that exists in ``folder``
+    made absolute (a pipeline file's plugin is read beside it, as its models are)."""
+    names = spec.get("plugins")
+    if not isinstance(names, list):
+        return spec
+    out = [
+        str(folder / n)
+        if isinstance(n, str)
+        and _is_file(n)
+        and (folder / n).exists()
+        and not Path(n).is_absolute()
+        else n
+        for n in names
+    ]
+    return {**spec, "plugins": out}
+
+
+def from_environment() -> list[str]:
+    """The plugins :data:`PLUGINS_ENV` names (none when it is unset or empty)."""
+    return [n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(",") if n.strip()]
+
+
+def load_plugins(names: Iterable[str], named_by: str) -> list[ModuleType]:
+    """Import each plugin of ``names`` (module names or ``.py`` paths); ``named_by`` says
+    where they were named (``--plugin``, ``$RERANKIT_PLUGINS``, a file's key) in the
+    ConfigError raised when one cannot be imported."""
+    modules = []
+    for name in names:
+        try:
+            modules.append(_load_file(name) if _is_file(name) else importlib.import_module(name))
+        except ConfigError:
+            raise
+        except Exception as exc:  # an ImportError, or whatever the module raised
+            raise ConfigError(
+                f"cannot import plugin {name!r} (named by {named_by}): {type(exc).__name__}: {exc}"
+            ) from exc
+        logger.debug("plugin %r (named by %s) imported", name, named_by)
+    return modules
+
+
+def load_environment() -> list[ModuleType]:
+    """Import the plugins :data:`PLUGINS_ENV` names."""
+    return load_plugins(from_environment(), f"${PLUGINS_ENV}")
+
+
+def _is_file(name: str) -> bool:
+    return name.endswith(".py") or "/" in name or os.sep in name
+
+
+def _load_file(name: str) -> ModuleType:
+    """The module in the ``.py`` file ``name``, imported once per process (its module name
+    is made from its resolved path, so two files of one name do not collide)."""
+    path = Path(name).resolve()
+    if not path.is_file():
+        raise FileNotFoundError(f"no such file: {name}")
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+    module_name = f"rerankit_plugin_{path.stem}_{digest}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot read {name} as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        del sys.modules[module_name]
+        raise
+    return module

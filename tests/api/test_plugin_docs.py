@@ -1,0 +1,33 @@
+"""docs/plugins.md: its plugin example, then its "Testing your plugin" block as the pytest
+file the page says it is, run beside the plugin and the pipeline file the example writes."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.slow  # two interpreters and the service warming up: make test-slow
+def test_the_plugin_page_example_and_its_tests_run(tmp_path):
+    pytest.importorskip("fastapi", reason="the service test needs the 'server' extra")
+    text = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
+    example, tests = re.findall(r"```python\n(.*?)```", text, flags=re.S)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(tmp_path)])}
+    env.pop("RERANKIT_PLUGINS", None)
+    run = {"cwd": tmp_path, "env": env, "capture_output": True, "text": True, "timeout": 120}
+    done = subprocess.run([sys.executable, "-c", example], **run, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (tmp_path / "test_acme.py").write_text(tests)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_acme.py"],
+        **run,
+        check=False,
+    )
+    assert done.returncode == 0 and "3 passed" in done.stdout, done.stdout[-3000:]
