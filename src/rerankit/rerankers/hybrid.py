@@ -185,9 +185,7 @@ class HybridReranker(ScoringReranker):
                 if first_stage_weight is None
                 else first_stage_weight
             )
-            self.texts_only = self._calibrated(
-                analyzer, calibration or HYBRID_CALIBRATION, weights
-            )
+            self.texts_only = self._calibrated(analyzer, calibration or HYBRID_CALIBRATION, weights)
             return
         self.first_stage_weight = (
             HYBRID_FIRST_STAGE_WEIGHT if first_stage_weight is None else first_stage_weight
@@ -342,17 +340,17 @@ class HybridReranker(ScoringReranker):
                 return False, None
             return False, (
                 f"{which} a first-stage (retriever) score, which this hybrid does not fuse: "
-                "it ranks by the texts alone, its scores probabilities; to fuse the "
-                "retriever's score too (scores then relative to the call), give it a weight: "
-                "HybridReranker(first_stage_weight=0.1), or first_stage_weight = 0.1 in a "
-                "pipeline file's hybrid table"
+                f"it ranks by the texts alone, its scores {_said(self.score_scale)}; to fuse "
+                "the retriever's score too (scores then relative to the call), set the "
+                "hybrid's first_stage_weight (e.g. 0.1)"
             )
         if have == len(docs):
             return True, None
         if not have:
             return False, None
         if self.scores == "calibrated":
-            instead = "its calibrated signals, as with no first stage: scores stay probabilities"
+            instead = "its calibrated signals, as with no first stage: scores stay "
+            instead += _said(self.score_scale)
         else:
             instead = "its relative texts-only fusion, with BM25 over the candidates in the "
             instead += "first stage's place"
@@ -426,6 +424,11 @@ class HybridReranker(ScoringReranker):
         scored.scale = "relative"
         scored.link = SUM  # shares of a normalised logit, not logits
         return scored
+
+
+def _said(scale: str) -> str:
+    """A scale as a warning names the scores: ``probabilities``, ``unit`` scores, ..."""
+    return "probabilities" if scale == "probability" else f"{scale} scores"
 
 
 def _shares(weights: Mapping[str, float]) -> dict[str, float]:
