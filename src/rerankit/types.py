@@ -12,6 +12,7 @@ from typing import Any
 
 __all__ = [
     "EARLIER_STAGE",
+    "INTERCEPT",
     "SIGMOID_OF_SUM",
     "SUM",
     "Document",
@@ -29,6 +30,8 @@ SIGMOID_OF_SUM = "sigmoid(sum)"
 #: ``contribution``: the row's share of that stage's score, which chose the document as a
 #: candidate; it is no term of the document's own score
 EARLIER_STAGE = "earlier_stage_contribution"
+#: the explanation entry of a calibrated fusion's constant term (its output intercept)
+INTERCEPT = "(intercept)"
 
 
 def check_top_k(top_k: object, name: str = "top_k") -> int | None:
@@ -218,12 +221,16 @@ class RerankResult:
             rows = sorted(r.explanation.items(), key=lambda kv: EARLIER_STAGE in kv[1])
             for j, (name, parts) in enumerate(rows or [("-", {})]):
                 lead = f"{r.rank:>4}  {rid:<12} {r.score:>9.4f}" if j == 0 else " " * 28
+                if name.endswith(INTERCEPT):  # a constant, no signal: its term alone
+                    parts = {k: v for k, v in parts.items() if k == "contribution"}
                 cells = " ".join(
-                    f"{parts[k]:>{w}.{p}f}" if k in parts else " " * w
+                    (_weight(parts[k]).rjust(w) if k == "weight" else f"{parts[k]:>{w}.{p}f}")
+                    if k in parts
+                    else " " * w
                     for k, w, p in (
                         ("raw", 9, 4),
                         ("normalized", 7, 3),
-                        ("weight", 6, 2),
+                        ("weight", 6, 4),
                         ("contribution", 8, 4),
                     )
                 )
@@ -259,6 +266,12 @@ class RerankResult:
                 "stage gave the score, so it is no term of the sum"
             )
         return lines
+
+
+def _weight(w: float) -> str:
+    """A weight as the documentation writes it: up to 4 decimals, without trailing zeros
+    or float noise (0.475, 0.0857, 0.3, 1)."""
+    return f"{w:.4f}".rstrip("0").rstrip(".") or "0"
 
 
 def repeated_ids(docs: Sequence[Document]) -> list[tuple[Any, list[int]]]:

@@ -148,3 +148,26 @@ def test_a_learned_scorers_parts_are_the_terms_not_its_whole_score_twice():
     for e in ScorerReranker(Parts()).rerank(QUERY, POOL[:3]).explain():
         assert "contribution" not in e["strategies"]["learned"]
         assert score_from(e) == pytest.approx(e["score"])
+
+
+def test_the_table_shows_weights_as_documented_and_the_intercept_as_a_constant_term():
+    """0.475 reads 0.475 (not 0.48), without float noise; the intercept row is no signal:
+    its constant is in the contribution column alone."""
+    scorers = CALIBRATED["scorers"]
+    spec = {
+        **CALIBRATED,
+        "scorers": [{**scorers[0], "weight": 0.475}, {**scorers[1], "weight": 0.525}],
+    }
+    rows = load(spec).rerank(QUERY, POOL, top_k=1).explain_table().splitlines()
+    coverage, jaccard, intercept = (r.split() for r in rows[1:4])
+    assert coverage[2] == "coverage" and coverage[5] == "0.475"
+    assert jaccard[0] == "jaccard" and jaccard[3] == "0.525"
+    assert intercept == ["(intercept)", "0.2500"]  # its contribution, nothing else
+    noisy = {
+        **CALIBRATED,
+        "scorers": [
+            {**s, "weight": w} for s, w in zip(CALIBRATED["scorers"], (0.1 + 0.2, 0.7), strict=True)
+        ],
+    }
+    row = load(noisy).rerank(QUERY, POOL, top_k=1).explain_table().splitlines()[1].split()
+    assert row[5] == "0.3"  # 0.30000000000000004 as written

@@ -178,7 +178,9 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     assert not none_.warnings
     [unfused] = some.warnings
     assert unfused.startswith("2 of 4 documents carry a first-stage (retriever) score, which")
-    assert "first_stage_weight=0.1" in unfused
+    # one advice for every surface (a pipeline file, Python, the service): the option's name
+    assert "set the hybrid's first_stage_weight (e.g. 0.1)" in unfused
+    assert "HybridReranker(" not in unfused
     every = texts_only.rerank(QUERY, documented, first_stage_field="first_stage_score")
     assert every.warnings == (unfused.replace("2 of 4 documents carry", "every document carries"),)
     # a weight of 0 the caller chose: nothing to tell them

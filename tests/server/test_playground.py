@@ -42,6 +42,8 @@ CASCADE = {
     ],
 }
 
+#: a pipeline that warns of a document without its field
+RATED = {"name": "rated", "scorer": {"type": "field", "field": "rating", "missing": 0.0}}
 
 ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 
@@ -135,6 +137,21 @@ def test_explained_contributions_make_the_score_over_http(service, top_n):
         row = r["strategies"]["chooser/bm25"]
         assert row["contribution"] is None and row["earlier_stage_contribution"] is not None
         assert r["strategies"]["scorer/(intercept)"]["contribution"] == pytest.approx(0.25)
+
+
+def test_explain_says_each_warning_once_and_rerank_keeps_coheres_meta_warnings(live_server):
+    docs = [{"text": "rated", "rating": 4}, {"text": "unrated"}]
+    body = {"model": "rated", "query": "q", "documents": docs}
+    service = live_server(
+        ServerSettings(pipelines={"rated": RATED}, default="rated", api_keys=[KEY])
+    )
+    explained = httpx.post(f"{service.url}/v1/explain", json=body, headers=AUTH).json()
+    [warning] = explained["warnings"]
+    assert "rating" in warning and "warnings" not in explained["meta"]
+    assert explained["meta"]["api_version"] == {"version": "2"}  # the rest of Cohere's meta
+    reranked = httpx.post(f"{service.url}/v1/rerank", json=body, headers=AUTH).json()
+    assert reranked["meta"]["warnings"] == [warning]  # Cohere's answer says it in meta
+    service.stop()
 
 
 def test_explain_needs_the_key_and_names_a_bad_document(service):

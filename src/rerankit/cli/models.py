@@ -79,7 +79,15 @@ def describe(reranker: Any, name: str | None = None) -> str:
         body = " -> ".join(stages)
     else:
         body = step(reranker)
-    return f"{name or reranker.name!r}: {body}; scores {reranker.score_scale}"
+    steps = [s.step for s in reranker.stages] if isinstance(reranker, Pipeline) else [reranker]
+    refit = any(getattr(x, "reweighted", False) for x in steps)
+    note = (
+        " (the output calibration was fitted for other weights: with these, scores in "
+        "[0, 1] but no fitted probability; rerankit tune --calibrate fits both to judgments)"
+    )
+    return f"{name or reranker.name!r}: {body}; scores {reranker.score_scale}" + (
+        note if refit else ""
+    )
 
 
 def needs_said(needs: Sequence[str]) -> str:

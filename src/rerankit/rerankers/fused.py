@@ -14,11 +14,9 @@ from ..calibration import Calibration, sigmoid
 from ..errors import CALLER_ERRORS
 from ..normalize import check_normalization_method
 from ..scorers.base import Scorer, check_scorer
-from ..types import SIGMOID_OF_SUM, Document
+from ..types import INTERCEPT, SIGMOID_OF_SUM, Document
 from .base import Scored, ScoringReranker, run_scorer
 
-#: the explanation entry of a calibrated fusion's constant term (its output intercept)
-INTERCEPT = "(intercept)"
 #: the warning of a fusion whose every strategy failed
 ALL_FAILED = "every strategy failed; input order kept"
 

@@ -27,7 +27,9 @@ from ..scorers.recipe import (
     ROLES,
     SCORE_MODES,
     background_bm25,
+    check_text_weights,
     proximity_reader,
+    reweighted,
 )
 from ..text.analysis import Analyzer
 from ..types import SUM, Document
@@ -92,8 +94,13 @@ class HybridReranker(ScoringReranker):
     Which keyword shapes which mode: the calibrated default's weights are its
     ``calibration``'s (:data:`HYBRID_CALIBRATION`: 0.3, 0.15, 0.475 and 0.075 for the
     ``passage``, ``embedding``, ``bm25_background`` and ``proximity`` logits, the numbers
-    the documentation quotes); it sums logits, so ``combination_method`` must stay
-    ``"weighted_average"``, and it does not read ``text_weights``. ``text_weights``
+    the documentation quotes); ``weights`` (signal name -> weight) changes some: each named
+    signal gets the share of the fused logit it names and those left out share the rest in
+    the default's proportions (``{"bm25_background": 0.7}``: 0.171, 0.086, 0.7, 0.043);
+    the output calibration was fitted for the calibration's own weights, so with others the
+    scores are ``unit`` (in [0, 1], depending on the pair alone, but no fitted probability;
+    ``rerankit tune --calibrate`` refits one). It sums logits, so ``combination_method``
+    must stay ``"weighted_average"``; ``text_weights`` given to it is an error. ``text_weights``
     (default ``(0.2, 0.2)``) weigh ``scores="relative"``'s BM25 with the candidates' idf
     and BM25 with background idf, the embedding taking the rest (0.6), combined by
     ``combination_method`` (``"rrf"``, ``"comb_sum"``, ...: :mod:`rerankit.fusion`) over
@@ -109,7 +116,8 @@ class HybridReranker(ScoringReranker):
         *,
         use_first_stage: bool = True,
         first_stage_weight: float | None = None,
-        text_weights: tuple[float, float] = HYBRID_TEXT_WEIGHTS,
+        text_weights: Sequence[float] | None = None,
+        weights: Mapping[str, float] | None = None,
         language: str = "en",
         combination_method: fusion.ScoreCombinationMethod | str = HYBRID_METHOD,
         normalization_method: str = "min_max",
@@ -123,8 +131,7 @@ class HybridReranker(ScoringReranker):
 
         if first_stage_weight is not None and not 0.0 <= first_stage_weight <= 1.0:
             raise ValueError(f"first_stage_weight must be in [0, 1], got {first_stage_weight}")
-        if len(text_weights) != 2 or min(text_weights) < 0 or sum(text_weights) > 1:
-            raise ValueError(f"text_weights: two weights >= 0, sum <= 1; got {text_weights}")
+        pair = HYBRID_TEXT_WEIGHTS if text_weights is None else check_text_weights(text_weights)
         if scores not in SCORE_MODES:
             raise ValueError(f"scores must be one of {', '.join(SCORE_MODES)}, got {scores!r}")
         if embedding is not None and not isinstance(embedding, Scorer):
@@ -169,7 +176,10 @@ class HybridReranker(ScoringReranker):
                 "hybrid's scores (scores='relative'); the calibrated hybrid sums its signals' "
                 "logits (weighted_average)"
             )
+        self._check_weight_options(scores, text_weights, weights)
         self.scores = scores
+        #: whether the signal weights differ from those the output calibration was fitted for
+        self.reweighted = False
         self.first_stage = FieldScorer(FIRST_STAGE_SCORE, name="first_stage")
         if scores == "calibrated":
             self.first_stage_weight = (
@@ -177,20 +187,39 @@ class HybridReranker(ScoringReranker):
                 if first_stage_weight is None
                 else first_stage_weight
             )
-            self.texts_only = self._calibrated(analyzer, calibration or HYBRID_CALIBRATION)
+            self.texts_only = self._calibrated(analyzer, calibration or HYBRID_CALIBRATION, weights)
             return
         self.first_stage_weight = (
             HYBRID_FIRST_STAGE_WEIGHT if first_stage_weight is None else first_stage_weight
         )
         self.texts_only = self._fusion(
             {
-                BM25Scorer(analyzer=analyzer, **HYBRID_BM25): text_weights[0],
+                BM25Scorer(analyzer=analyzer, **HYBRID_BM25): pair[0],
                 BM25Scorer(
                     analyzer=analyzer, idf="background", name="bm25_background", **HYBRID_BM25
-                ): text_weights[1],
+                ): pair[1],
             }
         )
         self.with_first_stage = self._fusion({self.first_stage: self.first_stage_weight})
+
+    @staticmethod
+    def _check_weight_options(scores: str, text_weights: Any, weights: Any) -> None:
+        """``text_weights`` weigh only the relative hybrid and ``weights`` only the
+        calibrated one: either given to the other mode is an error naming the fix."""
+        if scores == "calibrated" and text_weights is not None:
+            raise ValueError(
+                "text_weights weigh hybrid-relative's signals; the calibrated hybrid does "
+                "not read them: change its signals' weights by name with weights = "
+                f"{{ bm25_background = 0.7 }} (signals: {', '.join(ROLES)}; in Python "
+                'HybridReranker(weights={"bm25_background": 0.7})), or use type = '
+                '"hybrid-relative" for text_weights'
+            )
+        if scores != "calibrated" and weights is not None:
+            raise ValueError(
+                "weights change the calibrated hybrid's signals; this hybrid's scores are "
+                "relative, weighed by text_weights = [bm25, bm25_background] (the embedding "
+                "takes the rest)"
+            )
 
     def _fusion(self, lexical: dict[Scorer, float]) -> FusionReranker:
         weights = {s.name: w for s, w in lexical.items()}
@@ -203,19 +232,35 @@ class HybridReranker(ScoringReranker):
             name=self.name,
         )
 
-    def _calibrated(self, analyzer: Any, spec: Mapping[str, Any]) -> FusionReranker:
-        """The pair-wise texts-only fusion from a spec shaped like HYBRID_CALIBRATION."""
+    def _calibrated(
+        self, analyzer: Any, spec: Mapping[str, Any], weights: Mapping[str, float] | None
+    ) -> FusionReranker:
+        """The pair-wise texts-only fusion from a spec shaped like HYBRID_CALIBRATION, with
+        ``weights`` in place of some of its weights (:func:`reweighted`)."""
         unknown = sorted(set(spec) - set(HYBRID_CALIBRATION))
         if unknown:
             raise ValueError(f"calibration: unknown keys {unknown}; use {list(HYBRID_CALIBRATION)}")
         if spec is not HYBRID_CALIBRATION:
-            missing = [k for k in ("weights", "calibration", "output_calibration") if k not in spec]
+            needed = ["weights", "calibration", "output_calibration"]
+            if "passage" in (spec.get("weights") or {}):
+                needed.append("passage_words")
+            missing = [k for k in needed if k not in spec]
             if missing:
-                raise ValueError(f"calibration: missing {missing} (see HYBRID_CALIBRATION)")
+                raise ValueError(
+                    f"calibration: missing {missing} (a fit by rerankit tune --calibrate has "
+                    "them all; to change only the default's weights, give weights = { ... } "
+                    "and no calibration)"
+                )
             spec = {**READING_DEFAULTS, **spec}
         roles = list(spec["weights"])
         if not roles or not set(roles) <= set(ROLES):
             raise ValueError(f"calibration: weights name the signals {list(ROLES)}, got {roles}")
+        fitted = spec["weights"]  # the weights its output calibration was fitted for
+        if spec["output_calibration"] == HYBRID_CALIBRATION["output_calibration"]:
+            fitted = HYBRID_CALIBRATION["weights"]
+        if weights is not None:
+            spec = {**spec, "weights": reweighted(spec["weights"], weights)}
+        self.reweighted = _shares(spec["weights"]) != _shares(fitted)
         words, lead = spec.get("passage_words"), spec["passage_lead"]
         readers: dict[str, Scorer] = {
             "bm25_background": background_bm25(
@@ -273,9 +318,10 @@ class HybridReranker(ScoringReranker):
 
     @property
     def score_scale(self) -> str:
-        """The texts-only mode's scale (``probability`` when calibrated); a call whose
+        """The texts-only mode's scale (``probability`` when calibrated, ``unit`` when its
+        weights are not those its output calibration was fitted for); a call whose
         documents carry first-stage scores is ``relative`` (see ``result.score_scale``)."""
-        return self.texts_only.score_scale
+        return "unit" if self.reweighted else self.texts_only.score_scale
 
     def _first_stage_mode(self, docs: Sequence[Document]) -> tuple[bool, str | None]:
         """Whether to fuse the documents' first-stage scores: when the hybrid fuses them at
@@ -296,17 +342,17 @@ class HybridReranker(ScoringReranker):
                 return False, None
             return False, (
                 f"{which} a first-stage (retriever) score, which this hybrid does not fuse: "
-                "it ranks by the texts alone, its scores probabilities; to fuse the "
-                "retriever's score too (scores then relative to the call), give it a weight: "
-                "HybridReranker(first_stage_weight=0.1), or first_stage_weight = 0.1 in a "
-                "pipeline file's hybrid table"
+                f"it ranks by the texts alone, its scores {_said(self.score_scale)}; to fuse "
+                "the retriever's score too (scores then relative to the call), set the "
+                "hybrid's first_stage_weight (e.g. 0.1)"
             )
         if have == len(docs):
             return True, None
         if not have:
             return False, None
         if self.scores == "calibrated":
-            instead = "its calibrated signals, as with no first stage: scores stay probabilities"
+            instead = "its calibrated signals, as with no first stage: scores stay "
+            instead += _said(self.score_scale)
         else:
             instead = "its relative texts-only fusion, with BM25 over the candidates in the "
             instead += "first stage's place"
@@ -324,7 +370,7 @@ class HybridReranker(ScoringReranker):
         else:
             fusion_ = self.with_first_stage if fuses else self.texts_only
             scored = await fusion_._score(query, docs, **context)
-            scored.scale = fusion_.score_scale
+            scored.scale = self.score_scale if fusion_ is self.texts_only else "relative"
         if note:
             scored.warnings.append(note)
         english_model = isinstance(self.embedding, EmbeddingScorer) and self.embedding.is_bundled
@@ -376,6 +422,17 @@ class HybridReranker(ScoringReranker):
         scored.scale = "relative"
         scored.link = SUM  # shares of a normalised logit, not logits
         return scored
+
+
+def _said(scale: str) -> str:
+    """A scale as a warning names the scores: ``probabilities``, ``unit`` scores, ..."""
+    return "probabilities" if scale == "probability" else f"{scale} scores"
+
+
+def _shares(weights: Mapping[str, float]) -> dict[str, float]:
+    """Weights as shares of their sum, rounded (the fusion divides them by their sum)."""
+    total = sum(weights.values()) or 1.0
+    return {k: round(w / total, 6) for k, w in weights.items() if w}
 
 
 def relative_hybrid(embedding: Scorer | None = None, **options: Any) -> HybridReranker:

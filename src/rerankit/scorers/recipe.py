@@ -6,6 +6,9 @@ the scorers, below :mod:`rerankit.rerankers`, so that the learned scorer's featu
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
+from numbers import Real
 from typing import Any
 
 from .base import Scorer
@@ -22,7 +25,9 @@ __all__ = [
     "ROLES",
     "SCORE_MODES",
     "background_bm25",
+    "check_text_weights",
     "proximity_reader",
+    "reweighted",
 ]
 
 #: How the default ``hybrid`` fuses its signals.
@@ -122,3 +127,63 @@ def proximity_reader(
         ),
         **HYBRID_BM25,
     )
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, Real) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def check_text_weights(text_weights: Any) -> tuple[float, float]:
+    """``hybrid-relative``'s ``text_weights`` as a pair, or ``ValueError`` saying what
+    they are: two numbers >= 0 summing to at most 1, the weights of BM25 with the
+    candidates' idf and of BM25 with background idf (the embedding takes the rest)."""
+    form = (
+        "text_weights: two numbers [bm25, bm25_background] >= 0 with sum <= 1 (BM25 with "
+        "the candidates' idf, BM25 with background idf; the embedding takes the rest)"
+    )
+    if isinstance(text_weights, Mapping):
+        raise ValueError(
+            f"{form}, not a table ({dict(text_weights)!r}); to reweigh the default hybrid's "
+            f"signals by name use weights = {{ bm25_background = 0.7 }} (signals: "
+            f"{', '.join(ROLES)})"
+        )
+    pair = list(text_weights) if isinstance(text_weights, list | tuple) else None
+    if pair is None or len(pair) != 2 or not all(_number(w) for w in pair):
+        raise ValueError(f"{form}; got {text_weights!r}")
+    if min(pair) < 0 or sum(pair) > 1:
+        raise ValueError(f"{form}; got {text_weights!r}")
+    return float(pair[0]), float(pair[1])
+
+
+def reweighted(base: Mapping[str, float], weights: Any) -> dict[str, float]:
+    """The calibrated hybrid's signal weights with ``weights`` (signal name -> weight) in
+    place of ``base``'s: each named signal gets the share of the fused logit it names, and
+    the signals left out share the rest (1 minus the named ones) in ``base``'s proportions,
+    so the weights still sum to 1 (the fusion divides them by their sum, which would
+    otherwise shrink the named ones). ``ValueError`` names an unknown signal with the
+    known ones, a weight that is no number in [0, 1], and named weights above 1 in all."""
+    signals = ", ".join(base)
+    if not isinstance(weights, Mapping) or not weights:
+        raise ValueError(
+            f"weights: a table of signal names to weights, such as "
+            f"{{ bm25_background = 0.7 }} (signals: {signals}); got {weights!r}"
+        )
+    unknown = [k for k in weights if k not in base]
+    if unknown:
+        raise ValueError(f"weights: unknown signal(s) {unknown}; the signals are {signals}")
+    bad = {k: w for k, w in weights.items() if not _number(w) or not 0 <= w <= 1}
+    if bad:
+        raise ValueError(f"weights: each weight is a number in [0, 1]; got {bad}")
+    named = float(sum(weights.values()))
+    rest = {k: float(w) for k, w in base.items() if k not in weights}
+    if named > 1 + 1e-9 or (not rest and not math.isclose(named, 1.0, abs_tol=1e-6)):
+        raise ValueError(
+            f"weights: {dict(weights)} sum to {named:.4g}; they are shares of the fused "
+            "logit: name weights summing to at most 1 (the signals left out share the "
+            "rest), or to exactly 1 when you name every signal"
+        )
+    left, total = max(0.0, 1.0 - named), sum(rest.values())
+    if rest and left > 1e-9 and total <= 0:
+        raise ValueError(f"weights: the signals left out ({', '.join(rest)}) weigh 0 here")
+    share = {k: (left * w / total if total > 0 else 0.0) for k, w in rest.items()}
+    return {k: float(weights[k]) if k in weights else share[k] for k in base}

@@ -22,6 +22,7 @@ __all__ = [
     "RankedResult",
     "WholeNumber",
     "WireFormat",
+    "answer_warnings",
     "check_query",
     "clip",
     "meta",
@@ -204,6 +205,21 @@ def relevance_scores(result: RerankResult, call: Call | None = None) -> list[flo
     return scale_to_unit([r.score for r in result], result.score_scale).tolist()
 
 
+def answer_warnings(result: RerankResult, call: Call | None = None) -> list[str]:
+    """What an answer warns of: the service's notes on the request, the result's warnings,
+    then each cut or split document's (``document i: ...``)."""
+    cuts = call.cuts if call is not None else {}
+    splits = call.splits if call is not None else {}
+    notes = {**{i: [why] for i, why in cuts.items()}}
+    for i, why in splits.items():
+        notes.setdefault(i, []).append(why)
+    return [
+        *(call.notes if call is not None else ()),
+        *result.warnings,
+        *(f"document {i}: {'; '.join(why)}" for i, why in sorted(notes.items())),
+    ]
+
+
 def meta(result: RerankResult, version: str, call: Call | None = None) -> dict[str, Any]:
     """Cohere's ``meta`` object, with the result's warnings, and rerankit's own account in
     ``meta.rerankit``: ``scores`` (what the relevance scores are: ``probability``, ``unit``
@@ -215,14 +231,7 @@ def meta(result: RerankResult, version: str, call: Call | None = None) -> dict[s
     out: dict[str, Any] = {"api_version": {"version": version}, "billed_units": billed}
     cuts = call.cuts if call is not None else {}
     splits = call.splits if call is not None else {}
-    notes = {**{i: [why] for i, why in cuts.items()}}
-    for i, why in splits.items():
-        notes.setdefault(i, []).append(why)
-    warnings = [
-        *(call.notes if call is not None else ()),
-        *result.warnings,
-        *(f"document {i}: {'; '.join(why)}" for i, why in sorted(notes.items())),
-    ]
+    warnings = answer_warnings(result, call)
     if warnings:
         out["warnings"] = warnings
     own: dict[str, Any] = {

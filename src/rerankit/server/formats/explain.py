@@ -15,7 +15,16 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...types import RerankResult
 from ..settings import ServerSettings
-from .base import NOT_BLANK, Call, PositiveWholeNumber, check_query, clip, meta, relevance_scores
+from .base import (
+    NOT_BLANK,
+    Call,
+    PositiveWholeNumber,
+    answer_warnings,
+    check_query,
+    clip,
+    meta,
+    relevance_scores,
+)
 from .cohere_v1 import FieldOptions, read_documents
 
 path = "/v1/explain"
@@ -30,8 +39,8 @@ description = (
     "`weight` and `contribution`; `score_from_contributions` says how the contributions make "
     "`score` (`sum`, or `sigmoid(sum)` for a calibrated fusion's logits). A pipeline's "
     "earlier stages' rows (they chose the candidates; a later stage gave the score) carry "
-    "`earlier_stage_contribution` in place of `contribution`. With flags, warnings, timings "
-    "and LLM usage. What the playground draws."
+    "`earlier_stage_contribution` in place of `contribution`. With flags, `warnings` (once: "
+    "`meta` is Cohere v2's without them), timings and LLM usage. What the playground draws."
 )
 
 
@@ -124,14 +133,16 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
         )
     timings = {f"stage:{k}": float(v) for k, v in result.timings.items()}
     timings.update({k: float(v) for k, v in call.timings.items()})
+    cohere = meta(result, "2", call)
+    cohere.pop("warnings", None)  # said once, in the answer's own warnings
     return {
         "id": str(uuid.uuid4()),
         "model": call.model,
         "results": results,
         "score_scale": result.score_scale,
         "degraded": result.degraded,
-        "warnings": [*call.notes, *result.warnings],
+        "warnings": answer_warnings(result, call),
         "timings": timings,
         "usage": {k: int(v) for k, v in result.usage.items()},
-        "meta": meta(result, "2", call),
+        "meta": cohere,
     }
