@@ -30,6 +30,7 @@ from ..cache.sqlite import SQLiteStore
 from ..errors import InputError, RerankitError, no_such_file
 from ..ordering import Rule
 from ..rerankers import Pipeline
+from ..rerankers.hybrid import REWEIGHTED_NOTE
 from .args import (
     MODEL_KINDS_SHOWN,
     UsageError,
@@ -72,22 +73,13 @@ def describe(reranker: Any, name: str | None = None) -> str:
         return f"{x.name} ({', '.join(s.name for s in x.scorers()) or 'no scorer'})"
 
     if isinstance(reranker, Pipeline):
-        stages = [
-            f"{s.name}: {step(s.step)}" + (f", keeps {s.keep}" if s.keep else "")
-            for s in reranker.stages
-        ]
-        body = " -> ".join(stages)
+        keeps = {id(s): f", keeps {s.keep}" if s.keep else "" for s in reranker.stages}
+        body = " -> ".join(f"{s.name}: {step(s.step)}{keeps[id(s)]}" for s in reranker.stages)
     else:
         body = step(reranker)
     steps = [s.step for s in reranker.stages] if isinstance(reranker, Pipeline) else [reranker]
-    refit = any(getattr(x, "reweighted", False) for x in steps)
-    note = (
-        " (the output calibration was fitted for other weights: with these, scores in "
-        "[0, 1] but no fitted probability; rerankit tune --calibrate fits both to judgments)"
-    )
-    return f"{name or reranker.name!r}: {body}; scores {reranker.score_scale}" + (
-        note if refit else ""
-    )
+    note = REWEIGHTED_NOTE if any(getattr(x, "reweighted", False) for x in steps) else ""
+    return f"{name or reranker.name!r}: {body}; scores {reranker.score_scale}{note}"
 
 
 def needs_said(needs: Sequence[str]) -> str:
@@ -371,10 +363,10 @@ def add_commands(sub: Any) -> None:
         "$RERANKIT_CACHE_DIR, else $XDG_CACHE_HOME/rerankit, else ~/.cache/rerankit; "
         "embeddings also $RERANKIT_EMBEDDING_CACHE), or, with --url or $RERANKIT_CACHE_URL, "
         "those in a shared Redis/Valkey server (and its memory settings); and ONNX exports "
-        "(onnx/) and word-frequency tables of the languages BM25 read "
-        "(wordfreq/). clear deletes only rerankit's entries: in a shared Redis database, the keys "
-        "under its namespace, nothing else; with a server, clear (all) empties the server's "
-        "caches and leaves this machine's folders (clear onnx, clear wordfreq remove them).",
+        "(onnx/) and BM25's word-frequency tables (wordfreq/). clear deletes only rerankit's "
+        "entries: in a shared Redis database, the keys under its namespace, nothing else; with "
+        "a server, clear (all) empties the server's caches and leaves this machine's folders "
+        "(clear onnx, clear wordfreq remove them).",
         **examples(
             "rerankit cache",
             "rerankit cache info embeddings  # that cache alone",

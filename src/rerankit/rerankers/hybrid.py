@@ -39,10 +39,15 @@ from .language_note import language_note
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["HYBRID_METHOD", "HybridReranker", "relative_hybrid"]
+__all__ = ["HYBRID_METHOD", "REWEIGHTED_NOTE", "HybridReranker", "relative_hybrid"]
 
 #: how the default ``hybrid`` combines its signals (its recipe: :mod:`rerankit.scorers.recipe`)
 HYBRID_METHOD = fusion.ScoreCombinationMethod.WEIGHTED_AVERAGE
+#: what ``rerankit check`` adds to the scale of a hybrid given other weights
+REWEIGHTED_NOTE = (
+    " (the output calibration was fitted for other weights: with these, scores in "
+    "[0, 1] but no fitted probability; rerankit tune --calibrate fits both to judgments)"
+)
 
 
 class HybridReranker(ScoringReranker):
