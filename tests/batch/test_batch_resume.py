@@ -53,7 +53,7 @@ def test_a_rerun_onto_an_output_with_rows_is_refused_and_overwrite_starts_again(
     assert "--resume" in message and "--overwrite" in message
     assert out.read_text() == before  # untouched
     args = ["batch", "-i", str(src), "--out", str(out), "-r", "bm25"]
-    assert main(args) == 1
+    assert main(args) == 2  # a refusal before any work: a usage error
     assert "already holds 5 rows" in capsys.readouterr().err
     assert main([*args, "--overwrite"]) == 0
     assert [r["query_id"] for r in lines(out)] == [r["query_id"] for r in ROWS]  # not 10
