@@ -285,7 +285,7 @@ def add_commands(sub: Any) -> None:
         "by SIGINT or SIGTERM (go on with --resume).",
         **examples(
             "rerankit batch -i queries.jsonl --out ranked.jsonl",
-            "jq -c . rows.jsonl | rerankit batch -i - --out ranked.jsonl --query-field question",
+            "rerankit batch -i - --out ranked.jsonl --query-field question  # rows on stdin",
             "rerankit batch --data my-data --first-stage bm25 --out ranked.jsonl  # BEIR folder",
             "rerankit batch -i rows.parquet --out ranked.parquet --engine ray --workers 4",
         ),
