@@ -133,6 +133,12 @@ def test_each_row_is_on_disk_before_the_next_is_reranked(tmp_path):
     assert seen == [0, 1, 2, 3]
 
 
+def test_batch_size_without_ray_is_said_to_have_no_effect(tmp_path, capsys):
+    src, out = write_jsonl(tmp_path / "in.jsonl", [GOOD]), tmp_path / "out.jsonl"
+    assert batch(src, out, "--batch-size", "4") == 0
+    assert "--batch-size has no effect without --engine ray" in capsys.readouterr().err
+
+
 def test_stderr_counts_the_failures_it_does_not_list_and_the_rows_with_warnings(tmp_path, capsys):
     empty = {"query": "x", "candidates": []}  # ranked, with a warning
     rows = [BAD] * 5 + [empty, GOOD]

@@ -131,7 +131,7 @@ def test_sigint_ends_with_one_line_exit_130_and_the_summary(tmp_path, judge_spec
         pipe.write_text(json.dumps(judge_spec(server.openai_url, KEY_ENV)))
         src = write_jsonl(tmp_path / "in.jsonl", ROWS * 4)  # 20 rows, ids repeat
         out, summary = tmp_path / "out.jsonl", tmp_path / "sum.json"
-        args = ["batch", "-i", str(src), "--out", str(out), "-r", str(pipe), "--batch-size", "1"]
+        args = ["batch", "-i", str(src), "--out", str(out), "-r", str(pipe), "--no-progress"]
         env = {**os.environ, KEY_ENV: "k", "PYTHONPATH": str(Path("src").resolve())}
         proc = subprocess.Popen(
             [sys.executable, "-m", "rerankit", *args, "--summary", str(summary)],

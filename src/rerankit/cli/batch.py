@@ -74,6 +74,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
         say_renamed("--input FOLDER", "--data FOLDER")
     if args.engine != "ray":
         refuse_unused(ray_flags(args), "without --engine ray (they tell Ray's actors)")
+        if given(args, "batch_size")["--batch-size"] is not None:  # kept: it used to count
+            note(
+                "warning: --batch-size has no effect without --engine ray: this process "
+                "writes each row as it finishes"
+            )
     if folder is not None:
         need_first_stage(args.first_stage)
         refuse_unused(
@@ -319,7 +324,7 @@ def add_commands(sub: Any) -> None:
         "--batch-size",
         type=positive_int,
         default=16,
-        help="ray: rows per call of a worker (16); Ray writes them a block at a time, so it "
+        help="ray: rows per call of a worker (16); Ray returns them a block at a time, so it "
         "also bounds what a kill loses (local writes each row as it finishes)",
     )
     bat.add_argument(
