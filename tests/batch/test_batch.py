@@ -71,8 +71,13 @@ def test_every_bad_row_is_written_with_its_error_and_counted(tmp_path):
     errors = {r.get("query_id"): r["error"] for r in out}
     assert errors["q1"] is None and errors["q2"] is None  # the good rows complete
     # every error says FILE:LINE: query 'ID': what, as rank and eval say where
-    assert errors["no-query"] == f"{src}:2: query 'no-query': 'query' must be a non-empty string"
-    assert errors["empty"] == f"{src}:3: query 'empty': 'query' must be a non-empty string"
+    assert errors["no-query"] == (
+        f"{src}:2: query 'no-query': no 'query' field (the query; fields present: 'query_id', "
+        "'candidates'); name yours with query_field= (--query-field)"
+    )
+    assert (
+        errors["empty"] == f"{src}:3: query 'empty': 'query' must be a non-empty string, got '  '"
+    )
     assert errors["string"] == f"{src}:4: query 'string': 'candidates' must be a list, got a str"
     assert errors["number"].startswith(f"{src}:5: query 'number': candidates[1] must be a string")
     assert errors["no-text"].startswith(  # the candidate, not the library's "document 0"
@@ -88,7 +93,7 @@ def test_the_cli_writes_parquet_from_jsonl_and_back_and_says_what_failed(tmp_pat
     src = write_jsonl(tmp_path / "in.jsonl", ROWS, ["not json\n"])
     code = main(["batch", "-i", str(src), "-o", str(tmp_path / "out.parquet"), "-r", "bm25"])
     err = capsys.readouterr().err
-    assert code == 1  # a row failed: written, counted, and the status says so
+    assert code == 3  # some rows failed: written, counted, and the status says so
     assert "3 rows" in err and "1 failed" in err and f"{src}:3: not JSON" in err
     rows = list(read_rows(tmp_path / "out.parquet"))
     assert [r["query_id"] for r in rows] == ["q1", "q2", None]
@@ -96,7 +101,7 @@ def test_the_cli_writes_parquet_from_jsonl_and_back_and_says_what_failed(tmp_pat
     # Parquet in, JSON Lines out: the same rankings
     args = ["batch", "-i", str(tmp_path / "out.parquet"), "-o", str(tmp_path / "again.jsonl")]
     code = main([*args, "-r", "bm25", "--summary", str(tmp_path / "summary.json")])
-    assert code == 1
+    assert code == 3
     again = read_jsonl(tmp_path / "again.jsonl")
     assert [r["results"] for r in again[:2]] == [r["results"] for r in rows[:2]]
     assert json.loads((tmp_path / "summary.json").read_text())["failures"] == 1  # the old row

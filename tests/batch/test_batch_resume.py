@@ -53,7 +53,7 @@ def test_a_rerun_onto_an_output_with_rows_is_refused_and_overwrite_starts_again(
     assert "--resume" in message and "--overwrite" in message
     assert out.read_text() == before  # untouched
     args = ["batch", "-i", str(src), "--out", str(out), "-r", "bm25"]
-    assert main(args) == 1
+    assert main(args) == 2  # a refusal before any work: a usage error
     assert "already holds 5 rows" in capsys.readouterr().err
     assert main([*args, "--overwrite"]) == 0
     assert [r["query_id"] for r in lines(out)] == [r["query_id"] for r in ROWS]  # not 10
@@ -131,7 +131,7 @@ def test_sigint_ends_with_one_line_exit_130_and_the_summary(tmp_path, judge_spec
         pipe.write_text(json.dumps(judge_spec(server.openai_url, KEY_ENV)))
         src = write_jsonl(tmp_path / "in.jsonl", ROWS * 4)  # 20 rows, ids repeat
         out, summary = tmp_path / "out.jsonl", tmp_path / "sum.json"
-        args = ["batch", "-i", str(src), "--out", str(out), "-r", str(pipe), "--batch-size", "1"]
+        args = ["batch", "-i", str(src), "--out", str(out), "-r", str(pipe), "--no-progress"]
         env = {**os.environ, KEY_ENV: "k", "PYTHONPATH": str(Path("src").resolve())}
         proc = subprocess.Popen(
             [sys.executable, "-m", "rerankit", *args, "--summary", str(summary)],

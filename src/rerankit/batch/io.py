@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +14,14 @@ from .._optional import require
 from ..errors import InputError, no_such_file
 from .rows import LINE_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
 
-__all__ = ["input_format", "parse_line", "public_fields", "read_rows", "write_rows"]
+__all__ = [
+    "input_format",
+    "parse_line",
+    "public_fields",
+    "read_lines",
+    "read_rows",
+    "write_rows",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -41,17 +48,32 @@ def parse_line(line: str, lineno: int | None) -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         return {
             LINE_KEY: lineno,
-            UNREADABLE_KEY: f"{where}not JSON ({exc.msg} at column {exc.colno})",
+            UNREADABLE_KEY: f"{where}not JSON ({exc.msg.removesuffix(' at')} at column "
+            f"{exc.colno})",
         }
     if not isinstance(value, dict):
         return {LINE_KEY: lineno, UNREADABLE_KEY: f"{where}a row must be a JSON object"}
     return {**value, LINE_KEY: lineno}
 
 
-def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
+def read_lines(
+    lines: Iterable[str], blank: Callable[[int], None] | None = None
+) -> Iterator[dict[str, Any]]:
+    """The rows of JSON Lines text (a file or standard input, line by line). A blank line
+    is skipped, as ``jq`` and pandas skip it, and told to ``blank`` with its number."""
+    for lineno, line in enumerate(lines, start=1):
+        if line.strip():
+            yield parse_line(line, lineno)
+        elif blank is not None:
+            blank(lineno)
+
+
+def read_rows(
+    path: str | Path, blank: Callable[[int], None] | None = None
+) -> Iterator[dict[str, Any]]:
     """The rows of a JSON Lines or Parquet file, streamed (Parquet by row group). A JSON
     Lines line that cannot be read comes as a row that :func:`rerank_row` turns into an
-    error row."""
+    error row; a blank line is skipped (see :func:`read_lines`)."""
     path = Path(path)
     if not path.is_file():
         raise InputError(no_such_file(path, "the batch rows to rerank"))
@@ -69,9 +91,7 @@ def read_rows(path: str | Path) -> Iterator[dict[str, Any]]:
         return
     with open(path, encoding="utf-8-sig", errors="strict") as f:
         try:
-            for lineno, line in enumerate(f, start=1):
-                if line.strip():
-                    yield parse_line(line, lineno)
+            yield from read_lines(f, blank)
         except UnicodeDecodeError as exc:
             raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from None
 
@@ -199,10 +219,12 @@ def write_rows(
     summary: BatchSummary | None = None,
     *,
     keep: int | None = None,
+    progress: Callable[[BatchSummary], None] | None = None,
 ) -> BatchSummary:
     """Write output rows (JSON Lines or Parquet by the file name) as they come, counting
-    them into ``summary``. ``keep``: append to a JSON Lines file after its first ``keep``
-    bytes (the finished rows a resumed run skips) instead of starting it again."""
+    them into ``summary`` (and telling ``progress`` after each). ``keep``: append to a JSON
+    Lines file after its first ``keep`` bytes (the finished rows a resumed run skips)
+    instead of starting it again."""
     path = Path(path)
     summary = summary if summary is not None else BatchSummary()
     fmt = input_format(path)
@@ -213,6 +235,8 @@ def write_rows(
         for row in rows:
             summary.count(row, row.get(USAGE_KEY))
             writer.add(public_fields(row))
+            if progress is not None:
+                progress(summary)
     finally:
         writer.close()
     return summary

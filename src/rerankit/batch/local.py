@@ -3,18 +3,19 @@
 
 from __future__ import annotations
 
+import io
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from ..api import load
 from ..errors import InputError, no_such_file
-from .io import input_format, read_rows, write_rows
+from .io import input_format, read_lines, read_rows, write_rows
 from .ray import RayOptions, declared, ray_rows
 from .resume import BatchInterrupted, output_rows, skip_finished
-from .rows import BatchSummary, chunks, rerank_rows
+from .rows import BatchSummary, RowFields, chunks, rerank_rows
 
 __all__ = ["run_batch"]
 
@@ -22,7 +23,7 @@ logger = logging.getLogger(__name__)
 
 
 def run_batch(
-    source: str | Path | list[Mapping[str, Any]],
+    source: str | Path | Iterable[Mapping[str, Any]] | io.TextIOBase,
     output: str | Path,
     pipeline: Any = "hybrid",
     *,
@@ -31,22 +32,33 @@ def run_batch(
     resume: bool = False,
     overwrite: bool = False,
     note: Callable[[str], None] | None = None,
+    progress: Callable[[BatchSummary], None] | None = None,
+    query_field: str = "query",
+    query_id_field: str = "query_id",
+    candidates_field: str = "candidates",
     **options: Any,
 ) -> BatchSummary:
-    """Rerank every row of ``source`` (a file, or a list of rows) into ``output`` with the
-    ``local`` engine (this process) or ``ray`` (see :func:`rerank_dataset`). How the rows
-    are run is ``ray`` (a :class:`RayOptions`) or its fields as keywords: both engines read
-    ``batch_size`` rows at a time and keep up to ``concurrency`` of them in flight; the
-    ``ray`` engine also reads ``workers``, ``num_cpus``, ``num_gpus`` and ``address``. The
-    other ``options`` go to ``rerank`` (``top_k``, ``fields``, ``text_field``, ...), but
-    ``keep_candidates=False``, which leaves each row's ``candidates`` out of the output.
+    """Rerank every row of ``source`` (a file, a list of rows, or any iterable of them:
+    a generator is read as it goes, so rows can stream from anywhere; or an open text
+    stream of JSON Lines, such as ``sys.stdin``) into ``output`` with
+    the ``local`` engine (this process) or ``ray`` (see :func:`rerank_dataset`; a file or a
+    list). How the rows are run is ``ray`` (a :class:`RayOptions`) or its fields as
+    keywords: both engines keep up to ``concurrency`` rows in flight; the ``ray`` engine
+    also reads ``batch_size`` (rows per call of a worker), ``workers``, ``num_cpus``,
+    ``num_gpus`` and ``address``. The local engine writes and flushes each row as soon as
+    it and the rows before it are done (in blocks of ``concurrency`` rows when above 1).
+    ``query_field``, ``query_id_field`` and ``candidates_field`` name the rows' fields
+    (default ``query``, ``query_id``, ``candidates``); the output keeps them. The other
+    ``options`` go to ``rerank`` (``top_k``, ``fields``, ``text_field``, ...), but
+    ``keep_candidates=False``, which leaves each row's candidates out of the output.
+    ``progress`` is called with the :class:`BatchSummary` after each row written.
 
     An ``output`` that already holds rows is refused unless ``overwrite=True`` (start it
     again) or ``resume=True`` (JSON Lines only: skip the input rows already written, whose
     query ids and queries must match, drop a last line cut short, and append the rest;
-    ``note`` is told how many were skipped). Ctrl-C raises :class:`BatchInterrupted`, whose
-    ``summary`` counts the rows written; those are whole lines, so a resumed run goes on
-    from them."""
+    ``note`` is told how many were skipped, and of a cut line dropped). Ctrl-C raises
+    :class:`BatchInterrupted`, whose ``summary`` counts the rows written; those are whole
+    lines, so a resumed run goes on from them."""
     settings, options = RayOptions.split(ray, options)  # checks batch_size and concurrency
     input_format(output)  # both names checked before any work
     path = str(source) if isinstance(source, (str, Path)) else None  # errors name it
@@ -58,33 +70,45 @@ def run_batch(
         raise InputError(f"engine must be 'local' or 'ray', got {engine!r}")
     if resume and not settings.preserve_order:
         raise InputError("resume=True needs the rows written in input order (preserve_order)")
-    finished, keep = output_rows(output, resume=resume, overwrite=overwrite)
-    rows: Any = source
+    names = RowFields(query_field, query_id_field, candidates_field)
+    finished, keep = output_rows(output, resume=resume, overwrite=overwrite, names=names)
+    summary = BatchSummary(skipped=len(finished))
+
+    def blank(lineno: int) -> None:
+        summary.blank_lines += 1
+
+    rows: Any = read_lines(source, blank) if isinstance(source, io.TextIOBase) else source
     if finished:
-        rows = skip_finished(read_rows(path) if path else source, finished, output, path)
+        read = read_rows(path, blank) if path else rows
+        rows = skip_finished(read, finished, output, path, names)
         message = f"{output}: {len(finished)} rows already written, skipped; appending the rest"
+        cut = Path(output).stat().st_size - keep
+        if cut > 0:
+            message += f" (a last line cut short, {cut} bytes, dropped: its row is run again)"
         logger.info(message)
         if note is not None:
             note(message)
+    options.update(query_field=query_field, query_id_field=query_id_field)
+    options["candidates_field"] = candidates_field
     started = time.perf_counter()
-    summary = BatchSummary(skipped=len(finished))
     if engine == "ray":
         spec = declared(pipeline)  # a pipeline file's relative paths from its folder
-        data = list(rows) if finished else rows  # Ray reads the rows left as a list
+        streamed = finished or isinstance(rows, Iterator)  # (a file, a list or a Dataset)
+        data = list(rows) if streamed else rows  # Ray reads the rows left as a list
         results = ray_rows(data, spec, settings, options, path)
     else:
         reranker = load(pipeline)
         started = time.perf_counter()
         if not finished and path is not None:
-            rows = read_rows(path)
-        batch, concurrency = settings.batch_size, settings.concurrency
+            rows = read_rows(path, blank)
+        concurrency = settings.concurrency  # a row written as soon as those before it are
         results = (
             row
-            for chunk in chunks(iter(rows), max(batch, concurrency))
+            for chunk in chunks(iter(rows), concurrency)
             for row in rerank_rows(reranker, chunk, concurrency=concurrency, source=path, **options)
         )
     try:
-        write_rows(output, results, summary, keep=keep or None)
+        write_rows(output, results, summary, keep=keep or None, progress=progress)
     except KeyboardInterrupt:
         summary.seconds, summary.interrupted = time.perf_counter() - started, True
         raise BatchInterrupted(summary, output) from None

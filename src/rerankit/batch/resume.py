@@ -6,19 +6,35 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
 from .._optional import require
-from ..errors import InputError
+from ..errors import InputError, said_for
 from .io import input_format
-from .rows import BatchSummary
+from .rows import BatchSummary, RowFields, row_key
 
-__all__ = ["BatchInterrupted", "finished_rows", "output_rows", "skip_finished"]
+__all__ = [
+    "BatchInterrupted",
+    "OutputHoldsRows",
+    "finished_rows",
+    "output_rows",
+    "skip_finished",
+]
 
 logger = logging.getLogger(__name__)
+
+
+class OutputHoldsRows(InputError):
+    """The output already holds rows and the run was told neither to resume nor to
+    overwrite it: refused before any work (``rerankit batch`` exits 2, a usage error)."""
+
+
+def _way(flag: str, keyword: str) -> str:
+    """``--resume (resume=True)`` for Python, ``--resume`` at the command line."""
+    return said_for(f"{flag} ({keyword}=True)", flag)
 
 
 class BatchInterrupted(KeyboardInterrupt):
@@ -32,11 +48,6 @@ class BatchInterrupted(KeyboardInterrupt):
         self.summary, self.output = summary, Path(output)
 
 
-def _key(row: Mapping[str, Any]) -> tuple[Any, Any]:
-    """What ties an output row to its input row: the query id and the query."""
-    return row.get("query_id"), row.get("query")
-
-
 def _parquet_rows(path: Path) -> int | None:
     """The rows of a Parquet file, or None when it cannot be read (cut short)."""
     pq = require("pyarrow.parquet", "Parquet output")
@@ -46,7 +57,9 @@ def _parquet_rows(path: Path) -> int | None:
         return None
 
 
-def finished_rows(path: str | Path) -> tuple[list[tuple[Any, Any]], int]:
+def finished_rows(
+    path: str | Path, names: RowFields | None = None
+) -> tuple[list[tuple[Any, Any]], int]:
     """The (query id, query) of each whole row of a JSON Lines batch output, and the byte
     length of those rows: a last line without its newline (a run killed while writing it)
     is not counted. A whole line that is not a JSON object means the file is not a batch
@@ -64,23 +77,28 @@ def finished_rows(path: str | Path) -> tuple[list[tuple[Any, Any]], int]:
         if not isinstance(row, dict):
             raise InputError(
                 f"{path}:{number}: not a row of a batch output (not a JSON object); "
-                "pass --overwrite (overwrite=True) to start the file again"
+                f"pass {_way('--overwrite', 'overwrite')} to start the file again"
             )
-        keys.append(_key(row))
+        keys.append(row_key(row, names))
     return keys, end
 
 
-def output_rows(path: str | Path, *, resume: bool, overwrite: bool) -> tuple[list, int]:
+def output_rows(
+    path: str | Path, *, resume: bool, overwrite: bool, names: RowFields | None = None
+) -> tuple[list, int]:
     """Check what a run may do with ``path``: the finished rows to skip and the bytes to
     keep (none when it is absent, empty or overwritten). An existing non-empty output
     without ``resume`` or ``overwrite`` is refused, naming its rows and both ways on."""
     path = Path(path)
     if resume and overwrite:
-        raise InputError("give --resume or --overwrite, not both (resume=, overwrite=)")
+        both = "give {} or {}, not both"
+        raise InputError(
+            said_for(both.format("resume=", "overwrite="), both.format("--resume", "--overwrite"))
+        )
     parquet = input_format(path) == "parquet"
     if resume and parquet:
         raise InputError(
-            f"{path}: --resume (resume=True) needs a .jsonl --out: a Parquet file cannot be "
+            f"{path}: {_way('--resume', 'resume')} needs a .jsonl --out: a Parquet file cannot be "
             "appended to, and one whose run was killed cannot be read"
         )
     if overwrite or not path.is_file() or path.stat().st_size == 0:
@@ -88,21 +106,26 @@ def output_rows(path: str | Path, *, resume: bool, overwrite: bool) -> tuple[lis
     if parquet:
         count = _parquet_rows(path)
         held = f"{count} rows" if count is not None else "rows (cut short: unreadable)"
-        raise InputError(
-            f"{path} already holds {held}; pass --overwrite (overwrite=True) to start it "
-            "again, or write JSON Lines (.jsonl) to be able to --resume"
+        raise OutputHoldsRows(
+            f"{path} already holds {held}; pass {_way('--overwrite', 'overwrite')} to start "
+            "it again, or write JSON Lines (.jsonl) to be able to --resume"
         )
-    keys, end = finished_rows(path)
+    keys, end = finished_rows(path, names)
     if not resume:
-        raise InputError(
-            f"{path} already holds {len(keys)} rows; pass --resume (resume=True) to skip "
-            "them and append the rest, or --overwrite (overwrite=True) to start again"
+        raise OutputHoldsRows(
+            f"{path} already holds {len(keys)} rows; pass {_way('--resume', 'resume')} to "
+            f"skip them and append the rest, or {_way('--overwrite', 'overwrite')} to start "
+            "again"
         )
     return keys, end
 
 
 def skip_finished(
-    rows: Iterable[dict[str, Any]], keys: list, output: str | Path, source: str | None
+    rows: Iterable[dict[str, Any]],
+    keys: list,
+    output: str | Path,
+    source: str | None,
+    names: RowFields | None = None,
 ) -> Iterator[dict[str, Any]]:
     """``rows`` after the first ``len(keys)``, which are checked now against the finished
     output rows ``keys`` (same query ids and queries, in order): an output written from
@@ -113,13 +136,15 @@ def skip_finished(
     if len(done) < len(keys):
         raise InputError(
             f"{output} holds {len(keys)} rows, more than the {len(done)} of {name}: it was "
-            "not written from these rows; pass --overwrite (overwrite=True) to start again"
+            f"not written from these rows; pass {_way('--overwrite', 'overwrite')} to start "
+            "again"
         )
     for number, (row, key) in enumerate(zip(done, keys, strict=True), start=1):
-        if _key(row) != key:
+        if row_key(row, names) != key:
+            got = row_key(row, names)
             raise InputError(
                 f"{output} does not match {name}: its row {number} is query_id {key[0]!r}, "
-                f"query {key[1]!r}, the input's is query_id {row.get('query_id')!r}, query "
-                f"{row.get('query')!r}; pass --overwrite (overwrite=True) to start again"
+                f"query {key[1]!r}, the input's is query_id {got[0]!r}, query {got[1]!r}; "
+                f"pass {_way('--overwrite', 'overwrite')} to start again"
             )
     return rows

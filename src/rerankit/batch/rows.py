@@ -12,7 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import InputError, InvalidDocumentError
+from ..errors import InputError, InvalidDocumentError, said_for
 from ..rerankers.base import run_sync
 
 __all__ = [
@@ -22,10 +22,12 @@ __all__ = [
     "UNREADABLE_KEY",
     "USAGE_KEY",
     "BatchSummary",
+    "RowFields",
     "arerank_row",
     "chunks",
     "rerank_row",
     "rerank_rows",
+    "row_key",
 ]
 
 logger = logging.getLogger(__name__)
@@ -50,9 +52,12 @@ FORMATS = ("jsonl", "parquet")
 @dataclass
 class BatchSummary:
     """What a batch run did: rows written, rows that failed (``error`` set), rows whose
-    pipeline degraded, wall time, summed provider usage, and the first few errors; with
-    ``resume``, the rows ``skipped`` (already in the output); ``interrupted`` when Ctrl-C
-    stopped it."""
+    pipeline degraded, rows that ranked with ``warnings`` (``warned``), wall time, summed
+    provider usage, and the first few errors; with ``resume``, the rows ``skipped``
+    (already in the output); ``interrupted`` when Ctrl-C (or SIGTERM) stopped it.
+
+    ``rerankit batch`` maps it to its exit status: 0 when no row failed, 3 when some did
+    (``0 < failures < rows``), 1 when every row failed (``failures == rows > 0``)."""
 
     rows: int = 0
     failures: int = 0
@@ -62,6 +67,8 @@ class BatchSummary:
     errors: list[str] = field(default_factory=list)
     skipped: int = 0
     interrupted: bool = False
+    warned: int = 0
+    blank_lines: int = 0
 
     @property
     def rows_per_second(self) -> float:
@@ -74,6 +81,7 @@ class BatchSummary:
             if len(self.errors) < 10:
                 self.errors.append(str(row["error"]))
         self.degraded += bool(row.get("degraded"))
+        self.warned += bool(row.get("warnings")) and not row.get("error")
         for key, value in (usage or {}).items():
             self.usage[key] = self.usage.get(key, 0) + int(value)
 
@@ -82,12 +90,14 @@ class BatchSummary:
             "rows": self.rows,
             "failures": self.failures,
             "degraded": self.degraded,
+            "warned": self.warned,
             "seconds": round(self.seconds, 3),
             "rows_per_second": round(self.rows_per_second, 2),
             "usage": dict(self.usage),
             "errors": list(self.errors),
             "skipped": self.skipped,
             "interrupted": self.interrupted,
+            "blank_lines": self.blank_lines,
         }
 
     def __str__(self) -> str:
@@ -95,14 +105,20 @@ class BatchSummary:
             f"{self.rows} rows in {self.seconds:.1f} s ({self.rows_per_second:.1f} rows/s); "
             f"{self.failures} failed, {self.degraded} degraded"
         )
+        if self.warned:
+            text += f", {self.warned} with warnings"
         if self.skipped:
             text += f"; {self.skipped} skipped (already written)"
+        if self.blank_lines:
+            text += f"; {self.blank_lines} blank lines skipped"
         if self.usage:
             text += "; LLM usage: " + ", ".join(f"{k} {v}" for k, v in sorted(self.usage.items()))
         return text
 
 
-def _row_place(row: Mapping[str, Any], source: str | None = None) -> str:
+def _row_place(
+    row: Mapping[str, Any], source: str | None = None, query_id_field: str = "query_id"
+) -> str:
     """Where a row is, as its error says it: ``FILE:LINE: query 'q1'``, of what is known
     (``line 3`` without the file; ``FILE`` alone for a Parquet row without a query id;
     empty when nothing is)."""
@@ -110,27 +126,44 @@ def _row_place(row: Mapping[str, Any], source: str | None = None) -> str:
     if line is not None:
         place = f"{place}:{line}" if place else f"line {line}"
     parts = [place] if place else []
-    if row.get("query_id") is not None:
-        parts.append(f"query {row['query_id']!r}")
+    if row.get(query_id_field) is not None:
+        parts.append(f"query {row[query_id_field]!r}")
     return ": ".join(parts)
 
 
-def _located(row: Mapping[str, Any], source: str | None, problem: str) -> str:
+def _located(
+    row: Mapping[str, Any], source: str | None, problem: str, query_id_field: str = "query_id"
+) -> str:
     """``problem`` of ``row``, after where the row is."""
-    place = _row_place(row, source)
+    place = _row_place(row, source, query_id_field)
     return f"{place}: {problem}" if place else problem
 
 
-def _candidates(row: Mapping[str, Any]) -> list[Any]:
+def _absent(row: Mapping[str, Any], name: str, what: str, keyword: str) -> InputError:
+    """A row without its ``name`` field: the fields it has, and how to name another."""
+    present = ", ".join(repr(k) for k in row if not str(k).startswith("_")) or "none"
+    flag = "--" + keyword.replace("_", "-")
+    how = said_for(f"{keyword}= ({flag})", flag)
+    return InputError(
+        f"no {name!r} field ({what}; fields present: {present}); name yours with {how}"
+    )
+
+
+def _candidates(row: Mapping[str, Any], names: RowFields) -> list[Any]:
     """The row's candidates as the reranker takes them (errors name the field; the caller
     says which row)."""
-    query = row.get("query")
+    if names.query not in row:
+        raise _absent(row, names.query, "the query", "query_field")
+    query = row[names.query]
     if not isinstance(query, str) or not query.strip():
-        raise InputError("'query' must be a non-empty string")
-    cands = row.get("candidates")
+        got = "null" if query is None else repr(query)[:40]
+        raise InputError(f"{names.query!r} must be a non-empty string, got {got}")
+    if names.candidates not in row:
+        raise _absent(row, names.candidates, "the candidates", "candidates_field")
+    cands = row[names.candidates]
     if isinstance(cands, (str, bytes)) or not isinstance(cands, Sequence):
-        got = "missing" if cands is None else f"a {type(cands).__name__}"
-        raise InputError(f"'candidates' must be a list, got {got}")
+        got = "null" if cands is None else f"a {type(cands).__name__}"
+        raise InputError(f"{names.candidates!r} must be a list, got {got}")
     out = []
     for i, c in enumerate(cands):
         if isinstance(c, Mapping):  # a null field (Parquet's way of 'absent') is absent
@@ -144,12 +177,33 @@ def _candidates(row: Mapping[str, Any]) -> list[Any]:
     return out
 
 
-def _problem(exc: Exception) -> str:
+def _problem(exc: Exception, row: Mapping[str, Any], names: RowFields) -> str:
     """What went wrong with a row, in the row's terms: a document's error names its
-    ``candidates[i]`` (the library's ``document i``); an unexpected error its type."""
+    ``candidates[i]`` (the library's ``document i``), a text field that is there but null
+    says so; an unexpected error its type."""
     if isinstance(exc, InvalidDocumentError):
-        return f"candidates[{exc.index}]: " + str(exc).removeprefix(f"document {exc.index}: ")
+        where = f"{names.candidates}[{exc.index}]: "
+        cands = row.get(names.candidates)
+        doc = cands[exc.index] if isinstance(cands, list) and exc.index < len(cands) else None
+        if isinstance(doc, Mapping) and exc.field in doc and doc[exc.field] is None:
+            return f"{where}text field {exc.field!r} is null"
+        return where + str(exc).removeprefix(f"document {exc.index}: ")
     return str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
+
+
+@dataclass(frozen=True)
+class RowFields:
+    """The names of a row's query, query id and candidates fields."""
+
+    query: str = "query"
+    query_id: str = "query_id"
+    candidates: str = "candidates"
+
+
+def row_key(row: Mapping[str, Any], names: RowFields | None = None) -> tuple[Any, Any]:
+    """What ties an output row to its input row: the query id and the query."""
+    names = names or RowFields()
+    return row.get(names.query_id), row.get(names.query)
 
 
 def _finite(x: float) -> float | None:
@@ -162,17 +216,31 @@ def rerank_row(
     *,
     source: str | None = None,
     keep_candidates: bool = True,
+    query_field: str = "query",
+    query_id_field: str = "query_id",
+    candidates_field: str = "candidates",
     **options: Any,
 ) -> dict[str, Any]:
     """``row`` plus its results (or its error); never raises for a bad row or a failed
     scorer. ``options`` go to ``reranker.rerank`` (``top_k``, ``text_field``, ...). An
     error says where the row is (``FILE:LINE: query 'q1': ...``, ``source`` naming the
     file it was read from). ``keep_candidates=False`` leaves the row's ``candidates`` out of
-    it (``results`` still name each by ``index`` and ``id``). The provider usage rides along
-    under a private key that the writers drop."""
+    it (``results`` still name each by ``index`` and ``id``). ``query_field``,
+    ``query_id_field`` and ``candidates_field`` name the row's fields (``--query-field``,
+    ...), as ``text_field`` and ``id_field`` name a candidate's; the row keeps its names.
+    The provider usage rides along under a private key that the writers drop."""
 
     return run_sync(
-        arerank_row(reranker, row, source=source, keep_candidates=keep_candidates, **options)
+        arerank_row(
+            reranker,
+            row,
+            source=source,
+            keep_candidates=keep_candidates,
+            query_field=query_field,
+            query_id_field=query_id_field,
+            candidates_field=candidates_field,
+            **options,
+        )
     )
 
 
@@ -182,17 +250,21 @@ async def arerank_row(
     *,
     source: str | None = None,
     keep_candidates: bool = True,
+    query_field: str = "query",
+    query_id_field: str = "query_id",
+    candidates_field: str = "candidates",
     **options: Any,
 ) -> dict[str, Any]:
     """:func:`rerank_row` for async code (``reranker.arerank``)."""
-    dropped = OUTPUT_FIELDS if keep_candidates else (*OUTPUT_FIELDS, "candidates")
+    names = RowFields(query_field, query_id_field, candidates_field)
+    dropped = OUTPUT_FIELDS if keep_candidates else (*OUTPUT_FIELDS, candidates_field)
     out = {k: v for k, v in row.items() if k not in dropped}
     started = time.perf_counter()
     if UNREADABLE_KEY in row:  # a line that could not be read
         out.pop(UNREADABLE_KEY)
         out.update(
             results=[],
-            error=_located(row, source, row[UNREADABLE_KEY]),
+            error=_located(row, source, row[UNREADABLE_KEY], query_id_field),
             degraded=False,
             warnings=[],
             score_scale=None,
@@ -200,10 +272,10 @@ async def arerank_row(
         )
         return out
     try:
-        docs = _candidates(row)
-        result = await reranker.arerank(row["query"], docs, **options)
+        docs = _candidates(row, names)
+        result = await reranker.arerank(row[query_field], docs, **options)
     except Exception as exc:  # a bad row, or a pipeline that cannot run: written, counted
-        error = _located(row, source, _problem(exc))
+        error = _located(row, source, _problem(exc, row, names), query_id_field)
         out.update(results=[], error=error, degraded=False, warnings=[], score_scale=None)
     else:
         out.update(

@@ -14,17 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from .._jsonl import dumps_strict
+from .._optional import require
 from ..batch import BatchInterrupted, BatchSummary, RayOptions, quiet_ray_logs, read_rows, run_batch
 from ..batch.beir import beir_rows
+from ..batch.resume import OutputHoldsRows
 from ..cache import EMBEDDING_CACHE_ENV, embedding_cache_file
 from ..errors import InputError
 from .args import (
+    UsageError,
     add_address_argument,
     add_backend_arguments,
     add_candidates_argument,
     add_data_argument,
     add_first_stage_argument,
     add_language_argument,
+    add_no_progress_argument,
     add_old_spelling,
     embedding_cache_choice,
     examples,
@@ -35,7 +39,7 @@ from .args import (
     remember_defaults,
     say_renamed,
 )
-from .console import note
+from .console import RowProgress, note
 from .fields import add_field_arguments, input_fields
 from .files import need_collection, need_file, need_first_stage, need_reranker
 from .pipelines import pipeline_spec
@@ -44,22 +48,37 @@ from .rank import RERANKER_HELP, default_reranker_name, refuse_absent_id_field
 __all__ = ["add_commands", "cmd_batch"]
 
 
-def cmd_batch(args: argparse.Namespace) -> int:
+#: ``--input`` names standard input (JSON Lines)
+STDIN = ("-", "/dev/stdin")
 
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    """Exit status: 0 every row ranked, 3 some rows failed (written with their error), 1
+    the run failed (every row failed, or it could not start), 2 a usage error (an --out
+    that already holds rows among them), 130/143 stopped by SIGINT/SIGTERM."""
     if not args.out:
         raise InputError("batch needs --out FILE: the .jsonl or .parquet file to write")
-    need_file(args.input, "--input", "the rows to rerank")
+    stdin = args.input in STDIN
+    if stdin and args.engine == "ray":
+        raise UsageError("--input - (standard input) needs --engine local: Ray reads files")
+    if not stdin:
+        need_file(args.input, "--input", "the rows to rerank")
     need_collection(args.data)
     need_reranker(args.reranker)
     if args.engine == "ray" and not args.verbose:
         quiet_ray_logs()
     source: Any = args.input
     folder = args.data
-    if folder is None and Path(args.input).is_dir():  # the earlier way to give a BEIR folder
+    if folder is None and not stdin and Path(args.input).is_dir():  # the earlier way: a BEIR folder
         folder = args.input
         say_renamed("--input FOLDER", "--data FOLDER")
     if args.engine != "ray":
         refuse_unused(ray_flags(args), "without --engine ray (they tell Ray's actors)")
+        if given(args, "batch_size")["--batch-size"] is not None:  # kept: it used to count
+            note(
+                "warning: --batch-size has no effect without --engine ray: this process "
+                "writes each row as it finishes"
+            )
     if folder is not None:
         need_first_stage(args.first_stage)
         refuse_unused(
@@ -75,8 +94,10 @@ def cmd_batch(args: argparse.Namespace) -> int:
             "with --data: its candidates are read from the corpus, each with its id, text, "
             "title and the --first-stage score",
         )
+    elif stdin:
+        source = sys.stdin
     else:
-        refuse_absent_id_field(args, row_documents(source), f"--input {source}")
+        refuse_absent_id_field(args, row_documents(source, args), f"--input {source}")
     pipeline = pipeline_spec(args.reranker or default_reranker_name(), args)
     if folder is not None:
         first = args.first_stage or "auto"
@@ -105,7 +126,18 @@ def cmd_batch(args: argparse.Namespace) -> int:
         os.environ[EMBEDDING_CACHE_ENV] = embedding_cache_file(choice) or ""
     set_flags = {k: v for k, v in vars(args).items() if v is not None}  # Ray's: as given
     ray, _ = RayOptions.split(None, set_flags)
-    before = signal.signal(signal.SIGINT, _interrupt)  # (the CLI runs on the main thread)
+    progress = None if args.no_progress else RowProgress(None if stdin else total_rows(source))
+    received: list[int] = []
+
+    def stop(signum: int, frame: Any) -> None:
+        """Ctrl-C (or SIGTERM) raises KeyboardInterrupt where the work is, inside a row's
+        event loop too: asyncio's own handler would cancel the row's task instead, and a
+        provider call that absorbs the cancellation (its retry and timeout handling) ends
+        the row normally, the interrupt lost and the batch run to its end."""
+        received.append(signum)
+        raise KeyboardInterrupt
+
+    before = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}  # main thread
     try:
         summary = run_batch(
             source,
@@ -115,36 +147,66 @@ def cmd_batch(args: argparse.Namespace) -> int:
             ray=ray,
             resume=args.resume,
             overwrite=args.overwrite,
-            note=lambda message: note(f"rerankit batch: {message}"),
+            note=lambda message: print(f"rerankit batch: {message}", file=sys.stderr),
+            progress=progress,
             top_k=args.top_k,
             fields=input_fields(args),
             keep_candidates=not args.no_candidates,
+            query_field=args.query_field,
+            query_id_field=args.query_id_field,
+            candidates_field=args.candidates_field,
         )
-    except BatchInterrupted as stop:
-        return interrupted(args, stop.summary)
+    except OutputHoldsRows as exc:  # a refusal before any work: a usage error
+        raise UsageError(str(exc)) from None
+    except BatchInterrupted as stopped:
+        return interrupted(args, stopped.summary, received)
     except KeyboardInterrupt:  # before the output was opened (loading the models)
-        return interrupted(args, None)
+        return interrupted(args, None, received)
     finally:
-        signal.signal(signal.SIGINT, before)
+        for signum, handler in before.items():
+            signal.signal(signum, handler)
     print(f"rerankit batch: wrote {args.out}: {summary}", file=sys.stderr)
     for error in summary.errors[:3]:
         print(f"  error: {error}", file=sys.stderr)
+    if summary.failures > 3:
+        more = f"see {args.summary}" if args.summary else "all are in --out; --summary FILE"
+        print(f"  ... and {summary.failures - 3} more ({more})", file=sys.stderr)
     if args.summary:
         Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
-    return 1 if summary.failures else 0
+    if not summary.failures:
+        return 0
+    return 1 if summary.failures == summary.rows else SOME_ROWS_FAILED
 
 
-def _interrupt(signum: int, frame: Any) -> None:
-    """Ctrl-C raises KeyboardInterrupt where the work is, inside a row's event loop too:
-    asyncio's own handler would cancel the row's task instead, and a provider call that
-    absorbs the cancellation (its retry and timeout handling) ends the row normally, the
-    interrupt lost and the batch run to its end."""
-    raise KeyboardInterrupt
+#: ``batch``'s exit status when it finished but some (not all) rows failed
+SOME_ROWS_FAILED = 3
 
 
-def interrupted(args: argparse.Namespace, summary: BatchSummary | None) -> int:
-    """Ctrl-C: one line saying what was written and how to go on; the summary file (of
-    the rows written) when asked; exit status 130, as a shell reports SIGINT. The process
+def total_rows(source: Any) -> int | None:
+    """How many rows a JSON Lines or Parquet file holds, for the progress lines (JSON
+    Lines: its lines, counted fast, up to 4 GB); None when not known."""
+    if not isinstance(source, str):
+        return None
+    path = Path(source)
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            pq = require("pyarrow.parquet", "Parquet input")
+            return int(pq.ParquetFile(path).metadata.num_rows)
+        if path.stat().st_size > 4 << 30:
+            return None
+        count, last = 0, b"\n"
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                count, last = count + block.count(b"\n"), block[-1:]
+        return count + (last != b"\n")
+    except Exception:  # progress only: unknown
+        return None
+
+
+def interrupted(args: argparse.Namespace, summary: BatchSummary | None, signals: list) -> int:
+    """Ctrl-C or SIGTERM: one line saying what was written and how to go on; the summary
+    file (of the rows written) when asked; exit status 130 (SIGINT) or 143 (SIGTERM), as a
+    shell reports them. The process
     ends next: the rows' tasks Ctrl-C left behind (provider calls cut short) are not
     reported by asyncio as errors when they are destroyed."""
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)
@@ -162,20 +224,41 @@ def interrupted(args: argparse.Namespace, summary: BatchSummary | None) -> int:
             done += f"; summary in {args.summary}"
     if summary is None and args.summary:
         done += f"; no {args.summary} (no row was written)"
+    signum = signals[0] if signals else signal.SIGINT
+    what = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
     print(
-        f"rerankit batch: interrupted: {done}; go on with: {shlex.join(['rerankit', *again])}",
+        f"rerankit batch: {what}: {done}; go on with: {shlex.join(['rerankit', *again])}",
         file=sys.stderr,
     )
-    return 130
+    return 128 + int(signum)
 
 
-def row_documents(path: str) -> Iterator[Any]:
+def row_documents(path: str, args: argparse.Namespace) -> Iterator[Any]:
     """The candidates of the batch rows in ``path``, row by row (unreadable rows have
-    none)."""
+    none). Rows none of which has the ``--candidates-field`` are refused, naming the first
+    row's fields."""
+    first = None
     for row in read_rows(path):
-        candidates = row.get("candidates")
+        candidates = row.get(args.candidates_field)
         if isinstance(candidates, list):
             yield from candidates
+        elif first is None and "_unreadable" not in row:
+            first = row
+    if first is not None:
+        present = ", ".join(repr(k) for k in first if not k.startswith("_")) or "none"
+        raise InputError(
+            f"{path}: no row has a {args.candidates_field!r} field (the candidates; fields "
+            f"present in the first: {present}); name yours with --candidates-field "
+            "(and --query-field, --query-id-field)"
+        )
+
+
+#: the flags naming a row's own fields (a candidate's are --text-field, --id-field, ...)
+ROW_FIELDS = (
+    ("--query-field", "query", "the query (default query)"),
+    ("--query-id-field", "query_id", "the query id (default query_id)"),
+    ("--candidates-field", "candidates", "the list of candidates (default candidates)"),
+)
 
 
 #: what ``batch --data`` reads when not told: the test split, 100 candidates a query
@@ -201,16 +284,21 @@ def add_commands(sub: Any) -> None:
         "candidates: [strings or objects with text]}) into another (the input's fields plus "
         "results, score_scale, error, degraded, warnings, seconds), or a BEIR folder's "
         "queries (--data) with their --first-stage candidates. "
-        "A row that fails is written with its error and counted; the exit status is 1 when "
-        "any row failed, 0 otherwise.",
+        "A row that fails is written with its error and counted. Exit status: 0 every row "
+        "ranked, 3 some rows failed, 1 the run failed (every row failed, or it could not "
+        "start), 2 a usage error (an --out that already holds rows too), 130 or 143 stopped "
+        "by SIGINT or SIGTERM (go on with --resume).",
         **examples(
             "rerankit batch -i queries.jsonl --out ranked.jsonl",
+            "rerankit batch -i - --out ranked.jsonl --query-field question  # rows on stdin",
             "rerankit batch --data my-data --first-stage bm25 --out ranked.jsonl  # BEIR folder",
             "rerankit batch -i rows.parquet --out ranked.parquet --engine ray --workers 4",
         ),
     )
     source = bat.add_mutually_exclusive_group(required=True)  # rows, or a BEIR folder
-    source.add_argument("--input", "-i", default=None, help="rows: .jsonl or .parquet")
+    source.add_argument(
+        "--input", "-i", default=None, help="rows: .jsonl or .parquet; - reads JSON Lines on stdin"
+    )
     add_data_argument(
         source, required=False, also=", whose --split queries are reranked over --first-stage"
     )
@@ -233,7 +321,11 @@ def add_commands(sub: Any) -> None:
         help="ray: actors, each with the pipeline (default 1)",
     )
     bat.add_argument(
-        "--batch-size", type=positive_int, default=16, help="rows per call of a worker (16)"
+        "--batch-size",
+        type=positive_int,
+        default=16,
+        help="ray: rows per call of a worker (16); Ray returns them a block at a time, so it "
+        "also bounds what a kill loses (local writes each row as it finishes)",
     )
     bat.add_argument(
         "--concurrency",
@@ -270,6 +362,8 @@ def add_commands(sub: Any) -> None:
     )
     bat.set_defaults(candidates=None)  # BEIR_CANDIDATES with --data; refused with --input
     bat.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep the best K")
+    for flag, default, what in ROW_FIELDS:
+        bat.add_argument(flag, default=default, metavar="FIELD", help=f"row field holding {what}")
     add_field_arguments(bat, score_field=False)
     add_language_argument(bat)
     add_backend_arguments(bat)
@@ -287,6 +381,7 @@ def add_commands(sub: Any) -> None:
         help="keep no embeddings, even where $RERANKIT_EMBEDDING_CACHE names a file",
     )
     bat.add_argument("--summary", default=None, help="also write the summary as JSON here")
+    add_no_progress_argument(bat)
     bat.add_argument(
         "--resume",
         action="store_true",

@@ -13,7 +13,15 @@ from typing import Any
 from ..eval.data import Dataset, read_split
 from ..training.reporting import Reporter
 
-__all__ = ["PLAIN_EVERY", "limit_queries", "progress_bar", "read_collection", "reporter"]
+__all__ = [
+    "PLAIN_EVERY",
+    "ROWS_EVERY",
+    "RowProgress",
+    "limit_queries",
+    "progress_bar",
+    "read_collection",
+    "reporter",
+]
 
 
 #: without a progress bar, a plain line every this many queries (and one at the end)
@@ -55,6 +63,39 @@ def _plain_progress(label: str, items: Any) -> Any:
             print(
                 f"rerankit: {label}: {done}/{len(items)} queries ({seconds:.1f} s)", file=sys.stderr
             )
+
+
+#: ``batch``: a progress line at most every this many seconds
+ROWS_EVERY = 10.0
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+class RowProgress:
+    """``batch``'s progress on stderr, called after each row written: a line at most every
+    :data:`ROWS_EVERY` seconds, on a terminal or in a log alike (``rerankit: batch: 120/2000
+    rows, 0.4 rows/s, 2 failed, about 1h18m left``; the total and time left when the
+    number of input rows is known). Never on stdout."""
+
+    def __init__(self, total: int | None, skipped: int = 0) -> None:
+        self.total, self.skipped = total, skipped
+        self.start = self.last = time.perf_counter()
+
+    def __call__(self, summary: Any) -> None:
+        now = time.perf_counter()
+        if now - self.last < ROWS_EVERY:
+            return
+        self.last = now
+        done, rate = summary.rows + summary.skipped, summary.rows / max(now - self.start, 1e-9)
+        text = f"{done}/{self.total} rows" if self.total else f"{done} rows"
+        text += f", {rate:.2f} rows/s, {summary.failures} failed"
+        if self.total and rate > 0 and self.total >= done:
+            text += f", about {_duration((self.total - done) / rate)} left"
+        print(f"rerankit: batch: {text}", file=sys.stderr, flush=True)
 
 
 def note(message: str) -> None:

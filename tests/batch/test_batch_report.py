@@ -1,0 +1,195 @@
+"""What a nightly batch job reads back: the exit status (0 all ranked, 3 some rows failed,
+1 every row failed, 2 a refused --out), row-level field names (--query-field, ...), rows on
+standard input, progress lines on stderr, rows written one by one, SIGTERM handled as
+Ctrl-C, and the messages of bad rows."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+
+import pytest
+
+from rerankit import register_reranker, registry
+from rerankit.batch import run_batch
+from rerankit.cli import console, main
+from rerankit.errors import InputError
+from rerankit.rerankers.base import Reranker
+from rerankit.scorers import BM25Scorer
+from rerankit.types import RerankResult
+
+GOOD = {"query_id": "q1", "query": "capital", "candidates": ["Paris capital", "x"]}
+BAD = {"query_id": "q2", "query": "", "candidates": ["x"]}
+MINE = {"qid": "q1", "question": "capital", "passages": [{"pid": "p1", "body": "Paris capital"}]}
+MAPPED = ["--query-field", "question", "--query-id-field", "qid", "--candidates-field", "passages"]
+
+
+def write_jsonl(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def batch(src, out, *extra):
+    return main(["batch", "-i", str(src), "--out", str(out), "-r", "bm25", *extra])
+
+
+@pytest.mark.parametrize(("rows", "code"), [([GOOD, GOOD], 0), ([GOOD, BAD], 3), ([BAD, BAD], 1)])
+def test_the_exit_status_tells_all_ranked_some_failed_and_all_failed_apart(tmp_path, rows, code):
+    src = write_jsonl(tmp_path / "in.jsonl", rows)
+    assert batch(src, tmp_path / "out.jsonl", "--no-progress") == code
+
+
+def test_an_out_that_holds_rows_is_a_usage_error_worded_for_the_shell(tmp_path, capsys):
+    src, out = write_jsonl(tmp_path / "in.jsonl", [GOOD]), tmp_path / "out.jsonl"
+    assert batch(src, out) == 0
+    assert batch(src, out) == 2
+    err = capsys.readouterr().err
+    assert "pass --resume to skip them" in err and "resume=True" not in err
+    with pytest.raises(InputError, match=r"--resume \(resume=True\)"):  # Python's words
+        run_batch(src, out, "bm25")
+
+
+def test_row_fields_are_named_by_flags_and_keywords_and_kept_in_the_output(tmp_path):
+    src, out = write_jsonl(tmp_path / "in.jsonl", [MINE, MINE]), tmp_path / "out.jsonl"
+    assert batch(src, out, *MAPPED, "--text-field", "body", "--id-field", "pid") == 0
+    got = lines(out)
+    assert got[0]["qid"] == "q1" and "query" not in got[0]
+    assert got[0]["results"][0]["id"] == "p1" and got[0]["error"] is None
+    names = {"query_field": "question", "query_id_field": "qid", "candidates_field": "passages"}
+    summary = run_batch(iter([MINE]), out, "bm25", overwrite=True, text_field="body", **names)
+    assert summary.rows == 1 and not summary.failures
+    out.write_text(out.read_text() + '{"qid": "q1", "quest')  # a cut last line
+    src1 = write_jsonl(tmp_path / "one_more.jsonl", [MINE, MINE])
+    notes = []
+    summary = run_batch(
+        src1, out, "bm25", resume=True, note=notes.append, text_field="body", **names
+    )
+    assert summary.skipped == 1 and summary.rows == 1
+    assert "cut short" in notes[0] and "dropped" in notes[0]
+
+
+def test_rows_without_the_fields_say_which_is_missing_and_list_the_keys(tmp_path, capsys):
+    src, out = write_jsonl(tmp_path / "in.jsonl", [MINE]), tmp_path / "out.jsonl"
+    assert batch(src, out, "--text-field", "body", "--id-field", "pid") == 1
+    err = capsys.readouterr().err
+    assert "no row has a 'candidates' field" in err and "'passages'" in err
+    assert "--candidates-field" in err and "no document is an object" not in err
+    assert batch(src, out, "--candidates-field", "passages", "--text-field", "body") == 1
+    row = lines(out)[0]
+    assert "no 'query' field" in row["error"] and "'question'" in row["error"]
+    assert "--query-field" in row["error"]
+
+
+def test_dash_reads_rows_from_standard_input(tmp_path, monkeypatch):
+    monkeypatch.setattr("sys.stdin", io.StringIO(json.dumps(GOOD) + "\n\n" + json.dumps(GOOD)))
+    out = tmp_path / "out.jsonl"
+    assert (
+        main(
+            [
+                "batch",
+                "-i",
+                "-",
+                "--out",
+                str(out),
+                "-r",
+                "bm25",
+                "--summary",
+                str(tmp_path / "s.json"),
+            ]
+        )
+        == 0
+    )
+    assert [r["query_id"] for r in lines(out)] == ["q1", "q1"]
+    assert json.loads((tmp_path / "s.json").read_text())["blank_lines"] == 1
+
+
+def test_progress_lines_go_to_stderr_only_and_no_progress_stops_them(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(console, "ROWS_EVERY", 0.0)
+    src, out = write_jsonl(tmp_path / "in.jsonl", [GOOD, BAD, GOOD]), tmp_path / "out.jsonl"
+    assert batch(src, out) == 3
+    captured = capsys.readouterr()
+    assert "rerankit: batch: 2/3 rows" in captured.err and "1 failed" in captured.err
+    assert captured.out == ""
+    assert batch(src, out, "--overwrite", "--no-progress") == 3
+    assert "rerankit: batch:" not in capsys.readouterr().err
+
+
+def test_each_row_is_on_disk_before_the_next_is_reranked(tmp_path):
+    out = tmp_path / "out.jsonl"
+    seen = []
+
+    class Looks(BM25Scorer):
+        async def score(self, query, docs, **context):
+            seen.append(out.read_text().count("\n") if out.exists() else 0)
+            return await super().score(query, docs, **context)
+
+    run_batch([GOOD] * 4, out, Looks())  # the default batch_size, 16
+    assert seen == [0, 1, 2, 3]
+
+
+def test_batch_size_without_ray_is_said_to_have_no_effect(tmp_path, capsys):
+    src, out = write_jsonl(tmp_path / "in.jsonl", [GOOD]), tmp_path / "out.jsonl"
+    assert batch(src, out, "--batch-size", "4") == 0
+    assert "--batch-size has no effect without --engine ray" in capsys.readouterr().err
+
+
+def test_stderr_counts_the_failures_it_does_not_list_and_the_rows_with_warnings(tmp_path, capsys):
+    empty = {"query": "x", "candidates": []}  # ranked, with a warning
+    rows = [BAD] * 5 + [empty, GOOD]
+    src, out = write_jsonl(tmp_path / "in.jsonl", rows), tmp_path / "out.jsonl"
+    assert batch(src, out, "--summary", str(tmp_path / "s.json")) == 3
+    err = capsys.readouterr().err
+    assert err.count("  error: ") == 3 and "... and 2 more (see " in err
+    assert "1 with warnings" in err
+    assert json.loads((tmp_path / "s.json").read_text())["warned"] == 1
+
+
+def test_bad_rows_are_said_as_they_are(tmp_path):
+    null = {"query": "q", "candidates": [{"body": None, "id": 1}]}
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text(json.dumps(null) + '\n{"query": "x", "candidates": ["a\tb"]}\n')
+    assert batch(src, out, "--text-field", "body") == 1
+    first, second = (r["error"] for r in lines(out))
+    assert first.endswith("candidates[0]: text field 'body' is null")
+    assert "at at" not in second and "not JSON (Invalid control character at column" in second
+
+
+class _Terminates(Reranker):
+    """A pipeline that receives SIGTERM (as from a scheduler) while its second row runs."""
+
+    name = "terminates"
+    score_scale = "relative"
+    calls = 0
+
+    async def arerank(self, query, documents, top_k=None, **kwargs):
+        _Terminates.calls += 1
+        if _Terminates.calls == 2:
+            os.kill(os.getpid(), signal.SIGTERM)
+        return RerankResult(query)
+
+    async def _rank(self, query, docs, **kwargs):  # (arerank above answers)
+        raise NotImplementedError
+
+
+def test_sigterm_ends_like_ctrl_c_with_the_summary_and_exit_143(tmp_path, capsys, monkeypatch):
+    src, out = write_jsonl(tmp_path / "in.jsonl", [GOOD] * 4), tmp_path / "out.jsonl"
+    monkeypatch.setattr(registry, "_ENTRIES", dict(registry._ENTRIES))
+    register_reranker("terminates", _Terminates)
+    before = signal.getsignal(signal.SIGTERM)
+    summary = tmp_path / "s.json"
+    args = ["batch", "-i", str(src), "--out", str(out), "-r", "terminates"]
+    assert main([*args, "--summary", str(summary)]) == 143
+    err = capsys.readouterr().err
+    assert "terminated (SIGTERM): 1 rows in" in err and "--resume" in err
+    assert json.loads(summary.read_text())["interrupted"] is True
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert main([*args, "--resume", "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    assert "rerankit batch: " in err and "rerankit: rerankit batch:" not in err
+    assert "1 rows already written, skipped" in err
