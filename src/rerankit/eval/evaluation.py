@@ -325,6 +325,7 @@ def evaluate(
                 candidates,
                 folder=dataset.folder,
                 first_stage_given=first_stage,
+                queries=dict(dataset.queries),
             )
             if out is not None:
                 result.written = result.write(collection_folder(out, label, several))
