@@ -4,6 +4,7 @@ text ``rerankit eval`` prints, as plain data, and as the files ``--out`` writes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +37,10 @@ from .runner import (
 )
 
 __all__ = ["CollectionEvaluation", "Evaluation", "collection_folder", "titles_note"]
+
+#: each query with its candidates, one JSON line each (the rows `rerankit batch` and
+#: `eval --first-stage` read), written by ``--out``
+CANDIDATES_FILE = "candidates.jsonl"
 
 #: what the heading says of each title layout but ``field`` (see :data:`~.data.TITLES`)
 TITLE_WORDS = {
@@ -79,6 +84,8 @@ class CollectionEvaluation:
     first_stage_given: str = "auto"
     #: the queries' texts by id (for :meth:`per_query`)
     queries: dict[str, str] = field(default_factory=dict, repr=False)
+    #: each query's candidates as the rerankers read them (for :meth:`query_candidates`)
+    shown: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
 
     @property
     def baseline(self) -> str | None:
@@ -114,6 +121,20 @@ class CollectionEvaluation:
         entries = per_query(self.rows, baseline, self.queries)
         names = [r["pipeline"] for r in self.rows if r["pipeline"] != baseline]
         return {name: largest_differences(entries, name, n) for name in names}
+
+    def query_candidates(self, query_id: str) -> dict[str, Any]:
+        """One query as the rerankers got it: ``query_id``, ``query`` (its text) and
+        ``candidates`` (the first stage's, best first: ``id``, ``text``, ``title`` where
+        there is one, ``first_stage_score`` unless the evaluation hid the scores), to rank
+        again with ``rerankit.rerank`` or paste into the playground."""
+        if str(query_id) not in self.shown:
+            some = ", ".join(repr(q) for q in list(self.shown)[:5])
+            raise InputError(
+                f"query_id: {str(query_id)!r} is not among the {len(self.shown)} queries "
+                f"evaluated ({some}{', ...' if len(self.shown) > 5 else ''})"
+            )
+        q = str(query_id)
+        return {"query_id": q, "query": self.queries.get(q, ""), "candidates": self.shown[q]}
 
     def header(self) -> str:
         """The line above the table: collection, split, queries, first stage and depth."""
@@ -205,11 +226,17 @@ class CollectionEvaluation:
     def write(self, folder: str | Path) -> list[Path]:
         """``results.json``, a TREC run per pipeline under ``runs/``, ``ndcg.png`` and, for
         calibrated pipelines, ``reliability.svg`` in ``folder`` (the chart needs the
-        ``eval`` extra) and, with a baseline, ``per_query.csv`` (:meth:`per_query`: each
+        ``eval`` extra), ``candidates.jsonl`` (:meth:`query_candidates` for every query) and,
+        with a baseline, ``per_query.csv`` (:meth:`per_query`: each
         query's nDCG@10 per pipeline and difference from the baseline's); the paths
         written."""
         meta = {**self.meta, **self.notes()}
         written = write_outputs(folder, self.rows, self.runs, meta)
+        lines = [
+            json.dumps(self.query_candidates(q), ensure_ascii=False) + "\n" for q in self.shown
+        ]
+        (Path(folder) / CANDIDATES_FILE).write_text("".join(lines), encoding="utf-8")
+        written.append(Path(folder) / CANDIDATES_FILE)
         if self.baseline is not None:
             written.append(
                 write_per_query(Path(folder) / PER_QUERY_FILE, self.per_query(), self.baseline)
@@ -262,6 +289,10 @@ class Evaluation:
         """The one collection's :meth:`CollectionEvaluation.differences`: per pipeline, the
         ``n`` queries where it differs most from the baseline."""
         return self._one().differences(baseline, n)
+
+    def query_candidates(self, query_id: str) -> dict[str, Any]:
+        """The one collection's :meth:`CollectionEvaluation.query_candidates`."""
+        return self._one().query_candidates(query_id)
 
     def mean_ndcg(self) -> dict[str, float]:
         """Each pipeline's nDCG@10 averaged over the collections (each counts once)."""
