@@ -224,9 +224,7 @@
     $("results").hidden = false;
   }
 
-  function hasId(r) {
-    return r.id !== undefined && r.id !== null && r.id !== "";
-  }
+  const hasId = (r) => r.id !== undefined && r.id !== null && r.id !== "";
 
   function movesSvg(left, right, rows) {
     const height = rows * ROW;
