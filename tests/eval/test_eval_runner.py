@@ -511,7 +511,7 @@ def test_tune_adopts_a_fusion_that_beats_the_default_across_folds(
     default = float(test_table.split("| hybrid |")[1].split("|")[0])
     assert tuned > default  # and on the test split too
     # with the paired difference from the default on the same test queries
-    against = test_table.split("minus hybrid's, per query")[1]
+    against = test_table.split("minus hybrid's: the mean")[1]
     diff = float(against.split(f"| {out.stem} |")[1].split("±")[0])
     assert diff == pytest.approx(tuned - default, abs=0.011)
     assert len(load(out).rerank("solar power", ["wind turbines", "solar power plant"])) == 2
@@ -736,7 +736,7 @@ def test_eval_baseline_prints_each_pipelines_difference(tiny, tmp_path, capsys):
     args = ["eval", "--data", str(tiny), "--rerankers", "bm25,text", "--baseline", "bm25"]
     assert main([*args, "--k", "3", "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert "minus bm25's, per query" in printed
+    assert "minus bm25's: the mean" in printed
     result = json.loads((out / "results.json").read_text())
     assert result["baseline"] == "bm25"
     rows = {r["pipeline"]: r for r in result["results"]}
@@ -754,7 +754,7 @@ def test_eval_baseline_prints_each_pipelines_difference(tiny, tmp_path, capsys):
 def test_the_first_stage_as_baseline_in_either_spelling(tiny, capsys, spelling):
     argv = ["eval", "--data", str(tiny), "--rerankers", "bm25", "--no-progress"]
     assert main([*argv, "--baseline", spelling]) == 0
-    assert "minus first stage's, per query" in capsys.readouterr().out
+    assert "minus first stage's: the mean" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
     shown = " ".join(capsys.readouterr().out.split())

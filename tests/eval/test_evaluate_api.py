@@ -90,7 +90,9 @@ def test_over_several_collections_the_command_prints_the_result_and_its_files(
     assert "minus first stage's by collection" in printed.out
     assert result.summary_file == out / "summary.json"
     written = [p for c in result.collections for p in c.written] + [result.summary_file]
-    assert len(written) == 9  # results.json, two runs and the chart each, and the summary
+    # results.json, two runs, the chart, candidates.jsonl and (with a baseline) per_query.csv
+    # each; the summary
+    assert len(written) == 13
     assert [line for line in printed.err.splitlines() if line.startswith("wrote ")] == [
         f"wrote {p}" for p in written
     ]

@@ -7,6 +7,7 @@ import threading
 import time
 
 import pytest
+from playground_page import chromium
 
 
 class LiveServer:
@@ -79,3 +80,9 @@ def _wait_ready(client, seconds: float = 180.0) -> None:
 def wait_ready():
     """``wait_ready(client)``: see :func:`_wait_ready`."""
     return _wait_ready
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium (Selenium) for the playground's page tests."""
+    yield from chromium()

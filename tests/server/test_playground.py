@@ -6,9 +6,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import shutil
-import time
-from pathlib import Path
 
 import pytest
 
@@ -16,12 +13,21 @@ pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
 httpx = pytest.importorskip("httpx")
 pytest.importorskip("uvicorn")
 
+from playground_page import (  # noqa: E402
+    ARTIFACTS,
+    AUTH,
+    KEY,
+    column_indexes,
+    open_page,
+    rank_and_wait,
+    shown,
+    wait_for,
+)
+
 from rerankit import load  # noqa: E402
 from rerankit.server import ServerSettings  # noqa: E402
 from rerankit.server.playground import ASSETS  # noqa: E402
 
-KEY = "sekret"
-AUTH = {"Authorization": f"Bearer {KEY}"}
 FUSED = {
     "name": "fused",
     "stages": [{"scorers": [{"type": "bm25", "weight": 0.6}, {"type": "jaccard", "weight": 0.4}]}],
@@ -44,9 +50,6 @@ CASCADE = {
 
 #: a pipeline that warns of a document without its field
 RATED = {"name": "rated", "scorer": {"type": "field", "field": "rating", "missing": 0.0}}
-
-ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
-
 
 @pytest.fixture(scope="module")
 def service(live_server):
@@ -203,76 +206,6 @@ def test_explain_and_v1_rerank_take_the_field_options_as_renaming_the_fields(ser
 # -- in a real browser -------------------------------------------------------------------
 
 
-def _browser_paths():
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver")
-    return chromium, driver
-
-
-@pytest.fixture(scope="module")
-def browser():
-    webdriver = pytest.importorskip("selenium.webdriver", reason="needs selenium (dev extra)")
-    chromium, driver = _browser_paths()
-    if not chromium or not driver:
-        pytest.skip("no chromium/chromedriver here: `make browser` installs Debian's chromium")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"):
-        options.add_argument(arg)
-    options.add_argument("--window-size=1280,800")
-    try:
-        drv = webdriver.Chrome(service=Service(driver), options=options)
-    except Exception as exc:  # installed but broken: a failure, not a skip that hides it
-        pytest.fail(f"chromium is installed but did not start: {type(exc).__name__}: {exc}")
-    drv.set_window_size(1280, 800)
-    ARTIFACTS.mkdir(exist_ok=True)
-    yield drv
-    drv.quit()
-
-
-def wait_for(condition, timeout=20.0):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for the page")
-
-
-def shown(drv, element_id):
-    return drv.execute_script(f"return !document.getElementById('{element_id}').hidden")
-
-
-def column_indexes(drv, column):
-    """The input indexes of a rendered ranking, best first (read in one script call)."""
-    return drv.execute_script(
-        "return [...document.querySelectorAll(arguments[0])].map(b => +b.dataset.index)",
-        f'ol[data-column="{column}"] button.doc',
-    )
-
-
-def ranked(drv):
-    """How many rankings the page has rendered (it counts them on <body>)."""
-    return int(drv.execute_script("return +(document.body.dataset.ranked || 0)"))
-
-
-def rank_and_wait(drv, press):
-    before = ranked(drv)
-    press()
-    wait_for(lambda: ranked(drv) > before)
-
-
-def open_page(drv, service):
-    drv.get(f"{service.url}/playground")
-    wait_for(lambda: shown(drv, "key-row"))  # the service wants a key: the page asks for it
-    key = drv.find_element("id", "key")
-    key.send_keys(KEY + "\n")
-    wait_for(lambda: len(drv.find_elements("css selector", "#pipeline-a option")) == 3)
-
-
 def test_rank_with_two_pipelines_and_read_an_explanation(browser, service):
     from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support.ui import Select
@@ -334,7 +267,8 @@ def test_rank_with_two_pipelines_and_read_an_explanation(browser, service):
     drv.save_screenshot(str(ARTIFACTS / "playground-explanation.png"))
 
     curl = drv.find_element("id", "curl").get_attribute("textContent")
-    assert "/v2/rerank" in curl and "$RERANKIT_API_KEY" in curl and KEY not in curl
+    # the sample's objects (ids, first-stage scores) go whole to Cohere's v1 shape
+    assert "/v1/rerank" in curl and "$RERANKIT_API_KEY" in curl and KEY not in curl
     explain = drv.find_element("id", "curl-explain").get_attribute("textContent")
     assert "/v1/explain" in explain
     toml = drv.find_element("id", "toml").get_attribute("textContent")
@@ -351,7 +285,7 @@ def test_rank_with_two_pipelines_and_read_an_explanation(browser, service):
 
     # the copied curl asks the Cohere-compatible endpoint for the same order
     body = json.loads(curl.split("-d '", 1)[1].rsplit("'", 1)[0])
-    answer = httpx.post(f"{service.url}/v2/rerank", json=body, headers=AUTH).json()
+    answer = httpx.post(f"{service.url}/v1/rerank", json=body, headers=AUTH).json()
     assert [r["index"] for r in answer["results"]] == column_indexes(drv, "a")
 
 

@@ -1,12 +1,15 @@
 """Every pipeline of an evaluation against one of them (``rerankit eval --baseline``): the
 paired difference in nDCG@10 over the same queries, its standard error, and the paired
-t-test's p-value, per collection and over several."""
+t-test's p-value, per collection and over several; and query by query, the queries where a
+pipeline differs most from the baseline (printed under the table; ``per_query.csv``)."""
 
 from __future__ import annotations
 
+import csv
 import math
 import statistics
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, keyword_flag
@@ -16,9 +19,18 @@ __all__ = [
     "against",
     "check_baseline",
     "format_against",
+    "format_differences",
     "format_summary_against",
+    "largest_differences",
     "mean_against",
+    "per_query",
+    "write_per_query",
 ]
+
+#: the name of the per-query file ``--out`` writes with a baseline
+PER_QUERY_FILE = "per_query.csv"
+#: how many characters of a query's text the printed table shows
+QUERY_CHARS = 60
 
 
 #: how ``--baseline`` names the first stage (its run is named ``"first stage"``, which is
@@ -83,7 +95,8 @@ def _cell(entry: Mapping[str, Any]) -> str:
 def format_against(rows: Sequence[Mapping[str, Any]], baseline: str) -> str:
     """:func:`against` as a Markdown table (nDCG@10 x 100)."""
     lines = [
-        f"nDCG@10 x 100 minus {baseline}'s, per query (± standard error over queries):\n",
+        f"nDCG@10 x 100 minus {baseline}'s: the mean of the queries' differences "
+        "(± standard error over queries):\n",
         "| pipeline | difference | p (paired t-test) | queries |",
         "|---|---:|---:|---:|",
     ]
@@ -129,3 +142,99 @@ def mean_against(collections: Sequence[Mapping[str, Any]], baseline: str) -> lis
             }
         )
     return out
+
+
+def per_query(
+    rows: Sequence[Mapping[str, Any]],
+    baseline: str | None = None,
+    queries: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """One entry per query evaluated (in the order of the first row's): ``query_id``, the
+    ``query``'s text (from ``queries``; "" where unknown), every pipeline's ``ndcg@10`` and,
+    with a ``baseline``, each other pipeline's ``difference`` from the baseline's nDCG@10
+    (positive: better than the baseline)."""
+    ndcg = {r["pipeline"]: r["per_query_ndcg@10"] for r in rows}
+    names = list(ndcg)
+    out = []
+    for q in ndcg[names[0]]:
+        entry: dict[str, Any] = {
+            "query_id": q,
+            "query": (queries or {}).get(q, ""),
+            "ndcg@10": {n: ndcg[n].get(q) for n in names},
+        }
+        if baseline is not None:
+            base = ndcg[baseline].get(q)
+            entry["difference"] = {
+                n: None if base is None or ndcg[n].get(q) is None else ndcg[n][q] - base
+                for n in names
+                if n != baseline
+            }
+        out.append(entry)
+    return out
+
+
+def largest_differences(
+    entries: Sequence[Mapping[str, Any]], pipeline: str, n: int = 5
+) -> list[dict[str, Any]]:
+    """The (at most) ``n`` queries of :func:`per_query`'s ``entries`` where ``pipeline``
+    differs most from the baseline, the largest difference either way first (ties by query
+    id); queries where they score the same are left out. Each: ``query_id``, ``query``,
+    ``difference``, and both nDCG@10 (``ndcg@10``)."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise InputError(f"n: expected a number of queries >= 0, got {n!r}")
+    changed = [e for e in entries if (e.get("difference") or {}).get(pipeline)]
+    changed.sort(key=lambda e: (-abs(e["difference"][pipeline]), e["query_id"]))
+    return [
+        {
+            "query_id": e["query_id"],
+            "query": e["query"],
+            "difference": e["difference"][pipeline],
+            "ndcg@10": dict(e["ndcg@10"]),
+        }
+        for e in changed[:n]
+    ]
+
+
+def _cut(text: str) -> str:
+    text = " ".join(text.split()).replace("|", "/")
+    return text if len(text) <= QUERY_CHARS else text[: QUERY_CHARS - 1] + "…"
+
+
+def format_differences(
+    entries: Sequence[Mapping[str, Any]], baseline: str, pipelines: Sequence[str], n: int = 5
+) -> str:
+    """The queries where each of ``pipelines`` differs most from ``baseline`` (see
+    :func:`largest_differences`), as a Markdown table (nDCG@10 x 100); "" when none differs."""
+    lines = []
+    for name in pipelines:
+        for e in largest_differences(entries, name, n):
+            row = f"| {name} | {e['query_id']} | {_points(e['difference'])} | {_cut(e['query'])} |"
+            lines.append(row)
+    if not lines:
+        return ""
+    head = [
+        f"Queries where each differs most from {baseline} (nDCG@10 x 100; every query's in "
+        f"{PER_QUERY_FILE} with --out):\n",
+        "| pipeline | query id | difference | query |",
+        "|---|---|---:|---|",
+    ]
+    return "\n".join(head + lines)
+
+
+def write_per_query(path: str | Path, entries: Sequence[Mapping[str, Any]], baseline: str) -> Path:
+    """:func:`per_query`'s ``entries`` as CSV at ``path``: ``query_id``, ``query``, each
+    pipeline's nDCG@10 (``ndcg@10 NAME``) and difference from the baseline's (``NAME minus
+    BASELINE``); the path."""
+    names = list(entries[0]["ndcg@10"]) if entries else []
+    others = [n for n in names if n != baseline]
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        out = csv.writer(f)
+        header = ["query_id", "query", *(f"ndcg@10 {n}" for n in names)]
+        out.writerow(header + [f"{n} minus {baseline}" for n in others])
+        for e in entries:
+            cells = [e["ndcg@10"][n] for n in names] + [e["difference"][n] for n in others]
+            out.writerow(
+                [e["query_id"], e["query"], *("" if c is None else f"{c:.6g}" for c in cells)]
+            )
+    return path

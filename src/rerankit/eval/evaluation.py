@@ -17,7 +17,7 @@ from ..errors import InputError, keyword_flag
 from ..scorers.local import load_models
 from .compare import FIRST_STAGE_BASELINE, check_baseline
 from .data import TITLES, Dataset, find_collections, read_split
-from .first_stage import candidate_depth, first_stage_label
+from .first_stage import candidate_depth, candidate_documents, first_stage_label
 from .first_stage import first_stage as first_stage_candidates
 from .latency import first_run_note
 from .results import CollectionEvaluation, Evaluation, collection_folder
@@ -325,6 +325,11 @@ def evaluate(
                 candidates,
                 folder=dataset.folder,
                 first_stage_given=first_stage,
+                queries=dict(dataset.queries),
+                shown={  # each query's candidates, as the rerankers read them
+                    q: candidate_documents(dataset, cands.get(q, []), with_scores=not texts_only)
+                    for q in dataset.queries
+                },
             )
             if out is not None:
                 result.written = result.write(collection_folder(out, label, several))

@@ -4,13 +4,25 @@ text ``rerankit eval`` prints, as plain data, and as the files ``--out`` writes.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from .compare import against, format_against, format_summary_against, mean_against
+from .compare import (
+    PER_QUERY_FILE,
+    against,
+    check_baseline,
+    format_against,
+    format_differences,
+    format_summary_against,
+    largest_differences,
+    mean_against,
+    per_query,
+    write_per_query,
+)
 from .first_stage import depth_label
 from .latency import latency_note
 from .notes import all_degraded, degraded_notes, judgment_cache_note
@@ -25,6 +37,10 @@ from .runner import (
 )
 
 __all__ = ["CollectionEvaluation", "Evaluation", "collection_folder", "titles_note"]
+
+#: each query with its candidates, one JSON line each (the rows `rerankit batch` and
+#: `eval --first-stage` read), written by ``--out``
+CANDIDATES_FILE = "candidates.jsonl"
 
 #: what the heading says of each title layout but ``field`` (see :data:`~.data.TITLES`)
 TITLE_WORDS = {
@@ -66,6 +82,10 @@ class CollectionEvaluation:
     #: for the command that refits its probabilities on the same candidates
     folder: Path | None = None
     first_stage_given: str = "auto"
+    #: the queries' texts by id (for :meth:`per_query`)
+    queries: dict[str, str] = field(default_factory=dict, repr=False)
+    #: each query's candidates as the rerankers read them (for :meth:`query_candidates`)
+    shown: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
 
     @property
     def baseline(self) -> str | None:
@@ -77,6 +97,44 @@ class CollectionEvaluation:
         """Each pipeline's paired difference in nDCG@10 from the baseline's (``diff``, its
         standard error ``se``, the t-test's ``p``, ``queries``); None without a baseline."""
         return None if self.baseline is None else against(self.rows, self.baseline)
+
+    def _baseline(self, baseline: str | None) -> str:
+        if baseline is None and self.baseline is None:
+            raise InputError("baseline: name one of the evaluated pipelines (none was given)")
+        names = [r["pipeline"] for r in self.rows]
+        return check_baseline(self.baseline if baseline is None else baseline, names)
+
+    def per_query(self, baseline: str | None = None) -> list[dict[str, Any]]:
+        """One entry per query: ``query_id``, ``query`` (its text), every pipeline's
+        ``ndcg@10`` and, against ``baseline`` (by default the evaluation's; without either,
+        left out), each other pipeline's ``difference`` from it (positive: better)."""
+        if baseline is not None or self.baseline is not None:
+            baseline = self._baseline(baseline)
+        return per_query(self.rows, baseline, self.queries)
+
+    def differences(self, baseline: str | None = None, n: int = 5) -> dict[str, list[dict]]:
+        """For each pipeline but ``baseline`` (by default the evaluation's): the ``n``
+        queries where it differs most from the baseline in nDCG@10, largest first, either
+        way (each ``query_id``, ``query``, ``difference``, ``ndcg@10``); queries that score
+        the same are left out."""
+        baseline = self._baseline(baseline)
+        entries = per_query(self.rows, baseline, self.queries)
+        names = [r["pipeline"] for r in self.rows if r["pipeline"] != baseline]
+        return {name: largest_differences(entries, name, n) for name in names}
+
+    def query_candidates(self, query_id: str) -> dict[str, Any]:
+        """One query as the rerankers got it: ``query_id``, ``query`` (its text) and
+        ``candidates`` (the first stage's, best first: ``id``, ``text``, ``title`` where
+        there is one, ``first_stage_score`` unless the evaluation hid the scores), to rank
+        again with ``rerankit.rerank`` or paste into the playground."""
+        if str(query_id) not in self.shown:
+            some = ", ".join(repr(q) for q in list(self.shown)[:5])
+            raise InputError(
+                f"query_id: {str(query_id)!r} is not among the {len(self.shown)} queries "
+                f"evaluated ({some}{', ...' if len(self.shown) > 5 else ''})"
+            )
+        q = str(query_id)
+        return {"query_id": q, "query": self.queries.get(q, ""), "candidates": self.shown[q]}
 
     def header(self) -> str:
         """The line above the table: collection, split, queries, first stage and depth."""
@@ -141,6 +199,10 @@ class CollectionEvaluation:
                 text += f"\n{line}"
         if self.baseline is not None:
             text += "\n\n" + format_against(self.rows, self.baseline)
+            names = [e["pipeline"] for e in against(self.rows, self.baseline)]
+            most = format_differences(self.per_query(), self.baseline, names)
+            if most:
+                text += "\n\n" + most
         return text
 
     def __str__(self) -> str:
@@ -164,9 +226,22 @@ class CollectionEvaluation:
     def write(self, folder: str | Path) -> list[Path]:
         """``results.json``, a TREC run per pipeline under ``runs/``, ``ndcg.png`` and, for
         calibrated pipelines, ``reliability.svg`` in ``folder`` (the chart needs the
-        ``eval`` extra); the paths written."""
+        ``eval`` extra), ``candidates.jsonl`` (:meth:`query_candidates` for every query) and,
+        with a baseline, ``per_query.csv`` (:meth:`per_query`: each
+        query's nDCG@10 per pipeline and difference from the baseline's); the paths
+        written."""
         meta = {**self.meta, **self.notes()}
-        return write_outputs(folder, self.rows, self.runs, meta)
+        written = write_outputs(folder, self.rows, self.runs, meta)
+        lines = [
+            json.dumps(self.query_candidates(q), ensure_ascii=False) + "\n" for q in self.shown
+        ]
+        (Path(folder) / CANDIDATES_FILE).write_text("".join(lines), encoding="utf-8")
+        written.append(Path(folder) / CANDIDATES_FILE)
+        if self.baseline is not None:
+            written.append(
+                write_per_query(Path(folder) / PER_QUERY_FILE, self.per_query(), self.baseline)
+            )
+        return written
 
 
 @dataclass
@@ -205,6 +280,19 @@ class Evaluation:
         """The one collection's comparison with the baseline (None without a baseline);
         over several, :meth:`mean_against` has the mean difference."""
         return self._one().against
+
+    def per_query(self, baseline: str | None = None) -> list[dict[str, Any]]:
+        """The one collection's :meth:`CollectionEvaluation.per_query`."""
+        return self._one().per_query(baseline)
+
+    def differences(self, baseline: str | None = None, n: int = 5) -> dict[str, list[dict]]:
+        """The one collection's :meth:`CollectionEvaluation.differences`: per pipeline, the
+        ``n`` queries where it differs most from the baseline."""
+        return self._one().differences(baseline, n)
+
+    def query_candidates(self, query_id: str) -> dict[str, Any]:
+        """The one collection's :meth:`CollectionEvaluation.query_candidates`."""
+        return self._one().query_candidates(query_id)
 
     def mean_ndcg(self) -> dict[str, float]:
         """Each pipeline's nDCG@10 averaged over the collections (each counts once)."""

@@ -188,7 +188,13 @@ def settings_beside(spec: Mapping[str, Any], folder: Path) -> dict[str, Any]:
         url = cache["url"]
         spec["cache"] = {**cache, "url": expand_variables(url, "[cache] url", redacted(url))}
     if isinstance(spec.get("pipelines"), Mapping):
-        spec["pipelines"] = paths_beside(spec["pipelines"], folder)
+        # a pipeline named by a string alone (the `[pipelines]` line form) is its reranker
+        spec["pipelines"] = {
+            name: paths_beside({"reranker": value}, folder)["reranker"]
+            if isinstance(value, str)
+            else paths_beside(value, folder)
+            for name, value in spec["pipelines"].items()
+        }
     server = spec.get("server")
     if isinstance(server, Mapping):
         server = dict(server)

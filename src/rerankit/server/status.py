@@ -14,7 +14,12 @@ from .readiness import pipeline_readiness, readiness
 from .service import Service
 from .settings import ServerSettings
 
-__all__ = ["add_status_routes"]
+__all__ = ["MODEL_ENDPOINTS", "add_status_routes"]
+
+#: what ``/v1/models`` says each pipeline answers, in Cohere's form (kinds of request, not
+#: paths): ``rerank`` (``/v1/rerank``, ``/v2/rerank``, ``/rerank``) and rerankit's own
+#: ``explain`` (``/v1/explain``)
+MODEL_ENDPOINTS = ("rerank", "explain")
 
 
 def _experiments(settings: ServerSettings) -> dict[str, Any]:
@@ -99,7 +104,7 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
             "models": [
                 {
                     "name": n,
-                    "endpoints": ["rerank"],
+                    "endpoints": list(MODEL_ENDPOINTS),
                     "default": n == settings.default,
                     **service.describe_scores(n),
                 }
@@ -108,7 +113,7 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
             + [  # other names clients may send (Cohere's model names, by default)
                 {
                     "name": alias,
-                    "endpoints": ["rerank"],
+                    "endpoints": list(MODEL_ENDPOINTS),
                     "default": False,
                     "alias_of": target,
                     **service.describe_scores(target),

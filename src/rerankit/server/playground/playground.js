@@ -131,12 +131,19 @@
     return own(names[0]) ? doc[names[0]] : JSON.stringify(doc);
   }
 
-  function firstStage(docs, fields) {
+  // the first stage's order; each document's text and id as the pipelines' answers give
+  // them (``known``, by index), so a document reads the same in every column
+  function firstStage(docs, fields, known) {
     const field = (fields && fields.first_stage_field) || "first_stage_score";
     const scores = docs.map((d) => (d && typeof d === "object" ? d[field] : undefined));
     if (!scores.every((s) => typeof s === "number" && isFinite(s))) return null;
     const order = docs.map((_, i) => i).sort((x, y) => scores[y] - scores[x] || x - y);
-    return order.map((index, r) => ({ index, rank: r + 1, score: scores[index], flags: [], strategies: {}, text: textOf(docs[index], fields) }));
+    return order.map((index, r) => {
+      const seen = known[index];
+      const doc = docs[index];
+      const id = seen ? seen.id : (doc && typeof doc === "object" ? doc.id : undefined);
+      return { index, rank: r + 1, score: scores[index], flags: [], strategies: {}, id, text: seen ? seen.text : textOf(doc, fields) };
+    });
   }
 
   // -- ranking -------------------------------------------------------------------------
@@ -163,7 +170,9 @@
       const answers = await Promise.all(names.map((name) => api("/v1/explain", { model: name, query, documents: docs, ...fields })));
       state.request = { query, docs, names, fields };
       const columns = [];
-      const fs = firstStage(docs, fields);
+      const known = {};
+      for (const ans of answers) for (const r of ans.results) known[r.index] = r;
+      const fs = firstStage(docs, fields, known);
       if (fs) columns.push({ key: "first", title: "First stage", subtitle: "by " + (fields.first_stage_field || "first_stage_score"), results: fs, answer: null });
       names.forEach((name, i) => {
         const ans = answers[i];
@@ -199,9 +208,10 @@
           const d = prevRank[r.index] - r.rank;
           move = el("span", { class: "move " + (d > 0 ? "up" : d < 0 ? "down" : "same"), text: d > 0 ? "▲" + d : d < 0 ? "▼" + -d : "=", title: d === 0 ? "same place" : (d > 0 ? "up " : "down ") + Math.abs(d) });
         }
-        const label = "#" + r.rank + ", document " + r.index + (r.id !== undefined && r.id !== null ? " (" + r.id + ")" : "") + ", score " + fmt(r.score, 3);
+        const label = "#" + r.rank + ", document " + r.index + (hasId(r) ? " (" + r.id + ")" : "") + ", score " + fmt(r.score, 3);
         const button = el("button", { type: "button", class: "doc", "data-index": String(r.index), "data-column": col.key, "aria-label": label },
           el("span", { class: "rank", text: String(r.rank) }),
+          hasId(r) ? el("span", { class: "doc-id", text: String(r.id), title: "id " + r.id }) : null,
           el("span", { class: "snippet", text: r.text, title: r.text }),
           el("span", { class: "score", text: fmt(r.score, 3) }),
           move,
@@ -213,6 +223,8 @@
     });
     $("results").hidden = false;
   }
+
+  const hasId = (r) => r.id !== undefined && r.id !== null && r.id !== "";
 
   function movesSvg(left, right, rows) {
     const height = rows * ROW;
@@ -376,8 +388,15 @@
   function renderTools() {
     const { query, docs, names, fields } = state.request;
     const keyed = $("key").value.trim() ? " \\\n  -H 'Authorization: Bearer '\"$RERANKIT_API_KEY\"" : "";
-    const texts = docs.map((d) => textOf(d, fields));
-    $("curl").textContent = curl("/v2/rerank", { model: names[0], query, documents: texts, top_n: texts.length }, keyed);
+    // the request that ranks as the page did: v2 takes texts only, so documents that are
+    // objects (a title, an id, a first-stage score, fields named) go to v1 as they are
+    const plain = docs.every((d) => typeof d === "string") && !Object.keys(fields).length;
+    $("curl-title").textContent = plain
+      ? "curl: rerank with pipeline A (Cohere v2)"
+      : "curl: rerank with pipeline A (Cohere v1, the documents as objects)";
+    $("curl").textContent = plain
+      ? curl("/v2/rerank", { model: names[0], query, documents: docs, top_n: docs.length }, keyed)
+      : curl("/v1/rerank", { model: names[0], query, documents: docs, top_n: docs.length, return_documents: false, ...fields }, keyed);
     $("curl-explain").textContent = curl("/v1/explain", { model: names[0], query, documents: docs, ...fields }, keyed);
     const specs = state.info && state.info.pipelines ? state.info.pipelines : {};
     $("toml").textContent = pipelinesToml(names, specs);
