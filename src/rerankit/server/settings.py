@@ -188,8 +188,7 @@ def settings_beside(spec: Mapping[str, Any], folder: Path) -> dict[str, Any]:
         url = cache["url"]
         spec["cache"] = {**cache, "url": expand_variables(url, "[cache] url", redacted(url))}
     if isinstance(spec.get("pipelines"), Mapping):
-        # a pipeline named by a string alone (the `[pipelines]` line form) is its reranker
-        spec["pipelines"] = {
+        spec["pipelines"] = {  # the `[pipelines]` line form names a pipeline's reranker
             name: paths_beside({"reranker": value}, folder)["reranker"]
             if isinstance(value, str)
             else paths_beside(value, folder)
@@ -287,7 +286,6 @@ class ServerSettings:
         self.plugins = plugin_list(self.plugins, "plugins")
         load_plugins(self.plugins, "[server] plugins")
         load_environment()
-
         check_backend(self.backend, self.quantize or None)
         if isinstance(self.cache, Mapping):
             self.cache = CacheSettings.from_mapping(self.cache)
