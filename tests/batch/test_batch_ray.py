@@ -13,6 +13,7 @@ pytest.importorskip("ray.data", reason="the ray engine needs the 'ray' extra")
 pytestmark = pytest.mark.ray
 
 from rerankit.batch import beir_rows, declared, read_rows, rerank_dataset, run_batch  # noqa: E402
+from rerankit.batch.ray_cluster import numbered_lines  # noqa: E402
 from rerankit.llm.testing import FakeLLMServer, Reply  # noqa: E402
 
 DL19 = Path(__file__).resolve().parents[3] / "shared" / "data" / "msmarco"
@@ -85,7 +86,7 @@ def test_a_malformed_row_and_a_failing_provider_are_written_and_counted(tmp_path
     by_id = {r.get("query_id"): r for r in out}
     assert by_id["ok-1"]["error"] is None and by_id["ok-1"]["results"][0]["index"] == 1
     assert by_id["ok-2"]["error"] is None and by_id["ok-2"]["results"][0]["index"] == 1
-    assert by_id[None]["error"].startswith(f"{src}: line '{{not json': not JSON")
+    assert by_id[None]["error"].startswith(f"{src}:2: not JSON")  # FILE:LINE, as locally
     failed = by_id["bad"]
     assert failed["error"] == "the LLM provider failed for every document"
     assert failed["degraded"] and any("HTTP 401" in w for w in failed["warnings"])
@@ -93,6 +94,19 @@ def test_a_malformed_row_and_a_failing_provider_are_written_and_counted(tmp_path
     assert all("llm_failed" in x["flags"] for x in failed["results"])
     assert (summary.failures, summary.degraded) == (2, 1)  # the bad line, the failed provider
     assert summary.usage["calls"] == 6 and summary.usage["failures"] == 2
+
+
+def test_json_lines_reach_the_workers_a_batch_at_a_time_with_their_line_numbers(tmp_path):
+    """A block per --batch-size lines (not one for the whole file, which one worker took
+    and whose rows all came back at its end), each line with its number (blank ones
+    skipped, counted)."""
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"a": 1}\n\n{"a": 2}\n{"a": 3}\n{"a": 4}\n{"a": 5}\n')
+    ds = numbered_lines(str(src), 2).materialize()
+    assert ds.num_blocks() >= 3  # (Ray may add an empty one)
+    assert [(r["line"], r["text"]) for r in ds.take_all()] == [
+        (n, f'{{"a": {a}}}') for n, a in [(1, 1), (3, 2), (4, 3), (5, 4), (6, 5)]
+    ]
 
 
 def test_parquet_and_jsonl_both_ways(tmp_path):
