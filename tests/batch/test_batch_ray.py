@@ -180,6 +180,24 @@ def test_a_model_that_cannot_load_fails_each_row_not_the_worker(tmp_path):
     assert all("no-such-model" in r["error"] and r["results"] == [] for r in out)
 
 
+@pytest.mark.slow  # a worker loads torch and a model
+def test_an_embedding_cache_file_reaches_the_workers_on_this_machine(
+    tmp_path, tiny_st, monkeypatch
+):
+    """--embedding-cache FILE (the variable it sets, here relative to this folder) is read
+    by Ray workers on this machine too: they encode into the same file, as the local
+    engine does, instead of keeping their vectors in memory."""
+    from rerankit.cache import EmbeddingCache
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RERANKIT_EMBEDDING_CACHE", "vectors.sqlite")
+    rows = [{"query_id": "q", "query": "solar power", "candidates": ["solar cells", "stock"]}]
+    spec = {"scorer": {"type": "embedding", "model": str(tiny_st)}}
+    summary = run_batch(rows, "out.jsonl", spec, engine="ray")
+    assert (summary.rows, summary.failures) == (1, 0)
+    assert len(EmbeddingCache(path=tmp_path / "vectors.sqlite").store) >= 2  # both candidates
+
+
 @pytest.mark.slow  # about 6 s: an actor pool of its own
 def test_a_pipeline_files_relative_paths_are_read_from_its_folder(tmp_path, monkeypatch):
     """Run from another folder, the workers get the file's `reranker` (and `model`) paths
