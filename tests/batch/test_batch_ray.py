@@ -13,7 +13,7 @@ pytest.importorskip("ray.data", reason="the ray engine needs the 'ray' extra")
 pytestmark = pytest.mark.ray
 
 from rerankit.batch import beir_rows, declared, read_rows, rerank_dataset, run_batch  # noqa: E402
-from rerankit.batch.ray_cluster import numbered_lines  # noqa: E402
+from rerankit.batch.ray_cluster import check_resources, numbered_lines  # noqa: E402
 from rerankit.llm.testing import FakeLLMServer, Reply  # noqa: E402
 
 DL19 = Path(__file__).resolve().parents[3] / "shared" / "data" / "msmarco"
@@ -107,6 +107,16 @@ def test_json_lines_reach_the_workers_a_batch_at_a_time_with_their_line_numbers(
     assert [(r["line"], r["text"]) for r in ds.take_all()] == [
         (n, f'{{"a": {a}}}') for n, a in [(1, 1), (3, 2), (4, 3), (5, 4), (6, 5)]
     ]
+
+
+def test_more_workers_than_the_cluster_has_cpus_for_is_warned_of_before_the_job(caplog):
+    """Ray Data's own "may hang forever" warning is quieted (a healthy job prints it while
+    its workers load); the case where a job truly waits is said before it starts."""
+    with caplog.at_level("WARNING", logger="rerankit.batch.ray_cluster"):
+        check_resources(2, 1.0, 0.0)  # the 2 CPUs of this module's Ray
+        assert not caplog.records
+        check_resources(3, 1.0, 0.0)
+    assert "3 workers ask for 1 CPUs each, and the Ray cluster has 2" in caplog.text
 
 
 def test_parquet_and_jsonl_both_ways(tmp_path):
@@ -214,3 +224,43 @@ def test_a_pipeline_files_relative_paths_are_read_from_its_folder(tmp_path, monk
     summary = run_batch(rows, "ray.jsonl", outer, engine="ray")
     assert (summary.rows, summary.failures) == (1, 0)
     assert [r["index"] for r in next(read_rows("ray.jsonl"))["results"]] == [1, 0]
+
+
+@pytest.mark.slow  # about 30 s: a `rerankit batch` process starting Ray of its own
+def test_sigterm_is_left_to_rerankit_not_rays_native_stack_dump(tmp_path):
+    """ray.init installs a handler that prints a native stack on SIGTERM (what `timeout`
+    and schedulers send); the ray engine takes it back, so SIGTERM is this process's."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    def slow(request):
+        return Reply(text=json.dumps({"score": 5}), delay=1.0)
+
+    with FakeLLMServer(responder=slow) as server:
+        spec = tmp_path / "judge.json"
+        scorer = {"type": "llm_pointwise", "provider": "openai", "model": "m", "cache": False}
+        scorer |= {"base_url": server.openai_url, "api_key_env": KEY_ENV}
+        spec.write_text(json.dumps({"name": "judge", "stages": [{"scorer": scorer}]}))
+        src = tmp_path / "in.jsonl"
+        src.write_text(
+            "".join(json.dumps({"query": f"q{i}", "candidates": ["a"]}) + "\n" for i in range(20))
+        )
+        command = [sys.executable, "-m", "rerankit", "batch", "-i", str(src), "-r", str(spec)]
+        command += ["-o", str(tmp_path / "out.jsonl"), "--engine", "ray", "--batch-size", "2"]
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+        proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 240
+            while not server.requests:  # Ray up, a worker at work
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+            proc.send_signal(signal.SIGTERM)
+            stderr = proc.communicate(timeout=120)[1]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode != 0
+    assert "SIGTERM received" not in stderr, stderr[-2000:]
+    assert "Progress bars disabled" not in stderr  # Ray Data's noise, kept out of the log

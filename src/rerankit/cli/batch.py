@@ -233,7 +233,12 @@ def add_commands(sub: Any) -> None:
         help="ray: actors, each with the pipeline (default 1)",
     )
     bat.add_argument(
-        "--batch-size", type=positive_int, default=16, help="rows per call of a worker (16)"
+        "--batch-size",
+        type=positive_int,
+        default=16,
+        help="rows per call of a worker (16); with --engine ray, rows come back and are "
+        "written a Ray block of at least this many at a time, so a kill loses about "
+        "--workers x --batch-size rows (batch.md, 'Stopping a Ray run')",
     )
     bat.add_argument(
         "--concurrency",
