@@ -13,6 +13,7 @@ pytest.importorskip("ray.data", reason="the ray engine needs the 'ray' extra")
 pytestmark = pytest.mark.ray
 
 from rerankit.batch import beir_rows, declared, read_rows, rerank_dataset, run_batch  # noqa: E402
+from rerankit.batch.ray_cluster import check_resources, numbered_lines  # noqa: E402
 from rerankit.llm.testing import FakeLLMServer, Reply  # noqa: E402
 
 DL19 = Path(__file__).resolve().parents[3] / "shared" / "data" / "msmarco"
@@ -85,7 +86,7 @@ def test_a_malformed_row_and_a_failing_provider_are_written_and_counted(tmp_path
     by_id = {r.get("query_id"): r for r in out}
     assert by_id["ok-1"]["error"] is None and by_id["ok-1"]["results"][0]["index"] == 1
     assert by_id["ok-2"]["error"] is None and by_id["ok-2"]["results"][0]["index"] == 1
-    assert by_id[None]["error"].startswith(f"{src}: line '{{not json': not JSON")
+    assert by_id[None]["error"].startswith(f"{src}:2: not JSON")  # FILE:LINE, as locally
     failed = by_id["bad"]
     assert failed["error"] == "the LLM provider failed for every document"
     assert failed["degraded"] and any("HTTP 401" in w for w in failed["warnings"])
@@ -93,6 +94,29 @@ def test_a_malformed_row_and_a_failing_provider_are_written_and_counted(tmp_path
     assert all("llm_failed" in x["flags"] for x in failed["results"])
     assert (summary.failures, summary.degraded) == (2, 1)  # the bad line, the failed provider
     assert summary.usage["calls"] == 6 and summary.usage["failures"] == 2
+
+
+def test_json_lines_reach_the_workers_a_batch_at_a_time_with_their_line_numbers(tmp_path):
+    """A block per --batch-size lines (not one for the whole file, which one worker took
+    and whose rows all came back at its end), each line with its number (blank ones
+    skipped, counted)."""
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"a": 1}\n\n{"a": 2}\n{"a": 3}\n{"a": 4}\n{"a": 5}\n')
+    ds = numbered_lines(str(src), 2).materialize()
+    assert ds.num_blocks() >= 3  # (Ray may add an empty one)
+    assert [(r["line"], r["text"]) for r in ds.take_all()] == [
+        (n, f'{{"a": {a}}}') for n, a in [(1, 1), (3, 2), (4, 3), (5, 4), (6, 5)]
+    ]
+
+
+def test_more_workers_than_the_cluster_has_cpus_for_is_warned_of_before_the_job(caplog):
+    """Ray Data's own "may hang forever" warning is quieted (a healthy job prints it while
+    its workers load); the case where a job truly waits is said before it starts."""
+    with caplog.at_level("WARNING", logger="rerankit.batch.ray_cluster"):
+        check_resources(2, 1.0, 0.0)  # the 2 CPUs of this module's Ray
+        assert not caplog.records
+        check_resources(3, 1.0, 0.0)
+    assert "3 workers ask for 1 CPUs each, and the Ray cluster has 2" in caplog.text
 
 
 def test_parquet_and_jsonl_both_ways(tmp_path):
@@ -166,6 +190,24 @@ def test_a_model_that_cannot_load_fails_each_row_not_the_worker(tmp_path):
     assert all("no-such-model" in r["error"] and r["results"] == [] for r in out)
 
 
+@pytest.mark.slow  # a worker loads torch and a model
+def test_an_embedding_cache_file_reaches_the_workers_on_this_machine(
+    tmp_path, tiny_st, monkeypatch
+):
+    """--embedding-cache FILE (the variable it sets, here relative to this folder) is read
+    by Ray workers on this machine too: they encode into the same file, as the local
+    engine does, instead of keeping their vectors in memory."""
+    from rerankit.cache import EmbeddingCache
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RERANKIT_EMBEDDING_CACHE", "vectors.sqlite")
+    rows = [{"query_id": "q", "query": "solar power", "candidates": ["solar cells", "stock"]}]
+    spec = {"scorer": {"type": "embedding", "model": str(tiny_st)}}
+    summary = run_batch(rows, "out.jsonl", spec, engine="ray")
+    assert (summary.rows, summary.failures) == (1, 0)
+    assert len(EmbeddingCache(path=tmp_path / "vectors.sqlite").store) >= 2  # both candidates
+
+
 @pytest.mark.slow  # about 6 s: an actor pool of its own
 def test_a_pipeline_files_relative_paths_are_read_from_its_folder(tmp_path, monkeypatch):
     """Run from another folder, the workers get the file's `reranker` (and `model`) paths
@@ -182,3 +224,43 @@ def test_a_pipeline_files_relative_paths_are_read_from_its_folder(tmp_path, monk
     summary = run_batch(rows, "ray.jsonl", outer, engine="ray")
     assert (summary.rows, summary.failures) == (1, 0)
     assert [r["index"] for r in next(read_rows("ray.jsonl"))["results"]] == [1, 0]
+
+
+@pytest.mark.slow  # about 30 s: a `rerankit batch` process starting Ray of its own
+def test_sigterm_is_left_to_rerankit_not_rays_native_stack_dump(tmp_path):
+    """ray.init installs a handler that prints a native stack on SIGTERM (what `timeout`
+    and schedulers send); the ray engine takes it back, so SIGTERM is this process's."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    def slow(request):
+        return Reply(text=json.dumps({"score": 5}), delay=1.0)
+
+    with FakeLLMServer(responder=slow) as server:
+        spec = tmp_path / "judge.json"
+        scorer = {"type": "llm_pointwise", "provider": "openai", "model": "m", "cache": False}
+        scorer |= {"base_url": server.openai_url, "api_key_env": KEY_ENV}
+        spec.write_text(json.dumps({"name": "judge", "stages": [{"scorer": scorer}]}))
+        src = tmp_path / "in.jsonl"
+        src.write_text(
+            "".join(json.dumps({"query": f"q{i}", "candidates": ["a"]}) + "\n" for i in range(20))
+        )
+        command = [sys.executable, "-m", "rerankit", "batch", "-i", str(src), "-r", str(spec)]
+        command += ["-o", str(tmp_path / "out.jsonl"), "--engine", "ray", "--batch-size", "2"]
+        env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "src")}
+        proc = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, text=True)
+        try:
+            deadline = time.monotonic() + 240
+            while not server.requests:  # Ray up, a worker at work
+                assert proc.poll() is None and time.monotonic() < deadline
+                time.sleep(0.2)
+            proc.send_signal(signal.SIGTERM)
+            stderr = proc.communicate(timeout=120)[1]
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode != 0
+    assert "SIGTERM received" not in stderr, stderr[-2000:]
+    assert "Progress bars disabled" not in stderr  # Ray Data's noise, kept out of the log

@@ -228,3 +228,38 @@ def test_both_nodes_work_and_a_node_removed_mid_job_loses_no_row(two_nodes, tmp_
             assert row["error"]
     assert sum(r["error"] is None for r in got) == n_rows  # here, every row recovered
     assert f"{n_rows} rows" in output
+
+
+@pytest.mark.slow  # about 40 s: a head of its own, and Ray's 20 s of connection attempts
+def test_a_cluster_with_token_authentication_refusing_us_is_one_line_saying_what_to_set(
+    tmp_path,
+):
+    """Ray (2.60) never sends a token to an explicit --address unless RAY_AUTH_MODE=token:
+    the refusal is one error line naming the variable and Ray's page, not only Ray's
+    'Failed to connect to Ray cluster'."""
+    root = Path(tempfile.mkdtemp(prefix="rk-tok-", dir="/tmp"))  # short: socket paths
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(SRC), "HOME": str(root)}  # no ~/.ray token
+    env |= {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "a" * 32}
+    args = ["--head", "--port", str(port), "--temp-dir", str(root / "ray")]
+    head = Node([*args, "--include-dashboard", "false"], env, root / "cache")
+    try:
+        src = rows_file(tmp_path / "in.jsonl", 1)
+        client = {k: v for k, v in env.items() if not k.startswith("RAY_AUTH")}
+        command = [sys.executable, "-m", "rerankit", "batch", "-i", str(src), "-r", "bm25"]
+        command += ["-o", str(tmp_path / "out.jsonl"), "--engine", "ray"]
+        done = subprocess.run(
+            [*command, "--address", f"127.0.0.1:{port}"],
+            env=client,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        head.stop()
+        shutil.rmtree(root, ignore_errors=True)
+    errors = [line for line in done.stderr.splitlines() if "rerankit batch: error" in line]
+    assert done.returncode != 0 and len(errors) == 1, done.stderr[-3000:]
+    assert "uses token authentication" in errors[0]
+    assert "export RAY_AUTH_MODE=token" in errors[0] and "RAY_AUTH_TOKEN" in errors[0]
+    assert "ray-security/token-auth.html" in errors[0]

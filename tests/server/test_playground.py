@@ -51,6 +51,7 @@ CASCADE = {
 #: a pipeline that warns of a document without its field
 RATED = {"name": "rated", "scorer": {"type": "field", "field": "rating", "missing": 0.0}}
 
+
 @pytest.fixture(scope="module")
 def service(live_server):
     settings = ServerSettings(

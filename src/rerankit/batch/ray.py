@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields, replace
@@ -15,11 +14,11 @@ from typing import Any
 
 from .._optional import require
 from ..api import PIPELINE_SUFFIXES, load
-from ..cache import CACHE_URL_ENV
 from ..config import read_pipeline
 from ..errors import InputError
 from ..scorers.local import load_models
 from .io import input_format, parse_line, public_fields, write_rows
+from .ray_cluster import check_resources, numbered_lines, quiet_ray_logs, start_ray, worker_env
 from .rows import rerank_rows
 
 __all__ = ["RayOptions", "declared", "iter_ray", "quiet_ray_logs", "ray_rows", "rerank_dataset"]
@@ -72,8 +71,9 @@ class _Worker:
     def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
 
-        if self.lines:  # read_text: one JSON Lines line per row
-            rows = [parse_line(t, None) for t in batch.column("text").to_pylist()]
+        if self.lines:  # one JSON Lines line per row, with its number
+            texts, numbers = batch.column("text").to_pylist(), batch.column("line").to_pylist()
+            rows = [parse_line(t, n) for t, n in zip(texts, numbers, strict=True)]
         else:
             rows = batch.to_pylist()
         done = rerank_rows(
@@ -109,44 +109,17 @@ def _read(reader: Any, path: str) -> Any:
         return reader(path, ray_remote_args={"num_cpus": 0})
 
 
-def _ray_dataset(source: Any) -> tuple[Any, bool]:
-    """A Ray Dataset of the source and whether its rows are JSON Lines text."""
+def _ray_dataset(source: Any, rows: int) -> tuple[Any, bool]:
+    """A Ray Dataset of the source and whether its rows are JSON Lines text (read ``rows``
+    lines a block, each with its line number)."""
     ray_data = require("ray.data", "the ray engine")
     if isinstance(source, (str, Path)):
         if input_format(source) == "parquet":
             return _read(ray_data.read_parquet, str(source)), False
-        return _read(ray_data.read_text, str(source)), True
+        return numbered_lines(str(source), rows), True
     if isinstance(source, list):
         return ray_data.from_items([dict(r) for r in source]), False
     return source, False  # a Ray Dataset already
-
-
-def quiet_ray_logs() -> None:
-    """Keep Ray's and Ray Data's own loggers to warnings (they log every job's start, plan
-    and end at INFO); for command lines, which call it unless asked to be verbose."""
-    require("ray.data", "the ray engine")  # imported first: it configures its loggers
-    for name in ("ray", "ray.data"):
-        logging.getLogger(name).setLevel(logging.WARNING)
-
-
-def _start_ray(address: str | None, num_cpus: int | None = None) -> None:
-    ray = require("ray", "the ray engine")
-    if ray.is_initialized():
-        return
-    kwargs: dict[str, Any] = {
-        "include_dashboard": False,
-        "log_to_driver": False,
-        "logging_level": logging.WARNING,
-    }
-    if address:
-        kwargs["address"] = address
-        shared = os.environ.get(CACHE_URL_ENV)
-        if shared:  # workers on other machines do not see this process's environment
-            kwargs["runtime_env"] = {"env_vars": {CACHE_URL_ENV: shared}}
-    elif num_cpus:
-        kwargs["num_cpus"] = num_cpus
-    ray.init(**kwargs)
-    logger.info("ray started (%s)", address or "local")
 
 
 @dataclass(frozen=True)
@@ -223,12 +196,16 @@ def _ray_map(
     """The lazy Ray Dataset of encoded output rows."""
     spec = declared(pipeline)
     cpus, gpus = _resources(load(spec))  # also checks the spec here, before any worker
-    _start_ray(ray.address)
+    cpus = cpus if ray.num_cpus is None else ray.num_cpus
+    gpus = gpus if ray.num_gpus is None else ray.num_gpus
+    start_ray(ray.address)
+    check_resources(ray.workers, cpus, gpus)
     ray_data = require("ray.data", "the ray engine")
     context = ray_data.DataContext.get_current()
     context.execution_options.preserve_order = ray.preserve_order
     context.enable_progress_bars = False
-    ds, lines = _ray_dataset(source)
+    ds, lines = _ray_dataset(source, ray.batch_size)
+    env = worker_env()
     return ds.map_batches(
         _Worker,
         fn_constructor_kwargs={
@@ -241,8 +218,9 @@ def _ray_map(
         batch_size=ray.batch_size,
         batch_format="pyarrow",
         compute=ray_data.ActorPoolStrategy(size=ray.workers),
-        num_cpus=cpus if ray.num_cpus is None else ray.num_cpus,
-        num_gpus=gpus if ray.num_gpus is None else ray.num_gpus,
+        num_cpus=cpus,
+        num_gpus=gpus,
+        **({"runtime_env": {"env_vars": env}} if env else {}),
     )
 
 
