@@ -464,7 +464,7 @@ def test_cache_lists_every_cache_with_its_size_and_clears_the_one_named(
     (export / "model.onnx").write_bytes(b"0" * 2_000_000)
     code, out, _ = run_cli(capsys, "cache")
     lines = {line.split(":")[0]: line for line in out.splitlines()}
-    assert code == 0 and set(lines) == {"embeddings", "judgments", "answers", "onnx"}
+    assert code == 0 and set(lines) == {"embeddings", "judgments", "answers", "onnx", "wordfreq"}
     assert "3 entries" in lines["embeddings"] and str(tmp_path) in lines["embeddings"]
     assert "1 entry," in lines["judgments"]
     assert "1 export(s): all-MiniLM-L6-v2" in lines["onnx"] and "2.0 MB" in lines["onnx"]
