@@ -2,8 +2,9 @@
 (:func:`rerankit.registry.register`, :func:`rerankit.register_reranker`), imported where
 they are named, so the ``rerankit`` command and ``rerankit serve`` know your names too.
 
-A plugin is an importable module name (``acme_rerank``, found on ``sys.path``/``PYTHONPATH``)
-or a path to a ``.py`` file. It is named by
+A plugin is a module name (``acme_rerank``: found on ``sys.path``/``PYTHONPATH``, else in
+the current folder, or, named in a pipeline file, beside that file) or a path to a ``.py``
+file. It is named by
 
 * ``--plugin MODULE`` (repeatable) on the commands that build pipelines;
 * the environment variable :data:`PLUGINS_ENV` (``RERANKIT_PLUGINS=acme_rerank,other``),
@@ -25,6 +26,7 @@ import importlib.util
 import logging
 import os
 import sys
+import traceback
 from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
@@ -63,6 +65,9 @@ def plugins_beside(spec: dict[str, Any], folder: Path) -> dict[str, Any]:
     names = spec.get("plugins")
     if not isinstance(names, list):
         return spec
+    for n in names:  # a module beside the file is found there, as Python finds a script's
+        if isinstance(n, str) and not _is_file(n) and _module_in(folder, n):
+            _search(folder)
     out = [
         str(folder / n)
         if isinstance(n, str)
@@ -87,12 +92,13 @@ def load_plugins(names: Iterable[str], named_by: str) -> list[ModuleType]:
     modules = []
     for name in names:
         try:
-            modules.append(_load_file(name) if _is_file(name) else importlib.import_module(name))
+            modules.append(_load_file(name) if _is_file(name) else _import(name))
         except ConfigError:
             raise
         except Exception as exc:  # an ImportError, or whatever the module raised
             raise ConfigError(
-                f"cannot import plugin {name!r} (named by {named_by}): {type(exc).__name__}: {exc}"
+                f"cannot import plugin {name!r} (named by {named_by}): {type(exc).__name__}: "
+                f"{exc}{_where(exc, name)}"
             ) from exc
         logger.debug("plugin %r (named by %s) imported", name, named_by)
     return modules
@@ -101,6 +107,51 @@ def load_plugins(names: Iterable[str], named_by: str) -> list[ModuleType]:
 def load_environment() -> list[ModuleType]:
     """Import the plugins :data:`PLUGINS_ENV` names."""
     return load_plugins(from_environment(), f"${PLUGINS_ENV}")
+
+
+#: what a plugin that is nowhere to be found is told
+NOT_FOUND = (
+    "; a module is looked up on sys.path (PYTHONPATH), then in the current folder, or beside "
+    "the pipeline file naming it; or name its .py file"
+)
+
+
+def _module_in(folder: Path, name: str) -> bool:
+    """Whether ``folder`` holds the top-level module or package of ``name``."""
+    top = name.split(".")[0]
+    return (folder / f"{top}.py").is_file() or (folder / top / "__init__.py").is_file()
+
+
+def _search(folder: Path) -> None:
+    """Look for modules in ``folder`` too, after everything else on ``sys.path``."""
+    where = str(folder.resolve())
+    if where not in sys.path:
+        sys.path.append(where)
+        importlib.invalidate_caches()
+        logger.info("plugins: modules are also looked up in %s", where)
+
+
+def _import(name: str) -> ModuleType:
+    """``name`` imported as Python would, else from the current folder when it is there
+    (as ``python -m`` finds it)."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name != name.split(".")[0] or not _module_in(Path.cwd(), name):
+            raise
+    _search(Path.cwd())
+    return importlib.import_module(name)
+
+
+def _where(exc: BaseException, name: str) -> str:
+    """Where plugin ``name`` failed: the hint when it was not found; for an error its code
+    raised (a module it imports missing too), the file and line (a SyntaxError names them)."""
+    if isinstance(exc, ModuleNotFoundError) and exc.name == name.split(".")[0]:
+        return NOT_FOUND
+    if isinstance(exc, SyntaxError) or exc.__traceback__ is None:
+        return ""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
+    return f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
 
 
 def _is_file(name: str) -> bool:

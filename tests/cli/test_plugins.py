@@ -191,3 +191,48 @@ def test_a_plugin_scorers_common_mistakes_are_said_with_the_fix(plugin):
     assert any("score must be `async def" in w for w in result.warnings), result.warnings
     with pytest.raises(ConfigError, match=r"has no option 'name'; it takes no options$"):
         rerankit.load({"scorer": {"type": "acme_sync", "name": "x"}})
+
+
+def test_a_module_in_the_current_folder_or_beside_the_file_naming_it_is_found(
+    tmp_path, capsys, monkeypatch
+):
+    """As ``python -m`` finds a module in the current folder, and as a pipeline file's
+    models are read beside it; nowhere, the error says where it was looked for."""
+    monkeypatch.setattr(registry, "_ENTRIES", dict(registry._ENTRIES))
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    monkeypatch.setattr(sys, "path", list(sys.path))
+    monkeypatch.delenv("RERANKIT_PLUGINS", raising=False)
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir(), there.mkdir()
+    first, second = (f"acme_{uuid.uuid4().hex[:8]}" for _ in range(2))
+    (here / f"{first}.py").write_text(PLUGIN.format(p=first))
+    (there / f"{second}.py").write_text(PLUGIN.format(p=second))
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    monkeypatch.chdir(here)
+    assert main(["rank", "-q", "x", "-i", str(docs), "-r", first, "--plugin", first]) == 0
+    assert _ids(capsys.readouterr().out) == ["b", "c", "a"]
+    spec = there / "acme.toml"
+    spec.write_text(f'plugins = ["{second}"]\nscorer = {{ type = "{second}_stars" }}\n')
+    assert main(["rank", "-q", "x", "-i", str(docs), "-r", str(spec)]) == 0  # run from here
+    assert _ids(capsys.readouterr().out) == ["b", "c", "a"]
+    assert main(["rank", "-q", "x", "-i", str(docs), "--plugin", "acme_nowhere"]) == 1
+    assert (
+        "looked up on sys.path (PYTHONPATH), then in the current folder" in capsys.readouterr().err
+    )
+
+
+def test_a_plugin_whose_code_fails_is_named_with_its_file_and_line(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))
+    monkeypatch.delenv("RERANKIT_PLUGINS", raising=False)
+    path = tmp_path / "crashing_acme.py"
+    path.write_text("import json\n\nUndefined + 1\n")
+    assert main(["rerankers", "--plugin", str(path)]) != 0
+    err = capsys.readouterr().err
+    assert "NameError: name 'Undefined' is not defined" in err and f"({path}, line 3)" in err
+    needs = tmp_path / "needing_acme.py"
+    needs.write_text("import acme_sdk_that_is_not_installed\n")
+    assert main(["rerankers", "--plugin", str(needs)]) != 0
+    err = capsys.readouterr().err  # the module it needs is missing, not the plugin
+    assert "No module named 'acme_sdk_that_is_not_installed'" in err and ", line 1)" in err
+    assert "looked up on sys.path" not in err
