@@ -251,8 +251,9 @@ class RerankResult:
             lines.append("score = sum of contrib")
         elif links == {SIGMOID_OF_SUM}:
             lines.append(
-                "score = sigmoid(sum of contrib): each contrib is the signal's weighted, "
-                "calibrated logit; (intercept) is the calibration's constant"
+                "score = sigmoid(sum of contrib): each contrib is weight x the signal's "
+                "calibrated logit (logit of norm) x the output calibration's slope; "
+                "(intercept) is its constant"
             )
         elif links:
             ranks = [str(r.rank) for r in shown if r.score_from_contributions == SIGMOID_OF_SUM]

@@ -296,6 +296,12 @@ def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
     with flags_first():  # the default first stage is not named
         said = calibration_note(rows, {**ran, "first_stage": "auto"})
     assert "--data 'my data' --candidates 20 --calibrate" in said and "SAME" not in said
+    with flags_first():  # an evaluation on the first N queries: the refit on as many
+        said = calibration_note(rows, {**ran, "first_stage": "auto", "max_queries": 30})
+    assert "--candidates 20 --max-queries 30 --calibrate" in said
+    assert "candidates=20, max_queries=30, calibrate=True" in calibration_note(
+        rows, {**ran, "max_queries": 30}
+    )
     assert "for a, b" not in note and "bm25" not in note
     assert "calibrate" not in calibration_note(rows[::2]).split("(0:")[1]  # no advice
 

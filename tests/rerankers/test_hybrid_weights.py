@@ -68,6 +68,8 @@ def test_a_pipeline_file_reweighs_the_default_and_check_says_the_scores_are_no_p
     assert reranker.score_scale == "unit" and reranker.reweighted
     line = describe(reranker)
     assert "scores unit" in line and "fitted for other weights" in line
+    # the weights it resolved, the ones left out sharing the rest in the default's shares
+    assert "weights passage 0.1714, embedding 0.0857, bm25_background 0.7, proximity 0.0429" in line
     assert "fitted" not in describe(load({"reranker": "hybrid"}))
     assert describe(load({"reranker": "hybrid"})).endswith("scores probability")
 

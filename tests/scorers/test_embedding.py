@@ -181,6 +181,7 @@ def test_hybrid_fuses_only_a_first_stage_score_it_is_given(scorer):
     # one advice for every surface (a pipeline file, Python, the service): the option's name
     assert "set the hybrid's first_stage_weight (e.g. 0.1)" in unfused
     assert "HybridReranker(" not in unfused
+    assert "it ranks by the texts alone (probabilities); to fuse" in unfused  # a sentence
     every = texts_only.rerank(QUERY, documented, first_stage_field="first_stage_score")
     assert every.warnings == (unfused.replace("2 of 4 documents carry", "every document carries"),)
     # a weight of 0 the caller chose: nothing to tell them

@@ -78,7 +78,9 @@ def describe(reranker: Any, name: str | None = None) -> str:
     else:
         body = step(reranker)
     steps = [s.step for s in reranker.stages] if isinstance(reranker, Pipeline) else [reranker]
-    note = REWEIGHTED_NOTE if any(getattr(x, "reweighted", False) for x in steps) else ""
+    weights = [w for x in steps if (w := getattr(x, "reweighted", None))]
+    said = ", ".join(f"{k} {round(v, 4):g}" for k, v in weights[0].items()) if weights else ""
+    note = REWEIGHTED_NOTE.format(weights=said) if weights else ""
     return f"{name or reranker.name!r}: {body}; scores {reranker.score_scale}{note}"
 
 

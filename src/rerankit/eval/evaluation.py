@@ -309,6 +309,7 @@ def evaluate(
                 "candidates": depth,
                 "k": depth,  # its earlier name, kept for readers of older files
                 "queries": len(dataset.queries),
+                "max_queries": max_queries,
                 "queries_without_candidates": sum(1 for q in dataset.queries if not cands.get(q)),
                 "first_stage_scores_given": not texts_only,
                 "titles": layouts[0] if len(layouts) == 1 else layouts,

@@ -39,10 +39,13 @@ ECE_REFIT = 0.05
 
 
 def refit_call(
-    data: str | os.PathLike[str] | None = None, first_stage: str = "auto", candidates: int = 100
+    data: str | os.PathLike[str] | None = None,
+    first_stage: str = "auto",
+    candidates: int = 100,
+    max_queries: int | None = None,
 ) -> str:
-    """How to refit a pipeline's probabilities on ``data`` with the same ``first_stage``
-    and ``candidates``: the :func:`rerankit.tune` call, or within
+    """How to refit a pipeline's probabilities on ``data`` with the same ``first_stage``,
+    ``candidates`` and ``max_queries``: the :func:`rerankit.tune` call, or within
     :func:`~rerankit.errors.flags_first` the ``rerankit tune`` command (``first_stage`` left
     out when it is the default, ``auto``; ``DATA`` when the folder is not known, as for a
     Dataset built in Python)."""
@@ -51,12 +54,16 @@ def refit_call(
     python = (
         f"rerankit.tune({'DATA' if data is None else json.dumps(folder)}"
         + ("" if default else f", first_stage={json.dumps(first_stage)}")
-        + f', candidates={candidates}, calibrate=True, out="calibrated.toml")'
+        + f", candidates={candidates}"
+        + (f", max_queries={max_queries}" if max_queries else "")
+        + ', calibrate=True, out="calibrated.toml")'
     )
     command = (
         f"rerankit tune --data {shlex.quote(folder) if data is not None else folder}"
         + ("" if default else f" --first-stage {shlex.quote(first_stage)}")
-        + f" --candidates {candidates} --calibrate --out calibrated.toml"
+        + f" --candidates {candidates}"
+        + (f" --max-queries {max_queries}" if max_queries else "")
+        + " --calibrate --out calibrated.toml"
     )
     return said_for(python, command)
 

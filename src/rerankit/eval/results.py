@@ -191,6 +191,7 @@ class CollectionEvaluation:
             "data": self.folder,
             "first_stage": self.first_stage_given,
             "candidates": self.candidates,
+            "max_queries": self.meta.get("max_queries"),
         }
         text = f"{self.header()}\n\n{format_table(self.rows, self.meta['k'], refit)}"
         notes = self.notes()

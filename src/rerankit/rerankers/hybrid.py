@@ -45,7 +45,7 @@ __all__ = ["HYBRID_METHOD", "REWEIGHTED_NOTE", "HybridReranker", "relative_hybri
 HYBRID_METHOD = fusion.ScoreCombinationMethod.WEIGHTED_AVERAGE
 #: what ``rerankit check`` adds to the scale of a hybrid given other weights
 REWEIGHTED_NOTE = (
-    " (the output calibration was fitted for other weights: with these, scores in "
+    " (weights {weights}: the output calibration was fitted for other weights, so scores in "
     "[0, 1] but no fitted probability; rerankit tune --calibrate fits both to judgments)"
 )
 
@@ -184,7 +184,7 @@ class HybridReranker(ScoringReranker):
         self._check_weight_options(scores, text_weights, weights)
         self.scores = scores
         #: whether the signal weights differ from those the output calibration was fitted for
-        self.reweighted = False
+        self.reweighted: dict[str, float] = {}
         self.first_stage = FieldScorer(FIRST_STAGE_SCORE, name="first_stage")
         if scores == "calibrated":
             self.first_stage_weight = (
@@ -265,7 +265,8 @@ class HybridReranker(ScoringReranker):
             fitted = HYBRID_CALIBRATION["weights"]
         if weights is not None:
             spec = {**spec, "weights": reweighted(spec["weights"], weights)}
-        self.reweighted = _shares(spec["weights"]) != _shares(fitted)
+        shares = _shares(spec["weights"])  # the weights it runs with, when not the fitted
+        self.reweighted = shares if shares != _shares(fitted) else {}
         words, lead = spec.get("passage_words"), spec["passage_lead"]
         readers: dict[str, Scorer] = {
             "bm25_background": background_bm25(
@@ -347,7 +348,7 @@ class HybridReranker(ScoringReranker):
                 return False, None
             return False, (
                 f"{which} a first-stage (retriever) score, which this hybrid does not fuse: "
-                f"it ranks by the texts alone, its scores {_said(self.score_scale)}; to fuse "
+                f"it ranks by the texts alone ({_said(self.score_scale)}); to fuse "
                 "the retriever's score too (scores then relative to the call), set the "
                 "hybrid's first_stage_weight (e.g. 0.1)"
             )
