@@ -176,7 +176,7 @@ def located(exc: InvalidDocumentError, source: str, lines: list[int | None]) -> 
     """``exc`` (``document 0: ...``, the 0-based index a Python caller knows) said where
     the document is in the file read: ``FILE:3: ...`` (a line), or ``FILE: item 1 of the
     JSON array: ...``."""
-    if not 0 <= exc.index < len(lines):
+    if exc.index is None or not 0 <= exc.index < len(lines):
         return exc
     line = lines[exc.index]
     where = f":{line}" if line is not None else f": item {exc.index + 1} of the JSON array"
