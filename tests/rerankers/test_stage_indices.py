@@ -17,7 +17,8 @@ from rerankit.cli import main
 from rerankit.errors import InvalidDocumentError
 from rerankit.registry import register
 from rerankit.rerankers import Pipeline
-from rerankit.scorers import BM25Scorer
+from rerankit.scorers import BM25Scorer, ScoreBatch
+from rerankit.scorers.base import which_document
 from rerankit.server import ServerSettings, create_app
 
 # bm25 puts the last document (no 'boost' field) first: position 0 of the second stage
@@ -59,6 +60,19 @@ class FirstIsNaN:
         return np.array([np.nan] + [1.0] * (len(docs) - 1))
 
 
+class FlagsFirst:
+    """Flags the first document it gets, with a warning naming it as scorers do."""
+
+    name = "flags_first"
+
+    async def score(self, query, docs, **context):
+        return ScoreBatch(
+            values=np.ones(len(docs)),
+            flags={0: ["odd"]},
+            warnings=[f"{which_document(0, docs[0].id)}: odd; scored 1.0"],
+        )
+
+
 register("scorer", "idx_strict_boost", Strict)
 register_reranker("idx-strict", lambda: Pipeline([BM25Scorer(), Strict()]))
 
@@ -82,6 +96,12 @@ def test_a_later_stage_s_non_finite_warning_names_the_flagged_document():
     assert flagged == [2]
     said = [w for w in result.warnings if "non-finite" in w]
     assert len(said) == 1 and "(documents [2])" in said[0], result.warnings
+
+
+def test_a_later_stage_s_per_document_warning_names_the_flagged_document():
+    result = rerankit.rerank(QUERY, DOCS, reranker=Pipeline([BM25Scorer(), FlagsFirst()]))
+    assert [r.index for r in result if "odd" in r.flags] == [2]
+    assert "stage 'flags_first': document 2 (id 'x'): odd; scored 1.0" in result.warnings
 
 
 def test_the_command_line_names_the_line_of_the_document_a_later_stage_refused(tmp_path, capsys):
