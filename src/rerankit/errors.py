@@ -62,14 +62,41 @@ class RerankitError(Exception):
 class InputError(RerankitError, ValueError):
     """The caller's input cannot be used (a query, a list, a file, an argument)."""
 
+    def located(self) -> str:
+        """The message for a caller who sees only the text (a client of the service)."""
+        return str(self)
+
 
 class InvalidDocumentError(InputError):
-    """A document in the input cannot be used; ``index`` and ``field`` say which and where."""
+    """A document in the input cannot be used; ``index`` (its position in the documents
+    given to the rerank; None: the error names no one document) and ``field`` say which
+    and where. A scorer raises it with the position in the ``docs`` it got: a pipeline
+    tells its caller the position in the caller's input instead."""
 
-    def __init__(self, message: str, *, index: int, field: str | None = None) -> None:
+    def __init__(self, message: str, *, index: int | None = None, field: str | None = None) -> None:
         super().__init__(message)
         self.index = index
         self.field = field
+
+    def detail(self) -> str:
+        """The message without its leading ``document <index>: ``."""
+        return str(self).removeprefix(f"document {self.index}: ")
+
+    def at(self, index: int) -> InvalidDocumentError:
+        """This error said of the document at ``index`` (of a longer list) instead."""
+        return InvalidDocumentError(
+            f"document {index}: {self.detail()}", index=index, field=self.field
+        )
+
+    def located(self) -> str:
+        """The message, naming the document (``document 3: ...``) and its field when it
+        knows them and does not say them already."""
+        text = str(self)
+        if self.index is not None and not text.startswith(f"document {self.index}"):
+            text = f"document {self.index}: {text}"
+        if self.field is not None and repr(self.field) not in text:
+            text += f" (field {self.field!r})"
+        return text
 
 
 class ConfigError(RerankitError, ValueError):

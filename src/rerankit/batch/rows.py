@@ -181,7 +181,7 @@ def _problem(exc: Exception, row: Mapping[str, Any], names: RowFields) -> str:
     """What went wrong with a row, in the row's terms: a document's error names its
     ``candidates[i]`` (the library's ``document i``), a text field that is there but null
     says so; an unexpected error its type."""
-    if isinstance(exc, InvalidDocumentError):
+    if isinstance(exc, InvalidDocumentError) and exc.index is not None:
         where = f"{names.candidates}[{exc.index}]: "
         cands = row.get(names.candidates)
         doc = cands[exc.index] if isinstance(cands, list) and exc.index < len(cands) else None

@@ -55,7 +55,8 @@ STDIN = ("-", "/dev/stdin")
 def cmd_batch(args: argparse.Namespace) -> int:
     """Exit status: 0 every row ranked, 3 some rows failed (written with their error), 1
     the run failed (every row failed, or it could not start), 2 a usage error (an --out
-    that already holds rows among them), 130/143 stopped by SIGINT/SIGTERM."""
+    that already holds rows among them), 130/143 stopped by SIGINT/SIGTERM. With
+    ``--strict`` a degraded row counts as failed."""
     if not args.out:
         raise InputError("batch needs --out FILE: the .jsonl or .parquet file to write")
     stdin = args.input in STDIN
@@ -173,9 +174,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
         print(f"  ... and {summary.failures - 3} more ({more})", file=sys.stderr)
     if args.summary:
         Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
-    if not summary.failures:
+    failed = summary.failures + (summary.degraded if args.strict else 0)
+    if args.strict and summary.degraded:
+        print(f"  --strict: {summary.degraded} degraded row(s) count as failed", file=sys.stderr)
+    if not failed:
         return 0
-    return 1 if summary.failures == summary.rows else SOME_ROWS_FAILED
+    return 1 if failed == summary.rows else SOME_ROWS_FAILED
 
 
 #: ``batch``'s exit status when it finished but some (not all) rows failed
@@ -399,6 +403,12 @@ def add_commands(sub: Any) -> None:
         "--no-candidates",
         action="store_true",
         help="leave each row's candidates out of the output (results keep their index and id)",
+    )
+    bat.add_argument(
+        "--strict",
+        action="store_true",
+        help="a degraded row (a scorer or a rule stage failed) counts as failed in the exit "
+        "status (3 some rows, 1 every row)",
     )
     bat.set_defaults(func=cmd_batch)
     remember_defaults(bat)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import re
 import shutil
 import sys
 import unicodedata
@@ -19,6 +20,7 @@ __all__ = [
     "records",
     "table",
     "utf8_stdout",
+    "with_traceback_hint",
 ]
 
 #: the field of each JSON Lines record that says what its score means (the result's
@@ -34,8 +36,8 @@ def records(result: Any, score_field: str, details: bool, *, explain: bool = Fal
     (``score_from_contributions`` and each strategy's ``raw``, ``normalized``, ``weight``
     and ``contribution``, as :meth:`~rerankit.RerankResult.explain` gives them)."""
     scale = {SCALE_FIELD: result.score_scale}
-    if details:
-        out = [{**r, **scale} for r in result.to_dicts()]
+    if details:  # whether a scorer or a rule stage failed: the same on each record
+        out = [{**r, **scale, "degraded": result.degraded} for r in result.to_dicts()]
     else:
         out = []
         for r in result:
@@ -61,6 +63,20 @@ def records(result: Any, score_field: str, details: bool, *, explain: bool = Fal
 
 #: the field each JSON line of ``rank --explain --format jsonl`` carries its explanation in
 EXPLANATION = "explanation"
+
+
+#: how a warning says that a scorer or a stage raised (its traceback is in the log)
+_FAILED = re.compile(r"\b(scorer|stage) '[^']*' failed\b")
+
+
+def with_traceback_hint(warnings: Any, command: str, verbose: int) -> list[str]:
+    """``warnings``, the first that says a scorer or a stage raised ending with where to
+    see the traceback (``rerankit -v COMMAND ...``), unless ``-v`` was given already."""
+    out = list(warnings)
+    at = next((i for i, w in enumerate(out) if _FAILED.search(w)), None)
+    if at is not None and not verbose:
+        out[at] += f" (rerankit -v {command} ... shows the traceback)"
+    return out
 
 
 def utf8_stdout() -> TextIO:

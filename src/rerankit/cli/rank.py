@@ -33,7 +33,15 @@ from .args import (
 )
 from .fields import add_field_arguments, input_fields
 from .files import need_file, need_reranker
-from .output import SCALE_FIELD, console_stdout, json_safe, records, table, utf8_stdout
+from .output import (
+    SCALE_FIELD,
+    console_stdout,
+    json_safe,
+    records,
+    table,
+    utf8_stdout,
+    with_traceback_hint,
+)
 from .pipelines import pipeline_spec, settings_not_pipeline
 
 __all__ = [
@@ -107,8 +115,15 @@ def cmd_rank(args: argparse.Namespace) -> int:
         result = reranker.rerank(args.query, items, top_k=args.top_k, fields=input_fields(args))
     except InvalidDocumentError as exc:
         raise located(exc, source, [n for n, _ in numbered]) from None
-    for w in result.warnings:
+    for w in with_traceback_hint(result.warnings, "rank", args.verbose):
         print(f"rerankit: warning: {w}", file=sys.stderr)
+    if args.strict and result.degraded and result.unusable is None:
+        print(
+            "rerankit rank: error: degraded result (--strict): a scorer or rule stage failed "
+            "(the warnings above say which); nothing written",
+            file=sys.stderr,
+        )
+        return 1
     if result.unusable is not None:  # input order with placeholder scores: not a ranking
         print(
             f"rerankit rank: error: no ranking: {result.unusable} (the warnings above say why); "
@@ -176,7 +191,7 @@ def located(exc: InvalidDocumentError, source: str, lines: list[int | None]) -> 
     """``exc`` (``document 0: ...``, the 0-based index a Python caller knows) said where
     the document is in the file read: ``FILE:3: ...`` (a line), or ``FILE: item 1 of the
     JSON array: ...``."""
-    if not 0 <= exc.index < len(lines):
+    if exc.index is None or not 0 <= exc.index < len(lines):
         return exc
     line = lines[exc.index]
     where = f":{line}" if line is not None else f": item {exc.index + 1} of the JSON array"
@@ -327,8 +342,14 @@ def add_commands(sub: Any) -> None:
     rank.add_argument(
         "--details",
         action="store_true",
-        help="write result records (index, rank, score, score_scale, id, text, scores, flags) "
-        "instead of the input objects (JSON Lines only)",
+        help="write result records (index, rank, score, score_scale, id, text, scores, flags, "
+        "degraded) instead of the input objects (JSON Lines only)",
+    )
+    rank.add_argument(
+        "--strict",
+        action="store_true",
+        help="a degraded result (a scorer or a rule stage failed: the warnings say which) is "
+        "an error: exit 1 and write nothing, as a CI smoke test of a pipeline file wants",
     )
     rank.add_argument(
         "--explain",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import functools
 import logging
+import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -12,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import CALLER_ERRORS, ConfigError
+from ..errors import CALLER_ERRORS, ConfigError, InvalidDocumentError
 from ..ordering import Rule
 from ..scorers.base import NO_SCORE, Scorer
 from ..spans import span
@@ -240,6 +241,10 @@ class Pipeline(Reranker):
                 sub = stage.step.apply_result(current)
             else:
                 sub = await stage.step.arerank(query, sub_docs, context=context)
+        except InvalidDocumentError as exc:  # its index is a position in this stage's list
+            if exc.index is None or not 0 <= exc.index < len(head):
+                raise
+            raise exc.at(head[exc.index]) from exc
         except CALLER_ERRORS:
             raise
         except Exception as exc:
@@ -247,12 +252,14 @@ class Pipeline(Reranker):
                 f"stage {stage.name!r} failed ({type(exc).__name__}: {exc}); "
                 "the previous stage's order is kept"
             )
-            logger.warning(message)
+            logger.warning(message, exc_info=exc)
             scored.warnings.append(message)
             scored.degraded = True
             return head, True
+        # a rule's warnings name input positions already; a reranker's, its own list's
+        said = [w if is_rule else _at(w, head) for w in sub.warnings]
         scored.warnings.extend(
-            f"stage {stage.name!r}: {_kept(w) if sub.unusable else w}" for w in sub.warnings
+            f"stage {stage.name!r}: {_kept(w) if sub.unusable else w}" for w in said
         )
         scored.degraded |= sub.degraded
         scored.add_usage(sub.usage)
@@ -334,3 +341,22 @@ def _kept(warning: str) -> str:
     if warning.endswith(NO_SCORE):
         return warning[: -len(NO_SCORE)] + "; it keeps the previous stage's score"
     return warning
+
+
+_ONE = re.compile(r"\bdocument (\d+)\b")
+_LIST = re.compile(r"\bdocuments \[(\d+(?:, \d+)*)\]")
+
+
+def _at(warning: str, head: list[int]) -> str:
+    """A stage's warning naming documents by their positions in the stage's list
+    (``document 0``, ``documents [0, 3]``), naming them by the caller's ``head`` instead."""
+
+    def one(m: re.Match[str]) -> str:
+        i = int(m.group(1))
+        return f"document {head[i]}" if i < len(head) else m.group(0)
+
+    def many(m: re.Match[str]) -> str:
+        at = [int(i) for i in m.group(1).split(", ")]
+        return f"documents {sorted(head[i] if i < len(head) else i for i in at)}"
+
+    return _LIST.sub(many, _ONE.sub(one, warning))

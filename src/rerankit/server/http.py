@@ -56,6 +56,8 @@ def invalid(where: str, message: str) -> ServiceError:
 def invalid_document(exc: InvalidDocumentError) -> ServiceError:
     """:func:`invalid` for a document the library could not read: at
     ``documents.<index>.<field>``."""
+    if exc.index is None:
+        return invalid("documents", str(exc))
     where = ".".join(["documents", str(exc.index), *([exc.field] if exc.field else [])])
     return invalid(where, str(exc).removeprefix(f"document {exc.index}: "))
 

@@ -390,8 +390,8 @@ class Service:
         except asyncio.CancelledError:  # the client went away
             self._free_later(task, slot, deadline)
             raise
-        except InputError as exc:
-            raise ServiceError(400, str(exc)) from exc
+        except InputError as exc:  # a document's error names it (in the request's list)
+            raise ServiceError(400, exc.located()) from exc
         except (MissingDependencyError, ModelLoadError) as exc:
             raise self._unavailable(pipeline, exc) from exc
         except ServiceError:
