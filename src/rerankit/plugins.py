@@ -151,6 +151,12 @@ def _where(exc: BaseException, name: str) -> str:
     if isinstance(exc, SyntaxError) or exc.__traceback__ is None:
         return ""
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith("<")]
+    if _is_file(name):  # the plugin's own last line that raised, else the last line
+        ours = (str(Path(name).resolve()),)
+    else:
+        stem = os.path.join(*name.split("."))
+        ours = (os.sep + stem + ".py", os.sep + os.path.join(stem, "__init__.py"))
+    frames = [f for f in frames if str(Path(f.filename).resolve()).endswith(ours)] or frames
     return f" ({frames[-1].filename}, line {frames[-1].lineno})" if frames else ""
 
 

@@ -236,3 +236,8 @@ def test_a_plugin_whose_code_fails_is_named_with_its_file_and_line(tmp_path, cap
     err = capsys.readouterr().err  # the module it needs is missing, not the plugin
     assert "No module named 'acme_sdk_that_is_not_installed'" in err and ", line 1)" in err
     assert "looked up on sys.path" not in err
+    deep = tmp_path / "deep_acme.py"  # failing in code it calls: the plugin's own line named
+    deep.write_text("import json\n\njson.loads('{not json')\n")
+    assert main(["rerankers", "--plugin", str(deep)]) != 0
+    assert "JSONDecodeError: Expecting property name" in (err := capsys.readouterr().err)
+    assert f"({deep}, line 3)" in err
