@@ -173,13 +173,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         print(f"  ... and {summary.failures - 3} more ({more})", file=sys.stderr)
     if args.summary:
         Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
-    if not summary.failures:
-        return 0
-    return 1 if summary.failures == summary.rows else SOME_ROWS_FAILED
-
-
-#: ``batch``'s exit status when it finished but some (not all) rows failed
-SOME_ROWS_FAILED = 3
+    return summary.exit_status
 
 
 def total_rows(source: Any) -> int | None:
@@ -387,7 +381,9 @@ def add_commands(sub: Any) -> None:
         "--resume",
         action="store_true",
         help="--out already holds the first rows of this input (a run stopped by Ctrl-C or "
-        "killed): skip them and append the rest (JSON Lines only)",
+        "killed): skip them and append the rest (JSON Lines only); rows written with an "
+        "error are not ranked again and count as failed (exit 3 or 1): --overwrite ranks "
+        "every row again",
     )
     bat.add_argument(
         "--overwrite",
