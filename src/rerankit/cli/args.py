@@ -368,13 +368,12 @@ def add_max_queries_argument(parser: Any, *, old: str | None = None) -> None:
         add_old_spelling(parser, old, dest="max_queries", now="--max-queries", type=positive_int)
 
 
-def add_no_progress_argument(parser: Any) -> None:
-    """``--no-progress``: no progress on stderr (:func:`~rerankit.cli.console.progress_bar`)."""
+def add_no_progress_argument(parser: Any, default: str | None = None) -> None:
+    """``--no-progress``: no progress on stderr (:func:`~rerankit.cli.console.progress_bar`;
+    ``default`` words a command's own progress)."""
+    default = default or "default: a bar on a terminal, else a line now and then, as in a log file"
     parser.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="print no progress on stderr (default: a bar on a terminal, else a line now and "
-        "then, as in a log file)",
+        "--no-progress", action="store_true", help=f"print no progress on stderr ({default})"
     )
 
 

@@ -376,7 +376,11 @@ def add_commands(sub: Any) -> None:
         help="keep no embeddings, even where $RERANKIT_EMBEDDING_CACHE names a file",
     )
     bat.add_argument("--summary", default=None, help="also write the summary as JSON here")
-    add_no_progress_argument(bat)
+    add_no_progress_argument(
+        bat,
+        "default: a line at most every 10 seconds, on a terminal or not, with the rows done, "
+        "rows/s, failures and the time left; none after the last row: the summary follows",
+    )
     bat.add_argument(
         "--resume",
         action="store_true",
