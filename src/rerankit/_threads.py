@@ -198,8 +198,12 @@ async def _run_in(
     except asyncio.CancelledError:
         if started.is_set():  # running: stopped at its next batch; wait for it, then give up
             stop.set()
-            with contextlib.suppress(BaseException):
+            try:
                 await future
+            except GeneratorExit:  # closed while waiting (its loop ended: the process
+                raise  # is stopping): close quietly, not with the CancelledError above
+            except BaseException:  # the call's own outcome: given up either way
+                pass
         else:
             future.cancel()  # not started: the executor skips it
         raise

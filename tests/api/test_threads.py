@@ -156,3 +156,31 @@ def test_an_uncancelled_call_runs_every_batch():
         return 5
 
     assert asyncio.run(in_model_thread(encode)) == 5
+
+
+def test_a_cancelled_call_left_waiting_when_its_loop_ends_closes_without_an_error():
+    """After SIGTERM the process ends while a cancelled row still waits for its running
+    call: the coroutine, destroyed then, must close quietly (it raised CancelledError,
+    which Python printed as "Exception ignored in: <coroutine object run_scorer ...>")."""
+    done = threading.Event()
+
+    def work():
+        time.sleep(0.2)
+        done.set()
+
+    coro = in_model_thread(work)
+
+    async def main():
+        task = asyncio.ensure_future(coro)
+        await asyncio.sleep(0.05)  # running on the model thread
+        task.cancel()
+        await asyncio.sleep(0)  # cancelled: now waiting for the call to stop
+        assert not task.done()
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(main())
+    finally:
+        loop.close()
+    coro.close()  # what the garbage collector does at exit: no exception
+    assert done.wait(2)

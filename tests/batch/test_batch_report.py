@@ -120,6 +120,22 @@ def test_progress_lines_go_to_stderr_only_and_no_progress_stops_them(tmp_path, c
     assert "rerankit: batch:" not in capsys.readouterr().err
 
 
+def test_progress_says_no_time_left_after_the_last_row_and_help_says_what_it_prints(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setattr(console, "ROWS_EVERY", 0.0)
+    src, out = write_jsonl(tmp_path / "in.jsonl", [GOOD, GOOD, GOOD]), tmp_path / "out.jsonl"
+    assert batch(src, out) == 0
+    err = capsys.readouterr().err
+    assert "rerankit: batch: 2/3 rows" in err
+    assert "3/3 rows" not in err  # no "about 0m00s left" after the last row: the summary
+    with pytest.raises(SystemExit):
+        main(["batch", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "a line at most every 10 seconds, on a terminal or not" in text
+    assert "a bar on a terminal" not in text
+
+
 def test_each_row_is_on_disk_before_the_next_is_reranked(tmp_path):
     out = tmp_path / "out.jsonl"
     seen = []

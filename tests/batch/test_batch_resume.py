@@ -75,6 +75,31 @@ def test_resume_skips_the_finished_rows_drops_a_cut_line_and_appends_the_rest(tm
     assert (again.skipped, again.rows) == (5, 0) and len(lines(out)) == 5
 
 
+def test_resume_counts_the_skipped_rows_that_failed_in_the_exit_status(tmp_path, capsys):
+    """A nightly job that always passes --resume: rows written with an error are not
+    ranked again, and they keep the run's exit status at 1 (all failed) or 3 (some)."""
+    bad = {"query_id": "q9", "query": "", "candidates": ["x"]}  # fails: an empty query
+    src, out = write_jsonl(tmp_path / "in.jsonl", [ROWS[0], bad]), tmp_path / "out.jsonl"
+    args = ["batch", "-i", str(src), "--out", str(out), "-r", "bm25", "--no-progress"]
+    assert main(args) == 3
+    capsys.readouterr()
+    assert main([*args, "--resume"]) == 3  # nothing left to rank, one row failed
+    err = capsys.readouterr().err
+    assert "2 rows already written, skipped (1 of them with an error" in err
+    assert "--overwrite ranks every row again" in err
+    assert "2 skipped (already written, 1 of them with an error)" in err
+    summary = run_batch(src, out, "bm25", resume=True)
+    assert (summary.skipped, summary.skipped_failures, summary.exit_status) == (2, 1, 3)
+    assert summary.to_dict()["skipped_failures"] == 1
+    every = write_jsonl(tmp_path / "bad.jsonl", [bad, bad])
+    failed = tmp_path / "failed.jsonl"
+    assert run_batch(every, failed, "bm25").exit_status == 1
+    assert main(["batch", "-i", str(every), "--out", str(failed), "-r", "bm25", "--resume"]) == 1
+    assert main(["batch", "-i", str(every), "--out", str(failed), "-r", "bm25", "--overwrite"]) == 1
+    good = write_jsonl(tmp_path / "ok.jsonl", ROWS[:1])
+    assert run_batch(good, tmp_path / "o.jsonl", "bm25").exit_status == 0
+
+
 def test_resume_refuses_an_output_of_other_rows(tmp_path):
     src = write_jsonl(tmp_path / "in.jsonl", ROWS)
     other = write_jsonl(tmp_path / "other.jsonl", [ROWS[0], ROWS[2]])

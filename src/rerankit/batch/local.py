@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..api import load
-from ..errors import InputError, no_such_file
+from ..errors import InputError, no_such_file, said_for
 from .io import input_format, read_lines, read_rows, write_rows
 from .ray import RayOptions, declared, ray_rows
 from .resume import BatchInterrupted, output_rows, skip_finished
@@ -56,7 +56,10 @@ def run_batch(
     An ``output`` that already holds rows is refused unless ``overwrite=True`` (start it
     again) or ``resume=True`` (JSON Lines only: skip the input rows already written, whose
     query ids and queries must match, drop a last line cut short, and append the rest;
-    ``note`` is told how many were skipped, and of a cut line dropped). Ctrl-C raises
+    ``note`` is told how many were skipped, how many of those hold an error, and of a cut
+    line dropped). Skipped rows with an error are not ranked again (``overwrite=True``
+    ranks every row again): the summary counts them as ``skipped_failures``, so its
+    ``exit_status`` says 1 or 3 while the output holds failed rows. Ctrl-C raises
     :class:`BatchInterrupted`, whose ``summary`` counts the rows written; those are whole
     lines, so a resumed run goes on from them."""
     settings, options = RayOptions.split(ray, options)  # checks batch_size and concurrency
@@ -71,8 +74,8 @@ def run_batch(
     if resume and not settings.preserve_order:
         raise InputError("resume=True needs the rows written in input order (preserve_order)")
     names = RowFields(query_field, query_id_field, candidates_field)
-    finished, keep = output_rows(output, resume=resume, overwrite=overwrite, names=names)
-    summary = BatchSummary(skipped=len(finished))
+    finished, keep, failed = output_rows(output, resume=resume, overwrite=overwrite, names=names)
+    summary = BatchSummary(skipped=len(finished), skipped_failures=failed)
 
     def blank(lineno: int) -> None:
         summary.blank_lines += 1
@@ -81,7 +84,14 @@ def run_batch(
     if finished:
         read = read_rows(path, blank) if path else rows
         rows = skip_finished(read, finished, output, path, names)
-        message = f"{output}: {len(finished)} rows already written, skipped; appending the rest"
+        message = f"{output}: {len(finished)} rows already written, skipped"
+        if failed:
+            again = said_for("overwrite=True", "--overwrite")
+            message += (
+                f" ({failed} of them with an error: not ranked again, and counted as failed; "
+                f"{again} ranks every row again)"
+            )
+        message += "; appending the rest"
         cut = Path(output).stat().st_size - keep
         if cut > 0:
             message += f" (a last line cut short, {cut} bytes, dropped: its row is run again)"

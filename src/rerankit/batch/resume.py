@@ -59,14 +59,14 @@ def _parquet_rows(path: Path) -> int | None:
 
 def finished_rows(
     path: str | Path, names: RowFields | None = None
-) -> tuple[list[tuple[Any, Any]], int]:
-    """The (query id, query) of each whole row of a JSON Lines batch output, and the byte
-    length of those rows: a last line without its newline (a run killed while writing it)
-    is not counted. A whole line that is not a JSON object means the file is not a batch
-    output: an error."""
+) -> tuple[list[tuple[Any, Any]], int, int]:
+    """The (query id, query) of each whole row of a JSON Lines batch output, the byte
+    length of those rows (a last line without its newline, of a run killed while writing
+    it, is not counted) and how many of them were written with an error. A whole line
+    that is not a JSON object means the file is not a batch output: an error."""
     data = Path(path).read_bytes()
     end = data.rfind(b"\n") + 1  # a cut last line (no newline) is left out
-    keys = []
+    keys, failed = [], 0
     for number, line in enumerate(data[:end].splitlines(), start=1):
         if not line.strip():
             continue
@@ -80,15 +80,18 @@ def finished_rows(
                 f"pass {_way('--overwrite', 'overwrite')} to start the file again"
             )
         keys.append(row_key(row, names))
-    return keys, end
+        failed += bool(row.get("error"))
+    return keys, end, failed
 
 
 def output_rows(
     path: str | Path, *, resume: bool, overwrite: bool, names: RowFields | None = None
-) -> tuple[list, int]:
-    """Check what a run may do with ``path``: the finished rows to skip and the bytes to
-    keep (none when it is absent, empty or overwritten). An existing non-empty output
-    without ``resume`` or ``overwrite`` is refused, naming its rows and both ways on."""
+) -> tuple[list, int, int]:
+    """Check what a run may do with ``path``: the finished rows to skip, the bytes to
+    keep (none when it is absent, empty or overwritten) and how many of those rows hold an
+    error (a resumed run does not rank them again: they count as failed). An existing
+    non-empty output without ``resume`` or ``overwrite`` is refused, naming its rows and
+    both ways on."""
     path = Path(path)
     if resume and overwrite:
         both = "give {} or {}, not both"
@@ -102,7 +105,7 @@ def output_rows(
             "appended to, and one whose run was killed cannot be read"
         )
     if overwrite or not path.is_file() or path.stat().st_size == 0:
-        return [], 0
+        return [], 0, 0
     if parquet:
         count = _parquet_rows(path)
         held = f"{count} rows" if count is not None else "rows (cut short: unreadable)"
@@ -110,14 +113,14 @@ def output_rows(
             f"{path} already holds {held}; pass {_way('--overwrite', 'overwrite')} to start "
             "it again, or write JSON Lines (.jsonl) to be able to --resume"
         )
-    keys, end = finished_rows(path, names)
+    keys, end, failed = finished_rows(path, names)
     if not resume:
         raise OutputHoldsRows(
             f"{path} already holds {len(keys)} rows; pass {_way('--resume', 'resume')} to "
             f"skip them and append the rest, or {_way('--overwrite', 'overwrite')} to start "
             "again"
         )
-    return keys, end
+    return keys, end, failed
 
 
 def skip_finished(

@@ -48,16 +48,23 @@ UNREADABLE_KEY = "_unreadable"  # why a JSON Lines line could not be read; becom
 
 FORMATS = ("jsonl", "parquet")
 
+#: ``rerankit batch``'s exit status when it finished but some (not all) rows failed
+SOME_ROWS_FAILED = 3
+
 
 @dataclass
 class BatchSummary:
     """What a batch run did: rows written, rows that failed (``error`` set), rows whose
     pipeline degraded, rows that ranked with ``warnings`` (``warned``), wall time, summed
     provider usage, and the first few errors; with ``resume``, the rows ``skipped``
-    (already in the output); ``interrupted`` when Ctrl-C (or SIGTERM) stopped it.
+    (already in the output) and how many of those hold an error (``skipped_failures``: a
+    resumed run does not rank them again); ``interrupted`` when Ctrl-C (or SIGTERM)
+    stopped it.
 
-    ``rerankit batch`` maps it to its exit status: 0 when no row failed, 3 when some did
-    (``0 < failures < rows``), 1 when every row failed (``failures == rows > 0``)."""
+    ``exit_status`` is ``rerankit batch``'s: 0 when no row of the output failed, 3 when
+    some did, 1 when every row did, counting the skipped rows too (``failures +
+    skipped_failures`` of ``rows + skipped``): a nightly job that always resumes still
+    exits 1 or 3 while its output holds failed rows."""
 
     rows: int = 0
     failures: int = 0
@@ -69,6 +76,14 @@ class BatchSummary:
     interrupted: bool = False
     warned: int = 0
     blank_lines: int = 0
+    skipped_failures: int = 0
+
+    @property
+    def exit_status(self) -> int:
+        failed = self.failures + self.skipped_failures
+        if not failed:
+            return 0
+        return 1 if failed == self.rows + self.skipped else SOME_ROWS_FAILED
 
     @property
     def rows_per_second(self) -> float:
@@ -96,6 +111,7 @@ class BatchSummary:
             "usage": dict(self.usage),
             "errors": list(self.errors),
             "skipped": self.skipped,
+            "skipped_failures": self.skipped_failures,
             "interrupted": self.interrupted,
             "blank_lines": self.blank_lines,
         }
@@ -108,7 +124,10 @@ class BatchSummary:
         if self.warned:
             text += f", {self.warned} with warnings"
         if self.skipped:
-            text += f"; {self.skipped} skipped (already written)"
+            text += f"; {self.skipped} skipped (already written"
+            if self.skipped_failures:
+                text += f", {self.skipped_failures} of them with an error"
+            text += ")"
         if self.blank_lines:
             text += f"; {self.blank_lines} blank lines skipped"
         if self.usage:

@@ -314,6 +314,34 @@ def add_embedding_cache_arguments(parser: Any) -> None:
     )
 
 
+def add_embedding_cache_if_asked_arguments(parser: Any, example: str, usually: str) -> None:
+    """``--embedding-cache`` and ``--no-embedding-cache`` of a command that keeps no
+    embeddings unless asked (``batch``, ``rank``: their documents are usually new; read by
+    :func:`embedding_cache_if_asked`): ``example``, when to keep them; ``usually``, why not."""
+    parser.add_argument(
+        "--embedding-cache",
+        default=None,
+        metavar="FILE",
+        help=f"SQLite file keeping document embeddings across runs, e.g. {example} (default: "
+        "$RERANKIT_EMBEDDING_CACHE, else the server $RERANKIT_CACHE_URL names, else none: "
+        f"{usually})",
+    )
+    parser.add_argument(
+        "--no-embedding-cache",
+        action="store_true",
+        help="keep no embeddings, even where $RERANKIT_EMBEDDING_CACHE names a file",
+    )
+
+
+def embedding_cache_if_asked(args: argparse.Namespace) -> None:
+    """What :func:`add_embedding_cache_if_asked_arguments` asked for, for every embedding
+    scorer built from here on: --embedding-cache FILE, no file with --no-embedding-cache,
+    else as the environment says."""
+    choice = embedding_cache_choice(args)
+    if choice is not None:
+        os.environ[EMBEDDING_CACHE_ENV] = embedding_cache_file(choice) or ""
+
+
 def use_embedding_cache(args: argparse.Namespace) -> None:
     """Document embeddings cached on disk by default (read by every EmbeddingScorer built
     from here on), so every reranker of an evaluation, and the next evaluation, encode each
@@ -368,13 +396,12 @@ def add_max_queries_argument(parser: Any, *, old: str | None = None) -> None:
         add_old_spelling(parser, old, dest="max_queries", now="--max-queries", type=positive_int)
 
 
-def add_no_progress_argument(parser: Any) -> None:
-    """``--no-progress``: no progress on stderr (:func:`~rerankit.cli.console.progress_bar`)."""
+def add_no_progress_argument(parser: Any, default: str | None = None) -> None:
+    """``--no-progress``: no progress on stderr (:func:`~rerankit.cli.console.progress_bar`;
+    ``default`` words a command's own progress)."""
+    default = default or "default: a bar on a terminal, else a line now and then, as in a log file"
     parser.add_argument(
-        "--no-progress",
-        action="store_true",
-        help="print no progress on stderr (default: a bar on a terminal, else a line now and "
-        "then, as in a log file)",
+        "--no-progress", action="store_true", help=f"print no progress on stderr ({default})"
     )
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import shlex
 import signal
 import sys
@@ -18,7 +17,7 @@ from .._optional import require
 from ..batch import BatchInterrupted, BatchSummary, RayOptions, quiet_ray_logs, read_rows, run_batch
 from ..batch.beir import beir_rows
 from ..batch.resume import OutputHoldsRows
-from ..cache import EMBEDDING_CACHE_ENV, embedding_cache_file
+from ..batch.rows import SOME_ROWS_FAILED
 from ..errors import InputError
 from .args import (
     UsageError,
@@ -26,11 +25,12 @@ from .args import (
     add_backend_arguments,
     add_candidates_argument,
     add_data_argument,
+    add_embedding_cache_if_asked_arguments,
     add_first_stage_argument,
     add_language_argument,
     add_no_progress_argument,
     add_old_spelling,
-    embedding_cache_choice,
+    embedding_cache_if_asked,
     examples,
     given,
     non_negative_float,
@@ -122,9 +122,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             f"FOLDER), and the rows of {args.input} carry their own; cut or filter the rows "
             "instead",
         )
-    choice = embedding_cache_choice(args)  # none unless asked: a batch's rows are new
-    if choice is not None:  # (read by the embedding scorers built from here on)
-        os.environ[EMBEDDING_CACHE_ENV] = embedding_cache_file(choice) or ""
+    embedding_cache_if_asked(args)  # none unless asked: a batch's rows are new
     set_flags = {k: v for k, v in vars(args).items() if v is not None}  # Ray's: as given
     ray, _ = RayOptions.split(None, set_flags)
     progress = None if args.no_progress else RowProgress(None if stdin else total_rows(source))
@@ -174,16 +172,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
         print(f"  ... and {summary.failures - 3} more ({more})", file=sys.stderr)
     if args.summary:
         Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
-    failed = summary.failures + (summary.degraded if args.strict else 0)
     if args.strict and summary.degraded:
         print(f"  --strict: {summary.degraded} degraded row(s) count as failed", file=sys.stderr)
-    if not failed:
-        return 0
-    return 1 if failed == summary.rows else SOME_ROWS_FAILED
-
-
-#: ``batch``'s exit status when it finished but some (not all) rows failed
-SOME_ROWS_FAILED = 3
+        failed = summary.failures + summary.skipped_failures + summary.degraded
+        return 1 if failed == summary.rows + summary.skipped else SOME_ROWS_FAILED
+    return summary.exit_status
 
 
 def total_rows(source: Any) -> int | None:
@@ -372,26 +365,22 @@ def add_commands(sub: Any) -> None:
     add_field_arguments(bat, score_field=False)
     add_language_argument(bat)
     add_backend_arguments(bat)
-    bat.add_argument(
-        "--embedding-cache",
-        default=None,
-        metavar="FILE",
-        help="SQLite file keeping document embeddings across runs, e.g. to run the same rows "
-        "again (default: $RERANKIT_EMBEDDING_CACHE, else the server $RERANKIT_CACHE_URL "
-        "names, else none: a batch's documents are usually new)",
-    )
-    bat.add_argument(
-        "--no-embedding-cache",
-        action="store_true",
-        help="keep no embeddings, even where $RERANKIT_EMBEDDING_CACHE names a file",
+    add_embedding_cache_if_asked_arguments(
+        bat, "to run the same rows again", "a batch's documents are usually new"
     )
     bat.add_argument("--summary", default=None, help="also write the summary as JSON here")
-    add_no_progress_argument(bat)
+    add_no_progress_argument(
+        bat,
+        "default: a line at most every 10 seconds, on a terminal or not, with the rows done, "
+        "rows/s, failures and the time left; none after the last row: the summary follows",
+    )
     bat.add_argument(
         "--resume",
         action="store_true",
         help="--out already holds the first rows of this input (a run stopped by Ctrl-C or "
-        "killed): skip them and append the rest (JSON Lines only)",
+        "killed): skip them and append the rest (JSON Lines only); rows written with an "
+        "error are not ranked again and count as failed (exit 3 or 1): --overwrite ranks "
+        "every row again",
     )
     bat.add_argument(
         "--overwrite",

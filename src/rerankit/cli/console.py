@@ -79,18 +79,18 @@ class RowProgress:
     """``batch``'s progress on stderr, called after each row written: a line at most every
     :data:`ROWS_EVERY` seconds, on a terminal or in a log alike (``rerankit: batch: 120/2000
     rows, 0.4 rows/s, 2 failed, about 1h18m left``; the total and time left when the
-    number of input rows is known). Never on stdout."""
+    number of input rows is known). None once the last row is written: the summary
+    follows. Never on stdout."""
 
     def __init__(self, total: int | None, skipped: int = 0) -> None:
         self.total, self.skipped = total, skipped
         self.start = self.last = time.perf_counter()
 
     def __call__(self, summary: Any) -> None:
-        now = time.perf_counter()
-        if now - self.last < ROWS_EVERY:
+        now, done = time.perf_counter(), summary.rows + summary.skipped
+        if now - self.last < ROWS_EVERY or (self.total and done >= self.total):
             return
-        self.last = now
-        done, rate = summary.rows + summary.skipped, summary.rows / max(now - self.start, 1e-9)
+        self.last, rate = now, summary.rows / max(now - self.start, 1e-9)
         text = f"{done}/{self.total} rows" if self.total else f"{done} rows"
         text += f", {rate:.2f} rows/s, {summary.failures} failed"
         if self.total and rate > 0 and self.total >= done:

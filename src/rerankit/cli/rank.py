@@ -21,9 +21,11 @@ from ..scorers.cross_encoder import OUTPUTS
 from ..scorers.local import LocalModelScorer
 from .args import (
     add_backend_arguments,
+    add_embedding_cache_if_asked_arguments,
     add_language_argument,
     add_old_spelling,
     add_refused_flag,
+    embedding_cache_if_asked,
     examples,
     given,
     positive_int,
@@ -90,6 +92,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
     if args.input != "-":
         need_file(args.input, "--input", "the documents to rank")
     need_reranker(args.reranker)
+    embedding_cache_if_asked(args)  # none unless asked: a ranking's documents are new
     reranker = reranker_from(args)  # a bad pipeline file is reported before reading input
     if args.input == "-":
         if sys.stdin is None:
@@ -319,6 +322,9 @@ def add_commands(sub: Any) -> None:
     add_field_arguments(rank)
     add_language_argument(rank)
     add_backend_arguments(rank)
+    add_embedding_cache_if_asked_arguments(
+        rank, "eval's candidates ranked again", "the documents are usually new"
+    )
     add_refused_flag(
         rank, "--out", why=f"rank writes to standard output; redirect it: > FILE ({TO_A_FILE})"
     )
