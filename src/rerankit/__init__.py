@@ -83,6 +83,15 @@ _MOVED = {
     "normalize_scores": "rerankit.normalize",
 }
 
+#: names removed after a deprecation, and what replaces them
+_REMOVED = {
+    "get_reranker": "rerankit.load(name)",
+    "hybrid_reranker": "rerankit.rerankers.HybridReranker",
+    "onnx_models": "rerankit.backends.onnx",
+    "learn": "rerankit.scorers.learned and rerankit.training.ltr",
+    "train": "rerankit.training.embedding",
+}
+
 #: the package's parts, imported when first reached as ``rerankit.<part>``
 _PARTS = (
     "api",
@@ -138,6 +147,8 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(
             f"rerankit.{name} is not in the package's front door: from {_MOVED[name]} import {name}"
         )
+    if name in _REMOVED:
+        raise AttributeError(f"rerankit.{name} was removed: use {_REMOVED[name]}")
     raise AttributeError(f"module 'rerankit' has no attribute {name!r}")
 
 

@@ -44,6 +44,9 @@ def test_the_front_door_is_small_and_says_where_the_rest_lives():
         rerankit.BM25Scorer  # noqa: B018
     with pytest.raises(AttributeError, match=r"from rerankit\.cache import EmbeddingCache"):
         rerankit.EmbeddingCache  # noqa: B018
+    # a name removed after its deprecation says what replaces it
+    with pytest.raises(AttributeError, match=r"get_reranker was removed: use rerankit\.load"):
+        rerankit.get_reranker  # noqa: B018
     with pytest.raises(AttributeError, match="has no attribute 'nothing'"):
         rerankit.nothing  # noqa: B018
 
