@@ -276,7 +276,8 @@ def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
     note = calibration_note(rows)
     assert note.startswith("\nECE: how far the probability scores are")
     # a caller of the library is told the call, a user of the command the command
-    assert "for a:" in note and "rerankit.tune(DATA, candidates=100, calibrate=True" in note
+    assert "for a:" in note
+    assert "rerankit.training.tune(DATA, candidates=100, calibrate=True" in note
     assert "--calibrate" not in note
     with flags_first():
         said = calibration_note(rows)
@@ -284,7 +285,7 @@ def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
     # the evaluation's own data, first stage and candidates: no placeholder for the user
     ran = {"data": Path("my data"), "first_stage": "run.jsonl", "candidates": 20}
     assert calibration_note(rows, ran).endswith(
-        'rerankit.tune("my data", first_stage="run.jsonl", candidates=20, calibrate=True, '
+        'rerankit.training.tune("my data", first_stage="run.jsonl", candidates=20, calibrate=True, '
         'out="calibrated.toml")'
     )
     with flags_first():

@@ -83,7 +83,7 @@ def test_tune_returns_the_verdict_the_spec_and_the_figures_the_command_prints(
     # but for the refit advice: a call for the library's caller, a command for the shell
     # on this data, its first stage (the default: not named) and its candidates
     account = account.replace(
-        f'rerankit.tune("{data}", candidates=10, calibrate=True, out="calibrated.toml")',
+        f'rerankit.training.tune("{data}", candidates=10, calibrate=True, out="calibrated.toml")',
         f"rerankit tune --data {data} --candidates 10 --calibrate --out calibrated.toml",
     )
     assert _untimed(printed) == _untimed(account.replace("| python |", "| cli |") + "\n")

@@ -45,14 +45,14 @@ def refit_call(
     max_queries: int | None = None,
 ) -> str:
     """How to refit a pipeline's probabilities on ``data`` with the same ``first_stage``,
-    ``candidates`` and ``max_queries``: the :func:`rerankit.tune` call, or within
+    ``candidates`` and ``max_queries``: the :func:`rerankit.training.tune` call, or within
     :func:`~rerankit.errors.flags_first` the ``rerankit tune`` command (``first_stage`` left
     out when it is the default, ``auto``; ``DATA`` when the folder is not known, as for a
     Dataset built in Python)."""
     folder = "DATA" if data is None else os.fspath(data)
     default = first_stage in ("auto", None)
     python = (
-        f"rerankit.tune({'DATA' if data is None else json.dumps(folder)}"
+        f"rerankit.training.tune({'DATA' if data is None else json.dumps(folder)}"
         + ("" if default else f", first_stage={json.dumps(first_stage)}")
         + f", candidates={candidates}"
         + (f", max_queries={max_queries}" if max_queries else "")
