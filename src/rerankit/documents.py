@@ -38,7 +38,7 @@ from dataclasses import dataclass, fields, replace
 from numbers import Real
 from typing import Any
 
-from .errors import InputError, InvalidDocumentError, keyword_flag
+from .errors import InputError, InvalidDocumentError, keyword_flag, text_field_hint
 from .titles import TITLE, document_title, titled_text
 from .types import Document, RankedDocument, repeated_ids
 
@@ -192,7 +192,8 @@ class _Adapter:
             fields = ", ".join(map(repr, list(item)[:8])) or "none"
             return self.missing(
                 i,
-                f"missing text field {self.text_field!r} (fields present: {fields})",
+                f"missing text field {self.text_field!r} (fields present: {fields})"
+                + text_field_hint(),
                 self.text_field,
             )
         text = item[self.text_field]

@@ -52,6 +52,7 @@ __all__ = [
     "said_for",
     "serving",
     "strip_location",
+    "text_field_hint",
 ]
 
 
@@ -164,6 +165,15 @@ def said_for(python: str, command_line: str, service: str | None = None) -> str:
     if service is not None and _SERVING.get():
         return service
     return command_line if _FLAGS_FIRST.get() else python
+
+
+def text_field_hint() -> str:
+    """How to name the field that holds a document's text, in the words of the surface."""
+    return said_for(
+        "; name yours with text_field='NAME' (or several: text_fields=[...])",
+        "; name yours with --text-field NAME (or several: --text-fields A,B)",
+        "",  # the service: its request format says what to send
+    )
 
 
 def _as_typed(value: object) -> str:

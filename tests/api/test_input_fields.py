@@ -116,6 +116,10 @@ def test_an_error_from_the_blocking_rerank_carries_no_event_loop_error_in_its_ch
     part of an error the rerank itself raises (a traceback would show it first)."""
     with pytest.raises(InvalidDocumentError, match="missing text field 'text'") as err:
         rerankit.rerank("vaccines", [{"content": "vaccines train cells"}], reranker="bm25")
+    # the fix in Python's words (the command line names --text-field)
+    assert str(err.value).endswith(
+        "; name yours with text_field='NAME' (or several: text_fields=[...])"
+    )
     chain, exc = [], err.value
     while exc is not None:
         chain.append(exc)

@@ -146,6 +146,7 @@ def test_v1_object_documents_and_rank_fields(live):
     assert r.status_code == 422 and r.json()["message"].startswith(
         "invalid request: documents.0.text: missing text field 'text'"
     )
+    assert "text_field=" not in r.json()["message"]  # the fix in the request's own words
 
 
 @pytest.mark.parametrize("query", ["\u0085\u0085", "\u001d\u001d", " \t\n", "\u3000"])

@@ -23,7 +23,9 @@ def field_list(value: str) -> tuple[str, ...]:
 def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:
     """The flags of :class:`~rerankit.InputFields` (how documents are read and results
     written), the same for every command that reads documents."""
-    parser.add_argument("--text-field", default="text", help="object field holding the text")
+    parser.add_argument(
+        "--text-field", default="text", help="object field holding the text (default text)"
+    )
     parser.add_argument(
         "--text-fields",
         default=None,

@@ -199,8 +199,6 @@ def located(exc: InvalidDocumentError, source: str, lines: list[int | None]) -> 
     line = lines[exc.index]
     where = f":{line}" if line is not None else f": item {exc.index + 1} of the JSON array"
     detail = str(exc).removeprefix(f"document {exc.index}: ")
-    if detail.startswith("missing text field"):  # what to type, on the command line
-        detail += "; name yours with --text-field NAME (or several: --text-fields A,B)"
     return InvalidDocumentError(f"{source}{where}: {detail}", index=exc.index, field=exc.field)
 
 

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ...documents import TITLE, Document, InputFields
-from ...errors import InvalidDocumentError
+from ...errors import InvalidDocumentError, serving
 from ...types import RerankResult
 from ..settings import ServerSettings
 from . import base
@@ -82,7 +82,8 @@ def read_documents(body: Any, hint: str = "") -> list[Document]:
         first_stage_field=body.first_stage_field, title_field=body.title_field or TITLE
     )
     try:
-        return fields.read(body.documents)
+        with serving():  # a missing field's fix is the request's (below), not text_field=
+            return fields.read(body.documents)
     except InvalidDocumentError as exc:
         present = exc.field in body.documents[exc.index]  # a dict: a string always reads
         if names or exc.field != "text" or present:  # the hint is for a missing text only
