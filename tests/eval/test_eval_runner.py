@@ -300,6 +300,19 @@ def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
     with flags_first():  # an evaluation on the first N queries: the refit on as many
         said = calibration_note(rows, {**ran, "first_stage": "auto", "max_queries": 30})
     assert "--candidates 20 --max-queries 30 --calibrate" in said
+    # a retriever's file holds the evaluated split's queries: the refit on its halves
+    with flags_first():
+        said = calibration_note(rows, {**ran, "split": "test"})
+    assert said.endswith(
+        "--first-stage run.jsonl --candidates 20 --train-split test:odd --test-split test:even "
+        "--calibrate --out calibrated.toml"
+    )
+    assert 'train_split="test:odd", test_split="test:even"' in calibration_note(
+        rows, {**ran, "split": "test"}
+    )
+    with flags_first():  # the default first stage reads the training split: no halves
+        said = calibration_note(rows, {**ran, "first_stage": "auto", "split": "test"})
+    assert "--train-split" not in said
     assert "candidates=20, max_queries=30, calibrate=True" in calibration_note(
         rows, {**ran, "max_queries": 30}
     )

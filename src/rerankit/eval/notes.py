@@ -43,19 +43,24 @@ def refit_call(
     first_stage: str = "auto",
     candidates: int = 100,
     max_queries: int | None = None,
+    split: str | None = None,
 ) -> str:
     """How to refit a pipeline's probabilities on ``data`` with the same ``first_stage``,
     ``candidates`` and ``max_queries``: the :func:`rerankit.training.tune` call, or within
     :func:`~rerankit.errors.flags_first` the ``rerankit tune`` command (``first_stage`` left
     out when it is the default, ``auto``; ``DATA`` when the folder is not known, as for a
-    Dataset built in Python)."""
+    Dataset built in Python). A retriever's file usually holds the evaluated ``split``'s
+    queries alone, so with one the refit is on that split's halves (``SPLIT:odd`` to fit,
+    ``SPLIT:even`` to check)."""
     folder = "DATA" if data is None else os.fspath(data)
     default = first_stage in ("auto", None)
+    halves = None if default or not split or ":" in split else (f"{split}:odd", f"{split}:even")
     python = (
         f"rerankit.training.tune({'DATA' if data is None else json.dumps(folder)}"
         + ("" if default else f", first_stage={json.dumps(first_stage)}")
         + f", candidates={candidates}"
         + (f", max_queries={max_queries}" if max_queries else "")
+        + (f', train_split="{halves[0]}", test_split="{halves[1]}"' if halves else "")
         + ', calibrate=True, out="calibrated.toml")'
     )
     command = (
@@ -63,6 +68,7 @@ def refit_call(
         + ("" if default else f" --first-stage {shlex.quote(first_stage)}")
         + f" --candidates {candidates}"
         + (f" --max-queries {max_queries}" if max_queries else "")
+        + (f" --train-split {halves[0]} --test-split {halves[1]}" if halves else "")
         + " --calibrate --out calibrated.toml"
     )
     return said_for(python, command)

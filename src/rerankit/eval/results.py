@@ -192,6 +192,7 @@ class CollectionEvaluation:
             "first_stage": self.first_stage_given,
             "candidates": self.candidates,
             "max_queries": self.meta.get("max_queries"),
+            "split": self.meta.get("split"),
         }
         text = f"{self.header()}\n\n{format_table(self.rows, self.meta['k'], refit)}"
         notes = self.notes()
