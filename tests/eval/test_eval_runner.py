@@ -300,6 +300,9 @@ def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
     with flags_first():  # an evaluation on the first N queries: the refit on as many
         said = calibration_note(rows, {**ran, "first_stage": "auto", "max_queries": 30})
     assert "--candidates 20 --max-queries 30 --calibrate" in said
+    # in tune's report the calibrated file is that refit: named, no command to write it again
+    note = calibration_note(rows, {**ran, "refitted": "calibrated"})
+    assert note.endswith("as here: calibrated is that refit") and "tune" not in note
     # a retriever's file holds the evaluated split's queries: the refit on its halves
     with flags_first():
         said = calibration_note(rows, {**ran, "split": "test"})

@@ -91,12 +91,18 @@ def calibration_note(
         for r in rows
         if (r.get("ece") or 0.0) > ECE_REFIT and not r.get("degraded_queries")
     ]
+    refit = dict(refit or {})
+    refitted = refit.pop("refitted", None)  # the pipeline that is that refit (tune's report)
     if off:
         note += (
             f" Above {ECE_REFIT:g} for {', '.join(off)}: this data's share of relevant "
             "candidates differs from the one they were calibrated on; refit before relying on "
             "a threshold, on judged queries with the same first stage and number of candidates "
-            "as here: " + refit_call(**(refit or {}))
+            + (
+                f"as here: {refitted} is that refit"
+                if refitted and refitted not in off
+                else "as here: " + refit_call(**refit)
+            )
         )
     return note
 

@@ -260,6 +260,8 @@ def _report_on_test(
         f"{first_stage_label(test, opts.first_stage)}, {depth_label(depth, opts.candidates)}\n"
     )
     refit = {"data": opts.data, "first_stage": opts.first_stage, "candidates": opts.candidates}
+    if opts.calibrate:  # the file written is that refit: no advice to write it again
+        refit["refitted"] = path.stem
     report.say(format_table(rows, depth, refit))
     note = latency_note(rows)  # from the embedding cache's counts: said only when true
     if note:
