@@ -55,22 +55,25 @@ def refit_call(
     folder = "DATA" if data is None else os.fspath(data)
     default = first_stage in ("auto", None)
     halves = None if default or not split or ":" in split else (f"{split}:odd", f"{split}:even")
-    python = (
-        f"rerankit.training.tune({'DATA' if data is None else json.dumps(folder)}"
-        + ("" if default else f", first_stage={json.dumps(first_stage)}")
-        + f", candidates={candidates}"
-        + (f", max_queries={max_queries}" if max_queries else "")
-        + (f', train_split="{halves[0]}", test_split="{halves[1]}"' if halves else "")
-        + ', calibrate=True, out="calibrated.toml")'
+    options: list[tuple[str, object]] = [] if default else [("first_stage", first_stage)]
+    options.append(("candidates", candidates))
+    if max_queries:
+        options.append(("max_queries", max_queries))
+    if halves:
+        options += [("train_split", halves[0]), ("test_split", halves[1])]
+    options += [("calibrate", True), ("out", "calibrated.toml")]
+    python = ", ".join(
+        [folder if data is None else json.dumps(folder)]
+        + [f"{k}={json.dumps(v) if isinstance(v, str) else v}" for k, v in options]
     )
-    command = (
-        f"rerankit tune --data {shlex.quote(folder) if data is not None else folder}"
-        + ("" if default else f" --first-stage {shlex.quote(first_stage)}")
-        + f" --candidates {candidates}"
-        + (f" --max-queries {max_queries}" if max_queries else "")
-        + (f" --train-split {halves[0]} --test-split {halves[1]}" if halves else "")
-        + " --calibrate --out calibrated.toml"
+    command = " ".join(
+        ["rerankit tune --data", shlex.quote(folder) if data is not None else folder]
+        + [
+            "--" + k.replace("_", "-") + ("" if v is True else f" {shlex.quote(str(v))}")
+            for k, v in options
+        ]
     )
+    python = f"rerankit.training.tune({python})"
     return said_for(python, command)
 
 
