@@ -137,10 +137,13 @@ class Pipeline(Reranker):
 
     @property
     def score_scale(self) -> str:
-        """The scoring stages' common scale (rules keep scores as they are), else
-        ``relative``: every document's score then means the same whichever stage gave it."""
-        scales = {s.step.score_scale for s in self.stages if not isinstance(s.step, Rule)}
-        return scales.pop() if len(scales) == 1 else "relative"
+        """The last scoring stage's scale (rules keep scores as they are; ``relative`` when
+        no stage scores): what a result says when it returns only documents that stage
+        scored (a ``top_k`` within its documents, as a cascade's answers are). A result
+        says ``relative`` when it reaches documents an earlier stage on another scale left
+        behind, and the earlier stage's scale when the last one scored nothing."""
+        scales = [s.step.score_scale for s in self.stages if not isinstance(s.step, Rule)]
+        return scales[-1] if scales else "relative"
 
     async def _rank(
         self,
