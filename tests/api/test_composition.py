@@ -80,7 +80,7 @@ def test_a_pipeline_says_the_scale_of_the_stages_that_scored_what_it_returns():
     assert top.score_scale == "unit" and [r.text for r in top] == ["b", "a", "c"]
     # d and e keep the first stage's probabilities: the scores returned mix two scales
     assert cascade.rerank("q", DOCS).score_scale == "relative"
-    assert cascade.score_scale == "relative"
+    assert cascade.score_scale == "unit"  # the last stage decides, as a top_k within it says
     assert (
         Pipeline([(first, 3), ScaledScorer("p", first.table, "probability")])
         .rerank("q", DOCS)

@@ -67,5 +67,5 @@ def test_rank_whose_last_stage_failed_keeps_the_earlier_stage_s_order_and_exits_
     assert "error:" not in err
     # each document's warning says what happened to it in a cascade: not scored 0.0
     doc = [line for line in err.splitlines() if "stage 'llm_pointwise': document 0" in line]
-    assert doc and doc[0].endswith("; it keeps the previous stage's score"), err
+    assert doc and doc[0].endswith("; it keeps the previous stage's score and place"), err
     assert "scored 0.0" not in err

@@ -154,3 +154,31 @@ def test_a_cascade_whose_provider_is_down_at_start_is_ready_and_says_it_falls_ba
             assert r.status_code == 200 and r.headers["x-rerankit-degraded"] == "true"
     said = [m.getMessage() for m in caplog.records if m.levelname == "WARNING"]
     assert any("ready, but its warm-up answer fell back to an earlier stage" in m for m in said)
+
+
+def test_a_cascade_is_described_on_the_scale_its_answers_say(client):
+    """/v1/models and /info give the last stage's scale (the judge's grade: unit, raw
+    grade10), what an answer within its documents says; a fallback answers the first
+    stage's (bm25: relative), which only the answer says."""
+    MODE["now"] = "ok"
+    entry = client.get("/info").json()["pipelines"]["cascade"]
+    model = next(m for m in client.get("/v1/models").json()["models"] if m["name"] == "cascade")
+    answer = client.post("/v2/rerank", json=ASK)
+    assert answer.headers["x-rerankit-scores"] == "unit"
+    assert entry["scores"] == model["scores"] == "unit"
+    assert entry["raw_scores"] == "grade10"
+
+
+def test_degraded_cause_names_the_failure_not_a_note_before_it(client):
+    """A query none of whose terms occurs in the documents: BM25 warns first (a note);
+    /info's degraded_cause names the judge's failure that degraded the answer."""
+    MODE["now"] = "500"
+    try:
+        r = client.post("/v2/rerank", json={**ASK, "query": "fail casc"})
+    finally:
+        MODE["now"] = "ok"
+    assert r.status_code == 200 and r.headers["x-rerankit-degraded"] == "true"
+    assert "no query term occurs" in r.json()["meta"]["warnings"][0]
+    cause = client.get("/info").json()["pipelines"]["cascade"]["degraded_cause"]
+    assert cause.startswith("stage 'llm_pointwise': document 0"), cause
+    assert "no score" in cause

@@ -37,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 #: the key, within an explanation row being built, of the stage that wrote it
 STAGE = "_stage"
+#: how a per-document warning of a stage ends for a document an earlier stage scored and
+#: this one could not (where the scorer alone would say it scored 0.0)
+KEPT = "it keeps the previous stage's score and place"
 
 
 @dataclass
@@ -101,8 +104,11 @@ class Pipeline(Reranker):
     last stage's documents, or stages on one scale), else ``relative``. ``timings``
     gives each stage's seconds. A stage that raises, or scores nothing (every strategy failed,
     or the LLM provider failed for every document), leaves its documents the previous
-    stage's order, scores and scale, and marks the result degraded; a stage whose scorers
-    fail for some documents degrades by itself.
+    stage's order, scores and scale, and marks the result degraded. A stage whose LLM judge
+    fails for some documents (flagged ``llm_failed``) marks it degraded too: each of those
+    an earlier stage scored keeps that stage's score, scale and place (its position in the
+    previous order), and the documents the stage did score fill the other places in its
+    order, so a failure never demotes a document below the judged ones.
     """
 
     def __init__(self, stages: Sequence[Any], *, name: str = "pipeline") -> None:
@@ -131,10 +137,13 @@ class Pipeline(Reranker):
 
     @property
     def score_scale(self) -> str:
-        """The scoring stages' common scale (rules keep scores as they are), else
-        ``relative``: every document's score then means the same whichever stage gave it."""
-        scales = {s.step.score_scale for s in self.stages if not isinstance(s.step, Rule)}
-        return scales.pop() if len(scales) == 1 else "relative"
+        """The last scoring stage's scale (rules keep scores as they are; ``relative`` when
+        no stage scores): what a result says when it returns only documents that stage
+        scored (a ``top_k`` within its documents, as a cascade's answers are). A result
+        says ``relative`` when it reaches documents an earlier stage on another scale left
+        behind, and the earlier stage's scale when the last one scored nothing."""
+        scales = [s.step.score_scale for s in self.stages if not isinstance(s.step, Rule)]
+        return scales[-1] if scales else "relative"
 
     async def _rank(
         self,
@@ -258,8 +267,10 @@ class Pipeline(Reranker):
             return head, True
         # a rule's warnings name input positions already; a reranker's, its own list's
         said = [w if is_rule else _at(w, head) for w in sub.warnings]
+        # a document an earlier stage scored and this one could not keeps that score and place
+        earlier = any(last[i] is not None for i in head)
         scored.warnings.extend(
-            f"stage {stage.name!r}: {_kept(w) if sub.unusable else w}" for w in said
+            f"stage {stage.name!r}: {_kept(w) if sub.unusable or earlier else w}" for w in said
         )
         scored.degraded |= sub.degraded
         scored.add_usage(sub.usage)
@@ -275,8 +286,18 @@ class Pipeline(Reranker):
                 if r.flags:
                     scored.flags.setdefault(head[r.index], []).extend(r.flags)
             return head, sub.failed
+        stay = {r.index for r in sub if earlier and "llm_failed" in r.flags}
+        if stay:
+            scored.warnings.append(
+                f"stage {stage.name!r} could not score {len(stay)} of {len(head)} documents "
+                f"({_unscored(sorted(head[p] for p in stay))}); each keeps the previous "
+                "stage's score and place, the others fill the other places in this stage's order"
+            )
         for r in sub:
             i = head[r.index]
+            if r.index in stay:  # its flags say why; its score here is a placeholder
+                scored.flags.setdefault(i, []).extend(r.flags)
+                continue
             scored.final[i] = r.score
             scales[i], last[i] = sub.score_scale, stage.name
             assert isinstance(scored.link, list)
@@ -294,7 +315,8 @@ class Pipeline(Reranker):
                     target.setdefault(part, np.full(n, np.nan))[i] = value
             if r.flags:
                 scored.flags.setdefault(i, []).extend(r.flags)
-        return [head[r.index] for r in sub], False
+        judged = iter(r.index for r in sub if r.index not in stay)
+        return [head[p if p in stay else next(judged)] for p in range(len(head))], False
 
     @staticmethod
     def _mark_earlier_stages(scored: Scored, last: list[str | None]) -> None:
@@ -336,11 +358,20 @@ class Pipeline(Reranker):
 
 
 def _kept(warning: str) -> str:
-    """A scorer's per-document warning, told for a stage that scored nothing: the document
-    was not scored 0.0 but keeps the previous stage's score."""
+    """A scorer's per-document warning, told for a stage after one that scored the
+    document: it was not scored 0.0 but keeps the previous stage's score and place."""
     if warning.endswith(NO_SCORE):
-        return warning[: -len(NO_SCORE)] + "; it keeps the previous stage's score"
+        return warning[: -len(NO_SCORE)] + f"; {KEPT}"
     return warning
+
+
+def _unscored(at: list[int]) -> str:
+    """The input positions of the documents a stage could not score, as a warning names
+    them (``document 3``, ``documents [0, 3]``: at most ten, then how many more)."""
+    if len(at) == 1:
+        return f"document {at[0]}"
+    more = f" and {len(at) - 10} more" if len(at) > 10 else ""
+    return f"documents {at[:10]}{more}"
 
 
 _ONE = re.compile(r"\bdocument (\d+)\b")

@@ -26,7 +26,7 @@ from .formats.base import Call
 from .metrics import Metrics
 from .pipeline import FIRST_RETRY_SECONDS, ServedPipeline, run_abandoning
 from .settings import ServerSettings
-from .state import PipelineState, summary
+from .state import PipelineState, failure_cause, summary
 from .tokens import by_tokens, gather, tokens_of
 
 __all__ = ["FIRST_RETRY_SECONDS", "Admission", "PipelineState", "Service"]
@@ -420,7 +420,7 @@ class Service:
             pipeline.request_failed(why, f"{what}: {'; '.join(result.warnings)}")
             status = 500 if result.failed else 502  # else every LLM judgment failed: provider
             raise ServiceError(status, f"pipeline {name!r}: {why}")
-        pipeline.answered(result.warnings[0] if result.degraded and result.warnings else None)
+        pipeline.answered(failure_cause(result.warnings) if result.degraded else None)
         if result.degraded:
             self.metrics.degraded_answers.labels(name).inc()
         ended = time.monotonic()

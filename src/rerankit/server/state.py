@@ -10,7 +10,7 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-__all__ = ["FAILING_AFTER", "PipelineState", "one_line", "summary"]
+__all__ = ["FAILING_AFTER", "PipelineState", "failure_cause", "one_line", "summary"]
 
 #: a ready pipeline whose last this many requests failed in a row (no answer within the
 #: deadline, every strategy or every LLM judgment failed, an internal error) is ``failing``
@@ -39,15 +39,31 @@ def one_line(text: str) -> str:
     return _cut(re.sub(r"\s+", " ", text).strip(), MESSAGE_CHARS)
 
 
+#: what a warning that tells a failure says (a stage or a strategy that failed, a stage
+#: that scored nothing or ran out of time, a document left unjudged), as against a note (no
+#: query term in any candidate, a text cut) that may come before it
+_FAILURE = re.compile(
+    r"\bfailed\b|\bno score\b|\bscored nothing\b|\bcould not score\b"
+    r"|\bunreadable answer\b|\bdid not finish\b"
+)
+
+
+def failure_cause(warnings: list[str] | tuple[str, ...]) -> str | None:
+    """The warning that says why a result is degraded or failed: the first that tells a
+    failure, else the first of all (None when there is none)."""
+    return next((w for w in warnings if _FAILURE.search(w)), warnings[0] if warnings else None)
+
+
 def summary(what: str, warnings: list[str]) -> str:
     """One line for a result that carries no ranking: the kind of failure (``what``) and
-    its first cause (the first warning), with how many more warnings there were (the log
+    its cause (:func:`failure_cause`), with how many more warnings there were (the log
     has them all at debug level)."""
-    if not warnings:
+    cause = failure_cause(warnings)
+    if cause is None:
         return one_line(what)
     more = len(warnings) - 1
     tail = f" (and {more} more warning{'s' if more > 1 else ''})" if more else ""
-    first = one_line(f"{what}: {warnings[0]}")
+    first = one_line(f"{what}: {cause}")
     return _cut(first, MESSAGE_CHARS - len(tail)) + tail
 
 
