@@ -151,6 +151,11 @@ def check_port_free(host: str, port: int) -> None:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    if args.check:  # the settings are checked by `rerankit check`, which takes them too
+        raise UsageError(
+            f"serve has no --check: `rerankit check {args.settings or 'FILE'}` checks a "
+            "settings file (every pipeline it serves, as serve builds them) without serving"
+        )
     need_file(args.settings, "--settings", "the service's settings file")
     need_reranker(args.reranker)
     need_model(args.model, "--model", "a model folder")
@@ -270,4 +275,5 @@ def add_commands(sub: Any) -> None:
         help="the service's log level, rerankit's and uvicorn's (default info, or debug "
         "with -vv); each request's access line is info, so warning drops them",
     )
+    srv.add_argument("--check", action="store_true", help=argparse.SUPPRESS)  # said: use check
     srv.set_defaults(func=cmd_serve)
