@@ -44,7 +44,9 @@ def test_a_file_that_is_not_there_is_a_usage_error_as_every_command_says_it(tmp_
     good.write_text(GOOD)
     assert main(["check", str(good), str(absent)]) == 2  # before any file is checked
     got = capsys.readouterr()
-    assert got.err == f"rerankit check: error: {absent}: no such file (a pipeline or settings file)\n"
+    assert (
+        got.err == f"rerankit check: error: {absent}: no such file (a pipeline or settings file)\n"
+    )
     assert got.out == ""
 
 
