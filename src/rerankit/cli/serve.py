@@ -13,6 +13,7 @@ from ..api import PIPELINE_SUFFIXES
 from ..config import read_pipeline, read_spec
 from ..errors import ConfigError, InputError, in_file
 from ..server import serve
+from ..server.logs import log_formatter
 from ..server.settings import (
     API_KEY_ENV,
     ServerSettings,
@@ -21,7 +22,6 @@ from ..server.settings import (
     on_backend,
     settings_beside,
 )
-from ..server.workers import LOG_FORMAT
 from .args import (
     UsageError,
     add_backend_arguments,
@@ -163,7 +163,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     check_port_free(args.host, args.port)
     level = args.log_level or ("debug" if getattr(args, "verbose", 0) > 1 else "info")
     if not logging.getLogger().handlers:
-        logging.basicConfig(format=LOG_FORMAT)
+        handler = logging.StreamHandler()  # (stderr) each line with its time, ISO 8601
+        handler.setFormatter(log_formatter())
+        logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(level.upper())
     serve(
         settings,
