@@ -145,8 +145,10 @@ def check_port_free(host: str, port: int) -> None:
             probe.bind((host, port))
         except OSError as exc:
             raise InputError(
-                f"cannot listen on {host}:{port}: {exc.strerror or exc} (is another service "
-                "on that port? choose another with --port)"
+                f"cannot listen on {host}:{port}: {exc.strerror or exc} (restarting a "
+                "replica on this port? wait until the old process has exited: after SIGTERM "
+                "it serves for shutdown_delay, then finishes its requests; another service "
+                "on the port? choose another with --port)"
             ) from None
 
 
