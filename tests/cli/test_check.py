@@ -44,7 +44,9 @@ def test_a_file_that_is_not_there_is_a_usage_error_as_every_command_says_it(tmp_
     good.write_text(GOOD)
     assert main(["check", str(good), str(absent)]) == 2  # before any file is checked
     got = capsys.readouterr()
-    assert got.err == f"rerankit check: error: {absent}: no such file (a pipeline file)\n"
+    assert (
+        got.err == f"rerankit check: error: {absent}: no such file (a pipeline or settings file)\n"
+    )
     assert got.out == ""
 
 
@@ -75,24 +77,45 @@ def test_a_file_without_a_name_is_named_as_serve_and_eval_name_it(tmp_path, caps
     assert [pipeline_name(str(hub)), pipeline_name(str(named))] == ["hub", "cascade"]
 
 
-def test_a_service_settings_file_is_said_to_be_one_and_where_it_goes(tmp_path, capsys):
-    """check (and rank -r) given the service's settings: not "give exactly one of reranker,
-    scorer, ..." but that it takes pipeline files, and that serve --settings reads this."""
+def test_a_service_settings_file_is_checked_pipeline_by_pipeline_as_serve_builds_it(
+    tmp_path, capsys
+):
+    """check given the service's settings (ops checks it before a rolling restart, rather
+    than learn of its mistake once the old replica has stopped): each pipeline it serves
+    built as serve builds it (a pipeline file beside the settings), ok or its mistake named
+    with the pipeline, status 1 on any. rank -r still says it takes pipeline files."""
+    (tmp_path / "cascade.toml").write_text(GOOD)
     settings = tmp_path / "settings.toml"
-    settings.write_text('[server]\nport = 8080\n\n[pipelines.fast]\nreranker = "bm25"\n')
-    assert main(["check", str(settings)]) == 1
-    err = capsys.readouterr().err
-    assert err == (
-        f"{settings}: this is the service's settings file ([server], [pipelines]), not a "
-        "pipeline file: `rerankit check` takes pipeline files (a reranker, scorer, scorers, "
-        f"rule or stages at the top); `rerankit serve --settings {settings}` reads settings, "
-        "and says their mistakes before it starts\n"
+    settings.write_text(
+        '[server]\ntimeout = 10\n\n[pipelines.fast]\nreranker = "bm25"\n\n'
+        '[pipelines.casc]\nreranker = "cascade.toml"\n\n'
+        '[pipelines.typo]\nstages = [{ reranker = "bm25", kep = 5 }]\n'
     )
+    assert main(["check", str(settings)]) == 1
+    got = capsys.readouterr()
+    assert got.out.splitlines() == [
+        f"{settings}: ok: 'fast': bm25 (bm25); scores relative",
+        f"{settings}: ok: 'casc': lexical: bm25 (bm25), keeps 10 -> fuse: fuse (jaccard, "
+        "bm25) -> deduplicate: rule deduplicate; scores relative",
+    ]
+    assert got.err.startswith(f"{settings}: pipeline 'typo': ")
+    assert "no key 'kep' (did you mean 'keep'?)" in got.err
+    (tmp_path / "fixed.toml").write_text(settings.read_text().replace("kep", "keep"))
+    assert main(["check", str(tmp_path / "fixed.toml")]) == 0  # every pipeline ok
+    assert capsys.readouterr().err == ""
+    bad_server = tmp_path / "server.toml"
+    bad_server.write_text('[server]\ntimeot = 10\n\n[pipelines.fast]\nreranker = "bm25"\n')
+    assert main(["check", str(bad_server)]) == 1  # its [server] table, as serve says it
+    assert "timeot" in capsys.readouterr().err
     docs = tmp_path / "docs.jsonl"
     docs.write_text('"solar power"\n')
     assert main(["rank", "-q", "solar", "-i", str(docs), "-r", str(settings)]) == 1
     err = capsys.readouterr().err
     assert "not a pipeline file: --reranker takes pipeline files" in err
+    assert f"`rerankit check {settings}` checks every pipeline it serves" in err
+    # serve --check is refused, pointing at check
+    assert main(["serve", "--settings", str(settings), "--check"]) == 2
+    assert f"`rerankit check {settings}` checks a settings file" in capsys.readouterr().err
     # a pipeline file with a mistake of its own is said as before
     broken = tmp_path / "broken.toml"
     broken.write_text('[stage]\ntype = "bm25"\n')

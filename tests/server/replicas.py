@@ -184,7 +184,7 @@ http {{
             proxy_next_upstream_tries 2;
             proxy_next_upstream_timeout 10s;
             proxy_read_timeout 60s;
-            client_max_body_size 5m;
+            client_max_body_size 6m;
         }}
     }}
 }}

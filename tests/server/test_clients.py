@@ -145,3 +145,36 @@ def test_the_integrations_pages_service_examples_run_as_written(live_server, tmp
     assert all(abs(a - b) > 0.01 for (_, a), (_, b) in zip(with_metadata, in_process, strict=True))
     shown = re.findall(r"# (\[\('d2'.*\])$", llamaindex, flags=re.M)
     assert shown == [str(text_alone)]  # the comment shows what it prints
+
+
+@pytest.mark.slow  # three interpreters importing the cohere SDK
+def test_the_cohere_example_takes_its_key_from_an_option_or_the_environment(live_server):
+    """examples/service/cohere_client.py against a service with keys: the key from --key or
+    $RERANKIT_API_KEY gets the ranking; without one, a line saying how to give it (it
+    ended in the SDK's traceback, its key hard-coded)."""
+    import sys
+
+    pytest.importorskip("cohere", reason="the example needs the cohere SDK (dev extra)")
+    script = str(REPO / "examples" / "service" / "cohere_client.py")
+    server = live_server(
+        ServerSettings(pipelines={"bm25": "bm25"}, default="bm25", api_keys=["k1"])
+    )
+    env = {k: v for k, v in os.environ.items() if k != "RERANKIT_API_KEY"}
+
+    def run(*args, **extra):
+        command = [sys.executable, script, server.url, *args]
+        return subprocess.run(
+            command, capture_output=True, text=True, timeout=120, env={**env, **extra}
+        )
+
+    try:
+        by_option, by_variable, without = run("--key", "k1"), run(RERANKIT_API_KEY="k1"), run()
+    finally:
+        server.stop()
+    for done in (by_option, by_variable):
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.split()[0] == "1"  # the B and T cells document
+    assert without.returncode == 1 and "Traceback" not in without.stderr
+    assert without.stderr.strip() == (
+        f"{server.url}: 401, no key given: pass --key KEY or set RERANKIT_API_KEY"
+    )

@@ -66,7 +66,15 @@ def test_refusals_say_why_and_when_to_come_back(client):
     body = {"query": "q", "documents": ["x" * 5000] * 20}
     r = client.post("/v2/rerank", headers=KEY, json=body)
     assert r.status_code == 413 and "bytes" in r.json()["message"]
+    assert "(max_body_bytes in the service's settings)" in r.json()["message"]  # the setting
+    chunks = iter([b'{"query": "q", "documents": ["', b"x" * 60_000, b'"]}'])  # no length
+    r = client.post(
+        "/v2/rerank", headers={**KEY, "content-type": "application/json"}, content=chunks
+    )
+    assert r.status_code == 413  # counted as it streams, said the same way
+    assert "(max_body_bytes in the service's settings)" in r.json()["message"]
     r = client.get("/health", headers={"x-long": "y" * 70_000})
     assert r.status_code == 431
+    assert "(max_header_bytes in the service's settings)" in r.json()["message"]
     r = client.post("/v2/rerank", headers=KEY, json={"query": "vaccines", "documents": ["a", "b"]})
     assert r.status_code == 200 and len(r.json()["results"]) == 2

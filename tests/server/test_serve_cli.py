@@ -620,3 +620,8 @@ def test_a_port_another_service_holds_is_said_before_any_model_loads():
     assert done.returncode != 0
     assert f"cannot listen on 127.0.0.1:{port}" in done.stderr, done.stderr[-2000:]
     assert "--port" in done.stderr and "terminate called" not in done.stderr
+    # a replica restarted on its port before the old process exited: wait, first
+    assert "restarting a replica on this port? wait until the old process has exited" in (
+        done.stderr
+    )
+    assert done.stderr.index("wait until") < done.stderr.index("choose another with --port")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -120,6 +121,13 @@ def test_after_sigterm_it_serves_for_the_delay_saying_stopping_then_exits_0(tmp_
         }
     assert stopped >= delay  # it served on for the whole delay before it stopped
     assert _ask(url)[0] == "refused"
+    # every line, rerankit's and uvicorn's (its own and the access lines), says when
+    log = (tmp_path / f"serve-{url.rsplit(':', 1)[1]}.log").read_text()
+    lines = log.splitlines()
+    when = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}[+-]\d\d:\d\d ")
+    assert lines and all(when.match(line) for line in lines), log
+    assert any(" rerankit.server.shutdown: " in line for line in lines), log
+    assert any('"GET /ready HTTP/1.1" 503' in line for line in lines), log
 
 
 @pytest.mark.parametrize(

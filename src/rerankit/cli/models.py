@@ -13,7 +13,6 @@ from typing import Any
 
 from .. import registry
 from .._optional import require
-from ..api import load, pipeline_name
 from ..backends.export import (
     cached_export,
     export,
@@ -21,19 +20,14 @@ from ..backends.export import (
     export_kind,
     onnx_cache_root,
 )
-from ..backends.hub import not_here
 from ..backends.manifest import is_exported, read_manifest
 from ..backends.quantize import SMOOTH_ALPHA
 from ..cache import cache_url, default_cache_dir
 from ..cache.redis_store import RedisStore
 from ..cache.sqlite import SQLiteStore
-from ..errors import InputError, RerankitError, no_such_file
-from ..ordering import Rule
-from ..rerankers import Pipeline
-from ..rerankers.hybrid import REWEIGHTED_NOTE
+from . import check as check_commands
 from .args import (
     MODEL_KINDS_SHOWN,
-    UsageError,
     examples,
     given,
     model_kind_name,
@@ -41,9 +35,16 @@ from .args import (
     refuse_unused,
     remember_defaults,
 )
-from .pipelines import settings_not_pipeline
+from .check import cmd_check, describe
 
-__all__ = ["add_commands", "cmd_cache", "cmd_check", "cmd_export", "cmd_rerankers"]
+__all__ = [
+    "add_commands",
+    "cmd_cache",
+    "cmd_check",
+    "cmd_export",
+    "cmd_rerankers",
+    "describe",
+]
 
 
 def cmd_rerankers(args: argparse.Namespace) -> int:
@@ -63,27 +64,6 @@ def cmd_rerankers(args: argparse.Namespace) -> int:
     return 0
 
 
-def describe(reranker: Any, name: str | None = None) -> str:
-    """One line on what a built reranker will run: its ``name`` (default: the reranker's
-    own), its stages, what each keeps, its scale."""
-
-    def step(x: Any) -> str:
-        if isinstance(x, Rule):
-            return f"rule {registry.name_of('rule', x) or type(x).__name__}"
-        return f"{x.name} ({', '.join(s.name for s in x.scorers()) or 'no scorer'})"
-
-    if isinstance(reranker, Pipeline):
-        keeps = {id(s): f", keeps {s.keep}" if s.keep else "" for s in reranker.stages}
-        body = " -> ".join(f"{s.name}: {step(s.step)}{keeps[id(s)]}" for s in reranker.stages)
-    else:
-        body = step(reranker)
-    steps = [s.step for s in reranker.stages] if isinstance(reranker, Pipeline) else [reranker]
-    weights = [w for x in steps if (w := getattr(x, "reweighted", None))]
-    said = ", ".join(f"{k} {round(v, 4):g}" for k, v in weights[0].items()) if weights else ""
-    note = REWEIGHTED_NOTE.format(weights=said) if weights else ""
-    return f"{name or reranker.name!r}: {body}; scores {reranker.score_scale}{note}"
-
-
 def needs_said(needs: Sequence[str]) -> str:
     """What an entry needs, as ``rerankers`` lists it: ``extra:`` once for several extras
     (``extra: learn and torch``), then anything else; ``nothing extra`` for nothing."""
@@ -92,33 +72,6 @@ def needs_said(needs: Sequence[str]) -> str:
     return "; ".join([*said, *(n for n in needs if not n.startswith("extra: "))]) or (
         "nothing extra"
     )
-
-
-def cmd_check(args: argparse.Namespace) -> int:
-    """Build each pipeline file as ``-r FILE`` would, without documents or loading models,
-    and name it as ``serve`` and ``eval`` do (:func:`~rerankit.cli.args.pipeline_name`),
-    warning of a model that is neither a folder nor in the local Hugging Face cache."""
-
-    for name in args.files:  # a file that is not there: a usage error, as every command says it
-        if not Path(name).exists():
-            raise UsageError(no_such_file(name, "a pipeline file"))
-    failed = 0
-    for name in args.files:
-        try:
-            reranker = load(Path(name))
-        except (InputError, RerankitError, ValueError, TypeError, OSError) as exc:
-            said = str(exc)  # with the file's name in front, once
-            said = said if said.startswith(f"{name}:") else f"{name}: {said}"
-            print(settings_not_pipeline(name, "`rerankit check`") or said, file=sys.stderr)
-            failed += 1
-            continue
-        print(f"{name}: ok: {describe(reranker, pipeline_name(name))}")
-        models = {getattr(scorer, "model_id", None) for scorer in reranker.scorers()}
-        for model in sorted(m for m in models if isinstance(m, str)):
-            warning = not_here(model)
-            if warning is not None:  # a hub id is legitimate: warned, not failed
-                print(f"{name}: warning: {warning}", file=sys.stderr)
-    return 1 if failed else 0
 
 
 #: what ``rerankit rerankers`` says after the names: the other things a reranker may be
@@ -343,20 +296,7 @@ def add_commands(sub: Any) -> None:
     )
     names.add_argument("--all", action="store_true", help="also list scorers, rules and clients")
     names.set_defaults(func=cmd_rerankers)
-    check = sub.add_parser(
-        "check",
-        help="check pipeline files without running them",
-        description="Build each pipeline file (.toml, .yaml, .json) as -r FILE would and say "
-        "what it runs, or the mistake (ConfigError: the stage, the key): no documents are "
-        "needed and no model is loaded (models load on first use, so a missing extra or a "
-        "model that cannot load shows then; a model that is neither a folder nor in the "
-        "local Hugging Face cache is warned of: it will be fetched from the hub). Exit "
-        "status 1 when any file has a mistake. The service's "
-        "settings file ([server], [pipelines.NAME]) is no pipeline file: `rerankit serve "
-        "--settings FILE` reads it and says its mistakes before it starts.",
-    )
-    check.add_argument("files", nargs="+", metavar="FILE", help="pipeline files")
-    check.set_defaults(func=cmd_check)
+    check_commands.add_commands(sub)
     cache = sub.add_parser(
         "cache",
         help="show or clear rerankit's caches",

@@ -20,6 +20,7 @@ from .args import UsageError, refuse_unused
 __all__ = [
     "MODEL_RERANKERS",
     "in_language",
+    "is_settings_file",
     "model_flags",
     "pipeline_name",
     "pipeline_spec",
@@ -129,22 +130,28 @@ _SETTINGS_KEYS = ("server", "pipelines", "cache")
 _PIPELINE_KEYS = ("stages", "reranker", "scorer", "scorers", "rule")
 
 
-def settings_not_pipeline(path: str | Path, given_to: str) -> str | None:
-    """What to say when ``path``, ``given_to`` a command that reads pipeline files, is the
-    service's settings file ([server], [pipelines.NAME] or [cache] at its top and no
-    stage): None for any other file, or one that cannot be read."""
+def is_settings_file(path: str | Path) -> bool:
+    """Whether ``path`` is the service's settings file: [server], [pipelines.NAME] or
+    [cache] at its top and no stage (False for one that cannot be read)."""
     if Path(path).suffix.lower() not in PIPELINE_SUFFIXES:
-        return None
+        return False
     try:
         spec = read_spec(path)
     except ConfigError:
+        return False
+    return bool(set(_SETTINGS_KEYS) & set(spec)) and not set(_PIPELINE_KEYS) & set(spec)
+
+
+def settings_not_pipeline(path: str | Path, given_to: str) -> str | None:
+    """What to say when ``path``, ``given_to`` a command that reads pipeline files, is the
+    service's settings file (:func:`is_settings_file`): None for any other file."""
+    if not is_settings_file(path):
         return None
-    if not set(_SETTINGS_KEYS) & set(spec) or set(_PIPELINE_KEYS) & set(spec):
-        return None
+    spec = read_spec(path)
     tables = ", ".join(f"[{k}]" for k in _SETTINGS_KEYS if k in spec)
     return (
         f"{path}: this is the service's settings file ({tables}), not a pipeline file: "
         f"{given_to} takes pipeline files (a reranker, scorer, scorers, rule or stages at the "
-        f"top); `rerankit serve --settings {path}` reads settings, and says their mistakes "
-        "before it starts"
+        f"top); `rerankit check {path}` checks every pipeline it serves, and `rerankit serve "
+        f"--settings {path}` serves them"
     )

@@ -13,6 +13,7 @@ from ..api import PIPELINE_SUFFIXES
 from ..config import read_pipeline, read_spec
 from ..errors import ConfigError, InputError, in_file
 from ..server import serve
+from ..server.logs import log_formatter
 from ..server.settings import (
     API_KEY_ENV,
     ServerSettings,
@@ -21,7 +22,6 @@ from ..server.settings import (
     on_backend,
     settings_beside,
 )
-from ..server.workers import LOG_FORMAT
 from .args import (
     UsageError,
     add_backend_arguments,
@@ -145,12 +145,19 @@ def check_port_free(host: str, port: int) -> None:
             probe.bind((host, port))
         except OSError as exc:
             raise InputError(
-                f"cannot listen on {host}:{port}: {exc.strerror or exc} (is another service "
-                "on that port? choose another with --port)"
+                f"cannot listen on {host}:{port}: {exc.strerror or exc} (restarting a "
+                "replica on this port? wait until the old process has exited: after SIGTERM "
+                "it serves for shutdown_delay, then finishes its requests; another service "
+                "on the port? choose another with --port)"
             ) from None
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    if args.check:  # the settings are checked by `rerankit check`, which takes them too
+        raise UsageError(
+            f"serve has no --check: `rerankit check {args.settings or 'FILE'}` checks a "
+            "settings file (every pipeline it serves, as serve builds them) without serving"
+        )
     need_file(args.settings, "--settings", "the service's settings file")
     need_reranker(args.reranker)
     need_model(args.model, "--model", "a model folder")
@@ -158,7 +165,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     check_port_free(args.host, args.port)
     level = args.log_level or ("debug" if getattr(args, "verbose", 0) > 1 else "info")
     if not logging.getLogger().handlers:
-        logging.basicConfig(format=LOG_FORMAT)
+        handler = logging.StreamHandler()  # (stderr) each line with its time, ISO 8601
+        handler.setFormatter(log_formatter())
+        logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(level.upper())
     serve(
         settings,
@@ -270,4 +279,5 @@ def add_commands(sub: Any) -> None:
         help="the service's log level, rerankit's and uvicorn's (default info, or debug "
         "with -vv); each request's access line is info, so warning drops them",
     )
+    srv.add_argument("--check", action="store_true", help=argparse.SUPPRESS)  # said: use check
     srv.set_defaults(func=cmd_serve)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .logs import uvicorn_log_config
+
 __all__ = ["uvicorn_config"]
 
 
@@ -21,7 +23,7 @@ def uvicorn_config(app: Any, settings: Any, **options: Any) -> Any:
         timeout_keep_alive=settings.keep_alive_seconds,
         limit_concurrency=settings.max_connections,
         h11_max_incomplete_event_size=settings.max_header_bytes,
-        **options,
+        **{"log_config": uvicorn_log_config(), **options},  # timed lines (see .logs)
     )
     config.rerankit_header_timeout = settings.header_timeout  # read by the protocol
     return config

@@ -118,7 +118,11 @@ async def read_body(request: Any, settings: ServerSettings) -> bytes:
             ) from exc
         size += len(chunk)
         if size > settings.max_body_bytes:
-            raise ServiceError(413, f"request body over {settings.max_body_bytes} bytes")
+            raise ServiceError(
+                413,
+                f"request body over {settings.max_body_bytes} bytes (max_body_bytes in the "
+                "service's settings)",
+            )
         chunks.append(chunk)
     return b"".join(chunks)
 

@@ -80,11 +80,21 @@ class _Guard:
         settings = self.settings
         header_bytes = sum(len(k) + len(v) + 4 for k, v in headers.raw)
         if header_bytes > settings.max_header_bytes:  # (uvicorn caps incomplete ones)
-            return error(431, f"request headers over {settings.max_header_bytes} bytes", path=path)
+            return error(
+                431,
+                f"request headers over {settings.max_header_bytes} bytes (max_header_bytes in "
+                "the service's settings)",
+                path=path,
+            )
         if method == "POST":
             size = headers.get("content-length")
             if size is not None and size.isdigit() and int(size) > settings.max_body_bytes:
-                return error(413, f"request body over {settings.max_body_bytes} bytes", path=path)
+                return error(
+                    413,
+                    f"request body over {settings.max_body_bytes} bytes (max_body_bytes in "
+                    "the service's settings)",
+                    path=path,
+                )
         needs_key = (
             path not in OPEN_PATHS
             and not path.startswith(OPEN_PREFIXES)

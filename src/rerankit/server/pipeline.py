@@ -104,6 +104,8 @@ class ServedPipeline:
         self.per_document: float | None = None
         self.service_time = 0.0
         self._texts = 0.0
+        #: when each running request got its slot (by slot): their ages count in shedding
+        self.running_since: dict[Any, float] = {}
 
     def build(self) -> None:
         """Build the pipeline now (models load later): a mistake in its spec stops the

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import math
 import threading
 import time
 from dataclasses import replace
@@ -26,6 +25,7 @@ from .formats.base import Call
 from .metrics import Metrics
 from .pipeline import FIRST_RETRY_SECONDS, ServedPipeline, run_abandoning
 from .settings import ServerSettings
+from .shedding import shed, too_late
 from .state import PipelineState, failure_cause, summary
 from .tokens import by_tokens, gather, tokens_of
 
@@ -39,8 +39,8 @@ class _Slot:
     work ends, or ``grace`` seconds after its deadline if the work is stuck in a thread that
     cannot be stopped (the thread runs on; the slot is free for others)."""
 
-    def __init__(self, service: Service, name: str) -> None:
-        self.service, self.name = service, name
+    def __init__(self, service: Service, name: str, running: dict[Any, float]) -> None:
+        self.service, self.name, self.running = service, name, running
         self.released = False
         self.freed_at = 0.0  # when freed before its work ended
 
@@ -48,6 +48,7 @@ class _Slot:
         if self.released:
             return
         self.released = True
+        self.running.pop(self, None)
         service = self.service
         task = asyncio.ensure_future(service.admission.release(self.name))
         service._releasing.add(task)
@@ -223,25 +224,12 @@ class Service:
         asyncio.get_running_loop().call_later(grace, free)
 
     def _shed(self, pipeline: ServedPipeline, documents: int, deadline: float) -> None:
-        """Refuse at once (503, ``Retry-After`` when the queue should have drained) a request
-        that would only wait in the queue to miss its deadline: the requests of its pipeline
-        ahead of it, at the pipeline's recent time per request over the slots it may hold,
-        plus its own expected work, do not fit in the time it has left. No work, and no
-        queue place, is spent on it."""
-        admission = self.admission
-        if admission.can_start(pipeline.name) or not pipeline.service_time:
-            return
-        ahead = admission.waiting_by[pipeline.name] + 1
-        wait = ahead * pipeline.service_time / admission.share
-        work = (pipeline.per_document or 0.0) * documents
-        if wait + work > deadline - time.monotonic():
+        """Refuse at once a request that would only wait in the queue to miss its
+        deadline (:func:`.shedding.shed`): no work, and no queue place, is spent on it."""
+        refused = shed(pipeline, self.admission, documents, deadline, self.settings.timeout)
+        if refused is not None:
             self.metrics.shed.labels(pipeline.name).inc()
-            raise ServiceError(
-                503,
-                f"not queued: about {wait:.1f} s of queue ahead and {work:.1f} s of work "
-                f"would not finish within the {self.settings.timeout:g} s deadline",
-                {"Retry-After": str(max(1, math.ceil(wait)))},
-            )
+            raise refused
 
     async def run(self, endpoint: str, call: Call, arrival: float | None = None) -> RerankResult:
         """Rerank ``call`` within one deadline: ``timeout`` seconds from ``arrival`` (the
@@ -346,14 +334,10 @@ class Service:
                 {"Retry-After": "1"},
             ) from exc
         expected = (pipeline.per_document or 0.0) * len(docs)  # (chunks, when split)
-        if deadline - time.monotonic() < expected:  # it would only be cancelled half-way
+        refused = too_late(name, expected, deadline, settings.timeout)
+        if refused is not None:  # it would only be cancelled half-way
             await self.admission.release(name)
-            raise ServiceError(
-                503,
-                f"not run: about {expected:.1f} s of work would not finish within the "
-                f"{settings.timeout:g} s deadline",
-                {"Retry-After": "1"},
-            )
+            raise refused
         # Work past its deadline, or whose client has gone, is cancelled: it stops at its
         # next await, and work not started on a thread (or waiting for a micro-batch) is
         # dropped (the request's ``abandoned`` is set). The slot is released when the task
@@ -377,7 +361,8 @@ class Service:
                 pipeline.reranker.arerank(call.query, docs, context=context or None),
                 name=f"rerankit-request:{name}",
             )
-        slot = _Slot(self, name)
+        slot = _Slot(self, name, pipeline.running_since)
+        pipeline.running_since[slot] = started  # its age counts in shedding until released
         task.add_done_callback(lambda t: self._finished(t, slot))
         late = False  # answered at the deadline with the stages that had ended
         try:

@@ -16,6 +16,7 @@ import signal
 import threading
 from typing import Any
 
+from .logs import LOG_FORMAT, log_formatter
 from .settings import ServerSettings
 from .shutdown import CUT_MARGIN, StopOnSignal
 
@@ -27,8 +28,6 @@ logger = logging.getLogger(__name__)
 SETTINGS_ENV = "RERANKIT_SERVE_SETTINGS"
 #: where it leaves its root logger's level, when that logger has a handler
 LOG_LEVEL_ENV = "RERANKIT_SERVE_LOG_LEVEL"
-#: the service's log lines: ``WARNING rerankit.server.app: ...``
-LOG_FORMAT = "%(levelname)s %(name)s: %(message)s"
 
 
 def app_from_environment() -> Any:
@@ -42,7 +41,7 @@ def app_from_environment() -> Any:
         # then): its lines go there too, as the parent's would; the library configures no
         # logging in a process it did not start
         handler = logging.StreamHandler()
-        handler.setFormatter(logging.Formatter(LOG_FORMAT))
+        handler.setFormatter(log_formatter())
         root.addHandler(handler)
         root.setLevel(int(level))
     settings = ServerSettings.from_mapping(json.loads(os.environ[SETTINGS_ENV]))

@@ -1,0 +1,80 @@
+"""Shedding: a request that would only wait in the queue to miss its deadline is refused
+before it queues, and one that got its slot too late to finish is not started. Both read
+the pipeline's recent time per request and per text scored (its moving averages) and the
+age of its running requests: a request already running longer than the recent average
+(a provider that stalled since) is expected to take at least that long, so a sudden stall
+sheds the requests that arrive while it lasts, not only once slow answers have been
+recorded. (Requests that arrived together, before any was seen to be slow, are queued: each
+waits for a slot until its deadline.)"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+from ..errors import ServiceError
+from .admission import Admission
+
+__all__ = ["request_seconds", "shed", "too_late"]
+
+
+def request_seconds(pipeline: Any, now: float) -> float:
+    """Seconds one request of ``pipeline`` is expected to hold its slot: its recent average
+    (``service_time``), or the age of its oldest running request (``running_since``: when
+    each started) when that is longer. 0 when neither is known."""
+    ages = [now - started for started in pipeline.running_since.values()]
+    return max([pipeline.service_time or 0.0, *ages])
+
+
+def _left(deadline: float, now: float, timeout: float) -> str:
+    return f"the {max(deadline - now, 0.0):.1f} s left of its {timeout:g} s deadline"
+
+
+def shed(
+    pipeline: Any,
+    admission: Admission,
+    documents: int,
+    deadline: float,
+    timeout: float,
+    now: float | None = None,
+) -> ServiceError | None:
+    """The 503 (with ``Retry-After``: when the queue should have drained) of a request of
+    ``pipeline`` with ``documents`` to score that would not start at once and would not
+    finish by ``deadline``: the requests ahead of it in its pipeline's queue, each
+    :func:`request_seconds` over the slots the pipeline may hold, then its own expected
+    work, do not fit in the time left. None when it may queue."""
+    now = time.monotonic() if now is None else now
+    if admission.can_start(pipeline.name):
+        return None
+    per_request = request_seconds(pipeline, now)
+    if not per_request:  # nothing known yet
+        return None
+    ahead = admission.waiting_by[pipeline.name] + 1
+    wait = ahead * per_request / admission.share
+    work = (pipeline.per_document or 0.0) * documents
+    if wait + work <= deadline - now:
+        return None
+    return ServiceError(
+        503,
+        f"pipeline {pipeline.name!r}: not queued: about {wait:.1f} s of queue ahead and "
+        f"{work:.1f} s of work would not finish in {_left(deadline, now, timeout)}",
+        {"Retry-After": str(max(1, math.ceil(wait)))},
+    )
+
+
+def too_late(
+    name: str, expected: float, deadline: float, timeout: float, now: float | None = None
+) -> ServiceError | None:
+    """The 503 of a request of pipeline ``name`` that got its slot with less time left
+    before ``deadline`` than its ``expected`` seconds of work (it would only be cancelled
+    half-way); None when it may run."""
+    now = time.monotonic() if now is None else now
+    if deadline - now >= expected:
+        return None
+    return ServiceError(
+        503,
+        f"pipeline {name!r}: not run: about {expected:.1f} s of work would not finish in "
+        f"{_left(deadline, now, timeout)}",
+        {"Retry-After": "1"},
+    )

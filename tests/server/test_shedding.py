@@ -1,0 +1,98 @@
+"""Shedding under a sudden stall: a request running longer than the pipeline's recent
+time per request makes the estimate of the queue ahead that long, so requests arriving
+while it stalls are refused at once (503, counted in ``rerankit_shed_total``) rather than
+queued to wait out their deadline. Driven on the service itself, the stall held by an
+event: only the stalled request's age is timed, and only ever errs towards shedding."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
+
+from rerankit import register_reranker
+from rerankit.errors import ServiceError
+from rerankit.rerankers import ScorerReranker
+from rerankit.server import ServerSettings
+from rerankit.server.formats.base import Call
+from rerankit.server.service import Service
+from rerankit.types import Document
+
+
+class _Stalling:
+    """Answers at once, but for a query starting with "stall": it waits for ``go``."""
+
+    name = "stalling"
+
+    def __init__(self):
+        self.go = None
+
+    async def score(self, query, docs, **context):
+        if query.startswith("stall"):
+            await self.go.wait()
+        return np.arange(len(docs), dtype=float)
+
+
+register_reranker("test-stalling", lambda: ScorerReranker(_Stalling()))
+
+
+def _call(query):
+    return Call(query=query, documents=[Document(text="a document")], model="stall")
+
+
+async def _until(condition):
+    for _ in range(1000):  # (10 s at most)
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("never happened")
+
+
+def test_requests_arriving_during_a_stall_are_shed_by_the_running_one_s_age():
+    timeout = 2.0
+
+    async def scenario():
+        service = Service(
+            ServerSettings(
+                pipelines={"stall": "test-stalling"},
+                default="stall",
+                timeout=timeout,
+                max_concurrency=1,
+                max_queue=10,
+            )
+        )
+        await service.warm_up()
+        pipeline = service.pipelines["stall"]
+        scorer = pipeline.reranker.scorer
+        scorer.go = asyncio.Event()
+        for _ in range(3):  # a fast history: a few ms per request
+            await service.run("v2", _call("quick"))
+        assert 0 < pipeline.service_time < 0.2
+        stalled = asyncio.ensure_future(service.run("v2", _call("stall A")))
+        await _until(lambda: not service.admission.can_start("stall"))  # A holds the slot
+        queued = asyncio.ensure_future(service.run("v2", _call("quick B")))
+        await _until(lambda: service.admission.waiting_by["stall"] == 1)  # B waits behind A
+        await asyncio.sleep(0.55 * timeout)  # A has run longer than half the deadline
+        arrived = time.monotonic()
+        try:  # two requests of > 1 s each ahead of C: more than its deadline
+            await service.run("v2", _call("quick C"))
+            error = None
+        except ServiceError as exc:
+            error = exc
+        finally:
+            took = time.monotonic() - arrived
+            scorer.go.set()  # the provider answers again: A and B end
+            await asyncio.gather(stalled, queued, return_exceptions=True)
+            service.stop_retries()
+        return error, took, service.metrics.shed.labels("stall")._value.get()
+
+    error, took, shed = asyncio.run(scenario())
+    assert error is not None, "C was queued and ran"
+    assert error.status == 503 and took < 0.5 * timeout, (str(error), took)  # at once
+    assert str(error).startswith("pipeline 'stall': not queued: about ")
+    assert f"s left of its {timeout:g} s deadline" in str(error)
+    assert shed == 1
