@@ -235,7 +235,7 @@ FAILURE_KINDS = {
     "prompt too long, a base_url without its /v1, ...)",
     "unreadable": "the answer held no readable judgment for the document (a refusal in "
     "prose too; a listwise window's also keeps its older flag, llm_unreadable), or the "
-    "server's answer was not its JSON at all (a proxy's HTML page)",
+    "server's answer was not its JSON at all (a proxy's HTML page) or was cut off (retried)",
     "error": "anything else",
 }
 

@@ -69,3 +69,37 @@ def test_rank_whose_last_stage_failed_keeps_the_earlier_stage_s_order_and_exits_
     doc = [line for line in err.splitlines() if "stage 'llm_pointwise': document 0" in line]
     assert doc and doc[0].endswith("; it keeps the previous stage's score and place"), err
     assert "scored 0.0" not in err
+
+
+def test_rank_with_an_llm_says_what_it_cost_on_stderr_and_a_rerun_that_it_cost_nothing(
+    capsys, tmp_path, monkeypatch
+):
+    """One line on stderr, as batch's summary says it: the calls and tokens, and on a rerun
+    the judgments read from the cache (no call); stdout keeps the ranking alone, and a
+    ranking with no LLM says nothing of the kind."""
+    monkeypatch.setenv("RERANKIT_TEST_KEY", "k")
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text("".join(json.dumps(d) + "\n" for d in DOCS))
+    reply = Reply(text='{"id": "0", "score": 7}', input_tokens=40, output_tokens=5)
+    with FakeLLMServer(responder=lambda request: reply) as server:
+        judge = JUDGE.format(url=server.openai_url).replace(
+            "cache = false", f'cache = "{tmp_path / "judgments.sqlite"}"'
+        )
+        spec = tmp_path / "judge.toml"
+        spec.write_text(ALONE.format(judge=judge))
+        said = []
+        for _ in range(2):
+            assert main(["rank", "-q", "solar", "-i", str(docs), "-r", str(spec)]) == 0
+            out, err = capsys.readouterr()
+            assert [json.loads(line)["id"] for line in out.splitlines()] == ["w", "s"]
+            said.append([line for line in err.splitlines() if "LLM usage" in line])
+    assert said[0] == [
+        "rerankit: LLM usage: cache_hits 0, calls 2, failures 0, input_tokens 80, "
+        "output_tokens 10, retries 0"
+    ], said
+    assert said[1] == [
+        "rerankit: LLM usage: cache_hits 2, calls 0, failures 0, input_tokens 0, "
+        "output_tokens 0, retries 0 (every judgment from the judgment cache: no call, no tokens)"
+    ], said
+    assert main(["rank", "-q", "solar", "-i", str(docs), "-r", "bm25"]) == 0
+    assert "LLM usage" not in capsys.readouterr().err

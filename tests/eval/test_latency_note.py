@@ -51,12 +51,14 @@ def test_the_note_names_who_encoded_and_who_read_after_it():
         _row("learned", _counted(reused=1590)),
     ]
     note = latency_note(rows)
-    assert note.startswith("(mean ms, p95 ms: hybrid encoded 1627 documents, and its time ")
-    assert "after hybrid, learned read 1590 documents' vectors from the embedding cache" in note
+    assert note.startswith(
+        "(mean ms, p95 ms: hybrid encoded 1627 texts (documents or their passages), and its time "
+    )
+    assert "after hybrid, learned read 1590 texts' vectors from the embedding cache" in note
     assert "(encoded by the runs before it or by an earlier evaluation)" in note
     # more read than the runs before it encoded: the rest came from an earlier evaluation
     earlier = latency_note([rows[0], _row("embedding", _counted(misses=368)), rows[3]])
-    assert "learned read 1590 documents' vectors from the embedding cache instead of " in earlier
+    assert "learned read 1590 texts' vectors from the embedding cache instead of " in earlier
     assert "(the runs before it encoded 368, so at least 1222 were there from an earlier " in (
         earlier
     )
@@ -67,9 +69,9 @@ def test_the_note_names_who_encoded_and_who_read_after_it():
     # run): its time is still not its reranking time, and the note says so
     alone = latency_note(rows[:3])
     assert alone == (
-        "(mean ms, p95 ms: hybrid encoded 1627 documents, and its time includes that: run the "
-        "evaluation again, when the vectors are read from the embedding cache, for the "
-        "reranking time alone)"
+        "(mean ms, p95 ms: hybrid encoded 1627 texts (documents or their passages), and its "
+        "time includes that: run the evaluation again, when the vectors are read from the "
+        "embedding cache, for the reranking time alone)"
     )
     assert latency_note([rows[3], rows[2]]) == alone  # a run before it read nothing it encoded
     assert latency_note([_row("hybrid"), _row("learned")]) is None  # none counted (Ray)
@@ -94,8 +96,10 @@ def test_an_evaluation_says_under_its_table_that_a_later_run_read_the_cache(tmp_
     assert a["misses"] == len(CORPUS) and a["reused"] == 0
     assert b["misses"] == 0 and b["reused"] == len(CORPUS) == b["store_hits"]
     note = first.collections[0].latency_note()
-    assert note.startswith("(mean ms, p95 ms: a encoded 4 documents, and its time includes")
-    assert "after a, b read 4 documents' vectors from the embedding cache" in note
+    assert note.startswith(
+        "(mean ms, p95 ms: a encoded 4 texts (documents or their passages), and its time includes"
+    )
+    assert "after a, b read 4 texts' vectors from the embedding cache" in note
     assert str(first).split("\n")[-1] == note  # under the table
     assert first.to_dict()["collections"][0]["latency_note"] == note
     again = evaluate(data, {"a": spec, "b": spec}, embedding_cache=vectors)
@@ -114,7 +118,10 @@ def test_the_command_prints_the_note_and_results_json_keeps_it(tmp_path, capsys,
     cache = ["--embedding-cache", str(tmp_path / "vectors.sqlite")]
     assert main([*argv, *cache, "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
-    assert "embedding encoded 4 documents" in printed and "after embedding, mine read 4 " in printed
+    assert (
+        "embedding encoded 4 texts (documents or their passages)" in printed
+        and "after embedding, mine read 4 " in printed
+    )
     results = json.loads((tmp_path / "out" / "results.json").read_text())
     assert results["latency_note"] in printed
     assert results["results"][0]["embedding_cache"] is None  # the first stage: no lookups

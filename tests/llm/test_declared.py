@@ -8,9 +8,10 @@ import pytest
 
 pytest.importorskip("openai", reason="needs the 'openai' extra")
 
+from rerankit import scorers
 from rerankit.config import build, read_pipeline
 from rerankit.errors import ConfigError
-from rerankit.llm import RetryPolicy
+from rerankit.llm import OpenAIClient, RetryPolicy
 from rerankit.llm.testing import FakeLLMServer, Reply
 
 DOCS = ["alpha doc", "beta doc"]
@@ -80,3 +81,32 @@ def test_json_mode_from_a_file_reaches_the_client(tmp_path):
 def test_an_unknown_key_in_an_llm_scorer_table_lists_the_valid_ones(tmp_path, extra, message):
     with pytest.raises(ConfigError, match=message):
         build(read_pipeline(_file(tmp_path, "http://127.0.0.1:9/v1", extra)))
+
+
+@pytest.mark.parametrize(
+    ("scorer", "option", "message"),
+    [
+        (
+            "LLMPointwiseScorer",
+            {"timeout": 3},
+            r"^LLMPointwiseScorer has no option 'timeout': pass it in a RetryPolicy: "
+            r"retry=RetryPolicy\(timeout=\.\.\.\) .*; its options: instructions, .*retry, "
+            r"max_concurrency, requests_per_minute",
+        ),
+        (
+            "LLMListwiseScorer",
+            {"max_concurency": 2},
+            r"has no option 'max_concurency' \(did you mean 'max_concurrency'\?\); its options: "
+            r"window, step, .*retry",
+        ),
+        ("LLMPointwiseScorer", {"model": "m"}, r"has no option 'model': it is the client's"),
+    ],
+)
+def test_an_unknown_option_in_python_names_the_valid_ones_and_where_it_goes(
+    scorer, option, message
+):
+    """From Python as from a file: a RetryPolicy's field given to the scorer itself points
+    to ``retry=RetryPolicy(...)``, and every wrong keyword lists the options taken."""
+    client = OpenAIClient(base_url="http://127.0.0.1:9/v1", model="m", api_key="k")
+    with pytest.raises(TypeError, match=message):
+        getattr(scorers, scorer)(client, cache=False, **option)

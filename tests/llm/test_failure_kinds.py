@@ -106,6 +106,42 @@ def test_a_body_that_is_not_json_is_unreadable_naming_the_server(content_type, b
     assert result.unusable == "the LLM provider failed for every document"
 
 
+def test_a_cut_off_json_body_says_so_and_is_retried_and_the_warning_counts_attempts():
+    """A 200 JSON answer cut off mid-body (a proxy or a worker closed the connection): the
+    warning says the answer was cut off or not valid JSON, asks nothing about base_url, and
+    the call is retried (the next answer is usually whole), the warning saying how many
+    attempts it made; an error that is not transient says it was not retried."""
+    cut = Reply(
+        text='{"choices": [{"message": {"content": "{\\"id\\":', content_type="application/json"
+    )
+    whole = Reply(text='{"id": "0", "score": 6}')
+    replies = iter([cut, whole])
+    retry = RetryPolicy(attempts=2, min_wait=0.0, max_wait=0.0, timeout=10.0)
+    with FakeLLMServer(responder=lambda request: next(replies, cut)) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m", api_key="k")
+        scorer = LLMPointwiseScorer(client, cache=False, retry=retry)
+        healed = ScorerReranker(scorer).rerank("which doc?", DOCS[:1])
+        failed = ScorerReranker(scorer).rerank("which doc?", DOCS[:1])
+        at = f"openai at {server.openai_url} (model 'm')"
+    assert healed.results[0].score == 6.0 and not healed.degraded  # the retry got it whole
+    assert healed.usage["retries"] == 1 and healed.usage["calls"] == 2
+    (said,) = [w for w in failed.warnings if w.startswith("document 0:")]
+    assert said.startswith(
+        f"document 0: no score ({at}: the server's answer was cut off or is not valid JSON "
+        '(Content-Type application/json, 46 bytes): \'{"choices"'
+    ), said
+    assert said.endswith("(after 2 attempts)); scored 0.0"), said
+    assert "base_url" not in said and "did not answer JSON" not in said
+    assert failed.results[0].flags == ("llm_failed", "llm_failed:unreadable")
+    assert failed.usage["calls"] == 2 and failed.usage["failures"] == 1
+
+    result = _rerank(LLMPointwiseScorer, Reply(status=401, text="bad key"))
+    assert (
+        "bad key (after 1 attempt, not retried: this failure is not transient)"
+        in (result.warnings[0])
+    ), result.warnings
+
+
 def test_a_gemini_answer_that_is_not_json_is_an_unreadable_failure():
     pytest.importorskip("google.genai", reason="needs the 'gemini' extra")
     from rerankit.llm import GeminiClient

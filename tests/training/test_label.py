@@ -193,7 +193,8 @@ def test_a_run_stopped_by_max_calls_writes_what_it_did_and_resumes(
     out = tmp_path / "labelled"
     with FakeLLMServer(responder=oracle) as server:
         judge = judge_file(tmp_path, server, monkeypatch)
-        assert run_label(collection, judge, out, "--max-calls", "12") == 0
+        # stopped partly: what it labelled is written, and the exit status says so (3)
+        assert run_label(collection, judge, out, "--max-calls", "12") == 3
         first = load_qrels(out / "qrels" / "train.tsv")
         report = json.loads((out / "label_report.json").read_text())
         assert len(first) == 2 and report["calls"] == 10  # a third query would pass 12
@@ -260,7 +261,7 @@ def test_dry_run_and_a_budget_without_a_price(tmp_path, collection, monkeypatch,
         prices = tmp_path / "prices.json"
         prices.write_text(json.dumps({"house-model": {"input": 1000.0, "output": 0.0}}))
         # $1000 per million input tokens: 500 tokens, $0.50, a query
-        assert run_label(collection, judge, out, "--budget", "2", "--prices", str(prices)) == 0
+        assert run_label(collection, judge, out, "--budget", "2", "--prices", str(prices)) == 3
         report = json.loads((out / "label_report.json").read_text())
         assert report["stopped"].startswith("budget") and 0 < report["labelled_queries"] < 30
         assert report["cost_usd"] == pytest.approx(report["input_tokens"] * 1000 / 1e6)

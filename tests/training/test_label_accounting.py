@@ -84,13 +84,13 @@ def test_the_budget_covers_every_run_into_the_folder(tmp_path, collection, monke
         def run(budget):
             return run_label(collection, path, out, "--budget", budget, "--prices", str(prices))
 
-        assert run("2") == 0
+        assert run("2") == 3  # stopped partly: written, and a script can tell
         first = json.loads((out / "label_report.json").read_text())
         labels = (out / "qrels" / "train.tsv").read_text()
         assert first["stopped"].startswith("budget") and first["total_cost_usd"] <= 2
         sent = len(server.requests)
         capsys.readouterr()
-        run("2")  # the same budget: nothing more is sent
+        assert run("2") == 1  # the same budget: nothing more is sent, nothing written
         err = capsys.readouterr().err
         assert len(server.requests) == sent
         assert "run again with a higher --budget to go on (it covers every run into" in err
@@ -104,7 +104,7 @@ def test_the_budget_covers_every_run_into_the_folder(tmp_path, collection, monke
         said = capsys.readouterr().err
         assert re.search(r"about [\d,]+ input and [\d,]+ output tokens, about \$", said)
         assert f"label: {out} has spent {first['total_calls']} calls and $" in said
-        assert run("4") == 0  # a higher budget goes on
+        assert run("4") == 3  # a higher budget goes on, and stops again before the end
     last = json.loads((out / "label_report.json").read_text())
     assert last["total_calls"] == len(server.requests) > first["total_calls"]
     assert first["total_cost_usd"] < last["total_cost_usd"] <= 4

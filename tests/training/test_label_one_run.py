@@ -95,6 +95,13 @@ def test_label_and_tune_take_a_run_of_more_queries_than_each_folder(
     captured = capsys.readouterr()
     assert code == 0, captured.err
     assert "few, test split, 10 queries" in captured.out  # reported on the human judgments
+    # the ECE under that table was measured on them, so its refit advice names their folder
+    # (the judge's labels are what the ECE is not about); without --test-data it names
+    # --data's (tests/training/test_tune_api.py)
+    advice = captured.out.split("refit before relying on a threshold")[1].split("\n")[0]
+    assert f"rerankit tune --data {few} --first-stage {run} --candidates {K}" in advice
+    assert "--train-split test:odd --test-split test:even --calibrate" in advice
+    assert str(labels) not in advice
     assert "judged the candidates" not in captured.out + captured.err  # the same candidates
 
 

@@ -41,6 +41,12 @@ from .files import need_collection, need_file, need_first_stage
 __all__ = ["add_commands"]
 
 
+#: ``rerankit label``'s exit status when --budget or --max-calls stopped it before every
+#: query was labelled (what it labelled is written): 3, as ``batch``'s for a run that
+#: finished partly
+STOPPED_PARTLY = 3
+
+
 def _queries(args: argparse.Namespace) -> Dataset:
     data = read_collection(args.data, args.split, judged=False)
     if args.queries_file:
@@ -172,7 +178,7 @@ def cmd_label(args: argparse.Namespace) -> int:
         raise InputError(report.error + (f"; {go_on}" if report.stopped else ""))
     written = Path(args.out) / "qrels" / f"{args.out_split}.tsv"
     print(f"rerankit label: wrote {written}", file=sys.stderr)
-    return 0
+    return STOPPED_PARTLY if report.stopped else 0
 
 
 def _positions(value: str) -> tuple[int, int]:
@@ -235,13 +241,15 @@ def add_commands(sub: Any) -> None:
     lab.add_argument(
         "--max-calls",
         type=positive_int,
-        help="stop before passing this many calls (retries included) in all the runs into --out",
+        help="stop before passing this many calls (retries included) in all the runs into "
+        "--out (a run it stopped writes what it labelled and exits 3)",
     )
     lab.add_argument(
         "--budget",
         type=positive_float,
         help="stop before spending more than this (US$, above 0) in all the runs into --out: "
-        "a stopped run goes on when run again with a higher budget",
+        "a stopped run writes what it labelled, exits 3, and goes on when run again with a "
+        "higher budget",
     )
     lab.add_argument(
         "--prices",

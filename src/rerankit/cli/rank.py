@@ -120,6 +120,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
         raise located(exc, source, [n for n, _ in numbered]) from None
     for w in with_traceback_hint(result.warnings, "rank", args.verbose):
         print(f"rerankit: warning: {w}", file=sys.stderr)
+    if said := usage_line(result.usage):
+        print(f"rerankit: {said}", file=sys.stderr)
     if args.strict and result.degraded and result.unusable is None:
         print(
             "rerankit rank: error: degraded result (--strict): a scorer or rule stage failed "
@@ -148,6 +150,18 @@ def cmd_rank(args: argparse.Namespace) -> int:
     for rec in records(result, args.score_field, args.details, explain=args.explain):
         out.write(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n")
     return 0
+
+
+def usage_line(usage: Mapping[str, int]) -> str | None:
+    """What an LLM cost this rank, as ``batch``'s summary says it (``LLM usage: cache_hits
+    0, calls 12, ...``), and that a rerun read every judgment from the judgment cache; None
+    when no LLM was asked or read (a ranking with no LLM has no usage)."""
+    if not (usage.get("calls") or usage.get("cache_hits")):
+        return None
+    said = "LLM usage: " + ", ".join(f"{k} {v}" for k, v in sorted(usage.items()))
+    if not usage.get("calls"):
+        said += " (every judgment from the judgment cache: no call, no tokens)"
+    return said
 
 
 def output_format(args: argparse.Namespace) -> str:

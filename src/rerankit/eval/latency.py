@@ -6,8 +6,9 @@
   for it, and one after it that reads them from the cache does not, so on a first run the
   later one looks faster than it would be on its own. Each run records what it looked up
   in the embedding cache (:func:`~rerankit.cache.embedding_lookups` counts them):
-  ``misses`` (documents it encoded) and ``reused`` (vectors that were in the cache before
-  it ran: in its store, which another run or an earlier evaluation wrote, or in memory).
+  ``misses`` (texts it encoded: documents, or their passages for the hybrid) and
+  ``reused`` (vectors that were in the cache before it ran: in its store, which another
+  run or an earlier evaluation wrote, or in memory).
   The note names the runs that encoded documents (their times are not their reranking
   times) and those after them that reused vectors, and where those came from: the runs
   before them or an earlier evaluation (a reader that reused more than the runs before it
@@ -99,7 +100,8 @@ def _cache_part(rows: Sequence[Mapping[str, Any]]) -> str | None:
     readers = [(name, c["reused"]) for name, c in counted[first + 1 :] if c.get("reused")]
     encoders = [(name, c["misses"]) for name, c in counted if c.get("misses", 0) > 0]
     encoded = ", ".join(
-        f"{name} encoded {n}" + (f" document{'s' if n != 1 else ''}" if i == 0 else "")
+        f"{name} encoded {n}"
+        + (f" text{'s' if n != 1 else ''} (documents or their passages)" if i == 0 else "")
         for i, (name, n) in enumerate(encoders)
     )
     times = "its time includes" if len(encoders) == 1 else "their times include"
@@ -114,7 +116,7 @@ def _cache_part(rows: Sequence[Mapping[str, Any]]) -> str | None:
         name, n = readers[0]
         at = [row for row, _ in counted].index(name)
         wrote = sum(c.get("misses", 0) for _, c in counted[:at])  # the most the runs before wrote
-        read = f"{name} read {n} documents' vectors from the embedding cache"
+        read = f"{name} read {n} texts' vectors from the embedding cache"
         origin = (
             "encoded by the runs before it or by an earlier evaluation"
             if n <= wrote
@@ -125,7 +127,7 @@ def _cache_part(rows: Sequence[Mapping[str, Any]]) -> str | None:
     else:
         names = ", ".join(name for name, _ in readers[:-1]) + f" and {readers[-1][0]}"
         counts = ", ".join(f"{name} {n}" for name, n in readers)
-        read = f"{names} read documents' vectors from the embedding cache ({counts})"
+        read = f"{names} read texts' vectors from the embedding cache ({counts})"
         looks = "they look faster than they would on their own"
     return (
         f"{encoded}, and {times} that; after {counted[first][0]}, {read} instead of encoding "

@@ -121,15 +121,27 @@ def from_status(where: str, status: int, message: str, headers: Any = None) -> P
 
 
 def not_json(where: str, body: str, content_type: str | None = None) -> ProviderError:
-    """A 200 answer whose body is not the provider's JSON (a proxy's error page, or the HTML
-    of a web app at a ``base_url`` that is not the API): kind ``unreadable``, not retried;
-    the message names the server (``where``), the content type when known and how the body
-    starts."""
-    got = f" (Content-Type {content_type})" if content_type else ""
+    """A 200 answer whose body is not the provider's JSON, kind ``unreadable``; the message
+    names the server (``where``), the content type when known and how the body starts.
+
+    * A body that starts as JSON (``{`` or ``[``) but does not parse was cut off (a proxy's
+      or a worker's connection closed mid-answer) or is malformed: said so, and retried as a
+      transient failure, since the next answer is usually whole (the openai SDK does not
+      retry it: it parses the body after its retries).
+    * Anything else (a proxy's HTML error page, a web app at a ``base_url`` that is not the
+      API) would come back the same: not retried, with a question about ``base_url``."""
+    got = f"Content-Type {content_type}" if content_type else ""
     start = " ".join(body.split())[:120]
+    if body.lstrip().startswith(("{", "[")):
+        size = f"{len(body.encode('utf-8', 'replace'))} bytes"
+        return TransientProviderError(
+            f"{where}: the server's answer was cut off or is not valid JSON "
+            f"({', '.join(filter(None, (got, size)))}): {start!r}",
+            kind="unreadable",
+        )
     return PermanentProviderError(
-        f"{where}: the server did not answer JSON{got}: {start!r}; is base_url the address "
-        "of its API?",
+        f"{where}: the server did not answer JSON{f' ({got})' if got else ''}: {start!r}; "
+        "is base_url the address of its API?",
         kind="unreadable",
     )
 

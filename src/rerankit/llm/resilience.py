@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from .._optional import require
 from .._threads import time_left
-from ..errors import TransientProviderError
+from ..errors import ProviderError, TransientProviderError
 from ._errors import where, with_where
 from .base import LLMClient, LLMRequest, LLMResponse, Usage
 
@@ -188,7 +188,9 @@ class CallRunner:
         left = time_left()
         return left is not None and left <= self._wait(state)
 
-    async def _attempt(self, request: LLMRequest, usage: Usage) -> LLMResponse:
+    async def _attempt(
+        self, request: LLMRequest, usage: Usage, made: list[int] | None = None
+    ) -> LLMResponse:
         async with self.limits.slot():
             timeout, left = self.policy.timeout, time_left()
             if left is not None:  # the request's deadline bounds the call
@@ -199,6 +201,8 @@ class CallRunner:
                     )
                 timeout = min(timeout, left)
             usage.calls += 1
+            if made is not None:  # the attempts this call made (one not made is not counted)
+                made[0] += 1
             try:
                 response = await asyncio.wait_for(
                     self.client.generate(request, timeout=timeout),
@@ -252,8 +256,20 @@ class CallRunner:
             before_sleep=count_retry,
             reraise=True,
         )
+        made = [0]
         try:
-            return await retrying(self._attempt, request, usage)
-        except Exception:
+            return await retrying(self._attempt, request, usage, made)
+        except Exception as exc:
             usage.failures += 1
+            if isinstance(exc, ProviderError) and made[0]:
+                exc.args = (f"{exc} ({self._tries(exc, made[0])})",)
             raise
+
+    def _tries(self, exc: ProviderError, made: int) -> str:
+        """How many attempts a failed call made, and why no more, for its message."""
+        said = f"after {made} attempt{'s' if made != 1 else ''}"
+        if not isinstance(exc, TransientProviderError):
+            return f"{said}, not retried: this failure is not transient"
+        if made < self.policy.attempts:
+            return f"{said} of {self.policy.attempts}: its deadline left no time for another"
+        return said

@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import Any, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 from ..cache import JudgmentCache, judgment_cache
 from ..llm.base import LLMClient, LLMRequest
 from ..llm.resilience import CallRunner, Limits, RetryPolicy
+from ..options import factory_options, unknown_keys
+
+#: a RetryPolicy's fields (``timeout``, ``attempts``, ...) given to the scorer itself: where
+#: they go instead, as a pipeline file's ``retry = {...}`` table says it for a file
+_RETRY_FIELDS = tuple(f.name for f in fields(RetryPolicy))
+_PYTHON_HINTS = {
+    **{
+        key: f"pass it in a RetryPolicy: retry=RetryPolicy({key}=...) "
+        f"(from rerankit.llm; its fields: {', '.join(_RETRY_FIELDS)})"
+        for key in _RETRY_FIELDS
+    },
+    "api_key": "it is the client's: OpenAIClient(api_key=...) or GeminiClient(api_key=...)",
+    "model": "it is the client's: OpenAIClient(model=...) or GeminiClient(model=...)",
+    "base_url": "it is the client's: OpenAIClient(base_url=...) or GeminiClient(base_url=...)",
+}
 
 
 class LLMScorerOptions(TypedDict, total=False):
@@ -44,7 +60,15 @@ class LLMScorerBase:
         max_output_tokens: int | None = None,
         temperature: float = 0.0,
         limits: Limits | None = None,
+        **unknown: Any,
     ) -> None:
+        if unknown:  # a keyword no LLM scorer takes: name those it does, and where it goes
+            what = type(self).__name__
+            known = [k for k in factory_options(type(self)) or () if k != "client"]
+            said = unknown_keys(unknown, known, what, _PYTHON_HINTS, word="option")
+            if "; its options: " not in str(said):
+                said = f"{said}; its options: {', '.join(known)}"
+            raise TypeError(said)
         if not isinstance(client, LLMClient):
             raise TypeError(f"{client!r} is not an LLM client (needs provider, model, generate)")
         if retry is not None and not isinstance(retry, RetryPolicy):

@@ -77,6 +77,19 @@ class LLMPointwiseScorer(LLMScorerBase):
     ``cache``: True (the server ``$RERANKIT_CACHE_URL`` names, else SQLite in the user
     cache dir), ``"memory"``, a path, a Redis URL, a
     :class:`~rerankit.cache.JudgmentCache`, or False.
+    ``retry``: a :class:`~rerankit.llm.RetryPolicy`, each call's ``timeout`` and how many
+    ``attempts`` it gets (default 3 attempts, 60 s each, waits of 2-30 s between them).
+    ``max_concurrency``: calls in flight (default 16); ``requests_per_minute``: a cap on
+    call starts (default none); ``limits``: a :class:`~rerankit.llm.Limits` shared with
+    other scorers instead. ``max_output_tokens``, ``temperature`` (default 0): sent with
+    each call. An option it does not take is a TypeError naming those it does. E.g.::
+
+        LLMPointwiseScorer(
+            OpenAIClient(base_url="http://localhost:8000/v1", model="judge", api_key="..."),
+            retry=RetryPolicy(attempts=2, timeout=10),
+            max_concurrency=4,
+            requests_per_minute=600,
+        )
     """
 
     score_scale = "grade10"

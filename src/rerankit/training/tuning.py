@@ -259,7 +259,14 @@ def _report_on_test(
         f"\n{test.name}, {opts.test_split} split, {len(test.queries)} queries; first stage: "
         f"{first_stage_label(test, opts.first_stage)}, {depth_label(depth, opts.candidates)}\n"
     )
-    refit = {"data": opts.data, "first_stage": opts.first_stage, "candidates": opts.candidates}
+    # the ECE was measured on the test split's judgments (--test-data's folder when given,
+    # not the labels learned from): the refit advice names that folder and split
+    refit = {
+        "data": opts.test_data or opts.data,
+        "first_stage": opts.first_stage,
+        "candidates": opts.candidates,
+        "split": opts.test_split,
+    }
     if opts.calibrate:  # the file written is that refit: no advice to write it again
         refit["refitted"] = path.stem
     report.say(format_table(rows, depth, refit))
