@@ -369,14 +369,20 @@ def export_needed(model: str, kind: str) -> str:
     and where to name it, in a pipeline file (on each scorer of ``kind`` that reads it: a
     file written by ``rerankit tune`` names none, so it reads the bundled model) and for the
     built-in pipelines (``serve --model``, which a pipeline file's scorers do not hear)."""
-    scorer = "cross_encoder" if kind == "cross_encoder" else "embedding"
-    builtin = "cross-encoder" if kind == "cross_encoder" else "hybrid or embedding"
+    if kind == "cross_encoder":
+        scorers = 'model = "DIR" on each { type = "cross_encoder" } scorer'
+        builtin = "cross-encoder"
+    else:
+        scorers = (
+            'model = "DIR" on each { type = "embedding" } scorer (embedding = "DIR" on a '
+            '{ type = "learned" } one)'
+        )
+        builtin = "hybrid or embedding"
     return (
         f"backend 'onnx' needs an export of {model!r}: run `rerankit export {model} --out DIR` "
-        f"where torch is installed, then name DIR as the model: in a pipeline file, "
-        f'model = "DIR" on each {{ type = "{scorer}" }} scorer; for the built-in {builtin}, '
-        f"`rerankit serve --model DIR`. Exporting it here needs the optional package "
-        f"'torch': {install_hint('torch')}"
+        f"where torch is installed, then name DIR as the model: in a pipeline file, {scorers}; "
+        f"for the built-in {builtin}, `rerankit serve --model DIR`. Exporting it here needs "
+        f"the optional package 'torch': {install_hint('torch')}"
     )
 
 
