@@ -280,7 +280,7 @@ def fine_tune(
     losses = result.losses
     trend = f"; training loss {losses[0]:.3f} -> {losses[-1]:.3f}" if len(losses) > 1 else ""
     load_with, export = (
-        ("CrossEncoderScorer", f"rerankit export {out} --kind cross_encoder --quantize int8")
+        ("CrossEncoderScorer", f"rerankit export {out} --kind cross-encoder --quantize int8")
         if what == "cross_encoder"
         else ("EmbeddingScorer", f"rerankit export {out} --quantize int8")
     )
