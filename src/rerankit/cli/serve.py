@@ -130,7 +130,8 @@ def served_pipeline(args: argparse.Namespace) -> Any:
         refuse_unused(
             {"--model": args.model},
             f"with --reranker {reranker}: it names neither the built-in hybrid nor "
-            "embedding (give a model on its scorers)",
+            f'embedding (name the model on its scorers: model = "{args.model}" on each '
+            '{ type = "embedding" } scorer)',
         )
     return moved
 

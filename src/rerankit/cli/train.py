@@ -22,7 +22,7 @@ from .args import (
     positive_float,
     positive_int,
 )
-from .console import reporter
+from .console import reporter, training_progress
 from .files import need_collection, need_model
 
 __all__ = ["add_commands", "cmd_train"]
@@ -35,7 +35,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     result = fine_tune(
         args.data,
         args.out,
-        progress=not args.no_progress,
+        progress=training_progress(not args.no_progress),
         reporter=reporter(args),
         **asdict(options),
     )
@@ -58,7 +58,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         print(
             f"warning: the {model} not rank better than BM25 on the "
             f"{check.queries} queries {unseen} did not see; do not serve it as it is (more "
-            f"--epochs, a higher --learning-rate or more judgments may help; {use})",
+            "--epochs or a higher --learning-rate, into a new --out folder, or more judgments "
+            f"may help; {use})",
             file=sys.stderr,
         )
     if check.beats_start is False:
@@ -99,7 +100,8 @@ def add_commands(sub: Any) -> None:
         **examples(
             "rerankit train embedding --data my-data --out my-model",
             "rerankit train cross-encoder --data my-data --out my-ce --epochs 2",
-            "rerankit eval --data my-data --rerankers bm25,my-ce  # then measure it",
+            "rerankit eval --data my-data --rerankers hybrid,my-ce --baseline hybrid  # beats the "
+            "default?",
         ),
     )
     tr.add_argument(

@@ -110,7 +110,7 @@ def fine_tune_embedding(
     )
 
     def build(callbacks: list[Any]) -> Any:
-        with contextlib.nullcontext() if run.progress else no_widget_examples(loaded):
+        with contextlib.nullcontext() if run.progress is True else no_widget_examples(loaded):
             return st.SentenceTransformerTrainer(
                 model=loaded, args=arguments, train_dataset=dataset, loss=loss, callbacks=callbacks
             )

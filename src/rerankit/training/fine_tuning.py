@@ -29,7 +29,7 @@ from . import crossval
 from .cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 from .embedding import embedding_pairs, fine_tune_embedding
 from .reporting import Reporter, quiet
-from .trainer import CROSS_FIT, queries_trained_on, record_trained_on, spoken_time
+from .trainer import CROSS_FIT, Progress, queries_trained_on, record_trained_on, spoken_time
 
 __all__ = [
     "CHECK_DEPTH",
@@ -223,21 +223,22 @@ class _Run:
     source: str | Path
     cands: Any
     opts: FineTuneOptions
-    progress: bool
+    progress: Progress
 
 
 def fine_tune(
     data: str | Path,
     out: str | Path,
     *,
-    progress: bool = False,
+    progress: Progress = False,
     reporter: Reporter | None = None,
     **options: Any,
 ) -> FineTuneResult:
     """Train a model on the judgments of the BEIR-layout folder ``data`` into ``out`` (see
     the module and :class:`FineTuneOptions` for ``options``), and check it on the queries
-    kept out. ``progress`` shows the trainer's progress bars; ``reporter`` hears each step
-    (the trainer's time estimate among them); nothing is printed."""
+    kept out. ``progress``: True shows the trainer's progress bars, a callable hears a plain
+    line now and then instead (:data:`~rerankit.training.trainer.Progress`); ``reporter``
+    hears each step (the trainer's time estimate among them); nothing is printed."""
     if "k" in options:  # the earlier name of ``candidates``, still taken
         if "candidates" in options:
             raise TypeError("give candidates= or its earlier name k=, not both")
@@ -279,7 +280,7 @@ def fine_tune(
     losses = result.losses
     trend = f"; training loss {losses[0]:.3f} -> {losses[-1]:.3f}" if len(losses) > 1 else ""
     load_with, export = (
-        ("CrossEncoderScorer", f"rerankit export {out} --kind cross_encoder --quantize int8")
+        ("CrossEncoderScorer", f"rerankit export {out} --kind cross-encoder --quantize int8")
         if what == "cross_encoder"
         else ("EmbeddingScorer", f"rerankit export {out} --quantize int8")
     )
@@ -293,16 +294,18 @@ def fine_tune(
         result.held_out_check = _check(run, what, out, checked, report)
     if cross_fit:
         _cross_fit(run, judged, cross_fit, out, result, report)
-    report.say(against_default(what, data, out))
+    report.say(against_default(what, data, out, opts.candidates))
     return result
 
 
-def against_default(what: str, data: str | Path, out: str | Path) -> str:
+def against_default(what: str, data: str | Path, out: str | Path, candidates: int = 100) -> str:
     """The command that says whether the model trained into ``out`` from ``data`` does
     better than the default ``hybrid`` (the held-out check compares it with BM25 and the
     model it started from only): for a cross-encoder, ``rerankit eval`` of both on judged
     test queries (``data``'s test split when it has one); for an embedding model, ``rerankit
-    tune`` of a ranker that reads it, against the default."""
+    tune`` of a ranker that reads it, against the default; either on the ``candidates``
+    the training drew from (said when not the commands' default, 100)."""
+    depth = f" --candidates {candidates}" if candidates != 100 else ""
     if what == "cross_encoder":
         has_test = (Path(data) / "qrels" / "test.tsv").is_file()
         folder = shlex.quote(str(data)) if has_test else "FOLDER"
@@ -313,11 +316,11 @@ def against_default(what: str, data: str | Path, out: str | Path) -> str:
         )
         return (
             f"does it beat the default? `rerankit eval --data {folder} --rerankers "
-            f"hybrid,{shlex.quote(str(out))} --baseline hybrid` measures both {where}"
+            f"hybrid,{shlex.quote(str(out))} --baseline hybrid{depth}` measures both {where}"
         )
     return (
         f"does it beat the default? `rerankit tune --data {shlex.quote(str(data))} --method ltr "
-        f"--embedding-model {shlex.quote(str(out))} --out tuned.toml` measures a ranker "
+        f"--embedding-model {shlex.quote(str(out))}{depth} --out tuned.toml` measures a ranker "
         "reading it against the default hybrid"
     )
 

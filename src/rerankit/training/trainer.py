@@ -22,6 +22,7 @@ __all__ = [
     "CROSS_FIT",
     "RUN_FILE",
     "TRAINED_ON",
+    "Progress",
     "TrainingRun",
     "claim_checkpoints",
     "cross_fit_models",
@@ -30,6 +31,7 @@ __all__ = [
     "record_trained_on",
     "run_trainer",
     "spoken_time",
+    "step_line",
     "trainer_settings",
 ]
 
@@ -121,6 +123,17 @@ def claim_checkpoints(
     return resume
 
 
+#: how training shows its progress: True, the trainer's bars (for a terminal); False,
+#: nothing; a callable, which hears a plain line now and then (``step 4/20, loss 0.6916``:
+#: for a log file, where a bar redrawn in place writes a mess), with no bars at all
+Progress = bool | Callable[[str], Any]
+
+
+def step_line(step: int, steps: int, loss: float) -> str:
+    """The plain progress line of a logged training step."""
+    return f"step {step}/{steps}, loss {loss:.4f}"
+
+
 def spoken_time(seconds: float) -> str:
     """``seconds`` as a person says a duration: ``40 s`` below two minutes (1 s at least),
     ``12 min`` below two hours, else ``3.5 h``."""
@@ -139,9 +152,10 @@ def trainer_settings(
     batch_size: int,
     learning_rate: float,
     seed: int,
-    progress: bool,
+    progress: Progress,
 ) -> dict[str, Any]:
-    """Keyword arguments of a sentence-transformers training-arguments class."""
+    """Keyword arguments of a sentence-transformers training-arguments class (the trainer's
+    bars only when ``progress`` is True: see :data:`Progress`)."""
     return {
         "output_dir": str(checkpoints),
         "num_train_epochs": epochs,
@@ -152,7 +166,7 @@ def trainer_settings(
         "save_steps": max(1, steps // 5),
         "save_total_limit": 2,
         "seed": seed,
-        "disable_tqdm": not progress,
+        "disable_tqdm": progress is not True,
         "report_to": [],
         "use_cpu": not require("torch", "training").cuda.is_available(),
     }
@@ -171,7 +185,7 @@ class TrainingRun:
     batch_size: int
     learning_rate: float
     seed: int
-    progress: bool
+    progress: Progress
     log: Callable[[str], Any] | None = None
 
     @classmethod
@@ -185,7 +199,7 @@ class TrainingRun:
         batch_size: int = 16,
         learning_rate: float = 2e-5,
         seed: int = 0,
-        progress: bool = True,
+        progress: Progress = True,
         log: Callable[[str], Any] | None = None,
     ) -> TrainingRun:
         """A run with the settings every fine-tuning takes as keywords (these defaults)."""
@@ -264,13 +278,14 @@ def run_trainer(
     save: Callable[[], Any],
     *,
     resume: bool,
-    progress: bool = True,
+    progress: Progress = True,
 ) -> dict[str, Any]:
     """Build a trainer with ``make(callbacks)``, train it (with ``resume``, from the last
     checkpoint in its output folder: :func:`claim_checkpoints` says), ``save()`` the model,
     and return the summary: pairs, steps, the logged training losses, seconds, resumed.
-    Nothing is printed; without ``progress``, transformers' bars for loading checkpoints
-    and writing the model are off too."""
+    Nothing is printed; unless ``progress`` is True, transformers' bars for loading
+    checkpoints and writing the model are off too, and a callable ``progress`` hears a plain
+    line at each logged step (:data:`Progress`)."""
     callbacks = require("transformers.trainer_callback", "training")
     losses: list[float] = []
 
@@ -278,11 +293,13 @@ def run_trainer(
         def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kw: Any) -> None:
             if logs and "loss" in logs:
                 losses.append(float(logs["loss"]))
+                if callable(progress):
+                    progress(step_line(state.global_step, state.max_steps, losses[-1]))
 
     trainer = make([_Record()])
     trainer.remove_callback(callbacks.PrinterCallback)  # the library never prints
     began = time.perf_counter()
-    with contextlib.nullcontext() if progress else quiet_loading():
+    with contextlib.nullcontext() if progress is True else quiet_loading():
         trainer.train(resume_from_checkpoint=True if resume else None)
         save()
     return {
