@@ -297,8 +297,8 @@ def test_a_torch_free_service_without_an_export_says_the_fix_first_and_whole(tmp
             time.sleep(0.02)
         why = client.get("/ready").json()["failed"]["hybrid"]
         answer = client.post("/v2/rerank", json={**ASK, "model": "hybrid"})
-    fix = f"run `rerankit export {model} --out DIR` where torch is installed and name DIR"
-    assert fix in why and '(`rerankit serve --model DIR`, or model = "DIR");' in why
+    fix = f"run `rerankit export {model} --out DIR` where torch is installed, then name DIR"
+    assert fix in why and "`rerankit serve --model DIR` for the built-in hybrid" in why
     assert len(why) <= MESSAGE_CHARS
     assert answer.status_code == 503 and fix in answer.json()["message"]
     assert "install what it needs" not in answer.text

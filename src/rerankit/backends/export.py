@@ -370,19 +370,16 @@ def export_needed(model: str, kind: str) -> str:
     file written by ``rerankit tune`` names none, so it reads the bundled model) and for the
     built-in pipelines (``serve --model``, which a pipeline file's scorers do not hear)."""
     if kind == "cross_encoder":
-        scorers = 'model = "DIR" on each { type = "cross_encoder" } scorer'
+        scorers = 'model = "DIR" on each cross_encoder scorer'
         builtin = "cross-encoder"
     else:
-        scorers = (
-            'model = "DIR" on each { type = "embedding" } scorer (embedding = "DIR" on a '
-            '{ type = "learned" } one)'
-        )
+        scorers = 'model = "DIR" on each embedding scorer (embedding = "DIR" on a learned one)'
         builtin = "hybrid or embedding"
-    return (
+    return (  # the service's fix first: its messages are cut at 400 characters
         f"backend 'onnx' needs an export of {model!r}: run `rerankit export {model} --out DIR` "
-        f"where torch is installed, then name DIR as the model: in a pipeline file, {scorers}; "
-        f"for the built-in {builtin}, `rerankit serve --model DIR`. Exporting it here needs "
-        f"the optional package 'torch': {install_hint('torch')}"
+        f"where torch is installed, then name DIR: `rerankit serve --model DIR` for the "
+        f"built-in {builtin}; in a pipeline file, {scorers}. Exporting it here needs the "
+        f"optional package 'torch': {install_hint('torch')}"
     )
 
 
