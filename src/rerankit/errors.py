@@ -26,6 +26,7 @@ This module imports nothing from the rest of rerankit.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -45,6 +46,7 @@ __all__ = [
     "ScorerError",
     "ServiceError",
     "TransientProviderError",
+    "failure_cause",
     "flags_first",
     "in_file",
     "keyword_flag",
@@ -308,3 +310,19 @@ CALLER_ERRORS: tuple[type[BaseException], ...] = (
 )
 """Errors that describe the caller's input or set-up: a scorer raising one of them makes
 the call raise it, where any other failure of a scorer degrades the result instead."""
+
+
+#: what a warning that tells a failure says (a stage or a strategy that failed, a stage
+#: that scored nothing or ran out of time, a document left unjudged), as against a note (no
+#: query term in any candidate, a text cut) that may come before it
+_FAILURE_WORDS = re.compile(
+    r"\bfailed\b|\bno score\b|\bscored nothing\b|\bcould not score\b"
+    r"|\bunreadable answer\b|\bdid not finish\b"
+)
+
+
+def failure_cause(warnings: list[str] | tuple[str, ...]) -> str | None:
+    """The warning that says why a result is degraded or failed: the first that tells a
+    failure, else the first of all (None when there is none)."""
+    first = warnings[0] if warnings else None
+    return next((w for w in warnings if _FAILURE_WORDS.search(w)), first)

@@ -26,7 +26,7 @@ from .._jsonl import dumps_strict
 from .._optional import require
 from ..cache import embedding_lookups
 from ..calibration import expected_calibration_error, reliability_bins, reliability_svg
-from ..errors import InputError
+from ..errors import InputError, failure_cause
 from ..scorers.local import load_models
 from .data import Dataset
 from .first_stage import candidate_documents
@@ -176,7 +176,7 @@ def run_pipeline(
                 scale=out.score_scale,
                 degraded=out.degraded,
                 usage=out.usage,
-                cause=out.warnings[0] if out.warnings else None,
+                cause=failure_cause(out.warnings),
             )
     return result
 

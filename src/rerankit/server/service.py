@@ -13,7 +13,13 @@ from dataclasses import replace
 from typing import Any
 
 from .._threads import in_thread
-from ..errors import InputError, MissingDependencyError, ModelLoadError, ServiceError
+from ..errors import (
+    InputError,
+    MissingDependencyError,
+    ModelLoadError,
+    ServiceError,
+    failure_cause,
+)
 from ..normalize import ranked_unit_scores, unit_scale
 from ..rerankers.base import input_checked
 from ..rerankers.cascade import ANSWER_DEPTH, FINISHED_STAGES, Pipeline
@@ -26,7 +32,7 @@ from .metrics import Metrics
 from .pipeline import FIRST_RETRY_SECONDS, ServedPipeline, run_abandoning
 from .settings import ServerSettings
 from .shedding import shed, too_late
-from .state import PipelineState, failure_cause, summary
+from .state import PipelineState, summary
 from .tokens import by_tokens, gather, tokens_of
 
 __all__ = ["FIRST_RETRY_SECONDS", "Admission", "PipelineState", "Service"]

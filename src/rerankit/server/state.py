@@ -10,7 +10,9 @@ import time
 from datetime import datetime, timezone
 from typing import Any
 
-__all__ = ["FAILING_AFTER", "PipelineState", "failure_cause", "one_line", "summary"]
+from ..errors import failure_cause
+
+__all__ = ["FAILING_AFTER", "PipelineState", "one_line", "summary"]
 
 #: a ready pipeline whose last this many requests failed in a row (no answer within the
 #: deadline, every strategy or every LLM judgment failed, an internal error) is ``failing``
@@ -37,21 +39,6 @@ def one_line(text: str) -> str:
     """``text`` as one line of at most ``MESSAGE_CHARS`` characters (whitespace runs,
     newlines included, become one space; a longer text is cut as :func:`_cut` cuts)."""
     return _cut(re.sub(r"\s+", " ", text).strip(), MESSAGE_CHARS)
-
-
-#: what a warning that tells a failure says (a stage or a strategy that failed, a stage
-#: that scored nothing or ran out of time, a document left unjudged), as against a note (no
-#: query term in any candidate, a text cut) that may come before it
-_FAILURE = re.compile(
-    r"\bfailed\b|\bno score\b|\bscored nothing\b|\bcould not score\b"
-    r"|\bunreadable answer\b|\bdid not finish\b"
-)
-
-
-def failure_cause(warnings: list[str] | tuple[str, ...]) -> str | None:
-    """The warning that says why a result is degraded or failed: the first that tells a
-    failure, else the first of all (None when there is none)."""
-    return next((w for w in warnings if _FAILURE.search(w)), warnings[0] if warnings else None)
 
 
 def summary(what: str, warnings: list[str]) -> str:
