@@ -62,7 +62,7 @@ from ._once import BuiltOnce
 from ._optional import require
 from .backends.detect import model_kind
 from .cache import current_defaults
-from .errors import ConfigError, no_such_file, strip_location
+from .errors import ConfigError, in_file, no_such_file, strip_location
 from .fusion import ScoreCombinationMethod
 from .llm.base import KEYS_OPTIONAL
 from .llm.declared import split_llm_options
@@ -399,7 +399,7 @@ def _stage(spec: Mapping[str, Any], where: str) -> tuple[Any, Any, str | None]:
             try:
                 step = build(read_pipeline(ref))
             except ConfigError as exc:
-                raise ConfigError(f"{ref}: {exc}", where=f"{where}.reranker") from exc
+                raise ConfigError(str(in_file(exc, ref)), where=f"{where}.reranker") from exc
         else:
             try:
                 step = resolve_reranker(ref)

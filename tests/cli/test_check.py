@@ -158,3 +158,14 @@ def test_a_model_neither_a_folder_nor_in_the_hub_cache_is_warned_of(tmp_path, ca
     assert f"local Hugging Face cache ({hub}): it will be fetched from the hub" in err
     assert f"{files['path']}: warning: model './models/gone': no such folder" in err
     assert str(files["beside"]) not in err and str(files["cached"]) not in err
+
+
+def test_a_missing_nested_pipeline_file_is_named_once(tmp_path, capsys):
+    # a stage's reranker names a pipeline file that is not there: the message named the
+    # file twice ("reranker: demo2.toml: demo2.toml: no such file")
+    (tmp_path / "service.toml").write_text('[pipelines.demo]\nreranker = "demo2.toml"\n')
+    assert main(["check", str(tmp_path / "service.toml")]) == 1
+    said = capsys.readouterr()
+    text = said.out + said.err
+    assert "no such file (a pipeline file)" in text
+    assert text.count("demo2.toml") == 1, text
