@@ -533,6 +533,17 @@ def test_rank_says_where_a_hub_model_comes_from_as_the_docs_say(capsys, monkeypa
     assert err == f"rerankit: loading my-org/cached from the Hugging Face cache ({tmp_path})\n"
     announce_model_loading(ScorerReranker(EmbeddingScorer()))  # the bundled model
     assert capsys.readouterr().err == ""
+    # without torch nothing is downloaded (the load fails saying what it needs): no line
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "sentence_transformers" else real(name, *a),
+    )
+    announce_model_loading(ScorerReranker(EmbeddingScorer("some-org/some-model")))
+    assert capsys.readouterr().err == ""
     page = " ".join((Path(__file__).parents[2] / "docs" / "scorers.md").read_text().split())
     assert "prints a line while they do" not in page
     assert "one line on stderr before loading a model named by a hub id" in page

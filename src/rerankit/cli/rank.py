@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from collections.abc import Iterable, Mapping
@@ -58,7 +59,10 @@ __all__ = [
 def announce_model_loading(reranker: Any) -> None:
     """One line on stderr before a rerank whose model is named by a Hugging Face hub id:
     read from the local Hugging Face cache when it is there, else downloaded into it; the
-    bundled model and local folders load without a word."""
+    bundled model and local folders load without a word, and so does everything without
+    torch: nothing is downloaded then (the load fails saying what it needs)."""
+    if importlib.util.find_spec("sentence_transformers") is None:
+        return
     hub = sorted(
         {
             s.model_id
