@@ -80,7 +80,8 @@ def too_late(
     if deadline <= now:
         said = f"its {timeout:g} s deadline had passed when its turn came"
     else:
-        said = f"about {_seconds(expected)} of work would not finish in {_left(deadline, now, timeout)}"
+        left = _left(deadline, now, timeout)
+        said = f"about {_seconds(expected)} of work would not finish in {left}"
     return ServiceError(
         503,
         f"pipeline {name!r}: not run: {said} (the service is busy: retry, or send fewer documents)",
