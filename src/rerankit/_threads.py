@@ -19,7 +19,9 @@ it has, the process has as many threads as before the load (a test counts them).
 The work of one service request runs in a :func:`work_scope`: its blocking calls run on
 its pipeline's own executor, provider calls read the time left before its deadline
 (:func:`time_left`), calls not yet started when it is abandoned never start, and model
-work stops at its next batch (:func:`stop_if_abandoned`).
+work stops at its next batch (:func:`stop_if_abandoned`). The time its calls wait behind
+other work (for a thread of its executor, for the model thread, for a micro-batch) adds up
+in its :class:`Waits`: a deadline missed mostly waiting is overload, not a broken pipeline.
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ from typing import Any, TypeVar
 
 __all__ = [
     "ABANDONED",
+    "Waits",
+    "counted_as_waits",
     "in_loading_thread",
     "in_model_thread",
     "in_thread",
@@ -45,6 +49,7 @@ __all__ = [
     "running_on_model_thread",
     "stop_if_abandoned",
     "time_left",
+    "waits",
     "work_scope",
 ]
 
@@ -62,24 +67,88 @@ _EXECUTOR: ContextVar[Executor | None] = ContextVar("rerankit_executor", default
 _DEADLINE: ContextVar[float | None] = ContextVar("rerankit_deadline", default=None)
 
 
+class Waits:
+    """The seconds a request's work has waited behind other work: each wait from
+    :meth:`begin` to :meth:`end` (one still open counts up to now). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._ended = 0.0
+        self._open: dict[object, float] = {}
+
+    def begin(self) -> object:
+        token = object()
+        with self._lock:
+            self._open[token] = time.monotonic()
+        return token
+
+    def end(self, token: object) -> None:
+        with self._lock:
+            began = self._open.pop(token, None)
+            if began is not None:
+                self._ended += time.monotonic() - began
+
+    def seconds(self) -> float:
+        now = time.monotonic()
+        with self._lock:
+            return self._ended + sum(now - began for began in self._open.values())
+
+
+class _EveryWaits:
+    """The waits of several requests at once (a micro-batch's): each is told."""
+
+    def __init__(self, many: list[Waits]) -> None:
+        self._many = many
+
+    def begin(self) -> object:
+        return [(w, w.begin()) for w in self._many]
+
+    def end(self, token: Any) -> None:
+        for w, own in token:
+            w.end(own)
+
+
+_WAITS: ContextVar[Any] = ContextVar("rerankit_waits", default=None)
+
+
 @contextlib.contextmanager
 def work_scope(
     *,
     executor: Executor | None = None,
     deadline: float | None = None,
     abandoned: threading.Event | None = None,
+    waited: Waits | None = None,
 ) -> Iterator[None]:
     """The work started inside (and in the tasks and threads it starts, which copy the
     context): :func:`in_thread` calls run on ``executor`` (None: the loop's default one),
-    provider calls end by ``deadline`` (``time.monotonic()``; see :func:`time_left`), and
-    calls not started by the time ``abandoned`` is set never start."""
+    provider calls end by ``deadline`` (``time.monotonic()``; see :func:`time_left`),
+    calls not started by the time ``abandoned`` is set never start, and the time calls wait
+    for a thread adds up in ``waited``."""
     tokens = (_EXECUTOR.set(executor), _DEADLINE.set(deadline), ABANDONED.set(abandoned))
+    counting = _WAITS.set(waited)
     try:
         yield
     finally:
         _EXECUTOR.reset(tokens[0])
         _DEADLINE.reset(tokens[1])
         ABANDONED.reset(tokens[2])
+        _WAITS.reset(counting)
+
+
+def waits() -> Any:
+    """The current work's :class:`Waits` (None: not counted)."""
+    return _WAITS.get()
+
+
+@contextlib.contextmanager
+def counted_as_waits(many: list[Any]) -> Iterator[None]:
+    """Inside, waits for a thread count for each of ``many`` (a micro-batch's requests'
+    :class:`Waits`; None among them are skipped)."""
+    counting = _WAITS.set(_EveryWaits([w for w in many if w is not None]))
+    try:
+        yield
+    finally:
+        _WAITS.reset(counting)
 
 
 def time_left() -> float | None:
@@ -168,8 +237,15 @@ def on_model_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     if running_on_model_thread():
         return fn(*args, **kwargs)
     context = contextvars.copy_context()
-    call = _model_executor().submit(context.run, _unless_abandoned, fn, args, kwargs)
-    return call.result()
+    waited = _WAITS.get()
+    token = waited.begin() if waited is not None else None
+
+    def started() -> T:
+        if waited is not None:
+            waited.end(token)
+        return _unless_abandoned(fn, args, kwargs)
+
+    return _model_executor().submit(context.run, started).result()
 
 
 def running_on_model_thread() -> bool:
@@ -187,9 +263,13 @@ async def _run_in(
     # the call stops at its model's next batch once this task is cancelled, or once the
     # work it belongs to is abandoned (:func:`stop_if_abandoned`)
     context.run(ABANDONED.set, _Either(ABANDONED.get(), stop))
+    waited = _WAITS.get()
+    token = waited.begin() if waited is not None else None
 
     def call() -> T:
         started.set()
+        if waited is not None:
+            waited.end(token)
         return context.run(_unless_abandoned, fn, args, kwargs)
 
     future = loop.run_in_executor(executor, call)
@@ -206,6 +286,8 @@ async def _run_in(
                 pass
         else:
             future.cancel()  # not started: the executor skips it
+            if waited is not None:
+                waited.end(token)
         raise
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -20,6 +21,7 @@ from rerankit.rerankers import ScorerReranker
 from rerankit.server import ServerSettings
 from rerankit.server.formats.base import Call
 from rerankit.server.service import Service
+from rerankit.server.shedding import shed, too_late
 from rerankit.types import Document
 
 
@@ -96,3 +98,42 @@ def test_requests_arriving_during_a_stall_are_shed_by_the_running_one_s_age():
     assert str(error).startswith("pipeline 'stall': not queued: about ")
     assert f"s left of its {timeout:g} s deadline" in str(error)
     assert shed == 1
+
+
+class _Full:
+    """An admission whose slots are all taken, with ``waiting`` queued per pipeline."""
+
+    def __init__(self, waiting):
+        self.waiting_by, self.share = {"p": waiting}, 1
+
+    def can_start(self, name):
+        return False
+
+
+def _pipeline(service_time, running_for, per_document=None):
+    now = time.monotonic()
+    return SimpleNamespace(
+        name="p",
+        service_time=service_time,
+        per_document=per_document,
+        running_since={object(): now - running_for},
+    )
+
+
+def test_a_pipeline_with_no_answered_request_sheds_nothing_as_the_page_says():
+    """Seen 2 s into a run, before any request was answered: the running request's age
+    alone shed one (`about 4.0 s of queue ahead and 0.0 s of work`)."""
+    deadline = time.monotonic() + 2.0
+    assert shed(_pipeline(0.0, 1.0), _Full(8), 50, deadline, 4.0) is None
+    refused = shed(_pipeline(0.5, 1.0, 0.01), _Full(8), 50, deadline, 4.0)
+    assert refused is not None and "not queued: about 9.0 s of queue ahead" in str(refused)
+
+
+def test_a_request_whose_turn_came_too_late_never_reads_0_0_against_0_0():
+    now = time.monotonic()
+    passed = str(too_late("live", 0.01, now - 0.2, 4.0, now=now))
+    assert "its 4 s deadline had passed when its turn came" in passed
+    small = str(too_late("live", 0.04, now + 0.02, 4.0, now=now))
+    assert "about 40 ms of work would not finish in the 20 ms left" in small, small
+    for message in (passed, small):
+        assert "0.0 s" not in message

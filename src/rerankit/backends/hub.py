@@ -30,6 +30,7 @@ __all__ = [
     "in_hub_cache",
     "is_hub_id",
     "looks_like_a_path",
+    "missing_folder",
     "not_here",
 ]
 
@@ -97,14 +98,22 @@ def in_hub_cache(model: str) -> bool:
     return isinstance(huggingface_hub.try_to_load_from_cache(model, "config.json"), str)
 
 
+def missing_folder(model: str) -> bool:
+    """Whether ``model`` names a folder (a path, not a hub id) that is not there."""
+    return is_hub_id(model) and model not in BUNDLED_NAMES and looks_like_a_path(model)
+
+
 def not_here(model: str) -> str | None:
     """What a model named ``model`` will cost when it loads, for ``rerankit check``: None
     for a folder, the bundled model or a hub id in the local Hugging Face cache; else that
     it is fetched from the hub then (a hub id) or that no such folder exists (a path)."""
     if not is_hub_id(model) or model in BUNDLED_NAMES:
         return None
-    if looks_like_a_path(model):
-        return f"model {model!r}: no such folder, so loading it will fail"
+    if missing_folder(model):
+        return (
+            f"model {model!r}: no such folder here, so loading it here would fail (check "
+            "where the folder is, such as inside the image)"
+        )
     try:
         if in_hub_cache(model):
             return None

@@ -10,14 +10,17 @@ from typing import Any
 
 from .. import registry
 from ..api import load, pipeline_name
-from ..backends.hub import not_here
+from ..backends.hub import missing_folder, not_here
 from ..cache import cache_defaults
 from ..config import read_spec
 from ..errors import InputError, RerankitError, no_such_file
+from ..llm.base import KEYS_OPTIONAL
 from ..ordering import Rule
 from ..rerankers import Pipeline
 from ..rerankers.hybrid import REWEIGHTED_NOTE
+from ..server.feedback import UNSET_NOTED
 from ..server.settings import ServerSettings, settings_beside
+from ..server.shutdown import cut_warning
 from .args import UsageError, examples
 from .pipelines import is_settings_file
 
@@ -54,37 +57,94 @@ def _in_file(name: str, exc: BaseException) -> str:
     return said if said.startswith(f"{name}:") else f"{name}: {said}"
 
 
+def _models(reranker: Any) -> list[str]:
+    models = {getattr(scorer, "model_id", None) for scorer in reranker.scorers()}
+    return sorted(m for m in models if isinstance(m, str))
+
+
 def _warn_models(name: str, reranker: Any, where: str = "") -> None:
     """Warn (on stderr; not a failure) of each model that is neither a folder nor in the
     local Hugging Face cache: it would be fetched from the hub."""
-    models = {getattr(scorer, "model_id", None) for scorer in reranker.scorers()}
-    for model in sorted(m for m in models if isinstance(m, str)):
+    for model in _models(reranker):
         warning = not_here(model)
         if warning is not None:  # a hub id is legitimate: warned, not failed
             print(f"{name}: warning: {where}{warning}", file=sys.stderr)
+
+
+def _ok(name: str, reranker: Any, pipeline: str | None = None) -> str:
+    """The ``ok`` line of a built reranker: what it runs; or, when a model folder it names
+    is not here, only that it built (what a folder holds, such as an export of the bundled
+    model, decides a hybrid's scorers and scale: said here, they could be wrong)."""
+    missing = [m for m in _models(reranker) if missing_folder(m)]
+    if not missing:
+        return f"{name}: ok: {describe(reranker, pipeline)}"
+    said = pipeline or reranker.name
+    return (
+        f"{name}: ok: {said!r} builds; its scorers and scale are not described, since "
+        f"model {missing[0]!r} is not here to read (check where it is)"
+    )
+
+
+def _build(name: str, pipeline: str, declared: Any, settings: ServerSettings) -> Any:
+    """Pipeline ``pipeline`` built as the service builds it; one that fails only for an
+    API key that is not set here is built without it, and the missing key is a warning
+    (CI has no secrets; ``serve`` needs it)."""
+    try:
+        with cache_defaults(settings.cache):  # as the service builds it
+            return load(declared)
+    except PROBLEMS as strict:
+        token = KEYS_OPTIONAL.set(True)
+        try:
+            with cache_defaults(settings.cache):
+                reranker = load(declared)
+        except PROBLEMS:
+            raise strict from None
+        finally:
+            KEYS_OPTIONAL.reset(token)
+        print(
+            f"{name}: warning: pipeline {pipeline!r}: {strict} (checked without it; serve "
+            "needs it)",
+            file=sys.stderr,
+        )
+        return reranker
 
 
 def check_settings(name: str) -> int:
     """Check the service's settings file ``name`` as ``serve --settings`` reads it (its
     relative paths beside it, the flags' defaults): its [server] and [cache] tables, then
     every pipeline it serves, each built as serve builds it (models not loaded). Prints
-    ``ok`` per pipeline, or its mistake; returns how many problems were found."""
+    ``ok`` per pipeline, or its mistake; returns how many problems were found. An
+    environment variable the file names (``${REDIS_PASSWORD}``) or an API key that is not
+    set here is a warning naming it, not a mistake (CI has no secrets); so is a ``timeout``
+    longer than ``graceful_timeout``, as serve warns of it."""
+    unset: list[tuple[str, str]] = []
+    token = UNSET_NOTED.set(unset)
     try:
         spec = settings_beside(read_spec(name, "settings file"), Path(name).resolve().parent)
         settings = ServerSettings.from_mapping(spec)
     except PROBLEMS as exc:
         print(_in_file(name, exc), file=sys.stderr)
         return 1
+    finally:
+        UNSET_NOTED.reset(token)
+    for key, variable in dict.fromkeys(unset):
+        print(
+            f"{name}: warning: {key}: the environment variable {variable!r} is not set here "
+            "(checked as written; serve needs it set)",
+            file=sys.stderr,
+        )
+    cut = cut_warning(settings.timeout, settings.graceful_timeout)
+    if cut is not None:
+        print(f"{name}: warning: {cut}", file=sys.stderr)
     failed = 0
     for pipeline, declared in (settings.pipelines or {}).items():
         try:
-            with cache_defaults(settings.cache):  # as the service builds it
-                reranker = load(declared)
+            reranker = _build(name, pipeline, declared, settings)
         except PROBLEMS as exc:
             print(f"{name}: pipeline {pipeline!r}: {exc}", file=sys.stderr)
             failed += 1
             continue
-        print(f"{name}: ok: {describe(reranker, pipeline)}")
+        print(_ok(name, reranker, pipeline))
         _warn_models(name, reranker, f"pipeline {pipeline!r}: ")
     return failed
 
@@ -108,7 +168,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(_in_file(name, exc), file=sys.stderr)
             failed += 1
             continue
-        print(f"{name}: ok: {describe(reranker, pipeline_name(name))}")
+        print(_ok(name, reranker, pipeline_name(name)))
         _warn_models(name, reranker)
     return 1 if failed else 0
 
@@ -125,8 +185,11 @@ def add_commands(sub: Any) -> None:
         "local Hugging Face cache is warned of: it will be fetched from the hub). The "
         "service's settings file ([server], [pipelines.NAME], [cache]) is checked as `serve "
         "--settings FILE` reads it: its tables, then each pipeline it serves, one line each "
-        "(check it before restarting a replica; API keys are not read). Exit status 1 when "
-        "any file or pipeline has a mistake.",
+        "(check it before restarting a replica; API keys are not read). [server] and [cache] "
+        "stop at their first mistake: fix it and rerun. An environment variable the file "
+        "names, or an API key, that is not set here is a warning naming it (CI has no "
+        "secrets; serve needs them), as is a timeout longer than graceful_timeout. Exit "
+        "status 1 when any file or pipeline has a mistake.",
         **examples(
             "rerankit check pipeline.toml",
             "rerankit check service.toml  # every pipeline the service would serve",

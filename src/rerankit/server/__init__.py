@@ -8,7 +8,7 @@ from typing import Any
 
 from .._optional import require
 from .settings import ServerSettings
-from .shutdown import CUT_MARGIN, StopOnSignal
+from .shutdown import CUT_MARGIN, StopOnSignal, cut_warning
 
 __all__ = ["ServerSettings", "create_app", "serve"]
 
@@ -57,14 +57,9 @@ def serve(
     uvicorn = require("uvicorn", "rerankit serve")
     settings = settings or ServerSettings()
     grace = settings.graceful_timeout if graceful_seconds is None else graceful_seconds
-    if settings.timeout > grace:
-        logger.warning(
-            "rerankit service: timeout (%g s) is longer than graceful_timeout (%g s): on a "
-            "stop, requests still running after %g s are answered 503 (shutting down)",
-            settings.timeout,
-            grace,
-            grace,
-        )
+    cut = cut_warning(settings.timeout, grace)
+    if cut is not None:
+        logger.warning("rerankit service: %s", cut)
     if workers > 1:
         from .workers import serve_workers
 

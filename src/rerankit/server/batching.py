@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from .._threads import ABANDONED
+from .._threads import ABANDONED, counted_as_waits, waits
 from ..scorers.cross_encoder import PAIRS_HOOK
 from ..scorers.embedding import ENCODE_HOOK
 
@@ -49,6 +49,15 @@ class _EveryAbandoned(threading.Event):
 
     def is_set(self) -> bool:
         return all(event.is_set() for event in self._events)
+
+
+def _begun(waited: Any) -> tuple[Any, Any]:
+    return waited, waited.begin() if waited is not None else None
+
+
+def _ended(wait: tuple[Any, Any]) -> None:
+    if wait[0] is not None:
+        wait[0].end(wait[1])
 
 
 class EncodeBatcher:
@@ -87,7 +96,8 @@ class EncodeBatcher:
         texts = list(texts)
         tokens = self._count_tokens(texts) if self.max_batch_tokens is not None else 0
         self._ensure_worker()
-        self._queue.put((texts, tokens, abandoned, future))
+        waited = waits()  # (the request's wait for its batch counts as waiting)
+        self._queue.put((texts, tokens, abandoned, future, _begun(waited)))
         return future.result()
 
     def _ensure_worker(self) -> None:
@@ -112,6 +122,7 @@ class EncodeBatcher:
         """False (and the caller told) for a job nobody waits for any more."""
         abandoned = job[2]
         if abandoned is not None and abandoned.is_set():
+            _ended(job[4])
             job[3].set_exception(CancelledError("the request was abandoned"))
             self.dropped += 1
             return False
@@ -146,8 +157,11 @@ class EncodeBatcher:
             texts = [t for job in jobs for t in job[0]]
             events = [job[2] for job in jobs]  # its model work stops once all are set
             shared = ABANDONED.set(None if None in events else _EveryAbandoned(events))
+            for job in jobs:
+                _ended(job[4])
             try:
-                rows = self._encode(texts)
+                with counted_as_waits([job[4][0] for job in jobs]):
+                    rows = self._encode(texts)
                 self.batches += 1
                 self.batch_sizes = [*self.batch_sizes[-99:], (len(texts), tokens)]
                 if self._on_batch is not None:
@@ -159,7 +173,7 @@ class EncodeBatcher:
             finally:
                 ABANDONED.reset(shared)
             start = 0
-            for texts_, _, _, future in jobs:
+            for texts_, _, _, future, _ in jobs:
                 future.set_result(rows[start : start + len(texts_)])
                 start += len(texts_)
 

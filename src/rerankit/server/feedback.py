@@ -44,6 +44,7 @@ import re
 import threading
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextvars import ContextVar
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ from ..training.clicks.retention import DAY, SWEEP_EVERY, check_retention
 from .feedback_index import AnswerIndex, feedback_key
 
 __all__ = [
+    "UNSET_NOTED",
     "AnswerIndex",
     "FeedbackLog",
     "FeedbackSettings",
@@ -67,6 +69,10 @@ __all__ = [
 ]
 
 logger = logging.getLogger(__name__)
+
+#: set (by ``rerankit check``) to a list: an unset variable is noted there as (key, name)
+#: and left as written, rather than an error
+UNSET_NOTED: ContextVar[list[tuple[str, str]] | None] = ContextVar("rerankit_unset", default=None)
 
 #: an environment variable in a path, as :func:`os.path.expandvars` finds it
 _VARIABLE = re.compile(r"\$(?:\{([^}]*)\}|(\w+))")
@@ -79,7 +85,9 @@ def expand_variables(text: str, key: str, shown: str | None = None) -> str:
     not set."""
     for match in _VARIABLE.finditer(text):
         name = match.group(1) if match.group(1) is not None else match.group(2)
-        if name not in os.environ:
+        if name not in os.environ and (noted := UNSET_NOTED.get()) is not None:
+            noted.append((key, name))  # left as written (``rerankit check``: CI has no secrets)
+        elif name not in os.environ:
             raise ValueError(
                 f"{key} {text if shown is None else shown!r}: the environment variable "
                 f"{name!r} is not set (a $NAME or ${{NAME}} in it is replaced by its value)"

@@ -14,10 +14,12 @@ attempt hangs (a hub that never answers), it holds no thread, slot or queue plac
 another pipeline needs.
 
 A ready pipeline whose requests then fail ``FAILING_AFTER`` times in a row (a provider that
-stalls or refuses mid-day, or local models too busy to answer within the deadline) is
+stalls or refuses mid-day, or a local model too slow to answer within the deadline) is
 ``failing``: it still serves, since only an answered request
 can tell it works again, but ``/info``, ``/ready``'s body, ``rerankit_pipeline_healthy``
-and one log line say so (see :meth:`ServedPipeline.request_failed`)."""
+and one log line say so (see :meth:`ServedPipeline.request_failed`). A request that
+missed its deadline mostly waiting behind other requests (overload: see
+:meth:`ServedPipeline.out_of_time`) does not count."""
 
 from __future__ import annotations
 
@@ -29,7 +31,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from .._threads import in_loading_thread, work_scope
+from .._threads import Waits, in_loading_thread, work_scope
 from ..api import load
 from ..cache import cache_defaults, pipeline_fingerprint
 from ..errors import ConfigError, InvalidDocumentError, MissingDependencyError, ServiceError
@@ -119,9 +121,16 @@ class ServedPipeline:
         except Exception as exc:  # built again (and reported) when it loads
             logger.debug("pipeline %r not built at start: %s", self.name, exc)
 
-    def scope(self, deadline: float | None, abandoned: threading.Event | None) -> Any:
+    def scope(
+        self,
+        deadline: float | None,
+        abandoned: threading.Event | None,
+        waited: Waits | None = None,
+    ) -> Any:
         """The context of this pipeline's work (see :func:`rerankit._threads.work_scope`)."""
-        return work_scope(executor=self.executor, deadline=deadline, abandoned=abandoned)
+        return work_scope(
+            executor=self.executor, deadline=deadline, abandoned=abandoned, waited=waited
+        )
 
     @property
     def ready(self) -> bool:
@@ -304,6 +313,29 @@ class ServedPipeline:
                 if probe > 0
                 else "it still runs every request",
             )
+
+    def out_of_time(self, waited: float) -> ServiceError:
+        """The 504 of a request that got no answer by its deadline (which a balancer does
+        not retry elsewhere). It counts towards ``failing`` unless it spent at least half
+        its deadline (``waited`` seconds) waiting behind other requests: for a slot, for a
+        thread, for the model thread that every local model shares, for a micro-batch.
+        That is overload (requests too many or too large for the timeout), not a broken
+        pipeline; its own work running past the deadline (a stalled provider, a model too
+        slow for the timeout) still counts."""
+        timeout = self.settings.timeout
+        why = f"no answer within the {timeout:g} s deadline"
+        if waited < timeout / 2:
+            self.request_failed(why)
+            return ServiceError(504, f"pipeline {self.name!r}: {why}", {"Retry-After": "1"})
+        logger.debug(
+            "pipeline %r: a request waited %.1f s behind others: %s", self.name, waited, why
+        )
+        return ServiceError(
+            504,
+            f"pipeline {self.name!r}: {why}; it waited {waited:.1f} s of it behind other "
+            "requests (the service is overloaded: send fewer or smaller requests)",
+            {"Retry-After": "1"},
+        )
 
     def refuse_if_failing(self) -> None:
         """Raise the 503 a request gets at once while the pipeline is ``failing`` and the

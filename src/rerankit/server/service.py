@@ -12,7 +12,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from .._threads import in_thread
+from .._threads import Waits, in_thread, waits
 from ..errors import (
     InputError,
     MissingDependencyError,
@@ -279,7 +279,7 @@ class Service:
         self._shed(pipeline, len(call.documents), deadline)
         abandoned = threading.Event()
         try:
-            with pipeline.scope(deadline, abandoned):
+            with pipeline.scope(deadline, abandoned, Waits()):
                 return await self._run(pipeline, call, deadline, abandoned)
         except BaseException:  # nothing of it that has not started starts now
             abandoned.set()
@@ -376,7 +376,7 @@ class Service:
         except asyncio.TimeoutError as exc:  # it ran and got no answer in time: 504, which
             self._free_later(task, slot, deadline)  # a balancer does not try elsewhere
             if not finished:
-                raise self._out_of_time(pipeline) from exc
+                raise pipeline.out_of_time(started - queued + waits().seconds()) from exc
             result, late = self._at_deadline(name, finished[-1][0], finished[-1][1]()), True
         except asyncio.CancelledError:  # the client went away
             self._free_later(task, slot, deadline)
@@ -405,7 +405,7 @@ class Service:
             result = result.top_k(call.top_n)
         what = result.unusable
         if what is not None and time.monotonic() >= deadline:  # its calls ran out of time
-            raise self._out_of_time(pipeline)
+            raise pipeline.out_of_time(started - queued + waits().seconds())
         if what is not None:  # said in one line (every warning in the log at debug level)
             why = summary(what, list(result.warnings))
             pipeline.request_failed(why, f"{what}: {'; '.join(result.warnings)}")
@@ -421,13 +421,6 @@ class Service:
         self.metrics.documents.labels(name).inc(len(call.documents))
         call.timings.update(queue=started - queued, inference=ended - started)
         return result
-
-    def _out_of_time(self, pipeline: ServedPipeline) -> ServiceError:
-        """The 504 of a request to ``pipeline`` that got no answer by its deadline (which
-        a balancer does not retry elsewhere), counted towards ``failing``."""
-        why = f"no answer within the {self.settings.timeout:g} s deadline"
-        pipeline.request_failed(why)
-        return ServiceError(504, f"pipeline {pipeline.name!r}: {why}", {"Retry-After": "1"})
 
     def _at_deadline(self, name: str, stage: str, result: RerankResult) -> RerankResult:
         """The answer of cascade ``name`` whose deadline came while ``stage`` ran: the

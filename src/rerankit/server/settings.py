@@ -11,7 +11,7 @@ max_document_chars = 20000     # longer documents are truncated (or rejected: tr
 truncate = true
 max_body_bytes = 5000000       # larger bodies get 413
 timeout = 30.0                 # seconds per request (then 503 if not run, 504 if running)
-max_concurrency = 4            # requests reranked at once
+max_concurrency = 4            # requests admitted at once (local models take turns on one thread)
 max_queue = 64                 # requests waiting beyond that; more get 429 + Retry-After
 max_concurrency_per_pipeline = 0  # slots one pipeline may hold (and its share of the queue);
                                # 0: all with one pipeline, else max_concurrency less a quarter

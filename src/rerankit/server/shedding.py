@@ -5,7 +5,8 @@ age of its running requests: a request already running longer than the recent av
 (a provider that stalled since) is expected to take at least that long, so a sudden stall
 sheds the requests that arrive while it lasts, not only once slow answers have been
 recorded. (Requests that arrived together, before any was seen to be slow, are queued: each
-waits for a slot until its deadline.)"""
+waits for a slot until its deadline.) A pipeline with no answered request yet (just
+started) sheds nothing: there is no recent time to compare an age with."""
 
 from __future__ import annotations
 
@@ -27,8 +28,13 @@ def request_seconds(pipeline: Any, now: float) -> float:
     return max([pipeline.service_time or 0.0, *ages])
 
 
+def _seconds(value: float) -> str:
+    """``value`` seconds as a message says them: never "0.0 s" for a time that is not 0."""
+    return f"{value:.1f} s" if value >= 0.1 else f"{max(value, 0.0) * 1000:.0f} ms"
+
+
 def _left(deadline: float, now: float, timeout: float) -> str:
-    return f"the {max(deadline - now, 0.0):.1f} s left of its {timeout:g} s deadline"
+    return f"the {_seconds(deadline - now)} left of its {timeout:g} s deadline"
 
 
 def shed(
@@ -45,11 +51,9 @@ def shed(
     :func:`request_seconds` over the slots the pipeline may hold, then its own expected
     work, do not fit in the time left. None when it may queue."""
     now = time.monotonic() if now is None else now
-    if admission.can_start(pipeline.name):
-        return None
+    if admission.can_start(pipeline.name) or not pipeline.service_time:
+        return None  # (no request answered yet: nothing known to shed by)
     per_request = request_seconds(pipeline, now)
-    if not per_request:  # nothing known yet
-        return None
     ahead = admission.waiting_by[pipeline.name] + 1
     wait = ahead * per_request / admission.share
     work = (pipeline.per_document or 0.0) * documents
@@ -57,8 +61,9 @@ def shed(
         return None
     return ServiceError(
         503,
-        f"pipeline {pipeline.name!r}: not queued: about {wait:.1f} s of queue ahead and "
-        f"{work:.1f} s of work would not finish in {_left(deadline, now, timeout)}",
+        f"pipeline {pipeline.name!r}: not queued: about {_seconds(wait)} of queue ahead and "
+        f"{_seconds(work)} of work would not finish in {_left(deadline, now, timeout)} "
+        "(retry after Retry-After, or send fewer documents)",
         {"Retry-After": str(max(1, math.ceil(wait)))},
     )
 
@@ -72,9 +77,13 @@ def too_late(
     now = time.monotonic() if now is None else now
     if deadline - now >= expected:
         return None
+    if deadline <= now:
+        said = f"its {timeout:g} s deadline had passed when its turn came"
+    else:
+        left = _left(deadline, now, timeout)
+        said = f"about {_seconds(expected)} of work would not finish in {left}"
     return ServiceError(
         503,
-        f"pipeline {name!r}: not run: about {expected:.1f} s of work would not finish in "
-        f"{_left(deadline, now, timeout)}",
+        f"pipeline {name!r}: not run: {said} (the service is busy: retry, or send fewer documents)",
         {"Retry-After": "1"},
     )

@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CUT_MARGIN", "InFlight", "StopOnSignal"]
+__all__ = ["CUT_MARGIN", "InFlight", "StopOnSignal", "cut_warning"]
 
 logger = logging.getLogger(__name__)
 
@@ -129,3 +129,15 @@ class StopOnSignal:
             cut = self.service.admission.in_flight.cut
             loop.call_soon_threadsafe(loop.call_later, self.grace, cut, self.grace)
         self.stop(sig, frame)
+
+
+def cut_warning(timeout: float, grace: float) -> str | None:
+    """What ``serve`` warns of at start (and ``rerankit check`` reports) when requests may
+    run longer (``timeout``) than a stop lets them finish (``grace``, the graceful timeout);
+    None when they may not."""
+    if timeout <= grace:
+        return None
+    return (
+        f"timeout ({timeout:g} s) is longer than graceful_timeout ({grace:g} s): on a stop, "
+        f"requests still running after {grace:g} s are answered 503 (shutting down)"
+    )

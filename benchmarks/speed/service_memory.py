@@ -1,0 +1,146 @@
+"""Memory and CPU of ``rerankit serve``: resident memory (RSS) idle once ready, and after a
+load, for the torch-free install (``[onnx,server]``) and the full one (torch).
+
+    python -m benchmarks.speed.service_memory --torch-free-python .venv-serve/bin/python
+
+Each install serves the built-in pipelines (``bm25``, ``embedding``, ``hybrid``: the bundled
+MiniLM, on ONNX Runtime where it is the default, on torch with ``--backend torch``). Once
+``/ready`` is 200, RSS is read from ``/proc``; then ``--clients`` clients send ``--requests``
+``hybrid`` requests of ``--documents`` documents each (distinct texts, so nothing is cached),
+and RSS, peak RSS and the CPU seconds the process used are read again. Prints a Markdown
+table (Linux only: it reads ``/proc/PID``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+WORDS = (
+    "solar wind power grid battery storage panel energy cost price market policy rate bank "
+    "loan credit city transit rail bus road traffic health vaccine trial patient drug dose "
+    "school teacher exam student climate carbon forest river flood rain heat crop farm"
+).split()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def proc_status(pid: int) -> dict[str, float]:
+    """RSS and peak RSS (MiB), and CPU seconds (user + system) of process ``pid``."""
+    fields = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("VmRSS", "VmHWM"):
+            fields[key] = int(value.split()[0]) / 1024
+    stat = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    fields["cpu"] = (int(stat[11]) + int(stat[12])) / ticks
+    return fields
+
+
+def post(port: int, body: dict) -> int:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/v2/rerank",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=120) as answer:
+            return answer.status
+    except urllib.error.HTTPError as exc:  # a 504 under load is counted, not fatal
+        return exc.code
+
+
+def measure(python: str, flags: list[str], args: argparse.Namespace) -> dict[str, float]:
+    port = free_port()
+    proc = subprocess.Popen(
+        [python, "-m", "rerankit", "serve", "--port", str(port), "--log-level", "warning", *flags],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        for _ in range(3000):
+            if proc.poll() is not None:
+                raise RuntimeError(f"rerankit serve exited: {proc.stderr.read().decode()}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            time.sleep(0.1)
+        time.sleep(1.0)
+        idle = proc_status(proc.pid)
+        rng = random.Random(0)
+
+        def one(i: int) -> int:
+            docs = [" ".join(rng.choices(WORDS, k=40)) + f" {i}-{j}" for j in range(args.documents)]
+            return post(
+                port, {"model": "hybrid", "query": f"solar energy cost {i}", "documents": docs}
+            )
+
+        started = time.monotonic()
+        with concurrent.futures.ThreadPoolExecutor(args.clients) as pool:
+            codes = list(pool.map(one, range(args.requests)))
+        wall = time.monotonic() - started
+        loaded = proc_status(proc.pid)
+        return {
+            "answered": sum(code == 200 for code in codes),
+            "idle": idle["VmRSS"],
+            "after": loaded["VmRSS"],
+            "peak": loaded["VmHWM"],
+            "cores": (loaded["cpu"] - idle["cpu"]) / wall,
+            "wall": wall,
+        }
+    finally:
+        proc.terminate()
+        proc.wait(60)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--torch-free-python", help="python of an install without torch")
+    parser.add_argument("--requests", type=int, default=40)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--documents", type=int, default=100)
+    parser.add_argument("--no-torch", action="store_true", help="skip the full install")
+    args = parser.parse_args()
+    installs = []
+    if args.torch_free_python:
+        installs.append(("torch-free, ONNX Runtime", args.torch_free_python, []))
+    if not args.no_torch:
+        installs.append(("full, torch", sys.executable, ["--backend", "torch"]))
+    print(
+        f"{args.requests} hybrid requests of {args.documents} documents, {args.clients} clients; "
+        f"{os.cpu_count()} cores"
+    )
+    print(
+        "| install | RSS idle MiB | RSS after load MiB | peak RSS MiB | CPU cores busy | load s "
+        "| 200s |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for label, python, flags in installs:
+        m = measure(python, flags, args)
+        print(
+            f"| {label} | {m['idle']:.0f} | {m['after']:.0f} | {m['peak']:.0f} | "
+            f"{m['cores']:.2f} | {m['wall']:.1f} | {m['answered']}/{args.requests} |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
