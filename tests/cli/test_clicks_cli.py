@@ -552,6 +552,18 @@ def test_simulate_clicks_over_a_beir_folder_writes_a_log_tune_learns_from(
         orders.setdefault(s.impression.query_id, set()).add(tuple(s.impression.shown))
     assert all(len({o[:3] for o in shown}) == 1 for shown in orders.values())
     assert all(len(shown) > 1 for shown in orders.values())
+    # each impression records its exchanged pairs as the service does ({"swapped": [...]},
+    # [] when none was), and undoing them gives the logging pipeline's one order
+    undone = {}
+    for s in read_log(explored)[0]:
+        swapped = s.impression.explore["swapped"]
+        order = list(s.impression.shown)
+        for p in swapped:
+            order[p - 1], order[p] = order[p], order[p - 1]
+        undone.setdefault(s.impression.query_id, set()).add(tuple(order))
+        assert (tuple(order) == tuple(s.impression.shown)) == (swapped == [])
+    assert all(len(orders) == 1 for orders in undone.values())
+    assert all(s.impression.explore is None for s in read_log(log)[0])  # not explored
     # tune learns from it, with the collection as the corpus
     pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
     capsys.readouterr()
@@ -581,6 +593,10 @@ def test_deploy_advice_names_the_old_pipeline_only_when_the_log_does():
         "rerankit eval --data FOLDER --first-stage RUN --rerankers out/learned.toml" in (named[1])
     )
     assert "served='out/learned.toml' (--served)" in named[2]
+    # for a team without judgments: interleaving on live traffic
+    assert "without judged queries, put both in front of live traffic instead: " in named[1]
+    assert '[server] interleave = ["current", "learned"]' in named[1]
+    assert "rerankit interleave-report" in named[1]
     kept = Written(Path("out/learned.toml"), "what served", learned=False)
     assert deploy_advice(kept, "current") == []
 
@@ -615,6 +631,7 @@ def test_the_suggested_eval_command_parses_and_names_what_exists(tmp_path, monke
     for served, data in cases:
         line = deploy_advice(written, served, data=data)[-2]
         command = line.split("compare the two on judged queries first: ")[1]
+        command = command.split("; without judged queries")[0]
         assert ", where" not in command  # nothing left to fill in
         argv = shlex.split(command)
         assert argv[0] == "rerankit"
@@ -672,3 +689,48 @@ def test_tune_says_when_the_served_order_of_some_sessions_was_interleaved(
         == 0
     )
     assert "interleaved order" not in capsys.readouterr().out
+
+
+def test_tune_clicks_takes_propensities_given_and_says_which_queries_it_left_out(tmp_path, capsys):
+    """An explored log's warning does not ask for exploration and names --propensities;
+    --propensities takes the file tune wrote (or numbers), checked before the work; a query
+    without a click is counted as left out."""
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "text", sessions=80, explore=0.5)
+    unclicked = ClickLog(log, store="text")  # a query nobody clicked on
+    docs = [{"id": f"x-{i}", "text": t} for i, t in enumerate(_texts(0))]
+    unclicked.log_impression("x:0", "nothing here", docs, list(range(8)), query_id="qx")
+    unclicked.close()
+    rng = np.random.default_rng(1)
+    rows = {
+        f"q{q}": ([f"{q}-{i}" for i in range(8)], rng.random((8, len(FEATURES))))
+        for q in range(len(TOPICS))
+    }
+    rows["qx"] = ([d["id"] for d in docs], rng.random((8, len(FEATURES))))
+    features = write_features(rows, tmp_path / "features.npz")
+    argv = ["tune", "--clicks", str(log), "--features", str(features), "--folds", "3"]
+    assert main([*argv, "--out", str(tmp_path / "a.toml")]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    assert "12 queries, 961 sessions (1 logged query without a click counted left out" in printed
+    assert "warning: propensities not reliable" in printed
+    assert "This log already has exchanged pairs" in printed
+    assert "turn on exploration" not in printed
+    assert "--propensities 1,0.9,0.7,..." in printed
+    written = tmp_path / "a.propensities.json"
+    assert main([*argv, "--propensities", str(written)]) == 1  # 8 shown: 9 and 10 are null
+    assert "position 9 has no value" in capsys.readouterr().err
+    estimated = json.loads(written.read_text())["by_position"]
+    estimated[8:] = [estimated[7], estimated[7]]
+    written.write_text(json.dumps({"by_position": estimated}))
+    assert main([*argv, "--out", str(tmp_path / "b.toml"), "--propensities", str(written)]) == 0
+    printed = capsys.readouterr().out
+    assert "propensities by position (given, 961 sessions): 1: 1.000, " in printed
+    assert f"10: {estimated[9]:.3f}" in printed
+    assert "warning:" not in printed
+    assert main([*argv, "--propensities", "1,0.9,0.5"]) == 1
+    error = capsys.readouterr().err
+    assert "propensities: 3 values, and learning weighs clicks at the first 10 positions" in error
+    assert main(["tune", "--data", "x", "--propensities", "1,0.5"]) == 2
+    error = capsys.readouterr().err
+    assert "--propensities" in error and "only learning from a click log reads it" in error

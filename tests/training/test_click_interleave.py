@@ -201,8 +201,8 @@ def test_identical_pipelines_tie_every_session_with_the_common_prefix(tmp_path):
     report = interleaving_report(_identical_log(tmp_path / "i.jsonl", 100, shared_prefix=True))
     assert report.wins == (0, 0) and report.ties == 100 and report.clicked == 0
     assert report.winner is None
-    assert "100 without a click for either" in report.describe()
-    assert "no session had a click for either pipeline" in report.describe()
+    assert "100 with no click credited to either" in report.describe()
+    assert "no session had a click credited to either pipeline" in report.describe()
     assert "over 20 queries" in report.describe()
     one = [
         s for s in _identical_log(tmp_path / "one.jsonl", 20, True) if s.impression.query == "q0"
@@ -253,7 +253,7 @@ def test_the_interval_resamples_sessions_by_default_or_queries(tmp_path):
     )
     assert by_session.by == "session" and "interval over sessions" in by_session.describe()
     assert (
-        "0 without a click for either; of the 440 with one, a won 260, b won 180, 0 tied; "
+        "0 with no click credited to either; of the 440 with one, a won 260, b won 180, 0 tied; "
         "delta (a - b) +0.182" in by_session.describe()
     )
     # this traffic prefers a, but two queries decide it: over queries, no winner
@@ -330,7 +330,7 @@ def test_the_report_counts_ties_and_sessions_without_a_click_apart(tmp_path):
     assert report.wins == (3, 2) and report.clicked == 9
     assert report.tied == 4 and report.unclicked == 6
     assert report.ties == report.tied + report.unclicked == 10  # neither won: as before
-    assert "6 without a click for either" in report.describe()
+    assert "6 with no click credited to either" in report.describe()
     assert "a won 3, b won 2, 4 tied" in report.describe()
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from rerankit.scorers.learned import FEATURES
 from rerankit.training.clicks import estimate_propensities, randpair
-from rerankit.training.clicks.learn import _as_propensities
+from rerankit.training.clicks.given import as_propensities
 from rerankit.training.clicks.propensity import randpair_orders, swap_ratios
 from rerankit.training.clicks.reliability import MIN_CLICKS, reliability_warning
 from rerankit.training.clicks.simulate import (
@@ -210,7 +210,21 @@ def test_positions_on_few_clicks_are_named_with_their_counts_and_what_to_do():
     assert warning.startswith("propensities not reliable at positions 9-10: ")
     assert f"fewer than {MIN_CLICKS} clicks at positions 9-10 (9: 24, 10: 3), and" in warning
     assert "Log more sessions" in warning and "[server] explore" in warning
-    assert "propensities=[1.0, ...]" in warning
+    assert "rerankit tune --clicks LOG --propensities 1,0.9,0.7,..." in warning
+    assert "already has exchanged pairs" not in warning
+
+
+def test_a_log_with_exchanged_pairs_is_not_told_to_turn_exploration_on():
+    clicks = [900, 400, 300, 200, 100, 80, 60, 40, MIN_CLICKS - 1, 3]
+    warning = reliability_warning(FALLING, clicks, measured=[5, 6, 7, 8, 9, 10])
+    assert "turn on exploration" not in warning
+    assert "This log already has exchanged pairs" in warning
+    assert "they measured positions 5-10 against the one above" in warning
+    assert "no exploration measures positions 2-4: there only more sessions" in warning
+    assert "--propensities 1,0.9,0.7,..." in warning
+    # pairs that measured position 2 too (two pipelines' orders): only 3-4 are left
+    both = reliability_warning(FALLING, clicks, measured=[2, 5, 6])
+    assert "no exploration measures positions 3-4" in both
 
 
 def test_a_rise_down_the_page_is_named_with_the_values():
@@ -247,5 +261,5 @@ def test_a_large_log_gets_no_warning_where_its_estimate_falls():
 
 def test_given_propensities_are_not_judged():
     _, logs, rows = collection(1.0, queries=5, sessions=8, seed=0)
-    given = _as_propensities([1.0, 0.5, 0.6], logs, rows, 3, True)
+    given = as_propensities([1.0, 0.5, 0.6], logs, rows, 3, True)
     assert given.warning() is None and given.as_dict()["warning"] is None

@@ -14,6 +14,7 @@ from ..errors import no_such_file
 from ..training.clicks.advice import deploy_advice
 from ..training.clicks.deploy import served_pipeline, write_learned
 from ..training.clicks.from_log import learn_from_log, read_corpus
+from ..training.clicks.given import read_propensities
 from ..training.clicks.interleave import BY, METHODS, interleaving_report
 from ..training.clicks.log import STORE, log_files
 from ..training.clicks.reader import logs_files, read_log
@@ -59,6 +60,8 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     options: dict[str, Any] = {"folds": args.folds, "seeds": tuple(range(args.seeds))}
     if args.adopt_margin is not None:
         options["margin"] = args.adopt_margin
+    if args.propensities is not None:  # checked before the work
+        options["propensities"] = read_propensities(args.propensities, DEPTH)
     # one log (with its rotated files), or the files of several (each with its own)
     logs = args.clicks[0] if len(args.clicks) == 1 else logs_files(args.clicks)
     found = learn_from_log(
@@ -87,7 +90,14 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     if args.min_dwell_ms is not None:
         counted += f", with at least {args.min_dwell_ms:g} ms of dwell or none recorded"
     print(f"clicks: {found.clicks} in the log, {counted})")
-    print(f"{result.queries} queries, {result.sessions} sessions\n")
+    unclicked = len(found.logs) - result.queries
+    left = (
+        f" ({unclicked} logged quer{'y' if unclicked == 1 else 'ies'} without a click counted "
+        "left out: they hold nothing to learn from or to score)"
+        if unclicked
+        else ""
+    )
+    print(f"{result.queries} queries, {result.sessions} sessions{left}\n")
     print(result.propensities.describe())
     caveat = result.propensities.caveat()
     if caveat:
@@ -173,6 +183,14 @@ def add_tune_click_arguments(parser: Any) -> None:
         type=positive_float,
         default=None,
         help="with --clicks: count a click only when its dwell time is at least this",
+    )
+    parser.add_argument(
+        "--propensities",
+        metavar="VALUES",
+        help="with --clicks: weigh the clicks by these propensities instead of estimating "
+        "them from the log: one a position, 1 to 10, comma-separated (1,0.9,0.7,...), or a "
+        "file as tune --clicks writes them (learned.propensities.json), e.g. measured on a "
+        "log where the top positions were exchanged too",
     )
     add_max_feedback_delay_argument(parser, "with --clicks: ")
 

@@ -48,7 +48,7 @@ JUDGMENT_FLAGS = (
 )
 
 #: the flags of learning from a click log (--clicks)
-CLICK_FLAGS = ("served", "features", "min_dwell_ms", "max_feedback_delay")
+CLICK_FLAGS = ("served", "features", "min_dwell_ms", "max_feedback_delay", "propensities")
 
 
 def cmd_tune(args: argparse.Namespace) -> int:

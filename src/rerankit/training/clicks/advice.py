@@ -59,6 +59,8 @@ def deploy_advice(
         f"the verdict compares it with what served this log ({old}; for a simulated log, "
         "the simulation's ranker), not necessarily with what you serve today: "
         + _compare(served or old, path, data)
+        + f"; without judged queries, put both in front of live traffic instead: "
+        f"{_interleave(old, name, path)}"
     )
     out.append(
         f"once it has served traffic, learn again from that log with "
@@ -66,6 +68,17 @@ def deploy_advice(
         f"name, {name}, is not a registered one, so the log alone cannot name it)"
     )
     return out
+
+
+def _interleave(old: str, name: str, path: Path) -> str:
+    """How to interleave the learned pipeline ``name`` (its file ``path``) with ``old``,
+    what serves today, in the service, and read who won."""
+    return (
+        f'in the service\'s settings, [pipelines.{name}] reranker = "{path.name}" and '
+        f'[server] interleave = ["{old}", "{name}"] (two pipelines the service serves, '
+        "with [server.feedback] on), then "
+        "rerankit interleave-report on its log (docs/clicks.md, interleaving)"
+    )
 
 
 def _compare(first: str, path: Path, data: str | None) -> str:

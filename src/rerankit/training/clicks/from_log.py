@@ -166,6 +166,19 @@ def _check_features(
             )
 
 
+def _as_corpus(corpus: Any) -> Mapping[str, str] | None:
+    """``learn_from_log``'s ``corpus``: a mapping as given, a path read by
+    :func:`read_corpus`; a TypeError naming what to pass for anything else."""
+    if corpus is None or isinstance(corpus, Mapping):
+        return corpus
+    if isinstance(corpus, str | Path):
+        return read_corpus(corpus)
+    raise TypeError(
+        f"corpus: expected document id -> text (a dict, e.g. read_corpus(FOLDER)) or the "
+        f"path of a corpus (a folder with corpus.jsonl, or the file), got {type(corpus).__name__}"
+    )
+
+
 def _why_no_clicks(read: ReadReport, min_dwell_ms: float | None, depth: int) -> str:
     """What the log held and what reading it left out, when no click is left."""
     parts = [f"{read.impressions} impressions, {read.feedback} feedback records"]
@@ -186,7 +199,7 @@ def _why_no_clicks(read: ReadReport, min_dwell_ms: float | None, depth: int) -> 
 def learn_from_log(
     path: str | Path | Sequence[str | Path],
     *,
-    corpus: Mapping[str, str] | None = None,
+    corpus: Mapping[str, str] | str | Path | None = None,
     rows: Rows | None = None,
     embedding: Any = None,
     depth: int = DEPTH,
@@ -197,7 +210,8 @@ def learn_from_log(
     **options: Any,
 ) -> LogLearning:
     """Learn from the click log at ``path`` (see the module doc). ``corpus``: document id
-    -> text, for a log that kept hashes or ids only; ``rows``: the features of each query's
+    -> text, for a log that kept hashes or ids only, or the path of a corpus
+    (:func:`read_corpus` reads it, as ``--data`` does); ``rows``: the features of each query's
     candidates, computed beforehand (query keys as :func:`~.sessions.collect` groups them:
     the ``query_id``, else the query text); ``embedding``: the model the features read
     (None: the bundled MiniLM). ``depth``, ``min_dwell_ms``, ``pipelines``: as
@@ -211,6 +225,7 @@ def learn_from_log(
     Without ``rows``, an impression with a document that has no text (in the log, or in
     ``corpus``) is left out and counted in ``.read`` (``unresolved``, with examples in its
     problems); it is an error only when no impression is left."""
+    corpus = _as_corpus(corpus)
     sessions, read = read_log(path, max_feedback_delay=max_feedback_delay)
     texts = CorpusTexts(corpus)
     if rows is None:

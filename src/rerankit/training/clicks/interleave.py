@@ -246,7 +246,7 @@ class InterleavingReport:
         if self.winner:
             verdict = f"{self.winner} wins"
         elif self.clicked == 0:
-            verdict = "no session had a click for either pipeline"
+            verdict = "no session had a click credited to either pipeline"
         else:
             verdict = "no difference either way at this confidence"
             if self.needed:
@@ -272,7 +272,7 @@ class InterleavingReport:
             f"{self.sessions} interleaved session{'' if self.sessions == 1 else 's'} "
             f"({self.method.replace('-', ' ')}) over {self.queries} "
             f"quer{'y' if self.queries == 1 else 'ies'}, "
-            f"{self.unclicked} without a click for either; of the "
+            f"{self.unclicked} with no click credited to either; of the "
             f"{self.clicked} with one, {a} won {self.wins[0]}, {b} won {self.wins[1]}, "
             f"{self.tied} tied; {measure} ({a} - {b}) {self.delta:+.3f} "
             f"({level} {self.interval[0]:+.3f} to {self.interval[1]:+.3f}; sign test over "

@@ -27,6 +27,7 @@ import math
 import statistics
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,7 +37,8 @@ from ...scorers.learned import FEATURES, feature_columns, min_max
 from .. import crossval, ltr
 from ..fusion_search import DEFAULT_HYBRID
 from .counterfactual import MIN_PROPENSITY, counterfactual_ndcg, ips_relevance, served_ndcg
-from .propensity import Propensities, estimate_propensities
+from .given import as_propensities
+from .propensity import Propensities
 from .result import ClickLearning
 from .sessions import QueryLog
 
@@ -274,29 +276,11 @@ def _options(
     return fit_on
 
 
-def _as_propensities(
-    given: Propensities | Sequence[float] | np.ndarray | None,
-    logs: Mapping[str, QueryLog],
-    rows: Mapping[str, tuple[Sequence[str], np.ndarray]],
-    depth: int,
-    corrected: bool,
-) -> Propensities:
-    sessions = sum(log.sessions for log in logs.values())
-    if not corrected:
-        return Propensities(np.ones(depth), "none (naive: clicks as labels)", sessions)
-    if given is None:
-        return estimate_propensities(logs, rows, depth=depth)
-    if isinstance(given, Propensities):
-        return given
-    values = np.asarray(given, dtype=np.float64)
-    return Propensities(values / values[0], "given", sessions)
-
-
 def learn_from_clicks(
     logs: Mapping[str, QueryLog],
     rows: Mapping[str, tuple[Sequence[str], np.ndarray]],
     *,
-    propensities: Propensities | Sequence[float] | np.ndarray | None = None,
+    propensities: Propensities | Sequence[float] | np.ndarray | str | Path | None = None,
     correct: bool = True,
     folds: int = 5,
     margin: float = crossval.ADOPT_MARGIN,
@@ -316,7 +300,9 @@ def learn_from_clicks(
     """Learn a ranker from click logs (:class:`~.sessions.QueryLog` by query key) over
     ``rows``, the features of each query's candidates (``{key: (doc ids, matrix)}``, e.g.
     :func:`~.sessions.log_features`), and judge it against what was served (see the module
-    doc). ``propensities``: by position (None: :func:`~.propensity.estimate_propensities`);
+    doc). ``propensities``: by position, for positions 1..``depth`` (None:
+    :func:`~.propensity.estimate_propensities`; a list, ``"1,0.9,..."`` or a file ``tune``
+    wrote: :func:`~.given.read_propensities`);
     ``correct=False``: the naive learner. ``curve``: the shares of each query's sessions the
     learning curve refits on (None: no curve). The booster is fitted on every query when
     the verdict adopts it, or with ``keep_learned``. ``first_stage``: whether the first
@@ -330,7 +316,7 @@ def learn_from_clicks(
         raise ValueError(f"no features for {len(missing)} logged queries (e.g. {missing[0]!r})")
     if first_stage is None:
         first_stage = carries_first_stage(logs)
-    prop = _as_propensities(propensities, logs, rows, depth, correct)
+    prop = as_propensities(propensities, logs, rows, depth, correct)
     data = _prepare(logs, rows, prop.values, clip, levels, evaluate_on, first_stage=first_stage)
     qids = [q for q in logs if not math.isnan(counterfactual_ndcg(data.base[q], data.gains[q]))]
     labelled = sum(any(data.labels[q].values()) for q in qids)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from ...scorers.learned import feature_columns
-from .reliability import position_counts, position_ranges, reliability_warning
+from .reliability import PROTECTED, position_counts, position_ranges, reliability_warning
 
 __all__ = [
     "PROTECTED",
@@ -47,9 +47,6 @@ __all__ = [
     "randpair_orders",
     "swap_ratios",
 ]
-
-#: RandPair never moves the documents at these first positions
-PROTECTED = 3
 
 #: the features regression EM models relevance from: those that describe the document and
 #: the query alone (a within-list rank or normalisation would carry the position)
@@ -199,7 +196,8 @@ class Propensities:
             text += (
                 f"; every position below {max(top)} is chained from {position_ranges(top)}, so "
                 f"an error there scales them all; RandPair never moves the top {PROTECTED}, "
-                "so exploring does not fix it"
+                "so exploring does not fix it (propensities measured elsewhere do: "
+                "--propensities)"
             )
         return text
 
@@ -210,7 +208,8 @@ class Propensities:
         propensities were not estimated from a log (given, or the naive learner's)."""
         if not self.clicks_by_position:
             return None
-        return reliability_warning(self.values, self.clicks_by_position)
+        measured = [p + 2 for p, r in enumerate(self.swap_ratios) if r is not None]
+        return reliability_warning(self.values, self.clicks_by_position, measured=measured)
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -23,7 +23,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_CLICKS", "position_counts", "position_ranges", "reliability_warning"]
+#: RandPair (:func:`.propensity.randpair`) never moves the documents at these first positions
+PROTECTED = 3
+
+__all__ = ["MIN_CLICKS", "PROTECTED", "position_counts", "position_ranges", "reliability_warning"]
 
 #: a position whose estimate rests on fewer clicks than this is called unreliable: a rate
 #: from k clicks is uncertain by about 1/sqrt(k) of itself, more than a fifth under 25
@@ -56,12 +59,18 @@ def position_ranges(ps: Sequence[int]) -> str:
 
 
 def reliability_warning(
-    values: Sequence[float], clicks: Sequence[int], *, min_clicks: int = MIN_CLICKS
+    values: Sequence[float],
+    clicks: Sequence[int],
+    *,
+    min_clicks: int = MIN_CLICKS,
+    measured: Sequence[int] | None = None,
 ) -> str | None:
     """A plain warning naming the positions whose estimate is not to be trusted (fewer
     than ``min_clicks`` clicks there, or higher than the position above), and what to do;
     None when there are none. ``values``: the propensities by position (NaN: never shown,
-    not judged); ``clicks``: the clicks at each position (:func:`position_counts`)."""
+    not judged); ``clicks``: the clicks at each position (:func:`position_counts`);
+    ``measured``: the positions whose ratio to the one above exchanged pairs measured
+    (then the advice does not ask for exploration the log already has)."""
     shown = [p for p, v in enumerate(values, start=1) if math.isfinite(v)]
     few = [p for p in shown if p <= len(clicks) and clicks[p - 1] < min_clicks]
     rising = [
@@ -89,8 +98,37 @@ def reliability_warning(
     where = sorted({*few, *rising})
     return (
         f"propensities not reliable at position{'s' if len(where) > 1 else ''} "
-        f"{position_ranges(where)}: {'; '.join(reasons)}. Log more sessions (until every "
-        f"position has {min_clicks} clicks or more), turn on exploration ([server] explore: "
-        "RandPair measures positions 4 to 10 by exchanged pairs), or give propensities "
-        "measured elsewhere (in Python, learn_from_log(LOG, propensities=[1.0, ...]))"
+        f"{position_ranges(where)}: {'; '.join(reasons)}. {_what_to_do(min_clicks, measured)}"
+    )
+
+
+#: how to give propensities measured elsewhere, named in the warning
+ELSEWHERE = (
+    "give propensities measured elsewhere (rerankit tune --clicks LOG --propensities "
+    "1,0.9,0.7,... or a learned.propensities.json; propensities= in Python; docs/clicks.md, "
+    '"Give propensities measured elsewhere")'
+)
+
+
+def _what_to_do(min_clicks: int, measured: Sequence[int] | None) -> str:
+    """What to do, for a log without exchanged pairs, or with them at ``measured`` (the
+    positions whose ratio to the one above exchanged pairs measured)."""
+    more = f"Log more sessions (until every position has {min_clicks} clicks or more)"
+    if not measured:
+        return (
+            f"{more}, turn on exploration ([server] explore: RandPair exchanges pairs below "
+            f"the top 3, which measures positions 5 to 10 against the one above), or {ELSEWHERE}"
+        )
+    top = [p for p in range(2, PROTECTED + 2) if p not in measured]
+    said = (
+        f"{more}, or {ELSEWHERE}. This log already has exchanged pairs (exploration, or two "
+        f"pipelines' orders): they measured position{'s' if len(measured) > 1 else ''} "
+        f"{position_ranges(measured)} against the one above"
+    )
+    if not top:
+        return said
+    return (
+        f"{said}; RandPair never moves the top {PROTECTED}, so no exploration measures "
+        f"position{'s' if len(top) > 1 else ''} {position_ranges(top)}: there only more "
+        "sessions, or propensities measured elsewhere, help"
     )

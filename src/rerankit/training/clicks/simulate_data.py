@@ -4,11 +4,13 @@ logging pipeline, the first ten (:data:`SHOWN`) shown to simulated users who fol
 position-based model (:class:`~.simulate.PositionBasedModel`) and click by the collection's
 judgments (:func:`~.simulate.grades_0_to_4`), optionally with RandPair exploration; each
 session written as the service writes it (an impression with every candidate and its
-first-stage score, the order shown, and the feedback of its clicks) by :class:`~.log.ClickLog`."""
+first-stage score, the order shown, with exploration the pairs exchanged, ``{"swapped":
+[...]}``, and the feedback of its clicks) by :class:`~.log.ClickLog`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,15 @@ class SimulatedLog:
             f"{skipped}, {self.clicks} clicks, served by {self.pipeline}; the simulated "
             f"users' propensities by position: {truth}"
         )
+
+
+def _swapped(order: Sequence[int], shown: np.ndarray) -> list[int]:
+    """The 1-based positions ``p`` whose document RandPair exchanged with the one at
+    ``p + 1`` (as :func:`~.propensity.randpair` gives them): each exchange moves two
+    neighbours, and a document moves once at most, so the moved positions pair up."""
+    width = min(len(order), len(shown))
+    moved = np.flatnonzero(np.asarray(order[:width]) != shown[:width])
+    return [int(p) + 1 for p in moved[::2]]
 
 
 def simulate_collection(
@@ -128,7 +139,11 @@ def simulate_collection(
             texts = [data.text(d) for d in ids]
             logged.texts = list(texts) if store == "text" else []
             logged.hashes = [text_hash(t) for t in texts] if store == "hash" else []
-            for impression, feedback in records(logged, start=float(total)):
+            sessions_of = records(logged, start=float(total))
+            for s, (impression, feedback) in enumerate(sessions_of):
+                if explore > 0:  # as the service records an explored answer
+                    swapped = _swapped(order, logged.shown[s])
+                    impression = replace(impression, explore={"swapped": swapped})
                 log.write(impression)
                 if feedback is not None:
                     log.write(feedback)
