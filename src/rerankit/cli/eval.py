@@ -12,8 +12,9 @@ from typing import Any
 from .. import registry
 from ..api import load
 from ..batch import quiet_ray_logs, ray_engine
-from ..eval.evaluation import DEFAULT_RERANKERS, evaluate, reranker_labels
+from ..eval.evaluation import DEFAULT_RERANKERS, evaluate, renamed_notes, reranker_labels
 from ..eval.results import CollectionEvaluation
+from ..eval.thresholds import format_thresholds
 from .args import (
     add_address_argument,
     add_backend_arguments,
@@ -107,17 +108,22 @@ def cmd_eval(args: argparse.Namespace) -> int:
     if args.engine == "ray":
         engine = ray_engine(workers=args.workers or 1, address=args.address)
     shown: list[CollectionEvaluation] = []
+    names = ",".join(given) or DEFAULT_RERANKERS
+    for line in renamed_notes([n.strip() for n in names.split(",") if n.strip()]):
+        note(line)
 
     def show(collection: CollectionEvaluation) -> None:
         """Each collection's table as it is done (a blank line between two)."""
         print(("\n" if shown else "") + collection.table())
+        if args.thresholds:
+            print("\n" + threshold_text(collection))
         for written in collection.written:
             print(f"wrote {written}", file=sys.stderr)
         shown.append(collection)
 
     result = evaluate(
         args.data,
-        reranker_specs(",".join(given) or DEFAULT_RERANKERS, args),
+        reranker_specs(names, args),
         split=args.split,
         first_stage=args.first_stage,
         candidates=args.candidates,
@@ -136,6 +142,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if result.summary_file is not None:
             print(f"wrote {result.summary_file}", file=sys.stderr)
     return 1 if say_all_degraded(result.collections) else 0
+
+
+def threshold_text(collection: CollectionEvaluation) -> str:
+    """What ``--thresholds`` prints under a collection's table."""
+    if not collection.thresholds:
+        return (
+            "thresholds: no pipeline here scores on a probability or unit scale (a cut on "
+            "relative scores means nothing)"
+        )
+    return format_thresholds(collection.thresholds)
 
 
 def say_all_degraded(collections: list[CollectionEvaluation]) -> bool:
@@ -182,8 +198,9 @@ def add_commands(sub: Any) -> None:
     ev.add_argument(
         "--split",
         default="test",
-        help="qrels split to evaluate (default test); SPLIT:odd / SPLIT:even keep the "
-        "queries at odd / even positions in queries.jsonl",
+        help="qrels split to evaluate (default test); several, comma-separated (train,test), "
+        "or all (every qrels file) evaluate their queries together, each query once; "
+        "SPLIT:odd / SPLIT:even keep the queries at odd / even positions in queries.jsonl",
     )
     add_first_stage_argument(ev)
     ev.add_argument(
@@ -193,7 +210,7 @@ def add_commands(sub: Any) -> None:
         help="comma-separated reranker names, pipeline files or model folders/hub ids "
         f"(default {DEFAULT_RERANKERS}; repeated, the lists are joined); a pipeline file is "
         "listed under the name it declares, else its file name, and a name listed before "
-        "gets -2, -3, ...",
+        "gets -2, -3, ... (a note says which input is which)",
     )
     ev.add_argument(
         "-r",
@@ -207,7 +224,17 @@ def add_commands(sub: Any) -> None:
     add_language_argument(ev)
     add_backend_arguments(ev)
     add_candidates_argument(ev, "first-stage candidates each query's rerankers get")
-    ev.add_argument("--out", help="folder for results.json, TREC runs and a chart")
+    ev.add_argument(
+        "--out",
+        help="folder for results.json, TREC runs, a chart and, for pipelines with "
+        "probability or unit scores, thresholds.csv (precision and recall at each cut)",
+    )
+    ev.add_argument(
+        "--thresholds",
+        action="store_true",
+        help="print, for pipelines with probability or unit scores, how many candidates "
+        "scoring >= 0.1, 0.2, ... 0.9 are kept, with the precision and recall of each cut",
+    )
     add_max_queries_argument(ev)
     add_no_progress_argument(ev)
     ev.add_argument(

@@ -13,7 +13,7 @@ from typing import Any
 from .._jsonl import numbered_jsonl
 from ..errors import InputError, keyword_flag, no_such_file
 from .corpus import TextCheck
-from .qrels import load_qrels, read_qrels
+from .qrels import load_qrels, read_splits, split_files
 
 logger = logging.getLogger(__name__)
 
@@ -165,12 +165,13 @@ def load_run(
 
 
 def parse_split(split: str) -> tuple[str, str | None]:
-    """``"test"`` -> ``("test", None)``; ``"test:odd"`` -> ``("test", "odd")``."""
+    """``"test"`` -> ``("test", None)``; ``"test:odd"`` -> ``("test", "odd")``;
+    ``"train,test"`` -> ``("train,test", None)`` (see :func:`~.qrels.split_files`)."""
     name, sep, selector = split.partition(":")
-    if not name or (sep and selector not in SELECTORS):
+    if not all(n.strip() for n in name.split(",")) or (sep and selector not in SELECTORS):
         raise InputError(
-            f"split {split!r}: expected a qrels name, optionally with :odd or :even "
-            "(half of its queries by position in queries.jsonl)"
+            f"split {split!r}: expected a qrels name (several, comma-separated, or all), "
+            "optionally with :odd or :even (half of its queries by position in queries.jsonl)"
         )
     return name, selector or None
 
@@ -189,7 +190,9 @@ def load_beir(
     ``split`` names a qrels file (``qrels/<split>.tsv``), optionally with a selector:
     ``"test:odd"`` and ``"test:even"`` keep the split's judged queries at odd or even
     positions in queries.jsonl (the two halves of a collection with one qrels file, e.g.
-    to tune on one and report on the other).
+    to tune on one and report on the other). Several names, comma-separated
+    (``"train,test"``), or ``"all"`` (every qrels file; ``qrels/all.tsv`` when there is one)
+    read their judgments as one split: a query judged in two files is one query.
 
     What it reads past is logged as a warning and kept in :attr:`Dataset.notes`, each
     naming the file: an ``_id`` on two lines of corpus.jsonl or queries.jsonl (the last
@@ -205,8 +208,10 @@ def load_beir(
         raise InputError(no_such_file(path, "a BEIR-layout dataset", folder=True))
     if not path.is_dir():
         raise InputError(f"{path}: not a folder (a BEIR-layout dataset is a folder)")
-    unjudged = not judged and not (path / f"qrels/{split}.tsv").exists()
-    for needed in ("corpus.jsonl", "queries.jsonl", f"qrels/{split}.tsv"):
+    files = split_files(path, split)
+    unjudged = not judged and not any(f.exists() for f in files)
+    qrels_names = [f"qrels/{f.name}" for f in files]
+    for needed in ("corpus.jsonl", "queries.jsonl", *qrels_names):
         if not (path / needed).exists() and not (unjudged and needed.startswith("qrels")):
             splits = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
             hint = f"; splits found: {', '.join(splits)}" if needed.startswith("qrels") else ""
@@ -221,7 +226,7 @@ def load_beir(
         notes.append(said)
     qrels: dict[str, dict[str, int]] = {}
     if not unjudged:
-        qrels, said = read_qrels(path / f"qrels/{split}.tsv")
+        qrels, said = read_splits(files)
         notes += said
     query_rows, said = _rows(path / "queries.jsonl", "query")
     notes += said
@@ -238,7 +243,8 @@ def load_beir(
             queries[qid] = text
     for message in notes:
         logger.warning(message)
-    notes += _check_ids(path / "qrels" / f"{split}.tsv", qrels, queries, corpus)
+    source = files[0] if len(files) == 1 else path / f"qrels/{{{','.join(f.stem for f in files)}}}"
+    notes += _check_ids(source, qrels, queries, corpus)
     if selector is not None:
         keep = 0 if selector == "odd" else 1  # position 1 is odd
         queries = {q: t for i, (q, t) in enumerate(queries.items()) if i % 2 == keep}
@@ -246,7 +252,7 @@ def load_beir(
     if not queries:
         sample = ", ".join(repr(q) for q in list(qrels)[:3])
         raise InputError(
-            f"{path / 'qrels' / f'{split}.tsv'}: none of its {len(qrels)} query ids "
+            f"{source}: none of its {len(qrels)} query ids "
             f"({sample}{', ...' if len(qrels) > 3 else ''}) is in queries.jsonl"
         )
     runs = [Path(run)] if run is not None else sorted(path.glob("*.run.trec"))

@@ -31,10 +31,12 @@ from .runner import (
     run_pipeline,
     write_summary,
 )
+from .thresholds import THRESHOLD_SCALES, threshold_rows
 
 __all__ = [
     "DEFAULT_RERANKERS",
     "evaluate",
+    "renamed_notes",
     "reranker_labels",
     "title_layouts",
 ]
@@ -69,12 +71,7 @@ def reranker_labels(given: Sequence[Any]) -> list[str]:
     and ``baseline``)."""
     out: list[str] = []
     for item in given:
-        if isinstance(item, (str, Path)):
-            name = pipeline_name(item)
-        elif isinstance(item, Mapping):
-            name = str(item.get("name") or "pipeline")
-        else:
-            name = str(getattr(item, "name", None) or type(item).__name__)
+        name = _own_name(item)
         candidate, number = name, 1
         while candidate in out:
             number += 1
@@ -83,9 +80,44 @@ def reranker_labels(given: Sequence[Any]) -> list[str]:
     return out
 
 
-def _rerankers(rerankers: Any) -> list[tuple[str, Any]]:
+def _own_name(item: Any) -> str:
+    """The name a reranker declares (see :func:`reranker_labels`), before any ``-2``."""
+    if isinstance(item, (str, Path)):
+        return pipeline_name(item)
+    if isinstance(item, Mapping):
+        return str(item.get("name") or "pipeline")
+    return str(getattr(item, "name", None) or type(item).__name__)
+
+
+def renamed_notes(given: Sequence[Any]) -> list[str]:
+    """A line for each name that several of ``given`` declare, saying which input is
+    listed under which label (``two pipelines are named 'my-ce': ce.toml is listed as
+    my-ce, my-ce as my-ce-2``); empty when every name is its own."""
+    labels = reranker_labels(given)
+    names = [_own_name(item) for item in given]
+    lines = []
+    rows = list(zip(given, names, labels, strict=True))
+    for name in dict.fromkeys(names):
+        which = [(item, label) for item, n, label in rows if n == name]
+        if len(which) > 1:
+            count = {2: "two", 3: "three"}.get(len(which), str(len(which)))
+            listed = ", ".join(f"{_given_as(item)} as {label}" for item, label in which)
+            lines.append(f"{count} pipelines are named {name!r}: {listed} (in the order given)")
+    return lines
+
+
+def _given_as(item: Any) -> str:
+    """How an input to :func:`reranker_labels` is named in a note: a path or name as
+    given, else the kind of object."""
+    if isinstance(item, (str, Path)):
+        return str(item)
+    return "a mapping" if isinstance(item, Mapping) else f"a {type(item).__name__}"
+
+
+def _rerankers(rerankers: Any, note: Callable[[str], None] | None = None) -> list[tuple[str, Any]]:
     """(label, what was given) for each reranker: a comma-separated string of names, files
-    and models, a list of those or of reranker objects, or a mapping label -> any of them."""
+    and models, a list of those or of reranker objects, or a mapping label -> any of them;
+    each name declared twice said to ``note`` (:func:`renamed_notes`)."""
     if rerankers is None:
         rerankers = DEFAULT_RERANKERS
     if isinstance(rerankers, str):
@@ -97,6 +129,8 @@ def _rerankers(rerankers: Any) -> list[tuple[str, Any]]:
     elif isinstance(rerankers, Iterable):
         items = list(rerankers)
         pairs = list(zip(reranker_labels(items), items, strict=True))
+        for line in renamed_notes(items):
+            (note or logger.info)(line)
     else:
         raise InputError(
             "rerankers: expected names, pipeline files or rerankers (a comma-separated "
@@ -267,7 +301,7 @@ def evaluate(
             check_output_folder(out)  # before the work, not after it
         layouts = title_layouts(titles)
         runner = _engine(engine)
-        given = _rerankers(rerankers)
+        given = _rerankers(rerankers, note)
         names = [_run_name(n, t, layouts) for t in layouts for n, _ in given]
         if baseline is not None:
             baseline = check_baseline(baseline, [FIRST_STAGE, *names])
@@ -327,6 +361,11 @@ def evaluate(
                 folder=dataset.folder,
                 first_stage_given=first_stage,
                 queries=dict(dataset.queries),
+                thresholds={
+                    r.name: threshold_rows(r.scores, dataset.qrels)
+                    for r in runs
+                    if r.scores and r.score_scales and r.score_scales <= THRESHOLD_SCALES
+                },
                 shown={  # each query's candidates, as the rerankers read them
                     q: candidate_documents(dataset, cands.get(q, []), with_scores=not texts_only)
                     for q in dataset.queries

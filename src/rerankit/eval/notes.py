@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..errors import said_for
+from .qrels import ALL_SPLITS
 
 __all__ = [
     "ECE_REFIT",
@@ -54,7 +55,8 @@ def refit_call(
     ``SPLIT:even`` to check)."""
     folder = "DATA" if data is None else os.fspath(data)
     default = first_stage in ("auto", None)
-    halves = None if default or not split or ":" in split else (f"{split}:odd", f"{split}:even")
+    joined = not split or ":" in split or "," in split or split == ALL_SPLITS  # tune: one file
+    halves = None if default or joined else (f"{split}:odd", f"{split}:even")
     options: list[tuple[str, object]] = [] if default else [("first_stage", first_stage)]
     options.append(("candidates", candidates))
     if max_queries:

@@ -12,7 +12,10 @@ from ..errors import InputError
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["load_qrels", "read_qrels"]
+__all__ = ["ALL_SPLITS", "load_qrels", "read_qrels", "read_splits", "split_files"]
+
+#: the split that names every ``qrels/*.tsv`` of a folder (``qrels/all.tsv`` when there is one)
+ALL_SPLITS = "all"
 
 
 def read_qrels(path: str | Path) -> tuple[dict[str, dict[str, int]], list[str]]:
@@ -54,6 +57,57 @@ def read_qrels(path: str | Path) -> tuple[dict[str, dict[str, int]], list[str]]:
             judged[did] = grade
             seen[qid, did] = (n, rel)
     return qrels, _notes(path, conflicts, negative)
+
+
+def split_files(folder: str | Path, split: str) -> list[Path]:
+    """The qrels files a split name (without its ``:odd``/``:even``) names in ``folder``:
+    ``qrels/<split>.tsv``; for several names, comma-separated (``train,test``), one file
+    each, in that order; for ``all``, ``qrels/all.tsv`` when the folder has one, else every
+    ``qrels/*.tsv`` in name order. They need not exist (the caller checks)."""
+    qrels = Path(folder) / "qrels"
+    if split == ALL_SPLITS and not (qrels / "all.tsv").exists():
+        return sorted(qrels.glob("*.tsv")) or [qrels / "all.tsv"]
+    names = list(dict.fromkeys(n.strip() for n in split.split(",")))
+    return [qrels / f"{name}.tsv" for name in names]
+
+
+def read_splits(paths: list[Path]) -> tuple[dict[str, dict[str, int]], list[str]]:
+    """The judgments of several qrels files as one (:func:`read_qrels` for one file): a
+    query judged in more than one is one query, its judgments joined (said in a note); a
+    pair graded differently by two files takes the later file's grade (said too)."""
+    if len(paths) == 1:
+        return read_qrels(paths[0])
+    qrels: dict[str, dict[str, int]] = {}
+    notes: list[str] = []
+    shared: list[str] = []
+    regraded: list[tuple[str, str, str]] = []
+    for path in paths:
+        own, said = read_qrels(path)
+        notes += said
+        for qid, judged in own.items():
+            if qid in qrels:
+                shared.append(qid)
+                have = qrels[qid]
+                regraded += [(qid, d, path.name) for d, g in judged.items() if have.get(d, g) != g]
+            qrels.setdefault(qid, {}).update(judged)
+    names = ", ".join(p.name for p in paths)
+    if shared:
+        count = len(set(shared))
+        sample = ", ".join(repr(q) for q in dict.fromkeys(shared[:3]))
+        what = "1 query is" if count == 1 else f"{count} queries are"
+        notes.append(
+            f"{what} judged in more than one of {names} ({sample}"
+            f"{', ...' if count > 3 else ''}): each is evaluated once, with the "
+            "judgments of every file joined"
+        )
+    if regraded:
+        qid, did, name = regraded[0]
+        more = f" ({len(regraded)} pairs in all)" if len(regraded) > 1 else ""
+        notes.append(
+            f"query {qid!r} grades document {did!r} differently in two of {names}{more}; "
+            f"the later file's grade ({name}) is used"
+        )
+    return qrels, notes
 
 
 def load_qrels(path: str | Path) -> dict[str, dict[str, int]]:

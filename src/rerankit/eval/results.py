@@ -35,6 +35,7 @@ from .runner import (
     write_outputs,
     write_summary,
 )
+from .thresholds import THRESHOLDS_FILE, write_thresholds
 
 __all__ = ["CollectionEvaluation", "Evaluation", "collection_folder", "titles_note"]
 
@@ -86,6 +87,10 @@ class CollectionEvaluation:
     queries: dict[str, str] = field(default_factory=dict, repr=False)
     #: each query's candidates as the rerankers read them (for :meth:`query_candidates`)
     shown: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
+    #: pipeline -> the precision and recall of keeping its candidates scoring >= each
+    #: threshold (0.05 to 0.95; see :func:`~rerankit.eval.thresholds.threshold_rows`), for
+    #: pipelines whose scores are probabilities or unit scores
+    thresholds: dict[str, list[dict[str, Any]]] = field(default_factory=dict, repr=False)
 
     @property
     def baseline(self) -> str | None:
@@ -223,12 +228,14 @@ class CollectionEvaluation:
             "results": self.rows,
             "against_baseline": self.against,
             **self.notes(),
+            "thresholds": self.thresholds,
         }
 
     def write(self, folder: str | Path) -> list[Path]:
         """``results.json``, a TREC run per pipeline under ``runs/``, ``ndcg.png`` and, for
         calibrated pipelines, ``reliability.svg`` in ``folder`` (the chart needs the
-        ``eval`` extra), ``candidates.jsonl`` (:meth:`query_candidates` for every query) and,
+        ``eval`` extra), ``candidates.jsonl`` (:meth:`query_candidates` for every query),
+        ``thresholds.csv`` (:attr:`thresholds`, when some pipeline has them) and,
         with a baseline, ``per_query.csv`` (:meth:`per_query`: each
         query's nDCG@10 per pipeline and difference from the baseline's); the paths
         written."""
@@ -239,6 +246,8 @@ class CollectionEvaluation:
         ]
         (Path(folder) / CANDIDATES_FILE).write_text("".join(lines), encoding="utf-8")
         written.append(Path(folder) / CANDIDATES_FILE)
+        if self.thresholds:
+            written.append(write_thresholds(Path(folder) / THRESHOLDS_FILE, self.thresholds))
         if self.baseline is not None:
             written.append(
                 write_per_query(Path(folder) / PER_QUERY_FILE, self.per_query(), self.baseline)
@@ -291,6 +300,12 @@ class Evaluation:
         """The one collection's :meth:`CollectionEvaluation.differences`: per pipeline, the
         ``n`` queries where it differs most from the baseline."""
         return self._one().differences(baseline, n)
+
+    @property
+    def thresholds(self) -> dict[str, list[dict[str, Any]]]:
+        """The one collection's :attr:`CollectionEvaluation.thresholds`: per pipeline with
+        probability or unit scores, the precision and recall of each cut."""
+        return self._one().thresholds
 
     def query_candidates(self, query_id: str) -> dict[str, Any]:
         """The one collection's :meth:`CollectionEvaluation.query_candidates`."""

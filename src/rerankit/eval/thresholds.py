@@ -1,0 +1,110 @@
+"""Precision and recall at each score threshold: what keeping only the candidates scoring
+at least ``t`` keeps, for pipelines whose scores are probabilities or a model's ``unit``
+scores (a cut such as ``min_score``'s means something only on those scales).
+
+As scikit-learn's ``precision_recall_curve`` counts them, a pair is kept when its score is
+``>= t``; precision is the share of kept pairs that are relevant, recall the share of the
+relevant pairs that are kept. The pairs are every (query, candidate) a pipeline scored,
+relevant when judged >= 1 (an unjudged candidate counts as not relevant, as for the
+expected calibration error), so recall is of the relevant candidates the first stage
+found, not of every relevant document."""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "PRINTED_THRESHOLDS",
+    "THRESHOLDS",
+    "THRESHOLDS_FILE",
+    "THRESHOLD_SCALES",
+    "format_thresholds",
+    "threshold_rows",
+    "write_thresholds",
+]
+
+#: the cuts ``thresholds.csv`` and :meth:`CollectionEvaluation.thresholds` report
+THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(1, 20))
+#: the cuts ``rerankit eval --thresholds`` prints
+PRINTED_THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
+#: the score scales a threshold means something on
+THRESHOLD_SCALES = frozenset({"probability", "unit"})
+THRESHOLDS_FILE = "thresholds.csv"
+COLUMNS = ("pipeline", "threshold", "kept", "relevant_kept", "precision", "recall")
+
+
+def threshold_rows(
+    scores: Mapping[str, Mapping[str, float]],
+    qrels: Mapping[str, Mapping[str, int]],
+    thresholds: Sequence[float] = THRESHOLDS,
+) -> list[dict[str, Any]]:
+    """For each threshold ``t``: ``kept`` (pairs scoring ``>= t``), ``relevant_kept``,
+    ``precision`` (None when none is kept), ``recall`` (None when no candidate is
+    relevant) and ``relevant`` (the relevant pairs in all), over every scored pair of
+    ``scores`` (query id -> document id -> score), relevant when ``qrels`` grades it >= 1."""
+    pairs = [
+        (score, qrels.get(qid, {}).get(doc, 0) >= 1)
+        for qid, scored in scores.items()
+        for doc, score in scored.items()
+    ]
+    relevant = sum(1 for _, r in pairs if r)
+    rows = []
+    for t in thresholds:
+        kept = [r for s, r in pairs if s >= t]
+        hits = sum(kept)
+        rows.append(
+            {
+                "threshold": t,
+                "kept": len(kept),
+                "relevant_kept": hits,
+                "precision": hits / len(kept) if kept else None,
+                "recall": hits / relevant if relevant else None,
+                "relevant": relevant,
+            }
+        )
+    return rows
+
+
+def format_thresholds(
+    table: Mapping[str, Sequence[Mapping[str, Any]]],
+    thresholds: Sequence[float] = PRINTED_THRESHOLDS,
+) -> str:
+    """The rows of ``table`` (pipeline -> :func:`threshold_rows`) at ``thresholds``, one
+    block per pipeline, as ``rerankit eval --thresholds`` prints them."""
+    blocks = []
+    for name, rows in table.items():
+        relevant = rows[0]["relevant"] if rows else 0
+        lines = [
+            f"{name}: keeping the candidates scoring >= t ({relevant} relevant "
+            "candidates in all; unjudged ones count as not relevant)",
+            f"{'t':>5} {'kept':>7} {'precision':>9} {'recall':>6}",
+        ]
+        for r in rows:
+            if any(abs(r["threshold"] - t) < 1e-9 for t in thresholds):
+                lines.append(
+                    f"{r['threshold']:>5.2f} {r['kept']:>7} {_cell(r['precision']):>9} "
+                    f"{_cell(r['recall']):>6}"
+                )
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def write_thresholds(path: str | Path, table: Mapping[str, Sequence[Mapping[str, Any]]]) -> Path:
+    """``thresholds.csv``: one line per pipeline and threshold (:data:`COLUMNS`; an empty
+    precision when nothing is kept)."""
+    path = Path(path)
+    with path.open("w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(COLUMNS)
+        for name, rows in table.items():
+            for r in rows:
+                counts = [name, r["threshold"], r["kept"], r["relevant_kept"]]
+                writer.writerow([*counts, _cell(r["precision"], 4), _cell(r["recall"], 4)])
+    return path
+
+
+def _cell(value: float | None, digits: int = 2) -> str:
+    return "" if value is None else f"{value:.{digits}f}"
