@@ -178,6 +178,8 @@ def test_training_checks_the_model_on_queries_it_never_saw(bert_dir, tmp_path, c
     assert code == 0
     printed = capsys.readouterr()
     assert "held-out check, 8 training queries it never saw" in printed.out
+    # the check reranks 20 of the 100 candidates, and says so
+    assert "(BM25's top 20 reranked, not all 100: eval below uses them all)" in printed.out
     assert "on 8 queries this is a rough check: --cross-fit 3" in printed.out  # < 10
     check = _held_out_check(printed.out)
     trained = check["the trained cross-encoder"]
@@ -185,8 +187,10 @@ def test_training_checks_the_model_on_queries_it_never_saw(bert_dir, tmp_path, c
     assert "warning" not in printed.err
     # the same command that learns nothing (step size 0) is told it does not beat BM25, nor
     # the model it started from, which it still is
-    code = main([*args, "--out", str(tmp_path / "ce0"), "--learning-rate", "0", *common])
+    shallow = ["--candidates", "10"]  # the check reranks the 10 it was given, and says 10
+    code = main([*args, "--out", str(tmp_path / "ce0"), "--learning-rate", "0", *shallow, *common])
     printed = capsys.readouterr()
+    assert "it never saw (BM25's top 10 reranked), nDCG@10" in printed.out
     check = _held_out_check(printed.out)
     untrained = check["the trained cross-encoder"]
     assert code == 0 and untrained <= check["BM25"]

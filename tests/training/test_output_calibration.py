@@ -1,5 +1,6 @@
 """`tune --calibrate` keeping the default's order refits its probabilities only when a refit
-predicts held-out queries better (cross-validated log loss, folds by query)."""
+predicts held-out queries better (cross-validated log loss, folds by query) by more than the
+margin times the noise, as the order's verdict does."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pytest
 
 from rerankit.calibration import Calibration, sigmoid
-from rerankit.training.calibrated import output_log_losses, refit_output
+from rerankit.training.calibrated import OutputRefit, output_log_losses, output_refit, refit_output
 
 
 def _queries(truth: Calibration, n: int, seed: int) -> tuple[dict, dict]:
@@ -41,5 +42,29 @@ def test_a_default_far_from_the_judgments_is_refitted():
 def test_the_true_calibration_is_kept_over_a_refit_of_its_noise():
     truth = Calibration(slope=1.5, intercept=-1.0)
     logits, labels = _queries(truth, 12, seed=3)  # few queries: a refit fits their noise
-    output, refit_loss, default_loss = refit_output(logits, labels, truth, 5)
-    assert refit_loss >= default_loss and output is truth
+    output, check = refit_output(logits, labels, truth, 5)
+    assert check.refit_loss >= check.default_loss and output is truth
+    assert not check.adopt
+
+
+def test_a_gain_within_the_noise_keeps_the_default():
+    # a default a little off the truth: a refit predicts held-out queries slightly better,
+    # but by less than twice the noise over queries, so the default's probabilities stay
+    truth = Calibration(slope=1.5, intercept=-1.0)
+    logits, labels = _queries(truth, 30, seed=0)
+    default = Calibration(slope=1.35, intercept=-1.1)
+    output, check = refit_output(logits, labels, default, 5)
+    assert 0 < check.gain < 2 * check.noise
+    assert output is default and not check.adopt
+    refitted, loose = refit_output(logits, labels, default, 5, margin=0.1)
+    assert loose.adopt and refitted is not default  # the margin decides, not the sign alone
+
+
+def test_the_check_says_when_the_held_out_ece_got_worse():
+    truth = Calibration(slope=2.0, intercept=-3.0)
+    logits, labels = _queries(truth, 60, seed=0)
+    check = output_refit(logits, labels, Calibration(slope=0.5, intercept=1.0))
+    assert check.adopt and check.refit_ece < check.default_ece
+    assert "(worse)" not in check.describe() and "held-out ECE" in check.describe()
+    worse = OutputRefit(0.34, 0.35, 0.001, refit_ece=0.036, default_ece=0.030, queries=35)
+    assert worse.adopt and "refitted 0.0360 (worse), the default's 0.0300" in worse.describe()

@@ -140,7 +140,11 @@ def add_commands(sub: Any) -> None:
         help="passes over the pairs, above 0 (1; 0.5 is half a pass)",
     )
     tr.add_argument("--batch-size", type=positive_int, default=16, help="pairs per step (16)")
-    add_candidates_argument(tr, "BM25 candidates per query to draw hard negatives from")
+    add_candidates_argument(
+        tr,
+        "BM25 candidates per query to draw hard negatives from; the held-out check reranks "
+        "the top 20 of them at most (the eval command it prints, all of them)",
+    )
     tr.add_argument(
         "--learning-rate",
         type=non_negative_float,

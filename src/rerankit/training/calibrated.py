@@ -5,7 +5,9 @@ scores estimate P(relevant) per pair (see :mod:`rerankit.calibration`)."""
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,10 +23,11 @@ from ..scorers.recipe import (
     background_bm25,
     proximity_reader,
 )
-from .crossval import folds_for, kfold
+from .crossval import ADOPT_MARGIN, folds_for, kfold
 from .fusion_search import embedding_entry
 
 __all__ = [
+    "OutputRefit",
     "calibrated_spec",
     "calibration_options",
     "calibration_weights",
@@ -33,6 +36,7 @@ __all__ = [
     "fit_signal_calibrations",
     "fused_logits",
     "output_log_losses",
+    "output_refit",
     "pairwise_matrix",
     "reading",
     "refit_output",
@@ -139,20 +143,61 @@ def fit_signal_calibrations(
     }
 
 
-def output_log_losses(
+@dataclass(frozen=True)
+class OutputRefit:
+    """Whether refitting the output calibration (the probabilities) to the judgments
+    predicts queries it did not see better than the default's (folds by query): the
+    cross-validated log loss of each, the gain (the default's loss less the refit's), its
+    noise (the standard error over queries: a query's pairs share its judge and wording,
+    so they are not independent), the expected calibration error of each on the held-out
+    pairs, and the ``margin`` over the noise the gain needs, as the order's verdict does
+    (:class:`~rerankit.training.crossval.Verdict`)."""
+
+    refit_loss: float
+    default_loss: float
+    noise: float
+    refit_ece: float
+    default_ece: float
+    queries: int
+    margin: float = ADOPT_MARGIN
+
+    @property
+    def gain(self) -> float:
+        return self.default_loss - self.refit_loss
+
+    @property
+    def adopt(self) -> bool:
+        return self.gain > self.margin * self.noise
+
+    def describe(self) -> str:
+        """What ``tune --calibrate`` prints: both losses, the gain against the margin times
+        the noise, and both held-out ECEs (the refit's said to be worse when it is)."""
+        times = "" if self.margin == 1 else f"{self.margin:g} x "
+        worse = " (worse)" if self.refit_ece > self.default_ece else ""
+        return (
+            f"cross-validated log loss of the probabilities ({self.queries} queries, folds by "
+            f"query): refitted {self.refit_loss:.4f}, the default's {self.default_loss:.4f}; "
+            f"gain {self.gain:+.4f} (noise {self.noise:.4f}; adopted only above "
+            f"{times}the noise)\nheld-out ECE: refitted {self.refit_ece:.4f}{worse}, the "
+            f"default's {self.default_ece:.4f}"
+        )
+
+
+def output_refit(
     logits: Mapping[str, np.ndarray],
     labels: Mapping[str, np.ndarray],
     default: Any,
     *,
     folds: int = 5,
-) -> tuple[float, float]:
-    """Cross-validated log loss (folds by query, :func:`~rerankit.training.crossval.kfold`)
-    of an output calibration refitted on the other folds' pairs, and of ``default`` (a
+    margin: float = ADOPT_MARGIN,
+) -> OutputRefit:
+    """Cross-validate (folds by query, :func:`~rerankit.training.crossval.kfold`) an output
+    calibration refitted on the other folds' pairs against ``default`` (a
     :class:`~rerankit.calibration.Calibration`), over every query's fused ``logits`` and
     0/1 ``labels``: whether refitting the probabilities to these judgments generalises to
-    queries it did not see. Returns ``(refitted, default)``."""
+    queries it did not see (:class:`OutputRefit`)."""
     qids = list(logits)
-    refit, kept, y = [], [], []
+    refit, kept, y = {}, {}, {}
     for held in kfold(qids, folds_for(len(qids), folds)):
         out = set(held)
         rest = [q for q in qids if q not in out]
@@ -160,31 +205,69 @@ def output_log_losses(
         y_rest = np.concatenate([labels[q] for q in rest])
         constant = y_rest.min() == y_rest.max()  # nothing to fit on: the default stands
         fitted = default if constant else fit_calibration(x_rest, y_rest)
-        x_held = np.concatenate([logits[q] for q in held])
-        refit.append(sigmoid(fitted.logit(x_held)))
-        kept.append(sigmoid(default.logit(x_held)))
-        y.append(np.concatenate([labels[q] for q in held]))
-    truth = np.concatenate(y)
-    return _log_loss(np.concatenate(refit), truth), _log_loss(np.concatenate(kept), truth)
+        for q in held:
+            refit[q] = sigmoid(fitted.logit(logits[q]))
+            kept[q] = sigmoid(default.logit(logits[q]))
+            y[q] = np.asarray(labels[q], dtype=float)
+    # per query, the summed gain over its pairs; the gain is their total over all pairs
+    sums = np.array([_losses(kept[q], y[q]).sum() - _losses(refit[q], y[q]).sum() for q in qids])
+    sizes = np.array([y[q].size for q in qids], dtype=float)
+    gain = sums.sum() / sizes.sum()
+    n = len(qids)  # the clustered (by query) standard error of a mean over pairs
+    noise = (
+        math.sqrt(n / (n - 1) * float(np.sum((sums - gain * sizes) ** 2))) / sizes.sum()
+        if n > 1
+        else math.inf
+    )
+    truth, p_refit, p_kept = (np.concatenate([d[q] for q in qids]) for d in (y, refit, kept))
+    return OutputRefit(
+        refit_loss=_log_loss(p_refit, truth),
+        default_loss=_log_loss(p_kept, truth),
+        noise=noise,
+        refit_ece=expected_calibration_error(p_refit, truth),
+        default_ece=expected_calibration_error(p_kept, truth),
+        queries=n,
+        margin=margin,
+    )
+
+
+def output_log_losses(
+    logits: Mapping[str, np.ndarray],
+    labels: Mapping[str, np.ndarray],
+    default: Any,
+    *,
+    folds: int = 5,
+) -> tuple[float, float]:
+    """:func:`output_refit`'s cross-validated log losses, ``(refitted, default)``."""
+    check = output_refit(logits, labels, default, folds=folds)
+    return check.refit_loss, check.default_loss
 
 
 def refit_output(
-    logits: Mapping[str, np.ndarray], labels: Mapping[str, np.ndarray], default: Any, folds: int
-) -> tuple[Any, float, float]:
+    logits: Mapping[str, np.ndarray],
+    labels: Mapping[str, np.ndarray],
+    default: Any,
+    folds: int,
+    margin: float = ADOPT_MARGIN,
+) -> tuple[Any, OutputRefit]:
     """The output calibration to write over the default's fused ``logits``: refitted on
-    every pair when that predicts held-out queries better than ``default`` (see
-    :func:`output_log_losses`), else ``default``; with the two cross-validated losses."""
-    refit_loss, default_loss = output_log_losses(logits, labels, default, folds=folds)
-    if refit_loss >= default_loss:
-        return default, refit_loss, default_loss
+    every pair when that predicts held-out queries better than ``default`` by more than
+    ``margin`` times the noise (:func:`output_refit`), else ``default``; with the check."""
+    check = output_refit(logits, labels, default, folds=folds, margin=margin)
+    if not check.adopt:
+        return default, check
     x = np.concatenate(list(logits.values()))
     y = np.concatenate([labels[q] for q in logits])
-    return fit_calibration(x, y), refit_loss, default_loss
+    return fit_calibration(x, y), check
+
+
+def _losses(p: np.ndarray, y: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-12, 1 - 1e-12)
+    return -(y * np.log(p) + (1 - y) * np.log(1 - p))
 
 
 def _log_loss(p: np.ndarray, y: np.ndarray) -> float:
-    p = np.clip(p, 1e-12, 1 - 1e-12)
-    return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
+    return float(np.mean(_losses(p, y)))
 
 
 def fused_logits(raw: np.ndarray, calibrations: Sequence[Any], weights: Sequence[float]) -> Any:

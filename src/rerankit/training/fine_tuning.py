@@ -47,7 +47,7 @@ __all__ = [
     "held_out_error",
 ]
 
-#: how many first-stage candidates the held-out check reranks
+#: at most how many first-stage candidates the held-out check reranks
 CHECK_DEPTH = 20
 #: the share of the training queries kept out when not told, and at most how many: the
 #: check then costs little and a large collection keeps its queries to train on
@@ -325,6 +325,14 @@ def against_default(what: str, data: str | Path, out: str | Path, candidates: in
     )
 
 
+def _check_depth(candidates: int) -> tuple[int, str]:
+    """How many of BM25's ``candidates`` the check reranks (two models each), at most
+    :data:`CHECK_DEPTH` to stay cheap, and that said (why, when less than ``candidates``)."""
+    depth = min(candidates, CHECK_DEPTH)
+    why = "" if depth == candidates else f", not all {candidates}: eval below uses them all"
+    return depth, f"BM25's top {depth} reranked{why}"
+
+
 def _scorer(what: str, folder: str | Path) -> Any:
     """The model trained into ``folder``, as a scorer."""
     if what == "cross_encoder":
@@ -337,15 +345,15 @@ def _check(
 ) -> HeldOutCheck:
     """The trained model, BM25 and the model training started from on the held-out
     queries, said."""
-    first, mine = check_on_held_out(_scorer(what, out), run.data, run.cands, checked, CHECK_DEPTH)
+    depth, said = _check_depth(run.opts.candidates)
+    first, mine = check_on_held_out(_scorer(what, out), run.data, run.cands, checked, depth)
     start, before, began = _starting_model(what, run.opts.model), "", None
     if start is not None:
-        began = check_on_held_out(start, run.data, run.cands, checked, CHECK_DEPTH)[1]
+        began = check_on_held_out(start, run.data, run.cands, checked, depth)[1]
         before = f", the model it started from {100 * began:.2f}"
     report.say(
-        f"held-out check, {len(checked)} training queries it never saw (BM25's top "
-        f"{CHECK_DEPTH} reranked), nDCG@10: BM25 {100 * first:.2f}{before}, the trained "
-        f"{NAMES[what]} {100 * mine:.2f}"
+        f"held-out check, {len(checked)} training queries it never saw ({said}), nDCG@10: "
+        f"BM25 {100 * first:.2f}{before}, the trained {NAMES[what]} {100 * mine:.2f}"
     )
     if len(checked) < MIN_QUERIES_TO_HOLD_OUT:
         report.say(
@@ -368,6 +376,7 @@ def _cross_fit(
     what = result.what
     folds = crossval.kfold(judged, k)
     first, model = [], []
+    depth, said = _check_depth(run.opts.candidates)
     for i, fold in enumerate(folds):
         folder = Path(out) / CROSS_FIT / f"fold-{i}"
         result.folds.append(folder)
@@ -377,9 +386,7 @@ def _cross_fit(
         else:
             report.say(f"fold {i + 1} of {len(folds)}: {len(fold)} queries left out")
             _train_without(run, set(fold), folder, what, report)
-        bm25, trained = check_on_held_out(
-            _scorer(what, folder), run.data, run.cands, fold, CHECK_DEPTH
-        )
+        bm25, trained = check_on_held_out(_scorer(what, folder), run.data, run.cands, fold, depth)
         first += [bm25] * len(fold)
         model += [trained] * len(fold)
     result.cross_fit_check = HeldOutCheck(len(judged), float(np.mean(first)), float(np.mean(model)))
@@ -391,7 +398,7 @@ def _cross_fit(
     )
     report.say(
         f"cross-fitted check, all {len(judged)} judged training queries, each ranked by the "
-        f"fold model never trained on it (BM25's top {CHECK_DEPTH} reranked), nDCG@10: BM25 "
+        f"fold model never trained on it ({said}), nDCG@10: BM25 "
         f"{100 * np.mean(first):.2f}, the fold models {100 * np.mean(model):.2f}\nwrote "
         f"{len(folds)} fold models in {Path(out) / CROSS_FIT}: {use}"
     )

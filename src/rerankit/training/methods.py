@@ -182,9 +182,9 @@ def fit_calibrated(job: Inputs) -> TuneResult:
     cross-validation); when that does not beat the default's order by more than the margin
     times the noise, keep the default's order and refit only its output calibration (the
     probabilities), when a refit predicts held-out queries better (cross-validated log loss)
-    than the default's. ``routes``: each query's fold model, when ``embedding`` was
-    cross-fitted (:func:`~rerankit.training.selection.cross_fit_routes`); the verdict on
-    ``among``."""
+    than the default's by more than the margin times the noise. ``routes``: each query's
+    fold model, when ``embedding`` was cross-fitted
+    (:func:`~rerankit.training.selection.cross_fit_routes`); the verdict on ``among``."""
     opts, train, cands, report = job.opts, job.train, job.cands, job.report
     embedding, routes, among = job.embedding, job.routes, job.among
 
@@ -229,8 +229,8 @@ def fit_calibrated(job: Inputs) -> TuneResult:
         )
     else:  # the default's order; its probabilities refitted where that generalises
         default_output = Calibration.parse(HYBRID_CALIBRATION["output_calibration"])
-        output, refit_loss, default_loss = calibrated.refit_output(
-            logits, labels, default_output, opts.folds
+        output, check = calibrated.refit_output(
+            logits, labels, default_output, opts.folds, verdict.margin
         )
         calibration = {
             k: {r: HYBRID_CALIBRATION[k][r] for r in roles} for k in ("weights", "calibration")
@@ -241,7 +241,8 @@ def fit_calibrated(job: Inputs) -> TuneResult:
         probabilities = (
             "probabilities refitted to these judgments"
             if output is not default_output
-            else "own probabilities (refitted ones predicted held-out queries worse)"
+            else "own probabilities (a refit did not predict held-out queries better by more "
+            "than the margin times the noise)"
         )
         comment = (
             f"Written by `rerankit tune --calibrate` on {train.name} {opts.train_split} "
@@ -249,11 +250,7 @@ def fit_calibrated(job: Inputs) -> TuneResult:
             f"more than {verdict.margin:g} x the noise ({verdict.describe()}), so this is the "
             f"default hybrid's order with its {probabilities}."
         )
-        report.say(
-            f"cross-validated log loss of the probabilities (folds by query): refitted "
-            f"{refit_loss:.4f}, the default's {default_loss:.4f}\nkept the default's order "
-            f"with its {probabilities}"
-        )
+        report.say(f"{check.describe()}\nkept the default's order with its {probabilities}")
     report.say(f"training ECE of the written pipeline's probabilities: {ece:.4f}")
     name = written_name(opts, f"calibrated-{train.name}")
     spec = calibrated.calibrated_spec(
