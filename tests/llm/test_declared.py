@@ -11,7 +11,7 @@ pytest.importorskip("openai", reason="needs the 'openai' extra")
 from rerankit import scorers
 from rerankit.config import build, read_pipeline
 from rerankit.errors import ConfigError
-from rerankit.llm import OpenAIClient, RetryPolicy
+from rerankit.llm import Limits, OpenAIClient, RetryPolicy
 from rerankit.llm.testing import FakeLLMServer, Reply
 
 DOCS = ["alpha doc", "beta doc"]
@@ -49,7 +49,10 @@ def test_a_retry_table_in_a_file_is_a_policy_that_retries(tmp_path, monkeypatch)
     [
         ("{ attempts = 0 }", r"^scorer: retry: attempts must be >= 1"),
         ('{ attempts = "3" }', r"^scorer: retry\.attempts: must be an integer"),
-        ("{ timout = 5 }", r"retry has no key 'timout' \(did you mean 'timeout'\?\)"),
+        (
+            "{ timout = 5 }",
+            r"^scorer: retry: the table has no key 'timout' \(did you mean 'timeout'\?\)",
+        ),
         ("5", r"^scorer: retry: a table of attempts, multiplier"),
     ],
 )
@@ -71,6 +74,7 @@ def test_json_mode_from_a_file_reaches_the_client(tmp_path):
     [
         ("timeout = 5\n", r"has no key 'timeout': set it in the retry table"),
         ('api_key = "sk"\n', r"has no key 'api_key': .*api_key_env"),
+        ("rate_limit = 600\n", r"has no key 'rate_limit': did you mean 'requests_per_minute'\?"),
         (
             "windw = 5\n",
             r"^scorer: an llm_pointwise scorer has no key 'windw'; its keys: "
@@ -110,3 +114,62 @@ def test_an_unknown_option_in_python_names_the_valid_ones_and_where_it_goes(
     client = OpenAIClient(base_url="http://127.0.0.1:9/v1", model="m", api_key="k")
     with pytest.raises(TypeError, match=message):
         getattr(scorers, scorer)(client, cache=False, **option)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (
+            lambda: RetryPolicy(attemps=2),
+            r"^RetryPolicy has no field 'attemps' \(did you mean 'attempts'\?\); its fields: "
+            r"attempts, multiplier, min_wait, max_wait, timeout$",
+        ),
+        (
+            lambda: Limits(max_concurency=2),
+            r"^Limits has no option 'max_concurency' \(did you mean 'max_concurrency'\?\); "
+            r"its options: max_concurrency, requests_per_minute$",
+        ),
+        (lambda: Limits(rate_limit=60), r"did you mean 'requests_per_minute'\?"),
+        (
+            lambda: OpenAIClient(base_url="http://127.0.0.1:9/v1", timeout=5),
+            r"^OpenAIClient has no option 'timeout': it is the scorer's retry policy: "
+            r"LLMPointwiseScorer\(client, retry=RetryPolicy\(timeout=\.\.\.\)\) "
+            r"\(from rerankit.llm import RetryPolicy; .*; its options: api_key, model, base_url",
+        ),
+        (
+            lambda: scorers.LLMPointwiseScorer(
+                OpenAIClient(base_url="http://127.0.0.1:9/v1"), rate_limit=60
+            ),
+            r"has no option 'rate_limit': did you mean 'requests_per_minute'\?",
+        ),
+    ],
+)
+def test_the_classes_the_errors_point_to_name_their_own_fields(make, message):
+    """RetryPolicy, Limits and the clients answer a wrong keyword as the scorers do: the
+    close name or where the option goes, and the list of those they take."""
+    with pytest.raises(TypeError, match=message):
+        make()
+
+
+def test_a_retry_table_given_in_python_is_taken_as_a_file_takes_it():
+    client = OpenAIClient(base_url="http://127.0.0.1:9/v1", model="m", api_key="k")
+    retry = {"attempts": 2, "timeout": 5}
+    scorer = scorers.LLMPointwiseScorer(client, cache=False, retry=retry)
+    assert scorer.runner.policy == RetryPolicy(attempts=2, timeout=5)
+    assert retry == {"attempts": 2, "timeout": 5}  # not changed
+    with pytest.raises(ConfigError, match=r"no key 'attemps' \(did you mean 'attempts'\?\)"):
+        scorers.LLMPointwiseScorer(client, cache=False, retry={"attemps": 2})
+    with pytest.raises(TypeError, match=r"from rerankit.llm import RetryPolicy"):
+        scorers.LLMPointwiseScorer(client, cache=False, retry=3)
+
+
+@pytest.mark.parametrize("own", [{"max_concurrency": 4}, {"requests_per_minute": 60}])
+def test_limits_and_the_scorers_own_limits_are_not_given_together(own):
+    """One name for one thing: a shared Limits and the scorer's own bound would each claim
+    to set the calls in flight, and one of them would be ignored."""
+    client = OpenAIClient(base_url="http://127.0.0.1:9/v1", model="m", api_key="k")
+    with pytest.raises(ValueError, match=rf"give limits= or {next(iter(own))}=, not both"):
+        scorers.LLMPointwiseScorer(client, cache=False, limits=Limits(1), **own)
+    alone = scorers.LLMPointwiseScorer(client, cache=False, limits=Limits(1))
+    assert alone.runner.limits.concurrency.limit == 1
+    assert scorers.LLMPointwiseScorer(client, cache=False).runner.limits.concurrency.limit == 16

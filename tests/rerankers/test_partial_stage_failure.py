@@ -10,10 +10,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rerankit import Document, Pipeline
+from rerankit.llm import OpenAIClient, RetryPolicy
+from rerankit.llm.testing import FakeLLMServer, Reply
+from rerankit.scorers import LLMPointwiseScorer
 from rerankit.scorers.base import NO_SCORE, ScoreBatch
 
 
@@ -92,3 +96,23 @@ def test_a_failed_document_keeps_its_place_after_the_previous_stage(first, judge
     rest = [i for i in order[:keep] if i not in fails]
     assert [judged[i] for i in rest] == sorted((judged[i] for i in rest), reverse=True)
     assert order[keep:] == before[keep:]
+
+
+def test_a_judge_failing_for_every_document_says_the_previous_stage_s_order_is_kept():
+    """Every call of a real LLM judge fails behind a first stage: the warnings say the
+    previous stage's order is kept (as it is), not the judge-alone "input order kept"."""
+    pytest.importorskip("openai", reason="needs the 'openai' extra")
+    with FakeLLMServer(responder=lambda r: Reply(status=500)) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m", api_key="k")
+        judge = LLMPointwiseScorer(client, cache=False, retry=RetryPolicy(attempts=1))
+        result = Pipeline([(FIRST, 3), judge]).rerank("q", ["f", "b", "a", "e"])
+        alone = Pipeline([judge]).rerank("q", ["f", "b"])
+    assert [r.text for r in result] == ["a", "b", "e", "f"]  # the first stage's order
+    every = [w for w in result.warnings if "every LLM call failed" in w]
+    assert every == [
+        "stage 'llm_pointwise': every LLM call failed (3 of 3; no score for 3 documents); "
+        "the previous stage's order is kept"
+    ]
+    assert not any("input order" in w for w in result.warnings)
+    # with no earlier stage the order kept is the input's, and it says so
+    assert any(w.endswith("; input order kept") for w in alone.warnings)

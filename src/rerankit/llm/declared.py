@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..options import check_options, factory_options, unknown_keys
+from .keywords import RATE_HINTS
 from .resilience import RetryPolicy
 
 __all__ = ["DECLARED_KEYS", "RETRY_KEYS", "retry_policy", "split_llm_options"]
@@ -28,6 +29,7 @@ _HINTS = {
     "requests_per_minute on each scorer",
     "client": "a file declares the client by provider, model and base_url",
     **dict.fromkeys(RETRY_KEYS, _RETRY_HINT),
+    **RATE_HINTS,
 }
 #: Python-only parameters of the scorer and the client, never read from a file
 _NOT_IN_FILES = ("client", "limits", "api_key", "model", "base_url")
@@ -41,7 +43,7 @@ def retry_policy(value: Any, where: str = "retry") -> RetryPolicy | None:
         return value
     if not isinstance(value, Mapping):
         raise ConfigError(f"a table of {', '.join(RETRY_KEYS)}, got {value!r}", where=where)
-    unknown = unknown_keys(value, RETRY_KEYS, "retry")
+    unknown = unknown_keys(value, RETRY_KEYS, "the table")
     if unknown:
         raise ConfigError(unknown, where=where)
     for key, v in value.items():

@@ -10,6 +10,8 @@ from .._optional import require
 from ..errors import ConfigError, ProviderError
 from ._errors import PerLoop, from_status, from_transport, not_json, where
 from .base import LLMRequest, LLMResponse
+from .declared import RETRY_KEYS
+from .keywords import checked_keywords, scorer_hints
 
 __all__ = ["DEFAULT_GEMINI_MODEL", "GeminiClient"]
 
@@ -17,6 +19,7 @@ DEFAULT_GEMINI_MODEL = "gemini-2.0-flash"
 _DEFAULT_URL = "https://generativelanguage.googleapis.com"
 
 
+@checked_keywords(scorer_hints(RETRY_KEYS))
 class GeminiClient:
     """``generateContent`` on Gemini. ``api_key`` defaults to ``GEMINI_API_KEY`` or
     ``GOOGLE_API_KEY``; ``base_url`` points the SDK elsewhere (a proxy, a local server).

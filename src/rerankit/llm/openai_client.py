@@ -12,6 +12,8 @@ from .._optional import require
 from ..errors import ConfigError, ProviderError
 from ._errors import PerLoop, from_status, from_transport, not_json, where
 from .base import LLMRequest, LLMResponse
+from .declared import RETRY_KEYS
+from .keywords import checked_keywords, scorer_hints
 
 __all__ = ["DEFAULT_OPENAI_MODEL", "OpenAIClient"]
 
@@ -23,6 +25,7 @@ JSON_MODES = ("schema", "object", "none")
 _VERSION = re.compile(r"v\d+\w*")
 
 
+@checked_keywords(scorer_hints(RETRY_KEYS))
 class OpenAIClient:
     """``chat/completions`` on OpenAI or a compatible server at ``base_url``.
 

@@ -31,12 +31,28 @@ from .._threads import time_left
 from ..errors import ProviderError, TransientProviderError
 from ._errors import where, with_where
 from .base import LLMClient, LLMRequest, LLMResponse, Usage
+from .keywords import RATE_HINTS, checked_keywords
 
 __all__ = ["CallRunner", "ConcurrencyLimit", "Limits", "RateLimiter", "RetryPolicy"]
 
 logger = logging.getLogger(__name__)
 
 
+_RETRIES_HINT = "attempts counts every call, the first included: RetryPolicy(attempts=...)"
+_LIMITS_HINT = (
+    "it is the scorer's (LLMPointwiseScorer(client, {key}=...)) or a shared "
+    "Limits' (Limits({key}=...))"
+)
+
+
+@checked_keywords(
+    {
+        "retries": _RETRIES_HINT,
+        "max_retries": _RETRIES_HINT,
+        **{k: _LIMITS_HINT.format(key=k) for k in ("max_concurrency", "requests_per_minute")},
+    },
+    word="field",
+)
 @dataclass(frozen=True)
 class RetryPolicy:
     """``attempts`` in all (first call included); backoff ``multiplier``, ``min_wait``,
@@ -133,6 +149,15 @@ class ConcurrencyLimit:
             future.set_result(None)
 
 
+@checked_keywords(
+    {
+        **RATE_HINTS,
+        **dict.fromkeys(
+            ("attempts", "timeout", "min_wait", "max_wait", "multiplier"),
+            "it is a RetryPolicy's: LLMPointwiseScorer(client, retry=RetryPolicy(...))",
+        ),
+    }
+)
 class Limits:
     """A concurrency bound and an optional request rate, shared by every call that uses the
     object: across ``rerank()`` calls, event loops and threads. Pass one ``Limits`` to
@@ -155,23 +180,33 @@ class Limits:
 
 
 class CallRunner:
-    """Runs requests on ``client`` with the policy, at most ``max_concurrency`` at a time and
-    (optionally) at most ``requests_per_minute`` started per minute, or under a shared
-    :class:`Limits`; the limits hold across calls, event loops and threads. Counts into a
-    Usage."""
+    """Runs requests on ``client`` with the policy, at most ``max_concurrency`` (16 by
+    default) at a time and (optionally) at most ``requests_per_minute`` started per minute,
+    or under a shared :class:`Limits` instead (giving both is a ValueError); the limits hold
+    across calls, event loops and threads. Counts into a Usage."""
 
     def __init__(
         self,
         client: LLMClient,
         policy: RetryPolicy | None = None,
         *,
-        max_concurrency: int = 16,
+        max_concurrency: int | None = None,
         requests_per_minute: float | None = None,
         limits: Limits | None = None,
     ) -> None:
+        pairs = (("max_concurrency", max_concurrency), ("requests_per_minute", requests_per_minute))
+        given = [k for k, v in pairs if v is not None]
+        if limits is not None and given:
+            raise ValueError(
+                f"give limits= or {' and '.join(given)}=, not both: a Limits carries its own "
+                f"(Limits(max_concurrency=..., requests_per_minute=...)), shared by whoever "
+                f"holds it"
+            )
         self.client = client
         self.policy = policy or RetryPolicy()
-        self.limits = limits or Limits(max_concurrency, requests_per_minute)
+        self.limits = limits or Limits(
+            16 if max_concurrency is None else max_concurrency, requests_per_minute
+        )
 
     def _wait(self, state) -> float:  # tenacity wait callable
         tenacity = require("tenacity", "LLM rerankers")

@@ -40,6 +40,8 @@ STAGE = "_stage"
 #: how a per-document warning of a stage ends for a document an earlier stage scored and
 #: this one could not (where the scorer alone would say it scored 0.0)
 KEPT = "it keeps the previous stage's score and place"
+#: how a scorer or reranker run alone ends a warning that it scored nothing
+INPUT_ORDER = "; input order kept"
 
 
 @dataclass
@@ -270,7 +272,8 @@ class Pipeline(Reranker):
         # a document an earlier stage scored and this one could not keeps that score and place
         earlier = any(last[i] is not None for i in head)
         scored.warnings.extend(
-            f"stage {stage.name!r}: {_kept(w) if sub.unusable or earlier else w}" for w in said
+            f"stage {stage.name!r}: {_kept(w, earlier) if sub.unusable or earlier else w}"
+            for w in said
         )
         scored.degraded |= sub.degraded
         scored.add_usage(sub.usage)
@@ -357,11 +360,14 @@ class Pipeline(Reranker):
         return RerankResult(query=query, results=results, score_scale=scale or "relative")
 
 
-def _kept(warning: str) -> str:
-    """A scorer's per-document warning, told for a stage after one that scored the
-    document: it was not scored 0.0 but keeps the previous stage's score and place."""
+def _kept(warning: str, earlier: bool = True) -> str:
+    """A scorer's warning, told for a stage after one that scored the documents: a document
+    was not scored 0.0 but keeps the previous stage's score and place, and a scorer that
+    failed for all kept its input's order, which is the previous stage's (``earlier``)."""
     if warning.endswith(NO_SCORE):
         return warning[: -len(NO_SCORE)] + f"; {KEPT}"
+    if earlier and warning.endswith(INPUT_ORDER):
+        return warning[: -len(INPUT_ORDER)] + "; the previous stage's order is kept"
     return warning
 
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import fields
 from typing import Any, TypedDict
 from urllib.parse import urlsplit, urlunsplit
 
 from ..cache import JudgmentCache, judgment_cache
 from ..llm.base import LLMClient, LLMRequest
+from ..llm.declared import retry_policy
+from ..llm.keywords import RATE_HINTS
 from ..llm.resilience import CallRunner, Limits, RetryPolicy
 from ..options import factory_options, unknown_keys
 
@@ -23,6 +26,7 @@ _PYTHON_HINTS = {
     "api_key": "it is the client's: OpenAIClient(api_key=...) or GeminiClient(api_key=...)",
     "model": "it is the client's: OpenAIClient(model=...) or GeminiClient(model=...)",
     "base_url": "it is the client's: OpenAIClient(base_url=...) or GeminiClient(base_url=...)",
+    **RATE_HINTS,
 }
 
 
@@ -33,8 +37,8 @@ class LLMScorerOptions(TypedDict, total=False):
     :class:`~rerankit.llm.RetryPolicy`), ``max_concurrency`` (calls in flight, default 16),
     ``requests_per_minute``, ``max_output_tokens``, ``temperature`` (default 0), and
     ``limits``: a :class:`~rerankit.llm.Limits` shared with other scorers (instead of the
-    scorer's own ``max_concurrency`` and ``requests_per_minute``). Limits hold across
-    ``rerank()`` calls, event loops and threads."""
+    scorer's own ``max_concurrency`` and ``requests_per_minute``; giving both is a
+    ValueError). Limits hold across ``rerank()`` calls, event loops and threads."""
 
     cache: Any
     retry: RetryPolicy | None
@@ -55,7 +59,7 @@ class LLMScorerBase:
         name: str,
         cache: Any = True,
         retry: RetryPolicy | None = None,
-        max_concurrency: int = 16,
+        max_concurrency: int | None = None,
         requests_per_minute: float | None = None,
         max_output_tokens: int | None = None,
         temperature: float = 0.0,
@@ -71,8 +75,13 @@ class LLMScorerBase:
             raise TypeError(said)
         if not isinstance(client, LLMClient):
             raise TypeError(f"{client!r} is not an LLM client (needs provider, model, generate)")
+        if isinstance(retry, Mapping):  # a file's retry table, given in Python: the same policy
+            retry = retry_policy(retry)
         if retry is not None and not isinstance(retry, RetryPolicy):
-            raise TypeError(f"retry must be a RetryPolicy, got {type(retry).__name__}")
+            raise TypeError(
+                f"retry must be a RetryPolicy (from rerankit.llm import RetryPolicy) or a dict "
+                f"of its fields ({', '.join(_RETRY_FIELDS)}), got {type(retry).__name__}"
+            )
         self.client, self.name = client, name
         self.runner = CallRunner(
             client,
