@@ -323,6 +323,45 @@ def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
     assert "calibrate" not in calibration_note(rows[::2]).split("(0:")[1]  # no advice
 
 
+def test_the_refit_advice_keeps_the_splits_a_folder_without_a_training_split_needs(tmp_path):
+    rows = [{"pipeline": "a", "ece": 0.19}]
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")
+    ran = {"data": tmp_path, "first_stage": "auto", "candidates": 30}
+    for split, fit, check in [
+        ("test:even", "test:odd", "test:even"),
+        ("test:odd", "test:even", "test:odd"),
+        ("test", "test:odd", "test:even"),
+        ("all", "all:odd", "all:even"),
+    ]:
+        with flags_first():
+            said = calibration_note(rows, {**ran, "split": split})
+        assert f"--candidates 30 --train-split {fit} --test-split {check} --calibrate" in said
+    # tune's report names the splits it was run with
+    with flags_first():
+        said = calibration_note(
+            rows, {**ran, "split": "test:even", "train_split": "x:odd", "test_split": "x:even"}
+        )
+    assert "--train-split x:odd --test-split x:even --calibrate" in said
+    # with a training split, tune's defaults do: nothing to name
+    (tmp_path / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n")
+    with flags_first():
+        said = calibration_note(rows, {**ran, "split": "test"})
+    assert "--candidates 30 --calibrate" in said
+
+
+def test_a_refit_still_off_is_not_told_to_refit_again():
+    rows = [{"pipeline": "recal", "ece": 0.06}, {"pipeline": "hybrid", "ece": 0.07}]
+    with flags_first():
+        said = calibration_note(rows, {"data": "d", "refitted": "recal"})
+    assert "Above 0.05 for hybrid:" in said and said.count("rerankit tune --data") == 1
+    recal = said.split("Above 0.05 for recal, itself a refit by `rerankit tune --calibrate`")[1]
+    assert "tune --data" not in recal and "without --keep-learned" in recal
+    assert "(--thresholds)" in recal
+    alone = calibration_note(rows[:1], {"data": "d", "refitted": "recal"})
+    assert "tune(" not in alone.split("itself a refit")[1].split("calibrate=True")[1]
+
+
 def test_eval_reports_the_calibration_of_probability_scores(tiny, tmp_path, capsys):
     from rerankit.calibration import expected_calibration_error
 

@@ -21,9 +21,10 @@ import json
 import os
 import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from ..errors import said_for
+from ..errors import keyword_flag, said_for
 from .qrels import ALL_SPLITS
 
 __all__ = [
@@ -45,18 +46,30 @@ def refit_call(
     candidates: int = 100,
     max_queries: int | None = None,
     split: str | None = None,
+    train_split: str | None = None,
+    test_split: str | None = None,
 ) -> str:
     """How to refit a pipeline's probabilities on ``data`` with the same ``first_stage``,
     ``candidates`` and ``max_queries``: the :func:`rerankit.training.tune` call, or within
     :func:`~rerankit.errors.flags_first` the ``rerankit tune`` command (``first_stage`` left
     out when it is the default, ``auto``; ``DATA`` when the folder is not known, as for a
-    Dataset built in Python). A retriever's file usually holds the evaluated ``split``'s
-    queries alone, so with one the refit is on that split's halves (``SPLIT:odd`` to fit,
-    ``SPLIT:even`` to check)."""
+    Dataset built in Python). ``train_split`` and ``test_split``: the splits to name (tune's
+    own, in its report). Else the evaluated ``split``'s halves (``SPLIT:odd`` to fit,
+    ``SPLIT:even`` to check; for a half, the other half to fit) where tune's default
+    training split would not do: a retriever's file usually holds the evaluated split's
+    queries alone, and a folder without ``qrels/train.tsv`` has no training split."""
     folder = "DATA" if data is None else os.fspath(data)
     default = first_stage in ("auto", None)
-    joined = not split or ":" in split or "," in split or split == ALL_SPLITS  # tune: one file
-    halves = None if default or joined else (f"{split}:odd", f"{split}:even")
+    halves = (train_split, test_split) if train_split and test_split else None
+    if halves is None and split and "," not in split:
+        base, _, half = split.partition(":")
+        untrained = data is not None and (Path(folder) / "qrels").is_dir()
+        untrained = untrained and not (Path(folder) / "qrels" / "train.tsv").is_file()
+        if half in ("odd", "even") and (untrained or not default):
+            other = "even" if half == "odd" else "odd"
+            halves = (f"{base}:{other}", split)
+        elif not half and (untrained or (not default and split != ALL_SPLITS)):
+            halves = (f"{split}:odd", f"{split}:even")
     options: list[tuple[str, object]] = [] if default else [("first_stage", first_stage)]
     options.append(("candidates", candidates))
     if max_queries:
@@ -97,18 +110,34 @@ def calibration_note(
         if (r.get("ece") or 0.0) > ECE_REFIT and not r.get("degraded_queries")
     ]
     refit = dict(refit or {})
-    refitted = refit.pop("refitted", None)  # the pipeline that is that refit (tune's report)
-    if off:
+    refitted = refit.pop("refitted", None)  # the pipelines that are that refit (tune's)
+    refits = {refitted} if isinstance(refitted, str) else set(refitted or ())
+    redo = [name for name in off if name not in refits]
+    again = [name for name in off if name in refits]
+    if redo:
+        done = [name for name in refits if name not in off]
         note += (
-            f" Above {ECE_REFIT:g} for {', '.join(off)}: this data's share of relevant "
+            f" Above {ECE_REFIT:g} for {', '.join(redo)}: this data's share of relevant "
             "candidates differs from the one they were calibrated on; refit before relying on "
             "a threshold, on judged queries with the same first stage and number of candidates "
             + (
-                f"as here: {refitted} is that refit"
-                if refitted and refitted not in off
+                f"as here: {', '.join(done)} is that refit"
+                if done
                 else "as here: " + refit_call(**refit)
             )
         )
+    if again:
+        note += (
+            ("." if redo else "")
+            + f" Above {ECE_REFIT:g} for {', '.join(again)}, itself a refit by "
+            f"{said_for('rerankit.training.tune(calibrate=True)', '`rerankit tune --calibrate`')}"
+            ": its probabilities did not carry over from the queries it was fitted on to "
+            "these, and another refit on as few judgments would not either. Keep the default's "
+            f"probabilities (what tune writes without {keyword_flag('keep_learned', True)}) and "
+            "choose the threshold by the precision and recall measured at each one "
+            f"({keyword_flag('thresholds', True)}) on judged queries, checked on other ones."
+        )
+    return note
     return note
 
 
