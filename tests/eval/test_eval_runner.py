@@ -210,6 +210,8 @@ def test_tune_refuses_an_adoption_margin_that_is_not_a_positive_number(tiny, cap
     assert stop.value.code == 2
     assert "--adopt-margin" in (err := capsys.readouterr().err)
     assert "expected a positive number" in err
+    # what to do instead: the flag that writes the learned pipeline whatever its gain
+    assert "to write the learned pipeline whatever its gain, add --keep-learned" in err
 
 
 def test_tune_refuses_an_out_it_could_not_read_back_before_any_work(tmp_path, capsys):
@@ -422,7 +424,9 @@ def test_tune_calibrate_writes_a_calibrated_pipeline_that_loads(tmp_path, synthe
     args = ["tune", "--data", str(data), "--calibrate", "--k", "10", "--out", str(out)]
     assert main([*args, "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert "training ECE" in printed and "| ECE |" in printed and "learning curve" in printed
+    said = "training queries (the default's: not fitted on them)", "(in-sample: fitted on them)"
+    assert any(s in printed for s in said)
+    assert "| ECE |" in printed and "learning curve" in printed
     stage = tomllib.loads(out.read_text())["stages"][0]
     assert stage["normalization"] == "calibrated"
     by_name = {s.get("name", s["type"]): s for s in stage["scorers"]}
@@ -448,6 +452,13 @@ def test_tune_calibrate_writes_a_calibrated_pipeline_that_loads(tmp_path, synthe
         assert refitted != kept
         same = stage["output_calibration"] == HYBRID_CALIBRATION["output_calibration"]
         assert same == kept
+        # --keep-learned: the default's order still, the probabilities refitted anyway
+        assert main([*args, "--keep-learned", "--no-progress"]) == 0
+        forced = tomllib.loads(out.read_text())["stages"][0]
+        weights = {s.get("name", s["type"]): s["weight"] for s in forced["scorers"]}
+        assert weights == HYBRID_CALIBRATION["weights"]
+        assert forced["output_calibration"] != HYBRID_CALIBRATION["output_calibration"]
+        assert "(in-sample: fitted on them)" in capsys.readouterr().out
 
 
 def _eval(tiny, capsys, *extra):
