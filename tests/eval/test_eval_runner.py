@@ -16,7 +16,15 @@ from rerankit.config import to_toml
 from rerankit.errors import flags_first
 from rerankit.eval import load_beir
 from rerankit.eval.first_stage import first_stage
-from rerankit.eval.runner import PipelineRun, calibration_note, evaluate_runs, write_outputs
+from rerankit.eval.notes import top_bins_note
+from rerankit.eval.runner import (
+    PipelineRun,
+    calibration_note,
+    evaluate_runs,
+    format_table,
+    metric_names,
+    write_outputs,
+)
 from rerankit.training.fusion_search import grid, pipeline_spec
 
 
@@ -350,6 +358,30 @@ def test_the_refit_advice_keeps_the_splits_a_folder_without_a_training_split_nee
     with flags_first():
         said = calibration_note(rows, {**ran, "split": "test"})
     assert "--candidates 30 --calibrate" in said
+
+
+def test_high_scores_far_from_their_share_are_said_under_a_small_ece():
+    bins = [  # mostly low scores, well calibrated; the top bins overconfident
+        {"low": 0.0, "high": 0.1, "count": 800, "predicted": 0.03, "observed": 0.03},
+        {"low": 0.8, "high": 0.9, "count": 20, "predicted": 0.85, "observed": 0.6},
+        {"low": 0.9, "high": 1.0, "count": 20, "predicted": 0.95, "observed": 0.55},
+    ]
+    rows = [{"pipeline": "hybrid", "ece": 0.02, "calibration": {"bins": bins}}]
+    shown = {m: 0.5 for m in metric_names(10)}
+    shown.update(p_vs_first_stage=None, mean_ms=1.0, p95_ms=1.0, llm_calls=0, tokens=0)
+    table = format_table([{**rows[0], **shown}], 10)
+    with flags_first():
+        said = top_bins_note(rows)
+    # by hand: 40 pairs, mean score (0.85 + 0.95) / 2 = 0.90, relevant (0.6 + 0.55) / 2
+    assert "hybrid: of its 40 pairs scoring >= 0.8 (mean score 0.90), 57 % are relevant" in said
+    assert (
+        said.endswith("(--thresholds).")
+        and "Scores >= 0.8 off their share of relevant pairs (ECE averages" in table
+    )
+    near = [dict(b, observed=b["predicted"] - 0.05) for b in bins]  # within 0.1: nothing
+    assert top_bins_note([{**rows[0], "calibration": {"bins": near}}]) is None
+    few = [dict(b, count=9) if b["low"] >= 0.8 else b for b in bins]  # 18 pairs: too few
+    assert top_bins_note([{**rows[0], "calibration": {"bins": few}}]) is None
 
 
 def test_a_refit_still_off_is_not_told_to_refit_again():

@@ -29,6 +29,41 @@ def test_precision_and_recall_at_each_cut_match_a_hand_count():
     assert {r["relevant"] for r in rows} == {3}
 
 
+def test_queries_left_empty_at_each_cut_match_a_hand_count():
+    scores = {"q1": {"a": 0.9, "b": 0.4, "c": 0.2}, "q2": {"d": 0.6, "e": 0.1}}
+    cuts = (0.1, 0.5, 0.6, 0.95)
+    # q3 got no candidates: empty at every cut; q2's best is 0.6, kept at >= 0.6
+    rows = threshold_rows(scores, {}, cuts, queries=["q1", "q2", "q3"])
+    assert [r["queries_left_empty"] for r in rows] == [1, 1, 1, 3]
+    assert {r["queries"] for r in rows} == {3}
+    alone = threshold_rows(scores, {}, cuts)  # by default the queries scored
+    assert [r["queries_left_empty"] for r in alone] == [0, 0, 0, 2]
+
+
+def test_eval_names_the_queries_without_candidates_and_counts_short_lists(tmp_path, capsys):
+    folder = write_tiny(tmp_path / "tiny")
+    with (folder / "queries.jsonl").open("a") as f:
+        f.write('{"_id": "q4", "text": "quantum chromodynamics"}\n')
+    with (folder / "qrels" / "test.tsv").open("a") as f:
+        f.write("\nq4\td4\t1\n")
+    pipeline = tmp_path / "cover.toml"
+    pipeline.write_text(COVERAGE)
+    argv = ["eval", "--data", str(folder), "-r", str(pipeline), "--candidates", "3"]
+    assert main([*argv, "--thresholds", "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "no candidates for q4 (scored 0; nothing kept at any threshold)" in out
+    runs = (tmp_path / "o" / "runs" / "first_stage.trec").read_text().splitlines()
+    lists = {q: sum(1 for r in runs if r.split()[0] == q) for q in ("q1", "q2", "q3")}
+    fewer = sum(1 for n in lists.values() if 0 < n < 3)
+    assert fewer  # the tiny corpus gives some query fewer than 3
+    assert f"{fewer} of 4 queries got fewer than 3 candidates" in out
+    assert "queries left empty" in out
+    with open(tmp_path / "o" / "thresholds.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert all(int(r["queries_left_empty"]) >= 1 for r in rows)  # q4 at every cut
+    assert rows[-1]["threshold"] == "0.95"
+
+
 def test_eval_reports_thresholds_for_unit_scores_only(tmp_path, capsys):
     pipeline = tmp_path / "cover.toml"
     pipeline.write_text(COVERAGE)

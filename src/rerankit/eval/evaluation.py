@@ -345,6 +345,10 @@ def evaluate(
                 "queries": len(dataset.queries),
                 "max_queries": max_queries,
                 "queries_without_candidates": sum(1 for q in dataset.queries if not cands.get(q)),
+                "without_candidates": [q for q in dataset.queries if not cands.get(q)],
+                "fewer_candidates": sum(
+                    1 for q in dataset.queries if 0 < len(cands.get(q, ())) < depth
+                ),
                 "first_stage_scores_given": not texts_only,
                 "titles": layouts[0] if len(layouts) == 1 else layouts,
                 "baseline": baseline,
@@ -362,7 +366,7 @@ def evaluate(
                 first_stage_given=first_stage,
                 queries=dict(dataset.queries),
                 thresholds={
-                    r.name: threshold_rows(r.scores, dataset.qrels)
+                    r.name: threshold_rows(r.scores, dataset.qrels, queries=list(dataset.queries))
                     for r in runs
                     if r.scores and r.score_scales and r.score_scales <= THRESHOLD_SCALES
                 },

@@ -34,10 +34,15 @@ __all__ = [
     "degraded_notes",
     "judgment_cache_note",
     "refit_call",
+    "top_bins_note",
 ]
 
 #: an ECE above this is worth refitting for before a threshold on the scores is trusted
 ECE_REFIT = 0.05
+#: the high scores :func:`top_bins_note` looks at (the bins from this score up), the gap
+#: between their mean score and their observed share of relevant pairs it reports, and the
+#: fewest pairs it needs to say anything
+TOP_SCORE, TOP_GAP, TOP_PAIRS = 0.8, 0.1, 20
 
 
 def refit_call(
@@ -139,6 +144,38 @@ def calibration_note(
         )
     return note
     return note
+
+
+def top_bins_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """ECE is an average over every pair, most of them low scores: the high ones (from
+    :data:`TOP_SCORE`) can be far from their share of relevant pairs while the ECE stays
+    small. A line naming, for each pipeline whose pairs scoring that high (at least
+    :data:`TOP_PAIRS`) are relevant more or less often than their mean score by more than
+    :data:`TOP_GAP`, their number, mean score and observed share (None: none is)."""
+    said = []
+    for r in rows:
+        if r.get("degraded_queries"):
+            continue
+        top = [b for b in (r.get("calibration") or {}).get("bins", ()) if b["low"] >= TOP_SCORE]
+        n = sum(b["count"] for b in top)
+        if n < TOP_PAIRS:
+            continue
+        predicted = sum(b["predicted"] * b["count"] for b in top) / n
+        observed = sum(b["observed"] * b["count"] for b in top) / n
+        if abs(predicted - observed) > TOP_GAP:
+            said.append(
+                f"{r['pipeline']}: of its {n} pairs scoring >= {TOP_SCORE:g} (mean score "
+                f"{predicted:.2f}), {100 * observed:.0f} % are relevant"
+            )
+    if not said:
+        return None
+    return (
+        f"Scores >= {TOP_SCORE:g} off their share of relevant pairs (ECE averages over every "
+        "pair, mostly low scores, so it can be small while these are off): "
+        + "; ".join(said)
+        + ". A cut that high keeps candidates at that share, not at their score: choose it "
+        f"by the precision measured at each threshold ({keyword_flag('thresholds', True)})."
+    )
 
 
 def degraded_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
