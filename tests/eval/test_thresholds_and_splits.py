@@ -140,3 +140,46 @@ def test_a_renamed_pipeline_is_said_with_its_input(tmp_path, capsys):
         f"two pipelines are named 'bm25': bm25 as bm25, {pipeline} as bm25-2"
         in capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize(
+    ("header", "fitted"),
+    [
+        ("Calibrated by `rerankit tune --calibrate` on tiny test:odd (2 queries): w", True),
+        ("Tuned by `rerankit tune` on tiny test:odd (2 queries): rrf", False),
+        ("Trained by `rerankit tune --method ltr` on tiny test:odd (2 queries, 3 features)", False),
+        (
+            "Written by `rerankit tune --calibrate` on tiny test:odd (2 queries): refitted "
+            "weights did not beat the default's order ..., so this is the default hybrid's "
+            "order with its probabilities refitted to these judgments.",
+            True,
+        ),
+    ],
+)
+def test_eval_says_when_a_tuned_pipeline_is_measured_on_the_queries_it_was_fitted_on(
+    tmp_path, capsys, header, fitted
+):
+    pipeline = tmp_path / "recal.toml"
+    pipeline.write_text(f"# {header}\n{COVERAGE}")
+    folder = write_tiny(tmp_path / "tiny")
+    argv = ["eval", "--data", str(folder), "-r", str(pipeline), "--candidates", "3"]
+    for split, said in [("test:odd", True), ("test", True), ("all", True), ("test:even", False)]:
+        assert main([*argv, "--split", split, "--no-progress"]) == 0
+        out = capsys.readouterr().out
+        note = f"in-sample: recal (fitted on tiny test:odd) learned from queries of this {split}"
+        assert (note in out) == said, split
+        assert ("not fitted on (here: test:even)" in out) == said
+    result = evaluate(str(folder), [str(pipeline)], candidates=3, split="test:odd")
+    meta = result.collections[0].meta["fitted_on"]
+    assert meta == {"recal": {"data": "tiny", "split": "test:odd", "calibrated": fitted}}
+
+
+def test_a_default_written_by_tune_or_another_collection_is_not_in_sample(tmp_path, capsys):
+    folder = write_tiny(tmp_path / "tiny")
+    default = tmp_path / "default.toml"
+    default.write_text(f"# Written by `rerankit tune` on tiny test: the fusion lost.\n{COVERAGE}")
+    other = tmp_path / "other.toml"
+    other.write_text(f"# Tuned by `rerankit tune` on nfcorpus test (9 queries): x\n{COVERAGE}")
+    argv = ["eval", "--data", str(folder), "-r", f"{default},{other}", "--candidates", "3"]
+    assert main([*argv, "--no-progress"]) == 0
+    assert "in-sample" not in capsys.readouterr().out

@@ -20,6 +20,7 @@ from .data import TITLES, Dataset, find_collections, read_split
 from .first_stage import candidate_depth, candidate_documents, first_stage_label
 from .first_stage import first_stage as first_stage_candidates
 from .latency import first_run_note
+from .notes import fitted_on
 from .results import CollectionEvaluation, Evaluation, collection_folder
 from .runner import (
     FIRST_STAGE,
@@ -353,6 +354,7 @@ def evaluate(
                 "titles": layouts[0] if len(layouts) == 1 else layouts,
                 "baseline": baseline,
                 "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
+                "fitted_on": {n: f for n, _, item in pipelines if (f := fitted_on(item))},
                 "notes": dataset.notes,
             }
             rows = evaluate_runs(dataset, runs, depth)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -32,6 +33,8 @@ __all__ = [
     "all_degraded",
     "calibration_note",
     "degraded_notes",
+    "fitted_on",
+    "in_sample_note",
     "judgment_cache_note",
     "refit_call",
     "top_bins_note",
@@ -175,6 +178,61 @@ def top_bins_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
         + "; ".join(said)
         + ". A cut that high keeps candidates at that share, not at their score: choose it "
         f"by the precision measured at each threshold ({keyword_flag('thresholds', True)})."
+    )
+
+
+#: the header ``rerankit tune`` writes on a pipeline file: how, on which collection and split
+_FITTED = re.compile(
+    r"^# (Calibrated|Tuned|Trained|Written) by `rerankit tune([^`]*)` on (\S+) (\S+?)(?::\s|\s|$)"
+)
+
+
+def fitted_on(item: Any) -> dict[str, Any] | None:
+    """What a pipeline file written by ``rerankit tune`` was fitted on, from its header:
+    ``data`` (the collection's name), ``split`` and ``calibrated`` (its probabilities refitted
+    by ``tune --calibrate``); None for anything else, and for the default written unfitted."""
+    if not isinstance(item, (str, os.PathLike)) or Path(item).suffix.lower() != ".toml":
+        return None
+    try:
+        with open(item, encoding="utf-8") as f:
+            head = " ".join(line for line in f.read(4096).splitlines() if line.startswith("#"))
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = _FITTED.match(head)
+    if found is None:
+        return None
+    how, flags, data, split = found.groups()
+    refitted = "probabilities refitted" in head
+    if how == "Written" and not refitted:  # the default, nothing learned
+        return None
+    return {"data": data, "split": split, "calibrated": "--calibrate" in flags}
+
+
+def _overlap(fitted: str, evaluated: str) -> bool:
+    """Whether a split fitted on and one evaluated share queries (``all`` shares with any;
+    ``test:odd`` and ``test:even`` share none)."""
+    (fn, _, fs), (en, _, es) = fitted.partition(":"), evaluated.partition(":")
+    if "all" not in (fn, en) and not set(fn.split(",")) & set(en.split(",")):
+        return False
+    return not (fs and es and fs != es)
+
+
+def in_sample_note(fitted: Mapping[str, Mapping[str, Any]], data: str, split: str) -> str | None:
+    """A line naming the pipelines (label -> :func:`fitted_on`) fitted on queries of this
+    collection ``data`` that the evaluated ``split`` holds too: their rows measure queries
+    they learned from, so read better than they will do elsewhere (None: none was)."""
+    inside = {n: f for n, f in fitted.items() if f["data"] == data and _overlap(f["split"], split)}
+    if not inside:
+        return None
+    said = ", ".join(f"{name} (fitted on {f['data']} {f['split']})" for name, f in inside.items())
+    halves = {f["split"] for f in inside.values() if f["split"].endswith((":odd", ":even"))}
+    other = [
+        h.rpartition(":")[0] + (":even" if h.endswith(":odd") else ":odd") for h in sorted(halves)
+    ]
+    return (
+        f"in-sample: {said} learned from queries of this {split} split, so their rows read "
+        "better than they will on queries they did not see; measure them on a split they were "
+        "not fitted on" + (f" (here: {', '.join(other)})" if other else "")
     )
 
 

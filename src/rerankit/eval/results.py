@@ -25,7 +25,7 @@ from .compare import (
 )
 from .first_stage import depth_label
 from .latency import latency_note
-from .notes import all_degraded, degraded_notes, judgment_cache_note
+from .notes import all_degraded, degraded_notes, in_sample_note, judgment_cache_note
 from .runner import (
     PipelineRun,
     check_output_folder,
@@ -200,7 +200,9 @@ class CollectionEvaluation:
 
     def notes(self) -> dict[str, Any]:
         """The notes under the table, as ``results.json`` keeps them beside the rows."""
+        fitted = self.meta.get("fitted_on") or {}
         return {
+            "in_sample_note": in_sample_note(fitted, self.meta["dataset"], self.meta["split"]),
             "candidates_note": self.candidates_note(),
             "latency_note": self.latency_note(),
             "judgment_cache_note": self.judgment_cache_note(),
@@ -217,10 +219,15 @@ class CollectionEvaluation:
             "candidates": self.candidates,
             "max_queries": self.meta.get("max_queries"),
             "split": self.meta.get("split"),
+            # a tune --calibrate refit is not told to refit again (see calibration_note)
+            "refitted": [
+                n for n, f in (self.meta.get("fitted_on") or {}).items() if f["calibrated"]
+            ],
         }
         text = f"{self.header()}\n\n{format_table(self.rows, self.meta['k'], refit)}"
         notes = self.notes()
         for line in [
+            notes["in_sample_note"],
             notes["candidates_note"],
             notes["latency_note"],
             notes["judgment_cache_note"],
