@@ -139,8 +139,8 @@ def calibration_note(
             ("." if redo else "")
             + f" Above {ECE_REFIT:g} for {', '.join(again)}, itself a refit by "
             f"{said_for('rerankit.training.tune(calibrate=True)', '`rerankit tune --calibrate`')}"
-            ": its probabilities did not carry over from the queries it was fitted on to "
-            "these, and another refit on as few judgments would not either. Keep the default's "
+            ": on these queries its probabilities are off, and another refit on as few "
+            "judgments would not do better. Keep the default's "
             f"probabilities (what tune writes without {keyword_flag('keep_learned', True)}) and "
             "choose the threshold by the precision and recall measured at each one "
             f"({keyword_flag('thresholds', True)}) on judged queries, checked on other ones."
