@@ -375,7 +375,7 @@ def test_high_scores_far_from_their_share_are_said_under_a_small_ece():
     # by hand: 40 pairs, mean score (0.85 + 0.95) / 2 = 0.90, relevant (0.6 + 0.55) / 2
     assert "hybrid: of its 40 pairs scoring >= 0.8 (mean score 0.90), 57 % are relevant" in said
     assert (
-        said.endswith("(--thresholds).")
+        said.endswith("an evaluation's .thresholds).")
         and "Scores >= 0.8 off their share of relevant pairs (ECE averages" in table
     )
     near = [dict(b, observed=b["predicted"] - 0.05) for b in bins]  # within 0.1: nothing
@@ -391,7 +391,7 @@ def test_a_refit_still_off_is_not_told_to_refit_again():
     assert "Above 0.05 for hybrid:" in said and said.count("rerankit tune --data") == 1
     recal = said.split("Above 0.05 for recal, itself a refit by `rerankit tune --calibrate`")[1]
     assert "tune --data" not in recal and "without --keep-learned" in recal
-    assert "(--thresholds)" in recal
+    assert "(`rerankit eval --thresholds`; in Python, an evaluation's .thresholds)" in recal
     alone = calibration_note(rows[:1], {"data": "d", "refitted": "recal"})
     assert "tune(" not in alone.split("itself a refit")[1].split("calibrate=True")[1]
 

@@ -46,6 +46,9 @@ ECE_REFIT = 0.05
 #: between their mean score and their observed share of relevant pairs it reports, and the
 #: fewest pairs it needs to say anything
 TOP_SCORE, TOP_GAP, TOP_PAIRS = 0.8, 0.1, 20
+#: where the precision and recall at each threshold are (the same words for a caller of
+#: the library and a user of the command: tune's account prints them for both)
+THRESHOLDS_HINT = "`rerankit eval --thresholds`; in Python, an evaluation's .thresholds"
 
 
 def refit_call(
@@ -143,7 +146,7 @@ def calibration_note(
             "judgments would not do better. Keep the default's "
             f"probabilities (what tune writes without {keyword_flag('keep_learned', True)}) and "
             "choose the threshold by the precision and recall measured at each one "
-            f"({keyword_flag('thresholds', True)}) on judged queries, checked on other ones."
+            f"({THRESHOLDS_HINT}) on judged queries, checked on other ones."
         )
     return note
     return note
@@ -177,7 +180,7 @@ def top_bins_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
         "pair, mostly low scores, so it can be small while these are off): "
         + "; ".join(said)
         + ". A cut that high keeps candidates at that share, not at their score: choose it "
-        f"by the precision measured at each threshold ({keyword_flag('thresholds', True)})."
+        f"by the precision measured at each threshold ({THRESHOLDS_HINT})."
     )
 
 
