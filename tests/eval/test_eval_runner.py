@@ -16,7 +16,15 @@ from rerankit.config import to_toml
 from rerankit.errors import flags_first
 from rerankit.eval import load_beir
 from rerankit.eval.first_stage import first_stage
-from rerankit.eval.runner import PipelineRun, calibration_note, evaluate_runs, write_outputs
+from rerankit.eval.notes import top_bins_note
+from rerankit.eval.runner import (
+    PipelineRun,
+    calibration_note,
+    evaluate_runs,
+    format_table,
+    metric_names,
+    write_outputs,
+)
 from rerankit.training.fusion_search import grid, pipeline_spec
 
 
@@ -210,6 +218,8 @@ def test_tune_refuses_an_adoption_margin_that_is_not_a_positive_number(tiny, cap
     assert stop.value.code == 2
     assert "--adopt-margin" in (err := capsys.readouterr().err)
     assert "expected a positive number" in err
+    # what to do instead: the flag that writes the learned pipeline whatever its gain
+    assert "to write the learned pipeline whatever its gain, add --keep-learned" in err
 
 
 def test_tune_refuses_an_out_it_could_not_read_back_before_any_work(tmp_path, capsys):
@@ -323,6 +333,69 @@ def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
     assert "calibrate" not in calibration_note(rows[::2]).split("(0:")[1]  # no advice
 
 
+def test_the_refit_advice_keeps_the_splits_a_folder_without_a_training_split_needs(tmp_path):
+    rows = [{"pipeline": "a", "ece": 0.19}]
+    (tmp_path / "qrels").mkdir()
+    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")
+    ran = {"data": tmp_path, "first_stage": "auto", "candidates": 30}
+    for split, fit, check in [
+        ("test:even", "test:odd", "test:even"),
+        ("test:odd", "test:even", "test:odd"),
+        ("test", "test:odd", "test:even"),
+        ("all", "all:odd", "all:even"),
+    ]:
+        with flags_first():
+            said = calibration_note(rows, {**ran, "split": split})
+        assert f"--candidates 30 --train-split {fit} --test-split {check} --calibrate" in said
+    # tune's report names the splits it was run with
+    with flags_first():
+        said = calibration_note(
+            rows, {**ran, "split": "test:even", "train_split": "x:odd", "test_split": "x:even"}
+        )
+    assert "--train-split x:odd --test-split x:even --calibrate" in said
+    # with a training split, tune's defaults do: nothing to name
+    (tmp_path / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n")
+    with flags_first():
+        said = calibration_note(rows, {**ran, "split": "test"})
+    assert "--candidates 30 --calibrate" in said
+
+
+def test_high_scores_far_from_their_share_are_said_under_a_small_ece():
+    bins = [  # mostly low scores, well calibrated; the top bins overconfident
+        {"low": 0.0, "high": 0.1, "count": 800, "predicted": 0.03, "observed": 0.03},
+        {"low": 0.8, "high": 0.9, "count": 20, "predicted": 0.85, "observed": 0.6},
+        {"low": 0.9, "high": 1.0, "count": 20, "predicted": 0.95, "observed": 0.55},
+    ]
+    rows = [{"pipeline": "hybrid", "ece": 0.02, "calibration": {"bins": bins}}]
+    shown = {m: 0.5 for m in metric_names(10)}
+    shown.update(p_vs_first_stage=None, mean_ms=1.0, p95_ms=1.0, llm_calls=0, tokens=0)
+    table = format_table([{**rows[0], **shown}], 10)
+    with flags_first():
+        said = top_bins_note(rows)
+    # by hand: 40 pairs, mean score (0.85 + 0.95) / 2 = 0.90, relevant (0.6 + 0.55) / 2
+    assert "hybrid: of its 40 pairs scoring >= 0.8 (mean score 0.90), 57 % are relevant" in said
+    assert (
+        said.endswith("an evaluation's .thresholds).")
+        and "Scores >= 0.8 off their share of relevant pairs (ECE averages" in table
+    )
+    near = [dict(b, observed=b["predicted"] - 0.05) for b in bins]  # within 0.1: nothing
+    assert top_bins_note([{**rows[0], "calibration": {"bins": near}}]) is None
+    few = [dict(b, count=9) if b["low"] >= 0.8 else b for b in bins]  # 18 pairs: too few
+    assert top_bins_note([{**rows[0], "calibration": {"bins": few}}]) is None
+
+
+def test_a_refit_still_off_is_not_told_to_refit_again():
+    rows = [{"pipeline": "recal", "ece": 0.06}, {"pipeline": "hybrid", "ece": 0.07}]
+    with flags_first():
+        said = calibration_note(rows, {"data": "d", "refitted": "recal"})
+    assert "Above 0.05 for hybrid:" in said and said.count("rerankit tune --data") == 1
+    recal = said.split("Above 0.05 for recal, itself a refit by `rerankit tune --calibrate`")[1]
+    assert "tune --data" not in recal and "without --keep-learned" in recal
+    assert "(`rerankit eval --thresholds`; in Python, an evaluation's .thresholds)" in recal
+    alone = calibration_note(rows[:1], {"data": "d", "refitted": "recal"})
+    assert "tune(" not in alone.split("itself a refit")[1].split("calibrate=True")[1]
+
+
 def test_eval_reports_the_calibration_of_probability_scores(tiny, tmp_path, capsys):
     from rerankit.calibration import expected_calibration_error
 
@@ -383,7 +456,9 @@ def test_tune_calibrate_writes_a_calibrated_pipeline_that_loads(tmp_path, synthe
     args = ["tune", "--data", str(data), "--calibrate", "--k", "10", "--out", str(out)]
     assert main([*args, "--no-progress"]) == 0
     printed = capsys.readouterr().out
-    assert "training ECE" in printed and "| ECE |" in printed and "learning curve" in printed
+    said = "training queries (the default's: not fitted on them)", "(in-sample: fitted on them)"
+    assert any(s in printed for s in said)
+    assert "| ECE |" in printed and "learning curve" in printed
     stage = tomllib.loads(out.read_text())["stages"][0]
     assert stage["normalization"] == "calibrated"
     by_name = {s.get("name", s["type"]): s for s in stage["scorers"]}
@@ -409,6 +484,13 @@ def test_tune_calibrate_writes_a_calibrated_pipeline_that_loads(tmp_path, synthe
         assert refitted != kept
         same = stage["output_calibration"] == HYBRID_CALIBRATION["output_calibration"]
         assert same == kept
+        # --keep-learned: the default's order still, the probabilities refitted anyway
+        assert main([*args, "--keep-learned", "--no-progress"]) == 0
+        forced = tomllib.loads(out.read_text())["stages"][0]
+        weights = {s.get("name", s["type"]): s["weight"] for s in forced["scorers"]}
+        assert weights == HYBRID_CALIBRATION["weights"]
+        assert forced["output_calibration"] != HYBRID_CALIBRATION["output_calibration"]
+        assert "(in-sample: fitted on them)" in capsys.readouterr().out
 
 
 def _eval(tiny, capsys, *extra):

@@ -29,6 +29,41 @@ def test_precision_and_recall_at_each_cut_match_a_hand_count():
     assert {r["relevant"] for r in rows} == {3}
 
 
+def test_queries_left_empty_at_each_cut_match_a_hand_count():
+    scores = {"q1": {"a": 0.9, "b": 0.4, "c": 0.2}, "q2": {"d": 0.6, "e": 0.1}}
+    cuts = (0.1, 0.5, 0.6, 0.95)
+    # q3 got no candidates: empty at every cut; q2's best is 0.6, kept at >= 0.6
+    rows = threshold_rows(scores, {}, cuts, queries=["q1", "q2", "q3"])
+    assert [r["queries_left_empty"] for r in rows] == [1, 1, 1, 3]
+    assert {r["queries"] for r in rows} == {3}
+    alone = threshold_rows(scores, {}, cuts)  # by default the queries scored
+    assert [r["queries_left_empty"] for r in alone] == [0, 0, 0, 2]
+
+
+def test_eval_names_the_queries_without_candidates_and_counts_short_lists(tmp_path, capsys):
+    folder = write_tiny(tmp_path / "tiny")
+    with (folder / "queries.jsonl").open("a") as f:
+        f.write('{"_id": "q4", "text": "quantum chromodynamics"}\n')
+    with (folder / "qrels" / "test.tsv").open("a") as f:
+        f.write("\nq4\td4\t1\n")
+    pipeline = tmp_path / "cover.toml"
+    pipeline.write_text(COVERAGE)
+    argv = ["eval", "--data", str(folder), "-r", str(pipeline), "--candidates", "3"]
+    assert main([*argv, "--thresholds", "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "no candidates for q4 (scored 0; nothing kept at any threshold)" in out
+    runs = (tmp_path / "o" / "runs" / "first_stage.trec").read_text().splitlines()
+    lists = {q: sum(1 for r in runs if r.split()[0] == q) for q in ("q1", "q2", "q3")}
+    fewer = sum(1 for n in lists.values() if 0 < n < 3)
+    assert fewer  # the tiny corpus gives some query fewer than 3
+    assert f"{fewer} of 4 queries got fewer than 3 candidates" in out
+    assert "queries left empty" in out
+    with open(tmp_path / "o" / "thresholds.csv", newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert all(int(r["queries_left_empty"]) >= 1 for r in rows)  # q4 at every cut
+    assert rows[-1]["threshold"] == "0.95"
+
+
 def test_eval_reports_thresholds_for_unit_scores_only(tmp_path, capsys):
     pipeline = tmp_path / "cover.toml"
     pipeline.write_text(COVERAGE)
@@ -105,3 +140,46 @@ def test_a_renamed_pipeline_is_said_with_its_input(tmp_path, capsys):
         f"two pipelines are named 'bm25': bm25 as bm25, {pipeline} as bm25-2"
         in capsys.readouterr().err
     )
+
+
+@pytest.mark.parametrize(
+    ("header", "fitted"),
+    [
+        ("Calibrated by `rerankit tune --calibrate` on tiny test:odd (2 queries): w", True),
+        ("Tuned by `rerankit tune` on tiny test:odd (2 queries): rrf", False),
+        ("Trained by `rerankit tune --method ltr` on tiny test:odd (2 queries, 3 features)", False),
+        (
+            "Written by `rerankit tune --calibrate` on tiny test:odd (2 queries): refitted "
+            "weights did not beat the default's order ..., so this is the default hybrid's "
+            "order with its probabilities refitted to these judgments.",
+            True,
+        ),
+    ],
+)
+def test_eval_says_when_a_tuned_pipeline_is_measured_on_the_queries_it_was_fitted_on(
+    tmp_path, capsys, header, fitted
+):
+    pipeline = tmp_path / "recal.toml"
+    pipeline.write_text(f"# {header}\n{COVERAGE}")
+    folder = write_tiny(tmp_path / "tiny")
+    argv = ["eval", "--data", str(folder), "-r", str(pipeline), "--candidates", "3"]
+    for split, said in [("test:odd", True), ("test", True), ("all", True), ("test:even", False)]:
+        assert main([*argv, "--split", split, "--no-progress"]) == 0
+        out = capsys.readouterr().out
+        note = f"in-sample: recal (fitted on tiny test:odd) learned from queries of this {split}"
+        assert (note in out) == said, split
+        assert ("not fitted on (here: test:even)" in out) == said
+    result = evaluate(str(folder), [str(pipeline)], candidates=3, split="test:odd")
+    meta = result.collections[0].meta["fitted_on"]
+    assert meta == {"recal": {"data": "tiny", "split": "test:odd", "calibrated": fitted}}
+
+
+def test_a_default_written_by_tune_or_another_collection_is_not_in_sample(tmp_path, capsys):
+    folder = write_tiny(tmp_path / "tiny")
+    default = tmp_path / "default.toml"
+    default.write_text(f"# Written by `rerankit tune` on tiny test: the fusion lost.\n{COVERAGE}")
+    other = tmp_path / "other.toml"
+    other.write_text(f"# Tuned by `rerankit tune` on nfcorpus test (9 queries): x\n{COVERAGE}")
+    argv = ["eval", "--data", str(folder), "-r", f"{default},{other}", "--candidates", "3"]
+    assert main([*argv, "--no-progress"]) == 0
+    assert "in-sample" not in capsys.readouterr().out

@@ -65,6 +65,18 @@ def test_the_check_says_when_the_held_out_ece_got_worse():
     logits, labels = _queries(truth, 60, seed=0)
     check = output_refit(logits, labels, Calibration(slope=0.5, intercept=1.0))
     assert check.adopt and check.refit_ece < check.default_ece
-    assert "(worse)" not in check.describe() and "held-out ECE" in check.describe()
+    said = check.describe()
+    assert "(worse)" not in said and "ECE on the training queries, each held out" in said
     worse = OutputRefit(0.34, 0.35, 0.001, refit_ece=0.036, default_ece=0.030, queries=35)
     assert worse.adopt and "refitted 0.0360 (worse), the default's 0.0300" in worse.describe()
+
+
+def test_keep_learned_refits_the_probabilities_the_check_did_not_adopt():
+    truth = Calibration(slope=1.5, intercept=-1.0)
+    logits, labels = _queries(truth, 12, seed=3)
+    kept, check = refit_output(logits, labels, truth, 5)
+    forced, same = refit_output(logits, labels, truth, 5, force=True)
+    assert not check.adopt and kept is truth and same == check  # the check unchanged
+    assert forced is not truth and forced.slope == pytest.approx(1.5, abs=0.6)
+    constant = {q: np.zeros_like(y) for q, y in labels.items()}  # nothing to fit on
+    assert refit_output(logits, constant, truth, 5, force=True)[0] is truth

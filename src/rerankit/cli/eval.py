@@ -227,13 +227,15 @@ def add_commands(sub: Any) -> None:
     ev.add_argument(
         "--out",
         help="folder for results.json, TREC runs, a chart and, for pipelines with "
-        "probability or unit scores, thresholds.csv (precision and recall at each cut)",
+        "probability or unit scores, thresholds.csv (precision, recall and queries left "
+        "empty at each cut)",
     )
     ev.add_argument(
         "--thresholds",
         action="store_true",
         help="print, for pipelines with probability or unit scores, how many candidates "
-        "scoring >= 0.1, 0.2, ... 0.9 are kept, with the precision and recall of each cut",
+        "scoring >= 0.1, 0.2, ... 0.9 are kept, with the precision and recall of each cut "
+        "and how many queries it leaves with no candidate (an empty context for an LLM)",
     )
     add_max_queries_argument(ev)
     add_no_progress_argument(ev)

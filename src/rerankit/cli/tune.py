@@ -102,6 +102,18 @@ def refuse_unlearned(args: argparse.Namespace) -> None:
         )
 
 
+def adopt_margin(value: str) -> float:
+    """``--adopt-margin``: a positive number; 0 or less refused with the flag that writes
+    the learned pipeline whatever its gain."""
+    try:
+        return positive_float(value)
+    except argparse.ArgumentTypeError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{exc}; to write the learned pipeline whatever its gain, add --keep-learned "
+            "(with --calibrate: the default's order with its probabilities refitted)"
+        ) from None
+
+
 def add_commands(sub: Any) -> None:
     tu = sub.add_parser(
         "tune",
@@ -209,11 +221,13 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="write the learned pipeline even when it does not beat the default by more "
         "than --adopt-margin times the cross-validation noise (by default the default "
-        "pipeline is written then)",
+        "pipeline is written then). With --calibrate it keeps the default's order and writes "
+        "the probabilities refitted to the training split (the refitted weights are written "
+        "only when they beat the default)",
     )
     tu.add_argument(
         "--adopt-margin",
-        type=positive_float,
+        type=adopt_margin,
         default=None,
         metavar="Z",
         help="adopt the learned pipeline only when its cross-validated gain over the default "

@@ -20,6 +20,7 @@ from .data import TITLES, Dataset, find_collections, read_split
 from .first_stage import candidate_depth, candidate_documents, first_stage_label
 from .first_stage import first_stage as first_stage_candidates
 from .latency import first_run_note
+from .notes import fitted_on
 from .results import CollectionEvaluation, Evaluation, collection_folder
 from .runner import (
     FIRST_STAGE,
@@ -345,10 +346,15 @@ def evaluate(
                 "queries": len(dataset.queries),
                 "max_queries": max_queries,
                 "queries_without_candidates": sum(1 for q in dataset.queries if not cands.get(q)),
+                "without_candidates": [q for q in dataset.queries if not cands.get(q)],
+                "fewer_candidates": sum(
+                    1 for q in dataset.queries if 0 < len(cands.get(q, ())) < depth
+                ),
                 "first_stage_scores_given": not texts_only,
                 "titles": layouts[0] if len(layouts) == 1 else layouts,
                 "baseline": baseline,
                 "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
+                "fitted_on": {n: f for n, _, item in pipelines if (f := fitted_on(item))},
                 "notes": dataset.notes,
             }
             rows = evaluate_runs(dataset, runs, depth)
@@ -362,7 +368,7 @@ def evaluate(
                 first_stage_given=first_stage,
                 queries=dict(dataset.queries),
                 thresholds={
-                    r.name: threshold_rows(r.scores, dataset.qrels)
+                    r.name: threshold_rows(r.scores, dataset.qrels, queries=list(dataset.queries))
                     for r in runs
                     if r.scores and r.score_scales and r.score_scales <= THRESHOLD_SCALES
                 },

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from ..errors import said_for
+from ..errors import keyword_flag, said_for
 from .qrels import ALL_SPLITS
 
 __all__ = [
@@ -31,12 +33,22 @@ __all__ = [
     "all_degraded",
     "calibration_note",
     "degraded_notes",
+    "fitted_on",
+    "in_sample_note",
     "judgment_cache_note",
     "refit_call",
+    "top_bins_note",
 ]
 
 #: an ECE above this is worth refitting for before a threshold on the scores is trusted
 ECE_REFIT = 0.05
+#: the high scores :func:`top_bins_note` looks at (the bins from this score up), the gap
+#: between their mean score and their observed share of relevant pairs it reports, and the
+#: fewest pairs it needs to say anything
+TOP_SCORE, TOP_GAP, TOP_PAIRS = 0.8, 0.1, 20
+#: where the precision and recall at each threshold are (the same words for a caller of
+#: the library and a user of the command: tune's account prints them for both)
+THRESHOLDS_HINT = "`rerankit eval --thresholds`; in Python, an evaluation's .thresholds"
 
 
 def refit_call(
@@ -45,18 +57,30 @@ def refit_call(
     candidates: int = 100,
     max_queries: int | None = None,
     split: str | None = None,
+    train_split: str | None = None,
+    test_split: str | None = None,
 ) -> str:
     """How to refit a pipeline's probabilities on ``data`` with the same ``first_stage``,
     ``candidates`` and ``max_queries``: the :func:`rerankit.training.tune` call, or within
     :func:`~rerankit.errors.flags_first` the ``rerankit tune`` command (``first_stage`` left
     out when it is the default, ``auto``; ``DATA`` when the folder is not known, as for a
-    Dataset built in Python). A retriever's file usually holds the evaluated ``split``'s
-    queries alone, so with one the refit is on that split's halves (``SPLIT:odd`` to fit,
-    ``SPLIT:even`` to check)."""
+    Dataset built in Python). ``train_split`` and ``test_split``: the splits to name (tune's
+    own, in its report). Else the evaluated ``split``'s halves (``SPLIT:odd`` to fit,
+    ``SPLIT:even`` to check; for a half, the other half to fit) where tune's default
+    training split would not do: a retriever's file usually holds the evaluated split's
+    queries alone, and a folder without ``qrels/train.tsv`` has no training split."""
     folder = "DATA" if data is None else os.fspath(data)
     default = first_stage in ("auto", None)
-    joined = not split or ":" in split or "," in split or split == ALL_SPLITS  # tune: one file
-    halves = None if default or joined else (f"{split}:odd", f"{split}:even")
+    halves = (train_split, test_split) if train_split and test_split else None
+    if halves is None and split and "," not in split:
+        base, _, half = split.partition(":")
+        untrained = data is not None and (Path(folder) / "qrels").is_dir()
+        untrained = untrained and not (Path(folder) / "qrels" / "train.tsv").is_file()
+        if half in ("odd", "even") and (untrained or not default):
+            other = "even" if half == "odd" else "odd"
+            halves = (f"{base}:{other}", split)
+        elif not half and (untrained or (not default and split != ALL_SPLITS)):
+            halves = (f"{split}:odd", f"{split}:even")
     options: list[tuple[str, object]] = [] if default else [("first_stage", first_stage)]
     options.append(("candidates", candidates))
     if max_queries:
@@ -97,19 +121,122 @@ def calibration_note(
         if (r.get("ece") or 0.0) > ECE_REFIT and not r.get("degraded_queries")
     ]
     refit = dict(refit or {})
-    refitted = refit.pop("refitted", None)  # the pipeline that is that refit (tune's report)
-    if off:
+    refitted = refit.pop("refitted", None)  # the pipelines that are that refit (tune's)
+    refits = {refitted} if isinstance(refitted, str) else set(refitted or ())
+    redo = [name for name in off if name not in refits]
+    again = [name for name in off if name in refits]
+    if redo:
+        done = [name for name in refits if name not in off]
         note += (
-            f" Above {ECE_REFIT:g} for {', '.join(off)}: this data's share of relevant "
+            f" Above {ECE_REFIT:g} for {', '.join(redo)}: this data's share of relevant "
             "candidates differs from the one they were calibrated on; refit before relying on "
             "a threshold, on judged queries with the same first stage and number of candidates "
             + (
-                f"as here: {refitted} is that refit"
-                if refitted and refitted not in off
+                f"as here: {', '.join(done)} is that refit"
+                if done
                 else "as here: " + refit_call(**refit)
             )
         )
+    if again:
+        note += (
+            ("." if redo else "")
+            + f" Above {ECE_REFIT:g} for {', '.join(again)}, itself a refit by "
+            f"{said_for('rerankit.training.tune(calibrate=True)', '`rerankit tune --calibrate`')}"
+            ": on these queries its probabilities are off, and another refit on as few "
+            "judgments would not do better. Keep the default's "
+            f"probabilities (what tune writes without {keyword_flag('keep_learned', True)}) and "
+            "choose the threshold by the precision and recall measured at each one "
+            f"({THRESHOLDS_HINT}) on judged queries, checked on other ones."
+        )
     return note
+    return note
+
+
+def top_bins_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """ECE is an average over every pair, most of them low scores: the high ones (from
+    :data:`TOP_SCORE`) can be far from their share of relevant pairs while the ECE stays
+    small. A line naming, for each pipeline whose pairs scoring that high (at least
+    :data:`TOP_PAIRS`) are relevant more or less often than their mean score by more than
+    :data:`TOP_GAP`, their number, mean score and observed share (None: none is)."""
+    said = []
+    for r in rows:
+        if r.get("degraded_queries"):
+            continue
+        top = [b for b in (r.get("calibration") or {}).get("bins", ()) if b["low"] >= TOP_SCORE]
+        n = sum(b["count"] for b in top)
+        if n < TOP_PAIRS:
+            continue
+        predicted = sum(b["predicted"] * b["count"] for b in top) / n
+        observed = sum(b["observed"] * b["count"] for b in top) / n
+        if abs(predicted - observed) > TOP_GAP:
+            said.append(
+                f"{r['pipeline']}: of its {n} pairs scoring >= {TOP_SCORE:g} (mean score "
+                f"{predicted:.2f}), {100 * observed:.0f} % are relevant"
+            )
+    if not said:
+        return None
+    return (
+        f"Scores >= {TOP_SCORE:g} off their share of relevant pairs (ECE averages over every "
+        "pair, mostly low scores, so it can be small while these are off): "
+        + "; ".join(said)
+        + ". A cut that high keeps candidates at that share, not at their score: choose it "
+        f"by the precision measured at each threshold ({THRESHOLDS_HINT})."
+    )
+
+
+#: the header ``rerankit tune`` writes on a pipeline file: how, on which collection and split
+_FITTED = re.compile(
+    r"^# (Calibrated|Tuned|Trained|Written) by `rerankit tune([^`]*)` on (\S+) (\S+?)(?::\s|\s|$)"
+)
+
+
+def fitted_on(item: Any) -> dict[str, Any] | None:
+    """What a pipeline file written by ``rerankit tune`` was fitted on, from its header:
+    ``data`` (the collection's name), ``split`` and ``calibrated`` (its probabilities refitted
+    by ``tune --calibrate``); None for anything else, and for the default written unfitted."""
+    if not isinstance(item, (str, os.PathLike)) or Path(item).suffix.lower() != ".toml":
+        return None
+    try:
+        with open(item, encoding="utf-8") as f:
+            head = " ".join(line for line in f.read(4096).splitlines() if line.startswith("#"))
+    except (OSError, UnicodeDecodeError):
+        return None
+    found = _FITTED.match(head)
+    if found is None:
+        return None
+    how, flags, data, split = found.groups()
+    refitted = "probabilities refitted" in head
+    if how == "Written" and not refitted:  # the default, nothing learned
+        return None
+    return {"data": data, "split": split, "calibrated": "--calibrate" in flags}
+
+
+def _overlap(fitted: str, evaluated: str) -> bool:
+    """Whether a split fitted on and one evaluated share queries (``all`` shares with any;
+    ``test:odd`` and ``test:even`` share none)."""
+    (fn, _, fs), (en, _, es) = fitted.partition(":"), evaluated.partition(":")
+    if "all" not in (fn, en) and not set(fn.split(",")) & set(en.split(",")):
+        return False
+    return not (fs and es and fs != es)
+
+
+def in_sample_note(fitted: Mapping[str, Mapping[str, Any]], data: str, split: str) -> str | None:
+    """A line naming the pipelines (label -> :func:`fitted_on`) fitted on queries of this
+    collection ``data`` that the evaluated ``split`` holds too: their rows measure queries
+    they learned from, so read better than they will do elsewhere (None: none was)."""
+    inside = {n: f for n, f in fitted.items() if f["data"] == data and _overlap(f["split"], split)}
+    if not inside:
+        return None
+    said = ", ".join(f"{name} (fitted on {f['data']} {f['split']})" for name, f in inside.items())
+    halves = {f["split"] for f in inside.values() if f["split"].endswith((":odd", ":even"))}
+    other = [
+        h.rpartition(":")[0] + (":even" if h.endswith(":odd") else ":odd") for h in sorted(halves)
+    ]
+    return (
+        f"in-sample: {said} learned from queries of this {split} split, so their rows read "
+        "better than they will on queries they did not see; measure them on a split they were "
+        "not fitted on" + (f" (here: {', '.join(other)})" if other else "")
+    )
 
 
 def degraded_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:

@@ -25,7 +25,7 @@ from .compare import (
 )
 from .first_stage import depth_label
 from .latency import latency_note
-from .notes import all_degraded, degraded_notes, judgment_cache_note
+from .notes import all_degraded, degraded_notes, in_sample_note, judgment_cache_note
 from .runner import (
     PipelineRun,
     check_output_folder,
@@ -180,9 +180,30 @@ class CollectionEvaluation:
         latency, LLM calls and tokens count only what this run paid (None: none did)."""
         return judgment_cache_note(self.rows)
 
+    def candidates_note(self) -> str | None:
+        """Which queries the first stage found no candidate for (by id), and how many got
+        fewer candidates than the depth evaluated (None: every query got that many)."""
+        m = self.meta
+        empty, fewer, k = m.get("without_candidates") or [], m.get("fewer_candidates", 0), m["k"]
+        said = []
+        if empty:
+            shown = ", ".join(empty[:20]) + (
+                f" and {len(empty) - 20} more" if len(empty) > 20 else ""
+            )
+            said.append(f"no candidates for {shown} (scored 0; nothing kept at any threshold)")
+        if fewer:
+            said.append(
+                f"{fewer} of {m['queries']} queries got fewer than {k} candidates (the first "
+                f"stage found fewer), so the pairs scored are fewer than {m['queries']} x {k}"
+            )
+        return "; ".join(said) or None
+
     def notes(self) -> dict[str, Any]:
         """The notes under the table, as ``results.json`` keeps them beside the rows."""
+        fitted = self.meta.get("fitted_on") or {}
         return {
+            "in_sample_note": in_sample_note(fitted, self.meta["dataset"], self.meta["split"]),
+            "candidates_note": self.candidates_note(),
             "latency_note": self.latency_note(),
             "judgment_cache_note": self.judgment_cache_note(),
             "degraded_note": self.degraded_notes(),
@@ -198,10 +219,20 @@ class CollectionEvaluation:
             "candidates": self.candidates,
             "max_queries": self.meta.get("max_queries"),
             "split": self.meta.get("split"),
+            # a tune --calibrate refit is not told to refit again (see calibration_note)
+            "refitted": [
+                n for n, f in (self.meta.get("fitted_on") or {}).items() if f["calibrated"]
+            ],
         }
         text = f"{self.header()}\n\n{format_table(self.rows, self.meta['k'], refit)}"
         notes = self.notes()
-        for line in [notes["latency_note"], notes["judgment_cache_note"], *notes["degraded_note"]]:
+        for line in [
+            notes["in_sample_note"],
+            notes["candidates_note"],
+            notes["latency_note"],
+            notes["judgment_cache_note"],
+            *notes["degraded_note"],
+        ]:
             if line:
                 text += f"\n{line}"
         if self.baseline is not None:

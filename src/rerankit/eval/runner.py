@@ -31,7 +31,7 @@ from ..scorers.local import load_models
 from .data import Dataset
 from .first_stage import candidate_documents
 from .metrics import ndcg_at_k, paired_t_test, recall_at_k, reciprocal_rank
-from .notes import calibration_note
+from .notes import calibration_note, top_bins_note
 
 __all__ = [
     "PipelineRun",
@@ -311,6 +311,9 @@ def format_table(
         lines.append("| " + " | ".join(cells) + " |")
     if with_ece:
         lines.append(calibration_note(rows, refit))
+        top = top_bins_note(rows)
+        if top:
+            lines.append(top)
     return "\n".join(lines)
 
 

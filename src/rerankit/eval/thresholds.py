@@ -7,7 +7,9 @@ As scikit-learn's ``precision_recall_curve`` counts them, a pair is kept when it
 relevant pairs that are kept. The pairs are every (query, candidate) a pipeline scored,
 relevant when judged >= 1 (an unjudged candidate counts as not relevant, as for the
 expected calibration error), so recall is of the relevant candidates the first stage
-found, not of every relevant document."""
+found, not of every relevant document. Per query, ``queries left empty`` counts the queries
+that would keep no candidate at ``t`` (an empty context for an LLM that reads only the
+kept ones); a query the first stage found no candidate for is empty at every ``t``."""
 
 from __future__ import annotations
 
@@ -33,18 +35,31 @@ PRINTED_THRESHOLDS = tuple(round(0.1 * i, 1) for i in range(1, 10))
 #: the score scales a threshold means something on
 THRESHOLD_SCALES = frozenset({"probability", "unit"})
 THRESHOLDS_FILE = "thresholds.csv"
-COLUMNS = ("pipeline", "threshold", "kept", "relevant_kept", "precision", "recall")
+COLUMNS = (
+    "pipeline",
+    "threshold",
+    "kept",
+    "relevant_kept",
+    "precision",
+    "recall",
+    "queries_left_empty",
+)
 
 
 def threshold_rows(
     scores: Mapping[str, Mapping[str, float]],
     qrels: Mapping[str, Mapping[str, int]],
     thresholds: Sequence[float] = THRESHOLDS,
+    queries: Sequence[str] | None = None,
 ) -> list[dict[str, Any]]:
     """For each threshold ``t``: ``kept`` (pairs scoring ``>= t``), ``relevant_kept``,
     ``precision`` (None when none is kept), ``recall`` (None when no candidate is
     relevant) and ``relevant`` (the relevant pairs in all), over every scored pair of
-    ``scores`` (query id -> document id -> score), relevant when ``qrels`` grades it >= 1."""
+    ``scores`` (query id -> document id -> score), relevant when ``qrels`` grades it >= 1;
+    ``queries_left_empty``, of the ``queries`` (the evaluated query ids; by default those
+    of ``scores``, whose number is ``queries``), those keeping no candidate at ``t``."""
+    qids = list(dict.fromkeys([*(scores if queries is None else queries)]))
+    best = {q: max(scores.get(q, {}).values(), default=None) for q in qids}
     pairs = [
         (score, qrels.get(qid, {}).get(doc, 0) >= 1)
         for qid, scored in scores.items()
@@ -63,6 +78,8 @@ def threshold_rows(
                 "precision": hits / len(kept) if kept else None,
                 "recall": hits / relevant if relevant else None,
                 "relevant": relevant,
+                "queries_left_empty": sum(1 for b in best.values() if b is None or b < t),
+                "queries": len(qids),
             }
         )
     return rows
@@ -77,16 +94,18 @@ def format_thresholds(
     blocks = []
     for name, rows in table.items():
         relevant = rows[0]["relevant"] if rows else 0
+        queries = rows[0].get("queries", 0) if rows else 0
         lines = [
             f"{name}: keeping the candidates scoring >= t ({relevant} relevant "
-            "candidates in all; unjudged ones count as not relevant)",
-            f"{'t':>5} {'kept':>7} {'precision':>9} {'recall':>6}",
+            "candidates in all; unjudged ones count as not relevant; queries left empty: of "
+            f"the {queries}, those that keep no candidate)",
+            f"{'t':>5} {'kept':>7} {'precision':>9} {'recall':>6} {'queries left empty':>18}",
         ]
         for r in rows:
             if any(abs(r["threshold"] - t) < 1e-9 for t in thresholds):
                 lines.append(
                     f"{r['threshold']:>5.2f} {r['kept']:>7} {_cell(r['precision']):>9} "
-                    f"{_cell(r['recall']):>6}"
+                    f"{_cell(r['recall']):>6} {r.get('queries_left_empty', ''):>18}"
                 )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
@@ -102,7 +121,8 @@ def write_thresholds(path: str | Path, table: Mapping[str, Sequence[Mapping[str,
         for name, rows in table.items():
             for r in rows:
                 counts = [name, r["threshold"], r["kept"], r["relevant_kept"]]
-                writer.writerow([*counts, _cell(r["precision"], 4), _cell(r["recall"], 4)])
+                rates = [_cell(r["precision"], 4), _cell(r["recall"], 4)]
+                writer.writerow([*counts, *rates, r.get("queries_left_empty", "")])
     return path
 
 

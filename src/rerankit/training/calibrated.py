@@ -178,8 +178,8 @@ class OutputRefit:
             f"cross-validated log loss of the probabilities ({self.queries} queries, folds by "
             f"query): refitted {self.refit_loss:.4f}, the default's {self.default_loss:.4f}; "
             f"gain {self.gain:+.4f} (noise {self.noise:.4f}; adopted only above "
-            f"{times}the noise)\nheld-out ECE: refitted {self.refit_ece:.4f}{worse}, the "
-            f"default's {self.default_ece:.4f}"
+            f"{times}the noise)\nECE on the training queries, each held out by the folds: "
+            f"refitted {self.refit_ece:.4f}{worse}, the default's {self.default_ece:.4f}"
         )
 
 
@@ -249,15 +249,17 @@ def refit_output(
     default: Any,
     folds: int,
     margin: float = ADOPT_MARGIN,
+    force: bool = False,
 ) -> tuple[Any, OutputRefit]:
     """The output calibration to write over the default's fused ``logits``: refitted on
     every pair when that predicts held-out queries better than ``default`` by more than
-    ``margin`` times the noise (:func:`output_refit`), else ``default``; with the check."""
+    ``margin`` times the noise (:func:`output_refit`), or whatever the check says when
+    ``force`` (``--keep-learned``), else ``default``; with the check."""
     check = output_refit(logits, labels, default, folds=folds, margin=margin)
-    if not check.adopt:
-        return default, check
     x = np.concatenate(list(logits.values()))
     y = np.concatenate([labels[q] for q in logits])
+    if not (check.adopt or force) or y.min() == y.max():  # all alike: nothing to fit
+        return default, check
     return fit_calibration(x, y), check
 
 

@@ -220,17 +220,19 @@ def fit_calibrated(job: Inputs) -> TuneResult:
     verdict, best = found.verdict, found.cross_validation.best
     labels = calibrated.relevance_labels(train, matrices)
     y = np.concatenate([labels[q] for q in matrices])
-    if verdict.adopt or opts.keep_learned:
+    if verdict.adopt:
         refitted = calibrated.fit_calibrated(train, matrices, roles, weights=[best])
         calibration, ece = refitted["calibration"], refitted["ece"]
         comment = (
             f"Calibrated by `rerankit tune --calibrate` on {train.name} {opts.train_split} "
             f"({len(matrices)} queries): {describe(best)}; {verdict.as_written()}."
         )
-    else:  # the default's order; its probabilities refitted where that generalises
+        fitted = True
+    else:  # the default's order; its probabilities refitted where that generalises, or
+        # where --keep-learned asks (the learned weights are never written unadopted)
         default_output = Calibration.parse(HYBRID_CALIBRATION["output_calibration"])
         output, check = calibrated.refit_output(
-            logits, labels, default_output, opts.folds, verdict.margin
+            logits, labels, default_output, opts.folds, verdict.margin, force=opts.keep_learned
         )
         calibration = {
             k: {r: HYBRID_CALIBRATION[k][r] for r in roles} for k in ("weights", "calibration")
@@ -238,12 +240,20 @@ def fit_calibrated(job: Inputs) -> TuneResult:
         calibration["output_calibration"] = output.as_dict()
         fused = np.concatenate(list(logits.values()))
         ece = expected_calibration_error(sigmoid(output.logit(fused)), y)
-        probabilities = (
-            "probabilities refitted to these judgments"
-            if output is not default_output
-            else "own probabilities (a refit did not predict held-out queries better by more "
-            "than the margin times the noise)"
-        )
+        fitted = output is not default_output
+        if fitted and not check.adopt:
+            probabilities = (
+                "probabilities refitted to these judgments although the refit did not predict "
+                "held-out queries better by more than the margin times the noise (written "
+                f"anyway, as {keyword_flag('keep_learned', True)} asked)"
+            )
+        elif fitted:
+            probabilities = "probabilities refitted to these judgments"
+        else:
+            probabilities = (
+                "own probabilities (a refit did not predict held-out queries better by more "
+                "than the margin times the noise)"
+            )
         comment = (
             f"Written by `rerankit tune --calibrate` on {train.name} {opts.train_split} "
             f"({len(matrices)} queries): refitted weights did not beat the default's order by "
@@ -251,7 +261,11 @@ def fit_calibrated(job: Inputs) -> TuneResult:
             f"default hybrid's order with its {probabilities}."
         )
         report.say(f"{check.describe()}\nkept the default's order with its {probabilities}")
-    report.say(f"training ECE of the written pipeline's probabilities: {ece:.4f}")
+    report.say(
+        f"ECE of the written pipeline's probabilities on all {len(matrices)} training queries "
+        + ("(in-sample: fitted on them)" if fitted else "(the default's: not fitted on them)")
+        + f": {ece:.4f}; on the test split: the ECE column below"
+    )
     name = written_name(opts, f"calibrated-{train.name}")
     spec = calibrated.calibrated_spec(
         calibration,

@@ -281,7 +281,13 @@ def cross_validated(
             f"not adopted: the learned pipeline does not beat the default by more than {times}"
             "the noise"
             + (
-                f" ({keyword_flag('keep_learned', True)}: written anyway)"
+                (
+                    f" ({keyword_flag('keep_learned', True)} with "
+                    f"{keyword_flag('calibrate', True)}: the default's order kept, only its "
+                    "probabilities refitted)"
+                    if getattr(opts, "calibrate", False)
+                    else f" ({keyword_flag('keep_learned', True)}: written anyway)"
+                )
                 if opts.keep_learned
                 else ""
             )

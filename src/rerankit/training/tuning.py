@@ -267,6 +267,9 @@ def _report_on_test(
         "candidates": opts.candidates,
         "split": opts.test_split,
     }
+    if not opts.test_data and (opts.train_split, opts.test_split) != ("train", "test"):
+        # the refit on the splits this one used (the defaults need no naming)
+        refit.update(train_split=opts.train_split, test_split=opts.test_split)
     if opts.calibrate:  # the file written is that refit: no advice to write it again
         refit["refitted"] = path.stem
     report.say(format_table(rows, depth, refit))
