@@ -6,9 +6,15 @@ load, for the torch-free install (``[onnx,server]``) and the full one (torch).
 Each install serves the built-in pipelines (``bm25``, ``embedding``, ``hybrid``: the bundled
 MiniLM, on ONNX Runtime where it is the default, on torch with ``--backend torch``). Once
 ``/ready`` is 200, RSS is read from ``/proc``; then ``--clients`` clients send ``--requests``
-``hybrid`` requests of ``--documents`` documents each (distinct texts, so nothing is cached),
-and RSS, peak RSS and the CPU seconds the process used are read again. Prints a Markdown
-table (Linux only: it reads ``/proc/PID``).
+``hybrid`` requests of ``--documents`` documents of ``--words`` words each (distinct texts,
+so nothing is cached), and RSS, peak RSS and the CPU seconds the process used are read
+again, then RSS once more ``--settle`` seconds after the load (is the memory given back?).
+Prints a Markdown table (Linux only: it reads ``/proc/PID``). A heavier load, as an
+on-call reader's 8 clients x 100-300 SciFact abstracts (the timeout raised so that slow
+requests are answered, not 504)::
+
+    python -m benchmarks.speed.service_memory --torch-free-python .venv-serve/bin/python \
+        --no-torch --clients 4 --requests 8 --documents 300 --words 150 --timeout 600
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import random
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -59,7 +66,7 @@ def post(port: int, body: dict) -> int:
         headers={"Content-Type": "application/json"},
     )
     try:
-        with urllib.request.urlopen(request, timeout=120) as answer:
+        with urllib.request.urlopen(request, timeout=900) as answer:
             return answer.status
     except urllib.error.HTTPError as exc:  # a 504 under load is counted, not fatal
         return exc.code
@@ -67,6 +74,11 @@ def post(port: int, body: dict) -> int:
 
 def measure(python: str, flags: list[str], args: argparse.Namespace) -> dict[str, float]:
     port = free_port()
+    if args.timeout:  # a settings file of its own: [server] timeout, the built-in pipelines
+        settings = Path(tempfile.mkdtemp()) / "service.toml"
+        timeout = f"timeout = {args.timeout}\ngraceful_timeout = {args.timeout}\n"
+        settings.write_text(f"[server]\n{timeout}")
+        flags = [*flags, "--settings", str(settings)]
     proc = subprocess.Popen(
         [python, "-m", "rerankit", "serve", "--port", str(port), "--log-level", "warning", *flags],
         stdout=subprocess.DEVNULL,
@@ -88,7 +100,8 @@ def measure(python: str, flags: list[str], args: argparse.Namespace) -> dict[str
         rng = random.Random(0)
 
         def one(i: int) -> int:
-            docs = [" ".join(rng.choices(WORDS, k=40)) + f" {i}-{j}" for j in range(args.documents)]
+            k = args.words
+            docs = [" ".join(rng.choices(WORDS, k=k)) + f" {i}-{j}" for j in range(args.documents)]
             return post(
                 port, {"model": "hybrid", "query": f"solar energy cost {i}", "documents": docs}
             )
@@ -98,11 +111,14 @@ def measure(python: str, flags: list[str], args: argparse.Namespace) -> dict[str
             codes = list(pool.map(one, range(args.requests)))
         wall = time.monotonic() - started
         loaded = proc_status(proc.pid)
+        time.sleep(args.settle)
+        settled = proc_status(proc.pid)
         return {
             "answered": sum(code == 200 for code in codes),
             "idle": idle["VmRSS"],
             "after": loaded["VmRSS"],
             "peak": loaded["VmHWM"],
+            "settled": settled["VmRSS"],
             "cores": (loaded["cpu"] - idle["cpu"]) / wall,
             "wall": wall,
         }
@@ -111,32 +127,94 @@ def measure(python: str, flags: list[str], args: argparse.Namespace) -> dict[str
         proc.wait(60)
 
 
+#: run by the torch-free python: RSS of one ONNX Runtime session of the exported MiniLM
+#: (enable_cpu_mem_arena on, off) over inner batches of the largest shape the service runs
+#: (32 texts, as the ONNX backend batches them, x 256 tokens), then smaller ones, then idle
+ARENA_SCRIPT = """
+import json, sys, time, numpy as np, onnxruntime as ort
+from pathlib import Path
+folder, arena = Path(sys.argv[1]), sys.argv[2] == "on"
+def rss():
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS"):
+            return int(line.split()[1]) / 1024
+options = ort.SessionOptions()
+options.enable_cpu_mem_arena = arena
+options.inter_op_num_threads = 1
+cpu = ["CPUExecutionProvider"]
+session = ort.InferenceSession(str(folder / "model.onnx"), options, providers=cpu)
+said = {"start": rss()}
+def run(batch, length):
+    ids = np.random.default_rng(0).integers(1000, 20000, (batch, length), dtype=np.int64)
+    ones, zeros = np.ones_like(ids), np.zeros_like(ids)
+    feed = {"input_ids": ids, "attention_mask": ones, "token_type_ids": zeros}
+    session.run(None, feed)
+for _ in range(3):
+    run(32, 256)
+said["after 32x256"] = rss()
+for batch, length in ((8, 200), (32, 120), (16, 256)):
+    run(batch, length)
+said["after smaller"] = rss()
+time.sleep(5)
+said["idle 5 s"] = rss()
+print(json.dumps(said))
+"""
+
+
+def arena(python: str) -> None:
+    """RSS of one ONNX Runtime session with its CPU memory arena on and off."""
+    code = "from rerankit.backends.export import *; print(export_folder("
+    code += "'sentence-transformers/all-MiniLM-L6-v2', kind='embedding', max_length=None))"
+    folder = subprocess.run([python, "-c", code], capture_output=True, text=True, check=True)
+    print(
+        "| enable_cpu_mem_arena | start MiB | after 3 batches of 32 x 256 tokens | after "
+        "smaller batches | idle 5 s |\n|---|---:|---:|---:|---:|"
+    )
+    for on in ("on", "off"):
+        out = subprocess.run(
+            [python, "-c", ARENA_SCRIPT, folder.stdout.strip(), on],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        said = json.loads(out)
+        print(f"| {on} | " + " | ".join(f"{v:.0f}" for v in said.values()) + " |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--torch-free-python", help="python of an install without torch")
     parser.add_argument("--requests", type=int, default=40)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--documents", type=int, default=100)
+    parser.add_argument("--words", type=int, default=40, help="words per document")
+    parser.add_argument("--timeout", type=float, help="[server] timeout (default: serve's)")
+    parser.add_argument("--settle", type=float, default=10.0, help="seconds idle after load")
     parser.add_argument("--no-torch", action="store_true", help="skip the full install")
+    parser.add_argument("--arena", action="store_true", help="only the ONNX session's arena")
     args = parser.parse_args()
+    if args.arena:
+        arena(args.torch_free_python or sys.executable)
+        return
     installs = []
     if args.torch_free_python:
         installs.append(("torch-free, ONNX Runtime", args.torch_free_python, []))
     if not args.no_torch:
         installs.append(("full, torch", sys.executable, ["--backend", "torch"]))
     print(
-        f"{args.requests} hybrid requests of {args.documents} documents, {args.clients} clients; "
-        f"{os.cpu_count()} cores"
+        f"{args.requests} hybrid requests of {args.documents} documents of {args.words} words, "
+        f"{args.clients} clients; {os.cpu_count()} cores"
     )
     print(
-        "| install | RSS idle MiB | RSS after load MiB | peak RSS MiB | CPU cores busy | load s "
-        "| 200s |"
+        "| install | RSS idle MiB | RSS after load MiB | peak RSS MiB | RSS settled MiB "
+        "| CPU cores busy | load s | 200s |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for label, python, flags in installs:
         m = measure(python, flags, args)
         print(
             f"| {label} | {m['idle']:.0f} | {m['after']:.0f} | {m['peak']:.0f} | "
+            f"{m['settled']:.0f} | "
             f"{m['cores']:.2f} | {m['wall']:.1f} | {m['answered']}/{args.requests} |",
             flush=True,
         )

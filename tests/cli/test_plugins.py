@@ -131,7 +131,7 @@ def test_a_plugin_that_cannot_be_imported_is_named_with_where_it_was_named(
     spec = tmp_path / "bad.toml"
     spec.write_text('plugins = ["no_such_acme"]\nscorer = { type = "bm25" }\n')
     assert main(["check", str(spec)]) == 1
-    err = capsys.readouterr().err
+    err = capsys.readouterr().out
     assert str(spec) in err and "plugin 'no_such_acme' (named by the plugins key)" in err
     with pytest.raises(ConfigError, match="plugins: a list of module names"):
         rerankit.load({"plugins": plugin, "scorer": {"type": "bm25"}})

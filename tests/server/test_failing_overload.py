@@ -117,3 +117,20 @@ def test_a_model_that_itself_takes_past_the_deadline_still_turns_it_failing():
             service.stop_retries()
 
     assert asyncio.run(scenario()) == "no answer within the 0.3 s deadline"
+
+
+def test_a_504_never_says_it_waited_longer_than_its_deadline():
+    """Seen under load: `no answer within the 160 s deadline; it waited 165.2 s of it behind
+    other requests` (the waits added up overlap, and stuck work runs stuck_grace past)."""
+
+    async def scenario():
+        service, pipeline, _ = await _service(160.0)
+        try:
+            return str(pipeline.out_of_time(165.2)), str(pipeline.out_of_time(100.0))
+        finally:
+            service.stop_retries()
+
+    over, within = asyncio.run(scenario())
+    assert "no answer within the 160 s deadline; it waited all of it behind other" in over
+    assert "165.2" not in over
+    assert "it waited 100.0 s of it behind other requests" in within

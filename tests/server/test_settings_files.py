@@ -55,6 +55,7 @@ def test_an_unset_variable_in_the_cache_url_stops_the_service_naming_it(
     assert main(["serve", "--settings", str(path), "--port", "1"]) == 1
     said = capsys.readouterr().err
     assert "[cache] url" in said and "'RERANKIT_TEST_REDIS_HOST' is not set" in said
+    assert f"rerankit serve: error: {path}: [cache] url" in said  # said with its file, exit 1
     assert "s3cret" not in said  # a password is not said
 
 

@@ -137,3 +137,17 @@ def test_a_request_whose_turn_came_too_late_never_reads_0_0_against_0_0():
     assert "about 40 ms of work would not finish in the 20 ms left" in small, small
     for message in (passed, small):
         assert "0.0 s" not in message
+
+
+def test_retry_after_of_a_shed_request_is_at_most_its_deadline_and_a_minute():
+    """Seen under load: Retry-After 116-176 s on a 160 s deadline (the queue ahead, from the
+    oldest running request's age); Cohere's SDK waits 60 s at most."""
+    now = time.monotonic()
+    long_queue = _pipeline(15.0, 115.0, 0.1)
+    refused = shed(long_queue, _Full(5), 300, now + 160.0, 160.0, now=now)
+    assert "about 690.0 s of queue ahead" in str(refused)
+    assert refused.headers["Retry-After"] == "60"
+    short = shed(long_queue, _Full(5), 300, now + 4.0, 4.0, now=now)
+    assert short.headers["Retry-After"] == "4"  # no longer than the deadline
+    small = shed(_pipeline(0.5, 0.0, 0.01), _Full(2), 10, now + 1.0, 4.0, now=now)
+    assert small.headers["Retry-After"] == "2"  # the queue's own estimate, when shorter

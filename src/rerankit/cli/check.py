@@ -4,7 +4,7 @@ and ``serve --settings FILE`` would build them, without documents, loading no mo
 from __future__ import annotations
 
 import argparse
-import sys
+import os
 from pathlib import Path
 from typing import Any
 
@@ -63,12 +63,12 @@ def _models(reranker: Any) -> list[str]:
 
 
 def _warn_models(name: str, reranker: Any, where: str = "") -> None:
-    """Warn (on stderr; not a failure) of each model that is neither a folder nor in the
+    """Warn (not a failure) of each model that is neither a folder nor in the
     local Hugging Face cache: it would be fetched from the hub."""
     for model in _models(reranker):
         warning = not_here(model)
         if warning is not None:  # a hub id is legitimate: warned, not failed
-            print(f"{name}: warning: {where}{warning}", file=sys.stderr)
+            print(f"{name}: warning: {where}{warning}")
 
 
 def _ok(name: str, reranker: Any, pipeline: str | None = None) -> str:
@@ -104,9 +104,23 @@ def _build(name: str, pipeline: str, declared: Any, settings: ServerSettings) ->
         print(
             f"{name}: warning: pipeline {pipeline!r}: {strict} (checked without it; serve "
             "needs it)",
-            file=sys.stderr,
         )
         return reranker
+
+
+def _unset(key: str, variable: str) -> str:
+    """The warning of ``$variable``, which ``key`` reads, not set here (or, for API keys,
+    set but holding none): serve would refuse to start."""
+    if key.startswith("api_key"):
+        state = "is set here but holds no keys" if variable in os.environ else "is not set here"
+        return (
+            f"{key}: the environment variable {variable!r} {state} (checked without API "
+            "keys; serve needs it to hold one or several, comma-separated)"
+        )
+    return (
+        f"{key}: the environment variable {variable!r} is not set here (checked as written; "
+        "serve needs it set)"
+    )
 
 
 def check_settings(name: str) -> int:
@@ -123,25 +137,21 @@ def check_settings(name: str) -> int:
         spec = settings_beside(read_spec(name, "settings file"), Path(name).resolve().parent)
         settings = ServerSettings.from_mapping(spec)
     except PROBLEMS as exc:
-        print(_in_file(name, exc), file=sys.stderr)
+        print(_in_file(name, exc))
         return 1
     finally:
         UNSET_NOTED.reset(token)
     for key, variable in dict.fromkeys(unset):
-        print(
-            f"{name}: warning: {key}: the environment variable {variable!r} is not set here "
-            "(checked as written; serve needs it set)",
-            file=sys.stderr,
-        )
+        print(f"{name}: warning: {_unset(key, variable)}")
     cut = cut_warning(settings.timeout, settings.graceful_timeout)
     if cut is not None:
-        print(f"{name}: warning: {cut}", file=sys.stderr)
+        print(f"{name}: warning: {cut}")
     failed = 0
     for pipeline, declared in (settings.pipelines or {}).items():
         try:
             reranker = _build(name, pipeline, declared, settings)
         except PROBLEMS as exc:
-            print(f"{name}: pipeline {pipeline!r}: {exc}", file=sys.stderr)
+            print(f"{name}: pipeline {pipeline!r}: {exc}")
             failed += 1
             continue
         print(_ok(name, reranker, pipeline))
@@ -165,7 +175,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         try:
             reranker = load(Path(name))
         except PROBLEMS as exc:
-            print(_in_file(name, exc), file=sys.stderr)
+            print(_in_file(name, exc))
             failed += 1
             continue
         print(_ok(name, reranker, pipeline_name(name)))
@@ -185,11 +195,13 @@ def add_commands(sub: Any) -> None:
         "local Hugging Face cache is warned of: it will be fetched from the hub). The "
         "service's settings file ([server], [pipelines.NAME], [cache]) is checked as `serve "
         "--settings FILE` reads it: its tables, then each pipeline it serves, one line each "
-        "(check it before restarting a replica; API keys are not read). [server] and [cache] "
-        "stop at their first mistake: fix it and rerun. An environment variable the file "
-        "names, or an API key, that is not set here is a warning naming it (CI has no "
-        "secrets; serve needs them), as is a timeout longer than graceful_timeout. Exit "
-        "status 1 when any file or pipeline has a mistake.",
+        "(check it before restarting a replica). [server] and [cache] stop at their first "
+        "mistake: fix it and rerun. An environment variable the file names, an API-key "
+        "variable (api_key_env, RERANKIT_API_KEYS) or an LLM provider's key (OPENAI_API_KEY) "
+        "that is not set here, or is set but empty, is a warning naming it, and the check "
+        "goes on (CI has no secrets; serve needs them), as is a timeout longer than "
+        "graceful_timeout. Every line (ok, warning, mistake) goes to standard output, in "
+        "order. Exit status 1 when any file or pipeline has a mistake.",
         **examples(
             "rerankit check pipeline.toml",
             "rerankit check service.toml  # every pipeline the service would serve",

@@ -55,7 +55,10 @@ def serve_settings(args: argparse.Namespace) -> Any:
     spec: dict[str, Any] = {}
     if args.settings:  # its relative paths (pipeline files, models, the click log) beside it
         spec = read_spec(args.settings, "settings file")
-        spec = settings_beside(spec, Path(args.settings).resolve().parent)
+        try:  # (an unset ${NAME} in it: the file's mistake, exit 1, as its api_key_env's)
+            spec = settings_beside(spec, Path(args.settings).resolve().parent)
+        except ValueError as exc:
+            raise in_file(ConfigError(str(exc)), args.settings) from None
     server = dict(spec.get("server") or {})
     if args.api_key_env or not server.get("api_key_env"):  # (the file's: said with the file)
         variable = args.api_key_env or API_KEY_ENV

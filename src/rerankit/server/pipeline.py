@@ -330,10 +330,12 @@ class ServedPipeline:
         logger.debug(
             "pipeline %r: a request waited %.1f s behind others: %s", self.name, waited, why
         )
+        # (the waits it adds up can overlap, and a stuck request runs ``stuck_grace`` past)
+        said = "all of it" if waited >= timeout else f"{waited:.1f} s of it"
         return ServiceError(
             504,
-            f"pipeline {self.name!r}: {why}; it waited {waited:.1f} s of it behind other "
-            "requests (the service is overloaded: send fewer or smaller requests)",
+            f"pipeline {self.name!r}: {why}; it waited {said} behind other requests (the "
+            "service is overloaded: send fewer or smaller requests)",
             {"Retry-After": "1"},
         )
 

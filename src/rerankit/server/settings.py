@@ -87,7 +87,13 @@ from ..config import paths_beside, read_spec
 from ..options import check_options, unknown_keys
 from ..plugins import load_environment, load_plugins, plugin_list, plugins_beside
 from .batching import PAIR_MODES
-from .feedback import FeedbackSettings, check_experiments, expand_variables, feedback_beside
+from .feedback import (
+    UNSET_NOTED,
+    FeedbackSettings,
+    check_experiments,
+    expand_variables,
+    feedback_beside,
+)
 from .hybrid_alias import hybrid_stand_in
 
 __all__ = ["API_KEY_ENV", "ServerSettings", "key_variable_problem", "settings_beside"]
@@ -108,16 +114,8 @@ def flag_pipeline(
     """The pipeline spec ``rerankit serve --reranker NAME --model M --backend B --quantize Q``
     means: a registered reranker (``hybrid``: ``model`` is its embedding model) or one of the
     model scorers (``embedding``, ``cross_encoder``, ``causal_lm``) with these options."""
-    options = {
-        key: value
-        for key, value in (
-            ("model", model),
-            ("backend", backend),
-            ("quantize", quantize),
-            ("language", language),
-        )
-        if value
-    }
+    pairs = (("model", model), ("backend", backend), ("quantize", quantize), ("language", language))
+    options = {key: value for key, value in pairs if value}
     kind = reranker.replace("-", "_")
     if kind in MODEL_SCORERS:
         return {"scorer": {"type": kind, **options}}
@@ -156,16 +154,18 @@ def on_backend(
 
 
 def key_variable_problem(variable: str, named: bool, others: bool = False) -> str | None:
-    """Why the API keys cannot be read from ``$variable``, or None when it holds some or
-    may be left out: a variable that was ``named`` (``--api-key-env``, ``api_key_env``)
-    must hold a key, and so must ``RERANKIT_API_KEYS`` when it is set at all (empty, it is
-    most likely a secret that failed to arrive). Only an unset ``RERANKIT_API_KEYS`` that
-    nothing named is left out: the service is then open unless ``api_keys`` (``others``)
-    gives keys."""
+    """Why the API keys cannot be read from ``$variable``, or None: a variable ``named``
+    (``--api-key-env``, ``api_key_env``) must hold a key, as must ``RERANKIT_API_KEYS`` when
+    set at all (empty: a secret that failed to arrive); unset and not named, the service is
+    open unless ``api_keys`` (``others``) gives keys. Under ``rerankit check`` (CI has no
+    secrets) the variable is noted in :data:`.feedback.UNSET_NOTED` instead."""
     value = os.environ.get(variable)
     if value is not None and any(k.strip() for k in value.split(",")):
         return None
     if value is None and not named:
+        return None
+    if (noted := UNSET_NOTED.get()) is not None:  # a warning of ``rerankit check``
+        noted.append(("api_key_env" if named else "api_keys", variable))
         return None
     state = "is not set" if value is None else "is set but holds no keys"
     why = "its keys would be missing" if others else "the service would be open"
@@ -176,12 +176,10 @@ def key_variable_problem(variable: str, named: bool, others: bool = False) -> st
 
 
 def settings_beside(spec: Mapping[str, Any], folder: Path) -> dict[str, Any]:
-    """A settings file's ``spec`` with its relative paths taken from ``folder`` (the
-    file's): a pipeline's pipeline file or ``model`` folder and ``[server] model`` where
-    they exist there, and the click log's ``[server.feedback] path`` (or ``[server]
-    feedback``) always, as it is written, not read. Absolute paths stay as they are.
-    ``$NAME`` and ``${NAME}`` in ``[cache] url`` are environment variables' values (a
-    password kept out of the file); an unset one is a ValueError naming it."""
+    """``spec`` with relative paths taken from ``folder`` (the file's): a pipeline file or
+    ``model`` folder and ``[server] model`` where they exist there, the click log's path
+    always (written, not read). ``$NAME`` and ``${NAME}`` in ``[cache] url`` are environment
+    variables' values (a password kept out of the file); an unset one is a ValueError."""
     spec = dict(spec)
     cache = spec.get("cache")
     if isinstance(cache, Mapping) and isinstance(cache.get("url"), str):
@@ -232,8 +230,7 @@ class ServerSettings:
     pipelines: dict[str, Any] | None = None
     default: str = "hybrid"
     api_keys: list[str] = field(default_factory=list)
-    #: the variable the keys are read from (None: ``RERANKIT_API_KEYS``, which may be unset;
-    #: a variable named here must hold a key)
+    #: the variable keys are read from (None: ``RERANKIT_API_KEYS``; one named must hold one)
     api_key_env: str | None = None
     max_documents: int = 1000
     max_document_chars: int = 20_000

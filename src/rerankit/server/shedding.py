@@ -17,7 +17,11 @@ from typing import Any
 from ..errors import ServiceError
 from .admission import Admission
 
-__all__ = ["request_seconds", "shed", "too_late"]
+__all__ = ["RETRY_AFTER_MOST", "request_seconds", "shed", "too_late"]
+
+#: the longest ``Retry-After`` a shed request is told (seconds): the queue ahead can be
+#: estimated at minutes, but it changes long before (and Cohere's SDK waits 60 s at most)
+RETRY_AFTER_MOST = 60
 
 
 def request_seconds(pipeline: Any, now: float) -> float:
@@ -45,7 +49,8 @@ def shed(
     timeout: float,
     now: float | None = None,
 ) -> ServiceError | None:
-    """The 503 (with ``Retry-After``: when the queue should have drained) of a request of
+    """The 503 (with ``Retry-After``: when the queue should have drained, but no longer
+    than ``timeout`` or :data:`RETRY_AFTER_MOST`) of a request of
     ``pipeline`` with ``documents`` to score that would not start at once and would not
     finish by ``deadline``: the requests ahead of it in its pipeline's queue, each
     :func:`request_seconds` over the slots the pipeline may hold, then its own expected
@@ -64,7 +69,7 @@ def shed(
         f"pipeline {pipeline.name!r}: not queued: about {_seconds(wait)} of queue ahead and "
         f"{_seconds(work)} of work would not finish in {_left(deadline, now, timeout)} "
         "(retry after Retry-After, or send fewer documents)",
-        {"Retry-After": str(max(1, math.ceil(wait)))},
+        {"Retry-After": str(max(1, math.ceil(min(wait, timeout, RETRY_AFTER_MOST))))},
     )
 
 
