@@ -6,7 +6,9 @@ on the held-out third with its judgments, beside the default and learning to ran
 judgments of the same two thirds (``tune --method ltr``'s procedure). The test split is
 not read.
 
-Run: ``python -m benchmarks.quality.clicks_dev [--sessions 100] [--eta 1] [--seed 0]``.
+Run: ``python -m benchmarks.quality.clicks_dev [--sessions 100] [--eta 1] [--seed 0]``;
+``--true-propensities`` learns with the click model's own propensities (what a perfect
+estimate would give).
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ def main() -> None:
     parser.add_argument("--eta", type=float, default=1.0)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--parts", type=int, default=3, help="held-out parts (default 3)")
+    parser.add_argument(
+        "--true-propensities",
+        action="store_true",
+        help="learn with the click model's own propensities instead of estimating them "
+        "(what a perfect estimate would give)",
+    )
     args = parser.parse_args()
     train, rows, hybrid = prepared("scifact", "train")
     top = max_grade(train.qrels)
@@ -55,10 +63,11 @@ def main() -> None:
         results["default"].append(
             test_ndcg({q: hybrid[q] for q in held_rows}, held_rows, held_qrels)
         )
-        _, logs = simulate(
+        model, logs = simulate(
             "scifact", learn, learn_hybrid, train.qrels, top, args.sessions, args.eta, args.seed
         )
-        result = learn_from_clicks(logs, learn, keep_learned=True, curve=None)
+        given = model.propensities(10) if args.true_propensities else None
+        result = learn_from_clicks(logs, learn, propensities=given, keep_learned=True, curve=None)
         scores = learned_scores(result.booster, result.features, result.option[2], held_rows)
         results["learned from clicks"].append(test_ndcg(scores, held_rows, held_qrels))
         judged, _ = reference(learn, learn_hybrid, learn_qrels, held_rows, held_qrels)
