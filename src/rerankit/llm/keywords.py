@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from ..options import unknown_keys
 
-__all__ = ["RATE_HINTS", "checked_keywords", "scorer_hints"]
+__all__ = ["RATE_HINTS", "checked_keywords", "scorer_hints", "unknown_keywords"]
 
 C = TypeVar("C", bound=type)
 
@@ -19,6 +19,17 @@ RATE_HINTS = dict.fromkeys(
     ("rate_limit", "rpm", "rate", "requests_per_min"),
     "did you mean 'requests_per_minute'? (calls started per minute)",
 )
+
+
+def unknown_keywords(
+    unknown: Any, known: list[str], what: str, hints: Mapping[str, str] | None, word: str
+) -> TypeError:
+    """The TypeError for keywords ``what`` does not take: the close one or ``hints[key]``
+    (where it goes instead), and always the ``word``s it takes."""
+    said = unknown_keys(unknown, known, what, hints, word=word)
+    if f"; its {word}s: " not in str(said):
+        said = f"{said}; its {word}s: {', '.join(known)}"
+    return TypeError(said)
 
 
 def checked_keywords(
@@ -37,10 +48,7 @@ def checked_keywords(
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             unknown = [k for k in kwargs if k not in known]
             if unknown:
-                said = unknown_keys(unknown, known, cls.__name__, hints, word=word)
-                if f"; its {word}s: " not in str(said):
-                    said = f"{said}; its {word}s: {', '.join(known)}"
-                raise TypeError(said)
+                raise unknown_keywords(unknown, known, cls.__name__, hints, word)
             init(self, *args, **kwargs)
 
         cls.__init__ = __init__  # type: ignore[misc]

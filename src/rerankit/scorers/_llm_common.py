@@ -10,9 +10,9 @@ from urllib.parse import urlsplit, urlunsplit
 from ..cache import JudgmentCache, judgment_cache
 from ..llm.base import LLMClient, LLMRequest
 from ..llm.declared import retry_policy
-from ..llm.keywords import RATE_HINTS
+from ..llm.keywords import RATE_HINTS, unknown_keywords
 from ..llm.resilience import CallRunner, Limits, RetryPolicy
-from ..options import factory_options, unknown_keys
+from ..options import factory_options
 
 #: a RetryPolicy's fields (``timeout``, ``attempts``, ...) given to the scorer itself: where
 #: they go instead, as a pipeline file's ``retry = {...}`` table says it for a file
@@ -69,10 +69,7 @@ class LLMScorerBase:
         if unknown:  # a keyword no LLM scorer takes: name those it does, and where it goes
             what = type(self).__name__
             known = [k for k in factory_options(type(self)) or () if k != "client"]
-            said = unknown_keys(unknown, known, what, _PYTHON_HINTS, word="option")
-            if "; its options: " not in str(said):
-                said = f"{said}; its options: {', '.join(known)}"
-            raise TypeError(said)
+            raise unknown_keywords(unknown, known, what, _PYTHON_HINTS, "option")
         if not isinstance(client, LLMClient):
             raise TypeError(f"{client!r} is not an LLM client (needs provider, model, generate)")
         if isinstance(retry, Mapping):  # a file's retry table, given in Python: the same policy
