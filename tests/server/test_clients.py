@@ -1,11 +1,10 @@
 """Rerank clients nobody here wrote, against a live service: the official cohere SDK (v1,
 v2, async), langchain-cohere's CohereRerank, litellm.rerank (its Cohere provider, its
-Infinity provider on TEI's path and its Jina AI provider on /v1/rerank) and LlamaIndex's
-CohereRerank
-(with its default model name, which the service's aliases send to the default pipeline).
-They live in a venv of their own (`make test` builds .venv-clients: langchain-cohere and
-LlamaIndex pin cohere below 6, the dev venv has cohere 7); each must get the order the
-library gives for the same query and documents."""
+Infinity provider on TEI's path and its Jina AI and Voyage AI providers on /v1/rerank) and
+LlamaIndex's CohereRerank (with its default model name, which the service's aliases send
+to the default pipeline). They live in a venv of their own (`make test` builds
+.venv-clients: langchain-cohere and LlamaIndex pin cohere below 6, the dev venv has cohere
+7); each must get the order the library gives for the same query and documents."""
 
 from __future__ import annotations
 
@@ -36,6 +35,7 @@ CLIENTS = (
     "litellm",
     "litellm_infinity",
     "litellm_jina",
+    "litellm_voyage",
     "llama_index",
     "llama_index_default_model",
 )
