@@ -12,10 +12,10 @@ import pytest
 
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from rerankit.cli import main  # noqa: E402
-from rerankit.server import ServerSettings, create_app  # noqa: E402
+from rerankit.cli import main
+from rerankit.server import ServerSettings, create_app
 
 ALIASES = {"rerank-v3.5": "bm25", "rerank-english-v3.0": "bm25", "jina-x-multilingual": "bm25"}
 
