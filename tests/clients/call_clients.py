@@ -64,7 +64,8 @@ def langchain_cohere(url, key, model, query, docs):
 def litellm_rerank(url, key, model, query, docs, provider="cohere"):
     """``litellm.rerank`` through its Cohere provider, or (``provider="infinity"``) its
     Infinity one: Infinity's body (``documents``) on ``POST /rerank``, or
-    (``provider="jina_ai"``) its Jina AI one: Jina's body on ``POST /v1/rerank``."""
+    (``provider="jina_ai"``) its Jina AI one: Jina's body on ``POST /v1/rerank``, or
+    (``provider="voyage"``) its Voyage AI one: Voyage's body (``top_k``) there."""
     import litellm
 
     out = litellm.rerank(
@@ -105,6 +106,9 @@ CLIENTS = {
     ),
     "litellm_jina": lambda url, key, model, q, d: litellm_rerank(
         url, key, model, q, d, provider="jina_ai"
+    ),
+    "litellm_voyage": lambda url, key, model, q, d: litellm_rerank(
+        url, key, model, q, d, provider="voyage"
     ),
     "llama_index": llama_index,
     "llama_index_default_model": lambda url, key, model, q, d: llama_index(url, key, None, q, d),

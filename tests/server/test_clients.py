@@ -1,11 +1,10 @@
 """Rerank clients nobody here wrote, against a live service: the official cohere SDK (v1,
 v2, async), langchain-cohere's CohereRerank, litellm.rerank (its Cohere provider, its
-Infinity provider on TEI's path and its Jina AI provider on /v1/rerank) and LlamaIndex's
-CohereRerank
-(with its default model name, which the service's aliases send to the default pipeline).
-They live in a venv of their own (`make test` builds .venv-clients: langchain-cohere and
-LlamaIndex pin cohere below 6, the dev venv has cohere 7); each must get the order the
-library gives for the same query and documents."""
+Infinity provider on TEI's path and its Jina AI and Voyage AI providers on /v1/rerank) and
+LlamaIndex's CohereRerank (with its default model name, which the service's aliases send
+to the default pipeline). They live in a venv of their own (`make test` builds
+.venv-clients: langchain-cohere and LlamaIndex pin cohere below 6, the dev venv has cohere
+7); each must get the order the library gives for the same query and documents."""
 
 from __future__ import annotations
 
@@ -36,6 +35,7 @@ CLIENTS = (
     "litellm",
     "litellm_infinity",
     "litellm_jina",
+    "litellm_voyage",
     "llama_index",
     "llama_index_default_model",
 )
@@ -178,3 +178,35 @@ def test_the_cohere_example_takes_its_key_from_an_option_or_the_environment(live
     assert without.stderr.strip() == (
         f"{server.url}: 401, no key given: pass --key KEY or set RERANKIT_API_KEY"
     )
+
+
+@pytest.mark.slow  # two interpreters importing the cohere SDK
+def test_the_cohere_sdk_finds_the_service_through_its_environment(live_server):
+    """docs/compatible.md: CO_API_URL and CO_API_KEY point an unchanged cohere client at the
+    service (in 7.x, the dev venv's, and in the 5.x of .venv-clients where it is built)."""
+    import sys
+
+    pytest.importorskip("cohere", reason="needs the cohere SDK (dev extra)")
+    code = (
+        "import cohere; r = cohere.ClientV2().rerank(model='rerank-v3.5', query='solar', "
+        "documents=['wind', 'solar power']); print(r.results[0].index)"
+    )
+    pythons = [sys.executable]
+    clients = os.environ.get("RERANKIT_CLIENTS_PYTHON")
+    if clients and Path(clients).exists():
+        pythons.append(clients)
+    server = live_server(
+        ServerSettings(pipelines={"bm25": "bm25"}, default="bm25", api_keys=["k1"])
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env.update(CO_API_URL=server.url, CO_API_KEY="k1")
+    try:
+        done = [
+            subprocess.run([p, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+            for p in pythons
+        ]
+    finally:
+        server.stop()
+    for run in done:
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert run.stdout.strip() == "1"

@@ -270,7 +270,7 @@ def test_auth(live):
         ({"query": QUERY, "documents": DOCS, "model": "nope"}, 404, "model 'nope' not found"),
         ({"query": " ", "documents": DOCS}, 422, "query: must not be empty"),
         ({"query": QUERY, "documents": []}, 422, "documents: must not be empty"),
-        ({"query": QUERY, "documents": ["d"] * 11}, 400, "the limit is 10 (max_documents"),
+        ({"query": QUERY, "documents": ["d"] * 11}, 400, "batches of at most 10 (max_documents"),
         ({"query": QUERY, "documents": ["d" * 201]}, 400, "document 0: 201 characters"),
         ({"query": "q" * 201, "documents": DOCS}, 400, "is 200 (max_document_chars"),
         ({"query": QUERY}, 422, "documents"),

@@ -19,6 +19,7 @@ from ..ordering import Rule
 from ..rerankers import Pipeline
 from ..rerankers.hybrid import REWEIGHTED_NOTE
 from ..server.feedback import UNSET_NOTED
+from ..server.model_names import unserved_note
 from ..server.settings import ServerSettings, settings_beside
 from ..server.shutdown import cut_warning
 from .args import UsageError, examples
@@ -146,6 +147,9 @@ def check_settings(name: str) -> int:
     cut = cut_warning(settings.timeout, settings.graceful_timeout)
     if cut is not None:
         print(f"{name}: warning: {cut}")
+    left_out = unserved_note(settings.aliases or {}, settings.pipelines or {})
+    if left_out is not None:
+        print(f"{name}: {'warning' if settings.aliases else 'note'}: {left_out}")
     failed = 0
     for pipeline, declared in (settings.pipelines or {}).items():
         try:

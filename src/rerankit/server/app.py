@@ -33,6 +33,7 @@ from . import middleware  # noqa: E402
 from .feedback import FeedbackLog  # noqa: E402
 from .feedback_api import add_feedback_routes  # noqa: E402
 from .http import SafeJSONResponse  # noqa: E402
+from .model_names import unserved_note  # noqa: E402
 from .pages import add_pages  # noqa: E402
 from .routes import add_rerank_routes, set_openapi  # noqa: E402
 from .service import Service  # noqa: E402
@@ -90,6 +91,9 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
             "rerankit service: no API keys configured; the service is open to "
             "anyone who can reach it"
         )
+    left_out = unserved_note(settings.aliases or {}, settings.pipelines or {})
+    if left_out:  # on purpose with aliases = {}, likely not when some names are kept
+        (logger.warning if settings.aliases else logger.info)("rerankit service: %s", left_out)
     app.state.settings = settings
     app.state.admission = service.admission
     app.state.service = service

@@ -16,21 +16,12 @@ from typing import Any
 
 from ..backends.bundled import BUNDLED_NAMES
 from ..backends.manifest import is_exported, read_manifest
+from .model_names import MULTILINGUAL_PREFIX, says_multilingual
 from .settings import ServerSettings
 
 __all__ = ["MULTILINGUAL_PREFIX", "LanguageNotes", "english_only_models", "says_multilingual"]
 
 logger = logging.getLogger(__name__)
-
-#: how Cohere's multilingual model names begin
-MULTILINGUAL_PREFIX = "rerank-multilingual-"
-
-
-def says_multilingual(model: str) -> bool:
-    """Whether a model name says its model reads many languages: Cohere's
-    ``rerank-multilingual-*``, or any name with ``multilingual`` in it (Jina's
-    ``jina-reranker-v2-base-multilingual``, an alias of the operator's own)."""
-    return model.startswith(MULTILINGUAL_PREFIX) or "multilingual" in model.lower()
 
 
 def english_only_models(reranker: Any) -> list[str]:

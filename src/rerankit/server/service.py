@@ -258,8 +258,9 @@ class Service:
         if len(call.documents) > settings.max_documents:
             raise ServiceError(
                 400,
-                f"{len(call.documents)} documents; the limit is {settings.max_documents} "
-                "(max_documents in the service's settings)",
+                f"{len(call.documents)} documents; the limit is {settings.max_documents} per "
+                f"request: split them into batches of at most {settings.max_documents} "
+                "(max_documents in the service's settings sets the limit)",
             )
         try:
             check_top_k(call.top_n, "top_n")

@@ -73,7 +73,6 @@ url = "redis://127.0.0.1:6379/0"   # a Redis/Valkey server shared by replicas; "
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
@@ -95,6 +94,7 @@ from .feedback import (
     feedback_beside,
 )
 from .hybrid_alias import hybrid_stand_in
+from .model_names import COHERE_MODELS, not_found
 
 __all__ = ["API_KEY_ENV", "ServerSettings", "key_variable_problem", "settings_beside"]
 
@@ -208,20 +208,6 @@ def default_pipelines(
 ) -> dict[str, Any]:
     """The built-in pipelines, with the embedding model (``model``) on ``backend``."""
     return {name: on_backend(name, backend, quantize, model) for name in DEFAULT_PIPELINES}
-
-
-#: Cohere's public rerank model names, which its clients send by default (LlamaIndex's
-#: CohereRerank sends "rerank-english-v3.0"): aliases of the default pipeline unless
-#: ``aliases`` says otherwise
-COHERE_MODELS = (
-    "rerank-v4.0-pro",
-    "rerank-v4.0-fast",
-    "rerank-v3.5",
-    "rerank-english-v3.0",
-    "rerank-multilingual-v3.0",
-    "rerank-english-v2.0",
-    "rerank-multilingual-v2.0",
-)
 
 
 @dataclass
@@ -427,17 +413,8 @@ class ServerSettings:
 
     def not_found(self, name: str | None, served: Iterable[str]) -> str:
         """The 404 for a request's model ``name`` that names none of the ``served``
-        pipelines: the closest name, then every pipeline and alias."""
-        aliases = self.aliases or {}
-        close = difflib.get_close_matches(name or "", [*served, *aliases], n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
-        available = ", ".join(sorted(served))
-        if aliases:
-            available += "; aliases: " + ", ".join(
-                f"{alias} ({target})" for alias, target in sorted(aliases.items())
-            )
-        shown = repr(name) if name is None or len(name) <= 100 else f"{name[:100]!r}..."
-        return f"model {shown} not found; {hint}available: {available}"
+        pipelines (see :func:`.model_names.not_found`)."""
+        return not_found(name, served, self.aliases or {}, self.default)
 
     def resolve(self, model: str | None) -> str | None:
         """The pipeline a request's ``model`` names: the default when none, through

@@ -91,6 +91,8 @@ def read_documents(body: Any, hint: str = "") -> list[Document]:
         hint = (
             f"; an object document needs a string 'text' field, or rank_fields naming others{hint}"
         )
+        if "image" in body.documents[exc.index]:  # Jina's image documents
+            hint += "; image documents are not supported: the pipelines read text only"
         raise InvalidDocumentError(f"{exc}{hint}", index=exc.index, field=exc.field) from exc
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ...documents import InputFields
 from ...errors import ServiceError
@@ -26,11 +26,24 @@ description = (
 )
 
 
+def _texts_or_documents(data: Any) -> Any:
+    """A body with neither ``texts`` nor ``documents`` is told both: it may be either
+    product's request with the field misspelt."""
+    if isinstance(data, dict) and "texts" not in data and "documents" not in data:
+        raise ValueError(
+            "texts: Field required: send the documents as `texts` (Text Embeddings "
+            "Inference's request) or `documents` (Infinity's)"
+        )
+    return data
+
+
 class Request(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
     query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
     texts: list[str] = Field(min_length=1)
+
+    _either = model_validator(mode="before")(_texts_or_documents)
     raw_scores: bool = False
     return_text: bool = False
     truncate: bool = False

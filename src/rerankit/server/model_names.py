@@ -1,0 +1,107 @@
+"""The model names a request may give: Cohere's public names (served by default), the
+multilingual ones, Voyage AI's, and the 404 for a name the service does not serve, which
+names the served ones and how the operator maps the client's name onto a pipeline."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterable, Mapping
+
+__all__ = [
+    "COHERE_MODELS",
+    "MULTILINGUAL_PREFIX",
+    "VOYAGE_MODEL",
+    "not_found",
+    "says_multilingual",
+    "unserved_defaults",
+    "unserved_note",
+]
+
+#: Cohere's public rerank model names, which its clients send by default (LlamaIndex's
+#: CohereRerank sends "rerank-english-v3.0"): aliases of the default pipeline unless
+#: ``aliases`` says otherwise
+COHERE_MODELS = (
+    "rerank-v4.0-pro",
+    "rerank-v4.0-fast",
+    "rerank-v3.5",
+    "rerank-english-v3.0",
+    "rerank-multilingual-v3.0",
+    "rerank-english-v2.0",
+    "rerank-multilingual-v2.0",
+)
+
+#: how Cohere's multilingual model names begin
+MULTILINGUAL_PREFIX = "rerank-multilingual-"
+
+#: Voyage AI's model names: rerank-1, rerank-lite-1, rerank-2, rerank-2-lite, rerank-2.5, ...
+#: (no ``v`` before the number, as Cohere's ``rerank-v3.5`` has)
+VOYAGE_MODEL = re.compile(r"rerank-(lite-)?\d+(\.\d+)?(-lite)?")
+
+
+def says_multilingual(model: str) -> bool:
+    """Whether a model name says its model reads many languages: Cohere's
+    ``rerank-multilingual-*``, or any name with ``multilingual`` in it (Jina's
+    ``jina-reranker-v2-base-multilingual``, an alias of the operator's own)."""
+    return model.startswith(MULTILINGUAL_PREFIX) or "multilingual" in model.lower()
+
+
+def unserved_defaults(aliases: Mapping[str, str], pipelines: Iterable[str]) -> list[str]:
+    """Cohere's default names that neither ``aliases`` nor a pipeline serves: those that
+    setting ``[server.aliases]`` left out."""
+    served = set(aliases) | set(pipelines)
+    return [name for name in COHERE_MODELS if name not in served]
+
+
+def unserved_note(aliases: Mapping[str, str], pipelines: Iterable[str]) -> str | None:
+    """What the startup log and ``rerankit check`` say of Cohere's default names that
+    ``[server.aliases]`` left out (None: every one is served)."""
+    left_out = unserved_defaults(aliases, pipelines)
+    if not left_out:
+        return None
+    return (
+        f"Cohere's default model names not served ([server.aliases] is set and leaves them "
+        f"out): {', '.join(left_out)}; a client sending one gets a 404 (list those you "
+        "need in [server.aliases])"
+    )
+
+
+def _alike(name: str, other: str) -> bool:
+    """Whether ``other`` may be offered for ``name``: never across the line between
+    multilingual and English names, nor from Voyage's names to another vendor's."""
+    if says_multilingual(name) != says_multilingual(other):
+        return False
+    return not VOYAGE_MODEL.fullmatch(name) or VOYAGE_MODEL.fullmatch(other) is not None
+
+
+def not_found(
+    name: str | None, served: Iterable[str], aliases: Mapping[str, str], default: str | None
+) -> str:
+    """The 404 for a request's model ``name`` that names none of the ``served`` pipelines:
+    the closest name of its kind, every pipeline and alias, and the ``[server.aliases]``
+    line that would serve it (said so when it is one of Cohere's default names, left out
+    because the table is set)."""
+    served = sorted(served)
+    kin = [n for n in [*served, *aliases] if name and _alike(name, n)]
+    close = difflib.get_close_matches(name or "", kin, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    available = ", ".join(served)
+    if aliases:
+        available += "; aliases: " + ", ".join(
+            f"{alias} ({target})" for alias, target in sorted(aliases.items())
+        )
+    shown = repr(name) if name is None or len(name) <= 100 else f"{name[:100]!r}..."
+    line = f"{json.dumps(name)} = {json.dumps(default or served[0])}"
+    if name in COHERE_MODELS:
+        fix = (
+            f"{shown} is one of Cohere's default names, which the settings file's "
+            f"[server.aliases] replaces when set: add {line} to it"
+        )
+    elif name and len(name) <= 100:
+        fix = f"to serve the name your client sends, add {line} to [server.aliases]"
+    else:
+        fix = (
+            "to serve another name, map it onto a pipeline in the settings file's [server.aliases]"
+        )
+    return f"model {shown} not found; {hint}available: {available}; {fix}"
