@@ -12,7 +12,7 @@ from typing import Any
 from .._jsonl import dumps_strict
 from .._optional import require
 from ..errors import InputError, no_such_file
-from .rows import LINE_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
+from .rows import LINE_KEY, NOTES_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
 
 __all__ = [
     "input_format",
@@ -97,7 +97,7 @@ def read_rows(
 
 
 def public_fields(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k not in (USAGE_KEY, LINE_KEY)}
+    return {k: v for k, v in row.items() if k not in (USAGE_KEY, LINE_KEY, NOTES_KEY)}
 
 
 _JSON_COLUMNS = b"rerankit.json_columns"

@@ -166,6 +166,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         for signum, handler in before.items():
             signal.signal(signum, handler)
     print(f"rerankit batch: wrote {args.out}: {summary}", file=sys.stderr)
+    for text, rows in summary.notes.items():  # the pipeline's settings: said once
+        print(f"rerankit batch: note ({rows} rows): {text}", file=sys.stderr)
     for error in summary.errors[:3]:
         print(f"  error: {error}", file=sys.stderr)
     if summary.failures > 3:
