@@ -12,7 +12,7 @@ from typing import Any
 
 from ..api import load
 from ..errors import InputError, no_such_file, said_for
-from .io import input_format, read_lines, read_rows, write_rows
+from .io import input_format, read_lines, read_rows, tell_blank_lines, write_rows
 from .ray import RayOptions, declared, ray_rows
 from .resume import PIPELINE_KEY, BatchInterrupted, output_rows, pipeline_tag, skip_finished
 from .rows import BatchSummary, RowFields, chunks, rerank_rows
@@ -116,6 +116,8 @@ def run_batch(
         spec = declared(pipeline)  # a pipeline file's relative paths from its folder
         streamed = finished or isinstance(rows, Iterator)  # (a file, a list or a Dataset)
         data = list(rows) if streamed else rows  # Ray reads the rows left as a list
+        if not streamed and path is not None and input_format(path) == "jsonl":
+            tell_blank_lines(path, blank)  # skipped by Ray's reader: counted here
         results = ray_rows(data, spec, settings, options, path)
     else:
         reranker = load(pipeline)
