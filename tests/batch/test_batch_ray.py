@@ -14,6 +14,7 @@ pytestmark = pytest.mark.ray
 
 from rerankit.batch import beir_rows, declared, read_rows, rerank_dataset, run_batch  # noqa: E402
 from rerankit.batch.ray_cluster import check_resources, numbered_lines  # noqa: E402
+from rerankit.cli import main  # noqa: E402
 from rerankit.llm.testing import FakeLLMServer, Reply  # noqa: E402
 
 DL19 = Path(__file__).resolve().parents[3] / "shared" / "data" / "msmarco"
@@ -264,3 +265,35 @@ def test_sigterm_is_left_to_rerankit_not_rays_native_stack_dump(tmp_path):
     assert proc.returncode != 0
     assert "SIGTERM received" not in stderr, stderr[-2000:]
     assert "Progress bars disabled" not in stderr  # Ray Data's noise, kept out of the log
+
+
+@pytest.mark.slow  # about 4 s: two runs, one on Ray
+def test_the_command_says_the_same_on_both_engines(tmp_path, capsys):
+    """A user of the command gets the flags in a Ray worker's messages too (--text-field,
+    not text_field=), a line cut off mid-value is placed at its real column, and a blank
+    line is counted, whichever engine ran."""
+    src = tmp_path / "in.jsonl"
+    cut = '{"query_id": "cut", "query": "x", "candidates": [ '
+    src.write_text(
+        json.dumps({"query_id": "ok", "query": "capital", "candidates": ["Paris capital"]})
+        + "\n\n"
+        + cut
+        + "\n"
+        + json.dumps({"query_id": "notext", "query": "x", "candidates": [{"id": "a"}]})
+        + "\n"
+    )
+    with pytest.raises(json.JSONDecodeError) as python:
+        json.loads(cut)
+    said = {}
+    for engine in ("local", "ray"):
+        out, summary = tmp_path / f"{engine}.jsonl", tmp_path / f"{engine}.json"
+        args = ["batch", "-i", str(src), "--out", str(out), "-r", "bm25", "--engine", engine]
+        assert main([*args, "--summary", str(summary), "--no-progress"]) == 3
+        capsys.readouterr()
+        said[engine] = [r["error"] for r in read_rows(out)]
+        assert json.loads(summary.read_text())["blank_lines"] == 1, engine
+    assert said["ray"] == said["local"]
+    assert said["local"][1] == f"{src}:3: not JSON (Expecting value at column {python.value.colno})"
+    assert said["local"][2].endswith(
+        "name yours with --text-field NAME (or several: --text-fields A,B)"
+    )

@@ -176,6 +176,18 @@ def test_bad_rows_are_said_as_they_are(tmp_path):
     assert "at at" not in second and "not JSON (Invalid control character at column" in second
 
 
+def test_a_line_cut_off_mid_value_is_placed_at_its_real_column(tmp_path):
+    cut = '{"query_id": "cut", "query": "x", "candidates": [ '  # a nightly file's last line
+    with pytest.raises(json.JSONDecodeError) as python:
+        json.loads(cut)
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text(cut + "\n")
+    assert batch(src, out) == 1
+    [row] = lines(out)
+    assert python.value.colno == len(cut) + 1
+    assert row["error"] == f"{src}:1: not JSON (Expecting value at column {len(cut) + 1})"
+
+
 class _Terminates(Reranker):
     """A pipeline that receives SIGTERM (as from a scheduler) while its second row runs."""
 

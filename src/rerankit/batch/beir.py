@@ -4,6 +4,7 @@ evaluation's run of a pipeline over a dataset's candidates on Ray Data actors.""
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
@@ -20,6 +21,11 @@ __all__ = ["beir_rows", "ray_engine", "run_pipeline_ray"]
 
 logger = logging.getLogger(__name__)
 
+#: a note of reading a folder that only an evaluation needs: relevant judged documents
+#: missing from the corpus count in nDCG's ideal ranking and recall's denominator, which
+#: batch never computes (worded in ``eval/data.py``; still logged there)
+_EVALUATION_ONLY = re.compile(r"relevant judged documents? (is|are) not in corpus\.jsonl")
+
 
 def beir_rows(
     folder: str | Path,
@@ -35,9 +41,15 @@ def beir_rows(
     split's first ``max_queries`` queries only when given; a folder without
     ``qrels/<split>.tsv`` gives every query of queries.jsonl (reranking needs no judgments),
     and ``note`` is told so. What reading the folder found amiss
-    (:attr:`~rerankit.eval.data.Dataset.notes`, also logged) is passed to ``note``."""
+    (:attr:`~rerankit.eval.data.Dataset.notes`, also logged) is passed to ``note``, but
+    relevant judged documents missing from the corpus: they matter to nDCG and recall
+    only, which a batch does not compute."""
 
-    data = read_split(folder, split, max_queries, note=note, judged=False)
+    def batch_note(message: str) -> None:
+        if note is not None and not _EVALUATION_ONLY.search(message):
+            note(message)
+
+    data = read_split(folder, split, max_queries, note=batch_note, judged=False)
     qrels = Path(folder) / "qrels" / f"{parse_split(split)[0]}.tsv"
     if not qrels.is_file() and note is not None:
         note(

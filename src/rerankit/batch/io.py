@@ -12,7 +12,7 @@ from typing import Any
 from .._jsonl import dumps_strict
 from .._optional import require
 from ..errors import InputError, no_such_file
-from .rows import LINE_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
+from .rows import LINE_KEY, NOTES_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
 
 __all__ = [
     "input_format",
@@ -20,6 +20,7 @@ __all__ = [
     "public_fields",
     "read_lines",
     "read_rows",
+    "tell_blank_lines",
     "write_rows",
 ]
 
@@ -43,8 +44,8 @@ def parse_line(line: str, lineno: int | None) -> dict[str, Any]:
     snippet = line.strip()
     snippet = snippet if len(snippet) <= 60 else snippet[:59] + "…"
     where = "" if lineno is not None else f"line {snippet!r}: "
-    try:
-        value = json.loads(line)
+    try:  # without its line end, which would put an error at the end on "line 2 column 1"
+        value = json.loads(line.rstrip("\r\n"))
     except json.JSONDecodeError as exc:
         return {
             LINE_KEY: lineno,
@@ -66,6 +67,15 @@ def read_lines(
             yield parse_line(line, lineno)
         elif blank is not None:
             blank(lineno)
+
+
+def tell_blank_lines(path: str | Path, blank: Callable[[int], None]) -> None:
+    """Tell ``blank`` each blank line of a JSON Lines file, as :func:`read_lines` does
+    while it reads the rows (for the ``ray`` engine, whose workers read them)."""
+    with open(path, encoding="utf-8-sig", errors="replace") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                blank(lineno)
 
 
 def read_rows(
@@ -97,7 +107,7 @@ def read_rows(
 
 
 def public_fields(row: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in row.items() if k not in (USAGE_KEY, LINE_KEY)}
+    return {k: v for k, v in row.items() if k not in (USAGE_KEY, LINE_KEY, NOTES_KEY)}
 
 
 _JSON_COLUMNS = b"rerankit.json_columns"

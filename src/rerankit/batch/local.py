@@ -12,9 +12,9 @@ from typing import Any
 
 from ..api import load
 from ..errors import InputError, no_such_file, said_for
-from .io import input_format, read_lines, read_rows, write_rows
+from .io import input_format, read_lines, read_rows, tell_blank_lines, write_rows
 from .ray import RayOptions, declared, ray_rows
-from .resume import BatchInterrupted, output_rows, skip_finished
+from .resume import PIPELINE_KEY, BatchInterrupted, output_rows, pipeline_tag, skip_finished
 from .rows import BatchSummary, RowFields, chunks, rerank_rows
 
 __all__ = ["run_batch"]
@@ -61,7 +61,10 @@ def run_batch(
     ranks every row again): the summary counts them as ``skipped_failures``, so its
     ``exit_status`` says 1 or 3 while the output holds failed rows. Ctrl-C raises
     :class:`BatchInterrupted`, whose ``summary`` counts the rows written; those are whole
-    lines, so a resumed run goes on from them."""
+    lines, so a resumed run goes on from them. Each output row names the pipeline that
+    ranked it (``reranked_by``: ``NAME@FINGERPRINT``, see :func:`.resume.pipeline_tag`),
+    and resuming an output that another pipeline wrote is refused (rows of an earlier
+    rerankit, which recorded none, are resumed with a warning)."""
     settings, options = RayOptions.split(ray, options)  # checks batch_size and concurrency
     input_format(output)  # both names checked before any work
     path = str(source) if isinstance(source, (str, Path)) else None  # errors name it
@@ -74,7 +77,10 @@ def run_batch(
     if resume and not settings.preserve_order:
         raise InputError("resume=True needs the rows written in input order (preserve_order)")
     names = RowFields(query_field, query_id_field, candidates_field)
-    finished, keep, failed = output_rows(output, resume=resume, overwrite=overwrite, names=names)
+    tag = pipeline_tag(pipeline)
+    finished, keep, failed, unchecked = output_rows(
+        output, resume=resume, overwrite=overwrite, names=names, pipeline=tag
+    )
     summary = BatchSummary(skipped=len(finished), skipped_failures=failed)
 
     def blank(lineno: int) -> None:
@@ -92,6 +98,11 @@ def run_batch(
                 f"{again} ranks every row again)"
             )
         message += "; appending the rest"
+        if unchecked:
+            message += (
+                f" (warning: {unchecked} of them record no pipeline, written by an earlier "
+                f"rerankit: not checked against this run's, {tag})"
+            )
         cut = Path(output).stat().st_size - keep
         if cut > 0:
             message += f" (a last line cut short, {cut} bytes, dropped: its row is run again)"
@@ -105,6 +116,8 @@ def run_batch(
         spec = declared(pipeline)  # a pipeline file's relative paths from its folder
         streamed = finished or isinstance(rows, Iterator)  # (a file, a list or a Dataset)
         data = list(rows) if streamed else rows  # Ray reads the rows left as a list
+        if not streamed and path is not None and input_format(path) == "jsonl":
+            tell_blank_lines(path, blank)  # skipped by Ray's reader: counted here
         results = ray_rows(data, spec, settings, options, path)
     else:
         reranker = load(pipeline)
@@ -117,8 +130,9 @@ def run_batch(
             for chunk in chunks(iter(rows), concurrency)
             for row in rerank_rows(reranker, chunk, concurrency=concurrency, source=path, **options)
         )
+    tagged = ({**row, PIPELINE_KEY: tag} for row in results)
     try:
-        write_rows(output, results, summary, keep=keep or None, progress=progress)
+        write_rows(output, tagged, summary, keep=keep or None, progress=progress)
     except KeyboardInterrupt:
         summary.seconds, summary.interrupted = time.perf_counter() - started, True
         raise BatchInterrupted(summary, output) from None

@@ -4,6 +4,7 @@ in input order."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -15,7 +16,7 @@ from typing import Any
 from .._optional import require
 from ..api import PIPELINE_SUFFIXES, load
 from ..config import read_pipeline
-from ..errors import InputError
+from ..errors import InputError, flags_first, said_for
 from ..scorers.local import load_models
 from .io import input_format, parse_line, public_fields, write_rows
 from .ray_cluster import check_resources, numbered_lines, quiet_ray_logs, start_ray, worker_env
@@ -56,17 +57,28 @@ class _Worker:
         lines: bool,
         concurrency: int = 1,
         source: str | None = None,
+        command_line: bool = False,
     ) -> None:
+        self.command_line = command_line  # messages worded for the command that started it
+        with self._wording():
+            self._build(spec)
+        self.options = dict(options)
+        self.lines = lines
+        self.concurrency = concurrency
+        self.source = source  # the file read, named in a row's error
 
+    def _wording(self) -> Any:
+        """The driver's wording of messages (``--text-field NAME`` for a user of the
+        command, ``text_field='NAME'`` in Python): a worker is another process, which the
+        command's :func:`~rerankit.errors.flags_first` does not reach by itself."""
+        return flags_first() if self.command_line else contextlib.nullcontext()
+
+    def _build(self, spec: Any) -> None:
         self.reranker = load(spec)
         try:  # the models load once here, not inside the first batch's timed rows
             load_models(self.reranker)
         except Exception as exc:  # each row then fails with it, written and counted
             logger.warning("worker could not load its models: %s", exc)
-        self.options = dict(options)
-        self.lines = lines
-        self.concurrency = concurrency
-        self.source = source  # the file read, named in a row's error
 
     def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
@@ -76,9 +88,14 @@ class _Worker:
             rows = [parse_line(t, n) for t, n in zip(texts, numbers, strict=True)]
         else:
             rows = batch.to_pylist()
-        done = rerank_rows(
-            self.reranker, rows, concurrency=self.concurrency, source=self.source, **self.options
-        )
+        with self._wording():
+            done = rerank_rows(
+                self.reranker,
+                rows,
+                concurrency=self.concurrency,
+                source=self.source,
+                **self.options,
+            )
         out = [json.dumps(row, default=str) for row in done]
         return pa.table({"rerankit_row": pa.array(out, type=pa.string())})
 
@@ -214,6 +231,7 @@ def _ray_map(
             "lines": lines,
             "concurrency": ray.concurrency,
             "source": str(source) if isinstance(source, (str, Path)) else where,
+            "command_line": said_for("python", "command line") == "command line",
         },
         batch_size=ray.batch_size,
         batch_format="pyarrow",

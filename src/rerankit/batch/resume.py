@@ -6,30 +6,72 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from .. import registry
 from .._optional import require
+from ..cache.keys import canonical_json, digest
+from ..config import PIPELINE_SUFFIXES, read_pipeline
 from ..errors import InputError, said_for
 from .io import input_format
 from .rows import BatchSummary, RowFields, row_key
 
 __all__ = [
+    "PIPELINE_KEY",
     "BatchInterrupted",
     "OutputHoldsRows",
+    "OutputRefused",
     "finished_rows",
     "output_rows",
+    "pipeline_tag",
     "skip_finished",
 ]
 
 logger = logging.getLogger(__name__)
 
+#: the output row's field naming the pipeline that ranked it (``NAME@FINGERPRINT``), which
+#: ``resume`` checks against the resuming run's
+PIPELINE_KEY = "reranked_by"
 
-class OutputHoldsRows(InputError):
+
+class OutputRefused(InputError):
+    """What the run was asked to do with its output cannot be done: refused before any
+    work (``rerankit batch`` exits 2, a usage error): an output that already holds rows
+    (:class:`OutputHoldsRows`), ``resume`` with a Parquet output or with ``overwrite``, or
+    an output written from other rows or by another pipeline."""
+
+
+class OutputHoldsRows(OutputRefused):
     """The output already holds rows and the run was told neither to resume nor to
     overwrite it: refused before any work (``rerankit batch`` exits 2, a usage error)."""
+
+
+def pipeline_tag(pipeline: Any) -> str:
+    """``NAME@FINGERPRINT`` of the pipeline a batch runs, written in each output row
+    (:data:`PIPELINE_KEY`): its name (a registered name, a pipeline file's name, a spec's
+    reranker type) and 12 hex digits of its declared form (a file's contents, not its path;
+    a reranker object is told apart by its class only)."""
+    spec: Any = pipeline
+    if isinstance(pipeline, Path) or (
+        isinstance(pipeline, str) and Path(pipeline).suffix.lower() in PIPELINE_SUFFIXES
+    ):
+        name, spec = Path(pipeline).name, read_pipeline(pipeline)
+    elif isinstance(pipeline, str):  # either spelling of a registered name: one tag
+        name = spec = registry.canonical("reranker", pipeline) or pipeline
+    elif isinstance(pipeline, Mapping):
+        inner = pipeline.get("reranker")
+        kind = inner.get("type") if isinstance(inner, Mapping) else None
+        name = str(kind or pipeline.get("name") or "spec")
+    else:
+        name = spec = f"{type(pipeline).__module__}.{type(pipeline).__qualname__}"
+    try:
+        text = canonical_json(spec, "pipeline")
+    except TypeError:  # a spec holding an object: its text
+        text = repr(spec)
+    return f"{name}@{digest(text, 12)}"
 
 
 def _way(flag: str, keyword: str) -> str:
@@ -59,14 +101,16 @@ def _parquet_rows(path: Path) -> int | None:
 
 def finished_rows(
     path: str | Path, names: RowFields | None = None
-) -> tuple[list[tuple[Any, Any]], int, int]:
+) -> tuple[list[tuple[Any, Any]], int, int, dict[str, int]]:
     """The (query id, query) of each whole row of a JSON Lines batch output, the byte
     length of those rows (a last line without its newline, of a run killed while writing
-    it, is not counted) and how many of them were written with an error. A whole line
-    that is not a JSON object means the file is not a batch output: an error."""
+    it, is not counted), how many of them were written with an error, and the pipelines
+    that wrote them (:data:`PIPELINE_KEY`; ``None``: an earlier rerankit's row, which
+    recorded none) with their row counts. A whole line that is not a JSON object means the
+    file is not a batch output: refused."""
     data = Path(path).read_bytes()
     end = data.rfind(b"\n") + 1  # a cut last line (no newline) is left out
-    keys, failed = [], 0
+    keys, failed, writers = [], 0, {}
     for number, line in enumerate(data[:end].splitlines(), start=1):
         if not line.strip():
             continue
@@ -75,37 +119,67 @@ def finished_rows(
         except ValueError:
             row = None
         if not isinstance(row, dict):
-            raise InputError(
+            raise OutputRefused(
                 f"{path}:{number}: not a row of a batch output (not a JSON object); "
                 f"pass {_way('--overwrite', 'overwrite')} to start the file again"
             )
         keys.append(row_key(row, names))
         failed += bool(row.get("error"))
-    return keys, end, failed
+        writer = row.get(PIPELINE_KEY)
+        writers[writer] = writers.get(writer, 0) + 1
+    return keys, end, failed, writers
+
+
+def _rows(count: int) -> str:
+    return f"{count} row" if count == 1 else f"{count} rows"
+
+
+def _same_pipeline(path: Path, writers: dict[Any, int], pipeline: str | None) -> int:
+    """Refuse to resume ``path`` when rows in it were written by another pipeline than
+    this run's (``pipeline``, a :func:`pipeline_tag`); the rows that record none (written
+    by an earlier rerankit), which cannot be checked."""
+    if pipeline is None:
+        return 0
+    other = [w for w in writers if w is not None and w != pipeline]
+    if other:
+        raise OutputRefused(
+            f"{path} was written by pipeline {other[0]} ({_rows(writers[other[0]])}), and this "
+            f"run's is {pipeline}: resuming would mix two pipelines' scores in one file; "
+            f"run it with the pipeline that wrote it, or pass "
+            f"{_way('--overwrite', 'overwrite')} to rank every row again with this one"
+        )
+    return writers.get(None, 0)
 
 
 def output_rows(
-    path: str | Path, *, resume: bool, overwrite: bool, names: RowFields | None = None
-) -> tuple[list, int, int]:
+    path: str | Path,
+    *,
+    resume: bool,
+    overwrite: bool,
+    names: RowFields | None = None,
+    pipeline: str | None = None,
+) -> tuple[list, int, int, int]:
     """Check what a run may do with ``path``: the finished rows to skip, the bytes to
-    keep (none when it is absent, empty or overwritten) and how many of those rows hold an
-    error (a resumed run does not rank them again: they count as failed). An existing
+    keep (none when it is absent, empty or overwritten), how many of those rows hold an
+    error (a resumed run does not rank them again: they count as failed) and how many
+    record no pipeline (an earlier rerankit's rows: not checked). An existing
     non-empty output without ``resume`` or ``overwrite`` is refused, naming its rows and
-    both ways on."""
+    both ways on; so is resuming one that another pipeline than ``pipeline`` (a
+    :func:`pipeline_tag`) wrote."""
     path = Path(path)
     if resume and overwrite:
         both = "give {} or {}, not both"
-        raise InputError(
+        raise OutputRefused(
             said_for(both.format("resume=", "overwrite="), both.format("--resume", "--overwrite"))
         )
     parquet = input_format(path) == "parquet"
     if resume and parquet:
-        raise InputError(
+        raise OutputRefused(
             f"{path}: {_way('--resume', 'resume')} needs a .jsonl --out: a Parquet file cannot be "
             "appended to, and one whose run was killed cannot be read"
         )
     if overwrite or not path.is_file() or path.stat().st_size == 0:
-        return [], 0, 0
+        return [], 0, 0, 0
     if parquet:
         count = _parquet_rows(path)
         held = f"{count} rows" if count is not None else "rows (cut short: unreadable)"
@@ -113,14 +187,14 @@ def output_rows(
             f"{path} already holds {held}; pass {_way('--overwrite', 'overwrite')} to start "
             "it again, or write JSON Lines (.jsonl) to be able to --resume"
         )
-    keys, end, failed = finished_rows(path, names)
+    keys, end, failed, writers = finished_rows(path, names)
     if not resume:
         raise OutputHoldsRows(
             f"{path} already holds {len(keys)} rows; pass {_way('--resume', 'resume')} to "
             f"skip them and append the rest, or {_way('--overwrite', 'overwrite')} to start "
             "again"
         )
-    return keys, end, failed
+    return keys, end, failed, _same_pipeline(path, writers, pipeline)
 
 
 def skip_finished(
@@ -137,7 +211,7 @@ def skip_finished(
     done = list(islice(rows, len(keys)))
     name = source or "the input"
     if len(done) < len(keys):
-        raise InputError(
+        raise OutputRefused(
             f"{output} holds {len(keys)} rows, more than the {len(done)} of {name}: it was "
             f"not written from these rows; pass {_way('--overwrite', 'overwrite')} to start "
             "again"
@@ -145,7 +219,7 @@ def skip_finished(
     for number, (row, key) in enumerate(zip(done, keys, strict=True), start=1):
         if row_key(row, names) != key:
             got = row_key(row, names)
-            raise InputError(
+            raise OutputRefused(
                 f"{output} does not match {name}: its row {number} is query_id {key[0]!r}, "
                 f"query {key[1]!r}, the input's is query_id {got[0]!r}, query {got[1]!r}; "
                 f"pass {_way('--overwrite', 'overwrite')} to start again"

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from ..rerankers.base import run_sync
 __all__ = [
     "FORMATS",
     "LINE_KEY",
+    "NOTES_KEY",
     "OUTPUT_FIELDS",
     "UNREADABLE_KEY",
     "USAGE_KEY",
@@ -40,6 +42,33 @@ OUTPUT_FIELDS = ("results", "error", "degraded", "warnings", "score_scale", "sec
 USAGE_KEY = "_usage"  # travels with a row from a worker to the summary; never written
 
 
+NOTES_KEY = "_notes"  # a row's pipeline notes (see pipeline_notes), to the summary; never written
+
+
+#: warnings that say how the pipeline is set, not what is wrong with a row, so that every
+#: row gets them: the default hybrid reading candidates that carry a first-stage score (as
+#: rerankit's own candidates.jsonl do) and ranking by the texts alone (its own BM25 reads
+#: them). ``rerankers/hybrid.py`` words it; batch says it once, in the summary's ``notes``.
+_PIPELINE_NOTE = re.compile(
+    r"^(every document carries|\d+ of \d+ documents carry)( a first-stage \(retriever\) "
+    r"score, which this hybrid does not fuse: .*)$",
+    re.S,
+)
+
+
+def pipeline_notes(warnings: Iterable[str]) -> tuple[list[str], list[str]]:
+    """A row's warnings split into those about the row and the notes about the pipeline's
+    settings (:data:`_PIPELINE_NOTE`, worded without the row's own counts)."""
+    kept, notes = [], []
+    for warning in warnings:
+        match = _PIPELINE_NOTE.match(warning)
+        if match:
+            notes.append("documents carry" + match.group(2))
+        else:
+            kept.append(warning)
+    return kept, notes
+
+
 LINE_KEY = "_line"  # the input line of a JSON Lines row, for messages; never written
 
 
@@ -59,7 +88,9 @@ class BatchSummary:
     provider usage, and the first few errors; with ``resume``, the rows ``skipped``
     (already in the output) and how many of those hold an error (``skipped_failures``: a
     resumed run does not rank them again); ``interrupted`` when Ctrl-C (or SIGTERM)
-    stopped it.
+    stopped it; ``notes``, what the pipeline's settings made it say of every row (the
+    hybrid's not fusing first-stage scores), each once with its row count: such a row is
+    not counted in ``warned``, which is left to the rows' own problems.
 
     ``exit_status`` is ``rerankit batch``'s: 0 when no row of the output failed, 3 when
     some did, 1 when every row did, counting the skipped rows too (``failures +
@@ -77,6 +108,7 @@ class BatchSummary:
     warned: int = 0
     blank_lines: int = 0
     skipped_failures: int = 0
+    notes: dict[str, int] = field(default_factory=dict)
 
     @property
     def exit_status(self) -> int:
@@ -97,6 +129,8 @@ class BatchSummary:
                 self.errors.append(str(row["error"]))
         self.degraded += bool(row.get("degraded"))
         self.warned += bool(row.get("warnings")) and not row.get("error")
+        for note in row.get(NOTES_KEY) or ():
+            self.notes[note] = self.notes.get(note, 0) + 1
         for key, value in (usage or {}).items():
             self.usage[key] = self.usage.get(key, 0) + int(value)
 
@@ -114,6 +148,7 @@ class BatchSummary:
             "skipped_failures": self.skipped_failures,
             "interrupted": self.interrupted,
             "blank_lines": self.blank_lines,
+            "notes": dict(self.notes),
         }
 
     def __str__(self) -> str:
@@ -247,7 +282,10 @@ def rerank_row(
     it (``results`` still name each by ``index`` and ``id``). ``query_field``,
     ``query_id_field`` and ``candidates_field`` name the row's fields (``--query-field``,
     ...), as ``text_field`` and ``id_field`` name a candidate's; the row keeps its names.
-    The provider usage rides along under a private key that the writers drop."""
+    The provider usage rides along under a private key that the writers drop, as do the
+    pipeline's notes (a warning every row would get, such as the hybrid's not fusing the
+    candidates' first-stage scores: not in ``warnings``, counted in the summary's
+    ``notes``)."""
 
     return run_sync(
         arerank_row(
@@ -297,6 +335,7 @@ async def arerank_row(
         error = _located(row, source, _problem(exc, row, names), query_id_field)
         out.update(results=[], error=error, degraded=False, warnings=[], score_scale=None)
     else:
+        warnings, notes = pipeline_notes(result.warnings)
         out.update(
             results=[
                 {"index": r.index, "id": r.id, "score": _finite(r.score), "flags": list(r.flags)}
@@ -304,9 +343,11 @@ async def arerank_row(
             ],
             error=result.unusable,
             degraded=bool(result.degraded),
-            warnings=list(result.warnings),
+            warnings=warnings,
             score_scale=result.score_scale,
         )
+        if notes:
+            out[NOTES_KEY] = notes
         if result.usage:
             out[USAGE_KEY] = dict(result.usage)
     out["seconds"] = round(time.perf_counter() - started, 6)

@@ -16,7 +16,7 @@ from .._jsonl import dumps_strict
 from .._optional import require
 from ..batch import BatchInterrupted, BatchSummary, RayOptions, quiet_ray_logs, read_rows, run_batch
 from ..batch.beir import beir_rows
-from ..batch.resume import OutputHoldsRows
+from ..batch.resume import OutputRefused
 from ..batch.rows import SOME_ROWS_FAILED
 from ..errors import InputError
 from .args import (
@@ -55,7 +55,8 @@ STDIN = ("-", "/dev/stdin")
 def cmd_batch(args: argparse.Namespace) -> int:
     """Exit status: 0 every row ranked, 3 some rows failed (written with their error), 1
     the run failed (every row failed, or it could not start), 2 a usage error (an --out
-    that already holds rows among them), 130/143 stopped by SIGINT/SIGTERM. With
+    that already holds rows, or a --resume that cannot go on with it, among them), 130/143
+    stopped by SIGINT/SIGTERM. With
     ``--strict`` a degraded row counts as failed."""
     if not args.out:
         raise InputError("batch needs --out FILE: the .jsonl or .parquet file to write")
@@ -155,7 +156,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             query_id_field=args.query_id_field,
             candidates_field=args.candidates_field,
         )
-    except OutputHoldsRows as exc:  # a refusal before any work: a usage error
+    except OutputRefused as exc:  # a refusal before any work: a usage error
         raise UsageError(str(exc)) from None
     except BatchInterrupted as stopped:
         return interrupted(args, stopped.summary, received)
@@ -165,6 +166,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
         for signum, handler in before.items():
             signal.signal(signum, handler)
     print(f"rerankit batch: wrote {args.out}: {summary}", file=sys.stderr)
+    for text, rows in summary.notes.items():  # the pipeline's settings: said once
+        print(f"rerankit batch: note ({rows} rows): {text}", file=sys.stderr)
     for error in summary.errors[:3]:
         print(f"  error: {error}", file=sys.stderr)
     if summary.failures > 3:
@@ -283,7 +286,8 @@ def add_commands(sub: Any) -> None:
         "queries (--data) with their --first-stage candidates. "
         "A row that fails is written with its error and counted. Exit status: 0 every row "
         "ranked, 3 some rows failed, 1 the run failed (every row failed, or it could not "
-        "start), 2 a usage error (an --out that already holds rows too), 130 or 143 stopped "
+        "start), 2 a usage error (an --out that already holds rows, or that --resume cannot go "
+        "on with, too), 130 or 143 stopped "
         "by SIGINT or SIGTERM (go on with --resume).",
         **examples(
             "rerankit batch -i queries.jsonl --out ranked.jsonl",
