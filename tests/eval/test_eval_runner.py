@@ -819,6 +819,7 @@ def test_pipelines_compared_with_a_baseline_by_hand():
     assert entry["diff"] == pytest.approx(0.0)
     assert entry["se"] == pytest.approx(0.3 / math.sqrt(3))
     assert entry["p"] == 0.8 and entry["queries"] == 3
+    assert entry["verdict"] == "within noise"  # |0| <= 2 x se
     (back,) = against(rows, "mine")
     assert back["pipeline"] == "first stage" and back["p"] is None
     collections = [{"collection": "x", "rows": rows}, {"collection": "y", "rows": rows}]
@@ -826,7 +827,7 @@ def test_pipelines_compared_with_a_baseline_by_hand():
     # the mean of two collections: its variance is the sum of theirs over 2 squared
     mean_se = math.sqrt(2 * (0.3 / math.sqrt(3)) ** 2) / 2
     assert "| x | +0.00 ± 17.32 |" in table
-    assert f"| mean | +0.00 ± {100 * mean_se:.2f} |" in table
+    assert f"| mean | +0.00 ± {100 * mean_se:.2f} (within noise) |" in table
     for spelling in ("first-stage", "first stage", "first_stage"):  # one shown, all taken
         assert check_baseline(spelling, ["first stage", "bm25"]) == "first stage"
     assert check_baseline("cross_encoder", ["first stage", "cross-encoder"]) == "cross-encoder"
