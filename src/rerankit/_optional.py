@@ -7,7 +7,7 @@ from types import ModuleType
 
 from .errors import MissingDependencyError
 
-__all__ = ["EXTRAS", "install_hint", "require"]
+__all__ = ["EXTRAS", "install_hint", "missing_package", "require"]
 
 #: module -> the rerankit extra that installs it
 EXTRAS = {
@@ -53,8 +53,11 @@ def require(module: str, purpose: str) -> ModuleType:
     try:
         return importlib.import_module(module)
     except ImportError as exc:
-        extra = EXTRAS.get(module.split(".")[0])
-        hint = install_hint(extra) if extra else f"pip install {module}"
-        raise MissingDependencyError(
-            f"{purpose} needs the optional package {module!r}: {hint}"
-        ) from exc
+        raise MissingDependencyError(missing_package(module, purpose)) from exc
+
+
+def missing_package(module: str, purpose: str) -> str:
+    """What :func:`require` says when ``module``, which ``purpose`` needs, is not installed."""
+    extra = EXTRAS.get(module.split(".")[0])
+    hint = install_hint(extra) if extra else f"pip install {module}"
+    return f"{purpose} needs the optional package {module!r}: {hint}"

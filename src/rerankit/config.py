@@ -67,7 +67,7 @@ from .fusion import ScoreCombinationMethod
 from .llm.base import KEYS_OPTIONAL
 from .llm.declared import split_llm_options
 from .normalize import check_normalization_method
-from .options import FILE_SPELLINGS, check_options, unknown_keys
+from .options import FILE_SPELLINGS, check_options, stage_spellings, unknown_keys
 from .ordering import Rule
 from .plugins import load_plugins, plugin_list, plugins_beside
 from .rerankers import FusionReranker, Pipeline, Reranker, ScorerReranker, Stage
@@ -378,7 +378,7 @@ def _stage(spec: Mapping[str, Any], where: str) -> tuple[Any, Any, str | None]:
         raise ConfigError(f"give exactly one of {', '.join(_STAGE_KINDS)}", where=where)
     kind = kinds[0]
     allowed = ("name", "keep", kind, *(_FUSION_KEYS if kind == "scorers" else ()))
-    unknown = unknown_keys(spec, allowed, f"a {kind} stage", FILE_SPELLINGS)
+    unknown = unknown_keys(spec, allowed, f"a {kind} stage", stage_spellings(kind, spec[kind]))
     if unknown:
         raise ConfigError(unknown, where=where)
     name, keep = spec.get("name"), spec.get("keep")

@@ -17,7 +17,13 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["FILE_SPELLINGS", "check_options", "factory_options", "unknown_keys"]
+__all__ = [
+    "FILE_SPELLINGS",
+    "check_options",
+    "factory_options",
+    "stage_spellings",
+    "unknown_keys",
+]
 
 _PER_CALL = (
     "the fields a document is read from are the caller's, per call: text_field= in Python, "
@@ -31,6 +37,23 @@ FILE_SPELLINGS = {
     "strategies": "a file lists them as scorers = [...]",
     **dict.fromkeys(("text_field", "text_fields", "id_field", "first_stage_field"), _PER_CALL),
 }
+
+
+def stage_spellings(kind: str, step: Any) -> dict[str, str]:
+    """:data:`FILE_SPELLINGS` for a stage of ``kind`` (``reranker``, ``scorers``, ...) whose
+    ``kind`` key holds ``step``: a reranker stage's ``weights`` go inside the reranker's
+    table, in the form docs/pipelines.md gives (``reranker = { type = "hybrid", weights =
+    { ... } }``), not on scorer tables as a fusion stage's do."""
+    hints = dict(FILE_SPELLINGS)
+    if kind == "reranker":
+        named = step.get("type") if isinstance(step, Mapping) else step
+        named = named if isinstance(named, str) else "hybrid"
+        hints["weights"] = (
+            "a reranker's weights go inside its table: "
+            f'reranker = {{ type = "{named}", weights = {{ bm25_background = 0.7 }} }}'
+        )
+    return hints
+
 
 #: the annotations a value is checked against, alone or in a union (``float | None``)
 _KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {

@@ -187,6 +187,17 @@ def test_a_python_spelling_in_a_stage_gets_the_files(key, hint):
     assert message.startswith(f"stages[0]: a scorers stage has no key {key!r}: {hint}")
 
 
+def test_weights_beside_a_reranker_are_shown_inside_its_table_as_documented():
+    """A fusion stage's weights go on its scorer tables; a reranker's, inside its own table
+    (docs/pipelines.md: reranker = { type = "hybrid", weights = ... })."""
+    for reranker in ("hybrid", {"type": "hybrid"}):
+        assert _error({"reranker": reranker, "weights": {"bm25_background": 0.7}}) == (
+            "a reranker stage has no key 'weights': a reranker's weights go inside its table: "
+            'reranker = { type = "hybrid", weights = { bm25_background = 0.7 } }'
+        )
+    assert "weights = { bm25_background = 0.7 }" in (DOCS / "pipelines.md").read_text()
+
+
 def test_an_unknown_stage_key_lists_the_valid_ones():
     message = _error(_fusion({"type": "bm25"}, methd="rrf"))
     assert message == (

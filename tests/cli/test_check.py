@@ -171,3 +171,55 @@ def test_a_missing_nested_pipeline_file_is_named_once(tmp_path, capsys):
     text = said.out + said.err
     assert "no such file (a pipeline file)" in text
     assert text.count("demo2.toml") == 1, text
+
+
+def test_each_ok_line_names_the_models_it_runs_and_their_backend(tmp_path, capsys):
+    pipeline = tmp_path / "emb.toml"
+    pipeline.write_text('name = "emb"\n[scorer]\ntype = "embedding"\nbackend = "torch"\n')
+    assert main(["check", str(pipeline)]) == 0
+    out = capsys.readouterr().out
+    assert out.rstrip().endswith("; runs sentence-transformers/all-MiniLM-L6-v2 on torch"), out
+
+
+SERVICE = """[server]
+default = "hybrid"
+[pipelines.hybrid]
+reranker = "hybrid"
+[pipelines.bm25]
+reranker = "bm25"
+"""
+
+
+def test_under_a_torch_free_install_a_model_with_no_export_is_a_mistake(tmp_path):
+    """check runs in the install that will serve: without torch, the bundled model has no
+    export to run and none can be made, which serve would fail on."""
+    import os
+    import subprocess
+    from pathlib import Path
+
+    import pytest
+
+    python = os.environ.get("RERANKIT_TORCH_FREE_PYTHON")
+    if not python or not Path(python).exists():
+        pytest.skip("needs the torch-free install named in RERANKIT_TORCH_FREE_PYTHON")
+    settings = tmp_path / "service.toml"
+    settings.write_text(SERVICE)
+    src = str(Path(__file__).resolve().parents[2] / "src")  # this checkout, that install's packages
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TMPDIR")}
+    env |= {"HOME": str(tmp_path), "RERANKIT_CACHE_DIR": str(tmp_path / "cache")}
+    env["PYTHONPATH"] = src
+    done = subprocess.run(
+        [python, "-m", "rerankit", "check", str(settings)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith(
+        f"{settings}: pipeline 'hybrid': backend 'onnx' needs an export of "
+        "'sentence-transformers/all-MiniLM-L6-v2': run `rerankit export "
+    ), done.stdout
+    assert lines[1] == f"{settings}: ok: 'bm25': bm25 (bm25); scores relative"

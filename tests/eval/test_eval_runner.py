@@ -310,6 +310,11 @@ def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
     with flags_first():  # an evaluation on the first N queries: the refit on as many
         said = calibration_note(rows, {**ran, "first_stage": "auto", "max_queries": 30})
     assert "--candidates 20 --max-queries 30 --calibrate" in said
+    # ... of tune's training split, which the note says: not the queries evaluated here
+    assert said.endswith(
+        "--out calibrated.toml (--max-queries 30 there takes the first 30 queries of its "
+        "training split, not the queries evaluated here)"
+    )
     # in tune's report the calibrated file is that refit: named, no command to write it again
     note = calibration_note(rows, {**ran, "refitted": "calibrated"})
     assert note.endswith("as here: calibrated is that refit") and "tune" not in note
@@ -326,9 +331,15 @@ def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
     with flags_first():  # the default first stage reads the training split: no halves
         said = calibration_note(rows, {**ran, "first_stage": "auto", "split": "test"})
     assert "--train-split" not in said
-    assert "candidates=20, max_queries=30, calibrate=True" in calibration_note(
-        rows, {**ran, "max_queries": 30}
+    in_python = calibration_note(rows, {**ran, "max_queries": 30})
+    assert "candidates=20, max_queries=30, calibrate=True" in in_python
+    assert in_python.endswith(
+        "(max_queries=30 there takes the first 30 queries of its training split, not the "
+        "queries evaluated here)"
     )
+    with flags_first():  # the refit on a half of the evaluated split: that half's first N
+        said = calibration_note(rows, {**ran, "split": "test", "max_queries": 30})
+    assert said.endswith("takes the first 30 queries of test:odd, not the queries evaluated here)")
     assert "for a, b" not in note and "bm25" not in note
     assert "calibrate" not in calibration_note(rows[::2]).split("(0:")[1]  # no advice
 
@@ -819,6 +830,7 @@ def test_pipelines_compared_with_a_baseline_by_hand():
     assert entry["diff"] == pytest.approx(0.0)
     assert entry["se"] == pytest.approx(0.3 / math.sqrt(3))
     assert entry["p"] == 0.8 and entry["queries"] == 3
+    assert entry["verdict"] == "within noise"  # |0| <= 2 x se
     (back,) = against(rows, "mine")
     assert back["pipeline"] == "first stage" and back["p"] is None
     collections = [{"collection": "x", "rows": rows}, {"collection": "y", "rows": rows}]
@@ -826,7 +838,7 @@ def test_pipelines_compared_with_a_baseline_by_hand():
     # the mean of two collections: its variance is the sum of theirs over 2 squared
     mean_se = math.sqrt(2 * (0.3 / math.sqrt(3)) ** 2) / 2
     assert "| x | +0.00 ± 17.32 |" in table
-    assert f"| mean | +0.00 ± {100 * mean_se:.2f} |" in table
+    assert f"| mean | +0.00 ± {100 * mean_se:.2f} (within noise) |" in table
     for spelling in ("first-stage", "first stage", "first_stage"):  # one shown, all taken
         assert check_baseline(spelling, ["first stage", "bm25"]) == "first stage"
     assert check_baseline("cross_encoder", ["first stage", "cross-encoder"]) == "cross-encoder"

@@ -100,3 +100,39 @@ def test_the_evaluation_page_s_example_runs(monkeypatch, capsys, result):
     lines = capsys.readouterr().out.splitlines()
     want = result.differences(n=3)["jaccard"]
     assert [line.split()[0] for line in lines] == [w["query_id"] for w in want]
+
+
+def test_the_table_of_differences_applies_the_two_standard_errors_rule(result):
+    """Each pipeline's row says better / worse / within noise against the baseline, by the
+    documented rule (more than twice its standard error), and the legend says which
+    comparison each p-value is."""
+    printed = result.table()
+    assert (
+        "vs bm25: better or worse when the difference is more than 2 x its standard error, "
+        "else within noise. p vs bm25: the paired t-test against bm25 (the table above's p "
+        "is against the first stage)." in printed
+    )
+    assert "| pipeline | difference | vs bm25 | p vs bm25 | queries |" in printed
+    shown = dict(
+        re.findall(
+            r"^\| (first stage|jaccard) \| [-+][\d.]+ ± [\d.]+ \| ([a-z ]+) \|", printed, re.M
+        )
+    )
+    for e in result.against:
+        beyond = abs(e["diff"]) > 2 * e["se"]
+        want = ("better" if e["diff"] > 0 else "worse") if beyond else "within noise"
+        assert shown[e["pipeline"]] == e["verdict"] == want
+    assert shown == {
+        "first stage": "within noise",
+        "jaccard": "worse",
+    }  # +3.59 ± 2.09, -17.49 ± 5.57
+
+
+@pytest.mark.parametrize(
+    ("diff", "se", "said"),
+    [(0.05, 0.02, "better"), (-0.05, 0.02, "worse"), (0.04, 0.02, "within noise"), (0.1, None, "")],
+)
+def test_the_verdict_of_a_difference(diff, se, said):
+    from rerankit.eval.compare import verdict
+
+    assert verdict(diff, se) == said

@@ -488,3 +488,47 @@ def test_keyboard_order_and_small_screens(browser, service):
         assert all(d.size["width"] >= min(300, width - 60) for d in docs)
         drv.save_screenshot(str(ARTIFACTS / f"playground-{width}x{height}.png"))
     drv.set_window_size(1280, 800)
+
+
+def test_ids_legend_and_what_the_arrows_compare_are_readable_at_1280_pixels(browser, service):
+    """Long texts with ids and a first stage, two pipelines: each id is shown whole beside
+    its rank (it was squeezed to under 2 px by the text), the legend explains the arrows and
+    the "!" flag in visible text, and each column says what its arrows compare against."""
+    from selenium.webdriver.support.ui import Select
+
+    drv = browser
+    drv.set_window_size(1280, 900)
+    open_page(drv, service)
+    long = " ".join(["regulation of bone morphogenetic protein signalling in the embryo"] * 12)
+    docs = [
+        {"id": str(6076903 + i), "text": f"{word} {long}", "first_stage_score": 10 - i}
+        for i, word in enumerate(["vaccines", "cells", "train", "immune", "system"])
+    ]
+    drv.find_element("id", "query").clear()
+    drv.find_element("id", "query").send_keys("vaccines train immune cells")
+    drv.execute_script(  # typing this much text would take seconds
+        "document.getElementById('candidates').value = arguments[0]",
+        "\n".join(json.dumps(d) for d in docs),
+    )
+    Select(drv.find_element("id", "pipeline-a")).select_by_value("bm25")
+    Select(drv.find_element("id", "pipeline-b")).select_by_value("fused")
+    rank_and_wait(drv, lambda: drv.find_element("id", "rank").click())
+    ids = drv.execute_script(
+        "return [...document.querySelectorAll('.doc-id')].map(e => [e.textContent, "
+        "e.getBoundingClientRect().width, e.scrollWidth, e.clientWidth])"
+    )
+    assert len(ids) == 15  # 5 documents in 3 columns
+    for text, width, scroll, client in ids:
+        assert width > 30 and scroll <= client, (text, width)  # the whole id, not a sliver
+    legend = drv.find_element("id", "legend")
+    assert legend.is_displayed()
+    said = legend.text
+    assert "! marks a document the pipeline flagged" in said and "truncated" in said
+    assert "B's are against A, not against the first stage" in said
+    subtitles = drv.execute_script(
+        "return [...document.querySelectorAll('.column > p.hint')].map(e => e.textContent)"
+    )
+    assert subtitles[0] == "by first_stage_score"
+    assert subtitles[1].endswith("arrows: vs first stage") and subtitles[2].endswith("arrows: vs A")
+    drv.execute_script("document.getElementById('results').scrollIntoView()")
+    drv.save_screenshot(str(ARTIFACTS / "playground-ids-and-legend.png"))

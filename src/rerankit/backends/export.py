@@ -56,6 +56,7 @@ __all__ = [
     "export",
     "export_folder",
     "export_kind",
+    "export_missing",
     "export_needed",
     "onnx_cache_root",
     "weights_beside",
@@ -383,6 +384,22 @@ def export_needed(model: str, kind: str) -> str:
     )
 
 
+def export_missing(
+    model: str, *, kind: str, quantize: str | None = None, max_length: int | None = None
+) -> str | None:
+    """What stops ``model`` loading on ONNX Runtime in this process, found without loading
+    it (:func:`export_needed`; ``rerankit check`` says it): None when ``model`` is a folder
+    written by ``rerankit export``, when its export is in the cache, or when torch is
+    installed to make that export on first use."""
+    if is_exported(model):
+        return None
+    if _complete(export_folder(model, kind=kind, max_length=max_length), quantize):
+        return None
+    if importlib.util.find_spec("torch") is not None:
+        return None
+    return export_needed(model, kind)
+
+
 def cached_export(
     model: str,
     *,
@@ -398,8 +415,9 @@ def cached_export(
     folder = export_folder(model, kind=kind, max_length=max_length)
     if _complete(folder, quantize):  # the usual case: no lock, no torch
         return folder
-    if importlib.util.find_spec("torch") is None:
-        raise MissingDependencyError(export_needed(model, kind))
+    missing = export_missing(model, kind=kind, quantize=quantize, max_length=max_length)
+    if missing is not None:
+        raise MissingDependencyError(missing)
     folder.parent.mkdir(parents=True, exist_ok=True)
     with _locked(folder):
         if _complete(folder, quantize):  # another process made it while this one waited

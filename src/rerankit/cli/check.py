@@ -18,6 +18,7 @@ from ..llm.base import KEYS_OPTIONAL
 from ..ordering import Rule
 from ..rerankers import Pipeline
 from ..rerankers.hybrid import REWEIGHTED_NOTE
+from ..scorers.local import load_problems, models_run
 from ..server.feedback import UNSET_NOTED
 from ..server.model_names import unserved_note
 from ..server.settings import ServerSettings, settings_beside
@@ -78,12 +79,23 @@ def _ok(name: str, reranker: Any, pipeline: str | None = None) -> str:
     model, decides a hybrid's scorers and scale: said here, they could be wrong)."""
     missing = [m for m in _models(reranker) if missing_folder(m)]
     if not missing:
-        return f"{name}: ok: {describe(reranker, pipeline)}"
+        runs = models_run(reranker)
+        said = f"; runs {', '.join(runs)}" if runs else ""
+        return f"{name}: ok: {describe(reranker, pipeline)}{said}"
     said = pipeline or reranker.name
     return (
         f"{name}: ok: {said!r} builds; its scorers and scale are not described, since "
         f"model {missing[0]!r} is not here to read (check where it is)"
     )
+
+
+def _cannot_load(name: str, pipeline: str, reranker: Any) -> int:
+    """Print why each model of ``pipeline`` cannot load in this install (a mistake: serve
+    would fail to load it); return how many."""
+    problems = load_problems(reranker)
+    for problem in problems:
+        print(f"{name}: pipeline {pipeline!r}: {problem}")
+    return len(problems)
 
 
 def _build(name: str, pipeline: str, declared: Any, settings: ServerSettings) -> Any:
@@ -158,6 +170,9 @@ def check_settings(name: str) -> int:
             print(f"{name}: pipeline {pipeline!r}: {exc}")
             failed += 1
             continue
+        if _cannot_load(name, pipeline, reranker):
+            failed += 1
+            continue
         print(_ok(name, reranker, pipeline))
         _warn_models(name, reranker, f"pipeline {pipeline!r}: ")
     return failed
@@ -182,6 +197,9 @@ def cmd_check(args: argparse.Namespace) -> int:
             print(_in_file(name, exc))
             failed += 1
             continue
+        if _cannot_load(name, pipeline_name(name), reranker):
+            failed += 1
+            continue
         print(_ok(name, reranker, pipeline_name(name)))
         _warn_models(name, reranker)
     return 1 if failed else 0
@@ -194,9 +212,12 @@ def add_commands(sub: Any) -> None:
         help="check pipeline files, or the service's settings file, without running them",
         description="Build each pipeline file (.toml, .yaml, .json) as -r FILE would and say "
         "what it runs, or the mistake (ConfigError: the stage, the key): no documents are "
-        "needed and no model is loaded (models load on first use, so a missing extra or a "
-        "model that cannot load shows then; a model that is neither a folder nor in the "
-        "local Hugging Face cache is warned of: it will be fetched from the hub). The "
+        "needed and no model is loaded. Each ok line names the models it runs and on which "
+        "backend (onnx or torch, as backend auto resolves in this install). A model this "
+        "install cannot load (no torch and no ONNX export of it) is a mistake saying how to "
+        "export it, so run check with the install that will serve; other failures to load "
+        "show on first use, and a model that is neither a folder nor in the local Hugging "
+        "Face cache is warned of: it will be fetched from the hub. The "
         "service's settings file ([server], [pipelines.NAME], [cache]) is checked as `serve "
         "--settings FILE` reads it: its tables, then each pipeline it serves, one line each "
         "(check it before restarting a replica). [server] and [cache] stop at their first "

@@ -24,6 +24,7 @@ __all__ = [
     "largest_differences",
     "mean_against",
     "per_query",
+    "verdict",
     "write_per_query",
 ]
 
@@ -31,6 +32,23 @@ __all__ = [
 PER_QUERY_FILE = "per_query.csv"
 #: how many characters of a query's text the printed table shows
 QUERY_CHARS = 60
+
+
+#: a difference is real when it is more than this many standard errors (the rule
+#: docs/evaluation.md and docs/choosing.md give); smaller, it is noise
+NOISE_SE = 2
+
+
+def verdict(diff: float, se: float | None) -> str:
+    """What a paired difference ``diff`` from the baseline (positive: better) with standard
+    error ``se`` says by the rule of :data:`NOISE_SE`: ``"better"`` or ``"worse"`` when it
+    is more than twice its standard error, else ``"within noise"``; ``""`` when the
+    standard error is unknown (under two queries)."""
+    if se is None:
+        return ""
+    if abs(diff) <= NOISE_SE * se:
+        return "within noise"
+    return "better" if diff > 0 else "worse"
 
 
 #: how ``--baseline`` names the first stage (its run is named ``"first stage"``, which is
@@ -60,8 +78,9 @@ def check_baseline(baseline: str, names: Sequence[str]) -> str:
 def against(rows: Sequence[Mapping[str, Any]], baseline: str) -> list[dict[str, Any]]:
     """For each row of :func:`rerankit.eval.runner.evaluate_runs` but the baseline's: the
     mean per-query difference of nDCG@10 from the baseline's (``diff``), its standard
-    error over the queries (``se``; None under two queries), the t-test's ``p`` and the
-    number of ``queries`` compared."""
+    error over the queries (``se``; None under two queries), the t-test's ``p`` against the
+    baseline, the number of ``queries`` compared and the :func:`verdict` (``better``,
+    ``worse`` or ``within noise``)."""
     base = next(r for r in rows if r["pipeline"] == baseline)["per_query_ndcg@10"]
     out = []
     for r in rows:
@@ -70,13 +89,15 @@ def against(rows: Sequence[Mapping[str, Any]], baseline: str) -> list[dict[str, 
         mine = r["per_query_ndcg@10"]
         diffs = [mine[q] - base[q] for q in mine if q in base]
         se = paired_standard_error(diffs)
+        diff = statistics.fmean(diffs) if diffs else 0.0
         out.append(
             {
                 "pipeline": r["pipeline"],
-                "diff": statistics.fmean(diffs) if diffs else 0.0,
+                "diff": diff,
                 "se": se,
                 "p": r.get("p_vs", {}).get(baseline),
                 "queries": len(diffs),
+                "verdict": verdict(diff, se),
             }
         )
     return out
@@ -93,33 +114,49 @@ def _cell(entry: Mapping[str, Any]) -> str:
 
 
 def format_against(rows: Sequence[Mapping[str, Any]], baseline: str) -> str:
-    """:func:`against` as a Markdown table (nDCG@10 x 100)."""
+    """:func:`against` as a Markdown table (nDCG@10 x 100), with each pipeline's
+    :func:`verdict` and the rule it applies; its p is against ``baseline`` (the main
+    table's, against the first stage)."""
+    other = (
+        "the same as the table above's"
+        if baseline == "first stage"
+        else "the table above's p is against the first stage"
+    )
     lines = [
         f"nDCG@10 x 100 minus {baseline}'s: the mean of the queries' differences "
-        "(± standard error over queries):\n",
-        "| pipeline | difference | p (paired t-test) | queries |",
-        "|---|---:|---:|---:|",
+        "(± standard error over queries).",
+        f"vs {baseline}: better or worse when the difference is more than {NOISE_SE} x its "
+        f"standard error, else within noise. p vs {baseline}: the paired t-test against "
+        f"{baseline} ({other}).\n",
+        f"| pipeline | difference | vs {baseline} | p vs {baseline} | queries |",
+        "|---|---:|---|---:|---:|",
     ]
     for e in against(rows, baseline):
         p = "" if e["p"] is None else f"{e['p']:.3g}"
-        lines.append(f"| {e['pipeline']} | {_cell(e)} | {p} | {e['queries']} |")
+        lines.append(f"| {e['pipeline']} | {_cell(e)} | {e['verdict']} | {p} | {e['queries']} |")
     return "\n".join(lines)
 
 
 def format_summary_against(collections: Sequence[Mapping[str, Any]], baseline: str) -> str:
     """One row per collection: every pipeline's :func:`against` difference (x 100, ± its
     standard error), and the mean difference over the collections (± the standard error of
-    that mean: the collections' variances added, over their number squared)."""
+    that mean: the collections' variances added, over their number squared), with its
+    :func:`verdict` in brackets."""
     per = [against(c["rows"], baseline) for c in collections]
     names = [e["pipeline"] for e in per[0]]
     lines = [
-        f"nDCG@10 x 100 minus {baseline}'s by collection (± standard error over queries):\n",
+        f"nDCG@10 x 100 minus {baseline}'s by collection (± standard error over queries); "
+        f"the mean's verdict: better or worse than {baseline} when it is more than "
+        f"{NOISE_SE} x its standard error, else within noise:\n",
         "| collection | " + " | ".join(names) + " |",
         "|---|" + "---:|" * len(names),
     ]
     for c, entries in zip(collections, per, strict=True):
         lines.append(f"| {c['collection']} | " + " | ".join(_cell(e) for e in entries) + " |")
-    means = [_cell(e) for e in mean_against(collections, baseline)]
+    means = [
+        f"{_cell(e)} ({e['verdict']})" if e["verdict"] else _cell(e)
+        for e in mean_against(collections, baseline)
+    ]
     lines.append("| mean | " + " | ".join(means) + " |")
     return "\n".join(lines)
 
@@ -128,18 +165,16 @@ def mean_against(collections: Sequence[Mapping[str, Any]], baseline: str) -> lis
     """For each pipeline but the baseline: its :func:`against` difference averaged over the
     collections (each counts once: ``diff``) and the standard error of that mean (``se``:
     the collections' variances added, over their number squared; None when a collection's
-    is unknown)."""
+    is unknown), and its :func:`verdict`."""
     per = [against(c["rows"], baseline) for c in collections]
     out = []
     for i, first in enumerate(per[0]):  # collections are independent: their variances add
         column = [e[i] for e in per]
         known = all(e["se"] is not None for e in column)
+        diff = statistics.fmean(e["diff"] for e in column)
+        se = math.sqrt(sum(e["se"] ** 2 for e in column)) / len(column) if known else None
         out.append(
-            {
-                "pipeline": first["pipeline"],
-                "diff": statistics.fmean(e["diff"] for e in column),
-                "se": math.sqrt(sum(e["se"] ** 2 for e in column)) / len(column) if known else None,
-            }
+            {"pipeline": first["pipeline"], "diff": diff, "se": se, "verdict": verdict(diff, se)}
         )
     return out
 

@@ -61,7 +61,8 @@ def refit_call(
     test_split: str | None = None,
 ) -> str:
     """How to refit a pipeline's probabilities on ``data`` with the same ``first_stage``,
-    ``candidates`` and ``max_queries``: the :func:`rerankit.training.tune` call, or within
+    ``candidates`` and ``max_queries`` (said to take tune's own first N queries, not the
+    evaluated ones): the :func:`rerankit.training.tune` call, or within
     :func:`~rerankit.errors.flags_first` the ``rerankit tune`` command (``first_stage`` left
     out when it is the default, ``auto``; ``DATA`` when the folder is not known, as for a
     Dataset built in Python). ``train_split`` and ``test_split``: the splits to name (tune's
@@ -100,7 +101,15 @@ def refit_call(
         ]
     )
     python = f"rerankit.training.tune({python})"
-    return said_for(python, command)
+    said = said_for(python, command)
+    if max_queries:  # tune takes its own first N: not the N queries an evaluation read
+        fits = f"the first {max_queries} queries of {halves[0] if halves else 'its training split'}"
+        said += (
+            f" ({said_for(f'max_queries={max_queries}', f'--max-queries {max_queries}')} "
+            f"there takes {fits}, "
+            "not the queries evaluated here)"
+        )
+    return said
 
 
 def calibration_note(

@@ -87,6 +87,7 @@ class CausalLMScorer(LocalModelScorer):
     score_scale = "unit"
 
     what = "causal LM reranker"
+    torch_packages = ("transformers", "torch")
 
     def __init__(
         self,

@@ -4,14 +4,16 @@ with explicit overrides, the model's id, lazy thread-safe loading on the model t
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypedDict
 
-from .._optional import require
+from .._optional import missing_package, require
 from .._threads import in_model_thread
 from ..backends.choice import choose_backend
+from ..backends.export import export_missing
 from ..backends.local import (
     LazyModel,
     model_label,
@@ -27,7 +29,13 @@ from ..errors import ConfigError, MissingDependencyError
 from ..types import Document
 from .base import ScoreBatch, valid_query, valid_unicode
 
-__all__ = ["LocalModelOptions", "LocalModelScorer", "load_models"]
+__all__ = [
+    "LocalModelOptions",
+    "LocalModelScorer",
+    "load_models",
+    "load_problems",
+    "models_run",
+]
 
 
 class LocalModelOptions(TypedDict, total=False):
@@ -77,6 +85,8 @@ class LocalModelScorer:
     what = "model"
     #: the kind of ONNX export this scorer runs (None: torch only)
     onnx_kind: str | None = None
+    #: the packages :meth:`_load` imports to load the model on torch
+    torch_packages: tuple[str, ...] = ("torch", "sentence_transformers")
 
     def __init__(
         self,
@@ -181,10 +191,42 @@ class LocalModelScorer:
         except MissingDependencyError as exc:
             if not (self.onnx_kind and self.model_id):
                 raise
-            raise MissingDependencyError(  # short: the service cuts it at MESSAGE_CHARS
-                f"{exc}; or, without torch, load FOLDER on ONNX Runtime after `rerankit "
-                f"export {self.model_id} --out FOLDER` where torch is"
-            ) from exc
+            raise MissingDependencyError(self._or_export(str(exc))) from exc
+
+    def _or_export(self, said: str) -> str:
+        """``said`` (a package torch loading needs is missing), with the way out without
+        torch for a model ONNX Runtime can run. Short: the service cuts it at MESSAGE_CHARS."""
+        if not (self.onnx_kind and self.model_id):
+            return said
+        return (
+            f"{said}; or, without torch, load FOLDER on ONNX Runtime after `rerankit "
+            f"export {self.model_id} --out FOLDER` where torch is"
+        )
+
+    def load_problem(self) -> str | None:
+        """Why this scorer's model cannot load in this install, found without loading it
+        (``rerankit check`` says it): on ONNX Runtime, a model with no export here that
+        this install cannot export (:func:`~rerankit.backends.export.export_missing`, as
+        loading says it); on torch, a package loading imports that is not installed (as
+        loading says it). None when nothing here stops it (a hub model may yet fail to
+        download)."""
+        if self.model_id is None:  # a model the caller loaded
+            return None
+        if self.backend == "onnx":
+            assert self.onnx_kind is not None
+            for module in ("onnxruntime", "tokenizers"):
+                if importlib.util.find_spec(module) is None:
+                    return missing_package(module, f"{type(self).__name__} on backend 'onnx'")
+            return export_missing(
+                self.model_id,
+                kind=self.onnx_kind,
+                quantize=self.quantize,
+                max_length=self.profile.max_length,
+            )
+        for module in self.torch_packages:
+            if importlib.util.find_spec(module) is None:
+                return self._or_export(missing_package(module, type(self).__name__))
+        return None
 
     def _load_onnx(self) -> Any:
         """The model on ONNX Runtime: an exported folder, or an export made once."""
@@ -271,3 +313,22 @@ def load_models(reranker: Any) -> float:
         if isinstance(scorer, LocalModelScorer) and not scorer.loaded:
             scorer.model  # noqa: B018 - loads it, on the model thread (LazyModel.get)
     return time.perf_counter() - start
+
+
+def _local(reranker: Any) -> list[LocalModelScorer]:
+    return [s for s in reranker.scorers() if isinstance(s, LocalModelScorer)]
+
+
+def models_run(reranker: Any) -> list[str]:
+    """What local models ``reranker`` runs, and where, without loading them: ``"MODEL on
+    onnx"`` or ``"MODEL on torch"`` (the backend ``auto`` resolved to) once each, in order."""
+    said = (
+        f"{s.model_id or 'a model loaded by the caller'} on {s.backend}" for s in _local(reranker)
+    )
+    return list(dict.fromkeys(said))
+
+
+def load_problems(reranker: Any) -> list[str]:
+    """Why each local model ``reranker`` runs cannot load in this install (see
+    :meth:`LocalModelScorer.load_problem`), once each; empty when none is stopped."""
+    return list(dict.fromkeys(p for s in _local(reranker) if (p := s.load_problem())))

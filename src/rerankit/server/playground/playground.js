@@ -215,11 +215,12 @@
           el("span", { class: "snippet", text: r.text, title: r.text }),
           el("span", { class: "score", text: fmt(r.score, 3) }),
           move,
-          r.flags && r.flags.length ? el("span", { class: "flag", text: "!", title: r.flags.join(", ") }) : null);
+          r.flags && r.flags.length ? el("span", { class: "flag", text: "!", title: "flagged: " + r.flags.join(", ") }) : null);
         button.addEventListener("click", () => showDetails(col, r));
         list.append(el("li", {}, button));
       }
-      box.append(el("div", { class: "column" }, el("h3", { text: col.title }), el("p", { class: "hint", text: col.subtitle }), list));
+      const against = c > 0 ? " · arrows: vs " + (cols[c - 1].key === "first" ? "first stage" : cols[c - 1].title.split(":")[0]) : "";
+      box.append(el("div", { class: "column" }, el("h3", { text: col.title }), el("p", { class: "hint", text: col.subtitle + against }), list));
     });
     $("results").hidden = false;
   }
