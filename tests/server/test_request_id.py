@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from rerankit import register_reranker
+from rerankit.errors import ModelLoadError
 from rerankit.rerankers import ScorerReranker
 
 httpx = pytest.importorskip("httpx", reason="needs the 'server' extra")
@@ -25,6 +26,7 @@ pytest.importorskip("fastapi", reason="needs the 'server' extra")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from rerankit.server import ServerSettings, create_app  # noqa: E402
+from rerankit.server import pipeline as pipeline_module  # noqa: E402
 from rerankit.server.logs import log_formatter  # noqa: E402
 from rerankit.server.state import FAILING_AFTER  # noqa: E402
 
@@ -45,7 +47,19 @@ class _Broken:
         return [0.0] * len(docs)
 
 
+class _Gone:
+    """A scorer whose model is gone for a request asking ``gone`` (then loaded again)."""
+
+    name = "gone"
+
+    async def score(self, query, docs, **context):
+        if query == "gone":
+            raise ModelLoadError("could not load model 'gone': its files were deleted")
+        return [0.0] * len(docs)
+
+
 register_reranker("test-request-id-broken", lambda: ScorerReranker(_Broken()))
+register_reranker("test-request-id-gone", lambda: ScorerReranker(_Gone()))
 
 
 @pytest.fixture(scope="module")
@@ -162,6 +176,38 @@ def test_a_line_under_a_span_names_its_trace_too(wait_ready):
         service_log.removeHandler(handler)
     (line,) = [line for line in log.getvalue().splitlines() if "'broken' failed" in line]
     assert line.endswith(f" [request traced-1 trace {TRACE_ID}]"), line
+
+
+def test_a_reload_a_request_started_names_no_request(wait_ready, monkeypatch):
+    """The loader a request starts (its model was gone) goes on after it: its lines are
+    the service's, not that request's."""
+    monkeypatch.setattr(pipeline_module, "FIRST_RETRY_SECONDS", 0.05)
+    log = io.StringIO()
+    handler = logging.StreamHandler(log)
+    handler.setFormatter(log_formatter())
+    pipelines = logging.getLogger("rerankit.server.pipeline")
+    pipelines.addHandler(handler)
+    level = pipelines.level
+    pipelines.setLevel(logging.INFO)
+    settings = ServerSettings(pipelines={"gone": "test-request-id-gone"}, default="gone")
+    try:
+        with TestClient(create_app(settings)) as client:
+            wait_ready(client)
+            log.truncate(0), log.seek(0)
+            headers = {"X-Request-Id": "found-it-gone"}
+            r = client.post("/v2/rerank", json={**ASK, "query": "gone"}, headers=headers)
+            assert r.status_code == 503
+            deadline = time.monotonic() + 10
+            while "pipeline 'gone' ready" not in log.getvalue() and time.monotonic() < deadline:
+                time.sleep(0.02)
+    finally:
+        pipelines.removeHandler(handler)
+        pipelines.setLevel(level)
+    lines = log.getvalue().splitlines()
+    (failed,) = [line for line in lines if "pipeline 'gone' failed" in line]
+    assert failed.endswith(" [request found-it-gone]")  # said while answering it
+    (ready,) = [line for line in lines if "pipeline 'gone' ready" in line]
+    assert ready.endswith(" INFO rerankit.server.pipeline: pipeline 'gone' ready"), lines
 
 
 def _free_port() -> int:
