@@ -191,6 +191,16 @@ def _curl(line: str, url: str) -> Any:
 
 def test_the_curl_recipes_get_the_ranking_and_the_shown_answer(service):
     lines = _curl_lines()
+    (traced,) = [line for line in lines if "X-Request-Id" in line]  # finding it in the logs
+    lines.remove(traced)
+    header = subprocess.run(
+        ["sh", "-c", traced.replace(DEFAULT_URL, service.url)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert header.stdout.strip().lower() == "x-request-id: order-7731", header.stdout
     cohere = [line for line in lines if "/v2/rerank" in line or "/v1/rerank" in line]
     (ready,) = [line for line in lines if "/ready" in line]  # one pipeline's readiness
     assert _curl(ready, service.url) == {"status": "ready", "model": "bm25", "pipeline": "bm25"}

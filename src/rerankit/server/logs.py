@@ -1,19 +1,72 @@
 """The service's log lines: each starts with its time, ISO 8601 in local time with the
 offset and milliseconds (``2026-11-30T17:24:15.123+00:00 INFO rerankit.server.app: ...``),
 rerankit's and uvicorn's alike, so a log read without journald's or docker's own
-timestamps still says when each thing happened."""
+timestamps still says when each thing happened. A line written while a request is answered
+(rerankit's warnings and errors, uvicorn's access line) ends with that request's id, the
+``X-Request-Id`` of its answer, and its trace id when a span is current
+(``... 200 OK [request 3f2a9c... trace 4bf92f...]``); other lines are as they were."""
 
 from __future__ import annotations
 
 import copy
 import logging
+import sys
+import uuid
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
-__all__ = ["LOG_FORMAT", "iso_time", "log_formatter", "uvicorn_formatter", "uvicorn_log_config"]
+__all__ = [
+    "LOG_FORMAT",
+    "MAX_REQUEST_ID",
+    "REQUEST_ID",
+    "iso_time",
+    "log_formatter",
+    "request_id",
+    "request_suffix",
+    "uvicorn_formatter",
+    "uvicorn_log_config",
+]
 
 #: the service's log lines: ``2026-11-30T17:24:15.123+00:00 WARNING rerankit.server.app: ...``
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+#: the id of the request being answered (set by the middleware for the whole of its
+#: answer); None outside a request
+REQUEST_ID: ContextVar[str | None] = ContextVar("rerankit_request_id", default=None)
+#: the longest ``X-Request-Id`` of a caller's that is kept (a longer one is replaced)
+MAX_REQUEST_ID = 128
+
+
+def request_id(sent: str | None) -> str:
+    """A request's id: ``sent`` (the caller's ``X-Request-Id``) when it is sane, 1 to
+    :data:`MAX_REQUEST_ID` printable ASCII characters without spaces; else (none, too long,
+    a control character, a space, anything not ASCII) a new one, a uuid4's 32 hex digits.
+    What a caller sent is never written to the log or echoed otherwise."""
+    if sent and len(sent) <= MAX_REQUEST_ID and all("!" <= c <= "~" for c in sent):
+        return sent
+    return uuid.uuid4().hex
+
+
+def request_suffix() -> str:
+    """What ends a line written while a request is answered: `` [request ID]``, with
+    `` trace TRACE_ID`` when an OpenTelemetry span is current; outside a request, nothing."""
+    rid = REQUEST_ID.get()
+    if rid is None:
+        return ""
+    trace = sys.modules.get("opentelemetry.trace")  # imported only where tracing may run
+    if trace is not None:
+        context = trace.get_current_span().get_span_context()
+        if context.is_valid:
+            return f" [request {rid} trace {context.trace_id:032x}]"
+    return f" [request {rid}]"
+
+
+class _RequestLines(logging.Formatter):
+    """A formatter whose lines name the request being answered (:func:`request_suffix`),
+    after the message and before a traceback."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        return super().formatMessage(record) + request_suffix()
 
 
 def iso_time(record: logging.LogRecord, datefmt: str | None = None) -> str:
@@ -24,19 +77,20 @@ def iso_time(record: logging.LogRecord, datefmt: str | None = None) -> str:
 
 def log_formatter() -> logging.Formatter:
     """The formatter of rerankit's own lines in the service (:data:`LOG_FORMAT`)."""
-    formatter = logging.Formatter(LOG_FORMAT)
+    formatter = _RequestLines(LOG_FORMAT)
     formatter.formatTime = iso_time  # type: ignore[method-assign]
     return formatter
 
 
 def uvicorn_formatter(kind: str = "default", **options: Any) -> logging.Formatter:
     """uvicorn's formatter of ``kind`` (``default``: its own lines, ``access``: a line per
-    request) with the time in front, as :data:`LOG_FORMAT` has it (``logging.config``
-    calls this with the formatter's options)."""
+    request) with the time in front, as :data:`LOG_FORMAT` has it, and the request's id at
+    the end of a line written while one is answered (``logging.config`` calls this with
+    the formatter's options)."""
     from uvicorn.logging import AccessFormatter, DefaultFormatter  # the 'server' extra
 
     base = AccessFormatter if kind == "access" else DefaultFormatter
-    formatter = base(**options)
+    formatter = type(base.__name__, (_RequestLines, base), {})(**options)
     formatter.formatTime = iso_time  # type: ignore[method-assign]
     return formatter
 

@@ -19,6 +19,7 @@ from ..errors import ServiceError
 from .admission import stopping
 from .formats import FORMATS
 from .http import error, invalid
+from .logs import REQUEST_ID, request_id
 from .metrics import Metrics
 from .settings import ServerSettings
 from .shutdown import InFlight
@@ -59,6 +60,35 @@ def install(app: Any, settings: ServerSettings, metrics: Metrics, in_flight: InF
     # are added after the middleware)
     paths = lambda: {getattr(r, "path", "") for r in app.routes}  # noqa: E731
     app.add_middleware(_Account, metrics=metrics, paths=paths, in_flight=in_flight)
+    app.add_middleware(_RequestId)  # outermost: _Account's lines name the request too
+
+
+class _RequestId:
+    """Every answer's ``X-Request-Id``: the caller's when sane, else a new one
+    (:func:`.logs.request_id`), kept in ``REQUEST_ID`` while the request is answered (so
+    rerankit's lines, and uvicorn's access line, written inside ``send``, name it) and in
+    the scope's ``state["request_id"]``."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        sent = next((v for k, v in scope["headers"] if k.lower() == b"x-request-id"), None)
+        rid = request_id(None if sent is None else sent.decode("latin-1"))
+        scope.setdefault("state", {})["request_id"] = rid
+
+        async def answer(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                MutableHeaders(scope=message)["X-Request-Id"] = rid
+            await send(message)
+
+        token = REQUEST_ID.set(rid)
+        try:
+            await self.app(scope, receive, answer)
+        finally:
+            REQUEST_ID.reset(token)
 
 
 class _Guard:

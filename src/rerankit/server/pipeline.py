@@ -24,6 +24,7 @@ missed its deadline mostly waiting behind other requests (overload: see
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import math
 import threading
@@ -38,6 +39,7 @@ from ..errors import ConfigError, InvalidDocumentError, MissingDependencyError, 
 from ..ordering import Rule
 from ..rerankers.cascade import Pipeline
 from ..scorers.local import load_models
+from .logs import REQUEST_ID
 from .metrics import Metrics
 from .settings import ServerSettings
 from .state import PipelineState, one_line, summary
@@ -166,8 +168,13 @@ class ServedPipeline:
         succeeds."""
         if self._loader is not None and not self._loader.done():
             return
-        self._loader = asyncio.get_running_loop().create_task(
-            self._keep_loading(delay), name=f"rerankit-load:{self.name}"
+        # started by a request (a model it found gone) or not, its lines name no request
+        outside = contextvars.copy_context()
+        outside.run(REQUEST_ID.set, None)
+        self._loader = outside.run(
+            asyncio.get_running_loop().create_task,
+            self._keep_loading(delay),
+            name=f"rerankit-load:{self.name}",
         )
 
     async def _keep_loading(self, delay: float) -> None:
