@@ -39,8 +39,8 @@ def language_note(
     None. It is said when the query's language is clearly another than ``language`` (the
     first ``documents`` are read when the query's cannot be told: a keyword query), and
     when the model reads English only while the text is in another script, is guessed to
-    be in another language, or ``language`` is not English (whatever the text: a German
-    pipeline with an English model reads German poorly)."""
+    be in another language, or ``language`` is not English and the text is not clearly
+    English (a German pipeline with an English model reads German poorly)."""
     subject = "query"
     other_script, guess = _read(query, language)
     if guess is None and not other_script:
@@ -50,7 +50,9 @@ def language_note(
             subject, other_script, guess = "documents", doc_script, doc_guess
     foreign = guess is not None and guess.code != "en"
     wrong = guess is not None and differs(guess, language)
-    model = english_model and (language != "en" or other_script or foreign)
+    # the English-only model reads poorly text in another script or language, or text of
+    # a non-English pipeline that is not clearly English
+    model = english_model and (other_script or foreign or (guess is None and language != "en"))
     if not (wrong or model):
         return None
     this = "this query is" if subject == "query" else "these documents are"
@@ -61,7 +63,7 @@ def language_note(
         what += f"({guess.code})"
     else:
         what = f"the lexical signals read {language!r}"
-    problems = ["the bundled all-MiniLM-L6-v2 reads English only"] if english_model else []
+    problems = ["the bundled all-MiniLM-L6-v2 reads English only"] if model else []
     if wrong:
         read = "English" if language == "en" else f"language {language!r}"
         them = "it" if subject == "query" else "them"
@@ -70,7 +72,7 @@ def language_note(
     code = guess.code if wrong and guess else None if language == "en" else language
     also = guess.also if wrong and guess else None
     whose = f"{subject}'s" if subject == "query" else "documents'"
-    remedy = _remedy(english_model, code, whose if wrong else None)
+    remedy = _remedy(model, code, whose if wrong else None)
     if also:
         remedy += f'; kanji alone may be Japanese: then "{also}" in place of "{code}"'
     return f"{what}, but {' and '.join(problems)}: {remedy}"
