@@ -47,6 +47,16 @@ def test_an_unknown_language_is_refused_with_the_codes_taken(capsys, command, la
         assert "did you mean 'en'?" in err
 
 
+@pytest.mark.parametrize(
+    ("given", "meant"), [("jp", "ja"), ("JP", "ja"), ("ja-JP", "ja"), ("cn", "zh"), ("deu", "de")]
+)
+def test_a_common_wrong_code_is_told_the_right_one(capsys, given, meant):
+    err = usage_error(capsys, ["rank", "-q", "q", "-r", "bm25", "--language", given])
+    assert f"unknown language {given!r} (did you mean {meant!r}?)" in err
+    with pytest.raises(ValueError, match=f"did you mean {meant!r}"):
+        check_language("german" if meant == "de" else given)
+
+
 @pytest.mark.parametrize("command", ["eval", "serve"])
 def test_eval_and_serve_check_the_language_too(capsys, command):
     argv = [command, *(["--data", "d"] if command == "eval" else []), "--language", "tlh"]

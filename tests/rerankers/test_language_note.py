@@ -12,7 +12,9 @@ import pytest
 
 from rerankit.cli import main
 from rerankit.errors import flags_first, serving
+from rerankit.rerankers import HybridReranker
 from rerankit.rerankers.language_note import language_note
+from rerankit.scorers import JaccardScorer
 from rerankit.text.detect import guess_language
 
 SCRIPTS = {
@@ -32,12 +34,17 @@ LATIN = {
     "Come posso restituire un ordine?": "it",
     "Quanto tempo demora a devolução do pedido?": "pt",
     "Hoe lang duurt het retourneren van een bestelling?": "nl",
+    # one common word, told by the elision and the accents
+    "Comment imprimer l'étiquette de retour ?": "fr",
+    "Lieferzeit nach Österreich": "de",  # a keyword query: one common word and an umlaut
 }
 ENGLISH = [
     "What is the role of la in de novo synthesis?",
     "How does the immune system respond to vaccines?",
     "Die casting of aluminium: what is the yield?",
     "Rücksendung",  # one word: no evidence either way
+    "Is Guillain-Barré syndrome more frequent after the vaccine?",
+    "What does l'Oréal's naïve café study say about de novo mutations?",
 ]
 
 
@@ -86,7 +93,10 @@ def test_cyrillic_names_russian_as_an_example():
 def test_a_latin_script_query_in_another_language_is_warned_under_english(query, code):
     note = language_note(query, language="en", english_model=True)
     assert note is not None and f"({code})" in note and f'language="{code}"' in note
-    assert language_note(query, language=code, english_model=True) is None
+    # its language set: the English-only model is still said, the language is not
+    said = language_note(query, language=code, english_model=True)
+    assert "reads English only" in said and "lexical signals" not in said
+    assert language_note(query, language=code, english_model=False) is None
     # a multilingual model that still reads the words as English: set the language
     assert f'HybridReranker(language="{code}")' in language_note(
         query, language="en", english_model=False
@@ -124,3 +134,65 @@ def test_no_english_query_of_scifact_is_called_another_language():
     queries = _queries(path)
     wrong = [q for q in queries if guess_language(q) is not None]
     assert len(queries) > 300 and wrong == []
+
+
+def test_a_pipeline_of_another_language_warns_of_a_query_in_a_third():
+    """A German pipeline (a Cohere multilingual name routed to it) given a Japanese, a
+    French or an English query says so; a German one is its own."""
+    japanese = language_note("返品の方法を教えてください", language="de", english_model=False)
+    assert "(Japanese: ja)" in japanese and "read it as language 'de'" in japanese
+    assert 'HybridReranker(language="ja")' in japanese
+    french = language_note(
+        "Quels sont les horaires d'ouverture du magasin ?", language="de", english_model=False
+    )
+    assert "looks French (fr)" in french and 'language="fr"' in french
+    assert "looks English (en)" in language_note(
+        "How do I return my order?", language="de", english_model=False
+    )
+    assert (
+        language_note("Wie kann ich eine Rücksendung machen?", language="de", english_model=False)
+        is None
+    )
+    # a language the detector cannot tell apart (Catalan may look Spanish): no guess
+    assert (
+        language_note("Com puc retornar una comanda?", language="ca", english_model=False) is None
+    )
+
+
+def test_a_hybrid_reading_german_warns_of_a_japanese_query_without_a_model():
+    """The hybrid itself (a cheap scorer in the embedding model's place): the warning is
+    in the result, the ranking is not failed."""
+    hybrid = HybridReranker(embedding=JaccardScorer(name="embedding"), language="de")
+    docs = ["Rücksendungen sind 30 Tage möglich.", "返品は30日以内に可能です。"]
+    result = hybrid.rerank("返品の方法を教えてください", docs)
+    assert len(result) == 2
+    assert any("(Japanese: ja)" in w and "'de'" in w for w in result.warnings)
+    assert not hybrid.rerank("Wie kann ich eine Rücksendung machen?", docs).warnings
+
+
+@pytest.mark.parametrize("query", ["Wie kann ich eine Rücksendung machen?", "Rücksendung"])
+def test_a_language_set_keeps_the_english_only_models_warning(query):
+    """--language de sets the lexical analysis; the bundled model still reads English
+    only, and says so (a sentence or a keyword alike)."""
+    note = language_note(query, language="de", english_model=True)
+    assert note is not None and "reads English only" in note
+    assert 'model="sentence-transformers/paraphrase-multilingual' in note
+    assert 'language="de"' in note and "lexical signals read it" not in note
+
+
+def test_kanji_alone_may_be_japanese():
+    assert str(guess_language("返品")) == "Chinese or Japanese: zh or ja"
+    assert language_note("返品", language="ja", english_model=False) is None
+    assert language_note("返品", language="zh", english_model=False) is None
+    note = language_note("返品", language="en", english_model=True)
+    assert 'language="zh"' in note and 'kanji alone may be Japanese: then "ja"' in note
+
+
+def test_a_keyword_query_is_told_by_its_documents():
+    german = ["Rücksendungen sind innerhalb von 30 Tagen möglich, die Kosten trägt der Kunde."]
+    note = language_note("paypal", language="en", english_model=True, documents=german)
+    assert note.startswith("these documents look German (de)")
+    assert "the documents' language" in note and 'language="de"' in note
+    english = ["You can return an order within 30 days; the customer pays for shipping."]
+    assert language_note("paypal", language="en", english_model=True, documents=english) is None
+    assert language_note("paypal", language="de", english_model=False, documents=german) is None

@@ -16,7 +16,7 @@ from fastapi.testclient import TestClient
 
 import rerankit
 from rerankit import register_reranker
-from rerankit.rerankers import ScorerReranker
+from rerankit.rerankers import HybridReranker, ScorerReranker
 from rerankit.scorers import JaccardScorer
 from rerankit.server import ServerSettings, create_app
 from rerankit.server.languages import english_only_models
@@ -33,6 +33,11 @@ def _english() -> ScorerReranker:
 
 
 register_reranker("test-english-model", _english)
+# a hybrid reading German, a cheap scorer in its embedding model's place
+register_reranker(
+    "test-german-hybrid",
+    lambda: HybridReranker(embedding=JaccardScorer(name="embedding"), language="de"),
+)
 
 ASK = {
     "query": "Wie trainiert ein Impfstoff die Immunabwehr?",
@@ -126,3 +131,36 @@ def test_the_hybrids_language_warning_names_a_settings_file_pipeline(wait_ready)
     said = [w for w in warned if "this query looks German (de)" in w]
     assert len(said) == 1 and "[pipelines.NAME] reranker = {" in said[0]
     assert "HybridReranker" not in said[0] and "-r pipeline.toml" not in said[0]
+
+
+def test_every_answer_shape_carries_the_query_language_warning(wait_ready):
+    """A Cohere multilingual name routed to a German pipeline, and a Japanese query: the
+    pipeline's warning is in meta.warnings (Cohere) and in x-rerankit-warnings for every
+    shape, TEI's and Infinity's too (with the alias's own warning, where it has one)."""
+    settings = ServerSettings(
+        pipelines={"de": "test-german-hybrid"},
+        default="de",
+        aliases={"rerank-multilingual-v3.0": "de"},
+    )
+    query, docs = "返品の方法を教えてください", ["Rücksendungen sind möglich.", "返品は30日以内"]
+    with TestClient(create_app(settings)) as client:
+        wait_ready(client)
+        cohere = client.post(
+            "/v2/rerank",
+            json={"model": "rerank-multilingual-v3.0", "query": query, "documents": docs},
+        )
+        tei = client.post("/rerank", json={"query": query, "texts": docs})
+        infinity = client.post("/rerank", json={"query": query, "documents": docs, "model": "de"})
+        german = client.post(
+            "/rerank", json={"query": "Wie sind Rücksendungen möglich?", "texts": docs}
+        )
+    for answer in (cohere, tei, infinity, german):
+        assert answer.status_code == 200, answer.text
+    warned = [w for w in cohere.json()["meta"]["warnings"] if "(Japanese: ja)" in w]
+    assert len(warned) == 1 and "read it as language 'de'" in warned[0]
+    for answer in (cohere, tei, infinity):
+        assert (
+            "this query is mostly in another script (Japanese: ja)"
+            in answer.headers["x-rerankit-warnings"]
+        )
+    assert "x-rerankit-warnings" not in german.headers

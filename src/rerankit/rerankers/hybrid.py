@@ -84,17 +84,16 @@ class HybridReranker(ScoringReranker):
     only within the request. The calibration fits the bundled all-MiniLM-L6-v2; with
     another embedding model and no ``calibration``, the hybrid falls back to ``relative``
     (fit one with ``rerankit tune --calibrate``). The strategies' names in each result's
-    scores and explanation say which mode ran. The embedding model reads English only: a
-    query clearly in another language (another script, or German, French, Spanish, Italian,
-    Portuguese or Dutch by its common words while ``language`` is ``"en"``) gets a warning
-    naming the language and the fix. ``model`` names the embedding model (a
-    hub id, a model folder, or a folder written by ``rerankit export``; an export of the
-    bundled model keeps the calibration). ``backend`` says where it runs: ``"auto"`` (the
-    default) runs the bundled model on ONNX Runtime in float32 when ``onnxruntime`` is
-    installed (exported once into the cache on first use; the same scores as torch within
-    1e-4, without importing torch), torch otherwise; ``"torch"`` and ``"onnx"``
-    name one; ``quantize="int8"`` runs its int8 weights on ONNX Runtime (see
-    :class:`~rerankit.scorers.EmbeddingScorer`).
+    scores and explanation say which mode ran. Text clearly in another language than
+    ``language``, or read by the bundled English-only model when it or ``language`` is not
+    English, gets a warning naming the language and the fix (:func:`.language_note`).
+    ``model`` names the embedding model (a hub id, a model folder, or a folder written by
+    ``rerankit export``; an export of the bundled model keeps the calibration).
+    ``backend`` says where it runs: ``"auto"`` (the default) runs the bundled model on ONNX
+    Runtime in float32 when ``onnxruntime`` is installed (exported once into the cache on
+    first use; the same scores as torch within 1e-4, without importing torch), torch
+    otherwise; ``"torch"`` and ``"onnx"`` name one; ``quantize="int8"`` runs its int8
+    weights on ONNX Runtime (see :class:`~rerankit.scorers.EmbeddingScorer`).
 
     Which keyword shapes which mode: the calibrated default's weights are its
     ``calibration``'s (:data:`HYBRID_CALIBRATION`: 0.3, 0.15, 0.475 and 0.075 for the
@@ -379,8 +378,11 @@ class HybridReranker(ScoringReranker):
             scored.scale = self.score_scale if fusion_ is self.texts_only else "relative"
         if note:
             scored.warnings.append(note)
-        english_model = isinstance(self.embedding, EmbeddingScorer) and self.embedding.is_bundled
-        language = language_note(query, language=self.language, english_model=english_model)
+        english = isinstance(self.embedding, EmbeddingScorer) and self.embedding.is_bundled
+        texts = (d.text for d in docs)  # read only when the query's language is unclear
+        language = language_note(
+            query, language=self.language, english_model=english, documents=texts
+        )
         if language:
             scored.warnings.append(language)
         return scored

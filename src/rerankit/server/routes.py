@@ -77,8 +77,12 @@ def add_rerank_routes(
             }
             if result.degraded:  # SDK users rarely read meta: the header says it too
                 headers["x-rerankit-degraded"] = "true"
-            if call.notes:  # said in meta too, where the format has one (not TEI's, Infinity's)
-                said = "; ".join(call.notes)
+            # the request's and the pipeline's warnings (the query's language, ...): said in
+            # meta.warnings too, where the format has one (not TEI's, Infinity's, Voyage's)
+            # (each cut document's own line is left to x-rerankit-truncated, below)
+            warned = [*call.notes, *result.warnings]
+            if warned:
+                said = "; ".join(warned)
                 headers["x-rerankit-warnings"] = said.encode("ascii", "backslashreplace").decode()
             # said in meta too, where the format has one: TEI's answer is a bare list, so
             # a document a rule dropped would vanish from it unsaid but for its header

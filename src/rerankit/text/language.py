@@ -17,6 +17,7 @@ from .frequencies import FrequencyTable, frequency_table
 __all__ = [
     "CJK_LANGUAGES",
     "LANGUAGES",
+    "MISTAKEN_CODES",
     "SNOWBALL",
     "BackgroundFrequencies",
     "CorpusStats",
@@ -49,6 +50,17 @@ LANGUAGES = tuple(
 )
 
 
+#: codes and names often given for a language's ISO 639-1 code: country codes (jp, cn),
+#: ISO 639-2 codes (deu, ger), withdrawn codes (iw, in) and English names (german)
+MISTAKEN_CODES = {
+    "jp": "ja", "jpn": "ja", "japanese": "ja", "cn": "zh", "zho": "zh", "chi": "zh",
+    "chinese": "zh", "kor": "ko", "korean": "ko", "gr": "el", "dk": "da",
+    "cz": "cs", "ua": "uk", "vn": "vi", "iw": "he", "in": "id", "ji": "yi", "eng": "en",
+    "deu": "de", "ger": "de", "fra": "fr", "fre": "fr", "spa": "es", "ita": "it",
+    "por": "pt", "nld": "nl", "dut": "nl", "rus": "ru", "ara": "ar",
+    **{name: code for code, name in SNOWBALL.items()},
+}  # fmt: skip
+
 #: where a user of the command line is pointed for the codes taken
 LANGUAGES_PAGE = "docs/documents.md, Languages, lists them"
 
@@ -61,8 +73,12 @@ def check_language(language: object) -> str:
     if code in LANGUAGES:
         return code
     hint = ""
-    if code and code[:2] in LANGUAGES and not code[2:3].isalpha():  # en-US, pt_BR
+    if code in MISTAKEN_CODES:  # jp, deu, german
+        hint = f" (did you mean {MISTAKEN_CODES[code]!r}?)"
+    elif code and code[:2] in LANGUAGES and not code[2:3].isalpha():  # en-US, pt_BR
         hint = f" (did you mean {code[:2]!r}?)"
+    elif code and code[:2] in MISTAKEN_CODES and not code[2:3].isalpha():  # jp-JP
+        hint = f" (did you mean {MISTAKEN_CODES[code[:2]]!r}?)"
     raise ValueError(
         f"unknown language {language!r}{hint}: give an ISO 639-1 code, such as en, de, fr "
         f"or zh ({said_for('rerankit.text.LANGUAGES lists them', LANGUAGES_PAGE)}); stemmed: "
