@@ -404,11 +404,17 @@ def _rows(source: Path, what: str) -> tuple[list[tuple[int, str, dict[str, Any]]
 
 
 def _identity(row: Any, line: int, source: Path, what: str) -> str:
-    """A row's ``_id``, or an error naming the file and line."""
+    """A row's ``_id`` (BEIR's name), else its ``id``; or an error naming the file and line.
+    A row holding both with different values is refused: which one is meant cannot be told."""
     if not isinstance(row, dict):
         raise InputError(f"{source}:{line}: expected a JSON object, got {row!r:.60}")
-    if "_id" not in row:
-        found = next((k for k in ("id", "doc_id", "docid", "qid", "query_id") if k in row), None)
-        hint = f" (found {found!r}: BEIR files name it '_id')" if found else ""
-        raise InputError(f"{source}:{line}: the {what} has no '_id' field{hint}")
-    return str(row["_id"])
+    if "_id" in row and "id" in row and str(row["_id"]) != str(row["id"]):
+        raise InputError(
+            f"{source}:{line}: the {what} has both '_id' ({row['_id']!r}) and 'id' "
+            f"({row['id']!r}): keep one ('_id', BEIR's name, or 'id')"
+        )
+    if "_id" not in row and "id" not in row:
+        found = next((k for k in ("doc_id", "docid", "qid", "query_id") if k in row), None)
+        hint = f" (found {found!r}: name it '_id', as BEIR files do, or 'id')" if found else ""
+        raise InputError(f"{source}:{line}: the {what} has no '_id' or 'id' field{hint}")
+    return str(row["_id"] if "_id" in row else row["id"])
