@@ -9,6 +9,7 @@ import logging
 
 import pytest
 
+from rerankit.cli.main import main
 from rerankit.errors import InputError
 from rerankit.eval import load_beir, load_qrels
 from rerankit.eval.metrics import ndcg_at_k
@@ -177,3 +178,12 @@ def test_a_row_with_both_ids_that_differ_is_refused(tmp_path):
         InputError, match=r"corpus\.jsonl:1: the document has both '_id' \('d1'\) and 'id' \('d9'\)"
     ):
         load_beir(folder)
+
+
+def test_a_missing_split_names_the_splits_there_and_how_to_read_one(tmp_path, capsys):
+    folder = _collection(tmp_path / "data", qrels="q1\td1\t1\n")
+    (folder / "qrels" / "test.tsv").rename(folder / "qrels" / "dev.tsv")
+    with pytest.raises(InputError, match=r"splits found: dev; read one with split='dev'"):
+        load_beir(folder)
+    assert main(["eval", "--data", str(folder), "-r", "bm25", "--no-progress"]) != 0
+    assert "splits found: dev; read one with --split dev" in capsys.readouterr().err

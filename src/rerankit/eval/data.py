@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .._jsonl import numbered_jsonl
-from ..errors import InputError, keyword_flag, no_such_file
+from ..errors import InputError, keyword_flag, no_such_file, said_for
 from .corpus import TextCheck
 from .qrels import load_qrels, read_splits, split_files
 
@@ -213,8 +213,7 @@ def load_beir(
     qrels_names = [f"qrels/{f.name}" for f in files]
     for needed in ("corpus.jsonl", "queries.jsonl", *qrels_names):
         if not (path / needed).exists() and not (unjudged and needed.startswith("qrels")):
-            splits = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
-            hint = f"; splits found: {', '.join(splits)}" if needed.startswith("qrels") else ""
+            hint = _splits_hint(path) if needed.startswith("qrels") else ""
             raise InputError(no_such_file(path / needed, f"BEIR layout expected{hint}"))
     corpus_rows, notes = _rows(path / "corpus.jsonl", "document")
     texts = TextCheck(path / "corpus.jsonl")
@@ -382,6 +381,16 @@ def _absent_note(source: Path, absent: list[str]) -> str:
         f"{source}: {what} not in corpus.jsonl ({sample}); {count} as relevant and never "
         "retrieved (in the ideal ranking of nDCG and in recall's denominator)"
     )
+
+
+def _splits_hint(path: Path) -> str:
+    """The splits ``path/qrels`` holds, and how to name one, for a split that is not there."""
+    splits = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
+    if not splits:
+        return "; no qrels/*.tsv found"
+    one = splits[0]
+    use = said_for(f"split={one!r}", f"--split {one} (on tune, --test-split {one})")
+    return f"; splits found: {', '.join(splits)}; read one with {use}"
 
 
 def _rows(source: Path, what: str) -> tuple[list[tuple[int, str, dict[str, Any]]], list[str]]:
