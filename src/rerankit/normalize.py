@@ -20,6 +20,7 @@ __all__ = [
     "rank_positions",
     "ranked_unit_scores",
     "scale_to_unit",
+    "served_scales",
     "unit_scale",
     "unit_scores",
 ]
@@ -166,6 +167,14 @@ def unit_scale(scale: str) -> str:
     logit's sigmoid is in (0, 1) but not a calibrated probability)."""
     check_score_scale(scale)
     return scale if scale in ("probability", "relative") else "unit"
+
+
+def served_scales(scale: str) -> dict[str, str]:
+    """What the service says of a pipeline whose scores are of ``scale`` (in ``/info``,
+    ``/v1/models`` and each answer's ``meta``): ``scores``, the scale of the
+    ``relevance_score`` it answers (:func:`unit_scale`: a cross-encoder's logit is answered
+    as its sigmoid, ``unit``), and ``raw_scores``, the pipeline's own (TEI's ``raw_scores``)."""
+    return {"scores": unit_scale(scale), "raw_scores": scale}
 
 
 def unit_scores(scores: Sequence[float] | np.ndarray) -> np.ndarray:

@@ -150,7 +150,8 @@ def _close(name: str, names: list[str]) -> list[str]:
 # --- built-ins -------------------------------------------------------------------------------
 
 _TORCH = ("extra: torch",)
-#: embedding and hybrid also run on ONNX Runtime from a folder written by `rerankit export`
+#: embedding, hybrid and cross-encoders also run on ONNX Runtime from a folder written by
+#: `rerankit export`
 _TORCH_OR_ONNX = ("extra: torch, or onnx with an exported model",)
 _GEMINI = ("extra: gemini", "env: GEMINI_API_KEY or GOOGLE_API_KEY")
 _OPENAI = ("extra: openai", "env: OPENAI_API_KEY")
@@ -207,7 +208,7 @@ register(
     "cross_encoder",
     ".scorers.cross_encoder:CrossEncoderScorer",
     summary="cross-encoder logit",
-    needs=_TORCH,
+    needs=_TORCH_OR_ONNX,
 )
 register(
     "scorer",
@@ -302,7 +303,7 @@ for _kind, _what in (
         _kind.replace("_", "-"),
         {"scorer": {"type": _kind}},
         summary=_what,
-        needs=_TORCH,
+        needs=_TORCH_OR_ONNX if _kind == "cross_encoder" else _TORCH,
     )
 for _provider, _needs in (("gemini", _GEMINI), ("openai", _OPENAI)):
     for _mode in ("pointwise", "listwise"):

@@ -223,3 +223,20 @@ def test_under_a_torch_free_install_a_model_with_no_export_is_a_mistake(tmp_path
         "'sentence-transformers/all-MiniLM-L6-v2': run `rerankit export "
     ), done.stdout
     assert lines[1] == f"{settings}: ok: 'bm25': bm25 (bm25); scores relative"
+
+
+def test_a_settings_file_gives_the_scale_the_service_answers(tmp_path, capsys, monkeypatch):
+    """The service answers a cross-encoder's sigmoid (``unit``), whatever its pipeline's
+    own scale (``logit``): checking the settings file said ``scores logit``, while
+    ``/v1/models`` said ``"scores": "unit"``. The pipeline file alone (as ``-r FILE``
+    ranks) keeps its own scale."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))  # an empty hub cache: warned of
+    (tmp_path / "ce.toml").write_text(
+        'name = "ce"\n[scorer]\ntype = "cross_encoder"\nmodel = "acme/some-ce"\n'
+    )
+    settings = tmp_path / "service.toml"
+    settings.write_text('[pipelines.ce]\nreranker = "ce.toml"\n')
+    assert main(["check", str(settings), str(tmp_path / "ce.toml")]) == 0
+    ok = [line for line in capsys.readouterr().out.splitlines() if ": ok: " in line]
+    assert "; scores unit (raw_scores logit)" in ok[0], ok
+    assert "; scores logit" in ok[1] and "unit" not in ok[1], ok

@@ -278,6 +278,7 @@ def test_rerankers_lists_what_each_needs(capsys):
     lines = {line.split()[0]: line for line in out.partition("\n\n")[0].splitlines()[1:]}
     assert code == 0 and "extra: torch" in lines["hybrid"] and "nothing extra" in lines["bm25"]
     assert "or onnx with an exported model" in lines["hybrid"]  # it runs torch-free too
+    assert "or onnx with an exported model" in lines["cross-encoder"]  # rerankit export
     assert "onnx" not in lines["causal-lm"]
     assert "OPENAI_API_KEY" in lines["openai-pointwise"]
     code, out, _ = run_cli(capsys, "rerankers", "--all")

@@ -9,6 +9,8 @@ import logging
 
 import pytest
 
+from rerankit.cli.main import main
+from rerankit.errors import InputError
 from rerankit.eval import load_beir, load_qrels
 from rerankit.eval.metrics import ndcg_at_k
 
@@ -156,3 +158,32 @@ def test_two_qrels_files_joined_with_cat_read_as_one_and_the_later_grade_wins(tm
         f"{folder / 'qrels' / 'test.tsv'}: query 'q1' judges document 'd2' twice with "
         "different grades (line 3: 0, line 5: 1); the later line's grade is used"
     ]
+
+
+def test_id_is_read_as_well_as_beirs_underscore_id(tmp_path):
+    corpus = [{"id": "d1", "text": "alpha"}, {"_id": "d2", "text": "beta"}]
+    queries = [{"id": "q1", "text": "alpha"}, {"_id": "q2", "id": "q2", "text": "beta"}]
+    data = load_beir(
+        _collection(tmp_path, qrels="q1\td1\t1\nq2\td2\t1\n", corpus=corpus, queries=queries)
+    )
+    assert set(data.corpus) == {"d1", "d2"}
+    assert data.queries == {"q1": "alpha", "q2": "beta"}
+    assert data.notes == []
+
+
+def test_a_row_with_both_ids_that_differ_is_refused(tmp_path):
+    corpus = [{"_id": "d1", "id": "d9", "text": "alpha"}, {"_id": "d2", "text": "beta"}]
+    folder = _collection(tmp_path, qrels="q1\td1\t1\n", corpus=corpus)
+    with pytest.raises(
+        InputError, match=r"corpus\.jsonl:1: the document has both '_id' \('d1'\) and 'id' \('d9'\)"
+    ):
+        load_beir(folder)
+
+
+def test_a_missing_split_names_the_splits_there_and_how_to_read_one(tmp_path, capsys):
+    folder = _collection(tmp_path / "data", qrels="q1\td1\t1\n")
+    (folder / "qrels" / "test.tsv").rename(folder / "qrels" / "dev.tsv")
+    with pytest.raises(InputError, match=r"splits found: dev; read one with split='dev'"):
+        load_beir(folder)
+    assert main(["eval", "--data", str(folder), "-r", "bm25", "--no-progress"]) != 0
+    assert "splits found: dev; read one with --split dev" in capsys.readouterr().err

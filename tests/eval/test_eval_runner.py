@@ -514,8 +514,8 @@ def _eval(tiny, capsys, *extra):
     [
         (
             "corpus.jsonl",
-            '{"id": "d1", "text": "solar"}\n',
-            r"corpus\.jsonl:1: the document has no '_id' field \(found 'id'",
+            '{"doc_id": "d1", "text": "solar"}\n',
+            r"corpus\.jsonl:1: the document has no '_id' or 'id' field \(found 'doc_id'",
         ),
         (
             "queries.jsonl",

@@ -97,7 +97,12 @@ def test_candidates_without_scores_keep_their_order(collection, tmp_path):
             '{"query_id": "q1"}',
             "bad.jsonl:1: expected an object with query_id and a candidates list",
         ),
-        ('{"candidates": ["d1"]}', "bad.jsonl:1: query_id must be a string or number"),
+        ('{"query_id": null, "candidates": ["d1"]}', "bad.jsonl:1: query_id must be a string or"),
+        (
+            '{"qid": "q1", "candidates": ["d1"]}',
+            r"bad.jsonl:1: the row has no 'query_id' \(fields present: 'qid', 'candidates'\): "
+            r"each row needs a 'query_id'",
+        ),
         (
             '{"query_id": "q1", "candidates": [{"doc_id": "d1", "score": 2}]}',
             r"bad.jsonl:1: candidate 0 has no 'id' \(fields present: 'doc_id', 'score'\): "

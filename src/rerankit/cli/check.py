@@ -15,6 +15,7 @@ from ..cache import cache_defaults
 from ..config import read_spec
 from ..errors import InputError, RerankitError, no_such_file
 from ..llm.base import KEYS_OPTIONAL
+from ..normalize import served_scales
 from ..ordering import Rule
 from ..rerankers import Pipeline
 from ..rerankers.hybrid import REWEIGHTED_NOTE
@@ -32,9 +33,10 @@ __all__ = ["add_commands", "check_settings", "cmd_check", "describe"]
 PROBLEMS = (InputError, RerankitError, ValueError, TypeError, OSError)
 
 
-def describe(reranker: Any, name: str | None = None) -> str:
+def describe(reranker: Any, name: str | None = None, *, served: bool = False) -> str:
     """One line on what a built reranker will run: its ``name`` (default: the reranker's
-    own), its stages, what each keeps, its scale."""
+    own), its stages, what each keeps, its scale: with ``served``, the scale the service
+    answers (``scores unit (raw_scores logit)`` for a cross-encoder, as ``/info`` says)."""
 
     def step(x: Any) -> str:
         if isinstance(x, Rule):
@@ -50,7 +52,11 @@ def describe(reranker: Any, name: str | None = None) -> str:
     weights = [w for x in steps if (w := getattr(x, "reweighted", None))]
     said = ", ".join(f"{k} {round(v, 4):g}" for k, v in weights[0].items()) if weights else ""
     note = REWEIGHTED_NOTE.format(weights=said) if weights else ""
-    return f"{name or reranker.name!r}: {body}; scores {reranker.score_scale}{note}"
+    scales = served_scales(reranker.score_scale)
+    scale = scales["scores"] if served else scales["raw_scores"]
+    if served and scales["scores"] != scales["raw_scores"]:
+        scale += f" (raw_scores {scales['raw_scores']})"
+    return f"{name or reranker.name!r}: {body}; scores {scale}{note}"
 
 
 def _in_file(name: str, exc: BaseException) -> str:
@@ -73,15 +79,16 @@ def _warn_models(name: str, reranker: Any, where: str = "") -> None:
             print(f"{name}: warning: {where}{warning}")
 
 
-def _ok(name: str, reranker: Any, pipeline: str | None = None) -> str:
-    """The ``ok`` line of a built reranker: what it runs; or, when a model folder it names
+def _ok(name: str, reranker: Any, pipeline: str | None = None, *, served: bool = False) -> str:
+    """The ``ok`` line of a built reranker: what it runs (with ``served``, the scale the
+    service answers: :func:`describe`); or, when a model folder it names
     is not here, only that it built (what a folder holds, such as an export of the bundled
     model, decides a hybrid's scorers and scale: said here, they could be wrong)."""
     missing = [m for m in _models(reranker) if missing_folder(m)]
     if not missing:
         runs = models_run(reranker)
         said = f"; runs {', '.join(runs)}" if runs else ""
-        return f"{name}: ok: {describe(reranker, pipeline)}{said}"
+        return f"{name}: ok: {describe(reranker, pipeline, served=served)}{said}"
     said = pipeline or reranker.name
     return (
         f"{name}: ok: {said!r} builds; its scorers and scale are not described, since "
@@ -173,7 +180,7 @@ def check_settings(name: str) -> int:
         if _cannot_load(name, pipeline, reranker):
             failed += 1
             continue
-        print(_ok(name, reranker, pipeline))
+        print(_ok(name, reranker, pipeline, served=True))
         _warn_models(name, reranker, f"pipeline {pipeline!r}: ")
     return failed
 
@@ -220,8 +227,10 @@ def add_commands(sub: Any) -> None:
         "Face cache is warned of: it will be fetched from the hub. The "
         "service's settings file ([server], [pipelines.NAME], [cache]) is checked as `serve "
         "--settings FILE` reads it: its tables, then each pipeline it serves, one line each "
-        "(check it before restarting a replica). [server] and [cache] stop at their first "
-        "mistake: fix it and rerun. An environment variable the file names, an API-key "
+        "(check it before restarting a replica), with the scale the service answers (a "
+        "cross-encoder's: scores unit (raw_scores logit), as /info says). [server] and "
+        "[cache] stop at their first mistake: fix it and rerun. An environment variable "
+        "the file names, an API-key "
         "variable (api_key_env, RERANKIT_API_KEYS) or an LLM provider's key (OPENAI_API_KEY) "
         "that is not set here, or is set but empty, is a warning naming it, and the check "
         "goes on (CI has no secrets; serve needs them), as is a timeout longer than "

@@ -179,8 +179,9 @@ def add_commands(sub: Any) -> None:
         "usage, with a paired t-test against the first stage; a note under the table names a "
         "pipeline whose queries degraded (it fell back: its row measures the fallback), and "
         "when every query of one degraded the command exits 1. Data: a folder with corpus.jsonl "
-        "({_id, title, text}), queries.jsonl ({_id, text}), qrels/<split>.tsv (query-id, "
-        "corpus-id, score) and optionally a TREC run file *.run.trec.",
+        "({_id, title, text}; 'id' is read too), queries.jsonl ({_id, text}), qrels/<split>.tsv "
+        "(query-id, corpus-id, score; the header line is optional) and optionally a TREC run "
+        "file *.run.trec.",
         **examples(
             "rerankit eval --data my-data  # bm25, embedding and hybrid over BM25's top 100",
             "rerankit eval --data my-data --rerankers bm25,pipeline.toml --out results",

@@ -196,8 +196,12 @@ def add_commands(sub: Any) -> None:
         "and embedding's model and where it runs); --settings FILE serves the pipelines the "
         "file declares (the built-ins when it declares no [pipelines]); --reranker X serves "
         "X as the default pipeline, alone, or with --settings beside the file's pipelines "
-        "(replacing the one named X). On SIGTERM /ready says stopping while requests are "
-        "still served for --shutdown-delay seconds, then it stops; SIGINT stops at once.",
+        "(replacing the one named X). A pipeline that cannot load (a torch model on a "
+        "torch-free install, say) does not stop the server: it logs the error and stays up, "
+        "/health answering 200 and /ready 503, that pipeline's requests 503 (docs/service.md, "
+        "'When a pipeline cannot load or a provider stalls'). On SIGTERM /ready says "
+        "stopping while requests are still served for --shutdown-delay seconds, then it "
+        "stops; SIGINT stops at once.",
         **examples(
             "rerankit serve --port 8080  # hybrid, bm25 and embedding",
             "rerankit serve --reranker tuned.toml  # the pipeline tune wrote",

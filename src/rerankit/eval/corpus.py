@@ -80,8 +80,8 @@ class TextCheck:
 
 
 def _found(row: Mapping[str, Any]) -> str:
-    """`` (found 'headline', 'body')``: the fields of ``row`` besides ``_id``."""
-    names = [k for k in row if k != "_id"]
+    """`` (found 'headline', 'body')``: the fields of ``row`` besides its id."""
+    names = [k for k in row if k not in ("_id", "id")]
     if not names:
         return ""
     more = ", ..." if len(names) > SHOWN_FIELDS else ""

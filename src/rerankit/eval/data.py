@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .._jsonl import numbered_jsonl
-from ..errors import InputError, keyword_flag, no_such_file
+from ..errors import InputError, keyword_flag, no_such_file, said_for
 from .corpus import TextCheck
 from .qrels import load_qrels, read_splits, split_files
 
@@ -213,8 +213,7 @@ def load_beir(
     qrels_names = [f"qrels/{f.name}" for f in files]
     for needed in ("corpus.jsonl", "queries.jsonl", *qrels_names):
         if not (path / needed).exists() and not (unjudged and needed.startswith("qrels")):
-            splits = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
-            hint = f"; splits found: {', '.join(splits)}" if needed.startswith("qrels") else ""
+            hint = _splits_hint(path) if needed.startswith("qrels") else ""
             raise InputError(no_such_file(path / needed, f"BEIR layout expected{hint}"))
     corpus_rows, notes = _rows(path / "corpus.jsonl", "document")
     texts = TextCheck(path / "corpus.jsonl")
@@ -384,6 +383,16 @@ def _absent_note(source: Path, absent: list[str]) -> str:
     )
 
 
+def _splits_hint(path: Path) -> str:
+    """The splits ``path/qrels`` holds, and how to name one, for a split that is not there."""
+    splits = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
+    if not splits:
+        return "; no qrels/*.tsv found"
+    one = splits[0]
+    use = said_for(f"split={one!r}", f"--split {one} (on tune, --test-split {one})")
+    return f"; splits found: {', '.join(splits)}; read one with {use}"
+
+
 def _rows(source: Path, what: str) -> tuple[list[tuple[int, str, dict[str, Any]]], list[str]]:
     """``(line, _id, row)`` of each row of a JSON Lines file, and a note when an ``_id``
     is on more than one line (the last of them is used, as a later row replaces an
@@ -404,11 +413,17 @@ def _rows(source: Path, what: str) -> tuple[list[tuple[int, str, dict[str, Any]]
 
 
 def _identity(row: Any, line: int, source: Path, what: str) -> str:
-    """A row's ``_id``, or an error naming the file and line."""
+    """A row's ``_id`` (BEIR's name), else its ``id``; or an error naming the file and line.
+    A row holding both with different values is refused: which one is meant cannot be told."""
     if not isinstance(row, dict):
         raise InputError(f"{source}:{line}: expected a JSON object, got {row!r:.60}")
-    if "_id" not in row:
-        found = next((k for k in ("id", "doc_id", "docid", "qid", "query_id") if k in row), None)
-        hint = f" (found {found!r}: BEIR files name it '_id')" if found else ""
-        raise InputError(f"{source}:{line}: the {what} has no '_id' field{hint}")
-    return str(row["_id"])
+    if "_id" in row and "id" in row and str(row["_id"]) != str(row["id"]):
+        raise InputError(
+            f"{source}:{line}: the {what} has both '_id' ({row['_id']!r}) and 'id' "
+            f"({row['id']!r}): keep one ('_id', BEIR's name, or 'id')"
+        )
+    if "_id" not in row and "id" not in row:
+        found = next((k for k in ("doc_id", "docid", "qid", "query_id") if k in row), None)
+        hint = f" (found {found!r}: name it '_id', as BEIR files do, or 'id')" if found else ""
+        raise InputError(f"{source}:{line}: the {what} has no '_id' or 'id' field{hint}")
+    return str(row["_id"] if "_id" in row else row["id"])

@@ -267,6 +267,12 @@ def load_candidates(
         if not isinstance(row, dict) or not isinstance(row.get("candidates"), list):
             raise InputError(f"{where}: expected an object with query_id and a candidates list")
         qid = row.get("query_id")
+        if "query_id" not in row:
+            present = ", ".join(map(repr, list(row)[:8]))
+            raise InputError(
+                f"{where}: the row has no 'query_id' (fields present: {present}): each row "
+                "needs a 'query_id' (a string or number) and a 'candidates' list"
+            )
         if not isinstance(qid, (str, int)) or isinstance(qid, bool):
             raise InputError(f"{where}: query_id must be a string or number, got {qid!r}")
         if queries is not None and str(qid) not in queries:

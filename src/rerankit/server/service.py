@@ -20,7 +20,7 @@ from ..errors import (
     ServiceError,
     failure_cause,
 )
-from ..normalize import ranked_unit_scores, unit_scale
+from ..normalize import ranked_unit_scores, served_scales
 from ..rerankers.base import input_checked
 from ..rerankers.cascade import ANSWER_DEPTH, FINISHED_STAGES, Pipeline
 from ..types import RerankResult, check_top_k
@@ -145,8 +145,7 @@ class Service:
         if reranker is None:
             return {"scores": None}
         out: dict[str, Any] = {
-            "scores": unit_scale(reranker.score_scale),  # what relevance_score is
-            "raw_scores": reranker.score_scale,  # what TEI's raw_scores are
+            **served_scales(reranker.score_scale),  # relevance_score's, TEI's raw_scores'
             "pairwise": reranker.score_scale != "relative",
         }
         if getattr(reranker, "fuses_first_stage", False):  # a hybrid fusing a retriever score

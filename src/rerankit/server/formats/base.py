@@ -10,7 +10,7 @@ from typing import Annotated, Any, Protocol
 from pydantic import BaseModel, BeforeValidator, Field
 
 from ...errors import ServiceError
-from ...normalize import ranked_unit_scores, scale_to_unit, unit_scale
+from ...normalize import ranked_unit_scores, scale_to_unit, served_scales
 from ...types import Document, RerankResult
 from ..settings import ServerSettings
 
@@ -234,10 +234,7 @@ def meta(result: RerankResult, version: str, call: Call | None = None) -> dict[s
     warnings = answer_warnings(result, call)
     if warnings:
         out["warnings"] = warnings
-    own: dict[str, Any] = {
-        "scores": unit_scale(result.score_scale),
-        "raw_scores": result.score_scale,
-    }
+    own: dict[str, Any] = served_scales(result.score_scale)
     flags = {str(r.index): list(r.flags) for r in result if r.flags}
     for i in sorted(cuts):  # every cut and split is said on its document too
         flags.setdefault(str(i), []).append("truncated")
