@@ -20,9 +20,10 @@ TEXT = "返品は30日以内に無料です。"
 
 
 @pytest.fixture(scope="module")
-def client():
+def client(wait_ready):
     settings = ServerSettings(pipelines={"bm25": "bm25"}, default="bm25")
     with TestClient(create_app(settings)) as c:
+        wait_ready(c)
         yield c
 
 
