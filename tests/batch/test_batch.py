@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from rerankit import load
 from rerankit.batch import BatchSummary, declared, read_rows, rerank_row, run_batch
 from rerankit.cli import main
+from rerankit.cli.batch import write_summary
 
 ROWS = [
     {
@@ -105,6 +106,21 @@ def test_the_cli_writes_parquet_from_jsonl_and_back_and_says_what_failed(tmp_pat
     again = read_jsonl(tmp_path / "again.jsonl")
     assert [r["results"] for r in again[:2]] == [r["results"] for r in rows[:2]]
     assert json.loads((tmp_path / "summary.json").read_text())["failures"] == 1  # the old row
+
+
+def test_the_summary_file_is_utf8_as_the_output_is(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    write_jsonl(src, [{"query": "返品", "candidates": [{"本文": "返品は無料"}]}])
+    args = ["batch", "-i", str(src), "-o", str(tmp_path / "out.jsonl"), "-r", "bm25"]
+    assert main([*args, "--summary", str(tmp_path / "summary.json")]) != 0
+    raw = (tmp_path / "summary.json").read_bytes()
+    assert "'本文'".encode() in raw and b"\\u" not in raw
+    assert "'本文'" in read_jsonl(tmp_path / "out.jsonl")[0]["error"]  # the same text
+    summary = BatchSummary()  # a lone surrogate: escaped, so the file still encodes
+    summary.count({"error": "bad \ud800 本文", "degraded": False}, {})
+    write_summary(str(tmp_path / "odd.json"), summary)
+    odd = (tmp_path / "odd.json").read_bytes()
+    assert b"\\ud800" in odd and json.loads(odd)["errors"] == ["bad \ud800 本文"]
 
 
 def test_an_unknown_format_and_a_missing_file_are_named_before_any_work(tmp_path):

@@ -174,12 +174,23 @@ def cmd_batch(args: argparse.Namespace) -> int:
         more = f"see {args.summary}" if args.summary else "all are in --out; --summary FILE"
         print(f"  ... and {summary.failures - 3} more ({more})", file=sys.stderr)
     if args.summary:
-        Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
+        write_summary(args.summary, summary)
     if args.strict and summary.degraded:
         print(f"  --strict: {summary.degraded} degraded row(s) count as failed", file=sys.stderr)
         failed = summary.failures + summary.skipped_failures + summary.degraded
         return 1 if failed == summary.rows + summary.skipped else SOME_ROWS_FAILED
     return summary.exit_status
+
+
+def write_summary(path: str, summary: BatchSummary) -> None:
+    """The ``--summary`` file: UTF-8 JSON, text as written (``'本文'``), as ``--out`` is; a
+    text UTF-8 cannot encode (a lone surrogate) escapes the file's non-ASCII instead."""
+    data = summary.to_dict()
+    try:
+        text = dumps_strict(data, indent=2, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        text = dumps_strict(data, indent=2).encode("ascii")
+    Path(path).write_bytes(text + b"\n")
 
 
 def total_rows(source: Any) -> int | None:
@@ -220,7 +231,7 @@ def interrupted(args: argparse.Namespace, summary: BatchSummary | None, signals:
             f"{summary.failures} failed)"
         )
         if args.summary:
-            Path(args.summary).write_text(dumps_strict(summary.to_dict(), indent=2) + "\n")
+            write_summary(args.summary, summary)
             done += f"; summary in {args.summary}"
     if summary is None and args.summary:
         done += f"; no {args.summary} (no row was written)"

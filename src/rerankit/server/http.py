@@ -1,6 +1,6 @@
-"""The service's HTTP primitives: the JSON error body and a response that always encodes,
-reading a body within its size and time limits, parsing it into a request model with plain
-messages, and running work that is dropped when the client goes away."""
+"""The service's HTTP primitives: the JSON error body and a UTF-8 response that always
+encodes, reading a body within its size and time limits, parsing it into a request model
+with plain messages, and running work that is dropped when the client goes away."""
 
 from __future__ import annotations
 
@@ -63,9 +63,14 @@ def invalid_document(exc: InvalidDocumentError) -> ServiceError:
 
 
 def render(content: Any) -> bytes:
-    """``content`` as compact JSON that cannot fail to encode: non-ASCII is escaped (a lone
-    surrogate in an echoed document becomes ``\\ud800``, not a UnicodeEncodeError)."""
-    return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    """``content`` as compact JSON in UTF-8 (text readable as sent: ``"返品"``, not
+    ``"\\u8fd4\\u54c1"``) that cannot fail to encode: when a text holds something UTF-8
+    cannot encode (a lone surrogate, which a JSON ``\\ud800`` escape makes), that whole
+    answer is written with non-ASCII escaped instead (still valid JSON, the same values)."""
+    try:
+        return json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(content, ensure_ascii=True, separators=(",", ":")).encode("ascii")
 
 
 class SafeJSONResponse(JSONResponse):

@@ -92,7 +92,8 @@ def not_found(
             f"{alias} ({target})" for alias, target in sorted(aliases.items())
         )
     shown = repr(name) if name is None or len(name) <= 100 else f"{name[:100]!r}..."
-    line = f"{json.dumps(name)} = {json.dumps(default or served[0])}"
+    # TOML basic strings take JSON's escapes; the name as sent, not as \\u escapes
+    line = f"{json.dumps(name, ensure_ascii=False)} = {json.dumps(default or served[0])}"
     if name in COHERE_MODELS:
         fix = (
             f"{shown} is one of Cohere's default names, which the settings file's "

@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import MissingDependencyError
 from .language import SNOWBALL, check_language, cjk_bigrams
 from .words import WordTable, nfkc, split_batch, split_words
+from .words import fold_accents as fold_word
 
 __all__ = ["BY_LANGUAGE", "ENGLISH_STOPWORDS", "Analyzer", "TermBatch"]
 
@@ -138,7 +139,11 @@ class Analyzer:
     callable ``word -> stem``; either overrides the language's choice. Stopwords are matched
     before stemming. Words are matched in NFKC, case-folded (see
     :func:`~rerankit.text.words.matching_form`): decomposed accents, full-width Latin and
-    half-width kana match their usual forms; the texts themselves are never changed. Runs
+    half-width kana match their usual forms; the texts themselves are never changed.
+    ``fold_accents`` (by default on for every language but English) also removes the
+    accents of Latin letters before stopwords and stemming (see
+    :func:`~rerankit.text.words.fold_accents`: ``etiquette`` matches ``étiquette``); the
+    query's surface words keep theirs for word-frequency lookups. Runs
     of Chinese, Japanese or Korean characters always become overlapping bigrams (a text in
     those scripts has no spaces to split on).
 
@@ -156,6 +161,7 @@ class Analyzer:
         lowercase: bool = True,
         stopwords: str | Iterable[str] | None = BY_LANGUAGE,
         stemmer: str | Callable[[str], str] | None = BY_LANGUAGE,
+        fold_accents: bool = BY_LANGUAGE,
         cache_words: int = 500_000,
     ) -> None:
         if cache_words < 0:
@@ -165,8 +171,15 @@ class Analyzer:
             stopwords = "en" if self.language == "en" else None
         if stemmer is BY_LANGUAGE:
             stemmer = SNOWBALL.get(self.language)
+        if fold_accents is BY_LANGUAGE:
+            fold_accents = self.language != "en"
+        if not isinstance(fold_accents, bool):
+            raise ValueError(f"fold_accents must be true or false, got {fold_accents!r}")
         self.lowercase = lowercase
+        self.fold_accents = fold_accents
         self.stopwords = _resolve_stopwords(stopwords)
+        if fold_accents:  # a stopword typed with or without its accents drops both
+            self.stopwords = frozenset(map(fold_word, self.stopwords))
         self._stem = _resolve_stemmer(stemmer)
         self.cache_words = cache_words
         self._lock = threading.Lock()
@@ -176,19 +189,29 @@ class Analyzer:
         self._table = WordTable()
         self._vocab: dict[str, int] = {}  # a new dict: batches already made keep theirs
 
+    def _folded(self, words: list[str]) -> list[str]:
+        return [fold_word(w) for w in words] if self.fold_accents else words
+
     def _words(self, text: str) -> list[str]:
+        """The text's words but stopwords, as written (accents kept)."""
         words = split_words(cjk_bigrams([nfkc(text)]), lowercase=self.lowercase)[0]
-        return [w for w in words if w not in self.stopwords]
+        folded = self._folded(words)
+        return [w for w, f in zip(words, folded, strict=True) if f not in self.stopwords]
+
+    def _to_terms(self, words: list[str]) -> list[str]:
+        """Terms of words that are not stopwords: accents folded (when on), stemmed."""
+        folded = self._folded(words)
+        return self._stem(folded) if self._stem else folded
 
     def terms(self, text: str) -> list[str]:
         """The terms of one text, in order, repeats kept."""
-        words = self._words(text)
-        return self._stem(words) if self._stem else words
+        return self._to_terms(self._words(text))
 
     def query_terms(self, text: str) -> tuple[list[str], dict[str, set[str]]]:
-        """:meth:`terms`, and for each term the surface words that became it."""
+        """:meth:`terms`, and for each term the surface words that became it (as written,
+        accents kept: what a word-frequency table looks up)."""
         words = self._words(text)
-        terms = self._stem(words) if self._stem else words
+        terms = self._to_terms(words)
         surfaces: dict[str, set[str]] = {}
         for term, word in zip(terms, words, strict=True):
             surfaces.setdefault(term, set()).add(word)
@@ -197,8 +220,9 @@ class Analyzer:
     def _term_ids(self, surfaces: list[str], vocab: dict[str, int]) -> np.ndarray:
         """Term id of each distinct surface word (-1 for a stopword), growing ``vocab``."""
         ids = np.full(len(surfaces), -1, dtype=np.int64)
-        kept_pos = [i for i, w in enumerate(surfaces) if w not in self.stopwords]
-        kept = [surfaces[i] for i in kept_pos]
+        folded = self._folded(surfaces)
+        kept_pos = [i for i, w in enumerate(folded) if w not in self.stopwords]
+        kept = [folded[i] for i in kept_pos]
         stems = self._stem(kept) if self._stem else kept
         ids[kept_pos] = [vocab.setdefault(t, len(vocab)) for t in stems]
         return ids

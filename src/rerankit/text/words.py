@@ -16,6 +16,7 @@ words). A word over ``MAX_WORD`` bytes sends the batch to the exact path.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -136,6 +137,40 @@ def matching_form(text: str, lowercase: bool = True) -> str:
     if lowercase and not text.isascii():
         return nfkc(text.casefold())
     return text.lower() if lowercase else text
+
+
+#: Latin letters that NFD leaves whole but that readers type without their mark
+_LATIN_EXTRA = {"œ": "oe", "æ": "ae", "ø": "o", "ł": "l", "đ": "d", "ı": "i"}
+_LATIN_EXTRA.update({k.upper(): v.upper() for k, v in _LATIN_EXTRA.items() if k != "ı"})
+
+
+@functools.lru_cache(maxsize=4096)
+def _fold_char(c: str) -> str:
+    extra = _LATIN_EXTRA.get(c)
+    if extra is not None:
+        return extra
+    parts = unicodedata.normalize("NFD", c)
+    base, marks = parts[0], parts[1:]
+    if (
+        base.isascii()
+        and base.isalpha()
+        and marks
+        and all("\u0300" <= m <= "\u036f" for m in marks)
+    ):
+        return base
+    return c
+
+
+def fold_accents(word: str) -> str:
+    """``word`` with the accents of its Latin letters removed: a letter whose canonical
+    decomposition is an ASCII letter followed by combining diacritical marks (U+0300 to
+    U+036F) becomes that letter (``é`` ``e``, ``ü`` ``u``, ``ñ`` ``n``, ``ç`` ``c``, ``å``
+    ``a``, ``ő`` ``o``, ``ş`` ``s``), and ``œ`` ``æ`` ``ø`` ``ł`` ``đ`` ``ı`` become ``oe``
+    ``ae`` ``o`` ``l`` ``d`` ``i``. Every other character (Greek, Cyrillic, kana with their
+    voicing marks, Han, digits) is kept, so ``й`` and ``が`` stay as they are."""
+    if word.isascii():
+        return word
+    return "".join(c if c.isascii() else _fold_char(c) for c in word)
 
 
 def _clean_run(run: bytes, lowercase: bool) -> bytes:

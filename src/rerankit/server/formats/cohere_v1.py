@@ -5,8 +5,9 @@ An object document's text is its ``text`` field, read as ``text_field`` reads it
 ``title`` field on the line before). ``rank_fields`` names others: one is read the same way
 (``rank_fields=["body"]`` ranks as ``text_field="body"``, and ``["text"]`` as sending none),
 several are joined as ``field: value`` lines in the order named (the YAML-like form Cohere
-recommends for structured documents). The fields read must hold strings, as Cohere's schema
-says; a document that breaks this is a 422 naming it and the field."""
+recommends for structured documents), each one a document has; one of several that no
+document has is said in ``meta.warnings``. The fields read must hold strings, as Cohere's
+schema says; a document that breaks this is a 422 naming it and the field."""
 
 from __future__ import annotations
 
@@ -96,9 +97,31 @@ def read_documents(body: Any, hint: str = "") -> list[Document]:
         raise InvalidDocumentError(f"{exc}{hint}", index=exc.index, field=exc.field) from exc
 
 
+def absent_rank_fields(body: Any) -> list[str]:
+    """A warning for each of several ``rank_fields`` that no object document of ``body``
+    has: it is ignored (the documents are ranked on the others, as Cohere's API reads the
+    keys a document has), which a misspelt name would otherwise leave unsaid. (One rank
+    field is read as the text: a document without it is a 422.)"""
+    names = body.rank_fields or []
+    if len(names) < 2:
+        return []
+    objects = [d for d in body.documents if isinstance(d, dict)]
+    if not objects:
+        return []
+    seen = {key for d in objects for key in d}
+    return [
+        f"rank field {name!r} is in no document of the request, so it was ignored "
+        f"(fields present: {', '.join(map(repr, sorted(seen)))})"
+        for name in dict.fromkeys(names)
+        if name not in seen
+    ]
+
+
 def call(body: Request, settings: ServerSettings) -> Call:
     docs = read_documents(body)
-    return base.ranked_call(body, docs, settings, max_chunks=body.max_chunks_per_doc)
+    made = base.ranked_call(body, docs, settings, max_chunks=body.max_chunks_per_doc)
+    made.notes.extend(absent_rank_fields(body))
+    return made
 
 
 def _check_strings(documents: list[str | dict[str, Any]], names: list[str]) -> None:

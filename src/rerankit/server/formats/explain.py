@@ -25,7 +25,7 @@ from .base import (
     meta,
     relevance_scores,
 )
-from .cohere_v1 import FieldOptions, read_documents
+from .cohere_v1 import FieldOptions, absent_rank_fields, read_documents
 
 path = "/v1/explain"
 summary = "Rerank, explaining every score"
@@ -99,6 +99,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
         body.model or settings.default,
         body.top_n,
         cuts=cuts,
+        notes=absent_rank_fields(body),
     )
 
 
