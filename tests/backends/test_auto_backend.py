@@ -3,12 +3,12 @@ torch by name; the export made on first use is written once, atomically, whoever
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import weakref
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +19,7 @@ pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
 pytest.importorskip("sentence_transformers", reason="exporting needs the 'torch' extra")
 
 from rerankit import load
+from rerankit.backends import local as local_models
 from rerankit.backends.bundled import DEFAULT_EMBEDDING_MODEL, bundled_model_path
 from rerankit.backends.choice import choose_backend
 from rerankit.backends.export import cached_export, export, export_folder
@@ -30,6 +31,13 @@ from rerankit.scorers import CrossEncoderScorer, EmbeddingScorer
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = [json.loads(line) for line in (REPO / "examples" / "sample.jsonl").open()]
 QUERY = "how do vaccines train the immune system"
+
+
+@pytest.fixture
+def no_loaded_models(monkeypatch):
+    """A process that has loaded no model yet: a model an earlier test in this worker still
+    holds (shared while anything holds it) is not reused here."""
+    monkeypatch.setattr(local_models, "_SHARED", weakref.WeakValueDictionary())
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +67,9 @@ def test_auto_reads_an_exported_folder_on_onnx_runtime(bert_dir, tmp_path):
         choose_backend("tensorrt", None, str(out), "cross_encoder")
 
 
-def test_the_default_hybrid_gives_the_torch_scores_without_torch_and_in_order(bundled):
+def test_the_default_hybrid_gives_the_torch_scores_without_torch_and_in_order(
+    bundled, no_loaded_models
+):
     onnx = HybridReranker().rerank(QUERY, SAMPLE)
     reference = HybridReranker(backend="torch").rerank(QUERY, SAMPLE)
     assert onnx.score_scale == reference.score_scale == "probability"
@@ -190,7 +200,9 @@ def test_without_torch_the_default_is_the_hybrid_when_its_export_is_there(
     assert name == "bm25" and "rerankit[torch]" in note
 
 
-def test_a_tuned_files_missing_export_says_to_name_it_on_the_files_scorers(monkeypatch, tmp_path):
+def test_a_tuned_files_missing_export_says_to_name_it_on_the_files_scorers(
+    monkeypatch, tmp_path, no_loaded_models
+):
     # a pipeline file written by tune names no model on its embedding scorers: without torch
     # and without an export, the error says where a file names the export (serve --model
     # is for the built-in pipelines and is refused for a file)
@@ -201,7 +213,6 @@ def test_a_tuned_files_missing_export_says_to_name_it_on_the_files_scorers(monke
         importlib.util, "find_spec", lambda name, *a: None if name == "torch" else real(name, *a)
     )
     monkeypatch.setitem(sys.modules, "torch", None)  # as without torch, whatever ran before
-    gc.collect()  # an earlier test's loaded model, shared while it lives, is gone
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))  # a cache without the export
     stage = {"name": "tuned", "method": "weighted_average", "normalization": "min_max"}
     stage["scorers"] = [{"type": "embedding", "weight": 0.7}, {"type": "bm25", "weight": 0.3}]

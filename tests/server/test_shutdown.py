@@ -100,9 +100,9 @@ def test_after_sigterm_it_serves_for_the_delay_saying_stopping_then_exits_0(tmp_
         first = _ask(url)
         while first[0] == 200 and time.monotonic() < sent + 1.0:
             first = _ask(url)
-        during = [first]
+        during = [(time.monotonic() - sent, first)]
         while time.monotonic() < sent + 0.6 * delay:  # well inside the delay
-            during.append(_ask(url))
+            during.append((time.monotonic() - sent, _ask(url)))
             time.sleep(0.05)
         code = proc.wait(timeout=30)
         stopped = time.monotonic() - sent
@@ -110,8 +110,11 @@ def test_after_sigterm_it_serves_for_the_delay_saying_stopping_then_exits_0(tmp_
         if proc.poll() is None:
             proc.kill()
     assert code == 0
-    assert len(during) >= 3
-    for status, body in during:  # every new connection answered, and told the truth
+    # an ask that a loaded machine made last past the delay may find the port closed,
+    # rightly; every one answered within the delay must say "stopping"
+    within = [answer for ended, answer in during if ended < delay or answer[0] != "refused"]
+    assert len(within) >= 3, during
+    for status, body in within:  # every new connection answered, and told the truth
         assert status == 503, (status, body)
         assert body == {
             "ready": {"status": "stopping"},
