@@ -83,6 +83,19 @@ def wait_ready():
 
 
 @pytest.fixture(scope="module")
+def bm25_client(wait_ready):
+    """A ``TestClient`` of a service whose one pipeline, the default, is ``bm25``, ready."""
+    from fastapi.testclient import TestClient  # as LiveServer: the 'server' extra
+
+    from rerankit.server import ServerSettings, create_app
+
+    settings = ServerSettings(pipelines={"bm25": "bm25"}, default="bm25")
+    with TestClient(create_app(settings)) as client:
+        wait_ready(client)
+        yield client
+
+
+@pytest.fixture(scope="module")
 def browser():
     """A headless Chromium (Selenium) for the playground's page tests."""
     yield from chromium()

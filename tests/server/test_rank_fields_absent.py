@@ -9,9 +9,6 @@ import pytest
 
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 
-from fastapi.testclient import TestClient
-
-from rerankit.server import ServerSettings, create_app
 
 DOCS = [
     {"title": "Solar panels", "body": "Rooftop panels power homes.", "author": "Ann"},
@@ -20,11 +17,8 @@ DOCS = [
 
 
 @pytest.fixture(scope="module")
-def client(wait_ready):
-    settings = ServerSettings(pipelines={"bm25": "bm25"}, default="bm25")
-    with TestClient(create_app(settings)) as c:
-        wait_ready(c)
-        yield c
+def client(bm25_client):
+    return bm25_client
 
 
 def _rerank(client, fields, path="/v1/rerank"):

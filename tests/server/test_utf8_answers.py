@@ -12,19 +12,13 @@ import tomllib
 
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 
-from fastapi.testclient import TestClient
-
-from rerankit.server import ServerSettings, create_app
 
 TEXT = "返品は30日以内に無料です。"
 
 
 @pytest.fixture(scope="module")
-def client(wait_ready):
-    settings = ServerSettings(pipelines={"bm25": "bm25"}, default="bm25")
-    with TestClient(create_app(settings)) as c:
-        wait_ready(c)
-        yield c
+def client(bm25_client):
+    return bm25_client
 
 
 def test_documents_come_back_as_utf8_not_escapes(client):
