@@ -21,6 +21,7 @@ Run: ``python -m benchmarks.experiments.hybrid_dev`` (document embeddings cached
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import sys
 import time
@@ -64,6 +65,8 @@ def ndcg(scores, ids, qrels) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.parse_args()
     use_embedding_cache()
     from rerankit.eval import load_beir
     from rerankit.eval.first_stage import first_stage

@@ -17,6 +17,7 @@ Run: ``python -m benchmarks.experiments.prf_dev`` (document embeddings cached in
 
 from __future__ import annotations
 
+import argparse
 import itertools
 import sys
 
@@ -76,6 +77,8 @@ def ndcg(rows, qrels, params=None) -> float:
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.parse_args()
     use_embedding_cache()
     dev = {label: stage_one(*where) for label, where in DEV.items()}
     alone = [ndcg(rows, data.qrels) for data, rows in dev.values()]

@@ -14,6 +14,7 @@ Run alone to fill the cache: ``python -m benchmarks.quality.clicks_data``.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -22,8 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.common import BEIR as DATA
+
 ROOT = Path(__file__).resolve().parents[2]
-DATA = ROOT.parent / "shared" / "data" / "beir"
 CACHE = ROOT / ".cache" / "clicks-features"
 SPLITS = {"scifact": ("train", "test"), "nfcorpus": ("train", "test")}
 #: (collection, split) -> how many of its judged queries are used (a seeded sample)
@@ -81,6 +83,8 @@ def prepared(name: str, split: str):
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.parse_args()
     for name, splits in SPLITS.items():
         for split in splits:
             prepared(name, split)

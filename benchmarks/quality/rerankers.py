@@ -22,6 +22,7 @@ Run: ``python -m benchmarks.quality.rerankers [--tuned] [--int8]`` (also ``make 
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from benchmarks.common import DATA, ROOT, use_embedding_cache
@@ -42,6 +43,18 @@ RERANKERS = [
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--tuned",
+        action="store_true",
+        help="add the pipelines tuned in examples/tuned/",
+    )
+    parser.add_argument(
+        "--int8",
+        action="store_true",
+        help="add embedding and both hybrid modes on ONNX Runtime with int8 weights",
+    )
+    args = parser.parse_args()
     use_embedding_cache()
     from rerankit.api import load
     from rerankit.eval import load_beir
@@ -58,7 +71,7 @@ def main() -> None:
         cands = first_stage(data, source, 100)
         runs = [first_stage_run(cands)]
         pipelines = [(label, load(r), scores) for label, r, scores in RERANKERS]
-        if "--int8" in sys.argv:
+        if args.int8:
             int8 = {"backend": "onnx", "quantize": "int8"}
             pipelines += [
                 ("embedding, ONNX int8", load({"scorer": {"type": "embedding", **int8}}), False),
@@ -73,7 +86,7 @@ def main() -> None:
                     False,
                 ),
             ]
-        if tuned is not None and "--tuned" in sys.argv:
+        if tuned is not None and args.tuned:
             pipelines.append(("tuned on the train split", load(tuned), True))
         for label, reranker, scores in pipelines:
             run = run_pipeline(label, reranker, data, cands, first_stage_scores=scores)

@@ -10,6 +10,7 @@ answers one JSON line on stdout. Never imports rerankit.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import sys
@@ -61,6 +62,8 @@ def load(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.parse_args()
     answers = sys.stdout
     sys.stdout = sys.stderr  # whatever the libraries print stays off the answer channel
     for line in sys.stdin:

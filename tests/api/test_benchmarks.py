@@ -5,7 +5,9 @@ every script imports from the repository root, helpers are imported as modules (
 from __future__ import annotations
 
 import importlib
+import os
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -49,3 +51,45 @@ def test_every_benchmark_the_docs_name_exists() -> None:
         named |= set(re.findall(r"benchmarks/[\w/]+\.py", text))
     missing = sorted(n for n in named if not (ROOT / n).is_file())
     assert named and missing == []
+
+
+MAINS = [p for p in SCRIPTS if '__name__ == "__main__"' in p.read_text("utf-8")]
+
+
+@pytest.mark.parametrize("path", MAINS, ids=_module)
+def test_each_runnable_benchmark_parses_its_arguments(path: Path) -> None:
+    """``--help`` prints and exits instead of starting the run (an argv read by hand ignored
+    it: ``quality.rerankers --help`` ran the whole benchmark and wrote into ``.cache``)."""
+    assert "ArgumentParser(" in path.read_text("utf-8")
+
+
+def test_rerankers_help_prints_and_exits(tmp_path: Path) -> None:
+    # an empty data folder: were --help ignored again, the run stops at once (no datasets)
+    # instead of encoding into the checkout's cache
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+        "RERANKIT_BENCH_DATA": str(tmp_path),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.quality.rerankers", "--help"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "--int8" in done.stdout
+
+
+def test_clicks_data_reads_the_data_folder_the_other_scripts_read(tmp_path: Path) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(ROOT)]),
+        "RERANKIT_BENCH_DATA": str(tmp_path),
+    }
+    code = "from benchmarks.quality import clicks_data; print(clicks_data.DATA)"
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.stdout.strip() == str(tmp_path / "beir"), done.stderr
