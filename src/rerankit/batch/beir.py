@@ -4,14 +4,13 @@ evaluation's run of a pipeline over a dataset's candidates on Ray Data actors.""
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
 from ..errors import RerankitError
-from ..eval.data import Dataset, parse_split, read_split
+from ..eval.data import Dataset, evaluation_only, parse_split, read_split
 from ..eval.first_stage import candidate_documents, first_stage
 from ..eval.runner import PipelineRun
 from .ray import RayOptions, iter_ray
@@ -20,11 +19,6 @@ from .rows import USAGE_KEY
 __all__ = ["beir_rows", "ray_engine", "run_pipeline_ray"]
 
 logger = logging.getLogger(__name__)
-
-#: a note of reading a folder that only an evaluation needs: relevant judged documents
-#: missing from the corpus count in nDCG's ideal ranking and recall's denominator, which
-#: batch never computes (worded in ``eval/data.py``; still logged there)
-_EVALUATION_ONLY = re.compile(r"relevant judged documents? (is|are) not in corpus\.jsonl")
 
 
 def beir_rows(
@@ -46,7 +40,7 @@ def beir_rows(
     only, which a batch does not compute."""
 
     def batch_note(message: str) -> None:
-        if note is not None and not _EVALUATION_ONLY.search(message):
+        if note is not None and not evaluation_only(message):
             note(message)
 
     data = read_split(folder, split, max_queries, note=batch_note, judged=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -20,6 +21,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "TITLES",
     "Dataset",
+    "evaluation_only",
     "find_collections",
     "load_beir",
     "load_qrels",
@@ -368,6 +370,17 @@ def _check_ids(
         notes.append(_absent_note(source, absent))
         logger.warning(notes[-1])
     return notes
+
+
+#: how :func:`_absent_note` begins after its source: the note only an evaluation needs
+_ABSENT = re.compile(r"relevant judged documents? (is|are) not in corpus\.jsonl")
+
+
+def evaluation_only(note: str) -> bool:
+    """Whether a note of :attr:`Dataset.notes` matters to an evaluation only (relevant
+    judged documents missing from the corpus: nDCG's ideal ranking and recall's
+    denominator), not to a run that only reranks the queries' candidates."""
+    return _ABSENT.search(note) is not None
 
 
 def _absent_note(source: Path, absent: list[str]) -> str:
