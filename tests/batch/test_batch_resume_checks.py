@@ -92,3 +92,42 @@ def test_every_refusal_of_what_to_do_with_out_exits_2(tmp_path, capsys):
     for said, args in cases.items():
         assert main(["batch", *args, *base]) == 2, said
         assert said in capsys.readouterr().err
+
+
+FIELDED = [
+    {
+        "query_id": f"q{i}",
+        "query": f"capital {i}",
+        "candidates": [{"title": "Paris", "body": "capital of France"}, {"title": f"x {i}"}],
+    }
+    for i in range(4)
+]
+
+
+def test_resuming_with_options_that_change_the_rows_is_refused(tmp_path, capsys):
+    """--top-k, --text-fields and --no-candidates change what a row holds: a run resumed
+    with other values would mix two kinds of rows; the same values go on, and the library
+    and the command give one tag for one run."""
+    src, out = write_jsonl(tmp_path / "in.jsonl", FIELDED), tmp_path / "out.jsonl"
+    base = ["batch", "-i", str(src), "--out", str(out), "-r", "bm25", "--no-progress"]
+    assert main([*base, "--text-fields", "title,body", "--top-k", "1"]) == 0
+    tag = lines(out)[0]["reranked_by"]
+    kept = out.read_text().splitlines(keepends=True)[:2]
+    run_batch(src, tmp_path / "plain.jsonl", "bm25")
+    assert tag != lines(tmp_path / "plain.jsonl")[0]["reranked_by"]  # the options count
+    for changed in (
+        ["--text-fields", "body,title", "--top-k", "1"],
+        ["--text-fields", "title,body"],
+        ["--text-fields", "title,body", "--top-k", "1", "--no-candidates"],
+    ):
+        out.write_text("".join(kept))
+        assert main([*base, "--resume", *changed]) == 2, changed
+        err = capsys.readouterr().err
+        assert f"written by pipeline {tag} (2 rows)" in err and "--top-k" in err
+        assert out.read_text() == "".join(kept)  # nothing appended
+    from rerankit import InputFields
+
+    summary = run_batch(
+        src, out, "bm25", resume=True, top_k=1, fields=InputFields(text_fields=("title", "body"))
+    )
+    assert summary.skipped == 2 and [r["reranked_by"] for r in lines(out)] == [tag] * 4

@@ -77,7 +77,7 @@ def run_batch(
     if resume and not settings.preserve_order:
         raise InputError("resume=True needs the rows written in input order (preserve_order)")
     names = RowFields(query_field, query_id_field, candidates_field)
-    tag = pipeline_tag(pipeline)
+    tag = pipeline_tag(pipeline, options)
     finished, keep, failed, unchecked = output_rows(
         output, resume=resume, overwrite=overwrite, names=names, pipeline=tag
     )

@@ -4,6 +4,7 @@ default), start again (``overwrite``), or go on after its finished rows (``resum
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 from collections.abc import Iterable, Iterator, Mapping
@@ -49,11 +50,38 @@ class OutputHoldsRows(OutputRefused):
     overwrite it: refused before any work (``rerankit batch`` exits 2, a usage error)."""
 
 
-def pipeline_tag(pipeline: Any) -> str:
+def _changed(value: Any) -> Any:
+    """A dataclass option (:class:`~rerankit.InputFields`) as the fields it sets to other
+    than their defaults (None: all defaults); any other value as it is."""
+    if not dataclasses.is_dataclass(value) or isinstance(value, type):
+        return value
+    out = {}
+    for f in dataclasses.fields(value):
+        if getattr(value, f.name) != f.default:
+            item = getattr(value, f.name)
+            out[f.name] = list(item) if isinstance(item, tuple) else item
+    return out or None
+
+
+def _output_options(options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The rerank options that change what a batch writes, those set to other than their
+    defaults (so a run with none keeps the tag an earlier rerankit wrote)."""
+    out = {}
+    for key, value in (options or {}).items():
+        value = _changed(value)
+        if value is None or (key == "keep_candidates" and value is True):
+            continue
+        out[key] = value
+    return out
+
+
+def pipeline_tag(pipeline: Any, options: Mapping[str, Any] | None = None) -> str:
     """``NAME@FINGERPRINT`` of the pipeline a batch runs, written in each output row
     (:data:`PIPELINE_KEY`): its name (a registered name, a pipeline file's name, a spec's
     reranker type) and 12 hex digits of its declared form (a file's contents, not its path;
-    a reranker object is told apart by its class only)."""
+    a reranker object is told apart by its class only) with the rerank ``options`` that
+    change the rows written (``top_k``, ``fields`` such as ``text_fields``,
+    ``keep_candidates=False``), when set: resuming with other options is another run."""
     spec: Any = pipeline
     if isinstance(pipeline, Path) or (
         isinstance(pipeline, str) and Path(pipeline).suffix.lower() in PIPELINE_SUFFIXES
@@ -67,10 +95,12 @@ def pipeline_tag(pipeline: Any) -> str:
         name = str(kind or pipeline.get("name") or "spec")
     else:
         name = spec = f"{type(pipeline).__module__}.{type(pipeline).__qualname__}"
+    settings = _output_options(options)
+    declared = {"pipeline": spec, "options": settings} if settings else spec
     try:
-        text = canonical_json(spec, "pipeline")
+        text = canonical_json(declared, "pipeline")
     except TypeError:  # a spec holding an object: its text
-        text = repr(spec)
+        text = repr(declared)
     return f"{name}@{digest(text, 12)}"
 
 
@@ -144,8 +174,10 @@ def _same_pipeline(path: Path, writers: dict[Any, int], pipeline: str | None) ->
     if other:
         raise OutputRefused(
             f"{path} was written by pipeline {other[0]} ({_rows(writers[other[0]])}), and this "
-            f"run's is {pipeline}: resuming would mix two pipelines' scores in one file; "
-            f"run it with the pipeline that wrote it, or pass "
+            f"run's is {pipeline} (another pipeline, or other options that change the rows: "
+            f"{said_for('top_k', '--top-k')}, {said_for('fields', 'the text fields')}, "
+            f"{said_for('keep_candidates', '--no-candidates')}): resuming would mix two kinds of "
+            f"rows in one file; run it as the run that wrote it, or pass "
             f"{_way('--overwrite', 'overwrite')} to rank every row again with this one"
         )
     return writers.get(None, 0)
