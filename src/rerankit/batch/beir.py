@@ -9,8 +9,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from ..errors import RerankitError
 from ..eval.data import Dataset, evaluation_only, parse_split, read_split
+from ..eval.failures import PipelineFailed
 from ..eval.first_stage import candidate_documents, first_stage
 from ..eval.runner import PipelineRun
 from .ray import RayOptions, iter_ray
@@ -84,7 +84,8 @@ def run_pipeline_ray(
     result = PipelineRun(name, {qid: {} for qid, ranked in cands.items() if not ranked})
     for row in iter_ray(rows, pipeline, **ray_options):
         if row["error"]:
-            raise RerankitError(f"{name}: {row['error']}")
+            done = len(result.latencies)  # evaluate records it and goes on with the others
+            raise PipelineFailed(name, row["query_id"], row["error"], done)
         result.record(
             row["query_id"],
             [(r["id"], r["score"]) for r in row["results"]],

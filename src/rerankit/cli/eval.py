@@ -13,7 +13,8 @@ from .. import registry
 from ..api import load
 from ..batch import quiet_ray_logs, ray_engine
 from ..eval.evaluation import DEFAULT_RERANKERS, evaluate, renamed_notes, reranker_labels
-from ..eval.results import CollectionEvaluation
+from ..eval.failures import failed_lines
+from ..eval.results import CollectionEvaluation, Evaluation
 from ..eval.thresholds import format_thresholds
 from .args import (
     add_address_argument,
@@ -35,6 +36,10 @@ from .files import need_collection, need_first_stage, need_reranker
 from .pipelines import pipeline_spec, refuse_model_flags
 
 __all__ = ["add_commands", "cmd_eval", "named_pipelines", "reranker_specs"]
+
+#: ``rerankit eval``'s exit status when some pipeline raised while reranking and the
+#: others were measured (``batch``'s with some rows failed)
+SOME_PIPELINES_FAILED = 3
 
 
 class RerankerList(argparse.Action):
@@ -141,7 +146,23 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print("\n" + result.summary())
         if result.summary_file is not None:
             print(f"wrote {result.summary_file}", file=sys.stderr)
-    return 1 if say_all_degraded(result.collections) else 0
+    failed = say_failed(result)  # 3 (or 1) when some pipeline raised
+    return 1 if say_all_degraded(result.collections) else failed
+
+
+def say_failed(result: Evaluation) -> int:
+    """Say on stderr, after the tables and files, each pipeline that raised while
+    reranking (it has no row); the exit status: 0 when none did, 3 when some did (what
+    finished is printed and written, as ``batch`` exits 3 with some rows failed), 1 when
+    every pipeline failed on every collection (only the first stage was measured)."""
+    several = result.several
+    for f in result.failed:
+        where = f" on {f['collection']}" if several else ""
+        note(failed_lines([f], where)[0])
+    if not result.failed:
+        return 0
+    measured = any(len(c.rows) > 1 for c in result.collections)
+    return SOME_PIPELINES_FAILED if measured else 1
 
 
 def threshold_text(collection: CollectionEvaluation) -> str:
@@ -178,8 +199,11 @@ def add_commands(sub: Any) -> None:
         "report nDCG@10, MRR@10, Recall@10 and Recall@k (relevance >= 1 counts), latency and LLM "
         "usage, with a paired t-test against the first stage; a note under the table names a "
         "pipeline whose queries degraded (it fell back: its row measures the fallback), and "
-        "when every query of one degraded the command exits 1. Data: a folder with corpus.jsonl "
-        "({_id, title, text}; 'id' is read too), queries.jsonl ({_id, text}), qrels/<split>.tsv "
+        "when every query of one degraded the command exits 1. A pipeline that raises while "
+        "reranking is reported as failed (which query, the error) and has no row; the others "
+        "are printed and written, then the command exits 3 (1 when every pipeline failed). "
+        "Data: a folder with corpus.jsonl ({_id, title, text}; 'id' is read too), "
+        "queries.jsonl ({_id, text}), qrels/<split>.tsv "
         "(query-id, corpus-id, score; the header line is optional) and optionally a TREC run "
         "file *.run.trec.",
         **examples(

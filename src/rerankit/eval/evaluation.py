@@ -17,6 +17,7 @@ from ..errors import InputError, keyword_flag
 from ..scorers.local import load_models
 from .compare import FIRST_STAGE_BASELINE, check_baseline
 from .data import TITLES, Dataset, find_collections, read_split
+from .failures import PipelineFailed, failed_lines
 from .first_stage import candidate_depth, candidate_documents, first_stage_label
 from .first_stage import first_stage as first_stage_candidates
 from .latency import first_run_note
@@ -291,7 +292,13 @@ def evaluate(
     for an unknown reranker) raised before any reranker runs: a missing folder, an unknown
     title layout, a baseline that is not among the rerankers; and every reranker's models
     are loaded before the first query is reranked (locally), so one that cannot load fails
-    first, not after the others ran.
+    first, not after the others ran. An error reading the data or in the first stage stops
+    it at once. A pipeline that raises while reranking does not: it is recorded in its
+    collection's ``meta["failed"]`` (``pipeline``, ``query_id``, ``error_type``,
+    ``error``, ``reranked_queries``; ``Evaluation.failed`` lists them all), logged as a
+    warning, left out of the rows (and of the means over collections), and the others are
+    measured and written as usual, as ``rerankit.batch`` writes a failed row with its error
+    and goes on; check ``evaluation.failed`` before reading the rows as complete.
     """
     with embedding_cache_in_use(embedding_cache):  # read by the scorers built below
         collections = _collections(data, split)
@@ -321,16 +328,22 @@ def evaluate(
             cands = first_stage_candidates(
                 dataset, first_stage, candidates, note=_keep_note(dataset, note)
             )
-            runs = [first_stage_run(cands)]
+            runs, failed = [first_stage_run(cands)], []
             for layout in layouts:  # after the first stage: every layout, the same candidates
                 shown = dataset.with_titles(layout)
                 for name, reranker, declared in pipelines:
-                    if runner is not None:
-                        scores = not texts_only
-                        run = runner(name, declared, shown, cands, first_stage_scores=scores)
-                    else:
-                        bar = bars(name) if bars is not None else None
-                        run = _run_here(name, reranker, shown, cands, bar, texts_only)
+                    try:
+                        if runner is not None:
+                            scores = not texts_only
+                            run = runner(name, declared, shown, cands, first_stage_scores=scores)
+                        else:
+                            bar = bars(name) if bars is not None else None
+                            run = _run_here(name, reranker, shown, cands, bar, texts_only)
+                    except PipelineFailed as exc:  # recorded; the others go on
+                        failed.append(exc.record(_run_name(name, layout, layouts)))
+                        logger.warning("%s: %s", label, failed_lines(failed[-1:])[0])
+                        continue
+                    if runner is None:
                         run.load_seconds += loaded.pop(name, 0.0)  # once, on its first run
                         if run.load_note():
                             (note or logger.info)(run.load_note())
@@ -356,6 +369,7 @@ def evaluate(
                 "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
                 "fitted_on": {n: f for n, _, item in pipelines if (f := fitted_on(item))},
                 "notes": dataset.notes,
+                "failed": failed,
             }
             rows = evaluate_runs(dataset, runs, depth)
             result = CollectionEvaluation(
@@ -398,7 +412,7 @@ def _run_here(
 ) -> PipelineRun:
     """One pipeline's run in this process (its models loaded before)."""
     return run_pipeline(
-        name, reranker, data, cands, progress=bar, first_stage_scores=not texts_only
+        name, reranker, data, cands, progress=bar, first_stage_scores=not texts_only, failed_as=True
     )
 
 

@@ -23,6 +23,7 @@ from .compare import (
     per_query,
     write_per_query,
 )
+from .failures import common_rows, failed_lines
 from .first_stage import depth_label
 from .latency import latency_note
 from .notes import all_degraded, degraded_notes, in_sample_note, judgment_cache_note
@@ -101,7 +102,17 @@ class CollectionEvaluation:
     def against(self) -> list[dict[str, Any]] | None:
         """Each pipeline's paired difference in nDCG@10 from the baseline's (``diff``, its
         standard error ``se``, the t-test's ``p``, ``queries``); None without a baseline."""
-        return None if self.baseline is None else against(self.rows, self.baseline)
+        return None if not self._baseline_measured() else against(self.rows, self.baseline)
+
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        """The pipelines that raised while reranking here (see
+        :meth:`~rerankit.eval.failures.PipelineFailed.record`): they have no row."""
+        return list(self.meta.get("failed") or [])
+
+    def _baseline_measured(self) -> bool:
+        """Whether a baseline was named and has a row here (it did not fail)."""
+        return self.baseline is not None and any(r["pipeline"] == self.baseline for r in self.rows)
 
     def _baseline(self, baseline: str | None) -> str:
         if baseline is None and self.baseline is None:
@@ -227,6 +238,7 @@ class CollectionEvaluation:
         text = f"{self.header()}\n\n{format_table(self.rows, self.meta['k'], refit)}"
         notes = self.notes()
         for line in [
+            *failed_lines(self.failed),
             notes["in_sample_note"],
             notes["candidates_note"],
             notes["latency_note"],
@@ -235,7 +247,9 @@ class CollectionEvaluation:
         ]:
             if line:
                 text += f"\n{line}"
-        if self.baseline is not None:
+        if self.baseline is not None and not self._baseline_measured():
+            text += f"\n\nno comparison with {self.baseline}: it failed (see above)"
+        elif self.baseline is not None:
             text += "\n\n" + format_against(self.rows, self.baseline)
             names = [e["pipeline"] for e in against(self.rows, self.baseline)]
             most = format_differences(self.per_query(), self.baseline, names)
@@ -279,7 +293,7 @@ class CollectionEvaluation:
         written.append(Path(folder) / CANDIDATES_FILE)
         if self.thresholds:
             written.append(write_thresholds(Path(folder) / THRESHOLDS_FILE, self.thresholds))
-        if self.baseline is not None:
+        if self._baseline_measured():
             written.append(
                 write_per_query(Path(folder) / PER_QUERY_FILE, self.per_query(), self.baseline)
             )
@@ -342,16 +356,29 @@ class Evaluation:
         """The one collection's :meth:`CollectionEvaluation.query_candidates`."""
         return self._one().query_candidates(query_id)
 
+    @property
+    def failed(self) -> list[dict[str, Any]]:
+        """Every pipeline that raised while reranking, on which collection (``collection``
+        beside :attr:`CollectionEvaluation.failed`'s fields); empty when none did."""
+        return [{"collection": c.collection, **f} for c in self.collections for f in c.failed]
+
+    def _compared(self) -> list[dict[str, Any]] | None:
+        """The collections' entries with the pipelines measured on every one, for the
+        comparison with the baseline; None when there is none, or it failed somewhere."""
+        entries = common_rows([c.entry() for c in self.collections])
+        names = [r["pipeline"] for r in entries[0]["rows"]]
+        return None if self.baseline is None or self.baseline not in names else entries
+
     def mean_ndcg(self) -> dict[str, float]:
-        """Each pipeline's nDCG@10 averaged over the collections (each counts once)."""
+        """Each pipeline's nDCG@10 averaged over the collections (each counts once; one
+        that failed on some collection is left out)."""
         return mean_by_pipeline([c.entry() for c in self.collections])
 
     def mean_against(self) -> list[dict[str, Any]] | None:
         """Each pipeline's difference in nDCG@10 from the baseline's, averaged over the
         collections, with the standard error of that mean; None without a baseline."""
-        if self.baseline is None:
-            return None
-        return mean_against([c.entry() for c in self.collections], self.baseline)
+        entries = self._compared()
+        return None if entries is None else mean_against(entries, self.baseline)
 
     def summary(self) -> str:
         """The summary over several collections as printed (nDCG@10 by collection and the
@@ -360,8 +387,11 @@ class Evaluation:
             return ""
         entries = [c.entry() for c in self.collections]
         text = format_summary(entries)
-        if self.baseline is not None:
-            text += "\n\n" + format_summary_against(entries, self.baseline)
+        compared = self._compared()
+        if compared is not None:
+            text += "\n\n" + format_summary_against(compared, self.baseline)
+        elif self.baseline is not None:
+            text += f"\n\nno comparison with {self.baseline}: it failed on some collection"
         return text
 
     def table(self) -> str:
@@ -379,6 +409,7 @@ class Evaluation:
         difference from the baseline."""
         return {
             "baseline": self.baseline,
+            "failed": self.failed,
             "collections": [c.to_dict() for c in self.collections],
             "mean_ndcg@10": self.mean_ndcg(),
             "mean_against_baseline": self.mean_against(),

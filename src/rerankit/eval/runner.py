@@ -29,6 +29,7 @@ from ..calibration import expected_calibration_error, reliability_bins, reliabil
 from ..errors import InputError, failure_cause
 from ..scorers.local import load_models
 from .data import Dataset
+from .failures import PipelineFailed
 from .first_stage import candidate_documents
 from .metrics import ndcg_at_k, paired_t_test, recall_at_k, reciprocal_rank
 from .notes import calibration_note, top_bins_note
@@ -154,10 +155,12 @@ def run_pipeline(
     *,
     progress: Callable[[Any], Any] | None = None,
     first_stage_scores: bool = True,
+    failed_as: bool = False,
 ) -> PipelineRun:
     """Rerank every query's candidates with ``reranker``; ``progress`` wraps the query
     iterator (e.g. ``tqdm``) when given; ``first_stage_scores=False`` gives the reranker
-    texts only."""
+    texts only; ``failed_as=True`` raises an error of ``rerank`` as a
+    :class:`~rerankit.eval.failures.PipelineFailed` naming the query."""
     queries = list(cands.items())
     result = PipelineRun(name, {}, load_seconds=load_models(reranker))
     iterator = progress(queries) if progress else queries
@@ -168,7 +171,12 @@ def run_pipeline(
                 continue
             start = time.perf_counter()
             docs = candidate_documents(data, ranked, with_scores=first_stage_scores)
-            out = reranker.rerank(data.queries[qid], docs)
+            try:
+                out = reranker.rerank(data.queries[qid], docs)
+            except Exception as exc:  # not KeyboardInterrupt
+                if not failed_as:
+                    raise
+                raise PipelineFailed(name, qid, exc, len(result.latencies)) from exc
             result.record(
                 qid,
                 [(r.id, r.score) for r in out],
@@ -319,8 +327,9 @@ def format_table(
 
 def format_summary(collections: Sequence[Mapping[str, Any]]) -> str:
     """nDCG@10 x 100 of every pipeline on every collection (one row each, from
-    :func:`evaluate_runs`' rows under ``"rows"``), and the mean over the collections."""
-    names = [r["pipeline"] for r in collections[0]["rows"]]
+    :func:`evaluate_runs`' rows under ``"rows"``; ``failed`` where it failed there), and
+    the mean over the collections (only of a pipeline measured on every one)."""
+    names = list(dict.fromkeys(r["pipeline"] for c in collections for r in c["rows"]))
     head = ["collection", "split", "queries", *names]
     lines = [
         "nDCG@10 x 100 by collection:\n",
@@ -328,24 +337,21 @@ def format_summary(collections: Sequence[Mapping[str, Any]]) -> str:
         "|---|---|" + "---:|" * (len(head) - 2),
     ]
     for c in collections:
-        cells = [f"{100 * r['ndcg@10']:.2f}" for r in c["rows"]]
+        ndcg = {r["pipeline"]: f"{100 * r['ndcg@10']:.2f}" for r in c["rows"]}
+        cells = [ndcg.get(n, "failed") for n in names]
         lines.append(
             f"| {c['collection']} | {c['split']} | {c['queries']} | " + " | ".join(cells) + " |"
         )
-    means = mean_by_pipeline(collections)
-    lines.append("| mean | | | " + " | ".join(f"{100 * means[n]:.2f}" for n in names) + " |")
+    means = {n: f"{100 * v:.2f}" for n, v in mean_by_pipeline(collections).items()}
+    lines.append("| mean | | | " + " | ".join(means.get(n, "failed") for n in names) + " |")
     return "\n".join(lines)
 
 
 def mean_by_pipeline(collections: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Each pipeline's nDCG@10 averaged over the collections (each counts once)."""
-    names = [r["pipeline"] for r in collections[0]["rows"]]
-    return {
-        n: statistics.fmean(
-            next(r["ndcg@10"] for r in c["rows"] if r["pipeline"] == n) for c in collections
-        )
-        for n in names
-    }
+    """Each pipeline's nDCG@10 averaged over the collections (each counts once); one that
+    failed on some collection is left out."""
+    ndcg = [{r["pipeline"]: r["ndcg@10"] for r in c["rows"]} for c in collections]
+    return {n: statistics.fmean(c[n] for c in ndcg) for n in ndcg[0] if all(n in c for c in ndcg)}
 
 
 def write_summary(out: str | Path, collections: Sequence[Mapping[str, Any]]) -> Path:
@@ -364,6 +370,7 @@ def write_summary(out: str | Path, collections: Sequence[Mapping[str, Any]]) -> 
                 "queries_without_candidates": c.get("queries_without_candidates", 0),
                 "first_stage": c["first_stage"],
                 "ndcg@10": {r["pipeline"]: r["ndcg@10"] for r in c["rows"]},
+                "failed": c.get("failed") or [],
             }
             for c in collections
         ],
