@@ -6,7 +6,8 @@ on the held-out third with its judgments, beside the default and learning to ran
 judgments of the same two thirds (``tune --method ltr``'s procedure). The test split is
 not read.
 
-Run: ``python -m benchmarks.quality.clicks_dev [--sessions 100] [--eta 1] [--seed 0]``;
+Run: ``python -m benchmarks.quality.clicks_dev [--sessions 100] [--eta 1] [--seed 0]
+[--smoothing K]``;
 ``--true-propensities`` learns with the click model's own propensities (what a perfect
 estimate would give).
 """
@@ -49,6 +50,13 @@ def main() -> None:
         help="learn with the click model's own propensities instead of estimating them "
         "(what a perfect estimate would give)",
     )
+    parser.add_argument(
+        "--smoothing",
+        type=float,
+        default=None,
+        help="expected examinations added to each training label's denominator "
+        "(default: the learner's, rerankit.training.clicks.learn.SMOOTHING)",
+    )
     args = parser.parse_args()
     train, rows, hybrid = prepared("scifact", "train")
     top = max_grade(train.qrels)
@@ -67,7 +75,14 @@ def main() -> None:
             "scifact", learn, learn_hybrid, train.qrels, top, args.sessions, args.eta, args.seed
         )
         given = model.propensities(10) if args.true_propensities else None
-        result = learn_from_clicks(logs, learn, propensities=given, keep_learned=True, curve=None)
+        result = learn_from_clicks(
+            logs,
+            learn,
+            propensities=given,
+            keep_learned=True,
+            curve=None,
+            smoothing=args.smoothing,
+        )
         scores = learned_scores(result.booster, result.features, result.option[2], held_rows)
         results["learned from clicks"].append(test_ndcg(scores, held_rows, held_qrels))
         judged, _ = reference(learn, learn_hybrid, learn_qrels, held_rows, held_qrels)

@@ -57,6 +57,31 @@ def test_relevance_estimates_divide_clicks_by_expected_examinations():
     )
 
 
+def test_training_labels_are_clicks_over_expected_examinations_plus_the_smoothing():
+    from rerankit.training.clicks.learn import SMOOTHING, _labels
+
+    # d0 at the top in 20 sessions, clicked in 14; d1 always at 10 % examination, clicked once
+    shown = [[0, 1, 2, 3]] * 20
+    clicked = [[i < 14, i == 0, False, False] for i in range(20)]
+    log = _log(shown, clicked)
+    theta = np.array([1.0, 0.1, 0.5, 0.5])
+    estimate, mass = ips_relevance(log, theta)
+    np.testing.assert_allclose(mass, [20.0, 2.0, 10.0, 10.0])
+    plain = _labels(estimate, mass, 10)
+    smoothed = _labels(estimate, mass, 10, SMOOTHING)
+    assert plain.tolist() == [7, 5, 0, 0]  # one click where few look: half the top label
+    clicks = np.array([14, 1, 0, 0])
+    expected = np.rint(10 * np.clip(clicks / (mass + SMOOTHING), 0, 1)).astype(int)
+    assert smoothed.tolist() == expected.tolist() == [6, 2, 0, 0]
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.nan, "3"])
+def test_a_smoothing_that_is_not_a_number_of_examinations_is_refused(bad):
+    model, logs, rows = _collection("coverage", queries=12, sessions=5)
+    with pytest.raises(ValueError, match="smoothing must be a number >= 0"):
+        learn_from_clicks(logs, rows, smoothing=bad, **SMALL)
+
+
 def test_counterfactual_ndcg_by_hand():
     gains = np.array([0.0, 1.0, np.nan, 0.5])
     ideal = 1 + 0.5 / math.log2(3)

@@ -4,7 +4,11 @@ that keeps the pipeline that served the log unless the learned one is clearly be
 Each query's clicks become an estimate of each shown document's relevance by inverse
 propensity weighting (:func:`ips_relevance`: its clicks over the examinations its
 positions got, by the propensities of :mod:`.propensity`), so a document clicked at
-position 8 counts for more than one clicked at position 1. LightGBM's lambdarank then
+position 8 counts for more than one clicked at position 1. Its training label is that
+estimate smoothed, its clicks over its expected examinations plus :data:`SMOOTHING`: a
+document shown only where few users look has few expected examinations, and one or two
+clicks there (which are often noise clicks) would otherwise give it the top label; the
+gains that measure a ranker keep the plain estimate. LightGBM's lambdarank then
 learns, over the features ``rerankit tune --method ltr`` reads, to order the shown
 documents by that estimate (graded labels with linear gains). With ``correct=False`` the
 propensities are all 1: clicks as labels, the naive learner, which mostly learns to
@@ -41,11 +45,13 @@ from .given import as_propensities
 from .propensity import Propensities
 from .result import ClickLearning
 from .sessions import QueryLog
+from .staged import staged_predictions
 
 __all__ = [
     "LEVELS",
     "SESSION_SHARES",
     "SETTINGS",
+    "SMOOTHING",
     "ClickLearning",
     "blend_base",
     "carries_first_stage",
@@ -55,6 +61,10 @@ __all__ = [
 
 #: relevance estimates become this many graded labels above 0 (linear gains)
 LEVELS = 10
+#: a training label is a document's clicks over its expected examinations (in sessions'
+#: worth of position 1) plus this many: chosen on SciFact's training queries
+#: (``benchmarks/quality/clicks_dev.py --smoothing``; docs/measured.md)
+SMOOTHING = 3.0
 #: the LightGBM settings compared (two of ``tune``'s: a click log has a few shown documents
 #: per query, and each setting costs a model per cross-validation fit)
 SETTINGS = {name: ltr.SETTINGS[name] for name in ("7 leaves", "31 leaves")}
@@ -88,34 +98,6 @@ def _ndcg(scores: np.ndarray, gains: np.ndarray, ideal: float) -> float:
     return float(gains[top] @ DISCOUNT[: len(top)]) / ideal
 
 
-def staged_predictions(
-    booster: Any, x: np.ndarray, trees: Sequence[int], chunk: int = 20_000
-) -> dict[int, np.ndarray]:
-    """A booster's predictions of ``x`` with its first ``t`` trees, for each ``t`` in
-    ``trees``, from one pass over the largest: each row's leaf in each tree, their values
-    summed tree by tree (half the work of predicting at each number of trees)."""
-    dump = booster.dump_model()["tree_info"][: max(trees)]
-    width = max(info["num_leaves"] for info in dump)
-    table = np.zeros((len(dump), width))
-    for i, info in enumerate(dump):
-        stack = [info["tree_structure"]]
-        while stack:
-            node = stack.pop()
-            if "leaf_value" in node:
-                table[i, node.get("leaf_index", 0)] = node["leaf_value"]
-            else:
-                stack += [node["left_child"], node["right_child"]]
-    out = {t: np.empty(len(x)) for t in trees}
-    for start in range(0, len(x), chunk):
-        part = x[start : start + chunk]
-        leaves = np.asarray(booster.predict(part, num_iteration=len(dump), pred_leaf=True))
-        leaves = leaves.reshape(len(part), -1)
-        running = np.cumsum(table[np.arange(len(dump)), leaves], axis=1)
-        for t in trees:
-            out[t][start : start + chunk] = running[:, min(t, len(dump)) - 1]
-    return out
-
-
 def blend_base(x: np.ndarray, first_stage: bool = True) -> np.ndarray:
     """What a learned model is blended with, as ``tune`` does: the first stage and MiniLM
     (the ``first_stage`` and ``cosine`` columns of a feature matrix), min-max normalised,
@@ -146,8 +128,13 @@ def _feature_names(queries: int, first_stage: bool) -> tuple[str, ...]:
     return names if first_stage else tuple(n for n in names if not n.startswith("first_stage"))
 
 
-def _labels(estimate: np.ndarray, levels: int) -> np.ndarray:
-    return np.rint(levels * np.clip(np.nan_to_num(estimate), 0.0, 1.0)).astype(np.int64)
+def _labels(
+    estimate: np.ndarray, mass: np.ndarray, levels: int, smoothing: float = 0.0
+) -> np.ndarray:
+    """Graded labels 0..``levels`` of relevance estimates (clicks over expected
+    examinations ``mass``), each shrunk towards 0 as clicks over ``mass + smoothing``."""
+    smoothed = np.nan_to_num(estimate) * mass / np.maximum(mass + smoothing, 1e-12)
+    return np.rint(levels * np.clip(smoothed, 0.0, 1.0)).astype(np.int64)
 
 
 @dataclass
@@ -175,9 +162,11 @@ def _prepare(
     evaluate_on: str,
     evaluate: Mapping[str, QueryLog] | None = None,
     first_stage: bool = True,
+    smoothing: float = 0.0,
 ) -> _Prepared:
-    """Labels from ``logs``; gains from ``evaluate`` (default: the same logs), over the
-    documents it showed (``evaluate_on="shown"``) or over every candidate (``"all"``)."""
+    """Labels from ``logs`` (smoothed, see :func:`_labels`); gains from ``evaluate``
+    (default: the same logs), over the documents it showed (``evaluate_on="shown"``) or
+    over every candidate (``"all"``)."""
     out = _Prepared({}, {}, {}, {}, {}, {}, {})
     for key, log in logs.items():
         x = _aligned(log, rows[key])
@@ -185,7 +174,8 @@ def _prepare(
         shown = np.flatnonzero(mass > 0)
         ids = [log.doc_ids[i] for i in shown]
         out.train_rows[key] = (ids, x[shown])
-        out.labels[key] = dict(zip(ids, _labels(estimate[shown], levels).tolist(), strict=True))
+        labels = _labels(estimate[shown], mass[shown], levels, smoothing)
+        out.labels[key] = dict(zip(ids, labels.tolist(), strict=True))
         if evaluate is not None:
             estimate, mass = ips_relevance(evaluate[key], theta, clip=clip)
         keep = np.flatnonzero(mass > 0) if evaluate_on == "shown" else np.arange(len(x))
@@ -290,6 +280,7 @@ def learn_from_clicks(
     seeds: Sequence[int] = (0,),
     features: Sequence[str] | None = None,
     levels: int = LEVELS,
+    smoothing: float | None = None,
     clip: float = MIN_PROPENSITY,
     depth: int = 10,
     curve: Sequence[float] | None = SESSION_SHARES,
@@ -303,21 +294,32 @@ def learn_from_clicks(
     doc). ``propensities``: by position, for positions 1..``depth`` (None:
     :func:`~.propensity.estimate_propensities`; a list, ``"1,0.9,..."`` or a file ``tune``
     wrote: :func:`~.given.read_propensities`);
-    ``correct=False``: the naive learner. ``curve``: the shares of each query's sessions the
-    learning curve refits on (None: no curve). The booster is fitted on every query when
-    the verdict adopts it, or with ``keep_learned``. ``first_stage``: whether the first
-    stage's scores count (None: when the log carried them, :func:`carries_first_stage`);
-    without them the model does not read the first-stage features, and the blend, in
-    learning and in the pipeline it gives, is with MiniLM alone."""
+    ``correct=False``: the naive learner (clicks as labels, not smoothed). ``smoothing``:
+    the expected examinations added to each training label's denominator (None:
+    :data:`SMOOTHING` when correcting, 0 for the naive learner). ``curve``: the shares of
+    each query's sessions the learning curve refits on (None: no curve). The booster is
+    fitted on every query when the verdict adopts it, or with ``keep_learned``.
+    ``first_stage``: whether the first stage's scores count (None: when the log carried
+    them, :func:`carries_first_stage`); without them the model does not read the
+    first-stage features, and the blend, in learning and in the pipeline it gives, is
+    with MiniLM alone."""
     if evaluate_on not in ("shown", "all"):
         raise ValueError(f"evaluate_on {evaluate_on!r}: expected 'shown' or 'all'")
+    if smoothing is None:
+        smoothing = SMOOTHING if correct else 0.0
+    if not (isinstance(smoothing, (int, float)) and math.isfinite(smoothing) and smoothing >= 0):
+        raise ValueError(
+            f"smoothing must be a number >= 0 (expected examinations), got {smoothing!r}"
+        )
     missing = [k for k in logs if k not in rows]
     if missing:
         raise ValueError(f"no features for {len(missing)} logged queries (e.g. {missing[0]!r})")
     if first_stage is None:
         first_stage = carries_first_stage(logs)
     prop = as_propensities(propensities, logs, rows, depth, correct)
-    data = _prepare(logs, rows, prop.values, clip, levels, evaluate_on, first_stage=first_stage)
+    data = _prepare(
+        logs, rows, prop.values, clip, levels, evaluate_on, None, first_stage, smoothing
+    )
     qids = [q for q in logs if not math.isnan(counterfactual_ndcg(data.base[q], data.gains[q]))]
     labelled = sum(any(data.labels[q].values()) for q in qids)
     if labelled < crossval.MIN_QUERIES:
@@ -355,6 +357,7 @@ def learn_from_clicks(
             names,
             evaluate_on,
             first_stage,
+            smoothing,
         )
     booster = None
     if verdict.adopt or keep_learned:
@@ -401,6 +404,7 @@ def _session_curve(
     names: Sequence[str],
     evaluate_on: str,
     first_stage: bool = True,
+    smoothing: float = 0.0,
 ) -> list[tuple[float, float]]:
     """Cross-validated counterfactual nDCG@10 of the chosen option refitted on the first
     ``share`` of each training query's sessions (each held-out query scored on all of its
@@ -416,7 +420,7 @@ def _session_curve(
             continue
         done.add(sizes)
         heads = {q: log.head(n) for (q, log), n in zip(logs.items(), sizes, strict=True)}
-        data = _prepare(heads, rows, theta, clip, levels, evaluate_on, logs, first_stage)
+        data = _prepare(heads, rows, theta, clip, levels, evaluate_on, logs, first_stage, smoothing)
         values = {}
         for f in range(k):
             train = [q for q, g in cv.fold_of.items() if g != f and any(data.labels[q].values())]
