@@ -50,7 +50,6 @@ Example (TOML)::
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from collections.abc import Mapping
 from numbers import Real
@@ -59,10 +58,9 @@ from typing import Any
 
 from . import registry
 from ._once import BuiltOnce
-from ._optional import require
 from .backends.detect import model_kind
 from .cache import current_defaults
-from .errors import ConfigError, in_file, no_such_file, strip_location
+from .errors import ConfigError, in_file, strip_location
 from .fusion import ScoreCombinationMethod
 from .llm.base import KEYS_OPTIONAL
 from .llm.declared import split_llm_options
@@ -74,12 +72,8 @@ from .rerankers import FusionReranker, Pipeline, Reranker, ScorerReranker, Stage
 from .scorers.base import Scorer, check_scorer
 from .scorers.llm_listwise import LLMListwiseScorer
 from .scorers.llm_pointwise import LLMPointwiseScorer
-from .spec_toml import to_toml
-
-try:
-    import tomllib
-except ImportError:  # Python 3.10: the tomli package (a dependency there)
-    tomllib = None
+from .spec_toml import PIPELINE_SUFFIXES, read_spec
+from .spec_toml import to_toml as unchecked_toml
 
 __all__ = [
     "build",
@@ -221,37 +215,8 @@ _FUSION_KEYS = ("method", "normalization", "rrf_k", "output_calibration")
 _NESTED_SCORERS = {"reranker": ("embedding",)}
 
 
-def read_spec(source: str | Path, what: str = "pipeline file") -> dict[str, Any]:
-    """The spec in a ``.toml``, ``.yaml``/``.yml`` or ``.json`` file (``what`` it is, for
-    the error when it is missing: a pipeline file, or the service's settings file)."""
-    path = Path(source)
-    if not path.exists():
-        raise ConfigError(no_such_file(path, f"a {what}"))
-    suffix = path.suffix.lower()
-    if suffix not in PIPELINE_SUFFIXES:
-        raise ConfigError("use a .toml, .yaml, .yml or .json file", where=str(path))
-    try:
-        text = path.read_text(encoding="utf-8")
-        if suffix == ".toml":
-            toml = tomllib or require("tomli", "reading TOML pipelines")
-            spec = toml.loads(text)
-        elif suffix == ".json":
-            spec = json.loads(text)
-        else:
-            spec = require("yaml", "reading YAML pipelines").safe_load(text)
-    except ConfigError:
-        raise
-    except Exception as exc:  # a parser's own error type (TOMLDecodeError, YAMLError, ...)
-        raise ConfigError(str(exc), where=str(path)) from exc
-    if not isinstance(spec, Mapping):
-        raise ConfigError("a pipeline spec is a table/mapping at the top level", where=str(path))
-    return dict(spec)
-
-
 #: the keys of a pipeline file whose relative paths are read from the file's folder
 PATH_KEYS = ("model", "embedding", "reranker")
-#: the suffixes of pipeline files (a ``reranker`` value ending so is a file to read)
-PIPELINE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 
 
 def read_pipeline(source: str | Path) -> dict[str, Any]:
@@ -448,3 +413,26 @@ def build(spec: Mapping[str, Any], *, name: str | None = None) -> Any:
         [Stage(step, keep, stage_name) for step, keep, stage_name in stages],
         name=name or "pipeline",
     )
+
+
+def to_toml(spec: Mapping[str, Any], comment: str = "") -> str:
+    """A pipeline spec (a mapping of a pipeline file's keys: a ``name`` and ``stages``, as
+    ``rerankit tune`` writes them, or a name and a ``reranker`` or ``scorer``) as TOML, with
+    ``comment`` on ``#`` lines above it. It is first built as loading the file builds it
+    (:func:`build`; no model is loaded and no API key needs to be set), so a misspelt key,
+    name or option is the :class:`~rerankit.errors.ConfigError` loading would raise. A
+    reranker or scorer object is not a spec: write the spec that builds it."""
+    if not isinstance(spec, Mapping):
+        raise TypeError(
+            f"to_toml takes a pipeline spec, a mapping of a pipeline file's keys, got a "
+            f"{type(spec).__name__}; a reranker or scorer built in Python is written as the "
+            "spec that builds it, e.g. {'name': 'mine', 'reranker': 'hybrid'} or {'name': "
+            "'mine', 'scorer': {'type': 'cross_encoder', 'model': 'FOLDER', 'output': "
+            "'sigmoid'}} (CrossEncoderScorer('FOLDER', output='sigmoid'); docs/pipelines.md)"
+        )
+    token = KEYS_OPTIONAL.set(True)  # written here, used where the key is set
+    try:
+        build(spec)
+    finally:
+        KEYS_OPTIONAL.reset(token)
+    return unchecked_toml(spec, comment)

@@ -1,7 +1,8 @@
 """Input adapters: the one place the caller's items become Documents, and the one place
 results are mapped back to the caller's kind of object.
 
-Accepted items:
+Accepted items (in a list or any iterable; a pandas ``DataFrame`` gives its rows, as the
+dicts ``df.to_dict("records")`` makes, and a result's ``index`` is the row's position):
 
 * ``str`` and :class:`~rerankit.Document`;
 * mappings (dicts): the text under ``text_field`` (or the ``text_fields`` joined as
@@ -69,18 +70,20 @@ PASS_FIRST_STAGE = (
 #: an error, as a misspelt name would otherwise give every result an empty id
 DEFAULT_ID_FIELD = "id"
 
-
 _MISSING = object()
 
 
 def _check_sequence(documents: Any) -> list[Any]:
+    """The caller's items as a list: a pandas DataFrame's are its rows, as dicts (iterating
+    one yields its column labels), recognised by type (rerankit does not import pandas)."""
+    kinds = {(c.__module__.split(".")[0], c.__name__) for c in type(documents).__mro__}
+    if ("pandas", "DataFrame") in kinds:
+        return list(documents.to_dict("records"))
+    got = type(documents).__name__
     if isinstance(documents, (str, bytes, Mapping, Document)):
-        raise TypeError(
-            f"documents must be a list of items, got a single {type(documents).__name__}; "
-            "wrap it in a list"
-        )
+        raise TypeError(f"documents must be a list of items, got a single {got}; wrap it in a list")
     if not isinstance(documents, Iterable):
-        raise TypeError(f"documents must be a list, got {type(documents).__name__}")
+        raise TypeError(f"documents must be a list, got {got}")
     return list(documents)
 
 
@@ -209,11 +212,9 @@ class _Adapter:
         self, i: int, kind: str, name: str, item: Any, metadata: dict[str, Any]
     ) -> str:
         """The text of a LangChain Document or a LlamaIndex node (``name``: its
-        ``page_content``, or a node's ``text`` as ``get_content()`` gives it), read as a
-        dict of its metadata and its text under ``name`` is: a ``title`` key is the title,
-        and ``text_fields`` names metadata keys (and ``name``) joined as lines. Its text and
-        id have places of their own, so a ``text_field`` or ``id_field`` naming another
-        place is an error, not ignored."""
+        ``page_content``, or a node's ``get_content()``), read as a dict of its metadata and
+        its text under ``name`` (a ``title`` key is the title, ``text_fields`` joins metadata
+        keys); a ``text_field`` or ``id_field`` naming another place than theirs is an error."""
         own_id, own_text = ("id", name) if name == "page_content" else ("node_id", "get_content()")
         text_place = (
             f"its text is its {own_text} (and a {TITLE!r} key of its metadata its title; "
@@ -296,9 +297,8 @@ class _Adapter:
 
 
 def _public_attributes(item: Any) -> dict[str, Any]:
-    """An object's public attributes: its ``__dict__`` and its ``__slots__`` (a slotted
-    class has no ``__dict__``), so a dataclass, a pydantic model and a slotted object read
-    alike."""
+    """An object's public attributes: its ``__dict__`` and its ``__slots__`` (a slotted class
+    has no ``__dict__``), so dataclasses, pydantic models and slotted objects read alike."""
     attributes = {k: v for k, v in getattr(item, "__dict__", {}).items() if not k.startswith("_")}
     for cls in type(item).__mro__:
         slots = cls.__dict__.get("__slots__", ())
@@ -372,8 +372,7 @@ def to_documents(
     (``missing_text="empty"`` reads such documents as empty text instead), when a
     ``first_stage_field`` value is not a number, and when a ``first_stage_field``, an
     ``id_field`` other than ``"id"`` or a ``title_field`` other than ``"title"`` is in none
-    of the documents (a misspelt name). See the
-    module doc for the kinds of item accepted.
+    of the documents (a misspelt name). The module doc lists the kinds of item accepted.
     """
     fields = (fields or InputFields()).with_options(**options)
     items = _check_sequence(documents)

@@ -1,17 +1,31 @@
-"""A pipeline spec written as TOML (what ``rerankit tune`` and learning write)."""
+"""A pipeline spec read from a file (TOML, YAML or JSON) and written as TOML (what ``rerankit
+tune`` and learning write); :mod:`rerankit.config` builds and checks it."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-__all__ = ["to_toml"]
+from ._optional import require
+from .errors import ConfigError, no_such_file
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: the tomli package (a dependency there)
+    tomllib = None
+
+__all__ = ["PIPELINE_SUFFIXES", "read_spec", "to_toml"]
+
+#: the suffixes of pipeline files (a ``reranker`` value ending so is a file to read)
+PIPELINE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
 
 
 def to_toml(spec: Mapping[str, Any], comment: str = "") -> str:
     """A pipeline spec (a name and stages of plain values, as ``rerankit tune`` writes
-    them, or a name and a ``reranker``) as TOML."""
+    them, or a name and a ``reranker``) as TOML, unchecked: :func:`rerankit.config.to_toml`
+    builds it first (tune's writers do not: their paths are read beside the file)."""
 
     def value(v: Any) -> str:
         if isinstance(v, str):
@@ -23,7 +37,7 @@ def to_toml(spec: Mapping[str, Any], comment: str = "") -> str:
         return repr(v)
 
     lines = [f"# {line}" for line in comment.splitlines()] if comment else []
-    lines.append(f"name = {value(spec['name'])}")
+    lines += [f"name = {value(spec['name'])}"] if "name" in spec else []
     lines += [f"{k} = {value(v)}" for k, v in spec.items() if k not in ("name", "stages")]
     for stage in spec.get("stages", ()):
         lines += ["", "[[stages]]"]
@@ -37,3 +51,30 @@ def to_toml(spec: Mapping[str, Any], comment: str = "") -> str:
             else:
                 lines.append(f"{k} = {value(v)}")
     return "\n".join(lines) + "\n"
+
+
+def read_spec(source: str | Path, what: str = "pipeline file") -> dict[str, Any]:
+    """The spec in a ``.toml``, ``.yaml``/``.yml`` or ``.json`` file (``what`` it is, for
+    the error when it is missing: a pipeline file, or the service's settings file)."""
+    path = Path(source)
+    if not path.exists():
+        raise ConfigError(no_such_file(path, f"a {what}"))
+    suffix = path.suffix.lower()
+    if suffix not in PIPELINE_SUFFIXES:
+        raise ConfigError("use a .toml, .yaml, .yml or .json file", where=str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+        if suffix == ".toml":
+            toml = tomllib or require("tomli", "reading TOML pipelines")
+            spec = toml.loads(text)
+        elif suffix == ".json":
+            spec = json.loads(text)
+        else:
+            spec = require("yaml", "reading YAML pipelines").safe_load(text)
+    except ConfigError:
+        raise
+    except Exception as exc:  # a parser's own error type (TOMLDecodeError, YAMLError, ...)
+        raise ConfigError(str(exc), where=str(path)) from exc
+    if not isinstance(spec, Mapping):
+        raise ConfigError("a pipeline spec is a table/mapping at the top level", where=str(path))
+    return dict(spec)

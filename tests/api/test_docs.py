@@ -80,6 +80,8 @@ def _needs(block: str) -> list[str]:
         needs.append("langchain_core")
     if "llama_index" in block:
         needs.append("llama_index")
+    if "import pandas" in block:
+        needs.append("pandas")
     return needs
 
 

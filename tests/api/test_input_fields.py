@@ -197,3 +197,38 @@ def test_a_title_field_no_document_has_or_with_text_fields_is_refused():
         )
     with pytest.raises(InputError, match="title_field='headline' does not apply with text_fields"):
         InputFields(text_fields=("body",), title_field="headline").read(HEADLINED)
+
+
+def test_a_pandas_dataframe_is_read_as_its_rows_and_left_unchanged():
+    pd = pytest.importorskip("pandas")
+    frame = pd.DataFrame(
+        {
+            "doc_id": ["w", "s", "b", "n"],
+            "title": ["Wind", "Solar", None, float("nan")],  # empty cells read as no title
+            "text": ["turbines at sea", "panels make solar power", "a bread recipe", "power"],
+            "score": [0.9, 0.2, 0.5, 0.1],
+            "rerank_score": [1.0, 2.0, 3.0, 4.0],
+        },
+        index=[10, 11, 12, 13],
+    )
+    before = frame.copy(deep=True)
+    records = frame.to_dict("records")
+    keywords = {"reranker": "bm25", "id_field": "doc_id", "first_stage_field": "score"}
+    from_frame = rerankit.rerank("solar power", frame, **keywords)
+    from_records = rerankit.rerank("solar power", records, **keywords)
+    assert frame.equals(before) and list(frame.index) == [10, 11, 12, 13]
+    assert [(d.id, d.index, d.score) for d in from_frame] == [
+        (d.id, d.index, d.score) for d in from_records
+    ]
+    assert [d.document for d in from_frame] == [d.document for d in from_records]
+    assert from_frame.warnings == from_records.warnings
+    assert any("already had a 'rerank_score' field" in w for w in from_frame.warnings)
+    top = from_frame[0]
+    assert top.id == "s" and frame.iloc[top.index]["doc_id"] == "s"
+    read = InputFields(id_field="doc_id").read(frame)
+    assert [(d.id, document_title(d)) for d in read] == [
+        ("w", "Wind"),
+        ("s", "Solar"),
+        ("b", None),
+        ("n", None),
+    ]

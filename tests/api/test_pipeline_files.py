@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rerankit import load
-from rerankit.config import create
+from rerankit.config import create, to_toml
 from rerankit.errors import ConfigError
 from rerankit.ordering import MMR
 from rerankit.rerankers import FusionReranker
@@ -250,3 +250,29 @@ def test_an_mmr_embed_that_is_not_a_function_is_refused_when_the_file_loads():
     message = _error(spec)
     assert "embed must be a function from texts to vectors, got 'x'" in message
     assert "'embedding' field" in message
+
+
+def test_to_toml_refuses_an_object_and_checks_keys_as_loading_the_file_does(tmp_path):
+    for built in (load("bm25"), BM25Scorer()):
+        with pytest.raises(TypeError) as caught:
+            to_toml(built)
+        said = str(caught.value)
+        assert said.startswith("to_toml takes a pipeline spec, a mapping of a pipeline file's")
+        assert type(built).__name__ in said and "{'name': 'mine', 'reranker': 'hybrid'}" in said
+    typo = {"name": "x", "scorer": {"type": "cross_encoder", "modle": "tiny-ce"}}
+    before = {"name": "x", "scorer": {"type": "cross_encoder", "modle": "tiny-ce"}}
+    with pytest.raises(ConfigError) as written:
+        to_toml(typo)
+    (tmp_path / "typo.toml").write_text(
+        'name = "x"\nscorer = { type = "cross_encoder", modle = "m" }'
+    )
+    with pytest.raises(ConfigError) as loaded:
+        load(tmp_path / "typo.toml")
+    assert "has no option 'modle' (did you mean 'model'?)" in str(written.value)
+    assert str(loaded.value).endswith(str(written.value).split("modle")[-1])
+    assert typo == before
+    with pytest.raises(ConfigError, match="did you mean 'hybrid'"):
+        to_toml({"name": "x", "stages": [{"reranker": "hybrdi"}]})
+    spec = {"stages": [{"reranker": "bm25", "keep": 30}, {"scorer": {"type": "jaccard"}}]}
+    (tmp_path / "ok.toml").write_text(to_toml(spec, "a comment"))
+    assert load(tmp_path / "ok.toml").name == "pipeline"

@@ -10,7 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import rerankit
 from rerankit.eval import load_beir, load_qrels, load_run, mean_ndcg, ndcg_at_k
+from rerankit.eval.data import Dataset
 from rerankit.eval.first_stage import BM25Index
 from rerankit.eval.metrics import (
     paired_t_test,
@@ -85,10 +87,18 @@ def test_the_paired_t_test_is_undefined_without_pairs_to_compare():
             paired_t_test(a, b)
 
 
-def test_mean_ndcg_skips_queries_without_relevant_documents():
+def test_mean_ndcg_counts_every_judged_query_as_evaluate_does():
     qrels = {"q1": {"a": 1}, "q2": {"b": 0}, "q3": {"c": 2}}
-    run = {"q1": ["a"], "q2": ["b"]}  # q3 missing from the run: it counts 0
-    assert mean_ndcg(run, qrels) == pytest.approx(0.5)
+    run = {"q1": ["a"], "q2": ["b"]}  # q2: no relevant document, q3 not in the run: both 0
+    assert mean_ndcg(run, qrels) == pytest.approx(1 / 3)
+    texts = {"a": "solar panels make power", "b": "a bread recipe", "c": "wind at sea"}
+    corpus = {d: {"title": "", "text": t} for d, t in texts.items()}
+    queries = {"q1": "solar power", "q2": "bread", "q3": "wind"}
+    data = Dataset(name="tiny", corpus=corpus, queries=queries, qrels=qrels)
+    table = rerankit.evaluate(data, {"bm25": "bm25"}, first_stage="bm25", candidates=3)
+    rows = {row["pipeline"]: row for row in table.to_dict()["collections"][0]["results"]}
+    by_hand = mean_ndcg({"q1": ["a"], "q2": ["b"], "q3": ["c"]}, qrels)  # bm25's first picks
+    assert rows["bm25"]["ndcg@10"] == pytest.approx(by_hand) == pytest.approx(2 / 3)
 
 
 def test_loading_files(tmp_path):

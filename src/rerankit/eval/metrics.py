@@ -58,13 +58,10 @@ def recall_at_k(ranking: Sequence[str], judged: Mapping[str, int], k: int) -> fl
 def mean_ndcg(
     run: Mapping[str, Sequence[str]], qrels: Mapping[str, Mapping[str, int]], k: int = 10
 ) -> float:
-    """Mean nDCG@k over the queries of ``qrels`` that have a relevant document (a query
-    missing from ``run`` scores 0, as in trec_eval with ``-c``)."""
-    scored = [
-        ndcg_at_k(run.get(qid, ()), judged, k)
-        for qid, judged in qrels.items()
-        if any(g > 0 for g in judged.values())
-    ]
+    """Mean nDCG@k over every query of ``qrels``, as :func:`rerankit.evaluate`'s table
+    averages it: a query with no relevant document (every grade 0) scores 0, and so does
+    a query missing from ``run`` (trec_eval with ``-c``)."""
+    scored = [ndcg_at_k(run.get(qid, ()), judged, k) for qid, judged in qrels.items()]
     return sum(scored) / len(scored) if scored else 0.0
 
 

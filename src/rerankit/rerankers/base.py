@@ -257,7 +257,7 @@ class Reranker(ABC):
         **options: Any,
     ) -> RerankResult:
         """Rerank ``documents`` (strings, dicts, Documents, LangChain documents, LlamaIndex
-        nodes; see :mod:`rerankit.documents`) for ``query``.
+        nodes, or a pandas DataFrame's rows; see :mod:`rerankit.documents`) for ``query``.
 
         ``top_k`` keeps the best k. How documents are read and results written is
         ``fields`` (an :class:`~rerankit.InputFields`), or its options as keywords:
@@ -276,8 +276,6 @@ class Reranker(ABC):
         if not isinstance(query, str):
             raise TypeError(f"query must be a str, got {type(query).__name__}")
         check_top_k(top_k)
-        if isinstance(documents, Iterator):  # read twice below: once for the clash
-            documents = list(documents)
         docs = fields.read(documents)
         score_field = fields.score_field
         outer = not _WITHIN.get()
@@ -293,7 +291,7 @@ class Reranker(ABC):
                 )
         if outer:
             result = note_duplicate_ids(result, docs)
-        clash = sum(isinstance(item, Mapping) and score_field in item for item in documents)
+        clash = sum(isinstance(d.source, Mapping) and score_field in d.source for d in docs)
         if clash:
             message = (
                 f"{clash} input dict(s) already had a {score_field!r} field: the output dicts "

@@ -16,11 +16,11 @@ from typing import Any
 import numpy as np
 
 from ..api import load
-from ..config import to_toml
 from ..errors import InputError, keyword_flag
 from ..eval.metrics import ranked_ndcg
 from ..eval.runner import run_pipeline
 from ..scorers.embedding import EmbeddingScorer
+from ..spec_toml import to_toml  # unchecked: its paths are read beside the file it writes
 from . import crossval
 from .fine_tuning import MIN_QUERIES_TO_HOLD_OUT
 from .fusion_search import DEFAULT_HYBRID, as_option, pipeline_spec

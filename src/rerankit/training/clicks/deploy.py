@@ -18,9 +18,10 @@ from typing import Any
 
 from ... import registry
 from ...api import load
-from ...config import read_pipeline, read_spec, to_toml
+from ...config import read_pipeline, read_spec
 from ...documents import FIRST_STAGE_SCORE, PASS_FIRST_STAGE
 from ...errors import ConfigError, keyword_flag
+from ...spec_toml import to_toml  # unchecked: its paths are read beside the file it writes
 from ..fusion_search import DEFAULT_HYBRID, pipeline_spec
 from .from_log import LogLearning
 
