@@ -20,9 +20,10 @@ from ..ordering import Rule
 from ..rerankers import Pipeline
 from ..rerankers.hybrid import REWEIGHTED_NOTE
 from ..scorers.local import load_problems, models_run
+from ..server.api_keys import keys_said
 from ..server.feedback import UNSET_NOTED
 from ..server.model_names import unserved_note
-from ..server.settings import ServerSettings, settings_beside
+from ..server.settings import API_KEY_ENV, ServerSettings, settings_beside
 from ..server.shutdown import cut_warning
 from .args import UsageError, examples
 from .pipelines import is_settings_file
@@ -182,6 +183,10 @@ def check_settings(name: str) -> int:
             continue
         print(_ok(name, reranker, pipeline, served=True))
         _warn_models(name, reranker, f"pipeline {pipeline!r}: ")
+    in_file = len(dict(spec.get("server") or {}).get("api_keys") or [])
+    variable = settings.api_key_env or API_KEY_ENV
+    said = keys_said(in_file, variable, settings.api_key_env is not None, os.environ.get(variable))
+    print(f"{name}: {said}")
     return failed
 
 
