@@ -239,7 +239,10 @@ def add_commands(sub: Any) -> None:
         "variable (api_key_env, RERANKIT_API_KEYS) or an LLM provider's key (OPENAI_API_KEY) "
         "that is not set here, or is set but empty, is a warning naming it, and the check "
         "goes on (CI has no secrets; serve needs them), as is a timeout longer than "
-        "graceful_timeout. Every line (ok, warning, mistake) goes to standard output, in "
+        "graceful_timeout. A settings file's last line says whether the service will need "
+        "an API key and how many come from api_keys and from the variable (counts, never a "
+        "key), or that it will be open. Every line (ok, warning, mistake) goes to standard "
+        "output, in "
         "order. Exit status 1 when any file or pipeline has a mistake.",
         **examples(
             "rerankit check pipeline.toml",
