@@ -48,6 +48,7 @@ __all__ = [
     "TransientProviderError",
     "failure_cause",
     "flags_first",
+    "for_the_log",
     "in_file",
     "keyword_flag",
     "no_such_file",
@@ -267,6 +268,23 @@ class ProviderError(ScorerError):
     def __init__(self, message: str, *, kind: str = "error") -> None:
         super().__init__(message)
         self.kind = kind
+
+
+#: a provider's error answer as its message quotes it (``... answered HTTP 400: TEXT``)
+_PROVIDER_TEXT = re.compile(r"(answered HTTP \d{3}): (.*)", re.DOTALL)
+
+
+def for_the_log(text: str) -> str:
+    """``text`` (an error's message, a warning) as a log line says it: a provider's error
+    answer without its text, which may quote the request (the query and the documents),
+    from ``answered HTTP 400:`` to the end."""
+    return _PROVIDER_TEXT.sub(
+        lambda m: (
+            f"{m[1]} ({len(m[2])} characters of its text, which may quote the "
+            "request, left out of the log)"
+        ),
+        text,
+    )
 
 
 class TransientProviderError(ProviderError):

@@ -107,10 +107,10 @@ def test_an_unknown_model_is_404_with_the_name_meant():
 @pytest.mark.parametrize(
     ("keys", "said"),
     [
-        ('"k1,k2"', "expected a list of keys"),  # each character was a key, "k1" was not
+        ('"k1,k2"', "expected a list of strings"),  # each character was a key, "k1" was not
         ('[""]', "an empty key would let any request in"),  # the service was open
-        ('{a = "TOPSECRET"}', "expected a list of keys"),  # "a" was the key
-        ('["k1", 12345]', "expected a list of keys"),  # other requests got 500s
+        ('{a = "TOPSECRET"}', "expected a list of strings"),  # "a" was the key
+        ('["k1", 12345]', "entry 2 of 2 is an integer, not a string"),  # other requests got 500s
     ],
 )
 def test_api_keys_in_a_settings_file_are_a_list_of_keys_or_refused(

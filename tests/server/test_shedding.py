@@ -147,7 +147,51 @@ def test_retry_after_of_a_shed_request_is_at_most_its_deadline_and_a_minute():
     refused = shed(long_queue, _Full(5), 300, now + 160.0, 160.0, now=now)
     assert "about 690.0 s of queue ahead" in str(refused)
     assert refused.headers["Retry-After"] == "60"
-    short = shed(long_queue, _Full(5), 300, now + 4.0, 4.0, now=now)
+    short = shed(long_queue, _Full(5), 30, now + 4.0, 4.0, now=now)  # (300: a 413)
     assert short.headers["Retry-After"] == "4"  # no longer than the deadline
     small = shed(_pipeline(0.5, 0.0, 0.01), _Full(2), 10, now + 1.0, 4.0, now=now)
     assert small.headers["Retry-After"] == "2"  # the queue's own estimate, when shorter
+
+
+class _PerDocument:
+    """Takes 10 ms per document, as a model does."""
+
+    name = "per-document"
+
+    async def score(self, query, docs, **context):
+        await asyncio.sleep(0.01 * len(docs))
+        return np.arange(len(docs), dtype=float)
+
+
+register_reranker("test-per-document", lambda: ScorerReranker(_PerDocument()))
+
+
+def test_a_request_too_big_for_the_timeout_on_an_idle_service_is_a_413_not_a_retry(caplog):
+    """The security reader's 1000 documents of 700 words on an idle service got 503 "the
+    service is busy: retry" with Retry-After: 1, which clients retried, always refused."""
+
+    async def scenario():
+        service = Service(
+            ServerSettings(pipelines={"p": "test-per-document"}, default="p", timeout=1.0)
+        )
+        await service.warm_up()
+        five = [Document(text=f"d{i}") for i in range(5)]
+        for _ in range(3):  # a history: about 10 ms per document
+            await service.run("v2", Call(query="q", documents=five, model="p"))
+        many = [Document(text=f"d{i}") for i in range(300)]  # about 3 s of work
+        started = time.monotonic()
+        try:
+            await service.run("v2", Call(query="q", documents=many, model="p"))
+            error = None
+        except ServiceError as exc:
+            error = exc
+        service.stop_retries()
+        return error, time.monotonic() - started
+
+    with caplog.at_level("WARNING", logger="rerankit.server"):
+        error, took = asyncio.run(scenario())
+    assert error is not None and error.status == 413, str(error)
+    assert "Retry-After" not in (error.headers or {}) and took < 0.5
+    assert "this request alone needs about" in str(error)
+    assert "more than the 1 s timeout: send at most about" in str(error)
+    assert any("refused with 413" in r.getMessage() for r in caplog.records)

@@ -20,9 +20,10 @@ from ..ordering import Rule
 from ..rerankers import Pipeline
 from ..rerankers.hybrid import REWEIGHTED_NOTE
 from ..scorers.local import load_problems, models_run
+from ..server.api_keys import keys_said
 from ..server.feedback import UNSET_NOTED
 from ..server.model_names import unserved_note
-from ..server.settings import ServerSettings, settings_beside
+from ..server.settings import API_KEY_ENV, ServerSettings, settings_beside
 from ..server.shutdown import cut_warning
 from .args import UsageError, examples
 from .pipelines import is_settings_file
@@ -182,6 +183,10 @@ def check_settings(name: str) -> int:
             continue
         print(_ok(name, reranker, pipeline, served=True))
         _warn_models(name, reranker, f"pipeline {pipeline!r}: ")
+    in_file = len(dict(spec.get("server") or {}).get("api_keys") or [])
+    variable = settings.api_key_env or API_KEY_ENV
+    said = keys_said(in_file, variable, settings.api_key_env is not None, os.environ.get(variable))
+    print(f"{name}: {said}")
     return failed
 
 
@@ -234,7 +239,10 @@ def add_commands(sub: Any) -> None:
         "variable (api_key_env, RERANKIT_API_KEYS) or an LLM provider's key (OPENAI_API_KEY) "
         "that is not set here, or is set but empty, is a warning naming it, and the check "
         "goes on (CI has no secrets; serve needs them), as is a timeout longer than "
-        "graceful_timeout. Every line (ok, warning, mistake) goes to standard output, in "
+        "graceful_timeout. A settings file's last line says whether the service will need "
+        "an API key and how many come from api_keys and from the variable (counts, never a "
+        "key), or that it will be open. Every line (ok, warning, mistake) goes to standard "
+        "output, in "
         "order. Exit status 1 when any file or pipeline has a mistake.",
         **examples(
             "rerankit check pipeline.toml",

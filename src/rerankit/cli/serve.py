@@ -60,7 +60,7 @@ def serve_settings(args: argparse.Namespace) -> Any:
         except ValueError as exc:
             raise in_file(ConfigError(str(exc)), args.settings) from None
     server = dict(spec.get("server") or {})
-    if args.api_key_env or not server.get("api_key_env"):  # (the file's: said with the file)
+    if args.api_key_env or "api_key_env" not in server:  # (the file's: said with the file)
         variable = args.api_key_env or API_KEY_ENV
         named, others = bool(args.api_key_env), bool(server.get("api_keys"))
         problem = key_variable_problem(variable, named, others)

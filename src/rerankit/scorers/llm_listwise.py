@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._threads import in_thread
-from ..errors import ProviderError
+from ..errors import ProviderError, for_the_log
 from ..llm.base import LLMClient, LLMRequest, Usage
 from ..llm.parsing import parse_index, parse_json, repair_permutation, validate_permutation
 from ..llm.prompts import load_template
@@ -200,6 +200,7 @@ class LLMListwiseScorer(LLMScorerBase):
                 answer_text = (await self.runner.call(request, usage)).text
             except ProviderError as exc:
                 notes["failed"].append(f"{label}: call failed ({exc}); order kept")
+                notes["log"].append(f"{label}: call failed ({for_the_log(str(exc))}); order kept")
                 notes["how"].append(f"llm_failed:{exc.kind}")
                 return None
         try:
@@ -213,11 +214,15 @@ class LLMListwiseScorer(LLMScorerBase):
             notes["unreadable"].append(
                 f"{label}: unreadable answer ({exc}): {answer_text[:200]!r}; order kept"
             )
+            notes["log"].append(  # (the answer may quote the documents: not logged)
+                f"{label}: unreadable answer ({len(answer_text)} characters); order kept"
+            )
             return None
         if rejected:
             if key is not None and cached is None:
                 await in_thread(self.cache.put, key, answer_text)
             notes["rejected"].append(f"{label}: rejected by the model: {reason or 'no reason'}")
+            notes["log"].append(f"{label}: rejected by the model (its reason is not logged)")
             return None
         original = list(range(len(texts)))
         valid, missing, extra, _ = validate_permutation(original, indices)
@@ -250,10 +255,11 @@ class LLMListwiseScorer(LLMScorerBase):
                 f"from one window to the next: some of the best {top_k} may stay behind (use a "
                 f"step of at most {max(self.window - top_k, 1)}, or a larger window)"
             )
+        logged = list(warnings)  # the log's, without text the model or provider sent
         for start, end in windows(n, self.window, self.step):
             if end - start < 2:
                 continue  # one document has only one order: no call
-            notes: dict[str, list[str]] = {kind: [] for kind in (*_WINDOW_FLAGS, "how")}
+            notes: dict[str, list[str]] = {k: [] for k in (*_WINDOW_FLAGS, "how", "log")}
             label = f"window {start}-{end - 1}"
             segment = order[start:end]
             perm = await self._rank_window(query, [texts[i] for i in segment], usage, label, notes)
@@ -262,7 +268,9 @@ class LLMListwiseScorer(LLMScorerBase):
                     for i in segment:
                         flags.setdefault(i, []).extend(named)
                     warnings += notes[kind]
+                    logged += notes[kind] if kind == "repaired" else []
                     degraded |= kind != "rejected"  # a rejection is an answer
+            logged += notes["log"]
             if notes["how"]:  # how the call failed, as a flag too
                 for i in segment:
                     flags[i].extend(notes["how"])
@@ -270,8 +278,8 @@ class LLMListwiseScorer(LLMScorerBase):
                 order[start:end] = [segment[k] for k in perm]
         values = np.zeros(n)
         values[np.asarray(order, dtype=np.int64)] = np.arange(n, 0, -1, dtype=np.float64)
-        if warnings:
-            logger.warning("%s: %s", self.name, "; ".join(warnings))
+        if logged:
+            logger.warning("%s: %s", self.name, "; ".join(logged))
         return ScoreBatch(
             values=values,
             flags=flags,

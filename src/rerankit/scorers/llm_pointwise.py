@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._threads import in_thread
-from ..errors import ProviderError
+from ..errors import ProviderError, for_the_log
 from ..llm.base import LLMClient, LLMRequest, Usage
 from ..llm.parsing import parse_json, parse_score
 from ..llm.prompts import load_template, presets
@@ -235,7 +235,9 @@ class LLMPointwiseScorer(LLMScorerBase):
                     failed += 1
                     # the log names a provider's failure; an answer's text stays in warnings
                     first_cause = first_cause or (
-                        f"{outcome}" if isinstance(outcome, ProviderError) else "unreadable answer"
+                        for_the_log(str(outcome))
+                        if isinstance(outcome, ProviderError)
+                        else "unreadable answer"
                     )
                     kind = getattr(outcome, "kind", "unreadable")  # else a ValueError: read
                     flags.setdefault(i, []).extend(("llm_failed", f"llm_failed:{kind}"))

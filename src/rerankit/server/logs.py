@@ -66,7 +66,9 @@ class _RequestLines(logging.Formatter):
     after the message and before a traceback."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        return super().formatMessage(record) + request_suffix()
+        line = super().formatMessage(record)  # one event, one line: breaks are escaped
+        line = line.replace("\r", "\\r").replace("\n", "\\n")
+        return line + request_suffix()
 
 
 def iso_time(record: logging.LogRecord, datefmt: str | None = None) -> str:

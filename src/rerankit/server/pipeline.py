@@ -35,7 +35,13 @@ from typing import Any
 from .._threads import Waits, in_loading_thread, work_scope
 from ..api import load
 from ..cache import cache_defaults, pipeline_fingerprint
-from ..errors import ConfigError, InvalidDocumentError, MissingDependencyError, ServiceError
+from ..errors import (
+    ConfigError,
+    InvalidDocumentError,
+    MissingDependencyError,
+    ServiceError,
+    for_the_log,
+)
 from ..ordering import Rule
 from ..rerankers.cascade import Pipeline
 from ..scorers.local import load_models
@@ -315,7 +321,7 @@ class ServedPipeline:
                 "and says so in /info until a request is answered",
                 self.name,
                 state.streak,
-                why,
+                for_the_log(why),
                 f"its requests get 503 at once but for one every {probe:g} s let through to try it"
                 if probe > 0
                 else "it still runs every request",

@@ -31,7 +31,7 @@ from .formats.base import Call
 from .metrics import Metrics
 from .pipeline import FIRST_RETRY_SECONDS, ServedPipeline, run_abandoning
 from .settings import ServerSettings
-from .shedding import shed, too_late
+from .shedding import shed, too_big, too_late
 from .state import PipelineState, summary
 from .tokens import by_tokens, gather, tokens_of
 
@@ -232,6 +232,8 @@ class Service:
         """Refuse at once a request that would only wait in the queue to miss its
         deadline (:func:`.shedding.shed`): no work, and no queue place, is spent on it."""
         refused = shed(pipeline, self.admission, documents, deadline, self.settings.timeout)
+        if refused is not None and refused.status == 413:  # too big for any deadline
+            raise refused
         if refused is not None:
             self.metrics.shed.labels(pipeline.name).inc()
             raise refused
@@ -340,7 +342,8 @@ class Service:
                 {"Retry-After": "1"},
             ) from exc
         expected = (pipeline.per_document or 0.0) * len(docs)  # (chunks, when split)
-        refused = too_late(name, expected, deadline, settings.timeout)
+        refused = too_big(name, pipeline.per_document, len(docs), settings.timeout)
+        refused = refused or too_late(name, expected, deadline, settings.timeout)
         if refused is not None:  # it would only be cancelled half-way
             await self.admission.release(name)
             raise refused

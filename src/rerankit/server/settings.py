@@ -85,6 +85,7 @@ from ..cache.store import redacted
 from ..config import paths_beside, read_spec
 from ..options import check_options, unknown_keys
 from ..plugins import load_environment, load_plugins, plugin_list, plugins_beside
+from .api_keys import env_keys, env_problem, kind_of, list_problem
 from .batching import PAIR_MODES
 from .feedback import (
     UNSET_NOTED,
@@ -160,8 +161,8 @@ def key_variable_problem(variable: str, named: bool, others: bool = False) -> st
     open unless ``api_keys`` (``others``) gives keys. Under ``rerankit check`` (CI has no
     secrets) the variable is noted in :data:`.feedback.UNSET_NOTED` instead."""
     value = os.environ.get(variable)
-    if value is not None and any(k.strip() for k in value.split(",")):
-        return None
+    if env_keys(value):
+        return env_problem(value, variable)
     if value is None and not named:
         return None
     if (noted := UNSET_NOTED.get()) is not None:  # a warning of ``rerankit check``
@@ -281,18 +282,24 @@ class ServerSettings:
                 name: on_backend(spec, self.backend, self.quantize or None, self.model or None)
                 for name, spec in self.pipelines.items()
             }
-        keys = self.api_keys  # a string would make each character a key; "" opens it
-        if not isinstance(keys, (list, tuple)) or not all(isinstance(k, str) for k in keys):
-            raise ValueError(f'api_keys: expected a list of keys (["k1", "k2"]), got {keys!r:.40}')
-        if any(not k.strip() for k in keys):
-            raise ValueError("api_keys: an empty key would let any request in; remove it")
+        # a string would make each character a key, "" opens it; a file's [] is refused in
+        # from_mapping (here it is the default); no message repeats a key (see .api_keys)
+        problem = list_problem(self.api_keys) if self.api_keys != [] else None
+        if problem is not None:
+            raise ValueError(problem)
+        if self.api_key_env is not None and (
+            not isinstance(self.api_key_env, str) or not self.api_key_env.strip()
+        ):
+            raise ValueError(
+                f"api_key_env: expected the name of an environment variable, got "
+                f"{kind_of(self.api_key_env)}"
+            )
         variable = self.api_key_env or API_KEY_ENV
         named = self.api_key_env is not None
         problem = key_variable_problem(variable, named, others=bool(self.api_keys))
         if problem is not None:
             raise ValueError(f"api_key_env: {problem}" if self.api_key_env else problem)
-        env = os.environ.get(variable, "")
-        from_env = [k.strip() for k in env.split(",") if k.strip()]
+        from_env = env_keys(os.environ.get(variable))
         self.api_keys = list(dict.fromkeys([*self.api_keys, *from_env]))
         if self.default not in self.pipelines:
             raise ValueError(
@@ -367,6 +374,8 @@ class ServerSettings:
         problem = unknown_keys(server, known, "[server]")
         if problem is not None:
             raise ValueError(problem)
+        if server.get("api_keys") == []:  # (the field's default is [], said open)
+            raise ValueError(list_problem([]))
         check_options(cls, server, "[server]")  # each value of its kind, named if not
         pipelines = dict(spec["pipelines"]) if spec.get("pipelines") else None
         if "default" not in server and pipelines is not None:
@@ -390,9 +399,10 @@ class ServerSettings:
             for f in fields(self)
             if f.name not in ("pipelines", "cache")
         }
-        env = os.environ.get(self.api_key_env or API_KEY_ENV, "")
-        from_env = {k.strip() for k in env.split(",")}
+        from_env = set(env_keys(os.environ.get(self.api_key_env or API_KEY_ENV)))
         server["api_keys"] = [k for k in self.api_keys if k not in from_env]
+        if not server["api_keys"]:  # (an empty list is a file's mistake)
+            del server["api_keys"]
         if isinstance(self.feedback, FeedbackSettings):
             server["feedback"] = self.feedback.to_mapping()
         return {

@@ -10,6 +10,7 @@ started) sheds nothing: there is no recent time to compare an age with."""
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 from typing import Any
@@ -17,7 +18,9 @@ from typing import Any
 from ..errors import ServiceError
 from .admission import Admission
 
-__all__ = ["RETRY_AFTER_MOST", "request_seconds", "shed", "too_late"]
+__all__ = ["RETRY_AFTER_MOST", "request_seconds", "shed", "too_big", "too_late"]
+
+logger = logging.getLogger(__name__)
 
 #: the longest ``Retry-After`` a shed request is told (seconds): the queue ahead can be
 #: estimated at minutes, but it changes long before (and Cohere's SDK waits 60 s at most)
@@ -41,6 +44,28 @@ def _left(deadline: float, now: float, timeout: float) -> str:
     return f"the {_seconds(deadline - now)} left of its {timeout:g} s deadline"
 
 
+def too_big(
+    name: str, per_document: float | None, documents: int, timeout: float
+) -> ServiceError | None:
+    """The 413 of a request of pipeline ``name`` whose own expected work (``documents``
+    texts at the recent ``per_document`` seconds each) is longer than the whole ``timeout``:
+    it could not finish even on an idle service, so it is told what to reduce, with no
+    ``Retry-After`` (a retry would be refused the same way). Logged as a warning (counts,
+    no text). None when it may fit, or nothing is known yet."""
+    expected = (per_document or 0.0) * documents
+    if not per_document or expected <= timeout:
+        return None
+    fits = max(1, int(timeout / per_document))
+    said = (
+        f"pipeline {name!r}: this request alone needs about {_seconds(expected)} of work "
+        f"({documents} texts at about {_seconds(per_document)} each, recently), more than "
+        f"the {timeout:g} s timeout: send at most about {fits} documents, or shorter ones, "
+        "or raise the service's timeout"
+    )
+    logger.warning("refused with 413: %s", said)
+    return ServiceError(413, said)
+
+
 def shed(
     pipeline: Any,
     admission: Admission,
@@ -56,6 +81,9 @@ def shed(
     :func:`request_seconds` over the slots the pipeline may hold, then its own expected
     work, do not fit in the time left. None when it may queue."""
     now = time.monotonic() if now is None else now
+    refused = too_big(pipeline.name, pipeline.per_document, documents, timeout)
+    if refused is not None:  # (not the queue's fault: it would not fit on an idle service)
+        return refused
     if admission.can_start(pipeline.name) or not pipeline.service_time:
         return None  # (no request answered yet: nothing known to shed by)
     per_request = request_seconds(pipeline, now)
