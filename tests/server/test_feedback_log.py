@@ -64,10 +64,15 @@ def test_a_click_on_a_document_not_shown_is_a_422_naming_it_also_after_a_restart
     assert report.unshown_clicks == 0 and sessions[0].clicks == tuple(sorted(shown))
 
 
-def test_a_negative_dwell_time_is_said_to_be_one(tmp_path):
+def test_a_negative_or_absurd_dwell_time_is_said_to_be_one(tmp_path):
     with TestClient(create_app(_settings(tmp_path))) as client:
         rid, shown = _shown_two(client)
-        for dwell, said in [(-5, "dwell_ms: -5: must be a number >= 0"), ([-5.5], "item 0: -5.5")]:
+        for dwell, said in [
+            (-5, "dwell_ms: -5: must be a number of milliseconds from 0 to 86400000"),
+            ([-5.5], "item 0: -5.5"),
+            (1e300, "dwell_ms: 1e+300: must be a number of milliseconds from 0"),
+            ([86_400_001], "item 0: 86400001"),
+        ]:
             body = {"id": rid, "clicks": [shown[0]], "dwell_ms": dwell}
             answer = client.post("/v1/feedback", json=body, headers=KEY)
             assert answer.status_code == 422
@@ -149,3 +154,35 @@ def test_the_log_path_is_read_beside_the_settings_file_as_pipeline_files_are(
         ServerSettings.from_file(settings_file)
     assert f"the log at {elsewhere / 'clicks.jsonl'}" in caplog.text
     assert "is no longer appended to" in caplog.text
+
+
+def test_feedback_names_each_clicked_document_once(tmp_path):
+    """A repeat (the same index twice, or an index and the id of the same document) is a 422
+    naming it, before anything is written: one caller cannot fill the log with repeats;
+    more clicks than an answer may hold documents are refused too, with unknown ids."""
+    settings = _settings(tmp_path, accept_unknown_ids=True)
+    settings.max_documents = 5
+    with TestClient(create_app(settings)) as client:
+        rid, shown = _shown_two(client)
+        cases = {
+            (shown[0], shown[1], shown[0]): f"clicks.2: {shown[0]!r} repeats clicks[0]",
+            (shown[1], str(shown[1])): (
+                f"clicks.1: {str(shown[1])!r} names the same document as clicks[0]"
+            ),
+        }
+        for clicks, said in cases.items():
+            body = {"id": rid, "clicks": list(clicks)}
+            answer = client.post("/v1/feedback", json=body, headers=KEY)
+            assert answer.status_code == 422 and said in answer.json()["message"], answer.json()
+        many = {"id": "elsewhere", "clicks": [f"d{i}" for i in range(6)]}
+        answer = client.post("/v1/feedback", json=many, headers=KEY)
+        assert answer.status_code == 422
+        assert "6 clicks, more than the 5 documents" in answer.json()["message"]
+        again = {"id": "elsewhere", "clicks": ["d1", "d1"]}
+        answer = client.post("/v1/feedback", json=again, headers=KEY)
+        assert answer.status_code == 422 and "'d1' repeats clicks[0]" in answer.json()["message"]
+        ok = client.post("/v1/feedback", json={"id": rid, "clicks": shown}, headers=KEY)
+        assert ok.status_code == 200
+        client.app.state.feedback.flush()
+    sessions, _ = read_log(tmp_path / "clicks.jsonl")
+    assert [s.clicks for s in sessions] == [tuple(sorted(shown))]  # only the valid feedback

@@ -31,7 +31,20 @@ from .settings import ServerSettings
 
 __all__ = ["FeedbackAnswer", "FeedbackKept", "FeedbackRequest", "add_feedback_routes"]
 
-Milliseconds = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+#: the longest time a click may report (a day, in milliseconds): more is a client's bug
+MAX_DWELL_MS = 86_400_000
+
+Milliseconds = Annotated[float, Field(ge=0, le=MAX_DWELL_MS, allow_inf_nan=False)]
+
+
+def _repeated(values: list[Any]) -> tuple[int, int] | None:
+    """``(n, m)``: item ``n`` of ``values`` repeats item ``m``; None when all differ."""
+    seen: dict[Any, int] = {}
+    for n, value in enumerate(values):
+        if value in seen:
+            return n, seen[value]
+        seen[value] = n
+    return None
 
 
 def _string_or_integer(schema: dict[str, Any]) -> None:
@@ -51,14 +64,16 @@ class FeedbackRequest(BaseModel):
     )
     clicks: list[Any] = Field(
         description="the clicked documents: indices into the request's documents (an "
-        "integer, from 0) or document ids (a string: send numeric ids as strings); [] for an "
-        "answer where nothing was clicked",
+        "integer, from 0) or document ids (a string: send numeric ids as strings), each "
+        "document once; [] for an answer where nothing was clicked",
         json_schema_extra={
             "items": {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string"}]}
         },
     )
     dwell_ms: Milliseconds | list[Milliseconds | None] | None = Field(
-        default=None, description="time spent, one number for the answer or one per click"
+        default=None,
+        description="time spent in milliseconds (0 to 86,400,000, a day), one number for the "
+        "answer or one per click",
     )
 
     @field_validator("id", mode="before")
@@ -76,9 +91,12 @@ class FeedbackRequest(BaseModel):
         values = dwell if isinstance(dwell, list) else [dwell]
         for n, value in enumerate(values):
             number = isinstance(value, (int, float)) and not isinstance(value, bool)
-            if number and not value >= 0:
+            if number and not 0 <= value <= MAX_DWELL_MS:
                 where = f"item {n}: " if isinstance(dwell, list) else ""
-                raise ValueError(f"{where}{value!r}: must be a number >= 0 (milliseconds)")
+                raise ValueError(
+                    f"{where}{value!r}: must be a number of milliseconds from 0 to "
+                    f"{MAX_DWELL_MS} (a day)"
+                )
         return dwell
 
     @field_validator("clicks")
@@ -123,12 +141,34 @@ KEPT = (
 )
 
 
+def _once_each(clicks: list[Any], sent: list[Any] | None = None) -> None:
+    """A 422 for a click naming a document an earlier click named (``clicks`` as indices,
+    ``sent`` as the caller wrote them): feedback says which documents were clicked, once
+    each, so a repeat is a client's bug (and would let one caller fill the log)."""
+    repeat = _repeated(clicks)
+    if repeat is not None:
+        n, m = repeat
+        named = "names the same document as" if sent is not None else "repeats"
+        shown = (sent or clicks)[n]
+        raise invalid(
+            f"clicks.{n}",
+            f"{shown!r} {named} clicks[{m}]: name each clicked document once",
+        )
+
+
 def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSettings) -> None:
     """``POST /v1/feedback``."""
 
     async def post_feedback(request: Request) -> Any:
         """Record what was clicked in an answer (see the module doc)."""
         body = await parse(request, FeedbackRequest, settings)
+        if len(body.clicks) > settings.max_documents:
+            raise invalid(
+                "clicks",
+                f"{len(body.clicks)} clicks, more than the {settings.max_documents} documents "
+                "an answer may hold (max_documents): each clicked document once",
+            )
+        _once_each(body.clicks)
         dwell = body.dwell_ms
         if isinstance(dwell, list) and len(dwell) != len(body.clicks):
             raise invalid(
@@ -155,6 +195,7 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
             indices = answer.indices(body.clicks)
         except ClickError as exc:
             raise invalid(f"clicks.{exc.n}", exc.reason) from None
+        _once_each(indices, body.clicks)
         new = feedback.record_feedback(body.id, indices, body.dwell_ms)
         return {"id": body.id, "clicks": indices, "duplicate": not new}
 
