@@ -186,3 +186,13 @@ def test_feedback_names_each_clicked_document_once(tmp_path):
         client.app.state.feedback.flush()
     sessions, _ = read_log(tmp_path / "clicks.jsonl")
     assert [s.clicks for s in sessions] == [tuple(sorted(shown))]  # only the valid feedback
+
+
+@pytest.mark.parametrize(("days", "said"), [(1, "at most 1 day and an hour"), (2.5, "2.5 days")])
+def test_the_start_line_says_how_long_records_are_kept(tmp_path, caplog, days, said):
+    caplog.set_level("INFO", logger="rerankit.server.feedback")
+    settings = FeedbackSettings(path=str(tmp_path / "clicks.jsonl"), retention_days=days)
+    feedback = FeedbackLog(settings, clock=Clock(1_800_000_000.0))
+    feedback.flush()
+    feedback.close()
+    assert said in caplog.text

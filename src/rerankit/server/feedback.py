@@ -229,7 +229,8 @@ class FeedbackLog:
         self._stop = threading.Event()
         kept = "until rotation deletes them"
         if settings.retention_days:
-            kept = f"at most {settings.retention_days:g} days and an hour"
+            days = settings.retention_days
+            kept = f"at most {days:g} day{'' if days == 1 else 's'} and an hour"
             self._submit(self.sweep)  # at start, then every hour
             threading.Thread(
                 target=self.sweeping,
