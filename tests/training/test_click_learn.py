@@ -77,7 +77,7 @@ def test_training_labels_are_clicks_over_expected_examinations_plus_the_smoothin
 
 @pytest.mark.parametrize("bad", [-1.0, math.nan, "3"])
 def test_a_smoothing_that_is_not_a_number_of_examinations_is_refused(bad):
-    model, logs, rows = _collection("coverage", queries=12, sessions=5)
+    _, logs, rows = _collection("coverage", queries=12, sessions=5)
     with pytest.raises(ValueError, match="smoothing must be a number >= 0"):
         learn_from_clicks(logs, rows, smoothing=bad, **SMALL)
 
