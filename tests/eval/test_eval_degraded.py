@@ -51,11 +51,11 @@ def env(tmp_path, monkeypatch):
     return tmp_path
 
 
-def _eval(env, baseline, capsys):
-    folder = write_tiny(env / "tiny")
+def _eval(env, baseline, capsys, collections=("tiny",)):
+    data = [a for c in collections for a in ("--data", str(write_tiny(env / c)))]
     with FakeLLMServer(responder=_judge) as server:
         pipeline = _cascade(env, server.openai_url)
-        argv = ["eval", "--data", str(folder), "--rerankers", f"bm25,{pipeline}"]
+        argv = ["eval", *data, "--rerankers", f"bm25,{pipeline}"]
         argv += ["--candidates", "4", "--baseline", baseline, "--out", str(env / "out")]
         code = main([*argv, "--no-progress"])
     return code, *capsys.readouterr()
@@ -89,6 +89,17 @@ def test_a_degraded_baseline_is_said_in_the_comparison(env, capsys):
     assert code == 0
     comparison = out[out.index("minus llm-cascade's") :]
     assert f"the baseline, llm-cascade: {MARK}" in comparison
+
+
+def test_the_summary_over_collections_marks_degraded_cells_and_baseline(env, capsys):
+    code, out, _ = _eval(env, "bm25", capsys, collections=("one", "two"))
+    assert code == 0
+    summary = out[out.index("minus bm25's by collection") :]
+    one = next(line for line in summary.splitlines() if line.startswith("| one |"))
+    assert one.endswith("(1 degraded) |")  # llm-cascade's cell
+    code, out, _ = _eval(env, "llm-cascade", capsys, collections=("three", "four"))
+    summary = out[out.index("minus llm-cascade's by collection") :]
+    assert "the baseline, llm-cascade, degraded on some queries of three, four" in summary
 
 
 class FallingBack(ScorerReranker):

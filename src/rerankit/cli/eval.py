@@ -215,9 +215,10 @@ def add_commands(sub: Any) -> None:
         help="evaluate rerankers on a BEIR-layout dataset",
         description="Rerank each query's first-stage candidates with every reranker given and "
         "report nDCG@10, MRR@10, Recall@10 and Recall@k (relevance >= 1 counts), latency and LLM "
-        "usage, with a paired t-test against the first stage; a note under the table names a "
-        "pipeline whose queries degraded (it fell back: its row measures the fallback), and "
-        "when every query of one degraded the command exits 1. A pipeline that raises while "
+        "usage, with a paired t-test against the first stage; a pipeline whose queries "
+        "degraded (an LLM judge failed past its retries and it fell back: its row measures the "
+        "fallback there) is marked in the table, its verdict and on stderr, exit 0, and when "
+        "every query of one degraded the command exits 1. A pipeline that raises while "
         "reranking is reported as failed (which query, the error) and has no row; the others "
         "are printed and written, then the command exits 3 (1 when every pipeline failed). "
         "Data: a folder with corpus.jsonl ({_id, title, text}; 'id' is read too), "

@@ -176,6 +176,16 @@ def format_summary_against(collections: Sequence[Mapping[str, Any]], baseline: s
         for e in mean_against(collections, baseline)
     ]
     lines.append("| mean | " + " | ".join(means) + " |")
+    fell = [
+        c["collection"]
+        for c, entries in zip(collections, per, strict=True)
+        if entries and entries[0]["baseline_degraded_queries"]
+    ]
+    if fell:
+        lines.append(
+            f"\nthe baseline, {baseline}, degraded on some queries of {', '.join(fell)} (fell "
+            "back to an earlier stage): there the differences are from its fallback"
+        )
     return "\n".join(lines)
 
 
