@@ -14,6 +14,7 @@ from ..api import load
 from ..batch import quiet_ray_logs, ray_engine
 from ..eval.evaluation import DEFAULT_RERANKERS, evaluate, renamed_notes, reranker_labels
 from ..eval.failures import failed_lines
+from ..eval.notes import fell_back
 from ..eval.results import CollectionEvaluation, Evaluation
 from ..eval.thresholds import format_thresholds
 from .args import (
@@ -147,6 +148,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         if result.summary_file is not None:
             print(f"wrote {result.summary_file}", file=sys.stderr)
     failed = say_failed(result)  # 3 (or 1) when some pipeline raised
+    say_some_degraded(result.collections)  # exit 0 for these, as docs/cli.md says
     return 1 if say_all_degraded(result.collections) else failed
 
 
@@ -175,6 +177,22 @@ def threshold_text(collection: CollectionEvaluation) -> str:
     return format_thresholds(collection.thresholds)
 
 
+def say_some_degraded(collections: list[CollectionEvaluation]) -> None:
+    """Say on stderr each pipeline with some (not all) of its queries degraded: its row
+    and its comparison with a baseline measure the fallback on those queries."""
+    for c in collections:
+        every = set(c.all_degraded())
+        for r in c.rows:
+            mark = fell_back(r)
+            if mark and r["pipeline"] not in every:
+                where = f" on {c.collection}" if len(collections) > 1 else ""
+                note(
+                    f"{r['pipeline']}: {mark}{where}: on those queries its row and its "
+                    "comparison measure the fallback (results.json's degraded_by_query names "
+                    "them and why)"
+                )
+
+
 def say_all_degraded(collections: list[CollectionEvaluation]) -> bool:
     """Say on stderr each pipeline whose every query degraded (its row measures only the
     fallback, as the note under its table says); whether there were any (then eval exits
@@ -197,9 +215,10 @@ def add_commands(sub: Any) -> None:
         help="evaluate rerankers on a BEIR-layout dataset",
         description="Rerank each query's first-stage candidates with every reranker given and "
         "report nDCG@10, MRR@10, Recall@10 and Recall@k (relevance >= 1 counts), latency and LLM "
-        "usage, with a paired t-test against the first stage; a note under the table names a "
-        "pipeline whose queries degraded (it fell back: its row measures the fallback), and "
-        "when every query of one degraded the command exits 1. A pipeline that raises while "
+        "usage, with a paired t-test against the first stage; a pipeline whose queries "
+        "degraded (an LLM judge failed past its retries and it fell back: its row measures the "
+        "fallback there) is marked in the table, its verdict and on stderr, exit 0, and when "
+        "every query of one degraded the command exits 1. A pipeline that raises while "
         "reranking is reported as failed (which query, the error) and has no row; the others "
         "are printed and written, then the command exits 3 (1 when every pipeline failed). "
         "Data: a folder with corpus.jsonl ({_id, title, text}; 'id' is read too), "

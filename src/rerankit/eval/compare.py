@@ -14,6 +14,7 @@ from typing import Any
 
 from ..errors import InputError, keyword_flag
 from .metrics import paired_standard_error
+from .notes import fell_back
 
 __all__ = [
     "against",
@@ -79,9 +80,12 @@ def against(rows: Sequence[Mapping[str, Any]], baseline: str) -> list[dict[str, 
     """For each row of :func:`rerankit.eval.runner.evaluate_runs` but the baseline's: the
     mean per-query difference of nDCG@10 from the baseline's (``diff``), its standard
     error over the queries (``se``; None under two queries), the t-test's ``p`` against the
-    baseline, the number of ``queries`` compared and the :func:`verdict` (``better``,
-    ``worse`` or ``within noise``)."""
-    base = next(r for r in rows if r["pipeline"] == baseline)["per_query_ndcg@10"]
+    baseline, the number of ``queries`` compared, the :func:`verdict` (``better``,
+    ``worse`` or ``within noise``), and how many of its queries and of the baseline's
+    degraded (``degraded_queries``, ``baseline_degraded_queries``: there the figures are a
+    fallback's, see :func:`~rerankit.eval.notes.fell_back`)."""
+    base_row = next(r for r in rows if r["pipeline"] == baseline)
+    base = base_row["per_query_ndcg@10"]
     out = []
     for r in rows:
         if r["pipeline"] == baseline:
@@ -98,6 +102,9 @@ def against(rows: Sequence[Mapping[str, Any]], baseline: str) -> list[dict[str, 
                 "p": r.get("p_vs", {}).get(baseline),
                 "queries": len(diffs),
                 "verdict": verdict(diff, se),
+                # its figures on these queries are its fallback's (see notes.fell_back)
+                "degraded_queries": r.get("degraded_queries") or 0,
+                "baseline_degraded_queries": base_row.get("degraded_queries") or 0,
             }
         )
     return out
@@ -131,9 +138,16 @@ def format_against(rows: Sequence[Mapping[str, Any]], baseline: str) -> str:
         f"| pipeline | difference | vs {baseline} | p vs {baseline} | queries |",
         "|---|---:|---|---:|---:|",
     ]
+    marks = {r["pipeline"]: fell_back(r) for r in rows}
     for e in against(rows, baseline):
         p = "" if e["p"] is None else f"{e['p']:.3g}"
-        lines.append(f"| {e['pipeline']} | {_cell(e)} | {e['verdict']} | {p} | {e['queries']} |")
+        said = "; ".join(filter(None, [e["verdict"], marks[e["pipeline"]]]))
+        lines.append(f"| {e['pipeline']} | {_cell(e)} | {said} | {p} | {e['queries']} |")
+    if marks.get(baseline):
+        lines.append(
+            f"\nthe baseline, {baseline}: {marks[baseline]}: on those queries every "
+            "difference is from its fallback, not from it"
+        )
     return "\n".join(lines)
 
 
@@ -152,12 +166,26 @@ def format_summary_against(collections: Sequence[Mapping[str, Any]], baseline: s
         "|---|" + "---:|" * len(names),
     ]
     for c, entries in zip(collections, per, strict=True):
-        lines.append(f"| {c['collection']} | " + " | ".join(_cell(e) for e in entries) + " |")
+        cells = [
+            _cell(e) + (f" ({e['degraded_queries']} degraded)" if e["degraded_queries"] else "")
+            for e in entries
+        ]
+        lines.append(f"| {c['collection']} | " + " | ".join(cells) + " |")
     means = [
         f"{_cell(e)} ({e['verdict']})" if e["verdict"] else _cell(e)
         for e in mean_against(collections, baseline)
     ]
     lines.append("| mean | " + " | ".join(means) + " |")
+    fell = [
+        c["collection"]
+        for c, entries in zip(collections, per, strict=True)
+        if entries and entries[0]["baseline_degraded_queries"]
+    ]
+    if fell:
+        lines.append(
+            f"\nthe baseline, {baseline}, degraded on some queries of {', '.join(fell)} (fell "
+            "back to an earlier stage): there the differences are from its fallback"
+        )
     return "\n".join(lines)
 
 
@@ -189,6 +217,7 @@ def per_query(
     with a ``baseline``, each other pipeline's ``difference`` from the baseline's nDCG@10
     (positive: better than the baseline)."""
     ndcg = {r["pipeline"]: r["per_query_ndcg@10"] for r in rows}
+    fell = {r["pipeline"]: r.get("degraded_by_query") or {} for r in rows}
     names = list(ndcg)
     out = []
     for q in ndcg[names[0]]:
@@ -196,6 +225,7 @@ def per_query(
             "query_id": q,
             "query": (queries or {}).get(q, ""),
             "ndcg@10": {n: ndcg[n].get(q) for n in names},
+            "degraded": [n for n in names if q in fell[n]],
         }
         if baseline is not None:
             base = ndcg[baseline].get(q)
@@ -259,17 +289,18 @@ def format_differences(
 def write_per_query(path: str | Path, entries: Sequence[Mapping[str, Any]], baseline: str) -> Path:
     """:func:`per_query`'s ``entries`` as CSV at ``path``: ``query_id``, ``query``, each
     pipeline's nDCG@10 (``ndcg@10 NAME``) and difference from the baseline's (``NAME minus
-    BASELINE``); the path."""
+    BASELINE``), and ``degraded``: the pipelines that fell back on that query (``;`` between
+    two); the path."""
     names = list(entries[0]["ndcg@10"]) if entries else []
     others = [n for n in names if n != baseline]
     path = Path(path)
     with path.open("w", newline="", encoding="utf-8") as f:
         out = csv.writer(f)
         header = ["query_id", "query", *(f"ndcg@10 {n}" for n in names)]
-        out.writerow(header + [f"{n} minus {baseline}" for n in others])
+        out.writerow(header + [f"{n} minus {baseline}" for n in others] + ["degraded"])
         for e in entries:
             cells = [e["ndcg@10"][n] for n in names] + [e["difference"][n] for n in others]
-            out.writerow(
-                [e["query_id"], e["query"], *("" if c is None else f"{c:.6g}" for c in cells)]
-            )
+            shown = ("" if c is None else f"{c:.6g}" for c in cells)
+            fell = ";".join(e.get("degraded") or ())
+            out.writerow([e["query_id"], e["query"], *shown, fell])
     return path

@@ -31,8 +31,8 @@ from .runner import (
     evaluate_runs,
     first_stage_run,
     run_pipeline,
-    write_summary,
 )
+from .summary import write_summary
 from .thresholds import THRESHOLD_SCALES, threshold_rows
 
 __all__ = [
@@ -384,7 +384,10 @@ def evaluate(
                 thresholds={
                     r.name: threshold_rows(r.scores, dataset.qrels, queries=list(dataset.queries))
                     for r in runs
-                    if r.scores and r.score_scales and r.score_scales <= THRESHOLD_SCALES
+                    if r.scores
+                    and r.score_scales
+                    and r.score_scales <= THRESHOLD_SCALES
+                    and not r.all_degraded  # the fallback's scores, not its own
                 },
                 shown={  # each query's candidates, as the rerankers read them
                     q: candidate_documents(dataset, cands.get(q, []), with_scores=not texts_only)

@@ -33,6 +33,7 @@ __all__ = [
     "all_degraded",
     "calibration_note",
     "degraded_notes",
+    "fell_back",
     "fitted_on",
     "in_sample_note",
     "judgment_cache_note",
@@ -248,6 +249,16 @@ def in_sample_note(fitted: Mapping[str, Mapping[str, Any]], data: str, split: st
     )
 
 
+def fell_back(row: Mapping[str, Any]) -> str | None:
+    """How many of a row's queries degraded, as the comparison marks it (``"9 of 15
+    queries degraded (fell back to an earlier stage)"``); None when none did."""
+    n = row.get("degraded_queries") or 0
+    if not n:
+        return None
+    of = row.get("reranked_queries") or n
+    return f"{n} of {of} queries degraded (fell back to an earlier stage)"
+
+
 def degraded_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """A line for each row with degraded queries: how many of the queries it reranked, the
     first cause, and that its row measures the fallback (empty when none degraded)."""
@@ -264,6 +275,11 @@ def degraded_notes(rows: Sequence[Mapping[str, Any]]) -> list[str]:
             + ("its row measures" if n == of else "on those queries its row measures")
             + " the fallback, not "
             + ("the LLM stage" if llm else "the stage that failed")
+            + (
+                "; its calibration and thresholds are left out (they would be the fallback's)"
+                if n == of
+                else ""
+            )
         )
     return notes
 

@@ -27,15 +27,8 @@ from .failures import common_rows, failed_lines
 from .first_stage import depth_label
 from .latency import latency_note
 from .notes import all_degraded, degraded_notes, in_sample_note, judgment_cache_note
-from .runner import (
-    PipelineRun,
-    check_output_folder,
-    format_summary,
-    format_table,
-    mean_by_pipeline,
-    write_outputs,
-    write_summary,
-)
+from .runner import PipelineRun, check_output_folder, format_table, write_outputs
+from .summary import format_summary, mean_by_pipeline, write_summary
 from .thresholds import THRESHOLDS_FILE, write_thresholds
 
 __all__ = ["CollectionEvaluation", "Evaluation", "collection_folder", "titles_note"]
@@ -284,7 +277,7 @@ class CollectionEvaluation:
         with a baseline, ``per_query.csv`` (:meth:`per_query`: each
         query's nDCG@10 per pipeline and difference from the baseline's); the paths
         written."""
-        meta = {**self.meta, **self.notes()}
+        meta = {**self.meta, **self.notes(), "against_baseline": self.against}
         written = write_outputs(folder, self.rows, self.runs, meta)
         lines = [
             json.dumps(self.query_candidates(q), ensure_ascii=False) + "\n" for q in self.shown

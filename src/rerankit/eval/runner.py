@@ -38,6 +38,7 @@ __all__ = [
     "PipelineRun",
     "evaluate_runs",
     "first_stage_run",
+    "format_table",
     "run_file_stem",
     "run_pipeline",
     "write_outputs",
@@ -60,6 +61,8 @@ class PipelineRun:
     degraded_queries: int = 0
     #: the first degraded query's first warning (why it fell back); None: none degraded
     degraded_cause: str | None = None
+    #: each degraded query's id -> why it fell back, in the order reranked
+    degraded_causes: dict[str, str] = field(default_factory=dict)
     #: the rerankers' own scores per query and document, and the scales they came in
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
     score_scales: set[str] = field(default_factory=set)
@@ -69,8 +72,14 @@ class PipelineRun:
 
     @property
     def calibrated(self) -> bool:
-        """Whether every query's scores were probabilities (see ``score_scale``)."""
-        return self.score_scales == {"probability"}
+        """Whether every query's scores were probabilities (see ``score_scale``) of its
+        own: not when every query degraded (they are the fallback's)."""
+        return self.score_scales == {"probability"} and not self.all_degraded
+
+    @property
+    def all_degraded(self) -> bool:
+        """Whether every query it reranked degraded (its scores are all the fallback's)."""
+        return bool(self.degraded_queries) and self.degraded_queries == len(self.latencies)
 
     def record(
         self,
@@ -90,8 +99,9 @@ class PipelineRun:
         self.scores[qid] = dict(ranked)
         self.score_scales.add(scale)
         self.degraded_queries += bool(degraded)
-        if degraded and self.degraded_cause is None:
-            self.degraded_cause = cause or "no warning given"
+        if degraded:
+            self.degraded_causes[qid] = cause or "no warning given"
+            self.degraded_cause = self.degraded_cause or self.degraded_causes[qid]
         for key, value in usage.items():
             self.usage[key] = self.usage.get(key, 0) + value
 
@@ -272,6 +282,7 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
                 "reranked_queries": len(r.latencies),
                 "degraded_queries": r.degraded_queries,
                 "degraded_cause": r.degraded_cause,
+                "degraded_by_query": dict(r.degraded_causes),
                 "ece": None,
                 "per_query_ndcg@10": {q: scored[i]["ndcg@10"][q] for q in relevant},
             }
@@ -302,6 +313,9 @@ def format_table(
     with_ece = any(r.get("ece") is not None for r in rows)
     if with_ece:
         head.append("ECE")
+    degraded = any(r.get("degraded_queries") for r in rows)
+    if degraded:  # its figures there are the fallback's (see degraded_notes)
+        head.append("degraded queries")
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for r in rows:
         p = "" if r["p_vs_first_stage"] is None else f"{r['p_vs_first_stage']:.3g}"
@@ -316,6 +330,9 @@ def format_table(
         ]
         if with_ece:
             cells.append("" if r.get("ece") is None else f"{r['ece']:.4f}")
+        if degraded:
+            n = r.get("degraded_queries") or 0
+            cells.append(f"{n} of {r.get('reranked_queries') or n}" if n else "")
         lines.append("| " + " | ".join(cells) + " |")
     if with_ece:
         lines.append(calibration_note(rows, refit))
@@ -323,61 +340,6 @@ def format_table(
         if top:
             lines.append(top)
     return "\n".join(lines)
-
-
-def format_summary(collections: Sequence[Mapping[str, Any]]) -> str:
-    """nDCG@10 x 100 of every pipeline on every collection (one row each, from
-    :func:`evaluate_runs`' rows under ``"rows"``; ``failed`` where it failed there), and
-    the mean over the collections (only of a pipeline measured on every one)."""
-    names = list(dict.fromkeys(r["pipeline"] for c in collections for r in c["rows"]))
-    head = ["collection", "split", "queries", *names]
-    lines = [
-        "nDCG@10 x 100 by collection:\n",
-        "| " + " | ".join(head) + " |",
-        "|---|---|" + "---:|" * (len(head) - 2),
-    ]
-    for c in collections:
-        ndcg = {r["pipeline"]: f"{100 * r['ndcg@10']:.2f}" for r in c["rows"]}
-        cells = [ndcg.get(n, "failed") for n in names]
-        lines.append(
-            f"| {c['collection']} | {c['split']} | {c['queries']} | " + " | ".join(cells) + " |"
-        )
-    means = {n: f"{100 * v:.2f}" for n, v in mean_by_pipeline(collections).items()}
-    lines.append("| mean | | | " + " | ".join(means.get(n, "failed") for n in names) + " |")
-    return "\n".join(lines)
-
-
-def mean_by_pipeline(collections: Sequence[Mapping[str, Any]]) -> dict[str, float]:
-    """Each pipeline's nDCG@10 averaged over the collections (each counts once); one that
-    failed on some collection is left out."""
-    ndcg = [{r["pipeline"]: r["ndcg@10"] for r in c["rows"]} for c in collections]
-    return {n: statistics.fmean(c[n] for c in ndcg) for n in ndcg[0] if all(n in c for c in ndcg)}
-
-
-def write_summary(out: str | Path, collections: Sequence[Mapping[str, Any]]) -> Path:
-    """``summary.json`` in ``out``: per collection its split, queries (and how many had no
-    candidates), first stage and each pipeline's nDCG@10 (the full results are in each
-    collection's folder), and the means."""
-    path = check_output_folder(out) / "summary.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    body = {
-        "collections": [
-            {
-                "collection": c["collection"],
-                "dataset": c["dataset"],
-                "split": c["split"],
-                "queries": c["queries"],
-                "queries_without_candidates": c.get("queries_without_candidates", 0),
-                "first_stage": c["first_stage"],
-                "ndcg@10": {r["pipeline"]: r["ndcg@10"] for r in c["rows"]},
-                "failed": c.get("failed") or [],
-            }
-            for c in collections
-        ],
-        "mean_ndcg@10": mean_by_pipeline(collections),
-    }
-    path.write_text(dumps_strict(body, indent=2) + "\n", encoding="utf-8")
-    return path
 
 
 def check_output_folder(out: str | Path) -> Path:
