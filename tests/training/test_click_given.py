@@ -89,3 +89,17 @@ def test_learn_from_log_reads_a_corpus_given_as_a_path(tmp_path):
 def test_learn_from_log_refuses_a_corpus_of_another_kind_saying_what_to_pass(tmp_path):
     with pytest.raises(TypeError, match=r"corpus: expected document id -> text .*read_corpus"):
         learn_from_log(tmp_path / "clicks.jsonl", corpus=[("d1", "text")])
+
+
+def test_a_log_of_ids_learns_from_its_features_file_alone(tmp_path):
+    """The features file holds everything learning reads, so an id-only log needs no
+    corpus beside it (what ``tune --clicks LOG --features NPZ`` does for a service that
+    logged ids)."""
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    features = _id_log(tmp_path / "clicks.jsonl", tmp_path / "corpus")
+    found = learn_from_log(tmp_path / "clicks.jsonl", features=features, folds=2, curve=None)
+    assert found.read.unresolved == 0 and found.learning.queries == 6
+    assert found.features == f"features read from {features}"
+    missing = tmp_path / "absent.npz"  # no file yet: the texts are needed to compute them
+    with pytest.raises(InputError, match="each has a document without a text"):
+        learn_from_log(tmp_path / "clicks.jsonl", features=missing, folds=2, curve=None)

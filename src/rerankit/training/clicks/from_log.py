@@ -222,12 +222,16 @@ def learn_from_log(
     left out (:func:`~.reader.read_log`; None: none is); ``options``:
     :func:`~.learn.learn_from_clicks`'s.
 
-    Without ``rows``, an impression with a document that has no text (in the log, or in
-    ``corpus``) is left out and counted in ``.read`` (``unresolved``, with examples in its
-    problems); it is an error only when no impression is left."""
+    Without ``rows`` or a ``features`` file that exists, an impression with a document that
+    has no text (in the log, or in ``corpus``) is left out and counted in ``.read``
+    (``unresolved``, with examples in its problems); it is an error only when no
+    impression is left."""
     corpus = _as_corpus(corpus)
     sessions, read = read_log(path, max_feedback_delay=max_feedback_delay)
     texts = CorpusTexts(corpus)
+    from_file = rows is None and features is not None and Path(features).exists()
+    if from_file:  # it holds what learning reads: no text is needed
+        rows = read_features(features)
     if rows is None:
         usable = with_texts(sessions, texts, read)
         if sessions and not usable:
@@ -247,8 +251,7 @@ def learn_from_log(
     asked = embedding if isinstance(embedding, str) and embedding else None
     named = None  # the embedding model named for the features computed (or read) here
     kept = ""
-    if rows is None and features is not None and Path(features).exists():
-        rows = read_features(features)
+    if from_file:
         _check_features(features, rows, logs, asked)
         named, kept = asked, f"features read from {features}"
     if rows is None:
