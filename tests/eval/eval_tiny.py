@@ -35,3 +35,16 @@ def write_tiny(folder: Path) -> Path:
     rows = [f"{q}\t{d}\t{g}" for q, j in QRELS.items() for d, g in j.items()]
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "\n".join(rows))
     return folder
+
+
+def write_llm_cascade(folder: Path, url: str) -> Path:
+    """``cascade.toml`` in ``folder``: BM25 keeps 2, then an OpenAI-compatible pointwise judge
+    at ``url`` that tries once (a failed call degrades its query at once)."""
+    path = folder / "cascade.toml"
+    path.write_text(
+        'name = "llm-cascade"\n\n[[stages]]\nname = "first"\nreranker = "bm25"\nkeep = 2\n\n'
+        '[[stages]]\nname = "judge"\nscorer = { type = "llm_pointwise", provider = "openai", '
+        f'model = "m", base_url = "{url}", '
+        "retry = { attempts = 1, timeout = 5, min_wait = 0, max_wait = 0 } }\n"
+    )
+    return path

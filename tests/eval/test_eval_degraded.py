@@ -14,7 +14,7 @@ import pytest
 
 pytest.importorskip("openai", reason="needs the 'openai' extra")
 
-from eval_tiny import write_tiny
+from eval_tiny import write_llm_cascade, write_tiny
 
 from rerankit.cli import main
 from rerankit.eval import evaluate
@@ -32,17 +32,6 @@ def _judge(request):
     return Reply(text='{"score": 7}')
 
 
-def _cascade(tmp_path, url):
-    path = tmp_path / "cascade.toml"
-    path.write_text(
-        'name = "llm-cascade"\n\n[[stages]]\nname = "first"\nreranker = "bm25"\nkeep = 2\n\n'
-        '[[stages]]\nname = "judge"\nscorer = { type = "llm_pointwise", provider = "openai", '
-        f'model = "m", base_url = "{url}", '
-        "retry = { attempts = 1, timeout = 5, min_wait = 0, max_wait = 0 } }\n"
-    )
-    return path
-
-
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     pytest.importorskip("matplotlib", reason="eval --out draws a chart (extra eval)")
@@ -54,7 +43,7 @@ def env(tmp_path, monkeypatch):
 def _eval(env, baseline, capsys, collections=("tiny",)):
     data = [a for c in collections for a in ("--data", str(write_tiny(env / c)))]
     with FakeLLMServer(responder=_judge) as server:
-        pipeline = _cascade(env, server.openai_url)
+        pipeline = write_llm_cascade(env, server.openai_url)
         argv = ["eval", *data, "--rerankers", f"bm25,{pipeline}"]
         argv += ["--candidates", "4", "--baseline", baseline, "--out", str(env / "out")]
         code = main([*argv, "--no-progress"])

@@ -11,7 +11,7 @@ import pytest
 
 pytest.importorskip("openai", reason="needs the 'openai' extra")
 
-from eval_tiny import write_tiny
+from eval_tiny import write_llm_cascade, write_tiny
 
 from rerankit.cli import main
 from rerankit.eval.runner import calibration_note
@@ -20,17 +20,6 @@ from rerankit.llm.testing import FakeLLMServer, Reply
 
 def _collection(tmp_path):
     return write_tiny(tmp_path / "tiny")
-
-
-def _cascade(tmp_path, url):
-    path = tmp_path / "cascade.toml"
-    path.write_text(
-        'name = "llm-cascade"\n\n[[stages]]\nname = "first"\nreranker = "bm25"\nkeep = 2\n\n'
-        '[[stages]]\nname = "judge"\nscorer = { type = "llm_pointwise", provider = "openai", '
-        f'model = "m", base_url = "{url}", '
-        "retry = { attempts = 1, timeout = 5, min_wait = 0, max_wait = 0 } }\n"
-    )
-    return path
 
 
 @pytest.fixture
@@ -49,7 +38,7 @@ def test_a_judge_that_failed_every_call_is_said_and_exits_1(env, capsys):
     pytest.importorskip("matplotlib", reason="eval --out draws a chart (extra eval)")
     folder = _collection(env)
     with FakeLLMServer(responder=lambda request: Reply(status=500, text="down")) as server:
-        code = _eval(folder, _cascade(env, server.openai_url), env / "out")
+        code = _eval(folder, write_llm_cascade(env, server.openai_url), env / "out")
     captured = capsys.readouterr()
     assert code == 1
     assert "| llm-cascade |" in captured.out  # the table is still printed
@@ -69,7 +58,7 @@ def test_judgments_read_from_the_cache_are_counted_and_said(env, capsys):
     pytest.importorskip("matplotlib", reason="eval --out draws a chart (extra eval)")
     folder = _collection(env)
     with FakeLLMServer(responder=lambda request: Reply(text='{"score": 7}')) as server:
-        pipeline = _cascade(env, server.openai_url)
+        pipeline = write_llm_cascade(env, server.openai_url)
         assert _eval(folder, pipeline, env / "cold") == 0
         cold = capsys.readouterr().out
         assert _eval(folder, pipeline, env / "warm") == 0
