@@ -61,6 +61,12 @@ def test_differences_are_the_largest_either_way(result):
         result.differences(n=-1)
 
 
+def test_the_printed_queries_name_the_files_option_in_the_caller_s_words(result):
+    """Python's text says ``out=FOLDER`` where the command's says ``--out``."""
+    assert "every query's in per_query.csv with out=FOLDER" in str(result)
+    assert "--out" not in str(result)
+
+
 def test_the_command_prints_them_and_writes_per_query_csv(tmp_path, capsys, result):
     out = tmp_path / "results"
     args = ["eval", "--data", str(SCIFACT), "--rerankers", "bm25,jaccard", "--baseline", "bm25"]
@@ -70,6 +76,7 @@ def test_the_command_prints_them_and_writes_per_query_csv(tmp_path, capsys, resu
     assert "minus bm25's: the mean of the queries' differences (± standard error" in printed
     assert "per query (±" not in printed
     below = printed.split("Queries where each differs most from bm25")[1]
+    assert "every query's in per_query.csv with --out" in below
     shown = re.findall(r"^\| jaccard \| (\S+) \| ([-+][\d.]+) \| (.*) \|$", below, flags=re.M)
     want = result.differences(n=5)["jaccard"]
     assert [(q, float(d)) for q, d, _ in shown] == [

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError, keyword_flag
+from ..errors import InputError, keyword_flag, said_for
 from .metrics import paired_standard_error
 from .notes import fell_back
 
@@ -279,7 +279,7 @@ def format_differences(
         return ""
     head = [
         f"Queries where each differs most from {baseline} (nDCG@10 x 100; every query's in "
-        f"{PER_QUERY_FILE} with --out):\n",
+        f"{PER_QUERY_FILE} with {said_for('out=FOLDER', '--out')}):\n",
         "| pipeline | query id | difference | query |",
         "|---|---|---:|---|",
     ]
