@@ -240,3 +240,24 @@ def test_a_settings_file_gives_the_scale_the_service_answers(tmp_path, capsys, m
     ok = [line for line in capsys.readouterr().out.splitlines() if ": ok: " in line]
     assert "; scores unit (raw_scores logit)" in ok[0], ok
     assert "; scores logit" in ok[1] and "unit" not in ok[1], ok
+
+
+def test_a_settings_file_with_feedback_says_what_the_click_log_keeps(tmp_path, capsys):
+    """What an approver asks before the service runs: where clicks go, what is stored,
+    for how long; the same words as the service's start line."""
+    settings = tmp_path / "service.toml"
+    settings.write_text(
+        '[server]\ndefault = "lex"\n\n[server.feedback]\npath = "clicks.jsonl"\n'
+        'store = "hash"\nretention_days = 1\n\n[pipelines.lex]\nreranker = "bm25"\n'
+    )
+    assert main(["check", str(settings)]) == 0
+    out = capsys.readouterr().out
+    said = (
+        f"feedback on: answers and clicks logged to {tmp_path / 'clicks.jsonl'} (queries "
+        "stored in clear text, documents stored as hash; records kept at most 1 day and an "
+        "hour)"
+    )
+    assert f"{settings}: {said}" in out
+    settings.write_text('[server]\ndefault = "lex"\n\n[pipelines.lex]\nreranker = "bm25"\n')
+    assert main(["check", str(settings)]) == 0
+    assert "feedback on" not in capsys.readouterr().out

@@ -187,6 +187,8 @@ def check_settings(name: str) -> int:
     variable = settings.api_key_env or API_KEY_ENV
     said = keys_said(in_file, variable, settings.api_key_env is not None, os.environ.get(variable))
     print(f"{name}: {said}")
+    if settings.feedback is not None:  # what an approver asks of the click log
+        print(f"{name}: feedback on: {settings.feedback.describe()}")
     return failed
 
 
@@ -239,11 +241,12 @@ def add_commands(sub: Any) -> None:
         "variable (api_key_env, RERANKIT_API_KEYS) or an LLM provider's key (OPENAI_API_KEY) "
         "that is not set here, or is set but empty, is a warning naming it, and the check "
         "goes on (CI has no secrets; serve needs them), as is a timeout longer than "
-        "graceful_timeout. A settings file's last line says whether the service will need "
+        "graceful_timeout. A settings file's keys line says whether the service will need "
         "an API key and how many come from api_keys and from the variable (counts, never a "
-        "key), or that it will be open. Every line (ok, warning, mistake) goes to standard "
-        "output, in "
-        "order. Exit status 1 when any file or pipeline has a mistake.",
+        "key), or that it will be open; with [server.feedback], a last line says where the "
+        "click log is and what it keeps (texts or hashes, for how long). Every line (ok, "
+        "warning, mistake) goes to standard output, in order. Exit status 1 when any file "
+        "or pipeline has a mistake.",
         **examples(
             "rerankit check pipeline.toml",
             "rerankit check service.toml  # every pipeline the service would serve",

@@ -152,6 +152,23 @@ class FeedbackSettings:
     def to_mapping(self) -> dict[str, Any]:
         return asdict(self)
 
+    def describe(self) -> str:
+        """What the click log keeps and for how long (the start line, and ``rerankit
+        check``'s): its file, queries in clear text, documents as ``store``, retention."""
+        kept = "until rotation deletes them"
+        if self.retention_days:
+            days = self.retention_days
+            kept = f"at most {days:g} day{'' if days == 1 else 's'} and an hour"
+        unchecked = (
+            "; feedback naming answers this log does not hold (another replica's) written unchecked"
+            if self.accept_unknown_ids
+            else ""
+        )
+        return (
+            f"answers and clicks logged to {Path(self.path).resolve()} (queries stored in "
+            f"clear text, documents stored as {self.store}; records kept {kept}){unchecked}"
+        )
+
 
 def feedback_beside(value: Any, folder: Path) -> Any:
     """``[server] feedback`` (a table or a path) with a relative log path taken from
@@ -227,10 +244,7 @@ class FeedbackLog:
         self.impressions = 0
         self.feedback = 0
         self._stop = threading.Event()
-        kept = "until rotation deletes them"
         if settings.retention_days:
-            days = settings.retention_days
-            kept = f"at most {days:g} day{'' if days == 1 else 's'} and an hour"
             self._submit(self.sweep)  # at start, then every hour
             threading.Thread(
                 target=self.sweeping,
@@ -238,16 +252,7 @@ class FeedbackLog:
                 name="rerankit-retention",
                 daemon=True,
             ).start()
-        logger.info(
-            "feedback on: answers and clicks logged to %s (queries stored in clear text, "
-            "documents stored as %s; records kept %s)%s",
-            Path(settings.path).resolve(),
-            settings.store,
-            kept,
-            "; feedback naming answers this log does not hold (another replica's) written unchecked"
-            if settings.accept_unknown_ids
-            else "",
-        )
+        logger.info("feedback on: %s", settings.describe())
 
     def sweep(self) -> None:
         """Apply ``retention_days`` now (on the writer thread): the log's old records are
