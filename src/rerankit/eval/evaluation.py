@@ -20,6 +20,7 @@ from .data import TITLES, Dataset, find_collections, read_split
 from .failures import PipelineFailed, failed_lines
 from .first_stage import candidate_depth, candidate_documents, first_stage_label
 from .first_stage import first_stage as first_stage_candidates
+from .given import RUN_FILE, check_first_stage
 from .latency import first_run_note
 from .notes import fitted_on
 from .results import CollectionEvaluation, Evaluation, collection_folder
@@ -245,7 +246,7 @@ def evaluate(
     rerankers: Any = None,
     *,
     split: str = "test",
-    first_stage: str = "auto",
+    first_stage: str | Mapping[str, Any] = "auto",
     candidates: int = 100,
     baseline: str | None = None,
     titles: str | Sequence[str] = "field",
@@ -270,7 +271,9 @@ def evaluate(
     (anything :func:`rerankit.load` takes), as a comma-separated string, a list, or a
     mapping label -> reranker (default ``bm25,embedding,hybrid``); each is shown under
     :func:`reranker_labels`' name. The keywords are ``rerankit eval``'s flags:
-    ``first_stage`` (``auto``, ``bm25``, ``run`` or your run/candidates file),
+    ``first_stage`` (``auto``, ``bm25``, ``run``, your run/candidates file, or those
+    candidates in memory: query id -> doc ids best first or ``(doc id, score)`` pairs, read
+    as the file's lines are),
     ``candidates`` per query, ``baseline`` (a label, or ``first-stage``) to compare every
     pipeline with, ``titles`` (layouts, comma-separated or a list: each reranker runs once
     per layout over the same candidates), ``texts_only`` (hide the first-stage scores from
@@ -303,6 +306,7 @@ def evaluate(
     with embedding_cache_in_use(embedding_cache):  # read by the scorers built below
         collections = _collections(data, split)
         candidates = _positive("candidates", candidates)
+        check_first_stage(first_stage)
         if max_queries is not None:
             max_queries = _positive("max_queries", max_queries)
         if out is not None:
@@ -379,7 +383,7 @@ def evaluate(
                 runs,
                 candidates,
                 folder=dataset.folder,
-                first_stage_given=first_stage,
+                first_stage_given=RUN_FILE if isinstance(first_stage, Mapping) else first_stage,
                 queries=dict(dataset.queries),
                 thresholds={
                     r.name: threshold_rows(r.scores, dataset.qrels, queries=list(dataset.queries))

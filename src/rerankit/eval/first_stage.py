@@ -19,6 +19,7 @@ from ..scorers.lexical import length_norm, lucene_idf, saturated_tf
 from ..text.analysis import Analyzer
 from ..text.language import CorpusStats
 from .data import Dataset, load_run
+from .given import check_first_stage, given_candidates, source_name
 from .qrels import read_qrels
 
 __all__ = [
@@ -104,18 +105,26 @@ class BM25Index:
 
 
 def first_stage(
-    data: Dataset, source: str = "bm25", k: int = 100, *, note: Callable[[str], None] | None = None
+    data: Dataset,
+    source: str | Mapping[str, Any] = "bm25",
+    k: int = 100,
+    *,
+    note: Callable[[str], None] | None = None,
 ) -> dict[str, list[tuple[str, float]]]:
     """Each query's top ``k`` as ``(doc id, first-stage score)``, best first: BM25 over the
     corpus (``"bm25"``, Anserini's k1=0.9, b=0.4), the dataset's own run (``"run"``), the
     run when the dataset ships one and BM25 otherwise (``"auto"``), or the path of your
     retriever's output: a TREC run file, or JSON Lines candidates (``.jsonl``, see
-    :func:`load_candidates`). A file's lines for queries not in the folder's queries.jsonl
+    :func:`load_candidates`), or those candidates in memory: a mapping query id -> doc ids
+    best first or ``(doc id, score)`` pairs (:func:`~.given.given_candidates`), read as a
+    file is. A file's lines for queries not in the folder's queries.jsonl
     are skipped (it may rank other folders' queries too); one that ranks none of the
     split's queries is an error naming the split and the folder. Queries the first stage
     finds nothing for get an empty list. A
     document a file lists twice for one query is kept at its first place; a warning (logged,
     and given to ``note``) says how many."""
+    if not isinstance(source, Mapping):  # a mapping's entries are checked as it is read
+        check_first_stage(source)
     if source == "auto":
         source = "run" if data.run_scores is not None else "bm25"
     if source == "bm25":
@@ -137,13 +146,14 @@ def first_stage(
     else:
         ranked = _read(source, corpus=data.corpus, queries=data.query_ids)
         if not set(ranked) & set(data.queries):
-            raise _uncovered(data, source, set(_read(source)))
+            raise _uncovered(data, source_name(source), set(_read(source)))
     out = {qid: _once(ranked.get(qid, [])) for qid in data.queries}
     repeated = {qid: n for qid, (_, n) in out.items() if n}
     if repeated:
         example = next(iter(repeated))
+        named = data.run_file if source == "run" else source_name(source)
         said = (
-            f"{data.run_file if source == 'run' else source}: {sum(repeated.values())} "
+            f"{named}: {sum(repeated.values())} "
             f"candidate(s) listed again for the same query, in {len(repeated)} queries "
             f"(e.g. {repeated[example]} in query {example!r}): each document is ranked once, "
             "where it was listed first"
@@ -154,9 +164,12 @@ def first_stage(
     return {qid: ranked_once[:k] for qid, (ranked_once, _) in out.items()}
 
 
-def _read(source: str, **check: Any) -> dict[str, list[tuple[str, float]]]:
-    """The file ``source`` (JSON Lines candidates or a TREC run), read with ``check``:
-    ``corpus`` and ``queries``, as :func:`load_candidates` and :func:`load_run` take them."""
+def _read(source: str | Mapping[str, Any], **check: Any) -> dict[str, list[tuple[str, float]]]:
+    """The file ``source`` (JSON Lines candidates or a TREC run), or the candidates given
+    in memory, read with ``check``: ``corpus`` and ``queries``, as :func:`load_candidates`
+    and :func:`load_run` take them."""
+    if isinstance(source, Mapping):
+        return given_candidates(source, **check)
     if Path(source).suffix.lower() == ".jsonl":
         return load_candidates(source, **check)
     return load_run(source, with_scores=True, **check)
@@ -218,9 +231,11 @@ def candidate_depth(cands: Mapping[str, Sequence[Any]], k: int) -> int:
     return min(most, k) if most else k
 
 
-def first_stage_label(data: Dataset, source: str) -> str:
+def first_stage_label(data: Dataset, source: str | Mapping[str, Any]) -> str:
     """What the first stage of ``data`` is, in words (``auto`` resolved): BM25's settings,
-    the dataset's run file, or the file given."""
+    the dataset's run file, the file given, or the candidates given in memory."""
+    if isinstance(source, Mapping):
+        return f"the candidates given in memory ({len(source)} queries)"
     if source == "auto":
         source = "run" if data.run_scores is not None else "bm25"
     if source == "bm25":
