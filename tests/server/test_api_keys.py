@@ -11,7 +11,7 @@ pytest.importorskip("fastapi", reason="needs the 'server' extra")
 from rerankit.cli import main
 from rerankit.cli.main import build_parser
 from rerankit.cli.serve import serve_settings
-from rerankit.server import ServerSettings
+from rerankit.server import ServerSettings, create_app
 
 PIPELINE = '[pipelines]\nb = "bm25"\n'
 
@@ -80,3 +80,18 @@ def test_check_says_whether_the_service_is_open_and_how_many_keys_from_where(
     code, out = _check(tmp_path, capsys, 'api_keys = ["k1"]')
     assert code == 0 and "1 in api_keys, 2 in $RERANKIT_API_KEYS" in out
     assert "will be open" not in out
+
+
+def test_the_start_line_says_how_many_keys_came_from_where_never_a_key(monkeypatch, caplog):
+    monkeypatch.setenv("RERANKIT_API_KEYS", "TOPSECRET3,TOPSECRET1")
+    settings = ServerSettings(
+        pipelines={"b": "bm25"}, default="b", api_keys=["TOPSECRET1", "TOPSECRET2"]
+    )
+    with caplog.at_level("INFO", logger="rerankit.server.app"):
+        create_app(settings)
+    said = [r.getMessage() for r in caplog.records if "API key" in r.getMessage()]
+    assert said == [
+        "rerankit service: 3 API keys (1 in api_keys, 2 in $RERANKIT_API_KEYS); "
+        "every request but the public endpoints needs one"
+    ]
+    assert "TOPSECRET" not in caplog.text

@@ -14,6 +14,7 @@ __all__ = [
     "env_keys",
     "env_problem",
     "key_problem",
+    "keys_counted",
     "keys_said",
     "kind_of",
     "list_problem",
@@ -110,3 +111,16 @@ def keys_said(in_file: int, variable: str, named: bool, value: str | None) -> st
     elif value is not None:
         where.append(f"{from_env} in ${variable}")
     return f"keys: every request but the public endpoints needs one: {', '.join(where)}"
+
+
+def keys_counted(keys: list[str], variable: str, value: str | None) -> str:
+    """How many of the service's ``keys`` came from where: "3 API keys (2 in api_keys, 1
+    in $RERANKIT_API_KEYS)", for the start line (``value``: ``$variable`` as the service
+    read it; a key in both is counted once, in the variable, as the workers read it)."""
+    from_env = set(env_keys(value))
+    in_file = sum(1 for k in keys if k not in from_env)
+    where = [f"{in_file} in api_keys"] if in_file else []
+    if len(keys) > in_file:
+        where.append(f"{len(keys) - in_file} in ${variable}")
+    plural = "s" if len(keys) != 1 else ""
+    return f"{len(keys)} API key{plural} ({', '.join(where)})"

@@ -22,6 +22,7 @@ pipeline. TEI's ``raw_scores`` returns the pipeline's own scores instead.
 import asyncio
 import contextlib
 import logging
+import os
 from typing import Any
 
 from .._optional import require
@@ -30,6 +31,7 @@ require("fastapi", "rerankit serve")  # the modules below need it: say which ext
 
 from .. import __version__  # noqa: E402
 from . import middleware  # noqa: E402
+from .api_keys import keys_counted  # noqa: E402
 from .feedback import FeedbackLog  # noqa: E402
 from .feedback_api import add_feedback_routes  # noqa: E402
 from .http import SafeJSONResponse  # noqa: E402
@@ -37,7 +39,7 @@ from .model_names import unserved_note  # noqa: E402
 from .pages import add_pages  # noqa: E402
 from .routes import add_rerank_routes, set_openapi  # noqa: E402
 from .service import Service  # noqa: E402
-from .settings import ServerSettings  # noqa: E402
+from .settings import API_KEY_ENV, ServerSettings  # noqa: E402
 from .status import add_status_routes  # noqa: E402
 from .tracing import fastapi_telemetry, setup_tracer  # noqa: E402
 
@@ -85,7 +87,11 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
     add_pages(app)
     add_status_routes(app, service, settings)
     if settings.api_keys:
-        logger.info("rerankit service: %d API key(s) configured", len(settings.api_keys))
+        variable = settings.api_key_env or API_KEY_ENV
+        counted = keys_counted(settings.api_keys, variable, os.environ.get(variable))
+        logger.info(
+            "rerankit service: %s; every request but the public endpoints needs one", counted
+        )
     else:
         logger.warning(
             "rerankit service: no API keys configured; the service is open to "
