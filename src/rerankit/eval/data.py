@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import random
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any
 from .._jsonl import numbered_jsonl
 from ..errors import InputError, keyword_flag, no_such_file, said_for
 from .corpus import TextCheck
+from .dataset_checks import check_ids, checked, evaluation_only, in_memory_ids
 from .qrels import load_qrels, read_splits, split_files
 
 logger = logging.getLogger(__name__)
@@ -60,6 +60,21 @@ class Dataset:
     query_ids: frozenset[str] | None = None
     split: str | None = None
     folder: Path | None = None
+
+    def __post_init__(self) -> None:
+        """Check what was given (see :mod:`~rerankit.eval.dataset_checks` for the shapes
+        taken): a mistake is an :class:`InputError` naming the id and the field. A
+        collection built in memory (no ``folder``; :func:`load_beir` checks a folder's
+        files as it reads them) also has its qrels checked against its queries and corpus,
+        each finding logged as a warning and kept in :attr:`notes`."""
+        self.corpus, self.queries, self.qrels, said = checked(self.corpus, self.queries, self.qrels)
+        if self.folder is None:
+            said += in_memory_ids(self.qrels, self.queries, self.corpus)
+        new = [m for m in said if m not in self.notes]  # a copy (replace) says them once
+        for message in new:
+            logger.warning(message)
+        if new:
+            self.notes = [*self.notes, *new]  # the caller's list is kept as given
 
     @property
     def run(self) -> dict[str, list[str]] | None:
@@ -242,10 +257,10 @@ def load_beir(
             )
         if qid in qrels or unjudged:
             queries[qid] = text
+    source = files[0] if len(files) == 1 else path / f"qrels/{{{','.join(f.stem for f in files)}}}"
+    notes += check_ids(source, qrels, queries, corpus)
     for message in notes:
         logger.warning(message)
-    source = files[0] if len(files) == 1 else path / f"qrels/{{{','.join(f.stem for f in files)}}}"
-    notes += _check_ids(source, qrels, queries, corpus)
     if selector is not None:
         keep = 0 if selector == "odd" else 1  # position 1 is odd
         queries = {q: t for i, (q, t) in enumerate(queries.items()) if i % 2 == keep}
@@ -331,69 +346,6 @@ def find_collections(specs: Sequence[str], split: str = "test") -> list[tuple[Pa
             raise InputError(f"{path}: {what} (give a BEIR-layout folder, or a folder of them)")
         out += [(p, own) for p in inner]
     return out
-
-
-def _check_ids(
-    source: Path,
-    qrels: dict[str, dict[str, int]],
-    queries: dict[str, str],
-    corpus: dict[str, Any],
-) -> list[str]:
-    """Notes on qrels and the other files not naming the same things (each logged):
-    judged queries missing from queries.jsonl are left out; judged documents none of which
-    is in the corpus mean the ids do not match (an error). Relevant documents missing from
-    a corpus that holds others are said and kept: they count in the ideal ranking (nDCG's
-    and recall's denominators) and are never retrieved, as trec_eval counts a judged
-    document no run found. That is right for a corpus of a first stage's candidates, and
-    shows a mistyped id for what it is."""
-    if not qrels or not queries:
-        return []  # no qrels, or none of its queries: the caller says so
-    notes = []
-    lost = [q for q in qrels if q not in queries]
-    if lost:
-        sample = ", ".join(repr(q) for q in lost[:3]) + (", ..." if len(lost) > 3 else "")
-        notes.append(
-            f"{source}: {len(lost)} of its {len(qrels)} judged queries are not in "
-            f"queries.jsonl and are left out ({sample})"
-        )
-        logger.warning(notes[-1])
-    judged = [d for q, docs in qrels.items() if q in queries for d in docs]
-    if judged and not any(d in corpus for d in judged):
-        raise InputError(
-            f"{source}: none of the {len(set(judged))} documents it judges is in "
-            f"corpus.jsonl (it names {judged[0]!r}; the corpus has ids such as "
-            f"{next(iter(corpus), None)!r}): do the two files use the same ids?"
-        )
-    relevant = (d for q, docs in qrels.items() if q in queries for d, g in docs.items() if g > 0)
-    absent = [d for d in dict.fromkeys(relevant) if d not in corpus]
-    if absent:
-        notes.append(_absent_note(source, absent))
-        logger.warning(notes[-1])
-    return notes
-
-
-#: how :func:`_absent_note` begins after its source: the note only an evaluation needs
-_ABSENT = re.compile(r"relevant judged documents? (is|are) not in corpus\.jsonl")
-
-
-def evaluation_only(note: str) -> bool:
-    """Whether a note of :attr:`Dataset.notes` matters to an evaluation only (relevant
-    judged documents missing from the corpus: nDCG's ideal ranking and recall's
-    denominator), not to a run that only reranks the queries' candidates."""
-    return _ABSENT.search(note) is not None
-
-
-def _absent_note(source: Path, absent: list[str]) -> str:
-    """What to say of relevant judged documents missing from the corpus."""
-    sample = ", ".join(repr(d) for d in absent[:3]) + (", ..." if len(absent) > 3 else "")
-    if len(absent) == 1:
-        what, count = "1 relevant judged document is", "it counts"
-    else:
-        what, count = f"{len(absent)} relevant judged documents are", "they count"
-    return (
-        f"{source}: {what} not in corpus.jsonl ({sample}); {count} as relevant and never "
-        "retrieved (in the ideal ranking of nDCG and in recall's denominator)"
-    )
 
 
 def _splits_hint(path: Path) -> str:
