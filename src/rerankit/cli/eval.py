@@ -5,7 +5,11 @@ written on stderr)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +17,7 @@ from .. import registry
 from ..api import load
 from ..batch import quiet_ray_logs, ray_engine
 from ..eval.evaluation import DEFAULT_RERANKERS, evaluate, renamed_notes, reranker_labels
-from ..eval.failures import failed_lines
+from ..eval.failures import EvaluationInterrupted, failed_lines, interrupted_lines
 from ..eval.notes import fell_back
 from ..eval.results import CollectionEvaluation, Evaluation
 from ..eval.thresholds import format_thresholds
@@ -41,6 +45,13 @@ __all__ = ["add_commands", "cmd_eval", "named_pipelines", "reranker_specs"]
 #: ``rerankit eval``'s exit status when some pipeline raised while reranking and the
 #: others were measured (``batch``'s with some rows failed)
 SOME_PIPELINES_FAILED = 3
+
+#: ``rerankit eval --strict``'s exit status when some pipeline had degraded queries and
+#: nothing worse happened (a failed pipeline exits 3, every query of one degraded 1)
+SOME_QUERIES_DEGRADED = 4
+
+#: the exit status after Ctrl-C (what finished printed and written), as ``batch``'s
+INTERRUPTED = 130
 
 
 class RerankerList(argparse.Action):
@@ -127,29 +138,96 @@ def cmd_eval(args: argparse.Namespace) -> int:
             print(f"wrote {written}", file=sys.stderr)
         shown.append(collection)
 
-    result = evaluate(
-        args.data,
-        reranker_specs(names, args),
-        split=args.split,
-        first_stage=args.first_stage,
-        candidates=args.candidates,
-        baseline=args.baseline,
-        titles=args.titles,
-        texts_only=args.texts_only,
-        max_queries=args.max_queries,
-        engine=engine,
-        out=args.out,
-        progress=lambda label: progress_bar(label, not args.no_progress),
-        note=note,
-        on_collection=show,
-    )
-    if result.several:
+    try:
+        with keyboard_interrupt():
+            result = evaluate(
+                args.data,
+                reranker_specs(names, args),
+                split=args.split,
+                first_stage=args.first_stage,
+                candidates=args.candidates,
+                baseline=args.baseline,
+                titles=args.titles,
+                texts_only=args.texts_only,
+                max_queries=args.max_queries,
+                engine=engine,
+                out=args.out,
+                progress=lambda label: progress_bar(label, not args.no_progress),
+                note=note,
+                on_collection=show,
+            )
+    except EvaluationInterrupted as stopped:
+        result = stopped.evaluation
+    except KeyboardInterrupt:  # loading the models, or a second Ctrl-C while writing
+        measured = "the tables above are what was measured" if shown else "nothing measured"
+        print(f"rerankit eval: interrupted: {measured}", file=sys.stderr)
+        return INTERRUPTED
+    if len(result.collections) > 1:
         print("\n" + result.summary())
         if result.summary_file is not None:
             print(f"wrote {result.summary_file}", file=sys.stderr)
     failed = say_failed(result)  # 3 (or 1) when some pipeline raised
     say_some_degraded(result.collections)  # exit 0 for these, as docs/cli.md says
-    return 1 if say_all_degraded(result.collections) else failed
+    if result.interrupted is not None:
+        return say_interrupted(result, args.out)
+    if say_all_degraded(result.collections):
+        return 1
+    if failed or not args.strict:
+        return failed
+    return say_strict(result)
+
+
+@contextlib.contextmanager
+def keyboard_interrupt() -> Iterator[None]:
+    """Ctrl-C raises KeyboardInterrupt where the work is, inside a pipeline's event loop
+    too (asyncio's own handler would cancel its task instead, which a provider call's
+    retries may absorb), as ``batch`` has it; the handler before is put back after."""
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
+def say_interrupted(result: Evaluation, out: str | None) -> int:
+    """Ctrl-C: after the tables and files of what finished, on stderr, the pipeline it
+    stopped and what was not started (:func:`~rerankit.eval.failures.interrupted_lines`),
+    then one line saying what was measured and written; exit status 130, as ``batch``'s."""
+    several = len(result.collections) > 1 or bool(result.interrupted["collections_not_started"])
+    for line in interrupted_lines(result.interrupted, several):
+        note(line)
+    rows = sum(len(c.rows) - 1 for c in result.collections)  # the first stage's aside
+    done = f"{rows} pipeline run(s) measured" if rows else "no pipeline measured"
+    if out is not None and result.collections:
+        done += f", written to {out}"
+    print(f"rerankit eval: interrupted: {done}", file=sys.stderr)
+    return INTERRUPTED
+
+
+def say_strict(result: Evaluation) -> int:
+    """``--strict``: exit :data:`SOME_QUERIES_DEGRADED` when some pipeline had degraded
+    queries (said on stderr, with how many), else 0."""
+    degraded = {
+        (c.collection, name): ids for c in result.collections for name, ids in c.degraded.items()
+    }
+    if not degraded:
+        return 0
+    several = len(result.collections) > 1
+    for (collection, name), ids in degraded.items():
+        where = f" on {collection}" if several else ""
+        note(
+            f"--strict: {name}{where} had {len(ids)} degraded queries ({', '.join(ids[:5])}"
+            + (", ..." if len(ids) > 5 else "")
+            + f"): exit {SOME_QUERIES_DEGRADED}"
+        )
+    return SOME_QUERIES_DEGRADED
 
 
 def say_failed(result: Evaluation) -> int:
@@ -157,7 +235,7 @@ def say_failed(result: Evaluation) -> int:
     reranking (it has no row); the exit status: 0 when none did, 3 when some did (what
     finished is printed and written, as ``batch`` exits 3 with some rows failed), 1 when
     every pipeline failed on every collection (only the first stage was measured)."""
-    several = result.several
+    several = len(result.collections) > 1 or result.interrupted is not None
     for f in result.failed:
         where = f" on {f['collection']}" if several else ""
         note(failed_lines([f], where)[0])
@@ -221,6 +299,8 @@ def add_commands(sub: Any) -> None:
         "every query of one degraded the command exits 1. A pipeline that raises while "
         "reranking is reported as failed (which query, the error) and has no row; the others "
         "are printed and written, then the command exits 3 (1 when every pipeline failed). "
+        "Ctrl-C prints and writes the pipelines that finished, says which one it stopped "
+        "and which were not started, and exits 130. With --strict, degraded queries exit 4. "
         "Data: a folder with corpus.jsonl ({_id, title, text}; 'id' is read too), "
         "queries.jsonl ({_id, text}), qrels/<split>.tsv "
         "(query-id, corpus-id, score; the header line is optional) and optionally a TREC run "
@@ -283,6 +363,13 @@ def add_commands(sub: Any) -> None:
     )
     add_max_queries_argument(ev)
     add_no_progress_argument(ev)
+    ev.add_argument(
+        "--strict",
+        action="store_true",
+        help="for CI: exit 4 when some pipeline had degraded queries (a fallback was used "
+        "on some query), after printing and writing everything as usual (a failed pipeline "
+        "still exits 3, and every query of one degraded or every pipeline failed 1)",
+    )
     ev.add_argument(
         "--texts-only",
         action="store_true",

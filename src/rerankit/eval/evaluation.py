@@ -11,16 +11,23 @@ from pathlib import Path
 from typing import Any
 
 from .._optional import require
-from ..api import load, pipeline_name
+from ..api import load
 from ..cache import embedding_cache_in_use
-from ..errors import InputError, keyword_flag
+from ..errors import InputError
 from ..scorers.local import load_models
 from .compare import FIRST_STAGE_BASELINE, check_baseline
-from .data import TITLES, Dataset, find_collections, read_split
-from .failures import PipelineFailed, failed_lines
+from .data import Dataset, find_collections, read_split
+from .failures import (
+    EvaluationInterrupted,
+    PipelineFailed,
+    PipelineInterrupted,
+    failed_lines,
+    interrupted_lines,
+)
 from .first_stage import candidate_depth, candidate_documents, first_stage_label
 from .first_stage import first_stage as first_stage_candidates
-from .given import RUN_FILE, check_first_stage
+from .given import IN_MEMORY, check_first_stage
+from .labels import renamed_notes, reranker_labels, title_layouts
 from .latency import first_run_note
 from .notes import fitted_on
 from .results import CollectionEvaluation, Evaluation, collection_folder
@@ -51,70 +58,6 @@ DEFAULT_RERANKERS = "bm25,embedding,hybrid"
 
 #: ``progress(label)``: a wrapper of a loop over queries (a progress bar)
 Progress = Callable[[str], Callable[[Iterable[Any]], Iterable[Any]]]
-
-
-def title_layouts(titles: str | Sequence[str]) -> list[str]:
-    """``titles`` (comma-separated, or a list) as layouts, each checked, in order, without
-    repeats."""
-    given = titles.split(",") if isinstance(titles, str) else list(titles)
-    layouts = list(dict.fromkeys(str(t).strip() for t in given if str(t).strip()))
-    wrong = [t for t in layouts if t not in TITLES]
-    if wrong or not layouts:
-        raise InputError(
-            f"{keyword_flag('titles', titles)}: expected one or more of {', '.join(TITLES)}, "
-            "separated by commas"
-        )
-    return layouts
-
-
-def reranker_labels(given: Sequence[Any]) -> list[str]:
-    """The name each reranker is shown under: a pipeline file's declared name (else its
-    file name), a name or model as given, a reranker object's ``name``; a name listed
-    before gets ``-2``, ``-3``, ... (one rule for the tables, ``results.json``, ``runs/``
-    and ``baseline``)."""
-    out: list[str] = []
-    for item in given:
-        name = _own_name(item)
-        candidate, number = name, 1
-        while candidate in out:
-            number += 1
-            candidate = f"{name}-{number}"
-        out.append(candidate)
-    return out
-
-
-def _own_name(item: Any) -> str:
-    """The name a reranker declares (see :func:`reranker_labels`), before any ``-2``."""
-    if isinstance(item, (str, Path)):
-        return pipeline_name(item)
-    if isinstance(item, Mapping):
-        return str(item.get("name") or "pipeline")
-    return str(getattr(item, "name", None) or type(item).__name__)
-
-
-def renamed_notes(given: Sequence[Any]) -> list[str]:
-    """A line for each name that several of ``given`` declare, saying which input is
-    listed under which label (``two pipelines are named 'my-ce': ce.toml is listed as
-    my-ce, my-ce as my-ce-2``); empty when every name is its own."""
-    labels = reranker_labels(given)
-    names = [_own_name(item) for item in given]
-    lines = []
-    rows = list(zip(given, names, labels, strict=True))
-    for name in dict.fromkeys(names):
-        which = [(item, label) for item, n, label in rows if n == name]
-        if len(which) > 1:
-            count = {2: "two", 3: "three"}.get(len(which), str(len(which)))
-            listed = ", ".join(f"{_given_as(item)} as {label}" for item, label in which)
-            lines.append(f"{count} pipelines are named {name!r}: {listed} (in the order given)")
-    return lines
-
-
-def _given_as(item: Any) -> str:
-    """How an input to :func:`reranker_labels` is named in a note: a path or name as
-    given, else the kind of object."""
-    if isinstance(item, (str, Path)):
-        return str(item)
-    return "a mapping" if isinstance(item, Mapping) else f"a {type(item).__name__}"
 
 
 def _rerankers(rerankers: Any, note: Callable[[str], None] | None = None) -> list[tuple[str, Any]]:
@@ -301,7 +244,12 @@ def evaluate(
     ``error``, ``reranked_queries``; ``Evaluation.failed`` lists them all), logged as a
     warning, left out of the rows (and of the means over collections), and the others are
     measured and written as usual, as ``rerankit.batch`` writes a failed row with its error
-    and goes on; check ``evaluation.failed`` before reading the rows as complete.
+    and goes on; check ``evaluation.failed`` (and ``evaluation.degraded``, the queries where
+    a pipeline fell back) before reading the rows as complete. Ctrl-C while a collection is
+    read or reranked raises :class:`~rerankit.eval.failures.EvaluationInterrupted` (a
+    ``KeyboardInterrupt``) once the pipelines that finished are measured (and written, with
+    ``out``; ``on_collection`` told): its ``evaluation`` holds them, and its
+    ``interrupted`` says which pipeline it stopped and what was not started.
     """
     with embedding_cache_in_use(embedding_cache):  # read by the scorers built below
         collections = _collections(data, split)
@@ -327,86 +275,148 @@ def evaluate(
         bars = _progress(progress)
         several = len(collections) > 1
         done: list[CollectionEvaluation] = []
-        for label, (_, own, source) in zip(_labels(collections, split), collections, strict=True):
-            dataset = _read(source, own, max_queries, note)
-            cands = first_stage_candidates(
-                dataset, first_stage, candidates, note=_keep_note(dataset, note)
-            )
-            runs, failed = [first_stage_run(cands)], []
-            for layout in layouts:  # after the first stage: every layout, the same candidates
-                shown = dataset.with_titles(layout)
-                for name, reranker, declared in pipelines:
-                    try:
-                        if runner is not None:
-                            scores = not texts_only
-                            run = runner(name, declared, shown, cands, first_stage_scores=scores)
-                        else:
-                            bar = bars(name) if bars is not None else None
-                            run = _run_here(name, reranker, shown, cands, bar, texts_only)
-                    except PipelineFailed as exc:  # recorded; the others go on
-                        failed.append(exc.record(_run_name(name, layout, layouts)))
-                        logger.warning("%s: %s", label, failed_lines(failed[-1:])[0])
-                        continue
-                    if runner is None:
-                        run.load_seconds += loaded.pop(name, 0.0)  # once, on its first run
-                        if run.load_note():
-                            (note or logger.info)(run.load_note())
-                    run.name = _run_name(name, layout, layouts)
-                    runs.append(run)
-            depth = candidate_depth(cands, candidates)
+        labels = _labels(collections, split)
+        order = [(t, p) for t in layouts for p in pipelines]  # every layout, same candidates
+        for i, (label, (_, own, source)) in enumerate(zip(labels, collections, strict=True)):
+            try:
+                dataset = _read(source, own, max_queries, note)
+                cands = first_stage_candidates(
+                    dataset, first_stage, candidates, note=_keep_note(dataset, note)
+                )
+            except KeyboardInterrupt:  # nothing of this collection measured
+                stopped = {**PipelineInterrupted("").record(names), "pipeline": None}
+                left = {"collection": label, **stopped, "collections_not_started": labels[i + 1 :]}
+                raise EvaluationInterrupted(_finish(done, baseline, out, left)) from None
+            runs, failed, stopped, shown = [first_stage_run(cands)], [], None, dataset
+            for n, (layout, (name, reranker, declared)) in enumerate(order):
+                if n % len(pipelines) == 0:  # a layout's first pipeline
+                    shown = dataset.with_titles(layout)
+                run_name = _run_name(name, layout, layouts)
+                try:
+                    if runner is not None:
+                        scores = not texts_only
+                        run = runner(name, declared, shown, cands, first_stage_scores=scores)
+                    else:
+                        bar = bars(name) if bars is not None else None
+                        run = _run_here(name, reranker, shown, cands, bar, texts_only)
+                except PipelineFailed as exc:  # recorded; the others go on
+                    failed.append(exc.record(run_name))
+                    logger.warning("%s: %s", label, failed_lines(failed[-1:])[0])
+                    continue
+                except KeyboardInterrupt as exc:  # what finished is measured, then raised
+                    stopped = _stopped(exc, run_name, names)
+                    break
+                if runner is None:
+                    run.load_seconds += loaded.pop(name, 0.0)  # once, on its first run
+                    if run.load_note():
+                        (note or logger.info)(run.load_note())
+                run.name = run_name
+                runs.append(run)
             meta = {
-                "dataset": dataset.name,
-                "split": own,
-                "first_stage": first_stage_label(dataset, first_stage),
-                "candidates": depth,
-                "k": depth,  # its earlier name, kept for readers of older files
-                "queries": len(dataset.queries),
-                "max_queries": max_queries,
-                "queries_without_candidates": sum(1 for q in dataset.queries if not cands.get(q)),
-                "without_candidates": [q for q in dataset.queries if not cands.get(q)],
-                "fewer_candidates": sum(
-                    1 for q in dataset.queries if 0 < len(cands.get(q, ())) < depth
-                ),
-                "first_stage_scores_given": not texts_only,
+                **_meta(dataset, own, first_stage, cands, candidates, max_queries, texts_only),
                 "titles": layouts[0] if len(layouts) == 1 else layouts,
                 "baseline": baseline,
                 "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
                 "fitted_on": {n: f for n, _, item in pipelines if (f := fitted_on(item))},
                 "notes": dataset.notes,
                 "failed": failed,
+                "interrupted": stopped,
             }
-            rows = evaluate_runs(dataset, runs, depth)
-            result = CollectionEvaluation(
-                label,
-                meta,
-                rows,
-                runs,
-                candidates,
-                folder=dataset.folder,
-                first_stage_given=RUN_FILE if isinstance(first_stage, Mapping) else first_stage,
-                queries=dict(dataset.queries),
-                thresholds={
-                    r.name: threshold_rows(r.scores, dataset.qrels, queries=list(dataset.queries))
-                    for r in runs
-                    if r.scores
-                    and r.score_scales
-                    and r.score_scales <= THRESHOLD_SCALES
-                    and not r.all_degraded  # the fallback's scores, not its own
-                },
-                shown={  # each query's candidates, as the rerankers read them
-                    q: candidate_documents(dataset, cands.get(q, []), with_scores=not texts_only)
-                    for q in dataset.queries
-                },
-            )
+            result = _measured(label, meta, dataset, runs, cands, candidates, texts_only)
+            if isinstance(first_stage, Mapping):  # for the refit's advice (see IN_MEMORY)
+                result.first_stage_given = IN_MEMORY
+            else:
+                result.first_stage_given = first_stage
             if out is not None:
                 result.written = result.write(collection_folder(out, label, several))
             done.append(result)
             if on_collection is not None:
                 on_collection(result)
-        evaluation = Evaluation(done, baseline)
-        if out is not None and several:
-            evaluation.summary_file = write_summary(out, [c.entry() for c in done])
-        return evaluation
+            if stopped is not None:
+                logger.warning("%s: %s", label, "; ".join(interrupted_lines(stopped)))
+                left = {"collection": label, **stopped, "collections_not_started": labels[i + 1 :]}
+                raise EvaluationInterrupted(_finish(done, baseline, out, left))
+        return _finish(done, baseline, out, None)
+
+
+def _stopped(exc: KeyboardInterrupt, run_name: str, names: Sequence[str]) -> dict[str, Any]:
+    """The record of the pipeline Ctrl-C stopped (see
+    :meth:`~rerankit.eval.failures.PipelineInterrupted.record`), under its name here."""
+    given = exc if isinstance(exc, PipelineInterrupted) else PipelineInterrupted(run_name)
+    return {**given.record(names[names.index(run_name) + 1 :]), "pipeline": run_name}
+
+
+def _finish(
+    done: list[CollectionEvaluation],
+    baseline: str | None,
+    out: str | Path | None,
+    interrupted: dict[str, Any] | None,
+) -> Evaluation:
+    """The evaluation of the collections ``done`` (and ``summary.json`` written over
+    several)."""
+    evaluation = Evaluation(done, baseline, interrupted=interrupted)
+    if out is not None and len(done) > 1:
+        evaluation.summary_file = write_summary(out, [c.entry() for c in done])
+    return evaluation
+
+
+def _meta(
+    dataset: Dataset,
+    split: str,
+    first_stage: Any,
+    cands: Mapping[str, Sequence[tuple[str, float]]],
+    candidates: int,
+    max_queries: int | None,
+    texts_only: bool,
+) -> dict[str, Any]:
+    """What ``results.json`` records of the collection and its candidates."""
+    depth = candidate_depth(cands, candidates)
+    return {
+        "dataset": dataset.name,
+        "split": split,
+        "first_stage": first_stage_label(dataset, first_stage),
+        "candidates": depth,
+        "k": depth,  # its earlier name, kept for readers of older files
+        "queries": len(dataset.queries),
+        "max_queries": max_queries,
+        "queries_without_candidates": sum(1 for q in dataset.queries if not cands.get(q)),
+        "without_candidates": [q for q in dataset.queries if not cands.get(q)],
+        "fewer_candidates": sum(1 for q in dataset.queries if 0 < len(cands.get(q, ())) < depth),
+        "first_stage_scores_given": not texts_only,
+    }
+
+
+def _measured(
+    label: str,
+    meta: dict[str, Any],
+    dataset: Dataset,
+    runs: list[PipelineRun],
+    cands: Mapping[str, Sequence[tuple[str, float]]],
+    candidates: int,
+    texts_only: bool,
+) -> CollectionEvaluation:
+    """A collection's runs measured: its rows, thresholds and candidates as shown."""
+    return CollectionEvaluation(
+        label,
+        meta,
+        evaluate_runs(dataset, runs, meta["candidates"]),
+        runs,
+        candidates,
+        folder=dataset.folder,
+        queries=dict(dataset.queries),
+        thresholds={
+            r.name: threshold_rows(r.scores, dataset.qrels, queries=list(dataset.queries))
+            for r in runs
+            if r.scores
+            and r.score_scales
+            and r.score_scales <= THRESHOLD_SCALES
+            and not r.all_degraded  # the fallback's scores, not its own
+        },
+        shown={  # each query's candidates, as the rerankers read them
+            q: candidate_documents(dataset, cands.get(q, []), with_scores=not texts_only)
+            for q in dataset.queries
+        },
+    )
 
 
 def _run_here(

@@ -13,11 +13,22 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["RUN_FILE", "check_first_stage", "given_candidates", "source_name"]
+__all__ = [
+    "CANDIDATES_FILE",
+    "IN_MEMORY",
+    "check_first_stage",
+    "given_candidates",
+    "refit_first_stage",
+    "source_name",
+]
 
-#: what stands for a mapping where a file's path is shown (the command that refits on the
-#: same candidates needs them written to a file)
-RUN_FILE = "YOUR_RUN_FILE"
+#: what an evaluation records as its first stage when given candidates in memory (see
+#: :func:`refit_first_stage`)
+IN_MEMORY = "<candidates in memory>"
+
+#: each query with its candidates, one JSON line each (the rows `rerankit batch` and
+#: `eval --first-stage` read), written by ``--out``
+CANDIDATES_FILE = "candidates.jsonl"
 
 _WHAT = (
     "'auto', 'bm25', 'run', the path of a run/candidates file, or a mapping query id -> "
@@ -30,6 +41,20 @@ def source_name(source: Any) -> str:
     if isinstance(source, Mapping):
         return f"first_stage (candidates given for {len(source)} queries)"
     return os.fspath(source)
+
+
+def refit_first_stage(written: Sequence[os.PathLike[str]]) -> tuple[str, str]:
+    """The file a refit on candidates given in memory reads them from (tune takes a file:
+    the ``candidates.jsonl`` among the evaluation's files ``written``, else that name), and
+    what to say of it after the call."""
+    for path in written:
+        if os.path.basename(path) == CANDIDATES_FILE:
+            said = "first_stage: the candidates you gave evaluate, as out= wrote them"
+            return os.fspath(path), said
+    return CANDIDATES_FILE, (
+        "first_stage: the candidates you gave evaluate, written to a file: "
+        f"evaluation.write(folder) writes them to folder/{CANDIDATES_FILE}"
+    )
 
 
 def check_first_stage(source: Any) -> None:

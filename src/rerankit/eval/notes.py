@@ -60,6 +60,7 @@ def refit_call(
     split: str | None = None,
     train_split: str | None = None,
     test_split: str | None = None,
+    first_stage_note: str | None = None,
 ) -> str:
     """How to refit a pipeline's probabilities on ``data`` with the same ``first_stage``,
     ``candidates`` and ``max_queries`` (said to take tune's own first N queries, not the
@@ -70,7 +71,8 @@ def refit_call(
     own, in its report). Else the evaluated ``split``'s halves (``SPLIT:odd`` to fit,
     ``SPLIT:even`` to check; for a half, the other half to fit) where tune's default
     training split would not do: a retriever's file usually holds the evaluated split's
-    queries alone, and a folder without ``qrels/train.tsv`` has no training split."""
+    queries alone, and a folder without ``qrels/train.tsv`` has no training split.
+    ``first_stage_note``: what to say of ``first_stage`` after the call."""
     folder = "DATA" if data is None else os.fspath(data)
     default = first_stage in ("auto", None)
     halves = (train_split, test_split) if train_split and test_split else None
@@ -110,7 +112,7 @@ def refit_call(
             f"there takes {fits}, "
             "not the queries evaluated here)"
         )
-    return said
+    return said + (f" ({first_stage_note})" if first_stage_note else "")
 
 
 def calibration_note(

@@ -5,7 +5,6 @@ text ``rerankit eval`` prints, as plain data, and as the files ``--out`` writes.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,8 +22,10 @@ from .compare import (
     per_query,
     write_per_query,
 )
-from .failures import common_rows, failed_lines
+from .failures import common_rows, failed_lines, interrupted_lines
 from .first_stage import depth_label
+from .given import CANDIDATES_FILE, IN_MEMORY, refit_first_stage
+from .labels import titles_note
 from .latency import latency_note
 from .notes import all_degraded, degraded_notes, in_sample_note, judgment_cache_note
 from .runner import PipelineRun, check_output_folder, format_table, write_outputs
@@ -32,25 +33,6 @@ from .summary import format_summary, mean_by_pipeline, write_summary
 from .thresholds import THRESHOLDS_FILE, write_thresholds
 
 __all__ = ["CollectionEvaluation", "Evaluation", "collection_folder", "titles_note"]
-
-#: each query with its candidates, one JSON line each (the rows `rerankit batch` and
-#: `eval --first-stage` read), written by ``--out``
-CANDIDATES_FILE = "candidates.jsonl"
-
-#: what the heading says of each title layout but ``field`` (see :data:`~.data.TITLES`)
-TITLE_WORDS = {
-    "newline": "joined to the text by a newline",
-    "space": "joined to the text by a space",
-    "period": "joined to the text by '. '",
-    "drop": "left out",
-}
-
-
-def titles_note(layouts: Sequence[str]) -> str:
-    """What the heading says of the title layouts (nothing for the default, ``field``)."""
-    if len(layouts) > 1:
-        return f"; each reranker once per title layout ({', '.join(layouts)})"
-    return "" if layouts[0] == "field" else f"; titles: {TITLE_WORDS[layouts[0]]}"
 
 
 def collection_folder(out: str | Path, collection: str, several: bool) -> Path:
@@ -102,6 +84,24 @@ class CollectionEvaluation:
         """The pipelines that raised while reranking here (see
         :meth:`~rerankit.eval.failures.PipelineFailed.record`): they have no row."""
         return list(self.meta.get("failed") or [])
+
+    @property
+    def interrupted(self) -> dict[str, Any] | None:
+        """When Ctrl-C stopped the evaluation here: the ``pipeline`` it stopped, on which
+        ``query_id``, its ``reranked_queries`` and the pipelines ``not_started`` (none of
+        them has a row); None when every pipeline ran."""
+        return self.meta.get("interrupted")
+
+    @property
+    def degraded(self) -> dict[str, list[str]]:
+        """Each pipeline with degraded queries (a scorer or stage failed and it fell back
+        there: its row measures the fallback on them) -> their ids, in the order reranked;
+        empty when none degraded. ``results.json``'s ``degraded_by_query`` says why."""
+        return {
+            r["pipeline"]: list(r.get("degraded_by_query") or {})
+            for r in self.rows
+            if r.get("degraded_queries")
+        }
 
     def _baseline_measured(self) -> bool:
         """Whether a baseline was named and has a row here (it did not fail)."""
@@ -220,6 +220,7 @@ class CollectionEvaluation:
         refit = {
             "data": self.folder,
             "first_stage": self.first_stage_given,
+            "first_stage_note": None,
             "candidates": self.candidates,
             "max_queries": self.meta.get("max_queries"),
             "split": self.meta.get("split"),
@@ -228,10 +229,13 @@ class CollectionEvaluation:
                 n for n, f in (self.meta.get("fitted_on") or {}).items() if f["calibrated"]
             ],
         }
+        if self.first_stage_given == IN_MEMORY:  # tune reads them from a file
+            refit["first_stage"], refit["first_stage_note"] = refit_first_stage(self.written)
         text = f"{self.header()}\n\n{format_table(self.rows, self.meta['k'], refit)}"
         notes = self.notes()
         for line in [
             *failed_lines(self.failed),
+            *interrupted_lines(self.interrupted),
             notes["in_sample_note"],
             notes["candidates_note"],
             notes["latency_note"],
@@ -303,6 +307,11 @@ class Evaluation:
     baseline: str | None = None
     #: ``summary.json``, when the evaluation wrote one (several collections and ``out``)
     summary_file: Path | None = None
+    #: when Ctrl-C stopped it (see :class:`~rerankit.eval.failures.EvaluationInterrupted`):
+    #: the ``collection`` it stopped in, with :attr:`CollectionEvaluation.interrupted`'s
+    #: fields (``pipeline`` None: before any ran there) and ``collections_not_started``;
+    #: None when it ran to its end
+    interrupted: dict[str, Any] | None = None
 
     @property
     def several(self) -> bool:
@@ -348,6 +357,13 @@ class Evaluation:
     def query_candidates(self, query_id: str) -> dict[str, Any]:
         """The one collection's :meth:`CollectionEvaluation.query_candidates`."""
         return self._one().query_candidates(query_id)
+
+    @property
+    def degraded(self) -> dict[str, list[str]]:
+        """The one collection's :attr:`CollectionEvaluation.degraded`: each pipeline with
+        degraded queries -> their ids (empty when none degraded; with several collections,
+        read each one's from :attr:`collections`)."""
+        return self._one().degraded
 
     @property
     def failed(self) -> list[dict[str, Any]]:
@@ -403,6 +419,7 @@ class Evaluation:
         return {
             "baseline": self.baseline,
             "failed": self.failed,
+            "interrupted": self.interrupted,
             "collections": [c.to_dict() for c in self.collections],
             "mean_ndcg@10": self.mean_ndcg(),
             "mean_against_baseline": self.mean_against(),

@@ -29,7 +29,7 @@ from ..calibration import expected_calibration_error, reliability_bins, reliabil
 from ..errors import InputError, failure_cause
 from ..scorers.local import load_models
 from .data import Dataset
-from .failures import PipelineFailed
+from .failures import PipelineFailed, PipelineInterrupted
 from .first_stage import candidate_documents
 from .metrics import ndcg_at_k, paired_t_test, recall_at_k, reciprocal_rank
 from .notes import calibration_note, top_bins_note
@@ -170,32 +170,55 @@ def run_pipeline(
     """Rerank every query's candidates with ``reranker``; ``progress`` wraps the query
     iterator (e.g. ``tqdm``) when given; ``first_stage_scores=False`` gives the reranker
     texts only; ``failed_as=True`` raises an error of ``rerank`` as a
-    :class:`~rerankit.eval.failures.PipelineFailed` naming the query."""
+    :class:`~rerankit.eval.failures.PipelineFailed` naming the query, and Ctrl-C as a
+    :class:`~rerankit.eval.failures.PipelineInterrupted` (a ``KeyboardInterrupt``) naming
+    the query it stopped and how many were done."""
     queries = list(cands.items())
     result = PipelineRun(name, {}, load_seconds=load_models(reranker))
     iterator = progress(queries) if progress else queries
-    with embedding_lookups() as result.embedding_cache:
-        for qid, ranked in iterator:
-            if not ranked:
-                result.run[qid] = {}
-                continue
-            start = time.perf_counter()
-            docs = candidate_documents(data, ranked, with_scores=first_stage_scores)
-            try:
-                out = reranker.rerank(data.queries[qid], docs)
-            except Exception as exc:  # not KeyboardInterrupt
-                if not failed_as:
-                    raise
-                raise PipelineFailed(name, qid, exc, len(result.latencies)) from exc
-            result.record(
-                qid,
-                [(r.id, r.score) for r in out],
-                seconds=time.perf_counter() - start,
-                scale=out.score_scale,
-                degraded=out.degraded,
-                usage=out.usage,
-                cause=failure_cause(out.warnings),
-            )
+    qid = None  # the query being reranked, for the record of a Ctrl-C
+    try:
+        with embedding_lookups() as result.embedding_cache:
+            for qid, ranked in iterator:
+                _rerank_one(result, reranker, data, qid, ranked, first_stage_scores, failed_as)
+            qid = None
+    except KeyboardInterrupt as exc:
+        if not failed_as or isinstance(exc, PipelineInterrupted):
+            raise
+        raise PipelineInterrupted(name, qid, len(result.latencies)) from exc
+    return result
+
+
+def _rerank_one(
+    result: PipelineRun,
+    reranker: Any,
+    data: Dataset,
+    qid: str,
+    ranked: Sequence[tuple[str, float]],
+    first_stage_scores: bool,
+    failed_as: bool,
+) -> None:
+    """One query of :func:`run_pipeline`, recorded in ``result``."""
+    if not ranked:
+        result.run[qid] = {}
+        return
+    start = time.perf_counter()
+    docs = candidate_documents(data, ranked, with_scores=first_stage_scores)
+    try:
+        out = reranker.rerank(data.queries[qid], docs)
+    except Exception as exc:  # not KeyboardInterrupt
+        if not failed_as:
+            raise
+        raise PipelineFailed(result.name, qid, exc, len(result.latencies)) from exc
+    result.record(
+        qid,
+        [(r.id, r.score) for r in out],
+        seconds=time.perf_counter() - start,
+        scale=out.score_scale,
+        degraded=out.degraded,
+        usage=out.usage,
+        cause=failure_cause(out.warnings),
+    )
     return result
 
 

@@ -17,8 +17,9 @@ __all__ = ["format_summary", "mean_by_pipeline", "write_summary"]
 
 def format_summary(collections: Sequence[Mapping[str, Any]]) -> str:
     """nDCG@10 x 100 of every pipeline on every collection (one row each, from
-    :func:`evaluate_runs`' rows under ``"rows"``; ``failed`` where it failed there), and
-    the mean over the collections (only of a pipeline measured on every one)."""
+    :func:`evaluate_runs`' rows under ``"rows"``; ``failed`` where it failed there,
+    ``interrupted`` where Ctrl-C stopped it or it had not started), and the mean over the
+    collections (only of a pipeline measured on every one)."""
     names = list(dict.fromkeys(r["pipeline"] for c in collections for r in c["rows"]))
     head = ["collection", "split", "queries", *names]
     lines = [
@@ -28,13 +29,26 @@ def format_summary(collections: Sequence[Mapping[str, Any]]) -> str:
     ]
     for c in collections:
         ndcg = {r["pipeline"]: f"{100 * r['ndcg@10']:.2f}" for r in c["rows"]}
-        cells = [ndcg.get(n, "failed") for n in names]
+        cells = [ndcg.get(n, _missing(c, n)) for n in names]
         lines.append(
             f"| {c['collection']} | {c['split']} | {c['queries']} | " + " | ".join(cells) + " |"
         )
     means = {n: f"{100 * v:.2f}" for n, v in mean_by_pipeline(collections).items()}
-    lines.append("| mean | | | " + " | ".join(means.get(n, "failed") for n in names) + " |")
+    missing = {n: "failed" for c in collections for n in _failed(c)}
+    cells = [means.get(n, missing.get(n, "interrupted")) for n in names]
+    lines.append("| mean | | | " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _failed(collection: Mapping[str, Any]) -> list[str]:
+    """The pipelines that raised on ``collection``."""
+    return [f["pipeline"] for f in collection.get("failed") or []]
+
+
+def _missing(collection: Mapping[str, Any], name: str) -> str:
+    """What a pipeline without a row on ``collection`` reads as: ``failed`` (it raised) or
+    ``interrupted`` (Ctrl-C stopped it, or came before it started)."""
+    return "failed" if name in _failed(collection) else "interrupted"
 
 
 def mean_by_pipeline(collections: Sequence[Mapping[str, Any]]) -> dict[str, float]:
@@ -61,6 +75,7 @@ def write_summary(out: str | Path, collections: Sequence[Mapping[str, Any]]) -> 
                 "first_stage": c["first_stage"],
                 "ndcg@10": {r["pipeline"]: r["ndcg@10"] for r in c["rows"]},
                 "failed": c.get("failed") or [],
+                "interrupted": c.get("interrupted"),
             }
             for c in collections
         ],
