@@ -155,6 +155,8 @@ def resolve_reranker(spec: Any) -> Any:
                 f"{spec!r} is not a model folder: "
                 + ("it is a file" if Path(spec).exists() else "the path does not exist")
             )
+        if registry.canonical("reranker", spec) is None:  # nor a file or folder here
+            raise registry.unknown_reranker(spec)
         return shared_reranker(spec)
     if isinstance(spec, Scorer):
         return ScorerReranker(spec)

@@ -16,13 +16,16 @@ and listings show the spelling it was registered with.
 from __future__ import annotations
 
 import difflib
+import itertools
 import logging
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from .errors import ConfigError
 from .plugins import HOW
+from .spec_toml import PIPELINE_SUFFIXES
 
 __all__ = [
     "KINDS",
@@ -33,6 +36,7 @@ __all__ = [
     "lookup",
     "name_of",
     "register",
+    "unknown_reranker",
 ]
 
 KINDS = ("reranker", "scorer", "rule", "llm_client")
@@ -138,6 +142,49 @@ def lookup(kind: str, name: str) -> Entry:
             f"unknown {kind.replace('_', ' ')} {name!r}; {hint}available: {known}{how}"
         )
     return entry
+
+
+def unknown_reranker(name: str) -> ConfigError:
+    """The error of a reranker ``name`` that is neither registered nor a file or folder in
+    the current folder: a reranker is also a pipeline file, a model folder or a hub id, so
+    it says that none of those is there either, with the closest names registered and the
+    closest files and folders here (``tiny-c`` finds the folder ``tiny-ce``)."""
+    names = available("reranker")
+    close = [repr(n) for n in _close(name, names)]
+    here = _entries_here()
+    others = [e for e in here if e != name]  # (the name itself: said below)
+    for found in difflib.get_close_matches(name, others, n=2, cutoff=0.75):
+        close.append(f"the {here[found]} {found!r}")
+    hint = f"did you mean {' or '.join(close)}? " if close else ""
+    try:
+        where = os.getcwd()
+    except OSError:  # (it was removed)
+        where = "the current folder"
+    if os.path.isfile(name):  # there, but not a file a reranker can be
+        there = (
+            f"the file {name!r} in {where} is no pipeline file ({', '.join(PIPELINE_SUFFIXES)}) "
+            "and no model folder"
+        )
+    else:
+        there = f"no pipeline file or model folder {name!r} is in {where} (no such file or folder)"
+    return ConfigError(
+        f"unknown reranker {name!r}: no reranker is registered by that name, and {there}; "
+        f"{hint}available: {', '.join(names) or 'none'}; {HOW}"
+    )
+
+
+def _entries_here(limit: int = 5000) -> dict[str, str]:
+    """The files and folders in the current folder (at most ``limit`` looked at; hidden
+    ones left out), each with ``file`` or ``folder``."""
+    try:
+        with os.scandir() as found:
+            return {
+                e.name: "folder" if e.is_dir() else "file"
+                for e in itertools.islice(found, limit)
+                if not e.name.startswith(".")
+            }
+    except OSError:  # the current folder is gone or unreadable: nothing to offer
+        return {}
 
 
 def _close(name: str, names: list[str]) -> list[str]:

@@ -131,7 +131,8 @@ TOMLS = [(page, code) for page, _, code in _blocks("toml")] + [
 )
 def test_a_toml_example_loads(page, code, monkeypatch, tmp_path):
     """A pipeline loads with ``rerankit.load`` (models load on first use, so no model is
-    fetched); service settings load as ``rerankit serve --settings`` reads them."""
+    fetched); service settings load as ``rerankit serve --settings`` reads them (with
+    ``--reranker FILE`` when their first line says they are served with one)."""
     for variable in ("GEMINI_API_KEY", "OPENAI_API_KEY"):  # an LLM judge reads its key
         monkeypatch.setenv(variable, os.environ.get(variable) or "test-key")
     try:
@@ -144,11 +145,17 @@ def test_a_toml_example_loads(page, code, monkeypatch, tmp_path):
     import rerankit
     from rerankit.errors import MissingDependencyError
 
+    flags = ["serve", "--settings", str(path)]
+    paired = re.match(r"#.*--reranker (\S+\.toml)", code)  # settings served with a file
+    if paired:  # (that file: a stand-in declaring its name, as tune's do)
+        stand_in = tmp_path / paired.group(1)
+        stand_in.write_text(f'name = "{stand_in.stem}"\nreranker = "bm25"\n', encoding="utf-8")
+        flags += ["--reranker", str(stand_in)]
     try:
         if {"server", "pipelines"} & set(spec):
             from rerankit.cli import build_parser, serve_settings
 
-            settings = serve_settings(build_parser().parse_args(["serve", "--settings", str(path)]))
+            settings = serve_settings(build_parser().parse_args(flags))
             assert settings.default in settings.pipelines
         else:
             assert {"stages", "scorer", "scorers", "reranker", "rule"} & set(spec), (

@@ -23,10 +23,12 @@ from ..scorers.local import load_problems, models_run
 from ..server.api_keys import keys_said
 from ..server.feedback import UNSET_NOTED
 from ..server.model_names import unserved_note
-from ..server.settings import API_KEY_ENV, ServerSettings, settings_beside
+from ..server.settings import API_KEY_ENV, ServerSettings
 from ..server.shutdown import cut_warning
 from .args import UsageError, examples
+from .files import need_reranker
 from .pipelines import is_settings_file
+from .serve import serve_settings, settings_args
 
 __all__ = ["add_commands", "check_settings", "cmd_check", "describe"]
 
@@ -144,9 +146,10 @@ def _unset(key: str, variable: str) -> str:
     )
 
 
-def check_settings(name: str) -> int:
+def check_settings(name: str, reranker: str | None = None) -> int:
     """Check the service's settings file ``name`` as ``serve --settings`` reads it (its
-    relative paths beside it, the flags' defaults): its [server] and [cache] tables, then
+    relative paths beside it, the flags' defaults; with ``reranker``, as ``serve --settings
+    NAME --reranker RERANKER`` serves it): its [server] and [cache] tables, then
     every pipeline it serves, each built as serve builds it (models not loaded). Prints
     ``ok`` per pipeline, or its mistake; returns how many problems were found. An
     environment variable the file names (``${REDIS_PASSWORD}``) or an API key that is not
@@ -155,10 +158,16 @@ def check_settings(name: str) -> int:
     unset: list[tuple[str, str]] = []
     token = UNSET_NOTED.set(unset)
     try:
-        spec = settings_beside(read_spec(name, "settings file"), Path(name).resolve().parent)
-        settings = ServerSettings.from_mapping(spec)
+        settings = serve_settings(settings_args(name, reranker))  # as serve reads it
+        spec = read_spec(name, "settings file")  # (its own api_keys, counted below)
     except PROBLEMS as exc:
-        print(_in_file(name, exc))
+        said = _in_file(name, exc)
+        if reranker is None and "names pipeline" in said:  # an alias of what -r serves?
+            said += (
+                f" (a pipeline that `serve --reranker X` adds? check the file as serve runs it: "
+                f"rerankit check {name} --reranker X)"
+            )
+        print(said)
         return 1
     finally:
         UNSET_NOTED.reset(token)
@@ -200,10 +209,18 @@ def cmd_check(args: argparse.Namespace) -> int:
     for name in args.files:  # a file that is not there: a usage error, as every command says it
         if not Path(name).exists():
             raise UsageError(no_such_file(name, "a pipeline or settings file"))
+    need_reranker(args.reranker)
+    if args.reranker is not None and not any(is_settings_file(n) for n in args.files):
+        raise UsageError(
+            f"--reranker {args.reranker} goes with the service's settings file (check "
+            f"service.toml --reranker {args.reranker} checks what `serve --settings "
+            f"service.toml --reranker {args.reranker}` serves); a pipeline file is checked "
+            "by naming it: rerankit check FILE"
+        )
     failed = 0
     for name in args.files:
         if is_settings_file(name):
-            failed += check_settings(name)
+            failed += check_settings(name, args.reranker)
             continue
         try:
             reranker = load(Path(name))
@@ -250,9 +267,19 @@ def add_commands(sub: Any) -> None:
         **examples(
             "rerankit check pipeline.toml",
             "rerankit check service.toml  # every pipeline the service would serve",
+            "rerankit check service.toml --reranker tuned.toml  # as serve runs them together",
         ),
     )
     check.add_argument(
         "files", nargs="+", metavar="FILE", help="pipeline files or service settings files"
+    )
+    check.add_argument(
+        "--reranker",
+        "-r",
+        default=None,
+        help="check each settings file as `rerankit serve --settings FILE --reranker X` "
+        "serves it: X (a registered name, a pipeline file, a model folder or hub id) added "
+        "to the file's [pipelines] as the default, or alone when the file declares none, "
+        "so [server.aliases] may name it",
     )
     check.set_defaults(func=cmd_check)

@@ -42,15 +42,17 @@ from .pipelines import (
     refuse_model_flags,
 )
 
-__all__ = ["add_commands", "cmd_serve", "serve_settings", "served_pipeline"]
+__all__ = ["add_commands", "cmd_serve", "serve_settings", "served_pipeline", "settings_args"]
 
 
 def serve_settings(args: argparse.Namespace) -> Any:
     """The ServerSettings ``rerankit serve`` runs: the ``--settings`` file's, with the flags
-    overriding it (``--reranker`` makes that pipeline the default; a pipeline file is
-    listed under the ``name`` it declares, else its file name; ``--model`` alone, without
-    ``--settings``, is the built-in hybrid's and embedding's model, all three built-ins
-    served)."""
+    overriding it (``--reranker`` adds that pipeline to the file's declared ``[pipelines]``
+    as the default, or serves it alone when the file declares none, as without
+    ``--settings``: the built-ins are served only when no pipeline is named; a pipeline file
+    is listed under the ``name`` it declares, else its file name; ``--model`` alone,
+    without ``--settings``, is the built-in hybrid's and embedding's model, all three
+    built-ins served)."""
 
     spec: dict[str, Any] = {}
     if args.settings:  # its relative paths (pipeline files, models, the click log) beside it
@@ -102,6 +104,18 @@ def serve_settings(args: argparse.Namespace) -> Any:
             raise
         found = exc if isinstance(exc, ConfigError) else ConfigError(str(exc))
         raise in_file(found, args.settings) from None
+
+
+def settings_args(settings: str, reranker: str | None = None) -> argparse.Namespace:
+    """The flags ``rerankit serve --settings SETTINGS [--reranker RERANKER]`` means, every
+    other at its default: what ``rerankit check`` reads a settings file with, so that it
+    checks what serve would serve (:func:`serve_settings`, one reading for both)."""
+    parser = argparse.ArgumentParser(prog="rerankit")
+    add_commands(parser.add_subparsers())
+    named = [f"--reranker={reranker}"] if reranker is not None else []
+    args = parser.parse_args(["serve", f"--settings={settings}", *named])
+    args.plugin = []  # (imported by the command that asks, as serve imports its own)
+    return args
 
 
 def served_pipeline(args: argparse.Namespace) -> Any:
@@ -193,10 +207,13 @@ def add_commands(sub: Any) -> None:
         "Embeddings Inference's and Infinity's (/rerank) clients call, with /health, /ready, "
         "/metrics and /v1/models. Without --settings it serves the built-ins hybrid (the "
         "default), bm25 and embedding (--model, --backend and --quantize set the hybrid's "
-        "and embedding's model and where it runs); --settings FILE serves the pipelines the "
-        "file declares (the built-ins when it declares no [pipelines]); --reranker X serves "
-        "X as the default pipeline, alone, or with --settings beside the file's pipelines "
-        "(replacing the one named X). A pipeline that cannot load (a torch model on a "
+        "and embedding's model and where it runs); --settings FILE serves the pipelines its "
+        "[pipelines] declares, or the built-ins when it declares none; --reranker X serves "
+        "X as the default pipeline, beside the pipelines the file's [pipelines] declares "
+        "(replacing the one named X), else alone: without --settings, or with a file that "
+        "declares no [pipelines], the built-ins are not served beside X (declare them, "
+        '[pipelines] bm25 = "bm25", to serve them too; `rerankit check FILE --reranker X` '
+        "checks what this serves). A pipeline that cannot load (a torch model on a "
         "torch-free install, say) does not stop the server: it logs the error and stays up, "
         "/health answering 200 and /ready 503, that pipeline's requests 503 (docs/service.md, "
         "'When a pipeline cannot load or a provider stalls'). On SIGTERM /ready says "
@@ -228,8 +245,10 @@ def add_commands(sub: Any) -> None:
         help="serve this reranker as the default pipeline: a registered name (hybrid, bm25, "
         "embedding, cross-encoder or causal-lm with --model, ...; `rerankit rerankers` lists "
         "them; - and _ alike), a pipeline file (listed under the name it declares) or a "
-        "model folder or hub id; alone it is the only pipeline served, with --settings it "
-        "is added to the file's pipelines (replacing the one of that name)",
+        "model folder or hub id; with --settings it is added to the pipelines the file's "
+        "[pipelines] declares (replacing the one of that name), else it is the only "
+        "pipeline served (with a file that declares none too: the built-ins are served "
+        "only when no pipeline is named)",
     )
     srv.add_argument(
         "--model",

@@ -1,0 +1,52 @@
+"""A reranker name that is neither registered nor a file or folder here (``-r tiny-c``, the
+folder being ``tiny-ce``): the error says that no file or folder has that name, not only
+that no plugin registered it, and offers the close files and folders as well as the close
+registered names."""
+
+from __future__ import annotations
+
+import pytest
+
+import rerankit
+from rerankit.cli import main
+from rerankit.errors import ConfigError
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch):
+    (tmp_path / "tiny-ce").mkdir()  # a model folder (its contents do not matter here)
+    (tmp_path / "calibrated.toml").write_text('reranker = "bm25"\n')
+    (tmp_path / "notes.txt").write_text("not a pipeline\n")
+    (tmp_path / "docs.jsonl").write_text('{"text": "a"}\n')
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("tiny-c", "did you mean the folder 'tiny-ce'?"),
+        ("calibrated.tom", "did you mean the file 'calibrated.toml'?"),
+        ("hybrd", "did you mean 'hybrid'?"),
+    ],
+)
+def test_a_mistyped_name_says_no_such_file_or_folder_and_offers_what_is_here(
+    capsys, here, name, said
+):
+    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", name]) == 1
+    err = capsys.readouterr().err
+    assert f"unknown reranker {name!r}: no reranker is registered by that name" in err
+    assert f"no pipeline file or model folder {name!r} is in {here} (no such file or folder)" in err
+    assert said in err
+    assert "--plugin MODULE" in err  # a name of one's own: still said how to load it
+
+
+def test_the_library_says_the_same(here):
+    with pytest.raises(ConfigError, match=r"no pipeline file or model folder 'tiny-c' is in .*"):
+        rerankit.load("tiny-c")
+    with pytest.raises(ConfigError, match=r"the file 'notes.txt' in .* is no pipeline file"):
+        rerankit.rerank("q", ["a"], reranker="notes.txt")
+    # in a pipeline file too, with the stage it is in
+    (here / "mine.toml").write_text('[[stages]]\nreranker = "tiny-c"\n')
+    with pytest.raises(ConfigError, match=r"stages\[0\]\.reranker.*did you mean the folder"):
+        rerankit.load("mine.toml")
