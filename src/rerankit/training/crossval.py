@@ -52,7 +52,8 @@ ADOPT_MARGIN = 2.0
 
 #: what a fitted option gives: a query id -> that query's nDCG@10 under the option
 Evaluator = Callable[[str], float]
-#: training query ids -> each option's evaluator, fitted on those queries only
+#: training query ids -> each option's evaluator, fitted on those queries only (a ValueError
+#: when they are too few to fit on)
 Fit = Callable[[Sequence[str]], Mapping[Hashable, Evaluator]]
 
 
@@ -183,6 +184,9 @@ class Verdict:
     fold_gains: list[float]
     queries: int
     margin: float = ADOPT_MARGIN
+    #: the queries whose nDCG@10 under the option their fold chose differs from the
+    #: default's (None: not counted); 0 is a tie on every query, which :meth:`describe` says
+    differing: int | None = None
 
     @property
     def noise(self) -> float:
@@ -202,6 +206,13 @@ class Verdict:
             f"{100 * self.noise:.2f}: standard error {100 * self.query_noise:.2f} over "
             f"queries, {100 * self.fold_noise:.2f} over folds; per fold {folds}; spread "
             f"{100 * spread:.2f})"
+            + (
+                f"; a tie on every query: each of the {self.queries} queries scored exactly "
+                "the default's nDCG@10 under the option chosen for its fold, so there is no "
+                "difference to weigh"
+                if self.differing == 0
+                else ""
+            )
             + (
                 ""
                 if self.margin == 1
@@ -261,6 +272,7 @@ def verdict(
         fold_gains=gains,
         queries=len(qids),
         margin=margin,
+        differing=sum(1 for d in diffs.values() if d != 0),
     )
 
 
@@ -269,15 +281,24 @@ def learning_curve(
     fit: Fit,
     option: Hashable | None = None,
     shares: Sequence[float] = (0.25, 0.5, 0.75, 1.0),
+    among: Collection[str] | None = None,
 ) -> list[tuple[int, float]]:
     """Cross-validated nDCG@10 when fitting on a growing share of each fold's training part
     (its first queries in the folds' hash order): ``(training queries per fit, mean nDCG@10
-    over every query)`` per share, so a user sees whether more judgments would help. With
-    ``option``, that option is refitted on each share (a trained model); without, each
-    share chooses the option with the best mean over its own queries (a choice among fixed
-    options, such as fusion weights, is all the fitting there is)."""
+    over every query)`` per share (over the queries ``among``, when given, as
+    :func:`verdict` compares on them), so a user sees whether more judgments would help.
+
+    With ``option``, that option is refitted on each share (a trained model). Without, each
+    share chooses among the options as the verdict does: by an inner cross-validation over
+    the share's queries, each outer fold's queries among them scored by a fit on the rest
+    (in-sample only when the share holds one fold's queries, or no fit without one of them
+    works); so the whole training part is :func:`cross_validate`'s own choice, and the last
+    row is the verdict's learned nDCG@10. (An in-sample choice would differ wherever the
+    options are fitted on the queries that choose among them, as the calibrated hybrid's
+    signal calibrations are: it favours the option that fits its own queries best.)"""
     k = max(cv.fold_of.values()) + 1
     order = sorted(cv.fold_of, key=lambda q: hashlib.sha256(str(q).encode()).hexdigest())
+    shown = [q for q in order if among is None or q in among] or order
     out = []
     for share in shares:
         values, sizes = {}, []
@@ -285,14 +306,40 @@ def learning_curve(
             pool = [q for q in order if cv.fold_of[q] != f]
             used = pool[: max(2, round(share * len(pool)))]
             sizes.append(len(used))
+            held = [q for q in order if cv.fold_of[q] == f]
+            if option is None and len(used) == len(pool):  # the verdict's fit and choice
+                values.update((q, cv.per_query[q]) for q in held)
+                continue
             models = fit(used)
-            chosen = option
-            if chosen is None:
-                chosen = max(models, key=lambda o: sum(models[o](q) for q in used))
+            chosen = option if option is not None else _inner_choice(fit, used, cv, models)
             if chosen not in models:
                 raise ValueError(f"the fit gave no option {chosen!r}")
-            for q in order:
-                if cv.fold_of[q] == f:
-                    values[q] = models[chosen](q)
-        out.append((round(statistics.fmean(sizes)), statistics.fmean(values.values())))
+            for q in held:
+                values[q] = models[chosen](q)
+        out.append((round(statistics.fmean(sizes)), statistics.fmean(values[q] for q in shown)))
     return out
+
+
+def _inner_choice(
+    fit: Fit, used: Sequence[str], cv: CrossValidation, models: Mapping[Hashable, Evaluator]
+) -> Hashable:
+    """The option :func:`learning_curve` takes for a share of the training queries, chosen
+    as :func:`cross_validate` chooses: the best mean over the share's queries, each outer
+    fold's scored by a fit on the share's others (``models``: the fit on all of them, whose
+    own queries score it when no such fit can be made)."""
+    groups: dict[int, list[str]] = {}
+    for q in used:
+        groups.setdefault(cv.fold_of[q], []).append(q)
+    totals: dict[Hashable, float] = {}
+    scored = 0
+    for g in sorted(groups) if len(groups) > 1 else ():
+        try:
+            inner = fit([q for q in used if cv.fold_of[q] != g])
+        except ValueError:  # too few of the share's queries to fit on without fold g
+            continue
+        scored += len(groups[g])
+        for o, evaluate in inner.items():
+            totals[o] = totals.get(o, 0.0) + sum(evaluate(q) for q in groups[g])
+    if not scored:
+        totals = {o: sum(e(q) for q in used) for o, e in models.items()}
+    return max(totals, key=lambda o: totals[o])

@@ -262,7 +262,7 @@ def cross_validated(
     )
     verdict = crossval.verdict(cv, default, margin=margin, among=among)
     say(verdict.describe())
-    points = crossval.learning_curve(cv, fit, cv.best if refit else None)
+    points = crossval.learning_curve(cv, fit, cv.best if refit else None, among=among)
     say(
         "\nlearning curve: cross-validated nDCG@10 x 100 by training queries per fit "
         f"(the default: {100 * verdict.default:.2f}):"
@@ -299,11 +299,24 @@ def curve_trend(points: list[tuple[int, float]], noise: float) -> str | None:
     """What a learning curve's end says (None for a curve of one point): still rising when
     its last point is above the best earlier one by more than half the ``noise`` (the
     verdict's), else not rising beyond the noise. The best earlier point, not the one just
-    before, so that a zig-zag (59.2, 60.4, 59.3, 60.4) does not read as a rise."""
+    before, so that a zig-zag (59.2, 60.4, 59.3, 60.4) does not read as a rise. A noise of
+    zero (the verdict a tie, or the same gain, on every query) sets no bar: any rise counts,
+    and the line says so instead of quoting a bar of 0.00."""
     if len(points) < 2:
         return None
     best = max(value for _, value in points[:-1])
     rise, bar = 100 * (points[-1][1] - best), 100 * noise / 2
+    if round(bar, 2) == 0:
+        said = "the verdict's noise is 0.00, so any rise counts"
+        if rise > bar:
+            return (
+                f"still rising at the end ({rise:+.2f} over the best earlier point; {said}): "
+                "more judged queries would likely help"
+            )
+        return (
+            f"not rising at the end ({rise:+.2f} over the best earlier point; {said}): more "
+            "judgments of the same kind are unlikely to change the verdict"
+        )
     if rise > bar:
         return (
             f"still rising at the end ({rise:+.2f} over the best earlier point, more than half "
