@@ -16,6 +16,7 @@ from .errors import InputError, no_such_file
 
 __all__ = [
     "dumps_strict",
+    "json_lines",
     "json_safe",
     "numbered_jsonl",
     "numbered_records",
@@ -58,6 +59,14 @@ def read_text(path: str | Path) -> str:
         raise InputError(f"cannot read {path}: {exc.strerror or exc}") from None
 
 
+def json_lines(text: str) -> list[str]:
+    """``text`` cut into JSON Lines' lines: at ``\\n`` only (a ``\\r`` before it is JSON
+    whitespace). Not :meth:`str.splitlines`, which also cuts at characters JSON keeps
+    unescaped inside strings (U+2028, U+0085, form feed, ...), as ``json.dumps(...,
+    ensure_ascii=False)`` writes them."""
+    return text.split("\n")
+
+
 def _numbered(lines: Iterable[str], source: str) -> list[tuple[int, Any]]:
     items = []
     for lineno, line in enumerate(lines, start=1):
@@ -77,12 +86,12 @@ def parse_jsonl(lines: Iterable[str], source: str) -> list[Any]:
 
 def numbered_jsonl(path: str | Path) -> list[tuple[int, Any]]:
     """``(line number, value)`` for each non-blank line of a JSON Lines file."""
-    return _numbered(read_text(path).splitlines(), str(path))
+    return _numbered(json_lines(read_text(path)), str(path))
 
 
 def read_jsonl(path: str | Path) -> list[Any]:
     """The values of a JSON Lines file."""
-    return parse_jsonl(read_text(path).splitlines(), str(path))
+    return parse_jsonl(json_lines(read_text(path)), str(path))
 
 
 def read_records(text: str, source: str) -> list[Any]:
@@ -102,4 +111,4 @@ def numbered_records(text: str, source: str) -> list[tuple[int | None, Any]]:
             value = None
         if isinstance(value, list):
             return [(None, item) for item in value]
-    return _numbered(text.splitlines(), source)
+    return _numbered(json_lines(text), source)

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from .._jsonl import json_lines
 from .._optional import require
 from ..cache import CACHE_URL_ENV, EMBEDDING_CACHE_ENV
 from ..errors import RerankitError
@@ -167,7 +168,7 @@ def _lines_class() -> type:
         def _read_stream(self, f: Any, path: str) -> Any:
             text = f.readall().decode("utf-8-sig")
             lines, numbers = [], []
-            for number, line in enumerate(text.splitlines(), start=1):
+            for number, line in enumerate(json_lines(text), start=1):
                 if line.strip():
                     lines.append(line)
                     numbers.append(number)
