@@ -3,6 +3,7 @@ plus optional TREC run files (``qid Q0 docid rank score tag``)."""
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 from collections.abc import Callable, Sequence
@@ -128,6 +129,39 @@ class Dataset:
                 text = f"{title}{joint}{text}" if text else title
             corpus[doc_id] = {"title": "", "text": text}
         return replace(self, corpus=corpus)
+
+    def write(self, folder: str | Path, split: str = "test") -> Path:
+        """Write this dataset as a BEIR-layout ``folder`` (``corpus.jsonl``,
+        ``queries.jsonl`` and ``qrels/<split>.tsv``; a shipped first-stage ranking is not
+        written), which :func:`load_beir` reads back as it was and the commands that take a
+        folder (``rerankit tune --data``, ``label``, ``train``) read: ``split="train"`` for
+        judgments to learn from. Refuses a folder that already holds a collection."""
+        root = Path(folder)
+        if not split or any(c in split for c in "/\\:"):
+            raise InputError(
+                f"write: split must be a plain name such as train or test, got {split!r}"
+            )
+        held = [n for n in ("corpus.jsonl", "queries.jsonl", "qrels") if (root / n).exists()]
+        if held:
+            raise InputError(f"{root}: already holds {held[0]}; write to a new folder")
+        (root / "qrels").mkdir(parents=True, exist_ok=True)
+        with (root / "corpus.jsonl").open("w", encoding="utf-8") as out:
+            for doc_id, doc in self.corpus.items():
+                row = {
+                    "_id": doc_id,
+                    "title": doc.get("title") or "",
+                    "text": doc.get("text") or "",
+                }
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+        with (root / "queries.jsonl").open("w", encoding="utf-8") as out:
+            for query_id, text in self.queries.items():
+                out.write(json.dumps({"_id": query_id, "text": text}, ensure_ascii=False) + "\n")
+        with (root / "qrels" / f"{split}.tsv").open("w", encoding="utf-8") as out:
+            out.write("query-id\tcorpus-id\tscore\n")
+            for query_id, judged in self.qrels.items():
+                for doc_id, grade in judged.items():
+                    out.write(f"{query_id}\t{doc_id}\t{grade}\n")
+        return root
 
     def document(self, doc_id: str) -> dict[str, str]:
         """A document as a reranker takes it: ``id``, ``text`` and, when it has one,

@@ -144,6 +144,14 @@ def tune(data: str | Path, *, reporter: Reporter | None = None, **options: Any) 
         if "candidates" in options:
             raise TypeError("give candidates= or its earlier name k=, not both")
         options["candidates"] = options.pop("k")
+    for name, given in (("data", data), ("test_data", options.get("test_data"))):
+        if isinstance(given, Dataset):
+            split = "train" if name == "data" else "test"
+            raise InputError(
+                f"{name}: tune reads a BEIR-layout folder, not a Dataset in memory; write "
+                f"it as one with .write('my-{split}', split={split!r}) and pass the folder "
+                f"({name}='my-{split}')"
+            )
     opts = TuneOptions(data=data, **options)
     report = quiet(reporter)
     opts.check()
