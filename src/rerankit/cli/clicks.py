@@ -78,7 +78,10 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     print(read.describe())
     if found.features:
         print(found.features)
-    by = ", ".join(f"{name or '(unnamed)'} {n}" for name, n in found.served.items())
+    by = ", ".join(
+        f"{name or '(unnamed)'} {n}" + _explored(found.explored.get(name))
+        for name, n in found.served.items()
+    )
     print(f"sessions by pipeline: {by}")
     for pair, n in found.interleaved.items():
         print(
@@ -118,11 +121,22 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     for path, role in written.files[1:]:
         print(f"wrote {path}: {role}")
     deploy = [str(path) for path, role in written.files if "serving does not read" not in role]
-    print(
-        f"to deploy, copy {', '.join(deploy)} together (the pipeline names its model beside it)"
-        if len(deploy) > 1
-        else f"to deploy, serve {out}"
-    )
+    if not written.learned:
+        held = (
+            "is what served the log (serving it changes nothing)"
+            if written.unchanged
+            else "holds the default hybrid, not what served the log (see above)"
+        )
+        print(
+            f"nothing to deploy: {out} {held}; to compare the learned pipeline with what "
+            "serves today on live traffic anyway (interleaving, docs/clicks.md), run again "
+            "with --keep-learned"
+        )
+    elif len(deploy) > 1:
+        together = "together (the pipeline names its model beside it)"
+        print(f"to deploy, copy {', '.join(deploy)} {together}")
+    else:
+        print(f"to deploy, serve {out}")
     for line in written.requirements():
         print(f"  note: {line}")
     if written.score_scale is None:
@@ -130,6 +144,13 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     for line in deploy_advice(written, found.served_by, served=args.served, data=args.data):
         print(f"  note: {line}")
     return 0
+
+
+def _explored(exploration: Any) -> str:
+    """`` (33 explored, 15 with exchanged pairs)`` for a pipeline whose sessions were
+    explored, else nothing."""
+    said = exploration.describe() if exploration is not None else ""
+    return f" ({said})" if said else ""
 
 
 def _sizes(values: list[float]) -> list[str]:

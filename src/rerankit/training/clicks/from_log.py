@@ -25,6 +25,7 @@ from ...documents import titled_text
 from ...errors import InputError, no_such_file
 from ...eval.corpus import TextCheck
 from ...scorers import learned
+from .exploration import Exploration, count_exploration
 from .learn import learn_from_clicks
 from .reader import ReadReport, Session, read_log
 from .result import ClickLearning
@@ -55,6 +56,8 @@ class LogLearning:
     interleaved: dict[str, int] = field(default_factory=dict)
     #: where the features came from or went, when a features file was named
     features: str = ""
+    #: the exploration in each pipeline's sessions (:class:`~.exploration.Exploration`)
+    explored: dict[str, Exploration] = field(default_factory=dict)
 
     @property
     def served_by(self) -> str | None:
@@ -317,6 +320,12 @@ def learn_from_log(
     learning = learn_from_clicks(logs, rows, depth=depth, **options)
     if named:  # the pipeline reads the same model
         learning = replace(learning, embedding=named)
+    learned_from = [s for s in sessions if pipelines is None or s.impression.pipeline in pipelines]
+    exploration = count_exploration(learned_from, depth)
+    if exploration.sessions:  # what the propensities' messages say of it
+        learning = replace(
+            learning, propensities=replace(learning.propensities, exploration=exploration)
+        )
     served = Counter(s.impression.pipeline for s in sessions)
     clicks = sum(len(s.clicks) for s in sessions)
     counted = int(sum(log.clicked.sum() for log in logs.values()))
@@ -329,4 +338,8 @@ def learn_from_log(
         ).most_common()
     )
     found.features = kept
+    found.explored = {
+        name: count_exploration((s for s in sessions if s.impression.pipeline == name), depth)
+        for name in found.served
+    }
     return found

@@ -8,6 +8,7 @@ wrote (``learned.propensities.json``, its ``by_position``; or a JSON list)."""
 from __future__ import annotations
 
 import json
+import logging
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -16,9 +17,12 @@ from typing import Any
 import numpy as np
 
 from ...errors import InputError
+from .counterfactual import MIN_PROPENSITY
 from .propensity import Propensities, estimate_propensities
 
 __all__ = ["as_propensities", "read_propensities"]
+
+logger = logging.getLogger(__name__)
 
 #: what to pass, for the errors
 WHAT = (
@@ -32,7 +36,10 @@ def read_propensities(value: Any, depth: int = 10) -> list[float]:
     """The propensities of positions 1..``depth`` in ``value`` (see the module doc),
     relative to position 1. An InputError names what is wrong: a file that is not such a
     file, a value that is not a positive number, fewer than ``depth`` values (learning
-    weighs the clicks at every one of the first ``depth`` positions)."""
+    weighs the clicks at every one of the first ``depth`` positions). A 0 in a file (what
+    ``tune --clicks`` wrote for a position without a click on an exchanged pair before it
+    stopped writing 0) is taken as the least propensity learning weighs clicks by
+    (``MIN_PROPENSITY``, 0.05 of position 1), with a warning."""
     source = "propensities"
     if isinstance(value, Path) or (
         isinstance(value, str) and (value.endswith(".json") or Path(value).is_file())
@@ -53,6 +60,15 @@ def read_propensities(value: Any, depth: int = 10) -> list[float]:
                 f"{source}: position {p} has no value (the log it was estimated from never "
                 f"showed anything there); {WHAT}, with a value for each of the first {depth}"
             )
+        if number == 0 and source != "propensities":  # a file an older tune --clicks wrote
+            logger.warning(
+                "%s: position %d: 0 (no click there in the log it was estimated from) taken "
+                "as %g, the least propensity learning weighs clicks by",
+                source,
+                p,
+                MIN_PROPENSITY,
+            )
+            number = MIN_PROPENSITY * (values[0] if values else 1.0)
         if not (math.isfinite(number) and number > 0):
             raise InputError(f"{source}: position {p}: {v!r} is not a positive number; {WHAT}")
         values.append(number)
