@@ -258,7 +258,8 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
         return 0
     print(read.describe())
     print(report.describe())
-    print(f"winner: {report.winner or 'none (the interval includes 0)'}")
+    few = f" (tentative: {report.clicked} clicked sessions)" if report.few_clicked else ""
+    print(f"winner: {report.winner or 'none (the interval includes 0)'}{few}")
     return 0
 
 
