@@ -4,6 +4,8 @@ says there is nothing to deploy."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -53,3 +55,23 @@ def test_tune_clicks_counts_the_explored_answers_and_does_not_ask_for_exploratio
     assert "0 clicks on them: too few to measure a position; log more sessions" in printed
     assert "not adopted" in printed
     assert f"nothing to deploy: {out} is what served the log" in printed
+
+
+def test_tune_clicks_reads_a_propensities_file_with_0s_at_the_floor_and_says_so(tmp_path, capsys):
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _explored_log(log)
+    rng = np.random.default_rng(0)
+    rows = {
+        f"query {q}": ([f"d{i}" for i in range(8)], rng.random((8, len(FEATURES))))
+        for q in range(4)
+    }
+    features = write_features(rows, tmp_path / "f.npz")
+    older = tmp_path / "probe.propensities.json"  # as tune --clicks wrote it before
+    older.write_text(json.dumps({"by_position": [1.0, 0.65, 0.15, 0.28, 0.08, *[0.0] * 5]}))
+    argv = ["tune", "--clicks", str(log), "--features", str(features), "--folds", "2"]
+    assert main([*argv, "--propensities", str(older), "--out", str(tmp_path / "x.toml")]) == 0
+    printed = capsys.readouterr().out
+    assert f"note: {older}: positions 6, 7, 8, 9, 10: 0 (no click there" in printed
+    assert "taken as 0.05, the least propensity learning weighs a click by" in printed
+    assert "propensities by position (given, 40 sessions): 1: 1.000, 2: 0.650" in printed

@@ -14,7 +14,7 @@ from ..errors import no_such_file
 from ..training.clicks.advice import deploy_advice
 from ..training.clicks.deploy import served_pipeline, write_learned
 from ..training.clicks.from_log import learn_from_log, read_corpus
-from ..training.clicks.given import read_propensities
+from ..training.clicks.given import floored, read_propensities
 from ..training.clicks.interleave import BY, METHODS, interleaving_report
 from ..training.clicks.log import STORE, log_files
 from ..training.clicks.reader import logs_files, read_log
@@ -62,6 +62,8 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         options["margin"] = args.adopt_margin
     if args.propensities is not None:  # checked before the work
         options["propensities"] = read_propensities(args.propensities, DEPTH)
+        if said := floored(args.propensities, depth=DEPTH):
+            print(f"note: {said}")
     # one log (with its rotated files), or the files of several (each with its own)
     logs = args.clicks[0] if len(args.clicks) == 1 else logs_files(args.clicks)
     found = learn_from_log(
