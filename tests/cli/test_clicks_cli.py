@@ -188,7 +188,10 @@ def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_p
     assert "not adopted: it does not beat what served the log by more than the margin" in printed
     assert f"wrote {out}: the pipeline that served the log ({served})" in printed
     assert read_spec(out) == read_spec(served)
-    assert f"to deploy, serve {out}" in printed
+    assert f"nothing to deploy: {out} is what served the log (serving it changes nothing)" in (
+        printed
+    )
+    assert "run again with --keep-learned" in printed and "to deploy," not in printed
     assert "first-stage score" not in printed  # bm25 reads none: nothing asked
     # a registered name works as --served too
     assert main([*argv, "--served", "bm25", "--folds", "3"]) == 0
@@ -258,7 +261,9 @@ def test_tune_clicks_notes_the_top_positions_no_swap_measured(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert "adjacent ratios from swaps where measured" in printed
     assert "note: positions 2-4 were not measured by exchanged pairs" in printed
-    assert "RandPair never moves the top 3, so exploring does not fix it" in printed
+    assert (
+        "RandPair in the service never moves the top 3, so its exploration does not fix" in printed
+    )
     assert "was good" not in printed
     assert "      80 sessions a query:" in printed  # whole sessions print as whole numbers
 

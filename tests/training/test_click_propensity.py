@@ -98,7 +98,7 @@ def test_auto_takes_the_swaps_ratios_below_the_protected_top_3():
     # below the top 3 measured, but positions 2-4 come from the logged order: said so
     assert found.unmeasured() == [2, 3, 4]
     assert found.caveat().startswith("positions 2-4 were not measured by exchanged pairs")
-    assert "exploring does not fix it" in found.caveat()
+    assert "its exploration does not fix it" in found.caveat()
     everywhere = estimate_propensities(
         collection(1.0, queries=100, sessions=500, seed=3, explore=0.2, protect=0)[1],
         rows,
@@ -220,11 +220,11 @@ def test_a_log_with_exchanged_pairs_is_not_told_to_turn_exploration_on():
     assert "turn on exploration" not in warning
     assert "This log already has exchanged pairs" in warning
     assert "they measured positions 5-10 against the one above" in warning
-    assert "no exploration measures positions 2-4: there only more sessions" in warning
+    assert "its exploration does not measure positions 2-4: there only more sessions" in warning
     assert "--propensities 1,0.9,0.7,..." in warning
     # pairs that measured position 2 too (two pipelines' orders): only 3-4 are left
     both = reliability_warning(FALLING, clicks, measured=[2, 5, 6])
-    assert "no exploration measures positions 3-4" in both
+    assert "its exploration does not measure positions 3-4" in both
 
 
 def test_a_rise_down_the_page_is_named_with_the_values():

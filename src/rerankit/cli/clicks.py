@@ -14,7 +14,7 @@ from ..errors import no_such_file
 from ..training.clicks.advice import deploy_advice
 from ..training.clicks.deploy import served_pipeline, write_learned
 from ..training.clicks.from_log import learn_from_log, read_corpus
-from ..training.clicks.given import read_propensities
+from ..training.clicks.given import floored, read_propensities
 from ..training.clicks.interleave import BY, METHODS, interleaving_report
 from ..training.clicks.log import STORE, log_files
 from ..training.clicks.reader import logs_files, read_log
@@ -62,6 +62,8 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         options["margin"] = args.adopt_margin
     if args.propensities is not None:  # checked before the work
         options["propensities"] = read_propensities(args.propensities, DEPTH)
+        if said := floored(args.propensities, depth=DEPTH):
+            print(f"note: {said}")
     # one log (with its rotated files), or the files of several (each with its own)
     logs = args.clicks[0] if len(args.clicks) == 1 else logs_files(args.clicks)
     found = learn_from_log(
@@ -78,7 +80,10 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     print(read.describe())
     if found.features:
         print(found.features)
-    by = ", ".join(f"{name or '(unnamed)'} {n}" for name, n in found.served.items())
+    by = ", ".join(
+        f"{name or '(unnamed)'} {n}" + _explored(found.explored.get(name))
+        for name, n in found.served.items()
+    )
     print(f"sessions by pipeline: {by}")
     for pair, n in found.interleaved.items():
         print(
@@ -118,11 +123,22 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     for path, role in written.files[1:]:
         print(f"wrote {path}: {role}")
     deploy = [str(path) for path, role in written.files if "serving does not read" not in role]
-    print(
-        f"to deploy, copy {', '.join(deploy)} together (the pipeline names its model beside it)"
-        if len(deploy) > 1
-        else f"to deploy, serve {out}"
-    )
+    if not written.learned:
+        held = (
+            "is what served the log (serving it changes nothing)"
+            if written.unchanged
+            else "holds the default hybrid, not what served the log (see above)"
+        )
+        print(
+            f"nothing to deploy: {out} {held}; to compare the learned pipeline with what "
+            "serves today on live traffic anyway (interleaving, docs/clicks.md), run again "
+            "with --keep-learned"
+        )
+    elif len(deploy) > 1:
+        together = "together (the pipeline names its model beside it)"
+        print(f"to deploy, copy {', '.join(deploy)} {together}")
+    else:
+        print(f"to deploy, serve {out}")
     for line in written.requirements():
         print(f"  note: {line}")
     if written.score_scale is None:
@@ -130,6 +146,13 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     for line in deploy_advice(written, found.served_by, served=args.served, data=args.data):
         print(f"  note: {line}")
     return 0
+
+
+def _explored(exploration: Any) -> str:
+    """`` (33 explored, 15 with exchanged pairs)`` for a pipeline whose sessions were
+    explored, else nothing."""
+    said = exploration.describe() if exploration is not None else ""
+    return f" ({said})" if said else ""
 
 
 def _sizes(values: list[float]) -> list[str]:
@@ -237,7 +260,8 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
         return 0
     print(read.describe())
     print(report.describe())
-    print(f"winner: {report.winner or 'none (the interval includes 0)'}")
+    few = f" (tentative: {report.clicked} clicked sessions)" if report.few_clicked else ""
+    print(f"winner: {report.winner or 'none (the interval includes 0)'}{few}")
     return 0
 
 

@@ -25,8 +25,9 @@ from ...documents import titled_text
 from ...errors import InputError, no_such_file
 from ...eval.corpus import TextCheck
 from ...scorers import learned
+from .exploration import Exploration, count_exploration
 from .learn import learn_from_clicks
-from .reader import ReadReport, read_log
+from .reader import ReadReport, Session, read_log
 from .result import ClickLearning
 from .sessions import DEPTH, CorpusTexts, QueryLog, collect, log_features, with_texts
 
@@ -55,6 +56,8 @@ class LogLearning:
     interleaved: dict[str, int] = field(default_factory=dict)
     #: where the features came from or went, when a features file was named
     features: str = ""
+    #: the exploration in each pipeline's sessions (:class:`~.exploration.Exploration`)
+    explored: dict[str, Exploration] = field(default_factory=dict)
 
     @property
     def served_by(self) -> str | None:
@@ -97,14 +100,28 @@ def read_corpus(path: str | Path) -> dict[str, str]:
     return out
 
 
-def write_features(rows: Rows, path: str | Path, *, embedding: str | None = None) -> Path:
+def write_features(
+    rows: Rows,
+    path: str | Path,
+    *,
+    embedding: str | None = None,
+    left_out: Mapping[str, str] | None = None,
+) -> Path:
     """Features (``{query key: (doc ids, matrix)}``) to an ``.npz`` file: ``index`` (JSON,
     each query key's doc ids), one ``x:<query key>`` matrix per query, and ``meta`` (JSON:
-    the feature names and ``embedding``, the model they read; None: the bundled MiniLM)."""
+    the feature names, ``embedding``, the model they read (None: the bundled MiniLM), and
+    ``left_out``, the log's impressions left out for a document without a text, by answer
+    id with why: left out again when the file is read back)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     index = json.dumps({key: list(ids) for key, (ids, _) in rows.items()})
-    meta = json.dumps({"features": list(learned.FEATURES), "embedding": embedding})
+    meta = json.dumps(
+        {
+            "features": list(learned.FEATURES),
+            "embedding": embedding,
+            "left_out": dict(left_out or {}),
+        }
+    )
     arrays = {f"x:{key}": np.asarray(x) for key, (_, x) in rows.items()}
     with open(path, "wb") as handle:
         np.savez_compressed(handle, index=np.array(index), meta=np.array(meta), **arrays)
@@ -128,6 +145,28 @@ def _features_meta(path: str | Path) -> dict[str, Any]:
             return json.loads(str(stored["meta"])) if "meta" in stored.files else {}
     except (OSError, ValueError) as exc:
         raise InputError(f"{path}: not a features file ({exc})") from None
+
+
+def _left_out(path: str | Path) -> dict[str, str]:
+    """The impressions a features file records as left out (answer id -> why)."""
+    left = _features_meta(path).get("left_out") or {}
+    if not isinstance(left, Mapping):
+        raise InputError(f"{path}: not a features file (its left_out is not an object)")
+    return {str(k): str(v) for k, v in left.items()}
+
+
+def _leave_out(sessions: list[Session], left: Mapping[str, str], read: ReadReport) -> list:
+    """``sessions`` without the impressions a features file records as left out (counted
+    in ``read`` as :func:`~.sessions.with_texts` counts them)."""
+    kept = []
+    for s in sessions:
+        why = left.get(str(s.impression.id))
+        if why is None:
+            kept.append(s)
+        else:
+            read.unresolved += 1
+            read.note(f"impression {s.impression.id}: {why} (left out as the features file says)")
+    return kept
 
 
 def _check_features(
@@ -222,16 +261,20 @@ def learn_from_log(
     left out (:func:`~.reader.read_log`; None: none is); ``options``:
     :func:`~.learn.learn_from_clicks`'s.
 
-    Without ``rows`` or a ``features`` file that exists, an impression with a document that
-    has no text (in the log, or in ``corpus``) is left out and counted in ``.read``
-    (``unresolved``, with examples in its problems); it is an error only when no
-    impression is left."""
+    An impression with a document that has no text (in the log, or in ``corpus``) is left
+    out when the features are computed here, and counted in ``.read`` (``unresolved``, with
+    examples in its problems); it is an error only when no impression is left. A
+    ``features`` file written then records which impressions were left out, and reading it
+    back leaves out the same ones again (counted the same way; with ``rows`` given, none is
+    left out: ``rows`` must cover every logged query)."""
     corpus = _as_corpus(corpus)
     sessions, read = read_log(path, max_feedback_delay=max_feedback_delay)
     texts = CorpusTexts(corpus)
     from_file = rows is None and features is not None and Path(features).exists()
+    left: dict[str, str] = {}  # impressions left out for a document without a text
     if from_file:  # it holds what learning reads: no text is needed
         rows = read_features(features)
+        sessions = _leave_out(sessions, _left_out(features), read)
     if rows is None:
         usable = with_texts(sessions, texts, read)
         if sessions and not usable:
@@ -239,6 +282,13 @@ def learn_from_log(
                 f"{path}: none of its {len(sessions)} impressions can be learned from: each "
                 f"has a document without a text; e.g. {texts.why_not(sessions[0].impression)}"
             )
+        if len(usable) < len(sessions):
+            kept = {id(s) for s in usable}
+            left = {
+                str(s.impression.id): texts.why_not(s.impression) or "a document without a text"
+                for s in sessions
+                if id(s) not in kept
+            }
         sessions = usable
     logs = collect(sessions, depth=depth, min_dwell_ms=min_dwell_ms, pipelines=pipelines)
     if not logs:
@@ -258,7 +308,7 @@ def learn_from_log(
         rows = log_features(logs, learned.Signals(embedding), corpus=texts)
         named = asked
         if features is not None:
-            write_features(rows, features, embedding=named)
+            write_features(rows, features, embedding=named, left_out=left)
             kept = f"features written to {features} (read from there next time)"
     else:
         missing = [key for key in logs if key not in rows]
@@ -270,6 +320,12 @@ def learn_from_log(
     learning = learn_from_clicks(logs, rows, depth=depth, **options)
     if named:  # the pipeline reads the same model
         learning = replace(learning, embedding=named)
+    learned_from = [s for s in sessions if pipelines is None or s.impression.pipeline in pipelines]
+    exploration = count_exploration(learned_from, depth)
+    if exploration.sessions:  # what the propensities' messages say of it
+        learning = replace(
+            learning, propensities=replace(learning.propensities, exploration=exploration)
+        )
     served = Counter(s.impression.pipeline for s in sessions)
     clicks = sum(len(s.clicks) for s in sessions)
     counted = int(sum(log.clicked.sum() for log in logs.values()))
@@ -282,4 +338,8 @@ def learn_from_log(
         ).most_common()
     )
     found.features = kept
+    found.explored = {
+        name: count_exploration((s for s in sessions if s.impression.pipeline == name), depth)
+        for name in found.served
+    }
     return found

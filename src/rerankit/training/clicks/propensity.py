@@ -30,12 +30,13 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 
 from ...scorers.learned import feature_columns
+from .exploration import Exploration
 from .reliability import PROTECTED, position_counts, position_ranges, reliability_warning
 
 __all__ = [
@@ -152,10 +153,17 @@ class Propensities:
     swap_ratios: list[float | None] = field(default_factory=list)
     sessions_by_position: list[int] = field(default_factory=list)
     clicks_by_position: list[int] = field(default_factory=list)
+    #: the log's exploration, when known (:func:`~.exploration.count_exploration`): what
+    #: the caveat and the warning say of exchanged pairs that measured nothing
+    exploration: Exploration | None = None
 
     def describe(self) -> str:
         shown = ", ".join(
-            f"{p}: {v:.3f}" if math.isfinite(v) else f"{p}: n/a (never shown)"
+            f"{p}: n/a (never shown)"
+            if not math.isfinite(v)
+            else f"{p}: <0.001"
+            if v < 0.0005
+            else f"{p}: {v:.3f}"
             for p, v in enumerate(self.values, start=1)
         )
         return f"propensities by position ({self.method}, {self.sessions} sessions): {shown}"
@@ -185,20 +193,29 @@ class Propensities:
             "clicks cannot tell whether they were"
         )
         if len(missing) == len(self.values) - 1 or not any(r is not None for r in self.swap_ratios):
-            return (
+            text = (
                 f"no position was measured by exchanged pairs (RandPair, or a second "
                 f"pipeline's order): {cannot}"
             )
+            if self.exploration is not None and self.exploration.exchanged:
+                text += f"; {self.exploration.too_few()}"
+            return text
         top = [p for p in missing if p <= PROTECTED + 1]
         where = position_ranges(missing)
         text = f"positions {where} were not measured by exchanged pairs: {cannot}"
         if top:
             text += (
                 f"; every position below {max(top)} is chained from {position_ranges(top)}, so "
-                f"an error there scales them all; RandPair never moves the top {PROTECTED}, "
-                "so exploring does not fix it (propensities measured elsewhere do: "
-                "--propensities)"
+                "an error there scales them all; "
             )
+            if self.exploration is not None and self.exploration.moved_top:
+                text += self.exploration.too_few(top)
+            else:
+                text += (
+                    f"RandPair in the service never moves the top {PROTECTED}, so its "
+                    "exploration does not fix it (propensities measured elsewhere do: "
+                    "--propensities)"
+                )
         return text
 
     def warning(self) -> str | None:
@@ -209,7 +226,9 @@ class Propensities:
         if not self.clicks_by_position:
             return None
         measured = [p + 2 for p, r in enumerate(self.swap_ratios) if r is not None]
-        return reliability_warning(self.values, self.clicks_by_position, measured=measured)
+        return reliability_warning(
+            self.values, self.clicks_by_position, measured=measured, exploration=self.exploration
+        )
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -221,6 +240,7 @@ class Propensities:
             "swap_ratios": self.swap_ratios,
             "sessions_by_position": self.sessions_by_position,
             "clicks_by_position": self.clicks_by_position,
+            "exploration": None if self.exploration is None else asdict(self.exploration),
             "warning": self.warning(),
         }
 
@@ -303,14 +323,16 @@ def estimate_propensities(
     each query's candidates, ``{key: (doc ids, matrix)}``, in the logs' candidate order),
     ``"swaps"`` (adjacent ratios from :func:`swap_ratios`, chained from position 1; needs
     swaps at every position), or ``"auto"``: EM, with each adjacent ratio that the swaps
-    measure with at least ``min_swap_weight`` of evidence taken from them instead."""
+    measure with at least ``min_swap_weight`` of evidence, and a click at both positions,
+    taken from them instead (so no position's estimate is 0)."""
     if method not in ("auto", "em", "swaps"):
         raise ValueError(f"method {method!r}: expected auto, em or swaps")
     sessions = sum(log.sessions for log in logs.values())
     counts = position_counts(logs, depth)
     ratios, weight = swap_ratios(logs, depth)
+    # a ratio of 0 (no click at the lower position) measures nothing: too few clicks
     measured = [
-        float(r) if w >= min_swap_weight and math.isfinite(r) else None
+        float(r) if w >= min_swap_weight and math.isfinite(r) and r > 0 else None
         for r, w in zip(ratios, weight, strict=True)
     ]
     if method == "swaps":

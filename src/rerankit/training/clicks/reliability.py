@@ -64,13 +64,16 @@ def reliability_warning(
     *,
     min_clicks: int = MIN_CLICKS,
     measured: Sequence[int] | None = None,
+    exploration: Any = None,
 ) -> str | None:
     """A plain warning naming the positions whose estimate is not to be trusted (fewer
     than ``min_clicks`` clicks there, or higher than the position above), and what to do;
     None when there are none. ``values``: the propensities by position (NaN: never shown,
     not judged); ``clicks``: the clicks at each position (:func:`position_counts`);
     ``measured``: the positions whose ratio to the one above exchanged pairs measured
-    (then the advice does not ask for exploration the log already has)."""
+    (then the advice does not ask for exploration the log already has); ``exploration``:
+    the log's :class:`~.exploration.Exploration`, when known (a log with exchanged pairs
+    that measured nothing is told so, not asked to turn exploration on)."""
     shown = [p for p, v in enumerate(values, start=1) if math.isfinite(v)]
     few = [p for p in shown if p <= len(clicks) and clicks[p - 1] < min_clicks]
     rising = [
@@ -96,9 +99,10 @@ def reliability_warning(
             "off there by at least the rise"
         )
     where = sorted({*few, *rising})
+    todo = _what_to_do(min_clicks, measured, exploration)
     return (
         f"propensities not reliable at position{'s' if len(where) > 1 else ''} "
-        f"{position_ranges(where)}: {'; '.join(reasons)}. {_what_to_do(min_clicks, measured)}"
+        f"{position_ranges(where)}: {'; '.join(reasons)}. {todo}"
     )
 
 
@@ -110,14 +114,25 @@ ELSEWHERE = (
 )
 
 
-def _what_to_do(min_clicks: int, measured: Sequence[int] | None) -> str:
+def _what_to_do(min_clicks: int, measured: Sequence[int] | None, exploration: Any) -> str:
     """What to do, for a log without exchanged pairs, or with them at ``measured`` (the
-    positions whose ratio to the one above exchanged pairs measured)."""
+    positions whose ratio to the one above exchanged pairs measured); ``exploration``: the
+    log's :class:`~.exploration.Exploration` (None: not known)."""
     more = f"Log more sessions (until every position has {min_clicks} clicks or more)"
+    explored = exploration is not None and exploration.sessions > 0
+    if not measured and explored and exploration.exchanged:
+        told = exploration.too_few()
+        return f"{told[:1].upper()}{told[1:]}, or {ELSEWHERE}"
+    if not measured and explored:
+        return (
+            f"{more}, raise [server] explore_pairs ({exploration.sessions} answers were explored "
+            f"and none exchanged a pair within the positions read), or {ELSEWHERE}"
+        )
     if not measured:
         return (
             f"{more}, turn on exploration ([server] explore: RandPair exchanges pairs below "
-            f"the top 3, which measures positions 5 to 10 against the one above), or {ELSEWHERE}"
+            f"the top {PROTECTED}, which measures positions 5 to 10 against the one above), or "
+            f"{ELSEWHERE}"
         )
     top = [p for p in range(2, PROTECTED + 2) if p not in measured]
     said = (
@@ -127,8 +142,11 @@ def _what_to_do(min_clicks: int, measured: Sequence[int] | None) -> str:
     )
     if not top:
         return said
+    if exploration is not None and exploration.moved_top:
+        return f"{said}; {exploration.too_few(top)}"
     return (
-        f"{said}; RandPair never moves the top {PROTECTED}, so no exploration measures "
-        f"position{'s' if len(top) > 1 else ''} {position_ranges(top)}: there only more "
-        "sessions, or propensities measured elsewhere, help"
+        f"{said}; RandPair in the service never moves the top {PROTECTED}, so its exploration "
+        f"does not measure position{'s' if len(top) > 1 else ''} {position_ranges(top)}: "
+        "there only more sessions, or propensities measured elsewhere (randpair(..., "
+        "protect=0) in your own front end), help"
     )
