@@ -47,6 +47,9 @@ __all__ = ["Experiments", "reordered"]
 
 logger = logging.getLogger(__name__)
 
+#: how many different warnings of an interleaved second pipeline are logged, at most
+WARNINGS_SAID = 100
+
 
 def reordered(results: list[Any], order: list[int]) -> tuple[Any, ...]:
     """``results`` (ranked documents) in ``order`` (positions into them), ranks renumbered."""
@@ -61,6 +64,7 @@ class Experiments:
         self.service, self.settings = service, settings
         self.coin = random.Random(seed)
         self.rng = np.random.default_rng(seed)
+        self.said: set[tuple[str, str]] = set()  # the second pipeline's warnings logged
         if settings.interleave:
             a, b = settings.interleave
             share = f"{100 * settings.interleave_share:g} %"
@@ -122,6 +126,7 @@ class Experiments:
         if isinstance(b, BaseException):
             logger.warning("interleave: %r failed (%s); answered by %r alone", pair[1], b, pair[0])
             return (a if call.top_n is None else a.top_k(call.top_n)), {}
+        self._say_warnings(pair, b.warnings)
         k = len(a) if call.top_n is None else call.top_n
         ranking_a, ranking_b = [r.index for r in a], [r.index for r in b]
         info: dict[str, Any] = {"pipelines": list(pair)}
@@ -143,6 +148,21 @@ class Experiments:
         call.relevance.update({i: unit[i] for i in indices})
         result = replace(a, results=reordered(ranked, list(range(len(ranked)))))
         return result, {"interleaving": info}
+
+    def _say_warnings(self, pair: list[str], warnings: tuple[str, ...]) -> None:
+        """Log the second pipeline's warnings, which the interleaved answer (the first's
+        meta) does not carry: each once, and none past :data:`WARNINGS_SAID` different."""
+        for text in warnings:
+            if (pair[1], text) in self.said or len(self.said) >= WARNINGS_SAID:
+                continue
+            self.said.add((pair[1], text))
+            logger.warning(
+                "interleave: %r warned (not in the interleaved answers, which carry %r's "
+                "warnings; said once): %s",
+                pair[1],
+                pair[0],
+                text,
+            )
 
     def _team_draft(self, a: list[int], b: list[int], k: int) -> tuple[list[int], list[int]]:
         order, teams = team_draft(a, b, self.rng, k=k)
