@@ -14,6 +14,7 @@ import numpy as np
 __all__ = [
     "NORMALIZATION_METHODS",
     "SCORE_SCALES",
+    "THRESHOLD_NOTES",
     "check_normalization_method",
     "check_score_scale",
     "normalize_scores",
@@ -41,6 +42,22 @@ NORMALIZATION_METHODS = ("min_max", "z_score", "softmax", "rank")
 #:   with the candidates' own statistics, min-max fusion, rank fusion, a caller's
 #:   first-stage score of unknown scale).
 SCORE_SCALES = ("probability", "unit", "cosine", "grade10", "logit", "relative")
+
+#: what a threshold means on a scale that is no probability (the
+#: min_score rule's warning; ``{t}`` is the threshold)
+THRESHOLD_NOTES = {
+    "relative": (
+        "the scores are relative (comparable only within this result: BM25 over the "
+        "candidates, min-max or rank fusion, a retriever's score), so a threshold of {t:g} "
+        "keeps a different share of each query's documents and is no probability; cut by "
+        "rank (top_k), or threshold a reranker whose score_scale is 'probability'"
+    ),
+    "logit": (
+        "the scores are logits (unbounded; the model's probability is their sigmoid), so "
+        "{t:g} is no probability: the logit of a probability p is log(p / (1 - p)), 0 for "
+        "0.5"
+    ),
+}
 
 
 def _as_finite_array(scores: Sequence[float] | np.ndarray, what: str = "scores") -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 
 from .documents import field_names, field_value, to_documents
 from .errors import InvalidDocumentError
-from .normalize import normalize_scores
+from .normalize import THRESHOLD_NOTES, normalize_scores
 from .outcome import Outcome, checked_outcome
 from .text.words import split_words
 from .types import Document, RankedDocument, RerankResult
@@ -216,45 +216,53 @@ def apply_difficulty_ordering(
 # --- score cut ----------------------------------------------------------------------------
 
 
-#: what a threshold means on a scale that is no probability (min_score's warning)
-_NOT_A_PROBABILITY = {
-    "relative": (
-        "the scores are relative (comparable only within this result: BM25 over the "
-        "candidates, min-max or rank fusion, a retriever's score), so a threshold of {t:g} "
-        "keeps a different share of each query's documents and is no probability; cut by "
-        "rank (top_k), or threshold a reranker whose score_scale is 'probability'"
-    ),
-    "logit": (
-        "the scores are logits (unbounded; the model's probability is their sigmoid), so "
-        "{t:g} is no probability: the logit of a probability p is log(p / (1 - p)), 0 for "
-        "0.5"
-    ),
-}
-
-
 class MinScore(Rule):
-    """Drops items scoring below ``threshold``.
+    """Drops items scoring below ``threshold``, but never the first ``keep_at_least`` (a
+    floor: the best few stay whatever they score); dropping every item is said in a warning.
 
     A result's documents are compared by their score; on a result whose ``score_scale``
     is ``relative`` or ``logit`` the rule still cuts, and adds a warning that the threshold
-    is no probability. Items of a plain list are compared by their ``score_field``: those
-    without a numeric one are kept, with a warning saying how many, and a list in which
-    none has one is an ``InvalidDocumentError`` naming the field."""
+    is no probability. Items of a plain list (best first) are compared by their
+    ``score_field``: those without a numeric one are kept, with a warning saying how many,
+    and a list in which none has one is an ``InvalidDocumentError`` naming the field."""
 
     name = "min_score"
     reorders = False
 
-    def __init__(self, threshold: float, *, score_field: str = "rerank_score") -> None:
-        self.threshold, self.score_field = float(threshold), score_field
+    def __init__(
+        self, threshold: float, *, score_field: str = "rerank_score", keep_at_least: int = 0
+    ) -> None:
+        if (
+            isinstance(keep_at_least, bool)
+            or not isinstance(keep_at_least, int)
+            or keep_at_least < 0
+        ):
+            raise ValueError(
+                f"min_score: keep_at_least must be an integer >= 0, got {keep_at_least!r}"
+            )
+        self.threshold, self.score_field, self.keep_at_least = (
+            float(threshold),
+            score_field,
+            keep_at_least,
+        )
 
     def decide(self, items: Sequence[Any]) -> Outcome:
         keep, drop, unscored = [], [], 0
         docs = _view(items)
+        best: float | None = None
         for i, (item, doc) in enumerate(zip(items, docs, strict=True)):
             s = _score(item, doc, self.score_field)
             unscored += s is None
-            (drop if s is not None and s < self.threshold else keep).append(i)
+            best = s if s is not None and (best is None or s > best) else best
+            below = s is not None and s < self.threshold
+            (drop if below and i >= self.keep_at_least else keep).append(i)
         warnings: tuple[str, ...] = ()
+        if items and not keep:
+            warnings = (
+                f"rule 'min_score': all {len(items)} documents scored below {self.threshold:g} "
+                f"(the best {best:.4g}), so none is kept; keep_at_least= keeps the best few "
+                "whatever they score",
+            )
         if unscored and unscored == len(items):
             raise InvalidDocumentError(
                 f"rule 'min_score': none of the {len(items)} items has a numeric "
@@ -266,6 +274,7 @@ class MinScore(Rule):
             )
         if unscored:
             warnings = (
+                *warnings,
                 f"rule 'min_score': {unscored} of {len(items)} items have no numeric "
                 f"{self.score_field!r} and are kept",
             )
@@ -273,7 +282,7 @@ class MinScore(Rule):
 
     def apply_result(self, result: RerankResult) -> RerankResult:
         out = super().apply_result(result)
-        note = _NOT_A_PROBABILITY.get(result.score_scale)
+        note = THRESHOLD_NOTES.get(result.score_scale)
         if note is None:
             return out
         return replace(
@@ -281,9 +290,12 @@ class MinScore(Rule):
         )
 
 
-def min_score(items: Any, threshold: float, *, score_field: str = "rerank_score") -> Any:
-    """Items scoring at least ``threshold`` (see :class:`MinScore`)."""
-    return MinScore(threshold, score_field=score_field)(items)
+def min_score(
+    items: Any, threshold: float, *, score_field: str = "rerank_score", keep_at_least: int = 0
+) -> Any:
+    """Items scoring at least ``threshold``, and the first ``keep_at_least`` whatever they
+    score (see :class:`MinScore`)."""
+    return MinScore(threshold, score_field=score_field, keep_at_least=keep_at_least)(items)
 
 
 # --- similarity-based rules ------------------------------------------------------------------

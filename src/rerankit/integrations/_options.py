@@ -3,13 +3,16 @@ framework's objects, and an error for any other, not a setting silently dropped.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..documents import TITLE
 from ..options import unknown_keys
 
-__all__ = ["refuse_unknown_options"]
+__all__ = ["documents_said", "refuse_unknown_options"]
+
+logger = logging.getLogger(__name__)
 
 
 def refuse_unknown_options(
@@ -33,3 +36,12 @@ def refuse_unknown_options(
     message = unknown_keys(list(given), list(known), adapter, hints, word="option")
     if message is not None:
         raise TypeError(message)
+
+
+def documents_said(adapter: str, result: Any) -> list[Any]:
+    """``result``'s documents in the framework's type, its warnings logged first (a
+    framework gets documents only: a ``min_score`` stage that kept none, a fallback that
+    left the order unchanged, would otherwise pass unsaid)."""
+    for warning in result.warnings:
+        logger.warning("%s: %s", adapter, warning)
+    return result.documents()

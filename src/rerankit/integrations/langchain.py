@@ -14,7 +14,7 @@ from langchain_core.documents import BaseDocumentCompressor, Document  # noqa: E
 from pydantic import ConfigDict, model_validator  # noqa: E402
 
 from ..api import load  # noqa: E402
-from ._options import refuse_unknown_options  # noqa: E402
+from ._options import documents_said, refuse_unknown_options  # noqa: E402
 
 __all__ = ["RerankitCompressor"]
 
@@ -72,7 +72,8 @@ class RerankitCompressor(BaseDocumentCompressor):
     ) -> Sequence[Document]:
         if not documents:
             return []
-        return load(self.reranker).rerank(query, documents, **self._options()).documents()
+        result = load(self.reranker).rerank(query, documents, **self._options())
+        return documents_said("RerankitCompressor", result)
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -80,4 +81,4 @@ class RerankitCompressor(BaseDocumentCompressor):
         if not documents:
             return []
         result = await load(self.reranker).arerank(query, documents, **self._options())
-        return result.documents()
+        return documents_said("RerankitCompressor", result)

@@ -13,7 +13,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle  # noqa: E402
 from pydantic import model_validator  # noqa: E402
 
 from ..api import load  # noqa: E402
-from ._options import refuse_unknown_options  # noqa: E402
+from ._options import documents_said, refuse_unknown_options  # noqa: E402
 
 __all__ = ["RerankitPostprocessor"]
 
@@ -69,4 +69,4 @@ class RerankitPostprocessor(BaseNodePostprocessor):
             first_stage_field=self.first_stage_field,
             first_stage_higher_is_better=self.first_stage_higher_is_better,
         )
-        return result.documents()
+        return documents_said("RerankitPostprocessor", result)
