@@ -4,6 +4,7 @@ tells an outage from a plain miss (an SRE saw only misses through a Redis outage
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -37,6 +38,11 @@ def test_an_answer_computed_while_the_cache_is_down_says_unavailable(own_redis, 
         own_redis.start()
         counted = 'rerankit_answer_cache_total{model="b",result="unavailable"} 2.0'
         assert counted in metrics, metrics
+        # the calls made in the second after the failure did not try the server: counted
+        # apart from the failed ones (errors), which the back-off keeps to about one a second
+        line = r'^rerankit_cache_skipped_total\{cache="answer"\} (\S+)$'
+        skipped = re.search(line, metrics, re.M)
+        assert skipped is not None and float(skipped.group(1)) >= 1, metrics
         deadline = time.monotonic() + 10
         while _ask(client, "sea")[0] == "unavailable" and time.monotonic() < deadline:
             time.sleep(0.1)  # (calls skip the server for a second after a failure)
