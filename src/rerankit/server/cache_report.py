@@ -95,7 +95,14 @@ def cache_check(settings: Any) -> tuple[str, bool]:
 
 def log_cache(settings: Any) -> None:
     """The service's start line on its caches: INFO, or a WARNING when the shared server
-    does not answer a PING."""
+    does not answer a PING. Never raises: a line that cannot be said holds no warm-up."""
+    try:
+        _log_cache(settings)
+    except Exception as exc:  # (a report: the service starts whatever it could not say)
+        logger.warning("rerankit service caches: could not say where they are: %s", exc)
+
+
+def _log_cache(settings: Any) -> None:
     where = cache_where(settings)
     if not settings.cache.resolved_url:
         logger.info("rerankit service caches: %s", where)
