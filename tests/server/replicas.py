@@ -40,7 +40,7 @@ def metric_in(text: str, name: str, **labels: str) -> float:
 def normal(body: bytes) -> bytes:
     """An answer's ``body`` with its per-request id and its cache mark made alike."""
     body = re.sub(rb'^\{"id":"[0-9a-f-]{36}"', b'{"id":"ID"', body)
-    return re.sub(rb'"cache":"(hit|miss|shared)"\}\}\}$', b'"cache":"X"}}}', body)
+    return re.sub(rb'"cache":"(hit|miss|shared|unavailable)"\}\}\}$', b'"cache":"X"}}}', body)
 
 
 def settings_toml(redis_url: str, provider_url: str, *, embedding: bool = False) -> str:

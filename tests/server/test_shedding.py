@@ -95,7 +95,7 @@ def test_requests_arriving_during_a_stall_are_shed_by_the_running_one_s_age():
     error, took, shed = asyncio.run(scenario())
     assert error is not None, "C was queued and ran"
     assert error.status == 503 and took < 0.5 * timeout, (str(error), took)  # at once
-    assert str(error).startswith("pipeline 'stall': not queued: about ")
+    assert str(error).startswith("pipeline 'stall': not queued: it needs about ")
     assert f"s left of its {timeout:g} s deadline" in str(error)
     assert shed == 1
 
@@ -126,7 +126,7 @@ def test_a_pipeline_with_no_answered_request_sheds_nothing_as_the_page_says():
     deadline = time.monotonic() + 2.0
     assert shed(_pipeline(0.0, 1.0), _Full(8), 50, deadline, 4.0) is None
     refused = shed(_pipeline(0.5, 1.0, 0.01), _Full(8), 50, deadline, 4.0)
-    assert refused is not None and "not queued: about 9.0 s of queue ahead" in str(refused)
+    assert refused is not None and "(9.0 s of queue ahead and 0.5 s of work)" in str(refused)
 
 
 def test_a_request_whose_turn_came_too_late_never_reads_0_0_against_0_0():
@@ -134,9 +134,25 @@ def test_a_request_whose_turn_came_too_late_never_reads_0_0_against_0_0():
     passed = str(too_late("live", 0.01, now - 0.2, 4.0, now=now))
     assert "its 4 s deadline had passed when its turn came" in passed
     small = str(too_late("live", 0.04, now + 0.02, 4.0, now=now))
-    assert "about 40 ms of work would not finish in the 20 ms left" in small, small
+    assert "it needs about 40 ms of work, more than the 20 ms left" in small, small
     for message in (passed, small):
         assert "0.0 s" not in message
+
+
+def test_a_shed_request_is_told_what_it_needs_against_what_is_left_in_digits_that_differ():
+    """Seen in a flood: `about 2.0 s of queue ahead and 6.0 s of work would not finish in
+    the 8.0 s left`, which reads as if it fits (2.0 + 6.0 = 8.0)."""
+    now = time.monotonic()
+    # 2 ahead, each 1.0 s over one slot; 6.03 s of work: 8.03 s needed, 7.96 s left
+    refused = str(shed(_pipeline(1.0, 0.0, 0.0603), _Full(1), 100, now + 7.96, 8.0, now=now))
+    assert "not queued: it needs about 8.03 s (2.0 s of queue ahead and 6.0 s of work), " in (
+        refused
+    ), refused
+    assert "more than the 7.96 s left of its 8 s deadline" in refused, refused
+    late = str(too_late("slow", 6.04, now + 5.96, 8.0, now=now))
+    assert "not run: it needs about 6.04 s of work, more than the 5.96 s left" in late, late
+    far = str(too_late("slow", 6.0, now + 2.0, 8.0, now=now))  # one decimal when it suffices
+    assert "it needs about 6.0 s of work, more than the 2.0 s left of its 8 s deadline" in far
 
 
 def test_retry_after_of_a_shed_request_is_at_most_its_deadline_and_a_minute():
@@ -145,7 +161,7 @@ def test_retry_after_of_a_shed_request_is_at_most_its_deadline_and_a_minute():
     now = time.monotonic()
     long_queue = _pipeline(15.0, 115.0, 0.1)
     refused = shed(long_queue, _Full(5), 300, now + 160.0, 160.0, now=now)
-    assert "about 690.0 s of queue ahead" in str(refused)
+    assert "(690.0 s of queue ahead" in str(refused)
     assert refused.headers["Retry-After"] == "60"
     short = shed(long_queue, _Full(5), 30, now + 4.0, 4.0, now=now)  # (300: a 413)
     assert short.headers["Retry-After"] == "4"  # no longer than the deadline

@@ -12,7 +12,8 @@ replicas), chosen by ``url=`` or ``$RERANKIT_CACHE_URL=redis://host:6379/0``. Ke
 (in SQLite, the part after the kind, in the table ``rerankit_<kind>``). Values carry
 :data:`CACHE_FORMAT`, so an entry written under another format is a miss, never misread.
 A store that fails (unreachable, slow, full, locked) gives misses and drops writes: the
-caller computes without it; :func:`error_counts` counts those calls. Inside
+caller computes without it; :func:`error_counts` counts the calls that failed, and
+:func:`skipped_counts` those that skipped a Redis server in the second after a failure. Inside
 :func:`cache_defaults`, caches opened without a place of their own take the given
 :class:`CacheSettings` (the service's ``[cache]`` table).
 """
@@ -39,6 +40,7 @@ from .store import (
     cache_url,
     default_cache_dir,
     error_counts,
+    skipped_counts,
 )
 
 __all__ = [
@@ -71,5 +73,6 @@ __all__ = [
     "open_store",
     "pipeline_fingerprint",
     "scorer_identity",
+    "skipped_counts",
     "text_key",
 ]

@@ -10,7 +10,8 @@ server's ``maxmemory`` with its ``maxmemory-policy``.
 Every call is bounded by ``timeout`` seconds (to connect and to read) and is not retried: a
 server that is down, slow or full gives misses and dropped writes, counted and logged at most
 once a minute, and for ``RETRY_AFTER`` seconds after a failure calls skip the server
-altogether, so a dead server costs nothing but the cache. The connection pool reconnects by
+altogether (counted apart from the failures: :func:`~rerankit.cache.store.skipped_counts`), so
+a dead server costs nothing but the cache. The connection pool reconnects by
 itself once the server answers again.
 """
 
@@ -146,7 +147,7 @@ class RedisStore:
     def _usable(self) -> bool:
         if time.monotonic() < self._server.skip_until:  # failed a moment ago: not again yet
             down = ConnectionError("skipped: the server failed less than a moment ago")
-            self._failures.failed(self.kind, self.where, "a call", down)
+            self._failures.failed(self.kind, self.where, "a call", down, tried=False)
             return False
         return True
 

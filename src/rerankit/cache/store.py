@@ -6,7 +6,8 @@ under string keys: an SQLite file (:class:`~rerankit.cache.sqlite.SQLiteStore`, 
 shared by the processes of one machine) or Redis/Valkey
 (:class:`~rerankit.cache.redis_store.RedisStore`, shared by replicas). Reads and writes never
 raise for the store's sake: a store that cannot answer gives a miss or drops the write, and
-counts it in :func:`error_counts`.
+counts it in :func:`error_counts`; a call that skips a Redis server in the second after one
+of its failures (not tried) is counted in :func:`skipped_counts` instead.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ __all__ = [
     "default_cache_dir",
     "error_counts",
     "redacted",
+    "skipped_counts",
 ]
 
 #: The environment variable naming a shared cache (``redis://host:6379/0``) for the
@@ -118,6 +120,7 @@ class Store(Protocol):
 
 
 _ERRORS: Counter[str] = Counter()
+_SKIPPED: Counter[str] = Counter()
 _ERRORS_LOCK = threading.Lock()
 
 
@@ -128,11 +131,20 @@ def count_error(kind: str, n: int = 1) -> None:
 
 
 def error_counts() -> dict[str, int]:
-    """Cache calls, by kind, that went without the cache because it failed (unreachable,
-    slow, full, locked) since the process started: what a service exports as
-    ``rerankit_cache_errors_total{cache=...}``."""
+    """Cache calls, by kind, that tried the store and failed (unreachable, slow, full,
+    locked) since the process started, so went without the cache: what a service exports as
+    ``rerankit_cache_errors_total{cache=...}``. Calls that did not try it, in the second a
+    Redis server is skipped after a failure, are :func:`skipped_counts`."""
     with _ERRORS_LOCK:
         return {kind: _ERRORS.get(kind, 0) for kind in KINDS}
+
+
+def skipped_counts() -> dict[str, int]:
+    """Cache calls, by kind, that went without the cache without trying it: a Redis server
+    is skipped for ``RETRY_AFTER`` seconds after a failure. What a service exports as
+    ``rerankit_cache_skipped_total{cache=...}``."""
+    with _ERRORS_LOCK:
+        return {kind: _SKIPPED.get(kind, 0) for kind in KINDS}
 
 
 class FailureLog:
@@ -145,8 +157,16 @@ class FailureLog:
         self._last = -math.inf
         self._unlogged = 0
 
-    def failed(self, kind: str, where: str, what: str, exc: BaseException) -> None:
-        count_error(kind)
+    def failed(
+        self, kind: str, where: str, what: str, exc: BaseException, *, tried: bool = True
+    ) -> None:
+        """A call of ``kind`` that went without the store: it failed (``tried``), or it
+        skipped a server that failed a moment ago (counted apart: :func:`skipped_counts`)."""
+        if tried:
+            count_error(kind)
+        else:
+            with _ERRORS_LOCK:
+                _SKIPPED[kind] += 1
         now = time.monotonic()
         with self._lock:
             self._unlogged += 1

@@ -21,6 +21,7 @@ from ..rerankers import Pipeline
 from ..rerankers.hybrid import REWEIGHTED_NOTE
 from ..scorers.local import load_problems, models_run
 from ..server.api_keys import keys_said
+from ..server.cache_report import cache_check
 from ..server.feedback import UNSET_NOTED
 from ..server.model_names import unserved_note
 from ..server.settings import API_KEY_ENV, ServerSettings
@@ -196,6 +197,9 @@ def check_settings(name: str, reranker: str | None = None) -> int:
     variable = settings.api_key_env or API_KEY_ENV
     said = keys_said(in_file, variable, settings.api_key_env is not None, os.environ.get(variable))
     print(f"{name}: {said}")
+    cache, mistake = cache_check(settings)  # one PING of a shared server, at most
+    print(f"{name}: {cache}")
+    failed += mistake
     if settings.feedback is not None:  # what an approver asks of the click log
         print(f"{name}: feedback on: {settings.feedback.describe()}")
     return failed
@@ -260,7 +264,10 @@ def add_commands(sub: Any) -> None:
         "goes on (CI has no secrets; serve needs them), as is a timeout longer than "
         "graceful_timeout. A settings file's keys line says whether the service will need "
         "an API key and how many come from api_keys and from the variable (counts, never a "
-        "key), or that it will be open; with [server.feedback], a last line says where the "
+        "key), or that it will be open; its cache line says where answers, LLM judgments and "
+        "embeddings are kept and for how long, and whether the Redis server answered one PING "
+        "from here (no answer is a mistake only with [cache] required = true); with "
+        "[server.feedback], a last line says where the "
         "click log is and what it keeps (texts or hashes, for how long). Every line (ok, "
         "warning, mistake) goes to standard output, in order. Exit status 1 when any file "
         "or pipeline has a mistake.",

@@ -16,12 +16,15 @@ usage):
    answer every 20 ms until it is stored (a ``hit``), the claim is gone, or half of the
    request's time is spent; then compute anyway.
 5. Compute (a ``miss``), answer, and store it unless it is degraded; then release the claim.
+   When the store could not be asked (down, slow, in its back-off after a failure), the
+   answer is computed the same way but marked ``unavailable``, not ``miss``.
 
 A stored answer is sent byte for byte as it was computed but for two values: ``id`` (a
 Cohere answer's per-request id, fresh in each answer) and ``meta.rerankit.cache`` (``miss``,
-``hit`` or ``shared``; TEI's answers have no ``meta``: the ``x-rerankit-cache`` header says
-it for every format). A store that fails (down, slow, full) gives misses: the request is
-computed as without the cache, and the failure counted in ``rerankit_cache_errors_total``.
+``hit``, ``shared`` or ``unavailable``; TEI's answers have no ``meta``: the
+``x-rerankit-cache`` header says it for every format). A store that fails (down, slow, full)
+costs only the cache: the request is computed as without it, its answer marked
+``unavailable``, and the failure counted in ``rerankit_cache_errors_total``.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from ..cache import AnswerCache, answer_key, open_store
 from .metrics import Metrics
 from .settings import ServerSettings
 
-__all__ = ["CACHED_PATHS", "Answer", "Answers", "mark", "request_key", "stamp"]
+__all__ = ["CACHED_PATHS", "UNAVAILABLE", "Answer", "Answers", "mark", "request_key", "stamp"]
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +53,9 @@ CACHED_PATHS = frozenset({"/v1/rerank", "/v2/rerank", "/rerank"})
 POLL_SECONDS = 0.02
 _MISS = b'"cache":"miss"}}}'  # how a marked body ends (see :func:`mark`)
 _ID = b'{"id":"'
+#: the source of an answer computed because the store could not be asked (down, slow, or
+#: in its back-off after a failure): a miss that says the cache was not there
+UNAVAILABLE = "unavailable"
 
 
 @dataclass(frozen=True)
@@ -122,11 +128,12 @@ def mark(content: Any) -> Any:
 
 def stamp(body: bytes, source: str | None) -> bytes:
     """The body to send: as computed for a ``miss`` (or without the cache); for a ``hit``
-    or ``shared`` answer, with a fresh ``id`` (when it starts the body) and the source in
+    or ``shared`` answer, with a fresh ``id`` (when it starts the body), and for those and
+    an ``unavailable`` one (computed for this request) the source in
     ``meta.rerankit.cache`` (when :func:`mark` put it there)."""
     if source in (None, "miss"):
         return body
-    if body.startswith(_ID):
+    if source != UNAVAILABLE and body.startswith(_ID):
         end = body.index(b'"', len(_ID))
         body = _ID + str(uuid.uuid4()).encode("ascii") + body[end:]
     if body.endswith(_MISS):
@@ -197,7 +204,8 @@ class Answers:
     async def answer(
         self, key: str, model: str, deadline: float, compute: Callable[[], Awaitable[Answer]]
     ) -> tuple[Answer, str]:
-        """The answer under ``key`` and where it came from (``hit``, ``shared``, ``miss``),
+        """The answer under ``key`` and where it came from (``hit``, ``shared``, ``miss``,
+        ``unavailable``: the store could not be asked),
         computed by ``compute`` at most once in this process for the requests waiting at
         once. A request that stops waiting (its client left) leaves the computing to the
         others; the last to leave cancels it."""
@@ -216,7 +224,7 @@ class Answers:
                 self._landed(key, flight, flight.task)
                 flight.task.cancel()
             raise
-        if joined and source == "miss":
+        if joined and source in ("miss", UNAVAILABLE):
             source = "shared"
         self.metrics.answers.labels(model, source).inc()
         if source == "hit":
@@ -254,7 +262,7 @@ class Answers:
                 self._later(cache.release, key, token)
             raise
         self._later(self._keep, key, answer, token or "")
-        return answer, "miss"
+        return answer, "miss" if token != "" else UNAVAILABLE  # "": the store was not asked
 
     async def _await_holder(self, key: str, deadline: float) -> Answer | None:
         """The answer another process is computing, read every ``POLL_SECONDS`` until it is

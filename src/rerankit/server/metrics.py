@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .._optional import require
-from ..cache import error_counts
+from ..cache import error_counts, skipped_counts
 
 __all__ = ["LATENCY_BUCKETS", "Metrics"]
 
@@ -20,8 +20,9 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 
 
 
 class _CacheErrors:
-    """``rerankit_cache_errors_total{cache=...}``: read from
-    :func:`rerankit.cache.error_counts` when scraped."""
+    """``rerankit_cache_errors_total{cache=...}`` and ``rerankit_cache_skipped_total``: read
+    from :func:`rerankit.cache.error_counts` and :func:`rerankit.cache.skipped_counts` when
+    scraped."""
 
     def __init__(self) -> None:
         from prometheus_client.core import CounterMetricFamily  # (after require: the extra)
@@ -31,13 +32,22 @@ class _CacheErrors:
     def collect(self) -> Any:
         family = self.family(
             "rerankit_cache_errors",
-            "Cache calls that went without the cache because it failed (unreachable, slow, "
-            "full, locked), by cache, since the process started",
+            "Cache calls that tried the cache and failed (unreachable, slow, full, locked), "
+            "so went without it, by cache, since the process started",
             labels=["cache"],
         )
         for kind, count in error_counts().items():
             family.add_metric([kind], count)
         yield family
+        skipped = self.family(
+            "rerankit_cache_skipped",
+            "Cache calls that went without the cache without trying it: the Redis server is "
+            "skipped for a second after each failure, by cache, since the process started",
+            labels=["cache"],
+        )
+        for kind, count in skipped_counts().items():
+            skipped.add_metric([kind], count)
+        yield skipped
 
 
 class _ByPipeline:

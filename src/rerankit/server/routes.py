@@ -155,7 +155,7 @@ def add_rerank_routes(
                 "x-inference-time": f"{1000 * call.timings.get('inference', 0.0):.1f}",
                 **answer.headers,
             }
-            if source is not None:  # hit, shared or miss
+            if source is not None:  # hit, shared, miss or unavailable
                 headers["x-rerankit-cache"] = source
             body_sent = stamp(answer.body, source)
             if logged and feedback is not None:  # the answer as sent: its id is the one

@@ -27,6 +27,7 @@ from ..types import RerankResult, check_top_k
 from .admission import Admission
 from .answers import Answers
 from .batching import MicroBatching, request_hooks
+from .cache_report import log_cache
 from .formats.base import Call
 from .metrics import Metrics
 from .pipeline import FIRST_RETRY_SECONDS, ServedPipeline, run_abandoning
@@ -166,10 +167,11 @@ class Service:
         background with backoff; one that is ready serves meanwhile."""
         self.loop = asyncio.get_running_loop()
         start = time.perf_counter()
+        said = asyncio.to_thread(log_cache, self.settings)  # one PING of a shared server
         for pipeline in self.pipelines.values():
             if not pipeline.ready:  # (ready already when the app starts again)
                 pipeline.start_loading()
-        await asyncio.gather(*(p.settled.wait() for p in self.pipelines.values()))
+        await asyncio.gather(said, *(p.settled.wait() for p in self.pipelines.values()))
         self.warm_up_seconds = time.perf_counter() - start
         failed = sorted(n for n, p in self.pipelines.items() if not p.ready)
         if failed:

@@ -40,8 +40,17 @@ def _seconds(value: float) -> str:
     return f"{value:.1f} s" if value >= 0.1 else f"{max(value, 0.0) * 1000:.0f} ms"
 
 
-def _left(deadline: float, now: float, timeout: float) -> str:
-    return f"the {_seconds(deadline - now)} left of its {timeout:g} s deadline"
+def _compared(*values: float) -> list[str]:
+    """``values`` (seconds) said in one unit (ms when all are under 0.1 s) with as many
+    decimals as it takes (up to 3) for the first, what a request needs, to read differently
+    from the last, the time it has left: "8.04 s" against "7.96 s", never "8.0 s" against
+    "8.0 s" for a request refused because it does not fit."""
+    scale, unit = (1000.0, "ms") if max(values) < 0.1 else (1.0, "s")
+    for decimals in range(1 if unit == "s" else 0, 4):
+        said = [f"{max(v, 0.0) * scale:.{decimals}f} {unit}" for v in values]
+        if said[0] != said[-1]:
+            break
+    return said
 
 
 def too_big(
@@ -92,11 +101,12 @@ def shed(
     work = (pipeline.per_document or 0.0) * documents
     if wait + work <= deadline - now:
         return None
+    need, left = _compared(wait + work, deadline - now)
     return ServiceError(
         503,
-        f"pipeline {pipeline.name!r}: not queued: about {_seconds(wait)} of queue ahead and "
-        f"{_seconds(work)} of work would not finish in {_left(deadline, now, timeout)} "
-        "(retry after Retry-After, or send fewer documents)",
+        f"pipeline {pipeline.name!r}: not queued: it needs about {need} ({_seconds(wait)} of "
+        f"queue ahead and {_seconds(work)} of work), more than the {left} left of its "
+        f"{timeout:g} s deadline (retry after Retry-After, or send fewer documents)",
         {"Retry-After": str(max(1, math.ceil(min(wait, timeout, RETRY_AFTER_MOST))))},
     )
 
@@ -113,8 +123,11 @@ def too_late(
     if deadline <= now:
         said = f"its {timeout:g} s deadline had passed when its turn came"
     else:
-        left = _left(deadline, now, timeout)
-        said = f"about {_seconds(expected)} of work would not finish in {left}"
+        need, left = _compared(expected, deadline - now)
+        said = (
+            f"it needs about {need} of work, more than the {left} left of its "
+            f"{timeout:g} s deadline"
+        )
     return ServiceError(
         503,
         f"pipeline {name!r}: not run: {said} (the service is busy: retry, or send fewer documents)",

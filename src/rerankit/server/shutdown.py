@@ -17,6 +17,7 @@ routing to a terminal session, and whoever sends the second signal wants it over
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import signal
 from collections.abc import Callable
@@ -94,6 +95,13 @@ class StopOnSignal:
         self.stopped = False  # the stop has begun (the server's handler was called)
 
     def __call__(self, sig: int, frame: Any) -> None:
+        # Python runs a signal handler in whatever context the main thread is in: a
+        # request's, when the signal arrives while one runs on the event loop; its id would
+        # then suffix this stop's lines, and those of the callbacks scheduled here (which
+        # copy the context). The stop belongs to no request: an empty context.
+        contextvars.Context().run(self._on_signal, sig, frame)
+
+    def _on_signal(self, sig: int, frame: Any) -> None:
         if self.stopped:
             self.stop(sig, frame)
             return

@@ -1,0 +1,124 @@
+"""What the service says of its caches (``[cache]``, ``answer_cache``): where answers, LLM
+judgments and embeddings are kept, for how long, and whether the shared server answers a
+PING. ``rerankit check`` prints it as its ``cache:`` line (:func:`cache_check`); the
+service logs it once at start (:func:`log_cache`), a WARNING when the server does not
+answer. The PING is one call bounded by ``[cache] timeout``: it reads and writes no entry."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any
+
+from ..cache import EMBEDDING_CACHE_ENV
+from ..cache.redis_store import RedisStore
+from ..cache.store import default_cache_dir, redacted
+from ..errors import RerankitError
+
+__all__ = ["cache_check", "cache_ping", "cache_where", "log_cache"]
+
+logger = logging.getLogger(__name__)
+
+_PLURAL = {"answer": "answers", "judgment": "LLM judgments", "embedding": "embeddings"}
+
+
+def _kept(cache: Any, kinds: list[str]) -> str:
+    """How long entries of ``kinds`` are kept (their ``*_ttl``)."""
+    said = []
+    for kind in kinds:
+        ttl = getattr(cache, f"{kind}_ttl")
+        said.append(f"{_PLURAL[kind]} {f'{ttl:g} s' if ttl else 'until evicted or cleared'}")
+    return ", ".join(said)
+
+
+def cache_where(settings: Any) -> str:
+    """Where the service ``settings`` (a :class:`~rerankit.server.ServerSettings`) keeps
+    answers, LLM judgments and embeddings, and for how long."""
+    cache = settings.cache
+    kinds = [k for k in _PLURAL if k != "answer" or settings.answer_cache]
+    off = "" if settings.answer_cache else "answers not cached (answer_cache = false); "
+    url = cache.resolved_url
+    if url:
+        named = [_PLURAL[k] for k in kinds]
+        said = ", ".join(named[:-1]) + " and " + named[-1]
+        return (
+            f"{off}{said} shared in Redis {redacted(url)} under {cache.namespace}:* "
+            f"(kept: {_kept(cache, kinds)}); required = {str(cache.required).lower()}"
+        )
+    folder = default_cache_dir()
+    files = [f"{_PLURAL[k]} in {folder / f'{k}s.sqlite'}" for k in kinds if k != "embedding"]
+    embeddings = os.environ.get(EMBEDDING_CACHE_ENV) or ""
+    files.append(
+        f"embeddings in {embeddings}"
+        if embeddings
+        else f"embeddings in each process's memory (${EMBEDDING_CACHE_ENV} can name a file)"
+    )
+    kept = _kept(cache, [k for k in kinds if k != "embedding"])
+    return f"{off}{'; '.join(files)}, on this machine (kept: {kept}); no [cache] url"
+
+
+def cache_ping(settings: Any) -> str | None:
+    """None when the shared cache server of ``settings`` answers a PING within ``[cache]
+    timeout``, else why not (also when no shared server is named: not asked)."""
+    url = settings.cache.resolved_url
+    if not url:
+        return "no shared server to ask"
+    try:
+        store = RedisStore(url, "answer", timeout=settings.cache.timeout)
+    except (RerankitError, ImportError, ValueError) as exc:
+        return f"{type(exc).__name__}: {exc}"
+    problem = store.ping()
+    return None if problem is None else problem.split(": ", 1)[-1].rstrip(".")
+
+
+def cache_check(settings: Any) -> tuple[str, bool]:
+    """``rerankit check``'s ``cache:`` line for ``settings``, and whether it is a mistake:
+    a shared server that does not answer is information (CI may have no Redis; serve starts
+    and computes without it), a mistake only with ``required = true``."""
+    line = f"cache: {cache_where(settings)}"
+    if not settings.cache.resolved_url:
+        return line, False
+    problem = cache_ping(settings)
+    timeout = f"{settings.cache.timeout:g} s"
+    if problem is None:
+        return f"{line}; the server answered a PING from here (within {timeout})", False
+    if settings.cache.required:
+        return (
+            f"{line}; the server is not reachable from here ({problem}; one PING, timeout "
+            f"{timeout}): with required = true, serve's /ready says 503 until it answers"
+        ), True
+    return (
+        f"{line}; the server is not reachable from here ({problem}; one PING, timeout "
+        f"{timeout}): serve starts anyway and computes without it until it answers"
+    ), False
+
+
+def log_cache(settings: Any) -> None:
+    """The service's start line on its caches: INFO, or a WARNING when the shared server
+    does not answer a PING. Never raises: a line that cannot be said holds no warm-up."""
+    try:
+        _log_cache(settings)
+    except Exception as exc:  # (a report: the service starts whatever it could not say)
+        logger.warning("rerankit service caches: could not say where they are: %s", exc)
+
+
+def _log_cache(settings: Any) -> None:
+    where = cache_where(settings)
+    if not settings.cache.resolved_url:
+        logger.info("rerankit service caches: %s", where)
+        return
+    problem = cache_ping(settings)
+    if problem is None:
+        logger.info("rerankit service caches: %s; the server answered a PING", where)
+        return
+    then = (
+        "/ready says 503 until it answers (required = true)"
+        if settings.cache.required
+        else "requests are computed without it until it answers"
+    )
+    logger.warning(
+        "rerankit service caches: %s; the server did not answer a PING (%s): %s",
+        where,
+        problem,
+        then,
+    )
