@@ -71,26 +71,27 @@ def cache_ping(settings: Any) -> str | None:
     return None if problem is None else problem.split(": ", 1)[-1].rstrip(".")
 
 
-def cache_check(settings: Any) -> tuple[str, bool]:
-    """``rerankit check``'s ``cache:`` line for ``settings``, and whether it is a mistake:
-    a shared server that does not answer is information (CI may have no Redis; serve starts
-    and computes without it), a mistake only with ``required = true``."""
+def cache_check(settings: Any) -> str:
+    """``rerankit check``'s ``cache:`` line for ``settings``. A shared server that does
+    not answer is said, never a mistake: like a key variable not set here, what this
+    machine reaches says little of where serve runs (CI may have no Redis); with
+    ``required = true`` the line says that serve would not be ready without it."""
     line = f"cache: {cache_where(settings)}"
     if not settings.cache.resolved_url:
-        return line, False
+        return line
     problem = cache_ping(settings)
     timeout = f"{settings.cache.timeout:g} s"
     if problem is None:
-        return f"{line}; the server answered a PING from here (within {timeout})", False
+        return f"{line}; the server answered a PING from here (within {timeout})"
     if settings.cache.required:
         return (
             f"{line}; the server is not reachable from here ({problem}; one PING, timeout "
             f"{timeout}): with required = true, serve's /ready says 503 until it answers"
-        ), True
+        )
     return (
         f"{line}; the server is not reachable from here ({problem}; one PING, timeout "
         f"{timeout}): serve starts anyway and computes without it until it answers"
-    ), False
+    )
 
 
 def log_cache(settings: Any) -> None:
