@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import os
 
-import numpy as np
 import pytest
 
 import rerankit
 from rerankit.cache import embedding_lookups
 from rerankit.errors import InputError
-from rerankit.precomputing import PrecomputeResult
 from rerankit.rerankers import HybridReranker
+from rerankit.rerankers.precompute import PrecomputeResult
 from rerankit.scorers import EmbeddingScorer
 from rerankit.scorers.recipe import HYBRID_CALIBRATION
 

@@ -10,10 +10,10 @@ import time
 from typing import Any
 
 from .._jsonl import numbered_records, read_text
-from ..api import load
+from ..api import load, precompute
 from ..cache import EMBEDDING_CACHE_ENV, cache_defaults
 from ..errors import InputError, InvalidDocumentError
-from ..precomputing import DEFAULT_BATCH_SIZE, PrecomputeResult, keeping_scorers, precompute
+from ..rerankers.precompute import DEFAULT_BATCH_SIZE, PrecomputeResult, keeping_scorers
 from .args import (
     add_backend_arguments,
     add_no_progress_argument,

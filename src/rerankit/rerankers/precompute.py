@@ -1,7 +1,8 @@
-"""Encode a fixed corpus ahead of traffic: :func:`precompute` runs the document-side work a
-pipeline keeps for later (the embedding vectors of each document, whole and by passages)
-over the given documents, in batches, into the cache a later rerank reads, so every
-rerank of those documents is the fast case (``rerankit precompute`` on the command line).
+"""Encode a fixed corpus ahead of traffic: :func:`keep_documents` runs the document-side
+work a reranker keeps for later (the embedding vectors of each document, whole and by
+passages) over the given documents, in batches, into the cache a later rerank reads, so
+every rerank of those documents is the fast case (:func:`rerankit.precompute` in Python,
+``rerankit precompute`` on the command line).
 
 A scorer keeps work per document when it has a ``keep_documents(texts)`` method
 (:meth:`~rerankit.scorers.EmbeddingScorer.keep_documents`); cross-encoders, BM25 and LLM
@@ -10,20 +11,23 @@ judges keep nothing per document, and a pipeline of those alone has nothing to p
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from .api import default_reranker, load
-from .cache import EmbeddingCache, embedding_cache_in_use, embedding_lookups, error_counts
-from .documents import InputFields
-from .errors import InputError, said_for
+from ..cache import EmbeddingCache, embedding_lookups, error_counts
+from ..errors import InputError, said_for
+from ..types import Document
 
-__all__ = ["DEFAULT_BATCH_SIZE", "PrecomputeResult", "keeping_scorers", "precompute"]
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "PrecomputeResult",
+    "check_batch_size",
+    "keep_documents",
+    "keeping_scorers",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -33,13 +37,13 @@ DEFAULT_BATCH_SIZE = 256
 
 @dataclass(frozen=True)
 class PrecomputeResult:
-    """What :func:`precompute` did: ``documents`` read; ``encoded_whole`` and
-    ``encoded_passages``, the texts encoded now (whole documents, and passages of the
-    scorers reading by passages); ``cached``, the texts whose vectors were in the cache
-    already; ``seconds``; ``where`` the vectors went (files, or Redis URLs without their
-    password); ``failed_calls``, calls to the cache that failed (vectors not read or not
-    kept: the log says why); ``kept``: False when the pipeline keeps nothing per document
-    (then nothing was read or encoded)."""
+    """What :func:`keep_documents` (:func:`rerankit.precompute`) did: ``documents`` read;
+    ``encoded_whole`` and ``encoded_passages``, the texts encoded now (whole documents, and
+    passages of the scorers reading by passages); ``cached``, the texts whose vectors were
+    in the cache already; ``seconds``; ``where`` the vectors went (files, or Redis URLs
+    without their password); ``failed_calls``, calls to the cache that failed (vectors not
+    read or not kept: the log says why); ``kept``: False when the pipeline keeps nothing
+    per document (then nothing was read or encoded)."""
 
     documents: int
     encoded_whole: int = 0
@@ -94,74 +98,33 @@ def _places(scorers: list[Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(s.cache.store.where for s in scorers))
 
 
-def _batches(items: list[Any], size: int) -> Iterator[list[Any]]:
+def check_batch_size(batch_size: Any) -> None:
+    """A ValueError unless ``batch_size`` is a positive integer."""
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+
+
+def _batches(items: Sequence[Document], size: int) -> Iterator[Sequence[Document]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
 
 
-@contextlib.contextmanager
-def _cache_named(embedding_cache: str | Path | None, reranker: Any) -> Iterator[None]:
-    """Embedding scorers built inside keep vectors in ``embedding_cache`` (None: as the
-    environment says); a reranker already built keeps its own."""
-    if embedding_cache is None:
-        yield
-        return
-    if not isinstance(reranker, (str, Path)) and reranker is not None:
-        raise InputError(
-            "embedding_cache names where the scorers of a reranker built here keep vectors; "
-            f"the {type(reranker).__name__} given was built with its own cache: give its "
-            "name or pipeline file instead, or build its EmbeddingScorer with "
-            "cache_path=FILE"
-        )
-    if str(embedding_cache) == "":
-        raise InputError("embedding_cache is empty: name an SQLite file")
-    with embedding_cache_in_use(str(embedding_cache)):
-        yield
-
-
-def precompute(
-    documents: Iterable[Any],
-    reranker: Any = None,
+def keep_documents(
+    reranker: Any,
+    docs: Sequence[Document],
     *,
-    embedding_cache: str | Path | None = None,
     batch_size: int = DEFAULT_BATCH_SIZE,
-    fields: InputFields | None = None,
     progress: Callable[[int], None] | None = None,
-    **options: Any,
 ) -> PrecomputeResult:
-    """Encode ``documents`` as ``reranker`` (anything :func:`rerankit.load` takes, or a
-    reranker; default: the default pipeline) reads them, into the cache its later reranks
-    read, ``batch_size`` documents at a time; a rerank of those documents then encodes
-    none of them (its query only).
-
-    ``documents`` are read as :meth:`~rerankit.Reranker.rerank` reads them (strings,
-    dicts, Documents, ...; ``fields`` or its options as keywords: ``text_field="body"``,
-    ``title_field=...``). The vectors go to the cache the reranker's embedding scorers
-    keep: ``embedding_cache`` (an SQLite file, for a reranker built here from a name or
-    file), else ``$RERANKIT_EMBEDDING_CACHE``, else the Redis/Valkey server
-    ``$RERANKIT_CACHE_URL`` names (or, within :func:`rerankit.cache.cache_defaults`, the
-    service's ``[cache]`` url). Keeping them in memory only is refused (an
-    :class:`~rerankit.InputError` saying how to name a place): they would be thrown away.
-    ``progress`` is called with the number of documents done after each batch.
-
-    A reranker with nothing to keep per document (``bm25``, a cross-encoder, an LLM judge)
-    returns ``kept=False`` without reading the documents. Counts come from the embedding
-    caches' lookups (:func:`rerankit.cache.embedding_lookups`), so run one at a time.
-    """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-    fields = (fields or InputFields()).with_options(**options)
-    if reranker is None:
-        reranker, note = default_reranker()
-        if note:
-            logger.warning("%s", note)
-    with _cache_named(embedding_cache, reranker):
-        built = load(reranker)
-    scorers = keeping_scorers(built)
+    """Run the work ``reranker``'s scorers keep per document over ``docs``, ``batch_size``
+    documents at a time (``progress`` is called with the number done after each batch):
+    see :func:`rerankit.precompute`. An :class:`InputError` when a scorer would keep it
+    in memory only; ``kept=False`` (nothing read) when none keeps anything."""
+    check_batch_size(batch_size)
+    scorers = keeping_scorers(reranker)
     if not scorers:
         return PrecomputeResult(documents=0, kept=False)
     where = _places(scorers)
-    docs = fields.read(documents)
     seen: set[str] = set()  # a text repeated is encoded once
     whole = passages = done = 0
     failed = error_counts()["embedding"]
