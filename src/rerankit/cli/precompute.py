@@ -25,7 +25,7 @@ from .args import (
 )
 from .fields import add_field_arguments, input_fields
 from .files import need_file, need_reranker
-from .rank import RERANKER_HELP, located, reranker_from
+from .rank import RERANKER_HELP, default_reranker_name, located, reranker_from
 from .serve import serve_settings, settings_args
 
 __all__ = ["add_commands", "cmd_precompute", "summary"]
@@ -81,7 +81,8 @@ def _pipelines(args: argparse.Namespace) -> dict[str, Any]:
     builds it: ``--settings FILE``'s, as ``serve --settings FILE [--reranker X]`` serves
     them (its [cache] table reaching their caches), else ``-r`` as ``rank -r`` reads it."""
     if args.settings is None:
-        return {args.reranker or "the default pipeline": reranker_from(args)}
+        name = args.reranker or default_reranker_name()  # (bm25 without the model: said)
+        return {name: reranker_from(argparse.Namespace(**{**vars(args), "reranker": name}))}
     refuse_unused(
         {"--backend": args.backend, "--quantize": args.quantize},
         f"with --settings {args.settings}: its [server] table and pipelines say where "
