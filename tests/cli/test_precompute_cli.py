@@ -71,3 +71,14 @@ def test_the_settings_file_and_a_cache_file_are_not_given_together(files, tmp_pa
     assert "--settings" in capsys.readouterr().err
     assert main(argv) == 0
     assert "lexical: nothing to precompute" in capsys.readouterr().out
+
+
+def test_a_cache_that_cannot_be_reached_is_an_error_saying_so(
+    files, nothing_listening_url, monkeypatch, capsys
+):
+    pipeline, corpus = files
+    monkeypatch.setenv("RERANKIT_CACHE_URL", nothing_listening_url)
+    argv = ["precompute", "-i", str(corpus), "-r", str(pipeline), "--text-field", "body"]
+    assert main(argv) == 1
+    said = capsys.readouterr().out
+    assert "call(s) to the cache failed: those vectors were not kept" in said
