@@ -8,7 +8,9 @@
 The front door holds what a first program needs: :func:`rerank` and :func:`load`, the
 :class:`Reranker` and :class:`Pipeline` they give, the documents and results, the per-call
 :class:`InputFields`, :func:`evaluate` (``rerankit eval`` in one call, from
-:mod:`rerankit.eval`), the errors worth catching and the registry of names. The parts live
+:mod:`rerankit.eval`), the errors worth catching and the registry of names, and, outside
+``__all__`` (at most 15 names), :func:`precompute` (a corpus encoded into the cache ahead
+of traffic). The parts live
 in their own modules: scorers in :mod:`rerankit.scorers`, rerankers in
 :mod:`rerankit.rerankers`, caches in :mod:`rerankit.cache`, text analysis in
 :mod:`rerankit.text`, fusion and normalisation in :mod:`rerankit.fusion` and
@@ -42,6 +44,7 @@ _LAZY = {
     "Pipeline": "rerankers",
     "InputFields": "documents",
     "evaluate": "eval",
+    "precompute": "api",
 }
 
 #: where the names that left the front door live now (said when one is asked for here)

@@ -1,11 +1,13 @@
-"""The public entry points: :func:`rerank` in one call and :func:`load` for any reranker
-description. Names are registered in :mod:`rerankit.registry` and built by
-:mod:`rerankit.config`."""
+"""The public entry points: :func:`rerank` in one call, :func:`load` for any reranker
+description, and :func:`precompute` (a corpus encoded into the cache ahead of traffic).
+Names are registered in :mod:`rerankit.registry` and built by :mod:`rerankit.config`."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
-from collections.abc import Callable, Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -13,10 +15,18 @@ from typing import Any
 from . import registry
 from ._optional import install_hint
 from .backends.choice import bundled_export_ready, bundled_model_ready, onnx_runtime_installed
+from .cache import embedding_cache_in_use
 from .config import PIPELINE_SUFFIXES, build, read_pipeline, read_spec, resolve_reranker
 from .documents import InputFields
-from .errors import ConfigError, in_file
+from .errors import ConfigError, InputError, in_file
 from .rerankers.base import check_keywords
+from .rerankers.precompute import (
+    DEFAULT_BATCH_SIZE,
+    PrecomputeResult,
+    check_batch_size,
+    keep_documents,
+    keeping_scorers,
+)
 from .types import RerankResult
 
 __all__ = [
@@ -24,9 +34,12 @@ __all__ = [
     "default_reranker",
     "load",
     "pipeline_name",
+    "precompute",
     "register_reranker",
     "rerank",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 def register_reranker(name: str, factory: Callable[[], Any], *, summary: str = "") -> None:
@@ -133,3 +146,67 @@ def default_reranker() -> tuple[str, str | None]:
         "export all-MiniLM-L6-v2` without --out) makes hybrid the default (docs/service.md, "
         '"Serve without torch")'
     )
+
+
+def precompute(
+    documents: Iterable[Any],
+    reranker: Any = None,
+    *,
+    embedding_cache: str | Path | None = None,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    fields: InputFields | None = None,
+    progress: Callable[[int], None] | None = None,
+    **options: Any,
+) -> PrecomputeResult:
+    """Encode ``documents`` as ``reranker`` (anything :func:`load` takes, or a reranker;
+    default: the default pipeline) reads them, into the cache its later reranks read,
+    ``batch_size`` documents at a time: a rerank of those documents then encodes none of
+    them, only its query. Returns a :class:`~rerankit.rerankers.precompute.PrecomputeResult`
+    (documents read, texts encoded whole and by passages, already in the cache, seconds,
+    where the vectors went).
+
+    ``documents`` are read as :meth:`~rerankit.Reranker.rerank` reads them (strings,
+    dicts, Documents, ...; ``fields``, or its options as keywords: ``text_field="body"``,
+    ``title_field="headline"``). The vectors go where the reranker's embedding scorers keep
+    them: ``embedding_cache`` (an SQLite file, for a reranker built here from a name or a
+    file), else ``$RERANKIT_EMBEDDING_CACHE``, else the Redis/Valkey server
+    ``$RERANKIT_CACHE_URL`` names (within :func:`rerankit.cache.cache_defaults`, a
+    service's ``[cache]`` url). Memory only is refused (an :class:`~rerankit.InputError`
+    saying how to name a place): the vectors would be thrown away. ``progress`` is called
+    with the number of documents done after each batch.
+
+    A reranker that keeps nothing per document (``bm25``, a cross-encoder, an LLM judge)
+    returns ``kept=False`` without reading the documents. The counts come from the
+    embedding caches' lookups (:func:`rerankit.cache.embedding_lookups`): one at a time.
+    """
+    check_batch_size(batch_size)
+    fields = (fields or InputFields()).with_options(**options)
+    if reranker is None:
+        reranker, note = default_reranker()
+        if note:
+            logger.warning("%s", note)
+    with _cache_named(embedding_cache, reranker):
+        built = load(reranker)
+    if not keeping_scorers(built):
+        return PrecomputeResult(documents=0, kept=False)
+    docs = fields.read(documents)
+    return keep_documents(built, docs, batch_size=batch_size, progress=progress)
+
+
+@contextlib.contextmanager
+def _cache_named(embedding_cache: str | Path | None, reranker: Any) -> Iterator[None]:
+    """Embedding scorers built inside keep vectors in ``embedding_cache`` (None: as the
+    environment says); a reranker already built keeps its own."""
+    if embedding_cache is None:
+        yield
+        return
+    if reranker is not None and not isinstance(reranker, (str, Path, Mapping)):
+        raise InputError(
+            "embedding_cache names where the scorers of a reranker built here keep vectors; "
+            f"the {type(reranker).__name__} given was built with its own cache: give its "
+            "name or pipeline file instead, or build its EmbeddingScorer with cache_path=FILE"
+        )
+    if not str(embedding_cache).strip():
+        raise InputError("embedding_cache is empty: name an SQLite file")
+    with embedding_cache_in_use(str(embedding_cache)):
+        yield

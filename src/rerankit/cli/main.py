@@ -10,7 +10,7 @@ from typing import Any
 from .. import __version__
 from ..errors import InputError, RerankitError, flags_first
 from ..plugins import PLUGINS_ENV, load_environment, load_plugins
-from . import batch, clicks, label, models, rank, serve, train, tune
+from . import batch, clicks, label, models, precompute, rank, serve, train, tune
 from . import eval as eval_commands
 from .args import UsageError, examples
 from .parser import CommandParser
@@ -27,6 +27,7 @@ PLUGIN_COMMANDS = (
     "tune",
     "simulate-clicks",
     "serve",
+    "precompute",
 )
 
 
@@ -55,6 +56,7 @@ def build_parser() -> CommandParser:
     clicks.add_commands(sub)
     train.add_commands(sub)
     label.add_commands(sub)
+    precompute.add_commands(sub)
     serve.add_commands(sub)
     for command in PLUGIN_COMMANDS:
         sub.choices[command].add_argument(

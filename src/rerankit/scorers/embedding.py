@@ -38,6 +38,7 @@ from ..cache import EmbeddingCache
 from ..errors import ConfigError, InputError, ScorerError
 from ..text.passages import DEFAULT_MAX_PASSAGES, split_passages
 from ..types import Document
+from ._not_embedding import a_cross_encoder
 from .base import ScoreBatch, valid_query, valid_unicode
 from .inflight import RECENT_QUERIES, Pending, RecentQueries
 from .local import LocalModelOptions, LocalModelScorer
@@ -77,24 +78,6 @@ def _given_vectors(given: Any, n: int) -> list[Any]:
     if len(vectors) != n:
         raise InputError(f"document_embeddings has {len(vectors)} entries for {n} documents")
     return vectors
-
-
-def _a_cross_encoder(model: str) -> str:
-    """Why the cross-encoder ``model`` is no embedding model, and how to use it."""
-    said = (
-        "an ONNX export of one, as its rerankit_onnx.json says"
-        if is_exported(model)
-        else "its config.json names a sequence-classification architecture"
-    )
-    return (
-        f"{model!r} is a cross-encoder ({said}), not an embedding model: it reads the query "
-        "and the document together, so it cannot be the embedding model of EmbeddingScorer "
-        "or of the hybrid (HybridReranker(model=), rerankit serve --model). Rank with it as "
-        f'a cross-encoder: CrossEncoderScorer("{model}") in Python, -r {model} on the '
-        f'command line; to add BM25, fuse the two: FusionReranker([CrossEncoderScorer("{model}"'
-        f'), BM25Scorer()]), in a pipeline file scorers = [{{ type = "cross_encoder", model = '
-        f'"{model}" }}, {{ type = "bm25" }}]'
-    )
 
 
 def _unit_rows(matrix: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -162,7 +145,7 @@ class EmbeddingScorer(LocalModelScorer):
         **options: Unpack[LocalModelOptions],
     ) -> None:
         if isinstance(model, str) and folder_kind(model) == "cross_encoder":
-            raise ConfigError(_a_cross_encoder(model))
+            raise ConfigError(a_cross_encoder(model))
         super().__init__(model, name=name, **options)
         self.query_prompt, self.document_prompt = query_prompt, document_prompt
         self.passage_words = _positive("passage_words", passage_words)
@@ -302,6 +285,17 @@ class EmbeddingScorer(LocalModelScorer):
                 found[i] = row[texts[i]]
         return np.vstack(found)
 
+    def keep_documents(self, texts: Sequence[str]) -> None:
+        """Encode what :meth:`score` reads of these document texts (each whole, or by
+        passages with ``passage_words``) into the cache, where it holds no vector yet, as a
+        rerank of them would: :func:`rerankit.precompute` runs it ahead of traffic."""
+        if self.cache is None or not texts:
+            return
+        texts = valid_unicode(list(texts), {}, [])  # the texts score looks up
+        if self.passage_words is not None:
+            texts = [p for t in texts for p in self._passages(t)[: self.max_passages]]
+        self.encode_documents(list(dict.fromkeys(texts)))  # each looked up once
+
     def _encode_missing(
         self, key: str, texts: list[str], prompt: str | None, store: Any
     ) -> dict[str, np.ndarray]:
@@ -420,13 +414,7 @@ class EmbeddingScorer(LocalModelScorer):
         owner: list[int] = []
         cut: list[int] = []
         for i, (text, vector) in enumerate(zip(texts, vectors, strict=True)):
-            passages = (
-                [text]
-                if vector is not None
-                else split_passages(
-                    text, self.passage_words, self.max_passages + 1, lead=self.passage_lead
-                )
-            )
+            passages = [text] if vector is not None else self._passages(text)
             if len(passages) > self.max_passages:
                 cut.append(i)
                 passages = passages[: self.max_passages]
@@ -436,6 +424,14 @@ class EmbeddingScorer(LocalModelScorer):
         # without given vectors every passage is encoded (or read from the cache) in one call
         matrix = self._document_matrix(flat_texts, None if given is None else flat_given)
         return matrix, np.asarray(owner, dtype=np.intp), cut
+
+    def _passages(self, text: str) -> list[str]:
+        """``text``'s passages, one more than ``max_passages`` when it has more (so the
+        cut is seen)."""
+        assert self.passage_words is not None
+        return split_passages(
+            text, self.passage_words, self.max_passages + 1, lead=self.passage_lead
+        )
 
     def score_texts(self, query: str, texts: Sequence[str], **context: Any) -> np.ndarray:
         """Blocking scores for plain strings."""

@@ -1,0 +1,192 @@
+"""``rerankit precompute``: encode a fixed corpus into the embedding cache ahead of traffic,
+so every later rerank of its documents (``rank``, ``batch``, ``serve``) is the fast case."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from typing import Any
+
+from .._jsonl import numbered_records, read_text
+from ..api import load, precompute
+from ..cache import EMBEDDING_CACHE_ENV, cache_defaults
+from ..errors import InputError, InvalidDocumentError
+from ..rerankers.precompute import DEFAULT_BATCH_SIZE, PrecomputeResult, keeping_scorers
+from .args import (
+    add_backend_arguments,
+    add_no_progress_argument,
+    add_refused_flag,
+    examples,
+    positive_int,
+    refuse_unused,
+    remember_defaults,
+)
+from .fields import add_field_arguments, input_fields
+from .files import need_file, need_reranker
+from .rank import RERANKER_HELP, default_reranker_name, located, reranker_from
+from .serve import serve_settings, settings_args
+
+__all__ = ["add_commands", "cmd_precompute", "summary"]
+
+#: what the command prints, and exits with, for a pipeline that keeps nothing per document
+NOTHING_TO_KEEP = (
+    "{name}: nothing to precompute: it keeps no work per document (BM25, cross-encoders and "
+    "LLM judges read each query with its documents); only embedding models' vectors are kept"
+)
+
+
+def summary(name: str, result: PrecomputeResult) -> str:
+    """The lines ``precompute`` prints for one pipeline's run."""
+    if not result.kept:
+        return NOTHING_TO_KEEP.format(name=name)
+    lines = [
+        f"{name}: {result.documents} documents read",
+        f"  texts encoded: {result.encoded} ({result.encoded_whole} whole documents, "
+        f"{result.encoded_passages} passages)",
+        f"  already in the cache: {result.cached}",
+        f"  time: {result.seconds:.1f} s",
+        f"  vectors kept in: {', '.join(result.where)}",
+    ]
+    if result.failed_calls:
+        lines.append(
+            f"  {result.failed_calls} call(s) to the cache failed: those vectors were not "
+            "kept (the warning above says why); run it again once the cache is reachable"
+        )
+    return "\n".join(lines)
+
+
+class _Progress:
+    """A line on stderr now and then (every few seconds, and at the end once one was
+    said): ``rerankit precompute: 2560 of 10000 documents``."""
+
+    def __init__(self, total: int, enabled: bool, every: float = 5.0) -> None:
+        self.total, self.enabled, self.every = total, enabled, every
+        self.last = time.monotonic()
+        self.said = False
+
+    def __call__(self, done: int) -> None:
+        now = time.monotonic()
+        if not self.enabled or (now - self.last < self.every and done < self.total):
+            return
+        if done >= self.total and not self.said:
+            return  # a short input: the summary says it
+        self.last, self.said = now, True
+        print(f"rerankit precompute: {done} of {self.total} documents", file=sys.stderr)
+
+
+def _pipelines(args: argparse.Namespace) -> dict[str, Any]:
+    """Each pipeline to precompute for, by name, built as the command that reranks later
+    builds it: ``--settings FILE``'s, as ``serve --settings FILE [--reranker X]`` serves
+    them (its [cache] table reaching their caches), else ``-r`` as ``rank -r`` reads it."""
+    if args.settings is None:
+        name = args.reranker or default_reranker_name()  # (bm25 without the model: said)
+        return {name: reranker_from(argparse.Namespace(**{**vars(args), "reranker": name}))}
+    refuse_unused(
+        {"--backend": args.backend, "--quantize": args.quantize},
+        f"with --settings {args.settings}: its [server] table and pipelines say where "
+        "their models run, as serve reads them",
+    )
+    settings = serve_settings(settings_args(args.settings, args.reranker))
+    built = {}
+    for name, declared in (settings.pipelines or {}).items():
+        with cache_defaults(settings.cache):  # as the service builds it
+            built[name] = load(declared)
+    return built
+
+
+def cmd_precompute(args: argparse.Namespace) -> int:
+    need_file(args.input, "--input", "the documents to encode")
+    need_file(args.settings, "--settings", "the service's settings file")
+    need_reranker(args.reranker)
+    if args.embedding_cache is not None:
+        refuse_unused(
+            {"--settings": args.settings},
+            "with --embedding-cache: the settings file's [cache] table says where its "
+            "pipelines keep vectors",
+        )
+        os.environ[EMBEDDING_CACHE_ENV] = args.embedding_cache  # every scorer built from here
+    pipelines = _pipelines(args)
+    keeping = {n: r for n, r in pipelines.items() if keeping_scorers(r)}
+    for name in pipelines:
+        if name not in keeping:
+            print(NOTHING_TO_KEEP.format(name=name))
+    if not keeping:
+        return 0
+    numbered = numbered_records(read_text(args.input), args.input)
+    items = [item for _, item in numbered]
+    if not items:
+        raise InputError(f"{args.input} holds no documents")
+    for name, reranker in keeping.items():
+        progress = _Progress(len(items), not args.no_progress)
+        try:
+            result = precompute(
+                items,
+                reranker,
+                batch_size=args.batch_size,
+                fields=input_fields(args),
+                progress=progress,
+            )
+        except InvalidDocumentError as exc:
+            raise located(exc, args.input, [n for n, _ in numbered]) from None
+        print(summary(name, result))
+        if result.failed_calls:
+            return 1
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    """``precompute``."""
+    p = sub.add_parser(
+        "precompute",
+        help="encode a corpus into the embedding cache ahead of traffic",
+        description="Encode each document (whole and by passages, as the pipeline reads "
+        "it) into the embedding cache a later rerank reads, so reranking those documents "
+        "encodes only the query: the cache file that rank, batch and serve read when "
+        "$RERANKIT_EMBEDDING_CACHE names it, or the Redis/Valkey server the service's "
+        "[cache] url or $RERANKIT_CACHE_URL names. Keeping them in memory only is refused "
+        "(they would be thrown away at exit); a pipeline that keeps nothing per document "
+        "(bm25, a cross-encoder, an LLM judge) says so and exits 0.",
+        **examples(
+            "rerankit precompute -i corpus.jsonl --embedding-cache embeddings.sqlite",
+            "RERANKIT_EMBEDDING_CACHE=embeddings.sqlite rerankit serve  # then reads them",
+            "rerankit precompute -i corpus.jsonl --settings service.toml  # its [cache] url",
+        ),
+    )
+    p.add_argument("--input", "-i", required=True, help="the documents: JSON Lines or a JSON array")
+    p.add_argument("--reranker", "-r", default=None, help=RERANKER_HELP)
+    p.add_argument(
+        "--embedding-cache",
+        default=None,
+        metavar="FILE",
+        help="SQLite file to keep the vectors in; start serve (or rank, batch) with "
+        "RERANKIT_EMBEDDING_CACHE=FILE to read them (default: $RERANKIT_EMBEDDING_CACHE, "
+        "else the server $RERANKIT_CACHE_URL names; neither: refused)",
+    )
+    add_refused_flag(
+        p,
+        "--no-embedding-cache",
+        why="precompute keeps vectors for later reranks; name where with --embedding-cache FILE",
+    )
+    p.add_argument(
+        "--settings",
+        default=None,
+        metavar="FILE",
+        help="the service's settings file: encode for every pipeline `serve --settings "
+        "FILE` serves (with -r, as `serve --settings FILE -r X` serves), into the cache its "
+        "[cache] table names",
+    )
+    p.add_argument(
+        "--batch-size",
+        type=positive_int,
+        default=DEFAULT_BATCH_SIZE,
+        metavar="N",
+        help=f"documents encoded, then written to the cache, at a time (default "
+        f"{DEFAULT_BATCH_SIZE})",
+    )
+    add_field_arguments(p, score_field=False)
+    add_backend_arguments(p)
+    add_no_progress_argument(p, "default: a line every few seconds on a long input")
+    p.set_defaults(func=cmd_precompute, language=None)
+    remember_defaults(p)
