@@ -37,7 +37,7 @@ def test_a_mistyped_name_says_no_such_file_or_folder_and_offers_what_is_here(
     err = capsys.readouterr().err
     assert f"unknown reranker {name!r}: no reranker is registered by that name" in err
     assert f"no pipeline file or model folder {name!r} is in {here} (no such file or folder)" in err
-    assert said in err
+    assert said in err, err
     assert "--plugin MODULE" in err  # a name of one's own: still said how to load it
 
 
