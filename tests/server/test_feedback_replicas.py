@@ -210,4 +210,7 @@ def test_the_pages_say_what_keys_v1_documents_and_a_file_without_pipelines_do(tm
     with pytest.raises(SystemExit):
         main(["serve", "--help"])
     shown = " ".join(capsys.readouterr().out.split())
-    assert "(the built-ins when it declares no [pipelines])" in shown
+    assert (
+        "serves the pipelines its [pipelines] declares, or the built-ins when it declares none"
+        in (shown)
+    )
