@@ -213,7 +213,8 @@ def test_failed_judgments_are_counted_and_left_out(tmp_path, collection, monkeyp
     oracle = Oracle(collection, unreadable)
     out = tmp_path / "labelled"
     with FakeLLMServer(responder=oracle) as server:
-        assert run_label(collection, judge_file(tmp_path, server, monkeypatch), out) == 0
+        # partly labelled: exit 3, as a run that --budget stopped
+        assert run_label(collection, judge_file(tmp_path, server, monkeypatch), out) == 3
     err = capsys.readouterr().err  # the reasons are printed, not only counted
     assert re.search(
         r"label: failed: query \S+: document \d+ \(id '\S+'\): no score \(.*I cannot", err

@@ -109,27 +109,37 @@ def _cannot_load(name: str, pipeline: str, reranker: Any) -> int:
     return len(problems)
 
 
-def _build(name: str, pipeline: str, declared: Any, settings: ServerSettings) -> Any:
-    """Pipeline ``pipeline`` built as the service builds it; one that fails only for an
-    API key that is not set here is built without it, and the missing key is a warning
-    (CI has no secrets; ``serve`` needs it)."""
+def _keyless(build: Any) -> tuple[Any, BaseException | None]:
+    """``build()``; one that fails only for an LLM provider's key that is not set here is
+    built again without it: the reranker, and the failure to warn of (None when built)."""
     try:
-        with cache_defaults(settings.cache):  # as the service builds it
-            return load(declared)
+        return build(), None
     except PROBLEMS as strict:
         token = KEYS_OPTIONAL.set(True)
         try:
-            with cache_defaults(settings.cache):
-                reranker = load(declared)
+            return build(), strict
         except PROBLEMS:
             raise strict from None
         finally:
             KEYS_OPTIONAL.reset(token)
+
+
+def _build(name: str, pipeline: str, declared: Any, settings: ServerSettings) -> Any:
+    """Pipeline ``pipeline`` built as the service builds it; one that fails only for an
+    API key that is not set here is built without it, and the missing key is a warning
+    (CI has no secrets; ``serve`` needs it)."""
+
+    def build() -> Any:
+        with cache_defaults(settings.cache):  # as the service builds it
+            return load(declared)
+
+    reranker, strict = _keyless(build)
+    if strict is not None:
         print(
             f"{name}: warning: pipeline {pipeline!r}: {strict} (checked without it; serve "
             "needs it)",
         )
-        return reranker
+    return reranker
 
 
 def _unset(key: str, variable: str) -> str:
@@ -224,12 +234,15 @@ def cmd_check(args: argparse.Namespace) -> int:
         if is_settings_file(name):
             failed += check_settings(name, args.reranker)
             continue
-        try:
-            reranker = load(Path(name))
+        try:  # a provider key not set here: a warning, as in a settings file
+            reranker, strict = _keyless(lambda name=name: load(Path(name)))
         except PROBLEMS as exc:
             print(_in_file(name, exc))
             failed += 1
             continue
+        if strict is not None:
+            warned = _in_file(name, strict).replace(f"{name}: ", "", 1)
+            print(f"{name}: warning: {warned} (checked without it; rank and serve need it)")
         if _cannot_load(name, pipeline_name(name), reranker):
             failed += 1
             continue

@@ -19,6 +19,7 @@ from ..training.labelling import (
     estimate,
     judge_from,
     label,
+    no_negatives,
     read_prices,
     spent_on,
 )
@@ -42,8 +43,8 @@ __all__ = ["add_commands"]
 
 
 #: ``rerankit label``'s exit status when --budget or --max-calls stopped it before every
-#: query was labelled (what it labelled is written): 3, as ``batch``'s for a run that
-#: finished partly
+#: query was labelled, or some judgments failed and were left out (what it labelled is
+#: written): 3, as ``batch``'s for a run that finished partly
 STOPPED_PARTLY = 3
 
 
@@ -136,6 +137,18 @@ def cmd_label(args: argparse.Namespace) -> int:
         "before the judgment cache",
         file=sys.stderr,
     )
+    first, last = args.positions
+    if isinstance(judge, LLMListwiseScorer) and no_negatives(args.candidates, args.positions):
+        half = args.candidates // 2
+        lower = f" or lower the second --positions number (--positions {min(first, half)},{half})"
+        print(
+            f"rerankit label: warning: --candidates {args.candidates} with --positions "
+            f"{first},{last} grades every candidate 1 or 2 (the first {first} grade 2, up to "
+            f"the {last}th grade 1): no candidate will be labelled not relevant (grade 0), so "
+            f"what learns from these labels sees no judged negative; judge more candidates "
+            f"than {last} (--candidates {2 * last}){lower if half else ''}",
+            file=sys.stderr,
+        )
     spent = spent_on(args.out, prices, judge.client.model)
     if spent.calls:
         cost = f" and {dollars(spent.cost_usd)}" if spent.cost_usd is not None else ""
@@ -178,7 +191,14 @@ def cmd_label(args: argparse.Namespace) -> int:
         raise InputError(report.error + (f"; {go_on}" if report.stopped else ""))
     written = Path(args.out) / "qrels" / f"{args.out_split}.tsv"
     print(f"rerankit label: wrote {written}", file=sys.stderr)
-    return STOPPED_PARTLY if report.stopped else 0
+    if report.failed:  # partly labelled: a rerun asks again for the failed ones only
+        print(
+            f"rerankit label: {report.failed} failed judgments were left out (exit 3): run "
+            "the same command again to ask the judge again for them (the judgment cache "
+            "answers the rest, for free)",
+            file=sys.stderr,
+        )
+    return STOPPED_PARTLY if report.stopped or report.failed else 0
 
 
 def _positions(value: str) -> tuple[int, int]:
@@ -199,7 +219,8 @@ def add_commands(sub: Any) -> None:
         "folder the learning commands read (corpus.jsonl, queries.jsonl, "
         "qrels/<split>.tsv) plus label_report.json. Pointwise 0-10 judgments become grades "
         "0-3 (<4, 4-6, 7-8, 9-10); a listwise order becomes 2 / 1 / 0 by position "
-        "(--positions). Failed or unreadable judgments are counted and left out. The "
+        "(--positions). Failed or unreadable judgments are counted and left out (exit 3: "
+        "run it again to ask again for them). The "
         "estimated calls and cost are printed first; --max-calls / --budget stop cleanly, "
         "and a second run resumes (the judgment cache answers what was judged); both limits "
         "count what every run into --out spent (label_report.json's total_calls and "

@@ -20,10 +20,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from .._optional import require
@@ -33,9 +34,33 @@ from ._errors import where, with_where
 from .base import LLMClient, LLMRequest, LLMResponse, Usage
 from .keywords import RATE_HINTS, checked_keywords
 
-__all__ = ["CallRunner", "ConcurrencyLimit", "Limits", "RateLimiter", "RetryPolicy"]
+__all__ = [
+    "CallRunner",
+    "ConcurrencyLimit",
+    "Limits",
+    "RateLimiter",
+    "RetryPolicy",
+    "rate_limit_wait",
+]
 
 logger = logging.getLogger(__name__)
+
+
+#: how a failed call's message says the provider's Retry-After of its last answer, and how
+#: :func:`rate_limit_wait` reads it back
+_ASKED_TO_WAIT = "its last answer said Retry-After: {:g} s"
+_ASKED = re.compile(r"its last answer said Retry-After: (\d+(?:\.\d+)?) s")
+
+
+def rate_limit_wait(flags: Sequence[Sequence[str]], warnings: Sequence[str]) -> float | None:
+    """When every failed judgment among documents' ``flags`` failed on the provider's
+    rate limit (``llm_failed:rate_limit``): the longest wait its last answers asked for
+    (their Retry-After, said in ``warnings``; 0.0 when none said one). None when some
+    judgment failed otherwise, or none failed: the provider is not just limiting."""
+    failed = [f for f in flags if "llm_failed" in f]
+    if not failed or any("llm_failed:rate_limit" not in f for f in failed):
+        return None
+    return max((float(m[1]) for w in warnings for m in _ASKED.finditer(w)), default=0.0)
 
 
 _RETRIES_HINT = "attempts counts every call, the first included: RetryPolicy(attempts=...)"
@@ -306,5 +331,7 @@ class CallRunner:
         if not isinstance(exc, TransientProviderError):
             return f"{said}, not retried: this failure is not transient"
         if made < self.policy.attempts:
-            return f"{said} of {self.policy.attempts}: its deadline left no time for another"
+            said += f" of {self.policy.attempts}: its deadline left no time for another"
+        if exc.retry_after is not None:  # what a caller may wait before asking again
+            said += "; " + _ASKED_TO_WAIT.format(round(exc.retry_after, 1))
         return said

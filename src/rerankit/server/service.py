@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import threading
 import time
 from dataclasses import replace
@@ -20,6 +21,7 @@ from ..errors import (
     ServiceError,
     failure_cause,
 )
+from ..llm.resilience import rate_limit_wait
 from ..normalize import ranked_unit_scores, served_scales
 from ..rerankers.base import input_checked
 from ..rerankers.cascade import ANSWER_DEPTH, FINISHED_STAGES, Pipeline
@@ -39,6 +41,10 @@ from .tokens import by_tokens, gather, tokens_of
 __all__ = ["FIRST_RETRY_SECONDS", "Admission", "PipelineState", "Service"]
 
 logger = logging.getLogger(__name__)
+
+#: the longest Retry-After (seconds) a request that the LLM provider's rate limit failed is
+#: answered with (429), whatever the provider asked: the cohere SDK waits at most 60 s
+RATE_LIMIT_WAIT_CAP = 60
 
 
 class _Slot:
@@ -413,6 +419,11 @@ class Service:
             raise pipeline.out_of_time(started - queued + waits().seconds())
         if what is not None:  # said in one line (every warning in the log at debug level)
             why = summary(what, list(result.warnings))
+            wait = rate_limit_wait([r.flags for r in result], result.warnings)
+            if wait is not None and not result.failed:  # the provider is up, just limiting:
+                after = str(min(max(1, math.ceil(wait)), RATE_LIMIT_WAIT_CAP))  # not failing
+                logger.debug("pipeline %r: rate-limited: %s", name, "; ".join(result.warnings))
+                raise ServiceError(429, f"pipeline {name!r}: {why}", {"Retry-After": after})
             pipeline.request_failed(why, f"{what}: {'; '.join(result.warnings)}")
             status = 500 if result.failed else 502  # else every LLM judgment failed: provider
             raise ServiceError(status, f"pipeline {name!r}: {why}")

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..config import read_spec
 from ..errors import InputError, keyword_flag
+from ..scorers.base import NO_SCORE
 from ..scorers.llm_listwise import LLMListwiseScorer, windows
 from ..scorers.llm_pointwise import LLMPointwiseScorer
 
@@ -20,11 +21,13 @@ __all__ = [
     "PRICES",
     "Estimate",
     "Spent",
+    "as_left_out",
     "calls_for",
     "check_budget",
     "cost_of",
     "estimate",
     "judge_kind",
+    "no_negatives",
     "price_of",
     "read_prices",
     "spent_before",
@@ -61,6 +64,31 @@ def judge_kind(judge: Any) -> str:
     raise InputError(
         f"a judge must be an LLM pointwise or listwise scorer, got {type(judge).__name__}"
     )
+
+
+#: how a judge's warning of a failed judgment ends (the scorer's own words, right for
+#: rerank), and what ``label``, which writes no label for it, says instead
+_FATES = {
+    NO_SCORE: "; left out (no label written for it)",
+    "; input order kept": "; left out (no label written for them)",
+    "; order kept": "; its query's candidates left out (no label written for them)",
+}
+
+
+def as_left_out(warning: str) -> str:
+    """``warning`` of a failed judgment as ``label`` says it: the scorer scored the document
+    0.0 (or kept a listwise window's order), but ``label`` leaves it out, never writing it
+    as not relevant."""
+    for fate, said in _FATES.items():
+        if warning.endswith(fate):
+            return warning[: -len(fate)] + said
+    return warning
+
+
+def no_negatives(depth: int, positions: tuple[int, int]) -> bool:
+    """Whether a listwise judge's order of ``depth`` candidates grades each 1 or 2: none
+    labelled not relevant (grade 0), since every position is within ``positions[1]``."""
+    return depth <= positions[1]
 
 
 def calls_for(judge: Any, n: int) -> int:

@@ -40,11 +40,13 @@ from ..types import Document
 from .label_costs import (
     PRICES,
     Spent,
+    as_left_out,
     calls_for,
     check_budget,
     cost_of,
     estimate,
     judge_kind,
+    no_negatives,
     read_prices,
     spent_before,
 )
@@ -60,6 +62,7 @@ __all__ = [
     "grade_pointwise",
     "judge_from",
     "label",
+    "no_negatives",
     "read_prices",
     "spent_on",
 ]
@@ -142,7 +145,7 @@ class LabelReport:
     def note_failures(self, qid: str, warnings: Sequence[str]) -> None:
         """Keep the first :data:`MAX_REASONS` distinct reasons among a query's warnings."""
         seen = {_REASON.sub("", r.partition(": ")[2]) for r in self.failure_reasons}
-        for warning in warnings:
+        for warning in map(as_left_out, warnings):
             reason = _REASON.sub("", warning)
             if len(self.failure_reasons) < MAX_REASONS and reason not in seen:
                 seen.add(reason)
@@ -273,6 +276,15 @@ def label(
     copied). ``first_stage`` and ``depth``: where ``candidates`` came from and how many per
     query, recorded in the report for :func:`first_stage_mismatch`."""
     kind = judge_kind(judge)
+    deepest = max((len(ids) for ids in candidates.values()), default=0)
+    if kind == "listwise" and deepest and no_negatives(deepest, positions):
+        logger.warning(
+            "positions %s grade every one of %d candidates 1 or 2: none will be labelled not "
+            "relevant (grade 0); judge more candidates than %d, or lower it",
+            positions,
+            deepest,
+            positions[1],
+        )
     out = Path(out)
     report = LabelReport(judge=kind, model=judge.client.model, queries=len(data.queries))
     report.first_stage, report.candidates = stage_name(first_stage), depth
