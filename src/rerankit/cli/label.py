@@ -130,8 +130,9 @@ def cmd_label(args: argparse.Namespace) -> int:
         if args.max_calls is not None and args.max_calls < planned.calls
         else ""
     )
+    queries = f"{len(data.queries)} quer{'y' if len(data.queries) == 1 else 'ies'}"
     print(
-        f"rerankit label: {len(data.queries)} queries x top {args.candidates} with "
+        f"rerankit label: {queries} x top {args.candidates} with "
         f"{judge.client.model}: up to {planned.calls} calls{stops}, about "
         f"{planned.input_tokens:,} input and {planned.output_tokens:,} output tokens, {price}, "
         "before the judgment cache",
