@@ -29,7 +29,8 @@ from typing import Any
 from .errors import InputError, MissingDependencyError, RerankitError
 from .types import Document, RankedDocument, RerankResult
 
-__version__ = "0.1.0"
+#: PEP 440; the package metadata reads it from here (pyproject.toml [tool.hatch.version])
+__version__ = "0.2.0.dev0"
 
 # A library never configures logging; this only stops Python's last-resort handler from
 # printing our warnings when the application has not configured logging either.

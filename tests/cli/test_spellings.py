@@ -121,8 +121,7 @@ def test_eval_config_is_rerankers_spelled_the_old_way():
         assert _parsed("eval", "--data", "d", flag, "bm25")["rerankers"] == "bm25"
         twice = _parsed("eval", "--data", "d", flag, "a.toml", flag, "bm25,b.toml")
         assert twice["rerankers"] == "a.toml,bm25,b.toml"  # repeated: the lists joined
-    mixed = _parsed("eval", "--data", "d", "--rerankers", "bm25", "--config", "a.toml")
-    assert mixed["rerankers"] == "bm25,a.toml"
+    # the two spellings together: refused (tests/cli/test_both_spellings.py)
     assert _parsed("eval", "--data", "d")["rerankers"] is None  # the default list
 
 

@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from typing import Any
 
 from ..backends.manifest import BACKENDS
 from ..cache import EMBEDDING_CACHE_ENV, embedding_cache_file
 from ..errors import InputError
 from ..text.language import check_language
+from .spellings import (
+    CurrentSpelling,
+    OldSpelling,
+    add_old_spelling,
+    one_spelling,
+    say_renamed,
+)
 
 __all__ = [
     "MODEL_KINDS_SHOWN",
+    "CurrentSpelling",
     "OldSpelling",
     "UsageError",
     "add_address_argument",
@@ -32,6 +39,7 @@ __all__ = [
     "language_code",
     "model_kind_name",
     "non_negative_float",
+    "one_spelling",
     "port_number",
     "positive_float",
     "positive_int",
@@ -179,39 +187,6 @@ def non_negative_float(value: str) -> float:
     if not 0 <= x < float("inf"):
         raise argparse.ArgumentTypeError(f"expected a number >= 0, got {value}")
     return x
-
-
-def say_renamed(old: str, now: str) -> None:
-    """Say on stderr that ``old`` (a flag as given) is now spelled ``now``."""
-    if sys.stderr is not None:
-        print(
-            f"rerankit: note: {old} is now spelled {now} (the old spelling still works)",
-            file=sys.stderr,
-        )
-
-
-class OldSpelling(argparse.Action):
-    """A flag's earlier spelling, still accepted: it sets what the current spelling sets
-    (appending when ``append``) and says on stderr what the flag is called now. Hidden from
-    ``--help``, so every flag is listed once."""
-
-    def __init__(
-        self, option_strings: Any, dest: str, *, now: str, append: bool = False, **kwargs: Any
-    ) -> None:
-        kwargs.setdefault("default", argparse.SUPPRESS)
-        super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
-        self.now, self.append = now, append
-
-    def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None):
-        say_renamed(str(option_string), self.now)
-        if self.append:
-            values = [*(getattr(namespace, self.dest, None) or []), values]
-        setattr(namespace, self.dest, values)
-
-
-def add_old_spelling(parser: Any, *flags: str, dest: str, now: str, **kwargs: Any) -> None:
-    """Accept ``flags`` (an earlier spelling of ``now``) for ``dest``: see :class:`OldSpelling`."""
-    parser.add_argument(*flags, dest=dest, action=OldSpelling, now=now, **kwargs)
 
 
 class Refused(argparse.Action):

@@ -31,6 +31,7 @@ from .args import (
     add_max_queries_argument,
     add_no_progress_argument,
     examples,
+    one_spelling,
     positive_int,
     refuse_unused,
     say_renamed,
@@ -56,8 +57,9 @@ INTERRUPTED = 130
 
 class RerankerList(argparse.Action):
     """``--rerankers`` (and ``--config``, its earlier spelling, given ``now``: hidden from
-    ``--help``, said on stderr): a comma-separated list; given again, the lists are joined,
-    so ``--rerankers bm25 --config file.toml`` evaluates both, whichever spelling."""
+    ``--help``, said on stderr): a comma-separated list; given again in the same spelling,
+    the lists are joined (``--rerankers bm25 --rerankers file.toml`` evaluates both); the two
+    spellings together are a usage error (:func:`~rerankit.cli.args.one_spelling`)."""
 
     def __init__(self, option_strings: Any, dest: str, *, now: str | None = None, **kwargs: Any):
         if now:
@@ -66,6 +68,7 @@ class RerankerList(argparse.Action):
         self.now = now
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None):
+        one_spelling(parser, namespace, self, option_string)
         if self.now:
             say_renamed(str(option_string), self.now)
         earlier = getattr(namespace, self.dest, None)

@@ -39,6 +39,7 @@ class CommandParser(argparse.ArgumentParser):
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
     ) -> tuple[argparse.Namespace, list[str]]:
         parsed, extras = super().parse_known_args(args, namespace)
+        vars(parsed).pop("_spellings_given", None)  # args.one_spelling's, done with
         if extras and not self._has_subcommands():
             self.error(unknown_flags_message(self, extras))
         return parsed, extras
