@@ -419,7 +419,7 @@ def test_eval_reports_the_calibration_of_probability_scores(tiny, tmp_path, caps
         "]\n"
     )
     out = tmp_path / "out"
-    args = ["eval", "--data", str(tiny), "--rerankers", "bm25", "--config", str(pipeline)]
+    args = ["eval", "--data", str(tiny), "--rerankers", "bm25", "--rerankers", str(pipeline)]
     assert main([*args, "--k", "4", "--out", str(out), "--no-progress"]) == 0
     printed = capsys.readouterr().out
     assert "| ECE |" in printed

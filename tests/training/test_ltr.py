@@ -406,7 +406,7 @@ def test_a_learned_pipeline_is_evaluated_from_its_file_in_a_fresh_process(tuned)
             str(data),
             "--rerankers",
             "bm25",
-            "--config",
+            "--rerankers",
             str(out),
             "--k",
             "10",

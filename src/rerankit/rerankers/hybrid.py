@@ -36,6 +36,7 @@ from ..types import SUM, Document
 from .base import Scored, ScoringReranker, run_scorer
 from .fused import ALL_FAILED, FusionReranker
 from .language_note import language_note
+from .unread_score import unread_score_note
 
 logger = logging.getLogger(__name__)
 
@@ -337,13 +338,12 @@ class HybridReranker(ScoringReranker):
             isinstance(v := d.metadata.get(FIRST_STAGE_SCORE), Real) and not isinstance(v, bool)
             for d in docs
         )
-        which = (
-            "every document carries"
-            if have == len(docs)
-            else f"{have} of {len(docs)} documents carry"
-        )
+        which = f"{have} of {len(docs)} documents carry" if have < len(docs) else ""
+        which = which or "every document carries"
+        if not have:  # 0.1.0's score field, left unread, is said
+            return False, unread_score_note(docs) if self.use_first_stage else None
         if not self.fuses_first_stage:  # the texts rank, scores or not
-            if not have or not self.use_first_stage or self.weight_chosen:
+            if not self.use_first_stage or self.weight_chosen:
                 return False, None
             return False, (
                 f"{which} a first-stage (retriever) score, which this hybrid does not fuse: "
@@ -353,8 +353,6 @@ class HybridReranker(ScoringReranker):
             )
         if have == len(docs):
             return True, None
-        if not have:
-            return False, None
         if self.scores == "calibrated":
             instead = "its calibrated signals, as with no first stage: scores stay "
             instead += _said(self.score_scale)
