@@ -438,3 +438,13 @@ def to_toml(spec: Mapping[str, Any], comment: str = "") -> str:
     finally:
         KEYS_OPTIONAL.reset(token)
     return unchecked_toml(spec, comment)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "load":  # 0.1.0's; rerankit.load sits above this module and cannot be re-exported
+        # an ImportError, so that `from rerankit.config import load` says it too
+        raise ImportError(
+            "rerankit.config.load is now rerankit.load (from rerankit import load); "
+            "rerankit.config.build(spec) builds a spec mapping"
+        )
+    raise AttributeError(f"module 'rerankit.config' has no attribute {name!r}")

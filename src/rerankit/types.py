@@ -1,14 +1,17 @@
 """Core value types shared by every part of rerankit.
 
-This module imports nothing from the rest of the package (and not numpy), so it is cheap to
-import and safe to use from anywhere.
+This module imports nothing from the rest of the package but :mod:`rerankit.errors` (and
+not numpy), so it is cheap to import and safe to use from anywhere.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
+
+from . import errors
 
 __all__ = [
     "EARLIER_STAGE",
@@ -290,3 +293,18 @@ def repeated_ids(docs: Sequence[Document]) -> list[tuple[Any, list[int]]]:
             key = (False, repr(doc.id))
         where.setdefault(key, (doc.id, []))[1].append(i)
     return [(value, at) for value, at in where.values() if len(at) > 1]
+
+
+#: the errors that lived here in 0.1.0, kept working from here with a warning
+_MOVED_ERRORS = ("MissingDependencyError", "ModelLoadError", "RerankitError", "ScorerError")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_ERRORS:
+        warnings.warn(
+            f"rerankit.types.{name} is now rerankit.errors.{name}: import from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(errors, name)
+    raise AttributeError(f"module 'rerankit.types' has no attribute {name!r}")

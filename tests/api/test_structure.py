@@ -160,8 +160,8 @@ STACK = (
     ("api", ("api", "rerankit")),
 )
 #: The layers on the api: each may import the whole stack and, beside it, only the layers
-#: on the api it names (none imports ``cli``; ``eval`` and ``batch`` never import each
-#: other's way up: ``batch`` reads ``eval``, not the reverse).
+#: on the api it names (none imports ``cli`` or ``old paths``; ``eval`` and ``batch`` never
+#: import each other's way up: ``batch`` reads ``eval``, not the reverse).
 TOP = (
     ("eval", ("eval",), ()),
     ("training", ("training",), ("eval",)),
@@ -169,6 +169,7 @@ TOP = (
     ("server", ("server",), ("training",)),
     ("adapters", ("compat", "integrations"), ()),
     ("cli", ("cli", "__main__"), ("eval", "training", "batch", "server")),
+    ("old paths", ("pipeline", "hardware", "testing"), ()),
 )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import statistics
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -31,6 +32,7 @@ from ..scorers.local import load_models
 from .data import Dataset
 from .failures import PipelineFailed, PipelineInterrupted
 from .first_stage import candidate_documents
+from .first_stage import first_stage as _moved_first_stage
 from .metrics import ndcg_at_k, paired_t_test, recall_at_k, reciprocal_rank
 from .notes import calibration_note, top_bins_note
 
@@ -431,3 +433,15 @@ def write_outputs(
         path.write_text(reliability_svg(curves, title), encoding="utf-8")
         written.append(path)
     return written
+
+
+def __getattr__(name: str) -> Any:
+    if name == "first_stage":  # its 0.1.0 home, kept working
+        warnings.warn(
+            "rerankit.eval.runner.first_stage is now rerankit.eval.first_stage.first_stage: "
+            "import from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return _moved_first_stage
+    raise AttributeError(f"module 'rerankit.eval.runner' has no attribute {name!r}")

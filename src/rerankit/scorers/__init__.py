@@ -11,6 +11,12 @@ package loads no model and no heavy dependency: each loads on first use.
 1
 """
 
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from .. import text
 from .base import ScoreBatch, Scorer, as_score_batch
 from .causal_lm import CausalLMScorer
 from .coverage import CoverageScorer
@@ -52,3 +58,14 @@ __all__ = [
     "TextSimilarity",
     "as_score_batch",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Analyzer":  # its 0.1.0 home, kept working
+        warnings.warn(
+            "rerankit.scorers.Analyzer is now rerankit.text.Analyzer: import from there",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return text.Analyzer
+    raise AttributeError(f"module 'rerankit.scorers' has no attribute {name!r}")
