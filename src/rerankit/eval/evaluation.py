@@ -317,7 +317,7 @@ def evaluate(
                 "titles": layouts[0] if len(layouts) == 1 else layouts,
                 "baseline": baseline,
                 "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
-                "fitted_on": {n: f for n, _, item in pipelines if (f := fitted_on(item))},
+                "fitted_on": {n: f for n, r, item in pipelines if (f := fitted_on(item, r))},
                 "notes": dataset.notes,
                 "failed": failed,
                 "interrupted": stopped,
