@@ -128,9 +128,10 @@ class Rule:
             replace(result.results[i], rank=rank) for rank, i in enumerate(outcome.order, start=1)
         ]
         warnings = [*result.warnings, *outcome.warnings]
-        if outcome.dropped:
-            gone = [result.results[i].index for i in outcome.dropped]
-            warnings.append(f"{self.name} dropped {len(gone)} document(s) {gone}: {outcome.note}")
+        if outcome.dropped:  # named by their ids when they have them, else input positions
+            gone = [result.results[i] for i in outcome.dropped]
+            named = [d.id if all(g.id is not None for g in gone) else d.index for d in gone]
+            warnings.append(f"{self.name} dropped {len(gone)} document(s) {named}: {outcome.note}")
         return replace(
             result,
             results=tuple(kept),

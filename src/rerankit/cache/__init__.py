@@ -27,6 +27,7 @@ from .embedding import (
     embedding_cache_in_use,
     embedding_key,
     embedding_lookups,
+    rerankers_use_store,
 )
 from .fingerprint import model_files_digest, pipeline_fingerprint, scorer_identity
 from .judgment import JudgmentCache, judgment_cache
@@ -72,6 +73,7 @@ __all__ = [
     "model_files_digest",
     "open_store",
     "pipeline_fingerprint",
+    "rerankers_use_store",
     "scorer_identity",
     "skipped_counts",
     "text_key",

@@ -7,7 +7,7 @@ import contextlib
 import os
 import threading
 from collections import Counter, OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +27,7 @@ __all__ = [
     "embedding_cache_in_use",
     "embedding_key",
     "embedding_lookups",
+    "rerankers_use_store",
 ]
 
 #: the environment variable every EmbeddingScorer built without a cache of its own reads:
@@ -69,6 +70,38 @@ def embedding_cache_in_use(choice: str | Path | bool | None = None) -> Iterator[
             os.environ.pop(EMBEDDING_CACHE_ENV, None)
         else:
             os.environ[EMBEDDING_CACHE_ENV] = before
+
+
+@contextlib.contextmanager
+def rerankers_use_store(rerankers: Iterable[Any]) -> Iterator[int]:
+    """Inside the block, each embedding scorer of ``rerankers`` built with the default
+    cache (``default_cache``) before :func:`embedding_cache_in_use` named a store, so
+    keeping vectors in memory only (a reranker object the caller built), also reads and
+    writes the store a scorer built now would; afterwards its cache is memory only again
+    (that store closed), as it was given. Yields how many caches were lent the store (0
+    when the defaults now name none)."""
+    caches = [
+        s.cache
+        for r in rerankers
+        for s in r.scorers()
+        if getattr(s, "default_cache", False) and isinstance(s.cache, EmbeddingCache)
+    ]
+    opened: list[EmbeddingCache] = []
+    try:
+        for cache in {id(c): c for c in caches}.values():
+            if cache.store is not None or cache.path is not None:
+                continue  # its own store, kept
+            named = os.environ.get(EMBEDDING_CACHE_ENV)
+            fresh = EmbeddingCache(0, named or None, url="" if named == "" else None)
+            if fresh.store is None:
+                break  # memory only now too: nothing to share
+            cache.store = fresh.store
+            opened.append(cache)
+        yield len(opened)
+    finally:
+        for cache in opened:
+            store, cache.store = cache.store, None
+            store.close()
 
 
 _LOOKUPS: Counter[str] = Counter()

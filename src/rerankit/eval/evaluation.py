@@ -4,6 +4,7 @@ candidates with each reranker (once per title layout) and returns an
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -12,7 +13,7 @@ from typing import Any
 
 from .._optional import require
 from ..api import load
-from ..cache import embedding_cache_in_use
+from ..cache import embedding_cache_in_use, rerankers_use_store
 from ..errors import InputError
 from ..scorers.local import load_models
 from .compare import FIRST_STAGE_BASELINE, check_baseline
@@ -251,7 +252,8 @@ def evaluate(
     ``out``; ``on_collection`` told): its ``evaluation`` holds them, and its
     ``interrupted`` says which pipeline it stopped and what was not started.
     """
-    with embedding_cache_in_use(embedding_cache):  # read by the scorers built below
+    # read by the scorers built below, and lent to those of objects built before
+    with embedding_cache_in_use(embedding_cache), contextlib.ExitStack() as lent:
         collections = _collections(data, split)
         candidates = _positive("candidates", candidates)
         check_first_stage(first_stage)
@@ -266,6 +268,7 @@ def evaluate(
         if baseline is not None:
             baseline = check_baseline(baseline, [FIRST_STAGE, *names])
         pipelines = [(label, load(item), item) for label, item in given]
+        lent.enter_context(rerankers_use_store(r for _, r, _ in pipelines))
         loaded: dict[str, float] = {}
         if runner is None:  # every model loaded now: one that cannot fails before any work
             loaded = {name: load_models(r) for name, r, _ in pipelines}
@@ -317,7 +320,7 @@ def evaluate(
                 "titles": layouts[0] if len(layouts) == 1 else layouts,
                 "baseline": baseline,
                 "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
-                "fitted_on": {n: f for n, _, item in pipelines if (f := fitted_on(item))},
+                "fitted_on": {n: f for n, r, item in pipelines if (f := fitted_on(item, r))},
                 "notes": dataset.notes,
                 "failed": failed,
                 "interrupted": stopped,

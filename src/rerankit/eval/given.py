@@ -18,6 +18,7 @@ __all__ = [
     "IN_MEMORY",
     "check_first_stage",
     "given_candidates",
+    "given_placeholder",
     "refit_first_stage",
     "source_name",
 ]
@@ -43,18 +44,30 @@ def source_name(source: Any) -> str:
     return os.fspath(source)
 
 
-def refit_first_stage(written: Sequence[os.PathLike[str]]) -> tuple[str, str]:
-    """The file a refit on candidates given in memory reads them from (tune takes a file:
-    the ``candidates.jsonl`` among the evaluation's files ``written``, else that name), and
-    what to say of it after the call."""
+#: how a suggested call names candidates given in memory: by a placeholder, never by
+#: their contents (a notebook's mapping of thousands of candidates on one line)
+PLACEHOLDER = "<the same mapping you passed>"
+
+
+def given_placeholder() -> tuple[str, str]:
+    """What a suggested call (a refit by tune) writes for a first stage given in memory,
+    and what to say of it after the call: tune takes the same mapping."""
+    return PLACEHOLDER, (
+        "first_stage: the mapping query id -> candidates you gave as first_stage, "
+        "which tune takes as evaluate does"
+    )
+
+
+def refit_first_stage(written: Sequence[os.PathLike[str]]) -> str:
+    """What to say after a refit call of candidates given in memory (the call names them by
+    :func:`given_placeholder`: tune takes the same mapping), with the ``candidates.jsonl``
+    among the evaluation's files ``written`` as another way, when out= wrote one."""
+    said = given_placeholder()[1]
     for path in written:
         if os.path.basename(path) == CANDIDATES_FILE:
-            said = "first_stage: the candidates you gave evaluate, as out= wrote them"
-            return os.fspath(path), said
-    return CANDIDATES_FILE, (
-        "first_stage: the candidates you gave evaluate, written to a file: "
-        f"evaluation.write(folder) writes them to folder/{CANDIDATES_FILE}"
-    )
+            said += f", or {os.fspath(path)}, where out= wrote them"
+            break
+    return said
 
 
 def check_first_stage(source: Any) -> None:

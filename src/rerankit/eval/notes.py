@@ -25,7 +25,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..calibration import Calibration
 from ..errors import keyword_flag, said_for
+from ..ordering import Rule
+from ..scorers.recipe import HYBRID_CALIBRATION
+from .given import IN_MEMORY, given_placeholder
 from .qrels import ALL_SPLITS
 
 __all__ = [
@@ -54,7 +58,7 @@ THRESHOLDS_HINT = "`rerankit eval --thresholds`; in Python, an evaluation's .thr
 
 def refit_call(
     data: str | os.PathLike[str] | None = None,
-    first_stage: str = "auto",
+    first_stage: str | Mapping[str, Any] = "auto",
     candidates: int = 100,
     max_queries: int | None = None,
     split: str | None = None,
@@ -72,8 +76,14 @@ def refit_call(
     ``SPLIT:even`` to check; for a half, the other half to fit) where tune's default
     training split would not do: a retriever's file usually holds the evaluated split's
     queries alone, and a folder without ``qrels/train.tsv`` has no training split.
-    ``first_stage_note``: what to say of ``first_stage`` after the call."""
+    ``first_stage_note``: what to say of ``first_stage`` after the call. Candidates given
+    in memory (a mapping, or :data:`~.given.IN_MEMORY`) are named by a placeholder, never
+    written out: tune takes the same mapping (:func:`~.given.given_placeholder`)."""
     folder = "DATA" if data is None else os.fspath(data)
+    given = isinstance(first_stage, Mapping) or first_stage == IN_MEMORY
+    if given:
+        first_stage, said_given = given_placeholder()
+        first_stage_note = first_stage_note or said_given
     default = first_stage in ("auto", None)
     halves = (train_split, test_split) if train_split and test_split else None
     if halves is None and split and "," not in split:
@@ -94,12 +104,12 @@ def refit_call(
     options += [("calibrate", True), ("out", "calibrated.toml")]
     python = ", ".join(
         [folder if data is None else json.dumps(folder)]
-        + [f"{k}={json.dumps(v) if isinstance(v, str) else v}" for k, v in options]
+        + [f"{k}={_written(k, v, given)}" for k, v in options]
     )
     command = " ".join(
         ["rerankit tune --data", shlex.quote(folder) if data is not None else folder]
         + [
-            "--" + k.replace("_", "-") + ("" if v is True else f" {shlex.quote(str(v))}")
+            "--" + k.replace("_", "-") + ("" if v is True else f" {_typed(k, v, given)}")
             for k, v in options
         ]
     )
@@ -115,12 +125,29 @@ def refit_call(
     return said + (f" ({first_stage_note})" if first_stage_note else "")
 
 
+def _written(key: str, value: object, given: bool) -> str:
+    """An option's value as Python writes it (a placeholder as it is)."""
+    if isinstance(value, str) and not (given and key == "first_stage"):
+        return json.dumps(value)
+    return str(value)
+
+
+def _typed(key: str, value: object, given: bool) -> str:
+    """An option's value as typed after its flag (a placeholder as it is)."""
+    return str(value) if given and key == "first_stage" else shlex.quote(str(value))
+
+
 def calibration_note(
     rows: Sequence[Mapping[str, Any]], refit: Mapping[str, Any] | None = None
 ) -> str:
     """What the ECE column means, and which pipelines' probabilities are off on this data
     by more than :data:`ECE_REFIT` (refit them before thresholding: ``refit``, the
-    :func:`refit_call` that does it for this evaluation, by default one with placeholders).
+    :func:`refit_call` that does it for this evaluation, by default one with placeholders;
+    its ``refitted``: the pipelines that are such a refit, :func:`fitted_on`; ``tried``:
+    tune's own report after ``calibrate=True``, whose refit was just tried on these
+    judgments). A refit is advised only where none was made: when one in the table is off
+    too, or tune just tried it, the advice for every pipeline off is the same: keep the
+    default's probabilities and choose the threshold by measured precision and recall.
     A pipeline with degraded queries is not named: its scores there are its fallback's,
     which a refit of its calibration would not fix (:func:`degraded_notes` says so)."""
     note = (
@@ -134,11 +161,13 @@ def calibration_note(
     ]
     refit = dict(refit or {})
     refitted = refit.pop("refitted", None)  # the pipelines that are that refit (tune's)
+    tried = refit.pop("tried", None)  # tune's calibrate run: its refit was just tried
     refits = {refitted} if isinstance(refitted, str) else set(refitted or ())
     redo = [name for name in off if name not in refits]
     again = [name for name in off if name in refits]
-    if redo:
-        done = [name for name in refits if name not in off]
+    done = [name for name in refits if name not in off]
+    tune_call = said_for("rerankit.training.tune(calibrate=True)", "`rerankit tune --calibrate`")
+    if redo and (done or not (again or tried)):
         note += (
             f" Above {ECE_REFIT:g} for {', '.join(redo)}: this data's share of relevant "
             "candidates differs from the one they were calibrated on; refit before relying on "
@@ -149,18 +178,27 @@ def calibration_note(
                 else "as here: " + refit_call(**refit)
             )
         )
-    if again:
+        redo, said = [], "."  # what follows is another sentence
+    else:
+        said = ""
+    if redo or again:
+        if again:
+            are = "is already a refit" if len(again) == 1 else "are already refits"
+            why = f"{', '.join(again)} {are} by {tune_call} and still off on these queries"
+        else:
+            why = (
+                f"the refit this {tune_call} run tried did not predict held-out queries better "
+                f"than the noise, so {tried if isinstance(tried, str) else 'what it wrote'} "
+                "has the default's probabilities"
+            )
         note += (
-            ("." if redo else "")
-            + f" Above {ECE_REFIT:g} for {', '.join(again)}, itself a refit by "
-            f"{said_for('rerankit.training.tune(calibrate=True)', '`rerankit tune --calibrate`')}"
-            ": on these queries its probabilities are off, and another refit on as few "
-            "judgments would not do better. Keep the default's "
+            f"{said} Above {ECE_REFIT:g} for {', '.join(redo + again)}: {why}, and another refit "
+            "on as few judgments would not do better. Keep the default's "
             f"probabilities (what tune writes without {keyword_flag('keep_learned', True)}) and "
             "choose the threshold by the precision and recall measured at each one "
-            f"({THRESHOLDS_HINT}) on judged queries, checked on other ones."
+            f"({THRESHOLDS_HINT}) on judged queries, checked on other ones; a refit may pay "
+            "once more queries are judged."
         )
-    return note
     return note
 
 
@@ -202,10 +240,39 @@ _FITTED = re.compile(
 )
 
 
-def fitted_on(item: Any) -> dict[str, Any] | None:
-    """What a pipeline file written by ``rerankit tune`` was fitted on, from its header:
-    ``data`` (the collection's name), ``split`` and ``calibrated`` (its probabilities refitted
-    by ``tune --calibrate``); None for anything else, and for the default written unfitted."""
+def fitted_on(item: Any, reranker: Any = None) -> dict[str, Any] | None:
+    """What a pipeline was fitted on: from the header ``rerankit tune`` writes on its file,
+    ``data`` (the collection's name), ``split`` and ``calibrated`` (its probabilities
+    refitted by ``tune --calibrate``); for anything else, ``calibrated`` alone (``data`` and
+    ``split`` None) when the ``reranker`` built from it has such refitted probabilities
+    (:func:`refitted_probabilities`: a spec or an object in memory is the same pipeline as
+    its file); None otherwise, as for the default written unfitted."""
+    found = _header(item)
+    if found is not None or reranker is None or not refitted_probabilities(reranker):
+        return found if found != {} else None
+    return {"data": None, "split": None, "calibrated": True}
+
+
+def refitted_probabilities(reranker: Any) -> bool:
+    """Whether ``reranker``'s scores (its last stage that scores, a rule aside) are a
+    calibrated fusion of the default hybrid's signals (those tune calibrates) whose output
+    calibration is not the default hybrid's: probabilities refitted by ``tune
+    --calibrate``, however the pipeline was passed (a calibrated fusion of other signals,
+    written by hand, is none)."""
+    steps = [getattr(s, "step", s) for s in (getattr(reranker, "stages", None) or [reranker])]
+    scoring = [s for s in steps if not isinstance(s, Rule)]
+    last = scoring[-1] if scoring else None
+    output = getattr(last, "output_calibration", None)
+    if getattr(last, "calibration", None) is None or not isinstance(output, Calibration):
+        return False
+    if not set(last.calibration) <= set(HYBRID_CALIBRATION["calibration"]):
+        return False
+    return output != Calibration.parse(HYBRID_CALIBRATION["output_calibration"])
+
+
+def _header(item: Any) -> dict[str, Any] | None:
+    """:func:`fitted_on` from a pipeline file's header: None when ``item`` is no file
+    written by tune, ``{}`` for the default written unfitted."""
     if not isinstance(item, (str, os.PathLike)) or Path(item).suffix.lower() != ".toml":
         return None
     try:
@@ -219,7 +286,7 @@ def fitted_on(item: Any) -> dict[str, Any] | None:
     how, flags, data, split = found.groups()
     refitted = "probabilities refitted" in head
     if how == "Written" and not refitted:  # the default, nothing learned
-        return None
+        return {}
     return {"data": data, "split": split, "calibrated": "--calibrate" in flags}
 
 

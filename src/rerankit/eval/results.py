@@ -229,8 +229,8 @@ class CollectionEvaluation:
                 n for n, f in (self.meta.get("fitted_on") or {}).items() if f["calibrated"]
             ],
         }
-        if self.first_stage_given == IN_MEMORY:  # tune reads them from a file
-            refit["first_stage"], refit["first_stage_note"] = refit_first_stage(self.written)
+        if self.first_stage_given == IN_MEMORY:  # named by a placeholder (see refit_call)
+            refit["first_stage_note"] = refit_first_stage(self.written)
         text = f"{self.header()}\n\n{format_table(self.rows, self.meta['k'], refit)}"
         notes = self.notes()
         for line in [

@@ -161,6 +161,9 @@ class EmbeddingScorer(LocalModelScorer):
         self._pending = Pending()  # texts being encoded now (shared with passage twins)
         self._recent = RecentQueries(RECENT_QUERIES)  # (shared with passage twins too)
         shared = None  # the store: $RERANKIT_CACHE_URL, when set, unless told otherwise
+        #: whether this scorer keeps vectors where the defaults say (``cache=True``, no
+        #: path): ``rerankit.evaluate`` then lends it the evaluation's store
+        self.default_cache = cache is True and cache_path is None
         if cache_path is None and cache is True:
             cache_path = os.environ.get("RERANKIT_EMBEDDING_CACHE") or None
             if os.environ.get("RERANKIT_EMBEDDING_CACHE") == "":  # set empty: memory only

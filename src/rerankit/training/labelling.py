@@ -34,6 +34,7 @@ from typing import Any
 from ..config import build, read_spec
 from ..errors import ConfigError, InputError, in_file, keyword_flag
 from ..eval.data import Dataset
+from ..eval.given import source_name
 from ..llm.base import KEYS_OPTIONAL
 from ..rerankers.base import run_sync
 from ..types import Document
@@ -382,8 +383,11 @@ def spent_on(
     return spent_before(made, prices, model) if isinstance(made, dict) else Spent()
 
 
-def stage_name(first_stage: str | None) -> str | None:
-    """``--first-stage`` as a label report records it: a file's absolute path, else as is."""
+def stage_name(first_stage: str | Mapping[str, Any] | None) -> str | None:
+    """``--first-stage`` as a label report records it: a file's absolute path, candidates
+    given in memory by their number of queries, else as is."""
+    if isinstance(first_stage, Mapping):
+        return source_name(first_stage)
     if first_stage is not None and Path(first_stage).is_file():
         return str(Path(first_stage).resolve())
     return first_stage
@@ -396,7 +400,7 @@ def candidates_digest(ids: Sequence[str]) -> str:
 
 def first_stage_mismatch(
     data: str | Path,
-    first_stage: str | None,
+    first_stage: str | Mapping[str, Any] | None,
     depth: int,
     candidates: Mapping[str, Sequence[tuple[str, float]]] | None = None,
 ) -> str | None:
@@ -422,10 +426,18 @@ def first_stage_mismatch(
         return None
     return (
         f"the labels in {data} judged the candidates of first stage {was}, top {k}; this run "
-        f"ranks {keyword_flag('first_stage', first_stage)}, "
+        f"ranks {_first_stage_flag(first_stage)}, "
         f"{keyword_flag('candidates', depth)}{differ}: pass the same to learn and measure on "
         "the candidates the judge saw"
     )
+
+
+def _first_stage_flag(first_stage: str | Mapping[str, Any] | None) -> str:
+    """``first_stage=`` as a message names it: candidates given in memory by their number
+    of queries, never written out."""
+    if isinstance(first_stage, Mapping):
+        return f"{source_name(first_stage)} ({keyword_flag('first_stage')})"
+    return keyword_flag("first_stage", first_stage)
 
 
 def judge_from(spec: str | Path, *, keys: bool = True) -> Any:

@@ -12,6 +12,7 @@ its account printed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,9 @@ from ..eval.first_stage import (
     first_stage,
     first_stage_label,
 )
+from ..eval.given import check_first_stage
 from ..eval.latency import first_run_note, latency_note
+from ..eval.notes import refitted_probabilities
 from ..eval.runner import evaluate_runs, first_stage_run, format_table, run_pipeline
 from ..scorers.embedding import EmbeddingScorer
 from . import fusion_search
@@ -50,7 +53,10 @@ class TuneOptions:
     """What :func:`tune` reads and how it chooses (each is ``rerankit tune``'s option of
     the same name): the BEIR-layout folder ``data``, the split to choose on and the one to
     report on (``SPLIT:odd`` / ``SPLIT:even`` for half of one; ``test_data``: report on
-    another folder's), the first stage and its depth ``candidates`` (:func:`tune` also
+    another folder's), the first stage (``"auto"``, ``"bm25"``, ``"run"``, a run or
+    candidates file, or your retriever's candidates in memory: a mapping query id -> doc
+    ids best first or ``(doc id, score)`` pairs, read for the training and the test split
+    as :func:`~rerankit.eval.evaluate` reads it) and its depth ``candidates`` (:func:`tune` also
     takes ``k``, its earlier name), what to learn (``method`` ``"fusion"`` over
     ``strategies``, ``calibrate=True`` for the calibrated hybrid, or ``method="ltr"`` with
     ``seeds`` and ``unjudged``), the embedding model, the folds, the margin over the noise a
@@ -65,7 +71,7 @@ class TuneOptions:
     train_split: str = "train"
     test_split: str = "test"
     test_data: str | Path | None = None
-    first_stage: str = "auto"
+    first_stage: str | Mapping[str, Any] = "auto"
     candidates: int = 100
     strategies: str | tuple[str, ...] = "first_stage,bm25,embedding"
     out: str | Path | None = None
@@ -95,6 +101,7 @@ class TuneOptions:
 
     def check(self) -> None:
         """Refuse options that cannot work, before any work."""
+        check_first_stage(self.first_stage)
         unknown = sorted(set(self.strategy_list) - set(fusion_search.STRATEGIES))
         if unknown or len(self.strategy_list) < 2:
             raise ValueError(
@@ -253,7 +260,8 @@ def _report_on_test(
     prints them: recall at the depth evaluated, with the paired difference from the
     default); ``cands``: its first-stage candidates."""
     runs = [first_stage_run(cands)]
-    for name, reranker in (("hybrid", load("hybrid")), (path.stem, load(path))):
+    written = load(path)
+    for name, reranker in (("hybrid", load("hybrid")), (path.stem, written)):
         progress = report.progress(name)
         run = run_pipeline(
             name, reranker, test, cands, progress=progress, first_stage_scores=not texts_only
@@ -278,8 +286,10 @@ def _report_on_test(
     if not opts.test_data and (opts.train_split, opts.test_split) != ("train", "test"):
         # the refit on the splits this one used (the defaults need no naming)
         refit.update(train_split=opts.train_split, test_split=opts.test_split)
-    if opts.calibrate:  # the file written is that refit: no advice to write it again
-        refit["refitted"] = path.stem
+    if opts.calibrate:  # that refit was just tried: no advice to run it again
+        refit["tried"] = path.stem
+        if refitted_probabilities(written):  # the file written is that refit
+            refit["refitted"] = path.stem
     report.say(format_table(rows, depth, refit))
     note = latency_note(rows)  # from the embedding cache's counts: said only when true
     if note:
