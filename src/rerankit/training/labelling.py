@@ -17,7 +17,6 @@ keeps what every run into the folder spent (``total_calls``, ``total_cost_usd``,
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -32,12 +31,17 @@ from pathlib import Path
 from typing import Any
 
 from ..config import build, read_spec
-from ..errors import ConfigError, InputError, in_file, keyword_flag
+from ..errors import ConfigError, InputError, in_file
 from ..eval.data import Dataset
-from ..eval.given import source_name
 from ..llm.base import KEYS_OPTIONAL
 from ..rerankers.base import run_sync
 from ..types import Document
+from .label_candidates import (
+    LABEL_REPORT,
+    candidates_digest,
+    first_stage_mismatch,
+    stage_name,
+)
 from .label_costs import (
     PRICES,
     Spent,
@@ -70,8 +74,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: the report `rerankit label` writes beside the qrels (also how `tune` knows labels)
-LABEL_REPORT = "label_report.json"
 
 #: flags that mean a document's judgment is unusable
 UNUSABLE = ("llm_failed", "llm_unreadable", "empty_content")
@@ -381,63 +383,6 @@ def spent_on(
     except (OSError, ValueError):
         return Spent()
     return spent_before(made, prices, model) if isinstance(made, dict) else Spent()
-
-
-def stage_name(first_stage: str | Mapping[str, Any] | None) -> str | None:
-    """``--first-stage`` as a label report records it: a file's absolute path, candidates
-    given in memory by their number of queries, else as is."""
-    if isinstance(first_stage, Mapping):
-        return source_name(first_stage)
-    if first_stage is not None and Path(first_stage).is_file():
-        return str(Path(first_stage).resolve())
-    return first_stage
-
-
-def candidates_digest(ids: Sequence[str]) -> str:
-    """A query's candidates (doc ids; their order aside) summed up in 16 hex digits."""
-    return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()[:16]
-
-
-def first_stage_mismatch(
-    data: str | Path,
-    first_stage: str | Mapping[str, Any] | None,
-    depth: int,
-    candidates: Mapping[str, Sequence[tuple[str, float]]] | None = None,
-) -> str | None:
-    """When ``data`` holds labels ``rerankit label`` made from other candidates than
-    ``first_stage`` top ``depth`` gives, the warning to give; None otherwise (or when the
-    report does not say). With ``candidates`` (query id -> ``(doc id, score)``, as
-    :func:`~rerankit.eval.first_stage.first_stage` gives them) and a report that kept its
-    queries' digests, the labelled queries' candidates are compared, not the names: the
-    same candidates from another file pass, others from a file of the same name do not."""
-    try:
-        made = json.loads((Path(data) / LABEL_REPORT).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    was, k, digests = made.get("first_stage"), made.get("candidates"), made.get("candidate_digests")
-    differ = ""
-    if digests and candidates is not None:
-        both = [q for q in candidates if q in digests]
-        n = sum(candidates_digest([d for d, _ in candidates[q]]) != digests[q] for q in both)
-        if not n:
-            return None
-        differ = f", which gives other candidates for {n} of the {len(both)} labelled queries"
-    elif was is None or (was == stage_name(first_stage) and k == depth):
-        return None
-    return (
-        f"the labels in {data} judged the candidates of first stage {was}, top {k}; this run "
-        f"ranks {_first_stage_flag(first_stage)}, "
-        f"{keyword_flag('candidates', depth)}{differ}: pass the same to learn and measure on "
-        "the candidates the judge saw"
-    )
-
-
-def _first_stage_flag(first_stage: str | Mapping[str, Any] | None) -> str:
-    """``first_stage=`` as a message names it: candidates given in memory by their number
-    of queries, never written out."""
-    if isinstance(first_stage, Mapping):
-        return f"{source_name(first_stage)} ({keyword_flag('first_stage')})"
-    return keyword_flag("first_stage", first_stage)
 
 
 def judge_from(spec: str | Path, *, keys: bool = True) -> Any:
