@@ -26,6 +26,8 @@ from rerankit.rerankers import ScorerReranker
 httpx = pytest.importorskip("httpx", reason="needs the 'server' extra")
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 
+from processes import wait_process_ready  # noqa: E402
+
 from rerankit.server import ServerSettings  # noqa: E402
 from rerankit.server.shutdown import StopOnSignal  # noqa: E402
 
@@ -302,15 +304,7 @@ def test_requests_running_when_the_graceful_timeout_ends_get_a_json_503_and_are_
         return r.status_code, r.headers.get("retry-after", ""), json.loads(r.text).get("message")
 
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{url}/ready", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
+        wait_process_ready(proc, url, log)
 
         def waiting(count: int) -> None:  # requests queued for a slot, as /metrics says
             line = f'rerankit_queue_depth{{model="slow"}} {count}.0'

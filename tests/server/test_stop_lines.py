@@ -20,6 +20,8 @@ import pytest
 httpx = pytest.importorskip("httpx", reason="needs the 'server' extra")
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 
+from processes import wait_process_ready  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[2]
 
 # a scorer that, for query "block N", holds the event loop N seconds (as CPU-bound work on
@@ -79,15 +81,7 @@ def test_the_stop_lines_name_no_request_even_when_the_signal_comes_during_one(tm
         return httpx.post(f"{url}/v2/rerank", json=body, headers=headers, timeout=30).status_code
 
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            assert proc.poll() is None, log.read_text()
-            try:
-                if httpx.get(f"{url}/ready", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
+        wait_process_ready(proc, url, log)
         with ThreadPoolExecutor(2) as pool:
             sleeping = pool.submit(ask, "sleep 20", "sleeping-request")  # cut at the end
             time.sleep(0.3)
