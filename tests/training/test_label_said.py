@@ -17,7 +17,7 @@ pytest.importorskip("openai", reason="the judge runs through the 'openai' extra"
 from rerankit.cli.main import main
 from rerankit.eval.data import load_beir, load_qrels
 from rerankit.llm.testing import FakeLLMServer, Reply
-from rerankit.training.labelling import judge_from, label
+from rerankit.training.labelling import LabelReport, judge_from, label
 
 CHUNKS = re.compile(r"Chunks \(JSON array\):\n(.*)\n\nQuestion", re.S)
 DOC = re.compile(r'Document ("(?:[^"\\]|\\.)*") \(a JSON string\)')
@@ -137,3 +137,17 @@ def test_a_run_where_every_judgment_failed_says_left_out(
     err = capsys.readouterr().err
     assert "no label written: all" in err and "scored 0.0" not in err and "order kept" not in err
     assert "left out (no label written for" in err
+
+
+def test_the_same_reason_for_other_documents_is_kept_once():
+    report = LabelReport(judge="j", model="m", queries=2)
+    said = "no score (no score in answer 'I think so'); scored 0.0"
+    report.note_failures(
+        "q1", [f"document 0 (id 'd1'): {said}", f'document 3 (id "it\'s"): {said}']
+    )
+    report.note_failures(
+        "q2", [f"document 1 (id 'd9'): {said}", "document 2: the answer was cut off"]
+    )
+    assert len(report.failure_reasons) == 2, report.failure_reasons
+    assert report.failure_reasons[0].startswith("query q1: document 0 (id 'd1'): no score")
+    assert report.failure_reasons[1] == "query q2: document 2: the answer was cut off"

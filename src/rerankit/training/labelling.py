@@ -80,7 +80,8 @@ UNUSABLE = ("llm_failed", "llm_unreadable", "empty_content")
 
 
 MAX_REASONS = 5  # failure reasons a report keeps
-_REASON = re.compile(r"^(document|window) [\d-]+: ")  # the same reason for another document
+#: the start of a warning that names its document (and its id): the same reason for another
+_REASON = re.compile(r"^(document|window) [\d-]+( \(id .*?\))?: ")
 
 
 def grade_pointwise(score: float) -> int:
