@@ -55,11 +55,14 @@ def test_the_note_names_who_encoded_and_who_read_after_it():
         "(mean ms, p95 ms: hybrid encoded 1627 texts (documents or their passages), and its time "
     )
     assert "after hybrid, learned read 1590 texts' vectors from the embedding cache" in note
-    assert "(encoded by the runs before it or by an earlier evaluation)" in note
+    assert (
+        "(encoded by the runs before it or by earlier work (an earlier evaluation, or tune's "
+        "learning before its report))"
+    ) in note
     # more read than the runs before it encoded: the rest came from an earlier evaluation
     earlier = latency_note([rows[0], _row("embedding", _counted(misses=368)), rows[3]])
     assert "learned read 1590 texts' vectors from the embedding cache instead of " in earlier
-    assert "(the runs before it encoded 368, so at least 1222 were there from an earlier " in (
+    assert "(the runs before it encoded 368, so at least 1222 were there from earlier work " in (
         earlier
     )
     assert "run the evaluation again" in note

@@ -35,6 +35,9 @@ from ..scorers.embedding import EmbeddingScorer
 
 __all__ = ["first_run_note", "latency_note"]
 
+#: where vectors read from the cache came from when the runs before did not encode them
+EARLIER = "by earlier work (an earlier evaluation, or tune's learning before its report)"
+
 
 def first_run_note(pipelines: Sequence[tuple[str, Sequence[Any]]]) -> str | None:
     """Before the runs: of the ``(name, scorers)`` pipelines, those that embed documents
@@ -111,17 +114,17 @@ def _cache_part(rows: Sequence[Mapping[str, Any]]) -> str | None:
             "read from the embedding cache, for the reranking time alone"
         )
     # where the vectors came from: the cache also keeps what earlier evaluations encoded
-    origin = "encoded by the runs before them or by an earlier evaluation"
+    origin = f"encoded by the runs before them or {EARLIER}"
     if len(readers) == 1:
         name, n = readers[0]
         at = [row for row, _ in counted].index(name)
         wrote = sum(c.get("misses", 0) for _, c in counted[:at])  # the most the runs before wrote
         read = f"{name} read {n} texts' vectors from the embedding cache"
         origin = (
-            "encoded by the runs before it or by an earlier evaluation"
+            f"encoded by the runs before it or {EARLIER}"
             if n <= wrote
             else f"the runs before it encoded {wrote}, so at least {n - wrote} were there from "
-            "an earlier evaluation"
+            f"{EARLIER.removeprefix('by ')}"
         )
         looks = "it looks faster than it would on its own"
     else:
