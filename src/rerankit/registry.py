@@ -29,6 +29,7 @@ from .spec_toml import PIPELINE_SUFFIXES
 
 __all__ = [
     "KINDS",
+    "REMOVED_RERANKERS",
     "Entry",
     "available",
     "canonical",
@@ -144,11 +145,24 @@ def lookup(kind: str, name: str) -> Entry:
     return entry
 
 
+#: reranker names an earlier rerankit registered, and what to use instead
+REMOVED_RERANKERS = {
+    "hybrid-bm25": (
+        "it did what 'hybrid' does (the hybrid ranks by the texts alone unless given a "
+        "first_stage_weight): use hybrid"
+    ),
+}
+
+
 def unknown_reranker(name: str) -> ConfigError:
     """The error of a reranker ``name`` that is neither registered nor a file or folder in
     the current folder: a reranker is also a pipeline file, a model folder or a hub id, so
     it says that none of those is there either, with the closest names registered and the
-    closest files and folders here (``tiny-c`` finds the folder ``tiny-ce``)."""
+    closest files and folders here (``tiny-c`` finds the folder ``tiny-ce``); a name an
+    earlier rerankit registered says what replaced it (:data:`REMOVED_RERANKERS`)."""
+    removed = REMOVED_RERANKERS.get(str(name).replace("_", "-").lower())
+    if removed is not None and not os.path.exists(name):
+        return ConfigError(f"reranker {name!r} was removed: {removed}")
     names = available("reranker")
     close = [repr(n) for n in _close(name, names)]
     here = _entries_here()

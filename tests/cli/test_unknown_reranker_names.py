@@ -50,3 +50,13 @@ def test_the_library_says_the_same(here):
     (here / "mine.toml").write_text('[[stages]]\nreranker = "tiny-c"\n')
     with pytest.raises(ConfigError, match=r"stages\[0\]\.reranker.*did you mean the folder"):
         rerankit.load("mine.toml")
+
+
+@pytest.mark.parametrize("name", ["hybrid-bm25", "hybrid_bm25"])
+def test_a_removed_name_says_what_replaced_it(capsys, here, name):
+    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", name]) == 1
+    err = capsys.readouterr().err
+    assert f"reranker {name!r} was removed: it did what 'hybrid' does" in err, err
+    assert err.rstrip().endswith("use hybrid")
+    with pytest.raises(ConfigError, match="was removed"):
+        rerankit.load(name)
