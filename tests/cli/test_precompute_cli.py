@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+import rerankit
 from rerankit.cli import main
 from rerankit.scorers.recipe import HYBRID_CALIBRATION
 
@@ -82,3 +83,21 @@ def test_a_cache_that_cannot_be_reached_is_an_error_saying_so(
     assert main(argv) == 1
     said = capsys.readouterr().out
     assert "call(s) to the cache failed: those vectors were not kept" in said
+
+
+def test_documents_longer_than_the_passages_read_are_said_once_as_a_rerank_warns(
+    files, tmp_path, capsys
+):
+    pipeline, _ = files
+    long_text = " ".join(f"word{i}" for i in range(1200))  # more than 16 passages of 48 words
+    corpus = tmp_path / "long.jsonl"
+    rows = [{"id": "long", "text": long_text}, {"id": "short", "text": "solar panels"}]
+    corpus.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    store = tmp_path / "vectors.sqlite"
+    argv = ["precompute", "-i", str(corpus), "-r", str(pipeline), "--embedding-cache", str(store)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    said = "1 document(s) longer than 16 passages of 48 words: read on their first 16"
+    assert said in out, out
+    ranked = rerankit.load(str(pipeline)).rerank("solar", [long_text, "solar panels"])
+    assert any("longer than 16 passages" in w for w in ranked.warnings)  # what it stands for

@@ -49,6 +49,12 @@ def summary(name: str, result: PrecomputeResult) -> str:
         f"  time: {result.seconds:.1f} s",
         f"  vectors kept in: {', '.join(result.where)}",
     ]
+    if result.longer:
+        lines.append(
+            f"  {result.longer} document(s) longer than {result.max_passages} passages of "
+            f"{result.passage_words} words: read on their first {result.max_passages}, as "
+            "every rerank reads them (max_passages; each rerank of them warns too)"
+        )
     if result.failed_calls:
         lines.append(
             f"  {result.failed_calls} call(s) to the cache failed: those vectors were not "

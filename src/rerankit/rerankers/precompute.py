@@ -19,6 +19,7 @@ from typing import Any
 
 from ..cache import EmbeddingCache, embedding_lookups, error_counts
 from ..errors import InputError, said_for
+from ..text import split_passages
 from ..types import Document
 
 __all__ = [
@@ -43,7 +44,8 @@ class PrecomputeResult:
     in the cache already; ``seconds``; ``where`` the vectors went (files, or Redis URLs
     without their password); ``failed_calls``, calls to the cache that failed (vectors not
     read or not kept: the log says why); ``kept``: False when the pipeline keeps nothing
-    per document (then nothing was read or encoded)."""
+    per document (then nothing was read or encoded); ``longer``: documents read on their
+    first ``max_passages`` passages of ``passage_words`` words only."""
 
     documents: int
     encoded_whole: int = 0
@@ -53,6 +55,11 @@ class PrecomputeResult:
     where: tuple[str, ...] = ()
     failed_calls: int = 0
     kept: bool = True
+    #: documents with more passages than ``max_passages``, read on their first ones (as
+    #: every rerank of them is, with a warning each time): said once here
+    longer: int = 0
+    max_passages: int | None = None
+    passage_words: int | None = None
 
     @property
     def encoded(self) -> int:
@@ -104,6 +111,22 @@ def check_batch_size(batch_size: Any) -> None:
         raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
 
 
+def _longer(scorer: Any, texts: Sequence[str]) -> int:
+    """How many of ``texts`` have more passages than ``scorer`` reads (``max_passages``)."""
+    words, most = scorer.passage_words, scorer.max_passages
+    lead = getattr(scorer, "passage_lead", 0)
+    return sum(len(split_passages(t, words, most + 1, lead=lead)) > most for t in texts)
+
+
+def _passage_reading(scorers: list[Any]) -> dict[str, int | None]:
+    """The first passage reader's ``max_passages`` and ``passage_words`` (None: none)."""
+    by_passages = [s for s in scorers if getattr(s, "passage_words", None) is not None]
+    if not by_passages:
+        return {"max_passages": None, "passage_words": None}
+    first = by_passages[0]
+    return {"max_passages": first.max_passages, "passage_words": first.passage_words}
+
+
 def _batches(items: Sequence[Document], size: int) -> Iterator[Sequence[Document]]:
     for start in range(0, len(items), size):
         yield items[start : start + size]
@@ -126,7 +149,7 @@ def keep_documents(
         return PrecomputeResult(documents=0, kept=False)
     where = _places(scorers)
     seen: set[str] = set()  # a text repeated is encoded once
-    whole = passages = done = 0
+    whole = passages = done = longer = 0
     failed = error_counts()["embedding"]
     started = time.perf_counter()
     with embedding_lookups() as counts:
@@ -140,6 +163,7 @@ def keep_documents(
                     whole += scorer.cache.misses - before
                 else:
                     passages += scorer.cache.misses - before
+                    longer += _longer(scorer, texts)
             done += len(batch)
             if progress is not None:
                 progress(done)
@@ -151,6 +175,8 @@ def keep_documents(
         seconds=time.perf_counter() - started,
         where=where,
         failed_calls=error_counts()["embedding"] - failed,
+        longer=longer,
+        **_passage_reading(scorers),
     )
     logger.info("precompute: %s", result)
     return result
