@@ -408,7 +408,12 @@ def _measured(
         folder=dataset.folder,
         queries=dict(dataset.queries),
         thresholds={
-            r.name: threshold_rows(r.scores, dataset.qrels, queries=list(dataset.queries))
+            r.name: threshold_rows(
+                r.scores,
+                dataset.qrels,
+                queries=list(dataset.queries),
+                candidates={q: [d for d, _ in c] for q, c in cands.items()},
+            )
             for r in runs
             if r.scores
             and r.score_scales

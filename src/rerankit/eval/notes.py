@@ -3,6 +3,8 @@
 
 * **ECE** (:func:`calibration_note`): what the column means, and which pipelines'
   probabilities are off on this data by more than :data:`ECE_REFIT`.
+* **Candidates dropped** (:func:`kept_only_note`): a pipeline ending in a cut (``min_score``,
+  a ``top_k``) scores only what it kept, so its ECE and thresholds describe those alone.
 * **Degraded queries** (:func:`degraded_notes`): a query's answer is degraded when a scorer
   or stage failed and the pipeline fell back (a cascade keeps the earlier stage's order and
   scores): the pipeline's row then measures the fallback on those queries, not the stage
@@ -37,10 +39,12 @@ __all__ = [
     "all_degraded",
     "calibration_note",
     "degraded_notes",
+    "dropped_candidates",
     "fell_back",
     "fitted_on",
     "in_sample_note",
     "judgment_cache_note",
+    "kept_only_note",
     "refit_call",
     "top_bins_note",
 ]
@@ -149,7 +153,8 @@ def calibration_note(
     too, or tune just tried it, the advice for every pipeline off is the same: keep the
     default's probabilities and choose the threshold by measured precision and recall.
     A pipeline with degraded queries is not named: its scores there are its fallback's,
-    which a refit of its calibration would not fix (:func:`degraded_notes` says so)."""
+    which a refit of its calibration would not fix (:func:`degraded_notes` says so); nor is
+    one that dropped candidates: its ECE is of what it kept only (:func:`kept_only_note`)."""
     note = (
         "\nECE: how far the probability scores are, on average, from the share of relevant "
         "pairs at that score on these judgments (0: a threshold such as 0.5 means what it says)."
@@ -157,7 +162,9 @@ def calibration_note(
     off = [
         r["pipeline"]
         for r in rows
-        if (r.get("ece") or 0.0) > ECE_REFIT and not r.get("degraded_queries")
+        if (r.get("ece") or 0.0) > ECE_REFIT
+        and not r.get("degraded_queries")
+        and not r.get("dropped_candidates")
     ]
     refit = dict(refit or {})
     refitted = refit.pop("refitted", None)  # the pipelines that are that refit (tune's)
@@ -200,6 +207,35 @@ def calibration_note(
             "once more queries are judged."
         )
     return note
+
+
+def dropped_candidates(
+    given: Mapping[str, Mapping[str, Any]], scores: Mapping[str, Mapping[str, Any]]
+) -> int:
+    """How many of the ``given`` candidates (query id -> ids) a pipeline's ``scores`` (query
+    id -> id -> score) leave out, over the queries it scored: what a cut such as
+    ``min_score``, or a ``top_k``, dropped."""
+    return sum(len(set(given.get(q, ())) - set(scored)) for q, scored in scores.items())
+
+
+def kept_only_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
+    """A line naming the pipelines that dropped some of the first stage's candidates (a
+    cut such as ``min_score``, or a ``top_k``; the rows' ``dropped_candidates``): their
+    calibration (ECE) and thresholds describe only what they kept, the refit advice does
+    not apply to them, and a cut is chosen by measuring the ranker without one (None: none
+    dropped any)."""
+    cut = [
+        f"{r['pipeline']} ({r['dropped_candidates']})" for r in rows if r.get("dropped_candidates")
+    ]
+    if not cut:
+        return None
+    return (
+        f"Dropped some of the first stage's candidates (how many in all): {', '.join(cut)}. "
+        "Their ECE and thresholds describe only the candidates they kept, not their ranker's "
+        "scores over all of them (a cut keeps the high scores, so these read off), and no "
+        "refit of their calibration is advised from them. To choose a cut, measure the ranker "
+        f"without it ({THRESHOLDS_HINT}): its recall at each t counts every relevant candidate."
+    )
 
 
 def top_bins_note(rows: Sequence[Mapping[str, Any]]) -> str | None:

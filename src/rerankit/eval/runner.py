@@ -34,7 +34,7 @@ from .failures import PipelineFailed, PipelineInterrupted
 from .first_stage import candidate_documents
 from .first_stage import first_stage as _moved_first_stage
 from .metrics import ndcg_at_k, paired_t_test, recall_at_k, reciprocal_rank
-from .notes import calibration_note, top_bins_note
+from .notes import calibration_note, dropped_candidates, kept_only_note, top_bins_note
 
 __all__ = [
     "PipelineRun",
@@ -274,7 +274,8 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
     its nDCG@10 against the first run (the first stage; ``p_vs`` has it against every
     other run by name; None where the test is undefined: one query, or the same nDCG@10
     on each), each query's nDCG@10, and for calibrated runs the expected calibration
-    error (``ece``) and reliability bins (``calibration``)."""
+    error (``ece``) and reliability bins (``calibration``); ``dropped_candidates``: see
+    :func:`~rerankit.eval.notes.dropped_candidates` (of the first run's candidates)."""
     metrics = metric_names(k)
     scored = [per_query_metrics(data, r, k) for r in runs]
     ndcg = [list(s["ndcg@10"].values()) for s in scored]
@@ -309,6 +310,7 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
                 "degraded_cause": r.degraded_cause,
                 "degraded_by_query": dict(r.degraded_causes),
                 "ece": None,
+                "dropped_candidates": i and dropped_candidates(runs[0].scores, r.scores),
                 "per_query_ndcg@10": {q: scored[i]["ndcg@10"][q] for q in relevant},
             }
         )
@@ -364,6 +366,7 @@ def format_table(
         top = top_bins_note(rows)
         if top:
             lines.append(top)
+    lines += [n for n in [kept_only_note(rows)] if n]  # candidates dropped: ECE of what's kept
     return "\n".join(lines)
 
 

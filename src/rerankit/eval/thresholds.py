@@ -7,14 +7,17 @@ As scikit-learn's ``precision_recall_curve`` counts them, a pair is kept when it
 relevant pairs that are kept. The pairs are every (query, candidate) a pipeline scored,
 relevant when judged >= 1 (an unjudged candidate counts as not relevant, as for the
 expected calibration error), so recall is of the relevant candidates the first stage
-found, not of every relevant document. Per query, ``queries left empty`` counts the queries
-that would keep no candidate at ``t`` (an empty context for an LLM that reads only the
-kept ones); a query the first stage found no candidate for is empty at every ``t``."""
+found, not of every relevant document: of every candidate the first stage gave when
+those are passed (``candidates``), so a pipeline that dropped some (a ``min_score`` cut,
+a ``top_k``) is measured against all of them, not against what it kept. Per query,
+``queries left empty`` counts the queries that would keep no candidate at ``t`` (an empty
+context for an LLM that reads only the kept ones); a query the first stage found no
+candidate for is empty at every ``t``."""
 
 from __future__ import annotations
 
 import csv
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +54,17 @@ def threshold_rows(
     qrels: Mapping[str, Mapping[str, int]],
     thresholds: Sequence[float] = THRESHOLDS,
     queries: Sequence[str] | None = None,
+    candidates: Mapping[str, Iterable[str]] | None = None,
 ) -> list[dict[str, Any]]:
     """For each threshold ``t``: ``kept`` (pairs scoring ``>= t``), ``relevant_kept``,
     ``precision`` (None when none is kept), ``recall`` (None when no candidate is
     relevant) and ``relevant`` (the relevant pairs in all), over every scored pair of
     ``scores`` (query id -> document id -> score), relevant when ``qrels`` grades it >= 1;
     ``queries_left_empty``, of the ``queries`` (the evaluated query ids; by default those
-    of ``scores``, whose number is ``queries``), those keeping no candidate at ``t``."""
+    of ``scores``, whose number is ``queries``), those keeping no candidate at ``t``.
+    ``candidates``: query id -> the first stage's candidate ids; when given, ``relevant``
+    counts the relevant ones among them all, those the pipeline dropped too, and
+    ``dropped`` how many candidates it did not score (0 when not given)."""
     qids = list(dict.fromkeys([*(scores if queries is None else queries)]))
     best = {q: max(scores.get(q, {}).values(), default=None) for q in qids}
     pairs = [
@@ -66,6 +73,11 @@ def threshold_rows(
         for doc, score in scored.items()
     ]
     relevant = sum(1 for _, r in pairs if r)
+    dropped = 0
+    for qid, ids in (candidates or {}).items():
+        unscored = set(ids) - set(scores.get(qid, {}))
+        dropped += len(unscored)
+        relevant += sum(1 for doc in unscored if qrels.get(qid, {}).get(doc, 0) >= 1)
     rows = []
     for t in thresholds:
         kept = [r for s, r in pairs if s >= t]
@@ -80,6 +92,7 @@ def threshold_rows(
                 "relevant": relevant,
                 "queries_left_empty": sum(1 for b in best.values() if b is None or b < t),
                 "queries": len(qids),
+                "dropped": dropped,
             }
         )
     return rows
@@ -107,6 +120,15 @@ def format_thresholds(
                     f"{r['threshold']:>5.2f} {r['kept']:>7} {_cell(r['precision']):>9} "
                     f"{_cell(r['recall']):>6} {r.get('queries_left_empty', ''):>18}"
                 )
+        dropped = rows[0].get("dropped", 0) if rows else 0
+        if dropped:
+            lines.append(
+                f"({name} dropped {dropped} of the first stage's candidates (a cut such as "
+                "min_score, or top_k): recall counts every relevant candidate, those it dropped "
+                "too, but the other columns describe only what it kept, with each t as a further "
+                "cut that no floor (keep_at_least) holds back; to choose a cut, measure the "
+                "ranker without one)"
+            )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 
