@@ -35,8 +35,8 @@ def _explored_log(path) -> None:
     log.close()
 
 
-def test_tune_clicks_counts_the_explored_answers_and_does_not_ask_for_exploration(tmp_path, capsys):
-    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+def _log_and_features(tmp_path):
+    """The explored log and a features file for its four queries (random features)."""
     log = tmp_path / "clicks.jsonl"
     _explored_log(log)
     rng = np.random.default_rng(0)
@@ -45,6 +45,12 @@ def test_tune_clicks_counts_the_explored_answers_and_does_not_ask_for_exploratio
         for q in range(4)
     }
     features = write_features(rows, tmp_path / "f.npz")
+    return log, features
+
+
+def test_tune_clicks_counts_the_explored_answers_and_does_not_ask_for_exploration(tmp_path, capsys):
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log, features = _log_and_features(tmp_path)
     out = tmp_path / "learned.toml"
     argv = ["tune", "--clicks", str(log), "--features", str(features), "--out", str(out)]
     assert main([*argv, "--folds", "2"]) == 0
@@ -59,14 +65,7 @@ def test_tune_clicks_counts_the_explored_answers_and_does_not_ask_for_exploratio
 
 def test_tune_clicks_reads_a_propensities_file_with_0s_at_the_floor_and_says_so(tmp_path, capsys):
     pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
-    log = tmp_path / "clicks.jsonl"
-    _explored_log(log)
-    rng = np.random.default_rng(0)
-    rows = {
-        f"query {q}": ([f"d{i}" for i in range(8)], rng.random((8, len(FEATURES))))
-        for q in range(4)
-    }
-    features = write_features(rows, tmp_path / "f.npz")
+    log, features = _log_and_features(tmp_path)
     older = tmp_path / "probe.propensities.json"  # as tune --clicks wrote it before
     older.write_text(json.dumps({"by_position": [1.0, 0.65, 0.15, 0.28, 0.08, *[0.0] * 5]}))
     argv = ["tune", "--clicks", str(log), "--features", str(features), "--folds", "2"]
