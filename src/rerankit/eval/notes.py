@@ -149,12 +149,16 @@ def calibration_note(
     :func:`refit_call` that does it for this evaluation, by default one with placeholders;
     its ``refitted``: the pipelines that are such a refit, :func:`fitted_on`; ``tried``:
     tune's own report after ``calibrate=True``, whose refit was just tried on these
-    judgments). A refit is advised only where none was made: when one in the table is off
-    too, or tune just tried it, the advice for every pipeline off is the same: keep the
-    default's probabilities and choose the threshold by measured precision and recall.
-    A pipeline with degraded queries is not named: its scores there are its fallback's,
-    which a refit of its calibration would not fix (:func:`degraded_notes` says so); nor is
-    one that dropped candidates: its ECE is of what it kept only (:func:`kept_only_note`)."""
+    judgments). A refit is advised only where none was made and where one would pay: a
+    row's ``calibration["refit"]`` (:func:`~rerankit.eval.refit_check.probability_refit`,
+    a refit cross-validated over the queries evaluated) says whether it predicts held-out
+    queries better than the noise. Otherwise (one in the table is off too, tune just tried
+    it, or the check says it would not pay) the advice for every pipeline off is the same:
+    keep the default's probabilities and choose the threshold by measured precision and
+    recall. A pipeline with degraded queries is not named: its scores there are its
+    fallback's, which a refit of its calibration would not fix (:func:`degraded_notes` says
+    so); nor is one that dropped candidates: its ECE is of what it kept only
+    (:func:`kept_only_note`)."""
     note = (
         "\nECE: how far the probability scores are, on average, from the share of relevant "
         "pairs at that score on these judgments (0: a threshold such as 0.5 means what it says)."
@@ -166,11 +170,14 @@ def calibration_note(
         and not r.get("degraded_queries")
         and not r.get("dropped_candidates")
     ]
+    checks = {r["pipeline"]: (r.get("calibration") or {}).get("refit") for r in rows}
     refit = dict(refit or {})
     refitted = refit.pop("refitted", None)  # the pipelines that are that refit (tune's)
     tried = refit.pop("tried", None)  # tune's calibrate run: its refit was just tried
     refits = {refitted} if isinstance(refitted, str) else set(refitted or ())
-    redo = [name for name in off if name not in refits]
+    # off, but a refit on these queries would not predict the others better than the noise
+    idle = [n for n in off if n not in refits and checks.get(n) and not checks[n]["adopt"]]
+    redo = [name for name in off if name not in refits and name not in idle]
     again = [name for name in off if name in refits]
     done = [name for name in refits if name not in off]
     tune_call = said_for("rerankit.training.tune(calibrate=True)", "`rerankit tune --calibrate`")
@@ -188,24 +195,34 @@ def calibration_note(
         redo, said = [], "."  # what follows is another sentence
     else:
         said = ""
-    if redo or again:
-        if again:
-            are = "is already a refit" if len(again) == 1 else "are already refits"
-            why = f"{', '.join(again)} {are} by {tune_call} and still off on these queries"
-        else:
-            why = (
-                f"the refit this {tune_call} run tried did not predict held-out queries better "
-                f"than the noise, so {tried if isinstance(tried, str) else 'what it wrote'} "
-                "has the default's probabilities"
-            )
-        note += (
-            f"{said} Above {ECE_REFIT:g} for {', '.join(redo + again)}: {why}, and another refit "
-            "on as few judgments would not do better. Keep the default's "
-            f"probabilities (what tune writes without {keyword_flag('keep_learned', True)}) and "
-            "choose the threshold by the precision and recall measured at each one "
-            f"({THRESHOLDS_HINT}) on judged queries, checked on other ones; a refit may pay "
-            "once more queries are judged."
+    if not (redo or again or idle):
+        return note
+    why = []
+    if again:
+        are = "is already a refit" if len(again) == 1 else "are already refits"
+        why.append(f"{', '.join(again)} {are} by {tune_call} and still off on these queries")
+    elif redo:
+        why.append(
+            f"the refit this {tune_call} run tried did not predict held-out queries better "
+            f"than the noise, so {tried if isinstance(tried, str) else 'what it wrote'} "
+            "has the default's probabilities"
         )
+    for name in idle:
+        check, whose = checks[name], f"for {name}, " if len(redo + again + idle) > 1 else ""
+        why.append(
+            f"{whose}a refit fitted on some of these {check['queries']} queries did not "
+            f"predict the others better than {check['margin']:g} x the noise (log-loss gain "
+            f"{check['gain']:+.4f}, noise {check['noise']:.4f}), so {tune_call} would keep "
+            "its probabilities"
+        )
+    note += (
+        f"{said} Above {ECE_REFIT:g} for {', '.join(redo + again + idle)}: {'; '.join(why)}, and "
+        "another refit on as few judgments would not do better. Keep the default's "
+        f"probabilities (what tune writes without {keyword_flag('keep_learned', True)}) and "
+        "choose the threshold by the precision and recall measured at each one "
+        f"({THRESHOLDS_HINT}) on judged queries, checked on other ones; a refit may pay "
+        "once more queries are judged."
+    )
     return note
 
 

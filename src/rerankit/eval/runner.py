@@ -26,7 +26,7 @@ from .. import __version__
 from .._jsonl import dumps_strict
 from .._optional import require
 from ..cache import embedding_lookups
-from ..calibration import expected_calibration_error, reliability_bins, reliability_svg
+from ..calibration import reliability_svg
 from ..errors import InputError, failure_cause
 from ..scorers.local import load_models
 from .data import Dataset
@@ -35,6 +35,7 @@ from .first_stage import candidate_documents
 from .first_stage import first_stage as _moved_first_stage
 from .metrics import ndcg_at_k, paired_t_test, recall_at_k, reciprocal_rank
 from .notes import calibration_note, dropped_candidates, kept_only_note, top_bins_note
+from .refit_check import run_calibration
 
 __all__ = [
     "PipelineRun",
@@ -229,29 +230,6 @@ def metric_names(k: int) -> list[str]:
     return ["ndcg@10", "mrr@10", "recall@10"] + ([f"recall@{k}"] if k != 10 else [])
 
 
-def reliability(data: Dataset, run: PipelineRun, bins: int = 10) -> dict[str, Any] | None:
-    """Expected calibration error and reliability bins of a run whose scores are
-    probabilities (None for other runs): every scored (query, candidate) pair, relevant
-    when judged >= 1."""
-
-    if not run.calibrated:
-        return None
-    probabilities, labels = [], []
-    for qid, scores in run.scores.items():
-        judged = data.qrels.get(qid, {})
-        for doc, p in scores.items():
-            probabilities.append(p)
-            labels.append(1.0 if judged.get(doc, 0) >= 1 else 0.0)
-    if not probabilities:
-        return None
-    return {
-        "ece": expected_calibration_error(probabilities, labels, bins),
-        "pairs": len(labels),
-        "relevant": int(sum(labels)),
-        "bins": reliability_bins(probabilities, labels, bins),
-    }
-
-
 def per_query_metrics(data: Dataset, run: PipelineRun, k: int) -> dict[str, dict[str, float]]:
     """Each metric of :func:`metric_names` for every judged query of ``data``, by query id in
     its qrels' order (a query the run does not rank scores 0)."""
@@ -314,7 +292,7 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
                 "per_query_ndcg@10": {q: scored[i]["ndcg@10"][q] for q in relevant},
             }
         )
-        calibration = reliability(data, r)
+        calibration = run_calibration(data.qrels, r.scores) if r.calibrated else None
         if calibration is not None:
             rows[-1]["ece"] = calibration["ece"]
             rows[-1]["calibration"] = calibration

@@ -5,9 +5,7 @@ scores estimate P(relevant) per pair (see :mod:`rerankit.calibration`)."""
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,6 +13,7 @@ import numpy as np
 from ..calibration import expected_calibration_error, fit_calibration, sigmoid
 from ..eval.data import Dataset
 from ..eval.metrics import ranked_ndcg
+from ..eval.refit_check import ADOPT_MARGIN, OutputRefit, output_refit
 from ..scorers.recipe import (
     HYBRID_BM25,
     HYBRID_CALIBRATION,
@@ -23,7 +22,6 @@ from ..scorers.recipe import (
     background_bm25,
     proximity_reader,
 )
-from .crossval import ADOPT_MARGIN, folds_for, kfold
 from .fusion_search import embedding_entry
 
 __all__ = [
@@ -143,94 +141,6 @@ def fit_signal_calibrations(
     }
 
 
-@dataclass(frozen=True)
-class OutputRefit:
-    """Whether refitting the output calibration (the probabilities) to the judgments
-    predicts queries it did not see better than the default's (folds by query): the
-    cross-validated log loss of each, the gain (the default's loss less the refit's), its
-    noise (the standard error over queries: a query's pairs share its judge and wording,
-    so they are not independent), the expected calibration error of each on the held-out
-    pairs, and the ``margin`` over the noise the gain needs, as the order's verdict does
-    (:class:`~rerankit.training.crossval.Verdict`)."""
-
-    refit_loss: float
-    default_loss: float
-    noise: float
-    refit_ece: float
-    default_ece: float
-    queries: int
-    margin: float = ADOPT_MARGIN
-
-    @property
-    def gain(self) -> float:
-        return self.default_loss - self.refit_loss
-
-    @property
-    def adopt(self) -> bool:
-        return self.gain > self.margin * self.noise
-
-    def describe(self) -> str:
-        """What ``tune --calibrate`` prints: both losses, the gain against the margin times
-        the noise, and both held-out ECEs (the refit's said to be worse when it is)."""
-        times = "" if self.margin == 1 else f"{self.margin:g} x "
-        worse = " (worse)" if self.refit_ece > self.default_ece else ""
-        return (
-            f"cross-validated log loss of the probabilities ({self.queries} queries, folds by "
-            f"query): refitted {self.refit_loss:.4f}, the default's {self.default_loss:.4f}; "
-            f"gain {self.gain:+.4f} (noise {self.noise:.4f}; adopted only above "
-            f"{times}the noise)\nECE on the training queries, each held out by the folds: "
-            f"refitted {self.refit_ece:.4f}{worse}, the default's {self.default_ece:.4f}"
-        )
-
-
-def output_refit(
-    logits: Mapping[str, np.ndarray],
-    labels: Mapping[str, np.ndarray],
-    default: Any,
-    *,
-    folds: int = 5,
-    margin: float = ADOPT_MARGIN,
-) -> OutputRefit:
-    """Cross-validate (folds by query, :func:`~rerankit.training.crossval.kfold`) an output
-    calibration refitted on the other folds' pairs against ``default`` (a
-    :class:`~rerankit.calibration.Calibration`), over every query's fused ``logits`` and
-    0/1 ``labels``: whether refitting the probabilities to these judgments generalises to
-    queries it did not see (:class:`OutputRefit`)."""
-    qids = list(logits)
-    refit, kept, y = {}, {}, {}
-    for held in kfold(qids, folds_for(len(qids), folds)):
-        out = set(held)
-        rest = [q for q in qids if q not in out]
-        x_rest = np.concatenate([logits[q] for q in rest])
-        y_rest = np.concatenate([labels[q] for q in rest])
-        constant = y_rest.min() == y_rest.max()  # nothing to fit on: the default stands
-        fitted = default if constant else fit_calibration(x_rest, y_rest)
-        for q in held:
-            refit[q] = sigmoid(fitted.logit(logits[q]))
-            kept[q] = sigmoid(default.logit(logits[q]))
-            y[q] = np.asarray(labels[q], dtype=float)
-    # per query, the summed gain over its pairs; the gain is their total over all pairs
-    sums = np.array([_losses(kept[q], y[q]).sum() - _losses(refit[q], y[q]).sum() for q in qids])
-    sizes = np.array([y[q].size for q in qids], dtype=float)
-    gain = sums.sum() / sizes.sum()
-    n = len(qids)  # the clustered (by query) standard error of a mean over pairs
-    noise = (
-        math.sqrt(n / (n - 1) * float(np.sum((sums - gain * sizes) ** 2))) / sizes.sum()
-        if n > 1
-        else math.inf
-    )
-    truth, p_refit, p_kept = (np.concatenate([d[q] for q in qids]) for d in (y, refit, kept))
-    return OutputRefit(
-        refit_loss=_log_loss(p_refit, truth),
-        default_loss=_log_loss(p_kept, truth),
-        noise=noise,
-        refit_ece=expected_calibration_error(p_refit, truth),
-        default_ece=expected_calibration_error(p_kept, truth),
-        queries=n,
-        margin=margin,
-    )
-
-
 def output_log_losses(
     logits: Mapping[str, np.ndarray],
     labels: Mapping[str, np.ndarray],
@@ -261,15 +171,6 @@ def refit_output(
     if not (check.adopt or force) or y.min() == y.max():  # all alike: nothing to fit
         return default, check
     return fit_calibration(x, y), check
-
-
-def _losses(p: np.ndarray, y: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-12, 1 - 1e-12)
-    return -(y * np.log(p) + (1 - y) * np.log(1 - p))
-
-
-def _log_loss(p: np.ndarray, y: np.ndarray) -> float:
-    return float(np.mean(_losses(p, y)))
 
 
 def fused_logits(raw: np.ndarray, calibrations: Sequence[Any], weights: Sequence[float]) -> Any:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from ..errors import keyword_flag
 from ..eval.metrics import paired_standard_error
+from ..eval.refit_check import ADOPT_MARGIN, MIN_QUERIES, folds_for, kfold
 
 __all__ = [
     "ADOPT_MARGIN",
@@ -39,49 +40,12 @@ __all__ = [
     "verdict",
 ]
 
-#: how many times the noise a learned pipeline must beat the default by to be adopted, whoever made
-#: the labels: about a one-sided 2.5 % chance that a learner no better than the default clears it.
-#: At one noise, on the classic collections' halves (15 to 38 training queries,
-#: ``benchmarks/experiments/learn_halves.py``) the one model adopted (a gain of 1.01 times its
-#: noise) lost 0.28 nDCG@10 on the other half; on labels from an oracle judge with 10 or 30 % of
-#: them flipped (``benchmarks/experiments/judge_noise_dev.py``) the models adopted had gains of 1.05
-#: to 1.95 times it, and three of the four were worse than the default on the other half's human
-#: judgments. The gains that did hold were 2.4 to 3.0 times the noise (learning to rank on SciFact's
-#: 809 training queries, by people or by an oracle judge).
-ADOPT_MARGIN = 2.0
 
 #: what a fitted option gives: a query id -> that query's nDCG@10 under the option
 Evaluator = Callable[[str], float]
 #: training query ids -> each option's evaluator, fitted on those queries only (a ValueError
 #: when they are too few to fit on)
 Fit = Callable[[Sequence[str]], Mapping[Hashable, Evaluator]]
-
-
-def kfold(qids: Sequence[str], k: int = 5) -> list[list[str]]:
-    """``k`` folds of the query ids (each id in exactly one; sizes differ by at most one),
-    assigned by a hash of each id, so the folds do not depend on the ids' order."""
-    if k < 2:
-        raise ValueError(f"k must be >= 2, got {k}")
-    if len(qids) < k:
-        raise ValueError(f"{len(qids)} queries cannot make {k} folds")
-    ranked = sorted(qids, key=lambda q: hashlib.sha256(str(q).encode()).hexdigest())
-    return [ranked[i::k] for i in range(k)]
-
-
-#: training queries below which nested cross-validation has nothing to fit on
-MIN_QUERIES = 4
-
-
-def folds_for(n: int, k: int = 5) -> int:
-    """The number of folds to use for ``n`` queries: ``k``, fewer when there are fewer than
-    two queries per fold, but at least 3 (nested cross-validation fits on the queries
-    outside two folds, so two folds would leave it none; a ValueError under 4 queries)."""
-    if n < MIN_QUERIES:
-        raise ValueError(
-            f"cross-validation needs at least {MIN_QUERIES} training queries with candidates "
-            f"(and with judgments, or with clicks when learning from a click log), got {n}"
-        )
-    return max(3, min(k, n // 2))
 
 
 @dataclass
