@@ -34,6 +34,21 @@ def _cases() -> list[tuple[str, list[str]]]:
 
 @pytest.mark.parametrize("command", EVERYDAY)
 def test_every_everyday_command_shows_examples_in_its_help(command, capsys):
+    _shows_examples(command)
+
+
+def test_every_command_shows_examples_in_its_help():
+    """Not only the everyday ones: each subcommand's help ends with examples of itself."""
+    missing = []
+    for command in _subcommands():
+        try:
+            _shows_examples(command)
+        except AssertionError:
+            missing.append(command)
+    assert not missing, f"no examples of themselves in --help: {missing}"
+
+
+def _shows_examples(command: str) -> None:
     sub = _subcommands()[command]
     assert len(_examples(sub)) >= 2
     assert any(argv[0] == command for argv in _examples(sub))

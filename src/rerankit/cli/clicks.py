@@ -28,6 +28,7 @@ from .args import (
     add_max_queries_argument,
     add_no_progress_argument,
     add_old_spelling,
+    examples,
     non_negative_float,
     positive_float,
     positive_int,
@@ -305,6 +306,12 @@ def add_simulate_command(sub: Any) -> None:
         "(grades mapped onto 0-4; click probability 0.1, 0.16, 0.28, 0.52, 1.0), and write "
         "each session to a click log as the service writes it. Then learn from it with "
         "`rerankit tune --clicks LOG --data FOLDER`.",
+        **examples(
+            "rerankit simulate-clicks --data my-data --max-queries 80 --out sim.jsonl",
+            "rerankit simulate-clicks --data my-data --sessions 50 --explore 0.1 --out sim.jsonl"
+            "  # RandPair, as the service's explore_pairs",
+            "rerankit tune --clicks sim.jsonl --data my-data  # then learn from it",
+        ),
     )
     add_data_argument(sim)
     sim.add_argument(
@@ -370,6 +377,11 @@ def add_commands(sub: Any) -> None:
         "it. Prints the sessions each won, ties, the difference per session with a click "
         "for either and its confidence interval (over sessions, or over queries with --by "
         "query), and the winner when the interval excludes 0.",
+        **examples(
+            "rerankit interleave-report clicks.jsonl",
+            "rerankit interleave-report a/clicks.jsonl b/clicks.jsonl  # two replicas' logs",
+            "rerankit interleave-report clicks.jsonl --by query --json",
+        ),
     )
     ir.add_argument(
         "log",

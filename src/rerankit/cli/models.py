@@ -205,7 +205,11 @@ def add_commands(sub: Any) -> None:
         description="The registered rerankers with a line on each and what it needs (extras to "
         "install, environment variables). --all adds scorers, ordering rules and LLM clients "
         "(the types a pipeline file names).",
-        **examples("rerankit rerankers --all"),
+        **examples(
+            "rerankit rerankers",
+            "rerankit rerankers --all  # with scorers, rules and LLM clients",
+            "rerankit rerankers --plugin my_rerankers.py  # with a plugin's",
+        ),
     )
     names.add_argument("--all", action="store_true", help="also list scorers, rules and clients")
     names.set_defaults(func=cmd_rerankers)
