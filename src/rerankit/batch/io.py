@@ -12,7 +12,7 @@ from typing import Any
 from .._jsonl import dumps_strict
 from .._optional import require
 from ..errors import InputError, no_such_file
-from .rows import LINE_KEY, NOTES_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
+from .rows import DIGEST_KEY, LINE_KEY, NOTES_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
 
 __all__ = [
     "input_format",
@@ -149,6 +149,7 @@ class _ParquetWriter:
             "warnings": pa.list_(pa.string()),
             "score_scale": pa.string(),
             "seconds": pa.float64(),
+            DIGEST_KEY: pa.string(),
         }
         names = list(dict.fromkeys(k for r in rows for k in r if k not in fixed))
         inferred = []

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import re
@@ -13,6 +14,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..cache.keys import canonical_json, digest
 from ..errors import InputError, InvalidDocumentError, said_for
 from ..rerankers.base import run_sync
 
@@ -26,6 +28,7 @@ __all__ = [
     "BatchSummary",
     "RowFields",
     "arerank_row",
+    "candidates_digest",
     "chunks",
     "rerank_row",
     "rerank_rows",
@@ -35,8 +38,28 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
+#: the output row's digest of the candidates it was ranked from (:func:`candidates_digest`),
+#: which ``resume`` checks against the input's: a row whose candidates changed is not done
+DIGEST_KEY = "candidates_digest"
+
 #: the fields every output row gains
-OUTPUT_FIELDS = ("results", "error", "degraded", "warnings", "score_scale", "seconds")
+OUTPUT_FIELDS = ("results", "error", "degraded", "warnings", "score_scale", "seconds", DIGEST_KEY)
+
+
+def candidates_digest(candidates: Any) -> str:
+    """16 hex digits of a row's candidates as given (their ids, texts and every other
+    field, in order; a null field counts as absent, as Parquet writes one): the same
+    candidates give the same digest in every process, JSON Lines or Parquet."""
+    if isinstance(candidates, Sequence) and not isinstance(candidates, (str, bytes)):
+        candidates = [
+            {k: v for k, v in c.items() if v is not None} if isinstance(c, Mapping) else c
+            for c in candidates
+        ]
+    try:
+        text = canonical_json(candidates, "candidates")
+    except TypeError:  # not plain JSON data (a Parquet scalar): its JSON text
+        text = json.dumps(candidates, sort_keys=True, default=str)
+    return digest(text, 16)
 
 
 USAGE_KEY = "_usage"  # travels with a row from a worker to the summary; never written
@@ -327,6 +350,7 @@ async def arerank_row(
             score_scale=None,
             seconds=0.0,
         )
+        out[DIGEST_KEY] = candidates_digest(None)
         return out
     try:
         docs = _candidates(row, names)
@@ -351,6 +375,7 @@ async def arerank_row(
         if result.usage:
             out[USAGE_KEY] = dict(result.usage)
     out["seconds"] = round(time.perf_counter() - started, 6)
+    out[DIGEST_KEY] = candidates_digest(row.get(candidates_field))
     return out
 
 
