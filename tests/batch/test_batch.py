@@ -82,7 +82,7 @@ def test_every_bad_row_is_written_with_its_error_and_counted(tmp_path):
     assert errors["string"] == f"{src}:4: query 'string': 'candidates' must be a list, got a str"
     assert errors["number"].startswith(f"{src}:5: query 'number': candidates[1] must be a string")
     assert errors["no-text"].startswith(  # the candidate, not the library's "document 0"
-        f"{src}:6: query 'no-text': candidates[0]: missing text field 'text'"
+        f"{src}:6: query 'no-text': candidates[0] (id 'x'): missing text field 'text'"
     )
     assert out[7]["error"].startswith(f"{src}:8: not JSON")
     assert out[8]["error"] == f"{src}:9: a row must be a JSON object"

@@ -238,9 +238,7 @@ def _differences(other: str, theirs: Any, pipeline: str, ours: str | None) -> st
             )
     if not changed:
         return "the pipeline differs (a pipeline file's or spec's contents)"
-    return ("options differ: " if len(changed) > 1 else "an option differs: ") + "; ".join(
-        changed
-    )
+    return ("options differ: " if len(changed) > 1 else "an option differs: ") + "; ".join(changed)
 
 
 def _setting(key: str, value: Any) -> str:

@@ -254,17 +254,39 @@ def _candidates(row: Mapping[str, Any], names: RowFields) -> list[Any]:
     return out
 
 
-def _problem(exc: Exception, row: Mapping[str, Any], names: RowFields) -> str:
+#: what to do with a candidate whose text is absent, null or not a string
+_GIVE_TEXT = (
+    'give it its text ("" when it has none: ranked, with the flag empty_content), or leave '
+    "the candidate out of the row"
+)
+
+
+def _problem(exc: Exception, row: Mapping[str, Any], names: RowFields, id_field: str) -> str:
     """What went wrong with a row, in the row's terms: a document's error names its
-    ``candidates[i]`` (the library's ``document i``), a text field that is there but null
-    says so; an unexpected error its type."""
+    ``candidates[i]`` (the library's ``document i``) and its id; a text field that is
+    null, not a string, or missing where other candidates of the row have it says what to
+    do; an unexpected error its type."""
     if isinstance(exc, InvalidDocumentError) and exc.index is not None:
-        where = f"{names.candidates}[{exc.index}]: "
         cands = row.get(names.candidates)
-        doc = cands[exc.index] if isinstance(cands, list) and exc.index < len(cands) else None
-        if isinstance(doc, Mapping) and exc.field in doc and doc[exc.field] is None:
-            return f"{where}text field {exc.field!r} is null"
-        return where + str(exc).removeprefix(f"document {exc.index}: ")
+        ok = isinstance(cands, list) and exc.index < len(cands)
+        doc = cands[exc.index] if ok else None
+        where = f"{names.candidates}[{exc.index}]"
+        if isinstance(doc, Mapping) and doc.get(id_field) is not None:
+            where += f" ({id_field} {doc[id_field]!r})"
+        field = exc.field
+        if isinstance(doc, Mapping) and field is not None:
+            if field in doc and doc[field] is None:
+                return f"{where}: text field {field!r} is null: {_GIVE_TEXT}"
+            if field in doc:
+                got = type(doc[field]).__name__
+                return f"{where}: text field {field!r} must be a string, got {got}: {_GIVE_TEXT}"
+            if any(isinstance(c, Mapping) and field in c for c in cands):
+                present = ", ".join(repr(k) for k in doc) or "none"
+                return (
+                    f"{where}: no text field {field!r} (fields present: {present}), which other "
+                    f"candidates of the row have: {_GIVE_TEXT}"
+                )
+        return f"{where}: " + str(exc).removeprefix(f"document {exc.index}: ")
     return str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
 
 
@@ -356,7 +378,9 @@ async def arerank_row(
         docs = _candidates(row, names)
         result = await reranker.arerank(row[query_field], docs, **options)
     except Exception as exc:  # a bad row, or a pipeline that cannot run: written, counted
-        error = _located(row, source, _problem(exc, row, names), query_id_field)
+        fields = options.get("fields")
+        id_field = options.get("id_field") or getattr(fields, "id_field", None) or "id"
+        error = _located(row, source, _problem(exc, row, names, id_field), query_id_field)
         out.update(results=[], error=error, degraded=False, warnings=[], score_scale=None)
     else:
         warnings, notes = pipeline_notes(result.warnings)
