@@ -11,12 +11,13 @@ import math
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from ..cache.keys import canonical_json, digest
 from ..errors import InputError, InvalidDocumentError, said_for
 from ..rerankers.base import run_sync
+from .summary import NOTES_KEY, BatchSummary
 
 __all__ = [
     "FORMATS",
@@ -65,9 +66,6 @@ def candidates_digest(candidates: Any) -> str:
 USAGE_KEY = "_usage"  # travels with a row from a worker to the summary; never written
 
 
-NOTES_KEY = "_notes"  # a row's pipeline notes (see pipeline_notes), to the summary; never written
-
-
 #: warnings that say how the pipeline is set, not what is wrong with a row, so that every
 #: row gets them: the default hybrid reading candidates that carry a first-stage score (as
 #: rerankit's own candidates.jsonl do) and ranking by the texts alone (its own BM25 reads
@@ -99,98 +97,6 @@ UNREADABLE_KEY = "_unreadable"  # why a JSON Lines line could not be read; becom
 
 
 FORMATS = ("jsonl", "parquet")
-
-#: ``rerankit batch``'s exit status when it finished but some (not all) rows failed
-SOME_ROWS_FAILED = 3
-
-
-@dataclass
-class BatchSummary:
-    """What a batch run did: rows written, rows that failed (``error`` set), rows whose
-    pipeline degraded, rows that ranked with ``warnings`` (``warned``), wall time, summed
-    provider usage, and the first few errors; with ``resume``, the rows ``skipped``
-    (already in the output) and how many of those hold an error (``skipped_failures``: a
-    resumed run does not rank them again); ``interrupted`` when Ctrl-C (or SIGTERM)
-    stopped it; ``notes``, what the pipeline's settings made it say of every row (the
-    hybrid's not fusing first-stage scores), each once with its row count: such a row is
-    not counted in ``warned``, which is left to the rows' own problems.
-
-    ``exit_status`` is ``rerankit batch``'s: 0 when no row of the output failed, 3 when
-    some did, 1 when every row did, counting the skipped rows too (``failures +
-    skipped_failures`` of ``rows + skipped``): a nightly job that always resumes still
-    exits 1 or 3 while its output holds failed rows."""
-
-    rows: int = 0
-    failures: int = 0
-    degraded: int = 0
-    seconds: float = 0.0
-    usage: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    skipped: int = 0
-    interrupted: bool = False
-    warned: int = 0
-    blank_lines: int = 0
-    skipped_failures: int = 0
-    notes: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def exit_status(self) -> int:
-        failed = self.failures + self.skipped_failures
-        if not failed:
-            return 0
-        return 1 if failed == self.rows + self.skipped else SOME_ROWS_FAILED
-
-    @property
-    def rows_per_second(self) -> float:
-        return self.rows / self.seconds if self.seconds > 0 else 0.0
-
-    def count(self, row: Mapping[str, Any], usage: Mapping[str, int] | None = None) -> None:
-        self.rows += 1
-        if row.get("error"):
-            self.failures += 1
-            if len(self.errors) < 10:
-                self.errors.append(str(row["error"]))
-        self.degraded += bool(row.get("degraded"))
-        self.warned += bool(row.get("warnings")) and not row.get("error")
-        for note in row.get(NOTES_KEY) or ():
-            self.notes[note] = self.notes.get(note, 0) + 1
-        for key, value in (usage or {}).items():
-            self.usage[key] = self.usage.get(key, 0) + int(value)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "rows": self.rows,
-            "failures": self.failures,
-            "degraded": self.degraded,
-            "warned": self.warned,
-            "seconds": round(self.seconds, 3),
-            "rows_per_second": round(self.rows_per_second, 2),
-            "usage": dict(self.usage),
-            "errors": list(self.errors),
-            "skipped": self.skipped,
-            "skipped_failures": self.skipped_failures,
-            "interrupted": self.interrupted,
-            "blank_lines": self.blank_lines,
-            "notes": dict(self.notes),
-        }
-
-    def __str__(self) -> str:
-        text = (
-            f"{self.rows} rows in {self.seconds:.1f} s ({self.rows_per_second:.1f} rows/s); "
-            f"{self.failures} failed, {self.degraded} degraded"
-        )
-        if self.warned:
-            text += f", {self.warned} with warnings"
-        if self.skipped:
-            text += f"; {self.skipped} skipped (already written"
-            if self.skipped_failures:
-                text += f", {self.skipped_failures} of them with an error"
-            text += ")"
-        if self.blank_lines:
-            text += f"; {self.blank_lines} blank lines skipped"
-        if self.usage:
-            text += "; LLM usage: " + ", ".join(f"{k} {v}" for k, v in sorted(self.usage.items()))
-        return text
 
 
 def _row_place(
