@@ -148,7 +148,14 @@ def run_batch(
         )
     tagged = ({**row, PIPELINE_KEY: tag, SETTINGS_KEY: recorded} for row in results)
     try:
-        write_rows(output, tagged, summary, keep=keep or None, progress=progress)
+        write_rows(
+            output,
+            tagged,
+            summary,
+            keep=keep or None,
+            progress=progress,
+            json_fields=(candidates_field,),
+        )
     except KeyboardInterrupt:
         summary.seconds, summary.interrupted = time.perf_counter() - started, True
         raise BatchInterrupted(summary, output) from None
