@@ -82,7 +82,7 @@ def test_every_bad_row_is_written_with_its_error_and_counted(tmp_path):
     assert errors["string"] == f"{src}:4: query 'string': 'candidates' must be a list, got a str"
     assert errors["number"].startswith(f"{src}:5: query 'number': candidates[1] must be a string")
     assert errors["no-text"].startswith(  # the candidate, not the library's "document 0"
-        f"{src}:6: query 'no-text': candidates[0]: missing text field 'text'"
+        f"{src}:6: query 'no-text': candidates[0] (id 'x'): missing text field 'text'"
     )
     assert out[7]["error"].startswith(f"{src}:8: not JSON")
     assert out[8]["error"] == f"{src}:9: a row must be a JSON object"
@@ -272,3 +272,33 @@ def test_embedding_cache_keeps_the_documents_vectors_only_when_asked(tmp_path, m
         )
         == 2
     )
+
+
+def test_parquet_output_has_one_schema_whatever_the_rows_hold(tmp_path):
+    """A nightly Parquet output merges with the other nights': one odd row (string
+    candidates, a broken row) or integer ids do not change a column's type; the
+    candidates are read back as they were."""
+    pa = pytest.importorskip("pyarrow", reason="Parquet needs the 'parquet' extra")
+    import pyarrow.parquet as pq
+
+    objects = [
+        {"query_id": f"q{i}", "query": "capital", "candidates": [{"id": f"d{i}", "text": "Paris"}]}
+        for i in range(2)
+    ]
+    odd = [
+        *objects,
+        {"query_id": "s", "query": "capital", "candidates": ["Paris", "x"]},
+        {"query_id": "b", "query": "capital", "candidates": "not a list"},
+    ]
+    numbered = [{**objects[0], "candidates": [{"id": 7, "text": "Paris"}]}]
+    schemas = []
+    for name, rows in (("objects", objects), ("odd", odd), ("numbered", numbered)):
+        out = tmp_path / f"{name}.parquet"
+        run_batch(write_jsonl(tmp_path / f"{name}.jsonl", rows), out, "bm25")
+        schema = pq.read_schema(out)
+        schemas.append(schema.remove_metadata())
+        assert schema.field("candidates").type == pa.string()
+        back = list(read_rows(out))
+        assert [r["candidates"] for r in back] == [r["candidates"] for r in rows]
+    assert schemas[0] == schemas[1] == schemas[2]
+    assert back[0]["results"][0]["id"] == "7"  # a result's id is text in Parquet

@@ -68,3 +68,35 @@ def test_the_default_hybrids_note_is_said_once_by_the_command(tmp_path, capsys):
     assert err.count(f"note (3 rows): {UNFUSED.format('documents carry')}") == 1
     summary = run_batch(src, out, HybridReranker(first_stage_weight=0.0), overwrite=True)
     assert summary.notes == {} and summary.warned == 1  # a weight chosen: nothing to say
+
+
+def test_long_documents_read_in_part_are_counted_apart_from_warned(
+    tmp_path, judge_spec, monkeypatch, capsys
+):
+    """A scorer reading long documents in part (here an LLM judge's max_chars) is routine
+    on a corpus of long documents: counted as ``truncated``, kept in the row's warnings
+    and flags, and not in ``warned``, which a nightly monitor alerts on."""
+    from rerankit.llm.testing import FakeLLMServer, Reply
+
+    monkeypatch.setenv("RERANKIT_TRUNCATED_TEST_KEY", "k")
+    rows = [
+        {"query_id": "long", "query": "capital", "candidates": ["Paris is the capital", "x"]},
+        {"query_id": "short", "query": "capital", "candidates": ["Paris", "x"]},
+        EMPTY,
+    ]
+    reply = Reply(text=json.dumps({"score": 3}))
+    with FakeLLMServer(responder=lambda request: reply) as server:
+        spec = judge_spec(server.openai_url, "RERANKIT_TRUNCATED_TEST_KEY")
+        spec["stages"][0]["scorer"]["max_chars"] = 10
+        pipe = write_rows(tmp_path / "judge.json", [])
+        pipe.write_text(json.dumps(spec))
+        src, out = write_rows(tmp_path / "in.jsonl", rows), tmp_path / "out.jsonl"
+        summary_file = tmp_path / "s.json"
+        args = ["batch", "-i", str(src), "--out", str(out), "-r", str(pipe), "--no-progress"]
+        assert main([*args, "--summary", str(summary_file)]) == 0
+    err = capsys.readouterr().err
+    summary = json.loads(summary_file.read_text())
+    assert (summary["warned"], summary["truncated"]) == (1, 1), summary  # the empty list
+    assert "1 with warnings, 1 with long documents read in part (truncated)" in err
+    long = json.loads(out.read_text().splitlines()[0])
+    assert long["warnings"] and "read on their first 10 (max_chars)" in long["warnings"][0]

@@ -172,7 +172,7 @@ def test_bad_rows_are_said_as_they_are(tmp_path):
     src.write_text(json.dumps(null) + '\n{"query": "x", "candidates": ["a\tb"]}\n')
     assert batch(src, out, "--text-field", "body") == 1
     first, second = (r["error"] for r in lines(out))
-    assert first.endswith("candidates[0]: text field 'body' is null")
+    assert "candidates[0] (id 1): text field 'body' is null: give it its text" in first
     assert "at at" not in second and "not JSON (Invalid control character at column" in second
 
 
@@ -221,3 +221,30 @@ def test_sigterm_ends_like_ctrl_c_with_the_summary_and_exit_143(tmp_path, capsys
     err = capsys.readouterr().err
     assert "rerankit batch: " in err and "rerankit: rerankit batch:" not in err
     assert "1 rows already written, skipped" in err
+
+
+def test_a_candidate_without_a_usable_text_fails_its_row_with_what_to_do(tmp_path):
+    """A missing, null or non-string text fails the row (bad input is an error); the error
+    names the query, the candidate's index and id, and says what to do: --text-field only
+    when no candidate of the row has the field."""
+    ok = {"id": "d2", "text": "y"}
+    rows = [
+        {"query_id": "one", "query": "q", "candidates": [{"id": "d1", "body": "x"}, ok]},
+        {"query_id": "all", "query": "q", "candidates": [{"id": "d1", "body": "x"}]},
+        {"query_id": "null", "query": "q", "candidates": [ok, {"id": "d1", "text": None}]},
+        {"query_id": "num", "query": "q", "candidates": [ok, {"id": 7, "text": 3}]},
+    ]
+    src, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert batch(src, out) == 1
+    one, every, null, num = (r["error"] for r in lines(out))
+    give = 'give it its text ("" when it has none: ranked, with the flag empty_content)'
+    assert one.startswith(f"{src}:1: query 'one': candidates[0] (id 'd1'): no text field 'text'")
+    assert "which other candidates of the row have" in one and give in one
+    assert "--text-field" not in one
+    assert every.startswith(f"{src}:2: query 'all': candidates[0] (id 'd1'): missing text field")
+    assert "--text-field NAME" in every  # no candidate has it: the field is named otherwise
+    assert null.startswith(f"{src}:3: query 'null': candidates[1] (id 'd1'): text field 'text'")
+    assert "is null: " + give in null
+    assert num.startswith(f"{src}:4: query 'num': candidates[1] (id 7): text field 'text' must")
+    assert give in num

@@ -88,9 +88,14 @@ def test_resume_counts_the_skipped_rows_that_failed_in_the_exit_status(tmp_path,
     assert "2 rows already written, skipped (1 of them with an error" in err
     assert "--overwrite ranks every row again" in err
     assert "2 skipped (already written, 1 of them with an error)" in err
+    # the summary counts the failed rows the output holds, not "0 failed", and says why 3
+    assert "0 failed" not in err
+    assert "1 failed in the output (0 this run, 1 from an earlier run, not ranked again)" in err
+    assert f"exit status 3: 1 of the 2 rows in {out} failed, each written with its error" in err
     summary = run_batch(src, out, "bm25", resume=True)
     assert (summary.skipped, summary.skipped_failures, summary.exit_status) == (2, 1, 3)
     assert summary.to_dict()["skipped_failures"] == 1
+    assert summary.to_dict()["failed_in_output"] == 1
     every = write_jsonl(tmp_path / "bad.jsonl", [bad, bad])
     failed = tmp_path / "failed.jsonl"
     assert run_batch(every, failed, "bm25").exit_status == 1

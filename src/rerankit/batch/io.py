@@ -12,10 +12,12 @@ from typing import Any
 from .._jsonl import dumps_strict
 from .._optional import require
 from ..errors import InputError, no_such_file
-from .rows import LINE_KEY, NOTES_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
+from .rows import DIGEST_KEY, LINE_KEY, NOTES_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
 
 __all__ = [
+    "decode_json_columns",
     "input_format",
+    "json_columns",
     "parse_line",
     "public_fields",
     "read_lines",
@@ -90,20 +92,25 @@ def read_rows(
     if input_format(path) == "parquet":
         pq = require("pyarrow.parquet", "Parquet input")
         with pq.ParquetFile(path) as f:
-            meta = f.schema_arrow.metadata or {}
-            encoded = json.loads(meta[_JSON_COLUMNS]) if _JSON_COLUMNS in meta else []
+            encoded = _encoded(f.schema_arrow)
             for group in range(f.num_row_groups):
                 for row in f.read_row_group(group).to_pylist():
-                    for name in encoded:
-                        if isinstance(row.get(name), str):
-                            row[name] = json.loads(row[name])
-                    yield row
+                    yield decode_json_columns(row, encoded)
         return
     with open(path, encoding="utf-8-sig", errors="strict") as f:
         try:
             yield from read_lines(f, blank)
         except UnicodeDecodeError as exc:
             raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from None
+
+
+def _text_ids(row: dict[str, Any]) -> dict[str, Any]:
+    """``row`` with its results' ids as text (None stays None), as Parquet stores them."""
+    results = row.get("results")
+    if not results or all(r.get("id") is None or isinstance(r.get("id"), str) for r in results):
+        return row
+    texts = [{**r, "id": None if r.get("id") is None else str(r["id"])} for r in results]
+    return {**row, "results": texts}
 
 
 def public_fields(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -113,32 +120,54 @@ def public_fields(row: Mapping[str, Any]) -> dict[str, Any]:
 _JSON_COLUMNS = b"rerankit.json_columns"
 
 
+def _encoded(schema: Any) -> list[str]:
+    meta = schema.metadata or {}
+    return json.loads(meta[_JSON_COLUMNS]) if _JSON_COLUMNS in meta else []
+
+
+def json_columns(path: str | Path) -> list[str]:
+    """The fields of a Parquet file that rerankit wrote as JSON text (its metadata names
+    them); none for another file."""
+    pq = require("pyarrow.parquet", "Parquet input")
+    return _encoded(pq.read_schema(path))
+
+
+def decode_json_columns(row: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    """``row`` with its ``names`` fields, stored as JSON text, decoded (in place)."""
+    for name in names:
+        if isinstance(row.get(name), str):
+            row[name] = json.loads(row[name])
+    return row
+
+
 class _ParquetWriter:
     """Rows to one Parquet file, a row group per chunk; the added fields have fixed types
-    so a chunk of failures has the same schema as a chunk of results. An input field whose
-    values Arrow cannot hold in one type (candidates that are strings in one row and
-    objects in another) is stored as JSON text, named in the file's metadata, and
-    :func:`read_rows` decodes it again."""
+    (a result's ``id`` is text, whatever the input's ids are) so that a chunk of failures,
+    or of odd rows, has the same schema as a chunk of results, night after night. The
+    ``json_fields`` (the candidates) are always stored as JSON text, whatever their rows
+    hold (objects, strings, a broken row's value), so that one odd row cannot change the
+    column's type; another input field whose values Arrow cannot hold in one type is stored
+    as JSON text too. Both are named in the file's metadata, and :func:`read_rows` decodes
+    them again."""
 
-    def __init__(self, path: Path, chunk: int = 1000) -> None:
+    def __init__(self, path: Path, chunk: int = 1000, json_fields: Iterable[str] = ()) -> None:
         self.pa = require("pyarrow", "Parquet output")
         self.pq = require("pyarrow.parquet", "Parquet output")
         self.path, self.chunk = path, chunk
         self.rows: list[dict[str, Any]] = []
         self.writer: Any = None
         self.schema: Any = None
+        self.always_json = list(json_fields)
         self.json_columns: list[str] = []
 
     def _schema(self, rows: list[dict[str, Any]]) -> Any:
         pa = self.pa
-        ids = [r["id"] for row in rows for r in row.get("results") or [] if r["id"] is not None]
-        id_type = pa.int64() if ids and all(isinstance(i, int) for i in ids) else pa.string()
         fixed = {
             "results": pa.list_(
                 pa.struct(
                     [
                         ("index", pa.int64()),
-                        ("id", id_type),
+                        ("id", pa.string()),
                         ("score", pa.float64()),
                         ("flags", pa.list_(pa.string())),
                     ]
@@ -149,10 +178,15 @@ class _ParquetWriter:
             "warnings": pa.list_(pa.string()),
             "score_scale": pa.string(),
             "seconds": pa.float64(),
+            DIGEST_KEY: pa.string(),
         }
         names = list(dict.fromkeys(k for r in rows for k in r if k not in fixed))
         inferred = []
         for name in names:
+            if name in self.always_json:
+                self.json_columns.append(name)
+                inferred.append(pa.field(name, pa.string()))
+                continue
             try:
                 inferred.append(pa.field(name, pa.array([r.get(name) for r in rows]).type))
             except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
@@ -174,7 +208,7 @@ class _ParquetWriter:
         if self.schema is None:
             self.schema = self._schema(self.rows)
             self.writer = self.pq.ParquetWriter(self.path, self.schema)
-        rows = self.rows
+        rows = [_text_ids(r) for r in self.rows]
         if self.json_columns:
             rows = [
                 {
@@ -230,17 +264,23 @@ def write_rows(
     *,
     keep: int | None = None,
     progress: Callable[[BatchSummary], None] | None = None,
+    json_fields: Iterable[str] = ("candidates",),
 ) -> BatchSummary:
     """Write output rows (JSON Lines or Parquet by the file name) as they come, counting
     them into ``summary`` (and telling ``progress`` after each). ``keep``: append to a JSON
     Lines file after its first ``keep`` bytes (the finished rows a resumed run skips)
-    instead of starting it again."""
+    instead of starting it again. In Parquet, the ``json_fields`` (the rows' candidates) are
+    stored as JSON text, one type whatever the rows hold."""
     path = Path(path)
     summary = summary if summary is not None else BatchSummary()
     fmt = input_format(path)
     if path.parent and not path.parent.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-    writer: Any = _ParquetWriter(path) if fmt == "parquet" else _JsonlWriter(path, keep)
+    writer: Any = (
+        _ParquetWriter(path, json_fields=json_fields)
+        if fmt == "parquet"
+        else _JsonlWriter(path, keep)
+    )
     try:
         for row in rows:
             summary.count(row, row.get(USAGE_KEY))

@@ -14,7 +14,15 @@ from ..api import load
 from ..errors import InputError, no_such_file, said_for
 from .io import input_format, read_lines, read_rows, tell_blank_lines, write_rows
 from .ray import RayOptions, declared, ray_rows
-from .resume import PIPELINE_KEY, BatchInterrupted, output_rows, pipeline_tag, skip_finished
+from .resume import (
+    PIPELINE_KEY,
+    SETTINGS_KEY,
+    BatchInterrupted,
+    output_rows,
+    pipeline_settings,
+    pipeline_tag,
+    skip_finished,
+)
 from .rows import BatchSummary, RowFields, chunks, rerank_rows
 
 __all__ = ["run_batch"]
@@ -77,10 +85,11 @@ def run_batch(
     if resume and not settings.preserve_order:
         raise InputError("resume=True needs the rows written in input order (preserve_order)")
     names = RowFields(query_field, query_id_field, candidates_field)
-    tag = pipeline_tag(pipeline, options)
-    finished, keep, failed, unchecked = output_rows(
-        output, resume=resume, overwrite=overwrite, names=names, pipeline=tag
+    tag, recorded = pipeline_tag(pipeline, options), pipeline_settings(pipeline, options)
+    held, unchecked = output_rows(
+        output, resume=resume, overwrite=overwrite, names=names, pipeline=tag, settings=recorded
     )
+    finished, keep, failed = held.keys, held.end, held.failed
     summary = BatchSummary(skipped=len(finished), skipped_failures=failed)
 
     def blank(lineno: int) -> None:
@@ -89,7 +98,7 @@ def run_batch(
     rows: Any = read_lines(source, blank) if isinstance(source, io.TextIOBase) else source
     if finished:
         read = read_rows(path, blank) if path else rows
-        rows = skip_finished(read, finished, output, path, names)
+        rows = skip_finished(read, held, output, path, names)
         message = f"{output}: {len(finished)} rows already written, skipped"
         if failed:
             again = said_for("overwrite=True", "--overwrite")
@@ -102,6 +111,13 @@ def run_batch(
             message += (
                 f" (warning: {unchecked} of them record no pipeline, written by an earlier "
                 f"rerankit: not checked against this run's, {tag})"
+            )
+        blind = held.digests.count(None)
+        if blind:
+            message += (
+                f" (warning: {blind} of them record neither their candidates nor a digest of "
+                "them, written by an earlier rerankit without the candidates: their candidates "
+                "not checked against the input's)"
             )
         cut = Path(output).stat().st_size - keep
         if cut > 0:
@@ -130,9 +146,16 @@ def run_batch(
             for chunk in chunks(iter(rows), concurrency)
             for row in rerank_rows(reranker, chunk, concurrency=concurrency, source=path, **options)
         )
-    tagged = ({**row, PIPELINE_KEY: tag} for row in results)
+    tagged = ({**row, PIPELINE_KEY: tag, SETTINGS_KEY: recorded} for row in results)
     try:
-        write_rows(output, tagged, summary, keep=keep or None, progress=progress)
+        write_rows(
+            output,
+            tagged,
+            summary,
+            keep=keep or None,
+            progress=progress,
+            json_fields=(candidates_field,),
+        )
     except KeyboardInterrupt:
         summary.seconds, summary.interrupted = time.perf_counter() - started, True
         raise BatchInterrupted(summary, output) from None

@@ -18,7 +18,14 @@ from ..api import PIPELINE_SUFFIXES, load
 from ..config import read_pipeline
 from ..errors import InputError, flags_first, said_for
 from ..scorers.local import load_models
-from .io import input_format, parse_line, public_fields, write_rows
+from .io import (
+    decode_json_columns,
+    input_format,
+    json_columns,
+    parse_line,
+    public_fields,
+    write_rows,
+)
 from .ray_cluster import check_resources, numbered_lines, quiet_ray_logs, start_ray, worker_env
 from .rows import rerank_rows
 
@@ -58,6 +65,7 @@ class _Worker:
         concurrency: int = 1,
         source: str | None = None,
         command_line: bool = False,
+        encoded: tuple[str, ...] = (),
     ) -> None:
         self.command_line = command_line  # messages worded for the command that started it
         with self._wording():
@@ -66,6 +74,7 @@ class _Worker:
         self.lines = lines
         self.concurrency = concurrency
         self.source = source  # the file read, named in a row's error
+        self.encoded = encoded  # a rerankit Parquet file's fields stored as JSON text
 
     def _wording(self) -> Any:
         """The driver's wording of messages (``--text-field NAME`` for a user of the
@@ -87,7 +96,7 @@ class _Worker:
             texts, numbers = batch.column("text").to_pylist(), batch.column("line").to_pylist()
             rows = [parse_line(t, n) for t, n in zip(texts, numbers, strict=True)]
         else:
-            rows = batch.to_pylist()
+            rows = [decode_json_columns(row, self.encoded) for row in batch.to_pylist()]
         with self._wording():
             done = rerank_rows(
                 self.reranker,
@@ -232,6 +241,11 @@ def _ray_map(
             "concurrency": ray.concurrency,
             "source": str(source) if isinstance(source, (str, Path)) else where,
             "command_line": said_for("python", "command line") == "command line",
+            "encoded": tuple(
+                json_columns(source)
+                if isinstance(source, (str, Path)) and input_format(source) == "parquet"
+                else ()
+            ),
         },
         batch_size=ray.batch_size,
         batch_format="pyarrow",

@@ -10,7 +10,7 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import registry
 from .._optional import require
@@ -18,15 +18,18 @@ from ..cache.keys import canonical_json, digest
 from ..config import PIPELINE_SUFFIXES, read_pipeline
 from ..errors import InputError, said_for
 from .io import input_format
-from .rows import BatchSummary, RowFields, row_key
+from .rows import DIGEST_KEY, BatchSummary, RowFields, candidates_digest, row_key
 
 __all__ = [
     "PIPELINE_KEY",
+    "SETTINGS_KEY",
     "BatchInterrupted",
+    "Finished",
     "OutputHoldsRows",
     "OutputRefused",
     "finished_rows",
     "output_rows",
+    "pipeline_settings",
     "pipeline_tag",
     "skip_finished",
 ]
@@ -36,6 +39,20 @@ logger = logging.getLogger(__name__)
 #: the output row's field naming the pipeline that ranked it (``NAME@FINGERPRINT``), which
 #: ``resume`` checks against the resuming run's
 PIPELINE_KEY = "reranked_by"
+
+#: the output row's field holding the settings its pipeline was run with, in words a
+#: refusal can name (``{"quantize": "int8", "top_k": 5}`` as JSON text; ``{}``: none)
+SETTINGS_KEY = "reranked_with"
+
+#: the flags (and keywords) of the settings :data:`SETTINGS_KEY` records
+_SETTING_FLAGS = {
+    "backend": ("backend", "--backend"),
+    "quantize": ("quantize", "--quantize"),
+    "language": ("language", "--language"),
+    "top_k": ("top_k", "--top-k"),
+    "fields": ("fields", "the text fields (--text-field, --text-fields, --id-field, ...)"),
+    "keep_candidates": ("keep_candidates", "--no-candidates"),
+}
 
 
 class OutputRefused(InputError):
@@ -104,6 +121,22 @@ def pipeline_tag(pipeline: Any, options: Mapping[str, Any] | None = None) -> str
     return f"{name}@{digest(text, 12)}"
 
 
+def pipeline_settings(pipeline: Any, options: Mapping[str, Any] | None = None) -> str:
+    """The settings of a run that :func:`pipeline_tag` digests, as JSON text that names
+    them: a registered reranker's options (``--quantize``, ``--backend``, ``--language``
+    give them) and the rerank ``options`` that change the rows written; a pipeline file's
+    or spec's own contents are told apart by the tag alone."""
+    settings: dict[str, Any] = {}
+    inner = pipeline.get("reranker") if isinstance(pipeline, Mapping) else None
+    if isinstance(inner, Mapping) and set(pipeline) == {"reranker"}:
+        settings.update({k: v for k, v in inner.items() if k != "type"})
+    settings.update(_output_options(options))
+    try:
+        return canonical_json(settings, "settings")
+    except TypeError:
+        return json.dumps(settings, sort_keys=True, default=repr)
+
+
 def _way(flag: str, keyword: str) -> str:
     """``--resume (resume=True)`` for Python, ``--resume`` at the command line."""
     return said_for(f"{flag} ({keyword}=True)", flag)
@@ -129,18 +162,31 @@ def _parquet_rows(path: Path) -> int | None:
         return None
 
 
-def finished_rows(
-    path: str | Path, names: RowFields | None = None
-) -> tuple[list[tuple[Any, Any]], int, int, dict[str, int]]:
-    """The (query id, query) of each whole row of a JSON Lines batch output, the byte
-    length of those rows (a last line without its newline, of a run killed while writing
-    it, is not counted), how many of them were written with an error, and the pipelines
-    that wrote them (:data:`PIPELINE_KEY`; ``None``: an earlier rerankit's row, which
-    recorded none) with their row counts. A whole line that is not a JSON object means the
-    file is not a batch output: refused."""
+class Finished(NamedTuple):
+    """The whole rows of a JSON Lines batch output: their (query id, query) ``keys``;
+    the ``digests`` of the candidates each was ranked from (its :data:`DIGEST_KEY`, or
+    the digest of the candidates it holds, for a row written before rerankit recorded one;
+    None: neither, not checked); the byte length ``end`` of those rows (a last line without
+    its newline, of a run killed while writing it, is not counted); how many were written
+    with an error (``failed``); the pipelines that wrote them (:data:`PIPELINE_KEY`;
+    ``None``: an earlier rerankit's row, which recorded none) with their row counts, and
+    the settings each recorded (:data:`SETTINGS_KEY`)."""
+
+    keys: list[tuple[Any, Any]]
+    digests: list[str | None]
+    end: int
+    failed: int
+    writers: dict[Any, int]
+    settings: dict[Any, Any]
+
+
+def finished_rows(path: str | Path, names: RowFields | None = None) -> Finished:
+    """The :class:`Finished` rows of the batch output ``path``. A whole line that is not a
+    JSON object means the file is not a batch output: refused."""
+    names = names or RowFields()
     data = Path(path).read_bytes()
     end = data.rfind(b"\n") + 1  # a cut last line (no newline) is left out
-    keys, failed, writers = [], 0, {}
+    keys, digests, failed, writers, settings = [], [], 0, {}, {}
     for number, line in enumerate(data[:end].splitlines(), start=1):
         if not line.strip():
             continue
@@ -154,31 +200,72 @@ def finished_rows(
                 f"pass {_way('--overwrite', 'overwrite')} to start the file again"
             )
         keys.append(row_key(row, names))
+        if DIGEST_KEY in row:
+            digests.append(row[DIGEST_KEY])
+        elif names.candidates in row:  # an earlier rerankit's row, with its candidates
+            digests.append(candidates_digest(row[names.candidates]))
+        else:
+            digests.append(None)
         failed += bool(row.get("error"))
         writer = row.get(PIPELINE_KEY)
         writers[writer] = writers.get(writer, 0) + 1
-    return keys, end, failed, writers
+        settings.setdefault(writer, row.get(SETTINGS_KEY))
+    return Finished(keys, digests, end, failed, writers, settings)
 
 
 def _rows(count: int) -> str:
     return f"{count} row" if count == 1 else f"{count} rows"
 
 
-def _same_pipeline(path: Path, writers: dict[Any, int], pipeline: str | None) -> int:
+def _differences(other: str, theirs: Any, pipeline: str, ours: str | None) -> str:
+    """What differs between the run that wrote ``other`` (its recorded settings
+    ``theirs``) and this one: the reranker, the settings by their flags, or the pipeline's
+    contents; the list of what could when the output recorded no settings."""
+    if other.split("@")[0] != pipeline.split("@")[0]:
+        return f"the reranker differs ({other.split('@')[0]} there, {pipeline.split('@')[0]} here)"
+    try:
+        old, new = json.loads(theirs), json.loads(ours or "{}")
+    except (TypeError, ValueError):  # written before rerankit recorded its settings
+        flags = [said_for(*_SETTING_FLAGS[k]) for k in _SETTING_FLAGS]
+        return f"another pipeline, or other options that change the rows: {', '.join(flags)}"
+    changed = []
+    for key in dict.fromkeys([*old, *new]):
+        if old.get(key) != new.get(key):
+            keyword, flag = _SETTING_FLAGS.get(key, (key, key))
+            said = said_for(keyword, flag)
+            changed.append(
+                f"{said} ({_setting(key, old.get(key))} there, {_setting(key, new.get(key))} here)"
+            )
+    if not changed:
+        return "the pipeline differs (a pipeline file's or spec's contents)"
+    return ("options differ: " if len(changed) > 1 else "an option differs: ") + "; ".join(changed)
+
+
+def _setting(key: str, value: Any) -> str:
+    """A recorded setting's value as a refusal says it (``--no-candidates``: given or not)."""
+    if key == "keep_candidates":
+        return said_for(str(value is not False), "not given" if value is None else "given")
+    return "not set" if value is None else json.dumps(value)
+
+
+def _same_pipeline(
+    path: Path, held: Finished, pipeline: str | None, settings: str | None = None
+) -> int:
     """Refuse to resume ``path`` when rows in it were written by another pipeline than
-    this run's (``pipeline``, a :func:`pipeline_tag`); the rows that record none (written
+    this run's (``pipeline``, a :func:`pipeline_tag`, run with ``settings``, its
+    :func:`pipeline_settings`), naming what differs; the rows that record none (written
     by an earlier rerankit), which cannot be checked."""
+    writers = held.writers
     if pipeline is None:
         return 0
     other = [w for w in writers if w is not None and w != pipeline]
     if other:
+        what = _differences(other[0], held.settings.get(other[0]), pipeline, settings)
         raise OutputRefused(
             f"{path} was written by pipeline {other[0]} ({_rows(writers[other[0]])}), and this "
-            f"run's is {pipeline} (another pipeline, or other options that change the rows: "
-            f"{said_for('top_k', '--top-k')}, {said_for('fields', 'the text fields')}, "
-            f"{said_for('keep_candidates', '--no-candidates')}): resuming would mix two kinds of "
-            f"rows in one file; run it as the run that wrote it, or pass "
-            f"{_way('--overwrite', 'overwrite')} to rank every row again with this one"
+            f"run's is {pipeline}: {what}. Resuming would mix two kinds of rows in one file; "
+            f"run it as the run that wrote it, or pass {_way('--overwrite', 'overwrite')} to "
+            "rank every row again with this one"
         )
     return writers.get(None, 0)
 
@@ -190,14 +277,15 @@ def output_rows(
     overwrite: bool,
     names: RowFields | None = None,
     pipeline: str | None = None,
-) -> tuple[list, int, int, int]:
-    """Check what a run may do with ``path``: the finished rows to skip, the bytes to
-    keep (none when it is absent, empty or overwritten), how many of those rows hold an
-    error (a resumed run does not rank them again: they count as failed) and how many
-    record no pipeline (an earlier rerankit's rows: not checked). An existing
-    non-empty output without ``resume`` or ``overwrite`` is refused, naming its rows and
-    both ways on; so is resuming one that another pipeline than ``pipeline`` (a
-    :func:`pipeline_tag`) wrote."""
+    settings: str | None = None,
+) -> tuple[Finished, int]:
+    """Check what a run may do with ``path``: its :class:`Finished` rows to skip (none,
+    with ``end`` 0, when it is absent, empty or overwritten; a resumed run does not rank
+    again those that hold an error: they count as failed) and how many of them record no
+    pipeline (an earlier rerankit's rows: not checked). An existing non-empty output
+    without ``resume`` or ``overwrite`` is refused, naming its rows and both ways on; so is
+    resuming one that another pipeline than ``pipeline`` (a :func:`pipeline_tag`, run with
+    ``settings``, a :func:`pipeline_settings`) wrote, naming what differs."""
     path = Path(path)
     if resume and overwrite:
         both = "give {} or {}, not both"
@@ -211,7 +299,7 @@ def output_rows(
             "appended to, and one whose run was killed cannot be read"
         )
     if overwrite or not path.is_file() or path.stat().st_size == 0:
-        return [], 0, 0, 0
+        return Finished([], [], 0, 0, {}, {}), 0
     if parquet:
         count = _parquet_rows(path)
         held = f"{count} rows" if count is not None else "rows (cut short: unreadable)"
@@ -219,26 +307,28 @@ def output_rows(
             f"{path} already holds {held}; pass {_way('--overwrite', 'overwrite')} to start "
             "it again, or write JSON Lines (.jsonl) to be able to --resume"
         )
-    keys, end, failed, writers = finished_rows(path, names)
+    finished = finished_rows(path, names)
     if not resume:
         raise OutputHoldsRows(
-            f"{path} already holds {len(keys)} rows; pass {_way('--resume', 'resume')} to "
-            f"skip them and append the rest, or {_way('--overwrite', 'overwrite')} to start "
+            f"{path} already holds {len(finished.keys)} rows; pass {_way('--resume', 'resume')} "
+            f"to skip them and append the rest, or {_way('--overwrite', 'overwrite')} to start "
             "again"
         )
-    return keys, end, failed, _same_pipeline(path, writers, pipeline)
+    return finished, _same_pipeline(path, finished, pipeline, settings)
 
 
 def skip_finished(
     rows: Iterable[dict[str, Any]],
-    keys: list,
+    finished: Finished,
     output: str | Path,
     source: str | None,
     names: RowFields | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """``rows`` after the first ``len(keys)``, which are checked now against the finished
-    output rows ``keys`` (same query ids and queries, in order): an output written from
-    other rows is refused rather than appended to."""
+    """``rows`` after the first ``len(finished.keys)``, which are checked now against the
+    finished output rows (same query ids and queries, in order, and the same candidates,
+    by their digests): an output written from other rows, or from other candidates of
+    the same queries (last night's, say), is refused rather than appended to."""
+    keys, names = finished.keys, names or RowFields()
     rows = iter(rows)
     done = list(islice(rows, len(keys)))
     name = source or "the input"
@@ -255,5 +345,23 @@ def skip_finished(
                 f"{output} does not match {name}: its row {number} is query_id {key[0]!r}, "
                 f"query {key[1]!r}, the input's is query_id {got[0]!r}, query {got[1]!r}; "
                 f"pass {_way('--overwrite', 'overwrite')} to start again"
+            )
+    for number, (row, held) in enumerate(zip(done, finished.digests, strict=True), start=1):
+        if held is not None and held != candidates_digest(row.get(names.candidates)):
+            changed = sum(
+                h is not None and h != candidates_digest(r.get(names.candidates))
+                for r, h in zip(done, finished.digests, strict=True)
+            )
+            raise OutputRefused(
+                f"{output} was ranked from other candidates than {name} holds now: its row "
+                f"{number}, query_id {row.get(names.query_id)!r}, has other candidates (ids, "
+                f"texts or other fields) in the input ({changed} of the {len(keys)} rows "
+                f"written {'has' if changed == 1 else 'have'} changed), so its ranking there is "
+                "stale; write this run to "
+                + said_for(
+                    "a new output file (one a night)",
+                    "a new --out (one a night: --out ranked-$(date +%F).jsonl)",
+                )
+                + f", or pass {_way('--overwrite', 'overwrite')} to rank every row again"
             )
     return rows

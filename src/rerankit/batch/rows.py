@@ -5,16 +5,19 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from ..cache.keys import canonical_json, digest
 from ..errors import InputError, InvalidDocumentError, said_for
 from ..rerankers.base import run_sync
+from .summary import NOTES_KEY, BatchSummary
 
 __all__ = [
     "FORMATS",
@@ -26,6 +29,7 @@ __all__ = [
     "BatchSummary",
     "RowFields",
     "arerank_row",
+    "candidates_digest",
     "chunks",
     "rerank_row",
     "rerank_rows",
@@ -35,14 +39,31 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
+#: the output row's digest of the candidates it was ranked from (:func:`candidates_digest`),
+#: which ``resume`` checks against the input's: a row whose candidates changed is not done
+DIGEST_KEY = "candidates_digest"
+
 #: the fields every output row gains
-OUTPUT_FIELDS = ("results", "error", "degraded", "warnings", "score_scale", "seconds")
+OUTPUT_FIELDS = ("results", "error", "degraded", "warnings", "score_scale", "seconds", DIGEST_KEY)
+
+
+def candidates_digest(candidates: Any) -> str:
+    """16 hex digits of a row's candidates as given (their ids, texts and every other
+    field, in order; a null field counts as absent, as Parquet writes one): the same
+    candidates give the same digest in every process, JSON Lines or Parquet."""
+    if isinstance(candidates, Sequence) and not isinstance(candidates, (str, bytes)):
+        candidates = [
+            {k: v for k, v in c.items() if v is not None} if isinstance(c, Mapping) else c
+            for c in candidates
+        ]
+    try:
+        text = canonical_json(candidates, "candidates")
+    except TypeError:  # not plain JSON data (a Parquet scalar): its JSON text
+        text = json.dumps(candidates, sort_keys=True, default=str)
+    return digest(text, 16)
 
 
 USAGE_KEY = "_usage"  # travels with a row from a worker to the summary; never written
-
-
-NOTES_KEY = "_notes"  # a row's pipeline notes (see pipeline_notes), to the summary; never written
 
 
 #: warnings that say how the pipeline is set, not what is wrong with a row, so that every
@@ -76,98 +97,6 @@ UNREADABLE_KEY = "_unreadable"  # why a JSON Lines line could not be read; becom
 
 
 FORMATS = ("jsonl", "parquet")
-
-#: ``rerankit batch``'s exit status when it finished but some (not all) rows failed
-SOME_ROWS_FAILED = 3
-
-
-@dataclass
-class BatchSummary:
-    """What a batch run did: rows written, rows that failed (``error`` set), rows whose
-    pipeline degraded, rows that ranked with ``warnings`` (``warned``), wall time, summed
-    provider usage, and the first few errors; with ``resume``, the rows ``skipped``
-    (already in the output) and how many of those hold an error (``skipped_failures``: a
-    resumed run does not rank them again); ``interrupted`` when Ctrl-C (or SIGTERM)
-    stopped it; ``notes``, what the pipeline's settings made it say of every row (the
-    hybrid's not fusing first-stage scores), each once with its row count: such a row is
-    not counted in ``warned``, which is left to the rows' own problems.
-
-    ``exit_status`` is ``rerankit batch``'s: 0 when no row of the output failed, 3 when
-    some did, 1 when every row did, counting the skipped rows too (``failures +
-    skipped_failures`` of ``rows + skipped``): a nightly job that always resumes still
-    exits 1 or 3 while its output holds failed rows."""
-
-    rows: int = 0
-    failures: int = 0
-    degraded: int = 0
-    seconds: float = 0.0
-    usage: dict[str, int] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    skipped: int = 0
-    interrupted: bool = False
-    warned: int = 0
-    blank_lines: int = 0
-    skipped_failures: int = 0
-    notes: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def exit_status(self) -> int:
-        failed = self.failures + self.skipped_failures
-        if not failed:
-            return 0
-        return 1 if failed == self.rows + self.skipped else SOME_ROWS_FAILED
-
-    @property
-    def rows_per_second(self) -> float:
-        return self.rows / self.seconds if self.seconds > 0 else 0.0
-
-    def count(self, row: Mapping[str, Any], usage: Mapping[str, int] | None = None) -> None:
-        self.rows += 1
-        if row.get("error"):
-            self.failures += 1
-            if len(self.errors) < 10:
-                self.errors.append(str(row["error"]))
-        self.degraded += bool(row.get("degraded"))
-        self.warned += bool(row.get("warnings")) and not row.get("error")
-        for note in row.get(NOTES_KEY) or ():
-            self.notes[note] = self.notes.get(note, 0) + 1
-        for key, value in (usage or {}).items():
-            self.usage[key] = self.usage.get(key, 0) + int(value)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "rows": self.rows,
-            "failures": self.failures,
-            "degraded": self.degraded,
-            "warned": self.warned,
-            "seconds": round(self.seconds, 3),
-            "rows_per_second": round(self.rows_per_second, 2),
-            "usage": dict(self.usage),
-            "errors": list(self.errors),
-            "skipped": self.skipped,
-            "skipped_failures": self.skipped_failures,
-            "interrupted": self.interrupted,
-            "blank_lines": self.blank_lines,
-            "notes": dict(self.notes),
-        }
-
-    def __str__(self) -> str:
-        text = (
-            f"{self.rows} rows in {self.seconds:.1f} s ({self.rows_per_second:.1f} rows/s); "
-            f"{self.failures} failed, {self.degraded} degraded"
-        )
-        if self.warned:
-            text += f", {self.warned} with warnings"
-        if self.skipped:
-            text += f"; {self.skipped} skipped (already written"
-            if self.skipped_failures:
-                text += f", {self.skipped_failures} of them with an error"
-            text += ")"
-        if self.blank_lines:
-            text += f"; {self.blank_lines} blank lines skipped"
-        if self.usage:
-            text += "; LLM usage: " + ", ".join(f"{k} {v}" for k, v in sorted(self.usage.items()))
-        return text
 
 
 def _row_place(
@@ -231,17 +160,39 @@ def _candidates(row: Mapping[str, Any], names: RowFields) -> list[Any]:
     return out
 
 
-def _problem(exc: Exception, row: Mapping[str, Any], names: RowFields) -> str:
+#: what to do with a candidate whose text is absent, null or not a string
+_GIVE_TEXT = (
+    'give it its text ("" when it has none: ranked, with the flag empty_content), or leave '
+    "the candidate out of the row"
+)
+
+
+def _problem(exc: Exception, row: Mapping[str, Any], names: RowFields, id_field: str) -> str:
     """What went wrong with a row, in the row's terms: a document's error names its
-    ``candidates[i]`` (the library's ``document i``), a text field that is there but null
-    says so; an unexpected error its type."""
+    ``candidates[i]`` (the library's ``document i``) and its id; a text field that is
+    null, not a string, or missing where other candidates of the row have it says what to
+    do; an unexpected error its type."""
     if isinstance(exc, InvalidDocumentError) and exc.index is not None:
-        where = f"{names.candidates}[{exc.index}]: "
         cands = row.get(names.candidates)
-        doc = cands[exc.index] if isinstance(cands, list) and exc.index < len(cands) else None
-        if isinstance(doc, Mapping) and exc.field in doc and doc[exc.field] is None:
-            return f"{where}text field {exc.field!r} is null"
-        return where + str(exc).removeprefix(f"document {exc.index}: ")
+        ok = isinstance(cands, list) and exc.index < len(cands)
+        doc = cands[exc.index] if ok else None
+        where = f"{names.candidates}[{exc.index}]"
+        if isinstance(doc, Mapping) and doc.get(id_field) is not None:
+            where += f" ({id_field} {doc[id_field]!r})"
+        field = exc.field
+        if isinstance(doc, Mapping) and field is not None:
+            if field in doc and doc[field] is None:
+                return f"{where}: text field {field!r} is null: {_GIVE_TEXT}"
+            if field in doc:
+                got = type(doc[field]).__name__
+                return f"{where}: text field {field!r} must be a string, got {got}: {_GIVE_TEXT}"
+            if any(isinstance(c, Mapping) and field in c for c in cands):
+                present = ", ".join(repr(k) for k in doc) or "none"
+                return (
+                    f"{where}: no text field {field!r} (fields present: {present}), which other "
+                    f"candidates of the row have: {_GIVE_TEXT}"
+                )
+        return f"{where}: " + str(exc).removeprefix(f"document {exc.index}: ")
     return str(exc) if isinstance(exc, InputError) else f"{type(exc).__name__}: {exc}"
 
 
@@ -327,12 +278,15 @@ async def arerank_row(
             score_scale=None,
             seconds=0.0,
         )
+        out[DIGEST_KEY] = candidates_digest(None)
         return out
     try:
         docs = _candidates(row, names)
         result = await reranker.arerank(row[query_field], docs, **options)
     except Exception as exc:  # a bad row, or a pipeline that cannot run: written, counted
-        error = _located(row, source, _problem(exc, row, names), query_id_field)
+        fields = options.get("fields")
+        id_field = options.get("id_field") or getattr(fields, "id_field", None) or "id"
+        error = _located(row, source, _problem(exc, row, names, id_field), query_id_field)
         out.update(results=[], error=error, degraded=False, warnings=[], score_scale=None)
     else:
         warnings, notes = pipeline_notes(result.warnings)
@@ -351,6 +305,7 @@ async def arerank_row(
         if result.usage:
             out[USAGE_KEY] = dict(result.usage)
     out["seconds"] = round(time.perf_counter() - started, 6)
+    out[DIGEST_KEY] = candidates_digest(row.get(candidates_field))
     return out
 
 

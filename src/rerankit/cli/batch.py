@@ -17,7 +17,7 @@ from .._optional import require
 from ..batch import BatchInterrupted, BatchSummary, RayOptions, quiet_ray_logs, read_rows, run_batch
 from ..batch.beir import beir_rows
 from ..batch.resume import OutputRefused
-from ..batch.rows import SOME_ROWS_FAILED
+from ..batch.summary import SOME_ROWS_FAILED
 from ..errors import InputError
 from .args import (
     UsageError,
@@ -175,11 +175,20 @@ def cmd_batch(args: argparse.Namespace) -> int:
         print(f"  ... and {summary.failures - 3} more ({more})", file=sys.stderr)
     if args.summary:
         write_summary(args.summary, summary)
+    failed, status = summary.failed_in_output, summary.exit_status
     if args.strict and summary.degraded:
         print(f"  --strict: {summary.degraded} degraded row(s) count as failed", file=sys.stderr)
-        failed = summary.failures + summary.skipped_failures + summary.degraded
-        return 1 if failed == summary.rows + summary.skipped else SOME_ROWS_FAILED
-    return summary.exit_status
+        failed += summary.degraded
+        status = 1 if failed == summary.rows + summary.skipped else SOME_ROWS_FAILED
+    if status:  # why, in one line a log grep finds
+        print(
+            f"rerankit batch: exit status {status}: {failed} of the "
+            f"{summary.rows + summary.skipped} rows in {args.out} failed"
+            + (" (every row)" if status == 1 else "")
+            + ", each written with its error",
+            file=sys.stderr,
+        )
+    return status
 
 
 def write_summary(path: str, summary: BatchSummary) -> None:
