@@ -602,6 +602,8 @@ def test_each_worker_logs_rerankits_lines_and_the_click_log_is_beside_the_settin
     assert text.count(warning) == 2, text
     assert text.count("INFO rerankit.server.pipeline: pipeline 'bm25' ready") == 2
     assert text.count("rerankit service stopping: 0 queued request(s) get 503") == 2
+    # said once, at start: a scrape of /metrics or a /ready probe describes one worker
+    assert text.count("each worker keeps its own /metrics and /ready") == 1, text[:3000]
     assert not (run / "clicks.jsonl").exists()
 
 

@@ -274,8 +274,9 @@ def add_commands(sub: Any) -> None:
         "--workers",
         type=positive_int,
         default=1,
-        help="worker processes on one socket, each with its own models and each logging "
-        "rerankit's lines to stderr (default 1)",
+        help="worker processes on one socket, each with its own models, its own /metrics "
+        "and /ready (a scrape or probe reaches one worker: on Kubernetes run one worker per "
+        "pod and scale with replicas) and each logging rerankit's lines to stderr (default 1)",
     )
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     srv.add_argument(

@@ -14,6 +14,7 @@ from .._optional import missing_package, require
 from .._threads import in_model_thread
 from ..backends.choice import choose_backend
 from ..backends.export import export_missing
+from ..backends.hub import missing_folder
 from ..backends.local import (
     LazyModel,
     model_label,
@@ -25,7 +26,7 @@ from ..backends.local import (
 from ..backends.manifest import is_exported, read_manifest
 from ..backends.onnx import load_onnx
 from ..backends.pairs import lengths, offsets, unpadded
-from ..errors import ConfigError, MissingDependencyError
+from ..errors import ConfigError, MissingDependencyError, ModelLoadError, no_such_file
 from ..types import Document
 from .base import ScoreBatch, valid_query, valid_unicode
 
@@ -134,11 +135,21 @@ class LocalModelScorer:
         )
         if isinstance(model, str):  # one load per process for the same model and settings
             own = loader
-            loader = lambda: shared_load(self._load_key(), own)  # noqa: E731
+            loader = lambda: shared_load(self._load_key(), lambda: self._there(own))  # noqa: E731
         # quiet: switch off transformers' progress bars while a torch model loads (the ONNX
         # path never imports transformers)
         quiet = chosen == "torch"
         self._model: LazyModel[Any] = LazyModel(self.what, model, loader, quiet=quiet)
+
+    def _there(self, load: Callable[[], Any]) -> Any:
+        """``load()``, once the model's folder is known to be there: a path that is not (a
+        volume not mounted, a misspelt folder) is said as such, before any package loading
+        would need (without torch, a missing folder read as a hub id asked for torch)."""
+        if self.model_id is not None and missing_folder(self.model_id):
+            raise ModelLoadError(
+                no_such_file(self.model_id, f"the {self.what} to load", folder=True)
+            )
+        return load()
 
     def _load_key(self) -> tuple:
         """What makes two scorers' loaded models the same object: the kind of scorer, the
@@ -210,8 +221,8 @@ class LocalModelScorer:
         loading says it); on torch, a package loading imports that is not installed (as
         loading says it). None when nothing here stops it (a hub model may yet fail to
         download)."""
-        if self.model_id is None:  # a model the caller loaded
-            return None
+        if self.model_id is None or missing_folder(self.model_id):
+            return None  # a model the caller loaded; a folder not here (check warns of it)
         if self.backend == "onnx":
             assert self.onnx_kind is not None
             for module in ("onnxruntime", "tokenizers"):

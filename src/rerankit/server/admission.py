@@ -107,9 +107,14 @@ class Admission:
             )
 
     def _check_queue(self, pipeline: str) -> None:
-        if self.waiting >= self.queue:
+        if self.waiting >= self.queue:  # the limits hit, named as the settings file does
             raise ServiceError(
-                429, "the service is at capacity; retry shortly", {"Retry-After": "1"}
+                429,
+                (f"pipeline {pipeline!r}: " if pipeline else "")
+                + f"the service is at capacity: {self.running} request(s) running "
+                f"(max_concurrency {self.slots}) and {self.waiting} queued (max_queue "
+                f"{self.queue}); retry shortly",
+                {"Retry-After": "1"},
             )
         if self.waiting_by[pipeline] >= self.queue_share:
             raise ServiceError(

@@ -104,7 +104,14 @@ def serve_workers(
         log_level=log_level,
         timeout_graceful_shutdown=graceful_seconds + CUT_MARGIN,  # after rerankit's cut
     )
-    logger.info("rerankit service: %d worker processes on %s:%d", workers, host, port)
+    logger.info(
+        "rerankit service: %d worker processes on %s:%d; each worker keeps its own /metrics "
+        "and /ready, and a scrape or probe reaches one of them (on Kubernetes: one worker "
+        "per pod, more replicas)",
+        workers,
+        host,
+        port,
+    )
     sock = config.bind_socket()
     try:
         Multiprocess(config, sockets=[sock]).run()
