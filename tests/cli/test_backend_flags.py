@@ -4,6 +4,7 @@ reach the scorer that runs the model."""
 from __future__ import annotations
 
 import argparse
+import re
 from pathlib import Path
 
 import pytest
@@ -160,7 +161,9 @@ def test_export_without_kind_exports_a_cross_encoder_as_one(bert_dir, tmp_path, 
     assert main(["export", str(bert_dir), "--out", str(out)]) == 0
     printed = capsys.readouterr()
     assert f"exporting {bert_dir} as cross_encoder (told from its files" in printed.err
-    assert 'load it with { type = "cross_encoder"' in printed.out
+    assert 'load it with reranker = { type = "cross_encoder"' in printed.out
+    assert "in a pipeline file, or as one of its stages: { scorer = {" in printed.out
+    assert "int8" not in printed.out  # a float32 export: nothing to judge
     assert read_manifest(out)["kind"] == "cross_encoder"
     assert model_kind(str(out)) == ("cross_encoder", {"backend": "onnx"})  # what -r reads
 
@@ -183,8 +186,38 @@ def test_export_says_how_far_its_scores_are_from_torch(bert_dir, tmp_path, capsy
     )
     assert said, printed
     assert float(said.group(1)) < 1e-4 and float(said.group(2)) < 1.0
+    # no bound for int8: the eval that judges it on the user's data instead
+    assert "--rerankers float32.toml,int8.toml --baseline float32`" in printed
     assert main([*args, "--out", str(tmp_path / "again"), "--no-check"]) == 0
     assert "checked on" not in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_an_int8_export_says_how_to_judge_it_on_your_data(bert_dir, tmp_path, capsys, monkeypatch):
+    """No bound is given for int8: the export names the eval that judges it, the same
+    pipeline on the float32 and on the int8 file over the user's judgments, and says a
+    threshold calibrated on float32 is re-checked on int8. The files and the command it
+    prints run as written (here on the bundled judgments)."""
+    pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
+    import shlex
+
+    out = tmp_path / "ce-onnx"
+    args = ["export", str(bert_dir), "--kind", "cross-encoder", "--quantize", "int8"]
+    assert main([*args, "--out", str(out), "--no-check"]) == 0
+    printed = capsys.readouterr().out
+    table = printed.split("Write float32.toml holding ", 1)[1].split(" and int8.toml", 1)[0]
+    assert table == f'reranker = {{ type = "cross_encoder", model = "{out}", backend = "onnx" }}'
+    assert 'int8.toml the same with quantize = "int8"' in printed
+    assert "calibrated on float32 (tune --calibrate)" in printed
+    assert "re-check the threshold you chose" in printed
+    (tmp_path / "float32.toml").write_text(table + "\n")
+    (tmp_path / "int8.toml").write_text(table.replace(" }", ', quantize = "int8" }') + "\n")
+    command = shlex.split(printed.split("then run `", 1)[1].split("`", 1)[0])
+    assert command[:2] == ["rerankit", "eval"]
+    command[command.index("YOUR_DATA")] = str(ROOT / "examples" / "scifact-mini")
+    monkeypatch.chdir(tmp_path)
+    assert main([*command[1:], "--candidates", "3"]) == 0
+    assert re.search(r"^\| int8 \| [+-]\d", capsys.readouterr().out, re.M)  # vs float32
 
 
 def test_an_exported_embedding_model_is_shown_loading_in_the_hybrid(tiny_st, tmp_path, capsys):

@@ -3,6 +3,7 @@ report's verdict."""
 
 from __future__ import annotations
 
+import json
 import random
 
 import numpy as np
@@ -202,12 +203,42 @@ def test_identical_pipelines_tie_every_session_with_the_common_prefix(tmp_path):
     assert report.wins == (0, 0) and report.ties == 100 and report.clicked == 0
     assert report.winner is None
     assert "100 with no click credited to either" in report.describe()
-    assert "no session had a click credited to either pipeline" in report.describe()
+    assert report.identical == 100 and report.needed is None
+    said = "a and b ranked the same documents in the same order in 100 of 100 sessions: "
+    assert said + "interleaving cannot tell them apart; compare them with eval" in (
+        report.describe()
+    )
     assert "over 20 queries" in report.describe()
     one = [
         s for s in _identical_log(tmp_path / "one.jsonl", 20, True) if s.impression.query == "q0"
     ]
     assert "1 interleaved session (team draft) over 1 query," in interleaving_report(one).describe()
+
+
+def test_the_report_counts_the_sessions_the_pipelines_ranked_alike(tmp_path, capsys):
+    """Optimized sessions credit nothing where both rankings agree: the report counts them
+    (``identical``, in --json too) and, where they are most sessions, says interleaving
+    cannot tell the two apart there; sessions that drafted teams are not counted."""
+    path = tmp_path / "i.jsonl"
+    log = ClickLog(path, store="id")
+    for s in range(10):
+        alike = s < 8
+        info = {"pipelines": ["a", "b"], "credits": [0.0] * 3 if alike else [0.0, 0.5, -0.5]}
+        log.log_impression(
+            f"s{s}", "q", [{"id": str(i)} for i in range(3)], [0, 1, 2], **{"interleaving": info}
+        )
+        log.log_feedback(f"s{s}", [2 if s == 9 else 1])  # one each way where credited
+    log.close()
+    report = interleaving_report(read_log(path)[0])
+    assert report.identical == 8 and report.sessions == 10 and report.winner is None
+    said = "a and b ranked the same documents in the same order in 8 of 10 sessions: "
+    assert said + "interleaving cannot tell them apart there, only in the other 2" in (
+        report.describe()
+    )
+    assert main(["interleave-report", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["identical"] == 8
+    drafted = interleaving_report(_identical_log(tmp_path / "d.jsonl", 50, shared_prefix=False))
+    assert drafted.identical == 0 and "ranked the same" not in drafted.describe()
 
 
 def test_a_log_without_interleaving_is_refused(tmp_path):

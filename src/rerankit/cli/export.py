@@ -83,6 +83,8 @@ def cmd_export(args: argparse.Namespace) -> int:
     print(f"wrote {out}: {', '.join(files)}")
     if not args.no_check:
         _say_differences(args, kind, out)
+    if args.quantize:
+        print(_judge_int8(kind, out))
     quantize = ', quantize = "int8"' if args.quantize else ""
     options = f'model = "{out}", backend = "onnx"{quantize}'
     if kind == "embedding":  # the hybrid reading it, as the default does, before cosine alone
@@ -93,8 +95,30 @@ def cmd_export(args: argparse.Namespace) -> int:
             f'alone it ranks by cosine similarity only: {{ type = "embedding", {options} }}'
         )
         return 0
-    print(f'load it with {{ type = "{kind}", {options} }} (no torch needed)')
+    print(
+        f'load it with reranker = {{ type = "{kind}", {options} }} in a pipeline file, or '
+        f'as one of its stages: {{ scorer = {{ type = "{kind}", {options} }} }} (no torch needed)'
+    )
     return 0
+
+
+def _judge_int8(kind: str, out: Any) -> str:
+    """How to tell whether the int8 file ranks well enough: no bound on a few fixed pairs
+    says it, an evaluation of the same pipeline on each file over the user's judgments
+    does; and a threshold fitted on float32 probabilities is checked again there."""
+    reranker = "hybrid" if kind == "embedding" else kind  # the embedding as the default reads it
+    table = f'reranker = {{ type = "{reranker}", model = "{out}", backend = "onnx" }}'
+    return (
+        "int8 moves scores more than float32 and can swap close documents; whether that "
+        "costs quality is for your judged queries to say, not these pairs. Write "
+        f'float32.toml holding {table} and int8.toml the same with quantize = "int8", then '
+        "run `rerankit eval --data YOUR_DATA --rerankers float32.toml,int8.toml --baseline "
+        "float32` (int8 within noise of float32: it ranks as well on your data).\n"
+        "A pipeline whose probabilities were calibrated on float32 (tune --calibrate): "
+        'give that eval its file with quantize = "int8" beside its model, and --thresholds, '
+        "and re-check the threshold you chose (ECE, precision at each threshold) on int8 "
+        "before serving it there"
+    )
 
 
 def _say_differences(args: argparse.Namespace, kind: str, out: Any) -> None:

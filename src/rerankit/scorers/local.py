@@ -332,9 +332,12 @@ def _local(reranker: Any) -> list[LocalModelScorer]:
 
 def models_run(reranker: Any) -> list[str]:
     """What local models ``reranker`` runs, and where, without loading them: ``"MODEL on
-    onnx"`` or ``"MODEL on torch"`` (the backend ``auto`` resolved to) once each, in order."""
+    onnx"``, ``"MODEL on onnx-int8"`` (its int8 file) or ``"MODEL on torch"`` (the backend
+    ``auto`` resolved to; the service's ``/info`` names them the same) once each, in order."""
     said = (
-        f"{s.model_id or 'a model loaded by the caller'} on {s.backend}" for s in _local(reranker)
+        f"{s.model_id or 'a model loaded by the caller'} on {s.backend}"
+        + (f"-{s.quantize}" if getattr(s, "quantize", None) else "")
+        for s in _local(reranker)
     )
     return list(dict.fromkeys(said))
 

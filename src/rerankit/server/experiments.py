@@ -19,6 +19,9 @@ on a share of requests, an experiment whose clicks the log can learn from.
   records the order shown and the swaps, so propensities below position 3 can be measured
   from them.
 
+A request sent with ``x-rerankit-experiment: off`` (a parity check, a probe) gets neither:
+it is answered plainly and logs no impression (:mod:`.opt_out`).
+
 An answer so changed says it in ``meta.rerankit.order`` (``"interleaved"`` or
 ``"explored"``): its relevance scores are then not in decreasing order (an exploration
 that exchanged no pair is logged as one but not marked: its order is the plain one). If
@@ -40,6 +43,7 @@ from ..training.clicks.optimized import optimized_interleave
 from ..training.clicks.propensity import randpair
 from ..types import RerankResult
 from .formats.base import Call, relevance_scores
+from .opt_out import OPTED_OUT
 from .service import Service
 from .settings import ServerSettings
 
@@ -85,8 +89,11 @@ class Experiments:
 
     def plan(self, call: Call) -> str | None:
         """What this request gets: ``"interleave"``, ``"explore"`` or None (the plain
-        ranking, which the answer cache may answer), drawn once."""
+        ranking, which the answer cache may answer), drawn once; always None for a request
+        sent with ``x-rerankit-experiment: off`` (:mod:`.opt_out`)."""
         s = self.settings
+        if OPTED_OUT.get():
+            return None
         pair = s.interleave
         if pair and s.resolve(call.model) == pair[0] and self.coin.random() < s.interleave_share:
             return "interleave"

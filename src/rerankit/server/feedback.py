@@ -56,6 +56,7 @@ from ..training.clicks.log import STORE, ClickLog, log_files
 from ..training.clicks.records import answer_of
 from ..training.clicks.retention import DAY, SWEEP_EVERY, check_retention
 from .feedback_index import AnswerIndex, feedback_key
+from .opt_out import OPTED_OUT
 
 __all__ = [
     "UNSET_NOTED",
@@ -313,7 +314,10 @@ class FeedbackLog:
     ) -> None:
         """Log the impression of ``answer`` (a response body with ``id`` and ``results``
         of ``index`` and ``relevance_score``) over the request's ``documents``; ``extra``:
-        ``explore`` or ``interleaving``, ``endpoint`` (``"explain"``). Returns at once."""
+        ``explore`` or ``interleaving``, ``endpoint`` (``"explain"``). Returns at once; logs
+        nothing for a request sent with ``x-rerankit-experiment: off`` (:mod:`.opt_out`)."""
+        if OPTED_OUT.get():
+            return
         rid = str(answer["id"])
         ids = [str(i) if d.id is None else str(d.id) for i, d in enumerate(documents)]
         when = self.log.now()  # the answer's time, in the index and the log alike

@@ -21,6 +21,7 @@ from .formats import FORMATS
 from .http import error, invalid
 from .logs import REQUEST_ID, request_id
 from .metrics import Metrics
+from .opt_out import HEADER, OPTED_OUT, opted_out
 from .settings import ServerSettings
 from .shutdown import InFlight
 
@@ -55,6 +56,7 @@ def install(app: Any, settings: ServerSettings, metrics: Metrics, in_flight: InF
         answer = invalid(where, str(first.get("msg", exc)))
         return error(answer.status, answer.message, path=request.url.path)
 
+    app.add_middleware(_OptOut)  # inside the guard: a refused request is not read
     app.add_middleware(_Guard, settings=settings)
     # added last: outermost. The routes' paths are read at the first answer (the routes
     # are added after the middleware)
@@ -89,6 +91,29 @@ class _RequestId:
             await self.app(scope, receive, answer)
         finally:
             REQUEST_ID.reset(token)
+
+
+class _OptOut:
+    """``x-rerankit-experiment: off`` kept in :data:`.opt_out.OPTED_OUT` while the request
+    is answered (see :mod:`.opt_out`); a value it does not take is a 400."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        sent = Headers(scope=scope).get(HEADER)
+        try:
+            off = opted_out(sent)
+        except ServiceError as exc:
+            said = error(exc.status, exc.message, path=scope["path"])
+            return await said(scope, receive, send)
+        token = OPTED_OUT.set(off)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            OPTED_OUT.reset(token)
 
 
 class _Guard:

@@ -167,7 +167,9 @@ class InterleavingReport:
     :attr:`winner`: the pipeline the interval excludes losing, or None. ``requests``: the
     log's sessions served by the pipeline whose requests were interleaved (interleaved
     or not) between the first and the last session counted, so :attr:`share` is the share
-    of its requests that were interleaved then."""
+    of its requests that were interleaved then. ``identical``: the sessions where both
+    ranked the same documents in the same order (as far as the list shown credits), where
+    no click can credit either; in all of them, interleaving cannot tell the two apart."""
 
     pipelines: tuple[str, str]
     sessions: int
@@ -182,6 +184,7 @@ class InterleavingReport:
     by: str = "session"
     requests: int = 0
     method: str = "team-draft"
+    identical: int = 0
 
     @property
     def unclicked(self) -> int:
@@ -259,6 +262,15 @@ class InterleavingReport:
                     f"{MIN_CLICKED}, too few for the interval to hold): keep logging before "
                     "acting on it"
                 )
+        elif self.identical and self.identical >= self.sessions / 2:
+            verdict = (
+                f"{a} and {b} ranked the same documents in the same order in "
+                f"{self.identical:,} of {self.sessions:,} sessions: interleaving cannot tell "
+                "them apart"
+            )
+            if self.identical < self.sessions:
+                verdict += f" there, only in the other {self.sessions - self.identical:,}"
+            verdict += "; compare them with eval (their probabilities too: ECE, --thresholds)"
         elif self.clicked == 0:
             verdict = "no session had a click credited to either pipeline"
         else:
@@ -325,6 +337,7 @@ def interleaving_report(
     served: list[tuple[str, float]] = []  # every session's pipeline and time
     interleaved_by: set[str] = set()
     kinds: dict[str, int] = {}  # sessions by interleaving method
+    identical = 0  # sessions where no position could credit either
     span = [math.inf, -math.inf]  # the times of the sessions counted
     for s in sessions:
         served.append((s.impression.pipeline, s.impression.time))
@@ -347,6 +360,7 @@ def interleaving_report(
         if method is not None and kind != method:
             continue
         kinds[kind] = kinds.get(kind, 0) + 1
+        identical += not any(info.get("credits") or [t in (0, 1) for t in info.get("teams", ())])
         value, clicked_any = _outcome(info, s.clicked_positions())
         if flipped:
             value = -value
@@ -402,6 +416,7 @@ def interleaving_report(
         # those of another method's or another pair's time)
         requests=sum(1 for name, t in served if name in interleaved_by and span[0] <= t <= span[1]),
         method=kind,
+        identical=identical,
     )
 
 
