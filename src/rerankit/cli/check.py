@@ -26,10 +26,10 @@ from ..server.feedback import UNSET_NOTED
 from ..server.model_names import unserved_note
 from ..server.settings import API_KEY_ENV, ServerSettings
 from ..server.shutdown import cut_warning
-from .args import UsageError, examples
-from .files import need_reranker
+from .args import UsageError, add_backend_arguments, examples
+from .files import need_model, need_reranker
 from .pipelines import is_settings_file
-from .serve import serve_settings, settings_args
+from .serve import serve_settings, served_pipeline, settings_args
 
 __all__ = ["add_commands", "check_settings", "cmd_check", "describe"]
 
@@ -157,7 +157,9 @@ def _unset(key: str, variable: str) -> str:
     )
 
 
-def check_settings(name: str, reranker: str | None = None) -> int:
+def check_settings(
+    name: str, reranker: str | None = None, moved: dict[str, str | None] | None = None
+) -> int:
     """Check the service's settings file ``name`` as ``serve --settings`` reads it (its
     relative paths beside it, the flags' defaults; with ``reranker``, as ``serve --settings
     NAME --reranker RERANKER`` serves it): its [server] and [cache] tables, then
@@ -169,7 +171,7 @@ def check_settings(name: str, reranker: str | None = None) -> int:
     unset: list[tuple[str, str]] = []
     token = UNSET_NOTED.set(unset)
     try:
-        settings = serve_settings(settings_args(name, reranker))  # as serve reads it
+        settings = serve_settings(settings_args(name, reranker, moved))  # as serve reads it
         spec = read_spec(name, "settings file")  # (its own api_keys, counted below)
     except PROBLEMS as exc:
         said = _in_file(name, exc)
@@ -213,6 +215,15 @@ def check_settings(name: str, reranker: str | None = None) -> int:
     return failed
 
 
+#: the flags that move the built-in hybrid's and embedding's model, as in rank and serve
+MOVING = ("model", "backend", "quantize")
+
+
+def _served(name: str, moved: dict[str, str | None]) -> argparse.Namespace:
+    """The flags ``serve --reranker NAME`` would read with ``moved`` (the others unset)."""
+    return argparse.Namespace(reranker=name, language=None, **moved)
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     """Build each pipeline file as ``-r FILE`` would, and each pipeline of a service
     settings file as ``serve --settings`` would, without documents or loading models;
@@ -229,13 +240,18 @@ def cmd_check(args: argparse.Namespace) -> int:
             f"service.toml --reranker {args.reranker}` serves); a pipeline file is checked "
             "by naming it: rerankit check FILE"
         )
+    need_model(args.model, "--model", "a model folder")
+    moved = {key: getattr(args, key) for key in MOVING}
     failed = 0
     for name in args.files:
         if is_settings_file(name):
-            failed += check_settings(name, args.reranker)
+            failed += check_settings(name, args.reranker, moved)
             continue
+        # as `rank -r FILE` / `serve --reranker FILE` read it with the same flags
+        spec = served_pipeline(_served(name, moved)) if any(moved.values()) else name
+        spec = Path(name) if spec == name else spec
         try:  # a provider key not set here: a warning, as in a settings file
-            reranker, strict = _keyless(lambda name=name: load(Path(name)))
+            reranker, strict = _keyless(lambda spec=spec: load(spec))
         except PROBLEMS as exc:
             print(_in_file(name, exc))
             failed += 1
@@ -288,6 +304,7 @@ def add_commands(sub: Any) -> None:
             "rerankit check pipeline.toml",
             "rerankit check service.toml  # every pipeline the service would serve",
             "rerankit check service.toml --reranker tuned.toml  # as serve runs them together",
+            "rerankit check tuned.toml --model minilm-onnx  # as serve -r tuned.toml --model",
         ),
     )
     check.add_argument(
@@ -302,4 +319,12 @@ def add_commands(sub: Any) -> None:
         "to the file's [pipelines] as the default, or alone when the file declares none, "
         "so [server.aliases] may name it",
     )
+    check.add_argument(
+        "--model",
+        default=None,
+        help="check as `serve --model MODEL` (or `rank -r FILE --model MODEL`) runs it: the "
+        "built-in hybrid's and embedding's model, wherever a file names them (an export "
+        "folder on a torch-free install)",
+    )
+    add_backend_arguments(check)
     check.set_defaults(func=cmd_check)

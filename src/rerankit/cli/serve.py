@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import socket
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -106,13 +107,17 @@ def serve_settings(args: argparse.Namespace) -> Any:
         raise in_file(found, args.settings) from None
 
 
-def settings_args(settings: str, reranker: str | None = None) -> argparse.Namespace:
-    """The flags ``rerankit serve --settings SETTINGS [--reranker RERANKER]`` means, every
+def settings_args(
+    settings: str, reranker: str | None = None, moved: Mapping[str, str | None] | None = None
+) -> argparse.Namespace:
+    """The flags ``rerankit serve --settings SETTINGS [--reranker RERANKER]`` means (with
+    ``moved``: ``--model``, ``--backend``, ``--quantize`` as given, None when not), every
     other at its default: what ``rerankit check`` reads a settings file with, so that it
     checks what serve would serve (:func:`serve_settings`, one reading for both)."""
     parser = argparse.ArgumentParser(prog="rerankit")
     add_commands(parser.add_subparsers())
     named = [f"--reranker={reranker}"] if reranker is not None else []
+    named += [f"--{key}={value}" for key, value in (moved or {}).items() if value is not None]
     args = parser.parse_args(["serve", f"--settings={settings}", *named])
     args.plugin = []  # (imported by the command that asks, as serve imports its own)
     return args
