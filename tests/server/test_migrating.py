@@ -1,0 +1,82 @@
+"""What a client moved from Cohere, Text Embeddings Inference, Infinity or Jina onto the
+service meets (docs/compatible.md's "Coming from" table): every answer's
+``x-rerankit-warnings`` header carries all its warnings, a cut document's line too; a TEI
+request with no ``truncate`` follows the server's setting (its explicit value wins); the
+Jina-shaped answer on ``/v1/rerank`` has ``model`` and ``usage``; Infinity's ``model``
+echoes the name sent."""
+
+from __future__ import annotations
+
+import pytest
+
+httpx = pytest.importorskip("httpx", reason="needs the 'server' extra")
+pytest.importorskip("fastapi", reason="needs the 'server' extra")
+
+from rerankit.server import ServerSettings  # noqa: E402
+from rerankit.server.routes import warnings_header  # noqa: E402
+
+CAP = 60  # max_document_chars, small so that a long document is cheap
+LONG = "solar power " * 10  # 120 characters
+DOCS = ["solar panels on roofs", LONG, "bread"]
+QUERY = "solar power"
+CUT = f"document 1: scored on its first {CAP} of {len(LONG)} characters"
+HUB_ID = "BAAI/bge-reranker-v2-m3"
+
+
+def _settings(**extra):
+    return ServerSettings(
+        pipelines={"bm25": "bm25"},
+        default="bm25",
+        max_document_chars=CAP,
+        aliases={HUB_ID: "bm25", "rerank-v3.5": "bm25"},
+        **extra,
+    )
+
+
+@pytest.fixture(scope="module")
+def live(live_server):
+    server = live_server(_settings())
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="module")
+def strict(live_server):
+    """A service whose operator set ``truncate = false``."""
+    server = live_server(_settings(truncate=False))
+    yield server
+    server.stop()
+
+
+def _post(server, path, body):
+    return httpx.post(f"{server.url}{path}", json=body)
+
+
+SHAPES = {
+    "tei": ("/rerank", {"query": QUERY, "texts": DOCS, "truncate": True}),
+    "infinity": ("/rerank", {"query": QUERY, "documents": DOCS, "model": HUB_ID}),
+    "cohere_v1": ("/v1/rerank", {"query": QUERY, "documents": DOCS, "model": "rerank-v3.5"}),
+    "cohere_v2": ("/v2/rerank", {"query": QUERY, "documents": DOCS, "model": "rerank-v3.5"}),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_every_shapes_header_carries_the_cut_documents_line(live, shape):
+    path, body = SHAPES[shape]
+    r = _post(live, path, body)
+    assert r.status_code == 200, r.text
+    said = r.headers["x-rerankit-warnings"].split("; ")
+    assert CUT in said
+    assert r.headers["x-rerankit-truncated"] == "1"
+    if shape.startswith("cohere"):  # the header says what meta.warnings says
+        assert said == r.json()["meta"]["warnings"]
+
+
+def test_a_long_list_of_warnings_is_counted_past_the_headers_limit():
+    lines = [f"document {i}: scored on its first 20000 of 44000 characters" for i in range(1000)]
+    said = warnings_header(lines)
+    assert 1000 < len(said) <= 2100
+    kept = said.split("; ")
+    assert kept[:-1] == lines[: len(kept) - 1]
+    assert kept[-1] == f"and {1000 - (len(kept) - 1)} more warnings"
+    assert warnings_header(["Größe"]) == "Gr\\xf6\\xdfe"  # headers are Latin-1: escaped
