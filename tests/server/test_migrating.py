@@ -80,3 +80,27 @@ def test_a_long_list_of_warnings_is_counted_past_the_headers_limit():
     assert kept[:-1] == lines[: len(kept) - 1]
     assert kept[-1] == f"and {1000 - (len(kept) - 1)} more warnings"
     assert warnings_header(["Größe"]) == "Gr\\xf6\\xdfe"  # headers are Latin-1: escaped
+
+
+def test_a_tei_request_without_truncate_follows_the_servers_setting(live, strict):
+    body = {"query": QUERY, "texts": DOCS}
+    cut = _post(live, "/rerank", body)  # truncate = true (the default): cut, and said
+    assert cut.status_code == 200, cut.text
+    assert CUT in cut.headers["x-rerankit-warnings"].split("; ")
+    # as the other shapes cut it: the same scores as Infinity's raw ones for those texts
+    infinity = _post(live, "/rerank", {"query": QUERY, "documents": DOCS, "raw_scores": True})
+    raw = _post(live, "/rerank", {**body, "raw_scores": True}).json()
+    assert raw == [
+        {"index": x["index"], "score": x["relevance_score"]} for x in infinity.json()["results"]
+    ]
+    refused = _post(strict, "/rerank", body)  # truncate = false: TEI's 413, as before
+    assert refused.status_code == 413, refused.text
+    assert refused.json()["message"].startswith(f"texts.1 is over {CAP} characters")
+
+
+@pytest.mark.parametrize("sent", [True, False])
+def test_a_tei_requests_own_truncate_wins_over_the_servers(live, strict, sent):
+    body = {"query": QUERY, "texts": DOCS, "truncate": sent}
+    for server in (live, strict):
+        r = _post(server, "/rerank", body)
+        assert r.status_code == (200 if sent else 413), r.text
