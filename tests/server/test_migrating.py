@@ -7,6 +7,12 @@ echoes the name sent."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 httpx = pytest.importorskip("httpx", reason="needs the 'server' extra")
@@ -104,3 +110,47 @@ def test_a_tei_requests_own_truncate_wins_over_the_servers(live, strict, sent):
     for server in (live, strict):
         r = _post(server, "/rerank", body)
         assert r.status_code == (200 if sent else 413), r.text
+
+
+def test_the_v1_answer_has_jinas_model_and_usage(live):
+    jina = {"model": HUB_ID, "query": QUERY, "documents": DOCS[::2], "top_n": 1}
+    got = _post(live, "/v1/rerank", jina).json()
+    assert got["model"] == HUB_ID  # the name sent, as Jina echoes it
+    tokens = got["meta"]["billed_units"]["input_tokens"]
+    assert tokens > 0 and got["usage"] == {"total_tokens": tokens}
+    named_none = _post(live, "/v1/rerank", {"query": QUERY, "documents": DOCS}).json()
+    assert named_none["model"] == "bm25"  # the default pipeline's
+    v2 = _post(live, "/v2/rerank", {"query": QUERY, "documents": DOCS}).json()
+    assert "model" not in v2 and "usage" not in v2  # Cohere's v2 answer has neither
+
+
+SDK_V1 = """
+import json, sys, cohere
+client = cohere.Client(base_url=sys.argv[1], api_key="k")
+r = client.rerank(model=sys.argv[2], query="solar power", documents=["bread", "solar cells"])
+print(json.dumps({"order": [x.index for x in r.results], "text": r.results[0].document.text,
+                  "model": r.model, "usage": r.usage}))
+"""
+
+
+def test_cohere_sdks_v1_client_parses_the_answer_with_model_and_usage(live):
+    """cohere.Client (v1) reads the answer, Jina's ``model`` and ``usage`` kept as extra
+    fields: in the clients' venv's cohere 5.x and the dev venv's 7.x."""
+    pytest.importorskip("cohere", reason="needs the cohere SDK (dev extra)")
+    pythons = [sys.executable]
+    clients = os.environ.get("RERANKIT_CLIENTS_PYTHON")
+    if clients and Path(clients).exists():
+        pythons.append(clients)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    for python in pythons:
+        run = subprocess.run(
+            [python, "-c", SDK_V1, live.url, HUB_ID],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=env,
+        )
+        assert run.returncode == 0, run.stderr[-2000:]
+        got = json.loads(run.stdout)
+        assert got["order"] == [1, 0] and got["text"] == "solar cells"
+        assert got["model"] == HUB_ID and got["usage"]["total_tokens"] > 0
