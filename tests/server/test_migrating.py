@@ -154,3 +154,13 @@ def test_cohere_sdks_v1_client_parses_the_answer_with_model_and_usage(live):
         got = json.loads(run.stdout)
         assert got["order"] == [1, 0] and got["text"] == "solar cells"
         assert got["model"] == HUB_ID and got["usage"]["total_tokens"] > 0
+
+
+def test_infinitys_answer_echoes_the_model_name_sent(live):
+    for sent, echoed in ((HUB_ID, HUB_ID), ("bm25", "bm25"), (None, "bm25")):
+        body = {"query": QUERY, "documents": DOCS, **({"model": sent} if sent else {})}
+        r = _post(live, "/rerank", body)
+        assert r.status_code == 200, r.text
+        assert r.json()["model"] == echoed
+    unspecified = {"query": QUERY, "documents": DOCS, "model": "default/not-specified"}
+    assert _post(live, "/rerank", unspecified).json()["model"] == "bm25"
