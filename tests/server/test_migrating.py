@@ -164,3 +164,30 @@ def test_infinitys_answer_echoes_the_model_name_sent(live):
         assert r.json()["model"] == echoed
     unspecified = {"query": QUERY, "documents": DOCS, "model": "default/not-specified"}
     assert _post(live, "/rerank", unspecified).json()["model"] == "bm25"
+
+
+def test_the_curl_example_sends_the_key_from_its_variable(live_server):
+    """examples/service/rerank.sh on a service with keys: RERANKIT_API_KEY's key gets the
+    ranking; without it, the 401 (no key sent)."""
+    script = Path(__file__).resolve().parents[2] / "examples" / "service" / "rerank.sh"
+    keyed = ServerSettings(pipelines={"bm25": "bm25"}, default="bm25", api_keys=["k1"])
+    server = live_server(keyed)
+    env = {k: v for k, v in os.environ.items() if k != "RERANKIT_API_KEY"}
+
+    def run(**extra):
+        done = subprocess.run(
+            ["sh", str(script), server.url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**env, **extra},
+            check=True,
+        )
+        return json.loads(done.stdout)
+
+    try:
+        with_key, without = run(RERANKIT_API_KEY="k1"), run()
+    finally:
+        server.stop()
+    assert with_key["results"][0]["index"] == 1
+    assert "invalid or missing API key" in without["message"]
