@@ -19,6 +19,7 @@ httpx = pytest.importorskip("httpx", reason="needs the 'server' extra")
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 
 from rerankit.server import ServerSettings  # noqa: E402
+from rerankit.server.model_names import COHERE_MODELS, unserved_defaults  # noqa: E402
 from rerankit.server.routes import warnings_header  # noqa: E402
 
 CAP = 60  # max_document_chars, small so that a long document is cheap
@@ -27,6 +28,7 @@ DOCS = ["solar panels on roofs", LONG, "bread"]
 QUERY = "solar power"
 CUT = f"document 1: scored on its first {CAP} of {len(LONG)} characters"
 HUB_ID = "BAAI/bge-reranker-v2-m3"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _settings(**extra):
@@ -191,3 +193,58 @@ def test_the_curl_example_sends_the_key_from_its_variable(live_server):
         server.stop()
     assert with_key["results"][0]["index"] == 1
     assert "invalid or missing API key" in without["message"]
+
+
+# the docs/compatible.md table's error column, shape by shape: the path, the documents' field
+ERRORS = {
+    "tei": ("/rerank", "texts"),
+    "infinity": ("/rerank", "documents"),
+    "cohere_v2": ("/v2/rerank", "documents"),
+    "jina": ("/v1/rerank", "documents"),
+}
+
+
+def test_the_common_errors_have_the_status_the_table_gives(live_server):
+    settings = ServerSettings(
+        pipelines={"bm25": "bm25"}, default="bm25", api_keys=["k1"], max_documents=3
+    )
+    server = live_server(settings)
+    key = {"Authorization": "Bearer k1"}
+    try:
+        for shape, (path, field) in ERRORS.items():
+            url = f"{server.url}{path}"
+            said = [
+                httpx.post(
+                    url, json={"query": QUERY, field: docs, "model": model}, headers=headers
+                ).status_code
+                for docs, model, headers in (
+                    ([], "bm25", key),  # an empty list
+                    (["a"] * 4, "bm25", key),  # over max_documents
+                    (["a"], "bm25", {"Authorization": "Bearer wrong"}),
+                    (["solar", "wind"], "nope", key),  # an unknown model: TEI ignores it
+                )
+            ]
+            assert said == [422, 400, 401, 200 if shape == "tei" else 404], shape
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("page", ["compatible.md", "service.md"])
+def test_the_pages_alias_snippets_for_other_clients_keep_cohere_names(page):
+    """Setting [server.aliases] replaces Cohere's default names: the snippets that map
+    Jina's or Infinity's names list all seven, so that copying one breaks no Cohere
+    client."""
+    import re
+
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        tomllib = pytest.importorskip("tomli")
+    text = (REPO / "docs" / page).read_text(encoding="utf-8")
+    blocks = re.findall(r"```toml\n(.*?)```", text, flags=re.S)
+    snippets = [b for b in blocks if "jina-reranker" in b]
+    assert snippets
+    for snippet in snippets:
+        aliases = tomllib.loads(snippet)["server"]["aliases"]
+        assert unserved_defaults(aliases, ["hybrid"]) == [], snippet
+        assert set(COHERE_MODELS) <= set(aliases)
