@@ -42,10 +42,10 @@ def test_tei_errors_carry_error_and_error_type(client):
         client.post("/rerank", json={"query": "q", "texts": []}, headers=KEY), 422, "Validation"
     )
     assert "texts" in said
-    long = {"query": "q", "texts": ["short", "x" * 60, "y" * 70]}
+    long = {"query": "q", "texts": ["short", "x" * 60, "y" * 70], "truncate": False}
     said = _tei(client.post("/rerank", json=long, headers=KEY), 413, "Validation")
     assert said.startswith("texts.1 (and 1 more) is over 50 characters")  # which text
-    one = {"query": "q", "texts": ["short", "x" * 60]}
+    one = {"query": "q", "texts": ["short", "x" * 60], "truncate": False}
     assert _tei(client.post("/rerank", json=one, headers=KEY), 413, "Validation").startswith(
         "texts.1 is over 50 characters"
     )

@@ -89,7 +89,7 @@ def test_a_multilingual_model_name_answered_in_english_only_says_so(caplog, wait
 
 
 def test_infinitys_shape_and_any_multilingual_alias_get_the_warning(caplog, wait_ready):
-    """Infinity's request names the model but its answer gives the pipeline's name: the
+    """Infinity's request names the model through an alias (its answer echoes it): the
     name sent is the one read; a Jina multilingual alias is warned too; the log reads as
     a sentence. Formats without meta (Infinity's, TEI's) say it in x-rerankit-warnings."""
     settings = ServerSettings(
@@ -105,7 +105,7 @@ def test_infinitys_shape_and_any_multilingual_alias_get_the_warning(caplog, wait
         wait_ready(client)
         infinity = client.post("/rerank", json={**ASK, "model": "rerank-multilingual-v3.0"})
         assert infinity.status_code == 200, infinity.text
-        assert infinity.json()["model"] == "english"
+        assert infinity.json()["model"] == "rerank-multilingual-v3.0"  # echoed, as sent
         said = infinity.headers["x-rerankit-warnings"]
         assert said.startswith("model 'rerank-multilingual-v3.0' is an alias of pipeline 'english'")
         jina = client.post(

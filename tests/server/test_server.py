@@ -228,7 +228,9 @@ def test_tei_shape(live):
     np.testing.assert_allclose([x["score"] for x in body], raw)
     assert body[0]["text"] == DOCS[body[0]["index"]]
     long = httpx.post(
-        f"{live.url}/rerank", headers=AUTH, json={"query": QUERY, "texts": ["x" * 300]}
+        f"{live.url}/rerank",
+        headers=AUTH,
+        json={"query": QUERY, "texts": ["x" * 300], "truncate": False},
     )
     assert long.status_code == 413
     cut = httpx.post(

@@ -17,13 +17,35 @@ from .answers import Answer, mark, stamp
 from .experiments import Experiments
 from .feedback import FeedbackLog
 from .formats import FORMATS
+from .formats.base import answer_warnings
 from .http import ErrorBody, invalid_document, read_json, render, until_disconnect, validate
 from .languages import LanguageNotes
 from .service import Service
 from .settings import ServerSettings
 from .tracing import request_attributes, traced
 
-__all__ = ["add_rerank_routes", "set_openapi"]
+__all__ = ["WARNINGS_HEADER_CHARS", "add_rerank_routes", "set_openapi", "warnings_header"]
+
+#: the most characters ``x-rerankit-warnings`` holds: proxies refuse a longer answer header
+#: (nginx's default buffer is 4 KiB), and a request of 1000 cut documents has 1000 lines
+WARNINGS_HEADER_CHARS = 2000
+
+
+def warnings_header(warned: list[str], limit: int = WARNINGS_HEADER_CHARS) -> str:
+    """``warned`` joined by ``; `` with non-ASCII ``\\u``-escaped (headers are Latin-1);
+    past ``limit`` characters the rest is counted, not said (``x-rerankit-truncated`` lists
+    every cut document)."""
+    said: list[str] = []
+    size = 0
+    for i, line in enumerate(warned):
+        line = line.encode("ascii", "backslashreplace").decode()
+        if said and size + 2 + len(line) > limit:
+            rest = len(warned) - i
+            said.append(f"and {rest} more warning{'s' if rest > 1 else ''}")
+            break
+        said.append(line)
+        size += len(line) + 2
+    return "; ".join(said)
 
 
 def add_rerank_routes(
@@ -77,13 +99,12 @@ def add_rerank_routes(
             }
             if result.degraded:  # SDK users rarely read meta: the header says it too
                 headers["x-rerankit-degraded"] = "true"
-            # the request's and the pipeline's warnings (the query's language, ...): said in
-            # meta.warnings too, where the format has one (not TEI's, Infinity's, Voyage's)
-            # (each cut document's own line is left to x-rerankit-truncated, below)
-            warned = [*call.notes, *result.warnings]
+            # every warning of the answer (the request's, the pipeline's, each cut or split
+            # document's line), as meta.warnings says them where the format has one (not
+            # TEI's, Infinity's, Voyage's: this header is their only place)
+            warned = answer_warnings(result, call)
             if warned:
-                said = "; ".join(warned)
-                headers["x-rerankit-warnings"] = said.encode("ascii", "backslashreplace").decode()
+                headers["x-rerankit-warnings"] = warnings_header(warned)
             # said in meta too, where the format has one: TEI's answer is a bare list, so
             # a document a rule dropped would vanish from it unsaid but for its header
             described = (

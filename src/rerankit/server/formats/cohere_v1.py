@@ -12,6 +12,7 @@ schema says; a document that breaks this is a 422 naming it and the field."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -23,8 +24,19 @@ from ..settings import ServerSettings
 from . import base
 from .base import NOT_BLANK, Call, PositiveWholeNumber, meta, relevance_scores
 
-#: the answer: results best first, and ``meta`` (warnings, ``meta.rerankit``)
-Response = base.RankedResponse
+
+class Usage(BaseModel):
+    total_tokens: int
+
+
+class Response(base.RankedResponse):
+    """Cohere's v1 answer (results best first, ``meta``: warnings, ``meta.rerankit``) with
+    the ``model`` and ``usage`` that Jina's answer, sent to the same path, has (Cohere's
+    SDK keeps fields it does not know)."""
+
+    model: str
+    usage: Usage
+
 
 path = "/v1/rerank"
 summary = "Rerank, in Cohere's v1 shape"
@@ -33,7 +45,8 @@ description = (
     "to say which fields are ranked, `top_n`, `return_documents`, `max_chunks_per_doc`; "
     "`model` names a pipeline or an alias (none: the default pipeline). The answer lists "
     "the documents best first, each with its `index` in the request and a `relevance_score` "
-    "in [0, 1]; `meta.rerankit` says what the scores mean."
+    "in [0, 1]; `meta.rerankit` says what the scores mean. As Jina's answer on this path, "
+    "it has `model` (the name sent, or the default pipeline's) and `usage.total_tokens`."
 )
 
 
@@ -121,7 +134,8 @@ def call(body: Request, settings: ServerSettings) -> Call:
     docs = read_documents(body)
     made = base.ranked_call(body, docs, settings, max_chunks=body.max_chunks_per_doc)
     made.notes.extend(absent_rank_fields(body))
-    return made
+    # the name the answer's model gives (Jina's echoes it): the one sent, else the default
+    return replace(made, model=body.model or settings.default)
 
 
 def _check_strings(documents: list[str | dict[str, Any]], names: list[str]) -> None:
@@ -149,4 +163,11 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
             original = body.documents[r.index]
             entry["document"] = {"text": original} if isinstance(original, str) else original
         results.append(entry)
-    return {"id": str(uuid.uuid4()), "results": results, "meta": meta(result, "1", call)}
+    tokens = int(call.usage.get("input_tokens", 0))
+    return {  # meta last: the answer cache marks its end (answers.mark)
+        "id": str(uuid.uuid4()),
+        "model": call.model,  # Jina's answer has model and usage too
+        "usage": {"total_tokens": tokens},
+        "results": results,
+        "meta": meta(result, "1", call),
+    }

@@ -6,7 +6,9 @@
 It shares the path with Text Embeddings Inference's format: a body with ``documents`` and
 no ``texts`` is Infinity's (:func:`accepts`), every other one TEI's. ``model`` names a
 pipeline or an alias; Infinity's default, ``default/not-specified``, and none name the
-default pipeline. ``raw_scores`` answers the pipeline's own scores, as TEI's does."""
+default pipeline. The answer's ``model`` is the name sent (an alias as sent, as Infinity
+echoes the model id it serves), the pipeline's when none is. ``raw_scores`` answers the
+pipeline's own scores, as TEI's does."""
 
 from __future__ import annotations
 
@@ -64,7 +66,8 @@ class Usage(BaseModel):
 
 
 class Response(BaseModel):
-    """Infinity's answer: results best first, the pipeline that answered, tokens read."""
+    """Infinity's answer: results best first, the model name sent (the default pipeline's
+    when none), tokens read."""
 
     id: str
     object: Literal["rerank"]
@@ -80,7 +83,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
     return Call(
         check_query(body.query, settings),
         clip(InputFields().read(body.documents), settings, cuts=cuts),
-        settings.resolve(named),  # the pipeline's name, which the answer gives
+        settings.resolve(named),  # the pipeline's name; the answer gives the one sent
         body.top_n,
         cuts=cuts,
         bill=True,  # Infinity's usage: the tokens read
@@ -99,7 +102,7 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
             | ({"document": body.documents[r.index]} if body.return_documents else {})
             for r, s in zip(result, scores, strict=True)
         ],
-        "model": call.model,
+        "model": call.asked or call.model,  # the name sent, as Infinity echoes its model's
         "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
         "created": int(time.time()),
     }

@@ -18,7 +18,9 @@ summary = "Rerank, in Text Embeddings Inference's or Infinity's shape"
 description = (
     "Text Embeddings Inference's rerank (`texts`), answered as TEI answers: a list of "
     "`{index, score}` best first (`return_text` adds the text; `raw_scores: true` gives the "
-    "pipeline's own scores; `truncate: true` cuts each text to the model's input). TEI's "
+    "pipeline's own scores; `truncate: true` cuts each text to the model's input, `false` "
+    "refuses one over `max_document_chars` with a 413, none follows the server's `truncate` "
+    "setting, as TEI's `--auto-truncate` does). TEI's "
     "request names no model: the default pipeline answers it, and a `model` field is ignored, "
     "as TEI ignores it. A body with `documents` and no `texts` is Infinity's instead: "
     "`model` names the pipeline, and the answer is Infinity's (`results` of "
@@ -46,7 +48,9 @@ class Request(BaseModel):
     _either = model_validator(mode="before")(_texts_or_documents)
     raw_scores: bool = False
     return_text: bool = False
-    truncate: bool = False
+    #: none: the server's ``truncate`` setting (as TEI's ``--auto-truncate``); a request's
+    #: own value wins over it, as TEI's does
+    truncate: bool | None = None
     truncation_direction: Literal["Left", "Right", "left", "right"] = "Right"
 
 
@@ -62,14 +66,16 @@ Response = list[Rank]
 
 def call(body: Request, settings: ServerSettings) -> Call:
     cap = settings.max_document_chars
-    long = [i for i, t in enumerate(body.texts) if len(t) > cap] if not body.truncate else []
+    truncate = settings.truncate if body.truncate is None else body.truncate
+    long = [i for i, t in enumerate(body.texts) if len(t) > cap] if not truncate else []
     if long:
         which = f"texts.{long[0]}" + (f" (and {len(long) - 1} more)" if len(long) > 1 else "")
         raise ServiceError(
             413, f"{which} is over {cap} characters (max_document_chars); send truncate=true"
         )
     # the caller's truncate decides here, whatever the server's own setting: each text is
-    # cut to the model's input limit in tokens, from the direction asked (as TEI does)
+    # cut to max_document_chars, and with an explicit true to the model's input limit in
+    # tokens too, from the direction asked (as TEI does); none: cut as the other shapes cut
     left = body.truncation_direction.lower() == "left"
     cuts: dict[int, str] = {}
     docs = clip(InputFields().read(body.texts), settings, truncate=True, left=left, cuts=cuts)
