@@ -164,3 +164,26 @@ def test_every_answer_shape_carries_the_query_language_warning(wait_ready):
             in answer.headers["x-rerankit-warnings"]
         )
     assert "x-rerankit-warnings" not in german.headers
+
+
+def test_a_multilingual_hub_id_is_known_by_its_name_and_english_ones_are_not():
+    """Names that say many languages without the word: BAAI's m3, mMARCO-trained models;
+    English models' names, Cohere's English one and a word merely containing m3 are not."""
+    from rerankit.server.model_names import says_multilingual
+
+    for name in (
+        "BAAI/bge-reranker-v2-m3",
+        "BAAI/bge-m3",
+        "cross-encoder/mmarco-mMiniLMv2-L12-H384-v1",
+        "jina-reranker-v2-base-multilingual",
+        "rerank-multilingual-v3.0",
+    ):
+        assert says_multilingual(name), name
+    for name in (
+        "BAAI/bge-reranker-base",
+        "cross-encoder/ms-marco-MiniLM-L6-v2",
+        "rerank-english-v3.0",
+        "rerank-v3.5",
+        "team/mm3-reranker",
+    ):
+        assert not says_multilingual(name), name

@@ -40,11 +40,21 @@ MULTILINGUAL_PREFIX = "rerank-multilingual-"
 VOYAGE_MODEL = re.compile(r"rerank-(lite-)?\d+(\.\d+)?(-lite)?")
 
 
+#: words in a model name that say it reads many languages, besides ``multilingual``: BAAI's
+#: ``bge-reranker-v2-m3`` and ``bge-m3``, models trained on mMARCO, and XLM-RoBERTa's kin
+MULTILINGUAL_WORDS = frozenset({"m3", "mmarco", "xlm", "xlmr"})
+
+
 def says_multilingual(model: str) -> bool:
     """Whether a model name says its model reads many languages: Cohere's
-    ``rerank-multilingual-*``, or any name with ``multilingual`` in it (Jina's
-    ``jina-reranker-v2-base-multilingual``, an alias of the operator's own)."""
-    return model.startswith(MULTILINGUAL_PREFIX) or "multilingual" in model.lower()
+    ``rerank-multilingual-*``, any name with ``multilingual`` in it (Jina's
+    ``jina-reranker-v2-base-multilingual``, an alias of the operator's own), or one with a
+    word of :data:`MULTILINGUAL_WORDS` (``BAAI/bge-reranker-v2-m3``,
+    ``cross-encoder/mmarco-mMiniLMv2-L12-H384-v1``)."""
+    name = model.lower()
+    if model.startswith(MULTILINGUAL_PREFIX) or "multilingual" in name:
+        return True
+    return not MULTILINGUAL_WORDS.isdisjoint(re.split(r"[^a-z0-9]+", name))
 
 
 def unserved_defaults(aliases: Mapping[str, str], pipelines: Iterable[str]) -> list[str]:
