@@ -53,6 +53,9 @@ def test_a_voyage_model_name_alone_is_voyages_request(live):
     r = _post(live, {"model": "rerank-2.5", "query": QUERY, "documents": DOCS})
     assert r.status_code == 200, r.text
     assert [(x["index"], x["relevance_score"]) for x in r.json()["data"]] == _cohere(live)
+    assert r.json()["model"] == "rerank-2.5"  # the name sent, as Voyage echoes it
+    no_name = _post(live, {"query": QUERY, "documents": DOCS, "top_k": 1}).json()
+    assert no_name["model"] == "bm25"  # none sent: the default pipeline's
     # an unknown Voyage name is a 404, as any unknown name
     assert _post(live, {"model": "rerank-2", "query": QUERY, "documents": DOCS}).status_code == 404
 

@@ -78,7 +78,8 @@ class Usage(BaseModel):
 
 
 class Response(BaseModel):
-    """Voyage's answer: ``data`` best first, the pipeline that answered, tokens read."""
+    """Voyage's answer: ``data`` best first, the model name sent (the default pipeline's
+    when none), tokens read."""
 
     object: Literal["list"]
     data: list[Result]
@@ -114,6 +115,6 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
             | ({"document": body.documents[r.index]} if body.return_documents else {})
             for r, s in zip(result, scores, strict=True)
         ],
-        "model": call.model,
+        "model": call.asked or call.model,  # the name sent, as Voyage echoes it
         "usage": {"total_tokens": tokens},
     }
