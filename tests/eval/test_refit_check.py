@@ -107,3 +107,32 @@ def test_the_note_reads_each_rows_check():
     assert "for b:" in advised and "refit before relying" in advised
     assert "for a: a refit fitted" in kept and "log-loss gain +0.0010, noise 0.0020" in kept
     assert "b" not in kept.split(":")[0]
+
+
+def _folder_with_a_run(tmp_path, ranked: list[str]):
+    """A folder with train (q1..q8) and test (t1..t4) judgments, and a TREC run of
+    ``ranked`` query ids."""
+    from rerankit.eval.notes import refit_call
+
+    qrels = tmp_path / "data" / "qrels"
+    qrels.mkdir(parents=True)
+    (qrels / "train.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(1, 9))
+    )
+    (qrels / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"t{i}\td{i}\t1\n" for i in range(1, 5))
+    )
+    run = tmp_path / "mine.run"
+    run.write_text("".join(f"{q} Q0 d1 1 0.5 mine\n" for q in ranked))
+    return refit_call(tmp_path / "data", str(run), 20, split="test")
+
+
+def test_a_run_that_ranks_the_training_queries_is_advised_with_tunes_own_splits(tmp_path):
+    call = _folder_with_a_run(tmp_path, [f"q{i}" for i in range(1, 9)] + ["t1", "t2"])
+    assert "train_split" not in call and "--train-split" not in call, call
+    assert "calibrate" in call
+
+
+def test_a_run_of_the_evaluated_queries_alone_is_advised_with_that_splits_halves(tmp_path):
+    call = _folder_with_a_run(tmp_path, ["q1", "t1", "t2", "t3", "t4"])  # 1 of 8 training
+    assert 'train_split="test:odd"' in call or "--train-split test:odd" in call, call

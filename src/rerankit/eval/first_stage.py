@@ -32,6 +32,7 @@ __all__ = [
     "first_stage",
     "first_stage_label",
     "load_candidates",
+    "ranked_queries",
 ]
 
 
@@ -162,6 +163,12 @@ def first_stage(
         if note is not None:
             note(said)
     return {qid: ranked_once[:k] for qid, (ranked_once, _) in out.items()}
+
+
+def ranked_queries(source: str | Mapping[str, Any]) -> set[str]:
+    """The query ids a first stage's file (JSON Lines candidates or a TREC run), or its
+    candidates given in memory, ranks candidates for."""
+    return set(_read(source))
 
 
 def _read(source: str | Mapping[str, Any], **check: Any) -> dict[str, list[tuple[str, float]]]:

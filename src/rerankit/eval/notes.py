@@ -33,6 +33,7 @@ from ..ordering import Rule
 from ..scorers.recipe import HYBRID_CALIBRATION
 from .given import IN_MEMORY, given_placeholder
 from .qrels import ALL_SPLITS
+from .refit_check import ECE_REFIT, ranks_training
 
 __all__ = [
     "ECE_REFIT",
@@ -49,8 +50,6 @@ __all__ = [
     "top_bins_note",
 ]
 
-#: an ECE above this is worth refitting for before a threshold on the scores is trusted
-ECE_REFIT = 0.05
 #: the high scores :func:`top_bins_note` looks at (the bins from this score up), the gap
 #: between their mean score and their observed share of relevant pairs it reports, and the
 #: fewest pairs it needs to say anything
@@ -78,8 +77,9 @@ def refit_call(
     Dataset built in Python). ``train_split`` and ``test_split``: the splits to name (tune's
     own, in its report). Else the evaluated ``split``'s halves (``SPLIT:odd`` to fit,
     ``SPLIT:even`` to check; for a half, the other half to fit) where tune's default
-    training split would not do: a retriever's file usually holds the evaluated split's
-    queries alone, and a folder without ``qrels/train.tsv`` has no training split.
+    training split would not do: a retriever's file that ranks fewer than half of the
+    training split's judged queries (:func:`~.refit_check.ranks_training`; often it holds
+    the evaluated split's alone), or a folder without ``qrels/train.tsv``.
     ``first_stage_note``: what to say of ``first_stage`` after the call. Candidates given
     in memory (a mapping, or :data:`~.given.IN_MEMORY`) are named by a placeholder, never
     written out: tune takes the same mapping (:func:`~.given.given_placeholder`)."""
@@ -94,10 +94,13 @@ def refit_call(
         base, _, half = split.partition(":")
         untrained = data is not None and (Path(folder) / "qrels").is_dir()
         untrained = untrained and not (Path(folder) / "qrels" / "train.tsv").is_file()
-        if half in ("odd", "even") and (untrained or not default):
+        # a retriever's own file for the evaluated split alone: tune fits on that split's
+        # halves; one that ranks the training split's queries too fits on those
+        alone = not default and not (data is not None and ranks_training(folder, first_stage))
+        if half in ("odd", "even") and (untrained or alone):
             other = "even" if half == "odd" else "odd"
             halves = (f"{base}:{other}", split)
-        elif not half and (untrained or (not default and split != ALL_SPLITS)):
+        elif not half and (untrained or (alone and split != ALL_SPLITS)):
             halves = (f"{split}:odd", f"{split}:even")
     options: list[tuple[str, object]] = [] if default else [("first_stage", first_stage)]
     options.append(("candidates", candidates))

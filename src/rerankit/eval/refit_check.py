@@ -15,6 +15,7 @@ import hashlib
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -26,18 +27,25 @@ from ..calibration import (
     reliability_bins,
     sigmoid,
 )
-from .notes import ECE_REFIT
+from .first_stage import ranked_queries
+from .given import IN_MEMORY
+from .qrels import read_qrels
 
 __all__ = [
     "ADOPT_MARGIN",
+    "ECE_REFIT",
     "MIN_QUERIES",
     "OutputRefit",
     "folds_for",
     "kfold",
     "output_refit",
     "probability_refit",
+    "ranks_training",
     "run_calibration",
 ]
+
+#: an ECE above this is worth refitting for before a threshold on the scores is trusted
+ECE_REFIT = 0.05
 
 #: how many times the noise a learned pipeline must beat the default by to be adopted, whoever made
 #: the labels: about a one-sided 2.5 % chance that a learner no better than the default clears it.
@@ -227,7 +235,7 @@ def run_calibration(
 ) -> dict[str, Any] | None:
     """Expected calibration error and reliability bins of a run's probability ``scores``
     (query id -> document id -> probability) over every scored pair, relevant when judged
-    >= 1 in ``qrels``; when the error is above :data:`~.notes.ECE_REFIT`, ``refit``: whether a
+    >= 1 in ``qrels``; when the error is above :data:`ECE_REFIT`, ``refit``: whether a
     refit on some of these queries predicts the others (:func:`probability_refit`, as
     :meth:`OutputRefit.summary`). None when nothing was scored."""
     probabilities, labels = [], []
@@ -247,3 +255,25 @@ def run_calibration(
         "bins": reliability_bins(probabilities, labels, bins),
         "refit": check and check.summary(),
     }
+
+
+#: the share of the training split's judged queries a retriever's file must rank for tune's
+#: default splits to be advised with it
+TRAINING_COVERED = 0.5
+
+
+def ranks_training(folder: str, first_stage: Any) -> bool:
+    """Whether the first stage ``first_stage`` (a file, or candidates in memory) ranks
+    candidates for at least :data:`TRAINING_COVERED` of the judged queries of ``folder``'s
+    training split (and :data:`MIN_QUERIES` of them), so that
+    tune's default splits can fit on them. False when either cannot be read."""
+    train = Path(folder) / "qrels" / "train.tsv"
+    if not train.is_file() or first_stage in (None, "auto", "bm25", "run", IN_MEMORY):
+        return False
+    try:
+        judged = set(read_qrels(train)[0])
+        ranked = ranked_queries(first_stage)
+    except (OSError, ValueError):  # unreadable here: the halves, which need no training split
+        return False
+    covered = len(judged & ranked)
+    return covered >= MIN_QUERIES and covered >= TRAINING_COVERED * len(judged)
