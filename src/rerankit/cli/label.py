@@ -135,7 +135,7 @@ def cmd_label(args: argparse.Namespace) -> int:
         f"rerankit label: {queries} x top {args.candidates} with "
         f"{judge.client.model}: up to {planned.calls} calls{stops}, about "
         f"{planned.input_tokens:,} input and {planned.output_tokens:,} output tokens, {price}, "
-        "before the judgment cache",
+        "less whatever the judgment cache already holds",
         file=sys.stderr,
     )
     first, last = args.positions

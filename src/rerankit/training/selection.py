@@ -375,4 +375,9 @@ def write_pipeline(
             f"(the default `hybrid`, named {spec['name']!r} after its file: `rerankit serve "
             f"--reranker {out}` answers requests naming {spec['name']!r} or `hybrid` with it)"
         )
+    else:
+        quiet(report).say(
+            f"(rerank with it: `rerankit rank -r {out}`, `rerankit serve --reranker {out}`, or "
+            f"rerankit.load({str(out)!r}) in Python)"
+        )
     return out
