@@ -79,7 +79,8 @@ def test_tune_returns_the_verdict_the_spec_and_the_figures_the_command_prints(
     assert gain == pytest.approx(100 * result.verdict.gain, abs=0.005)
     assert f"adopted: {result.chosen} beats the default" in printed
     cli = tmp_path / "cli.toml"  # and how to rerank with what it wrote
-    assert f"(rerank with it: `rerankit rank -r {cli}`, `rerankit serve --reranker {cli}`" in printed
+    said = f"(rerank with it: `rerankit rank -r {cli}`, `rerankit serve --reranker {cli}`"
+    assert said in printed
     # the account the command prints is the result's lines, the test-split report included
     account = "\n".join(result.lines).replace(str(out), str(tmp_path / "cli.toml"))
     # but for the refit advice: a call for the library's caller, a command for the shell
