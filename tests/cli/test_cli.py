@@ -88,6 +88,13 @@ def test_details_and_table_formats(capsys):
     assert len(lines) == 13 and lines[1].split()[0] == "1"
 
 
+def test_the_table_tells_a_title_from_its_body(tmp_path, capsys):
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"id": "a", "title": "Wind", "text": "Wind turbines make power"}\n')
+    code, out, _ = run_cli(capsys, "rank", "-q", "wind", "-i", str(docs), "--format", "table")
+    assert code == 0 and out.splitlines()[1].endswith("Wind / Wind turbines make power"), out
+
+
 @pytest.mark.parametrize(
     ("stdin", "args", "message"),
     [

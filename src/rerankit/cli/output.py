@@ -142,7 +142,8 @@ def _pad(text: str, width: int) -> str:
 
 def table(result: Any) -> str:
     """The ranking as a table (rank, score, id, text), each text cut to the terminal's width
-    in columns (a CJK character takes two)."""
+    in columns (a CJK character takes two), its lines (a title, then the body) joined by
+    `` / ``."""
     width = max(40, min(shutil.get_terminal_size((100, 20)).columns, 160))
     id_width = max([2, *(display_width(str(r.id)) for r in result if r.id is not None)])
     id_width = min(id_width, 16)
@@ -151,6 +152,8 @@ def table(result: Any) -> str:
     room = max(10, width - len(head) + 4)
     for r in result:
         rid = "" if r.id is None else _cut(str(r.id), id_width)
-        snippet = _cut(" ".join(r.text.split()), room)
+        # a title and its body (read as lines) stay told apart: "Title / body"
+        lines_of = [" ".join(line.split()) for line in r.text.splitlines() if line.strip()]
+        snippet = _cut(" / ".join(lines_of), room)
         lines.append(f"{r.rank:>4}  {r.score:>8.4f}  {_pad(rid, id_width)}  {snippet}")
     return "\n".join(lines) + "\n"
