@@ -142,6 +142,7 @@ def test_a_model_neither_a_folder_nor_in_the_hub_cache_is_warned_of(tmp_path, ca
     (cached / "snapshots" / ("0" * 40)).mkdir(parents=True)
     (cached / "snapshots" / ("0" * 40) / "config.json").write_text("{}")
     (tmp_path / "my-ce").mkdir()
+    (tmp_path / "my-ce" / "model.safetensors").write_bytes(b"")  # (a folder without: a mistake)
     files = {}
     for name, model in (
         ("misspelt", "no-such-ce"),

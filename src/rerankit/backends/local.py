@@ -52,6 +52,34 @@ LOADS: list[tuple] = []
 
 _WEIGHT_SUFFIXES = (".safetensors", ".bin", ".onnx", ".pt")
 
+#: the weight files a local model folder is looked for in, as said when it holds none
+WEIGHT_FILES = (
+    "model.safetensors or pytorch_model.bin (or their shards, *.safetensors / *.bin), or an "
+    "ONNX export (model.onnx, as `rerankit export` writes it)"
+)
+
+
+def missing_weights(model: Any, what: str = "model") -> str | None:
+    """For a local model folder that holds no weight file (nothing ending .safetensors,
+    .bin, .onnx or .pt in it or its subfolders: a config and tokenizer copied without the
+    weights), what is missing, naming the folder (the ``what`` folder) and
+    :data:`WEIGHT_FILES`; None for
+    anything else (a folder with weights, a hub id, a loaded object, no such folder)."""
+    if not isinstance(model, str):
+        return None
+    folder = Path(model).expanduser()
+    try:
+        if not folder.is_dir() or any(
+            f.suffix in _WEIGHT_SUFFIXES and f.is_file() for f in folder.rglob("*")
+        ):
+            return None
+    except OSError:  # unreadable: said when it loads
+        return None
+    return (
+        f"the {what} folder {folder.resolve()} holds no weights (looked for {WEIGHT_FILES}): "
+        "copy the whole model folder, weights included"
+    )
+
 
 def weights_fingerprint(model: str) -> str:
     """For a local model folder, a short digest of its weight files' names, sizes and
@@ -134,6 +162,21 @@ def model_origin(model: Any, loaded: Any = None) -> str:
     return "the Hugging Face hub (or its local cache), on torch"
 
 
+def _load_hint(model: Any, what: str) -> str:
+    """What to check when ``model`` failed to load: for a folder without weights, which
+    files were looked for; for a hub id, network access or the local cache; nothing more for
+    another folder or a loaded object (its error says it)."""
+    missing = missing_weights(model, what)
+    if missing is not None:
+        return f" ({missing})"
+    if not isinstance(model, str) or Path(model).expanduser().is_dir():
+        return ""
+    return (
+        " (a hub id needs network access or a local copy in the Hugging Face cache; a local "
+        "directory path also works)"
+    )
+
+
 class LazyModel(Generic[T]):
     """Loads a model on first use, once, on the model thread (see :mod:`rerankit._threads`;
     or in place on a loading thread, as the service loads), even when several threads ask at
@@ -169,9 +212,7 @@ class LazyModel(Generic[T]):
                     except Exception as exc:
                         raise ModelLoadError(
                             f"could not load {self.what} {model_label(self.model)!r}: "
-                            f"{type(exc).__name__}: {exc} (a hub id needs network access or a "
-                            "local copy in the Hugging Face cache; a local directory path also "
-                            "works)"
+                            f"{type(exc).__name__}: {exc}{_load_hint(self.model, self.what)}"
                         ) from exc
                     if _first_announcement(self._value):
                         logger.info(

@@ -15,6 +15,7 @@ from ..cache import cache_defaults
 from ..config import read_spec
 from ..errors import InputError, RerankitError, no_such_file
 from ..llm.base import KEYS_OPTIONAL
+from ..llm.resilience import RetryPolicy
 from ..normalize import served_scales
 from ..ordering import Rule
 from ..rerankers import Pipeline
@@ -142,6 +143,48 @@ def _build(name: str, pipeline: str, declared: Any, settings: ServerSettings) ->
     return reranker
 
 
+def _llm_policies(reranker: Any) -> list[tuple[str, RetryPolicy]]:
+    """Each LLM scorer of ``reranker`` with its retry policy, named ``stage 'S' (scorer)``
+    (``scorer`` alone outside a pipeline)."""
+    steps = (
+        [(f"stage {s.name!r} ", s.step) for s in reranker.stages]
+        if isinstance(reranker, Pipeline)
+        else [("", reranker)]
+    )
+    found = []
+    for where, step in steps:
+        for scorer in step.scorers() if hasattr(step, "scorers") else ():
+            policy = getattr(getattr(scorer, "runner", None), "policy", None)
+            if isinstance(policy, RetryPolicy):
+                found.append((f"{where}({scorer.name})" if where else scorer.name, policy))
+    return found
+
+
+def deadline_warnings(reranker: Any, timeout: float) -> list[str]:
+    """What ``rerankit check`` warns of a served pipeline whose LLM scorer can take longer
+    per call (``retry``'s attempts x timeout, plus the waits between them) than the
+    service's ``[server] timeout``: the request's deadline, not the retry policy, then ends
+    a provider that stalls. Known from the settings alone, as :func:`cut_warning`."""
+    warnings = []
+    for scorer, policy in _llm_policies(reranker):
+        longest = policy.longest_call()
+        if longest <= timeout:
+            continue
+        waits = " + ".join(f"{w:g}" for w in policy.waits())
+        said = f", plus waits of {waits} s" if waits else ""
+        warnings.append(
+            f"{scorer}: one LLM call can take up to {longest:g} s (retry: {policy.attempts} "
+            f"attempt{'s' if policy.attempts > 1 else ''} x timeout {policy.timeout:g} s{said}), "
+            f"longer than [server] timeout "
+            f"({timeout:g} s): a provider that stalls is cut by the request's deadline, not "
+            "by its retries (a cascade answers the earlier stage's order, degraded, without "
+            "llm_failed flags or usage; a judge alone, 504). Lower the scorer's retry "
+            f"attempts or timeout until attempts x timeout plus the waits is under "
+            f"{timeout:g} s, or raise [server] timeout above {longest:g} s"
+        )
+    return warnings
+
+
 def _unset(key: str, variable: str) -> str:
     """The warning of ``$variable``, which ``key`` reads, not set here (or, for API keys,
     set but holding none): serve would refuse to start."""
@@ -167,7 +210,8 @@ def check_settings(
     ``ok`` per pipeline, or its mistake; returns how many problems were found. An
     environment variable the file names (``${REDIS_PASSWORD}``) or an API key that is not
     set here is a warning naming it, not a mistake (CI has no secrets); so is a ``timeout``
-    longer than ``graceful_timeout``, as serve warns of it."""
+    longer than ``graceful_timeout``, as serve warns of it, and an LLM scorer whose one call
+    can take longer than ``timeout`` (:func:`deadline_warnings`)."""
     unset: list[tuple[str, str]] = []
     token = UNSET_NOTED.set(unset)
     try:
@@ -205,6 +249,8 @@ def check_settings(
             continue
         print(_ok(name, reranker, pipeline, served=True))
         _warn_models(name, reranker, f"pipeline {pipeline!r}: ")
+        for warning in deadline_warnings(reranker, settings.timeout):
+            print(f"{name}: warning: pipeline {pipeline!r}: {warning}")
     in_file = len(dict(spec.get("server") or {}).get("api_keys") or [])
     variable = settings.api_key_env or API_KEY_ENV
     said = keys_said(in_file, variable, settings.api_key_env is not None, os.environ.get(variable))
@@ -278,7 +324,9 @@ def add_commands(sub: Any) -> None:
         "backend (onnx, onnx-int8 or torch, as backend auto resolves in this install, named as "
         "/info names them). A model this "
         "install cannot load (no torch and no ONNX export of it) is a mistake saying how to "
-        "export it, so run check with the install that will serve; other failures to load "
+        "export it, so run check with the install that will serve; so is a model folder "
+        "holding no weights (its config and tokenizer only), naming the weight files looked "
+        "for; other failures to load "
         "show on first use, and a model that is neither a folder nor in the local Hugging "
         "Face cache is warned of: it will be fetched from the hub; a model path whose folder "
         "is not here (a volume not mounted) is warned of as no such folder, in any install. The "
@@ -291,7 +339,9 @@ def add_commands(sub: Any) -> None:
         "variable (api_key_env, RERANKIT_API_KEYS) or an LLM provider's key (OPENAI_API_KEY) "
         "that is not set here, or is set but empty, is a warning naming it, and the check "
         "goes on (CI has no secrets; serve needs them), as is a timeout longer than "
-        "graceful_timeout. A settings file's keys line says whether the service will need "
+        "graceful_timeout, and an LLM judge whose one call (retry's attempts x timeout, plus "
+        "the waits) can take longer than the timeout, naming both and what to change. "
+        "A settings file's keys line says whether the service will need "
         "an API key and how many come from api_keys and from the variable (counts, never a "
         "key), or that it will be open; its cache line says where answers, LLM judgments and "
         "embeddings are kept and for how long, and whether the Redis server answered one PING "

@@ -31,6 +31,7 @@ from .args import (
     examples,
     non_negative_float,
     port_number,
+    positive_float,
     positive_int,
     refuse_unused,
 )
@@ -75,7 +76,7 @@ def serve_settings(args: argparse.Namespace) -> Any:
     for key in ("backend", "quantize", "api_key_env"):
         if getattr(args, key):
             server[key] = getattr(args, key)
-    for key in ("shutdown_delay", "graceful_timeout"):  # (0 is a value)
+    for key in ("timeout", "shutdown_delay", "graceful_timeout"):  # (0 is a value)
         if getattr(args, key, None) is not None:
             server[key] = getattr(args, key)
     if args.model and not (args.reranker or args.language or args.settings):
@@ -286,6 +287,16 @@ def add_commands(sub: Any) -> None:
     srv.add_argument("--host", default="127.0.0.1", help="address to listen on (127.0.0.1)")
     srv.add_argument(
         "--port", type=port_number, default=8080, help="port to listen on, 1-65535 (8080)"
+    )
+    srv.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="each request's deadline: one not run by then gets 503, one still running 504, "
+        "or, in a cascade whose later stage is still running, the earlier stages' order, "
+        "degraded (default: the settings file's timeout, 30; keep it at or below "
+        "--graceful-timeout, and above an LLM judge's calls: `rerankit check` warns)",
     )
     srv.add_argument(
         "--shutdown-delay",

@@ -97,6 +97,20 @@ class RetryPolicy:
         if not 0 <= self.min_wait <= self.max_wait:
             raise ValueError("need 0 <= min_wait <= max_wait")
 
+    def waits(self) -> list[float]:
+        """The backoff waits between the attempts, in seconds (``attempts - 1`` of them,
+        tenacity's exponential wait as :class:`CallRunner` uses it; a provider's Retry-After
+        can stretch each up to ``max_wait``)."""
+        return [
+            max(self.min_wait, min(self.multiplier * 2.0 ** min(n, 64), self.max_wait))
+            for n in range(self.attempts - 1)
+        ]
+
+    def longest_call(self) -> float:
+        """The seconds one call can take when every attempt runs out of time: ``attempts x
+        timeout`` plus :meth:`waits` (docs/scorers.md, "What bounds a whole rerank")."""
+        return self.attempts * self.timeout + sum(self.waits())
+
 
 class RateLimiter:
     """Call starts spaced at least ``window / per_minute`` seconds apart (so at most

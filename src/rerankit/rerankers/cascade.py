@@ -110,7 +110,10 @@ class Pipeline(Reranker):
     fails for some documents (flagged ``llm_failed``) marks it degraded too: each of those
     an earlier stage scored keeps that stage's score, scale and place (its position in the
     previous order), and the documents the stage did score fill the other places in its
-    order, so a failure never demotes a document below the judged ones.
+    order, so a failure never demotes a document below the judged ones. A set-up mistake
+    is raised, not degraded around: a model that cannot load (``ModelLoadError``,
+    ``MissingDependencyError``), bad input or a bad setting (``InputError``,
+    ``ConfigError``; :data:`~rerankit.errors.CALLER_ERRORS`).
     """
 
     def __init__(self, stages: Sequence[Any], *, name: str = "pipeline") -> None:

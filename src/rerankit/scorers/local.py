@@ -17,6 +17,7 @@ from ..backends.export import export_missing
 from ..backends.hub import missing_folder
 from ..backends.local import (
     LazyModel,
+    missing_weights,
     model_label,
     model_lock,
     settings,
@@ -220,9 +221,12 @@ class LocalModelScorer:
         this install cannot export (:func:`~rerankit.backends.export.export_missing`, as
         loading says it); on torch, a package loading imports that is not installed (as
         loading says it). None when nothing here stops it (a hub model may yet fail to
-        download)."""
+        download). A model folder that holds no weights (only its config and tokenizer)
+        cannot load in any install: said, naming the files looked for."""
         if self.model_id is None or missing_folder(self.model_id):
             return None  # a model the caller loaded; a folder not here (check warns of it)
+        if (missing := missing_weights(self.model_id, self.what)) is not None:
+            return missing
         if self.backend == "onnx":
             assert self.onnx_kind is not None
             for module in ("onnxruntime", "tokenizers"):
