@@ -14,7 +14,7 @@ from ..api import PIPELINE_SUFFIXES
 from ..config import read_pipeline, read_spec
 from ..errors import ConfigError, InputError, in_file
 from ..server import serve
-from ..server.logs import log_formatter
+from ..server.logs import LOG_FORMATS, log_formatter
 from ..server.settings import (
     API_KEY_ENV,
     ServerSettings,
@@ -190,9 +190,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     level = args.log_level or ("debug" if getattr(args, "verbose", 0) > 1 else "info")
     if not logging.getLogger().handlers:
         handler = logging.StreamHandler()  # (stderr) each line with its time, ISO 8601
-        handler.setFormatter(log_formatter())
+        handler.setFormatter(log_formatter(args.log_format))
         logging.getLogger().addHandler(handler)
     logging.getLogger().setLevel(level.upper())
+    if args.log_format == "json":  # every line one JSON object: -v's handler's too, and
+        for handler in logging.getLogger().handlers:  # a Python warning's (not two lines)
+            handler.setFormatter(log_formatter("json"))
+        logging.captureWarnings(True)
     serve(
         settings,
         host=args.host,
@@ -200,6 +204,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         graceful_seconds=settings.graceful_timeout,
         workers=args.workers,
         log_level=level,
+        log_format=args.log_format,
     )
     return 0
 
@@ -322,6 +327,16 @@ def add_commands(sub: Any) -> None:
         default=None,
         help="the service's log level, rerankit's and uvicorn's (default info, or debug "
         "with -vv); each request's access line is info, so warning drops them",
+    )
+    srv.add_argument(
+        "--log-format",
+        choices=LOG_FORMATS,
+        default="text",
+        help="the service's log lines, rerankit's and uvicorn's, in every worker: text "
+        "(default: '2026-11-30T17:24:15.123+00:00 INFO rerankit.server.app: ...') or json, "
+        "one JSON object per line with time, level, logger, message, request_id (and "
+        "trace_id) while a request is answered, client, method, path and status on access "
+        "lines, and a traceback in exception, for a log pipeline that parses JSON",
     )
     srv.add_argument("--check", action="store_true", help=argparse.SUPPRESS)  # said: use check
     srv.set_defaults(func=cmd_serve)

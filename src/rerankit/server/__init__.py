@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 from .._optional import require
+from .logs import check_log_format
 from .settings import ServerSettings
 from .shutdown import CUT_MARGIN, StopOnSignal, cut_warning
 
@@ -32,6 +33,7 @@ def serve(
     graceful_seconds: float | None = None,
     workers: int = 1,
     log_level: str = "info",
+    log_format: str = "text",
 ) -> None:
     """Run the service with uvicorn until SIGINT or SIGTERM. On SIGTERM ``/ready`` answers
     503 ``stopping`` at once while requests are still served for the settings'
@@ -50,11 +52,15 @@ def serve(
     others); a worker that dies is replaced; each worker logs rerankit's lines to stderr
     as this process does, when its root logger has a handler (``rerankit serve`` sets one
     up). ``log_level``: uvicorn's (``debug``, ``info``, ``warning``, ``error``; its access
-    log lines are ``info``)."""
+    log lines are ``info``). ``log_format``: uvicorn's lines, and a worker's rerankit
+    lines, as text (the default) or one JSON object per line (``json``; see
+    :mod:`rerankit.server.logs`); this process's own rerankit lines are its root logger's
+    handler's (``rerankit serve --log-format json`` sets that up too)."""
 
     from .connections import uvicorn_config
 
     uvicorn = require("uvicorn", "rerankit serve")
+    check_log_format(log_format)
     settings = settings or ServerSettings()
     grace = settings.graceful_timeout if graceful_seconds is None else graceful_seconds
     cut = cut_warning(settings.timeout, grace)
@@ -70,6 +76,7 @@ def serve(
             graceful_seconds=grace,
             workers=workers,
             log_level=log_level,
+            log_format=log_format,
         )
         return
 
@@ -101,6 +108,7 @@ def serve(
     config = uvicorn_config(  # uvicorn's own cancel is the backstop of rerankit's cut
         app,
         settings,
+        log_format,
         host=host,
         port=port,
         log_level=log_level,

@@ -13,8 +13,10 @@ from .logs import uvicorn_log_config
 __all__ = ["uvicorn_config"]
 
 
-def uvicorn_config(app: Any, settings: Any, **options: Any) -> Any:
-    """A ``uvicorn.Config`` for ``app`` with the settings' connection limits."""
+def uvicorn_config(app: Any, settings: Any, log_format: str = "text", **options: Any) -> Any:
+    """A ``uvicorn.Config`` for ``app`` with the settings' connection limits, uvicorn's
+    lines in ``log_format`` (``text`` or ``json``; in every worker too: the configuration
+    travels with it)."""
     import uvicorn
 
     config = uvicorn.Config(
@@ -23,7 +25,7 @@ def uvicorn_config(app: Any, settings: Any, **options: Any) -> Any:
         timeout_keep_alive=settings.keep_alive_seconds,
         limit_concurrency=settings.max_connections,
         h11_max_incomplete_event_size=settings.max_header_bytes,
-        **{"log_config": uvicorn_log_config(), **options},  # timed lines (see .logs)
+        **{"log_config": uvicorn_log_config(log_format), **options},  # timed lines (see .logs)
     )
     config.rerankit_header_timeout = settings.header_timeout  # read by the protocol
     return config

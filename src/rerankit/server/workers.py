@@ -3,8 +3,9 @@
 Each worker builds the service from the settings the parent hands over in an environment
 variable, so every worker serves the same pipelines; uvicorn's supervisor replaces a worker
 that dies. The embedding cache on disk (SQLite, WAL mode) is shared between them. A worker
-is a new interpreter: it logs rerankit's lines to stderr (:data:`LOG_FORMAT`) at the level
-the parent's root logger has, when the parent's root logger has a handler.
+is a new interpreter: it logs rerankit's lines to stderr (:data:`LOG_FORMAT`, or JSON lines
+with ``log_format="json"``) at the level the parent's root logger has, when the parent's
+root logger has a handler.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ logger = logging.getLogger(__name__)
 SETTINGS_ENV = "RERANKIT_SERVE_SETTINGS"
 #: where it leaves its root logger's level, when that logger has a handler
 LOG_LEVEL_ENV = "RERANKIT_SERVE_LOG_LEVEL"
+#: and the log format of the lines (``text`` or ``json``)
+LOG_FORMAT_ENV = "RERANKIT_SERVE_LOG_FORMAT"
 
 
 def app_from_environment() -> Any:
@@ -40,10 +43,13 @@ def app_from_environment() -> Any:
         # a process `serve` started, whose parent logs to stderr (it set LOG_LEVEL_ENV only
         # then): its lines go there too, as the parent's would; the library configures no
         # logging in a process it did not start
+        log_format = os.environ.get(LOG_FORMAT_ENV, "text")
         handler = logging.StreamHandler()
-        handler.setFormatter(log_formatter())
+        handler.setFormatter(log_formatter(log_format))
         root.addHandler(handler)
         root.setLevel(int(level))
+        if log_format == "json":  # a warning's lines are a JSON line too, as the parent's
+            logging.captureWarnings(True)
     settings = ServerSettings.from_mapping(json.loads(os.environ[SETTINGS_ENV]))
     app = create_app(settings)
     _stop_gracefully_on_signal(
@@ -80,6 +86,7 @@ def serve_workers(
     graceful_seconds: float,
     workers: int,
     log_level: str = "info",
+    log_format: str = "text",
 ) -> None:
     """Serve ``settings`` from ``workers`` processes until SIGINT or SIGTERM."""
     from uvicorn.supervisors import Multiprocess
@@ -92,11 +99,14 @@ def serve_workers(
     root = logging.getLogger()
     if root.handlers:
         os.environ[LOG_LEVEL_ENV] = str(root.getEffectiveLevel())
+        os.environ[LOG_FORMAT_ENV] = log_format
     else:  # nothing to pass on (rerankit's lines go nowhere here either)
         os.environ.pop(LOG_LEVEL_ENV, None)
+        os.environ.pop(LOG_FORMAT_ENV, None)
     config = uvicorn_config(
         "rerankit.server.workers:app_from_environment",
         settings,
+        log_format,
         factory=True,
         workers=workers,
         host=host,
