@@ -6,6 +6,7 @@ not numpy), so it is cheap to import and safe to use from anywhere.
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -83,7 +84,9 @@ class RankedDocument:
     and ``flags`` short machine-readable notes about this document (for example
     ``"non_finite:bm25"`` when a strategy returned NaN for it, ``"llm_failed"`` with
     ``"llm_failed:timeout"`` when an LLM judge's call for it timed out, ``"duplicate_id"``
-    when another document of the call has its id).
+    when another document of the call has its id). ``ranked_by``, in a
+    :class:`~rerankit.rerankers.Pipeline`'s result, names the stage that decided its place
+    (the last stage that scored it; None outside a pipeline).
     """
 
     document: Any
@@ -96,6 +99,7 @@ class RankedDocument:
     flags: tuple[str, ...] = ()
     explanation: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
     score_from_contributions: str = SUM
+    ranked_by: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-friendly record of this result (the caller's object is not included)."""
@@ -195,7 +199,8 @@ class RerankResult:
         fusion used, its ``weight`` and its ``contribution`` to the document's score, which
         ``score_from_contributions`` makes: ``"sum"`` (score = sum of the contributions) or
         ``"sigmoid(sum)"``. A pipeline's earlier stages' rows (they chose the candidates)
-        carry ``earlier_stage_contribution`` instead: no term of the score."""
+        carry ``earlier_stage_contribution`` instead: no term of the score; ``ranked_by``
+        names the stage that decided the document's place (None outside a pipeline)."""
         return [
             {
                 "rank": r.rank,
@@ -203,6 +208,7 @@ class RerankResult:
                 "id": r.id,
                 "score": r.score,
                 "score_from_contributions": r.score_from_contributions,
+                "ranked_by": r.ranked_by,
                 "strategies": {k: dict(v) for k, v in r.explanation.items()},
                 "flags": list(r.flags),
             }
@@ -212,7 +218,9 @@ class RerankResult:
     def explain_table(self, *, text_width: int = 40) -> str:
         """:meth:`explain` as a plain-text table, one row per document and strategy: the
         rows that make the score first, then any earlier pipeline stage's (marked, their
-        contribution left blank), and a footer saying how the contributions make the score."""
+        contribution left blank), and a footer saying how the contributions make the score.
+        A calibrated fusion's ``(intercept)`` row shows only when it is a term of the score:
+        not at 0, nor as an earlier stage's."""
         head = f"{'rank':>4}  {'id':<12} {'score':>9}  {'strategy':<28} {'raw':>9} {'norm':>7} "
         head += f"{'weight':>6} {'contrib':>8}  text"
         lines = [head]
@@ -221,7 +229,10 @@ class RerankResult:
             snippet = " ".join(r.text.split())
             snippet = snippet if len(snippet) <= text_width else snippet[: text_width - 1] + "…"
             rid = "" if r.id is None else str(r.id)[:12]
-            rows = sorted(r.explanation.items(), key=lambda kv: EARLIER_STAGE in kv[1])
+            rows = sorted(
+                ((k, v) for k, v in r.explanation.items() if not _no_term(k, v)),
+                key=lambda kv: EARLIER_STAGE in kv[1],
+            )
             for j, (name, parts) in enumerate(rows or [("-", {})]):
                 lead = f"{r.rank:>4}  {rid:<12} {r.score:>9.4f}" if j == 0 else " " * 28
                 if name.endswith(INTERCEPT):  # a constant, no signal: its term alone
@@ -270,6 +281,15 @@ class RerankResult:
                 "stage gave the score, so it is no term of the sum"
             )
         return lines
+
+
+def _no_term(name: str, parts: Mapping[str, float]) -> bool:
+    """Whether an explanation row is a calibrated fusion's ``(intercept)`` that adds nothing
+    to the score: a constant of 0, or an earlier stage's (no contribution)."""
+    if not name.endswith(INTERCEPT):
+        return False
+    share = parts.get("contribution")
+    return share is None or not math.isfinite(share) or share == 0
 
 
 def _weight(w: float) -> str:

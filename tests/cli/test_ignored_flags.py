@@ -182,3 +182,15 @@ def test_export_refuses_the_int8_options_where_they_shape_nothing(
     err = refused(capsys, ["export", str(bert_dir), "--quantize", "int8", "--no-smoothing"])
     assert "without --out" in err
     assert not (tmp_path / "out").exists()  # refused before any export
+
+
+def test_rank_explain_names_the_stage_that_decided_each_place(capsys, tmp_path):
+    cascade = tmp_path / "cascade.toml"
+    cascade.write_text(
+        'name = "cascade"\n[[stages]]\nname = "lexical"\nkeep = 2\nscorer = { type = "bm25" }\n'
+        '[[stages]]\nname = "overlap"\nscorer = { type = "jaccard" }\n'
+    )
+    argv = [*RANK[:-1], str(cascade), "--explain", "--format", "jsonl", "-k", "4"]
+    assert main(argv) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert [line["explanation"]["ranked_by"] for line in lines] == ["overlap"] * 2 + ["lexical"] * 2

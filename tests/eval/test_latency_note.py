@@ -129,3 +129,37 @@ def test_the_command_prints_the_note_and_results_json_keeps_it(tmp_path, capsys,
     assert results["latency_note"] in printed
     assert results["results"][0]["embedding_cache"] is None  # the first stage: no lookups
     assert results["results"][1]["embedding_cache"]["misses"] == len(CORPUS)
+
+
+def test_a_cascade_s_stages_are_timed_and_its_slowest_named_under_the_table(tmp_path, capsys):
+    pytest.importorskip("matplotlib", reason="eval --out draws a chart (extra eval)")
+    folder = write_tiny(tmp_path / "tiny")
+    pipeline = tmp_path / "cascade.toml"
+    pipeline.write_text(
+        'name = "cascade"\n[[stages]]\nname = "lexical"\nkeep = 3\nscorer = { type = "bm25" }\n'
+        '[[stages]]\nname = "overlap"\nscorer = { type = "jaccard" }\n'
+    )
+    argv = ["eval", "--data", str(folder), "--rerankers", f"bm25,{pipeline}", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out
+    results = json.loads((tmp_path / "out" / "results.json").read_text())
+    rows = {r["pipeline"]: r for r in results["results"]}
+    assert rows["bm25"]["stage_mean_ms"] is None  # no stages
+    stages = rows["cascade"]["stage_mean_ms"]
+    assert list(stages) == ["lexical", "overlap"] and all(ms > 0 for ms in stages.values())
+    assert sum(stages.values()) <= rows["cascade"]["mean_ms"]  # within the query's time
+    slowest = max(stages, key=stages.get)
+    said = (
+        f"the slowest stage (stage_mean_ms in results.json): cascade's {slowest!r} at "
+        f"{stages[slowest]:.1f} ms of its {rows['cascade']['mean_ms']:.1f} ms mean"
+    )
+    assert said in results["latency_note"] and results["latency_note"] in printed
+    table = [line for line in printed.splitlines() if line.startswith("|")]
+    assert not any("lexical" in line or "overlap" in line for line in table)  # under it only
+
+
+def test_only_a_row_with_several_stages_gets_a_slowest_stage():
+    one = {**_row("one"), "stage_mean_ms": {"only": 5.0}}
+    two = {**_row("two"), "stage_mean_ms": {"bm25": 1.0, "judge": 8.3}}
+    note = latency_note([_row("first stage"), one, two])
+    assert "two's 'judge' at 8.3 ms of its 10.0 ms mean" in note and "one's" not in note

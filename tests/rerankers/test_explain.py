@@ -5,6 +5,7 @@ reranker; a pipeline's earlier stages' rows are marked and are no terms of it.""
 from __future__ import annotations
 
 import math
+import re
 
 import pytest
 
@@ -171,3 +172,34 @@ def test_the_table_shows_weights_as_documented_and_the_intercept_as_a_constant_t
     }
     row = load(noisy).rerank(QUERY, POOL, top_k=1).explain_table().splitlines()[1].split()
     assert row[5] == "0.3"  # 0.30000000000000004 as written
+
+
+def test_each_document_names_the_stage_that_decided_its_place():
+    """bm25 keeps 5, the calibrated fusion keeps 2 of them, jaccard scores those: each
+    document's ``ranked_by`` is the last stage that scored it; outside a pipeline None."""
+    cascade = Pipeline([(BM25Scorer(), 5), (load(CALIBRATED), 2), JaccardScorer()], name="cascade")
+    result = cascade.rerank(QUERY, POOL)
+    decided = [e["ranked_by"] for e in result.explain()]
+    assert decided == ["jaccard"] * 2 + ["fusion"] * 3 + ["bm25"] * 3
+    for e, r in zip(result.explain(), result, strict=True):
+        assert r.ranked_by == e["ranked_by"]
+        terms = {k.split("/")[0] for k, p in e["strategies"].items() if "contribution" in p}
+        assert terms == {e["ranked_by"]}  # what a reader had to infer from the rows
+    assert result.ranked_by == "jaccard"
+    assert {e["ranked_by"] for e in ScorerReranker(BM25Scorer()).rerank(QUERY, POOL).explain()} == {
+        None
+    }
+
+
+def test_the_table_drops_an_intercept_row_that_is_no_term_of_the_score():
+    """The fusion's (intercept) is shown where it is a term (its constant, 0.25), not as an
+    earlier stage's blank row, nor when the constant is 0."""
+    cascade = Pipeline([(load(CALIBRATED), 3), JaccardScorer()], name="cascade")
+    table = cascade.rerank(QUERY, POOL, top_k=5).explain_table()
+    blocks = re.split(r"\n(?= {3}\d )", table)  # the head, then one per document
+    assert [("fusion/(intercept)" in b) for b in blocks[1:]] == [False] * 3 + [True] * 2
+    assert len(re.findall(r"fusion/\(intercept\) +0\.2500$", table, flags=re.M)) == 2
+    at_zero = {**CALIBRATED, "output_calibration": {"slope": 1.5, "intercept": 0.0}}
+    row = re.compile(r"^ +\(intercept\) ", flags=re.M)  # (the footer names it too)
+    assert not row.search(load(at_zero).rerank(QUERY, POOL).explain_table())
+    assert row.search(load(CALIBRATED).rerank(QUERY, POOL).explain_table())

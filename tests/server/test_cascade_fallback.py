@@ -107,6 +107,19 @@ def test_a_stalled_judge_answers_the_first_stage_s_order_at_the_deadline(client)
     assert "degraded_since" not in client.get("/info").json()["pipelines"]["cascade"]
 
 
+def test_explain_names_the_stage_that_decided_each_place_after_a_fallback_too(client):
+    MODE["now"] = "ok"
+    judged = client.post("/v1/explain", json={**ASK, "top_n": None}).json()["results"]
+    assert [r["ranked_by"] for r in judged] == ["llm_pointwise"] * 2 + ["bm25"] * 2
+    MODE["now"] = "500"
+    try:
+        fell_back = client.post("/v1/explain", json={**ASK, "top_n": None}).json()
+    finally:
+        MODE["now"] = "ok"
+    assert fell_back["degraded"] is True
+    assert [r["ranked_by"] for r in fell_back["results"]] == ["bm25"] * 4
+
+
 def test_degraded_answers_are_counted_by_pipeline(client):
     before = _metric(client, "rerankit_degraded_answers_total")
     MODE["now"] = "500"

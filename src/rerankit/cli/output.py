@@ -33,8 +33,9 @@ def records(result: Any, score_field: str, details: bool, *, explain: bool = Fal
     ``score_field`` (a string input as ``{text, score_field}``), or with ``details`` the
     result records; each with the result's ``score_scale``, so that a reader of the lines
     knows what the score means; with ``explain``, each with an ``explanation`` field
-    (``score_from_contributions`` and each strategy's ``raw``, ``normalized``, ``weight``
-    and ``contribution``, as :meth:`~rerankit.RerankResult.explain` gives them)."""
+    (``score_from_contributions``, ``ranked_by``: the pipeline stage that decided the
+    place, and each strategy's ``raw``, ``normalized``, ``weight`` and ``contribution``, as
+    :meth:`~rerankit.RerankResult.explain` gives them)."""
     scale = {SCALE_FIELD: result.score_scale}
     if details:  # whether a scorer or a rule stage failed: the same on each record
         out = [{**r, **scale, "degraded": result.degraded} for r in result.to_dicts()]
@@ -56,7 +57,7 @@ def records(result: Any, score_field: str, details: bool, *, explain: bool = Fal
                 f"the document at rank {why['rank']} has an {EXPLANATION!r} field already, "
                 f"where --explain --format jsonl writes the explanation: rename that field"
             )
-        kept = {k: why[k] for k in ("score_from_contributions", "strategies")}
+        kept = {k: why[k] for k in ("score_from_contributions", "ranked_by", "strategies")}
         explained.append({**record, EXPLANATION: kept})
     return explained
 

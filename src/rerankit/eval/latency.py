@@ -21,6 +21,9 @@
   a few thousand; later runs read the cache. (Which of the candidates' texts are cached
   cannot be counted beforehand without splitting them as each pipeline does, so it is said
   only when the cache is empty, which is then true of all of them.)
+* **Which stage costs.** A cascade's row has one time for all its stages; ``results.json``
+  keeps each stage's mean (``stage_mean_ms``, from the results' ``timings``) and the note
+  names each cascade's slowest stage with its mean.
 * **A mean above the 95th percentile.** One query far slower than the rest (the first
   one warming a model up, or one encoding many documents) pulls the mean above p95, which
   it leaves alone: the note names the run and its slowest query.
@@ -84,6 +87,14 @@ def latency_note(rows: Sequence[Mapping[str, Any]]) -> str | None:
         for r in rows
         if r.get("max_ms") is not None and r["mean_ms"] > r["p95_ms"]
     ]
+    stages = [
+        f"{r['pipeline']}'s {name!r} at {ms:.1f} ms of its {r['mean_ms']:.1f} ms mean"
+        for r in rows
+        if len(r.get("stage_mean_ms") or {}) > 1
+        for name, ms in [max(r["stage_mean_ms"].items(), key=lambda s: s[1])]
+    ]
+    if stages:  # (every stage's mean is in results.json)
+        parts.append(f"the slowest stage (stage_mean_ms in results.json): {', '.join(stages)}")
     if slow:
         parts.append(
             f"mean above p95: {', '.join(slow)}; one query far slower than the rest (the "

@@ -69,6 +69,8 @@ class PipelineRun:
     #: the rerankers' own scores per query and document, and the scales they came in
     scores: dict[str, dict[str, float]] = field(default_factory=dict)
     score_scales: set[str] = field(default_factory=set)
+    #: a cascade's seconds per stage (:attr:`~rerankit.RerankResult.timings`), each query's
+    stage_seconds: dict[str, list[float]] = field(default_factory=dict)
     #: the embedding cache's lookups while it ran (:func:`~rerankit.cache.embedding_lookups`:
     #: ``misses`` encoded, ``reused`` there before it ran); None: not counted here
     embedding_cache: dict[str, int] | None = None
@@ -94,10 +96,13 @@ class PipelineRun:
         degraded: bool,
         usage: Mapping[str, int],
         cause: str | None = None,
+        timings: Mapping[str, float] | None = None,
     ) -> None:
         """One query's reranked (id, score) pairs, best first, and what the rerank cost
-        (``cause``: why a degraded one fell back)."""
+        (``cause``: why a degraded one fell back; ``timings``: a cascade's seconds per stage)."""
         self.latencies.append(seconds)
+        for stage, spent in (timings or {}).items():
+            self.stage_seconds.setdefault(stage, []).append(spent)
         self.run[qid] = {d: float(len(ranked) - i) for i, (d, _) in enumerate(ranked)}
         self.scores[qid] = dict(ranked)
         self.score_scales.add(scale)
@@ -221,6 +226,7 @@ def _rerank_one(
         degraded=out.degraded,
         usage=out.usage,
         cause=failure_cause(out.warnings),
+        timings=out.timings,
     )
     return result
 
@@ -276,6 +282,9 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
                 "mean_ms": 1e3 * r.mean_latency,
                 "p95_ms": 1e3 * r.p95_latency,
                 "max_ms": 1e3 * max(r.latencies) if r.latencies else None,
+                # a cascade's mean per stage, over the queries that ran it (None: no stages)
+                "stage_mean_ms": {s: 1e3 * statistics.fmean(t) for s, t in r.stage_seconds.items()}
+                or None,
                 "embedding_cache": r.embedding_cache,
                 "load_s": r.load_seconds,
                 "llm_calls": r.usage.get("calls", 0),

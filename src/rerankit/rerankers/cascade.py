@@ -229,7 +229,8 @@ class Pipeline(Reranker):
             order=order,
             dropped=dropped,
         )
-        return replace(result, ranked_by=ranked_by)
+        placed = tuple(replace(r, ranked_by=last[r.index]) for r in result)  # each its own
+        return replace(result, results=placed, ranked_by=ranked_by)
 
     async def _run_stage(
         self,

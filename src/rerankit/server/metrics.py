@@ -1,11 +1,13 @@
 """The service's Prometheus metrics (every answer counted once and timed, by endpoint and
 pipeline; errors by status; queue depth, requests in flight, queue and inference time,
 readiness and health, by pipeline; documents per request; embedding micro-batches;
-abandoned requests; the answer cache, and the cache calls that failed). docs/service.md's
+abandoned requests; LLM provider calls, failures and tokens, by pipeline; the answer
+cache, and the cache calls that failed). docs/service.md's
 metrics table lists them all, and a test compares it with a live scrape."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from .._optional import require
@@ -195,6 +197,32 @@ class Metrics:
             ["model"],
             registry=self.registry,
         )
+        self.llm_calls = prom.Counter(
+            "rerankit_llm_calls",
+            "Calls to an LLM provider (each attempt, retries and failed calls included), by "
+            "pipeline, counted from the usage each rerank reports (what /v1/explain shows), "
+            "its warm-up's included; not counted: the calls of a stage cut by the request's "
+            "deadline (a 504, or a cascade answered with an earlier stage's order) and of a "
+            "request whose client left, though the provider may bill them",
+            ["model"],
+            registry=self.registry,
+        )
+        self.llm_failures = prom.Counter(
+            "rerankit_llm_failures",
+            "LLM calls (with their retries) that left a document without a judgment (failed "
+            "after their retries, or no readable judgment in the answer), by pipeline",
+            ["model"],
+            registry=self.registry,
+        )
+        self.llm_tokens = prom.Counter(
+            "rerankit_llm_tokens",
+            "Tokens the LLM provider reported, by pipeline and type (input, output), from the "
+            "same usage as rerankit_llm_calls_total (not counted where it is not); a call "
+            "that failed or timed out before an answer counts 0 tokens, though the provider "
+            "may bill it",
+            ["model", "type"],
+            registry=self.registry,
+        )
         self.answers = prom.Counter(
             "rerankit_answer_cache",
             "Requests to the answer cache by result: hit (read from the cache), shared (the "
@@ -216,6 +244,10 @@ class Metrics:
             self.in_flight.labels(name).set(0)
             for family in (self.shed, self.documents, self.batch_documents, self.degraded_answers):
                 family.labels(name)
+            for family in (self.llm_calls, self.llm_failures):
+                family.labels(name)
+            for kind in ("input", "output"):
+                self.llm_tokens.labels(name, kind)
 
     def watch_readiness(self, ready: Any, healthy: Any) -> None:
         """Export ``rerankit_pipeline_ready`` from ``ready()`` and
@@ -249,6 +281,17 @@ class Metrics:
         if status >= 400 and not probe:
             self.errors.labels(str(status), model).inc()
         self.latency.labels(endpoint, model).observe(seconds)
+
+    def llm_usage(self, model: str, usage: Mapping[str, int]) -> None:
+        """What one rerank of pipeline ``model`` cost at its LLM provider: ``usage`` as the
+        result reports it (:attr:`rerankit.RerankResult.usage`; empty without an LLM stage)."""
+        if usage.get("calls"):
+            self.llm_calls.labels(model).inc(usage["calls"])
+        if usage.get("failures"):
+            self.llm_failures.labels(model).inc(usage["failures"])
+        for kind in ("input", "output"):
+            if usage.get(f"{kind}_tokens"):
+                self.llm_tokens.labels(model, kind).inc(usage[f"{kind}_tokens"])
 
     def encode_batch(self, texts: int, tokens: int) -> None:
         """One micro-batch encoded (called from the batcher's thread)."""

@@ -267,6 +267,7 @@ class ServedPipeline:
                 exc,
             )
             return None
+        self.metrics.llm_usage(self.name, result.usage)  # its calls are billed too
         if result.unusable is None and result.degraded and _fell_back(reranker, result):
             return summary("the warm-up answer fell back", list(result.warnings))
         if result.unusable is not None or result.degraded:  # degraded: a strategy failed

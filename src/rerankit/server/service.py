@@ -402,6 +402,7 @@ class Service:
             logger.exception("rerank failed")
             pipeline.request_failed(f"internal error: {type(exc).__name__}: {exc}")
             raise ServiceError(500, f"internal error: {type(exc).__name__}") from exc
+        self.metrics.llm_usage(name, result.usage)  # (before an unusable result's error)
         if owners is not None:  # chunks scored: each document by its best
             result = gather(result, owners, call.documents, None)
         if result.score_scale == "relative":

@@ -39,8 +39,10 @@ description = (
     "`weight` and `contribution`; `score_from_contributions` says how the contributions make "
     "`score` (`sum`, or `sigmoid(sum)` for a calibrated fusion's logits). A pipeline's "
     "earlier stages' rows (they chose the candidates; a later stage gave the score) carry "
-    "`earlier_stage_contribution` in place of `contribution`. With flags, `warnings` (once: "
-    "`meta` is Cohere v2's without them), timings and LLM usage. What the playground draws."
+    "`earlier_stage_contribution` in place of `contribution`, and `ranked_by` names the "
+    "stage that decided each document's place (null outside a pipeline). With flags, "
+    "`warnings` (once: `meta` is Cohere v2's without them), timings and LLM usage. What the "
+    "playground draws."
 )
 
 
@@ -71,6 +73,7 @@ class Result(BaseModel):
     score: float | None
     relevance_score: float
     score_from_contributions: str
+    ranked_by: str | None = None
     text: str
     flags: list[str]
     strategies: dict[str, Strategy]
@@ -124,6 +127,7 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
                 "score": _number(entry["score"]),
                 "relevance_score": unit,
                 "score_from_contributions": entry["score_from_contributions"],
+                "ranked_by": entry["ranked_by"],
                 "text": texts[entry["index"]],
                 "flags": entry["flags"],
                 "strategies": {
