@@ -17,9 +17,11 @@ import pytest
 import rerankit
 from rerankit import load
 from rerankit.errors import DeadlineError, InputError
+from rerankit.llm import OpenAIClient, RetryPolicy
+from rerankit.llm.testing import FakeLLMServer, Reply
 from rerankit.registry import register
 from rerankit.rerankers import Pipeline
-from rerankit.scorers import BM25Scorer
+from rerankit.scorers import BM25Scorer, LLMPointwiseScorer
 
 DOCS = ["wind farms", "solar power and solar panels", "battery storage", "solar power"]
 QUERY = "solar power"
@@ -161,3 +163,20 @@ def test_a_deadline_met_changes_nothing():
 def test_a_deadline_that_is_no_positive_number_is_refused(bad):
     with pytest.raises(InputError, match=r"deadline=.*expected a positive number of seconds"):
         load("bm25").rerank(QUERY, DOCS, deadline=bad)
+
+
+def test_a_slow_llm_judge_is_cut_at_the_deadline():
+    """A real LLM judge whose provider takes 3 s per answer (its own timeout is 30 s)."""
+    pytest.importorskip("openai", reason="needs the 'openai' extra")
+    with FakeLLMServer(responder=lambda r: Reply('{"score": 9}', delay=3.0)) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m", api_key="k")
+        judge = LLMPointwiseScorer(client, cache=False, retry=RetryPolicy(attempts=1, timeout=30))
+        pipeline = Pipeline([BM25Scorer(), judge], name="judged")
+        start = time.monotonic()
+        result = pipeline.rerank(QUERY, DOCS, deadline=DEADLINE)
+        elapsed = time.monotonic() - start
+    assert elapsed < 3.0 * 0.8, elapsed  # well before the provider's first answer
+    assert result.degraded and [r.index for r in result] == _bm25_order()
+    assert result.warnings[0].startswith(
+        "stage 'llm_pointwise' did not finish within the 0.3 s deadline"
+    )
