@@ -32,8 +32,8 @@ import contextvars
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import CancelledError, Executor, ThreadPoolExecutor
+from collections.abc import Callable, Coroutine, Iterator
+from concurrent.futures import CancelledError, Executor, Future, ThreadPoolExecutor
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
@@ -41,11 +41,14 @@ __all__ = [
     "ABANDONED",
     "Waits",
     "counted_as_waits",
+    "deadline_scope",
     "in_loading_thread",
     "in_model_thread",
     "in_thread",
     "loads_in_place",
     "on_model_thread",
+    "run_sync",
+    "run_until_answered",
     "running_on_model_thread",
     "stop_if_abandoned",
     "time_left",
@@ -135,6 +138,23 @@ def work_scope(
         _WAITS.reset(counting)
 
 
+@contextlib.contextmanager
+def deadline_scope(deadline: float, abandoned: threading.Event) -> Iterator[None]:
+    """The current work (on its own executor, its waits counted as before), inside, ends by
+    ``deadline`` too (the earlier of it and the work's own) and counts as abandoned once
+    ``abandoned`` is set (or the work's own event is): a rerank's ``deadline=``."""
+    outer = _DEADLINE.get()
+    tokens = (
+        _DEADLINE.set(deadline if outer is None else min(outer, deadline)),
+        ABANDONED.set(_Either(ABANDONED.get(), abandoned)),
+    )
+    try:
+        yield
+    finally:
+        _DEADLINE.reset(tokens[0])
+        ABANDONED.reset(tokens[1])
+
+
 def waits() -> Any:
     """The current work's :class:`Waits` (None: not counted)."""
     return _WAITS.get()
@@ -184,6 +204,42 @@ async def in_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     a slot for this task (the service) holds it until the thread is free again, and nothing
     after this step runs."""
     return await _run_in(_EXECUTOR.get(), fn, args, kwargs)
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion from sync code, also when an event loop is running in
+    this thread (notebooks, async servers): then it runs on a helper thread's own loop. The
+    coroutine runs outside the check's ``except`` block, so an exception it raises carries
+    no unrelated "no running event loop" in its chain."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        running = False
+    else:
+        running = True
+    if not running:
+        return asyncio.run(coro)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerankit-sync") as pool:
+        return pool.submit(asyncio.run, coro).result()
+
+
+def run_until_answered(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Blocking: ``coro``'s result, on an event loop of a new thread (in the caller's
+    context), returned as soon as ``coro`` ends: work it left running (past a deadline, on
+    a thread) ends there on its own, while the caller goes on."""
+    answer: Future = Future()
+
+    async def main() -> None:
+        try:
+            answer.set_result(await coro)
+        except BaseException as exc:  # handed to the caller
+            answer.set_exception(exc)
+
+    context = contextvars.copy_context()
+    threading.Thread(
+        target=context.run, args=(asyncio.run, main()), name="rerankit-deadline", daemon=True
+    ).start()
+    return answer.result()
 
 
 async def in_loading_thread(name: str, fn: Callable[..., T], /, *args: Any) -> T:

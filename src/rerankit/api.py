@@ -93,6 +93,7 @@ def rerank(
     top_k: int | None = None,
     fields: InputFields | None = None,
     context: Mapping[str, Any] | None = None,
+    deadline: float | None = None,
     **options: Any,
 ) -> RerankResult:
     """Rerank in one call: ``rerankit.rerank("query", ["doc a", "doc b"])``.
@@ -101,9 +102,10 @@ def rerank(
     extra is installed, else ``bm25`` (the result's warnings say so). How documents are
     read and results written is ``fields`` (an :class:`~rerankit.InputFields`) or its
     options as keywords (``text_field``, ``id_field``, ``score_field``,
-    ``first_stage_field``, ``first_stage_higher_is_better``, ``text_fields``); ``top_k``
-    and ``context`` are :meth:`~rerankit.Reranker.rerank`'s; unknown keywords are a
-    ``TypeError``.
+    ``first_stage_field``, ``first_stage_higher_is_better``, ``text_fields``); ``top_k``,
+    ``context`` and ``deadline`` (seconds: a pipeline then returns its last finished
+    stage's result, degraded) are :meth:`~rerankit.Reranker.rerank`'s; unknown keywords
+    are a ``TypeError``.
     """
     check_keywords({k: v for k, v in options.items() if k not in InputFields.names()}, "rerank")
     if reranker is None:
@@ -111,7 +113,7 @@ def rerank(
     else:
         note = None
     result = load(reranker).rerank(
-        query, documents, top_k=top_k, fields=fields, context=context, **options
+        query, documents, top_k=top_k, fields=fields, context=context, deadline=deadline, **options
     )
     if note:
         result = replace(result, warnings=(note, *result.warnings))

@@ -14,6 +14,8 @@ error                      raised when
 ``ProviderError``          an LLM provider call failed (a ``ScorerError``); transient ones are
                            retried, permanent ones are not; ``kind`` says how, in a word
 ``ServiceError``           the HTTP service answers with an error status
+``DeadlineError``          a rerank's ``deadline`` came before any stage had finished (also a
+                           ``TimeoutError``); ``deadline`` and ``stage`` say which
 =========================  ====================================================================
 
 Input, configuration, dependency and model-load errors describe the caller's set-up: they
@@ -35,6 +37,7 @@ from contextvars import ContextVar
 __all__ = [
     "FAILURE_KINDS",
     "ConfigError",
+    "DeadlineError",
     "InputError",
     "InvalidDocumentError",
     "MissingDependencyError",
@@ -318,6 +321,17 @@ class ServiceError(RerankitError):
     def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(message)
         self.status, self.message, self.headers = status, message, dict(headers or {})
+
+
+class DeadlineError(RerankitError, TimeoutError):
+    """A rerank's ``deadline`` (seconds) came while ``stage`` (a pipeline's stage, or the
+    reranker itself) ran and no stage before it had finished: there is no order to return.
+    A pipeline whose deadline comes after a stage finished returns that stage's result,
+    degraded, instead."""
+
+    def __init__(self, message: str, *, deadline: float, stage: str | None) -> None:
+        super().__init__(message)
+        self.deadline, self.stage = deadline, stage
 
 
 CALLER_ERRORS: tuple[type[BaseException], ...] = (

@@ -19,7 +19,7 @@ from ..backends.detect import model_kind
 from ..backends.hub import hub_cache_dir, in_hub_cache
 from ..errors import InputError, InvalidDocumentError
 from ..scorers.cross_encoder import OUTPUTS
-from ..scorers.local import LocalModelScorer
+from ..scorers.local import LocalModelScorer, load_models
 from .args import (
     add_backend_arguments,
     add_embedding_cache_if_asked_arguments,
@@ -29,6 +29,7 @@ from .args import (
     embedding_cache_if_asked,
     examples,
     given,
+    positive_float,
     positive_int,
     query_text,
     refuse_unused,
@@ -118,8 +119,12 @@ def cmd_rank(args: argparse.Namespace) -> int:
         )
     refuse_absent_id_field(args, items, f"--input {source}")
     announce_model_loading(reranker)
+    if args.deadline is not None:  # the budget is for reranking, not for loading models
+        load_models(reranker)
     try:
-        result = reranker.rerank(args.query, items, top_k=args.top_k, fields=input_fields(args))
+        result = reranker.rerank(
+            args.query, items, top_k=args.top_k, fields=input_fields(args), deadline=args.deadline
+        )
     except InvalidDocumentError as exc:
         raise located(exc, source, [n for n, _ in numbered]) from None
     for w in with_traceback_hint(result.warnings, "rank", args.verbose):
@@ -372,6 +377,16 @@ def add_commands(sub: Any) -> None:
         action="store_true",
         help="a degraded result (a scorer or a rule stage failed: the warnings say which) is "
         "an error: exit 1 and write nothing, as a CI smoke test of a pipeline file wants",
+    )
+    rank.add_argument(
+        "--deadline",
+        type=positive_float,
+        default=None,
+        metavar="SECONDS",
+        help="a latency budget: a pipeline still running then writes the order of its last "
+        "finished stage, degraded (a warning names the stage that did not finish; --strict "
+        "makes it an error); with no stage finished, an error (exit 1). Local models load "
+        "before it starts",
     )
     rank.add_argument(
         "--explain",

@@ -3,25 +3,27 @@ and assembling scores into a :class:`~rerankit.RerankResult`."""
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import math
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from .._threads import run_sync, run_until_answered
 from ..documents import InputFields, output_for, repeated_ids
 from ..errors import said_for
 from ..scorers.base import ScoreBatch, Scorer, as_score_batch
 from ..spans import TRACER, span
 from ..types import EARLIER_STAGE, SUM, Document, RankedDocument, RerankResult, check_top_k
+from .deadline import check_deadline, rank_within
 
 __all__ = [
     "DUPLICATE_ID",
@@ -111,23 +113,6 @@ def note_duplicate_ids(result: RerankResult, docs: Sequence[Document]) -> Rerank
         replace(r, flags=(*r.flags, DUPLICATE_ID)) if r.index in shared else r for r in result
     )
     return replace(result, results=results, warnings=(*result.warnings, message))
-
-
-def run_sync(coro: Any) -> Any:
-    """Run a coroutine to completion from sync code, also when an event loop is running in
-    this thread (notebooks, async servers): then it runs on a helper thread's own loop. The
-    coroutine runs outside the check's ``except`` block, so an exception it raises carries
-    no unrelated "no running event loop" in its chain."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        running = False
-    else:
-        running = True
-    if not running:
-        return asyncio.run(coro)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rerankit-sync") as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 @dataclass
@@ -239,12 +224,20 @@ class Reranker(ABC):
         top_k: int | None = None,
         fields: InputFields | None = None,
         context: Mapping[str, Any] | None = None,
+        deadline: float | None = None,
         **options: Any,
     ) -> RerankResult:
         """Rerank ``documents`` for ``query`` (blocking). See :meth:`arerank`."""
-        return run_sync(
-            self.arerank(query, documents, top_k=top_k, fields=fields, context=context, **options)
+        coro = self.arerank(
+            query,
+            documents,
+            top_k=top_k,
+            fields=fields,
+            context=context,
+            deadline=deadline,
+            **options,
         )
+        return run_sync(coro) if deadline is None else run_until_answered(coro)
 
     async def arerank(
         self,
@@ -254,6 +247,7 @@ class Reranker(ABC):
         top_k: int | None = None,
         fields: InputFields | None = None,
         context: Mapping[str, Any] | None = None,
+        deadline: float | None = None,
         **options: Any,
     ) -> RerankResult:
         """Rerank ``documents`` (strings, dicts, Documents, LangChain documents, LlamaIndex
@@ -268,9 +262,12 @@ class Reranker(ABC):
         scorers (for example ``{"query_embedding": vector}`` for an embedding scorer). An
         empty query or an empty list returns the input order with a warning. Documents that
         share an ``id`` are each ranked as a candidate of their own; the result warns,
-        naming the ids, and flags them ``duplicate_id``. Unknown keyword arguments are a
-        ``TypeError``.
+        naming the ids, and flags them ``duplicate_id``. ``deadline`` (seconds): a pipeline
+        still running then returns its last finished stage's result, degraded (saying so);
+        with none finished, a :class:`~rerankit.errors.DeadlineError` (see
+        :mod:`~rerankit.rerankers.deadline`). Unknown keyword arguments are a ``TypeError``.
         """
+        until = None if check_deadline(deadline) is None else time.monotonic() + deadline
         check_keywords({k: v for k, v in options.items() if k not in InputFields.names()}, "rerank")
         fields = (fields or InputFields()).with_options(**options)
         if not isinstance(query, str):
@@ -285,10 +282,12 @@ class Reranker(ABC):
             scored = Scored(final=np.zeros(len(docs)), warnings=[f"{what}; input order kept"])
             result = assemble(query, docs, scored, top_k=top_k, score_field=score_field)
         else:
+            rank = functools.partial(self._rank, query, docs, top_k=top_k, score_field=score_field)
             with input_checked():
-                result = await self._rank(
-                    query, docs, top_k=top_k, score_field=score_field, **dict(context or {})
-                )
+                if until is None:
+                    result = await rank(**dict(context or {}))
+                else:
+                    result = await self._rank_until(rank, dict(context or {}), until, deadline)
         if outer:
             result = note_duplicate_ids(result, docs)
         clash = sum(isinstance(d.source, Mapping) and score_field in d.source for d in docs)
@@ -313,6 +312,12 @@ class Reranker(ABC):
         **context: Any,
     ) -> RerankResult:
         """Order non-empty ``docs`` for a non-empty ``query``."""
+
+    async def _rank_until(
+        self, rank: Any, context: dict[str, Any], until: float, seconds: Any
+    ) -> RerankResult:
+        """``rank(**context)`` by ``until``: a reranker with no stages raises at its deadline."""
+        return await rank_within(rank, context, until, seconds, name=self.name)
 
     def scorers(self) -> Iterator[Scorer]:
         """Every scorer this reranker runs (for services that wrap or warm them up)."""

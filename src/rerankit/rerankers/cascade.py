@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import functools
 import logging
@@ -13,12 +14,14 @@ from typing import Any
 
 import numpy as np
 
+from .._threads import ABANDONED
 from ..errors import CALLER_ERRORS, ConfigError, InvalidDocumentError
 from ..ordering import Rule
 from ..scorers.base import NO_SCORE, Scorer
 from ..spans import span
 from ..types import EARLIER_STAGE, SUM, Document, RankedDocument, RerankResult
 from .base import Reranker, Scored, assemble
+from .deadline import FINISHED_STAGES, rank_within
 from .single import ScorerReranker
 
 __all__ = ["ANSWER_DEPTH", "FINISHED_STAGES", "Pipeline", "Stage"]
@@ -27,11 +30,6 @@ __all__ = ["ANSWER_DEPTH", "FINISHED_STAGES", "Pipeline", "Stage"]
 #: for whole (a service that normalises relative scores over every document, then cuts);
 #: a pipeline's ``score_scale`` is then that of those documents
 ANSWER_DEPTH = "answer_depth"
-#: context key: a list to which a pipeline appends, once each stage has ended while a
-#: scoring stage is still to come, ``(next stage's name, a callable that returns the result
-#: it would return were the later stages to fail)``: a service whose deadline comes while a
-#: later stage runs answers with the last one (degraded) instead of nothing
-FINISHED_STAGES = "finished_stages"
 
 logger = logging.getLogger(__name__)
 
@@ -171,6 +169,8 @@ class Pipeline(Reranker):
         finished = context.pop(FINISHED_STAGES, None)  # (the same)
         depth = top_k if top_k is not None else answer_depth
         for k, stage in enumerate(self.stages):
+            if k and (gone := ABANDONED.get()) is not None and gone.is_set():  # (a deadline)
+                raise asyncio.CancelledError(f"abandoned; stage {stage.name!r} not started")
             head, tail = order[:limit], order[limit:]
             start = time.perf_counter()
             with span(f"stage {stage.name}", stage=stage.name, documents=len(head)):
@@ -202,6 +202,14 @@ class Pipeline(Reranker):
         scored.failed_all = scoring > 0 and failures == scoring
         ending = (order, dropped, ranked_by, depth)
         return self._finish(query, docs, scored, (scales, last), ending, top_k, score_field)
+
+    async def _rank_until(
+        self, rank: Any, context: dict[str, Any], until: float, seconds: Any
+    ) -> RerankResult:
+        """``rank(**context)`` by ``until``; at the deadline, the last finished stage's
+        result, degraded (:func:`~rerankit.rerankers.deadline.rank_within`)."""
+        first = self.stages[0].name
+        return await rank_within(rank, context, until, seconds, name=self.name, first=first)
 
     def _finish(
         self,
