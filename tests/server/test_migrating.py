@@ -90,6 +90,15 @@ def test_a_long_list_of_warnings_is_counted_past_the_headers_limit():
     assert warnings_header(["Größe"]) == "Gr\\xf6\\xdfe"  # headers are Latin-1: escaped
 
 
+def test_splitting_the_header_on_its_separator_gives_each_warning_whole():
+    warned = ["document 2: cut twice; once by characters, once by tokens", "query: English"]
+    said = warnings_header(warned)
+    assert said.split("; ") == [
+        "document 2: cut twice, once by characters, once by tokens",
+        "query: English",
+    ]
+
+
 def test_a_tei_request_without_truncate_follows_the_servers_setting(live, strict):
     body = {"query": QUERY, "texts": DOCS}
     cut = _post(live, "/rerank", body)  # truncate = true (the default): cut, and said
@@ -248,3 +257,16 @@ def test_the_pages_alias_snippets_for_other_clients_keep_cohere_names(page):
         aliases = tomllib.loads(snippet)["server"]["aliases"]
         assert unserved_defaults(aliases, ["hybrid"]) == [], snippet
         assert set(COHERE_MODELS) <= set(aliases)
+
+
+def test_a_voyage_request_without_truncation_follows_the_servers_truncate(live, strict):
+    """Voyage's truncation defaults to true for the model's input, but a document over
+    max_document_chars is refused where the operator said truncate = false, unless the
+    request itself sends truncation: true."""
+    body = {"query": QUERY, "documents": DOCS, "model": "bm25", "top_k": 3}
+    cut = _post(live, "/v1/rerank", body)
+    assert cut.status_code == 200, cut.text
+    assert CUT in cut.headers["x-rerankit-warnings"].split("; ")
+    refused = _post(strict, "/v1/rerank", body)
+    assert refused.status_code == 400, refused.text
+    assert _post(strict, "/v1/rerank", {**body, "truncation": True}).status_code == 200

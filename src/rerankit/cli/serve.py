@@ -213,9 +213,10 @@ def add_commands(sub: Any) -> None:
     """``serve``."""
     srv = sub.add_parser(
         "serve",
-        help="run the HTTP service (Cohere- and TEI-compatible)",
-        description="Serve rerank endpoints that Cohere's (/v1/rerank, /v2/rerank), Text "
-        "Embeddings Inference's and Infinity's (/rerank) clients call, with /health, /ready, "
+        help="run the HTTP service (Cohere-, TEI-, Infinity-, Jina- and Voyage-compatible)",
+        description="Serve rerank endpoints that Cohere's (/v1/rerank, /v2/rerank; Jina's and "
+        "Voyage's requests too), Text Embeddings Inference's and Infinity's (/rerank) clients "
+        "call, with /health, /ready, "
         "/metrics and /v1/models. Without --settings it serves the built-ins hybrid (the "
         "default), bm25 and embedding (--model, --backend and --quantize set the hybrid's "
         "and embedding's model and where it runs); --settings FILE serves the pipelines its "

@@ -32,13 +32,14 @@ WARNINGS_HEADER_CHARS = 2000
 
 
 def warnings_header(warned: list[str], limit: int = WARNINGS_HEADER_CHARS) -> str:
-    """``warned`` joined by ``; `` with non-ASCII ``\\u``-escaped (headers are Latin-1);
-    past ``limit`` characters the rest is counted, not said (``x-rerankit-truncated`` lists
-    every cut document)."""
+    """``warned`` joined by ``; `` with non-ASCII ``\\u``-escaped (headers are Latin-1),
+    a ``; `` inside one warning written ``, `` so that splitting on ``; `` gives each
+    warning whole; past ``limit`` characters the rest is counted, not said
+    (``x-rerankit-truncated`` lists every cut document)."""
     said: list[str] = []
     size = 0
     for i, line in enumerate(warned):
-        line = line.encode("ascii", "backslashreplace").decode()
+        line = line.replace("; ", ", ").encode("ascii", "backslashreplace").decode()
         if said and size + 2 + len(line) > limit:
             rest = len(warned) - i
             said.append(f"and {rest} more warning{'s' if rest > 1 else ''}")

@@ -7,8 +7,10 @@ It shares Cohere's v1 path (and Jina's request there): a body is Voyage's (:func
 when it has a field only Voyage's API has (``top_k``, ``truncation``) or names one of
 Voyage's models (``rerank-2.5``, ``rerank-2-lite``, ``rerank-lite-1``, ...: ``rerank-``, no
 ``v`` before the number, as Cohere's ``rerank-v3.5`` has). Any other body is Cohere's (or
-Jina's, the same answer). ``truncation`` (default true, as Voyage's) cuts each document to
-the pipeline model's input; false keeps the service's own ``truncate`` setting."""
+Jina's, the same answer). ``truncation`` cuts each document to the pipeline model's input
+unless sent false (Voyage's default is true); a document over ``max_document_chars`` is cut
+when it is sent true, and otherwise as the service's own ``truncate`` setting says (with
+``truncate = false``, refused), as a TEI request without ``truncate`` is."""
 
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ class Request(BaseModel):
     model: str | None = None
     top_k: PositiveWholeNumber | None = None
     return_documents: bool = False
-    truncation: bool = True
+    truncation: bool | None = None  # absent: Voyage's default (true) for the model's input
     #: Cohere's and Jina's name for top_k: refused here, not read as one or the other
     top_n: Annotated[None, BeforeValidator(_no_top_n)] = None
 
@@ -90,7 +92,7 @@ class Response(BaseModel):
 def call(body: Request, settings: ServerSettings) -> Call:
     cuts: dict[int, str] = {}
     named = body.model or None
-    truncate = True if body.truncation else None  # false: the service's own setting
+    truncate = True if body.truncation else None  # else: the service's own setting
     docs = clip(InputFields().read(body.documents), settings, truncate=truncate, cuts=cuts)
     return Call(
         check_query(body.query, settings),
@@ -100,7 +102,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
         cuts=cuts,
         bill=True,  # Voyage's usage: the tokens read
         asked=named,
-        max_tokens="model" if body.truncation else None,
+        max_tokens=None if body.truncation is False else "model",
         cut_by="truncation",
     )
 
