@@ -216,7 +216,7 @@ class ServedPipeline:
                     "pipeline %r ready, but its warm-up answer fell back to an earlier "
                     "stage (%s): its answers are degraded until that stage answers",
                     self.name,
-                    one_line(fell_back),
+                    for_the_log(one_line(fell_back)),  # a provider's text: not in the log
                 )
         self.settled.set()
         return self.ready

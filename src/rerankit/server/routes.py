@@ -4,6 +4,7 @@ OpenAPI document with the Bearer key scheme."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import Any, Union
 
@@ -29,17 +30,21 @@ __all__ = ["WARNINGS_HEADER_CHARS", "add_rerank_routes", "set_openapi", "warning
 #: the most characters ``x-rerankit-warnings`` holds: proxies refuse a longer answer header
 #: (nginx's default buffer is 4 KiB), and a request of 1000 cut documents has 1000 lines
 WARNINGS_HEADER_CHARS = 2000
+#: what a header value cannot hold (a provider's error text may have line breaks)
+CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
 def warnings_header(warned: list[str], limit: int = WARNINGS_HEADER_CHARS) -> str:
-    """``warned`` joined by ``; `` with non-ASCII ``\\u``-escaped (headers are Latin-1),
+    """``warned`` joined by ``; `` with non-ASCII ``\\u``-escaped (headers are Latin-1) and
+    control characters (a line break) as a space,
     a ``; `` inside one warning written ``, `` so that splitting on ``; `` gives each
     warning whole; past ``limit`` characters the rest is counted, not said
     (``x-rerankit-truncated`` lists every cut document)."""
     said: list[str] = []
     size = 0
     for i, line in enumerate(warned):
-        line = line.replace("; ", ", ").encode("ascii", "backslashreplace").decode()
+        line = CONTROL.sub(" ", line).replace("; ", ", ")  # a header holds no line break
+        line = line.encode("ascii", "backslashreplace").decode()
         if said and size + 2 + len(line) > limit:
             rest = len(warned) - i
             said.append(f"and {rest} more warning{'s' if rest > 1 else ''}")
