@@ -76,6 +76,10 @@ def test_check_says_whether_the_service_is_open_and_how_many_keys_from_where(
     monkeypatch.delenv("RERANKIT_API_KEYS", raising=False)
     code, out = _check(tmp_path, capsys, "")
     assert code == 0 and "keys: none in api_keys" in out and "will be open" in out
+    assert "$RERANKIT_API_KEYS is not set here" in out
+    monkeypatch.setenv("RERANKIT_API_KEYS", "")  # set, but empty: not "not set"
+    code, out = _check(tmp_path, capsys, "")
+    assert "$RERANKIT_API_KEYS holds no keys here" in out and "is not set here" not in out
     monkeypatch.setenv("RERANKIT_API_KEYS", "k3,k4")
     code, out = _check(tmp_path, capsys, 'api_keys = ["k1"]')
     assert code == 0 and "1 in api_keys, 2 in $RERANKIT_API_KEYS" in out

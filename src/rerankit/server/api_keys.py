@@ -101,9 +101,10 @@ def keys_said(in_file: int, variable: str, named: bool, value: str | None) -> st
     line ``rerankit check`` prints (counts only, never a key)."""
     from_env = len(env_keys(value))
     if not in_file and not from_env and not named:
+        here = "is not set here" if value is None else "holds no keys here"
         return (
-            f"keys: none in api_keys and ${variable} is not set here: the service will be "
-            f"open to anyone who can reach it, unless ${variable} is set where it runs"
+            f"keys: none in api_keys and ${variable} {here}: the service will be "
+            f"open to anyone who can reach it, unless ${variable} holds keys where it runs"
         )
     where = [f"{in_file} in api_keys"] if in_file else []
     if value is None and named:
