@@ -7,6 +7,7 @@ noise)."""
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
@@ -292,7 +293,23 @@ def cross_validated(
                 else ""
             )
         )
+    needed = queries_to_clear(verdict)
+    if needed is not None:
+        say(
+            f"(its gain, {100 * verdict.gain:+.2f}, would clear {times}the noise with about "
+            f"{needed} judged queries like these, if it held: the noise falls with the "
+            "square root of their number)"
+        )
     return Comparison(cv, verdict, points, describe(cv.best))
+
+
+def queries_to_clear(verdict: Any) -> int | None:
+    """About how many training queries a gain that is positive but not adopted would need
+    to clear the margin times the noise, if it held and the noise fell as one over the
+    square root of the queries (None: adopted, no gain, or no noise to scale)."""
+    if verdict.adopt or verdict.gain <= 0 or verdict.noise <= 0 or not verdict.queries:
+        return None
+    return math.ceil(verdict.queries * (verdict.margin * verdict.noise / verdict.gain) ** 2)
 
 
 def curve_trend(points: list[tuple[int, float]], noise: float) -> str | None:
@@ -315,7 +332,7 @@ def curve_trend(points: list[tuple[int, float]], noise: float) -> str | None:
             )
         return (
             f"not rising at the end ({rise:+.2f} over the best earlier point; {said}): more "
-            "judgments of the same kind are unlikely to change the verdict"
+            "judgments of the same kind are unlikely to raise it"
         )
     if rise > bar:
         return (
@@ -325,7 +342,7 @@ def curve_trend(points: list[tuple[int, float]], noise: float) -> str | None:
     return (
         f"not rising beyond the noise at the end ({rise:+.2f} over the best earlier point; "
         f"rising takes more than half the noise, {bar:.2f}): more judgments of the same kind "
-        "are unlikely to change the verdict"
+        "are unlikely to raise it"
     )
 
 
