@@ -75,7 +75,14 @@ def _numbered(lines: Iterable[str], source: str) -> list[tuple[int, Any]]:
         try:
             items.append((lineno, json.loads(line)))
         except json.JSONDecodeError as exc:
-            raise InputError(f"{source}:{lineno}: invalid JSON: {exc.msg}") from None
+            plain = line.lstrip()[:1] not in tuple('{["-0123456789')  # no JSON value begins so
+            hint = (
+                ' (JSON Lines: one JSON object a line, such as {"id": "d1", "text": "..."}; '
+                "plain text is not read as documents)"
+                if plain
+                else ""
+            )
+            raise InputError(f"{source}:{lineno}: invalid JSON: {exc.msg}{hint}") from None
     return items
 
 

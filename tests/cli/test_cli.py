@@ -101,6 +101,7 @@ def test_the_table_tells_a_title_from_its_body(tmp_path, capsys):
         ('{"text": "ok"}\n{"text": 3}\n', [], "stdin:2: field 'text' must be a string"),
         ('\n{"text": "ok"}\n\n{"title": "t"}\n', [], "stdin:4: missing text field 'text'"),
         ('{"text": "ok"}\n{oops\n', [], "stdin:2: invalid JSON"),
+        ("solar panels\nwind farms\n", [], "plain text is not read as documents"),
         ('[{"body": "x"}]', [], "stdin: item 1 of the JSON array: missing text field 'text'"),
         ('{"body": "x"}\n', [], "(fields present: 'body'); name yours with --text-field NAME"),
         ('["a"]', ["-r", "nope"], "unknown reranker 'nope'"),
