@@ -26,19 +26,25 @@ def _reply(request) -> Reply:
     return Reply(status=400, text="bad request:\nline two\r\nthree")  # real line breaks
 
 
+def _settings(provider: FakeLLMServer) -> ServerSettings:
+    """A service of one cascade: BM25 keeping 2, then an LLM judge at ``provider`` (one
+    attempt, no cache)."""
+    judge = {
+        "type": "llm_pointwise",
+        "provider": "openai",
+        "base_url": provider.openai_url,
+        "model": "m",
+        "cache": False,
+        "retry": {"attempts": 1, "timeout": 5},
+    }
+    cascade = {"stages": [{"scorer": {"type": "bm25"}, "keep": 2}, {"scorer": judge}]}
+    return ServerSettings(pipelines={"cascade": cascade}, default="cascade")
+
+
 def test_a_provider_error_with_line_breaks_is_a_degraded_200_with_one_header_line(live_server):
     FAILING["now"] = False  # the warm-up answered, then every call refused
     with FakeLLMServer(responder=_reply) as provider:
-        judge = {
-            "type": "llm_pointwise",
-            "provider": "openai",
-            "base_url": provider.openai_url,
-            "model": "m",
-            "cache": False,
-            "retry": {"attempts": 1, "timeout": 5},
-        }
-        cascade = {"stages": [{"scorer": {"type": "bm25"}, "keep": 2}, {"scorer": judge}]}
-        server = live_server(ServerSettings(pipelines={"cascade": cascade}, default="cascade"))
+        server = live_server(_settings(provider))
         try:
             FAILING["now"] = True
             ask = {"model": "cascade", "query": "solar power", "documents": DOCS}
@@ -61,16 +67,7 @@ def test_a_warm_up_that_fell_back_logs_the_providers_status_not_its_text(live_se
     caplog.set_level(logging.INFO, logger="rerankit")
     FAILING["now"] = True
     with FakeLLMServer(responder=_reply) as provider:
-        judge = {
-            "type": "llm_pointwise",
-            "provider": "openai",
-            "base_url": provider.openai_url,
-            "model": "m",
-            "cache": False,
-            "retry": {"attempts": 1, "timeout": 5},
-        }
-        cascade = {"stages": [{"scorer": {"type": "bm25"}, "keep": 2}, {"scorer": judge}]}
-        server = live_server(ServerSettings(pipelines={"cascade": cascade}, default="cascade"))
+        server = live_server(_settings(provider))
         server.stop()
     said = [r.getMessage() for r in caplog.records if "warm-up" in r.getMessage()]
     assert said, [r.getMessage() for r in caplog.records]
