@@ -25,6 +25,7 @@ from ..llm.resilience import rate_limit_wait
 from ..normalize import ranked_unit_scores, served_scales
 from ..rerankers.base import input_checked
 from ..rerankers.cascade import ANSWER_DEPTH, FINISHED_STAGES, Pipeline
+from ..rerankers.deadline import deadline_warning
 from ..types import RerankResult, check_top_k
 from .admission import Admission
 from .answers import Answers
@@ -442,9 +443,6 @@ class Service:
     def _at_deadline(self, name: str, stage: str, result: RerankResult) -> RerankResult:
         """The answer of cascade ``name`` whose deadline came while ``stage`` ran: the
         ``result`` of the stages that had ended, degraded, saying so."""
-        why = (
-            f"stage {stage!r} did not finish within the {self.settings.timeout:g} s deadline; "
-            "its documents keep the previous stage's order and scores"
-        )
+        why = deadline_warning(stage, self.settings.timeout)  # as a Python rerank says it
         logger.warning("pipeline %r: %s", name, why)
         return replace(result, degraded=True, warnings=(why, *result.warnings))
