@@ -143,3 +143,19 @@ def test_every_line_of_a_real_service_is_json_with_the_request_on_its_access_lin
     assert ("uvicorn.error", "Application startup complete.") in said, said
     open_service = [line for line in parsed["err"] if "no API keys" in line["message"]]
     assert len(open_service) == workers and open_service[0]["level"] == "WARNING"
+
+
+@pytest.mark.parametrize("kind", ["text", "json"])
+def test_no_line_above_debug_holds_a_providers_error_text_whoever_logs_it(kind):
+    """The pages promise a provider's error answer (it may quote the prompt) is logged as
+    its status and length: the formatters hold it for every logger, not only the sites
+    that remember to; at debug level it is logged as it came."""
+    from rerankit.server.logs import JsonLines, log_formatter
+
+    formatter = JsonLines() if kind == "json" else log_formatter()
+    said = "provider at http://x answered HTTP 400: the prompt was 'my secret query'"
+    warned = logging.LogRecord("rerankit.any", logging.WARNING, __file__, 1, said, None, None)
+    line = formatter.format(warned)
+    assert "my secret query" not in line and "characters of its text" in line, line
+    debug = logging.LogRecord("rerankit.any", logging.DEBUG, __file__, 1, said, None, None)
+    assert "my secret query" in formatter.format(debug)

@@ -1,8 +1,10 @@
 """The service's log lines: each starts with its time, ISO 8601 in local time with the
 offset and milliseconds (``2026-11-30T17:24:15.123+00:00 INFO rerankit.server.app: ...``),
 rerankit's and uvicorn's alike, so a log read without journald's or docker's own
-timestamps still says when each thing happened. A line written while a request is answered
-(rerankit's warnings and errors, uvicorn's access line) ends with that request's id, the
+timestamps still says when each thing happened. Above debug level no line holds a
+provider's error text (it may quote the prompt: :func:`~rerankit.errors.for_the_log`). A
+line written while a request is answered (rerankit's warnings and errors, uvicorn's access
+line) ends with that request's id, the
 ``X-Request-Id`` of its answer, and its trace id when a span is current
 (``... 200 OK [request 3f2a9c... trace 4bf92f...]``); other lines are as they were.
 
@@ -22,6 +24,8 @@ import uuid
 from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
+
+from ..errors import for_the_log
 
 __all__ = [
     "LOG_FORMAT",
@@ -90,9 +94,16 @@ class _RequestLines(logging.Formatter):
     after the message and before a traceback."""
 
     def formatMessage(self, record: logging.LogRecord) -> str:
-        line = super().formatMessage(record)  # one event, one line: breaks are escaped
-        line = line.replace("\r", "\\r").replace("\n", "\\n")
+        line = _said(record, super().formatMessage(record))
+        line = line.replace("\r", "\\r").replace("\n", "\\n")  # one event, one line
         return line + request_suffix()
+
+
+def _said(record: logging.LogRecord, text: str) -> str:
+    """``text`` as the log may hold it: above debug level, a provider's error answer by its
+    status and length only (:func:`~rerankit.errors.for_the_log`: it may quote the prompt),
+    whichever logger wrote it; at debug level as it came."""
+    return text if record.levelno <= logging.DEBUG else for_the_log(text)
 
 
 def iso_time(record: logging.LogRecord, datefmt: str | None = None) -> str:
@@ -123,7 +134,7 @@ class JsonLines(logging.Formatter):
             "time": iso_time(record),
             "level": record.levelname,
             "logger": record.name,
-            "message": record.getMessage(),
+            "message": _said(record, record.getMessage()),
             **request_fields(),
         }
         if record.name == "uvicorn.access" and _access_args(record.args):
