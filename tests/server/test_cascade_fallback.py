@@ -13,6 +13,7 @@ pytest.importorskip("openai", reason="needs the 'openai' extra")
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 
 from fastapi.testclient import TestClient
+from judges import after_bm25, judge_at
 
 from rerankit.llm.testing import FakeLLMServer, Reply
 from rerankit.server import ServerSettings, create_app
@@ -36,15 +37,8 @@ def _reply(request) -> Reply:
 def _judge_and_cascade(provider: FakeLLMServer, timeout: float) -> tuple[dict, dict]:
     """The LLM judge at ``provider`` (one attempt of ``timeout`` s, no cache), and the
     cascade of BM25 keeping 2, then that judge."""
-    judge = {
-        "type": "llm_pointwise",
-        "provider": "openai",
-        "base_url": provider.openai_url,
-        "model": "m",
-        "cache": False,
-        "retry": {"attempts": 1, "timeout": timeout},
-    }
-    return judge, {"stages": [{"scorer": {"type": "bm25"}, "keep": 2}, {"scorer": judge}]}
+    judge = judge_at(provider, timeout)
+    return judge, after_bm25(judge)
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,8 @@ httpx = pytest.importorskip("httpx", reason="needs the 'server' extra")
 pytest.importorskip("openai", reason="needs the 'openai' extra")
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 
+from judges import after_bm25, judge_at  # noqa: E402
+
 from rerankit.llm.testing import FakeLLMServer, Reply  # noqa: E402
 from rerankit.server import ServerSettings  # noqa: E402
 
@@ -29,15 +31,7 @@ def _reply(request) -> Reply:
 def _settings(provider: FakeLLMServer) -> ServerSettings:
     """A service of one cascade: BM25 keeping 2, then an LLM judge at ``provider`` (one
     attempt, no cache)."""
-    judge = {
-        "type": "llm_pointwise",
-        "provider": "openai",
-        "base_url": provider.openai_url,
-        "model": "m",
-        "cache": False,
-        "retry": {"attempts": 1, "timeout": 5},
-    }
-    cascade = {"stages": [{"scorer": {"type": "bm25"}, "keep": 2}, {"scorer": judge}]}
+    cascade = after_bm25(judge_at(provider))
     return ServerSettings(pipelines={"cascade": cascade}, default="cascade")
 
 

@@ -11,6 +11,7 @@ pytest.importorskip("fastapi", reason="needs the 'server' extra")
 parser = pytest.importorskip("prometheus_client.parser", reason="needs the 'server' extra")
 
 from fastapi.testclient import TestClient  # noqa: E402
+from judges import after_bm25, judge_at  # noqa: E402
 
 from rerankit.llm.testing import FakeLLMServer, Reply  # noqa: E402
 from rerankit.server import ServerSettings, create_app  # noqa: E402
@@ -30,15 +31,7 @@ def _reply(request) -> Reply:
 @pytest.fixture(scope="module")
 def client(wait_ready):
     with FakeLLMServer(responder=_reply) as provider:
-        judge = {
-            "type": "llm_pointwise",
-            "provider": "openai",
-            "base_url": provider.openai_url,
-            "model": "m",
-            "cache": False,
-            "retry": {"attempts": 1, "timeout": 10},
-        }
-        cascade = {"stages": [{"scorer": {"type": "bm25"}, "keep": 2}, {"scorer": judge}]}
+        cascade = after_bm25(judge_at(provider, timeout=10))
         settings = ServerSettings(
             pipelines={"cascade": cascade, "bm25": "bm25"}, default="cascade", timeout=20
         )

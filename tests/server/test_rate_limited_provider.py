@@ -14,6 +14,7 @@ pytest.importorskip("openai", reason="needs the 'openai' extra")
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 
 from fastapi.testclient import TestClient
+from judges import judge_at
 
 from rerankit.llm.testing import FakeLLMServer, Reply
 from rerankit.server import ServerSettings, create_app
@@ -41,14 +42,7 @@ def _reply(request) -> Reply:
 @pytest.fixture(scope="module")
 def client():
     with FakeLLMServer(responder=_reply) as provider:
-        judge = {
-            "type": "llm_pointwise",
-            "provider": "openai",
-            "base_url": provider.openai_url,
-            "model": "m",
-            "cache": False,
-            "retry": {"attempts": 1, "timeout": 5},
-        }
+        judge = judge_at(provider)
         settings = ServerSettings(
             pipelines={"judge": {"scorer": judge}},
             default="judge",
