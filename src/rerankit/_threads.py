@@ -21,7 +21,8 @@ its pipeline's own executor, provider calls read the time left before its deadli
 (:func:`time_left`), calls not yet started when it is abandoned never start, and model
 work stops at its next batch (:func:`stop_if_abandoned`). The time its calls wait behind
 other work (for a thread of its executor, for the model thread, for a micro-batch) adds up
-in its :class:`Waits`: a deadline missed mostly waiting is overload, not a broken pipeline.
+in its :class:`Waits` (not the time it waits for its own work on the model thread): a
+deadline missed mostly waiting is overload, not a broken pipeline.
 """
 
 from __future__ import annotations
@@ -71,30 +72,54 @@ _DEADLINE: ContextVar[float | None] = ContextVar("rerankit_deadline", default=No
 
 
 class Waits:
-    """The seconds a request's work has waited behind other work: each wait from
-    :meth:`begin` to :meth:`end` (one still open counts up to now). Thread-safe."""
+    """The seconds a request's work has waited behind other requests' work: the time some
+    of its calls waited (each from :meth:`begin` to :meth:`end`; one still open counts up
+    to now) while none of its own work ran on the model thread (:meth:`working`). Its
+    calls waiting for each other, or for the model thread busy with its own earlier work,
+    are not waiting behind others; two of its calls waiting at once count once.
+    Thread-safe."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._ended = 0.0
-        self._open: dict[object, float] = {}
+        self._open: set[object] = set()
+        self._running = 0  # its calls running on the model thread now
+        self._counted = 0.0
+        self._since = time.monotonic()  # the last change of the two above
+
+    def _advance(self, now: float) -> None:
+        if self._open and not self._running:
+            self._counted += now - self._since
+        self._since = now
 
     def begin(self) -> object:
         token = object()
         with self._lock:
-            self._open[token] = time.monotonic()
+            self._advance(time.monotonic())
+            self._open.add(token)
         return token
 
     def end(self, token: object) -> None:
         with self._lock:
-            began = self._open.pop(token, None)
-            if began is not None:
-                self._ended += time.monotonic() - began
+            self._advance(time.monotonic())
+            self._open.discard(token)
+
+    @contextlib.contextmanager
+    def working(self) -> Iterator[None]:
+        """Inside, some of this request's work runs on the model thread."""
+        with self._lock:
+            self._advance(time.monotonic())
+            self._running += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._advance(time.monotonic())
+                self._running -= 1
 
     def seconds(self) -> float:
-        now = time.monotonic()
         with self._lock:
-            return self._ended + sum(now - began for began in self._open.values())
+            self._advance(time.monotonic())
+            return self._counted
 
 
 class _EveryWaits:
@@ -109,6 +134,18 @@ class _EveryWaits:
     def end(self, token: Any) -> None:
         for w, own in token:
             w.end(own)
+
+    @contextlib.contextmanager
+    def working(self) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            for w in self._many:
+                stack.enter_context(w.working())
+            yield
+
+
+def _working(waited: Any) -> Any:
+    """``waited.working()`` (nothing when ``waited`` is None)."""
+    return waited.working() if waited is not None else contextlib.nullcontext()
 
 
 _WAITS: ContextVar[Any] = ContextVar("rerankit_waits", default=None)
@@ -299,7 +336,8 @@ def on_model_thread(fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
     def started() -> T:
         if waited is not None:
             waited.end(token)
-        return _unless_abandoned(fn, args, kwargs)
+        with _working(waited):
+            return _unless_abandoned(fn, args, kwargs)
 
     return _model_executor().submit(context.run, started).result()
 
@@ -326,7 +364,9 @@ async def _run_in(
         started.set()
         if waited is not None:
             waited.end(token)
-        return context.run(_unless_abandoned, fn, args, kwargs)
+        # (its own work on the model thread is progress, not waiting behind others)
+        with _working(waited) if running_on_model_thread() else contextlib.nullcontext():
+            return context.run(_unless_abandoned, fn, args, kwargs)
 
     future = loop.run_in_executor(executor, call)
     try:

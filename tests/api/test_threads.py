@@ -7,10 +7,12 @@ import asyncio
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from types import SimpleNamespace
 
 import pytest
 
-from rerankit._threads import in_model_thread, in_thread, on_model_thread, stop_if_abandoned
+from rerankit import _threads
+from rerankit._threads import Waits, in_model_thread, in_thread, on_model_thread, stop_if_abandoned
 
 
 def test_a_cancelled_call_that_is_running_ends_before_the_task_does():
@@ -184,3 +186,21 @@ def test_a_cancelled_call_left_waiting_when_its_loop_ends_closes_without_an_erro
         loop.close()
     coro.close()  # what the garbage collector does at exit: no exception
     assert done.wait(2)
+
+
+def test_waits_count_overlapping_waits_once_and_not_while_its_own_work_runs(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(_threads, "time", SimpleNamespace(monotonic=lambda: clock[0]))
+    waited = Waits()
+    a = waited.begin()
+    clock[0] = 1.0
+    b = waited.begin()  # two of its calls waiting at once: counted once
+    clock[0] = 3.0
+    waited.end(a)
+    with waited.working():  # a runs on the model thread; b waits for it: its own work
+        clock[0] = 5.0
+    clock[0] = 6.0  # b waits on, behind something else
+    assert waited.seconds() == pytest.approx(4.0)  # 0-3 and 5-6
+    waited.end(b)
+    clock[0] = 9.0  # nothing open: not waiting
+    assert waited.seconds() == pytest.approx(4.0)

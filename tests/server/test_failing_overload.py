@@ -40,7 +40,10 @@ class _OnModelThread:
         self.left.set()
 
     async def score(self, query, docs, **context):
-        await in_model_thread(self._hold if query.startswith("hold") else lambda: None)
+        if query.startswith("both"):  # two calls of its own: the second waits for the first
+            await asyncio.gather(in_model_thread(self._hold), in_model_thread(lambda: None))
+        else:
+            await in_model_thread(self._hold if query.startswith("hold") else lambda: None)
         return np.arange(len(docs), dtype=float)
 
 
@@ -134,3 +137,26 @@ def test_a_504_never_says_it_waited_longer_than_its_deadline():
     assert "no answer within the 160 s deadline; it waited all of it behind other" in over
     assert "165.2" not in over
     assert "it waited 100.0 s of it behind other requests" in within
+
+
+def test_a_request_waiting_only_for_its_own_model_work_is_not_told_it_waited_behind_others():
+    """Seen on an idle replica: one request too large for the deadline was told "it waited
+    0.3 s of it behind other requests (the service is overloaded...)", and that 504 did not
+    count towards ``failing``; the wait was for the model thread busy with its own work."""
+
+    async def scenario():
+        service, pipeline, scorer = await _service(0.4)
+        try:
+            with pytest.raises(ServiceError) as error:
+                await service.run("v2", _call("both"))
+            scorer.go.set()
+            await _until(scorer.left)
+            return error.value, pipeline.state.streak
+        finally:
+            scorer.go.set()
+            service.stop_retries()
+
+    error, streak = asyncio.run(scenario())
+    assert error.status == 504
+    assert "behind" not in str(error), str(error)
+    assert streak == 1  # its own work ran past the deadline: it counts
