@@ -2,8 +2,9 @@
 the folder, the error and what to do, once per folder (it was an INFO line, said for each
 table), at the service's start and where the word-frequency table cannot be kept; and
 `rerankit check` reports it: a warning where serve still works without it, a mistake where
-serve would not start (answers kept there, in SQLite). The folder is read-only by its
-mode, or, where the mode does not stop this user (root), a path under a regular file."""
+serve would not start (answers kept there, in SQLite). An SQLite cache that cannot be
+opened there names its file and what to do. The folder is read-only by its mode, or,
+where the mode does not stop this user (root), a path under a regular file."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import time
 
 import pytest
 
+from rerankit.cache import CacheUnavailableError, JudgmentCache
 from rerankit.cli.main import main
 from rerankit.errors import RerankitError
 
@@ -121,3 +123,29 @@ def wait_ready_client():
             assert client.get("/ready").status_code == 200
 
     return run
+
+
+def test_a_cache_file_that_cannot_be_opened_says_which_and_what_to_do(
+    tmp_path, capsys, unwritable, monkeypatch
+):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(CacheUnavailableError) as caught:
+        JudgmentCache()  # an LLM judge's default cache: judgments.sqlite there
+    said = str(caught.value)
+    assert f"judgment cache {unwritable / 'judgments.sqlite'} cannot be opened (" in said
+    assert "set RERANKIT_CACHE_DIR to a writable folder" in said
+    assert "cache = false on the LLM scorer" in said
+    # `rerankit check`: the judge's pipeline is a mistake saying so (where the folder was
+    # read-only, check stopped with sqlite3's traceback, "unable to open database file")
+    judge = tmp_path / "judge.toml"
+    judge.write_text(
+        '[scorer]\ntype = "llm_pointwise"\nprovider = "openai"\nmodel = "gpt-4o-mini"\n'
+        'base_url = "http://127.0.0.1:9"\n'
+    )
+    settings = tmp_path / "judged.toml"
+    settings.write_text(f'[pipelines]\nj = "{judge.as_posix()}"\n')
+    assert main(["check", str(settings)]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert f"{settings}: pipeline 'j': " in out, out
+    assert f"judgment cache {unwritable / 'judgments.sqlite'} cannot be opened" in out
