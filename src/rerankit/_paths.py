@@ -1,17 +1,60 @@
 """Where rerankit keeps what it derives and may read again (caches, exports, compact
-tables): one directory for every layer."""
+tables): one directory for every layer; and what is said when it cannot be written."""
 
 from __future__ import annotations
 
+import logging
 import os
+import threading
 from pathlib import Path
 
-__all__ = ["default_cache_dir"]
+__all__ = ["CACHE_DIR_ENV", "default_cache_dir", "unwritable", "warn_unwritable"]
+
+logger = logging.getLogger(__name__)
+
+#: the environment variable that names the cache directory
+CACHE_DIR_ENV = "RERANKIT_CACHE_DIR"
+
+_WARNED: set[str] = set()  # the folders warned of in this process
+_WARNED_LOCK = threading.Lock()
 
 
 def default_cache_dir() -> Path:
     """``$RERANKIT_CACHE_DIR``, else ``$XDG_CACHE_HOME/rerankit``, else ``~/.cache/rerankit``."""
-    if os.environ.get("RERANKIT_CACHE_DIR"):
-        return Path(os.environ["RERANKIT_CACHE_DIR"])
+    if os.environ.get(CACHE_DIR_ENV):
+        return Path(os.environ[CACHE_DIR_ENV])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "rerankit"
+
+
+def unwritable(folder: Path) -> str | None:
+    """Why this process could not write in ``folder``, found without writing anything (a
+    folder that does not exist yet is created by its first use): the nearest part of its
+    path that exists is a file, or this user may not write in it (its permissions, or a
+    read-only file system); None when it could."""
+    where = folder
+    while not where.exists() and where.parent != where:
+        where = where.parent
+    if not where.is_dir():
+        return f"{where} is a file, not a folder"
+    if not os.access(where, os.W_OK | os.X_OK):
+        return f"permission denied: this user may not write in {where}"
+    return None
+
+
+def warn_unwritable(folder: Path, error: str, lost: str) -> bool:
+    """Log a WARNING that the cache directory ``folder`` cannot be written (``error``), what
+    that costs (``lost``) and what to do, once per folder in this process (later: DEBUG).
+    Returns whether it was said now."""
+    with _WARNED_LOCK:
+        first = str(folder) not in _WARNED
+        _WARNED.add(str(folder))
+    (logger.warning if first else logger.debug)(
+        "the rerankit cache directory %s cannot be written (%s): %s; set %s to a writable "
+        "folder (an emptyDir on Kubernetes)",
+        folder,
+        error,
+        lost,
+        CACHE_DIR_ENV,
+    )
+    return first

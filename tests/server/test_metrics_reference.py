@@ -2,11 +2,15 @@
 every feature that has metrics turned on (two pipelines, one that cannot load, the answer
 cache, the click log) answers a few requests, and its scrape must hold exactly the table's
 metrics, each with the table's type and labels. And what the metrics count: every request
-to a rerank endpoint, an invalid one included; latency, queue and slots by pipeline."""
+to a rerank endpoint, an invalid one included; latency, queue and slots by pipeline; and
+the standard process and version series, of the process that answers the scrape."""
 
 from __future__ import annotations
 
+import importlib.util
+import platform
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -15,13 +19,15 @@ httpx = pytest.importorskip("httpx", reason="needs the 'server' extra")
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 parser = pytest.importorskip("prometheus_client.parser", reason="needs the 'server' extra")
 
-from rerankit import register_reranker  # noqa: E402
+from rerankit import __version__, register_reranker  # noqa: E402
 from rerankit.errors import ModelLoadError  # noqa: E402
 from rerankit.rerankers import ScorerReranker  # noqa: E402
 from rerankit.scorers import FunctionScorer  # noqa: E402
 from rerankit.server import ServerSettings  # noqa: E402
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "service.md"
+#: the process series come from /proc (Linux); elsewhere they are absent
+PROC = Path("/proc/self/stat").exists()
 ASK = {"query": "solar power", "documents": ["solar panels", "wind at sea", "solar cells"]}
 
 
@@ -36,9 +42,12 @@ def _table() -> dict[str, tuple[str, set[str]]]:
     """The page's metrics table: name -> (type, labels)."""
     text = PAGE.read_text(encoding="utf-8")
     section = text[text.index("### Metrics") :]
-    rows = re.findall(r"^\| `(rerankit_\w+)` \| (\w+) \|([^|]*)\|", section, flags=re.M)
+    rows = re.findall(
+        r"^\| `((?:rerankit|process|python)_\w+)` \| (\w+) \|([^|]*)\|", section, flags=re.M
+    )
     assert len(rows) >= 20, "the metrics table was not found"
-    return {name: (kind, set(re.findall(r"`(\w+)`", labels))) for name, kind, labels in rows}
+    table = {name: (kind, set(re.findall(r"`(\w+)`", labels))) for name, kind, labels in rows}
+    return {name: got for name, got in table.items() if PROC or not name.startswith("process_")}
 
 
 def _scraped(text: str) -> dict[str, tuple[str, set[str], list]]:
@@ -143,3 +152,27 @@ def test_every_rerank_request_is_counted_and_timed_by_pipeline(scrape):
     _, _, ready = scrape["rerankit_pipeline_ready"]
     assert _value(ready, "rerankit_pipeline_ready", model="bm25") == 1
     assert _value(ready, "rerankit_pipeline_ready", model="missing") == 0
+
+
+def _one(scrape, name: str):
+    (sample,) = scrape[name][2]
+    return sample
+
+
+def test_the_version_and_process_series_describe_the_process_that_answers(scrape):
+    build = _one(scrape, "rerankit_build_info")
+    assert build.value == 1
+    assert build.labels["version"] == __version__
+    assert build.labels["python"] == platform.python_version()
+    runtimes = {"onnx": ("onnxruntime", "tokenizers"), "torch": ("torch", "sentence_transformers")}
+    installed = [k for k, needs in runtimes.items() if all(map(importlib.util.find_spec, needs))]
+    assert build.labels["backends"] == ",".join(installed)
+    assert _one(scrape, "python_info").labels["version"] == platform.python_version()
+    if not PROC:
+        pytest.skip("the process series are read from /proc")
+    # the live server is a thread of this process: the series are this process's
+    cpu = _one(scrape, "process_cpu_seconds_total").value
+    assert 0 < cpu <= time.process_time() + 0.02  # (scraped earlier; /proc counts in ticks)
+    assert _one(scrape, "process_resident_memory_bytes").value > 10e6
+    assert _one(scrape, "process_start_time_seconds").value < time.time()
+    assert 3 <= _one(scrape, "process_open_fds").value <= _one(scrape, "process_max_fds").value

@@ -18,8 +18,9 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+from .._paths import CACHE_DIR_ENV
 from .keys import decode, digest, encode
-from .store import CacheUnavailableError, FailureLog, StoreInfo, check_bounds
+from .store import CACHE_URL_ENV, CacheUnavailableError, FailureLog, StoreInfo, check_bounds
 
 __all__ = ["BUSY_TIMEOUT", "SQLiteStore", "connect"]
 
@@ -28,6 +29,8 @@ logger = logging.getLogger(__name__)
 #: seconds a connection waits for another process's write before giving up
 BUSY_TIMEOUT = 60.0
 _CHUNK = 500  # keys per SELECT ... IN (...), under SQLite's variable limit
+#: how a cache of each kind is turned off (said when its file cannot be opened)
+_OFF = {"judgment": "cache = false on the LLM scorer", "answer": "answer_cache = false"}
 #: entries of earlier releases (one table each, values unversioned): copied into the new
 #: table once, when it is created, and left for those releases to read
 _LEGACY = {
@@ -91,12 +94,26 @@ class SQLiteStore:
         self.kind, self.ttl, self.max_stored = kind, ttl, max_stored
         self.path = str(path)
         self.table = f"rerankit_{kind}"
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._failures = FailureLog(logger)
         self._written = 0  # entries written since the table was last kept in bounds
-        self._db: sqlite3.Connection | None = connect(self.path)
+        self._db: sqlite3.Connection | None = None
+        try:
+            if self.path != ":memory:":
+                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+            self._db = connect(self.path)
+            self._create()
+        except (OSError, sqlite3.Error) as exc:  # a folder or file this user cannot write
+            self.close()
+            raise CacheUnavailableError(
+                f"{kind} cache {self.path} cannot be opened ({type(exc).__name__}: {exc}): "
+                f"give it a writable place (for the default files, set {CACHE_DIR_ENV} to a "
+                f"writable folder; or a shared server: {CACHE_URL_ENV}, the service's [cache] "
+                f"url), or turn it off ({_OFF.get(kind, 'name no file for it')})"
+            ) from exc
+
+    def _create(self) -> None:
+        """The table and its index, made where missing (with a copy of older entries)."""
         with self._lock, self._transaction() as db:
             created = not db.execute(
                 "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (self.table,)

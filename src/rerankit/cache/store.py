@@ -51,7 +51,8 @@ _SCHEMES = ("redis", "rediss", "unix")
 
 class CacheUnavailableError(RerankitError):
     """A cache could not be reached for an operation that must not pass silently
-    (``info``, ``clear``); reads and writes never raise it."""
+    (``info``, ``clear``), or its SQLite file could not be opened (made) at all; reads and
+    writes never raise it."""
 
 
 @dataclass

@@ -22,7 +22,7 @@ from ..rerankers import Pipeline
 from ..rerankers.hybrid import REWEIGHTED_NOTE
 from ..scorers.local import load_problems, models_run
 from ..server.api_keys import keys_said
-from ..server.cache_report import cache_check
+from ..server.cache_report import cache_check, cache_dir_check
 from ..server.feedback import UNSET_NOTED
 from ..server.model_names import unserved_note
 from ..server.settings import API_KEY_ENV, ServerSettings
@@ -256,6 +256,11 @@ def check_settings(
     said = keys_said(in_file, variable, settings.api_key_env is not None, os.environ.get(variable))
     print(f"{name}: {said}")
     print(f"{name}: {cache_check(settings)}")  # one PING of a shared server, at most
+    unwritable = cache_dir_check(settings)
+    if unwritable is not None:  # a mistake only where serve would not start
+        mistake, said = unwritable
+        print(f"{name}: {said}" if mistake else f"{name}: warning: {said}")
+        failed += mistake
     if settings.feedback is not None:  # what an approver asks of the click log
         print(f"{name}: feedback on: {settings.feedback.describe()}")
     return failed
@@ -345,7 +350,10 @@ def add_commands(sub: Any) -> None:
         "an API key and how many come from api_keys and from the variable (counts, never a "
         "key), or that it will be open; its cache line says where answers, LLM judgments and "
         "embeddings are kept and for how long, and whether the Redis server answered one PING "
-        "from here (no answer is a mistake only with [cache] required = true); with "
+        "from here (no answer is a mistake only with [cache] required = true); a cache "
+        "directory (RERANKIT_CACHE_DIR) this user cannot write is a warning (serve keeps "
+        "nothing there), and a mistake with answer_cache = true and no [cache] url (serve "
+        "would not start); with "
         "[server.feedback], a last line says where the "
         "click log is and what it keeps (texts or hashes, for how long). Every line (ok, "
         "warning, mistake) goes to standard output, in order. Exit status 1 when any file "

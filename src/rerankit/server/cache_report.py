@@ -2,7 +2,9 @@
 judgments and embeddings are kept, for how long, and whether the shared server answers a
 PING. ``rerankit check`` prints it as its ``cache:`` line (:func:`cache_check`); the
 service logs it once at start (:func:`log_cache`), a WARNING when the server does not
-answer. The PING is one call bounded by ``[cache] timeout``: it reads and writes no entry."""
+answer. The PING is one call bounded by ``[cache] timeout``: it reads and writes no entry.
+A cache directory that cannot be written is a WARNING at start and in ``check``, or a
+mistake in ``check`` where serve would not start (:func:`cache_dir_check`)."""
 
 from __future__ import annotations
 
@@ -10,16 +12,30 @@ import logging
 import os
 from typing import Any
 
+from .._paths import CACHE_DIR_ENV, unwritable, warn_unwritable
 from ..cache import EMBEDDING_CACHE_ENV
 from ..cache.redis_store import RedisStore
 from ..cache.store import default_cache_dir, redacted
 from ..errors import RerankitError
 
-__all__ = ["cache_check", "cache_ping", "cache_where", "log_cache"]
+__all__ = [
+    "UNWRITABLE_COST",
+    "cache_check",
+    "cache_dir_check",
+    "cache_ping",
+    "cache_where",
+    "log_cache",
+]
 
 logger = logging.getLogger(__name__)
 
 _PLURAL = {"answer": "answers", "judgment": "LLM judgments", "embedding": "embeddings"}
+
+#: what a service whose cache directory cannot be written goes without (it still serves)
+UNWRITABLE_COST = (
+    "nothing is kept there: word-frequency tables are built again in each process (a "
+    "slower warm-up) and no model is exported to ONNX there (what is already there is read)"
+)
 
 
 def _kept(cache: Any, kinds: list[str]) -> str:
@@ -94,6 +110,28 @@ def cache_check(settings: Any) -> str:
     )
 
 
+def cache_dir_check(settings: Any) -> tuple[bool, str] | None:
+    """None when the cache directory can be written here, else ``(mistake, what to say)``:
+    a mistake where serve would not start (``answer_cache = true`` keeps answers there,
+    in SQLite, when no ``[cache] url`` names a server), a warning where it still serves
+    without keeping things there (:data:`UNWRITABLE_COST`)."""
+    folder = default_cache_dir()
+    problem = unwritable(folder)
+    if problem is None:
+        return None
+    said = f"the rerankit cache directory {folder} cannot be written ({problem})"
+    if settings.answer_cache and not settings.cache.resolved_url:
+        return True, (
+            f"{said}, and answer_cache = true keeps answers there "
+            f"({folder / 'answers.sqlite'}): serve would not start; set {CACHE_DIR_ENV} to a "
+            "writable folder, name a shared server ([cache] url), or set answer_cache = false"
+        )
+    return False, (
+        f"{said}: serve still starts, but {UNWRITABLE_COST}; set {CACHE_DIR_ENV} to a "
+        "writable folder"
+    )
+
+
 def log_cache(settings: Any) -> None:
     """The service's start line on its caches: INFO, or a WARNING when the shared server
     does not answer a PING. Never raises: a line that cannot be said holds no warm-up."""
@@ -104,6 +142,10 @@ def log_cache(settings: Any) -> None:
 
 
 def _log_cache(settings: Any) -> None:
+    folder = default_cache_dir()
+    problem = unwritable(folder)
+    if problem is not None:  # (answers kept there would have stopped the service before)
+        warn_unwritable(folder, problem, UNWRITABLE_COST)
     where = cache_where(settings)
     if not settings.cache.resolved_url:
         logger.info("rerankit service caches: %s", where)

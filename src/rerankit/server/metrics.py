@@ -2,23 +2,41 @@
 pipeline; errors by status; queue depth, requests in flight, queue and inference time,
 readiness and health, by pipeline; documents per request; embedding micro-batches;
 abandoned requests; LLM provider calls, failures and tokens, by pipeline; the answer
-cache, and the cache calls that failed). docs/service.md's
-metrics table lists them all, and a test compares it with a live scrape."""
+cache, and the cache calls that failed), with the version and what runs it
+(``rerankit_build_info``, ``python_info``) and the standard process series of
+prometheus_client's ProcessCollector (memory, CPU, start time, open files: read from /proc,
+absent where there is none), each of the process that answers the scrape (one worker of
+``serve --workers N``). docs/service.md's metrics table lists them all, and a test compares
+it with a live scrape."""
 
 from __future__ import annotations
 
+import importlib.util
+import platform
 from collections.abc import Mapping
 from typing import Any
 
+from .. import __version__
 from .._optional import require
 from ..cache import error_counts, skipped_counts
 
-__all__ = ["LATENCY_BUCKETS", "Metrics"]
+__all__ = ["LATENCY_BUCKETS", "Metrics", "installed_backends"]
 
 #: seconds: from a cached answer's milliseconds to well past the default 30 s deadline (a
 #: request answered 504 at its deadline lands just above it); the service's own ``timeout``
 #: and twice it are added, whatever they are
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30, 60, 120)
+
+#: the model runtimes ``rerankit_build_info{backends}`` names where installed: the extra
+#: that brings each (``onnx``, ``torch``) and the modules it needs (looked up, not imported)
+_BACKENDS = {"onnx": ("onnxruntime", "tokenizers"), "torch": ("torch", "sentence_transformers")}
+
+
+def installed_backends() -> str:
+    """The model runtimes installed here, comma-separated (``onnx,torch``; ``""``: neither,
+    so only models that need no runtime, such as ``bm25`` and LLM judges, can run)."""
+    found = [k for k, needs in _BACKENDS.items() if all(map(importlib.util.find_spec, needs))]
+    return ",".join(found)
 
 
 class _CacheErrors:
@@ -238,6 +256,22 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_CacheErrors())
+        prom.Info(
+            "rerankit_build",
+            "Always 1: the rerankit version, the Python version and the model runtimes "
+            "installed (backends: onnx, torch) of the process that answers the scrape",
+            registry=self.registry,
+        ).info(
+            {
+                "version": __version__,
+                "python": platform.python_version(),
+                "backends": installed_backends(),
+            }
+        )
+        # the standard series every Prometheus client exports: process_* (where /proc is)
+        # and python_info, of this process (a scrape reaches one worker of --workers N)
+        prom.ProcessCollector(registry=self.registry)
+        prom.PlatformCollector(registry=self.registry)
         self._prom = prom
         for name in self.pipelines:  # every pipeline's series from the start, at 0
             self.queue.labels(name).set(0)
