@@ -57,6 +57,33 @@ def test_rows_keep_their_fields_and_gain_the_ranking(tmp_path):
     assert all(r["error"] is None and r["score_scale"] for r in out)
 
 
+@pytest.mark.parametrize("suffix", ["jsonl", "parquet"])
+def test_each_result_says_its_rank_in_every_format(tmp_path, suffix):
+    """Each result carries ``rank``, its 1-based place within its query (as TREC runs and
+    ``rank --details`` say it), the same in JSON Lines and Parquet, whose schema has it
+    as an integer column even in a file of failed rows only."""
+    if suffix == "parquet":
+        pq = pytest.importorskip("pyarrow.parquet", reason="Parquet needs the 'parquet' extra")
+    src = write_jsonl(tmp_path / "in.jsonl", ROWS)
+    out = tmp_path / f"out.{suffix}"
+    run_batch(src, out, "bm25")
+    rows = list(read_rows(out))
+    assert [[x["rank"] for x in r["results"]] for r in rows] == [[1, 2, 3], [1, 2]]
+    assert rows[0]["results"][0] == {**rows[0]["results"][0], "index": 1, "rank": 1}
+    run_batch(src, tmp_path / f"top.{suffix}", "bm25", top_k=1)
+    assert [[x["rank"] for x in r["results"]] for r in read_rows(tmp_path / f"top.{suffix}")] == [
+        [1],
+        [1],
+    ]
+    if suffix == "parquet":
+        results = pq.read_schema(out).field("results").type.value_type
+        assert str(results.field("rank").type) == "int64"
+        failed = write_jsonl(tmp_path / "bad.jsonl", [], ["not json\n"])
+        run_batch(failed, tmp_path / "failed.parquet", "bm25")
+        results = pq.read_schema(tmp_path / "failed.parquet").field("results").type.value_type
+        assert str(results.field("rank").type) == "int64"
+
+
 def test_every_bad_row_is_written_with_its_error_and_counted(tmp_path):
     bad = [
         {"query_id": "no-query", "candidates": ["a"]},

@@ -1,6 +1,7 @@
 """A scorer that raises degrades a ``rank`` or ``batch`` result (the earlier order is kept):
-``--details`` records say ``degraded``, ``--strict`` makes it an error for a CI smoke test,
-and the warning says where the traceback is."""
+``rank``'s lines say ``"degraded": true`` (``--details`` records say ``degraded`` either
+way), ``--strict`` makes it an error for a CI smoke test, and the warning says where the
+traceback is."""
 
 from __future__ import annotations
 
@@ -52,6 +53,46 @@ def test_details_say_whether_the_result_degraded(capsys, files):
     code, out, err = _rank(capsys, docs, fine, "--details")
     assert code == 0, err
     assert [json.loads(line)["degraded"] for line in out.splitlines()] == [False, False]
+
+
+def test_default_lines_mark_a_degraded_ranking_and_only_it(capsys, tmp_path, files):
+    """Without --details each line is the input object: a degraded ranking's lines carry
+    ``"degraded": true`` (batch rows' and --details records' name), a sound one's none, and
+    stderr says it once, so a script reading the lines can tell the fallback's order."""
+    docs, broken, fine = files
+    code, out, err = _rank(capsys, docs, broken)
+    assert code == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [(r["id"], r["degraded"]) for r in lines] == [("s", True), ("w", True)]
+    said = [line for line in err.splitlines() if "degraded ranking" in line]
+    assert said == [
+        "rerankit: warning: degraded ranking: a scorer or stage failed or did not finish, and "
+        "an earlier order was kept (the warnings above say which); each line says "
+        '"degraded": true (--strict makes it an error)'
+    ], err
+    code, out, err = _rank(capsys, docs, fine)
+    assert code == 0, err
+    assert all("degraded" not in json.loads(line) for line in out.splitlines()), out
+    assert "degraded" not in err
+    strings = tmp_path / "s.jsonl"  # a string input line comes out as an object too
+    strings.write_text("".join(json.dumps(d["text"]) + "\n" for d in DOCS))
+    code, out, err = _rank(capsys, strings, broken)
+    assert code == 0, err
+    assert [json.loads(line)["degraded"] for line in out.splitlines()] == [True, True]
+    code, out, err = _rank(capsys, docs, broken, "--format", "table")
+    assert code == 0 and "degraded ranking" in err and "each line" not in err, err
+
+
+def test_an_input_degraded_field_is_said_on_stderr(capsys, tmp_path, files):
+    _, broken, fine = files
+    docs = tmp_path / "own.jsonl"
+    docs.write_text("".join(json.dumps({**d, "degraded": "no"}) + "\n" for d in DOCS))
+    code, out, err = _rank(capsys, docs, broken)
+    assert code == 0 and {json.loads(line)["degraded"] for line in out.splitlines()} == {True}
+    assert "2 input object(s) already had a 'degraded' field" in err, err
+    code, out, err = _rank(capsys, docs, fine)
+    assert code == 0 and {json.loads(line)["degraded"] for line in out.splitlines()} == {"no"}
+    assert "theirs is passed on as it was (this ranking did not degrade)" in err, err
 
 
 def test_strict_makes_a_degraded_rank_an_error(capsys, files):

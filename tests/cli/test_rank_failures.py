@@ -62,7 +62,9 @@ def test_rank_whose_last_stage_failed_keeps_the_earlier_stage_s_order_and_exits_
 ):
     code, out, err = _rank(capsys, tmp_path, monkeypatch, Reply(status=401, text="no"), CASCADE)
     assert code == 0, err
-    assert [json.loads(line)["id"] for line in out.splitlines()] == ["s", "w"]  # bm25's
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert [(r["id"], r.get("degraded")) for r in lines] == [("s", True), ("w", True)]  # bm25's
+    assert 'each line says "degraded": true' in err
     assert "scored nothing (the LLM provider failed for every document)" in err
     assert "error:" not in err
     # each document's warning says what happened to it in a cascade: not scored 0.0

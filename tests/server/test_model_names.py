@@ -1,6 +1,7 @@
 """A model name the service does not serve is a 404 that lists what is served and says
 the ``[server.aliases]`` line that would serve it; its "did you mean" never crosses the
-line between multilingual and English names, nor from Voyage's names to Cohere's. Cohere's
+line between multilingual and English names, nor from Voyage's names to Cohere's, and
+offers the names of the endpoint's own vendor first. Cohere's
 default names left out by a ``[server.aliases]`` table are named by the startup log, by
 ``rerankit check`` and by the 404 for one of them."""
 
@@ -50,6 +51,37 @@ def test_did_you_mean_stays_on_its_side_of_the_language_line(client):
     assert "did you mean 'jina-x-multilingual'" in _missing(client, "jina-y-multilingual")
     assert "did you mean" not in _missing(client, "rerank-2", "/v1/rerank")  # Voyage's
     assert "did you mean 'rerank-v3.5'" in _missing(client, "rerank-v3.6")
+
+
+@pytest.fixture(scope="module")
+def both_vendors():
+    """A service that answers Cohere's and Voyage's names alike (aliases of one pipeline)."""
+    aliases = {"rerank-v3.5": "bm25", "rerank-2.5": "bm25", "rerank-2-lite": "bm25"}
+    settings = ServerSettings(pipelines={"bm25": "bm25"}, default="bm25", aliases=aliases)
+    with TestClient(create_app(settings)) as c:
+        yield c
+
+
+def _suggested(client, path, **body):
+    r = client.post(path, json={"query": "q", "documents": ["a"], **body})
+    assert r.status_code == 404, r.text
+    said = r.json()["message"]
+    return said.split("did you mean ", 1)[1].split("?")[0] if "did you mean" in said else None
+
+
+def test_did_you_mean_offers_the_endpoint_s_own_vendor_first(both_vendors):
+    """A typo'd Cohere name (Cohere's are rerank-v3.5, Voyage's rerank-2.5) sent to a
+    Cohere-shaped endpoint is offered Cohere's name, though Voyage's is closer in letters;
+    the same name in Voyage's request (top_k) is offered Voyage's; and where no name of the
+    endpoint's vendor is close, the closest of all is still offered."""
+    assert _suggested(both_vendors, "/v2/rerank", model="rerank-v2.5") == "'rerank-v3.5'"
+    assert _suggested(both_vendors, "/v1/rerank", model="rerank-v2.5") == "'rerank-v3.5'"
+    voyage = _suggested(both_vendors, "/v1/rerank", model="rerank-v2.5", top_k=1)
+    assert voyage == "'rerank-2.5'"
+    assert _suggested(both_vendors, "/v2/rerank", model="bm26") == "'bm25'"
+    assert _suggested(both_vendors, "/v1/rerank", model="rerank-2.6") == "'rerank-2.5'"  # Voyage's
+    # Infinity's shape (on /rerank) is no vendor's: the closest of all
+    assert _suggested(both_vendors, "/rerank", model="rerank-v2.5") == "'rerank-2.5'"
 
 
 def test_the_startup_log_and_check_name_the_dropped_cohere_names(caplog, tmp_path, capsys):

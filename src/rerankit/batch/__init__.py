@@ -4,7 +4,8 @@ Input rows are ``{"query_id": ..., "query": "...", "candidates": [...]}`` (JSON 
 Parquet; ``query_id`` optional, any other field kept), or a BEIR folder with a TREC run
 (:func:`beir_rows`). Candidates are strings or objects with ``text`` (and ``id``,
 ``first_stage_score`` or any other field). Each output row is the input row plus
-``results`` (best first: ``index`` into ``candidates``, ``id``, ``score``, ``flags``),
+``results`` (best first: ``index`` into ``candidates``, ``rank``, its place from 1,
+``id``, ``score``, ``flags``),
 ``error`` (null, or why the row could not be reranked), ``degraded``, ``warnings``,
 ``score_scale`` (what the scores mean, see ``RerankResult``) and ``seconds``. A bad row
 or a failed provider never stops the job: the row is written with its error and counted

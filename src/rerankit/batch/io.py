@@ -167,6 +167,7 @@ class _ParquetWriter:
                 pa.struct(
                     [
                         ("index", pa.int64()),
+                        ("rank", pa.int64()),
                         ("id", pa.string()),
                         ("score", pa.float64()),
                         ("flags", pa.list_(pa.string())),

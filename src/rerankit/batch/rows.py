@@ -292,7 +292,13 @@ async def arerank_row(
         warnings, notes = pipeline_notes(result.warnings)
         out.update(
             results=[
-                {"index": r.index, "id": r.id, "score": _finite(r.score), "flags": list(r.flags)}
+                {
+                    "index": r.index,
+                    "rank": r.rank,
+                    "id": r.id,
+                    "score": _finite(r.score),
+                    "flags": list(r.flags),
+                }
                 for r in result
             ],
             error=result.unusable,

@@ -13,6 +13,7 @@ from .._jsonl import json_safe
 from ..errors import InputError
 
 __all__ = [
+    "DEGRADED_FIELD",
     "SCALE_FIELD",
     "console_stdout",
     "display_width",
@@ -27,19 +28,27 @@ __all__ = [
 #: ``score_scale``: ``probability``, ``unit``, ``logit``, ``cosine``, ``relative``, ...)
 SCALE_FIELD = "score_scale"
 
+#: the field that marks a degraded result's records (a scorer or a rule stage failed and an
+#: earlier order was kept: :attr:`~rerankit.RerankResult.degraded`), as ``batch`` rows and
+#: ``--details`` records say it
+DEGRADED_FIELD = "degraded"
+
 
 def records(result: Any, score_field: str, details: bool, *, explain: bool = False) -> list[dict]:
     """What ``rank`` writes a line each: the input objects with the score under
     ``score_field`` (a string input as ``{text, score_field}``), or with ``details`` the
     result records; each with the result's ``score_scale``, so that a reader of the lines
-    knows what the score means; with ``explain``, each with an ``explanation`` field
+    knows what the score means, and, only when the result is degraded, ``degraded: true``
+    (``--details`` records say it either way); with ``explain``, each with an ``explanation`` field
     (``score_from_contributions``, ``ranked_by``: the pipeline stage that decided the
     place, and each strategy's ``raw``, ``normalized``, ``weight`` and ``contribution``, as
     :meth:`~rerankit.RerankResult.explain` gives them)."""
     scale = {SCALE_FIELD: result.score_scale}
     if details:  # whether a scorer or a rule stage failed: the same on each record
-        out = [{**r, **scale, "degraded": result.degraded} for r in result.to_dicts()]
+        out = [{**r, **scale, DEGRADED_FIELD: result.degraded} for r in result.to_dicts()]
     else:
+        if result.degraded:  # a fallback's order: each line says so, as batch rows do
+            scale[DEGRADED_FIELD] = True
         out = []
         for r in result:
             doc = r.document

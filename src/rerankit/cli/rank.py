@@ -38,6 +38,7 @@ from .args import (
 from .fields import add_field_arguments, input_fields
 from .files import need_file, need_reranker
 from .output import (
+    DEGRADED_FIELD,
     SCALE_FIELD,
     console_stdout,
     json_safe,
@@ -145,6 +146,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    if result.degraded:
+        print(f"rerankit: warning: {degraded_line(form)}", file=sys.stderr)
     if form == "table":
         text = result.explain_table() + "\n" if args.explain else table(result)
         console_stdout(text).write(text)
@@ -155,10 +158,35 @@ def cmd_rank(args: argparse.Namespace) -> int:
             "field: the output holds the scores' scale there instead",
             file=sys.stderr,
         )
+    if not args.details and (
+        clash := sum(isinstance(i, dict) and DEGRADED_FIELD in i for i in items)
+    ):
+        print(
+            f"rerankit: warning: {clash} input object(s) already had a {DEGRADED_FIELD!r} "
+            "field, where rank marks a degraded ranking's lines: "
+            + (
+                "the output holds true there instead"
+                if result.degraded
+                else "theirs is passed on as it was (this ranking did not degrade)"
+            ),
+            file=sys.stderr,
+        )
     out = utf8_stdout()  # JSON Lines is UTF-8 whatever the console's encoding
     for rec in records(result, args.score_field, args.details, explain=args.explain):
         out.write(json.dumps(json_safe(rec), ensure_ascii=False, allow_nan=False) + "\n")
     return 0
+
+
+def degraded_line(form: str) -> str:
+    """The stderr line of a degraded ``rank`` (a scorer or a stage failed, or did not finish
+    by ``--deadline``, and an earlier order was kept), saying how JSON Lines marks it."""
+    said = (
+        "degraded ranking: a scorer or stage failed or did not finish, and an earlier order "
+        "was kept (the warnings above say which)"
+    )
+    if form != "table":
+        said += f'; each line says "{DEGRADED_FIELD}": true'
+    return said + " (--strict makes it an error)"
 
 
 def usage_line(usage: Mapping[str, int]) -> str | None:
@@ -363,8 +391,9 @@ def add_commands(sub: Any) -> None:
         "--format",
         choices=("jsonl", "table"),
         default=None,
-        help="jsonl (the default without --explain): the input objects plus the score and "
-        "its score_scale; table (the default with --explain): for people",
+        help="jsonl (the default without --explain): the input objects plus the score, "
+        'its score_scale and, only when the ranking degraded, "degraded": true; table (the '
+        "default with --explain): for people",
     )
     rank.add_argument(
         "--details",

@@ -1,6 +1,7 @@
 """The model names a request may give: Cohere's public names (served by default), the
 multilingual ones, Voyage AI's, and the 404 for a name the service does not serve, which
-names the served ones and how the operator maps the client's name onto a pipeline."""
+names the served ones (the closest first of the vendor whose API the request spoke) and
+how the operator maps the client's name onto a pipeline."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ import re
 from collections.abc import Iterable, Mapping
 
 __all__ = [
+    "COHERE",
+    "COHERE_MODEL",
     "COHERE_MODELS",
     "MULTILINGUAL_PREFIX",
+    "VOYAGE",
     "VOYAGE_MODEL",
+    "family_of",
     "not_found",
     "says_multilingual",
     "unserved_defaults",
@@ -38,6 +43,25 @@ MULTILINGUAL_PREFIX = "rerank-multilingual-"
 #: Voyage AI's model names: rerank-1, rerank-lite-1, rerank-2, rerank-2-lite, rerank-2.5, ...
 #: (no ``v`` before the number, as Cohere's ``rerank-v3.5`` has)
 VOYAGE_MODEL = re.compile(r"rerank-(lite-)?\d+(\.\d+)?(-lite)?")
+
+
+#: Cohere's model names, those to come too: ``rerank-``, then ``english-`` or
+#: ``multilingual-`` or neither, then ``v`` and a version (``rerank-v3.5``,
+#: ``rerank-english-v3.0``, ``rerank-v4.0-pro``)
+COHERE_MODEL = re.compile(r"rerank-(english-|multilingual-)?v\d+(\.\d+)?(-[a-z]+)?")
+
+#: the API families a wire format speaks (its ``family``), whose model names a 404's "did
+#: you mean" offers first: Cohere's (``/v1/rerank``, ``/v2/rerank``) and Voyage AI's
+COHERE, VOYAGE = "cohere", "voyage"
+
+
+def family_of(model: str) -> str | None:
+    """:data:`COHERE` or :data:`VOYAGE` for a name shaped as that vendor's model names
+    (:data:`COHERE_MODEL`, :data:`VOYAGE_MODEL`); None for any other (a pipeline's name, an
+    operator's alias, a Hugging Face id)."""
+    if model in COHERE_MODELS or COHERE_MODEL.fullmatch(model):
+        return COHERE
+    return VOYAGE if VOYAGE_MODEL.fullmatch(model) else None
 
 
 #: words in a model name that say it reads many languages, besides ``multilingual``: BAAI's
@@ -86,15 +110,24 @@ def _alike(name: str, other: str) -> bool:
 
 
 def not_found(
-    name: str | None, served: Iterable[str], aliases: Mapping[str, str], default: str | None
+    name: str | None,
+    served: Iterable[str],
+    aliases: Mapping[str, str],
+    default: str | None,
+    family: str | None = None,
 ) -> str:
     """The 404 for a request's model ``name`` that names none of the ``served`` pipelines:
-    the closest name of its kind, every pipeline and alias, and the ``[server.aliases]``
-    line that would serve it (said so when it is one of Cohere's default names, left out
-    because the table is set)."""
+    the closest name of its kind (of the request's API ``family``, :data:`COHERE` or
+    :data:`VOYAGE`, when one is close: a typo'd ``rerank-v2.5`` sent in Cohere's shape is
+    offered ``rerank-v3.5``, not Voyage's ``rerank-2.5``; else the closest of all), every
+    pipeline and alias, and the ``[server.aliases]`` line that would serve it (said so when
+    it is one of Cohere's default names, left out because the table is set)."""
     served = sorted(served)
     kin = [n for n in [*served, *aliases] if name and _alike(name, n)]
-    close = difflib.get_close_matches(name or "", kin, n=1)
+    own = [n for n in kin if family is not None and family_of(n) == family]
+    close = difflib.get_close_matches(name or "", own, n=1) or difflib.get_close_matches(
+        name or "", kin, n=1
+    )
     hint = f"did you mean {close[0]!r}? " if close else ""
     available = ", ".join(served)
     if aliases:

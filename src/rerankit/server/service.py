@@ -113,18 +113,19 @@ class Service:
         #: each pipeline's tokenizer, found once (by the pipeline object's id)
         self._tokens: dict[int, tuple[Any, Any]] = {}
 
-    def named(self, name: str | None) -> ServedPipeline:
+    def named(self, name: str | None, family: str | None = None) -> ServedPipeline:
         """The pipeline ``name`` (or an alias, or None: the default) names, ready or not;
-        404 listing the pipelines and aliases when there is none of that name."""
+        404 listing the pipelines and aliases when there is none of that name, its "did you
+        mean" offering names of the request's API ``family`` first."""
         name = self.settings.resolve(name)
         if name not in self.pipelines:
-            raise ServiceError(404, self.settings.not_found(name, self.pipelines))
+            raise ServiceError(404, self.settings.not_found(name, self.pipelines, family))
         return self.pipelines[name]
 
-    def pipeline(self, name: str | None) -> ServedPipeline:
+    def pipeline(self, name: str | None, family: str | None = None) -> ServedPipeline:
         """The ready pipeline ``name`` (or the default): 404 when there is none of that
         name, 503 at once (with ``Retry-After``) while it loads or after it failed."""
-        pipeline = self.named(name)
+        pipeline = self.named(name, family)
         if not pipeline.ready:
             raise pipeline.unavailable()
         return pipeline
@@ -260,7 +261,7 @@ class Service:
         or 503); its documents are counted. (Every request is counted as it is answered,
         by :mod:`.middleware`, valid or not.)"""
         settings = self.settings
-        pipeline = self.pipeline(call.model)
+        pipeline = self.pipeline(call.model, call.family)
         if not call.query.strip():
             raise ServiceError(400, "query must not be empty")
         if not call.documents:

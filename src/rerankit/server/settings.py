@@ -421,10 +421,11 @@ class ServerSettings:
             return self.max_concurrency
         return max(1, self.max_concurrency - max(1, self.max_concurrency // 4))
 
-    def not_found(self, name: str | None, served: Iterable[str]) -> str:
+    def not_found(self, name: str | None, served: Iterable[str], family: str | None = None) -> str:
         """The 404 for a request's model ``name`` that names none of the ``served``
-        pipelines (see :func:`.model_names.not_found`)."""
-        return not_found(name, served, self.aliases or {}, self.default)
+        pipelines, offering names of the request's API ``family`` first (see
+        :func:`.model_names.not_found`)."""
+        return not_found(name, served, self.aliases or {}, self.default, family)
 
     def resolve(self, model: str | None) -> str | None:
         """The pipeline a request's ``model`` names: the default when none, through

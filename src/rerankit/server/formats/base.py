@@ -12,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, Field
 from ...errors import ServiceError
 from ...normalize import ranked_unit_scores, scale_to_unit, served_scales
 from ...types import Document, RerankResult
+from ..model_names import COHERE
 from ..settings import ServerSettings
 
 __all__ = [
@@ -93,6 +94,10 @@ class Call:
     #: input index, min-max normalised over every document of the request (not only the
     #: ``top_n`` answered)
     relevance: dict[int, float] = field(default_factory=dict, compare=False)
+    #: the API family whose shape the request has (``"cohere"``, ``"voyage"``: see
+    #: :func:`~rerankit.server.model_names.family_of`), whose model names a 404 for an
+    #: unknown one offers first; None for the others (TEI's, Infinity's, the explanation)
+    family: str | None = None
     #: filled in by the service: warnings about the request itself (a Cohere multilingual
     #: model name answered by a pipeline that reads English only), said in ``meta.warnings``
     notes: list[str] = field(default_factory=list, compare=False)
@@ -146,7 +151,7 @@ def ranked_call(body: Any, docs: list[Document], settings: ServerSettings, **lim
     cuts: dict[int, str] = {}
     docs = clip(docs, settings, cuts=cuts)
     query = check_query(body.query, settings)
-    return Call(query, docs, body.model, body.top_n, cuts=cuts, bill=True, **limits)
+    return Call(query, docs, body.model, body.top_n, cuts=cuts, bill=True, family=COHERE, **limits)
 
 
 def clip(

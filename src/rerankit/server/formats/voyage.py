@@ -20,7 +20,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ...documents import InputFields
 from ...types import RerankResult
-from ..model_names import VOYAGE_MODEL
+from ..model_names import VOYAGE, VOYAGE_MODEL
 from ..settings import ServerSettings
 from .base import NOT_BLANK, Call, PositiveWholeNumber, check_query, clip, relevance_scores
 
@@ -104,6 +104,7 @@ def call(body: Request, settings: ServerSettings) -> Call:
         asked=named,
         max_tokens=None if body.truncation is False else "model",
         cut_by="truncation",
+        family=VOYAGE,
     )
 
 
