@@ -188,13 +188,25 @@ release-check: $(VENV)/.installed-dev
 	$(PY) -m build --outdir dist . >/dev/null
 	$(VENV)/bin/twine check --strict dist/*
 
-lint: $(VENV)/.installed-dev
-	$(VENV)/bin/ruff check src tests benchmarks docs/hooks.py
-	$(VENV)/bin/ruff format --check src tests benchmarks docs/hooks.py
+# Lint and format need ruff alone, not torch or the dev install: $(VENV)'s ruff when it has
+# one, else a ruff on the PATH, else just ruff installed into $(LINT_VENV). `make lint
+# RUFF=/path/to/ruff` names another. Both cover the same paths.
+LINT_VENV  ?= .venv-lint
+LINT_PATHS := src tests benchmarks docs/hooks.py
+RUFF       ?= $(or $(wildcard $(VENV)/bin/ruff),$(shell command -v ruff 2>/dev/null),$(LINT_VENV)/bin/ruff)
 
-format: $(VENV)/.installed-dev
-	$(VENV)/bin/ruff format src tests benchmarks
-	$(VENV)/bin/ruff check --fix src tests benchmarks
+$(LINT_VENV)/bin/ruff:
+	rm -rf $(LINT_VENV)
+	$(PYTHON) -m venv $(LINT_VENV)
+	$(LINT_VENV)/bin/python -m pip --disable-pip-version-check install -q "ruff>=0.5"
+
+lint: | $(filter $(LINT_VENV)/bin/ruff,$(RUFF))
+	$(RUFF) check $(LINT_PATHS)
+	$(RUFF) format --check $(LINT_PATHS)
+
+format: | $(filter $(LINT_VENV)/bin/ruff,$(RUFF))
+	$(RUFF) format $(LINT_PATHS)
+	$(RUFF) check --fix $(LINT_PATHS)
 
 bench: $(VENV)/.installed-dev $(PEERS_VENV)/.installed
 	$(PY) -m benchmarks.speed.lexical
@@ -224,5 +236,5 @@ quality: $(VENV)/.installed-dev
 	$(PY) -m benchmarks.quality.learn --finetuned .cache/ft-scifact
 
 clean:
-	rm -rf $(VENV) $(CORE_VENV) $(SERVE_VENV) $(CLIENTS_VENV) $(PEERS_VENV) $(INFINITY_VENV) site .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info \
+	rm -rf $(VENV) $(CORE_VENV) $(SERVE_VENV) $(CLIENTS_VENV) $(PEERS_VENV) $(INFINITY_VENV) $(LINT_VENV) site .pytest_cache .ruff_cache .hypothesis build dist src/*.egg-info \
 		tests/artifacts

@@ -159,10 +159,14 @@ def unknown_reranker(name: str) -> ConfigError:
     the current folder: a reranker is also a pipeline file, a model folder or a hub id, so
     it says that none of those is there either, with the closest names registered and the
     closest files and folders here (``tiny-c`` finds the folder ``tiny-ce``); a name an
-    earlier rerankit registered says what replaced it (:data:`REMOVED_RERANKERS`)."""
+    earlier rerankit registered says what replaced it (:data:`REMOVED_RERANKERS`), and a
+    scorer or rule type (``coverage``, ``mmr``) shows the pipeline file that uses it."""
     removed = REMOVED_RERANKERS.get(str(name).replace("_", "-").lower())
     if removed is not None and not os.path.exists(name):
         return ConfigError(f"reranker {name!r} was removed: {removed}")
+    part = _part_of_a_pipeline(name)
+    if part is not None and not os.path.exists(name):
+        return ConfigError(part)
     names = available("reranker")
     close = [repr(n) for n in _close(name, names)]
     here = _entries_here()
@@ -185,6 +189,26 @@ def unknown_reranker(name: str) -> ConfigError:
         f"unknown reranker {name!r}: no reranker is registered by that name, and {there}; "
         f"{hint}available: {', '.join(names) or 'none'}; {HOW}"
     )
+
+
+def _part_of_a_pipeline(name: str) -> str | None:
+    """What to write when ``name`` is no reranker but a scorer or rule type (``-r coverage``):
+    a pipeline file naming it, passed where a reranker is named; None for any other name."""
+    for kind, key, what in (("scorer", "scorer", "a scorer type"), ("rule", "rule", "a rule")):
+        registered = canonical(kind, name)
+        if registered is None:
+            continue
+        file = f"{registered.replace('_', '-')}.toml"
+        example = f"{key} = {{ type = {registered!r} }}".replace("'", '"')
+        if kind == "rule":  # a rule orders what a scorer's stage ranked
+            example = f'[[stages]]\nscorer = {{ type = "bm25" }}\n[[stages]]\n{example}'
+        return (
+            f"{name!r} is {what}, not a reranker: use it in a pipeline file ({file}, with its "
+            f"options beside type):\n{example}\nand name that file as the reranker "
+            f'(rerankit rank -r {file}, rerankit.load("{file}")); see the {kind}s in '
+            "`rerankit rerankers --all`"
+        )
+    return None
 
 
 def _entries_here(limit: int = 5000) -> dict[str, str]:

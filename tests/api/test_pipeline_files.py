@@ -5,16 +5,19 @@ the code gives them."""
 
 from __future__ import annotations
 
+import inspect
+import re
 from pathlib import Path
 
 import pytest
 
-from rerankit import load
+from rerankit import load, registry
 from rerankit.config import create, to_toml
 from rerankit.errors import ConfigError
 from rerankit.ordering import MMR
 from rerankit.rerankers import FusionReranker
 from rerankit.scorers import BM25Scorer, JaccardScorer
+from rerankit.text.analysis import Analyzer, AnalyzerOptions
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
@@ -121,6 +124,46 @@ def test_weight_and_calibration_still_belong_to_a_fusions_scorers():
 )
 def test_a_scorer_option_is_checked_by_key(table, where, message):
     assert _error({"stages": [{"scorer": table}]}).startswith(f"{where}: {message}")
+
+
+_BUILT_IN = [
+    (e.kind, e.name)
+    for kind in ("scorer", "rule")
+    for e in registry.entries(kind)
+    if isinstance(e.factory, str) and e.factory.startswith(".")  # (not a test's own)
+]
+
+
+@pytest.mark.parametrize(("kind", "name"), _BUILT_IN, ids=[f"{k}:{n}" for k, n in _BUILT_IN])
+def test_every_built_in_names_a_misspelt_option_and_lists_its_own(kind, name):
+    """As docs/scorers.md promises: an unknown key is an error listing the valid ones, for
+    every built-in scorer and rule (``jaccard`` and ``text`` raised a bare ``Analyzer.__init__()
+    got an unexpected keyword argument``), so a scorer may not take a bare ``**options``."""
+    stages = [{"scorer": {"type": "bm25"}}] if kind == "rule" else []
+    stage = {kind: {"type": name, "sublinear": True}}
+    message = _error({"stages": [*stages, stage]})
+    assert re.search(
+        rf"{name}'? (scorer )?has no (option|key) 'sublinear'; its (option|key)s: ", message
+    ), message
+    listed = message.rsplit("s: ", 1)[1].split(", ")
+    assert "name" in listed or kind == "rule", message  # (every scorer takes a name)
+    assert len(listed) >= 2 or listed == ["name"], message
+
+
+def test_jaccard_and_text_take_the_analyzer_options_they_always_passed_on():
+    for name in ("jaccard", "text"):
+        message = _error({"scorer": {"type": name, "stemer": "porter"}})
+        assert f"scorer {name!r} has no option 'stemer' (did you mean 'stemmer'?)" in message
+        assert "language, lowercase, stopwords, stemmer, fold_accents" in message, message
+        scorer = load({"scorer": {"type": name, "language": "fr", "fold_accents": False}}).scorer
+        assert scorer.analyzer.terms("étiquettes") == ["étiquet"]
+    with pytest.raises(ConfigError, match=r"scorer 'jaccard': lowercase must be true or false"):
+        load({"scorer": {"type": "jaccard", "lowercase": "yes"}})
+
+
+def test_the_analyzer_options_are_the_analyzers_own():
+    own = [p.name for p in inspect.signature(Analyzer).parameters.values()]
+    assert list(AnalyzerOptions.__annotations__) == own
 
 
 def test_a_one_scorer_reranker_with_options_is_located_once():

@@ -4,6 +4,7 @@ from another module, no private module imported from outside its package."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -240,6 +241,16 @@ def test_the_layout_page_shows_the_layers_the_test_keeps():
         (name.strip(), tuple(p.strip("`/ ") for p in places.split(","))) for name, places in rows
     ]
     assert shown == [(name, places) for name, places, *_ in (*STACK, *TOP)]
+
+
+def test_the_layout_page_names_the_test_folders_there_are():
+    """docs/layout.md's paragraph on ``tests/`` names each folder it has, and no other."""
+    page = (SRC.parent / "docs" / "layout.md").read_text(encoding="utf-8")
+    paragraph = page.split("`tests/` follows the layers", 1)[1].split("\n\n", 1)[0]
+    named = set(re.findall(r"`(\w+)/?`", paragraph))
+    tests = SRC.parent / "tests"
+    there = {p.name for p in tests.iterdir() if p.is_dir() and p.name.isidentifier()}
+    assert named == there - {"__pycache__"}
 
 
 def test_a_stage_takes_built_steps_and_names_the_way_to_build_one():

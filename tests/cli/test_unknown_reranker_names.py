@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 import rerankit
+from rerankit import registry
 from rerankit.cli import main
 from rerankit.errors import ConfigError
 
@@ -60,3 +61,60 @@ def test_a_removed_name_says_what_replaced_it(capsys, here, name):
     assert err.rstrip().endswith("use hybrid")
     with pytest.raises(ConfigError, match="was removed"):
         rerankit.load(name)
+
+
+_SCORER_TYPES = [  # the built-in scorer types that no reranker is named after
+    e.name
+    for e in registry.entries("scorer")
+    if isinstance(e.factory, str)
+    and e.factory.startswith(".")
+    and registry.canonical("reranker", e.name) is None
+]
+
+
+@pytest.mark.parametrize("name", _SCORER_TYPES)
+def test_a_scorer_type_named_as_a_reranker_says_how_a_pipeline_file_uses_it(capsys, here, name):
+    """``-r coverage`` names a scorer type, not a missing plugin: the error says so and shows
+    the pipeline file that uses it, not ``--plugin``."""
+    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", name]) == 1
+    err = capsys.readouterr().err
+    assert f"{name!r} is a scorer type, not a reranker" in err, err
+    assert f'scorer = {{ type = "{name}" }}' in err
+    assert f"-r {name.replace('_', '-')}.toml" in err
+    assert "no reranker is registered" not in err and "--plugin" not in err
+
+
+@pytest.mark.parametrize("name", ["coverage", "proximity"])
+def test_the_pipeline_file_the_error_shows_ranks(here, name):
+    with pytest.raises(ConfigError) as raised:
+        rerankit.load(name)
+    said = str(raised.value)
+    assert said.startswith(f"{name!r} is a scorer type")
+    toml = said.split(":\n", 1)[1].split("\nand name", 1)[0]
+    (here / f"{name}.toml").write_text(toml + "\n")
+    result = rerankit.rerank("solar power", ["wind", "solar power plants"], reranker=f"{name}.toml")
+    assert result[0].text == "solar power plants"
+
+
+@pytest.mark.parametrize(
+    ("name", "options"), [("mmr", ""), ("deduplicate", ""), ("min-score", ", threshold = 0.1")]
+)
+def test_a_rule_named_as_a_reranker_shows_the_stages_that_use_it(capsys, here, name, options):
+    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", name]) == 1
+    err = capsys.readouterr().err
+    assert f"{name!r} is a rule, not a reranker" in err, err
+    assert "with its options beside type" in err and "--plugin" not in err
+    toml = err.split(":\n", 1)[1].split("\nand name", 1)[0]
+    head, rule = toml.rsplit("\n", 1)  # the rule's line is the last
+    toml = f"{head}\n{rule.replace(' }', f'{options} }}')}"
+    (here / "ruled.toml").write_text(toml + "\n")
+    assert rerankit.rerank("solar", ["wind", "solar power"], reranker="ruled.toml")[0].text
+
+
+def test_a_typo_still_gets_the_close_names_and_a_file_of_that_name_its_own_error(capsys, here):
+    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", "jacard"]) == 1
+    err = capsys.readouterr().err
+    assert "did you mean 'jaccard'" in err and "--plugin MODULE" in err, err
+    (here / "coverage").write_text("not a pipeline\n")  # a file here named as the type
+    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", "coverage"]) == 1
+    assert "the file 'coverage' in" in capsys.readouterr().err

@@ -1,7 +1,8 @@
 """Scorers: each turns (query, documents) into one relevance score per document. One file
-per family: lexical (:mod:`.lexical`, :mod:`.proximity`, :mod:`.coverage`), a document's
-fields (:mod:`.field`), a graph (:mod:`.graph`), feedback from the previous stage
-(:mod:`.prf`), local models (:mod:`.embedding`, :mod:`.cross_encoder`, :mod:`.causal_lm`,
+per family, the scorers that share one computation (docs/layout.md, "Adding a part"),
+here by what they read: words (:mod:`.lexical`, :mod:`.proximity`, :mod:`.coverage`), a
+document's fields (:mod:`.field`), a graph (:mod:`.graph`), feedback from the previous
+stage (:mod:`.prf`), local models (:mod:`.embedding`, :mod:`.cross_encoder`, :mod:`.causal_lm`,
 on :mod:`.local`), LLM judges (:mod:`.llm_pointwise`, :mod:`.llm_listwise`) and a learned
 ranker (:mod:`.learned`); :mod:`.recipe` holds the default hybrid's recipe. Importing this
 package loads no model and no heavy dependency: each loads on first use.

@@ -10,16 +10,19 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from numbers import Real
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .._threads import in_thread
-from ..text.analysis import BY_LANGUAGE, ENGLISH_STOPWORDS, Analyzer, TermBatch
+from ..text.analysis import BY_LANGUAGE, ENGLISH_STOPWORDS, Analyzer, AnalyzerOptions, TermBatch
 from ..text.language import BackgroundFrequencies, CorpusStats
 from ..text.words import split_words
 from ..types import Document
 from .base import ScoreBatch
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = [
     "ENGLISH_STOPWORDS",
@@ -141,7 +144,7 @@ def check_bm25(k1: float, b: float, avgdl: float | None) -> None:
         raise ValueError(f"b must be in [0, 1], got {b}")
 
 
-def own_analyzer(analyzer: Analyzer | None, **options: Any) -> Analyzer:
+def own_analyzer(analyzer: Analyzer | None, **options: Unpack[AnalyzerOptions]) -> Analyzer:
     """``analyzer``, or a new one built from ``options`` when it is None."""
     return analyzer if analyzer is not None else Analyzer(**options)
 
@@ -266,11 +269,18 @@ class BM25Scorer(LexicalScorer):
 
 
 class JaccardScorer(LexicalScorer):
-    """Token-set overlap in [0, 1] (after the analyzer's stopwords and stemming)."""
+    """Token-set overlap in [0, 1] (after the analyzer's stopwords and stemming); the
+    :class:`AnalyzerOptions` build the analyzer when none is given."""
 
     score_scale = "unit"
 
-    def __init__(self, *, analyzer: Analyzer | None = None, name: str = "jaccard", **options: Any):
+    def __init__(
+        self,
+        *,
+        analyzer: Analyzer | None = None,
+        name: str = "jaccard",
+        **options: Unpack[AnalyzerOptions],
+    ) -> None:
         self.name = name
         self.analyzer = own_analyzer(analyzer, **options)
 
@@ -281,7 +291,8 @@ class JaccardScorer(LexicalScorer):
 class TextSimilarity(LexicalScorer):
     """Blend of BM25 and Jaccard in [0, 1]: ``(w_b * bm25 / max(bm25) + w_j * jaccard) /
     (w_b + w_j)``. BM25 is scaled by the best candidate's score, so a candidate sharing no
-    term with the query scores 0. One tokenisation serves both parts."""
+    term with the query scores 0. One tokenisation serves both parts; the
+    :class:`AnalyzerOptions` build it when no ``analyzer`` is given."""
 
     def __init__(
         self,
@@ -292,7 +303,7 @@ class TextSimilarity(LexicalScorer):
         b: float = 0.75,
         analyzer: Analyzer | None = None,
         name: str = "text",
-        **options: Any,
+        **options: Unpack[AnalyzerOptions],
     ) -> None:
         if bm25_weight < 0 or jaccard_weight < 0 or bm25_weight + jaccard_weight <= 0:
             raise ValueError("bm25_weight and jaccard_weight must be >= 0 and not both 0")

@@ -32,12 +32,14 @@ __all__ = [
 
 #: How the default ``hybrid`` fuses its signals.
 #:
-#: * Texts only, ``scores="calibrated"`` (the default): three signals that depend on the
+#: * Texts only, ``scores="calibrated"`` (the default): four signals that depend on the
 #:   (query, document) pair alone: the bundled MiniLM's cosine of the document's best
 #:   passage (about 48 words, each passage after the first starting with the document's
-#:   first 20 words), its cosine of the whole document, and BM25 with background idf
-#:   (``avgdl`` fixed at 100, the score divided by its query's ceiling to the power 0.75),
-#:   each mapped to a logit by its calibration, summed with the weights below and mapped
+#:   first 20 words), its cosine of the whole document, BM25 with background idf
+#:   (``avgdl`` fixed at 100, the score divided by its query's ceiling to the power 0.75)
+#:   and term proximity (the query's adjacent terms next to each other in the document,
+#:   read like that BM25: :func:`proximity_reader`), each mapped to a logit by its
+#:   calibration, summed with the weights below and mapped
 #:   through the output calibration: an estimate of P(relevant) per pair. Chosen on a
 #:   development pool across domains (SciFact train, NFCorpus dev, CISI, CACM, MEDLINE,
 #:   LISA) by a rule that protects the worst collection

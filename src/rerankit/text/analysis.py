@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from functools import cached_property
 from itertools import chain, count
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -18,7 +18,7 @@ from .language import SNOWBALL, check_language, cjk_bigrams
 from .words import WordTable, nfkc, split_batch, split_words
 from .words import fold_accents as fold_word
 
-__all__ = ["BY_LANGUAGE", "ENGLISH_STOPWORDS", "Analyzer", "TermBatch"]
+__all__ = ["BY_LANGUAGE", "ENGLISH_STOPWORDS", "Analyzer", "AnalyzerOptions", "TermBatch"]
 
 #: The stop set of Lucene's English analyzer (what Anserini's BM25 baselines use).
 ENGLISH_STOPWORDS = frozenset(
@@ -27,6 +27,19 @@ ENGLISH_STOPWORDS = frozenset(
         "their then there these they this to was will with"
     ).split()
 )
+
+
+class AnalyzerOptions(TypedDict, total=False):
+    """The keyword options of :class:`Analyzer`, for a scorer that passes them on to the
+    analyzer it builds (``**options: Unpack[AnalyzerOptions]``): a pipeline file's misspelt
+    key is then named with these, as a scorer's own options are."""
+
+    language: str
+    lowercase: bool
+    stopwords: str | Iterable[str] | None
+    stemmer: str | Callable[[str], str] | None
+    fold_accents: bool
+    cache_words: int
 
 
 def _resolve_stopwords(stopwords: str | Iterable[str] | None) -> frozenset[str]:
