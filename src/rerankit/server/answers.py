@@ -43,7 +43,16 @@ from ..cache import AnswerCache, answer_key, open_store
 from .metrics import Metrics
 from .settings import ServerSettings
 
-__all__ = ["CACHED_PATHS", "UNAVAILABLE", "Answer", "Answers", "mark", "request_key", "stamp"]
+__all__ = [
+    "CACHED_PATHS",
+    "SOURCES",
+    "UNAVAILABLE",
+    "Answer",
+    "Answers",
+    "mark",
+    "request_key",
+    "stamp",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +65,8 @@ _ID = b'{"id":"'
 #: the source of an answer computed because the store could not be asked (down, slow, or
 #: in its back-off after a failure): a miss that says the cache was not there
 UNAVAILABLE = "unavailable"
+#: every source ``x-rerankit-cache`` and ``meta.rerankit.cache`` name
+SOURCES = ("hit", "shared", "miss", UNAVAILABLE)
 
 
 @dataclass(frozen=True)

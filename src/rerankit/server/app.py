@@ -36,8 +36,9 @@ from .feedback import FeedbackLog  # noqa: E402
 from .feedback_api import add_feedback_routes  # noqa: E402
 from .http import SafeJSONResponse  # noqa: E402
 from .model_names import unserved_note  # noqa: E402
+from .openapi import set_openapi  # noqa: E402
 from .pages import add_pages  # noqa: E402
-from .routes import add_rerank_routes, set_openapi  # noqa: E402
+from .routes import add_rerank_routes  # noqa: E402
 from .service import Service  # noqa: E402
 from .settings import API_KEY_ENV, ServerSettings  # noqa: E402
 from .status import add_status_routes  # noqa: E402

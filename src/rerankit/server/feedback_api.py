@@ -199,7 +199,9 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
         new = feedback.record_feedback(body.id, indices, body.dwell_ms)
         return {"id": body.id, "clicks": indices, "duplicate": not new}
 
-    statuses = (400, 401, 404, 413, 422)
+    # the errors of every route and of every JSON body, and the request body, are the
+    # OpenAPI document's (:mod:`.openapi`)
+    unknown = "No answer with this `id` in this replica's click log"
     app.post(
         "/v1/feedback",
         summary="Record what was clicked in an answer",
@@ -214,12 +216,7 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
         response_model=FeedbackAnswer,
         responses={
             202: {"model": FeedbackKept, "description": "written unchecked"},
-            **{status: {"model": ErrorBody} for status in statuses},
-        },
-        openapi_extra={
-            "requestBody": {
-                "required": True,
-                "content": {"application/json": {"schema": FeedbackRequest.model_json_schema()}},
-            }
+            404: {"model": ErrorBody, "description": unknown},
+            503: {"model": ErrorBody, "description": "The service is stopping"},
         },
     )(post_feedback)

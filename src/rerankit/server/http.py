@@ -8,10 +8,10 @@ import asyncio
 import contextlib
 import json
 import time
-from typing import Any
+from typing import Any, Literal
 
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import InvalidDocumentError, ServiceError
 from .metrics import Metrics
@@ -19,8 +19,11 @@ from .settings import ServerSettings
 
 __all__ = [
     "PLAIN_MESSAGES",
+    "TEI_ERROR_TYPES",
+    "AnswerShape",
     "ErrorBody",
     "SafeJSONResponse",
+    "TeiErrorBody",
     "client_gone",
     "error",
     "invalid",
@@ -41,10 +44,49 @@ PLAIN_MESSAGES = {
 }
 
 
-class ErrorBody(BaseModel):
-    """Every error answer."""
+def _absent_not_null(schema: dict[str, Any]) -> None:
+    """A field the service may leave out is left out, never sent as null: its schema says
+    so (no ``null`` branch, no ``default``); a field always sent keeps its ``null``."""
+    required = set(schema.get("required", ()))
+    for name, field in schema.get("properties", {}).items():
+        if name in required:
+            continue
+        field.pop("default", None)
+        kinds = [k for k in field.pop("anyOf", ()) if k != {"type": "null"}]
+        if len(kinds) == 1:
+            field.update(kinds[0])
+        elif kinds:
+            field["anyOf"] = kinds
 
+
+class AnswerShape(BaseModel):
+    """The shape of a body the service sends, for the OpenAPI document: the endpoints build
+    their answers as plain JSON, and the suite checks real answers against these shapes
+    (tests/server/test_openapi_answers.py). A field typed ``X | None = None`` is one that
+    may be absent (never null)."""
+
+    model_config = ConfigDict(json_schema_extra=_absent_not_null)
+
+
+class ErrorBody(AnswerShape):
+    """Every error answer: ``message`` says what went wrong and what to do. Other fields
+    may be added (``additionalProperties``): read the ones you know."""
+
+    model_config = ConfigDict(extra="allow")
     message: str
+
+
+#: TEI's ``error_type`` values (:func:`tei_error_type`)
+TEI_ERROR_TYPES = ("Validation", "Overloaded", "Unhealthy", "Backend")
+
+
+class TeiErrorBody(ErrorBody):
+    """An error answer on TEI's path (``/rerank``): ``message``, and the same text in
+    TEI's ``error`` with its ``error_type`` (``Overloaded``: 429, ``Unhealthy``: 503,
+    ``Backend``: another 5xx, ``Validation``: the caller's 4xx), which TEI's clients read."""
+
+    error: str
+    error_type: Literal[TEI_ERROR_TYPES]
 
 
 def invalid(where: str, message: str) -> ServiceError:

@@ -1,5 +1,5 @@
 """The rerank endpoints, one per wire format (:mod:`rerankit.server.formats`), and the
-OpenAPI document with the Bearer key scheme."""
+answers' headers (the OpenAPI document is :mod:`.openapi`'s)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import time
 from typing import Any, Union
 
 from fastapi import Request
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import Response
 
 from ..errors import InputError, InvalidDocumentError, ServiceError, serving
@@ -25,7 +24,7 @@ from .service import Service
 from .settings import ServerSettings
 from .tracing import request_attributes, traced
 
-__all__ = ["WARNINGS_HEADER_CHARS", "add_rerank_routes", "set_openapi", "warnings_header"]
+__all__ = ["WARNINGS_HEADER_CHARS", "add_rerank_routes", "warnings_header"]
 
 #: the most characters ``x-rerankit-warnings`` holds: proxies refuse a longer answer header
 #: (nginx's default buffer is 4 KiB), and a request of 1000 cut documents has 1000 lines
@@ -193,24 +192,18 @@ def add_rerank_routes(
                 feedback.impression(sent, call.documents, call.query, request.state.model, **shown)
             return Response(body_sent, media_type="application/json", headers=headers)
 
-        requests = [f.Request.model_json_schema() for f in formats]
-        schema = requests[0] if len(requests) == 1 else {"anyOf": requests}
         answers_of = tuple(f.Response for f in formats)
         answer = answers_of[0] if len(answers_of) == 1 else Union[answers_of]  # noqa: UP007
-        statuses = (400, 401, 404, 408, 413, 422, 429, 431, 500, 502, 503, 504)
-        errors = {status: {"model": ErrorBody} for status in statuses}
+        # the route's own errors; those of every route and of every JSON body, the request
+        # body and the headers are the OpenAPI document's (:mod:`.openapi`)
+        unknown = "No pipeline or alias of that `model`: `message` lists them"
+        errors = {status: {"model": ErrorBody} for status in (429, 502, 503, 504)}
         app.post(
             formats[0].path,
             summary=formats[0].summary,
             description=formats[0].description,
             response_model=answer,
-            responses=errors,
-            openapi_extra={
-                "requestBody": {
-                    "required": True,
-                    "content": {"application/json": {"schema": schema}},
-                }
-            },
+            responses={404: {"model": ErrorBody, "description": unknown}, **errors},
         )(handle)
 
     by_path: dict[str, list[Any]] = {}
@@ -218,29 +211,3 @@ def add_rerank_routes(
         by_path.setdefault(fmt.path, []).append(fmt)
     for formats in by_path.values():
         route(formats)
-
-
-def set_openapi(app: Any, settings: ServerSettings) -> None:
-    """The OpenAPI document of ``app`` with the Bearer scheme on the routes behind keys."""
-
-    def openapi() -> dict[str, Any]:
-        """The schema, with the Bearer key scheme the API expects (when keys are set)."""
-        if app.openapi_schema is None:
-            schema = get_openapi(
-                title=app.title, version=app.version, description=app.description, routes=app.routes
-            )
-            schema.setdefault("components", {})["securitySchemes"] = {
-                "bearer": {"type": "http", "scheme": "bearer"}
-            }
-            if settings.api_keys:
-                open_paths = {"/health", "/ready"} | (
-                    {"/metrics"} if settings.metrics_public else set()
-                )
-                for path, operations in schema["paths"].items():
-                    if path not in open_paths:
-                        for operation in operations.values():
-                            operation["security"] = [{"bearer": []}]
-            app.openapi_schema = schema
-        return app.openapi_schema
-
-    app.openapi = openapi

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from fastapi import Query
 from fastapi.responses import Response
 
 from .. import __version__
@@ -13,6 +14,7 @@ from .http import ErrorBody, SafeJSONResponse
 from .readiness import pipeline_readiness, readiness
 from .service import Service
 from .settings import ServerSettings
+from .status_shapes import Health, Info, Models, NotReady, Ready
 
 __all__ = ["MODEL_ENDPOINTS", "add_status_routes"]
 
@@ -57,7 +59,14 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
     """``/health``, ``/ready``, ``/v1/models``, ``/info`` and ``/metrics``."""
     metrics = service.metrics
 
-    @app.get("/health", summary="Liveness: the process answers")
+    # each answer's shape is for the OpenAPI document only (response_model=None: the
+    # answers are sent as built); 401, 405, 431 and 500 are the document's (:mod:`.openapi`)
+    @app.get(
+        "/health",
+        summary="Liveness: the process answers",
+        response_model=None,
+        responses={200: {"model": Health, "description": "The process answers"}},
+    )
     async def health() -> Any:
         """200 while the process answers, whatever its pipelines do (a liveness probe:
         restarting the process would not help a pipeline that failed to load), with the
@@ -67,9 +76,18 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
     @app.get(
         "/ready",
         summary="Readiness: of the service, or of one pipeline",
-        responses={404: {"model": ErrorBody}, 503: {"description": "not ready, and why"}},
+        response_model=None,
+        responses={
+            200: {"model": Ready, "description": "Ready (or, for one pipeline, `failing`)"},
+            404: {"model": ErrorBody, "description": "No pipeline or alias of that name"},
+            503: {"model": NotReady, "description": "Not ready, and why"},
+        },
     )
-    async def ready(model: str | None = None) -> Any:
+    async def ready(
+        model: str | None = Query(
+            default=None, description="A pipeline or an alias: that pipeline's readiness"
+        ),
+    ) -> Any:
         """Readiness. Without `model`: 503 until every pipeline has loaded and run a warm-up
         batch, and while any pipeline has failed (naming them and their errors; with
         `ready_when = "any"`, 200 as soon as one pipeline is ready). With `?model=NAME` (a
@@ -91,10 +109,12 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
                 status, body = 503, {"status": "failed", "failed": {"cache": problem}}
         return SafeJSONResponse(body, status_code=status, headers=headers)
 
-    # endpoints behind the API keys say so in the schema (401), as the rerank routes do
-    protected = {401: {"model": ErrorBody}} if settings.api_keys else {}
-
-    @app.get("/v1/models", responses=protected, summary="The names a request's model can take")
+    @app.get(
+        "/v1/models",
+        summary="The names a request's model can take",
+        response_model=None,
+        responses={200: {"model": Models, "description": "Every pipeline, then every alias"}},
+    )
     async def models() -> Any:
         """Every pipeline and alias a request's `model` may name, with the endpoints that
         serve it, whether it is the default, what its scores mean (`scores`: the scale of
@@ -122,7 +142,12 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
             ]
         }
 
-    @app.get("/info", responses=protected, summary="What this service runs, and where it stands")
+    @app.get(
+        "/info",
+        summary="What this service runs, and where it stands",
+        response_model=None,
+        responses={200: {"model": Info, "description": "The service's account of itself"}},
+    )
     async def info() -> Any:
         """The version; each pipeline's spec, state (`ready`, `failing`: its last requests
         got no answer, with why, since when and when a request is next let through
@@ -175,8 +200,10 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
         "them with their labels). Needs no key unless `metrics_public = false`.",
         response_class=Response,
         responses={
-            200: {"content": {"text/plain": {}}, "description": "Prometheus metrics"},
-            **({} if settings.metrics_public else protected),
+            200: {
+                "content": {"text/plain": {"schema": {"type": "string"}}},
+                "description": "Prometheus metrics",
+            }
         },
     )
     async def prometheus() -> Any:

@@ -5,22 +5,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BeforeValidator, Field
 
 from ...errors import ServiceError
-from ...normalize import ranked_unit_scores, scale_to_unit, served_scales
+from ...normalize import SCORE_SCALES, ranked_unit_scores, scale_to_unit, served_scales
 from ...types import Document, RerankResult
+from ..answers import SOURCES
+from ..http import AnswerShape
 from ..model_names import COHERE
 from ..settings import ServerSettings
 
 __all__ = [
     "NOT_BLANK",
+    "UNIT_SCALES",
+    "UUID",
+    "ApiVersion",
+    "BilledUnits",
     "Call",
+    "CohereMeta",
     "PositiveWholeNumber",
     "RankedResponse",
     "RankedResult",
+    "RelevanceScore",
+    "RerankitMeta",
+    "ScoreScale",
+    "UnitScale",
     "WholeNumber",
     "WireFormat",
     "answer_warnings",
@@ -125,23 +136,75 @@ class WireFormat(Protocol):
     def respond(self, body: Any, call: Call, result: RerankResult) -> Any: ...
 
 
-class RankedResult(BaseModel):
+#: the scales a ``relevance_score`` is on (:func:`rerankit.normalize.unit_scale`):
+#: ``meta.rerankit.scores``, ``x-rerankit-scores``
+UNIT_SCALES = ("probability", "unit", "relative")
+UnitScale = Literal[UNIT_SCALES]
+#: a pipeline's own scale (``meta.rerankit.raw_scores``; TEI's and Infinity's ``raw_scores``)
+ScoreScale = Literal[SCORE_SCALES]
+#: a relevance score as the rerank endpoints answer it
+RelevanceScore = Annotated[float, Field(ge=0, le=1)]
+#: an answer's ``id``: a random UUID (feedback names it)
+UUID = Annotated[str, Field(json_schema_extra={"format": "uuid"})]
+
+
+class ApiVersion(AnswerShape):
+    """Cohere's ``meta.api_version``: the version of the shape answered."""
+
+    version: Literal["1", "2"]
+
+
+class BilledUnits(AnswerShape):
+    """Cohere's ``meta.billed_units``: search units (a query with up to 100 documents is
+    one) and, when counted, the tokens read (with the pipeline's tokenizer)."""
+
+    search_units: int = Field(ge=1)
+    input_tokens: int | None = Field(default=None, ge=0)
+
+
+class RerankitMeta(AnswerShape):
+    """``meta.rerankit``: what the scores mean; and, when anything went wrong or was cut,
+    ``degraded`` and each document's ``flags`` (by its index in the request, as a string:
+    ``truncated``, ``chunked``, ``truncated:<scorer>``, a scorer's own such as
+    ``llm_failed``); ``order`` when the order is not the scores' (an experiment); ``cache``
+    where the answer cache is on."""
+
+    scores: UnitScale
+    raw_scores: ScoreScale
+    degraded: bool | None = None
+    flags: dict[str, list[str]] | None = Field(
+        default=None, json_schema_extra={"propertyNames": {"pattern": "^[0-9]+$"}}
+    )
+    order: Literal["interleaved", "explored"] | None = None
+    cache: Literal[SOURCES] | None = None
+
+
+class CohereMeta(AnswerShape):
+    """Cohere's ``meta``, with the answer's warnings and rerankit's own account."""
+
+    api_version: ApiVersion
+    billed_units: BilledUnits
+    warnings: list[str] | None = None
+    rerankit: RerankitMeta
+
+
+class RankedResult(AnswerShape):
     """One result of a Cohere-style answer: the document's position in the request, its
     relevance score and, when asked for, the document (``{"text": ...}``, or the object
     sent)."""
 
-    index: int
-    relevance_score: float
+    index: int = Field(ge=0)
+    relevance_score: RelevanceScore
     document: dict[str, Any] | None = None
 
 
-class RankedResponse(BaseModel):
+class RankedResponse(AnswerShape):
     """A Cohere-style answer (``/v1/rerank``, ``/v2/rerank``): results best first, and
     ``meta`` (warnings, ``meta.rerankit``)."""
 
-    id: str
+    id: UUID
     results: list[RankedResult]
-    meta: dict[str, Any]
+    meta: CohereMeta
 
 
 def ranked_call(body: Any, docs: list[Document], settings: ServerSettings, **limits: Any) -> Call:

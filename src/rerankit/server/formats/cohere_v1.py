@@ -20,22 +20,28 @@ from pydantic import BaseModel, ConfigDict, Field
 from ...documents import TITLE, Document, InputFields
 from ...errors import InvalidDocumentError, serving
 from ...types import RerankResult
+from ..http import AnswerShape
 from ..settings import ServerSettings
 from . import base
 from .base import NOT_BLANK, Call, PositiveWholeNumber, meta, relevance_scores
 
 
-class Usage(BaseModel):
-    total_tokens: int
+class CohereV1Usage(AnswerShape):
+    """Jina's ``usage``: the tokens read."""
+
+    total_tokens: int = Field(ge=0)
 
 
-class Response(base.RankedResponse):
+class CohereV1Response(base.RankedResponse):
     """Cohere's v1 answer (results best first, ``meta``: warnings, ``meta.rerankit``) with
     the ``model`` and ``usage`` that Jina's answer, sent to the same path, has (Cohere's
     SDK keeps fields it does not know)."""
 
     model: str
-    usage: Usage
+    usage: CohereV1Usage
+
+
+Response = CohereV1Response
 
 
 path = "/v1/rerank"
@@ -50,7 +56,7 @@ description = (
 )
 
 
-class Request(BaseModel):
+class CohereV1Request(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
     query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
@@ -71,6 +77,9 @@ class Request(BaseModel):
     first_stage_field: str | None = Field(default=None, min_length=1)
     #: rerankit's extension: the object field holding the title (default ``title``)
     title_field: str | None = Field(default=None, min_length=1)
+
+
+Request = CohereV1Request
 
 
 class FieldOptions(BaseModel):

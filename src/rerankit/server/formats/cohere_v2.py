@@ -14,8 +14,13 @@ from ..settings import ServerSettings
 from . import base
 from .base import NOT_BLANK, Call, PositiveWholeNumber, meta, relevance_scores
 
-#: the answer: results best first, and ``meta`` (warnings, ``meta.rerankit``)
-Response = base.RankedResponse
+
+class CohereV2Response(base.RankedResponse):
+    """Cohere's v2 answer: results best first, and ``meta`` (warnings,
+    ``meta.rerankit``)."""
+
+
+Response = CohereV2Response
 
 path = "/v2/rerank"
 summary = "Rerank, in Cohere's v2 shape"
@@ -38,7 +43,7 @@ def _text(value: Any) -> Any:
     return value
 
 
-class Request(BaseModel):
+class CohereV2Request(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
     model: str | None = None
@@ -48,6 +53,9 @@ class Request(BaseModel):
     max_tokens_per_doc: PositiveWholeNumber | None = None
     #: answered as Cohere's v2 API answers it: each result's ``document: {"text": ...}``
     return_documents: bool = False
+
+
+Request = CohereV2Request
 
 
 def call(body: Request, settings: ServerSettings) -> Call:

@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import math
 import uuid
-from typing import Any
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from ...types import RerankResult
+from ...types import SIGMOID_OF_SUM, SUM, RerankResult
+from ..http import AnswerShape
 from ..settings import ServerSettings
 from .base import (
     NOT_BLANK,
+    UUID,
     Call,
+    CohereMeta,
     PositiveWholeNumber,
+    RelevanceScore,
+    ScoreScale,
     answer_warnings,
     check_query,
     clip,
@@ -46,7 +51,7 @@ description = (
 )
 
 
-class Request(FieldOptions):
+class ExplainRequest(FieldOptions):
     model_config = ConfigDict(extra="forbid", strict=True)
     model: str | None = None
     query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
@@ -54,11 +59,16 @@ class Request(FieldOptions):
     top_n: PositiveWholeNumber | None = None
 
 
+Request = ExplainRequest
+
 #: where the playground names the fields, for the error of a document without ``text``
 PLAYGROUND_HINT = " (in the playground: the 'Text field(s)' box)"
 
 
-class Strategy(BaseModel):
+class ExplainStrategy(AnswerShape):
+    """One strategy's part in a document's score (null where it has none, or where the
+    number is not finite)."""
+
     raw: float | None
     normalized: float | None
     weight: float | None
@@ -66,32 +76,40 @@ class Strategy(BaseModel):
     earlier_stage_contribution: float | None
 
 
-class Result(BaseModel):
-    index: int
-    rank: int
-    id: Any = None
+class ExplainResult(AnswerShape):
+    """One document, explained: its index in the request and rank in the answer, its id
+    (an object document's ``id``, else null), the pipeline's own ``score`` and the
+    ``relevance_score`` the rerank endpoints answer, how the contributions make the score,
+    the stage that placed it, the text scored, its flags and each strategy's part."""
+
+    index: int = Field(ge=0)
+    rank: int = Field(ge=1)
+    id: Any
     score: float | None
-    relevance_score: float
-    score_from_contributions: str
-    ranked_by: str | None = None
+    relevance_score: RelevanceScore
+    score_from_contributions: Literal[SUM, SIGMOID_OF_SUM]
+    ranked_by: str | None
     text: str
     flags: list[str]
-    strategies: dict[str, Strategy]
+    strategies: dict[str, ExplainStrategy]
 
 
-class Response(BaseModel):
+class ExplainResponse(AnswerShape):
     """Results best first, each with its explanation; what the scores mean; the
     request's timings (seconds) and provider usage."""
 
-    id: str
+    id: UUID
     model: str | None
-    results: list[Result]
-    score_scale: str
+    results: list[ExplainResult]
+    score_scale: ScoreScale
     degraded: bool
     warnings: list[str]
     timings: dict[str, float]
     usage: dict[str, int]
-    meta: dict[str, Any]
+    meta: CohereMeta
+
+
+Response = ExplainResponse
 
 
 def call(body: Request, settings: ServerSettings) -> Call:
@@ -131,7 +149,7 @@ def respond(body: Request, call: Call, result: RerankResult) -> dict[str, Any]:
                 "text": texts[entry["index"]],
                 "flags": entry["flags"],
                 "strategies": {
-                    name: {k: _number(part.get(k)) for k in Strategy.model_fields}
+                    name: {k: _number(part.get(k)) for k in ExplainStrategy.model_fields}
                     for name, part in entry["strategies"].items()
                 },
             }

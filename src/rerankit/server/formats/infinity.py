@@ -20,8 +20,17 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...documents import InputFields
 from ...types import RerankResult
+from ..http import AnswerShape
 from ..settings import ServerSettings
-from .base import NOT_BLANK, Call, PositiveWholeNumber, check_query, clip, relevance_scores
+from .base import (
+    NOT_BLANK,
+    UUID,
+    Call,
+    PositiveWholeNumber,
+    check_query,
+    clip,
+    relevance_scores,
+)
 
 path = "/rerank"
 summary = "Rerank, in Infinity's shape"
@@ -42,7 +51,7 @@ def accepts(data: Any) -> bool:
     return isinstance(data, dict) and "documents" in data and "texts" not in data
 
 
-class Request(BaseModel):
+class InfinityRequest(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored, as
     # Infinity ignores them
     model_config = ConfigDict(extra="ignore", strict=True)
@@ -54,27 +63,36 @@ class Request(BaseModel):
     raw_scores: bool = False
 
 
-class Result(BaseModel):
+Request = InfinityRequest
+
+
+class InfinityResult(AnswerShape):
+    """One document of Infinity's answer: its score (in [0, 1], or the pipeline's own with
+    ``raw_scores``), its index in ``documents`` and, with ``return_documents``, its text."""
+
     relevance_score: float
-    index: int
+    index: int = Field(ge=0)
     document: str | None = None
 
 
-class Usage(BaseModel):
-    prompt_tokens: int
-    total_tokens: int
+class InfinityUsage(AnswerShape):
+    prompt_tokens: int = Field(ge=0)
+    total_tokens: int = Field(ge=0)
 
 
-class Response(BaseModel):
+class InfinityResponse(AnswerShape):
     """Infinity's answer: results best first, the model name sent (the default pipeline's
-    when none), tokens read."""
+    when none), tokens read, when it was made (Unix seconds)."""
 
-    id: str
+    id: UUID
     object: Literal["rerank"]
-    results: list[Result]
+    results: list[InfinityResult]
     model: str
-    usage: Usage
+    usage: InfinityUsage
     created: int
+
+
+Response = InfinityResponse
 
 
 def call(body: Request, settings: ServerSettings) -> Call:

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, RootModel, model_validator
 
 from ...documents import InputFields
 from ...errors import ServiceError
 from ...types import RerankResult
+from ..http import AnswerShape
 from ..settings import ServerSettings
 from .base import NOT_BLANK, Call, check_query, clip, relevance_scores
 
@@ -39,7 +40,7 @@ def _texts_or_documents(data: Any) -> Any:
     return data
 
 
-class Request(BaseModel):
+class TeiRequest(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
     query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
@@ -54,14 +55,23 @@ class Request(BaseModel):
     truncation_direction: Literal["Left", "Right", "left", "right"] = "Right"
 
 
-class Rank(BaseModel):
-    index: int
+Request = TeiRequest
+
+
+class TeiRank(AnswerShape):
+    """One text's place in TEI's answer: its index in ``texts``, its score (in [0, 1],
+    or the pipeline's own with ``raw_scores``) and, with ``return_text``, the text."""
+
+    index: int = Field(ge=0)
     score: float
     text: str | None = None
 
 
-#: the answer: a list of ranks, best first
-Response = list[Rank]
+class TeiResponse(RootModel[list[TeiRank]]):
+    """TEI's answer: a list of ranks, best first."""
+
+
+Response = TeiResponse
 
 
 def call(body: Request, settings: ServerSettings) -> Call:

@@ -20,9 +20,18 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from ...documents import InputFields
 from ...types import RerankResult
+from ..http import AnswerShape
 from ..model_names import VOYAGE, VOYAGE_MODEL
 from ..settings import ServerSettings
-from .base import NOT_BLANK, Call, PositiveWholeNumber, check_query, clip, relevance_scores
+from .base import (
+    NOT_BLANK,
+    Call,
+    PositiveWholeNumber,
+    RelevanceScore,
+    check_query,
+    clip,
+    relevance_scores,
+)
 
 path = "/v1/rerank"
 summary = "Rerank, in Voyage AI's shape"
@@ -56,7 +65,7 @@ def _no_top_n(value: Any) -> Any:
     )
 
 
-class Request(BaseModel):
+class VoyageRequest(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
     query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
@@ -66,27 +75,39 @@ class Request(BaseModel):
     return_documents: bool = False
     truncation: bool | None = None  # absent: Voyage's default (true) for the model's input
     #: Cohere's and Jina's name for top_k: refused here, not read as one or the other
-    top_n: Annotated[None, BeforeValidator(_no_top_n)] = None
+    top_n: Annotated[None, BeforeValidator(_no_top_n)] = Field(
+        default=None,
+        description="Cohere's and Jina's name for top_k: refused (422) unless null; send top_k",
+    )
 
 
-class Result(BaseModel):
-    index: int
-    relevance_score: float
+Request = VoyageRequest
+
+
+class VoyageResult(AnswerShape):
+    """One document of Voyage's answer: its index in ``documents``, its relevance score
+    and, with ``return_documents``, its text."""
+
+    index: int = Field(ge=0)
+    relevance_score: RelevanceScore
     document: str | None = None
 
 
-class Usage(BaseModel):
-    total_tokens: int
+class VoyageUsage(AnswerShape):
+    total_tokens: int = Field(ge=0)
 
 
-class Response(BaseModel):
+class VoyageResponse(AnswerShape):
     """Voyage's answer: ``data`` best first, the model name sent (the default pipeline's
     when none), tokens read."""
 
     object: Literal["list"]
-    data: list[Result]
+    data: list[VoyageResult]
     model: str
-    usage: Usage
+    usage: VoyageUsage
+
+
+Response = VoyageResponse
 
 
 def call(body: Request, settings: ServerSettings) -> Call:
