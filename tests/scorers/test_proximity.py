@@ -84,3 +84,17 @@ def test_a_declared_pipeline_can_name_it():
     pipeline = load({"scorer": {"type": "proximity", "avgdl": 50}})
     result = pipeline.rerank("parallel processing", ["serial code", "parallel processing"])
     assert result[0].index == 1 and result[0].score > 0
+
+
+def test_its_scale_is_unit_only_when_fully_query_normalised():
+    docs = [
+        "heat shock proteins protect cells",
+        "proteins heat shock",
+        "shock heat shock heat proteins",
+    ]
+    normalised = ProximityScorer(query_normalized=1)
+    scores = normalised.score_texts("heat shock proteins", docs)
+    assert normalised.score_scale == "unit"
+    assert ((scores >= 0) & (scores <= 1)).all() and scores.max() > 0
+    assert ProximityScorer().score_scale == "relative"  # unbounded
+    assert ProximityScorer(query_normalized=0.5).score_scale == "relative"

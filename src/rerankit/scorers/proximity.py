@@ -99,6 +99,12 @@ class ProximityScorer(LexicalScorer):
         )
         self.idf = BackgroundFrequencies(self.analyzer.language)
 
+    @property
+    def score_scale(self) -> str:
+        """``unit`` when fully query-normalised (scores in [0, 1], each from its document
+        alone, as :class:`~rerankit.scorers.lexical.BM25Scorer`'s); else ``relative``."""
+        return "unit" if self.query_normalized == 1 else "relative"
+
     def score_texts(self, query: str, texts: Sequence[str]) -> np.ndarray:
         terms, surfaces = self.analyzer.query_terms(query)
         distinct = list(surfaces)
