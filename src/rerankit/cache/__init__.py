@@ -29,7 +29,13 @@ from .embedding import (
     embedding_lookups,
     rerankers_use_store,
 )
-from .fingerprint import model_files_digest, pipeline_fingerprint, scorer_identity
+from .fingerprint import (
+    content_key,
+    model_files_digest,
+    pipeline_fingerprint,
+    resolved_spec,
+    scorer_identity,
+)
 from .judgment import JudgmentCache, judgment_cache
 from .keys import CACHE_FORMAT, KINDS, canonical_json, text_key
 from .settings import CacheSettings
@@ -62,6 +68,7 @@ __all__ = [
     "cache_defaults",
     "cache_url",
     "canonical_json",
+    "content_key",
     "current_defaults",
     "default_cache_dir",
     "embedding_cache_file",
@@ -74,6 +81,7 @@ __all__ = [
     "open_store",
     "pipeline_fingerprint",
     "rerankers_use_store",
+    "resolved_spec",
     "scorer_identity",
     "skipped_counts",
     "text_key",
