@@ -256,3 +256,32 @@ def test_clear_takes_singular_names_and_a_server_leaves_this_machines_exports(
     assert export.exists() and client.keys("*") == []
     assert main(["cache", "clear", "onnx", "--url", redis_url]) == 0  # named: removed
     assert not export.exists()
+
+
+def test_the_namespace_is_given_once_in_the_url_or_by_flag_as_in_a_settings_file(
+    redis_url, redis_server, capsys, tmp_path
+):
+    """An SRE's `cache clear answers --url '...?namespace=v7' --namespace v8` cleared v8's
+    answers, silently, where a settings file giving both is an error: both are now."""
+    from rerankit.cli import main
+
+    client = redis_server.client()
+    AnswerCache(url=redis_url + "?namespace=v7").put("fp:-:x", b"v7's")
+    AnswerCache(url=redis_url, namespace="v8").put("fp:-:x", b"v8's")
+    both = ["cache", "clear", "answers", "--url", redis_url + "?namespace=v7", "--namespace", "v8"]
+    assert main(both) == 2
+    said = capsys.readouterr().err
+    assert "give the namespace in the url (?namespace=v7) or in --namespace (v8), not both" in said
+    assert client.exists("v7:answer:fp:-:x") and client.exists("v8:answer:fp:-:x")  # untouched
+    assert main(["cache", "info", "answers", "--url", redis_url + "?namespace=v7"]) == 0
+    assert "(v7:answer:*), 1 entry" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="not both"):  # in Python as well
+        AnswerCache(url=redis_url + "?namespace=v7", namespace="v8")
+    settings = tmp_path / "service.toml"
+    settings.write_text(
+        f'[pipelines.b]\nreranker = "bm25"\n[cache]\nurl = "{redis_url}?namespace=v7"\n'
+        'namespace = "v8"\n',
+        encoding="utf-8",
+    )
+    assert main(["check", str(settings)]) == 1
+    assert "(?namespace=v7) or in [cache] namespace (v8), not both" in capsys.readouterr().out

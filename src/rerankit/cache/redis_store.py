@@ -31,7 +31,14 @@ from .._optional import require
 from .keys import decode, encode
 from .store import CacheUnavailableError, FailureLog, StoreInfo, check_bounds, check_url, redacted
 
-__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_TIMEOUT", "RETRY_AFTER", "RedisStore", "split_url"]
+__all__ = [
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_TIMEOUT",
+    "RETRY_AFTER",
+    "RedisStore",
+    "key_namespace",
+    "split_url",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +54,19 @@ _NAMESPACE = re.compile(r"^[A-Za-z0-9_.-]+$")
 _RELEASE = (
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
 )
+
+
+def key_namespace(url: str, namespace: str | None, given_as: str = "namespace") -> str:
+    """The namespace keys go under: the ``namespace`` query parameter of ``url``, or
+    ``namespace`` (the option ``given_as`` names it), else :data:`DEFAULT_NAMESPACE`. Both
+    given is a ValueError, whatever their values: one would silently lose."""
+    from_url = split_url(url)[1]
+    if from_url is not None and namespace is not None:
+        raise ValueError(
+            f"give the namespace in the url (?namespace={from_url}) or in {given_as} "
+            f"({namespace}), not both"
+        )
+    return from_url or namespace or DEFAULT_NAMESPACE
 
 
 def split_url(url: str) -> tuple[str, str | None]:
@@ -103,8 +123,9 @@ def _server(url: str, timeout: float) -> _Server:
 
 class RedisStore:
     """Entries of one ``kind`` under ``<namespace>:<kind>:`` on the server at ``url``
-    (``redis://HOST:PORT/DB``; a ``namespace`` query parameter names the namespace unless
-    ``namespace`` does). ``ttl``: seconds each entry is kept; ``timeout``: seconds per call."""
+    (``redis://HOST:PORT/DB``; the namespace is a ``namespace`` query parameter of the url or
+    ``namespace``, not both: :func:`key_namespace`). ``ttl``: seconds each entry is kept;
+    ``timeout``: seconds per call."""
 
     def __init__(
         self,
@@ -116,8 +137,8 @@ class RedisStore:
         timeout: float | None = None,
     ) -> None:
         check_bounds(ttl, None)
-        plain, from_url = split_url(check_url(url))
-        namespace = namespace or from_url or DEFAULT_NAMESPACE
+        plain = split_url(check_url(url))[0]
+        namespace = key_namespace(url, namespace)
         if not self.valid_namespace(namespace):
             raise ValueError(
                 f"namespace {namespace!r}: use letters, digits, '_', '.' and '-' only "

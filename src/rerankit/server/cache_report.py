@@ -42,7 +42,7 @@ def cache_where(settings: Any) -> str:
         named = [_PLURAL[k] for k in kinds]
         said = ", ".join(named[:-1]) + " and " + named[-1]
         return (
-            f"{off}{said} shared in Redis {redacted(url)} under {cache.namespace}:* "
+            f"{off}{said} shared in Redis {redacted(url)} under {cache.resolved_namespace}:* "
             f"(kept: {_kept(cache, kinds)}); required = {str(cache.required).lower()}"
         )
     folder = default_cache_dir()
