@@ -32,10 +32,12 @@ from .keys import decode, encode
 from .store import CacheUnavailableError, FailureLog, StoreInfo, check_bounds, check_url, redacted
 
 __all__ = [
+    "AUTH_FAILED",
     "DEFAULT_NAMESPACE",
     "DEFAULT_TIMEOUT",
     "RETRY_AFTER",
     "RedisStore",
+    "authentication_failed",
     "key_namespace",
     "split_url",
 ]
@@ -89,6 +91,8 @@ class _Server:
         from redis.retry import Retry
 
         self.errors = (redis.RedisError, OSError)
+        self.url = url
+        self._refused = redis.AuthenticationError  # (NOAUTH, WRONGPASS, HELLO before AUTH)
         self.client = redis.Redis.from_url(
             url,
             socket_connect_timeout=timeout,
@@ -101,12 +105,40 @@ class _Server:
         #: the failures of every store on this server, warned of once a minute in all
         self.failures = FailureLog(logger)
 
+    def said(self, exc: BaseException) -> str:
+        """``exc``, a call's failure, as said to the operator: a refused authentication as
+        what to mend in the url (:func:`authentication_failed`), else its type and text."""
+        if isinstance(exc, self._refused):
+            return authentication_failed(self.url, exc)
+        return f"{type(exc).__name__}: {exc}"
+
     def down(self) -> None:
         """After a failure: skip the server for a while, and drop the idle connections (a
         restarted server left them broken; new ones are made on the next call)."""
         self.skip_until = time.monotonic() + RETRY_AFTER
         with contextlib.suppress(Exception):  # best effort: the pool makes new ones anyway
             self.client.connection_pool.disconnect(inuse_connections=False)
+
+
+#: how a failure starts when the server answered and refused the url's user or password
+AUTH_FAILED = "authentication failed"
+
+
+def authentication_failed(url: str, exc: BaseException) -> str:
+    """What to do when the server at ``url`` refused to authenticate (``exc``, its answer):
+    give a password where the url has none, else check the one it has."""
+    parts = urlsplit(url)
+    if parts.password is None and parts.username is None:
+        return (
+            f"{AUTH_FAILED}: the server needs a password and the url gives none: put it in "
+            "the url, redis://:PASSWORD@HOST:PORT/DB (redis://USER:PASSWORD@HOST:PORT/DB for "
+            'an ACL user; in a settings file, url = "redis://:${REDIS_PASSWORD}@HOST:PORT/DB" '
+            "reads it from a variable)"
+        )
+    return (
+        f"{AUTH_FAILED}: the server refused the user and password in the url ({exc}): check "
+        "them (in the url, write @ : / % inside a password as %40 %3A %2F %25)"
+    )
 
 
 _SERVERS: dict[tuple[str, float], _Server] = {}
@@ -173,7 +205,7 @@ class RedisStore:
         return True
 
     def _failed(self, what: str, exc: BaseException) -> None:
-        self._failures.failed(self.kind, self.where, what, exc)
+        self._failures.failed(self.kind, self.where, what, exc, said=self._server.said(exc))
         if not _is_full(exc):  # a full server still answers: no need to skip it
             self._server.down()
 
@@ -243,7 +275,7 @@ class RedisStore:
         try:
             self._server.client.ping()
         except self._server.errors as exc:
-            return f"{self.where}: {type(exc).__name__}: {exc}"
+            return f"{self.where}: {self._server.said(exc)}"
         return None
 
     def _keys(self) -> Any:
@@ -262,7 +294,8 @@ class RedisStore:
             if batch:
                 deleted += self._server.client.unlink(*batch)
         except self._server.errors as exc:
-            raise CacheUnavailableError(f"{self.kind} cache {self.where}: {exc}") from exc
+            said = self._server.said(exc)
+            raise CacheUnavailableError(f"{self.kind} cache {self.where}: {said}") from exc
         return int(deleted)
 
     def info(self) -> StoreInfo:
@@ -284,7 +317,8 @@ class RedisStore:
                 lasting = sum(1 for t in answers[1::2] if t == -1)  # no expiry
             memory = client.info("memory")
         except self._server.errors as exc:
-            raise CacheUnavailableError(f"{self.kind} cache {self.where}: {exc}") from exc
+            said = self._server.said(exc)
+            raise CacheUnavailableError(f"{self.kind} cache {self.where}: {said}") from exc
         size = int(entries * sum(sizes) / len(sizes)) if sizes else 0
         policy = str(memory.get("maxmemory_policy", "?"))
         notes = []

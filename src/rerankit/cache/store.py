@@ -158,10 +158,18 @@ class FailureLog:
         self._unlogged = 0
 
     def failed(
-        self, kind: str, where: str, what: str, exc: BaseException, *, tried: bool = True
+        self,
+        kind: str,
+        where: str,
+        what: str,
+        exc: BaseException,
+        *,
+        tried: bool = True,
+        said: str | None = None,
     ) -> None:
         """A call of ``kind`` that went without the store: it failed (``tried``), or it
-        skipped a server that failed a moment ago (counted apart: :func:`skipped_counts`)."""
+        skipped a server that failed a moment ago (counted apart: :func:`skipped_counts`).
+        ``said``: the failure as the warning says it (default: its type and text)."""
         if tried:
             count_error(kind)
         else:
@@ -174,13 +182,12 @@ class FailureLog:
                 return
             self._last, n, self._unlogged = now, self._unlogged, 0
         self.logger.warning(
-            "%s cache %s: %s failed (%s: %s); computing without the cache (%d call(s) "
+            "%s cache %s: %s failed (%s); computing without the cache (%d call(s) "
             "since the last warning, at most one warning a minute)",
             kind,
             where,
             what,
-            type(exc).__name__,
-            exc,
+            said or f"{type(exc).__name__}: {exc}",
             n,
         )
 

@@ -255,7 +255,9 @@ def check_settings(
     variable = settings.api_key_env or API_KEY_ENV
     said = keys_said(in_file, variable, settings.api_key_env is not None, os.environ.get(variable))
     print(f"{name}: {said}")
-    print(f"{name}: {cache_check(settings)}")  # one PING of a shared server, at most
+    line, level = cache_check(settings)  # one PING of a shared server, at most
+    print(f"{name}: warning: {line}" if level == "warning" else f"{name}: {line}")
+    failed += level == "mistake"
     if settings.feedback is not None:  # what an approver asks of the click log
         print(f"{name}: feedback on: {settings.feedback.describe()}")
     return failed
@@ -345,7 +347,9 @@ def add_commands(sub: Any) -> None:
         "an API key and how many come from api_keys and from the variable (counts, never a "
         "key), or that it will be open; its cache line says where answers, LLM judgments and "
         "embeddings are kept and for how long, and whether the Redis server answered one PING "
-        "from here (no answer is a mistake only with [cache] required = true); with "
+        "from here (no answer is said, never a mistake: run check where serve runs; a server "
+        "that answers and refuses the url's password is a warning, a mistake with [cache] "
+        "required = true, as serve would never be ready); with "
         "[server.feedback], a last line says where the "
         "click log is and what it keeps (texts or hashes, for how long). Every line (ok, "
         "warning, mistake) goes to standard output, in order. Exit status 1 when any file "
