@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import time
 
@@ -173,16 +174,19 @@ def test_a_server_killed_then_restarted_under_a_cache(own_redis, quick_retry, ca
     not_tried = skipped_counts()["judgment"] - skipped
     assert failed + not_tried == 40 and failed >= 1 and not_tried >= 1, (failed, not_tried)
     warnings = [r for r in caplog.records if "computing without the cache" in r.message]
-    assert len(warnings) == 1  # at most one a minute
+    assert len(warnings) == 1  # one, when it went
     own_redis.start()  # the same port; the same cache object: no restart of the client
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        cache.put("after", 2)
-        if cache.get("after") == 2:
-            break
-        time.sleep(0.1)
+    with caplog.at_level(logging.INFO, logger="rerankit"):
+        while time.monotonic() < deadline:
+            cache.put("after", 2)
+            if cache.get("after") == 2:
+                break
+            time.sleep(0.1)
     assert cache.get("after") == 2  # hits resume
     assert own_redis.client().get("rerankit:judgment:after") is not None
+    (back,) = [r.getMessage() for r in caplog.records if "server answers again," in r.message]
+    assert re.search(r"after \d+\.\d s out; \d+ cache call\(s\) went without it", back), back
 
 
 def test_a_frozen_server_costs_each_call_its_timeout_and_no_more(own_redis, quick_retry):
@@ -285,3 +289,25 @@ def test_the_namespace_is_given_once_in_the_url_or_by_flag_as_in_a_settings_file
     )
     assert main(["check", str(settings)]) == 1
     assert "(?namespace=v7) or in [cache] namespace (v8), not both" in capsys.readouterr().out
+
+
+def test_an_outage_is_said_once_when_it_goes_and_once_when_it_is_back(caplog):
+    """A server that flaps (a timeout, an answer, a timeout) is not a pair of lines a
+    second: an outage within a minute of the last warning is counted, not said."""
+    from rerankit.cache.store import Outage
+
+    outage = Outage(logging.getLogger("rerankit.test"), "redis://cache:6379/0")
+    with caplog.at_level(logging.INFO, logger="rerankit"):
+        outage.failed("a read", "ConnectionError: refused", "not reachable (ConnectionError)")
+        outage.failed("a write", "ConnectionError: refused", "not reachable (ConnectionError)")
+        outage.skipped()
+        assert outage.since is not None and outage.reason == "not reachable (ConnectionError)"
+        outage.answered()
+        outage.answered()  # (nothing more to say)
+        outage.failed("a read", "TimeoutError: slow", "timed out (TimeoutError)")  # flaps
+        outage.answered()
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert [level for level, _ in said] == ["WARNING", "INFO"], said
+    assert said[0][1].startswith("shared cache redis://cache:6379/0: a read failed (Connection")
+    assert "went without it" in said[1][1] and "3 cache call(s)" in said[1][1]
+    assert outage.since is None and outage.reason is None

@@ -8,8 +8,10 @@ them (SCAN for the prefix, then UNLINK; never FLUSHDB). Each value carries the c
 server's ``maxmemory`` with its ``maxmemory-policy``.
 
 Every call is bounded by ``timeout`` seconds (to connect and to read) and is not retried: a
-server that is down, slow or full gives misses and dropped writes, counted and logged at most
-once a minute, and for ``RETRY_AFTER`` seconds after a failure calls skip the server
+server that is down, slow or full gives misses and dropped writes, counted (and logged: one
+warning when the server goes, one line when it answers again, with how long it was out; a
+full one, at most a warning a minute), and for ``RETRY_AFTER`` seconds after a failure calls
+skip the server
 altogether (counted apart from the failures: :func:`~rerankit.cache.store.skipped_counts`), so
 a dead server costs nothing but the cache. The connection pool reconnects by
 itself once the server answers again.
@@ -29,7 +31,15 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from .._optional import require
 from .keys import decode, encode
-from .store import CacheUnavailableError, FailureLog, StoreInfo, check_bounds, check_url, redacted
+from .store import (
+    CacheUnavailableError,
+    FailureLog,
+    Outage,
+    StoreInfo,
+    check_bounds,
+    check_url,
+    redacted,
+)
 
 __all__ = [
     "AUTH_FAILED",
@@ -82,8 +92,9 @@ def split_url(url: str) -> tuple[str, str | None]:
 
 class _Server:
     """One client (and its connection pool) per URL and timeout in a process, shared by the
-    stores that name it, with the time until which calls skip it and the log of their
-    failures (one warning a minute for all of them)."""
+    stores that name it, with the time until which calls skip it, the count of their
+    failures and its outages (:class:`~rerankit.cache.store.Outage`: said once for all of
+    them)."""
 
     def __init__(self, url: str, timeout: float) -> None:
         redis = require("redis", "a Redis or Valkey cache")
@@ -101,9 +112,12 @@ class _Server:
             retry_on_timeout=False,
             health_check_interval=0,
         )
+        self._timeouts = (redis.TimeoutError, TimeoutError)
         self.skip_until = 0.0
-        #: the failures of every store on this server, warned of once a minute in all
+        #: the failures of every store on this server (counted; a full server's warned of
+        #: once a minute in all), and its outages (a warning when it goes, a line when back)
         self.failures = FailureLog(logger)
+        self.outage = Outage(logger, redacted(url))
 
     def said(self, exc: BaseException) -> str:
         """``exc``, a call's failure, as said to the operator: a refused authentication as
@@ -111,6 +125,13 @@ class _Server:
         if isinstance(exc, self._refused):
             return authentication_failed(self.url, exc)
         return f"{type(exc).__name__}: {exc}"
+
+    def reason(self, exc: BaseException) -> str:
+        """Why ``exc`` means the server cannot be used, in a few words and no address."""
+        if isinstance(exc, self._refused):
+            return AUTH_FAILED
+        kind = "timed out" if isinstance(exc, self._timeouts) else "not reachable"
+        return f"{kind} ({type(exc).__name__})"
 
     def down(self) -> None:
         """After a failure: skip the server for a while, and drop the idle connections (a
@@ -200,14 +221,21 @@ class RedisStore:
     def _usable(self) -> bool:
         if time.monotonic() < self._server.skip_until:  # failed a moment ago: not again yet
             down = ConnectionError("skipped: the server failed less than a moment ago")
-            self._failures.failed(self.kind, self.where, "a call", down, tried=False)
+            self._failures.failed(self.kind, self.where, "a call", down, tried=False, log=False)
+            self._server.outage.skipped()
             return False
         return True
 
     def _failed(self, what: str, exc: BaseException) -> None:
-        self._failures.failed(self.kind, self.where, what, exc, said=self._server.said(exc))
-        if not _is_full(exc):  # a full server still answers: no need to skip it
+        said, full = self._server.said(exc), _is_full(exc)
+        # a full server still answers (warned of once a minute): no need to skip it
+        self._failures.failed(self.kind, self.where, what, exc, said=said, log=full)
+        if not full:
             self._server.down()
+            self._server.outage.failed(what, said, self._server.reason(exc))
+
+    def _answered(self) -> None:
+        self._server.outage.answered()
 
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         if not keys or not self._usable():
@@ -220,6 +248,7 @@ class RedisStore:
         except self._server.errors as exc:
             self._failed("a read", exc)
             return [None] * len(keys)
+        self._answered()
         return [decode(v) for v in values]
 
     def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
@@ -234,6 +263,8 @@ class RedisStore:
                 pipe.execute()
         except self._server.errors as exc:
             self._failed("a write", exc)
+            return
+        self._answered()
 
     def claim(self, key: str, seconds: float) -> str | None:
         """Claim ``key`` for ``seconds`` (``SET NX PX``: one caller of all that share the
@@ -249,6 +280,7 @@ class RedisStore:
         except self._server.errors as exc:
             self._failed("a claim", exc)
             return ""
+        self._answered()
         return token if won else None
 
     def release(self, key: str, token: str) -> None:
@@ -259,24 +291,44 @@ class RedisStore:
             self._server.client.eval(_RELEASE, 1, self.claims + key, token)
         except self._server.errors as exc:
             self._failed("a release", exc)
+            return
+        self._answered()
 
     def claimed(self, key: str) -> bool:
         """Whether someone holds a claim on ``key`` (False when the server cannot say)."""
         if not self._usable():
             return False
         try:
-            return bool(self._server.client.exists(self.claims + key))
+            held = bool(self._server.client.exists(self.claims + key))
         except self._server.errors as exc:
             self._failed("a read", exc)
             return False
+        self._answered()
+        return held
 
-    def ping(self) -> str | None:
-        """None when the server answers now, else why not (not counted as a cache error)."""
+    def ping(self, *, track: bool = False) -> str | None:
+        """None when the server answers now, else why not (not counted as a cache error).
+        ``track``: the outcome is the server's state (a service's probe: its outage lines,
+        :meth:`outage`); without it, only asked (``rerankit check``, the start line)."""
         try:
             self._server.client.ping()
         except self._server.errors as exc:
-            return f"{self.where}: {self._server.said(exc)}"
+            said = self._server.said(exc)
+            if track:
+                self._server.outage.failed("a PING", said, self._server.reason(exc), call=False)
+            return f"{self.where}: {said}"
+        if track:
+            self._answered()
         return None
+
+    def outage(self) -> tuple[float, str] | None:
+        """While the server cannot be used (its last call or tracked PING failed): for how
+        many seconds, and why in a few words without its address; None while it answers."""
+        outage = self._server.outage
+        since, reason = outage.since, outage.reason
+        if since is None:
+            return None
+        return time.monotonic() - since, reason or "not reachable"
 
     def _keys(self) -> Any:
         pattern = self.prefix + "*"  # the namespace holds no glob characters

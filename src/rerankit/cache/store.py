@@ -31,6 +31,7 @@ __all__ = [
     "CACHE_URL_ENV",
     "CacheUnavailableError",
     "FailureLog",
+    "Outage",
     "Store",
     "StoreInfo",
     "cache_url",
@@ -166,15 +167,19 @@ class FailureLog:
         *,
         tried: bool = True,
         said: str | None = None,
+        log: bool = True,
     ) -> None:
         """A call of ``kind`` that went without the store: it failed (``tried``), or it
         skipped a server that failed a moment ago (counted apart: :func:`skipped_counts`).
-        ``said``: the failure as the warning says it (default: its type and text)."""
+        ``said``: the failure as the warning says it (default: its type and text); ``log``
+        False: counted only (an :class:`Outage` says it)."""
         if tried:
             count_error(kind)
         else:
             with _ERRORS_LOCK:
                 _SKIPPED[kind] += 1
+        if not log:
+            return
         now = time.monotonic()
         with self._lock:
             self._unlogged += 1
@@ -190,6 +195,70 @@ class FailureLog:
             said or f"{type(exc).__name__}: {exc}",
             n,
         )
+
+
+class Outage:
+    """A shared server's outages, as its log says them: one WARNING when it goes (its first
+    failure, at most one such warning a minute, so a server that flaps is not a line a
+    second) and, for an outage so announced, one INFO when it answers again, with how long
+    it was out and how many cache calls went without it. ``where``: the server (no
+    password). Safe to share between threads."""
+
+    def __init__(self, logger: logging.Logger, where: str, interval: float = 60.0) -> None:
+        self.logger, self.where, self.interval = logger, where, interval
+        self._lock = threading.Lock()
+        #: when (``time.monotonic()``) the current outage began; None while it answers
+        self.since: float | None = None
+        #: why it cannot be used now, in a few words and no address (for a public probe)
+        self.reason: str | None = None
+        self._announced = False
+        self._last_announced = -math.inf
+        self._calls = 0
+
+    def failed(self, what: str, said: str, reason: str, *, call: bool = True) -> None:
+        """``what`` (``a read``, ``a PING``) failed, ``said`` so (for the log) and ``reason``
+        so (for a probe); ``call``: a cache call that went without the server."""
+        now = time.monotonic()
+        with self._lock:
+            self._calls += call
+            self.reason = reason
+            if self.since is not None:
+                return
+            self.since = now
+            self._announced = now - self._last_announced >= self.interval
+            if not self._announced:
+                return
+            self._last_announced = now
+        self.logger.warning(
+            "shared cache %s: %s failed (%s); computing without the cache until the server "
+            "answers again (a line will say when)",
+            self.where,
+            what,
+            said,
+        )
+
+    def skipped(self) -> None:
+        """A cache call went without the server, skipped after a failure."""
+        with self._lock:
+            self._calls += self.since is not None
+
+    def answered(self) -> None:
+        """A call to the server succeeded: an outage, if one was going on, is over."""
+        if self.since is None:  # (the common case: no lock)
+            return
+        with self._lock:
+            if self.since is None:
+                return
+            out, calls, announced = time.monotonic() - self.since, self._calls, self._announced
+            self.since, self.reason, self._calls = None, None, 0
+        if announced:
+            self.logger.info(
+                "shared cache %s: the server answers again, after %.1f s out; %d cache "
+                "call(s) went without it meanwhile",
+                self.where,
+                out,
+                calls,
+            )
 
 
 def check_url(url: str, where: str = "cache url") -> str:
