@@ -1,8 +1,8 @@
 """A replica with ``[cache] required = true`` whose Redis goes and comes back, as an SRE
-watches it: ``/ready`` 503, ``/info`` agreeing with it (it said ``"ready": true`` under a
-503) and saying which server and why, ``rerankit_cache_up`` 0 then 1 (no series dropped
-before), and the log: one warning when it goes, one line when it is back with how long it
-was out."""
+watches it: ``/ready`` 503 with a reason that names no host or port (it needs no key),
+``/info`` agreeing with it (it said ``"ready": true`` under a 503) and saying which server
+and why, ``rerankit_cache_up`` 0 then 1 (no series dropped before), and the log: one
+warning when it goes, one line when it is back with how long it was out."""
 
 from __future__ import annotations
 
@@ -42,6 +42,9 @@ def test_a_required_cache_that_goes_and_comes_back(own_redis, wait_ready, caplog
         own_redis.stop()
         ready = c.get("/ready")
         assert ready.status_code == 503
+        why = ready.json()["failed"]["cache"]
+        assert "not reachable (ConnectionError)" in why and "required = true" in why
+        assert port not in ready.text and "127.0.0.1" not in ready.text  # no address in public
         info = c.get("/info", headers=KEY).json()
         assert info["ready"] is False  # as /ready says
         assert port in info["not_ready"]["failed"]["cache"]  # in full behind the key

@@ -38,14 +38,15 @@ async def ready_answer(
     """What ``/ready`` answers (``model``: ``?model=NAME``): :func:`readiness` or
     :func:`pipeline_readiness`, then, when that is 200 and ``[cache] required = true``,
     503 ``{"status": "failed", "failed": {"cache": why}}`` while the shared cache cannot be
-    used (one PING). ``public`` False: every cause in full, as ``/info`` (behind the keys)
-    says why the replica is not ready."""
+    used (one PING), its reason in a few words, no address. ``public`` False: every cause
+    in full, the server's address too, as ``/info`` (behind the keys) says why the replica
+    is not ready."""
     if model is None:
         (status, body), headers = readiness(service, public=public), None
     else:
         status, body, headers = pipeline_readiness(service, model, public=public)
     if status == 200:
-        why = await service.shared_cache.unready()
+        why = await service.shared_cache.unready(public=public)
         if why is not None:
             status, body = 503, {"status": "failed", "failed": {"cache": why}}
     return status, body, headers

@@ -5,8 +5,9 @@
 Whether it can be used is what its last call said (a read, a write, a claim: the answer
 cache's, the embeddings', the judgments') or a PING the service sends when asked: on each
 scrape of ``/metrics``, each ``/ready`` with ``required = true`` and each ``/info``. A PING
-is one call on a thread of its own, bounded by ``[cache] timeout``. The log says its outages
-(:class:`~rerankit.cache.store.Outage`: a warning when it goes, a line when it is back).
+is one call on a thread of its own, bounded by ``[cache] timeout``. ``/ready`` needs no key,
+so what it says holds no address: the server and the error are said by ``/info`` and the
+log (:class:`~rerankit.cache.store.Outage`: a warning when it goes, a line when it is back).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ class SharedCache:
     def __init__(self, settings: ServerSettings, metrics: Metrics) -> None:
         cache = settings.cache
         url = cache.resolved_url
-        self.required = cache.required
+        self.required, self.keys = cache.required, bool(settings.api_keys)
         self.url = redacted(url) if url else None
         self.store = RedisStore(url, "answer", timeout=cache.timeout) if url else None
         #: the last PING's failure, said in full (the server, the error), for /info
@@ -71,12 +72,21 @@ class SharedCache:
         self.problem = await asyncio.get_running_loop().run_in_executor(self._executor, ping)
         return self.problem
 
-    async def unready(self) -> str | None:
+    async def unready(self, *, public: bool = True) -> str | None:
         """With ``required = true``, why the replica is not ready for its cache (None: it
-        is, or the cache is not required)."""
-        if not self.required:
+        is, or the cache is not required): ``public``, for ``/ready``, in a few words with
+        no address, else in full (``/info``)."""
+        if not self.required or await self.check() is None:
             return None
-        return await self.check()
+        if not public:
+            return self.problem
+        outage = self.outage()
+        reason = outage[1] if outage else "not reachable"
+        where = "/info (with an API key)" if self.keys else "/info"
+        return (
+            f"the shared cache cannot be used ({reason}), and [cache] required = true; "
+            f"{where} and the log say which server and why"
+        )
 
     async def describe(self) -> dict[str, Any]:
         """What ``/info`` says of the shared server: ``url`` (no password), ``up``, and
