@@ -311,3 +311,31 @@ def test_an_outage_is_said_once_when_it_goes_and_once_when_it_is_back(caplog):
     assert said[0][1].startswith("shared cache redis://cache:6379/0: a read failed (Connection")
     assert "went without it" in said[1][1] and "3 cache call(s)" in said[1][1]
     assert outage.since is None and outage.reason is None
+
+
+def test_lookups_are_counted_by_cache_and_result(redis_url, redis_server, capsys):
+    """What a replica read from the shared cache instead of computing (an SRE could tell
+    only from timing and Redis' own global count): `lookup_counts()`, exported as
+    `rerankit_cache_lookups_total{cache, result}`; `cache info` adds the server's count."""
+    from rerankit.cache import lookup_counts
+    from rerankit.cli import main
+
+    before = lookup_counts()
+    vectors = np.arange(8, dtype=np.float32).reshape(2, 4)
+    EmbeddingCache(url=redis_url).put_many("m", ["a", "b"], vectors)  # another replica's
+    mine = EmbeddingCache(url=redis_url)
+    mine.get_many("m", ["a", "b", "c"])  # two read from Redis, one to encode
+    mine.get_many("m", ["a"])  # then held in memory
+    judgments = JudgmentCache(url=redis_url)
+    judgments.put("asked", 1)
+    judgments.get_many(["asked", "never asked"])
+    after = lookup_counts()
+    delta = {k: {r: n - before[k][r] for r, n in after[k].items()} for k in after}
+    assert delta == {
+        "embedding": {"hit": 2, "memory": 1, "miss": 1},
+        "judgment": {"hit": 1, "miss": 1},
+    }
+    assert main(["cache", "info", "--url", redis_url]) == 0
+    assert re.search(
+        r"server lookups since it started: \d+ hits, \d+ misses", capsys.readouterr().out
+    )

@@ -124,7 +124,12 @@ class _Server:
         what to mend in the url (:func:`authentication_failed`), else its type and text."""
         if isinstance(exc, self._refused):
             return authentication_failed(self.url, exc)
-        return f"{type(exc).__name__}: {exc}"
+        text = f"{type(exc).__name__}: {exc}"
+        if "CERTIFICATE_VERIFY_FAILED" in text:
+            return f"{text} ({_OWN_CA})"
+        if "_ssl.c" in text and "ssl_certfile=" not in self.url:  # refused in the handshake
+            return f"{text} ({_CLIENT_CERTIFICATE})"
+        return text
 
     def reason(self, exc: BaseException) -> str:
         """Why ``exc`` means the server cannot be used, in a few words and no address."""
@@ -141,6 +146,15 @@ class _Server:
             self.client.connection_pool.disconnect(inuse_connections=False)
 
 
+#: what a TLS failure needs: a CA of one's own, or a client certificate
+_OWN_CA = (
+    "a server certificate signed by a CA of your own: add ?ssl_ca_certs=/path/to/ca.crt to "
+    "the url (an absolute path)"
+)
+_CLIENT_CERTIFICATE = (
+    "if the server wants a client certificate (tls-auth-clients): add "
+    "&ssl_certfile=/path/to/client.crt&ssl_keyfile=/path/to/client.key to the url"
+)
 #: how a failure starts when the server answered and refused the url's user or password
 AUTH_FAILED = "authentication failed"
 
@@ -367,7 +381,7 @@ class RedisStore:
                 answers = pipe.execute()
                 sizes = [s for s in answers[0::2] if s is not None]
                 lasting = sum(1 for t in answers[1::2] if t == -1)  # no expiry
-            memory = client.info("memory")
+            memory = {**client.info("memory"), **client.info("stats")}
         except self._server.errors as exc:
             said = self._server.said(exc)
             raise CacheUnavailableError(f"{self.kind} cache {self.where}: {said}") from exc
@@ -393,7 +407,8 @@ def _is_full(exc: BaseException) -> bool:
 
 
 def _server_notes(memory: dict[str, Any]) -> list[str]:
-    """Redis's memory settings, and what they mean for rerankit's entries."""
+    """Redis's memory settings (``INFO memory``), what they mean for rerankit's entries,
+    and its lookups (``INFO stats``)."""
     used = memory.get("used_memory_human", "?")
     limit = int(memory.get("maxmemory", 0) or 0)
     policy = str(memory.get("maxmemory_policy", "?"))
@@ -405,4 +420,11 @@ def _server_notes(memory: dict[str, Any]) -> list[str]:
         notes.append("no memory bound: set maxmemory (and maxmemory-policy) on the server")
     if policy == "noeviction":
         notes.append("noeviction: once full, writes fail (rerankit then computes uncached)")
+    if "keyspace_hits" in memory:
+        notes.append(
+            f"server lookups since it started: {memory['keyspace_hits']} hits, "
+            f"{memory.get('keyspace_misses', 0)} misses (every key and client; by replica and "
+            "cache: rerankit_cache_lookups_total and rerankit_answer_cache_total on each "
+            "replica's /metrics)"
+        )
     return notes

@@ -29,6 +29,7 @@ from .keys import KINDS
 
 __all__ = [
     "CACHE_URL_ENV",
+    "LOOKUP_RESULTS",
     "CacheUnavailableError",
     "FailureLog",
     "Outage",
@@ -38,8 +39,10 @@ __all__ = [
     "check_bounds",
     "check_url",
     "count_error",
+    "count_lookups",
     "default_cache_dir",
     "error_counts",
+    "lookup_counts",
     "redacted",
     "skipped_counts",
 ]
@@ -122,7 +125,32 @@ class Store(Protocol):
 
 _ERRORS: Counter[str] = Counter()
 _SKIPPED: Counter[str] = Counter()
+_LOOKUPS: Counter[tuple[str, str]] = Counter()
 _ERRORS_LOCK = threading.Lock()
+#: what a lookup of each cache can find: ``hit`` (in the store: Redis, or an SQLite file),
+#: ``memory`` (in this process's memory: embeddings only), ``miss`` (nowhere: computed)
+LOOKUP_RESULTS = {"embedding": ("hit", "memory", "miss"), "judgment": ("hit", "miss")}
+
+
+def count_lookups(kind: str, **results: int) -> None:
+    """Count lookups of cache ``kind`` by result (:data:`LOOKUP_RESULTS`): ``hit=3, miss=1``."""
+    with _ERRORS_LOCK:
+        for result, n in results.items():
+            _LOOKUPS[(kind, result)] += n
+
+
+def lookup_counts() -> dict[str, dict[str, int]]:
+    """Lookups of the embedding and judgment caches, by result, since the process started:
+    what a service exports as ``rerankit_cache_lookups_total{cache=..., result=...}``
+    (answers are counted apart: ``rerankit_answer_cache_total``). An embedding's ``hit`` is
+    a vector read from the store (Redis: another replica's, or this one's before it was
+    dropped from memory), ``memory`` one this process held; a judgment's ``hit`` is an LLM
+    call saved."""
+    with _ERRORS_LOCK:
+        return {
+            kind: {result: _LOOKUPS.get((kind, result), 0) for result in results}
+            for kind, results in LOOKUP_RESULTS.items()
+        }
 
 
 def count_error(kind: str, n: int = 1) -> None:

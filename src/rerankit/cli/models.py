@@ -227,7 +227,10 @@ def add_commands(sub: Any) -> None:
         "$RERANKIT_CACHE_DIR, else $XDG_CACHE_HOME/rerankit, else ~/.cache/rerankit; "
         "embeddings also $RERANKIT_EMBEDDING_CACHE), or, with --url or $RERANKIT_CACHE_URL, "
         "those in a shared Redis/Valkey server (and its memory settings); and ONNX exports "
-        "(onnx/) and BM25's word-frequency tables (wordfreq/). clear deletes only rerankit's "
+        "(onnx/) and BM25's word-frequency tables (wordfreq/); with a server, its lookups "
+        "(keyspace hits and misses: every key and client; a service's /metrics counts hits "
+        "by cache: rerankit_cache_lookups_total, rerankit_answer_cache_total). clear deletes "
+        "only rerankit's "
         "entries: in a shared Redis database, the keys under its namespace, nothing else; with "
         "a server, clear (all) empties the server's caches and leaves this machine's folders "
         "(clear onnx, clear wordfreq remove them).",

@@ -1,6 +1,7 @@
 """The shared cache server (``[cache] url``, Redis or Valkey) as the service watches it:
 ``rerankit_cache_up`` on ``/metrics``, what ``/ready`` says while it cannot be used with
-``[cache] required = true``, and ``/info``'s account of it.
+``[cache] required = true``, and ``/info``'s account of it; and the caches' lookups by
+result (``rerankit_cache_lookups_total``: embeddings and LLM judgments, wherever kept).
 
 Whether it can be used is what its last call said (a read, a write, a claim: the answer
 cache's, the embeddings', the judgments') or a PING the service sends when asked: on each
@@ -17,6 +18,7 @@ import functools
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ..cache import lookup_counts
 from ..cache.redis_store import RedisStore
 from ..cache.store import redacted
 from .metrics import Metrics
@@ -43,6 +45,29 @@ class _CacheUp:
         )
 
 
+class _CacheLookups:
+    """``rerankit_cache_lookups_total{cache, result}``: read from
+    :func:`rerankit.cache.lookup_counts` when scraped."""
+
+    def __init__(self) -> None:
+        from prometheus_client.core import CounterMetricFamily  # (the 'server' extra)
+
+        self.family = CounterMetricFamily
+
+    def collect(self) -> Any:
+        family = self.family(
+            "rerankit_cache_lookups",
+            "Lookups of the embedding and judgment caches by result: hit (read from the "
+            "store: Redis, or an SQLite file), memory (held in this process: embeddings), "
+            "miss (computed: encoded, or an LLM call), since the process started",
+            labels=["cache", "result"],
+        )
+        for kind, results in lookup_counts().items():
+            for result, count in results.items():
+                family.add_metric([kind, result], count)
+        yield family
+
+
 class SharedCache:
     """The service's shared cache server, or none (``store`` None: no ``[cache] url``)."""
 
@@ -57,6 +82,7 @@ class SharedCache:
         #: PINGs block (up to [cache] timeout): on threads of their own, never a pipeline's
         self._executor = ThreadPoolExecutor(2, thread_name_prefix="rerankit-cache-ping")
         metrics.registry.register(_CacheUp(self))
+        metrics.registry.register(_CacheLookups())
 
     def outage(self) -> tuple[float, str] | None:
         """While the server cannot be used: for how many seconds, and why in a few words
