@@ -77,8 +77,6 @@ class SharedCache:
         self.required, self.keys = cache.required, bool(settings.api_keys)
         self.url = redacted(url) if url else None
         self.store = RedisStore(url, "answer", timeout=cache.timeout) if url else None
-        #: the last PING's failure, said in full (the server, the error), for /info
-        self.problem: str | None = None
         #: PINGs block (up to [cache] timeout): on threads of their own, never a pipeline's
         self._executor = ThreadPoolExecutor(2, thread_name_prefix="rerankit-cache-ping")
         metrics.registry.register(_CacheUp(self))
@@ -95,17 +93,15 @@ class SharedCache:
         if self.store is None:
             return None
         ping = functools.partial(self.store.ping, track=True)
-        self.problem = await asyncio.get_running_loop().run_in_executor(self._executor, ping)
-        return self.problem
+        return await asyncio.get_running_loop().run_in_executor(self._executor, ping)
 
     async def unready(self, *, public: bool = True) -> str | None:
         """With ``required = true``, why the replica is not ready for its cache (None: it
         is, or the cache is not required): ``public``, for ``/ready``, in a few words with
         no address, else in full (``/info``)."""
-        if not self.required or await self.check() is None:
-            return None
-        if not public:
-            return self.problem
+        problem = await self.check() if self.required else None
+        if problem is None or not public:
+            return problem
         outage = self.outage()
         reason = outage[1] if outage else "not reachable"
         where = "/info (with an API key)" if self.keys else "/info"
