@@ -372,6 +372,15 @@ def own_redis(tmp_path):
 
 
 @pytest.fixture
+def password_redis(tmp_path):
+    """A Redis server of this test's own that wants the password ``s3cret``."""
+    _needs_redis()
+    server = RedisServer(tmp_path / "redis-auth", password="s3cret").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
 def nothing_listening_url():
     """A Redis URL on a loopback port nobody listens on."""
     pytest.importorskip("redis", reason="the Redis cache needs the 'redis' extra")

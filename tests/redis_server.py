@@ -31,9 +31,9 @@ def redis_binary() -> str | None:
 class RedisServer:
     """One ``redis-server`` process on 127.0.0.1:``port`` (same port across restarts)."""
 
-    def __init__(self, folder: Path, *extra: str) -> None:
+    def __init__(self, folder: Path, *extra: str, password: str | None = None) -> None:
         self.binary = redis_binary()
-        self.folder, self.extra = folder, extra
+        self.folder, self.extra, self.password = folder, extra, password
         self.port = free_port()
         self.proc: subprocess.Popen | None = None
 
@@ -46,6 +46,8 @@ class RedisServer:
         self.folder.mkdir(parents=True, exist_ok=True)
         args = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1"]
         args += ["--save", "", "--appendonly", "no", "--dir", str(self.folder), *self.extra]
+        if self.password is not None:
+            args += ["--requirepass", self.password]
         self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -61,7 +63,9 @@ class RedisServer:
     def client(self):
         import redis
 
-        return redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=5)
+        return redis.Redis(
+            host="127.0.0.1", port=self.port, socket_timeout=5, password=self.password
+        )
 
     def stop(self) -> None:
         """Terminate the server (as a crash or a restart would take it away)."""

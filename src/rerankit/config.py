@@ -67,12 +67,12 @@ from .llm.declared import split_llm_options
 from .normalize import check_normalization_method
 from .options import FILE_SPELLINGS, check_options, stage_spellings, unknown_keys
 from .ordering import Rule
-from .plugins import load_plugins, plugin_list, plugins_beside
+from .plugins import load_plugins, plugin_list
 from .rerankers import FusionReranker, Pipeline, Reranker, ScorerReranker, Stage
 from .scorers.base import Scorer, check_scorer
 from .scorers.llm_listwise import LLMListwiseScorer
 from .scorers.llm_pointwise import LLMPointwiseScorer
-from .spec_toml import PIPELINE_SUFFIXES, read_spec
+from .spec_toml import PIPELINE_SUFFIXES, read_pipeline, read_spec
 from .spec_toml import to_toml as unchecked_toml
 
 __all__ = [
@@ -215,39 +215,6 @@ _STAGE_KINDS = ("reranker", "scorer", "scorers", "rule")
 _FUSION_KEYS = ("method", "normalization", "rrf_k", "output_calibration")
 #: options of a declared object of a kind that may be a scorer table of their own
 _NESTED_SCORERS = {"reranker": ("embedding",)}
-
-
-#: the keys of a pipeline file whose relative paths are read from the file's folder
-PATH_KEYS = ("model", "embedding", "reranker")
-
-
-def read_pipeline(source: str | Path) -> dict[str, Any]:
-    """The spec in a pipeline file, with the relative ``model`` and ``embedding`` paths that
-    exist beside the file made absolute (see the module doc)."""
-    folder = Path(source).resolve().parent
-    return plugins_beside(paths_beside(read_spec(source), folder), folder)
-
-
-def paths_beside(node: Any, folder: Path) -> Any:
-    """``node`` (a spec, or part of one) with each relative :data:`PATH_KEYS` path that
-    exists in ``folder`` made absolute (pipeline files, and the service's settings file)."""
-    if isinstance(node, Mapping):
-        out = {}
-        for key, value in node.items():
-            if (
-                key in PATH_KEYS
-                and isinstance(value, str)
-                and value
-                and not Path(value).is_absolute()
-            ):
-                there = folder / value
-                out[key] = str(there) if there.exists() else value
-            else:
-                out[key] = paths_beside(value, folder)
-        return out
-    if isinstance(node, list):
-        return [paths_beside(v, folder) for v in node]
-    return node
 
 
 def _typed(kind: str, entry: Any, where: str, drop: tuple[str, ...] = ()) -> Any:

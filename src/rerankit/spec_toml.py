@@ -10,13 +10,21 @@ from typing import Any
 
 from ._optional import require
 from .errors import ConfigError, no_such_file
+from .plugins import plugins_beside
 
 try:
     import tomllib
 except ImportError:  # Python 3.10: the tomli package (a dependency there)
     tomllib = None
 
-__all__ = ["PIPELINE_SUFFIXES", "read_spec", "to_toml"]
+__all__ = [
+    "PATH_KEYS",
+    "PIPELINE_SUFFIXES",
+    "paths_beside",
+    "read_pipeline",
+    "read_spec",
+    "to_toml",
+]
 
 #: the suffixes of pipeline files (a ``reranker`` value ending so is a file to read)
 PIPELINE_SUFFIXES = (".toml", ".yaml", ".yml", ".json")
@@ -78,3 +86,36 @@ def read_spec(source: str | Path, what: str = "pipeline file") -> dict[str, Any]
     if not isinstance(spec, Mapping):
         raise ConfigError("a pipeline spec is a table/mapping at the top level", where=str(path))
     return dict(spec)
+
+
+#: the keys of a pipeline file whose relative paths are read from the file's folder
+PATH_KEYS = ("model", "embedding", "reranker")
+
+
+def read_pipeline(source: str | Path) -> dict[str, Any]:
+    """The spec in a pipeline file, with the relative ``model`` and ``embedding`` paths that
+    exist beside the file made absolute (see :mod:`rerankit.config`)."""
+    folder = Path(source).resolve().parent
+    return plugins_beside(paths_beside(read_spec(source), folder), folder)
+
+
+def paths_beside(node: Any, folder: Path) -> Any:
+    """``node`` (a spec, or part of one) with each relative :data:`PATH_KEYS` path that
+    exists in ``folder`` made absolute (pipeline files, and the service's settings file)."""
+    if isinstance(node, Mapping):
+        out = {}
+        for key, value in node.items():
+            if (
+                key in PATH_KEYS
+                and isinstance(value, str)
+                and value
+                and not Path(value).is_absolute()
+            ):
+                there = folder / value
+                out[key] = str(there) if there.exists() else value
+            else:
+                out[key] = paths_beside(value, folder)
+        return out
+    if isinstance(node, list):
+        return [paths_beside(v, folder) for v in node]
+    return node

@@ -177,3 +177,75 @@ def _identities(reranker):
     from rerankit.cache import scorer_identity
 
     return [scorer_identity(s) for s in reranker.scorers()]
+
+
+def _fused(path: Path, bm25: float, jaccard: float) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f'scorers = [{{ type = "bm25", weight = {bm25} }}, {{ type = "jaccard", weight = '
+        f"{jaccard} }}]\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_a_pipeline_file_is_fingerprinted_by_its_contents_not_its_path(tmp_path):
+    from rerankit import load
+
+    def fingerprint(spec):
+        return pipeline_fingerprint(spec, load(spec))
+
+    file = _fused(tmp_path / "a" / "fused.toml", 0.5, 0.5)
+    copy = _fused(tmp_path / "b" / "fused.toml", 0.5, 0.5)  # the same text elsewhere
+    for spec_of in (lambda path: {"reranker": str(path)}, str):  # a stage naming it, or it
+        first = fingerprint(spec_of(file))
+        assert fingerprint(spec_of(copy)) == first
+        _fused(file, 0.1, 0.9)  # its weights edited in place
+        assert fingerprint(spec_of(file)) != first
+        _fused(file, 0.5, 0.5)
+    # a pipeline file naming another: the inner one's contents count too
+    inner = _fused(tmp_path / "c" / "inner.toml", 0.5, 0.5)
+    outer = tmp_path / "c" / "outer.toml"
+    outer.write_text('[[stages]]\nreranker = "inner.toml"\nkeep = 2\n', encoding="utf-8")
+    before = fingerprint(str(outer))
+    _fused(inner, 0.2, 0.8)
+    assert fingerprint(str(outer)) != before
+
+
+def test_a_learned_model_file_and_its_report_are_part_of_the_fingerprint(tmp_path):
+    from rerankit import load
+
+    model, report = tmp_path / "ltr.lgb.txt", tmp_path / "ltr.lgb.json"
+    model.write_text("tree version=v4\n(the first training)\n", encoding="utf-8")
+    report.write_text(json.dumps({"embedding_model": "model-a"}), encoding="utf-8")
+    pipeline = tmp_path / "learned.toml"
+    pipeline.write_text('scorer = { type = "learned", model = "ltr.lgb.txt" }\n')
+
+    def fingerprint():
+        spec = str(pipeline)
+        return pipeline_fingerprint(spec, load(spec))
+
+    first = fingerprint()
+    assert fingerprint() == first
+    model.write_text("tree version=v4\n(trained again)\n", encoding="utf-8")  # re-tuned in place
+    retrained = fingerprint()
+    assert retrained != first
+    report.write_text(json.dumps({"embedding_model": "model-b"}), encoding="utf-8")
+    assert fingerprint() != retrained  # its features come from another embedding model
+
+
+def test_an_embedding_models_vectors_are_keyed_by_its_files_not_its_path(tmp_path, tiny_st):
+    import shutil
+
+    from rerankit.scorers import EmbeddingScorer
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    shutil.copytree(tiny_st, a)
+    shutil.copytree(tiny_st, b)
+    key = EmbeddingScorer(str(a)).model_key
+    assert EmbeddingScorer(str(b)).model_key == key  # a copy on another replica: shared
+    assert str(a) not in key
+    # not only the weights: a tokenizer or pooling file changed in place changes the vectors
+    pooling = next(a.rglob("config.json"))
+    pooling.write_text(pooling.read_text(encoding="utf-8") + "\n", encoding="utf-8")
+    assert EmbeddingScorer(str(a)).model_key != key

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import time
 
@@ -173,16 +174,19 @@ def test_a_server_killed_then_restarted_under_a_cache(own_redis, quick_retry, ca
     not_tried = skipped_counts()["judgment"] - skipped
     assert failed + not_tried == 40 and failed >= 1 and not_tried >= 1, (failed, not_tried)
     warnings = [r for r in caplog.records if "computing without the cache" in r.message]
-    assert len(warnings) == 1  # at most one a minute
+    assert len(warnings) == 1  # one, when it went
     own_redis.start()  # the same port; the same cache object: no restart of the client
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        cache.put("after", 2)
-        if cache.get("after") == 2:
-            break
-        time.sleep(0.1)
+    with caplog.at_level(logging.INFO, logger="rerankit"):
+        while time.monotonic() < deadline:
+            cache.put("after", 2)
+            if cache.get("after") == 2:
+                break
+            time.sleep(0.1)
     assert cache.get("after") == 2  # hits resume
     assert own_redis.client().get("rerankit:judgment:after") is not None
+    (back,) = [r.getMessage() for r in caplog.records if "server answers again," in r.message]
+    assert re.search(r"after \d+\.\d s out; \d+ cache call\(s\) went without it", back), back
 
 
 def test_a_frozen_server_costs_each_call_its_timeout_and_no_more(own_redis, quick_retry):
@@ -256,3 +260,82 @@ def test_clear_takes_singular_names_and_a_server_leaves_this_machines_exports(
     assert export.exists() and client.keys("*") == []
     assert main(["cache", "clear", "onnx", "--url", redis_url]) == 0  # named: removed
     assert not export.exists()
+
+
+def test_the_namespace_is_given_once_in_the_url_or_by_flag_as_in_a_settings_file(
+    redis_url, redis_server, capsys, tmp_path
+):
+    """An SRE's `cache clear answers --url '...?namespace=v7' --namespace v8` cleared v8's
+    answers, silently, where a settings file giving both is an error: both are now."""
+    from rerankit.cli import main
+
+    client = redis_server.client()
+    AnswerCache(url=redis_url + "?namespace=v7").put("fp:-:x", b"v7's")
+    AnswerCache(url=redis_url, namespace="v8").put("fp:-:x", b"v8's")
+    both = ["cache", "clear", "answers", "--url", redis_url + "?namespace=v7", "--namespace", "v8"]
+    assert main(both) == 2
+    said = capsys.readouterr().err
+    assert "give the namespace in the url (?namespace=v7) or in --namespace (v8), not both" in said
+    assert client.exists("v7:answer:fp:-:x") and client.exists("v8:answer:fp:-:x")  # untouched
+    assert main(["cache", "info", "answers", "--url", redis_url + "?namespace=v7"]) == 0
+    assert "(v7:answer:*), 1 entry" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="not both"):  # in Python as well
+        AnswerCache(url=redis_url + "?namespace=v7", namespace="v8")
+    settings = tmp_path / "service.toml"
+    settings.write_text(
+        f'[pipelines.b]\nreranker = "bm25"\n[cache]\nurl = "{redis_url}?namespace=v7"\n'
+        'namespace = "v8"\n',
+        encoding="utf-8",
+    )
+    assert main(["check", str(settings)]) == 1
+    assert "(?namespace=v7) or in [cache] namespace (v8), not both" in capsys.readouterr().out
+
+
+def test_an_outage_is_said_once_when_it_goes_and_once_when_it_is_back(caplog):
+    """A server that flaps (a timeout, an answer, a timeout) is not a pair of lines a
+    second: an outage within a minute of the last warning is counted, not said."""
+    from rerankit.cache.store import Outage
+
+    outage = Outage(logging.getLogger("rerankit.test"), "redis://cache:6379/0")
+    with caplog.at_level(logging.INFO, logger="rerankit"):
+        outage.failed("a read", "ConnectionError: refused", "not reachable (ConnectionError)")
+        outage.failed("a write", "ConnectionError: refused", "not reachable (ConnectionError)")
+        outage.skipped()
+        assert outage.since is not None and outage.reason == "not reachable (ConnectionError)"
+        outage.answered()
+        outage.answered()  # (nothing more to say)
+        outage.failed("a read", "TimeoutError: slow", "timed out (TimeoutError)")  # flaps
+        outage.answered()
+    said = [(r.levelname, r.getMessage()) for r in caplog.records]
+    assert [level for level, _ in said] == ["WARNING", "INFO"], said
+    assert said[0][1].startswith("shared cache redis://cache:6379/0: a read failed (Connection")
+    assert "went without it" in said[1][1] and "3 cache call(s)" in said[1][1]
+    assert outage.since is None and outage.reason is None
+
+
+def test_lookups_are_counted_by_cache_and_result(redis_url, redis_server, capsys):
+    """What a replica read from the shared cache instead of computing (an SRE could tell
+    only from timing and Redis' own global count): `lookup_counts()`, exported as
+    `rerankit_cache_lookups_total{cache, result}`; `cache info` adds the server's count."""
+    from rerankit.cache import lookup_counts
+    from rerankit.cli import main
+
+    before = lookup_counts()
+    vectors = np.arange(8, dtype=np.float32).reshape(2, 4)
+    EmbeddingCache(url=redis_url).put_many("m", ["a", "b"], vectors)  # another replica's
+    mine = EmbeddingCache(url=redis_url)
+    mine.get_many("m", ["a", "b", "c"])  # two read from Redis, one to encode
+    mine.get_many("m", ["a"])  # then held in memory
+    judgments = JudgmentCache(url=redis_url)
+    judgments.put("asked", 1)
+    judgments.get_many(["asked", "never asked"])
+    after = lookup_counts()
+    delta = {k: {r: n - before[k][r] for r, n in after[k].items()} for k in after}
+    assert delta == {
+        "embedding": {"hit": 2, "memory": 1, "miss": 1},
+        "judgment": {"hit": 1, "miss": 1},
+    }
+    assert main(["cache", "info", "--url", redis_url]) == 0
+    assert re.search(
+        r"server lookups since it started: \d+ hits, \d+ misses", capsys.readouterr().out
+    )

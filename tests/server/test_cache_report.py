@@ -89,3 +89,17 @@ def test_the_service_says_at_start_where_answers_are_cached_and_whether_the_serv
         assert said.levelno == logging.WARNING, message
         assert "did not answer a PING (ConnectionError" in message
         assert "requests are computed without it until it answers" in message
+
+
+def test_the_namespace_said_is_the_one_in_the_url(tmp_path, capsys, redis_url):
+    """`?namespace=rel43` in the url: check and the start line said `under rerankit:*` while
+    the keys went under `rel43:*`."""
+    from rerankit.server.cache_report import cache_where
+
+    path = _settings(tmp_path / "service.toml", redis_url + "?namespace=rel43")
+    assert main(["check", path]) == 0
+    assert "under rel43:*" in _cache_line(capsys)
+    assert "under rel43:*" in cache_where(ServerSettings.from_file(path))  # the start line's
+    table = {"url": redis_url, "namespace": "rel42"}  # the table's namespace, as before
+    served = ServerSettings(pipelines={"b": "bm25"}, default="b", cache=table)
+    assert "under rel42:*" in cache_where(served)

@@ -12,8 +12,9 @@ replicas), chosen by ``url=`` or ``$RERANKIT_CACHE_URL=redis://host:6379/0``. Ke
 (in SQLite, the part after the kind, in the table ``rerankit_<kind>``). Values carry
 :data:`CACHE_FORMAT`, so an entry written under another format is a miss, never misread.
 A store that fails (unreachable, slow, full, locked) gives misses and drops writes: the
-caller computes without it; :func:`error_counts` counts the calls that failed, and
-:func:`skipped_counts` those that skipped a Redis server in the second after a failure. Inside
+caller computes without it; :func:`error_counts` counts the calls that failed,
+:func:`skipped_counts` those that skipped a Redis server in the second after a failure, and
+:func:`lookup_counts` the embedding and judgment lookups by result (hit, memory, miss). Inside
 :func:`cache_defaults`, caches opened without a place of their own take the given
 :class:`CacheSettings` (the service's ``[cache]`` table).
 """
@@ -29,7 +30,13 @@ from .embedding import (
     embedding_lookups,
     rerankers_use_store,
 )
-from .fingerprint import model_files_digest, pipeline_fingerprint, scorer_identity
+from .fingerprint import (
+    content_key,
+    model_files_digest,
+    pipeline_fingerprint,
+    resolved_spec,
+    scorer_identity,
+)
 from .judgment import JudgmentCache, judgment_cache
 from .keys import CACHE_FORMAT, KINDS, canonical_json, text_key
 from .settings import CacheSettings
@@ -41,6 +48,7 @@ from .store import (
     cache_url,
     default_cache_dir,
     error_counts,
+    lookup_counts,
     skipped_counts,
 )
 
@@ -62,6 +70,7 @@ __all__ = [
     "cache_defaults",
     "cache_url",
     "canonical_json",
+    "content_key",
     "current_defaults",
     "default_cache_dir",
     "embedding_cache_file",
@@ -70,10 +79,12 @@ __all__ = [
     "embedding_lookups",
     "error_counts",
     "judgment_cache",
+    "lookup_counts",
     "model_files_digest",
     "open_store",
     "pipeline_fingerprint",
     "rerankers_use_store",
+    "resolved_spec",
     "scorer_identity",
     "skipped_counts",
     "text_key",

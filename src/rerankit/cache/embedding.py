@@ -15,7 +15,7 @@ import numpy as np
 
 from .backend import StoreOptions, open_store, with_defaults
 from .keys import digest, text_key
-from .store import cache_url, default_cache_dir
+from .store import cache_url, count_lookups, default_cache_dir
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -217,6 +217,8 @@ class EmbeddingCache:
         with self._lock:
             self.misses += n_missing
             self.hits += len(keys) - n_missing
+        memory = len(keys) - n_missing - from_store
+        count_lookups(self.kind, hit=from_store, memory=memory, miss=n_missing)
         with _LOOKUPS_LOCK:
             _LOOKUPS.update(
                 hits=len(keys) - n_missing,

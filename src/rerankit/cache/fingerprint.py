@@ -2,12 +2,16 @@
 answer cached for one may be served for the other (on this replica or another).
 
 It covers the cache format, rerankit's version (the code of a named pipeline such as
-``hybrid`` is part of it), the declared spec, and each scorer's identity: its class, every
-plain setting it holds (name, model, backend, quantization, prompts, BM25's k1, an LLM
-judge's instructions and temperature, ...), its dtype and input length, its LLM provider and
-model, and for a model in a local folder or file a digest of the files' contents (so a model
-retrained in place never shares answers with the old one, and copies of one model at the
-same path on two replicas do, whenever each was copied).
+``hybrid`` is part of it), the declared spec as it is resolved (:func:`resolved_spec`: a
+pipeline file by its contents, not its path, so a file edited in place gets a new
+fingerprint and copies of one file in two places share one; a file or folder the spec
+names, such as a learned model or a plugin's code, by a digest of its contents), and each
+scorer's identity: its class, every plain setting it holds (name, model, backend,
+quantization, prompts, BM25's k1, an LLM judge's instructions and temperature, ...), its
+dtype and input length, its LLM provider and model, and for a model in a local folder or
+file a digest of the files' contents in place of its path (so a model retrained in place
+never shares answers with the old one, and copies of one model on two replicas do, wherever
+and whenever each was copied).
 A model passed as a loaded object is told apart only within one process.
 Where the model runs (device, threads, batch size) is left out: it does not change answers
 beyond float rounding, and replicas on different hardware should share them. A hub id is
@@ -19,15 +23,25 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import threading
-from functools import lru_cache
-from pathlib import Path
+from collections.abc import Mapping
+from functools import cached_property, lru_cache
+from pathlib import Path, PurePath
 from typing import Any
 
+from ..spec_toml import PATH_KEYS, PIPELINE_SUFFIXES, read_pipeline
 from .keys import CACHE_FORMAT, canonical_json, digest
 
-__all__ = ["model_files_digest", "pipeline_fingerprint", "scorer_identity"]
+__all__ = [
+    "content_key",
+    "model_files_digest",
+    "pipeline_fingerprint",
+    "resolved_spec",
+    "scorer_identity",
+]
 
-_PATH_ATTRIBUTES = ("model_id", "model", "path", "model_path")
+#: a scorer's attributes that may name a model's folder or file (``embedding_model``: the
+#: embedding a learned model reads its features with)
+_PATH_ATTRIBUTES = ("model_id", "model", "path", "model_path", "embedding_model")
 _PROFILE_ATTRIBUTES = ("dtype", "max_length")
 _CLIENT_ATTRIBUTES = ("provider", "model")
 _DIGESTS: dict[tuple[str, tuple], str] = {}
@@ -79,9 +93,12 @@ def _plain_attributes(obj: Any, names: tuple[str, ...] | None = None) -> dict[st
     """``obj``'s public attributes (``names``, or all it holds) that are plain values."""
     found = vars(obj).items() if names is None else ((n, getattr(obj, n, None)) for n in names)
     return {
-        name: value
+        name: str(value) if isinstance(value, PurePath) else value
         for name, value in sorted(found)
-        if not name.startswith("_") and isinstance(value, (str, int, float, bool))
+        if not name.startswith("_")
+        and isinstance(value, (str, int, float, bool, PurePath))
+        # a cached property is in vars() only once read: never part of an identity
+        and not isinstance(getattr(type(obj), name, None), cached_property)
     }
 
 
@@ -104,22 +121,72 @@ def scorer_identity(scorer: Any) -> dict[str, Any]:
     for name in _PATH_ATTRIBUTES:
         value = ident.get(name)
         if isinstance(value, str) and value and Path(value).exists():
+            # the files stand for the model, wherever they are: not their path, nor a key
+            # made of their modification times (both differ between two copies of one model)
             ident[f"{name}_files"] = model_files_digest(value)
-            # the files stand for the weights; a key made of their modification times
-            # would differ between two copies of one model
+            del ident[name]
             ident.pop("model_key", None)
+    key = getattr(scorer, "model_key", None)  # a hub id's, or a loaded model's in a process
+    if isinstance(key, str) and not any(k.endswith("_files") for k in ident):
+        ident["model_key"] = key
     return ident
+
+
+def resolved_spec(spec: Any) -> Any:
+    """``spec`` (a registered name, a pipeline file, or a spec mapping) as what it computes:
+    each pipeline file it names (``spec`` itself, or a stage's ``reranker = "x.toml"``)
+    replaced by the file's contents as loading reads them (recursively); each ``model``,
+    ``embedding`` or ``reranker`` path to a file or folder that exists (a learned model, a
+    model folder) and each ``plugins`` file by a digest of its contents (a plugin named as
+    a module stays a name). Paths are gone from it: a file edited in place resolves to
+    another spec, and copies of one pipeline (with its models) in two folders resolve to
+    the same. Raises what reading a pipeline file raises
+    (:class:`~rerankit.errors.ConfigError`)."""
+    if isinstance(spec, (str, PurePath)):
+        return _resolved_file(spec) if _is_pipeline_file(spec) else content_key(spec)
+    if isinstance(spec, Mapping):
+        out: dict[str, Any] = {}
+        for key, value in spec.items():
+            if key == "plugins" and isinstance(value, list):
+                out[key] = [content_key(v) if isinstance(v, str) else v for v in value]
+            elif key in PATH_KEYS and isinstance(value, (str, PurePath)):
+                out[key] = _resolved_file(value) if _is_pipeline_file(value) else content_key(value)
+            else:
+                out[key] = resolved_spec(value)
+        return out
+    if isinstance(spec, (list, tuple)):
+        return [resolved_spec(v) for v in spec]
+    return spec
+
+
+def _is_pipeline_file(value: str | PurePath) -> bool:
+    return PurePath(value).suffix.lower() in PIPELINE_SUFFIXES
+
+
+def _resolved_file(path: str | PurePath) -> Any:
+    return resolved_spec(read_pipeline(path))
+
+
+def content_key(value: str | PurePath) -> str:
+    """What a model or file named by ``value`` is, for a cache key: a path to a file or
+    folder that exists, by a digest of its contents (:func:`model_files_digest`), not its
+    path; anything else (a hub id, a registered name, a module) as written."""
+    if str(value) and Path(value).exists():
+        return f"files@{model_files_digest(value)}"
+    return str(value)
 
 
 def pipeline_fingerprint(spec: Any, reranker: Any = None) -> str:
     """The fingerprint (32 hex digits) of a pipeline: ``spec`` as declared (a registered
-    name, or a spec mapping: plain data only) and, given the loaded ``reranker``, its
-    scorers' identities (anything with ``scorers()``). Equal fingerprints promise equal
-    answers to equal requests; use it as the first part of :func:`answer_key`."""
+    name, a pipeline file, or a spec mapping: plain data only), resolved
+    (:func:`resolved_spec`: a pipeline file by its contents), and, given the loaded
+    ``reranker``, its scorers' identities (anything with ``scorers()``). Equal fingerprints
+    promise equal answers to equal requests; use it as the first part of
+    :func:`answer_key`."""
     parts: dict[str, Any] = {
         "format": CACHE_FORMAT,
         "rerankit": _version(),
-        "spec": spec,
+        "spec": resolved_spec(spec),
     }
     if reranker is not None:
         parts["scorers"] = [scorer_identity(s) for s in reranker.scorers()]

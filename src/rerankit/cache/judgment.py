@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .backend import StoreOptions, open_store
+from .store import count_lookups
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -48,7 +49,10 @@ class JudgmentCache:
 
     def get_many(self, keys: list[str]) -> list[Any | None]:
         """The values of ``keys`` (None where absent or unreadable)."""
-        return [_load(v) for v in self.store.get_many(keys)]
+        found = [_load(v) for v in self.store.get_many(keys)]
+        hits = sum(v is not None for v in found)
+        count_lookups(self.kind, hit=hits, miss=len(found) - hits)
+        return found
 
     def put_many(self, items: list[tuple[str, Any]]) -> None:
         """Store several judgments at once (one transaction, or one round trip)."""

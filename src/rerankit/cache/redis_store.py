@@ -8,8 +8,10 @@ them (SCAN for the prefix, then UNLINK; never FLUSHDB). Each value carries the c
 server's ``maxmemory`` with its ``maxmemory-policy``.
 
 Every call is bounded by ``timeout`` seconds (to connect and to read) and is not retried: a
-server that is down, slow or full gives misses and dropped writes, counted and logged at most
-once a minute, and for ``RETRY_AFTER`` seconds after a failure calls skip the server
+server that is down, slow or full gives misses and dropped writes, counted (and logged: one
+warning when the server goes, one line when it answers again, with how long it was out; a
+full one, at most a warning a minute), and for ``RETRY_AFTER`` seconds after a failure calls
+skip the server
 altogether (counted apart from the failures: :func:`~rerankit.cache.store.skipped_counts`), so
 a dead server costs nothing but the cache. The connection pool reconnects by
 itself once the server answers again.
@@ -29,9 +31,26 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 
 from .._optional import require
 from .keys import decode, encode
-from .store import CacheUnavailableError, FailureLog, StoreInfo, check_bounds, check_url, redacted
+from .store import (
+    CacheUnavailableError,
+    FailureLog,
+    Outage,
+    StoreInfo,
+    check_bounds,
+    check_url,
+    redacted,
+)
 
-__all__ = ["DEFAULT_NAMESPACE", "DEFAULT_TIMEOUT", "RETRY_AFTER", "RedisStore", "split_url"]
+__all__ = [
+    "AUTH_FAILED",
+    "DEFAULT_NAMESPACE",
+    "DEFAULT_TIMEOUT",
+    "RETRY_AFTER",
+    "RedisStore",
+    "authentication_failed",
+    "key_namespace",
+    "split_url",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +68,19 @@ _RELEASE = (
 )
 
 
+def key_namespace(url: str, namespace: str | None, given_as: str = "namespace") -> str:
+    """The namespace keys go under: the ``namespace`` query parameter of ``url``, or
+    ``namespace`` (the option ``given_as`` names it), else :data:`DEFAULT_NAMESPACE`. Both
+    given is a ValueError, whatever their values: one would silently lose."""
+    from_url = split_url(url)[1]
+    if from_url is not None and namespace is not None:
+        raise ValueError(
+            f"give the namespace in the url (?namespace={from_url}) or in {given_as} "
+            f"({namespace}), not both"
+        )
+    return from_url or namespace or DEFAULT_NAMESPACE
+
+
 def split_url(url: str) -> tuple[str, str | None]:
     """``url`` without rerankit's own ``namespace`` query parameter, and that parameter."""
     parts = urlsplit(url)
@@ -60,8 +92,9 @@ def split_url(url: str) -> tuple[str, str | None]:
 
 class _Server:
     """One client (and its connection pool) per URL and timeout in a process, shared by the
-    stores that name it, with the time until which calls skip it and the log of their
-    failures (one warning a minute for all of them)."""
+    stores that name it, with the time until which calls skip it, the count of their
+    failures and its outages (:class:`~rerankit.cache.store.Outage`: said once for all of
+    them)."""
 
     def __init__(self, url: str, timeout: float) -> None:
         redis = require("redis", "a Redis or Valkey cache")
@@ -69,6 +102,8 @@ class _Server:
         from redis.retry import Retry
 
         self.errors = (redis.RedisError, OSError)
+        self.url = url
+        self._refused = redis.AuthenticationError  # (NOAUTH, WRONGPASS, HELLO before AUTH)
         self.client = redis.Redis.from_url(
             url,
             socket_connect_timeout=timeout,
@@ -77,9 +112,31 @@ class _Server:
             retry_on_timeout=False,
             health_check_interval=0,
         )
+        self._timeouts = (redis.TimeoutError, TimeoutError)
         self.skip_until = 0.0
-        #: the failures of every store on this server, warned of once a minute in all
+        #: the failures of every store on this server (counted; a full server's warned of
+        #: once a minute in all), and its outages (a warning when it goes, a line when back)
         self.failures = FailureLog(logger)
+        self.outage = Outage(logger, redacted(url))
+
+    def said(self, exc: BaseException) -> str:
+        """``exc``, a call's failure, as said to the operator: a refused authentication as
+        what to mend in the url (:func:`authentication_failed`), else its type and text."""
+        if isinstance(exc, self._refused):
+            return authentication_failed(self.url, exc)
+        text = f"{type(exc).__name__}: {exc}"
+        if "CERTIFICATE_VERIFY_FAILED" in text:
+            return f"{text} ({_OWN_CA})"
+        if "_ssl.c" in text and "ssl_certfile=" not in self.url:  # refused in the handshake
+            return f"{text} ({_CLIENT_CERTIFICATE})"
+        return text
+
+    def reason(self, exc: BaseException) -> str:
+        """Why ``exc`` means the server cannot be used, in a few words and no address."""
+        if isinstance(exc, self._refused):
+            return AUTH_FAILED
+        kind = "timed out" if isinstance(exc, self._timeouts) else "not reachable"
+        return f"{kind} ({type(exc).__name__})"
 
     def down(self) -> None:
         """After a failure: skip the server for a while, and drop the idle connections (a
@@ -87,6 +144,36 @@ class _Server:
         self.skip_until = time.monotonic() + RETRY_AFTER
         with contextlib.suppress(Exception):  # best effort: the pool makes new ones anyway
             self.client.connection_pool.disconnect(inuse_connections=False)
+
+
+#: what a TLS failure needs: a CA of one's own, or a client certificate
+_OWN_CA = (
+    "a server certificate signed by a CA of your own: add ?ssl_ca_certs=/path/to/ca.crt to "
+    "the url (an absolute path)"
+)
+_CLIENT_CERTIFICATE = (
+    "if the server wants a client certificate (tls-auth-clients): add "
+    "&ssl_certfile=/path/to/client.crt&ssl_keyfile=/path/to/client.key to the url"
+)
+#: how a failure starts when the server answered and refused the url's user or password
+AUTH_FAILED = "authentication failed"
+
+
+def authentication_failed(url: str, exc: BaseException) -> str:
+    """What to do when the server at ``url`` refused to authenticate (``exc``, its answer):
+    give a password where the url has none, else check the one it has."""
+    parts = urlsplit(url)
+    if parts.password is None and parts.username is None:
+        return (
+            f"{AUTH_FAILED}: the server needs a password and the url gives none: put it in "
+            "the url, redis://:PASSWORD@HOST:PORT/DB (redis://USER:PASSWORD@HOST:PORT/DB for "
+            'an ACL user; in a settings file, url = "redis://:${REDIS_PASSWORD}@HOST:PORT/DB" '
+            "reads it from a variable)"
+        )
+    return (
+        f"{AUTH_FAILED}: the server refused the user and password in the url ({exc}): check "
+        "them (in the url, write @ : / % inside a password as %40 %3A %2F %25)"
+    )
 
 
 _SERVERS: dict[tuple[str, float], _Server] = {}
@@ -103,8 +190,9 @@ def _server(url: str, timeout: float) -> _Server:
 
 class RedisStore:
     """Entries of one ``kind`` under ``<namespace>:<kind>:`` on the server at ``url``
-    (``redis://HOST:PORT/DB``; a ``namespace`` query parameter names the namespace unless
-    ``namespace`` does). ``ttl``: seconds each entry is kept; ``timeout``: seconds per call."""
+    (``redis://HOST:PORT/DB``; the namespace is a ``namespace`` query parameter of the url or
+    ``namespace``, not both: :func:`key_namespace`). ``ttl``: seconds each entry is kept;
+    ``timeout``: seconds per call."""
 
     def __init__(
         self,
@@ -116,8 +204,8 @@ class RedisStore:
         timeout: float | None = None,
     ) -> None:
         check_bounds(ttl, None)
-        plain, from_url = split_url(check_url(url))
-        namespace = namespace or from_url or DEFAULT_NAMESPACE
+        plain = split_url(check_url(url))[0]
+        namespace = key_namespace(url, namespace)
         if not self.valid_namespace(namespace):
             raise ValueError(
                 f"namespace {namespace!r}: use letters, digits, '_', '.' and '-' only "
@@ -147,14 +235,21 @@ class RedisStore:
     def _usable(self) -> bool:
         if time.monotonic() < self._server.skip_until:  # failed a moment ago: not again yet
             down = ConnectionError("skipped: the server failed less than a moment ago")
-            self._failures.failed(self.kind, self.where, "a call", down, tried=False)
+            self._failures.failed(self.kind, self.where, "a call", down, tried=False, log=False)
+            self._server.outage.skipped()
             return False
         return True
 
     def _failed(self, what: str, exc: BaseException) -> None:
-        self._failures.failed(self.kind, self.where, what, exc)
-        if not _is_full(exc):  # a full server still answers: no need to skip it
+        said, full = self._server.said(exc), _is_full(exc)
+        # a full server still answers (warned of once a minute): no need to skip it
+        self._failures.failed(self.kind, self.where, what, exc, said=said, log=full)
+        if not full:
             self._server.down()
+            self._server.outage.failed(what, said, self._server.reason(exc))
+
+    def _answered(self) -> None:
+        self._server.outage.answered()
 
     def get_many(self, keys: Sequence[str]) -> list[bytes | None]:
         if not keys or not self._usable():
@@ -167,6 +262,7 @@ class RedisStore:
         except self._server.errors as exc:
             self._failed("a read", exc)
             return [None] * len(keys)
+        self._answered()
         return [decode(v) for v in values]
 
     def put_many(self, items: Sequence[tuple[str, bytes]]) -> None:
@@ -181,6 +277,8 @@ class RedisStore:
                 pipe.execute()
         except self._server.errors as exc:
             self._failed("a write", exc)
+            return
+        self._answered()
 
     def claim(self, key: str, seconds: float) -> str | None:
         """Claim ``key`` for ``seconds`` (``SET NX PX``: one caller of all that share the
@@ -196,6 +294,7 @@ class RedisStore:
         except self._server.errors as exc:
             self._failed("a claim", exc)
             return ""
+        self._answered()
         return token if won else None
 
     def release(self, key: str, token: str) -> None:
@@ -206,24 +305,44 @@ class RedisStore:
             self._server.client.eval(_RELEASE, 1, self.claims + key, token)
         except self._server.errors as exc:
             self._failed("a release", exc)
+            return
+        self._answered()
 
     def claimed(self, key: str) -> bool:
         """Whether someone holds a claim on ``key`` (False when the server cannot say)."""
         if not self._usable():
             return False
         try:
-            return bool(self._server.client.exists(self.claims + key))
+            held = bool(self._server.client.exists(self.claims + key))
         except self._server.errors as exc:
             self._failed("a read", exc)
             return False
+        self._answered()
+        return held
 
-    def ping(self) -> str | None:
-        """None when the server answers now, else why not (not counted as a cache error)."""
+    def ping(self, *, track: bool = False) -> str | None:
+        """None when the server answers now, else why not (not counted as a cache error).
+        ``track``: the outcome is the server's state (a service's probe: its outage lines,
+        :meth:`outage`); without it, only asked (``rerankit check``, the start line)."""
         try:
             self._server.client.ping()
         except self._server.errors as exc:
-            return f"{self.where}: {type(exc).__name__}: {exc}"
+            said = self._server.said(exc)
+            if track:
+                self._server.outage.failed("a PING", said, self._server.reason(exc), call=False)
+            return f"{self.where}: {said}"
+        if track:
+            self._answered()
         return None
+
+    def outage(self) -> tuple[float, str] | None:
+        """While the server cannot be used (its last call or tracked PING failed): for how
+        many seconds, and why in a few words without its address; None while it answers."""
+        outage = self._server.outage
+        since, reason = outage.since, outage.reason
+        if since is None:
+            return None
+        return time.monotonic() - since, reason or "not reachable"
 
     def _keys(self) -> Any:
         pattern = self.prefix + "*"  # the namespace holds no glob characters
@@ -241,7 +360,8 @@ class RedisStore:
             if batch:
                 deleted += self._server.client.unlink(*batch)
         except self._server.errors as exc:
-            raise CacheUnavailableError(f"{self.kind} cache {self.where}: {exc}") from exc
+            said = self._server.said(exc)
+            raise CacheUnavailableError(f"{self.kind} cache {self.where}: {said}") from exc
         return int(deleted)
 
     def info(self) -> StoreInfo:
@@ -261,9 +381,10 @@ class RedisStore:
                 answers = pipe.execute()
                 sizes = [s for s in answers[0::2] if s is not None]
                 lasting = sum(1 for t in answers[1::2] if t == -1)  # no expiry
-            memory = client.info("memory")
+            memory = {**client.info("memory"), **client.info("stats")}
         except self._server.errors as exc:
-            raise CacheUnavailableError(f"{self.kind} cache {self.where}: {exc}") from exc
+            said = self._server.said(exc)
+            raise CacheUnavailableError(f"{self.kind} cache {self.where}: {said}") from exc
         size = int(entries * sum(sizes) / len(sizes)) if sizes else 0
         policy = str(memory.get("maxmemory_policy", "?"))
         notes = []
@@ -286,7 +407,8 @@ def _is_full(exc: BaseException) -> bool:
 
 
 def _server_notes(memory: dict[str, Any]) -> list[str]:
-    """Redis's memory settings, and what they mean for rerankit's entries."""
+    """Redis's memory settings (``INFO memory``), what they mean for rerankit's entries,
+    and its lookups (``INFO stats``)."""
     used = memory.get("used_memory_human", "?")
     limit = int(memory.get("maxmemory", 0) or 0)
     policy = str(memory.get("maxmemory_policy", "?"))
@@ -298,4 +420,11 @@ def _server_notes(memory: dict[str, Any]) -> list[str]:
         notes.append("no memory bound: set maxmemory (and maxmemory-policy) on the server")
     if policy == "noeviction":
         notes.append("noeviction: once full, writes fail (rerankit then computes uncached)")
+    if "keyspace_hits" in memory:
+        notes.append(
+            f"server lookups since it started: {memory['keyspace_hits']} hits, "
+            f"{memory.get('keyspace_misses', 0)} misses (every key and client; by replica and "
+            "cache: rerankit_cache_lookups_total and rerankit_answer_cache_total on each "
+            "replica's /metrics)"
+        )
     return notes

@@ -25,7 +25,7 @@ from typing import Any
 from ..options import unknown_keys
 from .answer import DEFAULT_ANSWER_TTL
 from .keys import KINDS
-from .redis_store import DEFAULT_NAMESPACE, DEFAULT_TIMEOUT, RedisStore, split_url
+from .redis_store import DEFAULT_NAMESPACE, DEFAULT_TIMEOUT, RedisStore, key_namespace, split_url
 from .store import cache_url
 
 __all__ = ["CacheSettings"]
@@ -78,8 +78,8 @@ class CacheSettings:
                     f"[cache] {kind}_max_stored bounds SQLite caches; a Redis cache is bounded "
                     "by the server's maxmemory and maxmemory-policy"
                 )
-        if resolved and split_url(resolved)[1] and self.namespace != DEFAULT_NAMESPACE:
-            raise ValueError("[cache] give the namespace in the url or in namespace, not both")
+        if resolved and self.namespace != DEFAULT_NAMESPACE:
+            key_namespace(resolved, self.namespace, "[cache] namespace")  # (not both)
 
     @classmethod
     def from_mapping(cls, table: Mapping[str, Any]) -> CacheSettings:
@@ -96,6 +96,12 @@ class CacheSettings:
     def resolved_url(self) -> str | None:
         """The Redis URL in use: ``url``, else ``$RERANKIT_CACHE_URL``, else None (SQLite)."""
         return cache_url(self.url or None)
+
+    @property
+    def resolved_namespace(self) -> str:
+        """The namespace the keys go under: the url's ``?namespace=``, else ``namespace``."""
+        url = self.resolved_url
+        return (split_url(url)[1] if url else None) or self.namespace
 
     def options(self, kind: str) -> dict[str, Any]:
         """Keyword arguments for the cache of ``kind`` (``EmbeddingCache``,

@@ -29,16 +29,20 @@ from .keys import KINDS
 
 __all__ = [
     "CACHE_URL_ENV",
+    "LOOKUP_RESULTS",
     "CacheUnavailableError",
     "FailureLog",
+    "Outage",
     "Store",
     "StoreInfo",
     "cache_url",
     "check_bounds",
     "check_url",
     "count_error",
+    "count_lookups",
     "default_cache_dir",
     "error_counts",
+    "lookup_counts",
     "redacted",
     "skipped_counts",
 ]
@@ -122,7 +126,32 @@ class Store(Protocol):
 
 _ERRORS: Counter[str] = Counter()
 _SKIPPED: Counter[str] = Counter()
+_LOOKUPS: Counter[tuple[str, str]] = Counter()
 _ERRORS_LOCK = threading.Lock()
+#: what a lookup of each cache can find: ``hit`` (in the store: Redis, or an SQLite file),
+#: ``memory`` (in this process's memory: embeddings only), ``miss`` (nowhere: computed)
+LOOKUP_RESULTS = {"embedding": ("hit", "memory", "miss"), "judgment": ("hit", "miss")}
+
+
+def count_lookups(kind: str, **results: int) -> None:
+    """Count lookups of cache ``kind`` by result (:data:`LOOKUP_RESULTS`): ``hit=3, miss=1``."""
+    with _ERRORS_LOCK:
+        for result, n in results.items():
+            _LOOKUPS[(kind, result)] += n
+
+
+def lookup_counts() -> dict[str, dict[str, int]]:
+    """Lookups of the embedding and judgment caches, by result, since the process started:
+    what a service exports as ``rerankit_cache_lookups_total{cache=..., result=...}``
+    (answers are counted apart: ``rerankit_answer_cache_total``). An embedding's ``hit`` is
+    a vector read from the store (Redis: another replica's, or this one's before it was
+    dropped from memory), ``memory`` one this process held; a judgment's ``hit`` is an LLM
+    call saved."""
+    with _ERRORS_LOCK:
+        return {
+            kind: {result: _LOOKUPS.get((kind, result), 0) for result in results}
+            for kind, results in LOOKUP_RESULTS.items()
+        }
 
 
 def count_error(kind: str, n: int = 1) -> None:
@@ -159,15 +188,27 @@ class FailureLog:
         self._unlogged = 0
 
     def failed(
-        self, kind: str, where: str, what: str, exc: BaseException, *, tried: bool = True
+        self,
+        kind: str,
+        where: str,
+        what: str,
+        exc: BaseException,
+        *,
+        tried: bool = True,
+        said: str | None = None,
+        log: bool = True,
     ) -> None:
         """A call of ``kind`` that went without the store: it failed (``tried``), or it
-        skipped a server that failed a moment ago (counted apart: :func:`skipped_counts`)."""
+        skipped a server that failed a moment ago (counted apart: :func:`skipped_counts`).
+        ``said``: the failure as the warning says it (default: its type and text); ``log``
+        False: counted only (an :class:`Outage` says it)."""
         if tried:
             count_error(kind)
         else:
             with _ERRORS_LOCK:
                 _SKIPPED[kind] += 1
+        if not log:
+            return
         now = time.monotonic()
         with self._lock:
             self._unlogged += 1
@@ -175,15 +216,78 @@ class FailureLog:
                 return
             self._last, n, self._unlogged = now, self._unlogged, 0
         self.logger.warning(
-            "%s cache %s: %s failed (%s: %s); computing without the cache (%d call(s) "
+            "%s cache %s: %s failed (%s); computing without the cache (%d call(s) "
             "since the last warning, at most one warning a minute)",
             kind,
             where,
             what,
-            type(exc).__name__,
-            exc,
+            said or f"{type(exc).__name__}: {exc}",
             n,
         )
+
+
+class Outage:
+    """A shared server's outages, as its log says them: one WARNING when it goes (its first
+    failure, at most one such warning a minute, so a server that flaps is not a line a
+    second) and, for an outage so announced, one INFO when it answers again, with how long
+    it was out and how many cache calls went without it. ``where``: the server (no
+    password). Safe to share between threads."""
+
+    def __init__(self, logger: logging.Logger, where: str, interval: float = 60.0) -> None:
+        self.logger, self.where, self.interval = logger, where, interval
+        self._lock = threading.Lock()
+        #: when (``time.monotonic()``) the current outage began; None while it answers
+        self.since: float | None = None
+        #: why it cannot be used now, in a few words and no address (for a public probe)
+        self.reason: str | None = None
+        self._announced = False
+        self._last_announced = -math.inf
+        self._calls = 0
+
+    def failed(self, what: str, said: str, reason: str, *, call: bool = True) -> None:
+        """``what`` (``a read``, ``a PING``) failed, ``said`` so (for the log) and ``reason``
+        so (for a probe); ``call``: a cache call that went without the server."""
+        now = time.monotonic()
+        with self._lock:
+            self._calls += call
+            self.reason = reason
+            if self.since is not None:
+                return
+            self.since = now
+            self._announced = now - self._last_announced >= self.interval
+            if not self._announced:
+                return
+            self._last_announced = now
+        self.logger.warning(
+            "shared cache %s: %s failed (%s); computing without the cache until the server "
+            "answers again (a line will say when)",
+            self.where,
+            what,
+            said,
+        )
+
+    def skipped(self) -> None:
+        """A cache call went without the server, skipped after a failure."""
+        with self._lock:
+            self._calls += self.since is not None
+
+    def answered(self) -> None:
+        """A call to the server succeeded: an outage, if one was going on, is over."""
+        if self.since is None:  # (the common case: no lock)
+            return
+        with self._lock:
+            if self.since is None:
+                return
+            out, calls, announced = time.monotonic() - self.since, self._calls, self._announced
+            self.since, self.reason, self._calls = None, None, 0
+        if announced:
+            self.logger.info(
+                "shared cache %s: the server answers again, after %.1f s out; %d cache "
+                "call(s) went without it meanwhile",
+                self.where,
+                out,
+                calls,
+            )
 
 
 def check_url(url: str, where: str = "cache url") -> str:

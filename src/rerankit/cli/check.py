@@ -255,7 +255,9 @@ def check_settings(
     variable = settings.api_key_env or API_KEY_ENV
     said = keys_said(in_file, variable, settings.api_key_env is not None, os.environ.get(variable))
     print(f"{name}: {said}")
-    print(f"{name}: {cache_check(settings)}")  # one PING of a shared server, at most
+    line, level = cache_check(settings)  # one PING of a shared server, at most
+    print(f"{name}: warning: {line}" if level == "warning" else f"{name}: {line}")
+    failed += level == "mistake"
     unwritable = cache_dir_check(settings)
     if unwritable is not None:  # a mistake only where serve would not start
         mistake, said = unwritable
@@ -350,7 +352,9 @@ def add_commands(sub: Any) -> None:
         "an API key and how many come from api_keys and from the variable (counts, never a "
         "key), or that it will be open; its cache line says where answers, LLM judgments and "
         "embeddings are kept and for how long, and whether the Redis server answered one PING "
-        "from here (no answer is a mistake only with [cache] required = true); a cache "
+        "from here (no answer is said, never a mistake: run check where serve runs; a server "
+        "that answers and refuses the url's password is a warning, a mistake with [cache] "
+        "required = true, as serve would never be ready); a cache "
         "directory (RERANKIT_CACHE_DIR) this user cannot write is a warning (serve keeps "
         "nothing there), and a mistake with answer_cache = true and no [cache] url (serve "
         "would not start); with "

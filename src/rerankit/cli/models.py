@@ -14,11 +14,11 @@ from .. import registry
 from ..backends.export import onnx_cache_root
 from ..backends.manifest import is_exported, read_manifest
 from ..cache import cache_url, default_cache_dir
-from ..cache.redis_store import RedisStore
+from ..cache.redis_store import RedisStore, key_namespace
 from ..cache.sqlite import SQLiteStore
 from . import check as check_commands
 from . import export as export_command
-from .args import examples, refuse_unused
+from .args import UsageError, examples, refuse_unused
 from .check import cmd_check, describe
 
 __all__ = [
@@ -166,6 +166,11 @@ def cmd_cache(args: argparse.Namespace) -> int:
             "without a server (--url, or $RERANKIT_CACHE_URL): the SQLite files here have no "
             "key prefix",
         )
+    else:  # one namespace, said once: a settings file refuses both too
+        try:
+            key_namespace(url, args.namespace, "--namespace")
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     server: list[str] = []
     for name, kind, local, shared in CACHES:
         what = shared if url else local
@@ -222,7 +227,10 @@ def add_commands(sub: Any) -> None:
         "$RERANKIT_CACHE_DIR, else $XDG_CACHE_HOME/rerankit, else ~/.cache/rerankit; "
         "embeddings also $RERANKIT_EMBEDDING_CACHE), or, with --url or $RERANKIT_CACHE_URL, "
         "those in a shared Redis/Valkey server (and its memory settings); and ONNX exports "
-        "(onnx/) and BM25's word-frequency tables (wordfreq/). clear deletes only rerankit's "
+        "(onnx/) and BM25's word-frequency tables (wordfreq/); with a server, its lookups "
+        "(keyspace hits and misses: every key and client; a service's /metrics counts hits "
+        "by cache: rerankit_cache_lookups_total, rerankit_answer_cache_total). clear deletes "
+        "only rerankit's "
         "entries: in a shared Redis database, the keys under its namespace, nothing else; with "
         "a server, clear (all) empties the server's caches and leaves this machine's folders "
         "(clear onnx, clear wordfreq remove them).",
@@ -251,7 +259,8 @@ def add_commands(sub: Any) -> None:
     cache.add_argument(
         "--namespace",
         default=None,
-        help="with a server: the key prefix rerankit's entries use (default rerankit)",
+        help="with a server: the key prefix rerankit's entries use (default rerankit; or "
+        "?namespace=NAME in the url, not both)",
     )
     cache.set_defaults(func=cmd_cache)
 

@@ -32,9 +32,8 @@ from ..backends.bundled import (
 from ..backends.detect import check_tokenizer, folder_kind
 from ..backends.hardware import attention_kernels
 from ..backends.hub import cache_only_model_options, hub_options
-from ..backends.local import weights_fingerprint
 from ..backends.onnx import is_exported, read_manifest
-from ..cache import EmbeddingCache
+from ..cache import EmbeddingCache, content_key
 from ..errors import ConfigError, InputError, ScorerError
 from ..text.passages import DEFAULT_MAX_PASSAGES, split_passages
 from ..types import Document
@@ -151,13 +150,6 @@ class EmbeddingScorer(LocalModelScorer):
         self.passage_words = _positive("passage_words", passage_words)
         self.max_passages = _positive("max_passages", max_passages)
         self.passage_lead = _lead(passage_lead)
-        self.model_key = (
-            model + weights_fingerprint(model)
-            if isinstance(model, str)
-            else f"{type(model).__name__}@{id(model)}"
-        )
-        if self.backend == "onnx":  # other numbers: never mixed with torch's in a cache
-            self.model_key += "|onnx" + (f"-{self.quantize}" if self.quantize else "")
         self._pending = Pending()  # texts being encoded now (shared with passage twins)
         self._recent = RecentQueries(RECENT_QUERIES)  # (shared with passage twins too)
         shared = None  # the store: $RERANKIT_CACHE_URL, when set, unless told otherwise
@@ -185,6 +177,14 @@ class EmbeddingScorer(LocalModelScorer):
         twin.max_passages = _positive("max_passages", max_passages)
         twin.passage_lead = _lead(lead)
         return twin
+
+    @cached_property
+    def model_key(self) -> str:
+        """The model in cache keys: :func:`~rerankit.cache.content_key` (a folder's files)."""
+        key = content_key(self.model_id) if self.model_id else f"object@{id(self._model.model)}"
+        if self.backend == "onnx":  # other numbers: never mixed with torch's in a cache
+            key += "|onnx" + (f"-{self.quantize}" if self.quantize else "")
+        return key  # (a model object: told apart within this process only)
 
     @cached_property
     def is_bundled(self) -> bool:

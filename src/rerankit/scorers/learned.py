@@ -215,6 +215,16 @@ class LearnedScorer:
             raise ValueError(no_such_file(self.path, "the learned ranker's model file"))
         self.name = name
         self._embedding = embedding
+        #: the embedding model the features come from, when named (given, or the model's
+        #: report's; None: a scorer given, or the bundled one): part of the scorer's
+        #: identity in a cache key, as the model file is
+        self.embedding_model: str | None = (
+            str(embedding)
+            if isinstance(embedding, (str, Path))
+            else trained_embedding(self.path)
+            if embedding is None
+            else None
+        )
         self._booster: Any = None
         self._signals: Signals | None = None
         self._names: tuple[str, ...] = FEATURES
@@ -232,7 +242,7 @@ class LearnedScorer:
                 )
             self._names, self._columns = names, feature_columns(names)
             self._booster = booster
-            self._signals = Signals(self._embedding or trained_embedding(self.path))
+            self._signals = Signals(self.embedding_model or self._embedding)
         assert self._signals is not None
         return self._booster, self._signals
 

@@ -39,7 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..cache import AnswerCache, answer_key, open_store
+from ..cache import AnswerCache, answer_key
 from .metrics import Metrics
 from .settings import ServerSettings
 
@@ -169,10 +169,6 @@ class Answers:
         self.enabled = settings.answer_cache
         options = settings.cache.options("answer")
         self.cache = AnswerCache(**options) if self.enabled else None
-        #: what ``/ready`` pings when the operator requires the shared cache
-        self.probe: Any = None
-        if settings.cache.required:
-            self.probe = self.cache.store if self.cache else open_store("answer", **options)
         #: the store's calls block (up to its timeout): on threads of their own, so a slow
         #: store holds no thread a pipeline needs
         self._executor = ThreadPoolExecutor(8, thread_name_prefix="rerankit-answers")
@@ -204,13 +200,6 @@ class Answers:
             sent = headers.get("authorization", "")
             tenant = sent[7:].strip() if sent.lower().startswith("bearer ") else ""
         return request_key(fingerprint, path, body, self.settings, tenant, notes)
-
-    async def unreachable(self) -> str | None:
-        """Why the required shared cache cannot be reached now (None: it can, or it is not
-        required)."""
-        if self.probe is None:
-            return None
-        return await self._call(self.probe.ping)
 
     async def answer(
         self, key: str, model: str, deadline: float, compute: Callable[[], Awaitable[Answer]]

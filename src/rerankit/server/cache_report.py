@@ -14,7 +14,7 @@ from typing import Any
 
 from .._paths import CACHE_DIR_ENV, unwritable, warn_unwritable
 from ..cache import EMBEDDING_CACHE_ENV
-from ..cache.redis_store import RedisStore
+from ..cache.redis_store import AUTH_FAILED, RedisStore
 from ..cache.store import default_cache_dir, redacted
 from ..errors import RerankitError
 
@@ -58,7 +58,7 @@ def cache_where(settings: Any) -> str:
         named = [_PLURAL[k] for k in kinds]
         said = ", ".join(named[:-1]) + " and " + named[-1]
         return (
-            f"{off}{said} shared in Redis {redacted(url)} under {cache.namespace}:* "
+            f"{off}{said} shared in Redis {redacted(url)} under {cache.resolved_namespace}:* "
             f"(kept: {_kept(cache, kinds)}); required = {str(cache.required).lower()}"
         )
     folder = default_cache_dir()
@@ -87,26 +87,38 @@ def cache_ping(settings: Any) -> str | None:
     return None if problem is None else problem.split(": ", 1)[-1].rstrip(".")
 
 
-def cache_check(settings: Any) -> str:
-    """``rerankit check``'s ``cache:`` line for ``settings``. A shared server that does
-    not answer is said, never a mistake: like a key variable not set here, what this
-    machine reaches says little of where serve runs (CI may have no Redis); with
-    ``required = true`` the line says that serve would not be ready without it."""
+def cache_check(settings: Any) -> tuple[str, str | None]:
+    """``rerankit check``'s ``cache:`` line for ``settings``, and how grave it is: None,
+    ``warning`` or ``mistake``, as serve would meet the same server. A shared server that
+    does not answer is said, never a mistake: like a key variable not set here, what this
+    machine reaches says little of where serve runs (CI may have no Redis); with ``required
+    = true`` the line says that serve would not be ready without it. A server that answers
+    and refuses the url's credentials would refuse serve's too: a warning (serve computes
+    without it), a mistake with ``required = true`` (serve would never be ready)."""
     line = f"cache: {cache_where(settings)}"
     if not settings.cache.resolved_url:
-        return line
+        return line, None
     problem = cache_ping(settings)
     timeout = f"{settings.cache.timeout:g} s"
     if problem is None:
-        return f"{line}; the server answered a PING from here (within {timeout})"
-    if settings.cache.required:
-        return (
-            f"{line}; the server is not reachable from here ({problem}; one PING, timeout "
-            f"{timeout}): with required = true, serve's /ready says 503 until it answers"
+        return f"{line}; the server answered a PING from here (within {timeout})", None
+    required = settings.cache.required
+    if AUTH_FAILED in problem:
+        if required:
+            then = "with required = true, serve's /ready says 503 until the url is mended"
+        else:
+            then = "serve starts and computes without it until the url is mended"
+        return f"{line}; the server refused the url's credentials ({problem}): {then}", (
+            "mistake" if required else "warning"
         )
+    if required:
+        then = "with required = true, serve's /ready says 503 until it answers"
+    else:
+        then = "serve starts anyway and computes without it until it answers"
     return (
         f"{line}; the server is not reachable from here ({problem}; one PING, timeout "
-        f"{timeout}): serve starts anyway and computes without it until it answers"
+        f"{timeout}): {then}",
+        None,
     )
 
 
@@ -159,9 +171,5 @@ def _log_cache(settings: Any) -> None:
         if settings.cache.required
         else "requests are computed without it until it answers"
     )
-    logger.warning(
-        "rerankit service caches: %s; the server did not answer a PING (%s): %s",
-        where,
-        problem,
-        then,
-    )
+    how = "refused the url's credentials" if AUTH_FAILED in problem else "did not answer a PING"
+    logger.warning("rerankit service caches: %s; the server %s (%s): %s", where, how, problem, then)

@@ -35,6 +35,7 @@ from .formats.base import Call
 from .metrics import Metrics
 from .pipeline import FIRST_RETRY_SECONDS, ServedPipeline, run_abandoning
 from .settings import ServerSettings
+from .shared_cache import SharedCache
 from .shedding import shed, too_big, too_late
 from .state import PipelineState, summary
 from .tokens import by_tokens, gather, tokens_of
@@ -101,6 +102,7 @@ class Service:
         for pipeline in self.pipelines.values():
             pipeline.build()  # a mistake in a spec stops the service here
         self.answers = Answers(settings, self.metrics)  # off unless answer_cache
+        self.shared_cache = SharedCache(settings, self.metrics)  # [cache] url's server
         self.metrics.watch_readiness(
             lambda: {n: p.ready for n, p in self.pipelines.items()},
             lambda: {n: p.ready and p.state.healthy for n, p in self.pipelines.items()},

@@ -82,9 +82,10 @@ from typing import Any
 from ..backends.manifest import check_backend
 from ..cache import CacheSettings
 from ..cache.store import redacted
-from ..config import paths_beside, read_spec
+from ..config import read_spec
 from ..options import check_options, unknown_keys
 from ..plugins import load_environment, load_plugins, plugin_list, plugins_beside
+from ..spec_toml import paths_beside
 from .api_keys import env_keys, env_problem, kind_of, list_problem
 from .batching import PAIR_MODES
 from .feedback import (

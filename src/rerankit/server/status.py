@@ -11,7 +11,7 @@ from fastapi.responses import Response
 
 from .. import __version__
 from .http import ErrorBody, SafeJSONResponse
-from .readiness import pipeline_readiness, readiness
+from .readiness import ready_answer
 from .service import Service
 from .settings import ServerSettings
 from .status_shapes import Health, Info, Models, NotReady, Ready
@@ -97,16 +97,9 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
         last requests all failed (`failing`: a provider down since) stays ready, and the
         200 says so (`failing`, with why and since when). 503 `stopping` once a
         stop began (during the drain period after SIGTERM too), and, with `[cache] required
-        = true`, 503 while the shared cache cannot be reached. Needs no key."""
-        headers = None
-        if model is None:
-            status, body = readiness(service)
-        else:
-            status, body, headers = pipeline_readiness(service, model)
-        if status == 200:  # [cache] required = true: not ready while its server is down
-            problem = await service.answers.unreachable()
-            if problem is not None:
-                status, body = 503, {"status": "failed", "failed": {"cache": problem}}
+        = true`, 503 while the shared cache cannot be used (its reason in a few words: `/info`
+        names the server and the error). Needs no key."""
+        status, body, headers = await ready_answer(service, model)
         return SafeJSONResponse(body, status_code=status, headers=headers)
 
     @app.get(
@@ -155,7 +148,10 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
         attempts and when it is retried) and what its scores mean; the limits
         (per pipeline too), micro-batching, the answer cache, the experiments on logged
         answers (interleaving and exploration, with the click log they need), whether the
-        service is ready and which process answered (`rerankit serve --workers`)."""
+        service is ready (as `/ready` would answer, its shared cache included; when not,
+        `not_ready` says why, in full) and which process answered (`rerankit serve
+        --workers`)."""
+        status, why, _ = await ready_answer(service, public=False)
         return {
             "version": __version__,
             "default": settings.default,
@@ -187,9 +183,13 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
                 "pairs": settings.batch_pairs if settings.batching else "off",
                 "max_pairs": settings.batch_max_pairs,
             },
-            "cache": service.answers.describe(),
+            "cache": {
+                **service.answers.describe(),
+                "server": await service.shared_cache.describe(),
+            },
             "experiments": _experiments(settings),
-            "ready": readiness(service)[0] == 200,
+            "ready": status == 200,
+            **({} if status == 200 else {"not_ready": why}),
             "process": {"pid": os.getpid()},  # which worker answered (rerankit serve --workers)
         }
 
@@ -207,5 +207,6 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
         },
     )
     async def prometheus() -> Any:
+        await service.shared_cache.check()  # rerankit_cache_up as the server answers now
         body, content_type = metrics.render()
         return Response(body, media_type=content_type)
