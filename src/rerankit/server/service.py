@@ -117,8 +117,7 @@ class Service:
 
     def named(self, name: str | None, family: str | None = None) -> ServedPipeline:
         """The pipeline ``name`` (or an alias, or None: the default) names, ready or not;
-        404 listing the pipelines and aliases when there is none of that name, its "did you
-        mean" offering names of the request's API ``family`` first."""
+        404 listing them when there is none, offering the request's API ``family`` first."""
         name = self.settings.resolve(name)
         if name not in self.pipelines:
             raise ServiceError(404, self.settings.not_found(name, self.pipelines, family))
