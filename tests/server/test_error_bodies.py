@@ -1,7 +1,8 @@
 """Error answers a migrating client can act on: TEI's ``POST /rerank`` answers errors as
 Text Embeddings Inference does, ``{"error": text, "error_type":
-Validation|Overloaded|Unhealthy|Backend}``, besides rerankit's ``message`` (other endpoints
-keep ``{"message": ...}`` alone); v2's object documents are sent to v1."""
+Validation|Overloaded|Unhealthy|Backend}``, besides rerankit's ``message`` and ``code``
+(other endpoints send ``{"message": ..., "code": ...}`` alone); v2's object documents are
+sent to v1."""
 
 from __future__ import annotations
 
@@ -56,9 +57,9 @@ def test_tei_errors_carry_error_and_error_type(client):
     assert client.post("/rerank", json={"query": "q", "texts": ["a b", "q"]}, headers=KEY).json()
 
 
-def test_other_endpoints_keep_the_message_alone(client):
+def test_other_endpoints_have_no_tei_fields(client):
     answer = client.post("/v2/rerank", json={"query": "q", "documents": []}, headers=KEY)
-    assert answer.status_code == 422 and set(answer.json()) == {"message"}
+    assert answer.status_code == 422 and set(answer.json()) == {"message", "code"}
 
 
 @pytest.mark.parametrize(

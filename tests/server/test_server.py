@@ -531,9 +531,11 @@ def test_no_plain_text_500_and_every_answer_counted_and_timed(live):
 
 def test_404_405_and_401_answer_like_the_api(live):
     r = httpx.get(f"{live.url}/nope", headers=AUTH)
-    assert r.status_code == 404 and r.json() == {"message": "Not Found"}
+    assert r.status_code == 404
+    assert r.json() == {"message": "Not Found", "code": "not_found"}
     r = httpx.get(f"{live.url}/v1/rerank", headers=AUTH)
-    assert r.status_code == 405 and r.json() == {"message": "Method Not Allowed"}
+    assert r.status_code == 405
+    assert r.json() == {"message": "Method Not Allowed", "code": "method_not_allowed"}
     r = httpx.post(f"{live.url}/v1/rerank", json={"query": "q", "documents": ["a"]})
     assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
 

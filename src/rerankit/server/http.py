@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InvalidDocumentError, ServiceError
+from .codes import code_of
 from .metrics import Metrics
 from .settings import ServerSettings
 
@@ -21,6 +22,7 @@ __all__ = [
     "PLAIN_MESSAGES",
     "ErrorBody",
     "SafeJSONResponse",
+    "body_too_large",
     "client_gone",
     "error",
     "invalid",
@@ -29,6 +31,7 @@ __all__ = [
     "read_body",
     "read_json",
     "render",
+    "said",
     "until_disconnect",
     "validate",
 ]
@@ -45,12 +48,14 @@ class ErrorBody(BaseModel):
     """Every error answer."""
 
     message: str
+    code: str
 
 
 def invalid(where: str, message: str) -> ServiceError:
     """The 422 of a body that is JSON but not a valid request: ``invalid request: <where>:
     <message>``, ``where`` the dotted path of the value at fault (``documents.0.text``)."""
-    return ServiceError(422, f"invalid request: {where + ': ' if where else ''}{message}")
+    said = f"invalid request: {where + ': ' if where else ''}{message}"
+    return ServiceError(422, said, code="invalid_request")
 
 
 def invalid_document(exc: InvalidDocumentError) -> ServiceError:
@@ -95,13 +100,40 @@ def tei_error_type(status: int) -> str:
     return "Backend" if status >= 500 else "Validation"
 
 
-def error(status: int, message: str, headers: dict[str, str] | None = None, path: str = "") -> Any:
-    """The JSON error answer ``{"message": ...}``; on TEI's path (``/rerank``) with TEI's
-    ``error`` (the same text) and ``error_type`` as well, which TEI's clients read."""
-    body: dict[str, Any] = {"message": message}
+def error(
+    status: int,
+    message: str,
+    headers: dict[str, str] | None = None,
+    path: str = "",
+    *,
+    code: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> Any:
+    """The JSON error answer ``{"message": ..., "code": ...}`` (``code``: the cause's name,
+    :mod:`.codes`; the status's general one when None) with ``details`` as fields beside
+    them; on TEI's path (``/rerank``) with TEI's ``error`` (the same text) and
+    ``error_type`` as well, which TEI's clients read (they ignore the other keys)."""
+    body: dict[str, Any] = {"message": message, "code": code_of(status, code), **(details or {})}
     if path in TEI_PATHS:
         body.update(error=message, error_type=tei_error_type(status))
     return SafeJSONResponse(body, status_code=status, headers=headers)
+
+
+def said(exc: ServiceError, path: str = "") -> Any:
+    """:func:`error`: the answer of ``exc`` on ``path``."""
+    return error(exc.status, exc.message, exc.headers, path, code=exc.code, details=exc.details)
+
+
+def body_too_large(settings: ServerSettings) -> ServiceError:
+    """The 413 of a body over ``max_body_bytes`` (said by its Content-Length, or once it has
+    streamed past it)."""
+    return ServiceError(
+        413,
+        f"request body over {settings.max_body_bytes} bytes (max_body_bytes in the service's "
+        "settings)",
+        code="body_too_large",
+        details={"max_body_bytes": settings.max_body_bytes},
+    )
 
 
 async def read_body(request: Any, settings: ServerSettings) -> bytes:
@@ -120,14 +152,11 @@ async def read_body(request: Any, settings: ServerSettings) -> bytes:
                 408,
                 f"the request body did not arrive within {settings.body_timeout:g} s",
                 {"Connection": "close"},
+                code="body_timeout",
             ) from exc
         size += len(chunk)
         if size > settings.max_body_bytes:
-            raise ServiceError(
-                413,
-                f"request body over {settings.max_body_bytes} bytes (max_body_bytes in the "
-                "service's settings)",
-            )
+            raise body_too_large(settings)
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -149,7 +178,11 @@ async def read_json(request: Any, settings: ServerSettings) -> Any:
     # Content-Type header.
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind in _SIMPLE_FORMS:  # what a page of another origin may send without asking
-        raise ServiceError(415, f"Content-Type {kind}: send application/json (or none)")
+        raise ServiceError(
+            415,
+            f"Content-Type {kind}: send application/json (or none)",
+            code="unsupported_media_type",
+        )
     raw = await read_body(request, settings)
     try:  # NaN and Infinity are not JSON: echoed back, they would break strict clients
         return json.loads(raw or b"null", parse_constant=_not_json)
@@ -158,12 +191,15 @@ async def read_json(request: Any, settings: ServerSettings) -> Any:
             400,
             f"the body is not UTF-8 (byte {exc.start} is 0x{raw[exc.start]:02x}): send JSON "
             "encoded as UTF-8",
+            code="invalid_json",
         ) from exc
     except ValueError as exc:
         why = "a number has too many digits" if "int_max_str_digits" in str(exc) else exc
-        raise ServiceError(400, f"the body is not JSON: {str(why)[:200]}") from exc
+        raise ServiceError(
+            400, f"the body is not JSON: {str(why)[:200]}", code="invalid_json"
+        ) from exc
     except RecursionError as exc:  # nesting deeper than the parser goes
-        raise ServiceError(400, "the body is nested too deeply") from exc
+        raise ServiceError(400, "the body is nested too deeply", code="invalid_json") from exc
 
 
 def validate(data: Any, model: type) -> Any:
@@ -210,5 +246,9 @@ async def until_disconnect(request: Any, work: Any, metrics: Metrics) -> Any:
         with contextlib.suppress(BaseException):
             await task
         metrics.abandoned.inc()
-        raise ServiceError(499, "the client closed the connection; the request was dropped")
+        raise ServiceError(
+            499,
+            "the client closed the connection; the request was dropped",
+            code="client_closed_request",
+        )
     return task.result()

@@ -88,6 +88,7 @@ async def run_abandoning(
             f"pipeline {name!r}: not answered: its work was cancelled, though the request was "
             "not (work it shared with an abandoned request); retry",
             {"Retry-After": "1"},
+            code="work_cancelled",
         )
     return task.result()
 
@@ -163,10 +164,14 @@ class ServedPipeline:
                 f"pipeline {self.name!r} is unavailable: {state.error}; it is not retried "
                 "(restart the service once it has what it needs)",
                 {"Retry-After": str(max(1, math.ceil(self.settings.retry_max_seconds)))},
+                code="pipeline_not_installed",
             )
         why = f"is unavailable: {state.error}; {now}" if state.error else f"is {now}"
         return ServiceError(
-            503, f"pipeline {self.name!r} {why}; retry in {wait} s", {"Retry-After": str(wait)}
+            503,
+            f"pipeline {self.name!r} {why}; retry in {wait} s",
+            {"Retry-After": str(wait)},
+            code="pipeline_failed" if state.error else "pipeline_loading",
         )
 
     def start_loading(self, delay: float = 0.0) -> None:
@@ -340,7 +345,13 @@ class ServedPipeline:
         why = f"no answer within the {timeout:g} s deadline"
         if waited < timeout / 2:
             self.request_failed(why)
-            return ServiceError(504, f"pipeline {self.name!r}: {why}", {"Retry-After": "1"})
+            return ServiceError(
+                504,
+                f"pipeline {self.name!r}: {why}",
+                {"Retry-After": "1"},
+                code="deadline_exceeded",
+                details={"timeout": timeout},
+            )
         logger.debug(
             "pipeline %r: a request waited %.1f s behind others: %s", self.name, waited, why
         )
@@ -351,6 +362,8 @@ class ServedPipeline:
             f"pipeline {self.name!r}: {why}; it waited {said} behind other requests (the "
             "service is overloaded: send fewer or smaller requests)",
             {"Retry-After": "1"},
+            code="deadline_exceeded_overloaded",
+            details={"timeout": timeout},
         )
 
     def refuse_if_failing(self) -> None:
@@ -366,6 +379,7 @@ class ServedPipeline:
             f"pipeline {self.name!r} is failing: {self.state.failing}; the next request is let "
             f"through to try it in {after} s",
             {"Retry-After": str(after)},
+            code="pipeline_failing",
         )
 
     def answered(self, degraded: str | None = None) -> None:

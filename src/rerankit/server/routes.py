@@ -138,7 +138,7 @@ def add_rerank_routes(
             except InvalidDocumentError as exc:  # a validation error, located: 422
                 raise invalid_document(exc) from exc
             except InputError as exc:
-                raise ServiceError(400, str(exc)) from exc
+                raise ServiceError(400, str(exc), code="invalid_request") from exc
             request.state.model = settings.resolve(call.model)  # errors are counted by it
             request.state.result = None
             request.state.shown = {}

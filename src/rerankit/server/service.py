@@ -31,11 +31,11 @@ from .admission import Admission
 from .answers import Answers
 from .batching import MicroBatching, request_hooks
 from .cache_report import log_cache
-from .formats.base import Call
+from .formats.base import Call, check_count
 from .metrics import Metrics
 from .pipeline import FIRST_RETRY_SECONDS, ServedPipeline, run_abandoning
 from .settings import ServerSettings
-from .shedding import shed, too_big, too_late
+from .shedding import no_slot, shed, too_big, too_late
 from .state import PipelineState, summary
 from .tokens import by_tokens, gather, tokens_of
 
@@ -118,7 +118,9 @@ class Service:
         404 listing the pipelines and aliases when there is none of that name."""
         name = self.settings.resolve(name)
         if name not in self.pipelines:
-            raise ServiceError(404, self.settings.not_found(name, self.pipelines))
+            raise ServiceError(
+                404, self.settings.not_found(name, self.pipelines), code="unknown_model"
+            )
         return self.pipelines[name]
 
     def pipeline(self, name: str | None) -> ServedPipeline:
@@ -262,20 +264,14 @@ class Service:
         settings = self.settings
         pipeline = self.pipeline(call.model)
         if not call.query.strip():
-            raise ServiceError(400, "query must not be empty")
+            raise ServiceError(400, "query must not be empty", code="invalid_request")
         if not call.documents:
-            raise ServiceError(400, "documents must not be empty")
-        if len(call.documents) > settings.max_documents:
-            raise ServiceError(
-                400,
-                f"{len(call.documents)} documents; the limit is {settings.max_documents} per "
-                f"request: split them into batches of at most {settings.max_documents} "
-                "(max_documents in the service's settings sets the limit)",
-            )
+            raise ServiceError(400, "documents must not be empty", code="invalid_request")
+        check_count(len(call.documents), settings)
         try:
             check_top_k(call.top_n, "top_n")
         except ValueError as exc:
-            raise ServiceError(400, str(exc)) from exc
+            raise ServiceError(400, str(exc), code="invalid_request") from exc
         self.metrics.batch_documents.labels(pipeline.name).observe(len(call.documents))
         return pipeline
 
@@ -344,12 +340,7 @@ class Service:
         try:
             await asyncio.wait_for(self.admission.acquire(name), max(deadline - queued, 0))
         except asyncio.TimeoutError as exc:
-            raise ServiceError(
-                503,
-                f"pipeline {name!r}: no slot free within the {settings.timeout:g} s deadline; "
-                "not run",
-                {"Retry-After": "1"},
-            ) from exc
+            raise no_slot(name, settings.timeout) from exc
         expected = (pipeline.per_document or 0.0) * len(docs)  # (chunks, when split)
         refused = too_big(name, pipeline.per_document, len(docs), settings.timeout)
         refused = refused or too_late(name, expected, deadline, settings.timeout)
@@ -394,7 +385,7 @@ class Service:
             self._free_later(task, slot, deadline)
             raise
         except InputError as exc:  # a document's error names it (in the request's list)
-            raise ServiceError(400, exc.located()) from exc
+            raise ServiceError(400, exc.located(), code="invalid_request") from exc
         except (MissingDependencyError, ModelLoadError) as exc:
             raise self._unavailable(pipeline, exc) from exc
         except ServiceError:
@@ -402,7 +393,8 @@ class Service:
         except Exception as exc:
             logger.exception("rerank failed")
             pipeline.request_failed(f"internal error: {type(exc).__name__}: {exc}")
-            raise ServiceError(500, f"internal error: {type(exc).__name__}") from exc
+            said = f"internal error: {type(exc).__name__}"
+            raise ServiceError(500, said, code="internal_error") from exc
         self.metrics.llm_usage(name, result.usage)  # (before an unusable result's error)
         if owners is not None:  # chunks scored: each document by its best
             result = gather(result, owners, call.documents, None)
@@ -425,10 +417,19 @@ class Service:
             if wait is not None and not result.failed:  # the provider is up, just limiting:
                 after = str(min(max(1, math.ceil(wait)), RATE_LIMIT_WAIT_CAP))  # not failing
                 logger.debug("pipeline %r: rate-limited: %s", name, "; ".join(result.warnings))
-                raise ServiceError(429, f"pipeline {name!r}: {why}", {"Retry-After": after})
+                raise ServiceError(
+                    429,
+                    f"pipeline {name!r}: {why}",
+                    {"Retry-After": after},
+                    code="provider_rate_limited",
+                )
             pipeline.request_failed(why, f"{what}: {'; '.join(result.warnings)}")
             status = 500 if result.failed else 502  # else every LLM judgment failed: provider
-            raise ServiceError(status, f"pipeline {name!r}: {why}")
+            raise ServiceError(
+                status,
+                f"pipeline {name!r}: {why}",
+                code="scoring_failed" if result.failed else "provider_failed",
+            )
         pipeline.answered(failure_cause(result.warnings) if result.degraded else None)
         if result.degraded:
             self.metrics.degraded_answers.labels(name).inc()

@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import ServiceError
 from .admission import Admission
 
-__all__ = ["RETRY_AFTER_MOST", "request_seconds", "shed", "too_big", "too_late"]
+__all__ = ["RETRY_AFTER_MOST", "no_slot", "request_seconds", "shed", "too_big", "too_late"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,7 +91,8 @@ def too_big(
         "holds at that rate), or shorter ones, or raise the service's timeout"
     )
     logger.warning("refused with 413: %s", said)
-    return ServiceError(413, said)
+    details = {"max_documents": fits, "timeout": timeout}
+    return ServiceError(413, said, code="too_much_work_for_timeout", details=details)
 
 
 def shed(
@@ -127,6 +128,7 @@ def shed(
         f"queue ahead and {_seconds(work)} of work), more than the {left} left of its "
         f"{timeout:g} s deadline (retry after Retry-After, or send fewer documents)",
         {"Retry-After": str(max(1, math.ceil(min(wait, timeout, RETRY_AFTER_MOST))))},
+        code="not_queued",
     )
 
 
@@ -151,4 +153,16 @@ def too_late(
         503,
         f"pipeline {name!r}: not run: {said} (the service is busy: retry, or send fewer documents)",
         {"Retry-After": "1"},
+        code="not_run",
+    )
+
+
+def no_slot(name: str, timeout: float) -> ServiceError:
+    """The 503 of a request of pipeline ``name`` still queued at its deadline (``timeout``
+    seconds after its arrival)."""
+    return ServiceError(
+        503,
+        f"pipeline {name!r}: no slot free within the {timeout:g} s deadline; not run",
+        {"Retry-After": "1"},
+        code="queue_timeout",
     )
