@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from typing import Any
 
@@ -35,6 +36,8 @@ __all__ = [
     "until_disconnect",
     "validate",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: pydantic's wording for the request models' constraints, said plainly
 PLAIN_MESSAGES = {
@@ -230,8 +233,10 @@ async def client_gone(request: Any) -> None:
 async def until_disconnect(request: Any, work: Any, metrics: Metrics) -> Any:
     """Run ``work``; if the client goes first, cancel it: a request still queued leaves
     the queue without running, a running one stops at its next await (work already on
-    a thread finishes its current step; batched embedding work not yet started is
-    dropped). Cancelled itself (a request cut at shutdown), it cancels the work too."""
+    a thread stops before its model's next batch; batched embedding work not yet started
+    is dropped), and one INFO line says so, naming the request (nothing is sent: no
+    access line is written). Cancelled itself (a request cut at shutdown), it cancels the
+    work too."""
     task = asyncio.ensure_future(work)
     watch = asyncio.ensure_future(client_gone(request))
     try:
@@ -242,6 +247,16 @@ async def until_disconnect(request: Any, work: Any, metrics: Metrics) -> Any:
     finally:
         watch.cancel()
     if not task.done():
+        arrival = getattr(request.state, "arrival", None)
+        after = "" if arrival is None else f" after {time.monotonic() - arrival:.2f} s"
+        logger.info(
+            "%s %s: the client closed the connection%s, before its answer (counted as status "
+            "499); its work is dropped: queued, it never runs; running, it stops before its "
+            "model's next batch",
+            request.method,
+            request.url.path,
+            after,
+        )
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
