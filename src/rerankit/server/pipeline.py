@@ -333,18 +333,23 @@ class ServedPipeline:
                 else "it still runs every request",
             )
 
-    def out_of_time(self, waited: float) -> ServiceError:
+    def out_of_time(self, waited: float, timeout: float | None = None) -> ServiceError:
         """The 504 of a request that got no answer by its deadline (which a balancer does
-        not retry elsewhere). It counts towards ``failing`` unless it spent at least half
-        its deadline (``waited`` seconds) waiting behind other requests: for a slot, for a
-        thread, for the model thread that every local model shares, for a micro-batch.
-        That is overload (requests too many or too large for the timeout), not a broken
-        pipeline; its own work running past the deadline (a stalled provider, a model too
-        slow for the timeout) still counts."""
-        timeout = self.settings.timeout
+        not retry elsewhere): the service's ``timeout``, or the shorter ``timeout`` its
+        ``x-rerankit-timeout`` header set. It counts towards ``failing`` unless it spent at
+        least half its deadline (``waited`` seconds) waiting behind other requests: for a
+        slot, for a thread, for the model thread that every local model shares, for a
+        micro-batch. That is overload (requests too many or too large for the timeout), not
+        a broken pipeline; its own work running past the deadline (a stalled provider, a
+        model too slow for the timeout) still counts, but for a client's shorter deadline:
+        that is the client's budget, not the pipeline's failure."""
+        asked = timeout is not None and timeout < self.settings.timeout
+        timeout = timeout if timeout is not None and asked else self.settings.timeout
         why = f"no answer within the {timeout:g} s deadline"
+        why += " its x-rerankit-timeout header set" if asked else ""
         if waited < timeout / 2:
-            self.request_failed(why)
+            if not asked:
+                self.request_failed(why)
             return ServiceError(
                 504,
                 f"pipeline {self.name!r}: {why}",

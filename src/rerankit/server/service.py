@@ -239,22 +239,21 @@ class Service:
 
         asyncio.get_running_loop().call_later(grace, free)
 
-    def _shed(self, pipeline: ServedPipeline, documents: int, deadline: float) -> None:
+    def _shed(self, pipeline: ServedPipeline, call: Call, deadline: float) -> None:
         """Refuse at once a request that would only wait in the queue to miss its
         deadline (:func:`.shedding.shed`): no work, and no queue place, is spent on it."""
-        refused = shed(pipeline, self.admission, documents, deadline, self.settings.timeout)
-        if refused is not None and refused.status == 413:  # too big for any deadline
-            raise refused
+        timeout, asked = call.timeout or self.settings.timeout, call.timeout is not None
+        refused = shed(pipeline, self.admission, len(call.documents), deadline, timeout, asked)
         if refused is not None:
-            self.metrics.shed.labels(pipeline.name).inc()
+            if refused.status != 413:  # (a 413: too big for any deadline, not shed)
+                self.metrics.shed.labels(pipeline.name).inc()
             raise refused
 
     async def run(self, endpoint: str, call: Call, arrival: float | None = None) -> RerankResult:
-        """Rerank ``call`` within one deadline: ``timeout`` seconds from ``arrival`` (the
-        request's arrival, ``time.monotonic()``), covering the wait for a slot and the work.
-        A request to a pipeline that is not ready, or still queued at its deadline, gets 503
-        without running. Its work runs on its pipeline's resources; once it is answered,
-        none of its work starts."""
+        """Rerank ``call`` within one deadline: ``timeout`` seconds (or the call's own) from
+        ``arrival`` (``time.monotonic()``), covering the wait for a slot and the work. A
+        request to a pipeline that is not ready, or still queued at its deadline, gets 503
+        without running. Once it is answered, none of its work starts."""
         return await self.compute(self.check(endpoint, call), call, arrival)
 
     def check(self, endpoint: str, call: Call) -> ServedPipeline:
@@ -282,8 +281,9 @@ class Service:
         if not pipeline.ready:  # it failed since (the answer cache awaits in between)
             raise pipeline.unavailable()
         pipeline.refuse_if_failing()
-        deadline = (arrival if arrival is not None else time.monotonic()) + self.settings.timeout
-        self._shed(pipeline, len(call.documents), deadline)
+        timeout = call.timeout or self.settings.timeout  # (a client's own is shorter)
+        deadline = (time.monotonic() if arrival is None else arrival) + timeout
+        self._shed(pipeline, call, deadline)
         abandoned = threading.Event()
         try:
             with pipeline.scope(deadline, abandoned, Waits()):
@@ -335,15 +335,15 @@ class Service:
         deadline: float,
         abandoned: threading.Event,
     ) -> RerankResult:
-        settings, name = self.settings, pipeline.name
+        name, timeout = pipeline.name, call.timeout or self.settings.timeout
         queued = time.monotonic()
         try:
             await asyncio.wait_for(self.admission.acquire(name), max(deadline - queued, 0))
         except asyncio.TimeoutError as exc:
-            raise no_slot(name, settings.timeout) from exc
+            raise no_slot(name, timeout) from exc
         expected = (pipeline.per_document or 0.0) * len(docs)  # (chunks, when split)
-        refused = too_big(name, pipeline.per_document, len(docs), settings.timeout)
-        refused = refused or too_late(name, expected, deadline, settings.timeout)
+        refused = too_big(name, pipeline.per_document, len(docs), timeout, call.timeout is not None)
+        refused = refused or too_late(name, expected, deadline, timeout)
         if refused is not None:  # it would only be cancelled half-way
             await self.admission.release(name)
             raise refused
@@ -379,8 +379,8 @@ class Service:
         except asyncio.TimeoutError as exc:  # it ran and got no answer in time: 504, which
             self._free_later(task, slot, deadline)  # a balancer does not try elsewhere
             if not finished:
-                raise pipeline.out_of_time(started - queued + waits().seconds()) from exc
-            result, late = self._at_deadline(name, finished[-1][0], finished[-1][1]()), True
+                raise pipeline.out_of_time(started - queued + waits().seconds(), timeout) from exc
+            result, late = self._at_deadline(name, finished[-1], timeout), True
         except asyncio.CancelledError:  # the client went away
             self._free_later(task, slot, deadline)
             raise
@@ -410,7 +410,7 @@ class Service:
             result = result.top_k(call.top_n)
         what = result.unusable
         if what is not None and time.monotonic() >= deadline:  # its calls ran out of time
-            raise pipeline.out_of_time(started - queued + waits().seconds())
+            raise pipeline.out_of_time(started - queued + waits().seconds(), timeout)
         if what is not None:  # said in one line (every warning in the log at debug level)
             why = summary(what, list(result.warnings))
             wait = rate_limit_wait([r.flags for r in result], result.warnings)
@@ -441,9 +441,10 @@ class Service:
         call.timings.update(queue=started - queued, inference=ended - started)
         return result
 
-    def _at_deadline(self, name: str, stage: str, result: RerankResult) -> RerankResult:
-        """The answer of cascade ``name`` whose deadline came while ``stage`` ran: the
-        ``result`` of the stages that had ended, degraded, saying so."""
-        why = deadline_warning(stage, self.settings.timeout)  # as a Python rerank says it
+    def _at_deadline(self, name: str, last: tuple[str, Any], timeout: float) -> RerankResult:
+        """The answer of cascade ``name`` whose deadline (``timeout`` s) came while a stage ran:
+        ``last`` (FINISHED_STAGES' last: that stage, and the earlier ones' answer), degraded."""
+        stage, ended = last[0], last[1]()
+        why = deadline_warning(stage, timeout)  # as a Python rerank says it
         logger.warning("pipeline %r: %s", name, why)
-        return replace(result, degraded=True, warnings=(why, *result.warnings))
+        return replace(ended, degraded=True, warnings=(why, *ended.warnings))

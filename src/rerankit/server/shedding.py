@@ -72,23 +72,26 @@ def _each(total: float, count: int, each: float) -> str:
 
 
 def too_big(
-    name: str, per_document: float | None, documents: int, timeout: float
+    name: str, per_document: float | None, documents: int, timeout: float, asked: bool = False
 ) -> ServiceError | None:
     """The 413 of a request of pipeline ``name`` whose own expected work (``documents``
-    texts at the recent ``per_document`` seconds each) is longer than the whole ``timeout``:
-    it could not finish even on an idle service, so it is told what to reduce, with no
-    ``Retry-After`` (a retry would be refused the same way). Logged as a warning (counts,
-    no text). None when it may fit, or nothing is known yet."""
+    texts at the recent ``per_document`` seconds each) is longer than the whole ``timeout``
+    (``asked``: the shorter one its ``x-rerankit-timeout`` header set): it could not finish
+    even on an idle service, so it is told what to reduce, with no ``Retry-After`` (a retry
+    would be refused the same way). Logged as a warning (counts, no text). None when it may
+    fit, or nothing is known yet."""
     expected = (per_document or 0.0) * documents
     if not per_document or expected <= timeout:
         return None
     fits = max(1, math.floor(FITS_SHARE * timeout / per_document))  # rounded down
     each = _each(expected, documents, per_document)
+    limit = f"{timeout:g} s {'deadline its x-rerankit-timeout header set' if asked else 'timeout'}"
+    longer = "a longer x-rerankit-timeout" if asked else "raise the service's timeout"
     said = (
         f"pipeline {name!r}: this request alone needs about {_seconds(expected)} of work "
-        f"({documents} texts at about {each} each, recently), more than the {timeout:g} s "
-        f"timeout: send at most about {fits} documents (what {FITS_SHARE:.0%} of the timeout "
-        "holds at that rate), or shorter ones, or raise the service's timeout"
+        f"({documents} texts at about {each} each, recently), more than the {limit}: send at "
+        f"most about {fits} documents (what {FITS_SHARE:.0%} of the timeout holds at that "
+        f"rate), or shorter ones, or {longer}"
     )
     logger.warning("refused with 413: %s", said)
     details = {"max_documents": fits, "timeout": timeout}
@@ -101,6 +104,7 @@ def shed(
     documents: int,
     deadline: float,
     timeout: float,
+    asked: bool = False,
     now: float | None = None,
 ) -> ServiceError | None:
     """The 503 (with ``Retry-After``: when the queue should have drained, but no longer
@@ -110,7 +114,7 @@ def shed(
     :func:`request_seconds` over the slots the pipeline may hold, then its own expected
     work, do not fit in the time left. None when it may queue."""
     now = time.monotonic() if now is None else now
-    refused = too_big(pipeline.name, pipeline.per_document, documents, timeout)
+    refused = too_big(pipeline.name, pipeline.per_document, documents, timeout, asked)
     if refused is not None:  # (not the queue's fault: it would not fit on an idle service)
         return refused
     if admission.can_start(pipeline.name) or not pipeline.service_time:

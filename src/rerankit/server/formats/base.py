@@ -97,6 +97,9 @@ class Call:
     #: filled in by the service: warnings about the request itself (a Cohere multilingual
     #: model name answered by a pipeline that reads English only), said in ``meta.warnings``
     notes: list[str] = field(default_factory=list, compare=False)
+    #: the request's own deadline (seconds from its arrival) when its ``x-rerankit-timeout``
+    #: header asked for less than the service's ``timeout`` (None: the service's)
+    timeout: float | None = None
 
     def cut_documents(self) -> set[int]:
         """The input indices of every document cut before or while it was scored: by the
