@@ -6,7 +6,7 @@ each with its status and what a client should do; a test holds the two alike."""
 
 from __future__ import annotations
 
-__all__ = ["CODES", "code_of"]
+__all__ = ["CODES", "NO_RETRY_AFTER", "code_of"]
 
 #: every code the service sends, with the statuses it comes with
 CODES: dict[str, tuple[int, ...]] = {
@@ -44,6 +44,10 @@ CODES: dict[str, tuple[int, ...]] = {
     "deadline_exceeded": (504,),
     "deadline_exceeded_overloaded": (504,),
 }
+
+#: the codes of the 503s that carry no ``Retry-After`` (every other 429 and 503 does): no
+#: wait mends them, so a client that honours the header would only wait in vain
+NO_RETRY_AFTER = frozenset({"pipeline_not_installed"})
 
 #: the code of an error raised without one (Starlette's 404 and 405, mostly), by status
 _BY_STATUS = {

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ValidationError
 
 from ..errors import InvalidDocumentError, ServiceError
-from .codes import code_of
+from .codes import NO_RETRY_AFTER, code_of
 from .metrics import Metrics
 from .settings import ServerSettings
 
@@ -115,8 +115,14 @@ def error(
     """The JSON error answer ``{"message": ..., "code": ...}`` (``code``: the cause's name,
     :mod:`.codes`; the status's general one when None) with ``details`` as fields beside
     them; on TEI's path (``/rerank``) with TEI's ``error`` (the same text) and
-    ``error_type`` as well, which TEI's clients read (they ignore the other keys)."""
-    body: dict[str, Any] = {"message": message, "code": code_of(status, code), **(details or {})}
+    ``error_type`` as well, which TEI's clients read (they ignore the other keys). A 429 or
+    503 says when to come back (``Retry-After: 1`` unless ``headers`` say otherwise), but
+    for a cause no wait mends (:data:`.codes.NO_RETRY_AFTER`)."""
+    code = code_of(status, code)
+    body: dict[str, Any] = {"message": message, "code": code, **(details or {})}
+    said = {k.lower() for k in headers or {}}
+    if status in (429, 503) and code not in NO_RETRY_AFTER and "retry-after" not in said:
+        headers = {**(headers or {}), "Retry-After": "1"}
     if path in TEI_PATHS:
         body.update(error=message, error_type=tei_error_type(status))
     return SafeJSONResponse(body, status_code=status, headers=headers)

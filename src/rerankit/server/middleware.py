@@ -1,8 +1,8 @@
 """What every request passes through: the error handlers (every error is JSON
 ``{"message": ..., "code": ...}``, on TEI's ``/rerank`` with its ``error`` and
-``error_type`` too), the
-guard (header and body size, API keys) and the accounting (each answer counted once by
-status and timed; every 429 and 503 says when to come back)."""
+``error_type`` too; every 429 and 503 says when to come back, but for a cause no wait
+mends: :func:`.http.error`), the guard (header and body size, API keys) and the
+accounting (each answer counted once by status and timed)."""
 
 from __future__ import annotations
 
@@ -167,8 +167,8 @@ class _Guard:
 
 class _Account:
     """Outermost: every answer, a crash's JSON 500 included, is counted once (by endpoint
-    and pipeline, and by status when an error) and timed, and every 429 and 503 says when
-    to come back. A request cut at the end of a shutdown's graceful timeout
+    and pipeline, and by status when an error) and timed. A request cut at the end of a
+    shutdown's graceful timeout
     (:meth:`.InFlight.cut`) is answered 503, as a queued one is."""
 
     def __init__(self, app: Any, metrics: Metrics, paths: Any, in_flight: InFlight) -> None:
@@ -199,10 +199,6 @@ class _Account:
             if message["type"] == "http.response.start":
                 request.answering = True
                 status.append(message["status"])
-                if message["status"] in (429, 503):
-                    headers = MutableHeaders(scope=message)
-                    if "retry-after" not in headers:
-                        headers["Retry-After"] = "1"
             await send(message)
 
         try:

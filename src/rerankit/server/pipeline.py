@@ -163,8 +163,7 @@ class ServedPipeline:
                 503,
                 f"pipeline {self.name!r} is unavailable: {state.error}; it is not retried "
                 "(restart the service once it has what it needs)",
-                {"Retry-After": str(max(1, math.ceil(self.settings.retry_max_seconds)))},
-                code="pipeline_not_installed",
+                code="pipeline_not_installed",  # with no Retry-After: no wait mends it
             )
         why = f"is unavailable: {state.error}; {now}" if state.error else f"is {now}"
         return ServiceError(

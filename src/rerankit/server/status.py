@@ -89,6 +89,8 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
             problem = await service.answers.unreachable()
             if problem is not None:
                 status, body = 503, {"status": "failed", "failed": {"cache": problem}}
+        if status == 503 and headers is None:  # (a pipeline's: what its requests are told)
+            headers = {"Retry-After": "1"}
         return SafeJSONResponse(body, status_code=status, headers=headers)
 
     # endpoints behind the API keys say so in the schema (401), as the rerank routes do
