@@ -182,7 +182,8 @@ def _not_json(token: str) -> Any:
 
 
 async def read_json(request: Any, settings: ServerSettings) -> Any:
-    """The body as JSON, within its size and time limits (400 when it is not JSON)."""
+    """The body as JSON, within its size and time limits (400 when it is not JSON: empty
+    too)."""
     # Parsed by hand: some clients (the cohere SDK among them) send JSON without a
     # Content-Type header.
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
@@ -193,8 +194,10 @@ async def read_json(request: Any, settings: ServerSettings) -> Any:
             code="unsupported_media_type",
         )
     raw = await read_body(request, settings)
+    if not raw.strip():
+        raise ServiceError(400, "the body is empty: send a JSON object", code="invalid_json")
     try:  # NaN and Infinity are not JSON: echoed back, they would break strict clients
-        return json.loads(raw or b"null", parse_constant=_not_json)
+        return json.loads(raw, parse_constant=_not_json)
     except UnicodeDecodeError as exc:  # a Latin-1 or cp1252 body, most often
         raise ServiceError(
             400,
@@ -211,9 +214,17 @@ async def read_json(request: Any, settings: ServerSettings) -> Any:
         raise ServiceError(400, "the body is nested too deeply", code="invalid_json") from exc
 
 
+#: what a JSON value that is not an object is, as a message says it
+_JSON_KINDS = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+
+
 def validate(data: Any, model: type) -> Any:
     """``data`` as a ``model`` (a pydantic request model), or the 422 saying where it is
-    wrong, in plain words."""
+    wrong, in plain words (a body that is JSON but not an object: what it is instead)."""
+    if not isinstance(data, dict):
+        raise invalid(
+            "", f"the body must be a JSON object, not {_JSON_KINDS.get(type(data), 'a number')}"
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
