@@ -316,11 +316,24 @@ class PermanentProviderError(ProviderError):
 
 
 class ServiceError(RerankitError):
-    """An error answer of the HTTP service: ``status``, ``message`` and extra ``headers``."""
+    """An error answer of the HTTP service: ``status``, ``message``, extra ``headers``, and
+    the ``code`` that names its cause for a client to act on (snake_case, stable: one status
+    covers several causes; None: the status's general one) with the ``details`` a client
+    acts on that the message says in words (``{"max_documents": 22}``), sent as fields of
+    the body beside ``message`` and ``code``."""
 
-    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        code: str | None = None,
+        details: Mapping[str, object] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status, self.message, self.headers = status, message, dict(headers or {})
+        self.code, self.details = code, dict(details or {})
 
 
 class DeadlineError(RerankitError, TimeoutError):

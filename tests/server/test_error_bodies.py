@@ -1,7 +1,8 @@
 """Error answers a migrating client can act on: TEI's ``POST /rerank`` answers errors as
 Text Embeddings Inference does, ``{"error": text, "error_type":
-Validation|Overloaded|Unhealthy|Backend}``, besides rerankit's ``message`` (other endpoints
-keep ``{"message": ...}`` alone); v2's object documents are sent to v1."""
+Validation|Overloaded|Unhealthy|Backend}``, besides rerankit's ``message`` and ``code``
+(other endpoints send ``{"message": ..., "code": ...}`` alone); v2's object documents are
+sent to v1."""
 
 from __future__ import annotations
 
@@ -56,9 +57,9 @@ def test_tei_errors_carry_error_and_error_type(client):
     assert client.post("/rerank", json={"query": "q", "texts": ["a b", "q"]}, headers=KEY).json()
 
 
-def test_other_endpoints_keep_the_message_alone(client):
+def test_other_endpoints_have_no_tei_fields(client):
     answer = client.post("/v2/rerank", json={"query": "q", "documents": []}, headers=KEY)
-    assert answer.status_code == 422 and set(answer.json()) == {"message"}
+    assert answer.status_code == 422 and set(answer.json()) == {"message", "code"}
 
 
 @pytest.mark.parametrize(
@@ -133,3 +134,26 @@ def test_an_unknown_model_is_named_but_not_echoed_whole(client):
     assert answer.status_code == 404
     assert f"model {'x' * 100!r}... not found" in answer.json()["message"]
     assert len(answer.text) < 1000
+
+
+def test_an_empty_body_is_not_json_and_json_that_is_not_an_object_is_not_a_request(client):
+    """An empty body got a 422 in pydantic's words (`Input should be a valid dictionary or
+    instance of Request`) where broken JSON got a 400."""
+    for empty in (b"", b"  \n"):
+        answer = client.post("/v2/rerank", content=empty, headers=KEY)
+        assert answer.status_code == 400 and answer.json() == {
+            "message": "the body is empty: send a JSON object",
+            "code": "invalid_json",
+        }
+    for sent, kind in (
+        ("[]", "an array"),
+        ('"q"', "a string"),
+        ("3", "a number"),
+        ("null", "null"),
+    ):
+        answer = client.post("/v1/rerank", content=sent, headers=KEY)
+        assert answer.status_code == 422, sent
+        said = answer.json()["message"]
+        assert said == f"invalid request: the body must be a JSON object, not {kind}"
+    answer = client.post("/rerank", content=b"", headers=KEY)  # TEI's, with its fields
+    assert answer.status_code == 400 and answer.json()["error_type"] == "Validation"

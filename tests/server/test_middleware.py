@@ -52,7 +52,8 @@ def client(monkeypatch, wait_ready):
 def test_a_crash_is_a_json_500_counted_once(client):
     before = _errors(client, 500)
     r = client.get("/crash", headers=KEY)
-    assert r.status_code == 500 and r.json() == {"message": "internal error"}
+    assert r.status_code == 500
+    assert r.json() == {"message": "internal error", "code": "internal_error"}
     assert _errors(client, 500) == before + 1
 
 

@@ -89,7 +89,8 @@ def test_the_page_and_its_files_are_served_without_a_key_and_load_nothing_from_e
     escape = httpx.get(f"{service.url}/playground/..%2Fapp.py")  # only the listed files
     assert escape.status_code == 404 and "import" not in escape.text
     assert httpx.get(f"{service.url}/playground/other.js").json() == {
-        "message": "no playground file 'other.js'"
+        "message": "no playground file 'other.js'",
+        "code": "not_found",
     }
 
 

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import logging
+import re
 import socket
 import threading
 import time
@@ -26,6 +29,7 @@ from rerankit.rerankers import FusionReranker, HybridReranker, ScorerReranker  #
 from rerankit.scorers import FunctionScorer, JaccardScorer  # noqa: E402
 from rerankit.server import ServerSettings, create_app  # noqa: E402
 from rerankit.server.batching import EncodeBatcher  # noqa: E402
+from rerankit.server.logs import log_formatter  # noqa: E402
 
 DOCS = [
     "Solar panels turn sunlight into power.",
@@ -339,16 +343,26 @@ def test_timeout_is_504_and_the_work_past_it_is_cancelled(live_server):
 
 
 def test_a_disconnected_client_s_work_is_dropped_queued_or_running(live_server):
+    """Each dropped request says so in one INFO line naming it (it has no access line: no
+    answer is sent), with how long it ran."""
     settings = ServerSettings(
         pipelines={"slow": "test-async-slow"}, default="slow", timeout=30, max_concurrency=1
     )
     server = live_server(settings)
+    log = io.StringIO()
+    handler = logging.StreamHandler(log)
+    handler.setFormatter(log_formatter())
+    http_log = logging.getLogger("rerankit.server.http")
+    http_log.addHandler(handler)
+    level = http_log.level
+    http_log.setLevel(logging.INFO)
 
     def post(query, n, timeout):
         try:
             return httpx.post(
                 f"{server.url}/v2/rerank",
                 json={"query": query, "documents": DOCS[:1] * n},
+                headers={"X-Request-Id": f"abort-{query}"},
                 timeout=timeout,
             ).status_code
         except httpx.TimeoutException:
@@ -367,7 +381,16 @@ def test_a_disconnected_client_s_work_is_dropped_queued_or_running(live_server):
         assert 1 <= len(SCORED["running"]) <= 5  # stopped when its client left (not all 8)
         assert _metric(server.url, "rerankit_abandoned_total") == 2
         assert post("after", 1, 10) == 200  # the slot is free again
+        lines = log.getvalue().splitlines()
+        for query in ("running", "queued"):
+            said = [line for line in lines if line.endswith(f"[request abort-{query}]")]
+            assert len(said) == 1, lines
+            assert " INFO rerankit.server.http: POST /v2/rerank: the client closed the " in said[0]
+            ran = float(re.search(r"connection after ([\d.]+) s, before its answer", said[0])[1])
+            assert ran >= {"running": 1.0, "queued": 0.3}[query]
     finally:
+        http_log.removeHandler(handler)
+        http_log.setLevel(level)
         server.stop()
 
 
@@ -531,9 +554,11 @@ def test_no_plain_text_500_and_every_answer_counted_and_timed(live):
 
 def test_404_405_and_401_answer_like_the_api(live):
     r = httpx.get(f"{live.url}/nope", headers=AUTH)
-    assert r.status_code == 404 and r.json() == {"message": "Not Found"}
+    assert r.status_code == 404
+    assert r.json() == {"message": "Not Found", "code": "not_found"}
     r = httpx.get(f"{live.url}/v1/rerank", headers=AUTH)
-    assert r.status_code == 405 and r.json() == {"message": "Method Not Allowed"}
+    assert r.status_code == 405
+    assert r.json() == {"message": "Method Not Allowed", "code": "method_not_allowed"}
     r = httpx.post(f"{live.url}/v1/rerank", json={"query": "q", "documents": ["a"]})
     assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Bearer")
 

@@ -25,7 +25,10 @@ def stopping() -> ServiceError:
     """The 503 of a request the service will not finish because it stops (queued, or cut
     at the end of the graceful timeout)."""
     return ServiceError(
-        503, "the service is shutting down; retry on another instance", {"Retry-After": "1"}
+        503,
+        "the service is shutting down; retry on another instance",
+        {"Retry-After": "1"},
+        code="shutting_down",
     )
 
 
@@ -115,6 +118,7 @@ class Admission:
                 f"(max_concurrency {self.slots}) and {self.waiting} queued (max_queue "
                 f"{self.queue}); retry shortly",
                 {"Retry-After": "1"},
+                code="queue_full",
             )
         if self.waiting_by[pipeline] >= self.queue_share:
             raise ServiceError(
@@ -122,6 +126,7 @@ class Admission:
                 f"pipeline {pipeline!r} has {self.waiting_by[pipeline]} requests queued, its "
                 "share of the queue; retry shortly",
                 {"Retry-After": "1"},
+                code="queue_full",
             )
 
     async def release(self, pipeline: str = "") -> None:

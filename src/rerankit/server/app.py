@@ -4,7 +4,7 @@ Endpoints: one per wire format in :mod:`rerankit.server.formats` (Cohere ``/v1/r
 ``/v2/rerank``, TEI's and Infinity's ``/rerank``, rerankit's ``/v1/explain``), ``GET
 /health``, ``GET /ready`` (``?model=NAME``: one pipeline's), ``GET /info``, ``GET
 /v1/models``, ``GET /metrics`` (Prometheus), the OpenAPI docs at ``/docs`` and the
-playground page at ``/playground``. Errors are JSON ``{"message": ...}`` with Cohere's
+playground page at ``/playground``. Errors are JSON ``{"message": ..., "code": ...}`` with Cohere's
 status codes. What runs a request (admission, deadlines, warm-up) is
 :mod:`rerankit.server.service`; the metrics are :mod:`rerankit.server.metrics`.
 

@@ -190,6 +190,7 @@ def add_feedback_routes(app: Any, feedback: FeedbackLog, settings: ServerSetting
                 "other than the one that answered: route /v1/feedback with session affinity, "
                 "or set [server.feedback] accept_unknown_ids = true on every replica to keep "
                 "it for learning from all replicas' logs",
+                code="unknown_answer_id",
             )
         try:
             indices = answer.indices(body.clicks)

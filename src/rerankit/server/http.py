@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import time
 from typing import Any, Literal
 
@@ -14,6 +15,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import InvalidDocumentError, ServiceError
+from .codes import NO_RETRY_AFTER, code_of
 from .metrics import Metrics
 from .settings import ServerSettings
 
@@ -24,6 +26,7 @@ __all__ = [
     "ErrorBody",
     "SafeJSONResponse",
     "TeiErrorBody",
+    "body_too_large",
     "client_gone",
     "error",
     "invalid",
@@ -32,9 +35,12 @@ __all__ = [
     "read_body",
     "read_json",
     "render",
+    "said",
     "until_disconnect",
     "validate",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: pydantic's wording for the request models' constraints, said plainly
 PLAIN_MESSAGES = {
@@ -74,6 +80,7 @@ class ErrorBody(AnswerShape):
 
     model_config = ConfigDict(extra="allow")
     message: str
+    code: str
 
 
 #: TEI's ``error_type`` values (:func:`tei_error_type`)
@@ -92,7 +99,8 @@ class TeiErrorBody(ErrorBody):
 def invalid(where: str, message: str) -> ServiceError:
     """The 422 of a body that is JSON but not a valid request: ``invalid request: <where>:
     <message>``, ``where`` the dotted path of the value at fault (``documents.0.text``)."""
-    return ServiceError(422, f"invalid request: {where + ': ' if where else ''}{message}")
+    said = f"invalid request: {where + ': ' if where else ''}{message}"
+    return ServiceError(422, said, code="invalid_request")
 
 
 def invalid_document(exc: InvalidDocumentError) -> ServiceError:
@@ -137,13 +145,46 @@ def tei_error_type(status: int) -> str:
     return "Backend" if status >= 500 else "Validation"
 
 
-def error(status: int, message: str, headers: dict[str, str] | None = None, path: str = "") -> Any:
-    """The JSON error answer ``{"message": ...}``; on TEI's path (``/rerank``) with TEI's
-    ``error`` (the same text) and ``error_type`` as well, which TEI's clients read."""
-    body: dict[str, Any] = {"message": message}
+def error(
+    status: int,
+    message: str,
+    headers: dict[str, str] | None = None,
+    path: str = "",
+    *,
+    code: str | None = None,
+    details: dict[str, Any] | None = None,
+) -> Any:
+    """The JSON error answer ``{"message": ..., "code": ...}`` (``code``: the cause's name,
+    :mod:`.codes`; the status's general one when None) with ``details`` as fields beside
+    them; on TEI's path (``/rerank``) with TEI's ``error`` (the same text) and
+    ``error_type`` as well, which TEI's clients read (they ignore the other keys). A 429 or
+    503 says when to come back (``Retry-After: 1`` unless ``headers`` say otherwise), but
+    for a cause no wait mends (:data:`.codes.NO_RETRY_AFTER`)."""
+    code = code_of(status, code)
+    body: dict[str, Any] = {"message": message, "code": code, **(details or {})}
+    said = {k.lower() for k in headers or {}}
+    if status in (429, 503) and code not in NO_RETRY_AFTER and "retry-after" not in said:
+        headers = {**(headers or {}), "Retry-After": "1"}
     if path in TEI_PATHS:
         body.update(error=message, error_type=tei_error_type(status))
     return SafeJSONResponse(body, status_code=status, headers=headers)
+
+
+def said(exc: ServiceError, path: str = "") -> Any:
+    """:func:`error`: the answer of ``exc`` on ``path``."""
+    return error(exc.status, exc.message, exc.headers, path, code=exc.code, details=exc.details)
+
+
+def body_too_large(settings: ServerSettings) -> ServiceError:
+    """The 413 of a body over ``max_body_bytes`` (said by its Content-Length, or once it has
+    streamed past it)."""
+    return ServiceError(
+        413,
+        f"request body over {settings.max_body_bytes} bytes (max_body_bytes in the service's "
+        "settings)",
+        code="body_too_large",
+        details={"max_body_bytes": settings.max_body_bytes},
+    )
 
 
 async def read_body(request: Any, settings: ServerSettings) -> bytes:
@@ -162,14 +203,11 @@ async def read_body(request: Any, settings: ServerSettings) -> bytes:
                 408,
                 f"the request body did not arrive within {settings.body_timeout:g} s",
                 {"Connection": "close"},
+                code="body_timeout",
             ) from exc
         size += len(chunk)
         if size > settings.max_body_bytes:
-            raise ServiceError(
-                413,
-                f"request body over {settings.max_body_bytes} bytes (max_body_bytes in the "
-                "service's settings)",
-            )
+            raise body_too_large(settings)
         chunks.append(chunk)
     return b"".join(chunks)
 
@@ -186,31 +224,49 @@ def _not_json(token: str) -> Any:
 
 
 async def read_json(request: Any, settings: ServerSettings) -> Any:
-    """The body as JSON, within its size and time limits (400 when it is not JSON)."""
+    """The body as JSON, within its size and time limits (400 when it is not JSON: empty
+    too)."""
     # Parsed by hand: some clients (the cohere SDK among them) send JSON without a
     # Content-Type header.
     kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
     if kind in _SIMPLE_FORMS:  # what a page of another origin may send without asking
-        raise ServiceError(415, f"Content-Type {kind}: send application/json (or none)")
+        raise ServiceError(
+            415,
+            f"Content-Type {kind}: send application/json (or none)",
+            code="unsupported_media_type",
+        )
     raw = await read_body(request, settings)
+    if not raw.strip():
+        raise ServiceError(400, "the body is empty: send a JSON object", code="invalid_json")
     try:  # NaN and Infinity are not JSON: echoed back, they would break strict clients
-        return json.loads(raw or b"null", parse_constant=_not_json)
+        return json.loads(raw, parse_constant=_not_json)
     except UnicodeDecodeError as exc:  # a Latin-1 or cp1252 body, most often
         raise ServiceError(
             400,
             f"the body is not UTF-8 (byte {exc.start} is 0x{raw[exc.start]:02x}): send JSON "
             "encoded as UTF-8",
+            code="invalid_json",
         ) from exc
     except ValueError as exc:
         why = "a number has too many digits" if "int_max_str_digits" in str(exc) else exc
-        raise ServiceError(400, f"the body is not JSON: {str(why)[:200]}") from exc
+        raise ServiceError(
+            400, f"the body is not JSON: {str(why)[:200]}", code="invalid_json"
+        ) from exc
     except RecursionError as exc:  # nesting deeper than the parser goes
-        raise ServiceError(400, "the body is nested too deeply") from exc
+        raise ServiceError(400, "the body is nested too deeply", code="invalid_json") from exc
+
+
+#: what a JSON value that is not an object is, as a message says it
+_JSON_KINDS = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
 
 
 def validate(data: Any, model: type) -> Any:
     """``data`` as a ``model`` (a pydantic request model), or the 422 saying where it is
-    wrong, in plain words."""
+    wrong, in plain words (a body that is JSON but not an object: what it is instead)."""
+    if not isinstance(data, dict):
+        raise invalid(
+            "", f"the body must be a JSON object, not {_JSON_KINDS.get(type(data), 'a number')}"
+        )
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -236,8 +292,10 @@ async def client_gone(request: Any) -> None:
 async def until_disconnect(request: Any, work: Any, metrics: Metrics) -> Any:
     """Run ``work``; if the client goes first, cancel it: a request still queued leaves
     the queue without running, a running one stops at its next await (work already on
-    a thread finishes its current step; batched embedding work not yet started is
-    dropped). Cancelled itself (a request cut at shutdown), it cancels the work too."""
+    a thread stops before its model's next batch; batched embedding work not yet started
+    is dropped), and one INFO line says so, naming the request (nothing is sent: no
+    access line is written). Cancelled itself (a request cut at shutdown), it cancels the
+    work too."""
     task = asyncio.ensure_future(work)
     watch = asyncio.ensure_future(client_gone(request))
     try:
@@ -248,9 +306,23 @@ async def until_disconnect(request: Any, work: Any, metrics: Metrics) -> Any:
     finally:
         watch.cancel()
     if not task.done():
+        arrival = getattr(request.state, "arrival", None)
+        after = "" if arrival is None else f" after {time.monotonic() - arrival:.2f} s"
+        logger.info(
+            "%s %s: the client closed the connection%s, before its answer (counted as status "
+            "499); its work is dropped: queued, it never runs; running, it stops before its "
+            "model's next batch",
+            request.method,
+            request.url.path,
+            after,
+        )
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
         metrics.abandoned.inc()
-        raise ServiceError(499, "the client closed the connection; the request was dropped")
+        raise ServiceError(
+            499,
+            "the client closed the connection; the request was dropped",
+            code="client_closed_request",
+        )
     return task.result()

@@ -1,7 +1,8 @@
 """What every request passes through: the error handlers (every error is JSON
-``{"message": ...}``, on TEI's ``/rerank`` with its ``error`` and ``error_type`` too), the
-guard (header and body size, API keys) and the accounting (each answer counted once by
-status and timed; every 429 and 503 says when to come back)."""
+``{"message": ..., "code": ...}``, on TEI's ``/rerank`` with its ``error`` and
+``error_type`` too; every 429 and 503 says when to come back, but for a cause no wait
+mends: :func:`.http.error`), the guard (header and body size, API keys) and the
+accounting (each answer counted once by status and timed)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from starlette.exceptions import HTTPException
 from ..errors import ServiceError
 from .admission import stopping
 from .formats import FORMATS
-from .http import error, invalid
+from .http import body_too_large, error, invalid, said
 from .logs import REQUEST_ID, request_id
 from .metrics import Metrics
 from .opt_out import HEADER, OPTED_OUT, opted_out
@@ -42,7 +43,7 @@ def install(app: Any, settings: ServerSettings, metrics: Metrics, in_flight: InF
 
     @app.exception_handler(ServiceError)
     async def _service_error(request: Any, exc: ServiceError) -> Any:
-        return error(exc.status, exc.message, exc.headers, request.url.path)
+        return said(exc, request.url.path)
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Any, exc: HTTPException) -> Any:  # 404, 405, ...
@@ -53,8 +54,7 @@ def install(app: Any, settings: ServerSettings, metrics: Metrics, in_flight: InF
     async def _invalid(request: Any, exc: RequestValidationError) -> Any:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
-        answer = invalid(where, str(first.get("msg", exc)))
-        return error(answer.status, answer.message, path=request.url.path)
+        return said(invalid(where, str(first.get("msg", exc))), request.url.path)
 
     app.add_middleware(_OptOut)  # inside the guard: a refused request is not read
     app.add_middleware(_Guard, settings=settings)
@@ -107,8 +107,7 @@ class _OptOut:
         try:
             off = opted_out(sent)
         except ServiceError as exc:
-            said = error(exc.status, exc.message, path=scope["path"])
-            return await said(scope, receive, send)
+            return await said(exc, scope["path"])(scope, receive, send)
         token = OPTED_OUT.set(off)
         try:
             await self.app(scope, receive, send)
@@ -140,16 +139,13 @@ class _Guard:
                 f"request headers over {settings.max_header_bytes} bytes (max_header_bytes in "
                 "the service's settings)",
                 path=path,
+                code="headers_too_large",
+                details={"max_header_bytes": settings.max_header_bytes},
             )
         if method == "POST":
             size = headers.get("content-length")
             if size is not None and size.isdigit() and int(size) > settings.max_body_bytes:
-                return error(
-                    413,
-                    f"request body over {settings.max_body_bytes} bytes (max_body_bytes in "
-                    "the service's settings)",
-                    path=path,
-                )
+                return said(body_too_large(settings), path)
         needs_key = (
             path not in OPEN_PATHS
             and not path.startswith(OPEN_PREFIXES)
@@ -164,14 +160,15 @@ class _Guard:
                     "invalid or missing API key (send 'Authorization: Bearer <key>')",
                     {"WWW-Authenticate": 'Bearer realm="rerankit"'},
                     path,
+                    code="unauthorized",
                 )
         return None
 
 
 class _Account:
     """Outermost: every answer, a crash's JSON 500 included, is counted once (by endpoint
-    and pipeline, and by status when an error) and timed, and every 429 and 503 says when
-    to come back. A request cut at the end of a shutdown's graceful timeout
+    and pipeline, and by status when an error) and timed. A request cut at the end of a
+    shutdown's graceful timeout
     (:meth:`.InFlight.cut`) is answered 503, as a queued one is."""
 
     def __init__(self, app: Any, metrics: Metrics, paths: Any, in_flight: InFlight) -> None:
@@ -202,10 +199,6 @@ class _Account:
             if message["type"] == "http.response.start":
                 request.answering = True
                 status.append(message["status"])
-                if message["status"] in (429, 503):
-                    headers = MutableHeaders(scope=message)
-                    if "retry-after" not in headers:
-                        headers["Retry-After"] = "1"
             await send(message)
 
         try:
@@ -215,14 +208,13 @@ class _Account:
                 raise
             if hasattr(request.task, "uncancel"):  # (Python 3.11+ counts cancellations)
                 request.task.uncancel()  # cut by the shutdown: said, as a queued one is told
-            refusal = stopping()
-            said = error(refusal.status, refusal.message, refusal.headers, scope["path"])
-            await said(scope, receive, answer)
+            await said(stopping(), scope["path"])(scope, receive, answer)
         except Exception:
             logger.exception("unhandled error on %s", scope["path"])
             if status:  # the answer had begun: nothing more can be said
                 raise
-            await error(500, "internal error", path=scope["path"])(scope, receive, answer)
+            crash = error(500, "internal error", path=scope["path"], code="internal_error")
+            await crash(scope, receive, answer)
         finally:
             self.in_flight.leave(request)
         endpoint = self.endpoint(scope)

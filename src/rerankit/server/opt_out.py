@@ -32,5 +32,7 @@ def opted_out(value: str | None) -> bool:
             400,
             f"{HEADER}: {value!r} is not a value it takes: off (keep this request out of "
             "interleaving, exploration and the click log, as for a parity check) or on",
+            code="invalid_header",
+            details={"header": HEADER},
         )
     return said == "off"

@@ -38,12 +38,14 @@ def add_pages(app: Any) -> None:
     async def docs_asset(name: str) -> Any:
 
         if name not in swagger_assets:
-            raise ServiceError(404, f"no asset {name!r}")
+            raise ServiceError(404, f"no asset {name!r}", code="not_found")
         try:
             data = resources.files("fastapi_swagger.resources").joinpath(name).read_bytes()
         except (ImportError, OSError) as exc:
             raise ServiceError(
-                404, "Swagger UI assets need the 'fastapi-swagger' package (extra 'server')"
+                404,
+                "Swagger UI assets need the 'fastapi-swagger' package (extra 'server')",
+                code="not_found",
             ) from exc
         return Response(data, media_type=swagger_assets[name])
 
@@ -61,7 +63,7 @@ def add_pages(app: Any) -> None:
         try:
             data = playground.asset(name)
         except KeyError:
-            raise ServiceError(404, f"no playground file {name!r}") from None
+            raise ServiceError(404, f"no playground file {name!r}", code="not_found") from None
         headers = {
             "Content-Security-Policy": playground.CONTENT_SECURITY_POLICY,
             "X-Content-Type-Options": "nosniff",

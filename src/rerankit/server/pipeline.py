@@ -88,6 +88,7 @@ async def run_abandoning(
             f"pipeline {name!r}: not answered: its work was cancelled, though the request was "
             "not (work it shared with an abandoned request); retry",
             {"Retry-After": "1"},
+            code="work_cancelled",
         )
     return task.result()
 
@@ -162,11 +163,14 @@ class ServedPipeline:
                 503,
                 f"pipeline {self.name!r} is unavailable: {state.error}; it is not retried "
                 "(restart the service once it has what it needs)",
-                {"Retry-After": str(max(1, math.ceil(self.settings.retry_max_seconds)))},
+                code="pipeline_not_installed",  # with no Retry-After: no wait mends it
             )
         why = f"is unavailable: {state.error}; {now}" if state.error else f"is {now}"
         return ServiceError(
-            503, f"pipeline {self.name!r} {why}; retry in {wait} s", {"Retry-After": str(wait)}
+            503,
+            f"pipeline {self.name!r} {why}; retry in {wait} s",
+            {"Retry-After": str(wait)},
+            code="pipeline_failed" if state.error else "pipeline_loading",
         )
 
     def start_loading(self, delay: float = 0.0) -> None:
@@ -328,19 +332,30 @@ class ServedPipeline:
                 else "it still runs every request",
             )
 
-    def out_of_time(self, waited: float) -> ServiceError:
+    def out_of_time(self, waited: float, timeout: float | None = None) -> ServiceError:
         """The 504 of a request that got no answer by its deadline (which a balancer does
-        not retry elsewhere). It counts towards ``failing`` unless it spent at least half
-        its deadline (``waited`` seconds) waiting behind other requests: for a slot, for a
-        thread, for the model thread that every local model shares, for a micro-batch.
-        That is overload (requests too many or too large for the timeout), not a broken
-        pipeline; its own work running past the deadline (a stalled provider, a model too
-        slow for the timeout) still counts."""
-        timeout = self.settings.timeout
+        not retry elsewhere): the service's ``timeout``, or the shorter ``timeout`` its
+        ``x-rerankit-timeout`` header set. It counts towards ``failing`` unless it spent at
+        least half its deadline (``waited`` seconds) waiting behind other requests: for a
+        slot, for a thread, for the model thread that every local model shares, for a
+        micro-batch. That is overload (requests too many or too large for the timeout), not
+        a broken pipeline; its own work running past the deadline (a stalled provider, a
+        model too slow for the timeout) still counts, but for a client's shorter deadline:
+        that is the client's budget, not the pipeline's failure."""
+        asked = timeout is not None and timeout < self.settings.timeout
+        timeout = timeout if timeout is not None and asked else self.settings.timeout
         why = f"no answer within the {timeout:g} s deadline"
+        why += " its x-rerankit-timeout header set" if asked else ""
         if waited < timeout / 2:
-            self.request_failed(why)
-            return ServiceError(504, f"pipeline {self.name!r}: {why}", {"Retry-After": "1"})
+            if not asked:
+                self.request_failed(why)
+            return ServiceError(
+                504,
+                f"pipeline {self.name!r}: {why}",
+                {"Retry-After": "1"},
+                code="deadline_exceeded",
+                details={"timeout": timeout},
+            )
         logger.debug(
             "pipeline %r: a request waited %.1f s behind others: %s", self.name, waited, why
         )
@@ -351,6 +366,8 @@ class ServedPipeline:
             f"pipeline {self.name!r}: {why}; it waited {said} behind other requests (the "
             "service is overloaded: send fewer or smaller requests)",
             {"Retry-After": "1"},
+            code="deadline_exceeded_overloaded",
+            details={"timeout": timeout},
         )
 
     def refuse_if_failing(self) -> None:
@@ -366,6 +383,7 @@ class ServedPipeline:
             f"pipeline {self.name!r} is failing: {self.state.failing}; the next request is let "
             f"through to try it in {after} s",
             {"Retry-After": str(after)},
+            code="pipeline_failing",
         )
 
     def answered(self, degraded: str | None = None) -> None:

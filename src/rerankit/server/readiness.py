@@ -108,5 +108,6 @@ def pipeline_readiness(
     why = pipeline.unavailable()  # what its requests are told now, and Retry-After
     message = why.message
     if public and service.settings.api_keys:
-        message = f"pipeline {pipeline.name!r} is {status}: {HIDDEN}"
+        now = "is loading" if status == "loading" else "failed to load"  # (not "is failed")
+        message = f"pipeline {pipeline.name!r} {now}: {HIDDEN}"
     return 503, {"status": status, **named, "message": message, **state}, why.headers

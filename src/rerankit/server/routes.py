@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from dataclasses import replace
 from typing import Any, Union
 
 from fastapi import Request
@@ -20,6 +21,7 @@ from .formats import FORMATS
 from .formats.base import answer_warnings
 from .http import ErrorBody, invalid_document, read_json, render, until_disconnect, validate
 from .languages import LanguageNotes
+from .request_timeout import HEADER, asked_timeout
 from .service import Service
 from .settings import ServerSettings
 from .tracing import request_attributes, traced
@@ -128,6 +130,7 @@ def add_rerank_routes(
         async def handle(request: Request) -> Any:
             arrival = getattr(request.state, "arrival", None) or time.monotonic()
             request.state.arrival = arrival
+            asked = asked_timeout(request.headers.get(HEADER), settings.timeout)
             data = await read_json(request, settings)
             fmt = next((f for f in formats[1:] if f.accepts(data)), formats[0])
             logged = logs(fmt)
@@ -137,7 +140,9 @@ def add_rerank_routes(
             except InvalidDocumentError as exc:  # a validation error, located: 422
                 raise invalid_document(exc) from exc
             except InputError as exc:
-                raise ServiceError(400, str(exc)) from exc
+                raise ServiceError(400, str(exc), code="invalid_request") from exc
+            if asked is not None:  # the client's own, shorter deadline
+                call = replace(call, timeout=asked)
             request.state.model = settings.resolve(call.model)  # errors are counted by it
             request.state.result = None
             request.state.shown = {}
@@ -161,7 +166,7 @@ def add_rerank_routes(
                 compute = lambda: computed(request, fmt, body, call, pipeline, plan)  # noqa: E731
                 if key is None:
                     return await until_disconnect(request, compute(), metrics), None
-                deadline = arrival + settings.timeout
+                deadline = arrival + (call.timeout or settings.timeout)
                 work = answers.answer(key, pipeline.name, deadline, compute)
                 return await until_disconnect(request, work, metrics)
 

@@ -31,12 +31,12 @@ from .admission import Admission
 from .answers import Answers
 from .batching import MicroBatching, request_hooks
 from .cache_report import log_cache
-from .formats.base import Call
+from .formats.base import Call, check_count
 from .metrics import Metrics
 from .pipeline import FIRST_RETRY_SECONDS, ServedPipeline, run_abandoning
 from .settings import ServerSettings
 from .shared_cache import SharedCache
-from .shedding import shed, too_big, too_late
+from .shedding import no_slot, shed, too_big, too_late
 from .state import PipelineState, summary
 from .tokens import by_tokens, gather, tokens_of
 
@@ -120,12 +120,12 @@ class Service:
         404 listing them when there is none, offering the request's API ``family`` first."""
         name = self.settings.resolve(name)
         if name not in self.pipelines:
-            raise ServiceError(404, self.settings.not_found(name, self.pipelines, family))
+            why = self.settings.not_found(name, self.pipelines, family)
+            raise ServiceError(404, why, code="unknown_model")
         return self.pipelines[name]
 
     def pipeline(self, name: str | None, family: str | None = None) -> ServedPipeline:
-        """The ready pipeline ``name`` (or the default): 404 when there is none of that
-        name, 503 at once (with ``Retry-After``) while it loads or after it failed."""
+        """The ready pipeline ``name`` (or the default): 404 if none, 503 loading or failed."""
         pipeline = self.named(name, family)
         if not pipeline.ready:
             raise pipeline.unavailable()
@@ -239,22 +239,21 @@ class Service:
 
         asyncio.get_running_loop().call_later(grace, free)
 
-    def _shed(self, pipeline: ServedPipeline, documents: int, deadline: float) -> None:
+    def _shed(self, pipeline: ServedPipeline, call: Call, deadline: float) -> None:
         """Refuse at once a request that would only wait in the queue to miss its
         deadline (:func:`.shedding.shed`): no work, and no queue place, is spent on it."""
-        refused = shed(pipeline, self.admission, documents, deadline, self.settings.timeout)
-        if refused is not None and refused.status == 413:  # too big for any deadline
-            raise refused
+        timeout, asked = call.timeout or self.settings.timeout, call.timeout is not None
+        refused = shed(pipeline, self.admission, len(call.documents), deadline, timeout, asked)
         if refused is not None:
-            self.metrics.shed.labels(pipeline.name).inc()
+            if refused.status != 413:  # (a 413: too big for any deadline, not shed)
+                self.metrics.shed.labels(pipeline.name).inc()
             raise refused
 
     async def run(self, endpoint: str, call: Call, arrival: float | None = None) -> RerankResult:
-        """Rerank ``call`` within one deadline: ``timeout`` seconds from ``arrival`` (the
-        request's arrival, ``time.monotonic()``), covering the wait for a slot and the work.
-        A request to a pipeline that is not ready, or still queued at its deadline, gets 503
-        without running. Its work runs on its pipeline's resources; once it is answered,
-        none of its work starts."""
+        """Rerank ``call`` within one deadline: ``timeout`` seconds (or the call's own) from
+        ``arrival`` (``time.monotonic()``), covering the wait for a slot and the work. A
+        request to a pipeline that is not ready, or still queued at its deadline, gets 503
+        without running. Once it is answered, none of its work starts."""
         return await self.compute(self.check(endpoint, call), call, arrival)
 
     def check(self, endpoint: str, call: Call) -> ServedPipeline:
@@ -264,20 +263,14 @@ class Service:
         settings = self.settings
         pipeline = self.pipeline(call.model, call.family)
         if not call.query.strip():
-            raise ServiceError(400, "query must not be empty")
+            raise ServiceError(400, "query must not be empty", code="invalid_request")
         if not call.documents:
-            raise ServiceError(400, "documents must not be empty")
-        if len(call.documents) > settings.max_documents:
-            raise ServiceError(
-                400,
-                f"{len(call.documents)} documents; the limit is {settings.max_documents} per "
-                f"request: split them into batches of at most {settings.max_documents} "
-                "(max_documents in the service's settings sets the limit)",
-            )
+            raise ServiceError(400, "documents must not be empty", code="invalid_request")
+        check_count(len(call.documents), settings)
         try:
             check_top_k(call.top_n, "top_n")
         except ValueError as exc:
-            raise ServiceError(400, str(exc)) from exc
+            raise ServiceError(400, str(exc), code="invalid_request") from exc
         self.metrics.batch_documents.labels(pipeline.name).observe(len(call.documents))
         return pipeline
 
@@ -288,8 +281,9 @@ class Service:
         if not pipeline.ready:  # it failed since (the answer cache awaits in between)
             raise pipeline.unavailable()
         pipeline.refuse_if_failing()
-        deadline = (arrival if arrival is not None else time.monotonic()) + self.settings.timeout
-        self._shed(pipeline, len(call.documents), deadline)
+        timeout = call.timeout or self.settings.timeout  # (a client's own is shorter)
+        deadline = (time.monotonic() if arrival is None else arrival) + timeout
+        self._shed(pipeline, call, deadline)
         abandoned = threading.Event()
         try:
             with pipeline.scope(deadline, abandoned, Waits()):
@@ -341,20 +335,15 @@ class Service:
         deadline: float,
         abandoned: threading.Event,
     ) -> RerankResult:
-        settings, name = self.settings, pipeline.name
+        name, timeout = pipeline.name, call.timeout or self.settings.timeout
         queued = time.monotonic()
         try:
             await asyncio.wait_for(self.admission.acquire(name), max(deadline - queued, 0))
         except asyncio.TimeoutError as exc:
-            raise ServiceError(
-                503,
-                f"pipeline {name!r}: no slot free within the {settings.timeout:g} s deadline; "
-                "not run",
-                {"Retry-After": "1"},
-            ) from exc
+            raise no_slot(name, timeout) from exc
         expected = (pipeline.per_document or 0.0) * len(docs)  # (chunks, when split)
-        refused = too_big(name, pipeline.per_document, len(docs), settings.timeout)
-        refused = refused or too_late(name, expected, deadline, settings.timeout)
+        refused = too_big(name, pipeline.per_document, len(docs), timeout, call.timeout is not None)
+        refused = refused or too_late(name, expected, deadline, timeout)
         if refused is not None:  # it would only be cancelled half-way
             await self.admission.release(name)
             raise refused
@@ -390,13 +379,13 @@ class Service:
         except asyncio.TimeoutError as exc:  # it ran and got no answer in time: 504, which
             self._free_later(task, slot, deadline)  # a balancer does not try elsewhere
             if not finished:
-                raise pipeline.out_of_time(started - queued + waits().seconds()) from exc
-            result, late = self._at_deadline(name, finished[-1][0], finished[-1][1]()), True
+                raise pipeline.out_of_time(started - queued + waits().seconds(), timeout) from exc
+            result, late = self._at_deadline(name, finished[-1], timeout), True
         except asyncio.CancelledError:  # the client went away
             self._free_later(task, slot, deadline)
             raise
         except InputError as exc:  # a document's error names it (in the request's list)
-            raise ServiceError(400, exc.located()) from exc
+            raise ServiceError(400, exc.located(), code="invalid_request") from exc
         except (MissingDependencyError, ModelLoadError) as exc:
             raise self._unavailable(pipeline, exc) from exc
         except ServiceError:
@@ -404,7 +393,8 @@ class Service:
         except Exception as exc:
             logger.exception("rerank failed")
             pipeline.request_failed(f"internal error: {type(exc).__name__}: {exc}")
-            raise ServiceError(500, f"internal error: {type(exc).__name__}") from exc
+            said = f"internal error: {type(exc).__name__}"
+            raise ServiceError(500, said, code="internal_error") from exc
         self.metrics.llm_usage(name, result.usage)  # (before an unusable result's error)
         if owners is not None:  # chunks scored: each document by its best
             result = gather(result, owners, call.documents, None)
@@ -420,17 +410,26 @@ class Service:
             result = result.top_k(call.top_n)
         what = result.unusable
         if what is not None and time.monotonic() >= deadline:  # its calls ran out of time
-            raise pipeline.out_of_time(started - queued + waits().seconds())
+            raise pipeline.out_of_time(started - queued + waits().seconds(), timeout)
         if what is not None:  # said in one line (every warning in the log at debug level)
             why = summary(what, list(result.warnings))
             wait = rate_limit_wait([r.flags for r in result], result.warnings)
             if wait is not None and not result.failed:  # the provider is up, just limiting:
                 after = str(min(max(1, math.ceil(wait)), RATE_LIMIT_WAIT_CAP))  # not failing
                 logger.debug("pipeline %r: rate-limited: %s", name, "; ".join(result.warnings))
-                raise ServiceError(429, f"pipeline {name!r}: {why}", {"Retry-After": after})
+                raise ServiceError(
+                    429,
+                    f"pipeline {name!r}: {why}",
+                    {"Retry-After": after},
+                    code="provider_rate_limited",
+                )
             pipeline.request_failed(why, f"{what}: {'; '.join(result.warnings)}")
             status = 500 if result.failed else 502  # else every LLM judgment failed: provider
-            raise ServiceError(status, f"pipeline {name!r}: {why}")
+            raise ServiceError(
+                status,
+                f"pipeline {name!r}: {why}",
+                code="scoring_failed" if result.failed else "provider_failed",
+            )
         pipeline.answered(failure_cause(result.warnings) if result.degraded else None)
         if result.degraded:
             self.metrics.degraded_answers.labels(name).inc()
@@ -442,9 +441,10 @@ class Service:
         call.timings.update(queue=started - queued, inference=ended - started)
         return result
 
-    def _at_deadline(self, name: str, stage: str, result: RerankResult) -> RerankResult:
-        """The answer of cascade ``name`` whose deadline came while ``stage`` ran: the
-        ``result`` of the stages that had ended, degraded, saying so."""
-        why = deadline_warning(stage, self.settings.timeout)  # as a Python rerank says it
+    def _at_deadline(self, name: str, last: tuple[str, Any], timeout: float) -> RerankResult:
+        """The answer of cascade ``name`` whose deadline (``timeout`` s) came while a stage ran:
+        ``last`` (FINISHED_STAGES' last: that stage, and the earlier ones' answer), degraded."""
+        stage, ended = last[0], last[1]()
+        why = deadline_warning(stage, timeout)  # as a Python rerank says it
         logger.warning("pipeline %r: %s", name, why)
-        return replace(result, degraded=True, warnings=(why, *result.warnings))
+        return replace(ended, degraded=True, warnings=(why, *ended.warnings))

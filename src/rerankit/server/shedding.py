@@ -18,7 +18,7 @@ from typing import Any
 from ..errors import ServiceError
 from .admission import Admission
 
-__all__ = ["RETRY_AFTER_MOST", "request_seconds", "shed", "too_big", "too_late"]
+__all__ = ["RETRY_AFTER_MOST", "no_slot", "request_seconds", "shed", "too_big", "too_late"]
 
 logger = logging.getLogger(__name__)
 
@@ -72,26 +72,30 @@ def _each(total: float, count: int, each: float) -> str:
 
 
 def too_big(
-    name: str, per_document: float | None, documents: int, timeout: float
+    name: str, per_document: float | None, documents: int, timeout: float, asked: bool = False
 ) -> ServiceError | None:
     """The 413 of a request of pipeline ``name`` whose own expected work (``documents``
-    texts at the recent ``per_document`` seconds each) is longer than the whole ``timeout``:
-    it could not finish even on an idle service, so it is told what to reduce, with no
-    ``Retry-After`` (a retry would be refused the same way). Logged as a warning (counts,
-    no text). None when it may fit, or nothing is known yet."""
+    texts at the recent ``per_document`` seconds each) is longer than the whole ``timeout``
+    (``asked``: the shorter one its ``x-rerankit-timeout`` header set): it could not finish
+    even on an idle service, so it is told what to reduce, with no ``Retry-After`` (a retry
+    would be refused the same way). Logged as a warning (counts, no text). None when it may
+    fit, or nothing is known yet."""
     expected = (per_document or 0.0) * documents
     if not per_document or expected <= timeout:
         return None
     fits = max(1, math.floor(FITS_SHARE * timeout / per_document))  # rounded down
     each = _each(expected, documents, per_document)
+    limit = f"{timeout:g} s {'deadline its x-rerankit-timeout header set' if asked else 'timeout'}"
+    longer = "a longer x-rerankit-timeout" if asked else "raise the service's timeout"
     said = (
         f"pipeline {name!r}: this request alone needs about {_seconds(expected)} of work "
-        f"({documents} texts at about {each} each, recently), more than the {timeout:g} s "
-        f"timeout: send at most about {fits} documents (what {FITS_SHARE:.0%} of the timeout "
-        "holds at that rate), or shorter ones, or raise the service's timeout"
+        f"({documents} texts at about {each} each, recently), more than the {limit}: send at "
+        f"most about {fits} documents (what {FITS_SHARE:.0%} of the timeout holds at that "
+        f"rate), or shorter ones, or {longer}"
     )
     logger.warning("refused with 413: %s", said)
-    return ServiceError(413, said)
+    details = {"max_documents": fits, "timeout": timeout}
+    return ServiceError(413, said, code="too_much_work_for_timeout", details=details)
 
 
 def shed(
@@ -100,6 +104,7 @@ def shed(
     documents: int,
     deadline: float,
     timeout: float,
+    asked: bool = False,
     now: float | None = None,
 ) -> ServiceError | None:
     """The 503 (with ``Retry-After``: when the queue should have drained, but no longer
@@ -109,7 +114,7 @@ def shed(
     :func:`request_seconds` over the slots the pipeline may hold, then its own expected
     work, do not fit in the time left. None when it may queue."""
     now = time.monotonic() if now is None else now
-    refused = too_big(pipeline.name, pipeline.per_document, documents, timeout)
+    refused = too_big(pipeline.name, pipeline.per_document, documents, timeout, asked)
     if refused is not None:  # (not the queue's fault: it would not fit on an idle service)
         return refused
     if admission.can_start(pipeline.name) or not pipeline.service_time:
@@ -127,6 +132,7 @@ def shed(
         f"queue ahead and {_seconds(work)} of work), more than the {left} left of its "
         f"{timeout:g} s deadline (retry after Retry-After, or send fewer documents)",
         {"Retry-After": str(max(1, math.ceil(min(wait, timeout, RETRY_AFTER_MOST))))},
+        code="not_queued",
     )
 
 
@@ -151,4 +157,16 @@ def too_late(
         503,
         f"pipeline {name!r}: not run: {said} (the service is busy: retry, or send fewer documents)",
         {"Retry-After": "1"},
+        code="not_run",
+    )
+
+
+def no_slot(name: str, timeout: float) -> ServiceError:
+    """The 503 of a request of pipeline ``name`` still queued at its deadline (``timeout``
+    seconds after its arrival)."""
+    return ServiceError(
+        503,
+        f"pipeline {name!r}: no slot free within the {timeout:g} s deadline; not run",
+        {"Retry-After": "1"},
+        code="queue_timeout",
     )

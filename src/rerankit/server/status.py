@@ -100,6 +100,8 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
         = true`, 503 while the shared cache cannot be used (its reason in a few words: `/info`
         names the server and the error). Needs no key."""
         status, body, headers = await ready_answer(service, model)
+        if status == 503 and headers is None:  # (a pipeline's: what its requests are told)
+            headers = {"Retry-After": "1"}
         return SafeJSONResponse(body, status_code=status, headers=headers)
 
     @app.get(

@@ -35,6 +35,7 @@ __all__ = [
     "WholeNumber",
     "WireFormat",
     "answer_warnings",
+    "check_count",
     "check_query",
     "clip",
     "meta",
@@ -112,6 +113,9 @@ class Call:
     #: filled in by the service: warnings about the request itself (a Cohere multilingual
     #: model name answered by a pipeline that reads English only), said in ``meta.warnings``
     notes: list[str] = field(default_factory=list, compare=False)
+    #: the request's own deadline (seconds from its arrival) when its ``x-rerankit-timeout``
+    #: header asked for less than the service's ``timeout`` (None: the service's)
+    timeout: float | None = None
 
     def cut_documents(self) -> set[int]:
         """The input indices of every document cut before or while it was scored: by the
@@ -239,6 +243,8 @@ def clip(
                     f"document {i}: {len(d.text)} characters; the limit is {cap} "
                     "(max_document_chars in the service's settings; truncate = true cuts "
                     "longer documents instead)",
+                    code="document_too_long",
+                    details={"max_document_chars": cap, "index": i},
                 )
             if cuts is not None:
                 part = "last" if left else "first"
@@ -248,6 +254,20 @@ def clip(
     return out
 
 
+def check_count(documents: int, settings: ServerSettings) -> None:
+    """A 400 when a request's ``documents`` are more than ``max_documents``."""
+    limit = settings.max_documents
+    if documents > limit:
+        raise ServiceError(
+            400,
+            f"{documents} documents; the limit is {limit} per request: split them into "
+            f"batches of at most {limit} (max_documents in the service's settings sets the "
+            "limit)",
+            code="too_many_documents",
+            details={"max_documents": limit},
+        )
+
+
 def check_query(query: str, settings: ServerSettings) -> str:
     """The query, or a 400 when it is longer than a document may be."""
     if len(query) > settings.max_document_chars:
@@ -255,6 +275,8 @@ def check_query(query: str, settings: ServerSettings) -> str:
             400,
             f"query: {len(query)} characters; the limit is {settings.max_document_chars} "
             "(max_document_chars in the service's settings)",
+            code="query_too_long",
+            details={"max_document_chars": settings.max_document_chars},
         )
     return query
 

@@ -81,7 +81,10 @@ def call(body: Request, settings: ServerSettings) -> Call:
     if long:
         which = f"texts.{long[0]}" + (f" (and {len(long) - 1} more)" if len(long) > 1 else "")
         raise ServiceError(
-            413, f"{which} is over {cap} characters (max_document_chars); send truncate=true"
+            413,
+            f"{which} is over {cap} characters (max_document_chars); send truncate=true",
+            code="document_too_long",
+            details={"max_document_chars": cap, "index": long[0]},
         )
     # the caller's truncate decides here, whatever the server's own setting: each text is
     # cut to max_document_chars, and with an explicit true to the model's input limit in
