@@ -201,6 +201,9 @@ def test_the_curl_recipes_get_the_ranking_and_the_shown_answer(service):
         check=True,
     )
     assert header.stdout.strip().lower() == "x-request-id: order-7731", header.stdout
+    (timed,) = [line for line in lines if "x-rerankit-timeout" in line]  # a shorter deadline
+    lines.remove(timed)
+    assert [r["index"] for r in _curl(timed, service.url)["results"]] == [0, 1]
     cohere = [line for line in lines if "/v2/rerank" in line or "/v1/rerank" in line]
     (ready,) = [line for line in lines if "/ready" in line]  # one pipeline's readiness
     assert _curl(ready, service.url) == {"status": "ready", "model": "bm25", "pipeline": "bm25"}

@@ -157,13 +157,25 @@ class Batching(AnswerShape):
     max_pairs: int
 
 
+class SharedCacheInfo(AnswerShape):
+    """The shared Redis/Valkey server: its ``url`` (no password) and whether it is ``up``
+    (both null without one); while it cannot be used, the ``problem`` and for how long
+    (``out_seconds``)."""
+
+    url: str | None
+    up: bool | None
+    problem: str | None = None
+    out_seconds: float | None = Field(default=None, ge=0)
+
+
 class CacheInfo(AnswerShape):
-    """The answer cache: on or off, where its answers are kept, and whether the shared
-    cache is required for readiness."""
+    """The answer cache: on or off, where its answers are kept, whether the shared cache
+    is required for readiness, and the shared server."""
 
     answer_cache: bool
     answers_in: str | None
     required: bool
+    server: SharedCacheInfo
 
 
 class FeedbackInfo(AnswerShape):
@@ -200,8 +212,8 @@ class ProcessInfo(AnswerShape):
 
 class Info(AnswerShape):
     """``/info``: the version, the default pipeline, each pipeline, the limits,
-    micro-batching, the answer cache, the experiments, whether the service is ready and
-    which process answered."""
+    micro-batching, the answer cache, the experiments, whether the service is ready (and
+    while not, why: ``/ready``'s 503 in full) and which process answered."""
 
     version: str
     default: str
@@ -211,4 +223,5 @@ class Info(AnswerShape):
     cache: CacheInfo
     experiments: ExperimentsInfo
     ready: bool
+    not_ready: NotReady | None = None
     process: ProcessInfo
