@@ -7,7 +7,8 @@ sentence-transformers model defines them, inputs sorted by token length and padd
 batch. ``EmbeddingScorer(..., backend="onnx")`` and ``CrossEncoderScorer(...,
 backend="onnx")`` use it: given a folder they load it; given a hub id or a model directory
 they export it once into the rerankit cache directory (``onnx/``, :func:`~.export.cached_export`),
-keyed by model, kind and maximum length. Nothing here imports torch or transformers.
+keyed by the folder's path and files (or the hub id's commit), kind and maximum length
+(:mod:`.export_cache`). Nothing here imports torch or transformers.
 """
 
 from __future__ import annotations
