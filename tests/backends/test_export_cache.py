@@ -121,3 +121,42 @@ def test_a_model_saved_again_into_its_folder_is_exported_again(bert_dir, tmp_pat
         second.name
     ]
     assert os.listdir(second)  # a whole export
+
+
+def _export_made(folder: Path, manifest: dict) -> Path:
+    """An export's folder as the cache holds one (its manifest and a weight file)."""
+    folder.mkdir(parents=True)
+    (folder / MANIFEST).write_text(json.dumps({"kind": "cross_encoder", **manifest}))
+    (folder / "model.onnx").write_bytes(b"0" * 1000)
+    return folder
+
+
+def test_cache_info_counts_every_export_and_names_what_it_was_made_of(
+    tmp_path, monkeypatch, capsys
+):
+    """``rerankit cache info onnx``: an export of ``./bge-like`` counts and is named by its
+    folder's path; one an earlier build made of a ``./`` path (a hidden folder, the
+    reader's "0 export(s), 5.9 MB") counts too; a hub id's names its commit; a folder
+    being written does not count."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    from rerankit.cli import main
+
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    model = _model_files(tmp_path / "bge-like")
+    _cached_hub_model(tmp_path / "hub", "c" * 40, model)
+    monkeypatch.chdir(tmp_path)
+    folder = export_folder("./bge-like", kind="cross_encoder")
+    made_of = {"source": str(model), "files": "@x", "kind": "cross_encoder", "max_length": None}
+    _export_made(folder, {"source": str(model), "cached_for": made_of})
+    hub = export_folder(MODEL, kind="cross_encoder")
+    made_of = {"source": MODEL, "revision": "c" * 40, "kind": "cross_encoder", "max_length": None}
+    _export_made(hub, {"source": MODEL, "revision": "c" * 40, "cached_for": made_of})
+    _export_made(folder.parent / "._bge-like-a33622b46f31", {"source": "./bge-like"})
+    _export_made(folder.parent / f".{folder.name}.4242-0123abcd", {"source": "./bge-like"})
+    assert main(["cache", "info", "onnx"]) == 0
+    out = capsys.readouterr().out
+    listed = out.split("3 export(s): ")[1]
+    for source in (f"{model}, ", f"{MODEL}@{'c' * 12}, ", "./bge-like, "):
+        assert listed.count(source) == 1, out

@@ -50,6 +50,7 @@ __all__ = [
     "CACHE_LAYOUT",
     "LOCK_TIMEOUT",
     "cache_source",
+    "cached_exports",
     "can_export",
     "export_complete",
     "export_folder",
@@ -242,3 +243,33 @@ def remove_stale_exports(folder: Path, made_of: dict[str, Any]) -> None:
             if "files" in was and {k: was.get(k) for k in same} == same:
                 logger.info("removing %s: an export of %s's earlier files", other, same["source"])
                 shutil.rmtree(other, ignore_errors=True)
+
+
+#: the folders an export passes through (:func:`publish_export`): ``.NAME.PID-XXXXXXXX``
+#: while written, ``.NAME.old-XXXXXXXX`` while replaced; neither is an export to count
+_PASSING = re.compile(r"^\..+\.(?:\d+|old)-[0-9a-f]{8}$")
+
+
+def cached_exports() -> list[tuple[Path, str]]:
+    """The exports in the cache (:func:`onnx_cache_root`), each with what it was made of:
+    a model folder's path, a hub id with ``@`` and its commit's first 12 characters, or
+    the ``source`` an export made by an earlier build recorded (those made of a
+    ``./``-relative path sat in a hidden folder: counted too). Folders being written or
+    replaced are left out."""
+    root = onnx_cache_root()
+    if not root.is_dir():
+        return []
+    found = []
+    for folder in sorted(root.iterdir()):
+        if not folder.is_dir() or _PASSING.match(folder.name) or not is_exported(folder):
+            continue
+        try:
+            manifest = read_manifest(folder)
+        except ModelLoadError:
+            continue
+        made_of = manifest.get(CACHED_FOR) or {}
+        source = str(made_of.get("source") or manifest.get("source") or folder.name)
+        if made_of.get("revision"):
+            source += f"@{str(made_of['revision'])[:12]}"
+        found.append((folder, source))
+    return found
