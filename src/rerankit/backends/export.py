@@ -141,6 +141,7 @@ def _cross_encoder_parts(
     hf = loaded.model.eval()
     info = {
         "num_labels": int(hf.config.num_labels),
+        "id2label": {str(k): str(v) for k, v in (hf.config.id2label or {}).items()},
         "max_length": int(
             getattr(loaded, "max_seq_length", None) or loaded.tokenizer.model_max_length
         ),

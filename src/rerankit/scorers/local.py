@@ -132,7 +132,7 @@ class LocalModelScorer:
         loader = (
             (self._load_onnx if chosen == "onnx" else self._load)
             if isinstance(model, str)
-            else (lambda: self._adopt(model))
+            else (lambda: self._checked(self._adopt(model)))
         )
         if isinstance(model, str):  # one load per process for the same model and settings
             own = loader
@@ -150,7 +150,12 @@ class LocalModelScorer:
             raise ModelLoadError(
                 no_such_file(self.model_id, f"the {self.what} to load", folder=True)
             )
-        return load()
+        return self._checked(load())
+
+    def _checked(self, model: Any) -> Any:
+        """``model``, just loaded (or adopted), once a subclass has checked it can score
+        with it: one it cannot is a :class:`ModelLoadError` naming the model."""
+        return model
 
     def _load_key(self) -> tuple:
         """What makes two scorers' loaded models the same object: the kind of scorer, the
