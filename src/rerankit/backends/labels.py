@@ -1,5 +1,7 @@
 """A cross-encoder's labels, as its ``config.json`` names them (``id2label``): which of a
-two-label model's labels means "relevant" (:func:`relevant_label`).
+two-label model's labels means "relevant" (:func:`relevant_label`), and whether it has more
+labels than a relevance model (:func:`too_many_labels`: one of three or more, an NLI or
+topic classifier, gives no single relevance score).
 
 A two-label model scores ``logit[relevant] - logit[other]``. Label 1 is the relevant one
 unless the names say plainly that label 0 is: one of them a positive name and the other a
@@ -12,17 +14,24 @@ log says so when the model loads.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
+
+from .manifest import MANIFEST
 
 __all__ = [
     "NEGATIVE",
     "POSITIVE",
+    "declared_label_count",
     "label_names",
     "labels_note",
+    "loaded_label_count",
     "loaded_labels",
     "relevant_label",
+    "too_many_labels",
 ]
 
 #: label names that say "relevant" (compared in lower case, ``_`` and ``-`` read as spaces)
@@ -104,3 +113,62 @@ def loaded_labels(model: Any) -> Mapping[Any, Any] | None:
         if isinstance(id2label, Mapping):
             return id2label
     return None
+
+
+def loaded_label_count(model: Any) -> int | None:
+    """How many labels a loaded cross-encoder has (its config's ``num_labels``, an ONNX
+    export's manifest's), or None when it does not say."""
+    manifest = getattr(model, "manifest", None)
+    if isinstance(manifest, Mapping):
+        found = manifest.get("num_labels")
+        return int(found) if isinstance(found, int) else None
+    for holder in (getattr(model, "model", None), model):
+        found = getattr(getattr(holder, "config", None), "num_labels", None)
+        if isinstance(found, int):
+            return found
+    return None
+
+
+def _config_label_count(config: Mapping[str, Any]) -> int | None:
+    """The labels a ``config.json`` (or an export's manifest) says a model has."""
+    names = label_names(config.get("id2label"))
+    if names is not None:
+        return len(names)
+    found = config.get("num_labels")
+    return found if isinstance(found, int) else None
+
+
+def declared_label_count(model: str, revision: str | None = None) -> int | None:
+    """How many labels the cross-encoder ``model`` has, read from its files without loading
+    it: a folder's ``config.json`` (an export's manifest), or a hub id's ``config.json`` in
+    the local Hugging Face cache at ``revision``; None when they do not say (or are not
+    here)."""
+    folder = Path(model).expanduser()
+    if folder.is_dir():
+        config = folder / (MANIFEST if (folder / MANIFEST).is_file() else "config.json")
+    else:
+        try:
+            import huggingface_hub
+
+            found = huggingface_hub.try_to_load_from_cache(model, "config.json", revision=revision)
+        except (ImportError, ValueError):  # no hub client; not a valid hub id
+            return None
+        if not isinstance(found, str):
+            return None
+        config = Path(found)
+    try:
+        read = json.loads(config.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # missing or unreadable: loading says so
+        return None
+    return _config_label_count(read) if isinstance(read, Mapping) else None
+
+
+def too_many_labels(model: str, count: int) -> str:
+    """What rerankit says of a cross-encoder ``model`` with ``count`` (3 or more) labels."""
+    return (
+        f"cross-encoder {model!r} has {count} labels (num_labels in its config.json); "
+        "rerankit scores a relevance model of 1 label (its relevance logit) or 2 (not "
+        f"relevant / relevant), and a model of {count} (an NLI or topic classifier) gives no "
+        "single relevance score: use a reranker trained for relevance, or fine-tune this one "
+        "with num_labels=1"
+    )

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from .._threads import loads_in_place, on_model_thread
-from ..errors import MissingDependencyError, ModelLoadError
+from ..errors import ConfigError, MissingDependencyError, ModelLoadError
 from .bundled import BUNDLED_NAMES, bundled_model_path
 from .hardware import HardwareProfile
 
@@ -224,6 +224,10 @@ class LazyModel(Generic[T]):
                             self._value = self._load()
                     except (MissingDependencyError, ModelLoadError):
                         raise
+                    except ConfigError as exc:  # a setting this install cannot run
+                        raise ModelLoadError(
+                            f"could not load {self.what} {model_label(self.model)!r}: {exc}"
+                        ) from exc
                     except Exception as exc:
                         raise ModelLoadError(
                             f"could not load {self.what} {model_label(self.model)!r}: "

@@ -30,10 +30,17 @@ from .._threads import in_thread, on_model_thread
 from ..backends.detect import check_tokenizer
 from ..backends.hardware import attention_kernels
 from ..backends.hub import cache_only_model_options, hub_options
-from ..backends.labels import labels_note, loaded_labels, relevant_label
+from ..backends.labels import (
+    declared_label_count,
+    labels_note,
+    loaded_label_count,
+    loaded_labels,
+    relevant_label,
+    too_many_labels,
+)
 from ..backends.local import run_splitting_on_oom
 from ..backends.pairs import EncodedPairs, PairEncoder, padded_batches
-from ..errors import ScorerError
+from ..errors import ModelLoadError, ScorerError
 from ..types import Document
 from .base import ScoreBatch, valid_query, valid_unicode
 from .local import LocalModelOptions, LocalModelScorer
@@ -127,13 +134,26 @@ class CrossEncoderScorer(LocalModelScorer):
 
     def _checked(self, model: Any) -> Any:
         """``model``, its labels said in the log when its config.json names label 0 the
-        relevant one, or names two labels that say neither (:func:`labels_note`)."""
+        relevant one, or names two labels that say neither (:func:`labels_note`); one of
+        three or more labels is a :class:`ModelLoadError` (:func:`too_many_labels`)."""
+        count = loaded_label_count(model)
+        if count is not None and count > 2:
+            raise ModelLoadError(too_many_labels(self.model_id or type(model).__name__, count))
         id2label = loaded_labels(model)
         note = labels_note(self.model_id or type(model).__name__, id2label)
         if note is not None:
             level = logging.INFO if relevant_label(id2label) == 0 else logging.WARNING
             logger.log(level, "%s", note)
         return model
+
+    def load_problem(self) -> str | None:
+        """As :meth:`LocalModelScorer.load_problem`, and a model whose files say it has
+        three or more labels (:func:`too_many_labels`), read without loading it."""
+        found = super().load_problem()
+        if found is not None or self.model_id is None:
+            return found
+        count = declared_label_count(self.model_id)
+        return too_many_labels(self.model_id, count) if count is not None and count > 2 else None
 
     @property
     def relevant_label(self) -> int:

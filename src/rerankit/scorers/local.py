@@ -14,6 +14,7 @@ from .._optional import missing_package, require
 from .._threads import in_model_thread
 from ..backends.choice import choose_backend
 from ..backends.export import export_missing
+from ..backends.hardware import device_problem
 from ..backends.hub import missing_folder
 from ..backends.local import (
     LazyModel,
@@ -145,11 +146,15 @@ class LocalModelScorer:
     def _there(self, load: Callable[[], Any]) -> Any:
         """``load()``, once the model's folder is known to be there: a path that is not (a
         volume not mounted, a misspelt folder) is said as such, before any package loading
-        would need (without torch, a missing folder read as a hub id asked for torch)."""
+        would need (without torch, a missing folder read as a hub id asked for torch); and,
+        on torch, once its device is one this PyTorch has (:func:`device_problem`: a
+        :class:`ConfigError`, said naming the model)."""
         if self.model_id is not None and missing_folder(self.model_id):
             raise ModelLoadError(
                 no_such_file(self.model_id, f"the {self.what} to load", folder=True)
             )
+        if self.backend == "torch" and (problem := device_problem(self.profile.device)):
+            raise ConfigError(problem)
         return self._checked(load())
 
     def _checked(self, model: Any) -> Any:
@@ -227,7 +232,8 @@ class LocalModelScorer:
         loading says it); on torch, a package loading imports that is not installed (as
         loading says it). None when nothing here stops it (a hub model may yet fail to
         download). A model folder that holds no weights (only its config and tokenizer)
-        cannot load in any install: said, naming the files looked for."""
+        cannot load in any install: said, naming the files looked for; so is a device
+        this PyTorch cannot run on (``cuda`` on a CPU build: :func:`device_problem`)."""
         if self.model_id is None or missing_folder(self.model_id):
             return None  # a model the caller loaded; a folder not here (check warns of it)
         if (missing := missing_weights(self.model_id, self.what)) is not None:
@@ -246,7 +252,8 @@ class LocalModelScorer:
         for module in self.torch_packages:
             if importlib.util.find_spec(module) is None:
                 return self._or_export(missing_package(module, type(self).__name__))
-        return None
+        problem = device_problem(self.profile.device)
+        return None if problem is None else f"{self.what} {self.model_id!r}: {problem}"
 
     def _load_onnx(self) -> Any:
         """The model on ONNX Runtime: an exported folder, or an export made once."""
