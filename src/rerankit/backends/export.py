@@ -77,10 +77,10 @@ logger = logging.getLogger(__name__)
 _FILES = {None: "model.onnx", "int8": "model.int8.onnx"}
 
 
-def _hub_options(model: str, what: str) -> dict[str, Any]:
+def _hub_options(model: str, what: str, revision: str | None = None) -> dict[str, Any]:
     """:func:`.hub.hub_options` for an export: its hint names the folder to export instead."""
     command, python = "rerankit export {folder}", 'export("{folder}", out)'
-    return hub_options(model, what, python, command, pipeline_file=False)
+    return hub_options(model, what, python, command, pipeline_file=False, revision=revision)
 
 
 def _embedding_parts(
@@ -88,7 +88,7 @@ def _embedding_parts(
 ) -> tuple[Any, Any, dict[str, Any]]:
     st = require("sentence_transformers", "exporting an embedding model")
     source = resolve_source(model)
-    hub = _hub_options(source, "embedding model")
+    hub = _hub_options(source, "embedding model", revision)
     loaded = st.SentenceTransformer(
         source,
         device="cpu",
@@ -128,7 +128,7 @@ def _cross_encoder_parts(
     model: str, trust_remote_code: bool, revision: str | None
 ) -> tuple[Any, Any, dict[str, Any]]:
     st = require("sentence_transformers", "exporting a cross-encoder")
-    hub = _hub_options(model, "cross-encoder")
+    hub = _hub_options(model, "cross-encoder", revision)
     with without_new_model_line():  # a save_pretrained folder's weights are used
         loaded = st.CrossEncoder(
             model,

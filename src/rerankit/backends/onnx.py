@@ -196,9 +196,10 @@ def load_onnx(
     max_length: int | None = None,
     threads: int | None = None,
     trust_remote_code: bool = False,
+    revision: str | None = None,
 ) -> OnnxModel:
     """An :class:`OnnxModel` for ``model``: an exported folder as it is, anything else
-    exported once into the cache first (which needs torch)."""
+    exported once into the cache first (which needs torch; a hub id at ``revision``)."""
     if is_exported(model):
         folder = Path(model)
         found = read_manifest(folder)["kind"]
@@ -211,5 +212,6 @@ def load_onnx(
             quantize=quantize,
             max_length=max_length,
             trust_remote_code=trust_remote_code,
+            revision=revision,
         )
     return OnnxModel(folder, quantize=quantize, threads=threads, max_length=max_length)

@@ -29,7 +29,7 @@ from .._optional import require
 from .._threads import in_thread, on_model_thread
 from ..backends.detect import check_tokenizer
 from ..backends.hardware import attention_kernels
-from ..backends.hub import cache_only_model_options, hub_options
+from ..backends.hub import cache_only_model_options
 from ..backends.labels import (
     declared_label_count,
     labels_note,
@@ -120,7 +120,7 @@ class CrossEncoderScorer(LocalModelScorer):
     def _load(self) -> Any:
         st = self._sentence_transformers()
         check_tokenizer(self.model_id, "cross-encoder")
-        hub = hub_options(self.model_id, "cross-encoder", 'CrossEncoderScorer("{folder}")')
+        hub = self._hub_options(self.model_id, "cross-encoder", 'CrossEncoderScorer("{folder}")')
         device = self.profile.resolve_device()
         return st.CrossEncoder(
             self.model_id,
@@ -152,7 +152,7 @@ class CrossEncoderScorer(LocalModelScorer):
         found = super().load_problem()
         if found is not None or self.model_id is None:
             return found
-        count = declared_label_count(self.model_id)
+        count = declared_label_count(self.model_id, self.revision)
         return too_many_labels(self.model_id, count) if count is not None and count > 2 else None
 
     @property

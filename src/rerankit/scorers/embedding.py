@@ -31,7 +31,7 @@ from ..backends.bundled import (
 )
 from ..backends.detect import check_tokenizer, folder_kind
 from ..backends.hardware import attention_kernels
-from ..backends.hub import cache_only_model_options, hub_options
+from ..backends.hub import cache_only_model_options
 from ..backends.local import weights_fingerprint
 from ..backends.onnx import is_exported, read_manifest
 from ..cache import EmbeddingCache
@@ -152,7 +152,7 @@ class EmbeddingScorer(LocalModelScorer):
         self.max_passages = _positive("max_passages", max_passages)
         self.passage_lead = _lead(passage_lead)
         self.model_key = (
-            model + weights_fingerprint(model)
+            model + self.revision_key + weights_fingerprint(model)
             if isinstance(model, str)
             else f"{type(model).__name__}@{id(model)}"
         )
@@ -201,7 +201,7 @@ class EmbeddingScorer(LocalModelScorer):
         st = self._sentence_transformers()
         source = resolve_source(self.model_id)
         check_tokenizer(source, "embedding model")
-        hub = hub_options(source, "embedding model", 'EmbeddingScorer("{folder}")')
+        hub = self._hub_options(source, "embedding model", 'EmbeddingScorer("{folder}")')
         device = self.profile.resolve_device()
         model = st.SentenceTransformer(
             source,

@@ -5,9 +5,11 @@ with explicit overrides, the model's id, lazy thread-safe loading on the model t
 from __future__ import annotations
 
 import importlib.util
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypedDict
 
 from .._optional import missing_package, require
@@ -15,7 +17,7 @@ from .._threads import in_model_thread
 from ..backends.choice import choose_backend
 from ..backends.export import export_missing
 from ..backends.hardware import device_problem
-from ..backends.hub import missing_folder
+from ..backends.hub import hub_options, missing_folder
 from ..backends.local import (
     LazyModel,
     missing_weights,
@@ -40,12 +42,16 @@ __all__ = [
     "models_run",
 ]
 
+logger = logging.getLogger(__name__)
+
 
 class LocalModelOptions(TypedDict, total=False):
     """How a local model runs (the keyword arguments every local-model scorer takes):
     ``profile`` (a :class:`~rerankit.backends.HardwareProfile` or an object with its attributes),
     overridden by ``device``, ``batch_size``, ``dtype``, ``max_length`` and ``threads`` when
-    given; ``trust_remote_code`` for models that ship their own code; ``backend``
+    given; ``trust_remote_code`` for models that ship their own code; ``revision`` (a
+    branch, tag or commit) for a model named by a hub id (None: ``main``; a local folder
+    ignores it, with a warning in the log); ``backend``
     (``"auto"``, the default, ``"torch"`` or ``"onnx"``) and ``quantize`` (None or
     ``"int8"``, ONNX only) for the scorers that can run on ONNX Runtime (see
     :mod:`rerankit.backends.onnx`; ``auto`` runs the bundled model and exported folders on
@@ -58,8 +64,27 @@ class LocalModelOptions(TypedDict, total=False):
     max_length: int | None
     threads: int | None
     trust_remote_code: bool
+    revision: str | None
     backend: str
     quantize: str | None
+
+
+def _revision(revision: Any, model: Any) -> str | None:
+    """``revision`` checked: None, or a branch, tag or commit name for a model given by
+    name (a loaded model has no revision to choose)."""
+    if revision is None:
+        return None
+    if not isinstance(revision, str) or not revision or revision != revision.strip():
+        raise ValueError(
+            "revision must be a branch, tag or commit of the hub model (a non-empty name "
+            f"without surrounding spaces, such as 'main' or a commit hash), got {revision!r}"
+        )
+    if not isinstance(model, str):
+        raise ValueError(
+            "revision applies to a model named by a hub id, not to a loaded model (load that "
+            "revision yourself, or give the hub id)"
+        )
+    return revision
 
 
 def _an_export_on_torch(model: str, backend: str) -> str:
@@ -102,11 +127,12 @@ class LocalModelScorer:
         max_length: int | None = None,
         threads: int | None = None,
         trust_remote_code: bool = False,
+        revision: str | None = None,
         backend: str = "auto",
         quantize: str | None = None,
         name: str,
     ) -> None:
-
+        revision = _revision(revision, model)
         self.profile = settings(
             profile,
             device=device,
@@ -129,6 +155,8 @@ class LocalModelScorer:
         #: :func:`~rerankit.backends.choice.choose_backend`)
         self.backend, self.quantize = chosen, quantize
         self.trust_remote_code = trust_remote_code
+        #: the hub model's branch, tag or commit (None: ``main``)
+        self.revision = revision
         self.model_id = model if isinstance(model, str) else None
         loader = (
             (self._load_onnx if chosen == "onnx" else self._load)
@@ -155,6 +183,15 @@ class LocalModelScorer:
             )
         if self.backend == "torch" and (problem := device_problem(self.profile.device)):
             raise ConfigError(problem)
+        if self.revision and self.model_id and Path(self.model_id).expanduser().exists():
+            logger.warning(
+                "%s %s: revision %r is ignored: %s is a local folder, which is read as it is "
+                "(a folder wins over a hub id of the same spelling)",
+                self.what,
+                self.model_id,
+                self.revision,
+                self.model_id,
+            )
         return self._checked(load())
 
     def _checked(self, model: Any) -> Any:
@@ -177,8 +214,22 @@ class LocalModelScorer:
             p.max_length,
             p.threads,
             self.trust_remote_code,
+            self.revision,
             getattr(self, "max_length", None),
         )
+
+    def _hub_options(self, model: str, what: str, python: str) -> dict[str, Any]:
+        """The options loading ``model`` takes (:func:`hub_options`: the local cache alone
+        while the hub does not answer), with this scorer's ``revision`` when it has one,
+        for ``from_pretrained`` and sentence-transformers' constructors."""
+        found = hub_options(model, what, python, revision=self.revision)
+        return {**found, "revision": self.revision} if self.revision else found
+
+    @property
+    def revision_key(self) -> str:
+        """``@revision=REV`` for a scorer pinned to a hub revision, else empty: part of the
+        keys of what it caches (vectors of one revision are not another's)."""
+        return f"@revision={self.revision}" if self.revision else ""
 
     def score_texts(self, query: str, texts: Sequence[str]) -> Any:  # pragma: no cover
         raise NotImplementedError
@@ -248,6 +299,7 @@ class LocalModelScorer:
                 kind=self.onnx_kind,
                 quantize=self.quantize,
                 max_length=self.profile.max_length,
+                revision=self.revision,
             )
         for module in self.torch_packages:
             if importlib.util.find_spec(module) is None:
@@ -266,6 +318,7 @@ class LocalModelScorer:
             max_length=self.profile.max_length,
             threads=self.profile.threads,
             trust_remote_code=self.trust_remote_code,
+            revision=self.revision,
         )
 
     def _adopt(self, model: Any) -> Any:
