@@ -64,6 +64,19 @@ OUTPUTS = ("logit", "sigmoid")
 OUTPUT_ALIASES = {"probability": "sigmoid"}
 
 
+def outputs_said(value: str) -> str:
+    """What the outputs are, said where ``value``, which is none of them, is refused: a
+    two-label model's softmax is its sigmoid, said outright when ``value`` asks for it."""
+    said = (
+        "logit is the model's raw relevance score (unbounded; the default), sigmoid its "
+        "sigmoid in (0, 1), which for a two-label model is exactly the softmax probability of "
+        "the relevant label"
+    )
+    if value.strip().lower().startswith(("softmax", "prob")):
+        said += f"; for {value.strip()!r}, use sigmoid"
+    return said
+
+
 def relevance_from_logits(logits: np.ndarray, output: str, relevant: int = 1) -> np.ndarray:
     """One relevance score per row of a cross-encoder's logits (see the module doc);
     ``relevant``: which of two labels is the relevant one."""
@@ -112,7 +125,10 @@ class CrossEncoderScorer(LocalModelScorer):
     ) -> None:
         output = OUTPUT_ALIASES.get(output, output)
         if output not in OUTPUTS:
-            raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, got {output!r}")
+            raise ValueError(
+                f"output must be one of {', '.join(OUTPUTS)}, got {output!r}: "
+                + outputs_said(str(output))
+            )
         super().__init__(model, name=name, **options)
         self.output = output
         self._encoder: PairEncoder | Literal[False] | None = None  # False: none for this model
