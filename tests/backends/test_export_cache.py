@@ -111,6 +111,7 @@ def test_a_model_saved_again_into_its_folder_is_exported_again(bert_dir, tmp_pat
     retrained.save_pretrained(model)  # a second run saves into the same folder
     second = cached_export("my-ce", kind="cross_encoder")
     assert second != first and not first.exists()  # the stale export is gone
+    assert not (first.parent / f".{first.name}.lock").exists()  # and its lock file
     made_of = json.loads((second / MANIFEST).read_text())[CACHED_FOR]
     assert made_of["source"] == str(model) and made_of["kind"] == "cross_encoder"
     new = OnnxModel(second).predict(pairs)

@@ -233,7 +233,7 @@ def export_missing(
 
 def remove_stale_exports(folder: Path, made_of: dict[str, Any]) -> None:
     """Remove the cache's other exports of the model folder ``made_of`` names (same kind
-    and maximum length), made of files it no longer holds."""
+    and maximum length), made of files it no longer holds, and their lock files."""
     same = {k: made_of[k] for k in ("source", "kind", "max_length")}
     for other in folder.parent.iterdir():
         if other == folder or other.name.startswith(".") or not is_exported(other):
@@ -243,6 +243,8 @@ def remove_stale_exports(folder: Path, made_of: dict[str, Any]) -> None:
             if "files" in was and {k: was.get(k) for k in same} == same:
                 logger.info("removing %s: an export of %s's earlier files", other, same["source"])
                 shutil.rmtree(other, ignore_errors=True)
+                with contextlib.suppress(OSError):
+                    (other.parent / f".{other.name}.lock").unlink(missing_ok=True)
 
 
 #: the folders an export passes through (:func:`publish_export`): ``.NAME.PID-XXXXXXXX``
