@@ -185,6 +185,13 @@ def bert2_dir(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def bert3_dir(tmp_path_factory):
+    """A three-label tiny BERT sequence classifier (no relevance model)."""
+    pytest.importorskip("torch", reason="neural scorers need the 'torch' extra")
+    return build_bert_cross_encoder(tmp_path_factory.mktemp("bert3"), num_labels=3, seed=2)
+
+
+@pytest.fixture(scope="session")
 def qwen_dir(tmp_path_factory):
     """A tiny Qwen3 causal LM with a word-level tokenizer."""
     pytest.importorskip("torch", reason="neural scorers need the 'torch' extra")

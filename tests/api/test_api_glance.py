@@ -24,6 +24,7 @@ OPTIONS_GO_TO = {
     "rerankit.training.tune": "rerankit.training.TuneOptions",
     "rerankit.training.clicks.learn_from_log": "rerankit.training.clicks.learn_from_clicks",
     "rerankit.batch.run_batch": "rerankit.rerank",
+    "rerankit.scorers.CrossEncoderScorer": "rerankit.scorers.local.LocalModelScorer",
 }
 
 

@@ -34,6 +34,18 @@ def test_rank_output_given_a_file_name_says_where_the_results_go(capsys):
     assert build_parser().parse_args([*RANK, "--output", "sigmoid"]).output == "sigmoid"
 
 
+@pytest.mark.parametrize("value", ["softmax", "probs"])
+def test_rank_output_given_another_activation_says_what_the_outputs_are(capsys, value):
+    """``--output softmax`` is an activation, not a file: the error says what logit and
+    sigmoid are, and that a two-label model's softmax is sigmoid, with no advice to
+    redirect the output to a file."""
+    err = usage_error(capsys, [*RANK, "--output", value])
+    assert f"expected logit or sigmoid (a cross-encoder's score), got {value!r}: logit is" in err
+    assert "for a two-label model is exactly the softmax probability of the relevant" in err
+    assert f"for {value!r}, use sigmoid" in err
+    assert "> FILE" not in err and "redirect" not in err
+
+
 def _parsers() -> list[argparse.ArgumentParser]:
     root = build_parser()
     commands = [a for a in root._actions if isinstance(a, argparse._SubParsersAction)]

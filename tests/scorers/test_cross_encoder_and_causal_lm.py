@@ -86,8 +86,11 @@ def test_cross_encoder_equals_a_direct_forward(bert_dir):
         np.testing.assert_allclose(
             prob.score_texts(QUERY, DOCS), 1 / (1 + np.exp(-reference)), atol=1e-6
         )
-    with pytest.raises(ValueError, match="output must be one of logit, sigmoid"):
+    with pytest.raises(ValueError, match="output must be one of logit, sigmoid") as info:
         CrossEncoderScorer(str(bert_dir), device="cpu", output="softmax")
+    said = str(info.value)  # what the two are, and that a two-label softmax is sigmoid
+    assert "sigmoid in (0, 1), which for a two-label model is exactly the softmax" in said
+    assert said.endswith("for 'softmax', use sigmoid")
     assert len(set(np.round(reference, 6))) > 1  # the tiny model does tell documents apart
 
 

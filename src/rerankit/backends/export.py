@@ -9,31 +9,26 @@ normalisation, maximum length, labels); the weights of each ``.onnx`` file sit b
 (``model.onnx.data``, ...) so that ONNX Runtime maps them rather than copies them.
 :class:`~.onnx.OnnxModel` runs the folder without torch.
 
-:func:`cached_export` keeps one export per (model, kind, maximum length) in the rerankit
-cache directory (``onnx/``), made on first use: written into a staging folder beside it and
+:func:`cached_export` keeps one export per model, kind and maximum length in the rerankit
+cache directory (``onnx/``; a folder by its path and files, a hub id by its commit:
+:mod:`.export_keys`), made on first use: written into a staging folder beside it and
 renamed into place when complete, under a file lock, so processes that ask at once make it
 once and no process ever reads a half-written export.
 """
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import importlib.util
 import json
 import logging
 import os
-import re
 import shutil
-import threading
 import uuid
 import warnings
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._optional import install_hint, require
-from ..cache import default_cache_dir
+from .._optional import require
 from ..errors import (
     ConfigError,
     MissingDependencyError,
@@ -41,11 +36,26 @@ from ..errors import (
     keyword_flag,
     said_for,
 )
-from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL, resolve_source
+from .bundled import BUNDLED_NAMES, resolve_source
 from .detect import check_tokenizer, model_kind
+from .export_cache import (
+    CACHE_LAYOUT,
+    CACHED_FOR,
+    LOCK_TIMEOUT,
+    cache_source,
+    can_export,
+    export_complete,
+    export_folder,
+    export_lock,
+    export_missing,
+    export_needed,
+    onnx_cache_root,
+    publish_export,
+    remove_stale_exports,
+)
 from .hub import cache_only_model_options, hub_options
 from .local import quiet_loading, without_new_model_line
-from .manifest import KINDS, MANIFEST, check_backend, is_exported, read_manifest
+from .manifest import KINDS, MANIFEST, check_backend, read_manifest
 from .quantize import SMOOTH_ALPHA, calibration_feeds, cross_encoder_int8, quantize_int8
 
 __all__ = [
@@ -65,27 +75,25 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 _FILES = {None: "model.onnx", "int8": "model.int8.onnx"}
-_lock = threading.Lock()  # one export at a time in a process
-#: the layout of the exports in the cache (2: weights beside each ``.onnx`` file)
-CACHE_LAYOUT = 2
-#: seconds a process waits for another's export of the same model before giving up
-LOCK_TIMEOUT = 1800.0
 
 
-def _hub_options(model: str, what: str) -> dict[str, Any]:
+def _hub_options(model: str, what: str, revision: str | None = None) -> dict[str, Any]:
     """:func:`.hub.hub_options` for an export: its hint names the folder to export instead."""
     command, python = "rerankit export {folder}", 'export("{folder}", out)'
-    return hub_options(model, what, python, command, pipeline_file=False)
+    return hub_options(model, what, python, command, pipeline_file=False, revision=revision)
 
 
-def _embedding_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dict[str, Any]]:
+def _embedding_parts(
+    model: str, trust_remote_code: bool, revision: str | None
+) -> tuple[Any, Any, dict[str, Any]]:
     st = require("sentence_transformers", "exporting an embedding model")
     source = resolve_source(model)
-    hub = _hub_options(source, "embedding model")
+    hub = _hub_options(source, "embedding model", revision)
     loaded = st.SentenceTransformer(
         source,
         device="cpu",
         trust_remote_code=trust_remote_code,
+        revision=revision,
         model_kwargs=cache_only_model_options(hub),
         **hub,
     )
@@ -116,20 +124,24 @@ def _embedding_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dic
     return transformer.auto_model.eval(), loaded.tokenizer, info
 
 
-def _cross_encoder_parts(model: str, trust_remote_code: bool) -> tuple[Any, Any, dict[str, Any]]:
+def _cross_encoder_parts(
+    model: str, trust_remote_code: bool, revision: str | None
+) -> tuple[Any, Any, dict[str, Any]]:
     st = require("sentence_transformers", "exporting a cross-encoder")
-    hub = _hub_options(model, "cross-encoder")
+    hub = _hub_options(model, "cross-encoder", revision)
     with without_new_model_line():  # a save_pretrained folder's weights are used
         loaded = st.CrossEncoder(
             model,
             device="cpu",
             trust_remote_code=trust_remote_code,
+            revision=revision,
             model_kwargs=cache_only_model_options(hub),
             **hub,
         )
     hf = loaded.model.eval()
     info = {
         "num_labels": int(hf.config.num_labels),
+        "id2label": {str(k): str(v) for k, v in (hf.config.id2label or {}).items()},
         "max_length": int(
             getattr(loaded, "max_seq_length", None) or loaded.tokenizer.model_max_length
         ),
@@ -183,6 +195,7 @@ def export(
     quantize: str | None = None,
     max_length: int | None = None,
     trust_remote_code: bool = False,
+    revision: str | None = None,
     opset: int = 17,
     smooth_alpha: float | None = SMOOTH_ALPHA,
     per_token: bool = True,
@@ -192,7 +205,8 @@ def export(
     return it. Needs the ``torch`` and ``onnx`` extras; the result
     runs with the ``onnx`` extra alone. ``quantize="int8"`` also writes
     ``model.int8.onnx``; ``max_length`` caps the tokens per input (the model's own limit by
-    default). A cross-encoder's int8 file is quantised after :func:`.quantize.smooth`
+    default); ``revision``: a hub id's branch, tag or commit (ignored for a folder). A
+    cross-encoder's int8 file is quantised after :func:`.quantize.smooth`
     with ``smooth_alpha`` (calibrated on word-frequency pseudo-text; ``None``: not
     smoothed) and, with ``per_token``, with one scale per token
     (:func:`.quantize.quantize_int8_per_token`; ``False``: ONNX Runtime's one scale per
@@ -205,7 +219,7 @@ def export(
     require("onnx", "exporting a model to ONNX")
     parts = _embedding_parts if kind == "embedding" else _cross_encoder_parts
     with quiet_loading():  # no weight-loading bar: the library never prints
-        hf, tokenizer, info = parts(model, trust_remote_code)
+        hf, tokenizer, info = parts(model, trust_remote_code, revision)
     if max_length is not None:
         info["max_length"] = int(max_length)
     names = ["input_ids", "attention_mask"]
@@ -262,6 +276,7 @@ def export(
         "format": 1,
         "kind": kind,
         "source": model,
+        **({"revision": revision} if revision else {}),
         "inputs": names,
         "output": output,
         "files": files,
@@ -300,106 +315,6 @@ def weights_beside(path: Path) -> None:
     os.replace(staging, path)
 
 
-def onnx_cache_root() -> Path:
-    """Where exports made on first use live: ``onnx/`` in the rerankit cache directory."""
-    return default_cache_dir() / "onnx"
-
-
-def export_folder(model: str, *, kind: str, max_length: int | None = None) -> Path:
-    """The cache folder of ``model``'s export (made or not): one per model, kind and
-    maximum length (the bundled model's names share one)."""
-    if model in BUNDLED_NAMES:
-        model = DEFAULT_EMBEDDING_MODEL
-    key = json.dumps([model, kind, max_length], separators=(",", ":"))
-    if CACHE_LAYOUT > 1:  # exports of an older layout are made again, not read
-        key += f"|layout={CACHE_LAYOUT}"
-    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", model.strip("/"))[-60:]
-    return onnx_cache_root() / f"{slug}-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-
-
-def _complete(folder: Path, quantize: str | None) -> bool:
-    """Whether ``folder`` holds an export with the weights ``quantize`` asks for."""
-    if not is_exported(folder):
-        return False
-    return quantize is None or "int8" in read_manifest(folder).get("files", {})
-
-
-def can_export() -> bool:
-    """Whether this process can make an export: torch, sentence-transformers and onnx
-    installed, and the cache directory writable (its nearest existing parent)."""
-    if not all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers", "onnx")):
-        return False
-    where = onnx_cache_root()
-    while not where.exists() and where.parent != where:
-        where = where.parent
-    return os.access(where, os.W_OK)
-
-
-@contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    """This process's export lock, then the file lock ``.<folder>.lock`` beside the folder,
-    which other processes making the same export wait on."""
-    filelock = require("filelock", "exporting a model to ONNX once for several processes")
-    lock = filelock.FileLock(str(folder.parent / f".{folder.name}.lock"), timeout=LOCK_TIMEOUT)
-    with _lock:
-        try:
-            with lock:
-                yield
-        except filelock.Timeout as exc:
-            raise ModelLoadError(
-                f"waited {LOCK_TIMEOUT:.0f} s for another process's export into {folder} "
-                f"(lock file {lock.lock_file}); if no rerankit process is exporting, delete "
-                "the lock file"
-            ) from exc
-
-
-def _publish(staging: Path, folder: Path) -> None:
-    """Rename the complete ``staging`` folder to ``folder``, moving an older export aside
-    first (a rename never replaces a folder that has files)."""
-    old = None
-    if folder.exists():
-        old = folder.with_name(f".{folder.name}.old-{uuid.uuid4().hex[:8]}")
-        os.replace(folder, old)
-    os.replace(staging, folder)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-def export_needed(model: str, kind: str) -> str:
-    """What a torch-free process says when a model has no export to run: how to make one
-    and where to name it, in a pipeline file (on each scorer of ``kind`` that reads it: a
-    file written by ``rerankit tune`` names none, so it reads the bundled model) and for the
-    built-in pipelines (``serve --model``, which a pipeline file's scorers do not hear)."""
-    if kind == "cross_encoder":
-        scorers = 'model = "DIR" on each cross_encoder scorer'
-        builtin = "cross-encoder"
-    else:
-        scorers = 'model = "DIR" on each embedding scorer (embedding = "DIR" on a learned one)'
-        builtin = "hybrid or embedding"
-    return (  # the service's fix first: its messages are cut at 400 characters
-        f"backend 'onnx' needs an export of {model!r}: run `rerankit export {model} --out DIR` "
-        f"where torch is installed, then name DIR: `rerankit serve --model DIR` for the "
-        f"built-in {builtin}; in a pipeline file, {scorers}. Exporting it here needs the "
-        f"optional package 'torch': {install_hint('torch')}"
-    )
-
-
-def export_missing(
-    model: str, *, kind: str, quantize: str | None = None, max_length: int | None = None
-) -> str | None:
-    """What stops ``model`` loading on ONNX Runtime in this process, found without loading
-    it (:func:`export_needed`; ``rerankit check`` says it): None when ``model`` is a folder
-    written by ``rerankit export``, when its export is in the cache, or when torch is
-    installed to make that export on first use."""
-    if is_exported(model):
-        return None
-    if _complete(export_folder(model, kind=kind, max_length=max_length), quantize):
-        return None
-    if importlib.util.find_spec("torch") is not None:
-        return None
-    return export_needed(model, kind)
-
-
 def cached_export(
     model: str,
     *,
@@ -407,20 +322,24 @@ def cached_export(
     quantize: str | None = None,
     max_length: int | None = None,
     trust_remote_code: bool = False,
+    revision: str | None = None,
 ) -> Path:
-    """The export of ``model`` in the cache directory (:func:`export_folder`), made on
-    first use (which needs torch): both the float32 and the int8 weights, written into a
+    """The export of ``model`` in the cache directory (:func:`export_folder`: a folder by
+    its resolved path and its files, a hub id by the commit ``revision`` resolves to), made
+    on first use (which needs torch): both the float32 and the int8 weights, written into a
     staging folder and renamed into place when complete, under a file lock (processes that
-    ask at once wait for one export; none reads a partial one)."""
-    folder = export_folder(model, kind=kind, max_length=max_length)
-    if _complete(folder, quantize):  # the usual case: no lock, no torch
+    ask at once wait for one export; none reads a partial one). The export of a folder's
+    earlier files (it was saved again since) is removed then."""
+    folder = export_folder(model, kind=kind, max_length=max_length, revision=revision)
+    if export_complete(folder, quantize):  # the usual case: no lock, no torch
         return folder
-    missing = export_missing(model, kind=kind, quantize=quantize, max_length=max_length)
-    if missing is not None:
-        raise MissingDependencyError(missing)
+    if importlib.util.find_spec("torch") is None:
+        raise MissingDependencyError(export_needed(model, kind))
+    made_of = {**cache_source(model, revision), "kind": kind, "max_length": max_length}
+    source = made_of["source"] if "files" in made_of else model  # a folder: its full path
     folder.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(folder):
-        if _complete(folder, quantize):  # another process made it while this one waited
+    with export_lock(folder):
+        if export_complete(folder, quantize):  # another process made it while this one waited
             return folder
         logger.info("exporting %s to ONNX once (cached in %s)", model, folder)
         staging = folder.with_name(f".{folder.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
@@ -428,14 +347,20 @@ def cached_export(
         try:
             with quiet_loading(warnings=False):
                 export(
-                    model,
+                    source,
                     staging,
                     kind=kind,
                     quantize="int8",  # both files: either can be asked for later
                     max_length=max_length,
                     trust_remote_code=trust_remote_code,
+                    revision=made_of.get("revision") or revision,  # the commit keyed
                 )
-            _publish(staging, folder)
+            manifest = read_manifest(staging)
+            manifest[CACHED_FOR] = made_of
+            (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", "utf-8")
+            publish_export(staging, folder)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+    if "files" in made_of:
+        remove_stale_exports(folder, made_of)
     return folder

@@ -8,6 +8,7 @@ supports it, else float16), then Apple's MPS, then the CPU (float32).
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -15,7 +16,7 @@ from typing import Any
 
 from .._optional import require
 
-__all__ = ["HardwareProfile", "attention_kernels"]
+__all__ = ["HardwareProfile", "attention_kernels", "device_problem"]
 
 logger = logging.getLogger(__name__)
 
@@ -138,6 +139,37 @@ class HardwareProfile:
             return cls(**profile)
         found = {n: getattr(profile, n) for n in names if getattr(profile, n, None) is not None}
         return cls(**found)
+
+
+def device_problem(device: str) -> str | None:
+    """Why the installed PyTorch cannot run a model on ``device`` (``cuda`` on a CPU build,
+    or with no GPU to see; ``cuda:N`` past the GPUs it sees; ``mps`` away from an Apple
+    GPU), or None (``auto``, ``cpu``, a device it has, or no torch: said where it loads).
+    Imports torch only for ``cuda`` and ``mps``."""
+    kind = device.split(":")[0]
+    if kind not in ("cuda", "mps") or importlib.util.find_spec("torch") is None:
+        return None
+    import torch
+
+    if kind == "mps":
+        mps = getattr(torch.backends, "mps", None)
+        if mps is not None and mps.is_available():
+            return None
+        return (
+            f"device {device!r} asked for but this PyTorch has no MPS (Apple GPU) here; set "
+            'device = "cpu"'
+        )
+    if torch.version.cuda is None and getattr(torch.version, "hip", None) is None:
+        return (
+            f"device {device!r} asked for but this PyTorch ({torch.__version__}) has no CUDA "
+            '(a CPU build); set device = "cpu" or install a CUDA build'
+        )
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(device.split(":")[1]) if ":" in device else 0
+    if index < count:
+        return None
+    sees = f"sees {count} CUDA GPU(s)" if count else "sees no CUDA GPU (no GPU or driver here)"
+    return f'device {device!r} asked for but PyTorch {sees}; set device = "cpu" or "auto"'
 
 
 @contextlib.contextmanager

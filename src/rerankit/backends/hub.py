@@ -89,13 +89,15 @@ def _probe(endpoint: str) -> bool:
     return bool(answered and answered[0])
 
 
-def in_hub_cache(model: str) -> bool:
-    """Whether hub model ``model`` has a ``config.json`` in the local Hugging Face cache."""
+def in_hub_cache(model: str, revision: str | None = None) -> bool:
+    """Whether hub model ``model`` has a ``config.json`` in the local Hugging Face cache (at
+    ``revision``: a branch or tag its ``refs/`` name, or a commit; None: ``main``)."""
     try:
         import huggingface_hub
     except ImportError:
         return False
-    return isinstance(huggingface_hub.try_to_load_from_cache(model, "config.json"), str)
+    found = huggingface_hub.try_to_load_from_cache(model, "config.json", revision=revision)
+    return isinstance(found, str)
 
 
 def missing_folder(model: str) -> bool:
@@ -152,6 +154,7 @@ def hub_options(
     command: str = "-r {folder}",
     *,
     pipeline_file: bool = True,
+    revision: str | None = None,
 ) -> dict[str, Any]:
     """The loading options for ``model``: ``{}`` for a folder, an object, or a hub id while
     the hub answers; ``{"local_files_only": True}`` for a hub id the local cache holds while
@@ -159,7 +162,8 @@ def hub_options(
     fetched nor found in the cache is a :class:`~rerankit.errors.ModelLoadError` at once,
     saying how to use a local folder or the cache, in one wording whoever loads it: the
     ``command`` line and the ``python`` call that load a folder instead (``{folder}`` in
-    them is its path), and, with ``pipeline_file``, a pipeline file's ``model = ...``."""
+    them is its path), and, with ``pipeline_file``, a pipeline file's ``model = ...``.
+    ``revision``: the branch, tag or commit to find in the cache (None: ``main``)."""
     if not is_hub_id(model):
         return {}
     if looks_like_a_path(model):  # ./models/x, /opt/x, ~/x, a/b/c: never a hub id
@@ -167,7 +171,7 @@ def hub_options(
     offline = _offline()
     if not offline and _probe(_endpoint()):
         return {}
-    if in_hub_cache(model):
+    if in_hub_cache(model, revision):
         return {"local_files_only": True}
     why = (
         "HF_HUB_OFFLINE is set"
@@ -184,8 +188,9 @@ def hub_options(
         if model in BUNDLED_NAMES
         else ""
     )
+    at = f" at revision {revision!r}" if revision else ""
     raise ModelLoadError(
-        f"could not load {what} {model!r}: {why}, and it is not in the local Hugging Face "
+        f"could not load {what} {model!r}{at}: {why}, and it is not in the local Hugging Face "
         f"cache ({hub_cache_dir()}). Either pass the path of a folder holding the model "
         f"({', '.join(forms).format(folder=folder)}; save one where the hub answers with "
         f"`hf download {model} --local-dir {folder}`), or copy its folder "

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from .._threads import loads_in_place, on_model_thread
-from ..errors import MissingDependencyError, ModelLoadError
+from ..errors import ConfigError, MissingDependencyError, ModelLoadError
 from .bundled import BUNDLED_NAMES, bundled_model_path
 from .hardware import HardwareProfile
 
@@ -81,22 +81,37 @@ def missing_weights(model: Any, what: str = "model") -> str | None:
     )
 
 
-def weights_fingerprint(model: str) -> str:
-    """For a local model folder, a short digest of its weight files' names, sizes and
-    modification times, so a model retrained into the same folder never reads vectors
-    cached for the old weights; empty for a hub id."""
-
-    folder = Path(model)
+def _stats_digest(model: str, wanted: Callable[[Path], bool]) -> str:
+    """``@`` and a short digest of the names, sizes and modification times of the files of
+    the local folder ``model`` that ``wanted`` keeps (hidden files and ``checkpoints/``
+    aside); empty for anything that is not a folder (a hub id)."""
+    folder = Path(model).expanduser()
     if not folder.is_dir():
         return ""
     stats = sorted(
         (str(rel), f.stat().st_size, f.stat().st_mtime_ns)
         for f in folder.rglob("*")
-        if f.suffix in _WEIGHT_SUFFIXES
+        if wanted(f)
         and "checkpoints" not in (rel := f.relative_to(folder)).parts
+        and not any(part.startswith(".") for part in rel.parts)
         and f.is_file()
     )
     return "@" + hashlib.sha1(repr(stats).encode()).hexdigest()[:12]
+
+
+def weights_fingerprint(model: str) -> str:
+    """For a local model folder, a short digest of its weight files' names, sizes and
+    modification times, so a model retrained into the same folder never reads vectors
+    cached for the old weights; empty for a hub id."""
+    return _stats_digest(model, lambda f: f.suffix in _WEIGHT_SUFFIXES)
+
+
+def folder_fingerprint(model: str) -> str:
+    """:func:`weights_fingerprint` over every file of a local model folder: its weights,
+    config and tokenizer (anything saved into it), so an export made of the folder is made
+    again once any of them changes (a model retrained or re-saved in place); empty for a
+    hub id."""
+    return _stats_digest(model, lambda f: True)
 
 
 def shared_load(key: tuple, load: Callable[[], T]) -> T:
@@ -209,6 +224,10 @@ class LazyModel(Generic[T]):
                             self._value = self._load()
                     except (MissingDependencyError, ModelLoadError):
                         raise
+                    except ConfigError as exc:  # a setting this install cannot run
+                        raise ModelLoadError(
+                            f"could not load {self.what} {model_label(self.model)!r}: {exc}"
+                        ) from exc
                     except Exception as exc:
                         raise ModelLoadError(
                             f"could not load {self.what} {model_label(self.model)!r}: "

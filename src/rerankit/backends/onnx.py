@@ -7,7 +7,8 @@ sentence-transformers model defines them, inputs sorted by token length and padd
 batch. ``EmbeddingScorer(..., backend="onnx")`` and ``CrossEncoderScorer(...,
 backend="onnx")`` use it: given a folder they load it; given a hub id or a model directory
 they export it once into the rerankit cache directory (``onnx/``, :func:`~.export.cached_export`),
-keyed by model, kind and maximum length. Nothing here imports torch or transformers.
+keyed by the folder's path and files (or the hub id's commit), kind and maximum length
+(:mod:`.export_cache`). Nothing here imports torch or transformers.
 """
 
 from __future__ import annotations
@@ -195,9 +196,10 @@ def load_onnx(
     max_length: int | None = None,
     threads: int | None = None,
     trust_remote_code: bool = False,
+    revision: str | None = None,
 ) -> OnnxModel:
     """An :class:`OnnxModel` for ``model``: an exported folder as it is, anything else
-    exported once into the cache first (which needs torch)."""
+    exported once into the cache first (which needs torch; a hub id at ``revision``)."""
     if is_exported(model):
         folder = Path(model)
         found = read_manifest(folder)["kind"]
@@ -210,5 +212,6 @@ def load_onnx(
             quantize=quantize,
             max_length=max_length,
             trust_remote_code=trust_remote_code,
+            revision=revision,
         )
     return OnnxModel(folder, quantize=quantize, threads=threads, max_length=max_length)

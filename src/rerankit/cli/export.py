@@ -28,7 +28,9 @@ __all__ = ["add_command", "cmd_export"]
 def _export_to_cache(args: argparse.Namespace, kind: str) -> int:
     """``rerankit export MODEL`` without ``--out``: the export ``backend`` ``auto`` and
     ``onnx`` use, made into the cache (once; said when it was there already)."""
-    folder = export_folder(args.model, kind=kind, max_length=args.max_length)
+    folder = export_folder(
+        args.model, kind=kind, max_length=args.max_length, revision=args.revision
+    )
     there = is_exported(folder)
     cached_export(
         args.model,
@@ -36,6 +38,7 @@ def _export_to_cache(args: argparse.Namespace, kind: str) -> int:
         quantize=args.quantize,
         max_length=args.max_length,
         trust_remote_code=args.trust_remote_code,
+        revision=args.revision,
     )
     print(f"{'already exported' if there else 'exported'} {args.model} to {folder}")
     return 0
@@ -59,7 +62,7 @@ def cmd_export(args: argparse.Namespace) -> int:
             '"onnx" read, made with the defaults; give --out to keep one of your own',
         )
     if args.out is not None or not is_exported(
-        export_folder(args.model, kind=kind, max_length=args.max_length)
+        export_folder(args.model, kind=kind, max_length=args.max_length, revision=args.revision)
     ):  # an export is made: torch is needed, said before announcing it
         require("torch", "exporting a model to ONNX")
     if args.kind is None:
@@ -76,6 +79,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         quantize=args.quantize,
         max_length=args.max_length,
         trust_remote_code=args.trust_remote_code,
+        revision=args.revision,
         smooth_alpha=None if args.no_smoothing else SMOOTH_ALPHA,
         per_token=args.int8_scales == "per-token",
     )
@@ -131,6 +135,7 @@ def _say_differences(args: argparse.Namespace, kind: str, out: Any) -> None:
         quantize=args.quantize,
         max_length=args.max_length,
         trust_remote_code=args.trust_remote_code,
+        revision=args.revision,
     )
     pairs = sum(len(docs) for _, docs in PAIRS)
     scale = "logit" if kind == "cross_encoder" else "cosine"
@@ -175,7 +180,19 @@ def add_command(sub: Any) -> None:
     exp.add_argument(
         "--max-length", type=positive_int, default=None, help="tokens per input (model's own)"
     )
-    exp.add_argument("--trust-remote-code", action="store_true", help="for models with code")
+    exp.add_argument(
+        "--trust-remote-code",
+        action="store_true",
+        help="run the Python code a hub model ships (its own architecture); only for models "
+        "you trust (trust_remote_code = true on a pipeline file's scorer)",
+    )
+    exp.add_argument(
+        "--revision",
+        default=None,
+        metavar="REV",
+        help='a hub id\'s branch, tag or commit (default main; revision = "REV" on a pipeline '
+        "file's scorer); a model folder is read as it is",
+    )
     exp.add_argument(
         "--no-smoothing",
         action="store_true",

@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
-from ..backends.export import onnx_cache_root
-from ..backends.manifest import is_exported, read_manifest
+from ..backends.export_cache import cached_exports, onnx_cache_root
 from ..cache import cache_url, default_cache_dir
 from ..cache.redis_store import RedisStore, key_namespace
 from ..cache.sqlite import SQLiteStore
@@ -147,9 +146,8 @@ def _folders(args: argparse.Namespace, server: bool) -> None:
             print(f"{name}: {path} (empty): {what}")
             continue
         if name == "onnx":
-            folders = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
-            sources = [read_manifest(f).get("source", f.name) for f in folders if is_exported(f)]
-            listed = f"{len(folders)} export(s){': ' + ', '.join(sources) if sources else ''}"
+            sources = [source for _, source in cached_exports()]
+            listed = f"{len(sources)} export(s){': ' + ', '.join(sources) if sources else ''}"
         else:  # LANGUAGE-LIST-KEY-vN.npz
             tables = sorted({f.name.split("-")[0] for f in path.glob("[!.]*.npz")})
             listed = f"{len(tables)} language(s){': ' + ', '.join(tables) if tables else ''}"

@@ -18,7 +18,7 @@ from ..backends.bundled import BUNDLED_NAMES
 from ..backends.detect import model_kind
 from ..backends.hub import hub_cache_dir, in_hub_cache
 from ..errors import InputError, InvalidDocumentError
-from ..scorers.cross_encoder import OUTPUTS
+from ..scorers.cross_encoder import OUTPUTS, outputs_said
 from ..scorers.local import LocalModelScorer, load_models
 from .args import (
     add_backend_arguments,
@@ -309,14 +309,20 @@ TO_A_FILE = 'rerankit rank -q "solar power" -i docs.jsonl > ranked.jsonl'
 
 def cross_encoder_output(value: str) -> str:
     """``rank --output``: a cross-encoder's score, ``logit`` or ``sigmoid`` (the ``output``
-    of ``CrossEncoderScorer`` and of a pipeline file); anything else (a file name, most
-    often: ``--out`` is what batch, eval and tune write to) is refused saying so."""
+    of ``CrossEncoderScorer`` and of a pipeline file); anything else is refused saying what
+    the two are (``softmax``: sigmoid, for a two-label model), and a file name (``--out``
+    is what batch, eval and tune write to) that rank writes to standard output."""
     if value in OUTPUTS:
         return value
-    raise argparse.ArgumentTypeError(
-        f"expected logit or sigmoid (a cross-encoder's score), got {value!r}; rank writes "
-        f"its results to standard output: redirect it to a file: > FILE ({TO_A_FILE})"
-    )
+    said = f"expected logit or sigmoid (a cross-encoder's score), got {value!r}"
+    if "/" in value or "\\" in value or Path(value).suffix:  # a file name
+        said += (
+            f"; rank writes its results to standard output: redirect it to a file: > FILE "
+            f"({TO_A_FILE})"
+        )
+    else:
+        said += f": {outputs_said(value)}"
+    raise argparse.ArgumentTypeError(said)
 
 
 #: what ``--reranker`` takes, for ``rank`` and ``batch``

@@ -33,7 +33,7 @@ import numpy as np
 from .._optional import require
 from .._threads import on_model_thread
 from ..backends.hardware import attention_kernels
-from ..backends.hub import cache_only_model_options, hub_options
+from ..backends.hub import cache_only_model_options
 from ..backends.local import model_label, run_splitting_on_oom
 from ..errors import ConfigError, ModelLoadError
 from .base import valid_query, valid_unicode
@@ -117,7 +117,7 @@ class CausalLMScorer(LocalModelScorer):
     def _load(self) -> _Loaded:
         transformers = require("transformers", "CausalLMScorer")
         require("torch", "CausalLMScorer")
-        hub = hub_options(self.model_id, "causal LM", 'CausalLMScorer("{folder}")')
+        hub = self._hub_options(self.model_id, "causal LM", 'CausalLMScorer("{folder}")')
         device = self.profile.resolve_device()
         tokenizer = transformers.AutoTokenizer.from_pretrained(
             self.model_id, padding_side="left", trust_remote_code=self.trust_remote_code, **hub

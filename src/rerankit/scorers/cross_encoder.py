@@ -6,15 +6,19 @@ reranker (BGE, MiniLM, mxbai, ...).
 Score semantics (``output``):
 
 * ``"logit"`` (default): the model's raw relevance logit, unbounded, higher = more relevant.
-  For a two-label model (not relevant / relevant) it is ``logit[1] - logit[0]``.
-* ``"sigmoid"``: the sigmoid of that logit, in (0, 1) (for a two-label model, the same as
-  the softmax of the "relevant" label). Its scale is ``unit``: the model's own estimate,
-  not a calibrated probability (see ``normalize.SCORE_SCALES``). ``"probability"``, its
-  older name, is still accepted.
+  For a two-label model (not relevant / relevant) it is ``logit[1] - logit[0]``, or
+  ``logit[0] - logit[1]`` when its ``config.json`` names label 0 the relevant one
+  (``id2label`` ``{0: "relevant", 1: "irrelevant"}``; see
+  :mod:`rerankit.backends.labels`).
+* ``"sigmoid"``: the sigmoid of that logit, in (0, 1) (for a two-label model, exactly the
+  softmax probability of the relevant label). Its scale is ``unit``: the model's own
+  estimate, not a calibrated probability (see ``normalize.SCORE_SCALES``).
+  ``"probability"``, its older name, is still accepted.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Literal
@@ -25,10 +29,18 @@ from .._optional import require
 from .._threads import in_thread, on_model_thread
 from ..backends.detect import check_tokenizer
 from ..backends.hardware import attention_kernels
-from ..backends.hub import cache_only_model_options, hub_options
+from ..backends.hub import cache_only_model_options
+from ..backends.labels import (
+    declared_label_count,
+    labels_note,
+    loaded_label_count,
+    loaded_labels,
+    relevant_label,
+    too_many_labels,
+)
 from ..backends.local import run_splitting_on_oom
 from ..backends.pairs import EncodedPairs, PairEncoder, padded_batches
-from ..errors import ScorerError
+from ..errors import ModelLoadError, ScorerError
 from ..types import Document
 from .base import ScoreBatch, valid_query, valid_unicode
 from .local import LocalModelOptions, LocalModelScorer
@@ -37,6 +49,8 @@ if TYPE_CHECKING:
     from typing_extensions import Unpack
 
 __all__ = ["DEFAULT_CROSS_ENCODER", "PAIRS_HOOK", "CrossEncoderScorer"]
+
+logger = logging.getLogger(__name__)
 
 #: Set by the service for the work of its requests (see :mod:`rerankit.server.batching`): an
 #: object whose ``batches_pairs(scorer)`` says whether this scorer's pairs go to its
@@ -50,13 +64,27 @@ OUTPUTS = ("logit", "sigmoid")
 OUTPUT_ALIASES = {"probability": "sigmoid"}
 
 
-def relevance_from_logits(logits: np.ndarray, output: str) -> np.ndarray:
-    """One relevance score per row of a cross-encoder's logits (see the module doc)."""
+def outputs_said(value: str) -> str:
+    """What the outputs are, said where ``value``, which is none of them, is refused: a
+    two-label model's softmax is its sigmoid, said outright when ``value`` asks for it."""
+    said = (
+        "logit is the model's raw relevance score (unbounded; the default), sigmoid its "
+        "sigmoid in (0, 1), which for a two-label model is exactly the softmax probability of "
+        "the relevant label"
+    )
+    if value.strip().lower().startswith(("softmax", "prob")):
+        said += f"; for {value.strip()!r}, use sigmoid"
+    return said
+
+
+def relevance_from_logits(logits: np.ndarray, output: str, relevant: int = 1) -> np.ndarray:
+    """One relevance score per row of a cross-encoder's logits (see the module doc);
+    ``relevant``: which of two labels is the relevant one."""
     logits = np.asarray(logits, dtype=np.float64)
     if logits.ndim == 2 and logits.shape[1] == 1:
         logits = logits[:, 0]
     if logits.ndim == 2 and logits.shape[1] == 2:
-        logits = logits[:, 1] - logits[:, 0]
+        logits = logits[:, relevant] - logits[:, 1 - relevant]
     if logits.ndim != 1:
         raise ScorerError(
             f"cross-encoder returned logits of shape {logits.shape}; a relevance model has 1 "
@@ -97,7 +125,10 @@ class CrossEncoderScorer(LocalModelScorer):
     ) -> None:
         output = OUTPUT_ALIASES.get(output, output)
         if output not in OUTPUTS:
-            raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, got {output!r}")
+            raise ValueError(
+                f"output must be one of {', '.join(OUTPUTS)}, got {output!r}: "
+                + outputs_said(str(output))
+            )
         super().__init__(model, name=name, **options)
         self.output = output
         self._encoder: PairEncoder | Literal[False] | None = None  # False: none for this model
@@ -105,7 +136,7 @@ class CrossEncoderScorer(LocalModelScorer):
     def _load(self) -> Any:
         st = self._sentence_transformers()
         check_tokenizer(self.model_id, "cross-encoder")
-        hub = hub_options(self.model_id, "cross-encoder", 'CrossEncoderScorer("{folder}")')
+        hub = self._hub_options(self.model_id, "cross-encoder", 'CrossEncoderScorer("{folder}")')
         device = self.profile.resolve_device()
         return st.CrossEncoder(
             self.model_id,
@@ -116,6 +147,39 @@ class CrossEncoderScorer(LocalModelScorer):
             | cache_only_model_options(hub),
             **hub,
         )
+
+    def _checked(self, model: Any) -> Any:
+        """``model``, its labels said in the log when its config.json names label 0 the
+        relevant one, or names two labels that say neither (:func:`labels_note`); one of
+        three or more labels is a :class:`ModelLoadError` (:func:`too_many_labels`)."""
+        count = loaded_label_count(model)
+        if count is not None and count > 2:
+            raise ModelLoadError(too_many_labels(self.model_id or type(model).__name__, count))
+        id2label = loaded_labels(model)
+        note = labels_note(self.model_id or type(model).__name__, id2label)
+        if note is not None:
+            level = logging.INFO if relevant_label(id2label) == 0 else logging.WARNING
+            logger.log(level, "%s", note)
+        return model
+
+    def load_problem(self) -> str | None:
+        """As :meth:`LocalModelScorer.load_problem`, and a model whose files say it has
+        three or more labels (:func:`too_many_labels`), read without loading it."""
+        found = super().load_problem()
+        if found is not None or self.model_id is None:
+            return found
+        count = declared_label_count(self.model_id, self.revision)
+        return too_many_labels(self.model_id, count) if count is not None and count > 2 else None
+
+    @property
+    def relevant_label(self) -> int:
+        """Which label of a two-label model is scored as relevant: 1, or 0 when the
+        model's config.json names label 0 so (:func:`~rerankit.backends.labels.relevant_label`;
+        loads the model)."""
+        found = self.__dict__.get("_relevant")
+        if found is None:
+            found = self._relevant = relevant_label(loaded_labels(self.model))
+        return found
 
     def logits(self, query: str, texts: Sequence[str]) -> np.ndarray:
         """The model's raw output for each (query, text) pair."""
@@ -297,7 +361,7 @@ class CrossEncoderScorer(LocalModelScorer):
                 f"tokens with room for the documents; its last {query_cut} tokens "
                 "were not read"
             )
-        return relevance_from_logits(logits, self.output)
+        return relevance_from_logits(logits, self.output, self.relevant_label)
 
     def too_long(self, query: str, texts: Sequence[str]) -> list[int]:
         """The positions of ``texts`` that do not fit the model's input with ``query``."""

@@ -31,7 +31,7 @@ from ..backends.bundled import (
 )
 from ..backends.detect import check_tokenizer, folder_kind
 from ..backends.hardware import attention_kernels
-from ..backends.hub import cache_only_model_options, hub_options
+from ..backends.hub import cache_only_model_options
 from ..backends.onnx import is_exported, read_manifest
 from ..cache import EmbeddingCache, content_key
 from ..errors import ConfigError, InputError, ScorerError
@@ -181,7 +181,8 @@ class EmbeddingScorer(LocalModelScorer):
     @cached_property
     def model_key(self) -> str:
         """The model in cache keys: :func:`~rerankit.cache.content_key` (a folder's files)."""
-        key = content_key(self.model_id) if self.model_id else f"object@{id(self._model.model)}"
+        model = self.model_id
+        key = content_key(model) + self.revision_key if model else f"object@{id(self._model.model)}"
         if self.backend == "onnx":  # other numbers: never mixed with torch's in a cache
             key += "|onnx" + (f"-{self.quantize}" if self.quantize else "")
         return key  # (a model object: told apart within this process only)
@@ -201,7 +202,7 @@ class EmbeddingScorer(LocalModelScorer):
         st = self._sentence_transformers()
         source = resolve_source(self.model_id)
         check_tokenizer(source, "embedding model")
-        hub = hub_options(source, "embedding model", 'EmbeddingScorer("{folder}")')
+        hub = self._hub_options(source, "embedding model", 'EmbeddingScorer("{folder}")')
         device = self.profile.resolve_device()
         model = st.SentenceTransformer(
             source,

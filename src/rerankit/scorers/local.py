@@ -5,16 +5,19 @@ with explicit overrides, the model's id, lazy thread-safe loading on the model t
 from __future__ import annotations
 
 import importlib.util
+import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any, TypedDict
 
 from .._optional import missing_package, require
 from .._threads import in_model_thread
 from ..backends.choice import choose_backend
 from ..backends.export import export_missing
-from ..backends.hub import missing_folder
+from ..backends.hardware import device_problem
+from ..backends.hub import hub_options, missing_folder
 from ..backends.local import (
     LazyModel,
     missing_weights,
@@ -39,12 +42,16 @@ __all__ = [
     "models_run",
 ]
 
+logger = logging.getLogger(__name__)
+
 
 class LocalModelOptions(TypedDict, total=False):
     """How a local model runs (the keyword arguments every local-model scorer takes):
     ``profile`` (a :class:`~rerankit.backends.HardwareProfile` or an object with its attributes),
     overridden by ``device``, ``batch_size``, ``dtype``, ``max_length`` and ``threads`` when
-    given; ``trust_remote_code`` for models that ship their own code; ``backend``
+    given; ``trust_remote_code`` for models that ship their own code; ``revision`` (a
+    branch, tag or commit) for a model named by a hub id (None: ``main``; a local folder
+    ignores it, with a warning in the log); ``backend``
     (``"auto"``, the default, ``"torch"`` or ``"onnx"``) and ``quantize`` (None or
     ``"int8"``, ONNX only) for the scorers that can run on ONNX Runtime (see
     :mod:`rerankit.backends.onnx`; ``auto`` runs the bundled model and exported folders on
@@ -57,8 +64,27 @@ class LocalModelOptions(TypedDict, total=False):
     max_length: int | None
     threads: int | None
     trust_remote_code: bool
+    revision: str | None
     backend: str
     quantize: str | None
+
+
+def _revision(revision: Any, model: Any) -> str | None:
+    """``revision`` checked: None, or a branch, tag or commit name for a model given by
+    name (a loaded model has no revision to choose)."""
+    if revision is None:
+        return None
+    if not isinstance(revision, str) or not revision or revision != revision.strip():
+        raise ValueError(
+            "revision must be a branch, tag or commit of the hub model (a non-empty name "
+            f"without surrounding spaces, such as 'main' or a commit hash), got {revision!r}"
+        )
+    if not isinstance(model, str):
+        raise ValueError(
+            "revision applies to a model named by a hub id, not to a loaded model (load that "
+            "revision yourself, or give the hub id)"
+        )
+    return revision
 
 
 def _an_export_on_torch(model: str, backend: str) -> str:
@@ -101,11 +127,12 @@ class LocalModelScorer:
         max_length: int | None = None,
         threads: int | None = None,
         trust_remote_code: bool = False,
+        revision: str | None = None,
         backend: str = "auto",
         quantize: str | None = None,
         name: str,
     ) -> None:
-
+        revision = _revision(revision, model)
         self.profile = settings(
             profile,
             device=device,
@@ -128,11 +155,13 @@ class LocalModelScorer:
         #: :func:`~rerankit.backends.choice.choose_backend`)
         self.backend, self.quantize = chosen, quantize
         self.trust_remote_code = trust_remote_code
+        #: the hub model's branch, tag or commit (None: ``main``)
+        self.revision = revision
         self.model_id = model if isinstance(model, str) else None
         loader = (
             (self._load_onnx if chosen == "onnx" else self._load)
             if isinstance(model, str)
-            else (lambda: self._adopt(model))
+            else (lambda: self._checked(self._adopt(model)))
         )
         if isinstance(model, str):  # one load per process for the same model and settings
             own = loader
@@ -145,12 +174,30 @@ class LocalModelScorer:
     def _there(self, load: Callable[[], Any]) -> Any:
         """``load()``, once the model's folder is known to be there: a path that is not (a
         volume not mounted, a misspelt folder) is said as such, before any package loading
-        would need (without torch, a missing folder read as a hub id asked for torch)."""
+        would need (without torch, a missing folder read as a hub id asked for torch); and,
+        on torch, once its device is one this PyTorch has (:func:`device_problem`: a
+        :class:`ConfigError`, said naming the model)."""
         if self.model_id is not None and missing_folder(self.model_id):
             raise ModelLoadError(
                 no_such_file(self.model_id, f"the {self.what} to load", folder=True)
             )
-        return load()
+        if self.backend == "torch" and (problem := device_problem(self.profile.device)):
+            raise ConfigError(problem)
+        if self.revision and self.model_id and Path(self.model_id).expanduser().exists():
+            logger.warning(
+                "%s %s: revision %r is ignored: %s is a local folder, which is read as it is "
+                "(a folder wins over a hub id of the same spelling)",
+                self.what,
+                self.model_id,
+                self.revision,
+                self.model_id,
+            )
+        return self._checked(load())
+
+    def _checked(self, model: Any) -> Any:
+        """``model``, just loaded (or adopted), once a subclass has checked it can score
+        with it: one it cannot is a :class:`ModelLoadError` naming the model."""
+        return model
 
     def _load_key(self) -> tuple:
         """What makes two scorers' loaded models the same object: the kind of scorer, the
@@ -167,8 +214,22 @@ class LocalModelScorer:
             p.max_length,
             p.threads,
             self.trust_remote_code,
+            self.revision,
             getattr(self, "max_length", None),
         )
+
+    def _hub_options(self, model: str, what: str, python: str) -> dict[str, Any]:
+        """The options loading ``model`` takes (:func:`hub_options`: the local cache alone
+        while the hub does not answer), with this scorer's ``revision`` when it has one,
+        for ``from_pretrained`` and sentence-transformers' constructors."""
+        found = hub_options(model, what, python, revision=self.revision)
+        return {**found, "revision": self.revision} if self.revision else found
+
+    @property
+    def revision_key(self) -> str:
+        """``@revision=REV`` for a scorer pinned to a hub revision, else empty: part of the
+        keys of what it caches (vectors of one revision are not another's)."""
+        return f"@revision={self.revision}" if self.revision else ""
 
     def score_texts(self, query: str, texts: Sequence[str]) -> Any:  # pragma: no cover
         raise NotImplementedError
@@ -222,7 +283,8 @@ class LocalModelScorer:
         loading says it); on torch, a package loading imports that is not installed (as
         loading says it). None when nothing here stops it (a hub model may yet fail to
         download). A model folder that holds no weights (only its config and tokenizer)
-        cannot load in any install: said, naming the files looked for."""
+        cannot load in any install: said, naming the files looked for; so is a device
+        this PyTorch cannot run on (``cuda`` on a CPU build: :func:`device_problem`)."""
         if self.model_id is None or missing_folder(self.model_id):
             return None  # a model the caller loaded; a folder not here (check warns of it)
         if (missing := missing_weights(self.model_id, self.what)) is not None:
@@ -237,11 +299,13 @@ class LocalModelScorer:
                 kind=self.onnx_kind,
                 quantize=self.quantize,
                 max_length=self.profile.max_length,
+                revision=self.revision,
             )
         for module in self.torch_packages:
             if importlib.util.find_spec(module) is None:
                 return self._or_export(missing_package(module, type(self).__name__))
-        return None
+        problem = device_problem(self.profile.device)
+        return None if problem is None else f"{self.what} {self.model_id!r}: {problem}"
 
     def _load_onnx(self) -> Any:
         """The model on ONNX Runtime: an exported folder, or an export made once."""
@@ -254,6 +318,7 @@ class LocalModelScorer:
             max_length=self.profile.max_length,
             threads=self.profile.threads,
             trust_remote_code=self.trust_remote_code,
+            revision=self.revision,
         )
 
     def _adopt(self, model: Any) -> Any:

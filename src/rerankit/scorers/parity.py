@@ -53,13 +53,15 @@ def export_differences(
     quantize: str | None = None,
     max_length: int | None = None,
     trust_remote_code: bool = False,
+    revision: str | None = None,
     pairs: Sequence[tuple[str, Sequence[str]]] = PAIRS,
 ) -> dict[str, float]:
     """The largest absolute score difference between ``model`` on torch and its export in
     ``folder`` on ONNX Runtime, over ``pairs`` (query, documents): ``{"float32": ...}``,
     with ``"int8"`` too when ``quantize`` is ``"int8"``. Scores are the scorers' own (a
     cross-encoder's logit, an embedding model's cosine), so the differences are on the
-    scale a pipeline reads. Needs torch (extra ``torch``) and ONNX Runtime (``onnx``)."""
+    scale a pipeline reads; ``revision``: the hub model's, as exported. Needs torch (extra
+    ``torch``) and ONNX Runtime (``onnx``)."""
     options: dict[str, Any] = {"max_length": max_length, "trust_remote_code": trust_remote_code}
 
     def scorer(name: str, **backend: Any) -> Any:
@@ -70,7 +72,7 @@ def export_differences(
     def scores(one: Any) -> np.ndarray:
         return np.concatenate([np.asarray(one.score_texts(q, list(d))) for q, d in pairs])
 
-    reference = scores(scorer(model, backend="torch"))
+    reference = scores(scorer(model, backend="torch", revision=revision))
     out = {
         "float32": float(np.max(np.abs(scores(scorer(str(folder), backend="onnx")) - reference)))
     }
