@@ -221,3 +221,14 @@ def test_a_tuned_files_missing_export_says_to_name_it_on_the_files_scorers(
     said = str(raised.value)
     assert 'in a pipeline file, model = "DIR" on each embedding scorer' in said
     assert "`rerankit serve --model DIR` for the built-in hybrid or embedding" in said
+
+
+def test_auto_runs_torch_when_the_cache_directory_lies_under_a_file(bundled, tmp_path, monkeypatch):
+    """A cache directory that can never be made (its path runs through a file) leaves no
+    place for the export: auto runs torch, as with a read-only folder (it chose ONNX, and
+    the export's first use failed with NotADirectoryError)."""
+    (tmp_path / "a-file").write_text("not a folder")
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "a-file" / "cache"))
+    assert EmbeddingScorer().backend == "torch"
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))  # (not made yet)
+    assert EmbeddingScorer().backend == "onnx"

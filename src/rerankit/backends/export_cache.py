@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .._optional import install_hint, require
+from .._paths import unwritable
 from ..cache import default_cache_dir
 from ..errors import ModelLoadError
 from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL
@@ -155,10 +156,7 @@ def can_export() -> bool:
     installed, and the cache directory writable (its nearest existing parent)."""
     if not all(importlib.util.find_spec(m) for m in ("torch", "sentence_transformers", "onnx")):
         return False
-    where = onnx_cache_root()
-    while not where.exists() and where.parent != where:
-        where = where.parent
-    return os.access(where, os.W_OK)
+    return unwritable(onnx_cache_root()) is None  # (a path under a file: it cannot)
 
 
 @contextlib.contextmanager
