@@ -49,7 +49,11 @@ def describe(reranker: Any, name: str | None = None, *, served: bool = False) ->
         return f"{x.name} ({', '.join(s.name for s in x.scorers()) or 'no scorer'})"
 
     if isinstance(reranker, Pipeline):
-        keeps = {id(s): f", keeps {s.keep}" if s.keep else "" for s in reranker.stages}
+        keeps = {
+            id(s): (f", keeps {s.keep}" if s.keep else "")
+            + (f", max_demotion {s.max_demotion}" if s.max_demotion is not None else "")
+            for s in reranker.stages
+        }
         body = " -> ".join(f"{s.name}: {step(s.step)}{keeps[id(s)]}" for s in reranker.stages)
     else:
         body = step(reranker)

@@ -22,6 +22,7 @@ from ..spans import span
 from ..types import EARLIER_STAGE, SUM, Document, RankedDocument, RerankResult
 from .base import Reranker, Scored, assemble
 from .deadline import FINISHED_STAGES, rank_within
+from .placement import bounded_order, check_max_demotion
 from .single import ScorerReranker
 
 __all__ = ["ANSWER_DEPTH", "FINISHED_STAGES", "Pipeline", "Stage"]
@@ -46,13 +47,26 @@ INPUT_ORDER = "; input order kept"
 class Stage:
     """One step of a :class:`Pipeline`: a reranker (or scorer, or registered name) or an
     ordering rule (:class:`~rerankit.ordering.Rule`), and how many of its best documents go
-    on to the next stage (``keep``; None: all of them)."""
+    on to the next stage (``keep``; None: all of them).
+
+    ``max_demotion`` bounds how far the stage may move a document down: none ends more than
+    that many places below its place in the previous stage's order (among the documents the
+    stage keeps), whatever the stage's scores say; the stage's order is changed as little as
+    needed (:func:`~rerankit.rerankers.placement.bounded_order`), so its scores can rise with
+    rank where the bound held a document up. None (the default): no bound. For a fusion of
+    the previous order with recency, ``max_demotion=3`` keeps the previous stage's best
+    document within the first four."""
 
     step: Any
     keep: int | None = None
     name: str | None = None
+    max_demotion: int | None = None
 
     def __post_init__(self) -> None:
+        try:
+            check_max_demotion(self.max_demotion)
+        except ValueError as exc:
+            raise ConfigError(str(exc), where="max_demotion") from None
         if self.keep is not None and (
             isinstance(self.keep, bool) or not isinstance(self.keep, int) or self.keep < 1
         ):
@@ -178,6 +192,10 @@ class Pipeline(Reranker):
                     stage, query, docs, head, scored, dropped, context, (scales, last)
                 )
             scored.timings[stage.name] = time.perf_counter() - start
+            if stage.max_demotion is not None:
+                kept = set(new_head)
+                was = [i for i in head if i in kept]  # the previous order, less what it dropped
+                new_head = bounded_order(was, new_head, stage.max_demotion)
             if not isinstance(stage.step, Rule):
                 scoring += 1
                 failures += failed
