@@ -22,7 +22,7 @@ from ..spans import span
 from ..types import EARLIER_STAGE, SUM, Document, RankedDocument, RerankResult
 from .base import Reranker, Scored, assemble
 from .deadline import FINISHED_STAGES, rank_within
-from .placement import bounded_order, check_max_demotion
+from .placement import bounded_order, check_max_demotion, order_warnings
 from .single import ScorerReranker
 
 __all__ = ["ANSWER_DEPTH", "FINISHED_STAGES", "Pipeline", "Stage"]
@@ -84,26 +84,6 @@ class Stage:
             self.name = getattr(self.step, "name", type(self.step).__name__)
 
 
-def _warn_of_lost_orders(stages: Sequence[Stage], name: str) -> None:
-    """A warning for each rule that orders by the scores (MMR) after a rule that reorders:
-    rules leave the scores as they are, so the earlier rule's order is lost."""
-    before = None
-    for stage in stages:
-        step = stage.step
-        if not isinstance(step, Rule):
-            before = None  # a scoring stage gives new scores: nothing before it counts
-            continue
-        if step.orders_by_score and before is not None:
-            logger.warning(
-                "pipeline %r: rule stage %r orders by the scores, which rule stage %r left "
-                "as they were, so its order is lost; put %r before %r (e.g. deduplicate, "
-                "mmr, then a cap)",
-                name, stage.name, before.name, stage.name, before.name,
-            )  # fmt: skip
-        if step.reorders:
-            before = stage
-
-
 class Pipeline(Reranker):
     """Stages run in order; each reorders the documents the previous stage kept (the first
     stage sees all), and the documents it does not keep stay behind them in the order they
@@ -145,7 +125,8 @@ class Pipeline(Reranker):
                 s.name = f"{s.name}#{names[: i + 1].count(s.name)}"
         self.stages = built
         self.name = name
-        _warn_of_lost_orders(built, name)
+        for warning in order_warnings(built):
+            logger.warning("pipeline %r: %s", name, warning)
 
     def scorers(self) -> Iterator[Scorer]:
         for stage in self.stages:

@@ -1,12 +1,16 @@
 """Where a pipeline stage puts documents, against where the previous stage had them: a
 stage's order bounded so that no document falls more than a given number of places
-(:func:`bounded_order`, a stage's ``max_demotion``)."""
+(:func:`bounded_order`, a stage's ``max_demotion``), and the warnings of a pipeline whose
+later stages undo a rule's order (:func:`order_warnings`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-__all__ = ["bounded_order", "check_max_demotion"]
+from ..ordering import Rule
+
+__all__ = ["bounded_order", "check_max_demotion", "order_warnings"]
 
 
 def check_max_demotion(value: object) -> int | None:
@@ -45,3 +49,50 @@ def bounded_order(previous: Sequence[int], proposed: Sequence[int], limit: int) 
         placed.add(pick)
         out.append(pick)
     return out
+
+
+def _reads_order(step: Any) -> bool:
+    """Whether a scoring stage reads the order it is given (a fusion of ``position``: the
+    previous order is one of its signals, weighed, not lost)."""
+    scorers = step.scorers() if hasattr(step, "scorers") else ()
+    return any(getattr(scorer, "reads_order", False) for scorer in scorers)
+
+
+def order_warnings(stages: Sequence[Any]) -> list[str]:
+    """What a pipeline of ``stages`` (each with a ``step`` and a ``name``) warns of when
+    built: a rule that orders by the scores (MMR) after a rule that reorders (rules leave
+    the scores as they are, so the earlier rule's order is lost); and a rule that reorders
+    followed by a scoring stage that sorts by its own scores (an LLM judge after a pin), so
+    that the rule's order is replaced, unless the same kind of rule runs again after that
+    stage or the stage reads the order it is given (``position``)."""
+    warnings = []
+    before = None  # the last rule that reordered since the last scoring stage
+    setting: list[Any] = []  # every rule that reordered since then
+    for k, stage in enumerate(stages):
+        step = stage.step
+        if not isinstance(step, Rule):
+            again = {type(s.step) for s in stages[k + 1 :] if isinstance(s.step, Rule)}
+            lost = [s.name for s in setting if type(s.step) not in again]
+            if lost and not _reads_order(step):
+                named = ", ".join(repr(n) for n in lost)
+                many = len(lost) > 1
+                warnings.append(
+                    f"rule stage{'s' if many else ''} {named} set{'' if many else 's'} "
+                    f"an order that scoring stage {stage.name!r} after it replaces with its own "
+                    f"(it sorts by its scores); a rule before it still decides which documents "
+                    f"a keep lets through, but to keep the rule's order in the answer, repeat "
+                    f"the rule after {stage.name!r} (pin before the cut, and again after the "
+                    "judge)"
+                )
+            before, setting = None, []  # a scoring stage gives new scores
+            continue
+        if step.orders_by_score and before is not None:
+            warnings.append(
+                f"rule stage {stage.name!r} orders by the scores, which rule stage "
+                f"{before.name!r} left as they were, so its order is lost; put {stage.name!r} "
+                f"before {before.name!r} (e.g. deduplicate, mmr, then a cap)"
+            )
+        if step.reorders:
+            before = stage
+            setting.append(stage)
+    return warnings
