@@ -22,7 +22,7 @@ from ..spans import span
 from ..types import EARLIER_STAGE, SUM, Document, RankedDocument, RerankResult
 from .base import Reranker, Scored, assemble
 from .deadline import FINISHED_STAGES, rank_within
-from .placement import bounded_order, check_max_demotion, order_warnings
+from .placement import bounded_order, check_max_demotion, order_warnings, placing
 from .single import ScorerReranker
 
 __all__ = ["ANSWER_DEPTH", "FINISHED_STAGES", "Pipeline", "Stage"]
@@ -160,6 +160,7 @@ class Pipeline(Reranker):
         scales: list[str | None] = [None] * n  # the scale of the stage that last scored each
         scored.link = [SUM] * n  # how its explained contributions make each document's score
         last: list[str | None] = [None] * n  # the stage that last scored each document
+        placed: list[str | None] = [None] * n  # the stage that decided each one's place
         answer_depth = context.pop(ANSWER_DEPTH, None)  # this pipeline's, not its stages'
         finished = context.pop(FINISHED_STAGES, None)  # (the same)
         depth = top_k if top_k is not None else answer_depth
@@ -173,10 +174,11 @@ class Pipeline(Reranker):
                     stage, query, docs, head, scored, dropped, context, (scales, last)
                 )
             scored.timings[stage.name] = time.perf_counter() - start
+            kept = set(new_head)
+            was = [i for i in head if i in kept]  # the previous order, less what it dropped
             if stage.max_demotion is not None:
-                kept = set(new_head)
-                was = [i for i in head if i in kept]  # the previous order, less what it dropped
                 new_head = bounded_order(was, new_head, stage.max_demotion)
+            placing(stage.name, isinstance(stage.step, Rule), was, new_head, (last, placed))
             if not isinstance(stage.step, Rule):
                 scoring += 1
                 failures += failed
@@ -189,7 +191,7 @@ class Pipeline(Reranker):
                 so_far = copy.deepcopy(scored)  # (the later stages write on scored)
                 so_far.failed_all = scoring > 0 and failures == scoring
                 marks = (list(scales), list(last))
-                ending = (order, list(dropped), ranked_by, depth)
+                ending = (order, list(dropped), (ranked_by, list(placed)), depth)
                 finished.append(  # built only if asked for (at a deadline), not on each call
                     (
                         self.stages[k + 1].name,
@@ -199,7 +201,7 @@ class Pipeline(Reranker):
                     )
                 )
         scored.failed_all = scoring > 0 and failures == scoring
-        ending = (order, dropped, ranked_by, depth)
+        ending = (order, dropped, (ranked_by, placed), depth)
         return self._finish(query, docs, scored, (scales, last), ending, top_k, score_field)
 
     async def _rank_until(
@@ -216,14 +218,14 @@ class Pipeline(Reranker):
         docs: Sequence[Document],
         scored: Scored,
         marks: tuple[list[str | None], list[str | None]],
-        ending: tuple[list[int], list[int], str | None, int | None],
+        ending: tuple[list[int], list[int], tuple[str | None, list[str | None]], int | None],
         top_k: int | None,
         score_field: str,
     ) -> RerankResult:
         """The result of the stages that ran (``scored``, which this changes: give a copy
         while stages are to run), its documents in ``order``."""
         scales, last = marks
-        order, dropped, ranked_by, depth = ending
+        order, dropped, (ranked_by, placed), depth = ending
         self._mark_earlier_stages(scored, last)
         returned = {scales[i] for i in (order if depth is None else order[:depth])}
         scored.scale = returned.pop() if len(returned) == 1 else "relative"
@@ -236,8 +238,8 @@ class Pipeline(Reranker):
             order=order,
             dropped=dropped,
         )
-        placed = tuple(replace(r, ranked_by=last[r.index]) for r in result)  # each its own
-        return replace(result, results=placed, ranked_by=ranked_by)
+        each = tuple(replace(r, ranked_by=placed[r.index]) for r in result)
+        return replace(result, results=each, ranked_by=ranked_by)
 
     async def _run_stage(
         self,

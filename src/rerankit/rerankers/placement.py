@@ -1,16 +1,18 @@
 """Where a pipeline stage puts documents, against where the previous stage had them: a
 stage's order bounded so that no document falls more than a given number of places
-(:func:`bounded_order`, a stage's ``max_demotion``), and the warnings of a pipeline whose
+(:func:`bounded_order`, a stage's ``max_demotion``), which documents a rule moved
+(:func:`moved`, the ``ranked_by`` of each document), and the warnings of a pipeline whose
 later stages undo a rule's order (:func:`order_warnings`)."""
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
 from ..ordering import Rule
 
-__all__ = ["bounded_order", "check_max_demotion", "order_warnings"]
+__all__ = ["bounded_order", "check_max_demotion", "moved", "order_warnings", "placing"]
 
 
 def check_max_demotion(value: object) -> int | None:
@@ -96,3 +98,50 @@ def order_warnings(stages: Sequence[Any]) -> list[str]:
             before = stage
             setting.append(stage)
     return warnings
+
+
+def moved(previous: Sequence[int], new: Sequence[int]) -> set[int]:
+    """The documents ``new`` (a new order of those of ``previous``) moved: the others are the
+    most documents it left in ``previous``'s order among themselves (a longest common
+    subsequence). A pin moves the pinned document, not the ones it passes; a bury, the
+    buried one; an order kept moves none."""
+    where = {doc: at for at, doc in enumerate(previous)}
+    places = [where[doc] for doc in new]
+    tails: list[int] = []  # the smallest last place of a kept run of each length
+    ends: list[int] = []  # where in ``new`` that run ends
+    before = [-1] * len(new)  # the run's previous member, for each member
+    for i, place in enumerate(places):
+        j = bisect_left(tails, place)
+        before[i] = ends[j - 1] if j else -1
+        if j == len(tails):
+            tails.append(place)
+            ends.append(i)
+        else:
+            tails[j], ends[j] = place, i
+    kept: set[int] = set()
+    i = ends[-1] if ends else -1
+    while i >= 0:
+        kept.add(new[i])
+        i = before[i]
+    return {doc for doc in new if doc not in kept}
+
+
+def placing(
+    stage: str,
+    is_rule: bool,
+    previous: Sequence[int],
+    new: Sequence[int],
+    marks: tuple[list[str | None], list[str | None]],
+) -> None:
+    """Record, in ``marks`` (the stage that last scored each document, and the one that
+    decided its place: its ``ranked_by``), what ``stage`` did: a scoring stage placed each
+    document it scored; a rule, each document it moved out of ``previous``'s order
+    (:func:`moved`); the others keep the stage that placed them before."""
+    last, placed = marks
+    if is_rule:
+        for doc in moved(previous, new):
+            placed[doc] = stage
+        return
+    for doc in new:
+        if last[doc] == stage:
+            placed[doc] = stage
