@@ -115,6 +115,10 @@ _YYYYMMDD = (19000101, 21001231)
 _MILLISECONDS = 1e11
 #: and from here up neither (as milliseconds: after the year 5138; microseconds?)
 _TOO_LARGE = 1e14
+#: what a RecencyScorer does with a value that is no time: fail the call, or score it missing
+ON_BAD_DATE = ("error", "missing")
+#: how many of those a warning names
+_BAD_NAMED = 5
 #: what a time may be, said by an error
 TIME_FORMATS = (
     "a datetime, an ISO-8601 string such as '2025-06-01' or '2025-06-01T12:30:00Z', a "
@@ -184,8 +188,10 @@ class RecencyScorer:
     after the year 5138); larger is an error. ``now`` may be any of these. A document
     without the field scores ``missing`` (default 0.0) and is flagged ``missing:<field>``,
     and the result carries a warning saying how many lacked it (as :class:`FieldScorer`'s).
-    A value that is no time is an ``InvalidDocumentError`` naming the document, the field
-    and the value."""
+    An empty string (or one of spaces) counts as missing, as None does. A value that is no
+    time is an ``InvalidDocumentError`` naming the document, the field and the value, which
+    fails the call; with ``on_bad_date="missing"`` it scores ``missing`` instead, flagged
+    ``bad_date:<field>``, and a warning names the documents and their values."""
 
     def __init__(
         self,
@@ -194,6 +200,7 @@ class RecencyScorer:
         half_life_days: float = 30.0,
         now: Any = None,
         missing: float = 0.0,
+        on_bad_date: str = "error",
         name: str = "recency",
     ) -> None:
         if isinstance(half_life_days, bool) or not isinstance(half_life_days, Real):
@@ -205,22 +212,50 @@ class RecencyScorer:
                 _as_seconds(now, -1, "now")
             except InvalidDocumentError:
                 raise ValueError(f"now must be {TIME_FORMATS}, got {now!r}") from None
+        if on_bad_date not in ON_BAD_DATE:
+            raise ValueError(
+                f"on_bad_date must be 'error' (a value that is no time fails the call) or "
+                f"'missing' (it scores missing=, flagged), got {on_bad_date!r}"
+            )
         self.field, self.half_life_days, self.now = field, half_life_days, now
-        self.missing, self.name = missing, name
+        self.missing, self.on_bad_date, self.name = missing, on_bad_date, name
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
 
         now = _as_seconds(self.now, -1, "now") if self.now is not None else time.time()
         out = np.full(len(docs), float(self.missing))
         absent: list[int] = []
+        bad: dict[int, Any] = {}  # the values that are no time, with on_bad_date="missing"
         for i, doc in enumerate(docs):
             value = field_value(doc, self.field, _MISSING)
-            if value is _MISSING or value is None:
+            if value is _MISSING or value is None or (isinstance(value, str) and not value.strip()):
                 absent.append(i)
                 continue
-            age_days = max(0.0, now - _as_seconds(value, i, self.field)) / 86_400.0
-            out[i] = 0.5 ** (age_days / self.half_life_days)
-        return _with_missing(self, out, absent)
+            try:
+                seconds = _as_seconds(value, i, self.field)
+            except InvalidDocumentError:
+                if self.on_bad_date == "error":
+                    raise
+                bad[i] = value
+                continue
+            out[i] = 0.5 ** (max(0.0, now - seconds) / 86_400.0 / self.half_life_days)
+        batch = _with_missing(self, out, absent)
+        return batch if not bad else self._with_bad(batch, bad)
+
+    def _with_bad(self, batch: ScoreBatch, bad: dict[int, Any]) -> ScoreBatch:
+        """``batch`` with the documents whose value is no time (scored ``missing``) flagged
+        ``bad_date:<field>`` and one warning naming the first few, with their values."""
+        named = ", ".join(f"document {i}: {v!r}" for i, v in list(bad.items())[:_BAD_NAMED])
+        more = f" and {len(bad) - _BAD_NAMED} more" if len(bad) > _BAD_NAMED else ""
+        which = f"{len(bad)} of {len(batch.values)} documents"
+        flags = {i: list(f) for i, f in batch.flags.items()}
+        for i in bad:
+            flags.setdefault(i, []).append(f"bad_date:{self.field}")
+        warning = (
+            f"scorer {self.name!r}: field {self.field!r} is not a time in {which} "
+            f"({named}{more}); they score missing={self.missing!r} (on_bad_date='missing')"
+        )
+        return ScoreBatch(values=batch.values, flags=flags, warnings=[*batch.warnings, warning])
 
 
 class PopularityScorer(FieldScorer):
