@@ -22,7 +22,13 @@ from ..spans import span
 from ..types import EARLIER_STAGE, SUM, Document, RankedDocument, RerankResult
 from .base import Reranker, Scored, assemble
 from .deadline import FINISHED_STAGES, rank_within
-from .placement import bounded_order, check_max_demotion, order_warnings, placing
+from .placement import (
+    bounded_order,
+    check_max_demotion,
+    order_warnings,
+    placing,
+    raised_in_rule,
+)
 from .single import ScorerReranker
 
 __all__ = ["ANSWER_DEPTH", "FINISHED_STAGES", "Pipeline", "Stage"]
@@ -272,8 +278,9 @@ class Pipeline(Reranker):
         except CALLER_ERRORS:
             raise
         except Exception as exc:
+            where = raised_in_rule(exc, stage.step) if is_rule else ""
             message = (
-                f"stage {stage.name!r} failed ({type(exc).__name__}: {exc}); "
+                f"stage {stage.name!r} failed ({type(exc).__name__}: {exc}{where}); "
                 "the previous stage's order is kept"
             )
             logger.warning(message, exc_info=exc)

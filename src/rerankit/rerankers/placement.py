@@ -2,17 +2,32 @@
 stage's order bounded so that no document falls more than a given number of places
 (:func:`bounded_order`, a stage's ``max_demotion``), which documents a rule moved
 (:func:`moved`, the ``ranked_by`` of each document), and the warnings of a pipeline whose
-later stages undo a rule's order (:func:`order_warnings`)."""
+later stages undo a rule's order (:func:`order_warnings`), and where a rule that failed
+raised (:func:`raised_in_rule`)."""
 
 from __future__ import annotations
 
+import inspect
+import traceback
 from bisect import bisect_left
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
+from ..errors import RuleError
 from ..ordering import Rule
 
-__all__ = ["bounded_order", "check_max_demotion", "moved", "order_warnings", "placing"]
+__all__ = [
+    "bounded_order",
+    "check_max_demotion",
+    "moved",
+    "order_warnings",
+    "placing",
+    "raised_in_rule",
+]
+
+#: rerankit's own source folder: a frame there is none of a rule's own code
+_OWN = Path(__file__).resolve().parents[1]
 
 
 def check_max_demotion(value: object) -> int | None:
@@ -145,3 +160,27 @@ def placing(
     for doc in new:
         if last[doc] == stage:
             placed[doc] = stage
+
+
+def raised_in_rule(exc: BaseException, rule: Any) -> str:
+    """Where ``rule`` raised ``exc``, for the warning of its failed stage (``, raised at
+    rules.py:25 in decide: a bug in the rule or a document it cannot read``): the
+    innermost frame in the rule's own file, else the innermost outside rerankit; ``""`` for
+    a :class:`~rerankit.errors.RuleError` (rerankit's check of its outcome, which says what
+    was wrong) or where no frame is found."""
+    if isinstance(exc, RuleError):
+        return ""
+    try:
+        own = Path(inspect.getfile(type(rule))).resolve()
+    except (TypeError, OSError):
+        own = None
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if own is not None and Path(f.filename).resolve() == own]
+    outside = [f for f in frames if _OWN not in Path(f.filename).resolve().parents]
+    found = (mine or outside or [None])[-1]
+    if found is None:
+        return ""
+    return (
+        f", raised at {Path(found.filename).name}:{found.lineno} in {found.name}: a bug in "
+        "the rule or a document it cannot read"
+    )
