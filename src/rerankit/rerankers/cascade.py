@@ -131,7 +131,10 @@ class Pipeline(Reranker):
                 s.name = f"{s.name}#{names[: i + 1].count(s.name)}"
         self.stages = built
         self.name = name
-        for warning in order_warnings(built):
+        #: what the order of the stages undoes (a rule's order lost to a later stage), as
+        #: logged when built; ``rerankit check`` prints them
+        self.order_warnings = tuple(order_warnings(built))
+        for warning in self.order_warnings:
             logger.warning("pipeline %r: %s", name, warning)
 
     def scorers(self) -> Iterator[Scorer]:
