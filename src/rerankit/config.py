@@ -19,9 +19,10 @@ A spec is a list of ``stages`` (or a single stage's keys at the top level). A st
 * ``rule = {type = "mmr", lambda = 0.7}``: an ordering rule (``difficulty``, ``mmr``,
   ``min_score``, ``deduplicate``);
 
-plus optional ``name`` and ``keep`` (how many go on to the next stage). Scorer ``type``\\ s
-are the registered scorers (``bm25``, ``jaccard``, ``text``, ``field``, ``recency``,
-``popularity``, ``graph``, ``embedding``, ``cross_encoder``, ``causal_lm``,
+plus optional ``name``, ``keep`` (how many go on to the next stage) and ``max_demotion``
+(how many places below its place in the previous stage's order a document may end).
+Scorer ``type``\\ s are the registered scorers (``bm25``, ``jaccard``, ``text``, ``field``,
+``recency``, ``popularity``, ``graph``, ``embedding``, ``cross_encoder``, ``causal_lm``,
 ``llm_pointwise``, ``llm_listwise``, ...); other keys are the scorer's own keyword
 arguments (``lambda`` for MMR's ``lambda_``). LLM scorers take ``provider`` (``gemini`` or
 ``openai``), ``model``, ``base_url``, ``api_key_env`` (the environment variable holding
@@ -69,6 +70,7 @@ from .options import FILE_SPELLINGS, check_options, stage_spellings, unknown_key
 from .ordering import Rule
 from .plugins import load_plugins, plugin_list
 from .rerankers import FusionReranker, Pipeline, Reranker, ScorerReranker, Stage
+from .rerankers.placement import check_max_demotion
 from .scorers.base import Scorer, check_scorer
 from .scorers.llm_listwise import LLMListwiseScorer
 from .scorers.llm_pointwise import LLMPointwiseScorer
@@ -306,12 +308,12 @@ def _fusion(spec: Mapping[str, Any], name: str | None, where: str) -> Any:
         raise ConfigError(str(exc), where=where) from exc
 
 
-def _stage(spec: Mapping[str, Any], where: str) -> tuple[Any, Any, str | None]:
+def _stage(spec: Mapping[str, Any], where: str) -> Stage:
     kinds = [k for k in _STAGE_KINDS if k in spec]
     if len(kinds) != 1:
         raise ConfigError(f"give exactly one of {', '.join(_STAGE_KINDS)}", where=where)
     kind = kinds[0]
-    allowed = ("name", "keep", kind, *(_FUSION_KEYS if kind == "scorers" else ()))
+    allowed = ("name", "keep", "max_demotion", kind, *(_FUSION_KEYS if kind == "scorers" else ()))
     unknown = unknown_keys(spec, allowed, f"a {kind} stage", stage_spellings(kind, spec[kind]))
     if unknown:
         raise ConfigError(unknown, where=where)
@@ -321,6 +323,10 @@ def _stage(spec: Mapping[str, Any], where: str) -> tuple[Any, Any, str | None]:
         raise ConfigError(f"must be a string, got {name!r}", where=f"{where}.name")
     if keep is not None and (isinstance(keep, bool) or not isinstance(keep, int) or keep < 1):
         raise ConfigError(f"must be a positive integer, got {keep!r}", where=f"{where}.keep")
+    try:
+        demotion = check_max_demotion(spec.get("max_demotion"))
+    except ValueError as exc:
+        raise ConfigError(str(exc), where=f"{where}.max_demotion") from None
     if kind == "reranker":
         ref = spec["reranker"]
         if isinstance(ref, Mapping):  # {type = "hybrid", backend = "onnx", ...}: its own copy
@@ -345,7 +351,7 @@ def _stage(spec: Mapping[str, Any], where: str) -> tuple[Any, Any, str | None]:
         step = _typed("rule", spec["rule"], f"{where}.rule")
     else:
         step = _fusion(spec, name, where)
-    return step, keep, name
+    return Stage(step, keep, name, demotion)
 
 
 def build(spec: Mapping[str, Any], *, name: str | None = None) -> Any:
@@ -373,15 +379,13 @@ def build(spec: Mapping[str, Any], *, name: str | None = None) -> Any:
             stages.append(_stage(s, f"stages[{i}]"))
         except ConfigError as exc:  # a spec of one stage, no stages list: its own keys
             raise exc if staged else strip_location(exc, "stages[0]") from None
-    if len(stages) == 1 and stages[0][1] is None and not isinstance(stages[0][0], Rule):
-        step = stages[0][0]
+    only = stages[0]
+    plain = only.keep is None and only.max_demotion is None and not isinstance(only.step, Rule)
+    if len(stages) == 1 and plain:
         if name and "reranker" not in stages_spec[0]:  # never rename a shared built-in
-            step.name = name
-        return step
-    return Pipeline(
-        [Stage(step, keep, stage_name) for step, keep, stage_name in stages],
-        name=name or "pipeline",
-    )
+            only.step.name = name
+        return only.step
+    return Pipeline(stages, name=name or "pipeline")
 
 
 def to_toml(spec: Mapping[str, Any], comment: str = "") -> str:

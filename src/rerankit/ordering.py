@@ -28,7 +28,8 @@ import numpy as np
 from .documents import field_names, field_value, to_documents
 from .errors import InvalidDocumentError
 from .normalize import THRESHOLD_NOTES, normalize_scores
-from .outcome import Outcome, checked_outcome
+from .outcome import Outcome, Rule
+from .pins import Pin
 from .text.words import split_words
 from .types import Document, RankedDocument, RerankResult
 
@@ -39,6 +40,7 @@ __all__ = [
     "DifficultyOrdering",
     "MinScore",
     "Outcome",
+    "Pin",
     "Rule",
     "apply_difficulty_ordering",
     "deduplicate",
@@ -86,58 +88,6 @@ def _score(item: Any, doc: Document, score_field: str) -> float | None:
     if isinstance(value, Real) and not isinstance(value, bool):
         return float(value)
     return None
-
-
-class Rule:
-    """Base of ordering rules: subclasses implement :meth:`decide` over the items, returning
-    an :class:`Outcome` that lists each position once, in ``order`` or ``dropped``; anything
-    else is a :class:`~rerankit.errors.RuleError` naming the rule (in a pipeline, its stage
-    fails and the previous stage's order is kept).
-
-    ``reorders``: whether the rule may change the order it is given (a rule that only drops
-    sets it False); ``orders_by_score``: whether it orders by the scores (MMR), which rules
-    leave as they are, so that an earlier rule's reordering is lost: a :class:`Pipeline`
-    warns when one follows a rule that reorders."""
-
-    name = "rule"
-    reorders = True
-    orders_by_score = False
-    text_field = "text"
-    score_field = "rerank_score"
-
-    def decide(self, items: Sequence[Any]) -> Outcome:  # pragma: no cover - abstract
-        raise NotImplementedError
-
-    def __call__(self, items: Any) -> Any:
-        """Apply the rule to a RerankResult or a list, returning the same kind."""
-        if isinstance(items, RerankResult):
-            return self.apply_result(items)
-        items = list(items)
-        outcome = checked_outcome(self.name, self.decide(items), len(items))
-        if outcome.dropped:
-            logger.warning(
-                "%s dropped %d item(s): %s", self.name, len(outcome.dropped), outcome.note
-            )
-        for warning in outcome.warnings:
-            logger.warning("%s", warning)
-        return [items[i] for i in outcome.order]
-
-    def apply_result(self, result: RerankResult) -> RerankResult:
-        outcome = checked_outcome(self.name, self.decide(result.results), len(result.results))
-        kept = [
-            replace(result.results[i], rank=rank) for rank, i in enumerate(outcome.order, start=1)
-        ]
-        warnings = [*result.warnings, *outcome.warnings]
-        if outcome.dropped:  # named by their ids when they have them, else input positions
-            gone = [result.results[i] for i in outcome.dropped]
-            named = [d.id if all(g.id is not None for g in gone) else d.index for d in gone]
-            warnings.append(f"{self.name} dropped {len(gone)} document(s) {named}: {outcome.note}")
-        return replace(
-            result,
-            results=tuple(kept),
-            warnings=tuple(warnings),
-            dropped=tuple(result.dropped) + tuple(result.results[i].index for i in outcome.dropped),
-        )
 
 
 # --- difficulty ---------------------------------------------------------------------------

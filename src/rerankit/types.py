@@ -85,8 +85,9 @@ class RankedDocument:
     ``"non_finite:bm25"`` when a strategy returned NaN for it, ``"llm_failed"`` with
     ``"llm_failed:timeout"`` when an LLM judge's call for it timed out, ``"duplicate_id"``
     when another document of the call has its id). ``ranked_by``, in a
-    :class:`~rerankit.rerankers.Pipeline`'s result, names the stage that decided its place
-    (the last stage that scored it; None outside a pipeline).
+    :class:`~rerankit.rerankers.Pipeline`'s result, names the stage that decided its place:
+    the last stage that scored it, or a rule stage that moved it after that (a ``pin`` that
+    put it first: the rule moved it, not the documents it passed); None outside a pipeline.
     """
 
     document: Any
@@ -200,7 +201,8 @@ class RerankResult:
         ``score_from_contributions`` makes: ``"sum"`` (score = sum of the contributions) or
         ``"sigmoid(sum)"``. A pipeline's earlier stages' rows (they chose the candidates)
         carry ``earlier_stage_contribution`` instead: no term of the score; ``ranked_by``
-        names the stage that decided the document's place (None outside a pipeline)."""
+        names the stage that decided the document's place: the last that scored it, or a rule
+        that moved it after that (None outside a pipeline)."""
         return [
             {
                 "rank": r.rank,

@@ -245,7 +245,7 @@ def test_an_unknown_stage_key_lists_the_valid_ones():
     message = _error(_fusion({"type": "bm25"}, methd="rrf"))
     assert message == (
         "stages[0]: a scorers stage has no key 'methd' (did you mean 'method'?); its keys: "
-        "name, keep, scorers, method, normalization, rrf_k, output_calibration"
+        "name, keep, max_demotion, scorers, method, normalization, rrf_k, output_calibration"
     )
 
 

@@ -32,7 +32,7 @@ from .files import need_model, need_reranker
 from .pipelines import is_settings_file
 from .serve import serve_settings, served_pipeline, settings_args
 
-__all__ = ["add_commands", "check_settings", "cmd_check", "describe"]
+__all__ = ["add_commands", "check_settings", "cmd_check", "describe", "order_warnings"]
 
 #: what building a pipeline may raise: its mistake, said and counted
 PROBLEMS = (InputError, RerankitError, ValueError, TypeError, OSError)
@@ -49,7 +49,11 @@ def describe(reranker: Any, name: str | None = None, *, served: bool = False) ->
         return f"{x.name} ({', '.join(s.name for s in x.scorers()) or 'no scorer'})"
 
     if isinstance(reranker, Pipeline):
-        keeps = {id(s): f", keeps {s.keep}" if s.keep else "" for s in reranker.stages}
+        keeps = {
+            id(s): (f", keeps {s.keep}" if s.keep else "")
+            + (f", max_demotion {s.max_demotion}" if s.max_demotion is not None else "")
+            for s in reranker.stages
+        }
         body = " -> ".join(f"{s.name}: {step(s.step)}{keeps[id(s)]}" for s in reranker.stages)
     else:
         body = step(reranker)
@@ -73,6 +77,17 @@ def _in_file(name: str, exc: BaseException) -> str:
 def _models(reranker: Any) -> list[str]:
     models = {getattr(scorer, "model_id", None) for scorer in reranker.scorers()}
     return sorted(m for m in models if isinstance(m, str))
+
+
+def order_warnings(reranker: Any) -> list[str]:
+    """What building ``reranker`` logged of its stages' order (a rule's order undone by a
+    later stage), and of each pipeline it holds as a stage (said with that stage's name)."""
+    if not isinstance(reranker, Pipeline):
+        return []
+    said = list(reranker.order_warnings)
+    for stage in reranker.stages:
+        said.extend(f"stage {stage.name!r}: {w}" for w in order_warnings(stage.step))
+    return said
 
 
 def _warn_models(name: str, reranker: Any, where: str = "") -> None:
@@ -248,6 +263,8 @@ def check_settings(
             failed += 1
             continue
         print(_ok(name, reranker, pipeline, served=True))
+        for warning in order_warnings(reranker):
+            print(f"{name}: warning: pipeline {pipeline!r}: {warning}")
         _warn_models(name, reranker, f"pipeline {pipeline!r}: ")
         for warning in deadline_warnings(reranker, settings.timeout):
             print(f"{name}: warning: pipeline {pipeline!r}: {warning}")
@@ -316,6 +333,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             failed += 1
             continue
         print(_ok(name, reranker, pipeline_name(name)))
+        for warning in order_warnings(reranker):
+            print(f"{name}: warning: {warning}")
         _warn_models(name, reranker)
     return 1 if failed else 0
 
@@ -348,6 +367,8 @@ def add_commands(sub: Any) -> None:
         "goes on (CI has no secrets; serve needs them), as is a timeout longer than "
         "graceful_timeout, and an LLM judge whose one call (retry's attempts x timeout, plus "
         "the waits) can take longer than the timeout, naming both and what to change. "
+        "So is a pipeline whose stages undo a rule's order (mmr after a cap, an LLM judge "
+        "after a pin: the rule's order is lost), as building it logs. "
         "A settings file's keys line says whether the service will need "
         "an API key and how many come from api_keys and from the variable (counts, never a "
         "key), or that it will be open; its cache line says where answers, LLM judgments and "

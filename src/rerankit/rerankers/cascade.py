@@ -22,6 +22,13 @@ from ..spans import span
 from ..types import EARLIER_STAGE, SUM, Document, RankedDocument, RerankResult
 from .base import Reranker, Scored, assemble
 from .deadline import FINISHED_STAGES, rank_within
+from .placement import (
+    bounded_order,
+    check_max_demotion,
+    order_warnings,
+    placing,
+    raised_in_rule,
+)
 from .single import ScorerReranker
 
 __all__ = ["ANSWER_DEPTH", "FINISHED_STAGES", "Pipeline", "Stage"]
@@ -46,13 +53,26 @@ INPUT_ORDER = "; input order kept"
 class Stage:
     """One step of a :class:`Pipeline`: a reranker (or scorer, or registered name) or an
     ordering rule (:class:`~rerankit.ordering.Rule`), and how many of its best documents go
-    on to the next stage (``keep``; None: all of them)."""
+    on to the next stage (``keep``; None: all of them).
+
+    ``max_demotion`` bounds how far the stage may move a document down: none ends more than
+    that many places below its place in the previous stage's order (among the documents the
+    stage keeps), whatever the stage's scores say; the stage's order is changed as little as
+    needed (:func:`~rerankit.rerankers.placement.bounded_order`), so its scores can rise with
+    rank where the bound held a document up. None (the default): no bound. For a fusion of
+    the previous order with recency, ``max_demotion=3`` keeps the previous stage's best
+    document within the first four."""
 
     step: Any
     keep: int | None = None
     name: str | None = None
+    max_demotion: int | None = None
 
     def __post_init__(self) -> None:
+        try:
+            check_max_demotion(self.max_demotion)
+        except ValueError as exc:
+            raise ConfigError(str(exc), where="max_demotion") from None
         if self.keep is not None and (
             isinstance(self.keep, bool) or not isinstance(self.keep, int) or self.keep < 1
         ):
@@ -68,26 +88,6 @@ class Stage:
             )
         if self.name is None:
             self.name = getattr(self.step, "name", type(self.step).__name__)
-
-
-def _warn_of_lost_orders(stages: Sequence[Stage], name: str) -> None:
-    """A warning for each rule that orders by the scores (MMR) after a rule that reorders:
-    rules leave the scores as they are, so the earlier rule's order is lost."""
-    before = None
-    for stage in stages:
-        step = stage.step
-        if not isinstance(step, Rule):
-            before = None  # a scoring stage gives new scores: nothing before it counts
-            continue
-        if step.orders_by_score and before is not None:
-            logger.warning(
-                "pipeline %r: rule stage %r orders by the scores, which rule stage %r left "
-                "as they were, so its order is lost; put %r before %r (e.g. deduplicate, "
-                "mmr, then a cap)",
-                name, stage.name, before.name, stage.name, before.name,
-            )  # fmt: skip
-        if step.reorders:
-            before = stage
 
 
 class Pipeline(Reranker):
@@ -131,7 +131,11 @@ class Pipeline(Reranker):
                 s.name = f"{s.name}#{names[: i + 1].count(s.name)}"
         self.stages = built
         self.name = name
-        _warn_of_lost_orders(built, name)
+        #: what the order of the stages undoes (a rule's order lost to a later stage), as
+        #: logged when built; ``rerankit check`` prints them
+        self.order_warnings = tuple(order_warnings(built))
+        for warning in self.order_warnings:
+            logger.warning("pipeline %r: %s", name, warning)
 
     def scorers(self) -> Iterator[Scorer]:
         for stage in self.stages:
@@ -165,6 +169,7 @@ class Pipeline(Reranker):
         scales: list[str | None] = [None] * n  # the scale of the stage that last scored each
         scored.link = [SUM] * n  # how its explained contributions make each document's score
         last: list[str | None] = [None] * n  # the stage that last scored each document
+        placed: list[str | None] = [None] * n  # the stage that decided each one's place
         answer_depth = context.pop(ANSWER_DEPTH, None)  # this pipeline's, not its stages'
         finished = context.pop(FINISHED_STAGES, None)  # (the same)
         depth = top_k if top_k is not None else answer_depth
@@ -178,6 +183,11 @@ class Pipeline(Reranker):
                     stage, query, docs, head, scored, dropped, context, (scales, last)
                 )
             scored.timings[stage.name] = time.perf_counter() - start
+            kept = set(new_head)
+            was = [i for i in head if i in kept]  # the previous order, less what it dropped
+            if stage.max_demotion is not None:
+                new_head = bounded_order(was, new_head, stage.max_demotion)
+            placing(stage.name, isinstance(stage.step, Rule), was, new_head, (last, placed))
             if not isinstance(stage.step, Rule):
                 scoring += 1
                 failures += failed
@@ -190,7 +200,7 @@ class Pipeline(Reranker):
                 so_far = copy.deepcopy(scored)  # (the later stages write on scored)
                 so_far.failed_all = scoring > 0 and failures == scoring
                 marks = (list(scales), list(last))
-                ending = (order, list(dropped), ranked_by, depth)
+                ending = (order, list(dropped), (ranked_by, list(placed)), depth)
                 finished.append(  # built only if asked for (at a deadline), not on each call
                     (
                         self.stages[k + 1].name,
@@ -200,7 +210,7 @@ class Pipeline(Reranker):
                     )
                 )
         scored.failed_all = scoring > 0 and failures == scoring
-        ending = (order, dropped, ranked_by, depth)
+        ending = (order, dropped, (ranked_by, placed), depth)
         return self._finish(query, docs, scored, (scales, last), ending, top_k, score_field)
 
     async def _rank_until(
@@ -217,14 +227,14 @@ class Pipeline(Reranker):
         docs: Sequence[Document],
         scored: Scored,
         marks: tuple[list[str | None], list[str | None]],
-        ending: tuple[list[int], list[int], str | None, int | None],
+        ending: tuple[list[int], list[int], tuple[str | None, list[str | None]], int | None],
         top_k: int | None,
         score_field: str,
     ) -> RerankResult:
         """The result of the stages that ran (``scored``, which this changes: give a copy
         while stages are to run), its documents in ``order``."""
         scales, last = marks
-        order, dropped, ranked_by, depth = ending
+        order, dropped, (ranked_by, placed), depth = ending
         self._mark_earlier_stages(scored, last)
         returned = {scales[i] for i in (order if depth is None else order[:depth])}
         scored.scale = returned.pop() if len(returned) == 1 else "relative"
@@ -237,8 +247,8 @@ class Pipeline(Reranker):
             order=order,
             dropped=dropped,
         )
-        placed = tuple(replace(r, ranked_by=last[r.index]) for r in result)  # each its own
-        return replace(result, results=placed, ranked_by=ranked_by)
+        each = tuple(replace(r, ranked_by=placed[r.index]) for r in result)
+        return replace(result, results=each, ranked_by=ranked_by)
 
     async def _run_stage(
         self,
@@ -271,8 +281,9 @@ class Pipeline(Reranker):
         except CALLER_ERRORS:
             raise
         except Exception as exc:
+            where = raised_in_rule(exc, stage.step) if is_rule else ""
             message = (
-                f"stage {stage.name!r} failed ({type(exc).__name__}: {exc}); "
+                f"stage {stage.name!r} failed ({type(exc).__name__}: {exc}{where}); "
                 "the previous stage's order is kept"
             )
             logger.warning(message, exc_info=exc)

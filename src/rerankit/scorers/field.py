@@ -4,6 +4,7 @@ score), recency with a half-life, log-scaled popularity, or any callable."""
 from __future__ import annotations
 
 import datetime as dt
+import math
 import time
 from collections.abc import Sequence
 from numbers import Real
@@ -107,8 +108,60 @@ def _with_missing(scorer: Any, values: np.ndarray, absent: list[int]) -> ScoreBa
     )
 
 
+#: a number of this range is read as a date written YYYYMMDD (as epoch seconds it would be a
+#: moment of August 1970)
+_YYYYMMDD = (19000101, 21001231)
+#: numbers from here up are epoch milliseconds (as seconds: after the year 5138)
+_MILLISECONDS = 1e11
+#: and from here up neither (as milliseconds: after the year 5138; microseconds?)
+_TOO_LARGE = 1e14
+#: what a RecencyScorer does with a value that is no time: fail the call, or score it missing
+ON_BAD_DATE = ("error", "missing")
+#: how many of those a warning names
+_BAD_NAMED = 5
+#: what a time may be, said by an error
+TIME_FORMATS = (
+    "a datetime, an ISO-8601 string such as '2025-06-01' or '2025-06-01T12:30:00Z', a "
+    "YYYYMMDD number such as 20250601, epoch seconds or epoch milliseconds"
+)
+
+
+def _not_a_time(value: Any, i: int, field: str, why: str = "") -> InvalidDocumentError:
+    where = f"document {i}: field {field!r}" if i >= 0 else repr(field)
+    return InvalidDocumentError(
+        f"{where} is not a time ({TIME_FORMATS}): {value!r}{why}",
+        index=i if i >= 0 else None,
+        field=field,
+    )
+
+
+def _number_as_seconds(value: Real, i: int, field: str) -> float:
+    """A number as epoch seconds: a YYYYMMDD date, epoch seconds, or epoch milliseconds
+    (told apart by size: no moment before 5138 is 1e11 epoch seconds or more)."""
+    x = float(value)
+    if not math.isfinite(x):
+        raise _not_a_time(value, i, field)
+    if x.is_integer() and _YYYYMMDD[0] <= x <= _YYYYMMDD[1]:
+        digits = str(int(x))
+        try:
+            day = dt.date(int(digits[:4]), int(digits[4:6]), int(digits[6:]))
+        except ValueError:
+            why = "; a number of this size is read as a date written YYYYMMDD, and this is none"
+            raise _not_a_time(value, i, field, why) from None
+        return dt.datetime(day.year, day.month, day.day, tzinfo=dt.timezone.utc).timestamp()
+    if abs(x) < _MILLISECONDS:
+        return x
+    if abs(x) < _TOO_LARGE:
+        return x / 1000.0
+    raise _not_a_time(
+        value, i, field, "; too large for epoch milliseconds (microseconds? divide by 1000)"
+    )
+
+
 def _as_seconds(value: Any, i: int, field: str) -> float:
-    """A timestamp as epoch seconds: a datetime/date, an ISO-8601 string, or a number."""
+    """A timestamp as epoch seconds: a datetime/date (naive: UTC), an ISO-8601 string, or a
+    number (:func:`_number_as_seconds`). Anything else is an ``InvalidDocumentError`` naming
+    document ``i`` (-1: ``field`` is a setting), the field and the value."""
 
     if isinstance(value, dt.datetime):
         moment = value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
@@ -121,22 +174,24 @@ def _as_seconds(value: Any, i: int, field: str) -> float:
         except ValueError:
             pass
     if isinstance(value, Real) and not isinstance(value, bool):
-        return float(value)
-    raise InvalidDocumentError(
-        f"document {i}: field {field!r} is not a time (datetime, ISO-8601 string or epoch "
-        f"seconds): {value!r}",
-        index=i,
-        field=field,
-    )
+        return _number_as_seconds(value, i, field)
+    raise _not_a_time(value, i, field)
 
 
 class RecencyScorer:
     """``0.5 ** (age in days / half_life_days)``: 1.0 for a document from ``now`` (default:
     the time of the call), 0.5 one half-life older, towards 0 for old ones (future dates
-    count as now). ``field`` holds a datetime, an ISO-8601 string or epoch seconds, as
-    ``now`` may. A document without the field scores ``missing`` (default 0.0) and is
-    flagged ``missing:<field>``, and the result carries a warning saying how many lacked it
-    (as :class:`FieldScorer`'s)."""
+    count as now). ``field`` holds a datetime or date (naive: UTC), an ISO-8601 string
+    (``"2025-06-01"``, ``"2025-06-01T12:30:00Z"``), or a number: one from 19000101 to
+    21001231 is a date written YYYYMMDD (20250601), and it must be a real date; otherwise
+    below 1e11 epoch seconds, from 1e11 to 1e14 epoch milliseconds (1e11 seconds would be
+    after the year 5138); larger is an error. ``now`` may be any of these. A document
+    without the field scores ``missing`` (default 0.0) and is flagged ``missing:<field>``,
+    and the result carries a warning saying how many lacked it (as :class:`FieldScorer`'s).
+    An empty string (or one of spaces) counts as missing, as None does. A value that is no
+    time is an ``InvalidDocumentError`` naming the document, the field and the value, which
+    fails the call; with ``on_bad_date="missing"`` it scores ``missing`` instead, flagged
+    ``bad_date:<field>``, and a warning names the documents and their values."""
 
     def __init__(
         self,
@@ -145,6 +200,7 @@ class RecencyScorer:
         half_life_days: float = 30.0,
         now: Any = None,
         missing: float = 0.0,
+        on_bad_date: str = "error",
         name: str = "recency",
     ) -> None:
         if isinstance(half_life_days, bool) or not isinstance(half_life_days, Real):
@@ -155,25 +211,51 @@ class RecencyScorer:
             try:
                 _as_seconds(now, -1, "now")
             except InvalidDocumentError:
-                raise ValueError(
-                    f"now must be a datetime, an ISO-8601 string or epoch seconds, got {now!r}"
-                ) from None
+                raise ValueError(f"now must be {TIME_FORMATS}, got {now!r}") from None
+        if on_bad_date not in ON_BAD_DATE:
+            raise ValueError(
+                f"on_bad_date must be 'error' (a value that is no time fails the call) or "
+                f"'missing' (it scores missing=, flagged), got {on_bad_date!r}"
+            )
         self.field, self.half_life_days, self.now = field, half_life_days, now
-        self.missing, self.name = missing, name
+        self.missing, self.on_bad_date, self.name = missing, on_bad_date, name
 
     async def score(self, query: str, docs: Sequence[Document], **context: Any) -> ScoreBatch:
 
         now = _as_seconds(self.now, -1, "now") if self.now is not None else time.time()
         out = np.full(len(docs), float(self.missing))
         absent: list[int] = []
+        bad: dict[int, Any] = {}  # the values that are no time, with on_bad_date="missing"
         for i, doc in enumerate(docs):
             value = field_value(doc, self.field, _MISSING)
-            if value is _MISSING or value is None:
+            if value is _MISSING or value is None or (isinstance(value, str) and not value.strip()):
                 absent.append(i)
                 continue
-            age_days = max(0.0, now - _as_seconds(value, i, self.field)) / 86_400.0
-            out[i] = 0.5 ** (age_days / self.half_life_days)
-        return _with_missing(self, out, absent)
+            try:
+                seconds = _as_seconds(value, i, self.field)
+            except InvalidDocumentError:
+                if self.on_bad_date == "error":
+                    raise
+                bad[i] = value
+                continue
+            out[i] = 0.5 ** (max(0.0, now - seconds) / 86_400.0 / self.half_life_days)
+        batch = _with_missing(self, out, absent)
+        return batch if not bad else self._with_bad(batch, bad)
+
+    def _with_bad(self, batch: ScoreBatch, bad: dict[int, Any]) -> ScoreBatch:
+        """``batch`` with the documents whose value is no time (scored ``missing``) flagged
+        ``bad_date:<field>`` and one warning naming the first few, with their values."""
+        named = ", ".join(f"document {i}: {v!r}" for i, v in list(bad.items())[:_BAD_NAMED])
+        more = f" and {len(bad) - _BAD_NAMED} more" if len(bad) > _BAD_NAMED else ""
+        which = f"{len(bad)} of {len(batch.values)} documents"
+        flags = {i: list(f) for i, f in batch.flags.items()}
+        for i in bad:
+            flags.setdefault(i, []).append(f"bad_date:{self.field}")
+        warning = (
+            f"scorer {self.name!r}: field {self.field!r} is not a time in {which} "
+            f"({named}{more}); they score missing={self.missing!r} (on_bad_date='missing')"
+        )
+        return ScoreBatch(values=batch.values, flags=flags, warnings=[*batch.warnings, warning])
 
 
 class PopularityScorer(FieldScorer):

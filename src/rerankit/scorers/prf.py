@@ -73,6 +73,8 @@ class PositionScorer:
     """
 
     score_scale = "relative"
+    #: it reads the order it is given: a pipeline does not warn that it replaces a rule's
+    reads_order = True
 
     def __init__(self, *, name: str = "position") -> None:
         self.name = name

@@ -45,7 +45,10 @@ description = (
     "`score` (`sum`, or `sigmoid(sum)` for a calibrated fusion's logits). A pipeline's "
     "earlier stages' rows (they chose the candidates; a later stage gave the score) carry "
     "`earlier_stage_contribution` in place of `contribution`, and `ranked_by` names the "
-    "stage that decided each document's place (null outside a pipeline). With flags, "
+    "stage that decided each document's place: the last that scored it, or a rule stage "
+    "that moved it after that (a `pin`; its `relevance_score` is then its stretch's, 1 for a "
+    "relative score pinned first, or its own pair-wise score, which can be below the next "
+    "one's); null outside a pipeline. With flags, "
     "`warnings` (once: `meta` is Cohere v2's without them), timings and LLM usage. What the "
     "playground draws."
 )
