@@ -7,7 +7,6 @@ noise)."""
 
 from __future__ import annotations
 
-import math
 import statistics
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
@@ -18,6 +17,7 @@ import numpy as np
 
 from ..api import load
 from ..errors import InputError, keyword_flag
+from ..eval.compare import clear_note, queries_to_clear
 from ..eval.metrics import ranked_ndcg
 from ..eval.runner import run_pipeline
 from ..scorers.embedding import EmbeddingScorer
@@ -293,23 +293,10 @@ def cross_validated(
                 else ""
             )
         )
-    needed = queries_to_clear(verdict)
+    needed = queries_to_clear(verdict.gain, verdict.noise, verdict.queries, verdict.margin)
     if needed is not None:
-        say(
-            f"(its gain, {100 * verdict.gain:+.2f}, would clear {times}the noise with about "
-            f"{needed} judged queries like these, if it held: the noise falls with the "
-            "square root of their number)"
-        )
+        say(f"({clear_note(verdict.gain, needed, verdict.margin)})")
     return Comparison(cv, verdict, points, describe(cv.best))
-
-
-def queries_to_clear(verdict: Any) -> int | None:
-    """About how many training queries a gain that is positive but not adopted would need
-    to clear the margin times the noise, if it held and the noise fell as one over the
-    square root of the queries (None: adopted, no gain, or no noise to scale)."""
-    if verdict.adopt or verdict.gain <= 0 or verdict.noise <= 0 or not verdict.queries:
-        return None
-    return math.ceil(verdict.queries * (verdict.margin * verdict.noise / verdict.gain) ** 2)
 
 
 def curve_trend(points: list[tuple[int, float]], noise: float) -> str | None:
