@@ -109,16 +109,22 @@ def test_the_note_reads_each_rows_check():
     assert "b" not in kept.split(":")[0]
 
 
-def _folder_with_a_run(tmp_path, ranked: list[str]):
-    """A folder with train (q1..q8) and test (t1..t4) judgments, and a TREC run of
-    ``ranked`` query ids."""
+def _folder_with_a_run(tmp_path, ranked: list[str], judged: int = 8, asked: int | None = None):
+    """A folder with train (q1..q``judged``) and test (t1..t4) judgments, and a TREC run of
+    ``ranked`` query ids; ``asked``: a queries.jsonl holding q1..q``asked`` and t1..t4 only
+    (a subset folder, whose other judged queries are left out)."""
     from rerankit.eval.notes import refit_call
 
     qrels = tmp_path / "data" / "qrels"
     qrels.mkdir(parents=True)
     (qrels / "train.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(1, 9))
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(1, judged + 1))
     )
+    if asked is not None:
+        ids = [f"q{i}" for i in range(1, asked + 1)] + [f"t{i}" for i in range(1, 5)]
+        (tmp_path / "data" / "queries.jsonl").write_text(
+            "".join(f'{{"_id": "{q}", "text": "query {q}"}}\n' for q in ids)
+        )
     (qrels / "test.tsv").write_text(
         "query-id\tcorpus-id\tscore\n" + "".join(f"t{i}\td{i}\t1\n" for i in range(1, 5))
     )
@@ -136,3 +142,14 @@ def test_a_run_that_ranks_the_training_queries_is_advised_with_tunes_own_splits(
 def test_a_run_of_the_evaluated_queries_alone_is_advised_with_that_splits_halves(tmp_path):
     call = _folder_with_a_run(tmp_path, ["q1", "t1", "t2", "t3", "t4"])  # 1 of 8 training
     assert 'train_split="test:odd"' in call or "--train-split test:odd" in call, call
+
+
+def test_a_run_that_ranks_a_subset_folders_training_queries_is_advised_with_tunes_own_splits(
+    tmp_path,
+):
+    # qrels/train.tsv judges 40 queries, but queries.jsonl holds 8 of them (the subset the
+    # run covers, as evaluation.md advises): tune's default training split is those 8
+    call = _folder_with_a_run(
+        tmp_path, [f"q{i}" for i in range(1, 9)] + ["t1", "t2"], judged=40, asked=8
+    )
+    assert "train_split" not in call and "--train-split" not in call, call

@@ -223,18 +223,21 @@ def test_a_positive_gain_not_adopted_says_how_many_queries_would_clear_the_noise
     """The noise falls with the square root of the queries: a gain of 2.35 with a noise of
     1.61 on 100 queries clears twice the noise at about 188, if it holds; a gain at or
     below 0, or one adopted, gets no such figure."""
-    from rerankit.training.selection import queries_to_clear
+    from rerankit.eval.compare import queries_to_clear
+
+    def needs(v):
+        return queries_to_clear(v.gain, v.noise, v.queries, v.margin)
 
     ahead = Verdict(0.8148, 0.7913, 0.0235, 0.0105, 0.0161, [0.02, 0.03], 100)
     assert not ahead.adopt
-    needed = queries_to_clear(ahead)
+    needed = needs(ahead)
     assert needed == math.ceil(100 * (2 * 0.0161 / 0.0235) ** 2) == 188
     # at that many queries, the same gain with the noise scaled down clears the margin
     scaled = 0.0161 * math.sqrt(100 / needed)
     assert 2 * scaled < 0.0235
     behind = Verdict(0.60, 0.65, -0.0409, 0.01, 0.01, [-0.04, -0.05, -0.03], 40)
     adopted = Verdict(0.70, 0.65, 0.05, 0.01, 0.01, [0.05, 0.04, 0.06], 40)
-    assert queries_to_clear(behind) is None and queries_to_clear(adopted) is None
+    assert needs(behind) is None and needs(adopted) is None
 
 
 def test_tune_says_the_queries_a_gain_ahead_but_within_the_noise_would_need():

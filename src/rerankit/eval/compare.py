@@ -19,12 +19,14 @@ from .notes import fell_back
 __all__ = [
     "against",
     "check_baseline",
+    "clear_note",
     "format_against",
     "format_differences",
     "format_summary_against",
     "largest_differences",
     "mean_against",
     "per_query",
+    "queries_to_clear",
     "verdict",
     "write_per_query",
 ]
@@ -50,6 +52,29 @@ def verdict(diff: float, se: float | None) -> str:
     if abs(diff) <= NOISE_SE * se:
         return "within noise"
     return "better" if diff > 0 else "worse"
+
+
+def queries_to_clear(
+    gain: float, noise: float, queries: int, margin: float = NOISE_SE
+) -> int | None:
+    """About how many judged queries a ``gain`` that is positive but within ``margin`` x
+    its ``noise`` (a standard error over ``queries``) would need to clear that margin, if
+    it held and the noise fell as one over the square root of the queries (None: no gain,
+    no noise to scale, or already clear). ``tune`` says it of a learned pipeline not
+    adopted, ``eval`` of a pipeline within noise of its baseline (:func:`clear_note`)."""
+    if gain <= 0 or noise <= 0 or not queries or gain > margin * noise:
+        return None
+    return math.ceil(queries * (margin * noise / gain) ** 2)
+
+
+def clear_note(gain: float, needed: int, margin: float = NOISE_SE) -> str:
+    """What :func:`queries_to_clear` found, in the words ``tune`` and ``eval`` both use
+    (``gain`` as a fraction: printed x 100)."""
+    times = "" if margin == 1 else f"{margin:g} x "
+    return (
+        f"its gain, {_points(gain)}, would clear {times}the noise with about {needed} judged "
+        "queries like these, if it held: the noise falls with the square root of their number"
+    )
 
 
 #: how ``--baseline`` names the first stage (its run is named ``"first stage"``, which is
@@ -81,9 +106,11 @@ def against(rows: Sequence[Mapping[str, Any]], baseline: str) -> list[dict[str, 
     mean per-query difference of nDCG@10 from the baseline's (``diff``), its standard
     error over the queries (``se``; None under two queries), the t-test's ``p`` against the
     baseline, the number of ``queries`` compared, the :func:`verdict` (``better``,
-    ``worse`` or ``within noise``), and how many of its queries and of the baseline's
-    degraded (``degraded_queries``, ``baseline_degraded_queries``: there the figures are a
-    fallback's, see :func:`~rerankit.eval.notes.fell_back`)."""
+    ``worse`` or ``within noise``), ``queries_to_clear`` (a gain within noise: about how
+    many judged queries would settle it, :func:`queries_to_clear`; else None), and how many
+    of its queries and of the baseline's degraded (``degraded_queries``,
+    ``baseline_degraded_queries``: there the figures are a fallback's, see
+    :func:`~rerankit.eval.notes.fell_back`)."""
     base_row = next(r for r in rows if r["pipeline"] == baseline)
     base = base_row["per_query_ndcg@10"]
     out = []
@@ -102,6 +129,7 @@ def against(rows: Sequence[Mapping[str, Any]], baseline: str) -> list[dict[str, 
                 "p": r.get("p_vs", {}).get(baseline),
                 "queries": len(diffs),
                 "verdict": verdict(diff, se),
+                "queries_to_clear": None if se is None else queries_to_clear(diff, se, len(diffs)),
                 # its figures on these queries are its fallback's (see notes.fell_back)
                 "degraded_queries": r.get("degraded_queries") or 0,
                 "baseline_degraded_queries": base_row.get("degraded_queries") or 0,
@@ -143,6 +171,13 @@ def format_against(rows: Sequence[Mapping[str, Any]], baseline: str) -> str:
         p = "" if e["p"] is None else f"{e['p']:.3g}"
         said = "; ".join(filter(None, [e["verdict"], marks[e["pipeline"]]]))
         lines.append(f"| {e['pipeline']} | {_cell(e)} | {said} | {p} | {e['queries']} |")
+    unsettled = [e for e in against(rows, baseline) if e["queries_to_clear"]]
+    if unsettled:
+        lines.append("")
+    for e in unsettled:
+        lines.append(
+            f"{e['pipeline']}, within noise: {clear_note(e['diff'], e['queries_to_clear'])}"
+        )
     if marks.get(baseline):
         lines.append(
             f"\nthe baseline, {baseline}: {marks[baseline]}: on those queries every "

@@ -22,6 +22,7 @@ logger = logging.getLogger(__name__)
 __all__ = [
     "TITLES",
     "Dataset",
+    "asked_queries",
     "evaluation_only",
     "find_collections",
     "load_beir",
@@ -390,6 +391,15 @@ def _splits_hint(path: Path) -> str:
     one = splits[0]
     use = said_for(f"split={one!r}", f"--split {one} (on tune, --test-split {one})")
     return f"; splits found: {', '.join(splits)}; read one with {use}"
+
+
+def asked_queries(folder: str | Path) -> set[str] | None:
+    """The query ids of ``folder``'s ``queries.jsonl`` (None without one): the judged
+    queries :func:`load_beir` keeps (a subset folder's qrels may judge more)."""
+    source = Path(folder) / "queries.jsonl"
+    if not source.is_file():
+        return None
+    return {row_id for _, row_id, _ in _rows(source, "query")[0]}
 
 
 def _rows(source: Path, what: str) -> tuple[list[tuple[int, str, dict[str, Any]]], list[str]]:

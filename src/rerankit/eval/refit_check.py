@@ -27,6 +27,7 @@ from ..calibration import (
     reliability_bins,
     sigmoid,
 )
+from .data import asked_queries
 from .first_stage import ranked_queries
 from .given import IN_MEMORY
 from .qrels import read_qrels
@@ -272,6 +273,9 @@ def ranks_training(folder: str, first_stage: Any) -> bool:
         return False
     try:
         judged = set(read_qrels(train)[0])
+        asked = asked_queries(folder)
+        if asked is not None:
+            judged &= asked
         ranked = ranked_queries(first_stage)
     except (OSError, ValueError):  # unreadable here: the halves, which need no training split
         return False

@@ -7,7 +7,7 @@ noise)."""
 
 from __future__ import annotations
 
-import math
+import logging
 import statistics
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
@@ -18,8 +18,10 @@ import numpy as np
 
 from ..api import load
 from ..errors import InputError, keyword_flag
+from ..eval.compare import clear_note, queries_to_clear
 from ..eval.metrics import ranked_ndcg
 from ..eval.runner import run_pipeline
+from ..normalize import unit_scale
 from ..scorers.embedding import EmbeddingScorer
 from ..spec_toml import to_toml  # unchecked: its paths are read beside the file it writes
 from . import crossval
@@ -28,6 +30,8 @@ from .fusion_search import DEFAULT_HYBRID, as_option, pipeline_spec
 from .labelling import LABEL_REPORT
 from .reporting import Reporter, quiet
 from .trainer import cross_fit_models, queries_trained_on
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "Comparison",
@@ -293,23 +297,10 @@ def cross_validated(
                 else ""
             )
         )
-    needed = queries_to_clear(verdict)
+    needed = queries_to_clear(verdict.gain, verdict.noise, verdict.queries, verdict.margin)
     if needed is not None:
-        say(
-            f"(its gain, {100 * verdict.gain:+.2f}, would clear {times}the noise with about "
-            f"{needed} judged queries like these, if it held: the noise falls with the "
-            "square root of their number)"
-        )
+        say(f"({clear_note(verdict.gain, needed, verdict.margin)})")
     return Comparison(cv, verdict, points, describe(cv.best))
-
-
-def queries_to_clear(verdict: Any) -> int | None:
-    """About how many training queries a gain that is positive but not adopted would need
-    to clear the margin times the noise, if it held and the noise fell as one over the
-    square root of the queries (None: adopted, no gain, or no noise to scale)."""
-    if verdict.adopt or verdict.gain <= 0 or verdict.noise <= 0 or not verdict.queries:
-        return None
-    return math.ceil(verdict.queries * (verdict.margin * verdict.noise / verdict.gain) ** 2)
 
 
 def curve_trend(points: list[tuple[int, float]], noise: float) -> str | None:
@@ -397,4 +388,30 @@ def write_pipeline(
             f"(rerank with it: `rerankit rank -r {out}`, `rerankit serve --reranker {out}`, or "
             f"rerankit.load({str(out)!r}) in Python)"
         )
+        scale_note = _scale_note(out)
+        if scale_note:
+            quiet(report).say(scale_note)
     return out
+
+
+def _scale_note(path: Path) -> str | None:
+    """What changes for a caller when the pipeline file ``path`` scores on another scale
+    than the default ``hybrid``'s probabilities (a learned fusion's are relative): a served
+    ``relevance_score`` threshold no longer means a chance of relevance. None when the
+    scales agree, or the file does not build here."""
+    try:
+        scale = str(load(path).score_scale)
+    except Exception as exc:  # a pipeline that needs what is not installed here
+        logger.debug("the written pipeline does not build here: %s", exc)
+        return None
+    if scale == "probability":
+        return None
+    served = unit_scale(scale)
+    how = " (min-max per request: the best document scores 1.0)" if served == "relative" else ""
+    return (
+        f"(its scores are {scale}, not probabilities as the default `hybrid`'s: `rerankit "
+        f"serve` answers its relevance_score as {served}{how}, header `x-rerankit-scores: "
+        f"{served}`, so a filter such as `relevance_score > 0.5` no longer keeps the documents "
+        "more likely relevant than not; where a threshold decides, keep the default (or its "
+        'refit by tune\'s `calibrate`): docs/learning.md, "Scores over HTTP")'
+    )
