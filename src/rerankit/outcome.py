@@ -8,6 +8,7 @@ exported from :mod:`rerankit.ordering`, where the built-in rules are."""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from collections.abc import Sequence
@@ -100,9 +101,19 @@ def checked_outcome(rule: str, outcome: Any, n: int) -> Outcome:
 def takes_query(decide: Any) -> bool:
     """Whether a rule's ``decide`` accepts the query: a parameter named ``query`` (not
     positional-only), or ``**kwargs``. A rule written before rules were given the query,
-    ``decide(self, items)``, is called as it was."""
+    ``decide(self, items)``, is called as it was. Read once per function (rules run on
+    every request)."""
+    function = getattr(decide, "__func__", decide)  # a method: its class's function
     try:
-        parameters = inspect.signature(decide).parameters.values()
+        return _takes_query(function)
+    except TypeError:  # (not hashable: read each time)
+        return _takes_query.__wrapped__(function)
+
+
+@functools.lru_cache(maxsize=512)
+def _takes_query(function: Any) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):  # no signature to read (a builtin): as it was
         return False
     return any(
