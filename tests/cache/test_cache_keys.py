@@ -249,3 +249,26 @@ def test_an_embedding_models_vectors_are_keyed_by_its_files_not_its_path(tmp_pat
     pooling = next(a.rglob("config.json"))
     pooling.write_text(pooling.read_text(encoding="utf-8") + "\n", encoding="utf-8")
     assert EmbeddingScorer(str(a)).model_key != key
+
+
+def test_a_model_folders_digest_is_remembered_on_disk_until_its_files_change(tmp_path, monkeypatch):
+    """A new process (each `rerankit rank`) does not read a large model's bytes again to key
+    its cache: the digest is kept in the cache directory by the files' stats."""
+    from rerankit.cache import fingerprint
+
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "weights.bin").write_bytes(b"\x01" * 1000)
+    first = fingerprint.model_files_digest(folder)
+    monkeypatch.setattr(fingerprint, "_DIGESTS", {})  # a new process
+
+    def no_reading(*args, **kwargs):
+        raise AssertionError("read the model's bytes again")
+
+    monkeypatch.setattr(fingerprint, "open", no_reading, raising=False)
+    assert fingerprint.model_files_digest(folder) == first
+    monkeypatch.undo()
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))
+    (folder / "weights.bin").write_bytes(b"\x02" * 1001)  # changed: computed again
+    assert fingerprint.model_files_digest(folder) != first

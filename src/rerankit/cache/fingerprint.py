@@ -20,14 +20,17 @@ identified by its name: pin a revision, or serve from a folder, to tell versions
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.metadata
+import os
 import threading
 from collections.abc import Mapping
 from functools import cached_property, lru_cache
 from pathlib import Path, PurePath
 from typing import Any
 
+from .._paths import default_cache_dir
 from ..spec_toml import PATH_KEYS, PIPELINE_SUFFIXES, read_pipeline
 from .keys import CACHE_FORMAT, canonical_json, digest
 
@@ -58,8 +61,9 @@ def _version() -> str:
 
 def model_files_digest(path: str | Path) -> str:
     """A SHA-256 (32 hex digits) of a model folder's (or file's) contents: every file's path
-    in it, size and bytes, checkpoint folders and hidden files aside. Computed once per
-    process for the same files (names, sizes, modification times)."""
+    in it, size and bytes, checkpoint folders and hidden files aside. Computed once for
+    the same files (names, sizes, modification times): remembered in the process and in
+    ``digests/`` of the cache directory."""
     root = Path(path)
     files = (
         [root]
@@ -76,6 +80,15 @@ def model_files_digest(path: str | Path) -> str:
         found = _DIGESTS.get((str(root), stats))
     if found is not None:
         return found
+    # kept on disk too, by the same files' stats: a new process (each `rerankit rank`)
+    # reads a large model's bytes again only after they changed
+    memo = default_cache_dir() / "digests" / digest(repr((str(root.resolve()), stats)), 32)
+    with contextlib.suppress(OSError, UnicodeDecodeError):
+        found = memo.read_text(encoding="utf-8").strip()
+    if found and len(found) == 32:
+        with _DIGESTS_LOCK:
+            _DIGESTS[(str(root), stats)] = found
+        return found
     sha = hashlib.sha256()
     for f in files:
         name = f.name if f == root else f.relative_to(root).as_posix()
@@ -86,6 +99,11 @@ def model_files_digest(path: str | Path) -> str:
     value = sha.hexdigest()[:32]
     with _DIGESTS_LOCK:
         _DIGESTS[(str(root), stats)] = value
+    with contextlib.suppress(OSError):  # (a cache directory that cannot be written)
+        memo.parent.mkdir(parents=True, exist_ok=True)
+        partial = memo.with_suffix(f".{os.getpid()}.tmp")
+        partial.write_text(value, encoding="utf-8")
+        partial.replace(memo)
     return value
 
 
