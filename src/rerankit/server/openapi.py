@@ -27,8 +27,9 @@ from ..normalize import SCORE_SCALES
 from .answers import SOURCES
 from .feedback_api import FeedbackRequest
 from .formats import FORMATS
-from .http import ErrorBody, TeiErrorBody
+from .http import TEI_PATHS, ErrorBody, TeiErrorBody
 from .logs import MAX_REQUEST_ID
+from .middleware import OPEN_PATHS
 from .opt_out import HEADER as EXPERIMENT_HEADER
 from .opt_out import VALUES as EXPERIMENT_VALUES
 from .settings import ServerSettings
@@ -59,8 +60,6 @@ for _fmt in FORMATS:
 LOGGED_PATHS = ("/v1/rerank", "/v2/rerank", "/v1/explain")
 #: the rerank paths: their 200 carries the timings and ``x-rerankit-*``
 RERANK_PATHS = frozenset(fmt.path for fmt in FORMATS)
-#: the paths whose errors are TEI's too (see :func:`.http.error`)
-TEI_ERROR_PATHS = frozenset({"/rerank"})
 
 #: what each error status says, where the route says nothing more precise
 ERRORS = {
@@ -219,7 +218,7 @@ def _errors(operation: dict[str, Any], path: str, protected: bool) -> None:
         responses.setdefault(str(status), {})
     if path not in BODIES:  # FastAPI's 422 for a query parameter: none can be invalid
         responses.pop("422", None)
-    body = _ref("TeiErrorBody" if path in TEI_ERROR_PATHS else "ErrorBody")
+    body = _ref("TeiErrorBody" if path in TEI_PATHS else "ErrorBody")
     for status, answer in responses.items():
         code = int(status)
         if code < 400:
@@ -250,7 +249,7 @@ def complete(schema: dict[str, Any], settings: ServerSettings) -> dict[str, Any]
     """FastAPI's ``schema`` of the service, completed (see the module), in place."""
     components = schema.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
-    open_paths = {"/health", "/ready"} | ({"/metrics"} if settings.metrics_public else set())
+    open_paths = set(OPEN_PATHS) | ({"/metrics"} if settings.metrics_public else set())
     for path, operations in schema["paths"].items():
         for operation in operations.values():
             name = OPERATION_IDS[path]
