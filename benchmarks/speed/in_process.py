@@ -12,6 +12,15 @@ of two short new texts is sent: its wall time is what the abandoned work made it
 its own.
 
     python -m benchmarks.speed.in_process abandoned
+
+``burst``: ``--requests`` reranks started at once in one event loop (the default
+``hybrid``, its models loaded first), each of ``--documents`` new texts of 45 words, with
+``deadline=2``: awaited as they come, then each behind an ``asyncio.Semaphore(2)`` taken
+before the deadline starts (docs/api.md, "Many reranks at once"). Prints one rerank's time
+alone and, for each way, how many finished, how many raised ``DeadlineError``, and the
+slowest finished one's time.
+
+    python -m benchmarks.speed.in_process burst
 """
 
 import argparse
@@ -137,17 +146,74 @@ def abandoned(args: argparse.Namespace) -> None:
         child.wait(30)
 
 
+def burst(args: argparse.Namespace) -> None:
+    import asyncio
+    import random
+
+    import rerankit
+    from rerankit.errors import DeadlineError
+    from rerankit.scorers.local import load_models
+
+    words = (
+        "solar wind power grid battery storage panel energy cost price market policy rate bank "
+        "loan credit city transit rail bus road traffic health vaccine trial patient drug dose"
+    ).split()
+    rng = random.Random(0)
+    reranker = rerankit.load("hybrid")
+    load_models(reranker)
+
+    def new() -> list[str]:
+        return [" ".join(rng.choices(words, k=45)) for _ in range(args.documents)]
+
+    async def one(query: str, slots: asyncio.Semaphore | None) -> float | None:
+        start = time.monotonic()
+        try:
+            if slots is None:
+                await reranker.arerank(query, new(), deadline=args.deadline)
+            else:
+                async with slots:
+                    await reranker.arerank(query, new(), deadline=args.deadline)
+        except DeadlineError:
+            return None
+        return time.monotonic() - start
+
+    async def run() -> None:
+        alone = []
+        for n in range(2):  # (the first warms up)
+            start = time.monotonic()
+            await reranker.arerank(f"solar power {n}", new())
+            alone.append(time.monotonic() - start)
+        print(f"one rerank of {args.documents} new texts alone: {alone[-1]:.2f} s")
+        print("| reranks started at once | finished | DeadlineError | slowest finished s |")
+        print("|---|---:|---:|---:|")
+        for label, slots in (("plain", None), ("Semaphore(2)", asyncio.Semaphore(2))):
+            times = await asyncio.gather(
+                *(one(f"solar power {label} {i}", slots) for i in range(args.requests))
+            )
+            done = [t for t in times if t is not None]
+            slowest = f"{max(done):.2f}" if done else "-"
+            print(f"| {label} | {len(done)} | {len(times) - len(done)} | {slowest} |")
+
+    asyncio.run(run())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
     one = commands.add_parser("abandoned", help="the wait behind a client that left")
     one.add_argument("--abort-ms", type=float, default=300.0)
     one.add_argument("--runs", type=int, default=5)
+    many = commands.add_parser("burst", help="reranks started at once, with a deadline")
+    many.add_argument("--requests", type=int, default=20)
+    many.add_argument("--documents", type=int, default=80)
+    many.add_argument("--deadline", type=float, default=2.0)
     child = commands.add_parser("serve", help="(the app's process)")
     child.add_argument("port", type=int)
     args = parser.parse_args()
     if args.command == "serve":
         serve(args.port)
+    elif args.command == "burst":
+        burst(args)
     else:
         abandoned(args)
 
