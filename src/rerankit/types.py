@@ -118,7 +118,9 @@ class RankedDocument:
 class RerankResult:
     """The outcome of one rerank: ordered results plus an honest account of problems.
 
-    ``degraded`` is true when a scorer failed and the order fell back (see ``warnings``);
+    ``degraded`` is true when a scorer failed and the order fell back (see ``warnings``),
+    and when ``rerankit.rerank()`` without ``reranker=`` ranked with ``bm25`` because the
+    default ``hybrid`` cannot run here (its first warning says what it needs);
     ``warnings`` are human-readable. ``usage`` counts what the rerank cost where a scorer
     calls a provider (``calls``, ``retries``, ``cache_hits``, ``failures``: calls that left
     a document without a judgment, see :class:`rerankit.llm.Usage`, ``input_tokens``,
