@@ -21,6 +21,15 @@ alone and, for each way, how many finished, how many raised ``DeadlineError``, a
 slowest finished one's time.
 
     python -m benchmarks.speed.in_process burst
+
+``start``: an app's start-up, each step timed in a fresh process: ``import rerankit``,
+``rerankit.load("hybrid")``, ``load_models`` (the warm-up of the lifespan) and a first
+rerank of two short texts, with an empty ``RERANKIT_CACHE_DIR`` (a new container: the
+bundled model is exported to ONNX on first use, which needs torch) and then with that
+cache populated (an image that carries the export); and ``rerankit export all-MiniLM-L6-v2``
+alone, the step to make at build time instead.
+
+    python -m benchmarks.speed.in_process start
 """
 
 import argparse
@@ -197,6 +206,54 @@ def burst(args: argparse.Namespace) -> None:
     asyncio.run(run())
 
 
+#: what ``start`` runs in a fresh process: each step's seconds, as JSON
+_START = """
+import json, time
+t = time.perf_counter()
+import rerankit
+from rerankit.scorers.local import load_models
+steps = {"import rerankit": time.perf_counter() - t}
+t = time.perf_counter()
+reranker = rerankit.load("hybrid")
+steps["load('hybrid')"] = time.perf_counter() - t
+steps["load_models"] = load_models(reranker)
+t = time.perf_counter()
+reranker.rerank("solar power", ["solar power plants", "wind farms at sea"])
+steps["first rerank"] = time.perf_counter() - t
+print(json.dumps(steps))
+"""
+
+
+def start(args: argparse.Namespace) -> None:
+    import os
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "RERANKIT_CACHE_DIR": cache}
+        rows = {}
+        for case in ("empty cache", "populated cache"):
+            done = subprocess.run(
+                [sys.executable, "-c", _START], env=env, capture_output=True, text=True, check=True
+            )
+            rows[case] = json.loads(done.stdout.splitlines()[-1])
+        with tempfile.TemporaryDirectory() as other:
+            begin = time.monotonic()
+            subprocess.run(
+                [sys.executable, "-m", "rerankit", "export", "all-MiniLM-L6-v2"],
+                env={**os.environ, "RERANKIT_CACHE_DIR": other},
+                capture_output=True,
+                check=True,
+            )
+            exported = time.monotonic() - begin
+    print("| step | empty cache s | populated cache s |")
+    print("|---|---:|---:|")
+    for step in rows["empty cache"]:
+        cold, warm = rows["empty cache"][step], rows["populated cache"][step]
+        print(f"| {step} | {cold:.2f} | {warm:.2f} |")
+    said = "`rerankit export all-MiniLM-L6-v2` (a fresh process, into an empty cache)"
+    print(f"\n{said}: {exported:.2f} s")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -207,6 +264,7 @@ def main() -> None:
     many.add_argument("--requests", type=int, default=20)
     many.add_argument("--documents", type=int, default=80)
     many.add_argument("--deadline", type=float, default=2.0)
+    commands.add_parser("start", help="an app's start-up, empty and populated cache")
     child = commands.add_parser("serve", help="(the app's process)")
     child.add_argument("port", type=int)
     args = parser.parse_args()
@@ -214,6 +272,8 @@ def main() -> None:
         serve(args.port)
     elif args.command == "burst":
         burst(args)
+    elif args.command == "start":
+        start(args)
     else:
         abandoned(args)
 
