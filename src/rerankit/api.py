@@ -32,6 +32,7 @@ from .types import RerankResult
 __all__ = [
     "available_rerankers",
     "default_reranker",
+    "fell_back",
     "load",
     "pipeline_name",
     "precompute",
@@ -98,8 +99,11 @@ def rerank(
 ) -> RerankResult:
     """Rerank in one call: ``rerankit.rerank("query", ["doc a", "doc b"])``.
 
-    ``reranker`` is anything :func:`load` accepts; by default ``hybrid`` when the ``torch``
-    extra is installed, else ``bm25`` (the result's warnings say so). How documents are
+    ``reranker`` is anything :func:`load` accepts; by default ``hybrid`` where its model
+    can run (see :func:`default_reranker`), else ``bm25``: that result is ``degraded``, its
+    first warning saying what the hybrid needs (an app that must not serve BM25 names
+    ``reranker="hybrid"``, whose first rerank, or ``load_models`` at start-up, then raises
+    :class:`~rerankit.MissingDependencyError` instead). How documents are
     read and results written is ``fields`` (an :class:`~rerankit.InputFields`) or its
     options as keywords (``text_field``, ``id_field``, ``score_field``,
     ``first_stage_field``, ``first_stage_higher_is_better``, ``text_fields``); ``top_k``,
@@ -115,9 +119,15 @@ def rerank(
     result = load(reranker).rerank(
         query, documents, top_k=top_k, fields=fields, context=context, deadline=deadline, **options
     )
-    if note:
-        result = replace(result, warnings=(note, *result.warnings))
-    return result
+    return result if note is None else fell_back(result, note)
+
+
+def fell_back(result: RerankResult, note: str) -> RerankResult:
+    """``result`` of the ``bm25`` that ranked in place of the default ``hybrid``, which
+    cannot run here (``note``: :func:`default_reranker`'s, saying what it needs): degraded,
+    with ``note`` first among its warnings, so that a caller who checks ``degraded`` (as the
+    CLI's ``--strict`` does) is not served BM25 unawares."""
+    return replace(result, degraded=True, warnings=(note, *result.warnings))
 
 
 def default_reranker() -> tuple[str, str | None]:

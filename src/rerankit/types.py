@@ -119,15 +119,19 @@ class RankedDocument:
 class RerankResult:
     """The outcome of one rerank: ordered results plus an honest account of problems.
 
-    ``degraded`` is true when a scorer failed and the order fell back (see ``warnings``);
+    ``degraded`` is true when a scorer failed and the order fell back (see ``warnings``),
+    and when ``rerankit.rerank()`` without ``reranker=`` ranked with ``bm25`` because the
+    default ``hybrid`` cannot run here (its first warning says what it needs);
     ``warnings`` are human-readable. ``usage`` counts what the rerank cost where a scorer
     calls a provider (``calls``, ``retries``, ``cache_hits``, ``failures``: calls that left
     a document without a judgment, see :class:`rerankit.llm.Usage`, ``input_tokens``,
-    ``output_tokens``); it is empty otherwise. ``timings`` gives seconds per pipeline stage
-    (a first call's include loading its models: :func:`rerankit.scorers.local.load_models`
-    loads them beforehand); ``dropped`` the input positions of documents an ordering rule
-    removed (a warning says which rule). ``failed`` is true when no strategy could score at all (the
-    order is then the input's); an LLM provider that failed for every document leaves it
+    ``output_tokens``); it is empty otherwise. ``timings`` gives seconds per stage of a
+    :class:`~rerankit.rerankers.Pipeline`, by stage name (a first call's include loading its
+    models: :func:`rerankit.scorers.local.load_models` loads them beforehand); it is empty
+    for every other reranker, the default ``hybrid`` among them (time the call yourself).
+    ``dropped`` gives the input positions of documents an ordering rule removed (a warning
+    says which rule). ``failed`` is true when no strategy could score at all (the order is
+    then the input's); an LLM provider that failed for every document leaves it
     false and flags each document ``llm_failed``: :attr:`unusable` says whether the result
     carries a ranking at all, in either case. ``ranked_by``, on a
     :class:`~rerankit.rerankers.Pipeline`'s result, names the last stage that scored any of

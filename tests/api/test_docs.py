@@ -82,6 +82,8 @@ def _needs(block: str) -> list[str]:
         needs.append("llama_index")
     if "import pandas" in block:
         needs.append("pandas")
+    if "from fastapi" in block:
+        needs.append("fastapi")
     return needs
 
 

@@ -124,6 +124,23 @@ def test_a_model_saved_again_into_its_folder_is_exported_again(bert_dir, tmp_pat
     assert os.listdir(second)  # a whole export
 
 
+def test_the_export_log_line_names_the_folder_the_export_is_read_from(
+    bert_dir, tmp_path, monkeypatch, caplog
+):
+    """The INFO line said the hidden staging folder (``.NAME.PID-HEX``), gone by the time
+    anyone read the log; it names the cache's folder, which the next line (the model
+    loaded from it) names too."""
+    pytest.importorskip("onnx", reason="exporting needs the 'onnx' extra")
+    from rerankit.backends.export import cached_export
+
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))
+    with caplog.at_level("INFO", logger="rerankit.backends.export"):
+        folder = cached_export(str(bert_dir), kind="cross_encoder")
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("exported ")]
+    assert said == [f"exported {bert_dir} (cross_encoder) to {folder}"]
+    assert folder.is_dir() and not folder.name.startswith(".")
+
+
 def _export_made(folder: Path, manifest: dict) -> Path:
     """An export's folder as the cache holds one (its manifest and a weight file)."""
     folder.mkdir(parents=True)

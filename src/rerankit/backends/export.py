@@ -61,6 +61,7 @@ from .quantize import SMOOTH_ALPHA, calibration_feeds, cross_encoder_int8, quant
 __all__ = [
     "CACHE_LAYOUT",
     "LOCK_TIMEOUT",
+    "OPSET",
     "cached_export",
     "can_export",
     "export",
@@ -187,6 +188,10 @@ def export_kind(model: str, kind: str | None = None) -> str:
     return found
 
 
+#: the ONNX opset an export targets unless told
+OPSET = 17
+
+
 def export(
     model: str,
     out: str | Path,
@@ -196,7 +201,7 @@ def export(
     max_length: int | None = None,
     trust_remote_code: bool = False,
     revision: str | None = None,
-    opset: int = 17,
+    opset: int = OPSET,
     smooth_alpha: float | None = SMOOTH_ALPHA,
     per_token: bool = True,
 ) -> Path:
@@ -213,6 +218,37 @@ def export(
     tensor); both keep its order closer to float32's. ``smooth_alpha=None,
     per_token=False`` is plain dynamic int8."""
     kind = export_kind(model, kind)
+    out = _write_export(
+        model,
+        Path(out),
+        kind=kind,
+        quantize=quantize,
+        max_length=max_length,
+        trust_remote_code=trust_remote_code,
+        revision=revision,
+        opset=opset,
+        smooth_alpha=smooth_alpha,
+        per_token=per_token,
+    )
+    logger.info("exported %s (%s) to %s", model, kind, out)
+    return out
+
+
+def _write_export(
+    model: str,
+    out: Path,
+    *,
+    kind: str,
+    quantize: str | None,
+    max_length: int | None,
+    trust_remote_code: bool,
+    revision: str | None,
+    opset: int,
+    smooth_alpha: float | None,
+    per_token: bool,
+) -> Path:
+    """:func:`export`'s files, written into ``out`` (a staging folder when the cache makes
+    them: the log names the folder they end in, not this one)."""
     check_backend("onnx", quantize)
     check_tokenizer(model, "cross-encoder" if kind == "cross_encoder" else "embedding model")
     torch = require("torch", "exporting a model to ONNX")
@@ -239,7 +275,6 @@ def export(
             result = self.inner(**dict(zip(names, inputs, strict=True)))
             return getattr(result, output)
 
-    out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
 
     with warnings.catch_warnings(), torch.no_grad():
@@ -285,7 +320,6 @@ def export(
     }
     manifest.update(int8)
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    logger.info("exported %s (%s) to %s", model, kind, out)
     return out
 
 
@@ -346,14 +380,17 @@ def cached_export(
         staging.mkdir()
         try:
             with quiet_loading(warnings=False):
-                export(
+                _write_export(
                     source,
                     staging,
-                    kind=kind,
+                    kind=export_kind(source, kind),
                     quantize="int8",  # both files: either can be asked for later
                     max_length=max_length,
                     trust_remote_code=trust_remote_code,
                     revision=made_of.get("revision") or revision,  # the commit keyed
+                    opset=OPSET,
+                    smooth_alpha=SMOOTH_ALPHA,
+                    per_token=True,
                 )
             manifest = read_manifest(staging)
             manifest[CACHED_FOR] = made_of
@@ -361,6 +398,8 @@ def cached_export(
             publish_export(staging, folder)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+        # (the folder it is read from: the staging folder it was written in is gone)
+        logger.info("exported %s (%s) to %s", model, kind, folder)
     if "files" in made_of:
         remove_stale_exports(folder, made_of)
     return folder

@@ -13,7 +13,7 @@ from typing import Any
 
 from .. import registry
 from .._jsonl import numbered_records, read_text
-from ..api import PIPELINE_SUFFIXES, default_reranker, load
+from ..api import PIPELINE_SUFFIXES, default_reranker, fell_back, load
 from ..backends.bundled import BUNDLED_NAMES
 from ..backends.detect import model_kind
 from ..backends.hub import hub_cache_dir, in_hub_cache
@@ -99,7 +99,11 @@ def cmd_rank(args: argparse.Namespace) -> int:
         need_file(args.input, "--input", "the documents to rank")
     need_reranker(args.reranker)
     embedding_cache_if_asked(args)  # none unless asked: a ranking's documents are new
-    reranker = reranker_from(args)  # a bad pipeline file is reported before reading input
+    # without -r: the default, and what it needs when it is the bm25 fallback (the result
+    # then degrades, as rerankit.rerank()'s does, and --strict refuses it)
+    name, fallback = (args.reranker, None) if args.reranker else default_reranker()
+    # a bad pipeline file is reported before reading input
+    reranker = reranker_from(argparse.Namespace(**{**vars(args), "reranker": name}))
     if args.input == "-":
         if sys.stdin is None:
             raise InputError("standard input is closed; pass --input FILE")
@@ -128,14 +132,21 @@ def cmd_rank(args: argparse.Namespace) -> int:
         )
     except InvalidDocumentError as exc:
         raise located(exc, source, [n for n, _ in numbered]) from None
+    if fallback is not None:
+        result = fell_back(result, fallback)
     for w in with_traceback_hint(result.warnings, "rank", args.verbose):
         print(f"rerankit: warning: {w}", file=sys.stderr)
     if said := usage_line(result.usage):
         print(f"rerankit: {said}", file=sys.stderr)
     if args.strict and result.degraded and result.unusable is None:
         print(
-            "rerankit rank: error: degraded result (--strict): a scorer or rule stage failed "
-            "(the warnings above say which); nothing written",
+            "rerankit rank: error: degraded result (--strict): "
+            + (
+                "the default hybrid cannot run here (the warning above says what it needs)"
+                if fallback is not None
+                else "a scorer or rule stage failed (the warnings above say which)"
+            )
+            + "; nothing written",
             file=sys.stderr,
         )
         return 1
@@ -147,7 +158,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         )
         return 1
     if result.degraded:
-        print(f"rerankit: warning: {degraded_line(form)}", file=sys.stderr)
+        print(f"rerankit: warning: {degraded_line(form, fallback is not None)}", file=sys.stderr)
     if form == "table":
         text = result.explain_table() + "\n" if args.explain else table(result)
         console_stdout(text).write(text)
@@ -177,12 +188,16 @@ def cmd_rank(args: argparse.Namespace) -> int:
     return 0
 
 
-def degraded_line(form: str) -> str:
+def degraded_line(form: str, fell_back: bool = False) -> str:
     """The stderr line of a degraded ``rank`` (a scorer or a stage failed, or did not finish
-    by ``--deadline``, and an earlier order was kept), saying how JSON Lines marks it."""
+    by ``--deadline``, and an earlier order was kept; or, ``fell_back``, bm25 ranked in place
+    of the default hybrid), saying how JSON Lines marks it."""
     said = (
-        "degraded ranking: a scorer or stage failed or did not finish, and an earlier order "
-        "was kept (the warnings above say which)"
+        "degraded ranking: bm25 ranked in place of the default hybrid, which cannot run here "
+        "(the warning above says what it needs)"
+        if fell_back
+        else "degraded ranking: a scorer or stage failed or did not finish, and an earlier "
+        "order was kept (the warnings above say which)"
     )
     if form != "table":
         said += f'; each line says "{DEGRADED_FIELD}": true'
@@ -410,8 +425,9 @@ def add_commands(sub: Any) -> None:
     rank.add_argument(
         "--strict",
         action="store_true",
-        help="a degraded result (a scorer or a rule stage failed: the warnings say which) is "
-        "an error: exit 1 and write nothing, as a CI smoke test of a pipeline file wants",
+        help="a degraded result (a scorer or a rule stage failed, or without -r the default "
+        "hybrid could not run and bm25 ranked: the warnings say which) is an error: exit 1 "
+        "and write nothing, as a CI smoke test of a pipeline file wants",
     )
     rank.add_argument(
         "--deadline",
