@@ -7,7 +7,7 @@ judgments of the same two thirds (``tune --method ltr``'s procedure). The test s
 not read.
 
 Run: ``python -m benchmarks.quality.clicks_dev [--sessions 100] [--eta 1] [--seed 0]
-[--smoothing K]``;
+[--smoothing K] [--explore SHARE]``;
 ``--true-propensities`` learns with the click model's own propensities (what a perfect
 estimate would give).
 """
@@ -57,6 +57,18 @@ def main() -> None:
         help="expected examinations added to each training label's denominator "
         "(default: the learner's, rerankit.training.clicks.learn.SMOOTHING)",
     )
+    parser.add_argument(
+        "--explore",
+        type=float,
+        default=0.0,
+        help="RandPair: the share of the pairs below the top 3 the logging ranker swaps "
+        "(default 0: always the same order)",
+    )
+    parser.add_argument(
+        "--no-reference",
+        action="store_true",
+        help="skip learning to rank on judgments (the slowest part)",
+    )
     args = parser.parse_args()
     train, rows, hybrid = prepared("scifact", "train")
     top = max_grade(train.qrels)
@@ -72,7 +84,15 @@ def main() -> None:
             test_ndcg({q: hybrid[q] for q in held_rows}, held_rows, held_qrels)
         )
         model, logs = simulate(
-            "scifact", learn, learn_hybrid, train.qrels, top, args.sessions, args.eta, args.seed
+            "scifact",
+            learn,
+            learn_hybrid,
+            train.qrels,
+            top,
+            args.sessions,
+            args.eta,
+            args.seed,
+            args.explore,
         )
         given = model.propensities(10) if args.true_propensities else None
         result = learn_from_clicks(
@@ -85,21 +105,25 @@ def main() -> None:
         )
         scores = learned_scores(result.booster, result.features, result.option[2], held_rows)
         results["learned from clicks"].append(test_ndcg(scores, held_rows, held_qrels))
-        judged, _ = reference(learn, learn_hybrid, learn_qrels, held_rows, held_qrels)
-        results["learning to rank on judgments"].append(judged)
+        if not args.no_reference:
+            judged, _ = reference(learn, learn_hybrid, learn_qrels, held_rows, held_qrels)
+            results["learning to rank on judgments"].append(judged)
         print(
             f"part {fold + 1} ({len(held_rows)} queries held out): "
-            + ", ".join(f"{name} {values[-1]:.2f}" for name, values in results.items())
+            + ", ".join(f"{name} {values[-1]:.2f}" for name, values in results.items() if values)
             + f"; verdict: {'adopted' if result.adopt else 'default kept'}; "
             f"{time.perf_counter() - start:.0f} s",
             flush=True,
         )
     print(
-        f"\nSciFact training queries, {args.sessions} sessions a query at eta {args.eta:g}, "
+        f"\nSciFact training queries, {args.sessions} sessions a query at eta {args.eta:g}"
+        + (f", RandPair {100 * args.explore:g} %" if args.explore else "")
+        + ", "
         f"nDCG@10 x 100 on the held-out parts (mean of {args.parts}):"
     )
     for name, values in results.items():
-        print(f"  {name}: {statistics.fmean(values):.2f}")
+        if values:
+            print(f"  {name}: {statistics.fmean(values):.2f}")
 
 
 if __name__ == "__main__":
