@@ -325,6 +325,34 @@ def test_cache_clear_takes_a_cache_by_its_plural_or_singular_name(
     assert "1 entry," in embeddings and "RERANKIT_EMBEDDING_CACHE names this file" in embeddings
 
 
+@pytest.mark.parametrize("action", ["info", "clear"])
+def test_cache_actions_have_their_own_help(action, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["cache", action, "--help"])
+    out = capsys.readouterr().out
+    assert exit_.value.code == 0
+    assert out.startswith(f"usage: rerankit cache {action} ") and "--url" in out
+    assert f"rerankit cache {action}" in out.split("examples:")[1]  # its own examples
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["cache", "--url", "redis://h:1/0", "--namespace", "v2", "info", "answers"],
+        ["cache", "info", "answers", "--url", "redis://h:1/0", "--namespace", "v2"],
+    ],
+)
+def test_cache_options_reach_the_action_before_or_after_it(argv):
+    args = build_parser().parse_args(argv)
+    assert (args.action, args.what, args.url, args.namespace) == (
+        "info",
+        "answers",
+        "redis://h:1/0",
+        "v2",
+    )
+    assert build_parser().parse_args(["cache"]).action == "info"  # the default
+
+
 def test_batch_usage_shows_out_as_required_and_both_spellings_still_parse(capsys):
     batch = build_parser()._subparsers._group_actions[0].choices["batch"]
     assert "--out OUT" in batch.format_usage() and "[--out OUT]" not in batch.format_usage()
