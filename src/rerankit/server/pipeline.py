@@ -48,6 +48,7 @@ from ..scorers.local import load_models
 from ..spec_toml import files_read_once
 from .logs import REQUEST_ID
 from .metrics import Metrics
+from .request_timeout import request_timeout
 from .settings import ServerSettings
 from .state import PipelineState, one_line, summary
 
@@ -351,8 +352,7 @@ class ServedPipeline:
         a broken pipeline; its own work running past the deadline (a stalled provider, a
         model too slow for the timeout) still counts, but for a client's shorter deadline:
         that is the client's budget, not the pipeline's failure."""
-        asked = timeout is not None and timeout < self.settings.timeout
-        timeout = timeout if timeout is not None and asked else self.settings.timeout
+        timeout, asked = request_timeout(timeout, self.settings.timeout)
         why = f"no answer within the {timeout:g} s deadline"
         why += " its x-rerankit-timeout header set" if asked else ""
         if waited < timeout / 2:
