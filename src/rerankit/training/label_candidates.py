@@ -18,7 +18,7 @@ __all__ = [
     "LABEL_REPORT",
     "candidates_digest",
     "first_stage_mismatch",
-    "recorded_labels",
+    "read_label_report",
     "stage_name",
 ]
 
@@ -26,7 +26,7 @@ __all__ = [
 LABEL_REPORT = "label_report.json"
 
 
-def recorded_labels(data: str | Path) -> dict[str, Any] | None:
+def read_label_report(data: str | Path) -> dict[str, Any] | None:
     """What ``rerankit label`` recorded of the labels in folder ``data``: its
     :data:`LABEL_REPORT`, parsed; None when there is none, or it cannot be read or holds no
     JSON object (then it records nothing). The one reader of that file."""
@@ -64,7 +64,7 @@ def first_stage_mismatch(
     :func:`~rerankit.eval.first_stage.first_stage` gives them) and a report that kept its
     queries' digests, the labelled queries' candidates are compared, not the names: the
     same candidates from another file pass, others from a file of the same name do not."""
-    made = recorded_labels(data)
+    made = read_label_report(data)
     if made is None:
         return None
     was, k, digests = made.get("first_stage"), made.get("candidates"), made.get("candidate_digests")

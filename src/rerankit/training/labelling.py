@@ -40,7 +40,7 @@ from .label_candidates import (
     LABEL_REPORT,
     candidates_digest,
     first_stage_mismatch,
-    recorded_labels,
+    read_label_report,
     stage_name,
 )
 from .label_costs import (
@@ -69,8 +69,8 @@ __all__ = [
     "judge_from",
     "label",
     "no_negatives",
+    "read_label_report",
     "read_prices",
-    "recorded_labels",
     "spent_on",
 ]
 
@@ -381,7 +381,7 @@ def spent_on(
     """What earlier runs into the label folder ``out`` spent, as its ``label_report.json``
     records it (nothing without one; see
     :func:`~rerankit.training.label_costs.spent_before`)."""
-    made = recorded_labels(out)
+    made = read_label_report(out)
     return Spent() if made is None else spent_before(made, prices, model)
 
 
