@@ -8,7 +8,7 @@ import os
 import threading
 from pathlib import Path
 
-__all__ = ["CACHE_DIR_ENV", "default_cache_dir", "unwritable", "warn_unwritable"]
+__all__ = ["CACHE_DIR_ENV", "default_cache_dir", "model_files", "unwritable", "warn_unwritable"]
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +25,25 @@ def default_cache_dir() -> Path:
         return Path(os.environ[CACHE_DIR_ENV])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "rerankit"
+
+
+def model_files(path: str | Path) -> list[Path]:
+    """The files that make up a model: ``path`` itself when it is a file, else every file
+    in the folder and its subfolders but hidden ones (``.git``, ``.cache``) and those under
+    ``checkpoints/`` (a trainer's), sorted; empty when nothing is there. The one list for a
+    model's content digest and its files' fingerprint (what keys its answers, vectors and
+    exports)."""
+    root = Path(path).expanduser()
+    if root.is_file():
+        return [root]
+    if not root.is_dir():
+        return []
+    return sorted(
+        f
+        for f in root.rglob("*")
+        if not any(p.startswith(".") or p == "checkpoints" for p in f.relative_to(root).parts)
+        and f.is_file()
+    )
 
 
 def unwritable(folder: Path) -> str | None:

@@ -3,8 +3,11 @@ tune`` and learning write); :mod:`rerankit.config` builds and checks it."""
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ except ImportError:  # Python 3.10: the tomli package (a dependency there)
 __all__ = [
     "PATH_KEYS",
     "PIPELINE_SUFFIXES",
+    "files_read_once",
     "paths_beside",
     "read_pipeline",
     "read_spec",
@@ -92,11 +96,39 @@ def read_spec(source: str | Path, what: str = "pipeline file") -> dict[str, Any]
 PATH_KEYS = ("model", "embedding", "reranker")
 
 
+#: the pipeline files read in the current :func:`files_read_once` block, by resolved path
+_READ: ContextVar[dict[str, dict[str, Any]] | None] = ContextVar("rerankit_read", default=None)
+
+
+@contextlib.contextmanager
+def files_read_once(
+    read: dict[str, dict[str, Any]] | None = None,
+) -> Iterator[dict[str, dict[str, Any]]]:
+    """Inside the block (in this thread or task), each pipeline file is read once: a later
+    :func:`read_pipeline` of it gives what the first read gave, so a pipeline built from
+    its files and its fingerprint (:func:`rerankit.cache.pipeline_fingerprint`) come from
+    the same bytes, even when a file is edited in between. ``read``: the files an earlier
+    block read, to go on from (the dict yielded, filled in as files are read)."""
+    read = {} if read is None else read
+    token = _READ.set(read)
+    try:
+        yield read
+    finally:
+        _READ.reset(token)
+
+
 def read_pipeline(source: str | Path) -> dict[str, Any]:
     """The spec in a pipeline file, with the relative ``model`` and ``embedding`` paths that
-    exist beside the file made absolute (see :mod:`rerankit.config`)."""
-    folder = Path(source).resolve().parent
-    return plugins_beside(paths_beside(read_spec(source), folder), folder)
+    exist beside the file made absolute (see :mod:`rerankit.config`); inside
+    :func:`files_read_once`, as first read there."""
+    path = Path(source).resolve()
+    read = _READ.get()
+    if read is not None and str(path) in read:
+        return copy.deepcopy(read[str(path)])
+    spec = plugins_beside(paths_beside(read_spec(source), path.parent), path.parent)
+    if read is not None:
+        read[str(path)] = copy.deepcopy(spec)
+    return spec
 
 
 def paths_beside(node: Any, folder: Path) -> Any:

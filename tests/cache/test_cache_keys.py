@@ -272,3 +272,41 @@ def test_a_model_folders_digest_is_remembered_on_disk_until_its_files_change(tmp
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))
     (folder / "weights.bin").write_bytes(b"\x02" * 1001)  # changed: computed again
     assert fingerprint.model_files_digest(folder) != first
+
+
+@pytest.mark.parametrize(
+    ("changed", "counts"),
+    [
+        ("model.safetensors", True),
+        ("tokenizer.json", True),
+        ("1_Pooling/config.json", True),
+        ("checkpoints/checkpoint-10/model.safetensors", False),
+        (".cache/huggingface/download.lock", False),
+        ("notes/.draft", False),
+    ],
+)
+def test_the_files_of_a_model_folder_are_one_list_for_every_key(
+    tmp_path, monkeypatch, changed, counts
+):
+    """A model folder's content digest (answers, vectors) and its files' fingerprint (its
+    ONNX export) read the same files: a change either sees, both see."""
+    from rerankit._paths import model_files
+    from rerankit.backends.local import folder_fingerprint
+    from rerankit.cache import model_files_digest
+
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))
+    folder = tmp_path / "model"
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "1_Pooling/config.json"):
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(name, encoding="utf-8")
+    before = (model_files_digest(folder), folder_fingerprint(str(folder)))
+    listed = model_files(folder)
+    (folder / changed).parent.mkdir(parents=True, exist_ok=True)
+    (folder / changed).write_text("changed in place", encoding="utf-8")
+    after = (model_files_digest(folder), folder_fingerprint(str(folder)))
+    assert (after[0] != before[0], after[1] != before[1]) == (counts, counts)
+    assert (folder / changed in model_files(folder)) is counts
+    assert [f for f in model_files(folder) if f != folder / changed] == [
+        f for f in listed if f != folder / changed
+    ]
+    assert model_files(folder / "config.json") == [folder / "config.json"]  # a file: itself

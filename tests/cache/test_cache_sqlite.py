@@ -187,3 +187,26 @@ def test_clear_deletes_only_its_own_kind(tmp_path):
     answers.put("k", b"answer")
     judgments.clear()
     assert judgments.get("k") is None and answers.get("k") == b"answer"
+
+
+def test_embedding_lookups_are_counted_once_and_every_count_agrees(tmp_path):
+    """A run's count (``embedding_lookups``), the service's ``rerankit_cache_lookups_total``
+    (``lookup_counts``) and a cache's own ``hits``/``misses``/``store_hits`` are one count
+    of the same lookups, read three ways."""
+    from rerankit.cache import embedding_lookups, lookup_counts
+
+    path = tmp_path / "e.sqlite"
+    vec = np.ones((2, 3), dtype=np.float32)
+    EmbeddingCache(path=path).put_many("m", ["a", "b"], vec)  # in the store, not in memory
+    cache = EmbeddingCache(path=path)
+    before = lookup_counts()["embedding"]
+    with embedding_lookups() as run:
+        cache.get_many("m", ["a", "x"])  # a from the store, x missing
+        cache.get_many("m", ["a", "b", "y", "y"])  # a from memory, b from the store, y twice
+    after = lookup_counts()["embedding"]
+    served = {k: after[k] - before[k] for k in after}
+    assert served == {"hit": 2, "memory": 1, "miss": 3}
+    assert run == {"hits": 3, "misses": 3, "store_hits": 2, "reused": 2}
+    assert (cache.hits, cache.misses, cache.store_hits) == (3, 3, 2)
+    assert run["hits"] == served["hit"] + served["memory"] and run["misses"] == served["miss"]
+    assert run["store_hits"] == served["hit"]

@@ -109,3 +109,32 @@ def test_names_that_say_neither_keep_label_1_and_the_log_says_so(bert2_dir, tmp_
     assert scorer.relevant_label == 1
     (said,) = [r for r in caplog.records if "do not say which is relevant" in r.getMessage()]
     assert said.levelno == logging.WARNING and "label 1 ('contradiction')" in said.getMessage()
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"id2label": {"0": "no", "1": "yes"}, "num_labels": 2},
+        {"id2label": {"0": "entailment", "1": "neutral", "2": "contradiction"}},  # no count
+        {"num_labels": 1},
+        {"id2label": {"0": "a", "2": "b"}, "num_labels": 3},  # names not numbered 0, 1, ...
+        {},
+    ],
+)
+def test_a_models_labels_are_read_alike_from_its_files_and_once_loaded(tmp_path, config):
+    """One reader of what a cross-encoder records of its labels: a folder's config.json (read
+    before loading, by ``rerankit check``), an export's manifest and a loaded model's config
+    give the same labels and the same count."""
+    from types import SimpleNamespace
+
+    from rerankit.backends.labels import declared_label_count, loaded_label_count, loaded_labels
+    from rerankit.backends.manifest import MANIFEST
+
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    declared = declared_label_count(str(tmp_path))
+    loaded = SimpleNamespace(config=SimpleNamespace(**config))  # as transformers holds it
+    export = SimpleNamespace(manifest=dict(config))  # an ONNX export's session
+    assert loaded_label_count(loaded) == loaded_label_count(export) == declared
+    assert loaded_labels(loaded) == loaded_labels(export) == config.get("id2label")
+    (tmp_path / MANIFEST).write_text(json.dumps(config), encoding="utf-8")
+    assert declared_label_count(str(tmp_path)) == declared

@@ -64,3 +64,25 @@ def test_a_required_cache_that_goes_and_comes_back(own_redis, wait_ready, caplog
     assert len(went) == 1 and "computing without the cache until the server answers" in went[0]
     assert len(back) == 1, said
     assert re.search(r"the server answers again, after \d+\.\d s out", back[0]), back[0]
+
+
+def _pings(redis) -> int:
+    return int(redis.info("commandstats").get("cmdstat_ping", {}).get("calls", 0))
+
+
+@pytest.mark.parametrize("required", [True, False])
+def test_info_asks_the_shared_cache_server_once(own_redis, wait_ready, required):
+    """``/info`` says whether the server answers and (with ``required = true``) whether the
+    replica is ready for it: both from one PING, so the two cannot disagree."""
+    settings = ServerSettings(
+        pipelines={"b": "bm25"},
+        default="b",
+        cache={"url": own_redis.url, "required": required, "timeout": 0.3},
+    )
+    redis = own_redis.client()
+    with TestClient(create_app(settings)) as c:
+        wait_ready(c)
+        redis.config_resetstat()
+        info = c.get("/info").json()
+        assert _pings(redis) == 1
+    assert info["ready"] is True and info["cache"]["server"]["up"] is True

@@ -56,3 +56,26 @@ def test_a_pipeline_file_edited_in_place_gets_new_answer_keys(tmp_path, monkeypa
     assert source == "miss" and new != old  # computed by the new pipeline, not the old's
     # the same file copied to another folder (another replica's layout): the same answers
     assert _ask(_pipeline(tmp_path / "b", bm25=0.1, jaccard=0.9), wait_ready) == ("hit", new)
+
+
+def test_a_file_edited_while_the_service_starts_keys_answers_by_what_was_built(
+    tmp_path, monkeypatch, wait_ready
+):
+    """The pipeline is built at start and its fingerprint taken once it has loaded: a file
+    edited in between must not key the old pipeline's answers by the new file's contents
+    (another replica started from the new file would then serve them)."""
+    from rerankit import load
+    from rerankit.cache import pipeline_fingerprint
+
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))
+    settings = _pipeline(tmp_path / "a", bm25=0.9, jaccard=0.1)
+    app = create_app(ServerSettings.from_file(settings))  # built here: the old weights
+    _pipeline(tmp_path / "a", bm25=0.1, jaccard=0.9)  # edited before it loads
+    old = {"reranker": str(_pipeline(tmp_path / "old", 0.9, 0.1).parent / "fused.toml")}
+    new = {"reranker": str(tmp_path / "a" / "fused.toml")}
+    with TestClient(app) as client:
+        wait_ready(client)
+        served = app.state.service.pipelines["fused"]
+    assert served.reranker.weights == {"bm25": 0.9, "jaccard": 0.1}  # as built at start
+    assert served.fingerprint == pipeline_fingerprint(old, load(old))
+    assert served.fingerprint != pipeline_fingerprint(new, load(new))

@@ -85,3 +85,34 @@ def test_a_request_gets_the_deadline_it_asked_for(wait_ready):
         assert state == "ready"
         fine = client.post("/v2/rerank", json=ask, headers={HEADER: "15"})
         assert fine.status_code == 200, fine.text
+
+
+def test_a_call_s_own_timeout_never_lengthens_the_service_s():
+    """One rule for a request's time, wherever it is read (its deadline, shedding, the
+    refusal's text and whether it counts towards ``failing``): a call's own timeout counts
+    only when shorter than the service's, as the header's does."""
+    from rerankit.server.formats.base import Call
+    from rerankit.server.service import Service
+    from rerankit.types import Document
+
+    async def scenario():
+        service = Service(
+            ServerSettings(
+                pipelines={"slow": "test-request-timeout-slow"}, default="slow", timeout=0.8
+            )
+        )
+        await service.warm_up()  # 0.5 s
+        docs = [Document(text=t) for t in "abcdefgh"]  # 2 s of work
+        errors = []
+        for own in (0.4, 5.0):  # shorter: its own; longer: the service's 0.8 s
+            with pytest.raises(ServiceError) as refused:
+                await service.run("v2", Call(query="q", documents=docs, model="slow", timeout=own))
+            errors.append(refused.value)
+        service.stop_retries()
+        return errors
+
+    shorter, longer = asyncio.run(scenario())
+    assert shorter.status in (413, 504) and shorter.details["timeout"] == 0.4
+    assert "x-rerankit-timeout header set" in shorter.message
+    assert longer.status in (413, 504) and longer.details["timeout"] == 0.8
+    assert "header set" not in longer.message

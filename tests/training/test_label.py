@@ -335,6 +335,21 @@ def test_tune_is_told_when_it_ranks_other_candidates_than_the_judge_saw(tmp_path
     assert first_stage_mismatch(tmp_path / "nowhere", "bm25", 10) is None  # not labelled
 
 
+@pytest.mark.parametrize("written", ["[1, 2]", '"made"', "{not json", ""])
+def test_a_label_report_that_is_no_record_is_read_alike_by_every_reader(tmp_path, written):
+    """``label_report.json`` is read by one reader: what it spent and which candidates it
+    judged agree that a file holding no JSON object records nothing (neither raises)."""
+    from rerankit.training.labelling import first_stage_mismatch, read_label_report, spent_on
+
+    (tmp_path / "label_report.json").write_text(written)
+    assert read_label_report(tmp_path) is None
+    assert spent_on(tmp_path).calls == 0
+    assert first_stage_mismatch(tmp_path, "bm25", 10) is None
+    (tmp_path / "label_report.json").write_text('{"first_stage": "bm25", "candidates": 10}')
+    assert read_label_report(tmp_path) == {"first_stage": "bm25", "candidates": 10}
+    assert first_stage_mismatch(tmp_path, "bm25", 20) is not None
+
+
 def test_the_example_local_judge_serves_label_on_the_port_it_is_given(
     tmp_path, collection, monkeypatch
 ):

@@ -30,6 +30,7 @@ __all__ = [
     "labels_note",
     "loaded_label_count",
     "loaded_labels",
+    "recorded_labels",
     "relevant_label",
     "too_many_labels",
 ]
@@ -100,42 +101,43 @@ def labels_note(model: str, id2label: Mapping[Any, Any] | None) -> str | None:
     )
 
 
-def loaded_labels(model: Any) -> Mapping[Any, Any] | None:
-    """The ``id2label`` of a loaded cross-encoder: an ONNX export's manifest's (None for an
-    export made before rerankit recorded it), a sentence-transformers ``CrossEncoder``'s
-    config's, or None when it has none."""
+def recorded_labels(model: Any) -> Mapping[str, Any]:
+    """What a loaded cross-encoder records of its labels, as a ``config.json`` holds them
+    (``id2label``, ``num_labels``; either may be absent): an ONNX export's manifest's, a
+    sentence-transformers ``CrossEncoder``'s config's, else nothing. The one reader of a
+    loaded model's labels (:func:`loaded_labels`, :func:`loaded_label_count`)."""
     manifest = getattr(model, "manifest", None)
     if isinstance(manifest, Mapping):
-        found = manifest.get("id2label")
-        return found if isinstance(found, Mapping) else None
+        return manifest
     for holder in (getattr(model, "model", None), model):
-        id2label = getattr(getattr(holder, "config", None), "id2label", None)
-        if isinstance(id2label, Mapping):
-            return id2label
-    return None
+        config = getattr(holder, "config", None)
+        if config is not None:
+            found = {k: getattr(config, k, None) for k in ("id2label", "num_labels")}
+            return {k: v for k, v in found.items() if v is not None}
+    return {}
+
+
+def loaded_labels(model: Any) -> Mapping[Any, Any] | None:
+    """The ``id2label`` of a loaded cross-encoder (:func:`recorded_labels`): None when it
+    has none (an export made before rerankit recorded it)."""
+    found = recorded_labels(model).get("id2label")
+    return found if isinstance(found, Mapping) else None
 
 
 def loaded_label_count(model: Any) -> int | None:
-    """How many labels a loaded cross-encoder has (its config's ``num_labels``, an ONNX
-    export's manifest's), or None when it does not say."""
-    manifest = getattr(model, "manifest", None)
-    if isinstance(manifest, Mapping):
-        found = manifest.get("num_labels")
-        return int(found) if isinstance(found, int) else None
-    for holder in (getattr(model, "model", None), model):
-        found = getattr(getattr(holder, "config", None), "num_labels", None)
-        if isinstance(found, int):
-            return found
-    return None
+    """How many labels a loaded cross-encoder has (:func:`recorded_labels`, counted as its
+    files are: :func:`declared_label_count`), or None when it does not say."""
+    return _config_label_count(recorded_labels(model))
 
 
 def _config_label_count(config: Mapping[str, Any]) -> int | None:
-    """The labels a ``config.json`` (or an export's manifest) says a model has."""
+    """The labels a ``config.json`` (an export's manifest, a loaded model's config) says a
+    model has: its ``id2label`` names, else its ``num_labels``."""
     names = label_names(config.get("id2label"))
     if names is not None:
         return len(names)
     found = config.get("num_labels")
-    return found if isinstance(found, int) else None
+    return found if isinstance(found, int) and not isinstance(found, bool) else None
 
 
 def declared_label_count(model: str, revision: str | None = None) -> int | None:

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
+from .._paths import model_files
 from .._threads import loads_in_place, on_model_thread
 from ..errors import ConfigError, MissingDependencyError, ModelLoadError
 from .bundled import BUNDLED_NAMES, bundled_model_path
@@ -83,18 +84,15 @@ def missing_weights(model: Any, what: str = "model") -> str | None:
 
 def _stats_digest(model: str, wanted: Callable[[Path], bool]) -> str:
     """``@`` and a short digest of the names, sizes and modification times of the files of
-    the local folder ``model`` that ``wanted`` keeps (hidden files and ``checkpoints/``
-    aside); empty for anything that is not a folder (a hub id)."""
+    the local folder ``model`` (:func:`rerankit._paths.model_files`) that ``wanted`` keeps;
+    empty for anything that is not a folder (a hub id)."""
     folder = Path(model).expanduser()
     if not folder.is_dir():
         return ""
     stats = sorted(
-        (str(rel), f.stat().st_size, f.stat().st_mtime_ns)
-        for f in folder.rglob("*")
+        (str(f.relative_to(folder)), f.stat().st_size, f.stat().st_mtime_ns)
+        for f in model_files(folder)
         if wanted(f)
-        and "checkpoints" not in (rel := f.relative_to(folder)).parts
-        and not any(part.startswith(".") for part in rel.parts)
-        and f.is_file()
     )
     return "@" + hashlib.sha1(repr(stats).encode()).hexdigest()[:12]
 

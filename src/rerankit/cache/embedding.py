@@ -15,7 +15,7 @@ import numpy as np
 
 from .backend import StoreOptions, open_store, with_defaults
 from .keys import digest, text_key
-from .store import cache_url, count_lookups, default_cache_dir
+from .store import cache_url, count_lookups, default_cache_dir, lookup_counts
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -104,7 +104,9 @@ def rerankers_use_store(rerankers: Iterable[Any]) -> Iterator[int]:
             store.close()
 
 
-_LOOKUPS: Counter[str] = Counter()
+#: the texts whose vectors were there before the count began (see :func:`embedding_lookups`);
+#: the lookups themselves are counted once, by :func:`~.store.count_lookups`
+_REUSED: Counter[str] = Counter()
 _LOOKUPS_LOCK = threading.Lock()
 #: bumped as each count of :func:`embedding_lookups` begins: a vector held in memory since
 #: an earlier generation was there before the count
@@ -124,13 +126,19 @@ def embedding_lookups() -> Iterator[dict[str, int]]:
     counted: dict[str, int] = {}
     with _LOOKUPS_LOCK:
         _GENERATION += 1
-        before = dict(_LOOKUPS)
+        before, reused = lookup_counts()[EmbeddingCache.kind], _REUSED["texts"]
     try:
         yield counted
     finally:
         with _LOOKUPS_LOCK:
-            for kind in ("hits", "misses", "store_hits", "reused"):
-                counted[kind] = _LOOKUPS[kind] - before.get(kind, 0)
+            now = lookup_counts()[EmbeddingCache.kind]
+            found = {result: now[result] - before[result] for result in now}
+            counted.update(
+                hits=found["hit"] + found["memory"],
+                misses=found["miss"],
+                store_hits=found["hit"],
+                reused=_REUSED["texts"] - reused,
+            )
 
 
 def embedding_key(model: str, text: str) -> str:
@@ -210,23 +218,23 @@ class EmbeddingCache:
                     vec = np.frombuffer(blob, dtype="<f4").astype(np.float32)
                     for i in missing.pop(k):
                         out[i] = vec
-                        self.store_hits += 1
                         from_store += 1
                     self._remember(model, k, vec)
         n_missing = sum(map(len, missing.values()))
-        with self._lock:
-            self.misses += n_missing
-            self.hits += len(keys) - n_missing
-        memory = len(keys) - n_missing - from_store
-        count_lookups(self.kind, hit=from_store, memory=memory, miss=n_missing)
-        with _LOOKUPS_LOCK:
-            _LOOKUPS.update(
-                hits=len(keys) - n_missing,
-                misses=n_missing,
-                store_hits=from_store,
-                reused=from_store + reused,
-            )
+        self._count(from_store, len(keys) - n_missing - from_store, n_missing, reused)
         return out
+
+    def _count(self, from_store: int, in_memory: int, missing: int, reused: int) -> None:
+        """Count one lookup's texts, once: found in the store, in memory, or not at all
+        (:func:`~.store.count_lookups`, which :func:`embedding_lookups` reads too), and on
+        this cache (``hits``, ``misses``, ``store_hits``)."""
+        with self._lock:
+            self.hits += from_store + in_memory
+            self.misses += missing
+            self.store_hits += from_store
+        count_lookups(self.kind, hit=from_store, memory=in_memory, miss=missing)
+        with _LOOKUPS_LOCK:
+            _REUSED["texts"] += from_store + reused
 
     def put_many(self, model: str, texts: Sequence[str], vectors: np.ndarray) -> None:
         """Store one vector per text (rows of ``vectors``)."""

@@ -30,7 +30,7 @@ from functools import cached_property, lru_cache
 from pathlib import Path, PurePath
 from typing import Any
 
-from .._paths import default_cache_dir
+from .._paths import default_cache_dir, model_files
 from ..spec_toml import PATH_KEYS, PIPELINE_SUFFIXES, read_pipeline
 from .keys import CACHE_FORMAT, canonical_json, digest
 
@@ -61,20 +61,11 @@ def _version() -> str:
 
 def model_files_digest(path: str | Path) -> str:
     """A SHA-256 (32 hex digits) of a model folder's (or file's) contents: every file's path
-    in it, size and bytes, checkpoint folders and hidden files aside. Computed once for
+    in it, size and bytes (:func:`rerankit._paths.model_files`). Computed once for
     the same files (names, sizes, modification times): remembered in the process and in
     ``digests/`` of the cache directory."""
     root = Path(path)
-    files = (
-        [root]
-        if root.is_file()
-        else sorted(
-            f
-            for f in root.rglob("*")
-            if f.is_file()
-            and not any(p.startswith(".") or p == "checkpoints" for p in f.relative_to(root).parts)
-        )
-    )
+    files = model_files(root)
     stats = tuple((str(f), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
     with _DIGESTS_LOCK:
         found = _DIGESTS.get((str(root), stats))

@@ -45,8 +45,10 @@ from ..errors import (
 from ..ordering import Rule
 from ..rerankers.cascade import Pipeline
 from ..scorers.local import load_models
+from ..spec_toml import files_read_once
 from .logs import REQUEST_ID
 from .metrics import Metrics
+from .request_timeout import request_timeout
 from .settings import ServerSettings
 from .state import PipelineState, one_line, summary
 
@@ -107,6 +109,8 @@ class ServedPipeline:
         #: the answer cache's fingerprint of the loaded pipeline (None: answers not cached)
         self.fingerprint: str | None = None
         self.built: Any = None  # built at start (to check the spec), used by the first attempt
+        #: the pipeline files ``built`` was built from, as read then (its fingerprint's too)
+        self._read: dict[str, Any] = {}
         self._threads = threads
         self.executor = self._new_executor()
         self._loader: asyncio.Task | None = None
@@ -123,7 +127,8 @@ class ServedPipeline:
         service at start with a ConfigError naming the pipeline, stage and key. A failure
         of another kind (a missing package) is left to the loader, which says why."""
         try:
-            with cache_defaults(self.settings.cache):  # [cache] reaches the scorers' caches
+            # [cache] reaches the scorers' caches; each file read once, for the fingerprint too
+            with cache_defaults(self.settings.cache), files_read_once() as self._read:
                 self.built = load(self.spec)
         except (ConfigError, ValueError, TypeError) as exc:
             raise ConfigError(str(exc), where=f"pipeline {self.name!r}") from exc
@@ -199,9 +204,10 @@ class ServedPipeline:
         """One load attempt: build and load on a thread of its own, then a warm-up batch."""
         self.state.begin()
         built, self.built = self.built, None  # a retry builds afresh: nothing half-loaded
+        read, self._read = (self._read if built is not None else {}), {}  # and reads afresh
         try:
             reranker, fingerprint = await in_loading_thread(
-                f"rerankit-load-{self.name}", self._load, built
+                f"rerankit-load-{self.name}", self._load, built, read
             )
             fell_back = await self._warm_up(reranker)
         except Exception as exc:
@@ -225,12 +231,16 @@ class ServedPipeline:
         self.settled.set()
         return self.ready
 
-    def _load(self, built: Any) -> tuple[Any, str | None]:
-        if built is None:
-            with cache_defaults(self.settings.cache):
-                built = load(self.spec)
-        load_models(built)
-        return built, self._fingerprint(built)
+    def _load(self, built: Any, read: dict[str, Any]) -> tuple[Any, str | None]:
+        """The pipeline (``built``, else built now) with its models loaded, and its
+        fingerprint, taken from the pipeline files as they were read to build it
+        (``read``: see :func:`~rerankit.spec_toml.files_read_once`)."""
+        with files_read_once(read):
+            if built is None:
+                with cache_defaults(self.settings.cache):
+                    built = load(self.spec)
+            load_models(built)
+            return built, self._fingerprint(built)
 
     def _fingerprint(self, reranker: Any) -> str | None:
         """What identifies this pipeline's answers (see
@@ -342,8 +352,7 @@ class ServedPipeline:
         a broken pipeline; its own work running past the deadline (a stalled provider, a
         model too slow for the timeout) still counts, but for a client's shorter deadline:
         that is the client's budget, not the pipeline's failure."""
-        asked = timeout is not None and timeout < self.settings.timeout
-        timeout = timeout if timeout is not None and asked else self.settings.timeout
+        timeout, asked = request_timeout(timeout, self.settings.timeout)
         why = f"no answer within the {timeout:g} s deadline"
         why += " its x-rerankit-timeout header set" if asked else ""
         if waited < timeout / 2:

@@ -33,20 +33,25 @@ def _state(service: Service, name: str, public: bool = True) -> dict[str, Any]:
 
 
 async def ready_answer(
-    service: Service, model: str | None = None, *, public: bool = True
+    service: Service,
+    model: str | None = None,
+    *,
+    public: bool = True,
+    cache_checked: tuple[str | None] | None = None,
 ) -> tuple[int, dict[str, Any], dict[str, str] | None]:
     """What ``/ready`` answers (``model``: ``?model=NAME``): :func:`readiness` or
     :func:`pipeline_readiness`, then, when that is 200 and ``[cache] required = true``,
     503 ``{"status": "failed", "failed": {"cache": why}}`` while the shared cache cannot be
     used (one PING), its reason in a few words, no address. ``public`` False: every cause
     in full, the server's address too, as ``/info`` (behind the keys) says why the replica
-    is not ready."""
+    is not ready. ``cache_checked``: the answer of a PING this request already sent
+    (:meth:`~.shared_cache.SharedCache.check`, in a 1-tuple), used in place of another."""
     if model is None:
         (status, body), headers = readiness(service, public=public), None
     else:
         status, body, headers = pipeline_readiness(service, model, public=public)
     if status == 200:
-        why = await service.shared_cache.unready(public=public)
+        why = await service.shared_cache.unready(public=public, checked=cache_checked)
         if why is not None:
             status, body = 503, {"status": "failed", "failed": {"cache": why}}
     return status, body, headers

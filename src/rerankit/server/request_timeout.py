@@ -11,7 +11,7 @@ import math
 
 from ..errors import ServiceError
 
-__all__ = ["HEADER", "asked_timeout"]
+__all__ = ["HEADER", "asked_timeout", "request_timeout"]
 
 #: the request header (named after the service's ``timeout`` setting)
 HEADER = "x-rerankit-timeout"
@@ -36,4 +36,15 @@ def asked_timeout(value: str | None, timeout: float) -> float | None:
             code="invalid_header",
             details={"header": HEADER},
         )
-    return seconds if seconds < timeout else None
+    seconds, own = request_timeout(seconds, timeout)
+    return seconds if own else None
+
+
+def request_timeout(asked: float | None, timeout: float) -> tuple[float, bool]:
+    """The seconds a request has from its arrival, and whether they are its own: ``asked``
+    (its ``x-rerankit-timeout``, or a call's own ``timeout``; None: none) when it is shorter
+    than the service's ``timeout``, else ``timeout``. The one rule for a request's deadline,
+    its shedding, its refusals' text and whether its 504 counts towards ``failing``."""
+    if asked is not None and 0 < asked < timeout:
+        return asked, True
+    return timeout, False

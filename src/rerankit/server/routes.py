@@ -21,7 +21,7 @@ from .formats import FORMATS
 from .formats.base import answer_warnings
 from .http import ErrorBody, invalid_document, read_json, render, until_disconnect, validate
 from .languages import LanguageNotes
-from .request_timeout import HEADER, asked_timeout
+from .request_timeout import HEADER, asked_timeout, request_timeout
 from .service import Service
 from .settings import ServerSettings
 from .tracing import request_attributes, traced
@@ -166,7 +166,7 @@ def add_rerank_routes(
                 compute = lambda: computed(request, fmt, body, call, pipeline, plan)  # noqa: E731
                 if key is None:
                     return await until_disconnect(request, compute(), metrics), None
-                deadline = arrival + (call.timeout or settings.timeout)
+                deadline = arrival + request_timeout(call.timeout, settings.timeout)[0]
                 work = answers.answer(key, pipeline.name, deadline, compute)
                 return await until_disconnect(request, work, metrics)
 

@@ -34,6 +34,7 @@ from .cache_report import log_cache
 from .formats.base import Call, check_count
 from .metrics import Metrics
 from .pipeline import FIRST_RETRY_SECONDS, ServedPipeline, run_abandoning
+from .request_timeout import request_timeout
 from .settings import ServerSettings
 from .shared_cache import SharedCache
 from .shedding import no_slot, shed, too_big, too_late
@@ -134,8 +135,7 @@ class Service:
     def _by_tokens(self, call: Call, reranker: Any) -> tuple[list[Any], list[int] | None]:
         """``call``'s documents cut to its token cap and (``max_chunks``) split into chunks,
         tokenised once with the pipeline's tokenizer; the cuts, splits and billed units are
-        recorded on ``call``. Returns the documents to score and, for chunks, the input
-        index of each."""
+        recorded on ``call``. Returns the documents to score and each chunk's input index."""
         known = self._tokens.get(id(reranker))
         if known is None or known[0] is not reranker:  # looked up once per pipeline
             known = self._tokens[id(reranker)] = (reranker, tokens_of(reranker))
@@ -242,7 +242,7 @@ class Service:
     def _shed(self, pipeline: ServedPipeline, call: Call, deadline: float) -> None:
         """Refuse at once a request that would only wait in the queue to miss its
         deadline (:func:`.shedding.shed`): no work, and no queue place, is spent on it."""
-        timeout, asked = call.timeout or self.settings.timeout, call.timeout is not None
+        timeout, asked = request_timeout(call.timeout, self.settings.timeout)
         refused = shed(pipeline, self.admission, len(call.documents), deadline, timeout, asked)
         if refused is not None:
             if refused.status != 413:  # (a 413: too big for any deadline, not shed)
@@ -281,7 +281,7 @@ class Service:
         if not pipeline.ready:  # it failed since (the answer cache awaits in between)
             raise pipeline.unavailable()
         pipeline.refuse_if_failing()
-        timeout = call.timeout or self.settings.timeout  # (a client's own is shorter)
+        timeout, _ = request_timeout(call.timeout, self.settings.timeout)
         deadline = (time.monotonic() if arrival is None else arrival) + timeout
         self._shed(pipeline, call, deadline)
         abandoned = threading.Event()
@@ -335,14 +335,14 @@ class Service:
         deadline: float,
         abandoned: threading.Event,
     ) -> RerankResult:
-        name, timeout = pipeline.name, call.timeout or self.settings.timeout
+        name, (timeout, asked) = pipeline.name, request_timeout(call.timeout, self.settings.timeout)
         queued = time.monotonic()
         try:
             await asyncio.wait_for(self.admission.acquire(name), max(deadline - queued, 0))
         except asyncio.TimeoutError as exc:
             raise no_slot(name, timeout) from exc
         expected = (pipeline.per_document or 0.0) * len(docs)  # (chunks, when split)
-        refused = too_big(name, pipeline.per_document, len(docs), timeout, call.timeout is not None)
+        refused = too_big(name, pipeline.per_document, len(docs), timeout, asked)
         refused = refused or too_late(name, expected, deadline, timeout)
         if refused is not None:  # it would only be cancelled half-way
             await self.admission.release(name)

@@ -5,10 +5,11 @@ result (``rerankit_cache_lookups_total``: embeddings and LLM judgments, wherever
 
 Whether it can be used is what its last call said (a read, a write, a claim: the answer
 cache's, the embeddings', the judgments') or a PING the service sends when asked: on each
-scrape of ``/metrics``, each ``/ready`` with ``required = true`` and each ``/info``. A PING
-is one call on a thread of its own, bounded by ``[cache] timeout``. ``/ready`` needs no key,
-so what it says holds no address: the server and the error are said by ``/info`` and the
-log (:class:`~rerankit.cache.store.Outage`: a warning when it goes, a line when it is back).
+scrape of ``/metrics``, each ``/ready`` with ``required = true`` and each ``/info`` (one PING
+for all it says). A PING is one call on a thread of its own, bounded by ``[cache] timeout``.
+``/ready`` needs no key, so what it says holds no address: the server and the error are
+said by ``/info`` and the log (:class:`~rerankit.cache.store.Outage`: a warning when it
+goes, a line when it is back).
 """
 
 from __future__ import annotations
@@ -95,11 +96,16 @@ class SharedCache:
         ping = functools.partial(self.store.ping, track=True)
         return await asyncio.get_running_loop().run_in_executor(self._executor, ping)
 
-    async def unready(self, *, public: bool = True) -> str | None:
+    async def unready(
+        self, *, public: bool = True, checked: tuple[str | None] | None = None
+    ) -> str | None:
         """With ``required = true``, why the replica is not ready for its cache (None: it
         is, or the cache is not required): ``public``, for ``/ready``, in a few words with
-        no address, else in full (``/info``)."""
-        problem = await self.check() if self.required else None
+        no address, else in full (``/info``). ``checked``: what a :meth:`check` the request
+        already made said (in a 1-tuple), else the server is asked now (one PING)."""
+        if not self.required:
+            return None
+        problem = checked[0] if checked is not None else await self.check()
         if problem is None or not public:
             return problem
         outage = self.outage()
@@ -110,12 +116,12 @@ class SharedCache:
             f"{where} and the log say which server and why"
         )
 
-    async def describe(self) -> dict[str, Any]:
-        """What ``/info`` says of the shared server: ``url`` (no password), ``up``, and
-        while it cannot be used, ``problem`` and ``out_seconds`` (all null without one)."""
+    def describe(self, problem: str | None) -> dict[str, Any]:
+        """What ``/info`` says of the shared server, given what its :meth:`check` said
+        (``problem``): ``url`` (no password), ``up``, and while it cannot be used,
+        ``problem`` and ``out_seconds`` (all null without one)."""
         if self.store is None:
             return {"url": None, "up": None}
-        problem = await self.check()
         outage = self.outage()
         said: dict[str, Any] = {"url": self.url, "up": outage is None}
         if outage is not None:

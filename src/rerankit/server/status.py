@@ -153,7 +153,9 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
         service is ready (as `/ready` would answer, its shared cache included; when not,
         `not_ready` says why, in full) and which process answered (`rerankit serve
         --workers`)."""
-        status, why, _ = await ready_answer(service, public=False)
+        # one PING: whether the server answers, and whether the replica is ready for it
+        checked = await service.shared_cache.check()
+        status, why, _ = await ready_answer(service, public=False, cache_checked=(checked,))
         return {
             "version": __version__,
             "default": settings.default,
@@ -187,7 +189,7 @@ def add_status_routes(app: Any, service: Service, settings: ServerSettings) -> N
             },
             "cache": {
                 **service.answers.describe(),
-                "server": await service.shared_cache.describe(),
+                "server": service.shared_cache.describe(checked),
             },
             "experiments": _experiments(settings),
             "ready": status == 200,

@@ -14,10 +14,27 @@ from typing import Any
 from ..errors import keyword_flag
 from ..eval.given import source_name
 
-__all__ = ["LABEL_REPORT", "candidates_digest", "first_stage_mismatch", "stage_name"]
+__all__ = [
+    "LABEL_REPORT",
+    "candidates_digest",
+    "first_stage_mismatch",
+    "read_label_report",
+    "stage_name",
+]
 
 #: the report `rerankit label` writes beside the qrels (also how `tune` knows labels)
 LABEL_REPORT = "label_report.json"
+
+
+def read_label_report(data: str | Path) -> dict[str, Any] | None:
+    """What ``rerankit label`` recorded of the labels in folder ``data``: its
+    :data:`LABEL_REPORT`, parsed; None when there is none, or it cannot be read or holds no
+    JSON object (then it records nothing). The one reader of that file."""
+    try:
+        made = json.loads((Path(data) / LABEL_REPORT).read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # (UnicodeDecodeError is a ValueError)
+        return None
+    return made if isinstance(made, dict) else None
 
 
 def stage_name(first_stage: str | Mapping[str, Any] | None) -> str | None:
@@ -47,9 +64,8 @@ def first_stage_mismatch(
     :func:`~rerankit.eval.first_stage.first_stage` gives them) and a report that kept its
     queries' digests, the labelled queries' candidates are compared, not the names: the
     same candidates from another file pass, others from a file of the same name do not."""
-    try:
-        made = json.loads((Path(data) / LABEL_REPORT).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    made = read_label_report(data)
+    if made is None:
         return None
     was, k, digests = made.get("first_stage"), made.get("candidates"), made.get("candidate_digests")
     differ = ""

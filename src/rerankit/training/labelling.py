@@ -40,6 +40,7 @@ from .label_candidates import (
     LABEL_REPORT,
     candidates_digest,
     first_stage_mismatch,
+    read_label_report,
     stage_name,
 )
 from .label_costs import (
@@ -68,6 +69,7 @@ __all__ = [
     "judge_from",
     "label",
     "no_negatives",
+    "read_label_report",
     "read_prices",
     "spent_on",
 ]
@@ -379,11 +381,8 @@ def spent_on(
     """What earlier runs into the label folder ``out`` spent, as its ``label_report.json``
     records it (nothing without one; see
     :func:`~rerankit.training.label_costs.spent_before`)."""
-    try:
-        made = json.loads((Path(out) / LABEL_REPORT).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return Spent()
-    return spent_before(made, prices, model) if isinstance(made, dict) else Spent()
+    made = read_label_report(out)
+    return Spent() if made is None else spent_before(made, prices, model)
 
 
 def judge_from(spec: str | Path, *, keys: bool = True) -> Any:
