@@ -148,7 +148,7 @@ STACK = (
             "_once",
         ),
     ),
-    ("documents", ("documents", "titles")),
+    ("documents", ("documents", "docfields", "titles")),
     ("text", ("text",)),
     ("numbers", ("normalize", "calibration")),
     ("cache", ("cache",)),
