@@ -1,5 +1,6 @@
 """Ordering rules applied after scoring: difficulty-aware ordering, MMR diversity, a
-minimum-score cut and near-duplicate removal.
+minimum-score cut, near-duplicate removal, pins (:mod:`rerankit.pins`) and a per-field cap
+(:mod:`rerankit.caps`).
 
 Every rule takes a ranked list (a :class:`~rerankit.RerankResult`, or a list of
 RankedDocuments, Documents, dicts or strings, best first) and returns the same kind. Rules
@@ -25,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from .caps import Cap
 from .documents import field_names, field_value, to_documents
 from .errors import InvalidDocumentError
 from .normalize import THRESHOLD_NOTES, normalize_scores
@@ -36,6 +38,7 @@ from .types import Document, RankedDocument, RerankResult
 __all__ = [
     "DIFFICULTY_BUCKETS",
     "MMR",
+    "Cap",
     "Deduplicate",
     "DifficultyOrdering",
     "MinScore",

@@ -155,7 +155,7 @@ STACK = (
     ("backends", ("backends",)),
     ("llm", ("llm",)),
     ("scorers", ("scorers",)),
-    ("combining", ("fusion", "ordering", "outcome", "pins")),
+    ("combining", ("fusion", "ordering", "outcome", "pins", "caps")),
     ("rerankers", ("rerankers",)),
     ("config", ("config",)),
     ("api", ("api", "rerankit")),
