@@ -9,7 +9,7 @@ import pytest
 from rerankit.rerankers import HybridReranker
 from rerankit.scorers import EmbeddingScorer
 
-FILLER = " ".join(f"Sentence {i} talks about football and the weather in August." for i in range(200))
+FILLER = " ".join(f"Sentence {i} talks about football and the weather." for i in range(200))
 LONG = FILLER + " A vaccine trains B and T cells to recognise a pathogen."
 QUERY = "how do vaccines train the immune system"
 
@@ -24,13 +24,13 @@ def bundled():
 
 def test_the_embedding_scorers_max_passages_reaches_the_passage_signal(bundled):
     default = HybridReranker().rerank(QUERY, [LONG, "Keep vaccines cold."])
-    cut = [r for r in default if r.index == 0][0]
+    cut = next(r for r in default if r.index == 0)
     assert "truncated:passage" in cut.flags
     assert any("read on their first 16 (max_passages)" in w for w in default.warnings)
 
     wide = HybridReranker(EmbeddingScorer(max_passages=200))
     result = wide.rerank(QUERY, [LONG, "Keep vaccines cold."])
-    whole = [r for r in result if r.index == 0][0]
+    whole = next(r for r in result if r.index == 0)
     assert "truncated:passage" not in whole.flags
     assert not any("max_passages" in w for w in result.warnings)
     assert result.score_scale == "probability"
