@@ -145,6 +145,7 @@ class _Adapter:
         self.title_found = False
         self.fields_read: int | None = None  # the same for text_fields: the names found
         self.fields_found: set[str] = set()
+        self.text_at: int | None = None  # the first document that had its text_field
 
     def read_id(self, fields: Mapping[str, Any], i: int) -> Any:
         """The id among a document's ``fields``, noting that it was looked for."""
@@ -185,12 +186,15 @@ class _Adapter:
             return "\n".join(f"{k}: {item[k]}" for k in present)
         if self.text_field not in item:
             fields = ", ".join(map(repr, list(item)[:8])) or "none"
+            hint = text_field_hint()  # the field is wrong, unless an earlier document has it
+            if self.text_at is not None:
+                hint = f"; document {self.text_at} has it: each document needs its text there"
             return self.missing(
                 i,
-                f"missing text field {self.text_field!r} (fields present: {fields})"
-                + text_field_hint(),
+                f"missing text field {self.text_field!r} (fields present: {fields}){hint}",
                 self.text_field,
             )
+        self.text_at = i if self.text_at is None else self.text_at
         text = item[self.text_field]
         if not isinstance(text, str):
             return self.missing(

@@ -28,7 +28,7 @@ import numpy as np
 
 from .caps import Cap
 from .documents import field_names, field_value, to_documents
-from .errors import InvalidDocumentError
+from .errors import InvalidDocumentError, text_field_hint
 from .normalize import THRESHOLD_NOTES, normalize_scores
 from .outcome import Outcome, Rule
 from .pins import Pin
@@ -75,8 +75,9 @@ def _view(
     except InvalidDocumentError as exc:
         if exc.field != text_field:
             raise
+        said = str(exc).removesuffix(text_field_hint())  # (it offers text_fields too)
         raise InvalidDocumentError(
-            f"{exc}; rule {reader!r} compares the texts: name the field that holds them "
+            f"{said}; rule {reader!r} compares the texts: name the field that holds them "
             f'with text_field= ({reader}(items, text_field="content"))',
             index=exc.index,
             field=exc.field,

@@ -153,6 +153,29 @@ def test_a_text_field_of_several_that_no_document_has_is_refused_as_a_misspelt_n
         InputFields(text_fields=("sektion", "page_content")).read(chunks)
 
 
+def test_a_document_lacking_the_text_field_others_have_is_not_told_to_name_the_field():
+    """The hint to name the field (text_field=) is for a list where the field is wrong; when
+    earlier documents have it, this document lacks its text, and the error says so."""
+    docs = [{"id": "a", "body": "vaccines train cells"}, {"id": "b", "summary": "cold storage"}]
+    with pytest.raises(InvalidDocumentError, match="document 1: missing text field 'body'") as err:
+        rerankit.rerank("vaccines", docs, reranker="bm25", text_field="body")
+    message = str(err.value)
+    assert "text_field='NAME'" not in message
+    assert "document 0 has it" in message and err.value.index == 1
+    # the field missing from the first document on: the hint to name it stays
+    with pytest.raises(InvalidDocumentError, match="name yours with text_field='NAME'"):
+        rerankit.rerank("vaccines", docs[::-1], reranker="bm25", text_field="body")
+
+
+def test_a_misspelt_field_option_is_a_type_error_naming_the_option_meant():
+    docs = [{"body": "vaccines train cells"}]
+    for call in (rerankit.rerank, load("bm25").rerank):
+        with pytest.raises(TypeError, match=r"'text_feild' \(did you mean 'text_field'\?\)"):
+            call("vaccines", docs, text_feild="body")
+    with pytest.raises(TypeError, match=r"'top_n' \(use top_k\)"):  # another API's name
+        rerankit.rerank("vaccines", docs, reranker="bm25", top_n=1)
+
+
 def test_an_id_field_named_that_no_document_has_is_refused_the_default_is_not():
     docs = [
         {"url": "u1", "content": "vaccines train the immune system"},
