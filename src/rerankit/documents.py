@@ -188,7 +188,7 @@ class _Adapter:
             fields = ", ".join(map(repr, list(item)[:8])) or "none"
             hint = text_field_hint()  # the field is wrong, unless an earlier document has it
             if self.text_at is not None:
-                hint = f"; document {self.text_at} has it: each document needs its text there"
+                hint = "; an earlier document has it: each document needs its text there"
             return self.missing(
                 i,
                 f"missing text field {self.text_field!r} (fields present: {fields}){hint}",

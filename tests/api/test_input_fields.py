@@ -161,7 +161,7 @@ def test_a_document_lacking_the_text_field_others_have_is_not_told_to_name_the_f
         rerankit.rerank("vaccines", docs, reranker="bm25", text_field="body")
     message = str(err.value)
     assert "text_field='NAME'" not in message
-    assert "document 0 has it" in message and err.value.index == 1
+    assert "an earlier document has it" in message and err.value.index == 1
     # the field missing from the first document on: the hint to name it stays
     with pytest.raises(InvalidDocumentError, match="name yours with text_field='NAME'"):
         rerankit.rerank("vaccines", docs[::-1], reranker="bm25", text_field="body")
