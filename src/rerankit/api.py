@@ -106,7 +106,8 @@ def rerank(
     :class:`~rerankit.MissingDependencyError` instead). How documents are
     read and results written is ``fields`` (an :class:`~rerankit.InputFields`) or its
     options as keywords (``text_field``, ``id_field``, ``score_field``,
-    ``first_stage_field``, ``first_stage_higher_is_better``, ``text_fields``); ``top_k``,
+    ``first_stage_field``, ``first_stage_higher_is_better``, ``text_fields``,
+    ``title_field``); a misspelt one is a ``TypeError`` naming the option meant; ``top_k``,
     ``context`` and ``deadline`` (seconds: a pipeline then returns its last finished
     stage's result, degraded) are :meth:`~rerankit.Reranker.rerank`'s; unknown keywords
     are a ``TypeError``.

@@ -39,6 +39,13 @@ from dataclasses import dataclass, fields, replace
 from numbers import Real
 from typing import Any
 
+from .docfields import (
+    FIRST_STAGE_SCORE,
+    absent_field,
+    field_names,
+    field_value,
+    with_first_stage,
+)
 from .errors import InputError, InvalidDocumentError, keyword_flag, text_field_hint
 from .titles import TITLE, document_title, titled_text
 from .types import Document, RankedDocument, repeated_ids
@@ -57,8 +64,6 @@ __all__ = [
     "to_documents",
 ]
 
-#: the metadata key holding a document's first-stage (retriever) score, higher is better
-FIRST_STAGE_SCORE = "first_stage_score"
 #: how a caller passes it, for the warnings of pipelines that read it
 PASS_FIRST_STAGE = (
     f"a {FIRST_STAGE_SCORE!r} field on each document, or the one named by "
@@ -85,23 +90,6 @@ def _check_sequence(documents: Any) -> list[Any]:
     if not isinstance(documents, Iterable):
         raise TypeError(f"documents must be a list, got {got}")
     return list(documents)
-
-
-def field_value(doc: Document, path: str, default: Any = None) -> Any:
-    """A field of a document's metadata: the key itself, else a dotted path into nested
-    mappings (``"retrieval.score"``), else the same inside a ``metadata`` mapping."""
-    for node in (doc.metadata, doc.metadata.get("metadata")):
-        if not isinstance(node, Mapping):
-            continue
-        if path in node:
-            return node[path]
-        for part in path.split("."):
-            if not isinstance(node, Mapping) or part not in node:
-                break
-            node = node[part]
-        else:
-            return node
-    return default
 
 
 def _is_langchain(item: Any) -> bool:
@@ -155,6 +143,9 @@ class _Adapter:
         self.id_found = False
         self.title_read: int | None = None  # the same for the title field
         self.title_found = False
+        self.fields_read: int | None = None  # the same for text_fields: the names found
+        self.fields_found: set[str] = set()
+        self.text_at: int | None = None  # the first document that had its text_field
 
     def read_id(self, fields: Mapping[str, Any], i: int) -> Any:
         """The id among a document's ``fields``, noting that it was looked for."""
@@ -186,6 +177,8 @@ class _Adapter:
     def text_of_mapping(self, item: Mapping[str, Any], i: int) -> str:
         if self.text_fields is not None:
             present = [k for k in self.text_fields if k in item]
+            self.fields_read = i if self.fields_read is None else self.fields_read
+            self.fields_found.update(present)
             if not present:
                 return self.missing(
                     i, f"none of the text fields {self.text_fields} is present", None
@@ -193,12 +186,15 @@ class _Adapter:
             return "\n".join(f"{k}: {item[k]}" for k in present)
         if self.text_field not in item:
             fields = ", ".join(map(repr, list(item)[:8])) or "none"
+            hint = text_field_hint()  # the field is wrong, unless an earlier document has it
+            if self.text_at is not None:
+                hint = "; an earlier document has it: each document needs its text there"
             return self.missing(
                 i,
-                f"missing text field {self.text_field!r} (fields present: {fields})"
-                + text_field_hint(),
+                f"missing text field {self.text_field!r} (fields present: {fields}){hint}",
                 self.text_field,
             )
+        self.text_at = i if self.text_at is None else self.text_at
         text = item[self.text_field]
         if not isinstance(text, str):
             return self.missing(
@@ -308,52 +304,6 @@ def _public_attributes(item: Any) -> dict[str, Any]:
     return attributes
 
 
-def field_names(doc: Document) -> str:
-    """The fields besides the text and the id that ``doc`` has, for an error message
-    (``the fields ['date', 'url']``)."""
-    names = sorted(map(str, doc.metadata))
-    inner = doc.metadata.get("metadata")
-    if isinstance(inner, Mapping):
-        names += [f"metadata.{k}" for k in sorted(map(str, inner))]
-    return f"the fields {names}" if names else "no field besides its text and id"
-
-
-def _absent_field(
-    what: str, field: str, docs: list[Document], first: int, otherwise: str
-) -> InvalidDocumentError:
-    """The error for a field the caller named that none of ``docs`` has (a misspelt name),
-    showing the fields document ``first`` has and what leaving it out does."""
-    return InvalidDocumentError(
-        f"{what} {field!r} is in none of the {len(docs)} documents (document {first} has "
-        f"{field_names(docs[first])}); check its spelling, or leave it out {otherwise}",
-        index=first,
-        field=field,
-    )
-
-
-def _with_first_stage(docs: list[Document], field: str, higher_is_better: bool) -> list[Document]:
-    """``docs`` with ``field``'s value as their first-stage score (negated when lower is
-    better); a document without it keeps none. A field that no document has is an error:
-    a misspelt name would otherwise rank as if no first stage had been given."""
-    values = [field_value(doc, field, None) for doc in docs]
-    if docs and all(v is None for v in values):
-        raise _absent_field("first-stage field", field, docs, 0, "to rank the texts alone")
-    out = []
-    for i, (doc, value) in enumerate(zip(docs, values, strict=True)):
-        if value is None:
-            out.append(doc)
-            continue
-        if isinstance(value, bool) or not isinstance(value, Real):
-            raise InvalidDocumentError(
-                f"document {i}: first-stage field {field!r} must be a number, got {value!r}",
-                index=i,
-                field=field,
-            )
-        score = float(value) if higher_is_better else -float(value)
-        out.append(replace(doc, metadata={**doc.metadata, FIRST_STAGE_SCORE: score}))
-    return out
-
-
 def to_documents(
     documents: Iterable[Any],
     fields: InputFields | None = None,
@@ -370,9 +320,10 @@ def to_documents(
     Raises :class:`~rerankit.errors.InvalidDocumentError` (a ``ValueError``) naming the
     document's index and the field when a text is missing or not a string
     (``missing_text="empty"`` reads such documents as empty text instead), when a
-    ``first_stage_field`` value is not a number, and when a ``first_stage_field``, an
-    ``id_field`` other than ``"id"`` or a ``title_field`` other than ``"title"`` is in none
-    of the documents (a misspelt name). The module doc lists the kinds of item accepted.
+    ``first_stage_field`` value is not a number, and when a ``first_stage_field``, a name
+    of ``text_fields``, an ``id_field`` other than ``"id"`` or a ``title_field`` other than
+    ``"title"`` is in none of the documents (a misspelt name). The module doc lists the
+    kinds of item accepted.
     """
     fields = (fields or InputFields()).with_options(**options)
     items = _check_sequence(documents)
@@ -381,15 +332,17 @@ def to_documents(
     first = adapter.id_read
     if fields.id_field != DEFAULT_ID_FIELD and first is not None and not adapter.id_found:
         otherwise = f"to read ids from {DEFAULT_ID_FIELD!r} where there is one"
-        raise _absent_field("id field", fields.id_field, docs, first, otherwise)
+        raise absent_field("id field", fields.id_field, docs, first, otherwise)
+    first = adapter.fields_read
+    absent = [f for f in fields.text_fields or () if f not in adapter.fields_found]
+    if absent and first is not None:  # (a document with none of them is an error above)
+        raise absent_field("text field", absent[0], docs, first, "of text_fields")
     first = adapter.title_read
     if fields.title_field != TITLE and first is not None and not adapter.title_found:
         otherwise = f"to read titles from {TITLE!r} where there is one"
-        raise _absent_field("title field", fields.title_field, docs, first, otherwise)
+        raise absent_field("title field", fields.title_field, docs, first, otherwise)
     if fields.first_stage_field is not None:
-        docs = _with_first_stage(
-            docs, fields.first_stage_field, fields.first_stage_higher_is_better
-        )
+        docs = with_first_stage(docs, fields.first_stage_field, fields.first_stage_higher_is_better)
     return docs
 
 

@@ -1,5 +1,6 @@
 """Ordering rules applied after scoring: difficulty-aware ordering, MMR diversity, a
-minimum-score cut and near-duplicate removal.
+minimum-score cut, near-duplicate removal, pins (:mod:`rerankit.pins`) and a per-field cap
+(:mod:`rerankit.caps`).
 
 Every rule takes a ranked list (a :class:`~rerankit.RerankResult`, or a list of
 RankedDocuments, Documents, dicts or strings, best first) and returns the same kind. Rules
@@ -25,8 +26,9 @@ from typing import Any
 
 import numpy as np
 
+from .caps import Cap
 from .documents import field_names, field_value, to_documents
-from .errors import InvalidDocumentError
+from .errors import InvalidDocumentError, text_field_hint
 from .normalize import THRESHOLD_NOTES, normalize_scores
 from .outcome import Outcome, Rule
 from .pins import Pin
@@ -36,6 +38,7 @@ from .types import Document, RankedDocument, RerankResult
 __all__ = [
     "DIFFICULTY_BUCKETS",
     "MMR",
+    "Cap",
     "Deduplicate",
     "DifficultyOrdering",
     "MinScore",
@@ -72,8 +75,9 @@ def _view(
     except InvalidDocumentError as exc:
         if exc.field != text_field:
             raise
+        said = str(exc).removesuffix(text_field_hint())  # (it offers text_fields too)
         raise InvalidDocumentError(
-            f"{exc}; rule {reader!r} compares the texts: name the field that holds them "
+            f"{said}; rule {reader!r} compares the texts: name the field that holds them "
             f'with text_field= ({reader}(items, text_field="content"))',
             index=exc.index,
             field=exc.field,

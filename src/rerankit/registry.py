@@ -324,7 +324,8 @@ register(
 register("rule", "mmr", ".ordering:MMR", summary="maximal marginal relevance")
 register("rule", "min_score", ".ordering:MinScore", summary="drop documents below a score")
 register("rule", "deduplicate", ".ordering:Deduplicate", summary="drop near-duplicates")
-register("rule", "pin", ".ordering:Pin", summary="pin or bury documents by id, per query")
+register("rule", "pin", ".pins:Pin", summary="pin or bury documents by id, per query")
+register("rule", "cap", ".caps:Cap", summary="at most N documents per value of a field")
 
 # LLM clients (the `provider` of a declared LLM scorer)
 register("llm_client", "gemini", ".llm.gemini:GeminiClient", summary="Google Gemini", needs=_GEMINI)

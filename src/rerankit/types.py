@@ -55,8 +55,11 @@ class Document:
     """One candidate to rerank.
 
     ``text`` is what scorers read; ``id`` is optional; ``metadata`` holds any other fields
-    (a dict input's remaining fields land here). ``source`` is the caller's original object,
-    kept so results can be mapped back; it takes no part in equality.
+    (a dict input's remaining fields land here: a chunk's source or URL belongs there,
+    ``metadata={"source": "who.int"}``). ``source`` is the caller's original object, kept
+    so results can be mapped back (``result[i].document`` is it: a
+    ``Document(text, source="who.int")`` comes back as ``"who.int"``); it takes no part in
+    equality.
     """
 
     text: str

@@ -80,8 +80,12 @@ def test_ray_options_split_the_engine_from_the_rerank():
 
 def test_text_fields_join_field_lines_with_no_title_reading():
     doc = {"id": "d", "title": "Solar", "body": "Panels.", "views": 42}
-    joined = InputFields(text_fields=("title", "body", "views", "absent")).read([doc])[0]
+    other = {"id": "e", "body": "Wind.", "summary": "Turbines"}  # the only one with a summary
+    joined, second = InputFields(text_fields=("title", "body", "views", "summary")).read(
+        [doc, other]
+    )
     assert joined.text == "title: Solar\nbody: Panels.\nviews: 42"
+    assert second.text == "body: Wind.\nsummary: Turbines"
     assert InputFields(text_field="body").read([doc])[0].text == "Solar\nPanels."
     with pytest.raises(InvalidDocumentError, match="none of the text fields"):
         InputFields(text_fields=("summary",)).read([doc])
@@ -125,6 +129,51 @@ def test_an_error_from_the_blocking_rerank_carries_no_event_loop_error_in_its_ch
         chain.append(exc)
         exc = exc.__cause__ or exc.__context__
     assert [type(e).__name__ for e in chain] == ["InvalidDocumentError"]
+
+
+def test_a_text_field_of_several_that_no_document_has_is_refused_as_a_misspelt_name():
+    """text_fields=("title", "bodyy") ranked by the titles alone, silently; a name in none
+    of the documents is refused, as an id, title or first-stage field is."""
+    docs = [
+        {"id": "a", "title": "Vaccines", "body": "They train B and T cells."},
+        {"id": "b", "title": "Storage", "body": "Keep them cold."},
+    ]
+    refused = r"text field 'bodyy' is in none of the 2"
+    with pytest.raises(InvalidDocumentError, match=refused) as err:
+        rerankit.rerank("vaccines", docs, reranker="bm25", text_fields=("title", "bodyy"))
+    message = str(err.value)
+    assert "['body', 'title']" in message and "leave it out of text_fields" in message
+    assert err.value.field == "bodyy"
+    with pytest.raises(InvalidDocumentError, match="'bodyy' is in none"):  # the object form
+        InputFields(text_fields=("title", "bodyy")).read(docs)
+    # a LangChain-like document's metadata is checked the same way
+    langchain = pytest.importorskip("langchain_core.documents")
+    chunks = [langchain.Document(page_content="It trains cells.", metadata={"section": "How"})]
+    with pytest.raises(InvalidDocumentError, match="'sektion' is in none of the 1"):
+        InputFields(text_fields=("sektion", "page_content")).read(chunks)
+
+
+def test_a_document_lacking_the_text_field_others_have_is_not_told_to_name_the_field():
+    """The hint to name the field (text_field=) is for a list where the field is wrong; when
+    earlier documents have it, this document lacks its text, and the error says so."""
+    docs = [{"id": "a", "body": "vaccines train cells"}, {"id": "b", "summary": "cold storage"}]
+    with pytest.raises(InvalidDocumentError, match="document 1: missing text field 'body'") as err:
+        rerankit.rerank("vaccines", docs, reranker="bm25", text_field="body")
+    message = str(err.value)
+    assert "text_field='NAME'" not in message
+    assert "an earlier document has it" in message and err.value.index == 1
+    # the field missing from the first document on: the hint to name it stays
+    with pytest.raises(InvalidDocumentError, match="name yours with text_field='NAME'"):
+        rerankit.rerank("vaccines", docs[::-1], reranker="bm25", text_field="body")
+
+
+def test_a_misspelt_field_option_is_a_type_error_naming_the_option_meant():
+    docs = [{"body": "vaccines train cells"}]
+    for call in (rerankit.rerank, load("bm25").rerank):
+        with pytest.raises(TypeError, match=r"'text_feild' \(did you mean 'text_field'\?\)"):
+            call("vaccines", docs, text_feild="body")
+    with pytest.raises(TypeError, match=r"'top_n' \(use top_k\)"):  # another API's name
+        rerankit.rerank("vaccines", docs, reranker="bm25", top_n=1)
 
 
 def test_an_id_field_named_that_no_document_has_is_refused_the_default_is_not():

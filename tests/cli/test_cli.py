@@ -123,7 +123,13 @@ def test_a_document_error_names_the_file_and_its_line(capsys, tmp_path):
     code, _, err = run_cli(capsys, "rank", "-q", "x", "-r", "bm25", "-i", str(path))
     assert code == 1 and err == (
         f"rerankit rank: error: {path}:3: missing text field 'text' (fields present: 'id', "
-        "'title'); name yours with --text-field NAME (or several: --text-fields A,B)\n"
+        "'title'); an earlier document has it: each document needs its text there\n"
+    )
+    # the field missing from the first line on: name the field that holds the texts
+    path.write_text('{"id": "b", "title": "t"}\n')
+    code, _, err = run_cli(capsys, "rank", "-q", "x", "-r", "bm25", "-i", str(path))
+    assert code == 1 and err.endswith(
+        "; name yours with --text-field NAME (or several: --text-fields A,B)\n"
     )
     with pytest.raises(ValueError, match=r"^document 1: missing text field 'text'"):
         rerank("x", [{"id": "a", "text": "x"}, {"id": "b", "title": "t"}], reranker="bm25")

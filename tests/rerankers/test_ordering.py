@@ -183,6 +183,8 @@ def test_rules_that_compare_texts_refuse_dicts_without_their_text_field():
             rule(CONTENT)
         assert "fields present: 'url', 'content'" in str(err.value)
         assert "text_field=" in str(err.value) and err.value.field == "text"
+        # only what the rule takes: no rule takes text_fields
+        assert "text_fields" not in str(err.value)
     assert deduplicate(CONTENT, text_field="content") == CONTENT
     assert sorted(d["url"] for d in mmr(CONTENT, text_field="content")) == ["u0", "u1", "u2", "u3"]
     assert CONTENT[0] == {"url": "u0", "content": "solar panels"}  # nothing mutated

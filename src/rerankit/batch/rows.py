@@ -8,7 +8,6 @@ import asyncio
 import json
 import logging
 import math
-import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from typing import Any
 from ..cache.keys import canonical_json, digest
 from ..errors import InputError, InvalidDocumentError, said_for
 from ..rerankers.base import run_sync
+from ..rerankers.notes import pipeline_note
 from .summary import NOTES_KEY, BatchSummary
 
 __all__ = [
@@ -66,27 +66,17 @@ def candidates_digest(candidates: Any) -> str:
 USAGE_KEY = "_usage"  # travels with a row from a worker to the summary; never written
 
 
-#: warnings that say how the pipeline is set, not what is wrong with a row, so that every
-#: row gets them: the default hybrid reading candidates that carry a first-stage score (as
-#: rerankit's own candidates.jsonl do) and ranking by the texts alone (its own BM25 reads
-#: them). ``rerankers/hybrid.py`` words it; batch says it once, in the summary's ``notes``.
-_PIPELINE_NOTE = re.compile(
-    r"^(every document carries|\d+ of \d+ documents carry)( a first-stage \(retriever\) "
-    r"score, which this hybrid does not fuse: .*)$",
-    re.S,
-)
-
-
 def pipeline_notes(warnings: Iterable[str]) -> tuple[list[str], list[str]]:
     """A row's warnings split into those about the row and the notes about the pipeline's
-    settings (:data:`_PIPELINE_NOTE`, worded without the row's own counts)."""
+    settings, which every row gets (:func:`~rerankit.rerankers.notes.pipeline_note`,
+    worded without the row's own counts): batch says them once, in the summary's notes."""
     kept, notes = [], []
     for warning in warnings:
-        match = _PIPELINE_NOTE.match(warning)
-        if match:
-            notes.append("documents carry" + match.group(2))
-        else:
+        note = pipeline_note(warning)
+        if note is None:
             kept.append(warning)
+        else:
+            notes.append(note)
     return kept, notes
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..documents import TITLE
 from ..options import unknown_keys
+from ..rerankers.notes import logged_by_rerank, pipeline_note
 
 __all__ = ["documents_said", "refuse_unknown_options"]
 
@@ -38,10 +39,20 @@ def refuse_unknown_options(
         raise TypeError(message)
 
 
-def documents_said(adapter: str, result: Any) -> list[Any]:
+def documents_said(adapter: str, result: Any, said: set[str]) -> list[Any]:
     """``result``'s documents in the framework's type, its warnings logged first (a
     framework gets documents only: a ``min_score`` stage that kept none, a fallback that
-    left the order unchanged, would otherwise pass unsaid)."""
+    left the order unchanged, would otherwise pass unsaid): what happened in this call on
+    every call; a note on the pipeline's settings (the default hybrid leaving the
+    retriever's scores unfused) once per adapter, ``said`` holding those logged; and not
+    what the rerank logged itself (a shared id), which would come twice."""
     for warning in result.warnings:
+        if logged_by_rerank(warning):
+            continue
+        note = pipeline_note(warning)
+        if note is not None:
+            if note in said:
+                continue
+            said.add(note)
         logger.warning("%s: %s", adapter, warning)
     return result.documents()

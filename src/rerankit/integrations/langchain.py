@@ -11,7 +11,7 @@ require("langchain_core", "rerankit.integrations.langchain")
 
 from langchain_core.callbacks import Callbacks  # noqa: E402
 from langchain_core.documents import BaseDocumentCompressor, Document  # noqa: E402
-from pydantic import ConfigDict, model_validator  # noqa: E402
+from pydantic import ConfigDict, PrivateAttr, model_validator  # noqa: E402
 
 from ..api import load  # noqa: E402
 from ._options import documents_said, refuse_unknown_options  # noqa: E402
@@ -48,6 +48,8 @@ class RerankitCompressor(BaseDocumentCompressor):
     title_field: str = "title"
     first_stage_field: str | None = None
     first_stage_higher_is_better: bool = True
+    #: the notes on the pipeline's settings this adapter has logged (each once)
+    _said: set[str] = PrivateAttr(default_factory=set)
 
     @model_validator(mode="before")
     @classmethod
@@ -73,7 +75,7 @@ class RerankitCompressor(BaseDocumentCompressor):
         if not documents:
             return []
         result = load(self.reranker).rerank(query, documents, **self._options())
-        return documents_said("RerankitCompressor", result)
+        return documents_said("RerankitCompressor", result, self._said)
 
     async def acompress_documents(
         self, documents: Sequence[Document], query: str, callbacks: Callbacks | None = None
@@ -81,4 +83,4 @@ class RerankitCompressor(BaseDocumentCompressor):
         if not documents:
             return []
         result = await load(self.reranker).arerank(query, documents, **self._options())
-        return documents_said("RerankitCompressor", result)
+        return documents_said("RerankitCompressor", result, self._said)

@@ -10,7 +10,7 @@ require("llama_index.core", "rerankit.integrations.llamaindex")
 
 from llama_index.core.postprocessor.types import BaseNodePostprocessor  # noqa: E402
 from llama_index.core.schema import NodeWithScore, QueryBundle  # noqa: E402
-from pydantic import model_validator  # noqa: E402
+from pydantic import PrivateAttr, model_validator  # noqa: E402
 
 from ..api import load  # noqa: E402
 from ._options import documents_said, refuse_unknown_options  # noqa: E402
@@ -40,6 +40,8 @@ class RerankitPostprocessor(BaseNodePostprocessor):
     title_field: str = "title"
     first_stage_field: str | None = None
     first_stage_higher_is_better: bool = True
+    #: the notes on the pipeline's settings this adapter has logged (each once)
+    _said: set[str] = PrivateAttr(default_factory=set)
 
     @model_validator(mode="before")
     @classmethod
@@ -69,4 +71,4 @@ class RerankitPostprocessor(BaseNodePostprocessor):
             first_stage_field=self.first_stage_field,
             first_stage_higher_is_better=self.first_stage_higher_is_better,
         )
-        return documents_said("RerankitPostprocessor", result)
+        return documents_said("RerankitPostprocessor", result, self._said)

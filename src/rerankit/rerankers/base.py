@@ -4,6 +4,7 @@ and assembling scores into a :class:`~rerankit.RerankResult`."""
 from __future__ import annotations
 
 import contextlib
+import difflib
 import functools
 import inspect
 import logging
@@ -72,9 +73,12 @@ def check_keywords(unexpected: Mapping[str, Any], where: str) -> None:
     if not unexpected:
         return
     parts = []
+    known = [*InputFields.names(), "top_k", "fields", "context", "deadline"]
     for name in unexpected:
         hint = _KEYWORD_HINTS.get(name)
-        parts.append(f"{name!r} (use {hint})" if hint else repr(name))
+        close = difflib.get_close_matches(name, known, n=1)  # a misspelt option
+        maybe = f" (did you mean {close[0]!r}?)" if close else ""
+        parts.append(f"{name!r} (use {hint})" if hint else f"{name!r}{maybe}")
     raise TypeError(f"{where}() got unexpected keyword argument(s): {', '.join(parts)}")
 
 

