@@ -187,3 +187,33 @@ def test_a_missing_split_names_the_splits_there_and_how_to_read_one(tmp_path, ca
         load_beir(folder)
     assert main(["eval", "--data", str(folder), "-r", "bm25", "--no-progress"]) != 0
     assert "splits found: dev; read one with --split dev" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", ["", HEAD, HEAD + "\n\n"])
+def test_a_split_with_no_judgment_says_so_not_that_queries_are_missing(tmp_path, content):
+    folder = _collection(tmp_path / "data", qrels="q1\td1\t1\n")
+    (folder / "qrels" / "empty.tsv").write_text(content)
+    with pytest.raises(InputError) as error:
+        load_beir(folder, split="empty")
+    said = str(error.value)
+    # before: "none of its 0 query ids () is in queries.jsonl", blaming queries.jsonl
+    assert said.startswith(f"{folder / 'qrels' / 'empty.tsv'}: holds no judgment")
+    assert "query-id<TAB>corpus-id<TAB>score" in said and "queries.jsonl" not in said
+
+
+def test_a_half_that_keeps_no_query_says_which_half_and_how_many_the_split_has(tmp_path):
+    folder = _collection(tmp_path / "data", qrels="q1\td1\t1\n")  # one judged query
+    with pytest.raises(InputError) as error:
+        load_beir(folder, split="test:even")
+    said = str(error.value)
+    assert "test:even keeps none of the 1 judged query of" in said
+    assert "none of its" not in said
+
+
+def test_a_qrels_file_not_named_tsv_is_named_with_the_rename_it_needs(tmp_path, capsys):
+    folder = _collection(tmp_path / "data", qrels="q1\td1\t1\n")
+    (folder / "qrels" / "test.tsv").rename(folder / "qrels" / "test.txt")
+    with pytest.raises(InputError, match=r"found qrels/test\.txt: name it qrels/test\.tsv"):
+        load_beir(folder)
+    assert main(["eval", "--data", str(folder), "-r", "bm25", "--no-progress"]) == 1
+    assert "found qrels/test.txt: name it qrels/test.tsv" in capsys.readouterr().err
