@@ -86,6 +86,17 @@ def metrics_argument(value: str) -> list[str]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def reranker_names(value: str) -> str:
+    """``--rerankers`` / ``-r``: at least one name (an empty value, an unset shell variable
+    say, is refused rather than read as the default)."""
+    if not value.replace(",", "").strip():
+        raise argparse.ArgumentTypeError(
+            f"{value!r} names no reranker: give names, pipeline files or models, "
+            f"comma-separated, or leave the flag out for the default {DEFAULT_RERANKERS}"
+        )
+    return value
+
+
 def reranker_specs(names: str, args: argparse.Namespace | None = None) -> dict[str, Any]:
     """Label -> what to load, for each comma-separated name, pipeline file and model in
     ``names`` (labelled by :func:`~rerankit.eval.evaluation.reranker_labels`), with
@@ -346,6 +357,7 @@ def add_commands(sub: Any) -> None:
     ev.add_argument(
         "--rerankers",
         action=RerankerList,
+        type=reranker_names,
         default=None,
         help="comma-separated reranker names, pipeline files or model folders/hub ids "
         f"(default {DEFAULT_RERANKERS}; repeated, the lists are joined); a pipeline file is "
@@ -356,11 +368,14 @@ def add_commands(sub: Any) -> None:
         "-r",
         "--reranker",
         action="append",
+        type=reranker_names,
         metavar="RERANKER",
         help="one reranker to evaluate, as --reranker means in the other commands; "
         "repeat it for several (added to --rerankers when that is given too)",
     )
-    ev.add_argument("--config", dest="rerankers", action=RerankerList, now="--rerankers")
+    ev.add_argument(
+        "--config", dest="rerankers", action=RerankerList, type=reranker_names, now="--rerankers"
+    )
     add_language_argument(ev)
     add_backend_arguments(ev)
     add_candidates_argument(ev, "first-stage candidates each query's rerankers get")
