@@ -217,3 +217,26 @@ def test_a_qrels_file_not_named_tsv_is_named_with_the_rename_it_needs(tmp_path, 
         load_beir(folder)
     assert main(["eval", "--data", str(folder), "-r", "bm25", "--no-progress"]) == 1
     assert "found qrels/test.txt: name it qrels/test.tsv" in capsys.readouterr().err
+
+
+def test_broken_json_says_where_on_the_line_and_what_a_row_of_that_file_looks_like(tmp_path):
+    folder = _collection(tmp_path / "data", qrels="q1\td1\t1\n")
+    with (folder / "corpus.jsonl").open("a") as f:
+        f.write('{"_id": "d4", "text": "broken\n')
+    with pytest.raises(InputError) as error:
+        load_beir(folder)
+    # before: "invalid JSON: Unterminated string starting at", the position cut off
+    assert str(error.value) == (
+        f"{folder / 'corpus.jsonl'}:4: invalid JSON: Unterminated string starting at column 23"
+    )
+    (folder / "corpus.jsonl").write_text('{"_id": "d1", "text": "alpha"}\n')
+    with (folder / "queries.jsonl").open("a") as f:
+        f.write("what is beta\n")  # plain text
+    with pytest.raises(InputError) as error:
+        load_beir(folder)
+    said = str(error.value)
+    # before: the hint showed a document ({"id": "d1", ...}) and spoke of documents
+    assert said.startswith(
+        f"{folder / 'queries.jsonl'}:3: invalid JSON: Expecting value at column 1"
+    )
+    assert '{"_id": "q1", "text": "..."}' in said and "documents" not in said

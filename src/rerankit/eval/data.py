@@ -403,12 +403,19 @@ def asked_queries(folder: str | Path) -> set[str] | None:
     return {row_id for _, row_id, _ in _rows(source, "query")[0]}
 
 
+#: what a line of corpus.jsonl and queries.jsonl holds, as an error about a broken line says
+ROW_LINES = {
+    "document": ("documents", '{"_id": "d1", "title": "...", "text": "..."}'),
+    "query": ("queries", '{"_id": "q1", "text": "..."}'),
+}
+
+
 def _rows(source: Path, what: str) -> tuple[list[tuple[int, str, dict[str, Any]]], list[str]]:
     """``(line, _id, row)`` of each row of a JSON Lines file, and a note when an ``_id``
     is on more than one line (the last of them is used, as a later row replaces an
     earlier one)."""
     rows, first, repeated = [], {}, {}
-    for n, row in numbered_jsonl(source):
+    for n, row in numbered_jsonl(source, ROW_LINES[what]):
         row_id = _identity(row, n, source, what)
         if row_id in first:
             repeated.setdefault(row_id, [first[row_id]]).append(n)
