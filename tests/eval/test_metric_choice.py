@@ -131,3 +131,15 @@ def test_a_bad_metric_on_the_command_line_is_a_usage_error(capsys, value, said):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "argument --metrics" in err and said in err
+
+
+def test_a_reranker_named_first_stage_says_how_to_score_a_run_alone(tmp_path, capsys):
+    # before: "'first-stage' names the first stage's run; label it otherwise"
+    with pytest.raises(InputError) as error:
+        evaluate(tiny_dataset(), "first-stage")
+    said = str(error.value)
+    assert "its 'first stage' row" in said and "first_stage=" in said
+    data = str(write_tiny(tmp_path / "tiny"))
+    code = main(["eval", "--data", data, "--rerankers", "first-stage", "--no-progress"])
+    err = capsys.readouterr().err
+    assert code != 0 and "--first-stage RUN" in err and "first_stage=" not in err

@@ -16,7 +16,7 @@ from ..api import load
 from ..cache import embedding_cache_in_use, rerankers_use_store
 from ..errors import InputError
 from ..scorers.local import load_models
-from .compare import FIRST_STAGE_BASELINE, check_baseline
+from .compare import FIRST_STAGE_BASELINE, check_baseline, first_stage_clash
 from .data import Dataset, find_collections, read_split
 from .failures import (
     EvaluationInterrupted,
@@ -88,7 +88,7 @@ def _rerankers(rerankers: Any, note: Callable[[str], None] | None = None) -> lis
         raise InputError("rerankers: none given (name at least one, e.g. 'bm25')")
     clash = [label for label, _ in pairs if label in (FIRST_STAGE, FIRST_STAGE_BASELINE)]
     if clash:
-        raise InputError(f"rerankers: {clash[0]!r} names the first stage's run; label it otherwise")
+        raise InputError(first_stage_clash(clash[0]))
     return pairs
 
 
