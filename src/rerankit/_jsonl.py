@@ -15,6 +15,7 @@ from typing import Any
 from .errors import InputError, no_such_file
 
 __all__ = [
+    "DOCUMENT_LINE",
     "dumps_strict",
     "json_lines",
     "json_safe",
@@ -67,7 +68,16 @@ def json_lines(text: str) -> list[str]:
     return text.split("\n")
 
 
-def _numbered(lines: Iterable[str], source: str) -> list[tuple[int, Any]]:
+#: what a line of a file of documents holds, as an error about a line that is not JSON shows it
+DOCUMENT_LINE = ("documents", '{"id": "d1", "text": "..."}')
+
+
+def _numbered(
+    lines: Iterable[str], source: str, rows: tuple[str, str] = DOCUMENT_LINE
+) -> list[tuple[int, Any]]:
+    """``(line number, value)`` of each non-blank line; a line that is not JSON is an error
+    naming the line, the column and, for plain text, what a line holds (``rows``: what the
+    rows are, and one as an example)."""
     items = []
     for lineno, line in enumerate(lines, start=1):
         if not line.strip():
@@ -77,12 +87,14 @@ def _numbered(lines: Iterable[str], source: str) -> list[tuple[int, Any]]:
         except json.JSONDecodeError as exc:
             plain = line.lstrip()[:1] not in tuple('{["-0123456789')  # no JSON value begins so
             hint = (
-                ' (JSON Lines: one JSON object a line, such as {"id": "d1", "text": "..."}; '
-                "plain text is not read as documents)"
+                f" (JSON Lines: one JSON object a line, such as {rows[1]}; plain text is not "
+                f"read as {rows[0]})"
                 if plain
                 else ""
             )
-            raise InputError(f"{source}:{lineno}: invalid JSON: {exc.msg}{hint}") from None
+            at = "column" if exc.msg.endswith(" at") else "at column"  # json's own "... at"
+            message = f"{exc.msg} {at} {exc.colno}"
+            raise InputError(f"{source}:{lineno}: invalid JSON: {message}{hint}") from None
     return items
 
 
@@ -91,9 +103,12 @@ def parse_jsonl(lines: Iterable[str], source: str) -> list[Any]:
     return [value for _, value in _numbered(lines, source)]
 
 
-def numbered_jsonl(path: str | Path) -> list[tuple[int, Any]]:
-    """``(line number, value)`` for each non-blank line of a JSON Lines file."""
-    return _numbered(json_lines(read_text(path)), str(path))
+def numbered_jsonl(
+    path: str | Path, line: tuple[str, str] = DOCUMENT_LINE
+) -> list[tuple[int, Any]]:
+    """``(line number, value)`` for each non-blank line of a JSON Lines file (``line``:
+    what its rows are, and one as an example, for the error about a line that is not JSON)."""
+    return _numbered(json_lines(read_text(path)), str(path), line)
 
 
 def read_jsonl(path: str | Path) -> list[Any]:

@@ -263,3 +263,13 @@ def test_label_names_a_missing_queries_file(capsys, tmp_path):
     assert main([*argv, "--queries-file", "nosuch.txt", "--dry-run"]) == 2
     err = capsys.readouterr().err
     assert "rerankit label: error: nosuch.txt: no such file (--queries-file: the queries" in err
+
+
+@pytest.mark.parametrize(
+    "flags", [["--rerankers", ""], ["--rerankers", " , "], ["-r", ""], ["--config", ""]]
+)
+def test_eval_refuses_an_empty_reranker_list_rather_than_running_the_default(capsys, flags):
+    # before: an unset shell variable ($RERANKERS) silently evaluated bm25,embedding,hybrid
+    err = usage_error(capsys, ["eval", "--data", "d", *flags])
+    assert f"argument {flags[0] if flags[0] != '-r' else '-r/--reranker'}" in err
+    assert "names no reranker" in err and "leave the flag out for the default" in err

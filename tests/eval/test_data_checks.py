@@ -187,3 +187,56 @@ def test_a_missing_split_names_the_splits_there_and_how_to_read_one(tmp_path, ca
         load_beir(folder)
     assert main(["eval", "--data", str(folder), "-r", "bm25", "--no-progress"]) != 0
     assert "splits found: dev; read one with --split dev" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("content", ["", HEAD, HEAD + "\n\n"])
+def test_a_split_with_no_judgment_says_so_not_that_queries_are_missing(tmp_path, content):
+    folder = _collection(tmp_path / "data", qrels="q1\td1\t1\n")
+    (folder / "qrels" / "empty.tsv").write_text(content)
+    with pytest.raises(InputError) as error:
+        load_beir(folder, split="empty")
+    said = str(error.value)
+    # before: "none of its 0 query ids () is in queries.jsonl", blaming queries.jsonl
+    assert said.startswith(f"{folder / 'qrels' / 'empty.tsv'}: holds no judgment")
+    assert "query-id<TAB>corpus-id<TAB>score" in said and "queries.jsonl" not in said
+
+
+def test_a_half_that_keeps_no_query_says_which_half_and_how_many_the_split_has(tmp_path):
+    folder = _collection(tmp_path / "data", qrels="q1\td1\t1\n")  # one judged query
+    with pytest.raises(InputError) as error:
+        load_beir(folder, split="test:even")
+    said = str(error.value)
+    assert "test:even keeps none of the 1 judged query of" in said
+    assert "none of its" not in said
+
+
+def test_a_qrels_file_not_named_tsv_is_named_with_the_rename_it_needs(tmp_path, capsys):
+    folder = _collection(tmp_path / "data", qrels="q1\td1\t1\n")
+    (folder / "qrels" / "test.tsv").rename(folder / "qrels" / "test.txt")
+    with pytest.raises(InputError, match=r"found qrels/test\.txt: name it qrels/test\.tsv"):
+        load_beir(folder)
+    assert main(["eval", "--data", str(folder), "-r", "bm25", "--no-progress"]) == 1
+    assert "found qrels/test.txt: name it qrels/test.tsv" in capsys.readouterr().err
+
+
+def test_broken_json_says_where_on_the_line_and_what_a_row_of_that_file_looks_like(tmp_path):
+    folder = _collection(tmp_path / "data", qrels="q1\td1\t1\n")
+    with (folder / "corpus.jsonl").open("a") as f:
+        f.write('{"_id": "d4", "text": "broken\n')
+    with pytest.raises(InputError) as error:
+        load_beir(folder)
+    # before: "invalid JSON: Unterminated string starting at", the position cut off
+    assert str(error.value) == (
+        f"{folder / 'corpus.jsonl'}:4: invalid JSON: Unterminated string starting at column 23"
+    )
+    (folder / "corpus.jsonl").write_text('{"_id": "d1", "text": "alpha"}\n')
+    with (folder / "queries.jsonl").open("a") as f:
+        f.write("what is beta\n")  # plain text
+    with pytest.raises(InputError) as error:
+        load_beir(folder)
+    said = str(error.value)
+    # before: the hint showed a document ({"id": "d1", ...}) and spoke of documents
+    assert said.startswith(
+        f"{folder / 'queries.jsonl'}:3: invalid JSON: Expecting value at column 1"
+    )
+    assert '{"_id": "q1", "text": "..."}' in said and "documents" not in said

@@ -152,6 +152,26 @@ def test_a_learning_curve_rises_when_more_queries_help():
     assert learning_curve(cross_validate(QIDS, fixed, k=5), fixed) == [(n, 0.3) for n in sizes]
 
 
+def test_a_learning_curve_on_few_queries_shows_each_size_of_fit_once():
+    """7 training queries in 3 folds: each fit sees 4 or 5, and a quarter and a half of
+    them both round to 2 queries (the least a fit takes): the same fits, one row."""
+    fits = []
+
+    def fit(train):
+        fits.append(len(train))
+        size = len(train)
+        return {"m": lambda q: size / 10}
+
+    seven = QIDS[:7]
+    cv = cross_validate(seven, fit, k=3)
+    fits.clear()
+    curve = learning_curve(cv, fit, "m")
+    sizes = [n for n, _ in curve]
+    # before: [2, 2, 4, 5], the first two rows the same fits printed twice
+    assert sizes == sorted(set(sizes)) and sizes[0] == 2 and sizes[-1] == 5
+    assert len(fits) == 3 * len(curve)  # no fit made twice for a row left out
+
+
 def test_a_margin_asks_for_a_gain_that_many_times_the_noise():
     """Per-query gains of 0.1 +- 0.4 over 50 queries, alternating within each fold: a
     standard error near 0.057, so the gain is about 1.75 times it: adopted at one noise, not

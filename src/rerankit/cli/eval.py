@@ -16,8 +16,10 @@ from typing import Any
 from .. import registry
 from ..api import load
 from ..batch import quiet_ray_logs, ray_engine
+from ..errors import InputError
 from ..eval.evaluation import DEFAULT_RERANKERS, evaluate, renamed_notes, reranker_labels
 from ..eval.failures import EvaluationInterrupted, failed_lines, interrupted_lines
+from ..eval.metrics import parse_metrics
 from ..eval.notes import fell_back
 from ..eval.results import CollectionEvaluation, Evaluation
 from ..eval.thresholds import format_thresholds
@@ -73,6 +75,26 @@ class RerankerList(argparse.Action):
             say_renamed(str(option_string), self.now)
         earlier = getattr(namespace, self.dest, None)
         setattr(namespace, self.dest, f"{earlier},{values}" if earlier else values)
+
+
+def metrics_argument(value: str) -> list[str]:
+    """``--metrics``: :func:`~rerankit.eval.metrics.parse_metrics`' names; a mistake is a
+    usage error in the library's words."""
+    try:
+        return parse_metrics(value)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def reranker_names(value: str) -> str:
+    """``--rerankers`` / ``-r``: at least one name (an empty value, an unset shell variable
+    say, is refused rather than read as the default)."""
+    if not value.replace(",", "").strip():
+        raise argparse.ArgumentTypeError(
+            f"{value!r} names no reranker: give names, pipeline files or models, "
+            f"comma-separated, or leave the flag out for the default {DEFAULT_RERANKERS}"
+        )
+    return value
 
 
 def reranker_specs(names: str, args: argparse.Namespace | None = None) -> dict[str, Any]:
@@ -153,6 +175,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
                 titles=args.titles,
                 texts_only=args.texts_only,
                 max_queries=args.max_queries,
+                metrics=args.metrics,
                 engine=engine,
                 out=args.out,
                 progress=lambda label: progress_bar(label, not args.no_progress),
@@ -295,9 +318,10 @@ def add_commands(sub: Any) -> None:
         "eval",
         help="evaluate rerankers on a BEIR-layout dataset",
         description="Rerank each query's first-stage candidates with every reranker given and "
-        "report nDCG@10, MRR@10, Recall@10 and Recall@k (relevance >= 1 counts), latency and LLM "
-        "usage, with a paired t-test against the first stage; a pipeline whose queries "
-        "degraded (an LLM judge failed past its retries and it fell back: its row measures the "
+        "report nDCG@10, MRR@10, Recall@10 and Recall@k (relevance >= 1 counts; --metrics adds "
+        "others), latency and LLM usage, with a paired t-test against the first stage; a "
+        "pipeline whose queries degraded (an LLM judge failed past its retries and it fell "
+        "back: its row measures the "
         "fallback there) is marked in the table, its verdict and on stderr, exit 0, and when "
         "every query of one degraded the command exits 1. A pipeline that raises while "
         "reranking is reported as failed (which query, the error) and has no row; the others "
@@ -333,6 +357,7 @@ def add_commands(sub: Any) -> None:
     ev.add_argument(
         "--rerankers",
         action=RerankerList,
+        type=reranker_names,
         default=None,
         help="comma-separated reranker names, pipeline files or model folders/hub ids "
         f"(default {DEFAULT_RERANKERS}; repeated, the lists are joined); a pipeline file is "
@@ -343,14 +368,27 @@ def add_commands(sub: Any) -> None:
         "-r",
         "--reranker",
         action="append",
+        type=reranker_names,
         metavar="RERANKER",
         help="one reranker to evaluate, as --reranker means in the other commands; "
         "repeat it for several (added to --rerankers when that is given too)",
     )
-    ev.add_argument("--config", dest="rerankers", action=RerankerList, now="--rerankers")
+    ev.add_argument(
+        "--config", dest="rerankers", action=RerankerList, type=reranker_names, now="--rerankers"
+    )
     add_language_argument(ev)
     add_backend_arguments(ev)
     add_candidates_argument(ev, "first-stage candidates each query's rerankers get")
+    ev.add_argument(
+        "--metrics",
+        type=metrics_argument,
+        default=None,
+        metavar="LIST",
+        help="more metrics to report beside nDCG@10, MRR@10, recall@10 and recall at the "
+        "candidates' depth, comma-separated NAME@K (the cut-off K in ranks): ndcg, mrr, "
+        "recall, precision, map, e.g. ndcg@5,precision@5,map@100 (as trec_eval counts "
+        "them; --baseline and the p-values stay on nDCG@10)",
+    )
     ev.add_argument(
         "--out",
         help="folder for results.json, TREC runs, a chart and, for pipelines with "

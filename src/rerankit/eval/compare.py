@@ -20,6 +20,7 @@ __all__ = [
     "against",
     "check_baseline",
     "clear_note",
+    "first_stage_clash",
     "format_against",
     "format_differences",
     "format_summary_against",
@@ -80,6 +81,16 @@ def clear_note(gain: float, needed: int, margin: float = NOISE_SE) -> str:
 #: how ``--baseline`` names the first stage (its run is named ``"first stage"``, which is
 #: accepted too)
 FIRST_STAGE_BASELINE = "first-stage"
+
+
+def first_stage_clash(label: str) -> str:
+    """The error for a reranker labelled as the first stage's run (``label``)."""
+    run = said_for("first_stage=RUN", "--first-stage RUN")
+    return (
+        f"rerankers: {label!r} names the first stage's run, which every table measures as its "
+        f"'first stage' row: to score a run of your own, give it as {run} beside any "
+        "reranker; to evaluate a pipeline of that name, label it otherwise"
+    )
 
 
 def check_baseline(baseline: str, names: Sequence[str]) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 from .._jsonl import numbered_jsonl
 from ..errors import InputError, keyword_flag, no_such_file, said_for
 from .corpus import TextCheck
-from .dataset_checks import check_ids, checked, evaluation_only, in_memory_ids
+from .dataset_checks import check_ids, checked, evaluation_only, in_memory_ids, no_query
 from .qrels import load_qrels, read_splits, split_files
 
 logger = logging.getLogger(__name__)
@@ -265,7 +265,7 @@ def load_beir(
     qrels_names = [f"qrels/{f.name}" for f in files]
     for needed in ("corpus.jsonl", "queries.jsonl", *qrels_names):
         if not (path / needed).exists() and not (unjudged and needed.startswith("qrels")):
-            hint = _splits_hint(path) if needed.startswith("qrels") else ""
+            hint = _splits_hint(path, needed) if needed.startswith("qrels") else ""
             raise InputError(no_such_file(path / needed, f"BEIR layout expected{hint}"))
     corpus_rows, notes = _rows(path / "corpus.jsonl", "document")
     texts = TextCheck(path / "corpus.jsonl")
@@ -296,16 +296,13 @@ def load_beir(
     notes += check_ids(source, qrels, queries, corpus)
     for message in notes:
         logger.warning(message)
+    read, judged_queries = qrels, len(queries)
     if selector is not None:
         keep = 0 if selector == "odd" else 1  # position 1 is odd
         queries = {q: t for i, (q, t) in enumerate(queries.items()) if i % 2 == keep}
         qrels = {q: j for q, j in qrels.items() if q in queries}
     if not queries:
-        sample = ", ".join(repr(q) for q in list(qrels)[:3])
-        raise InputError(
-            f"{source}: none of its {len(qrels)} query ids "
-            f"({sample}{', ...' if len(qrels) > 3 else ''}) is in queries.jsonl"
-        )
+        raise InputError(no_query(source if not unjudged else path, read, judged_queries, given))
     runs = [Path(run)] if run is not None else sorted(path.glob("*.run.trec"))
     if len(runs) > 1:
         notes.append(
@@ -383,8 +380,12 @@ def find_collections(specs: Sequence[str], split: str = "test") -> list[tuple[Pa
     return out
 
 
-def _splits_hint(path: Path) -> str:
-    """The splits ``path/qrels`` holds, and how to name one, for a split that is not there."""
+def _splits_hint(path: Path, needed: str) -> str:
+    """The splits ``path/qrels`` holds, and how to name one, for a split that is not there
+    (``needed``: its file, ``qrels/NAME.tsv``), or the rename a file so named needs."""
+    other = sorted((path / "qrels").glob(f"{Path(needed).stem}.*"))
+    if other:  # qrels/test.txt, say: TREC qrels are read from .tsv files too
+        return f"; found qrels/{other[0].name}: name it {needed}"
     splits = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
     if not splits:
         return "; no qrels/*.tsv found"
@@ -402,12 +403,19 @@ def asked_queries(folder: str | Path) -> set[str] | None:
     return {row_id for _, row_id, _ in _rows(source, "query")[0]}
 
 
+#: what a line of corpus.jsonl and queries.jsonl holds, as an error about a broken line says
+ROW_LINES = {
+    "document": ("documents", '{"_id": "d1", "title": "...", "text": "..."}'),
+    "query": ("queries", '{"_id": "q1", "text": "..."}'),
+}
+
+
 def _rows(source: Path, what: str) -> tuple[list[tuple[int, str, dict[str, Any]]], list[str]]:
     """``(line, _id, row)`` of each row of a JSON Lines file, and a note when an ``_id``
     is on more than one line (the last of them is used, as a later row replaces an
     earlier one)."""
     rows, first, repeated = [], {}, {}
-    for n, row in numbered_jsonl(source):
+    for n, row in numbered_jsonl(source, ROW_LINES[what]):
         row_id = _identity(row, n, source, what)
         if row_id in first:
             repeated.setdefault(row_id, [first[row_id]]).append(n)

@@ -21,7 +21,7 @@ from typing import Any
 
 from ..errors import InputError
 
-__all__ = ["check_ids", "checked", "evaluation_only", "in_memory_ids"]
+__all__ = ["check_ids", "checked", "evaluation_only", "in_memory_ids", "no_query"]
 
 #: the shape each argument takes, as errors say it
 SHAPES = {
@@ -295,4 +295,28 @@ def _absent_note(source: Path | str, absent: list[str], corpus_named: str) -> st
     return (
         f"{source}: {what} not in {corpus_named} ({sample}); {count} as relevant and never "
         "retrieved (in the ideal ranking of nDCG and in recall's denominator)"
+    )
+
+
+def no_query(source: Path, qrels: dict[str, dict[str, int]], judged: int, split: str) -> str:
+    """Why a split read from ``source`` (its qrels file; the folder when it has none) keeps
+    no query: the file holds no judgment, the half ``split`` names keeps none of its
+    ``judged`` queries, or none of the queries ``qrels`` names is in queries.jsonl."""
+    if source.is_dir():
+        return f"{source / 'queries.jsonl'}: holds no query"
+    if not qrels:
+        return (
+            f"{source}: holds no judgment (one query-id<TAB>corpus-id<TAB>score line each, "
+            "after an optional header)"
+        )
+    if judged:
+        whole = split.partition(":")[0]
+        return (
+            f"{split} keeps none of the {judged} judged quer{'y' if judged == 1 else 'ies'} of "
+            f"{source} (a half by position in queries.jsonl): read {whole}, or judge more queries"
+        )
+    sample = ", ".join(repr(q) for q in list(qrels)[:3])
+    return (
+        f"{source}: none of its {len(qrels)} query ids "
+        f"({sample}{', ...' if len(qrels) > 3 else ''}) is in queries.jsonl"
     )

@@ -16,7 +16,7 @@ from ..api import load
 from ..cache import embedding_cache_in_use, rerankers_use_store
 from ..errors import InputError
 from ..scorers.local import load_models
-from .compare import FIRST_STAGE_BASELINE, check_baseline
+from .compare import FIRST_STAGE_BASELINE, check_baseline, first_stage_clash
 from .data import Dataset, find_collections, read_split
 from .failures import (
     EvaluationInterrupted,
@@ -30,6 +30,7 @@ from .first_stage import first_stage as first_stage_candidates
 from .given import IN_MEMORY, check_first_stage
 from .labels import renamed_notes, reranker_labels, title_layouts
 from .latency import first_run_note
+from .metrics import parse_metrics
 from .notes import fitted_on
 from .results import CollectionEvaluation, Evaluation, collection_folder
 from .runner import (
@@ -87,7 +88,7 @@ def _rerankers(rerankers: Any, note: Callable[[str], None] | None = None) -> lis
         raise InputError("rerankers: none given (name at least one, e.g. 'bm25')")
     clash = [label for label, _ in pairs if label in (FIRST_STAGE, FIRST_STAGE_BASELINE)]
     if clash:
-        raise InputError(f"rerankers: {clash[0]!r} names the first stage's run; label it otherwise")
+        raise InputError(first_stage_clash(clash[0]))
     return pairs
 
 
@@ -202,6 +203,7 @@ def evaluate(
     note: Callable[[str], None] | None = None,
     on_collection: Callable[[CollectionEvaluation], None] | None = None,
     embedding_cache: str | Path | bool | None = None,
+    metrics: str | Sequence[str] | None = None,
 ) -> Evaluation:
     """Rerank each query's first-stage candidates with every reranker and measure how well
     each orders them, beside the first stage: what ``rerankit eval`` prints, as an
@@ -225,7 +227,8 @@ def evaluate(
     (``"local"``, or :func:`rerankit.batch.ray_engine`'s), ``out`` (a folder to write the
     files in as each collection is done), ``embedding_cache`` (where document vectors are
     kept, as ``--embedding-cache``: by default on disk, as the command keeps them, so each
-    document is encoded once across rerankers and runs; a path; False: in memory only).
+    document is encoded once across rerankers and runs; a path; False: in memory only),
+    ``metrics`` (``NAME@K`` beside the usual ones: :func:`~rerankit.eval.metrics.parse_metrics`).
     ``--backend``, ``--quantize`` and ``--language`` shape a reranker: give them in its
     spec (``{"reranker": {"type": "hybrid", "backend": "onnx"}}``).
 
@@ -256,6 +259,7 @@ def evaluate(
     with embedding_cache_in_use(embedding_cache), contextlib.ExitStack() as lent:
         collections = _collections(data, split)
         candidates = _positive("candidates", candidates)
+        extra = parse_metrics(metrics) if metrics is not None else []
         check_first_stage(first_stage)
         if max_queries is not None:
             max_queries = _positive("max_queries", max_queries)
@@ -318,6 +322,7 @@ def evaluate(
             meta = {
                 **_meta(dataset, own, first_stage, cands, candidates, max_queries, texts_only),
                 "titles": layouts[0] if len(layouts) == 1 else layouts,
+                "metrics": extra,  # those asked beside the usual ones
                 "baseline": baseline,
                 "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
                 "fitted_on": {n: f for n, r, item in pipelines if (f := fitted_on(item, r))},
@@ -355,8 +360,7 @@ def _finish(
     out: str | Path | None,
     interrupted: dict[str, Any] | None,
 ) -> Evaluation:
-    """The evaluation of the collections ``done`` (and ``summary.json`` written over
-    several)."""
+    """The evaluation of the ``done`` collections (``summary.json`` written over several)."""
     evaluation = Evaluation(done, baseline, interrupted=interrupted)
     if out is not None and len(done) > 1:
         evaluation.summary_file = write_summary(out, [c.entry() for c in done])
@@ -402,7 +406,7 @@ def _measured(
     return CollectionEvaluation(
         label,
         meta,
-        evaluate_runs(dataset, runs, meta["candidates"]),
+        evaluate_runs(dataset, runs, meta["candidates"], meta["metrics"]),
         runs,
         candidates,
         folder=dataset.folder,

@@ -284,7 +284,8 @@ def load_candidates(
     them; a mistake in a row read (a document not in ``corpus``, when given) is an
     :class:`InputError` naming the line."""
     out: dict[str, list[tuple[str, float]]] = {}
-    for n, row in numbered_jsonl(path):
+    line = ("candidates", '{"query_id": "q1", "candidates": [{"id": "d3"}, ...]}')
+    for n, row in numbered_jsonl(path, line):
         where = f"{path}:{n}"
         if not isinstance(row, dict) or not isinstance(row.get("candidates"), list):
             raise InputError(f"{where}: expected an object with query_id and a candidates list")

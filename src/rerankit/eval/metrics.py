@@ -5,15 +5,22 @@ and numpy: no numba to compile, so the first evaluation in a process starts at o
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from ..errors import InputError
+
 __all__ = [
+    "METRICS",
+    "average_precision",
     "mean_ndcg",
+    "metric_value",
     "ndcg_at_k",
     "paired_standard_error",
     "paired_t_test",
+    "parse_metrics",
+    "precision_at_k",
     "ranked_ndcg",
     "recall_at_k",
     "reciprocal_rank",
@@ -21,12 +28,17 @@ __all__ = [
 ]
 
 
+def _check_cut_off(k: int) -> None:
+    """A cut-off below 1 would measure nothing: an error, not a score of 0."""
+    if k < 1:
+        raise ValueError(f"k must be >= 1, got {k}")
+
+
 def ndcg_at_k(ranking: Sequence[str], judged: Mapping[str, int], k: int = 10) -> float:
     """nDCG@k of one ranking: gain = the judged relevance (unjudged = 0), discount
     ``1 / log2(rank + 1)``, ideal = the judged documents sorted by relevance. 0 when the
     query has no relevant document."""
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    _check_cut_off(k)
     dcg = sum(
         judged.get(doc, 0) / math.log2(rank + 2)
         for rank, doc in enumerate(ranking[:k])
@@ -40,6 +52,7 @@ def ndcg_at_k(ranking: Sequence[str], judged: Mapping[str, int], k: int = 10) ->
 def reciprocal_rank(ranking: Sequence[str], judged: Mapping[str, int], k: int = 10) -> float:
     """1 / the rank of the first relevant document (judged >= 1) in the top ``k``; 0 when
     none is there."""
+    _check_cut_off(k)
     for rank, doc in enumerate(ranking[:k], start=1):
         if judged.get(doc, 0) >= 1:
             return 1.0 / rank
@@ -49,10 +62,73 @@ def reciprocal_rank(ranking: Sequence[str], judged: Mapping[str, int], k: int = 
 def recall_at_k(ranking: Sequence[str], judged: Mapping[str, int], k: int) -> float:
     """The share of the relevant documents (judged >= 1) found in the top ``k``; 0 when the
     query has none."""
+    _check_cut_off(k)
     relevant = {doc for doc, grade in judged.items() if grade >= 1}
     if not relevant:
         return 0.0
     return len(relevant.intersection(ranking[:k])) / len(relevant)
+
+
+def precision_at_k(ranking: Sequence[str], judged: Mapping[str, int], k: int) -> float:
+    """The share of the top ``k`` places holding a relevant document (judged >= 1), over
+    ``k`` places even when fewer are ranked (trec_eval's ``P_k``)."""
+    _check_cut_off(k)
+    return sum(judged.get(doc, 0) >= 1 for doc in ranking[:k]) / k
+
+
+def average_precision(ranking: Sequence[str], judged: Mapping[str, int], k: int) -> float:
+    """Average precision of the top ``k``: the precision at each relevant document ranked
+    there, summed over the number of relevant documents judged (trec_eval's ``map_cut_k``);
+    0 when the query has none."""
+    _check_cut_off(k)
+    relevant = sum(grade >= 1 for grade in judged.values())
+    found, total = 0, 0.0
+    for rank, doc in enumerate(ranking[:k], start=1):
+        if judged.get(doc, 0) >= 1:
+            found += 1
+            total += found / rank
+    return total / relevant if relevant else 0.0
+
+
+#: the metrics ``rerankit eval --metrics`` takes, by the name before ``@K``
+METRICS: dict[str, Callable[[Sequence[str], Mapping[str, int], int], float]] = {
+    "ndcg": ndcg_at_k,
+    "mrr": reciprocal_rank,
+    "recall": recall_at_k,
+    "precision": precision_at_k,
+    "map": average_precision,
+}
+
+
+def parse_metrics(spec: str | Sequence[str]) -> list[str]:
+    """``NAME@K`` metrics, comma-separated or a list, as canonical names (lower case, each
+    once, in the order given): NAME one of :data:`METRICS`, K a positive cut-off. A mistake
+    is an :class:`~rerankit.InputError` naming it and what is taken."""
+    given = spec.split(",") if isinstance(spec, str) else list(spec)
+    taken = f"NAME@K, NAME one of {', '.join(METRICS)} (ndcg@5,precision@5,map@100)"
+    names: list[str] = []
+    for item in (str(g).strip() for g in given):
+        if not item:
+            continue
+        name, at, cut = item.lower().partition("@")
+        if name not in METRICS:
+            raise InputError(f"unknown metric {item!r}: give {taken}")
+        if not at:
+            raise InputError(f"metric {item!r} needs a cut-off: {name}@10, say")
+        if not cut.isdigit() or int(cut) < 1:
+            raise InputError(f"metric {item!r}: the cut-off must be a positive integer")
+        canonical = f"{name}@{int(cut)}"
+        if canonical not in names:
+            names.append(canonical)
+    if not names:
+        raise InputError(f"no metric given: give {taken}")
+    return names
+
+
+def metric_value(metric: str, ranking: Sequence[str], judged: Mapping[str, int]) -> float:
+    """One query's ``metric`` (a name :func:`parse_metrics` returns) of ``ranking``."""
+    name, _, cut = metric.partition("@")
+    return METRICS[name](ranking, judged, int(cut))
 
 
 def mean_ndcg(

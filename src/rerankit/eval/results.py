@@ -231,7 +231,8 @@ class CollectionEvaluation:
         }
         if self.first_stage_given == IN_MEMORY:  # named by a placeholder (see refit_call)
             refit["first_stage_note"] = refit_first_stage(self.written)
-        text = f"{self.header()}\n\n{format_table(self.rows, self.meta['k'], refit)}"
+        table = format_table(self.rows, self.meta["k"], refit, self.meta.get("metrics") or ())
+        text = f"{self.header()}\n\n{table}"
         notes = self.notes()
         for line in [
             *failed_lines(self.failed),

@@ -33,7 +33,7 @@ from .data import Dataset
 from .failures import PipelineFailed, PipelineInterrupted
 from .first_stage import candidate_documents
 from .first_stage import first_stage as _moved_first_stage
-from .metrics import ndcg_at_k, paired_t_test, recall_at_k, reciprocal_rank
+from .metrics import metric_value, paired_t_test
 from .notes import calibration_note, dropped_candidates, kept_only_note, top_bins_note
 from .refit_check import run_calibration
 
@@ -231,37 +231,40 @@ def _rerank_one(
     return result
 
 
-def metric_names(k: int) -> list[str]:
-    """The metrics reported: nDCG@10, MRR@10, recall@10 and recall at the depth reranked."""
-    return ["ndcg@10", "mrr@10", "recall@10"] + ([f"recall@{k}"] if k != 10 else [])
+def metric_names(k: int, extra: Sequence[str] = ()) -> list[str]:
+    """The metrics reported: nDCG@10, MRR@10, recall@10 and recall at the depth reranked,
+    then those of ``extra`` (:func:`~rerankit.eval.metrics.parse_metrics`' names) not there."""
+    usual = ["ndcg@10", "mrr@10", "recall@10"] + ([f"recall@{k}"] if k != 10 else [])
+    return usual + [m for m in extra if m not in usual]
 
 
-def per_query_metrics(data: Dataset, run: PipelineRun, k: int) -> dict[str, dict[str, float]]:
+def per_query_metrics(
+    data: Dataset, run: PipelineRun, k: int, extra: Sequence[str] = ()
+) -> dict[str, dict[str, float]]:
     """Each metric of :func:`metric_names` for every judged query of ``data``, by query id in
     its qrels' order (a query the run does not rank scores 0)."""
-    out: dict[str, dict[str, float]] = {m: {} for m in metric_names(k)}
+    out: dict[str, dict[str, float]] = {m: {} for m in metric_names(k, extra)}
     for qid, judged in data.qrels.items():
         if qid not in data.queries:
             continue
         scores = run.run.get(qid, {})
         ranking = sorted(scores, key=lambda d: -scores[d])
-        out["ndcg@10"][qid] = ndcg_at_k(ranking, judged, 10)
-        out["mrr@10"][qid] = reciprocal_rank(ranking, judged, 10)
-        out["recall@10"][qid] = recall_at_k(ranking, judged, 10)
-        if k != 10:
-            out[f"recall@{k}"][qid] = recall_at_k(ranking, judged, k)
+        for metric, values in out.items():
+            values[qid] = metric_value(metric, ranking, judged)
     return out
 
 
-def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[dict[str, Any]]:
+def evaluate_runs(
+    data: Dataset, runs: Sequence[PipelineRun], k: int, metrics: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     """One row per run: the metrics, latency, usage, the p-value of a paired t-test of
     its nDCG@10 against the first run (the first stage; ``p_vs`` has it against every
     other run by name; None where the test is undefined: one query, or the same nDCG@10
     on each), each query's nDCG@10, and for calibrated runs the expected calibration
     error (``ece``) and reliability bins (``calibration``); ``dropped_candidates``: see
     :func:`~rerankit.eval.notes.dropped_candidates` (of the first run's candidates)."""
-    metrics = metric_names(k)
-    scored = [per_query_metrics(data, r, k) for r in runs]
+    metrics = metric_names(k, metrics)
+    scored = [per_query_metrics(data, r, k, metrics) for r in runs]
     ndcg = [list(s["ndcg@10"].values()) for s in scored]
     # the per-query output: the queries with a relevant document (those nDCG can reward)
     relevant = [q for q in scored[0]["ndcg@10"] if any(g > 0 for g in data.qrels[q].values())]
@@ -309,12 +312,15 @@ def evaluate_runs(data: Dataset, runs: Sequence[PipelineRun], k: int) -> list[di
 
 
 def format_table(
-    rows: Sequence[Mapping[str, Any]], k: int, refit: Mapping[str, Any] | None = None
+    rows: Sequence[Mapping[str, Any]],
+    k: int,
+    refit: Mapping[str, Any] | None = None,
+    metrics: Sequence[str] = (),
 ) -> str:
-    """The rows as a Markdown table (with the ECE column's note: ``refit``, the data folder,
-    first stage and candidates its refit advice names, see
-    :func:`~rerankit.eval.notes.refit_call`)."""
-    metrics = metric_names(k)
+    """The rows as a Markdown table, with the ``metrics`` asked beside the usual ones (and
+    the ECE column's note: ``refit``, the data folder, first stage and candidates its refit
+    advice names, see :func:`~rerankit.eval.notes.refit_call`)."""
+    metrics = metric_names(k, metrics)
     head = [
         "pipeline",
         *metrics,

@@ -259,16 +259,21 @@ def learning_curve(
     works); so the whole training part is :func:`cross_validate`'s own choice, and the last
     row is the verdict's learned nDCG@10. (An in-sample choice would differ wherever the
     options are fitted on the queries that choose among them, as the calibrated hybrid's
-    signal calibrations are: it favours the option that fits its own queries best.)"""
+    signal calibrations are: it favours the option that fits its own queries best.) A
+    share whose fits would take as many queries as the share before's adds no row."""
     k = max(cv.fold_of.values()) + 1
     order = sorted(cv.fold_of, key=lambda q: hashlib.sha256(str(q).encode()).hexdigest())
     shown = [q for q in order if among is None or q in among] or order
-    out = []
+    out, before = [], None
     for share in shares:
+        pools = [[q for q in order if cv.fold_of[q] != f] for f in range(k)]
+        counts = [max(2, round(share * len(pool))) for pool in pools]
+        if counts == before:  # the same fits as the share before (few queries): one row
+            continue
+        before = counts
         values, sizes = {}, []
-        for f in range(k):
-            pool = [q for q in order if cv.fold_of[q] != f]
-            used = pool[: max(2, round(share * len(pool)))]
+        for f, (pool, count) in enumerate(zip(pools, counts, strict=True)):
+            used = pool[:count]
             sizes.append(len(used))
             held = [q for q in order if cv.fold_of[q] == f]
             if option is None and len(used) == len(pool):  # the verdict's fit and choice
