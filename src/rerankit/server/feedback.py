@@ -216,6 +216,12 @@ def check_experiments(settings: Any) -> None:
         value = getattr(settings, name)
         if isinstance(value, bool) or not 0 <= value <= 1:
             raise ValueError(f"{name} must be a share in [0, 1], got {value!r}")
+    if pair and settings.interleave_share + settings.explore > 1:
+        raise ValueError(
+            f"interleave_share ({settings.interleave_share:g}) + explore "
+            f"({settings.explore:g}) is over 1: both are shares of the same requests (an "
+            "interleaved request is never explored), so together at most 1; lower one of them"
+        )
     if (pair or settings.explore) and settings.feedback is None:
         raise ValueError(
             "interleave and explore need [server.feedback]: their clicks are read from its log"
