@@ -185,7 +185,9 @@ def add_tune_click_arguments(parser: Any) -> None:
         "propensities by position estimated from the log, a LightGBM ranker learned with the "
         "position bias corrected, and the verdict against what served the log; --data then "
         "names the corpus (a folder with corpus.jsonl, or the file) for a log that kept hashes "
-        "or ids only",
+        "or ids only. It needs the extras learn and torch, and 4 queries with a click at "
+        "least (hundreds, with many sessions each, for a verdict): `rerankit check --clicks "
+        "LOG` counts them and finds the log's mistakes in seconds, first",
     )
     parser.add_argument(
         "--served",
