@@ -76,3 +76,25 @@ def test_explore_is_a_share_of_all_requests_not_of_those_left_after_interleaving
     impressions = [json.loads(line) for line in lines]
     explored = sum("explore" in r for r in impressions)
     assert explored == orders["explored"] and explored + orders["interleaved"] == 60
+
+
+def test_check_says_the_experiments_a_settings_file_runs(tmp_path, capsys):
+    from rerankit.cli import main
+
+    settings = tmp_path / "service.toml"
+    settings.write_text(
+        '[server]\ninterleave = ["up", "down"]\ninterleave_share = 0.2\nexplore = 0.1\n'
+        '[server.feedback]\npath = "clicks.jsonl"\n'
+        '[pipelines.up]\nreranker = "bm25"\n[pipelines.down]\nreranker = "jaccard"\n',
+        encoding="utf-8",
+    )
+    assert main(["check", str(settings)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"{settings}: interleave: 20 % of the requests to 'up' answered with 'down' "
+        "interleaved (optimized)"
+    ) in out
+    assert (
+        f"{settings}: explore: 10 % of all requests with pairs below the top 3 exchanged "
+        "(each with chance 0.1)"
+    ) in out

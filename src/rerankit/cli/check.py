@@ -23,7 +23,7 @@ from ..rerankers.hybrid import REWEIGHTED_NOTE
 from ..scorers.local import load_problems, models_run
 from ..server.api_keys import keys_said
 from ..server.cache_report import cache_check, cache_dir_check
-from ..server.feedback import UNSET_NOTED
+from ..server.feedback import UNSET_NOTED, experiments_said
 from ..server.model_names import unserved_note
 from ..server.settings import API_KEY_ENV, ServerSettings
 from ..server.shutdown import cut_warning
@@ -283,6 +283,8 @@ def check_settings(
         failed += mistake
     if settings.feedback is not None:  # what an approver asks of the click log
         print(f"{name}: feedback on: {settings.feedback.describe()}")
+    for line in experiments_said(settings):  # and what users will be shown
+        print(f"{name}: {line}")
     return failed
 
 
@@ -387,8 +389,9 @@ def add_commands(sub: Any) -> None:
         "directory (RERANKIT_CACHE_DIR) this user cannot write is a warning (serve keeps "
         "nothing there), and a mistake with answer_cache = true and no [cache] url (serve "
         "would not start); with "
-        "[server.feedback], a last line says where the "
-        "click log is and what it keeps (texts or hashes, for how long). Every line (ok, "
+        "[server.feedback], a line says where the "
+        "click log is and what it keeps (texts or hashes, for how long), and one each what "
+        "interleave and explore will do to the answers. Every line (ok, "
         "warning, mistake) goes to standard output, in order. With --clicks LOG, a click log "
         "is checked as tune --clicks reads it (docs/clicks.md). Exit status 1 when any file, "
         "pipeline or log has a mistake.",

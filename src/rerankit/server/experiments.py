@@ -42,6 +42,7 @@ from ..training.clicks.interleave import team_draft
 from ..training.clicks.optimized import optimized_interleave
 from ..training.clicks.propensity import randpair
 from ..types import RerankResult
+from .feedback import experiments_said
 from .formats.base import Call, relevance_scores
 from .opt_out import OPTED_OUT
 from .service import Service
@@ -69,23 +70,8 @@ class Experiments:
         self.coin = random.Random(seed)
         self.rng = np.random.default_rng(seed)
         self.said: set[tuple[str, str]] = set()  # the second pipeline's warnings logged
-        if settings.interleave:
-            a, b = settings.interleave
-            share = f"{100 * settings.interleave_share:g} %"
-            logger.info(
-                "interleave: %s of the requests to %r answered with %r interleaved (%s)",
-                share,
-                a,
-                b,
-                settings.interleave_method,
-            )
-        if settings.explore:
-            logger.info(
-                "explore: %g %% of all requests with pairs below the top 3 exchanged (each "
-                "with chance %g)",
-                100 * settings.explore,
-                settings.explore_pairs,
-            )
+        for line in experiments_said(settings):
+            logger.info("%s", line)
 
     def plan(self, call: Call) -> str | None:
         """What this request gets: ``"interleave"``, ``"explore"`` or None (the plain

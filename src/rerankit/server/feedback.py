@@ -66,6 +66,7 @@ __all__ = [
     "check_experiments",
     "expand_path",
     "expand_variables",
+    "experiments_said",
     "feedback_beside",
 ]
 
@@ -226,6 +227,24 @@ def check_experiments(settings: Any) -> None:
         raise ValueError(
             "interleave and explore need [server.feedback]: their clicks are read from its log"
         )
+
+
+def experiments_said(settings: Any) -> list[str]:
+    """The experiments ``settings`` run on logged answers, one line each (the service's
+    start lines, and ``rerankit check``'s): interleaving, then exploration."""
+    said = []
+    if settings.interleave:
+        a, b = settings.interleave
+        said.append(
+            f"interleave: {100 * settings.interleave_share:g} % of the requests to {a!r} "
+            f"answered with {b!r} interleaved ({settings.interleave_method})"
+        )
+    if settings.explore:
+        said.append(
+            f"explore: {100 * settings.explore:g} % of all requests with pairs below the top 3 "
+            f"exchanged (each with chance {settings.explore_pairs:g})"
+        )
+    return said
 
 
 class FeedbackLog:
