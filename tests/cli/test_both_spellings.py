@@ -35,6 +35,7 @@ PAIRS = [
     (TRAIN, "--candidates 9", "--k 8"),
     (TRAIN, "--train-split a", "--split b"),
     (SIM, "--train-split a", "--split b"),
+    (SIM, "--explore-pairs 0.1", "--explore 0.2"),
 ]
 
 

@@ -255,16 +255,16 @@ def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(
         interleave=["up", "down"],
         interleave_share=1.0,
         interleave_method="team-draft",
-        explore=0.25,
     )
     with caplog.at_level("INFO", logger="rerankit.server.experiments"):
         app = create_app(settings)
+        create_app(_settings(tmp_path / "explored", explore=0.25))
     # the experiments are said at start, as where the log goes is
     assert (
         "interleave: 100 % of the requests to 'up' answered with 'down' interleaved "
         "(team-draft)" in caplog.text
     )
-    assert "explore: 25 % of requests with pairs below the top 3 exchanged" in caplog.text
+    assert "explore: 25 % of all requests with pairs below the top 3 exchanged" in caplog.text
     with TestClient(app) as client:
         for n in range(40):
             answer = _rerank(client, top_n=4, query=f"query {n % 8}")

@@ -185,7 +185,7 @@ def test_an_integer_click_is_an_index_so_numeric_ids_go_as_strings(tmp_path):
     )
     assert report.problems == [
         "feedback a: click 1001 names none of its documents (an integer click is an index "
-        "into its 2 documents; send ids as strings)"
+        f"into its 2 documents; send ids as strings) ({tmp_path / 'c.jsonl'}, line 3)"
     ]
 
 

@@ -4,6 +4,7 @@ the click simulator; the warning when the estimate cannot be trusted."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -98,6 +99,8 @@ def test_auto_takes_the_swaps_ratios_below_the_protected_top_3():
     # below the top 3 measured, but positions 2-4 come from the logged order: said so
     assert found.unmeasured() == [2, 3, 4]
     assert found.caveat().startswith("positions 2-4 were not measured by exchanged pairs")
+    one = replace(found, swap_ratios=[None if p == 6 else 1.0 for p in range(9)])
+    assert one.caveat().startswith("position 8 was not measured by exchanged pairs")
     assert "its exploration does not fix it" in found.caveat()
     everywhere = estimate_propensities(
         collection(1.0, queries=100, sessions=500, seed=3, explore=0.2, protect=0)[1],
@@ -235,6 +238,14 @@ def test_a_rise_down_the_page_is_named_with_the_values():
         warning
     )
     assert "fewer than" not in warning  # enough clicks everywhere
+
+
+def test_a_rise_too_small_to_show_in_the_printed_values_is_not_named():
+    # 0.05328 after 0.05285 both print 0.053: "0.053 after 0.053" is no rise to a reader
+    values = [1.0, 0.62, 0.28, 0.19, 0.13, 0.095, 0.083, 0.05285, 0.05328, 0.041]
+    assert reliability_warning(values, [1000] * 10) is None
+    values[8] = 0.0538  # prints 0.054 after 0.053: named
+    assert "(9: 0.054 after 0.053)" in reliability_warning(values, [1000] * 10)
 
 
 def test_an_estimate_from_a_small_log_carries_the_warning_and_its_counts():

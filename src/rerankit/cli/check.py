@@ -23,11 +23,12 @@ from ..rerankers.hybrid import REWEIGHTED_NOTE
 from ..scorers.local import load_problems, models_run
 from ..server.api_keys import keys_said
 from ..server.cache_report import cache_check, cache_dir_check
-from ..server.feedback import UNSET_NOTED
+from ..server.feedback import UNSET_NOTED, experiments_said
 from ..server.model_names import unserved_note
 from ..server.settings import API_KEY_ENV, ServerSettings
 from ..server.shutdown import cut_warning
 from .args import UsageError, add_backend_arguments, examples
+from .check_clicks import need_click_flags, report_clicks
 from .files import need_model, need_reranker
 from .pipelines import is_settings_file
 from .serve import serve_settings, served_pipeline, settings_args
@@ -282,6 +283,8 @@ def check_settings(
         failed += mistake
     if settings.feedback is not None:  # what an approver asks of the click log
         print(f"{name}: feedback on: {settings.feedback.describe()}")
+    for line in experiments_said(settings):  # and what users will be shown
+        print(f"{name}: {line}")
     return failed
 
 
@@ -299,6 +302,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     settings file as ``serve --settings`` would, without documents or loading models;
     name each as ``serve`` and ``eval`` do (:func:`~rerankit.api.pipeline_name`), warning
     of a model that is neither a folder nor in the local Hugging Face cache."""
+    need_click_flags(args)
+    if args.clicks and not args.files:
+        return report_clicks(args.clicks, args.data)
+    if not args.files:
+        raise UsageError("name a pipeline or settings file to check, or --clicks LOG")
     for name in args.files:  # a file that is not there: a usage error, as every command says it
         if not Path(name).exists():
             raise UsageError(no_such_file(name, "a pipeline or settings file"))
@@ -336,6 +344,8 @@ def cmd_check(args: argparse.Namespace) -> int:
         for warning in order_warnings(reranker):
             print(f"{name}: warning: {warning}")
         _warn_models(name, reranker)
+    if args.clicks:  # a click log besides: checked after the files
+        failed += report_clicks(args.clicks, args.data)
     return 1 if failed else 0
 
 
@@ -379,19 +389,33 @@ def add_commands(sub: Any) -> None:
         "directory (RERANKIT_CACHE_DIR) this user cannot write is a warning (serve keeps "
         "nothing there), and a mistake with answer_cache = true and no [cache] url (serve "
         "would not start); with "
-        "[server.feedback], a last line says where the "
-        "click log is and what it keeps (texts or hashes, for how long). Every line (ok, "
-        "warning, mistake) goes to standard output, in order. Exit status 1 when any file "
-        "or pipeline has a mistake.",
+        "[server.feedback], a line says where the "
+        "click log is and what it keeps (texts or hashes, for how long), and one each what "
+        "interleave and explore will do to the answers. Every line (ok, "
+        "warning, mistake) goes to standard output, in order. With --clicks LOG, a click log "
+        "is checked as tune --clicks reads it (docs/clicks.md). Exit status 1 when any file, "
+        "pipeline or log has a mistake.",
         **examples(
             "rerankit check pipeline.toml",
             "rerankit check service.toml  # every pipeline the service would serve",
             "rerankit check service.toml --reranker tuned.toml  # as serve runs them together",
             "rerankit check tuned.toml --model minilm-onnx  # as serve -r tuned.toml --model",
+            "rerankit check --clicks clicks.jsonl --data corpus.jsonl  # before tune --clicks",
         ),
     )
     check.add_argument(
-        "files", nargs="+", metavar="FILE", help="pipeline files or service settings files"
+        "files", nargs="*", metavar="FILE", help="pipeline files or service settings files"
+    )
+    check.add_argument(
+        "--clicks",
+        action="append",
+        metavar="LOG",
+        help="check a click log (with its rotated files; repeat for several replicas' logs) "
+        "as tune --clicks reads it: bad lines and fields the format lacks by file and line, "
+        "feedback left out, texts not found, enough queries with a click; exit 1 on a mistake",
+    )
+    check.add_argument(
+        "--data", default=None, help="with --clicks: the corpus of a log of hashes or ids"
     )
     check.add_argument(
         "--reranker",

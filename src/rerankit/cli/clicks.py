@@ -185,7 +185,9 @@ def add_tune_click_arguments(parser: Any) -> None:
         "propensities by position estimated from the log, a LightGBM ranker learned with the "
         "position bias corrected, and the verdict against what served the log; --data then "
         "names the corpus (a folder with corpus.jsonl, or the file) for a log that kept hashes "
-        "or ids only",
+        "or ids only. It needs the extras learn and torch, and 4 queries with a click at "
+        "least (hundreds, with many sessions each, for a verdict): `rerankit check --clicks "
+        "LOG` counts them and finds the log's mistakes in seconds, first",
     )
     parser.add_argument(
         "--served",
@@ -279,7 +281,7 @@ def cmd_simulate_clicks(args: argparse.Namespace) -> int:
         candidates=args.candidates,
         sessions=args.sessions,
         eta=args.eta,
-        explore=args.explore,
+        explore_pairs=args.explore_pairs,
         store=args.store,
         seed=args.seed,
         progress=progress_bar("rerank", not args.no_progress),
@@ -308,8 +310,8 @@ def add_simulate_command(sub: Any) -> None:
         "`rerankit tune --clicks LOG --data FOLDER`.",
         **examples(
             "rerankit simulate-clicks --data my-data --max-queries 80 --out sim.jsonl",
-            "rerankit simulate-clicks --data my-data --sessions 50 --explore 0.1 --out sim.jsonl"
-            "  # RandPair, as the service's explore_pairs",
+            "rerankit simulate-clicks --data my-data --sessions 50 --explore-pairs 0.1 "
+            "--out sim.jsonl  # RandPair, as the service's explore_pairs",
             "rerankit tune --clicks sim.jsonl --data my-data  # then learn from it",
         ),
     )
@@ -347,13 +349,15 @@ def add_simulate_command(sub: Any) -> None:
         help="the users' position bias: examination to this power (default 1; 2 is steeper)",
     )
     sim.add_argument(
-        "--explore",
+        "--explore-pairs",
+        dest="explore_pairs",
         type=float,
         default=0.0,
-        metavar="SHARE",
-        help="RandPair: the chance each adjacent pair below the top 3 is exchanged in a "
-        "session (the service's explore_pairs, on every request; default 0)",
+        metavar="P",
+        help="RandPair: the chance each adjacent pair below the top 3 is exchanged, in every "
+        "session (the service's explore_pairs with explore = 1; default 0)",
     )
+    add_old_spelling(sim, "--explore", dest="explore_pairs", now="--explore-pairs", type=float)
     sim.add_argument(
         "--store",
         choices=STORE,

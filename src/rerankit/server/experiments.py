@@ -13,11 +13,11 @@ on a share of requests, an experiment whose clicks the log can learn from.
   and the rest of ``meta`` are ``current``'s, as its plain answer would give them (a
   document only ``candidate`` kept, one an ordering rule of ``current`` dropped, carries
   ``candidate``'s score mapped into [0, 1]).
-- ``explore`` with ``explore_pairs``: that share of the other requests has adjacent
-  results below the top 3 exchanged (RandPair, each pair with probability
-  ``explore_pairs``; :func:`rerankit.training.clicks.randpair`), and the impression
-  records the order shown and the swaps, so propensities below position 3 can be measured
-  from them.
+- ``explore`` with ``explore_pairs``: that share of all requests (never one interleaved:
+  ``interleave_share + explore`` is at most 1) has adjacent results below the top 3
+  exchanged (RandPair, each pair with probability ``explore_pairs``;
+  :func:`rerankit.training.clicks.randpair`), and the impression records the order shown
+  and the swaps, so propensities below position 3 can be measured from them.
 
 A request sent with ``x-rerankit-experiment: off`` (a parity check, a probe) gets neither:
 it is answered plainly and logs no impression (:mod:`.opt_out`).
@@ -42,6 +42,7 @@ from ..training.clicks.interleave import team_draft
 from ..training.clicks.optimized import optimized_interleave
 from ..training.clicks.propensity import randpair
 from ..types import RerankResult
+from .feedback import experiments_said
 from .formats.base import Call, relevance_scores
 from .opt_out import OPTED_OUT
 from .service import Service
@@ -69,23 +70,8 @@ class Experiments:
         self.coin = random.Random(seed)
         self.rng = np.random.default_rng(seed)
         self.said: set[tuple[str, str]] = set()  # the second pipeline's warnings logged
-        if settings.interleave:
-            a, b = settings.interleave
-            share = f"{100 * settings.interleave_share:g} %"
-            logger.info(
-                "interleave: %s of the requests to %r answered with %r interleaved (%s)",
-                share,
-                a,
-                b,
-                settings.interleave_method,
-            )
-        if settings.explore:
-            logger.info(
-                "explore: %g %% of requests with pairs below the top 3 exchanged (each with "
-                "chance %g)",
-                100 * settings.explore,
-                settings.explore_pairs,
-            )
+        for line in experiments_said(settings):
+            logger.info("%s", line)
 
     def plan(self, call: Call) -> str | None:
         """What this request gets: ``"interleave"``, ``"explore"`` or None (the plain
@@ -95,9 +81,13 @@ class Experiments:
         if OPTED_OUT.get():
             return None
         pair = s.interleave
-        if pair and s.resolve(call.model) == pair[0] and self.coin.random() < s.interleave_share:
+        # one draw: [0, interleave_share) interleaves a request to the first pipeline, the
+        # next `explore` explores, so explore is the share of all requests explored
+        draw = self.coin.random()
+        interleaved = s.interleave_share if pair and s.resolve(call.model) == pair[0] else 0.0
+        if draw < interleaved:
             return "interleave"
-        if s.explore and self.coin.random() < s.explore:
+        if s.explore and interleaved <= draw < interleaved + s.explore:
             return "explore"
         return None
 

@@ -66,6 +66,7 @@ __all__ = [
     "check_experiments",
     "expand_path",
     "expand_variables",
+    "experiments_said",
     "feedback_beside",
 ]
 
@@ -216,10 +217,34 @@ def check_experiments(settings: Any) -> None:
         value = getattr(settings, name)
         if isinstance(value, bool) or not 0 <= value <= 1:
             raise ValueError(f"{name} must be a share in [0, 1], got {value!r}")
+    if pair and settings.interleave_share + settings.explore > 1:
+        raise ValueError(
+            f"interleave_share ({settings.interleave_share:g}) + explore "
+            f"({settings.explore:g}) is over 1: both are shares of the same requests (an "
+            "interleaved request is never explored), so together at most 1; lower one of them"
+        )
     if (pair or settings.explore) and settings.feedback is None:
         raise ValueError(
             "interleave and explore need [server.feedback]: their clicks are read from its log"
         )
+
+
+def experiments_said(settings: Any) -> list[str]:
+    """The experiments ``settings`` run on logged answers, one line each (the service's
+    start lines, and ``rerankit check``'s): interleaving, then exploration."""
+    said = []
+    if settings.interleave:
+        a, b = settings.interleave
+        said.append(
+            f"interleave: {100 * settings.interleave_share:g} % of the requests to {a!r} "
+            f"answered with {b!r} interleaved ({settings.interleave_method})"
+        )
+    if settings.explore:
+        said.append(
+            f"explore: {100 * settings.explore:g} % of all requests with pairs below the top 3 "
+            f"exchanged (each with chance {settings.explore_pairs:g})"
+        )
+    return said
 
 
 class FeedbackLog:

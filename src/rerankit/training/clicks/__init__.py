@@ -4,8 +4,9 @@ propensities and RandPair exploration (:mod:`.propensity`), counterfactual estim
 (:mod:`.counterfactual`), learning with the bias corrected and the verdict against what
 was served (:mod:`.learn`; from a log file: :mod:`.from_log`), interleaving (optimized:
 :mod:`.optimized`; team draft and the report: :mod:`.interleave`), a click simulator
-(:mod:`.simulate`; over a judged collection: :mod:`.simulate_data`) and what learning
-writes and serving it asks (:mod:`.deploy`).
+(:mod:`.simulate`; over a judged collection: :mod:`.simulate_data`), what learning
+writes and serving it asks (:mod:`.deploy`), and a log checked before learning
+(:mod:`.checking`).
 
 The names below are the ones a user needs; each module documents the rest. They load on
 first use, so a service that only writes the log (``rerankit.training.clicks.log``)
@@ -28,6 +29,8 @@ _LAZY = {
     "Session": "reader",
     "logs_files": "reader",
     "parse_record": "parsing",
+    "LogCheck": "checking",
+    "check_log": "checking",
     "read_log": "reader",
     "QueryLog": "sessions",
     "collect": "sessions",

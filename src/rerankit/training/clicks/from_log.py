@@ -25,6 +25,7 @@ from ...documents import titled_text
 from ...errors import InputError, no_such_file
 from ...eval.corpus import TextCheck
 from ...scorers import learned
+from ..crossval import MIN_QUERIES
 from .exploration import Exploration, count_exploration
 from .learn import learn_from_clicks
 from .reader import ReadReport, Session, read_log
@@ -297,6 +298,13 @@ def learn_from_log(
     if not any(log.clicked.any() for log in logs.values()):
         raise InputError(
             f"{path}: no clicks to learn from: {_why_no_clicks(read, min_dwell_ms, depth)}"
+        )
+    clicked = sum(bool(log.clicked.any()) for log in logs.values())
+    if clicked < MIN_QUERIES:  # said before the features, the slow part (and the model)
+        raise ValueError(
+            f"too few clicks to learn from: {clicked} of the {len(logs)} logged queries have "
+            f"a click in the first {depth} positions; learning needs at least {MIN_QUERIES}, "
+            "and many sessions each"
         )
     asked = embedding if isinstance(embedding, str) and embedding else None
     named = None  # the embedding model named for the features computed (or read) here

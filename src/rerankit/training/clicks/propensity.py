@@ -202,7 +202,8 @@ class Propensities:
             return text
         top = [p for p in missing if p <= PROTECTED + 1]
         where = position_ranges(missing)
-        text = f"positions {where} were not measured by exchanged pairs: {cannot}"
+        were = "positions {} were" if len(missing) > 1 else "position {} was"
+        text = f"{were.format(where)} not measured by exchanged pairs: {cannot}"
         if top:
             text += (
                 f"; every position below {max(top)} is chained from {position_ranges(top)}, so "

@@ -229,6 +229,7 @@ def join(
     feedback: dict[str, list[Feedback]] = {}
     repeated: dict[str, int] = {}  # the files of the impressions left out, and how many
     tried: set[str] = set()  # the ids of /v1/explain's impressions, left out
+    line_of: dict[int, int] = {}  # each feedback record's number, for its file and line
     for n, record in enumerate(records):
         if isinstance(record, Impression):
             if record.endpoint == "explain" and not explain:
@@ -248,6 +249,7 @@ def join(
             report.impressions += 1
         else:
             feedback.setdefault(record.id, []).append(record)
+            line_of[id(record)] = n
             report.feedback += 1
     if repeated:
         logger.warning(
@@ -277,6 +279,7 @@ def join(
                 report.repeated_feedback += 1
                 continue
             seen.add(key)
+            at = _at(sources, line_of[id(record)])
             if ids is None and any(isinstance(c, str) for c in record.clicks):
                 ids = _ids(impression)
             for n, click in enumerate(record.clicks):
@@ -285,7 +288,7 @@ def join(
                     report.ambiguous_clicks += 1
                     report.note(
                         f"feedback {rid}: click {click!r} is the id of several of its "
-                        "documents, so it names none of them alone (left out)"
+                        f"documents, so it names none of them alone (left out){at}"
                     )
                     continue
                 if index is None:
@@ -297,13 +300,15 @@ def join(
                             f" (an integer click is an index into its "
                             f"{len(impression.documents)} documents; send ids as strings)"
                         )
-                    report.note(f"feedback {rid}: click {click!r} names none of its documents{why}")
+                    report.note(
+                        f"feedback {rid}: click {click!r} names none of its documents{why}{at}"
+                    )
                     continue
                 if index not in shown:
                     report.unshown_clicks += 1
                     report.note(
                         f"feedback {rid}: click {click!r} names document {index}, which the "
-                        "impression did not show (left out)"
+                        f"impression did not show (left out){at}"
                     )
                 clicks.add(index)
                 d = record.dwell_ms

@@ -12,7 +12,7 @@ Two signs, each checked position by position:
   whatever EM started from. Position 1 counts too: every other position is relative to it.
 * **a rise down the page**: users do not look more often at a position than at the one
   above it, so an estimate higher than the position above is off there, by at least the
-  rise.
+  rise (one that shows in the values printed, to 3 decimals).
 """
 
 from __future__ import annotations
@@ -76,10 +76,14 @@ def reliability_warning(
     that measured nothing is told so, not asked to turn exploration on)."""
     shown = [p for p, v in enumerate(values, start=1) if math.isfinite(v)]
     few = [p for p in shown if p <= len(clicks) and clicks[p - 1] < min_clicks]
+    # a rise counts when it shows in the values printed (3 decimals): "0.053 after 0.053"
+    # names none to a reader, and one that small is no error worth a warning
     rising = [
         p
         for p in shown
-        if p > 1 and math.isfinite(values[p - 2]) and values[p - 1] > values[p - 2] + 1e-9
+        if p > 1
+        and math.isfinite(values[p - 2])
+        and round(values[p - 1], 3) > round(values[p - 2], 3)
     ]
     if not few and not rising:
         return None

@@ -208,9 +208,17 @@ class CorpusTexts:
         by_id = None if doc_id is None else self.by_id.get(doc_id)
         if digest is None:
             return by_id
+        return self._hashes().get(digest, by_id)
+
+    def _hashes(self) -> dict[str, str]:
+        """The corpus's texts by their SHA-256, computed once."""
         if self._by_hash is None:
             self._by_hash = {text_hash(t): t for t in self.by_id.values()} if self.given else {}
-        return self._by_hash.get(digest, by_id)
+        return self._by_hash
+
+    def has_hash(self, digest: str) -> bool:
+        """Whether a document of the corpus has a text of this SHA-256."""
+        return digest in self._hashes()
 
     def why_not(self, impression: Impression) -> str | None:
         """None when every document of ``impression`` has a text, else why the first

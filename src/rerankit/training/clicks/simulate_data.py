@@ -79,10 +79,11 @@ def simulate_collection(
     candidates: int = 10,
     sessions: int = 50,
     eta: float = 1.0,
-    explore: float = 0.0,
+    explore_pairs: float = 0.0,
     store: str = "id",
     seed: int = 0,
     progress: Any = None,
+    explore: float | None = None,
 ) -> SimulatedLog:
     """Simulate ``sessions`` sessions of each of ``data``'s queries and write them to the
     click log ``out`` (a new file; see the module doc). ``reranker``: the logging pipeline
@@ -90,8 +91,9 @@ def simulate_collection(
     name when a string); ``first_stage`` and ``candidates``: where each query's candidates
     come from and how many (:func:`rerankit.eval.first_stage.first_stage`: every one is
     logged, the first :data:`SHOWN` of the logging pipeline's order shown); ``eta``: the
-    users' position bias (> 1 steeper); ``explore``: RandPair's chance of exchanging each
-    adjacent pair below the top 3, in every session; ``store``: what the log keeps of a
+    users' position bias (> 1 steeper); ``explore_pairs`` (earlier ``explore``, still taken):
+    RandPair's chance of exchanging each adjacent pair below the top 3, in every session
+    (the service's ``explore_pairs`` with ``explore = 1``); ``store``: what the log keeps of a
     document (``text``, ``hash`` or ``id``: then learn with the collection as the corpus).
     ``progress`` wraps the reranking's query iterator (e.g. ``tqdm``)."""
     out = Path(out)
@@ -101,8 +103,13 @@ def simulate_collection(
         raise InputError(f"store {store!r}: expected one of {', '.join(STORE)}")
     if sessions < 1 or candidates < 1:
         raise InputError("sessions and candidates must be positive")
-    if not 0.0 <= explore <= 1.0:
-        raise InputError(f"explore {explore}: expected a share between 0 and 1")
+    if explore is not None:  # the earlier name
+        if explore_pairs:
+            raise TypeError("explore_pairs and explore (its earlier name) given: pass one")
+        explore_pairs = explore
+    if not 0.0 <= explore_pairs <= 1.0:
+        raise InputError(f"explore_pairs {explore_pairs}: expected a chance between 0 and 1")
+    explore = explore_pairs
     if eta <= 0:
         raise InputError(f"eta {eta}: expected a positive number")
     name = pipeline or (reranker if isinstance(reranker, str) else "simulated")
