@@ -162,7 +162,15 @@ def test_feedback_schema_auth_unknown_ids_and_repeats(tmp_path):
             ({"id": rid, "clicks": [-1]}, "clicks: item 0"),
             ({"id": rid, "clicks": [0], "dwell_ms": "long"}, "dwell_ms"),
             ({"id": rid, "clicks": [0], "dwell_ms": [1, 2]}, "dwell_ms: 2 values for 1 clicks"),
-            ({"id": rid, "clicks": [0], "extra": 1}, "extra"),
+            (
+                {"id": rid, "clicks": [0], "extra": 1},
+                "extra: is not a field of this request (its fields: id, clicks, dwell_ms)",
+            ),
+            (
+                {"id": rid, "clicks": [0], "dwel_ms": 900},
+                "dwel_ms: is not a field of this request (its fields: id, clicks, dwell_ms); "
+                "did you mean 'dwell_ms'?",
+            ),
             (
                 {"id": rid, "clicks": [2]},
                 "clicks.0: 2 names none of the answer's 2 documents (an integer is an index "

@@ -24,7 +24,7 @@ from rerankit.training.clicks import (
 )
 from rerankit.training.clicks.from_log import learn_from_log
 from rerankit.training.clicks.log import log_files
-from rerankit.training.clicks.sessions import records
+from rerankit.training.clicks.sessions import CorpusTexts, records, with_texts
 from rerankit.training.clicks.simulate import PositionBasedModel, simulate_query
 
 DOCS = [
@@ -93,6 +93,25 @@ def test_a_log_kept_as_hashes_is_read_with_the_corpus(tmp_path):
     assert q.texts == [None, None, None]
     assert q.hashes == [text_hash(d["text"]) for d in DOCS]
     np.testing.assert_allclose(q.first_stage, [3.5, 2.0, 1.0])
+
+
+def test_a_logged_hash_no_corpus_text_has_is_found_by_id_and_said(tmp_path):
+    """A corpus whose text differs from the one hashed (say, built without the titles the
+    ranker read): the document is found by its id, and the read report says how many."""
+    log = ClickLog(tmp_path / "c.jsonl", store="hash")
+    log.log_impression("a", "energy", DOCS, [0, 1, 2])
+    corpus = {d["id"]: d["text"] for d in DOCS}
+    sessions, report = read_log(tmp_path / "c.jsonl")
+    assert len(with_texts(sessions, CorpusTexts(corpus), report)) == 1
+    assert report.hash_misses == 0 and "found by id" not in report.describe()
+    corpus["d1"] = "Wind\nwind turbines at sea"  # a title the log's hash was not taken with
+    texts = CorpusTexts(corpus)
+    sessions, report = read_log(tmp_path / "c.jsonl")
+    assert len(with_texts(sessions, texts, report)) == 1  # still learned from, by its id
+    assert report.hash_misses == 1 and texts.found_by_id == {"d1": text_hash(DOCS[1]["text"])}
+    described = report.describe()
+    assert "1 document found by id: the logged hash matches no text of the corpus" in described
+    assert "document 'd1': its logged hash" in described
 
 
 def test_duplicate_feedback_is_idempotent_and_later_feedback_adds(tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import json
 import logging
 import time
@@ -274,7 +275,18 @@ def validate(data: Any, model: type) -> Any:
         where = ".".join(str(p) for p in first.get("loc", ()))
         message = PLAIN_MESSAGES.get(first.get("type", ""), first.get("msg"))
         message = str(message).removeprefix("Value error, ")  # a validator's own words
+        if first.get("type") == "extra_forbidden" and len(first.get("loc", ())) == 1:
+            message = _not_a_field(str(first["loc"][0]), model)
         raise invalid(where, message) from exc
+
+
+def _not_a_field(name: str, model: type) -> str:
+    """What a body field the request model does not have is told: its fields, and the
+    one most likely meant."""
+    fields = [f.alias or n for n, f in model.model_fields.items()]
+    close = difflib.get_close_matches(name, fields, n=1, cutoff=0.6)
+    meant = f"; did you mean {close[0]!r}?" if close else ""
+    return f"is not a field of this request (its fields: {', '.join(fields)}){meant}"
 
 
 async def parse(request: Any, model: type, settings: ServerSettings) -> Any:

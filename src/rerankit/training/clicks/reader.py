@@ -96,6 +96,8 @@ class ReadReport:
     malformed: int = 0
     #: impressions left out of learning: a document without a text (in the log or corpus)
     unresolved: int = 0
+    #: documents found by their id: their logged hash matches no text of the corpus given
+    hash_misses: int = 0
     problems: list[str] = field(default_factory=list)
 
     def note(self, problem: str) -> None:
@@ -146,6 +148,11 @@ class ReadReport:
         if self.unresolved:
             counted.append(
                 f"{_count(self.unresolved, 'impression')} left out: a document without a text"
+            )
+        if self.hash_misses:
+            counted.append(
+                f"{_count(self.hash_misses, 'document')} found by id: the logged hash matches "
+                "no text of the corpus"
             )
         if counted:
             line += f" ({', '.join(counted)})"

@@ -199,6 +199,9 @@ class CorpusTexts:
         self.given = corpus is not None
         self.by_id: Mapping[str, str] = corpus if corpus is not None else {}
         self._by_hash: dict[str, str] | None = None
+        #: documents found by their id because their logged hash matched no text of the
+        #: corpus (id -> that hash): a text other than the one the ranker read
+        self.found_by_id: dict[str, str] = {}
 
     def text(self, doc_id: str | None, text: str | None, digest: str | None) -> str | None:
         """The logged ``text``, else the corpus's by ``digest``, else by ``doc_id`` (None:
@@ -208,7 +211,10 @@ class CorpusTexts:
         by_id = None if doc_id is None else self.by_id.get(doc_id)
         if digest is None:
             return by_id
-        return self._hashes().get(digest, by_id)
+        found = self._hashes().get(digest)
+        if found is None and by_id is not None:
+            self.found_by_id[str(doc_id)] = digest
+        return by_id if found is None else found
 
     def _hashes(self) -> dict[str, str]:
         """The corpus's texts by their SHA-256, computed once."""
@@ -244,7 +250,8 @@ def with_texts(
 ) -> list[Session]:
     """The sessions whose every document has a text (in the log, else in the corpus); the
     others are counted in ``report`` (``unresolved``, each described up to its limit) and
-    left out."""
+    left out. Documents found by their id because their logged hash matched no text of
+    the corpus are counted too (``hash_misses``, the first described)."""
     out = []
     for s in sessions:
         why = texts.why_not(s.impression)
@@ -253,6 +260,14 @@ def with_texts(
         else:
             report.unresolved += 1
             report.note(f"impression {s.impression.id}: {why}")
+    if texts.found_by_id and not report.hash_misses:
+        doc_id, digest = next(iter(texts.found_by_id.items()))
+        report.note(
+            f"document {doc_id!r}: its logged hash {digest[:12]}... matches no text of the "
+            "corpus, so its text was found by its id (a text other than the one the ranker "
+            "read, if the corpus is built otherwise: title, a newline, then the text)"
+        )
+    report.hash_misses = len(texts.found_by_id)
     return out
 
 
