@@ -133,7 +133,7 @@ def test_the_header_and_recall_are_at_the_depth_the_run_gives(collection, tmp_pa
     argv = ["eval", "--data", str(collection), "--first-stage", str(run), "--no-progress"]
     assert main([*argv, "--rerankers", "bm25", "--out", str(tmp_path / "out")]) == 0
     printed = capsys.readouterr().out
-    assert f"first stage: {run}, top 3 (no more given; --candidates 100)" in printed
+    assert f"first stage: {run}, top 3 (the first stage had no more; --candidates 100)" in printed
     assert "recall@3" in printed and "recall@100" not in printed
     assert json.loads((tmp_path / "out" / "results.json").read_text())["k"] == 3
     assert main([*argv, "--rerankers", "bm25", "--candidates", "2"]) == 0

@@ -142,7 +142,7 @@ def test_the_test_split_report_is_in_the_account_with_recall_at_the_depth_evalua
     assert len(result.notes) == 1 and f"{qrels}: 1 judgment has a negative grade" in result.notes[0]
     heading = (
         "data, test split, 10 queries; first stage: the dataset's run (first.run.trec), "
-        "top 16 (no more given; candidates=20 (--candidates))"
+        "top 16 (the first stage had no more; candidates=20 (--candidates))"
     )
     at = result.lines.index(heading)
     assert result.lines[at + 2].startswith(

@@ -253,10 +253,14 @@ def first_stage_label(data: Dataset, source: str | Mapping[str, Any]) -> str:
 
 
 def depth_label(depth: int, asked: int) -> str:
-    """The depth evaluated, as a heading says it: ``top 20``, or ``top 13 (no more given;
-    candidates=100 (--candidates))`` when the first stage gave fewer than asked (recall is
-    reported at the depth evaluated: see :func:`candidate_depth`)."""
-    asked_for = f" (no more given; {keyword_flag('candidates', asked)})" if depth < asked else ""
+    """The depth evaluated, as a heading says it: ``top 20``, or ``top 13 (the first stage
+    had no more; candidates=100 (--candidates))`` when the first stage gave fewer than asked
+    (recall is reported at the depth evaluated: see :func:`candidate_depth`)."""
+    asked_for = (
+        f" (the first stage had no more; {keyword_flag('candidates', asked)})"
+        if depth < asked
+        else ""
+    )
     return f"top {depth}{asked_for}"
 
 
