@@ -103,12 +103,12 @@ def test_a_logged_hash_no_corpus_text_has_is_found_by_id_and_said(tmp_path):
     corpus = {d["id"]: d["text"] for d in DOCS}
     sessions, report = read_log(tmp_path / "c.jsonl")
     assert len(with_texts(sessions, CorpusTexts(corpus), report)) == 1
-    assert report.hash_misses == 0 and "found by id" not in report.describe()
+    assert report.found_by_id == 0 and "found by id" not in report.describe()
     corpus["d1"] = "Wind\nwind turbines at sea"  # a title the log's hash was not taken with
     texts = CorpusTexts(corpus)
     sessions, report = read_log(tmp_path / "c.jsonl")
     assert len(with_texts(sessions, texts, report)) == 1  # still learned from, by its id
-    assert report.hash_misses == 1 and texts.found_by_id == {"d1": text_hash(DOCS[1]["text"])}
+    assert report.found_by_id == 1 and texts.found_by_id == {"d1": text_hash(DOCS[1]["text"])}
     described = report.describe()
     assert "1 document found by id: the logged hash matches no text of the corpus" in described
     assert "document 'd1': its logged hash" in described

@@ -97,7 +97,7 @@ class ReadReport:
     #: impressions left out of learning: a document without a text (in the log or corpus)
     unresolved: int = 0
     #: documents found by their id: their logged hash matches no text of the corpus given
-    hash_misses: int = 0
+    found_by_id: int = 0
     problems: list[str] = field(default_factory=list)
 
     def note(self, problem: str) -> None:
@@ -149,9 +149,9 @@ class ReadReport:
             counted.append(
                 f"{_count(self.unresolved, 'impression')} left out: a document without a text"
             )
-        if self.hash_misses:
+        if self.found_by_id:
             counted.append(
-                f"{_count(self.hash_misses, 'document')} found by id: the logged hash matches "
+                f"{_count(self.found_by_id, 'document')} found by id: the logged hash matches "
                 "no text of the corpus"
             )
         if counted:

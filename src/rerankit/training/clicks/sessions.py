@@ -251,7 +251,7 @@ def with_texts(
     """The sessions whose every document has a text (in the log, else in the corpus); the
     others are counted in ``report`` (``unresolved``, each described up to its limit) and
     left out. Documents found by their id because their logged hash matched no text of
-    the corpus are counted too (``hash_misses``, the first described)."""
+    the corpus are counted too (``found_by_id``, the first described)."""
     out = []
     for s in sessions:
         why = texts.why_not(s.impression)
@@ -260,14 +260,14 @@ def with_texts(
         else:
             report.unresolved += 1
             report.note(f"impression {s.impression.id}: {why}")
-    if texts.found_by_id and not report.hash_misses:
+    if texts.found_by_id and not report.found_by_id:
         doc_id, digest = next(iter(texts.found_by_id.items()))
         report.note(
             f"document {doc_id!r}: its logged hash {digest[:12]}... matches no text of the "
             "corpus, so its text was found by its id (a text other than the one the ranker "
             "read, if the corpus is built otherwise: title, a newline, then the text)"
         )
-    report.hash_misses = len(texts.found_by_id)
+    report.found_by_id = len(texts.found_by_id)
     return out
 
 
