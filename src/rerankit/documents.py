@@ -6,7 +6,8 @@ dicts ``df.to_dict("records")`` makes, and a result's ``index`` is the row's pos
 
 * ``str`` and :class:`~rerankit.Document`;
 * mappings (dicts): the text under ``text_field`` (or the ``text_fields`` joined as
-  ``"field: value"`` lines), the optional id under ``id_field``; every other field becomes
+  ``"field: value"`` lines), the optional id under ``id_field`` (by default ``id``, or
+  ``_id`` as BEIR's ``corpus.jsonl`` has it); every other field becomes
   metadata. A ``title`` field, or the one ``title_field`` names, is the document's title
   (:mod:`rerankit.titles`: which values are titles; scorers read it on the line before the
   text, and passages start with it);
@@ -74,6 +75,8 @@ PASS_FIRST_STAGE = (
 #: document has is fine (no ids), while a field the caller named that no document has is
 #: an error, as a misspelt name would otherwise give every result an empty id
 DEFAULT_ID_FIELD = "id"
+#: where BEIR's corpus.jsonl keeps a document's id, read when a document has no ``id``
+BEIR_ID = "_id"
 
 _MISSING = object()
 
@@ -147,12 +150,20 @@ class _Adapter:
         self.fields_found: set[str] = set()
         self.text_at: int | None = None  # the first document that had its text_field
 
+    def id_key(self, fields: Mapping[str, Any]) -> str:
+        """The field a document's id is read from: ``id_field``, or BEIR's ``_id`` when
+        ``id_field`` is the default and the document has ``_id`` but no ``id``."""
+        if self.id_field == DEFAULT_ID_FIELD and self.id_field not in fields and BEIR_ID in fields:
+            return BEIR_ID
+        return self.id_field
+
     def read_id(self, fields: Mapping[str, Any], i: int) -> Any:
         """The id among a document's ``fields``, noting that it was looked for."""
         if self.id_read is None:
             self.id_read = i
-        self.id_found |= self.id_field in fields
-        return fields.get(self.id_field)
+        key = self.id_key(fields)
+        self.id_found |= key in fields
+        return fields.get(key)
 
     def titled(self, text: str, metadata: dict[str, Any], item: Mapping[str, Any], i: int) -> str:
         """``text`` with the title in ``title_field`` of a document's fields ``item``, which
@@ -252,7 +263,7 @@ class _Adapter:
             metadata = dict(item) if isinstance(item, Mapping) else {}
             return Document(text=text, metadata=metadata, source=item)
         if isinstance(item, Mapping):
-            skip = {self.id_field} | ({self.text_field} if self.text_fields is None else set())
+            skip = {self.id_key(item)} | ({self.text_field} if self.text_fields is None else set())
             metadata = {k: v for k, v in item.items() if k not in skip}
             text = self.text_of_mapping(item, i)
             if self.text_fields is None:

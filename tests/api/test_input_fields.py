@@ -281,3 +281,23 @@ def test_a_pandas_dataframe_is_read_as_its_rows_and_left_unchanged():
         ("b", None),
         ("n", None),
     ]
+
+
+def test_a_beir_corpus_line_gives_its_id_from_underscore_id():
+    # BEIR's corpus.jsonl: {"_id", "title", "text"}; read without naming a field
+    docs = [
+        {"_id": "d1", "title": "Vaccines", "text": "vaccines train the immune system"},
+        {"_id": "d2", "title": "Fridges", "text": "fridges keep food cold"},
+    ]
+    before = [dict(d) for d in docs]
+    result = rerankit.rerank("vaccines", docs, reranker="bm25")
+    assert [d.id for d in result] == ["d1", "d2"]
+    read = InputFields().read(docs)
+    assert [d.id for d in read] == ["d1", "d2"]
+    assert all("_id" not in d.metadata for d in read)  # the id, not also metadata
+    assert docs == before
+    # an "id" wins over "_id"; a named id field reads only that field
+    both = [{"id": "a", "_id": "b", "text": "vaccines"}]
+    assert rerankit.rerank("vaccines", both, reranker="bm25")[0].id == "a"
+    named = InputFields(id_field="_id").read(both)
+    assert named[0].id == "b" and named[0].metadata["id"] == "a"

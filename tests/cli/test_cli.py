@@ -727,3 +727,20 @@ def test_the_quickstart_says_explain_writes_a_table_as_rank_help_does(capsys):
     page = (Path(__file__).resolve().parents[2] / "docs" / "quickstart.md").read_text()
     said = " ".join(page.split())
     assert "it writes JSON Lines unless given `--format table` (or `--explain`" in said
+
+
+def test_rank_reads_a_beir_corpus_file_with_its_ids(capsys, tmp_path):
+    corpus = tmp_path / "corpus.jsonl"
+    lines = [
+        {"_id": "d1", "title": "Vaccines", "text": "vaccines train the immune system"},
+        {"_id": "d2", "title": "Fridges", "text": "fridges keep food cold"},
+    ]
+    corpus.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    code, out, err = run_cli(capsys, "rank", "-q", "vaccines", "--input", str(corpus))
+    assert code == 0, err
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert [r["_id"] for r in rows] == ["d1", "d2"]
+    code, out, err = run_cli(
+        capsys, "rank", "-q", "vaccines", "--input", str(corpus), "--format", "table"
+    )
+    assert code == 0 and "d1" in out and "d2" in out
