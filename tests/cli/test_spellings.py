@@ -116,6 +116,21 @@ def test_an_old_flag_says_what_it_is_called_now(capsys):
     assert capsys.readouterr().err == ""
 
 
+@pytest.mark.parametrize(
+    ("argv", "means"),
+    [
+        ("eval --data d --k 5", "a metric's cutoff is --metrics ndcg@5"),
+        ("tune --data d --k 5", "candidates each query gets, not a metric's cutoff"),
+        (f"{LABEL} --k 5", "candidates are judged per query"),
+    ],
+)
+def test_old_k_says_it_counts_candidates_not_a_cutoff(capsys, argv, means):
+    # `--k 5` reads like nDCG@5: the note says what it sets
+    assert build_parser().parse_args(argv.split()).candidates == 5
+    err = capsys.readouterr().err
+    assert "--k is now spelled --candidates" in err and means in err
+
+
 def test_eval_config_is_rerankers_spelled_the_old_way():
     for flag in ("--config", "--rerankers"):
         assert _parsed("eval", "--data", "d", flag, "bm25")["rerankers"] == "bm25"

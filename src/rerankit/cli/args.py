@@ -211,11 +211,15 @@ def add_refused_flag(parser: Any, flag: str, *, why: str) -> None:
 
 
 def add_candidates_argument(
-    parser: Any, help: str = "candidates per query", *, default: int = 100
+    parser: Any,
+    help: str = "candidates per query",
+    *,
+    default: int = 100,
+    k_hint: str = "how many first-stage candidates each query gets, not a metric's cutoff",
 ) -> None:
     """``--candidates N``: how many first-stage candidates each query gets (``default``;
-    ``--k``, its earlier spelling, still works). Top-k, where a command has it, is
-    ``--top-k``/``-k``."""
+    ``--k``, its earlier spelling, still works, its note saying ``k_hint``, as a user may
+    take it for a metric's cutoff). Top-k, where a command has it, is ``--top-k``/``-k``."""
     parser.add_argument(
         "--candidates",
         dest="candidates",
@@ -224,7 +228,9 @@ def add_candidates_argument(
         metavar="N",
         help=f"{help} (default {default})",
     )
-    add_old_spelling(parser, "--k", dest="candidates", now="--candidates", type=positive_int)
+    add_old_spelling(
+        parser, "--k", dest="candidates", now="--candidates", type=positive_int, hint=k_hint
+    )
 
 
 def add_language_argument(parser: Any) -> None:

@@ -254,7 +254,14 @@ def add_commands(sub: Any) -> None:
         help="first-stage candidates judged per query (default 20, not the 100 other "
         "commands rerank: each one judged is an LLM call)",
     )
-    add_old_spelling(lab, "--k", dest="candidates", now="--candidates", type=positive_int)
+    add_old_spelling(
+        lab,
+        "--k",
+        dest="candidates",
+        now="--candidates",
+        type=positive_int,
+        hint="how many first-stage candidates are judged per query",
+    )
     add_first_stage_argument(lab)
     lab.add_argument("--out", required=True, help="folder to write")
     lab.add_argument(

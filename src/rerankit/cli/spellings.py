@@ -11,11 +11,13 @@ from typing import Any
 __all__ = ["CurrentSpelling", "OldSpelling", "add_old_spelling", "one_spelling", "say_renamed"]
 
 
-def say_renamed(old: str, now: str) -> None:
-    """Say on stderr that ``old`` (a flag as given) is now spelled ``now``."""
+def say_renamed(old: str, now: str, hint: str = "") -> None:
+    """Say on stderr that ``old`` (a flag as given) is now spelled ``now``; ``hint``, where
+    the old name could be read as another flag, says what it means."""
     if sys.stderr is not None:
+        meaning = f": {hint}" if hint else ""
         print(
-            f"rerankit: note: {old} is now spelled {now} (the old spelling still works)",
+            f"rerankit: note: {old} is now spelled {now} (the old spelling still works){meaning}",
             file=sys.stderr,
         )
 
@@ -42,18 +44,26 @@ class OldSpelling(argparse.Action):
     """A flag's earlier spelling, still accepted: it sets what the current spelling sets
     (appending when ``append``) and says on stderr what the flag is called now. Hidden from
     ``--help``, so every flag is listed once. Given with the current spelling, it is a usage
-    error (:func:`one_spelling`)."""
+    error (:func:`one_spelling`). ``hint``: what the flag means, said with the note where
+    the old name could be read as another flag's."""
 
     def __init__(
-        self, option_strings: Any, dest: str, *, now: str, append: bool = False, **kwargs: Any
+        self,
+        option_strings: Any,
+        dest: str,
+        *,
+        now: str,
+        append: bool = False,
+        hint: str = "",
+        **kwargs: Any,
     ) -> None:
         kwargs.setdefault("default", argparse.SUPPRESS)
         super().__init__(option_strings, dest, help=argparse.SUPPRESS, **kwargs)
-        self.now, self.append = now, append
+        self.now, self.append, self.hint = now, append, hint
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None):
         one_spelling(parser, namespace, self, option_string)
-        say_renamed(str(option_string), self.now)
+        say_renamed(str(option_string), self.now, self.hint)
         if self.append:
             values = [*(getattr(namespace, self.dest, None) or []), values]
         setattr(namespace, self.dest, values)
