@@ -61,3 +61,19 @@ def test_what_happens_in_a_call_is_logged_on_every_call_and_only_once(caplog):
     assert len(_lines(caplog, kept_none)) == 2
     # the shared id: once a call (the rerank logs it), not again by the adapter
     assert len(_lines(caplog, "shared by several documents")) == 2
+
+
+def test_a_threshold_on_scores_that_are_no_probability_is_said_once_per_adapter(caplog):
+    pytest.importorskip("langchain_core", reason="needs the 'langchain' extra")
+    from langchain_core.documents import Document
+
+    from rerankit.integrations.langchain import RerankitCompressor
+
+    docs = [Document(page_content=t, id=str(i)) for i, t in enumerate(TEXTS)]
+    # bm25's scores are relative: the threshold's note is on the pipeline, not the call
+    cut = {"stages": [{"reranker": "bm25"}, {"rule": {"type": "min_score", "threshold": 0.5}}]}
+    compressor = RerankitCompressor(reranker=cut, top_n=None)
+    with caplog.at_level(logging.WARNING, logger="rerankit"):
+        for _ in range(3):
+            compressor.compress_documents(docs, QUERY)
+    assert len(_lines(caplog, "the scores are relative")) == 1

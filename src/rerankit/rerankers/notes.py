@@ -1,7 +1,8 @@
-"""Which of a result's warnings say how the pipeline is set, the same on every call (a
-batch says them once, in its summary; an adapter logs them once), and which the rerank has
-already logged itself (an adapter, which logs a result's warnings because its framework
-gets documents only, does not log those again)."""
+"""Which of a result's warnings say how the pipeline is set, the same on every call (the
+default hybrid not fusing the retriever's scores, a min_score threshold on scores that are
+no probability: a batch says them once, in its summary; an adapter logs them once), and
+which the rerank has already logged itself (an adapter, which logs a result's warnings
+because its framework gets documents only, does not log those again)."""
 
 from __future__ import annotations
 
@@ -31,11 +32,22 @@ _LOGGED = re.compile(
 )
 
 
+#: a min_score rule's threshold on scores that are no probability
+#: (:data:`rerankit.normalize.THRESHOLD_NOTES`): a setting, the same on every call
+_THRESHOLD_NOTE = re.compile(
+    rf"^{_STAGE}(rule 'min_score': the scores are (?:relative|logits)\b.*)$", re.S
+)
+
+
 def pipeline_note(warning: str) -> str | None:
     """The note ``warning`` is on the pipeline's settings, worded without the call's counts
-    (``documents carry a first-stage ...``), or None when it is about the call."""
+    (``documents carry a first-stage ...``, ``rule 'min_score': the scores are relative
+    ...``), or None when it is about the call."""
     match = _PIPELINE_NOTE.match(warning)
-    return "documents carry" + match.group(2) if match else None
+    if match:
+        return "documents carry" + match.group(2)
+    match = _THRESHOLD_NOTE.match(warning)
+    return match.group(1) if match else None
 
 
 def logged_by_rerank(warning: str) -> bool:
