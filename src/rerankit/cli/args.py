@@ -215,11 +215,11 @@ def add_candidates_argument(
     help: str = "candidates per query",
     *,
     default: int = 100,
-    k_hint: str = "how many first-stage candidates each query gets, not a metric's cutoff",
 ) -> None:
     """``--candidates N``: how many first-stage candidates each query gets (``default``;
-    ``--k``, its earlier spelling, still works, its note saying ``k_hint``, as a user may
-    take it for a metric's cutoff). Top-k, where a command has it, is ``--top-k``/``-k``."""
+    ``--k``, its earlier spelling, still works, its note saying what it counts, as a user
+    may take it for a metric's cutoff). Top-k, where a command has it, is
+    ``--top-k``/``-k``."""
     parser.add_argument(
         "--candidates",
         dest="candidates",
@@ -229,8 +229,19 @@ def add_candidates_argument(
         help=f"{help} (default {default})",
     )
     add_old_spelling(
-        parser, "--k", dest="candidates", now="--candidates", type=positive_int, hint=k_hint
+        parser, "--k", dest="candidates", now="--candidates", type=positive_int, hint=_k_means
     )
+
+
+def _k_means(parser: Any) -> str:
+    """What ``--k`` counts, said with its note; where the command has ``--metrics``, how a
+    metric's cutoff is given instead."""
+    cutoff = (
+        "; a metric's cutoff is --metrics ndcg@5"
+        if "--metrics" in parser._option_string_actions
+        else ", not a metric's cutoff"
+    )
+    return "how many first-stage candidates each query gets" + cutoff
 
 
 def add_language_argument(parser: Any) -> None:

@@ -378,12 +378,7 @@ def add_commands(sub: Any) -> None:
     )
     add_language_argument(ev)
     add_backend_arguments(ev)
-    add_candidates_argument(
-        ev,
-        "first-stage candidates each query's rerankers get",
-        k_hint="how many first-stage candidates each query gets; a metric's cutoff is "
-        "--metrics ndcg@5",
-    )
+    add_candidates_argument(ev, "first-stage candidates each query's rerankers get")
     ev.add_argument(
         "--metrics",
         type=metrics_argument,

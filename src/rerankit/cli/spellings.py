@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["CurrentSpelling", "OldSpelling", "add_old_spelling", "one_spelling", "say_renamed"]
@@ -45,7 +46,7 @@ class OldSpelling(argparse.Action):
     (appending when ``append``) and says on stderr what the flag is called now. Hidden from
     ``--help``, so every flag is listed once. Given with the current spelling, it is a usage
     error (:func:`one_spelling`). ``hint``: what the flag means, said with the note where
-    the old name could be read as another flag's."""
+    the old name could be read as another flag's (or a function of the parser giving it)."""
 
     def __init__(
         self,
@@ -54,7 +55,7 @@ class OldSpelling(argparse.Action):
         *,
         now: str,
         append: bool = False,
-        hint: str = "",
+        hint: str | Callable[[Any], str] = "",
         **kwargs: Any,
     ) -> None:
         kwargs.setdefault("default", argparse.SUPPRESS)
@@ -63,7 +64,8 @@ class OldSpelling(argparse.Action):
 
     def __call__(self, parser: Any, namespace: Any, values: Any, option_string: Any = None):
         one_spelling(parser, namespace, self, option_string)
-        say_renamed(str(option_string), self.now, self.hint)
+        hint = self.hint(parser) if callable(self.hint) else self.hint
+        say_renamed(str(option_string), self.now, hint)
         if self.append:
             values = [*(getattr(namespace, self.dest, None) or []), values]
         setattr(namespace, self.dest, values)
