@@ -241,6 +241,10 @@ def add_commands(sub: Any) -> None:
         "better than the default, keep the default's order and refit only its probabilities",
     )
     add_max_queries_argument(tu)
-    add_no_progress_argument(tu)
+    add_no_progress_argument(
+        tu,
+        "default: a bar on a terminal, else a line now and then, as in a log file; the start "
+        "of each long step is said either way",
+    )
     tu.set_defaults(func=cmd_tune)
     remember_defaults(tu)

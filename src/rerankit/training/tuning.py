@@ -200,6 +200,10 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
     routes = cross_fit_routes(opts, cands, report)  # fold models that never saw each query
     unseen = None if routes else unseen_queries(opts, list(train.qrels), report)
     fit = fit_calibrated if opts.calibrate else fit_ltr if opts.method == "ltr" else fit_fusion
+    # each long step is named before it starts, so that no wait is silent (without bars)
+    report.note(
+        f"tune: scoring the candidates of the {opts.train_split} split's {len(cands)} queries"
+    )
     result = fit(Inputs(opts, train, cands, embedding, routes, unseen, report))
     result.notes = train.notes + (test.notes if test is not None else [])
     if test is not None:
@@ -259,6 +263,10 @@ def _report_on_test(
     (the rows of :func:`~rerankit.eval.runner.evaluate_runs`, said as ``rerankit eval``
     prints them: recall at the depth evaluated, with the paired difference from the
     default); ``cands``: its first-stage candidates."""
+    report.note(
+        f"tune: scoring {path.name} and the default hybrid on the {opts.test_split} split's "
+        f"{len(test.queries)} queries (the report on them follows)"
+    )
     runs = [first_stage_run(cands)]
     written = load(path)
     for name, reranker in (("hybrid", load("hybrid")), (path.stem, written)):
