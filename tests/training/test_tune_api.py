@@ -201,6 +201,30 @@ def test_the_test_split_report_is_in_the_account_with_recall_at_the_depth_evalua
         assert below[3].startswith("nDCG@10 x 100 minus hybrid's")
 
 
+def test_metrics_are_reported_on_the_test_split_as_eval_reports_them(tmp_path, synthetic, capsys):
+    """`tune --metrics` takes what `eval --metrics` takes, parsed by the same code: the
+    test split's table gets the columns (the choice stays on nDCG@10), and a mistake is
+    the same usage error."""
+    data = synthetic(tmp_path / "data", obvious=True)
+    result = tune(data, k=10, folds=3, out=tmp_path / "t.toml", metrics="NDCG@5,map@10")
+    assert all(row["ndcg@5"] >= 0 and "map@10" in row for row in result.test)
+    header = next(line for line in result.lines if line.startswith("| pipeline |"))
+    assert header.startswith("| pipeline | ndcg@10 | mrr@10 | recall@10 | ndcg@5 | map@10 |")
+    capsys.readouterr()
+    args = ["tune", "--data", str(data), "--k", "10", "--folds", "3", "--no-progress"]
+    assert main([*args, "--out", str(tmp_path / "c.toml"), "--metrics", "precision@3"]) == 0
+    assert "| recall@10 | precision@3 |" in capsys.readouterr().out
+    errors = []
+    for command in (["tune", "--data", str(data)], ["eval", "--data", str(data)]):
+        with pytest.raises(SystemExit) as usage:
+            main([*command, "--metrics", "ndcg"])
+        assert usage.value.code == 2
+        errors.append(capsys.readouterr().err.split("error: ", 1)[1].split("; see ")[0])
+    assert errors[0] == errors[1] and "metric 'ndcg' needs a cut-off: ndcg@10" in errors[0]
+    with pytest.raises(ValueError, match="unknown metric 'f1@5'"):  # before any work
+        tune(tmp_path / "not-read", metrics=["f1@5"])
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
