@@ -268,9 +268,12 @@ def test_a_missing_export_is_said_with_the_running_commands_own_flags(
         f"where torch is installed and copy that cache's onnx/ folder here, to "
         f"{tmp_path / 'cache' / 'onnx'}"
     ) in said and "the default hybrid tune compares with reads it there" in said
-    assert main([*tune, "--out", str(tmp_path / "t.toml"), "--embedding-model", "acme/m"]) == 1
+    plain = tmp_path / "my-model"  # a model folder, not an export
+    plain.mkdir()
+    (plain / "config.json").write_text("{}")
+    assert main([*tune, "--out", str(tmp_path / "t.toml"), "--embedding-model", str(plain)]) == 1
     said = capsys.readouterr().err
-    assert "give --embedding-model FOLDER after `rerankit export acme/m --out FOLDER`" in said
+    assert f"give --embedding-model FOLDER after `rerankit export {plain} --out FOLDER`" in said
     docs = tmp_path / "docs.jsonl"
     docs.write_text('{"id": "a", "text": "solar power"}\n')
     assert main(["rank", "-r", "hybrid", "-q", "solar", "-i", str(docs)]) == 1

@@ -228,7 +228,15 @@ class LocalModelScorer:
         """The options loading ``model`` takes (:func:`hub_options`: the local cache alone
         while the hub does not answer), with this scorer's ``revision`` when it has one,
         for ``from_pretrained`` and sentence-transformers' constructors."""
-        found = hub_options(model, what, python, revision=self.revision)
+        tune = self.onnx_kind == "embedding" and command_running() == "tune"  # its own flag
+        found = hub_options(
+            model,
+            what,
+            python,
+            "--embedding-model {folder}" if tune else "-r {folder}",
+            revision=self.revision,
+            exportable=self.onnx_kind is not None,
+        )
         return {**found, "revision": self.revision} if self.revision else found
 
     @property
