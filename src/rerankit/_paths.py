@@ -8,7 +8,14 @@ import os
 import threading
 from pathlib import Path
 
-__all__ = ["CACHE_DIR_ENV", "default_cache_dir", "model_files", "unwritable", "warn_unwritable"]
+__all__ = [
+    "CACHE_DIR_ENV",
+    "default_cache_dir",
+    "folder_name",
+    "model_files",
+    "unwritable",
+    "warn_unwritable",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -25,6 +32,15 @@ def default_cache_dir() -> Path:
         return Path(os.environ[CACHE_DIR_ENV])
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "rerankit"
+
+
+def folder_name(path: str | Path) -> str:
+    """What a folder named on the command line is called in what is said and written of it:
+    its name as given (``data/scifact`` and ``scifact/``: ``scifact``), and for ``.``,
+    ``..`` or a path ending in them, which have no name of their own, the name of the
+    folder they stand for."""
+    given = Path(path)
+    return given.name if given.name not in ("", "..") else given.resolve().name
 
 
 def model_files(path: str | Path) -> list[Path]:

@@ -49,6 +49,7 @@ __all__ = [
     "ScorerError",
     "ServiceError",
     "TransientProviderError",
+    "command_running",
     "failure_cause",
     "flags_first",
     "for_the_log",
@@ -137,15 +138,28 @@ def no_such_file(path: object, what: str = "", *, folder: bool = False) -> str:
 _FLAGS_FIRST: ContextVar[bool] = ContextVar("rerankit_flags_first", default=False)
 
 
+#: the ``rerankit`` command running (``tune``), when :func:`flags_first` was told it
+_COMMAND: ContextVar[str | None] = ContextVar("rerankit_command", default=None)
+
+
 @contextmanager
-def flags_first() -> Iterator[None]:
+def flags_first(command: str | None = None) -> Iterator[None]:
     """Within it, :func:`keyword_flag` and :func:`said_for` word messages for a user of the
-    command line: the flag leads (``--unjudged negative``), not the Python keyword."""
-    token = _FLAGS_FIRST.set(True)
+    command line: the flag leads (``--unjudged negative``), not the Python keyword.
+    ``command``: the command running, for a message whose fix is one of its own flags
+    (:func:`command_running`)."""
+    token, named = _FLAGS_FIRST.set(True), _COMMAND.set(command)
     try:
         yield
     finally:
+        _COMMAND.reset(named)
         _FLAGS_FIRST.reset(token)
+
+
+def command_running() -> str | None:
+    """The ``rerankit`` command running (``tune``), within :func:`flags_first` told it;
+    else None (the library called from Python, or the service answering a client)."""
+    return _COMMAND.get() if _FLAGS_FIRST.get() else None
 
 
 #: whether the messages being built are for a client of the service (set by the service

@@ -232,3 +232,54 @@ def test_auto_runs_torch_when_the_cache_directory_lies_under_a_file(bundled, tmp
     assert EmbeddingScorer().backend == "torch"
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))  # (not made yet)
     assert EmbeddingScorer().backend == "onnx"
+
+
+def test_a_missing_export_is_said_with_the_running_commands_own_flags(
+    monkeypatch, tmp_path, capsys, synthetic, no_loaded_models
+):
+    """Without torch and without an export, `tune` was told `rerankit serve --model DIR`, a
+    flag it has not: each command is told what it takes (tune: the bundled model's export
+    in the cache, which its default hybrid reads, or --embedding-model DIR for its own
+    model; rank: -r with a pipeline file), and the service keeps its short wording."""
+    import importlib.util
+
+    from rerankit.backends.export_cache import export_needed
+    from rerankit.cli import main
+    from rerankit.server.state import MESSAGE_CHARS
+
+    real = importlib.util.find_spec
+    blocked = ("torch", "sentence_transformers")
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name.split(".")[0] in blocked else real(name, *a),
+    )
+    for name in blocked:
+        monkeypatch.setitem(sys.modules, name, None)  # as without torch
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path / "cache"))  # no export there
+    monkeypatch.setenv("RERANKIT_EMBEDDING_CACHE", str(tmp_path / "embeddings.sqlite"))
+    data = synthetic(tmp_path / "data", obvious=True)
+    tune = ["tune", "--data", str(data), "--candidates", "10", "--no-progress"]
+    assert main([*tune, "--out", str(tmp_path / "t.toml")]) == 1
+    said = capsys.readouterr().err
+    assert "serve --model" not in said
+    assert (
+        f"run `rerankit export {DEFAULT_EMBEDDING_MODEL}` (no --out: into rerankit's cache) "
+        f"where torch is installed and copy that cache's onnx/ folder here, to "
+        f"{tmp_path / 'cache' / 'onnx'}"
+    ) in said and "the default hybrid tune compares with reads it there" in said
+    plain = tmp_path / "my-model"  # a model folder, not an export
+    plain.mkdir()
+    (plain / "config.json").write_text("{}")
+    assert main([*tune, "--out", str(tmp_path / "t.toml"), "--embedding-model", str(plain)]) == 1
+    said = capsys.readouterr().err
+    assert f"give --embedding-model FOLDER after `rerankit export {plain} --out FOLDER`" in said
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"id": "a", "text": "solar power"}\n')
+    assert main(["rank", "-r", "hybrid", "-q", "solar", "-i", str(docs)]) == 1
+    said = capsys.readouterr().err
+    assert "serve --model" not in said and "then give -r a pipeline file that names DIR: " in said
+    # the library and the service: serve's flag first, within the service's cut
+    service = export_needed(DEFAULT_EMBEDDING_MODEL, "embedding")
+    fix = "`rerankit serve --model DIR` for the built-in hybrid or embedding"
+    assert service.index(fix) + len(fix) < MESSAGE_CHARS

@@ -204,7 +204,47 @@ def test_a_hub_id_that_cannot_load_gets_one_hint_however_it_was_named(monkeypatc
     assert hint.format(f=folder, python=f'rerankit.load("{folder}")') in one
     assert hint.format(f=folder, python=f'CrossEncoderScorer("{folder}")') in two
     assert "copy its folder models--someone--not-cached" in one and "HF_HUB_CACHE" in one
+    # the export is the third way, passed the same way (it runs without torch)
+    assert "An export (`rerankit export someone/not-cached --out /models/not-cached-onnx`" in one
     # the same words, but for what was loaded and its Python call
+    assert (
+        two.replace("cross-encoder", "model").replace("CrossEncoderScorer", "rerankit.load") == one
+    )
+
+
+def test_without_torch_a_hub_id_and_a_cross_encoder_say_the_same_offline(monkeypatch, tmp_path):
+    """Offline and without torch, `-r HUB_ID` said to pass a folder or copy the cache (which
+    torch-free cannot run), while `-r cross-encoder` said sentence-transformers is missing:
+    both now say the one way there is, an export made where torch and the hub are, passed
+    as a folder is (the same words, but for what was loaded and its Python call)."""
+    import importlib.util
+
+    constants = pytest.importorskip("huggingface_hub.constants")
+    from rerankit.backends.detect import model_kind
+    from rerankit.errors import ModelLoadError
+    from rerankit.scorers import CrossEncoderScorer
+
+    real = importlib.util.find_spec
+    blocked = ("torch", "sentence_transformers")
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name.split(".")[0] in blocked else real(name, *a),
+    )
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as without torch
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))  # an empty cache
+    with pytest.raises(ModelLoadError) as named:
+        model_kind("someone/not-cached")
+    with pytest.raises(ModelLoadError) as scorer:
+        CrossEncoderScorer("someone/not-cached").score_texts("q", ["d"])
+    one, two = str(named.value), str(scorer.value)
+    assert (
+        "Without torch it runs only from an export: make one where torch is installed and the "
+        "hub answers, with `rerankit export someone/not-cached --out /models/not-cached-onnx`, "
+        "and pass its path (-r /models/not-cached-onnx on the command line, "
+    ) in one
+    assert "hf download" not in one and "copy its folder" not in one  # torch would run those
     assert (
         two.replace("cross-encoder", "model").replace("CrossEncoderScorer", "rerankit.load") == one
     )

@@ -568,9 +568,24 @@ def test_rank_says_where_a_hub_model_comes_from_as_the_docs_say(capsys, monkeypa
     (snapshot.parents[1] / "refs").mkdir()
     (snapshot.parents[1] / "refs" / "main").write_text("abc123")
 
-    announce_model_loading(ScorerReranker(EmbeddingScorer("some-org/some-model")))
+    # a hub that answers (any HTTP answer will do)
+    import http.server
+    import threading
+
+    hub = http.server.HTTPServer(("127.0.0.1", 0), http.server.BaseHTTPRequestHandler)
+    threading.Thread(target=hub.serve_forever, daemon=True).start()
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{hub.server_address[1]}")
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    try:
+        announce_model_loading(ScorerReranker(EmbeddingScorer("some-org/some-model")))
+    finally:
+        hub.shutdown()
     err = capsys.readouterr().err
     assert "loading some-org/some-model from the Hugging Face hub (downloaded into its cache" in err
+    # offline nothing is downloaded: no such claim (the load then says what to do offline)
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    announce_model_loading(ScorerReranker(EmbeddingScorer("some-org/some-model")))
+    assert capsys.readouterr().err == ""
     announce_model_loading(ScorerReranker(EmbeddingScorer("my-org/cached")))
     err = capsys.readouterr().err
     assert err == f"rerankit: loading my-org/cached from the Hugging Face cache ({tmp_path})\n"

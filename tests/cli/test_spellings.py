@@ -120,7 +120,8 @@ def test_an_old_flag_says_what_it_is_called_now(capsys):
     ("argv", "means"),
     [
         ("eval --data d --k 5", "a metric's cutoff is --metrics ndcg@5"),
-        ("tune --data d --k 5", "candidates each query gets, not a metric's cutoff"),
+        ("tune --data d --k 5", "a metric's cutoff is --metrics ndcg@5"),
+        ("batch -i x -o y --k 5", "candidates each query gets, not a metric's cutoff"),
         (f"{LABEL} --k 5", "candidates are judged per query"),
     ],
 )

@@ -242,3 +242,19 @@ def test_qrels_that_name_other_ids_are_reported(tmp_path, caplog):
         r"\(it names 'doc-1'; the corpus has ids such as 'd1'\)",
     ):
         load_beir(tmp_path)
+
+
+def test_a_collection_given_as_dot_is_named_by_its_folder(tmp_path, monkeypatch, capsys):
+    """`eval --data .` (and `..`) headed its table ", test split, ..." and tune would have
+    written tuned-.toml: the collection is named by the folder it stands for, as it is
+    when named by its path (the name as given, never recased)."""
+    from rerankit.cli import main
+
+    folder = _collection(tmp_path / "My-Set", ["q1"], ["q1"])
+    monkeypatch.chdir(folder)
+    assert load_beir(".").name == load_beir(str(folder)).name == "My-Set"
+    monkeypatch.chdir(folder / "qrels")
+    assert load_beir("..").name == "My-Set"
+    for named in ("..", str(folder)):
+        assert main(["eval", "--data", named, "--rerankers", "bm25", "--no-progress"]) == 0
+        assert capsys.readouterr().out.startswith("My-Set, test split, 1 queries;")

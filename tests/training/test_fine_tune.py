@@ -255,6 +255,32 @@ def test_a_cross_encoder_trained_from_an_embedding_model_is_checked_without_it(
     assert set(_held_out_check(printed.out)) == {"BM25", "the trained cross-encoder"}
 
 
+def test_training_from_an_embedding_model_lets_no_library_line_through(
+    tiny_st, tmp_path, capfd, caplog
+):
+    """sentence-transformers' "Converting SentenceTransformer model ... to CrossEncoder."
+    reached the terminal raw (rerankit says it in its own line: no relevance head), and so
+    did transformers' "mtime may not be reliable ..." when two checkpoints were written
+    within a second: stderr holds rerankit's lines only, and errors still pass."""
+    import logging
+
+    data_dir = _answers_below_repeats(tmp_path / "data")
+    args = ["train", "cross-encoder", "--data", str(data_dir), "--model", str(tiny_st)]
+    with caplog.at_level(logging.INFO):
+        code = main([*args, "--out", str(tmp_path / "ce"), "--no-progress", "--held-out", "0"])
+    printed = capfd.readouterr()
+    assert code == 0 and "no relevance head in this checkpoint" in printed.out
+    assert [line for line in printed.err.splitlines() if not line.startswith("rerankit")] == []
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert not [m for m in said if m.startswith(("Converting ", "mtime may not be reliable"))]
+    # the filters are gone afterwards, and never held back an error
+    from rerankit.backends.local import NEW_MODEL_LOGGERS
+    from rerankit.training.trainer import CHECKPOINT_ORDER_LOGGER
+
+    for name in (*NEW_MODEL_LOGGERS, CHECKPOINT_ORDER_LOGGER):
+        assert logging.getLogger(name).filters == []
+
+
 def _one_relevant_in_four():
     """Rows of four topics: the document that says "answer" relevant, three repeats not."""
     return [

@@ -120,6 +120,41 @@ def test_tune_writes_the_default_when_learning_cannot_beat_it_and_tells_a_report
     ) in result.lines
 
 
+def test_each_long_step_is_named_before_it_starts_the_test_report_after_wrote(
+    tmp_path, synthetic, capsys
+):
+    """Without progress bars a long step was silent: after `wrote t.toml` tune scored the
+    test split for minutes (documents not yet encoded) with nothing said, as if done. Each
+    step is now named on the reporter's notes (stderr) before it starts, in order."""
+    data = synthetic(tmp_path / "data", obvious=True)
+    heard: list[str] = []
+    tune(
+        data,
+        k=10,
+        folds=3,
+        out=tmp_path / "t.toml",
+        reporter=Reporter(say_to=heard.append, note=lambda m: heard.append(f"NOTE {m}")),
+    )
+    notes = [line for line in heard if line.startswith("NOTE tune: ")]
+    assert notes == [
+        "NOTE tune: scoring the candidates of the train split's 30 queries",
+        "NOTE tune: cross-validating the options on 30 training queries",
+        "NOTE tune: the learning curve (fitting on fewer training queries)",
+        "NOTE tune: scoring t.toml and the default hybrid on the test split's 10 queries "
+        "(the report on them follows)",
+    ]
+    wrote = next(i for i, line in enumerate(heard) if f"wrote {tmp_path / 't.toml'}" in line)
+    scoring = heard.index(notes[-1])
+    report = next(i for i, line in enumerate(heard) if line.startswith("\ndata, test split"))
+    assert wrote < scoring < report
+    # the command says them on stderr, --no-progress or not
+    capsys.readouterr()
+    args = ["tune", "--data", str(data), "--k", "10", "--folds", "3", "--no-progress"]
+    assert main([*args, "--out", str(tmp_path / "c.toml")]) == 0
+    err = capsys.readouterr().err
+    assert "rerankit: tune: scoring c.toml and the default hybrid on the test split's" in err
+
+
 def test_the_test_split_report_is_in_the_account_with_recall_at_the_depth_evaluated(
     tmp_path, synthetic
 ):
@@ -164,6 +199,30 @@ def test_the_test_split_report_is_in_the_account_with_recall_at_the_depth_evalua
         assert below[4].startswith("nDCG@10 x 100 minus hybrid's")
     else:
         assert below[3].startswith("nDCG@10 x 100 minus hybrid's")
+
+
+def test_metrics_are_reported_on_the_test_split_as_eval_reports_them(tmp_path, synthetic, capsys):
+    """`tune --metrics` takes what `eval --metrics` takes, parsed by the same code: the
+    test split's table gets the columns (the choice stays on nDCG@10), and a mistake is
+    the same usage error."""
+    data = synthetic(tmp_path / "data", obvious=True)
+    result = tune(data, k=10, folds=3, out=tmp_path / "t.toml", metrics="NDCG@5,map@10")
+    assert all(row["ndcg@5"] >= 0 and "map@10" in row for row in result.test)
+    header = next(line for line in result.lines if line.startswith("| pipeline |"))
+    assert header.startswith("| pipeline | ndcg@10 | mrr@10 | recall@10 | ndcg@5 | map@10 |")
+    capsys.readouterr()
+    args = ["tune", "--data", str(data), "--k", "10", "--folds", "3", "--no-progress"]
+    assert main([*args, "--out", str(tmp_path / "c.toml"), "--metrics", "precision@3"]) == 0
+    assert "| recall@10 | precision@3 |" in capsys.readouterr().out
+    errors = []
+    for command in (["tune", "--data", str(data)], ["eval", "--data", str(data)]):
+        with pytest.raises(SystemExit) as usage:
+            main([*command, "--metrics", "ndcg"])
+        assert usage.value.code == 2
+        errors.append(capsys.readouterr().err.split("error: ", 1)[1].split("; see ")[0])
+    assert errors[0] == errors[1] and "metric 'ndcg' needs a cut-off: ndcg@10" in errors[0]
+    with pytest.raises(ValueError, match="unknown metric 'f1@5'"):  # before any work
+        tune(tmp_path / "not-read", metrics=["f1@5"])
 
 
 @pytest.mark.parametrize(

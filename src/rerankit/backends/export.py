@@ -81,7 +81,9 @@ _FILES = {None: "model.onnx", "int8": "model.int8.onnx"}
 def _hub_options(model: str, what: str, revision: str | None = None) -> dict[str, Any]:
     """:func:`.hub.hub_options` for an export: its hint names the folder to export instead."""
     command, python = "rerankit export {folder}", 'export("{folder}", out)'
-    return hub_options(model, what, python, command, pipeline_file=False, revision=revision)
+    return hub_options(
+        model, what, python, command, pipeline_file=False, revision=revision, exportable=False
+    )
 
 
 def _embedding_parts(

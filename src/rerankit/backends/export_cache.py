@@ -40,7 +40,7 @@ from typing import Any
 from .._optional import install_hint, require
 from .._paths import unwritable
 from ..cache import default_cache_dir
-from ..errors import ModelLoadError
+from ..errors import ModelLoadError, command_running
 from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL
 from .hub import PROBE_SECONDS, hub_reachable, is_hub_id, looks_like_a_path
 from .local import folder_fingerprint
@@ -50,6 +50,7 @@ __all__ = [
     "CACHED_FOR",
     "CACHE_LAYOUT",
     "LOCK_TIMEOUT",
+    "RERANKER_COMMANDS",
     "cache_source",
     "cached_exports",
     "can_export",
@@ -189,22 +190,57 @@ def publish_export(staging: Path, folder: Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
+#: the commands whose ``-r`` takes a pipeline file (``eval``'s ``--rerankers``)
+RERANKER_COMMANDS = ("rank", "batch", "eval", "precompute", "simulate-clicks")
+
+
 def export_needed(model: str, kind: str) -> str:
     """What a torch-free process says when a model has no export to run: how to make one
-    and where to name it, in a pipeline file (on each scorer of ``kind`` that reads it: a
-    file written by ``rerankit tune`` names none, so it reads the bundled model) and for the
-    built-in pipelines (``serve --model``, which a pipeline file's scorers do not hear)."""
+    and where to name it, in the words of the command running
+    (:func:`~rerankit.errors.command_running`): ``tune``'s ``--embedding-model``, or the
+    export of the bundled model in the cache, which tune's default hybrid reads; a pipeline
+    file given to ``-r`` for the commands that take one; else (the service, ``check``, the
+    library) ``serve --model`` for the built-in pipelines first, then a pipeline file's
+    scorers of ``kind`` (a file written by ``rerankit tune`` names no model, so it reads
+    the bundled one), short enough for the service's cut."""
+    command = command_running()
+    export = f"run `rerankit export {model} --out DIR` where torch is installed"
+    needs = f"Exporting it here needs the optional package 'torch': {install_hint('torch')}"
+    into_cache = (
+        f"run `rerankit export {model}` (no --out: into rerankit's cache) where torch is "
+        f"installed and copy that cache's onnx/ folder here, to {onnx_cache_root()} ("
+        "RERANKIT_CACHE_DIR names the cache)"
+    )
+    if command == "tune" and kind == "embedding":
+        if model in BUNDLED_NAMES:
+            fix = (
+                f"{into_cache}: the default hybrid tune compares with reads it there (with "
+                "--clicks, --embedding-model DIR, a folder `rerankit export --out DIR` wrote, "
+                "also does)"
+            )
+        else:
+            fix = f"{export}, then give --embedding-model DIR"
+        return f"backend 'onnx' needs an export of {model!r}: {fix}. {needs}"
     if kind == "cross_encoder":
         scorers = 'model = "DIR" on each cross_encoder scorer'
         builtin = "cross-encoder"
     else:
         scorers = 'model = "DIR" on each embedding scorer (embedding = "DIR" on a learned one)'
         builtin = "hybrid or embedding"
+    if command in RERANKER_COMMANDS:
+        if kind == "cross_encoder":
+            fix = f"{export}, then give -r DIR, or in a pipeline file given to -r, {scorers}"
+        else:
+            fix = (
+                f"{export}, then give -r a pipeline file that names DIR: reranker = {{ type = "
+                f'"hybrid", model = "DIR" }} for the built-in hybrid, or {scorers}'
+            )
+        if model in BUNDLED_NAMES:
+            fix += f"; or, for the built-in pipelines as they are, {into_cache}"
+        return f"backend 'onnx' needs an export of {model!r}: {fix}. {needs}"
     return (  # the service's fix first: its messages are cut at 400 characters
-        f"backend 'onnx' needs an export of {model!r}: run `rerankit export {model} --out DIR` "
-        f"where torch is installed, then name DIR: `rerankit serve --model DIR` for the "
-        f"built-in {builtin}; in a pipeline file, {scorers}. Exporting it here needs the "
-        f"optional package 'torch': {install_hint('torch')}"
+        f"backend 'onnx' needs an export of {model!r}: {export}, then name DIR: `rerankit "
+        f"serve --model DIR` for the built-in {builtin}; in a pipeline file, {scorers}. {needs}"
     )
 
 

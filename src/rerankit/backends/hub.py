@@ -10,6 +10,7 @@ local folder, or a copy of the cache)."""
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import threading
 import urllib.error
@@ -155,6 +156,7 @@ def hub_options(
     *,
     pipeline_file: bool = True,
     revision: str | None = None,
+    exportable: bool = True,
 ) -> dict[str, Any]:
     """The loading options for ``model``: ``{}`` for a folder, an object, or a hub id while
     the hub answers; ``{"local_files_only": True}`` for a hub id the local cache holds while
@@ -163,7 +165,10 @@ def hub_options(
     saying how to use a local folder or the cache, in one wording whoever loads it: the
     ``command`` line and the ``python`` call that load a folder instead (``{folder}`` in
     them is its path), and, with ``pipeline_file``, a pipeline file's ``model = ...``.
-    ``revision``: the branch, tag or commit to find in the cache (None: ``main``)."""
+    ``revision``: the branch, tag or commit to find in the cache (None: ``main``).
+    ``exportable``: a model ``rerankit export`` can export (an embedding model or a
+    cross-encoder), whose export is passed the same way, and is the one way without torch
+    (said first then, the cache and a plain folder needing torch)."""
     if not is_hub_id(model):
         return {}
     if looks_like_a_path(model):  # ./models/x, /opt/x, ~/x, a/b/c: never a hub id
@@ -189,12 +194,26 @@ def hub_options(
         else ""
     )
     at = f" at revision {revision!r}" if revision else ""
+    said = f"could not load {what} {model!r}{at}: {why}, and it is not in the local Hugging Face "
+    export = f"`rerankit export {model} --out {folder}-onnx`"
+    if exportable and importlib.util.find_spec("torch") is None:
+        raise ModelLoadError(
+            f"{said}cache ({hub_cache_dir()}). Without torch it runs only from an export: make "
+            f"one where torch is installed and the hub answers, with {export}, and pass its "
+            f"path ({', '.join(forms).format(folder=folder + '-onnx')})." + bundled
+        )
     raise ModelLoadError(
-        f"could not load {what} {model!r}{at}: {why}, and it is not in the local Hugging Face "
-        f"cache ({hub_cache_dir()}). Either pass the path of a folder holding the model "
+        f"{said}cache ({hub_cache_dir()}). Either pass the path of a folder holding the model "
         f"({', '.join(forms).format(folder=folder)}; save one where the hub answers with "
         f"`hf download {model} --local-dir {folder}`), or copy its folder "
         f"models--{model.replace('/', '--')} (snapshots/ and refs/ in it) from a Hugging Face "
         "cache that has it into this one (HF_HUB_CACHE names it; by default hub/ under "
-        "HF_HOME); with the cache in place, HF_HUB_OFFLINE=1 skips asking the hub." + bundled
+        "HF_HOME); with the cache in place, HF_HUB_OFFLINE=1 skips asking the hub."
+        + (
+            f" An export ({export} where the hub answers) is passed the same way and runs "
+            "without torch."
+            if exportable
+            else ""
+        )
+        + bundled
     )

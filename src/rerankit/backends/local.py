@@ -258,6 +258,22 @@ class _NoNewModelLine(logging.Filter):
 
 
 _NO_NEW_MODEL_LINE = _NoNewModelLine()
+
+
+class _NoConvertingLine(logging.Filter):
+    """Drops sentence-transformers' warning "Converting SentenceTransformer model X to
+    CrossEncoder." (:data:`NEW_MODEL_LOGGERS`), which an embedding checkpoint trained as a
+    cross-encoder gets: rerankit says it in its own words (no relevance head, a new one
+    starts from random weights). Any other record, and anything above a warning, passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        said = record.getMessage()
+        return record.levelno != logging.WARNING or not (
+            said.startswith("Converting ") and " to CrossEncoder" in said
+        )
+
+
+_NO_CONVERTING_LINE = _NoConvertingLine()
 _FILTERING = [0]  # loads in progress that hold the filter (several threads may load at once)
 _FILTERING_GUARD = threading.Lock()
 
@@ -286,8 +302,10 @@ def quiet_loading(*, warnings: bool = True) -> Iterator[None]:
     """transformers draws a progress bar while loading weights; the library never prints,
     so it is switched off while a model loads (and restored after), and
     sentence-transformers' misleading "initializing a new CrossEncoder model" line is kept
-    out (:func:`without_new_model_line`). ``warnings=False`` also silences transformers'
-    warnings meanwhile (its load report, for one)."""
+    out (:func:`without_new_model_line`). ``warnings=False``, for a checkpoint loaded
+    without its relevance head (whose caller says so in its own words), also silences
+    transformers' warnings meanwhile (its load report, for one) and sentence-transformers'
+    "Converting SentenceTransformer model ... to CrossEncoder" (errors still pass)."""
     try:
         from transformers.utils import logging as hf_logging
     except ImportError:
@@ -299,10 +317,15 @@ def quiet_loading(*, warnings: bool = True) -> Iterator[None]:
         hf_logging.disable_progress_bar()
     if not warnings:
         hf_logging.set_verbosity_error()
+        for name in NEW_MODEL_LOGGERS:
+            logging.getLogger(name).addFilter(_NO_CONVERTING_LINE)
     try:
         with without_new_model_line():
             yield
     finally:
+        if not warnings:
+            for name in NEW_MODEL_LOGGERS:
+                logging.getLogger(name).removeFilter(_NO_CONVERTING_LINE)
         hf_logging.set_verbosity(verbosity)
         if was_on:
             hf_logging.enable_progress_bar()

@@ -9,6 +9,7 @@ from typing import Any
 from ..backends.manifest import BACKENDS
 from ..cache import EMBEDDING_CACHE_ENV, embedding_cache_file
 from ..errors import InputError
+from ..eval.metrics import parse_metrics
 from ..text.language import check_language
 from .spellings import (
     CurrentSpelling,
@@ -31,12 +32,14 @@ __all__ = [
     "add_first_stage_argument",
     "add_language_argument",
     "add_max_queries_argument",
+    "add_metrics_argument",
     "add_no_progress_argument",
     "add_old_spelling",
     "add_refused_flag",
     "embedding_cache_choice",
     "examples",
     "language_code",
+    "metrics_argument",
     "model_kind_name",
     "non_negative_float",
     "one_spelling",
@@ -386,6 +389,31 @@ def add_max_queries_argument(parser: Any, *, old: str | None = None) -> None:
     )
     if old:
         add_old_spelling(parser, old, dest="max_queries", now="--max-queries", type=positive_int)
+
+
+def metrics_argument(value: str) -> list[str]:
+    """``--metrics``: :func:`~rerankit.eval.metrics.parse_metrics`' names; a mistake is a
+    usage error in the library's words."""
+    try:
+        return parse_metrics(value)
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_metrics_argument(parser: Any, where: str, stays: str) -> None:
+    """``--metrics NAME@K[,...]`` (``eval``'s, and ``tune``'s for its test-split report):
+    more metrics reported ``where``, beside the usual ones; ``stays``: what is still
+    decided on nDCG@10 alone."""
+    parser.add_argument(
+        "--metrics",
+        type=metrics_argument,
+        default=None,
+        metavar="LIST",
+        help=f"more metrics to report {where}beside nDCG@10, MRR@10, recall@10 and recall at "
+        "the candidates' depth, comma-separated NAME@K (the cut-off K in ranks): ndcg, mrr, "
+        "recall, precision, map, e.g. ndcg@5,precision@5,map@100 (as trec_eval counts "
+        f"them; {stays} stay on nDCG@10)",
+    )
 
 
 def add_no_progress_argument(parser: Any, default: str | None = None) -> None:

@@ -16,10 +16,8 @@ from typing import Any
 from .. import registry
 from ..api import load
 from ..batch import quiet_ray_logs, ray_engine
-from ..errors import InputError
 from ..eval.evaluation import DEFAULT_RERANKERS, evaluate, renamed_notes, reranker_labels
 from ..eval.failures import EvaluationInterrupted, failed_lines, interrupted_lines
-from ..eval.metrics import parse_metrics
 from ..eval.notes import fell_back
 from ..eval.results import CollectionEvaluation, Evaluation
 from ..eval.thresholds import format_thresholds
@@ -31,6 +29,7 @@ from .args import (
     add_first_stage_argument,
     add_language_argument,
     add_max_queries_argument,
+    add_metrics_argument,
     add_no_progress_argument,
     examples,
     one_spelling,
@@ -75,15 +74,6 @@ class RerankerList(argparse.Action):
             say_renamed(str(option_string), self.now)
         earlier = getattr(namespace, self.dest, None)
         setattr(namespace, self.dest, f"{earlier},{values}" if earlier else values)
-
-
-def metrics_argument(value: str) -> list[str]:
-    """``--metrics``: :func:`~rerankit.eval.metrics.parse_metrics`' names; a mistake is a
-    usage error in the library's words."""
-    try:
-        return parse_metrics(value)
-    except InputError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def reranker_names(value: str) -> str:
@@ -379,16 +369,7 @@ def add_commands(sub: Any) -> None:
     add_language_argument(ev)
     add_backend_arguments(ev)
     add_candidates_argument(ev, "first-stage candidates each query's rerankers get")
-    ev.add_argument(
-        "--metrics",
-        type=metrics_argument,
-        default=None,
-        metavar="LIST",
-        help="more metrics to report beside nDCG@10, MRR@10, recall@10 and recall at the "
-        "candidates' depth, comma-separated NAME@K (the cut-off K in ranks): ndcg, mrr, "
-        "recall, precision, map, e.g. ndcg@5,precision@5,map@100 (as trec_eval counts "
-        "them; --baseline and the p-values stay on nDCG@10)",
-    )
+    add_metrics_argument(ev, "", "--baseline and the p-values")
     ev.add_argument(
         "--out",
         help="folder for results.json, TREC runs, a chart and, for pipelines with "

@@ -80,7 +80,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     if args.command == "serve":  # the service's answers are for its clients, not a shell
         return _run(parser, args, argv)
-    with flags_first():
+    with flags_first(args.command):
         return _run(parser, args, argv)
 
 

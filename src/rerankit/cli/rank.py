@@ -16,7 +16,7 @@ from .._jsonl import numbered_records, read_text
 from ..api import PIPELINE_SUFFIXES, default_reranker, fell_back, load
 from ..backends.bundled import BUNDLED_NAMES
 from ..backends.detect import model_kind
-from ..backends.hub import hub_cache_dir, in_hub_cache
+from ..backends.hub import hub_cache_dir, hub_reachable, in_hub_cache
 from ..errors import InputError, InvalidDocumentError
 from ..scorers.cross_encoder import OUTPUTS, outputs_said
 from ..scorers.local import LocalModelScorer, load_models
@@ -62,7 +62,8 @@ def announce_model_loading(reranker: Any) -> None:
     """One line on stderr before a rerank whose model is named by a Hugging Face hub id:
     read from the local Hugging Face cache when it is there, else downloaded into it; the
     bundled model and local folders load without a word, and so does everything without
-    torch: nothing is downloaded then (the load fails saying what it needs)."""
+    torch, or offline (``HF_HUB_OFFLINE``, or a hub that does not answer): nothing is
+    downloaded then (the load fails saying what it needs, and what to do offline)."""
     if importlib.util.find_spec("sentence_transformers") is None:
         return
     hub = sorted(
@@ -83,7 +84,7 @@ def announce_model_loading(reranker: Any) -> None:
             f"({hub_cache_dir()})",
             file=sys.stderr,
         )
-    if fetched := [model for model in hub if model not in cached]:
+    if (fetched := [model for model in hub if model not in cached]) and hub_reachable():
         print(
             f"rerankit: loading {', '.join(fetched)} from the Hugging Face hub (downloaded "
             f"into its cache, {hub_cache_dir()}, on first use)",

@@ -14,6 +14,7 @@ from .args import (
     add_embedding_cache_arguments,
     add_first_stage_argument,
     add_max_queries_argument,
+    add_metrics_argument,
     add_no_progress_argument,
     embedding_cache_choice,
     examples,
@@ -45,6 +46,7 @@ JUDGMENT_FLAGS = (
     "max_queries",
     "embedding_cache",
     "no_embedding_cache",
+    "metrics",
 )
 
 #: the flags of learning from a click log (--clicks)
@@ -132,6 +134,7 @@ def add_commands(sub: Any) -> None:
         **examples(
             "rerankit tune --data my-data --out tuned.toml",
             "rerankit tune --data my-data --method ltr  # a LightGBM ranker (extra learn)",
+            "rerankit tune --data my-data --metrics ndcg@5,map@100  # more in the test report",
             "rerankit tune --clicks clicks.jsonl --out learned.toml",
         ),
     )
@@ -240,7 +243,12 @@ def add_commands(sub: Any) -> None:
         "that estimate P(relevant) per pair) on the training split; when that does not order "
         "better than the default, keep the default's order and refit only its probabilities",
     )
+    add_metrics_argument(tu, "on the test split ", "the choice and its verdict")
     add_max_queries_argument(tu)
-    add_no_progress_argument(tu)
+    add_no_progress_argument(
+        tu,
+        "default: a bar on a terminal, else a line now and then, as in a log file; the start "
+        "of each long step is said either way",
+    )
     tu.set_defaults(func=cmd_tune)
     remember_defaults(tu)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from .._jsonl import numbered_jsonl
+from .._paths import folder_name
 from ..errors import InputError, keyword_flag, no_such_file, said_for
 from .corpus import TextCheck
 from .dataset_checks import check_ids, checked, evaluation_only, in_memory_ids, no_query
@@ -317,7 +318,7 @@ def load_beir(
     if scored is not None and not set(scored) & set(queries):
         raise InputError(f"{runs[0]}: none of its query ids is among the {split} queries")
     return Dataset(
-        path.name,
+        folder_name(path),
         corpus,
         queries,
         qrels,
@@ -361,6 +362,8 @@ def find_collections(specs: Sequence[str], split: str = "test") -> list[tuple[Pa
             head, _, own = spec.rpartition("@")
             path = Path(head)
         parse_split(own)
+        if folder_name(path) != path.name:  # . or ..: named as the folder they stand for
+            path = path.resolve()
         if (path / "corpus.jsonl").is_file():
             out.append((path, own))
             continue

@@ -134,9 +134,11 @@ class CrossEncoderScorer(LocalModelScorer):
         self._encoder: PairEncoder | Literal[False] | None = None  # False: none for this model
 
     def _load(self) -> Any:
+        # a hub model neither the hub nor the cache has is said first, as for any hub id
+        # (offline, the missing torch is not what to fix first)
+        hub = self._hub_options(self.model_id, "cross-encoder", 'CrossEncoderScorer("{folder}")')
         st = self._sentence_transformers()
         check_tokenizer(self.model_id, "cross-encoder")
-        hub = self._hub_options(self.model_id, "cross-encoder", 'CrossEncoderScorer("{folder}")')
         device = self.profile.resolve_device()
         return st.CrossEncoder(
             self.model_id,

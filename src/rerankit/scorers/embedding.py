@@ -199,10 +199,10 @@ class EmbeddingScorer(LocalModelScorer):
         return False
 
     def _load(self) -> Any:
-        st = self._sentence_transformers()
         source = resolve_source(self.model_id)
-        check_tokenizer(source, "embedding model")
         hub = self._hub_options(source, "embedding model", 'EmbeddingScorer("{folder}")')
+        st = self._sentence_transformers()
+        check_tokenizer(source, "embedding model")
         device = self.profile.resolve_device()
         model = st.SentenceTransformer(
             source,

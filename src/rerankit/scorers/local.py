@@ -30,7 +30,13 @@ from ..backends.local import (
 from ..backends.manifest import is_exported, read_manifest
 from ..backends.onnx import load_onnx
 from ..backends.pairs import lengths, offsets, unpadded
-from ..errors import ConfigError, MissingDependencyError, ModelLoadError, no_such_file
+from ..errors import (
+    ConfigError,
+    MissingDependencyError,
+    ModelLoadError,
+    command_running,
+    no_such_file,
+)
 from ..types import Document
 from .base import ScoreBatch, valid_query, valid_unicode
 
@@ -222,7 +228,15 @@ class LocalModelScorer:
         """The options loading ``model`` takes (:func:`hub_options`: the local cache alone
         while the hub does not answer), with this scorer's ``revision`` when it has one,
         for ``from_pretrained`` and sentence-transformers' constructors."""
-        found = hub_options(model, what, python, revision=self.revision)
+        tune = self.onnx_kind == "embedding" and command_running() == "tune"  # its own flag
+        found = hub_options(
+            model,
+            what,
+            python,
+            "--embedding-model {folder}" if tune else "-r {folder}",
+            revision=self.revision,
+            exportable=self.onnx_kind is not None,
+        )
         return {**found, "revision": self.revision} if self.revision else found
 
     @property
@@ -271,10 +285,10 @@ class LocalModelScorer:
         torch for a model ONNX Runtime can run. Short: the service cuts it at MESSAGE_CHARS."""
         if not (self.onnx_kind and self.model_id):
             return said
-        return (
-            f"{said}; or, without torch, load FOLDER on ONNX Runtime after `rerankit "
-            f"export {self.model_id} --out FOLDER` where torch is"
-        )
+        export = f"`rerankit export {self.model_id} --out FOLDER` where torch is"
+        if self.onnx_kind == "embedding" and command_running() == "tune":  # its own flag
+            return f"{said}; or, without torch, give --embedding-model FOLDER after {export}"
+        return f"{said}; or, without torch, load FOLDER on ONNX Runtime after {export}"
 
     def load_problem(self) -> str | None:
         """Why this scorer's model cannot load in this install, found without loading it

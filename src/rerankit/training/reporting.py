@@ -25,8 +25,9 @@ class Reporter:
     """Where a learning function reports: ``say`` gets each line of its account (what it
     read, the options compared, the verdict, the learning curve; ``rerankit tune`` prints
     them on stdout), ``note`` each side remark (a warning about the data, how long models
-    took to load; printed on stderr), and ``progress(label)`` wraps a loop over queries (a
-    progress bar). ``lines`` keeps every line said, in order."""
+    took to load, the start of each long step; printed on stderr), and ``progress(label)``
+    wraps a loop over queries (a progress bar). ``lines`` keeps every line said, in
+    order."""
 
     say_to: Callable[[str], None] = _nothing
     note: Callable[[str], None] = _nothing

@@ -248,6 +248,7 @@ def cross_validated(
 
     say = report.say
     margin = adoption_margin(opts)
+    report.note(f"tune: cross-validating the options on {len(qids)} training queries")
     cv = crossval.cross_validate(qids, fit, k=opts.folds)
     k = len(cv.chosen_by_fold)
     say(
@@ -267,6 +268,7 @@ def cross_validated(
     )
     verdict = crossval.verdict(cv, default, margin=margin, among=among)
     say(verdict.describe())
+    report.note("tune: the learning curve (fitting on fewer training queries)")
     points = crossval.learning_curve(cv, fit, cv.best if refit else None, among=among)
     say(
         "\nlearning curve: cross-validated nDCG@10 x 100 by training queries per fit "

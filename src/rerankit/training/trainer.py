@@ -19,6 +19,7 @@ from ..backends.local import quiet_loading
 from ..errors import InputError
 
 __all__ = [
+    "CHECKPOINT_ORDER_LOGGER",
     "CROSS_FIT",
     "RUN_FILE",
     "TRAINED_ON",
@@ -272,6 +273,21 @@ def no_widget_examples(model: Any) -> Iterator[None]:
         card.widget = []
 
 
+#: the logger of transformers' "mtime may not be reliable on this filesystem, falling back
+#: to numerical ordering": said when two checkpoints were written within a second (a small
+#: model, a GPU), it orders them by step, as a resume reads them anyway
+CHECKPOINT_ORDER_LOGGER = "transformers.trainer_utils"
+
+
+class _NoCheckpointOrderLine(logging.Filter):
+    """Drops that one warning (:data:`CHECKPOINT_ORDER_LOGGER`); any other record passes."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno != logging.WARNING or not record.getMessage().startswith(
+            "mtime may not be reliable"
+        )
+
+
 def run_trainer(
     make: Callable[[list[Any]], Any],
     pairs: int,
@@ -299,9 +315,14 @@ def run_trainer(
     trainer = make([_Record()])
     trainer.remove_callback(callbacks.PrinterCallback)  # the library never prints
     began = time.perf_counter()
-    with contextlib.nullcontext() if progress is True else quiet_loading():
-        trainer.train(resume_from_checkpoint=True if resume else None)
-        save()
+    order_line = _NoCheckpointOrderLine()
+    logging.getLogger(CHECKPOINT_ORDER_LOGGER).addFilter(order_line)
+    try:
+        with contextlib.nullcontext() if progress is True else quiet_loading():
+            trainer.train(resume_from_checkpoint=True if resume else None)
+            save()
+    finally:
+        logging.getLogger(CHECKPOINT_ORDER_LOGGER).removeFilter(order_line)
     return {
         "pairs": pairs,
         "steps": int(trainer.state.global_step),

@@ -12,7 +12,7 @@ its account printed.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from ..eval.first_stage import (
 )
 from ..eval.given import check_first_stage
 from ..eval.latency import first_run_note, latency_note
+from ..eval.metrics import parse_metrics
 from ..eval.notes import refitted_probabilities
 from ..eval.runner import evaluate_runs, first_stage_run, format_table, run_pipeline
 from ..scorers.embedding import EmbeddingScorer
@@ -61,7 +62,9 @@ class TuneOptions:
     ``strategies``, ``calibrate=True`` for the calibrated hybrid, or ``method="ltr"`` with
     ``seeds`` and ``unjudged``), the embedding model, the folds, the margin over the noise a
     learned pipeline needs (``adopt_margin``, default 2), ``keep_learned`` to write it
-    anyway, ``out`` (the pipeline file) and ``max_queries``.
+    anyway, ``out`` (the pipeline file) and ``max_queries``. ``metrics``: more metrics
+    (``NAME@K``, as :func:`~rerankit.eval.evaluate` takes them) for the test split's
+    report; the choice and its verdict stay on nDCG@10.
     ``embedding_cache``: where document vectors are kept across runs, as ``rerankit tune``
     keeps them (None: ``$RERANKIT_EMBEDDING_CACHE``, else the server ``$RERANKIT_CACHE_URL``
     names, else ``embeddings.sqlite`` in the rerankit cache directory; a path: that SQLite
@@ -86,6 +89,7 @@ class TuneOptions:
     calibrate: bool = False
     max_queries: int | None = None
     embedding_cache: str | Path | bool | None = None
+    metrics: str | Sequence[str] | None = None
 
     @property
     def strategy_list(self) -> list[str]:
@@ -139,6 +143,8 @@ class TuneOptions:
                 f"{keyword_flag('unjudged', self.unjudged)}: must be one of {', '.join(UNJUDGED)}"
             )
         check_out(self.out)
+        if self.metrics is not None:
+            parse_metrics(self.metrics)
 
 
 def tune(data: str | Path, *, reporter: Reporter | None = None, **options: Any) -> TuneResult:
@@ -200,6 +206,10 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
     routes = cross_fit_routes(opts, cands, report)  # fold models that never saw each query
     unseen = None if routes else unseen_queries(opts, list(train.qrels), report)
     fit = fit_calibrated if opts.calibrate else fit_ltr if opts.method == "ltr" else fit_fusion
+    # each long step is named before it starts, so that no wait is silent (without bars)
+    report.note(
+        f"tune: scoring the candidates of the {opts.train_split} split's {len(cands)} queries"
+    )
     result = fit(Inputs(opts, train, cands, embedding, routes, unseen, report))
     result.notes = train.notes + (test.notes if test is not None else [])
     if test is not None:
@@ -209,7 +219,12 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
         report.say(
             f"\nno {opts.test_split} split in {opts.data}: {result.path} is not reported on "
             f"held-out queries (to report on some, give {keyword_flag('test_data')} a folder "
-            "with judged queries)"
+            "with judged queries"
+            + (
+                f"; {keyword_flag('metrics', opts.metrics)} is for that report)"
+                if opts.metrics
+                else ")"
+            )
         )
     if result.reads_first_stage:
         report.say(
@@ -259,6 +274,10 @@ def _report_on_test(
     (the rows of :func:`~rerankit.eval.runner.evaluate_runs`, said as ``rerankit eval``
     prints them: recall at the depth evaluated, with the paired difference from the
     default); ``cands``: its first-stage candidates."""
+    report.note(
+        f"tune: scoring {path.name} and the default hybrid on the {opts.test_split} split's "
+        f"{len(test.queries)} queries (the report on them follows)"
+    )
     runs = [first_stage_run(cands)]
     written = load(path)
     for name, reranker in (("hybrid", load("hybrid")), (path.stem, written)):
@@ -270,7 +289,8 @@ def _report_on_test(
             report.note(run.load_note())
         runs.append(run)
     depth = candidate_depth(cands, opts.candidates)
-    rows = evaluate_runs(test, runs, depth)
+    extra = parse_metrics(opts.metrics) if opts.metrics is not None else []
+    rows = evaluate_runs(test, runs, depth, extra)
     report.say(
         f"\n{test.name}, {opts.test_split} split, {len(test.queries)} queries; first stage: "
         f"{first_stage_label(test, opts.first_stage)}, {depth_label(depth, opts.candidates)}\n"
@@ -290,7 +310,7 @@ def _report_on_test(
         refit["tried"] = path.stem
         if refitted_probabilities(written):  # the file written is that refit
             refit["refitted"] = path.stem
-    report.say(format_table(rows, depth, refit))
+    report.say(format_table(rows, depth, refit, extra))
     note = latency_note(rows)  # from the embedding cache's counts: said only when true
     if note:
         report.say(note)
