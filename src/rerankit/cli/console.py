@@ -5,8 +5,11 @@ prints a learning function's account."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +20,7 @@ __all__ = [
     "PLAIN_EVERY",
     "ROWS_EVERY",
     "RowProgress",
+    "export_notes",
     "limit_queries",
     "progress_bar",
     "read_collection",
@@ -114,6 +118,39 @@ class RowProgress:
 def note(message: str) -> None:
     """A side remark on stderr, as ``rerankit: message``."""
     print(f"rerankit: {message}", file=sys.stderr)
+
+
+class _ExportNote(logging.Handler):
+    """Says on stderr the export a model makes on first use (the library logs it, with
+    the model under ``exporting``), before the wait it causes."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        model = getattr(record, "exporting", None)
+        if model is not None:
+            note(
+                f"note: exporting {model} to ONNX for this machine, once (it can take a "
+                "minute); later runs start at once"
+            )
+        elif record.levelno >= logging.WARNING and not logging.getLogger().handlers:
+            last = logging.lastResort  # a warning: as if this handler were not there
+            if last is not None:
+                last.handle(record)
+
+
+@contextlib.contextmanager
+def export_notes() -> Iterator[None]:
+    """While a command runs: the export of a model to ONNX on first use said on stderr as
+    it starts (:class:`_ExportNote`), where the library only logs it."""
+    logger = logging.getLogger("rerankit.backends.export")
+    handler, level = _ExportNote(logging.INFO), logger.level
+    logger.addHandler(handler)
+    if not logger.isEnabledFor(logging.INFO):
+        logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def reporter(args: argparse.Namespace) -> Reporter:
