@@ -110,7 +110,7 @@ def test_dash_reads_rows_from_standard_input(tmp_path, monkeypatch):
 
 
 def test_progress_lines_go_to_stderr_only_and_no_progress_stops_them(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(console, "ROWS_EVERY", 0.0)
+    monkeypatch.setattr(console, "PROGRESS_EVERY", 0.0)
     src, out = write_jsonl(tmp_path / "in.jsonl", [GOOD, BAD, GOOD]), tmp_path / "out.jsonl"
     assert batch(src, out) == 3
     captured = capsys.readouterr()
@@ -123,7 +123,7 @@ def test_progress_lines_go_to_stderr_only_and_no_progress_stops_them(tmp_path, c
 def test_progress_says_no_time_left_after_the_last_row_and_help_says_what_it_prints(
     tmp_path, capsys, monkeypatch
 ):
-    monkeypatch.setattr(console, "ROWS_EVERY", 0.0)
+    monkeypatch.setattr(console, "PROGRESS_EVERY", 0.0)
     src, out = write_jsonl(tmp_path / "in.jsonl", [GOOD, GOOD, GOOD]), tmp_path / "out.jsonl"
     assert batch(src, out) == 0
     err = capsys.readouterr().err

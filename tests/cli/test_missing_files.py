@@ -84,3 +84,32 @@ def test_the_cli_page_shows_what_the_commands_print(capsys, tmp_path, monkeypatc
     for command, shown in pairs:
         assert main(shlex.split(command)) == 2
         assert capsys.readouterr().err == shown + "\n"
+
+
+def test_a_relative_model_folder_that_is_not_there_is_said_before_the_hub_is_asked(
+    tmp_path, monkeypatch, capsys
+):
+    """The reader's ``-r models/my-ce`` (``models/`` there, ``my-ce`` not in it) was read as
+    a hub id in silence, and the offline error suggested ``-r /models/my-ce``, a root path
+    never typed. It is said first (a note: ``owner/name`` may still be a hub id), and the
+    error's folder is a placeholder; ``org/model`` without such a folder is a hub id."""
+    constants = pytest.importorskip("huggingface_hub.constants")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))  # an empty cache
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "models").mkdir()
+    Path("docs.jsonl").write_text('{"text": "solar panels"}\n')
+    assert main(["rank", "-q", "solar", "-i", "docs.jsonl", "-r", "models/my-ce"]) == 1
+    err = capsys.readouterr().err
+    said = (
+        f"rerankit: note: --reranker models/my-ce: no such folder in the current directory "
+        f"({tmp_path}), though models/ is one there; reading it as a hub id\n"
+    )
+    assert err.startswith(said) and err.count("no such folder") == 1
+    assert "could not load model 'models/my-ce'" in err
+    assert "/models/my-ce" not in err.replace(f"{tmp_path}", "")  # no path the user never gave
+    assert "-r DIR on the command line" in err and "--local-dir DIR" in err
+    assert main(["rank", "-q", "solar", "-i", "docs.jsonl", "-r", "org/model"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("rerankit rank: error: could not load model 'org/model'")
+    assert "/models/" not in err and "no such folder" not in err

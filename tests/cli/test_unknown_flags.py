@@ -99,3 +99,17 @@ def test_every_usage_error_is_one_line_naming_the_command_and_its_help(capsys, a
     command = "rerankit" if argv[0] == "nosuch" else f"rerankit {argv[0]}"
     assert len(err.splitlines()) == 1 and "usage:" not in err
     assert err.startswith(f"{command}: error: ") and err.endswith(f"; see {command} --help\n")
+
+
+def test_the_cli_page_shows_the_unknown_flag_error_as_printed(capsys, tmp_path, monkeypatch):
+    """docs/cli.md's sample left out the ``; see rerankit rank --help`` the CLI prints."""
+    import re
+    import shlex
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    pairs = re.findall(r"^\$ rerankit (.*)\n(.*unrecognized arguments.*)\n", page, re.M)
+    assert pairs
+    monkeypatch.chdir(tmp_path)
+    for command, shown in pairs:
+        assert usage_error(capsys, shlex.split(command)) == shown + "\n"

@@ -681,7 +681,7 @@ def test_progress_is_a_line_now_and_then_off_a_terminal_and_none_with_no_progres
 ):
     from rerankit.cli import console
 
-    monkeypatch.setattr(console, "PLAIN_EVERY", 1)
+    monkeypatch.setattr(console, "PROGRESS_EVERY", 0.0)
     args = ["eval", "--data", str(tiny), "--rerankers", "bm25", "--k", "3"]
     # stderr here is not a terminal (a log file, say): plain lines, never silent for minutes
     assert main([*args, "--out", str(tmp_path / "o")]) == 0

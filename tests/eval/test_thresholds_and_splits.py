@@ -142,6 +142,27 @@ def test_a_renamed_pipeline_is_said_with_its_input(tmp_path, capsys):
     )
 
 
+def test_two_files_of_one_name_are_said_with_how_to_name_them(tmp_path, capsys):
+    """The reader's two copies of examples/cross-encoder/pipeline.toml (another ``model``
+    in the second): the note names both files and the key that tells them apart."""
+    files = []
+    for folder in ("mine", "theirs"):
+        (tmp_path / folder).mkdir()
+        files.append(tmp_path / folder / "pipeline.toml")
+        files[-1].write_text('name = "ms-marco-minilm"\n' + COVERAGE)
+    data = write_tiny(tmp_path / "tiny")
+    argv = ["eval", "--data", str(data), "--rerankers", ",".join(map(str, files))]
+    assert main([*argv, "--no-progress"]) == 0
+    captured = capsys.readouterr()
+    assert "| ms-marco-minilm-2 |" in captured.out
+    assert captured.err.count("pipelines are named") == 1
+    assert (
+        f"rerankit: two pipelines are named 'ms-marco-minilm': {files[0]} as ms-marco-minilm, "
+        f"{files[1]} as ms-marco-minilm-2 (in the order given); give each file its own "
+        'name = "..." (a top-level key) to tell them apart\n'
+    ) in captured.err
+
+
 @pytest.mark.parametrize(
     ("header", "fitted"),
     [

@@ -561,3 +561,16 @@ def test_tune_never_writes_a_learned_ranker_that_made_no_split(tmp_path, capsys)
     assert not (tmp_path / "ltr.lgb.txt").exists()
     assert tomllib.loads(out.read_text())["stages"] == [{"reranker": "hybrid"}]
     assert "made no split" in out.read_text()
+    assert out.read_text().startswith("# Written by `rerankit tune --method ltr` on ")
+
+
+def test_the_default_written_by_ltr_names_the_method_as_calibrate_does(tmp_path, capsys):
+    """The default written when the learned ranker does not win said `rerankit tune`, as a
+    fusion's does, where `--calibrate`'s says `rerankit tune --calibrate`."""
+    data = _synthetic(tmp_path / "data")
+    out = tmp_path / "ltr.toml"
+    args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--folds", "3"]
+    assert main([*args, "--adopt-margin", "1000", "--out", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert out.read_text().startswith("# Written by `rerankit tune --method ltr` on data train:")
+    assert "the learned ranker did not beat the default" in out.read_text()

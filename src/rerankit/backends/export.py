@@ -377,7 +377,10 @@ def cached_export(
     with export_lock(folder):
         if export_complete(folder, quantize):  # another process made it while this one waited
             return folder
-        logger.info("exporting %s to ONNX once (cached in %s)", model, folder)
+        # (``exporting``: what the CLI reads to say it on stderr before the wait)
+        logger.info(
+            "exporting %s to ONNX once (cached in %s)", model, folder, extra={"exporting": model}
+        )
         staging = folder.with_name(f".{folder.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}")
         staging.mkdir()
         try:

@@ -183,7 +183,7 @@ def hub_options(
         if offline
         else f"the Hugging Face hub ({_endpoint()}) could not be reached within {PROBE_SECONDS:g} s"
     )
-    folder = "/models/" + model.rsplit("/", 1)[-1]
+    folder = "DIR"  # a placeholder: never a path the user did not give
     forms = [f"{command} on the command line", f"{python} in Python"]
     if pipeline_file:
         forms.append('model = "{folder}" in a pipeline file')

@@ -5,8 +5,11 @@ prints a learning function's account."""
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +17,9 @@ from ..eval.data import Dataset, read_split
 from ..training.reporting import Reporter
 
 __all__ = [
-    "PLAIN_EVERY",
-    "ROWS_EVERY",
+    "PROGRESS_EVERY",
     "RowProgress",
+    "export_notes",
     "limit_queries",
     "progress_bar",
     "read_collection",
@@ -25,15 +28,15 @@ __all__ = [
 ]
 
 
-#: without a progress bar, a plain line every this many queries (and one at the end)
-PLAIN_EVERY = 50
+#: without a progress bar (``batch``: always), a plain line at most every this many seconds
+PROGRESS_EVERY = 10.0
 
 
 def progress_bar(label: str, enabled: bool) -> Any:
     """How a loop over queries reports progress on stderr: nothing unless ``enabled``
     (``--no-progress``); a tqdm bar on a terminal (when tqdm is installed); else, as in a
-    log file, a plain line every :data:`PLAIN_EVERY` queries and one at the end, so a long
-    job there is never silent for minutes."""
+    log file, a plain line every :data:`PROGRESS_EVERY` seconds and one at the end, so a
+    long job there is never silent for minutes."""
     if not enabled:
         return lambda items: items
     if _terminal(sys.stderr):
@@ -68,18 +71,17 @@ def _terminal(stream: Any) -> bool:
 
 def _plain_progress(label: str, items: Any) -> Any:
     items = list(items)
-    start = time.perf_counter()
+    start = last = time.perf_counter()
     for done, item in enumerate(items, start=1):
         yield item
-        if done % PLAIN_EVERY == 0 or done == len(items):
-            seconds = time.perf_counter() - start
+        now = time.perf_counter()
+        if now - last >= PROGRESS_EVERY or done == len(items):
+            last = now
             print(
-                f"rerankit: {label}: {done}/{len(items)} queries ({seconds:.1f} s)", file=sys.stderr
+                f"rerankit: {label}: {done}/{len(items)} queries ({now - start:.1f} s)",
+                file=sys.stderr,
+                flush=True,
             )
-
-
-#: ``batch``: a progress line at most every this many seconds
-ROWS_EVERY = 10.0
 
 
 def _duration(seconds: float) -> str:
@@ -90,7 +92,7 @@ def _duration(seconds: float) -> str:
 
 class RowProgress:
     """``batch``'s progress on stderr, called after each row written: a line at most every
-    :data:`ROWS_EVERY` seconds, on a terminal or in a log alike (``rerankit: batch: 120/2000
+    :data:`PROGRESS_EVERY` seconds, on a terminal or in a log alike (``rerankit: batch: 120/2000
     rows, 0.4 rows/s, 2 failed, about 1h18m left``; the total and time left when the
     number of input rows is known). None once the last row is written: the summary
     follows. Never on stdout."""
@@ -101,7 +103,7 @@ class RowProgress:
 
     def __call__(self, summary: Any) -> None:
         now, done = time.perf_counter(), summary.rows + summary.skipped
-        if now - self.last < ROWS_EVERY or (self.total and done >= self.total):
+        if now - self.last < PROGRESS_EVERY or (self.total and done >= self.total):
             return
         self.last, rate = now, summary.rows / max(now - self.start, 1e-9)
         text = f"{done}/{self.total} rows" if self.total else f"{done} rows"
@@ -114,6 +116,39 @@ class RowProgress:
 def note(message: str) -> None:
     """A side remark on stderr, as ``rerankit: message``."""
     print(f"rerankit: {message}", file=sys.stderr)
+
+
+class _ExportNote(logging.Handler):
+    """Says on stderr the export a model makes on first use (the library logs it, with
+    the model under ``exporting``), before the wait it causes."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        model = getattr(record, "exporting", None)
+        if model is not None:
+            note(
+                f"note: exporting {model} to ONNX for this machine, once (it can take a "
+                "minute); later runs start at once"
+            )
+        elif record.levelno >= logging.WARNING and not logging.getLogger().handlers:
+            last = logging.lastResort  # a warning: as if this handler were not there
+            if last is not None:
+                last.handle(record)
+
+
+@contextlib.contextmanager
+def export_notes() -> Iterator[None]:
+    """While a command runs: the export of a model to ONNX on first use said on stderr as
+    it starts (:class:`_ExportNote`), where the library only logs it."""
+    logger = logging.getLogger("rerankit.backends.export")
+    handler, level = _ExportNote(logging.INFO), logger.level
+    logger.addHandler(handler)
+    if not logger.isEnabledFor(logging.INFO):
+        logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
 
 
 def reporter(args: argparse.Namespace) -> Reporter:

@@ -13,6 +13,7 @@ from ..backends.hub import looks_like_a_path
 from ..errors import no_such_file
 from ..eval.first_stage import SOURCES
 from .args import UsageError
+from .console import note
 
 __all__ = ["need_collection", "need_file", "need_first_stage", "need_model", "need_reranker"]
 
@@ -37,9 +38,17 @@ def need_reranker(values: str | Iterable[str] | None, flag: str = "--reranker") 
 
 def need_model(value: str | None, flag: str, what: str) -> None:
     """The model folder ``value`` names is there, when ``value`` can only be a path (a hub
-    id, ``owner/name``, is loaded, or refused, by the library)."""
+    id, ``owner/name``, is loaded, or refused, by the library); an ``owner/name`` whose
+    ``owner`` is a folder here but that is none is said on stderr, then read as a hub id."""
     if value is not None and looks_like_a_path(value):
         need_file(value, flag, what, folder=True)
+    elif value and "/" in value and not Path(value).exists():
+        first = value.split("/", 1)[0]
+        if Path(first).is_dir():
+            note(
+                f"note: {flag} {value}: no such folder in the current directory "
+                f"({Path.cwd()}), though {first}/ is one there; reading it as a hub id"
+            )
 
 
 def need_first_stage(value: str | None, flag: str = "--first-stage") -> None:

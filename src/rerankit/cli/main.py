@@ -13,6 +13,7 @@ from ..plugins import PLUGINS_ENV, load_environment, load_plugins
 from . import batch, clicks, label, models, precompute, rank, serve, train, tune
 from . import eval as eval_commands
 from .args import UsageError, examples
+from .console import export_notes
 from .parser import CommandParser
 
 __all__ = ["PLUGIN_COMMANDS", "build_parser", "main"]
@@ -97,7 +98,10 @@ def _run(parser: CommandParser, args: Any, argv: Sequence[str] | None) -> int:
     try:
         load_environment()  # your registered names, before anything is built
         load_plugins(getattr(args, "plugin", []), "--plugin")
-        return args.func(args)
+        if args.command == "serve":  # the service logs it, as it logs the rest
+            return args.func(args)
+        with export_notes():  # a model's export on first use, said as it starts
+            return args.func(args)
     # every error a command prints names it, as argparse's usage errors do (``rerankit rank:
     # error: ...``): a usage error exits 2, a problem with the input, the data or a file 1
     except UsageError as exc:  # flags that cannot go together

@@ -276,9 +276,10 @@ def evaluate(
         loaded: dict[str, float] = {}
         if runner is None:  # every model loaded now: one that cannot fails before any work
             loaded = {name: load_models(r) for name, r, _ in pipelines}
-            first_run = first_run_note([(name, r.scorers()) for name, r, _ in pipelines])
-            if first_run:  # before the wait it warns of
-                (note or logger.info)(first_run)
+            said = [PipelineRun(n, {}, load_seconds=s).load_note() for n, s in loaded.items()]
+            said.append(first_run_note([(name, r.scorers()) for name, r, _ in pipelines]))
+            for line in filter(None, said):  # before the first query (and the wait it warns of)
+                (note or logger.info)(line)
         bars = _progress(progress)
         several = len(collections) > 1
         done: list[CollectionEvaluation] = []
@@ -314,9 +315,7 @@ def evaluate(
                     stopped = _stopped(exc, run_name, names)
                     break
                 if runner is None:
-                    run.load_seconds += loaded.pop(name, 0.0)  # once, on its first run
-                    if run.load_note():
-                        (note or logger.info)(run.load_note())
+                    run.load_seconds += loaded.pop(name, 0.0)  # once, on its first run (said)
                 run.name = run_name
                 runs.append(run)
             meta = {

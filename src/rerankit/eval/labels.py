@@ -10,6 +10,7 @@ from typing import Any
 
 from ..api import pipeline_name
 from ..errors import InputError, keyword_flag
+from ..spec_toml import PIPELINE_SUFFIXES
 from .data import TITLES
 
 __all__ = ["TITLE_WORDS", "renamed_notes", "reranker_labels", "title_layouts", "titles_note"]
@@ -67,8 +68,16 @@ def renamed_notes(given: Sequence[Any]) -> list[str]:
         if len(which) > 1:
             count = {2: "two", 3: "three"}.get(len(which), str(len(which)))
             listed = ", ".join(f"{_given_as(item)} as {label}" for item, label in which)
-            lines.append(f"{count} pipelines are named {name!r}: {listed} (in the order given)")
+            line = f"{count} pipelines are named {name!r}: {listed} (in the order given)"
+            if sum(_a_file(item) for item, _ in which) > 1:  # e.g. copies of one example
+                line += '; give each file its own name = "..." (a top-level key) to tell them apart'
+            lines.append(line)
     return lines
+
+
+def _a_file(item: Any) -> bool:
+    """Whether ``item`` is a pipeline file (which names itself with its ``name`` key)."""
+    return isinstance(item, (str, Path)) and Path(item).suffix.lower() in PIPELINE_SUFFIXES
 
 
 def _given_as(item: Any) -> str:

@@ -174,15 +174,19 @@ def run_pipeline(
     progress: Callable[[Any], Any] | None = None,
     first_stage_scores: bool = True,
     failed_as: bool = False,
+    note: Callable[[str], None] | None = None,
 ) -> PipelineRun:
     """Rerank every query's candidates with ``reranker``; ``progress`` wraps the query
-    iterator (e.g. ``tqdm``) when given; ``first_stage_scores=False`` gives the reranker
-    texts only; ``failed_as=True`` raises an error of ``rerank`` as a
+    iterator (e.g. ``tqdm``) when given; ``note`` is told how long the models took to load
+    (:meth:`PipelineRun.load_note`), before the first query; ``first_stage_scores=False``
+    gives the reranker texts only; ``failed_as=True`` raises an error of ``rerank`` as a
     :class:`~rerankit.eval.failures.PipelineFailed` naming the query, and Ctrl-C as a
     :class:`~rerankit.eval.failures.PipelineInterrupted` (a ``KeyboardInterrupt``) naming
     the query it stopped and how many were done."""
     queries = list(cands.items())
     result = PipelineRun(name, {}, load_seconds=load_models(reranker))
+    if note is not None and result.load_note():
+        note(result.load_note())
     iterator = progress(queries) if progress else queries
     qid = None  # the query being reranked, for the record of a Ctrl-C
     try:

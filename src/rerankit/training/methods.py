@@ -388,7 +388,9 @@ def fit_ltr(job: Inputs) -> TuneResult:
         keep = keyword_flag("keep_learned", True)
         say(f"\n{why}; the default is written instead, even with {keep}")
         spec, _ = default_pipeline(opts, train, verdict, "learned ranker", which, name)
-        comment = f"Written by `rerankit tune` on {train.name} {opts.train_split}: {why}."
+        comment = (
+            f"Written by `rerankit tune --method ltr` on {train.name} {opts.train_split}: {why}."
+        )
         path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
         return TuneResult("ltr", path, spec, comment, False, which, found)
     model_report = {

@@ -344,10 +344,11 @@ def default_pipeline(
 ) -> tuple[dict[str, Any], str]:
     """The default pipeline (``which``: the ``hybrid``, or its ``"fusion"`` over
     ``embedding_model``), named ``name``, to write when the learned one does not beat it,
-    and the file's comment."""
-
+    and the file's comment (naming the command as the learned file's would: ``rerankit tune
+    --method ltr`` for the learned ranker)."""
+    command = "rerankit tune --method ltr" if opts.method == "ltr" else "rerankit tune"
     comment = (
-        f"Written by `rerankit tune` on {train.name} {opts.train_split}: the {what} did not "
+        f"Written by `{command}` on {train.name} {opts.train_split}: the {what} did not "
         f"beat the default by more than {verdict.margin:g} x the noise ({verdict.describe()}), "
         "so this is the default pipeline; rerun with --keep-learned to write the learned one "
         "anyway."

@@ -281,12 +281,8 @@ def _report_on_test(
     runs = [first_stage_run(cands)]
     written = load(path)
     for name, reranker in (("hybrid", load("hybrid")), (path.stem, written)):
-        progress = report.progress(name)
-        run = run_pipeline(
-            name, reranker, test, cands, progress=progress, first_stage_scores=not texts_only
-        )
-        if run.load_note():
-            report.note(run.load_note())
+        said = {"progress": report.progress(name), "note": report.note}  # load note first
+        run = run_pipeline(name, reranker, test, cands, first_stage_scores=not texts_only, **said)
         runs.append(run)
     depth = candidate_depth(cands, opts.candidates)
     extra = parse_metrics(opts.metrics) if opts.metrics is not None else []
