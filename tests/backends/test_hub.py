@@ -205,7 +205,7 @@ def test_a_hub_id_that_cannot_load_gets_one_hint_however_it_was_named(monkeypatc
     assert hint.format(f=folder, python=f'CrossEncoderScorer("{folder}")') in two
     assert "copy its folder models--someone--not-cached" in one and "HF_HUB_CACHE" in one
     # the export is the third way, passed the same way (it runs without torch)
-    assert "An export (`rerankit export someone/not-cached --out /models/not-cached-onnx`" in one
+    assert "An export (`rerankit export someone/not-cached --out DIR-onnx`" in one
     # the same words, but for what was loaded and its Python call
     assert (
         two.replace("cross-encoder", "model").replace("CrossEncoderScorer", "rerankit.load") == one
@@ -241,8 +241,8 @@ def test_without_torch_a_hub_id_and_a_cross_encoder_say_the_same_offline(monkeyp
     one, two = str(named.value), str(scorer.value)
     assert (
         "Without torch it runs only from an export: make one where torch is installed and the "
-        "hub answers, with `rerankit export someone/not-cached --out /models/not-cached-onnx`, "
-        "and pass its path (-r /models/not-cached-onnx on the command line, "
+        "hub answers, with `rerankit export someone/not-cached --out DIR-onnx`, "
+        "and pass its path (-r DIR-onnx on the command line, "
     ) in one
     assert "hf download" not in one and "copy its folder" not in one  # torch would run those
     assert (
