@@ -231,11 +231,22 @@ class CorpusTexts:
         without one has none."""
         for d in impression.documents:
             if self.text(None if d.positional else d.id, d.text, d.sha256) is None:
-                return self.missing(impression.query, d.id, d.sha256)
+                return self.missing(impression.query, d.id, d.sha256, positional=d.positional)
         return None
 
-    def missing(self, query: str, doc_id: str, digest: str | None) -> str:
-        """Why a document has no text: what the log keeps of it, and the corpus."""
+    def missing(
+        self, query: str, doc_id: str, digest: str | None, *, positional: bool = False
+    ) -> str:
+        """Why a document has no text: what the log keeps of it, and the corpus (none can
+        help a ``positional`` document logged without a hash: nothing names its text)."""
+        if positional and not digest:
+            return (
+                f"query {query!r}: no text for document {doc_id!r}: it came without an id "
+                "(a /v2/rerank request's strings, say), so the log names it by its index in "
+                'the request, and keeps no text nor hash of it (store = "id"): no corpus '
+                "can give its text. Send each document's id (/v1/rerank takes objects with "
+                'an id), or log with store = "text" or "hash"'
+            )
         kept = "its hash" if digest else "its id only"
         where = (
             "it is not in the corpus given"
