@@ -739,3 +739,23 @@ def test_tune_clicks_takes_propensities_given_and_says_which_queries_it_left_out
     assert main(["tune", "--data", "x", "--propensities", "1,0.5"]) == 2
     error = capsys.readouterr().err
     assert "--propensities" in error and "only learning from a click log reads it" in error
+
+
+def test_tune_clicks_says_each_long_step_and_the_features_progress(tmp_path, capsys, tiny_st):
+    """Computing the features takes minutes on a real log: stderr says it has started, and
+    how far it got (a plain line where stderr is no terminal), never minutes of silence."""
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "text", sessions=5)
+    argv = ["tune", "--clicks", str(log), "--folds", "3", "--embedding-model", str(tiny_st)]
+    assert main([*argv, "--out", str(tmp_path / "c.toml")]) == 0
+    error = capsys.readouterr().err
+    assert (
+        "rerankit: tune --clicks: computing the features of 12 queries' candidates (96 "
+        "documents), the slow part (--features FILE keeps them)" in error
+    )
+    assert "rerankit: features: 12/12 queries (" in error
+    assert "rerankit: tune --clicks: estimating the propensities and cross-validating" in error
+    assert main([*argv, "--out", str(tmp_path / "d.toml"), "--no-progress"]) == 0
+    quiet = capsys.readouterr().err
+    assert "computing the features of 12 queries" in quiet and "12/12 queries" not in quiet

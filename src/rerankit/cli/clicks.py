@@ -33,7 +33,7 @@ from .args import (
     positive_float,
     positive_int,
 )
-from .console import progress_bar, read_collection
+from .console import progress_bar, read_collection, reporter
 from .files import need_collection, need_first_stage, need_reranker
 
 __all__ = [
@@ -75,6 +75,7 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         min_dwell_ms=args.min_dwell_ms,
         max_feedback_delay=args.max_feedback_delay,
         keep_learned=args.keep_learned,
+        reporter=reporter(args),
         **options,
     )
     read, result = found.read, found.learning

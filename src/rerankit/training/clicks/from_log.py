@@ -26,6 +26,7 @@ from ...errors import InputError, no_such_file
 from ...eval.corpus import TextCheck
 from ...scorers import learned
 from ..crossval import MIN_QUERIES
+from ..reporting import Reporter, quiet
 from .exploration import Exploration, count_exploration
 from .learn import learn_from_clicks
 from .reader import ReadReport, Session, read_log
@@ -247,6 +248,7 @@ def learn_from_log(
     pipelines: Sequence[str] | None = None,
     features: str | Path | None = None,
     max_feedback_delay: float | None = None,
+    reporter: Reporter | None = None,
     **options: Any,
 ) -> LogLearning:
     """Learn from the click log at ``path`` (see the module doc). ``corpus``: document id
@@ -267,7 +269,9 @@ def learn_from_log(
     examples in its problems); it is an error only when no impression is left. A
     ``features`` file written then records which impressions were left out, and reading it
     back leaves out the same ones again (counted the same way; with ``rows`` given, none is
-    left out: ``rows`` must cover every logged query)."""
+    left out: ``rows`` must cover every logged query). ``reporter``: where the start of
+    each long step is noted and the features' progress shown (``rerankit tune --clicks``
+    shows them on stderr; None: nowhere)."""
     corpus = _as_corpus(corpus)
     sessions, read = read_log(path, max_feedback_delay=max_feedback_delay)
     texts = CorpusTexts(corpus)
@@ -312,8 +316,16 @@ def learn_from_log(
     if from_file:
         _check_features(features, rows, logs, asked)
         named, kept = asked, f"features read from {features}"
+    report = quiet(reporter)
     if rows is None:
-        rows = log_features(logs, learned.Signals(embedding), corpus=texts)
+        documents = sum(len(log.doc_ids) for log in logs.values())
+        keep = f"kept in {features} for the next run" if features else "--features FILE keeps them"
+        report.note(
+            f"tune --clicks: computing the features of {len(logs)} queries' candidates "
+            f"({documents} documents), the slow part ({keep})"
+        )
+        progress = report.progress("features")
+        rows = log_features(logs, learned.Signals(embedding), corpus=texts, progress=progress)
         named = asked
         if features is not None:
             write_features(rows, features, embedding=named, left_out=left)
@@ -325,6 +337,10 @@ def learn_from_log(
                 f"the features have none for {len(missing)} of the log's {len(logs)} queries "
                 f"(e.g. {missing[0]!r})"
             )
+    report.note(
+        f"tune --clicks: estimating the propensities and cross-validating over {clicked} "
+        "queries with a click"
+    )
     learning = learn_from_clicks(logs, rows, depth=depth, **options)
     if named:  # the pipeline reads the same model
         learning = replace(learning, embedding=named)

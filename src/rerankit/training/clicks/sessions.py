@@ -287,6 +287,7 @@ def log_features(
     signals: Any = None,
     *,
     corpus: Mapping[str, str] | CorpusTexts | None = None,
+    progress: Any = None,
 ) -> dict[str, tuple[list[str], np.ndarray]]:
     """Learning to rank's features (:func:`rerankit.scorers.learned.features`, the same
     as ``rerankit tune --method ltr`` reads) of each query's candidates,
@@ -294,11 +295,13 @@ def log_features(
     ``corpus`` (doc id -> text) by its id or by its SHA-256 (a log kept as ``hash`` or
     ``id`` needs it). The first-stage features count when every candidate of the query
     has a first-stage score (as :class:`~rerankit.scorers.learned.LearnedScorer` does).
-    ``signals``: a :class:`~rerankit.scorers.learned.Signals` (None: the bundled model)."""
+    ``signals``: a :class:`~rerankit.scorers.learned.Signals` (None: the bundled model);
+    ``progress`` wraps the loop over the queries (e.g. ``tqdm``)."""
     signals = signals if signals is not None else learned.Signals()
     lookup = corpus if isinstance(corpus, CorpusTexts) else CorpusTexts(corpus)
     rows = {}
-    for key, log in logs.items():
+    items = list(logs.items())
+    for key, log in items if progress is None else progress(items):
         texts = []
         for i, d in enumerate(log.doc_ids):
             digest = log.hashes[i] if log.hashes else None
