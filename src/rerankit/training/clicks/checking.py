@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from ..crossval import MIN_QUERIES
+from .from_log import MORE_CLICKS
 from .reader import ReadReport, Session, logs_files, read_log
 from .sessions import DEPTH, CorpusTexts, collect, with_texts
 
@@ -91,7 +92,7 @@ class LogCheck:
             out.append(
                 f"too few clicks to learn from: {self.clicked_queries} of the {self.queries} "
                 f"queries have a click in the first {self.depth} positions; learning needs at "
-                f"least {MIN_QUERIES}, and many sessions each"
+                f"least {MIN_QUERIES}, and many sessions each: {MORE_CLICKS}"
             )
         return out
 

@@ -220,9 +220,22 @@ def _as_corpus(corpus: Any) -> Mapping[str, str] | None:
     )
 
 
+def _left(read: ReadReport) -> str:
+    """The impressions left out for a document without a text, when there are any."""
+    n = read.unresolved
+    return (
+        f" ({n} impression{'' if n == 1 else 's'} left out: a document without a text)" if n else ""
+    )
+
+
 def _why_no_clicks(read: ReadReport, min_dwell_ms: float | None, depth: int) -> str:
     """What the log held and what reading it left out, when no click is left."""
     parts = [f"{read.impressions} impressions, {read.feedback} feedback records"]
+    if read.unresolved:
+        parts.append(
+            f"{read.unresolved} impressions (and their clicks) left out for a document "
+            "without a text"
+        )
     if read.late_feedback:
         parts.append(f"{read.late_feedback} left out as later than max_feedback_delay")
     if read.unknown_clicks:
@@ -234,7 +247,14 @@ def _why_no_clicks(read: ReadReport, min_dwell_ms: float | None, depth: int) -> 
     if min_dwell_ms is not None:
         parts.append(f"clicks with under {min_dwell_ms:g} ms of dwell not counted")
     parts.append(f"only clicks in the first {depth} positions count")
-    return "; ".join(parts)
+    return "; ".join(parts) + f"; {MORE_CLICKS}"
+
+
+#: what to do about a log too thin to learn from, said with the refusal
+MORE_CLICKS = (
+    "log more sessions (rerankit check --clicks LOG counts them in seconds), or rehearse "
+    "the loop on a judged collection with rerankit simulate-clicks (docs/clicks.md)"
+)
 
 
 def learn_from_log(
@@ -307,8 +327,8 @@ def learn_from_log(
     if clicked < MIN_QUERIES:  # said before the features, the slow part (and the model)
         raise ValueError(
             f"too few clicks to learn from: {clicked} of the {len(logs)} logged queries have "
-            f"a click in the first {depth} positions; learning needs at least {MIN_QUERIES}, "
-            "and many sessions each"
+            f"a click in the first {depth} positions{_left(read)}; learning needs at least "
+            f"{MIN_QUERIES}, and many sessions each: {MORE_CLICKS}"
         )
     asked = embedding if isinstance(embedding, str) and embedding else None
     named = None  # the embedding model named for the features computed (or read) here
