@@ -28,7 +28,10 @@ def test_a_good_log_is_ok_and_says_how_to_learn_from_it(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "read 1 file: 5 impressions, 5 feedback records" in out
     assert "learning would read 5 sessions of 5 queries (5 with a click)" in out
-    assert out.rstrip().endswith(f"ok: learn from it with rerankit tune --clicks {log}")
+    # the command as the pages give it, and simulate-clicks prints it: the file they name
+    assert out.rstrip().endswith(
+        f"ok: learn from it with rerankit tune --clicks {log} --out learned.toml"
+    )
 
 
 def test_a_bad_line_or_too_few_clicks_is_a_mistake_exit_1(tmp_path, capsys):
