@@ -64,3 +64,12 @@ def test_a_pipeline_file_and_a_click_log_are_checked_together(tmp_path, capsys):
     assert main(["check", str(pipeline), "--clicks", str(thin)]) == 1  # the log's mistake
     out = capsys.readouterr().out
     assert f"{pipeline}: ok" in out and "too few clicks to learn from" in out
+
+
+def test_a_click_log_named_without_clicks_is_pointed_to_it(tmp_path, capsys):
+    """``rerankit check clicks.jsonl`` (the flag forgotten) says how a click log is checked,
+    not only that the file's suffix is not a settings file's."""
+    log = _log(tmp_path / "clicks.jsonl", 5)
+    assert main(["check", str(log)]) == 1
+    out = capsys.readouterr().out
+    assert f"a click log is checked with rerankit check --clicks {log}" in out
