@@ -334,6 +334,11 @@ def test_interleave_report_names_the_pipeline_users_prefer(tmp_path, capsys):
     assert main(["interleave-report", str(tmp_path / "interleaved.jsonl"), "--by", "query"]) == 0
     printed = capsys.readouterr().out
     assert "interval over queries" in printed and "winner: candidate" in printed
+    # the log named as check and tune name it: the same report
+    assert main(["interleave-report", "--clicks", str(tmp_path / "interleaved.jsonl")]) == 0
+    assert "winner: candidate" in capsys.readouterr().out
+    assert main(["interleave-report"]) == 2
+    assert "name the click log: rerankit interleave-report LOG" in capsys.readouterr().err
     # feedback is written within moments of its answer here: a minute's limit keeps it
     # all, a limit of 0 s leaves it all out (and so finds no winner)
     log_path = str(tmp_path / "interleaved.jsonl")

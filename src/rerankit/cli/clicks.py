@@ -234,9 +234,12 @@ def add_max_feedback_delay_argument(parser: Any, prefix: str = "") -> None:
 
 
 def cmd_interleave_report(args: argparse.Namespace) -> int:
-    for log in args.log:
+    logs = [*args.log, *(args.clicks or ())]
+    if not logs:
+        raise UsageError("name the click log: rerankit interleave-report LOG")
+    for log in logs:
         need_click_log(log, "LOG")
-    sessions, read = read_log(logs_files(args.log), max_feedback_delay=args.max_feedback_delay)
+    sessions, read = read_log(logs_files(logs), max_feedback_delay=args.max_feedback_delay)
     pair = tuple(args.pipelines) if args.pipelines else None
     try:
         report = interleaving_report(
@@ -249,7 +252,7 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:  # say which log, and what was read of it
         read_line = read.describe().splitlines()[0]
-        raise ValueError(f"{', '.join(map(str, args.log))}: {exc} ({read_line})") from exc
+        raise ValueError(f"{', '.join(map(str, logs))}: {exc} ({read_line})") from exc
     if args.json:
         what = {
             "files": read.files,
@@ -390,9 +393,15 @@ def add_commands(sub: Any) -> None:
     )
     ir.add_argument(
         "log",
-        nargs="+",
+        nargs="*",
         help="the click log (its rotated files are read too); several: the logs of several "
         "replicas, read together",
+    )
+    ir.add_argument(
+        "--clicks",
+        action="append",
+        metavar="LOG",
+        help="a click log, as check and tune name it: the same as LOG (repeatable)",
     )
     ir.add_argument(
         "--pipelines",
