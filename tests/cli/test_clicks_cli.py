@@ -475,8 +475,9 @@ def test_tune_clicks_skips_impressions_whose_documents_are_not_in_the_corpus(
         "hash); it is not in the corpus given" in printed
     )
     assert "60 sessions" in printed  # learned from the others
-    curve = [line.split(":")[0] for line in printed.splitlines() if "sessions a query" in line]
+    curve = [line.split(":")[0] for line in printed.splitlines() if " a query:" in line]
     assert len(curve) == len(set(curve)) == 4  # 1, 2, 3 and 5 of each query's 5 sessions
+    assert "       1 session a query:" in printed and "       2 sessions a query:" in printed
 
 
 def test_tune_clicks_stops_when_no_impression_has_its_documents(tmp_path, capsys):

@@ -116,7 +116,8 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         print("\nlearning curve (cross-validated counterfactual nDCG@10 x 100):")
         sizes = _sizes([sessions for sessions, _ in result.curve])
         for size, (_, ndcg) in zip(sizes, result.curve, strict=True):
-            print(f"  {size:>8} sessions a query: {100 * ndcg:6.2f}")
+            noun = "session" if size == "1" else "sessions"
+            print(f"  {size:>8} {noun} a query: {100 * ndcg:6.2f}")
     print(f"\nverdict: {result.describe()}")
     written = write_learned(
         found, out, served=served, keep_learned=args.keep_learned, source=" ".join(args.clicks)
