@@ -28,7 +28,10 @@ def test_a_good_log_is_ok_and_says_how_to_learn_from_it(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "read 1 file: 5 impressions, 5 feedback records" in out
     assert "learning would read 5 sessions of 5 queries (5 with a click)" in out
-    assert out.rstrip().endswith(f"ok: learn from it with rerankit tune --clicks {log}")
+    # the command as the pages give it, and simulate-clicks prints it: the file they name
+    assert out.rstrip().endswith(
+        f"ok: learn from it with rerankit tune --clicks {log} --out learned.toml"
+    )
 
 
 def test_a_bad_line_or_too_few_clicks_is_a_mistake_exit_1(tmp_path, capsys):
@@ -61,3 +64,12 @@ def test_a_pipeline_file_and_a_click_log_are_checked_together(tmp_path, capsys):
     assert main(["check", str(pipeline), "--clicks", str(thin)]) == 1  # the log's mistake
     out = capsys.readouterr().out
     assert f"{pipeline}: ok" in out and "too few clicks to learn from" in out
+
+
+def test_a_click_log_named_without_clicks_is_pointed_to_it(tmp_path, capsys):
+    """``rerankit check clicks.jsonl`` (the flag forgotten) says how a click log is checked,
+    not only that the file's suffix is not a settings file's."""
+    log = _log(tmp_path / "clicks.jsonl", 5)
+    assert main(["check", str(log)]) == 1
+    out = capsys.readouterr().out
+    assert f"a click log is checked with rerankit check --clicks {log}" in out

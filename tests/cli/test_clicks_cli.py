@@ -334,6 +334,11 @@ def test_interleave_report_names_the_pipeline_users_prefer(tmp_path, capsys):
     assert main(["interleave-report", str(tmp_path / "interleaved.jsonl"), "--by", "query"]) == 0
     printed = capsys.readouterr().out
     assert "interval over queries" in printed and "winner: candidate" in printed
+    # the log named as check and tune name it: the same report
+    assert main(["interleave-report", "--clicks", str(tmp_path / "interleaved.jsonl")]) == 0
+    assert "winner: candidate" in capsys.readouterr().out
+    assert main(["interleave-report"]) == 2
+    assert "name the click log: rerankit interleave-report LOG" in capsys.readouterr().err
     # feedback is written within moments of its answer here: a minute's limit keeps it
     # all, a limit of 0 s leaves it all out (and so finds no winner)
     log_path = str(tmp_path / "interleaved.jsonl")
@@ -470,8 +475,9 @@ def test_tune_clicks_skips_impressions_whose_documents_are_not_in_the_corpus(
         "hash); it is not in the corpus given" in printed
     )
     assert "60 sessions" in printed  # learned from the others
-    curve = [line.split(":")[0] for line in printed.splitlines() if "sessions a query" in line]
+    curve = [line.split(":")[0] for line in printed.splitlines() if " a query:" in line]
     assert len(curve) == len(set(curve)) == 4  # 1, 2, 3 and 5 of each query's 5 sessions
+    assert "       1 session a query:" in printed and "       2 sessions a query:" in printed
 
 
 def test_tune_clicks_stops_when_no_impression_has_its_documents(tmp_path, capsys):
@@ -739,3 +745,23 @@ def test_tune_clicks_takes_propensities_given_and_says_which_queries_it_left_out
     assert main(["tune", "--data", "x", "--propensities", "1,0.5"]) == 2
     error = capsys.readouterr().err
     assert "--propensities" in error and "only learning from a click log reads it" in error
+
+
+def test_tune_clicks_says_each_long_step_and_the_features_progress(tmp_path, capsys, tiny_st):
+    """Computing the features takes minutes on a real log: stderr says it has started, and
+    how far it got (a plain line where stderr is no terminal), never minutes of silence."""
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "text", sessions=5)
+    argv = ["tune", "--clicks", str(log), "--folds", "3", "--embedding-model", str(tiny_st)]
+    assert main([*argv, "--out", str(tmp_path / "c.toml")]) == 0
+    error = capsys.readouterr().err
+    assert (
+        "rerankit: tune --clicks: computing the features of 12 queries' candidates (96 "
+        "documents), the slow part (--features FILE keeps them)" in error
+    )
+    assert "rerankit: features: 12/12 queries (" in error
+    assert "rerankit: tune --clicks: estimating the propensities and cross-validating" in error
+    assert main([*argv, "--out", str(tmp_path / "d.toml"), "--no-progress"]) == 0
+    quiet = capsys.readouterr().err
+    assert "computing the features of 12 queries" in quiet and "12/12 queries" not in quiet

@@ -196,3 +196,25 @@ def test_the_start_line_says_how_long_records_are_kept(tmp_path, caplog, days, s
     feedback.flush()
     feedback.close()
     assert said in caplog.text
+
+
+def test_documents_without_ids_kept_as_ids_only_are_said_once_to_be_unlearnable(tmp_path, caplog):
+    """With store = "id", a /v2/rerank request's strings are logged by their index only:
+    nothing can give their texts to learning. The service says so (once), with what to do."""
+    with (
+        caplog.at_level("WARNING", logger="rerankit.server.feedback"),
+        TestClient(create_app(_settings(tmp_path, store="id"))) as client,
+    ):
+        _shown_two(client)
+        _shown_two(client)
+    said = [r.getMessage() for r in caplog.records if "came without ids" in r.getMessage()]
+    assert len(said) == 1
+    assert 'store = "id" keeps only ids' in said[0] and "/v1/rerank" in said[0]
+    caplog.clear()
+    hashed = _settings(tmp_path / "hashed", store="hash")
+    with (
+        caplog.at_level("WARNING", logger="rerankit.server.feedback"),
+        TestClient(create_app(hashed)) as client,
+    ):
+        _shown_two(client)  # hashes: a corpus gives the texts
+    assert "came without ids" not in caplog.text

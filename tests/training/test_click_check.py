@@ -77,3 +77,33 @@ def test_a_log_of_hashes_needs_the_corpus_and_says_which_hashes_it_lacks(tmp_pat
     other = check_log(log, corpus={f"d{q}": f"text {q}" for q in range(4)})
     assert other.hash_misses == 4 and other.mistakes() == []
     assert any("4 documents whose logged hash no corpus text has" in w for w in other.warnings())
+
+
+def test_documents_sent_without_an_id_and_logged_as_ids_are_said_to_need_no_corpus(tmp_path):
+    """What the service logs with store = "id" for a /v2/rerank request (its documents are
+    strings: logged by their index, marked positional): no corpus can give their texts, so
+    the advice is to send ids (or keep texts or hashes), not to pass --data."""
+    from rerankit.errors import InputError
+    from rerankit.training.clicks import ClickLog, learn_from_log
+
+    log = tmp_path / "log.jsonl"
+    clicks = ClickLog(log, store="id")
+    for q in range(4):
+        clicks.log_impression(f"a{q}", f"query {q}", ["Solar panels.", "Wind farms."], [0, 1])
+        clicks.log_feedback(f"a{q}", [0])
+    clicks.close()
+    for corpus in (None, {"0": "an unrelated document"}):
+        (mistake,) = check_log(log, corpus=corpus).mistakes()
+        assert "each has a document without a text, which no corpus can give" in mistake
+        assert "it came without an id" in mistake and "/v1/rerank" in mistake
+        assert 'store = "text" or "hash"' in mistake and "--data" not in mistake
+    try:
+        learn_from_log(log, corpus={"0": "an unrelated document"})
+    except InputError as e:
+        said = str(e)
+    assert "no corpus can give its text" in said and "it is not in the corpus given" not in said
+    # mixed with a log of texts: a warning, with the example
+    _write(tmp_path / "more.jsonl", [_impression(9, [{"id": "d9", "text": "t"}])])
+    (warning,) = check_log([log, tmp_path / "more.jsonl"]).warnings()
+    assert "4 impressions with a document without a text (which no corpus can give)" in warning
+    assert "e.g. impression a0: query 'query 0': no text for document '0'" in warning

@@ -244,8 +244,10 @@ def test_the_report_counts_the_sessions_the_pipelines_ranked_alike(tmp_path, cap
 def test_a_log_without_interleaving_is_refused(tmp_path):
     log = ClickLog(tmp_path / "i.jsonl")
     log.log_impression("a", "q", [{"id": "x"}], [0])
-    with pytest.raises(ValueError, match="no interleaved sessions"):
+    with pytest.raises(ValueError, match="no interleaved sessions") as e:
         interleaving_report(read_log(tmp_path / "i.jsonl")[0])
+    # what writes them: a service interleaving two pipelines, with feedback on
+    assert "[server] interleave = [A, B], with [server.feedback] on" in str(e.value)
 
 
 def _decided_log(path):

@@ -325,6 +325,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         if is_settings_file(name):
             failed += check_settings(name, args.reranker, moved)
             continue
+        if Path(name).suffix.lower() in (".jsonl", ".ndjson"):  # a click log, most likely
+            print(
+                f"{name}: a pipeline or settings file is .toml, .yaml, .yml or .json; a click "
+                f"log is checked with rerankit check --clicks {name}"
+            )
+            failed += 1
+            continue
         # as `rank -r FILE` / `serve --reranker FILE` read it with the same flags
         spec = served_pipeline(_served(name, moved)) if any(moved.values()) else name
         spec = Path(name) if spec == name else spec

@@ -40,5 +40,6 @@ def report_clicks(logs: list[str], data: str | None) -> int:
     if found.mistakes():
         return 1
     flags = " ".join(f"--clicks {log}" for log in logs) + (f" --data {data}" if data else "")
-    print(f"ok: learn from it with rerankit tune {flags}")
+    # the file name the pages and simulate-clicks use (tune's own default: tuned-clicks.toml)
+    print(f"ok: learn from it with rerankit tune {flags} --out learned.toml")
     return 0

@@ -33,7 +33,7 @@ from .args import (
     positive_float,
     positive_int,
 )
-from .console import progress_bar, read_collection
+from .console import progress_bar, read_collection, reporter
 from .files import need_collection, need_first_stage, need_reranker
 
 __all__ = [
@@ -75,6 +75,7 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         min_dwell_ms=args.min_dwell_ms,
         max_feedback_delay=args.max_feedback_delay,
         keep_learned=args.keep_learned,
+        reporter=reporter(args),
         **options,
     )
     read, result = found.read, found.learning
@@ -115,7 +116,8 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         print("\nlearning curve (cross-validated counterfactual nDCG@10 x 100):")
         sizes = _sizes([sessions for sessions, _ in result.curve])
         for size, (_, ndcg) in zip(sizes, result.curve, strict=True):
-            print(f"  {size:>8} sessions a query: {100 * ndcg:6.2f}")
+            noun = "session" if size == "1" else "sessions"
+            print(f"  {size:>8} {noun} a query: {100 * ndcg:6.2f}")
     print(f"\nverdict: {result.describe()}")
     written = write_learned(
         found, out, served=served, keep_learned=args.keep_learned, source=" ".join(args.clicks)
@@ -233,9 +235,12 @@ def add_max_feedback_delay_argument(parser: Any, prefix: str = "") -> None:
 
 
 def cmd_interleave_report(args: argparse.Namespace) -> int:
-    for log in args.log:
+    logs = [*args.log, *(args.clicks or ())]
+    if not logs:
+        raise UsageError("name the click log: rerankit interleave-report LOG")
+    for log in logs:
         need_click_log(log, "LOG")
-    sessions, read = read_log(logs_files(args.log), max_feedback_delay=args.max_feedback_delay)
+    sessions, read = read_log(logs_files(logs), max_feedback_delay=args.max_feedback_delay)
     pair = tuple(args.pipelines) if args.pipelines else None
     try:
         report = interleaving_report(
@@ -248,7 +253,7 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
         )
     except ValueError as exc:  # say which log, and what was read of it
         read_line = read.describe().splitlines()[0]
-        raise ValueError(f"{', '.join(map(str, args.log))}: {exc} ({read_line})") from exc
+        raise ValueError(f"{', '.join(map(str, logs))}: {exc} ({read_line})") from exc
     if args.json:
         what = {
             "files": read.files,
@@ -389,9 +394,15 @@ def add_commands(sub: Any) -> None:
     )
     ir.add_argument(
         "log",
-        nargs="+",
+        nargs="*",
         help="the click log (its rotated files are read too); several: the logs of several "
         "replicas, read together",
+    )
+    ir.add_argument(
+        "--clicks",
+        action="append",
+        metavar="LOG",
+        help="a click log, as check and tune name it: the same as LOG (repeatable)",
     )
     ir.add_argument(
         "--pipelines",

@@ -270,6 +270,7 @@ class FeedbackLog:
         self.impressions = 0
         self.feedback = 0
         self._stop = threading.Event()
+        self._unlearnable = False  # said once: documents without ids, logged as ids only
         if settings.retention_days:
             self._submit(self.sweep)  # at start, then every hour
             threading.Thread(
@@ -354,6 +355,16 @@ class FeedbackLog:
             {"id": d.id, "text": d.text, FIRST_STAGE_SCORE: d.metadata.get(FIRST_STAGE_SCORE)}
             for d in documents
         ]
+        unlearnable = any(d.id is None for d in documents) and self.settings.store == "id"
+        if unlearnable and not self._unlearnable:
+            self._unlearnable = True
+            logger.warning(
+                "feedback: an answer's documents came without ids (a /v2/rerank request's "
+                'strings, say) and store = "id" keeps only ids: such impressions are '
+                "logged by each document's index and can never be learned from (no corpus "
+                "can give their texts). Send each document's id (/v1/rerank takes objects "
+                'with an id), or set store = "hash" or "text" (said once)'
+            )
         shown = [r["index"] for r in results]
         scores = [r["relevance_score"] for r in results]
         options = {"scores": scores, "pipeline": pipeline, "time": when, **extra}

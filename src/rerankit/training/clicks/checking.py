@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ...errors import InputError
 from ..crossval import MIN_QUERIES
+from .from_log import MORE_CLICKS
 from .reader import ReadReport, Session, logs_files, read_log
 from .sessions import DEPTH, CorpusTexts, collect, with_texts
 
@@ -58,6 +59,11 @@ class LogCheck:
     hash_misses: int = 0
     #: impressions with a document whose text cannot be had (left out of learning)
     without_text: int = 0
+    #: why the first of them has none (its query, the document, what the log keeps)
+    example: str = ""
+    #: of them, those whose document came without an id and with no text nor hash: no
+    #: corpus can give its text
+    no_corpus_helps: int = 0
     depth: int = DEPTH
 
     def mistakes(self) -> list[str]:
@@ -72,6 +78,11 @@ class LogCheck:
             )
         if not self.read.impressions:
             out.append("no impression: learning needs impressions and their feedback")
+        elif not self.sessions and self.no_corpus_helps == self.without_text:
+            out.append(
+                "no impression can be learned from: each has a document without a text, "
+                f"which no corpus can give; e.g. {self.example}"
+            )
         elif not self.sessions:
             out.append(
                 "no impression can be learned from: each has a document without a text "
@@ -81,7 +92,7 @@ class LogCheck:
             out.append(
                 f"too few clicks to learn from: {self.clicked_queries} of the {self.queries} "
                 f"queries have a click in the first {self.depth} positions; learning needs at "
-                f"least {MIN_QUERIES}, and many sessions each"
+                f"least {MIN_QUERIES}, and many sessions each: {MORE_CLICKS}"
             )
         return out
 
@@ -101,9 +112,11 @@ class LogCheck:
             )
         if self.without_text and self.sessions:  # none left: a mistake says it
             fix = "not in the corpus given" if self.corpus else "pass the corpus: --data"
+            if self.no_corpus_helps == self.without_text:
+                fix = "which no corpus can give"
             out.append(
                 f"{_count(self.without_text, 'impression')} with a document without a text "
-                f"({fix}): left out of learning"
+                f"({fix}): left out of learning; e.g. {self.example}"
             )
         if self.hash_misses:
             out.append(
@@ -207,6 +220,13 @@ def check_log(
     _texts(check, sessions, texts)
     usable = with_texts(sessions, texts, ReadReport())
     check.without_text = len(sessions) - len(usable)
+    kept = {id(s) for s in usable}
+    for s in (s for s in sessions if id(s) not in kept):
+        if not check.example:
+            check.example = f"impression {s.impression.id}: {texts.why_not(s.impression)}"
+        check.no_corpus_helps += any(
+            d.positional and d.text is None and not d.sha256 for d in s.impression.documents
+        )
     grouped = collect(usable, depth=depth)
     check.sessions, check.queries = len(usable), len(grouped)
     check.clicked_queries = sum(bool(q.clicked.any()) for q in grouped.values())

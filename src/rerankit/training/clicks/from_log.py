@@ -26,6 +26,7 @@ from ...errors import InputError, no_such_file
 from ...eval.corpus import TextCheck
 from ...scorers import learned
 from ..crossval import MIN_QUERIES
+from ..reporting import Reporter, quiet
 from .exploration import Exploration, count_exploration
 from .learn import learn_from_clicks
 from .reader import ReadReport, Session, read_log
@@ -219,9 +220,22 @@ def _as_corpus(corpus: Any) -> Mapping[str, str] | None:
     )
 
 
+def _left(read: ReadReport) -> str:
+    """The impressions left out for a document without a text, when there are any."""
+    n = read.unresolved
+    return (
+        f" ({n} impression{'' if n == 1 else 's'} left out: a document without a text)" if n else ""
+    )
+
+
 def _why_no_clicks(read: ReadReport, min_dwell_ms: float | None, depth: int) -> str:
     """What the log held and what reading it left out, when no click is left."""
     parts = [f"{read.impressions} impressions, {read.feedback} feedback records"]
+    if read.unresolved:
+        parts.append(
+            f"{read.unresolved} impressions (and their clicks) left out for a document "
+            "without a text"
+        )
     if read.late_feedback:
         parts.append(f"{read.late_feedback} left out as later than max_feedback_delay")
     if read.unknown_clicks:
@@ -233,7 +247,14 @@ def _why_no_clicks(read: ReadReport, min_dwell_ms: float | None, depth: int) -> 
     if min_dwell_ms is not None:
         parts.append(f"clicks with under {min_dwell_ms:g} ms of dwell not counted")
     parts.append(f"only clicks in the first {depth} positions count")
-    return "; ".join(parts)
+    return "; ".join(parts) + f"; {MORE_CLICKS}"
+
+
+#: what to do about a log too thin to learn from, said with the refusal
+MORE_CLICKS = (
+    "log more sessions (rerankit check --clicks LOG counts them in seconds), or rehearse "
+    "the loop on a judged collection with rerankit simulate-clicks (docs/clicks.md)"
+)
 
 
 def learn_from_log(
@@ -247,6 +268,7 @@ def learn_from_log(
     pipelines: Sequence[str] | None = None,
     features: str | Path | None = None,
     max_feedback_delay: float | None = None,
+    reporter: Reporter | None = None,
     **options: Any,
 ) -> LogLearning:
     """Learn from the click log at ``path`` (see the module doc). ``corpus``: document id
@@ -267,7 +289,9 @@ def learn_from_log(
     examples in its problems); it is an error only when no impression is left. A
     ``features`` file written then records which impressions were left out, and reading it
     back leaves out the same ones again (counted the same way; with ``rows`` given, none is
-    left out: ``rows`` must cover every logged query)."""
+    left out: ``rows`` must cover every logged query). ``reporter``: where the start of
+    each long step is noted and the features' progress shown (``rerankit tune --clicks``
+    shows them on stderr; None: nowhere)."""
     corpus = _as_corpus(corpus)
     sessions, read = read_log(path, max_feedback_delay=max_feedback_delay)
     texts = CorpusTexts(corpus)
@@ -303,8 +327,8 @@ def learn_from_log(
     if clicked < MIN_QUERIES:  # said before the features, the slow part (and the model)
         raise ValueError(
             f"too few clicks to learn from: {clicked} of the {len(logs)} logged queries have "
-            f"a click in the first {depth} positions; learning needs at least {MIN_QUERIES}, "
-            "and many sessions each"
+            f"a click in the first {depth} positions{_left(read)}; learning needs at least "
+            f"{MIN_QUERIES}, and many sessions each: {MORE_CLICKS}"
         )
     asked = embedding if isinstance(embedding, str) and embedding else None
     named = None  # the embedding model named for the features computed (or read) here
@@ -312,8 +336,16 @@ def learn_from_log(
     if from_file:
         _check_features(features, rows, logs, asked)
         named, kept = asked, f"features read from {features}"
+    report = quiet(reporter)
     if rows is None:
-        rows = log_features(logs, learned.Signals(embedding), corpus=texts)
+        documents = sum(len(log.doc_ids) for log in logs.values())
+        keep = f"kept in {features} for the next run" if features else "--features FILE keeps them"
+        report.note(
+            f"tune --clicks: computing the features of {len(logs)} queries' candidates "
+            f"({documents} documents), the slow part ({keep})"
+        )
+        progress = report.progress("features")
+        rows = log_features(logs, learned.Signals(embedding), corpus=texts, progress=progress)
         named = asked
         if features is not None:
             write_features(rows, features, embedding=named, left_out=left)
@@ -325,6 +357,10 @@ def learn_from_log(
                 f"the features have none for {len(missing)} of the log's {len(logs)} queries "
                 f"(e.g. {missing[0]!r})"
             )
+    report.note(
+        f"tune --clicks: estimating the propensities and cross-validating over {clicked} "
+        "queries with a click"
+    )
     learning = learn_from_clicks(logs, rows, depth=depth, **options)
     if named:  # the pipeline reads the same model
         learning = replace(learning, embedding=named)

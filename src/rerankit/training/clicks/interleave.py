@@ -378,7 +378,12 @@ def interleaving_report(
                 f"no interleaved sessions of {pipelines[0]} and {pipelines[1]} in the log "
                 f"(it has sessions of: {found})"
             )
-        raise ValueError("no interleaved sessions in the log")
+        raise ValueError(
+            "no interleaved sessions in the log: it holds the sessions of a service whose "
+            "settings interleave two pipelines ([server] interleave = [A, B], with "
+            "[server.feedback] on; docs/clicks.md, 'Compare two pipelines on live traffic: "
+            "interleaving')"
+        )
     if len(kinds) > 1:
         found = " and ".join(f"{n:,} {k}" for k, n in sorted(kinds.items()))
         raise ValueError(

@@ -231,11 +231,22 @@ class CorpusTexts:
         without one has none."""
         for d in impression.documents:
             if self.text(None if d.positional else d.id, d.text, d.sha256) is None:
-                return self.missing(impression.query, d.id, d.sha256)
+                return self.missing(impression.query, d.id, d.sha256, positional=d.positional)
         return None
 
-    def missing(self, query: str, doc_id: str, digest: str | None) -> str:
-        """Why a document has no text: what the log keeps of it, and the corpus."""
+    def missing(
+        self, query: str, doc_id: str, digest: str | None, *, positional: bool = False
+    ) -> str:
+        """Why a document has no text: what the log keeps of it, and the corpus (none can
+        help a ``positional`` document logged without a hash: nothing names its text)."""
+        if positional and not digest:
+            return (
+                f"query {query!r}: no text for document {doc_id!r}: it came without an id "
+                "(a /v2/rerank request's strings, say), so the log names it by its index in "
+                'the request, and keeps no text nor hash of it (store = "id"): no corpus '
+                "can give its text. Send each document's id (/v1/rerank takes objects with "
+                'an id), or log with store = "text" or "hash"'
+            )
         kept = "its hash" if digest else "its id only"
         where = (
             "it is not in the corpus given"
@@ -276,6 +287,7 @@ def log_features(
     signals: Any = None,
     *,
     corpus: Mapping[str, str] | CorpusTexts | None = None,
+    progress: Any = None,
 ) -> dict[str, tuple[list[str], np.ndarray]]:
     """Learning to rank's features (:func:`rerankit.scorers.learned.features`, the same
     as ``rerankit tune --method ltr`` reads) of each query's candidates,
@@ -283,11 +295,13 @@ def log_features(
     ``corpus`` (doc id -> text) by its id or by its SHA-256 (a log kept as ``hash`` or
     ``id`` needs it). The first-stage features count when every candidate of the query
     has a first-stage score (as :class:`~rerankit.scorers.learned.LearnedScorer` does).
-    ``signals``: a :class:`~rerankit.scorers.learned.Signals` (None: the bundled model)."""
+    ``signals``: a :class:`~rerankit.scorers.learned.Signals` (None: the bundled model);
+    ``progress`` wraps the loop over the queries (e.g. ``tqdm``)."""
     signals = signals if signals is not None else learned.Signals()
     lookup = corpus if isinstance(corpus, CorpusTexts) else CorpusTexts(corpus)
     rows = {}
-    for key, log in logs.items():
+    items = list(logs.items())
+    for key, log in items if progress is None else progress(items):
         texts = []
         for i, d in enumerate(log.doc_ids):
             digest = log.hashes[i] if log.hashes else None
