@@ -77,3 +77,27 @@ def test_a_threshold_on_scores_that_are_no_probability_is_said_once_per_adapter(
         for _ in range(3):
             compressor.compress_documents(docs, QUERY)
     assert len(_lines(caplog, "the scores are relative")) == 1
+
+
+def test_the_adapters_log_under_the_logger_the_docs_name(tmp_path, caplog):
+    """docs/integrations.md and docs/api.md say ``rerankit.integrations``; the lines said
+    ``rerankit.integrations._options``, a private module's name, to filter by."""
+    pytest.importorskip("langchain_core", reason="needs the 'langchain' extra")
+    from langchain_core.documents import Document
+
+    from rerankit.integrations.langchain import RerankitCompressor
+
+    cut = tmp_path / "cut.toml"
+    cut.write_text(
+        '[[stages]]\nscorer = { type = "bm25" }\n\n'
+        '[[stages]]\nrule = { type = "min_score", threshold = 1e9 }\n'
+    )
+    with caplog.at_level(logging.WARNING, logger="rerankit"):
+        assert (
+            RerankitCompressor(reranker=str(cut)).compress_documents(
+                [Document(page_content=t) for t in TEXTS], QUERY
+            )
+            == []
+        )
+    said = [r for r in caplog.records if r.getMessage().startswith("RerankitCompressor: ")]
+    assert said and {r.name for r in said} == {"rerankit.integrations"}

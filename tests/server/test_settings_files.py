@@ -137,3 +137,40 @@ def test_a_setting_of_the_wrong_kind_is_named_with_its_kind(tmp_path):
         tmp_path, '[server]\ntimeout = 5\napi_keys = ["k1"]\n[pipelines.b]\nreranker = "bm25"\n'
     )
     assert ServerSettings.from_file(ok).timeout == 5
+
+
+CUT = (
+    '[[stages]]\nreranker = "hybrid"\n\n'
+    '[[stages]]\nrule = { type = "min_score", threshold = 0.3, keep_at_least = 2 }\n'
+)
+
+
+@pytest.mark.parametrize(
+    "declared", ['[pipelines]\nrag = "cut.toml"\n', '[pipelines.rag]\nreranker = "cut.toml"\n']
+)
+def test_the_settings_model_reaches_a_pipeline_file_as_the_model_flag_does(tmp_path, declared):
+    """``[server] model`` moved a pipeline named inline but not one in a file: a torch-free
+    image serving cut.toml (integrations.md's threshold) failed on the bundled model's
+    missing export, while ``serve --reranker cut.toml --model DIR`` read DIR."""
+    (tmp_path / "cut.toml").write_text(CUT)
+    (tmp_path / "minilm-onnx").mkdir()
+    settings = _file(tmp_path, f'[server]\nmodel = "minilm-onnx"\n\n{declared}')
+    spec = ServerSettings.from_file(settings).pipelines["rag"]
+    hybrid = spec["stages"][0]["reranker"]
+    assert hybrid["type"] == "hybrid" and hybrid["model"] == str(tmp_path / "minilm-onnx")
+    assert spec["stages"][1] == {
+        "rule": {"type": "min_score", "threshold": 0.3, "keep_at_least": 2}
+    }
+    flag = serve_settings(
+        build_parser().parse_args(
+            ["serve", "-r", str(tmp_path / "cut.toml"), "--model", str(tmp_path / "minilm-onnx")]
+        )
+    )
+    assert spec["stages"] == flag.pipelines["cut"]["stages"]  # as the flag has it
+
+
+def test_a_pipeline_file_the_settings_model_cannot_reach_is_served_as_named(tmp_path):
+    """A file with no built-in hybrid or embedding stays the file, as written."""
+    (tmp_path / "lex.toml").write_text('reranker = "bm25"\n')
+    settings = _file(tmp_path, '[server]\nmodel = "m"\n\n[pipelines]\nlex = "lex.toml"\n')
+    assert ServerSettings.from_file(settings).pipelines["lex"] == str(tmp_path / "lex.toml")

@@ -13,7 +13,8 @@ from ..rerankers.notes import logged_by_rerank, pipeline_note
 
 __all__ = ["documents_said", "refuse_unknown_options"]
 
-logger = logging.getLogger(__name__)
+# the name the docs give (docs/api.md), not this private module's
+logger = logging.getLogger("rerankit.integrations")
 
 
 def refuse_unknown_options(

@@ -85,7 +85,7 @@ from ..cache.store import redacted
 from ..config import read_spec
 from ..options import check_options, unknown_keys
 from ..plugins import load_environment, load_plugins, plugin_list, plugins_beside
-from ..spec_toml import paths_beside
+from ..spec_toml import PIPELINE_SUFFIXES, paths_beside, read_pipeline
 from .api_keys import env_keys, env_problem, kind_of, list_problem
 from .batching import PAIR_MODES
 from .feedback import (
@@ -130,8 +130,8 @@ def on_backend(
     """``spec`` with the built-in ``embedding`` and ``hybrid``, wherever a pipeline names
     them (``"hybrid"``, ``{reranker = "hybrid"}``, or a stage ``{reranker = "hybrid", keep =
     ...}``), moved to ``backend`` and, given ``model``, reading that embedding model (a hub
-    id, a model folder or a folder written by ``rerankit export``). Anything declared with
-    options of its own is left as it is (set these there)."""
+    id, a model folder or a folder written by ``rerankit export``), a pipeline file's too
+    (read in). Anything declared with options of its own is left as it is (set these there)."""
     if backend == "auto" and quantize is None and not model:
         return spec
     options = {
@@ -139,17 +139,29 @@ def on_backend(
         "backend": backend,
         **({"quantize": quantize} if quantize else {}),
     }
+    built = ("hybrid", "embedding")
 
     def stage(entry: Any) -> Any:
-        if not isinstance(entry, Mapping) or entry.get("reranker") not in ("hybrid", "embedding"):
-            return entry
+        if not isinstance(entry, Mapping) or entry.get("reranker") not in built:
+            alone = isinstance(entry, Mapping) and list(entry) == ["reranker"]
+            return (in_file(entry["reranker"]) or entry) if alone else entry
         rest = {k: v for k, v in entry.items() if k != "reranker"}
         if entry["reranker"] == "hybrid":
             return {**rest, "reranker": {"type": "hybrid", **options}}
         return {**rest, "scorer": {"type": "embedding", **options}}
 
+    def in_file(path: Any) -> Any:  # a pipeline file's spec moved as ``serve --reranker
+        if not isinstance(path, str) or Path(path).suffix.lower() not in PIPELINE_SUFFIXES:
+            return None  # FILE --model M`` moves it; None if nothing in it moves
+        try:
+            declared = read_pipeline(path)
+        except (OSError, ValueError):  # said when the pipeline is built
+            return None
+        moved = on_backend(declared, backend, quantize, model)
+        return None if moved == declared else moved
+
     if isinstance(spec, str):
-        return stage({"reranker": spec}) if spec in ("hybrid", "embedding") else spec
+        return stage({"reranker": spec}) if spec in built else in_file(spec) or spec
     if isinstance(spec, Mapping) and isinstance(spec.get("stages"), list):
         return {**spec, "stages": [stage(entry) for entry in spec["stages"]]}
     return stage(spec)
