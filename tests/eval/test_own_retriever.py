@@ -196,3 +196,35 @@ def test_eval_takes_reranker_and_r_as_the_other_commands_do(collection, tmp_path
     assert len(listed) == 3  # the first stage, then each reranker
     assert rows("-r", "bm25", "--reranker", "jaccard") == listed
     assert rows("--rerankers", "bm25", "-r", "jaccard") == listed
+
+
+def test_json_lines_candidates_are_read_whatever_the_file_is_named(collection, tmp_path):
+    # a retriever's JSON Lines saved as .json or .txt was read as a TREC run: "expected 6
+    # columns, got 91", which named neither form nor what to do
+    data = load_beir(collection)
+    expected = first_stage(data, str(_written(tmp_path / "mine.trec", RUN)), k=100)
+    for name in ("mine.json", "mine.txt", "mine"):
+        rows = _written(tmp_path / name, "\n" + "".join(json.dumps(r) + "\n" for r in ROWS))
+        assert first_stage(data, str(rows), k=100) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("q1\td1\t1\n", "a qrels file"),  # judgments given as the run
+        ("q1 Q0 d1 1\n", "qid Q0 docid rank score tag"),
+    ],
+)
+def test_a_run_in_another_format_says_what_a_run_line_is(collection, tmp_path, text, hint):
+    bad = _written(tmp_path / "bad.run", text)
+    with pytest.raises(InputError) as error:
+        first_stage(load_beir(collection), str(bad), k=100)
+    said = str(error.value)
+    assert said.startswith(f"{bad}:1: expected 6 columns")
+    assert "qid Q0 docid rank score tag" in said and hint in said
+    assert ".jsonl" in said  # the other form a first stage can take
+
+
+def _written(path, text):
+    path.write_text(text)
+    return path

@@ -177,9 +177,22 @@ def _read(source: str | Mapping[str, Any], **check: Any) -> dict[str, list[tuple
     and :func:`load_run` take them."""
     if isinstance(source, Mapping):
         return given_candidates(source, **check)
-    if Path(source).suffix.lower() == ".jsonl":
+    if _json_lines(Path(source)):
         return load_candidates(source, **check)
     return load_run(source, with_scores=True, **check)
+
+
+def _json_lines(path: Path) -> bool:
+    """Whether ``path`` holds JSON Lines candidates: named ``.jsonl``, or its first line that
+    is not blank starts with ``{`` (a retriever's rows saved as ``.json`` or ``.txt``); a TREC
+    run's lines start with a query id."""
+    if path.suffix.lower() == ".jsonl":
+        return True
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            return next((line.lstrip()[:1] == "{" for line in f if line.strip()), False)
+    except OSError:  # missing or unreadable: load_run says so
+        return False
 
 
 def _once(ranked: Sequence[tuple[str, float]]) -> tuple[list[tuple[str, float]], int]:
