@@ -228,3 +228,17 @@ def test_a_run_in_another_format_says_what_a_run_line_is(collection, tmp_path, t
 def _written(path, text):
     path.write_text(text)
     return path
+
+
+def test_a_run_of_some_queries_says_how_to_measure_only_those(collection, tmp_path, capsys):
+    # a run of 2 of 30 judged queries gave means diluted by 28 zeros, and nothing under the
+    # table said how to measure the run's own queries
+    run = _written(tmp_path / "some.run", "q1 Q0 d1 1 9.5 mine\n")
+    argv = ["eval", "--data", str(collection), "--first-stage", str(run), "-r", "bm25"]
+    assert main([*argv, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert f"no candidates for q2 (scored 0; nothing kept at any threshold): {run} ranks " in out
+    assert "queries.jsonl holds just the queries it ranks" in out
+    bm25 = ["eval", "--data", str(collection), "--first-stage", "bm25", "-r", "bm25"]
+    assert main([*bm25, "--no-progress"]) == 0
+    assert "holds just the queries it ranks" not in capsys.readouterr().out
