@@ -242,3 +242,13 @@ def test_a_run_of_some_queries_says_how_to_measure_only_those(collection, tmp_pa
     bm25 = ["eval", "--data", str(collection), "--first-stage", "bm25", "-r", "bm25"]
     assert main([*bm25, "--no-progress"]) == 0
     assert "holds just the queries it ranks" not in capsys.readouterr().out
+
+
+def test_a_run_whose_ids_match_no_query_shows_both_ids(collection, tmp_path):
+    # ids written differently ('query1' for 'q1') were refused without showing either side
+    run = _written(tmp_path / "other.run", "query1 Q0 d1 1 9.5 mine\nquery2 Q0 d2 1 3.0 mine\n")
+    with pytest.raises(InputError) as error:
+        first_stage(load_beir(collection), str(run), k=100)
+    said = str(error.value)
+    assert "none of its 2 query ids is among the 2 queries of the test split" in said
+    assert "its ids: 'query1', 'query2'; the split's: 'q1', 'q2'" in said

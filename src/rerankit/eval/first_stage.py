@@ -236,6 +236,9 @@ def _uncovered(data: Dataset, source: str, ids: set[str]) -> UncoveredQueries:
     found = f"; of its query ids, {', '.join(said)}" if said else ""
     if not said and data.folder is not None:
         found = f"; no split of {data.folder} judges any of them"
+    if not said:  # ids written differently ('query1' for 'q1')? show both
+        theirs, ours = (", ".join(map(repr, sorted(i)[:3])) for i in (ids, data.queries))
+        found += f" (its ids: {theirs}; the split's: {ours}: the same queries written differently?)"
     return UncoveredQueries(
         f"{source}: none of its {len(ids)} query ids is among the {len(data.queries)} "
         f"queries of {split}{found}",
