@@ -97,6 +97,11 @@ def test_candidates_without_scores_keep_their_order(collection, tmp_path):
             '{"query_id": "q1"}',
             "bad.jsonl:1: expected an object with query_id and a candidates list",
         ),
+        (  # a list under another name: the error shows the row's fields
+            '{"query_id": "q1", "docs": [{"id": "d1"}]}',
+            r"bad.jsonl:1: expected an object with query_id and a candidates list \(fields "
+            r"present: 'query_id', 'docs'\)",
+        ),
         ('{"query_id": null, "candidates": ["d1"]}', "bad.jsonl:1: query_id must be a string or"),
         (
             '{"qid": "q1", "candidates": ["d1"]}',

@@ -308,7 +308,11 @@ def load_candidates(
     for n, row in numbered_jsonl(path, line):
         where = f"{path}:{n}"
         if not isinstance(row, dict) or not isinstance(row.get("candidates"), list):
-            raise InputError(f"{where}: expected an object with query_id and a candidates list")
+            fields = ", ".join(map(repr, list(row)[:8])) if isinstance(row, dict) else ""
+            raise InputError(
+                f"{where}: expected an object with query_id and a candidates list"
+                + (f" (fields present: {fields})" if fields else "")
+            )
         qid = row.get("query_id")
         if "query_id" not in row:
             present = ", ".join(map(repr, list(row)[:8]))
