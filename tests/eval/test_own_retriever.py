@@ -97,6 +97,11 @@ def test_candidates_without_scores_keep_their_order(collection, tmp_path):
             '{"query_id": "q1"}',
             "bad.jsonl:1: expected an object with query_id and a candidates list",
         ),
+        (  # a list under another name: the error shows the row's fields
+            '{"query_id": "q1", "docs": [{"id": "d1"}]}',
+            r"bad.jsonl:1: expected an object with query_id and a candidates list \(fields "
+            r"present: 'query_id', 'docs'\)",
+        ),
         ('{"query_id": null, "candidates": ["d1"]}', "bad.jsonl:1: query_id must be a string or"),
         (
             '{"qid": "q1", "candidates": ["d1"]}',
@@ -196,3 +201,59 @@ def test_eval_takes_reranker_and_r_as_the_other_commands_do(collection, tmp_path
     assert len(listed) == 3  # the first stage, then each reranker
     assert rows("-r", "bm25", "--reranker", "jaccard") == listed
     assert rows("--rerankers", "bm25", "-r", "jaccard") == listed
+
+
+def test_json_lines_candidates_are_read_whatever_the_file_is_named(collection, tmp_path):
+    # a retriever's JSON Lines saved as .json or .txt was read as a TREC run: "expected 6
+    # columns, got 91", which named neither form nor what to do
+    data = load_beir(collection)
+    expected = first_stage(data, str(_written(tmp_path / "mine.trec", RUN)), k=100)
+    for name in ("mine.json", "mine.txt", "mine"):
+        rows = _written(tmp_path / name, "\n" + "".join(json.dumps(r) + "\n" for r in ROWS))
+        assert first_stage(data, str(rows), k=100) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        ("q1\td1\t1\n", "a qrels file"),  # judgments given as the run
+        ("q1 Q0 d1 1\n", "qid Q0 docid rank score tag"),
+    ],
+)
+def test_a_run_in_another_format_says_what_a_run_line_is(collection, tmp_path, text, hint):
+    bad = _written(tmp_path / "bad.run", text)
+    with pytest.raises(InputError) as error:
+        first_stage(load_beir(collection), str(bad), k=100)
+    said = str(error.value)
+    assert said.startswith(f"{bad}:1: expected 6 columns")
+    assert "qid Q0 docid rank score tag" in said and hint in said
+    assert ".jsonl" in said  # the other form a first stage can take
+
+
+def _written(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_a_run_of_some_queries_says_how_to_measure_only_those(collection, tmp_path, capsys):
+    # a run of 2 of 30 judged queries gave means diluted by 28 zeros, and nothing under the
+    # table said how to measure the run's own queries
+    run = _written(tmp_path / "some.run", "q1 Q0 d1 1 9.5 mine\n")
+    argv = ["eval", "--data", str(collection), "--first-stage", str(run), "-r", "bm25"]
+    assert main([*argv, "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert f"no candidates for q2 (scored 0; nothing kept at any threshold): {run} ranks " in out
+    assert "queries.jsonl holds just the queries it ranks" in out
+    bm25 = ["eval", "--data", str(collection), "--first-stage", "bm25", "-r", "bm25"]
+    assert main([*bm25, "--no-progress"]) == 0
+    assert "holds just the queries it ranks" not in capsys.readouterr().out
+
+
+def test_a_run_whose_ids_match_no_query_shows_both_ids(collection, tmp_path):
+    # ids written differently ('query1' for 'q1') were refused without showing either side
+    run = _written(tmp_path / "other.run", "query1 Q0 d1 1 9.5 mine\nquery2 Q0 d2 1 3.0 mine\n")
+    with pytest.raises(InputError) as error:
+        first_stage(load_beir(collection), str(run), k=100)
+    said = str(error.value)
+    assert "none of its 2 query ids is among the 2 queries of the test split" in said
+    assert "its ids: 'query1', 'query2'; the split's: 'q1', 'q2'" in said

@@ -370,7 +370,7 @@ def add_first_stage_argument(
         default=default,
         help=f"{when}auto (the dataset's *.run.trec when it ships one, else bm25; the default), "
         "bm25 (over the corpus), run, or your retriever's output: a TREC run file or JSON "
-        "Lines candidates (.jsonl, a row a query: {query_id, candidates: [{id, "
+        "Lines candidates (a row a query, .jsonl or any name: {query_id, candidates: [{id, "
         "first_stage_score}]})",
     )
     if old:

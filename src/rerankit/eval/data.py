@@ -15,7 +15,7 @@ from .._jsonl import numbered_jsonl
 from .._paths import folder_name
 from ..errors import InputError, keyword_flag, no_such_file, said_for
 from .corpus import TextCheck
-from .dataset_checks import check_ids, checked, evaluation_only, in_memory_ids, no_query
+from .dataset_checks import check_ids, checked, evaluation_only, in_memory_ids, no_query, not_a_run
 from .qrels import load_qrels, read_splits, split_files
 
 logger = logging.getLogger(__name__)
@@ -197,7 +197,7 @@ def load_run(
             if not parts:
                 continue
             if len(parts) != 6:
-                raise InputError(f"{path}:{n}: expected 6 columns, got {len(parts)}")
+                raise InputError(not_a_run(path, n, len(parts)))
             qid, _, did, rank, score, _ = parts
             if queries is not None and qid not in queries:
                 continue  # another folder's query

@@ -320,3 +320,19 @@ def no_query(source: Path, qrels: dict[str, dict[str, int]], judged: int, split:
         f"{source}: none of its {len(qrels)} query ids "
         f"({sample}{', ...' if len(qrels) > 3 else ''}) is in queries.jsonl"
     )
+
+
+def not_a_run(path: Path, n: int, columns: int) -> str:
+    """The error for line ``n`` of a TREC run file that has ``columns`` columns, not 6:
+    what a run line is, and the other form a first stage can take."""
+    qrels = (
+        " (a qrels file? judgments go in the folder's qrels/, the run is your retriever's ranking)"
+        if columns in (3, 4)
+        else ""
+    )
+    return (
+        f"{path}:{n}: expected 6 columns, got {columns}{qrels}: a TREC run has one line per "
+        "candidate, 'qid Q0 docid rank score tag' (whitespace-separated); JSON Lines "
+        '({"query_id": "q1", "candidates": [{"id": "d3", "first_stage_score": 12.1}]} a line) '
+        "are read as candidates whatever the file's name (.jsonl, .json)"
+    )

@@ -177,9 +177,22 @@ def _read(source: str | Mapping[str, Any], **check: Any) -> dict[str, list[tuple
     and :func:`load_run` take them."""
     if isinstance(source, Mapping):
         return given_candidates(source, **check)
-    if Path(source).suffix.lower() == ".jsonl":
+    if _json_lines(Path(source)):
         return load_candidates(source, **check)
     return load_run(source, with_scores=True, **check)
+
+
+def _json_lines(path: Path) -> bool:
+    """Whether ``path`` holds JSON Lines candidates: named ``.jsonl``, or its first line that
+    is not blank starts with ``{`` (a retriever's rows saved as ``.json`` or ``.txt``); a TREC
+    run's lines start with a query id."""
+    if path.suffix.lower() == ".jsonl":
+        return True
+    try:
+        with path.open(encoding="utf-8", errors="replace") as f:
+            return next((line.lstrip()[:1] == "{" for line in f if line.strip()), False)
+    except OSError:  # missing or unreadable: load_run says so
+        return False
 
 
 def _once(ranked: Sequence[tuple[str, float]]) -> tuple[list[tuple[str, float]], int]:
@@ -223,6 +236,9 @@ def _uncovered(data: Dataset, source: str, ids: set[str]) -> UncoveredQueries:
     found = f"; of its query ids, {', '.join(said)}" if said else ""
     if not said and data.folder is not None:
         found = f"; no split of {data.folder} judges any of them"
+    if not said:  # ids written differently ('query1' for 'q1')? show both
+        theirs, ours = (", ".join(map(repr, sorted(i)[:3])) for i in (ids, data.queries))
+        found += f" (its ids: {theirs}; the split's: {ours}: the same queries written differently?)"
     return UncoveredQueries(
         f"{source}: none of its {len(ids)} query ids is among the {len(data.queries)} "
         f"queries of {split}{found}",
@@ -292,7 +308,11 @@ def load_candidates(
     for n, row in numbered_jsonl(path, line):
         where = f"{path}:{n}"
         if not isinstance(row, dict) or not isinstance(row.get("candidates"), list):
-            raise InputError(f"{where}: expected an object with query_id and a candidates list")
+            fields = ", ".join(map(repr, list(row)[:8])) if isinstance(row, dict) else ""
+            raise InputError(
+                f"{where}: expected an object with query_id and a candidates list"
+                + (f" (fields present: {fields})" if fields else "")
+            )
         qid = row.get("query_id")
         if "query_id" not in row:
             present = ", ".join(map(repr, list(row)[:8]))

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, keyword_flag
 from .compare import (
     PER_QUERY_FILE,
     against,
@@ -195,6 +195,12 @@ class CollectionEvaluation:
                 f" and {len(empty) - 20} more" if len(empty) > 20 else ""
             )
             said.append(f"no candidates for {shown} (scored 0; nothing kept at any threshold)")
+            if not str(m["first_stage"]).startswith("BM25"):  # your run lacks those queries
+                said[-1] += (
+                    f": {m['first_stage']} ranks none of them; to measure only the queries "
+                    f"it ranks, give {keyword_flag('data')} a folder whose queries.jsonl "
+                    "holds just the queries it ranks (the corpus and qrels can stay)"
+                )
         if fewer:
             said.append(
                 f"{fewer} of {m['queries']} queries got fewer than {k} candidates (the first "
