@@ -16,6 +16,7 @@ from .._jsonl import dumps_strict
 from .._optional import require
 from ..batch import BatchInterrupted, BatchSummary, RayOptions, quiet_ray_logs, read_rows, run_batch
 from ..batch.beir import beir_rows
+from ..batch.io import input_format
 from ..batch.resume import OutputRefused
 from ..batch.summary import SOME_ROWS_FAILED
 from ..errors import InputError
@@ -65,6 +66,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise UsageError("--input - (standard input) needs --engine local: Ray reads files")
     if not stdin:
         need_file(args.input, "--input", "the rows to rerank")
+    try:  # a name batch cannot read or write is a usage error, before any work (exit 2)
+        input_format(args.out)
+        if args.input is not None and not stdin and not Path(args.input).is_dir():
+            input_format(args.input)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     need_collection(args.data)
     need_reranker(args.reranker)
     if args.engine == "ray" and not args.verbose:
