@@ -237,8 +237,10 @@ def interrupted(args: argparse.Namespace, summary: BatchSummary | None, signals:
     ends next: the rows' tasks Ctrl-C left behind (provider calls cut short) are not
     reported by asyncio as errors when they are destroyed."""
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)
-    again = [a for a in args.argv if a != "--overwrite"]
-    again += [] if "--resume" in again else ["--resume"]
+    parquet = input_format(args.out) == "parquet"  # cannot be resumed: started again
+    flag, other = ("--overwrite", "--resume") if parquet else ("--resume", "--overwrite")
+    again = [a for a in args.argv if a != other]
+    again += [] if flag in again else [flag]
     if summary is None:
         done = f"nothing written to {args.out}"
     else:
@@ -253,8 +255,13 @@ def interrupted(args: argparse.Namespace, summary: BatchSummary | None, signals:
         done += f"; no {args.summary} (no row was written)"
     signum = signals[0] if signals else signal.SIGINT
     what = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
+    how = (
+        "a Parquet --out cannot be resumed (write .jsonl for that); start again with"
+        if parquet
+        else "go on with"
+    )
     print(
-        f"rerankit batch: {what}: {done}; go on with: {shlex.join(['rerankit', *again])}",
+        f"rerankit batch: {what}: {done}; {how}: {shlex.join(['rerankit', *again])}",
         file=sys.stderr,
     )
     return 128 + int(signum)
