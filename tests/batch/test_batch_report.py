@@ -268,3 +268,14 @@ def test_a_candidate_without_a_usable_text_fails_its_row_with_what_to_do(tmp_pat
     assert "is null: " + give in null
     assert num.startswith(f"{src}:4: query 'num': candidates[1] (id 7): text field 'text' must")
     assert give in num
+
+
+def test_the_summary_line_counts_one_blank_line_in_the_singular(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(GOOD) + "\n\n" + json.dumps(GOOD) + "\n")
+    args = ["batch", "-i", str(src), "--out", str(tmp_path / "o.jsonl"), "-r", "bm25"]
+    assert main([*args, "--no-progress"]) == 0
+    assert "; 1 blank line skipped" in capsys.readouterr().err
+    src.write_text(json.dumps(GOOD) + "\n\n\n" + json.dumps(GOOD) + "\n")
+    assert main([*args, "--no-progress", "--overwrite"]) == 0
+    assert "; 2 blank lines skipped" in capsys.readouterr().err
