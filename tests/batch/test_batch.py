@@ -112,8 +112,25 @@ def test_every_bad_row_is_written_with_its_error_and_counted(tmp_path):
         f"{src}:6: query 'no-text': candidates[0] (id 'x'): missing text field 'text'"
     )
     assert out[7]["error"].startswith(f"{src}:8: not JSON")
-    assert out[8]["error"] == f"{src}:9: a row must be a JSON object"
+    assert out[8]["error"].startswith(f"{src}:9: a row must be a JSON object, got a JSON array;")
+    assert "jq -c '.[]' FILE" in out[8]["error"]
     assert all(r["results"] == [] for r in out if r["error"])
+
+
+def test_a_pretty_printed_json_file_says_that_a_row_goes_on_one_line(tmp_path):
+    """A JSON file given as rows (the natural first try) fails on its first line, "{" or
+    "[": the error says what JSON Lines are and how to convert, not only "not JSON"."""
+    for name, text in {
+        "pretty.jsonl": json.dumps(ROWS[0], indent=2),
+        "array.json": json.dumps([ROWS[0]], indent=2),
+    }.items():
+        src = tmp_path / name
+        src.write_text(text + "\n")
+        run_batch(src, tmp_path / "out.jsonl", "bm25", overwrite=True)
+        first = read_jsonl(tmp_path / "out.jsonl")[0]["error"]
+        assert first.startswith(f"{src}:1: not JSON (")
+        assert "JSON Lines hold one row, a JSON object, on each line" in first, first
+        assert "jq -c" in first
 
 
 def test_the_cli_writes_parquet_from_jsonl_and_back_and_says_what_failed(tmp_path, capsys):

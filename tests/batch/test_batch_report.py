@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import signal
 
 import pytest
@@ -223,6 +224,25 @@ def test_sigterm_ends_like_ctrl_c_with_the_summary_and_exit_143(tmp_path, capsys
     assert "1 rows already written, skipped" in err
 
 
+def test_a_stopped_parquet_run_says_to_start_again_not_to_resume(tmp_path, capsys, monkeypatch):
+    """A Parquet --out cannot be resumed (--resume is refused, exit 2): the line a stopped
+    run ends with gives the command that works, with --overwrite, and that command runs."""
+    pytest.importorskip("pyarrow", reason="Parquet needs the 'parquet' extra")
+    src, out = write_jsonl(tmp_path / "in.jsonl", [GOOD] * 4), tmp_path / "out.parquet"
+    monkeypatch.setattr(registry, "_ENTRIES", dict(registry._ENTRIES))
+    register_reranker("terminates", _Terminates)
+    monkeypatch.setattr(_Terminates, "calls", 0)
+    args = ["batch", "-i", str(src), "--out", str(out), "-r", "terminates", "--no-progress"]
+    assert main(args) == 143
+    err = capsys.readouterr().err
+    assert "a Parquet --out cannot be resumed (write .jsonl for that); start again with" in err
+    again = shlex.split(err.split("start again with: ")[1])
+    assert again[-1] == "--overwrite" and "--resume" not in again, again
+    assert main([*args, "--resume"]) == 2  # what the line used to say
+    capsys.readouterr()
+    assert main(again[1:]) == 0  # _Terminates stops only its second call
+
+
 def test_a_candidate_without_a_usable_text_fails_its_row_with_what_to_do(tmp_path):
     """A missing, null or non-string text fails the row (bad input is an error); the error
     names the query, the candidate's index and id, and says what to do: --text-field only
@@ -248,3 +268,14 @@ def test_a_candidate_without_a_usable_text_fails_its_row_with_what_to_do(tmp_pat
     assert "is null: " + give in null
     assert num.startswith(f"{src}:4: query 'num': candidates[1] (id 7): text field 'text' must")
     assert give in num
+
+
+def test_the_summary_line_counts_one_blank_line_in_the_singular(tmp_path, capsys):
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps(GOOD) + "\n\n" + json.dumps(GOOD) + "\n")
+    args = ["batch", "-i", str(src), "--out", str(tmp_path / "o.jsonl"), "-r", "bm25"]
+    assert main([*args, "--no-progress"]) == 0
+    assert "; 1 blank line skipped" in capsys.readouterr().err
+    src.write_text(json.dumps(GOOD) + "\n\n\n" + json.dumps(GOOD) + "\n")
+    assert main([*args, "--no-progress", "--overwrite"]) == 0
+    assert "; 2 blank lines skipped" in capsys.readouterr().err

@@ -81,6 +81,8 @@ def test_every_refusal_of_what_to_do_with_out_exits_2(tmp_path, capsys):
     run_batch(src, out, "bm25")
     other = write_jsonl(tmp_path / "other.jsonl", ROWS[:2])
     shifted = write_jsonl(tmp_path / "shifted.jsonl", ROWS[1:] + ROWS[:1])
+    txt = tmp_path / "in.txt"
+    txt.write_text(src.read_text())
     base = ["-r", "bm25", "--no-progress"]
     cases = {
         "already holds 4 rows": ["-i", str(src), "--out", str(out)],
@@ -88,6 +90,8 @@ def test_every_refusal_of_what_to_do_with_out_exits_2(tmp_path, capsys):
         "does not match": ["-i", str(shifted), "--out", str(out), "--resume"],
         "needs a .jsonl --out": ["-i", str(src), "--out", str(tmp_path / "o.parquet"), "--resume"],
         "not both": ["-i", str(src), "--out", str(out), "--resume", "--overwrite"],
+        "use a .jsonl or .parquet file (got '.csv')": ["-i", str(src), "--out", str(out) + ".csv"],
+        "in.txt: use a .jsonl or .parquet": ["-i", str(txt), "--out", str(tmp_path / "o.jsonl")],
     }
     for said, args in cases.items():
         assert main(["batch", *args, *base]) == 2, said

@@ -49,14 +49,27 @@ def parse_line(line: str, lineno: int | None) -> dict[str, Any]:
     try:  # without its line end, which would put an error at the end on "line 2 column 1"
         value = json.loads(line.rstrip("\r\n"))
     except json.JSONDecodeError as exc:
+        hint = _ONE_LINE if snippet in ("{", "[") else ""  # a pretty-printed file's first line
         return {
             LINE_KEY: lineno,
             UNREADABLE_KEY: f"{where}not JSON ({exc.msg.removesuffix(' at')} at column "
-            f"{exc.colno})",
+            f"{exc.colno}){hint}",
+        }
+    if isinstance(value, list):  # a file that is one JSON array, on one line
+        return {
+            LINE_KEY: lineno,
+            UNREADABLE_KEY: f"{where}a row must be a JSON object, got a JSON array{_ONE_LINE}",
         }
     if not isinstance(value, dict):
         return {LINE_KEY: lineno, UNREADABLE_KEY: f"{where}a row must be a JSON object"}
     return {**value, LINE_KEY: lineno}
+
+
+#: what a JSON file given where JSON Lines are read needs
+_ONE_LINE = (
+    "; JSON Lines hold one row, a JSON object, on each line: a JSON file (an array of rows, "
+    "or pretty-printed) converts with `jq -c '.[]' FILE` (an array) or `jq -c . FILE`"
+)
 
 
 def read_lines(

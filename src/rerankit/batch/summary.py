@@ -135,7 +135,7 @@ class BatchSummary:
                 text += f", {self.skipped_failures} of them with an error"
             text += ")"
         if self.blank_lines:
-            text += f"; {self.blank_lines} blank lines skipped"
+            text += f"; {self.blank_lines} blank line{'s' if self.blank_lines != 1 else ''} skipped"
         if self.usage:
             text += "; LLM usage: " + ", ".join(f"{k} {v}" for k, v in sorted(self.usage.items()))
         return text

@@ -16,6 +16,7 @@ from .._jsonl import dumps_strict
 from .._optional import require
 from ..batch import BatchInterrupted, BatchSummary, RayOptions, quiet_ray_logs, read_rows, run_batch
 from ..batch.beir import beir_rows
+from ..batch.io import input_format
 from ..batch.resume import OutputRefused
 from ..batch.summary import SOME_ROWS_FAILED
 from ..errors import InputError
@@ -65,6 +66,12 @@ def cmd_batch(args: argparse.Namespace) -> int:
         raise UsageError("--input - (standard input) needs --engine local: Ray reads files")
     if not stdin:
         need_file(args.input, "--input", "the rows to rerank")
+    try:  # a name batch cannot read or write is a usage error, before any work (exit 2)
+        input_format(args.out)
+        if args.input is not None and not stdin and not Path(args.input).is_dir():
+            input_format(args.input)
+    except InputError as exc:
+        raise UsageError(str(exc)) from None
     need_collection(args.data)
     need_reranker(args.reranker)
     if args.engine == "ray" and not args.verbose:
@@ -230,8 +237,10 @@ def interrupted(args: argparse.Namespace, summary: BatchSummary | None, signals:
     ends next: the rows' tasks Ctrl-C left behind (provider calls cut short) are not
     reported by asyncio as errors when they are destroyed."""
     logging.getLogger("asyncio").setLevel(logging.CRITICAL)
-    again = [a for a in args.argv if a != "--overwrite"]
-    again += [] if "--resume" in again else ["--resume"]
+    parquet = input_format(args.out) == "parquet"  # cannot be resumed: started again
+    flag, other = ("--overwrite", "--resume") if parquet else ("--resume", "--overwrite")
+    again = [a for a in args.argv if a != other]
+    again += [] if flag in again else [flag]
     if summary is None:
         done = f"nothing written to {args.out}"
     else:
@@ -246,8 +255,13 @@ def interrupted(args: argparse.Namespace, summary: BatchSummary | None, signals:
         done += f"; no {args.summary} (no row was written)"
     signum = signals[0] if signals else signal.SIGINT
     what = "terminated (SIGTERM)" if signum == signal.SIGTERM else "interrupted"
+    how = (
+        "a Parquet --out cannot be resumed (write .jsonl for that); start again with"
+        if parquet
+        else "go on with"
+    )
     print(
-        f"rerankit batch: {what}: {done}; go on with: {shlex.join(['rerankit', *again])}",
+        f"rerankit batch: {what}: {done}; {how}: {shlex.join(['rerankit', *again])}",
         file=sys.stderr,
     )
     return 128 + int(signum)
