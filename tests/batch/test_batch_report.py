@@ -215,13 +215,13 @@ def test_sigterm_ends_like_ctrl_c_with_the_summary_and_exit_143(tmp_path, capsys
     args = ["batch", "-i", str(src), "--out", str(out), "-r", "terminates"]
     assert main([*args, "--summary", str(summary)]) == 143
     err = capsys.readouterr().err
-    assert "terminated (SIGTERM): 1 rows in" in err and "--resume" in err
+    assert "terminated (SIGTERM): 1 row in" in err and "--resume" in err
     assert json.loads(summary.read_text())["interrupted"] is True
     assert signal.getsignal(signal.SIGTERM) is before
     assert main([*args, "--resume", "--no-progress"]) == 0
     err = capsys.readouterr().err
     assert "rerankit batch: " in err and "rerankit: rerankit batch:" not in err
-    assert "1 rows already written, skipped" in err
+    assert "1 row already written, skipped" in err
 
 
 def test_a_stopped_parquet_run_says_to_start_again_not_to_resume(tmp_path, capsys, monkeypatch):

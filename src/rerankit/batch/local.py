@@ -99,7 +99,8 @@ def run_batch(
     if finished:
         read = read_rows(path, blank) if path else rows
         rows = skip_finished(read, held, output, path, names)
-        message = f"{output}: {len(finished)} rows already written, skipped"
+        n = len(finished)
+        message = f"{output}: {n} row{'s' if n != 1 else ''} already written, skipped"
         if failed:
             again = said_for("overwrite=True", "--overwrite")
             message += (

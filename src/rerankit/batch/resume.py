@@ -149,7 +149,8 @@ class BatchInterrupted(KeyboardInterrupt):
     that does not catch it stops as on any Ctrl-C."""
 
     def __init__(self, summary: BatchSummary, output: str | Path) -> None:
-        super().__init__(f"interrupted after {summary.rows + summary.skipped} rows in {output}")
+        held = summary.rows + summary.skipped
+        super().__init__(f"interrupted after {held} row{'s' if held != 1 else ''} in {output}")
         self.summary, self.output = summary, Path(output)
 
 

@@ -244,8 +244,9 @@ def interrupted(args: argparse.Namespace, summary: BatchSummary | None, signals:
     if summary is None:
         done = f"nothing written to {args.out}"
     else:
+        held = summary.rows + summary.skipped
         done = (
-            f"{summary.rows + summary.skipped} rows in {args.out} ({summary.rows} this run, "
+            f"{held} row{'s' if held != 1 else ''} in {args.out} ({summary.rows} this run, "
             f"{summary.failures} failed)"
         )
         if args.summary:

@@ -34,7 +34,12 @@ def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:
         help="several fields joined as the text instead of --text-field, each a document has "
         "as a 'field: value' line, in this order (what Cohere's rank_fields asks for)",
     )
-    parser.add_argument("--id-field", default="id", help="object field holding the id")
+    parser.add_argument(
+        "--id-field",
+        default="id",
+        help="object field holding the id (default id; a document with _id and no id, as in "
+        "a BEIR corpus.jsonl, gives its _id)",
+    )
     parser.add_argument(
         "--title-field",
         default="title",
