@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from .._words import counted
 from ..api import load
 from ..errors import InputError, no_such_file, said_for
 from .io import input_format, read_lines, read_rows, tell_blank_lines, write_rows
@@ -99,8 +100,7 @@ def run_batch(
     if finished:
         read = read_rows(path, blank) if path else rows
         rows = skip_finished(read, held, output, path, names)
-        n = len(finished)
-        message = f"{output}: {n} row{'s' if n != 1 else ''} already written, skipped"
+        message = f"{output}: {counted(len(finished), 'row')} already written, skipped"
         if failed:
             again = said_for("overwrite=True", "--overwrite")
             message += (

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from .. import registry
 from .._optional import require
+from .._words import counted
 from ..cache.keys import canonical_json, digest
 from ..config import PIPELINE_SUFFIXES, read_pipeline
 from ..errors import InputError, said_for
@@ -149,8 +150,8 @@ class BatchInterrupted(KeyboardInterrupt):
     that does not catch it stops as on any Ctrl-C."""
 
     def __init__(self, summary: BatchSummary, output: str | Path) -> None:
-        held = summary.rows + summary.skipped
-        super().__init__(f"interrupted after {held} row{'s' if held != 1 else ''} in {output}")
+        held = counted(summary.rows + summary.skipped, "row")
+        super().__init__(f"interrupted after {held} in {output}")
         self.summary, self.output = summary, Path(output)
 
 

@@ -7,6 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._words import counted
+
 __all__ = ["NOTES_KEY", "SOME_ROWS_FAILED", "BatchSummary", "truncation"]
 
 
@@ -135,7 +137,7 @@ class BatchSummary:
                 text += f", {self.skipped_failures} of them with an error"
             text += ")"
         if self.blank_lines:
-            text += f"; {self.blank_lines} blank line{'s' if self.blank_lines != 1 else ''} skipped"
+            text += f"; {counted(self.blank_lines, 'blank line')} skipped"
         if self.usage:
             text += "; LLM usage: " + ", ".join(f"{k} {v}" for k, v in sorted(self.usage.items()))
         return text

@@ -214,10 +214,7 @@ def add_refused_flag(parser: Any, flag: str, *, why: str) -> None:
 
 
 def add_candidates_argument(
-    parser: Any,
-    help: str = "candidates per query",
-    *,
-    default: int = 100,
+    parser: Any, help: str = "candidates per query", *, default: int = 100
 ) -> None:
     """``--candidates N``: how many first-stage candidates each query gets (``default``;
     ``--k``, its earlier spelling, still works, its note saying what it counts, as a user

@@ -14,6 +14,7 @@ from typing import Any
 
 from .._jsonl import dumps_strict
 from .._optional import require
+from .._words import counted
 from ..batch import BatchInterrupted, BatchSummary, RayOptions, quiet_ray_logs, read_rows, run_batch
 from ..batch.beir import beir_rows
 from ..batch.io import input_format
@@ -244,9 +245,9 @@ def interrupted(args: argparse.Namespace, summary: BatchSummary | None, signals:
     if summary is None:
         done = f"nothing written to {args.out}"
     else:
-        held = summary.rows + summary.skipped
         done = (
-            f"{held} row{'s' if held != 1 else ''} in {args.out} ({summary.rows} this run, "
+            f"{counted(summary.rows + summary.skipped, 'row')} in {args.out} "
+            f"({summary.rows} this run, "
             f"{summary.failures} failed)"
         )
         if args.summary:

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..._words import counted
 from ...errors import InputError
 from ..crossval import MIN_QUERIES
 from .from_log import MORE_CLICKS
@@ -73,7 +74,7 @@ class LogCheck:
         out = []
         if self.read.malformed:
             out.append(
-                f"{_count(self.read.malformed, 'bad line')} (the reader skips "
+                f"{counted(self.read.malformed, 'bad line')} (the reader skips "
                 f"{'it' if self.read.malformed == 1 else 'them'}): see the lines named below"
             )
         if not self.read.impressions:
@@ -108,19 +109,19 @@ class LogCheck:
                 known = "a title goes in the text, or its hash: the title, a newline, the text"
             out.append(
                 f"{where}: {holder} field {key!r} is not in the format, and the reader ignores "
-                f"it ({_count(n, 'record')}; {known})"
+                f"it ({counted(n, 'record')}; {known})"
             )
         if self.without_text and self.sessions:  # none left: a mistake says it
             fix = "not in the corpus given" if self.corpus else "pass the corpus: --data"
             if self.no_corpus_helps == self.without_text:
                 fix = "which no corpus can give"
             out.append(
-                f"{_count(self.without_text, 'impression')} with a document without a text "
+                f"{counted(self.without_text, 'impression')} with a document without a text "
                 f"({fix}): left out of learning; e.g. {self.example}"
             )
         if self.hash_misses:
             out.append(
-                f"{_count(self.hash_misses, 'document')} whose logged hash no corpus text "
+                f"{counted(self.hash_misses, 'document')} whose logged hash no corpus text "
                 "has: looked up by id instead, so learning reads a text other than the one "
                 "the ranker read (a hash is of the title, a newline, then the text: "
                 "docs/clicks.md, 'Which text')"
@@ -145,19 +146,15 @@ class LogCheck:
         if kept:
             lines.append(f"documents: {kept}" + ("" if self.corpus else " (no corpus given)"))
         lines.append(
-            f"learning would read {_count(self.sessions, 'session')} of "
-            f"{_count(self.queries, 'query', 'queries')} ({self.clicked_queries} with a click), "
-            f"with {_count(self.counted_clicks, 'click')} in the first {self.depth} positions "
+            f"learning would read {counted(self.sessions, 'session')} of "
+            f"{counted(self.queries, 'query', 'queries')} ({self.clicked_queries} with a click), "
+            f"with {counted(self.counted_clicks, 'click')} in the first {self.depth} positions "
             f"({self.clicks} in the log)"
         )
         lines += [f"mistake: {m}" for m in self.mistakes()]
         lines += [f"warning: {w}" for w in self.warnings()]
         lines += [f"  {problem}" for problem in self.read.problems]
         return "\n".join(lines)
-
-
-def _count(n: int, thing: str, many: str | None = None) -> str:
-    return f"{n} {thing if n == 1 else many or thing + 's'}"
 
 
 def _unknown_fields(files: Sequence[Path]) -> dict[str, tuple[int, str]]:

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..._words import counted
 from ...errors import InputError, no_such_file
 from .log import Feedback, Impression, log_files
 from .parsing import parse_record
@@ -106,7 +107,7 @@ class ReadReport:
 
     def describe(self) -> str:
         """One line of what was read and left out, then the problems kept, one a line."""
-        unknown = f"{_count(self.unknown_clicks, 'click')} naming no document"
+        unknown = f"{counted(self.unknown_clicks, 'click')} naming no document"
         if self.index_clicks:
             unknown += (
                 f" ({self.index_clicks} an integer past the documents: an integer click is "
@@ -121,53 +122,49 @@ class ReadReport:
             ),
             (
                 self.duplicate_impressions,
-                _count(self.duplicate_impressions, "impression")
+                counted(self.duplicate_impressions, "impression")
                 + " repeating an earlier one's id (the first kept)",
             ),
             (self.unknown_clicks, unknown),
             (
                 self.unshown_clicks,
-                f"{_count(self.unshown_clicks, 'click')} on a document not shown",
+                f"{counted(self.unshown_clicks, 'click')} on a document not shown",
             ),
             (
                 self.ambiguous_clicks,
-                f"{_count(self.ambiguous_clicks, 'click')} by an id several documents share",
+                f"{counted(self.ambiguous_clicks, 'click')} by an id several documents share",
             ),
-            (self.malformed, _count(self.malformed, "bad line")),
+            (self.malformed, counted(self.malformed, "bad line")),
             (
                 self.explain_impressions,
-                _count(self.explain_impressions, "impression")
+                counted(self.explain_impressions, "impression")
                 + " of /v1/explain (the playground's) left out",
             ),
         ]
         line = (
-            f"read {_count(len(self.files), 'file')}: {_count(self.impressions, 'impression')}, "
-            f"{_count(self.feedback, 'feedback record')}"
+            f"read {counted(len(self.files), 'file')}: {counted(self.impressions, 'impression')}, "
+            f"{counted(self.feedback, 'feedback record')}"
         )
-        counted = [what for count, what in left_out if count]
+        kinds = [what for count, what in left_out if count]
         if self.unresolved:
-            counted.append(
-                f"{_count(self.unresolved, 'impression')} left out: a document without a text"
+            kinds.append(
+                f"{counted(self.unresolved, 'impression')} left out: a document without a text"
             )
         if self.found_by_id:
-            counted.append(
-                f"{_count(self.found_by_id, 'document')} found by id: the logged hash matches "
+            kinds.append(
+                f"{counted(self.found_by_id, 'document')} found by id: the logged hash matches "
                 "no text of the corpus"
             )
-        if counted:
-            line += f" ({', '.join(counted)})"
+        if kinds:
+            line += f" ({', '.join(kinds)})"
         return "\n".join([line, *(f"  {problem}" for problem in self.problems)])
-
-
-def _count(n: int, thing: str) -> str:
-    return f"{n} {thing}{'' if n == 1 else 's'}"
 
 
 def _orphans(n: int, unchecked: int) -> str:
     """Feedback whose answer no log read holds; when a replica kept some unchecked, where
     the answers are."""
     named = "names an answer" if n == 1 else "name answers"
-    said = f"{_count(n, 'feedback record')} {named} in none of the logs read"
+    said = f"{counted(n, 'feedback record')} {named} in none of the logs read"
     return f"{said}: read every replica's log" if unchecked else said
 
 
@@ -264,7 +261,7 @@ def join(
             "is kept, and all feedback for the id joins it); was the same log written twice, "
             "by an example run again, say?",
             ", ".join(repeated),
-            _count(sum(repeated.values()), "impression"),
+            counted(sum(repeated.values()), "impression"),
         )
     for rid, records_of in feedback.items():
         if rid not in impressions and rid not in tried:
