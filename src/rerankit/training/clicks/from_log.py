@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._words import counted
 from ...documents import titled_text
 from ...errors import InputError, no_such_file
 from ...eval.corpus import TextCheck
@@ -223,9 +224,7 @@ def _as_corpus(corpus: Any) -> Mapping[str, str] | None:
 def _left(read: ReadReport) -> str:
     """The impressions left out for a document without a text, when there are any."""
     n = read.unresolved
-    return (
-        f" ({n} impression{'' if n == 1 else 's'} left out: a document without a text)" if n else ""
-    )
+    return f" ({counted(n, 'impression')} left out: a document without a text)" if n else ""
 
 
 def _why_no_clicks(read: ReadReport, min_dwell_ms: float | None, depth: int) -> str:
