@@ -146,6 +146,7 @@ STACK = (
             "_threads",
             "_paths",
             "_once",
+            "_words",
         ),
     ),
     ("documents", ("documents", "docfields", "titles")),
