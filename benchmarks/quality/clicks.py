@@ -48,13 +48,28 @@ SETS = {"scifact": "SciFact", "nfcorpus": "NFCorpus"}
 THROUGH_FILE = 10
 
 
-def test_ndcg(scores, rows, qrels) -> float:
-    """nDCG@10 x 100 over the judged test queries (a query without candidates scores 0)."""
+def test_values(scores, rows, qrels) -> dict:
+    """nDCG@10 x 100 of each judged test query (a query without candidates scores 0)."""
     from rerankit.eval.metrics import ranked_ndcg
 
     judged = [q for q, j in qrels.items() if any(g > 0 for g in j.values())]
-    values = [ranked_ndcg(rows[q][0], scores[q], qrels[q]) if q in rows else 0.0 for q in judged]
-    return 100 * sum(values) / len(judged)
+    return {
+        q: 100 * ranked_ndcg(rows[q][0], scores[q], qrels[q]) if q in rows else 0.0 for q in judged
+    }
+
+
+def test_ndcg(scores, rows, qrels) -> float:
+    """nDCG@10 x 100 over the judged test queries (a query without candidates scores 0)."""
+    values = test_values(scores, rows, qrels)
+    return sum(values.values()) / len(values)
+
+
+def paired(a: dict, b: dict) -> tuple[float, float, float]:
+    """The mean of ``a - b`` over their queries and its 95 % interval (normal, paired by
+    query): how far apart two rankers' test scores are, and how surely."""
+    diff = np.array([a[q] - b[q] for q in a])
+    half = 1.96 * diff.std(ddof=1) / np.sqrt(len(diff))
+    return float(diff.mean()), float(diff.mean() - half), float(diff.mean() + half)
 
 
 def learned_scores(booster, features, blend, rows) -> dict:
@@ -140,9 +155,10 @@ def reference(train_rows, hybrid_train, train_qrels, test_rows, test_qrels) -> t
     verdict = crossval.verdict(cv, default)
     names = ltr.feature_set(len(train_rows))
     booster = ltr.fit_option(train_rows, train_qrels, list(train_rows), cv.best, features=names)
-    return test_ndcg(
+    values = test_values(
         learned_scores(booster, names, cv.best[2], test_rows), test_rows, test_qrels
-    ), verdict
+    )
+    return sum(values.values()) / len(values), verdict, values
 
 
 def run_set(key, args, out):
@@ -152,8 +168,9 @@ def run_set(key, args, out):
     train, train_rows, train_hybrid = prepared(key, "train")
     test, test_rows, test_hybrid = prepared(key, "test")
     top = max(max_grade(train.qrels), max_grade(test.qrels))
-    default = test_ndcg(test_hybrid, test_rows, test.qrels)
-    out[label] = {"default": default, "rows": [], "top": top}
+    default_values = test_values(test_hybrid, test_rows, test.qrels)
+    default = sum(default_values.values()) / len(default_values)
+    out[label] = {"default": default, "rows": [], "top": top, "default_values": default_values}
     if args.reference:
         start = time.perf_counter()
         out[label]["reference"] = reference(
@@ -177,6 +194,9 @@ def run_set(key, args, out):
             explore,
             args,
         )
+        row["against"] = {"default": paired(row["values"], default_values)}
+        if "reference" in out[label]:
+            row["against"]["judgments"] = paired(row["values"], out[label]["reference"][2])
         out[label]["rows"].append(row)
         print(
             f"{label} {sessions}/query eta {eta} explore {explore}: learned "
@@ -232,7 +252,10 @@ def one_setting(
             curve=args.curve if correct else None,
         )
         scores = learned_scores(result.booster, result.features, result.option[2], test_rows)
-        learned = test_ndcg(scores, test_rows, test.qrels)
+        values = test_values(scores, test_rows, test.qrels)
+        learned = sum(values.values()) / len(values)
+        if correct:
+            row["values"] = values
         row[kind] = {
             "test": learned,
             "written": learned if result.adopt else default,
@@ -263,7 +286,7 @@ def print_tables(out) -> None:
         print(f"### {label}\n")
         print(f"the default `hybrid`: {res['default']:.2f}")
         if "reference" in res:
-            ref, verdict = res["reference"]
+            ref, verdict, _ = res["reference"]
             print(
                 f"learning to rank on people's judgments (tune's LTR): {ref:.2f} "
                 f"({'adopted' if verdict.adopt else 'not adopted'}; cv gain "
@@ -283,6 +306,17 @@ def print_tables(out) -> None:
             print(
                 f"| {sessions} | {row['eta']:g} | {row['error']:.3f} | "
                 f"{cell(row['learned'])} | {cell(row['naive'])} | {row['seconds']:.0f} s |"
+            )
+        print()
+        for row in res["rows"]:
+            explore = f", RandPair {100 * row['explore']:g} %" if row["explore"] else ""
+            versus = "; ".join(
+                f"{name} {mean:+.2f} (95 % interval {low:+.2f} to {high:+.2f})"
+                for name, (mean, low, high) in row["against"].items()
+            )
+            print(
+                f"- {row['sessions']}/query, eta {row['eta']:g}{explore}: learned (corrected) "
+                f"minus, paired by test query: {versus}"
             )
         print()
         for row in res["rows"]:

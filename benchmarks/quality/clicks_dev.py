@@ -106,7 +106,7 @@ def main() -> None:
         scores = learned_scores(result.booster, result.features, result.option[2], held_rows)
         results["learned from clicks"].append(test_ndcg(scores, held_rows, held_qrels))
         if not args.no_reference:
-            judged, _ = reference(learn, learn_hybrid, learn_qrels, held_rows, held_qrels)
+            judged, *_ = reference(learn, learn_hybrid, learn_qrels, held_rows, held_qrels)
             results["learning to rank on judgments"].append(judged)
         print(
             f"part {fold + 1} ({len(held_rows)} queries held out): "

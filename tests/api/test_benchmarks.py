@@ -93,3 +93,14 @@ def test_clicks_data_reads_the_data_folder_the_other_scripts_read(tmp_path: Path
         [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
     )
     assert done.stdout.strip() == str(tmp_path / "beir"), done.stderr
+
+
+def test_the_clicks_benchmark_pairs_two_rankers_by_query() -> None:
+    from benchmarks.quality.clicks import paired
+
+    b = {"q1": 50.0, "q2": 60.0, "q3": 70.0, "q4": 80.0}
+    a = {q: v + d for (q, v), d in zip(b.items(), (1.0, 2.0, 3.0, 4.0))}
+    mean, low, high = paired(a, b)
+    half = 1.96 * (5 / 3) ** 0.5 / 2  # the differences 1..4: variance 5/3, four queries
+    assert mean == 2.5
+    assert abs(low - (2.5 - half)) < 1e-12 and abs(high - (2.5 + half)) < 1e-12
