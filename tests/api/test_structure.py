@@ -387,3 +387,31 @@ def test_no_file_over_450_lines():
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > 450
     }
     assert long == {}
+
+
+LAYOUT = (SRC.parent / "docs" / "layout.md").read_text(encoding="utf-8")
+
+
+def test_the_scorers_the_layout_page_shows_as_lexical_ones_are():
+    """ "subclass `lexical.LexicalScorer` ..., as `A` and `B` do": A and B do."""
+    import rerankit.scorers
+    from rerankit.scorers.lexical import LexicalScorer
+
+    said = re.search(
+        r"subclass(?:es)?\s+`lexical\.LexicalScorer`[^.]*?,\s+as\s(.*?)\sdo\b", LAYOUT, re.S
+    )
+    named = re.findall(r"`(\w+)`", said.group(1))
+    assert named and all(issubclass(getattr(rerankit.scorers, n), LexicalScorer) for n in named)
+
+
+def test_the_registry_lines_the_layout_page_shows_are_in_the_registry():
+    """Each block shown as "lines of registry.py" is a call registry.py makes (as ruff
+    formats it there, the page on one line)."""
+    registry = ast.parse(MODULES["rerankit.registry"].read_text(encoding="utf-8"))
+    calls = {ast.dump(node) for node in ast.walk(registry) if isinstance(node, ast.Call)}
+    blocks = re.findall(
+        r"<!-- not run: lines of registry\.py[^>]*-->\s*```python\n(.*?)```", LAYOUT, re.S
+    )
+    lines = [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
+    shown = [ast.parse(line).body[0].value for line in lines]
+    assert len(shown) >= 2 and [ast.unparse(c) for c in shown if ast.dump(c) not in calls] == []
