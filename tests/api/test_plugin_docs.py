@@ -59,3 +59,21 @@ def test_the_page_lists_every_command_that_takes_plugin():
     row = next(line for line in text.splitlines() if line.startswith("| a flag |"))
     listed = set(re.findall(r"`([a-z][a-z -]*)`", row.split("|")[2].partition(" on ")[2]))
     assert listed == _commands_taking("--plugin")
+
+
+def test_a_scorer_reads_the_title_where_the_page_says():
+    """The page: a document's title is `.metadata["title"]` and also starts its `.text`."""
+    from rerankit.documents import document_title
+    from rerankit.rerankers import ScorerReranker
+
+    seen = []
+
+    class Reader:
+        name = "reader"
+
+        async def score(self, query, docs, **context):
+            seen.extend((d.text, d.metadata.get("title"), document_title(d)) for d in docs)
+            return [0.0] * len(docs)
+
+    ScorerReranker(Reader()).rerank("q", [{"text": "body", "title": "Head"}, {"text": "x"}])
+    assert seen == [("Head\nbody", "Head", "Head"), ("x", None, None)]
