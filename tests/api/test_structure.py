@@ -415,3 +415,32 @@ def test_the_registry_lines_the_layout_page_shows_are_in_the_registry():
     lines = [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
     shown = [ast.parse(line).body[0].value for line in lines]
     assert len(shown) >= 2 and [ast.unparse(c) for c in shown if ast.dump(c) not in calls] == []
+
+
+def _prints(source: str) -> list[int]:
+    """The lines of ``source`` that call ``print`` or write to ``sys.stdout``/``sys.stderr``."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if (isinstance(f, ast.Name) and f.id == "print") or (
+            isinstance(f, ast.Attribute)
+            and f.attr == "write"
+            and isinstance(f.value, ast.Attribute)
+            and f.value.attr in ("stdout", "stderr")
+        ):
+            out.append(node.lineno)
+    return out
+
+
+def test_only_the_command_line_prints():
+    """CONTRIBUTING's rule: the library never prints (it logs); the command line does."""
+    assert _prints("def f():\n    print('x')\n    sys.stderr.write('y')\n") == [2, 3]
+    wrong = [
+        f"{name}:{line}"
+        for name, path in MODULES.items()
+        if _layer_of().get(_place(name)) != "cli"
+        for line in _prints(path.read_text(encoding="utf-8"))
+    ]
+    assert wrong == []
