@@ -6,7 +6,9 @@ so a backend whose extra is missing costs nothing until used, and then raises a
 :class:`~rerankit.MissingDependencyError` naming the extra), a callable, or, for rerankers,
 a declared pipeline. This module only holds the table: :mod:`rerankit.config` turns names
 into objects (``config.create``), for the CLI, the service, declared pipelines and the
-integrations alike. Adding a backend is one module plus one ``register`` line.
+integrations alike. A plugin adds a name with one ``register`` call; a built-in scorer
+is a module plus a ``register`` line here, exported, documented and tested as
+docs/layout.md's "Adding a part" says.
 
 A name is the same whether its words are joined by ``-`` or ``_`` (``cross-encoder`` and
 ``cross_encoder``, ``hybrid-relative`` and ``hybrid_relative``): every lookup accepts both,

@@ -41,12 +41,18 @@ def test_each_benchmark_imports_as_a_module(path: Path, monkeypatch: pytest.Monk
 
 
 def test_every_benchmark_the_docs_name_exists() -> None:
-    pages = [ROOT / "README.md", ROOT / "Makefile", *sorted((ROOT / "docs").glob("*.md"))]
+    pages = [
+        ROOT / "README.md",
+        ROOT / "CONTRIBUTING.md",
+        ROOT / "Makefile",
+        *sorted((ROOT / "docs").glob("*.md")),
+        *sorted((ROOT / "docs" / "design").glob("*.md")),  # the studies' scripts
+    ]
     named = set()
     for page in pages:
         text = page.read_text("utf-8")
-        named |= {
-            m.replace(".", "/") + ".py" for m in re.findall(r"-m (benchmarks(?:\.\w+)+)", text)
+        named |= {  # (`python -m` may end a line, the module begin the next)
+            m.replace(".", "/") + ".py" for m in re.findall(r"-m\s+(benchmarks(?:\.\w+)+)", text)
         }
         named |= set(re.findall(r"benchmarks/[\w/]+\.py", text))
     missing = sorted(n for n in named if not (ROOT / n).is_file())

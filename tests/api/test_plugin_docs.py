@@ -31,3 +31,49 @@ def test_the_plugin_page_example_and_its_tests_run(tmp_path):
         check=False,
     )
     assert done.returncode == 0 and "3 passed" in done.stdout, done.stdout[-3000:]
+
+
+def _commands_taking(flag: str) -> set[str]:
+    """The ``rerankit`` commands (``serve``, ``simulate-clicks``) whose parser takes ``flag``."""
+    import argparse
+
+    from rerankit.cli import build_parser
+
+    found = set()
+
+    def walk(name: str, parser: argparse.ArgumentParser) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for sub, subparser in action.choices.items():
+                    walk(f"{name} {sub}".strip(), subparser)
+            elif flag in action.option_strings:
+                found.add(name)
+
+    walk("", build_parser())
+    return found
+
+
+def test_the_page_lists_every_command_that_takes_plugin():
+    """The "Load your plugin" table's flag row names each command with ``--plugin``."""
+    text = (REPO / "docs" / "plugins.md").read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| a flag |"))
+    listed = set(re.findall(r"`([a-z][a-z -]*)`", row.split("|")[2].partition(" on ")[2]))
+    assert listed == _commands_taking("--plugin")
+
+
+def test_a_scorer_reads_the_title_where_the_page_says():
+    """The page: a document's title is `.metadata["title"]` and also starts its `.text`."""
+    from rerankit.documents import document_title
+    from rerankit.rerankers import ScorerReranker
+
+    seen = []
+
+    class Reader:
+        name = "reader"
+
+        async def score(self, query, docs, **context):
+            seen.extend((d.text, d.metadata.get("title"), document_title(d)) for d in docs)
+            return [0.0] * len(docs)
+
+    ScorerReranker(Reader()).rerank("q", [{"text": "body", "title": "Head"}, {"text": "x"}])
+    assert seen == [("Head\nbody", "Head", "Head"), ("x", None, None)]

@@ -1,5 +1,7 @@
-"""The package's shape, read from its source: no import cycle, no private name imported
-from another module, no private module imported from outside its package."""
+"""The package's shape, read from its source: imports only down the layers of
+docs/layout.md (which shows the same table), no import cycle, no private name imported
+from another module, no private module imported from outside its package, no file over
+450 lines."""
 
 from __future__ import annotations
 
@@ -207,18 +209,72 @@ def _imports_up(edges: list[tuple[str, str, int]]) -> list[str]:
     return wrong
 
 
+def _lazy_imports(name: str) -> list[tuple[str, str, int]]:
+    """(module, name, line) for each name a package's ``_LAZY`` table (name -> submodule)
+    imports on first use through its ``__getattr__``: an import the ``import`` statements
+    do not show. (``rerankit.<part>`` reached by attribute, the front door's ``_PARTS``, is
+    what ``import rerankit.<part>`` does: not counted.)"""
+    if not _is_package(name):
+        return []
+    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
+    out = []
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) else None
+        if isinstance(target, ast.Name) and target.id == "_LAZY":
+            table = ast.literal_eval(node.value)
+            out += [(f"{name}.{module}", taken, node.lineno) for taken, module in table.items()]
+    return out
+
+
+#: imports up a layer that stay on purpose: the front door's ``rerankit.evaluate``
+#: (``rerankit eval`` in one call) is imported from ``eval`` when first used
+UP_ON_PURPOSE = {("rerankit", "rerankit.eval")}
+
 EDGES = [
     (name, module, line)
     for name in MODULES
-    for module, _, line in _imports(name)
-    if module in MODULES and module != name
+    for module, _, line in _imports(name) + _lazy_imports(name)
+    if module in MODULES and module != name and (name, module) not in UP_ON_PURPOSE
 ]
+
+
+def _factory_modules() -> list[tuple[str, str, int]]:
+    """("rerankit.config", module, 0) for each built-in name's factory string: the module
+    :func:`rerankit.config.create` imports to build it."""
+    from rerankit import registry
+
+    out = []
+    for kind in registry.KINDS:
+        for entry in registry.entries(kind):
+            if isinstance(entry.factory, str):
+                module = entry.factory.partition(":")[0]
+                module = f"rerankit{module}" if module.startswith(".") else module
+                out.append(("rerankit.config", module, 0))
+    return out
 
 
 def test_imports_only_point_down_the_layers():
     """Every import, at module level or inside a function, goes to the importer's own
     layer or one below it: no exceptions."""
     assert _imports_up(EDGES) == []
+
+
+def test_a_name_a_package_imports_on_first_use_is_an_import():
+    assert ("rerankit.eval.evaluation", "evaluate") in [
+        (m, n) for m, n, _ in _lazy_imports("rerankit.eval")
+    ]
+    front_door = {m for m, _, _ in _lazy_imports("rerankit")}
+    assert {"rerankit.api", "rerankit.eval"} <= front_door
+    assert _imports_up([("rerankit", "rerankit.eval", 1)]) != []  # so listed on purpose
+
+
+def test_the_registry_names_factories_config_may_import():
+    """A built-in's factory string is an import :mod:`rerankit.config` makes when the name
+    is built: it points down from ``config`` as config's own imports do."""
+    modules = _factory_modules()
+    assert ("rerankit.config", "rerankit.scorers.lexical", 0) in modules
+    assert _imports_up([m for m in modules if m[1] in MODULES]) == []
+    assert [m for _, m, _ in modules if m not in MODULES] == []
 
 
 def test_an_import_up_a_layer_is_caught():
@@ -230,18 +286,37 @@ def test_an_import_up_a_layer_is_caught():
     assert _imports_up([("rerankit.newplace", "rerankit.types", 4)]) != []
 
 
-def test_the_layout_page_shows_the_layers_the_test_keeps():
-    """docs/layout.md's table lists these layers, in this order, with these places."""
-    page = (SRC.parent / "docs" / "layout.md").read_text(encoding="utf-8")
+def _layers_shown(page: str) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+    """(layer, places, layers it may also import) for each row of a layout page's table."""
+
+    def names(cell: str) -> tuple[str, ...]:
+        return tuple(p.strip("`/ ") for p in cell.split(",") if p.strip())
+
     rows = [
-        line.split("|")[1:3]
+        line.split("|")
         for line in page.splitlines()
         if line.startswith("| ") and not line.startswith("| layer")
     ]
-    shown = [
-        (name.strip(), tuple(p.strip("`/ ") for p in places.split(","))) for name, places in rows
+    return [(row[1].strip(), names(row[2]), names(row[4])) for row in rows]
+
+
+KEPT = [(name, places, ()) for name, places in STACK] + list(TOP)
+
+
+def test_the_layout_page_shows_the_layers_the_test_keeps():
+    """docs/layout.md's table lists these layers, in this order, with these places, and
+    what each layer on the api may also import."""
+    page = (SRC.parent / "docs" / "layout.md").read_text(encoding="utf-8")
+    assert _layers_shown(page) == KEPT
+
+
+def test_a_layout_page_that_says_another_import_is_caught():
+    row = "| batch | `batch/` | rows, engines | `eval` |"
+    assert ("batch", ("batch",), ("eval",)) in KEPT
+    assert _layers_shown(row) == [("batch", ("batch",), ("eval",))]
+    assert _layers_shown(row.replace("`eval`", "`eval`, `server`")) != [
+        ("batch", ("batch",), ("eval",))
     ]
-    assert shown == [(name, places) for name, places, *_ in (*STACK, *TOP)]
 
 
 def test_the_layout_page_names_the_test_folders_there_are():
@@ -312,3 +387,60 @@ def test_no_file_over_450_lines():
         if (n := len(path.read_text(encoding="utf-8").splitlines())) > 450
     }
     assert long == {}
+
+
+LAYOUT = (SRC.parent / "docs" / "layout.md").read_text(encoding="utf-8")
+
+
+def test_the_scorers_the_layout_page_shows_as_lexical_ones_are():
+    """ "subclass `lexical.LexicalScorer` ..., as `A` and `B` do": A and B do."""
+    import rerankit.scorers
+    from rerankit.scorers.lexical import LexicalScorer
+
+    said = re.search(
+        r"subclass(?:es)?\s+`lexical\.LexicalScorer`[^.]*?,\s+as\s(.*?)\sdo\b", LAYOUT, re.S
+    )
+    named = re.findall(r"`(\w+)`", said.group(1))
+    assert named and all(issubclass(getattr(rerankit.scorers, n), LexicalScorer) for n in named)
+
+
+def test_the_registry_lines_the_layout_page_shows_are_in_the_registry():
+    """Each block shown as "lines of registry.py" is a call registry.py makes (as ruff
+    formats it there, the page on one line)."""
+    registry = ast.parse(MODULES["rerankit.registry"].read_text(encoding="utf-8"))
+    calls = {ast.dump(node) for node in ast.walk(registry) if isinstance(node, ast.Call)}
+    blocks = re.findall(
+        r"<!-- not run: lines of registry\.py[^>]*-->\s*```python\n(.*?)```", LAYOUT, re.S
+    )
+    lines = [line.strip() for block in blocks for line in block.splitlines() if line.strip()]
+    shown = [ast.parse(line).body[0].value for line in lines]
+    assert len(shown) >= 2 and [ast.unparse(c) for c in shown if ast.dump(c) not in calls] == []
+
+
+def _prints(source: str) -> list[int]:
+    """The lines of ``source`` that call ``print`` or write to ``sys.stdout``/``sys.stderr``."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if (isinstance(f, ast.Name) and f.id == "print") or (
+            isinstance(f, ast.Attribute)
+            and f.attr == "write"
+            and isinstance(f.value, ast.Attribute)
+            and f.value.attr in ("stdout", "stderr")
+        ):
+            out.append(node.lineno)
+    return out
+
+
+def test_only_the_command_line_prints():
+    """CONTRIBUTING's rule: the library never prints (it logs); the command line does."""
+    assert _prints("def f():\n    print('x')\n    sys.stderr.write('y')\n") == [2, 3]
+    wrong = [
+        f"{name}:{line}"
+        for name, path in MODULES.items()
+        if _layer_of().get(_place(name)) != "cli"
+        for line in _prints(path.read_text(encoding="utf-8"))
+    ]
+    assert wrong == []
