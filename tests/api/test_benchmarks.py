@@ -105,7 +105,7 @@ def test_the_clicks_benchmark_pairs_two_rankers_by_query() -> None:
     from benchmarks.quality.clicks import paired
 
     b = {"q1": 50.0, "q2": 60.0, "q3": 70.0, "q4": 80.0}
-    a = {q: v + d for (q, v), d in zip(b.items(), (1.0, 2.0, 3.0, 4.0))}
+    a = {q: v + d for (q, v), d in zip(b.items(), (1.0, 2.0, 3.0, 4.0), strict=True)}
     mean, low, high = paired(a, b)
     half = 1.96 * (5 / 3) ** 0.5 / 2  # the differences 1..4: variance 5/3, four queries
     assert mean == 2.5
