@@ -203,7 +203,7 @@ def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_p
     assert "note: its scores" not in printed  # what served, served again: callers see no change
     assert "it is served as" not in printed and "learn again" not in printed  # nothing to add
     # neither a file nor a registered name: said before any work
-    assert main([*argv, "--served", "no-such-ranker", "--folds", "3"]) == 1
+    assert main([*argv, "--served", "no-such-ranker", "--folds", "3"]) == 2
     error = capsys.readouterr().err
     # the command's error names the flag given (beside the keyword of the library it calls)
     assert "--served no-such-ranker: neither a pipeline file" in error

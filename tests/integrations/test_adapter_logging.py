@@ -124,7 +124,5 @@ def test_a_threshold_that_drops_some_documents_is_logged_at_debug_not_warning(ca
     with caplog.at_level(logging.DEBUG, logger="rerankit"):
         assert RerankitCompressor(reranker=none, top_n=None).compress_documents(docs, QUERY) == []
     said = [r for r in caplog.records if r.name == "rerankit.integrations"]
-    assert any(
-        r.levelname == "WARNING" and "so none is kept" in r.getMessage() for r in said
-    )
+    assert any(r.levelname == "WARNING" and "so none is kept" in r.getMessage() for r in said)
     assert all(r.levelname == "WARNING" for r in said if "dropped 3" in r.getMessage())
