@@ -254,8 +254,8 @@ def test_eval_says_which_judged_queries_it_left_out(tiny, capsys):
     assert main(["eval", "--data", str(tiny), "--rerankers", "bm25", "--no-progress"]) == 0
     captured = capsys.readouterr()
     assert (
-        f"rerankit: warning: {qrels}: 1 of its 3 judged queries are not in queries.jsonl "
-        "and are left out ('q9')" in captured.err
+        f"rerankit: warning: {qrels}: 1 of its 3 judged queries is not in queries.jsonl "
+        "and is left out ('q9')" in captured.err
     )
     assert "2 queries" in captured.out
 

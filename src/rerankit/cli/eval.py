@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
+from .._words import counted
 from ..api import load
 from ..batch import quiet_ray_logs, ray_engine
 from ..eval.compare import FIRST_STAGE_BASELINE
@@ -272,7 +273,14 @@ def threshold_text(collection: CollectionEvaluation) -> str:
             "thresholds: no pipeline here scores on a probability or unit scale (a cut on "
             "relative scores means nothing)"
         )
-    return format_thresholds(collection.thresholds)
+    empty = collection.meta.get("without_candidates") or []
+    left = (
+        f"\n(queries left empty counts, at every t, the {counted(len(empty), 'query', 'queries')} "
+        "the first stage gave no candidate)"
+        if empty
+        else ""
+    )
+    return format_thresholds(collection.thresholds) + left
 
 
 def say_some_degraded(collections: list[CollectionEvaluation]) -> None:
