@@ -346,3 +346,20 @@ def test_parquet_output_has_one_schema_whatever_the_rows_hold(tmp_path):
         assert [r["candidates"] for r in back] == [r["candidates"] for r in rows]
     assert schemas[0] == schemas[1] == schemas[2]
     assert back[0]["results"][0]["id"] == "7"  # a result's id is text in Parquet
+
+
+def test_every_suffix_batch_accepts_is_in_docs_batch_md(tmp_path):
+    """``.ndjson``, ``.json`` and ``.pq`` were accepted and named nowhere."""
+    from pathlib import Path
+
+    from rerankit.batch.io import SUFFIXES, input_format
+
+    page = (Path(__file__).parents[2] / "docs" / "batch.md").read_text()
+    for kind, suffixes in SUFFIXES.items():
+        for suffix in suffixes:
+            assert input_format(f"rows{suffix.upper()}") == kind
+            assert f"`{suffix}`" in page, suffix
+    rows = tmp_path / "rows.ndjson"
+    rows.write_text(json.dumps({"query": "solar", "candidates": ["Solar power", "Wind"]}) + "\n")
+    assert main(["batch", "-i", str(rows), "--out", str(tmp_path / "o.ndjson"), "-r", "bm25"]) == 0
+    assert [r["results"][0]["index"] for r in read_rows(tmp_path / "o.ndjson")] == [0]

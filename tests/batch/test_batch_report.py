@@ -279,3 +279,26 @@ def test_the_summary_line_counts_one_blank_line_in_the_singular(tmp_path, capsys
     src.write_text(json.dumps(GOOD) + "\n\n\n" + json.dumps(GOOD) + "\n")
     assert main([*args, "--no-progress", "--overwrite"]) == 0
     assert "; 2 blank lines skipped" in capsys.readouterr().err
+
+
+def test_the_rate_and_time_left_count_from_the_first_block_not_the_start(capsys, monkeypatch):
+    """Ray's start-up (a minute here) before its first block of 16 rows: the rate counted
+    it (0.52 rows/s, 'about 0m29s left' seconds before the end); measured from the first
+    block: the 17 rows written in the 4 s since it landed."""
+    from types import SimpleNamespace
+
+    clock = [0.0]
+    monkeypatch.setattr(console.time, "perf_counter", lambda: clock[0])
+    progress = console.RowProgress(48)
+    written = 0
+    for landed in (60.0, 62.0):  # each block's 16 rows written within a millisecond
+        for i in range(16):
+            clock[0] = landed + i * 1e-5
+            written += 1
+            progress(SimpleNamespace(rows=written, skipped=0, failures=0))
+    clock[0], written = 64.0, written + 1  # the third block's first row
+    capsys.readouterr()
+    monkeypatch.setattr(console, "PROGRESS_EVERY", 0.0)
+    progress(SimpleNamespace(rows=written, skipped=0, failures=0))
+    line = capsys.readouterr().err.strip()
+    assert line == "rerankit: batch: 33/48 rows, 4.25 rows/s, 0 failed, about 0m03s left", line

@@ -75,6 +75,22 @@ def test_resume_skips_the_finished_rows_drops_a_cut_line_and_appends_the_rest(tm
     assert (again.skipped, again.rows) == (5, 0) and len(lines(out)) == 5
 
 
+def test_resume_of_a_complete_output_says_it_is_complete_not_appending(tmp_path, capsys):
+    src, out = write_jsonl(tmp_path / "in.jsonl", ROWS), tmp_path / "out.jsonl"
+    args = ["batch", "-i", str(src), "--out", str(out), "-r", "bm25"]
+    assert main([*args[:2], str(write_jsonl(tmp_path / "one.jsonl", ROWS[:1])), *args[3:]]) == 0
+    assert ": 1 row in " in capsys.readouterr().err  # said "1 rows"
+    assert main([*args, "--overwrite"]) == 0
+    before = out.read_text()
+    capsys.readouterr()
+    assert main([*args, "--resume"]) == 0
+    err = capsys.readouterr().err
+    assert "5 rows already written, skipped" in err
+    assert "the output is already complete" in err and "appending" not in err
+    assert ": 0 rows in " in err
+    assert out.read_text() == before
+
+
 def test_resume_counts_the_skipped_rows_that_failed_in_the_exit_status(tmp_path, capsys):
     """A nightly job that always passes --resume: rows written with an error are not
     ranked again, and they keep the run's exit status at 1 (all failed) or 3 (some)."""

@@ -4,6 +4,7 @@ logs written by rerankit's click simulator."""
 from __future__ import annotations
 
 import json
+import re
 import zlib
 from pathlib import Path
 
@@ -17,12 +18,13 @@ from rerankit.scorers.learned import FEATURES
 from rerankit.training.clicks import (
     ClickLog,
     PositionBasedModel,
+    learn_from_log,
     read_log,
     team_draft,
     text_hash,
     write_features,
 )
-from rerankit.training.clicks.advice import deploy_advice
+from rerankit.training.clicks.advice import FAR_TOO_FEW, deploy_advice, verdict
 from rerankit.training.clicks.deploy import Written
 from rerankit.training.clicks.optimized import optimized_interleave
 from rerankit.training.clicks.sessions import records
@@ -110,6 +112,8 @@ def test_tune_clicks_learns_from_a_hashed_log_with_the_corpus_and_writes_beside_
     assert propensities["clicks_by_position"][8:] == [0, 0]  # 8 documents: 9 and 10 unshown
     # clicks on the two about the query are a strong signal: the learned ranker wins
     assert "adopted: it beats what was served" in printed
+    # on 360 sessions: with how little it rests on
+    assert "; but far too few sessions for a verdict: 360 sessions over 12 queries" in printed
     assert read_spec(out)["name"] == "learned-from-clicks"
     assert out.with_suffix(".lgb.txt").is_file()
     # the features read the tiny model: so does the pipeline, and the model's report says so
@@ -185,7 +189,15 @@ def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_p
     argv = ["tune", "--clicks", str(log), "--features", str(features), "--out", str(out)]
     assert main([*argv, "--served", str(served), "--folds", "3"]) == 0
     printed = capsys.readouterr().out
-    assert "not adopted: it does not beat what served the log by more than the margin" in printed
+    # 5 sessions a query, just above the floor: said plainly, not as a measurement
+    line = next(x for x in printed.splitlines() if x.startswith("verdict: "))
+    assert re.fullmatch(
+        r"verdict: far too few sessions for a verdict: \d+ sessions over \d+ queries with a "
+        r"click; not adopted: what served the log is kept; about 80,000 are needed \(.*",
+        line,
+    ), line
+    assert "counterfactual" not in line and "noise" not in line
+    assert "rerankit check --clicks LOG counts them" in line  # what to do about it
     assert f"wrote {out}: the pipeline that served the log ({served})" in printed
     assert read_spec(out) == read_spec(served)
     assert f"nothing to deploy: {out} is what served the log (serving it changes nothing)" in (
@@ -203,7 +215,7 @@ def test_tune_clicks_writes_what_served_the_log_when_learning_does_not_win(tmp_p
     assert "note: its scores" not in printed  # what served, served again: callers see no change
     assert "it is served as" not in printed and "learn again" not in printed  # nothing to add
     # neither a file nor a registered name: said before any work
-    assert main([*argv, "--served", "no-such-ranker", "--folds", "3"]) == 1
+    assert main([*argv, "--served", "no-such-ranker", "--folds", "3"]) == 2
     error = capsys.readouterr().err
     # the command's error names the flag given (beside the keyword of the library it calls)
     assert "--served no-such-ranker: neither a pipeline file" in error
@@ -765,3 +777,17 @@ def test_tune_clicks_says_each_long_step_and_the_features_progress(tmp_path, cap
     assert main([*argv, "--out", str(tmp_path / "d.toml"), "--no-progress"]) == 0
     quiet = capsys.readouterr().err
     assert "computing the features of 12 queries" in quiet and "12/12 queries" not in quiet
+
+
+def test_a_log_of_enough_sessions_gets_the_verdict_as_measured(tmp_path):
+    pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
+    from dataclasses import replace
+
+    log = tmp_path / "clicks.jsonl"
+    _simulated_log(log, "text", sessions=5)
+    found = learn_from_log(log, features=_random_features(tmp_path), folds=3)
+    thin = found.learning
+    assert thin.sessions < FAR_TOO_FEW and verdict(thin).startswith("far too few sessions")
+    enough = replace(thin, sessions=FAR_TOO_FEW)
+    assert verdict(enough) == enough.describe()
+    assert "counterfactual cross-validated nDCG@10" in verdict(enough)

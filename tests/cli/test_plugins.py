@@ -73,7 +73,7 @@ def test_plugin_flag_makes_its_reranker_known_to_rank_and_without_it_the_error_s
     plugin, tmp_path, capsys
 ):
     docs = str(tmp_path / "docs.jsonl")
-    assert main(["rank", "-q", "x", "-i", docs, "-r", plugin]) == 1
+    assert main(["rank", "-q", "x", "-i", docs, "-r", plugin]) == 2  # a refusal
     err = capsys.readouterr().err
     assert f"unknown reranker {plugin!r}" in err
     assert "load the module that registers it with --plugin MODULE" in err
@@ -139,7 +139,7 @@ def test_a_plugin_that_cannot_be_imported_is_named_with_where_it_was_named(
 
 def test_an_unknown_name_in_another_case_gets_the_suggestion(plugin, tmp_path, capsys):
     docs = str(tmp_path / "docs.jsonl")
-    assert main(["rank", "-q", "x", "-i", docs, "-r", "BM25X"]) == 1
+    assert main(["rank", "-q", "x", "-i", docs, "-r", "BM25X"]) == 2
     assert "did you mean 'bm25'?" in capsys.readouterr().err
     __import__(plugin)
     with pytest.raises(ConfigError, match=f"did you mean '{plugin}'"):

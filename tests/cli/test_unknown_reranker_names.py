@@ -34,7 +34,7 @@ def here(tmp_path, monkeypatch):
 def test_a_mistyped_name_says_no_such_file_or_folder_and_offers_what_is_here(
     capsys, here, name, said
 ):
-    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", name]) == 1
+    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", name]) == 2
     err = capsys.readouterr().err
     assert f"unknown reranker {name!r}: no reranker is registered by that name" in err
     assert f"no pipeline file or model folder {name!r} is in {here} (no such file or folder)" in err
@@ -55,7 +55,7 @@ def test_the_library_says_the_same(here):
 
 @pytest.mark.parametrize("name", ["hybrid-bm25", "hybrid_bm25"])
 def test_a_removed_name_says_what_replaced_it(capsys, here, name):
-    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", name]) == 1
+    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", name]) == 2
     err = capsys.readouterr().err
     assert f"reranker {name!r} was removed: it did what 'hybrid' does" in err, err
     assert err.rstrip().endswith("use hybrid")
@@ -76,7 +76,7 @@ _SCORER_TYPES = [  # the built-in scorer types that no reranker is named after
 def test_a_scorer_type_named_as_a_reranker_says_how_a_pipeline_file_uses_it(capsys, here, name):
     """``-r coverage`` names a scorer type, not a missing plugin: the error says so and shows
     the pipeline file that uses it, not ``--plugin``."""
-    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", name]) == 1
+    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", name]) == 2
     err = capsys.readouterr().err
     assert f"{name!r} is a scorer type, not a reranker" in err, err
     assert f'scorer = {{ type = "{name}" }}' in err
@@ -100,7 +100,7 @@ def test_the_pipeline_file_the_error_shows_ranks(here, name):
     ("name", "options"), [("mmr", ""), ("deduplicate", ""), ("min-score", ", threshold = 0.1")]
 )
 def test_a_rule_named_as_a_reranker_shows_the_stages_that_use_it(capsys, here, name, options):
-    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", name]) == 1
+    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", name]) == 2
     err = capsys.readouterr().err
     assert f"{name!r} is a rule, not a reranker" in err, err
     assert "with its options beside type" in err and "--plugin" not in err
@@ -112,9 +112,46 @@ def test_a_rule_named_as_a_reranker_shows_the_stages_that_use_it(capsys, here, n
 
 
 def test_a_typo_still_gets_the_close_names_and_a_file_of_that_name_its_own_error(capsys, here):
-    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", "jacard"]) == 1
+    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", "jacard"]) == 2
     err = capsys.readouterr().err
     assert "did you mean 'jaccard'" in err and "--plugin MODULE" in err, err
     (here / "coverage").write_text("not a pipeline\n")  # a file here named as the type
-    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", "coverage"]) == 1
+    assert main(["rank", "-q", "x", "-i", "docs.jsonl", "-r", "coverage"]) == 2
     assert "the file 'coverage' in" in capsys.readouterr().err
+
+
+MINI = "examples/scifact-mini"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["rank", "-q", "x", "-i", "docs.jsonl", "-r", "bm2"],
+        ["batch", "-i", "rows.jsonl", "--out", "out.jsonl", "-r", "bm2"],
+        ["eval", "--data", MINI, "-r", "bm2"],
+        ["eval", "--data", MINI, "--rerankers", "bm25,bm2"],
+        ["simulate-clicks", "--data", MINI, "-r", "bm2", "--out", "sim.jsonl"],
+        ["precompute", "-i", "docs.jsonl", "-r", "bm2"],
+        ["serve", "-r", "bm2"],
+        ["check", "calibrated.toml", "-r", "bm2"],
+        ["tune", "--clicks", "clicks.jsonl", "--served", "bm2"],
+    ],
+    ids=lambda a: a[0] + ("-rerankers" if "--rerankers" in a else ""),
+)
+def test_an_unknown_reranker_name_is_a_refusal_exit_2_in_every_command(capsys, here, args):
+    """As a pipeline file that is not there is (exit 2, before any work): batch said 1 for
+    a name, 2 for a missing file, where docs/batch.md says every refusal is 2."""
+    from pathlib import Path
+
+    root = Path(__file__).parents[2]
+    args = [str(root / a) if a == MINI else a for a in args]
+    (here / "rows.jsonl").write_text('{"query": "x", "candidates": ["a"]}\n')
+    (here / "clicks.jsonl").write_text("")
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    if args[0] == "tune":  # --served takes a pipeline file or a registered name only
+        assert "rerankit tune: error: --served bm2: neither a pipeline file" in err, err
+    else:
+        assert f"rerankit {args[0]}: error: unknown reranker 'bm2'" in err, err
+        assert "did you mean 'bm25'" in err
+    assert not (here / "out.jsonl").exists() and not (here / "sim.jsonl").exists()

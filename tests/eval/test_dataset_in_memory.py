@@ -127,7 +127,7 @@ def test_judgments_naming_missing_ids_are_said_once_and_kept(caplog):
         data = _make(qrels=qrels)
         copied = data.sample(2, seed=0)
     said = "\n".join(data.notes)
-    assert "1 of its 4 judged queries are not in queries and are left out ('lost')" in said
+    assert "1 of its 4 judged queries is not in queries and is left out ('lost')" in said
     assert "1 relevant judged document is not in the corpus ('gone')" in said
     assert "negative grade (query 'q3', document 'd4', -1)" in said and data.qrels["q3"] == {
         "d4": 0

@@ -231,7 +231,7 @@ def test_qrels_that_name_other_ids_are_reported(tmp_path, caplog):
     data = load_beir(tmp_path)
     assert list(data.queries) == ["q1"]
     assert data.notes == [
-        f"{qrels}: 1 of its 2 judged queries are not in queries.jsonl and are left out ('q7')"
+        f"{qrels}: 1 of its 2 judged queries is not in queries.jsonl and is left out ('q7')"
     ]
     assert caplog.records[-1].levelname == "WARNING" and "'q7'" in caplog.records[-1].message
     # none of the judged documents in the corpus: the ids do not match, an error naming both

@@ -254,8 +254,8 @@ def test_eval_says_which_judged_queries_it_left_out(tiny, capsys):
     assert main(["eval", "--data", str(tiny), "--rerankers", "bm25", "--no-progress"]) == 0
     captured = capsys.readouterr()
     assert (
-        f"rerankit: warning: {qrels}: 1 of its 3 judged queries are not in queries.jsonl "
-        "and are left out ('q9')" in captured.err
+        f"rerankit: warning: {qrels}: 1 of its 3 judged queries is not in queries.jsonl "
+        "and is left out ('q9')" in captured.err
     )
     assert "2 queries" in captured.out
 
@@ -347,7 +347,8 @@ def test_the_table_says_what_ece_means_and_names_the_pipelines_to_refit():
 def test_the_refit_advice_keeps_the_splits_a_folder_without_a_training_split_needs(tmp_path):
     rows = [{"pipeline": "a", "ece": 0.19}]
     (tmp_path / "qrels").mkdir()
-    (tmp_path / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")
+    judged = "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(10))
+    (tmp_path / "qrels" / "test.tsv").write_text(judged)  # 5 a half: enough to refit on
     ran = {"data": tmp_path, "first_stage": "auto", "candidates": 30}
     for split, fit, check in [
         ("test:even", "test:odd", "test:even"),
@@ -365,7 +366,7 @@ def test_the_refit_advice_keeps_the_splits_a_folder_without_a_training_split_nee
         )
     assert "--train-split x:odd --test-split x:even --calibrate" in said
     # with a training split, tune's defaults do: nothing to name
-    (tmp_path / "qrels" / "train.tsv").write_text("query-id\tcorpus-id\tscore\n")
+    (tmp_path / "qrels" / "train.tsv").write_text(judged)
     with flags_first():
         said = calibration_note(rows, {**ran, "split": "test"})
     assert "--candidates 30 --calibrate" in said
@@ -434,6 +435,19 @@ def test_eval_reports_the_calibration_of_probability_scores(tiny, tmp_path, caps
     off.write_text(
         'normalization = "calibrated"\n'
         'scorers = [{ type = "coverage", calibration = { slope = 1, intercept = 5 } }]\n'
+    )
+    assert main(["eval", "--data", str(tiny), "--rerankers", str(off), "--candidates", "4"]) == 0
+    printed = capsys.readouterr().out
+    # its training split judges 1 query: tune would refuse, so the note says what it needs
+    assert f"rerankit tune --data {tiny}" not in printed
+    assert "none can be refit here yet: rerankit tune --calibrate fits on at least 4" in printed
+    assert "the train split's judged queries are 1; judge more queries" in printed
+    (tiny / "qrels" / "train.tsv").write_text(  # 4 of them: the command, which runs
+        "query-id\tcorpus-id\tscore\n" + "".join(f"t{i}\td1\t1\n" for i in range(4))
+    )
+    (tiny / "queries.jsonl").write_text(
+        (tiny / "queries.jsonl").read_text()
+        + "".join(json.dumps({"_id": f"t{i}", "text": f"solar {i}"}) + "\n" for i in range(4))
     )
     assert main(["eval", "--data", str(tiny), "--rerankers", str(off), "--candidates", "4"]) == 0
     printed = capsys.readouterr().out

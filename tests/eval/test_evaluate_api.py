@@ -203,7 +203,7 @@ def test_progress_and_notes_go_to_the_callables_given(tmp_path):
     evaluate(folder, "bm25,text", progress=progress, note=notes.append, on_collection=seen.append)
     assert labels == ["bm25", "text"]
     assert notes == [
-        f"warning: {qrels}: 1 of its 4 judged queries are not in queries.jsonl and are left "
+        f"warning: {qrels}: 1 of its 4 judged queries is not in queries.jsonl and is left "
         "out ('q9')"
     ]
     assert len(seen) == 1 and seen[0].collection == "tiny"

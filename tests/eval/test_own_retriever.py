@@ -242,7 +242,11 @@ def test_a_run_of_some_queries_says_how_to_measure_only_those(collection, tmp_pa
     argv = ["eval", "--data", str(collection), "--first-stage", str(run), "-r", "bm25"]
     assert main([*argv, "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert f"no candidates for q2 (scored 0; nothing kept at any threshold): {run} ranks " in out
+    # no --thresholds: no word of thresholds; the run's row is not timed (it was read)
+    assert f"no candidates for q2 (each scores 0 in every metric): {run} ranks " in out
+    assert "threshold" not in out
+    first = next(line for line in out.splitlines() if line.startswith("| first stage |"))
+    assert first.split("|")[-5:-3] == [" - ", " - "], first  # mean ms, p95 ms: was 0.0
     assert "queries.jsonl holds just the queries it ranks" in out
     bm25 = ["eval", "--data", str(collection), "--first-stage", "bm25", "-r", "bm25"]
     assert main([*bm25, "--no-progress"]) == 0

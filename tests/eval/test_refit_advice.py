@@ -129,3 +129,49 @@ def test_after_a_calibrate_run_that_kept_the_default_no_advice_runs_it_again():
         [*OFF[:1], {"pipeline": "calibrated", "ece": 0.02}], {**ran, "refitted": "calibrated"}
     )
     assert said.endswith("as here: calibrated is that refit")
+
+
+def _judged_folder(folder, queries: int):
+    """A BEIR folder with ``queries`` judged test queries and no training split."""
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "queries.jsonl").write_text(
+        "".join(f'{{"_id": "q{i}", "text": "query {i}"}}\n' for i in range(queries))
+    )
+    (folder / "corpus.jsonl").write_text(
+        "".join(f'{{"_id": "d{i}", "text": "doc {i}"}}\n' for i in range(queries))
+    )
+    (folder / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"q{i}\td{i}\t1\n" for i in range(queries))
+    )
+    return folder
+
+
+def _run(path, queries):
+    path.write_text("".join(f"{q} Q0 d0 1 1.0 mine\n" for q in queries))
+    return str(path)
+
+
+def test_a_refit_is_not_advised_as_a_command_tune_would_refuse(tmp_path):
+    """A run that ranks a few of the evaluated queries: tune would fit on test:odd's ranked
+    ones, fewer than it takes, and refuse the command the note gave; now the note says
+    what a refit needs."""
+    folder = str(_judged_folder(tmp_path / "data", 20))
+    few = _run(tmp_path / "few.trec", ["q0", "q1", "q2", "q3", "q4"])  # 3 at odd positions
+    call = refit_call(folder, few, 100, split="test")
+    assert "--calibrate" not in call and "calibrate=True, out" not in call
+    assert "none can be refit here yet" in call
+    assert f"the test:odd split's judged queries that {few} ranks are 3" in call
+    assert "at least 4 judged queries" in call and "judge more queries" in call
+    with flags_first():
+        said = refit_call(folder, few, 100, split="test")
+    assert "rerankit tune --calibrate fits on at least 4" in said
+    # enough of them: the command, as before
+    many = _run(tmp_path / "many.trec", [f"q{i}" for i in range(10)])
+    assert 'train_split="test:odd", test_split="test:even"' in refit_call(
+        folder, many, 100, split="test"
+    )
+    # --max-queries 3 leaves tune 3 of the odd half
+    assert "the first 3 of the test:odd split's" in refit_call(folder, many, 100, 3, "test")
+    assert "calibrate=True" in refit_call(folder, many, 100, 8, "test")  # 5 of them: enough
+    note = calibration_note(OFF, {"data": folder, "first_stage": few, "split": "test"})
+    assert "as here: none can be refit here yet" in note and "calibrated.toml" not in note

@@ -109,10 +109,12 @@ def test_the_note_reads_each_rows_check():
     assert "b" not in kept.split(":")[0]
 
 
-def _folder_with_a_run(tmp_path, ranked: list[str], judged: int = 8, asked: int | None = None):
-    """A folder with train (q1..q``judged``) and test (t1..t4) judgments, and a TREC run of
-    ``ranked`` query ids; ``asked``: a queries.jsonl holding q1..q``asked`` and t1..t4 only
-    (a subset folder, whose other judged queries are left out)."""
+def _folder_with_a_run(
+    tmp_path, ranked: list[str], judged: int = 8, asked: int | None = None, tests: int = 4
+):
+    """A folder with train (q1..q``judged``) and test (t1..t``tests``) judgments, and a TREC
+    run of ``ranked`` query ids; ``asked``: a queries.jsonl holding q1..q``asked`` and
+    t1..t4 only (a subset folder, whose other judged queries are left out)."""
     from rerankit.eval.notes import refit_call
 
     qrels = tmp_path / "data" / "qrels"
@@ -126,7 +128,7 @@ def _folder_with_a_run(tmp_path, ranked: list[str], judged: int = 8, asked: int 
             "".join(f'{{"_id": "{q}", "text": "query {q}"}}\n' for q in ids)
         )
     (qrels / "test.tsv").write_text(
-        "query-id\tcorpus-id\tscore\n" + "".join(f"t{i}\td{i}\t1\n" for i in range(1, 5))
+        "query-id\tcorpus-id\tscore\n" + "".join(f"t{i}\td{i}\t1\n" for i in range(1, tests + 1))
     )
     run = tmp_path / "mine.run"
     run.write_text("".join(f"{q} Q0 d1 1 0.5 mine\n" for q in ranked))
@@ -140,7 +142,9 @@ def test_a_run_that_ranks_the_training_queries_is_advised_with_tunes_own_splits(
 
 
 def test_a_run_of_the_evaluated_queries_alone_is_advised_with_that_splits_halves(tmp_path):
-    call = _folder_with_a_run(tmp_path, ["q1", "t1", "t2", "t3", "t4"])  # 1 of 8 training
+    # 1 of 8 training queries; the odd half of 8 test queries, 4, is enough to fit on
+    ranked = ["q1"] + [f"t{i}" for i in range(1, 9)]
+    call = _folder_with_a_run(tmp_path, ranked, tests=8)
     assert 'train_split="test:odd"' in call or "--train-split test:odd" in call, call
 
 

@@ -51,7 +51,9 @@ def test_eval_names_the_queries_without_candidates_and_counts_short_lists(tmp_pa
     argv = ["eval", "--data", str(folder), "-r", str(pipeline), "--candidates", "3"]
     assert main([*argv, "--thresholds", "--out", str(tmp_path / "o"), "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "no candidates for q4 (scored 0; nothing kept at any threshold)" in out
+    assert "no candidates for q4 (each scores 0 in every metric)" in out
+    # with --thresholds, said where it counts: under the thresholds' table
+    assert "(queries left empty counts, at every t, the 1 query the first stage gave" in out
     runs = (tmp_path / "o" / "runs" / "first_stage.trec").read_text().splitlines()
     lists = {q: sum(1 for r in runs if r.split()[0] == q) for q in ("q1", "q2", "q3")}
     fewer = sum(1 for n in lists.values() if 0 < n < 3)

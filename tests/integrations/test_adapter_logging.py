@@ -101,3 +101,28 @@ def test_the_adapters_log_under_the_logger_the_docs_name(tmp_path, caplog):
         )
     said = [r for r in caplog.records if r.getMessage().startswith("RerankitCompressor: ")]
     assert said and {r.name for r in said} == {"rerankit.integrations"}
+
+
+def test_a_threshold_that_drops_some_documents_is_logged_at_debug_not_warning(caplog):
+    """A working min_score cut drops documents on most calls of a RAG app: normal
+    operation, at DEBUG; a WARNING only when it kept nothing."""
+    pytest.importorskip("langchain_core", reason="needs the 'langchain' extra")
+    from langchain_core.documents import Document
+
+    from rerankit.integrations.langchain import RerankitCompressor
+
+    docs = [Document(page_content=t, id=str(i)) for i, t in enumerate(TEXTS)]
+    some = {"stages": [{"reranker": "bm25"}, {"rule": {"type": "min_score", "threshold": 1e-4}}]}
+    with caplog.at_level(logging.DEBUG, logger="rerankit"):
+        kept = RerankitCompressor(reranker=some, top_n=None).compress_documents(docs, QUERY)
+    assert 0 < len(kept) < len(docs)
+    dropped = [r for r in caplog.records if "dropped 1 document(s)" in r.getMessage()]
+    assert [r.levelname for r in dropped] == ["DEBUG"]
+    assert dropped[0].name == "rerankit.integrations"
+    caplog.clear()
+    none = {"stages": [{"reranker": "bm25"}, {"rule": {"type": "min_score", "threshold": 1e9}}]}
+    with caplog.at_level(logging.DEBUG, logger="rerankit"):
+        assert RerankitCompressor(reranker=none, top_n=None).compress_documents(docs, QUERY) == []
+    said = [r for r in caplog.records if r.name == "rerankit.integrations"]
+    assert any(r.levelname == "WARNING" and "so none is kept" in r.getMessage() for r in said)
+    assert all(r.levelname == "WARNING" for r in said if "dropped 3" in r.getMessage())

@@ -15,6 +15,7 @@ from ..errors import InputError, no_such_file
 from .rows import DIGEST_KEY, LINE_KEY, NOTES_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
 
 __all__ = [
+    "SUFFIXES",
     "decode_json_columns",
     "input_format",
     "json_columns",
@@ -29,13 +30,16 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 
+#: the suffixes of each format ``batch`` reads and writes (docs/batch.md names them all)
+SUFFIXES = {"jsonl": (".jsonl", ".ndjson", ".json"), "parquet": (".parquet", ".pq")}
+
+
 def input_format(path: str | Path) -> str:
-    """``jsonl`` or ``parquet``, from the file name."""
+    """``jsonl`` or ``parquet``, from the file name (:data:`SUFFIXES`)."""
     suffix = Path(path).suffix.lower()
-    if suffix in (".jsonl", ".json", ".ndjson"):
-        return "jsonl"
-    if suffix in (".parquet", ".pq"):
-        return "parquet"
+    for name, suffixes in SUFFIXES.items():
+        if suffix in suffixes:
+            return name
     raise InputError(f"{path}: use a .jsonl or .parquet file (got {suffix or 'no suffix'!r})")
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -29,6 +30,9 @@ from .rows import BatchSummary, RowFields, chunks, rerank_rows
 __all__ = ["run_batch"]
 
 logger = logging.getLogger(__name__)
+
+#: what the rows after those already written give when there are none
+_NONE_LEFT: Any = object()
 
 
 def run_batch(
@@ -107,7 +111,12 @@ def run_batch(
                 f" ({failed} of them with an error: not ranked again, and counted as failed; "
                 f"{again} ranks every row again)"
             )
-        message += "; appending the rest"
+        rest = next(rows, _NONE_LEFT)
+        if rest is _NONE_LEFT:
+            message += "; every input row is written: the output is already complete"
+        else:
+            rows = itertools.chain([rest], rows)
+            message += "; appending the rest"
         if unchecked:
             message += (
                 f" (warning: {unchecked} of them record no pipeline, written by an earlier "

@@ -124,7 +124,8 @@ class BatchSummary:
                 f"{self.skipped_failures} from an earlier run, not ranked again)"
             )
         text = (
-            f"{self.rows} rows in {self.seconds:.1f} s ({self.rows_per_second:.1f} rows/s); "
+            f"{counted(self.rows, 'row')} in {self.seconds:.1f} s "
+            f"({self.rows_per_second:.1f} rows/s); "
             f"{failed}, {self.degraded} degraded"
         )
         if self.warned:

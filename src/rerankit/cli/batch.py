@@ -17,7 +17,7 @@ from .._optional import require
 from .._words import counted
 from ..batch import BatchInterrupted, BatchSummary, RayOptions, quiet_ray_logs, read_rows, run_batch
 from ..batch.beir import beir_rows
-from ..batch.io import input_format
+from ..batch.io import SUFFIXES, input_format
 from ..batch.resume import OutputRefused
 from ..batch.summary import SOME_ROWS_FAILED
 from ..errors import InputError
@@ -217,7 +217,7 @@ def total_rows(source: Any) -> int | None:
         return None
     path = Path(source)
     try:
-        if path.suffix.lower() in (".parquet", ".pq"):
+        if path.suffix.lower() in SUFFIXES["parquet"]:
             pq = require("pyarrow.parquet", "Parquet input")
             return int(pq.ParquetFile(path).metadata.num_rows)
         if path.stat().st_size > 4 << 30:

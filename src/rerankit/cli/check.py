@@ -310,8 +310,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     for name in args.files:  # a file that is not there: a usage error, as every command says it
         if not Path(name).exists():
             raise UsageError(no_such_file(name, "a pipeline or settings file"))
-    need_reranker(args.reranker)
-    if args.reranker is not None and not any(is_settings_file(n) for n in args.files):
+    settings = any(is_settings_file(n) for n in args.files)
+    need_reranker(args.reranker, named_later=settings)  # (its plugins may register it)
+    if args.reranker is not None and not settings:
         raise UsageError(
             f"--reranker {args.reranker} goes with the service's settings file (check "
             f"service.toml --reranker {args.reranker} checks what `serve --settings "

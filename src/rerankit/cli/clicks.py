@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import no_such_file
-from ..training.clicks.advice import deploy_advice
+from ..training.clicks.advice import deploy_advice, verdict
 from ..training.clicks.deploy import served_pipeline, write_learned
 from ..training.clicks.from_log import learn_from_log, read_corpus
 from ..training.clicks.given import floored, read_propensities
@@ -118,7 +118,7 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
         for size, (_, ndcg) in zip(sizes, result.curve, strict=True):
             noun = "session" if size == "1" else "sessions"
             print(f"  {size:>8} {noun} a query: {100 * ndcg:6.2f}")
-    print(f"\nverdict: {result.describe()}")
+    print(f"\nverdict: {verdict(result)}")
     written = write_learned(
         found, out, served=served, keep_learned=args.keep_learned, source=" ".join(args.clicks)
     )

@@ -31,6 +31,10 @@ __all__ = [
 #: without a progress bar (``batch``: always), a plain line at most every this many seconds
 PROGRESS_EVERY = 10.0
 
+#: rows written within this many seconds of the first are of the first block (a Ray block's
+#: rows land together): ``batch``'s rate counts the rows after them, from when they landed
+FIRST_BLOCK = 0.05
+
 
 def progress_bar(label: str, enabled: bool) -> Any:
     """How a loop over queries reports progress on stderr: nothing unless ``enabled``
@@ -100,15 +104,24 @@ class RowProgress:
     def __init__(self, total: int | None, skipped: int = 0) -> None:
         self.total, self.skipped = total, skipped
         self.start = self.last = time.perf_counter()
+        #: when the first rows were written, and how many: the rate is measured from there,
+        #: not from the start (loading the models, Ray's start-up)
+        self.first: tuple[float, int] | None = None
 
     def __call__(self, summary: Any) -> None:
         now, done = time.perf_counter(), summary.rows + summary.skipped
+        if self.first is None or now - self.first[0] < FIRST_BLOCK:
+            # the first rows, and those written with them (a Ray block lands at once)
+            self.first = (self.first[0] if self.first else now, summary.rows)
         if now - self.last < PROGRESS_EVERY or (self.total and done >= self.total):
             return
-        self.last, rate = now, summary.rows / max(now - self.start, 1e-9)
+        self.last = now
+        since, rows = now - self.first[0], summary.rows - self.first[1]
+        rate = rows / since if rows and since > 0 else None  # None: not measured yet
         text = f"{done}/{self.total} rows" if self.total else f"{done} rows"
-        text += f", {rate:.2f} rows/s, {summary.failures} failed"
-        if self.total and rate > 0 and self.total >= done:
+        text += f", {rate:.2f} rows/s" if rate else ""
+        text += f", {summary.failures} failed"
+        if self.total and rate and self.total >= done:
             text += f", about {_duration((self.total - done) / rate)} left"
         print(f"rerankit: batch: {text}", file=sys.stderr, flush=True)
 

@@ -14,12 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
+from .._words import counted
 from ..api import load
 from ..batch import quiet_ray_logs, ray_engine
+from ..eval.compare import FIRST_STAGE_BASELINE
 from ..eval.evaluation import DEFAULT_RERANKERS, evaluate, renamed_notes, reranker_labels
 from ..eval.failures import EvaluationInterrupted, failed_lines, interrupted_lines
 from ..eval.notes import fell_back
 from ..eval.results import CollectionEvaluation, Evaluation
+from ..eval.runner import FIRST_STAGE
 from ..eval.thresholds import format_thresholds
 from .args import (
     add_address_argument,
@@ -134,7 +137,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         need_collection(spec, what="a BEIR-layout folder, or a folder of them")
     need_first_stage(args.first_stage)
     given = [*([args.rerankers] if args.rerankers else []), *(args.reranker or [])]
-    need_reranker([n.strip() for n in ",".join(given).split(",") if n.strip()])
+    named = [n.strip() for n in ",".join(given).split(",") if n.strip()]
+    # the first stage's own labels: evaluate says how to score a run alone
+    need_reranker([n for n in named if n not in (FIRST_STAGE, FIRST_STAGE_BASELINE)])
     use_embedding_cache(args)
     engine: Any = "local"
     if args.engine == "ray":
@@ -268,7 +273,14 @@ def threshold_text(collection: CollectionEvaluation) -> str:
             "thresholds: no pipeline here scores on a probability or unit scale (a cut on "
             "relative scores means nothing)"
         )
-    return format_thresholds(collection.thresholds)
+    empty = collection.meta.get("without_candidates") or []
+    left = (
+        f"\n(queries left empty counts, at every t, the {counted(len(empty), 'query', 'queries')} "
+        "the first stage gave no candidate)"
+        if empty
+        else ""
+    )
+    return format_thresholds(collection.thresholds) + left
 
 
 def say_some_degraded(collections: list[CollectionEvaluation]) -> None:

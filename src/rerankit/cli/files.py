@@ -25,15 +25,21 @@ def need_file(path: str | Path | None, flag: str, what: str, *, folder: bool = F
         raise UsageError(no_such_file(path, f"{flag}: {what}", folder=folder))
 
 
-def need_reranker(values: str | Iterable[str] | None, flag: str = "--reranker") -> None:
-    """Each reranker named (``-r``) that can only be a file or a folder is there: a pipeline
-    file (.toml, .yaml, .json), or a model folder (a path such as ``./model``; a hub id is
-    not checked here)."""
+def need_reranker(
+    values: str | Iterable[str] | None, flag: str = "--reranker", *, named_later: bool = False
+) -> None:
+    """Each reranker named (``-r``) is one there can be: a pipeline file (.toml, .yaml,
+    .json) or a model folder (a path such as ``./model``) that is there, or a registered
+    name (a hub id, ``owner/name``, is not checked here). A name that is none of these is
+    a usage error too (:func:`rerankit.registry.unknown_reranker` words it), unless
+    ``named_later``: a settings file read later may register it (its ``plugins``)."""
     for value in [values] if isinstance(values, str) else values or ():
         if Path(value).suffix.lower() in PIPELINE_SUFFIXES:
             need_file(value, flag, "a pipeline file")
         elif registry.canonical("reranker", value) is None:
             need_model(value, flag, "a model folder")
+            if not (named_later or "/" in value or "\\" in value or Path(value).is_dir()):
+                raise UsageError(str(registry.unknown_reranker(value)))
 
 
 def need_model(value: str | None, flag: str, what: str) -> None:

@@ -105,7 +105,7 @@ def _pipelines(args: argparse.Namespace) -> dict[str, Any]:
 def cmd_precompute(args: argparse.Namespace) -> int:
     need_file(args.input, "--input", "the documents to encode")
     need_file(args.settings, "--settings", "the service's settings file")
-    need_reranker(args.reranker)
+    need_reranker(args.reranker, named_later=args.settings is not None)  # its plugins
     if args.embedding_cache is not None:
         refuse_unused(
             {"--settings": args.settings},

@@ -183,7 +183,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             "settings file (every pipeline it serves, as serve builds them) without serving"
         )
     need_file(args.settings, "--settings", "the service's settings file")
-    need_reranker(args.reranker)
+    need_reranker(args.reranker, named_later=args.settings is not None)  # its plugins
     need_model(args.model, "--model", "a model folder")
     settings = serve_settings(args)  # its mistakes first: they do not depend on the port
     check_port_free(args.host, args.port)

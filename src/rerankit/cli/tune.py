@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
+from ..api import PIPELINE_SUFFIXES
+from ..errors import ConfigError
 from ..training import TuneOptions, tune
+from ..training.clicks.deploy import served_pipeline
 from .args import (
+    UsageError,
     add_candidates_argument,
     add_data_argument,
     add_embedding_cache_arguments,
@@ -26,7 +31,7 @@ from .args import (
 )
 from .clicks import add_tune_click_arguments, cmd_tune_clicks, need_click_log
 from .console import reporter
-from .files import need_collection, need_file, need_first_stage, need_model, need_reranker
+from .files import need_collection, need_file, need_first_stage, need_model
 
 __all__ = ["add_commands", "cmd_tune"]
 
@@ -53,6 +58,19 @@ JUDGMENT_FLAGS = (
 CLICK_FLAGS = ("served", "features", "min_dwell_ms", "max_feedback_delay", "propensities")
 
 
+def need_served(value: str | None) -> None:
+    """``--served``: a pipeline file that is there, or a registered reranker name; anything
+    else a :class:`~rerankit.cli.args.UsageError`, before any work."""
+    if value is None or Path(value).exists():
+        return
+    if Path(value).suffix.lower() in PIPELINE_SUFFIXES:
+        need_file(value, "--served", "a pipeline file")
+    try:
+        served_pipeline(value)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
+
+
 def cmd_tune(args: argparse.Namespace) -> int:
     need_model(args.embedding_model, "--embedding-model", "an embedding model folder")
     if args.clicks:
@@ -63,7 +81,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
         )
         for log in args.clicks:
             need_click_log(log, "--clicks")
-        need_reranker(args.served, "--served")
+        need_served(args.served)
         need_file(args.data, "--data", "the corpus of the click log, a folder or its file")
         return cmd_tune_clicks(args)
     refuse_unused(

@@ -397,13 +397,13 @@ def _splits_hint(path: Path, needed: str) -> str:
     return f"; splits found: {', '.join(splits)}; read one with {use}"
 
 
-def asked_queries(folder: str | Path) -> set[str] | None:
-    """The query ids of ``folder``'s ``queries.jsonl`` (None without one): the judged
-    queries :func:`load_beir` keeps (a subset folder's qrels may judge more)."""
+def asked_queries(folder: str | Path) -> list[str] | None:
+    """The query ids of ``folder``'s ``queries.jsonl``, in its order (None without one):
+    the judged queries :func:`load_beir` keeps (a subset folder's qrels may judge more)."""
     source = Path(folder) / "queries.jsonl"
     if not source.is_file():
         return None
-    return {row_id for _, row_id, _ in _rows(source, "query")[0]}
+    return list(dict.fromkeys(row_id for _, row_id, _ in _rows(source, "query")[0]))
 
 
 #: what a line of corpus.jsonl and queries.jsonl holds, as an error about a broken line says

@@ -19,6 +19,7 @@ from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
+from .._words import counted
 from ..errors import InputError
 
 __all__ = ["check_ids", "checked", "evaluation_only", "in_memory_ids", "no_query"]
@@ -240,8 +241,9 @@ def check_ids(
     if lost:
         sample = ", ".join(repr(q) for q in lost[:3]) + (", ..." if len(lost) > 3 else "")
         notes.append(
-            f"{source}: {len(lost)} of its {len(qrels)} judged queries are not in "
-            f"{queries_named} and are left out ({sample})"
+            f"{source}: {len(lost)} of its {counted(len(qrels), 'judged query', 'judged queries')} "
+            f"{'is' if len(lost) == 1 else 'are'} not in {queries_named} and "
+            f"{'is' if len(lost) == 1 else 'are'} left out ({sample})"
         )
     judged = [d for q, docs in qrels.items() if q in queries for d in docs]
     if judged and not any(d in corpus for d in judged):

@@ -33,7 +33,7 @@ from ..ordering import Rule
 from ..scorers.recipe import HYBRID_CALIBRATION
 from .given import IN_MEMORY, given_placeholder
 from .qrels import ALL_SPLITS
-from .refit_check import ECE_REFIT, ranks_training
+from .refit_check import ECE_REFIT, MIN_QUERIES, fit_queries, ranks_training, too_few_to_refit
 
 __all__ = [
     "ECE_REFIT",
@@ -102,6 +102,10 @@ def refit_call(
             halves = (f"{base}:{other}", split)
         elif not half and (untrained or (alone and split != ALL_SPLITS)):
             halves = (f"{split}:odd", f"{split}:even")
+    fits = halves[0] if halves else "train"  # tune's default training split
+    known = None if data is None or given else fit_queries(folder, fits, first_stage, max_queries)
+    if known is not None and known < MIN_QUERIES:  # tune would refuse: say what it needs
+        return too_few_to_refit(known, fits, first_stage, max_queries)
     options: list[tuple[str, object]] = [] if default else [("first_stage", first_stage)]
     options.append(("candidates", candidates))
     if max_queries:

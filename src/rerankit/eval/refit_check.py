@@ -27,22 +27,25 @@ from ..calibration import (
     reliability_bins,
     sigmoid,
 )
-from .data import asked_queries
+from ..errors import said_for
+from .data import asked_queries, parse_split
 from .first_stage import ranked_queries
 from .given import IN_MEMORY
-from .qrels import read_qrels
+from .qrels import read_qrels, read_splits, split_files
 
 __all__ = [
     "ADOPT_MARGIN",
     "ECE_REFIT",
     "MIN_QUERIES",
     "OutputRefit",
+    "fit_queries",
     "folds_for",
     "kfold",
     "output_refit",
     "probability_refit",
     "ranks_training",
     "run_calibration",
+    "too_few_to_refit",
 ]
 
 #: an ECE above this is worth refitting for before a threshold on the scores is trusted
@@ -275,9 +278,49 @@ def ranks_training(folder: str, first_stage: Any) -> bool:
         judged = set(read_qrels(train)[0])
         asked = asked_queries(folder)
         if asked is not None:
-            judged &= asked
+            judged &= set(asked)
         ranked = ranked_queries(first_stage)
     except (OSError, ValueError):  # unreadable here: the halves, which need no training split
         return False
     covered = len(judged & ranked)
     return covered >= MIN_QUERIES and covered >= TRAINING_COVERED * len(judged)
+
+
+def fit_queries(
+    folder: str, split: str, first_stage: Any, max_queries: int | None = None
+) -> int | None:
+    """How many judged queries with candidates ``rerankit tune --data folder --train-split
+    split --calibrate`` (with ``first_stage`` and ``max_queries``) would fit on: the split's
+    judged queries in ``queries.jsonl``'s order, the half ``:odd``/``:even`` names, the first
+    ``max_queries``, then those a first stage's file ranks. Fewer than :data:`MIN_QUERIES`
+    and tune refuses. None when it cannot be told here (files unreadable)."""
+    try:
+        name, selector = parse_split(split)
+        qrels = read_splits(split_files(folder, name))[0]
+        asked = asked_queries(folder)
+        ids = [q for q in asked if q in qrels] if asked is not None else list(qrels)
+        if selector is not None:
+            ids = ids[0 if selector == "odd" else 1 :: 2]  # position 1 is odd
+        ids = ids[:max_queries] if max_queries else ids
+        if first_stage not in (None, "auto", "bm25", "run", IN_MEMORY):
+            ranked = ranked_queries(first_stage)
+            ids = [q for q in ids if q in ranked]
+    except (OSError, ValueError):
+        return None
+    return len(ids)
+
+
+def too_few_to_refit(n: int, split: str, first_stage: Any, max_queries: int | None) -> str:
+    """What a refit needs, where the one :func:`~.notes.refit_call` would write refuses: ``n``
+    judged queries with candidates to fit on in ``split``, fewer than tune takes."""
+    which = f"the {split} split's judged queries"
+    if max_queries:
+        which = f"the first {max_queries} of {which}"
+    if first_stage not in (None, "auto", "bm25", "run"):
+        which += f" that {first_stage} ranks"
+    tune = said_for("rerankit.training.tune(calibrate=True)", "rerankit tune --calibrate")
+    return (
+        f"none can be refit here yet: {tune} fits on at least {MIN_QUERIES} judged queries "
+        f"with candidates, and {which} are {n}; judge more queries (or give a first stage "
+        "that ranks more of them), then refit"
+    )

@@ -194,7 +194,7 @@ class CollectionEvaluation:
             shown = ", ".join(empty[:20]) + (
                 f" and {len(empty) - 20} more" if len(empty) > 20 else ""
             )
-            said.append(f"no candidates for {shown} (scored 0; nothing kept at any threshold)")
+            said.append(f"no candidates for {shown} (each scores 0 in every metric)")
             if not str(m["first_stage"]).startswith("BM25"):  # your run lacks those queries
                 said[-1] += (
                     f": {m['first_stage']} ranks none of them; to measure only the queries "

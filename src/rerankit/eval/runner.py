@@ -343,12 +343,13 @@ def format_table(
     lines = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     for r in rows:
         p = "" if r["p_vs_first_stage"] is None else f"{r['p_vs_first_stage']:.3g}"
+        timed = r.get("max_ms") is not None  # the first stage's ranking is read, not timed
         cells = [
             r["pipeline"],
             *(f"{100 * r[m]:.2f}" for m in metrics),
             p,
-            f"{r['mean_ms']:.1f}",
-            f"{r['p95_ms']:.1f}",
+            f"{r['mean_ms']:.1f}" if timed else "-",
+            f"{r['p95_ms']:.1f}" if timed else "-",
             str(r["llm_calls"]),
             str(r["tokens"]),
         ]

@@ -4,6 +4,7 @@ framework's objects, and an error for any other, not a setting silently dropped.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -15,6 +16,10 @@ __all__ = ["documents_said", "refuse_unknown_options"]
 
 # the name the docs give (docs/api.md), not this private module's
 logger = logging.getLogger("rerankit.integrations")
+
+#: a rule's count of the documents it dropped (``outcome.py`` words it): a threshold or a
+#: cap doing its work, logged at DEBUG while documents are left, at WARNING when none is
+_DROPPED = re.compile(r"^(?:stage '[^']*': )?\S+ dropped \d+ document\(s\) ")
 
 
 def refuse_unknown_options(
@@ -46,8 +51,13 @@ def documents_said(adapter: str, result: Any, said: set[str]) -> list[Any]:
     left the order unchanged, would otherwise pass unsaid): what happened in this call on
     every call; a note on the pipeline's settings (the default hybrid leaving the
     retriever's scores unfused) once per adapter, ``said`` holding those logged; and not
-    what the rerank logged itself (a shared id), which would come twice."""
+    what the rerank logged itself (a shared id), which would come twice. A rule that
+    dropped some documents and kept others (a threshold or a cap at work) is logged at
+    DEBUG, at WARNING only when nothing is left."""
     for warning in result.warnings:
+        if len(result) and _DROPPED.match(warning):
+            logger.debug("%s: %s", adapter, warning)
+            continue
         if logged_by_rerank(warning):
             continue
         note = pipeline_note(warning)

@@ -11,11 +11,45 @@ import shlex
 from pathlib import Path
 
 from ... import registry
+from ..._words import counted
 from ...config import read_spec
 from ...errors import keyword_flag
 from .deploy import Written
+from .from_log import MORE_CLICKS
+from .result import ClickLearning
 
-__all__ = ["deploy_advice"]
+__all__ = ["FAR_TOO_FEW", "NEEDED_SESSIONS", "deploy_advice", "verdict"]
+
+#: about the sessions a verdict needs: the smallest log measured whose verdict adopted the
+#: learned ranker was SciFact's 809 training queries with 100 sessions each (docs/measured.md,
+#: "Learning from clicks"); at 10 a query (8,090 sessions) it could not tell either way
+NEEDED_SESSIONS = 80_000
+
+#: under this many sessions (an eighth of the 8,090 that could not yet tell) the
+#: cross-validated figures are noise: the verdict says so instead of reading like a measurement
+FAR_TOO_FEW = 1_000
+
+
+def verdict(learning: ClickLearning) -> str:
+    """The verdict as ``rerankit tune --clicks`` prints it: :meth:`ClickLearning.describe`,
+    except on a log with fewer than :data:`FAR_TOO_FEW` sessions, where it says plainly that
+    they are far too few, what is kept, and about how many are needed (an adoption from so
+    few is said with that caution)."""
+    if learning.sessions >= FAR_TOO_FEW:
+        return learning.describe()
+    few = (
+        f"far too few sessions for a verdict: {counted(learning.sessions, 'session')} over "
+        f"{counted(learning.queries, 'query', 'queries')} with a click"
+    )
+    needed = (
+        f"about {NEEDED_SESSIONS:,} are needed (hundreds of queries with about a hundred "
+        f"sessions each): {MORE_CLICKS}"
+    )
+    if learning.adopt:  # beat the noise on so few: said, with how little it rests on
+        return f"{learning.describe()}; but {few}, so it may be luck: {needed}"
+    if learning.booster is not None:  # keep_learned
+        return f"{few}; not adopted: the learned ranker is fitted anyway, as asked; {needed}"
+    return f"{few}; not adopted: what served the log is kept; {needed}"
 
 
 def deploy_advice(
