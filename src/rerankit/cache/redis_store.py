@@ -321,7 +321,8 @@ class RedisStore:
         return held
 
     def ping(self, *, track: bool = False) -> str | None:
-        """None when the server answers now, else why not (not counted as a cache error).
+        """None when the server answers now, else why not (not counted as a cache error),
+        naming the server alone: a PING asks it, not this store's kind or namespace.
         ``track``: the outcome is the server's state (a service's probe: its outage lines,
         :meth:`outage`); without it, only asked (``rerankit check``, the start line)."""
         try:
@@ -330,7 +331,7 @@ class RedisStore:
             said = self._server.said(exc)
             if track:
                 self._server.outage.failed("a PING", said, self._server.reason(exc), call=False)
-            return f"{self.where}: {said}"
+            return f"{redacted(self._server.url)}: {said}"
         if track:
             self._answered()
         return None
