@@ -292,26 +292,46 @@ class Outage:
 
 def check_url(url: str, where: str = "cache url") -> str:
     """``url`` if it names a Redis/Valkey server (``redis://``, ``rediss://`` with TLS, or
-    ``unix://`` a socket); a ValueError saying what is wrong otherwise."""
+    ``unix://`` a socket); a ValueError saying what is wrong otherwise, never its password
+    (:func:`_quoted`)."""
     parts = urlsplit(url)
+    shown, hint = _quoted(url)
     if parts.scheme not in _SCHEMES:
         raise ValueError(
-            f"{where}: {redacted(url)!r} is not a Redis or Valkey URL; use "
+            f"{where}: {shown!r} is not a Redis or Valkey URL; use "
             "redis://HOST:PORT/DB (or rediss:// for TLS, unix:///path/to/socket)"
         )
     if parts.scheme != "unix" and not parts.hostname:
-        raise ValueError(f"{where}: {redacted(url)!r} names no host")
+        raise ValueError(f"{where}: {shown!r} names no host{hint}")
     if parts.scheme == "unix" and not parts.path:
-        raise ValueError(f"{where}: {redacted(url)!r} names no socket path")
+        raise ValueError(f"{where}: {shown!r} names no socket path")
     if parts.scheme != "unix" and parts.path.strip("/"):
         db = parts.path.strip("/")
         if not db.isdigit():
-            raise ValueError(f"{where}: the database in {redacted(url)!r} must be a number")
+            raise ValueError(f"{where}: the database in {shown!r} must be a number{hint}")
     try:
         parts.port  # noqa: B018 - raises on a port that is not a number
     except ValueError:
-        raise ValueError(f"{where}: {redacted(url)!r} has a port that is not a number") from None
+        raise ValueError(f"{where}: {shown!r} has a port that is not a number{hint}") from None
     return url
+
+
+#: what a password needs to stay inside the url's user part
+_ESCAPES = (
+    "; inside a password write / ? # @ % as %2F %3F %23 %40 %25 (in the url, and in the "
+    "value of a variable it names)"
+)
+
+
+def _quoted(url: str) -> tuple[str, str]:
+    """``url`` as an error may quote it, and what to do: where an ``@`` comes after the part
+    the url was read as its user and host (a ``/``, ``?`` or ``#`` in the password ended it
+    early), the password is not where :func:`redacted` looks for it, so everything before
+    the last ``@`` is hidden, and the error says how to write such a password."""
+    scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest and "@" not in urlsplit(url).netloc:
+        return f"{scheme}://***@{rest.rsplit('@', 1)[1]}", _ESCAPES
+    return redacted(url), ""
 
 
 def redacted(url: str) -> str:
