@@ -223,6 +223,7 @@ def test_info_says_which_entries_volatile_lru_would_never_evict(redis_url, redis
     out = capsys.readouterr().out
     under = out.split("judgments:")[1].splitlines()[1]
     assert "2 of 2 sampled keys have no TTL, which volatile-lru never evicts" in under
+    assert "judgment_ttl in the service's [cache], ttl= in Python" in under  # what to set
     assert "no TTL" not in out.split("embeddings:")[1].split("judgments:")[0]
     assert "policy volatile-lru" in out and "no memory bound" not in out
 

@@ -392,7 +392,8 @@ class RedisStore:
         if lasting and policy.startswith("volatile"):
             notes.append(
                 f"{lasting} of {len(sample)} sampled keys have no TTL, which {policy} never "
-                "evicts: give this cache a ttl"
+                f"evicts: give this cache a ttl ({self.kind}_ttl in the service's [cache], "
+                "ttl= in Python), or use allkeys-lru on a Redis for rerankit alone"
             )
         return StoreInfo(self.kind, self.where, entries, size, notes, _server_notes(memory))
 
