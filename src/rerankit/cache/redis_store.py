@@ -82,12 +82,18 @@ def key_namespace(url: str, namespace: str | None, given_as: str = "namespace") 
 
 
 def split_url(url: str) -> tuple[str, str | None]:
-    """``url`` without rerankit's own ``namespace`` query parameter, and that parameter."""
+    """``url`` without rerankit's own ``namespace`` query parameter, and that parameter.
+    The url's text is kept but for the parameter: rebuilt by ``urllib``, ``unix:///path``
+    would lose its ``//``, which redis-py requires."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     namespace = next((v for k, v in query if k == "namespace"), None)
+    if namespace is None:
+        return url, None
     rest = urlencode([(k, v) for k, v in query if k != "namespace"])
-    return parts._replace(query=rest).geturl(), namespace
+    base = url.split("?", 1)[0]  # scheme, user, host and path as written
+    fragment = f"#{parts.fragment}" if parts.fragment else ""
+    return base + (f"?{rest}" if rest else "") + fragment, namespace
 
 
 class _Server:
