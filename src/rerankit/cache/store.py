@@ -12,6 +12,9 @@ of its failures (not tried) is counted in :func:`skipped_counts` instead.
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import logging
 import math
 import os
@@ -21,7 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from .._paths import default_cache_dir
 from ..errors import RerankitError
@@ -313,7 +316,51 @@ def check_url(url: str, where: str = "cache url") -> str:
         parts.port  # noqa: B018 - raises on a port that is not a number
     except ValueError:
         raise ValueError(f"{where}: {shown!r} has a port that is not a number{hint}") from None
+    problem = _option_problem(parts.scheme, parts.query)
+    if problem is not None:
+        raise ValueError(f"{where}: {shown!r}: {problem}")
     return url
+
+
+@functools.cache
+def _options(scheme: str) -> frozenset[str] | None:
+    """The ``?name=value`` options the Redis client takes in a url of ``scheme`` (its
+    connection pool's and connection's keywords), or None without the client."""
+    try:
+        from redis import connection
+    except ImportError:  # said where a cache is made (the 'redis' extra)
+        return None
+    kinds = {"redis": "Connection", "rediss": "SSLConnection", "unix": "UnixDomainSocketConnection"}
+    names: set[str] = set()
+    for cls in (connection.ConnectionPool, *getattr(connection, kinds[scheme]).__mro__):
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            parameters = inspect.signature(init).parameters.values()
+            names |= {
+                p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            }
+    return frozenset(names - {"self"})
+
+
+def _option_problem(scheme: str, query: str) -> str | None:
+    """Why an option of a url's query is one the Redis client would refuse at its first
+    connection (every cache call failing then, not the start), or None. ``namespace`` is
+    rerankit's own."""
+    given = [k for k, _ in parse_qsl(query, keep_blank_values=True) if k != "namespace"]
+    known = _options(scheme) if given else None
+    for name in given if known is not None else ():
+        if name in known:
+            continue
+        tls_only = (_options("rediss") or set()) - (_options("redis") or set())
+        if scheme != "rediss" and name in tls_only:
+            return f"{name!r} is an option of rediss:// (TLS) urls: write rediss:// for TLS"
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        meant = f" (did you mean {close[0]!r}?)" if close else ""
+        return (
+            f"{name!r} is not an option of a {scheme}:// url{meant}; options are the Redis "
+            "client's (socket_timeout, ssl_ca_certs with rediss://, ...) and namespace"
+        )
+    return None
 
 
 #: what a password needs to stay inside the url's user part
