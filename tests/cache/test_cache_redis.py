@@ -223,6 +223,7 @@ def test_info_says_which_entries_volatile_lru_would_never_evict(redis_url, redis
     out = capsys.readouterr().out
     under = out.split("judgments:")[1].splitlines()[1]
     assert "2 of 2 sampled keys have no TTL, which volatile-lru never evicts" in under
+    assert "judgment_ttl in the service's [cache], ttl= in Python" in under  # what to set
     assert "no TTL" not in out.split("embeddings:")[1].split("judgments:")[0]
     assert "policy volatile-lru" in out and "no memory bound" not in out
 
@@ -339,3 +340,37 @@ def test_lookups_are_counted_by_cache_and_result(redis_url, redis_server, capsys
     assert re.search(
         r"server lookups since it started: \d+ hits, \d+ misses", capsys.readouterr().out
     )
+
+
+def test_a_unix_socket_url_reaches_the_server(tmp_path):
+    """`unix:///run/redis.sock`, as the scale-out page offers, reached redis-py as
+    `unix:/run/redis.sock` (the url rebuilt without its `//`), which it refuses: every call
+    failed, `check` said `Redis URL must specify one of the following schemes`, and
+    `cache info` stopped on it."""
+    import shutil
+    import tempfile
+
+    from redis_server import RedisServer, redis_binary
+    from rerankit.cli import main
+    from rerankit.server.cache_report import cache_ping
+    from rerankit.server.settings import ServerSettings
+
+    if redis_binary() is None:
+        pytest.skip("no redis-server (or valkey-server) on this machine")
+    folder = tempfile.mkdtemp(prefix="rk", dir="/tmp")  # a socket path is short (108 bytes)
+    socket_path = f"{folder}/redis.sock"
+    server = RedisServer(tmp_path / "r", "--unixsocket", socket_path, "--unixsocketperm", "700")
+    server.start()
+    try:
+        for url in (f"unix://{socket_path}", f"unix://{socket_path}?namespace=team-a"):
+            judgments = JudgmentCache(url=url)
+            judgments.put("k", {"score": 3})
+            assert JudgmentCache(url=url).get("k") == {"score": 3}
+            settings = ServerSettings.from_mapping({"cache": {"url": url}})
+            assert cache_ping(settings) is None  # what check and the start line ask
+            assert main(["cache", "info", "--url", url]) == 0
+        keys = {k.decode() for k in server.client().keys("*")}
+        assert keys == {"rerankit:judgment:k", "team-a:judgment:k"}
+    finally:
+        server.stop()
+        shutil.rmtree(folder, ignore_errors=True)

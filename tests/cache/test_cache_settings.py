@@ -51,6 +51,33 @@ def test_a_bad_cache_table_says_what_is_wrong(table, message):
     assert "s3cret" not in str(caught.value)
 
 
+@pytest.mark.parametrize(
+    ("url", "said"),
+    [
+        (
+            "redis://:s3cret@cache:6379/0?socket_timout=2",
+            r"'socket_timout' is not an option of a redis:// url \(did you mean 'socket_timeout'",
+        ),
+        (
+            "redis://cache:6379/0?ssl_ca_certs=/etc/ca.crt",
+            r"'ssl_ca_certs' is an option of rediss:// \(TLS\) urls",
+        ),
+        ("unix:///run/redis.sock?host=x", "'host' is not an option of a unix:// url"),
+    ],
+)
+def test_an_option_the_redis_client_does_not_take_is_said_at_start(url, said):
+    """A typo in the url's options (`?socket_timout=2`) passed every check: the service
+    started, said it was ready, and answered every request 500 `internal error` (the Redis
+    client refusing the option at its first connection); `check` stopped on a bare
+    `AbstractConnection.__init__() got an unexpected keyword argument`."""
+    pytest.importorskip("redis", reason="the Redis cache needs the 'redis' extra")
+    with pytest.raises(ValueError, match=said) as caught:
+        ServerSettings.from_mapping({"cache": {"url": url}})
+    assert "s3cret" not in str(caught.value)
+    for fine in ("socket_timeout=2", "namespace=a&db=1", "ssl_cert_reqs=none"):
+        ServerSettings.from_mapping({"cache": {"url": f"rediss://cache:6380/0?{fine}"}})
+
+
 def test_the_environment_variable_is_checked_where_it_is_read(monkeypatch):
     monkeypatch.setenv("RERANKIT_CACHE_URL", "localhost:6379")
     with pytest.raises(ValueError, match=r"\$RERANKIT_CACHE_URL"):

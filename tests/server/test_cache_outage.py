@@ -86,3 +86,24 @@ def test_info_asks_the_shared_cache_server_once(own_redis, wait_ready, required)
         info = c.get("/info").json()
         assert _pings(redis) == 1
     assert info["ready"] is True and info["cache"]["server"]["up"] is True
+
+
+def test_info_names_the_server_not_a_cache_it_does_not_keep(own_redis, wait_ready):
+    """An operator running without the answer cache, under a namespace of their own, read
+    ``/info`` say the server ``redis://... (rerankit:answer:*)`` failed: a cache it did not
+    keep, under a namespace it did not use. A PING asks the server, so what it says names
+    the server alone."""
+    settings = ServerSettings(
+        pipelines={"b": "bm25"},
+        default="b",
+        api_keys=["k1"],
+        cache={"url": own_redis.url, "namespace": "team-a", "required": True, "timeout": 0.3},
+    )
+    with TestClient(create_app(settings)) as c:
+        wait_ready(c)
+        own_redis.stop()
+        info = c.get("/info", headers=KEY).json()
+    said = [info["not_ready"]["failed"]["cache"], info["cache"]["server"]["problem"]]
+    for text in said:
+        assert text.startswith(f"{own_redis.url}: ConnectionError"), text
+        assert "answer" not in text and "rerankit:" not in text, text

@@ -100,3 +100,32 @@ def test_oversized_headers_are_refused(strict):
     answer = _closed_by_server(s, 5.0)
     s.close()
     assert answer is not None and answer.startswith(b"HTTP/1.1 431")
+
+
+def _status_of(port: int) -> tuple[socket.socket, bytes]:
+    s = socket.create_connection(("127.0.0.1", port))
+    s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+    s.settimeout(10)
+    return s, s.recv(4096).split(b"\r\n", 1)[0]
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_max_connections_serves_that_many_connections_at_once(live_server, limit):
+    """uvicorn counts the connection being answered among those open, so `max_connections
+    = 1` answered its first connection 503 (and N served N - 1): an operator who sized it
+    to the balancer's connections lost one, and with 1 the service answered nothing."""
+    settings = ServerSettings(pipelines={"bm25": "bm25"}, default="bm25", max_connections=limit)
+    server = live_server(settings)
+    held = []
+    try:
+        for _ in range(limit):
+            s, status = _status_of(server.port)  # each stays open (keep-alive)
+            held.append(s)
+            assert status == b"HTTP/1.1 200 OK", status
+        s, status = _status_of(server.port)  # one more than the limit
+        held.append(s)
+        assert status == b"HTTP/1.1 503 Service Unavailable", status
+    finally:
+        for s in held:
+            s.close()
+        server.stop()

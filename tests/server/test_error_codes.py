@@ -161,11 +161,14 @@ def test_a_pipeline_not_installed_says_no_wait_mends_it(client):
 
 
 def test_ready_says_a_failed_pipeline_failed_to_load(client):
-    """It said `pipeline 'broken' is failed: ...`."""
+    """It said `pipeline 'broken' is failed: ...`; then, without a key, `failed to load:
+    see /info ...` with no retry time, and `is loading: see /info (...) for the cause` for
+    a pipeline that had not failed (tests/server/test_ready_messages.py)."""
     said = client.get("/ready?model=broken").json()["message"]
-    assert said == "pipeline 'broken' failed to load: see /info (with an API key) for the cause"
+    assert said.startswith("pipeline 'broken' is unavailable: see /info (with an API key) ")
+    assert "; retry in " in said
     said = client.get("/ready?model=loading").json()["message"]
-    assert said.startswith("pipeline 'loading' is loading: ")
+    assert said.startswith("pipeline 'loading' is loading (attempt 1, ")
 
 
 def test_a_request_too_large_for_the_timeout_says_how_many_documents_fit():

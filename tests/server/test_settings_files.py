@@ -59,6 +59,27 @@ def test_an_unset_variable_in_the_cache_url_stops_the_service_naming_it(
     assert "s3cret" not in said  # a password is not said
 
 
+@pytest.mark.parametrize("password", ["a/b#c", "pa#ss", "x?y@z", "user:pa/ss"])
+def test_a_password_that_breaks_the_url_is_neither_said_nor_left_unexplained(
+    tmp_path, monkeypatch, capsys, password
+):
+    """A secret holding a '/', '#' or '?' (put in the url as it is) cut the url short, and
+    the error quoted the url, password and all: `cache url: 'redis://:a/b#c@cache:6379/0'
+    names no host`, in a CI log, with no word of what to do."""
+    monkeypatch.setenv("RERANKIT_TEST_REDIS_PASSWORD", password)
+    path = _file(
+        tmp_path,
+        '[pipelines.bm25]\nreranker = "bm25"\n[cache]\n'
+        'url = "redis://:${RERANKIT_TEST_REDIS_PASSWORD}@cache.internal:6379/0"\n',
+    )
+    assert main(["serve", "--settings", str(path), "--port", "1"]) == 1
+    said = capsys.readouterr().err
+    secret = password.split(":")[-1]
+    assert secret not in said and secret[1:] not in said and secret[:-1] not in said, said
+    assert "redis://***@cache.internal:6379/0" in said, said
+    assert "%2F" in said and "%23" in said and "%3F" in said and "%40" in said, said
+
+
 def test_without_a_cache_url_the_service_reads_the_environment_variable(tmp_path, monkeypatch):
     monkeypatch.setenv("RERANKIT_CACHE_URL", "redis://cache.internal:6379/0")
     path = _file(tmp_path, '[pipelines.bm25]\nreranker = "bm25"\n')

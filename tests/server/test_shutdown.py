@@ -233,6 +233,40 @@ def test_a_stop_cuts_what_still_runs_at_the_graceful_timeout_with_a_json_503(liv
     assert not live.thread.is_alive()
 
 
+def test_the_stop_line_counts_as_running_only_the_requests_that_hold_a_slot(live_server, caplog):
+    """It counted every request in flight as running: one whose body was still arriving
+    (or in an answer-cache lookup, or a probe) was said to `may finish`, then got its 503
+    for a slot, so the line said 2 running and 1 finished."""
+    settings = ServerSettings(pipelines={"sleepy": "test-sleepy"}, default="sleepy")
+    live = live_server(settings)
+    admission = live.app.state.service.admission
+    stop = StopOnSignal(live.app.state.service, 0.0, live.server.handle_exit, grace=5)
+    body = b'{"query": "0", "documents": ["d"]}'
+    with caplog.at_level("INFO", logger="rerankit"), ThreadPoolExecutor(2) as pool:
+        running = pool.submit(
+            httpx.post, f"{live.url}/v2/rerank", json={"query": "1.5", "documents": ["d"]}
+        )
+        slow = socket.create_connection(("127.0.0.1", live.port))
+        slow.sendall(  # its headers and half its body: in flight, not yet queued
+            b"POST /v2/rerank HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body[:10]
+        )
+        deadline = time.monotonic() + 10
+        while not (admission.running == 1 and len(admission.in_flight) == 2):
+            assert time.monotonic() < deadline, "the two requests did not arrive"
+            time.sleep(0.01)
+        stop(signal.SIGTERM, None)
+        slow.sendall(body[10:])
+        answer = slow.recv(4096).decode()
+        slow.close()
+        assert running.result().status_code == 200
+        live.thread.join(10)
+    assert answer.startswith("HTTP/1.1 503"), answer
+    said = "0 queued request(s) get 503, 1 running may finish, 1 other in flight"
+    assert said in caplog.text, caplog.text
+
+
 @pytest.mark.parametrize("level", ["info", pytest.param("warning", marks=pytest.mark.slow)])
 def test_the_log_level_flag_sets_rerankits_and_uvicorns(tmp_path, level):
     proc, url = _start(tmp_path, "--log-level", level)

@@ -82,12 +82,18 @@ def key_namespace(url: str, namespace: str | None, given_as: str = "namespace") 
 
 
 def split_url(url: str) -> tuple[str, str | None]:
-    """``url`` without rerankit's own ``namespace`` query parameter, and that parameter."""
+    """``url`` without rerankit's own ``namespace`` query parameter, and that parameter.
+    The url's text is kept but for the parameter: rebuilt by ``urllib``, ``unix:///path``
+    would lose its ``//``, which redis-py requires."""
     parts = urlsplit(url)
     query = parse_qsl(parts.query, keep_blank_values=True)
     namespace = next((v for k, v in query if k == "namespace"), None)
+    if namespace is None:
+        return url, None
     rest = urlencode([(k, v) for k, v in query if k != "namespace"])
-    return parts._replace(query=rest).geturl(), namespace
+    base = url.split("?", 1)[0]  # scheme, user, host and path as written
+    fragment = f"#{parts.fragment}" if parts.fragment else ""
+    return base + (f"?{rest}" if rest else "") + fragment, namespace
 
 
 class _Server:
@@ -321,7 +327,8 @@ class RedisStore:
         return held
 
     def ping(self, *, track: bool = False) -> str | None:
-        """None when the server answers now, else why not (not counted as a cache error).
+        """None when the server answers now, else why not (not counted as a cache error),
+        naming the server alone: a PING asks it, not this store's kind or namespace.
         ``track``: the outcome is the server's state (a service's probe: its outage lines,
         :meth:`outage`); without it, only asked (``rerankit check``, the start line)."""
         try:
@@ -330,7 +337,7 @@ class RedisStore:
             said = self._server.said(exc)
             if track:
                 self._server.outage.failed("a PING", said, self._server.reason(exc), call=False)
-            return f"{self.where}: {said}"
+            return f"{redacted(self._server.url)}: {said}"
         if track:
             self._answered()
         return None
@@ -391,7 +398,8 @@ class RedisStore:
         if lasting and policy.startswith("volatile"):
             notes.append(
                 f"{lasting} of {len(sample)} sampled keys have no TTL, which {policy} never "
-                "evicts: give this cache a ttl"
+                f"evicts: give this cache a ttl ({self.kind}_ttl in the service's [cache], "
+                "ttl= in Python), or use allkeys-lru on a Redis for rerankit alone"
             )
         return StoreInfo(self.kind, self.where, entries, size, notes, _server_notes(memory))
 

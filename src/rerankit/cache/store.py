@@ -12,6 +12,9 @@ of its failures (not tried) is counted in :func:`skipped_counts` instead.
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import logging
 import math
 import os
@@ -21,7 +24,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from .._paths import default_cache_dir
 from ..errors import RerankitError
@@ -292,26 +295,90 @@ class Outage:
 
 def check_url(url: str, where: str = "cache url") -> str:
     """``url`` if it names a Redis/Valkey server (``redis://``, ``rediss://`` with TLS, or
-    ``unix://`` a socket); a ValueError saying what is wrong otherwise."""
+    ``unix://`` a socket); a ValueError saying what is wrong otherwise, never its password
+    (:func:`_quoted`)."""
     parts = urlsplit(url)
+    shown, hint = _quoted(url)
     if parts.scheme not in _SCHEMES:
         raise ValueError(
-            f"{where}: {redacted(url)!r} is not a Redis or Valkey URL; use "
+            f"{where}: {shown!r} is not a Redis or Valkey URL; use "
             "redis://HOST:PORT/DB (or rediss:// for TLS, unix:///path/to/socket)"
         )
     if parts.scheme != "unix" and not parts.hostname:
-        raise ValueError(f"{where}: {redacted(url)!r} names no host")
+        raise ValueError(f"{where}: {shown!r} names no host{hint}")
     if parts.scheme == "unix" and not parts.path:
-        raise ValueError(f"{where}: {redacted(url)!r} names no socket path")
+        raise ValueError(f"{where}: {shown!r} names no socket path")
     if parts.scheme != "unix" and parts.path.strip("/"):
         db = parts.path.strip("/")
         if not db.isdigit():
-            raise ValueError(f"{where}: the database in {redacted(url)!r} must be a number")
+            raise ValueError(f"{where}: the database in {shown!r} must be a number{hint}")
     try:
         parts.port  # noqa: B018 - raises on a port that is not a number
     except ValueError:
-        raise ValueError(f"{where}: {redacted(url)!r} has a port that is not a number") from None
+        raise ValueError(f"{where}: {shown!r} has a port that is not a number{hint}") from None
+    problem = _option_problem(parts.scheme, parts.query)
+    if problem is not None:
+        raise ValueError(f"{where}: {shown!r}: {problem}")
     return url
+
+
+@functools.cache
+def _options(scheme: str) -> frozenset[str] | None:
+    """The ``?name=value`` options the Redis client takes in a url of ``scheme`` (its
+    connection pool's and connection's keywords), or None without the client."""
+    try:
+        from redis import connection
+    except ImportError:  # said where a cache is made (the 'redis' extra)
+        return None
+    kinds = {"redis": "Connection", "rediss": "SSLConnection", "unix": "UnixDomainSocketConnection"}
+    names: set[str] = set()
+    for cls in (connection.ConnectionPool, *getattr(connection, kinds[scheme]).__mro__):
+        init = cls.__dict__.get("__init__")
+        if init is not None:
+            parameters = inspect.signature(init).parameters.values()
+            names |= {
+                p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+            }
+    return frozenset(names - {"self"})
+
+
+def _option_problem(scheme: str, query: str) -> str | None:
+    """Why an option of a url's query is one the Redis client would refuse at its first
+    connection (every cache call failing then, not the start), or None. ``namespace`` is
+    rerankit's own."""
+    given = [k for k, _ in parse_qsl(query, keep_blank_values=True) if k != "namespace"]
+    known = _options(scheme) if given else None
+    for name in given if known is not None else ():
+        if name in known:
+            continue
+        tls_only = (_options("rediss") or set()) - (_options("redis") or set())
+        if scheme != "rediss" and name in tls_only:
+            return f"{name!r} is an option of rediss:// (TLS) urls: write rediss:// for TLS"
+        close = difflib.get_close_matches(name, sorted(known), n=1)
+        meant = f" (did you mean {close[0]!r}?)" if close else ""
+        return (
+            f"{name!r} is not an option of a {scheme}:// url{meant}; options are the Redis "
+            "client's (socket_timeout, ssl_ca_certs with rediss://, ...) and namespace"
+        )
+    return None
+
+
+#: what a password needs to stay inside the url's user part
+_ESCAPES = (
+    "; inside a password write / ? # @ % as %2F %3F %23 %40 %25 (in the url, and in the "
+    "value of a variable it names)"
+)
+
+
+def _quoted(url: str) -> tuple[str, str]:
+    """``url`` as an error may quote it, and what to do: where an ``@`` comes after the part
+    the url was read as its user and host (a ``/``, ``?`` or ``#`` in the password ended it
+    early), the password is not where :func:`redacted` looks for it, so everything before
+    the last ``@`` is hidden, and the error says how to write such a password."""
+    scheme, sep, rest = url.partition("://")
+    if sep and "@" in rest and "@" not in urlsplit(url).netloc:
+        return f"{scheme}://***@{rest.rsplit('@', 1)[1]}", _ESCAPES
+    return redacted(url), ""
 
 
 def redacted(url: str) -> str:

@@ -59,12 +59,18 @@ class Admission:
         """Refuse what waits and what comes: each gets 503 (running requests finish). How
         many were refused is said once the service has stopped (:meth:`said_stopped`)."""
         self.draining = True
+        # in flight but neither queued nor holding a slot: a body still arriving, an answer
+        # cache lookup, a probe; each finishes, or gets 503 if it still needs a slot
+        others = len(self.in_flight) - self.waiting - self.running
         logger.info(
-            "rerankit service stopping: %d queued request(s) get 503, %d running may finish; "
+            "rerankit service stopping: %d queued request(s) get 503, %d running may finish%s; "
             "requests that still arrive (before the listener closes, or on connections still "
             "open) get 503 too",
             self.waiting,
-            len(self.in_flight) - self.waiting,
+            self.running,
+            f", {others} other in flight (not yet queued: 503 if it needs a slot)"
+            if others > 0
+            else "",
         )
         if self._cond is not None:
             async with self._cond:

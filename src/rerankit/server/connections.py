@@ -23,7 +23,8 @@ def uvicorn_config(app: Any, settings: Any, log_format: str = "text", **options:
         app,
         http="rerankit.server.h11_protocol:HeaderTimeoutProtocol",
         timeout_keep_alive=settings.keep_alive_seconds,
-        limit_concurrency=settings.max_connections,
+        # uvicorn counts the connection it answers among those open: N + 1 serves N
+        limit_concurrency=settings.max_connections + 1,
         h11_max_incomplete_event_size=settings.max_header_bytes,
         **{"log_config": uvicorn_log_config(log_format), **options},  # timed lines (see .logs)
     )

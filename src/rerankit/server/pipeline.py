@@ -150,10 +150,12 @@ class ServedPipeline:
     def ready(self) -> bool:
         return self.state.status == "ready" and self.reranker is not None
 
-    def unavailable(self) -> ServiceError:
+    def unavailable(self, shown_error: str | None = None) -> ServiceError:
         """The 503 a request gets while the pipeline is not ready (at once, with when to
-        come back)."""
+        come back). ``shown_error``: said in place of the load error's text (an
+        unauthenticated ``/ready?model=``'s, which may not show it)."""
         state = self.state
+        error = state.error if shown_error is None else shown_error
         wait = state.retry_after(self.settings.retry_max_seconds) or 1
         running, next_in = state.loading_for(), state.retry_in()
         if running is not None:
@@ -166,11 +168,11 @@ class ServedPipeline:
         if state.permanent:
             return ServiceError(
                 503,
-                f"pipeline {self.name!r} is unavailable: {state.error}; it is not retried "
+                f"pipeline {self.name!r} is unavailable: {error}; it is not retried "
                 "(restart the service once it has what it needs)",
                 code="pipeline_not_installed",  # with no Retry-After: no wait mends it
             )
-        why = f"is unavailable: {state.error}; {now}" if state.error else f"is {now}"
+        why = f"is unavailable: {error}; {now}" if state.error else f"is {now}"
         return ServiceError(
             503,
             f"pipeline {self.name!r} {why}; retry in {wait} s",

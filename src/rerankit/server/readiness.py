@@ -110,9 +110,8 @@ def pipeline_readiness(
     status = state.pop("state")
     if pipeline.ready:  # ready, or failing (and serving)
         return 200, {"status": status, **named, **state}, None
-    why = pipeline.unavailable()  # what its requests are told now, and Retry-After
-    message = why.message
-    if public and service.settings.api_keys:
-        now = "is loading" if status == "loading" else "failed to load"  # (not "is failed")
-        message = f"pipeline {pipeline.name!r} {now}: {HIDDEN}"
-    return 503, {"status": status, **named, "message": message, **state}, why.headers
+    # what its requests are told now, and Retry-After; without a key, the load error's
+    # text left out (it may name paths and addresses), the attempt and the wait kept
+    hidden = HIDDEN if public and service.settings.api_keys else None
+    why = pipeline.unavailable(hidden)
+    return 503, {"status": status, **named, "message": why.message, **state}, why.headers

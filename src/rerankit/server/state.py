@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from ..errors import failure_cause
+from ..scorers.base import NO_SCORE
 
 __all__ = ["FAILING_AFTER", "PipelineState", "one_line", "summary"]
 
@@ -44,10 +45,12 @@ def one_line(text: str) -> str:
 def summary(what: str, warnings: list[str]) -> str:
     """One line for a result that carries no ranking: the kind of failure (``what``) and
     its cause (:func:`failure_cause`), with how many more warnings there were (the log
-    has them all at debug level)."""
+    has them all at debug level). A document's "no score" leaves out the library's
+    ``; scored 0.0``: no score is sent."""
     cause = failure_cause(warnings)
     if cause is None:
         return one_line(what)
+    cause = cause.replace(NO_SCORE, "")
     more = len(warnings) - 1
     tail = f" (and {more} more warning{'s' if more > 1 else ''})" if more else ""
     first = one_line(f"{what}: {cause}")
