@@ -1,10 +1,11 @@
 """A model folder that cannot work as asked is refused before it scores, saying why and what
 to do: one saved without its tokenizer, a cross-encoder given as an embedding model, and a
-`rerankit export` folder given to torch."""
+`rerankit export` folder given to torch; and one given as a `Path` loads as its string does."""
 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import pytest
 
@@ -72,3 +73,16 @@ def test_an_export_folder_on_torch_says_to_run_it_on_onnx(bert_dir, ce_export, t
     argv = ["rank", "-q", "vaccines", "-i", str(docs), "-r", str(ce_export), "--backend", "torch"]
     assert main(argv) == 1
     assert "is an ONNX export" in capsys.readouterr().err
+
+
+def test_a_model_folder_given_as_a_path_loads_as_its_string_does(bert_dir, ce_export):
+    """``reranker=Path(folder)`` is the folder, as ``reranker=str(folder)`` is (it was read
+    as a pipeline file: "use a .toml, .yaml, .yml or .json file")."""
+    import rerankit
+
+    docs = ["Vaccine storage needs fridges.", "A vaccine trains B and T cells."]
+    for folder in (bert_dir, ce_export):
+        by_path = rerankit.rerank("how do vaccines work", docs, reranker=Path(folder))
+        by_name = rerankit.rerank("how do vaccines work", docs, reranker=str(folder))
+        assert [(d.index, d.score) for d in by_path] == [(d.index, d.score) for d in by_name]
+        assert by_path.score_scale == "logit" and not by_path.degraded
