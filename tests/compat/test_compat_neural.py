@@ -127,6 +127,8 @@ def test_reranker_service_runs_an_onnx_export_without_transformers(bert_dir, tmp
             """
         )
     )
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == str([o["id"] for o in out])

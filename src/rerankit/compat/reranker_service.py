@@ -44,8 +44,9 @@ class RerankerService:
 
     ``profile``: a :class:`~rerankit.backends.HardwareProfile` (or any object with ``device``,
     ``batch_size``, ``dtype``, ``max_length`` attributes). ``reranker_model``: hub id,
-    local path, or a folder ``rerankit export`` wrote (runs on ONNX Runtime, without torch). ``instruction`` is passed to a causal-LM reranker. The model loads on the
-    first call.
+    local path, or a folder ``rerankit export`` wrote (runs on ONNX Runtime, without
+    torch). ``instruction`` is passed to a causal-LM reranker. The model loads on the first
+    call.
     """
 
     def __init__(
