@@ -86,3 +86,13 @@ def test_a_model_folder_given_as_a_path_loads_as_its_string_does(bert_dir, ce_ex
         by_name = rerankit.rerank("how do vaccines work", docs, reranker=str(folder))
         assert [(d.index, d.score) for d in by_path] == [(d.index, d.score) for d in by_name]
         assert by_path.score_scale == "logit" and not by_path.degraded
+
+
+def test_check_takes_a_model_folder_as_rank_r_does(bert_dir, ce_export, capsys):
+    """`rerankit check FOLDER` says what the folder runs and on which backend (it said `use
+    a .toml, .yaml, .yml or .json file`), so a torch-free install can check an export."""
+    assert main(["check", str(ce_export)]) == 0
+    said = capsys.readouterr().out
+    assert f"ok: '{ce_export}': cross_encoder" in said and f"runs {ce_export} on onnx" in said
+    assert main(["check", str(bert_dir)]) == 0
+    assert f"runs {bert_dir} on torch" in capsys.readouterr().out
