@@ -96,3 +96,35 @@ def test_check_takes_a_model_folder_as_rank_r_does(bert_dir, ce_export, capsys):
     assert f"ok: '{ce_export}': cross_encoder" in said and f"runs {ce_export} on onnx" in said
     assert main(["check", str(bert_dir)]) == 0
     assert f"runs {bert_dir} on torch" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("fixture", ["bert_dir", "bert2_dir"])
+def test_a_saved_sentence_transformers_cross_encoder_gives_predicts_numbers(
+    fixture, request, tmp_path
+):
+    """A folder `CrossEncoder.save_pretrained` wrote (modules.json, its own config files
+    beside the model's) is read as a cross-encoder, and `output="sigmoid"` gives
+    `predict`'s numbers (the relevant label's softmax for two labels), on torch and from
+    its ONNX export, which `RerankerService` serves as it is."""
+    import numpy as np
+    from sentence_transformers import CrossEncoder
+
+    from rerankit.backends.detect import model_kind
+    from rerankit.backends.export import export
+    from rerankit.compat import RerankerService
+
+    folder = tmp_path / "my-ce"
+    CrossEncoder(str(request.getfixturevalue(fixture))).save_pretrained(str(folder))
+    assert (folder / "modules.json").is_file()
+    assert model_kind(str(folder)) == ("cross_encoder", {})
+    query, docs = "how do vaccines work", ["Vaccine storage needs fridges.", "B and T cells."]
+    predicted = CrossEncoder(str(folder)).predict([(query, d) for d in docs])
+    if predicted.ndim == 2:  # two labels: both logits
+        predicted = np.exp(predicted[:, 1]) / np.exp(predicted).sum(axis=1)
+    ours = CrossEncoderScorer(str(folder), output="sigmoid").score_texts(query, docs)
+    np.testing.assert_allclose(ours, predicted, atol=1e-6)
+    onnx = export(str(folder), tmp_path / "my-ce-onnx")
+    exported = CrossEncoderScorer(str(onnx), output="sigmoid").score_texts(query, docs)
+    np.testing.assert_allclose(exported, predicted, atol=1e-4)
+    served = RerankerService(None, str(onnx)).rerank_results(query, [{"content": d} for d in docs])
+    assert [s["content"] for s in served] == [docs[i] for i in np.argsort(-predicted)]
