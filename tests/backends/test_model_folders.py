@@ -128,3 +128,20 @@ def test_a_saved_sentence_transformers_cross_encoder_gives_predicts_numbers(
     np.testing.assert_allclose(exported, predicted, atol=1e-4)
     served = RerankerService(None, str(onnx)).rerank_results(query, [{"content": d} for d in docs])
     assert [s["content"] for s in served] == [docs[i] for i in np.argsort(-predicted)]
+
+
+def test_int8_asked_of_a_float32_export_is_refused_by_check_as_loading_refuses_it(
+    ce_export, capsys
+):
+    """`check FOLDER --quantize int8` said ok (`on onnx-int8`) where loading then failed:
+    both now say the folder has no int8 file, what it holds, and the export that writes it."""
+    with pytest.raises(ModelLoadError) as raised:
+        CrossEncoderScorer(str(ce_export), quantize="int8").score_texts("q", ["d"])
+    assert str(raised.value).startswith(
+        f"{ce_export} has no int8 model (it holds float32 (model.onnx)): run `rerankit export "
+    )
+    assert f"--quantize int8 --out {ce_export}` where torch is" in str(raised.value)
+    assert str(raised.value).endswith("; or leave out --quantize int8 to run its float32 file")
+    assert main(["check", str(ce_export), "--quantize", "int8"]) == 1
+    assert str(raised.value) in capsys.readouterr().out
+    assert main(["check", str(ce_export)]) == 0
