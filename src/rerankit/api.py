@@ -16,7 +16,14 @@ from . import registry
 from ._optional import install_hint
 from .backends.choice import bundled_export_ready, bundled_model_ready, onnx_runtime_installed
 from .cache import embedding_cache_in_use
-from .config import PIPELINE_SUFFIXES, build, read_pipeline, read_spec, resolve_reranker
+from .config import (
+    PIPELINE_SUFFIXES,
+    build,
+    model_reranker,
+    read_pipeline,
+    read_spec,
+    resolve_reranker,
+)
 from .documents import InputFields
 from .errors import ConfigError, InputError, in_file
 from .rerankers.base import check_keywords
@@ -63,7 +70,10 @@ def load(spec: Any) -> Any:
     ``.yaml``, ``.json``), a model folder or Hugging Face hub id
     (``"cross-encoder/ms-marco-MiniLM-L6-v2"``: a cross-encoder, embedding model or causal-LM
     reranker, told apart by its ``config.json``), a spec mapping (see :mod:`rerankit.config`),
-    a reranker (as is), or a scorer (wrapped in a :class:`~rerankit.rerankers.ScorerReranker`)."""
+    a reranker (as is), or a scorer (wrapped in a :class:`~rerankit.rerankers.ScorerReranker`).
+    A :class:`~pathlib.Path` is a pipeline file, or the model folder it names."""
+    if isinstance(spec, Path) and spec.is_dir():
+        return model_reranker(str(spec))
     if isinstance(spec, Path) or (
         isinstance(spec, str) and Path(spec).suffix.lower() in PIPELINE_SUFFIXES
     ):

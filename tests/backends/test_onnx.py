@@ -126,6 +126,7 @@ def test_the_export_command_writes_a_folder_that_loads(bert_dir, tmp_path, capfd
     code = main(["export", str(bert_dir), "--kind", "cross-encoder", "--out", str(out)])
     printed = capfd.readouterr()
     assert code == 0 and 'backend = "onnx"' in printed.out
+    assert f"serve it with `rerankit serve -r {out}` (`rank -r` the same)" in printed.out
     assert "Loading weights" not in printed.err  # transformers' bar: the library never prints
     assert OnnxModel(out).predict([("a", "b")]).shape == (1,)
     with pytest.raises(ModelLoadError, match="--quantize int8"):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -86,3 +89,46 @@ def test_semantic_reranker_encodes_text_with_the_bundled_model():
     ranked = asyncio.run(reranker.rerank("how do vaccines protect us", entities))
     assert ranked[0][0]["name"] == "Vaccination"
     assert 0.0 <= ranked[1][1] <= ranked[0][1] <= 1.0
+
+
+def test_reranker_service_runs_an_onnx_export_without_transformers(bert_dir, tmp_path):
+    """A cross-encoder exported with ``rerankit export`` is served as the folder it is: its
+    kind is read from the export's manifest, not with transformers (absent torch-free)."""
+    from rerankit.backends.export import export
+
+    folder = export(str(bert_dir), tmp_path / "ce-onnx", kind="cross_encoder")
+    texts = [c["content"] for c in CANDIDATES]
+    expected = CrossEncoderScorer(str(bert_dir)).score_texts(QUERY, texts)
+    out = RerankerService(None, str(folder)).rerank_results(QUERY, CANDIDATES)
+    assert [o["id"] for o in out] == [CANDIDATES[i]["id"] for i in np.argsort(-expected)]
+    np.testing.assert_allclose([o["rerank_score"] for o in out], np.sort(expected)[::-1], atol=1e-4)
+    script = tmp_path / "no_transformers.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import sys
+            from importlib.machinery import PathFinder
+
+            class Hide(PathFinder):  # as if torch, transformers, sentence-transformers were absent
+                @classmethod
+                def find_spec(cls, name, path=None, target=None):
+                    if name.split(".")[0] in ("torch", "transformers", "sentence_transformers"):
+                        return None
+                    return super().find_spec(name, path, target)
+
+            sys.meta_path[:] = [Hide if f is PathFinder else f for f in sys.meta_path]
+            from rerankit.compat import RerankerService
+
+            out = RerankerService(None, {str(folder)!r}).rerank_results(
+                {QUERY!r}, {CANDIDATES!r}
+            )
+            assert "transformers" not in sys.modules and "torch" not in sys.modules
+            print([o["id"] for o in out])
+            """
+        )
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str([o["id"] for o in out])

@@ -118,7 +118,10 @@ def test_cross_encoder_truncates_long_documents(bert_dir):
     by_index = {r.index: r for r in result}
     assert by_index[0].flags == ("truncated:cross_encoder",)
     assert by_index[1].flags == ()
-    assert any("longer than the model's 32 tokens" in w for w in result.warnings)
+    said = "cross_encoder: {} longer than the model's 32 tokens with the query {} start"
+    assert said.format("1 document", "was read on its") in result.warnings
+    two = ScorerReranker(scorer).rerank(QUERY, [long_doc, long_doc + " more"])
+    assert said.format("2 documents", "were read on their") in two.warnings
     # exactly at the limit is not cut: [CLS] query [SEP] document [SEP]
     from transformers import AutoTokenizer
 

@@ -44,7 +44,7 @@ from ..errors import ModelLoadError, command_running
 from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL
 from .hub import PROBE_SECONDS, hub_reachable, is_hub_id, looks_like_a_path
 from .local import folder_fingerprint
-from .manifest import is_exported, read_manifest
+from .manifest import is_exported, missing_file, read_manifest
 
 __all__ = [
     "CACHED_FOR",
@@ -257,8 +257,8 @@ def export_missing(
     written by ``rerankit export``, when its export is in the cache (for its files as they
     are now, or its hub commit: the module's docstring), or when torch is installed to make
     that export on first use."""
-    if is_exported(model):
-        return None
+    if is_exported(model):  # runs as it is, if it holds the weights asked for
+        return missing_file(model, quantize)
     folder = export_folder(model, kind=kind, max_length=max_length, revision=revision)
     if export_complete(folder, quantize) or importlib.util.find_spec("torch") is not None:
         return None

@@ -18,6 +18,7 @@ __all__ = [
     "QUANTIZATIONS",
     "check_backend",
     "is_exported",
+    "missing_file",
     "read_manifest",
 ]
 
@@ -52,3 +53,19 @@ def read_manifest(path: str | Path) -> dict[str, Any]:
         return json.loads((Path(path) / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ModelLoadError(f"{path}: not a rerankit ONNX export ({exc})") from exc
+
+
+def missing_file(path: str | Path, quantize: str | None) -> str | None:
+    """Why the exported folder ``path`` cannot run the weights ``quantize`` asks for (an
+    int8 file an export without ``--quantize int8`` never wrote), or None: what loading
+    raises and ``rerankit check`` says, with the export that writes it."""
+    manifest = read_manifest(path)
+    files = manifest.get("files") or {}
+    flavour = "int8" if quantize == "int8" else "float32"
+    if flavour in files:
+        return None
+    export = f"rerankit export {manifest.get('source') or 'MODEL'} "
+    export += f"{'--quantize int8 ' if quantize else ''}--out {path}"
+    holds = ", ".join(f"{name} ({file})" for name, file in files.items()) or "no model file"
+    rest = "; or leave out --quantize int8 to run its float32 file" if files else ""
+    return f"{path} has no {flavour} model (it holds {holds}): run `{export}` where torch is{rest}"

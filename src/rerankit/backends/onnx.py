@@ -24,7 +24,15 @@ import numpy as np
 from .._optional import require
 from ..errors import ModelLoadError
 from .export import cached_export, export, onnx_cache_root
-from .manifest import BACKENDS, MANIFEST, QUANTIZATIONS, check_backend, is_exported, read_manifest
+from .manifest import (
+    BACKENDS,
+    MANIFEST,
+    QUANTIZATIONS,
+    check_backend,
+    is_exported,
+    missing_file,
+    read_manifest,
+)
 from .pairs import PairEncoder, lengths, offsets, padded_batches, unpadded
 
 __all__ = [
@@ -71,13 +79,9 @@ class OnnxModel:
         tokenizers = require("tokenizers", "running an ONNX model")
         self.path = Path(path)
         self.manifest = read_manifest(self.path)
-        flavour = "int8" if quantize == "int8" else "float32"
-        file = self.manifest["files"].get(flavour)
-        if file is None:
-            raise ModelLoadError(
-                f"{self.path} has no {flavour} model; export it with "
-                f"`rerankit export ... {'--quantize int8 ' if quantize else ''}--out {self.path}`"
-            )
+        if (missing := missing_file(self.path, quantize)) is not None:
+            raise ModelLoadError(missing)
+        file = self.manifest["files"]["int8" if quantize == "int8" else "float32"]
         self.kind = self.manifest["kind"]
         self.quantize = quantize
         self.max_seq_length = int(max_length or self.manifest["max_length"])

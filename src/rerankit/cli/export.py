@@ -99,9 +99,11 @@ def cmd_export(args: argparse.Namespace) -> int:
             f'alone it ranks by cosine similarity only: {{ type = "embedding", {options} }}'
         )
         return 0
+    flag = " --quantize int8" if args.quantize else ""
     print(
-        f'load it with reranker = {{ type = "{kind}", {options} }} in a pipeline file, or '
-        f'as one of its stages: {{ scorer = {{ type = "{kind}", {options} }} }} (no torch needed)'
+        f"serve it with `rerankit serve -r {out}{flag}` (`rank -r` the same), load it with "
+        f'reranker = {{ type = "{kind}", {options} }} in a pipeline file, or as one of its '
+        f'stages: {{ scorer = {{ type = "{kind}", {options} }} }} (no torch needed)'
     )
     return 0
 

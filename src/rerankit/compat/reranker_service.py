@@ -12,6 +12,7 @@ from typing import Any
 
 from .._optional import require
 from ..backends.hardware import HardwareProfile
+from ..backends.manifest import is_exported, read_manifest
 from ..errors import ModelLoadError
 from ..rerankers import ScorerReranker, run_sync
 from ..scorers.causal_lm import DEFAULT_CAUSAL_LM, CausalLMScorer
@@ -24,8 +25,12 @@ MemoryProfile = HardwareProfile
 
 
 def is_causal_lm(model: str, *, trust_remote_code: bool = False) -> bool:
-    """Whether ``model``'s config declares a causal-LM architecture (``...ForCausalLM``)."""
-
+    """Whether ``model``'s config declares a causal-LM architecture (``...ForCausalLM``). A
+    folder written by ``rerankit export`` says its kind in its manifest (an embedding model or
+    a cross-encoder: never a causal LM), read without transformers, which a torch-free
+    install lacks."""
+    if is_exported(model):
+        return read_manifest(model).get("kind") == "causal_lm"
     transformers = require("transformers", "RerankerService")
     try:
         config = transformers.AutoConfig.from_pretrained(model, trust_remote_code=trust_remote_code)
@@ -38,9 +43,10 @@ class RerankerService:
     """Reorders candidate dicts by a local reranker model.
 
     ``profile``: a :class:`~rerankit.backends.HardwareProfile` (or any object with ``device``,
-    ``batch_size``, ``dtype``, ``max_length`` attributes). ``reranker_model``: hub id or
-    local path. ``instruction`` is passed to a causal-LM reranker. The model loads on the
-    first call.
+    ``batch_size``, ``dtype``, ``max_length`` attributes). ``reranker_model``: hub id,
+    local path, or a folder ``rerankit export`` wrote (runs on ONNX Runtime, without
+    torch). ``instruction`` is passed to a causal-LM reranker. The model loads on the first
+    call.
     """
 
     def __init__(
