@@ -10,9 +10,11 @@ scorer and writes a BEIR folder the learning commands read unchanged (``qrels/<s
 
 A judgment that failed or could not be read is counted and left out, never written as 0.
 The judge's cache makes a second run free for what the first judged, so a stopped run
-resumes where it stopped; the output is rewritten atomically after every query. The report
-keeps what every run into the folder spent (``total_calls``, ``total_cost_usd``, ...), and
-``max_calls`` and ``budget`` cover those totals, not one run.
+resumes where it stopped; the output is rewritten atomically after every query. A run into
+a folder that holds labels keeps those of every query it does not label again (one it
+stopped before, or whose judgments all failed this time): paid-for labels are never dropped.
+The report keeps what every run into the folder spent (``total_calls``, ``total_cost_usd``,
+...), and ``max_calls`` and ``budget`` cover those totals, not one run.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._words import counted
 from ..config import build, read_spec
 from ..errors import ConfigError, InputError, in_file
 from ..eval.data import Dataset
@@ -135,6 +138,9 @@ class LabelReport:
     #: flagged ``llm_wrong_id``): their scores are kept; and the first one's warning
     wrong_ids: int = 0
     wrong_id_example: str | None = None
+    #: queries an earlier run into the folder labelled that this run did not label again
+    #: (it stopped before them, or their judgments failed): their labels are kept as written
+    kept_queries: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -191,6 +197,11 @@ class LabelReport:
             )
         if self.failed and self.labels:
             notes += [f"failed: {r}" for r in self.failure_reasons]
+        if self.kept_queries and self.labels:
+            notes.append(
+                f"kept: the labels of {counted(self.kept_queries, 'query', 'queries')} an "
+                "earlier run labelled, which this run did not label again"
+            )
         return notes
 
     def note_wrong_ids(
@@ -240,6 +251,21 @@ def _write(
         "".join(json.dumps({"_id": q, "text": data.queries[q]}) + "\n" for q in qrels),
     )
     _replace(out / LABEL_REPORT, json.dumps(report.as_dict(), indent=2) + "\n")
+
+
+def _written(path: Path) -> dict[str, dict[str, int]]:
+    """The labels an earlier run wrote to ``path`` (a ``qrels/<split>.tsv`` of
+    :func:`_write`): query id -> doc id -> grade; empty when there is none."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()[1:]  # after the header
+    except (OSError, ValueError):
+        return {}
+    labels: dict[str, dict[str, int]] = {}
+    for line in lines:
+        fields = line.split("\t")
+        if len(fields) == 3 and fields[2].lstrip("-").isdigit():
+            labels.setdefault(fields[0], {})[fields[1]] = int(fields[2])
+    return labels
 
 
 def _corpus(out: Path, data: Dataset, source: Path | None) -> None:
@@ -300,12 +326,24 @@ def label(
     check_budget(judge, budget, prices)
     earlier = spent_on(out, prices, report.model)
     resumed = (out / LABEL_REPORT).is_file()
+    before = _written(out / "qrels" / f"{split}.tsv") if resumed else {}
+    before_digests = (read_label_report(out) or {}).get("candidate_digests") or {}
     report.tally(earlier, prices)
     out.mkdir(parents=True, exist_ok=True)
     _corpus(out, data, Path(source) if source is not None else None)
     qrels: dict[str, dict[str, int]] = {}
     grades: Counter[int] = Counter()
     start = time.perf_counter()
+
+    def written() -> dict[str, dict[str, int]]:
+        """This run's labels, and an earlier run's of each query this run did not label
+        (in the queries' order), the report's digests and ``kept_queries`` to match."""
+        kept = [q for q in data.queries if q not in qrels and q in before]
+        report.kept_queries = len(kept)
+        for qid in kept:
+            if isinstance(before_digests.get(qid), str):
+                report.candidate_digests[qid] = before_digests[qid]
+        return {q: qrels.get(q) or before[q] for q in data.queries if q in qrels or q in kept}
 
     def stop_before(qid: str, query: str, ids: list[str]) -> str | None:
         """Why the next query would pass ``max_calls`` or ``budget``, counting what every
@@ -357,7 +395,7 @@ def label(
             report.grades = dict(sorted(grades.items()))
             report.tally(earlier, prices)
             report.seconds = time.perf_counter() - start
-            _write(out, split, data, qrels, report)
+            _write(out, split, data, written(), report)
             if progress is not None:
                 progress(report)
 
@@ -365,7 +403,7 @@ def label(
     report.seconds = time.perf_counter() - start
     report.tally(earlier, prices)
     if report.labelled_queries or report.failed or not resumed:  # else left as it was
-        _write(out, split, data, qrels, report)
+        _write(out, split, data, written(), report)
     logger.info(
         "labelled %d queries (%d labels, %d failed)",
         report.labelled_queries,
