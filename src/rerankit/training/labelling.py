@@ -19,12 +19,8 @@ The report keeps what every run into the folder spent (``total_calls``, ``total_
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import re
-import shutil
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -59,6 +55,7 @@ from .label_costs import (
     read_prices,
     spent_before,
 )
+from .label_files import link_corpus, write_labels, written_labels
 
 __all__ = [
     "LABEL_REPORT",
@@ -224,65 +221,6 @@ def _grades(kind: str, values: Sequence[float], positions: tuple[int, int]) -> l
     return [2 if rank[i] < first else 1 if rank[i] < last else 0 for i in range(len(values))]
 
 
-def _replace(path: Path, text: str) -> None:
-    """``path`` replaced atomically (a reader never sees half a file)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
-def _write(
-    out: Path,
-    split: str,
-    data: Dataset,
-    qrels: Mapping[str, Mapping[str, int]],
-    report: LabelReport,
-) -> None:
-    """The folder, each file replaced atomically: qrels, queries and the report."""
-    (out / "qrels").mkdir(parents=True, exist_ok=True)
-    rows = [f"{q}\t{d}\t{g}" for q, docs in qrels.items() for d, g in docs.items()]
-    _replace(
-        out / "qrels" / f"{split}.tsv",
-        "query-id\tcorpus-id\tscore\n" + "".join(r + "\n" for r in rows),
-    )
-    _replace(
-        out / "queries.jsonl",
-        "".join(json.dumps({"_id": q, "text": data.queries[q]}) + "\n" for q in qrels),
-    )
-    _replace(out / LABEL_REPORT, json.dumps(report.as_dict(), indent=2) + "\n")
-
-
-def _written(path: Path) -> dict[str, dict[str, int]]:
-    """The labels an earlier run wrote to ``path`` (a ``qrels/<split>.tsv`` of
-    :func:`_write`): query id -> doc id -> grade; empty when there is none."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()[1:]  # after the header
-    except (OSError, ValueError):
-        return {}
-    labels: dict[str, dict[str, int]] = {}
-    for line in lines:
-        fields = line.split("\t")
-        if len(fields) == 3 and fields[2].lstrip("-").isdigit():
-            labels.setdefault(fields[0], {})[fields[1]] = int(fields[2])
-    return labels
-
-
-def _corpus(out: Path, data: Dataset, source: Path | None) -> None:
-    target = out / "corpus.jsonl"
-    if target.exists() or target.is_symlink():
-        return
-    if source is not None and (source / "corpus.jsonl").is_file():
-        try:
-            target.symlink_to((source / "corpus.jsonl").resolve())
-            return
-        except OSError:  # no symlinks here: a copy
-            shutil.copyfile(source / "corpus.jsonl", target)
-            return
-    rows = ({"_id": d, **doc} for d, doc in data.corpus.items())
-    target.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-
-
 def label(
     data: Dataset,
     candidates: Mapping[str, Sequence[str]],
@@ -326,11 +264,11 @@ def label(
     check_budget(judge, budget, prices)
     earlier = spent_on(out, prices, report.model)
     resumed = (out / LABEL_REPORT).is_file()
-    before = _written(out / "qrels" / f"{split}.tsv") if resumed else {}
+    before = written_labels(out / "qrels" / f"{split}.tsv") if resumed else {}
     before_digests = (read_label_report(out) or {}).get("candidate_digests") or {}
     report.tally(earlier, prices)
     out.mkdir(parents=True, exist_ok=True)
-    _corpus(out, data, Path(source) if source is not None else None)
+    link_corpus(out, data, Path(source) if source is not None else None)
     qrels: dict[str, dict[str, int]] = {}
     grades: Counter[int] = Counter()
     start = time.perf_counter()
@@ -395,7 +333,7 @@ def label(
             report.grades = dict(sorted(grades.items()))
             report.tally(earlier, prices)
             report.seconds = time.perf_counter() - start
-            _write(out, split, data, written(), report)
+            write_labels(out, split, data, written(), report.as_dict())
             if progress is not None:
                 progress(report)
 
@@ -403,7 +341,7 @@ def label(
     report.seconds = time.perf_counter() - start
     report.tally(earlier, prices)
     if report.labelled_queries or report.failed or not resumed:  # else left as it was
-        _write(out, split, data, written(), report)
+        write_labels(out, split, data, written(), report.as_dict())
     logger.info(
         "labelled %d queries (%d labels, %d failed)",
         report.labelled_queries,
