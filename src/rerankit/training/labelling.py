@@ -31,7 +31,8 @@ from typing import Any
 from .._words import counted
 from ..config import build, read_spec
 from ..errors import ConfigError, InputError, in_file
-from ..eval.data import Dataset
+from ..eval.data import Dataset, load_beir
+from ..eval.first_stage import first_stage as rank_first_stage
 from ..llm.base import KEYS_OPTIONAL
 from ..rerankers.base import run_sync
 from ..types import Document
@@ -222,8 +223,8 @@ def _grades(kind: str, values: Sequence[float], positions: tuple[int, int]) -> l
 
 
 def label(
-    data: Dataset,
-    candidates: Mapping[str, Sequence[str]],
+    data: Dataset | str | Path,
+    candidates: Mapping[str, Sequence[str]] | int,
     judge: Any,
     out: str | Path,
     *,
@@ -244,7 +245,17 @@ def label(
     is written (a run stopped before its first query leaves an earlier run's folder as it
     was). ``source``: the dataset's folder (its corpus is linked, not
     copied). ``first_stage`` and ``depth``: where ``candidates`` came from and how many per
-    query, recorded in the report for :func:`first_stage_mismatch`."""
+    query, recorded in the report for :func:`first_stage_mismatch`.
+
+    As ``rerankit label`` takes them, ``data`` may be a BEIR-layout folder (its ``split``
+    queries are read, and its corpus linked), ``candidates`` a number ``k`` (each query's
+    first-stage top k: ``first_stage``, ``"auto"`` by default, as
+    :func:`~rerankit.eval.first_stage.first_stage` reads it) and ``judge`` a judge file::
+
+        label("my-data", 20, "judge.toml", "my-labels", budget=5)"""
+    data, candidates, judge, source, first_stage, depth = _inputs(
+        data, candidates, judge, split, source, first_stage, depth
+    )
     kind = judge_kind(judge)
     deepest = max((len(ids) for ids in candidates.values()), default=0)
     if kind == "listwise" and deepest and no_negatives(deepest, positions):
@@ -349,6 +360,43 @@ def label(
         report.failed,
     )
     return report
+
+
+def _inputs(
+    data: Any,
+    candidates: Any,
+    judge: Any,
+    split: str,
+    source: str | Path | None,
+    first_stage: str | None,
+    depth: int | None,
+) -> tuple[Dataset, Mapping[str, Sequence[str]], Any, Any, str | None, int | None]:
+    """:func:`label`'s inputs in the forms it works on: a folder read, a number of
+    candidates ranked by the first stage, a judge file built."""
+    if isinstance(data, (str, Path)):
+        source = data if source is None else source
+        data = load_beir(data, split, judged=False)
+        data.qrels = {}  # never read: the judge decides
+    elif not isinstance(data, Dataset):
+        raise InputError(
+            f"data: a BEIR-layout folder (its path) or a Dataset, not {type(data).__name__}"
+        )
+    if isinstance(candidates, int) and not isinstance(candidates, bool):
+        if candidates < 1:
+            raise InputError(
+                f"candidates: a number of candidates per query above 0, not {candidates}"
+            )
+        first_stage, depth = first_stage or "auto", candidates
+        ranked = rank_first_stage(data, first_stage, k=depth)
+        candidates = {q: [d for d, _ in rows] for q, rows in ranked.items()}
+    elif not isinstance(candidates, Mapping):
+        raise InputError(
+            "candidates: each query's doc ids, best first ({query id: [doc id, ...]}), or a "
+            f"number k of first-stage candidates per query, not {type(candidates).__name__}"
+        )
+    if isinstance(judge, (str, Path)):
+        judge = judge_from(judge)
+    return data, candidates, judge, source, first_stage, depth
 
 
 def spent_on(
