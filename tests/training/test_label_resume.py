@@ -52,6 +52,8 @@ def labels(out):
 
 
 def test_a_rerun_that_stops_sooner_keeps_the_labels_it_did_not_reach(tmp_path):
+    """The judgment cache emptied in between (``rerankit cache clear``, another machine):
+    the rerun pays again and stops before q2, whose labels the first run paid for."""
     out = tmp_path / "labelled"
     cache = json.dumps(str(tmp_path / "judgments.sqlite"))
     with FakeLLMServer(responder=grade_7) as server:
@@ -60,8 +62,8 @@ def test_a_rerun_that_stops_sooner_keeps_the_labels_it_did_not_reach(tmp_path):
         paid = labels(out)
         assert {q for q, _ in paid} == {"q1", "q2"}
         # 2 more calls allowed: q1 (2 candidates) fits, q2 (5) does not, q3 neither
-        again = label(DATA, CANDIDATES, judge_file(tmp_path, server, cache), out, max_calls=9)
-    assert again.stopped and again.labelled_queries == 1 and again.calls == 0
+        again = label(DATA, CANDIDATES, judge_file(tmp_path, server, "false"), out, max_calls=9)
+    assert again.stopped and again.labelled_queries == 1 and again.calls == 2
     assert labels(out) == paid  # q2's labels, paid for by the first run, are still there
     assert again.kept_queries == 1
     assert "kept: the labels of 1 query an earlier run labelled" in " ".join(again.notes())
@@ -88,3 +90,35 @@ def test_a_rerun_whose_judgments_fail_keeps_the_earlier_labels(tmp_path):
     assert again.failed == 5 and again.labelled_queries == 2 and again.kept_queries == 1
     assert labels(out) == paid
     assert "prompt too long" in " ".join(again.failure_reasons)
+
+
+@pytest.mark.parametrize("limit", ["max_calls", "budget"])
+def test_a_rerun_counts_what_the_judgment_cache_answers_as_free(tmp_path, limit):
+    """Raised by less than a query's cost, a limit still lets a rerun read what the cache
+    holds (it used to stop before the first query, whose judgments cost nothing)."""
+    out = tmp_path / "labelled"
+    cache = json.dumps(str(tmp_path / "judgments.sqlite"))
+    prices = {"m": (1000.0, 0.0)}  # $1000 per million input tokens
+    with FakeLLMServer(responder=grade_7) as server:
+        first = label(
+            DATA, CANDIDATES, judge_file(tmp_path, server, cache), out, max_calls=7, prices=prices
+        )
+        assert first.labelled_queries == 2 and first.total_calls == 7
+        a_little_more = (
+            {"max_calls": 8}
+            if limit == "max_calls"
+            else {"budget": first.total_cost_usd + 0.001}  # less than q1's estimate
+        )
+        sent = len(server.requests)
+        again = label(
+            DATA,
+            CANDIDATES,
+            judge_file(tmp_path, server, cache),
+            out,
+            prices=prices,
+            **a_little_more,
+        )
+        assert len(server.requests) == sent  # q3 would pass the limit: not asked
+    assert again.stopped and again.labelled_queries == 2 and again.cache_hits == 7
+    assert again.error is None  # it wrote the labels the cache gave, no "stopped before"
+    assert "the next query" in again.stopped

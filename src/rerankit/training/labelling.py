@@ -297,6 +297,9 @@ def label(
     def stop_before(qid: str, query: str, ids: list[str]) -> str | None:
         """Why the next query would pass ``max_calls`` or ``budget``, counting what every
         run into ``out`` spent; None when it would not."""
+        if kind == "pointwise":  # what the judgment cache answers is free
+            held = judge.cached(query, [Document(texts(d), id=d) for d in ids])
+            ids = [d for d, hit in zip(ids, held, strict=True) if not hit]
         need = calls_for(judge, len(ids))
         if max_calls is not None and report.total_calls + need > max_calls:
             this = f" ({report.calls} in this run)" if earlier.calls else ""
