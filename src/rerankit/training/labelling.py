@@ -83,6 +83,9 @@ UNUSABLE = ("llm_failed", "llm_unreadable", "empty_content")
 
 
 MAX_REASONS = 5  # failure reasons a report keeps
+#: queries in a row whose every judgment failed, after which :func:`label` stops (a judge
+#: that is down, or answers nothing readable, would otherwise be asked about every query)
+GIVE_UP = 3
 #: the start of a warning that names its document (and its id): the same reason for another
 _REASON = re.compile(r"^(document|window) [\d-]+( \(id .*?\))?: ")
 
@@ -243,7 +246,8 @@ def label(
     per million tokens) stop the run before a query that would pass them, counting what
     every earlier run into ``out`` spent (its report's totals); what was labelled until then
     is written (a run stopped before its first query leaves an earlier run's folder as it
-    was). ``source``: the dataset's folder (its corpus is linked, not
+    was); so does a judge that failed every judgment of :data:`GIVE_UP` queries in a row
+    (``stopped`` says so). ``source``: the dataset's folder (its corpus is linked, not
     copied). ``first_stage`` and ``depth``: where ``candidates`` came from and how many per
     query, recorded in the report for :func:`first_stage_mismatch`.
 
@@ -319,6 +323,7 @@ def label(
         return None
 
     async def judge_all() -> None:  # one event loop: the provider's connections are reused
+        failing = 0  # queries in a row whose every judgment failed
         for qid, query in data.queries.items():
             ids = list(candidates.get(qid, []))
             if not ids:
@@ -330,6 +335,7 @@ def label(
             for name in ("calls", "retries", "cache_hits", "input_tokens", "output_tokens"):
                 setattr(report, name, getattr(report, name) + int(batch.usage.get(name, 0)))
             bad = {i for i in range(len(ids)) if set(batch.flags.get(i, ())) & set(UNUSABLE)}
+            failing = failing + 1 if len(bad) == len(ids) else 0
             if kind == "listwise" and bad:
                 bad = set(range(len(ids)))  # an order with a failed window: no positions
             report.failed += len(bad)
@@ -347,9 +353,16 @@ def label(
             report.grades = dict(sorted(grades.items()))
             report.tally(earlier, prices)
             report.seconds = time.perf_counter() - start
+            if failing == GIVE_UP:  # the judge is down, or answers nothing readable
+                report.stopped = (
+                    f"the judge: every judgment of {GIVE_UP} queries in a row failed, so it "
+                    "was asked no more; fix what the failures say, then run it again"
+                )
             write_labels(out, split, data, written(), report.as_dict())
             if progress is not None:
                 progress(report)
+            if report.stopped is not None:
+                return
 
     run_sync(judge_all())
     report.seconds = time.perf_counter() - start
