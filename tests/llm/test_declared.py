@@ -4,6 +4,8 @@ server that speaks its protocol."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 pytest.importorskip("openai", reason="needs the 'openai' extra")
@@ -54,6 +56,14 @@ def test_a_retry_table_in_a_file_is_a_policy_that_retries(tmp_path, monkeypatch)
             r"^scorer: retry: the table has no key 'timout' \(did you mean 'timeout'\?\)",
         ),
         ("5", r"^scorer: retry: a table of attempts, multiplier"),
+        # a timeout that never ends a call, a backoff that shrinks, waits out of order
+        ("{ timeout = nan }", r"^scorer: retry: timeout must be a finite number of seconds"),
+        ("{ timeout = inf }", r"^scorer: retry: timeout must be a finite number of seconds"),
+        ("{ multiplier = -1 }", r"^scorer: retry: multiplier must be > 0, got -1"),
+        (
+            "{ min_wait = 5, max_wait = 1 }",
+            r"^scorer: retry: need 0 <= min_wait <= max_wait, got min_wait 5 and max_wait 1$",
+        ),
     ],
 )
 def test_a_wrong_retry_table_is_named_when_the_file_loads(tmp_path, retry, message):
@@ -173,3 +183,23 @@ def test_limits_and_the_scorers_own_limits_are_not_given_together(own):
     alone = scorers.LLMPointwiseScorer(client, cache=False, limits=Limits(1))
     assert alone.runner.limits.concurrency.limit == 1
     assert scorers.LLMPointwiseScorer(client, cache=False).runner.limits.concurrency.limit == 16
+
+
+@pytest.mark.parametrize(
+    ("make", "error", "message"),
+    [
+        (lambda: RetryPolicy(timeout="10"), TypeError, "timeout must be a number of seconds"),
+        (lambda: RetryPolicy(attempts=2.5), TypeError, "attempts must be an integer, got 2.5"),
+        (lambda: RetryPolicy(timeout=float("nan")), ValueError, "timeout must be a finite"),
+        (lambda: Limits(max_concurrency=2.5), TypeError, "max_concurrency must be an integer"),
+        (
+            lambda: Limits(requests_per_minute=float("inf")),
+            ValueError,
+            "requests_per_minute must be > 0 and finite, got inf",
+        ),
+    ],
+)
+def test_a_wrong_policy_or_limit_in_python_is_named_where_it_is_made(make, error, message):
+    """Not later, as a TypeError from deep in a retry or a call that never times out."""
+    with pytest.raises(error, match=re.escape(message)):
+        make()

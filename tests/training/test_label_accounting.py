@@ -73,7 +73,7 @@ def test_retries_are_counted_apart_and_the_calls_are_what_the_server_received(
 
 def test_the_budget_covers_every_run_into_the_folder(tmp_path, collection, monkeypatch, capsys):
     """A run stopped by --budget, run again with the same budget, spends nothing more and
-    leaves the folder as it was; a higher budget goes on, and the totals add up."""
+    leaves the labels as they were; a higher budget goes on, and the totals add up."""
     out = tmp_path / "labelled"
     prices = tmp_path / "prices.json"  # $1000 per million input tokens: $0.50 a query
     prices.write_text(json.dumps({"house-model": {"input": 1000.0, "output": 0.0}}))
@@ -90,12 +90,13 @@ def test_the_budget_covers_every_run_into_the_folder(tmp_path, collection, monke
         assert first["stopped"].startswith("budget") and first["total_cost_usd"] <= 2
         sent = len(server.requests)
         capsys.readouterr()
-        assert run("2") == 1  # the same budget: nothing more is sent, nothing written
+        # the same budget: the judgment cache gives back what was paid for, free, and the
+        # run stops where the first did: nothing more is sent, the same labels are written
+        assert run("2") == 3
         err = capsys.readouterr().err
         assert len(server.requests) == sent
+        assert f" 0 calls ({first['labels']} cached), $0.0000 in " in err
         assert "run again with a higher --budget to go on (it covers every run into" in err
-        assert "no label written: stopped before the first query" in err
-        assert "the folder keeps the earlier runs' labels" in err
         assert (out / "qrels" / "train.tsv").read_text() == labels
         assert json.loads((out / "label_report.json").read_text())["total_cost_usd"] == (
             pytest.approx(first["total_cost_usd"])

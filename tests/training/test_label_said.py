@@ -151,3 +151,37 @@ def test_the_same_reason_for_other_documents_is_kept_once():
     assert len(report.failure_reasons) == 2, report.failure_reasons
     assert report.failure_reasons[0].startswith("query q1: document 0 (id 'd1'): no score")
     assert report.failure_reasons[1] == "query q2: document 2: the answer was cut off"
+
+
+def test_a_judge_that_fails_every_judgment_of_3_queries_in_a_row_is_asked_no_more(
+    tmp_path, synthetic, monkeypatch, capsys
+):
+    """A judge that went down (or answers nothing readable) after two queries: label stops
+    after 3 queries of nothing but failures, where it asked about all 30 (each, on a real
+    provider, after its retries and timeouts), and a rerun once it is back goes on."""
+    collection = synthetic(tmp_path / "data")
+    down = {"after": 2 * 5}
+
+    def judge(request):
+        doc = json.loads(DOC.search(request.prompt).group(1))
+        if len(server.requests) > down["after"]:
+            return Reply(status=500, text="model crashed")
+        return Reply(text=json.dumps({"id": doc, "score": 8}))
+
+    out = tmp_path / "labelled"
+    args = ["label", "--data", str(collection), "--candidates", "5", "--out", str(out)]
+    with FakeLLMServer(responder=judge) as server:
+        path = judge_file(tmp_path, server, monkeypatch, "pointwise")
+        assert main([*args, "--judge", str(path), "--no-progress"]) == 3
+        assert len(server.requests) == 5 * 5  # 2 queries judged, then 3 that all failed
+        err = capsys.readouterr().err
+        report = json.loads((out / "label_report.json").read_text())
+        assert report["labelled_queries"] == 2 and report["failed"] == 15
+        assert report["stopped"].startswith(
+            "the judge: every judgment of 3 queries in a row failed, so it was asked no more"
+        )
+        assert "answered HTTP 500: model crashed" in err
+        assert "the judgment cache keeps what was judged" in err
+        down["after"] = 10**6  # back up: the rerun labels the rest
+        assert main([*args, "--judge", str(path), "--no-progress"]) == 0
+    assert json.loads((out / "label_report.json").read_text())["labelled_queries"] == 30

@@ -85,6 +85,8 @@ def _go_on(report: LabelReport, out: str) -> str:
     """How to go on after a stop: the limit covers every run into ``out``, so raise it."""
     if report.stopped is None:
         return ""
+    if report.stopped.startswith("the judge"):
+        return "the judgment cache keeps what was judged"
     limit = "--budget" if report.stopped.startswith("budget") else "--max-calls"
     return f"run again with a higher {limit} to go on (it covers every run into {out})"
 

@@ -20,12 +20,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import re
 import threading
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
+from numbers import Real
 
 from .._optional import require
 from .._threads import time_left
@@ -90,12 +92,25 @@ class RetryPolicy:
     timeout: float = 60.0
 
     def __post_init__(self) -> None:
+        if isinstance(self.attempts, bool) or not isinstance(self.attempts, int):
+            raise TypeError(f"attempts must be an integer, got {self.attempts!r}")
+        for name in ("multiplier", "min_wait", "max_wait", "timeout"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, Real):
+                raise TypeError(f"{name} must be a number of seconds, got {value!r}")
+            if not math.isfinite(value):  # a nan or infinite timeout would never end a call
+                raise ValueError(f"{name} must be a finite number of seconds, got {value!r}")
         if self.attempts < 1:
             raise ValueError(f"attempts must be >= 1, got {self.attempts}")
         if self.timeout <= 0:
             raise ValueError(f"timeout must be > 0, got {self.timeout}")
+        if self.multiplier <= 0:
+            raise ValueError(f"multiplier must be > 0, got {self.multiplier}")
         if not 0 <= self.min_wait <= self.max_wait:
-            raise ValueError("need 0 <= min_wait <= max_wait")
+            raise ValueError(
+                f"need 0 <= min_wait <= max_wait, got min_wait {self.min_wait} and max_wait "
+                f"{self.max_wait}"
+            )
 
     def waits(self) -> list[float]:
         """The backoff waits between the attempts, in seconds (``attempts - 1`` of them,
@@ -121,8 +136,10 @@ class RateLimiter:
     several threads, an async service)."""
 
     def __init__(self, per_minute: float, window: float = 60.0) -> None:
-        if per_minute <= 0:
-            raise ValueError(f"requests_per_minute must be > 0, got {per_minute}")
+        if isinstance(per_minute, bool) or not isinstance(per_minute, Real):
+            raise TypeError(f"requests_per_minute must be a number, got {per_minute!r}")
+        if not 0 < per_minute < math.inf:
+            raise ValueError(f"requests_per_minute must be > 0 and finite, got {per_minute}")
         self.per_minute, self.window = per_minute, window
         self.interval = window / per_minute
         self._next = 0.0  # monotonic time the next call may start
@@ -147,6 +164,8 @@ class ConcurrencyLimit:
     semaphore belongs to one loop; this one does not). Waiters are served in arrival order."""
 
     def __init__(self, limit: int) -> None:
+        if isinstance(limit, bool) or not isinstance(limit, int):
+            raise TypeError(f"max_concurrency must be an integer, got {limit!r}")
         if limit < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {limit}")
         self.limit = limit

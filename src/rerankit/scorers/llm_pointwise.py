@@ -145,6 +145,15 @@ class LLMPointwiseScorer(LLMScorerBase):
         # one document's request, whatever docs_per_call groups it with
         return self.cache_key(self._request(query, [("0", text)]))
 
+    def cached(self, query: str, docs: Sequence[Document]) -> list[bool]:
+        """Whether the judgment cache holds each document's judgment for ``query`` (so
+        scoring it makes no call); all False without a cache. Looks up, calls nothing."""
+        if self.cache is None:
+            return [False] * len(docs)
+        texts = valid_unicode([d.text[: self.max_chars] for d in docs], {}, [])
+        hits = self.cache.get_many([self._key(query, text) for text in texts])
+        return [hit is not None for hit in hits]
+
     # -- scoring -------------------------------------------------------------------------
     async def _judge(
         self, query: str, items: list[tuple[str, str]], usage: Usage

@@ -25,7 +25,7 @@ from ..eval.first_stage import first_stage
 from ..eval.metrics import ranked_ndcg
 from ..scorers.cross_encoder import CrossEncoderScorer
 from ..scorers.embedding import EmbeddingScorer
-from . import crossval
+from . import crossval, label_candidates
 from .cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 from .embedding import embedding_pairs, fine_tune_embedding
 from .reporting import Reporter, quiet
@@ -249,6 +249,8 @@ def fine_tune(
     what, cross_fit = opts.what, opts.cross_fit
     dataset = read_split(data, opts.split, note=lambda message: report.note(f"warning: {message}"))
     cands = first_stage(dataset, "bm25", opts.candidates)
+    if said := label_candidates.negatives_mismatch(data, opts.candidates, cands):
+        report.note(f"warning: {said}")
     judged = [q for q in dataset.qrels if q in dataset.queries]
     if cross_fit is not None and len(judged) < 2 * cross_fit:
         raise InputError(

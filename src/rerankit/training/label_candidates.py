@@ -1,7 +1,8 @@
 """Which candidates a folder's labels judged: ``rerankit label`` records its first stage
 and depth, and a digest of each query's candidates, in :data:`LABEL_REPORT`; ``tune``
-compares them with its own (:func:`first_stage_mismatch`), so that a model is not learned
-and measured on candidates the judge never saw."""
+compares them with its own (:func:`first_stage_mismatch`), and ``train`` with the BM25
+candidates it draws negatives from (:func:`negatives_mismatch`), so that a model is not
+learned and measured on candidates the judge never saw."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ __all__ = [
     "LABEL_REPORT",
     "candidates_digest",
     "first_stage_mismatch",
+    "negatives_mismatch",
     "read_label_report",
     "stage_name",
 ]
@@ -82,6 +84,29 @@ def first_stage_mismatch(
         f"ranks {_first_stage_flag(first_stage)}, "
         f"{keyword_flag('candidates', depth)}{differ}: pass the same to learn and measure on "
         "the candidates the judge saw"
+    )
+
+
+def negatives_mismatch(
+    data: str | Path, depth: int, candidates: Mapping[str, Sequence[tuple[str, float]]]
+) -> str | None:
+    """For ``rerankit train``, which draws its negatives from BM25's top ``depth``
+    (``candidates``) and counts a candidate nobody judged as not relevant: the warning to
+    give when ``data`` holds labels of other candidates for some labelled query; None
+    otherwise (or when its report kept no digests)."""
+    made = read_label_report(data) or {}
+    digests = made.get("candidate_digests") or {}
+    both = [q for q in candidates if q in digests]
+    n = sum(candidates_digest([d for d, _ in candidates[q]]) != digests[q] for q in both)
+    if not n:
+        return None
+    return (
+        f"the labels in {data} judged the candidates of first stage {made.get('first_stage')}, "
+        f"top {made.get('candidates')}; train draws negatives from BM25's top {depth} "
+        f"({keyword_flag('candidates', depth)}), other candidates for {n} of the {len(both)} "
+        "labelled queries, and takes each candidate the judge never saw as not relevant: pass "
+        "the --candidates label judged (and label with --first-stage bm25 for a folder that "
+        "ships a run file)"
     )
 
 

@@ -10,19 +10,17 @@ scorer and writes a BEIR folder the learning commands read unchanged (``qrels/<s
 
 A judgment that failed or could not be read is counted and left out, never written as 0.
 The judge's cache makes a second run free for what the first judged, so a stopped run
-resumes where it stopped; the output is rewritten atomically after every query. The report
-keeps what every run into the folder spent (``total_calls``, ``total_cost_usd``, ...), and
-``max_calls`` and ``budget`` cover those totals, not one run.
+resumes where it stopped; the output is rewritten atomically after every query. A run into
+a folder that holds labels keeps those of every query it does not label again (one it
+stopped before, or whose judgments all failed this time): paid-for labels are never dropped.
+The report keeps what every run into the folder spent (``total_calls``, ``total_cost_usd``,
+...), and ``max_calls`` and ``budget`` cover those totals, not one run.
 """
 
 from __future__ import annotations
 
-import json
 import logging
-import os
 import re
-import shutil
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -30,9 +28,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._words import counted
 from ..config import build, read_spec
 from ..errors import ConfigError, InputError, in_file
-from ..eval.data import Dataset
+from ..eval.data import Dataset, load_beir
+from ..eval.first_stage import first_stage as rank_first_stage
 from ..llm.base import KEYS_OPTIONAL
 from ..rerankers.base import run_sync
 from ..types import Document
@@ -56,6 +56,7 @@ from .label_costs import (
     read_prices,
     spent_before,
 )
+from .label_files import link_corpus, write_labels, written_labels
 
 __all__ = [
     "LABEL_REPORT",
@@ -82,6 +83,9 @@ UNUSABLE = ("llm_failed", "llm_unreadable", "empty_content")
 
 
 MAX_REASONS = 5  # failure reasons a report keeps
+#: queries in a row whose every judgment failed, after which :func:`label` stops (a judge
+#: that is down, or answers nothing readable, would otherwise be asked about every query)
+GIVE_UP = 3
 #: the start of a warning that names its document (and its id): the same reason for another
 _REASON = re.compile(r"^(document|window) [\d-]+( \(id .*?\))?: ")
 
@@ -135,6 +139,9 @@ class LabelReport:
     #: flagged ``llm_wrong_id``): their scores are kept; and the first one's warning
     wrong_ids: int = 0
     wrong_id_example: str | None = None
+    #: queries an earlier run into the folder labelled that this run did not label again
+    #: (it stopped before them, or their judgments failed): their labels are kept as written
+    kept_queries: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -191,6 +198,11 @@ class LabelReport:
             )
         if self.failed and self.labels:
             notes += [f"failed: {r}" for r in self.failure_reasons]
+        if self.kept_queries and self.labels:
+            notes.append(
+                f"kept: the labels of {counted(self.kept_queries, 'query', 'queries')} an "
+                "earlier run labelled, which this run did not label again"
+            )
         return notes
 
     def note_wrong_ids(
@@ -213,53 +225,9 @@ def _grades(kind: str, values: Sequence[float], positions: tuple[int, int]) -> l
     return [2 if rank[i] < first else 1 if rank[i] < last else 0 for i in range(len(values))]
 
 
-def _replace(path: Path, text: str) -> None:
-    """``path`` replaced atomically (a reader never sees half a file)."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-
-
-def _write(
-    out: Path,
-    split: str,
-    data: Dataset,
-    qrels: Mapping[str, Mapping[str, int]],
-    report: LabelReport,
-) -> None:
-    """The folder, each file replaced atomically: qrels, queries and the report."""
-    (out / "qrels").mkdir(parents=True, exist_ok=True)
-    rows = [f"{q}\t{d}\t{g}" for q, docs in qrels.items() for d, g in docs.items()]
-    _replace(
-        out / "qrels" / f"{split}.tsv",
-        "query-id\tcorpus-id\tscore\n" + "".join(r + "\n" for r in rows),
-    )
-    _replace(
-        out / "queries.jsonl",
-        "".join(json.dumps({"_id": q, "text": data.queries[q]}) + "\n" for q in qrels),
-    )
-    _replace(out / LABEL_REPORT, json.dumps(report.as_dict(), indent=2) + "\n")
-
-
-def _corpus(out: Path, data: Dataset, source: Path | None) -> None:
-    target = out / "corpus.jsonl"
-    if target.exists() or target.is_symlink():
-        return
-    if source is not None and (source / "corpus.jsonl").is_file():
-        try:
-            target.symlink_to((source / "corpus.jsonl").resolve())
-            return
-        except OSError:  # no symlinks here: a copy
-            shutil.copyfile(source / "corpus.jsonl", target)
-            return
-    rows = ({"_id": d, **doc} for d, doc in data.corpus.items())
-    target.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-
-
 def label(
-    data: Dataset,
-    candidates: Mapping[str, Sequence[str]],
+    data: Dataset | str | Path,
+    candidates: Mapping[str, Sequence[str]] | int,
     judge: Any,
     out: str | Path,
     *,
@@ -278,9 +246,20 @@ def label(
     per million tokens) stop the run before a query that would pass them, counting what
     every earlier run into ``out`` spent (its report's totals); what was labelled until then
     is written (a run stopped before its first query leaves an earlier run's folder as it
-    was). ``source``: the dataset's folder (its corpus is linked, not
+    was); so does a judge that failed every judgment of :data:`GIVE_UP` queries in a row
+    (``stopped`` says so). ``source``: the dataset's folder (its corpus is linked, not
     copied). ``first_stage`` and ``depth``: where ``candidates`` came from and how many per
-    query, recorded in the report for :func:`first_stage_mismatch`."""
+    query, recorded in the report for :func:`first_stage_mismatch`.
+
+    As ``rerankit label`` takes them, ``data`` may be a BEIR-layout folder (its ``split``
+    queries are read, and its corpus linked), ``candidates`` a number ``k`` (each query's
+    first-stage top k: ``first_stage``, ``"auto"`` by default, as
+    :func:`~rerankit.eval.first_stage.first_stage` reads it) and ``judge`` a judge file::
+
+        label("my-data", 20, "judge.toml", "my-labels", budget=5)"""
+    data, candidates, judge, source, first_stage, depth = _inputs(
+        data, candidates, judge, split, source, first_stage, depth
+    )
     kind = judge_kind(judge)
     deepest = max((len(ids) for ids in candidates.values()), default=0)
     if kind == "listwise" and deepest and no_negatives(deepest, positions):
@@ -300,16 +279,31 @@ def label(
     check_budget(judge, budget, prices)
     earlier = spent_on(out, prices, report.model)
     resumed = (out / LABEL_REPORT).is_file()
+    before = written_labels(out / "qrels" / f"{split}.tsv") if resumed else {}
+    before_digests = (read_label_report(out) or {}).get("candidate_digests") or {}
     report.tally(earlier, prices)
     out.mkdir(parents=True, exist_ok=True)
-    _corpus(out, data, Path(source) if source is not None else None)
+    link_corpus(out, data, Path(source) if source is not None else None)
     qrels: dict[str, dict[str, int]] = {}
     grades: Counter[int] = Counter()
     start = time.perf_counter()
 
+    def written() -> dict[str, dict[str, int]]:
+        """This run's labels, and an earlier run's of each query this run did not label
+        (in the queries' order), the report's digests and ``kept_queries`` to match."""
+        kept = [q for q in data.queries if q not in qrels and q in before]
+        report.kept_queries = len(kept)
+        for qid in kept:
+            if isinstance(before_digests.get(qid), str):
+                report.candidate_digests[qid] = before_digests[qid]
+        return {q: qrels.get(q) or before[q] for q in data.queries if q in qrels or q in kept}
+
     def stop_before(qid: str, query: str, ids: list[str]) -> str | None:
         """Why the next query would pass ``max_calls`` or ``budget``, counting what every
         run into ``out`` spent; None when it would not."""
+        if kind == "pointwise":  # what the judgment cache answers is free
+            held = judge.cached(query, [Document(texts(d), id=d) for d in ids])
+            ids = [d for d, hit in zip(ids, held, strict=True) if not hit]
         need = calls_for(judge, len(ids))
         if max_calls is not None and report.total_calls + need > max_calls:
             this = f" ({report.calls} in this run)" if earlier.calls else ""
@@ -329,6 +323,7 @@ def label(
         return None
 
     async def judge_all() -> None:  # one event loop: the provider's connections are reused
+        failing = 0  # queries in a row whose every judgment failed
         for qid, query in data.queries.items():
             ids = list(candidates.get(qid, []))
             if not ids:
@@ -340,6 +335,7 @@ def label(
             for name in ("calls", "retries", "cache_hits", "input_tokens", "output_tokens"):
                 setattr(report, name, getattr(report, name) + int(batch.usage.get(name, 0)))
             bad = {i for i in range(len(ids)) if set(batch.flags.get(i, ())) & set(UNUSABLE)}
+            failing = failing + 1 if len(bad) == len(ids) else 0
             if kind == "listwise" and bad:
                 bad = set(range(len(ids)))  # an order with a failed window: no positions
             report.failed += len(bad)
@@ -357,15 +353,22 @@ def label(
             report.grades = dict(sorted(grades.items()))
             report.tally(earlier, prices)
             report.seconds = time.perf_counter() - start
-            _write(out, split, data, qrels, report)
+            if failing == GIVE_UP:  # the judge is down, or answers nothing readable
+                report.stopped = (
+                    f"the judge: every judgment of {GIVE_UP} queries in a row failed, so it "
+                    "was asked no more; fix what the failures say, then run it again"
+                )
+            write_labels(out, split, data, written(), report.as_dict())
             if progress is not None:
                 progress(report)
+            if report.stopped is not None:
+                return
 
     run_sync(judge_all())
     report.seconds = time.perf_counter() - start
     report.tally(earlier, prices)
     if report.labelled_queries or report.failed or not resumed:  # else left as it was
-        _write(out, split, data, qrels, report)
+        write_labels(out, split, data, written(), report.as_dict())
     logger.info(
         "labelled %d queries (%d labels, %d failed)",
         report.labelled_queries,
@@ -373,6 +376,43 @@ def label(
         report.failed,
     )
     return report
+
+
+def _inputs(
+    data: Any,
+    candidates: Any,
+    judge: Any,
+    split: str,
+    source: str | Path | None,
+    first_stage: str | None,
+    depth: int | None,
+) -> tuple[Dataset, Mapping[str, Sequence[str]], Any, Any, str | None, int | None]:
+    """:func:`label`'s inputs in the forms it works on: a folder read, a number of
+    candidates ranked by the first stage, a judge file built."""
+    if isinstance(data, (str, Path)):
+        source = data if source is None else source
+        data = load_beir(data, split, judged=False)
+        data.qrels = {}  # never read: the judge decides
+    elif not isinstance(data, Dataset):
+        raise InputError(
+            f"data: a BEIR-layout folder (its path) or a Dataset, not {type(data).__name__}"
+        )
+    if isinstance(candidates, int) and not isinstance(candidates, bool):
+        if candidates < 1:
+            raise InputError(
+                f"candidates: a number of candidates per query above 0, not {candidates}"
+            )
+        first_stage, depth = first_stage or "auto", candidates
+        ranked = rank_first_stage(data, first_stage, k=depth)
+        candidates = {q: [d for d, _ in rows] for q, rows in ranked.items()}
+    elif not isinstance(candidates, Mapping):
+        raise InputError(
+            "candidates: each query's doc ids, best first ({query id: [doc id, ...]}), or a "
+            f"number k of first-stage candidates per query, not {type(candidates).__name__}"
+        )
+    if isinstance(judge, (str, Path)):
+        judge = judge_from(judge)
+    return data, candidates, judge, source, first_stage, depth
 
 
 def spent_on(
