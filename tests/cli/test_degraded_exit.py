@@ -66,8 +66,9 @@ def test_default_lines_mark_a_degraded_ranking_and_only_it(capsys, tmp_path, fil
     assert [(r["id"], r["degraded"]) for r in lines] == [("s", True), ("w", True)]
     said = [line for line in err.splitlines() if "degraded ranking" in line]
     assert said == [
-        "rerankit: warning: degraded ranking: a scorer or stage failed or did not finish, and "
-        "an earlier order was kept (the warnings above say which); each line says "
+        "rerankit: warning: degraded ranking: a scorer or stage failed for some documents or "
+        "all, or did not finish (the warnings above say which, and what ranked in its place); "
+        "each line says "
         '"degraded": true (--strict makes it an error)'
     ], err
     code, out, err = _rank(capsys, docs, fine)

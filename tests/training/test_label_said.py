@@ -141,7 +141,7 @@ def test_a_run_where_every_judgment_failed_says_left_out(
 
 def test_the_same_reason_for_other_documents_is_kept_once():
     report = LabelReport(judge="j", model="m", queries=2)
-    said = "no score (no score in answer 'I think so'); scored 0.0"
+    said = "no score (unreadable answer: 'I think so'); scored 0.0"
     report.note_failures(
         "q1", [f"document 0 (id 'd1'): {said}", f'document 3 (id "it\'s"): {said}']
     )

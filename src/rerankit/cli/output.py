@@ -28,9 +28,9 @@ __all__ = [
 #: ``score_scale``: ``probability``, ``unit``, ``logit``, ``cosine``, ``relative``, ...)
 SCALE_FIELD = "score_scale"
 
-#: the field that marks a degraded result's records (a scorer or a rule stage failed and an
-#: earlier order was kept: :attr:`~rerankit.RerankResult.degraded`), as ``batch`` rows and
-#: ``--details`` records say it
+#: the field that marks a degraded result's records (a scorer or a rule stage failed for
+#: some documents or all, or did not finish: :attr:`~rerankit.RerankResult.degraded`), as
+#: ``batch`` rows and ``--details`` records say it
 DEGRADED_FIELD = "degraded"
 
 

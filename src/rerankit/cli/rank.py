@@ -190,15 +190,15 @@ def cmd_rank(args: argparse.Namespace) -> int:
 
 
 def degraded_line(form: str, fell_back: bool = False) -> str:
-    """The stderr line of a degraded ``rank`` (a scorer or a stage failed, or did not finish
-    by ``--deadline``, and an earlier order was kept; or, ``fell_back``, bm25 ranked in place
-    of the default hybrid), saying how JSON Lines marks it."""
+    """The stderr line of a degraded ``rank`` (a scorer or a stage failed for some documents
+    or all, or did not finish by ``--deadline``; or, ``fell_back``, bm25 ranked in place of
+    the default hybrid), saying how JSON Lines marks it."""
     said = (
         "degraded ranking: bm25 ranked in place of the default hybrid, which cannot run here "
         "(the warning above says what it needs)"
         if fell_back
-        else "degraded ranking: a scorer or stage failed or did not finish, and an earlier "
-        "order was kept (the warnings above say which)"
+        else "degraded ranking: a scorer or stage failed for some documents or all, or did "
+        "not finish (the warnings above say which, and what ranked in its place)"
     )
     if form != "table":
         said += f'; each line says "{DEGRADED_FIELD}": true'

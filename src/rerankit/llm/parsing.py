@@ -62,7 +62,7 @@ def parse_score(text: str) -> float:
         match = pattern.search(text)
         if match:
             return float(match.group(1))
-    raise ValueError(f"no score in answer {text[:80]!r}")
+    raise ValueError(f"unreadable answer: {text[:80]!r}")
 
 
 def parse_index(value: Any) -> int | None:
