@@ -66,7 +66,13 @@ from .fusion import ScoreCombinationMethod
 from .llm.base import KEYS_OPTIONAL
 from .llm.declared import split_llm_options
 from .normalize import check_normalization_method
-from .options import FILE_SPELLINGS, check_options, stage_spellings, unknown_keys
+from .options import (
+    FILE_SPELLINGS,
+    check_options,
+    missing_options,
+    stage_spellings,
+    unknown_keys,
+)
 from .ordering import Rule
 from .plugins import load_plugins, plugin_list
 from .rerankers import FusionReranker, Pipeline, Reranker, ScorerReranker, Stage
@@ -123,6 +129,7 @@ def create(kind: str, name: str, /, **options: Any) -> Any:
     if isinstance(factory, str):
         factory = import_factory(factory)
     options = check_options(factory, options, f"{kind.replace('_', ' ')} {name!r}")
+    missing_options(factory, options, f"{kind.replace('_', ' ')} {name!r}")
     try:
         return factory(**options)
     except TypeError as exc:
