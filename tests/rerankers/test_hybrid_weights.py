@@ -74,6 +74,18 @@ def test_a_pipeline_file_reweighs_the_default_and_check_says_the_scores_are_no_p
     assert describe(load({"reranker": "hybrid"})).endswith("scores probability")
 
 
+def test_check_says_a_later_stage_gives_the_scores_after_a_reweighted_hybrid():
+    """Behind a cross-encoder or a recency fusion, the hybrid's weights are named, but the
+    scale said is the later stage's, not "scores in [0, 1] but no fitted probability"."""
+    hybrid = {"reranker": {"type": "hybrid", "weights": {"bm25_background": 0.7}}}
+    fresh = {"scorers": [{"type": "position"}, {"type": "recency", "field": "date"}]}
+    line = describe(load({"stages": [hybrid, fresh]}))
+    assert "scores relative (a hybrid with weights passage 0.1714," in line
+    assert "a later stage gives the scores" in line and "fitted" not in line
+    capped = describe(load({"stages": [hybrid, {"rule": {"type": "cap", "field": "source"}}]}))
+    assert "scores unit (weights passage 0.1714," in capped and "fitted for other" in capped
+
+
 @pytest.mark.parametrize(
     ("weights", "said"),
     [
