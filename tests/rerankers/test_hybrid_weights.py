@@ -144,3 +144,16 @@ def test_a_copied_calibration_with_other_weights_is_no_probability():
     copied = {**HYBRID_CALIBRATION, "weights": {**DEFAULT, "bm25_background": 0.7}}
     assert HybridReranker(calibration=copied).score_scale == "unit"
     assert HybridReranker(calibration=dict(HYBRID_CALIBRATION)).score_scale == "probability"
+
+
+def test_weights_beside_a_model_the_calibration_does_not_fit_say_why_and_the_fixes():
+    """A multilingual model's hybrid falls back to relative scores; its ``weights`` were
+    refused as if the caller had asked for hybrid-relative."""
+    model = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+    with pytest.raises(ValueError) as err:
+        HybridReranker(model=model, language="de", weights={"bm25_background": 0.7})
+    message = str(err.value)
+    assert f"fits the bundled all-MiniLM-L6-v2, not {model!r}" in message
+    assert "give calibration=" in message and "text_weights = [bm25, bm25_background]" in message
+    relative = HybridReranker(model=model, language="de", text_weights=[0.2, 0.5])
+    assert relative.score_scale == "relative"
