@@ -321,3 +321,14 @@ def test_a_field_no_document_has_is_refused_listing_every_field_the_document_has
     with pytest.raises(InvalidDocumentError) as err:
         InputFields(**options).read([doc])
     assert "document 0 has the fields ['body', 'date', 'id', 'title']" in str(err.value)
+
+
+def test_a_text_field_no_document_has_is_named_by_the_flag_on_the_command_line():
+    from rerankit.errors import flags_first
+
+    doc = {"title": "Rooftop solar", "body": "Panels."}
+    with flags_first("rank"), pytest.raises(InvalidDocumentError) as err:
+        InputFields(text_fields=("title", "bdy")).read([doc])
+    assert str(err.value).endswith("leave it out of --text-fields")
+    with pytest.raises(InvalidDocumentError, match="leave it out of text_fields$"):
+        InputFields(text_fields=("title", "bdy")).read([doc])
