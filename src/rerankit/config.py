@@ -131,11 +131,29 @@ def create(kind: str, name: str, /, **options: Any) -> Any:
     options = check_options(factory, options, f"{kind.replace('_', ' ')} {name!r}")
     missing_options(factory, options, f"{kind.replace('_', ' ')} {name!r}")
     try:
-        return factory(**options)
+        made = factory(**options)
     except TypeError as exc:
         if "argument" not in str(exc):
             raise
         raise ConfigError(f"{kind.replace('_', ' ')} {name!r}: {exc}") from exc
+    return _reranker_made(made, name) if kind == "reranker" else made
+
+
+def _reranker_made(made: Any, name: str) -> Any:
+    """What a registered reranker's factory returned: a name, a pipeline file or a model
+    given back is loaded, a scorer wrapped (as the built-in ``bm25``'s is); a reranker is
+    itself; anything else is an error."""
+    if isinstance(made, str | Path) and Path(made).suffix.lower() in PIPELINE_SUFFIXES:
+        return build(read_pipeline(made))
+    if isinstance(made, str | Scorer) and not isinstance(made, Reranker):
+        return resolve_reranker(made)
+    if isinstance(made, Reranker) or hasattr(made, "arerank"):
+        return made
+    raise ConfigError(
+        f"reranker {name!r}: its factory returned {type(made).__name__}, not a reranker: "
+        "return one (Pipeline([...]), rerankit.load(...)), a scorer, a registered name or "
+        "a pipeline file"
+    )
 
 
 def shared_reranker(name: str) -> Any:
