@@ -330,5 +330,5 @@ def test_a_text_field_no_document_has_is_named_by_the_flag_on_the_command_line()
     with flags_first("rank"), pytest.raises(InvalidDocumentError) as err:
         InputFields(text_fields=("title", "bdy")).read([doc])
     assert str(err.value).endswith("leave it out of --text-fields")
-    with pytest.raises(InvalidDocumentError, match="leave it out of text_fields$"):
+    with pytest.raises(InvalidDocumentError, match=r"leave it out of text_fields$"):
         InputFields(text_fields=("title", "bdy")).read([doc])
