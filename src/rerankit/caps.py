@@ -55,9 +55,15 @@ class Cap(Rule):
         if not docs:
             return Outcome([], [])
         if all(v is None for v in values):
+            fix = "check its spelling"
+            if not any(doc.metadata for doc in docs):  # texts alone: nothing to cap by
+                fix = (
+                    f"send documents with fields (dicts, or the service's Cohere v1 object "
+                    f"documents), each with its {self.field!r}"
+                )
             raise InvalidDocumentError(
                 f"rule 'cap': field {self.field!r} is in none of the {len(docs)} documents "
-                f"(document 0 has {field_names(docs[0])}); check its spelling",
+                f"(document 0 has {field_names(docs[0])}); {fix}",
                 index=0,
                 field=self.field,
             )

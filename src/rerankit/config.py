@@ -66,7 +66,13 @@ from .fusion import ScoreCombinationMethod
 from .llm.base import KEYS_OPTIONAL
 from .llm.declared import split_llm_options
 from .normalize import check_normalization_method
-from .options import FILE_SPELLINGS, check_options, stage_spellings, unknown_keys
+from .options import (
+    FILE_SPELLINGS,
+    check_options,
+    missing_options,
+    stage_spellings,
+    unknown_keys,
+)
 from .ordering import Rule
 from .plugins import load_plugins, plugin_list
 from .rerankers import FusionReranker, Pipeline, Reranker, ScorerReranker, Stage
@@ -123,12 +129,31 @@ def create(kind: str, name: str, /, **options: Any) -> Any:
     if isinstance(factory, str):
         factory = import_factory(factory)
     options = check_options(factory, options, f"{kind.replace('_', ' ')} {name!r}")
+    missing_options(factory, options, f"{kind.replace('_', ' ')} {name!r}")
     try:
-        return factory(**options)
+        made = factory(**options)
     except TypeError as exc:
         if "argument" not in str(exc):
             raise
         raise ConfigError(f"{kind.replace('_', ' ')} {name!r}: {exc}") from exc
+    return _reranker_made(made, name) if kind == "reranker" else made
+
+
+def _reranker_made(made: Any, name: str) -> Any:
+    """What a registered reranker's factory returned: a name, a pipeline file or a model
+    given back is loaded, a scorer wrapped (as the built-in ``bm25``'s is); a reranker is
+    itself; anything else is an error."""
+    if isinstance(made, str | Path) and Path(made).suffix.lower() in PIPELINE_SUFFIXES:
+        return build(read_pipeline(made))
+    if isinstance(made, str | Scorer) and not isinstance(made, Reranker):
+        return resolve_reranker(made)
+    if isinstance(made, Reranker) or hasattr(made, "arerank"):
+        return made
+    raise ConfigError(
+        f"reranker {name!r}: its factory returned {type(made).__name__}, not a reranker: "
+        "return one (Pipeline([...]), rerankit.load(...)), a scorer, a registered name or "
+        "a pipeline file"
+    )
 
 
 def shared_reranker(name: str) -> Any:

@@ -50,9 +50,11 @@ def absent_field(
 ) -> InvalidDocumentError:
     """The error for a field the caller named that none of ``docs`` has (a misspelt name),
     showing the fields document ``first`` has and what leaving it out does."""
+    given = docs[first].source  # the caller's own fields, the text, id and title among them
+    has = f"the fields {sorted(map(str, given))}" if isinstance(given, Mapping) else None
     return InvalidDocumentError(
         f"{what} {field!r} is in none of the {len(docs)} documents (document {first} has "
-        f"{field_names(docs[first])}); check its spelling, or leave it out {otherwise}",
+        f"{has or field_names(docs[first])}); check its spelling, or leave it out {otherwise}",
         index=first,
         field=field,
     )

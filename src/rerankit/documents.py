@@ -47,7 +47,13 @@ from .docfields import (
     field_value,
     with_first_stage,
 )
-from .errors import InputError, InvalidDocumentError, keyword_flag, text_field_hint
+from .errors import (
+    InputError,
+    InvalidDocumentError,
+    keyword_flag,
+    said_for,
+    text_field_hint,
+)
 from .titles import TITLE, document_title, titled_text
 from .types import Document, RankedDocument, repeated_ids
 
@@ -347,7 +353,8 @@ def to_documents(
     first = adapter.fields_read
     absent = [f for f in fields.text_fields or () if f not in adapter.fields_found]
     if absent and first is not None:  # (a document with none of them is an error above)
-        raise absent_field("text field", absent[0], docs, first, "of text_fields")
+        where = said_for("text_fields", "--text-fields", "rank_fields")
+        raise absent_field("text field", absent[0], docs, first, f"of {where}")
     first = adapter.title_read
     if fields.title_field != TITLE and first is not None and not adapter.title_found:
         otherwise = f"to read titles from {TITLE!r} where there is one"

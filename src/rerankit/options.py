@@ -21,6 +21,7 @@ __all__ = [
     "FILE_SPELLINGS",
     "check_options",
     "factory_options",
+    "missing_options",
     "stage_spellings",
     "unknown_keys",
 ]
@@ -147,8 +148,9 @@ def check_options(factory: Any, options: Mapping[str, Any], what: str) -> dict[s
     out: dict[str, Any] = {}
     for key, value in options.items():
         name = f"{key}_" if keyword.iskeyword(key) and f"{key}_" in known else key
-        if name not in known:
-            raise ConfigError(str(unknown_keys([key], known, what, word="option")))
+        if name not in known:  # named as a file writes them (lambda, not lambda_)
+            shown = [k[:-1] if keyword.iskeyword(k[:-1]) else k for k in known]
+            raise ConfigError(str(unknown_keys([key], shown, what, word="option")))
         if name in out:
             raise ConfigError(f"{what}: give {name[:-1]!r} or {name!r}, not both")
         kinds = _expected(known[name])
@@ -157,3 +159,24 @@ def check_options(factory: Any, options: Mapping[str, Any], what: str) -> dict[s
             raise ConfigError(f"{what}: {key} must be {words}, got {value!r}")
         out[name] = value
     return out
+
+
+def missing_options(factory: Any, options: Mapping[str, Any], what: str) -> None:
+    """A :class:`~rerankit.errors.ConfigError` naming the options ``factory`` requires (no
+    default) that ``options`` lacks, as a file writes them, with all it takes: said before
+    the factory runs, where Python's own error names ``__init__`` and positional arguments."""
+    try:
+        parameters = inspect.signature(factory).parameters.values()
+    except (TypeError, ValueError):
+        return
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    takes = [p.name for p in parameters if p.kind in kinds]
+    needed = [
+        p.name
+        for p in parameters
+        if p.kind in kinds and p.default is p.empty and p.name not in options
+    ]
+    if needed:
+        shown = [k[:-1] if keyword.iskeyword(k[:-1]) else k for k in takes]
+        lacking = " and ".join(f"{k} = ..." for k in needed)
+        raise ConfigError(f"{what} needs {lacking}; its options: {', '.join(shown)}")

@@ -102,7 +102,7 @@ def test_a_first_stage_field_no_document_has_is_refused_one_some_lack_is_not():
     ]
     with pytest.raises(InvalidDocumentError, match=r"'retriever' is in none of the 2") as err:
         rerankit.rerank("vaccines", docs, reranker="bm25", first_stage_field="retriever")
-    assert "['retrieval']" in str(err.value) and err.value.field == "retriever"
+    assert "['id', 'retrieval', 'text']" in str(err.value) and err.value.field == "retriever"
     # a field some documents have (here one, by a dotted path) is read where it is
     result = rerankit.rerank("vaccines", docs, reranker="bm25", first_stage_field="retrieval.score")
     assert sorted(d.id for d in result) == ["a", "b"]
@@ -142,7 +142,7 @@ def test_a_text_field_of_several_that_no_document_has_is_refused_as_a_misspelt_n
     with pytest.raises(InvalidDocumentError, match=refused) as err:
         rerankit.rerank("vaccines", docs, reranker="bm25", text_fields=("title", "bodyy"))
     message = str(err.value)
-    assert "['body', 'title']" in message and "leave it out of text_fields" in message
+    assert "['body', 'id', 'title']" in message and "leave it out of text_fields" in message
     assert err.value.field == "bodyy"
     with pytest.raises(InvalidDocumentError, match="'bodyy' is in none"):  # the object form
         InputFields(text_fields=("title", "bodyy")).read(docs)
@@ -183,7 +183,7 @@ def test_an_id_field_named_that_no_document_has_is_refused_the_default_is_not():
     ]
     with pytest.raises(InvalidDocumentError, match=r"id field 'uri' is in none of the 2") as err:
         rerankit.rerank("vaccines", docs, reranker="bm25", text_field="content", id_field="uri")
-    assert "['url']" in str(err.value) and err.value.field == "uri"
+    assert "['content', 'url']" in str(err.value) and err.value.field == "uri"
     with pytest.raises(InvalidDocumentError, match="'uri' is in none"):  # the object form
         InputFields(text_field="content", id_field="uri").read(docs)
     # named and present in some documents: read where it is
@@ -301,3 +301,34 @@ def test_a_beir_corpus_line_gives_its_id_from_underscore_id():
     assert rerankit.rerank("vaccines", both, reranker="bm25")[0].id == "a"
     named = InputFields(id_field="_id").read(both)
     assert named[0].id == "b" and named[0].metadata["id"] == "a"
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"title_field": "headline"},
+        {"first_stage_field": "score"},
+        {"text_fields": ("title", "bdy")},
+        {"id_field": "doc_id"},
+    ],
+)
+def test_a_field_no_document_has_is_refused_listing_every_field_the_document_has(options):
+    """The list shows the caller's own fields, the text, id and title among them (it showed
+    ['date', 'source'] beside a title it had read, as if the document had no title)."""
+    doc = {"id": "n1", "title": "Rooftop solar", "body": "Panels.", "date": "2025-06-01"}
+    if "text_fields" not in options:
+        options = {"text_field": "body", **options}
+    with pytest.raises(InvalidDocumentError) as err:
+        InputFields(**options).read([doc])
+    assert "document 0 has the fields ['body', 'date', 'id', 'title']" in str(err.value)
+
+
+def test_a_text_field_no_document_has_is_named_by_the_flag_on_the_command_line():
+    from rerankit.errors import flags_first
+
+    doc = {"title": "Rooftop solar", "body": "Panels."}
+    with flags_first("rank"), pytest.raises(InvalidDocumentError) as err:
+        InputFields(text_fields=("title", "bdy")).read([doc])
+    assert str(err.value).endswith("leave it out of --text-fields")
+    with pytest.raises(InvalidDocumentError, match=r"leave it out of text_fields$"):
+        InputFields(text_fields=("title", "bdy")).read([doc])

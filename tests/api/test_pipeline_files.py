@@ -319,3 +319,28 @@ def test_to_toml_refuses_an_object_and_checks_keys_as_loading_the_file_does(tmp_
     spec = {"stages": [{"reranker": "bm25", "keep": 30}, {"scorer": {"type": "jaccard"}}]}
     (tmp_path / "ok.toml").write_text(to_toml(spec, "a comment"))
     assert load(tmp_path / "ok.toml").name == "pipeline"
+
+
+# --- options a rule or scorer requires, and Python keywords --------------------------------
+
+
+@pytest.mark.parametrize(
+    ("step", "needs"),
+    [
+        ({"rule": {"type": "cap"}}, "rule 'cap' needs field = ...; its options: field, limit"),
+        ({"rule": {"type": "min_score"}}, "rule 'min_score' needs threshold = ..."),
+        ({"scorer": {"type": "field"}}, "scorer 'field' needs field = ..."),
+    ],
+)
+def test_a_required_option_left_out_is_named_as_a_file_writes_it(step, needs):
+    message = _error({"stages": [{"scorer": {"type": "bm25"}}, step]})
+    assert needs in message and message.startswith("stages[1].")
+    assert "__init__" not in message and "positional" not in message
+
+
+def test_an_unknown_option_beside_a_keyword_suggests_the_file_spelling():
+    message = _error(
+        {"stages": [{"scorer": {"type": "bm25"}}, {"rule": {"type": "mmr", "lamda": 0.5}}]}
+    )
+    assert "did you mean 'lambda'?" in message and "its options: lambda, k," in message
+    assert load({"rule": {"type": "mmr", "lambda": 0.5}}) is not None

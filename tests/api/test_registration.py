@@ -108,3 +108,26 @@ def test_replacing_a_built_in_name_warns_and_registering_yours_again_does_not(ow
         [said] = _warnings(caplog)
     assert said.startswith("reranker 'hybrid-relative' now names your ")
     assert said.endswith("replacing the built-in one in this process")
+
+
+def test_a_factory_may_return_a_name_a_pipeline_file_or_a_scorer(own_registry, tmp_path):
+    """What a stage takes works as a factory's result (it failed on the first rerank with
+    AttributeError: 'str' object has no attribute 'rerank'); anything else is refused."""
+    from rerankit.errors import ConfigError
+    from rerankit.rerankers import ScorerReranker
+    from rerankit.scorers import BM25Scorer
+
+    file = tmp_path / "lexical.toml"
+    file.write_text('name = "lexical"\nscorer = { type = "bm25" }\n')
+    rerankit.register_reranker("by-name", lambda: "bm25")
+    rerankit.register_reranker("by-file", lambda: str(file))
+    rerankit.register_reranker("by-scorer", BM25Scorer)
+    docs = ["solar panels on roofs", "wind farms"]
+    for name in ("by-name", "by-file", "by-scorer"):
+        result = rerankit.rerank("solar panels", docs, reranker=name)
+        assert [r.index for r in result] == [0, 1], name
+    assert rerankit.load("by-name") is rerankit.load("bm25")
+    assert isinstance(rerankit.load("by-scorer"), ScorerReranker)
+    rerankit.register_reranker("by-number", lambda: 42)
+    with pytest.raises(ConfigError, match="reranker 'by-number': its factory returned int"):
+        rerankit.load("by-number")

@@ -11,7 +11,7 @@ import rerankit
 from rerankit import Document, Pipeline
 from rerankit.errors import InvalidDocumentError
 from rerankit.ordering import Cap, Deduplicate
-from rerankit.scorers import FieldScorer
+from rerankit.scorers import BM25Scorer, FieldScorer
 
 QUERY = "vaccines"
 HITS = [  # ranked by "relevance", best first: a, b, c, d, e
@@ -93,3 +93,14 @@ def test_rerankit_check_names_the_cap_and_pin_rules_as_a_file_spells_them():
 
     assert registry.name_of("rule", Cap("source")) == "cap"
     assert registry.name_of("rule", Pin()) == "pin"  # was None: check printed 'rule Pin'
+
+
+def test_a_cap_over_plain_texts_says_to_send_documents_with_fields():
+    """Texts alone (a Cohere v2 request, a list of strings) have no field to cap by: the
+    error says what to send, not to check the spelling."""
+    capped = Pipeline([BM25Scorer(), Cap("source", limit=1)])
+    with pytest.raises(InvalidDocumentError) as err:
+        capped.rerank("solar panels", ["solar panels", "wind farms"])
+    message = str(err.value)
+    assert "send documents with fields" in message and "check its spelling" not in message
+    assert "each with its 'source'" in message

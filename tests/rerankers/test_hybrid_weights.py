@@ -74,6 +74,18 @@ def test_a_pipeline_file_reweighs_the_default_and_check_says_the_scores_are_no_p
     assert describe(load({"reranker": "hybrid"})).endswith("scores probability")
 
 
+def test_check_says_a_later_stage_gives_the_scores_after_a_reweighted_hybrid():
+    """Behind a cross-encoder or a recency fusion, the hybrid's weights are named, but the
+    scale said is the later stage's, not "scores in [0, 1] but no fitted probability"."""
+    hybrid = {"reranker": {"type": "hybrid", "weights": {"bm25_background": 0.7}}}
+    fresh = {"scorers": [{"type": "position"}, {"type": "recency", "field": "date"}]}
+    line = describe(load({"stages": [hybrid, fresh]}))
+    assert "scores relative (a hybrid with weights passage 0.1714," in line
+    assert "a later stage gives the scores" in line and "fitted" not in line
+    capped = describe(load({"stages": [hybrid, {"rule": {"type": "cap", "field": "source"}}]}))
+    assert "scores unit (weights passage 0.1714," in capped and "fitted for other" in capped
+
+
 @pytest.mark.parametrize(
     ("weights", "said"),
     [
@@ -132,3 +144,16 @@ def test_a_copied_calibration_with_other_weights_is_no_probability():
     copied = {**HYBRID_CALIBRATION, "weights": {**DEFAULT, "bm25_background": 0.7}}
     assert HybridReranker(calibration=copied).score_scale == "unit"
     assert HybridReranker(calibration=dict(HYBRID_CALIBRATION)).score_scale == "probability"
+
+
+def test_weights_beside_a_model_the_calibration_does_not_fit_say_why_and_the_fixes():
+    """A multilingual model's hybrid falls back to relative scores; its ``weights`` were
+    refused as if the caller had asked for hybrid-relative."""
+    model = "sentence-transformers/paraphrase-multilingual-MiniLM-L12-v2"
+    with pytest.raises(ValueError) as err:
+        HybridReranker(model=model, language="de", weights={"bm25_background": 0.7})
+    message = str(err.value)
+    assert f"fits the bundled all-MiniLM-L6-v2, not {model!r}" in message
+    assert "give calibration=" in message and "text_weights = [bm25, bm25_background]" in message
+    relative = HybridReranker(model=model, language="de", text_weights=[0.2, 0.5])
+    assert relative.score_scale == "relative"

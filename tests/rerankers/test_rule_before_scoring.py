@@ -62,3 +62,17 @@ def test_every_rule_whose_order_a_scoring_stage_replaces_is_named(caplog):
         Pipeline([BM25Scorer(), PINS, MMR(0.7), Judge()])
     [said] = _replaced(caplog)
     assert "rule stages 'pin', 'mmr' set an order" in said
+
+
+def test_a_nested_pipeline_ending_in_a_rule_before_a_judge_is_warned_of_too(caplog):
+    """A registered pipeline ending in a cap or a pin, used as the first stage of a cascade:
+    the judge after it replaces the rule's order as it would a rule stage's."""
+    pinned = Pipeline([BM25Scorer(), PINS], name="pinned")
+    with caplog.at_level("WARNING", logger="rerankit"):
+        Pipeline([Stage(pinned, keep=3, name="first"), Judge()])
+    assert any("rule stage 'first/pin' sets an order" in m for m in _replaced(caplog))
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="rerankit"):
+        Pipeline([Stage(pinned, keep=3, name="first"), Judge(), PINS])  # the rule again
+        Pipeline([Stage(Pipeline([BM25Scorer(), Deduplicate(0.8)]), keep=3), Judge()])  # drops
+    assert _replaced(caplog) == []

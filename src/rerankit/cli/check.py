@@ -62,6 +62,9 @@ def describe(reranker: Any, name: str | None = None, *, served: bool = False) ->
     weights = [w for x in steps if (w := getattr(x, "reweighted", None))]
     said = ", ".join(f"{k} {round(v, 4):g}" for k, v in weights[0].items()) if weights else ""
     note = REWEIGHTED_NOTE.format(weights=said) if weights else ""
+    scoring = [x for x in steps if not isinstance(x, Rule)]
+    if weights and scoring and not getattr(scoring[-1], "reweighted", None):
+        note = f" (a hybrid with weights {said}; a later stage gives the scores)"
     scales = served_scales(reranker.score_scale)
     scale = scales["scores"] if served else scales["raw_scores"]
     if served and scales["scores"] != scales["raw_scores"]:

@@ -341,8 +341,12 @@ class Pipeline(Reranker):
                     target.setdefault(part, np.full(n, np.nan))[i] = value
             if r.flags:
                 scored.flags.setdefault(i, []).extend(r.flags)
+        # a reranker whose own rules dropped some (a pipeline ending in min_score) drops them
+        gone = set(range(len(head))).difference(r.index for r in sub)
+        dropped.extend(head[p] for p in sorted(gone))
         judged = iter(r.index for r in sub if r.index not in stay)
-        return [head[p if p in stay else next(judged)] for p in range(len(head))], False
+        places = (p for p in range(len(head)) if p not in gone)
+        return [head[p if p in stay else next(judged)] for p in places], False
 
     @staticmethod
     def _mark_earlier_stages(scored: Scored, last: list[str | None]) -> None:

@@ -35,6 +35,7 @@ from ..text.analysis import Analyzer
 from ..types import SUM, Document
 from .base import Scored, ScoringReranker, run_scorer
 from .fused import ALL_FAILED, FusionReranker
+from .hybrid_weights import check_weight_options
 from .language_note import language_note
 from .unread_score import unread_score_note
 
@@ -169,11 +170,13 @@ class HybridReranker(ScoringReranker):
         self.normalization_method = normalization_method
         analyzer = Analyzer(language=language)  # one word table for both BM25s
         bundled = isinstance(self.embedding, EmbeddingScorer) and self.embedding.is_bundled
+        model = getattr(self.embedding, "model_id", None) or self.embedding.name
         if scores == "calibrated" and calibration is None and not bundled:
+            check_weight_options("calibrated", text_weights, weights, model)
             logger.warning(
                 "hybrid: the built-in calibration fits the bundled all-MiniLM-L6-v2, not %r; "
                 "scores are relative (pass calibration=, fitted by rerankit tune --calibrate)",
-                getattr(self.embedding, "model_id", None) or self.embedding.name,  # the model
+                model,
             )
             scores = "relative"
         if scores == "calibrated" and self.combination_method is not HYBRID_METHOD:
@@ -182,7 +185,7 @@ class HybridReranker(ScoringReranker):
                 "hybrid's scores (scores='relative'); the calibrated hybrid sums its signals' "
                 "logits (weighted_average)"
             )
-        self._check_weight_options(scores, text_weights, weights)
+        check_weight_options(scores, text_weights, weights)
         self.scores = scores
         #: whether the signal weights differ from those the output calibration was fitted for
         self.reweighted: dict[str, float] = {}
@@ -207,25 +210,6 @@ class HybridReranker(ScoringReranker):
             }
         )
         self.with_first_stage = self._fusion({self.first_stage: self.first_stage_weight})
-
-    @staticmethod
-    def _check_weight_options(scores: str, text_weights: Any, weights: Any) -> None:
-        """``text_weights`` weigh only the relative hybrid and ``weights`` only the
-        calibrated one: either given to the other mode is an error naming the fix."""
-        if scores == "calibrated" and text_weights is not None:
-            raise ValueError(
-                "text_weights weigh hybrid-relative's signals; the calibrated hybrid does "
-                "not read them: change its signals' weights by name with weights = "
-                f"{{ bm25_background = 0.7 }} (signals: {', '.join(ROLES)}; in Python "
-                'HybridReranker(weights={"bm25_background": 0.7})), or use type = '
-                '"hybrid-relative" for text_weights'
-            )
-        if scores != "calibrated" and weights is not None:
-            raise ValueError(
-                "weights change the calibrated hybrid's signals; this hybrid's scores are "
-                "relative, weighed by text_weights = [bm25, bm25_background] (the embedding "
-                "takes the rest)"
-            )
 
     def _fusion(self, lexical: dict[Scorer, float]) -> FusionReranker:
         weights = {s.name: w for s, w in lexical.items()}

@@ -84,12 +84,12 @@ def order_warnings(stages: Sequence[Any]) -> list[str]:
     stage or the stage reads the order it is given (``position``)."""
     warnings = []
     before = None  # the last rule that reordered since the last scoring stage
-    setting: list[Any] = []  # every rule that reordered since then
+    setting: list[tuple[str, set[type]]] = []  # every rule that reordered since then
     for k, stage in enumerate(stages):
         step = stage.step
         if not isinstance(step, Rule):
             again = {type(s.step) for s in stages[k + 1 :] if isinstance(s.step, Rule)}
-            lost = [s.name for s in setting if type(s.step) not in again]
+            lost = [name for name, kinds in setting if not kinds <= again]
             if lost and not _reads_order(step):
                 named = ", ".join(repr(n) for n in lost)
                 many = len(lost) > 1
@@ -101,7 +101,7 @@ def order_warnings(stages: Sequence[Any]) -> list[str]:
                     f"the rule after {stage.name!r} (pin before the cut, and again after the "
                     "judge)"
                 )
-            before, setting = None, []  # a scoring stage gives new scores
+            before, setting = None, _ending_rules(stage)  # a scoring stage gives new scores
             continue
         if step.orders_by_score and before is not None:
             warnings.append(
@@ -111,8 +111,21 @@ def order_warnings(stages: Sequence[Any]) -> list[str]:
             )
         if step.reorders:
             before = stage
-            setting.append(stage)
+            setting.append((stage.name, {type(step)}))
     return warnings
+
+
+def _ending_rules(stage: Any) -> list[tuple[str, set[type]]]:
+    """The rules that reorder after the last scoring stage of a pipeline that is ``stage``'s
+    step (a registered pipeline ending in a cap), named ``stage/rule``: a later scoring stage
+    replaces their order as it would a rule stage's."""
+    ending: list[tuple[str, set[type]]] = []
+    for inner in reversed(getattr(stage.step, "stages", None) or ()):
+        if not isinstance(inner.step, Rule):
+            break
+        if inner.step.reorders:
+            ending.insert(0, (f"{stage.name}/{inner.name}", {type(inner.step)}))
+    return ending
 
 
 def moved(previous: Sequence[int], new: Sequence[int]) -> set[int]:
