@@ -140,7 +140,7 @@ def fit_fusion(job: Inputs) -> TuneResult:
     opts, train, cands, report = job.opts, job.train, job.cands, job.report
     embedding, routes, among = job.embedding, job.routes, job.among
     strategies = opts.strategy_list
-    bar = report.progress("scoring train")
+    bar = report.progress(f"scoring the {opts.train_split} split")
     matrices = per_fold(
         lambda c, e: fusion.score_matrix(train, c, e, progress=bar),
         cands,
@@ -190,7 +190,7 @@ def fit_calibrated(job: Inputs) -> TuneResult:
 
     read = calibrated.reading()  # documents read as the default hybrid reads them
     roles = read["roles"]
-    bar = report.progress("scoring train")
+    bar = report.progress(f"scoring the {opts.train_split} split")
     matrices = per_fold(
         lambda c, e: calibrated.pairwise_matrix(train, c, e, read=read, progress=bar),
         cands,
