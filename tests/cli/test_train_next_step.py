@@ -56,3 +56,17 @@ def test_the_usual_split_keeps_the_usual_command(tmp_path, synthetic):
     assert f"`rerankit eval --data {folder} --rerankers hybrid,my-ce --baseline hybrid" in line
     line = against_default("embedding", folder, "my-minilm", 100, "train")
     assert "--train-split" not in line and "--test-split" not in line
+
+
+def test_train_on_a_folder_judged_in_test_only_says_to_train_on_half(one_split, tmp_path, capsys):
+    from rerankit.cli import main
+
+    out = tmp_path / "model"
+    assert main(["train", "embedding", "--data", str(one_split), "--out", str(out)]) != 0
+    err = capsys.readouterr().err
+    # it named --split test, which train does not take (--train-split test is refused)
+    assert "--split test" not in err and "no qrels/train.tsv to train on" in err
+    assert "--train-split test:odd" in err and "test:even" in err
+    assert not out.exists()
+    # the flag it advises is one train takes: the half is read, and disjoint from the other
+    assert read_split(one_split, "test:odd").qrels

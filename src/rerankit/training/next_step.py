@@ -6,7 +6,7 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-__all__ = ["against_default"]
+__all__ = ["against_default", "tune_splits", "unseen_half"]
 
 
 def against_default(
@@ -21,9 +21,7 @@ def against_default(
     the same training split; either on the ``candidates`` the training drew from (said when
     not the commands' default, 100)."""
     depth = f" --candidates {candidates}" if candidates != 100 else ""
-    base, _, half = split.rpartition(":") if split.endswith((":odd", ":even")) else (split, "", "")
-    # trained on half of the test split: the other half is what it never saw
-    unseen = f"test:{'even' if half == 'odd' else 'odd'}" if half and base == "test" else ""
+    unseen = unseen_half(split)
     if what == "cross_encoder":
         has_test = (Path(data) / "qrels" / "test.tsv").is_file()
         folder = shlex.quote(str(data)) if has_test else "FOLDER"
@@ -39,10 +37,27 @@ def against_default(
             f"does it beat the default? `rerankit eval --data {folder}{on_split} --rerankers "
             f"hybrid,{shlex.quote(str(out))} --baseline hybrid{depth}` measures both {where}"
         )
-    splits = f" --train-split {shlex.quote(split)}" if split != "train" else ""
-    splits += f" --test-split {unseen}" if unseen else ""
+    splits = tune_splits(split)
     return (
         f"does it beat the default? `rerankit tune --data {shlex.quote(str(data))}{splits} "
         f"--method ltr --embedding-model {shlex.quote(str(out))}{depth} --out tuned.toml` "
         "measures a ranker reading it against the default hybrid"
     )
+
+
+def unseen_half(split: str) -> str:
+    """The other half of the test split when ``split`` is one half (``test:odd`` gives
+    ``test:even``), the queries a model trained on it never saw; else ``""`` (another
+    split's model is measured on the test split)."""
+    base, _, half = split.rpartition(":")
+    if base != "test" or half not in ("odd", "even"):
+        return ""
+    return f"test:{'even' if half == 'odd' else 'odd'}"
+
+
+def tune_splits(split: str) -> str:
+    """``rerankit tune``'s split flags that learn on ``split``, as training did, and report
+    on queries it never saw (``""`` for the usual train and test)."""
+    flags = f" --train-split {shlex.quote(split)}" if split != "train" else ""
+    unseen = unseen_half(split)
+    return flags + (f" --test-split {unseen}" if unseen else "")
