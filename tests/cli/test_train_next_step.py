@@ -29,7 +29,7 @@ def one_split(tmp_path, synthetic):
     return folder
 
 
-@pytest.mark.parametrize("half, other", [("test:odd", "test:even"), ("test:even", "test:odd")])
+@pytest.mark.parametrize(("half", "other"), [("test:odd", "test:even"), ("test:even", "test:odd")])
 def test_a_cross_encoder_trained_on_half_is_measured_on_the_other_half(one_split, half, other):
     line = against_default("cross_encoder", one_split, "my-ce", 20, half)
     args = build_parser().parse_args(_command(line))

@@ -33,9 +33,10 @@ __all__ = ["add_commands", "cmd_train"]
 
 def cmd_train(args: argparse.Namespace) -> int:
     need_collection(args.data)
+    options = FineTuneOptions.from_namespace(args)
+    options.check()  # the options' own refusals first (--train-split test among them)
     need_train_split(Path(args.data), args.split)
     need_model(args.model, "--model", "the model folder to start from")
-    options = FineTuneOptions.from_namespace(args)
     result = fine_tune(
         args.data,
         args.out,
@@ -85,6 +86,8 @@ def need_train_split(data: Path, split: str) -> None:
     if (data / "qrels" / f"{name}.tsv").is_file():
         return
     found = sorted(p.stem for p in (data / "qrels").glob("*.tsv"))
+    if not found:
+        return  # no judgments at all: reading the folder says so
     if found == ["test"]:
         raise InputError(
             f"{data}: no qrels/{name}.tsv to train on (splits found: test); with one judged "
@@ -93,7 +96,7 @@ def need_train_split(data: Path, split: str) -> None:
             "last do)"
         )
     raise InputError(
-        f"{data}: no qrels/{name}.tsv to train on (splits found: {', '.join(found) or 'none'}); "
+        f"{data}: no qrels/{name}.tsv to train on (splits found: {', '.join(found)}); "
         "name the one to train on with --train-split"
     )
 
