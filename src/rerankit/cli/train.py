@@ -4,6 +4,7 @@ the warnings its check calls for printed."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from dataclasses import asdict
 from pathlib import Path
@@ -57,8 +58,9 @@ def cmd_train(args: argparse.Namespace) -> int:
         use = (
             "`rerankit tune --method ltr` learns from the same judgments"
             if args.what == "cross_encoder"
-            else f"as features it may still help: `rerankit tune --data {args.data}"
-            f"{tune_splits(args.split)} --method ltr --embedding-model {args.out}` measures "
+            else "as features it may still help: `rerankit tune --data "
+            f"{shlex.quote(args.data)}{tune_splits(args.split)} --method ltr --embedding-model "
+            f"{shlex.quote(args.out)}` measures "
             "that against the default"
         )
         print(
