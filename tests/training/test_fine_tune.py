@@ -446,7 +446,7 @@ def test_an_embedding_model_below_bm25_is_pointed_to_learning_to_rank(tiny_st, t
     check = _held_out_check(printed.out)
     assert check["BM25"] == 100.0
     assert check["the trained embedding model"] == check["the model it started from"]
-    assert f"`rerankit tune --method ltr --embedding-model {out}`" in printed.err
+    assert f"`rerankit tune --data {folder} --method ltr --embedding-model {out}`" in printed.err
     assert "no better than the model it started from" in printed.err
 
 
@@ -471,6 +471,9 @@ def test_tune_measures_a_fine_tuned_model_on_the_queries_it_never_saw(tiny_st, t
     printed = capsys.readouterr().out
     assert "was trained on the judgments of 30 of these 40 training queries" in printed
     assert "cross-validated nDCG@10 over 10 training queries" in printed
+    # the options' table is over all 40, flattered by the 30 the model trained on: said
+    assert "over 40 training queries, 30 the embedding model trained on (" in printed
+    assert "(the default: " in printed and "; on the 10 the verdict is made on):" in printed
     assert out.is_file()
     # trained on every judged query: nothing left to measure on, refused before the work
     every = tmp_path / "ft-every"

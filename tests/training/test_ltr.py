@@ -426,7 +426,7 @@ def test_a_model_file_that_is_missing_is_named():
         learned.LearnedScorer("nowhere.lgb.txt")
 
 
-def test_ltr_over_another_embedding_model_records_it_and_uses_it_again(tmp_path, signals):
+def test_ltr_over_another_embedding_model_records_it_and_uses_it_again(tmp_path, signals, capsys):
     """``--embedding-model`` (e.g. a fine-tuned folder) goes into the report and the pipeline
     file, and the learned scorer loads that model for its features."""
     import tomllib
@@ -439,6 +439,10 @@ def test_ltr_over_another_embedding_model_records_it_and_uses_it_again(tmp_path,
     out = tmp_path / "ltr-ft.toml"
     args = ["tune", "--data", str(data), "--method", "ltr", "--k", "10", "--out", str(out)]
     assert main([*args, "--embedding-model", folder, "--keep-learned", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    # the blend is with this model, as the file writes it, not the bundled MiniLM
+    assert "blended" in printed and "with first stage + MiniLM" not in printed
+    assert f"with first stage + {folder}" in printed
     stage = tomllib.loads(out.read_text())["stages"][0]  # the model alone, or in a blend
     declared = stage.get("scorer") or next(s for s in stage["scorers"] if s["type"] == "learned")
     assert declared["embedding"] == folder

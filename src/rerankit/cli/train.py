@@ -4,12 +4,16 @@ the warnings its check calls for printed."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
 from ..training import FineTuneOptions, fine_tune
 from ..training.fine_tuning import MAX_HELD_OUT, NAMES, held_out_error
+from ..training.next_step import tune_splits, unseen_half
 from .args import (
     MODEL_KINDS_SHOWN,
     add_candidates_argument,
@@ -30,8 +34,10 @@ __all__ = ["add_commands", "cmd_train"]
 
 def cmd_train(args: argparse.Namespace) -> int:
     need_collection(args.data)
-    need_model(args.model, "--model", "the model folder to start from")
     options = FineTuneOptions.from_namespace(args)
+    options.check()  # the options' own refusals first (--train-split test among them)
+    need_train_split(Path(args.data), args.split)
+    need_model(args.model, "--model", "the model folder to start from")
     result = fine_tune(
         args.data,
         args.out,
@@ -52,8 +58,10 @@ def cmd_train(args: argparse.Namespace) -> int:
         use = (
             "`rerankit tune --method ltr` learns from the same judgments"
             if args.what == "cross_encoder"
-            else "as features it may still help: `rerankit tune --method ltr "
-            f"--embedding-model {args.out}` measures that against the default"
+            else "as features it may still help: `rerankit tune --data "
+            f"{shlex.quote(args.data)}{tune_splits(args.split)} --method ltr --embedding-model "
+            f"{shlex.quote(args.out)}` measures "
+            "that against the default"
         )
         print(
             f"warning: the {model} not rank better than BM25 on the "
@@ -69,6 +77,30 @@ def cmd_train(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+def need_train_split(data: Path, split: str) -> None:
+    """A training split the folder has; when it has none, the way out: with the test
+    split alone, half of its queries (``test:odd``), the other half left to measure on."""
+    name = split.partition(":")[0]
+    if "," in name or name == "all" or not data.is_dir():
+        return  # reading the folder says what is wrong with these, as eval's --split reads them
+    if (data / "qrels" / f"{name}.tsv").is_file():
+        return
+    found = sorted(p.stem for p in (data / "qrels").glob("*.tsv"))
+    if not found:
+        return  # no judgments at all: reading the folder says so
+    if found == ["test"]:
+        raise InputError(
+            f"{data}: no qrels/{name}.tsv to train on (splits found: test); with one judged "
+            "split, train on half of its queries, --train-split test:odd, and measure the "
+            f"model on the other half, {unseen_half('test:odd')} (the commands train prints "
+            "last do)"
+        )
+    raise InputError(
+        f"{data}: no qrels/{name}.tsv to train on (splits found: {', '.join(found)}); "
+        "name the one to train on with --train-split"
+    )
 
 
 def held_out_share(value: str) -> float:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import shlex
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ from ..scorers.embedding import EmbeddingScorer
 from . import crossval, label_candidates
 from .cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 from .embedding import embedding_pairs, fine_tune_embedding
+from .next_step import against_default
 from .reporting import Reporter, quiet
 from .trainer import CROSS_FIT, Progress, queries_trained_on, record_trained_on, spoken_time
 
@@ -296,35 +296,8 @@ def fine_tune(
         result.held_out_check = _check(run, what, out, checked, report)
     if cross_fit:
         _cross_fit(run, judged, cross_fit, out, result, report)
-    report.say(against_default(what, data, out, opts.candidates))
+    report.say(against_default(what, data, out, opts.candidates, opts.split))
     return result
-
-
-def against_default(what: str, data: str | Path, out: str | Path, candidates: int = 100) -> str:
-    """The command that says whether the model trained into ``out`` from ``data`` does
-    better than the default ``hybrid`` (the held-out check compares it with BM25 and the
-    model it started from only): for a cross-encoder, ``rerankit eval`` of both on judged
-    test queries (``data``'s test split when it has one); for an embedding model, ``rerankit
-    tune`` of a ranker that reads it, against the default; either on the ``candidates``
-    the training drew from (said when not the commands' default, 100)."""
-    depth = f" --candidates {candidates}" if candidates != 100 else ""
-    if what == "cross_encoder":
-        has_test = (Path(data) / "qrels" / "test.tsv").is_file()
-        folder = shlex.quote(str(data)) if has_test else "FOLDER"
-        where = (
-            f"on {data}'s test split"
-            if has_test
-            else "on judged test queries (a FOLDER with qrels/test.tsv)"
-        )
-        return (
-            f"does it beat the default? `rerankit eval --data {folder} --rerankers "
-            f"hybrid,{shlex.quote(str(out))} --baseline hybrid{depth}` measures both {where}"
-        )
-    return (
-        f"does it beat the default? `rerankit tune --data {shlex.quote(str(data))} --method ltr "
-        f"--embedding-model {shlex.quote(str(out))}{depth} --out tuned.toml` measures a ranker "
-        "reading it against the default hybrid"
-    )
 
 
 def _check_depth(candidates: int) -> tuple[int, str]:

@@ -6,6 +6,7 @@ signals (:func:`fit_ltr`)."""
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -140,7 +141,7 @@ def fit_fusion(job: Inputs) -> TuneResult:
     opts, train, cands, report = job.opts, job.train, job.cands, job.report
     embedding, routes, among = job.embedding, job.routes, job.among
     strategies = opts.strategy_list
-    bar = report.progress("scoring train")
+    bar = report.progress(f"scoring the {opts.train_split} split")
     matrices = per_fold(
         lambda c, e: fusion.score_matrix(train, c, e, progress=bar),
         cands,
@@ -190,7 +191,7 @@ def fit_calibrated(job: Inputs) -> TuneResult:
 
     read = calibrated.reading()  # documents read as the default hybrid reads them
     roles = read["roles"]
-    bar = report.progress("scoring train")
+    bar = report.progress(f"scoring the {opts.train_split} split")
     matrices = per_fold(
         lambda c, e: calibrated.pairwise_matrix(train, c, e, read=read, progress=bar),
         cands,
@@ -296,13 +297,11 @@ def feature_rows(
     return rows
 
 
-def _describe_ltr(option: Any) -> str:
+def _describe_ltr(option: Any, embedding: str | None = None) -> str:
+    """``option`` said; the blend's ``embedding`` is the bundled MiniLM when None."""
     setting, trees, blend, top = option
-    mix = (
-        "the learned score alone"
-        if blend == 1
-        else f"blended {blend:.2f} with first stage + MiniLM"
-    )
+    mix = f"blended {blend:.2f} with first stage + {embedding or 'MiniLM'}"
+    mix = "the learned score alone" if blend == 1 else mix
     cleaned = "" if top is None else f", judged-relevant ranked below {top} left out"
     return f"{setting}, {trees} trees, {mix}{cleaned}"
 
@@ -365,8 +364,9 @@ def fit_ltr(job: Inputs) -> TuneResult:
         denoise_tops=(None, ltr.DENOISE_TOP) if judged else (None,),
     )
     started = time.perf_counter()
+    describe = functools.partial(_describe_ltr, embedding=opts.embedding_model)
     found = cross_validated(
-        opts, list(rows), fit, default, _describe_ltr, report, refit=True, among=among
+        opts, list(rows), fit, default, describe, report, refit=True, among=among
     )
     say(f"(cross-validation took {time.perf_counter() - started:.0f} s)")
     verdict, best = found.verdict, found.cross_validation.best
@@ -381,7 +381,7 @@ def fit_ltr(job: Inputs) -> TuneResult:
     booster = ltr.fit_option(rows, train.qrels, list(rows), best, features=names)
     if not ltr_limits.splits(booster):  # a constant score: the first stage's order kept
         why = (
-            f"the learned ranker ({_describe_ltr(best)}) made no split: every tree is a single "
+            f"the learned ranker ({describe(best)}) made no split: every tree is a single "
             "leaf, so it scores every document alike and learned nothing from these "
             f"{len(rows)} queries' labels"
         )
@@ -421,7 +421,7 @@ def fit_ltr(job: Inputs) -> TuneResult:
     spec = _learned_spec(opts, name, model_path, blend)
     comment = (
         f"Trained by `rerankit tune --method ltr` on {train.name} {opts.train_split} "
-        f"({len(rows)} queries): {_describe_ltr(best)}; model: {model_path.name}; "
+        f"({len(rows)} queries): {describe(best)}; model: {model_path.name}; "
         f"{verdict.as_written()}."
     )
     path = write_pipeline(opts, f"{name}.toml", spec, comment, report)

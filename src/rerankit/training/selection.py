@@ -251,8 +251,13 @@ def cross_validated(
     report.note(f"tune: cross-validating the options on {len(qids)} training queries")
     cv = crossval.cross_validate(qids, fit, k=opts.folds)
     k = len(cv.chosen_by_fold)
+    seen = (
+        ""
+        if among is None
+        else f", {sum(q not in among for q in qids)} the embedding model trained on"
+    )
     say(
-        f"options by cross-validated nDCG@10 x 100 over {len(qids)} training queries "
+        f"options by cross-validated nDCG@10 x 100 over {len(qids)} training queries{seen} "
         f"({k} folds; mean, spread of the fold means), best 5:"
     )
     for option in sorted(cv.options, key=lambda o: -cv.options[o])[:5]:
@@ -272,7 +277,8 @@ def cross_validated(
     points = crossval.learning_curve(cv, fit, cv.best if refit else None, among=among)
     say(
         "\nlearning curve: cross-validated nDCG@10 x 100 by training queries per fit "
-        f"(the default: {100 * verdict.default:.2f}):"
+        f"(the default: {100 * verdict.default:.2f}"
+        f"{'' if among is None else f'; on the {len(among)} the verdict is made on'}):"
     )
     for n, value in points:
         say(f"  {n:6d}  {100 * value:6.2f}")
