@@ -23,7 +23,7 @@ def _command(line: str) -> list[str]:
 
 @pytest.fixture
 def one_split(tmp_path, synthetic):
-    """A folder judged in qrels/test.tsv only, as /work/shared/data/classic/cisi is."""
+    """A folder judged in qrels/test.tsv only, as the classic CISI collection is."""
     folder = synthetic(tmp_path / "data", train=0)
     (folder / "qrels" / "train.tsv").unlink()
     return folder
@@ -70,3 +70,16 @@ def test_train_on_a_folder_judged_in_test_only_says_to_train_on_half(one_split, 
     assert not out.exists()
     # the flag it advises is one train takes: the half is read, and disjoint from the other
     assert read_split(one_split, "test:odd").qrels
+
+
+def test_fine_tune_from_python_refuses_the_same_folder_in_its_own_words(one_split, tmp_path):
+    from rerankit.errors import InputError
+    from rerankit.training import fine_tune
+
+    out = tmp_path / "model"
+    with pytest.raises(InputError) as refused:
+        fine_tune(one_split, out, what="embedding")
+    said = str(refused.value)
+    assert "no qrels/train.tsv to train on" in said
+    assert "split='test:odd' (--train-split)" in said and "test:even" in said
+    assert not out.exists()

@@ -7,13 +7,11 @@ import argparse
 import shlex
 import sys
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
 from ..training import FineTuneOptions, fine_tune
 from ..training.fine_tuning import MAX_HELD_OUT, NAMES, held_out_error
-from ..training.next_step import tune_splits, unseen_half
+from ..training.next_step import check_train_split, tune_splits
 from .args import (
     MODEL_KINDS_SHOWN,
     add_candidates_argument,
@@ -36,7 +34,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     need_collection(args.data)
     options = FineTuneOptions.from_namespace(args)
     options.check()  # the options' own refusals first (--train-split test among them)
-    need_train_split(Path(args.data), args.split)
+    check_train_split(args.data, args.split)
     need_model(args.model, "--model", "the model folder to start from")
     result = fine_tune(
         args.data,
@@ -77,30 +75,6 @@ def cmd_train(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0
-
-
-def need_train_split(data: Path, split: str) -> None:
-    """A training split the folder has; when it has none, the way out: with the test
-    split alone, half of its queries (``test:odd``), the other half left to measure on."""
-    name = split.partition(":")[0]
-    if "," in name or name == "all" or not data.is_dir():
-        return  # reading the folder says what is wrong with these, as eval's --split reads them
-    if (data / "qrels" / f"{name}.tsv").is_file():
-        return
-    found = sorted(p.stem for p in (data / "qrels").glob("*.tsv"))
-    if not found:
-        return  # no judgments at all: reading the folder says so
-    if found == ["test"]:
-        raise InputError(
-            f"{data}: no qrels/{name}.tsv to train on (splits found: test); with one judged "
-            "split, train on half of its queries, --train-split test:odd, and measure the "
-            f"model on the other half, {unseen_half('test:odd')} (the commands train prints "
-            "last do)"
-        )
-    raise InputError(
-        f"{data}: no qrels/{name}.tsv to train on (splits found: {', '.join(found)}); "
-        "name the one to train on with --train-split"
-    )
 
 
 def held_out_share(value: str) -> float:

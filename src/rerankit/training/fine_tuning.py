@@ -27,7 +27,7 @@ from ..scorers.embedding import EmbeddingScorer
 from . import crossval, label_candidates
 from .cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 from .embedding import embedding_pairs, fine_tune_embedding
-from .next_step import against_default
+from .next_step import against_default, check_train_split
 from .reporting import Reporter, quiet
 from .trainer import CROSS_FIT, Progress, queries_trained_on, record_trained_on, spoken_time
 
@@ -245,6 +245,7 @@ def fine_tune(
         options["candidates"] = options.pop("k")
     opts = FineTuneOptions(**options)
     opts.check()
+    check_train_split(data, opts.split)
     report = quiet(reporter)
     what, cross_fit = opts.what, opts.cross_fit
     dataset = read_split(data, opts.split, note=lambda message: report.note(f"warning: {message}"))

@@ -6,7 +6,37 @@ from __future__ import annotations
 import shlex
 from pathlib import Path
 
-__all__ = ["against_default", "tune_splits", "unseen_half"]
+from ..errors import InputError, keyword_flag
+
+__all__ = ["against_default", "check_train_split", "tune_splits", "unseen_half"]
+
+
+def check_train_split(data: str | Path, split: str) -> None:
+    """Refuse a training ``split`` the folder ``data`` has no judgments for, saying the way
+    out: with the test split alone, train on half of its queries (``test:odd``) and measure
+    on the other half; else the splits it has. Folders and splits it cannot read are left
+    to reading the folder, which says what is wrong with them."""
+    data = Path(data)
+    name = split.partition(":")[0]
+    if "," in name or name == "all" or not data.is_dir():
+        return
+    if (data / "qrels" / f"{name}.tsv").is_file():
+        return
+    found = sorted(p.stem for p in (data / "qrels").glob("*.tsv"))
+    if not found:
+        return  # no judgments at all: reading the folder says so
+    if found == ["test"]:
+        half = keyword_flag("split", "test:odd", flag="--train-split")
+        raise InputError(
+            f"{data}: no qrels/{name}.tsv to train on (splits found: test); with one judged "
+            f"split, train on half of its queries, {half}, and measure the model on the "
+            f"other half, {unseen_half('test:odd')}"
+        )
+    named = keyword_flag("split", flag="--train-split")
+    raise InputError(
+        f"{data}: no qrels/{name}.tsv to train on (splits found: {', '.join(found)}); "
+        f"name the one to train on with {named}"
+    )
 
 
 def against_default(
