@@ -302,6 +302,19 @@ class HybridReranker(ScoringReranker):
         yield from self.texts_only.scorers()
 
     @property
+    def english_model(self) -> bool:
+        """Whether its embedding is the bundled all-MiniLM-L6-v2, which reads English only."""
+        return isinstance(self.embedding, EmbeddingScorer) and self.embedding.is_bundled
+
+    def language_setting_note(self) -> str | None:
+        """What its reranks warn of whatever their text (:func:`.language_note`'s words for a
+        query whose language cannot be told): lexical signals set to another language than
+        English beside the English-only model; None when not (``rerankit check`` says it)."""
+        if self.language == "en" or not self.english_model:
+            return None
+        return language_note("", language=self.language, english_model=True)
+
+    @property
     def fuses_first_stage(self) -> bool:
         """Whether a first-stage score on every document changes the ranking (and makes the
         scores relative): with ``scores="relative"``, or a ``first_stage_weight`` above 0."""
@@ -361,10 +374,9 @@ class HybridReranker(ScoringReranker):
             scored.scale = self.score_scale if fusion_ is self.texts_only else "relative"
         if note:
             scored.warnings.append(note)
-        english = isinstance(self.embedding, EmbeddingScorer) and self.embedding.is_bundled
         texts = (d.text for d in docs)  # read only when the query's language is unclear
         language = language_note(
-            query, language=self.language, english_model=english, documents=texts
+            query, language=self.language, english_model=self.english_model, documents=texts
         )
         if language:
             scored.warnings.append(language)
