@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ._words import counted
 from .errors import RuleError
 from .types import RerankResult
 
@@ -163,9 +164,8 @@ class Rule:
         items = list(items)
         outcome = self.outcome(items, query)
         if outcome.dropped:
-            logger.warning(
-                "%s dropped %d item(s): %s", self.name, len(outcome.dropped), outcome.note
-            )
+            dropped = counted(len(outcome.dropped), "item")
+            logger.warning("%s dropped %s: %s", self.name, dropped, outcome.note)
         for warning in outcome.warnings:
             logger.warning("%s", warning)
         return [items[i] for i in outcome.order]
@@ -179,7 +179,8 @@ class Rule:
         if outcome.dropped:  # named by their ids when they have them, else input positions
             gone = [result.results[i] for i in outcome.dropped]
             named = [d.id if all(g.id is not None for g in gone) else d.index for d in gone]
-            warnings.append(f"{self.name} dropped {len(gone)} document(s) {named}: {outcome.note}")
+            said = f"{self.name} dropped {counted(len(gone), 'document')} {named}: {outcome.note}"
+            warnings.append(said)
         return replace(
             result,
             results=tuple(kept),

@@ -72,6 +72,10 @@ def read_spec(source: str | Path, what: str = "pipeline file") -> dict[str, Any]
     if not path.exists():
         raise ConfigError(no_such_file(path, f"a {what}"))
     suffix = path.suffix.lower()
+    if path.is_dir():
+        raise ConfigError(
+            f"a folder, not a {what}: use a .toml, .yaml, .yml or .json file", where=str(path)
+        )
     if suffix not in PIPELINE_SUFFIXES:
         raise ConfigError("use a .toml, .yaml, .yml or .json file", where=str(path))
     try:

@@ -155,7 +155,7 @@ def test_rules_as_stages_report_dropped_documents():
     result = Pipeline([BM25Scorer(), Deduplicate(), DifficultyOrdering()]).rerank("solar", docs)
     assert result.dropped == (1,)
     assert [r.id for r in result] == [2, 3, 0]  # introductory, unknown (intermediate), advanced
-    assert any("deduplicate dropped 1 document(s) [1]" in w for w in result.warnings)
+    assert any("deduplicate dropped 1 document [1]" in w for w in result.warnings)
 
 
 # --- graph ---------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ def test_dropped_documents_are_named_by_their_ids():
     pipeline = Pipeline([BM25Scorer(), MinScore(0.01)])
     result = rerank("solar", docs, reranker=pipeline, text_field="body", id_field="doc_id")
     (said,) = [w for w in result.warnings if "min_score dropped" in w]
-    assert said.endswith(": min_score dropped 2 document(s) ['d2', 'd4']: score below 0.01")
+    assert said.endswith(": min_score dropped 2 documents ['d2', 'd4']: score below 0.01")
     assert result.dropped == (1, 3)  # the result's field keeps the positions
 
 
@@ -26,4 +26,4 @@ def test_documents_without_ids_are_named_by_their_positions():
     texts = ["solar panels", "pasta", "solar cells", "knitting"]
     result = rerank("solar", texts, reranker=Pipeline([BM25Scorer(), MinScore(0.01)]))
     (said,) = [w for w in result.warnings if "min_score dropped" in w]
-    assert said.endswith(": min_score dropped 2 document(s) [1, 3]: score below 0.01")
+    assert said.endswith(": min_score dropped 2 documents [1, 3]: score below 0.01")

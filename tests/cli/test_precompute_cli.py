@@ -97,7 +97,8 @@ def test_documents_longer_than_the_passages_read_are_said_once_as_a_rerank_warns
     argv = ["precompute", "-i", str(corpus), "-r", str(pipeline), "--embedding-cache", str(store)]
     assert main(argv) == 0
     out = capsys.readouterr().out
-    said = "1 document(s) longer than 16 passages of 48 words: read on their first 16"
+    said = "1 document longer than 16 passages of 48 words: read on its first 16, as every "
+    said += "rerank reads it"
     assert said in out, out
     ranked = rerankit.load(str(pipeline)).rerank("solar", [long_text, "solar panels"])
     assert any("longer than 16 passages" in w for w in ranked.warnings)  # what it stands for

@@ -79,9 +79,29 @@ def test_rank_deadline_no_stage_meets_is_an_error(capsys, files):
     assert code == 1 and out == ""
     assert elapsed < 0.3 + 3.0, elapsed
     assert err.startswith(
-        "rerankit rank: error: stage 'rank_deadline_held' did not finish within the 0.3 s "
-        "deadline, and no stage had finished before it: no order to return"
+        "rerankit rank: error: pipeline 'held_first': stage 'rank_deadline_held' did not "
+        "finish within the 0.3 s deadline, and no stage had finished before it: no order to "
+        "return"
     ), err
+
+
+@pytest.mark.parametrize("declared", ["", 'name = "slow-judge"\n'])
+def test_rank_deadline_names_a_one_scorer_file_as_check_does_not_by_its_type(
+    capsys, files, tmp_path, declared
+):
+    """A judge's file (one scorer) was said by its scorer's type; ``check`` says it by the
+    file's declared name, else its file name: so does the refusal."""
+    docs = files[0]
+    judge = tmp_path / "judge.toml"
+    judge.write_text(f'{declared}[scorer]\ntype = "rank_deadline_held"\n')
+    code, out, err, _ = _rank(capsys, docs, judge, "--deadline", "0.3")
+    said = "slow-judge" if declared else "judge"
+    assert code == 1 and out == ""
+    assert err.startswith(
+        f"rerankit rank: error: reranker '{said}' did not finish within the 0.3 s deadline"
+    ), err
+    assert main(["check", str(judge)]) == 0
+    assert f"{judge}: ok: '{said}': " in capsys.readouterr().out
 
 
 def test_rank_deadline_must_be_a_positive_number(capsys, files):

@@ -37,7 +37,7 @@ def test_a_cap_moves_the_rest_after_the_others_or_drops_them():
     result = dropped.rerank(QUERY, HITS)
     assert _ids(result) == ["a", "d", "e"]
     assert result.dropped == (1, 2)  # input positions of b and c
-    assert any("cap dropped 2 document(s) ['b', 'c']" in w for w in result.warnings)
+    assert any("cap dropped 2 documents ['b', 'c']" in w for w in result.warnings)
 
 
 def test_a_cap_reads_the_field_from_metadata_whatever_the_kind_of_document():

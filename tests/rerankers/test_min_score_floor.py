@@ -109,3 +109,15 @@ def test_the_llamaindex_postprocessor_logs_why_it_returned_nothing(tmp_path, cap
         )
         for r in caplog.records
     )
+
+
+def test_on_a_list_the_count_dropped_is_logged_in_its_number(caplog):
+    items = [{"id": i, "rerank_score": s} for i, s in enumerate([3.0, 2.0, 1.0])]
+    with caplog.at_level(logging.WARNING, logger="rerankit"):
+        assert [d["id"] for d in min_score(items, 1.5)] == [0, 1]
+        assert [d["id"] for d in min_score(items, 2.5)] == [0]
+    said = [r.getMessage() for r in caplog.records if " dropped " in r.getMessage()]
+    assert [s.split(":")[0] for s in said] == [
+        "min_score dropped 1 item",
+        "min_score dropped 2 items",
+    ]

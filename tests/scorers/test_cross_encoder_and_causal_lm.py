@@ -295,7 +295,10 @@ def test_causal_lm_truncation_keeps_the_template(qwen_dir):
     result = ScorerReranker(scorer).rerank(QUERY, [long_doc, "a virus"])
     flags = {r.index: r.flags for r in result}
     assert flags == {0: ("truncated:causal_lm",), 1: ()}
-    assert any("96-token prompt" in w for w in result.warnings)
+    said = "causal_lm: {} longer than the model's 96 tokens with the query {} start"
+    assert said.format("1 document", "was read on its") in result.warnings
+    two = ScorerReranker(scorer).rerank(QUERY, [long_doc, long_doc + " more"])
+    assert said.format("2 documents", "were read on their") in two.warnings
     with pytest.raises(ValueError, match="no room"):
         CausalLMScorer(str(qwen_dir), device="cpu", max_length=len(prefix)).score_texts(QUERY, DOCS)
 

@@ -84,7 +84,11 @@ def test_passages_beyond_max_passages_are_said_not_dropped_silently(scorer):
     by_index = {r.index: r for r in result}
     assert by_index[0].flags == (f"truncated:{reader.name}",)
     assert by_index[1].flags == ()
-    assert any("longer than 2 passages of 8 words" in w for w in result.warnings)
+    said = f"{reader.name}: 1 document longer than 2 passages of 8 words was read on its first 2"
+    assert any(w.startswith(said) for w in result.warnings), result.warnings
+    two = ScorerReranker(reader).rerank(QUERY, [long, long + " More."])
+    said = f"{reader.name}: 2 documents longer than 2 passages of 8 words were read on their"
+    assert any(w.startswith(said) for w in two.warnings), two.warnings
     # the score is the best of the first two passages, as split_passages gives them
     first_two = split_passages(long, 8, max_passages=2)
     best = max(scorer.score_texts(QUERY, first_two))

@@ -306,7 +306,7 @@ def test_a_cut_the_pipeline_makes_is_reported_like_the_services(wait_ready):
         assert r.headers["x-rerankit-truncated"] == "1,3"
         meta = r.json()["meta"]
         assert meta["rerankit"]["flags"] == {"1": ["truncated:reads20"], "3": ["truncated:reads20"]}
-        assert any("2 document(s) longer than 20" in w for w in meta["warnings"])
+        assert any("2 documents longer than 20" in w for w in meta["warnings"])
         (span,) = [s for s in exporter.get_finished_spans() if s.name == "rerank reads20"]
         assert span.attributes["rerankit.truncated"] == 2
         # with the service's own cut too: one list, each document once

@@ -18,7 +18,9 @@ NOTES_KEY = "_notes"  # a row's pipeline notes (see pipeline_notes), to the summ
 #: the characters of ``max_chars``, a model's tokens): routine on a corpus of long
 #: documents, so counted apart (``truncated``), not in ``warned``
 _TRUNCATION = re.compile(
-    r"^[^:\n]+: \d+ document\(s\) longer than .+ were read on their (first|start)", re.S
+    r"^[^:\n]+: \d+ documents? longer than .+ (?:was read on its|were read on their) "
+    r"(first|start)",
+    re.S,
 )
 
 

@@ -19,7 +19,7 @@ from ..llm.resilience import RetryPolicy
 from ..normalize import served_scales
 from ..ordering import Rule
 from ..rerankers import Pipeline
-from ..rerankers.hybrid import REWEIGHTED_NOTE
+from ..rerankers.hybrid import REWEIGHTED_NOTE, HybridReranker
 from ..scorers.local import load_problems, models_run
 from ..server.api_keys import keys_said
 from ..server.cache_report import cache_check, cache_dir_check
@@ -33,7 +33,7 @@ from .files import need_model, need_reranker
 from .pipelines import is_settings_file
 from .serve import serve_settings, served_pipeline, settings_args
 
-__all__ = ["add_commands", "check_settings", "cmd_check", "describe", "order_warnings"]
+__all__ = ["add_commands", "check_settings", "cmd_check", "describe", "setting_warnings"]
 
 #: what building a pipeline may raise: its mistake, said and counted
 PROBLEMS = (InputError, RerankitError, ValueError, TypeError, OSError)
@@ -83,14 +83,17 @@ def _models(reranker: Any) -> list[str]:
     return sorted(m for m in models if isinstance(m, str))
 
 
-def order_warnings(reranker: Any) -> list[str]:
-    """What building ``reranker`` logged of its stages' order (a rule's order undone by a
-    later stage), and of each pipeline it holds as a stage (said with that stage's name)."""
+def setting_warnings(reranker: Any) -> list[str]:
+    """What building ``reranker`` logged of its stages' order (a rule's order undone later),
+    and what its reranks warn of whatever the text (a hybrid's language beside an English
+    model): its own, and each stage's (said with that stage's name)."""
+    if isinstance(reranker, HybridReranker):
+        return [note] if (note := reranker.language_setting_note()) else []
     if not isinstance(reranker, Pipeline):
         return []
     said = list(reranker.order_warnings)
     for stage in reranker.stages:
-        said.extend(f"stage {stage.name!r}: {w}" for w in order_warnings(stage.step))
+        said.extend(f"stage {stage.name!r}: {w}" for w in setting_warnings(stage.step))
     return said
 
 
@@ -267,7 +270,7 @@ def check_settings(
             failed += 1
             continue
         print(_ok(name, reranker, pipeline, served=True))
-        for warning in order_warnings(reranker):
+        for warning in setting_warnings(reranker):
             print(f"{name}: warning: pipeline {pipeline!r}: {warning}")
         _warn_models(name, reranker, f"pipeline {pipeline!r}: ")
         for warning in deadline_warnings(reranker, settings.timeout):
@@ -352,7 +355,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             failed += 1
             continue
         print(_ok(name, reranker, pipeline_name(name)))
-        for warning in order_warnings(reranker):
+        for warning in setting_warnings(reranker):
             print(f"{name}: warning: {warning}")
         _warn_models(name, reranker)
     if args.clicks:  # a click log besides: checked after the files
@@ -369,12 +372,11 @@ def add_commands(sub: Any) -> None:
         "what it runs, or the mistake (ConfigError: the stage, the key): no documents are "
         "needed and no model is loaded. Each ok line names the models it runs and on which "
         "backend (onnx, onnx-int8 or torch, as backend auto resolves in this install, named as "
-        "/info names them). A model this "
-        "install cannot load (no torch and no ONNX export of it) is a mistake saying how to "
-        "export it, so run check with the install that will serve; so is a model folder "
-        "holding no weights (its config and tokenizer only), naming the weight files looked "
-        "for; other failures to load "
-        "show on first use, and a model that is neither a folder nor in the local Hugging "
+        "/info names them). A model this install cannot load (no torch and no ONNX export of "
+        "it) is a mistake saying how to export it, so run check with the install that will "
+        "serve; so is a model folder holding no weights (its config and tokenizer only), "
+        "naming the weight files looked for; other failures to load show on first use, and "
+        "a model that is neither a folder nor in the local Hugging "
         "Face cache is warned of: it will be fetched from the hub; a model path whose folder "
         "is not here (a volume not mounted) is warned of as no such folder, in any install. The "
         "service's settings file ([server], [pipelines.NAME], [cache]) is checked as `serve "

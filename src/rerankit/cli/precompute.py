@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from .._jsonl import numbered_records, read_text
+from .._words import counted
 from ..api import load, precompute
 from ..cache import EMBEDDING_CACHE_ENV, cache_defaults
 from ..errors import InputError, InvalidDocumentError
@@ -50,10 +51,12 @@ def summary(name: str, result: PrecomputeResult) -> str:
         f"  vectors kept in: {', '.join(result.where)}",
     ]
     if result.longer:
+        its, it = ("its", "it") if result.longer == 1 else ("their", "them")
         lines.append(
-            f"  {result.longer} document(s) longer than {result.max_passages} passages of "
-            f"{result.passage_words} words: read on their first {result.max_passages}, as "
-            "every rerank reads them (max_passages; each rerank of them warns too)"
+            f"  {counted(result.longer, 'document')} longer than {result.max_passages} "
+            f"passages of {result.passage_words} words: read on {its} first "
+            f"{result.max_passages}, as every rerank reads {it} (max_passages; each rerank of "
+            f"{it} warns too)"
         )
     if result.failed_calls:
         lines.append(

@@ -13,11 +13,12 @@ from typing import Any
 
 from .. import registry
 from .._jsonl import numbered_records, read_text
-from ..api import PIPELINE_SUFFIXES, default_reranker, fell_back, load
+from ..api import PIPELINE_SUFFIXES, default_reranker, fell_back, load, pipeline_name
 from ..backends.bundled import BUNDLED_NAMES
 from ..backends.detect import model_kind
 from ..backends.hub import hub_cache_dir, hub_reachable, in_hub_cache
-from ..errors import InputError, InvalidDocumentError
+from ..errors import DeadlineError, InputError, InvalidDocumentError
+from ..rerankers.deadline import said_as
 from ..scorers.cross_encoder import OUTPUTS, outputs_said
 from ..scorers.local import LocalModelScorer, load_models
 from .args import (
@@ -100,8 +101,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         need_file(args.input, "--input", "the documents to rank")
     need_reranker(args.reranker)
     embedding_cache_if_asked(args)  # none unless asked: a ranking's documents are new
-    # without -r: the default, and what it needs when it is the bm25 fallback (the result
-    # then degrades, as rerankit.rerank()'s does, and --strict refuses it)
+    # without -r: the default, or the bm25 fallback (degraded, as rerankit.rerank()'s is)
     name, fallback = (args.reranker, None) if args.reranker else default_reranker()
     # a bad pipeline file is reported before reading input
     reranker = reranker_from(argparse.Namespace(**{**vars(args), "reranker": name}))
@@ -133,6 +133,8 @@ def cmd_rank(args: argparse.Namespace) -> int:
         )
     except InvalidDocumentError as exc:
         raise located(exc, source, [n for n, _ in numbered]) from None
+    except DeadlineError as exc:  # by the name it was given, as check says it (not its type)
+        raise said_as(exc, reranker, pipeline_name(name)) from None
     if fallback is not None:
         result = fell_back(result, fallback)
     for w in with_traceback_hint(result.warnings, "rank", args.verbose):
@@ -206,9 +208,8 @@ def degraded_line(form: str, fell_back: bool = False) -> str:
 
 
 def usage_line(usage: Mapping[str, int]) -> str | None:
-    """What an LLM cost this rank, as ``batch``'s summary says it (``LLM usage: cache_hits
-    0, calls 12, ...``), and that a rerun read every judgment from the judgment cache; None
-    when no LLM was asked or read (a ranking with no LLM has no usage)."""
+    """What an LLM cost this rank, as ``batch``'s summary says it (``LLM usage: calls 12,
+    ...``), and that a rerun read every judgment from the judgment cache; None without."""
     if not (usage.get("calls") or usage.get("cache_hits")):
         return None
     said = "LLM usage: " + ", ".join(f"{k} {v}" for k, v in sorted(usage.items()))
@@ -239,8 +240,7 @@ def output_format(args: argparse.Namespace) -> str:
 
 def refuse_absent_id_field(args: argparse.Namespace, documents: Iterable[Any], source: str) -> None:
     """A :class:`~rerankit.cli.args.UsageError` when ``--id-field`` names a field that none
-    of ``documents`` (read from ``source``) has, so every result's id would be empty. The
-    documents are read until one has it."""
+    of ``documents`` (read from ``source``, until one has it) has: every id would be empty."""
     if given(args, "id_field")["--id-field"] is None:
         return
     seen: set[str] = set()

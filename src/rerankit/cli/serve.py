@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import registry
 from ..api import PIPELINE_SUFFIXES
+from ..backends.detect import folder_kind
 from ..config import read_pipeline, read_spec
 from ..errors import ConfigError, InputError, in_file
 from ..server import serve
@@ -57,6 +58,13 @@ def serve_settings(args: argparse.Namespace) -> Any:
     built-ins served)."""
 
     spec: dict[str, Any] = {}
+    if args.settings and model_folder(args.settings):
+        raise ConfigError(
+            f"a model folder, not a settings file: name it with `-r {args.settings}` "
+            f"(`rerankit serve -r {args.settings}`), or as the model of a pipeline file "
+            "that a settings file's [pipelines] lists",
+            where=args.settings,
+        )
     if args.settings:  # its relative paths (pipeline files, models, the click log) beside it
         spec = read_spec(args.settings, "settings file")
         try:  # (an unset ${NAME} in it: the file's mistake, exit 1, as its api_key_env's)
@@ -106,6 +114,11 @@ def serve_settings(args: argparse.Namespace) -> Any:
             raise
         found = exc if isinstance(exc, ConfigError) else ConfigError(str(exc))
         raise in_file(found, args.settings) from None
+
+
+def model_folder(path: str) -> bool:
+    """Whether ``path`` is a model's folder (its files or config.json say so)."""
+    return folder_kind(path) is not None or (Path(path) / "config.json").is_file()
 
 
 def settings_args(

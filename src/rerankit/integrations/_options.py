@@ -19,7 +19,7 @@ logger = logging.getLogger("rerankit.integrations")
 
 #: a rule's count of the documents it dropped (``outcome.py`` words it): a threshold or a
 #: cap doing its work, logged at DEBUG while documents are left, at WARNING when none is
-_DROPPED = re.compile(r"^(?:stage '[^']*': )?\S+ dropped \d+ document\(s\) ")
+_DROPPED = re.compile(r"^(?:stage '[^']*': )?\S+ dropped \d+ documents? ")
 
 
 def refuse_unknown_options(

@@ -32,8 +32,10 @@ from ..types import RerankResult
 __all__ = [
     "FINISHED_STAGES",
     "check_deadline",
+    "deadline_refusal",
     "deadline_warning",
     "rank_within",
+    "said_as",
 ]
 
 #: context key: a list to which a pipeline appends, once each stage has ended while a
@@ -103,19 +105,7 @@ async def rank_within(
     abandoned.set()  # nothing more starts; what runs on a thread ends on its own
     task.cancel()
     if not finished:
-        if first is None:
-            message = (
-                f"reranker {name!r} did not finish within the {seconds:g} s deadline; it has "
-                "no earlier stage whose order could be returned (give a longer deadline, or "
-                "rerank with a Pipeline whose first stage is fast)"
-            )
-        else:
-            message = (
-                ("" if name == "pipeline" else f"pipeline {name!r}: ")  # (the default name)
-                + f"stage {first!r} did not finish within the {seconds:g} s deadline, and no "
-                "stage had finished before it: no order to return (give a longer deadline, "
-                "or put a fast stage first, such as bm25)"
-            )
+        message = deadline_refusal(name, first, seconds)
         raise DeadlineError(message, deadline=seconds, stage=first or name)
     stage, result_of = finished[-1]
     why = deadline_warning(stage, seconds)
@@ -129,3 +119,29 @@ def _settled(task: asyncio.Task) -> None:
     error (if it ends with one rather than cancelled) is not reported as never retrieved."""
     if not task.cancelled() and task.exception() is not None:
         logger.debug("work left at its deadline ended: %r", task.exception())
+
+
+def deadline_refusal(name: str, first: str | None, seconds: float) -> str:
+    """Why the reranker ``name`` has no order to return at its deadline of ``seconds``:
+    ``first``, its first stage, had not finished (None: it has no stages)."""
+    if first is None:
+        return (
+            f"reranker {name!r} did not finish within the {seconds:g} s deadline; it has "
+            "no earlier stage whose order could be returned (give a longer deadline, or "
+            "rerank with a Pipeline whose first stage is fast)"
+        )
+    return (
+        ("" if name == "pipeline" else f"pipeline {name!r}: ")  # (the default name)
+        + f"stage {first!r} did not finish within the {seconds:g} s deadline, and no "
+        "stage had finished before it: no order to return (give a longer deadline, "
+        "or put a fast stage first, such as bm25)"
+    )
+
+
+def said_as(error: DeadlineError, reranker: Any, name: str) -> DeadlineError:
+    """``error``, which ``reranker`` raised, said with ``name``: the name its user knows it
+    by (a pipeline file's declared name or stem, as ``rerankit check`` says it), not the
+    type of its scorer."""
+    first = error.stage if getattr(reranker, "stages", None) else None
+    message = deadline_refusal(name, first, error.deadline)
+    return DeadlineError(message, deadline=error.deadline, stage=error.stage)

@@ -35,7 +35,7 @@ from ..text.analysis import Analyzer
 from ..types import SUM, Document
 from .base import Scored, ScoringReranker, run_scorer
 from .fused import ALL_FAILED, FusionReranker
-from .hybrid_weights import check_weight_options
+from .hybrid_weights import check_weight_options, weight_shares
 from .language_note import language_note
 from .unread_score import unread_score_note
 
@@ -106,7 +106,8 @@ class HybridReranker(ScoringReranker):
     the default's proportions (``{"bm25_background": 0.7}``: 0.171, 0.086, 0.7, 0.043);
     the output calibration was fitted for the calibration's own weights, so with others the
     scores are ``unit`` (in [0, 1], depending on the pair alone, but no fitted probability;
-    ``rerankit tune --calibrate`` refits one). It sums logits, so ``combination_method``
+    ``rerankit tune --calibrate`` refits one); a signal weighing 0 is not run (its model
+    never loads). It sums logits, so ``combination_method``
     must stay ``"weighted_average"``; ``text_weights`` given to it is an error. ``text_weights``
     (default ``(0.2, 0.2)``) weigh ``scores="relative"``'s BM25 with the candidates' idf
     and BM25 with background idf, the embedding taking the rest (0.6), combined by
@@ -214,8 +215,12 @@ class HybridReranker(ScoringReranker):
     def _fusion(self, lexical: dict[Scorer, float]) -> FusionReranker:
         weights = {s.name: w for s, w in lexical.items()}
         weights[self.embedding.name] = 1.0 - sum(weights.values())
+        run = [*lexical, self.embedding]
+        if self.combination_method is HYBRID_METHOD:  # a weighted average: 0 adds nothing
+            run = [s for s in run if weights[s.name] > 0]  # (nor is its model loaded)
+            weights = {s.name: weights[s.name] for s in run}
         return FusionReranker(
-            [*lexical, self.embedding],
+            run,
             self.combination_method,
             weights,
             normalization_method=self.normalization_method,
@@ -250,8 +255,8 @@ class HybridReranker(ScoringReranker):
             fitted = HYBRID_CALIBRATION["weights"]
         if weights is not None:
             spec = {**spec, "weights": reweighted(spec["weights"], weights)}
-        shares = _shares(spec["weights"])  # the weights it runs with, when not the fitted
-        self.reweighted = shares if shares != _shares(fitted) else {}
+        shares = weight_shares(spec["weights"])  # the weights it runs with, if not the fitted
+        self.reweighted = shares if shares != weight_shares(fitted) else {}
         words, lead = spec.get("passage_words"), spec["passage_lead"]
         readers: dict[str, Scorer] = {
             "bm25_background": background_bm25(
@@ -270,12 +275,15 @@ class HybridReranker(ScoringReranker):
         else:  # a mapping with passage_words and no passage role read passages as embedding
             readers["embedding"] = self._passage_reader(words, lead)
         rename = {r: readers[r].name for r in readers}  # keys name the roles, not the scorers
+        # a signal weighing 0 adds nothing to the logit: not run (nor its model loaded)
+        run = [r for r in ROLES if r in roles and spec["weights"][r] > 0]
+        calibration = {k: c for k, c in spec["calibration"].items() if k in run or k not in roles}
         return FusionReranker(
-            [readers[r] for r in ROLES if r in roles],
+            [readers[r] for r in run],
             self.combination_method,
-            {rename[k]: w for k, w in spec["weights"].items()},
+            {rename[k]: spec["weights"][k] for k in run},
             normalization_method="calibrated",
-            calibration={rename.get(k, k): c for k, c in spec["calibration"].items()},
+            calibration={rename.get(k, k): c for k, c in calibration.items()},
             output_calibration=spec["output_calibration"],
             name=self.name,
         )
@@ -300,6 +308,19 @@ class HybridReranker(ScoringReranker):
 
     def scorers(self) -> Iterator[Scorer]:
         yield from self.texts_only.scorers()
+
+    @property
+    def english_model(self) -> bool:
+        """Whether it runs the bundled all-MiniLM-L6-v2, which reads English only."""
+        return any(isinstance(s, EmbeddingScorer) and s.is_bundled for s in self.scorers())
+
+    def language_setting_note(self) -> str | None:
+        """What its reranks warn of whatever their text (``rerankit check`` says it): its
+        lexical signals' language beside the English-only model, in :func:`.language_note`'s
+        words for a query whose language cannot be told; None when English or multilingual."""
+        if self.language == "en" or not self.english_model:
+            return None
+        return language_note("", language=self.language, english_model=True)
 
     @property
     def fuses_first_stage(self) -> bool:
@@ -361,10 +382,9 @@ class HybridReranker(ScoringReranker):
             scored.scale = self.score_scale if fusion_ is self.texts_only else "relative"
         if note:
             scored.warnings.append(note)
-        english = isinstance(self.embedding, EmbeddingScorer) and self.embedding.is_bundled
         texts = (d.text for d in docs)  # read only when the query's language is unclear
         language = language_note(
-            query, language=self.language, english_model=english, documents=texts
+            query, language=self.language, english_model=self.english_model, documents=texts
         )
         if language:
             scored.warnings.append(language)
@@ -418,12 +438,6 @@ class HybridReranker(ScoringReranker):
 def _said(scale: str) -> str:
     """A scale as a warning names the scores: ``probabilities``, ``unit`` scores, ..."""
     return "probabilities" if scale == "probability" else f"{scale} scores"
-
-
-def _shares(weights: Mapping[str, float]) -> dict[str, float]:
-    """Weights as shares of their sum, rounded (the fusion divides them by their sum)."""
-    total = sum(weights.values()) or 1.0
-    return {k: round(w / total, 6) for k, w in weights.items() if w}
 
 
 def relative_hybrid(embedding: Scorer | None = None, **options: Any) -> HybridReranker:

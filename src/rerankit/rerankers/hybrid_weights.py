@@ -4,11 +4,12 @@ naming the fix."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ..scorers.recipe import ROLES
 
-__all__ = ["check_weight_options"]
+__all__ = ["check_weight_options", "weight_shares"]
 
 
 def check_weight_options(
@@ -40,3 +41,9 @@ def check_weight_options(
             "relative, weighed by text_weights = [bm25, bm25_background] (the embedding "
             "takes the rest)"
         )
+
+
+def weight_shares(weights: Mapping[str, float]) -> dict[str, float]:
+    """Weights as shares of their sum, rounded (the fusion divides them by their sum)."""
+    total = sum(weights.values()) or 1.0
+    return {k: round(w / total, 6) for k, w in weights.items() if w}

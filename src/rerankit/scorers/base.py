@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from .._words import read_in_part
 from ..errors import ScorerError
 from ..types import Document
 
@@ -162,7 +163,5 @@ def cut_to_fit(
     for i in cut:
         flags.setdefault(i, []).append(f"truncated:{scorer}")
     if cut:
-        warnings.append(
-            f"{scorer}: {len(cut)} document(s) longer than {max_chars} characters were read "
-            f"on their first {max_chars} (max_chars)"
-        )
+        read = f"first {max_chars} (max_chars)"
+        warnings.append(f"{scorer}: {read_in_part(len(cut), f'{max_chars} characters', read)}")

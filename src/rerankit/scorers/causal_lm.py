@@ -32,6 +32,7 @@ import numpy as np
 
 from .._optional import require
 from .._threads import on_model_thread
+from .._words import read_in_part
 from ..backends.hardware import attention_kernels
 from ..backends.hub import cache_only_model_options
 from ..backends.local import model_label, run_splitting_on_oom
@@ -222,10 +223,8 @@ class CausalLMScorer(LocalModelScorer):
         for i in cut:
             flags.setdefault(i, []).append(f"truncated:{self.name}")
         if cut:
-            warnings.append(
-                f"{self.name}: {len(cut)} document(s) too long for the model's "
-                f"{self.max_length}-token prompt were read on their start"
-            )
+            longer = f"the model's {self.max_length} tokens with the query"
+            warnings.append(f"{self.name}: {read_in_part(len(cut), longer, 'start')}")
         return scores
 
     def _score_sequences(self, sequences: list[list[int]]) -> np.ndarray:

@@ -27,7 +27,7 @@ import numpy as np
 
 from .._optional import require
 from .._threads import in_thread, on_model_thread
-from .._words import counted
+from .._words import read_in_part
 from ..backends.detect import check_tokenizer
 from ..backends.hardware import attention_kernels
 from ..backends.hub import cache_only_model_options
@@ -354,11 +354,8 @@ class CrossEncoderScorer(LocalModelScorer):
         for i in long:
             flags.setdefault(i, []).append(f"truncated:{self.name}")
         if long:
-            read = "was read on its" if len(long) == 1 else "were read on their"
-            warnings.append(
-                f"{self.name}: {counted(len(long), 'document')} longer than the model's "
-                f"{self.max_tokens} tokens with the query {read} start"
-            )
+            longer = f"the model's {self.max_tokens} tokens with the query"
+            warnings.append(f"{self.name}: {read_in_part(len(long), longer, 'start')}")
         if query_cut:
             warnings.append(
                 f"{self.name}: the query is too long for the model's {self.max_tokens} "

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._threads import in_thread, on_model_thread, running_on_model_thread
+from .._words import read_in_part
 from ..backends.bundled import (
     BUNDLED_NAMES,
     DEFAULT_EMBEDDING_MODEL,
@@ -360,11 +361,9 @@ class EmbeddingScorer(LocalModelScorer):
         for i in cut:  # never silent: the document and the result say so
             bad.setdefault(i, []).append(f"truncated:{self.name}")
         if cut:
-            warnings.append(
-                f"{self.name}: {len(cut)} document(s) longer than {self.max_passages} "
-                f"passages of {self.passage_words} words were read on their first "
-                f"{self.max_passages} (max_passages)"
-            )
+            longer = f"{self.max_passages} passages of {self.passage_words} words"
+            read = f"first {self.max_passages} (max_passages)"
+            warnings.append(f"{self.name}: {read_in_part(len(cut), longer, read)}")
         if docs.shape[1] != q.shape[0]:
             raise ScorerError(
                 f"scorer {self.name!r}: query embedding has {q.shape[0]} dimensions, "
