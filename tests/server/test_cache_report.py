@@ -103,3 +103,25 @@ def test_the_namespace_said_is_the_one_in_the_url(tmp_path, capsys, redis_url):
     table = {"url": redis_url, "namespace": "rel42"}  # the table's namespace, as before
     served = ServerSettings(pipelines={"b": "bm25"}, default="b", cache=table)
     assert "under rel42:*" in cache_where(served)
+
+
+def test_check_says_the_timeout_the_ping_had_also_when_the_url_sets_it(
+    tmp_path, capsys, redis_url, nothing_listening_url
+):
+    """`?socket_timeout=2` in the url: the client waited 2 s for the answer, and check said
+    `(within 0.5 s)`, the table's timeout the url had overridden."""
+    assert main(["check", _settings(tmp_path / "plain.toml", redis_url)]) == 0
+    assert "the server answered a PING from here (within 0.5 s)" in _cache_line(capsys)
+    path = _settings(tmp_path / "answer.toml", redis_url + "?socket_timeout=2")
+    assert main(["check", path]) == 0
+    line = _cache_line(capsys)
+    assert "within 0.5 s)" not in line, line
+    assert (
+        "(within 0.5 s to connect, 2 s to answer, set by the url's ?socket_timeout= over "
+        "[cache] timeout = 0.5)" in line
+    ), line
+    both = "?socket_timeout=3&socket_connect_timeout=3"
+    assert main(["check", _settings(tmp_path / "both.toml", nothing_listening_url + both)]) == 0
+    line = _cache_line(capsys)
+    assert "; one PING, timeout 3 s, set by the url's ?socket_connect_timeout= and " in line
+    assert "timeout 0.5 s" not in line, line

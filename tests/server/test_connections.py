@@ -129,3 +129,45 @@ def test_max_connections_serves_that_many_connections_at_once(live_server, limit
         for s in held:
             s.close()
         server.stop()
+
+
+def test_requests_refused_over_max_connections_are_counted_and_name_the_setting(
+    live_server, monkeypatch, caplog
+):
+    """A request over `max_connections` got uvicorn's 503 and its line `Exceeded concurrency
+    limit.`, which names no setting, and no metric counted it (it never reaches the app):
+    the operator could not tell what to raise. Now /metrics counts them, and one WARNING
+    a minute names `[server] max_connections`."""
+    import logging
+
+    from rerankit.server import connections
+
+    monkeypatch.setattr(connections, "REFUSALS", connections.Refusals())  # said afresh
+    settings = ServerSettings(pipelines={"bm25": "bm25"}, default="bm25", max_connections=2)
+    server = live_server(settings)
+    held = []
+    try:
+        with caplog.at_level(logging.WARNING, logger="rerankit.server.connections"):
+            for expected in (b"200 OK", b"200 OK", b"503", b"503", b"503"):
+                s, status = _status_of(server.port)
+                held.append(s)
+                assert expected in status, status
+        lines = [r.getMessage() for r in caplog.records if r.name == connections.__name__]
+        assert len(lines) == 1, lines  # once, not per request
+        assert lines[0].startswith("1 request(s) refused with 503"), lines[0]
+        assert "max_connections = 2 connections were open" in lines[0]
+        assert "raise [server] max_connections" in lines[0]
+        for s in held:  # frees the connections: /metrics can be asked
+            s.close()
+        held.clear()
+        deadline = time.time() + 10
+        while True:
+            scrape = httpx.get(f"{server.url}/metrics")
+            if scrape.status_code == 200 or time.time() > deadline:
+                break
+            time.sleep(0.05)
+        assert "\nrerankit_connections_refused_total 3.0\n" in scrape.text, scrape.text[:300]
+    finally:
+        for s in held:
+            s.close()
+        server.stop()

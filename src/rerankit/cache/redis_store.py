@@ -118,6 +118,9 @@ class _Server:
             retry_on_timeout=False,
             health_check_interval=0,
         )
+        said = self.client.connection_pool.connection_kwargs
+        #: seconds to connect and to be answered, as used (:attr:`RedisStore.timeouts`)
+        self.timeouts = (said.get("socket_connect_timeout"), said.get("socket_timeout"))
         self._timeouts = (redis.TimeoutError, TimeoutError)
         self.skip_until = 0.0
         #: the failures of every store on this server (counted; a full server's warned of
@@ -227,6 +230,13 @@ class RedisStore:
         self.claims = f"{namespace}:lock:{kind}:"
         self._server = _server(plain, timeout)
         self._failures = self._server.failures
+
+    @property
+    def timeouts(self) -> tuple[float | None, float | None]:
+        """The seconds a call waits to connect, and to be answered, as the client uses
+        them: the url's ``?socket_connect_timeout=`` and ``?socket_timeout=`` win over
+        ``timeout`` (None: no limit)."""
+        return self._server.timeouts
 
     @staticmethod
     def valid_namespace(namespace: str) -> bool:

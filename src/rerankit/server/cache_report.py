@@ -2,7 +2,8 @@
 judgments and embeddings are kept, for how long, and whether the shared server answers a
 PING. ``rerankit check`` prints it as its ``cache:`` line (:func:`cache_check`); the
 service logs it once at start (:func:`log_cache`), a WARNING when the server does not
-answer. The PING is one call bounded by ``[cache] timeout``: it reads and writes no entry.
+answer. The PING is one call bounded by ``[cache] timeout`` (or the url's ``?socket_timeout=``
+and ``?socket_connect_timeout=``, which win): it reads and writes no entry.
 A cache directory that cannot be written is a WARNING at start and in ``check``, or a
 mistake in ``check`` where serve would not start (:func:`cache_dir_check`)."""
 
@@ -75,16 +76,45 @@ def cache_where(settings: Any) -> str:
 
 def cache_ping(settings: Any) -> str | None:
     """None when the shared cache server of ``settings`` answers a PING within ``[cache]
-    timeout``, else why not (also when no shared server is named: not asked)."""
-    url = settings.cache.resolved_url
+    timeout`` (or the url's own timeouts), else why not (also when no shared server is
+    named: not asked)."""
+    return _ping(settings)[0]
+
+
+def _ping(settings: Any) -> tuple[str | None, str]:
+    """:func:`cache_ping`'s answer, and the timeout the PING had (:func:`_timeouts_said`)."""
+    url, timeout = settings.cache.resolved_url, settings.cache.timeout
     if not url:
-        return "no shared server to ask"
+        return "no shared server to ask", f"{timeout:g} s"
     try:
-        store = RedisStore(url, "answer", timeout=settings.cache.timeout)
+        store = RedisStore(url, "answer", timeout=timeout)
     except (RerankitError, ImportError, ValueError) as exc:
-        return f"{type(exc).__name__}: {exc}"
+        return f"{type(exc).__name__}: {exc}", f"{timeout:g} s"
     problem = store.ping()
-    return None if problem is None else problem.split(": ", 1)[-1].rstrip(".")
+    said = _timeouts_said(*store.timeouts, timeout)
+    return (None if problem is None else problem.split(": ", 1)[-1].rstrip(".")), said
+
+
+def _timeouts_said(connect: float | None, answer: float | None, timeout: float) -> str:
+    """The seconds a call waits to connect and to be answered, as one when they agree, and
+    which of the url's parameters set them where not ``[cache] timeout``."""
+
+    def seconds(value: float | None) -> str:
+        return "no limit" if value is None else f"{value:g} s"
+
+    said = (
+        seconds(answer)
+        if connect == answer
+        else f"{seconds(connect)} to connect, {seconds(answer)} to answer"
+    )
+    from_url = [
+        f"?{name}="
+        for name, value in (("socket_connect_timeout", connect), ("socket_timeout", answer))
+        if value != timeout
+    ]
+    if from_url:
+        said += f", set by the url's {' and '.join(from_url)} over [cache] timeout = {timeout:g}"
+    return said
 
 
 def cache_check(settings: Any) -> tuple[str, str | None]:
@@ -98,8 +128,7 @@ def cache_check(settings: Any) -> tuple[str, str | None]:
     line = f"cache: {cache_where(settings)}"
     if not settings.cache.resolved_url:
         return line, None
-    problem = cache_ping(settings)
-    timeout = f"{settings.cache.timeout:g} s"
+    problem, timeout = _ping(settings)
     if problem is None:
         return f"{line}; the server answered a PING from here (within {timeout})", None
     required = settings.cache.required

@@ -1,13 +1,17 @@
 """uvicorn's h11 protocol with a deadline for a request's headers (named by import string in
 the uvicorn config, so worker processes can load it): uvicorn itself waits for them forever,
 and a client that sends part of its headers and stops would hold its connection and file
-descriptor. The deadline is the config's ``rerankit_header_timeout`` (seconds)."""
+descriptor. The deadline is the config's ``rerankit_header_timeout`` (seconds). A request
+uvicorn refuses over its ``limit_concurrency`` (``max_connections``) is counted and said by
+:func:`rerankit.server.connections.refused`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .connections import refused
 
 __all__ = ["HeaderTimeoutProtocol"]
 
@@ -38,10 +42,18 @@ class HeaderTimeoutProtocol(H11Protocol):
         super().connection_made(transport)
         self._arm()
 
+    def _over_limit(self) -> bool:
+        """Whether uvicorn would answer a request arriving now with its 503 (its test)."""
+        limit = self.limit_concurrency
+        return limit is not None and (len(self.connections) >= limit or len(self.tasks) >= limit)
+
     def handle_events(self) -> None:
+        before, over = self.cycle, self._over_limit()
         super().handle_events()
         if self.cycle is not None:  # a request's headers arrived
             self._disarm()
+            if over and self.cycle is not before:  # one request started, refused
+                refused(self.limit_concurrency - 1)  # (max_connections + 1: see .connections)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()

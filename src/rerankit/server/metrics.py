@@ -2,12 +2,12 @@
 pipeline; errors by status; queue depth, requests in flight, queue and inference time,
 readiness and health, by pipeline; documents per request; embedding micro-batches;
 abandoned requests; LLM provider calls, failures and tokens, by pipeline; the answer
-cache, and the cache calls that failed), with the version and what runs it
-(``rerankit_build_info``, ``python_info``) and the standard process series of
-prometheus_client's ProcessCollector (memory, CPU, start time, open files: read from /proc,
-absent where there is none), each of the process that answers the scrape (one worker of
-``serve --workers N``). docs/service.md's metrics table lists them all, and a test compares
-it with a live scrape."""
+cache, and the cache calls that failed; requests refused over ``max_connections``), with
+the version and what runs it (``rerankit_build_info``, ``python_info``) and the standard
+process series of prometheus_client's ProcessCollector (memory, CPU, start time, open
+files: read from /proc, absent where there is none), each of the process that answers the
+scrape (one worker of ``serve --workers N``). docs/service.md's metrics table lists them
+all, and a test compares it with a live scrape."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import Any
 from .. import __version__
 from .._optional import require
 from ..cache import error_counts, skipped_counts
+from .connections import refused_count
 
 __all__ = ["LATENCY_BUCKETS", "Metrics", "installed_backends"]
 
@@ -68,6 +69,23 @@ class _CacheErrors:
         for kind, count in skipped_counts().items():
             skipped.add_metric([kind], count)
         yield skipped
+
+
+class _Refused:
+    """``rerankit_connections_refused_total``: read from
+    :func:`~rerankit.server.connections.refused_count` when scraped (uvicorn answers those
+    requests itself: they never reach the app)."""
+
+    def collect(self) -> Any:
+        from prometheus_client.core import CounterMetricFamily
+
+        family = CounterMetricFamily(
+            "rerankit_connections_refused",
+            "Requests answered with uvicorn's plain-text 503 because max_connections "
+            "connections were open in this process (they never reach the service)",
+        )
+        family.add_metric([], refused_count())
+        yield family
 
 
 class _ByPipeline:
@@ -256,6 +274,7 @@ class Metrics:
             registry=self.registry,
         )
         self.registry.register(_CacheErrors())
+        self.registry.register(_Refused())
         prom.Info(
             "rerankit_build",
             "Always 1: the rerankit version, the Python version and the model runtimes "

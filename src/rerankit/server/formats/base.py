@@ -3,6 +3,7 @@ applied to documents on the way in."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, Protocol
@@ -39,6 +40,7 @@ __all__ = [
     "check_query",
     "clip",
     "meta",
+    "python_name",
     "ranked_call",
     "relevance_scores",
 ]
@@ -49,6 +51,32 @@ __all__ = [
 #: (pydantic's, JSON Schema validators', schemathesis') reads the pattern alike: ``\\s``
 #: differs between them on U+0085 and U+001C..U+001F
 NOT_BLANK = "[^\t\n\v\f\r \x1c-\x1f\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+
+
+def python_name(name: str, cohere: str, example: str) -> Any:
+    """The type of a field of rerankit's Python API (``top_k``, ``text_field``) that a
+    Cohere request may carry by mistake: refused (422) unless null, naming Cohere's field
+    (``cohere``; ``example`` shows it, ``{value}`` the value sent), as Cohere's API refuses
+    fields it does not know, where rerankit would otherwise ignore it unsaid."""
+
+    def refuse(value: Any) -> None:
+        if value is None:
+            return None
+        shown = example.replace("{value}", json.dumps(value, ensure_ascii=False))
+        raise ValueError(
+            f"{name} is rerankit's Python name; Cohere's rerank request says {cohere}: "
+            f"send {shown} (Cohere's API refuses fields it does not know)"
+        )
+
+    return Annotated[
+        None,
+        BeforeValidator(refuse),
+        Field(
+            default=None,
+            description=f"rerankit's Python name for {cohere}: refused "
+            f"(422) unless null; send {cohere}",
+        ),
+    ]
 
 
 def _whole_number(value: Any) -> Any:

@@ -23,7 +23,7 @@ from ...types import RerankResult
 from ..http import AnswerShape
 from ..settings import ServerSettings
 from . import base
-from .base import NOT_BLANK, Call, PositiveWholeNumber, meta, relevance_scores
+from .base import NOT_BLANK, Call, PositiveWholeNumber, meta, python_name, relevance_scores
 
 
 class CohereV1Usage(AnswerShape):
@@ -56,6 +56,11 @@ description = (
 )
 
 
+#: rerankit's Python names for ``rank_fields`` (:func:`~.base.python_name`): refused
+TextField = python_name("text_field", "rank_fields", '"rank_fields": [{value}]')
+TextFields = python_name("text_fields", "rank_fields", '"rank_fields": {value}')
+
+
 class CohereV1Request(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
@@ -77,6 +82,9 @@ class CohereV1Request(BaseModel):
     first_stage_field: str | None = Field(default=None, min_length=1)
     #: rerankit's extension: the object field holding the title (default ``title``)
     title_field: str | None = Field(default=None, min_length=1)
+    #: rerankit's Python names for rank_fields, sent by mistake: refused, naming rank_fields
+    text_field: TextField = None  # type: ignore[valid-type]
+    text_fields: TextFields = None  # type: ignore[valid-type]
 
 
 Request = CohereV1Request

@@ -12,7 +12,7 @@ from ...documents import InputFields
 from ...types import RerankResult
 from ..settings import ServerSettings
 from . import base
-from .base import NOT_BLANK, Call, PositiveWholeNumber, meta, relevance_scores
+from .base import NOT_BLANK, Call, PositiveWholeNumber, meta, python_name, relevance_scores
 
 
 class CohereV2Response(base.RankedResponse):
@@ -43,6 +43,10 @@ def _text(value: Any) -> Any:
     return value
 
 
+#: rerankit's Python name for ``top_n`` (:func:`~.base.python_name`): refused
+TopK = python_name("top_k", "top_n", '"top_n": {value}')
+
+
 class CohereV2Request(BaseModel):
     # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
     model_config = ConfigDict(extra="ignore", strict=True)
@@ -53,6 +57,8 @@ class CohereV2Request(BaseModel):
     max_tokens_per_doc: PositiveWholeNumber | None = None
     #: answered as Cohere's v2 API answers it: each result's ``document: {"text": ...}``
     return_documents: bool = False
+    #: rerankit's Python name for top_n, sent by mistake: refused, naming top_n
+    top_k: TopK = None  # type: ignore[valid-type]
 
 
 Request = CohereV2Request
