@@ -143,7 +143,11 @@ def test_export_without_out_fills_the_cache_the_backends_read(
     monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))
     folder = export_folder(str(tiny_st), kind="embedding")
     assert main(["export", str(tiny_st)]) == 0
-    assert capsys.readouterr().out == f"exported {tiny_st} to {folder}\n"
+    said = capsys.readouterr().out.splitlines()
+    assert said[0] == f"exported {tiny_st} to {folder}"
+    # and how to read it: without --out, only an explicit ONNX backend does for this model
+    assert said[1].startswith(f"rank, batch, eval and serve read it for -r {tiny_st} with ")
+    assert "--backend onnx (" in said[1] and "--out FOLDER" in said[1]
     assert is_exported(folder)
     assert main(["export", str(tiny_st)]) == 0
     assert capsys.readouterr().out.startswith("already exported")

@@ -27,7 +27,8 @@ __all__ = ["add_command", "cmd_export"]
 
 def _export_to_cache(args: argparse.Namespace, kind: str) -> int:
     """``rerankit export MODEL`` without ``--out``: the export ``backend`` ``auto`` and
-    ``onnx`` use, made into the cache (once; said when it was there already)."""
+    ``onnx`` use, made into the cache (once; said when it was there already), and how the
+    commands read it."""
     folder = export_folder(
         args.model, kind=kind, max_length=args.max_length, revision=args.revision
     )
@@ -41,6 +42,12 @@ def _export_to_cache(args: argparse.Namespace, kind: str) -> int:
         revision=args.revision,
     )
     print(f"{'already exported' if there else 'exported'} {args.model} to {folder}")
+    flag = " --quantize int8" if args.quantize else ""
+    print(
+        f"rank, batch, eval and serve read it for -r {args.model} with --backend onnx{flag} "
+        '(backend = "onnx" in a pipeline file); --out FOLDER writes a folder of your own '
+        "instead, checked against the model on torch, that runs as it is (-r FOLDER)"
+    )
     return 0
 
 
