@@ -142,7 +142,7 @@ def test_missing_file_and_warnings_go_to_stderr(capsys, monkeypatch, tmp_path):
     )
     stdin = '[{"text": "b", "rerank_score": 1}, {"text": "a"}]'
     code, out, err = run_cli(capsys, "rank", "-q", "a", stdin=stdin, monkeypatch=monkeypatch)
-    assert code == 0 and "warning: 1 input dict(s) already had a 'rerank_score'" in err
+    assert code == 0 and "warning: 1 input dict already had a 'rerank_score'" in err
     # the shell's user is told the flag, a caller of the library the keyword
     assert "(--score-field NAME names another field)" in err and "score_field=" not in err
     said = rerankit.rerank("a", json.loads(stdin), reranker="bm25").warnings

@@ -90,7 +90,7 @@ def test_an_input_degraded_field_is_said_on_stderr(capsys, tmp_path, files):
     docs.write_text("".join(json.dumps({**d, "degraded": "no"}) + "\n" for d in DOCS))
     code, out, err = _rank(capsys, docs, broken)
     assert code == 0 and {json.loads(line)["degraded"] for line in out.splitlines()} == {True}
-    assert "2 input object(s) already had a 'degraded' field" in err, err
+    assert "2 input objects already had a 'degraded' field" in err, err
     code, out, err = _rank(capsys, docs, fine)
     assert code == 0 and {json.loads(line)["degraded"] for line in out.splitlines()} == {"no"}
     assert "theirs is passed on as it was (this ranking did not degrade)" in err, err

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._threads import run_sync, run_until_answered
+from .._words import counted
 from ..documents import InputFields, output_for, repeated_ids
 from ..errors import said_for
 from ..scorers.base import ScoreBatch, Scorer, as_score_batch
@@ -172,7 +173,7 @@ class Scored:
         for i in idx:
             self.flags.setdefault(int(i), []).append(f"non_finite:{name}")
         self.warnings.append(
-            f"scorer {name!r} returned {idx.size} non-finite score(s) (documents "
+            f"scorer {name!r} returned {counted(int(idx.size), 'non-finite score')} (documents "
             f"{idx[:10].tolist()}{'...' if idx.size > 10 else ''}); they count as its worst score"
         )
         logger.warning(self.warnings[-1])
@@ -297,8 +298,8 @@ class Reranker(ABC):
         clash = sum(isinstance(d.source, Mapping) and score_field in d.source for d in docs)
         if clash:
             message = (
-                f"{clash} input dict(s) already had a {score_field!r} field: the output dicts "
-                f"hold the rerank score there instead "
+                f"{counted(clash, 'input dict')} already had a {score_field!r} field: the output "
+                "dicts hold the rerank score there instead "
                 f"({said_for('score_field=', '--score-field NAME')} names another field)"
             )
             logger.warning("%s", message)
