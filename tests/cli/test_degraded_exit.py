@@ -126,4 +126,4 @@ def test_batch_strict_counts_degraded_rows_as_failed(capsys, tmp_path, files):
     args = ["batch", "--input", str(rows), "-r", str(broken), "--no-progress"]
     assert main([*args, "--out", str(tmp_path / "a.jsonl")]) == 0
     assert main([*args, "--out", str(tmp_path / "b.jsonl"), "--strict"]) == 1
-    assert "--strict: 2 degraded row(s) count as failed" in capsys.readouterr().err
+    assert "--strict: 2 degraded rows count as failed" in capsys.readouterr().err

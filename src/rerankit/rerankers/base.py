@@ -80,7 +80,8 @@ def check_keywords(unexpected: Mapping[str, Any], where: str) -> None:
         close = difflib.get_close_matches(name, known, n=1)  # a misspelt option
         maybe = f" (did you mean {close[0]!r}?)" if close else ""
         parts.append(f"{name!r} (use {hint})" if hint else f"{name!r}{maybe}")
-    raise TypeError(f"{where}() got unexpected keyword argument(s): {', '.join(parts)}")
+    said = "an unexpected keyword argument" if len(parts) == 1 else "unexpected keyword arguments"
+    raise TypeError(f"{where}() got {said}: {', '.join(parts)}")
 
 
 @contextlib.contextmanager
