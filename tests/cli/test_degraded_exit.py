@@ -127,3 +127,8 @@ def test_batch_strict_counts_degraded_rows_as_failed(capsys, tmp_path, files):
     assert main([*args, "--out", str(tmp_path / "a.jsonl")]) == 0
     assert main([*args, "--out", str(tmp_path / "b.jsonl"), "--strict"]) == 1
     assert "--strict: 2 degraded rows count as failed" in capsys.readouterr().err
+    one = tmp_path / "one.jsonl"  # and one, in its number
+    one.write_text(rows.read_text().splitlines()[0] + "\n")
+    args = ["batch", "--input", str(one), "-r", str(broken), "--no-progress", "--strict"]
+    assert main([*args, "--out", str(tmp_path / "c.jsonl")]) == 1
+    assert "--strict: 1 degraded row counts as failed" in capsys.readouterr().err
