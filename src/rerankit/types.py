@@ -281,7 +281,8 @@ class RerankResult:
         elif links:
             ranks = [str(r.rank) for r in shown if r.score_from_contributions == SIGMOID_OF_SUM]
             lines.append(
-                f"score = sigmoid(sum of contrib) at rank(s) {', '.join(ranks)} (calibrated "
+                f"score = sigmoid(sum of contrib) at {'rank' if len(ranks) == 1 else 'ranks'} "
+                f"{', '.join(ranks)} (calibrated "
                 "logits; (intercept) is the calibration's constant), sum of contrib elsewhere"
             )
         if earlier:

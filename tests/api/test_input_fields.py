@@ -172,8 +172,15 @@ def test_a_misspelt_field_option_is_a_type_error_naming_the_option_meant():
     for call in (rerankit.rerank, load("bm25").rerank):
         with pytest.raises(TypeError, match=r"'text_feild' \(did you mean 'text_field'\?\)"):
             call("vaccines", docs, text_feild="body")
-    with pytest.raises(TypeError, match=r"'top_n' \(use top_k\)"):  # another API's name
+    with pytest.raises(TypeError, match=r"'top_n' \(use top_k\)") as one:  # another API's
         rerankit.rerank("vaccines", docs, reranker="bm25", top_n=1)
+    # in its number, as Python says it
+    assert "rerank() got an unexpected keyword argument: 'top_n' (use top_k)" in str(one.value)
+    with pytest.raises(TypeError) as two:
+        load("bm25").rerank("vaccines", docs, top_n=1, text_feild="body")
+    assert "rerank() got unexpected keyword arguments: 'top_n' (use top_k), 'text_feild' (" in (
+        str(two.value)
+    )
 
 
 def test_an_id_field_named_that_no_document_has_is_refused_the_default_is_not():

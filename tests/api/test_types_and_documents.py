@@ -164,7 +164,7 @@ def test_a_score_field_the_input_already_has_is_overwritten_with_one_warning(cap
     with caplog.at_level("WARNING", logger="rerankit"):
         result = pipeline.rerank("solar", (d for d in docs), score_field="score")
     said = [w for w in result.warnings if "'score'" in w]
-    assert len(said) == 1 and "2 input dict(s)" in said[0]
+    assert len(said) == 1 and "2 input dicts already had a 'score' field" in said[0]
     assert [r.message for r in caplog.records].count(said[0]) == 1
     assert docs[0]["score"] == 3.0  # the input is not touched; the output holds the new score
     assert result[0].document["score"] == result[0].score

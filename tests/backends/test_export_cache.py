@@ -154,7 +154,7 @@ def test_cache_info_counts_every_export_and_names_what_it_was_made_of(
 ):
     """``rerankit cache info onnx``: an export of ``./bge-like`` counts and is named by its
     folder's path; one an earlier build made of a ``./`` path (a hidden folder, the
-    reader's "0 export(s), 5.9 MB") counts too; a hub id's names its commit; a folder
+    reader's "0 exports, 5.9 MB") counts too; a hub id's names its commit; a folder
     being written does not count."""
     constants = pytest.importorskip("huggingface_hub.constants")
     from rerankit.cli import main
@@ -175,6 +175,6 @@ def test_cache_info_counts_every_export_and_names_what_it_was_made_of(
     _export_made(folder.parent / f".{folder.name}.4242-0123abcd", {"source": "./bge-like"})
     assert main(["cache", "info", "onnx"]) == 0
     out = capsys.readouterr().out
-    listed = out.split("3 export(s): ")[1]
+    listed = out.split("3 exports: ")[1]
     for source in (f"{model}, ", f"{MODEL}@{'c' * 12}, ", "./bge-like, "):
         assert listed.count(source) == 1, out

@@ -74,3 +74,19 @@ def test_cuda_on_a_cpu_build_of_pytorch_is_said_by_check_and_at_load(bert_dir, t
     message = str(info.value)
     assert message.startswith(f"could not load cross-encoder {str(bert_dir)!r}: {said}")
     assert fix in message and "AssertionError" not in message
+
+
+@pytest.mark.parametrize(("gpus", "sees"), [(1, "sees 1 CUDA GPU;"), (2, "sees 2 CUDA GPUs;")])
+def test_a_gpu_past_those_pytorch_sees_is_said_with_their_number(monkeypatch, gpus, sees):
+    """``cuda:N`` past the GPUs a CUDA build sees (the GPUs counted as PyTorch has them)."""
+    torch = pytest.importorskip("torch", reason="needs the 'torch' extra")
+    from rerankit.backends.hardware import device_problem
+
+    monkeypatch.setattr(torch.version, "cuda", "12.1")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: gpus)
+    assert device_problem(f"cuda:{gpus - 1}") is None
+    said = device_problem(f"cuda:{gpus}")
+    assert (
+        said == f'device \'cuda:{gpus}\' asked for but PyTorch {sees} set device = "cpu" or "auto"'
+    )

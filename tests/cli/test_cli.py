@@ -142,7 +142,7 @@ def test_missing_file_and_warnings_go_to_stderr(capsys, monkeypatch, tmp_path):
     )
     stdin = '[{"text": "b", "rerank_score": 1}, {"text": "a"}]'
     code, out, err = run_cli(capsys, "rank", "-q", "a", stdin=stdin, monkeypatch=monkeypatch)
-    assert code == 0 and "warning: 1 input dict(s) already had a 'rerank_score'" in err
+    assert code == 0 and "warning: 1 input dict already had a 'rerank_score'" in err
     # the shell's user is told the flag, a caller of the library the keyword
     assert "(--score-field NAME names another field)" in err and "score_field=" not in err
     said = rerankit.rerank("a", json.loads(stdin), reranker="bm25").warnings
@@ -509,7 +509,7 @@ def test_cache_lists_every_cache_with_its_size_and_clears_the_one_named(
     assert code == 0 and set(lines) == {"embeddings", "judgments", "answers", "onnx", "wordfreq"}
     assert "3 entries" in lines["embeddings"] and str(tmp_path) in lines["embeddings"]
     assert "1 entry," in lines["judgments"]
-    assert "1 export(s): all-MiniLM-L6-v2" in lines["onnx"] and "2.0 MB" in lines["onnx"]
+    assert "1 export: all-MiniLM-L6-v2" in lines["onnx"] and "2.0 MB" in lines["onnx"]
     code, out, _ = run_cli(capsys, "cache", "clear", "onnx")
     assert code == 0 and out.startswith("cleared onnx") and not (tmp_path / "onnx").exists()
     assert (tmp_path / "embeddings.sqlite").exists()  # only the cache named

@@ -90,7 +90,7 @@ def test_an_input_degraded_field_is_said_on_stderr(capsys, tmp_path, files):
     docs.write_text("".join(json.dumps({**d, "degraded": "no"}) + "\n" for d in DOCS))
     code, out, err = _rank(capsys, docs, broken)
     assert code == 0 and {json.loads(line)["degraded"] for line in out.splitlines()} == {True}
-    assert "2 input object(s) already had a 'degraded' field" in err, err
+    assert "2 input objects already had a 'degraded' field" in err, err
     code, out, err = _rank(capsys, docs, fine)
     assert code == 0 and {json.loads(line)["degraded"] for line in out.splitlines()} == {"no"}
     assert "theirs is passed on as it was (this ranking did not degrade)" in err, err
@@ -126,4 +126,9 @@ def test_batch_strict_counts_degraded_rows_as_failed(capsys, tmp_path, files):
     args = ["batch", "--input", str(rows), "-r", str(broken), "--no-progress"]
     assert main([*args, "--out", str(tmp_path / "a.jsonl")]) == 0
     assert main([*args, "--out", str(tmp_path / "b.jsonl"), "--strict"]) == 1
-    assert "--strict: 2 degraded row(s) count as failed" in capsys.readouterr().err
+    assert "--strict: 2 degraded rows count as failed" in capsys.readouterr().err
+    one = tmp_path / "one.jsonl"  # and one, in its number
+    one.write_text(rows.read_text().splitlines()[0] + "\n")
+    args = ["batch", "--input", str(one), "-r", str(broken), "--no-progress", "--strict"]
+    assert main([*args, "--out", str(tmp_path / "c.jsonl")]) == 1
+    assert "--strict: 1 degraded row counts as failed" in capsys.readouterr().err

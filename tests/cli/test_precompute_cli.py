@@ -82,7 +82,7 @@ def test_a_cache_that_cannot_be_reached_is_an_error_saying_so(
     argv = ["precompute", "-i", str(corpus), "-r", str(pipeline), "--text-field", "body"]
     assert main(argv) == 1
     said = capsys.readouterr().out
-    assert "call(s) to the cache failed: those vectors were not kept" in said
+    assert "  1 call to the cache failed: those vectors were not kept" in said, said
 
 
 def test_documents_longer_than_the_passages_read_are_said_once_as_a_rerank_warns(

@@ -100,6 +100,12 @@ def test_rank_deadline_names_a_one_scorer_file_as_check_does_not_by_its_type(
     assert err.startswith(
         f"rerankit rank: error: reranker '{said}' did not finish within the 0.3 s deadline"
     ), err
+    # the fix in the command line's words, not Python's (a Pipeline)
+    assert (
+        "(give a longer --deadline, or rank with a pipeline file whose first [[stages]] "
+        "entry is fast, such as bm25)"
+    ) in err, err
+    assert "Pipeline" not in err
     assert main(["check", str(judge)]) == 0
     assert f"{judge}: ok: '{said}': " in capsys.readouterr().out
 

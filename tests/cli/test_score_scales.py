@@ -45,7 +45,7 @@ def test_every_line_carries_the_score_scale(capsys, monkeypatch):
     assert main(["rank", "-q", "solar", "-r", "bm25"]) == 0
     out, err = capsys.readouterr()
     assert [json.loads(x)["score_scale"] for x in out.splitlines()] == ["relative"] * 2
-    assert "1 input object(s) already had a 'score_scale' field" in err
+    assert "1 input object already had a 'score_scale' field" in err
 
 
 def test_output_sigmoid_gives_what_a_pipeline_file_gives(capsys, tmp_path, bert_dir):

@@ -133,7 +133,7 @@ def test_a_real_sigint_in_a_pipeline_exits_130_after_printing_and_writing_the_re
     assert "| bm25 |" in captured.out and "| absorbs-sigint |" not in captured.out
     assert "INTERRUPTED: absorbs-sigint stopped by Ctrl-C on query 'q1'" in captured.err
     assert "INTERRUPTED: jaccard not started; not measured" in captured.err
-    assert f"rerankit eval: interrupted: 1 pipeline run(s) measured, written to {out}" in (
+    assert f"rerankit eval: interrupted: 1 pipeline run measured, written to {out}" in (
         captured.err
     )
     assert f"wrote {out / 'results.json'}" in captured.err

@@ -100,7 +100,7 @@ def test_a_candidate_listed_twice_is_ranked_once_where_it_came_first_and_said(ti
     said: list[str] = []
     got = first_stage(data, str(cands), k=10, note=said.append)
     assert [d for d, _ in got["q1"]] == ["d3", "d1", "d2"] and len(got["q2"]) == 2
-    assert len(said) == 1 and "1 candidate(s) listed again for the same query" in said[0]
+    assert len(said) == 1 and "1 candidate listed again for the same query, in 1 query " in said[0]
     assert "query 'q1'" in said[0] and data.notes == []  # the caller's dataset untouched
     warned: list[str] = []
     result = evaluate(tiny, "bm25", first_stage=str(cands), note=warned.append)

@@ -126,8 +126,14 @@ def test_a_deadline_no_stage_meets_raises_naming_it_and_the_stage(gate):
 
 
 def test_a_reranker_without_stages_raises_at_its_deadline(gate):
-    with pytest.raises(DeadlineError, match=r"reranker 'held' did not finish within the 0\.3 s"):
+    with pytest.raises(
+        DeadlineError, match=r"reranker 'held' did not finish within the 0\.3 s"
+    ) as e:
         load(Held(gate)).rerank(QUERY, DOCS, deadline=DEADLINE)
+    # a caller of the library is told its fix in Python's words
+    assert str(e.value).endswith(
+        "(give a longer deadline, or rerank with a Pipeline whose first stage is fast)"
+    )
 
 
 def test_no_stage_starts_after_the_deadline(gate):

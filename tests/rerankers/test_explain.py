@@ -108,7 +108,7 @@ def test_a_cascade_marks_the_rows_of_the_stage_that_chose_the_candidates():
         assert list(e["strategies"]) == ["bm25/bm25"]
         assert e["strategies"]["bm25/bm25"]["contribution"] == pytest.approx(e["score"])
     table = result.explain_table()
-    assert "score = sigmoid(sum of contrib) at rank(s) 1, 2, 3, 4" in table
+    assert "score = sigmoid(sum of contrib) at ranks 1, 2, 3, 4" in table
     assert table.count("(earlier stage: chose it; not in the score)") == 4
     top = result.top_k(4).explain_table()
     assert "score = sigmoid(sum of contrib): each contrib" in top

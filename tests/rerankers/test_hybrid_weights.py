@@ -91,9 +91,10 @@ def test_check_says_a_later_stage_gives_the_scores_after_a_reweighted_hybrid():
     [
         (
             {"bm25": 0.7},
-            "unknown signal(s) ['bm25']; the signals are passage, embedding, "
+            "unknown signal ['bm25']; the signals are passage, embedding, "
             "bm25_background, proximity",
         ),
+        ({"bm25": 0.5, "dense": 0.5}, "unknown signals ['bm25', 'dense']; the signals are"),
         ({"passage": 0.8, "embedding": 0.5}, "sum to 1.3"),
         ({"passage": 0.3, "embedding": 0.1, "bm25_background": 0.1, "proximity": 0.1}, "exactly 1"),
         ({"passage": "high"}, "each weight is a number in [0, 1]"),

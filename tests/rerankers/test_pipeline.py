@@ -142,7 +142,7 @@ def test_non_finite_scores_count_as_worst_and_are_flagged(fixed_scorer):
     result = ScorerReranker(scorer).rerank("q", list("abcde"))
     assert [r.index for r in result] == [2, 0, 1, 3, 4]  # NaN/inf tie with the worst (0.1)
     assert {r.index: r.flags for r in result}[1] == ("non_finite:shaky",)
-    assert "2 non-finite score(s) (documents [1, 3])" in result.warnings[0]
+    assert "2 non-finite scores (documents [1, 3])" in result.warnings[0]
     assert np.isnan(result[2].scores["shaky"])  # the raw score is kept as returned
     assert all(np.isfinite(r.score) for r in result)
 
@@ -151,6 +151,22 @@ def test_non_finite_scores_count_as_worst_and_are_flagged(fixed_scorer):
     )
     assert all(np.isfinite(r.score) for r in fused)
     assert {r.index: r.flags for r in fused}[3] == ("non_finite:shaky",)
+
+
+def test_one_non_finite_score_and_one_replaced_field_are_said_in_the_singular(fixed_scorer, caplog):
+    """The warnings count in their number, and an adapter still knows the rerank logged
+    them (:func:`rerankit.rerankers.notes.logged_by_rerank` reads their words)."""
+    from rerankit.rerankers.notes import logged_by_rerank
+
+    scorer = fixed_scorer("shaky", [0.4, float("nan"), 0.9])
+    docs = [{"text": "a", "rerank_score": 1.0}, {"text": "b"}, {"text": "c"}]
+    with caplog.at_level("WARNING", logger="rerankit"):
+        result = ScorerReranker(scorer).rerank("q", docs)
+    nan, field = result.warnings
+    assert "scorer 'shaky' returned 1 non-finite score (documents [1])" in nan
+    assert field.startswith("1 input dict already had a 'rerank_score' field: ")
+    assert logged_by_rerank(nan) and logged_by_rerank(field)
+    assert [r.message for r in caplog.records] == [nan, field]
 
 
 def test_scorer_flags_and_warnings_reach_the_result(fixed_scorer):

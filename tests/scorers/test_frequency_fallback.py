@@ -54,7 +54,7 @@ def test_rerankit_cache_lists_the_word_frequency_tables(tmp_path, monkeypatch, c
     FrequencyTable.from_mapping({"the": 0.05}, "en").save(folder / "en-best-abc-v2.npz")
     assert main(["cache", "info", "wordfreq"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"wordfreq: {folder}, 2 language(s): de, en, ")
+    assert out.startswith(f"wordfreq: {folder}, 2 languages: de, en, ")
     assert main(["cache", "clear", "wordfreq"]) == 0
     assert not folder.exists()
 

@@ -517,6 +517,9 @@ def test_too_few_queries_to_hold_out_are_said_not_skipped_silently(tiny_st, tmp_
     assert main([*train, "--out", str(out), "--no-progress", "--max-pairs", "6"]) == 0
     printed = capsys.readouterr()
     assert "held-out check" not in printed.out
+    # one step is said as one, in the estimate and in the summary
+    assert "6 training pairs, 1 step of 16: about " in printed.out, printed.out
+    assert "\n1 step in " in printed.out, printed.out
     assert "no held-out check: 6 judged training queries are too few" in printed.err
     assert f"it takes {MIN_QUERIES_TO_HOLD_OUT} or more" in printed.err
     assert len(json.loads((out / TRAINED_ON).read_text())["queries"]) == 6

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .._optional import require
+from .._words import counted
 
 __all__ = ["HardwareProfile", "attention_kernels", "device_problem"]
 
@@ -168,7 +169,11 @@ def device_problem(device: str) -> str | None:
     index = int(device.split(":")[1]) if ":" in device else 0
     if index < count:
         return None
-    sees = f"sees {count} CUDA GPU(s)" if count else "sees no CUDA GPU (no GPU or driver here)"
+    sees = (
+        f"sees {counted(count, 'CUDA GPU')}"
+        if count
+        else "sees no CUDA GPU (no GPU or driver here)"
+    )
     return f'device {device!r} asked for but PyTorch {sees}; set device = "cpu" or "auto"'
 
 

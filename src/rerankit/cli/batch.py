@@ -185,7 +185,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
         write_summary(args.summary, summary)
     failed, status = summary.failed_in_output, summary.exit_status
     if args.strict and summary.degraded:
-        print(f"  --strict: {summary.degraded} degraded row(s) count as failed", file=sys.stderr)
+        count = "counts" if summary.degraded == 1 else "count"
+        print(
+            f"  --strict: {counted(summary.degraded, 'degraded row')} {count} as failed",
+            file=sys.stderr,
+        )
         failed += summary.degraded
         status = 1 if failed == summary.rows + summary.skipped else SOME_ROWS_FAILED
     if status:  # why, in one line a log grep finds

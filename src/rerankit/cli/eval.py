@@ -225,7 +225,7 @@ def say_interrupted(result: Evaluation, out: str | None) -> int:
     for line in interrupted_lines(result.interrupted, several):
         note(line)
     rows = sum(len(c.rows) - 1 for c in result.collections)  # the first stage's aside
-    done = f"{rows} pipeline run(s) measured" if rows else "no pipeline measured"
+    done = f"{counted(rows, 'pipeline run')} measured" if rows else "no pipeline measured"
     if out is not None and result.collections:
         done += f", written to {out}"
     print(f"rerankit eval: interrupted: {done}", file=sys.stderr)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import registry
+from .._words import counted
 from ..backends.export_cache import cached_exports, onnx_cache_root
 from ..cache import cache_url, default_cache_dir
 from ..cache.redis_store import RedisStore, key_namespace
@@ -147,10 +148,14 @@ def _folders(args: argparse.Namespace, server: bool) -> None:
             continue
         if name == "onnx":
             sources = [source for _, source in cached_exports()]
-            listed = f"{len(sources)} export(s){': ' + ', '.join(sources) if sources else ''}"
+            listed = (
+                f"{counted(len(sources), 'export')}{': ' + ', '.join(sources) if sources else ''}"
+            )
         else:  # LANGUAGE-LIST-KEY-vN.npz
             tables = sorted({f.name.split("-")[0] for f in path.glob("[!.]*.npz")})
-            listed = f"{len(tables)} language(s){': ' + ', '.join(tables) if tables else ''}"
+            listed = (
+                f"{counted(len(tables), 'language')}{': ' + ', '.join(tables) if tables else ''}"
+            )
         print(f"{name}: {path}, {listed}, {_readable(_size(path))}: {what}")
 
 

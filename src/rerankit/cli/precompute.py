@@ -60,7 +60,7 @@ def summary(name: str, result: PrecomputeResult) -> str:
         )
     if result.failed_calls:
         lines.append(
-            f"  {result.failed_calls} call(s) to the cache failed: those vectors were not "
+            f"  {counted(result.failed_calls, 'call')} to the cache failed: those vectors were not "
             "kept (the warning above says why); run it again once the cache is reachable"
         )
     return "\n".join(lines)

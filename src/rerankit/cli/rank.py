@@ -13,6 +13,7 @@ from typing import Any
 
 from .. import registry
 from .._jsonl import numbered_records, read_text
+from .._words import counted
 from ..api import PIPELINE_SUFFIXES, default_reranker, fell_back, load, pipeline_name
 from ..backends.bundled import BUNDLED_NAMES
 from ..backends.detect import model_kind
@@ -168,7 +169,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         return 0
     if clash := sum(isinstance(i, dict) and SCALE_FIELD in i for i in items):
         print(
-            f"rerankit: warning: {clash} input object(s) already had a {SCALE_FIELD!r} "
+            f"rerankit: warning: {counted(clash, 'input object')} already had a {SCALE_FIELD!r} "
             "field: the output holds the scores' scale there instead",
             file=sys.stderr,
         )
@@ -176,7 +177,7 @@ def cmd_rank(args: argparse.Namespace) -> int:
         clash := sum(isinstance(i, dict) and DEGRADED_FIELD in i for i in items)
     ):
         print(
-            f"rerankit: warning: {clash} input object(s) already had a {DEGRADED_FIELD!r} "
+            f"rerankit: warning: {counted(clash, 'input object')} already had a {DEGRADED_FIELD!r} "
             "field, where rank marks a degraded ranking's lines: "
             + (
                 "the output holds true there instead"
@@ -374,12 +375,7 @@ def add_commands(sub: Any) -> None:
         help="the search query (an empty one is refused, as batch and the service refuse it)",
     )
     rank.add_argument("--input", "-i", default="-", help="input file, or - for stdin (default)")
-    rank.add_argument(
-        "--reranker",
-        "-r",
-        default=None,
-        help=RERANKER_HELP,
-    )
+    rank.add_argument("--reranker", "-r", default=None, help=RERANKER_HELP)
     add_old_spelling(rank, "--config", "-c", dest="reranker", now="--reranker")
     add_refused_flag(
         rank,

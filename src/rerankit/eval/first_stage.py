@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._jsonl import numbered_jsonl
+from .._words import counted
 from ..errors import InputError, keyword_flag
 from ..scorers.lexical import length_norm, lucene_idf, saturated_tf
 from ..text.analysis import Analyzer
@@ -154,8 +155,8 @@ def first_stage(
         example = next(iter(repeated))
         named = data.run_file if source == "run" else source_name(source)
         said = (
-            f"{named}: {sum(repeated.values())} "
-            f"candidate(s) listed again for the same query, in {len(repeated)} queries "
+            f"{named}: {counted(sum(repeated.values()), 'candidate')} listed again for the "
+            f"same query, in {counted(len(repeated), 'query', 'queries')} "
             f"(e.g. {repeated[example]} in query {example!r}): each document is ranked once, "
             "where it was listed first"
         )

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._threads import run_sync, run_until_answered
+from .._words import counted
 from ..documents import InputFields, output_for, repeated_ids
 from ..errors import said_for
 from ..scorers.base import ScoreBatch, Scorer, as_score_batch
@@ -79,7 +80,8 @@ def check_keywords(unexpected: Mapping[str, Any], where: str) -> None:
         close = difflib.get_close_matches(name, known, n=1)  # a misspelt option
         maybe = f" (did you mean {close[0]!r}?)" if close else ""
         parts.append(f"{name!r} (use {hint})" if hint else f"{name!r}{maybe}")
-    raise TypeError(f"{where}() got unexpected keyword argument(s): {', '.join(parts)}")
+    said = "an unexpected keyword argument" if len(parts) == 1 else "unexpected keyword arguments"
+    raise TypeError(f"{where}() got {said}: {', '.join(parts)}")
 
 
 @contextlib.contextmanager
@@ -172,7 +174,7 @@ class Scored:
         for i in idx:
             self.flags.setdefault(int(i), []).append(f"non_finite:{name}")
         self.warnings.append(
-            f"scorer {name!r} returned {idx.size} non-finite score(s) (documents "
+            f"scorer {name!r} returned {counted(int(idx.size), 'non-finite score')} (documents "
             f"{idx[:10].tolist()}{'...' if idx.size > 10 else ''}); they count as its worst score"
         )
         logger.warning(self.warnings[-1])
@@ -297,8 +299,8 @@ class Reranker(ABC):
         clash = sum(isinstance(d.source, Mapping) and score_field in d.source for d in docs)
         if clash:
             message = (
-                f"{clash} input dict(s) already had a {score_field!r} field: the output dicts "
-                f"hold the rerank score there instead "
+                f"{counted(clash, 'input dict')} already had a {score_field!r} field: the output "
+                "dicts hold the rerank score there instead "
                 f"({said_for('score_field=', '--score-field NAME')} names another field)"
             )
             logger.warning("%s", message)

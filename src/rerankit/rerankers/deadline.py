@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from .._threads import deadline_scope
-from ..errors import DeadlineError, InputError, keyword_flag
+from ..errors import DeadlineError, InputError, keyword_flag, said_for
 from ..types import RerankResult
 
 __all__ = [
@@ -123,12 +123,17 @@ def _settled(task: asyncio.Task) -> None:
 
 def deadline_refusal(name: str, first: str | None, seconds: float) -> str:
     """Why the reranker ``name`` has no order to return at its deadline of ``seconds``:
-    ``first``, its first stage, had not finished (None: it has no stages)."""
+    ``first``, its first stage, had not finished (None: it has no stages). The fix is
+    worded for the command line within :func:`~rerankit.errors.flags_first`."""
     if first is None:
+        fix = said_for(
+            "give a longer deadline, or rerank with a Pipeline whose first stage is fast",
+            "give a longer --deadline, or rank with a pipeline file whose first [[stages]] "
+            "entry is fast, such as bm25",
+        )
         return (
             f"reranker {name!r} did not finish within the {seconds:g} s deadline; it has "
-            "no earlier stage whose order could be returned (give a longer deadline, or "
-            "rerank with a Pipeline whose first stage is fast)"
+            f"no earlier stage whose order could be returned ({fix})"
         )
     return (
         ("" if name == "pipeline" else f"pipeline {name!r}: ")  # (the default name)

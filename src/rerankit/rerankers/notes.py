@@ -27,7 +27,7 @@ _PIPELINE_NOTE = re.compile(
 _LOGGED = re.compile(
     rf"^{_STAGE}(?:(?:\d+ ids are|1 id is) shared by several documents \(|scorer '.*' "
     r"returned \d+ non-finite score|the (?:query|document list) is empty; input order kept"
-    r"|\d+ input dict\(s\) already had a )",
+    r"|\d+ input dicts? already had a )",
     re.S,
 )
 

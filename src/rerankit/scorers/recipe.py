@@ -172,7 +172,8 @@ def reweighted(base: Mapping[str, float], weights: Any) -> dict[str, float]:
         )
     unknown = [k for k in weights if k not in base]
     if unknown:
-        raise ValueError(f"weights: unknown signal(s) {unknown}; the signals are {signals}")
+        unknown_signal = "unknown signal" if len(unknown) == 1 else "unknown signals"
+        raise ValueError(f"weights: {unknown_signal} {unknown}; the signals are {signals}")
     bad = {k: w for k, w in weights.items() if not _number(w) or not 0 <= w <= 1}
     if bad:
         raise ValueError(f"weights: each weight is a number in [0, 1]; got {bad}")

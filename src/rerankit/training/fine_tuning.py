@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .._words import counted
 from ..backends.bundled import resolve_source
 from ..backends.detect import model_kind
 from ..errors import ConfigError, InputError, keyword_flag
@@ -288,7 +289,7 @@ def fine_tune(
         else ("EmbeddingScorer", f"rerankit export {out} --quantize int8")
     )
     report.say(
-        f"{result.steps} steps in {spoken_time(result.seconds)}"
+        f"{counted(result.steps, 'step')} in {spoken_time(result.seconds)}"
         f"{' (resumed)' if result.resumed else ''}{trend}\nwrote {out}: load it with "
         f"{load_with}({str(out)!r}), or `{export}` (its checkpoints folder is for resuming "
         "this training: serving the model does not need it)"

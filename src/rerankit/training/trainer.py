@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from .._optional import require
+from .._words import counted
 from ..backends.local import quiet_loading
 from ..errors import InputError
 
@@ -237,7 +238,8 @@ class TrainingRun:
         model.zero_grad()
         per_step = time.perf_counter() - start
         (self.log or logger.info)(
-            f"{len(self.rows)} training pairs, {self.steps} steps of {self.batch_size}: about "
+            f"{counted(len(self.rows), 'training pair')}, {counted(self.steps, 'step')} of "
+            f"{self.batch_size}: about "
             f"{spoken_time(self.steps * per_step)} on this machine"
         )
 
