@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import shlex
-import sys
 from dataclasses import asdict
 from typing import Any
 
@@ -24,7 +23,7 @@ from .args import (
     positive_float,
     positive_int,
 )
-from .console import reporter, training_progress
+from .console import note, reporter, training_progress
 from .files import need_collection, need_model
 
 __all__ = ["add_commands", "cmd_train"]
@@ -61,18 +60,16 @@ def cmd_train(args: argparse.Namespace) -> int:
             f"{shlex.quote(args.out)}` measures "
             "that against the default"
         )
-        print(
+        note(
             f"warning: the {model} not rank better than BM25 on the "
             f"{check.queries} queries {unseen} did not see; do not serve it as it is (more "
             "--epochs or a higher --learning-rate, into a new --out folder, or more judgments "
-            f"may help; {use})",
-            file=sys.stderr,
+            f"may help; {use})"
         )
     if check.beats_start is False:
-        print(
+        note(
             f"warning: the trained {what} ranks no better than the model it started from "
-            "on queries it did not see",
-            file=sys.stderr,
+            "on queries it did not see"
         )
     return 0
 
