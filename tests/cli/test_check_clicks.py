@@ -28,6 +28,8 @@ def test_a_good_log_is_ok_and_says_how_to_learn_from_it(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "read 1 file: 5 impressions, 5 feedback records" in out
     assert "learning would read 5 sessions of 5 queries (5 with a click)" in out
+    # enough to run, far too few for a verdict: said before tune --clicks is run on it
+    assert "warning: 5 sessions are far too few for learning's verdict: tune --clicks keeps" in out
     # the command as the pages give it, and simulate-clicks prints it: the file they name
     assert out.rstrip().endswith(
         f"ok: learn from it with rerankit tune --clicks {log} --out learned.toml"

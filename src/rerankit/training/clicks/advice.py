@@ -15,19 +15,10 @@ from ..._words import counted
 from ...config import read_spec
 from ...errors import keyword_flag
 from .deploy import Written
-from .from_log import MORE_CLICKS
+from .from_log import FAR_TOO_FEW, MORE_CLICKS, NEEDED_SESSIONS
 from .result import ClickLearning
 
 __all__ = ["FAR_TOO_FEW", "NEEDED_SESSIONS", "deploy_advice", "verdict"]
-
-#: about the sessions a verdict needs: the smallest log measured whose verdict adopted the
-#: learned ranker was SciFact's 809 training queries with 100 sessions each (docs/measured.md,
-#: "Learning from clicks"); at 10 a query (8,090 sessions) it could not tell either way
-NEEDED_SESSIONS = 80_000
-
-#: under this many sessions (an eighth of the 8,090 that could not yet tell) the
-#: cross-validated figures are noise: the verdict says so instead of reading like a measurement
-FAR_TOO_FEW = 1_000
 
 
 def verdict(learning: ClickLearning) -> str:

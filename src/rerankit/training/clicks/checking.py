@@ -19,7 +19,7 @@ from pathlib import Path
 from ..._words import counted
 from ...errors import InputError
 from ..crossval import MIN_QUERIES
-from .from_log import MORE_CLICKS
+from .from_log import FAR_TOO_FEW, MORE_CLICKS, NEEDED_SESSIONS
 from .reader import ReadReport, Session, logs_files, read_log
 from .sessions import DEPTH, CorpusTexts, collect, with_texts
 
@@ -118,6 +118,13 @@ class LogCheck:
             out.append(
                 f"{counted(self.without_text, 'impression')} with a document without a text "
                 f"({fix}): left out of learning; e.g. {self.example}"
+            )
+        if self.clicked_queries >= MIN_QUERIES and self.sessions < FAR_TOO_FEW:
+            out.append(
+                f"{counted(self.sessions, 'session')} are far too few for learning's verdict: "
+                "tune --clicks keeps what served the log; about "
+                f"{NEEDED_SESSIONS:,} are needed (hundreds of queries with about a hundred "
+                f"sessions each): {MORE_CLICKS}"
             )
         if self.hash_misses:
             out.append(

@@ -255,6 +255,15 @@ MORE_CLICKS = (
     "the loop on a judged collection with rerankit simulate-clicks (docs/clicks.md)"
 )
 
+#: about the sessions a verdict needs: the smallest log measured whose verdict adopted the
+#: learned ranker was SciFact's 809 training queries with 100 sessions each (docs/measured.md,
+#: "Learning from clicks"); at 10 a query (8,090 sessions) it could not tell either way
+NEEDED_SESSIONS = 80_000
+
+#: under this many sessions (an eighth of the 8,090 that could not yet tell) the
+#: cross-validated figures are noise: the verdict says so instead of reading like a measurement
+FAR_TOO_FEW = 1_000
+
 
 def learn_from_log(
     path: str | Path | Sequence[str | Path],
