@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any
 
+from .._words import counted
 from .logs import uvicorn_log_config
 
 __all__ = ["REFUSED_LOG_SECONDS", "Refusals", "refused", "refused_count", "uvicorn_config"]
@@ -43,12 +44,12 @@ class Refusals:
                 return
             count, self._unsaid, self._said_at = self._unsaid, 0, now
         logger.warning(
-            "%d request(s) refused with 503 `Service Unavailable` since the last such line: "
+            "%s refused with 503 `Service Unavailable` since the last such line: "
             "max_connections = %d connections were open in this process; raise [server] "
             "max_connections if the replica has room for more (CPU, memory, ulimit -n), or "
             "add replicas (counted in rerankit_connections_refused_total; said at most once "
             "a minute)",
-            count,
+            counted(count, "request"),
             max_connections,
         )
 

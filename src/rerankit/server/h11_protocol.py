@@ -3,10 +3,12 @@ the uvicorn config, so worker processes can load it): uvicorn itself waits for t
 and a client that sends part of its headers and stops would hold its connection and file
 descriptor. The deadline is the config's ``rerankit_header_timeout`` (seconds). A request
 uvicorn refuses over its ``limit_concurrency`` (``max_connections``) is counted and said by
-:func:`rerankit.server.connections.refused`."""
+:func:`rerankit.server.connections.refused`, at most once a minute: uvicorn's own line for
+each (``Exceeded concurrency limit.``, one per request under overload) is left out."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -16,6 +18,17 @@ from .connections import refused
 __all__ = ["HeaderTimeoutProtocol"]
 
 DEFAULT_HEADER_TIMEOUT = 10.0
+
+#: what uvicorn logs for each request it refuses over ``limit_concurrency``
+UVICORN_REFUSED = "Exceeded concurrency limit."
+
+
+class _SaidOnce(logging.Filter):
+    """Leaves out uvicorn's line for each refused request: the service counts them and
+    says them, naming the setting to raise, at most once a minute."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != UVICORN_REFUSED
 
 
 class HeaderTimeoutProtocol(H11Protocol):
@@ -40,6 +53,8 @@ class HeaderTimeoutProtocol(H11Protocol):
 
     def connection_made(self, transport: Any) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        if not any(isinstance(f, _SaidOnce) for f in self.logger.filters):
+            self.logger.addFilter(_SaidOnce())
         self._arm()
 
     def _over_limit(self) -> bool:
