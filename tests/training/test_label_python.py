@@ -4,37 +4,26 @@ AttributeError); a wrong input is an error naming it."""
 
 from __future__ import annotations
 
-import json
 import re
 
 import pytest
 
 pytest.importorskip("openai", reason="the judge runs through the 'openai' extra")
 
+from fake_judge import grading, judge_file
+
 from rerankit.errors import InputError
 from rerankit.eval.data import load_beir
 from rerankit.eval.first_stage import first_stage
-from rerankit.llm.testing import FakeLLMServer, Reply
+from rerankit.llm.testing import FakeLLMServer
 from rerankit.training import label
 from rerankit.training.label_candidates import candidates_digest, read_label_report
-
-DOC = re.compile(r'Document ("(?:[^"\\]|\\.)*") \(a JSON string\)')
-
-
-def grade_7(request):
-    return Reply(
-        text=json.dumps({"id": json.loads(DOC.search(request.prompt).group(1)), "score": 7})
-    )
 
 
 def test_a_folder_a_number_of_candidates_and_a_judge_file(tmp_path, synthetic):
     data = synthetic(tmp_path / "data", queries=8, train=4)
-    with FakeLLMServer(responder=grade_7) as server:
-        judge = tmp_path / "judge.toml"
-        judge.write_text(
-            '[scorer]\ntype = "llm_pointwise"\nprovider = "openai"\nmodel = "m"\n'
-            f'base_url = "{server.openai_url}"\ncache = false\n'
-        )
+    with FakeLLMServer(responder=grading(7)) as server:
+        judge = judge_file(tmp_path / "judge.toml", server)
         report = label(data, 3, judge, tmp_path / "labels")
     train = load_beir(data, "train", judged=False)
     assert report.labelled_queries == len(train.queries) == 4 and report.labels == 12

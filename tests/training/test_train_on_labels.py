@@ -5,41 +5,28 @@ trains, as ``tune`` does (it said nothing, and learned from negatives nobody jud
 
 from __future__ import annotations
 
-import json
-import re
-
 import pytest
 
 pytest.importorskip("openai", reason="the judge runs through the 'openai' extra")
 
+from fake_judge import grading, judge_file
+
 from rerankit.eval.data import load_beir
 from rerankit.eval.first_stage import first_stage
-from rerankit.llm.testing import FakeLLMServer, Reply
+from rerankit.llm.testing import FakeLLMServer
 from rerankit.training import Reporter, fine_tune, label
 from rerankit.training.label_candidates import negatives_mismatch
-
-DOC = re.compile(r'Document ("(?:[^"\\]|\\.)*") \(a JSON string\)')
 
 
 class Heard(Exception):
     """Raised by the reporter at the warning: the test needs no training after it."""
 
 
-def grade_7(request):
-    return Reply(
-        text=json.dumps({"id": json.loads(DOC.search(request.prompt).group(1)), "score": 7})
-    )
-
-
 @pytest.fixture
 def labelled(tmp_path, synthetic):
     data = synthetic(tmp_path / "data", queries=8, train=4)
-    with FakeLLMServer(responder=grade_7) as server:
-        judge = tmp_path / "judge.toml"
-        judge.write_text(
-            '[scorer]\ntype = "llm_pointwise"\nprovider = "openai"\nmodel = "m"\n'
-            f'base_url = "{server.openai_url}"\ncache = false\n'
-        )
+    with FakeLLMServer(responder=grading(7)) as server:
+        judge = judge_file(tmp_path / "judge.toml", server)
         label(data, 5, judge, tmp_path / "bm25-5", first_stage="bm25")
     return tmp_path / "bm25-5"
 
