@@ -87,6 +87,8 @@ def test_the_cross_encoder_rank_recipe_gives_ranks_answer(bert_dir):
     assert ours[0]["corpus_id"] == theirs[0]["corpus_id"]
     assert ours[0]["text"] == theirs[0]["text"] == space["docs"][ours[0]["corpus_id"]]
     assert ours[0]["score"] == pytest.approx(float(theirs[0]["score"]), abs=1e-5)
+    predicted = CrossEncoder(str(bert_dir)).predict([(space["query"], d) for d in space["docs"]])
+    assert space["scores"].tolist() == pytest.approx(predicted.tolist(), abs=1e-5)
 
 
 def test_top_k_gives_a_result_to_iterate_index_and_count():
