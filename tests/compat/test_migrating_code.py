@@ -121,3 +121,23 @@ def test_flashrank_passages_are_left_as_they_were():
     assert [p["id"] for p in out] == [2, 1]
     assert all(set(p) == {"id", "text", "meta", "score"} for p in out)
     assert out[0]["score"] > out[1]["score"]
+
+
+def test_a_model_folder_scores_as_rerankers_cross_encoder_does(bert_dir):
+    """rerankers' cross-encoder ranker scores a pair with the model's raw logit
+    (AutoModelForSequenceClassification on the tokenized pair); ``reranker="FOLDER"`` gives
+    the same numbers, as the page says."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    docs = ["vaccines train the immune system", "solar panels convert light", "stock market"]
+    query = "how do vaccines work"
+    model = AutoModelForSequenceClassification.from_pretrained(str(bert_dir)).eval()
+    tokenizer = AutoTokenizer.from_pretrained(str(bert_dir))
+    with torch.no_grad():
+        inputs = tokenizer([(query, d) for d in docs], return_tensors="pt", padding=True)
+        theirs = model(**inputs).logits.squeeze(-1).tolist()
+    result = rerankit.rerank(query, docs, reranker=str(bert_dir))
+    assert result.score_scale == "logit"
+    ours = {r.index: r.score for r in result}
+    assert [ours[i] for i in range(len(docs))] == pytest.approx(theirs, abs=1e-5)
