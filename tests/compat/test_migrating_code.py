@@ -141,3 +141,15 @@ def test_a_model_folder_scores_as_rerankers_cross_encoder_does(bert_dir):
     assert result.score_scale == "logit"
     ours = {r.index: r.score for r in result}
     assert [ours[i] for i in range(len(docs))] == pytest.approx(theirs, abs=1e-5)
+
+
+def test_the_langchain_adapter_goes_where_langchains_rerankers_went():
+    """docs/integrations.md: ``RerankitCompressor`` takes the place of LangChain's
+    ``CohereRerank``, ``FlashrankRerank`` or ``CrossEncoderReranker``: a document compressor,
+    as they are, so a ``ContextualCompressionRetriever`` takes it."""
+    compressors = pytest.importorskip("langchain_core.documents.compressor")
+    from rerankit.integrations.langchain import RerankitCompressor
+
+    assert issubclass(RerankitCompressor, compressors.BaseDocumentCompressor)
+    page = (REPO / "docs" / "integrations.md").read_text(encoding="utf-8")
+    assert "`CohereRerank`, `FlashrankRerank` or\n`CrossEncoderReranker`" in page
