@@ -102,3 +102,23 @@ def test_tei_and_infinity_requests_get_the_answers_shown(service_url):
             check=True,
         )
         _same(json.loads(done.stdout), json.loads(shown))
+
+
+def test_raw_scores_on_the_default_are_its_probabilities_not_logits(service_url):
+    """The table's TEI and Infinity rows: the score is the pipeline's, and ``raw_scores``
+    gives the pipeline's own scale, which for the default hybrid is the same probability."""
+    import httpx
+
+    texts = ["Vaccine storage needs fridges.", "A vaccine trains B and T cells."]
+    query = "how do vaccines work"
+    tei = {"query": query, "texts": texts}
+    infinity = {"query": query, "documents": texts}
+    for body, key in ((tei, None), (infinity, "results")):
+        answers = []
+        for raw in (False, True):
+            got = httpx.post(f"{service_url}/rerank", json={**body, "raw_scores": raw}, timeout=60)
+            assert got.status_code == 200, got.text
+            rows = got.json()[key] if key else got.json()
+            answers.append({r["index"]: r.get("score", r.get("relevance_score")) for r in rows})
+        assert answers[0] == pytest.approx(answers[1])
+        assert all(0 < s < 1 for s in answers[1].values())
