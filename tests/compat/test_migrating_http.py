@@ -122,3 +122,10 @@ def test_raw_scores_on_the_default_are_its_probabilities_not_logits(service_url)
             answers.append({r["index"]: r.get("score", r.get("relevance_score")) for r in rows})
         assert answers[0] == pytest.approx(answers[1])
         assert all(0 < s < 1 for s in answers[1].values())
+
+
+def test_the_readme_sends_tei_and_infinity_users_to_the_curl_examples():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    recipe = readme[readme.index("### Call the service") : readme.index("### Evaluate")]
+    line = next(x for x in recipe.splitlines() if "TEI's and Infinity's" in x)
+    assert "(docs/compatible.md)" in line
