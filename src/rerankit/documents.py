@@ -301,10 +301,20 @@ class _Adapter:
             identity = self.read_id(attributes, i)
             attributes.pop(self.id_field, None)
             return Document(text=text, id=identity, metadata=attributes, source=item)
+        pair = ""  # a (query, document) pair, as CrossEncoder.predict takes: say how instead
+        if (
+            isinstance(item, (tuple, list))
+            and len(item) == 2
+            and all(isinstance(x, str) for x in item)
+        ):
+            pair = (
+                " (a (query, document) pair? pass the query once and the documents as a list: "
+                "rerank(query, [document, ...]))"
+            )
         raise InvalidDocumentError(
             f"document {i}: unsupported type {type(item).__name__}; expected str, dict, "
             f"Document, a LangChain document, a LlamaIndex node, or an object with a string "
-            f"{self.text_field!r} attribute",
+            f"{self.text_field!r} attribute{pair}",
             index=i,
         )
 

@@ -155,3 +155,29 @@ def test_the_checks_catch_a_wrong_row():
     rows = glance_rows("## At a glance\n\n| `rerankit.rerank(query)` | x | y |\n\n## Next\n")
     assert rows == ["rerankit.rerank(query)"]
     assert {split_call(code)[0] for code in rows} != {f"rerankit.{n}" for n in rerankit.__all__}
+
+
+def _row_text(name: str) -> str:
+    """The whole table row whose call is ``name``."""
+    text = PAGE.read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if re.match(rf"\| `{re.escape(name)}[`(]", line)]
+    (row,) = rows
+    return row
+
+
+@pytest.mark.parametrize("name", ["RerankResult", "RankedDocument"])
+def test_a_result_row_names_every_method_of_the_result(name):
+    """A reader looking for ``top_k`` or ``documents()`` (code moving from another library
+    asks for them) finds every public method of the result classes in their rows."""
+    cls = getattr(rerankit, name)
+    methods = [m for m, v in vars(cls).items() if not m.startswith("_") and inspect.isfunction(v)]
+    row = _row_text(f"rerankit.{name}")
+    assert methods and [m for m in methods if f".{m}(" not in row] == []
+
+
+def test_a_coroutine_method_row_says_await():
+    """``ResultReranker.rerank`` is a coroutine, as in the API it keeps: its row says so."""
+    from rerankit.compat import ResultReranker
+
+    assert inspect.iscoroutinefunction(ResultReranker.rerank)
+    assert "`await .rerank(" in _row_text("rerankit.compat.ResultReranker")

@@ -173,7 +173,7 @@ def _commands() -> list[tuple[str, str]]:
     for page, _, code in _blocks("bash"):
         for line in code.replace("\\\n", " ").splitlines():
             line = line.split(" #")[0].strip()
-            if line:
+            if line and not line.startswith("#"):  # a comment line (an answer shown) is no command
                 out.append((page, line))
     return out
 

@@ -190,3 +190,21 @@ def test_a_title_is_a_string_or_a_number_none_and_nan_are_none_else_an_error():
         assert (caught.value.index, caught.value.field) == (1, "title")
         assert str(caught.value).startswith("document 1: field 'title' must be a string, a number")
         assert type(bad).__name__ in str(caught.value)
+
+
+@pytest.mark.parametrize("pair", [("vaccines", "A vaccine trains cells."), ["q", "d"]])
+def test_a_query_document_pair_is_refused_with_how_to_pass_them(pair):
+    """CrossEncoder.predict takes (query, document) pairs; rerank takes the query once."""
+    with pytest.raises(InvalidDocumentError) as info:
+        rerankit.rerank("vaccines", [pair, pair], reranker="bm25")
+    message = str(info.value)
+    assert message.startswith(f"document 0: unsupported type {type(pair).__name__}")
+    assert "(query, document) pair? pass the query once" in message
+    assert "rerank(query, [document, ...])" in message
+
+
+def test_other_lists_get_no_pair_hint():
+    for item in ([1, 2], ["a", "b", "c"]):
+        with pytest.raises(InvalidDocumentError) as info:
+            to_documents([item])
+        assert "pair" not in str(info.value)

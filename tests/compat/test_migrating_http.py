@@ -1,0 +1,131 @@
+"""docs/compatible.md's first section: `rerankit serve` started as it shows answers TEI's and
+Infinity's curl requests with what the page shows under each (an answer's id and creation
+time aside, which differ every time)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import socket
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+PAGE = (REPO / "docs" / "compatible.md").read_text(encoding="utf-8")
+DEFAULT_URL = "http://127.0.0.1:8080"
+
+
+def _shown() -> list[tuple[str, str]]:
+    """(curl command, the answer shown in the comment line under it) of the section's
+    blocks, in order."""
+    section = PAGE[: PAGE.index("\n## Coming from sentence-transformers")]
+    pairs = []
+    for block in re.findall(r"```bash\n(.*?)```", section, flags=re.S):
+        lines = block.replace("\\\n", " ").splitlines()
+        for line, under in itertools.pairwise(lines):
+            if line.startswith("curl "):
+                assert under.startswith("# "), f"no answer shown under {line}"
+                pairs.append((line, under[2:]))
+    return pairs
+
+
+@pytest.fixture(scope="module")
+def service_url():
+    """`rerankit serve` as the page starts it (open, the default pipelines), on a free port."""
+    pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
+    pytest.importorskip("sentence_transformers", reason="the default needs the 'torch' extra")
+    import httpx
+    import uvicorn
+
+    from rerankit.server import ServerSettings, create_app
+    from rerankit.server.connections import uvicorn_config
+
+    settings = ServerSettings()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = uvicorn_config(
+        create_app(settings), settings, host="127.0.0.1", port=port, log_level="warning"
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{port}"
+    deadline, ready = time.time() + 600, None
+    while time.time() < deadline:
+        try:
+            ready = httpx.get(f"{url}/ready", timeout=30)
+            if ready.json()["status"] != "loading":
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+    assert ready is not None and ready.status_code == 200, ready and ready.text
+    yield url
+    server.should_exit = True
+    thread.join(10)
+
+
+def _same(got, shown, path="answer"):
+    """Whether ``got`` is the answer ``shown``: scores to 1e-4, id and created aside."""
+    if isinstance(shown, dict):
+        assert set(got) == set(shown), f"{path}: {sorted(got)} != {sorted(shown)}"
+        for key in shown.keys() - {"id", "created"}:
+            _same(got[key], shown[key], f"{path}.{key}")
+    elif isinstance(shown, list):
+        assert len(got) == len(shown), path
+        for i, (g, s) in enumerate(zip(got, shown, strict=True)):
+            _same(g, s, f"{path}[{i}]")
+    elif isinstance(shown, float):
+        assert got == pytest.approx(shown, abs=1e-4), path
+    else:
+        assert got == shown, path
+
+
+def test_tei_and_infinity_requests_get_the_answers_shown(service_url):
+    pairs = _shown()
+    assert len(pairs) == 2
+    tei, infinity = pairs
+    assert '"texts"' in tei[0] and '"documents"' in infinity[0]
+    for line, shown in pairs:
+        assert DEFAULT_URL in line
+        done = subprocess.run(
+            ["sh", "-c", line.replace(DEFAULT_URL, service_url)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
+        _same(json.loads(done.stdout), json.loads(shown))
+
+
+def test_raw_scores_on_the_default_are_its_probabilities_not_logits(service_url):
+    """The table's TEI and Infinity rows: the score is the pipeline's, and ``raw_scores``
+    gives the pipeline's own scale, which for the default hybrid is the same probability."""
+    import httpx
+
+    texts = ["Vaccine storage needs fridges.", "A vaccine trains B and T cells."]
+    query = "how do vaccines work"
+    tei = {"query": query, "texts": texts}
+    infinity = {"query": query, "documents": texts}
+    for body, key in ((tei, None), (infinity, "results")):
+        answers = []
+        for raw in (False, True):
+            got = httpx.post(f"{service_url}/rerank", json={**body, "raw_scores": raw}, timeout=60)
+            assert got.status_code == 200, got.text
+            rows = got.json()[key] if key else got.json()
+            answers.append({r["index"]: r.get("score", r.get("relevance_score")) for r in rows})
+        assert answers[0] == pytest.approx(answers[1])
+        assert all(0 < s < 1 for s in answers[1].values())
+
+
+def test_the_readme_sends_tei_and_infinity_users_to_the_curl_examples():
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    recipe = readme[readme.index("### Call the service") : readme.index("### Evaluate")]
+    line = next(x for x in recipe.splitlines() if "TEI's and Infinity's" in x)
+    assert "(docs/compatible.md)" in line
