@@ -211,11 +211,12 @@ class LLMListwiseScorer(LLMScorerBase):
             indices, rejected, reason = _indices_from(answer, answer_text)
         except ValueError as exc:
             usage.failures += 1  # a call with no judgment in it, as one that failed
+            source = "the judgment cache" if cached is not None else self.runner.where
             notes["unreadable"].append(
-                f"{label}: unreadable answer ({exc}): {answer_text[:200]!r}; order kept"
+                f"{label}: unreadable answer ({source}: {exc}): {answer_text[:200]!r}; order kept"
             )
             notes["log"].append(  # (the answer may quote the documents: not logged)
-                f"{label}: unreadable answer ({len(answer_text)} characters); order kept"
+                f"{label}: unreadable answer ({source}: {len(answer_text)} characters); order kept"
             )
             return None
         if rejected:
