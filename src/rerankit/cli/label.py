@@ -121,7 +121,7 @@ def cmd_label(args: argparse.Namespace) -> int:
     prices = read_prices(args.prices)
     ranked = first_stage(data, args.first_stage, k=args.candidates)
     candidates = {q: [d for d, _ in rows] for q, rows in ranked.items()}
-    planned = estimate(judge, data.queries, candidates, data.text, prices)
+    planned = estimate(judge, data.queries, candidates, data.text, prices, cache=True)
     price = (
         f"about {dollars(planned.cost_usd)}"
         if planned.cost_usd is not None
@@ -133,11 +133,18 @@ def cmd_label(args: argparse.Namespace) -> int:
         else ""
     )
     queries = f"{len(data.queries)} quer{'y' if len(data.queries) == 1 else 'ies'}"
+    cached = (
+        ""
+        if judge.cache is None
+        else f"; {planned.cached_calls} more calls the judgment cache answers, for free"
+        if planned.cached_calls
+        else "; the judgment cache holds none of them yet"
+    )
     print(
         f"rerankit label: {queries} x top {args.candidates} with "
         f"{judge.client.model}: up to {planned.calls} calls{stops}, about "
-        f"{planned.input_tokens:,} input and {planned.output_tokens:,} output tokens, {price}, "
-        "less whatever the judgment cache already holds",
+        f"{planned.input_tokens:,} input and {planned.output_tokens:,} output tokens, {price}"
+        f"{cached}",
         file=sys.stderr,
     )
     first, last = args.positions
