@@ -78,7 +78,10 @@ def test_a_shared_answer_naming_ids_not_asked_about_says_which():
     result = _rerank(lambda request: Reply(text=answer), docs_per_call=2)
     by_id = {r.id: r for r in result}
     assert by_id["u1"].score == 8.0 and "llm_failed:unreadable" in by_id["u2"].flags
-    assert (
-        "document 1 (id 'u2'): no score (the answer left this document out (it named ids "
-        "not asked about: 'x9')); scored 0.0"
-    ) in result.warnings
+    said = [w for w in result.warnings if w.startswith("document 1 (id 'u2'): no score (")]
+    assert re.fullmatch(
+        r"document 1 \(id 'u2'\): no score \(openai at http://127\.0\.0\.1:\d+/v1 \(model "
+        r"'m'\): the answer left this document out \(it named ids not asked about: 'x9'\)\); "
+        r"scored 0\.0",
+        said[0],
+    ), said

@@ -289,13 +289,13 @@ def test_a_dry_run_needs_no_api_key_and_a_real_run_still_does(
         said = capsys.readouterr().err
         assert "calls, about" in said
         # warned now, the moment the set-up is checked, that the real run would stop
-        warning = next(line for line in said.splitlines() if "label: warning:" in line)
+        warning = next(line for line in said.splitlines() if "rerankit: warning:" in line)
         assert warning.startswith(
-            f"rerankit label: warning: without --dry-run this stops: {judge}: scorer: "
+            f"rerankit: warning: without --dry-run this stops: {judge}: scorer: "
         )
         assert missing in warning
         # a few hundredths of a cent at gpt-4o-mini's price: said, not rounded to $0.00
-        cost = float(re.search(r"tokens, about \$([0-9.]+),", said).group(1))
+        cost = float(re.search(r"tokens, about \$([0-9.]+)\b", said).group(1))
         assert 0 < cost < 0.01
         assert run_label(collection, judge, out) != 0
         assert missing in capsys.readouterr().err

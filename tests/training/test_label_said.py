@@ -57,7 +57,7 @@ def test_a_listwise_judge_of_too_few_candidates_is_warned_of_before_the_work(
             run_label(collection, judge, tmp_path / "dry", "--candidates", "10", "--dry-run") == 0
         )
         warning = next(
-            line for line in capsys.readouterr().err.splitlines() if "label: warning:" in line
+            line for line in capsys.readouterr().err.splitlines() if "rerankit: warning:" in line
         )
         assert "--candidates 10 with --positions 3,10 grades every candidate 1 or 2" in warning
         assert "no candidate will be labelled not relevant (grade 0)" in warning
@@ -65,7 +65,7 @@ def test_a_listwise_judge_of_too_few_candidates_is_warned_of_before_the_work(
         out = tmp_path / "labelled"
         assert run_label(collection, judge, out, "--candidates", "10") == 0
         err = capsys.readouterr().err
-        assert err.index("label: warning: --candidates 10") < err.index("queries, 20 labels")
+        assert err.index("rerankit: warning: --candidates 10") < err.index("queries, 20 labels")
         grades = {
             g
             for labels in load_qrels(out / "qrels" / "train.tsv").values()

@@ -36,7 +36,7 @@ from .args import (
     refuse_unused,
     remember_defaults,
 )
-from .console import limit_queries, read_collection
+from .console import limit_queries, note, read_collection
 from .files import need_collection, need_file, need_first_stage
 
 __all__ = ["add_commands"]
@@ -97,7 +97,7 @@ def _warn_of_missing_keys(spec: str) -> None:
     try:
         judge_from(spec, keys=True)
     except (InputError, RerankitError, ValueError) as exc:
-        print(f"rerankit label: warning: without --dry-run this stops: {exc}", file=sys.stderr)
+        note(f"warning: without --dry-run this stops: {exc}")
 
 
 def cmd_label(args: argparse.Namespace) -> int:
@@ -121,7 +121,7 @@ def cmd_label(args: argparse.Namespace) -> int:
     prices = read_prices(args.prices)
     ranked = first_stage(data, args.first_stage, k=args.candidates)
     candidates = {q: [d for d, _ in rows] for q, rows in ranked.items()}
-    planned = estimate(judge, data.queries, candidates, data.text, prices)
+    planned = estimate(judge, data.queries, candidates, data.text, prices, cache=True)
     price = (
         f"about {dollars(planned.cost_usd)}"
         if planned.cost_usd is not None
@@ -133,24 +133,30 @@ def cmd_label(args: argparse.Namespace) -> int:
         else ""
     )
     queries = f"{len(data.queries)} quer{'y' if len(data.queries) == 1 else 'ies'}"
+    cached = (
+        ""
+        if judge.cache is None
+        else f"; {planned.cached_calls} more calls the judgment cache answers, for free"
+        if planned.cached_calls
+        else "; the judgment cache holds none of them yet"
+    )
     print(
         f"rerankit label: {queries} x top {args.candidates} with "
         f"{judge.client.model}: up to {planned.calls} calls{stops}, about "
-        f"{planned.input_tokens:,} input and {planned.output_tokens:,} output tokens, {price}, "
-        "less whatever the judgment cache already holds",
+        f"{planned.input_tokens:,} input and {planned.output_tokens:,} output tokens, {price}"
+        f"{cached}",
         file=sys.stderr,
     )
     first, last = args.positions
     if isinstance(judge, LLMListwiseScorer) and no_negatives(args.candidates, args.positions):
         half = args.candidates // 2
         lower = f" or lower the second --positions number (--positions {min(first, half)},{half})"
-        print(
-            f"rerankit label: warning: --candidates {args.candidates} with --positions "
+        note(
+            f"warning: --candidates {args.candidates} with --positions "
             f"{first},{last} grades every candidate 1 or 2 (the first {first} grade 2, up to "
             f"the {last}th grade 1): no candidate will be labelled not relevant (grade 0), so "
             f"what learns from these labels sees no judged negative; judge more candidates "
-            f"than {last} (--candidates {2 * last}){lower if half else ''}",
-            file=sys.stderr,
+            f"than {last} (--candidates {2 * last}){lower if half else ''}"
         )
     spent = spent_on(args.out, prices, judge.client.model)
     if spent.calls:
@@ -188,8 +194,8 @@ def cmd_label(args: argparse.Namespace) -> int:
     go_on = _go_on(report, args.out)
     stopped = f"; stopped ({report.stopped}): {go_on}" if report.stopped else ""
     print(f"rerankit label: {_line(report)} in {report.seconds:.0f} s{stopped}", file=sys.stderr)
-    for note in report.notes():
-        print(f"rerankit label: {note}", file=sys.stderr)
+    for said in report.notes():
+        print(f"rerankit label: {said}", file=sys.stderr)
     if report.error:
         raise InputError(report.error + (f"; {go_on}" if report.stopped else ""))
     written = Path(args.out) / "qrels" / f"{args.out_split}.tsv"

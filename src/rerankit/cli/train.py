@@ -8,11 +8,14 @@ import shlex
 from dataclasses import asdict
 from typing import Any
 
+from ..backends.bundled import resolve_source
+from ..backends.hub import hub_reachable, in_hub_cache, is_hub_id
 from ..training import FineTuneOptions, fine_tune
 from ..training.fine_tuning import MAX_HELD_OUT, NAMES, held_out_error
 from ..training.next_step import check_train_split, tune_splits
 from .args import (
     MODEL_KINDS_SHOWN,
+    UsageError,
     add_candidates_argument,
     add_data_argument,
     add_no_progress_argument,
@@ -35,6 +38,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     options.check()  # the options' own refusals first (--train-split test among them)
     check_train_split(args.data, args.split)
     need_model(args.model, "--model", "the model folder to start from")
+    need_hub(args.model)
     result = fine_tune(
         args.data,
         args.out,
@@ -72,6 +76,21 @@ def cmd_train(args: argparse.Namespace) -> int:
             "on queries it did not see"
         )
     return 0
+
+
+def need_hub(model: str) -> None:
+    """``--model`` a hub id (neither a folder here nor the bundled model) that the local
+    Hugging Face cache does not hold, while the hub cannot be reached (or ``HF_HUB_OFFLINE``
+    is set): a :class:`UsageError` in one line, before anything loads (the library's own
+    error is several lines about the hub's client)."""
+    if not is_hub_id(model) or resolve_source(model) != model or in_hub_cache(model):
+        return
+    if not hub_reachable():
+        raise UsageError(
+            f"--model {model}: the Hugging Face hub cannot be reached (or HF_HUB_OFFLINE is "
+            "set) and the local Hugging Face cache does not hold this model; a local model "
+            "folder works offline: --model PATH"
+        )
 
 
 def held_out_share(value: str) -> float:

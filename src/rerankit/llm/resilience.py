@@ -266,6 +266,12 @@ class CallRunner:
             16 if max_concurrency is None else max_concurrency, requests_per_minute
         )
 
+    @property
+    def where(self) -> str:
+        """Where the calls go, for a message about an answer: the provider, its address and
+        the model (``openai at http://host:8000/v1 (model 'm')``), never a key."""
+        return where(self.client)
+
     def _wait(self, state) -> float:  # tenacity wait callable
         tenacity = require("tenacity", "LLM rerankers")
         p = self.policy

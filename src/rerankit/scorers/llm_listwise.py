@@ -174,15 +174,12 @@ class LLMListwiseScorer(LLMScorerBase):
                 f"template: only {{which}} may stand in braces (double the others): {exc!r}"
             ) from exc
 
-    async def _rank_window(
-        self, query: str, texts: list[str], usage: Usage, label: str, notes: dict[str, Any]
-    ) -> list[int] | None:
-        """A local permutation of ``texts`` (None when the window keeps its order). Only
-        valid answers (a permutation, or a rejection) are cached."""
+    def _request(self, query: str, texts: list[str]) -> LLMRequest:
+        """The request that ranks one window of ``texts``."""
         system, prompt = listwise_prompt(
             query, json.dumps(texts, ensure_ascii=False), len(texts), self.template
         )
-        request = LLMRequest(
+        return LLMRequest(
             prompt=prompt,
             system=system,
             json_schema=RERANK_SCHEMA,
@@ -190,6 +187,39 @@ class LLMListwiseScorer(LLMScorerBase):
             temperature=self.temperature,
             max_output_tokens=self.max_output_tokens,
         )
+
+    def cached(self, query: str, docs: Sequence[Document]) -> list[bool]:
+        """Whether the judgment cache holds the answer of each window :meth:`score` asks
+        about (those of two documents or more, back of the list first), following the
+        orders it holds; False from the first it does not (the order that window passes on
+        is not known yet). All False without a cache. Looks up, calls nothing."""
+        spans = [(a, b) for a, b in windows(len(docs), self.window, self.step) if b - a >= 2]
+        if self.cache is None:
+            return [False] * len(spans)
+        texts = valid_unicode([d.text[: self.max_chars] for d in docs], {}, [])
+        order, held = list(range(len(docs))), []
+        for start, end in spans:
+            segment = order[start:end]
+            answer = self.cache.get(
+                self.cache_key(self._request(query, [texts[i] for i in segment]))
+            )
+            if answer is None:
+                break
+            held.append(True)
+            try:
+                indices, rejected, _ = _indices_from(parse_json(answer), answer)
+            except ValueError:
+                continue  # (only readable answers are cached)
+            if not rejected and validate_permutation(list(range(len(segment))), indices)[0]:
+                order[start:end] = [segment[k] for k in indices]
+        return held + [False] * (len(spans) - len(held))
+
+    async def _rank_window(
+        self, query: str, texts: list[str], usage: Usage, label: str, notes: dict[str, Any]
+    ) -> list[int] | None:
+        """A local permutation of ``texts`` (None when the window keeps its order). Only
+        valid answers (a permutation, or a rejection) are cached."""
+        request = self._request(query, texts)
         key = self.cache_key(request) if self.cache is not None else None
         cached = await in_thread(self.cache.get, key) if key is not None else None
         if cached is not None:
@@ -211,11 +241,12 @@ class LLMListwiseScorer(LLMScorerBase):
             indices, rejected, reason = _indices_from(answer, answer_text)
         except ValueError as exc:
             usage.failures += 1  # a call with no judgment in it, as one that failed
+            source = "the judgment cache" if cached is not None else self.runner.where
             notes["unreadable"].append(
-                f"{label}: unreadable answer ({exc}): {answer_text[:200]!r}; order kept"
+                f"{label}: unreadable answer ({source}: {exc}): {answer_text[:200]!r}; order kept"
             )
             notes["log"].append(  # (the answer may quote the documents: not logged)
-                f"{label}: unreadable answer ({len(answer_text)} characters); order kept"
+                f"{label}: unreadable answer ({source}: {len(answer_text)} characters); order kept"
             )
             return None
         if rejected:

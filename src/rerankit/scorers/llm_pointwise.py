@@ -243,14 +243,16 @@ class LLMPointwiseScorer(LLMScorerBase):
                 if isinstance(outcome, Exception):
                     failed += 1
                     # the log names a provider's failure; an answer's text stays in warnings
+                    provider = isinstance(outcome, ProviderError)  # it names where
                     first_cause = first_cause or (
                         for_the_log(str(outcome))
-                        if isinstance(outcome, ProviderError)
-                        else "unreadable answer"
+                        if provider
+                        else f"{self.runner.where}: unreadable answer"
                     )
                     kind = getattr(outcome, "kind", "unreadable")  # else a ValueError: read
                     flags.setdefault(i, []).extend(("llm_failed", f"llm_failed:{kind}"))
-                    warnings.append(f"{which}: no score ({outcome}){NO_SCORE}")
+                    said = outcome if provider else f"{self.runner.where}: {outcome}"
+                    warnings.append(f"{which}: no score ({said}){NO_SCORE}")
                     continue
                 if other is not None:  # one document was asked about: its score, misnamed
                     flags.setdefault(i, []).append("llm_wrong_id")

@@ -15,6 +15,7 @@ from ..errors import InputError, keyword_flag
 from ..scorers.base import NO_SCORE
 from ..scorers.llm_listwise import LLMListwiseScorer, windows
 from ..scorers.llm_pointwise import LLMPointwiseScorer
+from ..types import Document
 
 __all__ = [
     "ANSWER_TOKENS",
@@ -114,14 +115,32 @@ def cost_of(model: str, input_tokens: int, output_tokens: int, prices: Prices) -
 
 @dataclass(frozen=True)
 class Estimate:
-    """What a run would take with an empty cache: calls, input and output tokens (input
-    estimated at 4 characters a token, output at a typical answer's length) and their cost
-    (None without a price for the judge's model)."""
+    """What a run would take: calls, input and output tokens (input estimated at 4
+    characters a token, output at a typical answer's length) and their cost (None without a
+    price for the judge's model); ``cached_calls``: the calls the judgment cache answers
+    instead, for free (0 for an estimate with an empty cache)."""
 
     calls: int
     input_tokens: int
     output_tokens: int
     cost_usd: float | None
+    cached_calls: int = 0
+
+
+def _to_judge(
+    judge: Any, kind: str, query: str, ids: Sequence[str], texts: Callable[[str], str]
+) -> tuple[list[tuple[int, int]], int]:
+    """What judging ``ids`` for ``query`` still shows the judge, as spans of documents (a
+    pointwise judge's: one, of the documents the cache holds no judgment of, asked
+    ``docs_per_call`` a call; a listwise judge's: each window to ask), and the calls the
+    judgment cache answers instead (the judge's ``cached``: it looks up, calls nothing)."""
+    docs = [Document(texts(d), id=d) for d in ids]
+    if kind == "pointwise":
+        todo = sum(not hit for hit in judge.cached(query, docs))
+        return ([(0, todo)] if todo else []), calls_for(judge, len(ids)) - calls_for(judge, todo)
+    spans = [(a, b) for a, b in windows(len(ids), judge.window, judge.step) if b - a >= 2]
+    held = judge.cached(query, docs)
+    return [span for span, hit in zip(spans, held, strict=True) if not hit], sum(held)
 
 
 def estimate(
@@ -130,23 +149,32 @@ def estimate(
     candidates: Mapping[str, Sequence[str]],
     texts: Callable[[str], str],
     prices: Prices = PRICES,
+    *,
+    cache: bool = False,
 ) -> Estimate:
-    """The :class:`Estimate` of judging each query's ``candidates`` with an empty cache."""
+    """The :class:`Estimate` of judging each query's ``candidates``: with an empty cache,
+    or, with ``cache``, counting only the calls the judge's judgment cache does not answer
+    (those it answers are ``cached_calls``)."""
     kind = judge_kind(judge)
-    calls = tokens = 0
+    calls = tokens = cached = 0
     for qid, query in queries.items():
-        docs = candidates.get(qid, [])
-        n_calls = calls_for(judge, len(docs))
+        docs = list(candidates.get(qid, []))
+        if cache:
+            spans, held = _to_judge(judge, kind, query, docs, texts)
+            cached += held
+        elif kind == "pointwise":  # each document shown once, docs_per_call a call
+            spans = [(0, len(docs))] if docs else []
+        else:
+            spans = [(a, b) for a, b in windows(len(docs), judge.window, judge.step) if b - a >= 2]
+        shown = sum(b - a for a, b in spans)  # the documents the calls show, in all
+        n_calls = calls_for(judge, shown) if kind == "pointwise" else len(spans)
         chars = sum(min(len(texts(d)), judge.max_chars) for d in docs)
-        if kind == "listwise":  # each window shows its documents once
-            per_doc = chars / max(len(docs), 1)
-            chars = int(
-                per_doc * sum(b - a for a, b in windows(len(docs), judge.window, judge.step))
-            )
+        chars = round(chars * shown / max(len(docs), 1))
         calls += n_calls
         tokens += chars // CHARS_PER_TOKEN + n_calls * (PROMPT_TOKENS + len(query) // 4)
     answers = calls * ANSWER_TOKENS[kind]
-    return Estimate(calls, tokens, answers, cost_of(judge.client.model, tokens, answers, prices))
+    cost = cost_of(judge.client.model, tokens, answers, prices)
+    return Estimate(calls, tokens, answers, cost, cached)
 
 
 @dataclass(frozen=True)

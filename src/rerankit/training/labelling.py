@@ -47,7 +47,6 @@ from .label_costs import (
     PRICES,
     Spent,
     as_left_out,
-    calls_for,
     check_budget,
     cost_of,
     estimate,
@@ -274,7 +273,7 @@ def label(
     report = LabelReport(judge=kind, model=judge.client.model, queries=len(data.queries))
     report.first_stage, report.candidates = stage_name(first_stage), depth
     texts = data.text
-    planned = estimate(judge, data.queries, candidates, texts, prices)
+    planned = estimate(judge, data.queries, candidates, texts, prices, cache=True)
     report.estimated_calls, report.estimated_cost_usd = planned.calls, planned.cost_usd
     check_budget(judge, budget, prices)
     earlier = spent_on(out, prices, report.model)
@@ -301,10 +300,9 @@ def label(
     def stop_before(qid: str, query: str, ids: list[str]) -> str | None:
         """Why the next query would pass ``max_calls`` or ``budget``, counting what every
         run into ``out`` spent; None when it would not."""
-        if kind == "pointwise":  # what the judgment cache answers is free
-            held = judge.cached(query, [Document(texts(d), id=d) for d in ids])
-            ids = [d for d, hit in zip(ids, held, strict=True) if not hit]
-        need = calls_for(judge, len(ids))
+        # what the judgment cache answers is free (a listwise judge's windows too)
+        pending = estimate(judge, {qid: query}, {qid: ids}, texts, prices, cache=True)
+        need = pending.calls
         if max_calls is not None and report.total_calls + need > max_calls:
             this = f" ({report.calls} in this run)" if earlier.calls else ""
             return (
@@ -312,7 +310,7 @@ def label(
                 f"up to {need}"
             )
         if budget is not None:
-            next_cost = estimate(judge, {qid: query}, {qid: ids}, texts, prices).cost_usd or 0.0
+            next_cost = pending.cost_usd or 0.0
             spent = report.total_cost_usd or 0.0
             if spent + next_cost > budget:
                 this = f" (${report.cost_usd or 0.0:.4f} in this run)" if earlier.calls else ""

@@ -32,6 +32,8 @@ __all__ = [
     "queries_trained_on",
     "record_trained_on",
     "run_trainer",
+    "save_every",
+    "saves",
     "spoken_time",
     "step_line",
     "trainer_settings",
@@ -146,6 +148,53 @@ def spoken_time(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+#: a checkpoint holds the model's weights and the optimiser's (AdamW's) two moments of each:
+#: about this many times the weights' size written
+CHECKPOINT_COPIES = 3
+#: below this many steps the time estimate is said to be rough (fixed costs weigh there)
+ROUGH_BELOW = 20
+#: the most of a model's weights the time estimate writes to time a checkpoint (bytes)
+PROBE_BYTES = 64_000_000
+
+
+def save_every(steps: int) -> int:
+    """Steps between two checkpoints of a run of ``steps``: about five in a run."""
+    return max(1, steps // 5)
+
+
+def saves(steps: int) -> int:
+    """The checkpoints a run of ``steps`` writes: every :func:`save_every` steps, and one at
+    the end (transformers' trainer saves its last step too)."""
+    return math.ceil(steps / save_every(steps))
+
+
+def _write_seconds(model: Any, folder: Path) -> tuple[int, float]:
+    """The size of ``model``'s weights in bytes, and the seconds writing them all takes
+    here: its first tensors, up to :data:`PROBE_BYTES`, written to a file in ``folder``
+    (removed after), timed and scaled up. ``(0, 0.0)`` for a model without weights."""
+    torch = require("torch", "training")
+    tensors = [t for t in model.state_dict().values() if hasattr(t, "element_size")]
+    size = sum(t.numel() * t.element_size() for t in tensors)
+    if not size:
+        return 0, 0.0
+    part: dict[str, Any] = {}
+    taken = 0
+    for i, tensor in enumerate(tensors):
+        if part and taken + tensor.numel() * tensor.element_size() > PROBE_BYTES:
+            break
+        part[str(i)] = tensor
+        taken += tensor.numel() * tensor.element_size()
+    folder.mkdir(parents=True, exist_ok=True)
+    probe = folder / "write-probe.pt"
+    start = time.perf_counter()
+    try:
+        torch.save(part, probe)
+        seconds = time.perf_counter() - start
+    finally:
+        probe.unlink(missing_ok=True)
+    return size, seconds * size / taken
+
+
 def trainer_settings(
     checkpoints: Path,
     steps: int,
@@ -165,7 +214,7 @@ def trainer_settings(
         "learning_rate": learning_rate,
         "warmup_steps": 0.1,  # a share of the steps (Transformers 5)
         "logging_steps": max(1, steps // 20),
-        "save_steps": max(1, steps // 5),
+        "save_steps": save_every(steps),
         "save_total_limit": 2,
         "seed": seed,
         "disable_tqdm": progress is not True,
@@ -232,16 +281,34 @@ class TrainingRun:
 
     def estimate(self, loss_of: Callable[[Sequence[Mapping[str, Any]]], Any], model: Any) -> None:
         """Say about how long training takes: one forward and backward pass of
-        ``loss_of(the first batch of rows)`` on ``model``, timed, times the steps."""
+        ``loss_of(the first batch of rows)`` on ``model``, timed, times the steps, and the
+        checkpoints the trainer writes (:func:`saves` of them, each the weights and the
+        optimiser's two moments of each, and the model at the end), timed by writing part
+        of the weights. Said to be rough below :data:`ROUGH_BELOW` steps: starting the
+        trainer and its first step, not counted, weigh there."""
         start = time.perf_counter()
         loss_of(self.rows[: self.batch_size]).backward()
         model.zero_grad()
         per_step = time.perf_counter() - start
-        (self.log or logger.info)(
+        written = saves(self.steps)
+        size, writing = _write_seconds(model, self.checkpoints)
+        checkpoints = written * CHECKPOINT_COPIES * writing
+        total = self.steps * per_step + checkpoints + writing
+        said = (
             f"{counted(len(self.rows), 'training pair')}, {counted(self.steps, 'step')} of "
-            f"{self.batch_size}: about "
-            f"{spoken_time(self.steps * per_step)} on this machine"
+            f"{self.batch_size}: about {spoken_time(total)} on this machine"
         )
+        if written and size:
+            said += (
+                f", {spoken_time(checkpoints)} of it writing {counted(written, 'checkpoint')} "
+                f"of {size * CHECKPOINT_COPIES / 1e6:,.0f} MB"
+            )
+        if self.steps < ROUGH_BELOW:
+            said += (
+                f" (rough: in a run of under {ROUGH_BELOW} steps, starting the trainer, not "
+                "counted, weighs too)"
+            )
+        (self.log or logger.info)(said)
 
     def arguments(self, make: Callable[..., Any], **extra: Any) -> Any:
         """The trainer's training arguments: ``make`` (a sentence-transformers
