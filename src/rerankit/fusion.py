@@ -10,7 +10,9 @@ Conventions (documented choices where the source designs were silent):
   score, the document is flagged and the result carries a warning.
 * **Weights** are keyed by strategy name. Naming an unknown strategy, leaving one out,
   negative or non-finite weights, or all-zero weights are errors. Weights are rescaled to sum
-  to 1, so ``{"a": 2, "b": 1}`` means two thirds and one third.
+  to 1, so ``{"a": 2, "b": 1}`` means two thirds and one third. A strategy weighing 0 is
+  left out, whatever the method: the result is that of the others alone (``m`` below counts
+  only those above 0; MAX, MIN and COMB_MNZ's count skip it), and a reranker does not run it.
 * **Ranks** are 1-based, best first, with tied scores sharing their average rank.
 
 Methods and their output range for ``m`` strategies whose inputs lie in ``[0, 1]``:
@@ -136,10 +138,13 @@ def fuse(
     """
     method = ScoreCombinationMethod.parse(method)
     scores = np.asarray(matrix, dtype=np.float64)
-    m, n = scores.shape
     if present is None:
-        present = np.ones((m, n), dtype=bool)
-    w = np.asarray(weights, dtype=np.float64)[:, None]
+        present = np.ones(scores.shape, dtype=bool)
+    w = np.asarray(weights, dtype=np.float64)
+    if len(w) and not w.all():  # a strategy weighing 0 is left out, in every method
+        scores, present, w = scores[w > 0], present[w > 0], w[w > 0]
+    m, n = scores.shape
+    w = w[:, None]
     check_rrf_k(rrf_k)
 
     if method in (ScoreCombinationMethod.MAX, ScoreCombinationMethod.MIN):
@@ -190,11 +195,16 @@ def contributions(
 ) -> np.ndarray:
     """Each strategy's share of :func:`fuse`'s result, shape ``(m, n)``; the columns sum to
     the fused scores. MAX and MIN credit the whole score to the strategy that supplied it
-    (the first one on ties)."""
+    (the first one on ties); a strategy weighing 0 is left out (its row is 0)."""
     method = ScoreCombinationMethod.parse(method)
     scores = np.asarray(matrix, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    if len(w) and not w.all():
+        out = np.zeros_like(scores)
+        out[w > 0] = contributions(scores[w > 0], method, w[w > 0], rrf_k=rrf_k)
+        return out
     m, n = scores.shape
-    w = np.asarray(weights, dtype=np.float64)[:, None]
+    w = w[:, None]
     if method in (ScoreCombinationMethod.MAX, ScoreCombinationMethod.MIN):
         pick = scores.argmax(axis=0) if method is ScoreCombinationMethod.MAX else scores.argmin(0)
         out = np.zeros_like(scores)

@@ -69,6 +69,8 @@ def describe(reranker: Any, name: str | None = None, *, served: bool = False) ->
     scale = scales["scores"] if served else scales["raw_scores"]
     if served and scales["scores"] != scales["raw_scores"]:
         scale += f" (raw_scores {scales['raw_scores']})"
+    if reranker.score_scale != "relative" and getattr(scoring[-1], "fuses_first_stage", 0):
+        note += "; scores relative when every document carries a first-stage score"
     return f"{name or reranker.name!r}: {body}; scores {scale}{note}"
 
 
@@ -113,13 +115,11 @@ def _ok(name: str, reranker: Any, pipeline: str | None = None, *, served: bool =
     model, decides a hybrid's scorers and scale: said here, they could be wrong)."""
     missing = [m for m in _models(reranker) if missing_folder(m)]
     if not missing:
-        runs = models_run(reranker)
-        said = f"; runs {', '.join(runs)}" if runs else ""
+        said = f"; runs {', '.join(runs)}" if (runs := models_run(reranker)) else ""
         return f"{name}: ok: {describe(reranker, pipeline, served=served)}{said}"
-    said = pipeline or reranker.name
     return (
-        f"{name}: ok: {said!r} builds; its scorers and scale are not described, since "
-        f"model {missing[0]!r} is not here to read (check where it is)"
+        f"{name}: ok: {(pipeline or reranker.name)!r} builds; its scorers and scale are not "
+        f"described, since model {missing[0]!r} is not here to read (check where it is)"
     )
 
 

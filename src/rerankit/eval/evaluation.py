@@ -178,9 +178,7 @@ def _read(
     they are logged as warnings too), or the dataset given, cut to its first
     ``max_queries`` queries (a copy: the caller's is kept)."""
     if isinstance(source, Dataset):
-        queries = dict(
-            list(source.queries.items())[:max_queries] if max_queries else source.queries
-        )
+        queries = dict(list(source.queries.items())[: max_queries or None])
         return replace(source, queries=queries, notes=list(source.notes))
     said = None if note is None else (lambda m: note(f"warning: {m}"))
     return read_split(source, split, max_queries, note=said)
@@ -295,7 +293,7 @@ def evaluate(
                 stopped = {**PipelineInterrupted("").record(names), "pipeline": None}
                 left = {"collection": label, **stopped, "collections_not_started": labels[i + 1 :]}
                 raise EvaluationInterrupted(_finish(done, baseline, out, left)) from None
-            runs, failed, stopped, shown = [first_stage_run(cands)], [], None, dataset
+            runs, failed, stopped, shown, scales = [first_stage_run(cands)], [], None, dataset, {}
             for n, (layout, (name, reranker, declared)) in enumerate(order):
                 if n % len(pipelines) == 0:  # a layout's first pipeline
                     shown = dataset.with_titles(layout)
@@ -317,13 +315,14 @@ def evaluate(
                 if runner is None:
                     run.load_seconds += loaded.pop(name, 0.0)  # once, on its first run (said)
                 run.name = run_name
+                scales.setdefault(name, set()).update(run.score_scales)  # (said in meta)
                 runs.append(run)
             meta = {
                 **_meta(dataset, own, first_stage, cands, candidates, max_queries, texts_only),
                 "titles": layouts[0] if len(layouts) == 1 else layouts,
                 "metrics": extra,  # those asked beside the usual ones
                 "baseline": baseline,
-                "pipelines": {name: describe_pipeline(r) for name, r, _ in pipelines},
+                "pipelines": {n: describe_pipeline(r, scales.get(n, ())) for n, r, _ in pipelines},
                 "fitted_on": {n: f for n, r, item in pipelines if (f := fitted_on(item, r))},
                 "notes": dataset.notes,
                 "failed": failed,

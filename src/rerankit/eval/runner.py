@@ -14,7 +14,7 @@ import re
 import statistics
 import time
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -147,9 +147,11 @@ def first_stage_run(cands: Mapping[str, Sequence[tuple[str, float]]]) -> Pipelin
     return run
 
 
-def describe_pipeline(reranker: Any) -> dict[str, Any]:
-    """What a reranker is, for the record: its class, score scale and scorers (with the
+def describe_pipeline(reranker: Any, scales: Iterable[str] = ()) -> dict[str, Any]:
+    """What a reranker is, for the record: its class, score scale (that of the scores it
+    gave, ``scales``, when given: ``relative`` when they differ) and scorers (with the
     model and backend of local models)."""
+    seen = set(scales) or {reranker.score_scale}  # (a hybrid fusing a first stage: relative)
     scorers = []
     for s in reranker.scorers():
         entry: dict[str, Any] = {"name": s.name, "type": type(s).__name__}
@@ -160,7 +162,7 @@ def describe_pipeline(reranker: Any) -> dict[str, Any]:
         scorers.append(entry)
     return {
         "type": type(reranker).__name__,
-        "score_scale": reranker.score_scale,
+        "score_scale": seen.pop() if len(seen) == 1 else "relative",
         "scorers": scorers,
     }
 

@@ -30,7 +30,8 @@ class FusionReranker(ScoringReranker):
     normalise each strategy first (``normalize_scores=True``, ``normalization_method``);
     rank-based ones (RRF, BORDA) use ranks. If some strategies fail, the rest decide the
     order and the result is ``degraded`` with a warning per failure; if all fail, the input
-    order is kept. See :mod:`rerankit.fusion` for weights, ranges and tie rules.
+    order is kept. A strategy weighing 0 is not run, whatever the method: the scores are
+    those of the others alone. See :mod:`rerankit.fusion` for weights, ranges and tie rules.
 
     ``normalization_method="calibrated"`` (with ``weighted_average``) maps each strategy's
     raw score through its fixed :class:`~rerankit.calibration.Calibration` (``calibration``,
@@ -92,10 +93,14 @@ class FusionReranker(ScoringReranker):
             normalization_method = check_normalization_method(normalization_method)
             if calibration is not None or output_calibration is not None:
                 raise ValueError('calibration is used only with normalization "calibrated"')
-        self.strategies = strategies
+        resolved = fusion.resolve_weights(names, weights)
+        # a strategy weighing 0 is left out whatever the method (rerankit.fusion): not run
+        self.strategies = [s for s, w in zip(strategies, resolved, strict=True) if w > 0]
         self.combination_method = method
-        self.weights = dict(weights) if weights is not None else None
-        self._weights = fusion.resolve_weights(names, weights)
+        self.weights = (
+            {s.name: weights[s.name] for s in self.strategies} if weights is not None else None
+        )
+        self._weights = resolved[resolved > 0]
         self.normalize_scores = normalize_scores
         self.normalization_method = normalization_method
         self.rrf_k = rrf_k

@@ -215,12 +215,8 @@ class HybridReranker(ScoringReranker):
     def _fusion(self, lexical: dict[Scorer, float]) -> FusionReranker:
         weights = {s.name: w for s, w in lexical.items()}
         weights[self.embedding.name] = 1.0 - sum(weights.values())
-        run = [*lexical, self.embedding]
-        if self.combination_method is HYBRID_METHOD:  # a weighted average: 0 adds nothing
-            run = [s for s in run if weights[s.name] > 0]  # (nor is its model loaded)
-            weights = {s.name: weights[s.name] for s in run}
-        return FusionReranker(
-            run,
+        return FusionReranker(  # (a signal weighing 0 is not run, nor its model loaded)
+            [*lexical, self.embedding],
             self.combination_method,
             weights,
             normalization_method=self.normalization_method,

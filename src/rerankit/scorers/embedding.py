@@ -181,8 +181,9 @@ class EmbeddingScorer(LocalModelScorer):
 
     @cached_property
     def model_key(self) -> str:
-        """The model in cache keys: :func:`~rerankit.cache.content_key` (a folder's files)."""
-        model = self.model_id
+        """The model in cache keys: :func:`~rerankit.cache.content_key` (a folder's files;
+        the bundled model by one name, however it was spelt)."""
+        model = DEFAULT_EMBEDDING_MODEL if self.model_id in BUNDLED_NAMES else self.model_id
         key = content_key(model) + self.revision_key if model else f"object@{id(self._model.model)}"
         if self.backend == "onnx":  # other numbers: never mixed with torch's in a cache
             key += "|onnx" + (f"-{self.quantize}" if self.quantize else "")

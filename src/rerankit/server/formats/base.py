@@ -4,6 +4,7 @@ applied to documents on the way in."""
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Literal, Protocol
@@ -12,6 +13,7 @@ from pydantic import BeforeValidator, Field
 
 from ...errors import ServiceError
 from ...normalize import SCORE_SCALES, ranked_unit_scores, scale_to_unit, served_scales
+from ...rerankers.notes import pipeline_note
 from ...types import Document, RerankResult
 from ..answers import SOURCES
 from ..http import AnswerShape
@@ -44,6 +46,12 @@ __all__ = [
     "ranked_call",
     "relevance_scores",
 ]
+
+logger = logging.getLogger(__name__)
+
+#: how many notes on pipelines' settings the log says, at most (each once)
+SETTING_NOTES = 100
+_SETTING_SAID: set[tuple[str | None, str]] = set()
 
 
 #: a query must hold a character that is not whitespace as Python's ``str.isspace`` sees it
@@ -325,7 +333,11 @@ def relevance_scores(result: RerankResult, call: Call | None = None) -> list[flo
 
 def answer_warnings(result: RerankResult, call: Call | None = None) -> list[str]:
     """What an answer warns of: the service's notes on the request, the result's warnings,
-    then each cut or split document's (``document i: ...``)."""
+    then each cut or split document's (``document i: ...``). A note on the pipeline's
+    setting, the same on every call (:func:`~rerankit.rerankers.notes.pipeline_note`: the
+    default hybrid not fusing the documents' first-stage scores, ...), is logged once per
+    pipeline instead of riding on every answer."""
+    warned = [w for w in result.warnings if not _setting_said(w, call)]
     cuts = call.cuts if call is not None else {}
     splits = call.splits if call is not None else {}
     notes = {**{i: [why] for i, why in cuts.items()}}
@@ -333,7 +345,7 @@ def answer_warnings(result: RerankResult, call: Call | None = None) -> list[str]
         notes.setdefault(i, []).append(why)
     return [
         *(call.notes if call is not None else ()),
-        *result.warnings,
+        *warned,
         *(f"document {i}: {'; '.join(why)}" for i, why in sorted(notes.items())),
     ]
 
@@ -365,3 +377,16 @@ def meta(result: RerankResult, version: str, call: Call | None = None) -> dict[s
         own.update(degraded=result.degraded, flags=flags)
     out["rerankit"] = own
     return out
+
+
+def _setting_said(warning: str, call: Call | None) -> bool:
+    """Whether ``warning`` is a note on the pipeline's setting: logged the first time a
+    pipeline gives it (at most :data:`SETTING_NOTES` of them in all), left out of answers."""
+    note = pipeline_note(warning)
+    if note is None:
+        return False
+    key = (call.model if call is not None else None, note)
+    if key not in _SETTING_SAID and len(_SETTING_SAID) < SETTING_NOTES:
+        _SETTING_SAID.add(key)
+        logger.warning("pipeline %r: %s (said once, not in each answer)", key[0], warning)
+    return True
