@@ -365,6 +365,7 @@ def add_commands(sub: Any) -> None:
         "--batch-size",
         type=positive_int,
         default=16,
+        metavar="N",
         help="ray: rows per call of a worker (16); Ray returns them a block at a time, so a "
         "kill loses about --workers x --batch-size rows (batch.md, 'Stopping a Ray run'); "
         "the local engine writes each row as it finishes",

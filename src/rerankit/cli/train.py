@@ -133,6 +133,7 @@ def add_commands(sub: Any) -> None:
         "--max-pairs",
         type=positive_int,
         default=None,
+        metavar="N",
         help="use at most N judged-relevant (query, document) pairs, each with its negatives "
         "(a cross-encoder's: 3 from the first stage)",
     )
@@ -142,7 +143,9 @@ def add_commands(sub: Any) -> None:
         default=1.0,
         help="passes over the pairs, above 0 (1; 0.5 is half a pass)",
     )
-    tr.add_argument("--batch-size", type=positive_int, default=16, help="pairs per step (16)")
+    tr.add_argument(
+        "--batch-size", type=positive_int, default=16, metavar="N", help="pairs per step (16)"
+    )
     add_candidates_argument(
         tr,
         "BM25 candidates per query to draw hard negatives from; the held-out check reranks "
