@@ -72,3 +72,12 @@ def test_help_shows_the_one_name(command, shown, capsys):
     with pytest.raises(SystemExit):
         main([command, "--help"])
     assert shown in " ".join(capsys.readouterr().out.split())
+
+
+def test_the_command_list_calls_what_tune_and_train_learn_from_judgments(capsys):
+    """Judgments, as tune's and train's lines say; qrels is only their file (qrels/*.tsv)."""
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "label queries with an LLM judge (judgments for tune and train)" in text
+    assert "fit a pipeline to your judgments" in text and "qrels" not in text
