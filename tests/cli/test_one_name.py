@@ -66,6 +66,8 @@ def test_every_field_flag_calls_its_value_field():
         ("batch", "--batch-size N"),
         ("precompute", "--batch-size N"),
         ("rank", "--text-field FIELD"),
+        ("rank", "--top-k K, -k K keep only the best K"),
+        ("batch", "--top-k K, -k K keep only the best K"),
     ],
 )
 def test_help_shows_the_one_name(command, shown, capsys):
