@@ -13,7 +13,7 @@ import pytest
 from rerankit.batch import rerank_dataset, run_batch
 
 ROWS = [
-    {"query_id": "q1", "query": "capital of france", "candidates": ["cats", "Paris is big"]},
+    {"query_id": "q1", "query": "capital of france", "candidates": ["cats", "capital of france"]},
     {"query_id": "q2", "query": "fast cars", "candidates": ["fast cars race", "slow boats"]},
 ]
 
@@ -73,3 +73,12 @@ def test_both_names_of_one_argument_are_refused(tmp_path, monkeypatch, kwargs, m
 def test_run_batch_without_out_says_what_it_needs():
     with pytest.raises(TypeError, match=r"run_batch\(\) missing out: the \.jsonl or \.parquet"):
         run_batch(ROWS, reranker="bm25")
+
+
+@pytest.mark.ray
+def test_rerank_dataset_gives_the_same_rows_under_either_name():
+    pytest.importorskip("ray.data", reason="the ray engine needs the 'ray' extra")
+    new = rerank_dataset(ROWS, reranker="bm25").take_all()
+    earlier = rerank_dataset(ROWS, pipeline="bm25").take_all()
+    assert [r["results"] for r in new] == [r["results"] for r in earlier]
+    assert [r["results"][0]["index"] for r in new] == [1, 0]
