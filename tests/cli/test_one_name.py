@@ -83,3 +83,17 @@ def test_the_command_list_calls_what_tune_and_train_learn_from_judgments(capsys)
     text = " ".join(capsys.readouterr().out.split())
     assert "label queries with an LLM judge (judgments for tune and train)" in text
     assert "fit a pipeline to your judgments" in text and "qrels" not in text
+
+
+def test_a_positional_value_is_named_as_the_flags_name_the_same_thing(capsys):
+    """interleave-report's click logs are LOG, as its --clicks LOG (and check's, tune's);
+    export's model is MODEL, as docs/cli.md writes `rerankit export MODEL`."""
+    shown = {}
+    for command in ("interleave-report", "export", "check"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        shown[command] = capsys.readouterr().out.split("\n\n")[0]  # the usage lines
+    assert "[--clicks LOG]" in shown["interleave-report"]
+    assert "[LOG ...]" in shown["interleave-report"] and "log ..." not in shown["interleave-report"]
+    assert shown["export"].split()[-1] == "MODEL"
+    assert "[FILE ...]" in shown["check"]
