@@ -97,3 +97,47 @@ def test_a_positional_value_is_named_as_the_flags_name_the_same_thing(capsys):
     assert "[LOG ...]" in shown["interleave-report"] and "log ..." not in shown["interleave-report"]
     assert shown["export"].split()[-1] == "MODEL"
     assert "[FILE ...]" in shown["check"]
+
+
+def _one_judged_split(folder):
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "corpus.jsonl").write_text('{"_id": "d1", "text": "solar power"}\n')
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "solar"}\n')
+    (folder / "qrels" / "test.tsv").write_text("q1\td1\t1\n")
+    return folder
+
+
+def test_fine_tune_names_the_training_split_train_split_as_tune_does(tmp_path):
+    """fine_tune(train_split=), as tune(train_split=) and `train --train-split`; split=, its
+    earlier name, still works and gives the same options and the same outcome."""
+    from dataclasses import fields
+
+    from rerankit.errors import InputError
+    from rerankit.training import FineTuneOptions, TuneOptions, fine_tune
+
+    names = {f.name for f in fields(FineTuneOptions)}
+    assert "train_split" in names and "split" not in names
+    assert "train_split" in {f.name for f in fields(TuneOptions)}
+    assert FineTuneOptions(split="dev") == FineTuneOptions(train_split="dev")
+    assert FineTuneOptions(split="dev").split == "dev"  # read by its earlier name too
+    with pytest.raises(TypeError, match="give train_split= or its earlier name split="):
+        FineTuneOptions(train_split="a", split="b")
+    folder = _one_judged_split(tmp_path / "data")
+    said = {}
+    for keyword in ("train_split", "split"):
+        with pytest.raises(InputError) as refused:
+            fine_tune(folder, tmp_path / keyword, **{keyword: "train"})
+        said[keyword] = str(refused.value)
+    assert said["train_split"] == said["split"]
+    assert "train_split='test:odd' (--train-split)" in said["split"]
+    with pytest.raises(InputError, match=r"train_split='test' \(--train-split\): train on"):
+        FineTuneOptions(split="test").check()
+
+
+@pytest.mark.parametrize("flag", ["--train-split", "--split"])
+def test_train_passes_its_split_to_fine_tune_by_that_name(flag):
+    from rerankit.cli import build_parser
+    from rerankit.training import FineTuneOptions
+
+    args = build_parser().parse_args(["train", "embedding", "--data", "d", "--out", "o", flag, "x"])
+    assert FineTuneOptions.from_namespace(args).train_split == "x"

@@ -33,7 +33,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     need_collection(args.data)
     options = FineTuneOptions.from_namespace(args)
     options.check()  # the options' own refusals first (--train-split test among them)
-    check_train_split(args.data, args.split)
+    check_train_split(args.data, args.train_split)
     need_model(args.model, "--model", "the model folder to start from")
     result = fine_tune(
         args.data,
@@ -56,8 +56,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             "`rerankit tune --method ltr` learns from the same judgments"
             if args.what == "cross_encoder"
             else "as features it may still help: `rerankit tune --data "
-            f"{shlex.quote(args.data)}{tune_splits(args.split)} --method ltr --embedding-model "
-            f"{shlex.quote(args.out)}` measures "
+            f"{shlex.quote(args.data)}{tune_splits(args.train_split)} --method ltr "
+            f"--embedding-model {shlex.quote(args.out)}` measures "
             "that against the default"
         )
         note(
@@ -116,12 +116,13 @@ def add_commands(sub: Any) -> None:
     add_data_argument(tr)
     tr.add_argument(
         "--train-split",
-        dest="split",
+        dest="train_split",
+        metavar="SPLIT",
         default="train",
         help="the split to train on (default train; SPLIT:odd / SPLIT:even for half of a "
         "split's queries, as `rerankit tune --train-split` reads it)",
     )
-    add_old_spelling(tr, "--split", dest="split", now="--train-split")
+    add_old_spelling(tr, "--split", dest="train_split", now="--train-split")
     tr.add_argument("--out", required=True, help="folder for the fine-tuned model")
     tr.add_argument(
         "--model",
