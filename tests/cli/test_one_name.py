@@ -141,3 +141,32 @@ def test_train_passes_its_split_to_fine_tune_by_that_name(flag):
 
     args = build_parser().parse_args(["train", "embedding", "--data", "d", "--out", "o", flag, "x"])
     assert FineTuneOptions.from_namespace(args).train_split == "x"
+
+
+def test_the_earlier_python_names_the_cli_page_lists_are_taken(tmp_path):
+    """docs/cli.md's paragraph on Python's earlier names: each is taken, as its current
+    name is, and given with it is refused."""
+    from pathlib import Path
+
+    from rerankit.errors import InputError
+    from rerankit.training import fine_tune, tune
+
+    page = " ".join((Path(__file__).parents[2] / "docs" / "cli.md").read_text().split())
+    for said in (
+        "`k=` for `candidates=` (`tune`, `fine_tune`)",
+        "`split=` for `train_split=` (`fine_tune`)",
+        "`pipeline=` and `output=` for `reranker=` and `out=` (`rerankit.batch.run_batch`,",
+    ):
+        assert said in page, said
+    folder = _one_judged_split(tmp_path / "data")
+    said = {}
+    for keyword in ("candidates", "k"):
+        with pytest.raises(InputError) as refused:
+            fine_tune(folder, tmp_path / keyword, **{keyword: 5})
+        said[keyword] = str(refused.value)
+    assert said["candidates"] == said["k"]
+    both = "give candidates= or its earlier name k="
+    with pytest.raises(TypeError, match=both):
+        fine_tune(folder, tmp_path / "both", candidates=5, k=5)
+    with pytest.raises(TypeError, match=both):
+        tune(folder, candidates=5, k=5)
