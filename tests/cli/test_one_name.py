@@ -170,3 +170,38 @@ def test_the_earlier_python_names_the_cli_page_lists_are_taken(tmp_path):
         fine_tune(folder, tmp_path / "both", candidates=5, k=5)
     with pytest.raises(TypeError, match=both):
         tune(folder, candidates=5, k=5)
+
+
+@pytest.mark.parametrize(
+    ("argv", "meant"),
+    [
+        ("rank -q q --model m", "--reranker"),  # rank names a model as its reranker
+        ("rank -q q --pipeline p.toml", "--reranker"),
+        ("batch -i x -o y --pipeline p.toml", "--reranker"),
+        ("tune --data d --model m", "--embedding-model"),
+        ("eval --data d --pipelines a,b", "--rerankers"),
+        ("eval --data d --qrels q", "--data"),
+        ("eval --data d --judgments q", "--data"),
+        ("eval --data d --output_dir o", "--out"),
+        ("serve --config-file s.toml", "--settings"),
+        ("eval --data d --num-candidates 5", "--candidates"),
+        ("rank -q q --top_n 3", "--top-k"),
+    ],
+)
+def test_another_name_of_a_flag_is_answered_with_this_one(argv, meant, capsys):
+    """A name other tools (or rerankit's other words) use for the same thing is refused
+    with the flag rerankit calls it, not the nearest spelling (`--model` was answered
+    "did you mean --details?", `--qrels` "--workers", `--pipeline` "--deadline")."""
+    with pytest.raises(SystemExit):
+        main(argv.split())
+    err = capsys.readouterr().err
+    assert f"(did you mean {meant}?)" in err, err
+
+
+@pytest.mark.parametrize("argv", ["rank -q q --output-file o.jsonl", "export m --model m"])
+def test_another_name_the_command_has_no_flag_for_gets_no_misleading_guess(argv, capsys):
+    """rank writes to stdout: --output-file is not its --output (a cross-encoder's score)."""
+    with pytest.raises(SystemExit):
+        main(argv.split())
+    err = capsys.readouterr().err
+    assert "unrecognized arguments" in err and "did you mean" not in err, err
