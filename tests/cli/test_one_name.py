@@ -205,3 +205,18 @@ def test_another_name_the_command_has_no_flag_for_gets_no_misleading_guess(argv,
         main(argv.split())
     err = capsys.readouterr().err
     assert "unrecognized arguments" in err and "did you mean" not in err, err
+
+
+def test_the_cli_page_table_of_other_tools_names_is_the_parsers():
+    import re
+    from pathlib import Path
+
+    from rerankit.cli.parser import OTHER_TOOLS
+
+    page = (Path(__file__).parents[2] / "docs" / "cli.md").read_text(encoding="utf-8")
+    table = page.partition("| another tool's name | here |\n|---|---|\n")[2].partition("\n\n")[0]
+    rows = [row.split(" | ") for row in table.splitlines()]
+    assert len(rows) >= 5
+    for theirs, ours in rows:
+        for flag in re.findall(r"`(--[\w-]+)`", theirs):
+            assert OTHER_TOOLS[flag][0] == re.findall(r"`(--[\w-]+)`", ours)[0], flag
