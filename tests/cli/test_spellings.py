@@ -100,7 +100,7 @@ SIM = "simulate-clicks --data d --out o"
             "first_stage",
         ),
         ("batch -i d -o y --first-stage r.trec", "batch -i d -o y --run r.trec", "first_stage"),
-        (f"{TRAIN} --train-split dev", f"{TRAIN} --split dev", "split"),
+        (f"{TRAIN} --train-split dev", f"{TRAIN} --split dev", "train_split"),
         (f"{SIM} --train-split dev", f"{SIM} --split dev", "split"),
     ],
 )

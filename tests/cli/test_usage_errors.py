@@ -142,12 +142,12 @@ def test_held_out_takes_a_share_up_to_half(share):
             "head_learning_rate=0.001 (--head-learning-rate): is for cross-encoders",
         ),
         ({"cross_fit": 1}, "cross_fit=1 (--cross-fit): needs at least 2 folds"),
-        ({"split": "test"}, "split='test' (--train-split): train on a training split"),
+        ({"train_split": "test"}, "train_split='test' (--train-split): train on a training"),
     ],
 )
 def test_the_library_refuses_what_the_command_line_refuses(options, message):
     """By the keyword a Python caller passed, with the command line's flag beside it
-    (``split`` is ``rerankit train``'s ``--train-split``)."""
+    (``train_split`` is ``rerankit train``'s ``--train-split``)."""
     with pytest.raises(InputError) as refused:
         FineTuneOptions(**options).check()
     assert str(refused.value).startswith(message)

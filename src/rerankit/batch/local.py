@@ -15,6 +15,7 @@ from .._words import counted
 from ..api import load
 from ..errors import InputError, no_such_file, said_for
 from .io import input_format, read_lines, read_rows, tell_blank_lines, write_rows
+from .names import DEFAULT_RERANKER, earlier_names
 from .ray import RayOptions, declared, ray_rows
 from .resume import (
     PIPELINE_KEY,
@@ -37,8 +38,8 @@ _NONE_LEFT: Any = object()
 
 def run_batch(
     source: str | Path | Iterable[Mapping[str, Any]] | io.TextIOBase,
-    output: str | Path,
-    pipeline: Any = "hybrid",
+    out: str | Path | None = None,
+    reranker: Any = DEFAULT_RERANKER,
     *,
     engine: str = "local",
     ray: RayOptions | None = None,
@@ -53,7 +54,9 @@ def run_batch(
 ) -> BatchSummary:
     """Rerank every row of ``source`` (a file, a list of rows, or any iterable of them:
     a generator is read as it goes, so rows can stream from anywhere; or an open text
-    stream of JSON Lines, such as ``sys.stdin``) into ``output`` with
+    stream of JSON Lines, such as ``sys.stdin``) into ``out`` (a ``.jsonl`` or ``.parquet``
+    file) with ``reranker`` (a registered name, a pipeline file, a spec mapping or, on the
+    local engine, a built reranker; default ``hybrid``), on
     the ``local`` engine (this process) or ``ray`` (see :func:`rerank_dataset`; a file or a
     list). How the rows are run is ``ray`` (a :class:`RayOptions`) or its fields as
     keywords: both engines keep up to ``concurrency`` rows in flight; the ``ray`` engine
@@ -66,7 +69,7 @@ def run_batch(
     ``keep_candidates=False``, which leaves each row's candidates out of the output.
     ``progress`` is called with the :class:`BatchSummary` after each row written.
 
-    An ``output`` that already holds rows is refused unless ``overwrite=True`` (start it
+    An ``out`` that already holds rows is refused unless ``overwrite=True`` (start it
     again) or ``resume=True`` (JSON Lines only: skip the input rows already written, whose
     query ids and queries must match, drop a last line cut short, and append the rest;
     ``note`` is told how many were skipped, how many of those hold an error, and of a cut
@@ -77,7 +80,11 @@ def run_batch(
     lines, so a resumed run goes on from them. Each output row names the pipeline that
     ranked it (``reranked_by``: ``NAME@FINGERPRINT``, see :func:`.resume.pipeline_tag`),
     and resuming an output that another pipeline wrote is refused (rows of an earlier
-    rerankit, which recorded none, are resumed with a warning)."""
+    rerankit, which recorded none, are resumed with a warning). ``output=`` and
+    ``pipeline=``, the earlier names of ``out`` and ``reranker``, are still taken."""
+    output, pipeline = earlier_names(out, reranker, options, call="run_batch")
+    if output is None:
+        raise TypeError("run_batch() missing out: the .jsonl or .parquet file to write")
     settings, options = RayOptions.split(ray, options)  # checks batch_size and concurrency
     input_format(output)  # both names checked before any work
     path = str(source) if isinstance(source, (str, Path)) else None  # errors name it

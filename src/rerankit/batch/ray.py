@@ -26,6 +26,7 @@ from .io import (
     public_fields,
     write_rows,
 )
+from .names import DEFAULT_RERANKER, earlier_names
 from .ray_cluster import check_resources, numbered_lines, quiet_ray_logs, start_ray, worker_env
 from .rows import rerank_rows
 
@@ -189,25 +190,27 @@ class RayOptions:
 
 def rerank_dataset(
     source: Any,
-    pipeline: Any = "hybrid",
+    reranker: Any = DEFAULT_RERANKER,
     *,
-    output: str | Path | None = None,
+    out: str | Path | None = None,
     ray: RayOptions | None = None,
     **options: Any,
 ) -> Any:
     """Rerank with Ray Data: ``source`` is a Ray Dataset, a JSON Lines or Parquet path, or
-    a list of rows; ``pipeline`` a registered name, pipeline file or spec mapping (each
-    actor builds it once). Without ``output``, returns a Ray Dataset of the output rows
-    (lazy, for users already in Ray: write it with ``write_parquet``); with ``output``,
+    a list of rows; ``reranker`` a registered name, pipeline file or spec mapping (each
+    actor builds it once). Without ``out``, returns a Ray Dataset of the output rows
+    (lazy, for users already in Ray: write it with ``write_parquet``); with ``out``,
     streams the rows back in input order into that file and returns the
     :class:`BatchSummary`. How Ray runs is ``ray`` (a :class:`RayOptions`), or its fields
     as keywords (``workers=4``, ``num_gpus=1``, ...); the other ``options`` go to
-    ``rerank`` (``top_k``, ``fields``, ``text_field``, ...)."""
+    ``rerank`` (``top_k``, ``fields``, ``text_field``, ...). ``output=`` and ``pipeline=``,
+    the earlier names of ``out`` and ``reranker``, are still taken."""
+    output, pipeline = earlier_names(out, reranker, options, call="rerank_dataset")
     started = time.perf_counter()
-    out = _ray_map(source, pipeline, *RayOptions.split(ray, options))
+    mapped = _ray_map(source, pipeline, *RayOptions.split(ray, options))
     if output is None:
-        return out.map_batches(_decode, batch_format="pyarrow")
-    summary = write_rows(output, _stream(out))
+        return mapped.map_batches(_decode, batch_format="pyarrow")
+    summary = write_rows(output, _stream(mapped))
     summary.seconds = time.perf_counter() - started
     return summary
 

@@ -297,6 +297,7 @@ def add_embedding_cache_arguments(parser: Any) -> None:
     parser.add_argument(
         "--embedding-cache",
         default=None,
+        metavar="FILE",
         help="SQLite file caching document embeddings across runs (default: "
         "$RERANKIT_EMBEDDING_CACHE, else the server $RERANKIT_CACHE_URL names, else "
         "embeddings.sqlite in the rerankit cache directory)",

@@ -365,6 +365,7 @@ def add_commands(sub: Any) -> None:
         "--batch-size",
         type=positive_int,
         default=16,
+        metavar="N",
         help="ray: rows per call of a worker (16); Ray returns them a block at a time, so a "
         "kill loses about --workers x --batch-size rows (batch.md, 'Stopping a Ray run'); "
         "the local engine writes each row as it finishes",
@@ -403,7 +404,7 @@ def add_commands(sub: Any) -> None:
         bat, "with --data: first-stage candidates per query", default=BEIR_CANDIDATES
     )
     bat.set_defaults(candidates=None)  # BEIR_CANDIDATES with --data; refused with --input
-    bat.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep the best K")
+    bat.add_argument("--top-k", "-k", type=positive_int, metavar="K", help="keep only the best K")
     for flag, default, what in ROW_FIELDS:
         bat.add_argument(flag, default=default, metavar="FIELD", help=f"row field holding {what}")
     add_field_arguments(bat, score_field=False)

@@ -395,6 +395,7 @@ def add_commands(sub: Any) -> None:
     ir.add_argument(
         "log",
         nargs="*",
+        metavar="LOG",
         help="the click log (its rotated files are read too); several: the logs of several "
         "replicas, read together",
     )

@@ -168,7 +168,11 @@ def add_command(sub: Any) -> None:
             "rerankit serve --model minilm-onnx  # no torch",
         ),
     )
-    exp.add_argument("model", help="hub id or model directory (all-MiniLM-L6-v2: the bundled copy)")
+    exp.add_argument(
+        "model",
+        metavar="MODEL",
+        help="hub id or model directory (all-MiniLM-L6-v2: the bundled copy)",
+    )
     exp.add_argument(
         "--out",
         default=None,

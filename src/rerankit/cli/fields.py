@@ -24,7 +24,10 @@ def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:
     """The flags of :class:`~rerankit.InputFields` (how documents are read and results
     written), the same for every command that reads documents."""
     parser.add_argument(
-        "--text-field", default="text", help="object field holding the text (default text)"
+        "--text-field",
+        default="text",
+        metavar="FIELD",
+        help="object field holding the text (default text)",
     )
     parser.add_argument(
         "--text-fields",
@@ -37,6 +40,7 @@ def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:
     parser.add_argument(
         "--id-field",
         default="id",
+        metavar="FIELD",
         help="object field holding the id (default id; a document with _id and no id, as in "
         "a BEIR corpus.jsonl, gives its _id)",
     )
@@ -51,6 +55,7 @@ def add_field_arguments(parser: Any, *, score_field: bool = True) -> None:
         parser.add_argument(
             "--score-field",
             default="rerank_score",
+            metavar="FIELD",
             help="field added to each output object (default rerank_score)",
         )
     parser.add_argument(

@@ -223,7 +223,7 @@ def _positions(value: str) -> tuple[int, int]:
 def add_commands(sub: Any) -> None:
     lab = sub.add_parser(
         "label",
-        help="label queries with an LLM judge (qrels for tune and train)",
+        help="label queries with an LLM judge (judgments for tune and train)",
         description="Judge each query's first-stage top k with an LLM judge and write a "
         "folder the learning commands read (corpus.jsonl, queries.jsonl, "
         "qrels/<split>.tsv) plus label_report.json. Pointwise 0-10 judgments become grades "

@@ -13,14 +13,18 @@ from typing import Any, NoReturn
 
 __all__ = ["CommandParser", "unknown_flags_message"]
 
-#: what other tools call a flag, and what each is called here (suggested when the
-#: command takes it)
-OTHER_TOOLS = {
-    "--top-n": "--top-k",
-    "--topn": "--top-k",
-    "--top_n": "--top-k",
-    "--top_k": "--top-k",
-    "--topk": "--top-k",
+#: what other tools (or another name of the same thing) call a flag, and what it is called
+#: here: the first of these the command takes is suggested, and none when it takes none
+#: (the nearest spelling would name another thing: rank's --output for --output-file)
+OTHER_TOOLS: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("--top-n", "--topn", "--top_n", "--top_k", "--topk"), ("--top-k",)),
+    "--pipeline": ("--reranker",),
+    **dict.fromkeys(("--model", "--model-name"), ("--reranker", "--embedding-model")),
+    "--pipelines": ("--rerankers", "--reranker"),
+    **dict.fromkeys(("--output-file", "--output-dir", "--outdir", "--out-dir"), ("--out",)),
+    **dict.fromkeys(("--qrels", "--judgments", "--dataset"), ("--data",)),
+    **dict.fromkeys(("--config-file", "--settings-file"), ("--settings",)),
+    "--num-candidates": ("--candidates",),
 }
 
 
@@ -72,9 +76,9 @@ def suggestion(parser: argparse.ArgumentParser, given: str) -> str | None:
     ``--flag=value``), or None."""
     flag = given.split("=", 1)[0]
     flags = _shown_flags(parser)
-    known = OTHER_TOOLS.get(flag.lower())
-    if known in flags:
-        return known
+    known = OTHER_TOOLS.get(flag.lower().replace("_", "-")) or OTHER_TOOLS.get(flag.lower())
+    if known is not None:
+        return next((name for name in known if name in flags), None)
     close = difflib.get_close_matches(flag, flags, n=1, cutoff=0.6)
     return close[0] if close else None
 

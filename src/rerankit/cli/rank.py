@@ -385,7 +385,7 @@ def add_commands(sub: Any) -> None:
         "BEIR folder's queries over a run with `rerankit batch --data FOLDER --first-stage "
         "RUN`",
     )
-    rank.add_argument("--top-k", "-k", type=positive_int, default=None, help="keep only the best K")
+    rank.add_argument("--top-k", "-k", type=positive_int, metavar="K", help="keep only the best K")
     add_field_arguments(rank)
     add_language_argument(rank)
     add_backend_arguments(rank)

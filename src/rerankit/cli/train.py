@@ -36,7 +36,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     need_collection(args.data)
     options = FineTuneOptions.from_namespace(args)
     options.check()  # the options' own refusals first (--train-split test among them)
-    check_train_split(args.data, args.split)
+    check_train_split(args.data, args.train_split)
     need_model(args.model, "--model", "the model folder to start from")
     need_hub(args.model)
     result = fine_tune(
@@ -60,8 +60,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             "`rerankit tune --method ltr` learns from the same judgments"
             if args.what == "cross_encoder"
             else "as features it may still help: `rerankit tune --data "
-            f"{shlex.quote(args.data)}{tune_splits(args.split)} --method ltr --embedding-model "
-            f"{shlex.quote(args.out)}` measures "
+            f"{shlex.quote(args.data)}{tune_splits(args.train_split)} --method ltr "
+            f"--embedding-model {shlex.quote(args.out)}` measures "
             "that against the default"
         )
         note(
@@ -135,12 +135,13 @@ def add_commands(sub: Any) -> None:
     add_data_argument(tr)
     tr.add_argument(
         "--train-split",
-        dest="split",
+        dest="train_split",
+        metavar="SPLIT",
         default="train",
         help="the split to train on (default train; SPLIT:odd / SPLIT:even for half of a "
         "split's queries, as `rerankit tune --train-split` reads it)",
     )
-    add_old_spelling(tr, "--split", dest="split", now="--train-split")
+    add_old_spelling(tr, "--split", dest="train_split", now="--train-split")
     tr.add_argument("--out", required=True, help="folder for the fine-tuned model")
     tr.add_argument(
         "--model",
@@ -152,6 +153,7 @@ def add_commands(sub: Any) -> None:
         "--max-pairs",
         type=positive_int,
         default=None,
+        metavar="N",
         help="use at most N judged-relevant (query, document) pairs, each with its negatives "
         "(a cross-encoder's: 3 from the first stage)",
     )
@@ -161,7 +163,9 @@ def add_commands(sub: Any) -> None:
         default=1.0,
         help="passes over the pairs, above 0 (1; 0.5 is half a pass)",
     )
-    tr.add_argument("--batch-size", type=positive_int, default=16, help="pairs per step (16)")
+    tr.add_argument(
+        "--batch-size", type=positive_int, default=16, metavar="N", help="pairs per step (16)"
+    )
     add_candidates_argument(
         tr,
         "BM25 candidates per query to draw hard negatives from; the held-out check reranks "

@@ -165,12 +165,14 @@ def add_commands(sub: Any) -> None:
     tu.add_argument(
         "--train-split",
         default="train",
+        metavar="SPLIT",
         help="split to choose on (default train); SPLIT:odd / SPLIT:even for half of a split's "
         "queries (by position in queries.jsonl)",
     )
     tu.add_argument(
         "--test-split",
         default="test",
+        metavar="SPLIT",
         help="split to report on (default test); it may not share a query with the training "
         "split. Without it (labels made by `rerankit label`, say) the report is skipped",
     )

@@ -9,6 +9,7 @@ parsed and its result printed."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -153,16 +154,17 @@ class FineTuneOptions:
     """What :func:`fine_tune` trains and how (each is ``rerankit train``'s option of the
     same name): ``what`` (``"embedding"``: a sentence-transformers model on (query,
     relevant, hard negative) triples; ``"cross_encoder"``, or ``"cross-encoder"``: (query,
-    document, 1/0) pairs), the training ``split``, the ``model`` to start from, at most
-    ``max_pairs`` pairs, the ``epochs``, ``batch_size`` and step sizes (``learning_rate``;
-    ``head_learning_rate`` for a cross-encoder's relevance head), the BM25 depth
+    document, 1/0) pairs), the ``train_split`` (as :func:`~rerankit.training.tune` and
+    ``--train-split`` name it; ``split``, its earlier name, still taken), the ``model`` to
+    start from, at most ``max_pairs`` pairs, the ``epochs``, ``batch_size`` and step sizes
+    (``learning_rate``; ``head_learning_rate`` for a cross-encoder's relevance head), the BM25 depth
     ``candidates`` hard negatives come from (:func:`fine_tune` also takes ``k``, its earlier
     name), the share of the judged queries ``held_out`` to check the result on (default
     0.1, at most 200; 0 with ``cross_fit``) and ``cross_fit=K`` fold models, each trained
     with one of K folds of the queries left out and checked on it."""
 
     what: str = "embedding"
-    split: str = "train"
+    train_split: str = "train"
     model: str | None = "all-MiniLM-L6-v2"
     max_pairs: int | None = None
     epochs: float = 1.0
@@ -172,6 +174,11 @@ class FineTuneOptions:
     head_learning_rate: float | None = None
     held_out: float | None = None
     cross_fit: int | None = None
+
+    @property
+    def split(self) -> str:
+        """The earlier name of ``train_split``, still read (and taken: ``split=``)."""
+        return self.train_split
 
     @classmethod
     def from_namespace(cls, namespace: Any) -> FineTuneOptions:
@@ -185,10 +192,10 @@ class FineTuneOptions:
         """Refuse options that cannot work, before any work."""
         if self.what not in WHAT:
             raise InputError(f"what={self.what!r}: must be one of {', '.join(WHAT)}")
-        if self.split == "test":
+        if self.train_split == "test":
             raise InputError(
-                f"{keyword_flag('split', self.split, flag='--train-split')}: train on a training "
-                "split; the test split is for reporting"
+                f"{keyword_flag('train_split', self.train_split)}: train on a training split; "
+                "the test split is for reporting"
             )
         if self.what == "embedding" and self.head_learning_rate is not None:
             raise InputError(
@@ -214,6 +221,19 @@ class FineTuneOptions:
         """The step sizes given, as the fine-tuning functions take them."""
         steps = {"learning_rate": self.learning_rate, "head_learning_rate": self.head_learning_rate}
         return {k: v for k, v in steps.items() if v is not None}
+
+
+@functools.wraps(FineTuneOptions.__init__)
+def _init_taking_split(self: FineTuneOptions, *args: Any, **kwargs: Any) -> None:
+    """``FineTuneOptions(split=...)``: ``split``, the earlier name of ``train_split``."""
+    if "split" in kwargs:
+        if "train_split" in kwargs:
+            raise TypeError("give train_split= or its earlier name split=, not both")
+        kwargs["train_split"] = kwargs.pop("split")
+    _init_taking_split.__wrapped__(self, *args, **kwargs)  # type: ignore[attr-defined]
+
+
+FineTuneOptions.__init__ = _init_taking_split  # type: ignore[method-assign]
 
 
 @dataclass
@@ -246,10 +266,12 @@ def fine_tune(
         options["candidates"] = options.pop("k")
     opts = FineTuneOptions(**options)
     opts.check()
-    check_train_split(data, opts.split)
+    check_train_split(data, opts.train_split)
     report = quiet(reporter)
     what, cross_fit = opts.what, opts.cross_fit
-    dataset = read_split(data, opts.split, note=lambda message: report.note(f"warning: {message}"))
+    dataset = read_split(
+        data, opts.train_split, note=lambda message: report.note(f"warning: {message}")
+    )
     cands = first_stage(dataset, "bm25", opts.candidates)
     if said := label_candidates.negatives_mismatch(data, opts.candidates, cands):
         report.note(f"warning: {said}")
@@ -298,7 +320,7 @@ def fine_tune(
         result.held_out_check = _check(run, what, out, checked, report)
     if cross_fit:
         _cross_fit(run, judged, cross_fit, out, result, report)
-    report.say(against_default(what, data, out, opts.candidates, opts.split))
+    report.say(against_default(what, data, out, opts.candidates, opts.train_split))
     return result
 
 
@@ -405,7 +427,7 @@ def _train_without(
         log=report.say,
         **run.opts.trainer_options(),
     )
-    record_trained_on(out, run.source, run.opts.split, list(training.qrels))
+    record_trained_on(out, run.source, run.opts.train_split, list(training.qrels))
     return summary
 
 

@@ -26,13 +26,13 @@ def check_train_split(data: str | Path, split: str) -> None:
     if not found:
         return  # no judgments at all: reading the folder says so
     if found == ["test"]:
-        half = keyword_flag("split", "test:odd", flag="--train-split")
+        half = keyword_flag("train_split", "test:odd")
         raise InputError(
             f"{data}: no qrels/{name}.tsv to train on (splits found: test); with one judged "
             f"split, train on half of its queries, {half}, and measure the model on the "
             f"other half, {unseen_half('test:odd')}"
         )
-    named = keyword_flag("split", flag="--train-split")
+    named = keyword_flag("train_split")
     raise InputError(
         f"{data}: no qrels/{name}.tsv to train on (splits found: {', '.join(found)}); "
         f"name the one to train on with {named}"

@@ -1,0 +1,34 @@
+"""The earlier names of :func:`~rerankit.batch.run_batch`'s and
+:func:`~rerankit.batch.rerank_dataset`'s arguments, still taken: ``pipeline=`` is now
+``reranker=`` (as :func:`rerankit.rerank`, :func:`rerankit.precompute` and every command's
+``--reranker`` name it) and ``output=`` is now ``out=`` (as :func:`rerankit.evaluate`,
+``tune`` and every command's ``--out`` name it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+__all__ = ["DEFAULT_RERANKER", "earlier_names"]
+
+#: what a batch reranks with when no reranker is named
+DEFAULT_RERANKER = "hybrid"
+
+
+def earlier_names(
+    out: str | Path | None, reranker: Any, options: dict[str, Any], *, call: str
+) -> tuple[str | Path | None, Any]:
+    """``out`` and ``reranker``, or their earlier names ``output`` and ``pipeline`` taken
+    out of ``options`` (a call's other keywords); both names of one argument given is a
+    TypeError, as Python says of an argument given twice."""
+    if "output" in options:
+        if out is not None:
+            raise TypeError(f"{call}() got out= and its earlier name output=: give out= once")
+        out = options.pop("output")
+    if "pipeline" in options:
+        if not (isinstance(reranker, str) and reranker == DEFAULT_RERANKER):
+            raise TypeError(
+                f"{call}() got reranker= and its earlier name pipeline=: give reranker= once"
+            )
+        reranker = options.pop("pipeline")
+    return out, reranker
