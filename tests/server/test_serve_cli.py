@@ -630,6 +630,9 @@ def test_each_worker_logs_rerankits_lines_and_the_click_log_is_beside_the_settin
     assert text.count("rerankit service stopping: 0 queued request(s) get 503") == 2
     # said once, at start: a scrape of /metrics or a /ready probe describes one worker
     assert text.count("each worker keeps its own /metrics and /ready") == 1, text[:3000]
+    # and its own limits: rerankit_connections_refused_total counts one worker's refusals
+    limits = "max_connections, max_concurrency and max_queue are each worker's too, so the "
+    assert text.count(limits + "service takes 2 times each") == 1, text[:3000]
     assert not (run / "clicks.jsonl").exists()
 
 

@@ -117,10 +117,12 @@ def serve_workers(
     logger.info(
         "rerankit service: %d worker processes on %s:%d; each worker keeps its own /metrics "
         "and /ready, and a scrape or probe reaches one of them (on Kubernetes: one worker "
-        "per pod, more replicas)",
+        "per pod, more replicas); max_connections, max_concurrency and max_queue are each "
+        "worker's too, so the service takes %d times each",
         workers,
         host,
         port,
+        workers,
     )
     sock = config.bind_socket()
     try:
