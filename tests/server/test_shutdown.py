@@ -267,6 +267,20 @@ def test_the_stop_line_counts_as_running_only_the_requests_that_hold_a_slot(live
     assert said in caplog.text, caplog.text
 
 
+def test_a_sigterm_without_a_delay_is_said_too(live_server, caplog):
+    """`--shutdown-delay 0` stopped without a line naming the signal: the stop could not be
+    told from a crash, nor timed from the log."""
+    live = live_server(ServerSettings(pipelines={"bm25": "bm25"}, default="bm25"))
+    stop = StopOnSignal(live.app.state.service, 0.0, live.server.handle_exit, grace=5)
+    with caplog.at_level("INFO", logger="rerankit"):
+        stop(signal.SIGTERM, None)
+        live.thread.join(10)
+    assert not live.thread.is_alive()
+    said = [r.getMessage() for r in caplog.records if "SIGTERM" in r.getMessage()]
+    assert said == ["rerankit service: SIGTERM; stopping now (shutdown_delay is 0)"], said
+    assert "0 queued request(s) get 503" in caplog.text  # then the stop, as with a delay
+
+
 @pytest.mark.parametrize("level", ["info", pytest.param("warning", marks=pytest.mark.slow)])
 def test_the_log_level_flag_sets_rerankits_and_uvicorns(tmp_path, level):
     proc, url = _start(tmp_path, "--log-level", level)

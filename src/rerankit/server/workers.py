@@ -10,6 +10,7 @@ root logger has a handler.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ from typing import Any
 
 from .logs import LOG_FORMAT, log_formatter
 from .settings import ServerSettings
-from .shutdown import CUT_MARGIN, StopOnSignal
+from .shutdown import CUT_MARGIN, StopOnSignal, exit_quickly
 
 __all__ = ["LOG_FORMAT", "app_from_environment", "serve_workers"]
 
@@ -55,6 +56,7 @@ def app_from_environment() -> Any:
     _stop_gracefully_on_signal(
         app.state.service, settings.shutdown_delay, settings.graceful_timeout
     )
+    atexit.register(exit_quickly)  # (this worker's, once it has stopped)
     return app
 
 
