@@ -627,7 +627,7 @@ def test_each_worker_logs_rerankits_lines_and_the_click_log_is_beside_the_settin
     warning = "WARNING rerankit.server.app: rerankit service: no API keys configured"
     assert text.count(warning) == 2, text
     assert text.count("INFO rerankit.server.pipeline: pipeline 'bm25' ready") == 2
-    assert text.count("rerankit service stopping: 0 queued request(s) get 503") == 2
+    assert text.count("rerankit service stopping: 0 queued requests get 503") == 2
     # said once, at start: a scrape of /metrics or a /ready probe describes one worker
     assert text.count("each worker keeps its own /metrics and /ready") == 1, text[:3000]
     # and its own limits: rerankit_connections_refused_total counts one worker's refusals

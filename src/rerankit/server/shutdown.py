@@ -25,6 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from .._words import counted
+
 __all__ = ["CUT_MARGIN", "InFlight", "StopOnSignal", "cut_warning", "exit_quickly"]
 
 logger = logging.getLogger(__name__)
@@ -69,9 +71,9 @@ class InFlight:
             request.task.cancel()
         if cut:
             logger.warning(
-                "rerankit service: %d request(s) still running after graceful_timeout "
+                "rerankit service: %s still running after graceful_timeout "
                 "(%g s) cut: answered 503, the service is shutting down",
-                len(cut),
+                counted(len(cut), "request"),
                 grace,
             )
         return len(cut)
