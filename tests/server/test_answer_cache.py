@@ -148,7 +148,7 @@ def test_everything_that_changes_the_answer_is_in_the_key(live_server, own_cache
         assert source("/v1/rerank", v1) == "miss"
         assert source("/v1/rerank", v1) == "hit"
         assert source("/v1/rerank", {**v1, "model": "rerank-v3.5"}) == "hit"  # same pipeline
-        assert source("/v1/rerank", {**v1, "ignored": 1}) == "hit"  # not part of the request
+        assert source("/v1/rerank", {**v1, "max_chunks_per_doc": None}) == "hit"  # as absent
         changed = [
             ("/v1/rerank", {**v1, "query": "solar"}),
             ("/v1/rerank", {**v1, "documents": DOCS[::-1]}),
@@ -167,6 +167,7 @@ def test_everything_that_changes_the_answer_is_in_the_key(live_server, own_cache
         for path, ask in changed:
             assert source(path, ask) == "miss", (path, ask)
             assert source(path, ask) == "hit", (path, ask)
+        assert source("/v2/rerank", {**v1, "priority": 3}) == "hit"  # (no effect on it)
         # tenants never read each other's answers
         assert source("/v1/rerank", v1, b) == "miss"
         assert source("/v1/rerank", v1, b) == "hit"

@@ -64,12 +64,35 @@ def test_rerankits_python_names_in_a_cohere_request_name_cohere_s_field(client):
     body = {"query": "solar", "documents": objects, "text_fields": ["text", "body"]}
     said = _said(client, "/v1/rerank", body, 422)
     assert 'send "rank_fields": ["text", "body"]' in said
-    # null is as absent (a client that sends every field), and other unknown fields are
-    # still ignored, as before
+    # null is as absent (a client that sends every field)
     for path, body in (
-        ("/v2/rerank", {"query": "solar", "documents": docs, "top_k": None, "topn": 1}),
+        ("/v2/rerank", {"query": "solar", "documents": docs, "top_k": None}),
         ("/v1/rerank", {"query": "solar", "documents": objects, "text_field": None}),
     ):
         r = client.post(path, json=body)
         assert r.status_code == 200, r.text
         assert len(r.json()["results"]) == 2
+
+
+def test_a_field_cohere_s_request_does_not_have_is_refused_as_cohere_refuses_it(client):
+    """`"topn": 1` (a misspelt top_n) was ignored, every document answered, while `top_k`
+    was refused: Cohere's API refuses every field it does not know with a 422, and so do
+    its two shapes here, naming the fields and the one most likely meant."""
+    docs = ["solar panels", "wind at sea"]
+    said = _said(client, "/v2/rerank", {"query": "solar", "documents": docs, "topn": 1}, 422)
+    assert said == (
+        "invalid request: topn: is not a field of this request (its fields: model, query, "
+        "documents, top_n, max_tokens_per_doc, return_documents, priority); did you mean "
+        "'top_n'?"
+    )
+    body = {"query": "solar", "documents": docs, "return_document": False}
+    said = _said(client, "/v1/rerank", body, 422)
+    assert said.startswith("invalid request: return_document: is not a field of this request")
+    assert said.endswith("did you mean 'return_documents'?")
+    # the fields Cohere's SDK sends are taken: priority (no effect here), spans disabled
+    for extra in ({"priority": 1}, {"relevant_spans": {"mode": "disabled"}}):
+        r = client.post("/v2/rerank", json={"query": "solar", "documents": docs, **extra})
+        assert r.status_code == 200, r.text
+    enabled = {"query": "solar", "documents": docs, "relevant_spans": {"mode": "enabled"}}
+    said = _said(client, "/v2/rerank", enabled, 422)
+    assert said.startswith("invalid request: relevant_spans: the service answers no relevant")

@@ -161,5 +161,5 @@ def test_the_stop_says_how_many_requests_got_503_including_those_that_came_after
             time.sleep(0.01)
         answers = [client.post("/v2/rerank", json=ask) for _ in range(2)]
         assert [r.status_code for r in answers] == [503, 503]
-        assert "0 queued request(s) get 503, 0 running may finish" in caplog.text
-    assert "stopped: 2 request(s) answered 503 while stopping" in caplog.text
+        assert "0 queued requests get 503, 0 running may finish" in caplog.text
+    assert "stopped: 2 requests answered 503 while stopping" in caplog.text

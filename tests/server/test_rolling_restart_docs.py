@@ -9,9 +9,14 @@ from __future__ import annotations
 
 import re
 import shlex
+import socket
 from pathlib import Path
 
+import pytest
+
 from rerankit.cli import build_parser
+from rerankit.cli.serve import check_port_free
+from rerankit.errors import InputError
 from rerankit.server import ServerSettings
 
 PAGE = (Path(__file__).resolve().parents[2] / "docs" / "service.md").read_text(encoding="utf-8")
@@ -45,3 +50,17 @@ def test_the_loop_waits_for_the_default_pipeline_not_any():
     assert "systemctl restart rerankit@$port" in loop
     waits = re.search(r"until curl -sf \"?(\S+?)\"? ", loop)
     assert waits is not None and waits.group(1).endswith("/ready?model=hybrid"), loop
+
+
+def test_a_restart_within_the_delay_is_refused_as_the_page_says():
+    """The page did not say what a replica started while the old one drains does: it cannot
+    listen (the old one still does) and exits 1 with this message, before any model."""
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        with pytest.raises(InputError) as refused:
+            check_port_free("127.0.0.1", port)
+    said = f"rerankit serve: error: {refused.value}".replace(f"127.0.0.1:{port}", "0.0.0.0:8081")
+    assert said in SECTION, said
+    assert "exits 1 at once, before loading anything" in SECTION

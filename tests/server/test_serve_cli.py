@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from rerankit.cli import build_parser, serve_settings
-from rerankit.errors import ConfigError
+from rerankit.errors import ConfigError, InputError
 
 pytest.importorskip("fastapi", reason="needs the 'server' extra")
 httpx = pytest.importorskip("httpx", reason="needs httpx (dev extra)")
@@ -51,6 +51,32 @@ def test_flags_without_a_file_serve_one_pipeline_as_the_default():
     assert _settings("--backend", "onnx", "--quantize", "int8").pipelines["hybrid"] == {
         "reranker": {"type": "hybrid", "backend": "onnx", "quantize": "int8"}
     }
+
+
+def test_model_with_a_settings_file_moves_its_pipelines_and_adds_none(tmp_path):
+    """`--settings FILE --model DIR` serves the file's pipelines, its default kept, with DIR
+    the embedding model wherever one names the built-in hybrid or embedding (it added a
+    plain `hybrid` pipeline beside them and made it the default)."""
+    conf = tmp_path / "service.toml"
+    conf.write_text(
+        '[server]\ndefault = "fast"\n'
+        '[pipelines.fast]\nreranker = "bm25"\n[pipelines.blend]\nreranker = "hybrid"\n'
+    )
+    s = _settings("--settings", str(conf), "--model", "/models/minilm")
+    assert s.default == "fast"
+    assert s.pipelines == {
+        "fast": {"reranker": "bm25"},
+        "blend": {"reranker": {"type": "hybrid", "model": "/models/minilm", "backend": "auto"}},
+    }
+    bare = tmp_path / "limits.toml"  # no [pipelines]: the built-ins, as without --settings
+    bare.write_text("[server]\nmax_documents = 7\n")
+    s = _settings("--settings", str(bare), "--model", "/models/minilm")
+    assert set(s.pipelines) == {"bm25", "embedding", "hybrid"} and s.default == "hybrid"
+    assert s.pipelines["embedding"]["scorer"]["model"] == "/models/minilm"
+    lexical = tmp_path / "lexical.toml"  # nothing it could be the model of: said
+    lexical.write_text('[pipelines.fast]\nreranker = "bm25"\n')
+    with pytest.raises(InputError, match="--model has no effect with --settings"):
+        _settings("--settings", str(lexical), "--model", "/models/minilm")
 
 
 def test_model_alone_serves_every_built_in_with_that_model_as_the_help_says():
@@ -601,9 +627,12 @@ def test_each_worker_logs_rerankits_lines_and_the_click_log_is_beside_the_settin
     warning = "WARNING rerankit.server.app: rerankit service: no API keys configured"
     assert text.count(warning) == 2, text
     assert text.count("INFO rerankit.server.pipeline: pipeline 'bm25' ready") == 2
-    assert text.count("rerankit service stopping: 0 queued request(s) get 503") == 2
+    assert text.count("rerankit service stopping: 0 queued requests get 503") == 2
     # said once, at start: a scrape of /metrics or a /ready probe describes one worker
     assert text.count("each worker keeps its own /metrics and /ready") == 1, text[:3000]
+    # and its own limits: rerankit_connections_refused_total counts one worker's refusals
+    limits = "max_connections, max_concurrency and max_queue are each worker's too, so the "
+    assert text.count(limits + "service takes 2 times each") == 1, text[:3000]
     assert not (run / "clicks.jsonl").exists()
 
 

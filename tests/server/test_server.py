@@ -316,7 +316,7 @@ def test_full_queue_answers_429_and_every_accepted_request_is_answered(live):
     refused = next(r for r in replies if r.status_code == 429)
     assert refused.headers["retry-after"] == "1"
     assert refused.json()["message"] == (  # which limit, and the pipeline
-        "pipeline 'slow': the service is at capacity: 1 request(s) running (max_concurrency 1) "
+        "pipeline 'slow': the service is at capacity: 1 request running (max_concurrency 1) "
         "and 1 queued (max_queue 1); retry shortly"
     )
     metrics = httpx.get(f"{live.url}/metrics").text

@@ -228,8 +228,8 @@ def test_a_stop_cuts_what_still_runs_at_the_graceful_timeout_with_a_json_503(liv
         live.thread.join(10)
     stopping = (503, "1", "the service is shutting down; retry on another instance")
     assert answers == [(200, "", None), stopping, stopping, stopping]
-    assert "2 queued request(s) get 503, 2 running may finish" in caplog.text
-    assert "1 request(s) still running after graceful_timeout (1.5 s) cut" in caplog.text
+    assert "2 queued requests get 503, 2 running may finish" in caplog.text
+    assert "1 request still running after graceful_timeout (1.5 s) cut" in caplog.text
     assert not live.thread.is_alive()
 
 
@@ -263,8 +263,22 @@ def test_the_stop_line_counts_as_running_only_the_requests_that_hold_a_slot(live
         assert running.result().status_code == 200
         live.thread.join(10)
     assert answer.startswith("HTTP/1.1 503"), answer
-    said = "0 queued request(s) get 503, 1 running may finish, 1 other in flight"
+    said = "0 queued requests get 503, 1 running may finish, 1 other in flight"
     assert said in caplog.text, caplog.text
+
+
+def test_a_sigterm_without_a_delay_is_said_too(live_server, caplog):
+    """`--shutdown-delay 0` stopped without a line naming the signal: the stop could not be
+    told from a crash, nor timed from the log."""
+    live = live_server(ServerSettings(pipelines={"bm25": "bm25"}, default="bm25"))
+    stop = StopOnSignal(live.app.state.service, 0.0, live.server.handle_exit, grace=5)
+    with caplog.at_level("INFO", logger="rerankit"):
+        stop(signal.SIGTERM, None)
+        live.thread.join(10)
+    assert not live.thread.is_alive()
+    said = [r.getMessage() for r in caplog.records if "SIGTERM" in r.getMessage()]
+    assert said == ["rerankit service: SIGTERM; stopping now (shutdown_delay is 0)"], said
+    assert "0 queued requests get 503" in caplog.text  # then the stop, as with a delay
 
 
 @pytest.mark.parametrize("level", ["info", pytest.param("warning", marks=pytest.mark.slow)])
@@ -362,7 +376,7 @@ def test_requests_running_when_the_graceful_timeout_ends_get_a_json_503_and_are_
     assert answers == [(200, "", None), stopping, stopping, stopping]
     assert code == 0
     text = log.read_text()
-    assert "2 queued request(s) get 503, 2 running may finish" in text, text
-    assert "1 request(s) still running after graceful_timeout (1.5 s) cut" in text
+    assert "2 queued requests get 503, 2 running may finish" in text, text
+    assert "1 request still running after graceful_timeout (1.5 s) cut" in text
     assert "timeout (30 s) is longer than graceful_timeout (1.5 s)" in text
     assert "Traceback" not in text and "Exception in ASGI" not in text

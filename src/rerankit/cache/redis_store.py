@@ -144,6 +144,8 @@ class _Server:
         """Why ``exc`` means the server cannot be used, in a few words and no address."""
         if isinstance(exc, self._refused):
             return AUTH_FAILED
+        if not isinstance(exc, self.errors):  # the client's own, not the connection's
+            return f"failed ({type(exc).__name__})"
         kind = "timed out" if isinstance(exc, self._timeouts) else "not reachable"
         return f"{kind} ({type(exc).__name__})"
 
@@ -275,7 +277,7 @@ class RedisStore:
             for lo in range(0, len(keys), _CHUNK):
                 chunk = [self.prefix + k for k in keys[lo : lo + _CHUNK]]
                 values += self._server.client.mget(chunk)
-        except self._server.errors as exc:
+        except Exception as exc:  # any failure costs the cache only (see .store)
             self._failed("a read", exc)
             return [None] * len(keys)
         self._answered()
@@ -291,7 +293,7 @@ class RedisStore:
                 for key, value in items[lo : lo + _CHUNK]:
                     pipe.set(self.prefix + key, encode(value), px=expire)
                 pipe.execute()
-        except self._server.errors as exc:
+        except Exception as exc:  # any failure costs the cache only (see .store)
             self._failed("a write", exc)
             return
         self._answered()
@@ -307,7 +309,7 @@ class RedisStore:
             won = self._server.client.set(
                 self.claims + key, token, nx=True, px=max(1, int(seconds * 1000))
             )
-        except self._server.errors as exc:
+        except Exception as exc:  # any failure costs the cache only (see .store)
             self._failed("a claim", exc)
             return ""
         self._answered()
@@ -319,7 +321,7 @@ class RedisStore:
             return
         try:
             self._server.client.eval(_RELEASE, 1, self.claims + key, token)
-        except self._server.errors as exc:
+        except Exception as exc:  # any failure costs the cache only (see .store)
             self._failed("a release", exc)
             return
         self._answered()
@@ -330,7 +332,7 @@ class RedisStore:
             return False
         try:
             held = bool(self._server.client.exists(self.claims + key))
-        except self._server.errors as exc:
+        except Exception as exc:  # any failure costs the cache only (see .store)
             self._failed("a read", exc)
             return False
         self._answered()

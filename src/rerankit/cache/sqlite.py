@@ -183,7 +183,7 @@ class SQLiteStore:
                         [*chunk, now],
                     )
                     found.update((k, bytes(v)) for k, v in rows)
-        except sqlite3.Error as exc:
+        except Exception as exc:  # any failure (sqlite's, the folder's) costs the cache only
             self._failures.failed(self.kind, self.path, "a read", exc)
             return [None] * len(keys)
         return [decode(found.get(k)) for k in keys]
@@ -208,7 +208,7 @@ class SQLiteStore:
                 if self._written >= step:
                     self._written = 0
                     self._keep_in_bounds()
-        except sqlite3.Error as exc:  # locked past the timeout, disk full: the next run
+        except Exception as exc:  # locked past the timeout, disk full: the next run
             self._failures.failed(self.kind, self.path, "a write", exc)  # computes again
 
     def _keep_in_bounds(self) -> None:
@@ -243,7 +243,7 @@ class SQLiteStore:
                 won = db.execute(
                     f"INSERT OR IGNORE INTO {claims} VALUES (?, ?, ?)", (key, token, now + seconds)
                 ).rowcount
-        except (sqlite3.Error, CacheUnavailableError) as exc:
+        except Exception as exc:  # (CacheUnavailableError: closed)
             self._failures.failed(self.kind, self.path, "a claim", exc)
             return ""
         return token if won == 1 else None
@@ -257,7 +257,7 @@ class SQLiteStore:
                 db.execute(
                     f"DELETE FROM {self.table}_claims WHERE key = ? AND token = ?", (key, token)
                 )
-        except (sqlite3.Error, CacheUnavailableError) as exc:
+        except Exception as exc:  # (CacheUnavailableError: closed)
             self._failures.failed(self.kind, self.path, "a release", exc)
 
     def claimed(self, key: str) -> bool:
@@ -270,7 +270,7 @@ class SQLiteStore:
                     f"SELECT 1 FROM {self.table}_claims WHERE key = ? AND expires > ?",
                     (key, time.time()),
                 ).fetchone()
-        except sqlite3.Error:  # no claim was ever made here (no table yet), or unreadable
+        except Exception:  # no claim was ever made here (no table yet), or unreadable
             return False
         return row is not None
 

@@ -27,6 +27,7 @@ from typing import Protocol, runtime_checkable
 from urllib.parse import parse_qsl, urlsplit
 
 from .._paths import default_cache_dir
+from .._words import counted
 from ..errors import RerankitError
 from .keys import KINDS
 
@@ -219,13 +220,13 @@ class FailureLog:
                 return
             self._last, n, self._unlogged = now, self._unlogged, 0
         self.logger.warning(
-            "%s cache %s: %s failed (%s); computing without the cache (%d call(s) "
+            "%s cache %s: %s failed (%s); computing without the cache (%s "
             "since the last warning, at most one warning a minute)",
             kind,
             where,
             what,
             said or f"{type(exc).__name__}: {exc}",
-            n,
+            counted(n, "call"),
         )
 
 
@@ -285,11 +286,11 @@ class Outage:
             self.since, self.reason, self._calls = None, None, 0
         if announced:
             self.logger.info(
-                "shared cache %s: the server answers again, after %.1f s out; %d cache "
-                "call(s) went without it meanwhile",
+                "shared cache %s: the server answers again, after %.1f s out; %s "
+                "went without it meanwhile",
                 self.where,
                 out,
-                calls,
+                counted(calls, "cache call"),
             )
 
 

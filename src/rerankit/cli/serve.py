@@ -53,9 +53,9 @@ def serve_settings(args: argparse.Namespace) -> Any:
     overriding it (``--reranker`` adds that pipeline to the file's declared ``[pipelines]``
     as the default, or serves it alone when the file declares none, as without
     ``--settings``: the built-ins are served only when no pipeline is named; a pipeline file
-    is listed under the ``name`` it declares, else its file name; ``--model`` alone,
-    without ``--settings``, is the built-in hybrid's and embedding's model, all three
-    built-ins served)."""
+    is listed under the ``name`` it declares, else its file name; ``--model`` without
+    ``--reranker`` is the built-in hybrid's and embedding's model wherever they are served:
+    the three built-ins, or the file's pipelines that name them, adding none)."""
 
     spec: dict[str, Any] = {}
     if args.settings and model_folder(args.settings):
@@ -87,19 +87,23 @@ def serve_settings(args: argparse.Namespace) -> Any:
     for key in ("timeout", "shutdown_delay", "graceful_timeout"):  # (0 is a value)
         if getattr(args, key, None) is not None:
             server[key] = getattr(args, key)
-    if args.model and not (args.reranker or args.language or args.settings):
-        server["model"] = args.model  # the built-ins, all served, read it (as --backend moves)
-    elif args.reranker or args.model or args.language:
+    if args.reranker or args.language:
         name = pipeline_name(args.reranker or "hybrid")
         pipelines = {**(pipelines or {}), name: served_pipeline(args)}
         server["default"] = name
-    elif pipelines is not None and not any(on_backend(p, "onnx") != p for p in pipelines.values()):
-        refuse_unused(  # the file's pipelines alone, none of which the flags would move
-            model_flags(args),
-            f"with --settings {args.settings}: --backend and --quantize move the built-in "
-            "hybrid and embedding wherever a pipeline names them, and none of its pipelines "
-            "does (a scorer's own backend and quantize options place its model)",
-        )
+    else:  # --model, as --backend, moves the built-in hybrid and embedding where served
+        if args.model:  # (the built-ins, or the file's pipelines naming them; its default)
+            server["model"] = args.model
+        if pipelines is not None and not any(
+            on_backend(p, "onnx") != p for p in pipelines.values()
+        ):
+            refuse_unused(  # the file's pipelines alone, none of which the flags would move
+                {"--model": args.model, **model_flags(args)},
+                f"with --settings {args.settings}: --model, --backend and --quantize move the "
+                "built-in hybrid and embedding wherever a pipeline names them, and none of its "
+                "pipelines does (a scorer's own model, backend and quantize options place its "
+                "model; or serve one with --reranker hybrid --model ...)",
+            )
     if args.plugin and isinstance(server.get("plugins") or [], list):  # workers import them
         server["plugins"] = [*(server.get("plugins") or []), *args.plugin]
     mapping: dict[str, Any] = {"server": server}
@@ -281,7 +285,7 @@ def add_commands(sub: Any) -> None:
         help="the reranker's model (the hybrid's embedding model): a hub id, a model folder "
         "or a folder written by rerankit export; without --reranker it is the embedding "
         "model of the built-in hybrid and embedding, served with bm25 (with --settings: of "
-        "a hybrid pipeline made the default, replacing the file's hybrid)",
+        "the file's pipelines that name them, which it moves as --backend does, adding none)",
     )
     add_backend_arguments(srv, service=True)
     add_language_argument(srv)

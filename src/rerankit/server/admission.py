@@ -12,6 +12,7 @@ import logging
 import math
 from collections import Counter
 
+from .._words import counted
 from ..errors import ServiceError
 from .metrics import Metrics
 from .shutdown import InFlight
@@ -63,10 +64,10 @@ class Admission:
         # cache lookup, a probe; each finishes, or gets 503 if it still needs a slot
         others = len(self.in_flight) - self.waiting - self.running
         logger.info(
-            "rerankit service stopping: %d queued request(s) get 503, %d running may finish%s; "
+            "rerankit service stopping: %s 503, %d running may finish%s; "
             "requests that still arrive (before the listener closes, or on connections still "
             "open) get 503 too",
-            self.waiting,
+            counted(self.waiting, "queued request") + (" gets" if self.waiting == 1 else " get"),
             self.running,
             f", {others} other in flight (not yet queued: 503 if it needs a slot)"
             if others > 0
@@ -110,9 +111,9 @@ class Admission:
         only the first)."""
         if self.draining:
             logger.info(
-                "rerankit service stopped: %d request(s) answered 503 while stopping "
+                "rerankit service stopped: %s answered 503 while stopping "
                 "(queued, or arrived after the stop began)",
-                self.refused,
+                counted(self.refused, "request"),
             )
 
     def _check_queue(self, pipeline: str) -> None:
@@ -120,7 +121,7 @@ class Admission:
             raise ServiceError(
                 429,
                 (f"pipeline {pipeline!r}: " if pipeline else "")
-                + f"the service is at capacity: {self.running} request(s) running "
+                + f"the service is at capacity: {counted(self.running, 'request')} running "
                 f"(max_concurrency {self.slots}) and {self.waiting} queued (max_queue "
                 f"{self.queue}); retry shortly",
                 {"Retry-After": "1"},

@@ -107,13 +107,15 @@ def request_key(
     (``top_n``, ``return_documents``, ``max_tokens_per_doc``, ``max_chunks_per_doc``,
     ``rank_fields``, ``raw_scores``, ``truncate``, ... with their defaults, so a field added
     later joins the key by itself) but ``model`` (the fingerprint stands for the pipeline it
-    names), the endpoint, the service's limits that change the body
-    (``max_document_chars``, ``truncate``) and the warnings the service adds about the
-    request (``notes``: a multilingual model name that an English pipeline answers)."""
+    names) and ``priority`` (Cohere's order under load: no effect here), the endpoint, the
+    service's limits that change the body (``max_document_chars``, ``truncate``) and the
+    warnings the service adds about the request (``notes``: a multilingual model name that
+    an English pipeline answers)."""
     fields = body.model_dump()
     query = fields.pop("query")
     documents = fields.pop("texts") if "texts" in fields else fields.pop("documents")
     fields.pop("model", None)
+    fields.pop("priority", None)  # Cohere's order under load: no effect on the answer
     options = {
         "endpoint": path,
         "request": fields,

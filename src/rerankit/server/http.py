@@ -283,7 +283,9 @@ def validate(data: Any, model: type) -> Any:
 def _not_a_field(name: str, model: type) -> str:
     """What a body field the request model does not have is told: its fields, and the
     one most likely meant."""
-    fields = [f.alias or n for n, f in model.model_fields.items()]
+    fields = [  # (not rerankit's Python names, refused: their annotation is None)
+        f.alias or n for n, f in model.model_fields.items() if f.annotation is not type(None)
+    ]
     close = difflib.get_close_matches(name, fields, n=1, cutoff=0.6)
     meant = f"; did you mean {close[0]!r}?" if close else ""
     return f"is not a field of this request (its fields: {', '.join(fields)}){meant}"

@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import gc
 import logging
 import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["CUT_MARGIN", "InFlight", "StopOnSignal", "cut_warning"]
+from .._words import counted
+
+__all__ = ["CUT_MARGIN", "InFlight", "StopOnSignal", "cut_warning", "exit_quickly"]
 
 logger = logging.getLogger(__name__)
 
@@ -68,9 +71,9 @@ class InFlight:
             request.task.cancel()
         if cut:
             logger.warning(
-                "rerankit service: %d request(s) still running after graceful_timeout "
+                "rerankit service: %s still running after graceful_timeout "
                 "(%g s) cut: answered 503, the service is shutting down",
-                len(cut),
+                counted(len(cut), "request"),
                 grace,
             )
         return len(cut)
@@ -122,9 +125,12 @@ class StopOnSignal:
             )
             loop.call_soon_threadsafe(loop.call_later, self.delay, self._stop, sig, None)
             return
-        if self.delay > 0 and loop is not None:  # SIGINT, or a second signal
+        if loop is not None:  # SIGINT, a second signal, or no delay: said as the delay is
             name = signal.Signals(sig).name
-            logger.info("rerankit service: %s; stopping now, without shutdown_delay", name)
+            if self.delay > 0:
+                logger.info("rerankit service: %s; stopping now, without shutdown_delay", name)
+            else:
+                logger.info("rerankit service: %s; stopping now (shutdown_delay is 0)", name)
         self._stop(sig, frame)
 
     def _stop(self, sig: int, frame: Any) -> None:
@@ -137,6 +143,14 @@ class StopOnSignal:
             cut = self.service.admission.in_flight.cut
             loop.call_soon_threadsafe(loop.call_later, self.grace, cut, self.grace)
         self.stop(sig, frame)
+
+
+def exit_quickly() -> None:
+    """Once the service has stopped: keep the objects it leaves (its models above all) out
+    of the interpreter's last garbage collection, which took seconds between the last log
+    line and the exit with a torch model (the files are closed and flushed by then; the
+    memory goes with the process)."""
+    gc.freeze()
 
 
 def cut_warning(timeout: float, grace: float) -> str | None:

@@ -10,6 +10,7 @@ root logger has a handler.
 
 from __future__ import annotations
 
+import atexit
 import json
 import logging
 import os
@@ -19,7 +20,7 @@ from typing import Any
 
 from .logs import LOG_FORMAT, log_formatter
 from .settings import ServerSettings
-from .shutdown import CUT_MARGIN, StopOnSignal
+from .shutdown import CUT_MARGIN, StopOnSignal, exit_quickly
 
 __all__ = ["LOG_FORMAT", "app_from_environment", "serve_workers"]
 
@@ -55,6 +56,7 @@ def app_from_environment() -> Any:
     _stop_gracefully_on_signal(
         app.state.service, settings.shutdown_delay, settings.graceful_timeout
     )
+    atexit.register(exit_quickly)  # (this worker's, once it has stopped)
     return app
 
 
@@ -117,10 +119,12 @@ def serve_workers(
     logger.info(
         "rerankit service: %d worker processes on %s:%d; each worker keeps its own /metrics "
         "and /ready, and a scrape or probe reaches one of them (on Kubernetes: one worker "
-        "per pod, more replicas)",
+        "per pod, more replicas); max_connections, max_concurrency and max_queue are each "
+        "worker's too, so the service takes %d times each",
         workers,
         host,
         port,
+        workers,
     )
     sock = config.bind_socket()
     try:

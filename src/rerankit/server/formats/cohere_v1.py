@@ -62,8 +62,9 @@ TextFields = python_name("text_fields", "rank_fields", '"rank_fields": {value}')
 
 
 class CohereV1Request(BaseModel):
-    # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
-    model_config = ConfigDict(extra="ignore", strict=True)
+    # strict: "2" is not an integer and "yes" not a boolean; a field Cohere's v1 request
+    # (or Jina's) does not have is refused (422, naming the fields), as Cohere's API does
+    model_config = ConfigDict(extra="forbid", strict=True)
     query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
     documents: list[str | dict[str, Any]] = Field(
         min_length=1,

@@ -12,7 +12,15 @@ from ...documents import InputFields
 from ...types import RerankResult
 from ..settings import ServerSettings
 from . import base
-from .base import NOT_BLANK, Call, PositiveWholeNumber, meta, python_name, relevance_scores
+from .base import (
+    NOT_BLANK,
+    Call,
+    PositiveWholeNumber,
+    WholeNumber,
+    meta,
+    python_name,
+    relevance_scores,
+)
 
 
 class CohereV2Response(base.RankedResponse):
@@ -47,9 +55,21 @@ def _text(value: Any) -> Any:
 TopK = python_name("top_k", "top_n", '"top_n": {value}')
 
 
+def _no_spans(value: Any) -> Any:
+    """Cohere's ``relevant_spans`` (Rerank v5): none are answered, so only its ``disabled``
+    mode is taken; ``enabled`` is refused rather than answered without them."""
+    if value is None or (isinstance(value, dict) and value.get("mode") == "disabled"):
+        return None
+    raise ValueError(
+        "the service answers no relevant spans (Cohere's Rerank v5 feature): leave "
+        'relevant_spans out, or send {"mode": "disabled"}'
+    )
+
+
 class CohereV2Request(BaseModel):
-    # strict: "2" is not an integer and "yes" not a boolean; unknown fields are ignored
-    model_config = ConfigDict(extra="ignore", strict=True)
+    # strict: "2" is not an integer and "yes" not a boolean; a field Cohere's v2 request
+    # does not have is refused (422, naming the fields), as Cohere's API refuses it
+    model_config = ConfigDict(extra="forbid", strict=True)
     model: str | None = None
     query: str = Field(pattern=NOT_BLANK)  # not empty, not only whitespace
     documents: list[Annotated[str, BeforeValidator(_text)]] = Field(min_length=1)
@@ -59,6 +79,15 @@ class CohereV2Request(BaseModel):
     return_documents: bool = False
     #: rerankit's Python name for top_n, sent by mistake: refused, naming top_n
     top_k: TopK = None  # type: ignore[valid-type]
+    #: Cohere's order under load (0, the default, first): taken, with no effect here (the
+    #: service's queue is first come, first served)
+    priority: WholeNumber | None = None
+    #: Cohere's relevant spans: refused unless disabled (none are answered)
+    relevant_spans: Annotated[None, BeforeValidator(_no_spans)] = Field(
+        default=None,
+        description='Cohere\'s relevant spans: refused (422) unless null or {"mode": '
+        '"disabled"}; the service answers none',
+    )
 
 
 Request = CohereV2Request
