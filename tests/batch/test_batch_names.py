@@ -75,9 +75,19 @@ def test_run_batch_without_out_says_what_it_needs():
         run_batch(ROWS, reranker="bm25")
 
 
-@pytest.mark.ray
-def test_rerank_dataset_gives_the_same_rows_under_either_name():
+@pytest.fixture
+def ray_started_here():
+    """Ray, started for this test and shut down after it, so that the next module's own
+    ``ray.init`` finds none running."""
+    ray = pytest.importorskip("ray", reason="the ray engine needs the 'ray' extra")
     pytest.importorskip("ray.data", reason="the ray engine needs the 'ray' extra")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
+
+
+@pytest.mark.ray
+def test_rerank_dataset_gives_the_same_rows_under_either_name(ray_started_here):
     new = rerank_dataset(ROWS, reranker="bm25").take_all()
     earlier = rerank_dataset(ROWS, pipeline="bm25").take_all()
     assert [r["results"] for r in new] == [r["results"] for r in earlier]
