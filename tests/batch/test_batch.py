@@ -169,10 +169,12 @@ def test_the_summary_file_is_utf8_as_the_output_is(tmp_path, capsys):
 
 def test_an_unknown_format_and_a_missing_file_are_named_before_any_work(tmp_path):
     (tmp_path / "in.csv").write_text("query,candidates\n")
-    with pytest.raises(ValueError, match=r"in\.csv: use a \.jsonl or \.parquet file"):
+    with pytest.raises(
+        ValueError, match=r"in\.csv: use a JSON Lines file \(\.jsonl, \.ndjson, \.json\)"
+    ):
         run_batch(tmp_path / "in.csv", tmp_path / "out.jsonl", "bm25")
     src = write_jsonl(tmp_path / "in.jsonl", ROWS)
-    with pytest.raises(ValueError, match=r"out\.txt: use a \.jsonl or \.parquet file"):
+    with pytest.raises(ValueError, match=r"out\.txt: use a JSON Lines file \(\.jsonl"):
         run_batch(src, tmp_path / "out.txt", "bm25")
     with pytest.raises(ValueError, match=r"missing\.jsonl: no such file"):
         run_batch(tmp_path / "missing.jsonl", tmp_path / "out.jsonl", "bm25")
@@ -363,3 +365,18 @@ def test_every_suffix_batch_accepts_is_in_docs_batch_md(tmp_path):
     rows.write_text(json.dumps({"query": "solar", "candidates": ["Solar power", "Wind"]}) + "\n")
     assert main(["batch", "-i", str(rows), "--out", str(tmp_path / "o.ndjson"), "-r", "bm25"]) == 0
     assert [r["results"][0]["index"] for r in read_rows(tmp_path / "o.ndjson")] == [0]
+
+
+def test_a_refused_suffix_names_every_suffix_batch_accepts():
+    """The refusal said 'use a .jsonl or .parquet file' while batch.md (and batch) take
+    .ndjson, .json and .pq too."""
+    from rerankit.batch.io import SUFFIXES, input_format
+    from rerankit.errors import InputError
+
+    with pytest.raises(InputError) as refused:
+        input_format("rows.csv")
+    said = str(refused.value)
+    assert said.startswith("rows.csv: ") and "(got '.csv')" in said
+    for suffixes in SUFFIXES.values():
+        for suffix in suffixes:
+            assert suffix in said, suffix

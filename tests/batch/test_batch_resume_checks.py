@@ -90,8 +90,18 @@ def test_every_refusal_of_what_to_do_with_out_exits_2(tmp_path, capsys):
         "does not match": ["-i", str(shifted), "--out", str(out), "--resume"],
         "needs a .jsonl --out": ["-i", str(src), "--out", str(tmp_path / "o.parquet"), "--resume"],
         "not both": ["-i", str(src), "--out", str(out), "--resume", "--overwrite"],
-        "use a .jsonl or .parquet file (got '.csv')": ["-i", str(src), "--out", str(out) + ".csv"],
-        "in.txt: use a .jsonl or .parquet": ["-i", str(txt), "--out", str(tmp_path / "o.jsonl")],
+        "or a Parquet file (.parquet, .pq) (got '.csv')": [
+            "-i",
+            str(src),
+            "--out",
+            str(out) + ".csv",
+        ],
+        "in.txt: use a JSON Lines file (.jsonl": [
+            "-i",
+            str(txt),
+            "--out",
+            str(tmp_path / "o.jsonl"),
+        ],
     }
     for said, args in cases.items():
         assert main(["batch", *args, *base]) == 2, said

@@ -40,7 +40,10 @@ def input_format(path: str | Path) -> str:
     for name, suffixes in SUFFIXES.items():
         if suffix in suffixes:
             return name
-    raise InputError(f"{path}: use a .jsonl or .parquet file (got {suffix or 'no suffix'!r})")
+    raise InputError(
+        f"{path}: use a JSON Lines file ({', '.join(SUFFIXES['jsonl'])}) or a Parquet file "
+        f"({', '.join(SUFFIXES['parquet'])}) (got {suffix or 'no suffix'!r})"
+    )
 
 
 def parse_line(line: str, lineno: int | None) -> dict[str, Any]:
