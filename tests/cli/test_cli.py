@@ -517,6 +517,42 @@ def test_cache_lists_every_cache_with_its_size_and_clears_the_one_named(
     assert "onnx:" in out and "(empty)" in out.split("onnx:")[1].splitlines()[0]
 
 
+def test_cache_clear_all_keeps_the_onnx_exports_an_install_without_torch_cannot_remake(
+    capsys, tmp_path, monkeypatch
+):
+    from rerankit.cache import JudgmentCache
+
+    monkeypatch.setenv("RERANKIT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("RERANKIT_CACHE_URL", raising=False)
+    JudgmentCache(tmp_path / "judgments.sqlite").put_many([("k", 1.0)])
+    export = tmp_path / "onnx" / "all-MiniLM-L6-v2-abc"
+    export.mkdir(parents=True)
+    (export / "rerankit_onnx.json").write_text(json.dumps({"source": "all-MiniLM-L6-v2"}))
+    real_find_spec = importlib.util.find_spec  # torch-free: as `pip install rerankit[onnx]`
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "torch" else real_find_spec(name, *a),
+    )
+    code, out, _ = run_cli(capsys, "cache", "clear")
+    assert code == 0 and "cleared judgments" in out and export.exists()
+    assert "kept onnx:" in out and "`rerankit cache clear onnx` removes them" in out
+    code, out, _ = run_cli(capsys, "cache", "clear", "onnx")  # named: removed
+    assert code == 0 and out.startswith("cleared onnx") and not export.exists()
+    export.mkdir(parents=True)
+    (export / "rerankit_onnx.json").write_text(json.dumps({"source": "all-MiniLM-L6-v2"}))
+    monkeypatch.setattr(importlib.util, "find_spec", real_find_spec)
+    if can_export_here():  # with torch, all removes them: the next use exports again
+        code, out, _ = run_cli(capsys, "cache", "clear")
+        assert code == 0 and "cleared onnx" in out and not export.exists()
+
+
+def can_export_here() -> bool:
+    from rerankit.backends.export_cache import can_export
+
+    return can_export()
+
+
 def test_language_reaches_the_lexical_signals_from_every_command(capsys, tmp_path):
     from rerankit.cli import serve_settings
 

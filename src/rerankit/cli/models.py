@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import registry
 from .._words import counted
-from ..backends.export_cache import cached_exports, onnx_cache_root
+from ..backends.export_cache import cached_exports, can_export, onnx_cache_root
 from ..cache import cache_url, default_cache_dir
 from ..cache.redis_store import RedisStore, key_namespace
 from ..cache.sqlite import SQLiteStore
@@ -137,6 +137,11 @@ def _folders(args: argparse.Namespace, server: bool) -> None:
             if args.what == "all" and server:  # all the server's caches; these stay
                 if path.exists():
                     print(f"kept {name}: {path} (on this machine; `rerankit cache clear {name}`)")
+            elif args.what == "all" and name == "onnx" and path.exists() and not can_export():
+                print(
+                    f"kept onnx: {path} (this install cannot export the models again: that "
+                    "needs torch; `rerankit cache clear onnx` removes them)"
+                )
             elif args.what in ("all", name) and path.exists():
                 shutil.rmtree(path)
                 print(f"cleared {name}: {path}")
@@ -279,7 +284,8 @@ def add_commands(sub: Any) -> None:
         description="Delete rerankit's cached entries: all of them, or one cache. In a shared "
         "Redis/Valkey database only the keys under rerankit's namespace go, nothing else; "
         "with a server, `clear` (all) empties the server's caches and leaves this machine's "
-        "folders (`clear onnx` and `clear wordfreq` remove those).",
+        "folders (`clear onnx` and `clear wordfreq` remove those); without torch, it keeps the "
+        "ONNX exports, which this install could not make again (`clear onnx` removes them).",
         **examples(
             "rerankit cache clear judgments  # the LLM judges' cached answers",
             "rerankit cache clear answers --url redis://127.0.0.1:6379/0",
