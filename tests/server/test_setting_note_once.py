@@ -45,12 +45,13 @@ register_reranker(
 
 
 def test_the_hybrids_setting_note_is_logged_once_not_in_every_answer(tmp_path, caplog):
+    # the log says it once per pipeline name in a process: a name no other test serves
     settings = ServerSettings(
-        pipelines={"hybrid": "test-note-hybrid", "learned": "test-note-learned"},
-        default="hybrid",
+        pipelines={"note-hybrid": "test-note-hybrid", "learned": "test-note-learned"},
+        default="note-hybrid",
         api_keys=["sekret"],
         feedback={"path": str(tmp_path / "clicks.jsonl"), "store": "hash"},
-        interleave=["hybrid", "learned"],
+        interleave=["note-hybrid", "learned"],
         interleave_share=0.5,
     )
     with caplog.at_level("WARNING"), TestClient(create_app(settings)) as client:
@@ -58,11 +59,11 @@ def test_the_hybrids_setting_note_is_logged_once_not_in_every_answer(tmp_path, c
         while client.get("/ready").json()["status"] == "loading" and time.time() < deadline:
             time.sleep(0.02)
         for _ in range(4):
-            body = {"model": "hybrid", "query": "solar roofs", "documents": DOCS}
+            body = {"model": "note-hybrid", "query": "solar roofs", "documents": DOCS}
             answer = client.post("/v1/rerank", json=body, headers=KEY)
             assert answer.status_code == 200, answer.text
             assert NOTE not in answer.text
             assert NOTE not in answer.headers.get("x-rerankit-warnings", "")
     said = [r.getMessage() for r in caplog.records if NOTE in r.getMessage()]
     assert len(said) == 1, said
-    assert said[0].startswith("pipeline 'hybrid': every document carries a first-stage"), said
+    assert said[0].startswith("pipeline 'note-hybrid': every document carries a first-stage"), said
