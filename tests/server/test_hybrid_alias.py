@@ -1,7 +1,7 @@
 """A pipeline that is the built-in hybrid under another name, as ``rerankit tune`` writes
 it when nothing learned beat the default (``name = "tuned"``), answers requests naming
 ``hybrid`` when served: clients that name the default keep working. A learned pipeline, a
-pipeline already named ``hybrid`` and aliases set by hand are left as they are."""
+pipeline already named ``hybrid`` and a ``"hybrid"`` alias set by hand are left as they are."""
 
 from __future__ import annotations
 
@@ -43,7 +43,10 @@ def test_a_settings_files_pipeline_that_is_the_hybrid_is_reached_as_hybrid(tmp_p
     )
     assert _serve("--settings", str(conf)).resolve("hybrid") == "tuned"
     conf.write_text(conf.read_text() + '[server.aliases]\n"my-app" = "fast"\n')
-    assert _serve("--settings", str(conf)).aliases == {"my-app": "fast"}  # as set, no more
+    mine = _serve("--settings", str(conf))  # an alias of one's own keeps the stand-in
+    assert mine.resolve("my-app") == "fast" and mine.resolve("hybrid") == "tuned"
+    conf.write_text(conf.read_text().replace('"my-app" = "fast"', '"hybrid" = "fast"'))
+    assert _serve("--settings", str(conf)).resolve("hybrid") == "fast"  # or points it elsewhere
 
 
 @pytest.mark.parametrize(

@@ -1,9 +1,9 @@
 """A model name the service does not serve is a 404 that lists what is served and says
 the ``[server.aliases]`` line that would serve it; its "did you mean" never crosses the
 line between multilingual and English names, nor from Voyage's names to Cohere's, and
-offers the names of the endpoint's own vendor first. Cohere's
-default names left out by a ``[server.aliases]`` table are named by the startup log, by
-``rerankit check`` and by the 404 for one of them."""
+offers the names of the endpoint's own vendor first. ``[server.aliases]`` adds names to
+Cohere's default ones (an entry may point one elsewhere); only an empty table turns them
+off, which the startup log, ``rerankit check`` and the 404 for one of them say."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 from rerankit.cli import main
 from rerankit.server import ServerSettings, create_app
+from rerankit.server.model_names import COHERE_MODELS
 
 ALIASES = {"rerank-v3.5": "bm25", "rerank-english-v3.0": "bm25", "jina-x-multilingual": "bm25"}
 
@@ -34,11 +35,84 @@ def _missing(client, model, path="/v2/rerank"):
     return r.json()["message"]
 
 
-def test_a_dropped_cohere_name_says_why_and_the_line_that_serves_it(client):
-    said = _missing(client, "rerank-v4.0-pro")
-    assert "available: bm25; aliases: " in said
-    assert "one of Cohere's default names, which the settings file's [server.aliases]" in said
-    assert 'add "rerank-v4.0-pro" = "bm25" to it' in said
+def test_an_alias_of_ones_own_keeps_cohere_s_names(client):
+    """One alias for a Jina client set: every Cohere client (and LlamaIndex's default
+    rerank-english-v3.0) is still answered, and /v1/models lists them all."""
+    for name in COHERE_MODELS:
+        r = client.post("/v2/rerank", json={"model": name, "query": "q", "documents": ["a"]})
+        assert r.status_code == 200, (name, r.text)
+    models = client.get("/v1/models").json()["models"]
+    listed = {m["name"]: m.get("alias_of") for m in models}
+    assert listed == {"bm25": None, **dict.fromkeys(COHERE_MODELS, "bm25"), **ALIASES}
+
+
+def test_an_entry_for_one_of_cohere_s_names_points_it_elsewhere():
+    pipelines = {"bm25": "bm25", "other": "bm25"}
+    settings = ServerSettings(pipelines=pipelines, default="bm25", aliases={"rerank-v3.5": "other"})
+    assert settings.resolve("rerank-v3.5") == "other"
+    assert settings.resolve("rerank-english-v3.0") == "bm25"  # the others still the default's
+    with pytest.raises(ValueError, match="'mine' names pipeline 'nope'"):
+        ServerSettings(pipelines=pipelines, default="bm25", aliases={"mine": "nope"})
+    with pytest.raises(ValueError, match="'other' is already a pipeline's name"):
+        ServerSettings(pipelines=pipelines, default="bm25", aliases={"other": "bm25"})
+
+
+OLD_STYLE = """[server.aliases]
+"jina-reranker-v2-base-multilingual" = "hybrid"
+"rerank-v4.0-pro" = "hybrid"
+"rerank-v4.0-fast" = "hybrid"
+"rerank-v3.5" = "hybrid"
+"rerank-english-v3.0" = "hybrid"
+"rerank-multilingual-v3.0" = "fast"
+"rerank-english-v2.0" = "hybrid"
+"rerank-multilingual-v2.0" = "fast"
+
+[pipelines]
+hybrid = "bm25"
+fast = "bm25"
+"""
+
+
+def test_a_file_that_lists_cohere_s_names_beside_its_own_serves_what_it_did(tmp_path):
+    """Written when setting the table replaced Cohere's names: the same names, each onto
+    the same pipeline, and no more (a worker process reads the same)."""
+    path = tmp_path / "service.toml"
+    path.write_text(OLD_STYLE)
+    settings = ServerSettings.from_file(path)
+    expected = {
+        "jina-reranker-v2-base-multilingual": "hybrid",
+        **dict.fromkeys(COHERE_MODELS, "hybrid"),
+        "rerank-multilingual-v3.0": "fast",
+        "rerank-multilingual-v2.0": "fast",
+    }
+    assert settings.aliases == expected
+    assert ServerSettings.from_mapping(settings.to_mapping()).aliases == expected
+
+
+@pytest.mark.parametrize("table", ["[server]\naliases = {}\n", "[server.aliases]\n"])
+def test_an_empty_table_serves_no_alias_and_says_so(tmp_path, capsys, caplog, table):
+    path = tmp_path / "service.toml"
+    path.write_text(f'{table}[pipelines]\nbm25 = "bm25"\n')
+    settings = ServerSettings.from_file(path)
+    assert settings.aliases == {} and settings.resolve("rerank-v3.5") == "rerank-v3.5"
+    assert ServerSettings.from_mapping(settings.to_mapping()).aliases == {}  # in each worker
+    with (
+        caplog.at_level(logging.INFO, logger="rerankit.server.app"),
+        TestClient(create_app(settings)) as empty,
+    ):
+        assert [m["name"] for m in empty.get("/v1/models").json()["models"]] == ["bm25"]
+        said = _missing(empty, "rerank-v4.0-pro")
+    assert "one of Cohere's default names, not served because the settings file's" in said
+    assert '[server.aliases] is empty: add "rerank-v4.0-pro" = "bm25" to it, or remove' in said
+    logged = [r for r in caplog.records if "default model names" in r.getMessage()]
+    assert [r.levelname for r in logged] == ["INFO"]
+    assert ", ".join(COHERE_MODELS) in logged[0].getMessage()
+    assert main(["check", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert (
+        f"service.toml: note: Cohere's default model names not served ([server.aliases] is "
+        f"empty): {', '.join(COHERE_MODELS)}" in out
+    )
 
 
 def test_any_unknown_name_gets_the_aliases_line(client):
@@ -47,8 +121,9 @@ def test_any_unknown_name_gets_the_aliases_line(client):
 
 
 def test_did_you_mean_stays_on_its_side_of_the_language_line(client):
-    assert "did you mean 'rerank-english" not in _missing(client, "rerank-multilingual-v3.0")
-    assert "did you mean 'jina-x-multilingual'" in _missing(client, "jina-y-multilingual")
+    assert "did you mean 'rerank-english" not in _missing(client, "rerank-multilingual-v3.1")
+    said = _missing(client, "jina-y-multilingual", "/rerank")  # (no vendor's: the closest)
+    assert "did you mean 'jina-x-multilingual'" in said
     assert "did you mean" not in _missing(client, "rerank-2", "/v1/rerank")  # Voyage's
     assert "did you mean 'rerank-v3.5'" in _missing(client, "rerank-v3.6")
 
@@ -84,24 +159,16 @@ def test_did_you_mean_offers_the_endpoint_s_own_vendor_first(both_vendors):
     assert _suggested(both_vendors, "/rerank", model="rerank-v2.5") == "'rerank-2.5'"
 
 
-def test_the_startup_log_and_check_name_the_dropped_cohere_names(caplog, tmp_path, capsys):
+def test_with_aliases_of_ones_own_the_log_and_check_name_no_cohere_name(caplog, tmp_path, capsys):
     settings = ServerSettings(pipelines={"bm25": "bm25"}, default="bm25", aliases=ALIASES)
     with caplog.at_level(logging.INFO, logger="rerankit.server.app"):
         create_app(settings)
-    said = [r.getMessage() for r in caplog.records if "default model names" in r.getMessage()]
-    assert said and "rerank-v4.0-pro, rerank-v4.0-fast, rerank-multilingual-v3.0" in said[0]
-    assert "rerank-v3.5" not in said[0]
+    assert not [r for r in caplog.records if "default model names" in r.getMessage()]
     path = tmp_path / "service.toml"
     path.write_text(
-        '[server]\ndefault = "bm25"\n[server.aliases]\n"rerank-v3.5" = "bm25"\n'
+        '[server]\ndefault = "bm25"\n[server.aliases]\n"jina-reranker-v2" = "bm25"\n'
         '[pipelines.bm25]\nreranker = "bm25"\n'
     )
     assert main(["check", str(path)]) == 0
     out = capsys.readouterr().out
-    assert "warning: Cohere's default model names not served" in out
-    assert "rerank-english-v3.0" in out
-    # none left out by default
-    caplog.clear()
-    with caplog.at_level(logging.INFO, logger="rerankit.server.app"):
-        create_app(ServerSettings(pipelines={"bm25": "bm25"}, default="bm25"))
-    assert not [r for r in caplog.records if "default model names" in r.getMessage()]
+    assert "default model names" not in out and "warning" not in out, out

@@ -1025,7 +1025,7 @@ def test_aliases_are_checked_and_can_be_turned_off():
         {"server": {"aliases": {"my-reranker": "bm25"}}, "pipelines": {"bm25": "bm25"}}
     )
     assert own.resolve("my-reranker") == "bm25" and own.resolve(None) == "bm25"
-    assert own.resolve("rerank-v3.5") == "rerank-v3.5"  # only the aliases given
+    assert own.resolve("rerank-v3.5") == "bm25"  # added to Cohere's names, not in their place
 
 
 def test_every_cut_is_reported_on_its_document(live_server):

@@ -99,8 +99,8 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
             "anyone who can reach it"
         )
     left_out = unserved_note(settings.aliases or {}, settings.pipelines or {})
-    if left_out:  # on purpose with aliases = {}, likely not when some names are kept
-        (logger.warning if settings.aliases else logger.info)("rerankit service: %s", left_out)
+    if left_out:  # (only with aliases = {}, on purpose)
+        logger.info("rerankit service: %s", left_out)
     app.state.settings = settings
     app.state.admission = service.admission
     app.state.service = service

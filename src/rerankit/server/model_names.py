@@ -25,8 +25,8 @@ __all__ = [
 ]
 
 #: Cohere's public rerank model names, which its clients send by default (LlamaIndex's
-#: CohereRerank sends "rerank-english-v3.0"): aliases of the default pipeline unless
-#: ``aliases`` says otherwise
+#: CohereRerank sends "rerank-english-v3.0"): aliases of the default pipeline beside those
+#: ``[server.aliases]`` adds (which may point one elsewhere), unless that table is empty
 COHERE_MODELS = (
     "rerank-v4.0-pro",
     "rerank-v4.0-fast",
@@ -82,22 +82,22 @@ def says_multilingual(model: str) -> bool:
 
 
 def unserved_defaults(aliases: Mapping[str, str], pipelines: Iterable[str]) -> list[str]:
-    """Cohere's default names that neither ``aliases`` nor a pipeline serves: those that
-    setting ``[server.aliases]`` left out."""
+    """Cohere's default names that neither ``aliases`` nor a pipeline serves: those an empty
+    ``[server.aliases]`` table turned off."""
     served = set(aliases) | set(pipelines)
     return [name for name in COHERE_MODELS if name not in served]
 
 
 def unserved_note(aliases: Mapping[str, str], pipelines: Iterable[str]) -> str | None:
-    """What the startup log and ``rerankit check`` say of Cohere's default names that
-    ``[server.aliases]`` left out (None: every one is served)."""
+    """What the startup log and ``rerankit check`` say of Cohere's default names that an
+    empty ``[server.aliases]`` table turned off (None: every one is served)."""
     left_out = unserved_defaults(aliases, pipelines)
     if not left_out:
         return None
     return (
-        f"Cohere's default model names not served ([server.aliases] is set and leaves them "
-        f"out): {', '.join(left_out)}; a client sending one gets a 404 (list those you "
-        "need in [server.aliases])"
+        f"Cohere's default model names not served ([server.aliases] is empty): "
+        f"{', '.join(left_out)}; a client sending one gets a 404 (remove the empty table "
+        "to serve them all, or add those you need to it)"
     )
 
 
@@ -121,7 +121,7 @@ def not_found(
     :data:`VOYAGE`, when one is close: a typo'd ``rerank-v2.5`` sent in Cohere's shape is
     offered ``rerank-v3.5``, not Voyage's ``rerank-2.5``; else the closest of all), every
     pipeline and alias, and the ``[server.aliases]`` line that would serve it (said so when
-    it is one of Cohere's default names, left out because the table is set)."""
+    it is one of Cohere's default names, turned off by an empty table)."""
     served = sorted(served)
     kin = [n for n in [*served, *aliases] if name and _alike(name, n)]
     own = [n for n in kin if family is not None and family_of(n) == family]
@@ -139,8 +139,8 @@ def not_found(
     line = f"{json.dumps(name, ensure_ascii=False)} = {json.dumps(default or served[0])}"
     if name in COHERE_MODELS:
         fix = (
-            f"{shown} is one of Cohere's default names, which the settings file's "
-            f"[server.aliases] replaces when set: add {line} to it"
+            f"{shown} is one of Cohere's default names, not served because the settings "
+            f"file's [server.aliases] is empty: add {line} to it, or remove the empty table"
         )
     elif name and len(name) <= 100:
         fix = f"to serve the name your client sends, add {line} to [server.aliases]"

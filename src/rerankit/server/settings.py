@@ -55,9 +55,9 @@ store = "hash"                 # of each document: "text", its SHA-256 ("hash") 
 max_bytes = 100000000          # rotate past this size, keeping `backups` older files
 backups = 5
 
-[server.aliases]               # other names for pipelines; by default Cohere's public rerank
-"rerank-v3.5" = "hybrid"       # model names name the default pipeline, and "hybrid" a pipeline
-                               # that is the hybrid under another name (aliases = {} for none)
+[server.aliases]               # other names for pipelines, added to Cohere's public rerank model
+"my-app" = "cascade"           # names (the default pipeline's) and "hybrid" (a pipeline that is
+                               # the hybrid under another name); aliases = {}: none of them
 
 [pipelines.hybrid]
 reranker = "hybrid"
@@ -255,6 +255,7 @@ class ServerSettings:
     keep_alive_seconds: float = 5.0
     max_connections: int = 1000
     max_header_bytes: int = 16384
+    #: model names added to Cohere's default ones, each onto a pipeline ({}: no alias at all)
     aliases: dict[str, str] | None = None
     ready_when: str = "all"
     stuck_grace: float = 2.0
@@ -348,13 +349,12 @@ class ServerSettings:
             raise ValueError("shutdown_delay and graceful_timeout must be >= 0 (seconds)")
         if min(self.body_timeout, self.header_timeout, self.keep_alive_seconds) <= 0:
             raise ValueError("body_timeout, header_timeout and keep_alive_seconds must be > 0")
-        if self.aliases is None:  # the names Cohere's clients send, for the default pipeline
-            self.aliases = {
-                name: self.default for name in COHERE_MODELS if name not in self.pipelines
-            }
-            stand_in = hybrid_stand_in(self.pipelines, self.default)
-            if stand_in is not None:  # a pipeline that is the hybrid (tune's default) too
-                self.aliases["hybrid"] = stand_in
+        # the table's own, then Cohere's names and hybrid's stand-in it does not name; {}: none
+        if self.aliases != {}:
+            own, stand_in = self.aliases or {}, hybrid_stand_in(self.pipelines, self.default)
+            added = {name: self.default for name in COHERE_MODELS if name not in self.pipelines}
+            added |= {"hybrid": stand_in} if stand_in is not None else {}
+            self.aliases = {**own, **{k: v for k, v in added.items() if k not in own}}
         for alias, target in self.aliases.items():
             if target not in self.pipelines:
                 raise ValueError(
