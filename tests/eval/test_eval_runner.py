@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -632,7 +633,7 @@ def test_tune_adopts_a_fusion_that_beats_the_default_across_folds(
     assert printed.index("the default\n") < flatters < printed.index("cross-validated nDCG@10 over")
     assert "learning curve" in printed and "adopted:" in printed
     # people's judgments (no label report) ask for twice the noise, as a judge's labels do
-    assert "beats the default by more than 2 x the noise" in printed
+    assert re.search(r"beats the default by more than 2(\.\d+)? x the noise", printed)
     gain = float(printed.split("gain ")[1].split()[0])
     assert gain > 10  # nDCG@10 x 100: far beyond the noise
     # the default it measured is the one it would write: `hybrid` given first-stage scores
@@ -665,7 +666,10 @@ def test_tune_writes_the_default_when_learning_cannot_beat_it(tmp_path, syntheti
     args = ["tune", "--data", str(data), "--k", "10", "--out", str(out), "--no-progress"]
     assert main(args) == 0
     printed = capsys.readouterr().out
-    assert "not adopted: the learned pipeline does not beat the default by more than 2 x" in printed
+    assert re.search(  # twice, widened for the training queries (Student's t)
+        r"not adopted: the learned pipeline does not beat the default by more than 2\.\d+ x",
+        printed,
+    )
     assert tomllib.loads(out.read_text()) == {"name": "tuned", "stages": [{"reranker": "hybrid"}]}
     assert "so this is the default pipeline" in out.read_text()
     assert load(out).rerank("solar power", ["wind", "solar power plant"])[0].index == 1

@@ -190,7 +190,10 @@ def test_a_margin_asks_for_a_gain_that_many_times_the_noise():
     assert "; adopted only when the gain exceeds twice the noise" in two.describe()
     assert "adopting takes" not in two.describe()
     three = verdict(cv, default, margin=3)
-    assert three.describe().endswith("; adopted only when the gain exceeds 3 times the noise")
+    assert three.describe().endswith(  # widened for the 50 queries: Student's t
+        "; adopted only when the gain exceeds 3 times the noise (3.08 times with 50 queries, "
+        "whose noise is itself uncertain: Student's t)"
+    )
     assert verdict(cv, default, margin=0.5).adopt
     for bad in (0, -1.0, math.nan):
         with pytest.raises(ValueError, match="margin must be positive"):

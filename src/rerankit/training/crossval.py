@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 from ..errors import keyword_flag
 from ..eval.metrics import paired_standard_error
-from ..eval.refit_check import ADOPT_MARGIN, MIN_QUERIES, folds_for, kfold
+from ..eval.refit_check import ADOPT_MARGIN, MIN_QUERIES, few_queries_margin, folds_for, kfold
 
 __all__ = [
     "ADOPT_MARGIN",
@@ -157,8 +157,15 @@ class Verdict:
         return max(self.query_noise, self.fold_noise)
 
     @property
+    def required(self) -> float:
+        """How many times the noise the gain must exceed: ``margin``, widened when the
+        noise comes from few queries (:func:`~rerankit.eval.refit_check.few_queries_margin`:
+        Student's t; 2.83 for 5 queries, 2.09 for 30, 2.00 from a few hundred)."""
+        return few_queries_margin(self.margin, self.queries)
+
+    @property
     def adopt(self) -> bool:
-        return self.gain > self.margin * self.noise
+        return self.gain > self.required * self.noise
 
     def describe(self) -> str:
         spread = statistics.pstdev(self.fold_gains) if len(self.fold_gains) > 1 else 0.0
@@ -183,6 +190,12 @@ class Verdict:
                 else "; adopted only when the gain exceeds "
                 + ("twice" if self.margin == 2 else f"{self.margin:g} times")
                 + " the noise"
+                + (
+                    f" ({self.required:.2f} times with {self.queries} queries, whose noise "
+                    "is itself uncertain: Student's t)"
+                    if self.required > self.margin * 1.01
+                    else ""
+                )
             )
         )
 

@@ -258,8 +258,8 @@ def fit_calibrated(job: Inputs) -> TuneResult:
         comment = (
             f"Written by `rerankit tune --calibrate` on {train.name} {opts.train_split} "
             f"({len(matrices)} queries): refitted weights did not beat the default's order by "
-            f"more than {verdict.margin:g} x the noise ({verdict.describe()}), so this is the "
-            f"default hybrid's order with its {probabilities}."
+            f"more than {round(verdict.required, 2):g} x the noise ({verdict.describe()}), so "
+            f"this is the default hybrid's order with its {probabilities}."
         )
         report.say(f"{check.describe()}\nkept the default's order with its {probabilities}")
     report.say(

@@ -286,7 +286,8 @@ def cross_validated(
     if trend:
         say(f"  {trend}")
     say()
-    times = "" if margin == 1 else f"{margin:g} x "
+    required = round(verdict.required, 2)  # the margin, widened for few queries
+    times = "" if required == 1 else f"{required:g} x "
     if verdict.adopt:
         say(f"adopted: {describe(cv.best)} beats the default by more than {times}the noise")
     else:
@@ -355,7 +356,8 @@ def default_pipeline(
     command = "rerankit tune --method ltr" if opts.method == "ltr" else "rerankit tune"
     comment = (
         f"Written by `{command}` on {train.name} {opts.train_split}: the {what} did not "
-        f"beat the default by more than {verdict.margin:g} x the noise ({verdict.describe()}), "
+        f"beat the default by more than {round(verdict.required, 2):g} x the noise "
+        f"({verdict.describe()}), "
         "so this is the default pipeline; rerun with --keep-learned to write the learned one "
         "anyway."
     )
