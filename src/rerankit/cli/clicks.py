@@ -57,7 +57,7 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     out = Path(args.out or "tuned-clicks.toml")
     # what served the log, when named: checked before the work
     served = served_pipeline(args.served) if args.served else None
-    corpus = read_corpus(args.data) if args.data else None
+    corpus = read_corpus(args.data) if args.data else None  # (read before the other work)
     options: dict[str, Any] = {"folds": args.folds, "seeds": tuple(range(args.seeds))}
     if args.adopt_margin is not None:
         options["margin"] = args.adopt_margin
@@ -69,7 +69,7 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     logs = args.clicks[0] if len(args.clicks) == 1 else logs_files(args.clicks)
     found = learn_from_log(
         logs,
-        corpus=corpus,
+        data=corpus,
         features=args.features,
         embedding=args.embedding_model,
         min_dwell_ms=args.min_dwell_ms,
