@@ -227,7 +227,7 @@ def _cache_named(embedding_cache: str | Path | None, reranker: Any) -> Iterator[
         raise InputError(
             "embedding_cache names where the scorers of a reranker built here keep vectors; "
             f"the {type(reranker).__name__} given was built with its own cache: give its "
-            "name or pipeline file instead, or build its EmbeddingScorer with cache_path=FILE"
+            "name or pipeline file instead, or build its EmbeddingScorer with embedding_cache=FILE"
         )
     if not str(embedding_cache).strip():
         raise InputError("embedding_cache is empty: name an SQLite file")

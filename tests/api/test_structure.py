@@ -149,6 +149,7 @@ STACK = (
             "_paths",
             "_once",
             "_words",
+            "_renamed",
         ),
     ),
     ("documents", ("documents", "docfields", "titles")),

@@ -38,14 +38,14 @@ def test_a_rerank_after_precompute_encodes_nothing_and_scores_the_same(tiny_st, 
     store = tmp_path / "embeddings.sqlite"
     done = []
     result = rerankit.precompute(
-        DOCS, _hybrid(tiny_st, cache_path=store), batch_size=7, progress=done.append
+        DOCS, _hybrid(tiny_st, embedding_cache=store), batch_size=7, progress=done.append
     )
     assert done == [7, 14, 21, 28, 30]
     assert (result.documents, result.cached, result.where) == (30, 0, (str(store),))
     assert result.encoded_whole == 30 and result.encoded_passages > 0  # the long ones' passages
     assert result.encoded == result.encoded_whole + result.encoded_passages
 
-    later = _hybrid(tiny_st, cache_path=store)  # a new process's pipeline, on the same file
+    later = _hybrid(tiny_st, embedding_cache=store)  # a new process's pipeline, on the same file
     with embedding_lookups() as counts:
         warm = later.rerank(QUERY, DOCS)
     assert counts["misses"] == 0 and counts["store_hits"] >= result.encoded  # each read
@@ -57,7 +57,7 @@ def test_a_rerank_after_precompute_encodes_nothing_and_scores_the_same(tiny_st, 
     by_id = {r.id: r.score for r in fresh}
     assert {r.id: r.score for r in warm} == pytest.approx(by_id, rel=0, abs=1e-6)
 
-    again = rerankit.precompute(DOCS, _hybrid(tiny_st, cache_path=store))
+    again = rerankit.precompute(DOCS, _hybrid(tiny_st, embedding_cache=store))
     assert (again.encoded, again.cached) == (0, result.encoded)
 
 

@@ -48,7 +48,7 @@ def test_check_warns_of_what_ci_lacks_and_still_passes(tmp_path, capsys, no_secr
     assert f"{settings}: warning: pipeline 'judge': stages[0].scorer: no OpenAI API key" in err
     assert f"{settings}: ok: 'judge': llm_pointwise" in got.out
     # serve's own warning, from the same check
-    assert f"{settings}: warning: timeout (60 s) is longer than graceful_timeout (30 s)" in err
+    assert f"{settings}: warning: deadline (60 s) is longer than graceful_timeout (30 s)" in err
     # the folder is said, and the hybrid is not described with a scale it may not have
     assert "model '/no/such/minilm-onnx': no such folder here" in err
     hybrid = next(line for line in got.out.splitlines() if "'hybrid'" in line)

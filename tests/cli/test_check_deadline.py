@@ -1,6 +1,6 @@
 """``rerankit check service.toml`` warns of a pipeline whose LLM judge can take longer per
 call (retry's attempts x timeout, plus the waits between them) than the service's
-``[server] timeout``: the deadline, not the retries, would then end a provider that stalls."""
+``[server] deadline``: the deadline, not the retries, would then end a provider that stalls."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ def test_a_judge_slower_per_call_than_the_service_timeout_is_warned_of(
         (tmp_path / f"{name}.toml").write_text(JUDGE.format(name=name, retry=retry))
     settings = tmp_path / "service.toml"
     settings.write_text(
-        '[server]\ntimeout = 6.0\n[pipelines]\nlongjudge = "longjudge.toml"\n'
+        '[server]\ndeadline = 6.0\n[pipelines]\nlongjudge = "longjudge.toml"\n'
         'quick = "quick.toml"\ndefaults = "defaults.toml"\n'
     )
     assert main(["check", str(settings)]) == 0  # a warning, not a mistake
@@ -52,9 +52,9 @@ def test_a_judge_slower_per_call_than_the_service_timeout_is_warned_of(
     assert warned[0].startswith(
         f"{settings}: warning: pipeline 'longjudge': stage 'judge' (llm_pointwise): one LLM "
         "call can take up to 64 s (retry: 3 attempts x timeout 20 s, plus waits of 2 + 2 s), "
-        "longer than [server] timeout (6 s)"
+        "longer than [server] deadline (6 s)"
     ), warned[0]
-    assert "or raise [server] timeout above 64 s" in warned[0]
+    assert "or raise [server] deadline above 64 s" in warned[0]
     assert "Lower the scorer's retry attempts or timeout" in warned[0]
     assert "pipeline 'defaults'" in warned[1] and "up to 184 s" in warned[1], warned[1]
     assert "'quick'" not in " ".join(warned)

@@ -411,7 +411,11 @@ def test_interleave_report_reads_optimized_sessions_and_a_log_of_both_names_one(
     assert main(["interleave-report", str(path)]) == 1
     assert "interleaved two ways (300 optimized and 1 team-draft)" in capsys.readouterr().err
     assert main(["interleave-report", str(path), "--method", "team-draft", "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["sessions"] == 1
+    dashed = json.loads(capsys.readouterr().out)
+    assert dashed["sessions"] == 1 and dashed["read"]["impressions"] == 301
+    # the Python function's spelling, team_draft, names the same method
+    assert main(["interleave-report", str(path), "--method", "team_draft", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == dashed
 
 
 def _split_by_answer(log, parts: list) -> None:

@@ -125,6 +125,13 @@ def test_loading_files(tmp_path):
         f"{tmp_path}: 2 run files (bm25.run.trec, other.run.trec); the first, "
         "bm25.run.trec, is the first stage (name another with first_stage= (--first-stage))"
     ]
+    # first_stage= names it, as the note, --first-stage and rerankit.evaluate do; run=,
+    # its earlier name, still works; both at once is a TypeError naming both
+    for name in ("first_stage", "run"):
+        named = load_beir(tmp_path, **{name: tmp_path / "other.run.trec"})
+        assert named.run == {"q1": ["2"]} and named.run_file == "other.run.trec"
+    with pytest.raises(TypeError, match="got first_stage= and its earlier name run="):
+        load_beir(tmp_path, first_stage=tmp_path / "other.run.trec", run=tmp_path / "x")
     (tmp_path / "other.run.trec").unlink()
     (tmp_path / "trec.qrels").write_text("q1 0 d1 1\nq1 0 d2 0\n")
     assert load_qrels(tmp_path / "trec.qrels") == {"q1": {"d1": 1, "d2": 0}}

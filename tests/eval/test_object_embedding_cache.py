@@ -42,7 +42,7 @@ def test_an_object_reads_the_disk_cache_a_file_would(tmp_path, tiny_st, monkeypa
 def test_a_scorer_with_a_cache_of_its_own_keeps_it(tmp_path, tiny_st, monkeypatch):
     monkeypatch.delenv(EMBEDDING_CACHE_ENV, raising=False)
     folder = write_tiny(tmp_path / "tiny")
-    own = EmbeddingScorer(str(tiny_st), cache_path=tmp_path / "own.sqlite")
+    own = EmbeddingScorer(str(tiny_st), embedding_cache=tmp_path / "own.sqlite")
     assert not own.default_cache
     store = own.cache.store
     evaluate(folder, {"mine": ScorerReranker(own)}, embedding_cache=tmp_path / "e.sqlite")

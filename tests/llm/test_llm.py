@@ -16,8 +16,9 @@ from hypothesis import strategies as st
 pytest.importorskip("google.genai", reason="needs the 'gemini' extra")
 pytest.importorskip("openai", reason="needs the 'openai' extra")
 
+import rerankit
 from rerankit import Document
-from rerankit.cache import JudgmentCache
+from rerankit.cache import JudgmentCache, scorer_identity
 from rerankit.errors import PermanentProviderError, TransientProviderError
 from rerankit.llm import GeminiClient, OpenAIClient, RetryPolicy
 from rerankit.llm.parsing import (
@@ -652,8 +653,43 @@ def test_prompt_templates_are_data_and_an_edited_one_is_never_served_from_the_ca
         OpenAIClient(base_url="http://127.0.0.1:9", model="m"), instructions="news"
     )
     assert pointwise_news.instructions == load_template("pointwise", "news")
-    with pytest.raises(ValueError, match="template"):
+    with pytest.raises(ValueError, match="instructions: only"):
         listwise(OpenAIClient(base_url="http://127.0.0.1:9", model="m"), template="bad {field}")
+
+
+def test_a_listwise_judge_s_system_text_is_its_instructions_and_template_still_works(
+    tmp_path, monkeypatch
+):
+    # instructions=, as the pointwise judge's are named (and the key of a judge file);
+    # template=, its earlier name, gives the same prompt and the same cache key
+    monkeypatch.setenv("JUDGE_KEY", "sk-test")
+    custom = tmp_path / "mine.txt"
+    custom.write_text("Order the chunks for a lawyer. Indices: {which}. JSON only.", "utf-8")
+    with FakeLLMServer(responder=lambda r: rerank_answer([1, 0, 2, 3])) as server:
+        client = OpenAIClient(base_url=server.openai_url, model="m")
+        now = listwise(client, instructions=str(custom))
+        earlier = listwise(client, template=str(custom))
+        declared = rerankit.load(
+            {
+                "scorer": {
+                    "type": "llm_listwise",
+                    "provider": "openai",
+                    "base_url": server.openai_url,
+                    "model": "m",
+                    "api_key_env": "JUDGE_KEY",
+                    "instructions": str(custom),
+                }
+            }
+        )
+        for judge in (now, earlier):
+            ScorerReranker(judge).rerank("q", DOCS)
+        declared.rerank("q", DOCS)
+    said = "Order the chunks for a lawyer. Indices: every index from 0 to 3. JSON only."
+    assert [r.system for r in server.requests] == [said] * 3
+    assert now.instructions == earlier.instructions == custom.read_text("utf-8")
+    assert scorer_identity(now) == scorer_identity(earlier)
+    with pytest.raises(TypeError, match="got instructions= and its earlier name template="):
+        listwise(client, instructions="a {which}", template="b {which}")
 
 
 def test_a_waiter_cancelled_as_its_slot_arrives_passes_it_on_once():

@@ -13,6 +13,7 @@ transformers = pytest.importorskip("transformers", reason="needs the 'torch' ext
 from rerankit import Document  # noqa: E402
 from rerankit.backends import HardwareProfile  # noqa: E402
 from rerankit.backends.pairs import PairEncoder  # noqa: E402
+from rerankit.cache import scorer_identity  # noqa: E402
 from rerankit.errors import ModelLoadError  # noqa: E402
 from rerankit.rerankers import ScorerReranker  # noqa: E402
 from rerankit.scorers import CausalLMScorer, CrossEncoderScorer  # noqa: E402
@@ -255,13 +256,20 @@ def test_causal_lm_equals_the_recipe_by_hand(qwen_dir):
     assert len(set(np.round(reference, 6))) > 1
 
 
-def test_causal_lm_custom_instruction(qwen_dir):
+def test_causal_lm_custom_instructions(qwen_dir):
     instruction = "Judge whether the Document meets the requirements"
-    scorer = CausalLMScorer(str(qwen_dir), device="cpu", instruction=instruction)
+    scorer = CausalLMScorer(str(qwen_dir), device="cpu", instructions=instruction)
+    assert scorer.instructions == instruction
     reference = recipe_by_hand(qwen_dir, QUERY, DOCS, instruction=instruction)
     np.testing.assert_allclose(scorer.score_texts(QUERY, DOCS), reference, atol=1e-5)
     default = recipe_by_hand(qwen_dir, QUERY, DOCS)
     assert not np.allclose(reference, default)  # the instruction is really in the prompt
+    # instructions=, as an LLM judge's are named; instruction=, its earlier name, still works
+    earlier = CausalLMScorer(str(qwen_dir), device="cpu", instruction=instruction)
+    np.testing.assert_allclose(earlier.score_texts(QUERY, DOCS), reference, atol=1e-5)
+    assert scorer_identity(earlier) == scorer_identity(scorer)  # one cache key for both
+    with pytest.raises(TypeError, match="got instructions= and its earlier name instruction="):
+        CausalLMScorer(str(qwen_dir), instructions=instruction, instruction=instruction)
 
 
 @pytest.mark.parametrize(("batch_size", "sort_by_length"), [(1, True), (2, False), (6, True)])

@@ -118,7 +118,7 @@ def test_lru_bound_evicts_the_oldest():
 
 def test_sqlite_cache_survives_a_new_process_object(tmp_path, scorer):
     path = tmp_path / "emb.sqlite"
-    first = EmbeddingScorer(scorer.model, cache_path=path)
+    first = EmbeddingScorer(scorer.model, embedding_cache=path)
     before = first.score_texts(QUERY, DOCS)
     first.cache.close()
     reopened = EmbeddingCache(max_entries=0, path=path)  # no memory layer: disk only
@@ -128,6 +128,23 @@ def test_sqlite_cache_survives_a_new_process_object(tmp_path, scorer):
     assert reopened.hits == len(DOCS) and reopened.misses == 0
     reopened.clear()
     assert reopened.get_many(first.model_key, DOCS[:1]) == [None]
+
+
+def test_the_sqlite_file_is_named_embedding_cache_and_cache_path_still_works(tmp_path, scorer):
+    # embedding_cache=, as --embedding-cache and rerankit.evaluate name it; cache_path= too
+    kept = {}
+    for name in ("embedding_cache", "cache_path"):
+        path = tmp_path / f"{name}.sqlite"
+        built = EmbeddingScorer(scorer.model, **{name: path})
+        assert not built.default_cache
+        kept[name] = built.score_texts(QUERY, DOCS)
+        built.cache.close()
+        key = built._window_key(built.document_prompt)
+        on_disk = EmbeddingCache(max_entries=0, path=path).get_many(key, DOCS)
+        assert all(v is not None for v in on_disk)
+    np.testing.assert_allclose(kept["embedding_cache"], kept["cache_path"], atol=1e-6)
+    with pytest.raises(TypeError, match="got embedding_cache= and its earlier name cache_path="):
+        EmbeddingScorer(scorer.model, embedding_cache=tmp_path / "a", cache_path=tmp_path / "b")
 
 
 def test_cached_vectors_cannot_be_changed_by_callers():
@@ -470,18 +487,18 @@ def test_a_model_retrained_into_the_same_folder_never_reads_the_old_vectors(tmp_
     folder = tmp_path / "model"
     shutil.copytree(tiny_st, folder)
     path = tmp_path / "vectors.sqlite"
-    before = EmbeddingScorer(str(folder), cache_path=path).encode_documents(DOCS)
+    before = EmbeddingScorer(str(folder), embedding_cache=path).encode_documents(DOCS)
     retrained = SentenceTransformer(str(folder))
     with torch.no_grad():
         for p in retrained.parameters():
             p.add_(0.05 * torch.randn_like(p))
     retrained.save(str(folder))
-    again = EmbeddingScorer(str(folder), cache_path=path)
+    again = EmbeddingScorer(str(folder), embedding_cache=path)
     after = again.encode_documents(DOCS)
     direct = again.model.encode(DOCS, convert_to_numpy=True)
     assert not np.allclose(before, after, atol=1e-4)  # the new weights, not the cached vectors
     np.testing.assert_allclose(after, direct, atol=1e-5)
-    same = EmbeddingScorer(str(folder), cache_path=path)
+    same = EmbeddingScorer(str(folder), embedding_cache=path)
     assert same.model_key == again.model_key  # unchanged weights: the cache still serves them
 
 

@@ -255,6 +255,11 @@ def test_settings_check_the_feedback_table_and_the_experiments(tmp_path):
     ]:
         with pytest.raises(ValueError, match=message.replace("[", r"\[")):
             ServerSettings.from_mapping({"server": server, "pipelines": spec["pipelines"]})
+    # team_draft, as the Python function is named, is team-draft
+    for method in ("team-draft", "team_draft"):
+        server = {"feedback": "c", "interleave": ["up", "down"], "interleave_method": method}
+        read = ServerSettings.from_mapping({"server": server, "pipelines": spec["pipelines"]})
+        assert read.interleave_method == "team-draft"
 
 
 def test_interleaved_answers_record_each_pipeline_s_team_and_clicks_credit_them(tmp_path, caplog):

@@ -1,6 +1,8 @@
-"""``rerankit serve --timeout SECONDS``: each request's deadline, overriding the settings
-file's ``[server] timeout`` as ``--graceful-timeout`` overrides its key (it was refused
-with a misleading "did you mean --graceful-timeout?")."""
+"""``rerankit serve --deadline SECONDS``: each request's deadline, overriding the settings
+file's ``[server] deadline`` as ``--graceful-timeout`` overrides its key (``--timeout`` was
+refused with a misleading "did you mean --graceful-timeout?"). Named as ``rank --deadline``
+and ``deadline=`` name the same bound; ``--timeout`` and ``timeout``, the earlier names,
+still work."""
 
 from __future__ import annotations
 
@@ -33,14 +35,20 @@ class _Sleepy:
 register_reranker("test-sleepy-deadline", lambda: ScorerReranker(_Sleepy()))
 
 
-def test_the_timeout_flag_overrides_the_files_timeout_and_sets_the_deadline(tmp_path, wait_ready):
+def test_the_deadline_flag_overrides_the_files_deadline_and_sets_it(tmp_path, wait_ready):
     path = tmp_path / "service.toml"
-    path.write_text("[server]\ntimeout = 30\ngraceful_timeout = 40\n")
     parse = build_parser().parse_args
     served = ["serve", "--settings", str(path), "-r", "test-sleepy-deadline"]
-    assert serve_settings(parse(served)).timeout == 30
-    settings = serve_settings(parse([*served, "--timeout", "0.5"]))
-    assert (settings.timeout, settings.graceful_timeout) == (0.5, 40)  # the others: the file's
+    # the key and the flag by either name: deadline, or timeout, its earlier name
+    for key in ("deadline", "timeout"):
+        path.write_text(f"[server]\n{key} = 30\ngraceful_timeout = 40\n")
+        assert serve_settings(parse(served)).timeout == 30
+        for flag in ("--deadline", "--timeout"):
+            settings = serve_settings(parse([*served, flag, "0.5"]))
+            assert (settings.timeout, settings.graceful_timeout) == (
+                0.5,
+                40,
+            )  # the others: the file's
     with TestClient(create_app(settings)) as client:
         wait_ready(client)
         quick = client.post("/v2/rerank", json={"query": "0", "documents": ["d"]})
@@ -50,9 +58,30 @@ def test_the_timeout_flag_overrides_the_files_timeout_and_sets_the_deadline(tmp_
         assert "within the 0.5 s deadline" in late.json()["message"], late.text
 
 
-def test_a_timeout_that_is_not_a_positive_number_is_a_usage_error(capsys):
-    for value in ("0", "-1", "soon"):
-        with pytest.raises(SystemExit) as ended:
-            build_parser().parse_args(["serve", "--timeout", value])
-        assert ended.value.code == 2
-        assert "--timeout: expected a positive number" in capsys.readouterr().err
+def test_a_deadline_that_is_not_a_positive_number_is_a_usage_error(capsys):
+    for flag in ("--deadline", "--timeout"):
+        for value in ("0", "-1", "soon"):
+            with pytest.raises(SystemExit) as ended:
+                build_parser().parse_args(["serve", flag, value])
+            assert ended.value.code == 2
+            assert f"{flag}: expected a positive number" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as ended:  # both spellings: which would win?
+        build_parser().parse_args(["serve", "--deadline", "2", "--timeout", "3"])
+    assert ended.value.code == 2
+    said = capsys.readouterr().err
+    assert (
+        "--deadline and --timeout are two spellings of one flag: give it once, as --deadline"
+        in said
+    )
+
+
+def test_the_settings_deadline_is_named_deadline_and_timeout_still_works():
+    from rerankit.server.settings import ServerSettings
+
+    assert ServerSettings.from_mapping({"server": {"deadline": 5}}).timeout == 5
+    assert ServerSettings.from_mapping({"server": {"timeout": 5}}).timeout == 5
+    with pytest.raises(ValueError, match="has deadline and its earlier name timeout"):
+        ServerSettings.from_mapping({"server": {"deadline": 5, "timeout": 5}})
+    for value in ("soon", 0, -1, True):
+        with pytest.raises(ValueError, match="deadline must be a positive number of seconds"):
+            ServerSettings.from_mapping({"server": {"deadline": value}})

@@ -378,5 +378,5 @@ def test_requests_running_when_the_graceful_timeout_ends_get_a_json_503_and_are_
     text = log.read_text()
     assert "2 queued requests get 503, 2 running may finish" in text, text
     assert "1 request still running after graceful_timeout (1.5 s) cut" in text
-    assert "timeout (30 s) is longer than graceful_timeout (1.5 s)" in text
+    assert "deadline (30 s) is longer than graceful_timeout (1.5 s)" in text
     assert "Traceback" not in text and "Exception in ASGI" not in text

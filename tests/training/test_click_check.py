@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rerankit.training.clicks import check_log, text_hash
 
 
@@ -69,10 +71,21 @@ def test_a_log_of_hashes_needs_the_corpus_and_says_which_hashes_it_lacks(tmp_pat
         "corpus: --data)"
     ]
     same = {f"d{q}": f"Title\ntext {q}" for q in range(4)}
-    assert (
-        check_log(log, corpus=same).mistakes() == []
-        and check_log(log, corpus=same).hash_misses == 0
+    assert check_log(log, data=same).mistakes() == [] and check_log(log, data=same).hash_misses == 0
+    # data=, as --data names it: a corpus folder too; corpus=, its earlier name, still works
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "corpus.jsonl").write_text(
+        "".join(
+            json.dumps({"_id": k, "title": "Title", "text": f"text {q}"}) + "\n"
+            for q, k in enumerate(same)
+        )
     )
+    for check in (check_log(log, data=folder), check_log(log, corpus=same)):
+        assert check.mistakes() == [] and check.hash_misses == 0
+        assert check.describe() == check_log(log, data=same).describe()
+    with pytest.raises(TypeError, match="got data= and its earlier name corpus="):
+        check_log(log, data=same, corpus=same)
     # a corpus without the titles: found by id, but not the text the ranker read
     other = check_log(log, corpus={f"d{q}": f"text {q}" for q in range(4)})
     assert other.hash_misses == 4 and other.mistakes() == []

@@ -30,4 +30,4 @@ def test_what_served_says_where_it_came_from_by_the_keyword():
 
 def test_a_document_without_a_text_asks_for_the_corpus_by_its_keyword():
     said = CorpusTexts(None).missing("a query", "d1", None)
-    assert said.endswith("pass the corpus it came from (corpus= (--data))")
+    assert said.endswith("pass the corpus it came from (data= (--data))")

@@ -79,16 +79,25 @@ def _id_log(path, corpus_folder):
 def test_learn_from_log_reads_a_corpus_given_as_a_path(tmp_path):
     pytest.importorskip("lightgbm", reason="learning from clicks needs the 'learn' extra")
     features = _id_log(tmp_path / "clicks.jsonl", tmp_path / "corpus")
-    for corpus in (str(tmp_path / "corpus"), tmp_path / "corpus" / "corpus.jsonl"):
-        found = learn_from_log(
-            tmp_path / "clicks.jsonl", corpus=corpus, features=features, folds=2, curve=None
-        )
-        assert found.read.unresolved == 0 and found.learning.queries == 6
+    # data=, as --data names it; corpus=, its earlier name, learns the same
+    found = {}
+    for name in ("data", "corpus"):
+        for corpus in (str(tmp_path / "corpus"), tmp_path / "corpus" / "corpus.jsonl"):
+            found[name, str(corpus)] = learn_from_log(
+                tmp_path / "clicks.jsonl", **{name: corpus}, features=features, folds=2, curve=None
+            )
+    for each in found.values():
+        assert each.read.unresolved == 0 and each.learning.queries == 6
+    folder = str(tmp_path / "corpus")
+    now, earlier = found["data", folder].learning, found["corpus", folder].learning
+    assert now.describe() == earlier.describe()
+    with pytest.raises(TypeError, match="got data= and its earlier name corpus="):
+        learn_from_log(tmp_path / "clicks.jsonl", data=folder, corpus=folder)
 
 
 def test_learn_from_log_refuses_a_corpus_of_another_kind_saying_what_to_pass(tmp_path):
-    with pytest.raises(TypeError, match=r"corpus: expected document id -> text .*read_corpus"):
-        learn_from_log(tmp_path / "clicks.jsonl", corpus=[("d1", "text")])
+    with pytest.raises(TypeError, match=r"data: expected document id -> text .*read_corpus"):
+        learn_from_log(tmp_path / "clicks.jsonl", data=[("d1", "text")])
 
 
 def test_a_log_of_ids_learns_from_its_features_file_alone(tmp_path):

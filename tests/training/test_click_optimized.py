@@ -232,6 +232,17 @@ def test_a_clear_preference_is_named_and_a_mixed_log_must_choose():
         interleaving_report(sessions, method="balanced")
 
 
+def test_team_draft_is_also_spelt_as_its_function_is_named():
+    team = {"pipelines": ["a", "b"], "teams": [1, 0]}
+    log = [_session(n, [0, 0], [0], info=team) for n in range(5)]
+    log += [_session(n, [0.5, -0.5], [0]) for n in range(5, 8)]
+    dashed = interleaving_report(log, method="team-draft")
+    underscored = interleaving_report(log, method="team_draft")
+    assert dashed.method == underscored.method == "team-draft"
+    assert dashed.as_dict() == underscored.as_dict()
+    assert (dashed.sessions, dashed.wins) == (5, (0, 5))
+
+
 def test_the_reader_checks_an_impression_s_credits():
     record = {
         "type": "impression",

@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .._renamed import NOT_GIVEN, one_name
+
 __all__ = ["DEFAULT_RERANKER", "earlier_names"]
 
 #: what a batch reranks with when no reranker is named
@@ -20,15 +22,8 @@ def earlier_names(
 ) -> tuple[str | Path | None, Any]:
     """``out`` and ``reranker``, or their earlier names ``output`` and ``pipeline`` taken
     out of ``options`` (a call's other keywords); both names of one argument given is a
-    TypeError, as Python says of an argument given twice."""
-    if "output" in options:
-        if out is not None:
-            raise TypeError(f"{call}() got out= and its earlier name output=: give out= once")
-        out = options.pop("output")
-    if "pipeline" in options:
-        if not (isinstance(reranker, str) and reranker == DEFAULT_RERANKER):
-            raise TypeError(
-                f"{call}() got reranker= and its earlier name pipeline=: give reranker= once"
-            )
-        reranker = options.pop("pipeline")
+    TypeError, as Python says of an argument given twice (:func:`rerankit._renamed.one_name`)."""
+    out = one_name(call, "out", out, "output", options.pop("output", NOT_GIVEN))
+    earlier = options.pop("pipeline", NOT_GIVEN)
+    reranker = one_name(call, "reranker", reranker, "pipeline", earlier, default=DEFAULT_RERANKER)
     return out, reranker

@@ -29,6 +29,7 @@ from .embedding import (
     embedding_key,
     embedding_lookups,
     rerankers_use_store,
+    scorer_cache,
 )
 from .fingerprint import (
     content_key,
@@ -85,6 +86,7 @@ __all__ = [
     "pipeline_fingerprint",
     "rerankers_use_store",
     "resolved_spec",
+    "scorer_cache",
     "scorer_identity",
     "skipped_counts",
     "text_key",

@@ -28,6 +28,7 @@ __all__ = [
     "embedding_key",
     "embedding_lookups",
     "rerankers_use_store",
+    "scorer_cache",
 ]
 
 #: the environment variable every EmbeddingScorer built without a cache of its own reads:
@@ -275,3 +276,19 @@ class EmbeddingCache:
         self._born[(model, key)] = _GENERATION
         while len(self._memory) > self.max_entries:
             self._born.pop(self._memory.popitem(last=False)[0], None)
+
+
+def scorer_cache(cache: Any, path: str | Path | None) -> EmbeddingCache | None:
+    """An :class:`~rerankit.scorers.EmbeddingScorer`'s cache: ``cache`` (True: an in-memory
+    LRU, False: none, or an :class:`EmbeddingCache` to share) backed by the SQLite file
+    ``path`` (its ``embedding_cache``; with True and no path, ``$RERANKIT_EMBEDDING_CACHE``
+    when set, else the server ``$RERANKIT_CACHE_URL`` names when set; the variable set
+    empty: memory only)."""
+    shared = None  # the store: $RERANKIT_CACHE_URL, when set, unless told otherwise
+    if path is None and cache is True:
+        path = os.environ.get(EMBEDDING_CACHE_ENV) or None
+        if os.environ.get(EMBEDDING_CACHE_ENV) == "":  # set empty: memory only
+            shared = ""
+    if isinstance(cache, EmbeddingCache):
+        return cache
+    return EmbeddingCache(path=path, url=shared) if cache or path is not None else None

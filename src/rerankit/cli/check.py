@@ -185,7 +185,7 @@ def _llm_policies(reranker: Any) -> list[tuple[str, RetryPolicy]]:
 def deadline_warnings(reranker: Any, timeout: float) -> list[str]:
     """What ``rerankit check`` warns of a served pipeline whose LLM scorer can take longer
     per call (``retry``'s attempts x timeout, plus the waits between them) than the
-    service's ``[server] timeout``: the request's deadline, not the retry policy, then ends
+    service's ``[server] deadline``: the request's deadline, not the retry policy, then ends
     a provider that stalls. Known from the settings alone, as :func:`cut_warning`."""
     warnings = []
     for scorer, policy in _llm_policies(reranker):
@@ -197,12 +197,12 @@ def deadline_warnings(reranker: Any, timeout: float) -> list[str]:
         warnings.append(
             f"{scorer}: one LLM call can take up to {longest:g} s (retry: {policy.attempts} "
             f"attempt{'s' if policy.attempts > 1 else ''} x timeout {policy.timeout:g} s{said}), "
-            f"longer than [server] timeout "
+            f"longer than [server] deadline "
             f"({timeout:g} s): a provider that stalls is cut by the request's deadline, not "
             "by its retries (a cascade answers the earlier stage's order, degraded, without "
             "llm_failed flags or usage; a judge alone, 504). Lower the scorer's retry "
             f"attempts or timeout until attempts x timeout plus the waits is under "
-            f"{timeout:g} s, or raise [server] timeout above {longest:g} s"
+            f"{timeout:g} s, or raise [server] deadline above {longest:g} s"
         )
     return warnings
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 
 from ..training.clicks.checking import check_log
-from ..training.clicks.from_log import read_corpus
 from .args import UsageError
 from .clicks import need_click_log
 from .files import need_file
@@ -35,7 +34,7 @@ def need_click_flags(args: argparse.Namespace) -> None:
 def report_clicks(logs: list[str], data: str | None) -> int:
     """Print what ``check_log`` found in ``logs`` (with ``data``'s corpus); 1 when it
     found a mistake."""
-    found = check_log(logs, corpus=read_corpus(data) if data else None)
+    found = check_log(logs, data=data)
     print(found.describe())
     if found.mistakes():
         return 1

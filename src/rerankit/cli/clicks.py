@@ -15,7 +15,7 @@ from ..training.clicks.advice import deploy_advice, verdict
 from ..training.clicks.deploy import served_pipeline, write_learned
 from ..training.clicks.from_log import learn_from_log, read_corpus
 from ..training.clicks.given import floored, read_propensities
-from ..training.clicks.interleave import BY, METHODS, interleaving_report
+from ..training.clicks.interleave import BY, METHODS, interleaving_report, method_name
 from ..training.clicks.log import STORE, log_files
 from ..training.clicks.reader import logs_files, read_log
 from ..training.clicks.sessions import DEPTH
@@ -57,7 +57,7 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     out = Path(args.out or "tuned-clicks.toml")
     # what served the log, when named: checked before the work
     served = served_pipeline(args.served) if args.served else None
-    corpus = read_corpus(args.data) if args.data else None
+    corpus = read_corpus(args.data) if args.data else None  # (read before the other work)
     options: dict[str, Any] = {"folds": args.folds, "seeds": tuple(range(args.seeds))}
     if args.adopt_margin is not None:
         options["margin"] = args.adopt_margin
@@ -69,7 +69,7 @@ def cmd_tune_clicks(args: argparse.Namespace) -> int:
     logs = args.clicks[0] if len(args.clicks) == 1 else logs_files(args.clicks)
     found = learn_from_log(
         logs,
-        corpus=corpus,
+        data=corpus,
         features=args.features,
         embedding=args.embedding_model,
         min_dwell_ms=args.min_dwell_ms,
@@ -255,16 +255,7 @@ def cmd_interleave_report(args: argparse.Namespace) -> int:
         read_line = read.describe().splitlines()[0]
         raise ValueError(f"{', '.join(map(str, logs))}: {exc} ({read_line})") from exc
     if args.json:
-        what = {
-            "files": read.files,
-            "impressions": read.impressions,
-            "feedback": read.feedback,
-            "late_feedback": read.late_feedback,
-            "duplicate_impressions": read.duplicate_impressions,
-            "orphan_feedback": read.orphan_feedback,
-            "explain_impressions": read.explain_impressions,
-        }
-        print(json.dumps({**report.as_dict(), "read": what}, indent=2))
+        print(json.dumps({**report.as_dict(), "read": read.counts()}, indent=2))
         return 0
     print(read.describe())
     print(report.describe())
@@ -429,6 +420,7 @@ def add_commands(sub: Any) -> None:
     )
     ir.add_argument(
         "--method",
+        type=method_name,  # team_draft too, as the Python function is named
         choices=METHODS,
         default=None,
         help="the interleaving whose sessions to count (default: the one the log holds; a "

@@ -15,6 +15,7 @@ from ..backends.detect import folder_kind
 from ..config import read_pipeline, read_spec
 from ..errors import ConfigError, InputError, in_file
 from ..server import serve
+from ..server.deadline_setting import DEADLINE_KEYS
 from ..server.logs import LOG_FORMATS, log_formatter
 from ..server.settings import (
     API_KEY_ENV,
@@ -84,7 +85,9 @@ def serve_settings(args: argparse.Namespace) -> Any:
     for key in ("backend", "quantize", "api_key_env"):
         if getattr(args, key):
             server[key] = getattr(args, key)
-    for key in ("timeout", "shutdown_delay", "graceful_timeout"):  # (0 is a value)
+    if args.deadline is not None:  # the file's, under either name, replaced
+        server = {k: v for k, v in server.items() if k not in DEADLINE_KEYS}
+    for key in ("deadline", "shutdown_delay", "graceful_timeout"):  # (0 is a value)
         if getattr(args, key, None) is not None:
             server[key] = getattr(args, key)
     if args.reranker or args.language:
@@ -312,15 +315,17 @@ def add_commands(sub: Any) -> None:
         "--port", type=port_number, default=8080, help="port to listen on, 1-65535 (8080)"
     )
     srv.add_argument(
-        "--timeout",
+        "--deadline",
         type=positive_float,
         default=None,
         metavar="SECONDS",
-        help="each request's deadline: one not run by then gets 503, one still running 504, "
+        help="each request's deadline, from its arrival (as rank --deadline bounds a rerank): "
+        "one not run by then gets 503, one still running 504, "
         "or, in a cascade whose later stage is still running, the earlier stages' order, "
-        "degraded (default: the settings file's timeout, 30; keep it at or below "
+        "degraded (default: the settings file's deadline, 30; keep it at or below "
         "--graceful-timeout, and above an LLM judge's calls: `rerankit check` warns)",
     )
+    add_old_spelling(srv, "--timeout", dest="deadline", now="--deadline", type=positive_float)
     srv.add_argument(
         "--shutdown-delay",
         type=non_negative_float,
@@ -337,7 +342,7 @@ def add_commands(sub: Any) -> None:
         metavar="SECONDS",
         help="then, seconds requests in flight may take to finish; those still running "
         "are answered 503, shutting down (default: the settings file's graceful_timeout, "
-        "30; keep the settings' timeout at or below it, else serve warns at start)",
+        "30; keep --deadline at or below it, else serve warns at start)",
     )
     srv.add_argument(
         "--log-level",

@@ -69,7 +69,7 @@ class RerankerService:
             options = {"profile": self.profile, "trust_remote_code": self.trust_remote_code}
             if is_causal_lm(self.reranker_model, trust_remote_code=self.trust_remote_code):
                 scorer: Any = CausalLMScorer(
-                    self.reranker_model, instruction=self.instruction, **options
+                    self.reranker_model, instructions=self.instruction, **options
                 )
             else:
                 scorer = CrossEncoderScorer(self.reranker_model, **options)

@@ -13,10 +13,11 @@ from typing import Any
 
 from .._jsonl import numbered_jsonl
 from .._paths import folder_name
-from ..errors import InputError, keyword_flag, no_such_file, said_for
+from .._renamed import one_name
+from ..errors import InputError, keyword_flag, no_such_file
 from .corpus import TextCheck
 from .dataset_checks import check_ids, checked, evaluation_only, in_memory_ids, no_query, not_a_run
-from .qrels import load_qrels, read_splits, split_files
+from .qrels import load_qrels, read_splits, split_files, splits_hint
 
 logger = logging.getLogger(__name__)
 
@@ -233,11 +234,14 @@ def load_beir(
     path: str | Path,
     split: str = "test",
     *,
-    run: str | Path | None = None,
+    first_stage: str | Path | None = None,
     judged: bool = True,
+    run: str | Path | None = None,
 ) -> Dataset:
     """Load a BEIR-layout folder. Only queries judged in ``split`` are kept. A ``*.run.trec``
-    file in the folder (or ``run=``) becomes :attr:`Dataset.run`. With ``judged=False`` a
+    file in the folder (or ``first_stage=``, a run file, as ``--first-stage`` and
+    :func:`rerankit.evaluate` name it; ``run=``, its earlier name, still works) becomes
+    :attr:`Dataset.run`. With ``judged=False`` a
     folder without ``qrels/<split>.tsv`` is read too, with all its queries and no qrels.
 
     ``split`` names a qrels file (``qrels/<split>.tsv``), optionally with a selector:
@@ -266,7 +270,7 @@ def load_beir(
     qrels_names = [f"qrels/{f.name}" for f in files]
     for needed in ("corpus.jsonl", "queries.jsonl", *qrels_names):
         if not (path / needed).exists() and not (unjudged and needed.startswith("qrels")):
-            hint = _splits_hint(path, needed) if needed.startswith("qrels") else ""
+            hint = splits_hint(path, needed) if needed.startswith("qrels") else ""
             raise InputError(no_such_file(path / needed, f"BEIR layout expected{hint}"))
     corpus_rows, notes = _rows(path / "corpus.jsonl", "document")
     texts = TextCheck(path / "corpus.jsonl")
@@ -304,6 +308,7 @@ def load_beir(
         qrels = {q: j for q, j in qrels.items() if q in queries}
     if not queries:
         raise InputError(no_query(source if not unjudged else path, read, judged_queries, given))
+    run = one_name("load_beir", "first_stage", first_stage, "run", run)
     runs = [Path(run)] if run is not None else sorted(path.glob("*.run.trec"))
     if len(runs) > 1:
         notes.append(
@@ -381,20 +386,6 @@ def find_collections(specs: Sequence[str], split: str = "test") -> list[tuple[Pa
             raise InputError(f"{path}: {what} (give a BEIR-layout folder, or a folder of them)")
         out += [(p, own) for p in inner]
     return out
-
-
-def _splits_hint(path: Path, needed: str) -> str:
-    """The splits ``path/qrels`` holds, and how to name one, for a split that is not there
-    (``needed``: its file, ``qrels/NAME.tsv``), or the rename a file so named needs."""
-    other = sorted((path / "qrels").glob(f"{Path(needed).stem}.*"))
-    if other:  # qrels/test.txt, say: TREC qrels are read from .tsv files too
-        return f"; found qrels/{other[0].name}: name it {needed}"
-    splits = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
-    if not splits:
-        return "; no qrels/*.tsv found"
-    one = splits[0]
-    use = said_for(f"split={one!r}", f"--split {one} (on tune, --test-split {one})")
-    return f"; splits found: {', '.join(splits)}; read one with {use}"
 
 
 def asked_queries(folder: str | Path) -> list[str] | None:

@@ -8,11 +8,11 @@ import logging
 import math
 from pathlib import Path
 
-from ..errors import InputError
+from ..errors import InputError, said_for
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["ALL_SPLITS", "load_qrels", "read_qrels", "read_splits", "split_files"]
+__all__ = ["ALL_SPLITS", "load_qrels", "read_qrels", "read_splits", "split_files", "splits_hint"]
 
 #: the split that names every ``qrels/*.tsv`` of a folder (``qrels/all.tsv`` when there is one)
 ALL_SPLITS = "all"
@@ -155,3 +155,17 @@ def _grade(text: str) -> int | None:
     """An integer grade from ``"2"`` or ``"2.0"`` (as some tools write them); None otherwise."""
     value = float(text) if _is_number(text) else math.nan
     return int(value) if value.is_integer() else None
+
+
+def splits_hint(path: Path, needed: str) -> str:
+    """The splits ``path/qrels`` holds, and how to name one, for a split that is not there
+    (``needed``: its file, ``qrels/NAME.tsv``), or the rename a file so named needs."""
+    other = sorted((path / "qrels").glob(f"{Path(needed).stem}.*"))
+    if other:  # qrels/test.txt, say: TREC qrels are read from .tsv files too
+        return f"; found qrels/{other[0].name}: name it {needed}"
+    splits = sorted(p.stem for p in (path / "qrels").glob("*.tsv"))
+    if not splits:
+        return "; no qrels/*.tsv found"
+    one = splits[0]
+    use = said_for(f"split={one!r}", f"--split {one} (on tune, --test-split {one})")
+    return f"; splits found: {', '.join(splits)}; read one with {use}"

@@ -2,7 +2,7 @@
 
 When the deadline comes while a pipeline's later stage runs, the rerank returns the result
 of the last stage that finished, degraded, its first warning saying which stage did not
-finish (the wording of ``rerankit serve``'s ``[server] timeout``). When no stage had
+finish (the wording of ``rerankit serve``'s ``[server] deadline``). When no stage had
 finished (or the reranker is not a pipeline) it raises
 :class:`~rerankit.errors.DeadlineError`, a ``TimeoutError``.
 

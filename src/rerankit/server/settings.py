@@ -10,7 +10,7 @@ max_documents = 1000           # per request
 max_document_chars = 20000     # longer documents are truncated (or rejected: truncate=false)
 truncate = true
 max_body_bytes = 5000000       # larger bodies get 413
-timeout = 30.0                 # seconds per request (then 503 if not run, 504 if running)
+deadline = 30.0                # seconds per request (then 503 if not run, 504 if running)
 max_concurrency = 4            # requests admitted at once (local models take turns on one thread)
 max_queue = 64                 # requests waiting beyond that; more get 429 + Retry-After
 max_concurrency_per_pipeline = 0  # slots one pipeline may hold (and its share of the queue);
@@ -88,6 +88,7 @@ from ..plugins import load_environment, load_plugins, plugin_list, plugins_besid
 from ..spec_toml import PIPELINE_SUFFIXES, paths_beside, read_pipeline
 from .api_keys import env_keys, env_problem, kind_of, list_problem
 from .batching import PAIR_MODES
+from .deadline_setting import deadline_named
 from .feedback import (
     UNSET_NOTED,
     FeedbackSettings,
@@ -382,7 +383,7 @@ class ServerSettings:
         )
         if problem is not None:
             raise ValueError(f"{problem} ([pipelines.NAME] holds the pipelines)")
-        server = dict(spec.get("server", {}))
+        server = deadline_named(dict(spec.get("server", {})))  # (timeout: its earlier name)
         known = [f.name for f in fields(cls) if f.name not in ("pipelines", "cache")]
         problem = unknown_keys(server, known, "[server]")
         if problem is not None:

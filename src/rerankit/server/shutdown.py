@@ -160,6 +160,6 @@ def cut_warning(timeout: float, grace: float) -> str | None:
     if timeout <= grace:
         return None
     return (
-        f"timeout ({timeout:g} s) is longer than graceful_timeout ({grace:g} s): on a stop, "
+        f"deadline ({timeout:g} s) is longer than graceful_timeout ({grace:g} s): on a stop, "
         f"requests still running after {grace:g} s are answered 503 (shutting down)"
     )

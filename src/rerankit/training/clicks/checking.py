@@ -16,10 +16,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..._renamed import one_name
 from ..._words import counted
 from ...errors import InputError
 from ..crossval import MIN_QUERIES
-from .from_log import FAR_TOO_FEW, MORE_CLICKS, NEEDED_SESSIONS
+from .from_log import FAR_TOO_FEW, MORE_CLICKS, NEEDED_SESSIONS, given_corpus
 from .reader import ReadReport, Session, logs_files, read_log
 from .sessions import DEPTH, CorpusTexts, collect, with_texts
 
@@ -206,14 +207,17 @@ def _texts(check: LogCheck, sessions: Sequence[Session], texts: CorpusTexts) -> 
 def check_log(
     paths: str | Path | Sequence[str | Path],
     *,
-    corpus: Mapping[str, str] | None = None,
+    data: Mapping[str, str] | str | Path | None = None,
     depth: int = DEPTH,
     max_feedback_delay: float | None = None,
+    corpus: Mapping[str, str] | None = None,
 ) -> LogCheck:
     """Check the click log(s) at ``paths`` (each with its rotated files), as ``rerankit
-    check --clicks`` does: see the module doc. ``corpus``: document id -> text, for a log
-    that kept hashes or ids (:func:`~.from_log.read_corpus` reads a corpus file);
-    ``depth``, ``max_feedback_delay``: as learning takes them."""
+    check --clicks`` does: see the module doc. ``data``: the corpus of a log that kept
+    hashes or ids, as ``--data`` names it: its path (a folder with ``corpus.jsonl``, or the
+    file) or document id -> text (:func:`~.from_log.read_corpus`; ``corpus``, its earlier
+    name, still works); ``depth``, ``max_feedback_delay``: as learning takes them."""
+    corpus = given_corpus(one_name("check_log", "data", data, "corpus", corpus))
     logs = [paths] if isinstance(paths, (str, Path)) else list(paths)
     if not logs:
         raise InputError("no click log to check")

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from ..._renamed import one_name
 from ..._words import counted
 from ...documents import titled_text
 from ...errors import InputError, no_such_file
@@ -34,7 +35,14 @@ from .reader import ReadReport, Session, read_log
 from .result import ClickLearning
 from .sessions import DEPTH, CorpusTexts, QueryLog, collect, log_features, with_texts
 
-__all__ = ["LogLearning", "learn_from_log", "read_corpus", "read_features", "write_features"]
+__all__ = [
+    "LogLearning",
+    "given_corpus",
+    "learn_from_log",
+    "read_corpus",
+    "read_features",
+    "write_features",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -208,16 +216,17 @@ def _check_features(
             )
 
 
-def _as_corpus(corpus: Any) -> Mapping[str, str] | None:
-    """``learn_from_log``'s ``corpus``: a mapping as given, a path read by
-    :func:`read_corpus`; a TypeError naming what to pass for anything else."""
-    if corpus is None or isinstance(corpus, Mapping):
-        return corpus
-    if isinstance(corpus, str | Path):
-        return read_corpus(corpus)
+def given_corpus(data: Any) -> Mapping[str, str] | None:
+    """:func:`learn_from_log`'s and :func:`~.checking.check_log`'s ``data``, the corpus of
+    a log: a mapping as given, a path read by :func:`read_corpus`; a TypeError naming what
+    to pass for anything else."""
+    if data is None or isinstance(data, Mapping):
+        return data
+    if isinstance(data, str | Path):
+        return read_corpus(data)
     raise TypeError(
-        f"corpus: expected document id -> text (a dict, e.g. read_corpus(FOLDER)) or the "
-        f"path of a corpus (a folder with corpus.jsonl, or the file), got {type(corpus).__name__}"
+        f"data: expected document id -> text (a dict, e.g. read_corpus(FOLDER)) or the "
+        f"path of a corpus (a folder with corpus.jsonl, or the file), got {type(data).__name__}"
     )
 
 
@@ -268,7 +277,7 @@ FAR_TOO_FEW = 1_000
 def learn_from_log(
     path: str | Path | Sequence[str | Path],
     *,
-    corpus: Mapping[str, str] | str | Path | None = None,
+    data: Mapping[str, str] | str | Path | None = None,
     rows: Rows | None = None,
     embedding: Any = None,
     depth: int = DEPTH,
@@ -277,11 +286,13 @@ def learn_from_log(
     features: str | Path | None = None,
     max_feedback_delay: float | None = None,
     reporter: Reporter | None = None,
+    corpus: Mapping[str, str] | str | Path | None = None,
     **options: Any,
 ) -> LogLearning:
-    """Learn from the click log at ``path`` (see the module doc). ``corpus``: document id
-    -> text, for a log that kept hashes or ids only, or the path of a corpus
-    (:func:`read_corpus` reads it, as ``--data`` does); ``rows``: the features of each query's
+    """Learn from the click log at ``path`` (see the module doc). ``data``: the corpus of a
+    log that kept hashes or ids only, as ``--data`` names it: the path of a corpus
+    (:func:`read_corpus` reads it) or document id -> text (``corpus``, its earlier name,
+    still works); ``rows``: the features of each query's
     candidates, computed beforehand (query keys as :func:`~.sessions.collect` groups them:
     the ``query_id``, else the query text); ``embedding``: the model the features read
     (None: the bundled MiniLM). ``depth``, ``min_dwell_ms``, ``pipelines``: as
@@ -292,7 +303,7 @@ def learn_from_log(
     left out (:func:`~.reader.read_log`; None: none is); ``options``:
     :func:`~.learn.learn_from_clicks`'s.
 
-    An impression with a document that has no text (in the log, or in ``corpus``) is left
+    An impression with a document that has no text (in the log, or in ``data``) is left
     out when the features are computed here, and counted in ``.read`` (``unresolved``, with
     examples in its problems); it is an error only when no impression is left. A
     ``features`` file written then records which impressions were left out, and reading it
@@ -300,7 +311,7 @@ def learn_from_log(
     left out: ``rows`` must cover every logged query). ``reporter``: where the start of
     each long step is noted and the features' progress shown (``rerankit tune --clicks``
     shows them on stderr; None: nowhere)."""
-    corpus = _as_corpus(corpus)
+    corpus = given_corpus(one_name("learn_from_log", "data", data, "corpus", corpus))
     sessions, read = read_log(path, max_feedback_delay=max_feedback_delay)
     texts = CorpusTexts(corpus)
     from_file = rows is None and features is not None and Path(features).exists()

@@ -43,6 +43,7 @@ __all__ = [
     "InterleavingReport",
     "credit",
     "interleaving_report",
+    "method_name",
     "sign_test",
     "team_draft",
 ]
@@ -52,6 +53,15 @@ BY = ("session", "query")
 #: the interleaving methods: :func:`.optimized.optimized_interleave` (the service's
 #: default) and :func:`team_draft`
 METHODS = ("optimized", "team-draft")
+
+
+def method_name(name: Any) -> Any:
+    """An interleaving method's name as :data:`METHODS` spell it: ``"team_draft"`` (the
+    function's name) is ``"team-draft"``, as reranker names take ``_`` or ``-``. Anything
+    else is left as given, for the caller to refuse with the valid names."""
+    return name.replace("_", "-") if isinstance(name, str) else name
+
+
 #: the chance of naming a winner that :attr:`InterleavingReport.needed` plans traffic for
 POWER = 0.8
 #: below this many distinct queries, a report over queries says its interval is rough
@@ -323,11 +333,13 @@ def interleaving_report(
     of the mean credit) or ``"query"`` (a bootstrap of queries, grouped by ``query_id``,
     else the query text; see the module doc); ``resamples``, ``seed``: the bootstrap's.
     ``method``: the interleaving whose sessions to count, ``"optimized"`` or
-    ``"team-draft"`` (default: the one the log holds; a log with both must name one)."""
+    ``"team-draft"`` (or ``"team_draft"``; default: the one the log holds; a log with both
+    must name one)."""
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence}")
     if by not in BY:
         raise ValueError(f"by {by!r}: expected one of {', '.join(BY)}")
+    method = method_name(method)
     if method not in (None, *METHODS):
         raise ValueError(f"method {method!r}: expected one of {', '.join(METHODS)}")
     by_query: dict[str, list[tuple[float, bool]]] = {}

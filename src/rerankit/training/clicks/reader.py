@@ -105,6 +105,19 @@ class ReadReport:
         if len(self.problems) < PROBLEMS_KEPT:
             self.problems.append(problem)
 
+    def counts(self) -> dict[str, Any]:
+        """The files read and what of them was read and left out, for a JSON report
+        (``rerankit interleave-report --json``'s ``read``)."""
+        return {
+            "files": self.files,
+            "impressions": self.impressions,
+            "feedback": self.feedback,
+            "late_feedback": self.late_feedback,
+            "duplicate_impressions": self.duplicate_impressions,
+            "orphan_feedback": self.orphan_feedback,
+            "explain_impressions": self.explain_impressions,
+        }
+
     def describe(self) -> str:
         """One line of what was read and left out, then the problems kept, one a line."""
         unknown = f"{counted(self.unknown_clicks, 'click')} naming no document"

@@ -251,7 +251,7 @@ class CorpusTexts:
         where = (
             "it is not in the corpus given"
             if self.given
-            else f"pass the corpus it came from ({keyword_flag('corpus', flag='--data')})"
+            else f"pass the corpus it came from ({keyword_flag('data')})"
         )
         return f"query {query!r}: no text for document {doc_id!r} (the log keeps {kept}); {where}"
 
