@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .._paths import default_cache_dir
+from ..backends.export_cache import cached_exports, can_export, onnx_cache_root
 from .embedding import EMBEDDING_CACHE_ENV
 from .redis_store import RedisStore, key_namespace
 from .sqlite import SQLiteStore
@@ -193,7 +194,7 @@ def clear_cache(
         kept = None
         if which == "all" and url is not None:  # all the server's caches; these stay
             kept = "local"
-        elif which == "all" and name == "onnx" and not _can_export():
+        elif which == "all" and name == "onnx" and not can_export():
             kept = "cannot-export"
         else:
             shutil.rmtree(path)
@@ -230,8 +231,6 @@ def _store(kind: str, name: str, url: str | None, namespace: str | None) -> Stor
 
 def _folders(which: str) -> list[tuple[str, Path, str]]:
     """The folders ``which`` takes: (name, path, what it holds)."""
-    from ..backends.export_cache import onnx_cache_root  # the one place it is said
-
     roots = {"onnx": onnx_cache_root(), "wordfreq": default_cache_dir() / "wordfreq"}
     return [(n, roots[n], h) for n, h in FOLDERS if which in ("all", n)]
 
@@ -239,17 +238,9 @@ def _folders(which: str) -> list[tuple[str, Path, str]]:
 def _folder_items(name: str, path: Path) -> tuple[str, ...]:
     """What a folder holds: the exports' sources, or the tables' languages."""
     if name == "onnx":
-        from ..backends.export_cache import cached_exports
-
         return tuple(source for _, source in cached_exports())
     # LANGUAGE-LIST-KEY-vN.npz
     return tuple(sorted({f.name.split("-")[0] for f in path.glob("[!.]*.npz")}))
-
-
-def _can_export() -> bool:
-    from ..backends.export_cache import can_export
-
-    return can_export()
 
 
 def _size(path: Path) -> int:
