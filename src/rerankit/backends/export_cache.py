@@ -38,8 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from .._optional import install_hint, require
-from .._paths import unwritable
-from ..cache import default_cache_dir
+from .._paths import default_cache_dir, unwritable
 from ..errors import ModelLoadError, command_running
 from .bundled import BUNDLED_NAMES, DEFAULT_EMBEDDING_MODEL
 from .hub import PROBE_SECONDS, hub_reachable, is_hub_id, looks_like_a_path

@@ -51,7 +51,8 @@ class BatchSummary:
     ``exit_status`` is ``rerankit batch``'s: 0 when no row of the output failed, 3 when
     some did, 1 when every row did, counting the skipped rows too (``failures +
     skipped_failures`` of ``rows + skipped``): a nightly job that always resumes still
-    exits 1 or 3 while its output holds failed rows."""
+    exits 1 or 3 while its output holds failed rows. ``status(strict=True)`` is ``rerankit
+    batch --strict``'s, which counts a degraded row as failed too (``failed_rows``)."""
 
     rows: int = 0
     failures: int = 0
@@ -73,7 +74,18 @@ class BatchSummary:
 
     @property
     def exit_status(self) -> int:
-        failed = self.failed_in_output
+        return self.status()
+
+    def failed_rows(self, strict: bool = False) -> int:
+        """The rows of the output that count as failed: :attr:`failed_in_output` and, with
+        ``strict`` (``rerankit batch --strict``), this run's degraded rows too."""
+        return self.failed_in_output + (self.degraded if strict else 0)
+
+    def status(self, strict: bool = False) -> int:
+        """:attr:`exit_status`, or with ``strict`` ``rerankit batch --strict``'s, where a
+        degraded row counts as failed: 0 when no row counts as failed, 3 when some do, 1
+        when every row does (of ``rows + skipped``)."""
+        failed = self.failed_rows(strict)
         if not failed:
             return 0
         return 1 if failed == self.rows + self.skipped else SOME_ROWS_FAILED

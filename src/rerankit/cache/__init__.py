@@ -40,6 +40,7 @@ from .fingerprint import (
 )
 from .judgment import JudgmentCache, judgment_cache
 from .keys import CACHE_FORMAT, KINDS, canonical_json, text_key
+from .manage import CACHE_NAMES, CacheInfo, ClearedCache, cache_info, clear_cache
 from .settings import CacheSettings
 from .store import (
     CACHE_URL_ENV,
@@ -55,13 +56,16 @@ from .store import (
 
 __all__ = [
     "CACHE_FORMAT",
+    "CACHE_NAMES",
     "CACHE_URL_ENV",
     "DEFAULT_ANSWER_TTL",
     "EMBEDDING_CACHE_ENV",
     "KINDS",
     "AnswerCache",
+    "CacheInfo",
     "CacheSettings",
     "CacheUnavailableError",
+    "ClearedCache",
     "EmbeddingCache",
     "JudgmentCache",
     "Store",
@@ -69,8 +73,10 @@ __all__ = [
     "StoreOptions",
     "answer_key",
     "cache_defaults",
+    "cache_info",
     "cache_url",
     "canonical_json",
+    "clear_cache",
     "content_key",
     "current_defaults",
     "default_cache_dir",

@@ -19,7 +19,6 @@ from ..batch import BatchInterrupted, BatchSummary, RayOptions, quiet_ray_logs, 
 from ..batch.beir import beir_rows
 from ..batch.io import SUFFIXES, input_format
 from ..batch.resume import OutputRefused
-from ..batch.summary import SOME_ROWS_FAILED
 from ..errors import InputError
 from .args import (
     UsageError,
@@ -183,15 +182,13 @@ def cmd_batch(args: argparse.Namespace) -> int:
         print(f"  ... and {summary.failures - 3} more ({more})", file=sys.stderr)
     if args.summary:
         write_summary(args.summary, summary)
-    failed, status = summary.failed_in_output, summary.exit_status
+    failed, status = summary.failed_rows(args.strict), summary.status(args.strict)
     if args.strict and summary.degraded:
         count = "counts" if summary.degraded == 1 else "count"
         print(
             f"  --strict: {counted(summary.degraded, 'degraded row')} {count} as failed",
             file=sys.stderr,
         )
-        failed += summary.degraded
-        status = 1 if failed == summary.rows + summary.skipped else SOME_ROWS_FAILED
     if status:  # why, in one line a log grep finds
         print(
             f"rerankit batch: exit status {status}: {failed} of the "

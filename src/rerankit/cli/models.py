@@ -4,18 +4,14 @@ it) and ``cache``; ``export`` is :mod:`rerankit.cli.export`'s."""
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from .. import registry
 from .._words import counted
-from ..backends.export_cache import cached_exports, can_export, onnx_cache_root
-from ..cache import cache_url, default_cache_dir
-from ..cache.redis_store import RedisStore, key_namespace
-from ..cache.sqlite import SQLiteStore
+from ..cache import CacheInfo, cache_info, cache_url, clear_cache
+from ..cache.manage import CACHE_NAMES, cache_name
+from ..cache.redis_store import key_namespace
 from . import check as check_commands
 from . import export as export_command
 from .args import UsageError, examples, refuse_unused
@@ -71,18 +67,6 @@ cross-encoder). Wherever a reranker is named (-r, --rerankers, reranker= in Pyth
                     Face cache; offline, pass the folder of a saved copy instead."""
 
 
-def _size(path: Path) -> int:
-    """Bytes under ``path`` (a file, or a folder's files)."""
-    if path.is_file():
-        return path.stat().st_size
-    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-
-
-def _entries(count: int) -> str:
-    """``1 entry``, ``2 entries``."""
-    return f"{count} {'entry' if count == 1 else 'entries'}"
-
-
 def _readable(size: float) -> str:
     """``size`` bytes in B, KB, MB or GB."""
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
@@ -91,82 +75,33 @@ def _readable(size: float) -> str:
     return f"{size:.0f} B"
 
 
-#: the caches ``rerankit cache`` names: (name, kind of entry, what it holds in an SQLite file
-#: on this machine, what it holds in a shared server)
-CACHES = (
-    (
-        "embeddings",
-        "embedding",
-        "document vectors: eval and tune keep them here; rank, batch, the library and the "
-        "service only when RERANKIT_EMBEDDING_CACHE names this file (else in memory)",
-        "document vectors from every process whose RERANKIT_CACHE_URL or [cache] url names "
-        "this server (each also keeps those it uses in memory)",
-    ),
-    ("judgments", "judgment", "LLM judgments", "LLM judgments"),
-    (
-        "answers",
-        "answer",
-        "whole rerank answers (the service's answer_cache)",
-        "whole rerank answers (the service's answer_cache)",
-    ),
-)
+#: what a cache's entries are called, where they are not entries
+UNITS = {"onnx": ("export", "exports"), "wordfreq": ("language", "languages")}
 
-#: the singular names (as in the keys and the metrics' cache label) ``clear`` accepts too
-SINGULAR = {kind: name for name, kind, *_ in CACHES}
+#: why ``clear`` kept a folder (:attr:`~rerankit.cache.ClearedCache.kept`)
+KEPT = {
+    "local": "on this machine; `rerankit cache clear {name}`",
+    "cannot-export": "this install cannot export the models again: that needs torch; "
+    "`rerankit cache clear onnx` removes them",
+}
 
 
-def cache_name(value: str) -> str:
-    """A cache's name as ``rerankit cache clear`` lists it: ``embedding`` -> ``embeddings``."""
-    return SINGULAR.get(value, value)
-
-
-def sqlite_file(name: str) -> Path:
-    """The SQLite file of the cache ``name`` on this machine."""
-    if name == "embeddings" and os.environ.get("RERANKIT_EMBEDDING_CACHE"):
-        return Path(os.environ["RERANKIT_EMBEDDING_CACHE"])
-    return default_cache_dir() / f"{name}.sqlite"
-
-
-def _folders(args: argparse.Namespace, server: bool) -> None:
-    """The caches kept as folders on this machine: ONNX exports, word-frequency tables."""
-    for name, path, what in (
-        ("onnx", onnx_cache_root(), "models exported to ONNX on first use with backend onnx"),
-        ("wordfreq", default_cache_dir() / "wordfreq", "word-frequency tables (background idf)"),
-    ):
-        if args.action == "clear":
-            if args.what == "all" and server:  # all the server's caches; these stay
-                if path.exists():
-                    print(f"kept {name}: {path} (on this machine; `rerankit cache clear {name}`)")
-            elif args.what == "all" and name == "onnx" and path.exists() and not can_export():
-                print(
-                    f"kept onnx: {path} (this install cannot export the models again: that "
-                    "needs torch; `rerankit cache clear onnx` removes them)"
-                )
-            elif args.what in ("all", name) and path.exists():
-                shutil.rmtree(path)
-                print(f"cleared {name}: {path}")
-            continue
-        if args.what not in ("all", name):
-            continue
-        if not path.exists():
-            print(f"{name}: {path} (empty): {what}")
-            continue
-        if name == "onnx":
-            sources = [source for _, source in cached_exports()]
-            listed = (
-                f"{counted(len(sources), 'export')}{': ' + ', '.join(sources) if sources else ''}"
-            )
-        else:  # LANGUAGE-LIST-KEY-vN.npz
-            tables = sorted({f.name.split("-")[0] for f in path.glob("[!.]*.npz")})
-            listed = (
-                f"{counted(len(tables), 'language')}{': ' + ', '.join(tables) if tables else ''}"
-            )
-        print(f"{name}: {path}, {listed}, {_readable(_size(path))}: {what}")
+def _info_line(cache: CacheInfo) -> str:
+    """One cache as ``rerankit cache info`` shows it."""
+    if not cache.found:
+        return f"{cache.name}: {cache.where} (empty): {cache.holds}"
+    one, many = UNITS.get(cache.name, ("entry", "entries"))
+    said = counted(cache.entries, one, many)
+    if cache.name in UNITS:
+        said += ": " + ", ".join(cache.items) if cache.items else ""
+    size = ("~" if cache.estimated else "") + _readable(cache.bytes)
+    return f"{cache.name}: {cache.where}, {said}, {size}: {cache.holds}"
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
     """Where every cache is, what it holds and how big it is; ``clear`` empties them (in a
-    shared Redis, only rerankit's keys under its namespace)."""
+    shared Redis, only rerankit's keys under its namespace): :func:`rerankit.cache.cache_info`
+    and :func:`rerankit.cache.clear_cache`, said in lines."""
     url = cache_url(args.url)  # --url, else $RERANKIT_CACHE_URL; None: SQLite here
     if url is None:
         refuse_unused(
@@ -179,34 +114,26 @@ def cmd_cache(args: argparse.Namespace) -> int:
             key_namespace(url, args.namespace, "--namespace")
         except ValueError as exc:
             raise UsageError(str(exc)) from None
-    server: list[str] = []
-    for name, kind, local, shared in CACHES:
-        what = shared if url else local
-        if args.what not in ("all", name):  # `cache info NAME` shows that one, clear clears it
-            continue
-        if url is None and not sqlite_file(name).exists():
-            if args.action == "info":
-                print(f"{name}: {sqlite_file(name)} (empty): {what}")
-            continue
-        if url is not None:
-            store = RedisStore(url, kind, namespace=args.namespace)
-        else:
-            store = SQLiteStore(sqlite_file(name), kind)
-        try:
-            if args.action == "clear":
-                print(f"cleared {name}: {store.where} ({_entries(store.clear())})")
-                continue
-            info = store.info()
-        finally:
-            store.close()
-        size = ("~" if url else "") + _readable(info.bytes)  # Redis: from a sample of keys
-        print(f"{name}: {info.where}, {_entries(info.entries)}, {size}: {what}")
-        for note in info.notes:
+    if args.action == "clear":
+        for done in clear_cache(args.what, url or "", args.namespace):
+            if done.kept:
+                print(f"kept {done.name}: {done.where} ({KEPT[done.kept].format(name=done.name)})")
+            elif done.entries is None:  # a folder, removed whole
+                print(f"cleared {done.name}: {done.where}")
+            else:
+                removed = counted(done.entries, "entry", "entries")
+                print(f"cleared {done.name}: {done.where} ({removed})")
+        return 0
+    caches = cache_info(url or "", args.namespace, args.what)
+    stores = [cache for cache in caches if cache.name not in UNITS]
+    for cache in stores:
+        print(_info_line(cache))
+        for note in cache.notes:
             print(f"  {note}")
-        server = server or info.server  # the same for each cache
-    for note in server:
+    for note in next((cache.server for cache in stores if cache.server), ()):  # one server
         print(f"  {note}")
-    _folders(args, server=url is not None)
+    for cache in caches[len(stores) :]:  # this machine's folders
+        print(_info_line(cache))
     return 0
 
 
@@ -296,7 +223,7 @@ def add_commands(sub: Any) -> None:
         action.add_argument(
             "what",
             type=cache_name,
-            choices=("all", "embeddings", "judgments", "answers", "onnx", "wordfreq"),
+            choices=("all", *CACHE_NAMES),
             nargs="?",
             default="all",
             help="which cache (default all; embedding, judgment and answer work too); "
