@@ -120,10 +120,10 @@ def add_commands(sub: Any) -> None:
         "settings are refused) (extras torch and train). Judgments from `rerankit label` "
         "work too.",
         **examples(
-            "rerankit train embedding --data my-data --out my-model",
-            "rerankit train cross-encoder --data my-data --out my-ce --epochs 2",
-            "rerankit eval --data my-data --rerankers hybrid,my-ce --baseline hybrid  # beats the "
-            "default?",
+            "rerankit train embedding --data my-data --out ./my-model",
+            "rerankit train cross-encoder --data my-data --out ./my-ce --epochs 2",
+            "rerankit eval --data my-data --rerankers hybrid,./my-ce --baseline hybrid  "
+            "# beats the default?",
         ),
     )
     tr.add_argument(
