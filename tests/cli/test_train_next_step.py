@@ -53,7 +53,7 @@ def test_an_embedding_model_trained_on_half_is_tuned_on_that_half(one_split):
 def test_the_usual_split_keeps_the_usual_command(tmp_path, synthetic):
     folder = synthetic(tmp_path / "data")
     line = against_default("cross_encoder", folder, "my-ce", 20, "train")
-    assert f"`rerankit eval --data {folder} --rerankers hybrid,my-ce --baseline hybrid" in line
+    assert f"`rerankit eval --data {folder} --rerankers hybrid,./my-ce --baseline hybrid" in line
     line = against_default("embedding", folder, "my-minilm", 100, "train")
     assert "--train-split" not in line and "--test-split" not in line
 
@@ -83,3 +83,12 @@ def test_fine_tune_from_python_refuses_the_same_folder_in_its_own_words(one_spli
     assert "no qrels/train.tsv to train on" in said
     assert "split='test:odd' (--train-split)" in said and "test:even" in said
     assert not out.exists()
+
+
+def test_the_printed_command_shows_the_model_folder_as_a_path(one_split):
+    """`--out my-ce` is printed `./my-ce`, as the pages write it: a path, not a name."""
+    line = against_default("cross_encoder", one_split, "my-ce", 20, "test:odd")
+    assert "--rerankers hybrid,./my-ce " in line
+    assert "hybrid,/m/my-ce " in against_default("cross_encoder", one_split, "/m/my-ce")
+    line = against_default("embedding", one_split, "../my-minilm")
+    assert "--embedding-model ../my-minilm " in line

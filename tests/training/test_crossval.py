@@ -172,6 +172,21 @@ def test_a_learning_curve_on_few_queries_shows_each_size_of_fit_once():
     assert len(fits) == 3 * len(curve)  # no fit made twice for a row left out
 
 
+def test_a_learning_curve_shows_each_training_size_once_when_folds_differ_in_size():
+    """5 queries in 3 folds: fits see 3, 3 and 4; three quarters of each rounds to 2, 2
+    and 3 (2.33 on average, printed 2): one row per size, the larger share's fits."""
+
+    def fit(train):
+        size = len(train)
+        return {"m": lambda q: size / 10}
+
+    five = QIDS[:5]
+    curve = learning_curve(cross_validate(five, fit, k=3), fit, "m")
+    # before: [(2, 0.2), (2, 0.233...), (3, 0.333...)], two rows of the same size
+    assert [n for n, _ in curve] == [2, 3]
+    assert curve[0][1] == pytest.approx((4 * 0.2 + 0.3) / 5)  # fits of 2, 2 and 3 queries
+
+
 def test_a_margin_asks_for_a_gain_that_many_times_the_noise():
     """Per-query gains of 0.1 +- 0.4 over 50 queries, alternating within each fold: a
     standard error near 0.057, so the gain is about 1.75 times it: adopted at one noise, not

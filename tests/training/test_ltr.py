@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -443,6 +444,9 @@ def test_ltr_over_another_embedding_model_records_it_and_uses_it_again(tmp_path,
     # the blend is with this model, as the file writes it, not the bundled MiniLM
     assert "blended" in printed and "with first stage + MiniLM" not in printed
     assert f"with first stage + {folder}" in printed
+    # the line names both shares: "learned score 0.75, blended with first stage + X 0.25"
+    shares = re.search(r"learned score ([\d.]+), blended with first stage \+ \S+ ([\d.]+)", printed)
+    assert shares and float(shares[1]) + float(shares[2]) == pytest.approx(1.0), printed
     stage = tomllib.loads(out.read_text())["stages"][0]  # the model alone, or in a blend
     declared = stage.get("scorer") or next(s for s in stage["scorers"] if s["type"] == "learned")
     assert declared["embedding"] == folder

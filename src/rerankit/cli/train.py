@@ -12,7 +12,7 @@ from ..backends.bundled import resolve_source
 from ..backends.hub import hub_reachable, in_hub_cache, is_hub_id
 from ..training import FineTuneOptions, fine_tune
 from ..training.fine_tuning import MAX_HELD_OUT, NAMES, held_out_error
-from ..training.next_step import check_train_split, tune_splits
+from ..training.next_step import as_path, check_train_split, tune_splits
 from .args import (
     MODEL_KINDS_SHOWN,
     UsageError,
@@ -61,7 +61,7 @@ def cmd_train(args: argparse.Namespace) -> int:
             if args.what == "cross_encoder"
             else "as features it may still help: `rerankit tune --data "
             f"{shlex.quote(args.data)}{tune_splits(args.train_split)} --method ltr "
-            f"--embedding-model {shlex.quote(args.out)}` measures "
+            f"--embedding-model {shlex.quote(as_path(args.out))}` measures "
             "that against the default"
         )
         note(
@@ -120,10 +120,10 @@ def add_commands(sub: Any) -> None:
         "settings are refused) (extras torch and train). Judgments from `rerankit label` "
         "work too.",
         **examples(
-            "rerankit train embedding --data my-data --out my-model",
-            "rerankit train cross-encoder --data my-data --out my-ce --epochs 2",
-            "rerankit eval --data my-data --rerankers hybrid,my-ce --baseline hybrid  # beats the "
-            "default?",
+            "rerankit train embedding --data my-data --out ./my-model",
+            "rerankit train cross-encoder --data my-data --out ./my-ce --epochs 2",
+            "rerankit eval --data my-data --rerankers hybrid,./my-ce --baseline hybrid  "
+            "# beats the default?",
         ),
     )
     tr.add_argument(

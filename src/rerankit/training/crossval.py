@@ -273,21 +273,21 @@ def learning_curve(
     row is the verdict's learned nDCG@10. (An in-sample choice would differ wherever the
     options are fitted on the queries that choose among them, as the calibrated hybrid's
     signal calibrations are: it favours the option that fits its own queries best.) A
-    share whose fits would take as many queries as the share before's adds no row."""
+    share whose fits would take as many queries per fit (rounded) as a larger share's adds
+    no row: each size is shown once, fitted as the largest share of that size."""
     k = max(cv.fold_of.values()) + 1
     order = sorted(cv.fold_of, key=lambda q: hashlib.sha256(str(q).encode()).hexdigest())
     shown = [q for q in order if among is None or q in among] or order
-    out, before = [], None
-    for share in shares:
-        pools = [[q for q in order if cv.fold_of[q] != f] for f in range(k)]
-        counts = [max(2, round(share * len(pool))) for pool in pools]
-        if counts == before:  # the same fits as the share before (few queries): one row
-            continue
-        before = counts
-        values, sizes = {}, []
+    pools = [[q for q in order if cv.fold_of[q] != f] for f in range(k)]
+    plans: dict[int, list[int]] = {}  # training queries per fit (rounded) -> the last share's
+    for share in shares:  # shares of few queries can round to the same size: one row, the larger
+        counts = [min(len(pool), max(2, round(share * len(pool)))) for pool in pools]
+        plans[round(statistics.fmean(counts))] = counts
+    out = []
+    for size, counts in plans.items():
+        values = {}
         for f, (pool, count) in enumerate(zip(pools, counts, strict=True)):
             used = pool[:count]
-            sizes.append(len(used))
             held = [q for q in order if cv.fold_of[q] == f]
             if option is None and len(used) == len(pool):  # the verdict's fit and choice
                 values.update((q, cv.per_query[q]) for q in held)
@@ -298,7 +298,7 @@ def learning_curve(
                 raise ValueError(f"the fit gave no option {chosen!r}")
             for q in held:
                 values[q] = models[chosen](q)
-        out.append((round(statistics.fmean(sizes)), statistics.fmean(values[q] for q in shown)))
+        out.append((size, statistics.fmean(values[q] for q in shown)))
     return out
 
 

@@ -29,7 +29,7 @@ from ..scorers.embedding import EmbeddingScorer
 from . import crossval, label_candidates
 from .cross_encoder import cross_encoder_rows, fine_tune_cross_encoder
 from .embedding import embedding_pairs, fine_tune_embedding
-from .next_step import against_default, check_train_split
+from .next_step import against_default, as_path, check_train_split
 from .reporting import Reporter, quiet
 from .trainer import CROSS_FIT, Progress, queries_trained_on, record_trained_on, spoken_time
 
@@ -294,7 +294,7 @@ def fine_tune(
             f"some out (it takes {MIN_QUERIES_TO_HOLD_OUT} or more), so the model trains on "
             "all of them and nothing here says whether it ranks better than BM25; judge more "
             f"queries, or measure it on queries it never saw with `rerankit eval --data "
-            f"FOLDER --rerankers bm25,{out}`"
+            f"FOLDER --rerankers bm25,{as_path(out)}`"
         )
         report.note(f"warning: {skipped}")
     run = _Run(dataset, data, cands, opts, progress)

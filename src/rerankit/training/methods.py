@@ -300,8 +300,8 @@ def feature_rows(
 def _describe_ltr(option: Any, embedding: str | None = None) -> str:
     """``option`` said; the blend's ``embedding`` is the bundled MiniLM when None."""
     setting, trees, blend, top = option
-    mix = f"blended {blend:.2f} with first stage + {embedding or 'MiniLM'}"
-    mix = "the learned score alone" if blend == 1 else mix
+    mix = f"learned score {blend:.2f}, blended with first stage + {embedding or 'MiniLM'}"
+    mix = "the learned score alone" if blend == 1 else f"{mix} {1 - blend:.2f}"  # the shares
     cleaned = "" if top is None else f", judged-relevant ranked below {top} left out"
     return f"{setting}, {trees} trees, {mix}{cleaned}"
 

@@ -65,14 +65,21 @@ def against_default(
         on_split = f" --split {unseen}" if unseen else ""
         return (
             f"does it beat the default? `rerankit eval --data {folder}{on_split} --rerankers "
-            f"hybrid,{shlex.quote(str(out))} --baseline hybrid{depth}` measures both {where}"
+            f"hybrid,{shlex.quote(as_path(out))} --baseline hybrid{depth}` measures both {where}"
         )
     splits = tune_splits(split)
     return (
         f"does it beat the default? `rerankit tune --data {shlex.quote(str(data))}{splits} "
-        f"--method ltr --embedding-model {shlex.quote(str(out))}{depth} --out tuned.toml` "
+        f"--method ltr --embedding-model {shlex.quote(as_path(out))}{depth} --out tuned.toml` "
         "measures a ranker reading it against the default hybrid"
     )
+
+
+def as_path(folder: str | Path) -> str:
+    """``folder`` as a printed command should show it: a relative one as ``./my-ce``, so
+    that a reader (and ``-r``) takes it for a path, not a registered name."""
+    text = str(folder)
+    return text if Path(text).is_absolute() or text.startswith((".", "~")) else f"./{text}"
 
 
 def unseen_half(split: str) -> str:

@@ -51,7 +51,8 @@ class ClickLearning:
         mix = (
             "the learned score alone"
             if blend == 1
-            else f"blended {blend:.2f} with {'first stage + ' if self.first_stage else ''}MiniLM"
+            else f"learned score {blend:.2f}, blended with "
+            f"{'first stage + ' if self.first_stage else ''}MiniLM {1 - blend:.2f}"
         )
         chosen = f"{setting}, {trees} trees, {mix}"
         verdict = self.verdict.describe().replace("default", "served")
