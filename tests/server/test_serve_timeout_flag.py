@@ -112,3 +112,14 @@ def test_a_413_for_too_much_work_says_raise_the_services_deadline():
     asked = too_big("hybrid", 0.072, 60, 2.0, asked=True).message
     assert "more than the 2 s deadline its x-rerankit-timeout header set" in asked, asked
     assert asked.endswith("or a longer x-rerankit-timeout"), asked
+
+
+def test_a_bad_x_rerankit_timeout_says_at_most_the_services_deadline():
+    from rerankit.errors import ServiceError
+    from rerankit.server.request_timeout import asked_timeout
+
+    with pytest.raises(ServiceError) as raised:
+        asked_timeout("soon", 30.0)
+    said = raised.value.message
+    assert said.endswith("(the request's deadline, at most the service's deadline, 30 s)"), said
+    assert raised.value.status == 400
