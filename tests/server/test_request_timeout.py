@@ -56,7 +56,7 @@ def test_a_request_too_large_for_its_own_deadline_is_told_so():
     said = too_big("p", 0.5, 10, 2.0, asked=True).message  # 5 s of work, a 2 s deadline
     assert "more than the 2 s deadline its x-rerankit-timeout header set" in said
     assert said.endswith("or a longer x-rerankit-timeout")
-    assert too_big("p", 0.5, 10, 2.0).message.endswith("or raise the service's timeout")
+    assert too_big("p", 0.5, 10, 2.0).message.endswith("or raise the service's deadline")
 
 
 def test_a_request_gets_the_deadline_it_asked_for(wait_ready):

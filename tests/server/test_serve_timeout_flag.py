@@ -85,3 +85,41 @@ def test_the_settings_deadline_is_named_deadline_and_timeout_still_works():
     for value in ("soon", 0, -1, True):
         with pytest.raises(ValueError, match="deadline must be a positive number of seconds"):
             ServerSettings.from_mapping({"server": {"deadline": value}})
+
+
+def test_an_unknown_server_key_lists_deadline_not_its_earlier_name():
+    """It listed ``timeout`` among [server]'s keys, the field's name, not the key's."""
+    from rerankit.server.settings import ServerSettings
+
+    with pytest.raises(ValueError) as raised:
+        ServerSettings.from_mapping({"server": {"deadlin": 5}})
+    said = str(raised.value)
+    assert "[server] has no key 'deadlin' (did you mean 'deadline'?); its keys: " in said
+    keys = said.split("its keys: ")[1].split(", ")
+    assert "deadline" in keys and "timeout" not in keys, keys
+    assert "graceful_timeout" in keys
+
+
+def test_a_413_for_too_much_work_says_raise_the_services_deadline():
+    """It said "more than the 2 s timeout ... or raise the service's timeout", a name the
+    settings no longer give the bound."""
+    from rerankit.server.shedding import too_big
+
+    said = too_big("hybrid", 0.072, 60, 2.0).message
+    assert "more than the 2 s deadline: send at most about 22 documents" in said, said
+    assert "(what 80% of the deadline holds at that rate)" in said
+    assert said.endswith("or raise the service's deadline"), said
+    asked = too_big("hybrid", 0.072, 60, 2.0, asked=True).message
+    assert "more than the 2 s deadline its x-rerankit-timeout header set" in asked, asked
+    assert asked.endswith("or a longer x-rerankit-timeout"), asked
+
+
+def test_a_bad_x_rerankit_timeout_says_at_most_the_services_deadline():
+    from rerankit.errors import ServiceError
+    from rerankit.server.request_timeout import asked_timeout
+
+    with pytest.raises(ServiceError) as raised:
+        asked_timeout("soon", 30.0)
+    said = raised.value.message
+    assert said.endswith("(the request's deadline, at most the service's deadline, 30 s)"), said
+    assert raised.value.status == 400

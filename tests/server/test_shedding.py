@@ -209,7 +209,7 @@ def test_a_request_too_big_for_the_timeout_on_an_idle_service_is_a_413_not_a_ret
     assert error is not None and error.status == 413, str(error)
     assert "Retry-After" not in (error.headers or {}) and took < 0.5
     assert "this request alone needs about" in str(error)
-    assert "more than the 1 s timeout: send at most about" in str(error)
+    assert "more than the 1 s deadline: send at most about" in str(error)
     assert any("refused with 413" in r.getMessage() for r in caplog.records)
 
 
@@ -219,7 +219,7 @@ def test_the_413_advice_fits_with_a_margin_and_its_numbers_multiply():
     whole timeout at an average rate, and 300 x 0.2 s is not 73.2 s."""
     said = str(too_big("hybrid", 0.244, 300, 25))
     assert "about 73.2 s of work (300 texts at about 0.244 s each, recently)" in said, said
-    assert "send at most about 81 documents (what 80% of the timeout holds" in said, said
+    assert "send at most about 81 documents (what 80% of the deadline holds" in said, said
     assert 81 * 0.244 <= 0.8 * 25 < 82 * 0.244  # rounded down, within 80 % of the timeout
     said = str(too_big("p", 0.0102, 300, 1))  # in ms, the same way
     assert "3.1 s of work (300 texts at about 10.2 ms each" in said, said

@@ -231,9 +231,9 @@ def check_settings(
     every pipeline it serves, each built as serve builds it (models not loaded). Prints
     ``ok`` per pipeline, or its mistake; returns how many problems were found. An
     environment variable the file names (``${REDIS_PASSWORD}``) or an API key that is not
-    set here is a warning naming it, not a mistake (CI has no secrets); so is a ``timeout``
+    set here is a warning naming it, not a mistake (CI has no secrets); so is a ``deadline``
     longer than ``graceful_timeout``, as serve warns of it, and an LLM scorer whose one call
-    can take longer than ``timeout`` (:func:`deadline_warnings`)."""
+    can take longer than the ``deadline`` (:func:`deadline_warnings`)."""
     unset: list[tuple[str, str]] = []
     token = UNSET_NOTED.set(unset)
     try:
@@ -387,9 +387,9 @@ def add_commands(sub: Any) -> None:
         "the file names, an API-key "
         "variable (api_key_env, RERANKIT_API_KEYS) or an LLM provider's key (OPENAI_API_KEY) "
         "that is not set here, or is set but empty, is a warning naming it, and the check "
-        "goes on (CI has no secrets; serve needs them), as is a timeout longer than "
+        "goes on (CI has no secrets; serve needs them), as is a deadline longer than "
         "graceful_timeout, and an LLM judge whose one call (retry's attempts x timeout, plus "
-        "the waits) can take longer than the timeout, naming both and what to change. "
+        "the waits) can take longer than the deadline, naming both and what to change. "
         "So is a pipeline whose stages undo a rule's order (mmr after a cap, an LLM judge "
         "after a pin: the rule's order is lost), as building it logs. "
         "A settings file's keys line says whether the service will need "

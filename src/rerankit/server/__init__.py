@@ -43,7 +43,7 @@ def serve(
     still running then are answered 503, shutting down, and counted in the log), and a
     graceful stop returns normally (the process exits 0, not 143). SIGINT (Ctrl-C), or a
     second signal, skips what is left of the delay (see :mod:`rerankit.server.shutdown`).
-    A ``timeout`` longer than the graceful timeout is warned of: a stop can cut requests
+    A ``deadline`` longer than the graceful timeout is warned of: a stop can cut requests
     that are within their deadline.
 
     ``workers=N`` runs N processes on one socket, each with its own models; the SQLite

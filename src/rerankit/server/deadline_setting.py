@@ -9,7 +9,7 @@ from __future__ import annotations
 from math import inf
 from typing import Any
 
-__all__ = ["DEADLINE_KEYS", "deadline_named"]
+__all__ = ["DEADLINE_KEYS", "deadline_keys", "deadline_named"]
 
 #: the key's name, then its earlier one (the settings' field)
 DEADLINE_KEYS = ("deadline", "timeout")
@@ -28,3 +28,12 @@ def deadline_named(server: dict[str, Any]) -> dict[str, Any]:
             raise ValueError(f"[server]: {now} must be a positive number of seconds, got {value!r}")
         server[earlier] = value
     return server
+
+
+def deadline_keys(server: dict[str, Any], fields: list[str]) -> tuple[list[str], list[str]]:
+    """The keys of ``server`` (a ``[server]`` table) to check against the keys it may hold,
+    and those keys (the settings' ``fields``) as a file names them: ``deadline``, not the
+    field's ``timeout``, which is accepted unlisted, as its earlier name."""
+    now, earlier = DEADLINE_KEYS
+    known = [now if name == earlier else name for name in fields]
+    return [key for key in server if key != earlier], known

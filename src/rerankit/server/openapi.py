@@ -85,7 +85,8 @@ ERRORS = {
     503: "Not available now: the pipeline loads, failed to load or is failing, the request "
     "could not be queued or run in time, or the service is stopping (retry on another "
     "instance): retry after `Retry-After` seconds",
-    504: "No answer within the deadline (`timeout`): retry after `Retry-After` seconds",
+    504: "No answer within the deadline (the service's `deadline`, or a shorter "
+    "`x-rerankit-timeout`): retry after `Retry-After` seconds",
 }
 #: the errors every operation may answer, and those of one that reads a JSON body
 EVERY = (405, 431, 500)

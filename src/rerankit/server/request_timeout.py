@@ -1,9 +1,9 @@
 """A client's own deadline for a request: ``x-rerankit-timeout: SECONDS`` (a positive number,
-``2`` or ``0.5``) shortens the service's ``timeout`` for that request, never lengthens it.
-The request then has the shorter deadline from its arrival, as it would have the service's:
-it is refused at once when its expected work would not fit (413), queued only while it
-may still finish, and answered 504 when it runs out of time; such a 504, the client's
-choice of budget, does not count towards the pipeline's ``failing``."""
+``2`` or ``0.5``) shortens the service's deadline (``[server] deadline``) for that request,
+never lengthens it. The request then has the shorter deadline from its arrival, as it would
+have the service's: it is refused at once when its expected work would not fit (413), queued
+only while it may still finish, and answered 504 when it runs out of time; such a 504, the
+client's choice of budget, does not count towards the pipeline's ``failing``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from ..errors import ServiceError
 
 __all__ = ["HEADER", "asked_timeout", "request_timeout"]
 
-#: the request header (named after the service's ``timeout`` setting)
+#: the request header (named after ``deadline``'s earlier name, ``timeout``)
 HEADER = "x-rerankit-timeout"
 
 
@@ -32,7 +32,7 @@ def asked_timeout(value: str | None, timeout: float) -> float | None:
         raise ServiceError(
             400,
             f"{HEADER}: {value[:50]!r} is not a number of seconds above 0 (the request's "
-            f"deadline, at most the service's timeout, {timeout:g} s)",
+            f"deadline, at most the service's deadline, {timeout:g} s)",
             code="invalid_header",
             details={"header": HEADER},
         )

@@ -88,7 +88,7 @@ from ..plugins import load_environment, load_plugins, plugin_list, plugins_besid
 from ..spec_toml import PIPELINE_SUFFIXES, paths_beside, read_pipeline
 from .api_keys import env_keys, env_problem, kind_of, list_problem
 from .batching import PAIR_MODES
-from .deadline_setting import deadline_named
+from .deadline_setting import deadline_keys, deadline_named
 from .feedback import (
     UNSET_NOTED,
     FeedbackSettings,
@@ -383,11 +383,12 @@ class ServerSettings:
         )
         if problem is not None:
             raise ValueError(f"{problem} ([pipelines.NAME] holds the pipelines)")
-        server = deadline_named(dict(spec.get("server", {})))  # (timeout: its earlier name)
-        known = [f.name for f in fields(cls) if f.name not in ("pipelines", "cache")]
-        problem = unknown_keys(server, known, "[server]")
+        server, tables = dict(spec.get("server", {})), ("pipelines", "cache")
+        given, known = deadline_keys(server, [f.name for f in fields(cls) if f.name not in tables])
+        problem = unknown_keys(given, known, "[server]")
         if problem is not None:
             raise ValueError(problem)
+        server = deadline_named(server)  # (timeout: its earlier name)
         if server.get("api_keys") == []:  # (the field's default is [], said open)
             raise ValueError(list_problem([]))
         check_options(cls, server, "[server]")  # each value of its kind, named if not

@@ -85,12 +85,12 @@ def too_big(
         return None
     fits = max(1, math.floor(FITS_SHARE * timeout / per_document))  # rounded down
     each = _each(expected, documents, per_document)
-    limit = f"{timeout:g} s {'deadline its x-rerankit-timeout header set' if asked else 'timeout'}"
-    longer = "a longer x-rerankit-timeout" if asked else "raise the service's timeout"
+    limit = f"{timeout:g} s deadline{' its x-rerankit-timeout header set' if asked else ''}"
+    longer = "a longer x-rerankit-timeout" if asked else "raise the service's deadline"
     said = (
         f"pipeline {name!r}: this request alone needs about {_seconds(expected)} of work "
         f"({documents} texts at about {each} each, recently), more than the {limit}: send at "
-        f"most about {fits} documents (what {FITS_SHARE:.0%} of the timeout holds at that "
+        f"most about {fits} documents (what {FITS_SHARE:.0%} of the deadline holds at that "
         f"rate), or shorter ones, or {longer}"
     )
     logger.warning("refused with 413: %s", said)
