@@ -145,6 +145,35 @@ class TuneOptions:
         check_out(self.out)
         if self.metrics is not None:
             parse_metrics(self.metrics)
+        self._check_one_way()
+
+    def _check_one_way(self) -> None:
+        """The options of one way of learning refused with another, as ``rerankit tune``
+        refuses their flags: ``calibrate`` refits the calibrated hybrid (no ``method``, no
+        ``strategies``), ``method="ltr"`` learns from every signal (no ``strategies``), and
+        only ``method="ltr"`` reads ``seeds`` and ``unjudged`` (options left at their
+        defaults are not counted as given)."""
+        default = {f.name: f.default for f in fields(self)}
+        given = {
+            "method": self.method != default["method"],
+            "strategies": self.strategy_list != TuneOptions(data=".").strategy_list,
+            "seeds": self.seeds != default["seeds"],
+            "unjudged": self.unjudged != default["unjudged"],
+        }
+        ltr = self.method == "ltr" and not self.calibrate
+        rules = (
+            (self.calibrate, ("method", "strategies"), "not used with calibrate=True, which "
+             "refits the calibrated hybrid's weights instead of searching or training"),
+            (ltr, ("strategies",), "not used with method='ltr', which learns from every signal"),
+            (not ltr, ("seeds", "unjudged"), "only method='ltr' reads seeds and unjudged"),
+        )  # fmt: skip
+        said = [
+            f"{', '.join(keyword_flag(n, getattr(self, n)) for n in names if given[n])}: {why}"
+            for applies, names, why in rules
+            if applies and any(given[n] for n in names)
+        ]
+        if said:
+            raise ValueError("; ".join(said) + "; leave it out")
 
 
 def tune(data: str | Path, *, reporter: Reporter | None = None, **options: Any) -> TuneResult:
