@@ -24,9 +24,7 @@ SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "scifact-mini"
         ({"unjudged": "skip", "calibrate": True}, "unjudged='skip' (--unjudged): only"),
     ],
 )
-def test_options_of_another_way_of_learning_are_refused_before_any_work(
-    tmp_path, options, said
-):
+def test_options_of_another_way_of_learning_are_refused_before_any_work(tmp_path, options, said):
     out = tmp_path / "tuned.toml"
     with pytest.raises(ValueError, match="leave it out") as caught:
         tune(SAMPLE, candidates=5, out=out, **options)
