@@ -15,16 +15,15 @@ import json
 import os
 import re
 import shlex
-import socket
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
+
+from served import default_service
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -118,36 +117,8 @@ def service():
     port, once it is ready."""
     pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
     pytest.importorskip("sentence_transformers", reason="the default needs the 'torch' extra")
-    import httpx
-    import uvicorn
-
-    from rerankit.server import ServerSettings, create_app
-    from rerankit.server.connections import uvicorn_config
-
-    settings = ServerSettings()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = uvicorn_config(
-        create_app(settings), settings, host="127.0.0.1", port=port, log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline, ready = time.time() + 600, None  # the default loads and warms up first
-    while time.time() < deadline:
-        try:
-            ready = httpx.get(f"{url}/ready", timeout=30)
-            if ready.json()["status"] != "loading":
-                break
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    assert ready is not None and ready.status_code == 200, ready and ready.text  # not failed
-    yield SimpleNamespace(url=url)
-    server.should_exit = True
-    thread.join(10)
+    with default_service() as url:
+        yield SimpleNamespace(url=url)
 
 
 def _cohere_blocks() -> list[str]:

@@ -7,13 +7,12 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import socket
 import subprocess
-import threading
-import time
 from pathlib import Path
 
 import pytest
+
+from served import default_service
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = (REPO / "docs" / "compatible.md").read_text(encoding="utf-8")
@@ -39,36 +38,8 @@ def service_url():
     """`rerankit serve` as the page starts it (open, the default pipelines), on a free port."""
     pytest.importorskip("fastapi", reason="the service needs the 'server' extra")
     pytest.importorskip("sentence_transformers", reason="the default needs the 'torch' extra")
-    import httpx
-    import uvicorn
-
-    from rerankit.server import ServerSettings, create_app
-    from rerankit.server.connections import uvicorn_config
-
-    settings = ServerSettings()
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    config = uvicorn_config(
-        create_app(settings), settings, host="127.0.0.1", port=port, log_level="warning"
-    )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{port}"
-    deadline, ready = time.time() + 600, None
-    while time.time() < deadline:
-        try:
-            ready = httpx.get(f"{url}/ready", timeout=30)
-            if ready.json()["status"] != "loading":
-                break
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.5)
-    assert ready is not None and ready.status_code == 200, ready and ready.text
-    yield url
-    server.should_exit = True
-    thread.join(10)
+    with default_service() as url:
+        yield url
 
 
 def _same(got, shown, path="answer"):
