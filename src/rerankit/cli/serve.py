@@ -25,6 +25,7 @@ from ..server.settings import (
     on_backend,
     settings_beside,
 )
+from ..server.shutdown import exit_quickly
 from .args import (
     UsageError,
     add_backend_arguments,
@@ -226,6 +227,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
         log_level=level,
         log_format=args.log_format,
     )
+    exit_quickly()  # the process ends here: no last garbage collection over the models
     return 0
 
 

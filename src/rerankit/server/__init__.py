@@ -9,7 +9,7 @@ from typing import Any
 from .._optional import require
 from .logs import check_log_format
 from .settings import ServerSettings
-from .shutdown import CUT_MARGIN, StopOnSignal, cut_warning, exit_quickly
+from .shutdown import CUT_MARGIN, StopOnSignal, cut_warning
 
 __all__ = ["ServerSettings", "create_app", "serve"]
 
@@ -115,4 +115,3 @@ def serve(
         timeout_graceful_shutdown=grace + CUT_MARGIN,
     )
     _Server(config).run()
-    exit_quickly()
