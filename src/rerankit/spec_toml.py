@@ -22,11 +22,15 @@ except ImportError:  # Python 3.10: the tomli package (a dependency there)
 
 __all__ = [
     "PATH_KEYS",
+    "PIPELINE_KEYS",
     "PIPELINE_SUFFIXES",
+    "SETTINGS_KEYS",
     "files_read_once",
+    "is_settings_file",
     "paths_beside",
     "read_pipeline",
     "read_spec",
+    "settings_not_pipeline",
     "to_toml",
 ]
 
@@ -96,6 +100,46 @@ def read_spec(source: str | Path, what: str = "pipeline file") -> dict[str, Any]
     return dict(spec)
 
 
+#: the top-level keys of the service's settings file, and those of a pipeline file
+SETTINGS_KEYS = ("server", "pipelines", "cache")
+PIPELINE_KEYS = ("stages", "reranker", "scorer", "scorers", "rule")
+
+
+def is_settings_file(path: str | Path, *, spec: Mapping[str, Any] | None = None) -> bool:
+    """Whether ``path`` (read as ``spec``, when given) is the service's settings file:
+    [server], [pipelines.NAME] or [cache] at its top and no stage (False for one that
+    cannot be read)."""
+    if spec is None:
+        if Path(path).suffix.lower() not in PIPELINE_SUFFIXES:
+            return False
+        try:
+            spec = read_spec(path)
+        except ConfigError:
+            return False
+    return bool(set(SETTINGS_KEYS) & set(spec)) and not set(PIPELINE_KEYS) & set(spec)
+
+
+def settings_not_pipeline(
+    path: str | Path, given_to: str | None = None, *, spec: Mapping[str, Any] | None = None
+) -> str | None:
+    """What to say when ``path`` (read as ``spec``, when given), read as a pipeline file
+    (``given_to`` a command's flag that takes one, e.g. ``--reranker``), is the service's
+    settings file (:func:`is_settings_file`): None for any other file."""
+    if not is_settings_file(path, spec=spec):
+        return None
+    spec = read_spec(path) if spec is None else spec
+    tables = ", ".join(f"[{k}]" for k in SETTINGS_KEYS if k in spec)
+    top = "a reranker, scorer, scorers, rule or stages at the top"
+    takes = f"{given_to} takes pipeline files ({top})" if given_to else f"a pipeline file has {top}"
+    serves = f"`rerankit serve --settings {path}` serves them"
+    if not given_to:  # a Python caller's way too
+        serves += f" (in Python, rerankit.server.ServerSettings.from_file({str(path)!r}))"
+    return (
+        f"{path}: this is the service's settings file ({tables}), not a pipeline file: "
+        f"{takes}; `rerankit check {path}` checks every pipeline it serves, and {serves}"
+    )
+
+
 #: the keys of a pipeline file whose relative paths are read from the file's folder
 PATH_KEYS = ("model", "embedding", "reranker")
 
@@ -129,7 +173,10 @@ def read_pipeline(source: str | Path) -> dict[str, Any]:
     read = _READ.get()
     if read is not None and str(path) in read:
         return copy.deepcopy(read[str(path)])
-    spec = plugins_beside(paths_beside(read_spec(source), path.parent), path.parent)
+    spec = read_spec(source)
+    if note := settings_not_pipeline(source, spec=spec):
+        raise ConfigError(note)
+    spec = plugins_beside(paths_beside(spec, path.parent), path.parent)
     if read is not None:
         read[str(path)] = copy.deepcopy(spec)
     return spec

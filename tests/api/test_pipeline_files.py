@@ -344,3 +344,23 @@ def test_an_unknown_option_beside_a_keyword_suggests_the_file_spelling():
     )
     assert "did you mean 'lambda'?" in message and "its options: lambda, k," in message
     assert load({"rule": {"type": "mmr", "lambda": 0.5}}) is not None
+
+
+# --- the service's settings file given as a pipeline file -----------------------------------
+
+
+def test_loading_the_services_settings_file_says_what_it_is(tmp_path):
+    settings = tmp_path / "service.toml"
+    settings.write_text('[server]\ndeadline = 10\n\n[pipelines.fast]\nreranker = "bm25"\n')
+    with pytest.raises(ConfigError) as caught:
+        load(str(settings))
+    message = str(caught.value)
+    assert message.startswith(f"{settings}: this is the service's settings file ([server], ")
+    assert "not a pipeline file: a pipeline file has a reranker, scorer" in message
+    assert f"`rerankit serve --settings {settings}` serves them" in message
+    assert "ServerSettings.from_file" in message
+    assert "give exactly one of" not in message
+    nested = tmp_path / "outer.toml"  # named as another pipeline file's reranker: the same
+    nested.write_text(f'[[stages]]\nreranker = "{settings}"\n')
+    with pytest.raises(ConfigError, match=r"stages\[0\]\.reranker: .*the service.s settings"):
+        load(nested)

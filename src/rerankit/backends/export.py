@@ -218,8 +218,11 @@ def export(
     smoothed) and, with ``per_token``, with one scale per token
     (:func:`.quantize.quantize_int8_per_token`; ``False``: ONNX Runtime's one scale per
     tensor); both keep its order closer to float32's. ``smooth_alpha=None,
-    per_token=False`` is plain dynamic int8."""
+    per_token=False`` is plain dynamic int8; either, changed, without ``quantize="int8"``
+    or for an embedding model (whose int8 file is always dynamic int8) is a ValueError."""
+    check_backend("onnx", quantize)
     kind = export_kind(model, kind)
+    _refuse_unused_int8(kind, quantize, smooth_alpha=smooth_alpha, per_token=per_token)
     out = _write_export(
         model,
         Path(out),
@@ -234,6 +237,25 @@ def export(
     )
     logger.info("exported %s (%s) to %s", model, kind, out)
     return out
+
+
+def _refuse_unused_int8(kind: str, quantize: str | None, **options: Any) -> None:
+    """A ValueError naming each of :func:`export`'s int8 ``options`` (``smooth_alpha``,
+    ``per_token``) changed from its default where it would shape nothing."""
+    defaults = {"smooth_alpha": SMOOTH_ALPHA, "per_token": True}
+    changed = [f"{k}={v!r}" for k, v in options.items() if v != defaults[k]]
+    if not changed or (quantize == "int8" and kind == "cross_encoder"):
+        return
+    why = (
+        "without quantize='int8'"
+        if quantize != "int8"
+        else "for an embedding model (its int8 file is ONNX Runtime's dynamic int8)"
+    )
+    raise ValueError(
+        f"{', '.join(changed)} {'has' if len(changed) == 1 else 'have'} no effect {why}: "
+        "smooth_alpha and per_token shape a cross-encoder's int8 weights; leave "
+        f"{'it' if len(changed) == 1 else 'them'} out"
+    )
 
 
 def _write_export(

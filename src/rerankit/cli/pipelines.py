@@ -13,8 +13,8 @@ from .. import registry
 from ..api import PIPELINE_SUFFIXES, pipeline_name
 from ..backends.detect import model_kind
 from ..config import read_pipeline, read_spec
-from ..errors import ConfigError
 from ..server.settings import on_backend
+from ..spec_toml import is_settings_file, settings_not_pipeline
 from .args import UsageError, refuse_unused
 
 __all__ = [
@@ -123,35 +123,3 @@ def in_language(spec: Any, language: str | None) -> Any:
             f"{spec!r}: {fix}"
         )
     return {"reranker": {"type": spec, "language": language}}
-
-
-#: top-level keys of the service's settings file, and those of a pipeline file
-_SETTINGS_KEYS = ("server", "pipelines", "cache")
-_PIPELINE_KEYS = ("stages", "reranker", "scorer", "scorers", "rule")
-
-
-def is_settings_file(path: str | Path) -> bool:
-    """Whether ``path`` is the service's settings file: [server], [pipelines.NAME] or
-    [cache] at its top and no stage (False for one that cannot be read)."""
-    if Path(path).suffix.lower() not in PIPELINE_SUFFIXES:
-        return False
-    try:
-        spec = read_spec(path)
-    except ConfigError:
-        return False
-    return bool(set(_SETTINGS_KEYS) & set(spec)) and not set(_PIPELINE_KEYS) & set(spec)
-
-
-def settings_not_pipeline(path: str | Path, given_to: str) -> str | None:
-    """What to say when ``path``, ``given_to`` a command that reads pipeline files, is the
-    service's settings file (:func:`is_settings_file`): None for any other file."""
-    if not is_settings_file(path):
-        return None
-    spec = read_spec(path)
-    tables = ", ".join(f"[{k}]" for k in _SETTINGS_KEYS if k in spec)
-    return (
-        f"{path}: this is the service's settings file ({tables}), not a pipeline file: "
-        f"{given_to} takes pipeline files (a reranker, scorer, scorers, rule or stages at the "
-        f"top); `rerankit check {path}` checks every pipeline it serves, and `rerankit serve "
-        f"--settings {path}` serves them"
-    )

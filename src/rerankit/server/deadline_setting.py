@@ -2,14 +2,28 @@
 it, named as :func:`rerankit.rerank`'s ``deadline=`` and ``rank --deadline`` name the same
 bound. Its earlier name, ``timeout``, still works; the settings keep it as their
 ``timeout`` field (the name ``/info``'s ``limits.timeout`` and the ``x-rerankit-timeout``
-header still carry)."""
+header still carry), which ``ServerSettings(deadline=...)`` sets and ``settings.deadline``
+reads."""
 
 from __future__ import annotations
 
+import functools
+import inspect
 from math import inf
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["DEADLINE_KEYS", "deadline_keys", "deadline_named"]
+from .._renamed import one_name
+from ..options import unknown_keys
+
+__all__ = [
+    "DEADLINE_KEYS",
+    "deadline_argument",
+    "deadline_keys",
+    "deadline_named",
+    "server_table",
+]
+
+_Settings = TypeVar("_Settings", bound=type)
 
 #: the key's name, then its earlier one (the settings' field)
 DEADLINE_KEYS = ("deadline", "timeout")
@@ -37,3 +51,53 @@ def deadline_keys(server: dict[str, Any], fields: list[str]) -> tuple[list[str],
     now, earlier = DEADLINE_KEYS
     known = [now if name == earlier else name for name in fields]
     return [key for key in server if key != earlier], known
+
+
+def server_table(server: dict[str, Any], fields: list[str]) -> dict[str, Any]:
+    """``server`` (a ``[server]`` table, changed in place) with a key that is none of the
+    settings' ``fields`` a ValueError listing them as a file names them
+    (:func:`deadline_keys`), and its deadline moved to the ``timeout`` field
+    (:func:`deadline_named`)."""
+    given, known = deadline_keys(server, fields)
+    problem = unknown_keys(given, known, "[server]")
+    if problem is not None:
+        raise ValueError(problem)
+    return deadline_named(server)
+
+
+def deadline_argument(cls: _Settings) -> _Settings:
+    """``cls`` (the service's settings) taking ``deadline=`` for its ``timeout`` field, as
+    the file's ``deadline`` key sets it (both names in one call are a TypeError naming
+    both), and reading it back as ``settings.deadline``; the field keeps its name, which
+    :meth:`~.settings.ServerSettings.to_mapping` carries to worker processes."""
+    now, earlier = DEADLINE_KEYS
+    init = cls.__init__  # type: ignore[misc]
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def __init__(self: Any, *args: Any, deadline: float | None = None, **kwargs: Any) -> None:
+        if deadline is None:  # not given: as the class's own __init__
+            init(self, *args, **kwargs)
+            return
+        bound = signature.bind(self, *args, **kwargs)
+        given = bound.arguments.get(earlier)
+        bound.arguments[earlier] = one_name(cls.__name__, now, deadline, earlier, given)
+        init(*bound.args, **bound.kwargs)
+
+    default = signature.parameters[earlier].default  # what leaving both out gives
+    parameter = inspect.Parameter(now, inspect.Parameter.KEYWORD_ONLY, default=default)
+    __init__.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[*signature.parameters.values(), parameter]
+    )
+    cls.__init__ = __init__  # type: ignore[misc]
+
+    def read(self: Any) -> float:
+        return self.timeout
+
+    def write(self: Any, value: float) -> None:
+        self.timeout = value
+
+    cls.deadline = property(  # type: ignore[attr-defined]
+        read, write, doc="The seconds by which each request is answered (the timeout field)."
+    )
+    return cls

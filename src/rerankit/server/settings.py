@@ -88,7 +88,7 @@ from ..plugins import load_environment, load_plugins, plugin_list, plugins_besid
 from ..spec_toml import PIPELINE_SUFFIXES, paths_beside, read_pipeline
 from .api_keys import env_keys, env_problem, kind_of, list_problem
 from .batching import PAIR_MODES
-from .deadline_setting import deadline_keys, deadline_named
+from .deadline_setting import deadline_argument, server_table
 from .feedback import (
     UNSET_NOTED,
     FeedbackSettings,
@@ -225,6 +225,7 @@ def default_pipelines(
     return {name: on_backend(name, backend, quantize, model) for name in DEFAULT_PIPELINES}
 
 
+@deadline_argument
 @dataclass
 class ServerSettings:
     #: None: the built-in pipelines (bm25, embedding, hybrid) on ``backend``
@@ -345,7 +346,7 @@ class ServerSettings:
                 f"{self.max_concurrency_per_pipeline}"
             )
         if self.max_queue < 0 or self.timeout <= 0:
-            raise ValueError("max_queue must be >= 0 and timeout > 0")
+            raise ValueError("max_queue must be >= 0 and deadline > 0 (seconds)")
         if self.shutdown_delay < 0 or self.graceful_timeout < 0:
             raise ValueError("shutdown_delay and graceful_timeout must be >= 0 (seconds)")
         if min(self.body_timeout, self.header_timeout, self.keep_alive_seconds) <= 0:
@@ -384,11 +385,7 @@ class ServerSettings:
         if problem is not None:
             raise ValueError(f"{problem} ([pipelines.NAME] holds the pipelines)")
         server, tables = dict(spec.get("server", {})), ("pipelines", "cache")
-        given, known = deadline_keys(server, [f.name for f in fields(cls) if f.name not in tables])
-        problem = unknown_keys(given, known, "[server]")
-        if problem is not None:
-            raise ValueError(problem)
-        server = deadline_named(server)  # (timeout: its earlier name)
+        server = server_table(server, [f.name for f in fields(cls) if f.name not in tables])
         if server.get("api_keys") == []:  # (the field's default is [], said open)
             raise ValueError(list_problem([]))
         check_options(cls, server, "[server]")  # each value of its kind, named if not
