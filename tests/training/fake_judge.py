@@ -32,3 +32,17 @@ def judge_file(path: Path, server) -> Path:
         f'base_url = "{server.openai_url}"\ncache = false\n'
     )
     return path
+
+
+def cached_judge_file(tmp_path: Path, server, monkeypatch, kind: str, extra: str = "") -> Path:
+    """``tmp_path/KIND.toml``: an ``llm_KIND`` judge on ``server`` (OpenAI's protocol, its
+    key in an environment variable), with a judgment cache in ``tmp_path`` and one attempt
+    a call; ``extra``: more lines (a listwise window, ...)."""
+    monkeypatch.setenv("RERANKIT_TEST_KEY", "k")
+    path = tmp_path / f"{kind}.toml"
+    path.write_text(
+        f'[scorer]\ntype = "llm_{kind}"\nprovider = "openai"\nmodel = "gpt-4o-mini"\n'
+        f'base_url = "{server.openai_url}"\napi_key_env = "RERANKIT_TEST_KEY"\n'
+        f'cache = "{tmp_path / "judgments.sqlite"}"\nretry = {{ attempts = 1 }}\n' + extra
+    )
+    return path

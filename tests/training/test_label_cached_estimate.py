@@ -10,6 +10,7 @@ import json
 import re
 
 import pytest
+from fake_judge import cached_judge_file
 
 pytest.importorskip("openai", reason="the judge runs through the 'openai' extra")
 
@@ -33,15 +34,8 @@ def answer(request) -> Reply:
 
 
 def judge_file(tmp_path, server, monkeypatch, kind):
-    monkeypatch.setenv("RERANKIT_TEST_KEY", "k")
-    path = tmp_path / f"{kind}.toml"
-    path.write_text(
-        f'[scorer]\ntype = "llm_{kind}"\nprovider = "openai"\nmodel = "gpt-4o-mini"\n'
-        f'base_url = "{server.openai_url}"\napi_key_env = "RERANKIT_TEST_KEY"\n'
-        f'cache = "{tmp_path / "judgments.sqlite"}"\nretry = {{ attempts = 1 }}\n'
-        + ("window = 4\nstep = 2\n" if kind == "listwise" else "")
-    )
-    return path
+    window = "window = 4\nstep = 2\n" if kind == "listwise" else ""
+    return cached_judge_file(tmp_path, server, monkeypatch, kind, window)
 
 
 def run_label(collection, judge, out, queries, *extra):

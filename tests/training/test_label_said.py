@@ -11,6 +11,7 @@ import logging
 import re
 
 import pytest
+from fake_judge import cached_judge_file
 
 pytest.importorskip("openai", reason="the judge runs through the 'openai' extra")
 
@@ -30,17 +31,6 @@ def in_order(request):
     return Reply(text=json.dumps(answer))
 
 
-def judge_file(tmp_path, server, monkeypatch, kind):
-    monkeypatch.setenv("RERANKIT_TEST_KEY", "k")
-    path = tmp_path / f"{kind}.toml"
-    path.write_text(
-        f'[scorer]\ntype = "llm_{kind}"\nprovider = "openai"\nmodel = "gpt-4o-mini"\n'
-        f'base_url = "{server.openai_url}"\napi_key_env = "RERANKIT_TEST_KEY"\n'
-        f'cache = "{tmp_path / "judgments.sqlite"}"\nretry = {{ attempts = 1 }}\n'
-    )
-    return path
-
-
 def run_label(collection, judge, out, *extra):
     args = ["label", "--data", str(collection), "--judge", str(judge), "--max-queries", "2"]
     return main([*args, "--out", str(out), "--no-progress", *extra])
@@ -51,7 +41,7 @@ def test_a_listwise_judge_of_too_few_candidates_is_warned_of_before_the_work(
 ):
     collection = synthetic(tmp_path / "data")
     with FakeLLMServer(responder=in_order) as server:
-        judge = judge_file(tmp_path, server, monkeypatch, "listwise")
+        judge = cached_judge_file(tmp_path, server, monkeypatch, "listwise")
         # --dry-run: warned when the set-up is checked, before anything is spent
         assert (
             run_label(collection, judge, tmp_path / "dry", "--candidates", "10", "--dry-run") == 0
@@ -90,7 +80,7 @@ def test_a_pointwise_judge_has_no_positions_to_warn_of(tmp_path, synthetic, monk
     collection = synthetic(tmp_path / "data")
     answer = Reply(text=json.dumps({"score": 8}))
     with FakeLLMServer(responder=lambda r: answer) as server:
-        judge = judge_file(tmp_path, server, monkeypatch, "pointwise")
+        judge = cached_judge_file(tmp_path, server, monkeypatch, "pointwise")
         assert run_label(collection, judge, tmp_path / "o", "--candidates", "3", "--dry-run") == 0
     assert "warning" not in capsys.readouterr().err
 
@@ -109,7 +99,7 @@ def test_failed_judgments_are_said_to_be_left_out_and_the_run_exits_3(
 
     out = tmp_path / "labelled"
     with FakeLLMServer(responder=judge) as server:
-        path = judge_file(tmp_path, server, monkeypatch, "pointwise")
+        path = cached_judge_file(tmp_path, server, monkeypatch, "pointwise")
         assert run_label(collection, path, out, "--candidates", "5") == 3
         err = capsys.readouterr().err
         report = json.loads((out / "label_report.json").read_text())
@@ -132,7 +122,7 @@ def test_a_run_where_every_judgment_failed_says_left_out(
 ):
     collection = synthetic(tmp_path / "data")
     with FakeLLMServer(responder=lambda r: Reply(text="no idea")) as server:
-        judge = judge_file(tmp_path, server, monkeypatch, kind)
+        judge = cached_judge_file(tmp_path, server, monkeypatch, kind)
         assert run_label(collection, judge, tmp_path / "out", "--candidates", "12") == 1
     err = capsys.readouterr().err
     assert "no label written: all" in err and "scored 0.0" not in err and "order kept" not in err
@@ -171,7 +161,7 @@ def test_a_judge_that_fails_every_judgment_of_3_queries_in_a_row_is_asked_no_mor
     out = tmp_path / "labelled"
     args = ["label", "--data", str(collection), "--candidates", "5", "--out", str(out)]
     with FakeLLMServer(responder=judge) as server:
-        path = judge_file(tmp_path, server, monkeypatch, "pointwise")
+        path = cached_judge_file(tmp_path, server, monkeypatch, "pointwise")
         assert main([*args, "--judge", str(path), "--no-progress"]) == 3
         assert len(server.requests) == 5 * 5  # 2 queries judged, then 3 that all failed
         err = capsys.readouterr().err
