@@ -105,7 +105,7 @@ def _served(live_server, folder):
         max_document_chars=300,
         max_body_bytes=20_000,
         max_header_bytes=4096,
-        timeout=1.0,
+        timeout=3.0,  # a 200 has room on a busy machine; `slow` (5 s) still runs past it
         body_timeout=0.3,
         max_concurrency=2,
         max_concurrency_per_pipeline=1,
