@@ -5,10 +5,16 @@ requests to."""
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
+
+#: the address the pages' commands send to (`rerankit serve`'s default)
+DEFAULT_URL = "http://127.0.0.1:8080"
 
 
 @contextlib.contextmanager
@@ -47,3 +53,17 @@ def default_service() -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def curl_json(line: str, url: str) -> Any:
+    """The JSON answer of the pages' shell ``line`` (a curl to :data:`DEFAULT_URL`), sent to
+    ``url`` instead."""
+    assert DEFAULT_URL in line
+    done = subprocess.run(
+        ["sh", "-c", line.replace(DEFAULT_URL, url)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return json.loads(done.stdout)

@@ -19,18 +19,16 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
-from served import default_service
+from served import DEFAULT_URL, curl_json, default_service
 
 REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 SERVICE = (REPO / "docs" / "service.md").read_text(encoding="utf-8")
 EVALUATION = (REPO / "docs" / "evaluation.md").read_text(encoding="utf-8")
 HUB_ID = "cross-encoder/ms-marco-MiniLM-L6-v2"
-DEFAULT_URL = "http://127.0.0.1:8080"
 
 
 def _section(text: str, heading: str) -> str:
@@ -148,18 +146,6 @@ def _curl_lines() -> list[str]:
     return lines
 
 
-def _curl(line: str, url: str) -> Any:
-    assert DEFAULT_URL in line
-    done = subprocess.run(
-        ["sh", "-c", line.replace(DEFAULT_URL, url)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    return json.loads(done.stdout)
-
-
 def test_the_curl_recipes_get_the_ranking_and_the_shown_answer(service):
     lines = _curl_lines()
     (traced,) = [line for line in lines if "X-Request-Id" in line]  # finding it in the logs
@@ -174,15 +160,15 @@ def test_the_curl_recipes_get_the_ranking_and_the_shown_answer(service):
     assert header.stdout.strip().lower() == "x-request-id: order-7731", header.stdout
     (timed,) = [line for line in lines if "x-rerankit-timeout" in line]  # a shorter deadline
     lines.remove(timed)
-    assert [r["index"] for r in _curl(timed, service.url)["results"]] == [0, 1]
+    assert [r["index"] for r in curl_json(timed, service.url)["results"]] == [0, 1]
     cohere = [line for line in lines if "/v2/rerank" in line or "/v1/rerank" in line]
     (ready,) = [line for line in lines if "/ready" in line]  # one pipeline's readiness
-    assert _curl(ready, service.url) == {"status": "ready", "model": "bm25", "pipeline": "bm25"}
+    assert curl_json(ready, service.url) == {"status": "ready", "model": "bm25", "pipeline": "bm25"}
     (tei,) = [line for line in lines if line not in cohere and line != ready]  # TEI's
     assert len(cohere) == 2 and f"{DEFAULT_URL}/rerank " in tei
-    ranked = _curl(tei, service.url)  # TEI's answer: a list, best first
+    ranked = curl_json(tei, service.url)  # TEI's answer: a list, best first
     assert [r["index"] for r in ranked] == [1, 0] and ranked[0]["score"] > ranked[1]["score"]
-    answers = [_curl(line, service.url) for line in cohere]
+    answers = [curl_json(line, service.url) for line in cohere]
     for answer in answers:
         (best,) = answer["results"]
         assert best["index"] == 1 and 0.5 < best["relevance_score"] <= 1

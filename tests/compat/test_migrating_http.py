@@ -7,16 +7,14 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from served import default_service
+from served import curl_json, default_service
 
 REPO = Path(__file__).resolve().parents[2]
 PAGE = (REPO / "docs" / "compatible.md").read_text(encoding="utf-8")
-DEFAULT_URL = "http://127.0.0.1:8080"
 
 
 def _shown() -> list[tuple[str, str]]:
@@ -64,15 +62,7 @@ def test_tei_and_infinity_requests_get_the_answers_shown(service_url):
     tei, infinity = pairs
     assert '"texts"' in tei[0] and '"documents"' in infinity[0]
     for line, shown in pairs:
-        assert DEFAULT_URL in line
-        done = subprocess.run(
-            ["sh", "-c", line.replace(DEFAULT_URL, service_url)],
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=True,
-        )
-        _same(json.loads(done.stdout), json.loads(shown))
+        _same(curl_json(line, service_url), json.loads(shown))
 
 
 def test_raw_scores_on_the_default_are_its_probabilities_not_logits(service_url):
