@@ -101,3 +101,21 @@ def test_rows_of_nothing_but_private_fields_say_none(tmp_path):
     path = _jsonl(tmp_path / "rows.jsonl", [{"_mine": 1}])
     with pytest.raises(InputError, match=r"fields present in the first: none\)"):
         list(row_candidates(path))
+
+
+def test_one_row_without_the_field_among_rows_with_it_is_not_refused(tmp_path):
+    rows = [{"query": "a b", "candidates": [{"text": "a"}]}, {"query": "c", "passages": ["c"]}]
+    path = _jsonl(tmp_path / "rows.jsonl", rows)
+    assert list(row_candidates(path)) == [{"text": "a"}]  # row 2 fails on its own when ranked
+
+
+def test_batch_with_id_field_names_the_absent_id_not_absent_candidates(tmp_path, capsys):
+    from rerankit.cli import main
+
+    rows = [{"query": "a b", "candidates": [{"text": "a"}]}, {"query": "c", "passages": ["c"]}]
+    src = _jsonl(tmp_path / "rows.jsonl", rows)
+    args = ["batch", "-i", str(src), "-o", str(tmp_path / "out.jsonl"), "-r", "bm25"]
+    assert main([*args, "--id-field", "pid"]) == 2
+    err = capsys.readouterr().err
+    assert "no document there has a 'pid' field (fields present: 'text')" in err
+    assert "no row has" not in err

@@ -153,19 +153,21 @@ def total_rows(source: str | os.PathLike[str] | Any) -> int | None:
 
 def row_candidates(path: str | Path, candidates_field: str = "candidates") -> Iterator[Any]:
     """The candidates of the batch rows in the file ``path`` (JSON Lines or Parquet), row
-    by row, as the rows hold them (strings or objects); a row that cannot be read has none.
-    When no row has a list under ``candidates_field``, an :class:`InputError` (raised once
-    every row was read) names the fields of the first readable row, so that a file whose
-    rows call their candidates otherwise is told how to name that field: a check to make
-    before reranking (``rerankit batch`` makes it when ``--id-field`` is given)."""
-    first = None
+    by row, as the rows hold them (strings or objects); a row that cannot be read, or
+    lacks the field, has none (reranked, it fails with its own error). When no row has a
+    list under ``candidates_field``, an :class:`InputError` (raised once every row was
+    read) names the fields of the first readable row, so that a file whose rows call their
+    candidates otherwise is told how to name that field: a check to make before reranking
+    (``rerankit batch`` makes it when ``--id-field`` is given)."""
+    first, found = None, False
     for row in read_rows(path):
         candidates = row.get(candidates_field)
         if isinstance(candidates, list):
+            found = True
             yield from candidates
         elif first is None and UNREADABLE_KEY not in row:
             first = row
-    if first is not None:
+    if first is not None and not found:  # a row without them alone: that row's error
         present = ", ".join(repr(k) for k in first if not k.startswith("_")) or "none"
         how = said_for(
             "candidates_field= (and query_field=, query_id_field=)",
