@@ -11,7 +11,6 @@ from typing import Any
 from .. import registry
 from ..api import load, pipeline_name
 from ..backends.hub import missing_folder, not_here
-from ..cache import cache_defaults
 from ..config import read_spec
 from ..errors import InputError, RerankitError, no_such_file
 from ..llm.base import KEYS_OPTIONAL
@@ -22,6 +21,7 @@ from ..rerankers import Pipeline
 from ..rerankers.hybrid import REWEIGHTED_NOTE, HybridReranker
 from ..scorers.local import load_problems, models_run
 from ..server.api_keys import keys_said
+from ..server.building import build_pipeline
 from ..server.cache_report import cache_check, cache_dir_check
 from ..server.feedback import UNSET_NOTED, experiments_said
 from ..server.model_names import unserved_note
@@ -153,8 +153,7 @@ def _build(name: str, pipeline: str, declared: Any, settings: ServerSettings) ->
     (CI has no secrets; ``serve`` needs it)."""
 
     def build() -> Any:
-        with cache_defaults(settings.cache):  # as the service builds it
-            return load(declared)
+        return build_pipeline(declared, settings)
 
     reranker, strict = _keyless(build)
     if strict is not None:

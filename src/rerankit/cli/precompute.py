@@ -11,10 +11,11 @@ from typing import Any
 
 from .._jsonl import numbered_records, read_text
 from .._words import counted
-from ..api import load, precompute
-from ..cache import EMBEDDING_CACHE_ENV, cache_defaults
+from ..api import precompute
+from ..cache import EMBEDDING_CACHE_ENV
 from ..errors import InputError, InvalidDocumentError
 from ..rerankers.precompute import DEFAULT_BATCH_SIZE, PrecomputeResult, keeping_scorers
+from ..server.building import build_pipelines
 from .args import (
     add_backend_arguments,
     add_no_progress_argument,
@@ -97,12 +98,7 @@ def _pipelines(args: argparse.Namespace) -> dict[str, Any]:
         f"with --settings {args.settings}: its [server] table and pipelines say where "
         "their models run, as serve reads them",
     )
-    settings = serve_settings(settings_args(args.settings, args.reranker))
-    built = {}
-    for name, declared in (settings.pipelines or {}).items():
-        with cache_defaults(settings.cache):  # as the service builds it
-            built[name] = load(declared)
-    return built
+    return build_pipelines(serve_settings(settings_args(args.settings, args.reranker)))
 
 
 def cmd_precompute(args: argparse.Namespace) -> int:
