@@ -14,11 +14,12 @@ overwrites it or resumes after its finished rows (:mod:`.resume`).
 
 Two engines run the same per-row code (:mod:`.rows`): ``local`` (in this process, no
 extra needed; :mod:`.local`) and ``ray`` (extra ``ray``; :mod:`.ray`). Reading and writing
-rows is :mod:`.io`; BEIR folders become rows in :mod:`.beir`.
+rows is :mod:`.io` (a file's row count, :func:`total_rows`, and its rows' candidates,
+:func:`row_candidates`, too); BEIR folders become rows in :mod:`.beir`.
 """
 
 from .beir import beir_rows, ray_engine, run_pipeline_ray
-from .io import input_format, read_rows, write_rows
+from .io import input_format, read_rows, row_candidates, total_rows, write_rows
 from .local import run_batch
 from .ray import RayOptions, declared, iter_ray, quiet_ray_logs, rerank_dataset
 from .resume import BatchInterrupted
@@ -50,7 +51,9 @@ __all__ = [
     "rerank_dataset",
     "rerank_row",
     "rerank_rows",
+    "row_candidates",
     "run_batch",
     "run_pipeline_ray",
+    "total_rows",
     "write_rows",
 ]

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from .._jsonl import dumps_strict
 from .._optional import require
-from ..errors import InputError, no_such_file
+from ..errors import InputError, no_such_file, said_for
 from .rows import DIGEST_KEY, LINE_KEY, NOTES_KEY, UNREADABLE_KEY, USAGE_KEY, BatchSummary
 
 __all__ = [
@@ -23,7 +24,9 @@ __all__ = [
     "public_fields",
     "read_lines",
     "read_rows",
+    "row_candidates",
     "tell_blank_lines",
+    "total_rows",
     "write_rows",
 ]
 
@@ -122,6 +125,58 @@ def read_rows(
             yield from read_lines(f, blank)
         except UnicodeDecodeError as exc:
             raise InputError(f"{path}: not UTF-8 text ({exc.reason})") from None
+
+
+def total_rows(source: str | os.PathLike[str] | Any) -> int | None:
+    """How many rows the JSON Lines or Parquet file ``source`` holds, for a progress line:
+    Parquet's from its metadata (extra ``parquet``), JSON Lines' by counting its lines, fast,
+    up to 4 GB (a last line without its line end counts; a blank line counts too). None
+    when that is not known: ``source`` is not a path (rows in memory, standard input), the
+    file is larger or cannot be read."""
+    if not isinstance(source, (str, os.PathLike)):
+        return None
+    path = Path(source)
+    try:
+        if path.suffix.lower() in SUFFIXES["parquet"]:
+            pq = require("pyarrow.parquet", "Parquet input")
+            return int(pq.ParquetFile(path).metadata.num_rows)
+        if path.stat().st_size > 4 << 30:
+            return None
+        count, last = 0, b"\n"
+        with open(path, "rb") as f:
+            while block := f.read(1 << 20):
+                count, last = count + block.count(b"\n"), block[-1:]
+        return count + (last != b"\n")
+    except Exception:  # progress only: unknown
+        return None
+
+
+def row_candidates(path: str | Path, candidates_field: str = "candidates") -> Iterator[Any]:
+    """The candidates of the batch rows in the file ``path`` (JSON Lines or Parquet), row
+    by row, as the rows hold them (strings or objects); a row that cannot be read, or
+    lacks the field, has none (reranked, it fails with its own error). When no row has a
+    list under ``candidates_field``, an :class:`InputError` (raised once every row was
+    read) names the fields of the first readable row, so that a file whose rows call their
+    candidates otherwise is told how to name that field: a check to make before reranking
+    (``rerankit batch`` makes it when ``--id-field`` is given)."""
+    first, found = None, False
+    for row in read_rows(path):
+        candidates = row.get(candidates_field)
+        if isinstance(candidates, list):
+            found = True
+            yield from candidates
+        elif first is None and UNREADABLE_KEY not in row:
+            first = row
+    if first is not None and not found:  # a row without them alone: that row's error
+        present = ", ".join(repr(k) for k in first if not k.startswith("_")) or "none"
+        how = said_for(
+            "candidates_field= (and query_field=, query_id_field=)",
+            "--candidates-field (and --query-field, --query-id-field)",
+        )
+        raise InputError(
+            f"{path}: no row has a {candidates_field!r} field (the candidates; fields "
+            f"present in the first: {present}); name yours with {how}"
+        )
 
 
 def _text_ids(row: dict[str, Any]) -> dict[str, Any]:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from .._jsonl import dumps_strict
 from .._words import counted
 
 __all__ = ["NOTES_KEY", "SOME_ROWS_FAILED", "BatchSummary", "truncation"]
@@ -129,6 +131,20 @@ class BatchSummary:
             "blank_lines": self.blank_lines,
             "notes": dict(self.notes),
         }
+
+    def write(self, path: str | Path) -> Path:
+        """Write :meth:`to_dict` to ``path`` as ``rerankit batch --summary`` writes it:
+        UTF-8 JSON, indented, text as written (``'本文'``), as the output rows are; a text
+        UTF-8 cannot encode (a lone surrogate) escapes the file's non-ASCII instead.
+        Returns the path written."""
+        path = Path(path)
+        data = self.to_dict()
+        try:
+            text = dumps_strict(data, indent=2, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError:
+            text = dumps_strict(data, indent=2).encode("ascii")
+        path.write_bytes(text + b"\n")
+        return path
 
     def __str__(self) -> str:
         failed = f"{self.failures} failed"

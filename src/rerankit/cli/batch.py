@@ -12,12 +12,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from .._jsonl import dumps_strict
-from .._optional import require
 from .._words import counted
-from ..batch import BatchInterrupted, BatchSummary, RayOptions, quiet_ray_logs, read_rows, run_batch
+from ..batch import BatchInterrupted, BatchSummary, RayOptions, quiet_ray_logs, run_batch
 from ..batch.beir import beir_rows
-from ..batch.io import SUFFIXES, input_format
+from ..batch.io import input_format, row_candidates, total_rows
 from ..batch.resume import OutputRefused
 from ..errors import InputError
 from .args import (
@@ -181,7 +179,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         more = f"see {args.summary}" if args.summary else "all are in --out; --summary FILE"
         print(f"  ... and {summary.failures - 3} more ({more})", file=sys.stderr)
     if args.summary:
-        write_summary(args.summary, summary)
+        summary.write(args.summary)
     failed, status = summary.failed_rows(args.strict), summary.status(args.strict)
     if args.strict and summary.degraded:
         count = "counts" if summary.degraded == 1 else "count"
@@ -201,35 +199,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 
 def write_summary(path: str, summary: BatchSummary) -> None:
-    """The ``--summary`` file: UTF-8 JSON, text as written (``'本文'``), as ``--out`` is; a
-    text UTF-8 cannot encode (a lone surrogate) escapes the file's non-ASCII instead."""
-    data = summary.to_dict()
-    try:
-        text = dumps_strict(data, indent=2, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        text = dumps_strict(data, indent=2).encode("ascii")
-    Path(path).write_bytes(text + b"\n")
-
-
-def total_rows(source: Any) -> int | None:
-    """How many rows a JSON Lines or Parquet file holds, for the progress lines (JSON
-    Lines: its lines, counted fast, up to 4 GB); None when not known."""
-    if not isinstance(source, str):
-        return None
-    path = Path(source)
-    try:
-        if path.suffix.lower() in SUFFIXES["parquet"]:
-            pq = require("pyarrow.parquet", "Parquet input")
-            return int(pq.ParquetFile(path).metadata.num_rows)
-        if path.stat().st_size > 4 << 30:
-            return None
-        count, last = 0, b"\n"
-        with open(path, "rb") as f:
-            while block := f.read(1 << 20):
-                count, last = count + block.count(b"\n"), block[-1:]
-        return count + (last != b"\n")
-    except Exception:  # progress only: unknown
-        return None
+    """The ``--summary`` file (:meth:`~rerankit.batch.BatchSummary.write`); kept for
+    callers of the earlier name."""
+    summary.write(path)
 
 
 def interrupted(args: argparse.Namespace, summary: BatchSummary | None, signals: list) -> int:
@@ -252,7 +224,7 @@ def interrupted(args: argparse.Namespace, summary: BatchSummary | None, signals:
             f"{summary.failures} failed)"
         )
         if args.summary:
-            write_summary(args.summary, summary)
+            summary.write(args.summary)
             done += f"; summary in {args.summary}"
     if summary is None and args.summary:
         done += f"; no {args.summary} (no row was written)"
@@ -271,23 +243,9 @@ def interrupted(args: argparse.Namespace, summary: BatchSummary | None, signals:
 
 
 def row_documents(path: str, args: argparse.Namespace) -> Iterator[Any]:
-    """The candidates of the batch rows in ``path``, row by row (unreadable rows have
-    none). Rows none of which has the ``--candidates-field`` are refused, naming the first
-    row's fields."""
-    first = None
-    for row in read_rows(path):
-        candidates = row.get(args.candidates_field)
-        if isinstance(candidates, list):
-            yield from candidates
-        elif first is None and "_unreadable" not in row:
-            first = row
-    if first is not None:
-        present = ", ".join(repr(k) for k in first if not k.startswith("_")) or "none"
-        raise InputError(
-            f"{path}: no row has a {args.candidates_field!r} field (the candidates; fields "
-            f"present in the first: {present}); name yours with --candidates-field "
-            "(and --query-field, --query-id-field)"
-        )
+    """The candidates of the batch rows in ``path`` by ``--candidates-field``
+    (:func:`~rerankit.batch.io.row_candidates`, which refuses rows without them)."""
+    return row_candidates(path, args.candidates_field)
 
 
 #: the flags naming a row's own fields (a candidate's are --text-field, --id-field, ...)

@@ -11,19 +11,19 @@ from typing import Any
 from .. import registry
 from ..api import load, pipeline_name
 from ..backends.hub import missing_folder, not_here
-from ..cache import cache_defaults
 from ..config import read_spec
 from ..errors import InputError, RerankitError, no_such_file
 from ..llm.base import KEYS_OPTIONAL
-from ..llm.resilience import RetryPolicy
 from ..normalize import served_scales
 from ..ordering import Rule
 from ..rerankers import Pipeline
 from ..rerankers.hybrid import REWEIGHTED_NOTE, HybridReranker
 from ..scorers.local import load_problems, models_run
 from ..server.api_keys import keys_said
+from ..server.building import build_pipeline
 from ..server.cache_report import cache_check, cache_dir_check
 from ..server.feedback import UNSET_NOTED, experiments_said
+from ..server.llm_deadline import deadline_warnings
 from ..server.model_names import unserved_note
 from ..server.settings import API_KEY_ENV, ServerSettings
 from ..server.shutdown import cut_warning
@@ -153,8 +153,7 @@ def _build(name: str, pipeline: str, declared: Any, settings: ServerSettings) ->
     (CI has no secrets; ``serve`` needs it)."""
 
     def build() -> Any:
-        with cache_defaults(settings.cache):  # as the service builds it
-            return load(declared)
+        return build_pipeline(declared, settings)
 
     reranker, strict = _keyless(build)
     if strict is not None:
@@ -163,48 +162,6 @@ def _build(name: str, pipeline: str, declared: Any, settings: ServerSettings) ->
             "needs it)",
         )
     return reranker
-
-
-def _llm_policies(reranker: Any) -> list[tuple[str, RetryPolicy]]:
-    """Each LLM scorer of ``reranker`` with its retry policy, named ``stage 'S' (scorer)``
-    (``scorer`` alone outside a pipeline)."""
-    steps = (
-        [(f"stage {s.name!r} ", s.step) for s in reranker.stages]
-        if isinstance(reranker, Pipeline)
-        else [("", reranker)]
-    )
-    found = []
-    for where, step in steps:
-        for scorer in step.scorers() if hasattr(step, "scorers") else ():
-            policy = getattr(getattr(scorer, "runner", None), "policy", None)
-            if isinstance(policy, RetryPolicy):
-                found.append((f"{where}({scorer.name})" if where else scorer.name, policy))
-    return found
-
-
-def deadline_warnings(reranker: Any, timeout: float) -> list[str]:
-    """What ``rerankit check`` warns of a served pipeline whose LLM scorer can take longer
-    per call (``retry``'s attempts x timeout, plus the waits between them) than the
-    service's ``[server] deadline``: the request's deadline, not the retry policy, then ends
-    a provider that stalls. Known from the settings alone, as :func:`cut_warning`."""
-    warnings = []
-    for scorer, policy in _llm_policies(reranker):
-        longest = policy.longest_call()
-        if longest <= timeout:
-            continue
-        waits = " + ".join(f"{w:g}" for w in policy.waits())
-        said = f", plus waits of {waits} s" if waits else ""
-        warnings.append(
-            f"{scorer}: one LLM call can take up to {longest:g} s (retry: {policy.attempts} "
-            f"attempt{'s' if policy.attempts > 1 else ''} x timeout {policy.timeout:g} s{said}), "
-            f"longer than [server] deadline "
-            f"({timeout:g} s): a provider that stalls is cut by the request's deadline, not "
-            "by its retries (a cascade answers the earlier stage's order, degraded, without "
-            "llm_failed flags or usage; a judge alone, 504). Lower the scorer's retry "
-            f"attempts or timeout until attempts x timeout plus the waits is under "
-            f"{timeout:g} s, or raise [server] deadline above {longest:g} s"
-        )
-    return warnings
 
 
 def _unset(key: str, variable: str) -> str:

@@ -23,7 +23,7 @@ from ..eval.failures import EvaluationInterrupted, failed_lines, interrupted_lin
 from ..eval.notes import fell_back
 from ..eval.results import CollectionEvaluation, Evaluation
 from ..eval.runner import FIRST_STAGE
-from ..eval.thresholds import format_thresholds
+from ..eval.thresholds import thresholds_text
 from .args import (
     add_address_argument,
     add_backend_arguments,
@@ -267,20 +267,10 @@ def say_failed(result: Evaluation) -> int:
 
 
 def threshold_text(collection: CollectionEvaluation) -> str:
-    """What ``--thresholds`` prints under a collection's table."""
-    if not collection.thresholds:
-        return (
-            "thresholds: no pipeline here scores on a probability or unit scale (a cut on "
-            "relative scores means nothing)"
-        )
+    """What ``--thresholds`` prints under a collection's table
+    (:func:`~rerankit.eval.thresholds.thresholds_text`)."""
     empty = collection.meta.get("without_candidates") or []
-    left = (
-        f"\n(queries left empty counts, at every t, the {counted(len(empty), 'query', 'queries')} "
-        "the first stage gave no candidate)"
-        if empty
-        else ""
-    )
-    return format_thresholds(collection.thresholds) + left
+    return thresholds_text(collection.thresholds, len(empty))
 
 
 def say_some_degraded(collections: list[CollectionEvaluation]) -> None:

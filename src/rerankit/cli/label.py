@@ -21,7 +21,9 @@ from ..training.labelling import (
     label,
     no_negatives,
     read_prices,
+    read_queries,
     spent_on,
+    with_queries,
 )
 from .args import (
     add_data_argument,
@@ -50,13 +52,8 @@ STOPPED_PARTLY = 3
 
 def _queries(args: argparse.Namespace) -> Dataset:
     data = read_collection(args.data, args.split, judged=False)
-    if args.queries_file:
-        lines = Path(args.queries_file).read_text(encoding="utf-8").splitlines()
-        texts = [line.strip() for line in lines if line.strip()]
-        if not texts:
-            raise InputError(f"{args.queries_file}: no queries (one a line)")
-        data.queries = {f"q{i + 1}": t for i, t in enumerate(texts)}
-        data.run_scores = None  # a run's query ids do not name these queries
+    if args.queries_file:  # (a run's query ids do not name these queries: dropped)
+        data = with_queries(data, read_queries(args.queries_file))
     data.qrels = {}  # never read: the judge decides
     return limit_queries(data, args.max_queries)
 

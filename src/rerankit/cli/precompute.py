@@ -10,11 +10,16 @@ import time
 from typing import Any
 
 from .._jsonl import numbered_records, read_text
-from .._words import counted
-from ..api import load, precompute
-from ..cache import EMBEDDING_CACHE_ENV, cache_defaults
+from ..api import precompute
+from ..cache import EMBEDDING_CACHE_ENV
 from ..errors import InputError, InvalidDocumentError
-from ..rerankers.precompute import DEFAULT_BATCH_SIZE, PrecomputeResult, keeping_scorers
+from ..rerankers.precompute import (
+    DEFAULT_BATCH_SIZE,
+    NOTHING_TO_KEEP,
+    PrecomputeResult,
+    keeping_scorers,
+)
+from ..server.building import build_pipelines
 from .args import (
     add_backend_arguments,
     add_no_progress_argument,
@@ -31,39 +36,11 @@ from .serve import serve_settings, settings_args
 
 __all__ = ["add_commands", "cmd_precompute", "summary"]
 
-#: what the command prints, and exits with, for a pipeline that keeps nothing per document
-NOTHING_TO_KEEP = (
-    "{name}: nothing to precompute: it keeps no work per document (BM25, cross-encoders and "
-    "LLM judges read each query with its documents); only embedding models' vectors are kept"
-)
-
 
 def summary(name: str, result: PrecomputeResult) -> str:
-    """The lines ``precompute`` prints for one pipeline's run."""
-    if not result.kept:
-        return NOTHING_TO_KEEP.format(name=name)
-    lines = [
-        f"{name}: {result.documents} documents read",
-        f"  texts encoded: {result.encoded} ({result.encoded_whole} whole documents, "
-        f"{result.encoded_passages} passages)",
-        f"  already in the cache: {result.cached}",
-        f"  time: {result.seconds:.1f} s",
-        f"  vectors kept in: {', '.join(result.where)}",
-    ]
-    if result.longer:
-        its, it = ("its", "it") if result.longer == 1 else ("their", "them")
-        lines.append(
-            f"  {counted(result.longer, 'document')} longer than {result.max_passages} "
-            f"passages of {result.passage_words} words: read on {its} first "
-            f"{result.max_passages}, as every rerank reads {it} (max_passages; each rerank of "
-            f"{it} warns too)"
-        )
-    if result.failed_calls:
-        lines.append(
-            f"  {counted(result.failed_calls, 'call')} to the cache failed: those vectors were not "
-            "kept (the warning above says why); run it again once the cache is reachable"
-        )
-    return "\n".join(lines)
+    """The lines ``precompute`` prints for one pipeline's run
+    (:meth:`~rerankit.rerankers.precompute.PrecomputeResult.summary`)."""
+    return result.summary(name)
 
 
 class _Progress:
@@ -97,12 +74,7 @@ def _pipelines(args: argparse.Namespace) -> dict[str, Any]:
         f"with --settings {args.settings}: its [server] table and pipelines say where "
         "their models run, as serve reads them",
     )
-    settings = serve_settings(settings_args(args.settings, args.reranker))
-    built = {}
-    for name, declared in (settings.pipelines or {}).items():
-        with cache_defaults(settings.cache):  # as the service builds it
-            built[name] = load(declared)
-    return built
+    return build_pipelines(serve_settings(settings_args(args.settings, args.reranker)))
 
 
 def cmd_precompute(args: argparse.Namespace) -> int:
@@ -139,7 +111,7 @@ def cmd_precompute(args: argparse.Namespace) -> int:
             )
         except InvalidDocumentError as exc:
             raise located(exc, args.input, [n for n, _ in numbered]) from None
-        print(summary(name, result))
+        print(result.summary(name))
         if result.failed_calls:
             return 1
     return 0

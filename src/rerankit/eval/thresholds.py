@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .._words import counted
+
 __all__ = [
     "PRINTED_THRESHOLDS",
     "THRESHOLDS",
@@ -28,6 +30,7 @@ __all__ = [
     "THRESHOLD_SCALES",
     "format_thresholds",
     "threshold_rows",
+    "thresholds_text",
     "write_thresholds",
 ]
 
@@ -131,6 +134,30 @@ def format_thresholds(
             )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
+
+
+def thresholds_text(
+    table: Mapping[str, Sequence[Mapping[str, Any]]],
+    without_candidates: int = 0,
+    thresholds: Sequence[float] = PRINTED_THRESHOLDS,
+) -> str:
+    """What ``rerankit eval --thresholds`` prints under a collection's table:
+    :func:`format_thresholds` of ``table`` (a collection's ``thresholds``), or, when it is
+    empty, that no pipeline scores on a scale a cut means something on; with
+    ``without_candidates``, the queries the first stage gave no candidate (empty at every
+    ``t``, counted in each row's ``queries left empty``) are said below it."""
+    if not table:
+        return (
+            "thresholds: no pipeline here scores on a probability or unit scale (a cut on "
+            "relative scores means nothing)"
+        )
+    left = (
+        f"\n(queries left empty counts, at every t, the "
+        f"{counted(without_candidates, 'query', 'queries')} the first stage gave no candidate)"
+        if without_candidates
+        else ""
+    )
+    return format_thresholds(table, thresholds) + left
 
 
 def write_thresholds(path: str | Path, table: Mapping[str, Sequence[Mapping[str, Any]]]) -> Path:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .._words import counted
 from ..cache import EmbeddingCache, embedding_lookups, error_counts
 from ..errors import InputError, said_for
 from ..text import split_passages
@@ -24,6 +25,7 @@ from ..types import Document
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
+    "NOTHING_TO_KEEP",
     "PrecomputeResult",
     "check_batch_size",
     "keep_documents",
@@ -34,6 +36,12 @@ logger = logging.getLogger(__name__)
 
 #: documents encoded per batch (each batch's vectors are written before the next is read)
 DEFAULT_BATCH_SIZE = 256
+
+#: what :meth:`PrecomputeResult.summary` says of a pipeline that keeps nothing per document
+NOTHING_TO_KEEP = (
+    "{name}: nothing to precompute: it keeps no work per document (BM25, cross-encoders and "
+    "LLM judges read each query with its documents); only embedding models' vectors are kept"
+)
 
 
 @dataclass(frozen=True)
@@ -65,6 +73,38 @@ class PrecomputeResult:
     def encoded(self) -> int:
         """Texts encoded now, whole documents and passages together."""
         return self.encoded_whole + self.encoded_passages
+
+    def summary(self, name: str = "pipeline") -> str:
+        """What was done for the pipeline ``name``, in lines, as ``rerankit precompute``
+        prints them: the documents read, the texts encoded, those already in the cache, the
+        time and where the vectors went; the documents read in part, and the failed cache
+        calls, when there are some; or, ``kept`` False, that the pipeline keeps nothing
+        (:data:`NOTHING_TO_KEEP`)."""
+        if not self.kept:
+            return NOTHING_TO_KEEP.format(name=name)
+        lines = [
+            f"{name}: {self.documents} documents read",
+            f"  texts encoded: {self.encoded} ({self.encoded_whole} whole documents, "
+            f"{self.encoded_passages} passages)",
+            f"  already in the cache: {self.cached}",
+            f"  time: {self.seconds:.1f} s",
+            f"  vectors kept in: {', '.join(self.where)}",
+        ]
+        if self.longer:
+            its, it = ("its", "it") if self.longer == 1 else ("their", "them")
+            lines.append(
+                f"  {counted(self.longer, 'document')} longer than {self.max_passages} "
+                f"passages of {self.passage_words} words: read on {its} first "
+                f"{self.max_passages}, as every rerank reads {it} (max_passages; each rerank "
+                f"of {it} warns too)"
+            )
+        if self.failed_calls:
+            lines.append(
+                f"  {counted(self.failed_calls, 'call')} to the cache failed: those vectors "
+                "were not kept (the warning above says why); run it again once the cache is "
+                "reachable"
+            )
+        return "\n".join(lines)
 
 
 def keeping_scorers(reranker: Any) -> list[Any]:

@@ -7,11 +7,20 @@ import threading
 from typing import Any
 
 from .._optional import require
+from .building import build_pipeline, build_pipelines
+from .llm_deadline import deadline_warnings
 from .logs import check_log_format
 from .settings import ServerSettings
 from .shutdown import CUT_MARGIN, StopOnSignal, cut_warning
 
-__all__ = ["ServerSettings", "create_app", "serve"]
+__all__ = [
+    "ServerSettings",
+    "build_pipeline",
+    "build_pipelines",
+    "create_app",
+    "deadline_warnings",
+    "serve",
+]
 
 logger = logging.getLogger(__name__)
 

@@ -33,8 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from .._threads import Waits, in_loading_thread, work_scope
-from ..api import load
-from ..cache import cache_defaults, pipeline_fingerprint
+from ..cache import pipeline_fingerprint
 from ..errors import (
     ConfigError,
     InvalidDocumentError,
@@ -46,6 +45,7 @@ from ..ordering import Rule
 from ..rerankers.cascade import Pipeline
 from ..scorers.local import load_models
 from ..spec_toml import files_read_once
+from .building import build_pipeline
 from .logs import REQUEST_ID
 from .metrics import Metrics
 from .request_timeout import request_timeout
@@ -128,8 +128,8 @@ class ServedPipeline:
         of another kind (a missing package) is left to the loader, which says why."""
         try:
             # [cache] reaches the scorers' caches; each file read once, for the fingerprint too
-            with cache_defaults(self.settings.cache), files_read_once() as self._read:
-                self.built = load(self.spec)
+            with files_read_once() as self._read:
+                self.built = build_pipeline(self.spec, self.settings)
         except (ConfigError, ValueError, TypeError) as exc:
             raise ConfigError(str(exc), where=f"pipeline {self.name!r}") from exc
         except Exception as exc:  # built again (and reported) when it loads
@@ -239,8 +239,7 @@ class ServedPipeline:
         (``read``: see :func:`~rerankit.spec_toml.files_read_once`)."""
         with files_read_once(read):
             if built is None:
-                with cache_defaults(self.settings.cache):
-                    built = load(self.spec)
+                built = build_pipeline(self.spec, self.settings)
             load_models(built)
             return built, self._fingerprint(built)
 

@@ -29,11 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .._words import counted
-from ..config import build, read_spec
-from ..errors import ConfigError, InputError, in_file
-from ..eval.data import Dataset, load_beir
-from ..eval.first_stage import first_stage as rank_first_stage
-from ..llm.base import KEYS_OPTIONAL
+from ..eval.data import Dataset
 from ..rerankers.base import run_sync
 from ..types import Document
 from .label_candidates import (
@@ -56,6 +52,7 @@ from .label_costs import (
     spent_before,
 )
 from .label_files import link_corpus, write_labels, written_labels
+from .label_inputs import Queries, judge_from, label_inputs, read_queries, with_queries
 
 __all__ = [
     "LABEL_REPORT",
@@ -71,7 +68,9 @@ __all__ = [
     "no_negatives",
     "read_label_report",
     "read_prices",
+    "read_queries",
     "spent_on",
+    "with_queries",
 ]
 
 logger = logging.getLogger(__name__)
@@ -239,6 +238,7 @@ def label(
     progress: Callable[[LabelReport], None] | None = None,
     first_stage: str | None = None,
     depth: int | None = None,
+    queries: Queries | None = None,
 ) -> LabelReport:
     """Judge each query's ``candidates`` (doc ids, best first) with ``judge`` and write the
     labels under ``out`` (see the module). ``max_calls`` / ``budget`` (US$, from ``prices``
@@ -248,16 +248,19 @@ def label(
     was); so does a judge that failed every judgment of :data:`GIVE_UP` queries in a row
     (``stopped`` says so). ``source``: the dataset's folder (its corpus is linked, not
     copied). ``first_stage`` and ``depth``: where ``candidates`` came from and how many per
-    query, recorded in the report for :func:`first_stage_mismatch`.
+    query, recorded in the report for :func:`first_stage_mismatch`. ``queries``: label
+    these instead of the split's (see :func:`~.label_inputs.with_queries`): a text file,
+    one query a line (ids ``q1``, ``q2``, ...), a list of texts or ``{id: text}``.
 
     As ``rerankit label`` takes them, ``data`` may be a BEIR-layout folder (its ``split``
     queries are read, and its corpus linked), ``candidates`` a number ``k`` (each query's
     first-stage top k: ``first_stage``, ``"auto"`` by default, as
     :func:`~rerankit.eval.first_stage.first_stage` reads it) and ``judge`` a judge file::
 
-        label("my-data", 20, "judge.toml", "my-labels", budget=5)"""
-    data, candidates, judge, source, first_stage, depth = _inputs(
-        data, candidates, judge, split, source, first_stage, depth
+        label("my-data", 20, "judge.toml", "my-labels", budget=5)
+        label("my-data", 20, "judge.toml", "my-labels", queries="questions.txt")"""
+    data, candidates, judge, source, first_stage, depth = label_inputs(
+        data, candidates, judge, split, source, first_stage, depth, queries
     )
     kind = judge_kind(judge)
     deepest = max((len(ids) for ids in candidates.values()), default=0)
@@ -376,43 +379,6 @@ def label(
     return report
 
 
-def _inputs(
-    data: Any,
-    candidates: Any,
-    judge: Any,
-    split: str,
-    source: str | Path | None,
-    first_stage: str | None,
-    depth: int | None,
-) -> tuple[Dataset, Mapping[str, Sequence[str]], Any, Any, str | None, int | None]:
-    """:func:`label`'s inputs in the forms it works on: a folder read, a number of
-    candidates ranked by the first stage, a judge file built."""
-    if isinstance(data, (str, Path)):
-        source = data if source is None else source
-        data = load_beir(data, split, judged=False)
-        data.qrels = {}  # never read: the judge decides
-    elif not isinstance(data, Dataset):
-        raise InputError(
-            f"data: a BEIR-layout folder (its path) or a Dataset, not {type(data).__name__}"
-        )
-    if isinstance(candidates, int) and not isinstance(candidates, bool):
-        if candidates < 1:
-            raise InputError(
-                f"candidates: a number of candidates per query above 0, not {candidates}"
-            )
-        first_stage, depth = first_stage or "auto", candidates
-        ranked = rank_first_stage(data, first_stage, k=depth)
-        candidates = {q: [d for d, _ in rows] for q, rows in ranked.items()}
-    elif not isinstance(candidates, Mapping):
-        raise InputError(
-            "candidates: each query's doc ids, best first ({query id: [doc id, ...]}), or a "
-            f"number k of first-stage candidates per query, not {type(candidates).__name__}"
-        )
-    if isinstance(judge, (str, Path)):
-        judge = judge_from(judge)
-    return data, candidates, judge, source, first_stage, depth
-
-
 def spent_on(
     out: str | Path, prices: Mapping[str, tuple[float, float]] = PRICES, model: str = ""
 ) -> Spent:
@@ -421,22 +387,3 @@ def spent_on(
     :func:`~rerankit.training.label_costs.spent_before`)."""
     made = read_label_report(out)
     return Spent() if made is None else spent_before(made, prices, model)
-
-
-def judge_from(spec: str | Path, *, keys: bool = True) -> Any:
-    """The LLM scorer a pipeline file declares (a single scorer): the judge of :func:`label`.
-    ``keys=False`` builds it without an API key, for an estimate that calls nothing."""
-    token = KEYS_OPTIONAL.set(not keys)
-    try:
-        reranker = build(read_spec(spec))
-    except ConfigError as exc:  # said with the file it is in
-        raise in_file(exc, spec) from None
-    finally:
-        KEYS_OPTIONAL.reset(token)
-    scorer = getattr(reranker, "scorer", None)
-    if scorer is None:
-        raise InputError(
-            f'{spec}: a judge is one LLM scorer ([scorer] type = "llm_pointwise" or '
-            '"llm_listwise"), not a pipeline of several'
-        )
-    return scorer
