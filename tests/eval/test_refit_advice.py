@@ -175,3 +175,29 @@ def test_a_refit_is_not_advised_as_a_command_tune_would_refuse(tmp_path):
     assert "calibrate=True" in refit_call(folder, many, 100, 8, "test")  # 5 of them: enough
     note = calibration_note(OFF, {"data": folder, "first_stage": few, "split": "test"})
     assert "as here: none can be refit here yet" in note and "calibrated.toml" not in note
+
+
+def test_a_half_of_the_split_nobody_named_is_explained(tmp_path):
+    """Three judged test queries and no training split: tune would fit on test:odd (2 of
+    them) and refuse; the note named ``test:odd`` without saying where that split came
+    from, so a user who evaluated ``test`` could not tell. Now it says why."""
+    folder = _judged_folder(tmp_path / "data", 3)
+    call = refit_call(str(folder), "auto", 10, split="test")
+    assert "the test split's judged queries" not in call  # tune's fit split is named below
+    assert (
+        "the test:odd split's judged queries are 2 (the folder has no qrels/train.tsv, so "
+        "tune fits on half of the test split's queries, test:odd, and checks the refit on "
+        "the other half, test:even); judge more queries"
+    ) in call
+    # evaluating the even half: tune fits on the odd one, and says so
+    even = refit_call(str(folder), "auto", 10, split="test:even")
+    assert "test:odd, and checks the refit on the other half, test:even)" in even
+    # a training split the retriever's file does not rank: that is the reason given
+    (folder / "qrels" / "train.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"t{i}\td0\t1\n" for i in range(8))
+    )
+    few = _run(tmp_path / "few.trec", ["q0", "q1", "q2"])
+    said = refit_call(str(folder), few, 10, split="test")
+    assert f"({few} ranks too few of the train split's queries, so tune fits on half" in said
+    # the training split tune reads by default: nothing to explain
+    assert "(the folder" not in refit_call(str(folder), "auto", 10, split="test")

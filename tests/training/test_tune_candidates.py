@@ -83,3 +83,37 @@ def test_eval_hears_which_split_the_candidates_were_made_for(tmp_path, synthetic
         "of its query ids, 1 is judged in the dev split, 1 is judged in the test split, "
         "2 are judged in the train split"
     )
+
+
+def test_too_few_training_queries_are_refused_before_any_scoring(tmp_path, synthetic):
+    """Three judged training queries: cross-validation takes 4, and tune said so only after
+    scoring every candidate (minutes on a large folder); now it refuses first, with the way
+    out."""
+    from rerankit.errors import InputError
+    from rerankit.training import Reporter, tune
+
+    data = synthetic(tmp_path / "data")  # q0-q29 judged in train
+    notes: list[str] = []
+    with pytest.raises(InputError) as e:
+        tune(
+            str(data),
+            max_queries=3,
+            candidates=8,
+            out=tmp_path / "t.toml",
+            reporter=Reporter(note=notes.append),
+        )
+    said = str(e.value)
+    assert f"{data}: the train split has 3 judged queries with candidates" in said
+    assert "cross-validation needs at least 4 training queries" in said
+    assert "judge more queries" in said and "rerankit.evaluate()" in said
+    assert not any("scoring" in note for note in notes), notes
+    assert not (tmp_path / "t.toml").exists()
+    # four are enough to start: the refusal is tune's, not a fixed count of the folder's
+    tune(
+        str(data),
+        max_queries=4,
+        candidates=8,
+        out=tmp_path / "t.toml",
+        reporter=Reporter(note=notes.append),
+    )
+    assert (tmp_path / "t.toml").is_file()

@@ -90,6 +90,7 @@ def refit_call(
         first_stage_note = first_stage_note or said_given
     default = first_stage in ("auto", None)
     halves = (train_split, test_split) if train_split and test_split else None
+    why = None  # why tune would fit on a half of the evaluated split, when it was not named
     if halves is None and split and "," not in split:
         base, _, half = split.partition(":")
         untrained = data is not None and (Path(folder) / "qrels").is_dir()
@@ -102,10 +103,16 @@ def refit_call(
             halves = (f"{base}:{other}", split)
         elif not half and (untrained or (alone and split != ALL_SPLITS)):
             halves = (f"{split}:odd", f"{split}:even")
+        if halves:  # a half nobody named: say why tune would fit on it
+            why = (
+                "the folder has no qrels/train.tsv"
+                if untrained
+                else f"{first_stage} ranks too few of the train split's queries"
+            )
     fits = halves[0] if halves else "train"  # tune's default training split
     known = None if data is None or given else fit_queries(folder, fits, first_stage, max_queries)
     if known is not None and known < MIN_QUERIES:  # tune would refuse: say what it needs
-        return too_few_to_refit(known, fits, first_stage, max_queries)
+        return too_few_to_refit(known, fits, first_stage, max_queries, halves, why)
     options: list[tuple[str, object]] = [] if default else [("first_stage", first_stage)]
     options.append(("candidates", candidates))
     if max_queries:

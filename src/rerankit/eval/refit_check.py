@@ -346,17 +346,34 @@ def fit_queries(
     return len(ids)
 
 
-def too_few_to_refit(n: int, split: str, first_stage: Any, max_queries: int | None) -> str:
+def too_few_to_refit(
+    n: int,
+    split: str,
+    first_stage: Any,
+    max_queries: int | None,
+    halves: tuple[str, str] | None = None,
+    why: str | None = None,
+) -> str:
     """What a refit needs, where the one :func:`~.notes.refit_call` would write refuses: ``n``
-    judged queries with candidates to fit on in ``split``, fewer than tune takes."""
+    judged queries with candidates to fit on in ``split``, fewer than tune takes. ``halves``
+    (fit, check) and ``why``: the halves of the evaluated split tune would take instead of
+    its training split, and the reason (``"the folder has no qrels/train.tsv"``), said so
+    that a split the user never named is explained."""
     which = f"the {split} split's judged queries"
     if max_queries:
         which = f"the first {max_queries} of {which}"
     if first_stage not in (None, "auto", "bm25", "run"):
         which += f" that {first_stage} ranks"
     tune = said_for("rerankit.training.tune(calibrate=True)", "rerankit tune --calibrate")
+    reason = ""
+    if halves and why:
+        base = halves[0].partition(":")[0]
+        reason = (
+            f" ({why}, so tune fits on half of the {base} split's queries, {halves[0]}, "
+            f"and checks the refit on the other half, {halves[1]})"
+        )
     return (
         f"none can be refit here yet: {tune} fits on at least {MIN_QUERIES} judged queries "
-        f"with candidates, and {which} are {n}; judge more queries (or give a first stage "
-        "that ranks more of them), then refit"
+        f"with candidates, and {which} are {n}{reason}; judge more queries (or give a first "
+        "stage that ranks more of them), then refit"
     )

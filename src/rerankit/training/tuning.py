@@ -21,7 +21,7 @@ from .._optional import require
 from ..api import load
 from ..cache import embedding_cache_in_use
 from ..documents import PASS_FIRST_STAGE
-from ..errors import InputError, keyword_flag
+from ..errors import InputError, keyword_flag, said_for
 from ..eval.compare import format_against
 from ..eval.data import Dataset, read_split
 from ..eval.first_stage import (
@@ -35,6 +35,7 @@ from ..eval.given import check_first_stage
 from ..eval.latency import first_run_note, latency_note
 from ..eval.metrics import parse_metrics
 from ..eval.notes import refitted_probabilities
+from ..eval.refit_check import MIN_QUERIES
 from ..eval.runner import evaluate_runs, first_stage_run, format_table, run_pipeline
 from ..scorers.embedding import EmbeddingScorer
 from . import fusion_search
@@ -228,6 +229,7 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
     if first_run:
         report.note(first_run)
     cands = _candidates(opts, train, "train")
+    _enough_to_learn(opts, cands)  # before the scoring, which takes minutes on a large folder
     test_cands = _candidates(opts, test, "test") if test is not None else {}
     mismatch = first_stage_mismatch(opts.data, opts.first_stage, opts.candidates, cands)
     if mismatch:
@@ -267,6 +269,19 @@ def _tune(opts: TuneOptions, report: Reporter) -> TuneResult:
 def _warner(report: Reporter) -> Any:
     """How a collection's notes reach ``report``: as warnings."""
     return lambda message: report.note(f"warning: {message}")
+
+
+def _enough_to_learn(opts: TuneOptions, cands: Mapping[str, Any]) -> None:
+    """Refuse, before any scoring, a training split whose queries with candidates are fewer
+    than cross-validation takes (it refused only after scoring them all)."""
+    n = sum(1 for found in cands.values() if found)
+    if n < MIN_QUERIES:
+        raise InputError(
+            f"{opts.data}: the {opts.train_split} split has {n} judged queries with "
+            f"candidates; cross-validation needs at least {MIN_QUERIES} training queries "
+            f"with candidates and judgments: judge more queries, or measure the rerankers "
+            f"without tuning ({said_for('rerankit.evaluate()', 'rerankit eval')})"
+        )
 
 
 def _candidates(opts: TuneOptions, data: Dataset, role: str) -> dict[str, Any]:
