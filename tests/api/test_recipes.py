@@ -133,6 +133,12 @@ def test_the_cohere_sdk_recipes_get_the_ranking(service, tmp_path):
         assert DEFAULT_URL in block and 'api_key="any-non-empty-key"' in block
         index, score = _python(block.replace(DEFAULT_URL, service.url), cwd=tmp_path).split()
         assert index == "1" and 0.5 < float(score) <= 1  # the B and T cells document
+    # the SDK and curl recipes ask the same, so a reader comparing them sees one score
+    asked = {re.search(r'query="([^"]+)"', b).group(1) for b in blocks}
+    same_documents = [c for c in _curl_lines() if "Vaccine storage needs fridges." in c]
+    assert same_documents
+    asked |= {re.search(r'"query": "([^"]+)"', c).group(1) for c in same_documents}
+    assert len(asked) == 1, asked
     script = REPO / "examples" / "service" / "cohere_client.py"
     index, score = _python(script.read_text(), service.url, cwd=tmp_path).split()
     assert index == "1" and 0.5 < float(score) <= 1
