@@ -9,7 +9,9 @@ not read.
 Run: ``python -m benchmarks.quality.clicks_dev [--sessions 100] [--eta 1] [--seed 0]
 [--smoothing K] [--explore SHARE]``;
 ``--true-propensities`` learns with the click model's own propensities (what a perfect
-estimate would give).
+estimate would give); ``--judgments-shown`` adds learning to rank on the judgments of only
+the documents the logging ranker shows (its top 10: all a click log can ever tell about),
+to see what the click learner loses by never seeing the others.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import argparse
 import random
 import statistics
 import time
+
+import numpy as np
 
 from benchmarks.quality.clicks import learned_scores, reference, simulate, test_ndcg
 from benchmarks.quality.clicks_data import prepared
@@ -33,6 +37,17 @@ def thirds(qids, parts: int = 3) -> list[set]:
     size = len(order) // parts
     ends = [(i + 1) * size if i < parts - 1 else len(order) for i in range(parts)]
     return [set(order[i * size : end]) for i, end in enumerate(ends)]
+
+
+def shown_only(qrels, hybrid, rows, depth: int = 10) -> dict:
+    """``qrels`` of ``rows``' queries kept to the documents in the logging ranker's first
+    ``depth`` (the rest are unjudged: the learner reads them as not relevant)."""
+    out = {}
+    for q, (ids, _) in rows.items():
+        order = np.argsort(-np.asarray(hybrid[q]), kind="stable")[:depth]
+        top = {ids[i] for i in order}
+        out[q] = {d: g for d, g in qrels.get(q, {}).items() if d in top}
+    return out
 
 
 def main() -> None:
@@ -65,6 +80,11 @@ def main() -> None:
         "(default 0: always the same order)",
     )
     parser.add_argument(
+        "--judgments-shown",
+        action="store_true",
+        help="also learn to rank on the judgments of the logging ranker's top 10 only",
+    )
+    parser.add_argument(
         "--no-reference",
         action="store_true",
         help="skip learning to rank on judgments (the slowest part)",
@@ -73,6 +93,8 @@ def main() -> None:
     train, rows, hybrid = prepared("scifact", "train")
     top = max_grade(train.qrels)
     results = {"default": [], "learned from clicks": [], "learning to rank on judgments": []}
+    if args.judgments_shown:
+        results["learning to rank on the shown documents' judgments"] = []
     for fold, held in enumerate(thirds(rows, args.parts)):
         start = time.perf_counter()
         learn = {q: rows[q] for q in rows if q not in held}
@@ -108,6 +130,10 @@ def main() -> None:
         if not args.no_reference:
             judged, *_ = reference(learn, learn_hybrid, learn_qrels, held_rows, held_qrels)
             results["learning to rank on judgments"].append(judged)
+        if args.judgments_shown:
+            shown = shown_only(learn_qrels, learn_hybrid, learn)
+            judged, *_ = reference(learn, learn_hybrid, shown, held_rows, held_qrels)
+            results["learning to rank on the shown documents' judgments"].append(judged)
         print(
             f"part {fold + 1} ({len(held_rows)} queries held out): "
             + ", ".join(f"{name} {values[-1]:.2f}" for name, values in results.items() if values)

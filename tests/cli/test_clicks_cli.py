@@ -544,7 +544,11 @@ def test_simulate_clicks_over_a_beir_folder_writes_a_log_tune_learns_from(
     printed = capsys.readouterr().out
     assert f"wrote {log}: 240 sessions of 6 queries" in printed and "served by bm25" in printed
     assert "propensities by position: 1, 0.897, 0.706, 0.5," in printed  # eta 1's truth
-    assert f"learn from it: rerankit tune --clicks {log} --data {data}" in printed
+    features = log.with_suffix(".npz")
+    assert (
+        f"learn from it: rerankit tune --clicks {log} --data {data} --features {features} "
+        "--out learned.toml"
+    ) in printed
     assert "a rehearsal: the log's 'served' is the simulation's ranker (bm25)" in printed
     sessions, _ = read_log(log)
     assert len(sessions) == 240

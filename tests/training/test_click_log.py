@@ -157,8 +157,9 @@ def test_learning_from_a_log_without_clicks_says_what_it_read(tmp_path):
     assert str(caught.value) == (
         f"{tmp_path / 'c.jsonl'}: no clicks to learn from: 3 impressions, 3 feedback records; "
         "3 left out as later than max_feedback_delay; only clicks in the first 10 positions "
-        "count; log more sessions (rerankit check --clicks LOG counts them in seconds), or "
-        "rehearse the loop on a judged collection with rerankit simulate-clicks (docs/clicks.md)"
+        "count; log more sessions (rerankit check --clicks LOG counts them in seconds; a log "
+        "rerankit simulate-clicks wrote: run it again with a higher --sessions), or rehearse "
+        "the loop on a judged collection with rerankit simulate-clicks (docs/clicks.md)"
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -283,8 +284,12 @@ def cmd_simulate_clicks(args: argparse.Namespace) -> int:
         progress=progress_bar("rerank", not args.no_progress),
     )
     print(simulated.describe())
-    corpus = "" if args.store == "text" else f" --data {args.data}"
-    print(f"learn from it: rerankit tune --clicks {args.out}{corpus} --out learned.toml")
+    corpus = "" if args.store == "text" else f" --data {shlex.quote(str(args.data))}"
+    features = shlex.quote(str(Path(args.out).with_suffix(".npz")))
+    print(
+        f"learn from it: rerankit tune --clicks {shlex.quote(str(args.out))}{corpus} "
+        f"--features {features} --out learned.toml"
+    )
     print(
         f"a rehearsal: the log's 'served' is the simulation's ranker ({simulated.pipeline}), "
         "and what is learned fits this collection and these simulated users; learn what you "
@@ -308,7 +313,7 @@ def add_simulate_command(sub: Any) -> None:
             "rerankit simulate-clicks --data my-data --max-queries 80 --out sim.jsonl",
             "rerankit simulate-clicks --data my-data --sessions 50 --explore-pairs 0.1 "
             "--out sim.jsonl  # RandPair, as the service's explore_pairs",
-            "rerankit tune --clicks sim.jsonl --data my-data  # then learn from it",
+            "rerankit tune --clicks sim.jsonl --data my-data --features sim.npz  # then learn",
         ),
     )
     add_data_argument(sim)

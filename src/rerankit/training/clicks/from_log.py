@@ -260,7 +260,8 @@ def _why_no_clicks(read: ReadReport, min_dwell_ms: float | None, depth: int) -> 
 
 #: what to do about a log too thin to learn from, said with the refusal
 MORE_CLICKS = (
-    "log more sessions (rerankit check --clicks LOG counts them in seconds), or rehearse "
+    "log more sessions (rerankit check --clicks LOG counts them in seconds; a log "
+    "rerankit simulate-clicks wrote: run it again with a higher --sessions), or rehearse "
     "the loop on a judged collection with rerankit simulate-clicks (docs/clicks.md)"
 )
 
