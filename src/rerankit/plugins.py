@@ -43,8 +43,9 @@ PLUGINS_ENV = "RERANKIT_PLUGINS"
 
 #: how to load a plugin, for the errors of names nobody registered
 HOW = (
-    "if it is yours, load the module that registers it with --plugin MODULE, "
-    f'{PLUGINS_ENV}=MODULE or plugins = ["MODULE"] in the pipeline or settings file'
+    "if it is yours, import the module that registers it (in Python: `import MODULE` before "
+    f"the call), or load it with --plugin MODULE, {PLUGINS_ENV}=MODULE or "
+    'plugins = ["MODULE"] in the pipeline or settings file'
 )
 
 

@@ -14,6 +14,7 @@ import pytest
 
 import rerankit
 from rerankit import registry
+from rerankit.errors import ConfigError
 from rerankit.ordering import Deduplicate
 
 #: run in a child process, so that a regression hangs the child (killed by the timeout), not
@@ -131,3 +132,16 @@ def test_a_factory_may_return_a_name_a_pipeline_file_or_a_scorer(own_registry, t
     rerankit.register_reranker("by-number", lambda: 42)
     with pytest.raises(ConfigError, match="reranker 'by-number': its factory returned int"):
         rerankit.load("by-number")
+
+
+def test_an_unknown_name_tells_a_python_caller_to_import_the_module_that_registers_it(
+    tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)  # no file or folder of that name
+    with pytest.raises(ConfigError) as loading:
+        rerankit.load("acme_unregistered")
+    with pytest.raises(ConfigError) as reranking:
+        rerankit.rerank("q", ["a"], reranker="acme_unregistered")
+    for message in (str(loading.value), str(reranking.value)):
+        assert "import the module that registers it" in message
+        assert "--plugin MODULE" in message  # the command line's way is still named

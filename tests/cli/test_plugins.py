@@ -76,7 +76,7 @@ def test_plugin_flag_makes_its_reranker_known_to_rank_and_without_it_the_error_s
     assert main(["rank", "-q", "x", "-i", docs, "-r", plugin]) == 2  # a refusal
     err = capsys.readouterr().err
     assert f"unknown reranker {plugin!r}" in err
-    assert "load the module that registers it with --plugin MODULE" in err
+    assert "or load it with --plugin MODULE" in err
     assert main(["rank", "-q", "x", "-i", docs, "-r", plugin, "--plugin", plugin]) == 0
     assert _ids(capsys.readouterr().out) == ["b", "c", "a"]
 

@@ -7,6 +7,7 @@ import threading
 from typing import Any
 
 from .._optional import require
+from .background import RunningService, start
 from .building import build_pipeline, build_pipelines
 from .llm_deadline import deadline_warnings
 from .logs import check_log_format
@@ -14,12 +15,14 @@ from .settings import ServerSettings
 from .shutdown import CUT_MARGIN, StopOnSignal, cut_warning
 
 __all__ = [
+    "RunningService",
     "ServerSettings",
     "build_pipeline",
     "build_pipelines",
     "create_app",
     "deadline_warnings",
     "serve",
+    "start",
 ]
 
 logger = logging.getLogger(__name__)

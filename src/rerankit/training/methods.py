@@ -9,24 +9,22 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ..calibration import Calibration, expected_calibration_error, sigmoid
-from ..documents import FIRST_STAGE_SCORE
 from ..errors import keyword_flag
 from ..eval.metrics import ranked_ndcg
 from ..normalize import normalize_scores
 from ..scorers import learned
 from ..scorers.recipe import HYBRID_CALIBRATION
-from . import calibrated, crossval, ltr, ltr_limits
+from . import calibrated, ltr, ltr_limits
 from . import fusion_search as fusion
 from .reporting import Reporter
 from .selection import (
-    Comparison,
     cross_validated,
     default_hybrid_scores,
     default_ndcg,
@@ -38,6 +36,7 @@ from .selection import (
     write_pipeline,
     written_name,
 )
+from .tune_result import TuneResult
 
 __all__ = ["Inputs", "TuneResult", "feature_rows", "fit_calibrated", "fit_fusion", "fit_ltr"]
 
@@ -56,83 +55,6 @@ class Inputs:
     routes: dict[str, str] | None
     among: set[str] | None
     report: Reporter
-
-
-@dataclass
-class TuneResult:
-    """What :func:`~rerankit.training.tune` chose and measured.
-
-    ``path``: the pipeline file written, ``spec`` its pipeline (load either with
-    :func:`rerankit.load`) and ``comment`` the reason written above it; ``learned``: whether
-    the learned pipeline was written (adopted, or ``keep_learned``), else the default;
-    ``default``: the default it was measured against (``"hybrid"``, or ``"fusion"``: the
-    hybrid's fusion over another embedding model); ``comparison``: the cross-validated
-    comparison with it, also read as ``adopted`` (the verdict: the learned pipeline beat the
-    default by more than ``verdict.margin`` times the noise), ``verdict`` (nDCG@10 as
-    fractions: gain, noise, per fold), ``cross_validation``, ``learning_curve`` (training
-    queries per fit, cross-validated nDCG@10) and ``chosen`` (the best learned option);
-    ``model_path`` and ``model_report``: a learned ranker's file and its report; ``test``:
-    the rows of the report on the test split (first stage, ``hybrid``, the written
-    pipeline; see :func:`rerankit.eval.runner.evaluate_runs`) with ``test_name`` and
-    ``test_queries``, or None without a test split; ``lines``: the account, as ``rerankit
-    tune`` prints it (the test-split report included); ``notes``: what reading the
-    collections found amiss (:attr:`~rerankit.eval.data.Dataset.notes`; the reporter's
-    ``note`` hears each as a warning)."""
-
-    method: str
-    path: Path
-    spec: dict[str, Any]
-    comment: str
-    learned: bool
-    default: str
-    comparison: Comparison
-    model_path: Path | None = None
-    model_report: dict[str, Any] = field(default_factory=dict)
-    test: list[dict[str, Any]] | None = None
-    test_name: str | None = None
-    test_queries: int = 0
-    lines: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def verdict(self) -> crossval.Verdict:
-        return self.comparison.verdict
-
-    @property
-    def adopted(self) -> bool:
-        return self.comparison.verdict.adopt
-
-    @property
-    def cross_validation(self) -> crossval.CrossValidation:
-        return self.comparison.cross_validation
-
-    @property
-    def learning_curve(self) -> list[tuple[int, float]]:
-        return self.comparison.learning_curve
-
-    @property
-    def chosen(self) -> str:
-        return self.comparison.chosen
-
-    @property
-    def reads_first_stage(self) -> bool:
-        """Whether the written pipeline reads the retriever's score (a ``field`` scorer on
-        ``first_stage_score``, or a learned ranker with a first-stage feature): serving it
-        then needs that score with each document, as training had it."""
-
-        def reads(node: Any) -> bool:
-            if isinstance(node, dict):
-                if node.get("field") == FIRST_STAGE_SCORE:
-                    return True
-                if node.get("type") == "learned":
-                    features = self.model_report.get("features", ())
-                    return any(str(f).startswith("first_stage") for f in features)
-                return any(reads(v) for v in node.values())
-            if isinstance(node, list):
-                return any(reads(v) for v in node)
-            return False
-
-        return reads(self.spec)
 
 
 def fit_fusion(job: Inputs) -> TuneResult:
@@ -228,7 +150,7 @@ def fit_calibrated(job: Inputs) -> TuneResult:
             f"Calibrated by `rerankit tune --calibrate` on {train.name} {opts.train_split} "
             f"({len(matrices)} queries): {describe(best)}; {verdict.as_written()}."
         )
-        fitted = True
+        fitted, check = True, None
     else:  # the default's order; its probabilities refitted where that generalises, or
         # where --keep-learned asks (the learned weights are never written unadopted)
         default_output = Calibration.parse(HYBRID_CALIBRATION["output_calibration"])
@@ -277,7 +199,9 @@ def fit_calibrated(job: Inputs) -> TuneResult:
     )
     path = write_pipeline(opts, f"{name}.toml", spec, comment, report)
     learned_written = bool(verdict.adopt or opts.keep_learned)
-    return TuneResult("calibrate", path, spec, comment, learned_written, "hybrid", found)
+    result = TuneResult("calibrate", path, spec, comment, learned_written, "hybrid", found)
+    result.probabilities_refitted, result.probability_check = fitted, check
+    return result
 
 
 def feature_rows(
