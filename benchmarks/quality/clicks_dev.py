@@ -50,6 +50,19 @@ def shown_only(qrels, hybrid, rows, depth: int = 10) -> dict:
     return out
 
 
+def below_shown(qrels, hybrid, rows, depth: int = 10) -> tuple[int, int]:
+    """How many judged-relevant candidates ``rows``' queries have, and how many of them the
+    logging ranker puts below its first ``depth`` (never shown, so never clicked)."""
+    shown = shown_only(qrels, hybrid, rows, depth)
+    relevant = below = 0
+    for q, (ids, _) in rows.items():
+        for d in set(ids):
+            if qrels.get(q, {}).get(d, 0) > 0:
+                relevant += 1
+                below += shown[q].get(d, 0) <= 0
+    return relevant, below
+
+
 def main() -> None:
     from rerankit.training.clicks import learn_from_clicks
     from rerankit.training.clicks.simulate import max_grade
@@ -92,6 +105,11 @@ def main() -> None:
     args = parser.parse_args()
     train, rows, hybrid = prepared("scifact", "train")
     top = max_grade(train.qrels)
+    if args.judgments_shown:
+        relevant, below = below_shown(train.qrels, hybrid, rows)
+        print(
+            f"{below} of the {relevant} relevant candidates lie below the logging ranker's top 10"
+        )
     results = {"default": [], "learned from clicks": [], "learning to rank on judgments": []}
     if args.judgments_shown:
         results["learning to rank on the shown documents' judgments"] = []
