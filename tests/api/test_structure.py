@@ -346,6 +346,7 @@ def test_a_stage_takes_built_steps_and_names_the_way_to_build_one():
 #: optional heavy dependency (fastapi/uvicorn for the service, the provider SDKs)
 DEFERRED = {
     ("rerankit.server", "rerankit.server.app"),
+    ("rerankit.server.background", "rerankit.server.app"),
     ("rerankit.server", "rerankit.server.connections"),
     ("rerankit.server", "rerankit.server.workers"),
     ("rerankit.server.workers", "rerankit.server.app"),
