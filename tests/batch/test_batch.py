@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from rerankit import load
 from rerankit.batch import BatchSummary, declared, read_rows, rerank_row, run_batch
 from rerankit.cli import main
-from rerankit.cli.batch import write_summary
 
 ROWS = [
     {
@@ -162,7 +161,7 @@ def test_the_summary_file_is_utf8_as_the_output_is(tmp_path, capsys):
     assert "'本文'" in read_jsonl(tmp_path / "out.jsonl")[0]["error"]  # the same text
     summary = BatchSummary()  # a lone surrogate: escaped, so the file still encodes
     summary.count({"error": "bad \ud800 本文", "degraded": False}, {})
-    write_summary(str(tmp_path / "odd.json"), summary)
+    summary.write(tmp_path / "odd.json")
     odd = (tmp_path / "odd.json").read_bytes()
     assert b"\\ud800" in odd and json.loads(odd)["errors"] == ["bad \ud800 本文"]
 

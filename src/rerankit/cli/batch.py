@@ -198,12 +198,6 @@ def cmd_batch(args: argparse.Namespace) -> int:
     return status
 
 
-def write_summary(path: str, summary: BatchSummary) -> None:
-    """The ``--summary`` file (:meth:`~rerankit.batch.BatchSummary.write`); kept for
-    callers of the earlier name."""
-    summary.write(path)
-
-
 def interrupted(args: argparse.Namespace, summary: BatchSummary | None, signals: list) -> int:
     """Ctrl-C or SIGTERM: one line saying what was written and how to go on; the summary
     file (of the rows written) when asked; exit status 130 (SIGINT) or 143 (SIGTERM), as a

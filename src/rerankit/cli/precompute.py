@@ -16,7 +16,6 @@ from ..errors import InputError, InvalidDocumentError
 from ..rerankers.precompute import (
     DEFAULT_BATCH_SIZE,
     NOTHING_TO_KEEP,
-    PrecomputeResult,
     keeping_scorers,
 )
 from ..server.building import build_pipelines
@@ -34,13 +33,7 @@ from .files import need_file, need_reranker
 from .rank import RERANKER_HELP, default_reranker_name, located, reranker_from
 from .serve import serve_settings, settings_args
 
-__all__ = ["add_commands", "cmd_precompute", "summary"]
-
-
-def summary(name: str, result: PrecomputeResult) -> str:
-    """The lines ``precompute`` prints for one pipeline's run
-    (:meth:`~rerankit.rerankers.precompute.PrecomputeResult.summary`)."""
-    return result.summary(name)
+__all__ = ["add_commands", "cmd_precompute"]
 
 
 class _Progress:
