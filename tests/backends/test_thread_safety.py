@@ -65,6 +65,7 @@ def _hammer(work, workers: int, rounds: int, counters=()) -> list[str]:
     return errors
 
 
+@pytest.mark.slow  # make test-slow (about 11 s): keeps make test under 10 minutes
 @needs_bundled
 def test_embedding_model_shared_by_readings_and_token_counting_never_mixes_batches():
     whole = EmbeddingScorer(device="cpu")

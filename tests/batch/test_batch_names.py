@@ -86,6 +86,7 @@ def ray_started_here():
     ray.shutdown()
 
 
+@pytest.mark.slow  # make test-slow: a Ray of its own, about 30 s (the signatures test: both names)
 @pytest.mark.ray
 def test_rerank_dataset_gives_the_same_rows_under_either_name(ray_started_here):
     new = rerank_dataset(ROWS, reranker="bm25").take_all()

@@ -120,6 +120,7 @@ def test_more_workers_than_the_cluster_has_cpus_for_is_warned_of_before_the_job(
     assert "3 workers ask for 1 CPUs each, and the Ray cluster has 2" in caplog.text
 
 
+@pytest.mark.slow  # make test-slow (about 20 s): keeps make test under 10 minutes
 def test_parquet_and_jsonl_both_ways(tmp_path):
     pytest.importorskip("pyarrow")
     rows = [
@@ -161,6 +162,7 @@ def test_a_reranker_object_cannot_be_shipped_and_says_what_to_pass(tmp_path):
         )
 
 
+@pytest.mark.slow  # make test-slow (about 10 s): keeps make test under 10 minutes
 @needs_dl19
 def test_eval_on_ray_reports_what_the_local_engine_reports(capsys):
     from rerankit.cli import main

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -130,14 +131,22 @@ class Replica:
 
 
 def start_pair(config: Path, folder: Path) -> tuple[Replica, Replica]:
-    """Replicas ``a`` and ``b`` of ``config``, started together, once both are ready."""
-    a, b = Replica(config, folder, "a"), Replica(config, folder, "b")
+    """Replicas ``a`` and ``b`` of ``config``, once both are ready. ``a`` starts first; the
+    model exports it made on first use are copied into ``b``'s cache before ``b`` starts, as
+    a deployment ships them (`rerankit export`), so the pair costs one export, not two."""
+    a = Replica(config, folder, "a")
+    b = None
     try:
         a.wait_ready()
+        made = folder / "a" / "cache" / "onnx"
+        if made.is_dir():
+            shutil.copytree(made, folder / "b" / "cache" / "onnx")
+        b = Replica(config, folder, "b")
         b.wait_ready()
     except BaseException:
         a.stop()
-        b.stop()
+        if b is not None:
+            b.stop()
         raise
     return a, b
 

@@ -36,7 +36,11 @@ FILLER = " ".join(
 
 @pytest.fixture(scope="module")
 def client(wait_ready):
-    settings = ServerSettings(pipelines={"hybrid": "hybrid", "bm25": "bm25"}, aliases={})
+    # a deadline far above what the requests need, so that a busy machine (the rate the
+    # service measures) never sheds them: these tests are about counting, not deadlines
+    settings = ServerSettings(
+        pipelines={"hybrid": "hybrid", "bm25": "bm25"}, aliases={}, timeout=600
+    )
     with TestClient(create_app(settings)) as c:
         wait_ready(c)  # requests get 503 until the pipelines have loaded
         yield c

@@ -171,6 +171,7 @@ def _held_out_check(out: str) -> dict[str, float]:
     return {name: float(value) for name, value in (f.rsplit(" ", 1) for f in figures)}
 
 
+@pytest.mark.slow  # make test-slow (about 14 s): keeps make test under 10 minutes
 def test_training_checks_the_model_on_queries_it_never_saw(bert_dir, tmp_path, capsys):
     data_dir = _answers_below_repeats(tmp_path / "data")
     args = ["train", "cross-encoder", "--data", str(data_dir), "--model", str(bert_dir)]
@@ -337,6 +338,7 @@ def test_the_relevance_head_can_learn_at_its_own_step_size(bert_dir, tmp_path):
     assert not np.allclose(plain.numpy(), moved)
 
 
+@pytest.mark.slow  # make test-slow (about 8 s): keeps make test under 10 minutes
 def test_a_new_head_learns_at_its_own_step_size_by_default(tiny_st, tmp_path):
     # a checkpoint without a relevance head (an embedding model's encoder): at the rest's
     # step size the new head would barely move; by default it learns at NEW_HEAD_LEARNING_RATE
@@ -369,6 +371,7 @@ def test_a_new_head_learns_at_its_own_step_size_by_default(tiny_st, tmp_path):
     assert not np.allclose(default, still)
 
 
+@pytest.mark.slow  # make test-slow (about 6 s): keeps make test under 10 minutes
 def test_a_rerun_resumes_only_its_own_run(bert_dir, tmp_path):
     # checkpoints of a run with other settings are refused before any model loads, naming
     # what differs, and left as they were; the same run resumes from them
@@ -398,6 +401,7 @@ def test_a_rerun_resumes_only_its_own_run(bert_dir, tmp_path):
     assert train()["resumed"]  # the same settings: resumed, as before
 
 
+@pytest.mark.slow  # make test-slow (about 6 s): keeps make test under 10 minutes
 def test_the_command_says_which_setting_differs_from_the_checkpoints_run(
     bert_dir, tmp_path, capsys
 ):
@@ -609,6 +613,7 @@ def test_cross_fitting_lets_tune_measure_on_every_training_query(tiny_st, tmp_pa
     assert not (tmp_path / "x").exists()
 
 
+@pytest.mark.slow  # make test-slow (about 9 s): keeps make test under 10 minutes
 def test_a_cross_encoder_cross_fits_as_the_rough_check_advises(bert_dir, tmp_path, capsys):
     """The held-out check on fewer than 10 queries advises --cross-fit 3: a cross-encoder
     takes it too, and its fold models check the training on every judged query (tune reads

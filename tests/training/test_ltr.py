@@ -395,6 +395,7 @@ def test_a_learned_model_that_reads_the_retriever_says_when_it_is_missing(tuned)
     assert not any("retriever" in w for w in given.warnings)
 
 
+@pytest.mark.slow  # make test-slow (about 8 s): keeps make test under 10 minutes
 def test_a_learned_pipeline_is_evaluated_from_its_file_in_a_fresh_process(tuned):
     data, out = tuned
     done = subprocess.run(
@@ -427,6 +428,7 @@ def test_a_model_file_that_is_missing_is_named():
         learned.LearnedScorer("nowhere.lgb.txt")
 
 
+@pytest.mark.slow  # make test-slow (about 13 s): keeps make test under 10 minutes
 def test_ltr_over_another_embedding_model_records_it_and_uses_it_again(tmp_path, signals, capsys):
     """``--embedding-model`` (e.g. a fine-tuned folder) goes into the report and the pipeline
     file, and the learned scorer loads that model for its features."""
