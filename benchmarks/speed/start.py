@@ -13,6 +13,8 @@ machine is shared), and the tables give the median of ``--rounds`` rounds:
 * ``service``: ``rerankit serve`` started, then ``POST /v1/rerank`` (the same query and
   documents) sent every 20 ms until one is answered 200: seconds from the start to that
   answer (needs the ``server`` extra);
+* ``help`` and ``version``: ``rerankit --help`` and ``rerankit --version``, which load no
+  model (nor the library's heavy parts: the command line's parsers import none of them);
 * ``flashrank``: ``Ranker(...).rerank(RerankRequest(Q, passages))`` in a fresh process of
   ``--peer-python`` (``make .venv-peers``: FlashRank 0.2.10), with a model of its default's
   shape (ms-marco-TinyBERT-L-2-v2: BERT, 2 layers of 128) built here with random weights and
@@ -30,7 +32,10 @@ the figures.
 
 Run: ``python -m benchmarks.speed.start [--rounds 5] [--python PATH] [--peer-python PATH]``
 (``--python``: the interpreter of the environment measured, default this one; ``--skip``
-service,flashrank to leave cases out).
+service,flashrank to leave cases out; ``--only help,version`` to run those cases alone, with
+no breakdown; ``--src PATH``, repeated, to time each case once per source tree, in the same
+shuffled rounds: the code before a change beside the code after, e.g. ``--only help
+--src ../main/src --src src``).
 """
 
 from __future__ import annotations
@@ -61,6 +66,8 @@ QUERY = "how do vaccines train the immune system"
 DOCS = [json.loads(line) for line in SAMPLE.open(encoding="utf-8")]
 TEXTS = [f"{d['title']}\n{d['text']}" for d in DOCS]
 #: the backends measured: (label, rank/serve flags, the hybrid's options in Python)
+#: the cases ``--only`` and ``--skip`` name
+CASES = ("rank", "python", "service", "flashrank", "help", "version")
 BACKENDS = {
     "default (ONNX float32)": ([], {}),
     "torch": (["--backend", "torch"], {"backend": "torch"}),
@@ -191,21 +198,32 @@ def has_module(python: str, module: str) -> bool:
     return subprocess.run([python, "-c", probe], capture_output=True).returncode == 0
 
 
+#: the cases that load no model: (case, the rerankit arguments)
+NO_MODEL = {"help": ["--help"], "version": ["--version"]}
+
+
 def cases(
     args: argparse.Namespace, env: dict[str, str], work: Path
 ) -> dict[str, Callable[[], float]]:
     py = args.python
     docs = json.dumps(DOCS)
     out: dict[str, Callable[[], float]] = {}
+    for case, argv in NO_MODEL.items():
+        if case in args.cases:
+            out[f"{case} | no model"] = lambda cmd=[py, "-m", "rerankit", *argv]: run(cmd, env)
+    if not {"rank", "python", "service", "flashrank"} & args.cases:
+        return out
     for label, (flags, options) in BACKENDS.items():
         rank = [py, "-m", "rerankit", "rank", "--query", QUERY, "--input", str(SAMPLE)]
         rank += ["--format", "table", *flags]
-        out[f"rank | {label}"] = lambda cmd=rank: run(cmd, env)
         one_shot = [py, "-c", PYTHON_ONE_SHOT, docs, json.dumps(options), QUERY]
-        out[f"python | {label}"] = lambda cmd=one_shot: run(cmd, env)
-        if "service" not in args.skip:
+        if "rank" in args.cases:
+            out[f"rank | {label}"] = lambda cmd=rank: run(cmd, env)
+        if "python" in args.cases:
+            out[f"python | {label}"] = lambda cmd=one_shot: run(cmd, env)
+        if "service" in args.cases:
             out[f"service | {label}"] = lambda f=flags: service(py, f, env)
-    if "flashrank" in args.skip:
+    if "flashrank" not in args.cases:
         return out
     peer = args.peer_python
     if not (peer and Path(peer).exists() and has_module(peer, "flashrank")):
@@ -251,16 +269,36 @@ def main() -> None:
         "--peer-python", default=str(ROOT / ".venv-peers" / "bin" / "python"), help="FlashRank's"
     )
     parser.add_argument("--skip", default="", help="comma-separated: service, flashrank")
+    parser.add_argument(
+        "--only", default="", help=f"comma-separated: run these cases alone ({', '.join(CASES)})"
+    )
+    parser.add_argument(
+        "--src",
+        action="append",
+        default=None,
+        metavar="PATH",
+        help="the source tree measured (PYTHONPATH; default this checkout's src); repeated: "
+        "each case once per tree, in the same rounds",
+    )
     args = parser.parse_args()
-    args.skip = {s.strip() for s in args.skip.split(",") if s.strip()}
-    if "service" not in args.skip and not has_module(args.python, "fastapi"):
+    skip = {s.strip() for s in args.skip.split(",") if s.strip()}
+    only = {s.strip() for s in args.only.split(",") if s.strip()}
+    if only - set(CASES):
+        parser.error(f"--only: unknown cases {sorted(only - set(CASES))}: {', '.join(CASES)}")
+    args.cases = (only or set(CASES)) - skip
+    if "service" in args.cases and not has_module(args.python, "fastapi"):
         print("service: skipped, the server extra is not installed", file=sys.stderr)
-        args.skip.add("service")
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    env.pop("RERANKIT_EMBEDDING_CACHE", None)  # no vectors from an earlier run
+        args.cases.discard("service")
+    sources = [Path(s).resolve() for s in args.src or [ROOT / "src"]]
     print(f"load average before: {load_average()} ({os.cpu_count()} CPUs)")
     with tempfile.TemporaryDirectory() as tmp:
-        variants = cases(args, env, Path(tmp))
+        variants: dict[str, Callable[[], float]] = {}
+        for src in sources:
+            env = {**os.environ, "PYTHONPATH": str(src)}
+            env.pop("RERANKIT_EMBEDDING_CACHE", None)  # no vectors from an earlier run
+            shown = f" ({src})" if len(sources) > 1 else ""
+            for name, fn in cases(args, env, Path(tmp)).items():
+                variants[name + shown] = fn
         for fn in variants.values():  # warm-up: exports, word table, the OS file cache
             fn()
         seconds: dict[str, list[float]] = {name: [] for name in variants}
@@ -277,13 +315,15 @@ def main() -> None:
     print("|---|---|---:|---:|---:|")
     for name, values in seconds.items():
         case, label = name.split(" | ")
-        torch = seconds.get(f"{case} | torch")
+        _, _, src = label.partition(" (")  # the source tree, when there are several
+        torch = seconds.get(f"{case} | torch" + (f" ({src}" if src else ""))
         ratio = statistics.median(torch) / statistics.median(values) if torch else None
         shown = f"{ratio:.1f}x" if ratio else ""
         print(
             f"| {case} | {label} | {statistics.median(values):.2f} | {min(values):.2f} | {shown} |"
         )
-    breakdown(args.python, env)
+    if {"rank", "python"} & args.cases:
+        breakdown(args.python, env)
 
 
 if __name__ == "__main__":

@@ -343,7 +343,10 @@ def test_a_stage_takes_built_steps_and_names_the_way_to_build_one():
 
 
 #: imports inside functions that stay there on purpose: each defers a module that imports an
-#: optional heavy dependency (fastapi/uvicorn for the service, the provider SDKs)
+#: optional heavy dependency (fastapi/uvicorn for the service, the provider SDKs), or, in
+#: the command line, the library a command runs (numpy, the scorers, the readers, training,
+#: the service): building the parser imports none of it, so `rerankit --help`, `rerankit
+#: COMMAND --help` and `--version` answer at once (tests/cli/test_quick_help.py)
 DEFERRED = {
     ("rerankit.server", "rerankit.server.app"),
     ("rerankit.server.background", "rerankit.server.app"),
@@ -353,6 +356,35 @@ DEFERRED = {
     ("rerankit.server.workers", "rerankit.server.connections"),
     ("rerankit.llm", "rerankit.llm.gemini"),
     ("rerankit.llm", "rerankit.llm.openai_client"),
+    # each command's code, imported by the function that runs it (main.RUNS), and the
+    # notes it prints as it runs
+    *(
+        ("rerankit.cli.main", f"rerankit.cli.{command}")
+        for command in (
+            "rank",
+            "batch",
+            "models",
+            "check",
+            "export",
+            "eval",
+            "tune",
+            "clicks",
+            "train",
+            "label",
+            "precompute",
+            "serve",
+            "console",
+        )
+    ),
+    ("rerankit.cli", "rerankit.cli.serve"),  # rerankit.cli.serve_settings, when asked for
+    # a flag's check in the library's words, when the flag is given; what a command runs
+    ("rerankit.cli.args", "rerankit.text.language"),
+    ("rerankit.cli.args", "rerankit.eval.metrics"),
+    ("rerankit.cli.args", "rerankit.cache"),
+    ("rerankit.cli.parsers.rank", "rerankit.scorers.cross_encoder"),
+    ("rerankit.cli.parsers.clicks", "rerankit.training.clicks.interleave"),
+    ("rerankit.cli.parsers.models", "rerankit.cache.manage"),
+    ("rerankit.cli.parsers.train", "rerankit.training.fine_tuning"),
 }
 
 

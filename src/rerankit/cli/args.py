@@ -7,10 +7,7 @@ import os
 from typing import Any
 
 from ..backends.manifest import BACKENDS
-from ..cache import EMBEDDING_CACHE_ENV, embedding_cache_file
 from ..errors import InputError
-from ..eval.metrics import parse_metrics
-from ..text.language import check_language
 from .spellings import (
     CurrentSpelling,
     OldSpelling,
@@ -148,6 +145,8 @@ def port_number(value: str) -> int:
 def language_code(value: str) -> str:
     """``--language``: an ISO 639-1 code, checked as the library checks it
     (:func:`rerankit.text.check_language`), before anything loads."""
+    from ..text.language import check_language  # (not while the parser is built)
+
     try:
         return check_language(value)
     except ValueError as exc:
@@ -330,6 +329,8 @@ def embedding_cache_if_asked(args: argparse.Namespace) -> None:
     """What :func:`add_embedding_cache_if_asked_arguments` asked for, for every embedding
     scorer built from here on: --embedding-cache FILE, no file with --no-embedding-cache,
     else as the environment says."""
+    from ..cache import EMBEDDING_CACHE_ENV, embedding_cache_file  # as the command runs
+
     choice = embedding_cache_choice(args)
     if choice is not None:
         os.environ[EMBEDDING_CACHE_ENV] = embedding_cache_file(choice) or ""
@@ -341,6 +342,8 @@ def use_embedding_cache(args: argparse.Namespace) -> None:
     document once: --embedding-cache, else $RERANKIT_EMBEDDING_CACHE, else the server
     $RERANKIT_CACHE_URL names, else embeddings.sqlite in the rerankit cache directory;
     --no-embedding-cache turns it off (:func:`rerankit.cache.embedding_cache_file`)."""
+    from ..cache import EMBEDDING_CACHE_ENV, embedding_cache_file  # as the command runs
+
     value = embedding_cache_file(embedding_cache_choice(args))
     if value is not None:
         os.environ[EMBEDDING_CACHE_ENV] = value
@@ -392,6 +395,8 @@ def add_max_queries_argument(parser: Any, *, old: str | None = None) -> None:
 def metrics_argument(value: str) -> list[str]:
     """``--metrics``: :func:`~rerankit.eval.metrics.parse_metrics`' names; a mistake is a
     usage error in the library's words."""
+    from ..eval.metrics import parse_metrics  # (not while the parser is built)
+
     try:
         return parse_metrics(value)
     except InputError as exc:

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import __version__
 from ..errors import InputError, RerankitError, flags_first
 from ..plugins import PLUGINS_ENV, load_environment, load_plugins
-from . import batch, clicks, label, models, precompute, rank, serve, train, tune
-from . import eval as eval_commands
 from .args import UsageError, examples
-from .console import export_notes
 from .parser import CommandParser
+from .parsers import batch, clicks, label, models, precompute, rank, serve, train, tune
+from .parsers import eval as eval_commands
 
 __all__ = ["PLUGIN_COMMANDS", "build_parser", "main"]
 
@@ -30,6 +29,113 @@ PLUGIN_COMMANDS = (
     "serve",
     "precompute",
 )
+
+
+# Each command's code, and the library it calls, is imported when the command runs:
+# building the parser imports none of it, so `--help` and `--version` answer at once.
+
+
+def _rank(args: Any) -> int:
+    from .rank import cmd_rank
+
+    return cmd_rank(args)
+
+
+def _batch(args: Any) -> int:
+    from .batch import cmd_batch
+
+    return cmd_batch(args)
+
+
+def _rerankers(args: Any) -> int:
+    from .models import cmd_rerankers
+
+    return cmd_rerankers(args)
+
+
+def _check(args: Any) -> int:
+    from .check import cmd_check
+
+    return cmd_check(args)
+
+
+def _cache(args: Any) -> int:
+    from .models import cmd_cache
+
+    return cmd_cache(args)
+
+
+def _export(args: Any) -> int:
+    from .export import cmd_export
+
+    return cmd_export(args)
+
+
+def _eval(args: Any) -> int:
+    from .eval import cmd_eval
+
+    return cmd_eval(args)
+
+
+def _tune(args: Any) -> int:
+    from .tune import cmd_tune
+
+    return cmd_tune(args)
+
+
+def _simulate_clicks(args: Any) -> int:
+    from .clicks import cmd_simulate_clicks
+
+    return cmd_simulate_clicks(args)
+
+
+def _interleave_report(args: Any) -> int:
+    from .clicks import cmd_interleave_report
+
+    return cmd_interleave_report(args)
+
+
+def _train(args: Any) -> int:
+    from .train import cmd_train
+
+    return cmd_train(args)
+
+
+def _label(args: Any) -> int:
+    from .label import cmd_label
+
+    return cmd_label(args)
+
+
+def _precompute(args: Any) -> int:
+    from .precompute import cmd_precompute
+
+    return cmd_precompute(args)
+
+
+def _serve(args: Any) -> int:
+    from .serve import cmd_serve
+
+    return cmd_serve(args)
+
+
+#: what each command runs (``args.func``)
+RUNS: dict[str, Callable[[Any], int]] = {
+    "rank": _rank,
+    "batch": _batch,
+    "rerankers": _rerankers,
+    "check": _check,
+    "cache": _cache,
+    "export": _export,
+    "eval": _eval,
+    "tune": _tune,
+    "simulate-clicks": _simulate_clicks,
+    "interleave-report": _interleave_report,
+    "train": _train,
+    "label": _label,
+    "precompute": _precompute,
+    "serve": _serve,
+}
 
 
 def build_parser() -> CommandParser:
@@ -59,6 +165,8 @@ def build_parser() -> CommandParser:
     label.add_commands(sub)
     precompute.add_commands(sub)
     serve.add_commands(sub)
+    for command, run in RUNS.items():  # `cache info` and `cache clear` run cache's
+        sub.choices[command].set_defaults(func=run)
     for command in PLUGIN_COMMANDS:
         sub.choices[command].add_argument(
             "--plugin",
@@ -100,6 +208,8 @@ def _run(parser: CommandParser, args: Any, argv: Sequence[str] | None) -> int:
         load_plugins(getattr(args, "plugin", []), "--plugin")
         if args.command == "serve":  # the service logs it, as it logs the rest
             return args.func(args)
+        from .console import export_notes  # with the command's code, not the parser's
+
         with export_notes():  # a model's export on first use, said as it starts
             return args.func(args)
     # every error a command prints names it, as argparse's usage errors do (``rerankit rank:
