@@ -21,7 +21,8 @@ its pipeline's own executor, provider calls read the time left before its deadli
 (:func:`time_left`), calls not yet started when it is abandoned never start, and model
 work stops at its next batch (:func:`stop_if_abandoned`). The time its calls wait behind
 other work (for a thread of its executor, for the model thread, for a micro-batch) adds up
-in its :class:`Waits` (not the time it waits for its own work on the model thread): a
+in its :class:`Waits`, and so does a wait for a model's lock (:func:`holding`; not the
+time it waits for its own work on the model thread): a
 deadline missed mostly waiting is overload, not a broken pipeline.
 """
 
@@ -43,6 +44,7 @@ __all__ = [
     "Waits",
     "counted_as_waits",
     "deadline_scope",
+    "holding",
     "in_loading_thread",
     "in_model_thread",
     "in_thread",
@@ -206,6 +208,24 @@ def counted_as_waits(many: list[Any]) -> Iterator[None]:
         yield
     finally:
         _WAITS.reset(counting)
+
+
+@contextlib.contextmanager
+def holding(lock: Any) -> Iterator[None]:
+    """``with lock:``, the time spent waiting for another thread's hold of it (a model's
+    lock, held by another request's model call) counted in the current work's waits."""
+    if not lock.acquire(blocking=False):
+        waited = _WAITS.get()
+        token = waited.begin() if waited is not None else None
+        try:
+            lock.acquire()
+        finally:
+            if waited is not None:
+                waited.end(token)
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def time_left() -> float | None:

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import random
 import threading
+import time
 
 import numpy as np
 import pytest
 
 pytest.importorskip("torch", reason="local models need the 'torch' extra")
 
+from rerankit._threads import Waits, work_scope
 from rerankit.backends.bundled import bundled_model_path
 from rerankit.scorers import CrossEncoderScorer, EmbeddingScorer
 
@@ -85,6 +87,45 @@ def test_embedding_model_shared_by_readings_and_token_counting_never_mixes_batch
         assert whole.count_tokens(_texts(rng, 4)) > 0
 
     assert _hammer(work, workers=2, rounds=50, counters=[count, count]) == []
+
+
+@needs_bundled
+def test_counting_tokens_behind_another_requests_encoding_counts_as_waiting():
+    """The service counts a request's tokens on its own thread, behind the model's lock
+    while another pipeline's request encodes with the same (shared) model: that wait is
+    waiting behind other requests, so a deadline missed there is overload (504
+    deadline_exceeded_overloaded), not a broken pipeline. Before, it counted 0 s, and a
+    three-document request of an idle pipeline, held 30 s behind a busy hybrid, was a
+    plain deadline_exceeded that counts towards turning it failing."""
+    scorer = EmbeddingScorer()
+    held, release = threading.Event(), threading.Event()
+
+    def model_call():  # another request's encoding, holding the shared model's lock
+        with scorer.using_model():
+            held.set()
+            release.wait(30)
+
+    busy = threading.Thread(target=model_call)
+    busy.start()
+    assert held.wait(30)
+    waited, counted = Waits(), []
+
+    def count():
+        with work_scope(waited=waited):
+            counted.append(scorer.count_tokens(["vaccines train the immune system"]))
+
+    counter = threading.Thread(target=count)
+    counter.start()
+    time.sleep(0.5)
+    release.set()
+    busy.join()
+    counter.join(30)
+    assert counted and counted[0] > 0
+    assert waited.seconds() >= 0.4
+    alone = Waits()  # with the lock free, nothing is waiting
+    with work_scope(waited=alone):
+        scorer.count_tokens(["vaccines train the immune system"])
+    assert alone.seconds() < 0.1
 
 
 def test_cross_encoder_shared_by_threads_scores_as_alone(bert_dir):

@@ -177,3 +177,32 @@ def test_the_share_of_one_pipeline_is_set_or_chosen():
         ServerSettings(pipelines=two, default="bm25", max_concurrency_per_pipeline=5)
     with pytest.raises(ValueError, match="max_concurrency_per_pipeline"):
         ServerSettings.from_mapping({"server": {"max_concurrency_per_pipeline": -1}})
+
+
+def test_the_service_warns_at_start_when_no_pipeline_is_kept_from_the_others_load(caplog):
+    """Settings that let one of several pipelines hold every slot isolate nothing, which
+    the settings file itself does not show: the start log says so, once; settings that
+    keep a slot for the others, or serve one pipeline, say nothing of it."""
+    from rerankit.server import create_app
+
+    two = {"bm25": "bm25", "text": "text"}
+    cases = [
+        ({"pipelines": two, "max_concurrency": 1}, True),
+        ({"pipelines": two, "max_concurrency_per_pipeline": 4}, True),
+        ({"pipelines": two}, False),  # 3 of 4
+        ({"pipelines": two, "max_concurrency": 2}, False),  # 1 of 2
+        ({"pipelines": {"bm25": "bm25"}, "max_concurrency": 1}, False),  # alone
+    ]
+    for options, warned in cases:
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="rerankit.server.app"):
+            create_app(ServerSettings(default="bm25", **options))
+        said = [r.getMessage() for r in caplog.records if "leaves none" in r.getMessage()]
+        assert len(said) == (1 if warned else 0), (options, said)
+    assert said == [] and caplog.records  # (the open-service warning: the log was read)
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="rerankit.server.app"):
+        create_app(ServerSettings(default="bm25", pipelines=two, max_concurrency=1))
+    (line,) = [r.getMessage() for r in caplog.records if "leaves none" in r.getMessage()]
+    assert line.startswith("rerankit service: 2 pipelines, and one may hold every slot ")
+    assert "max_concurrency 2 or more" in line

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._renamed import one_name
-from .._threads import in_thread, on_model_thread, running_on_model_thread
+from .._threads import holding, in_thread, on_model_thread, running_on_model_thread
 from .._words import read_in_part
 from ..backends.bundled import (
     BUNDLED_NAMES,
@@ -239,15 +239,16 @@ class EmbeddingScorer(LocalModelScorer):
         """Tokens the model reads for ``texts`` (each capped at its maximum length): what a
         token budget for a batch counts. Without a tokenizer, characters / 4."""
         model = self.model
+        # (off the model thread: waiting here behind another request's encoding is waiting)
         if hasattr(model, "count_tokens"):  # the ONNX backend counts with its own tokenizer
-            with self.using_model():
+            with holding(self.using_model()):
                 return model.count_tokens(texts)
         tokenizer = getattr(model, "tokenizer", None)
         limit = getattr(model, "max_seq_length", None) or 512
         if tokenizer is None or not callable(tokenizer):
             return sum(min(limit, len(t) // 4 + 1) for t in texts)
         texts = valid_unicode(list(texts), {}, [])
-        with self.using_model():  # the tokenizer is shared with encoding
+        with holding(self.using_model()):  # the tokenizer is shared with encoding
             ids = tokenizer(texts, truncation=True, max_length=limit)["input_ids"]
         return sum(len(x) for x in ids)
 

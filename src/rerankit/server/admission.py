@@ -17,9 +17,24 @@ from ..errors import ServiceError
 from .metrics import Metrics
 from .shutdown import InFlight
 
-__all__ = ["Admission", "stopping"]
+__all__ = ["Admission", "isolation_warning", "stopping"]
 
 logger = logging.getLogger(__name__)
+
+
+def isolation_warning(admission: Admission, pipelines: int) -> str | None:
+    """What the service warns of at start when it serves several pipelines and one of them
+    may hold every slot (``max_concurrency = 1``, or ``max_concurrency_per_pipeline`` equal
+    to it): none is kept from the others' load; None otherwise."""
+    if pipelines < 2 or admission.share < admission.slots:
+        return None
+    return (
+        f"{pipelines} pipelines, and one may hold every slot "
+        f"(max_concurrency {admission.slots}, max_concurrency_per_pipeline "
+        f"{admission.share}): a pipeline whose requests fill them leaves none to the "
+        "others; give max_concurrency 2 or more and max_concurrency_per_pipeline 0 (3 of "
+        "every 4 slots) or less than it"
+    )
 
 
 def stopping() -> ServiceError:

@@ -31,6 +31,7 @@ require("fastapi", "rerankit serve")  # the modules below need it: say which ext
 
 from .. import __version__  # noqa: E402
 from . import middleware  # noqa: E402
+from .admission import isolation_warning  # noqa: E402
 from .api_keys import keys_counted  # noqa: E402
 from .feedback import FeedbackLog  # noqa: E402
 from .feedback_api import add_feedback_routes  # noqa: E402
@@ -98,6 +99,9 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
             "rerankit service: no API keys configured; the service is open to "
             "anyone who can reach it"
         )
+    alone = isolation_warning(service.admission, len(settings.pipelines or ()))
+    if alone is not None:
+        logger.warning("rerankit service: %s", alone)
     left_out = unserved_note(settings.aliases or {}, settings.pipelines or {})
     if left_out:  # (only with aliases = {}, on purpose)
         logger.info("rerankit service: %s", left_out)
