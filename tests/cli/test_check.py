@@ -309,3 +309,28 @@ def test_model_flags_that_reach_nothing_or_no_folder_are_usage_errors(tmp_path, 
     assert "--model has no effect" in capsys.readouterr().err
     assert main(["check", str(pipeline), "--model", str(tmp_path / "nope")]) == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def test_settings_that_keep_no_slot_from_one_pipeline_are_warned_of_as_serve_warns(
+    tmp_path, capsys
+):
+    """``rerankit check`` says what the service's start log says of settings under which one
+    of several pipelines may hold every slot; settings that keep one say nothing of it."""
+    settings = tmp_path / "service.toml"
+    pipelines = '[pipelines.bm25]\nreranker = "bm25"\n[pipelines.text]\nreranker = "text"\n'
+    cases = [
+        ("max_concurrency = 1", True),
+        ("max_concurrency_per_pipeline = 4", True),
+        ("max_concurrency = 2", False),
+        ("", False),
+    ]
+    for server, warned in cases:
+        settings.write_text(f"[server]\n{server}\n{pipelines}")
+        assert main(["check", str(settings)]) == 0
+        said = [line for line in capsys.readouterr().out.splitlines() if "leaves none" in line]
+        assert len(said) == warned, (server, said)
+        if warned:
+            assert said[0].startswith(f"{settings}: warning: 2 pipelines, and one may hold ")
+    settings.write_text('[server]\nmax_concurrency = 1\n[pipelines.bm25]\nreranker = "bm25"\n')
+    assert main(["check", str(settings)]) == 0
+    assert "leaves none" not in capsys.readouterr().out  # one pipeline: nothing to keep

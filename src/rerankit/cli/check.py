@@ -19,6 +19,7 @@ from ..ordering import Rule
 from ..rerankers import Pipeline
 from ..rerankers.hybrid import REWEIGHTED_NOTE, HybridReranker
 from ..scorers.local import load_problems, models_run
+from ..server.admission import isolation_warning
 from ..server.api_keys import keys_said
 from ..server.building import build_pipeline
 from ..server.cache_report import cache_check, cache_dir_check
@@ -212,6 +213,10 @@ def check_settings(
     cut = cut_warning(settings.timeout, settings.graceful_timeout)
     if cut is not None:
         print(f"{name}: warning: {cut}")
+    served = len(settings.pipelines or ())
+    alone = isolation_warning(settings.max_concurrency, settings.pipeline_share(), served)
+    if alone is not None:  # as serve warns of it at start
+        print(f"{name}: warning: {alone}")
     left_out = unserved_note(settings.aliases or {}, settings.pipelines or {})
     if left_out is not None:
         print(f"{name}: note: {left_out}")  # (only with aliases = {}, on purpose)

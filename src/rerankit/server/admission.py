@@ -22,18 +22,19 @@ __all__ = ["Admission", "isolation_warning", "stopping"]
 logger = logging.getLogger(__name__)
 
 
-def isolation_warning(admission: Admission, pipelines: int) -> str | None:
-    """What the service warns of at start when it serves several pipelines and one of them
-    may hold every slot (``max_concurrency = 1``, or ``max_concurrency_per_pipeline`` equal
-    to it): none is kept from the others' load; None otherwise."""
-    if pipelines < 2 or admission.share < admission.slots:
+def isolation_warning(slots: int, share: int, pipelines: int) -> str | None:
+    """What the service (and ``rerankit check``) warns of when ``pipelines`` (2 or more)
+    share ``slots`` and one of them may hold ``share`` of them, all of them
+    (``max_concurrency = 1``, or ``max_concurrency_per_pipeline`` equal to it): none is
+    kept from the others' load; None otherwise."""
+    share = min(share or slots, slots)
+    if pipelines < 2 or share < slots:
         return None
     return (
         f"{pipelines} pipelines, and one may hold every slot "
-        f"(max_concurrency {admission.slots}, max_concurrency_per_pipeline "
-        f"{admission.share}): a pipeline whose requests fill them leaves none to the "
-        "others; give max_concurrency 2 or more and max_concurrency_per_pipeline 0 (3 of "
-        "every 4 slots) or less than it"
+        f"(max_concurrency {slots}, max_concurrency_per_pipeline {share}): a pipeline "
+        "whose requests fill them leaves none to the others; give max_concurrency 2 or "
+        "more and max_concurrency_per_pipeline 0 (3 of every 4 slots) or less than it"
     )
 
 

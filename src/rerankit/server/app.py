@@ -99,7 +99,8 @@ def create_app(settings: ServerSettings | None = None, *, tracer_provider: Any =
             "rerankit service: no API keys configured; the service is open to "
             "anyone who can reach it"
         )
-    alone = isolation_warning(service.admission, len(settings.pipelines or ()))
+    admission = service.admission
+    alone = isolation_warning(admission.slots, admission.share, len(settings.pipelines or ()))
     if alone is not None:
         logger.warning("rerankit service: %s", alone)
     left_out = unserved_note(settings.aliases or {}, settings.pipelines or {})
