@@ -4,6 +4,7 @@ find them in one place."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -12,16 +13,18 @@ SRC = REPO / "src" / "rerankit"
 NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 
 
+@functools.cache  # (both tests read it: parsing every module is the slow part)
 def _read_variables() -> dict[str, str]:
     """Every upper-case string in a module that reads the environment, less the names of
     Python objects (``CACHE_URL_ENV`` is a constant, its value the variable): name -> file."""
-    trees = {path: ast.parse(path.read_text(encoding="utf-8")) for path in SRC.rglob("*.py")}
+    texts = {path: path.read_text(encoding="utf-8") for path in SRC.rglob("*.py")}
+    trees = {path: ast.parse(text) for path, text in texts.items()}
     identifiers = {
         node.id for tree in trees.values() for node in ast.walk(tree) if isinstance(node, ast.Name)
     }
     found = {}
     for path, tree in trees.items():
-        if "environ" not in ast.unparse(tree) and "getenv" not in ast.unparse(tree):
+        if "environ" not in texts[path] and "getenv" not in texts[path]:
             continue
         for node in ast.walk(tree):
             value = node.value if isinstance(node, ast.Constant) else None

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 SRC = Path(__file__).resolve().parents[2] / "src"
 KEYS = ("key-a", "key-b")
@@ -130,25 +131,33 @@ class Replica:
             self.proc.wait(10)
 
 
-def start_pair(config: Path, folder: Path) -> tuple[Replica, Replica]:
-    """Replicas ``a`` and ``b`` of ``config``, once both are ready. ``a`` starts first; the
-    model exports it made on first use are copied into ``b``'s cache before ``b`` starts, as
-    a deployment ships them (`rerankit export`), so the pair costs one export, not two."""
-    a = Replica(config, folder, "a")
-    b = None
+def start_pair(config: Path, folder: Path, exports: Path | None = None) -> tuple[Replica, Replica]:
+    """Replicas ``a`` and ``b`` of ``config``, started together, once both are ready; with
+    ``exports`` (a cache's ``onnx/`` folder), each starts with a copy of it in its cache, as
+    a deployment ships its model exports (``rerankit export``), so neither makes its own."""
+    for name in ("a", "b"):
+        if exports is not None and exports.is_dir():
+            shutil.copytree(exports, folder / name / "cache" / "onnx")
+    a, b = Replica(config, folder, "a"), Replica(config, folder, "b")
     try:
         a.wait_ready()
-        made = folder / "a" / "cache" / "onnx"
-        if made.is_dir():
-            shutil.copytree(made, folder / "b" / "cache" / "onnx")
-        b = Replica(config, folder, "b")
         b.wait_ready()
     except BaseException:
         a.stop()
-        if b is not None:
-            b.stop()
+        b.stop()
         raise
     return a, b
+
+
+def bundled_exports(cache: Path) -> Path:
+    """The ``onnx/`` folder of the cache directory ``cache`` holding the bundled model's
+    export (made there now unless this process's tests made it already)."""
+    from rerankit.cli.main import main
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("RERANKIT_CACHE_DIR", str(cache))
+        assert main(["export", "all-MiniLM-L6-v2"]) == 0
+    return cache / "onnx"
 
 
 def auth(key: str = KEYS[0]) -> dict[str, str]:

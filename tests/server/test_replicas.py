@@ -24,6 +24,7 @@ from replicas import (  # noqa: E402
     KEYS,
     Nginx,
     auth,
+    bundled_exports,
     nginx_binary,
     normal,
     settings_toml,
@@ -64,7 +65,9 @@ def pair(redis_server, provider, tmp_path_factory):
     folder = tmp_path_factory.mktemp("replicas")
     config = folder / "service.toml"
     config.write_text(settings_toml(redis_server.url, provider.openai_url, embedding=True))
-    a, b = start_pair(config, folder)
+    # the worker's cache (as every test's, see conftest): its export is made once
+    exports = bundled_exports(tmp_path_factory.getbasetemp() / "cache")
+    a, b = start_pair(config, folder, exports)
     yield a, b
     a.stop()
     b.stop()
