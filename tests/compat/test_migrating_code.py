@@ -153,3 +153,22 @@ def test_the_langchain_adapter_goes_where_langchains_rerankers_went():
     assert issubclass(RerankitCompressor, compressors.BaseDocumentCompressor)
     page = (REPO / "docs" / "integrations.md").read_text(encoding="utf-8")
     assert "`CohereRerank`, `FlashrankRerank` or\n`CrossEncoderReranker`" in page
+
+
+def test_rerankers_keywords_are_refused_naming_where_ids_and_metadata_go():
+    """rerankers' ``rank(query, docs, doc_ids=..., metadata=...)`` moved as it is: the
+    ``TypeError`` says that ids and metadata go on each ``rerankit.Document``, as the page
+    does, and that way keeps them."""
+    docs = ["Vaccine storage needs fridges.", "A vaccine trains B and T cells."]
+    with pytest.raises(TypeError) as refused:
+        rerankit.rerank(QUERY, docs, reranker="bm25", doc_ids=["a", "b"], metadata=[{}, {}])
+    said = str(refused.value)
+    assert "'doc_ids' (use rerankit.Document(text, id=...)" in said
+    assert "'metadata' (use rerankit.Document(text, metadata=...)" in said
+    with pytest.raises(TypeError, match=r"'doc_ids' \(use rerankit\.Document\(text, id="):
+        rerankit.load("bm25").rerank(QUERY, docs, doc_ids=["a", "b"])
+    kept = rerankit.rerank(
+        QUERY,
+        [rerankit.Document(t, id=i, metadata={"n": i}) for i, t in zip("ab", docs, strict=True)],
+    )
+    assert {r.id: r.document.metadata for r in kept} == {"a": {"n": "a"}, "b": {"n": "b"}}
