@@ -172,3 +172,17 @@ def test_rerankers_keywords_are_refused_naming_where_ids_and_metadata_go():
         [rerankit.Document(t, id=i, metadata={"n": i}) for i, t in zip("ab", docs, strict=True)],
     )
     assert {r.id: r.document.metadata for r in kept} == {"a": {"n": "a"}, "b": {"n": "b"}}
+
+
+def test_the_pages_stand_ins_for_rerankers_docid_lookups():
+    """compatible.md's lines for rerankers' ``get_result_by_docid`` and
+    ``get_score_by_docid`` give the result and the score of the document with that id."""
+    assert "`get_result_by_docid(doc_id)`: `{r.id: r for r in results}[doc_id]`" in PAGE
+    assert "`get_score_by_docid(doc_id)`: `{r.id: r.score for r in results}[doc_id]`" in PAGE
+    docs = ["Vaccine storage needs fridges.", "A vaccine trains B and T cells.", "Solar panels."]
+    results = rerankit.rerank(
+        QUERY, [rerankit.Document(t, id=f"d{i}") for i, t in enumerate(docs)], reranker="bm25"
+    )
+    result = {r.id: r for r in results}["d1"]
+    assert result.text == docs[1] and result.index == 1 and result in list(results)
+    assert {r.id: r.score for r in results}["d1"] == result.score
