@@ -6,6 +6,7 @@ what the page says differs (or does not) is what rerankit does."""
 from __future__ import annotations
 
 import copy
+import math
 import os
 import re
 import subprocess
@@ -186,3 +187,25 @@ def test_the_pages_stand_ins_for_rerankers_docid_lookups():
     result = {r.id: r for r in results}["d1"]
     assert result.text == docs[1] and result.index == 1 and result in list(results)
     assert {r.id: r.score for r in results}["d1"] == result.score
+
+
+def test_the_adapters_take_the_cross_encoder_a_langchain_reranker_held(bert_dir):
+    """docs/integrations.md: a model folder as ``reranker=`` scores with its raw logit, and
+    ``CrossEncoderScorer(..., output="sigmoid")`` with sentence-transformers' sigmoid."""
+    documents = pytest.importorskip("langchain_core.documents")
+    from rerankit.integrations.langchain import RerankitCompressor
+    from rerankit.scorers import CrossEncoderScorer
+
+    texts = ["vaccines train the immune system", "solar panels convert light", "stock market"]
+    docs = [documents.Document(page_content=t, id=f"d{i}") for i, t in enumerate(texts)]
+    query = "how do vaccines work"
+    logits = {f"d{r.index}": r.score for r in rerankit.rerank(query, texts, reranker=str(bert_dir))}
+    for reranker, expect in (
+        (str(bert_dir), logits),
+        (
+            CrossEncoderScorer(str(bert_dir), output="sigmoid"),
+            {k: 1 / (1 + math.exp(-v)) for k, v in logits.items()},
+        ),
+    ):
+        got = RerankitCompressor(reranker=reranker, top_n=None).compress_documents(docs, query)
+        assert {d.id: d.metadata["relevance_score"] for d in got} == pytest.approx(expect)
