@@ -6,6 +6,7 @@ what the page says differs (or does not) is what rerankit does."""
 from __future__ import annotations
 
 import copy
+import math
 import os
 import re
 import subprocess
@@ -153,3 +154,58 @@ def test_the_langchain_adapter_goes_where_langchains_rerankers_went():
     assert issubclass(RerankitCompressor, compressors.BaseDocumentCompressor)
     page = (REPO / "docs" / "integrations.md").read_text(encoding="utf-8")
     assert "`CohereRerank`, `FlashrankRerank` or\n`CrossEncoderReranker`" in page
+
+
+def test_rerankers_keywords_are_refused_naming_where_ids_and_metadata_go():
+    """rerankers' ``rank(query, docs, doc_ids=..., metadata=...)`` moved as it is: the
+    ``TypeError`` says that ids and metadata go on each ``rerankit.Document``, as the page
+    does, and that way keeps them."""
+    docs = ["Vaccine storage needs fridges.", "A vaccine trains B and T cells."]
+    with pytest.raises(TypeError) as refused:
+        rerankit.rerank(QUERY, docs, reranker="bm25", doc_ids=["a", "b"], metadata=[{}, {}])
+    said = str(refused.value)
+    assert "'doc_ids' (use rerankit.Document(text, id=...)" in said
+    assert "'metadata' (use rerankit.Document(text, metadata=...)" in said
+    with pytest.raises(TypeError, match=r"'doc_ids' \(use rerankit\.Document\(text, id="):
+        rerankit.load("bm25").rerank(QUERY, docs, doc_ids=["a", "b"])
+    kept = rerankit.rerank(
+        QUERY,
+        [rerankit.Document(t, id=i, metadata={"n": i}) for i, t in zip("ab", docs, strict=True)],
+    )
+    assert {r.id: r.document.metadata for r in kept} == {"a": {"n": "a"}, "b": {"n": "b"}}
+
+
+def test_the_pages_stand_ins_for_rerankers_docid_lookups():
+    """compatible.md's lines for rerankers' ``get_result_by_docid`` and
+    ``get_score_by_docid`` give the result and the score of the document with that id."""
+    assert "`get_result_by_docid(doc_id)`: `{r.id: r for r in results}[doc_id]`" in PAGE
+    assert "`get_score_by_docid(doc_id)`: `{r.id: r.score for r in results}[doc_id]`" in PAGE
+    docs = ["Vaccine storage needs fridges.", "A vaccine trains B and T cells.", "Solar panels."]
+    results = rerankit.rerank(
+        QUERY, [rerankit.Document(t, id=f"d{i}") for i, t in enumerate(docs)], reranker="bm25"
+    )
+    result = {r.id: r for r in results}["d1"]
+    assert result.text == docs[1] and result.index == 1 and result in list(results)
+    assert {r.id: r.score for r in results}["d1"] == result.score
+
+
+def test_the_adapters_take_the_cross_encoder_a_langchain_reranker_held(bert_dir):
+    """docs/integrations.md: a model folder as ``reranker=`` scores with its raw logit, and
+    ``CrossEncoderScorer(..., output="sigmoid")`` with sentence-transformers' sigmoid."""
+    documents = pytest.importorskip("langchain_core.documents")
+    from rerankit.integrations.langchain import RerankitCompressor
+    from rerankit.scorers import CrossEncoderScorer
+
+    texts = ["vaccines train the immune system", "solar panels convert light", "stock market"]
+    docs = [documents.Document(page_content=t, id=f"d{i}") for i, t in enumerate(texts)]
+    query = "how do vaccines work"
+    logits = {f"d{r.index}": r.score for r in rerankit.rerank(query, texts, reranker=str(bert_dir))}
+    for reranker, expect in (
+        (str(bert_dir), logits),
+        (
+            CrossEncoderScorer(str(bert_dir), output="sigmoid"),
+            {k: 1 / (1 + math.exp(-v)) for k, v in logits.items()},
+        ),
+    ):
+        got = RerankitCompressor(reranker=reranker, top_n=None).compress_documents(docs, query)
+        assert {d.id: d.metadata["relevance_score"] for d in got} == pytest.approx(expect)

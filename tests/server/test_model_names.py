@@ -118,6 +118,8 @@ def test_an_empty_table_serves_no_alias_and_says_so(tmp_path, capsys, caplog, ta
 def test_any_unknown_name_gets_the_aliases_line(client):
     said = _missing(client, "BAAI/bge-reranker-base", "/rerank")  # Infinity's shape
     assert 'add "BAAI/bge-reranker-base" = "bm25" to [server.aliases]' in said
+    # a service started without a settings file: the message says where that table goes
+    assert "[server.aliases] of the settings file (rerankit serve --settings FILE)" in said
 
 
 def test_did_you_mean_stays_on_its_side_of_the_language_line(client):

@@ -65,6 +65,8 @@ _KEYWORD_HINTS = {
     "query_embedding": 'context={"query_embedding": ...}',
     "document_embeddings": 'context={"document_embeddings": ...}',
     "language": "reranker=HybridReranker(language=...), or a reranker built for the language",
+    "doc_ids": "rerankit.Document(text, id=...) for each document",  # AnswerDotAI's rerankers
+    "metadata": "rerankit.Document(text, metadata=...) for each document",
 }
 
 

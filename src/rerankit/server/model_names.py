@@ -143,7 +143,10 @@ def not_found(
             f"file's [server.aliases] is empty: add {line} to it, or remove the empty table"
         )
     elif name and len(name) <= 100:
-        fix = f"to serve the name your client sends, add {line} to [server.aliases]"
+        fix = (
+            f"to serve the name your client sends, add {line} to [server.aliases] "
+            "of the settings file (rerankit serve --settings FILE)"
+        )
     else:
         fix = (
             "to serve another name, map it onto a pipeline in the settings file's [server.aliases]"
